@@ -1,0 +1,33 @@
+# kafka-logdoctor: the two quick-start commands, `make demo` and `make test`.
+# Each builds a project-local environment (.venv) from scratch with pinned versions.
+PYTHON ?= python3.11
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-lock.txt 2>/dev/null | cksum | cut -d' ' -f1)
+
+.PHONY: demo test lint bench clean env
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml requirements-lock.txt
+	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11+ is required)"; exit 64; }
+	rm -rf $(VENV)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-lock.txt
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	touch $@
+
+# The main job on the embedded default: generate a sample and run logdoctor on it.
+demo: $(STAMP)
+	PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/logdoctor demo
+
+# The whole test suite (ruff + pytest). CI runs exactly this.
+test: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -1,0 +1,3 @@
+"""Imports every command module so each registers itself on the Typer app."""
+
+from __future__ import annotations

@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import realworld  # noqa: E402
+
+IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+_realworld_skips: list[str] = []
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.skipped and call.excinfo is not None:
+        reason = str(call.excinfo.value)
+        if reason.startswith("realworld:"):
+            _realworld_skips.append(item.nodeid)
+            if IN_CI:
+                report.outcome = "failed"
+                report.longrepr = f"CI must read ../shared/realworld, but this test skipped: {reason}"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if IN_CI and not realworld.available():
+        session.exitstatus = 1
+        print(f"\nCI: {realworld.SKIP_REASON}; the realworld tests cannot be skipped in CI", file=sys.stderr)
+
+
+@pytest.fixture(scope="session")
+def realworld_dir() -> Path:
+    return realworld.require()

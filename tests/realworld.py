@@ -1,0 +1,71 @@
+"""Where the real log dirs of ../shared/realworld are, and how tests get them.
+
+They are read in place, never copied into the repo. Outside the workspace (a clone
+with no ../shared) tests that need them skip with a clear reason; in CI (CI=true)
+they must not skip: tests/conftest.py turns any such skip into a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+REALWORLD = Path(os.environ.get("LOGDOCTOR_REALWORLD", REPO_ROOT.parent / "shared" / "realworld"))
+SKIP_REASON = f"realworld: no real log dirs at {REALWORLD} (../shared/realworld exists only in the workspace)"
+
+
+def available() -> bool:
+    return (REALWORLD / "MANIFEST.json").is_file()
+
+
+def require() -> Path:
+    """Return the realworld folder or skip the calling test (CI turns this skip into a failure)."""
+    if not available():
+        pytest.skip(SKIP_REASON)
+    return REALWORLD
+
+
+@cache
+def manifest() -> dict:
+    return json.loads((REALWORLD / "MANIFEST.json").read_text())
+
+
+def log_dir_names() -> list[str]:
+    """Names of the log dirs (static list so tests can be parametrized without the data)."""
+    if not available():
+        return []
+    return [e["name"] for e in manifest()["entries"]]
+
+
+def log_dirs() -> list[Path]:
+    return [REALWORLD / n for n in log_dir_names()]
+
+
+def files(suffix: str | None = None, name: str | None = None) -> Iterator[Path]:
+    """Every file under the log dirs (not the broker logs), optionally by suffix or exact name."""
+    for d in log_dirs():
+        for p in sorted(d.rglob("*")):
+            if not p.is_file():
+                continue
+            if suffix is not None and not p.name.endswith(suffix):
+                continue
+            if name is not None and p.name != name:
+                continue
+            yield p
+
+
+def params(items) -> list:
+    """pytest params with readable ids relative to the realworld folder.
+
+    With no real data there is one param that skips with the realworld reason, so
+    the absence is visible (and fatal in CI) instead of an empty parametrization.
+    """
+    if not available():
+        return [pytest.param(None, id="no-realworld", marks=pytest.mark.skip(reason=SKIP_REASON))]
+    return [pytest.param(p, id=str(p.relative_to(REALWORLD))) for p in items]
