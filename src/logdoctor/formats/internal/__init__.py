@@ -1,0 +1,72 @@
+"""Decoders (and encoders) of Kafka's internal topics' keys and values.
+
+- ``__consumer_offsets``: :func:`decode_consumer_offsets` / :func:`encode_consumer_offsets`
+- ``__transaction_state``: :func:`decode_transaction_log` / :func:`encode_transaction_log`
+- ``__cluster_metadata`` (and KRaft ``.checkpoint`` snapshots): :func:`decode_metadata_record` /
+  :func:`encode_metadata_record`
+
+:func:`decoder_for_topic` picks one by topic (or partition folder) name for ``--decoder auto``;
+:func:`decoder_by_name` by the CLI names. Each decoder takes ``(key, value)`` and returns a dict
+with ``"type"`` and ``"version"``; an unknown record type or version raises ``UnsupportedError``,
+bad bytes ``TruncatedError``/``CorruptRecordError`` with the position within the key or value.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from logdoctor.formats.internal.cluster_metadata import decode_metadata_record, encode_metadata_record
+from logdoctor.formats.internal.consumer_offsets import decode_consumer_offsets, encode_consumer_offsets
+from logdoctor.formats.internal.protocol import uuid_to_standard
+from logdoctor.formats.internal.transaction_log import decode_transaction_log, encode_transaction_log
+
+Decoder = Callable[..., dict[str, Any]]
+
+__all__ = [
+    "DECODER_NAMES",
+    "Decoder",
+    "decode_consumer_offsets",
+    "decode_metadata_record",
+    "decode_transaction_log",
+    "decoder_by_name",
+    "decoder_for_topic",
+    "encode_consumer_offsets",
+    "encode_metadata_record",
+    "encode_transaction_log",
+    "uuid_to_standard",
+]
+
+
+def _metadata_key_value(key: Any, value: Any, *, source: str | None = None) -> dict[str, Any]:
+    return decode_metadata_record(value, source=source)
+
+
+_BY_TOPIC: dict[str, tuple[str, Decoder]] = {
+    "__consumer_offsets": ("consumer-offsets", decode_consumer_offsets),
+    "__transaction_state": ("transactions", decode_transaction_log),
+    "__cluster_metadata": ("cluster-metadata", _metadata_key_value),
+}
+DECODER_NAMES: dict[str, Decoder] = {name: fn for name, fn in _BY_TOPIC.values()}
+
+
+def decoder_for_topic(topic: str) -> Decoder | None:
+    """The (key, value) decoder for an internal topic, a ``topic-N`` folder name, or None."""
+    entry = _BY_TOPIC.get(topic)
+    if entry is None:
+        match = re.fullmatch(r"(.+)-\d+", topic)
+        if match:
+            entry = _BY_TOPIC.get(match.group(1))
+    return entry[1] if entry else None
+
+
+def decoder_by_name(name: str, topic: str | None = None) -> Decoder | None:
+    """``auto`` (needs ``topic``), ``none`` (None), or one of :data:`DECODER_NAMES`."""
+    if name == "none":
+        return None
+    if name == "auto":
+        return decoder_for_topic(topic) if topic else None
+    if name not in DECODER_NAMES:
+        raise ValueError(f"unknown decoder {name!r}: auto, none, {', '.join(DECODER_NAMES)}")
+    return DECODER_NAMES[name]

@@ -1,0 +1,90 @@
+"""KRaft metadata records (values of ``__cluster_metadata`` records and of ``.checkpoint`` snapshots).
+
+A value is: unsigned varint frame version (1), unsigned varint api key (the record type),
+unsigned varint version, then the record struct, with nothing after it
+(K: server-common/.../serialization/AbstractApiMessageSerde.java, metadata/.../MetadataRecordSerde.java).
+Frame version 0 was KRaft's 2.8 preview, which Kafka itself refuses.
+
+Decoded form: {"type": "PartitionRecord", "api_key": 3, "version": 2, "frame_version": 1,
+"data": {...fields...}}.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from logdoctor.errors import CorruptRecordError, TruncatedError, UnsupportedError
+from logdoctor.formats.internal._framing import as_bytes
+from logdoctor.formats.internal.protocol import read_message, write_message, write_uvarint
+from logdoctor.formats.internal.schemas import METADATA_RECORDS, METADATA_RECORDS_BY_NAME
+
+WHAT = "metadata record"
+FRAME_VERSION = 1
+
+
+def _uvarint(data: bytes, pos: int, label: str, source: str | None) -> tuple[int, int]:
+    result = 0
+    shift = 0
+    start = pos
+    while True:
+        if pos >= len(data):
+            raise TruncatedError(f"{WHAT}: {label} (unsigned varint)", source=source, position=start,
+                                 found=f"{len(data) - start} byte(s) left")
+        b = data[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            break
+        shift += 7
+        if shift > 28:
+            raise CorruptRecordError(f"{WHAT}: {label}: an unsigned varint of at most 5 bytes",
+                                     source=source, position=start)
+    if result > 0x7FFF:  # AbstractApiMessageSerde.unsignedIntToShort
+        raise CorruptRecordError(f"{WHAT}: {label} <= 32767", source=source, position=start,
+                                 found=str(result))
+    return result, pos
+
+
+def decode_metadata_record(
+    value: bytes | bytearray | memoryview | None, *, source: str | None = None
+) -> dict[str, Any]:
+    """Decode one metadata record value; positions in errors are within the value."""
+    if value is None:
+        raise CorruptRecordError(f"{WHAT}: a record value", source=source, position=0, found="null value")
+    data = as_bytes(value)
+    frame_version, pos = _uvarint(data, 0, "frame version", source)
+    if frame_version != FRAME_VERSION:
+        found = str(frame_version) + (" (KRaft 2.8 preview)" if frame_version == 0 else "")
+        raise UnsupportedError(f"{WHAT}: frame version {FRAME_VERSION}", source=source, position=0,
+                               found=found)
+    api_key_at = pos
+    api_key, pos = _uvarint(data, pos, "record type", source)
+    version_at = pos
+    version, pos = _uvarint(data, pos, "record version", source)
+    message = METADATA_RECORDS.get(api_key)
+    if message is None:
+        raise UnsupportedError(f"{WHAT}: a known record type", source=source, position=api_key_at,
+                               found=str(api_key))
+    if version not in message.valid_versions:
+        raise UnsupportedError(f"{WHAT}: a version of {message.name} in {message.valid_versions}",
+                               source=source, position=version_at, found=str(version))
+    fields, _ = read_message(message, data, version, start=pos, what=f"{WHAT} ({message.name})",
+                             source=source)
+    return {"type": message.name, "api_key": api_key, "version": version, "frame_version": frame_version,
+            "data": fields}
+
+
+def encode_metadata_record(record: dict[str, Any]) -> bytes:
+    """Bytes of a record in the decoded form ("api_key" or "type", "version", "data")."""
+    api_key = record.get("api_key")
+    message = METADATA_RECORDS.get(api_key) if api_key is not None else METADATA_RECORDS_BY_NAME.get(
+        record.get("type", ""))
+    if message is None:
+        raise UnsupportedError("a known metadata record type", found=str(api_key or record.get("type")))
+    version = int(record["version"])
+    out = bytearray()
+    write_uvarint(out, int(record.get("frame_version", FRAME_VERSION)))
+    write_uvarint(out, message.api_key)  # type: ignore[arg-type]
+    write_uvarint(out, version)
+    out += write_message(message, record.get("data") or {}, version)
+    return bytes(out)
