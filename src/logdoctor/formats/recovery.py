@@ -1,0 +1,237 @@
+"""Rebuild a segment's ``.index``, ``.timeindex`` and ``.txnindex`` the way Kafka's recovery does.
+
+K: storage/.../log/LogSegment.java (``recover``), ProducerStateManager.java / ProducerAppendInfo.java
+(transactions, ``lastStableOffset``), LogLoader.java (``recoverSegment``), TimeIndex.java
+(``maybeAppend``).
+
+What ``LogSegment.recover`` does, and so what :func:`rebuild_indexes` does:
+
+- Walk the batches from position 0; for each: ``ensureValid`` (CRC), offset in the index's int32
+  range; if the batch's max timestamp is above the max so far, remember it with the batch's
+  *last* offset (the "shallow" offset of the max timestamp).
+- When ``validBytes - lastIndexEntry > index.interval.bytes`` (strictly greater), append
+  (batch last offset, batch start position) to the offset index and
+  ``maybeAppend(maxTimestampSoFar, its offset)`` to the time index, then ``lastIndexEntry =
+  validBytes``. Both counters start at 0, so the first batch never gets an entry.
+- ``TimeIndex.maybeAppend`` only appends when the timestamp is greater than the last entry's
+  (initially -1), so all-v0 segments have an empty time index.
+- v2 batches with a producer id update producer state: a transactional data batch of a producer
+  with no ongoing transaction starts one at the batch's base offset; a COMMIT/ABORT marker
+  completes it (``lastOffset`` = the marker's offset). An aborted one is appended to the txn
+  index with ``lastStableOffset`` = the first offset of the earliest ongoing transaction of
+  *another* producer (ProducerStateManager.lastStableOffset / findNextIncompleteTxn), or the
+  marker offset + 1 when there is none. A marker for a producer without an ongoing transaction
+  (an empty transaction) writes nothing. LogLoader rebuilds producer state up to the segment's
+  base offset before recovering it; pass the transactions still open at that point as
+  ``open_transactions`` (e.g. from the producer snapshot plus earlier segments, or
+  :attr:`RebuiltIndexes.open_transactions` of the previous segment).
+- The first invalid batch (bad CRC, size < 14, zero-filled tail, torn tail) stops the walk:
+  ``valid_bytes`` is where recovery truncates the ``.log``. An invalid transaction marker
+  (InvalidRecordException) stops it too, but *after* ``validBytes`` already counted that batch,
+  exactly as in Kafka.
+- At the end: ``timeIndex.maybeAppend(maxTimestampSoFar, offset, skipFullCheck=true)`` (the
+  entry a normal close writes), then both indexes are trimmed to their entries.
+
+Output size: **trimmed** (``trimToValidSize``), what ``recover`` leaves on disk. When the broker
+then opens the last segment as the active one, LogLoader calls ``resizeIndexes(segment.index.bytes)``,
+which regrows its two index files to 10 MiB of zero tail; use ``index.write_offset_index(...,
+size=index.preallocated_size(8))`` for that form.
+
+Broker-written indexes can legitimately differ from rebuilt ones. During live appends, before
+KAFKA-806 (fixed Feb 2025), ``LogSegment.append`` added at most *one* entry per append call
+(``largestOffset`` of the whole chunk, position of its first batch), and a chunk (a produce
+request's records, a follower fetch, a cleaner pass) may hold many batches; the time index of
+live appends before KIP-734-era changes could also point at a record's exact offset inside a
+batch. Across broker restarts the live counter ``bytesSinceLastIndexEntry`` starts again at 0
+(it lives in memory) and every clean close appends the max timestamp to the time index, so a
+segment written over several sessions has other offset entries and extra time entries. Such an
+index is still correct as long as each entry is consistent with the log: its
+position is the start of a batch at or before the batch ending at its offset, and its timestamp
+is a batch max timestamp seen up to that offset. Compare broker-written indexes with the log for
+consistency, and compare rebuilt ones byte for byte only where the broker's index was itself
+built by recovery or one batch per append.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from logdoctor.errors import CorruptRecordError, FormatError
+from logdoctor.formats.control import ControlType, parse_control_key, parse_end_txn_marker
+from logdoctor.formats.index import (
+    AbortedTxn,
+    OffsetEntry,
+    TimeEntry,
+    write_offset_index,
+    write_time_index,
+    write_txn_index,
+)
+from logdoctor.formats.records import iter_batches
+
+DEFAULT_INDEX_INTERVAL_BYTES = 4096
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(slots=True)
+class RebuiltIndexes:
+    """The three index files recovery would write (trimmed), and what the walk found."""
+
+    offset_index: bytes
+    time_index: bytes
+    txn_index: bytes
+    valid_bytes: int
+    error: FormatError | None
+    offset_entries: list[OffsetEntry] = field(default_factory=list)
+    time_entries: list[TimeEntry] = field(default_factory=list)
+    aborted_txns: list[AbortedTxn] = field(default_factory=list)
+    batch_count: int = 0
+    max_timestamp: int = -1  # maxTimestampSoFar (-1: none)
+    offset_of_max_timestamp: int = -1
+    next_offset: int | None = None  # last offset of the last valid batch + 1
+    open_transactions: dict[int, int] = field(default_factory=dict)  # producer id -> first offset
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)  # (epoch, start offset) assigned
+
+    @property
+    def truncated(self) -> bool:
+        return self.error is not None
+
+
+def rebuild_indexes(
+    log: bytes | bytearray | memoryview,
+    base_offset: int,
+    *,
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
+    source: str | None = None,
+    open_transactions: Mapping[int, int] | None = None,
+    latest_leader_epoch: int | None = None,
+) -> RebuiltIndexes:
+    """Rebuild the indexes of the segment ``log`` (a whole ``.log`` file) as ``LogSegment.recover``.
+
+    ``open_transactions`` maps producer id -> first offset of its transaction still open at the
+    segment's base offset; ``latest_leader_epoch`` is the leader-epoch cache's latest epoch before
+    this segment. Never raises on bad bytes: the walk stops and ``error`` says why.
+    """
+    offsets: list[OffsetEntry] = []
+    times: list[TimeEntry] = []
+    aborted: list[AbortedTxn] = []
+    epochs: list[tuple[int, int]] = []
+    # ongoing transactions, keyed by first offset like ProducerStateManager.ongoingTxns (a TreeMap)
+    ongoing: dict[int, int] = {first: pid for pid, first in (open_transactions or {}).items()}
+    current: dict[int, int] = dict(open_transactions or {})  # pid -> currentTxnFirstOffset
+    latest_epoch = latest_leader_epoch
+    valid_bytes = 0
+    last_index_entry = 0
+    max_ts, max_ts_offset = -1, -1
+    last_time = (-1, base_offset)  # TimeIndex.lastEntry after reset: (NO_TIMESTAMP, baseOffset)
+    error: FormatError | None = None
+    count = 0
+    next_offset: int | None = None
+
+    def time_maybe_append(timestamp: int, offset: int) -> None:
+        nonlocal last_time
+        if timestamp > last_time[0]:
+            times.append(TimeEntry(timestamp, offset))
+            last_time = (timestamp, offset)
+
+    try:
+        for batch in iter_batches(log, source=source, verify_crc=True):
+            last = batch.last_offset
+            relative = last - base_offset
+            if relative < 0 or relative > _INT32_MAX:
+                # LogSegmentOffsetOverflowException: LogLoader splits the segment instead.
+                raise CorruptRecordError(
+                    f"a last offset within int32 of the base offset {base_offset}",
+                    source=source,
+                    position=batch.position,
+                    found=f"offset {last}",
+                )
+            if batch.max_timestamp > max_ts:
+                max_ts, max_ts_offset = batch.max_timestamp, last
+            if valid_bytes - last_index_entry > index_interval_bytes:
+                if offsets and last <= offsets[-1].offset:
+                    raise CorruptRecordError(
+                        f"an offset above the last indexed offset {offsets[-1].offset}",
+                        source=source,
+                        position=batch.position,
+                        found=f"offset {last}",
+                    )
+                offsets.append(OffsetEntry(last, valid_bytes))
+                time_maybe_append(max_ts, max_ts_offset)
+                last_index_entry = valid_bytes
+            valid_bytes += batch.size
+            count += 1
+            next_offset = last + 1
+            if batch.magic >= 2:
+                epoch = batch.partition_leader_epoch
+                if epoch >= 0 and (latest_epoch is None or epoch > latest_epoch):
+                    epochs.append((epoch, batch.base_offset))
+                    latest_epoch = epoch
+                if batch.producer_id >= 0:
+                    _update_producer_state(batch, ongoing, current, aborted, source)
+    except FormatError as exc:
+        error = exc
+    time_maybe_append(max_ts, max_ts_offset)  # the final append of recover (skipFullCheck)
+    return RebuiltIndexes(
+        offset_index=write_offset_index(offsets, base_offset),
+        time_index=write_time_index(times, base_offset),
+        txn_index=write_txn_index(aborted),
+        valid_bytes=valid_bytes,
+        error=error,
+        offset_entries=offsets,
+        time_entries=times,
+        aborted_txns=aborted,
+        batch_count=count,
+        max_timestamp=max_ts,
+        offset_of_max_timestamp=max_ts_offset,
+        next_offset=next_offset,
+        open_transactions=dict(current),
+        leader_epochs=epochs,
+    )
+
+
+def _update_producer_state(batch, ongoing: dict[int, int], current: dict[int, int], aborted, source) -> None:
+    pid = batch.producer_id
+    if batch.is_control:
+        first_record = next(iter(batch.records()), None)
+        if first_record is None:
+            return  # an empty control batch: the transaction was cleaned away
+        position = batch.position
+        _, type_id = parse_control_key(first_record.key, source=source, position=position)
+        if type_id not in (ControlType.ABORT, ControlType.COMMIT):
+            raise CorruptRecordError(
+                "an ABORT or COMMIT marker in a control batch with a producer id",
+                source=source,
+                position=position,
+                found=f"control type {type_id}",
+            )
+        marker = parse_end_txn_marker(
+            ControlType(type_id), first_record.value, source=source, position=position
+        )
+        first = current.pop(pid, None)
+        if first is None:
+            return  # empty transaction: no CompletedTxn, nothing in the txn index
+        marker_offset = batch.base_offset
+        if not marker.committed:
+            lso = marker_offset + 1
+            for txn_first in sorted(ongoing):
+                if ongoing[txn_first] != pid:
+                    lso = txn_first
+                    break
+            aborted.append(AbortedTxn(pid, first, marker_offset, lso))
+        ongoing.pop(first, None)
+        return
+    if pid not in current and batch.is_transactional:
+        current[pid] = batch.base_offset
+        ongoing[batch.base_offset] = pid
+    elif pid in current and not batch.is_transactional:
+        # InvalidTxnStateException in ProducerAppendInfo.appendDataBatch: the broker fails the load.
+        raise CorruptRecordError(
+            f"a transactional batch (producer {pid} has a transaction open since offset {current[pid]})",
+            source=source,
+            position=batch.position,
+            found="a non-transactional batch",
+        )
+
+
+__all__ = ["DEFAULT_INDEX_INTERVAL_BYTES", "RebuiltIndexes", "rebuild_indexes"]
