@@ -78,6 +78,9 @@ class RecordSpec:
     key: bytes | None = None
     timestamp: int = NO_TIMESTAMP
     headers: tuple[Header, ...] = ()
+    # v2 only: the record's offset - base offset (None: its index in the batch). Lets writers
+    # build compacted batches with gaps.
+    offset_delta: int | None = None
 
 
 class Batch(ABC):

@@ -1,0 +1,810 @@
+"""Record batches of magic 2 (K:clients/src/main/java/org/apache/kafka/common/record/DefaultRecordBatch.java).
+
+A batch is a 61-byte header (read with one ``struct.unpack_from``) and a records section,
+compressed as a whole when the codec bits say so. Records (DefaultRecord.java) are decoded
+on demand, by the C extension ``_speedups`` when it is built, else by the pure-Python decoder
+below; both give identical results and raise the same typed errors.
+
+Rules kept from Kafka:
+- the CRC-32C covers attributes..end (the partition leader epoch is left out so that a leader
+  can set it without recomputing the CRC);
+- ``ensure_valid()`` is what LogSegment.recover calls (DefaultRecordBatch.ensureValid): the size
+  must hold the header and the CRC must match; ``ensure_valid(deep=True)`` also decodes the records;
+- with LogAppendTime every record's timestamp is the batch's max timestamp;
+- when the delete-horizon bit is set, baseTimestamp is the delete horizon (the log cleaner sets it,
+  records keep their deltas against it);
+- a record's sequence is baseSequence + offsetDelta with Java's int32 wrap-around
+  (DefaultRecordBatch.incrementSequence), -1 when the batch has no sequence.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from logdoctor.errors import (
+    CorruptRecordError,
+    CrcMismatchError,
+    FormatError,
+    TruncatedError,
+    UnsupportedError,
+)
+from logdoctor.formats.crc import crc32c
+from logdoctor.formats.record_types import (
+    LOG_OVERHEAD,
+    NO_SEQUENCE,
+    Batch,
+    Compression,
+    Header,
+    Record,
+    TimestampType,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+# The 61-byte header: baseOffset, length, partitionLeaderEpoch, magic, crc, attributes,
+# lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount.
+HEADER = struct.Struct(">qiibIhiqqqhii")
+RECORD_BATCH_OVERHEAD = HEADER.size  # 61
+RECORDS_OFFSET = RECORD_BATCH_OVERHEAD
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+LENGTH_OFFSET = 8
+PARTITION_LEADER_EPOCH_OFFSET = 12
+MAGIC_VALUE_V2 = 2
+
+COMPRESSION_CODEC_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08
+TRANSACTIONAL_FLAG_MASK = 0x10
+CONTROL_FLAG_MASK = 0x20
+DELETE_HORIZON_FLAG_MASK = 0x40
+
+_INT32_MAX = 0x7FFFFFFF
+
+try:  # the C decoder; LOGDOCTOR_PURE_PYTHON=1 turns it off (tests compare both)
+    if os.environ.get("LOGDOCTOR_PURE_PYTHON"):
+        raise ImportError("disabled by LOGDOCTOR_PURE_PYTHON")
+    from logdoctor.formats import _speedups
+
+    _speedups.configure(Record, Header)
+    _RecordError: type[Exception] = _speedups.RecordError
+except (ImportError, TypeError):  # pragma: no cover - not built, or Record/Header changed their slots
+    _speedups = None  # type: ignore[assignment]
+
+    class _RecordError(Exception):  # type: ignore[no-redef]
+        pass
+
+
+HAVE_SPEEDUPS = _speedups is not None
+
+
+class _RecordFault(Exception):
+    """Raised by the pure-Python decoder with the same (code, position, index) as the C one."""
+
+
+# Error codes shared with _speedups.c: (what Kafka expects there, what was found)
+_E_FEWER_RECORDS = 1
+_E_OVERLONG_VARINT = 2
+_E_BAD_LENGTH = 3
+_E_FIELD_OVERRUN = 4
+_E_BAD_HEADER_COUNT = 5
+_E_BAD_HEADER_KEY = 6
+_E_LENGTH_MISMATCH = 7
+_E_TRAILING = 8
+_E_TRUNCATED_LENGTH = 9
+_E_BAD_COUNT = 10
+
+_RECORD_ERRORS: dict[int, tuple[str, str]] = {
+    _E_FEWER_RECORDS: ("as many records as the batch's record count", "the records end at record {index}"),
+    _E_OVERLONG_VARINT: ("a varint of at most 5 bytes (varlong 10)", "an overlong varint in record {index}"),
+    _E_BAD_LENGTH: ("a record length within the records section", "record {index} has an impossible length"),
+    _E_FIELD_OVERRUN: ("record fields within the record's length", "a field of record {index} runs past it"),
+    _E_BAD_HEADER_COUNT: (
+        "a header count >= 0 that fits the record",
+        "record {index} has an impossible count",
+    ),
+    _E_BAD_HEADER_KEY: ("a header key length >= 0", "a negative header key length in record {index}"),
+    _E_LENGTH_MISMATCH: ("fields that fill the record's length", "record {index} ends before its length"),
+    _E_TRAILING: ("no bytes after the last record", "bytes after record {index} (the declared count)"),
+    _E_TRUNCATED_LENGTH: ("a complete record length varint", "the records end inside record {index}"),
+    _E_BAD_COUNT: ("a record count >= 0", "a negative record count"),
+}
+
+
+def wrap_int64(value: int) -> int:
+    return ((value + (1 << 63)) & 0xFFFFFFFFFFFFFFFF) - (1 << 63)
+
+
+def wrap_int32(value: int) -> int:
+    return ((value + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def increment_sequence(sequence: int, increment: int) -> int:
+    """DefaultRecordBatch.incrementSequence, with Java's int32 arithmetic."""
+    if sequence > wrap_int32(_INT32_MAX - increment):
+        return wrap_int32(increment - wrap_int32(_INT32_MAX - sequence) - 1)
+    return wrap_int32(sequence + increment)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pure-Python record decoder (the reference the C decoder is tested against)
+
+
+def _uvarint(data, i: int, end: int, max_bytes: int) -> tuple[int, int]:
+    """Unsigned varint of at most max_bytes; bits beyond the width are dropped by the callers."""
+    b = data[i] if i < end else -1
+    if 0 <= b < 0x80:
+        return b, i + 1
+    value = 0
+    shift = 0
+    for n in range(max_bytes):
+        if i >= end:
+            raise _RecordFault(_E_FIELD_OVERRUN)
+        b = data[i]
+        i += 1
+        if n == max_bytes - 1:
+            if b & 0x80:
+                raise _RecordFault(_E_OVERLONG_VARINT)
+            return value | (b << shift), i
+        value |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return value, i
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _varint(data, i: int, end: int) -> tuple[int, int]:
+    raw, i = _uvarint(data, i, end, 5)
+    raw &= 0xFFFFFFFF
+    return (raw >> 1) ^ -(raw & 1), i
+
+
+def _varlong(data, i: int, end: int) -> tuple[int, int]:
+    raw, i = _uvarint(data, i, end, 10)
+    raw &= 0xFFFFFFFFFFFFFFFF
+    return (raw >> 1) ^ -(raw & 1), i
+
+
+@dataclass(slots=True)
+class _RawRecord:
+    timestamp_delta: int
+    offset_delta: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[bytes, bytes | None]]
+
+
+def _parse_record_py(data, pos: int, end: int) -> tuple[_RawRecord, int]:
+    """One record at pos; raises _RecordFault((code, position))."""
+    if pos >= end:
+        raise _RecordFault(_E_FEWER_RECORDS, pos)
+    try:
+        length, i = _varint(data, pos, end)
+    except _RecordFault as fault:
+        code = _E_TRUNCATED_LENGTH if fault.args[0] == _E_FIELD_OVERRUN else fault.args[0]
+        raise _RecordFault(code, pos) from None
+    if length < 0 or length > end - i:
+        raise _RecordFault(_E_BAD_LENGTH, pos)
+    rend = i + length
+    if i >= rend:
+        raise _RecordFault(_E_FIELD_OVERRUN, i)
+    i += 1  # attributes: unused
+    field = i
+    try:
+        ts_delta, i = _varlong(data, i, rend)
+        field = i
+        offset_delta, i = _varint(data, i, rend)
+        field = i
+        key_len, i = _varint(data, i, rend)
+        key = None
+        if key_len >= 0:
+            if key_len > rend - i:
+                raise _RecordFault(_E_FIELD_OVERRUN)
+            key = bytes(data[i : i + key_len])
+            i += key_len
+        field = i
+        value_len, i = _varint(data, i, rend)
+        value = None
+        if value_len >= 0:
+            if value_len > rend - i:
+                raise _RecordFault(_E_FIELD_OVERRUN)
+            value = bytes(data[i : i + value_len])
+            i += value_len
+        field = i
+        count, i = _varint(data, i, rend)
+        if count < 0 or count > rend - i:
+            raise _RecordFault(_E_BAD_HEADER_COUNT)
+        headers = []
+        for _ in range(count):
+            field = i
+            hk_len, i = _varint(data, i, rend)
+            if hk_len < 0:
+                raise _RecordFault(_E_BAD_HEADER_KEY)
+            if hk_len > rend - i:
+                raise _RecordFault(_E_FIELD_OVERRUN)
+            hkey = bytes(data[i : i + hk_len])
+            i += hk_len
+            field = i
+            hv_len, i = _varint(data, i, rend)
+            hvalue = None
+            if hv_len >= 0:
+                if hv_len > rend - i:
+                    raise _RecordFault(_E_FIELD_OVERRUN)
+                hvalue = bytes(data[i : i + hv_len])
+                i += hv_len
+            headers.append((hkey, hvalue))
+    except _RecordFault as fault:
+        raise _RecordFault(fault.args[0], field) from None
+    if i != rend:
+        raise _RecordFault(_E_LENGTH_MISMATCH, i)
+    return _RawRecord(ts_delta, offset_delta, key, value, headers), rend
+
+
+def _raw_records_py(data, pos: int, end: int, count: int) -> list[_RawRecord]:
+    if count < 0:
+        raise _RecordError(_E_BAD_COUNT, pos, 0)
+    out = []
+    for n in range(count):
+        try:
+            rec, pos = _parse_record_py(data, pos, end)
+        except _RecordFault as fault:
+            raise _RecordError(fault.args[0], fault.args[1], n) from None
+        out.append(rec)
+    if pos != end:
+        raise _RecordError(_E_TRAILING, pos, count)
+    return out
+
+
+def decode_records_py(
+    data,
+    pos: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_timestamp: int,
+    log_append_time: int | None,
+    base_sequence: int,
+    timestamp_type: TimestampType,
+) -> list[Record]:
+    """Pure-Python twin of ``_speedups.decode_records`` (same arguments, results and errors)."""
+    records = []
+    for raw in _raw_records_py(data, pos, end, count):
+        ts = (
+            log_append_time
+            if log_append_time is not None
+            else wrap_int64(base_timestamp + raw.timestamp_delta)
+        )
+        seq = increment_sequence(base_sequence, raw.offset_delta) if base_sequence >= 0 else NO_SEQUENCE
+        headers = tuple(Header(k.decode("utf-8", "replace"), v) for k, v in raw.headers)
+        records.append(
+            Record(
+                wrap_int64(base_offset + raw.offset_delta),
+                ts,
+                raw.key,
+                raw.value,
+                headers,
+                timestamp_type,
+                seq,
+            )
+        )
+    return records
+
+
+def decode_columns_py(
+    data, pos: int, end: int, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None
+) -> tuple[bytes, ...]:
+    """Pure-Python twin of ``_speedups.decode_columns``."""
+    import numpy as np
+
+    raws = _raw_records_py(data, pos, end, count)
+    n = len(raws)
+    offsets = np.empty(n, dtype=np.int64)
+    timestamps = np.empty(n, dtype=np.int64)
+    key_lens = np.empty(n, dtype=np.int32)
+    value_lens = np.empty(n, dtype=np.int32)
+    header_counts = np.empty(n, dtype=np.int32)
+    hkey_lens: list[int] = []
+    hvalue_lens: list[int] = []
+    keys, values, hkeys, hvalues = [], [], [], []
+    for j, raw in enumerate(raws):
+        offsets[j] = wrap_int64(base_offset + raw.offset_delta)
+        timestamps[j] = (
+            log_append_time
+            if log_append_time is not None
+            else wrap_int64(base_timestamp + raw.timestamp_delta)
+        )
+        key_lens[j] = -1 if raw.key is None else len(raw.key)
+        value_lens[j] = -1 if raw.value is None else len(raw.value)
+        keys.append(raw.key or b"")
+        values.append(raw.value or b"")
+        header_counts[j] = len(raw.headers)
+        for hk, hv in raw.headers:
+            hkey_lens.append(len(hk))
+            hkeys.append(hk)
+            hvalue_lens.append(-1 if hv is None else len(hv))
+            hvalues.append(hv or b"")
+    return (
+        offsets.tobytes(),
+        timestamps.tobytes(),
+        key_lens.tobytes(),
+        b"".join(keys),
+        value_lens.tobytes(),
+        b"".join(values),
+        header_counts.tobytes(),
+        np.array(hkey_lens, dtype=np.int32).tobytes(),
+        b"".join(hkeys),
+        np.array(hvalue_lens, dtype=np.int32).tobytes(),
+        b"".join(hvalues),
+    )
+
+
+if _speedups is not None:
+    decode_records_fast = _speedups.decode_records
+    decode_columns_fast = _speedups.decode_columns
+else:  # pragma: no cover
+    decode_records_fast = decode_records_py
+    decode_columns_fast = decode_columns_py
+
+
+# ---------------------------------------------------------------------------------------------
+# The batch
+
+
+class RecordBatchV2(Batch):
+    """One magic-2 record batch inside a buffer (bytes, bytearray, mmap'd memoryview).
+
+    ``position`` is the batch's byte position in the file (``base_position`` + its index in
+    the buffer). Header fields are attributes read once; records are decoded on demand.
+    """
+
+    __slots__ = (
+        "_buf",
+        "_start",
+        "attributes",
+        "base_offset",
+        "base_sequence",
+        "base_timestamp",
+        "last_offset_delta",
+        "length",
+        "magic",
+        "max_timestamp",
+        "partition_leader_epoch",
+        "position",
+        "producer_epoch",
+        "producer_id",
+        "record_count",
+        "size",
+        "source",
+        "stored_crc",
+    )
+
+    def __init__(
+        self,
+        buf: memoryview,
+        start: int,
+        header: tuple[int, ...],
+        *,
+        source: str | None = None,
+        base_position: int = 0,
+    ) -> None:
+        (
+            self.base_offset,
+            self.length,
+            self.partition_leader_epoch,
+            self.magic,
+            self.stored_crc,
+            self.attributes,
+            self.last_offset_delta,
+            self.base_timestamp,
+            self.max_timestamp,
+            self.producer_id,
+            self.producer_epoch,
+            self.base_sequence,
+            self.record_count,
+        ) = header
+        self._buf = buf
+        self._start = start
+        self.size = self.length + LOG_OVERHEAD
+        self.position = base_position + start
+        self.source = source
+
+    @classmethod
+    def parse(
+        cls, buf, start: int = 0, *, source: str | None = None, base_position: int = 0
+    ) -> RecordBatchV2:
+        """The batch at ``buf[start:]``; raises TruncatedError if it is incomplete, CorruptRecordError
+        if its size cannot hold the 61-byte header, and CorruptRecordError if the magic is not 2."""
+        mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+        if mv.ndim != 1 or mv.itemsize != 1:
+            mv = mv.cast("B")
+        avail = len(mv) - start
+        where = base_position + start
+        if avail < LOG_OVERHEAD:
+            raise TruncatedError(
+                "a 12-byte batch offset and length", source=source, position=where, found=f"{avail} bytes"
+            )
+        (length,) = struct.unpack_from(">i", mv, start + LENGTH_OFFSET)
+        check_v2_size(length, source=source, position=where)
+        if avail < length + LOG_OVERHEAD:
+            raise TruncatedError(
+                f"a batch of {length + LOG_OVERHEAD} bytes",
+                source=source,
+                position=where,
+                found=f"{avail} bytes",
+            )
+        header = HEADER.unpack_from(mv, start)
+        if header[3] != MAGIC_VALUE_V2:
+            raise CorruptRecordError(
+                "magic 2", source=source, position=where + 16, found=f"magic {header[3]}"
+            )
+        return cls(mv, start, header, source=source, base_position=base_position)
+
+    # --- derived header fields ---------------------------------------------------------------
+
+    @property
+    def last_offset(self) -> int:
+        return wrap_int64(self.base_offset + self.last_offset_delta)
+
+    @property
+    def codec_id(self) -> int:
+        return self.attributes & COMPRESSION_CODEC_MASK
+
+    @property
+    def compression(self) -> Compression:
+        codec = self.attributes & COMPRESSION_CODEC_MASK
+        try:
+            return Compression(codec)
+        except ValueError:
+            raise UnsupportedError(
+                "a codec id 0-4 (none, gzip, snappy, lz4, zstd)",
+                source=self.source,
+                position=self.position + ATTRIBUTES_OFFSET,
+                found=f"codec id {codec}",
+            ) from None
+
+    @property
+    def timestamp_type(self) -> TimestampType:
+        if self.attributes & TIMESTAMP_TYPE_MASK:
+            return TimestampType.LOG_APPEND_TIME
+        return TimestampType.CREATE_TIME
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_FLAG_MASK)
+
+    @property
+    def has_delete_horizon(self) -> bool:
+        return bool(self.attributes & DELETE_HORIZON_FLAG_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int | None:
+        """DefaultRecordBatch.deleteHorizonMs: the base timestamp when the delete-horizon bit is set."""
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_FLAG_MASK else None
+
+    @property
+    def first_timestamp(self) -> int:
+        """The first record's timestamp: the base timestamp, unless it holds a delete horizon
+        (then the first record is decoded); -1 for an empty batch with a delete horizon."""
+        if not self.attributes & DELETE_HORIZON_FLAG_MASK:
+            return self.base_timestamp
+        for record in self.records():
+            return record.timestamp
+        return -1
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return increment_sequence(self.base_sequence, self.last_offset_delta)
+
+    @property
+    def is_compressed(self) -> bool:
+        return bool(self.attributes & COMPRESSION_CODEC_MASK)
+
+    # --- bytes and checks --------------------------------------------------------------------
+
+    def raw(self) -> memoryview:
+        return self._buf[self._start : self._start + self.size]
+
+    def records_section(self) -> memoryview:
+        """The bytes after the header (compressed when the batch is)."""
+        return self._buf[self._start + RECORDS_OFFSET : self._start + self.size]
+
+    def compute_crc(self) -> int:
+        return crc32c(self._buf[self._start + ATTRIBUTES_OFFSET : self._start + self.size])
+
+    def crc_valid(self) -> bool:
+        return self.compute_crc() == self.stored_crc
+
+    def ensure_valid(self, *, deep: bool = False) -> None:
+        """DefaultRecordBatch.ensureValid (size >= 61 and the CRC); ``deep`` also checks the header
+        (count, offset delta) and decodes every record (lengths, count, trailing bytes)."""
+        if self.size < RECORD_BATCH_OVERHEAD:  # pragma: no cover - parse() refuses these
+            raise CorruptRecordError(
+                f"a batch size >= {RECORD_BATCH_OVERHEAD}",
+                source=self.source,
+                position=self.position,
+                found=str(self.size),
+            )
+        computed = self.compute_crc()
+        if computed != self.stored_crc:
+            raise CrcMismatchError(self.stored_crc, computed, source=self.source, position=self.position)
+        if deep:
+            self._check_header()
+            offset_deltas = self._decode_columns_raw()[0]
+            self._check_offset_deltas(offset_deltas)
+
+    def _check_header(self) -> None:
+        if self.record_count < 0:
+            raise CorruptRecordError(
+                "a record count >= 0",
+                source=self.source,
+                position=self.position + RECORDS_OFFSET - 4,
+                found=str(self.record_count),
+            )
+        if self.last_offset_delta < 0 or self.record_count > self.last_offset_delta + 1:
+            raise CorruptRecordError(
+                "a last offset delta >= record count - 1",
+                source=self.source,
+                position=self.position + 23,
+                found=f"last offset delta {self.last_offset_delta}, {self.record_count} records",
+            )
+
+    def _check_offset_deltas(self, offsets_bytes: bytes) -> None:
+        import numpy as np
+
+        deltas = np.frombuffer(offsets_bytes, dtype=np.int64) - np.int64(self.base_offset)
+        if len(deltas) and (
+            deltas[0] < 0
+            or deltas[-1] > self.last_offset_delta
+            or (len(deltas) > 1 and (np.diff(deltas) <= 0).any())
+        ):
+            raise CorruptRecordError(
+                f"increasing offset deltas within 0..{self.last_offset_delta}",
+                source=self.source,
+                position=self.position + RECORDS_OFFSET,
+                found=f"deltas {int(deltas.min())}..{int(deltas.max())}",
+            )
+
+    # --- records -----------------------------------------------------------------------------
+
+    def _records_data(self) -> tuple[object, int, int, bool]:
+        """(data, pos, end, decompressed) of the records section."""
+        start = self._start + RECORDS_OFFSET
+        end = self._start + self.size
+        codec = self.compression
+        if codec is Compression.NONE:
+            return self._buf, start, end, False
+        from logdoctor.formats import codecs
+
+        where = self.position + RECORDS_OFFSET
+        try:
+            data = codecs.decompress(codec, self._buf[start:end], magic=2, source=self.source, position=where)
+        except FormatError:
+            raise
+        except Exception as exc:  # a codec library's own exception: never let it escape untyped
+            raise CorruptRecordError(
+                f"{codec.label}-compressed records", source=self.source, position=where, found=repr(exc)[:200]
+            ) from exc
+        return data, 0, len(data), True
+
+    def _record_error(self, exc: Exception, decompressed: bool) -> CorruptRecordError:
+        code, pos, index = exc.args
+        expected, found = _RECORD_ERRORS.get(code, ("a valid record", "record {index}"))
+        found = found.format(index=index)
+        if decompressed:
+            position = self.position + RECORDS_OFFSET
+            found += f" (byte {pos} of the decompressed records)"
+        else:
+            position = self.position + (pos - self._start)
+        return CorruptRecordError(expected, source=self.source, position=position, found=found)
+
+    def record_list(self, *, pure_python: bool = False) -> list[Record]:
+        """Decode every record (absolute offsets and timestamps) into a list."""
+        if self.record_count == 0:
+            return []
+        data, pos, end, decompressed = self._records_data()
+        lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        decode = decode_records_py if pure_python else decode_records_fast
+        try:
+            return decode(
+                data,
+                pos,
+                end,
+                self.record_count,
+                self.base_offset,
+                self.base_timestamp,
+                lat,
+                self.base_sequence,
+                self.timestamp_type,
+            )
+        except _RecordError as exc:
+            raise self._record_error(exc, decompressed) from None
+
+    def records(self) -> Iterator[Record]:
+        # Kafka returns an empty iterator for a count of 0 without looking at the bytes
+        # (DefaultRecordBatch.iterator); the whole batch is decoded when iteration starts.
+        yield from self.record_list()
+
+    def _decode_columns_raw(self, *, pure_python: bool = False) -> tuple[bytes, ...]:
+        if self.record_count == 0:
+            return _EMPTY_COLUMNS
+        data, pos, end, decompressed = self._records_data()
+        lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        decode = decode_columns_py if pure_python else decode_columns_fast
+        try:
+            return decode(data, pos, end, self.record_count, self.base_offset, self.base_timestamp, lat)
+        except _RecordError as exc:
+            raise self._record_error(exc, decompressed) from None
+
+    def decode_columns(self, *, pure_python: bool = False) -> RecordColumns:
+        """The records as columns (numpy offsets/timestamps, Arrow keys/values/headers)."""
+        return decode_columns([self], pure_python=pure_python)
+
+    def __repr__(self) -> str:
+        return (
+            f"RecordBatchV2(position={self.position}, offsets=[{self.base_offset}, {self.last_offset}], "
+            f"count={self.record_count}, size={self.size}, attributes={self.attributes:#x})"
+        )
+
+
+_EMPTY_COLUMNS: tuple[bytes, ...] = (b"",) * 11
+
+
+def check_v2_size(length: int, *, source: str | None, position: int) -> None:
+    """A v2 batch's length field must cover the header (DefaultRecordBatch.ensureValid)."""
+    if length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:
+        raise CorruptRecordError(
+            f"a record batch size >= {RECORD_BATCH_OVERHEAD} (the v2 header)",
+            source=source,
+            position=position,
+            found=f"size {length + LOG_OVERHEAD}",
+        )
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns
+
+
+@dataclass(slots=True)
+class RecordColumns:
+    """Records of one or more batches as columns, for the Spark pipeline and benchmarks.
+
+    ``keys``/``values`` are Arrow binary arrays (null = null key/value), ``headers`` an Arrow
+    list<struct<key: string, value: binary>> array, ``timestamp_types`` 0/1 per record.
+    """
+
+    offsets: np.ndarray
+    timestamps: np.ndarray
+    timestamp_types: np.ndarray
+    keys: pa.Array
+    values: pa.Array
+    headers: pa.Array
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def to_arrow(self) -> pa.RecordBatch:
+        import pyarrow as pa
+
+        return pa.RecordBatch.from_arrays(
+            [
+                self.keys,
+                self.values,
+                pa.array(self.offsets, type=pa.int64()),
+                pa.array(self.timestamps, type=pa.int64()),
+                pa.array(self.timestamp_types.astype("int32"), type=pa.int32()),
+                self.headers,
+            ],
+            names=["key", "value", "offset", "timestamp", "timestampType", "headers"],
+        )
+
+
+def _binary_array(lens: np.ndarray, data: bytes, *, string: bool = False) -> pa.Array:
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(lens)
+    valid = lens >= 0
+    sizes = np.where(valid, lens, 0).astype(np.int64)
+    offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
+    large = offsets[-1] > _INT32_MAX
+    if string:
+        typ = pa.large_string() if large else pa.string()
+    else:
+        typ = pa.large_binary() if large else pa.binary()
+    if not large:
+        offsets = offsets.astype(np.int32)
+    null_count = int(n - valid.sum())
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
+    arr = pa.Array.from_buffers(
+        typ, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=null_count
+    )
+    if string:
+        try:
+            arr.validate(full=True)
+        except pa.ArrowInvalid:  # invalid UTF-8: decode like Java's new String(bytes, UTF_8)
+            raw = arr.view(pa.large_binary() if large else pa.binary()).to_pylist()
+            arr = pa.array([b.decode("utf-8", "replace") for b in raw], type=typ)
+    return arr
+
+
+def decode_columns(batches: Iterable[Batch], *, pure_python: bool = False) -> RecordColumns:
+    """Decode the records of many batches into one RecordColumns (v0/v1 entries via records())."""
+    import numpy as np
+    import pyarrow as pa
+
+    parts: list[tuple[bytes, ...]] = []
+    ts_types: list[np.ndarray] = []
+    for batch in batches:
+        if isinstance(batch, RecordBatchV2):
+            cols = batch._decode_columns_raw(pure_python=pure_python)
+            ts_type = 1 if batch.attributes & TIMESTAMP_TYPE_MASK else 0
+        else:
+            cols = _columns_from_records(list(batch.records()))
+            ts_type = int(batch.timestamp_type)
+        parts.append(cols)
+        ts_types.append(np.full(len(cols[0]) // 8, ts_type, dtype=np.int8))
+
+    def cat(k: int, dtype) -> np.ndarray:
+        arrays = [np.frombuffer(p[k], dtype=dtype) for p in parts]
+        return np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
+
+    def join(k: int) -> bytes:
+        return b"".join(p[k] for p in parts)
+
+    offsets = cat(0, np.int64)
+    header_counts = cat(6, np.int32)
+    hkeys = _binary_array(cat(7, np.int32), join(8), string=True)
+    hvalues = _binary_array(cat(9, np.int32), join(10))
+    list_offsets = np.zeros(len(offsets) + 1, dtype=np.int32)
+    np.cumsum(header_counts, out=list_offsets[1:])
+    struct_arr = pa.StructArray.from_arrays([hkeys, hvalues], names=["key", "value"])
+    headers = pa.ListArray.from_arrays(pa.array(list_offsets, type=pa.int32()), struct_arr)
+    return RecordColumns(
+        offsets=offsets,
+        timestamps=cat(1, np.int64),
+        timestamp_types=np.concatenate(ts_types) if ts_types else np.empty(0, dtype=np.int8),
+        keys=_binary_array(cat(2, np.int32), join(3)),
+        values=_binary_array(cat(4, np.int32), join(5)),
+        headers=headers,
+    )
+
+
+def _columns_from_records(records: list[Record]) -> tuple[bytes, ...]:
+    import numpy as np
+
+    hk_lens: list[int] = []
+    hv_lens: list[int] = []
+    hks: list[bytes] = []
+    hvs: list[bytes] = []
+    for r in records:
+        for h in r.headers:
+            k = h.key.encode("utf-8", "surrogatepass")
+            hk_lens.append(len(k))
+            hks.append(k)
+            hv_lens.append(-1 if h.value is None else len(h.value))
+            hvs.append(h.value or b"")
+    return (
+        np.array([r.offset for r in records], dtype=np.int64).tobytes(),
+        np.array([r.timestamp for r in records], dtype=np.int64).tobytes(),
+        np.array([-1 if r.key is None else len(r.key) for r in records], dtype=np.int32).tobytes(),
+        b"".join(r.key or b"" for r in records),
+        np.array([-1 if r.value is None else len(r.value) for r in records], dtype=np.int32).tobytes(),
+        b"".join(r.value or b"" for r in records),
+        np.array([len(r.headers) for r in records], dtype=np.int32).tobytes(),
+        np.array(hk_lens, dtype=np.int32).tobytes(),
+        b"".join(hks),
+        np.array(hv_lens, dtype=np.int32).tobytes(),
+        b"".join(hvs),
+    )

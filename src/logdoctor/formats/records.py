@@ -1,0 +1,222 @@
+"""Walking the entries of a log segment (or any buffer of record batches / message sets).
+
+The walk reads only the 12-byte log overhead (offset, size) and the magic byte of each entry, like
+Kafka's FileLogInputStream.nextBatch (K:clients/src/main/java/org/apache/kafka/common/record/
+FileLogInputStream.java), and hands the entry to the v2 batch parser or to the legacy (v0/v1)
+one. Nothing is decompressed. Where Kafka stops silently (a partial batch at the end) this module
+raises TruncatedError so a caller can tell "end of data" from "torn tail"; scan_batches() is the
+never-raising form that recovery uses (valid bytes + the error that stopped it).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError
+from logdoctor.formats.batch_v2 import (
+    HEADER,
+    MAGIC_VALUE_V2,
+    RECORD_BATCH_OVERHEAD,
+    RecordBatchV2,
+    RecordColumns,
+    check_v2_size,
+    decode_columns,
+)
+from logdoctor.formats.record_types import (
+    LOG_OVERHEAD,
+    MAGIC_POSITION,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    Batch,
+    Compression,
+    Header,
+    Record,
+    RecordSpec,
+    TimestampType,
+)
+
+__all__ = [
+    "HEADER_SIZE_UP_TO_MAGIC",
+    "LOG_OVERHEAD",
+    "MAGIC_POSITION",
+    "MIN_ENTRY_SIZE",
+    "NO_PARTITION_LEADER_EPOCH",
+    "NO_PRODUCER_EPOCH",
+    "NO_PRODUCER_ID",
+    "NO_SEQUENCE",
+    "NO_TIMESTAMP",
+    "RECORD_BATCH_OVERHEAD",
+    "Batch",
+    "Compression",
+    "Header",
+    "Record",
+    "RecordBatchV2",
+    "RecordColumns",
+    "RecordSpec",
+    "ScanResult",
+    "TimestampType",
+    "decode_columns",
+    "iter_batches",
+    "scan_batches",
+]
+
+# LegacyRecord.RECORD_OVERHEAD_V0: the smallest size field any entry can have; FileLogInputStream
+# throws CorruptRecordException("Found record size %d smaller than minimum record overhead (14)").
+MIN_ENTRY_SIZE = 14
+# Records.HEADER_SIZE_UP_TO_MAGIC: offset + size + 4 bytes + magic.
+HEADER_SIZE_UP_TO_MAGIC = MAGIC_POSITION + 1
+
+_OFFSET_SIZE = struct.Struct(">qi")
+
+
+def _as_view(buf) -> memoryview:
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if mv.ndim != 1 or mv.itemsize != 1 or mv.format not in ("B", "b", "c"):
+        mv = mv.cast("B")
+    return mv
+
+
+def _is_zero(mv: memoryview) -> bool:
+    import numpy as np
+
+    return not np.frombuffer(mv, dtype=np.uint8).any()
+
+
+def iter_batches(
+    buf,
+    *,
+    source: str | None = None,
+    start: int = 0,
+    end: int | None = None,
+    verify_crc: bool = False,
+    base_position: int = 0,
+) -> Iterator[Batch]:
+    """Yield the batches (v2) and entries (v0/v1) of ``buf[start:end]`` without decompressing.
+
+    ``base_position`` is the file position of ``buf[0]``: batch positions and error positions
+    are file positions. Raises TruncatedError for a partial final entry (at its start),
+    CorruptRecordError for a size field < 14, a v2 size < 61, an unknown magic or a zero-filled
+    tail (offset 0 and size 0, as preallocated or crashed files have), and with ``verify_crc``
+    whatever ``ensure_valid()`` raises.
+    """
+    mv = _as_view(buf)
+    limit = len(mv) if end is None else min(end, len(mv))
+    pos = start
+    unpack_head = _OFFSET_SIZE.unpack_from
+    unpack_header = HEADER.unpack_from
+    while pos < limit:
+        remaining = limit - pos
+        where = base_position + pos
+        if remaining < LOG_OVERHEAD:
+            raise TruncatedError(
+                "a 12-byte entry header (offset, size)",
+                source=source,
+                position=where,
+                found=f"{remaining} bytes at the end",
+            )
+        offset, size = unpack_head(mv, pos)
+        if size < MIN_ENTRY_SIZE:
+            if offset == 0 and size == 0:
+                tail_zero = _is_zero(mv[pos:limit])
+                raise CorruptRecordError(
+                    "a batch (offset, size >= 14)",
+                    source=source,
+                    position=where,
+                    found=(
+                        f"a zero-filled tail of {remaining} bytes"
+                        if tail_zero
+                        else "zero-filled bytes (offset 0, size 0) followed by non-zero data"
+                    ),
+                )
+            raise CorruptRecordError(
+                f"an entry size >= {MIN_ENTRY_SIZE} (minimum record overhead)",
+                source=source,
+                position=where + 8,
+                found=f"size {size}",
+            )
+        if size > remaining - LOG_OVERHEAD:
+            raise TruncatedError(
+                f"an entry of {size + LOG_OVERHEAD} bytes",
+                source=source,
+                position=where,
+                found=f"{remaining} bytes to the end",
+            )
+        magic = mv[pos + MAGIC_POSITION]
+        if magic == MAGIC_VALUE_V2:
+            check_v2_size(size, source=source, position=where)
+            batch: Batch = RecordBatchV2(
+                mv, pos, unpack_header(mv, pos), source=source, base_position=base_position
+            )
+        elif magic < MAGIC_VALUE_V2:
+            batch = _legacy_entry(mv, pos, source, base_position)
+        else:
+            # ByteBufferLogInputStream: "Invalid magic found in record"
+            raise CorruptRecordError(
+                "magic 0, 1 or 2", source=source, position=where + MAGIC_POSITION, found=f"magic {magic}"
+            )
+        if verify_crc:
+            batch.ensure_valid()
+        yield batch
+        pos += size + LOG_OVERHEAD
+
+
+def _legacy_entry(mv: memoryview, pos: int, source: str | None, base_position: int) -> Batch:
+    from logdoctor.formats import legacy
+
+    try:
+        batch = legacy.parse_legacy_entry(mv[: pos + LOG_OVERHEAD + _size_at(mv, pos)], pos, source=source)
+    except FormatError as exc:
+        if base_position and exc.position is not None:
+            exc.position += base_position
+            exc.args = (exc._render(),)
+        raise
+    if base_position:
+        batch.position += base_position
+    return batch
+
+
+def _size_at(mv: memoryview, pos: int) -> int:
+    return _OFFSET_SIZE.unpack_from(mv, pos)[1]
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """What a walk found: the good batches, the bytes they cover, and what stopped it."""
+
+    batches: list[Batch] = field(default_factory=list)
+    valid_bytes: int = 0  # from ``start`` to the end of the last good batch
+    error: FormatError | None = None
+
+    @property
+    def valid_end(self) -> int:
+        """File position just after the last good batch (0 when there is none)."""
+        return self.batches[-1].position + self.batches[-1].size if self.batches else 0
+
+
+def scan_batches(
+    buf,
+    *,
+    source: str | None = None,
+    verify_crc: bool = True,
+    start: int = 0,
+    end: int | None = None,
+    base_position: int = 0,
+) -> ScanResult:
+    """Walk like iter_batches but never raise on bad bytes: stop at the first problem and say it."""
+    result = ScanResult()
+    valid = 0
+    try:
+        for batch in iter_batches(
+            buf, source=source, start=start, end=end, verify_crc=verify_crc, base_position=base_position
+        ):
+            result.batches.append(batch)
+            valid += batch.size
+    except FormatError as exc:
+        result.error = exc
+    result.valid_bytes = valid
+    return result
