@@ -1,0 +1,71 @@
+"""Crash-safe file replacement, the way Kafka writes its checkpoints.
+
+K:server-common/src/main/java/org/apache/kafka/server/common/CheckpointFile.java writes
+``<name>.tmp``, flushes and fsyncs it, then ``Utils.atomicMoveWithFallback`` renames it over
+the target and fsyncs the parent directory. We do the same, with a unique temp name (so two
+writers never share one) and keeping the replaced file's owner and permission bits, since a
+repair usually runs as root on files owned by the broker's user.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from pathlib import Path
+
+__all__ = ["atomic_write", "fsync_dir"]
+
+_DEFAULT_MODE = 0o644
+
+
+def fsync_dir(path: str | os.PathLike[str]) -> None:
+    """fsync a directory so a rename/create inside it survives a crash."""
+    fd = os.open(os.fspath(path), os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def atomic_write(
+    path: str | os.PathLike[str], data: bytes | bytearray | memoryview, *, mode: int | None = None
+) -> None:
+    """Replace ``path`` with ``data`` atomically: readers see the old or the new file, never a mix.
+
+    Temp file in the same folder, write, fsync, chmod/chown like the file it replaces (``mode``
+    overrides the permission bits; a new file gets ``mode`` or 0o644), rename over the target,
+    fsync the folder. On any error the temp file is removed and the target is untouched.
+    """
+    target = Path(path)
+    folder = target.parent
+    try:
+        st: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        st = None
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+            if mode is not None:
+                perm = mode
+            elif st is not None:
+                perm = stat.S_IMODE(st.st_mode)
+            else:
+                perm = _DEFAULT_MODE
+            os.fchmod(f.fileno(), perm)
+            owner_differs = st is not None and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid())
+            if st is not None and owner_differs:
+                # Only root (or the owner, for the group) may do this; a non-root user replacing
+                # a file of someone else can't keep the owner, and that is not worth failing for.
+                with contextlib.suppress(PermissionError):
+                    os.fchown(f.fileno(), st.st_uid, st.st_gid)
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    fsync_dir(folder)

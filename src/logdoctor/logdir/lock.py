@@ -1,0 +1,112 @@
+"""Detect (and take) the broker's lock on ``<log dir>/.lock``.
+
+The broker locks each log dir with K:server-common/src/main/java/org/apache/kafka/server/util/FileLock.java:
+``FileChannel.open(.lock, CREATE, READ, WRITE).tryLock()``. On Linux the JDK implements
+``tryLock()`` (position 0, size Long.MAX_VALUE, exclusive) as a POSIX record lock,
+``fcntl(fd, F_SETLK, {F_WRLCK, SEEK_SET, start=0, len=0})`` (len 0 = whole file), not flock(2):
+verified with ``strace -e fcntl,flock`` on OpenJDK 17 running that exact call. flock(2) locks and
+fcntl locks do not see each other on Linux, so the probe must be an fcntl one.
+
+Probing must never disturb a broker's lock. We only ask (``F_OFD_GETLK``/``F_GETLK``), never set,
+so nothing is ever taken or released. We prefer open-file-description locks (Linux >= 3.15):
+they conflict with the broker's classic POSIX locks in both directions, and unlike classic locks
+they belong to our open file, so opening and closing the probe's fd cannot drop a lock this
+process holds through :func:`hold_lock`, and a probe in the same process still sees our own lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+from logdoctor.errors import BrokerRunningError
+from logdoctor.logdir.names import LOCK_FILE
+
+__all__ = ["LockInfo", "hold_lock", "is_locked", "lock_holder"]
+
+# struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid (+ padding)
+_FLOCK = struct.Struct("@hhqqi4x")
+_F_OFD_GETLK = getattr(fcntl, "F_OFD_GETLK", None)
+_F_OFD_SETLK = getattr(fcntl, "F_OFD_SETLK", None)
+
+
+class LockInfo:
+    """Who holds a conflicting lock: ``pid`` is -1 for an OFD lock (the kernel doesn't say)."""
+
+    __slots__ = ("exclusive", "pid")
+
+    def __init__(self, pid: int, exclusive: bool) -> None:
+        self.pid = pid
+        self.exclusive = exclusive
+
+    def __repr__(self) -> str:
+        return f"LockInfo(pid={self.pid}, exclusive={self.exclusive})"
+
+
+def _get_lock(fd: int) -> LockInfo | None:
+    query = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+    if _F_OFD_GETLK is not None:
+        try:
+            answer = fcntl.fcntl(fd, _F_OFD_GETLK, query)
+        except OSError as e:  # kernel without OFD locks
+            if e.errno != errno.EINVAL:
+                raise
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+    else:
+        answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+    l_type, _whence, _start, _len, pid = _FLOCK.unpack(answer)
+    if l_type == fcntl.F_UNLCK:
+        return None
+    return LockInfo(pid, l_type == fcntl.F_WRLCK)
+
+
+def lock_holder(log_dir: str | os.PathLike[str]) -> LockInfo | None:
+    """The lock another owner holds on ``<log_dir>/.lock`` (None: free, or no ``.lock`` file)."""
+    path = Path(log_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        return _get_lock(fd)
+    finally:
+        os.close(fd)
+
+
+def is_locked(log_dir: str | os.PathLike[str]) -> bool:
+    """True when a broker (or :func:`hold_lock`, in any process) holds the log dir's lock."""
+    return lock_holder(log_dir) is not None
+
+
+@contextlib.contextmanager
+def hold_lock(log_dir: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the log dir's lock as a broker would, so no broker starts on it while we repair.
+
+    Creates ``.lock`` when missing (as FileLock does). Raises :class:`BrokerRunningError` when
+    another process holds it. A broker's ``tryLock`` fails while we hold it.
+    """
+    path = Path(log_dir) / LOCK_FILE
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        request = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+        try:
+            if _F_OFD_SETLK is not None:
+                fcntl.fcntl(fd, _F_OFD_SETLK, request)
+            else:
+                fcntl.fcntl(fd, fcntl.F_SETLK, request)
+        except OSError as e:
+            if e.errno in (errno.EACCES, errno.EAGAIN):
+                holder = _get_lock(fd)
+                who = f" (pid {holder.pid})" if holder is not None and holder.pid > 0 else ""
+                raise BrokerRunningError(
+                    f"{path} is locked by another process{who}: is a broker running on {log_dir}?"
+                ) from e
+            raise
+        yield path
+    finally:
+        os.close(fd)  # closing the only fd of an OFD lock releases it

@@ -1,0 +1,705 @@
+"""The lazy model of a broker log dir: LogDir -> Partition -> Segment.
+
+Opening a :class:`LogDir` reads nothing. Listing partitions costs one ``os.scandir`` of the root;
+listing a partition's segments costs one ``os.scandir`` of its folder (names only; sizes and
+mtimes come from the cached ``DirEntry.stat()`` when first asked). File contents are read only
+by the accessors that need them, and each is read at most once per object (cached).
+
+Rules follow the broker (cited where subtle): K:core/src/main/scala/kafka/log/LogManager.scala
+(loadLogs), K:storage/src/main/java/org/apache/kafka/storage/internals/log/LogLoader.java,
+LogSegment.java, UnifiedLog.java.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from logdoctor.errors import FormatError
+from logdoctor.logdir import files
+from logdoctor.logdir.lock import is_locked as _is_locked
+from logdoctor.logdir.names import (
+    CLEAN_SHUTDOWN_FILE,
+    CLEANER_OFFSET_CHECKPOINT,
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    META_PROPERTIES_FILE,
+    OFFSET_CHECKPOINT_FILES,
+    PARTITION_METADATA_FILE,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    DirKind,
+    FileState,
+    PartitionDirName,
+    PartitionFile,
+    PartitionFileKind,
+    RootEntry,
+    RootEntryKind,
+    SegmentFileType,
+    classify_partition_file,
+    classify_root_entry,
+    match_segment_file,
+)
+
+if TYPE_CHECKING:
+    from logdoctor.formats.index import OffsetEntry, TimeEntry
+    from logdoctor.formats.records import Batch
+
+__all__ = [
+    "CheckpointRead",
+    "LogDir",
+    "Orphan",
+    "Partition",
+    "Segment",
+    "SmallFileRead",
+]
+
+
+# --- small files, read leniently -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class SmallFileRead:
+    """A small file parsed leniently: ``value`` is None when missing or unparsable; ``error`` says why."""
+
+    path: Path
+    exists: bool
+    value: Any = None
+    error: FormatError | OSError | None = None
+
+
+@dataclass
+class CheckpointRead:
+    """A checkpoint file read leniently (formats.checkpoint.scan_*): problems are kept, not raised.
+
+    ``checkpoint`` holds every readable entry even when some lines are bad; ``problems`` lists
+    what the broker would reject (CheckpointProblem, in Kafka's wording); ``error`` is set when the
+    file could not be read or decoded at all. Kafka treats an unreadable recovery-point/log-start
+    checkpoint as empty (LogManager.loadLogs); we keep what can be read and say what was wrong.
+    """
+
+    path: Path
+    exists: bool
+    checkpoint: Any = None  # OffsetCheckpoint | LeaderEpochCheckpoint
+    problems: list[Any] = field(default_factory=list)
+    error: FormatError | OSError | None = None
+
+    @cached_property
+    def offsets(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> offset of an offset checkpoint (a later duplicate wins, as in Kafka)."""
+        cp = self.checkpoint
+        return {(t, p): o for t, p, o in cp.entries} if cp is not None and hasattr(cp, "offsets") else {}
+
+    @property
+    def ok(self) -> bool:
+        return self.exists and self.error is None and not self.problems
+
+    def get(self, topic: str, partition: int) -> int | None:
+        return self.offsets.get((topic, partition))
+
+
+def _scan_checkpoint(path: Path, scan: Any) -> CheckpointRead:
+    try:
+        data = files.read_file(path)
+    except FileNotFoundError:
+        return CheckpointRead(path, exists=False)
+    except OSError as e:
+        return CheckpointRead(path, exists=True, error=e)
+    try:
+        result = scan(data, source=str(path))
+    except FormatError as e:  # not UTF-8
+        return CheckpointRead(path, True, error=e)
+    return CheckpointRead(path, True, result.checkpoint, list(result.problems))
+
+
+def _read_offset_checkpoint(path: Path) -> CheckpointRead:
+    from logdoctor.formats.checkpoint import scan_offset_checkpoint
+
+    return _scan_checkpoint(path, scan_offset_checkpoint)
+
+
+def _read_small(path: Path, parse: Any) -> SmallFileRead:
+    try:
+        data = files.read_file(path)
+    except FileNotFoundError:
+        return SmallFileRead(path, exists=False)
+    except OSError as e:
+        return SmallFileRead(path, exists=True, error=e)
+    try:
+        return SmallFileRead(path, True, parse(data, source=str(path)))
+    except FormatError as e:
+        return SmallFileRead(path, True, None, e)
+
+
+# --- orphans ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Orphan:
+    """Something in a log dir that is not part of a live log.
+
+    ``kind``: "delete-dir", "future-dir", "stray-dir", "unknown-dir", "unknown-file", "tmp-file",
+    or in a partition folder "deleted", "cleaned", "swap" (segment files in those states),
+    "index-without-log", "partial-snapshot", "unknown-file", "tmp-file".
+    """
+
+    path: Path
+    kind: str
+    reason: str
+    partition: Partition | None = None
+
+
+# --- segments ---------------------------------------------------------------------------------------
+
+
+class Segment:
+    """One live segment: ``<base>.log`` and its index files. Reads nothing until asked."""
+
+    def __init__(
+        self, partition: Partition, base_offset: int, entries: dict[SegmentFileType, os.DirEntry[str]]
+    ) -> None:
+        self.partition = partition
+        self.base_offset = base_offset
+        self._entries = entries
+        self.last_scan_error: FormatError | None = None  # why the walk for last_batch stopped early
+
+    def __repr__(self) -> str:
+        return f"Segment({self.partition.name}/{self.base_offset:020d})"
+
+    # paths, sizes, mtimes (scandir entries; stat on first use, cached by DirEntry)
+    def _path(self, t: SegmentFileType) -> Path | None:
+        e = self._entries.get(t)
+        return Path(e.path) if e is not None else None
+
+    @property
+    def log_path(self) -> Path:
+        return Path(self._entries[SegmentFileType.LOG].path)
+
+    @property
+    def index_path(self) -> Path | None:
+        return self._path(SegmentFileType.INDEX)
+
+    @property
+    def timeindex_path(self) -> Path | None:
+        return self._path(SegmentFileType.TIMEINDEX)
+
+    @property
+    def txnindex_path(self) -> Path | None:
+        return self._path(SegmentFileType.TXNINDEX)
+
+    def _size(self, t: SegmentFileType) -> int | None:
+        e = self._entries.get(t)
+        return e.stat().st_size if e is not None else None
+
+    @property
+    def size(self) -> int:
+        """Size of the ``.log`` in bytes."""
+        return self._entries[SegmentFileType.LOG].stat().st_size
+
+    @property
+    def index_size(self) -> int | None:
+        return self._size(SegmentFileType.INDEX)
+
+    @property
+    def timeindex_size(self) -> int | None:
+        return self._size(SegmentFileType.TIMEINDEX)
+
+    @property
+    def txnindex_size(self) -> int | None:
+        return self._size(SegmentFileType.TXNINDEX)
+
+    @property
+    def mtime_ms(self) -> int:
+        """The ``.log`` file's mtime in ms (File.lastModified, used by retention when no timestamp)."""
+        return self._entries[SegmentFileType.LOG].stat().st_mtime_ns // 1_000_000
+
+    @property
+    def is_active(self) -> bool:
+        return self.partition.active_segment is self
+
+    # contents
+    def map_log(self) -> memoryview:
+        """The ``.log`` bytes as a read-only mmap view (empty view for an empty file)."""
+        return files.map_file(self.log_path)
+
+    def offset_index(self, *, include_zero_slots: bool = False) -> list[OffsetEntry]:
+        """Entries of the ``.index`` (absolute offsets); [] when missing.
+
+        By default the trailing zero slots of a preallocated (untrimmed) index are left out.
+        """
+        from logdoctor.formats.index import OFFSET_ENTRY_SIZE, parse_offset_index, real_entry_count
+
+        path = self.index_path
+        if path is None:
+            return []
+        data = files.read_file(path)
+        if not include_zero_slots:
+            data = data[: real_entry_count(data, OFFSET_ENTRY_SIZE) * OFFSET_ENTRY_SIZE]
+        return parse_offset_index(data, self.base_offset, source=str(path))
+
+    def time_index(self, *, include_zero_slots: bool = False) -> list[TimeEntry]:
+        """Entries of the ``.timeindex`` (absolute offsets); [] when missing."""
+        from logdoctor.formats.index import TIME_ENTRY_SIZE, parse_time_index, real_entry_count
+
+        path = self.timeindex_path
+        if path is None:
+            return []
+        data = files.read_file(path)
+        if not include_zero_slots:
+            data = data[: real_entry_count(data, TIME_ENTRY_SIZE) * TIME_ENTRY_SIZE]
+        return parse_time_index(data, self.base_offset, source=str(path))
+
+    def batches(self, *, start: int = 0, verify_crc: bool = False) -> Iterator[Batch]:
+        """Walk the ``.log`` batch by batch (no decompression); typed errors on bad bytes."""
+        from logdoctor.formats.records import iter_batches
+
+        yield from iter_batches(self.map_log(), source=str(self.log_path), start=start, verify_crc=verify_crc)
+
+    def _last_batch_from(
+        self, buf: bytes | memoryview, start: int, base_position: int = 0
+    ) -> tuple[Batch | None, FormatError | None]:
+        from logdoctor.formats.records import iter_batches
+
+        last = None
+        try:
+            for b in iter_batches(buf, source=str(self.log_path), start=start, base_position=base_position):
+                last = b
+        except FormatError as e:
+            return last, e
+        return last, None
+
+    def _index_seek_position(self, log_size: int) -> int:
+        """Start position of the last indexed batch, or 0 (no index, empty, or inconsistent)."""
+        from logdoctor.formats.index import OFFSET_ENTRY_SIZE, parse_offset_index, real_entry_count
+
+        path = self.index_path
+        if path is None:
+            return 0
+        try:
+            data = files.read_file(path)
+            n = real_entry_count(data, OFFSET_ENTRY_SIZE)
+            if n == 0:
+                return 0
+            tail = data[(n - 1) * OFFSET_ENTRY_SIZE : n * OFFSET_ENTRY_SIZE]
+            entry = parse_offset_index(tail, self.base_offset, source=str(path))[0]
+        except (FormatError, OSError):
+            return 0
+        return entry.position if 0 <= entry.position < log_size else 0
+
+    @cached_property
+    def last_batch(self) -> Batch | None:
+        """The last complete batch of the ``.log``, found without scanning from the start.
+
+        Seeks to the last offset-index entry's position (the start of a batch) and walks from
+        there. A torn final batch is end of data, as in recovery. If the index points at garbage
+        the walk starts again from position 0.
+        """
+        size = self.size
+        if size == 0:
+            return None
+        pos = self._index_seek_position(size)
+        last: Batch | None = None
+        err: FormatError | None = None
+        if pos > 0:
+            # one positioned read of the tail: no map, no file descriptor kept open
+            last, err = self._last_batch_from(files.read_range(self.log_path, pos), 0, base_position=pos)
+            if last is None or (err is not None and err.position == pos):
+                pos = 0  # the index points at garbage: walk from the start
+        if pos == 0:
+            buf = self.map_log()
+            last, err = self._last_batch_from(buf, 0)
+            if last is not None:
+                # keep a copy of the last batch only, so the map (and its fd) is released now
+                last, _ = self._last_batch_from(bytes(last.raw()), 0, base_position=last.position)
+            del buf
+        self.last_scan_error = err
+        return last
+
+    def last_offset(self) -> int | None:
+        """Last offset of the last complete batch; None when the segment holds no batch."""
+        b = self.last_batch
+        return b.last_offset if b is not None else None
+
+    def next_offset(self) -> int:
+        """The offset after this segment's data (its base offset when empty): the LEO if active."""
+        last = self.last_offset()
+        return self.base_offset if last is None else last + 1
+
+    def largest_timestamp_from_index(self) -> int:
+        """What the broker computes for time retention without recovery (LogSegment.largestTimestamp).
+
+        maxTimestampSoFar comes from the time index's last entry, where an existing index file has
+        ``length // 12`` entries (AbstractIndex: a pre-existing file's position is its rounded-down
+        length), so an untrimmed, zero-filled index yields 0 (KAFKA-10207). A missing or empty
+        index has no entry: NO_TIMESTAMP. A timestamp < 0 falls back to the ``.log`` mtime.
+        """
+        from logdoctor.formats.index import TIME_ENTRY_SIZE, parse_time_index
+
+        path = self.timeindex_path
+        ts = -1
+        if path is not None:
+            size = os.stat(path).st_size
+            slots = size // TIME_ENTRY_SIZE
+            if slots > 0:
+                tail = files.read_range(path, (slots - 1) * TIME_ENTRY_SIZE, TIME_ENTRY_SIZE)
+                ts = parse_time_index(tail, self.base_offset, source=str(path))[0].timestamp
+        return ts if ts >= 0 else self.mtime_ms
+
+    def largest_timestamp_from_log(self) -> int:
+        """Max of the batches' max timestamps over the whole ``.log`` (what recovery computes); -1 if none.
+
+        Stops quietly at the first bad batch, like recovery, which truncates there.
+        """
+        best = -1
+        try:
+            for b in self.batches():
+                if b.max_timestamp > best:
+                    best = b.max_timestamp
+        except FormatError:
+            pass
+        return best
+
+
+# --- partitions -------------------------------------------------------------------------------------
+
+
+class Partition:
+    """One topic-partition folder. Listing its files costs one scandir; nothing else until asked."""
+
+    def __init__(self, log_dir: LogDir | None, path: Path, dir_name: PartitionDirName):
+        self.log_dir = log_dir
+        self.path = path
+        self.dir_name = dir_name
+
+    def __repr__(self) -> str:
+        return f"Partition({self.path.name!r})"
+
+    @property
+    def topic(self) -> str:
+        return self.dir_name.topic
+
+    @property
+    def partition(self) -> int:
+        return self.dir_name.partition
+
+    @property
+    def kind(self) -> DirKind:
+        return self.dir_name.kind
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    @property
+    def is_metadata(self) -> bool:
+        return self.dir_name.is_metadata
+
+    # listing ---------------------------------------------------------------------------------------
+    @cached_property
+    def _listing(self) -> list[os.DirEntry[str]]:
+        with os.scandir(self.path) as it:
+            return [e for e in it if not e.is_dir(follow_symlinks=False)]
+
+    @cached_property
+    def _classified(self) -> list[tuple[PartitionFile, os.DirEntry[str]]]:
+        return [(classify_partition_file(e.name), e) for e in self._listing]
+
+    @cached_property
+    def files(self) -> list[PartitionFile]:
+        """Every file of the folder, classified, sorted by name."""
+        return sorted((pf for pf, _ in self._classified), key=lambda pf: pf.name)
+
+    @cached_property
+    def _segments_and_orphans(self) -> tuple[list[Segment], list[Orphan]]:
+        groups: dict[int, dict[SegmentFileType, os.DirEntry[str]]] = {}
+        orphans: list[Orphan] = []
+        snapshot = SegmentFileType.SNAPSHOT
+        live = FileState.LIVE
+        for e in self._listing:
+            seg = match_segment_file(e.name)  # the hot path: most files are segment files
+            if seg is not None:
+                base, ft, state = seg
+                if ft is snapshot:
+                    if state is not live:
+                        orphans.append(Orphan(Path(e.path), "deleted", _STATE_REASON[state], self))
+                elif state is live:
+                    groups.setdefault(base, {})[ft] = e
+                else:
+                    orphans.append(Orphan(Path(e.path), state.value.lstrip("."), _STATE_REASON[state], self))
+                continue
+            pf = classify_partition_file(e.name)
+            if pf.kind is PartitionFileKind.KRAFT_SNAPSHOT and pf.state is not live:
+                orphans.append(Orphan(Path(e.path), "deleted", _STATE_REASON[FileState.DELETED], self))
+            elif pf.kind is PartitionFileKind.KRAFT_SNAPSHOT_PARTIAL:
+                orphans.append(Orphan(Path(e.path), "partial-snapshot", "KRaft snapshot being written", self))
+            elif pf.kind is PartitionFileKind.TMP:
+                orphans.append(Orphan(Path(e.path), "tmp-file", "left by an interrupted atomic write", self))
+            elif pf.kind is PartitionFileKind.UNKNOWN:
+                orphans.append(Orphan(Path(e.path), "unknown-file", "not a file Kafka writes here", self))
+        segments: list[Segment] = []
+        for base in sorted(groups):
+            entries = groups[base]
+            if SegmentFileType.LOG in entries:
+                segments.append(Segment(self, base, entries))
+            else:
+                # LogLoader.removeTempFilesAndCollectSwapFiles deletes index files with no .log
+                for t, e in sorted(entries.items()):
+                    orphans.append(Orphan(Path(e.path), "index-without-log", f"{t.value} with no .log", self))
+        orphans.sort(key=lambda o: o.path.name)
+        return segments, orphans
+
+    @property
+    def segments(self) -> list[Segment]:
+        """Live segments sorted by base offset (a ``.log`` present; index files optional)."""
+        return self._segments_and_orphans[0]
+
+    @property
+    def orphan_files(self) -> list[Orphan]:
+        """.deleted/.cleaned/.swap files, index files without a .log, temp and unknown files."""
+        return self._segments_and_orphans[1]
+
+    def segment(self, base_offset: int) -> Segment:
+        for s in self.segments:
+            if s.base_offset == base_offset:
+                return s
+        raise KeyError(base_offset)
+
+    @property
+    def active_segment(self) -> Segment | None:
+        segs = self.segments
+        return segs[-1] if segs else None
+
+    @cached_property
+    def producer_snapshots(self) -> list[tuple[int, Path]]:
+        """Live producer snapshots ``(offset, path)`` sorted by offset."""
+        return sorted(
+            (pf.base_offset, Path(e.path))
+            for pf, e in self._classified
+            if pf.kind is PartitionFileKind.PRODUCER_SNAPSHOT
+            and pf.state is FileState.LIVE
+            and pf.base_offset is not None
+        )
+
+    @cached_property
+    def kraft_snapshots(self) -> list[tuple[int, int, Path]]:
+        """Live KRaft snapshots ``(end offset, epoch, path)`` (only in ``__cluster_metadata-0``)."""
+        return sorted(
+            (pf.base_offset, pf.epoch, Path(e.path))
+            for pf, e in self._classified
+            if pf.kind is PartitionFileKind.KRAFT_SNAPSHOT
+            and pf.state is FileState.LIVE
+            and pf.base_offset is not None
+            and pf.epoch is not None
+        )
+
+    # offsets ---------------------------------------------------------------------------------------
+    def _checkpoint(self, name: str) -> int | None:
+        if self.log_dir is None:
+            return None
+        return self.log_dir.checkpoint(name).get(self.topic, self.partition)
+
+    @property
+    def recovery_point(self) -> int | None:
+        """From the log dir's recovery-point-offset-checkpoint (None when not listed)."""
+        return self._checkpoint(RECOVERY_POINT_CHECKPOINT)
+
+    @property
+    def high_watermark(self) -> int | None:
+        """From the log dir's replication-offset-checkpoint (None when not listed)."""
+        return self._checkpoint(REPLICATION_OFFSET_CHECKPOINT)
+
+    @property
+    def cleaner_offset(self) -> int | None:
+        return self._checkpoint(CLEANER_OFFSET_CHECKPOINT)
+
+    @property
+    def log_start_offset_checkpoint(self) -> int | None:
+        return self._checkpoint(LOG_START_OFFSET_CHECKPOINT)
+
+    @property
+    def log_start_offset(self) -> int | None:
+        """max(log-start checkpoint, first segment's base offset), as LogLoader.load computes it
+        without remote storage; the checkpoint alone when there is no segment; None when neither.
+        """
+        cp = self.log_start_offset_checkpoint
+        segs = self.segments
+        if not segs:
+            return cp
+        first = segs[0].base_offset
+        return first if cp is None else max(cp, first)
+
+    @property
+    def log_end_offset(self) -> int | None:
+        """Next offset after the active segment's last batch (reads only the active segment)."""
+        active = self.active_segment
+        return active.next_offset() if active is not None else None
+
+    # small files -----------------------------------------------------------------------------------
+    @cached_property
+    def leader_epoch_checkpoint(self) -> CheckpointRead:
+        """leader-epoch-checkpoint read leniently (readable entries plus problems)."""
+        from logdoctor.formats.checkpoint import scan_leader_epoch_checkpoint
+
+        return _scan_checkpoint(self.path / LEADER_EPOCH_CHECKPOINT_FILE, scan_leader_epoch_checkpoint)
+
+    @property
+    def leader_epochs(self) -> list[tuple[int, int]]:
+        """``(epoch, start offset)`` entries of leader-epoch-checkpoint ([] when missing/empty)."""
+        cp = self.leader_epoch_checkpoint.checkpoint
+        return list(cp.entries) if cp is not None else []
+
+    @cached_property
+    def partition_metadata_read(self) -> SmallFileRead:
+        from logdoctor.formats.partition_metadata import parse_partition_metadata
+
+        return _read_small(self.path / PARTITION_METADATA_FILE, parse_partition_metadata)
+
+    @property
+    def topic_id(self) -> str | None:
+        """The base64 topic id of partition.metadata (None when missing/unparsable)."""
+        pm = self.partition_metadata_read.value
+        return pm.topic_id if pm is not None else None
+
+
+_STATE_REASON = {
+    FileState.DELETED: "renamed for async deletion; LogLoader deletes it at startup",
+    FileState.CLEANED: "partial log-cleaner output; LogLoader deletes it at startup",
+    FileState.SWAP: "cleaner/split result awaiting swap-in; LogLoader completes or deletes it",
+}
+
+# --- log dir -----------------------------------------------------------------------------------------
+
+_ORPHAN_DIR_KIND = {DirKind.DELETE: "delete-dir", DirKind.FUTURE: "future-dir", DirKind.STRAY: "stray-dir"}
+_ORPHAN_DIR_REASON = {
+    DirKind.DELETE: "scheduled for deletion; LogManager deletes it at startup",
+    DirKind.FUTURE: "KIP-113 move target (ReplicaAlterLogDirsThread)",
+    DirKind.STRAY: "stray partition no longer assigned to this broker",
+}
+
+
+class LogDir:
+    """A broker log dir (one entry of ``log.dirs``). Construction reads nothing."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"LogDir({str(self.path)!r})"
+
+    @cached_property
+    def entries(self) -> list[tuple[RootEntry, Path]]:
+        """Every entry of the root, classified, sorted by name (one scandir)."""
+        with os.scandir(self.path) as it:
+            out = [(classify_root_entry(e.name, e.is_dir()), Path(e.path)) for e in it]
+        out.sort(key=lambda x: x[0].name)
+        return out
+
+    @cached_property
+    def _partition_dirs(self) -> list[Partition]:
+        parts = [
+            Partition(self, p, re.partition)
+            for re, p in self.entries
+            if re.kind is RootEntryKind.PARTITION and re.partition is not None
+        ]
+        parts.sort(key=lambda x: (x.topic, x.partition, x.kind.value, x.dir_name.uuid or ""))
+        return parts
+
+    @cached_property
+    def partitions(self) -> list[Partition]:
+        """Live partition folders (``<topic>-<p>``, including ``__cluster_metadata-0``), sorted."""
+        return [p for p in self._partition_dirs if p.kind is DirKind.LOG]
+
+    @cached_property
+    def _by_tp(self) -> dict[tuple[str, int], Partition]:
+        return {(p.topic, p.partition): p for p in self.partitions}
+
+    def partition(self, topic: str, partition: int) -> Partition:
+        """The live partition folder ``<topic>-<partition>``; KeyError when absent."""
+        return self._by_tp[(topic, partition)]
+
+    @cached_property
+    def orphan_partitions(self) -> list[Partition]:
+        """``-delete``, ``-future`` and ``-stray`` folders (as partitions, to inspect them)."""
+        return [p for p in self._partition_dirs if p.kind is not DirKind.LOG]
+
+    @cached_property
+    def orphans(self) -> list[Orphan]:
+        """Entries of the root that are not part of a live log (never raises)."""
+        out = [
+            Orphan(p.path, _ORPHAN_DIR_KIND[p.kind], _ORPHAN_DIR_REASON[p.kind], p)
+            for p in self.orphan_partitions
+        ]
+        for re, path in self.entries:
+            if re.kind is RootEntryKind.UNKNOWN:
+                is_dir = path.is_dir()
+                kind = "unknown-dir" if is_dir else "unknown-file"
+                reason = "not a topic-partition folder" if is_dir else "not a file Kafka writes here"
+                out.append(Orphan(path, kind, reason))
+            elif re.kind is RootEntryKind.TMP:
+                out.append(Orphan(path, "tmp-file", "left by an interrupted atomic write"))
+        out.sort(key=lambda o: o.path.name)
+        return out
+
+    # root files ------------------------------------------------------------------------------------
+    @cached_property
+    def meta_properties_read(self) -> SmallFileRead:
+        from logdoctor.formats.properties import parse_meta_properties
+
+        return _read_small(self.path / META_PROPERTIES_FILE, parse_meta_properties)
+
+    @property
+    def meta_properties(self) -> Any:
+        """Parsed meta.properties (formats.properties.MetaProperties), None if missing/unparsable."""
+        return self.meta_properties_read.value
+
+    def checkpoint(self, name: str) -> CheckpointRead:
+        """One of the four offset checkpoints of the root, read once and cached."""
+        cache: dict[str, CheckpointRead] = self.__dict__.setdefault("_checkpoints", {})
+        if name not in cache:
+            cache[name] = _read_offset_checkpoint(self.path / name)
+        return cache[name]
+
+    @property
+    def recovery_points(self) -> CheckpointRead:
+        return self.checkpoint(RECOVERY_POINT_CHECKPOINT)
+
+    @property
+    def log_start_offsets(self) -> CheckpointRead:
+        return self.checkpoint(LOG_START_OFFSET_CHECKPOINT)
+
+    @property
+    def high_watermarks(self) -> CheckpointRead:
+        return self.checkpoint(REPLICATION_OFFSET_CHECKPOINT)
+
+    @property
+    def cleaner_offsets(self) -> CheckpointRead:
+        return self.checkpoint(CLEANER_OFFSET_CHECKPOINT)
+
+    @property
+    def problems(self) -> list[tuple[Path, Any]]:
+        """``(file, problem)`` for meta.properties and the four checkpoints (reads them if not yet read).
+
+        A problem is an OSError/FormatError (unreadable) or a formats.checkpoint.CheckpointProblem.
+        """
+        out: list[tuple[Path, Any]] = []
+        if self.meta_properties_read.error is not None:
+            out.append((self.meta_properties_read.path, self.meta_properties_read.error))
+        for name in OFFSET_CHECKPOINT_FILES:
+            cp = self.checkpoint(name)
+            if cp.error is not None:
+                out.append((cp.path, cp.error))
+            out.extend((cp.path, p) for p in cp.problems)
+        return out
+
+    @property
+    def is_locked(self) -> bool:
+        """A broker (or a repair holding :func:`logdoctor.logdir.lock.hold_lock`) holds ``.lock``."""
+        return _is_locked(self.path)
+
+    @property
+    def has_clean_shutdown_marker(self) -> bool:
+        return (self.path / CLEAN_SHUTDOWN_FILE).is_file()

@@ -1,0 +1,145 @@
+"""The broker's lock on <log dir>/.lock, held by real child processes.
+
+Kafka's FileLock calls FileChannel.tryLock(), which the JDK implements on Linux as
+fcntl(F_SETLK, F_WRLCK, whole file). The children here lock the same way: a Python child with
+fcntl.lockf (the same F_SETLK call), and, when a JDK is installed, a JVM running that exact
+FileChannel code.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from logdoctor.errors import BrokerRunningError
+from logdoctor.logdir.lock import hold_lock, is_locked, lock_holder
+
+PY_HOLDER = textwrap.dedent(
+    """
+    import fcntl, os, sys
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fcntl(F_SETLK, F_WRLCK, start 0, len 0)
+    print("LOCKED", flush=True)
+    sys.stdin.read()  # hold until the parent closes our stdin
+    """
+)
+
+JAVA_HOLDER = textwrap.dedent(
+    """
+    import java.io.File;
+    import java.nio.channels.FileChannel;
+    import java.nio.file.StandardOpenOption;
+    public class Holder {
+      public static void main(String[] a) throws Exception {
+        // as org.apache.kafka.server.util.FileLock
+        FileChannel ch = FileChannel.open(new File(a[0]).toPath(), StandardOpenOption.CREATE,
+            StandardOpenOption.READ, StandardOpenOption.WRITE);
+        java.nio.channels.FileLock l = ch.tryLock();
+        System.out.println(l != null ? "LOCKED" : "BUSY");
+        System.out.flush();
+        if (a.length > 1) System.in.read();
+      }
+    }
+    """
+)
+
+
+def _start(cmd):
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline().strip()
+    return proc, line
+
+
+def _stop(proc):
+    proc.stdin.close()
+    proc.wait(timeout=60)
+
+
+def test_no_lock_file_is_not_locked(tmp_path):
+    assert not is_locked(tmp_path)
+    assert not (tmp_path / ".lock").exists()  # probing never creates it
+
+
+def test_unlocked_lock_file(tmp_path):
+    (tmp_path / ".lock").write_bytes(b"")
+    assert not is_locked(tmp_path)
+
+
+def test_python_child_holding_lock_is_detected(tmp_path):
+    proc, line = _start([sys.executable, "-c", PY_HOLDER, str(tmp_path / ".lock")])
+    try:
+        assert line == "LOCKED"
+        assert is_locked(tmp_path)
+        holder = lock_holder(tmp_path)
+        assert holder is not None and holder.pid == proc.pid and holder.exclusive
+        # probing twice (open/close of our own fds) must not drop the child's lock
+        assert is_locked(tmp_path)
+        with pytest.raises(BrokerRunningError, match=str(proc.pid)), hold_lock(tmp_path):
+            pass
+        assert is_locked(tmp_path)
+    finally:
+        _stop(proc)
+    assert not is_locked(tmp_path)
+
+
+def test_hold_lock_blocks_a_broker_style_locker(tmp_path):
+    with hold_lock(tmp_path) as path:
+        assert path == tmp_path / ".lock" and path.exists()
+        assert is_locked(tmp_path)  # visible to a probe from this same process too
+        assert is_locked(tmp_path)  # and the probe did not release it
+        out = subprocess.run([sys.executable, "-c", PY_HOLDER, str(path)], input="", capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode != 0 and "LOCKED" not in out.stdout
+        assert "BlockingIOError" in out.stderr or "PermissionError" in out.stderr  # EAGAIN / EACCES
+    assert not is_locked(tmp_path)
+    # and after release a broker-style locker gets it
+    proc, line = _start([sys.executable, "-c", PY_HOLDER, str(path)])
+    try:
+        assert line == "LOCKED"
+    finally:
+        _stop(proc)
+
+
+def test_flock_is_not_what_the_broker_uses(tmp_path):
+    """A flock(2) lock is invisible to fcntl locks on Linux: the probe must not rely on it."""
+    path = tmp_path / ".lock"
+    with open(path, "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        assert not is_locked(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def java_holder(tmp_path_factory):
+    if shutil.which("java") is None:
+        pytest.skip("no JDK installed: the JVM cross-check needs `java`")
+    src = tmp_path_factory.mktemp("java") / "Holder.java"
+    src.write_text(JAVA_HOLDER)
+    return src
+
+
+def test_jvm_filechannel_trylock_is_detected(tmp_path, java_holder):
+    proc, line = _start(["java", str(java_holder), str(tmp_path / ".lock"), "hold"])
+    try:
+        assert line == "LOCKED"
+        assert is_locked(tmp_path)
+        assert lock_holder(tmp_path).pid == proc.pid
+        with pytest.raises(BrokerRunningError), hold_lock(tmp_path):
+            pass
+    finally:
+        _stop(proc)
+    assert not is_locked(tmp_path)
+
+
+def test_jvm_trylock_fails_while_we_hold(tmp_path, java_holder):
+    with hold_lock(tmp_path):
+        out = subprocess.run(["java", str(java_holder), str(tmp_path / ".lock")], capture_output=True,
+                             text=True, timeout=120)
+        assert out.stdout.strip() == "BUSY"
+    out = subprocess.run(["java", str(java_holder), str(tmp_path / ".lock")], capture_output=True,
+                         text=True, timeout=120)
+    assert out.stdout.strip() == "LOCKED"
