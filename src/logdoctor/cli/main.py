@@ -12,6 +12,11 @@ app = typer.Typer(
 )
 
 
+@app.callback()
+def _root() -> None:
+    """Read, check, repair and extract Apache Kafka broker log directories, offline."""
+
+
 def _register() -> None:
     # Each command module adds itself to `app`; imported lazily so `--help` stays fast.
     from logdoctor.cli import commands  # noqa: F401
