@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import realworld  # noqa: E402
+import realworld
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 

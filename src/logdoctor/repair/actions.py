@@ -1,0 +1,580 @@
+"""The primitive, reversible operations a plan is made of, and builders for reusable actions.
+
+Each operation can tell, from the file system alone, whether its target is still in the
+"before" state, already in the "after" state, or neither (someone else changed it): that is
+what makes ``--resume`` (redo what is not "after") and ``--rollback`` (undo what is not
+"before") safe after a crash at any point. Every operation keeps what it removes in the backup
+dir before it removes it, and checks its post-condition (``verify``) before it is journaled done.
+
+Operations (``Step.op``):
+
+``write``     replace or create a file with staged bytes (atomic: temp, fsync, rename, fsync dir);
+              the original is kept in ``files/``; optional owner/mode for the result.
+``truncate``  cut a file to ``size_after`` in place; the removed tail is kept in ``tails/``.
+``move``      delete with backup: move a file or folder into ``files/`` (rename, or copy+verify+delete).
+``rename``    rename a file or folder inside the log dirs (never over an existing target).
+``chmod``     set owner, group and permission bits.
+``copy-tree`` copy a folder (or file) to a new path, fsync, verify hashes; undo removes the copy.
+
+Builders (:func:`write_file`, :func:`truncate_file`, :func:`delete_with_backup`, :func:`rename_path`,
+:func:`set_owner_mode`, :func:`copy_tree`) create the steps with their "before" fingerprint taken
+now, for the planner and for later operator procedures (moving partitions between log dirs,
+copying a leader's partition to a follower).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from logdoctor.logdir import atomic
+from logdoctor.logdir.atomic import fsync_dir
+from logdoctor.repair import backup as bk
+from logdoctor.repair.plan import Step
+
+BEFORE, AFTER, OTHER, PARTIAL = "before", "after", "other", "partial"
+
+
+class StepStateError(Exception):
+    """The target is neither as planned nor as the step leaves it: someone else changed it."""
+
+
+# --- context --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class StepContext:
+    """What an operation needs besides its step: the backup root and the crash hook."""
+
+    backup_dir: str
+    crash: Callable[[int, str], None] = lambda step, phase: None
+    staged: dict[int, bytes] = field(default_factory=dict)
+
+    def backup_path(self, rel: str) -> str:
+        return os.path.join(self.backup_dir, rel)
+
+    def staged_bytes(self, step: Step) -> bytes:
+        data = self.staged.get(step.number)
+        if data is None:
+            data = Path(self.backup_path(step.params["staged"])).read_bytes()
+            if bk.sha256_bytes(data) != step.params["sha_after"]:
+                raise StepStateError(f"staged content of step {step.number} is damaged")
+            self.staged[step.number] = data
+        return data
+
+
+def _meta(path: str) -> dict[str, int] | None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return {"uid": st.st_uid, "gid": st.st_gid, "mode": stat.S_IMODE(st.st_mode)}
+
+
+def _set_meta(path: str, meta: dict[str, int]) -> None:
+    st = os.lstat(path)
+    if (st.st_uid, st.st_gid) != (meta["uid"], meta["gid"]):
+        os.chown(path, meta["uid"], meta["gid"], follow_symlinks=False)
+    if stat.S_IMODE(st.st_mode) != meta["mode"]:
+        os.chmod(path, meta["mode"])
+
+
+def _meta_matches(path: str, meta: dict[str, int] | None) -> bool:
+    return meta is None or _meta(path) == meta
+
+
+def _file_sha(path: str) -> str | None:
+    try:
+        return bk.sha256_file(path)
+    except FileNotFoundError:
+        return None
+
+
+def _remove_temps(path: str) -> None:
+    """Remove temp files atomic_write leaves when killed between writing and renaming."""
+    folder, name = os.path.split(path)
+    for tmp in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.*.tmp")):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+    if os.path.isdir(folder):
+        fsync_dir(folder)
+
+
+@contextlib.contextmanager
+def _replace_hook(ctx: StepContext, step: Step) -> Iterator[None]:
+    """Let the crash hook fire between atomic_write's fsynced temp file and its rename."""
+    real_replace = atomic.os.replace
+
+    def replace(src: Any, dst: Any) -> None:
+        ctx.crash(step.number, "temp-written")
+        real_replace(src, dst)
+
+    atomic.os.replace = replace  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        atomic.os.replace = real_replace  # type: ignore[assignment]
+
+
+# --- operations ------------------------------------------------------------------------------------
+
+
+class Operation:
+    op = ""
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        raise NotImplementedError
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        raise NotImplementedError
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        raise NotImplementedError
+
+    def verify(self, step: Step, ctx: StepContext) -> bool:
+        return self.state(step, ctx) == AFTER
+
+    def backup_cost(self, step: Step, backup_dir: str) -> int:
+        """Bytes this step adds to the backup dir."""
+        return 0
+
+    def live_cost(self, step: Step) -> int:
+        """Transient bytes on the log dir's file system (temp files)."""
+        return 0
+
+
+class WriteFile(Operation):
+    """params: sha_before|None, size_before, meta_before|None, sha_after, size_after, staged,
+    backup (rel)|None, meta_after|None (owner/mode to set on the result)."""
+
+    op = "write"
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        p = step.params
+        sha = _file_sha(step.path)
+        if sha == p["sha_after"] and _meta_matches(step.path, p.get("meta_after")):
+            return AFTER
+        if sha == p["sha_before"]:  # None == None: absent before and now
+            return BEFORE
+        if sha == p["sha_after"]:
+            return PARTIAL  # content written, owner/mode not yet
+        return OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        p = step.params
+        s = self.state(step, ctx)
+        if s == AFTER:
+            return
+        if s == OTHER:
+            raise StepStateError(
+                f"{step.path} changed since the plan was made (neither original nor repaired)"
+            )
+        if s == BEFORE:
+            _remove_temps(step.path)  # left by an earlier run killed inside atomic_write
+            if p["sha_before"] is not None:
+                dst = ctx.backup_path(p["backup"])
+                if _file_sha(dst) != p["sha_before"]:
+                    bk.copy_file_durable(step.path, dst)
+                    if _file_sha(dst) != p["sha_before"]:
+                        raise StepStateError(f"backup of {step.path} does not match it")
+            ctx.crash(step.number, "backed-up")
+            data = ctx.staged_bytes(step)
+            meta = p.get("meta_after")
+            with _replace_hook(ctx, step):
+                atomic.atomic_write(step.path, data, mode=meta["mode"] if meta else None)
+        if p.get("meta_after"):
+            _set_meta(step.path, p["meta_after"])
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        p = step.params
+        _remove_temps(step.path)
+        sha = _file_sha(step.path)
+        if p["sha_before"] is None:
+            if sha is not None:
+                os.unlink(step.path)
+                fsync_dir(os.path.dirname(step.path))
+            return
+        if sha != p["sha_before"]:
+            data = Path(ctx.backup_path(p["backup"])).read_bytes()
+            if bk.sha256_bytes(data) != p["sha_before"]:
+                raise StepStateError(f"the backup of {step.path} is damaged; cannot restore it")
+            atomic.atomic_write(step.path, data, mode=p["meta_before"]["mode"])
+        _set_meta(step.path, p["meta_before"])
+
+    def backup_cost(self, step: Step, backup_dir: str) -> int:
+        return int(step.params.get("size_before") or 0) + int(step.params["size_after"])
+
+    def live_cost(self, step: Step) -> int:
+        return int(step.params["size_after"])
+
+
+class TruncateFile(Operation):
+    """params: size_before, size_after, tail_sha, backup (rel of the tail file)."""
+
+    op = "truncate"
+
+    def _tail_ok(self, step: Step, ctx: StepContext) -> bool:
+        return _file_sha(ctx.backup_path(step.params["backup"])) == step.params["tail_sha"]
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        p = step.params
+        try:
+            size = os.stat(step.path).st_size
+        except FileNotFoundError:
+            return OTHER
+        if size == p["size_before"]:
+            tail = bk.sha256_file(step.path, p["size_after"], p["size_before"] - p["size_after"])
+            return BEFORE if tail == p["tail_sha"] else OTHER
+        if size == p["size_after"]:
+            return AFTER if self._tail_ok(step, ctx) else OTHER
+        if p["size_after"] < size < p["size_before"]:
+            return PARTIAL  # an undo that was interrupted while writing the tail back
+        return OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        p = step.params
+        s = self.state(step, ctx)
+        if s == AFTER:
+            return
+        if s == PARTIAL:
+            self.undo(step, ctx)
+            s = self.state(step, ctx)
+        if s != BEFORE:
+            raise StepStateError(f"{step.path} changed since the plan was made")
+        if not self._tail_ok(step, ctx):
+            with open(step.path, "rb") as f:
+                f.seek(p["size_after"])
+                tail = f.read(p["size_before"] - p["size_after"])
+            bk.write_durable(ctx.backup_path(p["backup"]), tail)
+            if not self._tail_ok(step, ctx):
+                raise StepStateError(f"the backup of the tail of {step.path} does not match it")
+        ctx.crash(step.number, "backed-up")
+        fd = os.open(step.path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.ftruncate(fd, p["size_after"])
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        p = step.params
+        size = os.stat(step.path).st_size
+        if size == p["size_before"]:
+            return
+        if not self._tail_ok(step, ctx):
+            raise StepStateError(f"the backup of the tail of {step.path} is missing or damaged")
+        tail = Path(ctx.backup_path(p["backup"])).read_bytes()
+        fd = os.open(step.path, os.O_WRONLY | os.O_CLOEXEC)
+        try:
+            os.ftruncate(fd, p["size_after"])
+            view = memoryview(tail)
+            pos = p["size_after"]
+            while view:
+                n = os.pwrite(fd, view, pos)
+                view = view[n:]
+                pos += n
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def backup_cost(self, step: Step, backup_dir: str) -> int:
+        return int(step.params["size_before"]) - int(step.params["size_after"])
+
+
+class MoveToBackup(Operation):
+    """Delete with backup. params: backup (rel), size, is_dir."""
+
+    op = "move"
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        live = os.path.lexists(step.path)
+        saved = os.path.lexists(ctx.backup_path(step.params["backup"]))
+        if live and not saved:
+            return BEFORE
+        if saved and not live:
+            return AFTER
+        if live and saved:
+            return PARTIAL  # a cross-device copy finished but the source was not yet removed
+        return OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        dst = ctx.backup_path(step.params["backup"])
+        s = self.state(step, ctx)
+        if s == AFTER:
+            return
+        if s == OTHER:
+            raise StepStateError(f"{step.path} is gone and not in the backup")
+        if s == PARTIAL:  # redo the copy from the live source, which is intact
+            if os.path.isdir(dst) and not os.path.islink(dst):
+                shutil.rmtree(dst)
+            else:
+                os.unlink(dst)
+        bk.move_durable(step.path, dst)
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        dst = ctx.backup_path(step.params["backup"])
+        s = self.state(step, ctx)
+        if s in (BEFORE, PARTIAL):
+            if s == PARTIAL:  # the live source is intact; drop the copy
+                if os.path.isdir(dst) and not os.path.islink(dst):
+                    shutil.rmtree(dst)
+                else:
+                    os.unlink(dst)
+            return
+        if s == OTHER:
+            raise StepStateError(f"{step.path} is gone and not in the backup")
+        bk.move_durable(dst, step.path)
+
+    def backup_cost(self, step: Step, backup_dir: str) -> int:
+        if os.path.lexists(step.path) and bk.same_device(step.path, backup_dir):
+            return 0
+        return int(step.params.get("size") or 0)
+
+
+class RenamePath(Operation):
+    """params: dst. Never overwrites: a planner moves an existing target to the backup first."""
+
+    op = "rename"
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        src, dst = os.path.lexists(step.path), os.path.lexists(step.params["dst"])
+        if src and not dst:
+            return BEFORE
+        if dst and not src:
+            return AFTER
+        return OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        s = self.state(step, ctx)
+        if s == AFTER:
+            return
+        if s != BEFORE:
+            raise StepStateError(f"cannot rename {step.path} to {step.params['dst']}: both or neither exist")
+        os.rename(step.path, step.params["dst"])
+        fsync_dir(os.path.dirname(step.params["dst"]))
+        fsync_dir(os.path.dirname(step.path))
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        s = self.state(step, ctx)
+        if s == BEFORE:
+            return
+        if s != AFTER:
+            raise StepStateError(f"cannot rename {step.params['dst']} back to {step.path}")
+        os.rename(step.params["dst"], step.path)
+        fsync_dir(os.path.dirname(step.path))
+        fsync_dir(os.path.dirname(step.params["dst"]))
+
+
+class SetOwnerMode(Operation):
+    """params: meta_before, meta_after ({uid, gid, mode})."""
+
+    op = "chmod"
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        m = _meta(step.path)
+        if m == step.params["meta_after"]:
+            return AFTER
+        if m == step.params["meta_before"]:
+            return BEFORE
+        return OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        s = self.state(step, ctx)
+        if s == AFTER:
+            return
+        if s != BEFORE:
+            raise StepStateError(f"owner or mode of {step.path} changed since the plan was made")
+        _set_meta(step.path, step.params["meta_after"])
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        if _meta(step.path) is not None:
+            _set_meta(step.path, step.params["meta_before"])
+
+
+class CopyTree(Operation):
+    """params: dst, hashes ({rel: sha256} of the source at plan time; {".": sha} for a file)."""
+
+    op = "copy-tree"
+
+    def _partial(self, step: Step) -> str:
+        return step.params["dst"] + ".logdoctor-partial"
+
+    def _hashes(self, path: str) -> dict[str, str]:
+        if os.path.isdir(path):
+            return bk.tree_hashes(path)
+        return {".": bk.sha256_file(path)}
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        dst = step.params["dst"]
+        if not os.path.lexists(dst):
+            return BEFORE
+        return AFTER if self._hashes(dst) == step.params["hashes"] else OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        s = self.state(step, ctx)
+        if s == AFTER:
+            return
+        if s != BEFORE:
+            raise StepStateError(f"{step.params['dst']} exists and is not the planned copy")
+        if self._hashes(step.path) != step.params["hashes"]:
+            raise StepStateError(f"{step.path} changed since the plan was made")
+        partial = self._partial(step)
+        if os.path.isdir(partial):
+            shutil.rmtree(partial)
+        elif os.path.lexists(partial):
+            os.unlink(partial)
+        if os.path.isdir(step.path):
+            bk.copy_tree_durable(step.path, partial)
+        else:
+            bk.copy_file_durable(step.path, partial)
+        if self._hashes(partial) != step.params["hashes"]:
+            raise StepStateError(f"the copy of {step.path} does not read back the same")
+        ctx.crash(step.number, "backed-up")
+        os.rename(partial, step.params["dst"])
+        fsync_dir(os.path.dirname(step.params["dst"]))
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        for p in (self._partial(step), step.params["dst"]):
+            if os.path.isdir(p) and not os.path.islink(p):
+                shutil.rmtree(p)
+            elif os.path.lexists(p):
+                os.unlink(p)
+        fsync_dir(os.path.dirname(step.params["dst"]))
+
+    def live_cost(self, step: Step) -> int:
+        return int(step.params.get("size") or 0)
+
+
+OPERATIONS: dict[str, Operation] = {
+    o.op: o for o in (WriteFile(), TruncateFile(), MoveToBackup(), RenamePath(), SetOwnerMode(), CopyTree())
+}
+
+
+def operation(step: Step) -> Operation:
+    try:
+        return OPERATIONS[step.op]
+    except KeyError:
+        raise StepStateError(f"unknown operation {step.op!r} in step {step.number}") from None
+
+
+# --- builders ---------------------------------------------------------------------------------------
+
+
+class BackupNames:
+    """Unique backup paths for one plan: ``files/<n>-<log dir>/<relative path>`` (``~k`` if taken)."""
+
+    def __init__(self, log_dirs: list[str]) -> None:
+        self.log_dirs = [os.path.abspath(d) for d in log_dirs]
+        self.used: set[str] = set()
+
+    def claim(self, kind: str, path: str, suffix: str = "") -> str:
+        label, rel = bk.relative_to_log_dir(os.path.abspath(path), self.log_dirs)
+        base = os.path.join(kind, label, rel if rel != "." else "_log_dir_") + suffix
+        name, k = base, 1
+        while name in self.used:
+            k += 1
+            name = f"{base}~{k}"
+        self.used.add(name)
+        return name
+
+
+def write_file(
+    path: str, data: bytes, names: BackupNames, *, meta_after: dict[str, int] | None = None
+) -> Step:
+    """Replace (or create) ``path`` with ``data``; the original goes to the backup."""
+    try:
+        before = Path(path).read_bytes()
+    except FileNotFoundError:
+        before = None
+    params: dict[str, Any] = {
+        "sha_before": bk.sha256_bytes(before) if before is not None else None,
+        "size_before": len(before) if before is not None else None,
+        "meta_before": _meta(path),
+        "sha_after": bk.sha256_bytes(data),
+        "size_after": len(data),
+        "backup": names.claim("files", path) if before is not None else None,
+        "staged": None,  # set when the plan is staged
+        "meta_after": meta_after,
+    }
+    return Step("write", path, params, data=data)
+
+
+def truncate_file(path: str, size_after: int, names: BackupNames) -> Step:
+    size = os.stat(path).st_size
+    if not 0 <= size_after <= size:
+        raise ValueError(f"cannot truncate {path} ({size} bytes) to {size_after}")
+    tail_sha = bk.sha256_file(path, size_after, size - size_after)
+    return Step(
+        "truncate",
+        path,
+        {
+            "size_before": size,
+            "size_after": size_after,
+            "tail_sha": tail_sha,
+            "backup": names.claim("tails", path, f".{size_after}.tail"),
+        },
+    )
+
+
+def delete_with_backup(path: str, names: BackupNames) -> Step:
+    st = os.lstat(path)
+    is_dir = stat.S_ISDIR(st.st_mode)
+    size = sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file()) if is_dir else st.st_size
+    return Step("move", path, {"backup": names.claim("files", path), "size": size, "is_dir": is_dir})
+
+
+def rename_path(src: str, dst: str) -> Step:
+    return Step("rename", src, {"dst": dst})
+
+
+def set_owner_mode(path: str, uid: int, gid: int, mode: int) -> Step:
+    before = _meta(path)
+    if before is None:
+        raise FileNotFoundError(path)
+    return Step("chmod", path, {"meta_before": before, "meta_after": {"uid": uid, "gid": gid, "mode": mode}})
+
+
+def copy_tree(src: str, dst: str) -> Step:
+    """Copy a file or folder to ``dst`` (which must not exist); verified by hashes; undo removes it."""
+    op = OPERATIONS["copy-tree"]
+    assert isinstance(op, CopyTree)
+    hashes = op._hashes(src)
+    size = (
+        sum(f.stat().st_size for f in Path(src).rglob("*") if f.is_file())
+        if os.path.isdir(src)
+        else (os.stat(src).st_size)
+    )
+    return Step("copy-tree", src, {"dst": dst, "hashes": hashes, "size": size})
+
+
+__all__ = [
+    "AFTER",
+    "BEFORE",
+    "OPERATIONS",
+    "OTHER",
+    "PARTIAL",
+    "BackupNames",
+    "Operation",
+    "StepContext",
+    "StepStateError",
+    "copy_tree",
+    "delete_with_backup",
+    "operation",
+    "rename_path",
+    "set_owner_mode",
+    "truncate_file",
+    "write_file",
+]

@@ -1,0 +1,265 @@
+"""The backup dir: where originals, removed bytes and staged new contents are kept.
+
+Layout (default ``<first log dir>.logdoctor-backup-<UTC timestamp>/``, beside the log dir, never
+inside a partition folder or a log dir where the broker would see it)::
+
+    journal.jsonl                      the journal (first record: the plan)
+    README.txt                         what this folder is and how to resume / roll back
+    staged/<step>.bin                  new contents of ``write`` steps, written before any change
+    files/<n>-<log dir name>/<rel>     originals replaced or removed (same relative path)
+    tails/<n>-<log dir name>/<rel>.<size>.tail   bytes a truncation removed (from byte <size> on)
+
+Durable copies: write, fsync the file, fsync its folder. Moves into the backup are renames when
+the backup is on the same file system, else copy + fsync + verify + unlink.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import shutil
+import stat
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from pathlib import Path
+
+from logdoctor.errors import LogDoctorError
+from logdoctor.logdir.atomic import fsync_dir
+
+SPACE_MARGIN_BYTES = 4 << 20  # journal, README, folder entries
+_CHUNK = 4 << 20
+
+
+class NoSpaceError(LogDoctorError):
+    """The backup dir (or a log dir) lacks the free space a repair needs."""
+
+
+def utc_stamp(ms: int | None = None) -> str:
+    moment = datetime.now(UTC) if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
+    return moment.strftime("%Y%m%dT%H%M%SZ")
+
+
+def default_backup_dir(log_dir: str | os.PathLike[str], ms: int | None = None) -> str:
+    p = os.path.abspath(os.fspath(log_dir)).rstrip(os.sep)
+    return f"{p}.logdoctor-backup-{utc_stamp(ms)}"
+
+
+def dir_label(index: int, log_dir: str) -> str:
+    return f"{index}-{os.path.basename(os.path.abspath(log_dir).rstrip(os.sep)) or 'root'}"
+
+
+def relative_to_log_dir(path: str, log_dirs: list[str]) -> tuple[str, str]:
+    """(label of the log dir holding ``path``, path relative to it)."""
+    for i, d in enumerate(log_dirs):
+        root = os.path.abspath(d).rstrip(os.sep)
+        if path == root:
+            return dir_label(i, d), "."
+        if path.startswith(root + os.sep):
+            return dir_label(i, d), path[len(root) + 1 :]
+    raise ValueError(f"{path} is not inside any of {log_dirs}")
+
+
+def sha256_file(path: str | os.PathLike[str], start: int = 0, length: int | None = None) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb", buffering=0) as f:
+        f.seek(start)
+        left = length
+        while left is None or left > 0:
+            chunk = f.read(_CHUNK if left is None else min(_CHUNK, left))
+            if not chunk:
+                break
+            h.update(chunk)
+            if left is not None:
+                left -= len(chunk)
+    return h.hexdigest()
+
+
+def sha256_bytes(data: bytes | memoryview) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def makedirs_durable(path: str | os.PathLike[str]) -> None:
+    """mkdir -p, fsyncing each parent whose entry was created."""
+    p = Path(path)
+    missing = []
+    while not p.exists():
+        missing.append(p)
+        p = p.parent
+    for d in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(d, 0o700)
+        fsync_dir(d.parent)
+
+
+def write_durable(path: str | os.PathLike[str], data: bytes | memoryview) -> None:
+    """Create/replace ``path`` (a backup file, never a live one) and make it durable."""
+    makedirs_durable(Path(path).parent)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    fsync_dir(Path(path).parent)
+
+
+def copy_file_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> str:
+    """Copy bytes and permission bits, fsync; returns the sha256 of what was copied (verified)."""
+    makedirs_durable(Path(dst).parent)
+    h = hashlib.sha256()
+    with open(src, "rb", buffering=0) as fin, open(dst, "wb", buffering=0) as fout:
+        while True:
+            chunk = fin.read(_CHUNK)
+            if not chunk:
+                break
+            h.update(chunk)
+            fout.write(chunk)
+        fout.flush()
+        os.fsync(fout.fileno())
+        st = os.fstat(fin.fileno())
+    os.chmod(dst, stat.S_IMODE(st.st_mode))
+    fsync_dir(Path(dst).parent)
+    digest = h.hexdigest()
+    if sha256_file(dst) != digest:
+        raise OSError(errno.EIO, f"copy of {src} to {dst} does not read back the same")
+    return digest
+
+
+def copy_tree_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> dict[str, str]:
+    """Copy a folder (files and sub-folders, no symlinks followed); {relative path: sha256}."""
+    src, dst = os.fspath(src), os.fspath(dst)
+    hashes: dict[str, str] = {}
+    makedirs_durable(dst)
+    os.chmod(dst, stat.S_IMODE(os.stat(src).st_mode))
+    for folder, dirs, files in os.walk(src):
+        rel = os.path.relpath(folder, src)
+        out = os.path.join(dst, rel) if rel != "." else dst
+        for d in sorted(dirs):
+            target = os.path.join(out, d)
+            os.makedirs(target, exist_ok=True)
+            os.chmod(target, stat.S_IMODE(os.stat(os.path.join(folder, d)).st_mode))
+        for f in sorted(files):
+            s = os.path.join(folder, f)
+            if os.path.islink(s):
+                raise OSError(errno.ELOOP, f"{s} is a symlink: not copied")
+            hashes[os.path.normpath(os.path.join(rel, f))] = copy_file_durable(s, os.path.join(out, f))
+        fsync_dir(out)
+    return hashes
+
+
+def tree_hashes(root: str | os.PathLike[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    root = os.fspath(root)
+    for folder, _dirs, files in os.walk(root):
+        rel = os.path.relpath(folder, root)
+        for f in files:
+            out[os.path.normpath(os.path.join(rel, f))] = sha256_file(os.path.join(folder, f))
+    return out
+
+
+def move_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> None:
+    """Move a file or folder: rename when possible, else copy + fsync + verify + delete the source."""
+    src, dst = os.fspath(src), os.fspath(dst)
+    makedirs_durable(Path(dst).parent)
+    try:
+        os.rename(src, dst)
+    except OSError as e:
+        if e.errno != errno.EXDEV:
+            raise
+        partial = dst + ".partial"
+        if os.path.isdir(src):
+            shutil.rmtree(partial, ignore_errors=True)
+            copied = copy_tree_durable(src, partial)
+            if tree_hashes(src) != copied:
+                raise OSError(errno.EIO, f"copy of {src} does not match it") from None
+            os.rename(partial, dst)
+            fsync_dir(Path(dst).parent)
+            shutil.rmtree(src)
+        else:
+            digest = copy_file_durable(src, partial)
+            if sha256_file(src) != digest:
+                raise OSError(errno.EIO, f"copy of {src} does not match it") from None
+            os.rename(partial, dst)
+            fsync_dir(Path(dst).parent)
+            os.unlink(src)
+    fsync_dir(Path(dst).parent)
+    fsync_dir(Path(src).parent)
+
+
+def same_device(a: str, b: str) -> bool:
+    """Would a rename from ``a`` to (a path under) ``b`` work? ``b`` may not exist yet."""
+    p = Path(b)
+    while not p.exists():
+        p = p.parent
+    try:
+        return os.stat(a).st_dev == os.stat(p).st_dev
+    except OSError:
+        return False
+
+
+def free_bytes(path: str | os.PathLike[str]) -> int:
+    p = Path(path)
+    while not p.exists():
+        p = p.parent
+    st = os.statvfs(p)
+    return st.f_bavail * st.f_frsize
+
+
+def check_space(needs: Iterable[tuple[str, int]]) -> None:
+    """NoSpaceError unless each location (nearest existing folder) has the bytes asked (+ margin).
+
+    Several needs on one file system add up. Writes nothing.
+    """
+    by_dev: dict[int, tuple[str, int]] = {}
+    for where, n in needs:
+        p = Path(where)
+        while not p.exists():
+            p = p.parent
+        dev = os.stat(p).st_dev
+        prev = by_dev.get(dev)
+        by_dev[dev] = (str(p), n + (prev[1] if prev else 0))
+    for where, n in by_dev.values():
+        need = n + SPACE_MARGIN_BYTES
+        have = free_bytes(where)
+        if have < need:
+            raise NoSpaceError(
+                f"{where} has {have:,} bytes free but the repair needs {need:,} (backups, staged files, "
+                "temp files); give --backup-dir on a file system with more space"
+            )
+
+
+README_TEXT = """This folder was written by `logdoctor repair`. Do not put it inside a Kafka log dir.
+
+journal.jsonl  what was planned and done, step by step (the first line is the whole plan)
+staged/        new file contents, written before any change
+files/         the original files that were replaced or removed, under <n>-<log dir>/<relative path>
+tails/         the bytes removed by truncations (<relative path>.<size>.tail starts at byte <size>)
+
+Resume an interrupted repair:   logdoctor repair --resume {journal}
+Undo everything it did:          logdoctor repair --rollback {journal}
+"""
+
+
+__all__ = [
+    "NoSpaceError",
+    "check_space",
+    "copy_file_durable",
+    "copy_tree_durable",
+    "default_backup_dir",
+    "dir_label",
+    "free_bytes",
+    "makedirs_durable",
+    "move_durable",
+    "relative_to_log_dir",
+    "same_device",
+    "sha256_bytes",
+    "sha256_file",
+    "tree_hashes",
+    "utc_stamp",
+    "write_durable",
+]
