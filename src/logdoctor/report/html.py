@@ -1,0 +1,391 @@
+"""One self-contained HTML file for a scan (one broker's log dirs) or a fleet census.
+
+The file opens offline: plotly.js is inlined once (the ``report`` extra pins plotly), the data is
+one compact JSON block, and nothing is fetched (not even a favicon). Its size stays bounded for
+big fleets: the overview charts show the top rows, the timeline embeds per-segment data for the
+``max_timeline_partitions`` worst partitions only (one drawn at a time, picked in a selector),
+and the findings table embeds the ``max_findings`` worst findings (the counts cover all).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import plotly
+import plotly.io as pio
+from plotly.offline import get_plotlyjs
+
+from logdoctor.logdir.atomic import atomic_write
+from logdoctor.report import figures
+from logdoctor.report.model import (
+    CORRUPT_CODES,
+    FLAG_CORRUPT,
+    FLAG_RISK,
+    RISK_CODE,
+    SEVERITY_RANK,
+    PartitionView,
+    ReportData,
+    broker_label,
+    flag_segments,
+    from_census,
+    from_scan,
+)
+from logdoctor.report.segments import DEFAULT_READ_BUDGET, ReadBudget, segment_views
+from logdoctor.report.templates import CSS, FINDINGS_BODY, JS, LAGGING_HEAD, TIMELINE_BODY
+
+MAX_TIMELINE_PARTITIONS = 200
+MAX_FINDINGS = 2000
+MAX_LAGGING_ROWS = 50
+
+__all__ = [
+    "MAX_FINDINGS",
+    "MAX_TIMELINE_PARTITIONS",
+    "render_census_report",
+    "render_report",
+    "render_scan_report",
+    "write_census_report",
+    "write_scan_report",
+]
+
+
+def _iso(ms: int | None) -> str:
+    if ms is None:
+        return "?"
+    try:
+        return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+def _duration(ms: int) -> str:
+    s = ms / 1000
+    if s >= 86400:
+        return f"{s / 86400:g} days" if s % 86400 == 0 else f"{s / 86400:.1f} days"
+    if s >= 3600:
+        return f"{s / 3600:.1f} hours"
+    return f"{s:.0f} s"
+
+
+def _json_script(obj: Any) -> str:
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    # "<" as \u003c: no "</script" or "<!--" can end or bend the script element
+    return text.replace("<", "\\u003c").replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
+
+
+# --- choosing and loading what the timeline shows --------------------------------------------------
+
+
+def _badness(p: PartitionView, data: ReportData) -> tuple:
+    codes = {data.findings[i].code for i in p.findings}
+    return (
+        -(p.worst + 1),
+        -int(RISK_CODE in codes or bool(codes & CORRUPT_CODES)),
+        -(p.lag or 0),
+        -len(p.findings),
+        -p.bytes,
+        p.topic,
+        p.partition,
+        p.broker if p.broker is not None else -1,
+    )
+
+
+def _timeline_partitions(data: ReportData, limit: int, budget: ReadBudget) -> list[PartitionView]:
+    chosen: list[PartitionView] = []
+    cutoff = data.now_ms - data.retention_ms
+    for p in sorted(data.partitions, key=lambda p: _badness(p, data)):
+        if len(chosen) >= limit:
+            break
+        p.segments = segment_views(p.path, p.raw_segments, p.log_end_offset, budget)
+        if p.segments is None:
+            continue
+        flag_segments(p, data.findings, cutoff)
+        chosen.append(p)
+    return chosen
+
+
+# --- payload ---------------------------------------------------------------------------------------
+
+
+def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) -> dict[str, Any]:
+    shown = data.findings[:max_findings]
+    codes = sorted({f.code for f in shown})
+    code_ix = {c: i for i, c in enumerate(codes)}
+    part_of: dict[int, int] = {}
+    out_parts = []
+    for k, p in enumerate(parts):
+        for i in p.findings:
+            part_of.setdefault(i, k)
+        segs = p.segments or []
+        out_parts.append({
+            "n": p.name, "br": None if p.broker is None else broker_label(p.broker), "d": p.log_dir,
+            "lso": p.log_start_offset, "leo": p.log_end_offset,
+            "hw": p.high_watermark, "bytes": p.bytes, "lag": p.lag or 0, "w": p.worst, "nf": len(p.findings),
+            "s": {
+                "b": [s.base_offset for s in segs],
+                "l": [s.last_offset for s in segs],
+                "z": [s.size for s in segs],
+                "t0": [s.min_timestamp for s in segs],
+                "tb": [s.broker_largest_timestamp for s in segs],
+                "src": [s.broker_timestamp_source for s in segs],
+                "tt": [s.true_largest_timestamp for s in segs],
+                "fl": [s.flags for s in segs],
+                "f": [[i for i in s.findings if i < max_findings] for s in segs],
+            },
+        })
+    return {
+        "kind": data.kind,
+        "now": data.now_ms,
+        "retention_ms": data.retention_ms,
+        "cutoff": data.now_ms - data.retention_ms,
+        "parts": out_parts,
+        "findings": {
+            "codes": codes,
+            "c": [code_ix[f.code] for f in shown],
+            "s": [SEVERITY_RANK[f.severity] for f in shown],
+            "p": [f.path for f in shown],
+            "pos": [f.position for f in shown],
+            "m": [f.message for f in shown],
+            "x": [f.fix for f in shown],
+            "b": [None if f.broker is None else broker_label(f.broker) for f in shown],
+            "fc": [f.command for f in shown],
+            "part": [part_of.get(i, -1) for i in range(len(shown))],
+        },
+    }
+
+
+# --- the headline ----------------------------------------------------------------------------------
+
+
+def summarize(data: ReportData) -> dict[str, Any]:
+    """The figures of the "how bad is it" headline (over every finding, not only the embedded ones)."""
+    sev = Counter(f.severity for f in data.findings)
+    risk_segments = {f.details.get("segment") or f.path for f in data.findings if f.code == RISK_CODE}
+    corrupt_files = {f.path for f in data.findings if f.code in CORRUPT_CODES}
+    lagging = [r for r in data.replicas if r.lag > 0]
+    lagging_partitions = {(r.topic, r.partition) for r in lagging}
+    full = [d for d in data.disks if d.fullness is not None]
+    fullest = max(full, key=lambda d: d.fullness or 0.0) if full else None
+    return {
+        "errors": sev["error"], "warnings": sev["warning"], "info": sev["info"],
+        "risk_segments": len(risk_segments), "corrupt_files": len(corrupt_files),
+        "lagging_replicas": len(lagging), "lagging_partitions": len(lagging_partitions),
+        "max_lag": max((r.lag for r in lagging), default=0),
+        "fullest": fullest,
+        "partitions": len(data.partitions), "bytes": sum(p.bytes for p in data.partitions),
+        "log_dirs": len(data.disks), "brokers": len(data.brokers),
+    }
+
+
+def _verdict(data: ReportData, s: dict[str, Any]) -> tuple[str, str, list[str]]:
+    fullest = s["fullest"]
+    full_frac = fullest.fullness if fullest is not None else 0.0
+    lines: list[str] = []
+    if s["risk_segments"]:
+        lines.append(f"{s['risk_segments']} segment(s) would be deleted early by time retention "
+                     "(RETENTION_RISK: the broker sees a wrong largest timestamp)")
+    if s["corrupt_files"]:
+        lines.append(f"{s['corrupt_files']} corrupt log/index file(s) (LOG_CORRUPT / INDEX_CORRUPT)")
+    if s["lagging_replicas"]:
+        lines.append(f"{s['lagging_replicas']} replica(s) of {s['lagging_partitions']} partition(s) lagging, "
+                     f"up to {s['max_lag']:,} offsets behind")
+    if fullest is not None and full_frac >= 0.75:
+        lines.append(f"fullest disk {100 * full_frac:.0f}% full ({fullest.log_dir})")
+    headline_codes = CORRUPT_CODES | {RISK_CODE, "REPLICA_LAG", "LOG_DIR_NEARLY_FULL"}  # said above
+    in_headline = sum(1 for f in data.findings if f.severity == "error" and f.code in headline_codes)
+    other_errors = s["errors"] - in_headline
+    if other_errors > 0:
+        lines.append(f"{other_errors} other error(s)")
+    if s["warnings"]:
+        lines.append(f"{s['warnings']} warning(s)")
+    if s["errors"] or full_frac >= 0.9:
+        level, label = "critical", "Action needed"
+    elif s["warnings"] or s["lagging_replicas"] or full_frac >= 0.75:
+        level, label = "warning", "Needs attention"
+    else:
+        level, label = "ok", "Healthy"
+        lines.append(f"no errors or warnings in {s['partitions']:,} partition folder(s)")
+    return level, label, lines
+
+
+def _card(n: Any, label: str, kind: str = "", attrs: str = "") -> str:
+    return (f'<div class="card {kind}"{attrs}><div class="n">{html.escape(str(n))}</div>'
+            f'<div class="l">{html.escape(label)}</div></div>')
+
+
+def _cards(s: dict[str, Any], data: ReportData) -> str:
+    out = [
+        _card(f"{s['errors']:,}", "errors", "error" if s["errors"] else "ok", ' id="card-errors"'),
+        _card(f"{s['warnings']:,}", "warnings", "warning" if s["warnings"] else "ok"),
+        _card(f"{s['risk_segments']:,}", "segments at RETENTION_RISK",
+              "error" if s["risk_segments"] else "ok"),
+        _card(f"{s['corrupt_files']:,}", "corrupt log/index files", "error" if s["corrupt_files"] else "ok"),
+    ]
+    if data.kind == "fleet":
+        out.append(_card(f"{s['lagging_replicas']:,}", f"lagging replicas (max {s['max_lag']:,})",
+                         "warning" if s["lagging_replicas"] else "ok"))
+    f = s["fullest"]
+    if f is not None:
+        frac = f.fullness or 0.0
+        out.append(_card(f"{100 * frac:.0f}%", "fullest disk",
+                         "error" if frac >= 0.9 else "warning" if frac >= 0.75 else "ok"))
+    out.append(_card(f"{s['partitions']:,}", "partition folders" if data.kind == "scan" else "replicas"))
+    out.append(_card(figures.human_bytes(s["bytes"]), "of log data"))
+    return '<div class="cards">' + "".join(out) + "</div>"
+
+
+def _lagging_table(data: ReportData) -> str:
+    best: dict[tuple[str, int], int] = {}
+    for r in data.replicas:
+        if r.log_end_offset is not None:
+            k = (r.topic, r.partition)
+            best[k] = max(best.get(k, r.log_end_offset), r.log_end_offset)
+    lagging = sorted((r for r in data.replicas if r.lag > 0), key=lambda r: (-r.lag, r.topic, r.partition))
+    if not lagging:
+        return ('<p class="empty">No replica is behind: every replica of every partition has the same log '
+                "end offset.</p>")
+    rows = []
+    for r in lagging[:MAX_LAGGING_ROWS]:
+        name = html.escape(f"{r.topic}-{r.partition}")
+        hw = "" if r.high_watermark is None else f"{r.high_watermark:,}"
+        rows.append(
+            f'<tr class="lagging-replica" data-partition="{name}" data-broker="{html.escape(str(r.broker))}">'
+            f'<td class="code">{name}</td><td class="num">{html.escape(broker_label(r.broker))}</td>'
+            f'<td class="where">{html.escape(r.log_dir)}</td><td class="num">{r.log_end_offset:,}</td>'
+            f'<td class="num">{best[(r.topic, r.partition)]:,}</td>'
+            f'<td class="num"><span class="badge lag">{r.lag:,} behind</span></td>'
+            f'<td class="num">{hw}</td></tr>'
+        )
+    more = ""
+    if len(lagging) > MAX_LAGGING_ROWS:
+        more = f'<p class="note">{len(lagging) - MAX_LAGGING_ROWS:,} more lagging replica(s) not listed.</p>'
+    return LAGGING_HEAD + "".join(rows) + "</tbody></table>" + more
+
+
+def _figure(fig: Any, div_id: str) -> str:
+    return pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=figures.CONFIG,
+                       default_width="100%")
+
+
+def _timeline_section(data: ReportData, parts: list[PartitionView]) -> str:
+    e = html.escape
+    n_risk = sum(1 for p in parts for sg in p.segments or [] if sg.flags & FLAG_RISK)
+    n_corrupt = sum(1 for p in parts for sg in p.segments or [] if sg.flags & FLAG_CORRUPT)
+    note = (
+        f"{len(parts):,} of {len(data.partitions):,} partition folders have a timeline here (the worst "
+        f"first: errors, then RETENTION_RISK/corrupt segments, lag, findings, size); {n_risk} segment(s) "
+        f"at RETENTION_RISK and {n_corrupt} corrupt one(s) among them. Left: segments along offsets; "
+        "right: along time, with the retention cut-off at now − retention.ms "
+        f"({_iso(data.now_ms - data.retention_ms)}): a "
+        "segment whose broker-visible largest timestamp (◆) is left of the cut-off is deleted at the next "
+        "retention check."
+    )
+    inner = TIMELINE_BODY if parts else '<p class="empty">No partition with segment data.</p>'
+    return f'<section id="timeline"><h2>Partition timeline</h2><p class="note">{e(note)}</p>{inner}</section>'
+
+
+def _findings_section(data: ReportData, max_findings: int) -> str:
+    e = html.escape
+    codes = Counter(f.code for f in data.findings[:max_findings])
+    options = "".join(f'<option value="{e(c)}">{e(c)} ({n:,})</option>' for c, n in sorted(codes.items()))
+    trunc = ""
+    if len(data.findings) > max_findings:
+        trunc = (f" The {max_findings:,} worst of {len(data.findings):,} findings are listed here; the JSON "
+                 "output has all of them.")
+    broker_col = '<th class="num">broker</th>' if data.kind == "fleet" else ""
+    return FINDINGS_BODY.format(note=e(trunc), code_options=options, broker_col=broker_col)
+
+
+def render_report(
+    data: ReportData,
+    *,
+    max_timeline_partitions: int = MAX_TIMELINE_PARTITIONS,
+    max_findings: int = MAX_FINDINGS,
+    read_budget: int = DEFAULT_READ_BUDGET,
+) -> str:
+    """The whole page for normalised report data."""
+    parts = _timeline_partitions(data, max_timeline_partitions, ReadBudget(read_budget))
+    s = summarize(data)
+    level, label, lines = _verdict(data, s)
+    e = html.escape
+    meta = [f"generated {_iso(int(datetime.now(tz=UTC).timestamp() * 1000))}", f"now {_iso(data.now_ms)}",
+            f"retention.ms {data.retention_ms:,} ({_duration(data.retention_ms)})"]
+    if data.depth:
+        meta.append(f"depth {data.depth}")
+    meta.append(f"{s['brokers']} broker(s), {s['log_dirs']} log dir(s)")
+    body = [
+        f'<header class="top"><h1>{e(data.title)}</h1><div class="meta">{e(" · ".join(meta))}</div></header>',
+        f'<div class="verdict {level}" id="verdict" data-level="{level}">'
+        f'<div class="level">{e(label)}</div><ul>'
+        + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul></div>",
+        _cards(s, data),
+        '<div class="grid2"><section id="findings-by-code">'
+        + _figure(figures.findings_by_code(data), "fig-findings")
+        + '</section><section id="disks">' + _figure(figures.disk_fullness(data), "fig-disks")
+        + "</section></div>",
+    ]
+    if data.kind == "fleet":
+        body.append(
+            '<section id="replicas"><h2>Replicas across brokers</h2><p class="note">The most lagging '
+            "partitions first; each cell is a replica's log end offset, coloured by how far it is behind the "
+            "partition's "
+            "highest one.</p>" + _figure(figures.replica_offsets(data), "fig-replicas") + _lagging_table(data)
+            + "</section>"
+        )
+    body.append(_timeline_section(data, parts))
+    body.append('<section id="topics">' + _figure(figures.topic_usage(data), "fig-topics") + "</section>")
+    body.append(_findings_section(data, max_findings))
+    body.append(f"<footer>kafka-logdoctor report · plotly.js {e(plotly.__version__)} embedded · works "
+                "offline</footer>")
+    payload = _json_script(_payload(data, parts, max_findings))
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{e(data.title)}</title><link rel="icon" href="data:,">'
+        f"<style>{CSS}</style>"
+        f'<script type="text/javascript">{get_plotlyjs()}</script>'
+        f'</head><body><main>{"".join(body)}</main>'
+        f'<script type="application/json" id="report-data">{payload}</script>'
+        f"<script>{JS}</script></body></html>\n"
+    )
+
+
+def render_scan_report(result: Any, *, now_ms: int | None = None, retention: Any = None,
+                       title: str | None = None, **limits: int) -> str:
+    return render_report(from_scan(result, now_ms=now_ms, retention=retention, title=title), **limits)
+
+
+def render_census_report(census: Any, *, now_ms: int | None = None, retention: Any = None,
+                         title: str | None = None, **limits: int) -> str:
+    return render_report(from_census(census, now_ms=now_ms, retention=retention, title=title), **limits)
+
+
+def _write(path: str | os.PathLike[str], text: str) -> Path:
+    out = Path(path)
+    if out.parent and not out.parent.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(out, text.encode("utf-8"))
+    return out
+
+
+def write_scan_report(result: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
+                      retention: Any = None, title: str | None = None, **limits: int) -> Path:
+    """Write the HTML report of a scan (``ScanReport`` or its JSON dict) to ``path``.
+
+    ``now_ms`` defaults to the scan's own ``now_ms``; ``retention`` is retention.ms (int), a
+    ``RetentionConfig`` or a ``RetentionReport`` (default 7 days). ``limits``: ``max_timeline_partitions``,
+    ``max_findings``, ``read_budget`` (bytes of .log read for true largest timestamps).
+    """
+    return _write(path, render_scan_report(result, now_ms=now_ms, retention=retention, title=title, **limits))
+
+
+def write_census_report(census: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
+                        retention: Any = None, title: str | None = None, **limits: int) -> Path:
+    """Write the HTML report of a fleet census to ``path`` (its input: see ``model.from_census``)."""
+    page = render_census_report(census, now_ms=now_ms, retention=retention, title=title, **limits)
+    return _write(path, page)

@@ -1,0 +1,138 @@
+"""The demo fleet for the report tests and the README screenshot.
+
+The fleet is :func:`logdoctor.sample.fleet.generate_demo_fleet` (three brokers with planted faults:
+an out-of-ISR replica, a corrupt offset index, a zeroed time index, a nearly full disk). The census
+comes either from the real Spark job (:func:`logdoctor.spark.census.run_census`) or, without Spark,
+from the same per-broker function that job runs on its executors
+(:func:`logdoctor.spark.census.scan_broker`) plus its fleet-level findings, with the lag computed
+here: the tables have the same columns either way.
+
+``--now`` is chosen from what the generator wrote: the retention cut-off falls in the middle of the
+segment whose time index was zeroed, so that segment is kept by its true timestamps and deleted
+early by the broker's (RETENTION_RISK).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from logdoctor.checks.context import DEFAULT_RETENTION_MS, Depth, ScanOptions
+from logdoctor.checks.scanner import ScanReport, scan
+from logdoctor.sample.fleet import (
+    CorruptOffsetIndex,
+    NearlyFullDisk,
+    OutOfIsrReplica,
+    generate_demo_fleet,
+)
+from logdoctor.sample.logdir import GeneratedFleet, ZeroedTimeIndex
+from logdoctor.spark.census import discover_brokers, fix_command, fleet_findings, scan_broker
+
+RETENTION_MS = DEFAULT_RETENTION_MS
+
+
+@dataclass
+class DemoFleet:
+    root: Path
+    fleet: GeneratedFleet
+    now_ms: int
+    census: Any  # CensusResult (Spark) or a dict with the same tables
+    risk: tuple[int, str, int, Path]  # broker id, topic, partition, the .log whose .timeindex was zeroed
+    corrupt: tuple[int, str, int, Path]  # broker id, topic, partition, the corrupt .index
+    lagging: tuple[int, str, int, int]  # broker id, topic, partition, lag in records
+    full_disk: tuple[int, Path, float]  # broker id, log dir, fraction used
+
+    def scan(self, broker_id: int) -> ScanReport:
+        """One broker's scan at the demo's --now (for the scan report)."""
+        options = ScanOptions(depth=Depth.DEFAULT, now_ms=self.now_ms, retention_ms=RETENTION_MS)
+        return scan(self.fleet.log_dirs[broker_id], options, jobs=1)
+
+
+def _faults(fleet: GeneratedFleet) -> dict[type, Any]:
+    return {type(f): f for f in fleet.spec.faults}
+
+
+def census_without_spark(root: Path, now_ms: int) -> dict[str, Any]:
+    """What run_census computes, for small fleets and without Spark: replicas with their lag, log dirs
+    with the bytes of their partitions, scan findings with their fix command plus the fleet findings."""
+    brokers = discover_brokers([str(root)])
+    results = [scan_broker(b, now_ms) for b in brokers]
+    replicas = [r for res in results for r in res["replicas"] if r["kind"] == "log"]
+    best: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in replicas:
+        key = (r["topic"], r["partition"])
+        first = {"leo": r["log_end_offset"], "bytes": r["bytes"], "hw": r["high_watermark"]}
+        cur = best.setdefault(key, first)
+        cur["leo"] = max(cur["leo"], r["log_end_offset"])
+        cur["bytes"] = max(cur["bytes"], r["bytes"])
+        cur["hw"] = max(cur["hw"] or -1, r["high_watermark"] or -1)
+    for r in replicas:
+        b = best[(r["topic"], r["partition"])]
+        r["max_log_end_offset"] = b["leo"]
+        r["lag_offsets"] = b["leo"] - r["log_end_offset"]
+        r["lag_bytes"] = max(0, b["bytes"] - r["bytes"])
+        r["partition_high_watermark"] = b["hw"]
+        r["below_high_watermark"] = r["log_end_offset"] < b["hw"]
+    log_dirs = [d for res in results for d in res["log_dirs"]]
+    for d in log_dirs:
+        here = [r for r in replicas if r["log_dir"] == d["log_dir"]]
+        d["bytes"], d["folders"] = sum(r["bytes"] for r in here), len(here)
+    findings = [dict(f, fix_command=fix_command(f, brokers)) for res in results for f in res["findings"]]
+    findings.extend(fleet_findings(replicas, log_dirs))
+    return {"replicas": replicas, "log_dirs": log_dirs, "findings": findings}
+
+
+def build_demo_fleet(root: Path, *, spark: Any = None) -> DemoFleet:
+    demo = generate_demo_fleet(root)
+    fleet = demo.fleet
+    faults = _faults(fleet)
+    zt: ZeroedTimeIndex = faults[ZeroedTimeIndex]
+    seg = fleet.replica(zt.broker_id, zt.topic, zt.partition).segments[zt.segment]
+    first_ts = fleet.spec.base_timestamp_ms + seg.base_offset * fleet.spec.timestamp_step_ms
+    now_ms = (first_ts + seg.max_timestamp) // 2 + RETENTION_MS
+    if spark is not None:
+        from logdoctor.spark.census import run_census
+
+        census: Any = run_census(spark, [str(root)], root.parent / (root.name + "-census"), now_ms=now_ms)
+    else:
+        census = census_without_spark(root, now_ms)
+    ci: CorruptOffsetIndex = faults[CorruptOffsetIndex]
+    cseg = fleet.replica(ci.broker_id, ci.topic, ci.partition).segments[ci.segment]
+    lag: OutOfIsrReplica = faults[OutOfIsrReplica]
+    full: NearlyFullDisk = faults[NearlyFullDisk]
+    return DemoFleet(
+        root, fleet, now_ms, census,
+        risk=(zt.broker_id, zt.topic, zt.partition, seg.path),
+        corrupt=(ci.broker_id, ci.topic, ci.partition, cseg.path.with_suffix(".index")),
+        lagging=(lag.broker_id, lag.topic, lag.partition, lag.lag),
+        full_disk=(full.broker_id, fleet.log_dirs[full.broker_id][full.log_dir_index], full.used),
+    )
+
+
+def main(argv: list[str]) -> None:
+    """``python tests/report/report_demo.py OUT.png``: the README screenshot (needs /usr/bin/chromium)."""
+    import subprocess
+    import tempfile
+
+    from logdoctor.report import write_census_report
+
+    out = Path(argv[0] if argv else "docs/report-demo.png").resolve()
+    with tempfile.TemporaryDirectory() as tmp:
+        demo = build_demo_fleet(Path(tmp) / "fleet")
+        page = write_census_report(demo.census, Path(tmp) / "fleet.html", now_ms=demo.now_ms,
+                                   retention=RETENTION_MS, title="logdoctor census: demo fleet")
+        subprocess.run(
+            ["/usr/bin/chromium", "--headless", "--no-sandbox", "--disable-gpu",
+             "--disable-background-networking", "--disable-component-update", "--no-first-run",
+             f"--user-data-dir={tmp}/profile", "--hide-scrollbars", "--window-size=1400,1900",
+             "--virtual-time-budget=5000", f"--screenshot={out}", page.as_uri()],
+            check=True, capture_output=True, timeout=120,
+        )
+    print(out)
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(sys.argv[1:])
