@@ -464,10 +464,16 @@ OPERATIONS: dict[str, Operation] = {
 
 
 def operation(step: Step) -> Operation:
-    try:
-        return OPERATIONS[step.op]
-    except KeyError:
-        raise StepStateError(f"unknown operation {step.op!r} in step {step.number}") from None
+    op = OPERATIONS.get(step.op)
+    if op is None:
+        # The operator procedures (move-partition, sync-replica) register their operations when
+        # imported; a journal of theirs can be resumed or rolled back without that import.
+        import logdoctor.repair.procedures  # noqa: F401
+
+        op = OPERATIONS.get(step.op)
+    if op is None:
+        raise StepStateError(f"unknown operation {step.op!r} in step {step.number}")
+    return op
 
 
 # --- builders ---------------------------------------------------------------------------------------

@@ -1,0 +1,70 @@
+"""`logdoctor sync-replica TOPIC-PARTITION --leader LOGDIR --follower LOGDIR [--apply]`.
+
+Replaces a lagging follower's copy of a partition with the leader's (both brokers stopped), and
+sets the follower dir's high watermark, recovery point and log start offset entries to the
+leader's. The follower's old copy stays in the backup dir. Exit codes as move-partition.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from logdoctor.cli.main import app
+from logdoctor.cli.move_partition import _modes_ok, run_procedure
+from logdoctor.cli.repair import EX_USAGE
+from logdoctor.cli.scan import UsageExit64
+from logdoctor.repair.procedures.common import ProcedurePlan, parse_topic_partition
+
+
+@app.command("sync-replica", cls=UsageExit64)
+def sync_replica_command(
+    partition: Annotated[str | None, typer.Argument(help="TOPIC-PARTITION (e.g. orders-3).")] = None,
+    leader: Annotated[Path | None, typer.Option("--leader", help="The leader broker's log dir.")] = None,
+    follower: Annotated[
+        Path | None, typer.Option("--follower", help="The follower broker's log dir holding the partition.")
+    ] = None,
+    do_apply: Annotated[
+        bool, typer.Option("--apply", help="Make the changes (default: print the plan).")
+    ] = False,
+    backup_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--backup-dir",
+            help="Where the follower's old copy goes (default: beside the follower's log dir).",
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    resume_journal: Annotated[
+        Path | None, typer.Option("--resume", help="Finish an interrupted sync.")
+    ] = None,
+    rollback_journal: Annotated[Path | None, typer.Option("--rollback", help="Undo a sync.")] = None,
+) -> None:
+    """Bring a follower that fell out of the ISR back from the leader's copy (both brokers stopped)."""
+    from logdoctor.repair.procedures.sync_replica import plan_sync
+
+    planning = bool(partition or leader or follower)
+    if not _modes_ok(planning, resume_journal, rollback_journal):
+        typer.echo(
+            "error: give TOPIC-PARTITION --leader --follower, or --resume JOURNAL, or --rollback JOURNAL",
+            err=True,
+        )
+        raise typer.Exit(EX_USAGE)
+    if planning and (partition is None or leader is None or follower is None):
+        typer.echo("error: TOPIC-PARTITION, --leader and --follower are required", err=True)
+        raise typer.Exit(EX_USAGE)
+
+    def make() -> ProcedurePlan:
+        assert partition is not None and leader is not None and follower is not None
+        return plan_sync(parse_topic_partition(partition), leader, follower, backup_dir=backup_dir)
+
+    run_procedure(
+        "sync-replica",
+        make if planning else None,
+        do_apply=do_apply,
+        json_out=json_out,
+        resume_journal=resume_journal,
+        rollback_journal=rollback_journal,
+    )

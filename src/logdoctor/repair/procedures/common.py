@@ -1,0 +1,232 @@
+"""What both operator procedures share: refusals, broker identity, checkpoint edits, disk usage."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import shutil
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from logdoctor.errors import FormatError, LogDoctorError
+from logdoctor.formats.checkpoint import (
+    OffsetCheckpoint,
+    new_offset_checkpoint,
+    parse_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from logdoctor.formats.properties import MetaProperties, parse_meta_properties
+from logdoctor.logdir.names import META_PROPERTIES_FILE, DirKind, parse_partition_dir
+from logdoctor.repair.actions import BackupNames, write_file
+from logdoctor.repair.backup import NoSpaceError
+from logdoctor.repair.plan import Action, Change, Plan
+from logdoctor.repair.procedures import copy as cp
+
+TopicPartition = tuple[str, int]
+
+SPACE_MARGIN_MIN = 64 << 20  # bytes kept free on the destination besides what a copy needs
+SPACE_MARGIN_FRACTION = 0.05  # ... or this share of the copy, whichever is larger
+
+
+class ProcedureRefused(LogDoctorError):
+    """The procedure will not run (nothing was written); the message says why."""
+
+
+class ProcedureUsageError(LogDoctorError):
+    """Bad arguments (a partition name that does not parse, the same dir twice, ...)."""
+
+
+def parse_topic_partition(text: str) -> TopicPartition:
+    """``my-topic-3`` -> ("my-topic", 3): the partition is after the last dash, as in folder names."""
+    parsed = parse_partition_dir(text)
+    if parsed is None or parsed.kind is not DirKind.LOG:
+        raise ProcedureUsageError(f"{text!r} is not TOPIC-PARTITION (e.g. orders-3)")
+    return parsed.topic, parsed.partition
+
+
+def tp_name(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+def log_dir_path(path: str | os.PathLike[str]) -> str:
+    p = os.path.abspath(os.fspath(path))
+    if not os.path.isdir(p):
+        raise ProcedureUsageError(f"{p} is not a directory")
+    return p
+
+
+def check_distinct(a: str, b: str) -> None:
+    ra, rb = os.path.realpath(a), os.path.realpath(b)
+    if ra == rb:
+        raise ProcedureUsageError(f"{a} and {b} are the same log dir")
+    if ra.startswith(rb + os.sep) or rb.startswith(ra + os.sep):
+        raise ProcedureUsageError(f"{a} and {b}: one log dir is inside the other")
+
+
+def read_meta(log_dir: str) -> MetaProperties:
+    """meta.properties of a log dir; ProcedureRefused when it is missing or unreadable."""
+    path = os.path.join(log_dir, META_PROPERTIES_FILE)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ProcedureRefused(
+            f"{path} is missing: cannot tell which broker and cluster {log_dir} belongs to "
+            "(start the broker once with this dir in log.dirs so it writes it)"
+        ) from None
+    except OSError as e:
+        raise ProcedureRefused(f"{path} cannot be read: {e.strerror}") from None
+    try:
+        return parse_meta_properties(data, source=path)
+    except FormatError as e:
+        raise ProcedureRefused(f"{path} is not a valid meta.properties ({e}); run `logdoctor scan`") from None
+
+
+def describe_meta(meta: MetaProperties) -> dict[str, Any]:
+    return {
+        "mode": "kraft" if meta.is_kraft else "zookeeper",
+        "broker_id": meta.node_id,
+        "cluster_id": meta.cluster_id,
+        "directory_id": meta.directory_id,
+    }
+
+
+def read_checkpoint(log_dir: str, name: str) -> tuple[OffsetCheckpoint | None, bytes | None]:
+    """(parsed, raw bytes) of an offset checkpoint; (None, None) when absent. A file the broker would
+    reject refuses the procedure (repair it first)."""
+    path = os.path.join(log_dir, name)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return None, None
+    try:
+        return parse_offset_checkpoint(data, source=path), data
+    except FormatError as e:
+        raise ProcedureRefused(
+            f"{path} is not a checkpoint the broker can read ({e}); "
+            "run `logdoctor repair` on this log dir first"
+        ) from None
+
+
+def edited_checkpoint(
+    cp_in: OffsetCheckpoint | None, remove: set[TopicPartition], put: list[tuple[str, int, int]]
+) -> bytes:
+    """Kafka's bytes for the checkpoint with ``remove`` (and the topic-partitions of ``put``) dropped and
+    ``put`` appended, count line matching the entries."""
+    drop = set(remove) | {(t, p) for t, p, _ in put}
+    kept = [(t, p, o) for t, p, o in (cp_in.entries if cp_in is not None else []) if (t, p) not in drop]
+    return write_offset_checkpoint(new_offset_checkpoint(kept + list(put)))
+
+
+def text_diff(path: str, before: bytes | None, after: bytes) -> str:
+    a = (before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+    b = after.decode("utf-8", "replace").splitlines(keepends=True)
+    return "".join(difflib.unified_diff(a, b, f"{path} (before)", f"{path} (after)", n=1))
+
+
+def checkpoint_action(
+    log_dir: str, name: str, before: bytes | None, after: bytes, names: BackupNames, kind: str, reason: str
+) -> Action | None:
+    """An action rewriting one checkpoint file (None when nothing changes)."""
+    if before == after:
+        return None
+    path = os.path.join(log_dir, name)
+    step = write_file(path, after, names)
+    change = Change(
+        path, len(before) if before is not None else None, len(after), text_diff(path, before, after)
+    )
+    return Action(kind, path, reason, steps=[step], changes=[change])
+
+
+def delete_dir_name(tp: TopicPartition) -> str:
+    """Kafka's name for a folder scheduled for deletion: ``<topic>-<p>.<uuid hex>-delete``."""
+    return f"{tp_name(tp)}.{uuid.uuid4().hex}-delete"
+
+
+def default_backup_dir(log_dir: str, ms: int) -> str:
+    """Beside ``log_dir`` (the engine's naming), with ``-2``, ``-3``... when that name is taken."""
+    from logdoctor.repair.backup import default_backup_dir as engine_default
+
+    base = engine_default(log_dir, ms)
+    name, k = base, 1
+    while os.path.lexists(name):
+        k += 1
+        name = f"{base}-{k}"
+    return name
+
+
+def space_margin(need: int) -> int:
+    return max(SPACE_MARGIN_MIN, int(need * SPACE_MARGIN_FRACTION))
+
+
+def check_free_space(where: str, need: int, what: str) -> dict[str, int]:
+    """NoSpaceError unless the file system of ``where`` has ``need`` bytes plus the margin free."""
+    free = cp.free_bytes(where)
+    margin = space_margin(need)
+    if free < need + margin:
+        raise NoSpaceError(
+            f"{where} has {free:,} bytes free; {what} needs {need:,} plus a margin of {margin:,} bytes"
+        )
+    return {"free": free, "need": need, "margin": margin}
+
+
+@dataclass(slots=True)
+class DiskUsage:
+    path: str
+    total: int
+    used: int
+    free: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "total": self.total, "used": self.used, "free": self.free}
+
+    def line(self) -> str:
+        pct = 100.0 * self.used / self.total if self.total else 0.0
+        return f"{self.path}: {self.used:,} of {self.total:,} bytes used ({pct:.1f}%), {self.free:,} free"
+
+
+def disk_usage(path: str) -> DiskUsage:
+    u = shutil.disk_usage(path)
+    return DiskUsage(path, u.total, u.used, u.free)
+
+
+@dataclass(slots=True)
+class ProcedurePlan:
+    """An engine plan plus what the operator should read before applying it."""
+
+    procedure: str  # "move-partition" | "sync-replica"
+    plan: Plan
+    summary: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "procedure": self.procedure,
+            "summary": self.summary,
+            "notes": self.notes,
+            "plan": self.plan.to_json(),
+        }
+
+
+__all__ = [
+    "DiskUsage",
+    "ProcedurePlan",
+    "ProcedureRefused",
+    "ProcedureUsageError",
+    "TopicPartition",
+    "check_distinct",
+    "check_free_space",
+    "checkpoint_action",
+    "default_backup_dir",
+    "delete_dir_name",
+    "describe_meta",
+    "disk_usage",
+    "edited_checkpoint",
+    "log_dir_path",
+    "parse_topic_partition",
+    "read_checkpoint",
+    "read_meta",
+    "space_margin",
+    "tp_name",
+]

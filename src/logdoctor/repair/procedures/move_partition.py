@@ -1,0 +1,315 @@
+"""Move partitions to another log dir of the same broker (a full disk), offline, journaled.
+
+What people do by hand (field reports 000 and 004): stop the broker, ``mv`` the folder, cut the
+partition's lines out of the source dir's recovery-point-offset-checkpoint and
+replication-offset-checkpoint, paste them into the destination's, fix both count lines. Kafka
+itself reads each dir's checkpoints only for the logs found in that dir
+(K:core/src/main/scala/kafka/log/LogManager.scala loadLogs), so the entries must travel with the
+folder; log-start-offset-checkpoint and cleaner-offset-checkpoint too.
+
+Plan order (every step journaled and reversible by the repair engine):
+1. destination checkpoints gain the entries (a stale entry there for the same partition is replaced);
+2. each folder moves: one rename on the same file system; across file systems a verified copy
+   (``copy-partition``) then the removal of the source (``remove-copied``);
+3. source checkpoints lose the entries.
+A crash between steps leaves at most extra checkpoint entries for a partition a dir does not hold,
+which the broker ignores; ``--resume`` or ``--rollback`` finishes or undoes the move.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from logdoctor.logdir.model import LogDir
+from logdoctor.logdir.names import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    METADATA_TOPIC,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    DirKind,
+)
+from logdoctor.repair import safety
+from logdoctor.repair.actions import BackupNames, rename_path
+from logdoctor.repair.plan import Action, Change, Plan
+from logdoctor.repair.procedures import copy as cp
+from logdoctor.repair.procedures.actions_extra import copy_partition, remove_copied
+from logdoctor.repair.procedures.common import (
+    ProcedurePlan,
+    ProcedureRefused,
+    ProcedureUsageError,
+    TopicPartition,
+    check_distinct,
+    check_free_space,
+    checkpoint_action,
+    default_backup_dir,
+    delete_dir_name,
+    describe_meta,
+    disk_usage,
+    edited_checkpoint,
+    log_dir_path,
+    read_checkpoint,
+    read_meta,
+    tp_name,
+)
+
+PROCEDURE = "move-partition"
+MOVED_CHECKPOINTS = (
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    CLEANER_OFFSET_CHECKPOINT,
+)
+
+
+def _refuse_if_locked(dirs: Iterable[str]) -> None:
+    """BrokerRunningError when a broker holds either lock (the engine checks again before writing)."""
+    safety.refuse_if_locked(list(dirs))
+
+
+def _select(src: LogDir, partitions: Sequence[TopicPartition], topics: Sequence[str]) -> list[TopicPartition]:
+    live = {(p.topic, p.partition) for p in src.partitions}
+    chosen: list[TopicPartition] = []
+    for tp in partitions:
+        if tp not in live:
+            raise ProcedureUsageError(f"{src.path} holds no partition folder {tp_name(tp)}")
+        if tp not in chosen:
+            chosen.append(tp)
+    for topic in topics:
+        mine = sorted(tp for tp in live if tp[0] == topic)
+        if not mine:
+            raise ProcedureUsageError(f"{src.path} holds no partition of topic {topic!r}")
+        chosen.extend(tp for tp in mine if tp not in chosen)
+    if not chosen:
+        raise ProcedureUsageError("name at least one TOPIC-PARTITION or --topic")
+    for tp in chosen:
+        if tp[0] == METADATA_TOPIC:
+            raise ProcedureRefused(f"{tp_name(tp)} is the KRaft metadata log: it stays in metadata.log.dir")
+    return chosen
+
+
+def _conflicts(dst: LogDir, chosen: list[TopicPartition]) -> None:
+    wanted = set(chosen)
+    for p in dst.partitions:
+        if (p.topic, p.partition) in wanted:
+            raise ProcedureRefused(
+                f"{dst.path} already has {p.name}: the broker would refuse to start with two "
+                "copies; compare them and remove one first"
+            )
+    for p in dst.orphan_partitions:
+        if (p.topic, p.partition) in wanted and p.kind in (DirKind.FUTURE, DirKind.STRAY):
+            raise ProcedureRefused(
+                f"{dst.path} already has {p.name} ({p.kind.value} copy of the partition): "
+                "finish or cancel that move first"
+            )
+
+
+def _topic_ids(src: LogDir, dst: LogDir, chosen: list[TopicPartition]) -> None:
+    ids: dict[str, set[str]] = {}
+    for p in dst.partitions:
+        if p.topic_id is not None:
+            ids.setdefault(p.topic, set()).add(p.topic_id)
+    for tp in chosen:
+        tid = src.partition(*tp).topic_id
+        other = ids.get(tp[0], set()) - {tid} if tid is not None else set()
+        if other:
+            raise ProcedureRefused(
+                f"{tp_name(tp)} has topic id {tid} but {dst.path} holds partitions of "
+                f"{tp[0]} with topic id {', '.join(sorted(other))}: not the same topic"
+            )
+
+
+def plan_move(
+    source: str | os.PathLike[str],
+    destination: str | os.PathLike[str],
+    partitions: Sequence[TopicPartition] = (),
+    *,
+    topics: Sequence[str] = (),
+    backup_dir: str | os.PathLike[str] | None = None,
+    force_copy: bool = False,
+) -> ProcedurePlan:
+    """Plan moving ``partitions`` (and every partition of ``topics``) from ``source`` to ``destination``.
+
+    Reads names, sizes and the small files only. Raises ProcedureUsageError, ProcedureRefused or
+    BrokerRunningError (a broker holds a lock), writing nothing. ``force_copy`` copies even on one
+    file system (what a move across file systems does).
+    """
+    src_dir, dst_dir = log_dir_path(source), log_dir_path(destination)
+    check_distinct(src_dir, dst_dir)
+    _refuse_if_locked([src_dir, dst_dir])
+    src_meta, dst_meta = read_meta(src_dir), read_meta(dst_dir)
+    if src_meta.node_id != dst_meta.node_id:
+        raise ProcedureRefused(
+            f"{src_dir} belongs to broker {src_meta.node_id} but {dst_dir} to broker "
+            f"{dst_meta.node_id}: a move stays within one broker"
+        )
+    if src_meta.cluster_id != dst_meta.cluster_id:
+        raise ProcedureRefused(
+            f"{src_dir} belongs to cluster {src_meta.cluster_id} but {dst_dir} to cluster "
+            f"{dst_meta.cluster_id}"
+        )
+    src, dst = LogDir(src_dir), LogDir(dst_dir)
+    chosen = _select(src, partitions, topics)
+    _conflicts(dst, chosen)
+    _topic_ids(src, dst, chosen)
+    checkpoints = {(d, n): read_checkpoint(d, n) for d in (src_dir, dst_dir) for n in MOVED_CHECKPOINTS}
+
+    same_fs = cp.same_file_system(src_dir, dst_dir)
+    copying = force_copy or not same_fs
+    sizes = {tp: cp.tree_size(src.partition(*tp).path) for tp in chosen}
+    need = sum(sizes.values()) if copying else 0
+    space = check_free_space(
+        dst_dir, need, f"copying {len(chosen)} partition(s)" if copying else "rewriting the checkpoints"
+    )
+
+    created = int(time.time() * 1000)
+    backup = os.path.abspath(os.fspath(backup_dir)) if backup_dir else default_backup_dir(src_dir, created)
+    names = BackupNames([src_dir, dst_dir])
+    plan = Plan([src_dir, dst_dir], backup, created_ms=created)
+    moved_entries: dict[str, list[tuple[str, int, int]]] = {}
+    wanted = set(chosen)
+    for name in MOVED_CHECKPOINTS:
+        parsed, _ = checkpoints[(src_dir, name)]
+        moved_entries[name] = [
+            (t, p, o) for t, p, o in (parsed.entries if parsed else []) if (t, p) in wanted
+        ]
+
+    # 1. destination checkpoints gain the entries
+    for name in MOVED_CHECKPOINTS:
+        parsed, raw = checkpoints[(dst_dir, name)]
+        stale = {(t, p) for t, p, _ in (parsed.entries if parsed else []) if (t, p) in wanted}
+        if not moved_entries[name] and not stale:
+            continue
+        after = edited_checkpoint(parsed, wanted, moved_entries[name])
+        a = checkpoint_action(
+            dst_dir,
+            name,
+            raw,
+            after,
+            names,
+            "checkpoint-entries-in",
+            f"{name} of the destination takes the moved partitions' entries",
+        )
+        if a is not None:
+            plan.actions.append(a)
+    # 2. the folders
+    per_partition: list[dict[str, Any]] = []
+    for tp in chosen:
+        part = src.partition(*tp)
+        s_path, d_path = str(part.path), os.path.join(dst_dir, part.name)
+        if copying:
+            manifest = os.path.join("manifests", f"{part.name}.json")
+            steps = [
+                copy_partition(s_path, d_path, manifest),
+                remove_copied(s_path, d_path, manifest, os.path.join(src_dir, delete_dir_name(tp))),
+            ]
+            how = "copy to the other file system, verify checksums, then remove the source"
+        else:
+            step = rename_path(s_path, d_path)
+            step.params["identity"] = cp.identity(s_path)  # final check: the very same files arrived
+            steps = [step]
+            how = "rename (same file system)"
+        action = Action(
+            PROCEDURE,
+            tp_name(tp),
+            f"move {part.name} from {src_dir} to {dst_dir}: {how}",
+            steps=steps,
+            changes=[
+                Change(d_path, None, sizes[tp], note=f"folder of {len(part.segments)} segment(s)"),
+                Change(s_path, sizes[tp], None, note="moved"),
+            ],
+        )
+        plan.actions.append(action)
+        per_partition.append(
+            {
+                "partition": tp_name(tp),
+                "bytes": sizes[tp],
+                "segments": len(part.segments),
+                "log_start_offset": part.log_start_offset,
+                "log_end_offset": part.log_end_offset,
+                "topic_id": part.topic_id,
+                "checkpoints": {
+                    n: next((o for t, p, o in moved_entries[n] if (t, p) == tp), None)
+                    for n in MOVED_CHECKPOINTS
+                },
+            }
+        )
+    # 3. source checkpoints lose them
+    for name in MOVED_CHECKPOINTS:
+        parsed, raw = checkpoints[(src_dir, name)]
+        if not moved_entries[name]:
+            continue
+        after = edited_checkpoint(parsed, wanted, [])
+        a = checkpoint_action(
+            src_dir,
+            name,
+            raw,
+            after,
+            names,
+            "checkpoint-entries-out",
+            f"{name} of the source no longer lists the moved partitions",
+        )
+        if a is not None:
+            plan.actions.append(a)
+    plan.number_steps()
+
+    before = [disk_usage(src_dir), disk_usage(dst_dir)]
+    total = sum(sizes.values())
+    summary: dict[str, Any] = {
+        "source": src_dir,
+        "destination": dst_dir,
+        "broker": describe_meta(src_meta),
+        "destination_broker": describe_meta(dst_meta),
+        "method": "copy" if copying else "rename",
+        "same_file_system": same_fs,
+        "partitions": per_partition,
+        "bytes": total,
+        "space": space,
+        "disk_usage_before": [u.to_json() for u in before],
+    }
+    if copying and not same_fs:
+        summary["disk_usage_expected_after"] = [
+            {**before[0].to_json(), "used": before[0].used - total, "free": before[0].free + total},
+            {**before[1].to_json(), "used": before[1].used + total, "free": before[1].free - total},
+        ]
+    notes = [
+        f"the broker's log dirs: both belong to broker {src_meta.node_id} of cluster {src_meta.cluster_id}"
+    ]
+    if same_fs and not copying:
+        notes.append("both dirs are on one file system: the move is a rename and frees no space on it")
+    return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def verify_move(plan: Plan) -> list[str]:
+    """After apply/resume: every moved folder is at the destination with the source's bytes, gone from
+    the source, and every checkpoint the plan wrote is well formed. Returns the problems."""
+    from logdoctor.repair.procedures.verify import check_checkpoints, manifest_of
+
+    problems: list[str] = []
+    for action in plan.actions:
+        if action.kind != PROCEDURE:
+            continue
+        first = action.steps[0]
+        src = first.path
+        dst = first.params["dst"] if first.op != "remove-copied" else first.params["copy"]
+        if os.path.lexists(src):
+            problems.append(f"{src} still exists")
+        if first.op == "rename":
+            if not os.path.isdir(dst):
+                problems.append(f"{dst} is missing")
+            elif cp.identity(dst) != first.params.get("identity"):
+                problems.append(f"{dst} does not hold the very files that were renamed")
+        else:
+            manifest = manifest_of(plan, first)
+            if manifest is None:
+                problems.append(f"the checksums of the copy {dst} are missing from the backup dir")
+            else:
+                problems.extend(cp.verify_tree(dst, manifest))
+    problems.extend(check_checkpoints(plan))
+    return problems
+
+
+__all__ = ["MOVED_CHECKPOINTS", "PROCEDURE", "plan_move", "verify_move"]

@@ -1,0 +1,65 @@
+"""Run a procedure's plan with the repair engine (apply, resume, rollback) and verify the result."""
+
+from __future__ import annotations
+
+import os
+
+from logdoctor.repair.apply import CrashHook, RunResult, apply_plan, load_journal, resume, rollback
+from logdoctor.repair.plan import Plan
+from logdoctor.repair.procedures import copy as cp
+from logdoctor.repair.procedures.actions_extra import copy_progress
+from logdoctor.repair.procedures.move_partition import PROCEDURE as MOVE
+from logdoctor.repair.procedures.move_partition import verify_move
+from logdoctor.repair.procedures.sync_replica import verify_sync
+
+
+def procedure_of(plan: Plan) -> str | None:
+    kinds = {a.kind for a in plan.actions}
+    if MOVE in kinds:
+        return MOVE
+    if "copy-leader-partition" in kinds:
+        return "sync-replica"
+    return None
+
+
+def verify(plan: Plan) -> list[str]:
+    """The end-of-run check of either procedure (see verify_move / verify_sync)."""
+    kind = procedure_of(plan)
+    if kind == MOVE:
+        return verify_move(plan)
+    if kind == "sync-replica":
+        return verify_sync(plan)
+    return [f"{plan.backup_dir}: not a move-partition or sync-replica plan"]
+
+
+def _noop(n: int) -> None:
+    return None
+
+
+def apply(plan: Plan, *, progress: cp.Progress | None = None, crash: CrashHook | None = None) -> RunResult:
+    with copy_progress(progress or _noop):
+        return apply_plan(plan, crash=crash)
+
+
+def resume_journal(
+    journal: str | os.PathLike[str], *, progress: cp.Progress | None = None, crash: CrashHook | None = None
+) -> tuple[RunResult, Plan]:
+    plan, _ = load_journal(journal)
+    with copy_progress(progress or _noop):
+        return resume(journal, crash=crash), plan
+
+
+def rollback_journal(
+    journal: str | os.PathLike[str], *, progress: cp.Progress | None = None, crash: CrashHook | None = None
+) -> tuple[RunResult, Plan]:
+    plan, _ = load_journal(journal)
+    with copy_progress(progress or _noop):
+        return rollback(journal, crash=crash), plan
+
+
+def copy_bytes(plan: Plan) -> int:
+    """Bytes the plan's copies will move (for a progress bar's total)."""
+    return sum(int(s.params.get("size") or 0) for s in plan.steps if s.op == "copy-partition")
+
+
+__all__ = ["apply", "copy_bytes", "procedure_of", "resume_journal", "rollback_journal", "verify"]

@@ -1,0 +1,277 @@
+"""Bring a follower that fell out of the ISR back from the leader's copy (both brokers stopped).
+
+The manual procedure of field report 001: move the follower's partition folder aside, copy the
+leader's folder (segments, indexes, producer snapshots, leader-epoch-checkpoint,
+partition.metadata), and set the follower dir's replication-offset-checkpoint (high watermark),
+recovery-point-offset-checkpoint and log-start-offset-checkpoint entries for the partition to the
+leader's (no leader entry: the follower's entry goes too). The copy is byte for byte, so the
+leader's recovery point holds for it.
+
+Plan order (journaled, reversible):
+1. ``copy-partition`` leader folder -> ``<follower>/<tp>.logdoctor-incoming`` (verified checksums);
+2. ``move`` the follower's folder into the backup dir (kept: what it held beyond the leader's log
+   end offset stays there);
+3. ``rename`` the incoming copy to ``<tp>``;
+4. the follower dir's checkpoints take the leader's entries.
+Before step 4 the follower has the leader's data with its own older (lower) checkpoints, which the
+broker treats as "recover more", never as data it lacks.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from logdoctor.errors import FormatError
+from logdoctor.logdir.model import LogDir, Partition
+from logdoctor.logdir.names import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    METADATA_TOPIC,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    DirKind,
+)
+from logdoctor.repair import safety
+from logdoctor.repair.actions import BackupNames, delete_with_backup, rename_path
+from logdoctor.repair.plan import Action, Change, Plan
+from logdoctor.repair.procedures import copy as cp
+from logdoctor.repair.procedures.actions_extra import copy_partition
+from logdoctor.repair.procedures.common import (
+    ProcedurePlan,
+    ProcedureRefused,
+    ProcedureUsageError,
+    TopicPartition,
+    check_distinct,
+    check_free_space,
+    checkpoint_action,
+    default_backup_dir,
+    describe_meta,
+    disk_usage,
+    edited_checkpoint,
+    log_dir_path,
+    read_checkpoint,
+    read_meta,
+    tp_name,
+)
+
+PROCEDURE = "sync-replica"
+INCOMING_SUFFIX = ".logdoctor-incoming"
+SYNCED_CHECKPOINTS = (REPLICATION_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
+
+
+def _live(d: LogDir, tp: TopicPartition, role: str) -> Partition:
+    try:
+        return d.partition(*tp)
+    except KeyError:
+        extra = (
+            " (if the broker has several log dirs, give the one that holds it)" if role == "follower" else ""
+        )
+        raise ProcedureUsageError(
+            f"the {role} dir {d.path} holds no partition folder {tp_name(tp)}{extra}"
+        ) from None
+
+
+def _beyond_bytes(follower: Partition, leader_end: int) -> tuple[int | None, int, int]:
+    """(first offset cut, records, bytes) of the follower's data from the leader's log end offset on."""
+    first: int | None = None
+    records = nbytes = 0
+    for seg in follower.segments:
+        if seg.next_offset() <= leader_end:
+            continue
+        cut: int | None = None
+        try:
+            for b in seg.batches():
+                if b.last_offset < leader_end:
+                    continue
+                if cut is None:
+                    cut = b.position
+                    if first is None:
+                        first = b.base_offset
+                records += b.record_count
+        except FormatError:
+            pass
+        if cut is not None:
+            nbytes += seg.size - cut
+    return first, records, nbytes
+
+
+def plan_sync(
+    topic_partition: TopicPartition,
+    leader: str | os.PathLike[str],
+    follower: str | os.PathLike[str],
+    *,
+    backup_dir: str | os.PathLike[str] | None = None,
+) -> ProcedurePlan:
+    """Plan replacing the follower's copy of ``topic_partition`` with the leader's. Writes nothing;
+    raises ProcedureUsageError, ProcedureRefused or BrokerRunningError."""
+    tp = topic_partition
+    if tp[0] == METADATA_TOPIC:
+        raise ProcedureRefused("the KRaft metadata log is replicated by the quorum, not by this procedure")
+    l_dir, f_dir = log_dir_path(leader), log_dir_path(follower)
+    check_distinct(l_dir, f_dir)
+    safety.refuse_if_locked([l_dir, f_dir])
+    l_meta, f_meta = read_meta(l_dir), read_meta(f_dir)
+    if l_meta.cluster_id != f_meta.cluster_id:
+        raise ProcedureRefused(
+            f"the leader dir belongs to cluster {l_meta.cluster_id} but the follower dir to "
+            f"cluster {f_meta.cluster_id}"
+        )
+    if l_meta.node_id == f_meta.node_id:
+        raise ProcedureRefused(
+            f"both dirs belong to broker {l_meta.node_id}: a replica's leader and follower are "
+            "different brokers (to move a partition within a broker use move-partition)"
+        )
+    ld, fd = LogDir(l_dir), LogDir(f_dir)
+    lp, fp = _live(ld, tp, "leader"), _live(fd, tp, "follower")
+    for p in fd.orphan_partitions:
+        if (p.topic, p.partition) == tp and p.kind is DirKind.FUTURE:
+            raise ProcedureRefused(
+                f"{p.path} exists: the follower was moving this partition between its log "
+                "dirs; finish or cancel that first"
+            )
+    l_id, f_id = lp.topic_id, fp.topic_id
+    if l_id is not None and f_id is not None and l_id != f_id:
+        raise ProcedureRefused(
+            f"topic id differs: leader {l_id} ({lp.path}/partition.metadata), follower {f_id} "
+            f"({fp.path}/partition.metadata): not the same topic (deleted and re-created?)"
+        )
+    notes: list[str] = []
+    if (l_id is None) != (f_id is None):
+        notes.append(
+            f"only the {'leader' if l_id else 'follower'} has partition.metadata; the topic ids "
+            "could not be compared"
+        )
+
+    staging = str(fp.path) + INCOMING_SUFFIX
+    if os.path.lexists(staging):
+        raise ProcedureRefused(f"{staging} exists: left by an earlier run; resume or roll that back first")
+    size = cp.tree_size(lp.path)
+    space = check_free_space(f_dir, size, f"copying {lp.name} from the leader")
+
+    created = int(time.time() * 1000)
+    backup = os.path.abspath(os.fspath(backup_dir)) if backup_dir else default_backup_dir(f_dir, created)
+    names = BackupNames([f_dir, l_dir])
+    plan = Plan([f_dir, l_dir], backup, created_ms=created)
+    manifest = os.path.join("manifests", f"{lp.name}.json")
+    f_size = cp.tree_size(fp.path)
+    plan.actions.append(
+        Action(
+            "copy-leader-partition",
+            tp_name(tp),
+            f"copy the leader's {lp.name} next to the follower's, checksummed",
+            steps=[copy_partition(str(lp.path), staging, manifest)],
+            changes=[Change(staging, None, size, note=f"from {lp.path}")],
+        )
+    )
+    old = delete_with_backup(str(fp.path), names)
+    plan.actions.append(
+        Action(
+            PROCEDURE,
+            tp_name(tp),
+            "the follower's copy goes to the backup dir; the leader's takes its place",
+            steps=[old, rename_path(staging, str(fp.path))],
+            changes=[
+                Change(
+                    str(fp.path),
+                    f_size,
+                    size,
+                    note=f"old copy kept in {os.path.join(backup, old.params['backup'])}",
+                )
+            ],
+        )
+    )
+
+    entries: dict[str, dict[str, int | None]] = {}
+    names_to_sync = list(SYNCED_CHECKPOINTS)
+    if os.path.exists(os.path.join(f_dir, CLEANER_OFFSET_CHECKPOINT)):
+        names_to_sync.append(CLEANER_OFFSET_CHECKPOINT)
+    for name in names_to_sync:
+        l_cp, _ = read_checkpoint(l_dir, name)
+        f_cp, f_raw = read_checkpoint(f_dir, name)
+        value = l_cp.offsets().get(tp) if l_cp is not None else None
+        entries[name] = {"leader": value, "follower": f_cp.offsets().get(tp) if f_cp is not None else None}
+        if f_cp is None and value is None:
+            continue
+        after = edited_checkpoint(f_cp, {tp}, [(tp[0], tp[1], value)] if value is not None else [])
+        a = checkpoint_action(
+            f_dir,
+            name,
+            f_raw,
+            after,
+            names,
+            "checkpoint-entry",
+            f"{name}: the follower's entry for {tp_name(tp)} becomes the leader's "
+            f"({'removed' if value is None else value})",
+        )
+        if a is not None:
+            plan.actions.append(a)
+    plan.number_steps()
+
+    l_end, f_end = lp.log_end_offset, fp.log_end_offset
+    beyond = None
+    if l_end is not None and f_end is not None and f_end > l_end:
+        first, records, nbytes = _beyond_bytes(fp, l_end)
+        beyond = {
+            "from_offset": first if first is not None else l_end,
+            "to_offset": f_end - 1,
+            "records": records,
+            "bytes": nbytes,
+        }
+        notes.append(
+            f"the follower holds offsets {beyond['from_offset']}..{beyond['to_offset']} "
+            f"({records} record(s), "
+            f"{nbytes:,} bytes) beyond the leader's log end offset {l_end}: Kafka would truncate them when "
+            f"the follower fetches; they stay in the backup dir with the follower's old copy"
+        )
+    summary: dict[str, Any] = {
+        "partition": tp_name(tp),
+        "leader": l_dir,
+        "follower": f_dir,
+        "leader_broker": describe_meta(l_meta),
+        "follower_broker": describe_meta(f_meta),
+        "topic_id": {"leader": l_id, "follower": f_id},
+        "leader_log": {
+            "log_start_offset": lp.log_start_offset,
+            "log_end_offset": l_end,
+            "segments": len(lp.segments),
+            "bytes": size,
+        },
+        "follower_log": {
+            "log_start_offset": fp.log_start_offset,
+            "log_end_offset": f_end,
+            "segments": len(fp.segments),
+            "bytes": f_size,
+        },
+        "behind_by": (l_end - f_end) if l_end is not None and f_end is not None and l_end > f_end else 0,
+        "beyond_leader_end": beyond,
+        "checkpoints": entries,
+        "space": space,
+        "disk_usage_before": [disk_usage(f_dir).to_json(), disk_usage(l_dir).to_json()],
+    }
+    return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def verify_sync(plan: Plan) -> list[str]:
+    """After apply/resume: the follower's folder is byte-identical to the leader's (checksums of both,
+    and of the copy as it was made), and the follower's checkpoints hold the leader's entries."""
+    from logdoctor.repair.procedures.verify import check_checkpoints, manifest_of
+
+    problems: list[str] = []
+    copy = next((s for s in plan.steps if s.op == "copy-partition"), None)
+    rename = next((s for s in plan.steps if s.op == "rename"), None)
+    if copy is None or rename is None:
+        return ["not a sync-replica plan"]
+    leader_path, follower_path = copy.path, rename.params["dst"]
+    manifest = manifest_of(plan, copy)
+    if manifest is None:
+        problems.append("the checksums of the copy are missing from the backup dir")
+    else:
+        problems.extend(cp.verify_tree(follower_path, manifest))
+        problems.extend(cp.verify_tree(leader_path, manifest))  # the leader's folder too: byte-identical
+    problems.extend(check_checkpoints(plan))
+    return problems
+
+
+__all__ = ["INCOMING_SUFFIX", "PROCEDURE", "SYNCED_CHECKPOINTS", "plan_sync", "verify_sync"]
