@@ -61,3 +61,12 @@ def test_fsync_dir_on_a_file_is_an_error(tmp_path):
     f.write_bytes(b"")
     with pytest.raises(NotADirectoryError):
         fsync_dir(f)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+def test_new_file_gets_requested_owner(tmp_path):
+    target = tmp_path / "00000000000000000000.index"
+    atomic_write(target, b"\0" * 8, uid=65534, gid=65534)
+    st = target.stat()
+    assert (st.st_uid, st.st_gid) == (65534, 65534)
+    assert target.read_bytes() == b"\0" * 8

@@ -30,13 +30,19 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
 
 
 def atomic_write(
-    path: str | os.PathLike[str], data: bytes | bytearray | memoryview, *, mode: int | None = None
+    path: str | os.PathLike[str],
+    data: bytes | bytearray | memoryview,
+    *,
+    mode: int | None = None,
+    uid: int | None = None,
+    gid: int | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` atomically: readers see the old or the new file, never a mix.
 
     Temp file in the same folder, write, fsync, chmod/chown like the file it replaces (``mode``
-    overrides the permission bits; a new file gets ``mode`` or 0o644), rename over the target,
-    fsync the folder. On any error the temp file is removed and the target is untouched.
+    overrides the permission bits; a new file gets ``mode`` or 0o644; ``uid``/``gid`` override the
+    owner, so a new index file is born owned by the broker's user), rename over the target, fsync
+    the folder. On any error the temp file is removed and the target is untouched.
     """
     target = Path(path)
     folder = target.parent
@@ -57,12 +63,21 @@ def atomic_write(
             else:
                 perm = _DEFAULT_MODE
             os.fchmod(f.fileno(), perm)
-            owner_differs = st is not None and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid())
-            if st is not None and owner_differs:
+            want_uid = uid if uid is not None else (st.st_uid if st is not None else None)
+            want_gid = gid if gid is not None else (st.st_gid if st is not None else None)
+            if want_uid is None:
+                want_uid = -1
+            if want_gid is None:
+                want_gid = -1
+            owner_differs = (want_uid, want_gid) != (-1, -1) and (want_uid, want_gid) != (
+                os.geteuid(),
+                os.getegid(),
+            )
+            if owner_differs:
                 # Only root (or the owner, for the group) may do this; a non-root user replacing
                 # a file of someone else can't keep the owner, and that is not worth failing for.
                 with contextlib.suppress(PermissionError):
-                    os.fchown(f.fileno(), st.st_uid, st.st_gid)
+                    os.fchown(f.fileno(), want_uid, want_gid)
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
