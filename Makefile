@@ -21,8 +21,11 @@ $(STAMP): pyproject.toml requirements-lock.txt
 demo: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/logdoctor demo
 
-# The whole test suite (ruff + pytest). CI runs exactly this.
+# The whole test suite (ruff + pytest). CI runs exactly this. The oracles and the browser the tests
+# need (kafkajs from npm, Debian's chromium) are installed on first use.
 test: $(STAMP)
+	bash scripts/ensure-kafkajs.sh
+	bash scripts/ensure-chromium.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
 
