@@ -25,7 +25,7 @@ demo: $(STAMP)
 # need (kafkajs from npm, Debian's chromium) are installed on first use.
 test: $(STAMP)
 	bash scripts/ensure-kafkajs.sh
-	bash scripts/ensure-chromium.sh
+	-bash scripts/ensure-chromium.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
 

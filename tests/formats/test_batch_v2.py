@@ -7,10 +7,13 @@ import os
 import struct
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch as KpBatch
+from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
+from kafka.record.memory_records import MemoryRecords
 
 from logdoctor.errors import (
     CorruptRecordError,
@@ -252,3 +255,297 @@ def test_invalid_utf8_header_key_is_replaced_like_java() -> None:
     (rec,) = batch.records()
     assert rec.headers == (Header("\ufffd\ufffd", None),)
     assert batch.decode_columns().headers.to_pylist() == [[{"key": "\ufffd\ufffd", "value": None}]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Many batches at once: the C walker (walk_v2), the one-call columnar decoder
+# (decode_batch_columns) and the lz4 frames decompressed inside C, against kafka-python and
+# against the pure-Python twins.
+
+batch_lists = st.lists(st.tuples(specs, options), min_size=1, max_size=5)
+
+
+def _segment(batches) -> bytes:
+    """Batches one after the other, with increasing base offsets, as a segment holds them."""
+    out, base = [], 0
+    for records, opts in batches:
+        opts = dict(opts, base_offset=base)
+        out.append(build_record_batch(records, **opts))
+        base += max(len(records), 1)
+    return b"".join(out)
+
+
+def _kp_comparable(records, opts) -> bool:
+    # kafka-python knows nothing of the delete horizon, its control records need a 4-byte key, and
+    # it decompresses the (absent) payload of an empty compressed batch, which Java never does
+    return (
+        opts["delete_horizon_ms"] is None
+        and not opts["is_control"]
+        and (records or opts["compression"] is Compression.NONE)
+    )
+
+
+def _col_rows(cols) -> list[tuple]:
+    return list(
+        zip(
+            cols.offsets.tolist(),
+            cols.timestamps.tolist(),
+            cols.timestamp_types.tolist(),
+            cols.keys.to_pylist(),
+            cols.values.to_pylist(),
+            [[(h["key"], h["value"]) for h in hs] for hs in cols.headers.to_pylist()],
+            strict=True,
+        )
+    )
+
+
+def _rec_rows(records) -> list[tuple]:
+    return [
+        (r.offset, r.timestamp, int(r.timestamp_type), r.key, r.value, [(h.key, h.value) for h in r.headers])
+        for r in records
+    ]
+
+
+def _buffers_equal(a: tuple, b: tuple) -> None:
+    assert len(a) == len(b) == 20
+    for i, (x, y) in enumerate(zip(a, b, strict=True)):
+        assert type(x) is type(y), i
+        assert x == y, i
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=120, deadline=None)
+@given(batch_lists)
+def test_columns_of_many_batches_equal_records_twin_and_kafka_python(batches) -> None:
+    data = _segment(batches)
+    ours = list(iter_batches(data, verify_crc=True, base_position=77))
+    assert len(ours) == len(batches)
+    cols = batch_v2.decode_columns(ours)
+    records = [r for b in ours for r in b.record_list()]
+    assert _col_rows(cols) == _rec_rows(records)
+    assert _rec_rows(records) == _rec_rows(r for b in ours for r in b.record_list(pure_python=True))
+    # one C call over the whole run, and its pure-Python twin, give the same buffers
+    _buffers_equal(
+        batch_v2._decode_v2_run(ours, pure_python=False), batch_v2._decode_v2_run(ours, pure_python=True)
+    )
+    assert cols.to_arrow().num_rows == len(records)
+    # kafka-python decodes the same bytes to the same records
+    if all(_kp_comparable(records, opts) for records, opts in batches):
+        kp = [
+            (r.offset, r.timestamp, r.timestamp_type, r.key, r.value, [tuple(h) for h in r.headers])
+            for b in MemoryRecords(data)
+            for r in b
+        ]
+        assert _col_rows(cols) == kp
+    # the C walker makes the same batch objects as the Python constructor
+    for b in ours:
+        twin = RecordBatchV2.parse(data, b.position - 77, base_position=77)
+        assert [getattr(b, s) for s in RecordBatchV2.__slots__ if s != "_buf"] == [
+            getattr(twin, s) for s in RecordBatchV2.__slots__ if s != "_buf"
+        ]
+
+
+KP_CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+kp_records = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.binary(max_size=30)),
+        st.one_of(st.none(), st.binary(max_size=3000)),
+        st.lists(st.tuples(st.text(max_size=5), st.one_of(st.none(), st.binary(max_size=8))), max_size=2),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=80, deadline=None)
+@given(st.lists(st.tuples(kp_records, st.sampled_from(sorted(KP_CODECS))), min_size=1, max_size=4))
+def test_batches_written_by_kafka_python_decode_alike(batches) -> None:
+    """kafka-python as the producer (its own lz4 frames carry a content size), we as the reader."""
+    parts, expected, base = [], [], 0
+    for records, codec in batches:
+        builder = KpBuilder(
+            magic=2,
+            compression_type=KP_CODECS[codec],
+            is_transactional=0,
+            producer_id=-1,
+            producer_epoch=-1,
+            base_sequence=-1,
+            batch_size=1 << 20,
+        )
+        for i, (key, value, headers) in enumerate(records):
+            builder.append(i, timestamp=1_700_000_000_000 + i, key=key, value=value, headers=headers)
+        raw = bytearray(builder.build())
+        raw[0:8] = base.to_bytes(8, "big")  # the base offset is outside the CRC
+        parts.append(bytes(raw))
+        expected += [
+            (base + i, 1_700_000_000_000 + i, 0, key, value, [(k, v) for k, v in headers])
+            for i, (key, value, headers) in enumerate(records)
+        ]
+        base += len(records)
+    data = b"".join(parts)
+    ours = list(iter_batches(data, verify_crc=True))
+    assert _rec_rows(r for b in ours for r in b.records()) == expected
+    assert _col_rows(batch_v2.decode_columns(ours)) == expected
+    assert _col_rows(batch_v2.decode_columns(ours, pure_python=True)) == expected
+    if batch_v2.HAVE_C_LZ4:  # kafka-python's lz4 frames are decompressed in C, not left to codecs.py
+        for b in ours:
+            if b.compression is Compression.LZ4:
+                assert batch_v2._speedups.batch_records(b._buf, b._start) is not None
+
+
+def _lz4_batch(records_section: bytes, count: int, **frame_options) -> bytes:
+    import lz4.frame
+
+    frame = lz4.frame.compress(records_section, block_linked=False, **frame_options)
+    return _batch(frame, count, attributes=int(Compression.LZ4))
+
+
+def _plain_section(n: int, size: int = 700) -> bytes:
+    data = build_record_batch(
+        [RecordSpec(value=bytes([i]) * size, key=b"k%d" % i) for i in range(n)], base_offset=0
+    )
+    return data[61:]
+
+
+def test_lz4_frames_left_to_codecs_decode_alike(monkeypatch) -> None:
+    """Frames with block checksums go through codecs.py (the C walker declines them), in any mix."""
+    plain = _plain_section(6)
+    parts = [
+        _lz4_batch(plain, 6),
+        _lz4_batch(plain, 6, block_checksum=True),
+        _lz4_batch(plain, 6, content_checksum=True, store_size=True),
+        _batch(plain, 6),
+        _lz4_batch(plain, 6, block_checksum=True, block_size=lz4_frame_block_size()),
+    ]
+    data = b"".join(parts)
+    ours = list(iter_batches(data, verify_crc=True))
+    want = _rec_rows(next(iter(iter_batches(_batch(plain, 6)))).records())
+    if batch_v2.HAVE_C_LZ4:
+        assert batch_v2._speedups.batch_records(ours[0]._buf, ours[0]._start) is not None
+        assert batch_v2._speedups.batch_records(ours[1]._buf, ours[1]._start) is None
+    for b in ours:
+        assert _rec_rows(b.records()) == want
+    cols = batch_v2.decode_columns(ours)
+    assert _col_rows(cols) == want * 5
+    # the same without the C lz4 decoder: every lz4 frame through codecs.py
+    monkeypatch.setattr(batch_v2, "HAVE_C_LZ4", False)
+    if batch_v2.HAVE_SPEEDUPS:
+        batch_v2._speedups.configure_lz4(None)
+    try:
+        assert _col_rows(batch_v2.decode_columns(ours)) == want * 5
+        assert _rec_rows(r for b in ours for r in b.records()) == want * 5
+    finally:
+        if batch_v2.HAVE_SPEEDUPS:
+            batch_v2._speedups.configure_lz4(batch_v2._lz4_decompress_safe_address())
+
+
+def lz4_frame_block_size() -> int:
+    import lz4.frame
+
+    return lz4.frame.BLOCKSIZE_MAX64KB
+
+
+def _outcome(fn):
+    try:
+        return ("ok", fn())
+    except FormatError as exc:
+        return (type(exc).__name__, exc.position, str(exc))
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=250, deadline=None)
+@given(
+    st.sampled_from([Compression.LZ4, Compression.NONE]),
+    st.lists(
+        # the first bytes hold the lz4 frame descriptor and the first block size: hit them often
+        st.tuples(st.one_of(st.integers(0, 12), st.integers(0, 10_000)), st.integers(0, 255)),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_damaged_records_sections_fail_alike_in_c_and_python(codec, edits) -> None:
+    """Damage inside a (CRC-fixed) records section: the C path (lz4 in C) and the pure-Python path
+    (codecs.py + the Python decoder) give the same records or the same typed error."""
+    good = build_record_batch(
+        [RecordSpec(value=b"value %d " % i * 20, key=b"k%d" % i) for i in range(8)],
+        base_offset=0,
+        compression=codec,
+    )
+    bad = bytearray(good)
+    for pos, value in edits:
+        bad[61 + pos % (len(bad) - 61)] = value
+    data = _fix(bytes(bad))
+    (batch,) = iter_batches(data, source="d.log")
+    c_records = _outcome(lambda: _rec_rows(batch.record_list()))
+    assert c_records == _outcome(lambda: _rec_rows(batch.record_list(pure_python=True)))
+    c_cols = _outcome(lambda: _col_rows(batch_v2.decode_columns([batch])))
+    assert c_cols == _outcome(lambda: _col_rows(batch_v2.decode_columns([batch], pure_python=True)))
+    assert (c_records[0] == "ok") == (c_cols[0] == "ok")
+    if c_records[0] == "ok":
+        assert c_records[1] == c_cols[1]
+    else:
+        assert c_records[1:] == c_cols[1:]
+
+
+def test_first_bad_batch_is_reported_first() -> None:
+    """A run with bad records in batch 1 and a corrupt gzip payload in batch 2 reports batch 1."""
+    ok = build_record_batch([RecordSpec(value=b"a")], base_offset=0)
+    bad_records = _batch(_record(GOOD_BODY), 2)  # count too high
+    gz = bytearray(
+        build_record_batch([RecordSpec(value=b"x" * 500)] * 3, base_offset=5, compression=Compression.GZIP)
+    )
+    gz[70:80] = b"\x00" * 10
+    data = ok + bad_records + _fix(bytes(gz))
+    batches = list(iter_batches(data, source="s.log"))
+    with pytest.raises(CorruptRecordError) as err:
+        batch_v2.decode_columns(batches)
+    with pytest.raises(CorruptRecordError) as one:
+        batches[1].record_list()
+    assert (err.value.position, str(err.value)) == (one.value.position, str(one.value))
+    with pytest.raises(FormatError):
+        batch_v2.decode_columns(batches[2:])
+
+
+def test_columns_across_buffers_and_legacy_entries() -> None:
+    from logdoctor.formats.writer import build_message_set
+
+    v2a = build_record_batch([RecordSpec(value=b"a" * 10, key=None)], base_offset=0)
+    v2b = build_record_batch(
+        [RecordSpec(value=None, key=b"k", headers=(Header("h", b"1"),))],
+        base_offset=1,
+        compression=Compression.LZ4,
+    )
+    legacy = build_message_set([RecordSpec(value=b"old", key=b"o", timestamp=5)], magic=1, base_offset=2)
+    first = list(iter_batches(v2a + v2b))
+    second = list(iter_batches(legacy + v2a))
+    batches = first + second
+    cols = batch_v2.decode_columns(batches)
+    records = [r for b in batches for r in b.records()]
+    assert _col_rows(cols) == _rec_rows(records)
+    assert cols.keys.type == pa.binary() and cols.values.type == pa.binary()
+    assert cols.timestamp_types.tolist() == [0, 0, 0, 0]
+    assert len(batch_v2.decode_columns([])) == 0
+
+
+def test_columns_to_arrow_and_buffers() -> None:
+    data = _segment([([RecordSpec(value=b"v" * 100, key=b"key")] * 5, {**_DEFAULT_OPTS})] * 3)
+    cols = batch_v2.decode_columns(iter_batches(data))
+    rb = cols.to_arrow()
+    assert rb.schema.names == ["key", "value", "offset", "timestamp", "timestampType", "headers"]
+    assert rb.num_rows == 15 and rb.column("offset").to_pylist() == list(range(15))
+    # one data buffer per column, exactly the payload (no null bitmap when nothing is null)
+    validity, _, payload = cols.values.buffers()
+    assert validity is None and payload.size == 15 * 100
+    assert cols.offsets.flags.writeable
+
+
+_DEFAULT_OPTS = {
+    "base_offset": 0,
+    "compression": Compression.NONE,
+    "timestamp_type": TimestampType.CREATE_TIME,
+    "producer_id": -1,
+    "producer_epoch": -1,
+    "base_sequence": -1,
+    "partition_leader_epoch": -1,
+    "is_transactional": False,
+    "is_control": False,
+    "delete_horizon_ms": None,
+}

@@ -1,6 +1,6 @@
-"""Fuzz: mutated and truncated real segments through iter_batches / records() / ensure_valid /
-decode_columns. Only logdoctor.errors types may come out, and the work stays bounded (each
-example runs on a few KB)."""
+"""Fuzz: mutated and truncated real (and generated lz4) segments through iter_batches / records() /
+ensure_valid / decode_columns, with the C decoder and the pure-Python one. Only logdoctor.errors
+types may come out, and the work stays bounded (each example runs on a few KB)."""
 
 from __future__ import annotations
 
@@ -37,12 +37,40 @@ def _seeds() -> tuple[bytes, ...]:
         if first.magic == 2:
             kind += f"c{int(first.compression)}" + ("ctl" if any(b.is_control for b in batches) else "")
         picks.setdefault(kind, data[: max(LIMIT, first.size)])
-    return tuple(picks.values())
+    return tuple(picks.values()) + _generated_seeds()
+
+
+def _generated_seeds() -> tuple[bytes, ...]:
+    """lz4 batches (no real segment has them; the C walker decompresses them itself), and batches
+    with headers, null keys and tombstones, from the sample generator."""
+    from logdoctor.formats.record_types import Compression
+    from logdoctor.sample.records import RecordDataSpec, generate_segment
+
+    out = []
+    for codec in (Compression.LZ4, Compression.NONE):
+        spec = RecordDataSpec(
+            seed=7,
+            record_count=60,
+            value_size=120,
+            value_size_distribution="uniform",
+            key_cardinality=50,
+            null_key_ratio=0.2,
+            tombstone_ratio=0.1,
+            headers_per_record=1,
+            batch_size=1500,
+            compression=codec,
+        )
+        data, _ = generate_segment(spec)
+        out.append(data[:LIMIT])
+    return tuple(out)
 
 
 def _exercise(data: bytes) -> None:
+    v2: list[RecordBatchV2] = []
     try:
         for batch in iter_batches(data, source="fuzz.log"):
+            if isinstance(batch, RecordBatchV2):
+                v2.append(batch)
             with contextlib.suppress(FormatError):
                 batch.ensure_valid()
             try:
@@ -56,6 +84,11 @@ def _exercise(data: bytes) -> None:
                 assert exc.source == "fuzz.log" and exc.position is not None
     except FormatError as exc:
         assert exc.source == "fuzz.log" and exc.position is not None
+    for pure in (False, True):  # all the batches in one call (one C call over the run)
+        try:
+            decode_columns(v2, pure_python=pure)
+        except FormatError as exc:
+            assert exc.source == "fuzz.log" and exc.position is not None
     result = scan_batches(data, source="fuzz.log")
     assert 0 <= result.valid_bytes <= len(data)
 

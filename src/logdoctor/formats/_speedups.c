@@ -40,6 +40,7 @@ static PyTypeObject *record_type = NULL;
 static PyTypeObject *header_type = NULL;
 static Py_ssize_t rec_off[7]; /* offset, timestamp, key, value, headers, timestamp_type, sequence */
 static Py_ssize_t hdr_off[2]; /* key, value */
+static PyObject *ts_types[2] = {NULL, NULL}; /* TimestampType.CREATE_TIME, LOG_APPEND_TIME */
 
 typedef struct {
     int64_t ts_delta;
@@ -260,7 +261,9 @@ configure(PyObject *self, PyObject *args)
     static const char *rnames[7] = {"offset", "timestamp", "key", "value", "headers", "timestamp_type",
                                     "sequence"};
     static const char *hnames[2] = {"key", "value"};
-    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &rt, &PyType_Type, &ht))
+    PyObject *create_time = NULL, *log_append_time = NULL;
+    if (!PyArg_ParseTuple(args, "O!O!|OO", &PyType_Type, &rt, &PyType_Type, &ht, &create_time,
+                          &log_append_time))
         return NULL;
     for (int k = 0; k < 7; k++)
         if (lookup_slot((PyTypeObject *)rt, rnames[k], &rec_off[k]) < 0)
@@ -272,6 +275,10 @@ configure(PyObject *self, PyObject *args)
     Py_INCREF(ht);
     Py_XSETREF(record_type, (PyTypeObject *)rt);
     Py_XSETREF(header_type, (PyTypeObject *)ht);
+    if (create_time && log_append_time) {
+        Py_XSETREF(ts_types[0], Py_NewRef(create_time));
+        Py_XSETREF(ts_types[1], Py_NewRef(log_append_time));
+    }
     Py_RETURN_NONE;
 }
 
@@ -315,6 +322,101 @@ build_headers(const uint8_t *p, Py_ssize_t i, int32_t count)
     return tuple;
 }
 
+/* Records are read once, front to back, mostly from memory rather than cache (a segment is
+ * far larger than the caches): ask for the bytes a few records ahead while this one is copied. */
+#define PREFETCH_DISTANCE 2048
+static inline void
+prefetch_ahead(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t *done)
+{
+    Py_ssize_t to = pos + PREFETCH_DISTANCE;
+    if (to > end)
+        to = end;
+    Py_ssize_t i = *done > pos ? *done : pos;
+    for (; i < to; i += 64)
+        __builtin_prefetch(p + i);
+    *done = i;
+}
+
+/* The records of one records section as a list of Record objects (created with the type's
+ * tp_alloc and their slots set directly: no __init__ call per record). */
+static PyObject *
+build_records(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count, int64_t base_offset,
+              int64_t base_timestamp, int use_lat, int64_t lat, int32_t base_sequence, PyObject *ts_type)
+{
+    if (count < 0)
+        return raise_record_error(E_BAD_COUNT, pos, 0);
+    /* a record takes at least 7 bytes: more than that cannot be there (and is not allocated) */
+    Py_ssize_t cap = count <= (end - pos) / 7 + 1 ? count : (end - pos) / 7 + 1;
+    PyObject *list = PyList_New(cap);
+    if (list == NULL)
+        return NULL;
+    PyObject *ts_obj = NULL; /* consecutive records often share a timestamp: share the int too */
+    Py_ssize_t prefetched = pos;
+    int64_t ts_prev = 0;
+    if (use_lat) {
+        ts_obj = PyLong_FromLongLong(lat);
+        if (ts_obj == NULL)
+            goto fail;
+        ts_prev = lat;
+    }
+    for (Py_ssize_t n = 0; n < count; n++) {
+        rec_t rec;
+        Py_ssize_t errpos;
+        int rc = parse_record(p, &pos, end, &rec, &errpos);
+        if (rc) {
+            raise_record_error(rc, errpos, n);
+            goto fail;
+        }
+        prefetch_ahead(p, pos, end, &prefetched);
+        if (n >= cap) { /* unreachable: parse_record failed before (each record is >= 7 bytes) */
+            PyErr_SetString(PyExc_RuntimeError, "record count bound");
+            goto fail;
+        }
+        int64_t ts = use_lat ? lat : (int64_t)((uint64_t)base_timestamp + (uint64_t)rec.ts_delta);
+        if (ts_obj == NULL || ts != ts_prev) {
+            Py_XDECREF(ts_obj);
+            ts_obj = PyLong_FromLongLong(ts);
+            if (ts_obj == NULL)
+                goto fail;
+            ts_prev = ts;
+        }
+        PyObject *o = PyLong_FromLongLong((long long)((uint64_t)base_offset + (uint64_t)(int64_t)rec.offset_delta));
+        PyObject *key = bytes_or_none(p, rec.key_pos, rec.key_len);
+        PyObject *value = bytes_or_none(p, rec.value_pos, rec.value_len);
+        PyObject *headers = rec.header_count ? build_headers(p, rec.headers_pos, rec.header_count)
+                                             : PyTuple_New(0);
+        PyObject *seq = PyLong_FromLong(base_sequence >= 0 ? increment_sequence(base_sequence, rec.offset_delta)
+                                                            : -1);
+        PyObject *r = (o && key && value && headers && seq) ? record_type->tp_alloc(record_type, 0) : NULL;
+        if (r == NULL) {
+            Py_XDECREF(o);
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            Py_XDECREF(headers);
+            Py_XDECREF(seq);
+            goto fail;
+        }
+        SET_SLOT(r, rec_off[0], o);
+        SET_SLOT(r, rec_off[1], Py_NewRef(ts_obj));
+        SET_SLOT(r, rec_off[2], key);
+        SET_SLOT(r, rec_off[3], value);
+        SET_SLOT(r, rec_off[4], headers);
+        SET_SLOT(r, rec_off[5], Py_NewRef(ts_type));
+        SET_SLOT(r, rec_off[6], seq);
+        PyList_SET_ITEM(list, n, r);
+    }
+    if (pos != end) {
+        raise_record_error(E_TRAILING, pos, count);
+        goto fail;
+    }
+    Py_XDECREF(ts_obj);
+    return list;
+fail:
+    Py_XDECREF(ts_obj);
+    Py_DECREF(list);
+    return NULL;
+}
+
 /* decode_records(data, pos, end, count, base_offset, base_timestamp, log_append_time | None,
  *                base_sequence, timestamp_type) -> list[Record] */
 static PyObject *
@@ -323,10 +425,9 @@ decode_records(PyObject *self, PyObject *args)
     Py_buffer view;
     Py_ssize_t pos, end, count;
     long long base_offset, base_timestamp;
-    PyObject *lat_obj, *ts_type;
+    PyObject *lat_obj, *ts_type, *result = NULL;
     int base_sequence;
-    int64_t lat = 0;
-    int use_lat;
+    long long lat = 0;
 
     if (record_type == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
@@ -335,111 +436,7 @@ decode_records(PyObject *self, PyObject *args)
     if (!PyArg_ParseTuple(args, "y*nnnLLOiO", &view, &pos, &end, &count, &base_offset, &base_timestamp,
                           &lat_obj, &base_sequence, &ts_type))
         return NULL;
-    use_lat = lat_obj != Py_None;
-    if (use_lat) {
-        lat = PyLong_AsLongLong(lat_obj);
-        if (lat == -1 && PyErr_Occurred())
-            goto fail_view;
-    }
-    if (pos < 0 || end > view.len || pos > end) {
-        PyErr_SetString(PyExc_ValueError, "bad bounds");
-        goto fail_view;
-    }
-    if (count < 0) {
-        raise_record_error(E_BAD_COUNT, pos, 0);
-        goto fail_view;
-    }
-    /* each record takes at least 7 bytes: never allocate more than the data can hold */
-    PyObject *list = PyList_New(0);
-    if (list == NULL)
-        goto fail_view;
-    const uint8_t *p = (const uint8_t *)view.buf;
-    PyObject *lat_long = NULL;
-    if (use_lat) {
-        lat_long = PyLong_FromLongLong(lat);
-        if (lat_long == NULL)
-            goto fail_list;
-    }
-    for (Py_ssize_t n = 0; n < count; n++) {
-        rec_t rec;
-        Py_ssize_t errpos;
-        int rc = parse_record(p, &pos, end, &rec, &errpos);
-        if (rc) {
-            raise_record_error(rc, errpos, n);
-            goto fail_lat;
-        }
-        PyObject *o = PyLong_FromLongLong((long long)((uint64_t)base_offset + (uint64_t)(int64_t)rec.offset_delta));
-        PyObject *ts;
-        if (use_lat) {
-            Py_INCREF(lat_long);
-            ts = lat_long;
-        } else {
-            ts = PyLong_FromLongLong((long long)((uint64_t)base_timestamp + (uint64_t)rec.ts_delta));
-        }
-        PyObject *key = bytes_or_none(p, rec.key_pos, rec.key_len);
-        PyObject *value = bytes_or_none(p, rec.value_pos, rec.value_len);
-        PyObject *headers = rec.header_count ? build_headers(p, rec.headers_pos, rec.header_count)
-                                             : PyTuple_New(0);
-        PyObject *seq = PyLong_FromLong(base_sequence >= 0 ? increment_sequence(base_sequence, rec.offset_delta)
-                                                            : -1);
-        PyObject *r = (o && ts && key && value && headers && seq) ? record_type->tp_alloc(record_type, 0) : NULL;
-        if (r == NULL) {
-            Py_XDECREF(o);
-            Py_XDECREF(ts);
-            Py_XDECREF(key);
-            Py_XDECREF(value);
-            Py_XDECREF(headers);
-            Py_XDECREF(seq);
-            goto fail_lat;
-        }
-        Py_INCREF(ts_type);
-        SET_SLOT(r, rec_off[0], o);
-        SET_SLOT(r, rec_off[1], ts);
-        SET_SLOT(r, rec_off[2], key);
-        SET_SLOT(r, rec_off[3], value);
-        SET_SLOT(r, rec_off[4], headers);
-        SET_SLOT(r, rec_off[5], ts_type);
-        SET_SLOT(r, rec_off[6], seq);
-        int err = PyList_Append(list, r);
-        Py_DECREF(r);
-        if (err < 0)
-            goto fail_lat;
-    }
-    if (pos != end) {
-        raise_record_error(E_TRAILING, pos, count);
-        goto fail_lat;
-    }
-    Py_XDECREF(lat_long);
-    PyBuffer_Release(&view);
-    return list;
-fail_lat:
-    Py_XDECREF(lat_long);
-fail_list:
-    Py_DECREF(list);
-fail_view:
-    PyBuffer_Release(&view);
-    return NULL;
-}
-
-/* decode_columns(data, pos, end, count, base_offset, base_timestamp, log_append_time | None)
- *   -> (offsets int64[n], timestamps int64[n], key_lens int32[n], key_data, value_lens int32[n],
- *       value_data, header_counts int32[n], hkey_lens int32[h], hkey_data, hvalue_lens int32[h],
- *       hvalue_data)   all bytes, native byte order; a length of -1 is null. */
-static PyObject *
-decode_columns(PyObject *self, PyObject *args)
-{
-    Py_buffer view;
-    Py_ssize_t pos, end, count;
-    long long base_offset, base_timestamp;
-    PyObject *lat_obj;
-    PyObject *out[11] = {NULL};
-    PyObject *result = NULL;
-
-    if (!PyArg_ParseTuple(args, "y*nnnLLO", &view, &pos, &end, &count, &base_offset, &base_timestamp,
-                          &lat_obj))
-        return NULL;
     int use_lat = lat_obj != Py_None;
-    int64_t lat = 0;
     if (use_lat) {
         lat = PyLong_AsLongLong(lat_obj);
         if (lat == -1 && PyErr_Occurred())
@@ -449,121 +446,720 @@ decode_columns(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "bad bounds");
         goto done;
     }
-    if (count < 0) {
-        raise_record_error(E_BAD_COUNT, pos, 0);
-        goto done;
-    }
-    Py_ssize_t span = end - pos;
-    /* a record takes at least 7 bytes (length, attributes, 2 deltas, key, value, header count) */
-    if (count > span / 7 + 1) {
-        /* find the exact error by parsing as far as the data goes */
-        const uint8_t *p = (const uint8_t *)view.buf;
-        for (Py_ssize_t n = 0;; n++) {
-            rec_t rec;
-            Py_ssize_t errpos;
-            int rc = parse_record(p, &pos, end, &rec, &errpos);
-            if (rc) {
-                raise_record_error(rc, errpos, n);
-                goto done;
-            }
-        }
-    }
-    /* a header takes at least 2 bytes */
-    Py_ssize_t max_headers = span / 2 + 1;
-    out[0] = PyBytes_FromStringAndSize(NULL, count * 8);
-    out[1] = PyBytes_FromStringAndSize(NULL, count * 8);
-    out[2] = PyBytes_FromStringAndSize(NULL, count * 4);
-    out[3] = PyBytes_FromStringAndSize(NULL, span);
-    out[4] = PyBytes_FromStringAndSize(NULL, count * 4);
-    out[5] = PyBytes_FromStringAndSize(NULL, span);
-    out[6] = PyBytes_FromStringAndSize(NULL, count * 4);
-    out[7] = PyBytes_FromStringAndSize(NULL, max_headers * 4);
-    out[8] = PyBytes_FromStringAndSize(NULL, span);
-    out[9] = PyBytes_FromStringAndSize(NULL, max_headers * 4);
-    out[10] = PyBytes_FromStringAndSize(NULL, span);
-    for (int k = 0; k < 11; k++)
-        if (out[k] == NULL)
-            goto done;
-    {
-        const uint8_t *p = (const uint8_t *)view.buf;
-        int64_t *offsets = (int64_t *)PyBytes_AS_STRING(out[0]);
-        int64_t *timestamps = (int64_t *)PyBytes_AS_STRING(out[1]);
-        int32_t *key_lens = (int32_t *)PyBytes_AS_STRING(out[2]);
-        char *key_data = PyBytes_AS_STRING(out[3]);
-        int32_t *value_lens = (int32_t *)PyBytes_AS_STRING(out[4]);
-        char *value_data = PyBytes_AS_STRING(out[5]);
-        int32_t *header_counts = (int32_t *)PyBytes_AS_STRING(out[6]);
-        int32_t *hkey_lens = (int32_t *)PyBytes_AS_STRING(out[7]);
-        char *hkey_data = PyBytes_AS_STRING(out[8]);
-        int32_t *hvalue_lens = (int32_t *)PyBytes_AS_STRING(out[9]);
-        char *hvalue_data = PyBytes_AS_STRING(out[10]);
-        Py_ssize_t kd = 0, vd = 0, hkd = 0, hvd = 0, nh = 0;
-        for (Py_ssize_t n = 0; n < count; n++) {
-            rec_t rec;
-            Py_ssize_t errpos;
-            int rc = parse_record(p, &pos, end, &rec, &errpos);
-            if (rc) {
-                raise_record_error(rc, errpos, n);
-                goto done;
-            }
-            offsets[n] = (int64_t)((uint64_t)base_offset + (uint64_t)(int64_t)rec.offset_delta);
-            timestamps[n] = use_lat ? lat : (int64_t)((uint64_t)base_timestamp + (uint64_t)rec.ts_delta);
-            key_lens[n] = rec.key_len < 0 ? -1 : rec.key_len;
-            if (rec.key_len > 0) {
-                memcpy(key_data + kd, p + rec.key_pos, rec.key_len);
-                kd += rec.key_len;
-            }
-            value_lens[n] = rec.value_len < 0 ? -1 : rec.value_len;
-            if (rec.value_len > 0) {
-                memcpy(value_data + vd, p + rec.value_pos, rec.value_len);
-                vd += rec.value_len;
-            }
-            header_counts[n] = rec.header_count;
-            Py_ssize_t i = rec.headers_pos;
-            for (int32_t h = 0; h < rec.header_count; h++) {
-                int32_t kl, vl;
-                read_varint32(p, &i, PY_SSIZE_T_MAX, &kl);
-                memcpy(hkey_data + hkd, p + i, kl);
-                hkd += kl;
-                i += kl;
-                hkey_lens[nh] = kl;
-                read_varint32(p, &i, PY_SSIZE_T_MAX, &vl);
-                hvalue_lens[nh] = vl < 0 ? -1 : vl;
-                if (vl > 0) {
-                    memcpy(hvalue_data + hvd, p + i, vl);
-                    hvd += vl;
-                    i += vl;
-                }
-                nh++;
-            }
-        }
-        if (pos != end) {
-            raise_record_error(E_TRAILING, pos, count);
-            goto done;
-        }
-        if (_PyBytes_Resize(&out[3], kd) < 0 || _PyBytes_Resize(&out[5], vd) < 0 ||
-            _PyBytes_Resize(&out[7], nh * 4) < 0 || _PyBytes_Resize(&out[8], hkd) < 0 ||
-            _PyBytes_Resize(&out[9], nh * 4) < 0 || _PyBytes_Resize(&out[10], hvd) < 0)
-            goto done;
-    }
-    result = PyTuple_New(11);
-    if (result == NULL)
-        goto done;
-    for (int k = 0; k < 11; k++) {
-        PyTuple_SET_ITEM(result, k, out[k]);
-        out[k] = NULL;
-    }
+    result = build_records((const uint8_t *)view.buf, pos, end, count, base_offset, base_timestamp, use_lat, lat,
+                           base_sequence, ts_type);
 done:
-    for (int k = 0; k < 11; k++)
-        Py_XDECREF(out[k]);
     PyBuffer_Release(&view);
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * Batches read straight from the segment buffer: the 61-byte header is read here (big-endian,
+ * K:clients/src/main/java/org/apache/kafka/common/record/DefaultRecordBatch.java), so a caller
+ * hands over (buffer, batch start) and nothing per record or per field crosses into Python.
+ */
+
+typedef struct {
+    int64_t base_offset;
+    int32_t length;
+    int16_t attributes;
+    int64_t base_timestamp;
+    int64_t max_timestamp;
+    int32_t base_sequence;
+    int32_t record_count;
+} batch_hdr_t;
+
+static inline uint32_t
+be32(const uint8_t *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+static inline uint64_t
+be64(const uint8_t *p)
+{
+    return ((uint64_t)be32(p) << 32) | (uint64_t)be32(p + 4);
+}
+
+/* The header of the batch at start; -1 with ValueError when the buffer cannot hold the batch
+ * (callers pass batches that iter_batches/parse already framed: this is a guard, not a check). */
+static int
+read_batch_header(const uint8_t *p, Py_ssize_t len, Py_ssize_t start, batch_hdr_t *h)
+{
+    if (start < 0 || start > len - 61) {
+        PyErr_SetString(PyExc_ValueError, "batch start outside the buffer");
+        return -1;
+    }
+    const uint8_t *b = p + start;
+    h->base_offset = (int64_t)be64(b);
+    h->length = (int32_t)be32(b + 8);
+    h->attributes = (int16_t)(((uint16_t)b[21] << 8) | b[22]);
+    h->base_timestamp = (int64_t)be64(b + 27);
+    h->max_timestamp = (int64_t)be64(b + 35);
+    h->base_sequence = (int32_t)be32(b + 53);
+    h->record_count = (int32_t)be32(b + 57);
+    if (h->length < 61 - 12 || (Py_ssize_t)h->length > len - start - 12) {
+        PyErr_SetString(PyExc_ValueError, "batch length outside the buffer");
+        return -1;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * lz4: Kafka's frame (K:clients/src/main/java/org/apache/kafka/common/compress/Lz4BlockInputStream.java)
+ * walked here, blocks decoded by LZ4_decompress_safe of the lz4 package's own library (its address
+ * is handed over by batch_v2.py through configure_lz4, so the blocks are decoded by exactly the code
+ * that codecs.py uses). The walk accepts exactly what codecs._lz4_decompress accepts for magic 2,
+ * except frames with block checksums: anything else returns -1 and the caller falls back to
+ * codecs.py, which raises the typed error (or decodes the frame).
+ */
+typedef int (*lz4_decompress_safe_t)(const char *src, char *dst, int compressed_size, int dst_capacity);
+static lz4_decompress_safe_t lz4_decompress_safe = NULL;
+
+#define XXH_P1 0x9E3779B1u
+#define XXH_P2 0x85EBCA77u
+#define XXH_P3 0xC2B2AE3Du
+#define XXH_P4 0x27D4EB2Fu
+#define XXH_P5 0x165667B1u
+
+static inline uint32_t
+rotl32(uint32_t x, int r)
+{
+    return (x << r) | (x >> (32 - r));
+}
+
+/* xxHash32 (seed 0) of fewer than 16 bytes: all a frame descriptor can be. */
+static uint32_t
+xxh32_small(const uint8_t *b, Py_ssize_t n)
+{
+    uint32_t h = XXH_P5 + (uint32_t)n;
+    Py_ssize_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        uint32_t lane = (uint32_t)b[i] | ((uint32_t)b[i + 1] << 8) | ((uint32_t)b[i + 2] << 16) |
+                        ((uint32_t)b[i + 3] << 24);
+        h = rotl32(h + lane * XXH_P3, 17) * XXH_P4;
+    }
+    for (; i < n; i++)
+        h = rotl32(h + b[i] * XXH_P5, 11) * XXH_P1;
+    h ^= h >> 15;
+    h *= XXH_P2;
+    h ^= h >> 13;
+    h *= XXH_P3;
+    h ^= h >> 16;
+    return h;
+}
+
+typedef struct {
+    char *p;
+    Py_ssize_t cap;
+} scratch_t;
+
+static int
+scratch_reserve(scratch_t *s, Py_ssize_t need)
+{
+    if (need <= s->cap)
+        return 0;
+    Py_ssize_t cap = s->cap * 2 > need ? s->cap * 2 : need;
+    char *q = PyMem_RawRealloc(s->p, (size_t)cap);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    s->p = q;
+    s->cap = cap;
+    return 0;
+}
+
+/* Decompress a Kafka lz4 frame into s; *out_len = bytes written. 0 ok, 1 not for this decoder
+ * (corrupt, or a feature left to codecs.py), -1 with a Python exception (memory). */
+static int
+lz4_frame_decode(const uint8_t *d, Py_ssize_t n, scratch_t *s, Py_ssize_t *out_len)
+{
+    if (lz4_decompress_safe == NULL || n < 7)
+        return 1;
+    if (d[0] != 0x04 || d[1] != 0x22 || d[2] != 0x4D || d[3] != 0x18)
+        return 1;
+    uint8_t flg = d[4], bd = d[5];
+    if ((flg & 0x03) || !(flg & 0x20) || (flg >> 6) != 1 || (flg & 0x10))
+        return 1; /* reserved bits, dependent blocks, version, block checksums (codecs.py) */
+    int bsid = (bd >> 4) & 7;
+    if ((bd & 0x8F) || bsid < 4)
+        return 1;
+    Py_ssize_t max_block = (Py_ssize_t)1 << (2 * bsid + 8);
+    int content_checksum = flg & 0x04;
+    Py_ssize_t pos = 6 + ((flg & 0x08) ? 8 : 0);
+    if (pos >= n)
+        return 1;
+    if (d[pos] != ((xxh32_small(d + 4, pos - 4) >> 8) & 0xFF))
+        return 1;
+    pos++;
+    Py_ssize_t out = 0;
+    for (;;) {
+        if (n - pos < 4)
+            return 1;
+        uint32_t word = (uint32_t)d[pos] | ((uint32_t)d[pos + 1] << 8) | ((uint32_t)d[pos + 2] << 16) |
+                        ((uint32_t)d[pos + 3] << 24);
+        Py_ssize_t size = (Py_ssize_t)(word & 0x7FFFFFFFu);
+        if (size == 0) {
+            if (content_checksum && n - pos - 4 < 4)
+                return 1;
+            break; /* the end mark; the content checksum is not verified (as Java) */
+        }
+        if (size > max_block || size > n - pos - 4)
+            return 1;
+        if (scratch_reserve(s, out + max_block) < 0)
+            return -1;
+        if (word & 0x80000000u) {
+            memcpy(s->p + out, d + pos + 4, (size_t)size);
+            out += size;
+        } else {
+            int got = lz4_decompress_safe((const char *)d + pos + 4, s->p + out, (int)size, (int)max_block);
+            if (got < 0)
+                return 1;
+            out += got;
+        }
+        pos += 4 + size;
+    }
+    *out_len = out;
+    return 0;
+}
+
+static PyObject *
+configure_lz4(PyObject *self, PyObject *arg)
+{
+    if (arg == Py_None) {
+        lz4_decompress_safe = NULL;
+        Py_RETURN_NONE;
+    }
+    void *addr = PyLong_AsVoidPtr(arg);
+    if (addr == NULL && PyErr_Occurred())
+        return NULL;
+    lz4_decompress_safe = (lz4_decompress_safe_t)addr;
+    Py_RETURN_NONE;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * batch_records(buf, start) -> list[Record] | None
+ *
+ * The records of the batch at buf[start:], uncompressed or lz4 (decompressed here). None when
+ * the batch needs the Python path: another codec, or an lz4 frame this decoder leaves to
+ * codecs.py (which then raises the typed error or decodes it). RecordError(code, pos, index)
+ * as decode_records, positions in buf (uncompressed) or in the decompressed records (lz4).
+ */
+static PyObject *
+batch_records(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    Py_ssize_t start;
+    batch_hdr_t h;
+    scratch_t s = {NULL, 0};
+    PyObject *result = NULL;
+
+    if (record_type == NULL || ts_types[0] == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure() was not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "y*n", &view, &start))
+        return NULL;
+    const uint8_t *buf = (const uint8_t *)view.buf;
+    if (read_batch_header(buf, view.len, start, &h) < 0)
+        goto done;
+    int codec = h.attributes & 0x07;
+    const uint8_t *p;
+    Py_ssize_t pos, end;
+    if (codec == 0) {
+        p = buf;
+        pos = start + 61;
+        end = start + 12 + h.length;
+    } else if (codec == 3) {
+        Py_ssize_t out_len = 0;
+        int rc = lz4_frame_decode(buf + start + 61, h.length + 12 - 61, &s, &out_len);
+        if (rc < 0)
+            goto done;
+        if (rc > 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        p = (const uint8_t *)s.p;
+        pos = 0;
+        end = out_len;
+    } else {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    int use_lat = (h.attributes & 0x08) != 0;
+    result = build_records(p, pos, end, h.record_count, h.base_offset, h.base_timestamp, use_lat,
+                           h.max_timestamp, h.base_sequence, ts_types[use_lat]);
+done:
+    PyMem_RawFree(s.p);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * decode_batch_columns(buf, starts, sections, payload) -> tuple
+ *
+ * The records of many batches of one buffer as Arrow-ready columns, in one pass, each key and
+ * value copied once (from the segment, or from the decompressed records section).
+ *   starts:   sequence of batch start positions in buf (batches already framed by the walker);
+ *   sections: None, or a sequence as long as starts: None (read the batch from buf, decompressing
+ *             lz4 here) or the decompressed records section (other codecs, from codecs.py);
+ *   payload:  false to walk and check the records and return offsets/timestamps only.
+ * Returns (n, offsets i64[n], timestamps i64[n], timestamp_types i8[n],
+ *          key_nulls, key_validity bitmap, key_offsets i64[n+1], key_data,
+ *          value_nulls, value_validity, value_offsets i64[n+1], value_data,
+ *          header_list_offsets i64[n+1], nh, header_key_offsets i64[nh+1], header_key_data,
+ *          header_value_nulls, header_value_validity, header_value_offsets i64[nh+1], header_value_data)
+ * with every buffer a bytearray (native byte order; validity bitmaps LSB-first, 1 = not null).
+ * Errors: RecordError(code, pos, record_index, batch_index); code E_CODEC means "decompress this
+ * batch with codecs.py" (a frame this decoder leaves to it).
+ */
+#define E_CODEC 100
+
+typedef struct {
+    PyObject *obj;
+    char *p;
+    Py_ssize_t len, cap;
+} gbuf_t;
+
+static int
+gb_init(gbuf_t *g, Py_ssize_t cap)
+{
+    g->obj = PyByteArray_FromStringAndSize(NULL, cap);
+    if (g->obj == NULL)
+        return -1;
+    g->p = PyByteArray_AS_STRING(g->obj);
+    g->len = 0;
+    g->cap = cap;
+    return 0;
+}
+
+static int
+gb_grow(gbuf_t *g, Py_ssize_t extra)
+{
+    Py_ssize_t need = g->len + extra;
+    Py_ssize_t cap = g->cap * 2 > need ? g->cap * 2 : need;
+    if (PyByteArray_Resize(g->obj, cap) < 0)
+        return -1;
+    g->p = PyByteArray_AS_STRING(g->obj);
+    g->cap = cap;
+    return 0;
+}
+
+static inline int
+gb_reserve(gbuf_t *g, Py_ssize_t extra)
+{
+    return extra <= g->cap - g->len ? 0 : gb_grow(g, extra);
+}
+
+static inline void
+gb_put_i64(gbuf_t *g, int64_t v)
+{
+    memcpy(g->p + g->len, &v, 8);
+    g->len += 8;
+}
+
+static inline void
+gb_put_bit(gbuf_t *g, Py_ssize_t i, int v)
+{
+    uint8_t *b = (uint8_t *)g->p + (i >> 3);
+    if ((i & 7) == 0)
+        *b = 0;
+    *b |= (uint8_t)((v != 0) << (i & 7));
+    g->len = (i >> 3) + 1;
+}
+
+enum {
+    G_OFFSETS, G_TIMESTAMPS, G_TSTYPES,
+    G_KEY_VALID, G_KEY_OFFS, G_KEY_DATA,
+    G_VAL_VALID, G_VAL_OFFS, G_VAL_DATA,
+    G_LIST_OFFS,
+    G_HK_OFFS, G_HK_DATA,
+    G_HV_VALID, G_HV_OFFS, G_HV_DATA,
+    G_COUNT
+};
+
+static PyObject *
+raise_batch_error(int code, Py_ssize_t pos, Py_ssize_t index, Py_ssize_t batch)
+{
+    PyObject *args = Py_BuildValue("(innn)", code, pos, index, batch);
+    if (args) {
+        PyErr_SetObject(RecordError, args);
+        Py_DECREF(args);
+    }
+    return NULL;
+}
+
+static PyObject *
+decode_batch_columns(PyObject *self, PyObject *args)
+{
+    Py_buffer view;
+    PyObject *starts_obj, *sections_obj;
+    int payload;
+    PyObject *starts = NULL, *sections = NULL, *result = NULL;
+    gbuf_t g[G_COUNT];
+    scratch_t s = {NULL, 0};
+    Py_buffer sec;
+    int have_sec = 0;
+
+    memset(g, 0, sizeof g);
+    if (!PyArg_ParseTuple(args, "y*OOp", &view, &starts_obj, &sections_obj, &payload))
+        return NULL;
+    starts = PySequence_Fast(starts_obj, "starts must be a sequence");
+    if (starts == NULL)
+        goto done;
+    Py_ssize_t nb = PySequence_Fast_GET_SIZE(starts);
+    if (sections_obj != Py_None) {
+        sections = PySequence_Fast(sections_obj, "sections must be a sequence or None");
+        if (sections == NULL)
+            goto done;
+        if (PySequence_Fast_GET_SIZE(sections) != nb) {
+            PyErr_SetString(PyExc_ValueError, "sections and starts differ in length");
+            goto done;
+        }
+    }
+    /* Size the buffers from the headers first, so that they are not grown (and copied) as they
+     * fill: a batch's records take at most its (decompressed) records section, and at least 7 bytes
+     * each. lz4 sections are guessed at 4x their compressed size (grown if that is short). */
+    Py_ssize_t est_span = 0, est_count = 0;
+    {
+        const uint8_t *hb = (const uint8_t *)view.buf;
+        for (Py_ssize_t b = 0; b < nb; b++) {
+            Py_ssize_t start = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(starts, b));
+            if (start == -1 && PyErr_Occurred())
+                goto done;
+            batch_hdr_t h;
+            if (read_batch_header(hb, view.len, start, &h) < 0)
+                goto done;
+            if (h.record_count <= 0)
+                continue;
+            PyObject *section = sections ? PySequence_Fast_GET_ITEM(sections, b) : Py_None;
+            Py_ssize_t span = h.length + 12 - 61;
+            if (section != Py_None) {
+                span = PyObject_Length(section);
+                if (span < 0)
+                    goto done;
+            } else if ((h.attributes & 0x07) != 0) {
+                span = span < PY_SSIZE_T_MAX / 8 ? span * 4 : span;
+            }
+            Py_ssize_t bound = span / 7 + 1;
+            est_count += h.record_count < bound ? h.record_count : bound;
+            est_span += span;
+        }
+    }
+    {
+        Py_ssize_t caps[G_COUNT];
+        caps[G_OFFSETS] = caps[G_TIMESTAMPS] = est_count * 8;
+        caps[G_TSTYPES] = est_count;
+        if (payload) {
+            caps[G_KEY_VALID] = caps[G_VAL_VALID] = est_count / 8 + 1;
+            caps[G_KEY_OFFS] = caps[G_VAL_OFFS] = caps[G_LIST_OFFS] = (est_count + 1) * 8;
+            caps[G_KEY_DATA] = est_span / 8 + 64; /* keys are usually small: grown when not */
+            caps[G_VAL_DATA] = est_span;
+        } else {
+            caps[G_KEY_VALID] = caps[G_VAL_VALID] = caps[G_KEY_DATA] = caps[G_VAL_DATA] = 0;
+            caps[G_KEY_OFFS] = caps[G_VAL_OFFS] = caps[G_LIST_OFFS] = 8;
+        }
+        caps[G_HK_OFFS] = caps[G_HV_OFFS] = 64;
+        caps[G_HK_DATA] = caps[G_HV_DATA] = caps[G_HV_VALID] = 64;
+        for (int k = 0; k < G_COUNT; k++)
+            if (gb_init(&g[k], caps[k] > 8 ? caps[k] : 8) < 0)
+                goto done;
+    }
+    gb_put_i64(&g[G_KEY_OFFS], 0);
+    gb_put_i64(&g[G_VAL_OFFS], 0);
+    gb_put_i64(&g[G_LIST_OFFS], 0);
+    gb_put_i64(&g[G_HK_OFFS], 0);
+    gb_put_i64(&g[G_HV_OFFS], 0);
+
+    const uint8_t *buf = (const uint8_t *)view.buf;
+    Py_ssize_t n = 0, nh = 0, key_nulls = 0, val_nulls = 0, hv_nulls = 0;
+    int64_t kd = 0, vd = 0, hkd = 0, hvd = 0;
+    for (Py_ssize_t b = 0; b < nb; b++) {
+        Py_ssize_t start = PyLong_AsSsize_t(PySequence_Fast_GET_ITEM(starts, b));
+        if (start == -1 && PyErr_Occurred())
+            goto done;
+        batch_hdr_t h;
+        if (read_batch_header(buf, view.len, start, &h) < 0)
+            goto done;
+        if (h.record_count == 0)
+            continue; /* DefaultRecordBatch.iterator: no records, the bytes are not looked at */
+        int codec = h.attributes & 0x07;
+        PyObject *section = sections ? PySequence_Fast_GET_ITEM(sections, b) : Py_None;
+        const uint8_t *p;
+        Py_ssize_t pos, end;
+        if (section != Py_None) {
+            if (PyObject_GetBuffer(section, &sec, PyBUF_SIMPLE) < 0)
+                goto done;
+            have_sec = 1;
+            p = (const uint8_t *)sec.buf;
+            pos = 0;
+            end = sec.len;
+        } else if (codec == 0) {
+            p = buf;
+            pos = start + 61;
+            end = start + 12 + h.length;
+        } else if (codec == 3) {
+            Py_ssize_t out_len = 0;
+            int rc = lz4_frame_decode(buf + start + 61, h.length + 12 - 61, &s, &out_len);
+            if (rc < 0)
+                goto done;
+            if (rc > 0) {
+                raise_batch_error(E_CODEC, 0, 0, b);
+                goto done;
+            }
+            p = (const uint8_t *)s.p;
+            pos = 0;
+            end = out_len;
+        } else {
+            PyErr_Format(PyExc_ValueError, "batch %zd: codec %d needs a decompressed section", b, codec);
+            goto done;
+        }
+        Py_ssize_t count = h.record_count;
+        if (count < 0) {
+            raise_batch_error(E_BAD_COUNT, pos, 0, b);
+            goto done;
+        }
+        Py_ssize_t span = end - pos;
+        if (count > span / 7 + 1) { /* more records than bytes for them: find the exact error */
+            for (Py_ssize_t r = 0;; r++) {
+                rec_t rec;
+                Py_ssize_t errpos;
+                int rc = parse_record(p, &pos, end, &rec, &errpos);
+                if (rc) {
+                    raise_batch_error(rc, errpos, r, b);
+                    goto done;
+                }
+            }
+        }
+        if (gb_reserve(&g[G_OFFSETS], count * 8) < 0 || gb_reserve(&g[G_TIMESTAMPS], count * 8) < 0 ||
+            gb_reserve(&g[G_TSTYPES], count) < 0)
+            goto done;
+        if (payload &&
+            (gb_reserve(&g[G_KEY_VALID], count / 8 + 2) < 0 || gb_reserve(&g[G_KEY_OFFS], count * 8) < 0 ||
+             gb_reserve(&g[G_VAL_VALID], count / 8 + 2) < 0 ||
+             gb_reserve(&g[G_VAL_OFFS], count * 8) < 0 || gb_reserve(&g[G_VAL_DATA], span) < 0 ||
+             gb_reserve(&g[G_LIST_OFFS], count * 8) < 0))
+            goto done;
+        int use_lat = (h.attributes & 0x08) != 0;
+        Py_ssize_t prefetched = pos;
+        memset(g[G_TSTYPES].p + g[G_TSTYPES].len, use_lat, (size_t)count);
+        g[G_TSTYPES].len += count;
+        for (Py_ssize_t r = 0; r < count; r++) {
+            rec_t rec;
+            Py_ssize_t errpos;
+            int rc = parse_record(p, &pos, end, &rec, &errpos);
+            if (rc) {
+                raise_batch_error(rc, errpos, r, b);
+                goto done;
+            }
+            prefetch_ahead(p, pos, end, &prefetched);
+            gb_put_i64(&g[G_OFFSETS], (int64_t)((uint64_t)h.base_offset + (uint64_t)(int64_t)rec.offset_delta));
+            gb_put_i64(&g[G_TIMESTAMPS],
+                       use_lat ? h.max_timestamp : (int64_t)((uint64_t)h.base_timestamp + (uint64_t)rec.ts_delta));
+            if (!payload) {
+                n++;
+                continue;
+            }
+            gb_put_bit(&g[G_KEY_VALID], n, rec.key_len >= 0);
+            if (rec.key_len > 0) {
+                if (gb_reserve(&g[G_KEY_DATA], rec.key_len) < 0)
+                    goto done;
+                memcpy(g[G_KEY_DATA].p + g[G_KEY_DATA].len, p + rec.key_pos, (size_t)rec.key_len);
+                g[G_KEY_DATA].len += rec.key_len;
+                kd += rec.key_len;
+            } else if (rec.key_len < 0) {
+                key_nulls++;
+            }
+            gb_put_i64(&g[G_KEY_OFFS], kd);
+            gb_put_bit(&g[G_VAL_VALID], n, rec.value_len >= 0);
+            if (rec.value_len > 0) {
+                memcpy(g[G_VAL_DATA].p + g[G_VAL_DATA].len, p + rec.value_pos, (size_t)rec.value_len);
+                g[G_VAL_DATA].len += rec.value_len;
+                vd += rec.value_len;
+            } else if (rec.value_len < 0) {
+                val_nulls++;
+            }
+            gb_put_i64(&g[G_VAL_OFFS], vd);
+            if (rec.header_count > 0) {
+                Py_ssize_t hc = rec.header_count;
+                if (gb_reserve(&g[G_HK_OFFS], hc * 8) < 0 || gb_reserve(&g[G_HV_OFFS], hc * 8) < 0 ||
+                    gb_reserve(&g[G_HV_VALID], hc / 8 + 2) < 0 || gb_reserve(&g[G_HK_DATA], span) < 0 ||
+                    gb_reserve(&g[G_HV_DATA], span) < 0)
+                    goto done;
+                Py_ssize_t i = rec.headers_pos;
+                for (Py_ssize_t k = 0; k < hc; k++) {
+                    int32_t kl, vl;
+                    /* validated by parse_record */
+                    read_varint32(p, &i, end, &kl);
+                    memcpy(g[G_HK_DATA].p + g[G_HK_DATA].len, p + i, (size_t)kl);
+                    g[G_HK_DATA].len += kl;
+                    hkd += kl;
+                    i += kl;
+                    gb_put_i64(&g[G_HK_OFFS], hkd);
+                    read_varint32(p, &i, end, &vl);
+                    gb_put_bit(&g[G_HV_VALID], nh, vl >= 0);
+                    if (vl > 0) {
+                        memcpy(g[G_HV_DATA].p + g[G_HV_DATA].len, p + i, (size_t)vl);
+                        g[G_HV_DATA].len += vl;
+                        hvd += vl;
+                        i += vl;
+                    } else if (vl < 0) {
+                        hv_nulls++;
+                    }
+                    gb_put_i64(&g[G_HV_OFFS], hvd);
+                    nh++;
+                }
+            }
+            gb_put_i64(&g[G_LIST_OFFS], (int64_t)nh);
+            n++;
+        }
+        if (pos != end) {
+            raise_batch_error(E_TRAILING, pos, count, b);
+            goto done;
+        }
+        if (have_sec) {
+            PyBuffer_Release(&sec);
+            have_sec = 0;
+        }
+    }
+    for (int k = 0; k < G_COUNT; k++)
+        if (PyByteArray_Resize(g[k].obj, g[k].len) < 0)
+            goto done;
+    result = Py_BuildValue("(nOOOnOOOnOOOOnOOnOOO)", n, g[G_OFFSETS].obj, g[G_TIMESTAMPS].obj,
+                           g[G_TSTYPES].obj, key_nulls, g[G_KEY_VALID].obj, g[G_KEY_OFFS].obj,
+                           g[G_KEY_DATA].obj, val_nulls, g[G_VAL_VALID].obj, g[G_VAL_OFFS].obj,
+                           g[G_VAL_DATA].obj, g[G_LIST_OFFS].obj, nh, g[G_HK_OFFS].obj, g[G_HK_DATA].obj,
+                           hv_nulls, g[G_HV_VALID].obj, g[G_HV_OFFS].obj, g[G_HV_DATA].obj);
+done:
+    if (have_sec)
+        PyBuffer_Release(&sec);
+    for (int k = 0; k < G_COUNT; k++)
+        Py_XDECREF(g[k].obj);
+    PyMem_RawFree(s.p);
+    Py_XDECREF(starts);
+    Py_XDECREF(sections);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+
+/* ------------------------------------------------------------------------------------------
+ * walk_v2(buf, pos, limit, source, base_position, max_batches) -> (list[RecordBatchV2], pos)
+ *
+ * The walker's fast lane (records.iter_batches): from pos, as long as the entry there is a whole
+ * v2 batch whose size field holds the 61-byte header (exactly the entries iter_batches accepts as
+ * v2 without an error), make its RecordBatchV2 (slots set from the header bytes, as
+ * RecordBatchV2.__init__ sets them from HEADER.unpack_from) and go on. Stops at the first other
+ * entry (legacy, bad, partial, end of data) and returns its position: iter_batches deals with it.
+ */
+static PyTypeObject *batch_v2_type = NULL;
+enum {
+    B_BUF, B_START, B_ATTRIBUTES, B_BASE_OFFSET, B_BASE_SEQUENCE, B_BASE_TIMESTAMP, B_LAST_OFFSET_DELTA,
+    B_LENGTH, B_MAGIC, B_MAX_TIMESTAMP, B_PLE, B_POSITION, B_PRODUCER_EPOCH, B_PRODUCER_ID,
+    B_RECORD_COUNT, B_SIZE, B_SOURCE, B_STORED_CRC, B_COUNT
+};
+static Py_ssize_t batch_off[B_COUNT];
+
+static PyObject *
+configure_batch(PyObject *self, PyObject *arg)
+{
+    static const char *names[B_COUNT] = {
+        "_buf", "_start", "attributes", "base_offset", "base_sequence", "base_timestamp", "last_offset_delta",
+        "length", "magic", "max_timestamp", "partition_leader_epoch", "position", "producer_epoch",
+        "producer_id", "record_count", "size", "source", "stored_crc"};
+    if (!PyType_Check(arg)) {
+        PyErr_SetString(PyExc_TypeError, "configure_batch(RecordBatchV2)");
+        return NULL;
+    }
+    for (int k = 0; k < B_COUNT; k++)
+        if (lookup_slot((PyTypeObject *)arg, names[k], &batch_off[k]) < 0)
+            return NULL;
+    Py_INCREF(arg);
+    Py_XSETREF(batch_v2_type, (PyTypeObject *)arg);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+walk_v2(PyObject *self, PyObject *args)
+{
+    PyObject *bufobj, *source;
+    Py_ssize_t pos, limit, max_batches;
+    long long base_position;
+    Py_buffer view;
+
+    if (batch_v2_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_batch() was not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OnnOLn", &bufobj, &pos, &limit, &source, &base_position, &max_batches))
+        return NULL;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        goto fail;
+    if (limit > view.len)
+        limit = view.len;
+    const uint8_t *p = (const uint8_t *)view.buf;
+    while (PyList_GET_SIZE(list) < max_batches && pos >= 0 && limit - pos >= 61) {
+        const uint8_t *b = p + pos;
+        int32_t length = (int32_t)be32(b + 8);
+        if (b[16] != 2 || length < 61 - 12 || (Py_ssize_t)length > limit - pos - 12)
+            break;
+        PyObject *o = batch_v2_type->tp_alloc(batch_v2_type, 0);
+        if (o == NULL)
+            goto fail;
+        PyObject *v[B_COUNT];
+        v[B_BUF] = Py_NewRef(bufobj);
+        v[B_START] = PyLong_FromSsize_t(pos);
+        v[B_ATTRIBUTES] = PyLong_FromLong((int16_t)(((uint16_t)b[21] << 8) | b[22]));
+        v[B_BASE_OFFSET] = PyLong_FromLongLong((int64_t)be64(b));
+        v[B_BASE_SEQUENCE] = PyLong_FromLong((int32_t)be32(b + 53));
+        v[B_BASE_TIMESTAMP] = PyLong_FromLongLong((int64_t)be64(b + 27));
+        v[B_LAST_OFFSET_DELTA] = PyLong_FromLong((int32_t)be32(b + 23));
+        v[B_LENGTH] = PyLong_FromLong(length);
+        v[B_MAGIC] = PyLong_FromLong(2);
+        v[B_MAX_TIMESTAMP] = PyLong_FromLongLong((int64_t)be64(b + 35));
+        v[B_PLE] = PyLong_FromLong((int32_t)be32(b + 12));
+        v[B_POSITION] = PyLong_FromLongLong(base_position + (long long)pos);
+        v[B_PRODUCER_EPOCH] = PyLong_FromLong((int16_t)(((uint16_t)b[51] << 8) | b[52]));
+        v[B_PRODUCER_ID] = PyLong_FromLongLong((int64_t)be64(b + 43));
+        v[B_RECORD_COUNT] = PyLong_FromLong((int32_t)be32(b + 57));
+        v[B_SIZE] = PyLong_FromLong((long)length + 12);
+        v[B_SOURCE] = Py_NewRef(source);
+        v[B_STORED_CRC] = PyLong_FromUnsignedLong(be32(b + 17));
+        int ok = 1;
+        for (int k = 0; k < B_COUNT; k++) {
+            if (v[k] == NULL)
+                ok = 0;
+            SET_SLOT(o, batch_off[k], v[k]); /* NULL slots are fine for the dealloc */
+        }
+        if (!ok || PyList_Append(list, o) < 0) {
+            Py_DECREF(o);
+            goto fail;
+        }
+        Py_DECREF(o);
+        pos += (Py_ssize_t)length + 12;
+    }
+    PyBuffer_Release(&view);
+    PyObject *result = Py_BuildValue("(Nn)", list, pos);
+    return result;
+fail:
+    Py_XDECREF(list);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
-    {"configure", configure, METH_VARARGS, "configure(Record, Header): learn the slot layout."},
+    {"configure", configure, METH_VARARGS, "configure(Record, Header[, CREATE_TIME, LOG_APPEND_TIME]): learn the slot layout."},
     {"decode_records", decode_records, METH_VARARGS, "Decode the records of a v2 batch into Record objects."},
-    {"decode_columns", decode_columns, METH_VARARGS, "Decode the records of a v2 batch into columns."},
+    {"configure_batch", configure_batch, METH_O, "configure_batch(RecordBatchV2): learn its slot layout."},
+    {"walk_v2", walk_v2, METH_VARARGS, "walk_v2(buf, pos, limit, source, base_position, max) -> (batches, pos)."},
+    {"configure_lz4", configure_lz4, METH_O, "configure_lz4(address of LZ4_decompress_safe | None)."},
+    {"batch_records", batch_records, METH_VARARGS, "The records of the batch at buf[start:] (none/lz4)."},
+    {"decode_batch_columns", decode_batch_columns, METH_VARARGS,
+     "decode_batch_columns(buf, starts, sections, payload): many batches as Arrow-ready columns."},
     {NULL, NULL, 0, NULL},
 };
 

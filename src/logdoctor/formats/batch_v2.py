@@ -15,6 +15,24 @@ Rules kept from Kafka:
   records keep their deltas against it);
 - a record's sequence is baseSequence + offsetDelta with Java's int32 wrap-around
   (DefaultRecordBatch.incrementSequence), -1 when the batch has no sequence.
+
+Decoding paths (the C one when ``_speedups`` is built, else the pure-Python twin; same results):
+
+- ``RecordBatchV2.record_list()`` / ``records()``: Record objects. Uncompressed and lz4 batches are
+  one C call (``_speedups.batch_records``: header, lz4 frame, records, Record objects made with the
+  type's tp_alloc and their slots set); gzip/snappy/zstd are decompressed by ``codecs`` first.
+- ``decode_columns(batches) -> RecordColumns``: the columnar path for Spark and bulk readers.
+  Consecutive v2 batches of one buffer (as ``records.iter_batches`` yields them) are decoded by one
+  C call (``_speedups.decode_batch_columns``) that writes, in one pass, int64 offsets and timestamps
+  (numpy), and keys, values and headers as Arrow buffers (validity bitmap + offsets + one data
+  buffer each): every key and value is copied exactly once, from the segment itself (uncompressed)
+  or from the decompressed records (lz4 is decompressed inside that call, other codecs by
+  ``codecs`` just before). ``RecordColumns.to_arrow()`` gives a ``pyarrow.RecordBatch`` (key, value,
+  offset, timestamp, timestampType, headers) without copying the payload again. Call it on chunks
+  of a few hundred batches (a few MB to a few tens of MB of records) to bound memory.
+- lz4 blocks are decoded in C by LZ4_decompress_safe of the lz4 package's own extension (found with
+  ctypes), i.e. by the same code codecs.py calls; frames the C walk does not take (block checksums,
+  or damage) go through codecs.py, so errors are the same typed errors either way.
 """
 
 from __future__ import annotations
@@ -71,7 +89,7 @@ try:  # the C decoder; LOGDOCTOR_PURE_PYTHON=1 turns it off (tests compare both)
         raise ImportError("disabled by LOGDOCTOR_PURE_PYTHON")
     from logdoctor.formats import _speedups
 
-    _speedups.configure(Record, Header)
+    _speedups.configure(Record, Header, TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME)
     _RecordError: type[Exception] = _speedups.RecordError
 except (ImportError, TypeError):  # pragma: no cover - not built, or Record/Header changed their slots
     _speedups = None  # type: ignore[assignment]
@@ -81,6 +99,27 @@ except (ImportError, TypeError):  # pragma: no cover - not built, or Record/Head
 
 
 HAVE_SPEEDUPS = _speedups is not None
+
+
+def _lz4_decompress_safe_address() -> int | None:
+    """The address of LZ4_decompress_safe in the lz4 package's own extension (the library codecs.py
+    uses), so that the C walker decodes lz4 blocks with exactly the same code; None if not found."""
+    try:
+        import ctypes
+
+        import lz4.block._block as lz4_block
+
+        return ctypes.cast(ctypes.CDLL(lz4_block.__file__).LZ4_decompress_safe, ctypes.c_void_p).value
+    except (ImportError, OSError, AttributeError):  # pragma: no cover - another lz4 build
+        return None
+
+
+# lz4 batches are decompressed inside the C walker when it has the lz4 library's decoder.
+HAVE_C_LZ4 = False
+if _speedups is not None:
+    _lz4_address = _lz4_decompress_safe_address()
+    _speedups.configure_lz4(_lz4_address)
+    HAVE_C_LZ4 = _lz4_address is not None
 
 
 class _RecordFault(Exception):
@@ -98,6 +137,7 @@ _E_LENGTH_MISMATCH = 7
 _E_TRAILING = 8
 _E_TRUNCATED_LENGTH = 9
 _E_BAD_COUNT = 10
+_E_CODEC = 100  # C walker: "decompress this batch with codecs.py" (never leaves this module)
 
 _RECORD_ERRORS: dict[int, tuple[str, str]] = {
     _E_FEWER_RECORDS: ("as many records as the batch's record count", "the records end at record {index}"),
@@ -295,60 +335,111 @@ def decode_records_py(
     return records
 
 
-def decode_columns_py(
-    data, pos: int, end: int, count: int, base_offset: int, base_timestamp: int, log_append_time: int | None
-) -> tuple[bytes, ...]:
-    """Pure-Python twin of ``_speedups.decode_columns``."""
+def decode_batch_columns_py(buf, starts, sections, payload: bool = True) -> tuple:
+    """Pure-Python twin of ``_speedups.decode_batch_columns`` (same arguments, results and errors;
+    every compressed batch needs its decompressed section here). See that function in _speedups.c
+    for the layout of the returned tuple."""
     import numpy as np
 
-    raws = _raw_records_py(data, pos, end, count)
-    n = len(raws)
-    offsets = np.empty(n, dtype=np.int64)
-    timestamps = np.empty(n, dtype=np.int64)
-    key_lens = np.empty(n, dtype=np.int32)
-    value_lens = np.empty(n, dtype=np.int32)
-    header_counts = np.empty(n, dtype=np.int32)
-    hkey_lens: list[int] = []
-    hvalue_lens: list[int] = []
-    keys, values, hkeys, hvalues = [], [], [], []
-    for j, raw in enumerate(raws):
-        offsets[j] = wrap_int64(base_offset + raw.offset_delta)
-        timestamps[j] = (
-            log_append_time
-            if log_append_time is not None
-            else wrap_int64(base_timestamp + raw.timestamp_delta)
+    mv = _byte_view(buf)
+    offsets: list[int] = []
+    timestamps: list[int] = []
+    ts_types: list[int] = []
+    key_valid: list[bool] = []
+    key_ends: list[int] = [0]
+    keys: list[bytes] = []
+    value_valid: list[bool] = []
+    value_ends: list[int] = [0]
+    values: list[bytes] = []
+    list_ends: list[int] = [0]
+    hkey_ends: list[int] = [0]
+    hkeys: list[bytes] = []
+    hvalue_valid: list[bool] = []
+    hvalue_ends: list[int] = [0]
+    hvalues: list[bytes] = []
+    for b, start in enumerate(starts):
+        (base_offset, length, _, _, _, attributes, _, base_ts, max_ts, _, _, _, count) = HEADER.unpack_from(
+            mv, start
         )
-        key_lens[j] = -1 if raw.key is None else len(raw.key)
-        value_lens[j] = -1 if raw.value is None else len(raw.value)
-        keys.append(raw.key or b"")
-        values.append(raw.value or b"")
-        header_counts[j] = len(raw.headers)
-        for hk, hv in raw.headers:
-            hkey_lens.append(len(hk))
-            hkeys.append(hk)
-            hvalue_lens.append(-1 if hv is None else len(hv))
-            hvalues.append(hv or b"")
+        if count == 0:
+            continue
+        section = sections[b] if sections is not None else None
+        if section is not None:
+            data, pos, end = section, 0, len(section)
+        elif attributes & COMPRESSION_CODEC_MASK == 0:
+            data, pos, end = mv, start + RECORDS_OFFSET, start + LOG_OVERHEAD + length
+        else:
+            raise ValueError(f"batch {b}: a compressed batch needs its decompressed section")
+        try:
+            raws = _raw_records_py(data, pos, end, count)
+        except _RecordError as exc:
+            raise _RecordError(*exc.args, b) from None
+        lat = attributes & TIMESTAMP_TYPE_MASK
+        for raw in raws:
+            offsets.append(wrap_int64(base_offset + raw.offset_delta))
+            timestamps.append(max_ts if lat else wrap_int64(base_ts + raw.timestamp_delta))
+            ts_types.append(1 if lat else 0)
+            if not payload:
+                continue
+            key_valid.append(raw.key is not None)
+            keys.append(raw.key or b"")
+            key_ends.append(key_ends[-1] + len(keys[-1]))
+            value_valid.append(raw.value is not None)
+            values.append(raw.value or b"")
+            value_ends.append(value_ends[-1] + len(values[-1]))
+            for hk, hv in raw.headers:
+                hkeys.append(hk)
+                hkey_ends.append(hkey_ends[-1] + len(hk))
+                hvalue_valid.append(hv is not None)
+                hvalues.append(hv or b"")
+                hvalue_ends.append(hvalue_ends[-1] + len(hvalues[-1]))
+            list_ends.append(len(hkeys))
+
+    def i64(values: list[int]) -> bytearray:
+        return bytearray(np.array(values, dtype=np.int64).tobytes())
+
+    def bitmap(valid: list[bool]) -> bytearray:
+        return bytearray(np.packbits(np.array(valid, dtype=bool), bitorder="little").tobytes())
+
     return (
-        offsets.tobytes(),
-        timestamps.tobytes(),
-        key_lens.tobytes(),
-        b"".join(keys),
-        value_lens.tobytes(),
-        b"".join(values),
-        header_counts.tobytes(),
-        np.array(hkey_lens, dtype=np.int32).tobytes(),
-        b"".join(hkeys),
-        np.array(hvalue_lens, dtype=np.int32).tobytes(),
-        b"".join(hvalues),
+        len(offsets),
+        i64(offsets),
+        i64(timestamps),
+        bytearray(np.array(ts_types, dtype=np.int8).tobytes()),
+        key_valid.count(False),
+        bitmap(key_valid),
+        i64(key_ends),
+        bytearray(b"".join(keys)),
+        value_valid.count(False),
+        bitmap(value_valid),
+        i64(value_ends),
+        bytearray(b"".join(values)),
+        i64(list_ends),
+        len(hkeys),
+        i64(hkey_ends),
+        bytearray(b"".join(hkeys)),
+        hvalue_valid.count(False),
+        bitmap(hvalue_valid),
+        i64(hvalue_ends),
+        bytearray(b"".join(hvalues)),
     )
+
+
+def _byte_view(buf) -> memoryview:
+    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
+    if mv.ndim != 1 or mv.itemsize != 1 or mv.format not in ("B", "b", "c"):
+        mv = mv.cast("B")
+    return mv
 
 
 if _speedups is not None:
     decode_records_fast = _speedups.decode_records
-    decode_columns_fast = _speedups.decode_columns
+    decode_batch_columns_fast = _speedups.decode_batch_columns
+    _batch_records = _speedups.batch_records
 else:  # pragma: no cover
     decode_records_fast = decode_records_py
-    decode_columns_fast = decode_columns_py
+    decode_batch_columns_fast = decode_batch_columns_py
+    _batch_records = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -540,8 +631,8 @@ class RecordBatchV2(Batch):
             raise CrcMismatchError(self.stored_crc, computed, source=self.source, position=self.position)
         if deep:
             self._check_header()
-            offset_deltas = self._decode_columns_raw()[0]
-            self._check_offset_deltas(offset_deltas)
+            offsets = _decode_v2_run([self], pure_python=False, payload=False)[1]
+            self._check_offset_deltas(offsets)
 
     def _check_header(self) -> None:
         if self.record_count < 0:
@@ -559,7 +650,7 @@ class RecordBatchV2(Batch):
                 found=f"last offset delta {self.last_offset_delta}, {self.record_count} records",
             )
 
-    def _check_offset_deltas(self, offsets_bytes: bytes) -> None:
+    def _check_offset_deltas(self, offsets_bytes: bytes | bytearray) -> None:
         import numpy as np
 
         deltas = np.frombuffer(offsets_bytes, dtype=np.int64) - np.int64(self.base_offset)
@@ -598,7 +689,7 @@ class RecordBatchV2(Batch):
         return data, 0, len(data), True
 
     def _record_error(self, exc: Exception, decompressed: bool) -> CorruptRecordError:
-        code, pos, index = exc.args
+        code, pos, index = exc.args[:3]
         expected, found = _RECORD_ERRORS.get(code, ("a valid record", "record {index}"))
         found = found.format(index=index)
         if decompressed:
@@ -612,6 +703,14 @@ class RecordBatchV2(Batch):
         """Decode every record (absolute offsets and timestamps) into a list."""
         if self.record_count == 0:
             return []
+        if not pure_python and _batch_records is not None:
+            # uncompressed and lz4 batches: one C call reads the header, decompresses, builds the list
+            try:
+                records = _batch_records(self._buf, self._start)
+            except _RecordError as exc:
+                raise self._record_error(exc, bool(self.attributes & COMPRESSION_CODEC_MASK)) from None
+            if records is not None:
+                return records
         data, pos, end, decompressed = self._records_data()
         lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         decode = decode_records_py if pure_python else decode_records_fast
@@ -632,19 +731,9 @@ class RecordBatchV2(Batch):
 
     def records(self) -> Iterator[Record]:
         # Kafka returns an empty iterator for a count of 0 without looking at the bytes
-        # (DefaultRecordBatch.iterator); the whole batch is decoded when iteration starts.
-        yield from self.record_list()
-
-    def _decode_columns_raw(self, *, pure_python: bool = False) -> tuple[bytes, ...]:
-        if self.record_count == 0:
-            return _EMPTY_COLUMNS
-        data, pos, end, decompressed = self._records_data()
-        lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
-        decode = decode_columns_py if pure_python else decode_columns_fast
-        try:
-            return decode(data, pos, end, self.record_count, self.base_offset, self.base_timestamp, lat)
-        except _RecordError as exc:
-            raise self._record_error(exc, decompressed) from None
+        # (DefaultRecordBatch.iterator). The whole batch is decoded by this call (a list iterator
+        # costs less per record than a generator), so bad records raise here.
+        return iter(self.record_list())
 
     def decode_columns(self, *, pure_python: bool = False) -> RecordColumns:
         """The records as columns (numpy offsets/timestamps, Arrow keys/values/headers)."""
@@ -657,7 +746,13 @@ class RecordBatchV2(Batch):
         )
 
 
-_EMPTY_COLUMNS: tuple[bytes, ...] = (b"",) * 11
+if _speedups is not None:
+    _speedups.configure_batch(RecordBatchV2)
+    walk_v2 = _speedups.walk_v2
+else:  # pragma: no cover
+    walk_v2 = None
+"""walk_v2(buf, pos, limit, source, base_position, max_batches) -> (batches, next_pos): the C fast
+lane of records.iter_batches (whole v2 batches only; None without the C extension)."""
 
 
 def check_v2_size(length: int, *, source: str | None, position: int) -> None:
@@ -679,8 +774,10 @@ def check_v2_size(length: int, *, source: str | None, position: int) -> None:
 class RecordColumns:
     """Records of one or more batches as columns, for the Spark pipeline and benchmarks.
 
-    ``keys``/``values`` are Arrow binary arrays (null = null key/value), ``headers`` an Arrow
-    list<struct<key: string, value: binary>> array, ``timestamp_types`` 0/1 per record.
+    ``offsets``/``timestamps`` are int64 numpy arrays, ``timestamp_types`` int8 (0 CreateTime,
+    1 LogAppendTime, -1 none for magic 0). ``keys``/``values`` are Arrow binary arrays (null = null
+    key/value; large_binary past 2 GiB), ``headers`` an Arrow list<struct<key: string, value: binary>>
+    array. The numpy arrays and Arrow buffers share the memory the decoder wrote (no copy).
     """
 
     offsets: np.ndarray
@@ -694,6 +791,7 @@ class RecordColumns:
         return len(self.offsets)
 
     def to_arrow(self) -> pa.RecordBatch:
+        """One Arrow record batch: key, value, offset, timestamp, timestampType, headers."""
         import pyarrow as pa
 
         return pa.RecordBatch.from_arrays(
@@ -709,26 +807,96 @@ class RecordColumns:
         )
 
 
-def _binary_array(lens: np.ndarray, data: bytes, *, string: bool = False) -> pa.Array:
+def decode_columns(batches: Iterable[Batch], *, pure_python: bool = False) -> RecordColumns:
+    """Decode the records of many batches into one RecordColumns.
+
+    Consecutive v2 batches of one buffer (as ``iter_batches`` yields them) are decoded by one C
+    call that writes every column in a single pass: each key and value is copied once, from the
+    segment (uncompressed) or from the decompressed records (lz4 is decompressed in that call;
+    gzip, snappy and zstd by ``codecs`` first). v0/v1 entries go through ``records()``. Raises the
+    typed error of the first bad batch (CorruptRecordError, UnsupportedError, ...).
+    """
+    parts: list[RecordColumns] = []
+    run: list[RecordBatchV2] = []
+    for batch in batches:
+        if isinstance(batch, RecordBatchV2):
+            if run and batch._buf is not run[0]._buf:
+                parts.append(_columns_from_buffers(_decode_v2_run(run, pure_python=pure_python)))
+                run = []
+            run.append(batch)
+            continue
+        if run:
+            parts.append(_columns_from_buffers(_decode_v2_run(run, pure_python=pure_python)))
+            run = []
+        records = list(batch.records())
+        parts.append(_columns_from_buffers(_buffers_from_records(records, batch.timestamp_type)))
+    if run or not parts:
+        parts.append(_columns_from_buffers(_decode_v2_run(run, pure_python=pure_python)))
+    return parts[0] if len(parts) == 1 else _concat_columns(parts)
+
+
+def _decode_v2_run(run: list[RecordBatchV2], *, pure_python: bool, payload: bool = True) -> tuple:
+    """decode_batch_columns over v2 batches sharing one buffer, with typed errors."""
+    if not run:
+        return decode_batch_columns_py(b"", [], None, payload)
+    buf = run[0]._buf
+    starts = [b._start for b in run]
+    decode = decode_batch_columns_py if pure_python else decode_batch_columns_fast
+    c_lz4 = HAVE_C_LZ4 and not pure_python
+    sections: list | None = None
+    for k, b in enumerate(run):  # batches the C walker does not decompress itself
+        codec = b.attributes & COMPRESSION_CODEC_MASK
+        if codec == 0 or (codec == Compression.LZ4 and c_lz4) or b.record_count == 0:
+            continue
+        try:
+            data = b._records_data()[0]
+        except FormatError:
+            if k:  # an earlier batch's bad records come first
+                _decode_v2_run(run[:k], pure_python=pure_python, payload=False)
+            raise
+        if sections is None:
+            sections = [None] * len(run)
+        sections[k] = data
+    while True:
+        try:
+            return decode(buf, starts, sections, payload)
+        except _RecordError as exc:
+            code, _, _, k = exc.args
+            batch = run[k]
+            if code != _E_CODEC:
+                raise batch._record_error(exc, bool(batch.attributes & COMPRESSION_CODEC_MASK)) from None
+        # an lz4 frame the C walker leaves to codecs.py (block checksums, or damage: then this raises)
+        if sections is None:
+            sections = [None] * len(run)
+        sections[k] = batch._records_data()[0]
+        for j in range(k + 1, len(run)):  # the same for later frames with block checksums
+            later = run[j]
+            if later.attributes & COMPRESSION_CODEC_MASK == Compression.LZ4 and later.record_count:
+                flg_at = later._start + RECORDS_OFFSET + 4
+                if flg_at < later._start + later.size and later._buf[flg_at] & 0x10:
+                    sections[j] = later._records_data()[0]
+
+
+def _arrow_binary(n: int, nulls: int, validity, ends, data, *, string: bool = False) -> pa.Array:
+    """An Arrow binary (or string) array over the decoder's buffers (int64 ends, n + 1 of them)."""
     import numpy as np
     import pyarrow as pa
 
-    n = len(lens)
-    valid = lens >= 0
-    sizes = np.where(valid, lens, 0).astype(np.int64)
-    offsets = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    large = offsets[-1] > _INT32_MAX
+    offsets = np.frombuffer(ends, dtype=np.int64)
+    large = bool(offsets[-1] > _INT32_MAX)
     if string:
         typ = pa.large_string() if large else pa.string()
     else:
         typ = pa.large_binary() if large else pa.binary()
-    if not large:
-        offsets = offsets.astype(np.int32)
-    null_count = int(n - valid.sum())
-    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little")) if null_count else None
     arr = pa.Array.from_buffers(
-        typ, n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(data)], null_count=null_count
+        typ,
+        n,
+        [
+            pa.py_buffer(validity) if nulls else None,
+            pa.py_buffer(offsets if large else offsets.astype(np.int32)),
+            pa.py_buffer(data),
+        ],
+        null_count=nulls,
     )
     if string:
         try:
@@ -739,72 +907,94 @@ def _binary_array(lens: np.ndarray, data: bytes, *, string: bool = False) -> pa.
     return arr
 
 
-def decode_columns(batches: Iterable[Batch], *, pure_python: bool = False) -> RecordColumns:
-    """Decode the records of many batches into one RecordColumns (v0/v1 entries via records())."""
+def _columns_from_buffers(t: tuple) -> RecordColumns:
     import numpy as np
     import pyarrow as pa
 
-    parts: list[tuple[bytes, ...]] = []
-    ts_types: list[np.ndarray] = []
-    for batch in batches:
-        if isinstance(batch, RecordBatchV2):
-            cols = batch._decode_columns_raw(pure_python=pure_python)
-            ts_type = 1 if batch.attributes & TIMESTAMP_TYPE_MASK else 0
-        else:
-            cols = _columns_from_records(list(batch.records()))
-            ts_type = int(batch.timestamp_type)
-        parts.append(cols)
-        ts_types.append(np.full(len(cols[0]) // 8, ts_type, dtype=np.int8))
-
-    def cat(k: int, dtype) -> np.ndarray:
-        arrays = [np.frombuffer(p[k], dtype=dtype) for p in parts]
-        return np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
-
-    def join(k: int) -> bytes:
-        return b"".join(p[k] for p in parts)
-
-    offsets = cat(0, np.int64)
-    header_counts = cat(6, np.int32)
-    hkeys = _binary_array(cat(7, np.int32), join(8), string=True)
-    hvalues = _binary_array(cat(9, np.int32), join(10))
-    list_offsets = np.zeros(len(offsets) + 1, dtype=np.int32)
-    np.cumsum(header_counts, out=list_offsets[1:])
+    (n, offsets, timestamps, ts_types, key_nulls, key_valid, key_ends, key_data, value_nulls, value_valid,
+     value_ends, value_data, list_ends, nh, hkey_ends, hkey_data, hvalue_nulls, hvalue_valid, hvalue_ends,
+     hvalue_data) = t  # fmt: skip
+    hkeys = _arrow_binary(nh, 0, None, hkey_ends, hkey_data, string=True)
+    hvalues = _arrow_binary(nh, hvalue_nulls, hvalue_valid, hvalue_ends, hvalue_data)
     struct_arr = pa.StructArray.from_arrays([hkeys, hvalues], names=["key", "value"])
-    headers = pa.ListArray.from_arrays(pa.array(list_offsets, type=pa.int32()), struct_arr)
+    list_offsets = np.frombuffer(list_ends, dtype=np.int64)
+    if nh > _INT32_MAX:  # pragma: no cover - 2**31 headers
+        headers = pa.LargeListArray.from_arrays(pa.array(list_offsets), struct_arr)
+    else:
+        headers = pa.ListArray.from_arrays(pa.array(list_offsets.astype(np.int32)), struct_arr)
     return RecordColumns(
-        offsets=offsets,
-        timestamps=cat(1, np.int64),
-        timestamp_types=np.concatenate(ts_types) if ts_types else np.empty(0, dtype=np.int8),
-        keys=_binary_array(cat(2, np.int32), join(3)),
-        values=_binary_array(cat(4, np.int32), join(5)),
+        offsets=np.frombuffer(offsets, dtype=np.int64),
+        timestamps=np.frombuffer(timestamps, dtype=np.int64),
+        timestamp_types=np.frombuffer(ts_types, dtype=np.int8),
+        keys=_arrow_binary(n, key_nulls, key_valid, key_ends, key_data),
+        values=_arrow_binary(n, value_nulls, value_valid, value_ends, value_data),
         headers=headers,
     )
 
 
-def _columns_from_records(records: list[Record]) -> tuple[bytes, ...]:
+def _buffers_from_records(records: list[Record], timestamp_type: TimestampType) -> tuple:
+    """The decode_batch_columns tuple for records decoded one by one (v0/v1 entries)."""
     import numpy as np
 
-    hk_lens: list[int] = []
-    hv_lens: list[int] = []
-    hks: list[bytes] = []
-    hvs: list[bytes] = []
-    for r in records:
-        for h in r.headers:
-            k = h.key.encode("utf-8", "surrogatepass")
-            hk_lens.append(len(k))
-            hks.append(k)
-            hv_lens.append(-1 if h.value is None else len(h.value))
-            hvs.append(h.value or b"")
+    def i64(values) -> bytearray:
+        return bytearray(np.array(list(values), dtype=np.int64).tobytes())
+
+    def ends(blobs: list[bytes | None]) -> bytearray:
+        out = np.zeros(len(blobs) + 1, dtype=np.int64)
+        np.cumsum([len(b or b"") for b in blobs], out=out[1:])
+        return bytearray(out.tobytes())
+
+    def bitmap(blobs: list[bytes | None]) -> bytearray:
+        return bytearray(np.packbits(np.array([b is not None for b in blobs], dtype=bool), bitorder="little"))
+
+    keys = [r.key for r in records]
+    values = [r.value for r in records]
+    headers = [h for r in records for h in r.headers]
+    hkeys: list[bytes | None] = [h.key.encode("utf-8", "surrogatepass") for h in headers]
+    hvalues = [h.value for h in headers]
+    list_ends = np.zeros(len(records) + 1, dtype=np.int64)
+    np.cumsum([len(r.headers) for r in records], out=list_ends[1:])
     return (
-        np.array([r.offset for r in records], dtype=np.int64).tobytes(),
-        np.array([r.timestamp for r in records], dtype=np.int64).tobytes(),
-        np.array([-1 if r.key is None else len(r.key) for r in records], dtype=np.int32).tobytes(),
-        b"".join(r.key or b"" for r in records),
-        np.array([-1 if r.value is None else len(r.value) for r in records], dtype=np.int32).tobytes(),
-        b"".join(r.value or b"" for r in records),
-        np.array([len(r.headers) for r in records], dtype=np.int32).tobytes(),
-        np.array(hk_lens, dtype=np.int32).tobytes(),
-        b"".join(hks),
-        np.array(hv_lens, dtype=np.int32).tobytes(),
-        b"".join(hvs),
+        len(records),
+        i64(r.offset for r in records),
+        i64(r.timestamp for r in records),
+        bytearray(np.full(len(records), int(timestamp_type), dtype=np.int8).tobytes()),
+        keys.count(None),
+        bitmap(keys),
+        ends(keys),
+        bytearray(b"".join(k or b"" for k in keys)),
+        values.count(None),
+        bitmap(values),
+        ends(values),
+        bytearray(b"".join(v or b"" for v in values)),
+        bytearray(list_ends.tobytes()),
+        len(headers),
+        ends(hkeys),
+        bytearray(b"".join(k or b"" for k in hkeys)),
+        hvalues.count(None),
+        bitmap(hvalues),
+        ends(hvalues),
+        bytearray(b"".join(v or b"" for v in hvalues)),
+    )
+
+
+def _concat_columns(parts: list[RecordColumns]) -> RecordColumns:
+    """Several RecordColumns as one (a copy: only for mixed v0/v1/v2 input or several buffers)."""
+    import numpy as np
+    import pyarrow as pa
+
+    def cat(arrays: list[pa.Array]) -> pa.Array:
+        types = {a.type for a in arrays}
+        if len(types) > 1:  # binary and large_binary: all large
+            large = next(t for t in types if t in (pa.large_binary(), pa.large_string()))
+            arrays = [a.cast(large) for a in arrays]
+        return pa.concat_arrays(arrays)
+
+    return RecordColumns(
+        offsets=np.concatenate([p.offsets for p in parts]),
+        timestamps=np.concatenate([p.timestamps for p in parts]),
+        timestamp_types=np.concatenate([p.timestamp_types for p in parts]),
+        keys=cat([p.keys for p in parts]),
+        values=cat([p.values for p in parts]),
+        headers=pa.concat_arrays([p.headers for p in parts]),
     )

@@ -23,6 +23,7 @@ from logdoctor.formats.batch_v2 import (
     RecordColumns,
     check_v2_size,
     decode_columns,
+    walk_v2,
 )
 from logdoctor.formats.record_types import (
     LOG_OVERHEAD,
@@ -72,6 +73,8 @@ MIN_ENTRY_SIZE = 14
 HEADER_SIZE_UP_TO_MAGIC = MAGIC_POSITION + 1
 
 _OFFSET_SIZE = struct.Struct(">qi")
+_V2_MIN_SIZE = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # the smallest v2 size field (check_v2_size)
+_WALK_CHUNK = 64  # batches made per call of the C walker (iter_batches stays lazy)
 
 
 def _as_view(buf) -> memoryview:
@@ -110,6 +113,15 @@ def iter_batches(
     unpack_head = _OFFSET_SIZE.unpack_from
     unpack_header = HEADER.unpack_from
     while pos < limit:
+        if walk_v2 is not None:  # whole v2 batches, a chunk at a time, made in C
+            chunk, next_pos = walk_v2(mv, pos, limit, source, base_position, _WALK_CHUNK)
+            if chunk:
+                for batch in chunk:
+                    if verify_crc:
+                        batch.ensure_valid()
+                    yield batch
+                pos = next_pos
+                continue
         remaining = limit - pos
         where = base_position + pos
         if remaining < LOG_OVERHEAD:
@@ -148,7 +160,8 @@ def iter_batches(
             )
         magic = mv[pos + MAGIC_POSITION]
         if magic == MAGIC_VALUE_V2:
-            check_v2_size(size, source=source, position=where)
+            if size < _V2_MIN_SIZE:
+                check_v2_size(size, source=source, position=where)
             batch: Batch = RecordBatchV2(
                 mv, pos, unpack_header(mv, pos), source=source, base_position=base_position
             )
