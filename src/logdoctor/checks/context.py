@@ -1,0 +1,105 @@
+"""What one partition check gets (a picklable task) and gives back (a report)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Any
+
+from logdoctor.checks.access import BrokerUser
+from logdoctor.checks.findings import Finding
+
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # log.retention.hours=168
+
+
+class Depth(enum.IntEnum):
+    QUICK = 0
+    DEFAULT = 1
+    DEEP = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ScanOptions:
+    depth: Depth = Depth.DEFAULT
+    now_ms: int = 0
+    broker_user: BrokerUser | None = None  # None: the owner of each log dir
+    retention_ms: int = DEFAULT_RETENTION_MS  # only to say when a RETENTION_RISK segment would go
+    true_timestamps: bool = False  # walk every inactive segment for its real largest timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionTask:
+    """Everything a worker needs for one partition folder (no shared state across processes)."""
+
+    log_dir: str
+    path: str
+    name: str
+    topic: str
+    partition: int
+    kind: str  # names.DirKind value
+    recovery_point: int | None
+    log_start_checkpoint: int | None
+    high_watermark: int | None
+    clean_shutdown: bool
+    broker_user: BrokerUser
+    options: ScanOptions
+
+
+@dataclass(slots=True)
+class SegmentInfo:
+    """Per-segment figures the retention simulation and the report use."""
+
+    base_offset: int
+    size: int
+    mtime_ms: int
+    broker_largest_ts: int | None = None  # what LogSegment.largestTimestamp would return
+    broker_ts_source: str = ""  # "timeindex", "mtime", "unreadable timeindex"
+    true_largest_ts: int | None = None  # max batch timestamp from the .log (None: not read)
+    last_offset: int | None = None  # from the .log when read
+    recovered: bool = False  # LogLoader.recoverLog rebuilds it at the next start (its indexes too)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base_offset": self.base_offset,
+            "size": self.size,
+            "mtime_ms": self.mtime_ms,
+            "broker_largest_timestamp": self.broker_largest_ts,
+            "broker_timestamp_source": self.broker_ts_source,
+            "true_largest_timestamp": self.true_largest_ts,
+            "last_offset": self.last_offset,
+            "recovered_at_startup": self.recovered,
+        }
+
+
+@dataclass(slots=True)
+class PartitionReport:
+    topic: str
+    partition: int
+    log_dir: str
+    path: str
+    kind: str
+    log_start_offset: int | None = None
+    log_end_offset: int | None = None
+    segments: int = 0
+    bytes: int = 0
+    recovery_point: int | None = None
+    high_watermark: int | None = None
+    topic_id: str | None = None
+    first_base_offset: int | None = None
+    untrimmed_inactive_indexes: int = 0
+    findings: list[Finding] = field(default_factory=list)
+    segment_infos: list[SegmentInfo] = field(default_factory=list)
+    bytes_read: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "log_dir": self.log_dir,
+            "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset,
+            "segments": self.segments,
+            "bytes": self.bytes,
+            "recovery_point": self.recovery_point,
+            "high_watermark": self.high_watermark,
+        }

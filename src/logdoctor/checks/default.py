@@ -1,0 +1,229 @@
+"""Default depth: every check Kafka's startup would run, on every segment.
+
+- every index file in full (all sanity checks of every era, plus what a lookup needs: entries in
+  order, inside the segment, pointing inside the .log), K: OffsetIndex/TimeIndex/TransactionIndex;
+- after an unclean shutdown, what LogLoader.recoverLog does: re-read (with CRCs) every segment from
+  the one holding the recovery point to the end;
+- the timestamp time retention would use for every inactive segment (RETENTION_RISK), reading a
+  .log only when its time index looks wrong.
+"""
+
+from __future__ import annotations
+
+from logdoctor.checks.context import SegmentInfo
+from logdoctor.checks.indexes import analyze_offset_index, analyze_time_index, analyze_txn_index
+from logdoctor.checks.layout import SegmentFiles
+from logdoctor.checks.logwalk import WalkResult, walk
+from logdoctor.checks.state import PartitionState
+from logdoctor.checks.timestamps import RISK_TOLERANCE_MS, broker_largest_timestamp, check_retention_risk
+from logdoctor.formats.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
+
+
+def next_base(st: PartitionState, i: int) -> int | None:
+    return st.segments[i + 1].base_offset if i + 1 < len(st.segments) else None
+
+
+def check_segment_indexes(st: PartitionState, i: int) -> None:
+    seg = st.segments[i]
+    info = st.infos[seg.base_offset]
+    nb = next_base(st, i)
+    what = "the broker cannot open this index (LogLoader: 'Could not read file')"
+    if seg.index_path is not None:
+        data = st.read_small(seg.index_path, what)
+        if data is not None:
+            analyze_offset_index(st, seg, seg.index_path, data, info.size, nb)
+            slots = len(data) // OFFSET_ENTRY_SIZE
+            if slots:
+                st.last_index_slot[seg.base_offset] = data[
+                    (slots - 1) * OFFSET_ENTRY_SIZE : slots * OFFSET_ENTRY_SIZE
+                ]
+    if seg.timeindex_path is not None:
+        data = st.read_small(seg.timeindex_path, what + "; time retention sees largestTime=0")
+        if data is not None:
+            analyze_time_index(st, seg, seg.timeindex_path, data, nb)
+            slots = len(data) // TIME_ENTRY_SIZE
+            if slots:  # what the retention check needs, without reading the file again
+                st.last_time_slot[seg.base_offset] = data[
+                    (slots - 1) * TIME_ENTRY_SIZE : slots * TIME_ENTRY_SIZE
+                ]
+    if seg.txnindex_path is not None:
+        data = st.read_small(seg.txnindex_path, what)
+        if data is not None:
+            analyze_txn_index(st, seg, seg.txnindex_path, data)
+
+
+def check_all_indexes(st: PartitionState) -> None:
+    for i in range(len(st.segments) - 1):  # the active segment is checked by quick.check_active
+        check_segment_indexes(st, i)
+
+
+def first_recovered(st: PartitionState) -> int:
+    """Index of the first segment LogLoader.recoverLog re-reads: the one holding the recovery point."""
+    rp = st.task.recovery_point if st.task.recovery_point is not None else 0
+    first = 0
+    for i, seg in enumerate(st.segments):
+        if seg.base_offset <= rp:
+            first = i
+    return first
+
+
+def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
+    """LOG_CORRUPT for the damage of one walked segment, with what the broker would do about it."""
+    seg = st.segments[i]
+    if seg.base_offset in st.damage_reported or walk.clean:
+        return
+    st.damage_reported.add(seg.base_offset)
+    recovered = not st.task.clean_shutdown and i >= first_recovered(st)
+    later = st.segments[i + 1 :]
+    for k, d in enumerate(walk.damage):
+        if k == 0 and recovered:
+            lost_off = (walk.valid_last_offset + 1) if walk.valid_last_offset is not None else seg.base_offset
+            consequence = (
+                f". At the next start (no clean shutdown) the broker's recovery truncates {seg.log_name} to "
+                f"{walk.valid_bytes} bytes, losing the data from offset {lost_off} on"
+            )
+            if later:
+                consequence += (
+                    f", and deletes the {len(later)} later segment(s) "
+                    f"({sum(st.infos[s.base_offset].size for s in later)}"
+                    " bytes) (LogLoader.recoverLog)"
+                )
+        elif k == 0:
+            consequence = (
+                ". The broker does not re-validate this segment at startup (clean shutdown or below the "
+                "recovery "
+                f"point): consumers and followers reading from position {d.position} get "
+                "CorruptRecordException"
+            )
+        else:
+            consequence = ""
+        if d.kind == "crc" and walk.crc_errors > 1:
+            consequence += f" ({walk.crc_errors} batches of this segment fail their CRC)"
+        st.make(
+            "LOG_CORRUPT",
+            seg.log_path,
+            position=d.position,
+            offset=None,
+            problem=d.message[0].upper() + d.message[1:],
+            consequence=consequence,
+            valid_bytes=walk.valid_bytes,
+            details={"kind": d.kind, "valid_bytes": walk.valid_bytes, "crc_errors": walk.crc_errors},
+        )
+
+
+INT32_MAX = 2**31 - 1
+
+
+def check_offsets(st: PartitionState, seg: SegmentFiles, w: WalkResult) -> None:
+    """SEGMENT_BASE_OFFSET_MISMATCH: records below the base offset, or too far above it (once per segment)."""
+    if seg.base_offset in st.offsets_checked:
+        return
+    st.offsets_checked.add(seg.base_offset)
+    base = seg.base_offset
+    if w.first_offset is not None and w.first_offset < base:
+        st.make(
+            "SEGMENT_BASE_OFFSET_MISMATCH",
+            seg.log_path,
+            position=0,
+            offset=w.first_offset,
+            problem=(
+                f"the first batch of {seg.log_path} starts at offset {w.first_offset}, below the segment's "
+                "base "
+                f"offset {base} (from its file name)"
+            ),
+            broker_action=(
+                "LogSegment.recover fails ensureOffsetInRange with InvalidOffsetException; LogLoader deletes "
+                "the "
+                "segment's data ('Found invalid offset during recovery. Deleting the corrupt segment')"
+            ),
+        )
+    if w.last_offset is not None and w.last_offset - base > INT32_MAX:
+        st.make(
+            "SEGMENT_BASE_OFFSET_MISMATCH",
+            seg.log_path,
+            position=None,
+            offset=w.last_offset,
+            problem=(
+                f"{seg.log_path} holds offset {w.last_offset}, more than 2^31-1 above its base offset "
+                f"{base}: "
+                "index entries cannot represent it (offset overflow)"
+            ),
+            broker_action="recovery throws LogSegmentOffsetOverflowException and splits the segment "
+            "(LocalLog.splitOverflowedSegment, KAFKA-7045)",
+        )
+
+
+def check_recovery(st: PartitionState) -> None:
+    """Without a clean-shutdown marker, walk what LogLoader.recoverLog would walk."""
+    if st.task.clean_shutdown or not st.segments:
+        return
+    for i in range(first_recovered(st), len(st.segments)):
+        w = st.walk(st.segments[i], verify_crc=True)
+        if w is not None:
+            check_offsets(st, st.segments[i], w)
+        if w is not None and not w.clean:
+            report_damage(st, i, w)
+            break  # recovery stops here: it deletes every later segment
+
+
+def mark_recovered(st: PartitionState) -> None:
+    """Segments LogLoader.recoverLog re-reads at the next start (no clean shutdown): their indexes,
+    and so their largest timestamps, are rebuilt from the log, so a bad time index there is harmless."""
+    if st.task.clean_shutdown or not st.segments:
+        return
+    for seg in st.segments[first_recovered(st) :]:
+        st.infos[seg.base_offset].recovered = True
+
+
+def check_retention(st: PartitionState, walk_all: bool) -> None:
+    mark_recovered(st)
+    for i, seg in enumerate(st.segments):
+        info = st.infos[seg.base_offset]
+        cause = broker_largest_timestamp(st, seg, info)
+        active = i == len(st.segments) - 1
+        if cause is None and not walk_all and not active and not info.recovered:
+            cause = stale_time_index(st, seg, info)
+        if cause is not None or walk_all or (active and info.recovered):
+            walk_segment_for_timestamps(st, seg)
+        if not active and not info.recovered:
+            check_retention_risk(st, seg, info, cause)
+
+
+#: read at most this much of a .log's tail to confirm its time index's last entry
+TAIL_LIMIT = 8 * 1024 * 1024
+
+
+def stale_time_index(st: PartitionState, seg: SegmentFiles, info: SegmentInfo) -> str | None:
+    """Is the time index's last entry older than the last batches of the log? (a truncated .timeindex)
+
+    Reads only the log's tail from the offset index's last entry (at most index.interval.bytes plus one
+    append in a healthy segment): the batches there must not be newer than the segment's recorded max.
+    """
+    if info.broker_ts_source != "timeindex" or info.broker_largest_ts is None or info.size == 0:
+        return None
+    start = 0
+    if seg.index_path is not None and seg.index_size:
+        slots = seg.index_size // OFFSET_ENTRY_SIZE
+        last = st.last_index_slot.get(seg.base_offset)
+        if last is None:
+            last = st.read_range(seg.index_path, (slots - 1) * OFFSET_ENTRY_SIZE, OFFSET_ENTRY_SIZE, "")
+        if last is not None and len(last) == OFFSET_ENTRY_SIZE:
+            pos = int.from_bytes(last[4:8], "big", signed=True)
+            if 0 <= pos < info.size:
+                start = pos
+    if info.size - start > TAIL_LIMIT:
+        return None
+    data = st.read_range(seg.log_path, start, info.size - start, "the broker cannot load this segment")
+    if not data:
+        return None
+    tail = walk(data, seg.base_offset, verify_crc=False)
+    if tail.max_timestamp > info.broker_largest_ts + RISK_TOLERANCE_MS:
+        return (
+            f"the last entry of {seg.timeindex_path} (timestamp {info.broker_largest_ts}) is older than the "
+            f"segment's last batches (up to {tail.max_timestamp}): a truncated or stale time index"
+        )
+    return None
+
+
+def walk_segment_for_timestamps(st: PartitionState, seg: SegmentFiles) -> None:
+    st.walk(seg, verify_crc=False)

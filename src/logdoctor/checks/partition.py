@@ -1,0 +1,47 @@
+"""Check one partition folder at the requested depth (runs in a worker process)."""
+
+from __future__ import annotations
+
+from logdoctor.checks import deep, default, quick
+from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
+from logdoctor.checks.layout import FolderLayout, read_layout
+from logdoctor.checks.state import PartitionState
+
+
+def check_partition(task: PartitionTask) -> PartitionReport:
+    try:
+        layout = read_layout(task.path)
+    except OSError as e:
+        st = PartitionState(task, FolderLayout())
+        st.denied(task.path, "rx", "the broker cannot load this partition", f"listing failed: {e.strerror}")
+        return st.rep
+    st = PartitionState(task, layout)
+    for seg in st.segments:
+        st.infos[seg.base_offset] = SegmentInfo(seg.base_offset, seg.size, seg.mtime_ms)
+    depth = task.options.depth
+    quick.check_listing(st)
+    quick.check_active(st)
+    if depth is Depth.QUICK:
+        quick.check_index_headers(st)
+    else:
+        default.check_all_indexes(st)
+        default.check_recovery(st)
+        if depth is Depth.DEEP:
+            deep.check_all_logs(st)
+        else:
+            default.check_retention(st, walk_all=task.options.true_timestamps)
+    quick.check_small_files(st)
+    rep = st.rep
+    rep.segments = len(st.segments)
+    rep.bytes = sum(i.size for i in st.infos.values())
+    rep.log_end_offset = st.log_end_offset
+    if st.segments:
+        first = st.segments[0].base_offset
+        rep.first_base_offset = first
+        cp = task.log_start_checkpoint
+        rep.log_start_offset = first if cp is None else max(cp, first)
+    else:
+        rep.log_start_offset = task.log_start_checkpoint
+    rep.segment_infos = [st.infos[s.base_offset] for s in st.segments]
+    rep.findings.sort(key=lambda f: f.sort_key())
+    return rep

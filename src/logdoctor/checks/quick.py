@@ -1,0 +1,281 @@
+"""--quick: what KIP-263 proposed a broker check at startup, no more.
+
+Names, sizes and permissions of every file (one scandir + stat each), leftovers, the headers of
+every index file (size, first and last slot: the inputs of the sanity checks), the active segment
+of each partition in full (its indexes and its .log, with CRCs), and the small per-partition files.
+No inactive .log is ever opened at this depth.
+"""
+
+from __future__ import annotations
+
+import os
+
+from logdoctor.checks.context import Depth
+from logdoctor.checks.default import check_offsets, check_segment_indexes, mark_recovered, report_damage
+from logdoctor.checks.indexes import tail_check
+from logdoctor.checks.state import PartitionState
+from logdoctor.checks.timestamps import broker_largest_timestamp, check_retention_risk
+from logdoctor.formats.index import IndexKind
+from logdoctor.logdir.names import LEADER_EPOCH_CHECKPOINT_FILE, PARTITION_METADATA_FILE
+
+_ORPHAN_TEXT = {
+    "deleted": (
+        "{path} was renamed .deleted for asynchronous deletion (retention, truncation or compaction) and "
+        "never "
+        "removed: the broker deletes it at startup",
+        "Nothing to do: the broker deletes it. To free the space now, delete it while the broker is stopped.",
+    ),
+    "cleaned": (
+        "{path} is partial output of the log cleaner (a crash during compaction): the broker deletes it at "
+        "startup, with any .swap at or above its offset",
+        "Nothing to do: the broker deletes it and compacts again.",
+    ),
+    "swap": (
+        "{path} is a compacted or split segment awaiting swap-in: at startup the broker renames it into "
+        "place "
+        "and deletes the segment files it replaces (or deletes it when a .cleaned file has a lower offset)",
+        "Let the broker complete the swap; keep a backup of the partition first if you doubt the .swap.",
+    ),
+    "index-without-log": (
+        "{path} is an index file with no .log: the broker deletes it at startup ('Found an orphaned index "
+        "file ... with no corresponding log file')",
+        "Nothing to do, or delete it while the broker is stopped. If its .log was deleted by hand, data is "
+        "gone.",
+    ),
+    "partial-snapshot": (
+        "{path} is a KRaft snapshot that was being written at a crash: it is deleted at startup",
+        "Nothing to do.",
+    ),
+    "tmp-file": (
+        "{path} was left by an interrupted atomic write (the file it was replacing is intact): the broker "
+        "ignores it and overwrites it on the next write",
+        "Delete it while the broker is stopped.",
+    ),
+}
+
+
+def check_listing(st: PartitionState) -> None:
+    """Permissions of the folder and every file, leftovers, missing indexes."""
+    try:
+        dst = os.stat(st.task.path)
+    except OSError:
+        dst = None
+    if dst is not None:
+        st.check_access(st.task.path, dst, "rwx", "the broker cannot load this partition")
+    for path, fst in st.layout.files:
+        st.check_access(
+            path,
+            fst,
+            "rw",
+            "the broker cannot load this partition (LogLoader: 'Could not read "
+            "file'; the log dir goes offline)",
+        )
+    for orphan in st.layout.leftovers:
+        path = orphan.path
+        if orphan.kind == "unknown-file":
+            st.make(
+                "UNKNOWN_FILE",
+                path,
+                problem="not a file Kafka writes in a partition folder; the broker ignores it",
+            )
+            continue
+        problem, fix = _ORPHAN_TEXT[orphan.kind]
+        st.make(
+            "ORPHAN_FILE", path, problem=problem.format(path=path), fix=fix, details={"kind": orphan.kind}
+        )
+    for seg in st.segments:
+        missing = []
+        if seg.index_path is None:
+            missing.append(".index")
+        if seg.timeindex_path is None:
+            missing.append(".timeindex")
+        if missing:
+            if seg.index_path is None:
+                effect = (
+                    "at startup the broker recovers the segment, reading all of it to rebuild its indexes "
+                    "(LogLoader: 'Could not find offset index file ... recovering segment and rebuilding "
+                    "index "
+                    "files')"
+                )
+            else:
+                # LogLoader: timeIndexFileNewlyCreated -> an empty time index, no recovery
+                effect = (
+                    "the broker creates an empty one without recovering the segment, so until the segment is "
+                    "recovered time lookups scan the log"
+                )
+                if not st.is_active(seg):
+                    effect += " and time retention uses the .log mtime as its largest timestamp"
+            st.make(
+                "INDEX_MISSING",
+                seg.log_path,
+                offset=seg.base_offset,
+                missing=" and ".join(missing),
+                effect=effect,
+                details={"missing": missing},
+            )
+
+
+def check_index_headers(st: PartitionState) -> None:
+    """Size and first/last slot of every inactive segment's indexes; a full read only when suspicious."""
+    mark_recovered(st)
+    for i, seg in enumerate(st.segments[:-1]):
+        flagged = False
+        for kind, path, size in (
+            (IndexKind.OFFSET, seg.index_path, seg.index_size),
+            (IndexKind.TIME, seg.timeindex_path, seg.timeindex_size),
+        ):
+            if path is not None and size is not None and tail_check(st, seg, kind, str(path), size):
+                flagged = True
+        if flagged:
+            check_segment_indexes(st, i)
+        info = st.infos[seg.base_offset]
+        cause = broker_largest_timestamp(st, seg, info)
+        if info.recovered:
+            continue  # recovery rebuilds its time index at the next start
+        if cause is not None:
+            # --quick never reads an inactive .log: report the risk with the true timestamp unknown
+            st.make(
+                "RETENTION_RISK",
+                (seg.timeindex_path or seg.log_path),
+                offset=seg.base_offset,
+                cause=cause[0].upper() + cause[1:],
+                broker_ts=info.broker_largest_ts,
+                broker_ts_iso=_iso(info.broker_largest_ts),
+                true_ts="unknown",
+                true_ts_iso="not read in --quick; run the default scan",
+                retention_ms=st.options.retention_ms,
+                when="as soon as now - largestTimestamp > retention.ms",
+                segment=seg.log_path,
+                details={
+                    "segment": seg.log_path,
+                    "broker_largest_timestamp": info.broker_largest_ts,
+                    "broker_timestamp_source": info.broker_ts_source,
+                    "true_largest_timestamp": None,
+                },
+            )
+        else:
+            check_retention_risk(st, seg, info, None)
+
+
+def _iso(ms: int | None) -> str:
+    from logdoctor.checks.state import iso
+
+    return iso(ms)
+
+
+def check_active(st: PartitionState) -> None:
+    """The active segment in full: indexes, and the .log with CRCs (what recovery of it reads)."""
+    if not st.segments:
+        st.log_end_offset = None
+        return
+    i = len(st.segments) - 1
+    seg = st.segments[i]
+    check_segment_indexes(st, i)
+    # --deep walks it again with batch positions for the index cross-check: take them now
+    w = st.walk(seg, verify_crc=True, with_positions=st.options.depth is Depth.DEEP)
+    if w is None:
+        return
+    check_offsets(st, seg, w)
+    if not w.clean:
+        report_damage(st, i, w)
+    st.log_end_offset = seg.base_offset if w.valid_last_offset is None else w.valid_last_offset + 1
+
+
+def check_small_files(st: PartitionState) -> None:
+    """partition.metadata, leader-epoch-checkpoint and producer snapshots against the log end offset."""
+    from logdoctor.errors import FormatError
+    from logdoctor.formats.checkpoint import scan_leader_epoch_checkpoint
+    from logdoctor.formats.partition_metadata import parse_partition_metadata
+
+    folder = st.task.path
+    names = st.layout.names
+    leo = st.log_end_offset
+    if PARTITION_METADATA_FILE in names:
+        path = os.path.join(folder, PARTITION_METADATA_FILE)
+        data = st.read_small(path, "the broker cannot read the topic id")
+        if data is not None:
+            try:
+                st.rep.topic_id = parse_partition_metadata(data, source=path).topic_id
+            except FormatError as e:
+                st.make(
+                    "PARTITION_METADATA_INVALID",
+                    path,
+                    position=e.position,
+                    problem=(
+                        f"{path} cannot be parsed ({e}): the broker fails to read the partition's topic id "
+                        "(KafkaStorageException) and takes the log dir offline"
+                    ),
+                )
+    if LEADER_EPOCH_CHECKPOINT_FILE in names:
+        path = os.path.join(folder, LEADER_EPOCH_CHECKPOINT_FILE)
+        data = st.read_small(path, "the broker cannot read the leader epoch cache")
+        if data is not None:
+            try:
+                scan = scan_leader_epoch_checkpoint(data, source=path)
+            except FormatError as e:
+                st.make(
+                    "CHECKPOINT_CORRUPT",
+                    path,
+                    position=e.position,
+                    problem=str(e),
+                    consequence="the log dir goes offline (KafkaStorageException)",
+                    logdir=st.task.log_dir,
+                    delete_effect="the broker rebuilds the epoch cache from the log's batches",
+                )
+                scan = None
+            if scan is not None:
+                for p in scan.problems[:1]:
+                    st.make(
+                        "CHECKPOINT_CORRUPT",
+                        path,
+                        position=p.position,
+                        problem=p.message,
+                        consequence="reading the leader epoch cache fails and the log dir goes offline",
+                        logdir=st.task.log_dir,
+                        delete_effect="the broker rebuilds the epoch cache from the log's batches",
+                    )
+                if leo is not None:
+                    for epoch, start in scan.checkpoint.entries:
+                        if start > leo:
+                            st.make(
+                                "LEADER_EPOCH_BEYOND_LOG_END",
+                                path,
+                                offset=start,
+                                problem=(
+                                    f"{path}: epoch {epoch} starts at offset {start}, beyond the log end "
+                                    "offset "
+                                    f"{leo}: the broker drops it at startup (the segments holding it are "
+                                    "gone)"
+                                ),
+                            )
+                            break
+    from logdoctor.formats.producer_snapshot import parse_producer_snapshot
+
+    for off, spath in st.layout.producer_snapshots:
+        data = st.read_small(spath, "the broker cannot load producer state")
+        if data is None:
+            continue
+        try:
+            parse_producer_snapshot(data, source=spath)
+        except FormatError as e:
+            st.make(
+                "PRODUCER_SNAPSHOT_CORRUPT",
+                spath,
+                position=e.position,
+                offset=off,
+                problem=f"{spath} cannot be read ({e}): the broker deletes it at startup",
+            )
+    if leo is not None:
+        for off, spath in st.layout.producer_snapshots:
+            if off > leo:
+                st.make(
+                    "PRODUCER_SNAPSHOT_AHEAD",
+                    str(spath),
+                    offset=off,
+                    problem=(
+                        f"{spath} snapshots producer state at offset {off}, beyond the log end offset {leo}: "
+                        "the "
+                        "broker deletes it at startup and rebuilds producer state from older snapshots and "
+                        "the log"
+                    ),
+                )

@@ -1,0 +1,373 @@
+"""`logdoctor retention`: which segments Kafka's retention would delete at a given time, and why.
+
+Follows K:core/src/main/scala/kafka/log/UnifiedLog.scala deleteOldSegments (the Java port keeps the
+rules): with cleanup.policy=delete, first segments below the log start offset, then size
+(retention.bytes), then time (retention.ms); each pass walks the segments oldest first and stops
+at the first one that is not deletable (deletableSegments); a segment is deletable only when the
+high watermark is at or above its upper bound (the next segment's base offset, or the log end
+offset for the last one), and a last segment that is empty never is. When every segment goes the
+broker first rolls a new empty active segment (deleteSegments). Time retention uses
+LogSegment.largestTimestamp (time index last entry, else the .log mtime): we report both that and
+the true largest timestamp from the log, and flag segments deleted only because of the difference.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from logdoctor.checks import catalog
+from logdoctor.checks.context import Depth, PartitionReport, ScanOptions, SegmentInfo
+from logdoctor.checks.findings import Finding, exit_code
+from logdoctor.checks.scanner import scan
+from logdoctor.checks.state import duration, iso
+
+LOG_START_OFFSET_BREACH = "log_start_offset_breach"
+RETENTION_SIZE_BREACH = "retention_size_breach"
+RETENTION_MS_BREACH = "retention_ms_breach"
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
+#: internal topics created with cleanup.policy=compact (GroupCoordinator / TransactionLog configs)
+COMPACTED_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionConfig:
+    retention_ms: int = DEFAULT_RETENTION_MS  # -1: no time limit
+    retention_bytes: int = -1  # -1: no size limit
+    delete: bool = True  # cleanup.policy contains "delete"
+
+    def with_overrides(self, overrides: dict[str, str]) -> RetentionConfig:
+        ms, size, delete = self.retention_ms, self.retention_bytes, self.delete
+        for key, value in overrides.items():
+            if key == "retention.ms":
+                ms = int(value)
+            elif key == "retention.bytes":
+                size = int(value)
+            elif key == "cleanup.policy":
+                delete = "delete" in [p.strip() for p in value.split(",")]
+            else:
+                raise ValueError(
+                    f"unsupported topic config {key!r} (retention.ms, retention.bytes, cleanup.policy)"
+                )
+        return RetentionConfig(ms, size, delete)
+
+
+@dataclass(slots=True)
+class SegmentVerdict:
+    base_offset: int
+    size: int
+    broker_largest_timestamp: int | None
+    broker_timestamp_source: str
+    true_largest_timestamp: int | None
+    reason: str | None = None  # why the broker would delete it (None: kept)
+    reason_if_true_timestamps: str | None = None  # the same with the true timestamps
+    active: bool = False
+
+    @property
+    def at_risk(self) -> bool:
+        return self.reason == RETENTION_MS_BREACH and self.reason_if_true_timestamps is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base_offset": self.base_offset,
+            "size": self.size,
+            "active": self.active,
+            "broker_largest_timestamp": self.broker_largest_timestamp,
+            "broker_timestamp_source": self.broker_timestamp_source,
+            "true_largest_timestamp": self.true_largest_timestamp,
+            "deleted": self.reason is not None,
+            "reason": self.reason,
+            "deleted_with_true_timestamps": self.reason_if_true_timestamps is not None,
+            "retention_risk": self.at_risk,
+        }
+
+
+@dataclass(slots=True)
+class PartitionRetention:
+    topic: str
+    partition: int
+    log_dir: str
+    path: str
+    config: RetentionConfig
+    log_start_offset: int | None
+    log_end_offset: int | None
+    high_watermark: int | None
+    high_watermark_source: str
+    new_log_start_offset: int | None
+    rolls: bool
+    segments: list[SegmentVerdict] = field(default_factory=list)
+
+    @property
+    def deleted(self) -> list[SegmentVerdict]:
+        return [s for s in self.segments if s.reason is not None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "log_dir": self.log_dir,
+            "retention_ms": self.config.retention_ms,
+            "retention_bytes": self.config.retention_bytes,
+            "cleanup_policy_delete": self.config.delete,
+            "log_start_offset": self.log_start_offset,
+            "log_end_offset": self.log_end_offset,
+            "high_watermark": self.high_watermark,
+            "high_watermark_source": self.high_watermark_source,
+            "new_log_start_offset": self.new_log_start_offset,
+            "rolls_new_active_segment": self.rolls,
+            "deleted_segments": len(self.deleted),
+            "deleted_bytes": sum(s.size for s in self.deleted),
+            "segments": [s.to_json() for s in self.segments],
+        }
+
+
+@dataclass(slots=True)
+class RetentionReport:
+    now_ms: int
+    partitions: list[PartitionRetention]
+    findings: list[Finding]
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "now_ms": self.now_ms,
+            "partitions": [p.to_json() for p in self.partitions],
+            "findings": [f.to_json() for f in self.findings],
+            "summary": {
+                "deleted_segments": sum(len(p.deleted) for p in self.partitions),
+                "deleted_bytes": sum(s.size for p in self.partitions for s in p.deleted),
+                "retention_risk_segments": sum(1 for p in self.partitions for s in p.segments if s.at_risk),
+                "exit_code": self.exit_code,
+            },
+        }
+
+
+# --- the simulation (pure) -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Seg:
+    base: int
+    size: int
+    ts: int
+
+
+def simulate(
+    segments: list[tuple[int, int, int]],
+    *,
+    log_start_offset: int,
+    log_end_offset: int,
+    high_watermark: int,
+    config: RetentionConfig,
+    now_ms: int,
+) -> tuple[list[str | None], int, bool]:
+    """One retention round of UnifiedLog.deleteOldSegments over ``(base offset, size, largest timestamp)``.
+
+    Returns the reason each segment is deleted (None: kept), the new log start offset and whether the
+    broker rolls a new active segment first (every segment deleted).
+    """
+    live = [_Seg(b, s, t) for b, s, t in segments]
+    reasons: dict[int, str] = {}
+    log_start = log_start_offset
+    rolled = False
+
+    def deletable(pred: Callable[[_Seg, _Seg | None], bool]) -> list[_Seg]:
+        out: list[_Seg] = []
+        for i, seg in enumerate(live):
+            nxt = live[i + 1] if i + 1 < len(live) else None
+            last_and_empty = nxt is None and seg.size == 0
+            upper = nxt.base if nxt is not None else log_end_offset
+            ok = high_watermark >= upper and pred(seg, nxt)
+            if ok and not last_and_empty:
+                out.append(seg)
+            else:
+                break
+        return out
+
+    def delete(segs: list[_Seg], reason: str) -> None:
+        nonlocal log_start, rolled, live
+        if not segs:
+            return
+        if len(segs) == len(live):
+            rolled = True
+            live.append(_Seg(log_end_offset, 0, -1))  # roll(): a new empty active segment at the log end
+        for s in segs:
+            reasons[s.base] = reason
+        live = live[len(segs) :]
+        log_start = max(log_start, live[0].base)
+
+    delete(deletable(lambda seg, nxt: nxt is not None and nxt.base <= log_start), LOG_START_OFFSET_BREACH)
+    if config.delete:
+        if config.retention_bytes >= 0:
+            total = sum(s.size for s in live)
+            if total >= config.retention_bytes:
+                diff = total - config.retention_bytes
+
+                def size_pred(seg: _Seg, nxt: _Seg | None) -> bool:
+                    nonlocal diff
+                    if diff - seg.size >= 0:
+                        diff -= seg.size
+                        return True
+                    return False
+
+                delete(deletable(size_pred), RETENTION_SIZE_BREACH)
+        if config.retention_ms >= 0:
+            delete(deletable(lambda seg, nxt: now_ms - seg.ts > config.retention_ms), RETENTION_MS_BREACH)
+    return [reasons.get(b) for b, _s, _t in segments], log_start, rolled
+
+
+# --- over log dirs ---------------------------------------------------------------------------------------
+
+
+def _broker_ts(info: SegmentInfo) -> int:
+    if info.recovered and info.true_largest_ts is not None:
+        return info.true_largest_ts  # recovery rebuilds the time index from the log
+    if info.broker_largest_ts is not None:
+        return info.broker_largest_ts
+    return info.mtime_ms
+
+
+def _true_ts(info: SegmentInfo) -> int:
+    # no timestamp in the records (v0): the broker's own fallback is the truth we can know
+    return info.true_largest_ts if info.true_largest_ts is not None else _broker_ts(info)
+
+
+def partition_retention(
+    part: PartitionReport, config: RetentionConfig, now_ms: int
+) -> tuple[PartitionRetention, list[Finding]]:
+    infos = part.segment_infos
+    leo = part.log_end_offset
+    lso = part.log_start_offset
+    hw_source = "replication-offset-checkpoint"
+    hw = part.high_watermark
+    if leo is None or lso is None or not infos:
+        return PartitionRetention(
+            part.topic,
+            part.partition,
+            part.log_dir,
+            part.path,
+            config,
+            lso,
+            leo,
+            hw,
+            "unknown",
+            lso,
+            False,
+            [],
+        ), []
+    if hw is None:
+        hw, hw_source = leo, "log end offset (not in replication-offset-checkpoint)"
+    hw = min(max(hw, lso), leo)  # the broker keeps the high watermark within [log start, log end]
+    segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
+    true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
+    kw = {
+        "log_start_offset": lso,
+        "log_end_offset": leo,
+        "high_watermark": hw,
+        "config": config,
+        "now_ms": now_ms,
+    }
+    reasons, new_lso, rolls = simulate(segs, **kw)
+    true_reasons, _l, _r = simulate(true_segs, **kw)
+    out = PartitionRetention(
+        part.topic, part.partition, part.log_dir, part.path, config, lso, leo, hw, hw_source, new_lso, rolls
+    )
+    findings: list[Finding] = []
+    for k, info in enumerate(infos):
+        v = SegmentVerdict(
+            info.base_offset,
+            info.size,
+            segs[k][2],
+            "recovery" if info.recovered and info.true_largest_ts is not None else info.broker_ts_source,
+            info.true_largest_ts,
+            reasons[k],
+            true_reasons[k],
+            active=k == len(infos) - 1,
+        )
+        out.segments.append(v)
+        if v.at_risk:
+            log_path = os.path.join(part.path, f"{info.base_offset:020d}.log")
+            tpath = os.path.join(part.path, f"{info.base_offset:020d}.timeindex")
+            path = tpath if info.broker_ts_source != "mtime" and os.path.exists(tpath) else log_path
+            broker = segs[k][2]
+            true = true_segs[k][2]
+            findings.append(
+                catalog.make(
+                    "RETENTION_RISK",
+                    path,
+                    offset=info.base_offset,
+                    cause=f"Time retention would use the {info.broker_ts_source or 'broker'} timestamp of "
+                    f"{log_path}",
+                    broker_ts=broker,
+                    broker_ts_iso=iso(broker),
+                    true_ts=true,
+                    true_ts_iso=iso(true),
+                    retention_ms=config.retention_ms,
+                    when=f"now ({iso(now_ms)}), {duration(now_ms - broker - config.retention_ms)} past "
+                    "retention by its "
+                    f"clock, while its records are retained until {iso(true + config.retention_ms)}",
+                    segment=log_path,
+                    details={
+                        "segment": log_path,
+                        "broker_largest_timestamp": broker,
+                        "true_largest_timestamp": true,
+                        "broker_timestamp_source": info.broker_ts_source,
+                    },
+                )
+            )
+    return out, findings
+
+
+def parse_topic_config(items: Iterable[str]) -> dict[str, dict[str, str]]:
+    """``TOPIC:key=value`` (repeatable) -> {topic: {key: value}}; ValueError on bad syntax."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        topic, sep, kv = item.rpartition(":")
+        key, eq, value = kv.partition("=")
+        if not sep or not topic or not eq or not key:
+            raise ValueError(f"--topic-config wants TOPIC:key=value, got {item!r}")
+        out.setdefault(topic, {})[key.strip()] = value.strip()
+    return out
+
+
+def retention(
+    log_dirs: Iterable[str | os.PathLike[str]],
+    *,
+    config: RetentionConfig,
+    topic_configs: dict[str, dict[str, str]] | None = None,
+    now_ms: int,
+    jobs: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RetentionReport:
+    topic_configs = topic_configs or {}
+    per_topic = {t: config.with_overrides(o) for t, o in topic_configs.items()}
+    report = scan(
+        log_dirs,
+        ScanOptions(
+            depth=Depth.DEFAULT, now_ms=now_ms, retention_ms=max(config.retention_ms, 0), true_timestamps=True
+        ),
+        jobs=jobs,
+        progress=progress,
+    )
+    partitions: list[PartitionRetention] = []
+    findings: list[Finding] = []
+    for part in report.partitions:
+        if part.topic == "__cluster_metadata":
+            continue  # the KRaft metadata log is trimmed by snapshots, not by retention
+        cfg = per_topic.get(part.topic)
+        if cfg is None:
+            cfg = RetentionConfig(
+                config.retention_ms,
+                config.retention_bytes,
+                config.delete and part.topic not in COMPACTED_INTERNAL_TOPICS,
+            )
+        pr, fs = partition_retention(part, cfg, now_ms)
+        partitions.append(pr)
+        findings.extend(fs)
+    findings.sort(key=lambda f: f.sort_key())
+    return RetentionReport(now_ms, partitions, findings)

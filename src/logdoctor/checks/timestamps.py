@@ -1,0 +1,125 @@
+"""RETENTION_RISK / RETENTION_BLOCKED: the largest timestamp time retention would use for a segment.
+
+K:storage/.../log/LogSegment.java: ``largestTimestamp() = maxTimestampSoFar() >= 0 ?
+maxTimestampSoFar() : lastModified()``, where after a restart maxTimestampSoFar is the time index's
+last entry and an existing index file has ``length / 12`` entries (so a zero-padded or zeroed file
+gives 0). A missing time index is created empty (LogLoader: timeIndexFileNewlyCreated), giving
+NO_TIMESTAMP and the .log mtime. Field report 002: a time index the broker's user could not read
+gave largestTime=0 and the segment was deleted at once. UnifiedLog.deleteRetentionMsBreachedSegments
+deletes while ``now - largestTimestamp > retention.ms``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from logdoctor.checks.access import missing_access
+from logdoctor.checks.context import SegmentInfo
+from logdoctor.checks.layout import SegmentFiles
+from logdoctor.checks.state import PartitionState, duration, iso
+from logdoctor.formats.index import TIME_ENTRY_SIZE
+
+#: a broker timestamp this much older than the records is "far older" (not clock noise)
+RISK_TOLERANCE_MS = 60_000
+
+
+def broker_largest_timestamp(st: PartitionState, seg: SegmentFiles, info: SegmentInfo) -> str | None:
+    """Fill info.broker_largest_ts/source; return why it is suspicious (None: looks right)."""
+    tpath = seg.timeindex_path
+    log_nonempty = info.size > 0
+    if tpath is None:
+        info.broker_largest_ts = info.mtime_ms
+        info.broker_ts_source = "mtime"
+        return (
+            "no .timeindex (the broker creates an empty one and falls back to the .log mtime)"
+            if (log_nonempty)
+            else None
+        )
+    path = str(tpath)
+    try:
+        tst = os.stat(path)
+    except OSError:
+        tst = None
+    if path in st.unreadable or (tst is not None and "r" in missing_access(tst, st.task.broker_user, "r")):
+        info.broker_largest_ts = 0
+        info.broker_ts_source = "unreadable .timeindex"
+        return f"{path} is unreadable to the broker's user {st.task.broker_user.name}"
+    size = tst.st_size if tst is not None else 0
+    slots = size // TIME_ENTRY_SIZE
+    if slots == 0:
+        info.broker_largest_ts = info.mtime_ms
+        info.broker_ts_source = "mtime"
+        return f"{path} is empty (the broker falls back to the .log mtime)" if log_nonempty else None
+    last = st.last_time_slot.get(seg.base_offset)
+    if last is None:
+        last = st.read_range(
+            path, (slots - 1) * TIME_ENTRY_SIZE, TIME_ENTRY_SIZE, "the broker reads largestTime=0"
+        )
+    if last is None:
+        info.broker_largest_ts = 0
+        info.broker_ts_source = "unreadable .timeindex"
+        return f"{path} could not be read"
+    ts = int.from_bytes(last[0:8], "big", signed=True)
+    if ts < 0:
+        info.broker_largest_ts = info.mtime_ms
+        info.broker_ts_source = "mtime"
+        return f"the last entry of {path} has no timestamp (the broker falls back to the .log mtime)"
+    info.broker_largest_ts = ts
+    info.broker_ts_source = "timeindex"
+    if ts == 0:
+        return f"the last entry of {path} is zero (untrimmed, zeroed or truncated time index)"
+    return None
+
+
+def check_retention_risk(st: PartitionState, seg: SegmentFiles, info: SegmentInfo, cause: str | None) -> None:
+    """Compare the broker's largest timestamp with the true one (which must be known by now)."""
+    broker = info.broker_largest_ts
+    true = info.true_largest_ts
+    if broker is None:
+        return
+    now = st.options.now_ms
+    path = seg.timeindex_path or seg.log_path
+    if true is not None and true >= 0 and (broker <= 0 or true - broker > RISK_TOLERANCE_MS):
+        if cause is None:
+            cause = (
+                f"the last entry of {path} (timestamp {broker}) is older than the segment's records "
+                "(a truncated or stale time index)"
+                if info.broker_ts_source == "timeindex"
+                else f"the .log mtime ({broker}) is older than the segment's records"
+            )
+        retention = st.options.retention_ms
+        due = broker + retention
+        if due <= now:
+            when = f"at the next retention check (already {duration(now - due)} past retention by its clock)"
+        else:
+            when = f"at {iso(due)} instead of {iso(true + retention)}"
+        st.make(
+            "RETENTION_RISK",
+            path,
+            offset=seg.base_offset,
+            cause=cause[0].upper() + cause[1:],
+            broker_ts=broker,
+            broker_ts_iso=iso(broker),
+            true_ts=true,
+            true_ts_iso=iso(true),
+            retention_ms=retention,
+            when=when,
+            segment=seg.log_path,
+            details={
+                "segment": seg.log_path,
+                "broker_largest_timestamp": broker,
+                "broker_timestamp_source": info.broker_ts_source,
+                "true_largest_timestamp": true,
+            },
+        )
+    elif broker > now > 0 and (true is None or true > now):
+        st.make(
+            "RETENTION_BLOCKED",
+            path,
+            offset=seg.base_offset,
+            segment=seg.log_path,
+            broker_ts=broker,
+            broker_ts_iso=iso(broker),
+            ahead=duration(broker - now),
+            details={"broker_largest_timestamp": broker, "now": now},
+        )

@@ -1,0 +1,120 @@
+"""`logdoctor retention LOGDIR...`: which segments Kafka's retention would delete at --now, and why."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from logdoctor.checks.retention import (
+    DEFAULT_RETENTION_MS,
+    RetentionConfig,
+    RetentionReport,
+    parse_topic_config,
+    retention,
+)
+from logdoctor.checks.scanner import ScanUsageError
+from logdoctor.checks.state import iso
+from logdoctor.cli.main import app
+from logdoctor.cli.scan import EX_SOFTWARE, EX_USAGE, UsageExit64, parse_now, progress_bar, render_findings
+
+
+def render(console: Console, report: RetentionReport, show_all: bool) -> None:
+    console.print(f"retention at {iso(report.now_ms)} ({report.now_ms})")
+    for p in report.partitions:
+        if not p.deleted and not show_all:
+            continue
+        cfg = p.config
+        title = (
+            f"{p.topic}-{p.partition} ({p.log_dir}): retention.ms={cfg.retention_ms} "
+            f"retention.bytes={cfg.retention_bytes} delete={'yes' if cfg.delete else 'no'}; log start "
+            f"{p.log_start_offset} -> {p.new_log_start_offset}, end {p.log_end_offset}, high watermark "
+            f"{p.high_watermark}"
+        )
+        table = Table(title=title, title_justify="left")
+        for col in ("segment", "bytes", "broker largest ts", "true largest ts", "verdict"):
+            table.add_column(col)
+        for s in p.segments:
+            verdict = s.reason or "kept"
+            style = None
+            if s.at_risk:
+                verdict = f"DELETED EARLY ({s.reason}; kept with true timestamps)"
+                style = "bold red"
+            elif s.reason:
+                style = "yellow"
+            table.add_row(
+                f"{s.base_offset:020d}{' (active)' if s.active else ''}",
+                f"{s.size:,}",
+                f"{iso(s.broker_largest_timestamp)} [{s.broker_timestamp_source}]",
+                iso(s.true_largest_timestamp),
+                verdict,
+                style=style,
+            )
+        console.print(table)
+    j = report.to_json()["summary"]
+    console.print(
+        f"{j['deleted_segments']} segment(s), {j['deleted_bytes']:,} bytes would be deleted; "
+        f"{j['retention_risk_segments']} only because of a wrong largest timestamp (RETENTION_RISK)"
+    )
+    if report.findings:
+        console.print()
+        render_findings(console, report.findings)
+
+
+@app.command("retention", cls=UsageExit64)
+def retention_command(
+    log_dirs: Annotated[list[Path], typer.Argument(help="Log dirs of one broker.")],
+    retention_ms: Annotated[int, typer.Option("--retention-ms", help="retention.ms (-1: no time limit).")] = (
+        DEFAULT_RETENTION_MS
+    ),
+    retention_bytes: Annotated[
+        int, typer.Option("--retention-bytes", help="retention.bytes per partition (-1: no size limit).")
+    ] = -1,
+    now: Annotated[
+        str | None, typer.Option("--now", help="When retention runs: epoch ms or ISO-8601 (default: now).")
+    ] = None,
+    topic_config: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic-config",
+            metavar="TOPIC:KEY=VALUE",
+            help="Per-topic retention.ms, retention.bytes or cleanup.policy (repeatable).",
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Also list partitions that keep every segment.")
+    ] = False,
+    jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes.")] = None,
+) -> None:
+    """Simulate Kafka's retention (log start offset, size, time) like UnifiedLog.deleteOldSegments."""
+    try:
+        overrides = parse_topic_config(topic_config or [])
+        config = RetentionConfig(retention_ms, retention_bytes)
+        for o in overrides.values():
+            config.with_overrides(o)  # validate keys and values
+    except ValueError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EX_USAGE) from None
+    now_ms = parse_now(now)
+    try:
+        with progress_bar(not json_out, "reading segments") as progress:
+            report = retention(
+                log_dirs, config=config, topic_configs=overrides, now_ms=now_ms, jobs=jobs, progress=progress
+            )
+    except ScanUsageError as e:
+        typer.echo(f"error: {e}", err=True)
+        raise typer.Exit(EX_USAGE) from None
+    except Exception as e:
+        typer.echo(f"logdoctor retention failed: {type(e).__name__}: {e}", err=True)
+        raise typer.Exit(EX_SOFTWARE) from None
+    if json_out:
+        sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
+    else:
+        render(Console(), report, show_all)
+    raise typer.Exit(report.exit_code)
