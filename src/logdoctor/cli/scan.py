@@ -178,6 +178,10 @@ def scan_command(
             "--retention-ms", help="retention.ms used to say when a RETENTION_RISK segment would go."
         ),
     ] = DEFAULT_RETENTION_MS,
+    html_out: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write a self-contained HTML report (opens offline) to FILE."),
+    ] = None,
 ) -> None:
     """Check log dirs offline for every failure the broker would hit at startup or later."""
     if quick and deep:
@@ -199,8 +203,14 @@ def scan_command(
     except Exception as e:  # a bug or an environment failure, never a finding
         typer.echo(f"logdoctor scan failed: {type(e).__name__}: {e}", err=True)
         raise typer.Exit(EX_SOFTWARE) from None
+    if html_out is not None:
+        from logdoctor.report import write_scan_report
+
+        write_scan_report(report, html_out, retention=retention_ms)
     if json_out:
         sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
     else:
         render_report(Console(), report)
+        if html_out is not None:
+            Console(stderr=True).print(f"HTML report: {html_out}")
     raise typer.Exit(report.exit_code)
