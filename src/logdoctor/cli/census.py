@@ -1,0 +1,157 @@
+"""`logdoctor census PATHS... --out DIR`: the fleet view across brokers, computed with local Spark.
+
+Exit codes: 0 clean (info only), 1 warnings, 2 errors, 64 usage, 69 Spark unavailable (no Java 17+).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from logdoctor.cli.main import app
+
+EX_USAGE = 64
+EX_UNAVAILABLE = 69
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+
+
+def render_census(console: Console, result: Any) -> None:
+    """Tables for people: lagging replicas, log dirs, findings with the command that fixes each."""
+    from logdoctor.spark.census import _pct
+
+    c = result.counts()
+    console.print(
+        f"[bold]Fleet census[/bold]: {result.brokers} brokers, {len(result.log_dirs)} log dirs, "
+        f"{len(result.partitions)} topic-partitions, {len(result.replicas)} replicas; "
+        f"[bold red]{c['error']} errors[/bold red], [yellow]{c['warning']} warnings[/yellow], "
+        f"{c['info']} info"
+    )
+    lag = Table(title="Replicas behind the most advanced one")
+    for col in (
+        "partition",
+        "broker",
+        "log end offset",
+        "leader's",
+        "lag (offsets)",
+        "lag (bytes)",
+        "in ISR?",
+    ):
+        lag.add_column(col)
+    for r in result.replicas:
+        if (r.get("lag_offsets") or 0) > 0:
+            lag.add_row(
+                f"{r['topic']}-{r['partition']}",
+                r["broker"],
+                str(r["log_end_offset"]),
+                str(r["max_log_end_offset"]),
+                f"{r['lag_offsets']:,}",
+                f"{r['lag_bytes']:,}",
+                "[red]no (below HW)[/red]" if r.get("below_high_watermark") else "maybe",
+            )
+    if lag.row_count:
+        console.print(lag)
+    else:
+        console.print("Every replica is at its partition's log end offset.")
+    dirs = Table(title="Log dirs")
+    for col in ("broker", "log dir", "partitions", "bytes", "disk used", "from"):
+        dirs.add_column(col, overflow="fold")
+    for d in result.log_dirs:
+        used = d.get("disk_used_fraction")
+        style = "red" if used is not None and used >= 0.85 else ""
+        dirs.add_row(
+            d["broker"],
+            d["log_dir"],
+            str(d.get("partitions") or 0),
+            f"{d.get('bytes') or 0:,}",
+            f"[{style}]{_pct(used)}[/{style}]" if style else _pct(used),
+            d.get("disk_source") or "",
+        )
+    console.print(dirs)
+    if result.findings:
+        console.print("[bold]Findings and the command that fixes each[/bold]")
+    for f in result.findings:
+        style = _STYLE.get(f["severity"], "")
+        console.print(
+            f"[{style}]{f['severity'].upper():7}[/{style}] [bold]{f['code']}[/bold] {f['path']}",
+            soft_wrap=True,
+        )
+        console.print(f"         {f['message']}", soft_wrap=True, markup=False)
+        console.print(f"         fix: [cyan]{f['fix_command']}[/cyan]", soft_wrap=True)
+        if not command_exists(f["fix_command"]):
+            note = f"         (not a command of this logdoctor yet; meanwhile: {f['fix']})"
+            console.print(note, soft_wrap=True, markup=False)
+    console.print(f"Tables (Parquet) and summary.txt in {result.out_dir}")
+
+
+def command_exists(command_line: str) -> bool:
+    """Whether ``logdoctor <name> ...`` names a command registered on the app."""
+    words = command_line.split()
+    if len(words) < 2 or words[0] != "logdoctor":
+        return False
+    return any((c.name or getattr(c.callback, "__name__", "")) == words[1] for c in app.registered_commands)
+
+
+def exit_code(result: Any) -> int:
+    c = result.counts()
+    return 2 if c["error"] else 1 if c["warning"] else 0
+
+
+def run_census_cli(
+    paths: list[str], out: Path, master: str | None, json_out: bool, console: Console, err: Console
+) -> Any:
+    from logdoctor.spark.census import CensusError, run_census
+    from logdoctor.spark.planning import PlanningError
+    from logdoctor.spark.session import SparkUnavailableError, get_spark
+
+    try:
+        from logdoctor.spark.census import discover_brokers
+
+        discover_brokers(paths)
+    except (CensusError, PlanningError) as exc:
+        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(EX_USAGE) from None
+    try:
+        with err.status("starting Spark…"):
+            spark = get_spark(master, "logdoctor census")
+    except SparkUnavailableError as exc:
+        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(EX_UNAVAILABLE) from None
+    progress = Progress(
+        TextColumn("[bold]census[/bold]"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} brokers"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=json_out or not err.is_terminal,
+    )
+    with progress:
+        task = progress.add_task("census", total=None)
+        result = run_census(
+            spark, paths, out, progress=lambda done, total: progress.update(task, completed=done, total=total)
+        )
+    if json_out:
+        print(json.dumps(result.to_json(), indent=2, default=str))
+    else:
+        render_census(console, result)
+    return result
+
+
+@app.command("census")
+def census_command(
+    paths: Annotated[
+        list[str], typer.Argument(help="Broker folders (each holding log dirs), log dirs, or globs.")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the Parquet tables and summary.")],
+    master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
+) -> None:
+    """Fleet census: replica offsets and lag across brokers, disk use per log dir, findings and fixes."""
+    result = run_census_cli(paths, out, master, json_out, Console(), Console(stderr=True))
+    raise typer.Exit(exit_code(result))

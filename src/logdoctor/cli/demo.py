@@ -1,0 +1,42 @@
+"""`logdoctor demo [DIR]`: generate a sample fleet with planted faults and run the census on it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from logdoctor.cli.main import app
+
+
+@app.command("demo")
+def demo_command(
+    out: Annotated[Path, typer.Argument(help="Where to write the sample fleet and the census.")] = Path(
+        "out/demo"
+    ),
+    master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
+) -> None:
+    """Generate a 3-broker sample fleet with planted faults, run the census with local Spark, show fixes."""
+    from logdoctor.cli.census import run_census_cli
+    from logdoctor.sample.fleet import generate_demo_fleet
+
+    console = Console()
+    err = Console(stderr=True)
+    fleet_dir = out / "fleet"
+    if fleet_dir.exists():
+        shutil.rmtree(fleet_dir)
+    demo = generate_demo_fleet(fleet_dir)
+    if not json_out:
+        console.print(
+            f"[bold]Sample fleet[/bold] written to {fleet_dir} "
+            f"({len(demo.fleet.log_dirs)} brokers, {len(demo.fleet.replicas)} replicas). Planted:"
+        )
+        for p in demo.planted:
+            console.print(f"  - {p}")
+        console.print(f"Running: logdoctor census {fleet_dir} --out {out / 'census'}\n")
+    run_census_cli([str(fleet_dir)], out / "census", master, json_out, console, err)
+    raise typer.Exit(0)

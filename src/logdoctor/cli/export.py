@@ -1,0 +1,155 @@
+"""`logdoctor export PATHS... --out DIR`: the records of log dirs as a Parquet table, with local Spark.
+
+Exit codes: 0 done, 1 done but corrupt ranges were skipped, 64 usage, 69 Spark unavailable
+(no Java 17+), 70 tool failure.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from logdoctor.cli.main import app
+
+EX_USAGE = 64
+EX_UNAVAILABLE = 69
+EX_SOFTWARE = 70
+
+
+def _human(n: int) -> str:
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if value < 1024 or unit == "TiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+@app.command("export")
+def export_command(
+    paths: Annotated[
+        list[str], typer.Argument(help="Log dirs, partition folders or .log files (globs allowed).")
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (overwritten).")],
+    fmt: Annotated[str, typer.Option("--format", help="parquet or delta.")] = "parquet",
+    partition_by: Annotated[
+        str, typer.Option("--partition-by", help="Comma-separated columns ('' for none).")
+    ] = ("topic,partition"),
+    master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
+    topics: Annotated[str | None, typer.Option("--topics", help="Comma list or regex of topics.")] = None,
+    starting_offsets: Annotated[
+        str | None, typer.Option("--starting-offsets", help="Number or Spark-Kafka JSON.")
+    ] = None,
+    ending_offsets: Annotated[
+        str | None, typer.Option("--ending-offsets", help="Number or JSON (exclusive).")
+    ] = None,
+    starting_timestamp: Annotated[int | None, typer.Option("--starting-timestamp", help="Epoch ms.")] = None,
+    ending_timestamp: Annotated[
+        int | None, typer.Option("--ending-timestamp", help="Epoch ms (exclusive).")
+    ] = None,
+    include_control: Annotated[bool, typer.Option("--include-control", help="Keep control records.")] = False,
+    decoder: Annotated[
+        str, typer.Option("--decoder", help="none|auto|consumer-offsets|transactions|cluster-metadata")
+    ] = "none",
+    max_partition_bytes: Annotated[
+        str | None, typer.Option("--max-partition-bytes", help="Split size, e.g. 128m.")
+    ] = None,
+    writer: Annotated[
+        str | None,
+        typer.Option(
+            "--writer",
+            help="arrow (tasks write Parquet with pyarrow; default) "
+            "or spark (the DataFrame writer; always for delta).",
+        ),
+    ] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+) -> None:
+    """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
+    from logdoctor.spark.export import ExportError, check_delta, run_export
+    from logdoctor.spark.planning import PlanningError
+    from logdoctor.spark.session import SparkUnavailableError, get_spark
+
+    err = Console(stderr=True)
+    console = Console()
+    jars: list[str] = []
+    if fmt == "delta":
+        try:
+            jars = check_delta()
+        except ExportError as exc:
+            err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+            raise typer.Exit(EX_UNAVAILABLE) from None
+    elif fmt != "parquet":
+        err.print(f"[red]error:[/red] --format must be parquet or delta, got {fmt!r}")
+        raise typer.Exit(EX_USAGE)
+    options = {
+        "topics": topics,
+        "startingOffsets": starting_offsets,
+        "endingOffsets": ending_offsets,
+        "startingTimestamp": starting_timestamp,
+        "endingTimestamp": ending_timestamp,
+        "includeControl": "true" if include_control else "false",
+        "decoder": decoder,
+        "maxPartitionBytes": max_partition_bytes,
+    }
+    try:
+        from logdoctor.spark.planning import discover, parse_read_options
+
+        parse_read_options({k: str(v) for k, v in options.items() if v is not None})
+        discover(paths)
+    except PlanningError as exc:
+        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(EX_USAGE) from None
+    cols = tuple(c.strip() for c in partition_by.split(",") if c.strip())
+    try:
+        with err.status("starting Spark…"):
+            spark = get_spark(master, "logdoctor export", jars=jars or None, delta=bool(jars))
+    except SparkUnavailableError as exc:
+        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(EX_UNAVAILABLE) from None
+    progress = Progress(
+        TextColumn("[bold]export[/bold]"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total} tasks"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=json_out or not err.is_terminal,
+    )
+    try:
+        with progress:
+            task = progress.add_task("export", total=None)
+
+            def report(done: int, total: int) -> None:
+                progress.update(task, completed=done, total=total)
+
+            result = run_export(
+                spark, paths, out, fmt=fmt, partition_by=cols, options=options, progress=report, writer=writer
+            )
+    except (ExportError, PlanningError) as exc:
+        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
+        raise typer.Exit(EX_USAGE) from None
+    if json_out:
+        print(json.dumps(result.to_json(), indent=2))
+    else:
+        console.print(
+            f"Exported [bold]{result.rows:,}[/bold] records from {result.segments:,} segments "
+            f"({_human(result.bytes_in)} of logs) to {result.out_dir} as {result.format}: "
+            f"{result.files} files, "
+            f"{_human(result.bytes_out)}, in {result.elapsed_s:.1f} s ({result.records_per_s:,.0f} records/s)"
+        )
+        if result.skipped:
+            table = Table(title="Skipped corrupt ranges (rows stop at the last valid batch)")
+            for c in ("segment", "valid bytes", "skipped bytes", "why"):
+                table.add_column(c, overflow="fold")
+            for s in result.skipped:
+                table.add_row(s.path, f"{s.valid_bytes:,}", f"{s.skipped_bytes:,}", s.error)
+            console.print(table)
+        else:
+            console.print("No corrupt range was skipped.")
+    raise typer.Exit(1 if result.skipped else 0)

@@ -1,0 +1,178 @@
+"""The demo fleet: several brokers with the problems a fleet census must find.
+
+Built on :mod:`logdoctor.sample.logdir` (which writes brokers, replicas and checkpoints as a broker
+leaves them) with the faults the demo needs on top:
+
+- an out-of-ISR replica: one follower ``lag`` records behind, while the leader and the other
+  follower have moved their high watermark past it (after the ISR shrank);
+- a corrupt offset index (entries that go backwards: the broker's lookups would fail);
+- a retention-risk segment (a zeroed ``.timeindex``: largestTimestamp=0, KAFKA-10207);
+- a nearly full log dir: ``df.json`` beside the broker's log dirs records the disk as it was
+  when the log dirs were copied (what ``df`` said), which the census reads instead of statvfs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from logdoctor.formats.checkpoint import (
+    new_offset_checkpoint,
+    parse_offset_checkpoint,
+    write_offset_checkpoint,
+)
+from logdoctor.formats.record_types import Compression
+from logdoctor.logdir.names import REPLICATION_OFFSET_CHECKPOINT, SegmentFileType, segment_file_name
+from logdoctor.sample.logdir import (
+    BrokerSpec,
+    Fault,
+    FleetSpec,
+    GeneratedFleet,
+    LaggingReplica,
+    TopicSpec,
+    ZeroedTimeIndex,
+    generate_fleet,
+)
+
+DF_JSON = "df.json"
+
+
+@dataclass
+class OutOfIsrReplica(LaggingReplica):
+    """A lagging follower that has left the ISR: the other replicas' high watermark is the full log end."""
+
+    def apply(self, fleet: GeneratedFleet) -> None:
+        others = [
+            r
+            for r in fleet.replicas
+            if (r.topic, r.partition) == (self.topic, self.partition) and r.broker_id != self.broker_id
+        ]
+        if not others:
+            return
+        hw = max(r.log_end_offset for r in others)
+        for r in others:
+            path = r.log_dir / REPLICATION_OFFSET_CHECKPOINT
+            cp = parse_offset_checkpoint(path.read_bytes(), source=str(path))
+            entries = [(t, p, hw if (t, p) == (self.topic, self.partition) else o) for t, p, o in cp.entries]
+            path.write_bytes(write_offset_checkpoint(new_offset_checkpoint(entries)))
+            r.high_watermark = hw
+
+
+@dataclass
+class CorruptOffsetIndex(Fault):
+    """Make a segment's ``.index`` go backwards (its second entry gets an offset below the first)."""
+
+    broker_id: int
+    topic: str
+    partition: int
+    segment: int = 0
+
+    def apply(self, fleet: GeneratedFleet) -> None:
+        rep = fleet.replica(self.broker_id, self.topic, self.partition)
+        seg = rep.segments[self.segment]
+        path = seg.path.parent / segment_file_name(seg.base_offset, SegmentFileType.INDEX)
+        data = bytearray(path.read_bytes())
+        if len(data) < 16:  # fewer than two entries: write two that go backwards
+            data = bytearray(struct.pack(">iiii", 50, 4096, 10, 8192))
+        else:
+            first_rel = struct.unpack_from(">i", data, 0)[0]
+            struct.pack_into(">i", data, 8, max(0, first_rel - 1))
+        path.write_bytes(bytes(data))
+
+
+@dataclass
+class NearlyFullDisk(Fault):
+    """Record (in ``df.json`` beside the broker's log dirs) that one log dir's disk is ``used`` full."""
+
+    broker_id: int
+    log_dir_index: int = 0
+    used: float = 0.97
+    disk_bytes: int = 500 * 1024**3
+    others_used: float = 0.40
+
+    def apply(self, fleet: GeneratedFleet) -> None:
+        dirs = fleet.log_dirs[self.broker_id]
+        table = {}
+        for i, d in enumerate(dirs):
+            used = self.used if i == self.log_dir_index else self.others_used
+            table[d.name] = {
+                "total_bytes": self.disk_bytes,
+                "available_bytes": int(self.disk_bytes * (1 - used)),
+            }
+        (dirs[0].parent / DF_JSON).write_text(json.dumps(table, indent=2) + "\n")
+
+
+@dataclass
+class DemoFleet:
+    root: Path
+    fleet: GeneratedFleet
+    planted: list[str] = field(default_factory=list)  # human-readable list of the planted faults
+
+
+def demo_fleet_spec(seed: int = 7) -> FleetSpec:
+    topics = (
+        TopicSpec(
+            "orders",
+            partitions=6,
+            replication_factor=3,
+            records_per_partition=2000,
+            records_per_batch=10,
+            value_size=200,
+            segment_bytes=96 * 1024,
+            compression=Compression.NONE,
+        ),
+        TopicSpec(
+            "payments",
+            partitions=3,
+            replication_factor=3,
+            records_per_partition=1200,
+            records_per_batch=5,
+            value_size=120,
+            segment_bytes=64 * 1024,
+            idempotent=True,
+        ),
+        TopicSpec(
+            "clicks",
+            partitions=4,
+            replication_factor=2,
+            records_per_partition=1500,
+            records_per_batch=50,
+            value_size=80,
+            segment_bytes=128 * 1024,
+            compression=Compression.ZSTD,
+        ),
+    )
+    brokers = (BrokerSpec(1, log_dirs=2), BrokerSpec(2, log_dirs=2), BrokerSpec(3, log_dirs=1))
+    faults: tuple[Fault, ...] = (
+        OutOfIsrReplica(broker_id=3, topic="orders", partition=1, lag=600),
+        CorruptOffsetIndex(broker_id=1, topic="orders", partition=0, segment=0),
+        ZeroedTimeIndex(broker_id=2, topic="payments", partition=1, segment=0),
+        NearlyFullDisk(broker_id=2, log_dir_index=1, used=0.97),
+    )
+    return FleetSpec(topics=topics, brokers=brokers, faults=faults, seed=seed)
+
+
+def generate_demo_fleet(root: str | os.PathLike[str], seed: int = 7) -> DemoFleet:
+    """Write the demo fleet under ``root`` (``root/broker-<id>/kafka-logs-<k>``)."""
+    spec = demo_fleet_spec(seed)
+    fleet = generate_fleet(root, spec)
+    planted = []
+    for f in spec.faults:
+        if isinstance(f, OutOfIsrReplica):
+            planted.append(
+                f"out-of-ISR replica: {f.topic}-{f.partition} on broker {f.broker_id}, {f.lag} records behind"
+            )
+        elif isinstance(f, CorruptOffsetIndex):
+            planted.append(f"corrupt offset index: {f.topic}-{f.partition} on broker {f.broker_id}")
+        elif isinstance(f, ZeroedTimeIndex):
+            planted.append(
+                f"retention risk (zeroed time index): {f.topic}-{f.partition} on broker {f.broker_id}"
+            )
+        elif isinstance(f, NearlyFullDisk):
+            planted.append(
+                f"nearly full log dir: broker {f.broker_id} log dir #{f.log_dir_index} ({f.used:.0%})"
+            )
+    return DemoFleet(Path(root), fleet, planted)

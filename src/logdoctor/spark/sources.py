@@ -1,0 +1,504 @@
+"""The Python Data Sources ``kafka-log`` (one row per record) and ``kafka-log-segments`` (per segment).
+
+Spark runs ``partitions()`` in a planning worker and ``read()`` in executor Python workers, so
+everything here pickles (small dataclasses from :mod:`logdoctor.spark.planning`) and the heavy
+imports happen inside the methods. Readers yield ``pyarrow.RecordBatch`` objects whose types are
+exactly the ones of :mod:`logdoctor.spark.schema`.
+
+A bad batch fails nothing: the rows of a segment stop at its first invalid batch (CRC mismatch,
+torn or zero-filled tail, undecodable records), as the broker's recovery would truncate there;
+``kafka-log-segments`` reports where and why.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from logdoctor.spark.planning import ReadOptions, SegmentRef, SegmentSlice
+
+
+class SlicePartition(InputPartition):
+    """An InputPartition carrying planned SegmentSlices, read in order (picklable)."""
+
+    def __init__(self, value: tuple[SegmentSlice, ...]) -> None:
+        super().__init__(value)
+
+
+class SegmentPartition(InputPartition):
+    """An InputPartition carrying a group of SegmentRefs for the segments source."""
+
+    def __init__(self, value: tuple[SegmentRef, ...]) -> None:
+        super().__init__(value)
+
+
+def _paths(options: dict[str, str]) -> str:
+    # load(path) puts it in "path"; load([a, b]) in "paths" as a JSON list
+    import json
+
+    if options.get("paths"):
+        try:
+            items = json.loads(options["paths"])
+            if isinstance(items, list):
+                extra = [options["path"]] if options.get("path") else []
+                return ",".join([*extra, *map(str, items)])
+        except ValueError:
+            pass
+        return str(options["paths"])
+    return str(options.get("path", ""))
+
+
+# --- kafka-log --------------------------------------------------------------------------------------
+
+
+class KafkaLogDataSource(DataSource):
+    """``spark.read.format("kafka-log").load(PATHS)``: the records of Kafka log segments on disk."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log"
+
+    def schema(self) -> str:
+        from logdoctor.spark.planning import parse_read_options
+        from logdoctor.spark.schema import records_ddl
+
+        return records_ddl(parse_read_options(self.options).decoded)
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return KafkaLogReader(dict(self.options))
+
+
+class KafkaLogReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        from logdoctor.spark.planning import parse_read_options
+
+        self.options = options
+        self.read_options = parse_read_options(options)
+
+    def partitions(self) -> Sequence[InputPartition]:
+        from logdoctor.spark.planning import discover, pack_slices, plan_slices
+
+        opts = self.read_options
+        slices = plan_slices(discover(_paths(self.options)), opts)
+        return [SlicePartition(g) for g in pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if partition is None or partition.value is None:  # no segment at all
+            return
+        for sl in partition.value:
+            yield from read_slice(sl, self.read_options)
+
+
+_ZERO_ROWS_CACHE: dict[bool, Any] = {}
+
+
+def _decoder_for(name: str, topic: str):
+    """The internal-topic decoder ``(key, value) -> dict`` for option ``decoder`` and this topic."""
+    from logdoctor.formats import internal
+
+    return internal.decoder_by_name(name, topic)
+
+
+def _decode_json(decode, keys: list, values: list, control: list[bool]) -> list[str | None]:
+    import base64
+    import json
+
+    def default(obj: Any) -> Any:
+        if isinstance(obj, (bytes, bytearray, memoryview)):
+            return base64.b64encode(bytes(obj)).decode("ascii")
+        if hasattr(obj, "to_json"):
+            return obj.to_json()
+        if hasattr(obj, "__dataclass_fields__"):
+            import dataclasses
+
+            return dataclasses.asdict(obj)
+        if hasattr(obj, "value") and hasattr(obj, "name"):  # enums
+            return obj.name
+        return str(obj)
+
+    out: list[str | None] = []
+    for key, value, is_control in zip(keys, values, control, strict=True):
+        if decode is None or is_control:
+            out.append(None)
+            continue
+        try:
+            obj = decode(key, value)
+        except Exception as exc:  # a record the decoder does not know: say so, keep going
+            obj = {"type": "undecodable", "error": str(exc)}
+        out.append(json.dumps(obj, default=default, sort_keys=True))
+    return out
+
+
+def _build_arrow(
+    seg: SegmentRef,
+    batches: list,
+    cols: Any,
+    opts: ReadOptions,
+    start_offset: int | None,
+    end_offset: int | None,
+) -> pa.RecordBatch | None:
+    """Arrow rows for the decoded records of ``batches`` (columns from decode_columns)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from logdoctor.spark.schema import records_arrow_schema
+
+    n = len(cols)
+    if n == 0:
+        return None
+    counts = np.fromiter((b.record_count for b in batches), dtype=np.int64, count=len(batches))
+
+    def per_record(values: list, dtype: Any) -> np.ndarray:
+        return np.repeat(np.asarray(values, dtype=dtype), counts)
+
+    offsets = cols.offsets.astype(np.int64, copy=False)
+    ts_ms = cols.timestamps.astype(np.int64, copy=False)
+    ts_type = cols.timestamp_types.astype(np.int32)
+    # NO_TIMESTAMP (magic 0) and values that do not fit microseconds become null
+    ts_null = (ts_type < 0) | (np.abs(ts_ms) > 9_000_000_000_000_000 // 1000)
+    ts_us = np.where(ts_null, 0, ts_ms) * 1000
+    timestamp = pa.array(ts_us, type=pa.timestamp("us", tz="UTC"), mask=ts_null if ts_null.any() else None)
+
+    zeros = pa.array(np.zeros(n, dtype=np.int32))
+    labels = sorted({b.compression.label for b in batches})
+    label_idx = {label: i for i, label in enumerate(labels)}
+    compression = pc.take(
+        pa.array(labels, pa.string()),
+        pa.array(per_record([label_idx[b.compression.label] for b in batches], np.int32)),
+    )
+
+    arrays = [
+        cols.keys,
+        cols.values,
+        pc.take(pa.array([seg.topic], pa.string()), zeros),
+        pa.array(np.full(n, seg.partition, dtype=np.int32)),
+        pa.array(offsets),
+        timestamp,
+        pa.array(ts_type),
+        cols.headers,
+        pc.take(pa.array([seg.log_dir], pa.string()), zeros),
+        pa.array(np.full(n, seg.base_offset, dtype=np.int64)),
+        pa.array(per_record([b.position for b in batches], np.int64)),
+        pa.array(per_record([b.producer_id for b in batches], np.int64)),
+        pa.array(per_record([b.producer_epoch for b in batches], np.int16)),
+        pa.array(per_record([b.base_sequence for b in batches], np.int32)),
+        pa.array(per_record([bool(b.is_transactional) for b in batches], np.bool_)),
+        pa.array(per_record([bool(b.is_control) for b in batches], np.bool_)),
+        pa.array(per_record([b.partition_leader_epoch for b in batches], np.int32)),
+        compression,
+    ]
+    if opts.decoded:
+        decode = _decoder_for(opts.decoder, seg.topic)
+        control = per_record([bool(b.is_control) for b in batches], np.bool_).tolist()
+        arrays.append(
+            pa.array(
+                _decode_json(decode, cols.keys.to_pylist(), cols.values.to_pylist(), control), pa.string()
+            )
+        )
+    schema = records_arrow_schema(opts.decoded)
+    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema, strict=True)]
+    rb = pa.RecordBatch.from_arrays(arrays, schema=schema)
+    if start_offset is not None or end_offset is not None:
+        keep = np.ones(n, dtype=bool)
+        if start_offset is not None:
+            keep &= offsets >= start_offset
+        if end_offset is not None:
+            keep &= offsets < end_offset
+        if not keep.all():
+            rb = rb.filter(pa.array(keep))
+    return rb if rb.num_rows else None
+
+
+def _decode(batches: list) -> tuple[list, Any, bool]:
+    """Decode ``batches`` to columns; on a bad batch keep those before it: (good batches, cols, stop)."""
+    from logdoctor.errors import FormatError
+    from logdoctor.formats.records import decode_columns
+
+    try:
+        cols = decode_columns(batches)
+        if len(cols) == sum(b.record_count for b in batches):
+            return batches, cols, False
+    except FormatError:
+        pass
+    good: list = []
+    for b in batches:  # find the first bad one
+        try:
+            c = decode_columns([b])
+            if len(c) != b.record_count:
+                break
+        except FormatError:
+            break
+        good.append(b)
+    return good, decode_columns(good), True
+
+
+def read_slice(sl: SegmentSlice, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
+    """The records of one slice as Arrow batches of about ``opts.batch_rows`` rows."""
+    from logdoctor.errors import FormatError
+    from logdoctor.formats.records import iter_batches
+    from logdoctor.logdir.files import map_file
+
+    seg = sl.segment
+    try:
+        buf = map_file(seg.path)
+    except OSError:
+        return
+    start, end = sl.start_offset, sl.end_offset
+    pending: list = []
+    rows = 0
+    stop = False
+    try:
+        for batch in iter_batches(buf, source=seg.path, start=sl.read_from, verify_crc=opts.verify_crc):
+            if batch.position < sl.emit_from:
+                continue  # walked (and CRC-checked) only: an earlier slice emits it
+            if sl.emit_to is not None and batch.position >= sl.emit_to:
+                break
+            if end is not None and batch.last_offset >= end and batch.base_offset >= end:
+                break
+            if start is not None and batch.last_offset < start:
+                continue
+            if batch.is_control and not opts.include_control:
+                continue
+            pending.append(batch)
+            rows += batch.record_count
+            if rows >= opts.batch_rows:
+                good, cols, stop = _decode(pending)
+                out = _build_arrow(seg, good, cols, opts, start, end)
+                if out is not None:
+                    yield out
+                pending, rows = [], 0
+                if stop:
+                    return
+    except FormatError:
+        pass  # rows stop at the last valid batch; kafka-log-segments reports the damage
+    if pending and not stop:
+        good, cols, _ = _decode(pending)
+        out = _build_arrow(seg, good, cols, opts, start, end)
+        if out is not None:
+            yield out
+
+
+# --- kafka-log-segments -----------------------------------------------------------------------------
+
+
+class KafkaLogSegmentsDataSource(DataSource):
+    """``spark.read.format("kafka-log-segments").load(PATHS)``: one row per segment (.log file)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return "kafka-log-segments"
+
+    def schema(self) -> str:
+        from logdoctor.spark.schema import segments_ddl
+
+        return segments_ddl()
+
+    def reader(self, schema: Any) -> DataSourceReader:
+        return KafkaLogSegmentsReader(dict(self.options))
+
+
+SEGMENTS_PER_TASK_BYTES = 256 * 1024 * 1024
+SEGMENTS_PER_TASK = 64
+
+
+class KafkaLogSegmentsReader(DataSourceReader):
+    def __init__(self, options: dict[str, str]) -> None:
+        from logdoctor.spark.planning import topic_matcher
+
+        self.options = options
+        topic_matcher(options.get("topics"))  # validate early
+
+    def partitions(self) -> Sequence[InputPartition]:
+        from logdoctor.spark.planning import discover, topic_matcher
+
+        match = topic_matcher(self.options.get("topics"))
+        segs = [s for ref in discover(_paths(self.options)) if match(ref.topic) for s in ref.segments]
+        groups: list[SegmentPartition] = []
+        cur: list = []
+        size = 0
+        for s in segs:  # many small segments per task, a big one alone
+            if cur and (size + s.size > SEGMENTS_PER_TASK_BYTES or len(cur) >= SEGMENTS_PER_TASK):
+                groups.append(SegmentPartition(tuple(cur)))
+                cur, size = [], 0
+            cur.append(s)
+            size += s.size
+        if cur:
+            groups.append(SegmentPartition(tuple(cur)))
+        return groups
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        from logdoctor.spark.schema import segments_arrow_schema
+
+        if partition is None or partition.value is None:
+            return
+        scans: dict[str, list[Any] | None] = {}
+        rows = []
+        for s in partition.value:
+            folder = os.path.dirname(s.path)
+            if folder not in scans:
+                scans[folder] = partition_findings(s.log_dir, folder)
+            rows.append(segment_summary(s, scans[folder]))
+        schema = segments_arrow_schema()
+        yield pa.RecordBatch.from_pylist(rows, schema=schema)
+
+
+def _ts(ms: int | None):
+    import datetime as dt
+
+    if ms is None or ms < 0:
+        return None
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+
+
+def broker_time_index_max(path: str) -> int | None:
+    """The time index's last slot timestamp, as the broker takes it (every slot counts, KAFKA-10207)."""
+    import os
+
+    from logdoctor.formats.index import TIME_ENTRY_SIZE
+    from logdoctor.logdir.files import read_range
+
+    try:
+        size = os.stat(path).st_size
+    except OSError:
+        return None
+    slots = size // TIME_ENTRY_SIZE
+    if slots == 0:
+        return None
+    tail = read_range(path, (slots - 1) * TIME_ENTRY_SIZE, 8)
+    return int.from_bytes(tail, "big", signed=True) if len(tail) == 8 else None
+
+
+def partition_findings(log_dir: str, partition_dir: str, now_ms: int | None = None) -> list[Any] | None:
+    """The scan's findings for one partition folder (logdoctor.checks, default depth); None if it fails.
+
+    Checkpoint values come from the log dir as the scanner reads them (an unreadable checkpoint
+    counts as empty, as LogManager.loadLogs does).
+    """
+    import time
+
+    try:
+        from logdoctor.checks.access import BrokerUser
+        from logdoctor.checks.context import Depth, PartitionTask, ScanOptions
+        from logdoctor.checks.partition import check_partition
+        from logdoctor.logdir.model import LogDir
+        from logdoctor.logdir.names import (
+            CLEAN_SHUTDOWN_FILE,
+            LOG_START_OFFSET_CHECKPOINT,
+            RECOVERY_POINT_CHECKPOINT,
+            REPLICATION_OFFSET_CHECKPOINT,
+            parse_partition_dir,
+        )
+
+        name = os.path.basename(partition_dir.rstrip(os.sep))
+        parsed = parse_partition_dir(name)
+        if parsed is None:
+            return None
+        ld = LogDir(log_dir)
+
+        def cp(which: str) -> int | None:
+            read = ld.checkpoint(which)
+            if read.error is not None or read.problems or parsed.is_metadata:
+                return None
+            return read.get(parsed.topic, parsed.partition)
+
+        user = BrokerUser.owner_of(log_dir)
+        options = ScanOptions(Depth.DEFAULT, now_ms or int(time.time() * 1000), user)
+        task = PartitionTask(
+            log_dir=log_dir, path=partition_dir, name=name, topic=parsed.topic, partition=parsed.partition,
+            kind=parsed.kind.value, recovery_point=cp(RECOVERY_POINT_CHECKPOINT),
+            log_start_checkpoint=cp(LOG_START_OFFSET_CHECKPOINT),
+            high_watermark=cp(REPLICATION_OFFSET_CHECKPOINT),
+            clean_shutdown=os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
+            and not parsed.is_metadata,
+            broker_user=user, options=options,
+        )
+        return list(check_partition(task).findings)
+    except Exception:  # the read's own findings still stand
+        return None
+
+
+def segment_findings(
+    seg: SegmentRef, error: Any, valid_bytes: int, scan_findings: list[Any] | None = None
+) -> list[dict[str, str]]:
+    """Findings of one segment: the scan's findings about its files, plus LOG_CORRUPT from the read itself
+    when the scan did not report it (or could not run)."""
+    out: list[dict[str, str]] = []
+    prefix = os.path.join(os.path.dirname(seg.path), f"{seg.base_offset:020d}.")
+    for f in scan_findings or ():
+        if f.path.startswith(prefix):
+            out.append({"code": f.code, "severity": f.severity.label, "message": f.message})
+    if error is not None and not any(f["code"] == "LOG_CORRUPT" for f in out):
+        message = f"{error}; {seg.size - valid_bytes} bytes after the last valid batch (valid {valid_bytes})"
+        out.append({"code": "LOG_CORRUPT", "severity": "error", "message": message})
+    return out
+
+
+def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> dict[str, Any]:
+    """One row of kafka-log-segments (never raises on bad bytes)."""
+    from logdoctor.formats.records import scan_batches
+    from logdoctor.logdir.files import map_file
+
+    error_text: str | None = None
+    try:
+        buf = map_file(seg.path)
+    except OSError as exc:
+        buf = memoryview(b"")
+        error_text = f"{seg.path}: cannot read: {exc.strerror}"
+    scan = scan_batches(buf, source=seg.path, verify_crc=True)
+    batches = scan.batches
+    record_count = 0
+    codecs: set[str] = set()
+    magics: set[int] = set()
+    min_ts: int | None = None
+    max_ts: int | None = None
+    for b in batches:
+        with contextlib.suppress(Exception):  # a legacy wrapper whose inner messages do not decode
+            record_count += b.record_count
+        codecs.add(b.compression.label)
+        magics.add(int(b.magic))
+        mts = b.max_timestamp
+        if mts >= 0:
+            max_ts = mts if max_ts is None else max(max_ts, mts)
+        try:
+            fts = b.first_timestamp
+        except Exception:
+            fts = mts
+        for t in (fts, mts):
+            if t >= 0:
+                min_ts = t if min_ts is None else min(min_ts, t)
+    error = scan.error
+    if error is not None:
+        error_text = str(error)
+    findings = segment_findings(seg, error, scan.valid_bytes, scan_findings)
+    return {
+        "log_dir": seg.log_dir,
+        "topic": seg.topic,
+        "partition": seg.partition,
+        "path": seg.path,
+        "base_offset": seg.base_offset,
+        "last_offset": batches[-1].last_offset if batches else None,
+        "size_bytes": len(buf) if len(buf) else seg.size,
+        "record_count": record_count,
+        "batch_count": len(batches),
+        "min_timestamp": _ts(min_ts),
+        "max_timestamp": _ts(max_ts),
+        "time_index_max_timestamp": _ts(broker_time_index_max(seg.time_index_path)),
+        "codecs": sorted(codecs),
+        "magic_versions": sorted(magics),
+        "valid_bytes": scan.valid_bytes,
+        "error": error_text,
+        "findings": findings,
+    }

@@ -1,0 +1,94 @@
+"""The fleet census finds every planted fault of the demo fleet, and writes readable Parquet tables."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+import pytest
+
+from logdoctor.sample.fleet import generate_demo_fleet
+from logdoctor.spark.census import run_census
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def census(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("census")
+    demo = generate_demo_fleet(root / "fleet")
+    result = run_census(spark, [str(root / "fleet")], root / "out")
+    return demo, result, root / "out"
+
+
+def test_every_replica_is_counted_with_its_offsets(census):
+    demo, result, _ = census
+    assert result.brokers == 3
+    got = {(r["broker"], r["topic"], r["partition"]): r for r in result.replicas}
+    assert len(got) == len(demo.fleet.replicas)
+    for rep in demo.fleet.replicas:
+        row = got[(f"broker-{rep.broker_id}", rep.topic, rep.partition)]
+        assert (row["log_start_offset"], row["log_end_offset"]) == (rep.log_start_offset, rep.log_end_offset)
+        assert row["high_watermark"] == rep.high_watermark
+        assert row["recovery_point"] == rep.recovery_point
+
+
+def test_the_lagging_replica_is_found_with_its_lag(census):
+    demo, result, _ = census
+    lagging = [r for r in result.replicas if r["lag_offsets"] > 0]
+    assert [(r["broker"], r["topic"], r["partition"]) for r in lagging] == [("broker-3", "orders", 1)]
+    behind = demo.fleet.replica(3, "orders", 1)
+    leader = max(
+        (r for r in demo.fleet.replicas if (r.topic, r.partition) == ("orders", 1)),
+        key=lambda r: r.log_end_offset,
+    )
+    assert lagging[0]["lag_offsets"] == leader.log_end_offset - behind.log_end_offset == 600
+    assert lagging[0]["below_high_watermark"] is True
+    assert lagging[0]["lag_bytes"] > 0
+    part = next(p for p in result.partitions if (p["topic"], p["partition"]) == ("orders", 1))
+    assert part["lagging_broker"] == "broker-3" and part["max_lag_offsets"] == 600
+
+
+def test_planted_faults_are_findings_with_fix_commands(census):
+    _demo, result, _ = census
+    codes = {(f["code"], f["broker"]) for f in result.findings}
+    assert ("REPLICA_LAG", "broker-3") in codes
+    assert ("INDEX_CORRUPT", "broker-1") in codes  # the offset index that goes backwards
+    assert ("RETENTION_RISK", "broker-2") in codes  # the zeroed time index
+    assert ("LOG_DIR_NEARLY_FULL", "broker-2") in codes
+    full = next(f for f in result.findings if f["code"] == "LOG_DIR_NEARLY_FULL")
+    assert full["log_dir"].endswith("broker-2/kafka-logs-1")
+    for f in result.findings:
+        assert f["fix_command"].startswith("logdoctor ")
+    lag = next(f for f in result.findings if f["code"] == "REPLICA_LAG")
+    assert lag["fix_command"].startswith("logdoctor sync-replica orders-1 --leader ")
+    assert lag["fix_command"].endswith("--follower " + lag["log_dir"])
+    move = next(f for f in result.findings if f["code"] == "LOG_DIR_NEARLY_FULL")
+    assert move["fix_command"].startswith("logdoctor move-partition ")
+    assert f"--from {move['log_dir']} --to " in move["fix_command"]
+    risk = next(f for f in result.findings if f["code"] == "RETENTION_RISK")
+    assert (
+        risk["fix_command"].startswith("logdoctor repair") and "--only RETENTION_RISK" in risk["fix_command"]
+    )
+
+
+def test_tables_are_written_as_parquet(census):
+    demo, _result, out = census
+    for name in ("partitions", "replicas", "log_dirs", "findings"):
+        table = pq.read_table(out / name)
+        assert table.num_rows > 0, name
+    assert pq.read_table(out / "replicas").num_rows == len(demo.fleet.replicas)
+    assert pq.read_table(out / "partitions").num_rows == 13
+    dirs = pq.read_table(out / "log_dirs").to_pylist()
+    assert len(dirs) == 5 and all(d["disk_total_bytes"] for d in dirs)
+    summary = (out / "summary.txt").read_text()
+    assert "orders-1: broker-3 is 600 offsets" in summary
+
+
+def test_segments_source_shows_the_retention_risk(spark, census):
+    demo, _result, _ = census
+    rep = demo.fleet.replica(2, "payments", 1)
+    seg = rep.segments[0]
+    row = spark.read.format("kafka-log-segments").load(str(seg.path)).collect()[0]
+    assert "RETENTION_RISK" in [f["code"] for f in row["findings"]]
+    assert row["time_index_max_timestamp"].timestamp() == 0  # what the broker would use: epoch 0
+    assert int(row["max_timestamp"].timestamp() * 1000) == seg.max_timestamp
+    assert row["error"] is None and row["valid_bytes"] == row["size_bytes"] == seg.size

@@ -1,0 +1,109 @@
+"""The export and census commands end to end: local[1] in a subprocess, local[2] in the shared session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import oracle
+import pyarrow.parquet as pq
+import pytest
+
+from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+from logdoctor.spark.export import ExportError, check_delta, run_export
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    path, _ = generate_log_dir(
+        tmp_path_factory.mktemp("export") / "fleet",
+        [
+            TopicSpec(
+                "events",
+                partitions=3,
+                records_per_partition=700,
+                records_per_batch=7,
+                segment_bytes=32 * 1024,
+            )
+        ],
+    )
+    return path
+
+
+def _expected(logdir):
+    return oracle.digest(
+        (t, p, o, k, v) for log in logdir.glob("*/*.log") for t, p, o, _, k, v in oracle.records_of(log)
+    )
+
+
+def test_export_command_with_local_1(logdir, tmp_path):
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from logdoctor.cli.main import main; main()",
+            "export",
+            str(logdir),
+            "--out",
+            str(out),
+            "--master",
+            "local[1]",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(proc.stdout)
+    table = pq.read_table(out)
+    rows = zip(
+        *(table.column(c).to_pylist() for c in ("topic", "partition", "offset", "key", "value")), strict=True
+    )
+    assert oracle.digest(rows) == _expected(logdir)
+    assert summary["rows"] == table.num_rows == 2100 and summary["skipped"] == []
+    assert sorted(os.listdir(out / "topic=events")) == ["partition=0", "partition=1", "partition=2"]
+
+
+def test_export_with_local_2_reports_skipped_corrupt_ranges(spark, logdir, tmp_path):
+    import shutil
+
+    copy = tmp_path / "kafka-logs"
+    shutil.copytree(logdir, copy)
+    log = sorted((copy / "events-2").glob("*.log"))[-1]
+    data = log.read_bytes()
+    log.write_bytes(data + b"\x00" * 100)  # a zero-filled tail, as after a crash on a preallocating fs
+    assert spark.sparkContext.master == "local[2]"
+    result = run_export(spark, [str(copy)], tmp_path / "out")
+    assert result.rows == 2100
+    assert [(s.path, s.valid_bytes, s.skipped_bytes) for s in result.skipped] == [(str(log), len(data), 100)]
+
+
+def test_delta_says_why_it_cannot_run():
+    try:
+        check_delta()
+    except ExportError as exc:
+        assert "Maven Central" in str(exc) and "--format parquet" in str(exc)
+    else:  # jars were provided locally: then they must really be there
+        pytest.skip("delta jars present")
+
+
+def test_demo_command_finds_the_planted_faults(spark, tmp_path):
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import commands  # noqa: F401  (registers every command)
+    from logdoctor.cli.main import app
+
+    res = CliRunner().invoke(app, ["demo", str(tmp_path / "demo")], terminal_width=200)
+    assert res.exit_code == 0, res.output
+    for text in ("REPLICA_LAG", "INDEX_CORRUPT", "RETENTION_RISK", "LOG_DIR_NEARLY_FULL",
+                 "logdoctor sync-replica", "logdoctor repair", "logdoctor move-partition"):
+        assert text in res.output, text
+    assert (tmp_path / "demo" / "census" / "findings").is_dir()
