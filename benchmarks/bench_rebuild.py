@@ -1,9 +1,14 @@
 """Index rebuild throughput (what `logdoctor repair` runs per segment): formats.recovery.rebuild_indexes
-on a 1 GB segment generated into /tmp, uncompressed and lz4, one core.
+on 1 GB segments generated into /tmp, one core.
 
-    .venv/bin/python benchmarks/bench_rebuild.py [--gb 1.0] [--repeat 3]
+    .venv/bin/python benchmarks/bench_rebuild.py [--gb 1.0] [--repeat 3] [--only uncompressed,lz4,...]
 
-Also times the parts (the batch walk with CRCs alone, the CRC alone) to show where the time goes.
+Segments: the issue's two (uncompressed and lz4, the producer's default 16 KiB batches of 512-byte
+JSON values), plus small batches (1 KiB, what a lightly loaded producer with linger.ms=0 writes: the
+per-batch cost dominates) and transactional lz4 (4 producers, markers every few batches: the Python
+walk handles every marker). Columns: rebuild_indexes (C lane for plain v2 batches, Python walk for the
+rest), the same with ``pure_python=True`` (the Python walk alone, as before the C lane), then the parts
+that bound it: the batch walk with CRCs (iter_batches) and the CRC alone over the whole file.
 """
 
 from __future__ import annotations
@@ -24,6 +29,19 @@ from logdoctor.formats.recovery import rebuild_indexes
 from logdoctor.logdir.files import map_file
 from logdoctor.sample.records import RecordDataSpec
 
+CASES: dict[str, dict] = {
+    "uncompressed": {"compression": Compression.NONE},
+    "lz4": {"compression": Compression.LZ4},
+    "small-batches": {"compression": Compression.NONE, "batch_size": 1024, "value_size": 200},
+    "lz4-transactional": {"compression": Compression.LZ4, "transactional": True, "producers": 4},
+}
+LABELS = {
+    "uncompressed": "uncompressed",
+    "lz4": "lz4",
+    "small-batches": "uncompressed, 1 KiB batches",
+    "lz4-transactional": "lz4, transactional (4 producers)",
+}
+
 
 def best_of(repeat: int, fn) -> float:
     best = float("inf")
@@ -38,22 +56,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--gb", type=float, default=1.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
     args = ap.parse_args()
     target = int(args.gb * (1 << 30))
     print(f"# {machine()}\n# {command()}\n")
-    print("| segment | size | batches | rebuild_indexes | walk + CRC only | CRC only |")
-    print("|---|---|---|---|---|---|")
-    for label, comp in (("uncompressed", Compression.NONE), ("lz4", Compression.LZ4)):
+    print("| segment | size | batches | rebuild_indexes | pure_python=True | walk + CRC only | CRC only |")
+    print("|---|---|---|---|---|---|---|")
+    for name in args.only.split(","):
+        params = {"value_size": 512, **CASES[name]}
         spec = RecordDataSpec(
-            seed=7,
-            record_count=None,
-            target_bytes=target,
-            value_size=512,
-            value_kind="json",
-            compression=comp,
-            key_cardinality=100_000,
+            seed=7, record_count=None, target_bytes=target, value_kind="json", key_cardinality=100_000,
+            **params,
         )
-        path = segment(spec, f"rebuild-{label}")
+        # the two original cases keep their cached file names
+        path = segment(spec, f"rebuild-{name}")
         view = map_file(path)
         size = len(view)
         bytes(view[: 1 << 20])  # touch
@@ -70,14 +86,19 @@ def main() -> None:
         def rebuild(view: memoryview = view) -> None:
             rebuild_indexes(view, 0)
 
+        def rebuild_py(view: memoryview = view) -> None:
+            rebuild_indexes(view, 0, pure_python=True)
+
         t_rebuild = best_of(args.repeat, rebuild)
+        t_py = best_of(args.repeat, rebuild_py)
         t_walk = best_of(args.repeat, walk)
         t_crc = best_of(args.repeat, crc_only)
         gb = size / 1e9
         print(
-            f"| {label} | {size / 2**30:.2f} GiB | {r.batch_count:,} "
-            f"| {gb / t_rebuild:.2f} GB/s ({t_rebuild:.2f} s) "
-            f"| {gb / t_walk:.2f} GB/s | {gb / t_crc:.2f} GB/s |"
+            f"| {LABELS[name]} | {size / 2**30:.2f} GiB | {r.batch_count:,} "
+            f"| {gb / t_rebuild:.2f} GB/s ({t_rebuild:.2f} s) | {gb / t_py:.2f} GB/s ({t_py:.2f} s) "
+            f"| {gb / t_walk:.2f} GB/s | {gb / t_crc:.2f} GB/s |",
+            flush=True,
         )
         del view
     print(f"\n(page cache warm; {os.cpu_count()} cores present, one used)")

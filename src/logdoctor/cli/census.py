@@ -103,7 +103,15 @@ def exit_code(result: Any) -> int:
 
 
 def run_census_cli(
-    paths: list[str], out: Path, master: str | None, json_out: bool, console: Console, err: Console
+    paths: list[str],
+    out: Path,
+    master: str | None,
+    json_out: bool,
+    console: Console,
+    err: Console,
+    *,
+    html_out: Path | None = None,
+    now_ms: int | None = None,
 ) -> Any:
     from logdoctor.spark.census import CensusError, run_census
     from logdoctor.spark.planning import PlanningError
@@ -134,12 +142,22 @@ def run_census_cli(
     with progress:
         task = progress.add_task("census", total=None)
         result = run_census(
-            spark, paths, out, progress=lambda done, total: progress.update(task, completed=done, total=total)
+            spark,
+            paths,
+            out,
+            now_ms=now_ms,
+            progress=lambda done, total: progress.update(task, completed=done, total=total),
         )
+    if html_out is not None:
+        from logdoctor.report import write_census_report
+
+        write_census_report(result, html_out, now_ms=result.now_ms)
     if json_out:
         print(json.dumps(result.to_json(), indent=2, default=str))
     else:
         render_census(console, result)
+        if html_out is not None:
+            console.print(f"HTML report: {html_out}")
     return result
 
 
@@ -151,7 +169,25 @@ def census_command(
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the Parquet tables and summary.")],
     master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
+    html_out: Annotated[
+        Path | None,
+        typer.Option("--html", help="Also write a self-contained HTML report (opens offline) to FILE."),
+    ] = None,
+    now: Annotated[
+        str | None, typer.Option("--now", help="Current time (epoch ms or ISO-8601) for timestamp checks.")
+    ] = None,
 ) -> None:
     """Fleet census: replica offsets and lag across brokers, disk use per log dir, findings and fixes."""
-    result = run_census_cli(paths, out, master, json_out, Console(), Console(stderr=True))
+    from logdoctor.cli.scan import parse_now
+
+    result = run_census_cli(
+        paths,
+        out,
+        master,
+        json_out,
+        Console(),
+        Console(stderr=True),
+        html_out=html_out,
+        now_ms=parse_now(now),
+    )
     raise typer.Exit(exit_code(result))

@@ -37,6 +37,10 @@ def demo_command(
         )
         for p in demo.planted:
             console.print(f"  - {p}")
-        console.print(f"Running: logdoctor census {fleet_dir} --out {out / 'census'}\n")
-    run_census_cli([str(fleet_dir)], out / "census", master, json_out, console, err)
+        console.print(
+            f"Running: logdoctor census {fleet_dir} --out {out / 'census'} --html {out / 'report.html'}\n"
+        )
+    run_census_cli(
+        [str(fleet_dir)], out / "census", master, json_out, console, err, html_out=out / "report.html"
+    )
     raise typer.Exit(0)

@@ -1151,6 +1151,227 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * recover_v2: the fast lane of recovery.rebuild_indexes (LogSegment.recover, see recovery.py).
+ *
+ * From pos, for as long as the entry there is a v2 batch that rebuild_indexes' Python walk would
+ * accept and process without anything but header arithmetic, do exactly what that walk does for it:
+ * CRC-32C check (ensureValid), relative offset within int32, maxTimestampSoFar, the
+ * index.interval.bytes rule with its OffsetEntry/TimeEntry (maybeAppend), validBytes, the leader
+ * epoch cache, and the start of a transaction (ProducerAppendInfo). Stops, without touching the
+ * state, at the first entry that is anything else: not a whole v2 batch (what walk_v2 refuses), a
+ * bad CRC, a control batch with a producer id (needs its marker record), a non-transactional batch
+ * of a producer with an open transaction, an offset outside int32 of the base offset, or an index
+ * entry whose offset would not grow. recovery.py lets its Python walk deal with that entry (which
+ * raises the same typed error, or processes it) and calls back here for the rest.
+ *
+ * CRC-32C is computed by the crc32c package's own library (its address is handed over by
+ * batch_v2.py through configure_crc32c, checked here against the standard check value), so the
+ * checksums are exactly those of logdoctor.formats.crc.
+ */
+typedef uint32_t (*crc32c_fn_t)(uint32_t crc, const unsigned char *data, unsigned long length);
+static crc32c_fn_t crc32c_fn = NULL;
+
+static PyTypeObject *offset_entry_type = NULL; /* logdoctor.formats.index.OffsetEntry */
+static PyTypeObject *time_entry_type = NULL;   /* logdoctor.formats.index.TimeEntry */
+static Py_ssize_t oe_off[2];                   /* offset, position */
+static Py_ssize_t te_off[2];                   /* timestamp, offset */
+
+static inline uint32_t
+crc32c_of(const uint8_t *p, Py_ssize_t n)
+{
+    return crc32c_fn(0xffffffffu, p, (unsigned long)n) ^ 0xffffffffu;
+}
+
+static PyObject *
+configure_crc32c(PyObject *self, PyObject *arg)
+{
+    crc32c_fn = NULL;
+    if (arg == Py_None)
+        Py_RETURN_FALSE;
+    void *addr = PyLong_AsVoidPtr(arg);
+    if (addr == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_FALSE;
+    }
+    crc32c_fn = (crc32c_fn_t)addr;
+    /* the CRC-32C check value (RFC 3720 B.4 / the CRC catalogue) and an empty input */
+    if (crc32c_of((const uint8_t *)"123456789", 9) != 0xE3069283u || crc32c_of((const uint8_t *)"", 0) != 0u) {
+        crc32c_fn = NULL;
+        Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+configure_recovery(PyObject *self, PyObject *args)
+{
+    PyObject *oe, *te;
+    if (!PyArg_ParseTuple(args, "O!O!", &PyType_Type, &oe, &PyType_Type, &te))
+        return NULL;
+    if (lookup_slot((PyTypeObject *)oe, "offset", &oe_off[0]) < 0 ||
+        lookup_slot((PyTypeObject *)oe, "position", &oe_off[1]) < 0 ||
+        lookup_slot((PyTypeObject *)te, "timestamp", &te_off[0]) < 0 ||
+        lookup_slot((PyTypeObject *)te, "offset", &te_off[1]) < 0)
+        return NULL;
+    Py_INCREF(oe);
+    Py_XSETREF(offset_entry_type, (PyTypeObject *)oe);
+    Py_INCREF(te);
+    Py_XSETREF(time_entry_type, (PyTypeObject *)te);
+    Py_RETURN_NONE;
+}
+
+/* A two-slot entry object (OffsetEntry / TimeEntry) appended to list; 0 or -1 with an exception. */
+static int
+append_entry(PyObject *list, PyTypeObject *type, const Py_ssize_t *off, int64_t a, int64_t b)
+{
+    PyObject *o = type->tp_alloc(type, 0);
+    if (o == NULL)
+        return -1;
+    PyObject *va = PyLong_FromLongLong(a);
+    PyObject *vb = PyLong_FromLongLong(b);
+    SET_SLOT(o, off[0], va);
+    SET_SLOT(o, off[1], vb);
+    int rc = (va == NULL || vb == NULL) ? -1 : PyList_Append(list, o);
+    Py_DECREF(o);
+    return rc;
+}
+
+/* recover_v2(buf, pos, limit, base_offset, interval, valid_bytes, last_index_entry, max_ts,
+ *            max_ts_offset, last_time_ts, has_entry, last_entry_offset, latest_epoch,
+ *            current, ongoing, offsets, times, epochs)
+ *   -> (pos, valid_bytes, last_index_entry, max_ts, max_ts_offset, last_time_ts, batches, last_offset)
+ * latest_epoch: the leader-epoch cache's latest epoch (-1 for none); interval >= -1. */
+static PyObject *
+recover_v2(PyObject *self, PyObject *args)
+{
+    PyObject *bufobj, *current, *ongoing, *offsets, *times, *epochs;
+    Py_ssize_t pos, limit, valid_bytes, last_index_entry;
+    long long base_offset, interval, max_ts, max_ts_offset, last_time_ts, last_entry_offset, latest_epoch;
+    int has_entry;
+    Py_buffer view;
+
+    if (crc32c_fn == NULL || offset_entry_type == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_crc32c/configure_recovery were not called");
+        return NULL;
+    }
+    if (!PyArg_ParseTuple(args, "OnnLLnnLLLpLLO!O!O!O!O!", &bufobj, &pos, &limit, &base_offset, &interval,
+                          &valid_bytes, &last_index_entry, &max_ts, &max_ts_offset, &last_time_ts, &has_entry,
+                          &last_entry_offset, &latest_epoch, &PyDict_Type, &current, &PyDict_Type, &ongoing,
+                          &PyList_Type, &offsets, &PyList_Type, &times, &PyList_Type, &epochs))
+        return NULL;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (limit > view.len)
+        limit = view.len;
+    const uint8_t *p = (const uint8_t *)view.buf;
+    Py_ssize_t count = 0;
+    int64_t last_offset = 0;
+    PyObject *pid_obj = NULL, *base_obj = NULL;
+
+    while (pos >= 0 && limit - pos >= 61) {
+        const uint8_t *b = p + pos;
+        int32_t length = (int32_t)be32(b + 8);
+        /* exactly the entries walk_v2 turns into batches: the rest is iter_batches' business */
+        if (b[16] != 2 || length < 61 - 12 || (Py_ssize_t)length > limit - pos - 12)
+            break;
+        Py_ssize_t size = (Py_ssize_t)length + 12;
+        if (crc32c_of(b + 21, size - 21) != be32(b + 17)) /* ensureValid: CrcMismatchError */
+            break;
+        int16_t attributes = (int16_t)(((uint16_t)b[21] << 8) | b[22]);
+        int64_t base = (int64_t)be64(b);
+        int64_t last = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(b + 23)); /* wraps */
+        int64_t pid = (int64_t)be64(b + 43);
+        int txn_start = 0;
+        if (pid >= 0) {
+            if (attributes & 0x20) /* control batch: the marker record decides */
+                break;
+            int transactional = (attributes & 0x10) != 0;
+            int in_current = 0;
+            if (PyDict_GET_SIZE(current)) {
+                pid_obj = PyLong_FromLongLong(pid);
+                if (pid_obj == NULL)
+                    goto fail;
+                in_current = PyDict_Contains(current, pid_obj);
+                if (in_current < 0)
+                    goto fail;
+            }
+            if (in_current && !transactional) { /* InvalidTxnStateException */
+                Py_CLEAR(pid_obj);
+                break;
+            }
+            txn_start = transactional && !in_current;
+        }
+        /* LogSegmentOffsetOverflowException: last - base_offset outside 0..INT32_MAX */
+        if (last < base_offset || (uint64_t)last - (uint64_t)base_offset > 0x7FFFFFFFu) {
+            Py_CLEAR(pid_obj);
+            break;
+        }
+        int64_t batch_max_ts = (int64_t)be64(b + 35);
+        int64_t new_max_ts = max_ts, new_max_ts_offset = max_ts_offset;
+        if (batch_max_ts > max_ts) {
+            new_max_ts = batch_max_ts;
+            new_max_ts_offset = last;
+        }
+        int index = (long long)(valid_bytes - last_index_entry) > interval;
+        if (index && has_entry && last <= last_entry_offset) { /* offset index must grow */
+            Py_CLEAR(pid_obj);
+            break;
+        }
+        /* the batch is accepted: commit it */
+        if (index) {
+            if (append_entry(offsets, offset_entry_type, oe_off, last, valid_bytes) < 0)
+                goto fail;
+            if (new_max_ts > last_time_ts) { /* TimeIndex.maybeAppend */
+                if (append_entry(times, time_entry_type, te_off, new_max_ts, new_max_ts_offset) < 0)
+                    goto fail;
+                last_time_ts = new_max_ts;
+            }
+            last_index_entry = valid_bytes;
+            has_entry = 1;
+            last_entry_offset = last;
+        }
+        max_ts = new_max_ts;
+        max_ts_offset = new_max_ts_offset;
+        valid_bytes += size;
+        count++;
+        last_offset = last;
+        int32_t epoch = (int32_t)be32(b + 12);
+        if (epoch >= 0 && (long long)epoch > latest_epoch) {
+            PyObject *t = Py_BuildValue("(iL)", (int)epoch, (long long)base);
+            if (t == NULL || PyList_Append(epochs, t) < 0) {
+                Py_XDECREF(t);
+                goto fail;
+            }
+            Py_DECREF(t);
+            latest_epoch = epoch;
+        }
+        if (txn_start) { /* a transaction starts at this batch's base offset */
+            if (pid_obj == NULL && (pid_obj = PyLong_FromLongLong(pid)) == NULL)
+                goto fail;
+            base_obj = PyLong_FromLongLong(base);
+            if (base_obj == NULL || PyDict_SetItem(current, pid_obj, base_obj) < 0 ||
+                PyDict_SetItem(ongoing, base_obj, pid_obj) < 0)
+                goto fail;
+            Py_CLEAR(base_obj);
+        }
+        Py_CLEAR(pid_obj);
+        pos += size;
+    }
+    PyBuffer_Release(&view);
+    if (count == 0)
+        return Py_BuildValue("(nnnLLLnO)", pos, valid_bytes, last_index_entry, max_ts, max_ts_offset,
+                             last_time_ts, count, Py_None);
+    return Py_BuildValue("(nnnLLLnL)", pos, valid_bytes, last_index_entry, max_ts, max_ts_offset, last_time_ts,
+                         count, (long long)last_offset);
+fail:
+    Py_XDECREF(pid_obj);
+    Py_XDECREF(base_obj);
+    PyBuffer_Release(&view);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(Record, Header[, CREATE_TIME, LOG_APPEND_TIME]): learn the slot layout."},
     {"decode_records", decode_records, METH_VARARGS, "Decode the records of a v2 batch into Record objects."},
@@ -1158,6 +1379,10 @@ static PyMethodDef methods[] = {
     {"walk_v2", walk_v2, METH_VARARGS, "walk_v2(buf, pos, limit, source, base_position, max) -> (batches, pos)."},
     {"configure_lz4", configure_lz4, METH_O, "configure_lz4(address of LZ4_decompress_safe | None)."},
     {"batch_records", batch_records, METH_VARARGS, "The records of the batch at buf[start:] (none/lz4)."},
+    {"configure_crc32c", configure_crc32c, METH_O,
+     "configure_crc32c(address of a crc32c(crc, data, length) | None) -> whether it passed the check."},
+    {"configure_recovery", configure_recovery, METH_VARARGS, "configure_recovery(OffsetEntry, TimeEntry)."},
+    {"recover_v2", recover_v2, METH_VARARGS, "The fast lane of recovery.rebuild_indexes (see _speedups.c)."},
     {"decode_batch_columns", decode_batch_columns, METH_VARARGS,
      "decode_batch_columns(buf, starts, sections, payload): many batches as Arrow-ready columns."},
     {NULL, NULL, 0, NULL},

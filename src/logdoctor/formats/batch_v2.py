@@ -755,6 +755,38 @@ else:  # pragma: no cover
 lane of records.iter_batches (whole v2 batches only; None without the C extension)."""
 
 
+def _crc32c_address() -> int | None:
+    """The address of the CRC-32C function inside the crc32c package's own extension (the one
+    formats.crc calls: hardware when ``crc32c.hardware_based``, else its slicing-by-8), taking and
+    returning the raw register (no pre/post inversion); None if not found. _speedups checks it
+    against the CRC-32C check value before using it."""
+    try:
+        import ctypes
+
+        import crc32c
+        import crc32c._crc32c as crc32c_ext
+
+        names = ("_crc32c_hw_adler", "_crc32c_hw_arm64") if crc32c.hardware_based else ()
+        lib = ctypes.CDLL(crc32c_ext.__file__)
+        for name in (*names, "_crc32c_sw_slicing_by_8"):
+            fn = getattr(lib, name, None)
+            if fn is not None:
+                return ctypes.cast(fn, ctypes.c_void_p).value
+    except (ImportError, OSError, AttributeError):  # pragma: no cover - another crc32c build
+        pass
+    return None  # pragma: no cover
+
+
+recover_v2 = None
+"""The C fast lane of recovery.rebuild_indexes (see _speedups.c ``recover_v2``); None without the C
+extension or without a usable CRC-32C function from the crc32c package."""
+if _speedups is not None and _speedups.configure_crc32c(_crc32c_address()):
+    from logdoctor.formats.index import OffsetEntry, TimeEntry
+
+    _speedups.configure_recovery(OffsetEntry, TimeEntry)
+    recover_v2 = _speedups.recover_v2
+
+
 def check_v2_size(length: int, *, source: str | None, position: int) -> None:
     """A v2 batch's length field must cover the header (DefaultRecordBatch.ensureValid)."""
     if length + LOG_OVERHEAD < RECORD_BATCH_OVERHEAD:

@@ -32,6 +32,13 @@ What ``LogSegment.recover`` does, and so what :func:`rebuild_indexes` does:
 - At the end: ``timeIndex.maybeAppend(maxTimestampSoFar, offset, skipFullCheck=true)`` (the
   entry a normal close writes), then both indexes are trimmed to their entries.
 
+Speed: runs of plain v2 batches (no control batch with a producer id, no non-transactional batch of
+a producer with an open transaction, valid CRC, offsets in range) are handled by one C call,
+``_speedups.recover_v2``, which applies exactly the steps above without making Batch objects; every
+other entry (legacy v0/v1, transaction markers, anything invalid) goes through the Python walk below,
+which is the reference and raises the error. ``pure_python=True`` runs the Python walk alone;
+tests/formats/test_recovery_twins.py checks that both give the same bytes and errors.
+
 Output size: **trimmed** (``trimToValidSize``), what ``recover`` leaves on disk. When the broker
 then opens the last segment as the active one, LogLoader calls ``resizeIndexes(segment.index.bytes)``,
 which regrows its two index files to 10 MiB of zero tail; use ``index.write_offset_index(...,
@@ -58,6 +65,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from logdoctor.errors import CorruptRecordError, FormatError
+from logdoctor.formats.batch_v2 import recover_v2
 from logdoctor.formats.control import ControlType, parse_control_key, parse_end_txn_marker
 from logdoctor.formats.index import (
     AbortedTxn,
@@ -67,10 +75,13 @@ from logdoctor.formats.index import (
     write_time_index,
     write_txn_index,
 )
+from logdoctor.formats.record_types import Batch
 from logdoctor.formats.records import iter_batches
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 _INT32_MAX = 2**31 - 1
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_V2_HEADER = 61  # RECORD_BATCH_OVERHEAD
 
 
 @dataclass(slots=True)
@@ -105,89 +116,222 @@ def rebuild_indexes(
     source: str | None = None,
     open_transactions: Mapping[int, int] | None = None,
     latest_leader_epoch: int | None = None,
+    pure_python: bool = False,
 ) -> RebuiltIndexes:
     """Rebuild the indexes of the segment ``log`` (a whole ``.log`` file) as ``LogSegment.recover``.
 
     ``open_transactions`` maps producer id -> first offset of its transaction still open at the
     segment's base offset; ``latest_leader_epoch`` is the leader-epoch cache's latest epoch before
     this segment. Never raises on bad bytes: the walk stops and ``error`` says why.
+
+    Runs of plain v2 batches go through the C fast lane (``_speedups.recover_v2``: header, CRC and
+    index arithmetic without Batch objects); everything else (legacy entries, transaction markers,
+    bad bytes) through the Python walk, which is the reference: ``pure_python=True`` uses it alone,
+    with byte-identical results (tests compare the two).
     """
-    offsets: list[OffsetEntry] = []
-    times: list[TimeEntry] = []
-    aborted: list[AbortedTxn] = []
-    epochs: list[tuple[int, int]] = []
-    # ongoing transactions, keyed by first offset like ProducerStateManager.ongoingTxns (a TreeMap)
-    ongoing: dict[int, int] = {first: pid for pid, first in (open_transactions or {}).items()}
-    current: dict[int, int] = dict(open_transactions or {})  # pid -> currentTxnFirstOffset
-    latest_epoch = latest_leader_epoch
-    valid_bytes = 0
-    last_index_entry = 0
-    max_ts, max_ts_offset = -1, -1
-    last_time = (-1, base_offset)  # TimeIndex.lastEntry after reset: (NO_TIMESTAMP, baseOffset)
+    state = _Recovery(base_offset, index_interval_bytes, source, open_transactions, latest_leader_epoch)
     error: FormatError | None = None
-    count = 0
-    next_offset: int | None = None
-
-    def time_maybe_append(timestamp: int, offset: int) -> None:
-        nonlocal last_time
-        if timestamp > last_time[0]:
-            times.append(TimeEntry(timestamp, offset))
-            last_time = (timestamp, offset)
-
     try:
-        for batch in iter_batches(log, source=source, verify_crc=True):
-            last = batch.last_offset
-            relative = last - base_offset
-            if relative < 0 or relative > _INT32_MAX:
-                # LogSegmentOffsetOverflowException: LogLoader splits the segment instead.
+        if (
+            pure_python
+            or recover_v2 is None
+            or not isinstance(base_offset, int)
+            or not isinstance(index_interval_bytes, int)
+            or not _INT64_MIN <= base_offset <= _INT64_MAX
+        ):
+            for batch in iter_batches(log, source=source, verify_crc=True):
+                state.step(batch)
+        else:
+            _walk_fast(state, log)
+    except FormatError as exc:
+        error = exc
+    return state.result(error)
+
+
+class _Recovery:
+    """The state of LogSegment.recover's walk over one segment (and the producer state it updates)."""
+
+    __slots__ = (
+        "aborted",
+        "base_offset",
+        "count",
+        "current",
+        "epochs",
+        "interval",
+        "last_index_entry",
+        "last_time",
+        "latest_epoch",
+        "max_ts",
+        "max_ts_offset",
+        "next_offset",
+        "offsets",
+        "ongoing",
+        "source",
+        "times",
+        "valid_bytes",
+    )
+
+    def __init__(
+        self,
+        base_offset: int,
+        interval: int,
+        source: str | None,
+        open_transactions: Mapping[int, int] | None,
+        latest_leader_epoch: int | None,
+    ) -> None:
+        self.base_offset = base_offset
+        self.interval = interval
+        self.source = source
+        self.offsets: list[OffsetEntry] = []
+        self.times: list[TimeEntry] = []
+        self.aborted: list[AbortedTxn] = []
+        self.epochs: list[tuple[int, int]] = []
+        # ongoing transactions, keyed by first offset like ProducerStateManager.ongoingTxns (a TreeMap)
+        self.ongoing: dict[int, int] = {first: pid for pid, first in (open_transactions or {}).items()}
+        self.current: dict[int, int] = dict(open_transactions or {})  # pid -> currentTxnFirstOffset
+        self.latest_epoch = latest_leader_epoch
+        self.valid_bytes = 0
+        self.last_index_entry = 0
+        self.max_ts, self.max_ts_offset = -1, -1
+        self.last_time = (-1, base_offset)  # TimeIndex.lastEntry after reset: (NO_TIMESTAMP, baseOffset)
+        self.count = 0
+        self.next_offset: int | None = None
+
+    def time_maybe_append(self, timestamp: int, offset: int) -> None:
+        if timestamp > self.last_time[0]:
+            self.times.append(TimeEntry(timestamp, offset))
+            self.last_time = (timestamp, offset)
+
+    def step(self, batch: Batch) -> None:
+        """One batch that passed ensureValid; raises FormatError where recover stops."""
+        source = self.source
+        last = batch.last_offset
+        relative = last - self.base_offset
+        if relative < 0 or relative > _INT32_MAX:
+            # LogSegmentOffsetOverflowException: LogLoader splits the segment instead.
+            raise CorruptRecordError(
+                f"a last offset within int32 of the base offset {self.base_offset}",
+                source=source,
+                position=batch.position,
+                found=f"offset {last}",
+            )
+        if batch.max_timestamp > self.max_ts:
+            self.max_ts, self.max_ts_offset = batch.max_timestamp, last
+        if self.valid_bytes - self.last_index_entry > self.interval:
+            offsets = self.offsets
+            if offsets and last <= offsets[-1].offset:
                 raise CorruptRecordError(
-                    f"a last offset within int32 of the base offset {base_offset}",
+                    f"an offset above the last indexed offset {offsets[-1].offset}",
                     source=source,
                     position=batch.position,
                     found=f"offset {last}",
                 )
-            if batch.max_timestamp > max_ts:
-                max_ts, max_ts_offset = batch.max_timestamp, last
-            if valid_bytes - last_index_entry > index_interval_bytes:
-                if offsets and last <= offsets[-1].offset:
-                    raise CorruptRecordError(
-                        f"an offset above the last indexed offset {offsets[-1].offset}",
-                        source=source,
-                        position=batch.position,
-                        found=f"offset {last}",
-                    )
-                offsets.append(OffsetEntry(last, valid_bytes))
-                time_maybe_append(max_ts, max_ts_offset)
-                last_index_entry = valid_bytes
-            valid_bytes += batch.size
-            count += 1
-            next_offset = last + 1
-            if batch.magic >= 2:
-                epoch = batch.partition_leader_epoch
-                if epoch >= 0 and (latest_epoch is None or epoch > latest_epoch):
-                    epochs.append((epoch, batch.base_offset))
-                    latest_epoch = epoch
-                if batch.producer_id >= 0:
-                    _update_producer_state(batch, ongoing, current, aborted, source)
-    except FormatError as exc:
-        error = exc
-    time_maybe_append(max_ts, max_ts_offset)  # the final append of recover (skipFullCheck)
-    return RebuiltIndexes(
-        offset_index=write_offset_index(offsets, base_offset),
-        time_index=write_time_index(times, base_offset),
-        txn_index=write_txn_index(aborted),
-        valid_bytes=valid_bytes,
-        error=error,
-        offset_entries=offsets,
-        time_entries=times,
-        aborted_txns=aborted,
-        batch_count=count,
-        max_timestamp=max_ts,
-        offset_of_max_timestamp=max_ts_offset,
-        next_offset=next_offset,
-        open_transactions=dict(current),
-        leader_epochs=epochs,
-    )
+            offsets.append(OffsetEntry(last, self.valid_bytes))
+            self.time_maybe_append(self.max_ts, self.max_ts_offset)
+            self.last_index_entry = self.valid_bytes
+        self.valid_bytes += batch.size
+        self.count += 1
+        self.next_offset = last + 1
+        if batch.magic >= 2:
+            epoch = batch.partition_leader_epoch
+            if epoch >= 0 and (self.latest_epoch is None or epoch > self.latest_epoch):
+                self.epochs.append((epoch, batch.base_offset))
+                self.latest_epoch = epoch
+            if batch.producer_id >= 0:
+                _update_producer_state(batch, self.ongoing, self.current, self.aborted, source)
+
+    def fast(self, buf: memoryview, pos: int, limit: int) -> int:
+        """Run the C lane from ``pos``; returns where it stopped (an entry for the Python walk)."""
+        latest = self.latest_epoch
+        # the C lane compares an int32 epoch with it: clamp without changing any comparison
+        latest_c = -1 if latest is None or latest < -1 else min(latest, _INT32_MAX)
+        interval = min(max(self.interval, -1), 2**62)  # valid_bytes - last_index_entry is in 0..2**62
+        n_epochs = len(self.epochs)
+        (
+            pos,
+            self.valid_bytes,
+            self.last_index_entry,
+            self.max_ts,
+            self.max_ts_offset,
+            last_time_ts,
+            count,
+            last,
+        ) = recover_v2(
+            buf,
+            pos,
+            limit,
+            self.base_offset,
+            interval,
+            self.valid_bytes,
+            self.last_index_entry,
+            self.max_ts,
+            self.max_ts_offset,
+            self.last_time[0],
+            bool(self.offsets),
+            self.offsets[-1].offset if self.offsets else 0,
+            latest_c,
+            self.current,
+            self.ongoing,
+            self.offsets,
+            self.times,
+            self.epochs,
+        )
+        if count:
+            self.count += count
+            self.next_offset = last + 1
+            if len(self.epochs) > n_epochs:
+                self.latest_epoch = self.epochs[-1][0]
+            if last_time_ts != self.last_time[0]:
+                self.last_time = (self.times[-1].timestamp, self.times[-1].offset)
+        return pos
+
+    def result(self, error: FormatError | None) -> RebuiltIndexes:
+        self.time_maybe_append(self.max_ts, self.max_ts_offset)  # the final append of recover (skipFullCheck)
+        return RebuiltIndexes(
+            offset_index=write_offset_index(self.offsets, self.base_offset),
+            time_index=write_time_index(self.times, self.base_offset),
+            txn_index=write_txn_index(self.aborted),
+            valid_bytes=self.valid_bytes,
+            error=error,
+            offset_entries=self.offsets,
+            time_entries=self.times,
+            aborted_txns=self.aborted,
+            batch_count=self.count,
+            max_timestamp=self.max_ts,
+            offset_of_max_timestamp=self.max_ts_offset,
+            next_offset=self.next_offset,
+            open_transactions=dict(self.current),
+            leader_epochs=self.epochs,
+        )
+
+
+def _walk_fast(state: _Recovery, log: bytes | bytearray | memoryview) -> None:
+    """Alternate the C lane (runs of plain v2 batches) and the Python walk (whatever stops it)."""
+    mv = log if isinstance(log, memoryview) else memoryview(log)
+    if mv.ndim != 1 or mv.format != "B":
+        mv = mv.cast("B")
+    limit = len(mv)
+    pos = 0
+    while pos < limit:
+        pos = state.fast(mv, pos, limit)
+        if pos >= limit:
+            break
+        # The entry at pos needs the Python walk. A whole v2 batch (what walk_v2 frames) is walked
+        # alone, so that no Batch objects are made past it; anything else with the rest of the buffer
+        # (same errors and positions), until a v2 batch the C lane might take again.
+        end = None
+        if limit - pos >= _V2_HEADER and mv[pos + 16] == 2:
+            length = int.from_bytes(mv[pos + 8 : pos + 12], "big", signed=True)
+            if _V2_HEADER - 12 <= length <= limit - pos - 12:
+                end = pos + 12 + length
+        for batch in iter_batches(mv, source=state.source, start=pos, end=end, verify_crc=True):
+            state.step(batch)
+            pos = batch.position + batch.size
+            if batch.magic >= 2 and not batch.is_control:
+                break
+        else:
+            if end is None:
+                return
 
 
 def _update_producer_state(batch, ongoing: dict[int, int], current: dict[int, int], aborted, source) -> None:

@@ -213,6 +213,7 @@ class CensusResult:
     findings: list[dict[str, Any]]
     elapsed_s: float = 0.0
     tables: dict[str, str] = field(default_factory=dict)
+    now_ms: int | None = None  # the moment the time-based checks were made for
 
     def counts(self) -> dict[str, int]:
         c = {"error": 0, "warning": 0, "info": 0}
@@ -224,6 +225,7 @@ class CensusResult:
         return {
             "out_dir": self.out_dir,
             "brokers": self.brokers,
+            "now_ms": self.now_ms,
             "tables": self.tables,
             "log_dirs": self.log_dirs,
             "partitions": self.partitions,
@@ -307,6 +309,7 @@ def run_census(
         findings=findings,
         elapsed_s=time.perf_counter() - started,
         tables=tables,
+        now_ms=now,
     )
     (out / "summary.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     (out / "summary.txt").write_text(render_summary(result) + "\n")
