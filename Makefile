@@ -29,8 +29,13 @@ test: $(STAMP)
 	$(VENV)/bin/ruff check src tests benchmarks
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
 
+# Every benchmark of BENCHMARKS.md with its default (full) size; data goes to /tmp/logdoctor-bench.
 bench: $(STAMP)
-	$(PY) benchmarks/run.py
+	$(PY) benchmarks/bench_records.py --size-mb 1024
+	$(PY) benchmarks/bench_logdir.py
+	$(PY) benchmarks/bench_scan.py --repeat 3
+	$(PY) benchmarks/bench_rebuild.py --repeat 5
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py --records 600000
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
