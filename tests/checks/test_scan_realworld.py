@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import realworld
-from logdoctor.checks import logwalk
+from logdoctor.checks import state as walker  # the scan's segment walk
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 from logdoctor.logdir.names import parse_partition_dir
@@ -103,7 +103,7 @@ def test_walker_matches_two_independent_decoders(realworld_dir: Path) -> None:
     for path in realworld.files(suffix=".log"):
         data = path.read_bytes()
         base = int(path.name.split(".")[0])
-        ours = logwalk.walk(data, base, verify_crc=True, with_positions=True)
+        ours = walker.walk(data, base, verify_crc=True, with_positions=True)
         assert ours.clean, (path, ours.damage)
         theirs = scan_batches(data, source=str(path), verify_crc=True)
         assert theirs.error is None

@@ -7,7 +7,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
-from logdoctor.checks import catalog, logwalk
+from logdoctor.checks import catalog
+from logdoctor.checks import state as walker  # the scan's segment walk
 from logdoctor.checks.findings import Finding, Severity, exit_code
 
 REQUIRED = {
@@ -70,7 +71,7 @@ def test_walker_agrees_with_the_record_reader_under_damage(data) -> None:
     else:
         at = data.draw(st.integers(0, len(seg) - 1))
         seg[at:] = bytes(len(seg) - at)
-    ours = logwalk.walk(bytes(seg), 0, verify_crc=True)  # never raises
+    ours = walker.walk(bytes(seg), 0, verify_crc=True)  # never raises
     theirs = scan_batches(bytes(seg), verify_crc=True)
     if any(d.kind == "order" for d in ours.damage):
         return  # a flipped base offset: not covered by the CRC, so the reader does not see it
@@ -78,4 +79,4 @@ def test_walker_agrees_with_the_record_reader_under_damage(data) -> None:
     assert ours.clean == (theirs.error is None)
     if not ours.clean:
         # we name the entry's start (where a repair cuts); the reader may name the bad field in its header
-        assert 0 <= theirs.error.position - ours.damage[0].position < logwalk.V2_HEADER
+        assert 0 <= theirs.error.position - ours.damage[0].position < walker.V2_HEADER

@@ -153,7 +153,7 @@ def test_census_report_in_chromium(browser: Chromium, demo: DemoFleet, tmp_path:
     assert len(finding_rows(page)) == 1
     commands = js(page, "return Array.from(document.querySelectorAll('#findings-body code.fix-command'))"
                         ".map(function(c){return c.textContent;});")
-    assert f"logdoctor repair index {log}" in commands
+    assert any(c.startswith("logdoctor repair ") and c.endswith(" --only RETENTION_RISK") for c in commands)
     copied = page.evaluate("""new Promise(function (done) {
         var b = document.querySelector('#findings-body button.copy'); b.click();
         setTimeout(function () { done(b.textContent); }, 300); })""")
@@ -161,7 +161,8 @@ def test_census_report_in_chromium(browser: Chromium, demo: DemoFleet, tmp_path:
     set_filter(page, "filter-code", "REPLICA_LAG")
     commands = js(page, "return Array.from(document.querySelectorAll('#findings-body code.fix-command'))"
                         ".map(function(c){return c.textContent;});")
-    assert len(commands) == 1 and commands[0].startswith("logdoctor sync-replica --from ")
+    assert len(commands) == 1 and commands[0].startswith("logdoctor sync-replica ")
+    assert " --leader " in commands[0] and " --follower " in commands[0]
     assert console_errors(page) == []
     assert [u for u in requested_urls(page) if not u.startswith(("data:", "file:"))] == []
 

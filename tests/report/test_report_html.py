@@ -144,7 +144,7 @@ def test_census_report_shows_the_planted_faults(demo: DemoFleet, tmp_path: Path)
     assert {"REPLICA_LAG", "LOG_DIR_NEARLY_FULL", "RETENTION_RISK", "INDEX_CORRUPT"} <= set(codes)
     # the census's own fix commands travel with the findings
     lag_i = codes.index("REPLICA_LAG")
-    assert f["fc"][lag_i].startswith("logdoctor sync-replica --from ")
+    assert f["fc"][lag_i].startswith("logdoctor sync-replica orders-") and " --leader " in f["fc"][lag_i]
     # every finding about a partition links to its timeline
     assert all(f["part"][i] >= 0 for i, c in enumerate(codes) if c != "LOG_DIR_NEARLY_FULL")
     # the census job's result object (attributes, not keys) gives the same page data
@@ -236,7 +236,7 @@ def _big_scan(n: int, findings: int) -> dict[str, Any]:
         out.append({"code": ("INDEX_CORRUPT", "RETENTION_RISK", "CHECKPOINT_MISMATCH")[j % 3],
                     "severity": ("error", "error", "warning")[j % 3], "path": seg + ".timeindex",
                     "position": 0, "offset": None, "message": "x" * 300,
-                    "fix": f"Run `logdoctor repair index {seg}.log` " + "y" * 150})
+                    "fix": f"Run `logdoctor repair {p['log_dir']} --only INDEX_CORRUPT` " + "y" * 150})
     return {"depth": "default", "now_ms": 1_700_000_000_000 + 7 * 86_400_000,
             "log_dirs": [{"path": f"/nonexistent/kafka-logs-{k}", "node_id": 1} for k in range(4)],
             "partitions": parts, "findings": out}

@@ -1,12 +1,21 @@
-"""The one catalog of scan findings: stable codes, default severity, message and fix templates.
+"""The one catalog of findings: stable codes, default severity, message and fix templates.
+
+Every code logdoctor reports is here, in three scopes: ``scan`` (per log dir: `logdoctor scan`,
+`repair`), ``fleet`` (across brokers: `logdoctor census`) and ``dump`` (the entry-level mismatches of
+`logdoctor dump --verify-index`, named after what DumpLogSegments reports; the dump builds its own
+messages and points to the scan codes for the fix).
 
 Codes never change meaning once released; new conditions get new codes. Each template is a
-``str.format`` string over the fields a check passes to :func:`make` (``path`` is always there).
-Where a rule is subtle the Kafka source it follows is named (K: = path in apache/kafka).
+``str.format`` string over the fields a check passes to :func:`make` (``path`` is always there;
+``logdir`` is the log dir the finding belongs to; ``repair`` is filled in by :func:`make` as the
+dry-run ``logdoctor repair`` command for the code). Fix texts name only real commands and options
+(tests/checks/test_fix_commands.py parses every one with the CLI). Where a rule is subtle the Kafka
+source it follows is named (K: = path in apache/kafka).
 """
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,9 +30,23 @@ class Entry:
     message: str  # template
     fix: str  # template
     source: str  # where in Kafka (or the field) the rule comes from
+    scope: str = "scan"  # scan | fleet | dump (see the module docstring)
 
 
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
+
+#: where a fix text without a log dir would put one (never in a real finding: every check passes logdir)
+LOGDIR_PLACEHOLDER = "LOGDIR"
+
+
+def repair_command(code: str, logdir: str) -> str:
+    """The dry-run command that repairs ``code`` findings in ``logdir`` (add --apply to make the changes)."""
+    return f"logdoctor repair {logdir} --only {code}"
+
+
+def repair_hint(code: str, logdir: str) -> str:
+    """A fix phrase around :func:`repair_command` (the ``{repair}`` template field)."""
+    return f"`{repair_command(code, logdir)}` prints the plan, add --apply to make it"
 
 _ENTRIES = (
     Entry(
@@ -31,9 +54,10 @@ _ENTRIES = (
         _E,
         "an offset/time/transaction index a broker's sanity check or lookup would reject",
         "{problem}. {verdict}",
-        "Stop the broker, move {path} aside (keep a backup) and run `logdoctor repair index {segment}`; "
-        "or let the broker rebuild it: delete the segment's .index and .timeindex and restart "
-        "(recovery rebuilds them from the .log).",
+        "Stop the broker, then {repair} (it moves {path} to a backup and rebuilds the segment's indexes "
+        "from the .log); `logdoctor dump {segment} --verify-index` lists every bad entry. Or let the "
+        "broker rebuild it: delete the segment's .index and .timeindex and restart (recovery rebuilds "
+        "them from the .log).",
         "K:core/.../log/OffsetIndex.scala, TimeIndex.scala (0.10-2.x), storage/.../OffsetIndex.java, "
         "TimeIndex.java, TransactionIndex.java sanityCheck; Log.loadSegmentFiles / LogLoader",
     ),
@@ -42,8 +66,7 @@ _ENTRIES = (
         _W,
         "a .log without its .index (or .timeindex)",
         "{path} has no {missing}: {effect}",
-        "Nothing is lost; to rebuild the indexes before the broker starts run `logdoctor repair index "
-        "{path}`.",
+        "Nothing is lost; to rebuild the indexes before the broker starts: {repair}.",
         "K:storage/.../log/LogLoader.java loadSegmentFiles, LogSegment.sanityCheck",
     ),
     Entry(
@@ -53,9 +76,8 @@ _ENTRIES = (
         "{cause}: the broker would take largestTimestamp={broker_ts} ({broker_ts_iso}) for segment "
         "{segment}, but its records go up to {true_ts} ({true_ts_iso}); with retention.ms={retention_ms} "
         "it would delete the segment {when}",
-        "Before starting the broker, rebuild the time index (`logdoctor repair index {segment}`) and fix "
-        "ownership/permissions (the broker's user must read and write every file; "
-        "`chown -R <kafka user> <log dir>`).",
+        "Before starting the broker, rebuild the time index ({repair}) and fix ownership/permissions "
+        "(the broker's user must read and write every file; `chown -R <kafka user> {logdir}`).",
         "K:storage/.../log/LogSegment.java largestTimestamp/maxTimestampSoFar, UnifiedLog "
         "deleteRetentionMsBreachedSegments; KAFKA-10207; field report 002 (largestTime=0)",
     ),
@@ -83,8 +105,7 @@ _ENTRIES = (
         _E,
         "a checkpoint file the broker cannot parse",
         "{problem}; the broker rejects the whole file ({consequence})",
-        "Rewrite it from the log dir: `logdoctor repair checkpoints {logdir}`, or delete it while the broker "
-        "is stopped ({delete_effect}).",
+        "Rewrite it from the log dir: {repair}; or delete it while the broker is stopped ({delete_effect}).",
         "K:server-common/.../CheckpointFile.java ('Malformed line in checkpoint file', 'Expected n entries')",
     ),
     Entry(
@@ -93,8 +114,8 @@ _ENTRIES = (
         "a .log with bad bytes: CRC mismatch, truncated or zero-filled tail, offsets out of order",
         "{problem}{consequence}",
         "Stop the broker; if other replicas are in sync let this one re-replicate (delete the partition "
-        "folder); otherwise `logdoctor repair truncate {path} --at {position}` keeps the {valid_bytes} "
-        "valid bytes before the damage.",
+        "folder); otherwise {repair}: it truncates {path} to the {valid_bytes} valid bytes before the "
+        "damage (a backup keeps the rest).",
         "K:storage/.../log/LogSegment.java recover, LogLoader.recoverLog; clients/.../record/"
         "DefaultRecordBatch.java ensureValid, FileLogInputStream",
     ),
@@ -141,7 +162,7 @@ _ENTRIES = (
         "a file or folder the broker's user cannot read or write",
         "{path} is not {need} by {user} ({why}){consequence}",
         "Fix ownership and mode before starting the broker: `chown {user} {path}` and "
-        "`chmod u+{mode_fix} {path}` (or `chown -R` the whole log dir).",
+        "`chmod u+{mode_fix} {path}` (or `chown -R` the whole log dir); {repair} does the same.",
         "K:storage/.../log/LogLoader.java ('Could not read file'); field report 002",
     ),
     Entry(
@@ -167,8 +188,8 @@ _ENTRIES = (
         _E,
         "the same partition in two log dirs of one broker",
         "{problem}",
-        "Keep the copy with the higher log end offset (compare with `logdoctor scan --json`), move the "
-        "other folder out of the log dirs, then start the broker.",
+        "Keep the copy with the higher log end offset (compare with `logdoctor scan {logdirs} --json`), "
+        "move the other folder out of the log dirs, then start the broker.",
         "K:core/.../log/LogManager.scala loadLog ('Duplicate log directories for ... are found')",
     ),
     Entry(
@@ -203,8 +224,8 @@ _ENTRIES = (
         _W,
         "a leader-epoch-checkpoint entry starting beyond the log end offset",
         "{problem}",
-        "The broker truncates the epoch cache at startup; if this partition's segments were removed by "
-        "hand, also check the other checkpoints.",
+        "The broker truncates the epoch cache at startup; {repair} does it offline. If this partition's "
+        "segments were removed by hand, also check the other checkpoints.",
         "K:storage/.../epoch/LeaderEpochFileCache.java truncateFromEndAsyncFlush; LogLoader.load",
     ),
     Entry(
@@ -213,7 +234,7 @@ _ENTRIES = (
         "a producer state snapshot beyond the log end offset",
         "{problem}",
         "The broker deletes it at startup and rebuilds producer state from the log (slow for large "
-        "partitions); nothing to do unless segments were removed by hand.",
+        "partitions); nothing to do unless segments were removed by hand ({repair} removes it offline).",
         "K:storage/.../log/ProducerStateManager.java truncateAndReload / removeStraySnapshots",
     ),
     Entry(
@@ -233,9 +254,80 @@ _ENTRIES = (
         "Harmless to the broker; remove it to keep the log dir clean.",
         "K:storage/.../log/LogLoader.java (ignores unknown files)",
     ),
+    Entry(
+        "REPLICA_LAG",
+        _W,
+        "a replica behind the most advanced copy of its partition (error: below the high watermark)",
+        "{topic_partition} on {broker} ends at offset {log_end_offset}, {lag} offsets and {lag_bytes} bytes "
+        "behind {leader_broker} (log end offset {leader_log_end_offset}); {state}",
+        "Let the broker re-fetch from the leader; or, with both brokers stopped, replace this copy with the "
+        "leader's and set the three checkpoint entries: `logdoctor sync-replica {topic_partition} --leader "
+        "{leader_logdir} --follower {logdir}` prints the plan, add --apply to make it.",
+        "K:core/.../cluster/Partition.scala (ISR, high watermark); ReplicaFetcherThread",
+        "fleet",
+    ),
+    Entry(
+        "LOG_DIR_NEARLY_FULL",
+        _W,
+        "a log dir whose disk is nearly full (error above the census's error threshold)",
+        "the disk of {logdir} is {used} full ({available} of {total} bytes free, from {disk_source}); a "
+        "full disk takes the log dir offline",
+        "{fix}",
+        "K:core/.../log/LogManager.scala handleLogDirFailure (an IOException takes the dir offline)",
+        "fleet",
+    ),
 )
 
+#: `logdoctor dump --verify-index` (and the log dump): one entry-level mismatch each, as DumpLogSegments
+#: reports them (K:core/src/main/scala/kafka/tools/DumpLogSegments.scala); (code, severity, title, scan
+#: code whose repair fixes it)
+_DUMP = (
+    ("INDEX_OFFSET_MISMATCH", _E, "an offset index entry whose offset differs from the log's (DLS "
+     "'Mismatches')", "INDEX_CORRUPT"),
+    ("INDEX_POSITION_BEYOND_LOG", _E, "an offset index entry pointing past the end of the .log",
+     "INDEX_CORRUPT"),
+    ("INDEX_POSITION_NOT_BATCH_START", _E, "an offset index entry pointing inside a batch", "INDEX_CORRUPT"),
+    ("INDEX_OFFSET_NOT_IN_LOG", _E, "an offset index entry whose offset no batch holds", "INDEX_CORRUPT"),
+    ("INDEX_OUT_OF_ORDER", _E, "offset index entries that do not increase", "INDEX_CORRUPT"),
+    ("TIME_INDEX_OFFSET_NOT_IN_LOG", _E, "a time index offset not found in the log (DLS 'indexed offsets are "
+     "not found')", "INDEX_CORRUPT"),
+    ("TIME_INDEX_TIMESTAMP_MISMATCH", _E, "a time index timestamp that is not its batch's max timestamp (DLS "
+     "'timestamp mismatch')", "INDEX_CORRUPT"),
+    ("TIME_INDEX_OUT_OF_ORDER", _E, "time index timestamps that go backwards (DLS 'out of order timestamp')",
+     "INDEX_CORRUPT"),
+    ("INDEX_PARTIAL_ENTRY", _E, "an index whose length is not a whole number of entries", "INDEX_CORRUPT"),
+    ("INDEX_SANITY_CHECK_FAILED", _E, "an index the broker's sanity check rejects (DLS --index-sanity-check)",
+     "INDEX_CORRUPT"),
+    ("INDEX_GARBAGE_AFTER_ZERO_SLOT", _W, "non-zero bytes after an index's zero slot", "INDEX_CORRUPT"),
+    ("INDEX_WITHOUT_LOG", _W, "an index file with no .log beside it", "ORPHAN_FILE"),
+    ("LOG_INVALID_BYTES", _E, "bytes at the end of a .log that are no batch (DLS 'Found N invalid bytes')",
+     "LOG_CORRUPT"),
+    ("LOG_CRC_MISMATCH", _E, "a batch whose CRC does not match (DLS 'isvalid: false')", "LOG_CORRUPT"),
+    ("LOG_NON_CONSECUTIVE_OFFSETS", _I, "offsets that skip (info: compaction) or go backwards (error) (DLS "
+     "'Non-consecutive offsets')", "LOG_CORRUPT"),
+)
+
+_ENTRIES += tuple(
+    Entry(
+        code,
+        severity,
+        title,
+        "{problem}",
+        f"Stop the broker; {{repair}} (the scan reports this as {scan_code}).",
+        "K:core/src/main/scala/kafka/tools/DumpLogSegments.scala (dumpIndex, dumpTimeIndex, dumpLog)",
+        "dump",
+    )
+    for code, severity, title, scan_code in _DUMP
+)
+#: the scan code whose repair fixes each dump code
+DUMP_FIXED_BY: dict[str, str] = {code: scan_code for code, _s, _t, scan_code in _DUMP}
+
 CATALOG: dict[str, Entry] = {e.code: e for e in _ENTRIES}
+assert len(CATALOG) == len(_ENTRIES), "duplicate catalog code"
+
+#: the dump's codes as an enum (logdoctor.checks.verify_index re-exports it as FindingCode)
+FindingCode = enum.StrEnum("FindingCode", [(e.code, e.code) for e in _ENTRIES if e.scope == "dump"])
+FindingCode.__doc__ = "Stable codes of `logdoctor dump` findings (catalog scope 'dump')."
 
 
 class _Fields(dict):
@@ -259,6 +351,8 @@ def make(
     entry = CATALOG[code]
     values = _Fields(fields)
     values.setdefault("path", path)
+    values.setdefault("logdir", LOGDIR_PLACEHOLDER)
+    values.setdefault("repair", repair_hint(DUMP_FIXED_BY.get(code, code), values["logdir"]))
     if position is not None:
         values.setdefault("position", position)
     return Finding(
@@ -273,5 +367,6 @@ def make(
     )
 
 
-def codes() -> list[str]:
-    return list(CATALOG)
+def codes(scope: str | None = None) -> list[str]:
+    """Every catalog code, or those of one scope (scan, fleet, dump)."""
+    return [c for c, e in CATALOG.items() if scope is None or e.scope == scope]

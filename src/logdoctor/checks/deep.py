@@ -1,6 +1,7 @@
 """--deep: every batch's CRC, every index entry against the log, offsets across segments.
 
-Costs one read of every .log; the walk is :mod:`logdoctor.checks.logwalk` (header-only, C CRCs).
+Costs one read of every .log; the walk is :func:`logdoctor.checks.state.walk` (formats.records
+batches made in C, C CRCs).
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ import numpy as np
 from logdoctor.checks.default import check_offsets, check_retention, report_damage
 from logdoctor.checks.indexes import _report
 from logdoctor.checks.layout import SegmentFiles
-from logdoctor.checks.logwalk import WalkResult
-from logdoctor.checks.state import PartitionState
+from logdoctor.checks.state import PartitionState, WalkResult
 from logdoctor.formats.index import (
     OFFSET_ENTRY_SIZE,
     TIME_ENTRY_SIZE,

@@ -13,8 +13,7 @@ from __future__ import annotations
 from logdoctor.checks.context import SegmentInfo
 from logdoctor.checks.indexes import analyze_offset_index, analyze_time_index, analyze_txn_index
 from logdoctor.checks.layout import SegmentFiles
-from logdoctor.checks.logwalk import WalkResult, walk
-from logdoctor.checks.state import PartitionState
+from logdoctor.checks.state import PartitionState, WalkResult, walk
 from logdoctor.checks.timestamps import RISK_TOLERANCE_MS, broker_largest_timestamp, check_retention_risk
 from logdoctor.formats.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
 

@@ -300,6 +300,7 @@ def partition_retention(
                 catalog.make(
                     "RETENTION_RISK",
                     path,
+                    logdir=part.log_dir,
                     offset=info.base_offset,
                     cause=f"Time retention would use the {info.broker_ts_source or 'broker'} timestamp of "
                     f"{log_path}",

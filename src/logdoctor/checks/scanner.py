@@ -15,6 +15,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from logdoctor.checks import catalog, metadata_topics
@@ -128,6 +129,7 @@ def _checkpoint_consequence(name: str) -> tuple[str, str]:
 
 def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
     path = str(ld.path)
+    make = partial(catalog.make, logdir=path)
     add = rep.findings.append
     user = rep.broker_user
     try:
@@ -135,7 +137,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
         lacking = missing_access(st, user, "rwx")
         if lacking:
             add(
-                catalog.make(
+                make(
                     "PERMISSION_DENIED",
                     path,
                     need="readable, writable and searchable",
@@ -151,7 +153,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
     if holder is not None:
         rep.locked = True
         who = f" (by pid {holder.pid})" if holder.pid > 0 else ""
-        add(catalog.make("BROKER_RUNNING", os.path.join(path, LOCK_FILE), holder=who, logdir=path))
+        add(make("BROKER_RUNNING", os.path.join(path, LOCK_FILE), holder=who))
     rep.clean_shutdown = os.path.isfile(os.path.join(path, CLEAN_SHUTDOWN_FILE))
     # root files: permissions
     for entry, p in ld.entries:
@@ -166,7 +168,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
         lacking = missing_access(st, user, "rw")
         if lacking:
             add(
-                catalog.make(
+                make(
                     "PERMISSION_DENIED",
                     str(p),
                     need=" and ".join({"r": "readable", "w": "writable"}[c] for c in lacking),
@@ -182,7 +184,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
     if not mp.exists:
         if ld.partitions or any(os.path.exists(os.path.join(path, n)) for n in OFFSET_CHECKPOINT_FILES):
             add(
-                catalog.make(
+                make(
                     "META_PROPERTIES_INVALID",
                     meta_path,
                     severity=Severity.WARNING,
@@ -196,7 +198,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
             )
     elif isinstance(mp.error, OSError):
         add(
-            catalog.make(
+            make(
                 "PERMISSION_DENIED",
                 meta_path,
                 need="readable",
@@ -209,7 +211,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
     elif mp.error is not None:
         e = mp.error
         add(
-            catalog.make(
+            make(
                 "META_PROPERTIES_INVALID",
                 meta_path,
                 position=getattr(e, "position", None),
@@ -228,7 +230,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
             empty = False
         if empty:
             add(
-                catalog.make(
+                make(
                     "META_PROPERTIES_INVALID",
                     meta_path,
                     severity=Severity.WARNING,
@@ -248,7 +250,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
         consequence, delete_effect = _checkpoint_consequence(name)
         if isinstance(cp.error, OSError):
             add(
-                catalog.make(
+                make(
                     "PERMISSION_DENIED",
                     cpath,
                     need="readable",
@@ -261,7 +263,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
             continue
         if cp.error is not None:
             add(
-                catalog.make(
+                make(
                     "CHECKPOINT_CORRUPT",
                     cpath,
                     position=getattr(cp.error, "position", None),
@@ -275,7 +277,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
         for prob in cp.problems[:1]:
             if prob.message.startswith("Expected ["):
                 add(
-                    catalog.make(
+                    make(
                         "CHECKPOINT_MISMATCH",
                         cpath,
                         position=prob.position,
@@ -283,8 +285,8 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
                         problem=f"{cpath}: the count line disagrees with the entries ({prob.message}); the "
                         "broker "
                         f"rejects the whole file: {consequence}",
-                        fix="Correct line 2 to the number of entry lines, or `logdoctor repair checkpoints "
-                        f"{path}`.",
+                        fix="Correct line 2 to the number of entry lines, or rewrite the file: "
+                        f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}.",
                         details={
                             "file": name,
                             "expected": cp.checkpoint.count if cp.checkpoint else None,
@@ -294,7 +296,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
                 )
             else:
                 add(
-                    catalog.make(
+                    make(
                         "CHECKPOINT_CORRUPT",
                         cpath,
                         position=prob.position,
@@ -309,7 +311,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
         op = str(orphan.path)
         if orphan.kind == "unknown-dir":
             add(
-                catalog.make(
+                make(
                     "INVALID_DIR_NAME",
                     op,
                     problem=f"{op} is not a topic-partition folder: the broker "
@@ -318,7 +320,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
             )
         elif orphan.kind == "unknown-file":
             add(
-                catalog.make(
+                make(
                     "UNKNOWN_FILE", op, problem="not a file Kafka writes in a log dir; the broker ignores it"
                 )
             )
@@ -346,7 +348,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
             }
             problem, fix = texts.get(orphan.kind, (orphan.reason, "Delete it while the broker is stopped."))
             add(
-                catalog.make(
+                make(
                     "ORPHAN_FILE", op, problem=f"{op}: {problem}", fix=fix, details={"kind": orphan.kind}
                 )
             )
@@ -364,6 +366,7 @@ def _entry_positions(path: str) -> list[int | None]:
 
 def _checkpoint_vs_partitions(ld: LogDir, rep: LogDirReport, parts: list[PartitionReport]) -> None:
     path = str(ld.path)
+    make = partial(catalog.make, logdir=path)
     add = rep.findings.append
     live = {
         (p.topic, p.partition): p
@@ -383,14 +386,15 @@ def _checkpoint_vs_partitions(ld: LogDir, rep: LogDirReport, parts: list[Partiti
         if not cp.exists:
             if name == RECOVERY_POINT_CHECKPOINT and live:
                 add(
-                    catalog.make(
+                    make(
                         "CHECKPOINT_MISMATCH",
                         cpath,
                         problem=f"{cpath} is missing but the dir holds {len(live)} partition(s): the broker "
                         "uses "
                         "recovery point 0 for all of them (after an unclean shutdown it recovers every "
                         "segment)",
-                        fix=f"`logdoctor repair checkpoints {path}` writes it from the log end offsets.",
+                        fix="Write it from the log end offsets: "
+                        f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}.",
                     )
                 )
             continue
@@ -401,7 +405,7 @@ def _checkpoint_vs_partitions(ld: LogDir, rep: LogDirReport, parts: list[Partiti
             i0 = stale[0][0]
             listed = ", ".join(f"{t}-{p}" for _i, t, p in stale[:10]) + (" ..." if len(stale) > 10 else "")
             add(
-                catalog.make(
+                make(
                     "CHECKPOINT_MISMATCH",
                     cpath,
                     position=positions[i0] if i0 < len(positions) else None,
@@ -411,7 +415,8 @@ def _checkpoint_vs_partitions(ld: LogDir, rep: LogDirReport, parts: list[Partiti
                     "checkpoint",
                     fix="If the folders were moved to another log dir, move their entries too (and fix both "
                     "count "
-                    f"lines); `logdoctor repair checkpoints {path}` rewrites the file from the dir.",
+                    "lines); or rewrite the file from the dir: "
+                    f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}.",
                     details={"file": name, "absent": [f"{t}-{p}" for _i, t, p in stale]},
                 )
             )
@@ -428,14 +433,13 @@ def _checkpoint_vs_partitions(ld: LogDir, rep: LogDirReport, parts: list[Partiti
                     else "their high watermark restarts at the log start offset"
                 )
                 add(
-                    catalog.make(
+                    make(
                         "CHECKPOINT_MISMATCH",
                         cpath,
                         problem=f"{cpath} misses {len(missing)} partition(s) present in {path}: {names}; "
                         f"{effect}",
-                        fix=f"`logdoctor repair checkpoints {path}`; or, if the folders were copied in by "
-                        "hand, add "
-                        "their lines and fix the count line.",
+                        fix=f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}; or, if the folders were "
+                        "copied in by hand, add their lines and fix the count line.",
                         details={"file": name, "missing": [f"{t}-{p}" for t, p in missing]},
                     )
                 )
@@ -483,15 +487,15 @@ def _checkpoint_vs_partitions(ld: LogDir, rep: LogDirReport, parts: list[Partiti
                 )
             if problem is not None:
                 add(
-                    catalog.make(
+                    make(
                         "CHECKPOINT_MISMATCH",
                         cpath,
                         position=pos,
                         offset=off,
                         severity=severity,
                         problem=f"{cpath}: {problem}",
-                        fix="Set the entry to a value within the log (`logdoctor repair checkpoints "
-                        f"{path}`), or "
+                        fix="Set the entry to a value within the log "
+                        f"({catalog.repair_hint('CHECKPOINT_MISMATCH', path)}), or "
                         "re-replicate the partition if records are missing.",
                         details={
                             "file": name,
@@ -561,6 +565,8 @@ def _cross_dir(reports: list[LogDirReport], parts: list[PartitionReport]) -> lis
                         f"start ('Duplicate log directories for {t}-{n} are found'). This copy: log end "
                         "offset "
                         f"{p.log_end_offset}, {p.bytes} bytes",
+                        logdir=p.log_dir,
+                        logdirs=" ".join(sorted({q.log_dir for q in ps})),
                     )
                 )
     # meta.properties across the log dirs of one broker
@@ -577,6 +583,7 @@ def _cross_dir(reports: list[LogDirReport], parts: list[PartitionReport]) -> lis
                         catalog.make(
                             "META_PROPERTIES_MISMATCH",
                             os.path.join(r.path, META_PROPERTIES_FILE),
+                            logdir=r.path,
                             problem=f"{label} {v} in {r.path} differs from {common} in the other log dirs "
                             f"({summary}): "
                             "the broker refuses to start (or takes this dir offline)",
@@ -601,6 +608,7 @@ def _cross_dir(reports: list[LogDirReport], parts: list[PartitionReport]) -> lis
                     catalog.make(
                         "TOPIC_ID_MISMATCH",
                         pm,
+                        logdir=p.log_dir,
                         problem=f"{p.topic}-{p.partition} has topic id {p.topic_id} but the KRaft metadata "
                         "log "
                         f"says {p.topic} is {known[p.topic]}: this folder belongs to a deleted incarnation "
@@ -618,6 +626,7 @@ def _cross_dir(reports: list[LogDirReport], parts: list[PartitionReport]) -> lis
                 catalog.make(
                     "TOPIC_ID_MISMATCH",
                     pm,
+                    logdir=p.log_dir,
                     problem=f"{p.topic}-{p.partition} has topic id {p.topic_id} but the topic's other "
                     "partitions "
                     f"have {common}: this folder belongs to an older incarnation of the topic (deleted and "

@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from logdoctor.checks.catalog import FindingCode  # the dump's codes live in the one catalog
 from logdoctor.errors import FormatError
 from logdoctor.formats.index import (
     OFFSET_ENTRY_SIZE,
@@ -75,30 +76,6 @@ class Severity(enum.StrEnum):
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
-
-
-class FindingCode(enum.StrEnum):
-    """Stable codes of index findings (the DumpLogSegments report each maps to, if any)."""
-
-    # offset index
-    INDEX_OFFSET_MISMATCH = "INDEX_OFFSET_MISMATCH"  # DLS "Mismatches in": index offset vs log offset
-    INDEX_POSITION_BEYOND_LOG = "INDEX_POSITION_BEYOND_LOG"
-    INDEX_POSITION_NOT_BATCH_START = "INDEX_POSITION_NOT_BATCH_START"
-    INDEX_OFFSET_NOT_IN_LOG = "INDEX_OFFSET_NOT_IN_LOG"
-    INDEX_OUT_OF_ORDER = "INDEX_OUT_OF_ORDER"
-    # time index
-    TIME_INDEX_OFFSET_NOT_IN_LOG = "TIME_INDEX_OFFSET_NOT_IN_LOG"  # DLS "indexed offsets are not found"
-    TIME_INDEX_TIMESTAMP_MISMATCH = "TIME_INDEX_TIMESTAMP_MISMATCH"  # DLS "timestamp mismatch"
-    TIME_INDEX_OUT_OF_ORDER = "TIME_INDEX_OUT_OF_ORDER"  # DLS "out of order timestamp"
-    # both
-    INDEX_PARTIAL_ENTRY = "INDEX_PARTIAL_ENTRY"
-    INDEX_SANITY_CHECK_FAILED = "INDEX_SANITY_CHECK_FAILED"  # DLS --index-sanity-check
-    INDEX_GARBAGE_AFTER_ZERO_SLOT = "INDEX_GARBAGE_AFTER_ZERO_SLOT"
-    INDEX_WITHOUT_LOG = "INDEX_WITHOUT_LOG"
-    # log (reported by the log dump, listed here so there is one catalog of dump findings)
-    LOG_INVALID_BYTES = "LOG_INVALID_BYTES"  # DLS "Found N invalid bytes at the end"
-    LOG_CRC_MISMATCH = "LOG_CRC_MISMATCH"  # DLS prints "isvalid: false" on the batch line
-    LOG_NON_CONSECUTIVE_OFFSETS = "LOG_NON_CONSECUTIVE_OFFSETS"  # DLS "Non-consecutive offsets"
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,6 +29,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from logdoctor.checks import catalog
+from logdoctor.checks.findings import Finding, Severity
+
 DF_JSON = "df.json"  # {"<log dir name>": {"total_bytes": N, "available_bytes": M}} beside the log dirs
 NEARLY_FULL_WARN = 0.85
 NEARLY_FULL_ERROR = 0.95
@@ -428,17 +431,19 @@ def log_dir_rows(dirs: list[dict[str, Any]], replicas: list[dict[str, Any]]) -> 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
-def _finding(broker, log_dir, code, severity, path, message, fix, command, offset=None) -> dict[str, Any]:
+def _finding(
+    broker: str, log_dir: str, f: Finding, command: str, offset: int | None = None
+) -> dict[str, Any]:
     return {
         "broker": broker,
         "log_dir": log_dir,
-        "code": code,
-        "severity": severity,
-        "path": path,
+        "code": f.code,
+        "severity": f.severity.label,
+        "path": f.path,
         "position": None,
         "offset": offset,
-        "message": message,
-        "fix": fix,
+        "message": f.message,
+        "fix": f.fix,
         "fix_command": command,
     }
 
@@ -446,7 +451,7 @@ def _finding(broker, log_dir, code, severity, path, message, fix, command, offse
 def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Findings only a view across brokers can make: lagging replicas and nearly full disks.
 
-    Codes (fleet level, not in the per-log-dir scan catalog): REPLICA_LAG, LOG_DIR_NEARLY_FULL.
+    Codes (catalog scope "fleet"): REPLICA_LAG, LOG_DIR_NEARLY_FULL.
     """
     out: list[dict[str, Any]] = []
     leaders: dict[tuple[str, int], dict[str, Any]] = {}
@@ -468,24 +473,24 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
             if r.get("below_high_watermark")
             else "behind the most advanced replica"
         )
-        out.append(
-            _finding(
-                r["broker"],
-                r["log_dir"],
-                "REPLICA_LAG",
-                "error" if r.get("below_high_watermark") else "warning",
-                r["path"],
-                f"{r['topic']}-{r['partition']} on {r['broker']} ends at offset {r['log_end_offset']}, "
-                f"{lag} offsets and {r.get('lag_bytes') or 0} bytes behind {src['broker']} "
-                f"(log end offset {src['log_end_offset']}); {state}",
-                "Let the broker re-fetch from the leader; or, with both brokers stopped, replace this copy "
-                "with the leader's and set the three checkpoint entries (sync-replica does both; dry run "
-                "unless --apply).",
-                f"logdoctor sync-replica {r['topic']}-{r['partition']} --leader {src['log_dir']} "
-                f"--follower {r['log_dir']}",
-                offset=r["log_end_offset"],
-            )
+        tp = f"{r['topic']}-{r['partition']}"
+        f = catalog.make(
+            "REPLICA_LAG",
+            r["path"],
+            severity=Severity.ERROR if r.get("below_high_watermark") else None,
+            topic_partition=tp,
+            broker=r["broker"],
+            log_end_offset=r["log_end_offset"],
+            lag=lag,
+            lag_bytes=r.get("lag_bytes") or 0,
+            leader_broker=src["broker"],
+            leader_log_end_offset=src["log_end_offset"],
+            state=state,
+            leader_logdir=src["log_dir"],
+            logdir=r["log_dir"],
         )
+        command = f"logdoctor sync-replica {tp} --leader {src['log_dir']} --follower {r['log_dir']}"
+        out.append(_finding(r["broker"], r["log_dir"], f, command, offset=r["log_end_offset"]))
     by_broker: dict[str, list[dict[str, Any]]] = {}
     for d in log_dirs:
         by_broker.setdefault(d["broker"], []).append(d)
@@ -509,26 +514,27 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
             fix = (
                 f"Move a large partition ({big['topic']}-{big['partition']}, {big['bytes']} bytes) to "
                 f"{target['log_dir']} ({_pct(target.get('disk_used_fraction'))} used) with the broker "
-                "stopped, "
+                f"stopped (`{command}` prints the plan, add --apply to make it), "
                 "or use kafka-reassign-partitions with log dirs (KIP-113) while it runs."
             )
         else:
             command = f"logdoctor retention {d['log_dir']}"
-            fix = "Add a log dir on another disk, lower retention, or reassign partitions to other brokers."
-        out.append(
-            _finding(
-                d["broker"],
-                d["log_dir"],
-                "LOG_DIR_NEARLY_FULL",
-                "error" if used >= NEARLY_FULL_ERROR else "warning",
-                d["log_dir"],
-                f"the disk of {d['log_dir']} is {_pct(used)} full ({d.get('disk_available_bytes')} of "
-                f"{d.get('disk_total_bytes')} bytes free, from {d.get('disk_source')}); a full disk takes "
-                "the log dir offline",
-                fix,
-                command,
+            fix = (
+                "Add a log dir on another disk, lower retention (`" + command + "` shows what retention "
+                "deletes), or reassign partitions to other brokers."
             )
+        f = catalog.make(
+            "LOG_DIR_NEARLY_FULL",
+            d["log_dir"],
+            severity=Severity.ERROR if used >= NEARLY_FULL_ERROR else None,
+            logdir=d["log_dir"],
+            used=_pct(used),
+            available=d.get("disk_available_bytes"),
+            total=d.get("disk_total_bytes"),
+            disk_source=d.get("disk_source"),
+            fix=fix,
         )
+        out.append(_finding(d["broker"], d["log_dir"], f, command))
     return out
 
 
