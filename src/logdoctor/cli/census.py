@@ -5,19 +5,26 @@ Exit codes: 0 clean (info only), 1 warnings, 2 errors, 64 usage, 69 Spark unavai
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from logdoctor.cli.common import (
+    EX_DATA,
+    EX_OK,
+    EX_UNAVAILABLE,
+    EX_WARNINGS,
+    fail,
+    parse_now,
+    print_json,
+    spark_progress,
+    usage_error,
+)
 from logdoctor.cli.main import app
 
-EX_USAGE = 64
-EX_UNAVAILABLE = 69
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 
@@ -99,7 +106,7 @@ def command_exists(command_line: str) -> bool:
 
 def exit_code(result: Any) -> int:
     c = result.counts()
-    return 2 if c["error"] else 1 if c["warning"] else 0
+    return EX_DATA if c["error"] else EX_WARNINGS if c["warning"] else EX_OK
 
 
 def run_census_cli(
@@ -122,38 +129,20 @@ def run_census_cli(
 
         discover_brokers(paths)
     except (CensusError, PlanningError) as exc:
-        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-        raise typer.Exit(EX_USAGE) from None
+        usage_error(str(exc))
     try:
         with err.status("starting Spark…"):
             spark = get_spark(master, "logdoctor census")
     except SparkUnavailableError as exc:
-        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-        raise typer.Exit(EX_UNAVAILABLE) from None
-    progress = Progress(
-        TextColumn("[bold]census[/bold]"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} brokers"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=json_out or not err.is_terminal,
-    )
-    with progress:
-        task = progress.add_task("census", total=None)
-        result = run_census(
-            spark,
-            paths,
-            out,
-            now_ms=now_ms,
-            progress=lambda done, total: progress.update(task, completed=done, total=total),
-        )
+        fail(f"error: {exc}", EX_UNAVAILABLE)
+    with spark_progress(err, "census", "brokers", disable=json_out) as progress:
+        result = run_census(spark, paths, out, now_ms=now_ms, progress=progress)
     if html_out is not None:
         from logdoctor.report import write_census_report
 
         write_census_report(result, html_out, now_ms=result.now_ms)
     if json_out:
-        print(json.dumps(result.to_json(), indent=2, default=str))
+        print_json(result.to_json(), indent=2, default=str)
     else:
         render_census(console, result)
         if html_out is not None:
@@ -178,8 +167,6 @@ def census_command(
     ] = None,
 ) -> None:
     """Fleet census: replica offsets and lag across brokers, disk use per log dir, findings and fixes."""
-    from logdoctor.cli.scan import parse_now
-
     result = run_census_cli(
         paths,
         out,

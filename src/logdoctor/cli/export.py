@@ -6,20 +6,23 @@ Exit codes: 0 done, 1 done but corrupt ranges were skipped, 64 usage, 69 Spark u
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from logdoctor.cli.common import (
+    EX_OK,
+    EX_UNAVAILABLE,
+    EX_WARNINGS,
+    fail,
+    print_json,
+    spark_progress,
+    usage_error,
+)
 from logdoctor.cli.main import app
-
-EX_USAGE = 64
-EX_UNAVAILABLE = 69
-EX_SOFTWARE = 70
 
 
 def _human(n: int) -> str:
@@ -82,11 +85,9 @@ def export_command(
         try:
             jars = check_delta()
         except ExportError as exc:
-            err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-            raise typer.Exit(EX_UNAVAILABLE) from None
+            fail(f"error: {exc}", EX_UNAVAILABLE)
     elif fmt != "parquet":
-        err.print(f"[red]error:[/red] --format must be parquet or delta, got {fmt!r}")
-        raise typer.Exit(EX_USAGE)
+        usage_error(f"--format must be parquet or delta, got {fmt!r}")
     options = {
         "topics": topics,
         "startingOffsets": starting_offsets,
@@ -103,39 +104,29 @@ def export_command(
         parse_read_options({k: str(v) for k, v in options.items() if v is not None})
         discover(paths)
     except PlanningError as exc:
-        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-        raise typer.Exit(EX_USAGE) from None
+        usage_error(str(exc))
     cols = tuple(c.strip() for c in partition_by.split(",") if c.strip())
     try:
         with err.status("starting Spark…"):
             spark = get_spark(master, "logdoctor export", jars=jars or None, delta=bool(jars))
     except SparkUnavailableError as exc:
-        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-        raise typer.Exit(EX_UNAVAILABLE) from None
-    progress = Progress(
-        TextColumn("[bold]export[/bold]"),
-        BarColumn(),
-        TextColumn("{task.completed}/{task.total} tasks"),
-        TimeElapsedColumn(),
-        console=err,
-        transient=True,
-        disable=json_out or not err.is_terminal,
-    )
+        fail(f"error: {exc}", EX_UNAVAILABLE)
     try:
-        with progress:
-            task = progress.add_task("export", total=None)
-
-            def report(done: int, total: int) -> None:
-                progress.update(task, completed=done, total=total)
-
+        with spark_progress(err, "export", "tasks", disable=json_out) as progress:
             result = run_export(
-                spark, paths, out, fmt=fmt, partition_by=cols, options=options, progress=report, writer=writer
+                spark,
+                paths,
+                out,
+                fmt=fmt,
+                partition_by=cols,
+                options=options,
+                progress=progress,
+                writer=writer,
             )
     except (ExportError, PlanningError) as exc:
-        err.print(f"[red]error:[/red] {exc}", soft_wrap=True)
-        raise typer.Exit(EX_USAGE) from None
+        usage_error(str(exc))
     if json_out:
-        print(json.dumps(result.to_json(), indent=2))
+        print_json(result.to_json(), indent=2)
     else:
         console.print(
             f"Exported [bold]{result.rows:,}[/bold] records from {result.segments:,} segments "
@@ -152,4 +143,4 @@ def export_command(
             console.print(table)
         else:
             console.print("No corrupt range was skipped.")
-    raise typer.Exit(1 if result.skipped else 0)
+    raise typer.Exit(EX_WARNINGS if result.skipped else EX_OK)

@@ -11,31 +11,32 @@ difference, 64 usage, 65 refused (see the message), 70 tool failure, 73 not enou
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 from rich.text import Text
 
-from logdoctor.cli.main import app
-from logdoctor.cli.repair import (
-    EX_CANTCREAT,
-    EX_DATAERR,
+from logdoctor.cli.common import (
+    DRY_RUN_LINE,
     EX_FAILED,
-    EX_SOFTWARE,
-    EX_TEMPFAIL,
-    EX_USAGE,
-    render_plan,
+    ApplyOption,
+    CopyProgress,
+    JsonOption,
+    UsageExit64,
+    journal_options,
+    one_mode,
+    print_json,
+    print_plan,
+    print_run_paths,
+    print_run_status,
+    run_errors,
+    usage_error,
 )
-from logdoctor.cli.scan import UsageExit64
-from logdoctor.errors import BrokerRunningError
+from logdoctor.cli.main import app
 from logdoctor.repair.apply import RefusedError, RunResult
-from logdoctor.repair.backup import NoSpaceError
 from logdoctor.repair.journal import JournalError
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.procedures import run
@@ -48,37 +49,6 @@ from logdoctor.repair.procedures.common import (
 )
 from logdoctor.repair.safety import BackupLocationError, UnsafePathError
 
-PROGRESS_MIN_BYTES = 16 << 20  # a progress bar for copies at least this large
-
-
-class _Bar:
-    """A rich progress bar over the bytes the plan copies (on stderr; none for small copies or --json)."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total = total
-        self.progress: Progress | None = None
-        if enabled and total >= PROGRESS_MIN_BYTES:
-            self.progress = Progress(
-                "[progress.description]{task.description}",
-                BarColumn(),
-                DownloadColumn(),
-                TransferSpeedColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-            )
-            self.task = self.progress.add_task("copying", total=total)
-
-    def __enter__(self) -> Callable[[int], None]:
-        if self.progress is None:
-            return lambda n: None
-        self.progress.start()
-        progress, task = self.progress, self.task
-        return lambda n: progress.advance(task, n)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-
 
 def _usage_lines(console: Console, title: str, rows: list[dict[str, Any]]) -> None:
     console.print(Text(title, style="bold"))
@@ -90,8 +60,8 @@ def _usage_lines(console: Console, title: str, rows: list[dict[str, Any]]) -> No
         )
 
 
-def print_plan(console: Console, pp: ProcedurePlan) -> None:
-    render_plan(console, pp.plan)
+def print_procedure_plan(console: Console, pp: ProcedurePlan) -> None:
+    print_plan(console, pp.plan)
     for note in pp.notes:
         console.print(Text("note: " + note, style="yellow"), soft_wrap=True)
     if "disk_usage_before" in pp.summary:
@@ -116,20 +86,9 @@ def finish(
             "verification": {"ok": not problems, "problems": problems},
             "disk_usage_after": usage,
         }
-        sys.stdout.write(json.dumps(out, indent=1) + "\n")
+        print_json(out)
         return code
-    console.print()
-    style = "green" if code == 0 else "bold red"
-    console.print(
-        Text(f"{result.status}: {result.steps_run} of {result.steps_total} step(s) run", style=style)
-    )
-    if result.error:
-        console.print(Text(f"error: {result.error}", style="red"), soft_wrap=True)
-        console.print(
-            f"Finish it with `logdoctor {name} --resume {result.journal}` or undo it with "
-            f"`logdoctor {name} --rollback {result.journal}`.",
-            soft_wrap=True,
-        )
+    print_run_status(console, name, result, code)
     if result.status == "applied":
         if problems:
             for p in problems:
@@ -144,9 +103,7 @@ def finish(
                 soft_wrap=True,
             )
     _usage_lines(console, "disk usage now:", usage)
-    if result.journal:
-        console.print(f"backup dir: {result.backup_dir}", soft_wrap=True)
-        console.print(f"journal:    {result.journal}", soft_wrap=True)
+    print_run_paths(console, result)
     return code
 
 
@@ -161,14 +118,18 @@ def run_procedure(
 ) -> None:
     """Plan, apply, resume or roll back; maps every refusal to its exit code (nothing written)."""
     console = Console()
-    try:
+    with run_errors(
+        name,
+        usage=(ProcedureUsageError, BackupLocationError, JournalError),
+        refusals=(ProcedureRefused, RefusedError, UnsafePathError),
+    ):
         if resume_journal is not None or rollback_journal is not None:
             journal = resume_journal or rollback_journal
             assert journal is not None
             from logdoctor.repair.apply import load_journal
 
             plan, _ = load_journal(journal)
-            with _Bar(run.copy_bytes(plan), not json_out) as bar:
+            with CopyProgress(run.copy_bytes(plan), not json_out) as bar:
                 if resume_journal is not None:
                     result, plan = run.resume_journal(journal, progress=bar)
                 else:
@@ -178,37 +139,19 @@ def run_procedure(
         pp = make_plan()
         if not do_apply:
             if json_out:
-                sys.stdout.write(json.dumps({**pp.to_json(), "applied": False}, indent=1) + "\n")
+                print_json({**pp.to_json(), "applied": False})
             else:
-                print_plan(console, pp)
-                console.print("Dry run: nothing was written. Add --apply to make these changes.")
+                print_procedure_plan(console, pp)
+                console.print(DRY_RUN_LINE)
             raise typer.Exit(0)
         if not json_out:
-            print_plan(console, pp)
-        with _Bar(run.copy_bytes(pp.plan), not json_out) as bar:
+            print_procedure_plan(console, pp)
+        with CopyProgress(run.copy_bytes(pp.plan), not json_out) as bar:
             result = run.apply(pp.plan, progress=bar)
         raise typer.Exit(finish(console, name, result, pp.plan, json_out, pp.to_json()))
-    except (ProcedureUsageError, BackupLocationError, JournalError) as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(EX_USAGE) from None
-    except BrokerRunningError as e:
-        typer.echo(f"refused (nothing written): {e}", err=True)
-        raise typer.Exit(EX_TEMPFAIL) from None
-    except NoSpaceError as e:
-        typer.echo(f"refused (nothing written): {e}", err=True)
-        raise typer.Exit(EX_CANTCREAT) from None
-    except (ProcedureRefused, RefusedError, UnsafePathError) as e:
-        typer.echo(f"refused (nothing written): {e}", err=True)
-        raise typer.Exit(EX_DATAERR) from None
-    except typer.Exit:
-        raise
-    except Exception as e:  # a bug or an environment failure
-        typer.echo(f"logdoctor {name} failed: {type(e).__name__}: {e}", err=True)
-        raise typer.Exit(EX_SOFTWARE) from None
 
 
-def _modes_ok(plan_args: bool, resume_journal: Path | None, rollback_journal: Path | None) -> bool:
-    return sum((plan_args, resume_journal is not None, rollback_journal is not None)) == 1
+_Resume, _Rollback = journal_options("move")
 
 
 @app.command("move-partition", cls=UsageExit64)
@@ -223,9 +166,7 @@ def move_partition_command(
     topics: Annotated[
         list[str] | None, typer.Option("--topic", help="Move every partition of this topic.")
     ] = None,
-    do_apply: Annotated[
-        bool, typer.Option("--apply", help="Make the changes (default: print the plan).")
-    ] = False,
+    do_apply: ApplyOption = False,
     backup_dir: Annotated[
         Path | None,
         typer.Option("--backup-dir", help="Where replaced files go (default: beside the source log dir)."),
@@ -236,26 +177,21 @@ def move_partition_command(
             "--copy", help="Copy, verify and delete even on one file system (the cross-file-system method)."
         ),
     ] = False,
-    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    resume_journal: Annotated[
-        Path | None, typer.Option("--resume", help="Finish an interrupted move.")
-    ] = None,
-    rollback_journal: Annotated[Path | None, typer.Option("--rollback", help="Undo a move.")] = None,
+    json_out: JsonOption = False,
+    resume_journal: _Resume = None,
+    rollback_journal: _Rollback = None,
 ) -> None:
     """Move partitions to another log dir of the same (stopped) broker: folders and checkpoint entries."""
     from logdoctor.repair.procedures.move_partition import plan_move
 
     planning = bool(partitions or topics or source or destination)
-    if not _modes_ok(planning, resume_journal, rollback_journal):
-        typer.echo(
-            "error: give TOPIC-PARTITION.../--topic with --from and --to, or --resume JOURNAL, or "
-            "--rollback JOURNAL (one of them)",
-            err=True,
+    if not one_mode(planning, resume_journal, rollback_journal):
+        usage_error(
+            "give TOPIC-PARTITION.../--topic with --from and --to, or --resume JOURNAL, or "
+            "--rollback JOURNAL (one of them)"
         )
-        raise typer.Exit(EX_USAGE)
     if planning and (source is None or destination is None):
-        typer.echo("error: --from and --to are required", err=True)
-        raise typer.Exit(EX_USAGE)
+        usage_error("--from and --to are required")
 
     def make() -> ProcedurePlan:
         assert source is not None and destination is not None

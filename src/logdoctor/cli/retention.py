@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -20,8 +18,16 @@ from logdoctor.checks.retention import (
 )
 from logdoctor.checks.scanner import ScanUsageError
 from logdoctor.checks.state import iso
+from logdoctor.cli.common import (
+    UsageExit64,
+    parse_now,
+    print_json,
+    progress_bar,
+    render_findings,
+    tool_failure,
+    usage_error,
+)
 from logdoctor.cli.main import app
-from logdoctor.cli.scan import EX_SOFTWARE, EX_USAGE, UsageExit64, parse_now, progress_bar, render_findings
 
 
 def render(console: Console, report: RetentionReport, show_all: bool) -> None:
@@ -99,8 +105,7 @@ def retention_command(
         for o in overrides.values():
             config.with_overrides(o)  # validate keys and values
     except ValueError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(EX_USAGE) from None
+        usage_error(str(e))
     now_ms = parse_now(now)
     try:
         with progress_bar(not json_out, "reading segments") as progress:
@@ -108,13 +113,11 @@ def retention_command(
                 log_dirs, config=config, topic_configs=overrides, now_ms=now_ms, jobs=jobs, progress=progress
             )
     except ScanUsageError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(EX_USAGE) from None
+        usage_error(str(e))
     except Exception as e:
-        typer.echo(f"logdoctor retention failed: {type(e).__name__}: {e}", err=True)
-        raise typer.Exit(EX_SOFTWARE) from None
+        tool_failure("retention", e)
     if json_out:
-        sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
+        print_json(report.to_json())
     else:
         render(Console(), report, show_all)
     raise typer.Exit(report.exit_code)

@@ -5,85 +5,30 @@ Exit codes: 0 clean (info only), 1 warnings only, 2 errors, 64 usage, 70 tool fa
 
 from __future__ import annotations
 
-import json
-import sys
-import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from typer.core import TyperCommand
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.context import DEFAULT_RETENTION_MS, Depth, ScanOptions
-from logdoctor.checks.findings import Finding, Severity
+from logdoctor.checks.findings import Severity
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
+from logdoctor.cli.common import (
+    UsageExit64,
+    parse_now,
+    print_json,
+    progress_bar,
+    render_findings,
+    tool_failure,
+    usage_error,
+)
 from logdoctor.cli.main import app
 
-EX_USAGE = 64
-EX_SOFTWARE = 70
-
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
-
-
-class UsageExit64(TyperCommand):
-    """Usage errors exit with 64 (EX_USAGE), not click's 2: 2 means errors found."""
-
-    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
-        try:
-            return super().parse_args(ctx, args)
-        except Exception as e:
-            if hasattr(e, "exit_code") and type(e).__name__ in (
-                "UsageError",
-                "BadParameter",
-                "MissingParameter",
-                "NoSuchOption",
-                "BadOptionUsage",
-                "BadArgumentUsage",
-            ):
-                e.exit_code = EX_USAGE
-            raise
-
-
-@contextmanager
-def progress_bar(enabled: bool, what: str) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr when it is a terminal; else no callback."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn(what),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(what, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
-
-
-def render_findings(console: Console, findings: list[Finding]) -> None:
-    for f in findings:
-        where = f.path + (f"@{f.position}" if f.position is not None else "")
-        head = Text()
-        head.append(f"{f.severity.label.upper():7} ", style=_STYLE[f.severity])
-        head.append(f"{f.code} ", style="bold")
-        head.append(where)
-        console.print(head, soft_wrap=True)
-        console.print(Text("  " + f.message), soft_wrap=True)
-        console.print(Text("  fix: " + f.fix, style="cyan"), soft_wrap=True)
 
 
 def render_report(console: Console, report: ScanReport) -> None:
@@ -119,23 +64,6 @@ def render_report(console: Console, report: ScanReport) -> None:
     )
     verdict.append(f", {c['info']} note(s)")
     console.print(verdict)
-
-
-def parse_now(text: str | None) -> int:
-    """--now: epoch milliseconds, or ISO-8601; default: the current time."""
-    if text is None:
-        return int(time.time() * 1000)
-    if text.lstrip("-").isdigit():
-        return int(text)
-    from datetime import UTC, datetime
-
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError as e:
-        raise typer.BadParameter(f"--now wants epoch ms or ISO-8601, got {text!r}") from e
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return int(moment.timestamp() * 1000)
 
 
 @app.command("scan", cls=UsageExit64)
@@ -185,30 +113,26 @@ def scan_command(
 ) -> None:
     """Check log dirs offline for every failure the broker would hit at startup or later."""
     if quick and deep:
-        typer.echo("error: --quick and --deep exclude each other", err=True)
-        raise typer.Exit(EX_USAGE)
+        usage_error("--quick and --deep exclude each other")
     depth = Depth.QUICK if quick else Depth.DEEP if deep else Depth.DEFAULT
     try:
         user = BrokerUser.named(broker_user) if broker_user else None
     except KeyError:
-        typer.echo(f"error: no such user {broker_user!r}", err=True)
-        raise typer.Exit(EX_USAGE) from None
+        usage_error(f"no such user {broker_user!r}")
     options = ScanOptions(depth=depth, now_ms=parse_now(now), broker_user=user, retention_ms=retention_ms)
     try:
         with progress_bar(not json_out, "scanning partitions") as progress:
             report = scan(log_dirs, options, jobs=jobs, progress=progress)
     except ScanUsageError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(EX_USAGE) from None
+        usage_error(str(e))
     except Exception as e:  # a bug or an environment failure, never a finding
-        typer.echo(f"logdoctor scan failed: {type(e).__name__}: {e}", err=True)
-        raise typer.Exit(EX_SOFTWARE) from None
+        tool_failure("scan", e)
     if html_out is not None:
         from logdoctor.report import write_scan_report
 
         write_scan_report(report, html_out, retention=retention_ms)
     if json_out:
-        sys.stdout.write(json.dumps(report.to_json(), indent=1) + "\n")
+        print_json(report.to_json())
     else:
         render_report(Console(), report)
         if html_out is not None:

@@ -12,11 +12,12 @@ from typing import Annotated
 
 import typer
 
+from logdoctor.cli.common import ApplyOption, JsonOption, UsageExit64, journal_options, one_mode, usage_error
 from logdoctor.cli.main import app
-from logdoctor.cli.move_partition import _modes_ok, run_procedure
-from logdoctor.cli.repair import EX_USAGE
-from logdoctor.cli.scan import UsageExit64
+from logdoctor.cli.move_partition import run_procedure
 from logdoctor.repair.procedures.common import ProcedurePlan, parse_topic_partition
+
+_Resume, _Rollback = journal_options("sync")
 
 
 @app.command("sync-replica", cls=UsageExit64)
@@ -26,9 +27,7 @@ def sync_replica_command(
     follower: Annotated[
         Path | None, typer.Option("--follower", help="The follower broker's log dir holding the partition.")
     ] = None,
-    do_apply: Annotated[
-        bool, typer.Option("--apply", help="Make the changes (default: print the plan).")
-    ] = False,
+    do_apply: ApplyOption = False,
     backup_dir: Annotated[
         Path | None,
         typer.Option(
@@ -36,25 +35,18 @@ def sync_replica_command(
             help="Where the follower's old copy goes (default: beside the follower's log dir).",
         ),
     ] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    resume_journal: Annotated[
-        Path | None, typer.Option("--resume", help="Finish an interrupted sync.")
-    ] = None,
-    rollback_journal: Annotated[Path | None, typer.Option("--rollback", help="Undo a sync.")] = None,
+    json_out: JsonOption = False,
+    resume_journal: _Resume = None,
+    rollback_journal: _Rollback = None,
 ) -> None:
     """Bring a follower that fell out of the ISR back from the leader's copy (both brokers stopped)."""
     from logdoctor.repair.procedures.sync_replica import plan_sync
 
     planning = bool(partition or leader or follower)
-    if not _modes_ok(planning, resume_journal, rollback_journal):
-        typer.echo(
-            "error: give TOPIC-PARTITION --leader --follower, or --resume JOURNAL, or --rollback JOURNAL",
-            err=True,
-        )
-        raise typer.Exit(EX_USAGE)
+    if not one_mode(planning, resume_journal, rollback_journal):
+        usage_error("give TOPIC-PARTITION --leader --follower, or --resume JOURNAL, or --rollback JOURNAL")
     if planning and (partition is None or leader is None or follower is None):
-        typer.echo("error: TOPIC-PARTITION, --leader and --follower are required", err=True)
-        raise typer.Exit(EX_USAGE)
+        usage_error("TOPIC-PARTITION, --leader and --follower are required")
 
     def make() -> ProcedurePlan:
         assert partition is not None and leader is not None and follower is not None

@@ -1,0 +1,232 @@
+"""``logdoctor dump FILE...``: every file of a log dir, for people (aligned text) and scripts (JSON Lines).
+
+The anchor is Kafka's DumpLogSegments (K:core/src/main/scala/kafka/tools/DumpLogSegments.scala):
+the kind of a file is decided by its name; ``.log`` and KRaft ``.checkpoint`` files are walked batch
+by batch (``--deep`` for every record, ``--print-data`` for keys, values and headers), indexes are
+listed and, with ``--verify-index``, checked against the log, producer snapshots and transaction
+indexes listed. Beyond it: every other file of a log dir (checkpoints, leader-epoch-checkpoint,
+partition.metadata, meta.properties, quorum-state, .kafka_cleanshutdown, .lock), seeking with the
+indexes (``--offsets``, ``--timestamps``), decoders picked by folder name, typed control records,
+JSON Lines, and one-line errors naming the file and position with the other files still dumped.
+
+The package: ``kinds`` (file kind by name), ``options`` (--offsets, --timestamps, --decoder),
+``context`` (one file's state, failures), ``decoders``, ``log`` (segments and KRaft snapshots),
+``indexes``, ``small_files`` (snapshots, checkpoints, properties, markers), ``sink`` (JSON Lines)
+and ``text`` (aligned text); this module drives them and registers the command.
+
+Exit codes (fsck-like): 0 clean, 1 warnings, 2 data errors (bad bytes, index mismatches),
+64 usage, 66 missing input or a directory, 74 I/O error, 77 permission denied.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from logdoctor.checks.verify_index import Severity
+from logdoctor.cli.common import EX_DATA, EX_OK, EX_SOFTWARE, EX_USAGE, EX_WARNINGS, UsageExit64, fail
+from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, format_failure, os_failure
+from logdoctor.cli.dump.indexes import dump_offset_index, dump_time_index, dump_txn_index
+from logdoctor.cli.dump.kinds import FileInfo, FileKind, classify
+from logdoctor.cli.dump.log import dump_log
+from logdoctor.cli.dump.options import (
+    DecoderChoice,
+    DumpOptions,
+    Range,
+    UsageProblem,
+    parse_range,
+    parse_time,
+)
+from logdoctor.cli.dump.sink import JsonSink, Sink
+from logdoctor.cli.dump.small_files import (
+    dump_clean_shutdown,
+    dump_leader_epoch_checkpoint,
+    dump_lock,
+    dump_meta_properties,
+    dump_offset_checkpoint,
+    dump_partition_metadata,
+    dump_producer_snapshot,
+    dump_quorum_state,
+)
+from logdoctor.cli.dump.text import TextSink
+from logdoctor.cli.main import app
+from logdoctor.errors import FormatError, TruncatedError
+
+__all__ = [
+    "DUMPERS",
+    "DecoderChoice",
+    "DumpFailure",
+    "DumpOptions",
+    "FileInfo",
+    "FileKind",
+    "JsonSink",
+    "Range",
+    "Sink",
+    "TextSink",
+    "classify",
+    "dump",
+    "dump_one",
+    "parse_range",
+]
+
+DUMPERS: dict[FileKind, Callable[[FileContext], Iterator[Event]]] = {
+    FileKind.LOG: dump_log,
+    FileKind.KRAFT_SNAPSHOT: dump_log,
+    FileKind.OFFSET_INDEX: dump_offset_index,
+    FileKind.TIME_INDEX: dump_time_index,
+    FileKind.TXN_INDEX: dump_txn_index,
+    FileKind.PRODUCER_SNAPSHOT: dump_producer_snapshot,
+    FileKind.OFFSET_CHECKPOINT: dump_offset_checkpoint,
+    FileKind.LEADER_EPOCH_CHECKPOINT: dump_leader_epoch_checkpoint,
+    FileKind.PARTITION_METADATA: dump_partition_metadata,
+    FileKind.META_PROPERTIES: dump_meta_properties,
+    FileKind.QUORUM_STATE: dump_quorum_state,
+    FileKind.CLEAN_SHUTDOWN: dump_clean_shutdown,
+    FileKind.LOCK: dump_lock,
+}
+
+
+def dump_one(path: Path, opts: DumpOptions, sink: Sink) -> int:
+    """Dump one file into ``sink``; return its exit code (errors go to the sink as one line)."""
+    info = classify(path.name)
+    if info is None:
+        if path.is_dir():
+            failure = os_failure(path, IsADirectoryError(errno.EISDIR, "is a directory"))
+        else:
+            failure = DumpFailure(
+                f"{path}: unknown file kind (decided by the name, as DumpLogSegments does): "
+                "not a segment file, "
+                "snapshot, index, checkpoint or other log-dir file",
+                EX_USAGE,
+            )
+        sink.error(path, failure)
+        return failure.code
+    ctx = FileContext(path, info, opts)
+    try:
+        if path.is_dir():
+            raise IsADirectoryError(errno.EISDIR, "is a directory")
+        if path.exists() and not _readable(path):
+            raise PermissionError(errno.EACCES, "permission denied")
+        if info.kind in _MUST_NOT_BE_EMPTY and path.stat().st_size == 0:
+            raise TruncatedError(
+                f"a {info.kind.value} file", source=str(path), position=0, found="an empty file"
+            )
+        for ev in DUMPERS[info.kind](ctx):
+            sink.event(ev)
+    except FormatError as e:
+        ctx.failure = format_failure(path, e)
+    except OSError as e:
+        ctx.failure = os_failure(path, e)
+    except Exception as e:  # a bug must not stop the other files: one line, exit 70 (EX_SOFTWARE)
+        ctx.failure = DumpFailure(f"{path}: internal error: {type(e).__name__}: {e}", EX_SOFTWARE)
+    for w in ctx.warnings:
+        sink.warning(w)
+    sink.end_file(ctx)
+    code = EX_OK
+    if any(f.severity is Severity.WARNING for f in ctx.findings):
+        code = EX_WARNINGS
+    if any(f.severity is Severity.ERROR for f in ctx.findings):
+        code = EX_DATA
+    if ctx.failure is not None:
+        sink.error(path, ctx.failure)
+        code = max(code, ctx.failure.code)
+    return code
+
+
+def _readable(path: Path) -> bool:
+    return os.access(path, os.R_OK)
+
+
+# Files the broker cannot read when empty (an empty .log, index or offset checkpoint is normal).
+_MUST_NOT_BE_EMPTY = frozenset(
+    {FileKind.META_PROPERTIES, FileKind.PARTITION_METADATA, FileKind.QUORUM_STATE, FileKind.PRODUCER_SNAPSHOT}
+)
+
+
+
+@app.command("dump", cls=UsageExit64)
+def dump(
+    files: Annotated[list[Path], typer.Argument(help="Files of a log dir; the kind is decided by the name.")],
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep", "-d", help="Every record of every batch (inner messages of v0/v1 wrappers too)."
+        ),
+    ] = False,
+    print_data: Annotated[
+        bool, typer.Option("--print-data", "-p", help="Show keys, values and headers (implies --deep).")
+    ] = False,
+    max_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--max-bytes", min=1, help="Read at most N bytes of batches per log (from the seek position)."
+        ),
+    ] = None,
+    offsets: Annotated[
+        str | None,
+        typer.Option(
+            "--offsets",
+            metavar="A:B",
+            help="Only offsets A..B (inclusive; A: or :B open). Seeks with the .index.",
+        ),
+    ] = None,
+    timestamps: Annotated[
+        str | None,
+        typer.Option(
+            "--timestamps",
+            metavar="A:B",
+            help="Only timestamps A..B (epoch ms or ISO-8601). Seeks with the .timeindex.",
+        ),
+    ] = None,
+    decoder: Annotated[
+        DecoderChoice,
+        typer.Option(
+            "--decoder",
+            help="Decode internal topics' keys and values; auto picks by the partition folder name.",
+        ),
+    ] = DecoderChoice.AUTO,
+    verify_index: Annotated[
+        bool,
+        typer.Option("--verify-index", help="Check indexes against their log and report every mismatch."),
+    ] = False,
+    json_out: Annotated[
+        bool,
+        typer.Option(
+            "--json", help='JSON Lines: one object per batch, record, entry or finding, with a "type".'
+        ),
+    ] = False,
+    no_crc: Annotated[bool, typer.Option("--no-crc", help="Skip computing batch CRCs.")] = False,
+) -> None:
+    """Dump log-dir files like Kafka's DumpLogSegments, and more."""
+    try:
+        opts = DumpOptions(
+            deep=deep or print_data or decoder not in (DecoderChoice.AUTO, DecoderChoice.NONE),
+            print_data=print_data or decoder not in (DecoderChoice.AUTO, DecoderChoice.NONE),
+            max_bytes=max_bytes,
+            offsets=parse_range(offsets, "offsets") if offsets is not None else None,
+            timestamps=parse_range(timestamps, "timestamps", parse_time) if timestamps is not None else None,
+            decoder=decoder,
+            verify_index=verify_index,
+            verify_crc=not no_crc,
+        )
+    except UsageProblem as e:
+        fail(f"logdoctor dump: {e}", EX_USAGE)
+    if json_out:
+        sink: Sink = JsonSink()
+    else:
+        sink = TextSink(opts)
+    code = EX_OK
+    try:
+        for path in files:
+            code = max(code, dump_one(path, opts, sink))
+    except BrokenPipeError:  # `| head`: stop quietly
+        sys.stderr.close()
+        raise typer.Exit(EX_OK) from None
+    sink.close()
+    raise typer.Exit(code)

@@ -1,0 +1,85 @@
+"""What one file's dump carries along: options, findings, the failure that stopped it; sibling files."""
+
+from __future__ import annotations
+
+import errno
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from logdoctor.checks.verify_index import Finding
+from logdoctor.cli.common import EX_DATA, EX_IOERR, EX_NOINPUT, EX_NOPERM
+from logdoctor.cli.dump.kinds import FileInfo
+from logdoctor.cli.dump.options import DumpOptions
+from logdoctor.errors import FormatError
+from logdoctor.logdir.files import read_file
+
+
+class DumpFailure(Exception):
+    """A file that cannot be dumped (further): one line for stderr and an exit code."""
+
+    def __init__(self, line: str, code: int, position: int | None = None) -> None:
+        super().__init__(line)
+        self.line = line
+        self.code = code
+        self.position = position
+
+
+def os_failure(path: Path, e: OSError) -> DumpFailure:
+    if isinstance(e, PermissionError) or e.errno in (errno.EACCES, errno.EPERM):
+        return DumpFailure(f"{path}: permission denied", EX_NOPERM)
+    if isinstance(e, IsADirectoryError) or e.errno == errno.EISDIR:
+        return DumpFailure(f"{path}: is a directory, not a file (give the files to dump)", EX_NOINPUT)
+    if isinstance(e, FileNotFoundError) or e.errno == errno.ENOENT:
+        return DumpFailure(f"{path}: no such file", EX_NOINPUT)
+    return DumpFailure(f"{path}: {e.strerror or e}", EX_IOERR)
+
+
+def format_failure(path: Path, e: FormatError) -> DumpFailure:
+    if e.source is None:
+        e.with_source(str(path))
+    return DumpFailure(str(e), EX_DATA, e.position)
+
+
+# Each dumper yields plain dicts (the JSON objects, each with a "type"); the sinks show them.
+Event = dict[str, Any]
+
+
+@dataclass(slots=True)
+class FileContext:
+    """One file being dumped: its kind, the options, and what the dump found on the way."""
+
+    path: Path
+    info: FileInfo
+    opts: DumpOptions
+    findings: list[Finding] = field(default_factory=list)
+    failure: DumpFailure | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def file(self) -> str:
+        return str(self.path)
+
+
+def sibling(path: Path, suffix: str) -> Path:
+    """The file of the same segment with another suffix (``00..42.log`` -> ``00..42.index``)."""
+    stem = path.name.split(".", 1)[0]
+    return path.with_name(stem + suffix)
+
+
+def read_optional(path: Path) -> bytes | None:
+    """The whole file, or None when it cannot be read (a missing index is not an error here)."""
+    try:
+        return read_file(path)
+    except OSError:
+        return None
+
+
+def file_event(ctx: FileContext, size: int, **fields: Any) -> Event:
+    """The ``file`` event that opens a file's dump (``fields`` follow in their order)."""
+    return {"type": "file", "file": ctx.file, "kind": ctx.info.kind.value, "size": size, **fields}
+
+
+def summary_event(ctx: FileContext, **fields: Any) -> Event:
+    """The ``summary`` event that closes a file's dump."""
+    return {"type": "summary", "file": ctx.file, "kind": ctx.info.kind.value, **fields}

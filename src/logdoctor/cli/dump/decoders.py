@@ -1,0 +1,65 @@
+"""Decoders for record keys and values: internal topics by folder name, and control records."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from logdoctor.cli.dump.options import DecoderChoice
+from logdoctor.cli.render import to_jsonable
+from logdoctor.formats.record_types import Record
+from logdoctor.logdir import names
+
+RecordDecoder = Callable[[Record], dict[str, Any]]
+
+
+def _topic_of(path: Path) -> str | None:
+    if path.name == names.BOOTSTRAP_CHECKPOINT_FILE:
+        return names.METADATA_TOPIC
+    folder = path.parent.name or path.resolve().parent.name
+    parent = names.parse_partition_dir(folder)
+    return parent.topic if parent is not None else None
+
+
+def pick_decoder(choice: DecoderChoice, path: Path) -> tuple[str | None, RecordDecoder | None]:
+    """(name, decoder) for the records of ``path``: ``auto`` goes by the partition folder's topic."""
+    from logdoctor.formats import internal
+
+    if choice is DecoderChoice.NONE:
+        return None, None
+    if choice is DecoderChoice.AUTO:
+        topic = _topic_of(path)
+        name = {
+            "__consumer_offsets": "consumer-offsets",
+            "__transaction_state": "transactions",
+            names.METADATA_TOPIC: "cluster-metadata",
+        }.get(topic or "")
+        if name is None:
+            return None, None
+    else:
+        name = choice.value
+    fn = internal.decoder_by_name(name)
+    if fn is None:
+        return None, None
+    source = str(path)
+
+    def decode(record: Record) -> dict[str, Any]:
+        return fn(record.key, record.value, source=source)
+
+    return name, decode
+
+
+def decode_control(record: Record, source: str) -> dict[str, Any]:
+    from logdoctor.formats.control import parse_control_record
+
+    parsed = parse_control_record(record.key, record.value, source=source)
+    out: dict[str, Any] = {
+        "type": "control",
+        "control_type": parsed.control_type.name,
+        "type_id": parsed.type_id,
+        "key_version": parsed.key_version,
+    }
+    if parsed.value is not None:
+        out["value"] = to_jsonable(parsed.value)
+    return out

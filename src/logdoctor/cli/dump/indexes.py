@@ -1,0 +1,207 @@
+"""Offset, time and transaction indexes: entries, checks without a log, and ``--verify-index``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from logdoctor.checks.seek import LogReader
+from logdoctor.checks.verify_index import (
+    Finding,
+    FindingCode,
+    Severity,
+    scan_log_layout,
+    verify_offset_index,
+    verify_time_index,
+)
+from logdoctor.cli.common import EX_DATA
+from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, file_event, sibling, summary_event
+from logdoctor.formats.index import (
+    OFFSET_ENTRY_SIZE,
+    TIME_ENTRY_SIZE,
+    TXN_ENTRY_SIZE,
+    IndexKind,
+    SanityEra,
+    offset_index_array,
+    real_entry_count,
+    sanity_check,
+    time_index_array,
+)
+from logdoctor.logdir.files import read_file
+
+
+def _index_checks(ctx: FileContext, data: bytes, kind: IndexKind, entry_size: int) -> None:
+    """Checks that need no log: whole entries, era sanity (reported as failures: the file is bad)."""
+    if len(data) % entry_size:
+        ctx.failure = DumpFailure(
+            f"{ctx.file}@{len(data) - len(data) % entry_size}: truncated: expected whole {entry_size}-byte "
+            f"entries, found {len(data) % entry_size} trailing bytes (file length {len(data)})",
+            EX_DATA,
+            len(data) - len(data) % entry_size,
+        )
+    verdict = sanity_check(kind, data, ctx.info.base_offset or 0, SanityEra.KAFKA_2_0, source=ctx.file)
+    if not verdict.passed and ctx.failure is None:
+        ctx.failure = DumpFailure(f"{ctx.file}: corrupt index: {verdict.message}", EX_DATA)
+    if ctx.failure is not None:
+        return
+    # Entries must grow (OffsetIndex.append / TimeIndex.maybeAppend refuse anything else): a file
+    # of another kind named like an index fails here at once.
+    n = real_entry_count(data, entry_size)
+    if kind is IndexKind.OFFSET:
+        arr = offset_index_array(data, strict=False)[:n]
+        keys = [arr["relative_offset"], arr["position"]]
+    else:
+        arr = time_index_array(data, strict=False)[:n]
+        keys = [arr["timestamp"], arr["relative_offset"]]
+    for col, strict in zip(keys, (True, kind is IndexKind.OFFSET), strict=True):
+        if col.size < 2:
+            continue
+        diffs = col[1:].astype("int64") - col[:-1].astype("int64")
+        bad = (diffs <= 0) if strict else (diffs < 0)
+        if bad.any():
+            i = int(bad.argmax()) + 1
+            ctx.failure = DumpFailure(
+                f"{ctx.file}@{i * entry_size}: corrupt: expected index entries in increasing order, "
+                f"found slot {i} "
+                f"going back (use --verify-index for every finding)",
+                EX_DATA,
+                i * entry_size,
+            )
+            return
+
+
+def _layout_for(ctx: FileContext) -> Any:
+    log_path = sibling(ctx.path, ".log")
+    try:
+        reader = LogReader.open(log_path)
+    except OSError:
+        ctx.findings.append(
+            Finding(
+                FindingCode.INDEX_WITHOUT_LOG,
+                Severity.WARNING,
+                ctx.file,
+                f"cannot verify: no readable log segment {log_path.name} next to the index "
+                "(the broker deletes such orphan indexes at startup)",
+            )
+        )
+        return None
+    return scan_log_layout(reader)
+
+
+def _by_slot(findings: list[Finding]) -> dict[int, list[Finding]]:
+    """Findings about one index slot each, by slot (the status column of ``--verify-index``)."""
+    out: dict[int, list[Finding]] = {}
+    for f in findings:
+        if f.slot is not None:
+            out.setdefault(f.slot, []).append(f)
+    return out
+
+
+def _findings_and_summary(ctx: FileContext, entries: int, shown: int, zero_slots: int) -> Iterator[Event]:
+    yield from (f.to_dict() for f in ctx.findings)
+    yield summary_event(
+        ctx, entries=entries, shown=shown, zero_slots=zero_slots, findings=len(ctx.findings)
+    )
+
+
+def dump_offset_index(ctx: FileContext) -> Iterator[Event]:
+    data = read_file(ctx.path)
+    base = ctx.info.base_offset or 0
+    n = real_entry_count(data, OFFSET_ENTRY_SIZE)
+    yield file_event(ctx, len(data), base_offset=base)
+    annotations: dict[int, dict[str, Any]] = {}
+    if ctx.opts.verify_index:
+        layout = _layout_for(ctx)
+        if layout is not None:
+            ctx.findings.extend(
+                verify_offset_index(data, base, layout, file=ctx.file, annotations=annotations)
+            )
+    else:
+        _index_checks(ctx, data, IndexKind.OFFSET, OFFSET_ENTRY_SIZE)
+    by_slot = _by_slot(ctx.findings)
+    arr = offset_index_array(data, strict=False)[:n]
+    rel = arr["relative_offset"].tolist()
+    pos = arr["position"].tolist()
+    off_r = ctx.opts.offsets
+    shown = 0
+    for i in range(n):
+        offset = base + rel[i]
+        if off_r is not None and not off_r.contains(offset):
+            continue
+        ev: Event = {
+            "type": "index_entry",
+            "file": ctx.file,
+            "index": "offset",
+            "slot": i,
+            "offset": offset,
+            "position": pos[i],
+        }
+        if ctx.opts.verify_index:
+            ev["status"] = ",".join(f.code.value for f in by_slot.get(i, [])) or (
+                "append-chunk" if i in annotations else "ok"
+            )
+            if i in annotations:
+                ev.update(annotations[i])
+        shown += 1
+        yield ev
+    yield from _findings_and_summary(ctx, n, shown, len(data) // OFFSET_ENTRY_SIZE - n)
+
+
+def dump_time_index(ctx: FileContext) -> Iterator[Event]:
+    data = read_file(ctx.path)
+    base = ctx.info.base_offset or 0
+    n = real_entry_count(data, TIME_ENTRY_SIZE)
+    yield file_event(ctx, len(data), base_offset=base)
+    if ctx.opts.verify_index:
+        layout = _layout_for(ctx)
+        if layout is not None:
+            ctx.findings.extend(verify_time_index(data, base, layout, file=ctx.file))
+    else:
+        _index_checks(ctx, data, IndexKind.TIME, TIME_ENTRY_SIZE)
+    by_slot = _by_slot(ctx.findings)
+    arr = time_index_array(data, strict=False)[:n]
+    ts = arr["timestamp"].tolist()
+    rel = arr["relative_offset"].tolist()
+    off_r, ts_r = ctx.opts.offsets, ctx.opts.timestamps
+    shown = 0
+    for i in range(n):
+        offset = base + rel[i]
+        if off_r is not None and not off_r.contains(offset):
+            continue
+        if ts_r is not None and not ts_r.contains(ts[i]):
+            continue
+        ev: Event = {
+            "type": "index_entry",
+            "file": ctx.file,
+            "index": "time",
+            "slot": i,
+            "timestamp": ts[i],
+            "offset": offset,
+        }
+        if ctx.opts.verify_index:
+            ev["status"] = ",".join(f.code.value for f in by_slot.get(i, [])) or "ok"
+        shown += 1
+        yield ev
+    yield from _findings_and_summary(ctx, n, shown, len(data) // TIME_ENTRY_SIZE - n)
+
+
+def dump_txn_index(ctx: FileContext) -> Iterator[Event]:
+    from logdoctor.formats.index import parse_txn_index
+
+    data = read_file(ctx.path)
+    yield file_event(ctx, len(data), base_offset=ctx.info.base_offset)
+    entries = parse_txn_index(data[: len(data) - len(data) % TXN_ENTRY_SIZE], source=ctx.file)
+    for i, e in enumerate(entries):
+        yield {
+            "type": "aborted_txn",
+            "file": ctx.file,
+            "slot": i,
+            "version": e.version,
+            "producer_id": e.producer_id,
+            "first_offset": e.first_offset,
+            "last_offset": e.last_offset,
+            "last_stable_offset": e.last_stable_offset,
+        }
+    yield summary_event(ctx, entries=len(entries))
+    if len(data) % TXN_ENTRY_SIZE:
+        parse_txn_index(data, source=ctx.file)  # raises the TruncatedError naming the position

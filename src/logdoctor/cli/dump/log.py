@@ -1,0 +1,267 @@
+"""``.log`` segments and KRaft ``.checkpoint`` snapshots: batches, records, seeking with the indexes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from logdoctor.checks.seek import (
+    DEFAULT_WINDOW,
+    LogReader,
+    SeekPlan,
+    iter_batches_from,
+    plan_offset_seek,
+    plan_timestamp_seek,
+)
+from logdoctor.checks.verify_index import (
+    Finding,
+    FindingCode,
+    Severity,
+    scan_log_layout,
+    verify_offset_index,
+    verify_time_index,
+)
+from logdoctor.cli.dump.context import (
+    Event,
+    FileContext,
+    file_event,
+    format_failure,
+    read_optional,
+    sibling,
+    summary_event,
+)
+from logdoctor.cli.dump.decoders import RecordDecoder, decode_control, pick_decoder
+from logdoctor.cli.dump.kinds import FileKind
+from logdoctor.errors import FormatError, TruncatedError
+from logdoctor.formats.record_types import Batch, Record
+from logdoctor.logdir import names
+
+
+def _batch_event(ctx: FileContext, b: Batch, verify_crc: bool) -> Event:
+    return {
+        "type": "batch",
+        "file": ctx.file,
+        "position": b.position,
+        "size": b.size,
+        "base_offset": b.base_offset,
+        "last_offset": b.last_offset,
+        "record_count": b.record_count,
+        "magic": b.magic,
+        "compression": b.compression.label,
+        "crc": b.stored_crc,
+        "crc_valid": b.crc_valid() if verify_crc else None,
+        "timestamp_type": b.timestamp_type.label,
+        "max_timestamp": b.max_timestamp,
+        "first_timestamp": getattr(b, "first_timestamp", -1),
+        "producer_id": b.producer_id,
+        "producer_epoch": b.producer_epoch,
+        "base_sequence": b.base_sequence,
+        "last_sequence": getattr(b, "last_sequence", -1),
+        "partition_leader_epoch": b.partition_leader_epoch,
+        "is_transactional": bool(b.is_transactional),
+        "is_control": bool(b.is_control),
+        "delete_horizon_ms": getattr(b, "delete_horizon_ms", None),
+    }
+
+
+def _record_event(
+    ctx: FileContext, b: Batch, r: Record, decoder: RecordDecoder | None, decoder_name: str | None
+) -> Event:
+    ev: Event = {
+        "type": "record",
+        "file": ctx.file,
+        "batch_position": b.position,
+        "offset": r.offset,
+        "timestamp": r.timestamp,
+        "timestamp_type": r.timestamp_type.label,
+        "key_size": -1 if r.key is None else len(r.key),
+        "value_size": -1 if r.value is None else len(r.value),
+        "key": r.key,
+        "value": r.value,
+        "headers": [{"key": h.key, "value": h.value} for h in r.headers],
+        "sequence": r.sequence,
+    }
+    try:
+        if b.is_control:
+            ev["decoded"] = decode_control(r, ctx.file)
+        elif decoder is not None:
+            ev["decoder"] = decoder_name
+            ev["decoded"] = decoder(r)
+    except FormatError as e:
+        ev["decode_error"] = f"{type(e).__name__}: {e}"
+    return ev
+
+
+def _log_plan(ctx: FileContext, reader: LogReader) -> SeekPlan:
+    opts, info = ctx.opts, ctx.info
+    base = info.base_offset if info.kind is FileKind.LOG and info.base_offset is not None else None
+    if base is None or (opts.offsets is None and opts.timestamps is None):
+        return SeekPlan(0, "start")
+    index = read_optional(sibling(ctx.path, ".index"))
+    if opts.offsets is not None and opts.offsets.first is not None:
+        plan = plan_offset_seek(reader, index, base, opts.offsets.first, source=ctx.file)
+    elif opts.timestamps is not None and opts.timestamps.first is not None:
+        tindex = read_optional(sibling(ctx.path, ".timeindex"))
+        plan = plan_timestamp_seek(reader, index, tindex, base, opts.timestamps.first, source=ctx.file)
+    else:
+        return SeekPlan(0, "start")
+    if plan.fallback:
+        ctx.warnings.append(f"{ctx.file}: {plan.fallback}; reading from the start of the segment")
+    return plan
+
+
+def dump_log(ctx: FileContext) -> Iterator[Event]:
+    """A ``.log`` segment or a KRaft ``.checkpoint`` snapshot: batches, records, findings."""
+    opts = ctx.opts
+    reader = LogReader.open(ctx.path)
+    header = file_event(ctx, reader.size)
+    if ctx.info.kind is FileKind.KRAFT_SNAPSHOT:
+        header["snapshot_end_offset"] = ctx.info.base_offset
+        header["snapshot_epoch"] = ctx.info.epoch
+        header["bootstrap"] = ctx.path.name == names.BOOTSTRAP_CHECKPOINT_FILE
+    else:
+        header["base_offset"] = ctx.info.base_offset
+    decoder_name, decoder = pick_decoder(opts.decoder, ctx.path)
+    header["decoder"] = decoder_name
+    yield header
+
+    plan = _log_plan(ctx, reader)
+    seeking = plan.position > 0 or opts.offsets is not None or opts.timestamps is not None
+    end = reader.size if opts.max_bytes is None else min(reader.size, plan.position + opts.max_bytes)
+    limited = end < reader.size
+    deep = opts.deep or opts.print_data
+    off_r, ts_r = opts.offsets, opts.timestamps
+    stats = {"batches": 0, "records": 0, "first_offset": None, "last_offset": None}
+    last_record_offset: int | None = None
+    valid_end = plan.position
+    error: FormatError | None = None
+    gaps: list[Finding] = []
+    crc_bad: list[Finding] = []
+    started = ts_r is None or ts_r.first is None
+    walk = iter_batches_from(reader, plan.position, end=end, window=DEFAULT_WINDOW if seeking else None)
+    try:
+        for b in walk:
+            valid_end = b.position + b.size
+            if off_r is not None:
+                if off_r.first is not None and b.last_offset < off_r.first:
+                    continue
+                if off_r.last is not None and b.magic >= 2 and b.base_offset > off_r.last:
+                    break
+            if not started:
+                if b.max_timestamp < ts_r.first:  # type: ignore[union-attr]
+                    continue
+                started = True
+            ev = _batch_event(ctx, b, opts.verify_crc)
+            yield ev
+            stats["batches"] += 1
+            if stats["first_offset"] is None:
+                stats["first_offset"] = b.base_offset if b.magic >= 2 else None
+            stats["last_offset"] = b.last_offset
+            if ev["crc_valid"] is False:
+                crc_bad.append(
+                    Finding(
+                        FindingCode.LOG_CRC_MISMATCH,
+                        Severity.ERROR,
+                        ctx.file,
+                        f"batch at position {b.position} ({b.base_offset}..{b.last_offset}): stored CRC "
+                        f"{b.stored_crc:#010x}, computed {b.compute_crc():#010x}",
+                        log={
+                            "position": b.position,
+                            "base_offset": b.base_offset,
+                            "last_offset": b.last_offset,
+                        },
+                    )
+                )
+            if deep:
+                try:
+                    for r in b.records():
+                        if stats["first_offset"] is None:
+                            stats["first_offset"] = r.offset
+                        if last_record_offset is not None and r.offset != last_record_offset + 1:
+                            gaps.append(_gap(ctx, last_record_offset, r.offset))
+                        last_record_offset = r.offset
+                        if off_r is not None and not off_r.contains(r.offset):
+                            continue
+                        if ts_r is not None and not ts_r.contains(r.timestamp):
+                            continue
+                        stats["records"] += 1
+                        yield _record_event(ctx, b, r, decoder, decoder_name)
+                except FormatError as e:
+                    if ctx.failure is None:
+                        ctx.failure = format_failure(ctx.path, e)
+            else:
+                stats["records"] += b.record_count
+                if b.magic >= 2:
+                    if last_record_offset is not None and b.base_offset != last_record_offset + 1:
+                        gaps.append(_gap(ctx, last_record_offset, b.base_offset))
+                    last_record_offset = b.last_offset
+            if off_r is not None and off_r.last is not None and b.last_offset >= off_r.last:
+                break
+            if ts_r is not None and ts_r.last is not None and b.max_timestamp > ts_r.last:
+                break
+    except FormatError as e:
+        if not (limited and isinstance(e, TruncatedError)):
+            error = e
+    ctx.findings.extend(crc_bad)
+    ctx.findings.extend(gaps)
+    invalid = 0
+    if error is not None:
+        invalid = reader.size - valid_end
+        ctx.findings.append(
+            Finding(
+                FindingCode.LOG_INVALID_BYTES,
+                Severity.ERROR,
+                ctx.file,
+                f"Found {invalid} invalid bytes at the end of {ctx.path.name} (from position {valid_end}): "
+                f"{error.kind}: expected {error.expected}"
+                + (f", found {error.found}" if error.found else ""),
+                log={"position": valid_end, "invalid_bytes": invalid, "size": reader.size},
+            )
+        )
+        if ctx.failure is None:
+            ctx.failure = format_failure(ctx.path, error)
+            if valid_end == 0 and plan.position == 0:
+                ctx.failure.line += " (no batch at all: is this a Kafka log segment?)"
+    yield from (f.to_dict() for f in ctx.findings)
+    bytes_read = reader.bytes_read  # before the verification below reads the log again
+    if opts.verify_index and ctx.info.kind is FileKind.LOG and ctx.info.base_offset is not None:
+        yield from _verify_siblings(ctx, reader)
+    yield summary_event(
+        ctx,
+        batches=stats["batches"],
+        records=stats["records"],
+        first_offset=stats["first_offset"],
+        last_offset=stats["last_offset"],
+        start_position=plan.position,
+        seek=plan.via,
+        valid_bytes=valid_end - plan.position,
+        invalid_bytes=invalid,
+        size=reader.size,
+        bytes_read=bytes_read,
+        findings=len(ctx.findings),
+    )
+
+
+def _gap(ctx: FileContext, prev: int, nxt: int) -> Finding:
+    severity = Severity.ERROR if nxt <= prev else Severity.INFO
+    what = "goes back" if nxt <= prev else "skips"
+    return Finding(
+        FindingCode.LOG_NON_CONSECUTIVE_OFFSETS,
+        severity,
+        ctx.file,
+        f"{prev} is followed by {nxt} (the offset {what}"
+        + ("; normal after compaction or a transaction abort cleanup)" if nxt > prev else ")"),
+        log={"offset": prev, "next_offset": nxt},
+    )
+
+
+def _verify_siblings(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
+    base = ctx.info.base_offset or 0
+    layout = scan_log_layout(reader)
+    for suffix, fn in ((".index", verify_offset_index), (".timeindex", verify_time_index)):
+        p = sibling(ctx.path, suffix)
+        data = read_optional(p)
+        if data is None:
+            continue
+        for f in fn(data, base, layout, file=str(p)):
+            ctx.findings.append(f)
+            yield f.to_dict()

@@ -1,0 +1,87 @@
+"""Options of ``dump``: the decoder choice and the ``--offsets`` / ``--timestamps`` ranges."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from logdoctor.cli.common import parse_epoch_ms
+
+
+class DecoderChoice(enum.StrEnum):
+    AUTO = "auto"
+    NONE = "none"
+    CONSUMER_OFFSETS = "consumer-offsets"
+    TRANSACTIONS = "transactions"
+    CLUSTER_METADATA = "cluster-metadata"
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    first: int | None
+    last: int | None
+
+    def contains(self, value: int) -> bool:
+        return (self.first is None or value >= self.first) and (self.last is None or value <= self.last)
+
+
+@dataclass(slots=True)
+class DumpOptions:
+    deep: bool = False
+    print_data: bool = False
+    max_bytes: int | None = None
+    offsets: Range | None = None
+    timestamps: Range | None = None
+    decoder: DecoderChoice = DecoderChoice.AUTO
+    verify_index: bool = False
+    verify_crc: bool = True
+
+
+class UsageProblem(Exception):
+    """A bad option value: one line on stderr, exit 64."""
+
+
+def parse_time(text: str) -> int:
+    """A ``--timestamps`` bound: epoch ms or ISO-8601."""
+    try:
+        return parse_epoch_ms(text)
+    except ValueError:
+        raise UsageProblem(f"not a timestamp (epoch ms or ISO-8601): {text.strip()!r}") from None
+
+
+def parse_range(text: str, what: str, parse: Callable[[str], int] = int) -> Range:
+    """``A:B``, ``A:``, ``:B`` or ``A`` (just A) into an inclusive range."""
+    try:
+        if ":" not in text and what == "offsets":
+            v = parse(text)
+            return Range(v, v)
+        sep = text.rfind(":") if what == "offsets" else _range_separator(text)
+        if sep < 0:
+            v = parse(text)
+            return Range(v, None)
+        a, b = text[:sep].strip(), text[sep + 1 :].strip()
+        r = Range(parse(a) if a else None, parse(b) if b else None)
+    except ValueError:
+        raise UsageProblem(f"--{what}: expected A:B, A: or :B, got {text!r}") from None
+    if r.first is not None and r.last is not None and r.first > r.last:
+        raise UsageProblem(f"--{what}: the range {text!r} is empty (start above end)")
+    if what == "offsets" and r.first is not None and r.first < 0:
+        raise UsageProblem(f"--offsets: negative offset in {text!r}")
+    return r
+
+
+def _range_separator(text: str) -> int:
+    """The ``:`` separating two timestamps (ISO-8601 times contain colons of their own)."""
+    if text.startswith(":"):
+        return 0
+    if text.endswith(":"):
+        return len(text) - 1
+    for i, ch in enumerate(text):
+        if ch == ":":
+            left = text[:i]
+            if left.lstrip("-").isdigit() or (("T" in left or " " in left) and left.count(":") >= 2):
+                return i
+            if "T" not in left and " " not in left and len(left) == 10:  # a bare date
+                return i
+    return -1

@@ -1,0 +1,51 @@
+"""Where the dump's events go: the sink interface (errors and warnings on stderr) and JSON Lines."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from logdoctor.cli.dump.context import DumpFailure, Event, FileContext
+from logdoctor.cli.render import JsonLinesWriter
+
+
+class Sink:
+    """Where events go: JSON Lines (:class:`JsonSink`) or aligned text (:class:`TextSink`)."""
+
+    def event(self, ev: Event) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def error(self, path: Path, failure: DumpFailure) -> None:
+        print(failure.line, file=sys.stderr, flush=True)
+
+    def warning(self, line: str) -> None:
+        print(f"warning: {line}", file=sys.stderr, flush=True)
+
+    def end_file(self, ctx: FileContext) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class JsonSink(Sink):
+    def __init__(self) -> None:
+        self.out = JsonLinesWriter(sys.stdout)
+
+    def event(self, ev: Event) -> None:
+        self.out.write(ev)
+
+    def error(self, path: Path, failure: DumpFailure) -> None:
+        super().error(path, failure)
+        self.out.write(
+            {
+                "type": "error",
+                "file": str(path),
+                "position": failure.position,
+                "exit_code": failure.code,
+                "message": failure.line,
+            }
+        )
+
+    def close(self) -> None:
+        sys.stdout.flush()

@@ -1,0 +1,152 @@
+"""Producer snapshots, checkpoints, partition.metadata, meta.properties, quorum-state, markers, .lock."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from logdoctor.cli.common import EX_DATA
+from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, file_event, summary_event
+from logdoctor.cli.render import to_jsonable
+from logdoctor.logdir import names
+from logdoctor.logdir.files import read_file
+
+
+def dump_producer_snapshot(ctx: FileContext) -> Iterator[Event]:
+    from logdoctor.formats.producer_snapshot import parse_producer_snapshot
+
+    data = read_file(ctx.path)
+    snap = parse_producer_snapshot(data, source=ctx.file)
+    yield file_event(
+        ctx,
+        len(data),
+        snapshot_offset=ctx.info.base_offset,
+        version=snap.version,
+        crc=snap.crc,
+        entries=len(snap.entries),
+    )
+    for e in snap.entries:
+        ev: Event = {"type": "producer_state", "file": ctx.file}
+        ev.update(to_jsonable(e))
+        ev["first_sequence"] = e.first_sequence
+        yield ev
+    yield summary_event(ctx, entries=len(snap.entries), trailing_bytes=len(snap.trailing))
+
+
+def _checkpoint_problems(ctx: FileContext, problems: list[Any]) -> None:
+    if problems:
+        p = problems[0]
+        where = f"{ctx.file}@{p.position}" if p.position is not None else ctx.file
+        line = f" (line {p.line})" if p.line is not None else ""
+        ctx.failure = DumpFailure(f"{where}: format: {p.message}{line}", EX_DATA, p.position)
+
+
+def dump_offset_checkpoint(ctx: FileContext) -> Iterator[Event]:
+    from logdoctor.formats.checkpoint import scan_offset_checkpoint
+
+    data = read_file(ctx.path)
+    scan = scan_offset_checkpoint(data, source=ctx.file)
+    cp = scan.checkpoint
+    yield file_event(
+        ctx,
+        len(data),
+        checkpoint=ctx.path.name.removesuffix(names.TMP_SUFFIX),
+        version=cp.version,
+        count=cp.count if cp.count is not None else len(cp.entries),
+        empty=len(data) == 0,
+    )
+    for topic, partition, offset in cp.entries:  # type: ignore[misc]
+        yield {
+            "type": "checkpoint_entry",
+            "file": ctx.file,
+            "topic": topic,
+            "partition": partition,
+            "offset": offset,
+        }
+    yield summary_event(ctx, entries=len(cp.entries), problems=len(scan.problems))
+    _checkpoint_problems(ctx, scan.problems)
+
+
+def dump_leader_epoch_checkpoint(ctx: FileContext) -> Iterator[Event]:
+    from logdoctor.formats.checkpoint import scan_leader_epoch_checkpoint
+
+    data = read_file(ctx.path)
+    scan = scan_leader_epoch_checkpoint(data, source=ctx.file)
+    cp = scan.checkpoint
+    yield file_event(
+        ctx,
+        len(data),
+        version=cp.version,
+        count=cp.count if cp.count is not None else len(cp.entries),
+        empty=len(data) == 0,
+    )
+    for epoch, start_offset in cp.entries:  # type: ignore[misc]
+        yield {"type": "leader_epoch_entry", "file": ctx.file, "epoch": epoch, "start_offset": start_offset}
+    yield summary_event(ctx, entries=len(cp.entries), problems=len(scan.problems))
+    _checkpoint_problems(ctx, scan.problems)
+
+
+def dump_partition_metadata(ctx: FileContext) -> Iterator[Event]:
+    from logdoctor.formats.partition_metadata import parse_partition_metadata
+
+    data = read_file(ctx.path)
+    meta = parse_partition_metadata(data, source=ctx.file)
+    yield {
+        "type": "partition_metadata",
+        "file": ctx.file,
+        "version": meta.version,
+        "topic_id": meta.topic_id,
+        "topic_uuid": str(meta.topic_uuid),
+        "trailing_bytes": len(meta.trailing),
+    }
+
+
+def dump_meta_properties(ctx: FileContext) -> Iterator[Event]:
+    from logdoctor.formats.properties import parse_meta_properties
+
+    data = read_file(ctx.path)
+    meta = parse_meta_properties(data, source=ctx.file)
+    props = meta.properties
+    yield {
+        "type": "meta_properties",
+        "file": ctx.file,
+        "version": meta.version,
+        "mode": "kraft" if meta.version == 1 else "zookeeper",
+        "node_id": meta.node_id,
+        "cluster_id": meta.cluster_id,
+        "directory_id": meta.directory_id,
+        "properties": {k: props.get(k) for k in props.keys()} if props is not None else {},  # noqa: SIM118
+    }
+
+
+def dump_quorum_state(ctx: FileContext) -> Iterator[Event]:
+    from logdoctor.formats.quorum_state import parse_quorum_state
+
+    data = read_file(ctx.path)
+    state = parse_quorum_state(data, source=ctx.file)
+    ev: Event = {"type": "quorum_state", "file": ctx.file}
+    ev.update(to_jsonable(state))
+    ev.pop("trailing", None)
+    ev["trailing_bytes"] = len(state.trailing)
+    yield ev
+
+
+def dump_clean_shutdown(ctx: FileContext) -> Iterator[Event]:
+    from logdoctor.formats.cleanshutdown import parse_clean_shutdown
+
+    data = read_file(ctx.path)
+    marker = parse_clean_shutdown(data, source=ctx.file)
+    ev: Event = {"type": "clean_shutdown", "file": ctx.file}
+    ev.update(to_jsonable(marker))
+    yield ev
+
+
+def dump_lock(ctx: FileContext) -> Iterator[Event]:
+    from logdoctor.logdir.lock import is_locked
+
+    size = ctx.path.stat().st_size
+    try:
+        locked: bool | None = bool(is_locked(ctx.path.parent))
+    except OSError:
+        locked = None
+    yield {"type": "lock", "file": ctx.file, "size": size, "locked": locked}

@@ -1,0 +1,318 @@
+"""Aligned text for a terminal: a header and a summary line per file, one row per batch or entry."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from logdoctor.cli.dump.context import DumpFailure, Event, FileContext
+from logdoctor.cli.dump.kinds import FileKind
+from logdoctor.cli.dump.options import DumpOptions
+from logdoctor.cli.dump.sink import Sink
+from logdoctor.cli.render import to_jsonable
+
+
+def _iso(ms: int | None) -> str:
+    if ms is None or ms < 0:
+        return "-"
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    except (OverflowError, OSError, ValueError):
+        return str(ms)
+
+
+_TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "-"}
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+_MAX_INFO_LINES = 10
+
+
+class TextSink(Sink):
+    """Aligned text for a terminal: a header and a summary line per file, one row per batch/entry."""
+
+    def __init__(self, opts: DumpOptions) -> None:
+        from logdoctor.cli.render import make_console
+
+        self.opts = opts
+        self.console = make_console()
+        self.err = make_console(stderr=True)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.table: Any = None
+        self.rows: list[list[Any]] = []
+        self.headers: list[str] = []
+        self.title: str | None = None
+        self.findings: list[Event] = []
+        self.summary: Event | None = None
+
+    def _print(self, text: str, style: str | None = None) -> None:
+        from rich.text import Text
+
+        self.console.print(Text(text, style=style or ""))
+
+    def _file_header(self, ev: Event) -> None:
+        from logdoctor.cli.render import Column, StreamTable
+
+        kind = ev.get("kind")
+        extra = [f"{ev['size']:,} bytes"] if "size" in ev else []
+        if ev.get("base_offset") is not None and kind != FileKind.KRAFT_SNAPSHOT.value:
+            extra.insert(0, f"base offset {ev['base_offset']}")
+        if kind == FileKind.KRAFT_SNAPSHOT.value:
+            extra.insert(
+                0,
+                "KRaft bootstrap snapshot"
+                if ev.get("bootstrap")
+                else f"snapshot end offset {ev.get('snapshot_end_offset')}, epoch {ev.get('snapshot_epoch')}",
+            )
+        if ev.get("decoder"):
+            extra.append(f"decoder {ev['decoder']}")
+        self._print(f"Dumping {ev['file']}  ({kind}; {', '.join(extra)})", "bold")
+        w_off = max(6, len(str(ev.get("base_offset") or ev.get("snapshot_end_offset") or 0)) + 2)
+        w_pos = max(8, len(str(ev.get("size", 0))))
+        if kind in (FileKind.LOG.value, FileKind.KRAFT_SNAPSHOT.value):
+            self.table = StreamTable(
+                self.console,
+                [
+                    Column("position", w_pos),
+                    Column("base_offset", max(11, w_off)),
+                    Column("last_offset", max(11, w_off)),
+                    Column("count", 5),
+                    Column("magic", 5),
+                    Column("codec", 6, right=False),
+                    Column("crc", 4, right=False),
+                    Column("ts", 6, right=False),
+                    Column("max_timestamp", 24, right=False),
+                    Column("producer", 12),
+                    Column("epoch", 5),
+                    Column("sequence", 13),
+                    Column("leader", 6),
+                    Column("flags", 9, right=False),
+                ],
+                indent="  ",
+            )
+        elif kind == FileKind.OFFSET_INDEX.value:
+            self.table = StreamTable(
+                self.console,
+                [
+                    Column("slot", 6),
+                    Column("offset", max(8, w_off)),
+                    Column("position", 10),
+                ],
+                indent="  ",
+            )
+        elif kind == FileKind.TIME_INDEX.value:
+            self.table = StreamTable(
+                self.console,
+                [
+                    Column("slot", 6),
+                    Column("timestamp", 14),
+                    Column("time", 24, right=False),
+                    Column("offset", max(8, w_off)),
+                ],
+                indent="  ",
+            )
+        elif kind == FileKind.TXN_INDEX.value:
+            self.title, self.headers = (
+                None,
+                ["producer_id", "first_offset", "last_offset", "last_stable_offset"],
+            )
+        elif kind == FileKind.PRODUCER_SNAPSHOT.value:
+            self.headers = [
+                "producer_id",
+                "epoch",
+                "first_seq",
+                "last_seq",
+                "last_offset",
+                "offset_delta",
+                "timestamp",
+                "coordinator_epoch",
+                "txn_first_offset",
+            ]
+            self._print(f"  version {ev.get('version')}, crc {ev.get('crc')}, {ev.get('entries')} producers")
+        elif kind == FileKind.OFFSET_CHECKPOINT.value:
+            self.headers = ["topic", "partition", "offset"]
+            self._print(
+                f"  version {ev.get('version')}, {ev.get('count')} entries"
+                + (" (empty file: no entries)" if ev.get("empty") else "")
+            )
+        elif kind == FileKind.LEADER_EPOCH_CHECKPOINT.value:
+            self.headers = ["epoch", "start_offset"]
+            self._print(
+                f"  version {ev.get('version')}, {ev.get('count')} entries"
+                + (" (empty file: no entries)" if ev.get("empty") else "")
+            )
+
+    def _batch(self, ev: Event) -> None:
+        flags = "+".join(
+            f for f, on in (("txn", ev["is_transactional"]), ("control", ev["is_control"])) if on
+        )
+        crc = "-" if ev["crc_valid"] is None else ("ok" if ev["crc_valid"] else "BAD")
+        seq = "-" if ev["base_sequence"] < 0 else f"{ev['base_sequence']}..{ev['last_sequence']}"
+        self.table.row(
+            [
+                ev["position"],
+                ev["base_offset"],
+                ev["last_offset"],
+                ev["record_count"],
+                ev["magic"],
+                ev["compression"],
+                crc,
+                _TS_SHORT.get(ev["timestamp_type"], ev["timestamp_type"]),
+                _iso(ev["max_timestamp"]),
+                ev["producer_id"],
+                ev["producer_epoch"],
+                seq,
+                ev["partition_leader_epoch"],
+                flags or "-",
+            ],
+            style="red" if ev["crc_valid"] is False else None,
+        )
+
+    def _record(self, ev: Event) -> None:
+        from logdoctor.cli.render import text_preview
+
+        parts = [
+            f"    | offset {ev['offset']}",
+            f"{ev['timestamp_type']} {_iso(ev['timestamp'])}",
+            f"key {ev['key_size']} B",
+            f"value {ev['value_size']} B",
+        ]
+        if ev["sequence"] >= 0:
+            parts.append(f"seq {ev['sequence']}")
+        if ev["headers"]:
+            parts.append("headers [" + ", ".join(h["key"] for h in ev["headers"]) + "]")
+        decoded = ev.get("decoded")
+        if decoded is not None and decoded.get("type") == "control":
+            v = decoded.get("value") or {}
+            detail = " ".join(f"{k}={v[k]}" for k in v if k not in ("tagged_fields", "unknown_tagged_fields"))
+            parts.append(f"control {decoded['control_type']}" + (f" {detail}" if detail else ""))
+        if self.opts.print_data:
+            import json
+
+            if decoded is not None and decoded.get("type") != "control":
+                parts.append("decoded " + json.dumps(to_jsonable(decoded), separators=(",", ":")))
+            else:
+                parts.append(f"key {text_preview(ev['key'])}")
+                parts.append(f"value {text_preview(ev['value'])}")
+            for h in ev["headers"]:
+                parts.append(f"header {h['key']}={text_preview(h['value'])}")
+        if ev.get("decode_error"):
+            parts.append(f"decode error: {ev['decode_error']}")
+        self._print("  ".join(parts), "red" if ev.get("decode_error") else None)
+
+    def event(self, ev: Event) -> None:
+        t = ev["type"]
+        if t == "file":
+            self._reset()
+            self._file_header(ev)
+        elif t == "batch":
+            self._batch(ev)
+        elif t == "record":
+            self._record(ev)
+        elif t == "index_entry":
+            status = ev.get("status")
+            tail = "" if status in (None, "ok") else status
+            if ev["index"] == "offset":
+                self.table.row(
+                    [ev["slot"], ev["offset"], ev["position"]],
+                    tail=tail,
+                    style="red" if tail and tail != "append-chunk" else None,
+                )
+            else:
+                self.table.row(
+                    [ev["slot"], ev["timestamp"], _iso(ev["timestamp"]), ev["offset"]],
+                    tail=tail,
+                    style="red" if tail else None,
+                )
+        elif t == "aborted_txn":
+            self.rows.append(
+                [ev["producer_id"], ev["first_offset"], ev["last_offset"], ev["last_stable_offset"]]
+            )
+        elif t == "producer_state":
+            self.rows.append(
+                [
+                    ev["producer_id"],
+                    ev["producer_epoch"],
+                    ev["first_sequence"],
+                    ev["last_sequence"],
+                    ev["last_offset"],
+                    ev["offset_delta"],
+                    _iso(ev["timestamp"]),
+                    ev["coordinator_epoch"],
+                    ev["current_txn_first_offset"],
+                ]
+            )
+        elif t == "checkpoint_entry":
+            self.rows.append([ev["topic"], ev["partition"], ev["offset"]])
+        elif t == "leader_epoch_entry":
+            self.rows.append([ev["epoch"], ev["start_offset"]])
+        elif t == "finding":
+            self.findings.append(ev)
+        elif t == "summary":
+            self.summary = ev
+        else:  # single-object kinds: partition_metadata, meta_properties, quorum_state, clean_shutdown, lock
+            from logdoctor.cli.render import print_fields
+
+            self._print(f"Dumping {ev.get('file')}  ({t.replace('_', ' ')})", "bold")
+            fields = {k: v for k, v in ev.items() if k not in ("type", "file", "properties")}
+            fields.update({f"[{k}]": v for k, v in (ev.get("properties") or {}).items()})
+            print_fields(self.console, fields, indent="  ")
+
+    def _summary_line(self, s: Event) -> str:
+        kind = s.get("kind")
+        if kind in (FileKind.LOG.value, FileKind.KRAFT_SNAPSHOT.value):
+            offs = "" if s["last_offset"] is None else f", offsets {s['first_offset']}..{s['last_offset']}"
+            text = (
+                f"{s['batches']} batches, {s['records']} records{offs}, {s['valid_bytes']:,} valid bytes"
+                f", {s['invalid_bytes']:,} invalid bytes"
+            )
+            if s.get("seek") != "start" or s.get("start_position"):
+                text += f"; seek via {s['seek']} to position {s['start_position']}"
+            text += f"; read {s['bytes_read']:,} of {s['size']:,} bytes"
+        elif "zero_slots" in s:
+            text = f"{s['entries']} entries" + (
+                f" ({s['shown']} shown)" if s["shown"] != s["entries"] else ""
+            )
+            if s["zero_slots"]:
+                text += f", {s['zero_slots']} zero slots after them (preallocated, not entries)"
+        else:
+            text = f"{s.get('entries', 0)} entries"
+        n = len(self.findings)
+        return f"  summary: {text}; {n} finding{'s' if n != 1 else ''}"
+
+    def end_file(self, ctx: FileContext) -> None:
+        from logdoctor.cli.render import print_table
+
+        if (self.rows or self.headers) and self.rows:
+            print_table(
+                self.console,
+                self.title,
+                self.headers,
+                self.rows,
+                right=[not isinstance(c, str) for c in self.rows[0]],
+            )
+        infos = 0
+        for f in self.findings:
+            if f["severity"] == "info":
+                infos += 1
+                if infos > _MAX_INFO_LINES:
+                    continue
+            slot = f" slot {f['slot']}" if f.get("slot") is not None else ""
+            self._print(
+                f"  {f['severity'].upper():7} {f['code']}{slot}: {f['message']}",
+                _SEVERITY_STYLE.get(f["severity"]),
+            )
+        if infos > _MAX_INFO_LINES:
+            self._print(
+                f"  ... and {infos - _MAX_INFO_LINES} more info findings (--json lists them all)", "dim"
+            )
+        if self.summary is not None:
+            self._print(self._summary_line(self.summary), "bold")
+        self._reset()
+
+    def error(self, path: Path, failure: DumpFailure) -> None:
+        from rich.text import Text
+
+        self.console.file.flush()
+        self.err.print(Text(failure.line, style="bold red"))
