@@ -1,16 +1,20 @@
-"""Helpers shared by the benchmarks: machine description, timing, cached sample segments in /tmp."""
+"""Helpers shared by the benchmarks: machine description, timing, cached sample data in /tmp (segments,
+the 100,000-segment log dir)."""
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import platform
+import resource
+import statistics
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from logdoctor.sample.records import RecordDataSpec, write_segment
 
@@ -56,3 +60,58 @@ def best_of(repeat: int, fn: Callable[[], Any]) -> tuple[float, Any]:
         result = fn()
         best = min(best, time.perf_counter() - t0)
     return best, result
+
+
+def many_segments_dir(partitions: int, segments: int) -> Path:
+    """A log dir of ``partitions`` partitions (100 per topic) of ``segments`` one-batch segments each,
+    generated once with logdoctor.sample.logdir (tiny segments: a roll per batch, with their indexes, a
+    producer snapshot at each log end, checkpoints, meta.properties) and cached in /tmp."""
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    topics = max(1, partitions // 100)
+    root = BENCH_TMP / f"logdir-{partitions}p-{segments}s"
+    log_dir = root / "broker-0" / "kafka-logs-0"
+    if (root / "DONE").exists():
+        return log_dir
+    t0 = time.perf_counter()
+    specs = [
+        TopicSpec(
+            f"bench.topic_{t:03d}-x",
+            partitions=partitions // topics,
+            records_per_partition=segments,
+            records_per_batch=1,
+            value_size=16,
+            key_size=0,
+            segment_bytes=1,
+        )
+        for t in range(topics)
+    ]
+    generate_log_dir(root, specs, producer_snapshots="last")
+    (root / "DONE").write_text("")
+    print(f"  generated {log_dir} in {time.perf_counter() - t0:.1f}s", flush=True)
+    return log_dir
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its reaped children (a scan's pool workers exit after each scan)."""
+    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
+
+
+class Timing(NamedTuple):
+    best: float  # smallest wall time, seconds
+    median: float  # median wall time, seconds
+    cpu: float  # CPU seconds of the best run: the cost even when other processes share the cores
+    result: Any  # what the last run returned
+
+
+def timed(repeat: int, fn: Callable[[], Any]) -> Timing:
+    """Wall and CPU time of ``repeat`` runs of ``fn``, collecting garbage before each."""
+    runs, result = [], None
+    for _ in range(repeat):
+        gc.collect()
+        c0, t0 = cpu_seconds(), time.perf_counter()
+        result = fn()
+        runs.append((time.perf_counter() - t0, cpu_seconds() - c0))
+    best = min(runs)
+    return Timing(best[0], statistics.median(w for w, _c in runs), best[1], result)

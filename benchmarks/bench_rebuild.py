@@ -16,12 +16,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import command, machine, segment
+from _common import best_of, command, machine, segment
 from logdoctor.formats.crc import crc32c
 from logdoctor.formats.record_types import Compression
 from logdoctor.formats.records import iter_batches
@@ -41,15 +40,6 @@ LABELS = {
     "small-batches": "uncompressed, 1 KiB batches",
     "lz4-transactional": "lz4, transactional (4 producers)",
 }
-
-
-def best_of(repeat: int, fn) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def main() -> None:
@@ -89,10 +79,10 @@ def main() -> None:
         def rebuild_py(view: memoryview = view) -> None:
             rebuild_indexes(view, 0, pure_python=True)
 
-        t_rebuild = best_of(args.repeat, rebuild)
-        t_py = best_of(args.repeat, rebuild_py)
-        t_walk = best_of(args.repeat, walk)
-        t_crc = best_of(args.repeat, crc_only)
+        t_rebuild = best_of(args.repeat, rebuild)[0]
+        t_py = best_of(args.repeat, rebuild_py)[0]
+        t_walk = best_of(args.repeat, walk)[0]
+        t_crc = best_of(args.repeat, crc_only)[0]
         gb = size / 1e9
         print(
             f"| {LABELS[name]} | {size / 2**30:.2f} GiB | {r.batch_count:,} "

@@ -4,8 +4,8 @@ throughput on big segments.
     .venv/bin/python benchmarks/bench_scan.py --partitions 2000 --segments 50
 
 Log dirs are generated once and cached in /tmp/logdoctor-bench (never in the repo):
-- the many-segments dir with logdoctor.sample.logdir (the same spec and cache as bench_logdir.py: tiny
-  segments of one batch each, trimmed indexes, clean shutdown marker, checkpoints);
+- the many-segments dir with logdoctor.sample.logdir (_common.many_segments_dir, shared with
+  bench_logdir.py: tiny segments of one batch each, trimmed indexes, clean shutdown marker, checkpoints);
 - the deep dir: two partitions whose single segment is a hard link to a 1 GiB generated segment
   (uncompressed and lz4, ~16 KB batches, logdoctor.sample.records), with indexes rebuilt as
   LogSegment.recover would (logdoctor.formats.recovery).
@@ -16,10 +16,7 @@ median of ``--repeat`` runs; the CLI row includes interpreter start-up and JSON 
 from __future__ import annotations
 
 import argparse
-import gc
 import os
-import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -29,40 +26,13 @@ from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import BENCH_TMP, machine, segment
+from _common import BENCH_TMP, command, machine, many_segments_dir, segment, timed
 from logdoctor.formats.checkpoint import new_offset_checkpoint, write_offset_checkpoint
 from logdoctor.formats.records import Compression
 from logdoctor.formats.recovery import rebuild_indexes
-from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 from logdoctor.sample.records import RecordDataSpec
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def many_segments_dir(partitions: int, segments: int) -> Path:
-    """Same spec and cache path as benchmarks/bench_logdir.py."""
-    topics = max(1, partitions // 100)
-    root = BENCH_TMP / f"logdir-{partitions}p-{segments}s"
-    log_dir = root / "broker-0" / "kafka-logs-0"
-    if (root / "DONE").exists():
-        return log_dir
-    t0 = time.perf_counter()
-    specs = [
-        TopicSpec(
-            f"bench.topic_{t:03d}-x",
-            partitions=partitions // topics,
-            records_per_partition=segments,
-            records_per_batch=1,
-            value_size=16,
-            key_size=0,
-            segment_bytes=1,
-        )
-        for t in range(topics)
-    ]
-    generate_log_dir(root, specs, producer_snapshots="last")
-    (root / "DONE").write_text("")
-    print(f"  generated {log_dir} in {time.perf_counter() - t0:.1f}s", flush=True)
-    return log_dir
 
 
 def deep_dir() -> Path:
@@ -101,25 +71,6 @@ def deep_dir() -> Path:
     return root
 
 
-def cpu_seconds() -> float:
-    """CPU time of this process and its reaped children (the pool's workers exit after each scan)."""
-    a, b = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return a.ru_utime + a.ru_stime + b.ru_utime + b.ru_stime
-
-
-def timed(repeat: int, fn):
-    """(best wall, median wall, CPU seconds of the best run, result): CPU time shows the cost even
-    when other processes share the cores."""
-    runs, result = [], None
-    for _ in range(repeat):
-        gc.collect()
-        c0, t0 = cpu_seconds(), time.perf_counter()
-        result = fn()
-        runs.append((time.perf_counter() - t0, cpu_seconds() - c0))
-    best = min(runs)
-    return best[0], statistics.median(w for w, _c in runs), best[1], result
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--partitions", type=int, default=2000)
@@ -146,7 +97,7 @@ def main() -> None:
             args.repeat, lambda c=cmd: subprocess.run(c, stdout=subprocess.DEVNULL, check=False)
         )
         rows.append((f"`logdoctor scan {flag or ''}` (CLI, JSON)", best, median, cpu, None))
-    print(f"command: .venv/bin/python {' '.join(sys.argv)}")
+    print(f"command: {command()}")
     print(f"machine: {machine()}")
     print(f"log dir: {args.partitions} partitions, {args.partitions * args.segments} segments ({path})\n")
     print(f"load average before: {os.getloadavg()[0]:.2f}\n")

@@ -14,7 +14,8 @@ Operations (``Step.op``):
 ``move``      delete with backup: move a file or folder into ``files/`` (rename, or copy+verify+delete).
 ``rename``    rename a file or folder inside the log dirs (never over an existing target).
 ``chmod``     set owner, group and permission bits.
-``copy-tree`` copy a folder (or file) to a new path, fsync, verify hashes; undo removes the copy.
+``copy-tree`` copy a folder (or file) to a new path, fsync, verify checksums (kept in the backup
+              dir); undo removes the copy.
 
 Builders (:func:`write_file`, :func:`truncate_file`, :func:`delete_with_backup`, :func:`rename_path`,
 :func:`set_owner_mode`, :func:`copy_tree`) create the steps with their "before" fingerprint taken
@@ -26,8 +27,8 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import json
 import os
-import shutil
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,9 +38,11 @@ from typing import Any
 from logdoctor.logdir import atomic
 from logdoctor.logdir.atomic import fsync_dir
 from logdoctor.repair import backup as bk
+from logdoctor.repair import copies
 from logdoctor.repair.plan import Step
 
 BEFORE, AFTER, OTHER, PARTIAL = "before", "after", "other", "partial"
+PARTIAL_SUFFIX = ".logdoctor-partial"  # a copy being made, renamed to its name once verified
 
 
 class StepStateError(Exception):
@@ -140,6 +143,16 @@ class Operation:
 
     def verify(self, step: Step, ctx: StepContext) -> bool:
         return self.state(step, ctx) == AFTER
+
+    def to_do(self, step: Step, ctx: StepContext, changed: str) -> bool:
+        """Whether ``apply`` has work left: False when the step is done ("after"), True when its target
+        is as planned ("before"), StepStateError(``changed``) when it is neither."""
+        s = self.state(step, ctx)
+        if s == AFTER:
+            return False
+        if s != BEFORE:
+            raise StepStateError(changed)
+        return True
 
     def backup_cost(self, step: Step, backup_dir: str) -> int:
         """Bytes this step adds to the backup dir."""
@@ -314,10 +327,7 @@ class MoveToBackup(Operation):
         if s == OTHER:
             raise StepStateError(f"{step.path} is gone and not in the backup")
         if s == PARTIAL:  # redo the copy from the live source, which is intact
-            if os.path.isdir(dst) and not os.path.islink(dst):
-                shutil.rmtree(dst)
-            else:
-                os.unlink(dst)
+            copies.remove_tree(dst)
         bk.move_durable(step.path, dst)
         ctx.crash(step.number, "applied")
 
@@ -326,10 +336,7 @@ class MoveToBackup(Operation):
         s = self.state(step, ctx)
         if s in (BEFORE, PARTIAL):
             if s == PARTIAL:  # the live source is intact; drop the copy
-                if os.path.isdir(dst) and not os.path.islink(dst):
-                    shutil.rmtree(dst)
-                else:
-                    os.unlink(dst)
+                copies.remove_tree(dst)
             return
         if s == OTHER:
             raise StepStateError(f"{step.path} is gone and not in the backup")
@@ -355,14 +362,10 @@ class RenamePath(Operation):
         return OTHER
 
     def apply(self, step: Step, ctx: StepContext) -> None:
-        s = self.state(step, ctx)
-        if s == AFTER:
+        both_or_neither = f"cannot rename {step.path} to {step.params['dst']}: both or neither exist"
+        if not self.to_do(step, ctx, both_or_neither):
             return
-        if s != BEFORE:
-            raise StepStateError(f"cannot rename {step.path} to {step.params['dst']}: both or neither exist")
-        os.rename(step.path, step.params["dst"])
-        fsync_dir(os.path.dirname(step.params["dst"]))
-        fsync_dir(os.path.dirname(step.path))
+        copies.rename_durable(step.path, step.params["dst"])
         ctx.crash(step.number, "applied")
 
     def undo(self, step: Step, ctx: StepContext) -> None:
@@ -371,9 +374,7 @@ class RenamePath(Operation):
             return
         if s != AFTER:
             raise StepStateError(f"cannot rename {step.params['dst']} back to {step.path}")
-        os.rename(step.params["dst"], step.path)
-        fsync_dir(os.path.dirname(step.path))
-        fsync_dir(os.path.dirname(step.params["dst"]))
+        copies.rename_durable(step.params["dst"], step.path)
 
 
 class SetOwnerMode(Operation):
@@ -390,11 +391,8 @@ class SetOwnerMode(Operation):
         return OTHER
 
     def apply(self, step: Step, ctx: StepContext) -> None:
-        s = self.state(step, ctx)
-        if s == AFTER:
+        if not self.to_do(step, ctx, f"owner or mode of {step.path} changed since the plan was made"):
             return
-        if s != BEFORE:
-            raise StepStateError(f"owner or mode of {step.path} changed since the plan was made")
         _set_meta(step.path, step.params["meta_after"])
         ctx.crash(step.number, "applied")
 
@@ -403,56 +401,118 @@ class SetOwnerMode(Operation):
             _set_meta(step.path, step.params["meta_before"])
 
 
+# --- verified copies --------------------------------------------------------------------------------
+
+_progress: list[copies.Progress] = []
+
+
+@contextlib.contextmanager
+def copy_progress(callback: copies.Progress) -> Iterator[None]:
+    """Send the byte counts of copies made by the copy operations to ``callback`` while inside."""
+    _progress.append(callback)
+    try:
+        yield
+    finally:
+        _progress.remove(callback)
+
+
+def report_copied(n: int) -> None:
+    for cb in _progress:
+        cb(n)
+
+
+# verified copies of this process: path -> identity at the time the checksums matched
+_verified: dict[str, dict[str, list[int]]] = {}
+
+
+def manifest_rel(step: Step) -> str:
+    """Where (relative to the backup dir) a copy step keeps the checksums of its copy."""
+    return step.params.get("manifest") or os.path.join("manifests", f"{step.number:06d}.json")
+
+
+def read_manifest(ctx: StepContext, step: Step) -> dict[str, str] | None:
+    try:
+        data = json.loads(Path(ctx.backup_path(manifest_rel(step))).read_text())
+    except (OSError, ValueError):
+        return None
+    return data.get("checksums") if isinstance(data, dict) else None
+
+
+def matches_manifest(path: str, manifest: dict[str, str]) -> bool:
+    """Checksums of ``path`` equal the manifest (skipped when this process verified it unchanged)."""
+    if not os.path.lexists(path):
+        return False
+    ident = copies.identity(path)
+    if _verified.get(path) == ident and set(ident) == set(manifest):
+        return True
+    if copies.verify_tree(path, manifest):
+        return False
+    _verified[path] = ident
+    return True
+
+
+def fingerprint_ok(step: Step, path: str) -> bool:
+    """``path`` (a folder or a file) has the sizes and mtimes of ``step.params["fingerprint"]``."""
+    if not (os.path.isdir(path) or os.path.isfile(path)):
+        return False
+    return copies.fingerprint(path) == step.params["fingerprint"]
+
+
 class CopyTree(Operation):
-    """params: dst, hashes ({rel: sha256} of the source at plan time; {".": sha} for a file)."""
+    """Copy a folder (or file) to ``dst``: made under ``<dst>.logdoctor-partial`` while the source bytes
+    are hashed (BLAKE2b), read back, its checksums saved in the backup dir (:func:`manifest_rel`), then
+    renamed into place. Planning reads no contents: the source's sizes and mtimes are the "unchanged
+    since the plan" check. Undo removes the copy.
+
+    params: dst, fingerprint {rel: [size, mtime_ns]}, size, manifest (rel)|None.
+    """
 
     op = "copy-tree"
-
-    def _partial(self, step: Step) -> str:
-        return step.params["dst"] + ".logdoctor-partial"
-
-    def _hashes(self, path: str) -> dict[str, str]:
-        if os.path.isdir(path):
-            return bk.tree_hashes(path)
-        return {".": bk.sha256_file(path)}
 
     def state(self, step: Step, ctx: StepContext) -> str:
         dst = step.params["dst"]
         if not os.path.lexists(dst):
             return BEFORE
-        return AFTER if self._hashes(dst) == step.params["hashes"] else OTHER
+        manifest = read_manifest(ctx, step)
+        if manifest is not None and matches_manifest(dst, manifest):
+            return AFTER
+        return OTHER
 
     def apply(self, step: Step, ctx: StepContext) -> None:
-        s = self.state(step, ctx)
-        if s == AFTER:
+        if not self.to_do(step, ctx, f"{step.params['dst']} exists and is not the planned copy"):
             return
-        if s != BEFORE:
-            raise StepStateError(f"{step.params['dst']} exists and is not the planned copy")
-        if self._hashes(step.path) != step.params["hashes"]:
-            raise StepStateError(f"{step.path} changed since the plan was made")
-        partial = self._partial(step)
-        if os.path.isdir(partial):
-            shutil.rmtree(partial)
-        elif os.path.lexists(partial):
-            os.unlink(partial)
-        if os.path.isdir(step.path):
-            bk.copy_tree_durable(step.path, partial)
-        else:
-            bk.copy_file_durable(step.path, partial)
-        if self._hashes(partial) != step.params["hashes"]:
-            raise StepStateError(f"the copy of {step.path} does not read back the same")
+        if not fingerprint_ok(step, step.path):
+            raise StepStateError(f"{step.path} changed since the plan was made (file sizes or mtimes differ)")
+        dst = step.params["dst"]
+        partial = dst + PARTIAL_SUFFIX
+        copies.remove_tree(partial)
+        checksums = copies.copy_tree(
+            step.path,
+            partial,
+            progress=report_copied,
+            after_first_file=lambda: ctx.crash(step.number, "temp-written"),
+        )
+        if not fingerprint_ok(step, step.path):
+            raise StepStateError(f"{step.path} changed while it was copied")
+        problems = copies.verify_tree(partial, checksums)
+        if problems:
+            raise StepStateError(f"the copy of {step.path} does not read back the same: {problems[0]}")
+        body = json.dumps(
+            {"source": step.path, "copy": dst, "hash": copies.HASH_NAME, "checksums": checksums},
+            indent=1,
+            sort_keys=True,
+        )
+        bk.write_durable(ctx.backup_path(manifest_rel(step)), body.encode())
+        _verified[dst] = copies.identity(partial)
         ctx.crash(step.number, "backed-up")
-        os.rename(partial, step.params["dst"])
-        fsync_dir(os.path.dirname(step.params["dst"]))
+        copies.rename_durable(partial, dst)
         ctx.crash(step.number, "applied")
 
     def undo(self, step: Step, ctx: StepContext) -> None:
-        for p in (self._partial(step), step.params["dst"]):
-            if os.path.isdir(p) and not os.path.islink(p):
-                shutil.rmtree(p)
-            elif os.path.lexists(p):
-                os.unlink(p)
-        fsync_dir(os.path.dirname(step.params["dst"]))
+        dst = step.params["dst"]
+        copies.remove_tree(dst + PARTIAL_SUFFIX)
+        copies.remove_tree(dst)
+        _verified.pop(dst, None)
 
     def live_cost(self, step: Step) -> int:
         return int(step.params.get("size") or 0)
@@ -553,17 +613,20 @@ def set_owner_mode(path: str, uid: int, gid: int, mode: int) -> Step:
     return Step("chmod", path, {"meta_before": before, "meta_after": {"uid": uid, "gid": gid, "mode": mode}})
 
 
-def copy_tree(src: str, dst: str) -> Step:
-    """Copy a file or folder to ``dst`` (which must not exist); verified by hashes; undo removes it."""
-    op = OPERATIONS["copy-tree"]
-    assert isinstance(op, CopyTree)
-    hashes = op._hashes(src)
-    size = (
-        sum(f.stat().st_size for f in Path(src).rglob("*") if f.is_file())
-        if os.path.isdir(src)
-        else (os.stat(src).st_size)
+def copy_tree(src: str, dst: str, manifest: str | None = None) -> Step:
+    """Copy a file or folder to ``dst`` (which must not exist), verified by checksums; undo removes it.
+
+    Planning reads no contents (sizes and mtimes only). ``manifest``: where the checksums go, relative
+    to the backup dir (default ``manifests/<step number>.json``).
+    """
+    fp = copies.fingerprint(src)
+    if not fp and not os.path.isdir(src):
+        raise FileNotFoundError(src)
+    return Step(
+        CopyTree.op,
+        src,
+        {"dst": dst, "fingerprint": fp, "size": sum(v[0] for v in fp.values()), "manifest": manifest},
     )
-    return Step("copy-tree", src, {"dst": dst, "hashes": hashes, "size": size})
 
 
 __all__ = [
@@ -572,14 +635,22 @@ __all__ = [
     "OPERATIONS",
     "OTHER",
     "PARTIAL",
+    "PARTIAL_SUFFIX",
     "BackupNames",
+    "CopyTree",
     "Operation",
     "StepContext",
     "StepStateError",
+    "copy_progress",
     "copy_tree",
     "delete_with_backup",
+    "fingerprint_ok",
+    "manifest_rel",
+    "matches_manifest",
     "operation",
+    "read_manifest",
     "rename_path",
+    "report_copied",
     "set_owner_mode",
     "truncate_file",
     "write_file",

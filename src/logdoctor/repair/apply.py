@@ -156,6 +156,22 @@ def _stage(plan: Plan) -> None:
             step.params["staged"] = rel
 
 
+def _fail(result: RunResult, journal: Journal, e: Exception, status: str = "failed") -> RunResult:
+    """Record a run stopped by ``e`` in ``result`` and as the journal's ``end`` record (``status``)."""
+    result.status, result.error = "failed", f"{type(e).__name__}: {e}"
+    journal.append({"t": "end", "status": status, "error": result.error})
+    return result
+
+
+def _recheck(plan: Plan, state: object) -> tuple[list[str], list[str]]:
+    """Before a resume or rollback: refuse again as apply did (a broker holds a lock, a path outside the
+    log dirs); (the log dirs, the ``.lock`` files the first run created)."""
+    log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
+    safety.refuse_if_locked(log_dirs)
+    _check_paths(plan)
+    return log_dirs, list(state.header.get("created_locks") or [])  # type: ignore[attr-defined]
+
+
 def _run_forward(plan: Plan, journal: Journal, ctx: StepContext, done: set[int], result: RunResult) -> None:
     for step in plan.steps:
         op = operation(step)
@@ -213,9 +229,7 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
             try:
                 _run_forward(plan, journal, ctx, set(), result)
             except (OSError, StepStateError) as e:
-                result.status, result.error = "failed", f"{type(e).__name__}: {e}"
-                journal.append({"t": "end", "status": "failed", "error": result.error})
-                return result
+                return _fail(result, journal, e)
             journal.append({"t": "end", "status": "applied"})
         _drop_created_locks(created)
     result.status = "applied"
@@ -241,19 +255,14 @@ def resume(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = No
     result = RunResult("applied", os.fspath(journal_path), plan.backup_dir, len(plan.steps))
     if state.status == "rolled-back":  # type: ignore[attr-defined]
         raise RefusedError(f"{journal_path}: this repair was rolled back; plan a new one")
-    log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
-    safety.refuse_if_locked(log_dirs)
-    _check_paths(plan)
-    created = list(state.header.get("created_locks") or [])  # type: ignore[attr-defined]
+    log_dirs, created = _recheck(plan, state)
     with _hold_locks(log_dirs), Journal(journal_path) as journal:
         journal.append({"t": "note", "what": "resume", "ms": int(time.time() * 1000)})
         ctx = StepContext(plan.backup_dir, crash)
         try:
             _run_forward(plan, journal, ctx, state.done, result)  # type: ignore[attr-defined]
         except (OSError, StepStateError) as e:
-            result.status, result.error = "failed", f"{type(e).__name__}: {e}"
-            journal.append({"t": "end", "status": "failed", "error": result.error})
-            return result
+            return _fail(result, journal, e)
         journal.append({"t": "end", "status": "applied"})
         _drop_created_locks(created)
     return result
@@ -264,11 +273,8 @@ def rollback(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = 
     crash = crash if crash is not None else CrashHook.from_env()
     plan, state = load_journal(journal_path)
     result = RunResult("rolled-back", os.fspath(journal_path), plan.backup_dir, len(plan.steps))
-    log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
-    safety.refuse_if_locked(log_dirs)
-    _check_paths(plan)
+    log_dirs, created = _recheck(plan, state)
     begun: set[int] = state.begun  # type: ignore[attr-defined]
-    created = list(state.header.get("created_locks") or [])  # type: ignore[attr-defined]
     with _hold_locks(log_dirs), Journal(journal_path) as journal:
         ctx = StepContext(plan.backup_dir, crash)
         try:
@@ -285,9 +291,7 @@ def rollback(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = 
                 journal.append({"t": "undo-done", "step": step.number})
                 result.steps_run += 1
         except (OSError, StepStateError) as e:
-            result.status, result.error = "failed", f"{type(e).__name__}: {e}"
-            journal.append({"t": "end", "status": "rollback-failed", "error": result.error})
-            return result
+            return _fail(result, journal, e, "rollback-failed")
         journal.append({"t": "end", "status": "rolled-back"})
         _drop_created_locks(created)
     return result

@@ -172,20 +172,19 @@ def move_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> No
         if e.errno != errno.EXDEV:
             raise
         partial = dst + ".partial"
-        if os.path.isdir(src):
+        is_dir = os.path.isdir(src)
+        if is_dir:
             shutil.rmtree(partial, ignore_errors=True)
-            copied = copy_tree_durable(src, partial)
-            if tree_hashes(src) != copied:
-                raise OSError(errno.EIO, f"copy of {src} does not match it") from None
-            os.rename(partial, dst)
-            fsync_dir(Path(dst).parent)
+            match = copy_tree_durable(src, partial) == tree_hashes(src)
+        else:
+            match = copy_file_durable(src, partial) == sha256_file(src)
+        if not match:
+            raise OSError(errno.EIO, f"copy of {src} does not match it") from None
+        os.rename(partial, dst)
+        fsync_dir(Path(dst).parent)
+        if is_dir:
             shutil.rmtree(src)
         else:
-            digest = copy_file_durable(src, partial)
-            if sha256_file(src) != digest:
-                raise OSError(errno.EIO, f"copy of {src} does not match it") from None
-            os.rename(partial, dst)
-            fsync_dir(Path(dst).parent)
             os.unlink(src)
     fsync_dir(Path(dst).parent)
     fsync_dir(Path(src).parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
+import time
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +20,7 @@ from logdoctor.formats.checkpoint import (
 )
 from logdoctor.formats.properties import MetaProperties, parse_meta_properties
 from logdoctor.logdir.names import META_PROPERTIES_FILE, DirKind, parse_partition_dir
+from logdoctor.repair import safety
 from logdoctor.repair.actions import BackupNames, write_file
 from logdoctor.repair.backup import NoSpaceError
 from logdoctor.repair.plan import Action, Change, Plan
@@ -83,6 +85,27 @@ def read_meta(log_dir: str) -> MetaProperties:
         raise ProcedureRefused(f"{path} is not a valid meta.properties ({e}); run `logdoctor scan`") from None
 
 
+def open_log_dirs(
+    a: str | os.PathLike[str], b: str | os.PathLike[str]
+) -> tuple[str, str, MetaProperties, MetaProperties]:
+    """Two distinct log dirs (absolute paths) that no broker holds, with their meta.properties.
+
+    ProcedureUsageError, BrokerRunningError or ProcedureRefused, in that order; nothing is written.
+    """
+    a_dir, b_dir = log_dir_path(a), log_dir_path(b)
+    check_distinct(a_dir, b_dir)
+    safety.refuse_if_locked([a_dir, b_dir])  # the engine checks again before writing
+    return a_dir, b_dir, read_meta(a_dir), read_meta(b_dir)
+
+
+def check_same_cluster(a_label: str, a_meta: MetaProperties, b_label: str, b_meta: MetaProperties) -> None:
+    """ProcedureRefused unless both log dirs belong to one cluster."""
+    if a_meta.cluster_id != b_meta.cluster_id:
+        raise ProcedureRefused(
+            f"{a_label} belongs to cluster {a_meta.cluster_id} but {b_label} to cluster {b_meta.cluster_id}"
+        )
+
+
 def describe_meta(meta: MetaProperties) -> dict[str, Any]:
     return {
         "mode": "kraft" if meta.is_kraft else "zookeeper",
@@ -139,6 +162,26 @@ def checkpoint_action(
     return Action(kind, path, reason, steps=[step], changes=[change])
 
 
+def add_checkpoint_edit(
+    plan: Plan,
+    names: BackupNames,
+    log_dir: str,
+    name: str,
+    checkpoint: tuple[OffsetCheckpoint | None, bytes | None],
+    remove: set[TopicPartition],
+    put: list[tuple[str, int, int]],
+    kind: str,
+    reason: str,
+) -> None:
+    """Append to ``plan`` the rewrite of one checkpoint (as :func:`read_checkpoint` returned it) with
+    :func:`edited_checkpoint`'s edit; nothing when the bytes stay the same."""
+    parsed, raw = checkpoint
+    after = edited_checkpoint(parsed, remove, put)
+    action = checkpoint_action(log_dir, name, raw, after, names, kind, reason)
+    if action is not None:
+        plan.actions.append(action)
+
+
 def delete_dir_name(tp: TopicPartition) -> str:
     """Kafka's name for a folder scheduled for deletion: ``<topic>-<p>.<uuid hex>-delete``."""
     return f"{tp_name(tp)}.{uuid.uuid4().hex}-delete"
@@ -154,6 +197,16 @@ def default_backup_dir(log_dir: str, ms: int) -> str:
         k += 1
         name = f"{base}-{k}"
     return name
+
+
+def new_plan(
+    log_dirs: list[str], backup_dir: str | os.PathLike[str] | None, beside: str
+) -> tuple[Plan, BackupNames]:
+    """An empty plan over ``log_dirs`` (created now) and its backup names; the backup dir is
+    ``backup_dir`` or, when not given, :func:`default_backup_dir` beside ``beside``."""
+    created = int(time.time() * 1000)
+    backup = os.path.abspath(os.fspath(backup_dir)) if backup_dir else default_backup_dir(beside, created)
+    return Plan(log_dirs, backup, created_ms=created), BackupNames(log_dirs)
 
 
 def space_margin(need: int) -> int:
@@ -215,8 +268,10 @@ __all__ = [
     "ProcedureRefused",
     "ProcedureUsageError",
     "TopicPartition",
+    "add_checkpoint_edit",
     "check_distinct",
     "check_free_space",
+    "check_same_cluster",
     "checkpoint_action",
     "default_backup_dir",
     "delete_dir_name",
@@ -224,6 +279,8 @@ __all__ = [
     "disk_usage",
     "edited_checkpoint",
     "log_dir_path",
+    "new_plan",
+    "open_log_dirs",
     "parse_topic_partition",
     "read_checkpoint",
     "read_meta",

@@ -19,8 +19,7 @@ which the broker ignores; ``--resume`` or ``--rollback`` finishes or undoes the 
 from __future__ import annotations
 
 import os
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from logdoctor.logdir.model import LogDir
@@ -32,8 +31,7 @@ from logdoctor.logdir.names import (
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
 )
-from logdoctor.repair import safety
-from logdoctor.repair.actions import BackupNames, rename_path
+from logdoctor.repair.actions import rename_path
 from logdoctor.repair.plan import Action, Change, Plan
 from logdoctor.repair.procedures import copy as cp
 from logdoctor.repair.procedures.actions_extra import copy_partition, remove_copied
@@ -42,17 +40,15 @@ from logdoctor.repair.procedures.common import (
     ProcedureRefused,
     ProcedureUsageError,
     TopicPartition,
-    check_distinct,
+    add_checkpoint_edit,
     check_free_space,
-    checkpoint_action,
-    default_backup_dir,
+    check_same_cluster,
     delete_dir_name,
     describe_meta,
     disk_usage,
-    edited_checkpoint,
-    log_dir_path,
+    new_plan,
+    open_log_dirs,
     read_checkpoint,
-    read_meta,
     tp_name,
 )
 
@@ -63,11 +59,6 @@ MOVED_CHECKPOINTS = (
     LOG_START_OFFSET_CHECKPOINT,
     CLEANER_OFFSET_CHECKPOINT,
 )
-
-
-def _refuse_if_locked(dirs: Iterable[str]) -> None:
-    """BrokerRunningError when a broker holds either lock (the engine checks again before writing)."""
-    safety.refuse_if_locked(list(dirs))
 
 
 def _select(src: LogDir, partitions: Sequence[TopicPartition], topics: Sequence[str]) -> list[TopicPartition]:
@@ -137,20 +128,13 @@ def plan_move(
     BrokerRunningError (a broker holds a lock), writing nothing. ``force_copy`` copies even on one
     file system (what a move across file systems does).
     """
-    src_dir, dst_dir = log_dir_path(source), log_dir_path(destination)
-    check_distinct(src_dir, dst_dir)
-    _refuse_if_locked([src_dir, dst_dir])
-    src_meta, dst_meta = read_meta(src_dir), read_meta(dst_dir)
+    src_dir, dst_dir, src_meta, dst_meta = open_log_dirs(source, destination)
     if src_meta.node_id != dst_meta.node_id:
         raise ProcedureRefused(
             f"{src_dir} belongs to broker {src_meta.node_id} but {dst_dir} to broker "
             f"{dst_meta.node_id}: a move stays within one broker"
         )
-    if src_meta.cluster_id != dst_meta.cluster_id:
-        raise ProcedureRefused(
-            f"{src_dir} belongs to cluster {src_meta.cluster_id} but {dst_dir} to cluster "
-            f"{dst_meta.cluster_id}"
-        )
+    check_same_cluster(src_dir, src_meta, dst_dir, dst_meta)
     src, dst = LogDir(src_dir), LogDir(dst_dir)
     chosen = _select(src, partitions, topics)
     _conflicts(dst, chosen)
@@ -165,10 +149,7 @@ def plan_move(
         dst_dir, need, f"copying {len(chosen)} partition(s)" if copying else "rewriting the checkpoints"
     )
 
-    created = int(time.time() * 1000)
-    backup = os.path.abspath(os.fspath(backup_dir)) if backup_dir else default_backup_dir(src_dir, created)
-    names = BackupNames([src_dir, dst_dir])
-    plan = Plan([src_dir, dst_dir], backup, created_ms=created)
+    plan, names = new_plan([src_dir, dst_dir], backup_dir, src_dir)
     moved_entries: dict[str, list[tuple[str, int, int]]] = {}
     wanted = set(chosen)
     for name in MOVED_CHECKPOINTS:
@@ -179,22 +160,21 @@ def plan_move(
 
     # 1. destination checkpoints gain the entries
     for name in MOVED_CHECKPOINTS:
-        parsed, raw = checkpoints[(dst_dir, name)]
+        parsed, _ = checkpoints[(dst_dir, name)]
         stale = {(t, p) for t, p, _ in (parsed.entries if parsed else []) if (t, p) in wanted}
         if not moved_entries[name] and not stale:
             continue
-        after = edited_checkpoint(parsed, wanted, moved_entries[name])
-        a = checkpoint_action(
+        add_checkpoint_edit(
+            plan,
+            names,
             dst_dir,
             name,
-            raw,
-            after,
-            names,
+            checkpoints[(dst_dir, name)],
+            wanted,
+            moved_entries[name],
             "checkpoint-entries-in",
             f"{name} of the destination takes the moved partitions' entries",
         )
-        if a is not None:
-            plan.actions.append(a)
     # 2. the folders
     per_partition: list[dict[str, Any]] = []
     for tp in chosen:
@@ -239,21 +219,19 @@ def plan_move(
         )
     # 3. source checkpoints lose them
     for name in MOVED_CHECKPOINTS:
-        parsed, raw = checkpoints[(src_dir, name)]
         if not moved_entries[name]:
             continue
-        after = edited_checkpoint(parsed, wanted, [])
-        a = checkpoint_action(
+        add_checkpoint_edit(
+            plan,
+            names,
             src_dir,
             name,
-            raw,
-            after,
-            names,
+            checkpoints[(src_dir, name)],
+            wanted,
+            [],
             "checkpoint-entries-out",
             f"{name} of the source no longer lists the moved partitions",
         )
-        if a is not None:
-            plan.actions.append(a)
     plan.number_steps()
 
     before = [disk_usage(src_dir), disk_usage(dst_dir)]

@@ -20,7 +20,6 @@ broker treats as "recover more", never as data it lacks.
 from __future__ import annotations
 
 import os
-import time
 from typing import Any
 
 from logdoctor.errors import FormatError
@@ -33,8 +32,7 @@ from logdoctor.logdir.names import (
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
 )
-from logdoctor.repair import safety
-from logdoctor.repair.actions import BackupNames, delete_with_backup, rename_path
+from logdoctor.repair.actions import delete_with_backup, rename_path
 from logdoctor.repair.plan import Action, Change, Plan
 from logdoctor.repair.procedures import copy as cp
 from logdoctor.repair.procedures.actions_extra import copy_partition
@@ -43,16 +41,14 @@ from logdoctor.repair.procedures.common import (
     ProcedureRefused,
     ProcedureUsageError,
     TopicPartition,
-    check_distinct,
+    add_checkpoint_edit,
     check_free_space,
-    checkpoint_action,
-    default_backup_dir,
+    check_same_cluster,
     describe_meta,
     disk_usage,
-    edited_checkpoint,
-    log_dir_path,
+    new_plan,
+    open_log_dirs,
     read_checkpoint,
-    read_meta,
     tp_name,
 )
 
@@ -109,15 +105,8 @@ def plan_sync(
     tp = topic_partition
     if tp[0] == METADATA_TOPIC:
         raise ProcedureRefused("the KRaft metadata log is replicated by the quorum, not by this procedure")
-    l_dir, f_dir = log_dir_path(leader), log_dir_path(follower)
-    check_distinct(l_dir, f_dir)
-    safety.refuse_if_locked([l_dir, f_dir])
-    l_meta, f_meta = read_meta(l_dir), read_meta(f_dir)
-    if l_meta.cluster_id != f_meta.cluster_id:
-        raise ProcedureRefused(
-            f"the leader dir belongs to cluster {l_meta.cluster_id} but the follower dir to "
-            f"cluster {f_meta.cluster_id}"
-        )
+    l_dir, f_dir, l_meta, f_meta = open_log_dirs(leader, follower)
+    check_same_cluster("the leader dir", l_meta, "the follower dir", f_meta)
     if l_meta.node_id == f_meta.node_id:
         raise ProcedureRefused(
             f"both dirs belong to broker {l_meta.node_id}: a replica's leader and follower are "
@@ -150,10 +139,7 @@ def plan_sync(
     size = cp.tree_size(lp.path)
     space = check_free_space(f_dir, size, f"copying {lp.name} from the leader")
 
-    created = int(time.time() * 1000)
-    backup = os.path.abspath(os.fspath(backup_dir)) if backup_dir else default_backup_dir(f_dir, created)
-    names = BackupNames([f_dir, l_dir])
-    plan = Plan([f_dir, l_dir], backup, created_ms=created)
+    plan, names = new_plan([f_dir, l_dir], backup_dir, f_dir)
     manifest = os.path.join("manifests", f"{lp.name}.json")
     f_size = cp.tree_size(fp.path)
     plan.actions.append(
@@ -177,7 +163,7 @@ def plan_sync(
                     str(fp.path),
                     f_size,
                     size,
-                    note=f"old copy kept in {os.path.join(backup, old.params['backup'])}",
+                    note=f"old copy kept in {os.path.join(plan.backup_dir, old.params['backup'])}",
                 )
             ],
         )
@@ -189,24 +175,24 @@ def plan_sync(
         names_to_sync.append(CLEANER_OFFSET_CHECKPOINT)
     for name in names_to_sync:
         l_cp, _ = read_checkpoint(l_dir, name)
-        f_cp, f_raw = read_checkpoint(f_dir, name)
+        f_checkpoint = read_checkpoint(f_dir, name)
+        f_cp = f_checkpoint[0]
         value = l_cp.offsets().get(tp) if l_cp is not None else None
         entries[name] = {"leader": value, "follower": f_cp.offsets().get(tp) if f_cp is not None else None}
         if f_cp is None and value is None:
             continue
-        after = edited_checkpoint(f_cp, {tp}, [(tp[0], tp[1], value)] if value is not None else [])
-        a = checkpoint_action(
+        add_checkpoint_edit(
+            plan,
+            names,
             f_dir,
             name,
-            f_raw,
-            after,
-            names,
+            f_checkpoint,
+            {tp},
+            [(tp[0], tp[1], value)] if value is not None else [],
             "checkpoint-entry",
             f"{name}: the follower's entry for {tp_name(tp)} becomes the leader's "
             f"({'removed' if value is None else value})",
         )
-        if a is not None:
-            plan.actions.append(a)
     plan.number_steps()
 
     l_end, f_end = lp.log_end_offset, fp.log_end_offset
