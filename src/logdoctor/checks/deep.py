@@ -9,17 +9,10 @@ from __future__ import annotations
 import numpy as np
 
 from logdoctor.checks.default import check_offsets, check_retention, report_damage
-from logdoctor.checks.indexes import _report
-from logdoctor.checks.layout import SegmentFiles
+from logdoctor.checks.indexes import ENTRY_SIZE, Entries, report_corrupt
 from logdoctor.checks.state import PartitionState, WalkResult
-from logdoctor.formats.index import (
-    OFFSET_ENTRY_SIZE,
-    TIME_ENTRY_SIZE,
-    IndexKind,
-    offset_index_array,
-    real_entry_count,
-    time_index_array,
-)
+from logdoctor.formats.index import IndexKind
+from logdoctor.logdir.model import Segment
 
 
 def check_all_logs(st: PartitionState) -> None:
@@ -40,7 +33,7 @@ def check_all_logs(st: PartitionState) -> None:
             seg = st.segments[i]
             st.make(
                 "LOG_CORRUPT",
-                seg.log_path,
+                seg.log_file,
                 position=None,
                 offset=w.last_offset,
                 problem=(
@@ -58,72 +51,65 @@ def check_all_logs(st: PartitionState) -> None:
     check_retention(st, walk_all=True)
 
 
-def _cross_check_indexes(st: PartitionState, seg: SegmentFiles, w: WalkResult) -> None:
+def _cross_check_indexes(st: PartitionState, seg: Segment, w: WalkResult) -> None:
     """Every real index entry must point where a lookup can use it (DumpLogSegments --verify-index-only)."""
     if w.positions is None or w.last_offsets is None or w.batches == 0:
         return
-    positions = np.frombuffer(w.positions, dtype=np.int64)
-    lasts = np.frombuffer(w.last_offsets, dtype=np.int64)
-    base = seg.base_offset
-    last_offset = int(lasts[-1])
-    if seg.index_path is not None and seg.index_path not in st.unreadable:
-        path = seg.index_path
+    batches = (np.frombuffer(w.positions, dtype=np.int64), np.frombuffer(w.last_offsets, dtype=np.int64))
+    for kind, path in ((IndexKind.OFFSET, seg.index_file), (IndexKind.TIME, seg.timeindex_file)):
+        if path is None or path in st.unreadable:
+            continue
         data = st.read_small(path, "the broker cannot open this index")
-        if data is not None and len(data) % OFFSET_ENTRY_SIZE == 0:
-            real = real_entry_count(data, OFFSET_ENTRY_SIZE)
-            arr = offset_index_array(data[: real * OFFSET_ENTRY_SIZE])
-            offs = base + arr["relative_offset"].astype(np.int64)
-            pos = arr["position"].astype(np.int64)
-            k = np.searchsorted(positions, pos)
-            k_clip = np.minimum(k, len(positions) - 1)
-            not_start = (k >= len(positions)) | (positions[k_clip] != pos)
-            wrong = ~not_start & (lasts[k_clip] > offs)
-            past = offs > last_offset
-            bad = np.flatnonzero(not_start | wrong | past)
-            if bad.size:
-                j = int(bad[0])
-                if not_start[j]:
-                    why = f"position {int(pos[j])} is not the start of a batch in {seg.log_name}"
-                elif wrong[j]:
-                    why = (
-                        f"the batch at position {int(pos[j])} ends at offset {int(lasts[k_clip[j]])}, after "
-                        "the "
-                        f"entry's offset {int(offs[j])}"
-                    )
-                else:
-                    why = f"offset {int(offs[j])} is past the segment's last offset {last_offset}"
-                _report(
-                    st,
-                    seg,
-                    path,
-                    IndexKind.OFFSET,
-                    data,
-                    f"entry {j} of {path} does not match the log: {why}",
-                    j * OFFSET_ENTRY_SIZE,
-                    int(offs[j]),
-                )
-    if seg.timeindex_path is not None and seg.timeindex_path not in st.unreadable:
-        path = seg.timeindex_path
-        data = st.read_small(path, "the broker cannot open this index")
-        if data is not None and len(data) % TIME_ENTRY_SIZE == 0:
-            real = real_entry_count(data, TIME_ENTRY_SIZE)
-            arr = time_index_array(data[: real * TIME_ENTRY_SIZE])
-            offs = base + arr["relative_offset"].astype(np.int64)
-            ts = arr["timestamp"].astype(np.int64)
-            bad = np.flatnonzero((offs > last_offset) | (ts > max(w.max_timestamp, -1)))
-            if bad.size and w.max_timestamp >= 0:
-                j = int(bad[0])
-                if offs[j] > last_offset:
-                    why = f"offset {int(offs[j])} is past the segment's last offset {last_offset}"
-                else:
-                    why = f"timestamp {int(ts[j])} is above every record timestamp (max {w.max_timestamp})"
-                _report(
-                    st,
-                    seg,
-                    path,
-                    IndexKind.TIME,
-                    data,
-                    f"entry {j} of {path} does not match the log: {why}",
-                    j * TIME_ENTRY_SIZE,
-                    int(offs[j]),
-                )
+        if data is None or len(data) % ENTRY_SIZE[kind]:
+            continue
+        entries = Entries(kind, data, seg.base_offset, log_name=seg.log_name)
+        found = _MISMATCH[kind](entries, *batches, w.max_timestamp)
+        if found is not None:
+            j, why = found
+            problem = f"entry {j} of {path} does not match the log: {why}"
+            report_corrupt(st, seg, path, kind, data, problem, j * ENTRY_SIZE[kind], int(entries.offsets[j]))
+
+
+def _offset_mismatch(
+    e: Entries, positions: np.ndarray, lasts: np.ndarray, _max_timestamp: int
+) -> tuple[int, str] | None:
+    """The first .index entry that is not at a batch start, is before its batch's end, or past the log."""
+    offs, pos, last_offset = e.offsets, e.positions, int(lasts[-1])
+    k = np.searchsorted(positions, pos)
+    k_clip = np.minimum(k, len(positions) - 1)
+    not_start = (k >= len(positions)) | (positions[k_clip] != pos)
+    wrong = ~not_start & (lasts[k_clip] > offs)
+    past = offs > last_offset
+    bad = np.flatnonzero(not_start | wrong | past)
+    if not bad.size:
+        return None
+    j = int(bad[0])
+    if not_start[j]:
+        why = f"position {int(pos[j])} is not the start of a batch in {e.log_name}"
+    elif wrong[j]:
+        why = (
+            f"the batch at position {int(pos[j])} ends at offset {int(lasts[k_clip[j]])}, after the entry's "
+            f"offset {int(offs[j])}"
+        )
+    else:
+        why = f"offset {int(offs[j])} is past the segment's last offset {last_offset}"
+    return j, why
+
+
+def _time_mismatch(
+    e: Entries, _positions: np.ndarray, lasts: np.ndarray, max_timestamp: int
+) -> tuple[int, str] | None:
+    """The first .timeindex entry past the log's last offset or above every record timestamp."""
+    offs, ts, last_offset = e.offsets, e.timestamps, int(lasts[-1])
+    bad = np.flatnonzero((offs > last_offset) | (ts > max(max_timestamp, -1)))
+    if not bad.size or max_timestamp < 0:
+        return None
+    j = int(bad[0])
+    if offs[j] > last_offset:
+        why = f"offset {int(offs[j])} is past the segment's last offset {last_offset}"
+    else:
+        why = f"timestamp {int(ts[j])} is above every record timestamp (max {max_timestamp})"
+    return j, why
+
+
+_MISMATCH = {IndexKind.OFFSET: _offset_mismatch, IndexKind.TIME: _time_mismatch}

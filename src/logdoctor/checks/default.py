@@ -11,11 +11,11 @@
 from __future__ import annotations
 
 from logdoctor.checks.context import SegmentInfo
-from logdoctor.checks.indexes import analyze_offset_index, analyze_time_index, analyze_txn_index
-from logdoctor.checks.layout import SegmentFiles
+from logdoctor.checks.indexes import ENTRY_SIZE, analyze_index, analyze_txn_index
 from logdoctor.checks.state import PartitionState, WalkResult, walk
 from logdoctor.checks.timestamps import RISK_TOLERANCE_MS, broker_largest_timestamp, check_retention_risk
-from logdoctor.formats.index import OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE
+from logdoctor.formats.index import OFFSET_ENTRY_SIZE, IndexKind
+from logdoctor.logdir.model import Segment
 
 
 def next_base(st: PartitionState, i: int) -> int | None:
@@ -27,28 +27,24 @@ def check_segment_indexes(st: PartitionState, i: int) -> None:
     info = st.infos[seg.base_offset]
     nb = next_base(st, i)
     what = "the broker cannot open this index (LogLoader: 'Could not read file')"
-    if seg.index_path is not None:
-        data = st.read_small(seg.index_path, what)
+    # the last slot of each is kept for the retention check, so that it does not read the file again
+    for kind, path, consequence, last_slots in (
+        (IndexKind.OFFSET, seg.index_file, what, st.last_index_slot),
+        (IndexKind.TIME, seg.timeindex_file, what + "; time retention sees largestTime=0", st.last_time_slot),
+    ):
+        if path is None:
+            continue
+        data = st.read_small(path, consequence)
         if data is not None:
-            analyze_offset_index(st, seg, seg.index_path, data, info.size, nb)
-            slots = len(data) // OFFSET_ENTRY_SIZE
+            analyze_index(st, seg, kind, path, data, info.size, nb)
+            entry = ENTRY_SIZE[kind]
+            slots = len(data) // entry
             if slots:
-                st.last_index_slot[seg.base_offset] = data[
-                    (slots - 1) * OFFSET_ENTRY_SIZE : slots * OFFSET_ENTRY_SIZE
-                ]
-    if seg.timeindex_path is not None:
-        data = st.read_small(seg.timeindex_path, what + "; time retention sees largestTime=0")
+                last_slots[seg.base_offset] = data[(slots - 1) * entry : slots * entry]
+    if seg.txnindex_file is not None:
+        data = st.read_small(seg.txnindex_file, what)
         if data is not None:
-            analyze_time_index(st, seg, seg.timeindex_path, data, nb)
-            slots = len(data) // TIME_ENTRY_SIZE
-            if slots:  # what the retention check needs, without reading the file again
-                st.last_time_slot[seg.base_offset] = data[
-                    (slots - 1) * TIME_ENTRY_SIZE : slots * TIME_ENTRY_SIZE
-                ]
-    if seg.txnindex_path is not None:
-        data = st.read_small(seg.txnindex_path, what)
-        if data is not None:
-            analyze_txn_index(st, seg, seg.txnindex_path, data)
+            analyze_txn_index(st, seg, seg.txnindex_file, data)
 
 
 def check_all_indexes(st: PartitionState) -> None:
@@ -100,7 +96,7 @@ def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
             consequence += f" ({walk.crc_errors} batches of this segment fail their CRC)"
         st.make(
             "LOG_CORRUPT",
-            seg.log_path,
+            seg.log_file,
             position=d.position,
             offset=None,
             problem=d.message[0].upper() + d.message[1:],
@@ -113,7 +109,7 @@ def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
 INT32_MAX = 2**31 - 1
 
 
-def check_offsets(st: PartitionState, seg: SegmentFiles, w: WalkResult) -> None:
+def check_offsets(st: PartitionState, seg: Segment, w: WalkResult) -> None:
     """SEGMENT_BASE_OFFSET_MISMATCH: records below the base offset, or too far above it (once per segment)."""
     if seg.base_offset in st.offsets_checked:
         return
@@ -122,11 +118,11 @@ def check_offsets(st: PartitionState, seg: SegmentFiles, w: WalkResult) -> None:
     if w.first_offset is not None and w.first_offset < base:
         st.make(
             "SEGMENT_BASE_OFFSET_MISMATCH",
-            seg.log_path,
+            seg.log_file,
             position=0,
             offset=w.first_offset,
             problem=(
-                f"the first batch of {seg.log_path} starts at offset {w.first_offset}, below the segment's "
+                f"the first batch of {seg.log_file} starts at offset {w.first_offset}, below the segment's "
                 "base "
                 f"offset {base} (from its file name)"
             ),
@@ -139,11 +135,11 @@ def check_offsets(st: PartitionState, seg: SegmentFiles, w: WalkResult) -> None:
     if w.last_offset is not None and w.last_offset - base > INT32_MAX:
         st.make(
             "SEGMENT_BASE_OFFSET_MISMATCH",
-            seg.log_path,
+            seg.log_file,
             position=None,
             offset=w.last_offset,
             problem=(
-                f"{seg.log_path} holds offset {w.last_offset}, more than 2^31-1 above its base offset "
+                f"{seg.log_file} holds offset {w.last_offset}, more than 2^31-1 above its base offset "
                 f"{base}: "
                 "index entries cannot represent it (offset overflow)"
             ),
@@ -192,7 +188,7 @@ def check_retention(st: PartitionState, walk_all: bool) -> None:
 TAIL_LIMIT = 8 * 1024 * 1024
 
 
-def stale_time_index(st: PartitionState, seg: SegmentFiles, info: SegmentInfo) -> str | None:
+def stale_time_index(st: PartitionState, seg: Segment, info: SegmentInfo) -> str | None:
     """Is the time index's last entry older than the last batches of the log? (a truncated .timeindex)
 
     Reads only the log's tail from the offset index's last entry (at most index.interval.bytes plus one
@@ -201,28 +197,28 @@ def stale_time_index(st: PartitionState, seg: SegmentFiles, info: SegmentInfo) -
     if info.broker_ts_source != "timeindex" or info.broker_largest_ts is None or info.size == 0:
         return None
     start = 0
-    if seg.index_path is not None and seg.index_size:
-        slots = seg.index_size // OFFSET_ENTRY_SIZE
+    slots = (seg.index_size or 0) // OFFSET_ENTRY_SIZE
+    if seg.index_file is not None and slots:  # an index under one entry has no last entry
         last = st.last_index_slot.get(seg.base_offset)
         if last is None:
-            last = st.read_range(seg.index_path, (slots - 1) * OFFSET_ENTRY_SIZE, OFFSET_ENTRY_SIZE, "")
+            last = st.read_range(seg.index_file, (slots - 1) * OFFSET_ENTRY_SIZE, OFFSET_ENTRY_SIZE, "")
         if last is not None and len(last) == OFFSET_ENTRY_SIZE:
             pos = int.from_bytes(last[4:8], "big", signed=True)
             if 0 <= pos < info.size:
                 start = pos
     if info.size - start > TAIL_LIMIT:
         return None
-    data = st.read_range(seg.log_path, start, info.size - start, "the broker cannot load this segment")
+    data = st.read_range(seg.log_file, start, info.size - start, "the broker cannot load this segment")
     if not data:
         return None
     tail = walk(data, seg.base_offset, verify_crc=False)
     if tail.max_timestamp > info.broker_largest_ts + RISK_TOLERANCE_MS:
         return (
-            f"the last entry of {seg.timeindex_path} (timestamp {info.broker_largest_ts}) is older than the "
+            f"the last entry of {seg.timeindex_file} (timestamp {info.broker_largest_ts}) is older than the "
             f"segment's last batches (up to {tail.max_timestamp}): a truncated or stale time index"
         )
     return None
 
 
-def walk_segment_for_timestamps(st: PartitionState, seg: SegmentFiles) -> None:
+def walk_segment_for_timestamps(st: PartitionState, seg: Segment) -> None:
     st.walk(seg, verify_crc=False)

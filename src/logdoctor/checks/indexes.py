@@ -12,10 +12,11 @@ that the .index exists, so a bad inactive index is used as is.
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
-from logdoctor.checks.layout import SegmentFiles
 from logdoctor.checks.state import PartitionState
 from logdoctor.formats.index import (
     OFFSET_ENTRY_SIZE,
@@ -29,9 +30,15 @@ from logdoctor.formats.index import (
     sanity_check_all_eras,
     time_index_array,
 )
+from logdoctor.logdir.model import Segment
 
 ERA_LABEL = {SanityEra.KAFKA_0_8: "0.8-1.0", SanityEra.KAFKA_1_1: "1.1", SanityEra.KAFKA_2_0: "2.0+"}
 _WHAT = {IndexKind.OFFSET: ".index", IndexKind.TIME: ".timeindex", IndexKind.TXN: ".txnindex"}
+ENTRY_SIZE = {
+    IndexKind.OFFSET: OFFSET_ENTRY_SIZE,
+    IndexKind.TIME: TIME_ENTRY_SIZE,
+    IndexKind.TXN: TXN_ENTRY_SIZE,
+}
 
 
 def verdict_text(kind: IndexKind, data: bytes, base_offset: int, path: str) -> tuple[str, list[SanityEra]]:
@@ -76,9 +83,9 @@ def verdict_text(kind: IndexKind, data: bytes, base_offset: int, path: str) -> t
     return text, rejecting
 
 
-def _report(
+def report_corrupt(
     st: PartitionState,
-    seg: SegmentFiles,
+    seg: Segment,
     path: str,
     kind: IndexKind,
     data: bytes,
@@ -86,6 +93,7 @@ def _report(
     position: int | None,
     offset: int | None = None,
 ) -> None:
+    """One INDEX_CORRUPT finding, with which Kafka eras reject the file."""
     verdict, rejecting = verdict_text(kind, data, seg.base_offset, path)
     st.make(
         "INDEX_CORRUPT",
@@ -94,23 +102,103 @@ def _report(
         offset=offset,
         problem=problem,
         verdict=verdict,
-        segment=seg.log_path,
+        segment=seg.log_file,
         details={"index": _WHAT[kind], "rejected_by": [ERA_LABEL[e] for e in rejecting]},
     )
+
+
+class Entries:
+    """The real entries of one ``.index`` or ``.timeindex`` as int64 columns, with what the checks
+    of :data:`_SPECS` compare them with. ``offsets`` is ``base + rel`` in numpy (int64);
+    :meth:`offset` is the same for one entry as a Python int (what the findings quote)."""
+
+    __slots__ = (
+        "base", "log_name", "log_size", "next_base", "offsets", "path", "positions", "rel", "timestamps"
+    )
+
+    def __init__(
+        self,
+        kind: IndexKind,
+        data: bytes,
+        base: int,
+        *,
+        path: str = "",
+        log_name: str = "",
+        log_size: int = 0,
+        next_base: int | None = None,
+    ) -> None:
+        spec = _SPECS[kind]
+        arr = spec.array(data[: real_entry_count(data, spec.entry_size) * spec.entry_size])
+        self.base = base
+        self.rel = arr["relative_offset"].astype(np.int64)
+        self.offsets = base + self.rel
+        self.positions = arr["position"].astype(np.int64) if kind is IndexKind.OFFSET else None
+        self.timestamps = arr["timestamp"].astype(np.int64) if kind is IndexKind.TIME else None
+        self.path = path
+        self.log_name = log_name
+        self.log_size = log_size
+        self.next_base = next_base
+
+    def offset(self, i: int) -> int:
+        return self.base + int(self.rel[i])
+
+
+def _after_previous(bad_step: np.ndarray) -> np.ndarray:
+    """A mask over entries from a mask over ``np.diff`` steps: entry i+1 is bad when step i is."""
+    return np.concatenate(([False], bad_step))
+
+
+# One check of the real entries: (mask of the bad entries, or None when it does not apply; the
+# problem for the first bad entry i). The first check that finds a bad entry is reported, alone.
+_EntryCheck = tuple[Callable[[Entries], "np.ndarray | None"], Callable[[Entries, int], str]]
+
+_NEXT_SEGMENT: _EntryCheck = (
+    lambda e: None if e.next_base is None else e.offsets >= e.next_base,
+    lambda e, i: f"entry {i} of {e.path} points past the log: offset {e.offset(i)} belongs to the next "
+    f"segment (base offset {e.next_base})",
+)
+
+_OFFSET_CHECKS: tuple[_EntryCheck, ...] = (
+    (
+        lambda e: e.rel <= 0,
+        lambda e, i: f"entry {i} of {e.path} has offset {e.offset(i)}, not above the base offset {e.base}",
+    ),
+    (
+        lambda e: _after_previous((np.diff(e.rel) <= 0) | (np.diff(e.positions) <= 0)),
+        lambda e, i: f"entries of {e.path} go backwards: entry {i} (offset {e.offset(i)}, position "
+        f"{int(e.positions[i])}) does not follow entry {i - 1} (offset {e.offset(i - 1)}, position "
+        f"{int(e.positions[i - 1])})",
+    ),
+    (
+        lambda e: (e.positions < 0) | (e.positions >= e.log_size),
+        lambda e, i: f"entry {i} of {e.path} points past the log: position {int(e.positions[i])} for offset "
+        f"{e.offset(i)}, but {e.log_name} is {e.log_size} bytes",
+    ),
+    _NEXT_SEGMENT,
+)  # with the zero-slot checks, every condition a sanity check of any era tests (size, last offset vs base)
+
+_TIME_CHECKS: tuple[_EntryCheck, ...] = (
+    (
+        lambda e: e.rel < 0,
+        lambda e, i: f"entry {i} of {e.path} has offset {e.offset(i)}, below the base offset {e.base}",
+    ),
+    (
+        lambda e: _after_previous((np.diff(e.timestamps) < 0) | (np.diff(e.rel) < 0)),
+        lambda e, i: f"entries of {e.path} go backwards: entry {i} (timestamp {int(e.timestamps[i])}, offset "
+        f"{e.offset(i)}) does not follow entry {i - 1} (timestamp {int(e.timestamps[i - 1])}, offset "
+        f"{e.offset(i - 1)})",
+    ),
+    _NEXT_SEGMENT,
+)  # with the zero-slot checks: the sanity checks (size, last timestamp vs first, last offset vs base)
 
 
 #: indexes up to this many entries are first checked in plain Python (numpy's per-call cost dominates there)
 _SMALL = 32
 
 
-def _small_offset_index_ok(data: bytes, base: int, log_size: int, next_base: int | None) -> bool:
-    """True when a small, trimmed .index passes every check below (the common case, without numpy)."""
-    n = len(data)
-    if n == 0:
-        return True
-    if n % OFFSET_ENTRY_SIZE or n > _SMALL * OFFSET_ENTRY_SIZE:
-        return False
-    ents = list(struct.iter_unpack(">ii", data))
+def _small_offset_entries_ok(
+    ents: list[tuple[int, ...]], base: int, log_size: int, next_base: int | None
+) -> bool:
     prev_rel, prev_pos = 0, -1
     for rel, pos in ents:
         if rel <= prev_rel or pos <= prev_pos or pos >= log_size:
@@ -119,13 +207,9 @@ def _small_offset_index_ok(data: bytes, base: int, log_size: int, next_base: int
     return next_base is None or base + prev_rel < next_base
 
 
-def _small_time_index_ok(data: bytes, base: int, next_base: int | None) -> bool:
-    n = len(data)
-    if n == 0:
-        return True
-    if n % TIME_ENTRY_SIZE or n > _SMALL * TIME_ENTRY_SIZE:
-        return False
-    ents = list(struct.iter_unpack(">qi", data))
+def _small_time_entries_ok(
+    ents: list[tuple[int, ...]], base: int, _log_size: int, next_base: int | None
+) -> bool:
     if ents[0] == (0, 0):
         return False
     prev_ts, prev_rel = ents[0]
@@ -138,263 +222,121 @@ def _small_time_index_ok(data: bytes, base: int, next_base: int | None) -> bool:
     return next_base is None or base + prev_rel < next_base
 
 
-def analyze_offset_index(
-    st: PartitionState, seg: SegmentFiles, path: str, data: bytes, log_size: int, next_base: int | None
+@dataclass(frozen=True, slots=True)
+class _IndexSpec:
+    """What differs between the checks of a ``.index`` and a ``.timeindex``."""
+
+    entry_size: int
+    array: Callable[[bytes], np.ndarray]
+    struct_format: str
+    small_ok: Callable[[list[tuple[int, ...]], int, int, int | None], bool]
+    zero_slot: str  # problem templates ({path}, {real}, {zeros}, {base})
+    untrimmed: str
+    checks: tuple[_EntryCheck, ...]
+
+
+_SPECS: dict[IndexKind, _IndexSpec] = {
+    IndexKind.OFFSET: _IndexSpec(
+        OFFSET_ENTRY_SIZE,
+        offset_index_array,
+        ">ii",
+        _small_offset_entries_ok,
+        "slot {real} of {path} is a zero entry (offset = base offset {base}) but non-zero entries follow it: "
+        "the entries go backwards",
+        "{path} belongs to an inactive segment but is untrimmed: {zeros} zero-filled slots follow its "
+        "{real} real entries (the broker trims an index when its segment rolls; this one was left "
+        "preallocated by an unclean shutdown), so the broker reads its last offset as {base}, equal to the "
+        "base offset",
+        _OFFSET_CHECKS,
+    ),
+    IndexKind.TIME: _IndexSpec(
+        TIME_ENTRY_SIZE,
+        time_index_array,
+        ">qi",
+        _small_time_entries_ok,
+        "slot {real} of {path} is a zero entry but non-zero entries follow it: the entries go backwards",
+        "{path} belongs to an inactive segment but is untrimmed or zeroed: {zeros} zero-filled slots follow "
+        "its {real} real entries, so the broker reads its last entry as timestamp 0 at offset {base}",
+        _TIME_CHECKS,
+    ),
+}
+
+
+def _small_index_ok(spec: _IndexSpec, data: bytes, base: int, log_size: int, next_base: int | None) -> bool:
+    """True when a small, trimmed index passes every check (the common case, without numpy)."""
+    n = len(data)
+    if n == 0:
+        return True
+    if n % spec.entry_size or n > _SMALL * spec.entry_size:
+        return False
+    return spec.small_ok(list(struct.iter_unpack(spec.struct_format, data)), base, log_size, next_base)
+
+
+def _size_problem(path: str, n: int, entry_size: int) -> str:
+    return f"{path} is {n} bytes, not a multiple of the {entry_size}-byte entry size"
+
+
+def analyze_index(
+    st: PartitionState,
+    seg: Segment,
+    kind: IndexKind,
+    path: str,
+    data: bytes,
+    log_size: int,
+    next_base: int | None,
 ) -> tuple[int, int]:
-    """Full checks of one ``.index``; returns (slots, real entries)."""
+    """Full checks of one ``.index`` or ``.timeindex``; returns (slots, real entries)."""
+    spec = _SPECS[kind]
+    size = spec.entry_size
     base = seg.base_offset
     n = len(data)
-    if _small_offset_index_ok(data, base, log_size, next_base):
-        return n // OFFSET_ENTRY_SIZE, n // OFFSET_ENTRY_SIZE
-    slots = n // OFFSET_ENTRY_SIZE
-    real = real_entry_count(data, OFFSET_ENTRY_SIZE)
-    inactive = not st.is_active(seg)
-    if n % OFFSET_ENTRY_SIZE:
-        _report(
-            st,
-            seg,
-            path,
-            IndexKind.OFFSET,
-            data,
-            f"{path} is {n} bytes, not a multiple of the {OFFSET_ENTRY_SIZE}-byte entry size",
-            n - n % OFFSET_ENTRY_SIZE,
-        )
+    if _small_index_ok(spec, data, base, log_size, next_base):
+        return n // size, n // size
+    slots = n // size
+    real = real_entry_count(data, size)
+    if n % size:
+        report_corrupt(st, seg, path, kind, data, _size_problem(path, n, size), n - n % size)
         return slots, real
     if slots > real:
-        tail = np.frombuffer(data, np.uint8, offset=real * OFFSET_ENTRY_SIZE)
-        if tail.any():
-            _report(
-                st,
-                seg,
-                path,
-                IndexKind.OFFSET,
-                data,
-                f"slot {real} of {path} is a zero entry (offset = base offset {base}) but non-zero "
-                "entries follow it: the entries go backwards",
-                real * OFFSET_ENTRY_SIZE,
-                base,
-            )
+        zeros = {"path": path, "real": real, "zeros": slots - real, "base": base}
+        if np.frombuffer(data, np.uint8, offset=real * size).any():
+            report_corrupt(st, seg, path, kind, data, spec.zero_slot.format(**zeros), real * size, base)
             return slots, real
-        if inactive:
+        if not st.is_active(seg):
             st.rep.untrimmed_inactive_indexes += 1
-            _report(
-                st,
-                seg,
-                path,
-                IndexKind.OFFSET,
-                data,
-                f"{path} belongs to an inactive segment but is untrimmed: {slots - real} zero-filled slots "
-                f"follow its {real} real entries (the broker trims an index when its segment rolls; this "
-                f"one was left preallocated by an unclean shutdown), so the broker reads its last offset "
-                f"as {base}, equal to the base offset",
-                real * OFFSET_ENTRY_SIZE,
-                base,
-            )
+            report_corrupt(st, seg, path, kind, data, spec.untrimmed.format(**zeros), real * size, base)
             return slots, real
     if real == 0:
         return slots, real
-    arr = offset_index_array(data[: real * OFFSET_ENTRY_SIZE])
-    rel = arr["relative_offset"].astype(np.int64)
-    pos = arr["position"].astype(np.int64)
-    bad = np.flatnonzero(rel <= 0)
-    if bad.size:
-        i = int(bad[0])
-        _report(
-            st,
-            seg,
-            path,
-            IndexKind.OFFSET,
-            data,
-            f"entry {i} of {path} has offset {base + int(rel[i])}, not above the base offset {base}",
-            i * OFFSET_ENTRY_SIZE,
-            base + int(rel[i]),
-        )
-        return slots, real
-    back = np.flatnonzero((np.diff(rel) <= 0) | (np.diff(pos) <= 0))
-    if back.size:
-        i = int(back[0]) + 1
-        _report(
-            st,
-            seg,
-            path,
-            IndexKind.OFFSET,
-            data,
-            f"entries of {path} go backwards: entry {i} (offset {base + int(rel[i])}, position "
-            f"{int(pos[i])}) "
-            f"does not follow entry {i - 1} (offset {base + int(rel[i - 1])}, position {int(pos[i - 1])})",
-            i * OFFSET_ENTRY_SIZE,
-            base + int(rel[i]),
-        )
-        return slots, real
-    past = np.flatnonzero((pos < 0) | (pos >= log_size))
-    if past.size:
-        i = int(past[0])
-        _report(
-            st,
-            seg,
-            path,
-            IndexKind.OFFSET,
-            data,
-            f"entry {i} of {path} points past the log: position {int(pos[i])} for offset "
-            f"{base + int(rel[i])}, "
-            f"but {seg.log_name} is {log_size} bytes",
-            i * OFFSET_ENTRY_SIZE,
-            base + int(rel[i]),
-        )
-        return slots, real
-    if next_base is not None:
-        beyond = np.flatnonzero(base + rel >= next_base)
-        if beyond.size:
-            i = int(beyond[0])
-            _report(
-                st,
-                seg,
-                path,
-                IndexKind.OFFSET,
-                data,
-                f"entry {i} of {path} points past the log: offset {base + int(rel[i])} belongs to the next "
-                f"segment (base offset {next_base})",
-                i * OFFSET_ENTRY_SIZE,
-                base + int(rel[i]),
-            )
-            return slots, real
-    # every condition a sanity check of any era tests (size, last offset vs base) is covered above
+    entries = Entries(
+        kind, data, base, path=path, log_name=seg.log_name, log_size=log_size, next_base=next_base
+    )
+    for find, problem in spec.checks:
+        bad = find(entries)
+        if bad is not None and bad.any():
+            i = int(np.argmax(bad))
+            report_corrupt(st, seg, path, kind, data, problem(entries, i), i * size, entries.offset(i))
+            break
     return slots, real
 
 
-def analyze_time_index(
-    st: PartitionState, seg: SegmentFiles, path: str, data: bytes, next_base: int | None
-) -> tuple[int, int]:
-    """Full checks of one ``.timeindex``; returns (slots, real entries)."""
-    base = seg.base_offset
-    n = len(data)
-    if _small_time_index_ok(data, base, next_base):
-        return n // TIME_ENTRY_SIZE, n // TIME_ENTRY_SIZE
-    slots = n // TIME_ENTRY_SIZE
-    real = real_entry_count(data, TIME_ENTRY_SIZE)
-    inactive = not st.is_active(seg)
-    if n % TIME_ENTRY_SIZE:
-        _report(
-            st,
-            seg,
-            path,
-            IndexKind.TIME,
-            data,
-            f"{path} is {n} bytes, not a multiple of the {TIME_ENTRY_SIZE}-byte entry size",
-            n - n % TIME_ENTRY_SIZE,
-        )
-        return slots, real
-    if slots > real:
-        tail = np.frombuffer(data, np.uint8, offset=real * TIME_ENTRY_SIZE)
-        if tail.any():
-            _report(
-                st,
-                seg,
-                path,
-                IndexKind.TIME,
-                data,
-                f"slot {real} of {path} is a zero entry but non-zero entries follow it: the entries go "
-                "backwards",
-                real * TIME_ENTRY_SIZE,
-                base,
-            )
-            return slots, real
-        if inactive:
-            st.rep.untrimmed_inactive_indexes += 1
-            _report(
-                st,
-                seg,
-                path,
-                IndexKind.TIME,
-                data,
-                f"{path} belongs to an inactive segment but is untrimmed or zeroed: {slots - real} "
-                "zero-filled "
-                f"slots follow its {real} real entries, so the broker reads its last entry as timestamp 0 "
-                f"at offset {base}",
-                real * TIME_ENTRY_SIZE,
-                base,
-            )
-            return slots, real
-    if real == 0:
-        return slots, real
-    arr = time_index_array(data[: real * TIME_ENTRY_SIZE])
-    ts = arr["timestamp"].astype(np.int64)
-    rel = arr["relative_offset"].astype(np.int64)
-    bad = np.flatnonzero(rel < 0)
-    if bad.size:
-        i = int(bad[0])
-        _report(
-            st,
-            seg,
-            path,
-            IndexKind.TIME,
-            data,
-            f"entry {i} of {path} has offset {base + int(rel[i])}, below the base offset {base}",
-            i * TIME_ENTRY_SIZE,
-            base + int(rel[i]),
-        )
-        return slots, real
-    back = np.flatnonzero((np.diff(ts) < 0) | (np.diff(rel) < 0))
-    if back.size:
-        i = int(back[0]) + 1
-        _report(
-            st,
-            seg,
-            path,
-            IndexKind.TIME,
-            data,
-            f"entries of {path} go backwards: entry {i} (timestamp {int(ts[i])}, offset "
-            f"{base + int(rel[i])}) "
-            f"does not follow entry {i - 1} (timestamp {int(ts[i - 1])}, offset {base + int(rel[i - 1])})",
-            i * TIME_ENTRY_SIZE,
-            base + int(rel[i]),
-        )
-        return slots, real
-    if next_base is not None:
-        beyond = np.flatnonzero(base + rel >= next_base)
-        if beyond.size:
-            i = int(beyond[0])
-            _report(
-                st,
-                seg,
-                path,
-                IndexKind.TIME,
-                data,
-                f"entry {i} of {path} points past the log: offset {base + int(rel[i])} belongs to the next "
-                f"segment (base offset {next_base})",
-                i * TIME_ENTRY_SIZE,
-                base + int(rel[i]),
-            )
-            return slots, real
-    # the sanity checks (size, last timestamp vs first, last offset vs base) are covered above
-    return slots, real
-
-
-def analyze_txn_index(st: PartitionState, seg: SegmentFiles, path: str, data: bytes) -> None:
+def analyze_txn_index(st: PartitionState, seg: Segment, path: str, data: bytes) -> None:
     n = len(data)
     if n % TXN_ENTRY_SIZE:
-        _report(
-            st,
-            seg,
-            path,
-            IndexKind.TXN,
-            data,
-            f"{path} is {n} bytes, not a multiple of the {TXN_ENTRY_SIZE}-byte entry size (the broker "
-            "ignores the partial last entry)",
-            n - n % TXN_ENTRY_SIZE,
-        )
+        problem = _size_problem(path, n, TXN_ENTRY_SIZE) + " (the broker ignores the partial last entry)"
+        report_corrupt(st, seg, path, IndexKind.TXN, data, problem, n - n % TXN_ENTRY_SIZE)
         return
     _verdict, rejecting = verdict_text(IndexKind.TXN, data, seg.base_offset, path)
     if rejecting:
-        _report(st, seg, path, IndexKind.TXN, data, f"{path} fails TransactionIndex.sanityCheck", None)
+        report_corrupt(st, seg, path, IndexKind.TXN, data, f"{path} fails TransactionIndex.sanityCheck", None)
 
 
-def tail_check(st: PartitionState, seg: SegmentFiles, kind: IndexKind, path: str, size: int) -> bool:
+def tail_check(st: PartitionState, seg: Segment, kind: IndexKind, path: str, size: int) -> bool:
     """--quick: look only at an index's size and its first/last slots. True when it needs a full read.
 
     The time index's last slot is kept in ``st.last_time_slot`` for the retention check.
     """
-    entry = OFFSET_ENTRY_SIZE if kind is IndexKind.OFFSET else TIME_ENTRY_SIZE
+    entry = ENTRY_SIZE[kind]
     if size % entry:
         return True
     slots = size // entry

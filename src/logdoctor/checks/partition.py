@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from logdoctor.checks import deep, default, quick
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
-from logdoctor.checks.layout import FolderLayout, read_layout
 from logdoctor.checks.state import PartitionState
+from logdoctor.logdir.model import Partition
+from logdoctor.logdir.names import DirKind, PartitionDirName
 
 
 def check_partition(task: PartitionTask) -> PartitionReport:
+    # one scandir and one stat per file, shared by the permission, size and mtime checks
+    part = Partition(
+        None,
+        Path(task.path),
+        PartitionDirName(task.topic, task.partition, DirKind(task.kind)),
+        stat_files=True,
+    )
     try:
-        layout = read_layout(task.path)
+        segments = part.segments
     except OSError as e:
-        st = PartitionState(task, FolderLayout())
+        st = PartitionState(task, part, [])
         st.denied(task.path, "rx", "the broker cannot load this partition", f"listing failed: {e.strerror}")
         return st.rep
-    st = PartitionState(task, layout)
+    st = PartitionState(task, part, segments)
     for seg in st.segments:
         st.infos[seg.base_offset] = SegmentInfo(seg.base_offset, seg.size, seg.mtime_ms)
     depth = task.options.depth

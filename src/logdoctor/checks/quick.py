@@ -62,16 +62,16 @@ def check_listing(st: PartitionState) -> None:
         dst = None
     if dst is not None:
         st.check_access(st.task.path, dst, "rwx", "the broker cannot load this partition")
-    for path, fst in st.layout.files:
+    for e in st.partition.entries:
         st.check_access(
-            path,
-            fst,
+            e.path,
+            e.stat(),
             "rw",
             "the broker cannot load this partition (LogLoader: 'Could not read "
             "file'; the log dir goes offline)",
         )
-    for orphan in st.layout.leftovers:
-        path = orphan.path
+    for orphan in st.partition.orphan_files:
+        path = str(orphan.path)
         if orphan.kind == "unknown-file":
             st.make(
                 "UNKNOWN_FILE",
@@ -85,12 +85,12 @@ def check_listing(st: PartitionState) -> None:
         )
     for seg in st.segments:
         missing = []
-        if seg.index_path is None:
+        if seg.index_file is None:
             missing.append(".index")
-        if seg.timeindex_path is None:
+        if seg.timeindex_file is None:
             missing.append(".timeindex")
         if missing:
-            if seg.index_path is None:
+            if seg.index_file is None:
                 effect = (
                     "at startup the broker recovers the segment, reading all of it to rebuild its indexes "
                     "(LogLoader: 'Could not find offset index file ... recovering segment and rebuilding "
@@ -107,7 +107,7 @@ def check_listing(st: PartitionState) -> None:
                     effect += " and time retention uses the .log mtime as its largest timestamp"
             st.make(
                 "INDEX_MISSING",
-                seg.log_path,
+                seg.log_file,
                 offset=seg.base_offset,
                 missing=" and ".join(missing),
                 effect=effect,
@@ -121,8 +121,8 @@ def check_index_headers(st: PartitionState) -> None:
     for i, seg in enumerate(st.segments[:-1]):
         flagged = False
         for kind, path, size in (
-            (IndexKind.OFFSET, seg.index_path, seg.index_size),
-            (IndexKind.TIME, seg.timeindex_path, seg.timeindex_size),
+            (IndexKind.OFFSET, seg.index_file, seg.index_size),
+            (IndexKind.TIME, seg.timeindex_file, seg.timeindex_size),
         ):
             if path is not None and size is not None and tail_check(st, seg, kind, str(path), size):
                 flagged = True
@@ -136,7 +136,7 @@ def check_index_headers(st: PartitionState) -> None:
             # --quick never reads an inactive .log: report the risk with the true timestamp unknown
             st.make(
                 "RETENTION_RISK",
-                (seg.timeindex_path or seg.log_path),
+                (seg.timeindex_file or seg.log_file),
                 offset=seg.base_offset,
                 cause=cause[0].upper() + cause[1:],
                 broker_ts=info.broker_largest_ts,
@@ -145,9 +145,9 @@ def check_index_headers(st: PartitionState) -> None:
                 true_ts_iso="not read in --quick; run the default scan",
                 retention_ms=st.options.retention_ms,
                 when="as soon as now - largestTimestamp > retention.ms",
-                segment=seg.log_path,
+                segment=seg.log_file,
                 details={
-                    "segment": seg.log_path,
+                    "segment": seg.log_file,
                     "broker_largest_timestamp": info.broker_largest_ts,
                     "broker_timestamp_source": info.broker_ts_source,
                     "true_largest_timestamp": None,
@@ -188,7 +188,7 @@ def check_small_files(st: PartitionState) -> None:
     from logdoctor.formats.partition_metadata import parse_partition_metadata
 
     folder = st.task.path
-    names = st.layout.names
+    names = {e.name for e in st.partition.entries}
     leo = st.log_end_offset
     if PARTITION_METADATA_FILE in names:
         path = os.path.join(folder, PARTITION_METADATA_FILE)
@@ -251,7 +251,7 @@ def check_small_files(st: PartitionState) -> None:
                             break
     from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 
-    for off, spath in st.layout.producer_snapshots:
+    for off, spath in st.partition.producer_snapshot_files:
         data = st.read_small(spath, "the broker cannot load producer state")
         if data is None:
             continue
@@ -266,7 +266,7 @@ def check_small_files(st: PartitionState) -> None:
                 problem=f"{spath} cannot be read ({e}): the broker deletes it at startup",
             )
     if leo is not None:
-        for off, spath in st.layout.producer_snapshots:
+        for off, spath in st.partition.producer_snapshot_files:
             if off > leo:
                 st.make(
                     "PRODUCER_SNAPSHOT_AHEAD",

@@ -21,9 +21,9 @@ from logdoctor.checks import catalog
 from logdoctor.checks.access import describe, missing_access
 from logdoctor.checks.context import PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.findings import Finding
-from logdoctor.checks.layout import FolderLayout, SegmentFiles
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
+from logdoctor.logdir.model import Partition, Segment
 
 
 def iso(ms: int | None) -> str:
@@ -51,10 +51,12 @@ def duration(ms: int) -> str:
 
 
 class PartitionState:
-    def __init__(self, task: PartitionTask, layout: FolderLayout) -> None:
+    def __init__(self, task: PartitionTask, partition: Partition, segments: list[Segment]) -> None:
+        """``partition`` is listed with ``stat_files=True``; ``segments`` its segments ([] when the
+        folder could not be listed)."""
         self.task = task
         self.options = task.options
-        self.layout = layout
+        self.partition = partition
         self.rep = PartitionReport(
             topic=task.topic,
             partition=task.partition,
@@ -64,7 +66,7 @@ class PartitionState:
             recovery_point=task.recovery_point,
             high_watermark=task.high_watermark,
         )
-        self.segments: list[SegmentFiles] = layout.segments
+        self.segments = segments
         self.infos: dict[int, SegmentInfo] = {}
         self.walks: dict[int, WalkResult] = {}
         self.walk_crc: dict[int, bool] = {}
@@ -84,7 +86,7 @@ class PartitionState:
         kw.setdefault("logdir", self.task.log_dir)
         self.add(catalog.make(code, path, **kw))
 
-    def is_active(self, seg: SegmentFiles) -> bool:
+    def is_active(self, seg: Segment) -> bool:
         return bool(self.segments) and seg is self.segments[-1]
 
     # access --------------------------------------------------------------------------------------
@@ -158,7 +160,7 @@ class PartitionState:
         self.rep.bytes_read += sum(len(b) for b in out)
         return out
 
-    def walk(self, seg: SegmentFiles, *, verify_crc: bool, with_positions: bool = False) -> WalkResult | None:
+    def walk(self, seg: Segment, *, verify_crc: bool, with_positions: bool = False) -> WalkResult | None:
         """Walk the segment's .log (cached; a CRC walk satisfies a non-CRC request)."""
         base = seg.base_offset
         cached = self.walks.get(base)
@@ -168,7 +170,7 @@ class PartitionState:
             and (cached.positions is not None or not with_positions)
         ):
             return cached
-        path = seg.log_path
+        path = seg.log_file
         if path in self.unreadable:
             return None
         try:

@@ -15,17 +15,17 @@ import os
 
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import SegmentInfo
-from logdoctor.checks.layout import SegmentFiles
 from logdoctor.checks.state import PartitionState, duration, iso
 from logdoctor.formats.index import TIME_ENTRY_SIZE
+from logdoctor.logdir.model import Segment
 
 #: a broker timestamp this much older than the records is "far older" (not clock noise)
 RISK_TOLERANCE_MS = 60_000
 
 
-def broker_largest_timestamp(st: PartitionState, seg: SegmentFiles, info: SegmentInfo) -> str | None:
+def broker_largest_timestamp(st: PartitionState, seg: Segment, info: SegmentInfo) -> str | None:
     """Fill info.broker_largest_ts/source; return why it is suspicious (None: looks right)."""
-    tpath = seg.timeindex_path
+    tpath = seg.timeindex_file
     log_nonempty = info.size > 0
     if tpath is None:
         info.broker_largest_ts = info.mtime_ms
@@ -71,14 +71,14 @@ def broker_largest_timestamp(st: PartitionState, seg: SegmentFiles, info: Segmen
     return None
 
 
-def check_retention_risk(st: PartitionState, seg: SegmentFiles, info: SegmentInfo, cause: str | None) -> None:
+def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, cause: str | None) -> None:
     """Compare the broker's largest timestamp with the true one (which must be known by now)."""
     broker = info.broker_largest_ts
     true = info.true_largest_ts
     if broker is None:
         return
     now = st.options.now_ms
-    path = seg.timeindex_path or seg.log_path
+    path = seg.timeindex_file or seg.log_file
     if true is not None and true >= 0 and (broker <= 0 or true - broker > RISK_TOLERANCE_MS):
         if cause is None:
             cause = (
@@ -104,9 +104,9 @@ def check_retention_risk(st: PartitionState, seg: SegmentFiles, info: SegmentInf
             true_ts_iso=iso(true),
             retention_ms=retention,
             when=when,
-            segment=seg.log_path,
+            segment=seg.log_file,
             details={
-                "segment": seg.log_path,
+                "segment": seg.log_file,
                 "broker_largest_timestamp": broker,
                 "broker_timestamp_source": info.broker_ts_source,
                 "true_largest_timestamp": true,
@@ -117,7 +117,7 @@ def check_retention_risk(st: PartitionState, seg: SegmentFiles, info: SegmentInf
             "RETENTION_BLOCKED",
             path,
             offset=seg.base_offset,
-            segment=seg.log_path,
+            segment=seg.log_file,
             broker_ts=broker,
             broker_ts_iso=iso(broker),
             ahead=duration(broker - now),

@@ -166,6 +166,14 @@ class Segment:
         self.base_offset = base_offset
         self._entries = entries
         self.last_scan_error: FormatError | None = None  # why the walk for last_batch stopped early
+        # the paths as listed, plain strings (no Path object): for hot loops that key sets by path
+        self.log_file: str = entries[SegmentFileType.LOG].path
+        e = entries.get(SegmentFileType.INDEX)
+        self.index_file: str | None = e.path if e is not None else None
+        e = entries.get(SegmentFileType.TIMEINDEX)
+        self.timeindex_file: str | None = e.path if e is not None else None
+        e = entries.get(SegmentFileType.TXNINDEX)
+        self.txnindex_file: str | None = e.path if e is not None else None
 
     def __repr__(self) -> str:
         return f"Segment({self.partition.name}/{self.base_offset:020d})"
@@ -190,6 +198,11 @@ class Segment:
     @property
     def txnindex_path(self) -> Path | None:
         return self._path(SegmentFileType.TXNINDEX)
+
+    @property
+    def log_name(self) -> str:
+        """The ``.log`` file's name (``<20-digit base offset>.log``)."""
+        return self._entries[SegmentFileType.LOG].name
 
     def _size(self, t: SegmentFileType) -> int | None:
         e = self._entries.get(t)
@@ -368,12 +381,21 @@ class Segment:
 
 
 class Partition:
-    """One topic-partition folder. Listing its files costs one scandir; nothing else until asked."""
+    """One topic-partition folder. Listing its files costs one scandir; nothing else until asked.
 
-    def __init__(self, log_dir: LogDir | None, path: Path, dir_name: PartitionDirName):
+    With ``stat_files=True`` (what the scan uses) the listing also stats every file once, and a
+    file whose stat fails (removed since the scandir, a dangling link, a folder without search
+    permission) is left out of everything: the segments' sizes and mtimes and :attr:`entries`
+    then never stat again.
+    """
+
+    def __init__(
+        self, log_dir: LogDir | None, path: Path, dir_name: PartitionDirName, *, stat_files: bool = False
+    ):
         self.log_dir = log_dir
         self.path = path
         self.dir_name = dir_name
+        self._stat_files = stat_files
 
     def __repr__(self) -> str:
         return f"Partition({self.path.name!r})"
@@ -402,7 +424,13 @@ class Partition:
     @cached_property
     def _listing(self) -> list[os.DirEntry[str]]:
         with os.scandir(self.path) as it:
-            return [e for e in it if not e.is_dir(follow_symlinks=False)]
+            listing = [e for e in it if not e.is_dir(follow_symlinks=False)]
+        return [e for e in listing if _stat_ok(e)] if self._stat_files else listing
+
+    @cached_property
+    def entries(self) -> list[os.DirEntry[str]]:
+        """Every file of the folder as listed, sorted by name (``.path`` is a str, ``.stat()`` cached)."""
+        return sorted(self._listing, key=lambda e: e.name)
 
     @cached_property
     def _classified(self) -> list[tuple[PartitionFile, os.DirEntry[str]]]:
@@ -414,9 +442,10 @@ class Partition:
         return sorted((pf for pf, _ in self._classified), key=lambda pf: pf.name)
 
     @cached_property
-    def _segments_and_orphans(self) -> tuple[list[Segment], list[Orphan]]:
+    def _segments_and_orphans(self) -> tuple[list[Segment], list[Orphan], list[tuple[int, str]]]:
         groups: dict[int, dict[SegmentFileType, os.DirEntry[str]]] = {}
         orphans: list[Orphan] = []
+        snapshots: list[tuple[int, str]] = []
         snapshot = SegmentFileType.SNAPSHOT
         live = FileState.LIVE
         for e in self._listing:
@@ -424,7 +453,9 @@ class Partition:
             if seg is not None:
                 base, ft, state = seg
                 if ft is snapshot:
-                    if state is not live:
+                    if state is live:
+                        snapshots.append((base, e.path))
+                    else:
                         orphans.append(Orphan(Path(e.path), "deleted", _STATE_REASON[state], self))
                 elif state is live:
                     groups.setdefault(base, {})[ft] = e
@@ -450,7 +481,8 @@ class Partition:
                 for t, e in sorted(entries.items()):
                     orphans.append(Orphan(Path(e.path), "index-without-log", f"{t.value} with no .log", self))
         orphans.sort(key=lambda o: o.path.name)
-        return segments, orphans
+        snapshots.sort()
+        return segments, orphans, snapshots
 
     @property
     def segments(self) -> list[Segment]:
@@ -476,13 +508,12 @@ class Partition:
     @cached_property
     def producer_snapshots(self) -> list[tuple[int, Path]]:
         """Live producer snapshots ``(offset, path)`` sorted by offset."""
-        return sorted(
-            (pf.base_offset, Path(e.path))
-            for pf, e in self._classified
-            if pf.kind is PartitionFileKind.PRODUCER_SNAPSHOT
-            and pf.state is FileState.LIVE
-            and pf.base_offset is not None
-        )
+        return [(offset, Path(path)) for offset, path in self.producer_snapshot_files]
+
+    @property
+    def producer_snapshot_files(self) -> list[tuple[int, str]]:
+        """:attr:`producer_snapshots` with the paths as listed (plain strings)."""
+        return self._segments_and_orphans[2]
 
     @cached_property
     def kraft_snapshots(self) -> list[tuple[int, int, Path]]:
@@ -563,6 +594,15 @@ class Partition:
         """The base64 topic id of partition.metadata (None when missing/unparsable)."""
         pm = self.partition_metadata_read.value
         return pm.topic_id if pm is not None else None
+
+
+def _stat_ok(e: os.DirEntry[str]) -> bool:
+    """Stat ``e`` now (DirEntry caches it); False when that fails."""
+    try:
+        e.stat()
+    except OSError:
+        return False
+    return True
 
 
 _STATE_REASON = {
