@@ -103,3 +103,20 @@ class LogDirError(LogDoctorError):
 
 class BrokerRunningError(LogDirError):
     """The log dir's ``.lock`` is held by another process (a running broker)."""
+
+
+class OutputOverlapsInputError(LogDoctorError):
+    """An output location (``--out``, a report file) is an input, lies inside one, or contains one.
+
+    Writing there would change a log dir, or deleting or replacing the output would destroy it.
+    """
+
+    def __init__(self, output: str, input_: str, relation: str) -> None:
+        self.output = output
+        self.input = input_
+        self.relation = relation  # "is" | "inside" | "contains"
+        words = {"is": "is the input", "inside": "lies inside the input", "contains": "contains the input"}
+        super().__init__(
+            f"output {output} {words[relation]} {input_}: choose an output outside every input "
+            "(nothing was written or deleted)"
+        )
