@@ -22,7 +22,7 @@ def test_overlap_relations(tmp_path: Path) -> None:
     assert overlap(str(logdir / "census"), str(logdir)) == "inside"
     assert overlap(str(tmp_path), str(logdir)) == "contains"
     assert overlap(str(tmp_path / "out"), str(logdir)) is None
-    assert overlap(str(tmp_path / "kafka-logs-2"), str(logdir)) is None  # a prefix of the name is not a parent
+    assert overlap(str(tmp_path / "kafka-logs-2"), str(logdir)) is None  # a name prefix is no parent
     assert overlap(f"file://{logdir}/x", str(logdir)) == "inside"
     assert overlap("s3://bucket/fleet", "s3://bucket/fleet/b1") == "contains"
     assert overlap("s3://bucket/fleet-out", "s3://bucket/fleet") is None
