@@ -14,6 +14,7 @@ from logdoctor.cli import commands
 from logdoctor.cli.common import (
     EX_CANTCREAT,
     EX_DATAERR,
+    EX_REFUSED,
     EX_SOFTWARE,
     EX_TEMPFAIL,
     EX_USAGE,
@@ -22,6 +23,7 @@ from logdoctor.cli.common import (
 )
 from logdoctor.cli.main import app
 from logdoctor.errors import BrokerRunningError
+from logdoctor.repair.apply import PlanChangedError
 from logdoctor.repair.backup import NoSpaceError
 
 runner = CliRunner()
@@ -105,14 +107,16 @@ class _Refused(Exception):
         (_Usage("bad journal"), EX_USAGE, "error: bad journal"),
         (BrokerRunningError("pid 42 holds the lock"), EX_TEMPFAIL, "refused (nothing written): pid 42 holds"),
         (NoSpaceError("3 bytes free"), EX_CANTCREAT, "refused (nothing written): 3 bytes free"),
-        (_Refused("cluster differs"), EX_DATAERR, "refused (nothing written): cluster differs"),
+        (_Refused("cluster differs"), EX_REFUSED, "refused (nothing written): cluster differs"),
+        (PlanChangedError("x.index is not as planned"), EX_DATAERR, "refused (nothing written): x.index"),
         (KeyError("x"), EX_SOFTWARE, "logdoctor repair failed: KeyError: 'x'"),
     ],
 )
 def test_run_errors_map_to_exit_codes(
     exc: Exception, code: int, line: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    with pytest.raises(typer.Exit) as info, run_errors("repair", usage=(_Usage,), refusals=(_Refused,)):
+    refusals = (_Refused, PlanChangedError)
+    with pytest.raises(typer.Exit) as info, run_errors("repair", usage=(_Usage,), refusals=refusals):
         raise exc
     assert info.value.exit_code == code
     assert capsys.readouterr().err.startswith(line)

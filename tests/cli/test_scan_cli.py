@@ -29,7 +29,7 @@ def test_exit_codes_follow_the_worst_finding(realworld_dir: Path, tmp_path: Path
 
 def test_usage_errors_exit_64(tmp_path: Path) -> None:
     assert invoke("scan", "--quick", "--deep", str(tmp_path)).exit_code == 64
-    assert invoke("scan", str(tmp_path / "missing")).exit_code == 64
+    assert invoke("scan", str(tmp_path / "missing")).exit_code == 66  # EX_NOINPUT, as for dump
     assert invoke("scan", "--no-such-option", str(tmp_path)).exit_code == 64
     assert invoke("scan").exit_code == 64
     assert invoke("retention", "--topic-config", "bad", str(tmp_path)).exit_code == 64

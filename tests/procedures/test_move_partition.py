@@ -358,7 +358,8 @@ def test_cli_refusal_exit_codes(tmp_path):
     src, dst = _fleet(tmp_path)
     (dst / "orders-0").mkdir()
     out = _cli("move-partition", "orders-0", "--from", str(src), "--to", str(dst), "--apply")
-    assert out.returncode == 65 and "already has orders-0" in out.stderr
+    # 78 (EX_CONFIG): refused for the state of the log dirs; 65 is kept for "changed since planning"
+    assert out.returncode == 78 and "already has orders-0" in out.stderr
     with helpers.broker_holding_lock(src):
         out = _cli("move-partition", "orders-1", "--from", str(src), "--to", str(dst), "--apply")
     assert out.returncode == 75 and "locked" in out.stderr

@@ -38,6 +38,7 @@ from logdoctor.logdir.names import (
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
 )
+from logdoctor.logdir.recognize import recognize
 
 
 class ScanUsageError(Exception):
@@ -670,8 +671,9 @@ def scan(
     paths = []
     for d in log_dirs:
         p = os.path.abspath(os.fspath(d))
-        if not os.path.isdir(p):
-            raise ScanUsageError(f"{p} is not a directory")
+        what = recognize(p)
+        if not what.is_log_dir:  # never advice for what is not a log dir (a partition folder, /etc)
+            raise ScanUsageError(what.refusal())
         if p not in paths:
             paths.append(p)
     reports: list[LogDirReport] = []

@@ -14,12 +14,14 @@ from rich.table import Table
 
 from logdoctor.cli.common import (
     EX_DATA,
+    EX_NOINPUT,
     EX_OK,
     EX_UNAVAILABLE,
     EX_WARNINGS,
     fail,
     parse_now,
     print_json,
+    refuse_overlapping_outputs,
     spark_progress,
     usage_error,
 )
@@ -104,6 +106,18 @@ def command_exists(command_line: str) -> bool:
     return any((c.name or getattr(c.callback, "__name__", "")) == words[1] for c in app.registered_commands)
 
 
+def refuse_non_log_dirs(items: list[str]) -> None:
+    """Census takes log dirs and folders holding them; refuse a partition folder, a file, any other folder."""
+    from logdoctor.logdir.recognize import PathKind, recognize
+
+    for item in items:
+        r = recognize(item)
+        if r.kind is PathKind.MISSING:
+            fail(f"error: {r.refusal()}", EX_NOINPUT)
+        if r.kind in (PathKind.PARTITION_DIR, PathKind.FILE, PathKind.OTHER_DIR):
+            usage_error(r.refusal())
+
+
 def exit_code(result: Any) -> int:
     c = result.counts()
     return EX_DATA if c["error"] else EX_WARNINGS if c["warning"] else EX_OK
@@ -126,10 +140,15 @@ def run_census_cli(
 
     try:
         from logdoctor.spark.census import discover_brokers
+        from logdoctor.spark.planning import split_paths
 
-        discover_brokers(paths)
+        items = split_paths(paths)
+        refuse_non_log_dirs(items)
+        brokers = discover_brokers(paths)
     except (CensusError, PlanningError) as exc:
         usage_error(str(exc))
+    inputs = [*items, *(ld for b in brokers for ld in b.log_dirs)]
+    refuse_overlapping_outputs([out, html_out], inputs)
     try:
         with err.status("starting Spark…"):
             spark = get_spark(master, "logdoctor census")
@@ -155,15 +174,24 @@ def census_command(
     paths: Annotated[
         list[str], typer.Argument(help="Broker folders (each holding log dirs), log dirs, or globs.")
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Folder for the Parquet tables and summary.")],
-    master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
+    out: Annotated[
+        Path, typer.Option("--out", "-o", metavar="DIR", help="Folder for the Parquet tables and summary.")
+    ],
+    master: Annotated[
+        str | None, typer.Option("--master", metavar="URL", help="Spark master (default local[*]).")
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
     html_out: Annotated[
         Path | None,
-        typer.Option("--html", help="Also write a self-contained HTML report (opens offline) to FILE."),
+        typer.Option(
+            "--html", metavar="FILE", help="Also write a self-contained HTML report (opens offline) to FILE."
+        ),
     ] = None,
     now: Annotated[
-        str | None, typer.Option("--now", help="Current time (epoch ms or ISO-8601) for timestamp checks.")
+        str | None,
+        typer.Option(
+            "--now", metavar="TIME", help="Current time (epoch ms or ISO-8601) for timestamp checks."
+        ),
     ] = None,
 ) -> None:
     """Fleet census: replica offsets and lag across brokers, disk use per log dir, findings and fixes."""

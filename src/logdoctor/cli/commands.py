@@ -31,12 +31,18 @@ def order_commands() -> None:
     """Sort the registered commands by :data:`HELP_ORDER` and give each its help panel.
 
     A command missing from HELP_ORDER keeps its place after the listed ones, in the default panel.
+    Every command gets :class:`~logdoctor.cli.common.LogdoctorCommand` (usage errors exit 64; help reads
+    like kafka-dump-log's) unless it names a class of its own.
     """
+    from logdoctor.cli.common import LogdoctorCommand
+
     rank = {name: i for i, name in enumerate(n for _, names in HELP_ORDER for n in names)}
     panel = {name: title for title, names in HELP_ORDER for name in names}
     for info in app.registered_commands:
         if info.name in panel and not isinstance(info.rich_help_panel, str):  # unset: a typer Default
             info.rich_help_panel = panel[info.name]
+        if not (isinstance(info.cls, type) and issubclass(info.cls, LogdoctorCommand)):
+            info.cls = LogdoctorCommand  # every command: usage errors exit 64, help without types
     app.registered_commands.sort(key=lambda info: rank.get(info.name or "", len(rank)))
 
 

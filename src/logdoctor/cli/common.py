@@ -8,7 +8,9 @@ script can tell bad data (2) from a bad call (64) or a tool failure (70).
 from __future__ import annotations
 
 import datetime as dt
+import enum
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -29,7 +31,7 @@ from rich.progress import (
     TransferSpeedColumn,
 )
 from rich.text import Text
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
 __all__ = [
     "EX_CANTCREAT",
@@ -40,6 +42,7 @@ __all__ = [
     "EX_NOINPUT",
     "EX_NOPERM",
     "EX_OK",
+    "EX_REFUSED",
     "EX_SOFTWARE",
     "EX_TEMPFAIL",
     "EX_UNAVAILABLE",
@@ -47,7 +50,10 @@ __all__ = [
     "EX_WARNINGS",
     "ApplyOption",
     "CopyProgress",
+    "ExitCode",
     "JsonOption",
+    "LogdoctorCommand",
+    "LogdoctorGroup",
     "UsageExit64",
     "fail",
     "journal_options",
@@ -59,8 +65,11 @@ __all__ = [
     "print_run_paths",
     "print_run_status",
     "progress_bar",
+    "refuse_overlapping_outputs",
     "refused",
     "render_findings",
+    "require_input_file",
+    "require_log_dirs",
     "run_errors",
     "spark_progress",
     "tool_failure",
@@ -69,35 +78,119 @@ __all__ = [
 
 # --- exit codes ---------------------------------------------------------------------------------
 
-EX_OK = 0
-EX_WARNINGS = 1  # warnings only
-EX_DATA = 2  # errors in the data (scan, dump); for repair and the procedures: a step failed
-EX_FAILED = EX_DATA
-EX_USAGE = 64  # a bad call
-EX_DATAERR = 65  # refused: the log dir is not as the plan expects (nothing written)
-EX_NOINPUT = 66  # missing input, or a directory where a file was asked for
-EX_UNAVAILABLE = 69  # Spark cannot start (no Java 17+)
-EX_SOFTWARE = 70  # a bug or an environment failure of the tool
-EX_CANTCREAT = 73  # not enough space for the backup or the copy
-EX_IOERR = 74
-EX_TEMPFAIL = 75  # a broker holds a log dir's lock: stop it and try again
-EX_NOPERM = 77
+
+class ExitCode(enum.IntEnum):
+    """Every exit code of every command (README.md "Exit codes" has the same table; a test checks both).
+
+    0-2 follow fsck (what the data is like); 64 and up follow BSD sysexits.h (what went wrong with the
+    call or the tool), so a script can tell bad data (2) from a bad call (64) or a tool failure (70).
+    """
+
+    OK = 0  # clean (info only); a plan printed; a run completed
+    WARNINGS = 1  # warnings only (dump, scan, retention, census); export: corrupt ranges skipped
+    ERRORS = 2  # errors in the data; repair and procedures: a step failed or findings remain
+    USAGE = 64  # EX_USAGE: a bad call (unknown option, a path that is not a log dir, no command)
+    CHANGED = 65  # EX_DATAERR: a log dir is not as the plan expects (changed since planning)
+    NO_INPUT = 66  # EX_NOINPUT: an input (log dir, file, journal) does not exist, or is a directory
+    UNAVAILABLE = 69  # EX_UNAVAILABLE: Spark cannot start (no Java 17+)
+    SOFTWARE = 70  # EX_SOFTWARE: a bug or an environment failure of the tool
+    CANT_CREATE = 73  # EX_CANTCREAT: not enough space, or an output at, inside or above an input
+    IO_ERROR = 74  # EX_IOERR: reading a file failed
+    LOCKED = 75  # EX_TEMPFAIL: a broker holds a log dir's lock: stop it and try again
+    NO_PERMISSION = 77  # EX_NOPERM: a file cannot be read
+    REFUSED = 78  # EX_CONFIG: refused, the log dirs' state does not allow it (the message says why)
+
+    @property
+    def meaning(self) -> str:
+        return _MEANING[self]
+
+
+_MEANING = {
+    ExitCode.OK: "clean (info only); a plan printed; a run completed",
+    ExitCode.WARNINGS: "warnings only",
+    ExitCode.ERRORS: "errors found in the data; repair/procedures: a step failed or findings remain",
+    ExitCode.USAGE: "bad call: unknown or missing option, a path that is not a log dir, no command",
+    ExitCode.CHANGED: "a log dir changed since planning (nothing written): plan again",
+    ExitCode.NO_INPUT: "an input (log dir, file, journal) does not exist",
+    ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+)",
+    ExitCode.SOFTWARE: "a bug or an environment failure of logdoctor",
+    ExitCode.CANT_CREATE: "refused (nothing written): not enough space, or an output at, inside or above "
+    "an input",
+    ExitCode.IO_ERROR: "reading a file failed (I/O error)",
+    ExitCode.LOCKED: "refused (nothing written): a broker holds a log dir's .lock",
+    ExitCode.NO_PERMISSION: "a file cannot be read (permission denied)",
+    ExitCode.REFUSED: "refused (nothing written): the log dirs' state does not allow it (the message says "
+    "why)",
+}
+
+# the sysexits-style names the commands use (aliases of ExitCode members)
+EX_OK = ExitCode.OK
+EX_WARNINGS = ExitCode.WARNINGS
+EX_DATA = ExitCode.ERRORS
+EX_FAILED = ExitCode.ERRORS
+EX_USAGE = ExitCode.USAGE
+EX_DATAERR = ExitCode.CHANGED
+EX_NOINPUT = ExitCode.NO_INPUT
+EX_UNAVAILABLE = ExitCode.UNAVAILABLE
+EX_SOFTWARE = ExitCode.SOFTWARE
+EX_CANTCREAT = ExitCode.CANT_CREATE
+EX_IOERR = ExitCode.IO_ERROR
+EX_TEMPFAIL = ExitCode.LOCKED
+EX_NOPERM = ExitCode.NO_PERMISSION
+EX_REFUSED = ExitCode.REFUSED
 
 _CLICK_USAGE_ERRORS = frozenset(
-    {"UsageError", "BadParameter", "MissingParameter", "NoSuchOption", "BadOptionUsage", "BadArgumentUsage"}
+    {
+        "UsageError",
+        "BadParameter",
+        "MissingParameter",
+        "NoSuchOption",
+        "BadOptionUsage",
+        "BadArgumentUsage",
+        "NoArgsIsHelpError",
+    }
 )
 
 
-class UsageExit64(TyperCommand):
-    """Usage errors exit with 64 (EX_USAGE), not click's 2: 2 means errors found in the data."""
+def _usage_exit(e: BaseException) -> None:
+    """click's usage errors (exit 2 there) exit 64 here: 2 means errors found in the data."""
+    if hasattr(e, "exit_code") and type(e).__name__ in _CLICK_USAGE_ERRORS:
+        e.exit_code = EX_USAGE
+
+
+class LogdoctorCommand(TyperCommand):
+    """Every command: usage errors exit 64, and help reads like kafka-dump-log's (see :mod:`.helptext`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         try:
             return super().parse_args(ctx, args)
         except Exception as e:
-            if hasattr(e, "exit_code") and type(e).__name__ in _CLICK_USAGE_ERRORS:
-                e.exit_code = EX_USAGE
+            _usage_exit(e)
             raise
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        from logdoctor.cli.helptext import humanize
+
+        return humanize(super().get_params(ctx))
+
+
+class LogdoctorGroup(TyperGroup):
+    """The ``logdoctor`` group: no command prints the help on stderr and exits 64; help without types."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as e:
+            _usage_exit(e)
+            raise
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        from logdoctor.cli.helptext import humanize
+
+        return humanize(super().get_params(ctx))
+
+
+UsageExit64 = LogdoctorCommand  # the old name
 
 
 # --- error lines (stderr) -----------------------------------------------------------------------
@@ -122,6 +215,53 @@ def refused(message: str, code: int) -> NoReturn:
 def tool_failure(command: str, e: BaseException) -> NoReturn:
     """A bug or an environment failure, never a finding: one line and exit 70."""
     fail(f"logdoctor {command} failed: {type(e).__name__}: {e}", EX_SOFTWARE)
+
+
+# --- inputs and outputs ---------------------------------------------------------------------------
+
+
+def require_log_dirs(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Refuse, before anything is read, a LOGDIR argument that is not a log dir (or an empty folder).
+
+    What each path is comes from :func:`logdoctor.logdir.recognize.recognize`: a missing path exits 66;
+    a file, a partition folder, a folder holding log dirs or any other folder exits 64 with what it is
+    and what to give instead. Nothing is scanned, so no advice is printed for what is not a log dir.
+    """
+    from logdoctor.logdir.recognize import PathKind, recognize
+
+    for path in paths:
+        r = recognize(path)
+        if r.kind is PathKind.MISSING:
+            fail(f"error: {r.refusal()}", EX_NOINPUT)
+        if not r.is_log_dir:
+            usage_error(r.refusal())
+
+
+def require_input_file(path: str | os.PathLike[str], what: str) -> None:
+    """A file the command reads (a journal, ...): exit 66 when it does not exist or is a directory."""
+    if not os.path.exists(path):
+        fail(f"error: {what} {os.fspath(path)}: no such file", EX_NOINPUT)
+    if os.path.isdir(path):
+        fail(f"error: {what} {os.fspath(path)} is a directory, not a file", EX_NOINPUT)
+
+
+def refuse_overlapping_outputs(
+    outputs: Iterable[str | os.PathLike[str] | None], inputs: Iterable[str | os.PathLike[str]]
+) -> None:
+    """Exit 73 (nothing written or deleted) when an output is at, inside or above an input.
+
+    Uses :func:`logdoctor.logdir.outputs.check_output_location`, the rule every writing command shares.
+    """
+    from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.logdir.outputs import check_output_location
+
+    ins = list(inputs)
+    try:
+        for out in outputs:
+            if out is not None:
+                check_output_location(out, ins)
+    except OutputOverlapsInputError as e:
+        fail(f"refused: {e}", EX_CANTCREAT)
 
 
 # --- times ------------------------------------------------------------------------------------
@@ -270,8 +410,10 @@ def one_mode(planning: bool, resume_journal: Path | None, rollback_journal: Path
 
 def journal_options(what: str) -> tuple[Any, Any]:
     """The ``--resume JOURNAL`` and ``--rollback JOURNAL`` options of a command that runs ``what``."""
-    resume = Annotated[Path | None, typer.Option("--resume", help=f"Finish an interrupted {what}.")]
-    rollback = Annotated[Path | None, typer.Option("--rollback", help=f"Undo a {what}.")]
+    resume = Annotated[
+        Path | None, typer.Option("--resume", metavar="JOURNAL", help=f"Finish an interrupted {what}.")
+    ]
+    rollback = Annotated[Path | None, typer.Option("--rollback", metavar="JOURNAL", help=f"Undo a {what}.")]
     return resume, rollback
 
 
@@ -338,24 +480,31 @@ def print_run_paths(console: Console, result: Any) -> None:
 def run_errors(
     command: str, usage: tuple[type[BaseException], ...], refusals: tuple[type[BaseException], ...]
 ) -> Iterator[None]:
-    """Map what planning or applying raises to one stderr line and its exit code.
+    """Map what planning or applying raises to one stderr line and its exit code (:class:`ExitCode`).
 
-    ``usage`` -> 64; a broker holding the lock -> 75; no space -> 73; ``refusals`` -> 65 (all three:
+    A path that is not a log dir -> 64 (66 when missing); ``usage`` -> 64; a broker holding the lock ->
+    75; no space -> 73; a log dir changed since planning -> 65; other ``refusals`` -> 78 (all four:
     nothing written); any other exception -> 70. ``typer.Exit`` passes through.
     """
     from logdoctor.errors import BrokerRunningError
+    from logdoctor.logdir.recognize import NotALogDirError
+    from logdoctor.repair.apply import PlanChangedError
     from logdoctor.repair.backup import NoSpaceError
 
     try:
         yield
+    except NotALogDirError as e:
+        fail(f"error: {e}", EX_NOINPUT if e.missing else EX_USAGE)
     except usage as e:
         usage_error(str(e))
     except BrokerRunningError as e:
         refused(str(e), EX_TEMPFAIL)
     except NoSpaceError as e:
         refused(str(e), EX_CANTCREAT)
-    except refusals as e:
+    except PlanChangedError as e:
         refused(str(e), EX_DATAERR)
+    except refusals as e:
+        refused(str(e), EX_REFUSED)
     except typer.Exit:
         raise
     except Exception as e:  # a bug or an environment failure

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Annotated
@@ -9,7 +10,50 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from logdoctor.cli.common import EX_CANTCREAT, fail
 from logdoctor.cli.main import app
+from logdoctor.logdir.disk import DF_JSON
+
+DEMO_MARKER = ".logdoctor-demo-fleet"  # written into DIR/fleet: the demo may replace that folder
+
+
+def _was_written_by_demo(fleet_dir: Path) -> bool:
+    """DIR/fleet holds the marker, or (a fleet of an older demo) only broker-N folders each with df.json."""
+    if (fleet_dir / DEMO_MARKER).is_file():
+        return True
+    entries = list(fleet_dir.iterdir())
+    return all(
+        e.is_dir() and re.fullmatch(r"broker-[0-9]+", e.name) and (e / DF_JSON).is_file() for e in entries
+    )
+
+
+def refuse_unsafe_demo_dir(out: Path) -> None:
+    """Exit 73 (nothing written or deleted) unless DIR is a place where the demo may write and replace.
+
+    The demo replaces DIR/fleet: never when DIR is or lies inside a log dir or partition folder, and
+    never when DIR/fleet exists and was not written by the demo.
+    """
+    from logdoctor.logdir.recognize import PathKind, recognize
+
+    here = out.resolve()
+    for folder in (here, *here.parents):
+        if not folder.is_dir():
+            continue
+        r = recognize(folder)
+        if r.kind in (PathKind.LOG_DIR, PathKind.PARTITION_DIR):
+            fail(
+                f"refused: demo DIR {out} {'is' if folder == here else 'lies inside'} the Kafka "
+                f"{'log dir' if r.kind is PathKind.LOG_DIR else 'partition folder'} {folder}: "
+                "choose a folder outside every log dir (nothing was written or deleted)",
+                EX_CANTCREAT,
+            )
+    fleet_dir = out / "fleet"
+    if fleet_dir.exists() and not (fleet_dir.is_dir() and _was_written_by_demo(fleet_dir)):
+        fail(
+            f"refused: {fleet_dir} exists and was not written by logdoctor demo, which would replace it: "
+            "choose another DIR (nothing was written or deleted)",
+            EX_CANTCREAT,
+        )
 
 
 @app.command("demo")
@@ -17,7 +61,9 @@ def demo_command(
     out: Annotated[Path, typer.Argument(help="Where to write the sample fleet and the census.")] = Path(
         "out/demo"
     ),
-    master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
+    master: Annotated[
+        str | None, typer.Option("--master", metavar="URL", help="Spark master (default local[*]).")
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
 ) -> None:
     """Generate a 3-broker sample fleet with planted faults, run the census with local Spark, show fixes."""
@@ -27,9 +73,11 @@ def demo_command(
     console = Console()
     err = Console(stderr=True)
     fleet_dir = out / "fleet"
+    refuse_unsafe_demo_dir(out)
     if fleet_dir.exists():
         shutil.rmtree(fleet_dir)
     demo = generate_demo_fleet(fleet_dir)
+    (fleet_dir / DEMO_MARKER).write_text("written by `logdoctor demo`, which replaces this folder\n")
     if not json_out:
         console.print(
             f"[bold]Sample fleet[/bold] written to {fleet_dir} "

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import typer
 
+from logdoctor.cli.common import LogdoctorGroup
+
 app = typer.Typer(
     name="logdoctor",
+    cls=LogdoctorGroup,
     help="Read, check, repair and extract Apache Kafka broker log directories, offline.",
     no_args_is_help=True,
     add_completion=False,

@@ -32,6 +32,8 @@ from logdoctor.cli.common import (
     print_plan,
     print_run_paths,
     print_run_status,
+    require_input_file,
+    require_log_dirs,
     run_errors,
     usage_error,
 )
@@ -126,6 +128,7 @@ def run_procedure(
         if resume_journal is not None or rollback_journal is not None:
             journal = resume_journal or rollback_journal
             assert journal is not None
+            require_input_file(journal, "journal")
             from logdoctor.repair.apply import load_journal
 
             plan, _ = load_journal(journal)
@@ -154,14 +157,26 @@ def run_procedure(
 _Resume, _Rollback = journal_options("move")
 
 
-@app.command("move-partition", cls=UsageExit64)
+@app.command("move-partition", cls=UsageExit64, options_metavar="--from LOGDIR --to LOGDIR [OPTIONS]")
 def move_partition_command(
     partitions: Annotated[
         list[str] | None, typer.Argument(help="TOPIC-PARTITION names (e.g. orders-3).")
     ] = None,
-    source: Annotated[Path | None, typer.Option("--from", help="The log dir that holds them now.")] = None,
+    source: Annotated[
+        Path | None,
+        typer.Option(
+            "--from",
+            metavar="LOGDIR",
+            help="The log dir that holds them now. Required, except with --resume/--rollback.",
+        ),
+    ] = None,
     destination: Annotated[
-        Path | None, typer.Option("--to", help="Another log dir of the same broker.")
+        Path | None,
+        typer.Option(
+            "--to",
+            metavar="LOGDIR",
+            help="Another log dir of the same broker. Required, except with --resume/--rollback.",
+        ),
     ] = None,
     topics: Annotated[
         list[str] | None, typer.Option("--topic", help="Move every partition of this topic.")
@@ -169,7 +184,11 @@ def move_partition_command(
     do_apply: ApplyOption = False,
     backup_dir: Annotated[
         Path | None,
-        typer.Option("--backup-dir", help="Where replaced files go (default: beside the source log dir)."),
+        typer.Option(
+            "--backup-dir",
+            metavar="DIR",
+            help="Where replaced files go (default: beside the source log dir).",
+        ),
     ] = None,
     force_copy: Annotated[
         bool,
@@ -192,6 +211,8 @@ def move_partition_command(
         )
     if planning and (source is None or destination is None):
         usage_error("--from and --to are required")
+    if planning:
+        require_log_dirs([source, destination])
 
     def make() -> ProcedurePlan:
         assert source is not None and destination is not None

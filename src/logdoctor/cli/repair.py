@@ -31,6 +31,8 @@ from logdoctor.cli.common import (
     print_plan,
     print_run_paths,
     print_run_status,
+    require_input_file,
+    require_log_dirs,
     run_errors,
     usage_error,
 )
@@ -67,14 +69,19 @@ _Resume, _Rollback = journal_options("repair")
 
 @app.command("repair", cls=UsageExit64)
 def repair_command(
-    log_dirs: Annotated[list[Path] | None, typer.Argument(help="Log dirs of one broker.")] = None,
+    log_dirs: Annotated[
+        list[Path] | None, typer.Argument(metavar="LOGDIR", help="Log dirs of one broker.")
+    ] = None,
     do_apply: ApplyOption = False,
     only: Annotated[
-        str | None, typer.Option("--only", help="Comma-separated finding codes to repair.")
+        str | None,
+        typer.Option("--only", metavar="CODE,...", help="Comma-separated finding codes to repair."),
     ] = None,
     backup_dir: Annotated[
         Path | None,
-        typer.Option("--backup-dir", help="Where originals go (default: beside the first log dir)."),
+        typer.Option(
+            "--backup-dir", metavar="DIR", help="Where originals go (default: beside the first log dir)."
+        ),
     ] = None,
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
@@ -102,6 +109,7 @@ def repair_command(
         if resume_journal is not None or rollback_journal is not None:
             journal = resume_journal or rollback_journal
             assert journal is not None
+            require_input_file(journal, "journal")
             result = resume(journal) if resume_journal is not None else rollback(journal)
             extra: dict[str, Any] = {}
             if resume_journal is not None and result.ok:
@@ -113,6 +121,7 @@ def repair_command(
             raise typer.Exit(_finish(console, result, json_out, extra))
         assert log_dirs is not None
         codes = parse_only(only)
+        require_log_dirs(log_dirs)
         plan, report = plan_repair(
             [str(d) for d in log_dirs],
             only=codes,

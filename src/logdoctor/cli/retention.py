@@ -24,6 +24,7 @@ from logdoctor.cli.common import (
     print_json,
     progress_bar,
     render_findings,
+    require_log_dirs,
     tool_failure,
     usage_error,
 )
@@ -74,7 +75,7 @@ def render(console: Console, report: RetentionReport, show_all: bool) -> None:
 
 @app.command("retention", cls=UsageExit64)
 def retention_command(
-    log_dirs: Annotated[list[Path], typer.Argument(help="Log dirs of one broker.")],
+    log_dirs: Annotated[list[Path], typer.Argument(metavar="LOGDIR", help="Log dirs of one broker.")],
     retention_ms: Annotated[int, typer.Option("--retention-ms", help="retention.ms (-1: no time limit).")] = (
         DEFAULT_RETENTION_MS
     ),
@@ -82,7 +83,10 @@ def retention_command(
         int, typer.Option("--retention-bytes", help="retention.bytes per partition (-1: no size limit).")
     ] = -1,
     now: Annotated[
-        str | None, typer.Option("--now", help="When retention runs: epoch ms or ISO-8601 (default: now).")
+        str | None,
+        typer.Option(
+            "--now", metavar="TIME", help="When retention runs: epoch ms or ISO-8601 (default: now)."
+        ),
     ] = None,
     topic_config: Annotated[
         list[str] | None,
@@ -107,6 +111,7 @@ def retention_command(
     except ValueError as e:
         usage_error(str(e))
     now_ms = parse_now(now)
+    require_log_dirs(log_dirs)
     try:
         with progress_bar(not json_out, "reading segments") as progress:
             report = retention(

@@ -22,7 +22,9 @@ from logdoctor.cli.common import (
     parse_now,
     print_json,
     progress_bar,
+    refuse_overlapping_outputs,
     render_findings,
+    require_log_dirs,
     tool_failure,
     usage_error,
 )
@@ -68,7 +70,9 @@ def render_report(console: Console, report: ScanReport) -> None:
 
 @app.command("scan", cls=UsageExit64)
 def scan_command(
-    log_dirs: Annotated[list[Path], typer.Argument(help="Log dirs of one broker (entries of log.dirs).")],
+    log_dirs: Annotated[
+        list[Path], typer.Argument(metavar="LOGDIR", help="Log dirs of one broker (entries of log.dirs).")
+    ],
     quick: Annotated[
         bool,
         typer.Option(
@@ -94,11 +98,15 @@ def scan_command(
         str | None,
         typer.Option(
             "--broker-user",
+            metavar="USER",
             help="The user the broker runs as, for permission checks (default: each log dir's owner).",
         ),
     ] = None,
     now: Annotated[
-        str | None, typer.Option("--now", help="Current time (epoch ms or ISO-8601) for timestamp checks.")
+        str | None,
+        typer.Option(
+            "--now", metavar="TIME", help="Current time (epoch ms or ISO-8601) for timestamp checks."
+        ),
     ] = None,
     retention_ms: Annotated[
         int,
@@ -108,7 +116,9 @@ def scan_command(
     ] = DEFAULT_RETENTION_MS,
     html_out: Annotated[
         Path | None,
-        typer.Option("--html", help="Also write a self-contained HTML report (opens offline) to FILE."),
+        typer.Option(
+            "--html", metavar="FILE", help="Also write a self-contained HTML report (opens offline) to FILE."
+        ),
     ] = None,
 ) -> None:
     """Check log dirs offline for every failure the broker would hit at startup or later."""
@@ -120,6 +130,8 @@ def scan_command(
     except KeyError:
         usage_error(f"no such user {broker_user!r}")
     options = ScanOptions(depth=depth, now_ms=parse_now(now), broker_user=user, retention_ms=retention_ms)
+    require_log_dirs(log_dirs)
+    refuse_overlapping_outputs([html_out], log_dirs)
     try:
         with progress_bar(not json_out, "scanning partitions") as progress:
             report = scan(log_dirs, options, jobs=jobs, progress=progress)

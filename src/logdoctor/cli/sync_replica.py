@@ -12,7 +12,15 @@ from typing import Annotated
 
 import typer
 
-from logdoctor.cli.common import ApplyOption, JsonOption, UsageExit64, journal_options, one_mode, usage_error
+from logdoctor.cli.common import (
+    ApplyOption,
+    JsonOption,
+    UsageExit64,
+    journal_options,
+    one_mode,
+    require_log_dirs,
+    usage_error,
+)
 from logdoctor.cli.main import app
 from logdoctor.cli.move_partition import run_procedure
 from logdoctor.repair.procedures.common import ProcedurePlan, parse_topic_partition
@@ -20,18 +28,32 @@ from logdoctor.repair.procedures.common import ProcedurePlan, parse_topic_partit
 _Resume, _Rollback = journal_options("sync")
 
 
-@app.command("sync-replica", cls=UsageExit64)
+@app.command("sync-replica", cls=UsageExit64, options_metavar="--leader LOGDIR --follower LOGDIR [OPTIONS]")
 def sync_replica_command(
     partition: Annotated[str | None, typer.Argument(help="TOPIC-PARTITION (e.g. orders-3).")] = None,
-    leader: Annotated[Path | None, typer.Option("--leader", help="The leader broker's log dir.")] = None,
+    leader: Annotated[
+        Path | None,
+        typer.Option(
+            "--leader",
+            metavar="LOGDIR",
+            help="The leader broker's log dir. Required, except with --resume/--rollback.",
+        ),
+    ] = None,
     follower: Annotated[
-        Path | None, typer.Option("--follower", help="The follower broker's log dir holding the partition.")
+        Path | None,
+        typer.Option(
+            "--follower",
+            metavar="LOGDIR",
+            help="The follower broker's log dir holding the partition. "
+            "Required, except with --resume/--rollback.",
+        ),
     ] = None,
     do_apply: ApplyOption = False,
     backup_dir: Annotated[
         Path | None,
         typer.Option(
             "--backup-dir",
+            metavar="DIR",
             help="Where the follower's old copy goes (default: beside the follower's log dir).",
         ),
     ] = None,
@@ -47,6 +69,8 @@ def sync_replica_command(
         usage_error("give TOPIC-PARTITION --leader --follower, or --resume JOURNAL, or --rollback JOURNAL")
     if planning and (partition is None or leader is None or follower is None):
         usage_error("TOPIC-PARTITION, --leader and --follower are required")
+    if planning:
+        require_log_dirs([leader, follower])
 
     def make() -> ProcedurePlan:
         assert partition is not None and leader is not None and follower is not None

@@ -43,6 +43,10 @@ class RefusedError(Exception):
     """Apply refused before writing anything (see the message)."""
 
 
+class PlanChangedError(RefusedError):
+    """A log dir is not as the plan expects: it changed since planning (nothing written; plan again)."""
+
+
 @dataclass(frozen=True, slots=True)
 class CrashHook:
     """Kill this process with SIGKILL at a chosen point (tests of crash safety)."""
@@ -140,7 +144,7 @@ def check_preconditions(plan: Plan) -> None:
         if not touched.intersection(paths):
             state = operation(step).state(step, ctx)
             if state != BEFORE:
-                raise RefusedError(
+                raise PlanChangedError(
                     f"{step.path} is not as planned (step {step.number} {step.op}: {state}); plan again"
                 )
         touched.update(paths)

@@ -67,6 +67,7 @@ from logdoctor.logdir.names import (
     parse_segment_file,
     segment_file_name,
 )
+from logdoctor.logdir.recognize import recognize
 from logdoctor.repair import actions as act
 from logdoctor.repair import backup as bk
 from logdoctor.repair import safety
@@ -836,8 +837,9 @@ def plan_repair(
     dirs = []
     for d in log_dirs:
         p = os.path.abspath(os.fspath(d))
-        if not os.path.isdir(p):
-            raise PlanUsageError(f"{p} is not a directory")
+        what = recognize(p)
+        if not what.is_log_dir:  # a partition folder's files are not "unknown files" to remove
+            raise PlanUsageError(what.refusal())
         dirs.append(p)
     if not dirs:
         raise PlanUsageError("no log dir given")

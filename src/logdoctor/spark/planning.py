@@ -23,8 +23,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from logdoctor.logdir.names import (
-    META_PROPERTIES_FILE,
-    OFFSET_CHECKPOINT_FILES,
     DirKind,
     FileState,
     SegmentFileType,
@@ -36,7 +34,6 @@ EARLIEST = -2
 LATEST = -1
 DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
 _MAX_SEARCH_DEPTH = 4
-_LOG_DIR_MARKERS = frozenset((META_PROPERTIES_FILE, *OFFSET_CHECKPOINT_FILES))
 
 
 class PlanningError(ValueError):
@@ -150,17 +147,11 @@ def _subdirs(path: str) -> list[str]:
 
 
 def is_log_dir(path: str) -> bool:
-    """A folder with meta.properties, a checkpoint file, or a topic-partition folder holding segments."""
-    try:
-        names = set(os.listdir(path))
-    except OSError:
-        return False
-    if names & _LOG_DIR_MARKERS:
-        return True
-    for name in _subdirs(path):
-        if parse_partition_dir(name) is not None and _segment_logs(os.path.join(path, name)):
-            return True
-    return False
+    """A folder with meta.properties, a checkpoint file, or a topic-partition folder holding partition
+    files: the rule every command shares (:func:`logdoctor.logdir.recognize.recognize`)."""
+    from logdoctor.logdir.recognize import PathKind, recognize
+
+    return recognize(path).kind is PathKind.LOG_DIR
 
 
 def _is_partition_dir(path: str) -> bool:

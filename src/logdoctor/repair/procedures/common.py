@@ -20,6 +20,7 @@ from logdoctor.formats.checkpoint import (
 )
 from logdoctor.formats.properties import MetaProperties, parse_meta_properties
 from logdoctor.logdir.names import META_PROPERTIES_FILE, DirKind, parse_partition_dir
+from logdoctor.logdir.recognize import require_log_dir
 from logdoctor.repair import safety
 from logdoctor.repair.actions import BackupNames, write_file
 from logdoctor.repair.backup import NoSpaceError
@@ -53,9 +54,9 @@ def tp_name(tp: TopicPartition) -> str:
 
 
 def log_dir_path(path: str | os.PathLike[str]) -> str:
+    """The absolute path of a log dir (or an empty folder); NotALogDirError for anything else."""
     p = os.path.abspath(os.fspath(path))
-    if not os.path.isdir(p):
-        raise ProcedureUsageError(f"{p} is not a directory")
+    require_log_dir(p)
     return p
 
 

@@ -1,0 +1,105 @@
+"""Help that reads like kafka-dump-log's: metavars (``LOGDIR...``, ``FILE``, ``N``), never Python types.
+
+Typer prints each parameter's Python type (``<bool>`` on ``--help`` itself, ``<list[Path]>``,
+``<int range>``) and the usage line ``{log_dirs}...``. :func:`humanize` rewrites the parameters of a
+command once, before its help or a usage error is printed: flags show no value; an option shows its
+metavar (given by the command, else derived from its type and name); an argument shows its metavar
+(``LOGDIR...``, ``[DIR]``) in the usage line and the table.
+"""
+
+from __future__ import annotations
+
+import enum
+from pathlib import Path
+from typing import Any
+
+__all__ = ["argument_metavar", "humanize", "option_metavar"]
+
+_ARGUMENT_NAMES = {
+    "log_dirs": "LOGDIR",
+    "files": "FILE",
+    "paths": "PATH",
+    "partitions": "TOPIC-PARTITION",
+    "partition": "TOPIC-PARTITION",
+    "out": "DIR",
+}
+
+
+def _annotation(param: Any) -> Any:
+    desc = getattr(param, "type_descriptor", None)
+    return getattr(desc, "annotation", None)
+
+
+def _is_path(param: Any) -> bool:
+    desc = getattr(param, "type_descriptor", None)
+    if desc is not None and getattr(desc, "is_path", False):
+        return True
+    ann = _annotation(param)
+    return ann is Path or (isinstance(ann, type) and issubclass(ann, Path))
+
+
+def _choices(param: Any) -> list[str] | None:
+    desc = getattr(param, "type_descriptor", None)
+    if desc is not None and getattr(desc, "is_choice", False):
+        return [c.value if isinstance(c, enum.Enum) else str(c) for c in desc.choices or ()]
+    choices = getattr(getattr(param, "type", None), "choices", None)
+    return [str(c) for c in choices] if choices else None
+
+
+def option_metavar(param: Any) -> str:
+    """The value placeholder of an option with no metavar of its own."""
+    choices = _choices(param)
+    if choices:
+        return "|".join(choices)
+    longs = [o for o in param.opts if o.startswith("--")] or list(param.opts)
+    word = longs[0].lstrip("-").split("-")[-1].upper() if longs else "VALUE"
+    if _is_path(param):
+        return word if word in ("FILE", "DIR", "JOURNAL") else "PATH"
+    ann = _annotation(param)
+    if ann is int or getattr(param, "param_type_name", "") == "int":
+        return "N"
+    return word
+
+
+def argument_metavar(param: Any) -> str:
+    """The placeholder of a positional argument (no ``...``; that depends on nargs)."""
+    return _ARGUMENT_NAMES.get(param.name, (param.name or "ARG").upper().rstrip("S"))
+
+
+def humanize(params: list[Any]) -> list[Any]:
+    """Rewrite ``params`` (click parameters of one command) for help and usage lines; idempotent."""
+    for p in params:
+        if getattr(p, "_logdoctor_humanized", False):
+            continue
+        p._logdoctor_humanized = True
+        if p.param_type_name == "argument":
+            _humanize_argument(p)
+        elif p.param_type_name == "option":
+            _humanize_option(p)
+    return params
+
+
+def _humanize_option(p: Any) -> None:
+    if getattr(p, "is_flag", False) or getattr(p, "count", False):
+        p.display_type_rich = lambda ctx: None
+        p.display_type = lambda ctx: ""
+        return
+    if p.metavar is None:
+        p.metavar = option_metavar(p)
+    metavar = p.metavar
+    many = getattr(p, "multiple", False)
+    shown = f"{metavar} (repeatable)" if many else metavar
+    p.display_type_rich = lambda ctx: shown
+    p.display_type = lambda ctx: shown
+
+
+def _humanize_argument(p: Any) -> None:
+    name = p.metavar if p.metavar is not None else argument_metavar(p)
+    many = p.nargs != 1
+    label = name + ("..." if many else "")
+    p.metavar = label  # the help table shows the metavar as the argument's name
+    usage = label if p.required else f"[{name}]" + ("..." if many else "")
+    p.display_type_rich = lambda ctx: None
+    p.display_type = lambda ctx: ""
+    p._rich_display_name = lambda: label
+    p._usage_display_name = lambda: usage

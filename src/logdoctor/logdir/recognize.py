@@ -1,0 +1,247 @@
+"""What a path given as LOGDIR is: a log dir, a partition folder, a folder holding log dirs, or none.
+
+Every command that takes log dirs asks :func:`recognize` (through :func:`require_log_dir`) before it
+reads anything, because the advice that follows depends on it: scanned as a log dir, a partition
+folder's ``.log``, index and snapshot files are "unknown files" whose fix is to remove them, and
+``/etc`` or a source tree gets advice to move its files away. A path that is not a log dir is refused
+with a message that says what it is and what to give instead; it is never given advice.
+
+The rules are the broker's (K:core/src/main/scala/kafka/log/LogManager.scala loadLogs and
+LocalLog.parseTopicPartitionName): a log dir is recognised by what the broker writes at its root
+(``meta.properties``, the offset checkpoint files, ``bootstrap.checkpoint`` or their ``.tmp``
+leftovers; ``.lock`` and ``.kafka_cleanshutdown`` only when nothing else is there, other tools use
+``.lock`` too) or by a folder named ``<topic>-<partition>``
+that holds files a partition has (segment files, snapshots, ``leader-epoch-checkpoint``,
+``partition.metadata``, ``quorum-state``). A partition folder is a folder holding such files and no
+log-dir file. An empty folder is accepted as a log dir the broker has not used yet (a new entry of
+``log.dirs`` stays empty until the broker first starts; ``kafka-storage format`` writes only
+``meta.properties``). A folder's own name proves nothing: log dirs are often called ``kafka-logs-0``,
+which parses as a partition folder name.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from dataclasses import dataclass
+
+from logdoctor.errors import LogDirError
+from logdoctor.logdir.names import (
+    PartitionDirName,
+    PartitionFileKind,
+    RootEntryKind,
+    classify_partition_file,
+    classify_root_entry,
+    parse_partition_dir,
+)
+
+__all__ = ["NotALogDirError", "PathKind", "Recognition", "recognize", "require_log_dir"]
+
+_SEARCH_DEPTH = 2  # how far below a folder to look for log dirs (broker folder / fleet folder)
+_SEARCH_LIMIT = 200  # folders examined at most while looking for log dirs below a path
+_PARTITION_PROBES = 16  # partition-named subfolders opened at most to find a partition file
+_EXAMPLES = 4  # entries named in a refusal
+
+
+class PathKind(enum.StrEnum):
+    LOG_DIR = "log-dir"
+    EMPTY_DIR = "empty-dir"  # accepted as a log dir the broker has not used yet
+    PARTITION_DIR = "partition-dir"  # holds a partition's files (named <topic>-<p>, or not)
+    HOLDS_LOG_DIRS = "holds-log-dirs"  # a broker or fleet folder: log dirs lie below it
+    OTHER_DIR = "other-dir"
+    FILE = "file"
+    MISSING = "missing"
+
+
+# files only the broker writes at a log dir's root
+_ROOT_MARKERS = frozenset(
+    {
+        RootEntryKind.META_PROPERTIES,
+        RootEntryKind.OFFSET_CHECKPOINT,
+        RootEntryKind.BOOTSTRAP_CHECKPOINT,
+        RootEntryKind.TMP,
+    }
+)
+# names other tools use too (pytest keeps a .lock in its temp folders): evidence only when the folder
+# holds nothing else
+_WEAK_MARKERS = frozenset(
+    {RootEntryKind.LOCK, RootEntryKind.CLEAN_SHUTDOWN, RootEntryKind.REMOTE_LOG_INDEX_CACHE}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Recognition:
+    """What ``path`` is, why we think so, and where its log dir(s) are when it is not one."""
+
+    path: str
+    kind: PathKind
+    evidence: str
+    log_dir: str | None = None  # PARTITION_DIR: the folder holding it
+    partition: PartitionDirName | None = None  # PARTITION_DIR named <topic>-<p>
+    log_dirs: tuple[str, ...] = ()  # HOLDS_LOG_DIRS: the log dirs found below
+
+    @property
+    def is_log_dir(self) -> bool:
+        """A log dir, or an empty folder (a log dir the broker has not used yet)."""
+        return self.kind in (PathKind.LOG_DIR, PathKind.EMPTY_DIR)
+
+    def refusal(self) -> str:
+        """Why this path is not accepted as a log dir, and what to give instead (one paragraph)."""
+        p = self.path
+        if self.kind is PathKind.MISSING:
+            return f"{p}: no such file or directory"
+        if self.kind is PathKind.FILE:
+            return f"{p} is a file, not a log dir (to read one file of a log dir: logdoctor dump {p})"
+        if self.kind is PathKind.PARTITION_DIR:
+            if self.partition is None:
+                return (
+                    f"{p} holds a partition's files ({self.evidence}) but is not named <topic>-<partition> "
+                    f"nor inside a log dir: it is not a log dir (to read its files: logdoctor dump {p}/*)"
+                )
+            return (
+                f"{p} is a partition folder ({self.partition.topic} partition {self.partition.partition}; "
+                f"{self.evidence}), not a log dir; its log dir is {self.log_dir}: give that "
+                f"(or read the partition's files with logdoctor dump {p}/*.log)"
+            )
+        if self.kind is PathKind.HOLDS_LOG_DIRS:
+            shown = ", ".join(self.log_dirs[:_EXAMPLES]) + (", ..." if len(self.log_dirs) > _EXAMPLES else "")
+            return f"{p} is not a log dir but holds {len(self.log_dirs)} log dir(s) ({shown}): give those"
+        return (
+            f"{p} is not a Kafka log dir: {self.evidence} (a log dir holds meta.properties, checkpoint "
+            "files or <topic>-<partition> folders)"
+        )
+
+
+class NotALogDirError(LogDirError):
+    """A path given as a log dir is not one (``.recognition`` says what it is)."""
+
+    def __init__(self, recognition: Recognition) -> None:
+        self.recognition = recognition
+        super().__init__(recognition.refusal())
+
+    @property
+    def missing(self) -> bool:
+        return self.recognition.kind is PathKind.MISSING
+
+
+def _listing(path: str) -> list[os.DirEntry[str]] | None:
+    try:
+        with os.scandir(path) as it:
+            return list(it)
+    except OSError:
+        return None
+
+
+def _is_dir(e: os.DirEntry[str]) -> bool:
+    try:
+        return e.is_dir()
+    except OSError:
+        return False
+
+
+def _partition_file(folder: str) -> str | None:
+    """The name of the first file Kafka writes in a partition folder found in ``folder``, else None."""
+    try:
+        with os.scandir(folder) as it:
+            for e in it:
+                if classify_partition_file(e.name).kind is not PartitionFileKind.UNKNOWN and not _is_dir(e):
+                    return e.name
+    except OSError:
+        return None
+    return None
+
+
+def _log_dir_evidence(path: str, entries: list[os.DirEntry[str]]) -> str | None:
+    """Why ``path`` is a log dir (a marker file, or a partition folder with a partition file), else None."""
+    probes = 0
+    weak = []
+    for e in sorted(entries, key=lambda e: e.name):
+        root = classify_root_entry(e.name, _is_dir(e))
+        if root.kind in _ROOT_MARKERS:
+            return f"has {e.name}"
+        if root.kind in _WEAK_MARKERS:
+            weak.append(e.name)
+    if weak and len(weak) == len(entries):
+        return f"has {', '.join(weak)} and nothing else"
+    for e in sorted(entries, key=lambda e: e.name):
+        if probes >= _PARTITION_PROBES:
+            break
+        if not _is_dir(e) or parse_partition_dir(e.name) is None:
+            continue
+        probes += 1
+        found = _partition_file(e.path)
+        if found is not None:
+            return f"has the partition folder {e.name} (with {found})"
+    return None
+
+
+def _find_log_dirs(path: str) -> list[str]:
+    """Log dirs up to ``_SEARCH_DEPTH`` levels below ``path`` (``_SEARCH_LIMIT`` folders at most)."""
+    found: list[str] = []
+    budget = _SEARCH_LIMIT
+    frontier = [path]
+    for _ in range(_SEARCH_DEPTH):
+        below: list[str] = []
+        for folder in frontier:
+            entries = _listing(folder) or []
+            for e in sorted(entries, key=lambda e: e.name):
+                if budget <= 0 or not _is_dir(e) or e.name.startswith("."):
+                    continue
+                budget -= 1
+                sub = _listing(e.path)
+                if sub is None:
+                    continue
+                if _log_dir_evidence(e.path, sub) is not None:
+                    found.append(e.path)
+                else:
+                    below.append(e.path)
+        frontier = below
+    return found
+
+
+def recognize(path: str | os.PathLike[str]) -> Recognition:
+    """Say what ``path`` is (never raises; reads directory listings only, a few folders deep at most)."""
+    p = os.fspath(path)
+    if not os.path.lexists(p):
+        return Recognition(p, PathKind.MISSING, "it does not exist")
+    if not os.path.isdir(p):
+        return Recognition(p, PathKind.FILE, "a file")
+    entries = _listing(p)
+    if entries is None:
+        # unreadable: the scan says why (PERMISSION_DENIED); its name is all we can go by
+        return Recognition(p, PathKind.LOG_DIR, "cannot be listed; taken as a log dir")
+    if not entries:
+        return Recognition(p, PathKind.EMPTY_DIR, "an empty folder")
+    evidence = _log_dir_evidence(p, entries)
+    if evidence is not None:
+        return Recognition(p, PathKind.LOG_DIR, evidence)
+    part_files = sorted(
+        e.name
+        for e in entries
+        if not _is_dir(e) and classify_partition_file(e.name).kind is not PartitionFileKind.UNKNOWN
+    )
+    if part_files:
+        shown = ", ".join(part_files[:_EXAMPLES]) + (", ..." if len(part_files) > _EXAMPLES else "")
+        real = os.path.abspath(p)
+        name = parse_partition_dir(os.path.basename(real.rstrip(os.sep)))
+        return Recognition(
+            p, PathKind.PARTITION_DIR, f"it holds {shown}", log_dir=os.path.dirname(real), partition=name
+        )
+    below = _find_log_dirs(p)
+    if below:
+        return Recognition(p, PathKind.HOLDS_LOG_DIRS, "log dirs lie below it", log_dirs=tuple(below))
+    names = sorted(e.name for e in entries)
+    shown = ", ".join(names[:_EXAMPLES]) + (", ..." if len(names) > _EXAMPLES else "")
+    return Recognition(
+        p,
+        PathKind.OTHER_DIR,
+        f"it holds {len(names)} {'entry' if len(names) == 1 else 'entries'} ({shown}), none a Kafka file",
+    )
+
+
+def require_log_dir(path: str | os.PathLike[str]) -> Recognition:
+    """:func:`recognize` ``path``; raise :class:`NotALogDirError` unless it is a log dir (or empty)."""
+    r = recognize(path)
+    if not r.is_log_dir:
+        raise NotALogDirError(r)
+    return r
