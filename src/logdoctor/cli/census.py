@@ -1,6 +1,8 @@
 """`logdoctor census PATHS... --out DIR`: the fleet view across brokers, computed with local Spark.
 
-Exit codes: 0 clean (info only), 1 warnings, 2 errors, 64 usage, 69 Spark unavailable (no Java 17+).
+Exit codes: 0 clean (info only), 1 warnings, 2 errors, 64 usage (or a path that is not a log dir nor
+holds one), 66 a missing path, 69 Spark unavailable (no Java 17+), 73 --out/--html at, inside or
+above an input.
 """
 
 from __future__ import annotations

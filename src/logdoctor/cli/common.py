@@ -69,6 +69,7 @@ __all__ = [
     "refused",
     "render_findings",
     "require_input_file",
+    "require_inputs_exist",
     "require_log_dirs",
     "run_errors",
     "spark_progress",
@@ -235,6 +236,14 @@ def require_log_dirs(paths: Iterable[str | os.PathLike[str]]) -> None:
             fail(f"error: {r.refusal()}", EX_NOINPUT)
         if not r.is_log_dir:
             usage_error(r.refusal())
+
+
+def require_inputs_exist(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Exit 66 (EX_NOINPUT) at the first input path that does not exist (local paths only)."""
+    for path in paths:
+        p = os.fspath(path)
+        if "://" not in p and not os.path.lexists(p):
+            fail(f"error: {p}: no such file or directory", EX_NOINPUT)
 
 
 def require_input_file(path: str | os.PathLike[str], what: str) -> None:

@@ -19,6 +19,7 @@ from logdoctor.cli.common import (
     EX_WARNINGS,
     fail,
     print_json,
+    require_inputs_exist,
     spark_progress,
     usage_error,
 )
@@ -99,9 +100,10 @@ def export_command(
         "maxPartitionBytes": max_partition_bytes,
     }
     try:
-        from logdoctor.spark.planning import discover, parse_read_options
+        from logdoctor.spark.planning import discover, parse_read_options, split_paths
 
         parse_read_options({k: str(v) for k, v in options.items() if v is not None})
+        require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command
         discover(paths)
     except PlanningError as exc:
         usage_error(str(exc))

@@ -91,6 +91,10 @@ def _humanize_option(p: Any) -> None:
     shown = f"{metavar} (repeatable)" if many else metavar
     p.display_type_rich = lambda ctx: shown
     p.display_type = lambda ctx: shown
+    bounds = p._get_number_range_help_str() if hasattr(p, "_get_number_range_help_str") else None
+    if bounds:  # typer's "x>=1" names the value x: name it by its metavar ("N>=1")
+        named = bounds.replace("x", metavar)
+        p._get_number_range_help_str = lambda: named
 
 
 def _humanize_argument(p: Any) -> None:

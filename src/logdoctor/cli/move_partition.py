@@ -4,9 +4,10 @@ Moves partition folders (and their checkpoint entries) to another log dir of the
 broker. Without --apply: print the plan and write nothing. ``--resume JOURNAL`` /
 ``--rollback JOURNAL`` finish or undo a run (``logdoctor repair --resume/--rollback`` do the same).
 
-Exit codes: 0 done (or plan printed), 2 a step failed or the final verification found a
-difference, 64 usage, 65 refused (see the message), 70 tool failure, 73 not enough space,
-75 a broker holds a log dir's lock.
+Exit codes (README "Exit codes"): 0 done (or plan printed), 2 a step failed or the final
+verification found a difference, 64 usage (or a path that is not a log dir), 65 a log dir changed
+since planning, 66 a missing log dir or journal, 70 tool failure, 73 not enough space, 75 a broker
+holds a log dir's lock, 78 refused for the state of the log dirs (see the message).
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ Without --apply: print the plan (every action, the files it touches, why, sizes 
 diff for small text files) and write nothing. With --apply: run it (journal + backup dir), then
 scan again. ``--resume JOURNAL`` finishes an interrupted run; ``--rollback JOURNAL`` undoes one.
 
-Exit codes: 0 done (or nothing to do / plan printed), 2 a step failed or repaired findings remain,
-64 usage, 65 the log dir changed since planning, 70 tool failure, 73 not enough space for the
-backup, 75 a broker holds a log dir's lock.
+Exit codes (README "Exit codes"): 0 done (or nothing to do / plan printed), 2 a step failed or
+repaired findings remain, 64 usage (or a path that is not a log dir), 65 the log dir changed since
+planning, 66 a missing log dir or journal, 70 tool failure, 73 not enough space for the backup, 75 a
+broker holds a log dir's lock, 78 refused for the state of the log dirs.
 """
 
 from __future__ import annotations

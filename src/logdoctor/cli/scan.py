@@ -1,6 +1,7 @@
 """`logdoctor scan LOGDIR...`: find every known failure of a log dir before the broker does.
 
-Exit codes: 0 clean (info only), 1 warnings only, 2 errors, 64 usage, 70 tool failure.
+Exit codes: 0 clean (info only), 1 warnings only, 2 errors, 64 usage (or a path that is not a log
+dir), 66 a missing log dir, 70 tool failure, 73 --html at or inside a log dir.
 """
 
 from __future__ import annotations
