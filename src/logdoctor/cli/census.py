@@ -34,7 +34,7 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
 def render_census(console: Console, result: Any) -> None:
     """Tables for people: lagging replicas, log dirs, findings with the command that fixes each."""
-    from logdoctor.spark.census import _pct
+    from logdoctor.spark.census import used_pct
 
     c = result.counts()
     console.print(
@@ -80,7 +80,7 @@ def render_census(console: Console, result: Any) -> None:
             d["log_dir"],
             str(d.get("partitions") or 0),
             f"{d.get('bytes') or 0:,}",
-            f"[{style}]{_pct(used)}[/{style}]" if style else _pct(used),
+            f"[{style}]{used_pct(d)}[/{style}]" if style else used_pct(d),
             d.get("disk_source") or "",
         )
     console.print(dirs)

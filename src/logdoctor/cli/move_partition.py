@@ -39,6 +39,7 @@ from logdoctor.cli.common import (
     usage_error,
 )
 from logdoctor.cli.main import app
+from logdoctor.logdir.disk import DiskUsage, disk_usage
 from logdoctor.repair.apply import RefusedError, RunResult
 from logdoctor.repair.journal import JournalError
 from logdoctor.repair.plan import Plan
@@ -47,20 +48,19 @@ from logdoctor.repair.procedures.common import (
     ProcedurePlan,
     ProcedureRefused,
     ProcedureUsageError,
-    disk_usage,
     parse_topic_partition,
 )
 from logdoctor.repair.safety import BackupLocationError, UnsafePathError
 
 
 def _usage_lines(console: Console, title: str, rows: list[dict[str, Any]]) -> None:
+    """Each file system as ``df`` prints it (logdoctor.logdir.disk: the one definition of used %)."""
     console.print(Text(title, style="bold"))
     for u in rows:
-        pct = 100.0 * u["used"] / u["total"] if u["total"] else 0.0
-        console.print(
-            f"  {u['path']}: {u['used']:,} of {u['total']:,} bytes used ({pct:.1f}%), {u['free']:,} free",
-            soft_wrap=True,
+        usage = DiskUsage(
+            u["path"], u["total_bytes"], u["used_bytes"], u["available_bytes"], u.get("source", "")
         )
+        console.print(Text("  " + usage.line()), soft_wrap=True)
 
 
 def print_procedure_plan(console: Console, pp: ProcedurePlan) -> None:

@@ -94,7 +94,7 @@ def disk_fullness(data: ReportData, top: int = 30) -> go.Figure:
             kafka.append(100 * k / total)
             other.append(100 * (used - k) / total)
             free.append(100 * (total - used) / total)
-            texts.append(f"{100 * used / total:.0f}% full")
+            texts.append(f"{d.used_percent}% full")  # df's Use%, as every command prints it
         else:
             kafka.append(0)
             other.append(0)

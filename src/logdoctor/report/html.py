@@ -195,7 +195,7 @@ def _verdict(data: ReportData, s: dict[str, Any]) -> tuple[str, str, list[str]]:
         lines.append(f"{s['lagging_replicas']} replica(s) of {s['lagging_partitions']} partition(s) lagging, "
                      f"up to {s['max_lag']:,} offsets behind")
     if fullest is not None and full_frac >= 0.75:
-        lines.append(f"fullest disk {100 * full_frac:.0f}% full ({fullest.log_dir})")
+        lines.append(f"fullest disk {fullest.used_percent}% full ({fullest.log_dir})")
     headline_codes = CORRUPT_CODES | {RISK_CODE, "REPLICA_LAG", "LOG_DIR_NEARLY_FULL"}  # said above
     in_headline = sum(1 for f in data.findings if f.severity == "error" and f.code in headline_codes)
     other_errors = s["errors"] - in_headline
@@ -232,7 +232,7 @@ def _cards(s: dict[str, Any], data: ReportData) -> str:
     f = s["fullest"]
     if f is not None:
         frac = f.fullness or 0.0
-        out.append(_card(f"{100 * frac:.0f}%", "fullest disk",
+        out.append(_card(f"{f.used_percent}%", "fullest disk",
                          "error" if frac >= 0.9 else "warning" if frac >= 0.75 else "ok"))
     out.append(_card(f"{s['partitions']:,}", "partition folders" if data.kind == "scan" else "replicas"))
     out.append(_card(figures.human_bytes(s["bytes"]), "of log data"))

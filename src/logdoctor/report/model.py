@@ -13,12 +13,12 @@ from __future__ import annotations
 import math
 import os
 import re
-import shutil
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.checks.context import DEFAULT_RETENTION_MS
+from logdoctor.logdir.disk import DiskUsage, disk_usage
 from logdoctor.logdir.names import format_partition_dir, parse_segment_file
 
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -85,10 +85,19 @@ class DiskView:
     free_bytes: int | None = None
 
     @property
+    def usage(self) -> DiskUsage:
+        """The file system's figures with df's definitions (logdoctor.logdir.disk: free = available)."""
+        return DiskUsage(self.log_dir, self.total_bytes, self.used_bytes, self.free_bytes, "report")
+
+    @property
     def fullness(self) -> float | None:
-        if not self.total_bytes or self.used_bytes is None:
-            return None
-        return self.used_bytes / self.total_bytes
+        """df's used / (used + available), unrounded."""
+        return self.usage.used_fraction
+
+    @property
+    def used_percent(self) -> int | None:
+        """df's Use% (rounded up): the number every command prints for this file system."""
+        return self.usage.used_percent
 
 
 @dataclass(slots=True)
@@ -267,13 +276,10 @@ def finding_view(obj: Any, broker: Broker = None) -> FindingView:
     )
 
 
-def disk_usage(path: str) -> tuple[int | None, int | None, int | None]:
-    """(total, used, free) bytes of the file system holding ``path``; Nones when it is not there."""
-    try:
-        u = shutil.disk_usage(path)
-    except OSError:
-        return None, None, None
-    return u.total, u.used, u.free
+def _disk(path: str) -> tuple[int | None, int | None, int | None]:
+    """(total, used, available) bytes of the file system holding ``path``, as df prints them."""
+    u = disk_usage(path)
+    return u.total_bytes, u.used_bytes, u.available_bytes
 
 
 # --- attaching findings to partitions and segments -------------------------------------------------
@@ -433,13 +439,13 @@ def _broker_of_path(path: str, node_of_dir: Mapping[str, Broker]) -> Broker:
 def _disks_from_partitions(parts: Iterable[PartitionView], dirs: list[tuple[str, Broker]]) -> list[DiskView]:
     out: dict[str, DiskView] = {}
     for path, node in dirs:
-        total, used, free = disk_usage(path)
+        total, used, free = _disk(path)
         out[os.path.normpath(path)] = DiskView(path, node, 0, 0, total, used, free)
     for p in parts:
         key = os.path.normpath(p.log_dir)
         d = out.get(key)
         if d is None:
-            total, used, free = disk_usage(p.log_dir)
+            total, used, free = _disk(p.log_dir)
             d = out[key] = DiskView(p.log_dir, p.broker, 0, 0, total, used, free)
         d.kafka_bytes += p.bytes
         d.partitions += 1
@@ -564,7 +570,7 @@ def census_from_scans(scans: Mapping[int, Any]) -> dict[str, Any]:
     for broker, result in sorted(scans.items()):
         now = now or _int(_field(result, "now_ms"))
         for d in rows(_field(result, "log_dirs") or []):
-            total, used, free = disk_usage(str(d["path"]))
+            total, used, free = _disk(str(d["path"]))
             log_dirs.append({"broker": broker, "log_dir": d["path"], "total_bytes": total, "used_bytes": used,
                              "free_bytes": free})
         for p in _field(result, "partitions") or []:

@@ -11,7 +11,7 @@ with Spark SQL and writes four Parquet tables under ``--out``:
   replica (offsets and bytes);
 - ``partitions``: one row per topic-partition: replica count, max/min log end offset, high
   watermark, the most lagging replica and its lag;
-- ``log_dirs``: bytes per log dir and how full its disk is (``os.statvfs`` of the real path; a
+- ``log_dirs``: bytes per log dir and how full its disk is, as ``df`` prints it (logdoctor.logdir.disk; a
   ``df.json`` beside the log dirs, written when log dirs were copied off their disks, overrides it);
 - ``findings``: the scan's findings plus the fleet-level ones (REPLICA_LAG, LOG_DIR_NEARLY_FULL),
   each with the logdoctor command that fixes it.
@@ -31,8 +31,8 @@ from typing import Any
 
 from logdoctor.checks import catalog
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.logdir.disk import disk_usage
 
-DF_JSON = "df.json"  # {"<log dir name>": {"total_bytes": N, "available_bytes": M}} beside the log dirs
 NEARLY_FULL_WARN = 0.85
 NEARLY_FULL_ERROR = 0.95
 
@@ -94,40 +94,6 @@ def discover_brokers(paths: Sequence[str]) -> list[BrokerInput]:
     return [BrokerInput(k, ids[k], tuple(sorted(v))) for k, v in sorted(groups.items())]
 
 
-@dataclass(slots=True)
-class DiskUsage:
-    total_bytes: int | None
-    available_bytes: int | None
-    source: str  # "statvfs" | "df.json" | "unavailable"
-
-    @property
-    def used_fraction(self) -> float | None:
-        """1 - available/total, with available = f_bavail: what a non-root broker can still write
-        (the root-reserved blocks count as used)."""
-        if not self.total_bytes or self.available_bytes is None:
-            return None
-        return 1.0 - self.available_bytes / self.total_bytes
-
-
-def disk_usage(log_dir: str) -> DiskUsage:
-    """How full the log dir's disk is: df.json beside it when present, else statvfs of the real path."""
-    parent = os.path.dirname(os.path.abspath(log_dir))
-    df_path = os.path.join(parent, DF_JSON)
-    if os.path.isfile(df_path):
-        try:
-            with open(df_path, encoding="utf-8") as fh:
-                entry = json.load(fh).get(os.path.basename(log_dir.rstrip(os.sep)))
-            if isinstance(entry, dict):
-                return DiskUsage(int(entry["total_bytes"]), int(entry["available_bytes"]), DF_JSON)
-        except (OSError, ValueError, KeyError, TypeError):
-            pass
-    try:
-        st = os.statvfs(os.path.realpath(log_dir))
-    except OSError:
-        return DiskUsage(None, None, "unavailable")
-    return DiskUsage(st.f_blocks * st.f_frsize, st.f_bavail * st.f_frsize, "statvfs")
-
-
 # --- the per-broker task (runs on an executor) --------------------------------------------------------
 
 
@@ -187,8 +153,10 @@ def scan_broker(broker: BrokerInput, now_ms: int) -> dict[str, Any]:
                 "locked": d.locked,
                 "clean_shutdown": d.clean_shutdown,
                 "disk_total_bytes": du.total_bytes,
+                "disk_used_bytes": du.used_bytes,
                 "disk_available_bytes": du.available_bytes,
-                "disk_used_fraction": du.used_fraction,
+                "disk_used_fraction": du.used_fraction,  # df's: used / (used + available)
+                "disk_used_percent": du.used_percent,  # df's Use%, rounded up as df does
                 "disk_source": du.source,
             }
         )
@@ -256,8 +224,9 @@ _FINDING_SCHEMA = ", ".join((
 ))
 _LOG_DIR_SCHEMA = ", ".join((
     "broker string, broker_id int, log_dir string, real_path string, mode string, cluster_id string",
-    "partitions int, locked boolean, clean_shutdown boolean, disk_total_bytes bigint",
-    "disk_available_bytes bigint, disk_used_fraction double, disk_source string, bytes bigint, folders int",
+    "partitions int, locked boolean, clean_shutdown boolean, disk_total_bytes bigint, disk_used_bytes bigint",
+    "disk_available_bytes bigint, disk_used_fraction double, disk_used_percent int, disk_source string",
+    "bytes bigint, folders int",
 ))
 
 
@@ -513,7 +482,7 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
             )
             fix = (
                 f"Move a large partition ({big['topic']}-{big['partition']}, {big['bytes']} bytes) to "
-                f"{target['log_dir']} ({_pct(target.get('disk_used_fraction'))} used) with the broker "
+                f"{target['log_dir']} ({used_pct(target)} used) with the broker "
                 f"stopped (`{command}` prints the plan, add --apply to make it), "
                 "or use kafka-reassign-partitions with log dirs (KIP-113) while it runs."
             )
@@ -528,7 +497,7 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
             d["log_dir"],
             severity=Severity.ERROR if used >= NEARLY_FULL_ERROR else None,
             logdir=d["log_dir"],
-            used=_pct(used),
+            used=used_pct(d),
             available=d.get("disk_available_bytes"),
             total=d.get("disk_total_bytes"),
             disk_source=d.get("disk_source"),
@@ -538,8 +507,10 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
     return out
 
 
-def _pct(x: float | None) -> str:
-    return "?" if x is None else f"{x * 100:.1f}%"
+def used_pct(log_dir_row: dict[str, Any]) -> str:
+    """A log dir's disk Use% as ``df`` prints it ("34%"), from the row's ``disk_used_percent``."""
+    pct = log_dir_row.get("disk_used_percent")
+    return "?" if pct is None else f"{pct}%"
 
 
 def fix_command(finding: dict[str, Any], brokers: Sequence[BrokerInput]) -> str:
@@ -580,7 +551,7 @@ def render_summary(result: CensusResult) -> str:
         lines.append(
             f"  {d['broker']:<10} {d['log_dir']}: {d.get('bytes') or 0} bytes in "
             f"{d.get('folders') or 0} folders, "
-            f"disk {_pct(d.get('disk_used_fraction'))} used ({d.get('disk_source')})"
+            f"disk {used_pct(d)} used ({d.get('disk_source')})"
         )
     lines.append("")
     lines.append("Findings and fixes:")

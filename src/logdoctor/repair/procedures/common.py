@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import os
-import shutil
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -226,26 +225,6 @@ def check_free_space(where: str, need: int, what: str) -> dict[str, int]:
 
 
 @dataclass(slots=True)
-class DiskUsage:
-    path: str
-    total: int
-    used: int
-    free: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "total": self.total, "used": self.used, "free": self.free}
-
-    def line(self) -> str:
-        pct = 100.0 * self.used / self.total if self.total else 0.0
-        return f"{self.path}: {self.used:,} of {self.total:,} bytes used ({pct:.1f}%), {self.free:,} free"
-
-
-def disk_usage(path: str) -> DiskUsage:
-    u = shutil.disk_usage(path)
-    return DiskUsage(path, u.total, u.used, u.free)
-
-
-@dataclass(slots=True)
 class ProcedurePlan:
     """An engine plan plus what the operator should read before applying it."""
 
@@ -264,7 +243,6 @@ class ProcedurePlan:
 
 
 __all__ = [
-    "DiskUsage",
     "ProcedurePlan",
     "ProcedureRefused",
     "ProcedureUsageError",
@@ -277,7 +255,6 @@ __all__ = [
     "default_backup_dir",
     "delete_dir_name",
     "describe_meta",
-    "disk_usage",
     "edited_checkpoint",
     "log_dir_path",
     "new_plan",

@@ -18,10 +18,12 @@ which the broker ignores; ``--resume`` or ``--rollback`` finishes or undoes the 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Sequence
 from typing import Any
 
+from logdoctor.logdir.disk import DiskUsage, disk_usage
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -45,7 +47,6 @@ from logdoctor.repair.procedures.common import (
     check_same_cluster,
     delete_dir_name,
     describe_meta,
-    disk_usage,
     new_plan,
     open_log_dirs,
     read_checkpoint,
@@ -111,6 +112,13 @@ def _topic_ids(src: LogDir, dst: LogDir, chosen: list[TopicPartition]) -> None:
                 f"{tp_name(tp)} has topic id {tid} but {dst.path} holds partitions of "
                 f"{tp[0]} with topic id {', '.join(sorted(other))}: not the same topic"
             )
+
+
+def _moved(u: DiskUsage, delta: int) -> DiskUsage:
+    """``u`` after ``delta`` bytes were written to (or, negative, freed on) its file system."""
+    if u.used_bytes is None or u.available_bytes is None:
+        return u
+    return dataclasses.replace(u, used_bytes=u.used_bytes + delta, available_bytes=u.available_bytes - delta)
 
 
 def plan_move(
@@ -250,8 +258,8 @@ def plan_move(
     }
     if copying and not same_fs:
         summary["disk_usage_expected_after"] = [
-            {**before[0].to_json(), "used": before[0].used - total, "free": before[0].free + total},
-            {**before[1].to_json(), "used": before[1].used + total, "free": before[1].free - total},
+            _moved(before[0], -total).to_json(),
+            _moved(before[1], total).to_json(),
         ]
     notes = [
         f"the broker's log dirs: both belong to broker {src_meta.node_id} of cluster {src_meta.cluster_id}"

@@ -23,6 +23,7 @@ import os
 from typing import Any
 
 from logdoctor.errors import FormatError
+from logdoctor.logdir.disk import disk_usage
 from logdoctor.logdir.model import LogDir, Partition
 from logdoctor.logdir.names import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -45,7 +46,6 @@ from logdoctor.repair.procedures.common import (
     check_free_space,
     check_same_cluster,
     describe_meta,
-    disk_usage,
     new_plan,
     open_log_dirs,
     read_checkpoint,

@@ -1,0 +1,100 @@
+"""Every command says the same "used %" for one file system, and it is the number `df` prints:
+census, the report, move-partition and sync-replica all go through logdoctor.logdir.disk.disk_usage."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from logdoctor.cli import commands  # noqa: F401  (registers every command)
+from logdoctor.cli.main import app
+from logdoctor.logdir import disk
+from logdoctor.repair.procedures import common as procedures_common
+from logdoctor.report import model
+from logdoctor.sample.fleet import generate_demo_fleet
+from logdoctor.sample.logdir import BrokerSpec, FleetSpec, TopicSpec, generate_fleet
+from logdoctor.spark import census
+
+runner = CliRunner()
+
+
+def _df_percent(path: Path) -> int:
+    """What `df` prints in its Use% column for the file system holding ``path``."""
+    if shutil.which("df") is None:
+        pytest.skip("no df on this machine")
+    out = subprocess.run(["df", "--output=pcent", str(path)], capture_output=True, text=True, check=True)
+    return int(out.stdout.splitlines()[1].strip().rstrip("%"))
+
+
+def _broker(tmp_path: Path) -> tuple[Path, Path]:
+    fleet = generate_fleet(
+        tmp_path / "fleet",
+        FleetSpec(
+            topics=[TopicSpec("orders", partitions=2, records_per_partition=20, segment_bytes=4000)],
+            brokers=(BrokerSpec(0, log_dirs=2),),
+        ),
+    )
+    return fleet.log_dirs[0][0], fleet.log_dirs[0][1]
+
+
+def test_the_old_definitions_are_gone() -> None:
+    assert not hasattr(procedures_common, "disk_usage") and not hasattr(procedures_common, "DiskUsage")
+    assert not hasattr(census, "DiskUsage") and census.disk_usage is disk.disk_usage
+    assert model.disk_usage is disk.disk_usage
+
+
+def _move_plan(src: Path, dst: Path) -> dict:
+    part = next(p.name for p in sorted(src.iterdir()) if p.name.startswith("orders-"))
+    r = runner.invoke(app, ["move-partition", part, "--from", str(src), "--to", str(dst), "--copy", "--json"])
+    assert r.exit_code == 0, r.output
+    return json.loads(r.stdout)
+
+
+def test_every_command_prints_df_use_percent_on_a_real_file_system(tmp_path: Path) -> None:
+    src, dst = _broker(tmp_path)
+    df_json = src.parent / disk.DF_JSON
+    if df_json.exists():
+        df_json.unlink()  # read the real file system, not a simulated disk
+    want = _df_percent(src)
+    # move-partition: JSON and text
+    plan = _move_plan(src, dst)
+    assert [u["used_percent"] for u in plan["summary"]["disk_usage_before"]] == [want, want]
+    r = runner.invoke(app, ["move-partition", "orders-0", "--from", str(src), "--to", str(dst)])
+    assert r.exit_code == 0, r.output
+    shown = re.findall(r"bytes used \((\d+)%, as df prints it\)", r.stdout)
+    assert shown and {int(x) for x in shown} == {want}
+    # census (the executor side, no Spark needed) and the report built from its rows
+    rows = census.scan_broker(census.discover_brokers([str(src.parent)])[0], now_ms=0)["log_dirs"]
+    assert {d["disk_used_percent"] for d in rows} == {want}
+    assert {census.used_pct(d) for d in rows} == {f"{want}%"}
+    data = model.from_census({"replicas": [], "log_dirs": rows}, now_ms=0)
+    assert {d.used_percent for d in data.disks} == {want}
+
+
+def test_every_command_agrees_on_the_sample_fleets_simulated_disks(tmp_path: Path) -> None:
+    demo = generate_demo_fleet(tmp_path / "fleet")
+    table = json.loads(next((tmp_path / "fleet").rglob(disk.DF_JSON)).read_text())
+    broker_dir = next((tmp_path / "fleet").rglob(disk.DF_JSON)).parent
+    brokers = census.discover_brokers([str(broker_dir)])
+    rows = census.scan_broker(brokers[0], now_ms=0)["log_dirs"]
+    assert demo.fleet.log_dirs
+    for d in rows:
+        entry = table[Path(d["log_dir"]).name]
+        used = entry.get("used_bytes", entry["total_bytes"] - entry["available_bytes"])
+        want = -(-100 * used // (used + entry["available_bytes"]))  # df: ceil(100 * used / (used + avail))
+        assert d["disk_used_percent"] == want
+        view = model.from_census({"replicas": [], "log_dirs": [d]}, now_ms=0).disks[0]
+        assert view.used_percent == want
+    full = [d for d in rows if d["disk_used_percent"] >= 90]
+    assert len(rows) == 2 and len(full) == 1  # the demo's nearly full log dir (97%)
+    src = Path(full[0]["log_dir"])
+    dst = next(Path(d["log_dir"]) for d in rows if d["log_dir"] != full[0]["log_dir"])
+    plan = _move_plan(src, dst)
+    by_path = {u["path"]: u["used_percent"] for u in plan["summary"]["disk_usage_before"]}
+    assert by_path[str(src)] == full[0]["disk_used_percent"] == 97
