@@ -176,6 +176,18 @@ _ENTRIES = (
         "getBrokerMetadataAndOfflineDirs ('Invalid cluster.id', 'doesn't match stored broker.id')",
     ),
     Entry(
+        "LOG_DIRS_OF_DIFFERENT_BROKERS",
+        _E,
+        "log dirs given together whose meta.properties name different brokers",
+        "{problem}",
+        "Scan the log dirs of one broker together and each broker on its own ({commands}); for a fleet, "
+        "`logdoctor census` compares the brokers' replicas. If these really are the log.dirs of one "
+        "broker, restore the right meta.properties in the odd one (copy a sibling's, keeping its "
+        "directory.id).",
+        "K:metadata/.../properties/MetaPropertiesEnsemble.java verify ('Stored node id ... doesn't match');"
+        " core/.../log/LogManager.scala loadLog (partition folders are unique across one broker's dirs)",
+    ),
+    Entry(
         "META_PROPERTIES_INVALID",
         _E,
         "meta.properties missing, empty or unreadable",

@@ -546,12 +546,60 @@ def _unclean_shutdown(ld: LogDir, rep: LogDirReport, parts: list[PartitionReport
     )
 
 
+def _different_brokers(reports: list[LogDirReport], parts: list[PartitionReport]) -> Finding | None:
+    """One finding when the given log dirs belong to different brokers.
+
+    A broker is (cluster.id, broker.id/node.id) of meta.properties. Dirs naming different node ids, or
+    different clusters and holding the same partitions (replicas), are several brokers' dirs; each
+    partition copy would otherwise be a DUPLICATE_PARTITION error (thousands that all say one thing).
+    One broker's dir with another cluster's meta.properties and no shared partition stays a
+    META_PROPERTIES_MISMATCH of that dir.
+    """
+    with_meta = [r for r in reports if r.mode is not None and r.node_id is not None]
+    by_broker: dict[tuple[str, int], list[LogDirReport]] = defaultdict(list)
+    for r in with_meta:
+        by_broker[(r.cluster_id or "", r.node_id or 0)].append(r)
+    if len(by_broker) < 2:
+        return None
+    if len({r.node_id for r in with_meta}) < 2:
+        broker_of = {r.path: key for key, rs in by_broker.items() for r in rs}
+        holders: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
+        for p in parts:
+            if p.kind == DirKind.LOG.value and p.log_dir in broker_of:
+                holders[(p.topic, p.partition)].add(broker_of[p.log_dir])
+        if not any(len(b) > 1 for b in holders.values()):
+            return None
+    clusters = {c for c, _ in by_broker}
+    listing = "; ".join(
+        f"broker {n}{f' of cluster {c}' if len(clusters) > 1 else ''}: " + ", ".join(r.path for r in rs)
+        for (c, n), rs in sorted(by_broker.items())
+    )
+    first = with_meta[0]
+    return catalog.make(
+        "LOG_DIRS_OF_DIFFERENT_BROKERS",
+        os.path.join(first.path, META_PROPERTIES_FILE),
+        logdir=first.path,
+        problem=f"the {len(reports)} log dirs given belong to {len(by_broker)} different brokers"
+        + (f" of {len(clusters)} clusters" if len(clusters) > 1 else f" of cluster {first.cluster_id}")
+        + f" ({listing}): the log.dirs of one broker share its cluster.id and broker.id/node.id, so "
+        "these are the log dirs of several brokers scanned together, or one broker whose "
+        "meta.properties disagree (it refuses to start). Partitions found in several of them are "
+        "replicas, not duplicates: they were not reported as DUPLICATE_PARTITION",
+        commands=", ".join(f"`logdoctor scan {' '.join(r.path for r in rs)}`" for rs in by_broker.values()),
+        details={"brokers": {f"{c}/{n}": [r.path for r in rs] for (c, n), rs in by_broker.items()}},
+    )
+
+
 def _cross_dir(reports: list[LogDirReport], parts: list[PartitionReport]) -> list[Finding]:
     out: list[Finding] = []
+    # dirs of different brokers: say so once, and skip the per-partition and per-dir comparisons
+    brokers = _different_brokers(reports, parts)
+    if brokers is not None:
+        out.append(brokers)
     # the same partition in two log dirs (LogManager.loadLog fails startup)
     by_tp: dict[tuple[str, int], list[PartitionReport]] = defaultdict(list)
     for p in parts:
-        if p.kind == DirKind.LOG.value:
+        if p.kind == DirKind.LOG.value and brokers is None:
             by_tp[(p.topic, p.partition)].append(p)
     for (t, n), ps in sorted(by_tp.items()):
         if len(ps) > 1:
@@ -571,7 +619,7 @@ def _cross_dir(reports: list[LogDirReport], parts: list[PartitionReport]) -> lis
                     )
                 )
     # meta.properties across the log dirs of one broker
-    with_meta = [r for r in reports if r.mode is not None]
+    with_meta = [r for r in reports if r.mode is not None] if brokers is None else []
     for attr, label in (("cluster_id", "cluster.id"), ("node_id", "broker.id/node.id")):
         values = Counter(getattr(r, attr) for r in with_meta if getattr(r, attr) is not None)
         if len(values) > 1:
