@@ -181,7 +181,7 @@ _ENTRIES = (
         "log dirs given together whose meta.properties name different brokers",
         "{problem}",
         "Scan the log dirs of one broker together and each broker on its own ({commands}); for a fleet, "
-        "`logdoctor census` compares the brokers' replicas. If these really are the log.dirs of one "
+        "the census command compares the brokers' replicas. If these really are the log.dirs of one "
         "broker, restore the right meta.properties in the odd one (copy a sibling's, keeping its "
         "directory.id).",
         "K:metadata/.../properties/MetaPropertiesEnsemble.java verify ('Stored node id ... doesn't match');"
