@@ -20,19 +20,19 @@ from logdoctor.cli.common import (
     EX_OK,
     EX_UNAVAILABLE,
     EX_WARNINGS,
+    VerboseOption,
     fail,
     parse_now,
     print_json,
     refuse_overlapping_outputs,
+    render_findings,
     spark_progress,
     usage_error,
 )
 from logdoctor.cli.main import app
 
-_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
-
-def render_census(console: Console, result: Any) -> None:
+def render_census(console: Console, result: Any, *, verbose: bool = False) -> None:
     """Tables for people: lagging replicas, log dirs, findings with the command that fixes each."""
     from logdoctor.spark.census import used_pct
 
@@ -86,17 +86,13 @@ def render_census(console: Console, result: Any) -> None:
     console.print(dirs)
     if result.findings:
         console.print("[bold]Findings and the command that fixes each[/bold]")
+    shown = []
     for f in result.findings:
-        style = _STYLE.get(f["severity"], "")
-        console.print(
-            f"[{style}]{f['severity'].upper():7}[/{style}] [bold]{f['code']}[/bold] {f['path']}",
-            soft_wrap=True,
-        )
-        console.print(f"         {f['message']}", soft_wrap=True, markup=False)
-        console.print(f"         fix: [cyan]{f['fix_command']}[/cyan]", soft_wrap=True)
         if not command_exists(f["fix_command"]):
-            note = f"         (not a command of this logdoctor yet; meanwhile: {f['fix']})"
-            console.print(note, soft_wrap=True, markup=False)
+            note = f"{f['fix_command']} (not a command of this logdoctor yet; meanwhile: {f['fix']})"
+            f = {**f, "fix_command": note}
+        shown.append(f)
+    render_findings(console, shown, verbose=verbose)
     console.print(f"Tables (Parquet) and summary.txt in {result.out_dir}")
 
 
@@ -135,6 +131,7 @@ def run_census_cli(
     *,
     html_out: Path | None = None,
     now_ms: int | None = None,
+    verbose: bool = False,
 ) -> Any:
     from logdoctor.spark.census import CensusError, run_census
     from logdoctor.spark.planning import PlanningError
@@ -165,7 +162,7 @@ def run_census_cli(
     if json_out:
         print_json(result.to_json(), indent=2, default=str)
     else:
-        render_census(console, result)
+        render_census(console, result, verbose=verbose)
         if html_out is not None:
             console.print(f"HTML report: {html_out}")
     return result
@@ -195,6 +192,7 @@ def census_command(
             "--now", metavar="TIME", help="Current time (epoch ms or ISO-8601) for timestamp checks."
         ),
     ] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Fleet census: replica offsets and lag across brokers, disk use per log dir, findings and fixes."""
     result = run_census_cli(
@@ -206,5 +204,6 @@ def census_command(
         Console(stderr=True),
         html_out=html_out,
         now_ms=parse_now(now),
+        verbose=verbose,
     )
     raise typer.Exit(exit_code(result))

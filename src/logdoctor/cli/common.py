@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,11 +56,13 @@ __all__ = [
     "LogdoctorCommand",
     "LogdoctorGroup",
     "UsageExit64",
+    "VerboseOption",
     "fail",
     "journal_options",
     "one_mode",
     "parse_epoch_ms",
     "parse_now",
+    "print_code_paths",
     "print_json",
     "print_plan",
     "print_run_paths",
@@ -299,20 +302,21 @@ def parse_now(text: str | None) -> int:
 
 # --- findings -----------------------------------------------------------------------------------
 
-_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+def render_findings(console: Console, findings: Iterable[Any], *, verbose: bool = False) -> None:
+    """Each finding of scan or retention, grouped by code (:func:`logdoctor.cli.render.render_findings`)."""
+    from logdoctor.cli import render
+
+    render.render_findings(console, findings, verbose=verbose)
 
 
-def render_findings(console: Console, findings: Iterable[Any]) -> None:
-    """Each finding of scan or retention: severity, code, where; the message; the fix."""
-    for f in findings:
-        where = f.path + (f"@{f.position}" if f.position is not None else "")
-        head = Text()
-        head.append(f"{f.severity.label.upper():7} ", style=_STYLE[f.severity.label])
-        head.append(f"{f.code} ", style="bold")
-        head.append(where)
-        console.print(head, soft_wrap=True)
-        console.print(Text("  " + f.message), soft_wrap=True)
-        console.print(Text("  fix: " + f.fix, style="cyan"), soft_wrap=True)
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="List every finding and action (by default what repeats many times is summarised).",
+    ),
+]
 
 
 # --- JSON ---------------------------------------------------------------------------------------
@@ -433,16 +437,37 @@ def _size(n: int | None) -> str:
     return "absent" if n is None else f"{n:,} B"
 
 
-def print_plan(console: Console, plan: Any) -> None:
-    """Every action of a repair plan: what, why, each file's size before -> after, small diffs."""
+def print_plan(console: Console, plan: Any, *, verbose: bool = False) -> None:
+    """Every action of a repair plan: what, why, each file's size before -> after, small diffs.
+
+    At fleet scale (hundreds of the same action) the first few of each kind are shown in full and the
+    rest counted; ``verbose`` shows every one (``--json`` always has the whole plan).
+    """
+    from logdoctor.cli.render import EXAMPLES, wrapped
+
     if plan.empty:
         console.print("Nothing to repair.")
+    kinds = Counter(a.kind for a in plan.actions)
+    shown: Counter[str] = Counter()
     for i, a in enumerate(plan.actions, 1):
+        shown[a.kind] += 1
+        if not verbose and kinds[a.kind] > EXAMPLES + 1 and shown[a.kind] > EXAMPLES:
+            if shown[a.kind] == EXAMPLES + 1:
+                rest = kinds[a.kind] - EXAMPLES
+                console.print(
+                    Text(
+                        f"... and {rest} more {a.kind} action(s) like these, from [{i}] on "
+                        "(--verbose lists every one, --json has the whole plan)",
+                        style="dim",
+                    ),
+                    soft_wrap=True,
+                )
+            continue
         head = Text()
         head.append(f"[{i}] {a.kind} ", style="bold")
         head.append(a.target)
         console.print(head, soft_wrap=True)
-        console.print(Text("    why: " + a.reason, style="yellow"), soft_wrap=True)
+        wrapped(console, a.reason, "         ", "yellow", first="    why: ")
         for c in a.changes:
             after = _size(c.size_after) if c.size_after is not None else "removed"
             line = f"    {c.path}: {_size(c.size_before)} -> {after}"
@@ -456,10 +481,36 @@ def print_plan(console: Console, plan: Any) -> None:
     if plan.unrepaired:
         console.print()
         console.print(Text(f"Not repaired ({len(plan.unrepaired)}):", style="bold"))
-        for u in plan.unrepaired:
-            console.print(Text(f"  {u.code} {u.path}: {u.why}", style="dim"), soft_wrap=True)
+        print_code_paths(console, [(u.code, u.path, u.why) for u in plan.unrepaired], verbose=verbose)
     console.print()
     console.print(f"{len(plan.actions)} action(s), {len(plan.steps)} step(s); backup dir: {plan.backup_dir}")
+
+
+def print_code_paths(
+    console: Console, rows: list[tuple[str, str, str]], *, verbose: bool = False, style: str = "dim"
+) -> None:
+    """``CODE path: why`` lines grouped by code; a code with many paths shows a few and their count."""
+    from logdoctor.cli.render import EXAMPLES, wrapped
+
+    by_code: dict[str, list[tuple[str, str]]] = {}
+    for code, path, why in rows:
+        by_code.setdefault(code, []).append((path, why))
+    for code, items in by_code.items():
+        if verbose or len(items) <= EXAMPLES + 1:
+            for path, why in items:
+                console.print(Text(f"  {code} {path}:", style=style), soft_wrap=True)
+                wrapped(console, why, "      ", style)
+            continue
+        console.print(Text(f"  {code}: {len(items)} files", style=style or "bold"), soft_wrap=True)
+        for path, _why in items[:EXAMPLES]:
+            console.print(Text(f"    {path}", style=style), soft_wrap=True)
+        console.print(
+            Text(f"    ... and {len(items) - EXAMPLES} more (--verbose lists every one)", style="dim"),
+            soft_wrap=True,
+        )
+        whys = {why for _p, why in items}
+        label = "    why: " if len(whys) == 1 else "    why (the first's): "
+        wrapped(console, items[0][1], "      ", style, first=label)
 
 
 def print_run_status(console: Console, command: str, result: Any, code: int) -> None:

@@ -7,11 +7,14 @@ their lowercase names, dataclasses as objects. Nothing here knows about Kafka fo
 from __future__ import annotations
 
 import base64
+import collections
 import dataclasses
 import enum
 import json
 import sys
+import textwrap
 from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 from rich.console import Console
@@ -20,12 +23,15 @@ from rich.text import Text
 
 __all__ = [
     "Column",
+    "FindingGroup",
     "JsonLinesWriter",
     "StreamTable",
     "b64",
+    "group_findings",
     "make_console",
     "print_fields",
     "print_table",
+    "render_findings",
     "text_preview",
     "to_jsonable",
 ]
@@ -179,3 +185,123 @@ def print_fields(console: Console, fields: Mapping[str, Any], *, indent: str = "
     width = max(len(k) for k in fields)
     for k, v in fields.items():
         console.print(Text(f"{indent}{k.ljust(width)}  {v}"))
+
+
+# --- findings for people: grouped by code, wrapped to the terminal ------------------------------------
+
+_SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
+_SEVERITY_RANK = {"error": 2, "warning": 1, "info": 0}
+EXAMPLES = 3  # findings shown in full per group before the rest is counted
+
+
+def _attr(f: Any, name: str) -> Any:
+    return f.get(name) if isinstance(f, Mapping) else getattr(f, name, None)
+
+
+def severity_label(f: Any) -> str:
+    s = _attr(f, "severity")
+    label = getattr(s, "label", s)
+    return str(label).lower()
+
+
+def partition_of(path: str) -> str | None:
+    """The ``<topic>-<partition>`` folder a finding's path lies in (None: the log dir level)."""
+    from logdoctor.logdir.names import parse_partition_dir
+
+    for part in reversed(Path(path).parts):
+        if parse_partition_dir(part) is not None:
+            return part
+    return None
+
+
+@dataclasses.dataclass(slots=True)
+class FindingGroup:
+    """The findings of one severity and code, in their original order."""
+
+    severity: str
+    code: str
+    items: list[Any]
+
+    def partitions(self) -> collections.Counter[str]:
+        return collections.Counter(p for f in self.items if (p := partition_of(_attr(f, "path"))) is not None)
+
+
+def group_findings(findings: Iterable[Any]) -> list[FindingGroup]:
+    """Findings grouped by (severity, code): worst severity first, then in order of first appearance."""
+    groups: dict[tuple[str, str], FindingGroup] = {}
+    for f in findings:
+        key = (severity_label(f), str(_attr(f, "code")))
+        if key not in groups:
+            groups[key] = FindingGroup(key[0], key[1], [])
+        groups[key].items.append(f)
+    return sorted(groups.values(), key=lambda g: -_SEVERITY_RANK.get(g.severity, 0))
+
+
+def wrapped(console: Console, text: str, indent: str, style: str = "", first: str | None = None) -> None:
+    """``text`` wrapped to the console's width under ``indent`` (words and paths are never cut)."""
+    width = max(40, console.width)
+    body = textwrap.fill(
+        text,
+        width=width,
+        initial_indent=first if first is not None else indent,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    )
+    console.print(Text(body, style=style), soft_wrap=True)
+
+
+def _where(f: Any) -> str:
+    pos = _attr(f, "position")
+    return str(_attr(f, "path")) + (f"@{pos}" if pos is not None else "")
+
+
+def _one(console: Console, f: Any, fix_label: str = "fix: ") -> None:
+    head = Text()
+    label = severity_label(f)
+    head.append(f"{label.upper():7} ", style=_SEVERITY_STYLE.get(label, ""))
+    head.append(f"{_attr(f, 'code')} ", style="bold")
+    head.append(_where(f))
+    console.print(head, soft_wrap=True)  # never wrapped: the path stays one piece to copy
+    wrapped(console, str(_attr(f, "message")), "  ")
+    fix = _attr(f, "fix_command") or _attr(f, "fix")
+    wrapped(console, str(fix), "       ", "cyan", first="  " + fix_label)
+
+
+def render_findings(console: Console, findings: Iterable[Any], *, verbose: bool = False) -> None:
+    """Findings for people (scan, retention, repair, census): every finding's severity, code, where,
+    message and fix, grouped by code; a code found many times shows its count, the partitions it is in
+    and the first examples (``verbose`` lists every one; JSON output always keeps every finding)."""
+    for g in group_findings(findings):
+        if verbose or len(g.items) <= EXAMPLES + 1:
+            for f in g.items:
+                _one(console, f)
+            continue
+        parts = g.partitions()
+        dirs = {str(_attr(f, "log_dir") or "") for f in g.items} - {""}
+        head = Text()
+        head.append(f"{g.severity.upper():7} ", style=_SEVERITY_STYLE.get(g.severity, ""))
+        head.append(f"{g.code}: ", style="bold")
+        where = f" in {len(parts)} partition(s)" if parts else ""
+        where += f" of {len(dirs)} log dir(s)" if len(dirs) > 1 else ""
+        head.append(f"{len(g.items)} findings{where}")
+        console.print(head, soft_wrap=True)
+        if parts and parts.most_common(1)[0][1] > 1:
+            top = ", ".join(f"{p} ({n})" for p, n in parts.most_common(5))
+            more = f", and {len(parts) - 5} more" if len(parts) > 5 else ""
+            wrapped(console, f"most in: {top}{more}", "    ", first="  ")
+        for f in g.items[:EXAMPLES]:
+            console.print(Text("  " + _where(f)), soft_wrap=True)  # never wrapped: paths to copy
+        console.print(
+            Text(
+                f"  ... and {len(g.items) - EXAMPLES} more "
+                "(--verbose lists every one, --json keeps them all)",
+                style="dim",
+            ),
+            soft_wrap=True,
+        )
+        wrapped(console, str(_attr(g.items[0], "message")), "    ", first="  the first: ")
+        fixes = {str(_attr(f, "fix_command") or _attr(f, "fix")) for f in g.items}
+        fix = str(_attr(g.items[0], "fix_command") or _attr(g.items[0], "fix"))
+        label = "  fix: " if len(fixes) == 1 else "  fix (the first's; each finding names its own): "
+        wrapped(console, fix, "       ", "cyan", first=label)

@@ -27,6 +27,7 @@ from logdoctor.cli.common import (
     ApplyOption,
     JsonOption,
     UsageExit64,
+    VerboseOption,
     journal_options,
     print_json,
     print_plan,
@@ -94,6 +95,7 @@ def repair_command(
         ),
     ] = DEFAULT_INDEX_INTERVAL_BYTES,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Scan worker processes.")] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions."""
     console = Console()
@@ -134,12 +136,12 @@ def repair_command(
             if json_out:
                 print_json({"plan": plan.to_json(), "applied": False})
             else:
-                print_plan(console, plan)
+                print_plan(console, plan, verbose=verbose)
                 if not plan.empty:
                     console.print(DRY_RUN_LINE)
             raise typer.Exit(0)
         if not json_out:
-            print_plan(console, plan)
+            print_plan(console, plan, verbose=verbose)
         skipped = {u.path for u in plan.unrepaired}
         targeted = {
             (f.code, f.path)

@@ -20,6 +20,7 @@ from logdoctor.checks.scanner import ScanUsageError
 from logdoctor.checks.state import iso
 from logdoctor.cli.common import (
     UsageExit64,
+    VerboseOption,
     parse_now,
     print_json,
     progress_bar,
@@ -31,7 +32,7 @@ from logdoctor.cli.common import (
 from logdoctor.cli.main import app
 
 
-def render(console: Console, report: RetentionReport, show_all: bool) -> None:
+def render(console: Console, report: RetentionReport, show_all: bool, verbose: bool = False) -> None:
     console.print(f"retention at {iso(report.now_ms)} ({report.now_ms})")
     for p in report.partitions:
         if not p.deleted and not show_all:
@@ -70,7 +71,7 @@ def render(console: Console, report: RetentionReport, show_all: bool) -> None:
     )
     if report.findings:
         console.print()
-        render_findings(console, report.findings)
+        render_findings(console, report.findings, verbose=verbose)
 
 
 @app.command("retention", cls=UsageExit64)
@@ -101,6 +102,7 @@ def retention_command(
         bool, typer.Option("--all", help="Also list partitions that keep every segment.")
     ] = False,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes.")] = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Simulate Kafka's retention (log start offset, size, time) like UnifiedLog.deleteOldSegments."""
     try:
@@ -124,5 +126,5 @@ def retention_command(
     if json_out:
         print_json(report.to_json())
     else:
-        render(Console(), report, show_all)
+        render(Console(), report, show_all, verbose)
     raise typer.Exit(report.exit_code)

@@ -20,6 +20,7 @@ from logdoctor.checks.findings import Severity
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
 from logdoctor.cli.common import (
     UsageExit64,
+    VerboseOption,
     parse_now,
     print_json,
     progress_bar,
@@ -34,7 +35,7 @@ from logdoctor.cli.main import app
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 
-def render_report(console: Console, report: ScanReport) -> None:
+def render_report(console: Console, report: ScanReport, *, verbose: bool = False) -> None:
     table = Table(title=f"logdoctor scan ({report.depth.name.lower()})", show_lines=False)
     for col in ("log dir", "mode", "cluster.id", "node", "partitions", "clean shutdown", "locked"):
         table.add_column(col)
@@ -57,7 +58,7 @@ def render_report(console: Console, report: ScanReport) -> None:
     )
     if report.findings:
         console.print()
-        render_findings(console, report.findings)
+        render_findings(console, report.findings, verbose=verbose)
     c = report.counts()
     console.print()
     verdict = Text()
@@ -115,6 +116,7 @@ def scan_command(
             "--retention-ms", help="retention.ms used to say when a RETENTION_RISK segment would go."
         ),
     ] = DEFAULT_RETENTION_MS,
+    verbose: VerboseOption = False,
     html_out: Annotated[
         Path | None,
         typer.Option(
@@ -147,7 +149,7 @@ def scan_command(
     if json_out:
         print_json(report.to_json())
     else:
-        render_report(Console(), report)
+        render_report(Console(), report, verbose=verbose)
         if html_out is not None:
             Console(stderr=True).print(f"HTML report: {html_out}")
     raise typer.Exit(report.exit_code)
