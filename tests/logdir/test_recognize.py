@@ -75,6 +75,7 @@ def test_a_folder_holding_log_dirs_names_them(tmp_path: Path) -> None:
     assert sorted(os.path.basename(p) for p in r.log_dirs) == ["zk-3.0-tuyen-nnt-b1", "zk-3.0-tuyen-nnt-b2"]
     with pytest.raises(NotALogDirError, match="holds 2 log dir"):
         require_log_dir(tmp_path / "broker")
+    assert recognize(tmp_path / "broker", look_below=False).kind is PathKind.OTHER_DIR
 
 
 def _etc_like(root: Path) -> Path:

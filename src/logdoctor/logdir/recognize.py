@@ -199,8 +199,12 @@ def _find_log_dirs(path: str) -> list[str]:
     return found
 
 
-def recognize(path: str | os.PathLike[str]) -> Recognition:
-    """Say what ``path`` is (never raises; reads directory listings only, a few folders deep at most)."""
+def recognize(path: str | os.PathLike[str], *, look_below: bool = True) -> Recognition:
+    """Say what ``path`` is (never raises; reads directory listings only, a few folders deep at most).
+
+    ``look_below=False`` skips the search for log dirs below a folder that is none (HOLDS_LOG_DIRS is
+    then reported as OTHER_DIR): for callers that only ask "is this a log dir?" while walking a tree.
+    """
     p = os.fspath(path)
     if not os.path.lexists(p):
         return Recognition(p, PathKind.MISSING, "it does not exist")
@@ -227,7 +231,7 @@ def recognize(path: str | os.PathLike[str]) -> Recognition:
         return Recognition(
             p, PathKind.PARTITION_DIR, f"it holds {shown}", log_dir=os.path.dirname(real), partition=name
         )
-    below = _find_log_dirs(p)
+    below = _find_log_dirs(p) if look_below else []
     if below:
         return Recognition(p, PathKind.HOLDS_LOG_DIRS, "log dirs lie below it", log_dirs=tuple(below))
     names = sorted(e.name for e in entries)

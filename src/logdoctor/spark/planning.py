@@ -151,7 +151,7 @@ def is_log_dir(path: str) -> bool:
     files: the rule every command shares (:func:`logdoctor.logdir.recognize.recognize`)."""
     from logdoctor.logdir.recognize import PathKind, recognize
 
-    return recognize(path).kind is PathKind.LOG_DIR
+    return recognize(path, look_below=False).kind is PathKind.LOG_DIR
 
 
 def _is_partition_dir(path: str) -> bool:
