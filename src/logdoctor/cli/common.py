@@ -115,7 +115,8 @@ _MEANING = {
     ExitCode.ERRORS: "errors found in the data; repair/procedures: a step failed or findings remain",
     ExitCode.USAGE: "bad call: unknown or missing option, a path that is not a log dir, no command",
     ExitCode.CHANGED: "a log dir changed since planning (nothing written): plan again",
-    ExitCode.NO_INPUT: "an input (log dir, file, journal) does not exist",
+    ExitCode.NO_INPUT: "an input (log dir, file, journal) does not exist, or is a folder where a file is "
+    "needed",
     ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+)",
     ExitCode.SOFTWARE: "a bug or an environment failure of logdoctor",
     ExitCode.CANT_CREATE: "refused (nothing written): not enough space, or an output at, inside or above "
