@@ -64,7 +64,7 @@ def _usage_lines(console: Console, title: str, rows: list[dict[str, Any]]) -> No
 
 
 def print_procedure_plan(console: Console, pp: ProcedurePlan) -> None:
-    print_plan(console, pp.plan)
+    print_plan(console, pp.plan, verbose=True)  # an operator procedure lists every action it takes
     for note in pp.notes:
         console.print(Text("note: " + note, style="yellow"), soft_wrap=True)
     if "disk_usage_before" in pp.summary:
