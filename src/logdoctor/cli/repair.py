@@ -29,6 +29,7 @@ from logdoctor.cli.common import (
     UsageExit64,
     VerboseOption,
     journal_options,
+    print_code_paths,
     print_json,
     print_plan,
     print_run_paths,
@@ -52,7 +53,9 @@ def _post_scan(log_dirs: list[str], targeted: set[tuple[str, str]]) -> tuple[lis
     return remaining, after.exit_code
 
 
-def _finish(console: Console, result: RunResult, json_out: bool, extra: dict[str, Any]) -> int:
+def _finish(
+    console: Console, result: RunResult, json_out: bool, extra: dict[str, Any], verbose: bool = False
+) -> int:
     code = 0 if result.ok else EX_FAILED
     if extra.get("remaining"):
         code = EX_FAILED
@@ -61,8 +64,11 @@ def _finish(console: Console, result: RunResult, json_out: bool, extra: dict[str
         return code
     print_run_status(console, "repair", result, code)
     print_run_paths(console, result)
-    for f in extra.get("remaining") or []:
-        console.print(Text(f"still found: {f['code']} {f['path']}", style="red"), soft_wrap=True)
+    remaining = extra.get("remaining") or []
+    if remaining:
+        console.print(Text(f"still found ({len(remaining)}):", style="red"), soft_wrap=True)
+        rows = [(f["code"], f["path"], f["message"]) for f in remaining]
+        print_code_paths(console, rows, verbose=verbose, style="red")
     return code
 
 
@@ -121,7 +127,7 @@ def repair_command(
                 plan, _ = load_journal(journal)
                 targeted = {(c, p) for a in plan.actions for c in a.codes for p in a.finding_paths}
                 extra["remaining"], _ = _post_scan(plan.log_dirs, targeted)
-            raise typer.Exit(_finish(console, result, json_out, extra))
+            raise typer.Exit(_finish(console, result, json_out, extra, verbose))
         assert log_dirs is not None
         codes = parse_only(only)
         require_log_dirs(log_dirs)
@@ -154,4 +160,4 @@ def repair_command(
         extra = {"plan": plan.to_json()}
         if result.status == "applied":
             extra["remaining"], _ = _post_scan(plan.log_dirs, targeted)
-        raise typer.Exit(_finish(console, result, json_out, extra))
+        raise typer.Exit(_finish(console, result, json_out, extra, verbose))
