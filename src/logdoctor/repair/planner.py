@@ -13,6 +13,16 @@ Per code (K: = apache/kafka source):
   a truncation: delete every later segment of the partition (to the backup), drop producer
   snapshots beyond the new log end, and truncate the leader epoch cache at the new log end
   (LeaderEpochFileCache.truncateFromEnd: entries with start offset >= log end go).
+  Exactly as K:storage/.../log/LogSegment.java recover: the walk stops at the first batch failing
+  ``ensureValid`` (CRC, size) and the log is cut at the bytes before it; an offset index append
+  failing with InvalidOffsetException (offsets not increasing) makes recoverLog truncate the whole
+  segment to its base offset (``segment.truncateTo(baseOffset)``: 0 bytes); an offset beyond the
+  int32 range (LogSegmentOffsetOverflowException) is not truncated but split by the broker
+  (LogLoader.retryOnOffsetOverflow), which logdoctor leaves to it. The recovery point becomes
+  ``min(recovery point, new log end)`` (recoverLog's RecoveryOffsets). A CRC mismatch in a segment
+  the broker does not re-read at startup (clean shutdown, below the recovery point) is found only
+  by ``scan --deep``; ``repair --deep`` plans the same truncation for it, as if the broker had
+  recovered that segment.
 - ORPHAN_FILE: as LogLoader.removeTempFilesAndCollectSwapFiles and load(): ``.deleted`` removed;
   ``.cleaned`` removed; ``.swap`` files at or above the smallest ``.cleaned`` offset removed; the
   other ``.swap`` segments replace the files in [min swap base, max swap next offset) (removed)
@@ -120,14 +130,20 @@ def _read(path: str) -> bytes | None:
 
 class Planner:
     def __init__(
-        self, log_dirs: list[str], backup_dir: str, codes: set[str], index_interval_bytes: int
+        self,
+        log_dirs: list[str],
+        backup_dir: str,
+        codes: set[str],
+        index_interval_bytes: int,
+        depth: Depth = Depth.DEFAULT,
     ) -> None:
+        self.depth = depth
         self.log_dirs = log_dirs
         self.backup_dir = backup_dir
         self.codes = codes
         self.interval = index_interval_bytes
         self.names = act.BackupNames(log_dirs)
-        self.plan = Plan(log_dirs, backup_dir, created_ms=int(time.time() * 1000))
+        self.plan = Plan(log_dirs, backup_dir, created_ms=int(time.time() * 1000), depth=depth.name.lower())
         self.written: dict[str, Step] = {}  # live path -> its write step (one per path)
         self.moved: set[str] = set()
         self.dir_owner: dict[str, tuple[int, int]] = {}
@@ -191,8 +207,11 @@ class Planner:
         for f in report.findings:
             d = self._log_dir_of(f.path)
             if f.code not in self.codes:
-                if f.code not in REPAIRABLE and f.severity >= Severity.WARNING and d is not None:
-                    self.unrepaired(f, "not something logdoctor repair changes: " + f.fix)
+                if f.severity >= Severity.WARNING and d is not None:
+                    if f.code in REPAIRABLE:
+                        self.unrepaired(f, f"not selected by --only (add {f.code} to repair it)")
+                    else:
+                        self.unrepaired(f, "not something logdoctor repair changes: " + f.fix)
                 continue
             if d is None:
                 self.unrepaired(f, "not inside the log dirs given")
@@ -592,6 +611,21 @@ class Planner:
             uniq,
         )
         r = self._rebuilt(pp, seg, ".txnindex" in which)
+        log_path = str(seg.log_path)
+        if r.valid_bytes < seg.size and r.error is not None:
+            # the .log itself has an invalid batch the scan at this depth did not report (below the
+            # recovery point after a clean shutdown the broker never re-reads it): the rebuilt
+            # indexes cover the valid bytes only, as recovery's would; the cut is repair --deep's
+            cut = (
+                f"its batch at byte position {r.valid_bytes} is invalid ({r.error}); the rebuilt "
+                "indexes stop there. `logdoctor repair --deep` truncates the segment there as the "
+                "broker's recovery would (the cut bytes kept in the backup)"
+            )
+            if not any(u.code == "LOG_CORRUPT" and u.path == log_path for u in self.plan.unrepaired):
+                self.plan.unrepaired.append(Unrepaired("LOG_CORRUPT", log_path, cut, Severity.ERROR.label))
+            for f in fs:
+                if f.code == "RETENTION_RISK":  # the true largest timestamp may lie beyond the cut
+                    self.unrepaired(f, f"{seg.log_name}: " + cut)
         self._write_indexes(pp, seg, action, r, sorted(which))
         self.add(action)
 
@@ -599,9 +633,34 @@ class Planner:
         r = self._rebuilt(pp, seg, True)
         size = seg.size
         if r.valid_bytes >= size:
+            overlap = any(f.details.get("kind") == "overlap" for f in fs)
             for f in fs:
-                self.unrepaired(f, "recovery finds no invalid batch to truncate at (rescan with --deep)")
+                if f.details.get("kind") == "overlap" or overlap:
+                    why = (
+                        "segments overlap but every batch is valid: the broker's recovery truncates nothing "
+                        "here, and which copy of the overlapping offsets is right needs a person"
+                    )
+                elif self.depth < Depth.DEEP:
+                    why = "recovery finds no invalid batch to truncate at (rescan with --deep)"
+                else:
+                    why = "the broker's recovery reads every batch of this segment as valid: nothing to cut"
+                self.unrepaired(f, why)
             return
+        if r.error is not None and _is_offset_overflow(r.error):
+            for f in fs:
+                self.unrepaired(
+                    f,
+                    "an offset beyond the int32 range of the segment's base offset: the broker splits such a "
+                    "segment at startup (LogLoader.retryOnOffsetOverflow / splitOverflowedSegment) instead "
+                    "of truncating it; logdoctor leaves that to the broker",
+                )
+            return
+        if r.error is not None and _is_index_offset_error(r.error):
+            # InvalidOffsetException from OffsetIndex.append: recoverLog truncates the whole segment
+            # to its base offset (LogLoader.recoverLog: segment.truncateTo(startOffset))
+            r = rebuild_indexes(
+                b"", seg.base_offset, index_interval_bytes=self.interval, source=str(seg.log_path)
+            )
         action = Action(
             "truncate-log",
             str(seg.log_path),
@@ -617,7 +676,8 @@ class Planner:
                 size,
                 r.valid_bytes,
                 None,
-                f"{size - r.valid_bytes} bytes from position {r.valid_bytes} on go to the backup ({r.error})",
+                f"{size - r.valid_bytes} bytes from position {r.valid_bytes} on go to the backup "
+                f"(LogSegment.recover stops there: {r.error})",
             )
         )
         self._write_indexes(pp, seg, action, r, _INDEX_SUFFIXES)
@@ -810,6 +870,16 @@ class Planner:
             return None
 
 
+def _is_offset_overflow(error: FormatError) -> bool:
+    """LogSegmentOffsetOverflowException: a last offset outside [base, base + int32 max]."""
+    return str(getattr(error, "expected", "")).startswith("a last offset within int32")
+
+
+def _is_index_offset_error(error: FormatError) -> bool:
+    """InvalidOffsetException of OffsetIndex.append: an offset not above the last indexed one."""
+    return str(getattr(error, "expected", "")).startswith("an offset above the last indexed offset")
+
+
 def parse_only(text: str | None) -> set[str]:
     if not text:
         return set(REPAIRABLE)
@@ -831,8 +901,12 @@ def plan_repair(
     report: ScanReport | None = None,
     jobs: int | None = None,
     now_ms: int | None = None,
+    deep: bool = False,
 ) -> tuple[Plan, ScanReport]:
-    """Scan (unless ``report`` is given) and plan the repair of the findings. Reads only."""
+    """Scan (unless ``report`` is given) and plan the repair of the findings. Reads only.
+
+    ``deep``: scan at ``--deep`` depth (every batch's CRC), so that what only ``scan --deep`` finds
+    (a CRC mismatch in a segment the broker does not re-read at startup) is planned too."""
     dirs = []
     for d in log_dirs:
         p = os.path.abspath(os.fspath(d))
@@ -843,10 +917,16 @@ def plan_repair(
         raise PlanUsageError("no log dir given")
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     if report is None:
-        report = scan(dirs, ScanOptions(depth=Depth.DEFAULT, now_ms=now), jobs=jobs)
+        report = scan(dirs, ScanOptions(depth=Depth.DEEP if deep else Depth.DEFAULT, now_ms=now), jobs=jobs)
     backup = os.path.abspath(backup_dir) if backup_dir else bk.default_backup_dir(dirs[0], now)
     safety.check_backup_location(backup, dirs)
-    planner = Planner(dirs, backup, set(only) if only is not None else set(REPAIRABLE), index_interval_bytes)
+    planner = Planner(
+        dirs,
+        backup,
+        set(only) if only is not None else set(REPAIRABLE),
+        index_interval_bytes,
+        depth=max(report.depth, Depth.DEFAULT),
+    )
     return planner.build(report), report
 
 
