@@ -37,6 +37,22 @@ Per code (K: = apache/kafka source):
 - LEADER_EPOCH_BEYOND_LOG_END: as the broker, truncate the epoch cache at the log end offset.
 - PRODUCER_SNAPSHOT_AHEAD: remove the snapshot (the broker deletes it).
 - PERMISSION_DENIED: owner and group of the log dir (the broker's user), mode like the siblings.
+- PARTITION_METADATA_INVALID (empty or unparsable ``partition.metadata``): the broker cannot read
+  it (K:storage/.../checkpoint/PartitionMetadataReadBuffer.java: no ``version: 0`` line; an empty
+  file gives readLine() == null) and fails to load the log. When the file is absent,
+  K:core/.../log/UnifiedLog.scala initializeTopicId reads no id and the broker writes the file again
+  once it learns the topic id (assignTopicId -> PartitionMetadataFile.maybeFlush, ``version: 0\n
+  topic_id: <id>``). So: when the topic id is known from another partition of the same topic in the
+  log dirs given, write exactly what maybeFlush writes; else, in ZooKeeper mode, remove the file (to
+  the backup) and let the broker write it (the controller's LeaderAndIsr carries the id; below IBP
+  2.8 the broker deletes the file itself). In KRaft mode a log without a topic id is a stray log
+  (K:core/.../log/LogManager.scala isStrayKraftReplica), so removing the file is never planned
+  there: the id must come from the cluster (a person).
+- META_PROPERTIES_INVALID: not changed. An empty meta.properties reads as version 0 with no
+  broker.id/cluster.id (K:metadata/.../properties/MetaProperties.java Builder(Properties)); a
+  ZooKeeper-mode broker rewrites it at startup with ZooKeeper's cluster.id and its configured
+  broker.id (K:core/.../server/KafkaServer.scala startup, MetaPropertiesEnsemble.Copier); a KRaft
+  broker refuses the dir, and only a person can restore node.id, cluster.id and directory.id.
 """
 
 from __future__ import annotations
@@ -62,6 +78,11 @@ from logdoctor.formats.checkpoint import (
     write_leader_epoch_checkpoint,
     write_offset_checkpoint,
 )
+from logdoctor.formats.partition_metadata import (
+    PARTITION_METADATA_VERSION,
+    PartitionMetadata,
+    write_partition_metadata,
+)
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 from logdoctor.formats.records import iter_batches
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES, RebuiltIndexes, rebuild_indexes
@@ -71,6 +92,7 @@ from logdoctor.logdir.names import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT,
     OFFSET_CHECKPOINT_FILES,
+    PARTITION_METADATA_FILE,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
@@ -93,6 +115,14 @@ REPAIRABLE = (
     "LEADER_EPOCH_BEYOND_LOG_END",
     "PRODUCER_SNAPSHOT_AHEAD",
     "PERMISSION_DENIED",
+    "PARTITION_METADATA_INVALID",
+)
+_META_PROPERTIES_WHY = (
+    "an empty or unreadable meta.properties reads as version 0 with no broker.id or cluster.id "
+    "(MetaProperties.Builder): a ZooKeeper-mode broker rewrites it itself at startup with ZooKeeper's "
+    "cluster.id and its configured broker.id (KafkaServer.startup, MetaPropertiesEnsemble.Copier), so "
+    "nothing is needed offline; a KRaft broker refuses the dir: a person restores version=1, node.id, "
+    "cluster.id and directory.id from the broker's config and its other log dirs"
 )
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 _DIFF_LIMIT = 64 << 10
@@ -210,6 +240,8 @@ class Planner:
                 if f.severity >= Severity.WARNING and d is not None:
                     if f.code in REPAIRABLE:
                         self.unrepaired(f, f"not selected by --only (add {f.code} to repair it)")
+                    elif f.code == "META_PROPERTIES_INVALID":
+                        self.unrepaired(f, _META_PROPERTIES_WHY)
                     else:
                         self.unrepaired(f, "not something logdoctor repair changes: " + f.fix)
                 continue
@@ -221,6 +253,13 @@ class Planner:
                 continue
             by_dir[d].append(f)
         reports = {(r.log_dir, r.path): r for r in report.partitions}
+        self.topic_ids: dict[str, dict[str, str]] = {}  # topic -> {topic id: a partition.metadata holding it}
+        for r in report.partitions:
+            if r.topic_id:
+                self.topic_ids.setdefault(r.topic, {}).setdefault(
+                    r.topic_id, os.path.join(r.path, PARTITION_METADATA_FILE)
+                )
+        self.kraft = self._kraft_evidence(report)
         perm = [f for fs in by_dir.values() for f in fs if f.code == "PERMISSION_DENIED"]
         for f in perm:
             self._permission(f)
@@ -228,6 +267,63 @@ class Planner:
             self._log_dir(d, [f for f in by_dir[d] if f.code != "PERMISSION_DENIED"], reports)
         self.plan.number_steps()
         return self.plan
+
+    def _kraft_evidence(self, report: ScanReport) -> str | None:
+        """Why these log dirs look like a KRaft broker's (None: nothing says KRaft)."""
+        for r in report.log_dirs:
+            if r.mode == "kraft":
+                return f"{r.path}/meta.properties is version 1 (KRaft)"
+        for d in self.log_dirs:
+            if os.path.exists(os.path.join(d, "__cluster_metadata-0")):
+                return f"{d} holds __cluster_metadata-0 (KRaft)"
+            try:
+                meta = LogDir(d).meta_properties
+            except OSError:
+                meta = None
+            if meta is not None and getattr(meta, "is_kraft", False):
+                return f"{d}/meta.properties is version 1 (KRaft)"
+        return None
+
+    def _partition_metadata(self, pp: _PartitionPlan, f: Finding) -> None:
+        topic = pp.part.topic
+        ids = self.topic_ids.get(topic, {})
+        action = Action("fix-partition-metadata", f.path, f"{f.code}: {f.message}", [f.code], [f.path])
+        if len(ids) == 1:
+            ((topic_id, source),) = ids.items()
+            data = write_partition_metadata(PartitionMetadata(PARTITION_METADATA_VERSION, topic_id, b""))
+            self.write_step(
+                action,
+                f.path,
+                data,
+                f"topic id {topic_id} of {topic} from {source}: the bytes the broker writes "
+                "(PartitionMetadataFile.maybeFlush)",
+                text=True,
+            )
+            self.add(action)
+            return
+        if len(ids) > 1:
+            self.unrepaired(
+                f,
+                f"partitions of {topic} disagree on its topic id ({', '.join(sorted(ids))}): which one is "
+                "the cluster's needs a person (`kafka-topics --describe --topic " + topic + "`)",
+            )
+            return
+        if self.kraft is not None:
+            self.unrepaired(
+                f,
+                f"KRaft ({self.kraft}): without partition.metadata the broker treats the log as stray "
+                "(LogManager.isStrayKraftReplica) and the topic id is in no file given; a person writes "
+                f"'version: 0\\ntopic_id: <id>' with the id from `kafka-topics --describe --topic {topic}`",
+            )
+            return
+        self.move_step(
+            action,
+            f.path,
+            "ZooKeeper mode: with no partition.metadata the broker loads the log and writes the file again "
+            "once the controller sends the topic id (UnifiedLog.initializeTopicId / assignTopicId -> "
+            "maybeFlushMetadataFile); the unreadable file fails the log's load (PartitionMetadataReadBuffer)",
+        )
+        self.add(action)
 
     def _log_dir_of(self, path: str) -> str | None:
         for d in self.log_dirs:
@@ -385,6 +481,9 @@ class Planner:
         )
         if corrupt:
             self._truncate(pp, segs[corrupt[0]], [f for f in pp.findings if f.code == "LOG_CORRUPT"])
+        for f in pp.findings:
+            if f.code == "PARTITION_METADATA_INVALID":
+                self._partition_metadata(pp, f)
         wanted: dict[int, dict[str, list[Finding]]] = {}
         for f in pp.findings:
             base = self._segment_base(f.path)
