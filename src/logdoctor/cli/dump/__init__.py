@@ -149,7 +149,6 @@ _MUST_NOT_BE_EMPTY = frozenset(
 )
 
 
-
 @app.command("dump", cls=UsageExit64)
 def dump(
     files: Annotated[list[Path], typer.Argument(help="Files of a log dir; the kind is decided by the name.")],
@@ -195,6 +194,14 @@ def dump(
         bool,
         typer.Option("--verify-index", help="Check indexes against their log and report every mismatch."),
     ] = False,
+    verify_index_only: Annotated[
+        bool,
+        typer.Option(
+            "--verify-index-only",
+            help="Like DumpLogSegments --verify-index-only: verify .index/.timeindex files against their "
+            ".log without printing their entries (findings and summary only).",
+        ),
+    ] = False,
     json_out: Annotated[
         bool,
         typer.Option(
@@ -212,8 +219,9 @@ def dump(
             offsets=parse_range(offsets, "offsets") if offsets is not None else None,
             timestamps=parse_range(timestamps, "timestamps", parse_time) if timestamps is not None else None,
             decoder=decoder,
-            verify_index=verify_index,
+            verify_index=verify_index or verify_index_only,
             verify_crc=not no_crc,
+            verify_index_only=verify_index_only,
         )
     except UsageProblem as e:
         fail(f"logdoctor dump: {e}", EX_USAGE)

@@ -22,6 +22,39 @@ def _iso(ms: int | None) -> str:
         return str(ms)
 
 
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+_NOT_SHOWN = frozenset({"tagged_fields", "unknown_tagged_fields"})
+
+
+def _kafka_value(value: Any) -> Any:
+    """A decoded message as Kafka's generated JsonConverter writes it: camelCase names, absent
+    (None) fields and tagged-field bookkeeping left out."""
+    if isinstance(value, dict):
+        return {_camel(k): _kafka_value(v) for k, v in value.items() if v is not None and k not in _NOT_SHOWN}
+    if isinstance(value, list | tuple):
+        return [_kafka_value(v) for v in value]
+    return value
+
+
+def _kafka_json(value: Any) -> str:
+    import json
+
+    return json.dumps(to_jsonable(_kafka_value(value)), separators=(",", ":"))
+
+
+def _field_text(value: Any) -> str:
+    """One value of a small file's fields: lists and maps as JSON, strings as they are ('""' if empty)."""
+    if isinstance(value, dict | list | tuple):
+        return _kafka_json(value)
+    if value == "":
+        return '""'
+    return str(value)
+
+
 _TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "-"}
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 _MAX_INFO_LINES = 10
@@ -185,7 +218,7 @@ class TextSink(Sink):
         decoded = ev.get("decoded")
         if decoded is not None and decoded.get("type") == "control":
             v = decoded.get("value") or {}
-            detail = " ".join(f"{k}={v[k]}" for k in v if k not in ("tagged_fields", "unknown_tagged_fields"))
+            detail = _kafka_json(v) if v else ""  # as DumpLogSegments prints control records
             parts.append(f"control {decoded['control_type']}" + (f" {detail}" if detail else ""))
         if self.opts.print_data:
             import json
@@ -255,14 +288,20 @@ class TextSink(Sink):
             from logdoctor.cli.render import print_fields
 
             self._print(f"Dumping {ev.get('file')}  ({t.replace('_', ' ')})", "bold")
-            fields = {k: v for k, v in ev.items() if k not in ("type", "file", "properties")}
-            fields.update({f"[{k}]": v for k, v in (ev.get("properties") or {}).items()})
+            # absent fields (None) are left out, as Kafka's MetaProperties.toString and JSON converters do
+            fields = {
+                k: _field_text(v)
+                for k, v in ev.items()
+                if k not in ("type", "file", "properties") and v is not None
+            }
+            fields.update({f"[{k}]": _field_text(v) for k, v in (ev.get("properties") or {}).items()})
             print_fields(self.console, fields, indent="  ")
 
     def _summary_line(self, s: Event) -> str:
         kind = s.get("kind")
         if kind in (FileKind.LOG.value, FileKind.KRAFT_SNAPSHOT.value):
-            offs = "" if s["last_offset"] is None else f", offsets {s['first_offset']}..{s['last_offset']}"
+            first = "?" if s["first_offset"] is None else s["first_offset"]
+            offs = "" if s["last_offset"] is None else f", offsets {first}..{s['last_offset']}"
             text = (
                 f"{s['batches']} batches, {s['records']} records{offs}, {s['valid_bytes']:,} valid bytes"
                 f", {s['invalid_bytes']:,} invalid bytes"
