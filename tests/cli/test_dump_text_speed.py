@@ -62,3 +62,28 @@ def test_text_is_as_fast_as_json():
     t_text = best(lambda: TextSink(opts))
     print(f"text {t_text:.2f}s json {t_json:.2f}s", file=sys.stderr)
     assert t_text <= 1.5 * t_json, (t_text, t_json)  # was ~5x before
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        b"",
+        b"plain",
+        b"tab\there",
+        b"new\nline",
+        "ünïcödé".encode(),
+        b"\x00\x01binary",
+        b"x" * 200,
+        b"x" * 201,
+        b"\xff" * 150,
+        b"\xff" * 99,
+        ("a" * 199 + "é").encode(),
+        b'{"json": 1}' * 30,
+    ],
+)
+def test_fast_preview_is_render_text_preview(data):
+    from logdoctor.cli.dump.text import _preview
+    from logdoctor.cli.render import text_preview
+
+    assert _preview(data) == text_preview(data)

@@ -115,6 +115,26 @@ class _Table:
         self.out.write(f"{line}  {tail}" if tail else line, style)
 
 
+def _preview(data: bytes | memoryview | None, limit: int = 200) -> str:
+    """render.text_preview's output, with the printable test done by str.isprintable (C) instead of a
+    Python loop per character: key and value previews were the larger part of a text -p dump."""
+    if data is None:
+        return "null"
+    cut = len(data) > limit
+    raw = bytes(data[: limit + 1]) if cut else bytes(data)
+    try:
+        text = raw[:limit].decode("utf-8")
+        printable = text.isprintable() or text.replace("\t", "").isprintable()
+    except UnicodeDecodeError:
+        printable = False
+    if printable:
+        out = repr(text)
+    else:
+        out = "0x" + raw[: limit // 2].hex()
+        cut = cut or len(raw) > limit // 2
+    return out + ("..." if cut else "")
+
+
 _TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "-"}
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 _MAX_INFO_LINES = 10
@@ -262,8 +282,7 @@ class TextSink(Sink):
         )
 
     def _record(self, ev: Event) -> None:
-        from logdoctor.cli.render import text_preview
-
+        text_preview = _preview
         parts = [
             f"    | offset {ev['offset']}",
             f"{ev['timestamp_type']} {_iso(ev['timestamp'])}",
