@@ -201,3 +201,37 @@ def test_repair_deep_rolls_back_and_resumes(tmp_path, realworld_dir):
     assert r.exit_code == 0, r.output
     assert d["log"].stat().st_size == d["cut"]
     assert "LOG_CORRUPT" not in _deep_codes(root)
+
+
+def _dup_offsets_log_dir(root: Path) -> tuple[Path, int]:
+    """A segment whose third batch repeats the second one's offset (offsets 0, 1, 1, 2)."""
+    from logdoctor.formats.record_types import RecordSpec
+    from logdoctor.formats.writer import build_record_batch
+
+    part = root / "t-0"
+    part.mkdir(parents=True)
+    (root / "meta.properties").write_text("version=0\nbroker.id=1\ncluster.id=abc\n")
+    batches = [
+        bytes(build_record_batch([RecordSpec(b"v%d" % i, timestamp=1_700_000_000_000 + i)], base_offset=o))
+        for i, o in enumerate([0, 1, 1, 2])
+    ]
+    (part / "00000000000000000000.log").write_bytes(b"".join(batches))
+    return part / "00000000000000000000.log", len(b"".join(batches))
+
+
+def test_index_offset_error_truncates_the_whole_segment_like_recover_log(tmp_path):
+    """OffsetIndex.append throws InvalidOffsetException on the repeated offset once an index entry is
+    due (index.interval.bytes=1 here); LogLoader.recoverLog then truncates the segment to its base
+    offset: 0 bytes, not the bytes before the batch."""
+    log, size = _dup_offsets_log_dir(tmp_path / "logs")
+    plan, report = plan_repair(
+        [tmp_path / "logs"], backup_dir=str(tmp_path / "b"), deep=True, index_interval_bytes=1, jobs=1
+    )
+    assert "LOG_CORRUPT" in {f.code for f in report.findings}
+    (trunc,) = [a for a in plan.actions if a.kind == "truncate-log"]
+    change = next(c for c in trunc.changes if c.path == str(log))
+    assert (change.size_before, change.size_after) == (size, 0)
+    # with the default interval no entry is due at that batch: recovery reads it as valid, nothing to cut
+    plan2, _ = plan_repair([tmp_path / "logs"], backup_dir=str(tmp_path / "b2"), deep=True, jobs=1)
+    assert not [a for a in plan2.actions if a.kind == "truncate-log"]
+    assert any(u.code == "LOG_CORRUPT" and "nothing to cut" in u.why for u in plan2.unrepaired)
