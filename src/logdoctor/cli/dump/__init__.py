@@ -3,8 +3,9 @@
 The anchor is Kafka's DumpLogSegments (K:core/src/main/scala/kafka/tools/DumpLogSegments.scala):
 the kind of a file is decided by its name; ``.log`` and KRaft ``.checkpoint`` files are walked batch
 by batch (``--deep`` for every record, ``--print-data`` for keys, values and headers), indexes are
-listed and, with ``--verify-index``, checked against the log, producer snapshots and transaction
-indexes listed. Beyond it: every other file of a log dir (checkpoints, leader-epoch-checkpoint,
+listed and, with ``--verify-index``, checked against the log (``--verify-index-only``: the same
+without listing the entries, as DumpLogSegments' option of that name), producer snapshots and
+transaction indexes listed. Beyond it: every other file of a log dir (checkpoints, leader-epoch-checkpoint,
 partition.metadata, meta.properties, quorum-state, .kafka_cleanshutdown, .lock), seeking with the
 indexes (``--offsets``, ``--timestamps``), decoders picked by folder name, typed control records,
 JSON Lines, and one-line errors naming the file and position with the other files still dumped.
