@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_logdir.py
 	$(PY) benchmarks/bench_scan.py --repeat 3
 	$(PY) benchmarks/bench_rebuild.py --repeat 5
+	$(PY) benchmarks/bench_dump.py --mb 100 --repeat 3
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py --records 600000
 
 clean:

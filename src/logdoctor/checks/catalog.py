@@ -217,9 +217,12 @@ _ENTRIES = (
         _E,
         "partition.metadata the broker cannot read",
         "{problem}",
-        "Delete {path} while the broker is stopped; the broker writes it again from the topic id it "
-        "gets from the controller.",
-        "K:storage/.../checkpoint/PartitionMetadataFile.java",
+        "Stop the broker, then {repair}: it writes the topic id known from another partition of the "
+        "topic, else (ZooKeeper mode only) moves {path} to the backup so that the broker writes it again "
+        "from the controller's topic id; in KRaft a log without a topic id is stray, so there the id "
+        "must come from `kafka-topics --describe`.",
+        "K:storage/.../checkpoint/PartitionMetadataFile.java, K:core/.../log/LogManager.scala "
+        "(isStrayKraftReplica)",
     ),
     Entry(
         "TOPIC_ID_MISMATCH",

@@ -70,7 +70,9 @@ class LogReader:
     """Byte-range reads of one ``.log`` (memory-mapped, zero copy) that count what they hand out.
 
     ``bytes_read`` is the sum of the lengths of every range returned by :meth:`read`: the pages a
-    walk can touch. Build one over a path (mmap) or over an in-memory buffer (tests, Spark tasks).
+    walk can touch. ``distinct_bytes_read`` counts each byte of the file once however often it was
+    handed out (a seek and the walk after it read some ranges twice): never more than ``size``.
+    Build one over a path (mmap) or over an in-memory buffer (tests, Spark tasks).
     """
 
     def __init__(self, data: memoryview | bytes, *, source: str | None = None) -> None:
@@ -79,6 +81,28 @@ class LogReader:
         self.size = len(self._view)
         self.bytes_read = 0
         self.reads = 0
+        self._ranges: list[list[int]] = []  # merged [start, end) of what was read, sorted
+
+    @property
+    def distinct_bytes_read(self) -> int:
+        return sum(e - s for s, e in self._ranges)
+
+    def _note(self, start: int, end: int) -> None:
+        if start >= end:
+            return
+        rs = self._ranges
+        if rs and rs[-1][0] <= start <= rs[-1][1]:  # the common case: reading on from the last range
+            rs[-1][1] = max(rs[-1][1], end)
+            return
+        i = bisect.bisect_left(rs, [start, start])
+        if i > 0 and rs[i - 1][1] >= start:
+            i -= 1
+            start = rs[i][0]
+        j = i
+        while j < len(rs) and rs[j][0] <= end:
+            end = max(end, rs[j][1])
+            j += 1
+        rs[i:j] = [[start, end]]
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> LogReader:
@@ -89,6 +113,7 @@ class LogReader:
         position = max(0, min(position, self.size))
         end = min(self.size, position + max(0, length))
         self.bytes_read += end - position
+        self._note(position, end)
         self.reads += 1
         return self._view[position:end]
 

@@ -4,8 +4,13 @@ Without --apply: print the plan (every action, the files it touches, why, sizes 
 diff for small text files) and write nothing. With --apply: run it (journal + backup dir), then
 scan again. ``--resume JOURNAL`` finishes an interrupted run; ``--rollback JOURNAL`` undoes one.
 
-Exit codes (README "Exit codes"): 0 done (or nothing to do / plan printed), 2 a step failed or
-repaired findings remain, 64 usage (or a path that is not a log dir), 65 the log dir changed since
+``--deep`` plans from a ``scan --deep`` (every batch's CRC), so a CRC mismatch in a segment the
+broker does not re-read at startup is truncated as the broker's recovery would.
+
+Exit codes (the README's table): a plan printed (dry run) 0; "Nothing to repair" 0 only when the
+scan at the same depth is clean, else 1 (warnings remain) or 2 (errors remain), each listed with why
+it is not repaired offline; after --apply, the exit code of the scan at the same depth (0 clean,
+1 warnings only, 2 errors), or 2 when a step failed; 64 usage, 65 the log dir changed since
 planning, 66 a missing log dir or journal, 70 tool failure, 73 not enough space for the backup, 75 a
 broker holds a log dir's lock, 78 refused for the state of the log dirs.
 """
@@ -20,7 +25,8 @@ from rich.console import Console
 from rich.text import Text
 
 from logdoctor.checks.context import Depth, ScanOptions
-from logdoctor.checks.scanner import scan
+from logdoctor.checks.findings import Finding, Severity, exit_code
+from logdoctor.checks.scanner import ScanReport, scan
 from logdoctor.cli.common import (
     DRY_RUN_LINE,
     EX_FAILED,
@@ -43,32 +49,79 @@ from logdoctor.cli.main import app
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, resume, rollback
 from logdoctor.repair.journal import JournalError
-from logdoctor.repair.planner import PlanUsageError, parse_only, plan_repair
+from logdoctor.repair.plan import Plan
+from logdoctor.repair.planner import REPAIRABLE, PlanUsageError, parse_only, plan_repair
 from logdoctor.repair.safety import BackupLocationError, UnsafePathError
 
 
-def _post_scan(log_dirs: list[str], targeted: set[tuple[str, str]]) -> tuple[list[dict[str, Any]], int]:
-    after = scan(log_dirs, ScanOptions(depth=Depth.DEFAULT), jobs=None)
-    remaining = [f.to_json() for f in after.findings if (f.code, f.path) in targeted]
-    return remaining, after.exit_code
+def _depth(plan: Plan) -> Depth:
+    return Depth.DEEP if plan.depth == "deep" else Depth.DEFAULT
+
+
+def _post_scan(plan: Plan) -> ScanReport:
+    return scan(plan.log_dirs, ScanOptions(depth=_depth(plan)), jobs=None)
+
+
+def _remaining(
+    findings: list[Finding], plan: Plan, targeted: set[tuple[str, str]] | None = None
+) -> list[dict[str, Any]]:
+    """Every warning or error still found, with why repair leaves it (from the plan, else its fix)."""
+    why = {(u.code, u.path): u.why for u in plan.unrepaired}
+    out = []
+    for f in findings:
+        if f.severity < Severity.WARNING:
+            continue
+        reason = why.get((f.code, f.path))
+        if reason is None and targeted is not None and (f.code, f.path) in targeted:
+            reason = "still found after the repair's action for it"
+        if reason is None and f.code in REPAIRABLE and plan.depth != "deep" and f.code == "LOG_CORRUPT":
+            reason = "found at --deep only: run `logdoctor repair --deep`"
+        if reason is None:
+            reason = "not repaired offline: " + f.fix
+        out.append({**f.to_json(), "why": reason})
+    seen = {(f["code"], f["path"]) for f in out}
+    for u in plan.unrepaired:  # what planning found beyond the scan (an invalid batch met on the way)
+        if u.severity is not None and (u.code, u.path) not in seen:
+            seen.add((u.code, u.path))
+            out.append({"code": u.code, "path": u.path, "severity": u.severity, "why": u.why})
+    return out
+
+
+def _code_of(remaining: list[dict[str, Any]], scan_code: int) -> int:
+    worst = max((Severity[f["severity"].upper()] for f in remaining), default=Severity.INFO)
+    return max(scan_code, int(worst) if worst >= Severity.WARNING else 0)
+
+
+def _print_remaining(
+    console: Console, remaining: list[dict[str, Any]], depth: str, verbose: bool = False
+) -> None:
+    if not remaining:
+        return
+    console.print()
+    console.print(
+        Text(f"Left after repair at {depth} depth, still found ({len(remaining)}):", style="bold red"),
+        soft_wrap=True,
+    )
+    rows = [(f"still found: {f['severity'].upper()} {f['code']}", f["path"], f["why"]) for f in remaining]
+    print_code_paths(console, rows, verbose=verbose, style="red")
 
 
 def _finish(
-    console: Console, result: RunResult, json_out: bool, extra: dict[str, Any], verbose: bool = False
+    console: Console,
+    result: RunResult,
+    json_out: bool,
+    extra: dict[str, Any],
+    scan_code: int,
+    depth: str,
+    verbose: bool = False,
 ) -> int:
-    code = 0 if result.ok else EX_FAILED
-    if extra.get("remaining"):
-        code = EX_FAILED
+    code = scan_code if result.ok else EX_FAILED
     if json_out:
-        print_json({**extra, "result": result.to_json()})
+        print_json({**extra, "result": result.to_json(), "exit_code": code})
         return code
     print_run_status(console, "repair", result, code)
     print_run_paths(console, result)
-    remaining = extra.get("remaining") or []
-    if remaining:
-        console.print(Text(f"still found ({len(remaining)}):", style="red"), soft_wrap=True)
-        rows = [(f["code"], f["path"], f["message"]) for f in remaining]
-        print_code_paths(console, rows, verbose=verbose, style="red")
+    _print_remaining(console, extra.get("remaining") or [], depth, verbose)
     return code
 
 
@@ -102,6 +155,14 @@ def repair_command(
     ] = DEFAULT_INDEX_INTERVAL_BYTES,
     jobs: Annotated[int | None, typer.Option("--jobs", "-j", min=1, help="Scan worker processes.")] = None,
     verbose: VerboseOption = False,
+    deep: Annotated[
+        bool,
+        typer.Option(
+            "--deep",
+            help="Plan from a scan --deep (every batch's CRC): truncate at the first invalid batch as the "
+            "broker's recovery would, the cut bytes kept in the backup.",
+        ),
+    ] = False,
 ) -> None:
     """Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions."""
     console = Console()
@@ -121,13 +182,20 @@ def repair_command(
             require_input_file(journal, "journal")
             result = resume(journal) if resume_journal is not None else rollback(journal)
             extra: dict[str, Any] = {}
+            scan_code = 0
+            depth = "default"
             if resume_journal is not None and result.ok:
                 from logdoctor.repair.apply import load_journal
 
                 plan, _ = load_journal(journal)
+                depth = plan.depth
                 targeted = {(c, p) for a in plan.actions for c in a.codes for p in a.finding_paths}
-                extra["remaining"], _ = _post_scan(plan.log_dirs, targeted)
-            raise typer.Exit(_finish(console, result, json_out, extra, verbose))
+                # a resumed run answers for what its plan targeted (the journal may be another
+                # procedure's, whose log dirs have findings of their own)
+                after = [f for f in _post_scan(plan).findings if (f.code, f.path) in targeted]
+                extra["remaining"] = _remaining(after, plan, targeted)
+                scan_code = _code_of(extra["remaining"], exit_code(after))
+            raise typer.Exit(_finish(console, result, json_out, extra, scan_code, depth, verbose))
         assert log_dirs is not None
         codes = parse_only(only)
         require_log_dirs(log_dirs)
@@ -137,7 +205,20 @@ def repair_command(
             backup_dir=str(backup_dir) if backup_dir else None,
             index_interval_bytes=index_interval_bytes,
             jobs=jobs,
+            deep=deep,
         )
+        if plan.empty:
+            # "Nothing to repair" is a clean bill only when the scan at this depth is clean
+            remaining = _remaining(report.findings, plan)
+            code = _code_of(remaining, report.exit_code)
+            if json_out:
+                print_json(
+                    {"plan": plan.to_json(), "applied": False, "remaining": remaining, "exit_code": code}
+                )
+            else:
+                print_plan(console, plan)
+                _print_remaining(console, remaining, plan.depth)
+            raise typer.Exit(code)
         if not do_apply:
             if json_out:
                 print_json({"plan": plan.to_json(), "applied": False})
@@ -158,6 +239,9 @@ def repair_command(
         }
         result = apply_plan(plan)
         extra = {"plan": plan.to_json()}
+        scan_code = 0
         if result.status == "applied":
-            extra["remaining"], _ = _post_scan(plan.log_dirs, targeted)
-        raise typer.Exit(_finish(console, result, json_out, extra, verbose))
+            after = _post_scan(plan)
+            extra["remaining"] = _remaining(after.findings, plan, targeted)
+            scan_code = _code_of(extra["remaining"], after.exit_code)
+        raise typer.Exit(_finish(console, result, json_out, extra, scan_code, plan.depth, verbose))

@@ -113,13 +113,18 @@ class Unrepaired:
     code: str
     path: str
     why: str
+    # set when planning found it (not the scan): e.g. an invalid batch met while rebuilding indexes
+    severity: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"code": self.code, "path": self.path, "why": self.why}
+        out = {"code": self.code, "path": self.path, "why": self.why}
+        if self.severity is not None:
+            out["severity"] = self.severity
+        return out
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Unrepaired:
-        return cls(obj["code"], obj["path"], obj["why"])
+        return cls(obj["code"], obj["path"], obj["why"], obj.get("severity"))
 
 
 @dataclass(slots=True)
@@ -132,6 +137,7 @@ class Plan:
     unrepaired: list[Unrepaired] = field(default_factory=list)
     created_ms: int = 0
     version: int = PLAN_VERSION
+    depth: str = "default"  # the scan depth the plan was made from (and --resume checks at)
 
     @property
     def steps(self) -> list[Step]:
@@ -154,6 +160,7 @@ class Plan:
             "log_dirs": self.log_dirs,
             "backup_dir": self.backup_dir,
             "created_ms": self.created_ms,
+            "depth": self.depth,
             "actions": [a.to_json() for a in self.actions],
             "unrepaired": [u.to_json() for u in self.unrepaired],
         }
@@ -168,6 +175,7 @@ class Plan:
             actions=[Action.from_json(a) for a in obj.get("actions") or []],
             unrepaired=[Unrepaired.from_json(u) for u in obj.get("unrepaired") or []],
             created_ms=int(obj.get("created_ms") or 0),
+            depth=str(obj.get("depth") or "default"),
         )
 
 

@@ -13,6 +13,16 @@ Per code (K: = apache/kafka source):
   a truncation: delete every later segment of the partition (to the backup), drop producer
   snapshots beyond the new log end, and truncate the leader epoch cache at the new log end
   (LeaderEpochFileCache.truncateFromEnd: entries with start offset >= log end go).
+  Exactly as K:storage/.../log/LogSegment.java recover: the walk stops at the first batch failing
+  ``ensureValid`` (CRC, size) and the log is cut at the bytes before it; an offset index append
+  failing with InvalidOffsetException (offsets not increasing) makes recoverLog truncate the whole
+  segment to its base offset (``segment.truncateTo(baseOffset)``: 0 bytes); an offset beyond the
+  int32 range (LogSegmentOffsetOverflowException) is not truncated but split by the broker
+  (LogLoader.retryOnOffsetOverflow), which logdoctor leaves to it. The recovery point becomes
+  ``min(recovery point, new log end)`` (recoverLog's RecoveryOffsets). A CRC mismatch in a segment
+  the broker does not re-read at startup (clean shutdown, below the recovery point) is found only
+  by ``scan --deep``; ``repair --deep`` plans the same truncation for it, as if the broker had
+  recovered that segment.
 - ORPHAN_FILE: as LogLoader.removeTempFilesAndCollectSwapFiles and load(): ``.deleted`` removed;
   ``.cleaned`` removed; ``.swap`` files at or above the smallest ``.cleaned`` offset removed; the
   other ``.swap`` segments replace the files in [min swap base, max swap next offset) (removed)
@@ -27,6 +37,22 @@ Per code (K: = apache/kafka source):
 - LEADER_EPOCH_BEYOND_LOG_END: as the broker, truncate the epoch cache at the log end offset.
 - PRODUCER_SNAPSHOT_AHEAD: remove the snapshot (the broker deletes it).
 - PERMISSION_DENIED: owner and group of the log dir (the broker's user), mode like the siblings.
+- PARTITION_METADATA_INVALID (empty or unparsable ``partition.metadata``): the broker cannot read
+  it (K:storage/.../checkpoint/PartitionMetadataReadBuffer.java: no ``version: 0`` line; an empty
+  file gives readLine() == null) and fails to load the log. When the file is absent,
+  K:core/.../log/UnifiedLog.scala initializeTopicId reads no id and the broker writes the file again
+  once it learns the topic id (assignTopicId -> PartitionMetadataFile.maybeFlush, ``version: 0\n
+  topic_id: <id>``). So: when the topic id is known from another partition of the same topic in the
+  log dirs given, write exactly what maybeFlush writes; else, in ZooKeeper mode, remove the file (to
+  the backup) and let the broker write it (the controller's LeaderAndIsr carries the id; below IBP
+  2.8 the broker deletes the file itself). In KRaft mode a log without a topic id is a stray log
+  (K:core/.../log/LogManager.scala isStrayKraftReplica), so removing the file is never planned
+  there: the id must come from the cluster (a person).
+- META_PROPERTIES_INVALID: not changed. An empty meta.properties reads as version 0 with no
+  broker.id/cluster.id (K:metadata/.../properties/MetaProperties.java Builder(Properties)); a
+  ZooKeeper-mode broker rewrites it at startup with ZooKeeper's cluster.id and its configured
+  broker.id (K:core/.../server/KafkaServer.scala startup, MetaPropertiesEnsemble.Copier); a KRaft
+  broker refuses the dir, and only a person can restore node.id, cluster.id and directory.id.
 """
 
 from __future__ import annotations
@@ -52,6 +78,11 @@ from logdoctor.formats.checkpoint import (
     write_leader_epoch_checkpoint,
     write_offset_checkpoint,
 )
+from logdoctor.formats.partition_metadata import (
+    PARTITION_METADATA_VERSION,
+    PartitionMetadata,
+    write_partition_metadata,
+)
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 from logdoctor.formats.records import iter_batches
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES, RebuiltIndexes, rebuild_indexes
@@ -61,6 +92,7 @@ from logdoctor.logdir.names import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT,
     OFFSET_CHECKPOINT_FILES,
+    PARTITION_METADATA_FILE,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
@@ -84,6 +116,14 @@ REPAIRABLE = (
     "LEADER_EPOCH_BEYOND_LOG_END",
     "PRODUCER_SNAPSHOT_AHEAD",
     "PERMISSION_DENIED",
+    "PARTITION_METADATA_INVALID",
+)
+_META_PROPERTIES_WHY = (
+    "an empty or unreadable meta.properties reads as version 0 with no broker.id or cluster.id "
+    "(MetaProperties.Builder): a ZooKeeper-mode broker rewrites it itself at startup with ZooKeeper's "
+    "cluster.id and its configured broker.id (KafkaServer.startup, MetaPropertiesEnsemble.Copier), so "
+    "nothing is needed offline; a KRaft broker refuses the dir: a person restores version=1, node.id, "
+    "cluster.id and directory.id from the broker's config and its other log dirs"
 )
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 _DIFF_LIMIT = 64 << 10
@@ -121,14 +161,20 @@ def _read(path: str) -> bytes | None:
 
 class Planner:
     def __init__(
-        self, log_dirs: list[str], backup_dir: str, codes: set[str], index_interval_bytes: int
+        self,
+        log_dirs: list[str],
+        backup_dir: str,
+        codes: set[str],
+        index_interval_bytes: int,
+        depth: Depth = Depth.DEFAULT,
     ) -> None:
+        self.depth = depth
         self.log_dirs = log_dirs
         self.backup_dir = backup_dir
         self.codes = codes
         self.interval = index_interval_bytes
         self.names = act.BackupNames(log_dirs)
-        self.plan = Plan(log_dirs, backup_dir, created_ms=int(time.time() * 1000))
+        self.plan = Plan(log_dirs, backup_dir, created_ms=int(time.time() * 1000), depth=depth.name.lower())
         self.written: dict[str, Step] = {}  # live path -> its write step (one per path)
         self.moved: set[str] = set()
         self.dir_owner: dict[str, tuple[int, int]] = {}
@@ -192,8 +238,13 @@ class Planner:
         for f in report.findings:
             d = self._log_dir_of(f.path)
             if f.code not in self.codes:
-                if f.code not in REPAIRABLE and f.severity >= Severity.WARNING and d is not None:
-                    self.unrepaired(f, "not something logdoctor repair changes: " + f.fix)
+                if f.severity >= Severity.WARNING and d is not None:
+                    if f.code in REPAIRABLE:
+                        self.unrepaired(f, f"not selected by --only (add {f.code} to repair it)")
+                    elif f.code == "META_PROPERTIES_INVALID":
+                        self.unrepaired(f, _META_PROPERTIES_WHY)
+                    else:
+                        self.unrepaired(f, "not something logdoctor repair changes: " + f.fix)
                 continue
             if d is None:
                 self.unrepaired(f, "not inside the log dirs given")
@@ -203,6 +254,13 @@ class Planner:
                 continue
             by_dir[d].append(f)
         reports = {(r.log_dir, r.path): r for r in report.partitions}
+        self.topic_ids: dict[str, dict[str, str]] = {}  # topic -> {topic id: a partition.metadata holding it}
+        for r in report.partitions:
+            if r.topic_id:
+                self.topic_ids.setdefault(r.topic, {}).setdefault(
+                    r.topic_id, os.path.join(r.path, PARTITION_METADATA_FILE)
+                )
+        self.kraft = self._kraft_evidence(report)
         perm = [f for fs in by_dir.values() for f in fs if f.code == "PERMISSION_DENIED"]
         for f in perm:
             self._permission(f)
@@ -210,6 +268,63 @@ class Planner:
             self._log_dir(d, [f for f in by_dir[d] if f.code != "PERMISSION_DENIED"], reports)
         self.plan.number_steps()
         return self.plan
+
+    def _kraft_evidence(self, report: ScanReport) -> str | None:
+        """Why these log dirs look like a KRaft broker's (None: nothing says KRaft)."""
+        for r in report.log_dirs:
+            if r.mode == "kraft":
+                return f"{r.path}/meta.properties is version 1 (KRaft)"
+        for d in self.log_dirs:
+            if os.path.exists(os.path.join(d, "__cluster_metadata-0")):
+                return f"{d} holds __cluster_metadata-0 (KRaft)"
+            try:
+                meta = LogDir(d).meta_properties
+            except OSError:
+                meta = None
+            if meta is not None and getattr(meta, "is_kraft", False):
+                return f"{d}/meta.properties is version 1 (KRaft)"
+        return None
+
+    def _partition_metadata(self, pp: _PartitionPlan, f: Finding) -> None:
+        topic = pp.part.topic
+        ids = self.topic_ids.get(topic, {})
+        action = Action("fix-partition-metadata", f.path, f"{f.code}: {f.message}", [f.code], [f.path])
+        if len(ids) == 1:
+            ((topic_id, source),) = ids.items()
+            data = write_partition_metadata(PartitionMetadata(PARTITION_METADATA_VERSION, topic_id, b""))
+            self.write_step(
+                action,
+                f.path,
+                data,
+                f"topic id {topic_id} of {topic} from {source}: the bytes the broker writes "
+                "(PartitionMetadataFile.maybeFlush)",
+                text=True,
+            )
+            self.add(action)
+            return
+        if len(ids) > 1:
+            self.unrepaired(
+                f,
+                f"partitions of {topic} disagree on its topic id ({', '.join(sorted(ids))}): which one is "
+                "the cluster's needs a person (`kafka-topics --describe --topic " + topic + "`)",
+            )
+            return
+        if self.kraft is not None:
+            self.unrepaired(
+                f,
+                f"KRaft ({self.kraft}): without partition.metadata the broker treats the log as stray "
+                "(LogManager.isStrayKraftReplica) and the topic id is in no file given; a person writes "
+                f"'version: 0\\ntopic_id: <id>' with the id from `kafka-topics --describe --topic {topic}`",
+            )
+            return
+        self.move_step(
+            action,
+            f.path,
+            "ZooKeeper mode: with no partition.metadata the broker loads the log and writes the file again "
+            "once the controller sends the topic id (UnifiedLog.initializeTopicId / assignTopicId -> "
+            "maybeFlushMetadataFile); the unreadable file fails the log's load (PartitionMetadataReadBuffer)",
+        )
+        self.add(action)
 
     def _log_dir_of(self, path: str) -> str | None:
         for d in self.log_dirs:
@@ -367,6 +482,9 @@ class Planner:
         )
         if corrupt:
             self._truncate(pp, segs[corrupt[0]], [f for f in pp.findings if f.code == "LOG_CORRUPT"])
+        for f in pp.findings:
+            if f.code == "PARTITION_METADATA_INVALID":
+                self._partition_metadata(pp, f)
         wanted: dict[int, dict[str, list[Finding]]] = {}
         for f in pp.findings:
             base = self._segment_base(f.path)
@@ -593,6 +711,21 @@ class Planner:
             uniq,
         )
         r = self._rebuilt(pp, seg, ".txnindex" in which)
+        log_path = str(seg.log_path)
+        if r.valid_bytes < seg.size and r.error is not None:
+            # the .log itself has an invalid batch the scan at this depth did not report (below the
+            # recovery point after a clean shutdown the broker never re-reads it): the rebuilt
+            # indexes cover the valid bytes only, as recovery's would; the cut is repair --deep's
+            cut = (
+                f"its batch at byte position {r.valid_bytes} is invalid ({r.error}); the rebuilt "
+                "indexes stop there. `logdoctor repair --deep` truncates the segment there as the "
+                "broker's recovery would (the cut bytes kept in the backup)"
+            )
+            if not any(u.code == "LOG_CORRUPT" and u.path == log_path for u in self.plan.unrepaired):
+                self.plan.unrepaired.append(Unrepaired("LOG_CORRUPT", log_path, cut, Severity.ERROR.label))
+            for f in fs:
+                if f.code == "RETENTION_RISK":  # the true largest timestamp may lie beyond the cut
+                    self.unrepaired(f, f"{seg.log_name}: " + cut)
         self._write_indexes(pp, seg, action, r, sorted(which))
         self.add(action)
 
@@ -600,9 +733,34 @@ class Planner:
         r = self._rebuilt(pp, seg, True)
         size = seg.size
         if r.valid_bytes >= size:
+            overlap = any(f.details.get("kind") == "overlap" for f in fs)
             for f in fs:
-                self.unrepaired(f, "recovery finds no invalid batch to truncate at (rescan with --deep)")
+                if f.details.get("kind") == "overlap" or overlap:
+                    why = (
+                        "segments overlap but every batch is valid: the broker's recovery truncates nothing "
+                        "here, and which copy of the overlapping offsets is right needs a person"
+                    )
+                elif self.depth < Depth.DEEP:
+                    why = "recovery finds no invalid batch to truncate at (rescan with --deep)"
+                else:
+                    why = "the broker's recovery reads every batch of this segment as valid: nothing to cut"
+                self.unrepaired(f, why)
             return
+        if r.error is not None and _is_offset_overflow(r.error):
+            for f in fs:
+                self.unrepaired(
+                    f,
+                    "an offset beyond the int32 range of the segment's base offset: the broker splits such a "
+                    "segment at startup (LogLoader.retryOnOffsetOverflow / splitOverflowedSegment) instead "
+                    "of truncating it; logdoctor leaves that to the broker",
+                )
+            return
+        if r.error is not None and _is_index_offset_error(r.error):
+            # InvalidOffsetException from OffsetIndex.append: recoverLog truncates the whole segment
+            # to its base offset (LogLoader.recoverLog: segment.truncateTo(startOffset))
+            r = rebuild_indexes(
+                b"", seg.base_offset, index_interval_bytes=self.interval, source=str(seg.log_path)
+            )
         action = Action(
             "truncate-log",
             str(seg.log_path),
@@ -618,7 +776,8 @@ class Planner:
                 size,
                 r.valid_bytes,
                 None,
-                f"{size - r.valid_bytes} bytes from position {r.valid_bytes} on go to the backup ({r.error})",
+                f"{size - r.valid_bytes} bytes from position {r.valid_bytes} on go to the backup "
+                f"(LogSegment.recover stops there: {r.error})",
             )
         )
         self._write_indexes(pp, seg, action, r, _INDEX_SUFFIXES)
@@ -811,6 +970,16 @@ class Planner:
             return None
 
 
+def _is_offset_overflow(error: FormatError) -> bool:
+    """LogSegmentOffsetOverflowException: a last offset outside [base, base + int32 max]."""
+    return str(getattr(error, "expected", "")).startswith("a last offset within int32")
+
+
+def _is_index_offset_error(error: FormatError) -> bool:
+    """InvalidOffsetException of OffsetIndex.append: an offset not above the last indexed one."""
+    return str(getattr(error, "expected", "")).startswith("an offset above the last indexed offset")
+
+
 def parse_only(text: str | None) -> set[str]:
     if not text:
         return set(REPAIRABLE)
@@ -832,8 +1001,12 @@ def plan_repair(
     report: ScanReport | None = None,
     jobs: int | None = None,
     now_ms: int | None = None,
+    deep: bool = False,
 ) -> tuple[Plan, ScanReport]:
-    """Scan (unless ``report`` is given) and plan the repair of the findings. Reads only."""
+    """Scan (unless ``report`` is given) and plan the repair of the findings. Reads only.
+
+    ``deep``: scan at ``--deep`` depth (every batch's CRC), so that what only ``scan --deep`` finds
+    (a CRC mismatch in a segment the broker does not re-read at startup) is planned too."""
     dirs = []
     for d in log_dirs:
         p = os.path.abspath(os.fspath(d))
@@ -845,10 +1018,16 @@ def plan_repair(
         raise PlanUsageError("no log dir given")
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     if report is None:
-        report = scan(dirs, ScanOptions(depth=Depth.DEFAULT, now_ms=now), jobs=jobs)
+        report = scan(dirs, ScanOptions(depth=Depth.DEEP if deep else Depth.DEFAULT, now_ms=now), jobs=jobs)
     backup = os.path.abspath(backup_dir) if backup_dir else bk.default_backup_dir(dirs[0], now)
     safety.check_backup_location(backup, dirs)
-    planner = Planner(dirs, backup, set(only) if only is not None else set(REPAIRABLE), index_interval_bytes)
+    planner = Planner(
+        dirs,
+        backup,
+        set(only) if only is not None else set(REPAIRABLE),
+        index_interval_bytes,
+        depth=max(report.depth, Depth.DEFAULT),
+    )
     return planner.build(report), report
 
 

@@ -3,8 +3,9 @@
 The anchor is Kafka's DumpLogSegments (K:core/src/main/scala/kafka/tools/DumpLogSegments.scala):
 the kind of a file is decided by its name; ``.log`` and KRaft ``.checkpoint`` files are walked batch
 by batch (``--deep`` for every record, ``--print-data`` for keys, values and headers), indexes are
-listed and, with ``--verify-index``, checked against the log, producer snapshots and transaction
-indexes listed. Beyond it: every other file of a log dir (checkpoints, leader-epoch-checkpoint,
+listed and, with ``--verify-index``, checked against the log (``--verify-index-only``: the same
+without listing the entries, as DumpLogSegments' option of that name), producer snapshots and
+transaction indexes listed. Beyond it: every other file of a log dir (checkpoints, leader-epoch-checkpoint,
 partition.metadata, meta.properties, quorum-state, .kafka_cleanshutdown, .lock), seeking with the
 indexes (``--offsets``, ``--timestamps``), decoders picked by folder name, typed control records,
 JSON Lines, and one-line errors naming the file and position with the other files still dumped.
@@ -149,7 +150,6 @@ _MUST_NOT_BE_EMPTY = frozenset(
 )
 
 
-
 @app.command("dump", cls=UsageExit64)
 def dump(
     files: Annotated[list[Path], typer.Argument(help="Files of a log dir; the kind is decided by the name.")],
@@ -195,6 +195,14 @@ def dump(
         bool,
         typer.Option("--verify-index", help="Check indexes against their log and report every mismatch."),
     ] = False,
+    verify_index_only: Annotated[
+        bool,
+        typer.Option(
+            "--verify-index-only",
+            help="Like DumpLogSegments --verify-index-only: verify .index/.timeindex files against their "
+            ".log without printing their entries (findings and summary only).",
+        ),
+    ] = False,
     json_out: Annotated[
         bool,
         typer.Option(
@@ -212,8 +220,9 @@ def dump(
             offsets=parse_range(offsets, "offsets") if offsets is not None else None,
             timestamps=parse_range(timestamps, "timestamps", parse_time) if timestamps is not None else None,
             decoder=decoder,
-            verify_index=verify_index,
+            verify_index=verify_index or verify_index_only,
             verify_crc=not no_crc,
+            verify_index_only=verify_index_only,
         )
     except UsageProblem as e:
         fail(f"logdoctor dump: {e}", EX_USAGE)

@@ -31,18 +31,27 @@ from logdoctor.logdir.files import read_file
 
 
 def _index_checks(ctx: FileContext, data: bytes, kind: IndexKind, entry_size: int) -> None:
-    """Checks that need no log: whole entries, era sanity (reported as failures: the file is bad)."""
+    """Checks that need no log: whole entries, era sanity, entries in order. Each problem is a finding
+    (counted in the summary, with or without --verify-index) and the file's failure (exit code 2)."""
+
+    def bad(code: FindingCode, message: str, position: int | None, slot: int | None = None) -> None:
+        ctx.findings.append(Finding(code, Severity.ERROR, ctx.file, message, slot=slot))
+        if ctx.failure is None:
+            where = f"{ctx.file}@{position}" if position is not None else ctx.file
+            ctx.failure = DumpFailure(f"{where}: {message}", EX_DATA, position)
+
     if len(data) % entry_size:
-        ctx.failure = DumpFailure(
-            f"{ctx.file}@{len(data) - len(data) % entry_size}: truncated: expected whole {entry_size}-byte "
-            f"entries, found {len(data) % entry_size} trailing bytes (file length {len(data)})",
-            EX_DATA,
-            len(data) - len(data) % entry_size,
+        pos = len(data) - len(data) % entry_size
+        bad(
+            FindingCode.INDEX_PARTIAL_ENTRY,
+            f"truncated: expected whole {entry_size}-byte entries, found {len(data) % entry_size} trailing "
+            f"bytes (file length {len(data)})",
+            pos,
         )
     verdict = sanity_check(kind, data, ctx.info.base_offset or 0, SanityEra.KAFKA_2_0, source=ctx.file)
-    if not verdict.passed and ctx.failure is None:
-        ctx.failure = DumpFailure(f"{ctx.file}: corrupt index: {verdict.message}", EX_DATA)
-    if ctx.failure is not None:
+    if not verdict.passed:
+        bad(FindingCode.INDEX_SANITY_CHECK_FAILED, f"corrupt index: {verdict.message}", None)
+    if ctx.findings:
         return
     # Entries must grow (OffsetIndex.append / TimeIndex.maybeAppend refuse anything else): a file
     # of another kind named like an index fails here at once.
@@ -57,15 +66,17 @@ def _index_checks(ctx: FileContext, data: bytes, kind: IndexKind, entry_size: in
         if col.size < 2:
             continue
         diffs = col[1:].astype("int64") - col[:-1].astype("int64")
-        bad = (diffs <= 0) if strict else (diffs < 0)
-        if bad.any():
-            i = int(bad.argmax()) + 1
-            ctx.failure = DumpFailure(
-                f"{ctx.file}@{i * entry_size}: corrupt: expected index entries in increasing order, "
-                f"found slot {i} "
-                f"going back (use --verify-index for every finding)",
-                EX_DATA,
+        wrong = (diffs <= 0) if strict else (diffs < 0)
+        if wrong.any():
+            i = int(wrong.argmax()) + 1
+            bad(
+                FindingCode.INDEX_OUT_OF_ORDER
+                if kind is IndexKind.OFFSET
+                else FindingCode.TIME_INDEX_OUT_OF_ORDER,
+                f"corrupt: expected index entries in increasing order, found slot {i} going back"
+                + ("" if ctx.opts.verify_index else " (use --verify-index for every finding)"),
                 i * entry_size,
+                slot=i,
             )
             return
 
@@ -99,9 +110,7 @@ def _by_slot(findings: list[Finding]) -> dict[int, list[Finding]]:
 
 def _findings_and_summary(ctx: FileContext, entries: int, shown: int, zero_slots: int) -> Iterator[Event]:
     yield from (f.to_dict() for f in ctx.findings)
-    yield summary_event(
-        ctx, entries=entries, shown=shown, zero_slots=zero_slots, findings=len(ctx.findings)
-    )
+    yield summary_event(ctx, entries=entries, shown=shown, zero_slots=zero_slots, findings=len(ctx.findings))
 
 
 def dump_offset_index(ctx: FileContext) -> Iterator[Event]:
@@ -116,6 +125,8 @@ def dump_offset_index(ctx: FileContext) -> Iterator[Event]:
             ctx.findings.extend(
                 verify_offset_index(data, base, layout, file=ctx.file, annotations=annotations)
             )
+        else:  # no log to verify against: at least what plain dump checks
+            _index_checks(ctx, data, IndexKind.OFFSET, OFFSET_ENTRY_SIZE)
     else:
         _index_checks(ctx, data, IndexKind.OFFSET, OFFSET_ENTRY_SIZE)
     by_slot = _by_slot(ctx.findings)
@@ -143,7 +154,8 @@ def dump_offset_index(ctx: FileContext) -> Iterator[Event]:
             if i in annotations:
                 ev.update(annotations[i])
         shown += 1
-        yield ev
+        if not ctx.opts.verify_index_only:
+            yield ev
     yield from _findings_and_summary(ctx, n, shown, len(data) // OFFSET_ENTRY_SIZE - n)
 
 
@@ -156,6 +168,8 @@ def dump_time_index(ctx: FileContext) -> Iterator[Event]:
         layout = _layout_for(ctx)
         if layout is not None:
             ctx.findings.extend(verify_time_index(data, base, layout, file=ctx.file))
+        else:  # no log to verify against: at least what plain dump checks
+            _index_checks(ctx, data, IndexKind.TIME, TIME_ENTRY_SIZE)
     else:
         _index_checks(ctx, data, IndexKind.TIME, TIME_ENTRY_SIZE)
     by_slot = _by_slot(ctx.findings)
@@ -181,7 +195,8 @@ def dump_time_index(ctx: FileContext) -> Iterator[Event]:
         if ctx.opts.verify_index:
             ev["status"] = ",".join(f.code.value for f in by_slot.get(i, [])) or "ok"
         shown += 1
-        yield ev
+        if not ctx.opts.verify_index_only:
+            yield ev
     yield from _findings_and_summary(ctx, n, shown, len(data) // TIME_ENTRY_SIZE - n)
 
 

@@ -154,7 +154,7 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
             yield ev
             stats["batches"] += 1
             if stats["first_offset"] is None:
-                stats["first_offset"] = b.base_offset if b.magic >= 2 else None
+                stats["first_offset"] = b.base_offset  # v0/v1: the (first inner) message's offset
             stats["last_offset"] = b.last_offset
             if ev["crc_valid"] is False:
                 crc_bad.append(
@@ -222,7 +222,7 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
             if valid_end == 0 and plan.position == 0:
                 ctx.failure.line += " (no batch at all: is this a Kafka log segment?)"
     yield from (f.to_dict() for f in ctx.findings)
-    bytes_read = reader.bytes_read  # before the verification below reads the log again
+    bytes_read = reader.distinct_bytes_read  # each byte once; before the verification reads the log again
     if opts.verify_index and ctx.info.kind is FileKind.LOG and ctx.info.base_offset is not None:
         yield from _verify_siblings(ctx, reader)
     yield summary_event(

@@ -36,6 +36,9 @@ class DumpOptions:
     decoder: DecoderChoice = DecoderChoice.AUTO
     verify_index: bool = False
     verify_crc: bool = True
+    # DumpLogSegments --verify-index-only: .index/.timeindex verified against their .log without
+    # printing their entries (findings and the summary only); other files are dumped as usual
+    verify_index_only: bool = False
 
 
 class UsageProblem(Exception):

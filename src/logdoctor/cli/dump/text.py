@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,13 +15,124 @@ from logdoctor.cli.dump.sink import Sink
 from logdoctor.cli.render import to_jsonable
 
 
+@functools.lru_cache(maxsize=4096)
+def _iso_seconds(seconds: int) -> str:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+
+
 def _iso(ms: int | None) -> str:
+    """Epoch ms as ISO-8601 UTC with milliseconds (the second's text is cached: records of a batch
+    and batches of a segment mostly share seconds)."""
     if ms is None or ms < 0:
         return "-"
     try:
-        return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+        return f"{_iso_seconds(ms // 1000)}.{ms % 1000:03d}Z"
     except (OverflowError, OSError, ValueError):
         return str(ms)
+
+
+def _compact_json(value: Any) -> str:
+    """Compact JSON the way the JSON Lines sink writes it (to_jsonable only for what JSON cannot hold)."""
+    return json.dumps(
+        value, separators=(",", ":"), ensure_ascii=False, check_circular=False, default=to_jsonable
+    )
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(w[:1].upper() + w[1:] for w in rest)
+
+
+_NOT_SHOWN = frozenset({"tagged_fields", "unknown_tagged_fields"})
+
+
+def _kafka_value(value: Any) -> Any:
+    """A decoded message as Kafka's generated JsonConverter writes it: camelCase names, absent
+    (None) fields and tagged-field bookkeeping left out."""
+    if isinstance(value, dict):
+        return {_camel(k): _kafka_value(v) for k, v in value.items() if v is not None and k not in _NOT_SHOWN}
+    if isinstance(value, list | tuple):
+        return [_kafka_value(v) for v in value]
+    return value
+
+
+def _kafka_json(value: Any) -> str:
+    return _compact_json(_kafka_value(value))
+
+
+def _field_text(value: Any) -> str:
+    """One value of a small file's fields: lists and maps as JSON, strings as they are ('""' if empty)."""
+    if isinstance(value, dict | list | tuple):
+        return _kafka_json(value)
+    if value == "":
+        return '""'
+    return str(value)
+
+
+_SGR = {
+    "bold": "1",
+    "dim": "2",
+    "red": "31",
+    "yellow": "33",
+    "bold red": "1;31",
+    "bold dim": "1;2",
+}
+
+
+class _Lines:
+    """Lines straight to the console's file (one ``write`` each, no rich rendering per line: rich costs
+    ~0.6 ms a line, which made text dumps 5x slower than --json). Styles become ANSI SGR codes only
+    when rich would color (a terminal, NO_COLOR unset); otherwise lines are plain."""
+
+    def __init__(self, console: Any) -> None:
+        self.file = console.file
+        self.color = bool(console.is_terminal and console.color_system is not None and not console.no_color)
+
+    def write(self, line: str, style: str | None = None) -> None:
+        if style and self.color and style in _SGR:
+            self.file.write(f"\x1b[{_SGR[style]}m{line}\x1b[0m\n")
+        else:
+            self.file.write(line + "\n")
+
+
+class _Table:
+    """A table printed row by row with fixed widths (like render.StreamTable, through :class:`_Lines`)."""
+
+    def __init__(self, out: _Lines, columns: list[Any], *, indent: str = "") -> None:
+        self.out = out
+        self.indent = indent
+        self.columns = columns
+        # one format string for the whole row (str.format is several times faster than a join of
+        # rjust/ljust per cell); a longer value just widens its own row, as in render.StreamTable
+        self._fmt = indent + "  ".join(f"{{!s:{'>' if c.right else '<'}{c.width}}}" for c in columns)
+        self._header_done = False
+
+    def row(self, cells: list[Any], *, style: str | None = None, tail: str = "") -> None:
+        if not self._header_done:
+            self._header_done = True
+            self.out.write(self._fmt.format(*(c.header for c in self.columns)).rstrip(), "bold dim")
+        line = self._fmt.format(*cells).rstrip()
+        self.out.write(f"{line}  {tail}" if tail else line, style)
+
+
+def _preview(data: bytes | memoryview | None, limit: int = 200) -> str:
+    """render.text_preview's output, with the printable test done by str.isprintable (C) instead of a
+    Python loop per character: key and value previews were the larger part of a text -p dump."""
+    if data is None:
+        return "null"
+    cut = len(data) > limit
+    raw = bytes(data[: limit + 1]) if cut else bytes(data)
+    try:
+        text = raw[:limit].decode("utf-8")
+        printable = text.isprintable() or text.replace("\t", "").isprintable()
+    except UnicodeDecodeError:
+        printable = False
+    if printable:
+        out = repr(text)
+    else:
+        out = "0x" + raw[: limit // 2].hex()
+        cut = cut or len(raw) > limit // 2
+    return out + ("..." if cut else "")
 
 
 _TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "-"}
@@ -36,6 +149,7 @@ class TextSink(Sink):
         self.opts = opts
         self.console = make_console()
         self.err = make_console(stderr=True)
+        self.out = _Lines(self.console)
         self._reset()
 
     def _reset(self) -> None:
@@ -47,12 +161,10 @@ class TextSink(Sink):
         self.summary: Event | None = None
 
     def _print(self, text: str, style: str | None = None) -> None:
-        from rich.text import Text
-
-        self.console.print(Text(text, style=style or ""))
+        self.out.write(text, style)
 
     def _file_header(self, ev: Event) -> None:
-        from logdoctor.cli.render import Column, StreamTable
+        from logdoctor.cli.render import Column
 
         kind = ev.get("kind")
         extra = [f"{ev['size']:,} bytes"] if "size" in ev else []
@@ -71,8 +183,8 @@ class TextSink(Sink):
         w_off = max(6, len(str(ev.get("base_offset") or ev.get("snapshot_end_offset") or 0)) + 2)
         w_pos = max(8, len(str(ev.get("size", 0))))
         if kind in (FileKind.LOG.value, FileKind.KRAFT_SNAPSHOT.value):
-            self.table = StreamTable(
-                self.console,
+            self.table = _Table(
+                self.out,
                 [
                     Column("position", w_pos),
                     Column("base_offset", max(11, w_off)),
@@ -92,8 +204,8 @@ class TextSink(Sink):
                 indent="  ",
             )
         elif kind == FileKind.OFFSET_INDEX.value:
-            self.table = StreamTable(
-                self.console,
+            self.table = _Table(
+                self.out,
                 [
                     Column("slot", 6),
                     Column("offset", max(8, w_off)),
@@ -102,8 +214,8 @@ class TextSink(Sink):
                 indent="  ",
             )
         elif kind == FileKind.TIME_INDEX.value:
-            self.table = StreamTable(
-                self.console,
+            self.table = _Table(
+                self.out,
                 [
                     Column("slot", 6),
                     Column("timestamp", 14),
@@ -170,8 +282,7 @@ class TextSink(Sink):
         )
 
     def _record(self, ev: Event) -> None:
-        from logdoctor.cli.render import text_preview
-
+        text_preview = _preview
         parts = [
             f"    | offset {ev['offset']}",
             f"{ev['timestamp_type']} {_iso(ev['timestamp'])}",
@@ -185,13 +296,11 @@ class TextSink(Sink):
         decoded = ev.get("decoded")
         if decoded is not None and decoded.get("type") == "control":
             v = decoded.get("value") or {}
-            detail = " ".join(f"{k}={v[k]}" for k in v if k not in ("tagged_fields", "unknown_tagged_fields"))
+            detail = _kafka_json(v) if v else ""  # as DumpLogSegments prints control records
             parts.append(f"control {decoded['control_type']}" + (f" {detail}" if detail else ""))
         if self.opts.print_data:
-            import json
-
             if decoded is not None and decoded.get("type") != "control":
-                parts.append("decoded " + json.dumps(to_jsonable(decoded), separators=(",", ":")))
+                parts.append("decoded " + _compact_json(decoded))
             else:
                 parts.append(f"key {text_preview(ev['key'])}")
                 parts.append(f"value {text_preview(ev['value'])}")
@@ -255,14 +364,20 @@ class TextSink(Sink):
             from logdoctor.cli.render import print_fields
 
             self._print(f"Dumping {ev.get('file')}  ({t.replace('_', ' ')})", "bold")
-            fields = {k: v for k, v in ev.items() if k not in ("type", "file", "properties")}
-            fields.update({f"[{k}]": v for k, v in (ev.get("properties") or {}).items()})
+            # absent fields (None) are left out, as Kafka's MetaProperties.toString and JSON converters do
+            fields = {
+                k: _field_text(v)
+                for k, v in ev.items()
+                if k not in ("type", "file", "properties") and v is not None
+            }
+            fields.update({f"[{k}]": _field_text(v) for k, v in (ev.get("properties") or {}).items()})
             print_fields(self.console, fields, indent="  ")
 
     def _summary_line(self, s: Event) -> str:
         kind = s.get("kind")
         if kind in (FileKind.LOG.value, FileKind.KRAFT_SNAPSHOT.value):
-            offs = "" if s["last_offset"] is None else f", offsets {s['first_offset']}..{s['last_offset']}"
+            first = "?" if s["first_offset"] is None else s["first_offset"]
+            offs = "" if s["last_offset"] is None else f", offsets {first}..{s['last_offset']}"
             text = (
                 f"{s['batches']} batches, {s['records']} records{offs}, {s['valid_bytes']:,} valid bytes"
                 f", {s['invalid_bytes']:,} invalid bytes"

@@ -1,0 +1,96 @@
+"""`logdoctor dump` text output against `--json` on the same files: the CLI as people run it (a
+subprocess, stdout to /dev/null), wall time, best of N.
+
+    .venv/bin/python benchmarks/bench_dump.py [--mb 150] [--repeat 3] [--modes batches,deep,print-data]
+
+Files: a generated segment of ``--mb`` MB (logdoctor.sample.records: uncompressed, 512-byte JSON values
+in the producer's default 16 KiB batches, in /tmp) and, when ../shared/realworld is present, the real
+KRaft metadata log kraft-3.5-greenlemont-n1/__cluster_metadata-0/00000000000000000000.log (2 MB of
+small metadata records, decoded with the cluster-metadata decoder). Modes: batches (no flag), --deep
+(every record) and -p (--print-data: keys, values, decoded records). The last column is text time /
+JSON CPU time (user + sys of the logdoctor process, steadier than wall time on a shared machine): at
+most 1.0 means text is at least as fast as JSON. Times include the CLI's start (~1 s of imports).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import command, machine, segment
+from logdoctor.formats.record_types import Compression
+from logdoctor.sample.records import RecordDataSpec
+
+ROOT = Path(__file__).resolve().parents[1]
+LOGDOCTOR = ROOT / ".venv" / "bin" / "logdoctor"
+METADATA_LOG = (
+    ROOT.parent / "shared/realworld/kraft-3.5-greenlemont-n1/__cluster_metadata-0/00000000000000000000.log"
+)
+MODES = {"batches": [], "deep": ["--deep"], "print-data": ["-p"]}
+
+
+def run(args: list[str], path: Path, repeat: int) -> tuple[float, float]:
+    """Best wall time and best CPU time (user + sys of the child) of ``repeat`` runs. On a shared
+    machine the CPU time is the steadier figure: the ratio column uses it."""
+    best_wall, best_cpu = float("inf"), float("inf")
+    for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        with open(os.devnull, "w") as sink:
+            rc = subprocess.run(
+                [str(LOGDOCTOR), "dump", *args, str(path)], stdout=sink, check=False
+            ).returncode
+        wall = time.perf_counter() - t0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        best_wall, best_cpu = min(best_wall, wall), min(best_cpu, cpu)
+        if rc not in (0, 1):
+            raise SystemExit(f"logdoctor dump {' '.join(args)} {path} exited {rc}")
+    return best_wall, best_cpu
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mb", type=float, default=150.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--modes", default=",".join(MODES), help="comma-separated: " + ", ".join(MODES))
+    args = ap.parse_args()
+    spec = RecordDataSpec(
+        seed=11,
+        record_count=None,
+        target_bytes=int(args.mb * 1e6),
+        value_kind="json",
+        value_size=512,
+        key_cardinality=100_000,
+        compression=Compression.NONE,
+    )
+    files = [("generated, uncompressed, 512 B JSON values", segment(spec, "dump"))]
+    if METADATA_LOG.exists():
+        files.append(("real KRaft metadata log (kraft-3.5-greenlemont-n1)", METADATA_LOG))
+    print(f"# {machine()}\n# {command()}\n")
+    print("| file | size | mode | text: wall, CPU | --json: wall, CPU | text / json (CPU) |")
+    print("|---|---|---|---|---|---|")
+    for label, path in files:
+        size = path.stat().st_size
+        for mode in args.modes.split(","):
+            flags = MODES[mode]
+            w_text, c_text = run(flags, path, args.repeat)
+            w_json, c_json = run([*flags, "--json"], path, args.repeat)
+            print(
+                f"| {label} | {size / 1e6:.1f} MB | {mode} | {w_text:.2f} s, {c_text:.2f} s "
+                f"({size / 1e6 / c_text:.1f} MB/s) | {w_json:.2f} s, {c_json:.2f} s "
+                f"({size / 1e6 / c_json:.1f} MB/s) "
+                f"| {c_text / c_json:.2f} |",
+                flush=True,
+            )
+
+
+if __name__ == "__main__":
+    main()

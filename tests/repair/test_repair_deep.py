@@ -1,0 +1,237 @@
+"""repair that ends honestly: a CRC-mismatched batch mid-segment that only ``scan --deep`` finds.
+
+The damage: a real log dir's biggest partition split into segments, one byte of a batch in the
+middle of its first (inactive, below the recovery point) segment flipped, and its .index (and in
+one variant its .timeindex) overwritten. Expectations are derived independently: the truncation
+point is the damaged batch's position (read with kafka-python before the damage), the new log end
+is the offset after the last batch before it, later segments go to the backup as LogLoader.recoverLog
+deletes them, and every record before the cut stays readable with kafka-python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kafka.record import MemoryRecords
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import damage
+
+from logdoctor.checks.context import Depth, ScanOptions
+from logdoctor.checks.scanner import scan
+from logdoctor.cli import commands  # noqa: F401
+from logdoctor.cli.main import app
+from logdoctor.formats.checkpoint import parse_offset_checkpoint
+from logdoctor.logdir.names import RECOVERY_POINT_CHECKPOINT
+from logdoctor.repair import apply_plan, plan_repair, rollback
+
+NAME = "zk-3.7-nikhildighe-b0"
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def _kafka_python_batches(data: bytes) -> list[tuple[int, int, int]]:
+    """(position, size, last offset) of each batch, read with kafka-python (an independent reader)."""
+    out, pos = [], 0
+    mr = MemoryRecords(data)
+    while mr.has_next():
+        b = mr.next_batch()
+        size = int.from_bytes(data[pos + 8 : pos + 12], "big") + 12
+        last = b.base_offset + b.last_offset_delta
+        out.append((pos, size, last))
+        pos += size
+    return out
+
+
+def _damaged(tmp_path: Path, realworld_dir: Path, *, timeindex: bool) -> dict:
+    root = damage.copy_log_dir(realworld_dir / NAME, tmp_path / "logs")
+    p = damage.biggest_partition(root)
+    assert p is not None
+    logs = sorted(p.glob("*.log"))
+    bases = damage.split_into_segments(p, 3) if len(logs) == 1 else [int(x.name.split(".")[0]) for x in logs]
+    assert len(bases) >= 2
+    log = p / f"{bases[0]:020d}.log"
+    original = log.read_bytes()
+    batches = _kafka_python_batches(original)
+    k = len(batches) // 2
+    assert k >= 1
+    pos, size, _ = batches[k]
+    bad = bytearray(original)
+    bad[pos + size - 1] ^= 0xFF  # inside the CRC-covered bytes of batch k
+    log.write_bytes(bytes(bad))
+    (p / f"{bases[0]:020d}.index").write_bytes(b"\x01" * 24)
+    if timeindex:
+        (p / f"{bases[0]:020d}.timeindex").write_bytes(b"\0" * 24)
+    later = {
+        f.name: f.read_bytes()
+        for b in bases[1:]
+        for f in p.iterdir()
+        if f.name.startswith(f"{b:020d}.") and f.suffix in (".log", ".index", ".timeindex")
+    }
+    topic, _, num = p.name.rpartition("-")
+    return {
+        "root": root,
+        "p": p,
+        "log": log,
+        "cut": pos,
+        "tail": bytes(bad[pos:]),
+        "new_leo": batches[k - 1][2] + 1,
+        "later": later,
+        "tp": (topic, int(num)),
+    }
+
+
+def _cli(*args: str):
+    return CliRunner().invoke(app, [*args, "--jobs", "1"])
+
+
+def _deep_codes(root: Path) -> set[str]:
+    return {f.code for f in scan([root], ScanOptions(depth=Depth.DEEP), jobs=1).findings}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("timeindex", [False, True], ids=["index", "index+timeindex"])
+def test_default_repair_does_not_claim_a_clean_end(tmp_path, realworld_dir, timeindex):
+    d = _damaged(tmp_path, realworld_dir, timeindex=timeindex)
+    assert "LOG_CORRUPT" in _deep_codes(d["root"])
+    r = _cli("repair", str(d["root"]), "--apply", "--backup-dir", str(tmp_path / "b1"))
+    assert r.exit_code == 2, r.output
+    assert f"still found: ERROR LOG_CORRUPT {d['log']}" in r.output
+    assert "repair --deep" in r.output
+    # the follow-up run on one code: never "Nothing to repair" with 0 while the error is there
+    r2 = _cli(
+        "repair", str(d["root"]), "--only", "RETENTION_RISK", "--apply", "--backup-dir", str(tmp_path / "b2")
+    )
+    default_code = scan([d["root"]], ScanOptions(depth=Depth.DEFAULT), jobs=1).exit_code
+    assert r2.exit_code == max(default_code, 0), r2.output
+    if default_code:
+        assert "still found:" in r2.output
+    r3 = _cli("repair", str(d["root"]), "--deep", "--only", "RETENTION_RISK")
+    assert r3.exit_code == 2, r3.output
+    assert "still found: ERROR LOG_CORRUPT" in r3.output and "not selected by --only" in r3.output
+
+
+@pytest.mark.slow
+def test_repair_deep_truncates_like_recovery(tmp_path, realworld_dir):
+    d = _damaged(tmp_path, realworld_dir, timeindex=True)
+    root, p = d["root"], d["p"]
+    readable_before = damage.read_records(root)[p.name]
+    rp_before = dict(
+        ((t, n), o)
+        for t, n, o in parse_offset_checkpoint((root / RECOVERY_POINT_CHECKPOINT).read_bytes()).entries
+    ).get(d["tp"])
+
+    dry = _cli("repair", str(root), "--deep", "--json")
+    assert dry.exit_code == 0, dry.output
+    kinds = {a["kind"] for a in json.loads(dry.output)["plan"]["actions"]}
+    assert "truncate-log" in kinds
+
+    backup = tmp_path / "backup"
+    r = _cli("repair", str(root), "--deep", "--apply", "--backup-dir", str(backup))
+    after = scan([root], ScanOptions(depth=Depth.DEEP), jobs=1)
+    assert r.exit_code == after.exit_code, r.output
+    assert "LOG_CORRUPT" not in {f.code for f in after.findings}
+    # cut exactly at the damaged batch; the cut bytes are in the backup
+    assert d["log"].stat().st_size == d["cut"]
+    tails = list((backup / "tails").rglob("*.tail"))
+    assert [t.read_bytes() for t in tails] == [d["tail"]]
+    # later segments deleted (to the backup, byte for byte), as recoverLog does after a truncation
+    for name, data in d["later"].items():
+        assert not (p / name).exists(), name
+        kept = [f for f in backup.rglob(name) if f.is_file()]
+        assert any(f.read_bytes() == data for f in kept), name
+    # every record before the cut still readable (kafka-python), none after it
+    readable_after = damage.read_records(root)[p.name]
+    assert readable_after == {o: v for o, v in readable_before.items() if o < d["new_leo"]}
+    assert max(readable_after) + 1 == d["new_leo"]
+    # recovery point: min(checkpoint, new log end), LogLoader.recoverLog's RecoveryOffsets
+    if rp_before is not None:
+        rp_after = dict(
+            ((t, n), o)
+            for t, n, o in parse_offset_checkpoint((root / RECOVERY_POINT_CHECKPOINT).read_bytes()).entries
+        )[d["tp"]]
+        assert rp_after == min(rp_before, d["new_leo"])
+    # the same depth now finds nothing to repair, and says so with the scan's exit code
+    again = _cli("repair", str(root), "--deep")
+    assert "Nothing to repair" in again.output
+    assert again.exit_code == after.exit_code
+
+
+@pytest.mark.slow
+def test_repair_deep_rolls_back_and_resumes(tmp_path, realworld_dir):
+    d = _damaged(tmp_path, realworld_dir, timeindex=False)
+    root = d["root"]
+    original = damage.tree(root)
+    plan, _ = plan_repair([root], backup_dir=str(tmp_path / "b1"), jobs=1, deep=True)
+    assert plan.depth == "deep"
+    assert any(a.kind == "truncate-log" for a in plan.actions)
+    assert apply_plan(plan).status == "applied"
+    assert rollback(tmp_path / "b1" / "journal.jsonl").status == "rolled-back"
+    assert damage.tree(root) == original
+    # killed (SIGKILL) after the first step, then --resume from the journal: finishes at --deep depth
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom logdoctor.cli.main import main\nsys.argv[0] = 'logdoctor'\nmain()",
+            "repair",
+            str(root),
+            "--deep",
+            "--apply",
+            "--backup-dir",
+            str(tmp_path / "b2"),
+            "--jobs",
+            "1",
+        ],
+        env={**os.environ, "PYTHONPATH": str(SRC), "LOGDOCTOR_CRASH_AFTER_STEP": "1"},
+        capture_output=True,
+        timeout=300,
+    )
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
+    r = _cli("repair", "--resume", str(tmp_path / "b2" / "journal.jsonl"), "--json")
+    out = json.loads(r.output)
+    assert out["result"]["status"] == "applied", r.output
+    assert r.exit_code == 0, r.output
+    assert d["log"].stat().st_size == d["cut"]
+    assert "LOG_CORRUPT" not in _deep_codes(root)
+
+
+def _dup_offsets_log_dir(root: Path) -> tuple[Path, int]:
+    """A segment whose third batch repeats the second one's offset (offsets 0, 1, 1, 2)."""
+    from logdoctor.formats.record_types import RecordSpec
+    from logdoctor.formats.writer import build_record_batch
+
+    part = root / "t-0"
+    part.mkdir(parents=True)
+    (root / "meta.properties").write_text("version=0\nbroker.id=1\ncluster.id=abc\n")
+    batches = [
+        bytes(build_record_batch([RecordSpec(b"v%d" % i, timestamp=1_700_000_000_000 + i)], base_offset=o))
+        for i, o in enumerate([0, 1, 1, 2])
+    ]
+    (part / "00000000000000000000.log").write_bytes(b"".join(batches))
+    return part / "00000000000000000000.log", len(b"".join(batches))
+
+
+def test_index_offset_error_truncates_the_whole_segment_like_recover_log(tmp_path):
+    """OffsetIndex.append throws InvalidOffsetException on the repeated offset once an index entry is
+    due (index.interval.bytes=1 here); LogLoader.recoverLog then truncates the segment to its base
+    offset: 0 bytes, not the bytes before the batch."""
+    log, size = _dup_offsets_log_dir(tmp_path / "logs")
+    plan, report = plan_repair(
+        [tmp_path / "logs"], backup_dir=str(tmp_path / "b"), deep=True, index_interval_bytes=1, jobs=1
+    )
+    assert "LOG_CORRUPT" in {f.code for f in report.findings}
+    (trunc,) = [a for a in plan.actions if a.kind == "truncate-log"]
+    change = next(c for c in trunc.changes if c.path == str(log))
+    assert (change.size_before, change.size_after) == (size, 0)
+    # with the default interval no entry is due at that batch: recovery reads it as valid, nothing to cut
+    plan2, _ = plan_repair([tmp_path / "logs"], backup_dir=str(tmp_path / "b2"), deep=True, jobs=1)
+    assert not [a for a in plan2.actions if a.kind == "truncate-log"]
+    assert any(u.code == "LOG_CORRUPT" and "nothing to cut" in u.why for u in plan2.unrepaired)
