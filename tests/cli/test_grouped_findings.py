@@ -151,15 +151,15 @@ def test_census_findings_are_grouped() -> None:
 def test_repair_groups_what_is_still_found_after_applying() -> None:
     from logdoctor.cli.repair import _finish
 
-    remaining = [f.to_json() for f in _index_missing(30, 2)]
+    remaining = [{**f.to_json(), "why": f.fix} for f in _index_missing(30, 2)]
     result = SimpleNamespace(
         ok=True, status="applied", steps_run=1, steps_total=1, error=None, journal=None, backup_dir=None
     )
     console, buf = _console()
-    assert _finish(console, result, False, {"remaining": remaining}) == 2
+    assert _finish(console, result, False, {"remaining": remaining}, 1, "default") == 1
     text = buf.getvalue()
     assert "still found (60):" in text and "INDEX_MISSING: 60 files" in text
     assert sum(1 for f in remaining if f["path"] in text) <= EXAMPLES + 1
     console, buf = _console()
-    _finish(console, result, False, {"remaining": remaining}, verbose=True)
+    _finish(console, result, False, {"remaining": remaining}, 1, "default", verbose=True)
     assert all(f["path"] in buf.getvalue() for f in remaining)
