@@ -18,6 +18,7 @@ from logdoctor.checks.retention import (
     retention,
     simulate,
 )
+from logdoctor.checks.topic_config import config_inputs
 
 DAY = 86_400_000
 
@@ -101,7 +102,9 @@ def test_topic_config_parsing() -> None:
     with pytest.raises(ValueError):
         parse_topic_config(["nocolon"])
     with pytest.raises(ValueError):
-        RetentionConfig().with_overrides({"segment.bytes": "1"})
+        parse_topic_config(["t:segment.bytes=1"])
+    with pytest.raises(ValueError):
+        parse_topic_config(["t:cleanup.policy=shred"])
 
 
 PART = "__consumer_offsets-12"
@@ -122,10 +125,10 @@ def logdir(tmp_path: Path) -> Path:
 
 @pytest.mark.realworld
 def test_zeroed_timeindex_makes_retention_delete_a_fresh_segment(logdir: Path) -> None:
-    cfg = RetentionConfig(retention_ms=7 * DAY)
-    topics = {"__consumer_offsets": {"cleanup.policy": "delete"}}
+    # __consumer_offsets is compact by default: make it a delete topic to see time retention at work
+    cfg = config_inputs(retention_ms=7 * DAY, topic_config=["__consumer_offsets:cleanup.policy=delete"])
     now = SEG0_TS + DAY  # the records are one day old: nothing is due
-    before = retention([logdir], config=cfg, topic_configs=topics, now_ms=now, jobs=1)
+    before = retention([logdir], config_inputs=cfg, now_ms=now, jobs=1)
     part = next(p for p in before.partitions if (p.topic, p.partition) == ("__consumer_offsets", 12))
     assert [s.reason for s in part.segments] == [None, None]
     assert part.segments[0].broker_largest_timestamp == part.segments[0].true_largest_timestamp == SEG0_TS
@@ -133,7 +136,7 @@ def test_zeroed_timeindex_makes_retention_delete_a_fresh_segment(logdir: Path) -
 
     tindex = logdir / PART / "00000000000000000000.timeindex"
     tindex.write_bytes(bytes(tindex.stat().st_size))
-    after = retention([logdir], config=cfg, topic_configs=topics, now_ms=now, jobs=1)
+    after = retention([logdir], config_inputs=cfg, now_ms=now, jobs=1)
     part = next(p for p in after.partitions if (p.topic, p.partition) == ("__consumer_offsets", 12))
     seg0 = part.segments[0]
     assert (seg0.broker_largest_timestamp, seg0.true_largest_timestamp) == (0, SEG0_TS)
@@ -146,7 +149,7 @@ def test_zeroed_timeindex_makes_retention_delete_a_fresh_segment(logdir: Path) -
 
 @pytest.mark.realworld
 def test_compacted_internal_topics_are_not_time_retained(logdir: Path) -> None:
-    rep = retention([logdir], config=RetentionConfig(retention_ms=1), now_ms=SEG0_TS + 365 * DAY, jobs=1)
+    rep = retention([logdir], config_inputs=config_inputs(retention_ms=1), now_ms=SEG0_TS + 365 * DAY, jobs=1)
     offsets = [p for p in rep.partitions if p.topic == "__consumer_offsets"]
     assert offsets and all(not p.deleted for p in offsets)
     others = [p for p in rep.partitions if p.topic != "__consumer_offsets" and p.log_end_offset]

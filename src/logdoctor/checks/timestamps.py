@@ -16,6 +16,7 @@ import os
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import SegmentInfo
 from logdoctor.checks.state import PartitionState, duration, iso
+from logdoctor.checks.topic_config import TopicConfig, TopicConfigResolver
 from logdoctor.formats.index import TIME_ENTRY_SIZE
 from logdoctor.logdir.model import Segment
 
@@ -71,12 +72,19 @@ def broker_largest_timestamp(st: PartitionState, seg: Segment, info: SegmentInfo
     return None
 
 
+def topic_config(st: PartitionState) -> TopicConfig:
+    """The partition's effective retention settings (resolved by the scanner; Kafka's defaults otherwise)."""
+    cfg = st.task.topic_config
+    return cfg if cfg is not None else TopicConfigResolver().resolve(st.task.topic)
+
+
 def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, cause: str | None) -> None:
     """Compare the broker's largest timestamp with the true one (which must be known by now)."""
     broker = info.broker_largest_ts
     true = info.true_largest_ts
-    if broker is None:
-        return
+    cfg = topic_config(st)
+    if broker is None or not cfg.time_retention:
+        return  # compact-only or retention.ms=-1: time retention deletes nothing, whatever the timestamp
     now = st.options.now_ms
     path = seg.timeindex_file or seg.log_file
     if true is not None and true >= 0 and (broker <= 0 or true - broker > RISK_TOLERANCE_MS):
@@ -87,7 +95,7 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
                 if info.broker_ts_source == "timeindex"
                 else f"the .log mtime ({broker}) is older than the segment's records"
             )
-        retention = st.options.retention_ms
+        retention = cfg.retention_ms.value
         due = broker + retention
         if due <= now:
             when = f"at the next retention check (already {duration(now - due)} past retention by its clock)"
@@ -103,6 +111,7 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
             true_ts=true,
             true_ts_iso=iso(true),
             retention_ms=retention,
+            config=cfg.describe(),
             when=when,
             segment=seg.log_file,
             details={
@@ -110,6 +119,7 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
                 "broker_largest_timestamp": broker,
                 "broker_timestamp_source": info.broker_ts_source,
                 "true_largest_timestamp": true,
+                "topic_config": cfg.to_json(),
             },
         )
     elif broker > now > 0 and (true is None or true > now):

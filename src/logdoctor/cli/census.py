@@ -24,6 +24,7 @@ from logdoctor.cli.common import (
     usage_error,
 )
 from logdoctor.cli.main import app
+from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 
@@ -119,6 +120,7 @@ def run_census_cli(
     *,
     html_out: Path | None = None,
     now_ms: int | None = None,
+    config_inputs: Any = None,
 ) -> Any:
     from logdoctor.spark.census import CensusError, run_census
     from logdoctor.spark.planning import PlanningError
@@ -136,7 +138,7 @@ def run_census_cli(
     except SparkUnavailableError as exc:
         fail(f"error: {exc}", EX_UNAVAILABLE)
     with spark_progress(err, "census", "brokers", disable=json_out) as progress:
-        result = run_census(spark, paths, out, now_ms=now_ms, progress=progress)
+        result = run_census(spark, paths, out, now_ms=now_ms, progress=progress, config_inputs=config_inputs)
     if html_out is not None:
         from logdoctor.report import write_census_report
 
@@ -165,6 +167,8 @@ def census_command(
     now: Annotated[
         str | None, typer.Option("--now", help="Current time (epoch ms or ISO-8601) for timestamp checks.")
     ] = None,
+    topic_config: TopicConfigOption = None,
+    server_properties: ServerPropertiesOption = None,
 ) -> None:
     """Fleet census: replica offsets and lag across brokers, disk use per log dir, findings and fixes."""
     result = run_census_cli(
@@ -176,5 +180,6 @@ def census_command(
         Console(stderr=True),
         html_out=html_out,
         now_ms=parse_now(now),
+        config_inputs=read_config_inputs(topic_config, server_properties),
     )
     raise typer.Exit(exit_code(result))
