@@ -237,15 +237,50 @@ def simulate(
     return [reasons.get(b) for b, _s, _t in segments], log_start, rolled
 
 
+def partition_verdicts(
+    segments: list[tuple[int, int, int]],
+    *,
+    log_start_offset: int,
+    log_end_offset: int,
+    high_watermark: int | None,
+    config: RetentionConfig,
+    now_ms: int,
+) -> tuple[list[str | None], int, bool, int, str]:
+    """:func:`simulate` with the partition's high watermark as the broker would have it: the checkpointed
+    one kept within [log start, log end] (a missing one taken as the log end offset: a leader whose
+    followers are caught up). Returns reasons, new log start offset, roll, the high watermark used and
+    where it came from. `retention` and the report both judge segments here."""
+    hw_source = "replication-offset-checkpoint"
+    hw = high_watermark
+    if hw is None:
+        hw, hw_source = log_end_offset, "log end offset (not in replication-offset-checkpoint)"
+    hw = min(max(hw, log_start_offset), log_end_offset)
+    reasons, new_lso, rolls = simulate(
+        segments,
+        log_start_offset=log_start_offset,
+        log_end_offset=log_end_offset,
+        high_watermark=hw,
+        config=config,
+        now_ms=now_ms,
+    )
+    return reasons, new_lso, rolls, hw, hw_source
+
+
+def retention_timestamp(broker_ts: int | None, true_ts: int | None, mtime_ms: int, recovered: bool) -> int:
+    """The largest timestamp time retention compares: LogSegment.largestTimestamp (time index, else the
+    .log mtime), or the log's own when recovery rebuilds the time index at the next start."""
+    if recovered and true_ts is not None:
+        return true_ts
+    if broker_ts is not None:
+        return broker_ts
+    return mtime_ms
+
+
 # --- over log dirs ---------------------------------------------------------------------------------------
 
 
 def _broker_ts(info: SegmentInfo) -> int:
-    if info.recovered and info.true_largest_ts is not None:
-        return info.true_largest_ts  # recovery rebuilds the time index from the log
-    if info.broker_largest_ts is not None:
-        return info.broker_largest_ts
-    return info.mtime_ms
+    return retention_timestamp(info.broker_largest_ts, info.true_largest_ts, info.mtime_ms, info.recovered)
 
 
 def _true_ts(info: SegmentInfo) -> int:
@@ -261,7 +296,6 @@ def partition_retention(
     infos = part.segment_infos
     leo = part.log_end_offset
     lso = part.log_start_offset
-    hw_source = "replication-offset-checkpoint"
     hw = part.high_watermark
     if leo is None or lso is None or not infos:
         return PartitionRetention(
@@ -278,9 +312,6 @@ def partition_retention(
             False,
             [],
         ), []
-    if hw is None:
-        hw, hw_source = leo, "log end offset (not in replication-offset-checkpoint)"
-    hw = min(max(hw, lso), leo)  # the broker keeps the high watermark within [log start, log end]
     segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
     true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
     kw = {
@@ -290,8 +321,8 @@ def partition_retention(
         "config": config,
         "now_ms": now_ms,
     }
-    reasons, new_lso, rolls = simulate(segs, **kw)
-    true_reasons, _l, _r = simulate(true_segs, **kw)
+    reasons, new_lso, rolls, hw, hw_source = partition_verdicts(segs, **kw)
+    true_reasons, *_ = partition_verdicts(true_segs, **kw)
     out = PartitionRetention(
         part.topic,
         part.partition,

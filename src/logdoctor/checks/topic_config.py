@@ -135,6 +135,19 @@ class TopicConfig:
             parts.append(f"retention.bytes={self.retention_bytes.describe()}")
         return "; ".join(parts)
 
+    @classmethod
+    def from_json(cls, topic: str, data: Mapping[str, Any]) -> TopicConfig:
+        """The inverse of :meth:`to_json` (a scan's JSON output read back, e.g. by the report)."""
+
+        def setting(name: str) -> Setting:
+            d = data[name]
+            v = d["value"]
+            return Setting(
+                tuple(v) if isinstance(v, list | tuple) else int(v), str(d["key"]), str(d["source"])
+            )
+
+        return cls(topic, setting(RETENTION_MS), setting(RETENTION_BYTES), setting(CLEANUP_POLICY))
+
     def to_json(self) -> dict[str, Any]:
         return {
             name: {

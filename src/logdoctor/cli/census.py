@@ -142,7 +142,7 @@ def run_census_cli(
     if html_out is not None:
         from logdoctor.report import write_census_report
 
-        write_census_report(result, html_out, now_ms=result.now_ms)
+        write_census_report(result, html_out, now_ms=result.now_ms, config_inputs=config_inputs)
     if json_out:
         print_json(result.to_json(), indent=2, default=str)
     else:

@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from logdoctor.cli.common import parse_now
 from logdoctor.cli.main import app
 
 
@@ -19,6 +20,14 @@ def demo_command(
     ),
     master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            "--now",
+            help="The time the sample data is generated for and the census runs at (epoch ms or ISO-8601; "
+            "default: now). The same --now gives the same fleet.",
+        ),
+    ] = None,
 ) -> None:
     """Generate a 3-broker sample fleet with planted faults, run the census with local Spark, show fixes."""
     from logdoctor.cli.census import run_census_cli
@@ -29,7 +38,8 @@ def demo_command(
     fleet_dir = out / "fleet"
     if fleet_dir.exists():
         shutil.rmtree(fleet_dir)
-    demo = generate_demo_fleet(fleet_dir)
+    now_ms = parse_now(now)
+    demo = generate_demo_fleet(fleet_dir, now_ms=now_ms)
     if not json_out:
         console.print(
             f"[bold]Sample fleet[/bold] written to {fleet_dir} "
@@ -38,9 +48,17 @@ def demo_command(
         for p in demo.planted:
             console.print(f"  - {p}")
         console.print(
-            f"Running: logdoctor census {fleet_dir} --out {out / 'census'} --html {out / 'report.html'}\n"
+            f"Running: logdoctor census {fleet_dir} --out {out / 'census'} --html {out / 'report.html'} "
+            f"--now {demo.now_ms}\n"
         )
     run_census_cli(
-        [str(fleet_dir)], out / "census", master, json_out, console, err, html_out=out / "report.html"
+        [str(fleet_dir)],
+        out / "census",
+        master,
+        json_out,
+        console,
+        err,
+        html_out=out / "report.html",
+        now_ms=demo.now_ms,
     )
     raise typer.Exit(0)

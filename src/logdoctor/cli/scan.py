@@ -136,7 +136,7 @@ def scan_command(
     if html_out is not None:
         from logdoctor.report import write_scan_report
 
-        write_scan_report(report, html_out)
+        write_scan_report(report, html_out, config_inputs=inputs)
     if json_out:
         print_json(report.to_json())
     else:
