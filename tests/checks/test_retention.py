@@ -144,6 +144,10 @@ def test_zeroed_timeindex_makes_retention_delete_a_fresh_segment(logdir: Path) -
     assert part.segments[1].reason is None  # the active segment's largest timestamp is recent
     assert part.new_log_start_offset == 862
     assert [(f.code, f.path) for f in after.findings] == [("RETENTION_RISK", str(tindex))]
+    # the same single finding as scan's: the zeroed time index named as the root cause
+    assert after.findings[0].details["root_cause"]["code"] == "INDEX_CORRUPT"
+    assert after.findings[0].message.startswith(f"Root cause: {tindex} belongs to an inactive segment")
+    assert "(from cleanup.policy, --topic-config)" in after.findings[0].message
     assert after.exit_code == 2
 
 

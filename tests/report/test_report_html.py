@@ -66,8 +66,9 @@ def test_scan_report_marks_the_planted_segments(demo: DemoFleet, tmp_path: Path)
     assert s["tb"][k] == 0  # the zeroed time index: the broker's largest timestamp is 0
     gen = demo.fleet.replica(broker, topic, number).segments[0]
     assert s["tt"][k] == gen.max_timestamp  # the true one, from the log
-    codes = {data["findings"]["codes"][data["findings"]["c"][i]] for i in s["f"][k]}
-    assert codes == {"RETENTION_RISK", "INDEX_CORRUPT"}
+    codes = [data["findings"]["codes"][data["findings"]["c"][i]] for i in s["f"][k]]
+    assert codes == ["RETENTION_RISK"]  # one finding, naming the zeroed time index as its root cause
+    assert "Root cause: " in data["findings"]["m"][s["f"][k][0]]
     assert s["fl"][-1] & FLAG_ACTIVE
     assert sum(1 for f in s["fl"] if f & FLAG_RISK) == 1
     # the headline says it without any script

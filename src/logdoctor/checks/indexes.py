@@ -14,10 +14,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from logdoctor.checks.state import PartitionState
+from logdoctor.checks.timestamps import topic_config
 from logdoctor.formats.index import (
     OFFSET_ENTRY_SIZE,
     TIME_ENTRY_SIZE,
@@ -92,6 +94,7 @@ def report_corrupt(
     problem: str,
     position: int | None,
     offset: int | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     """One INDEX_CORRUPT finding, with which Kafka eras reject the file."""
     verdict, rejecting = verdict_text(kind, data, seg.base_offset, path)
@@ -103,7 +106,7 @@ def report_corrupt(
         problem=problem,
         verdict=verdict,
         segment=seg.log_file,
-        details={"index": _WHAT[kind], "rejected_by": [ERA_LABEL[e] for e in rejecting]},
+        details={"index": _WHAT[kind], "rejected_by": [ERA_LABEL[e] for e in rejecting], **(extra or {})},
     )
 
 
@@ -113,7 +116,15 @@ class Entries:
     :meth:`offset` is the same for one entry as a Python int (what the findings quote)."""
 
     __slots__ = (
-        "base", "log_name", "log_size", "next_base", "offsets", "path", "positions", "rel", "timestamps"
+        "base",
+        "log_name",
+        "log_size",
+        "next_base",
+        "offsets",
+        "path",
+        "positions",
+        "rel",
+        "timestamps",
     )
 
     def __init__(
@@ -154,8 +165,10 @@ _EntryCheck = tuple[Callable[[Entries], "np.ndarray | None"], Callable[[Entries,
 
 _NEXT_SEGMENT: _EntryCheck = (
     lambda e: None if e.next_base is None else e.offsets >= e.next_base,
-    lambda e, i: f"entry {i} of {e.path} points past the log: offset {e.offset(i)} belongs to the next "
-    f"segment (base offset {e.next_base})",
+    lambda e, i: (
+        f"entry {i} of {e.path} points past the log: offset {e.offset(i)} belongs to the next "
+        f"segment (base offset {e.next_base})"
+    ),
 )
 
 _OFFSET_CHECKS: tuple[_EntryCheck, ...] = (
@@ -165,14 +178,18 @@ _OFFSET_CHECKS: tuple[_EntryCheck, ...] = (
     ),
     (
         lambda e: _after_previous((np.diff(e.rel) <= 0) | (np.diff(e.positions) <= 0)),
-        lambda e, i: f"entries of {e.path} go backwards: entry {i} (offset {e.offset(i)}, position "
-        f"{int(e.positions[i])}) does not follow entry {i - 1} (offset {e.offset(i - 1)}, position "
-        f"{int(e.positions[i - 1])})",
+        lambda e, i: (
+            f"entries of {e.path} go backwards: entry {i} (offset {e.offset(i)}, position "
+            f"{int(e.positions[i])}) does not follow entry {i - 1} (offset {e.offset(i - 1)}, position "
+            f"{int(e.positions[i - 1])})"
+        ),
     ),
     (
         lambda e: (e.positions < 0) | (e.positions >= e.log_size),
-        lambda e, i: f"entry {i} of {e.path} points past the log: position {int(e.positions[i])} for offset "
-        f"{e.offset(i)}, but {e.log_name} is {e.log_size} bytes",
+        lambda e, i: (
+            f"entry {i} of {e.path} points past the log: position {int(e.positions[i])} for offset "
+            f"{e.offset(i)}, but {e.log_name} is {e.log_size} bytes"
+        ),
     ),
     _NEXT_SEGMENT,
 )  # with the zero-slot checks, every condition a sanity check of any era tests (size, last offset vs base)
@@ -184,9 +201,11 @@ _TIME_CHECKS: tuple[_EntryCheck, ...] = (
     ),
     (
         lambda e: _after_previous((np.diff(e.timestamps) < 0) | (np.diff(e.rel) < 0)),
-        lambda e, i: f"entries of {e.path} go backwards: entry {i} (timestamp {int(e.timestamps[i])}, offset "
-        f"{e.offset(i)}) does not follow entry {i - 1} (timestamp {int(e.timestamps[i - 1])}, offset "
-        f"{e.offset(i - 1)})",
+        lambda e, i: (
+            f"entries of {e.path} go backwards: entry {i} (timestamp {int(e.timestamps[i])}, offset "
+            f"{e.offset(i)}) does not follow entry {i - 1} (timestamp {int(e.timestamps[i - 1])}, offset "
+            f"{e.offset(i - 1)})"
+        ),
     ),
     _NEXT_SEGMENT,
 )  # with the zero-slot checks: the sanity checks (size, last timestamp vs first, last offset vs base)
@@ -304,7 +323,15 @@ def analyze_index(
             return slots, real
         if not st.is_active(seg):
             st.rep.untrimmed_inactive_indexes += 1
-            report_corrupt(st, seg, path, kind, data, spec.untrimmed.format(**zeros), real * size, base)
+            problem = spec.untrimmed.format(**zeros)
+            extra: dict[str, Any] = {"zero_tail": True, "problem": problem}
+            if kind is IndexKind.TIME:
+                # its main consequence, time retention deleting the segment early, is RETENTION_RISK's:
+                # when that applies, timestamps.check_retention_risk reports both as one finding
+                cfg = topic_config(st)
+                if not cfg.time_retention:
+                    problem += f" (time retention does not apply to this topic: {cfg.describe()})"
+            report_corrupt(st, seg, path, kind, data, problem, real * size, base, extra)
             return slots, real
     if real == 0:
         return slots, real

@@ -23,6 +23,7 @@ from logdoctor.checks.context import Depth, PartitionReport, ScanOptions, Segmen
 from logdoctor.checks.findings import Finding, exit_code
 from logdoctor.checks.scanner import scan, topic_config_resolver
 from logdoctor.checks.state import duration, iso
+from logdoctor.checks.timestamps import ROOT_CAUSE_ALSO
 from logdoctor.checks.topic_config import (
     DEFAULT_RETENTION_MS,
     METADATA_TOPIC,
@@ -355,14 +356,27 @@ def partition_retention(
             path = tpath if info.broker_ts_source != "mtime" and os.path.exists(tpath) else log_path
             broker = segs[k][2]
             true = true_segs[k][2]
+            # the scan's finding for this segment names the root cause (a zeroed time index: one finding)
+            scanned = next(
+                (f for f in part.findings if f.code == "RETENTION_RISK" and f.offset == info.base_offset),
+                None,
+            )
+            root = {k2: v for k2, v in (scanned.details if scanned else {}).items() if k2 in _ROOT_KEYS}
+            cause = (
+                scanned.details["cause"]
+                if root and scanned is not None and scanned.details.get("cause")
+                else f"Time retention would use the {info.broker_ts_source or 'broker'} timestamp of "
+                f"{log_path}"
+            )
             findings.append(
                 catalog.make(
                     "RETENTION_RISK",
                     path,
                     logdir=part.log_dir,
                     offset=info.base_offset,
-                    cause=f"Time retention would use the {info.broker_ts_source or 'broker'} timestamp of "
-                    f"{log_path}",
+                    position=scanned.position if root and scanned is not None else None,
+                    also=ROOT_CAUSE_ALSO.format(rejected=_rejected(root)) if root else "",
+                    cause=cause[0].upper() + cause[1:],
                     broker_ts=broker,
                     broker_ts_iso=iso(broker),
                     true_ts=true,
@@ -379,10 +393,19 @@ def partition_retention(
                         "true_largest_timestamp": true,
                         "broker_timestamp_source": info.broker_ts_source,
                         "topic_config": topic_config.to_json(),
+                        **root,
                     },
                 )
             )
     return out, findings
+
+
+_ROOT_KEYS = ("root_cause", "consequences")
+
+
+def _rejected(root: dict[str, Any]) -> str:
+    rejected = (root.get("root_cause") or {}).get("rejected_by") or []
+    return f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
 
 
 def retention(

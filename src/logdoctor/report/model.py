@@ -338,6 +338,9 @@ def flag_segments(part: PartitionView, findings: list[FindingView], now_ms: int)
         if f.code == RISK_CODE:
             seg.flags |= FLAG_RISK
             d = f.details
+            root = d.get("root_cause")
+            if isinstance(root, Mapping) and root.get("code") in CORRUPT_CODES:
+                seg.flags |= FLAG_CORRUPT  # one finding for both: its root cause is a damaged index
             if seg.true_largest_timestamp is None and isinstance(d.get("true_largest_timestamp"), int):
                 seg.true_largest_timestamp = d["true_largest_timestamp"]
             if isinstance(d.get("broker_largest_timestamp"), int):
