@@ -431,3 +431,22 @@ def test_real_zookeeper_consumer_offsets_is_compact_in_scan_and_retention(tmp_pa
     assert rep.findings == [] and not any(
         p.deleted for p in rep.partitions if p.topic == "__consumer_offsets"
     )
+
+
+def test_the_metadata_log_has_no_log_retention() -> None:
+    c = resolver({"log.retention.ms": "1", "log.cleanup.policy": "delete"}).resolve("__cluster_metadata")
+    assert not c.delete and not c.compact and not c.time_retention
+    assert "snapshots" in c.cleanup_policy.source
+
+
+def test_zeroed_time_index_of_the_metadata_log_is_no_retention_risk(tmp_path: Path) -> None:
+    folder = tmp_path / "__cluster_metadata-0"
+    recs = [
+        encode("ConfigRecord", resource_type=BROKER, resource_name="", name="log.retention.ms", value="1")
+    ]
+    write_metadata_log(tmp_path, recs)
+    write_metadata_log(tmp_path, recs, base_offset=1)  # a second segment: the first one is inactive
+    ti = folder / "00000000000000000000.timeindex"
+    ti.write_bytes(bytes(12))  # a zeroed last entry: largestTimestamp 0
+    report = scan([tmp_path], ScanOptions(Depth.DEFAULT, NOW_OLD), jobs=1)
+    assert [f for f in report.findings if f.code == "RETENTION_RISK"] == []

@@ -57,6 +57,9 @@ RESOURCE_BROKER = 4
 DEFAULT_RETENTION_HOURS = 168
 DEFAULT_RETENTION_MS = DEFAULT_RETENTION_HOURS * 3600 * 1000
 KAFKA_DEFAULT = "Kafka default"
+METADATA_RETENTION_SOURCE = (
+    "the KRaft metadata log is trimmed behind snapshots, not by log retention (KafkaRaftClient)"
+)
 
 # broker keys (ServerLogConfigs) and the topic keys they are synonyms of (ServerTopicConfigSynonyms)
 LOG_RETENTION_MS = "log.retention.ms"
@@ -489,6 +492,12 @@ class TopicConfigResolver:
         cached = self._cache.get(topic)
         if cached is not None:
             return cached
+        if topic == METADATA_TOPIC:
+            # no LogConfig retention: KafkaRaftClient deletes segments only behind the latest snapshot
+            none = Setting(-1, "metadata.max.retention.ms/bytes", METADATA_RETENTION_SOURCE)
+            out = TopicConfig(topic, none, none, Setting((), CLEANUP_POLICY, METADATA_RETENTION_SOURCE))
+            self._cache[topic] = out
+            return out
         ms = self.broker_retention_ms()
         size = self._broker_setting(LOG_RETENTION_BYTES, -1, _parse_long)
         policy = self._broker_setting(LOG_CLEANUP_POLICY, ("delete",), _parse_policy)
