@@ -349,7 +349,11 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
                 ),
             }
             problem, fix = texts.get(orphan.kind, (orphan.reason, "Delete it while the broker is stopped."))
-            add(make("ORPHAN_FILE", op, problem=f"{op}: {problem}", fix=fix, details={"kind": orphan.kind}))
+            add(
+                make(
+                    "ORPHAN_FILE", op, problem=f"{op}: {problem}", fix=fix, details={"kind": orphan.kind}
+                )
+            )
 
 
 def _entry_positions(path: str) -> list[int | None]:
