@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import realworld
 from logdoctor.checks.retention import (
@@ -161,3 +163,33 @@ def test_compacted_internal_topics_are_not_time_retained(logdir: Path) -> None:
     for p in others:
         for s in p.deleted:
             assert s.reason == RETENTION_MS_BREACH and not s.at_risk
+
+
+@st.composite
+def _partitions(draw):
+    n = draw(st.integers(1, 8))
+    bases = sorted(draw(st.lists(st.integers(0, 10_000), min_size=n, max_size=n, unique=True)))
+    leo = bases[-1] + draw(st.integers(0, 100))
+    segs = [(b, draw(st.integers(0, 5_000)), draw(st.integers(-1, 20_000))) for b in bases]
+    lso = draw(st.integers(bases[0], leo))
+    hw = draw(st.integers(lso, leo))
+    return segs, lso, leo, hw
+
+
+@settings(max_examples=300, deadline=None)
+@given(_partitions(), st.integers(-1, 20_000), st.integers(-1, 20_000), st.integers(0, 40_000))
+def test_compacted_topics_never_lose_segments_to_time_or_size(part, ms, size, now) -> None:
+    """cleanup.policy=compact (no delete): only segments below the log start offset go (deleteOldSegments)."""
+    segs, lso, leo, hw = part
+    reasons, _lso, _rolls = simulate(
+        segs,
+        log_start_offset=lso,
+        log_end_offset=leo,
+        high_watermark=hw,
+        config=RetentionConfig(ms, size, delete=False),
+        now_ms=now,
+    )
+    assert set(reasons) <= {None, LOG_START_OFFSET_BREACH}
+    # and the active (last) segment never goes while records above the high watermark are in it
+    if hw < leo:
+        assert reasons[-1] is None

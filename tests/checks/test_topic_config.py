@@ -450,3 +450,28 @@ def test_zeroed_time_index_of_the_metadata_log_is_no_retention_risk(tmp_path: Pa
     ti.write_bytes(bytes(12))  # a zeroed last entry: largestTimestamp 0
     report = scan([tmp_path], ScanOptions(Depth.DEFAULT, NOW_OLD), jobs=1)
     assert [f for f in report.findings if f.code == "RETENTION_RISK"] == []
+
+
+@pytest.mark.realworld
+def test_census_executor_applies_the_same_configs(tmp_path: Path) -> None:
+    """spark.census.scan_broker (what each census task runs) resolves topic configs like scan does."""
+    from logdoctor.spark.census import BrokerInput, scan_broker
+
+    src = realworld.require() / "zk-3.7-nikhildighe-b0"
+    d = tmp_path / "kafka-logs"
+    shutil.copytree(src, d, copy_function=shutil.copyfile)
+    tindex = d / "__consumer_offsets-12" / "00000000000000000000.timeindex"
+    tindex.write_bytes(bytes(tindex.stat().st_size))
+    broker = BrokerInput("broker-0", 0, (str(d),))
+    now = 1_800_000_000_000
+
+    def codes(inputs: ConfigInputs | None) -> list[str]:
+        return [f["code"] for f in scan_broker(broker, now, inputs)["findings"] if f["path"] == str(tindex)]
+
+    assert codes(None) == ["INDEX_CORRUPT"]  # compacted: no time retention
+    assert codes(config_inputs(topic_config=["__consumer_offsets:cleanup.policy=delete"])) == [
+        "RETENTION_RISK"
+    ]
+    assert codes(config_inputs(topic_config=["__consumer_offsets:cleanup.policy=compact,delete"])) == [
+        "RETENTION_RISK"
+    ]
