@@ -300,6 +300,10 @@ def _metadata_files(metadata_dir: str) -> tuple[tuple[int, str] | None, list[tup
     return (max(snapshots) if snapshots else None), logs
 
 
+#: TopicRecord (2), ConfigRecord (4), RemoveTopicRecord (9): K:metadata/src/main/resources/common/metadata
+_WANTED_API_KEYS = frozenset({2, 4, 9})
+
+
 def _events(buf: bytes, min_offset: int, label: str, names: dict[str, str]) -> Iterator[MetadataConfigEvent]:
     from logdoctor.formats.internal.cluster_metadata import decode_metadata_record
     from logdoctor.formats.records import iter_batches
@@ -311,8 +315,12 @@ def _events(buf: bytes, min_offset: int, label: str, names: dict[str, str]) -> I
             for rec in batch.records():
                 if rec.offset < min_offset:
                     continue
+                v = rec.value
+                # uvarint frame version then uvarint api key: one byte each for the keys wanted here
+                if v is None or len(v) < 3 or v[1] not in _WANTED_API_KEYS:
+                    continue
                 try:
-                    d = decode_metadata_record(rec.value)
+                    d = decode_metadata_record(v)
                 except FormatError:
                     continue
                 data = d["data"]
