@@ -96,3 +96,19 @@ def test_a_month_later_the_active_segment_goes_too_in_both(demo) -> None:
     for name, segs in said.items():
         # high watermark at the log end: every segment is deleted, the non-empty active one after a roll
         assert [why for _b, why in segs] == [RETENTION_MS_BREACH] * len(segs), name
+
+
+def test_report_header_gives_the_retention_the_topics_get(demo, tmp_path) -> None:
+    from logdoctor.checks.topic_config import config_inputs
+
+    dirs = demo.fleet.log_dirs[1]
+    report = scan(dirs, ScanOptions(Depth.DEFAULT, NOW), jobs=1)
+    page = render_scan_report(report)
+    assert "retention.ms 604,800,000 (7 days)" in page  # every topic: Kafka's default
+    inputs = config_inputs(topic_config=["clicks:retention.ms=3600000", "payments:cleanup.policy=compact"])
+    report = scan(dirs, ScanOptions(Depth.DEFAULT, NOW, config_inputs=inputs), jobs=1)
+    page = render_scan_report(report)
+    assert "retention.ms per topic (2 values, 1.0 hours to 7 days); 3 compacted partition(s)" in page
+    data = _payload(render_scan_report(report, max_timeline_partitions=1000))
+    cuts = {p["n"].rsplit("-", 1)[0]: p["cut"] for p in data["parts"]}
+    assert cuts["clicks"] == NOW - 3_600_000 and cuts["orders"] == NOW - 7 * DAY and cuts["payments"] is None

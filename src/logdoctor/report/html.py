@@ -309,6 +309,24 @@ def _findings_section(data: ReportData, max_findings: int) -> str:
     return FINDINGS_BODY.format(note=e(trunc), code_options=options, broker_col=broker_col)
 
 
+def _retention_meta(data: ReportData) -> str:
+    """The time retention the partitions get (their topic configs), for the page's header line."""
+    values = {p.topic_config.retention_ms.value for p in data.partitions
+              if p.topic_config is not None and p.topic_config.time_retention}
+    compacted = sum(1 for p in data.partitions if p.topic_config is not None and not p.topic_config.delete)
+    if not any(p.topic_config is not None for p in data.partitions):
+        text = f"retention.ms {data.retention_ms:,} ({_duration(data.retention_ms)})"
+    elif len(values) == 1:
+        ms = next(iter(values))
+        text = f"retention.ms {ms:,} ({_duration(ms)})"
+    elif values:
+        lo, hi = _duration(min(values)), _duration(max(values))
+        text = f"retention.ms per topic ({len(values)} values, {lo} to {hi})"
+    else:
+        text = "no time retention"
+    return text + (f"; {compacted:,} compacted partition(s)" if compacted else "")
+
+
 def render_report(
     data: ReportData,
     *,
@@ -322,7 +340,7 @@ def render_report(
     level, label, lines = _verdict(data, s)
     e = html.escape
     meta = [f"generated {_iso(int(datetime.now(tz=UTC).timestamp() * 1000))}", f"now {_iso(data.now_ms)}",
-            f"retention.ms {data.retention_ms:,} ({_duration(data.retention_ms)})"]
+            _retention_meta(data)]
     if data.depth:
         meta.append(f"depth {data.depth}")
     meta.append(f"{s['brokers']} broker(s), {s['log_dirs']} log dir(s)")
