@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import realworld
 from logdoctor.checks.retention import (
@@ -18,6 +20,7 @@ from logdoctor.checks.retention import (
     retention,
     simulate,
 )
+from logdoctor.checks.topic_config import config_inputs
 
 DAY = 86_400_000
 
@@ -101,7 +104,9 @@ def test_topic_config_parsing() -> None:
     with pytest.raises(ValueError):
         parse_topic_config(["nocolon"])
     with pytest.raises(ValueError):
-        RetentionConfig().with_overrides({"segment.bytes": "1"})
+        parse_topic_config(["t:segment.bytes=1"])
+    with pytest.raises(ValueError):
+        parse_topic_config(["t:cleanup.policy=shred"])
 
 
 PART = "__consumer_offsets-12"
@@ -122,10 +127,10 @@ def logdir(tmp_path: Path) -> Path:
 
 @pytest.mark.realworld
 def test_zeroed_timeindex_makes_retention_delete_a_fresh_segment(logdir: Path) -> None:
-    cfg = RetentionConfig(retention_ms=7 * DAY)
-    topics = {"__consumer_offsets": {"cleanup.policy": "delete"}}
+    # __consumer_offsets is compact by default: make it a delete topic to see time retention at work
+    cfg = config_inputs(retention_ms=7 * DAY, topic_config=["__consumer_offsets:cleanup.policy=delete"])
     now = SEG0_TS + DAY  # the records are one day old: nothing is due
-    before = retention([logdir], config=cfg, topic_configs=topics, now_ms=now, jobs=1)
+    before = retention([logdir], config_inputs=cfg, now_ms=now, jobs=1)
     part = next(p for p in before.partitions if (p.topic, p.partition) == ("__consumer_offsets", 12))
     assert [s.reason for s in part.segments] == [None, None]
     assert part.segments[0].broker_largest_timestamp == part.segments[0].true_largest_timestamp == SEG0_TS
@@ -133,7 +138,7 @@ def test_zeroed_timeindex_makes_retention_delete_a_fresh_segment(logdir: Path) -
 
     tindex = logdir / PART / "00000000000000000000.timeindex"
     tindex.write_bytes(bytes(tindex.stat().st_size))
-    after = retention([logdir], config=cfg, topic_configs=topics, now_ms=now, jobs=1)
+    after = retention([logdir], config_inputs=cfg, now_ms=now, jobs=1)
     part = next(p for p in after.partitions if (p.topic, p.partition) == ("__consumer_offsets", 12))
     seg0 = part.segments[0]
     assert (seg0.broker_largest_timestamp, seg0.true_largest_timestamp) == (0, SEG0_TS)
@@ -141,12 +146,16 @@ def test_zeroed_timeindex_makes_retention_delete_a_fresh_segment(logdir: Path) -
     assert part.segments[1].reason is None  # the active segment's largest timestamp is recent
     assert part.new_log_start_offset == 862
     assert [(f.code, f.path) for f in after.findings] == [("RETENTION_RISK", str(tindex))]
+    # the same single finding as scan's: the zeroed time index named as the root cause
+    assert after.findings[0].details["root_cause"]["code"] == "INDEX_CORRUPT"
+    assert after.findings[0].message.startswith(f"Root cause: {tindex} belongs to an inactive segment")
+    assert "(from cleanup.policy, --topic-config)" in after.findings[0].message
     assert after.exit_code == 2
 
 
 @pytest.mark.realworld
 def test_compacted_internal_topics_are_not_time_retained(logdir: Path) -> None:
-    rep = retention([logdir], config=RetentionConfig(retention_ms=1), now_ms=SEG0_TS + 365 * DAY, jobs=1)
+    rep = retention([logdir], config_inputs=config_inputs(retention_ms=1), now_ms=SEG0_TS + 365 * DAY, jobs=1)
     offsets = [p for p in rep.partitions if p.topic == "__consumer_offsets"]
     assert offsets and all(not p.deleted for p in offsets)
     others = [p for p in rep.partitions if p.topic != "__consumer_offsets" and p.log_end_offset]
@@ -154,3 +163,33 @@ def test_compacted_internal_topics_are_not_time_retained(logdir: Path) -> None:
     for p in others:
         for s in p.deleted:
             assert s.reason == RETENTION_MS_BREACH and not s.at_risk
+
+
+@st.composite
+def _partitions(draw):
+    n = draw(st.integers(1, 8))
+    bases = sorted(draw(st.lists(st.integers(0, 10_000), min_size=n, max_size=n, unique=True)))
+    leo = bases[-1] + draw(st.integers(0, 100))
+    segs = [(b, draw(st.integers(0, 5_000)), draw(st.integers(-1, 20_000))) for b in bases]
+    lso = draw(st.integers(bases[0], leo))
+    hw = draw(st.integers(lso, leo))
+    return segs, lso, leo, hw
+
+
+@settings(max_examples=300, deadline=None)
+@given(_partitions(), st.integers(-1, 20_000), st.integers(-1, 20_000), st.integers(0, 40_000))
+def test_compacted_topics_never_lose_segments_to_time_or_size(part, ms, size, now) -> None:
+    """cleanup.policy=compact (no delete): only segments below the log start offset go (deleteOldSegments)."""
+    segs, lso, leo, hw = part
+    reasons, _lso, _rolls = simulate(
+        segs,
+        log_start_offset=lso,
+        log_end_offset=leo,
+        high_watermark=hw,
+        config=RetentionConfig(ms, size, delete=False),
+        now_ms=now,
+    )
+    assert set(reasons) <= {None, LOG_START_OFFSET_BREACH}
+    # and the active (last) segment never goes while records above the high watermark are in it
+    if hw < leo:
+        assert reasons[-1] is None

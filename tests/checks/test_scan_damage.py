@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 import realworld
+from logdoctor.checks.topic_config import config_inputs
 from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)
 from logdoctor.cli.main import app
 from logdoctor.logdir.lock import hold_lock
@@ -27,6 +28,11 @@ PART = "__consumer_offsets-12"
 SEG0 = "00000000000000000000"  # inactive: 64548-byte log, 14 index entries, 15 time index entries
 ACTIVE = "00000000000000000862"
 NOW = "1800000000000"
+# __consumer_offsets is compacted (cleanup.policy=compact, set by the broker when it creates it), so time
+# retention never deletes its segments; the tests of the timestamps time retention would use make it a
+# delete topic, as an operator could with kafka-configs
+AS_DELETE = ("--topic-config", "__consumer_offsets:cleanup.policy=delete")
+AS_DELETE_INPUTS = config_inputs(topic_config=[AS_DELETE[1]])
 
 
 def copy_logdir(name: str, dst: Path) -> Path:
@@ -110,7 +116,7 @@ def test_timeindex_unreadable_to_the_broker_user(logdir: Path) -> None:
             p = os.path.join(root, name)
             if p != str(tindex):
                 os.chown(p, 65534, 65534)
-    code, report = run_scan(str(logdir))
+    code, report = run_scan(*AS_DELETE, str(logdir))
     assert code == 2
     assert codes_at(report, tindex) == {"PERMISSION_DENIED", "RETENTION_RISK"}
     risk = next(f for f in report["findings"] if f["code"] == "RETENTION_RISK")
@@ -157,12 +163,22 @@ def test_truncated_batch_at_the_end_of_the_active_segment(logdir: Path) -> None:
 def test_zeroed_timeindex(logdir: Path) -> None:
     tindex = logdir / PART / f"{SEG0}.timeindex"
     tindex.write_bytes(bytes(tindex.stat().st_size))
-    code, report = run_scan(str(logdir))
+    code, report = run_scan(*AS_DELETE, str(logdir))
     assert code == 2
-    assert codes_at(report, tindex) == {"RETENTION_RISK", "INDEX_CORRUPT"}
+    # one problem, one finding: RETENTION_RISK names the damaged time index as its root cause
+    assert [f["code"] for f in report["findings"] if f["path"] == str(tindex)] == ["RETENTION_RISK"]
     risk = next(f for f in report["findings"] if f["code"] == "RETENTION_RISK")
     assert risk["details"]["broker_largest_timestamp"] == 0
     assert risk["details"]["true_largest_timestamp"] == 1721659255114
+    assert risk["details"]["root_cause"]["code"] == "INDEX_CORRUPT" and risk["position"] == 0
+    assert risk["message"].startswith(f"Root cause: {tindex} belongs to an inactive segment but is untrimmed")
+    assert "time lookups" in risk["message"] and "INDEX_CORRUPT" in risk["message"]
+    # the same file on the compacted topic as the broker creates it: no time retention, so INDEX_CORRUPT
+    # alone, saying why retention does not matter
+    code, report = run_scan(str(logdir))
+    hits = [f for f in report["findings"] if f["path"] == str(tindex)]
+    assert [f["code"] for f in hits] == ["INDEX_CORRUPT"]
+    assert "time retention does not apply to this topic: cleanup.policy=compact" in hits[0]["message"]
 
 
 def test_truncated_timeindex_is_a_retention_risk_with_both_timestamps(logdir: Path) -> None:
@@ -170,7 +186,7 @@ def test_truncated_timeindex_is_a_retention_risk_with_both_timestamps(logdir: Pa
     data = tindex.read_bytes()
     tindex.write_bytes(data[:24])  # keep 2 of 15 entries: the last one is months older
     ts_kept = struct.unpack_from(">q", data, 12)[0]
-    _code, report = run_scan(str(logdir))
+    _code, report = run_scan(*AS_DELETE, str(logdir))
     risk = [f for f in report["findings"] if f["code"] == "RETENTION_RISK"]
     assert [f["path"] for f in risk] == [str(tindex)]
     assert risk[0]["details"]["broker_largest_timestamp"] == ts_kept
@@ -350,7 +366,11 @@ def _demote_and_scan(logdir: Path, write_fd: int) -> None:
         os.setgroups([])
         os.setgid(65534)
         os.setuid(65534)
-        report = scan([logdir], ScanOptions(depth=Depth.DEFAULT, now_ms=int(NOW)), jobs=1)
+        report = scan(
+            [logdir],
+            ScanOptions(depth=Depth.DEFAULT, now_ms=int(NOW), config_inputs=AS_DELETE_INPUTS),
+            jobs=1,
+        )
         payload = json.dumps(report.to_json()).encode()
         os.write(write_fd, payload)
     finally:
@@ -432,21 +452,21 @@ def test_empty_timeindex_falls_back_to_an_old_mtime(logdir: Path) -> None:
     tindex.write_bytes(b"")
     log = logdir / PART / f"{SEG0}.log"
     os.utime(log, (1_600_000_000, 1_600_000_000))
-    _code, report = run_scan(str(logdir))
+    _code, report = run_scan(*AS_DELETE, str(logdir))
     risk = [f for f in report["findings"] if f["code"] == "RETENTION_RISK"]
     assert [f["path"] for f in risk] == [str(tindex)]
     assert risk[0]["details"]["broker_timestamp_source"] == "mtime"
     assert risk[0]["details"]["broker_largest_timestamp"] == 1_600_000_000_000
     # with a recent mtime (the usual case after a plain copy) there is no risk
     os.utime(log, None)
-    _code, report = run_scan(str(logdir))
+    _code, report = run_scan(*AS_DELETE, str(logdir))
     assert [f for f in report["findings"] if f["code"] == "RETENTION_RISK"] == []
 
 
 def test_quick_reports_the_risk_without_reading_the_log(logdir: Path) -> None:
     tindex = logdir / PART / f"{SEG0}.timeindex"
     tindex.write_bytes(bytes(tindex.stat().st_size))
-    _code, report = run_scan("--quick", str(logdir))
+    _code, report = run_scan("--quick", *AS_DELETE, str(logdir))
     risk = [f for f in report["findings"] if f["code"] == "RETENTION_RISK"]
     assert [f["path"] for f in risk] == [str(tindex)]
     assert risk[0]["details"]["true_largest_timestamp"] is None
@@ -520,7 +540,7 @@ def test_missing_timeindex_uses_the_log_mtime(logdir: Path) -> None:
     tindex.unlink()
     log = logdir / PART / f"{SEG0}.log"
     os.utime(log, (1_600_000_000, 1_600_000_000))
-    _code, report = run_scan(str(logdir))
+    _code, report = run_scan(*AS_DELETE, str(logdir))
     assert codes_at(report, log) == {"INDEX_MISSING", "RETENTION_RISK"}
     missing = next(f for f in report["findings"] if f["code"] == "INDEX_MISSING")
     assert missing["details"]["missing"] == [".timeindex"] and "mtime" in missing["message"]
@@ -561,7 +581,7 @@ def test_index_entry_not_at_a_batch_start_is_found_by_deep(logdir: Path) -> None
 def test_future_timestamps_block_retention(logdir: Path) -> None:
     # seen from 2020, the 2024 records of segment 0 are in the future: time retention stops there
     result = CliRunner().invoke(
-        app, ["scan", "--json", "--jobs", "1", "--now", "2020-01-01T00:00:00Z", str(logdir)]
+        app, ["scan", "--json", "--jobs", "1", "--now", "2020-01-01T00:00:00Z", *AS_DELETE, str(logdir)]
     )
     report = json.loads(result.stdout)
     tindex = logdir / PART / f"{SEG0}.timeindex"

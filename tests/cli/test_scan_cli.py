@@ -63,7 +63,11 @@ def test_json_shape(realworld_dir: Path) -> None:
         "bytes",
         "recovery_point",
         "high_watermark",
+        "topic_config",
     }
+    # the retention settings used, and where they come from: __consumer_offsets is created compacted
+    assert p["topic_config"]["cleanup.policy"]["value"] == ["compact"]
+    assert "GroupCoordinator" in p["topic_config"]["cleanup.policy"]["source"]
     # the broker's own checkpoints agree with the log end offset we read from the log
     assert p["segments"] == 2 and p["log_end_offset"] == p["recovery_point"] == p["high_watermark"] == 60
     assert p["bytes"] == 236 + 119

@@ -124,7 +124,8 @@ def test_census_report_in_chromium(browser: Chromium, demo: DemoFleet, tmp_path:
     broker, topic, number, log = demo.risk
     select_partition(page, f"{topic}-{number}", f"broker-{broker}")
     seg = segment_row(page, int(log.stem))
-    assert seg is not None and "RETENTION_RISK" in seg["badges"] and "INDEX_CORRUPT" in seg["badges"]
+    # one finding for the zeroed time index: RETENTION_RISK, whose root cause is the corrupt index
+    assert seg is not None and "RETENTION_RISK" in seg["badges"] and "INDEX_CORRUPT" not in seg["badges"]
     assert "1970-01-01T00:00:00Z" in seg["text"]  # the broker-visible largest timestamp
     notes = js(page, "return Array.from(document.querySelectorAll('#timeline-plot .annotation-text'))"
                      ".map(function(a){return a.textContent;});")
@@ -143,7 +144,8 @@ def test_census_report_in_chromium(browser: Chromium, demo: DemoFleet, tmp_path:
     assert len(finding_rows(page)) == total
     set_filter(page, "filter-code", "INDEX_CORRUPT")
     got = finding_rows(page)
-    assert len(got) == 2 and all(r.startswith("INDEX_CORRUPT ") for r in got)
+    # the corrupt offset index only: the zeroed time index is the root cause inside its RETENTION_RISK
+    assert len(got) == 1 and all(r.startswith("INDEX_CORRUPT ") for r in got)
     assert any(str(index) in r for r in got)
     set_filter(page, "filter-severity", "warning")
     assert finding_rows(page) == []
@@ -178,3 +180,42 @@ def test_scan_report_in_chromium(browser: Chromium, demo: DemoFleet, tmp_path: P
     assert seg is not None and "RETENTION_RISK" in seg["badges"] and "flag-risk" in seg["cls"]
     assert js(page, "return document.getElementById('fig-replicas')") is None  # no fleet section for a scan
     assert console_errors(page) == []
+
+
+def _label_boxes(page: Page) -> dict[str, dict[str, float]]:
+    return js(page, """
+        var out = {};
+        document.querySelectorAll('#timeline-plot .annotation').forEach(function (a) {
+          var t = a.textContent;
+          var key = t.indexOf('retention cut-off') >= 0 ? 'cutoff' : (/(^|◀ )now /.test(t) ? 'now' : null);
+          if (key) { var r = a.getBoundingClientRect();
+                     out[key] = { l: r.left, r: r.right, t: r.top, b: r.bottom, text: t }; }
+        });
+        return out;""")
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["l"] < b["r"] and b["l"] < a["r"] and a["t"] < b["b"] and b["t"] < a["b"]
+
+
+@pytest.mark.parametrize("days_later", [0, 30])
+def test_time_chart_labels_never_overlap(browser: Chromium, demo: DemoFleet, tmp_path: Path,
+                                         days_later: int) -> None:
+    """The "retention cut-off" and "now" labels on the time chart (issue 17): at the demo's now (cut-off on
+    the chart, now off it) and a month later (both off the chart on the same side, the 2023-data case)."""
+    from logdoctor.checks.context import Depth, ScanOptions
+    from logdoctor.checks.scanner import scan
+
+    broker = demo.risk[0]
+    now = demo.now_ms + days_later * 86_400_000
+    result = scan(demo.fleet.log_dirs[broker], ScanOptions(Depth.DEFAULT, now), jobs=1)
+    report = write_scan_report(result, tmp_path / "scan.html")
+    page = load_report(browser, report)
+    checked = 0
+    for name in sorted({f"{r.topic}-{r.partition}" for r in demo.fleet.replicas if r.broker_id == broker}):
+        select_partition(page, name, f"broker {broker}")
+        boxes = _label_boxes(page)
+        assert set(boxes) == {"cutoff", "now"}, boxes
+        assert not _overlap(boxes["cutoff"], boxes["now"]), (name, boxes)
+        checked += 1
+    assert checked >= 3 and console_errors(page) == []

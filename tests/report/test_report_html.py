@@ -66,8 +66,9 @@ def test_scan_report_marks_the_planted_segments(demo: DemoFleet, tmp_path: Path)
     assert s["tb"][k] == 0  # the zeroed time index: the broker's largest timestamp is 0
     gen = demo.fleet.replica(broker, topic, number).segments[0]
     assert s["tt"][k] == gen.max_timestamp  # the true one, from the log
-    codes = {data["findings"]["codes"][data["findings"]["c"][i]] for i in s["f"][k]}
-    assert codes == {"RETENTION_RISK", "INDEX_CORRUPT"}
+    codes = [data["findings"]["codes"][data["findings"]["c"][i]] for i in s["f"][k]]
+    assert codes == ["RETENTION_RISK"]  # one finding, naming the zeroed time index as its root cause
+    assert "Root cause: " in data["findings"]["m"][s["f"][k][0]]
     assert s["fl"][-1] & FLAG_ACTIVE
     assert sum(1 for f in s["fl"] if f & FLAG_RISK) == 1
     # the headline says it without any script
@@ -291,3 +292,25 @@ def test_report_of_the_spark_census(tmp_path: Path) -> None:
     assert s["fl"][s["b"].index(int(index.stem))] & FLAG_CORRUPT
     codes = {data["findings"]["codes"][c] for c in data["findings"]["c"]}
     assert {"REPLICA_LAG", "LOG_DIR_NEARLY_FULL", "RETENTION_RISK", "INDEX_CORRUPT"} <= codes
+
+
+def test_lag_table_says_whose_high_watermark_each_number_is(demo: DemoFleet, tmp_path: Path) -> None:
+    """The follower's own checkpointed high watermark is not the partition's (issue 17): both, labelled."""
+    out = write_census_report(demo.census, tmp_path / "fleet.html", now_ms=demo.now_ms)
+    page = static_part(out.read_text())
+    head = re.search(r'<table id="lagging-table"><thead><tr>(.*?)</tr></thead>', page)
+    assert head is not None
+    columns = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<th\b.*?</th>", head.group(1))]
+    assert columns[-2:] == ["partition's high watermark", "this replica's checkpointed high watermark"]
+    broker, topic, number, _lag = demo.lagging
+    head_tr = f'<tr class="lagging-replica" data-partition="{topic}-{number}" data-broker="broker-{broker}">'
+    row = re.search(re.escape(head_tr) + "(.*?)</tr>", page)
+    assert row is not None
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td\b.*?</td>", row.group(1))]
+    follower = demo.fleet.replica(broker, topic, number)
+    others = [r for r in demo.fleet.replicas if (r.topic, r.partition) == (topic, number)]
+    others = [r for r in others if r is not follower]
+    # the leader and the in-sync follower checkpointed the full log end (OutOfIsrReplica); the lagging one
+    # its own, which is its log end offset
+    assert cells[-2:] == [f"{max(r.log_end_offset for r in others):,}", f"{follower.log_end_offset:,}"]
+    assert cells[-2] != cells[-1]

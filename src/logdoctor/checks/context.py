@@ -8,8 +8,18 @@ from typing import Any
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.topic_config import DEFAULT_RETENTION_MS, ConfigInputs, TopicConfig
 
-DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # log.retention.hours=168
+__all__ = [
+    "DEFAULT_RETENTION_MS",
+    "ConfigInputs",
+    "Depth",
+    "PartitionReport",
+    "PartitionTask",
+    "ScanOptions",
+    "SegmentInfo",
+    "TopicConfig",
+]
 
 
 class Depth(enum.IntEnum):
@@ -23,8 +33,11 @@ class ScanOptions:
     depth: Depth = Depth.DEFAULT
     now_ms: int = 0
     broker_user: BrokerUser | None = None  # None: the owner of each log dir
-    retention_ms: int = DEFAULT_RETENTION_MS  # only to say when a RETENTION_RISK segment would go
+    #: --retention-ms: log.retention.ms for every topic without its own retention.ms (None: resolve it
+    #: from server.properties / the KRaft metadata log / Kafka's default, checks.topic_config)
+    retention_ms: int | None = None
     true_timestamps: bool = False  # walk every inactive segment for its real largest timestamp
+    config_inputs: ConfigInputs | None = None  # --server-properties, --topic-config, --retention-bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +56,7 @@ class PartitionTask:
     clean_shutdown: bool
     broker_user: BrokerUser
     options: ScanOptions
+    topic_config: TopicConfig | None = None  # the topic's effective retention settings (None: unknown)
 
 
 @dataclass(slots=True)
@@ -90,6 +104,7 @@ class PartitionReport:
     findings: list[Finding] = field(default_factory=list)
     segment_infos: list[SegmentInfo] = field(default_factory=list)
     bytes_read: int = 0
+    topic_config: TopicConfig | None = None  # the retention settings the checks applied (None: none apply)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -102,4 +117,5 @@ class PartitionReport:
             "bytes": self.bytes,
             "recovery_point": self.recovery_point,
             "high_watermark": self.high_watermark,
+            "topic_config": self.topic_config.to_json() if self.topic_config is not None else None,
         }

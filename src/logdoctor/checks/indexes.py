@@ -14,10 +14,12 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from logdoctor.checks.state import PartitionState
+from logdoctor.checks.timestamps import topic_config
 from logdoctor.formats.index import (
     OFFSET_ENTRY_SIZE,
     TIME_ENTRY_SIZE,
@@ -92,6 +94,7 @@ def report_corrupt(
     problem: str,
     position: int | None,
     offset: int | None = None,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     """One INDEX_CORRUPT finding, with which Kafka eras reject the file."""
     verdict, rejecting = verdict_text(kind, data, seg.base_offset, path)
@@ -103,7 +106,7 @@ def report_corrupt(
         problem=problem,
         verdict=verdict,
         segment=seg.log_file,
-        details={"index": _WHAT[kind], "rejected_by": [ERA_LABEL[e] for e in rejecting]},
+        details={"index": _WHAT[kind], "rejected_by": [ERA_LABEL[e] for e in rejecting], **(extra or {})},
     )
 
 
@@ -304,7 +307,15 @@ def analyze_index(
             return slots, real
         if not st.is_active(seg):
             st.rep.untrimmed_inactive_indexes += 1
-            report_corrupt(st, seg, path, kind, data, spec.untrimmed.format(**zeros), real * size, base)
+            problem = spec.untrimmed.format(**zeros)
+            extra: dict[str, Any] = {"zero_tail": True, "problem": problem}
+            if kind is IndexKind.TIME:
+                # its main consequence, time retention deleting the segment early, is RETENTION_RISK's:
+                # when that applies, timestamps.check_retention_risk reports both as one finding
+                cfg = topic_config(st)
+                if not cfg.time_retention:
+                    problem += f" (time retention does not apply to this topic: {cfg.describe()})"
+            report_corrupt(st, seg, path, kind, data, problem, real * size, base, extra)
             return slots, real
     if real == 0:
         return slots, real

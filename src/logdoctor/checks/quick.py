@@ -14,7 +14,12 @@ from logdoctor.checks.context import Depth
 from logdoctor.checks.default import check_offsets, check_segment_indexes, mark_recovered, report_damage
 from logdoctor.checks.indexes import tail_check
 from logdoctor.checks.state import PartitionState
-from logdoctor.checks.timestamps import broker_largest_timestamp, check_retention_risk
+from logdoctor.checks.timestamps import (
+    broker_largest_timestamp,
+    check_retention_risk,
+    root_cause_fields,
+    topic_config,
+)
 from logdoctor.formats.index import IndexKind
 from logdoctor.logdir.names import LEADER_EPOCH_CHECKPOINT_FILE, PARTITION_METADATA_FILE
 
@@ -132,18 +137,26 @@ def check_index_headers(st: PartitionState) -> None:
         cause = broker_largest_timestamp(st, seg, info)
         if info.recovered:
             continue  # recovery rebuilds its time index at the next start
+        cfg = topic_config(st)
+        if cause is not None and not cfg.time_retention:
+            continue  # compact-only or retention.ms=-1: time retention deletes nothing
         if cause is not None:
             # --quick never reads an inactive .log: report the risk with the true timestamp unknown
+            path = seg.timeindex_file or seg.log_file
+            cause, also, root, position = root_cause_fields(str(path), cause, st)
             st.make(
                 "RETENTION_RISK",
-                (seg.timeindex_file or seg.log_file),
+                path,
+                position=position,
                 offset=seg.base_offset,
+                also=also,
                 cause=cause[0].upper() + cause[1:],
                 broker_ts=info.broker_largest_ts,
                 broker_ts_iso=_iso(info.broker_largest_ts),
                 true_ts="unknown",
                 true_ts_iso="not read in --quick; run the default scan",
-                retention_ms=st.options.retention_ms,
+                retention_ms=cfg.retention_ms.value,
+                config=cfg.describe(),
                 when="as soon as now - largestTimestamp > retention.ms",
                 segment=seg.log_file,
                 details={
@@ -151,6 +164,9 @@ def check_index_headers(st: PartitionState) -> None:
                     "broker_largest_timestamp": info.broker_largest_ts,
                     "broker_timestamp_source": info.broker_ts_source,
                     "true_largest_timestamp": None,
+                    "topic_config": cfg.to_json(),
+                    "cause": cause,
+                    **root,
                 },
             )
         else:

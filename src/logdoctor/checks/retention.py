@@ -21,37 +21,49 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import Depth, PartitionReport, ScanOptions, SegmentInfo
 from logdoctor.checks.findings import Finding, exit_code
-from logdoctor.checks.scanner import scan
+from logdoctor.checks.scanner import scan, topic_config_resolver
 from logdoctor.checks.state import duration, iso
+from logdoctor.checks.timestamps import ROOT_CAUSE_ALSO
+from logdoctor.checks.topic_config import (
+    DEFAULT_RETENTION_MS,
+    METADATA_TOPIC,
+    ConfigInputs,
+    TopicConfig,
+    TopicConfigResolver,
+    parse_topic_config,
+)
+
+__all__ = [
+    "DEFAULT_RETENTION_MS",
+    "LOG_START_OFFSET_BREACH",
+    "RETENTION_MS_BREACH",
+    "RETENTION_SIZE_BREACH",
+    "PartitionRetention",
+    "RetentionConfig",
+    "RetentionReport",
+    "SegmentVerdict",
+    "parse_topic_config",
+    "partition_retention",
+    "retention",
+    "simulate",
+]
 
 LOG_START_OFFSET_BREACH = "log_start_offset_breach"
 RETENTION_SIZE_BREACH = "retention_size_breach"
 RETENTION_MS_BREACH = "retention_ms_breach"
-DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
-#: internal topics created with cleanup.policy=compact (GroupCoordinator / TransactionLog configs)
-COMPACTED_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 
 
 @dataclass(frozen=True, slots=True)
 class RetentionConfig:
+    """The three numbers the simulation needs (resolved per topic by :mod:`logdoctor.checks.topic_config`)."""
+
     retention_ms: int = DEFAULT_RETENTION_MS  # -1: no time limit
     retention_bytes: int = -1  # -1: no size limit
     delete: bool = True  # cleanup.policy contains "delete"
 
-    def with_overrides(self, overrides: dict[str, str]) -> RetentionConfig:
-        ms, size, delete = self.retention_ms, self.retention_bytes, self.delete
-        for key, value in overrides.items():
-            if key == "retention.ms":
-                ms = int(value)
-            elif key == "retention.bytes":
-                size = int(value)
-            elif key == "cleanup.policy":
-                delete = "delete" in [p.strip() for p in value.split(",")]
-            else:
-                raise ValueError(
-                    f"unsupported topic config {key!r} (retention.ms, retention.bytes, cleanup.policy)"
-                )
-        return RetentionConfig(ms, size, delete)
+    @classmethod
+    def of(cls, cfg: TopicConfig) -> RetentionConfig:
+        return cls(cfg.retention_ms.value, cfg.retention_bytes.value, cfg.delete)
 
 
 @dataclass(slots=True)
@@ -90,7 +102,7 @@ class PartitionRetention:
     partition: int
     log_dir: str
     path: str
-    config: RetentionConfig
+    topic_config: TopicConfig
     log_start_offset: int | None
     log_end_offset: int | None
     high_watermark: int | None
@@ -98,6 +110,10 @@ class PartitionRetention:
     new_log_start_offset: int | None
     rolls: bool
     segments: list[SegmentVerdict] = field(default_factory=list)
+
+    @property
+    def config(self) -> RetentionConfig:
+        return RetentionConfig.of(self.topic_config)
 
     @property
     def deleted(self) -> list[SegmentVerdict]:
@@ -111,6 +127,7 @@ class PartitionRetention:
             "retention_ms": self.config.retention_ms,
             "retention_bytes": self.config.retention_bytes,
             "cleanup_policy_delete": self.config.delete,
+            "topic_config": self.topic_config.to_json(),
             "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset,
             "high_watermark": self.high_watermark,
@@ -221,15 +238,50 @@ def simulate(
     return [reasons.get(b) for b, _s, _t in segments], log_start, rolled
 
 
+def partition_verdicts(
+    segments: list[tuple[int, int, int]],
+    *,
+    log_start_offset: int,
+    log_end_offset: int,
+    high_watermark: int | None,
+    config: RetentionConfig,
+    now_ms: int,
+) -> tuple[list[str | None], int, bool, int, str]:
+    """:func:`simulate` with the partition's high watermark as the broker would have it: the checkpointed
+    one kept within [log start, log end] (a missing one taken as the log end offset: a leader whose
+    followers are caught up). Returns reasons, new log start offset, roll, the high watermark used and
+    where it came from. `retention` and the report both judge segments here."""
+    hw_source = "replication-offset-checkpoint"
+    hw = high_watermark
+    if hw is None:
+        hw, hw_source = log_end_offset, "log end offset (not in replication-offset-checkpoint)"
+    hw = min(max(hw, log_start_offset), log_end_offset)
+    reasons, new_lso, rolls = simulate(
+        segments,
+        log_start_offset=log_start_offset,
+        log_end_offset=log_end_offset,
+        high_watermark=hw,
+        config=config,
+        now_ms=now_ms,
+    )
+    return reasons, new_lso, rolls, hw, hw_source
+
+
+def retention_timestamp(broker_ts: int | None, true_ts: int | None, mtime_ms: int, recovered: bool) -> int:
+    """The largest timestamp time retention compares: LogSegment.largestTimestamp (time index, else the
+    .log mtime), or the log's own when recovery rebuilds the time index at the next start."""
+    if recovered and true_ts is not None:
+        return true_ts
+    if broker_ts is not None:
+        return broker_ts
+    return mtime_ms
+
+
 # --- over log dirs ---------------------------------------------------------------------------------------
 
 
 def _broker_ts(info: SegmentInfo) -> int:
-    if info.recovered and info.true_largest_ts is not None:
-        return info.true_largest_ts  # recovery rebuilds the time index from the log
-    if info.broker_largest_ts is not None:
-        return info.broker_largest_ts
-    return info.mtime_ms
+    return retention_timestamp(info.broker_largest_ts, info.true_largest_ts, info.mtime_ms, info.recovered)
 
 
 def _true_ts(info: SegmentInfo) -> int:
@@ -238,12 +290,13 @@ def _true_ts(info: SegmentInfo) -> int:
 
 
 def partition_retention(
-    part: PartitionReport, config: RetentionConfig, now_ms: int
+    part: PartitionReport, topic_config: TopicConfig, now_ms: int
 ) -> tuple[PartitionRetention, list[Finding]]:
+    """One partition's retention round at ``now_ms`` with its topic's settings, and its RETENTION_RISKs."""
+    config = RetentionConfig.of(topic_config)
     infos = part.segment_infos
     leo = part.log_end_offset
     lso = part.log_start_offset
-    hw_source = "replication-offset-checkpoint"
     hw = part.high_watermark
     if leo is None or lso is None or not infos:
         return PartitionRetention(
@@ -251,7 +304,7 @@ def partition_retention(
             part.partition,
             part.log_dir,
             part.path,
-            config,
+            topic_config,
             lso,
             leo,
             hw,
@@ -260,9 +313,6 @@ def partition_retention(
             False,
             [],
         ), []
-    if hw is None:
-        hw, hw_source = leo, "log end offset (not in replication-offset-checkpoint)"
-    hw = min(max(hw, lso), leo)  # the broker keeps the high watermark within [log start, log end]
     segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
     true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
     kw = {
@@ -272,10 +322,20 @@ def partition_retention(
         "config": config,
         "now_ms": now_ms,
     }
-    reasons, new_lso, rolls = simulate(segs, **kw)
-    true_reasons, _l, _r = simulate(true_segs, **kw)
+    reasons, new_lso, rolls, hw, hw_source = partition_verdicts(segs, **kw)
+    true_reasons, *_ = partition_verdicts(true_segs, **kw)
     out = PartitionRetention(
-        part.topic, part.partition, part.log_dir, part.path, config, lso, leo, hw, hw_source, new_lso, rolls
+        part.topic,
+        part.partition,
+        part.log_dir,
+        part.path,
+        topic_config,
+        lso,
+        leo,
+        hw,
+        hw_source,
+        new_lso,
+        rolls,
     )
     findings: list[Finding] = []
     for k, info in enumerate(infos):
@@ -296,19 +356,33 @@ def partition_retention(
             path = tpath if info.broker_ts_source != "mtime" and os.path.exists(tpath) else log_path
             broker = segs[k][2]
             true = true_segs[k][2]
+            # the scan's finding for this segment names the root cause (a zeroed time index: one finding)
+            scanned = next(
+                (f for f in part.findings if f.code == "RETENTION_RISK" and f.offset == info.base_offset),
+                None,
+            )
+            root = {k2: v for k2, v in (scanned.details if scanned else {}).items() if k2 in _ROOT_KEYS}
+            cause = (
+                scanned.details["cause"]
+                if root and scanned is not None and scanned.details.get("cause")
+                else f"Time retention would use the {info.broker_ts_source or 'broker'} timestamp of "
+                f"{log_path}"
+            )
             findings.append(
                 catalog.make(
                     "RETENTION_RISK",
                     path,
                     logdir=part.log_dir,
                     offset=info.base_offset,
-                    cause=f"Time retention would use the {info.broker_ts_source or 'broker'} timestamp of "
-                    f"{log_path}",
+                    position=scanned.position if root and scanned is not None else None,
+                    also=ROOT_CAUSE_ALSO.format(rejected=_rejected(root)) if root else "",
+                    cause=cause[0].upper() + cause[1:],
                     broker_ts=broker,
                     broker_ts_iso=iso(broker),
                     true_ts=true,
                     true_ts_iso=iso(true),
                     retention_ms=config.retention_ms,
+                    config=topic_config.describe(),
                     when=f"now ({iso(now_ms)}), {duration(now_ms - broker - config.retention_ms)} past "
                     "retention by its "
                     f"clock, while its records are retained until {iso(true + config.retention_ms)}",
@@ -318,55 +392,46 @@ def partition_retention(
                         "broker_largest_timestamp": broker,
                         "true_largest_timestamp": true,
                         "broker_timestamp_source": info.broker_ts_source,
+                        "topic_config": topic_config.to_json(),
+                        **root,
                     },
                 )
             )
     return out, findings
 
 
-def parse_topic_config(items: Iterable[str]) -> dict[str, dict[str, str]]:
-    """``TOPIC:key=value`` (repeatable) -> {topic: {key: value}}; ValueError on bad syntax."""
-    out: dict[str, dict[str, str]] = {}
-    for item in items:
-        topic, sep, kv = item.rpartition(":")
-        key, eq, value = kv.partition("=")
-        if not sep or not topic or not eq or not key:
-            raise ValueError(f"--topic-config wants TOPIC:key=value, got {item!r}")
-        out.setdefault(topic, {})[key.strip()] = value.strip()
-    return out
+_ROOT_KEYS = ("root_cause", "consequences")
+
+
+def _rejected(root: dict[str, Any]) -> str:
+    rejected = (root.get("root_cause") or {}).get("rejected_by") or []
+    return f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
 
 
 def retention(
     log_dirs: Iterable[str | os.PathLike[str]],
     *,
-    config: RetentionConfig,
-    topic_configs: dict[str, dict[str, str]] | None = None,
     now_ms: int,
+    config_inputs: ConfigInputs | None = None,
     jobs: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> RetentionReport:
-    topic_configs = topic_configs or {}
-    per_topic = {t: config.with_overrides(o) for t, o in topic_configs.items()}
-    report = scan(
-        log_dirs,
-        ScanOptions(
-            depth=Depth.DEFAULT, now_ms=now_ms, retention_ms=max(config.retention_ms, 0), true_timestamps=True
-        ),
-        jobs=jobs,
-        progress=progress,
+    """Scan ``log_dirs`` (one broker) and simulate one retention round at ``now_ms``, each topic with the
+    settings :mod:`logdoctor.checks.topic_config` resolves (the ones the scan's findings used)."""
+    options = ScanOptions(
+        depth=Depth.DEFAULT, now_ms=now_ms, true_timestamps=True, config_inputs=config_inputs
     )
+    report = scan(log_dirs, options, jobs=jobs, progress=progress)
+    resolver: TopicConfigResolver | None = None
     partitions: list[PartitionRetention] = []
     findings: list[Finding] = []
     for part in report.partitions:
-        if part.topic == "__cluster_metadata":
-            continue  # the KRaft metadata log is trimmed by snapshots, not by retention
-        cfg = per_topic.get(part.topic)
-        if cfg is None:
-            cfg = RetentionConfig(
-                config.retention_ms,
-                config.retention_bytes,
-                config.delete and part.topic not in COMPACTED_INTERNAL_TOPICS,
-            )
+        if part.topic == METADATA_TOPIC:
+            continue  # the KRaft metadata log is trimmed behind snapshots, not by retention
+        cfg = part.topic_config
+        if cfg is None:  # a folder the scanner gave no config (not a live partition)
+            resolver = resolver or topic_config_resolver([d.path for d in report.log_dirs], options)
+            cfg = resolver.resolve(part.topic)
         pr, fs = partition_retention(part, cfg, now_ms)
         partitions.append(pr)
         findings.extend(fs)

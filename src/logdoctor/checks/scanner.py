@@ -8,6 +8,7 @@ and topic ids across dirs, unclean-shutdown evidence) run when all partitions ar
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import os
 import time
@@ -23,6 +24,7 @@ from logdoctor.checks.access import BrokerUser, describe, missing_access
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.checks.partition import check_partition
+from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
 from logdoctor.errors import FormatError
 from logdoctor.formats.checkpoint import split_lines
 from logdoctor.logdir.lock import lock_holder
@@ -699,6 +701,19 @@ def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
         yield from ex.map(check_partition, tasks, chunksize=chunk)
 
 
+def topic_config_resolver(
+    log_dirs: Iterable[str | os.PathLike[str]], options: ScanOptions
+) -> TopicConfigResolver:
+    """The retention settings of every topic of one broker's log dirs, as ``options`` ask (scan, retention,
+    census and the report all resolve them here)."""
+    inputs = options.config_inputs or ConfigInputs()
+    if options.retention_ms is not None:
+        inputs = dataclasses.replace(
+            inputs, broker_overrides={**inputs.broker_overrides, LOG_RETENTION_MS: str(options.retention_ms)}
+        )
+    return TopicConfigResolver.for_log_dirs(log_dirs, inputs)
+
+
 def scan(
     log_dirs: Iterable[str | os.PathLike[str]],
     options: ScanOptions,
@@ -709,13 +724,7 @@ def scan(
     """Scan the log dirs of one broker. Never stops on a finding; raises ScanUsageError for bad paths."""
     started = time.perf_counter()
     if options.now_ms <= 0:
-        options = ScanOptions(
-            options.depth,
-            int(time.time() * 1000),
-            options.broker_user,
-            options.retention_ms,
-            options.true_timestamps,
-        )
+        options = dataclasses.replace(options, now_ms=int(time.time() * 1000))
     paths = []
     for d in log_dirs:
         p = os.path.abspath(os.fspath(d))
@@ -727,6 +736,7 @@ def scan(
     reports: list[LogDirReport] = []
     dirs: list[LogDir] = []
     tasks: list[PartitionTask] = []
+    configs = topic_config_resolver(paths, options)
     for p in paths:
         ld = LogDir(p)
         user = options.broker_user or BrokerUser.owner_of(p)
@@ -757,6 +767,7 @@ def scan(
                     clean_shutdown=rep.clean_shutdown and not meta_log,
                     broker_user=user,
                     options=options,
+                    topic_config=None if meta_log else configs.resolve(part.topic),
                 )
             )
         rep.partitions = len(ld.partitions)

@@ -65,6 +65,7 @@ class PartitionState:
             kind=task.kind,
             recovery_point=task.recovery_point,
             high_watermark=task.high_watermark,
+            topic_config=task.topic_config,
         )
         self.segments = segments
         self.infos: dict[int, SegmentInfo] = {}

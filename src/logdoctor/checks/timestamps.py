@@ -12,10 +12,12 @@ deletes while ``now - largestTimestamp > retention.ms``.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import SegmentInfo
 from logdoctor.checks.state import PartitionState, duration, iso
+from logdoctor.checks.topic_config import TopicConfig, TopicConfigResolver
 from logdoctor.formats.index import TIME_ENTRY_SIZE
 from logdoctor.logdir.model import Segment
 
@@ -71,12 +73,61 @@ def broker_largest_timestamp(st: PartitionState, seg: Segment, info: SegmentInfo
     return None
 
 
+def topic_config(st: PartitionState) -> TopicConfig:
+    """The partition's effective retention settings (resolved by the scanner; Kafka's defaults otherwise)."""
+    cfg = st.task.topic_config
+    return cfg if cfg is not None else TopicConfigResolver().resolve(st.task.topic)
+
+
+def absorb_zeroed_time_index(st: PartitionState, path: str) -> tuple[str, dict[str, Any], int | None] | None:
+    """A zeroed/untrimmed ``.timeindex`` is one problem with two consequences (time retention deletes the
+    segment early; time lookups read a wrong entry): when time retention applies, the RETENTION_RISK finding
+    carries it and names the INDEX_CORRUPT root cause, so remove that INDEX_CORRUPT finding and return its
+    (problem, details, position) for the RETENTION_RISK. None when there is no such finding."""
+    for k, f in enumerate(st.rep.findings):
+        if f.code == "INDEX_CORRUPT" and f.path == path and f.details.get("zero_tail"):
+            del st.rep.findings[k]
+            return str(f.details.get("problem") or f.message), f.details, f.position
+    return None
+
+
+ROOT_CAUSE_ALSO = (
+    "; the same zeroed entry also gives time lookups (offsetsForTimes, ListOffsets by timestamp) a wrong "
+    "answer. One finding for both: the root cause is the damaged time index (INDEX_CORRUPT, {rejected}); "
+    "rebuilding it fixes both"
+)
+
+
+def root_cause_fields(
+    path: str, cause: str, st: PartitionState
+) -> tuple[str, str, dict[str, Any], int | None]:
+    """(cause, also, details, position) for a RETENTION_RISK on ``path``, absorbing its INDEX_CORRUPT."""
+    root = absorb_zeroed_time_index(st, path)
+    if root is None:
+        return cause, "", {}, None
+    problem, details, position = root
+    rejected = details.get("rejected_by") or []
+    rej = f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
+    # keep in step with checks.retention._rejected (the `retention` command's copy of this finding)
+    extra = {
+        "root_cause": {
+            "code": "INDEX_CORRUPT",
+            "problem": problem,
+            "position": position,
+            "rejected_by": rejected,
+        },
+        "consequences": ["time retention deletes the segment early", "time lookups read a wrong entry"],
+    }
+    return f"Root cause: {problem}", ROOT_CAUSE_ALSO.format(rejected=rej), extra, position
+
+
 def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, cause: str | None) -> None:
     """Compare the broker's largest timestamp with the true one (which must be known by now)."""
     broker = info.broker_largest_ts
     true = info.true_largest_ts
-    if broker is None:
-        return
+    cfg = topic_config(st)
+    if broker is None or not cfg.time_retention:
+        return  # compact-only or retention.ms=-1: time retention deletes nothing, whatever the timestamp
     now = st.options.now_ms
     path = seg.timeindex_file or seg.log_file
     if true is not None and true >= 0 and (broker <= 0 or true - broker > RISK_TOLERANCE_MS):
@@ -87,7 +138,8 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
                 if info.broker_ts_source == "timeindex"
                 else f"the .log mtime ({broker}) is older than the segment's records"
             )
-        retention = st.options.retention_ms
+        cause, also, root, position = root_cause_fields(str(path), cause, st)
+        retention = cfg.retention_ms.value
         due = broker + retention
         if due <= now:
             when = f"at the next retention check (already {duration(now - due)} past retention by its clock)"
@@ -96,13 +148,16 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
         st.make(
             "RETENTION_RISK",
             path,
+            position=position,
             offset=seg.base_offset,
+            also=also,
             cause=cause[0].upper() + cause[1:],
             broker_ts=broker,
             broker_ts_iso=iso(broker),
             true_ts=true,
             true_ts_iso=iso(true),
             retention_ms=retention,
+            config=cfg.describe(),
             when=when,
             segment=seg.log_file,
             details={
@@ -110,6 +165,9 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
                 "broker_largest_timestamp": broker,
                 "broker_timestamp_source": info.broker_ts_source,
                 "true_largest_timestamp": true,
+                "topic_config": cfg.to_json(),
+                "cause": cause,
+                **root,
             },
         )
     elif broker > now > 0 and (true is None or true > now):

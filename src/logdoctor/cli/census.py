@@ -30,6 +30,7 @@ from logdoctor.cli.common import (
     usage_error,
 )
 from logdoctor.cli.main import app
+from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 
 
 def render_census(console: Console, result: Any, *, verbose: bool = False) -> None:
@@ -132,6 +133,7 @@ def run_census_cli(
     html_out: Path | None = None,
     now_ms: int | None = None,
     verbose: bool = False,
+    config_inputs: Any = None,
 ) -> Any:
     from logdoctor.spark.census import CensusError, run_census
     from logdoctor.spark.planning import PlanningError
@@ -154,11 +156,11 @@ def run_census_cli(
     except SparkUnavailableError as exc:
         fail(f"error: {exc}", EX_UNAVAILABLE)
     with spark_progress(err, "census", "brokers", disable=json_out) as progress:
-        result = run_census(spark, paths, out, now_ms=now_ms, progress=progress)
+        result = run_census(spark, paths, out, now_ms=now_ms, progress=progress, config_inputs=config_inputs)
     if html_out is not None:
         from logdoctor.report import write_census_report
 
-        write_census_report(result, html_out, now_ms=result.now_ms)
+        write_census_report(result, html_out, now_ms=result.now_ms, config_inputs=config_inputs)
     if json_out:
         print_json(result.to_json(), indent=2, default=str)
     else:
@@ -193,6 +195,8 @@ def census_command(
         ),
     ] = None,
     verbose: VerboseOption = False,
+    topic_config: TopicConfigOption = None,
+    server_properties: ServerPropertiesOption = None,
 ) -> None:
     """Fleet census: replica offsets and lag across brokers, disk use per log dir, findings and fixes."""
     result = run_census_cli(
@@ -205,5 +209,6 @@ def census_command(
         html_out=html_out,
         now_ms=parse_now(now),
         verbose=verbose,
+        config_inputs=read_config_inputs(topic_config, server_properties),
     )
     raise typer.Exit(exit_code(result))

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from logdoctor.cli.common import EX_CANTCREAT, fail
+from logdoctor.cli.common import EX_CANTCREAT, fail, parse_now
 from logdoctor.cli.main import app
 from logdoctor.logdir.disk import DF_JSON
 
@@ -65,6 +65,14 @@ def demo_command(
         str | None, typer.Option("--master", metavar="URL", help="Spark master (default local[*]).")
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
+    now: Annotated[
+        str | None,
+        typer.Option(
+            "--now",
+            help="The time the sample data is generated for and the census runs at (epoch ms or ISO-8601; "
+            "default: now). The same --now gives the same fleet.",
+        ),
+    ] = None,
 ) -> None:
     """Generate a 3-broker sample fleet with planted faults, run the census with local Spark, show fixes."""
     from logdoctor.cli.census import run_census_cli
@@ -76,7 +84,8 @@ def demo_command(
     refuse_unsafe_demo_dir(out)
     if fleet_dir.exists():
         shutil.rmtree(fleet_dir)
-    demo = generate_demo_fleet(fleet_dir)
+    now_ms = parse_now(now)
+    demo = generate_demo_fleet(fleet_dir, now_ms=now_ms)
     (fleet_dir / DEMO_MARKER).write_text("written by `logdoctor demo`, which replaces this folder\n")
     if not json_out:
         console.print(
@@ -86,9 +95,17 @@ def demo_command(
         for p in demo.planted:
             console.print(f"  - {p}")
         console.print(
-            f"Running: logdoctor census {fleet_dir} --out {out / 'census'} --html {out / 'report.html'}\n"
+            f"Running: logdoctor census {fleet_dir} --out {out / 'census'} --html {out / 'report.html'} "
+            f"--now {demo.now_ms}\n"
         )
     run_census_cli(
-        [str(fleet_dir)], out / "census", master, json_out, console, err, html_out=out / "report.html"
+        [str(fleet_dir)],
+        out / "census",
+        master,
+        json_out,
+        console,
+        err,
+        html_out=out / "report.html",
+        now_ms=demo.now_ms,
     )
     raise typer.Exit(0)

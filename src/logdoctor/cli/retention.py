@@ -9,13 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from logdoctor.checks.retention import (
-    DEFAULT_RETENTION_MS,
-    RetentionConfig,
-    RetentionReport,
-    parse_topic_config,
-    retention,
-)
+from logdoctor.checks.retention import RetentionReport, retention
 from logdoctor.checks.scanner import ScanUsageError
 from logdoctor.checks.state import iso
 from logdoctor.cli.common import (
@@ -30,6 +24,7 @@ from logdoctor.cli.common import (
     usage_error,
 )
 from logdoctor.cli.main import app
+from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 
 
 def render(console: Console, report: RetentionReport, show_all: bool, verbose: bool = False) -> None:
@@ -37,12 +32,10 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
     for p in report.partitions:
         if not p.deleted and not show_all:
             continue
-        cfg = p.config
         title = (
-            f"{p.topic}-{p.partition} ({p.log_dir}): retention.ms={cfg.retention_ms} "
-            f"retention.bytes={cfg.retention_bytes} delete={'yes' if cfg.delete else 'no'}; log start "
+            f"{p.topic}-{p.partition} ({p.log_dir}): {p.topic_config.describe()}; log start "
             f"{p.log_start_offset} -> {p.new_log_start_offset}, end {p.log_end_offset}, high watermark "
-            f"{p.high_watermark}"
+            f"{p.high_watermark} ({p.high_watermark_source})"
         )
         table = Table(title=title, title_justify="left")
         for col in ("segment", "bytes", "broker largest ts", "true largest ts", "verdict"):
@@ -77,26 +70,29 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
 @app.command("retention", cls=UsageExit64)
 def retention_command(
     log_dirs: Annotated[list[Path], typer.Argument(metavar="LOGDIR", help="Log dirs of one broker.")],
-    retention_ms: Annotated[int, typer.Option("--retention-ms", help="retention.ms (-1: no time limit).")] = (
-        DEFAULT_RETENTION_MS
-    ),
+    retention_ms: Annotated[
+        int | None,
+        typer.Option(
+            "--retention-ms",
+            help="log.retention.ms for every topic without its own retention.ms, -1: no time limit "
+            "(default: from --server-properties, the KRaft metadata log, else Kafka's 7 days).",
+        ),
+    ] = None,
     retention_bytes: Annotated[
-        int, typer.Option("--retention-bytes", help="retention.bytes per partition (-1: no size limit).")
-    ] = -1,
+        int | None,
+        typer.Option(
+            "--retention-bytes",
+            help="log.retention.bytes per partition for every topic without its own, -1: no size limit.",
+        ),
+    ] = None,
     now: Annotated[
         str | None,
         typer.Option(
             "--now", metavar="TIME", help="When retention runs: epoch ms or ISO-8601 (default: now)."
         ),
     ] = None,
-    topic_config: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--topic-config",
-            metavar="TOPIC:KEY=VALUE",
-            help="Per-topic retention.ms, retention.bytes or cleanup.policy (repeatable).",
-        ),
-    ] = None,
+    topic_config: TopicConfigOption = None,
+    server_properties: ServerPropertiesOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     show_all: Annotated[
         bool, typer.Option("--all", help="Also list partitions that keep every segment.")
@@ -105,20 +101,12 @@ def retention_command(
     verbose: VerboseOption = False,
 ) -> None:
     """Simulate Kafka's retention (log start offset, size, time) like UnifiedLog.deleteOldSegments."""
-    try:
-        overrides = parse_topic_config(topic_config or [])
-        config = RetentionConfig(retention_ms, retention_bytes)
-        for o in overrides.values():
-            config.with_overrides(o)  # validate keys and values
-    except ValueError as e:
-        usage_error(str(e))
+    inputs = read_config_inputs(topic_config, server_properties, retention_ms, retention_bytes)
     now_ms = parse_now(now)
     require_log_dirs(log_dirs)
     try:
         with progress_bar(not json_out, "reading segments") as progress:
-            report = retention(
-                log_dirs, config=config, topic_configs=overrides, now_ms=now_ms, jobs=jobs, progress=progress
-            )
+            report = retention(log_dirs, now_ms=now_ms, config_inputs=inputs, jobs=jobs, progress=progress)
     except ScanUsageError as e:
         usage_error(str(e))
     except Exception as e:

@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from logdoctor.checks.access import BrokerUser
-from logdoctor.checks.context import DEFAULT_RETENTION_MS, Depth, ScanOptions
+from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Severity
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
 from logdoctor.cli.common import (
@@ -31,6 +31,7 @@ from logdoctor.cli.common import (
     usage_error,
 )
 from logdoctor.cli.main import app
+from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
@@ -111,11 +112,15 @@ def scan_command(
         ),
     ] = None,
     retention_ms: Annotated[
-        int,
+        int | None,
         typer.Option(
-            "--retention-ms", help="retention.ms used to say when a RETENTION_RISK segment would go."
+            "--retention-ms",
+            help="log.retention.ms for every topic without its own retention.ms (default: from "
+            "--server-properties, the KRaft metadata log, else Kafka's 7 days).",
         ),
-    ] = DEFAULT_RETENTION_MS,
+    ] = None,
+    topic_config: TopicConfigOption = None,
+    server_properties: ServerPropertiesOption = None,
     verbose: VerboseOption = False,
     html_out: Annotated[
         Path | None,
@@ -132,7 +137,8 @@ def scan_command(
         user = BrokerUser.named(broker_user) if broker_user else None
     except KeyError:
         usage_error(f"no such user {broker_user!r}")
-    options = ScanOptions(depth=depth, now_ms=parse_now(now), broker_user=user, retention_ms=retention_ms)
+    inputs = read_config_inputs(topic_config, server_properties, retention_ms)
+    options = ScanOptions(depth=depth, now_ms=parse_now(now), broker_user=user, config_inputs=inputs)
     require_log_dirs(log_dirs)
     refuse_overlapping_outputs([html_out], log_dirs)
     try:
@@ -145,7 +151,7 @@ def scan_command(
     if html_out is not None:
         from logdoctor.report import write_scan_report
 
-        write_scan_report(report, html_out, retention=retention_ms)
+        write_scan_report(report, html_out, config_inputs=inputs)
     if json_out:
         print_json(report.to_json())
     else:

@@ -21,6 +21,7 @@ import plotly
 import plotly.io as pio
 from plotly.offline import get_plotlyjs
 
+from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.logdir.atomic import atomic_write
 from logdoctor.report import figures
 from logdoctor.report.model import (
@@ -97,14 +98,13 @@ def _badness(p: PartitionView, data: ReportData) -> tuple:
 
 def _timeline_partitions(data: ReportData, limit: int, budget: ReadBudget) -> list[PartitionView]:
     chosen: list[PartitionView] = []
-    cutoff = data.now_ms - data.retention_ms
     for p in sorted(data.partitions, key=lambda p: _badness(p, data)):
         if len(chosen) >= limit:
             break
         p.segments = segment_views(p.path, p.raw_segments, p.log_end_offset, budget)
         if p.segments is None:
             continue
-        flag_segments(p, data.findings, cutoff)
+        flag_segments(p, data.findings, data.now_ms)
         chosen.append(p)
     return chosen
 
@@ -122,10 +122,15 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
         for i in p.findings:
             part_of.setdefault(i, k)
         segs = p.segments or []
+        cfg = p.topic_config
         out_parts.append({
             "n": p.name, "br": None if p.broker is None else broker_label(p.broker), "d": p.log_dir,
             "lso": p.log_start_offset, "leo": p.log_end_offset,
-            "hw": p.high_watermark, "bytes": p.bytes, "lag": p.lag or 0, "w": p.worst, "nf": len(p.findings),
+            "hw": p.high_watermark, "phw": p.partition_high_watermark,
+            "bytes": p.bytes, "lag": p.lag or 0, "w": p.worst, "nf": len(p.findings),
+            # this partition's time-retention cut-off (None: compact or retention.ms=-1) and its config
+            "cut": data.now_ms - cfg.retention_ms.value if cfg is not None and cfg.time_retention else None,
+            "rc": cfg.describe() if cfg is not None else None,
             "s": {
                 "b": [s.base_offset for s in segs],
                 "l": [s.last_offset for s in segs],
@@ -135,6 +140,7 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
                 "src": [s.broker_timestamp_source for s in segs],
                 "tt": [s.true_largest_timestamp for s in segs],
                 "fl": [s.flags for s in segs],
+                "rs": [s.retention_reason for s in segs],
                 "f": [[i for i in s.findings if i < max_findings] for s in segs],
             },
         })
@@ -253,13 +259,14 @@ def _lagging_table(data: ReportData) -> str:
     for r in lagging[:MAX_LAGGING_ROWS]:
         name = html.escape(f"{r.topic}-{r.partition}")
         hw = "" if r.high_watermark is None else f"{r.high_watermark:,}"
+        phw = "" if r.partition_high_watermark is None else f"{r.partition_high_watermark:,}"
         rows.append(
             f'<tr class="lagging-replica" data-partition="{name}" data-broker="{html.escape(str(r.broker))}">'
             f'<td class="code">{name}</td><td class="num">{html.escape(broker_label(r.broker))}</td>'
             f'<td class="where">{html.escape(r.log_dir)}</td><td class="num">{r.log_end_offset:,}</td>'
             f'<td class="num">{best[(r.topic, r.partition)]:,}</td>'
             f'<td class="num"><span class="badge lag">{r.lag:,} behind</span></td>'
-            f'<td class="num">{hw}</td></tr>'
+            f'<td class="num">{phw}</td><td class="num">{hw}</td></tr>'
         )
     more = ""
     if len(lagging) > MAX_LAGGING_ROWS:
@@ -280,10 +287,11 @@ def _timeline_section(data: ReportData, parts: list[PartitionView]) -> str:
         f"{len(parts):,} of {len(data.partitions):,} partition folders have a timeline here (the worst "
         f"first: errors, then RETENTION_RISK/corrupt segments, lag, findings, size); {n_risk} segment(s) "
         f"at RETENTION_RISK and {n_corrupt} corrupt one(s) among them. Left: segments along offsets; "
-        "right: along time, with the retention cut-off at now − retention.ms "
-        f"({_iso(data.now_ms - data.retention_ms)}): a "
-        "segment whose broker-visible largest timestamp (◆) is left of the cut-off is deleted at the next "
-        "retention check."
+        "right: along time, with the partition's retention cut-off at now − its topic's retention.ms (the "
+        "config used and where it comes from is listed above the chart; none for compacted topics). Grey "
+        "segments are the ones the next retention check deletes, exactly as `logdoctor retention` says: "
+        "oldest first, up to the high watermark, while the broker-visible largest timestamp (◆) is left of "
+        "the cut-off (the active segment too, after a roll)."
     )
     inner = TIMELINE_BODY if parts else '<p class="empty">No partition with segment data.</p>'
     return f'<section id="timeline"><h2>Partition timeline</h2><p class="note">{e(note)}</p>{inner}</section>'
@@ -301,6 +309,24 @@ def _findings_section(data: ReportData, max_findings: int) -> str:
     return FINDINGS_BODY.format(note=e(trunc), code_options=options, broker_col=broker_col)
 
 
+def _retention_meta(data: ReportData) -> str:
+    """The time retention the partitions get (their topic configs), for the page's header line."""
+    values = {p.topic_config.retention_ms.value for p in data.partitions
+              if p.topic_config is not None and p.topic_config.time_retention}
+    compacted = sum(1 for p in data.partitions if p.topic_config is not None and not p.topic_config.delete)
+    if not any(p.topic_config is not None for p in data.partitions):
+        text = f"retention.ms {data.retention_ms:,} ({_duration(data.retention_ms)})"
+    elif len(values) == 1:
+        ms = next(iter(values))
+        text = f"retention.ms {ms:,} ({_duration(ms)})"
+    elif values:
+        lo, hi = _duration(min(values)), _duration(max(values))
+        text = f"retention.ms per topic ({len(values)} values, {lo} to {hi})"
+    else:
+        text = "no time retention"
+    return text + (f"; {compacted:,} compacted partition(s)" if compacted else "")
+
+
 def render_report(
     data: ReportData,
     *,
@@ -314,7 +340,7 @@ def render_report(
     level, label, lines = _verdict(data, s)
     e = html.escape
     meta = [f"generated {_iso(int(datetime.now(tz=UTC).timestamp() * 1000))}", f"now {_iso(data.now_ms)}",
-            f"retention.ms {data.retention_ms:,} ({_duration(data.retention_ms)})"]
+            _retention_meta(data)]
     if data.depth:
         meta.append(f"depth {data.depth}")
     meta.append(f"{s['brokers']} broker(s), {s['log_dirs']} log dir(s)")
@@ -356,13 +382,17 @@ def render_report(
 
 
 def render_scan_report(result: Any, *, now_ms: int | None = None, retention: Any = None,
-                       title: str | None = None, **limits: int) -> str:
-    return render_report(from_scan(result, now_ms=now_ms, retention=retention, title=title), **limits)
+                       title: str | None = None, config_inputs: ConfigInputs | None = None,
+                       **limits: int) -> str:
+    data = from_scan(result, now_ms=now_ms, retention=retention, title=title, config_inputs=config_inputs)
+    return render_report(data, **limits)
 
 
 def render_census_report(census: Any, *, now_ms: int | None = None, retention: Any = None,
-                         title: str | None = None, **limits: int) -> str:
-    return render_report(from_census(census, now_ms=now_ms, retention=retention, title=title), **limits)
+                         title: str | None = None, config_inputs: ConfigInputs | None = None,
+                         **limits: int) -> str:
+    data = from_census(census, now_ms=now_ms, retention=retention, title=title, config_inputs=config_inputs)
+    return render_report(data, **limits)
 
 
 def _write(path: str | os.PathLike[str], text: str) -> Path:
@@ -374,18 +404,25 @@ def _write(path: str | os.PathLike[str], text: str) -> Path:
 
 
 def write_scan_report(result: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
-                      retention: Any = None, title: str | None = None, **limits: int) -> Path:
+                      retention: Any = None, title: str | None = None,
+                      config_inputs: ConfigInputs | None = None, **limits: int) -> Path:
     """Write the HTML report of a scan (``ScanReport`` or its JSON dict) to ``path``.
 
-    ``now_ms`` defaults to the scan's own ``now_ms``; ``retention`` is retention.ms (int), a
-    ``RetentionConfig`` or a ``RetentionReport`` (default 7 days). ``limits``: ``max_timeline_partitions``,
-    ``max_findings``, ``read_budget`` (bytes of .log read for true largest timestamps).
+    ``now_ms`` defaults to the scan's own ``now_ms``. Each partition's retention settings are the ones the
+    scan applied (its ``topic_config``), else resolved by :mod:`logdoctor.checks.topic_config` from the log
+    dirs and ``config_inputs``, with ``retention`` (int) as --retention-ms. ``limits``:
+    ``max_timeline_partitions``, ``max_findings``, ``read_budget`` (bytes of .log read for true largest
+    timestamps).
     """
-    return _write(path, render_scan_report(result, now_ms=now_ms, retention=retention, title=title, **limits))
+    page = render_scan_report(result, now_ms=now_ms, retention=retention, title=title,
+                              config_inputs=config_inputs, **limits)
+    return _write(path, page)
 
 
 def write_census_report(census: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
-                        retention: Any = None, title: str | None = None, **limits: int) -> Path:
+                        retention: Any = None, title: str | None = None,
+                        config_inputs: ConfigInputs | None = None, **limits: int) -> Path:
     """Write the HTML report of a fleet census to ``path`` (its input: see ``model.from_census``)."""
-    page = render_census_report(census, now_ms=now_ms, retention=retention, title=title, **limits)
+    page = render_census_report(census, now_ms=now_ms, retention=retention, title=title,
+                                config_inputs=config_inputs, **limits)
     return _write(path, page)

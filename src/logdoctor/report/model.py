@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.checks.context import DEFAULT_RETENTION_MS
+from logdoctor.checks.topic_config import ConfigInputs, TopicConfig, TopicConfigResolver
 from logdoctor.logdir.disk import DiskUsage, disk_usage
 from logdoctor.logdir.names import format_partition_dir, parse_segment_file
 
@@ -33,7 +34,7 @@ RISK_CODE = "RETENTION_RISK"
 # segment flags (bit mask, also used by the page's script)
 FLAG_RISK = 1  # RETENTION_RISK: deleted early because of a wrong largest timestamp
 FLAG_CORRUPT = 2  # LOG_CORRUPT / INDEX_CORRUPT / SEGMENT_BASE_OFFSET_MISMATCH on one of its files
-FLAG_EXPIRED = 4  # past retention by the broker's largest timestamp (deleted at the next check)
+FLAG_EXPIRED = 4  # deleted by the next retention round (checks.retention, the active segment included)
 FLAG_ACTIVE = 8  # the partition's last (active) segment
 
 
@@ -48,6 +49,9 @@ class SegmentView:
     true_largest_timestamp: int | None = None  # max batch timestamp in the .log
     flags: int = 0
     findings: list[int] = field(default_factory=list)  # indexes into ReportData.findings
+    mtime_ms: int | None = None
+    recovered: bool = False  # recovery rebuilds its time index at the next start (scan's SegmentInfo)
+    retention_reason: str | None = None  # why the next retention round deletes it (checks.retention)
 
 
 @dataclass(slots=True)
@@ -68,6 +72,8 @@ class PartitionView:
     worst: int = -1  # SEVERITY_RANK of the worst finding, -1 none
     segments: list[SegmentView] | None = None  # None: no per-segment data
     raw_segments: list[dict[str, Any]] | None = None  # per-segment figures the input carried
+    topic_config: TopicConfig | None = None  # the retention settings applied (checks.topic_config)
+    partition_high_watermark: int | None = None  # the highest high watermark among its replicas (census)
 
     @property
     def name(self) -> str:
@@ -108,9 +114,10 @@ class ReplicaView:
     log_dir: str
     log_start_offset: int | None
     log_end_offset: int | None
-    high_watermark: int | None = None
+    high_watermark: int | None = None  # this replica's own replication-offset-checkpoint entry
     bytes: int = 0
     lag: int = 0  # behind the highest log end offset among the partition's replicas
+    partition_high_watermark: int | None = None  # the highest checkpointed high watermark of its replicas
 
 
 @dataclass(slots=True)
@@ -320,8 +327,10 @@ def finding_segment(f: FindingView) -> int | None:
     return None
 
 
-def flag_segments(part: PartitionView, findings: list[FindingView], cutoff_ms: int) -> None:
-    """Set each segment's flags from the partition's findings and the retention cut-off."""
+def flag_segments(part: PartitionView, findings: list[FindingView], now_ms: int) -> None:
+    """Set each segment's flags from the partition's findings, and FLAG_EXPIRED on the segments the next
+    retention round deletes, judged by :func:`logdoctor.checks.retention.partition_verdicts` with the
+    partition's topic config: the same verdicts `logdoctor retention` prints."""
     if part.segments is None:
         return
     by_base = {s.base_offset: s for s in part.segments}
@@ -335,17 +344,76 @@ def flag_segments(part: PartitionView, findings: list[FindingView], cutoff_ms: i
         if f.code == RISK_CODE:
             seg.flags |= FLAG_RISK
             d = f.details
+            root = d.get("root_cause")
+            if isinstance(root, Mapping) and root.get("code") in CORRUPT_CODES:
+                seg.flags |= FLAG_CORRUPT  # one finding for both: its root cause is a damaged index
             if seg.true_largest_timestamp is None and isinstance(d.get("true_largest_timestamp"), int):
                 seg.true_largest_timestamp = d["true_largest_timestamp"]
             if isinstance(d.get("broker_largest_timestamp"), int):
                 seg.broker_largest_timestamp = d["broker_largest_timestamp"]
         elif f.code in CORRUPT_CODES:
             seg.flags |= FLAG_CORRUPT
-    for k, seg in enumerate(part.segments):
-        if k == len(part.segments) - 1:
-            seg.flags |= FLAG_ACTIVE
-        elif seg.broker_largest_timestamp is not None and seg.broker_largest_timestamp < cutoff_ms:
+    if part.segments:
+        part.segments[-1].flags |= FLAG_ACTIVE
+    for seg, reason in zip(part.segments, retention_verdicts(part, now_ms), strict=True):
+        seg.retention_reason = reason
+        if reason is not None:
             seg.flags |= FLAG_EXPIRED
+
+
+def retention_verdicts(part: PartitionView, now_ms: int) -> list[str | None]:
+    """Why the next retention round deletes each segment (None: kept; all None when it cannot be judged)."""
+    from logdoctor.checks.retention import RetentionConfig, partition_verdicts, retention_timestamp
+
+    segs = part.segments or []
+    cfg = part.topic_config
+    lso, leo = part.log_start_offset, part.log_end_offset
+    if not segs or cfg is None or lso is None or leo is None:
+        return [None] * len(segs)
+    rows = []
+    for s in segs:
+        mtime = s.mtime_ms if s.mtime_ms is not None else s.broker_largest_timestamp
+        if mtime is None:
+            return [None] * len(segs)
+        ts = retention_timestamp(s.broker_largest_timestamp, s.true_largest_timestamp, mtime, s.recovered)
+        rows.append((s.base_offset, s.size, ts))
+    reasons, *_ = partition_verdicts(
+        rows, log_start_offset=lso, log_end_offset=leo, high_watermark=part.high_watermark,
+        config=RetentionConfig.of(cfg), now_ms=now_ms,
+    )
+    return reasons
+
+
+def _topic_config(value: Any, topic: str) -> TopicConfig | None:
+    if isinstance(value, TopicConfig):
+        return value
+    if isinstance(value, Mapping):
+        try:
+            return TopicConfig.from_json(topic, value)
+        except (KeyError, TypeError, ValueError):
+            return None
+    return None
+
+
+def resolve_topic_configs(partitions: list[PartitionView], config_inputs: ConfigInputs | None,
+                          dirs_of: Mapping[Broker, list[str]], retention: int | None = None) -> None:
+    """Give every partition without one the topic config its broker applies (one resolver per broker:
+    its log dirs' KRaft metadata log, ``config_inputs``; ``retention`` as --retention-ms)."""
+    inputs = config_inputs or ConfigInputs()
+    if retention is not None:
+        inputs = ConfigInputs(inputs.server_properties, inputs.server_properties_path,
+                              {**inputs.broker_overrides, "log.retention.ms": str(retention)},
+                              inputs.topic_overrides)
+    resolvers: dict[Any, TopicConfigResolver] = {}
+    for p in partitions:
+        if p.topic_config is not None:
+            continue
+        key = p.broker if p.broker is not None else p.log_dir
+        r = resolvers.get(key)
+        if r is None:
+            dirs = dirs_of.get(p.broker, []) if p.broker is not None else []
+            r = resolvers[key] = TopicConfigResolver.for_log_dirs(dirs or [p.log_dir], inputs)
+        p.topic_config = r.resolve(p.topic)
 
 
 # --- scan results ---------------------------------------------------------------------------------
@@ -379,7 +447,8 @@ def _segment_rows(p: Any) -> list[dict[str, Any]] | None:
 
 
 def from_scan(
-    result: Any, *, now_ms: int | None = None, retention: Any = None, title: str | None = None
+    result: Any, *, now_ms: int | None = None, retention: Any = None, title: str | None = None,
+    config_inputs: ConfigInputs | None = None,
 ) -> ReportData:
     """Normalise a scan result (ScanReport or its JSON dict)."""
     now = now_ms if now_ms is not None else _int(_field(result, "now_ms"))
@@ -412,12 +481,14 @@ def from_scan(
             log_start_offset=_int(get("log_start_offset")), log_end_offset=_int(get("log_end_offset")),
             high_watermark=_int(get("high_watermark")), recovery_point=_int(get("recovery_point")),
             bytes=_int(get("bytes")) or 0, segment_count=segs if isinstance(segs, int) else len(segs or []),
-            raw_segments=_segment_rows(p),
+            raw_segments=_segment_rows(p), topic_config=_topic_config(get("topic_config"), topic),
         ))
     for f in findings:
         if f.broker is None:
             f.broker = _broker_of_path(f.path, node_of_dir)
     dirs = [(str(d.get("path")), _int(d.get("node_id"))) for d in dirs_in]
+    resolve_topic_configs(partitions, config_inputs, {None: [d for d, _n in dirs]},
+                          retention if isinstance(retention, int) else None)
     disks = _disks_from_partitions(partitions, dirs)
     brokers = sorted({b for b in node_of_dir.values() if b is not None}, key=broker_key)
     title = title or "logdoctor scan: " + ", ".join(str(d.get("path")) for d in dirs_in[:3]) + (
@@ -456,7 +527,7 @@ def _disks_from_partitions(parts: Iterable[PartitionView], dirs: list[tuple[str,
 
 
 def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None,
-                title: str | None = None) -> ReportData:
+                title: str | None = None, config_inputs: ConfigInputs | None = None) -> ReportData:
     """Normalise a fleet census: replicas (per broker and topic-partition), log dirs/disks, findings."""
     replicas_in = rows(_field(census, "replicas", "replica_offsets", "partitions"))
     disks_in = rows(_field(census, "log_dirs", "disks", "disk_usage"))
@@ -467,6 +538,7 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
         import time
 
         now = int(time.time() * 1000)
+    explicit_retention = retention if isinstance(retention, int) else None
     if retention is None:
         retention = _int(_field(census, "retention_ms"))
     findings = [finding_view(f) for f in findings_in]
@@ -480,6 +552,7 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
             log_dir=log_dir, log_start_offset=_int(_get(r, "log_start_offset")),
             log_end_offset=_int(_get(r, "log_end_offset")), high_watermark=_int(_get(r, "high_watermark")),
             bytes=_int(_get(r, "bytes")) or 0, lag=_lag(_get(r, "lag")),
+            partition_high_watermark=_int(_get(r, "partition_high_watermark")),
         ))
     # lag behind the partition's highest log end offset, when the census did not say
     best: dict[tuple[str, int], int] = {}
@@ -506,6 +579,8 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
             high_watermark=r.high_watermark, recovery_point=_int(_get(raw, "recovery_point")), bytes=r.bytes,
             segment_count=_int(_get(raw, "segments")) or (len(segs) if segs else 0), lag=r.lag,
             raw_segments=sorted(segs, key=lambda s: int(_get(s, "base_offset", 0))) if segs else None,
+            topic_config=_topic_config(_get(raw, "topic_config"), r.topic),
+            partition_high_watermark=r.partition_high_watermark,
         ))
 
     disks: list[DiskView] = []
@@ -540,6 +615,10 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
             f.broker = _broker_of_path(f.path, node_of_dir)
     brokers = sorted({r.broker for r in replicas if r.broker is not None}
                      | {d.broker for d in disks if d.broker is not None}, key=broker_key)
+    dirs_of: dict[Broker, list[str]] = {}
+    for d in disks:
+        dirs_of.setdefault(d.broker, []).append(d.log_dir)
+    resolve_topic_configs(partitions, config_inputs, dirs_of, explicit_retention)
     sort_findings(findings)
     attach_findings(partitions, findings)
     return ReportData("fleet", title or f"logdoctor census: {len(brokers)} broker(s)", now,

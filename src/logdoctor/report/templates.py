@@ -244,24 +244,24 @@ JS = r"""
   function category(flags) {
     if (flags & FLAG_RISK) { return 'risk'; }
     if (flags & FLAG_CORRUPT) { return 'corrupt'; }
-    if (flags & FLAG_ACTIVE) { return 'active'; }
     if (flags & FLAG_EXPIRED) { return 'expired'; }
+    if (flags & FLAG_ACTIVE) { return 'active'; }
     return 'ok';
   }
   var CAT_NAME = { ok: 'segment', active: 'active segment',
-                   expired: 'past retention (deleted at the next check)',
+                   expired: 'deleted by the next retention check',
                    risk: 'RETENTION_RISK (deleted early)', corrupt: 'corrupt (LOG/INDEX_CORRUPT)' };
   var HATCH = { shape: '/', fgcolor: '#4a148c', fillmode: 'overlay', size: 7, solidity: 0.35 };
   function segFlagsText(s, k) {
     var out = [], f = s.fl[k];
     if (f & FLAG_RISK) { out.push('RETENTION_RISK'); }
     if (f & FLAG_CORRUPT) { out.push('corrupt'); }
-    if (f & FLAG_EXPIRED) { out.push('past retention'); }
+    if (f & FLAG_EXPIRED) { out.push('deleted by the next retention check (' + s.rs[k] + ')'); }
     if (f & FLAG_ACTIVE) { out.push('active'); }
     return out;
   }
 
-  function timeRange(s) {
+  function timeRange(s, cut) {
     // the axis covers the data; the retention cut-off and "now" when they are not too far from it
     var vals = [];
     for (var k = 0; k < s.b.length; k++) {
@@ -269,7 +269,7 @@ JS = r"""
     }
     var bvals = s.tb.filter(function (v) { return v !== null && v > 0; });
     if (!vals.length) { vals = bvals.slice(); }
-    if (!vals.length) { return [D.cutoff - 3600e3, D.now + 3600e3]; }
+    if (!vals.length) { return [(cut === null ? D.now : cut) - 3600e3, D.now + 3600e3]; }
     var lo = Math.min.apply(null, vals), hi = Math.max.apply(null, vals);
     var span = Math.max(hi - lo, 60e3);
     function widen(v, k) {
@@ -277,7 +277,7 @@ JS = r"""
     }
     bvals.forEach(function (v) { widen(v, 2); });
     span = Math.max(hi - lo, 60e3);
-    [D.cutoff, D.now].forEach(function (v) { widen(v, 3); });
+    [cut, D.now].forEach(function (v) { if (v !== null) { widen(v, 3); } });
     var pad = Math.max(hi - lo, 60e3) * 0.04;
     return [lo - pad, hi + pad];
   }
@@ -288,7 +288,7 @@ JS = r"""
     var n = s.b.length;
     var lanes = [];
     for (var k = 0; k < n; k++) { lanes.push(String(s.b[k])); }
-    var range = timeRange(s);
+    var range = timeRange(s, p.cut);
     var traces = [];
     var cats = ['ok', 'active', 'expired', 'risk', 'corrupt'];
     cats.forEach(function (c) {
@@ -369,23 +369,26 @@ JS = r"""
         showarrow: false,
         font: { size: 11, color: color }, bgcolor: 'rgba(255,255,255,0.85)' });
     }
-    [[D.cutoff, '#c62828', 'dash', 'retention cut-off ' + iso(D.cutoff)],
-     [D.now, '#455a64', 'solid', 'now ' + iso(D.now)]]
-      .forEach(function (v, i) {
+    // the cut-off label sits above the plot and "now" just inside its top edge, whether or not they are
+    // on the chart: two rows, so they never overlap however close the two times are
+    var marks = [[D.now, '#455a64', 'solid', 'now ' + iso(D.now), 'top']];
+    if (p.cut !== null) {
+      marks.unshift([p.cut, '#c62828', 'dash', 'retention cut-off ' + iso(p.cut), 'bottom']);
+    }
+    marks.forEach(function (v) {
         var x = v[0];
         if (x >= range[0] && x <= range[1]) {
-          vline('x2', x, v[1], v[2], v[3], i === 0 ? 'bottom' : 'top');
+          vline('x2', x, v[1], v[2], v[3], v[4]);
         } else {
-          ann.push({ xref: 'x2', yref: 'paper', x: x < range[0] ? range[0] : range[1],
-            y: i === 0 ? 1.0 : 0.93,
-            xanchor: x < range[0] ? 'left' : 'right', yanchor: 'bottom',
+          ann.push({ xref: 'x2', yref: 'paper', x: x < range[0] ? range[0] : range[1], y: 1.0,
+            xanchor: x < range[0] ? 'left' : 'right', yanchor: v[4],
             text: (x < range[0] ? '◀ ' : '') + v[3] + (x > range[1] ? ' ▶' : ''), showarrow: false,
             font: { size: 11, color: v[1] }, bgcolor: 'rgba(255,255,255,0.85)' });
         }
       });
     if (p.lso !== null) { vline('x', p.lso, '#2e7d32', 'dot', 'log start ' + fmt(p.lso), 'bottom'); }
     if (p.hw !== null && p.hw !== p.leo) {
-      vline('x', p.hw, '#e08a00', 'dot', 'high watermark ' + fmt(p.hw), 'top');
+      vline('x', p.hw, '#e08a00', 'dot', "this replica's high watermark " + fmt(p.hw), 'top');
     }
     var height = Math.min(720, 120 + 24 * n);
     var layout = {
@@ -428,8 +431,9 @@ JS = r"""
         var kind = c === 'RETENTION_RISK' ? 'risk' : (c.indexOf('CORRUPT') >= 0 ? 'corrupt' : codes[c]);
         td.appendChild(el('span', { 'class': 'badge ' + kind }, c));
       });
-      if ((s.fl[k] & FLAG_EXPIRED) && !(s.fl[k] & FLAG_RISK)) {
-        td.appendChild(el('span', { 'class': 'badge expired' }, 'past retention'));
+      if (s.fl[k] & FLAG_EXPIRED) {
+        td.appendChild(el('span', { 'class': 'badge expired', title: 'what `logdoctor retention` says' },
+          'deleted by the next retention check (' + s.rs[k] + ')'));
       }
       if (s.fl[k] & FLAG_ACTIVE) { td.appendChild(el('span', { 'class': 'badge active' }, 'active')); }
       tr.appendChild(td);
@@ -466,9 +470,14 @@ JS = r"""
     item('partition', p.n);
     if (p.br !== null) { item('on', p.br); }
     item('log dir', p.d);
-    item('log start', fmt(p.lso)); item('log end', fmt(p.leo)); item('high watermark', fmt(p.hw));
+    item('log start', fmt(p.lso)); item('log end', fmt(p.leo));
+    item("this replica's checkpointed high watermark", fmt(p.hw));
+    if (p.phw !== null && p.phw !== undefined && p.phw !== p.hw) {
+      item("partition's high watermark (highest replica checkpoint)", fmt(p.phw));
+    }
     item('size', bytes(p.bytes));
     if (p.lag) { item('lag', fmt(p.lag)); }
+    if (p.rc) { item('retention config', p.rc); }
     drawTimeline(p);
   }
   function setupTimeline() {
@@ -500,7 +509,10 @@ JS = r"""
 LAGGING_HEAD = (
     '<table id="lagging-table"><thead><tr><th>partition</th><th class="num">broker</th><th>log dir</th>'
     '<th class="num">log end offset</th><th class="num">highest replica LEO</th><th class="num">lag</th>'
-    '<th class="num">high watermark</th></tr></thead><tbody>'
+    '<th class="num" title="the highest high watermark checkpointed by any replica of the partition">'
+    "partition's high watermark</th>"
+    '<th class="num" title="this broker\'s own replication-offset-checkpoint entry (a follower\'s lags the '
+    'leader\'s)">this replica\'s checkpointed high watermark</th></tr></thead><tbody>'
 )
 
 TIMELINE_BODY = """
@@ -511,7 +523,8 @@ TIMELINE_BODY = """
 </div>
 <div class="legend">
   <span style="--c:#5b8def">segment</span><span style="--c:#9dbcf5">active segment</span>
-  <span style="--c:#b0b7c3">past retention</span><span style="--c:#e4572e">RETENTION_RISK</span>
+  <span style="--c:#b0b7c3">deleted by the next retention check</span>
+  <span style="--c:#e4572e">RETENTION_RISK</span>
   <span class="hatch" style="--c:#8e24aa">corrupt (hatched)</span>
   <span style="--c:#263238">◆ broker's largest timestamp</span>
 </div>

@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import struct
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -38,6 +39,10 @@ from logdoctor.sample.logdir import (
 )
 
 DF_JSON = "df.json"
+#: the demo's records end this long before its "now" (spaced 1 s apart, they start ~35 minutes earlier):
+#: fresh data that no retention deletes, so the one segment the next retention check does delete is the
+#: planted RETENTION_RISK one
+DEMO_DATA_AGE_MS = 2 * 3600 * 1000
 
 
 @dataclass
@@ -110,9 +115,14 @@ class DemoFleet:
     root: Path
     fleet: GeneratedFleet
     planted: list[str] = field(default_factory=list)  # human-readable list of the planted faults
+    now_ms: int = 0  # the "now" the data was generated for (records end DEMO_DATA_AGE_MS before it)
 
 
-def demo_fleet_spec(seed: int = 7) -> FleetSpec:
+def demo_fleet_spec(seed: int = 7, now_ms: int | None = None) -> FleetSpec:
+    """The demo's brokers, topics and faults, with record timestamps ending DEMO_DATA_AGE_MS before
+    ``now_ms`` (default: the current time), so `retention`, the census and the report at that time agree."""
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)
     topics = (
         TopicSpec(
             "orders",
@@ -152,12 +162,19 @@ def demo_fleet_spec(seed: int = 7) -> FleetSpec:
         ZeroedTimeIndex(broker_id=2, topic="payments", partition=1, segment=0),
         NearlyFullDisk(broker_id=2, log_dir_index=1, used=0.97),
     )
-    return FleetSpec(topics=topics, brokers=brokers, faults=faults, seed=seed)
+    step = 1000
+    span = (max(t.records_per_partition for t in topics) - 1) * step  # the last record at now - age
+    base = now_ms - DEMO_DATA_AGE_MS - span
+    return FleetSpec(topics=topics, brokers=brokers, faults=faults, seed=seed, base_timestamp_ms=base,
+                     timestamp_step_ms=step)
 
 
-def generate_demo_fleet(root: str | os.PathLike[str], seed: int = 7) -> DemoFleet:
-    """Write the demo fleet under ``root`` (``root/broker-<id>/kafka-logs-<k>``)."""
-    spec = demo_fleet_spec(seed)
+def generate_demo_fleet(root: str | os.PathLike[str], seed: int = 7, now_ms: int | None = None) -> DemoFleet:
+    """Write the demo fleet under ``root`` (``root/broker-<id>/kafka-logs-<k>``), its records dated
+    relative to ``now_ms`` (default: the current time; give one for byte-identical fleets)."""
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)
+    spec = demo_fleet_spec(seed, now_ms)
     fleet = generate_fleet(root, spec)
     planted = []
     for f in spec.faults:
@@ -175,4 +192,4 @@ def generate_demo_fleet(root: str | os.PathLike[str], seed: int = 7) -> DemoFlee
             planted.append(
                 f"nearly full log dir: broker {f.broker_id} log dir #{f.log_dir_index} ({f.used:.0%})"
             )
-    return DemoFleet(Path(root), fleet, planted)
+    return DemoFleet(Path(root), fleet, planted, now_ms)

@@ -97,12 +97,16 @@ def discover_brokers(paths: Sequence[str]) -> list[BrokerInput]:
 # --- the per-broker task (runs on an executor) --------------------------------------------------------
 
 
-def scan_broker(broker: BrokerInput, now_ms: int) -> dict[str, Any]:
-    """Scan one broker's log dirs (executor side). Returns plain, picklable data."""
+def scan_broker(broker: BrokerInput, now_ms: int, config_inputs: Any = None) -> dict[str, Any]:
+    """Scan one broker's log dirs (executor side). Returns plain, picklable data.
+
+    ``config_inputs`` (checks.topic_config.ConfigInputs: --topic-config, --server-properties) joins the
+    topic configs of the broker's own KRaft metadata log, resolved as scan and retention do."""
     from logdoctor.checks.context import Depth, ScanOptions
     from logdoctor.checks.scanner import scan
 
-    report = scan(list(broker.log_dirs), ScanOptions(Depth.DEFAULT, now_ms), jobs=1)
+    options = ScanOptions(Depth.DEFAULT, now_ms, config_inputs=config_inputs)
+    report = scan(list(broker.log_dirs), options, jobs=1)
     replicas = []
     for p in report.partitions:
         replicas.append(
@@ -237,6 +241,7 @@ def run_census(
     *,
     now_ms: int | None = None,
     progress: Any = None,
+    config_inputs: Any = None,
 ) -> CensusResult:
     """Run the census with ``spark`` and write the Parquet tables and the summary under ``out_dir``.
 
@@ -248,7 +253,9 @@ def run_census(
     now = int(time.time() * 1000) if now_ms is None else now_ms
     if progress is not None:
         progress(0, len(brokers))
-    rdd = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(lambda b: scan_broker(b, now))
+    rdd = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
+        lambda b: scan_broker(b, now, config_inputs)
+    )
     results = rdd.collect()
     if progress is not None:
         progress(len(brokers), len(brokers))

@@ -1,0 +1,556 @@
+"""The retention configuration a broker applies to each topic, and where each value comes from.
+
+One resolution for `scan`, `retention`, `census` and the report. Layers, lowest first, as the broker
+builds a topic's LogConfig:
+
+1. Kafka's defaults (K:storage/.../log/LogConfig.java CONFIG: ``log.retention.hours=168``,
+   ``log.retention.bytes=-1``, ``log.cleanup.policy=delete``).
+2. The broker's static config, ``--server-properties FILE`` (server.properties).
+3. KRaft dynamic broker configs: ``ConfigRecord`` with resource type BROKER and an empty name (the
+   cluster-wide default), then with the broker's node id as name (this broker only)
+   (K:core/.../server/DynamicBrokerConfig.scala updateCurrentConfig: static, then dynamic default,
+   then per-broker; ``overrideProps`` first removes the synonyms of an overriding key, so a dynamic
+   ``log.retention.hours`` replaces a static ``log.retention.ms``).
+   ``--retention-ms`` / ``--retention-bytes`` on the command line act as the most specific broker
+   values (``log.retention.ms`` / ``log.retention.bytes``).
+   Within the merged broker config ``log.retention.ms`` wins over ``log.retention.minutes`` over
+   ``log.retention.hours``, and any negative result means no limit (K:core/.../server/KafkaConfig.scala
+   logRetentionTimeMillis).
+4. Topic configs the broker itself sets when it creates an internal topic: ``__consumer_offsets``
+   (K:group-coordinator/.../group/GroupCoordinatorService.java groupMetadataTopicConfigs; before 3.7
+   K:core/.../coordinator/group/GroupCoordinator.scala offsetsTopicConfigs) and ``__transaction_state``
+   (K:core/.../coordinator/transaction/TransactionStateManager.scala transactionTopicConfigs) are
+   created with ``cleanup.policy=compact``. In KRaft those are ConfigRecords too; in ZooKeeper mode they
+   live in ZooKeeper, so without them on disk we apply what the broker wrote at creation.
+5. Topic configs: ``ConfigRecord`` with resource type TOPIC in the KRaft metadata log (latest
+   snapshot, then the log after it; a RemoveTopicRecord drops the topic's configs, K:metadata/.../
+   image/ConfigurationsDelta.java), then ``--topic-config TOPIC:key=value``.
+
+Topic ``retention.ms`` falls back to the broker's ``log.retention.*``, ``retention.bytes`` to
+``log.retention.bytes``, ``cleanup.policy`` to ``log.cleanup.policy`` (K:storage/.../log/LogConfig.java,
+ServerTopicConfigSynonyms). ``cleanup.policy`` is a list: ``delete`` enables time and size retention
+(LogConfig.delete), ``compact`` the cleaner; ``compact,delete`` both. A negative ``retention.ms`` or
+``retention.bytes`` means no limit (UnifiedLog deleteRetentionMsBreachedSegments /
+deleteRetentionSizeBreachedSegments return at once).
+
+``__cluster_metadata`` is not a LogConfig topic at all: the KRaft metadata log is trimmed behind
+snapshots (K:raft/.../KafkaRaftClient.java maybeDeleteBeforeSnapshot, ``metadata.max.retention.*``),
+so retention never applies to it here.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from logdoctor.errors import FormatError
+
+METADATA_TOPIC = "__cluster_metadata"
+METADATA_DIR = "__cluster_metadata-0"
+
+#: ConfigResource.Type ids (K:clients/.../common/config/ConfigResource.java)
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+
+DEFAULT_RETENTION_HOURS = 168
+DEFAULT_RETENTION_MS = DEFAULT_RETENTION_HOURS * 3600 * 1000
+KAFKA_DEFAULT = "Kafka default"
+METADATA_RETENTION_SOURCE = (
+    "the KRaft metadata log is trimmed behind snapshots, not by log retention (KafkaRaftClient)"
+)
+
+# broker keys (ServerLogConfigs) and the topic keys they are synonyms of (ServerTopicConfigSynonyms)
+LOG_RETENTION_MS = "log.retention.ms"
+LOG_RETENTION_MINUTES = "log.retention.minutes"
+LOG_RETENTION_HOURS = "log.retention.hours"
+LOG_RETENTION_BYTES = "log.retention.bytes"
+LOG_CLEANUP_POLICY = "log.cleanup.policy"
+RETENTION_MS = "retention.ms"
+RETENTION_BYTES = "retention.bytes"
+CLEANUP_POLICY = "cleanup.policy"
+BROKER_KEYS = (
+    LOG_RETENTION_MS,
+    LOG_RETENTION_MINUTES,
+    LOG_RETENTION_HOURS,
+    LOG_RETENTION_BYTES,
+    LOG_CLEANUP_POLICY,
+)
+TOPIC_KEYS = (RETENTION_MS, RETENTION_BYTES, CLEANUP_POLICY)
+_RETENTION_TIME_SYNONYMS = (LOG_RETENTION_MS, LOG_RETENTION_MINUTES, LOG_RETENTION_HOURS)
+_POLICIES = ("compact", "delete")
+
+#: topic configs the broker sets when it creates these internal topics (see the module docstring)
+INTERNAL_TOPIC_CONFIGS: dict[str, tuple[dict[str, str], str]] = {
+    "__consumer_offsets": (
+        {CLEANUP_POLICY: "compact"},
+        "Kafka default for __consumer_offsets (GroupCoordinator offsets topic configs)",
+    ),
+    "__transaction_state": (
+        {CLEANUP_POLICY: "compact"},
+        "Kafka default for __transaction_state (TransactionStateManager.transactionTopicConfigs)",
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One effective value, the config key that gave it, and where that key was set."""
+
+    value: Any  # int for retention.ms/bytes, tuple[str, ...] for cleanup.policy
+    key: str
+    source: str
+
+    def describe(self) -> str:
+        v = ",".join(self.value) if isinstance(self.value, tuple) else self.value
+        return f"{v} (from {self.key}, {self.source})"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicConfig:
+    """The effective retention settings of one topic (picklable: it travels to scan workers)."""
+
+    topic: str
+    retention_ms: Setting
+    retention_bytes: Setting
+    cleanup_policy: Setting
+
+    @property
+    def delete(self) -> bool:
+        """LogConfig.delete: time and size retention run only with ``delete`` in cleanup.policy."""
+        return "delete" in self.cleanup_policy.value
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self.cleanup_policy.value
+
+    @property
+    def time_retention(self) -> bool:
+        """Whether time retention can delete anything: cleanup.policy has delete and retention.ms >= 0."""
+        return self.delete and self.retention_ms.value >= 0
+
+    def describe(self) -> str:
+        """``cleanup.policy=compact (from ...); retention.ms=... (from ...)`` for findings and tables."""
+        parts = [f"cleanup.policy={self.cleanup_policy.describe()}"]
+        if self.delete:
+            parts.append(f"retention.ms={self.retention_ms.describe()}")
+            parts.append(f"retention.bytes={self.retention_bytes.describe()}")
+        return "; ".join(parts)
+
+    @classmethod
+    def from_json(cls, topic: str, data: Mapping[str, Any]) -> TopicConfig:
+        """The inverse of :meth:`to_json` (a scan's JSON output read back, e.g. by the report)."""
+
+        def setting(name: str) -> Setting:
+            d = data[name]
+            v = d["value"]
+            return Setting(
+                tuple(v) if isinstance(v, list | tuple) else int(v), str(d["key"]), str(d["source"])
+            )
+
+        return cls(topic, setting(RETENTION_MS), setting(RETENTION_BYTES), setting(CLEANUP_POLICY))
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            name: {
+                "value": list(s.value) if isinstance(s.value, tuple) else s.value,
+                "key": s.key,
+                "source": s.source,
+            }
+            for name, s in (
+                (RETENTION_MS, self.retention_ms),
+                (RETENTION_BYTES, self.retention_bytes),
+                (CLEANUP_POLICY, self.cleanup_policy),
+            )
+        }
+
+
+# --- value parsing (ConfigDef LONG / INT / LIST) ---------------------------------------------------------
+
+
+def _parse_long(key: str, value: str) -> int:
+    text = value.strip()
+    try:
+        n = int(text, 10)
+    except ValueError:
+        raise ValueError(f"{key}={value!r} is not a number") from None
+    if not -(2**63) <= n < 2**63:
+        raise ValueError(f"{key}={value!r} is out of range")
+    return n
+
+
+def _parse_policy(key: str, value: str) -> tuple[str, ...]:
+    items = tuple(p.strip() for p in value.split(",") if p.strip())
+    bad = [p for p in items if p not in _POLICIES]
+    if bad:
+        raise ValueError(f"{key}={value!r}: each of {', '.join(bad)} must be compact or delete")
+    return items
+
+
+def _check(key: str, value: str) -> None:
+    if key in (CLEANUP_POLICY, LOG_CLEANUP_POLICY):
+        _parse_policy(key, value)
+    else:
+        _parse_long(key, value)
+
+
+# --- inputs ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigInputs:
+    """What the operator gave on the command line (picklable; travels to Spark executors and scan workers).
+
+    ``server_properties``: the retention keys of a server.properties (``server_properties_path`` names it).
+    ``broker_overrides``: ``--retention-ms`` / ``--retention-bytes`` as broker keys.
+    ``topic_overrides``: ``--topic-config`` as {topic: {key: value}}.
+    """
+
+    server_properties: Mapping[str, str] = field(default_factory=dict)
+    server_properties_path: str | None = None
+    broker_overrides: Mapping[str, str] = field(default_factory=dict)
+    topic_overrides: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+
+def parse_topic_config(items: Iterable[str]) -> dict[str, dict[str, str]]:
+    """``TOPIC:key=value`` (repeatable) -> {topic: {key: value}}; ValueError on bad syntax, key or value."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        topic, sep, kv = item.rpartition(":")
+        key, eq, value = kv.partition("=")
+        key = key.strip()
+        if not sep or not topic or not eq or not key:
+            raise ValueError(f"--topic-config wants TOPIC:key=value, got {item!r}")
+        if key not in TOPIC_KEYS:
+            raise ValueError(
+                f"--topic-config {item!r}: unsupported topic config {key!r} ({', '.join(TOPIC_KEYS)})"
+            )
+        _check(key, value)
+        out.setdefault(topic, {})[key] = value.strip()
+    return out
+
+
+def read_server_properties(path: str | os.PathLike[str]) -> dict[str, str]:
+    """The retention keys of a broker's server.properties (Java Properties syntax); OSError/ValueError."""
+    from logdoctor.formats.properties import parse_properties
+
+    with open(path, "rb") as fh:
+        props = parse_properties(fh.read(), source=os.fspath(path))
+    out: dict[str, str] = {}
+    for key in BROKER_KEYS:
+        value = props.get(key)
+        if value is not None:
+            _check(key, value)
+            out[key] = value
+    return out
+
+
+def config_inputs(
+    *,
+    topic_config: Iterable[str] = (),
+    server_properties: str | os.PathLike[str] | None = None,
+    retention_ms: int | None = None,
+    retention_bytes: int | None = None,
+) -> ConfigInputs:
+    """ConfigInputs from command-line options; ValueError/OSError with the reason."""
+    broker: dict[str, str] = {}
+    if retention_ms is not None:
+        broker[LOG_RETENTION_MS] = str(retention_ms)
+    if retention_bytes is not None:
+        broker[LOG_RETENTION_BYTES] = str(retention_bytes)
+    props = read_server_properties(server_properties) if server_properties is not None else {}
+    return ConfigInputs(
+        props,
+        os.fspath(server_properties) if server_properties else None,
+        broker,
+        parse_topic_config(topic_config),
+    )
+
+
+# --- the KRaft metadata log --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataConfigEvent:
+    """A config change in the metadata log: ``key`` None with ``value`` None drops every config of the
+    resource (a RemoveTopicRecord); otherwise a ConfigRecord (``value`` None deletes the key)."""
+
+    resource_type: int
+    resource_name: str
+    key: str | None
+    value: str | None
+    where: str  # "__cluster_metadata-0 offset N" or "snapshot <file> offset N"
+
+
+def _metadata_files(metadata_dir: str) -> tuple[tuple[int, str] | None, list[tuple[int, str]]]:
+    from logdoctor.logdir.names import FileState, parse_kraft_snapshot, parse_segment_file
+
+    snapshots: list[tuple[int, str]] = []
+    logs: list[tuple[int, str]] = []
+    for n in sorted(os.listdir(metadata_dir)):
+        snap = parse_kraft_snapshot(n)
+        if snap is not None:
+            if snap[1] is FileState.LIVE:
+                snapshots.append((snap[0].offset, n))
+            continue
+        seg = parse_segment_file(n)
+        if seg is not None and seg.suffix == ".log":
+            logs.append((seg.base_offset, n))
+    return (max(snapshots) if snapshots else None), logs
+
+
+#: TopicRecord (2), ConfigRecord (4), RemoveTopicRecord (9): K:metadata/src/main/resources/common/metadata
+_WANTED_API_KEYS = frozenset({2, 4, 9})
+
+
+def _events(buf: bytes, min_offset: int, label: str, names: dict[str, str]) -> Iterator[MetadataConfigEvent]:
+    from logdoctor.formats.internal.cluster_metadata import decode_metadata_record
+    from logdoctor.formats.records import iter_batches
+
+    try:
+        for batch in iter_batches(buf):
+            if batch.is_control or batch.last_offset < min_offset:
+                continue
+            for rec in batch.records():
+                if rec.offset < min_offset:
+                    continue
+                v = rec.value
+                # uvarint frame version then uvarint api key: one byte each for the keys wanted here
+                if v is None or len(v) < 3 or v[1] not in _WANTED_API_KEYS:
+                    continue
+                try:
+                    d = decode_metadata_record(v)
+                except FormatError:
+                    continue
+                data = d["data"]
+                if d["type"] == "ConfigRecord":
+                    yield MetadataConfigEvent(
+                        data["resource_type"],
+                        data["resource_name"],
+                        data["name"],
+                        data["value"],
+                        f"{label} offset {rec.offset}",
+                    )
+                elif d["type"] == "TopicRecord":
+                    names[data["topic_id"]] = data["name"]
+                elif d["type"] == "RemoveTopicRecord":
+                    name = names.pop(data["topic_id"], None)
+                    if name is not None:
+                        yield MetadataConfigEvent(
+                            RESOURCE_TOPIC, name, None, None, f"{label} offset {rec.offset}"
+                        )
+    except FormatError:
+        return  # damage of the metadata log is reported by the segment checks
+
+
+def metadata_config_events(log_dir: str | os.PathLike[str]) -> Iterator[MetadataConfigEvent]:
+    """Topic and broker config changes in ``LOG_DIR/__cluster_metadata-0``, in log order: the latest
+    snapshot (``<end offset>-<epoch>.checkpoint``), then the log's records at or after its end offset.
+    Yields nothing when the log dir holds no metadata log; unreadable parts are skipped."""
+    metadata_dir = os.path.join(os.fspath(log_dir), METADATA_DIR)
+    try:
+        snapshot, logs = _metadata_files(metadata_dir)
+    except OSError:
+        return
+    names: dict[str, str] = {}
+    start = 0
+    if snapshot is not None:
+        end, name = snapshot
+        try:
+            with open(os.path.join(metadata_dir, name), "rb") as fh:
+                buf = fh.read()
+        except OSError:
+            buf = None
+        if buf is not None:
+            yield from _events(buf, 0, f"{METADATA_DIR}/{name} (snapshot)", names)
+            start = end
+    for _base, name in logs:
+        try:
+            with open(os.path.join(metadata_dir, name), "rb") as fh:
+                buf = fh.read()
+        except OSError:
+            continue
+        yield from _events(buf, start, METADATA_DIR, names)
+
+
+@dataclass(slots=True)
+class MetadataConfigs:
+    """Config state replayed from metadata config events: {(resource type, name): {key: (value, where)}}."""
+
+    resources: dict[tuple[int, str], dict[str, tuple[str, str]]] = field(default_factory=dict)
+    source: str | None = None  # the log dir whose metadata log was read
+
+    def apply(self, event: MetadataConfigEvent) -> None:
+        res = (event.resource_type, event.resource_name)
+        if event.key is None:
+            self.resources.pop(res, None)
+        elif event.value is None:
+            self.resources.get(res, {}).pop(event.key, None)
+        else:
+            self.resources.setdefault(res, {})[event.key] = (event.value, event.where)
+
+    def get(self, resource_type: int, name: str) -> dict[str, tuple[str, str]]:
+        return self.resources.get((resource_type, name), {})
+
+
+def read_metadata_configs(log_dirs: Iterable[str | os.PathLike[str]]) -> MetadataConfigs | None:
+    """The configs of the first of ``log_dirs`` that holds ``__cluster_metadata-0`` (None: none does)."""
+    for d in log_dirs:
+        if os.path.isdir(os.path.join(os.fspath(d), METADATA_DIR)):
+            out = MetadataConfigs(source=os.fspath(d))
+            for ev in metadata_config_events(d):
+                out.apply(ev)
+            return out
+    return None
+
+
+# --- resolution ------------------------------------------------------------------------------------------
+
+
+class TopicConfigResolver:
+    """Resolve every topic's retention settings for one broker (see the module docstring for the layers)."""
+
+    def __init__(
+        self,
+        inputs: ConfigInputs | None = None,
+        metadata: MetadataConfigs | None = None,
+        node_id: int | None = None,
+    ) -> None:
+        self.inputs = inputs or ConfigInputs()
+        self.metadata = metadata
+        self.node_id = node_id
+        self._broker = self._broker_config()
+        self._cache: dict[str, TopicConfig] = {}
+
+    @classmethod
+    def for_log_dirs(
+        cls,
+        log_dirs: Iterable[str | os.PathLike[str]],
+        inputs: ConfigInputs | None = None,
+        node_id: int | None = None,
+    ) -> TopicConfigResolver:
+        """The resolver of the broker owning ``log_dirs`` (its metadata log read from whichever holds it)."""
+        dirs = list(log_dirs)
+        if node_id is None:
+            node_id = _node_id(dirs)
+        return cls(inputs, read_metadata_configs(dirs), node_id)
+
+    def _broker_config(self) -> dict[str, tuple[str, str]]:
+        """The merged broker config {key: (value, source)}, DynamicBrokerConfig's order and synonyms."""
+        props: dict[str, tuple[str, str]] = {}
+
+        def override(layer: Mapping[str, tuple[str, str]]) -> None:
+            keys = [k for k in layer if k in BROKER_KEYS]
+            if any(k in _RETENTION_TIME_SYNONYMS for k in keys):
+                for syn in _RETENTION_TIME_SYNONYMS:  # a higher layer's synonym replaces the lower ones
+                    props.pop(syn, None)
+            for k in keys:
+                props[k] = layer[k]
+
+        path = self.inputs.server_properties_path or "server.properties"
+        override({k: (v, f"--server-properties {path}") for k, v in self.inputs.server_properties.items()})
+        md = self.metadata
+        if md is not None:
+            override(
+                {
+                    k: (v, f"cluster-wide broker ConfigRecord in {w}")
+                    for k, (v, w) in md.get(RESOURCE_BROKER, "").items()
+                }
+            )
+            if self.node_id is not None:
+                override(
+                    {
+                        k: (v, f"broker {self.node_id} ConfigRecord in {w}")
+                        for k, (v, w) in md.get(RESOURCE_BROKER, str(self.node_id)).items()
+                    }
+                )
+        override({k: (v, "command line") for k, v in self.inputs.broker_overrides.items()})
+        return props
+
+    def broker_retention_ms(self) -> Setting:
+        """KafkaConfig.logRetentionTimeMillis: ms, else minutes, else hours; negative -> -1."""
+        b = self._broker
+        for key, unit in (
+            (LOG_RETENTION_MS, 1),
+            (LOG_RETENTION_MINUTES, 60_000),
+            (LOG_RETENTION_HOURS, 3_600_000),
+        ):
+            if key in b:
+                value, source = b[key]
+                try:
+                    ms = _parse_long(key, value) * unit
+                except ValueError:
+                    continue  # an unparsable value on disk: the broker would not have started with it
+                return Setting(-1 if ms < 0 else ms, key, source)
+        return Setting(
+            DEFAULT_RETENTION_MS, f"{LOG_RETENTION_HOURS}={DEFAULT_RETENTION_HOURS}", KAFKA_DEFAULT
+        )
+
+    def _broker_setting(self, key: str, default: Any, parse: Any) -> Setting:
+        if key in self._broker:
+            value, source = self._broker[key]
+            try:
+                return Setting(parse(key, value), key, source)
+            except ValueError:
+                pass
+        return Setting(default, key, KAFKA_DEFAULT)
+
+    def resolve(self, topic: str) -> TopicConfig:
+        cached = self._cache.get(topic)
+        if cached is not None:
+            return cached
+        if topic == METADATA_TOPIC:
+            # no LogConfig retention: KafkaRaftClient deletes segments only behind the latest snapshot
+            none = Setting(-1, "metadata.max.retention.ms/bytes", METADATA_RETENTION_SOURCE)
+            out = TopicConfig(topic, none, none, Setting((), CLEANUP_POLICY, METADATA_RETENTION_SOURCE))
+            self._cache[topic] = out
+            return out
+        ms = self.broker_retention_ms()
+        size = self._broker_setting(LOG_RETENTION_BYTES, -1, _parse_long)
+        policy = self._broker_setting(LOG_CLEANUP_POLICY, ("delete",), _parse_policy)
+        layers: list[tuple[Mapping[str, str], Any]] = []
+        internal = INTERNAL_TOPIC_CONFIGS.get(topic)
+        if internal is not None:
+            layers.append((internal[0], lambda _k, src=internal[1]: src))
+        if self.metadata is not None:
+            recs = self.metadata.get(RESOURCE_TOPIC, topic)
+            layers.append(
+                (
+                    {k: v for k, (v, _w) in recs.items()},
+                    lambda k, recs=recs: f"topic ConfigRecord in {recs[k][1]}",
+                )
+            )
+        if topic in self.inputs.topic_overrides:
+            layers.append((self.inputs.topic_overrides[topic], lambda _k: "--topic-config"))
+        for values, source_of in layers:
+            for key, value in values.items():
+                try:
+                    if key == RETENTION_MS:
+                        n = _parse_long(key, value)
+                        ms = Setting(-1 if n < 0 else n, key, source_of(key))
+                    elif key == RETENTION_BYTES:
+                        n = _parse_long(key, value)
+                        size = Setting(-1 if n < 0 else n, key, source_of(key))
+                    elif key == CLEANUP_POLICY:
+                        policy = Setting(_parse_policy(key, value), key, source_of(key))
+                except ValueError:
+                    continue
+        out = TopicConfig(topic, ms, size, policy)
+        self._cache[topic] = out
+        return out
+
+
+def _node_id(log_dirs: Iterable[str | os.PathLike[str]]) -> int | None:
+    from logdoctor.logdir.model import LogDir
+
+    for d in log_dirs:
+        try:
+            meta = LogDir(os.fspath(d)).meta_properties
+        except Exception:
+            continue
+        for attr in ("node_id", "broker_id"):
+            value = getattr(meta, attr, None)
+            if isinstance(value, int):
+                return value
+    return None

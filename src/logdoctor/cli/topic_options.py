@@ -1,0 +1,55 @@
+"""The topic-config options shared by `scan`, `retention` and `census` (resolved by checks.topic_config)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from logdoctor.checks.topic_config import ConfigInputs, config_inputs
+from logdoctor.cli.common import usage_error
+
+TopicConfigOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--topic-config",
+        metavar="TOPIC:KEY=VALUE",
+        help="A topic's retention.ms, retention.bytes or cleanup.policy (repeatable); wins over the "
+        "topic configs found in the KRaft metadata log.",
+    ),
+]
+ServerPropertiesOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--server-properties",
+        metavar="FILE",
+        help="The broker's server.properties: log.retention.ms/.minutes/.hours, log.retention.bytes, "
+        "log.cleanup.policy as broker defaults.",
+    ),
+]
+
+
+def read_config_inputs(
+    topic_config: list[str] | None,
+    server_properties: Path | None,
+    retention_ms: int | None = None,
+    retention_bytes: int | None = None,
+) -> ConfigInputs:
+    """ConfigInputs from the options, or a usage error (exit 64) naming the bad option or file."""
+    try:
+        return config_inputs(
+            topic_config=topic_config or [],
+            server_properties=server_properties,
+            retention_ms=retention_ms,
+            retention_bytes=retention_bytes,
+        )
+    except OSError as e:
+        usage_error(f"--server-properties {server_properties}: {e.strerror or e}")
+    except ValueError as e:
+        where = (
+            f"{server_properties}: "
+            if server_properties is not None and "--topic-config" not in str(e)
+            else ""
+        )
+        usage_error(f"{where}{e}")
