@@ -254,6 +254,84 @@ _ENTRIES = (
         "Harmless to the broker; remove it to keep the log dir clean.",
         "K:storage/.../log/LogLoader.java (ignores unknown files)",
     ),
+    # --- KRaft log dirs: directory identity (KIP-858) and directory assignments -----------------
+    Entry(
+        "DIRECTORY_ID_DUPLICATE",
+        _E,
+        "two log dirs of one broker with the same directory.id",
+        "{problem}",
+        "{fix}",
+        "K:metadata/.../properties/MetaPropertiesEnsemble.java verify ('Duplicate directory ID ... found'); "
+        "core/.../server/KafkaRaftServer.scala initializeLogDirs; KIP-858",
+    ),
+    Entry(
+        "DIRECTORY_ID_INVALID",
+        _E,
+        "a directory.id the broker rejects (one of the 100 reserved ids)",
+        "{problem}",
+        "Delete the directory.id line from {path} while the broker is stopped: a Kafka 3.7+ broker writes a "
+        "new random id at startup and reports its replicas' directory to the controller.",
+        "K:server-common/.../common/DirectoryId.java reserved; MetaPropertiesEnsemble.java verify "
+        "('Invalid resrved directory ID')",
+    ),
+    Entry(
+        "DIRECTORY_ID_MISSING",
+        _W,
+        "a KRaft log dir without directory.id where the metadata version assigns replicas to directories",
+        "{problem}",
+        "{fix}",
+        "K:core/.../server/KafkaRaftServer.scala initializeLogDirs (generates a missing directory.id); "
+        "server-common/.../MetadataVersion.java isDirectoryAssignmentSupported (3.7-IV2)",
+    ),
+    Entry(
+        "JBOD_METADATA_VERSION",
+        _E,
+        "a KRaft broker with several log dirs at a metadata version without directory assignment",
+        "{problem}",
+        "Either give the broker one log dir (move the partitions with `logdoctor move-partition`, then "
+        "remove the other dirs from log.dirs) or upgrade the cluster's metadata.version to 3.7-IV2 or "
+        "later (`kafka-features.sh upgrade --metadata 3.7`) before starting it with several log dirs.",
+        "K:core/.../server/KafkaConfig.scala validateWithMetadataVersion ('Multiple log directories (aka "
+        "JBOD) are not supported in the current MetadataVersion')",
+    ),
+    Entry(
+        "REPLICA_MISPLACED",
+        _W,
+        "a replica in a log dir other than the one the cluster metadata assigns it to",
+        "{problem}",
+        "{fix}",
+        "K:core/.../server/ReplicaManager.scala applyDelta / maybeUpdateTopicAssignment, "
+        "server/.../AssignmentsManager.java, core/.../cluster/Partition.scala "
+        "createLogInAssignedDirectoryId, core/.../log/LogManager.scala loadLogs",
+    ),
+    Entry(
+        "REPLICA_MISSING",
+        _W,
+        "a replica the cluster metadata assigns to a scanned log dir that no scanned dir holds "
+        "(error when it is the only replica)",
+        "{problem}",
+        "{fix}",
+        "K:core/.../cluster/Partition.scala createLogInAssignedDirectoryId, core/.../log/LogManager.scala "
+        "getOrCreateLog (an absent log is created empty and fetched from the leader)",
+    ),
+    Entry(
+        "REPLICA_NOT_ASSIGNED",
+        _W,
+        "a replica on disk that the cluster metadata no longer assigns to this broker (a stray)",
+        "{problem}",
+        "{fix}",
+        "K:core/.../log/LogManager.scala isStrayKraftReplica / loadLog (3.8+), deleteStrayKRaftReplicas "
+        "(3.7); BrokerMetadataPublisher findStrayPartitions (3.5-3.6); KAFKA-14616, KAFKA-16234",
+    ),
+    Entry(
+        "STRAY_REPLICA_LEFT",
+        _W,
+        "a -stray partition folder: a replica Kafka moved aside and keeps, never served and never deleted",
+        "{problem}",
+        "{fix}",
+        "K:core/.../log/LogManager.scala loadLog ('Loaded stray log'), asyncDelete(isStray: 'Move aside "
+        "stray partitions, don't delete them'); KAFKA-14616",
+    ),
     Entry(
         "REPLICA_LAG",
         _W,
