@@ -8,7 +8,10 @@ leaves them) with the faults the demo needs on top:
 - a corrupt offset index (entries that go backwards: the broker's lookups would fail);
 - a retention-risk segment (a zeroed ``.timeindex``: largestTimestamp=0, KAFKA-10207);
 - a nearly full log dir: ``df.json`` beside the broker's log dirs records the disk as it was
-  when the log dirs were copied (what ``df`` said), which the census reads instead of statvfs.
+  when the log dirs were copied (what ``df`` said), which the census reads instead of statvfs;
+- a KRaft broker (its own single-node cluster, Kafka 3.9 metadata) with two log dirs, its
+  ``__cluster_metadata-0`` and a replica moved by hand to the dir the metadata does not assign it
+  to (REPLICA_MISPLACED; :mod:`logdoctor.sample.kraft`).
 """
 
 from __future__ import annotations
@@ -110,6 +113,43 @@ class DemoFleet:
     root: Path
     fleet: GeneratedFleet
     planted: list[str] = field(default_factory=list)  # human-readable list of the planted faults
+    kraft: GeneratedFleet | None = None  # the KRaft broker (its own cluster) beside the fleet
+
+
+KRAFT_BROKER_ID = 4
+KRAFT_METADATA_VERSION = 21  # 3.9-IV0: replicas are assigned to directory ids (KIP-858)
+
+
+def demo_kraft_spec(seed: int = 7) -> FleetSpec:
+    """One KRaft broker with two log dirs (JBOD, Kafka 3.7+) holding the ``events`` topic."""
+    topics = (
+        TopicSpec(
+            "events",
+            partitions=4,
+            replication_factor=1,
+            records_per_partition=800,
+            records_per_batch=20,
+            value_size=100,
+            segment_bytes=64 * 1024,
+        ),
+    )
+    return FleetSpec(topics=topics, brokers=(BrokerSpec(KRAFT_BROKER_ID, kraft=True, log_dirs=2),), seed=seed)
+
+
+def generate_demo_kraft_broker(root: str | os.PathLike[str], seed: int = 7) -> tuple[GeneratedFleet, str]:
+    """Write the KRaft broker under ``root/broker-4`` with a misplaced replica; returns it and a note."""
+    from logdoctor.sample.kraft import MisplacedReplica, write_metadata_log
+
+    fleet = generate_fleet(root, demo_kraft_spec(seed))
+    write_metadata_log(fleet, KRAFT_BROKER_ID, metadata_version=KRAFT_METADATA_VERSION)
+    first = fleet.log_dirs[KRAFT_BROKER_ID][0]
+    moved = next(r for r in fleet.replicas if r.log_dir == first)
+    MisplacedReplica(KRAFT_BROKER_ID, moved.topic, moved.partition, to_log_dir_index=1).apply(fleet)
+    note = (
+        f"misplaced replica (KRaft, two log dirs): {moved.topic}-{moved.partition} on broker "
+        f"{KRAFT_BROKER_ID} moved by hand to {moved.log_dir.name}, the metadata assigns it to {first.name}"
+    )
+    return fleet, note
 
 
 def demo_fleet_spec(seed: int = 7) -> FleetSpec:
@@ -175,4 +215,6 @@ def generate_demo_fleet(root: str | os.PathLike[str], seed: int = 7) -> DemoFlee
             planted.append(
                 f"nearly full log dir: broker {f.broker_id} log dir #{f.log_dir_index} ({f.used:.0%})"
             )
-    return DemoFleet(Path(root), fleet, planted)
+    kraft, note = generate_demo_kraft_broker(root, seed)
+    planted.append(note)
+    return DemoFleet(Path(root), fleet, planted, kraft)
