@@ -332,6 +332,67 @@ _ENTRIES = (
         "K:core/.../log/LogManager.scala loadLog ('Loaded stray log'), asyncDelete(isStray: 'Move aside "
         "stray partitions, don't delete them'); KAFKA-14616",
     ),
+    # --- the KRaft metadata log -----------------------------------------------------------------
+    Entry(
+        "METADATA_SNAPSHOT_CORRUPT",
+        _E,
+        "a KRaft snapshot (*.checkpoint) that cannot be read: CRC, header, footer (warning: not the latest)",
+        "{problem}",
+        "If the other controllers are healthy, stop this node, move the bad snapshot out of "
+        "__cluster_metadata-0 and let the node fetch the metadata again from the quorum leader; "
+        "`logdoctor dump {path}` shows where it breaks.",
+        "K:raft/.../snapshot/RecordsSnapshotReader.java, core/.../raft/KafkaMetadataLog.scala",
+    ),
+    Entry(
+        "METADATA_SNAPSHOT_MISSING",
+        _E,
+        "a metadata log that starts above 0 with no snapshot at or above its start",
+        "{problem}",
+        "Restore the missing snapshot from a backup, or (other controllers healthy) move "
+        "__cluster_metadata-0 "
+        "out of the log dir so the node fetches the metadata from the quorum leader.",
+        "K:core/.../raft/KafkaMetadataLog.scala recoverSnapshots ('Inconsistent snapshot state')",
+    ),
+    Entry(
+        "METADATA_SNAPSHOT_MISMATCH",
+        _W,
+        "a snapshot id whose epoch disagrees with the metadata log's leader epochs",
+        "{problem}",
+        "Compare with the other controllers' __cluster_metadata-0 (`logdoctor dump` of the snapshot and "
+        "of the "
+        "log); if this node's copy is the odd one, let it fetch the metadata again.",
+        "K:raft/.../snapshot/Snapshots.java, raft/.../ReplicatedLog.java validateOffsetAndEpoch",
+    ),
+    Entry(
+        "QUORUM_STATE_MISMATCH",
+        _W,
+        "a quorum-state that disagrees with the metadata log (epoch behind the log, leader not a voter)",
+        "{problem}",
+        "Nothing to do if the metadata log is right: the node corrects its election state at startup. If "
+        "quorum-state was restored from a backup, check the rest of __cluster_metadata-0 came from the same "
+        "moment.",
+        "K:raft/.../raft/QuorumState.java initialize, raft/.../FileQuorumStateStore.java",
+    ),
+    Entry(
+        "QUORUM_STATE_CORRUPT",
+        _E,
+        "a quorum-state file the node cannot read",
+        "{problem}",
+        "Stop the node and delete {path}: the node starts unattached at the log's epoch and learns the "
+        "leader "
+        "from the quorum (keep a copy of the file first).",
+        "K:raft/.../raft/FileQuorumStateStore.java readElectionState",
+    ),
+    Entry(
+        "BOOTSTRAP_CHECKPOINT_CORRUPT",
+        _E,
+        "a bootstrap.checkpoint the node cannot read",
+        "{problem}",
+        "Copy bootstrap.checkpoint from another node of the cluster (it holds the initial metadata.version "
+        "and SCRAM records `kafka-storage format` wrote), or write it again with `kafka-storage format "
+        "--ignore-formatted` and the same cluster id.",
+        "K:metadata/.../bootstrap/BootstrapDirectory.java read; core/.../server/KafkaRaftServer.scala",
+    ),
     Entry(
         "REPLICA_LAG",
         _W,

@@ -23,6 +23,7 @@ from logdoctor.checks.access import BrokerUser, describe, missing_access
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.checks.kraft import check_kraft
+from logdoctor.checks.metadata_log import check_metadata_log
 from logdoctor.checks.partition import check_partition
 from logdoctor.errors import FormatError
 from logdoctor.formats.checkpoint import split_lines
@@ -740,6 +741,8 @@ def scan(
     image = replay(mdir) if mdir is not None else None
     findings.extend(_cross_dir(reports, results, image))
     findings.extend(check_kraft(paths, results, image)[1])
+    if mdir is not None:
+        findings.extend(check_metadata_log(mdir, image))
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
     return ScanReport(

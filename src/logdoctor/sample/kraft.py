@@ -60,6 +60,7 @@ __all__ = [
     "directory_id_of",
     "metadata_records",
     "write_metadata_log",
+    "write_snapshot",
 ]
 
 #: Uuid.METADATA_TOPIC_ID (0, 1): the topic id of __cluster_metadata in its partition.metadata
@@ -218,6 +219,32 @@ def write_metadata_log(
     )
     (folder / QUORUM_STATE_FILE).write_bytes(write_quorum_state(state))
     return folder
+
+
+def write_snapshot(
+    path: str | os.PathLike[str],
+    records: Sequence[dict],
+    *,
+    epoch: int = 1,
+    timestamp_ms: int = 1_700_000_000_000,
+) -> Path:
+    """Write a KRaft snapshot (or ``bootstrap.checkpoint``) at ``path``: a SNAPSHOT_HEADER control
+    batch, the metadata records in one batch, a SNAPSHOT_FOOTER control batch (RecordsSnapshotWriter)."""
+    from logdoctor.formats.control import SnapshotFooterRecord, SnapshotHeaderRecord, control_record_spec
+
+    out = bytearray()
+    head = control_record_spec(SnapshotHeaderRecord(0, timestamp_ms), timestamp=timestamp_ms)
+    out += build_record_batch([head], base_offset=0, partition_leader_epoch=epoch, is_control=True)
+    specs = [RecordSpec(encode_metadata_record(r), None, timestamp_ms) for r in records]
+    if specs:
+        out += build_record_batch(specs, base_offset=1, partition_leader_epoch=epoch)
+    foot = control_record_spec(SnapshotFooterRecord(0), timestamp=timestamp_ms)
+    out += build_record_batch(
+        [foot], base_offset=1 + len(specs), partition_leader_epoch=epoch, is_control=True
+    )
+    target = Path(path)
+    target.write_bytes(bytes(out))
+    return target
 
 
 def _move_entries(src: Path, dst: Path, topic: str, partition: int) -> None:
