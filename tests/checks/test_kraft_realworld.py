@@ -11,6 +11,7 @@ import realworld
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.kraft import check_kraft
 from logdoctor.checks.scanner import scan
+from logdoctor.formats.checkpoint import parse_leader_epoch_checkpoint
 from logdoctor.formats.partition_metadata import parse_partition_metadata
 from logdoctor.formats.properties import parse_meta_properties
 from logdoctor.logdir.identity import MIGRATING, read_identity
@@ -50,10 +51,14 @@ def test_replay_agrees_with_disk_and_manifest(entry, realworld_dir):
     # the partitions this broker holds on disk are exactly the ones the metadata assigns to it
     on_disk = {(t, p) for t, ps in entry["topics"].items() for p in ps if t != "__cluster_metadata"}
     assert set(image.replicas_of(node)) == on_disk
-    # ... with the topic ids of their partition.metadata files
+    # ... with the topic ids of their partition.metadata files, and no leader epoch the metadata never had
     for t, p in on_disk:
         pm = parse_partition_metadata((log_dir / f"{t}-{p}" / "partition.metadata").read_bytes())
         assert image.topic_id(t) == pm.topic_id
+        lec = log_dir / f"{t}-{p}" / "leader-epoch-checkpoint"
+        epochs = parse_leader_epoch_checkpoint(lec.read_bytes())
+        if epochs.entries:
+            assert epochs.entries[-1][0] <= image.partition(t, p).leader_epoch
     # a KRaft broker registers the directory id of its log dir from 3.7-IV2 on
     reg = image.brokers[node]
     ident = read_identity(log_dir)
