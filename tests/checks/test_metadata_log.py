@@ -148,3 +148,16 @@ def test_replay_skips_record_types_it_does_not_know(tmp_path):
     image = replay(mdir)
     assert image.skipped == {"unknown type 99, version 4": 1}
     assert image.errors == [] and image.end_offset == len(recs) + 1
+
+
+def test_leftover_snapshot_files(tmp_path):
+    fleet, mdir, recs = _node(tmp_path)
+    deleted = write_snapshot(mdir / (kraft_snapshot_file_name(1, 3) + ".deleted"), recs[:1], epoch=3)
+    partial = mdir / (kraft_snapshot_file_name(2, 3)[: -len(".checkpoint")] + "-123.checkpoint.part")
+    partial.write_bytes(b"")
+    report = scan([str(d) for d in fleet.log_dirs[1]], ScanOptions(Depth.QUICK), jobs=1)
+    orphans = {f.path: f for f in report.findings if f.code == "ORPHAN_FILE"}
+    assert set(orphans) == {str(deleted), str(partial)}
+    assert "KafkaMetadataLog.recoverSnapshots" in orphans[str(deleted)].message
+    assert "being written" in orphans[str(partial)].message
+    assert [f for f in report.findings if f.code in CODES] == []
