@@ -102,6 +102,15 @@ def test_refuses_a_replica_the_metadata_does_not_assign_here(tmp_path):
         plan_move(src, dst, [_tp(_in_dir(fleet, 0))], backup_dir=tmp_path / "b")
 
 
+def test_refuses_a_folder_without_topic_id(tmp_path):
+    fleet = _broker(tmp_path)
+    src, dst = fleet.log_dirs[1]
+    name = _in_dir(fleet, 0)
+    (src / name / "partition.metadata").unlink()
+    with pytest.raises(ProcedureRefused, match=r"no partition\.metadata"):
+        plan_move(src, dst, [_tp(name)], backup_dir=tmp_path / "b")
+
+
 def test_before_3_7_iv2_says_one_log_dir(tmp_path):
     fleet = _broker(tmp_path, metadata_version=14)
     src, dst = fleet.log_dirs[1]

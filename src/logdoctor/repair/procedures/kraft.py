@@ -132,6 +132,12 @@ def partition_in_metadata(
             f"{name} has topic id {folder_topic_id} but the cluster metadata says {tp[0]} is {tid}: the "
             "folder belongs to a deleted incarnation of the topic and the broker treats it as a stray"
         )
+    if folder_topic_id is None:
+        raise ProcedureRefused(
+            f"{name} has no partition.metadata (no topic id): at startup a Kafka 3.8+ broker treats such "
+            "a log as a stray (LogManager.isStrayKraftReplica) whichever log dir holds it; restore "
+            f"partition.metadata (version: 0, topic_id: {tid}) first"
+        )
     st = im.partition(*tp)
     if st is None or node_id not in st.replicas:
         owners = st.replicas if st is not None else []

@@ -270,7 +270,8 @@ def _check_metadata(
     view = max(found, key=lambda v: v.image.end_offset)  # type: ignore[union-attr]
     im = view.image
     assert im is not None
-    st = kraft.partition_in_metadata(view, tp, f_meta.node_id, fp.topic_id)
+    # the follower's copy is replaced by the leader's: its partition.metadata is what the broker will read
+    st = kraft.partition_in_metadata(view, tp, f_meta.node_id, fp.topic_id or lp.topic_id)
     assert st is not None
     if lp.topic_id is not None and lp.topic_id != st.topic_id:
         raise ProcedureRefused(
