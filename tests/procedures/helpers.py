@@ -3,6 +3,7 @@ snapshots, a child process holding the broker lock, and an independent record re
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import os
@@ -37,9 +38,18 @@ def copy_log_dir(src: Path, dst: Path) -> Path:
 
 
 def second_log_dir(first: Path, path: Path) -> Path:
-    """Another (empty) log dir of the same broker: same meta.properties, empty checkpoints."""
+    """Another (empty) log dir of the same broker: the same meta.properties but, where the first has a
+    directory.id (KIP-858), a new one of its own (a broker refuses two dirs with one id); empty
+    checkpoints."""
+    from logdoctor.formats.properties import parse_meta_properties, write_meta_properties
+
     path.mkdir(parents=True)
-    shutil.copy2(first / "meta.properties", path / "meta.properties")
+    meta_path = first / "meta.properties"
+    meta = parse_meta_properties(meta_path.read_bytes(), source=str(meta_path))
+    if meta.directory_id is not None:
+        digest = hashlib.sha256(str(path).encode()).digest()[:16]
+        meta.directory_id = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+    (path / "meta.properties").write_bytes(write_meta_properties(meta))
     for name in CHECKPOINTS[:3]:
         (path / name).write_bytes(b"0\n0\n")
     return path

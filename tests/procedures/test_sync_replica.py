@@ -132,21 +132,33 @@ def test_sync_realworld(direction, tmp_path, realworld_dir):
 
 
 def test_sync_realworld_kraft_brokers(tmp_path, realworld_dir):
-    """Two real brokers of one KRaft cluster (3.5, nodes 1 and 3): node 3's partition copied to node 1."""
+    """Two real brokers of one KRaft cluster (3.5, nodes 3 and 1): __consumer_offsets-14, a replica of
+    both in the cluster metadata, copied from node 3 to node 1 after node 1's copy lost its last batch."""
     leader = helpers.copy_log_dir(realworld_dir / "kraft-3.5-greenlemont-n3", tmp_path / "n3")
     follower = helpers.copy_log_dir(realworld_dir / "kraft-3.5-greenlemont-n1", tmp_path / "n1")
-    name = "payment-create-request-0"
-    # node 1 holds an empty copy of the partition with the topic's id (made here; the real n1 has none)
-    (follower / name).mkdir()
-    shutil.copy2(leader / name / "partition.metadata", follower / name / "partition.metadata")
-    for f in (leader / name).glob("*.index"):
-        (follower / name / f.name).write_bytes(b"")
-    (follower / name / "00000000000000000000.log").write_bytes(b"")
-    pp = plan_sync(("payment-create-request", 0), leader, follower, backup_dir=tmp_path / "backup")
-    assert pp.summary["behind_by"] == 1
+    name = "__consumer_offsets-14"
+    log = follower / name / "00000000000000000000.log"
+    last = list(iter_batches(log.read_bytes()))[-1]
+    with open(log, "r+b") as f:
+        f.truncate(last.position)  # node 1 lags by its last batch
+    pp = plan_sync(("__consumer_offsets", 14), leader, follower, backup_dir=tmp_path / "backup")
+    assert pp.summary["behind_by"] == last.record_count
+    assert 1 in pp.summary["metadata"]["replicas"] and 3 in pp.summary["metadata"]["replicas"]
     assert apply(pp.plan).status == "applied"
     assert verify(pp.plan) == []
     _check_synced(leader, follower, name)
+
+
+def test_sync_realworld_kraft_refuses_a_partition_the_follower_does_not_replicate(tmp_path, realworld_dir):
+    """payment-create-request-0 has one replica, on node 3: a copy on node 1 would be a stray there."""
+    leader = helpers.copy_log_dir(realworld_dir / "kraft-3.5-greenlemont-n3", tmp_path / "n3")
+    follower = helpers.copy_log_dir(realworld_dir / "kraft-3.5-greenlemont-n1", tmp_path / "n1")
+    name = "payment-create-request-0"
+    (follower / name).mkdir()
+    shutil.copy2(leader / name / "partition.metadata", follower / name / "partition.metadata")
+    (follower / name / "00000000000000000000.log").write_bytes(b"")
+    with pytest.raises(ProcedureRefused, match=r"brokers \[3\], not to broker 1"):
+        plan_sync(("payment-create-request", 0), leader, follower, backup_dir=tmp_path / "backup")
 
 
 def _refused(tmp_path, leader, follower, exc, match):

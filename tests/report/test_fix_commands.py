@@ -130,17 +130,21 @@ def demo(tmp_path_factory: pytest.TempPathFactory):
 
 
 def test_fixes_of_a_real_scan_and_the_census_commands_parse(cli: Any, demo) -> None:
-    fleet_dirs = {str(d) for dirs in demo.fleet.log_dirs.values() for d in dirs}
+    # every broker of the demo: the fleet's and the KRaft broker beside it (broker-4)
+    brokers = {b: sorted(b.glob("kafka-logs-*")) for b in sorted(demo.root.glob("broker-*"))}
+    fleet_dirs = {str(d) for dirs in brokers.values() for d in dirs}
+    assert {str(d) for dirs in demo.fleet.log_dirs.values() for d in dirs} < fleet_dirs
     texts: list[tuple[str, str]] = []
-    for broker_id in demo.fleet.log_dirs:
+    for dirs in brokers.values():
         options = ScanOptions(depth=Depth.DEEP, now_ms=demo.now_ms)
-        report = scan(demo.fleet.log_dirs[broker_id], options, jobs=1)
+        report = scan(dirs, options, jobs=1)
         texts.extend((f.code, f.fix) for f in report.findings)
     for f in demo.census["findings"]:
         texts.append((f["code"], f["fix"]))
         texts.append((f["code"], f"`{f['fix_command']}`"))
     codes = {code for code, _fix in texts}
-    assert {"INDEX_CORRUPT", "RETENTION_RISK", "REPLICA_LAG", "LOG_DIR_NEARLY_FULL"} <= codes
+    planted = {"INDEX_CORRUPT", "RETENTION_RISK", "REPLICA_LAG", "LOG_DIR_NEARLY_FULL", "REPLICA_MISPLACED"}
+    assert planted <= codes
     parsed = 0
     for code, fix in texts:
         assert catalog.LOGDIR_PLACEHOLDER not in fix.split(), (code, fix)

@@ -21,10 +21,11 @@ def census(spark, tmp_path_factory):
 
 def test_every_replica_is_counted_with_its_offsets(census):
     demo, result, _ = census
-    assert result.brokers == 3
+    assert result.brokers == 4  # three ZooKeeper-era brokers and the KRaft one
     got = {(r["broker"], r["topic"], r["partition"]): r for r in result.replicas}
-    assert len(got) == len(demo.fleet.replicas)
-    for rep in demo.fleet.replicas:
+    # (the KRaft broker's __cluster_metadata-0 is a row too)
+    assert len(got) == len(demo.fleet.replicas) + len(demo.kraft.replicas) + 1
+    for rep in demo.fleet.replicas + demo.kraft.replicas:
         row = got[(f"broker-{rep.broker_id}", rep.topic, rep.partition)]
         assert (row["log_start_offset"], row["log_end_offset"]) == (rep.log_start_offset, rep.log_end_offset)
         assert row["high_watermark"] == rep.high_watermark
@@ -64,6 +65,15 @@ def test_planted_faults_are_findings_with_fix_commands(census):
     move = next(f for f in result.findings if f["code"] == "LOG_DIR_NEARLY_FULL")
     assert move["fix_command"].startswith("logdoctor move-partition ")
     assert f"--from {move['log_dir']} --to " in move["fix_command"]
+    # the KRaft broker's replica moved by hand to the dir the metadata does not assign it to
+    misplaced = [f for f in result.findings if f["code"] == "REPLICA_MISPLACED"]
+    assert [(f["broker"], f["path"].rsplit("/", 2)[-2:]) for f in misplaced] == [
+        ("broker-4", ["kafka-logs-1", "events-0"])
+    ]
+    assert misplaced[0]["fix_command"] == (
+        f"logdoctor move-partition events-0 --from {misplaced[0]['log_dir']} --to "
+        f"{misplaced[0]['log_dir'][: -len('1')]}0"
+    )
     risk = next(f for f in result.findings if f["code"] == "RETENTION_RISK")
     assert (
         risk["fix_command"].startswith("logdoctor repair") and "--only RETENTION_RISK" in risk["fix_command"]
@@ -75,10 +85,11 @@ def test_tables_are_written_as_parquet(census):
     for name in ("partitions", "replicas", "log_dirs", "findings"):
         table = pq.read_table(out / name)
         assert table.num_rows > 0, name
-    assert pq.read_table(out / "replicas").num_rows == len(demo.fleet.replicas)
-    assert pq.read_table(out / "partitions").num_rows == 13
+    # the KRaft broker (broker-4): 4 replicas of `events`, its __cluster_metadata-0, two log dirs
+    assert pq.read_table(out / "replicas").num_rows == len(demo.fleet.replicas) + len(demo.kraft.replicas) + 1
+    assert pq.read_table(out / "partitions").num_rows == 13 + 4 + 1
     dirs = pq.read_table(out / "log_dirs").to_pylist()
-    assert len(dirs) == 5 and all(d["disk_total_bytes"] for d in dirs)
+    assert len(dirs) == 5 + 2 and all(d["disk_total_bytes"] for d in dirs)
     summary = (out / "summary.txt").read_text()
     assert "orders-1: broker-3 is 600 offsets" in summary
 

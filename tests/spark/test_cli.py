@@ -104,6 +104,7 @@ def test_demo_command_finds_the_planted_faults(spark, tmp_path):
     res = CliRunner().invoke(app, ["demo", str(tmp_path / "demo")], terminal_width=200)
     assert res.exit_code == 0, res.output
     for text in ("REPLICA_LAG", "INDEX_CORRUPT", "RETENTION_RISK", "LOG_DIR_NEARLY_FULL",
-                 "logdoctor sync-replica", "logdoctor repair", "logdoctor move-partition"):
+                 "logdoctor sync-replica", "logdoctor repair", "logdoctor move-partition",
+                 "REPLICA_MISPLACED", "logdoctor move-partition events-0"):
         assert text in res.output, text
     assert (tmp_path / "demo" / "census" / "findings").is_dir()

@@ -269,6 +269,145 @@ _ENTRIES = (
         "Harmless to the broker; remove it to keep the log dir clean.",
         "K:storage/.../log/LogLoader.java (ignores unknown files)",
     ),
+    # --- KRaft log dirs: directory identity (KIP-858) and directory assignments -----------------
+    Entry(
+        "DIRECTORY_ID_DUPLICATE",
+        _E,
+        "two log dirs of one broker with the same directory.id",
+        "{problem}",
+        "{fix}",
+        "K:metadata/.../properties/MetaPropertiesEnsemble.java verify ('Duplicate directory ID ... found'); "
+        "core/.../server/KafkaRaftServer.scala initializeLogDirs; KIP-858",
+    ),
+    Entry(
+        "DIRECTORY_ID_INVALID",
+        _E,
+        "a directory.id the broker rejects (one of the 100 reserved ids)",
+        "{problem}",
+        "Delete the directory.id line from {path} while the broker is stopped: a Kafka 3.7+ broker writes a "
+        "new random id at startup and reports its replicas' directory to the controller.",
+        "K:server-common/.../common/DirectoryId.java reserved; MetaPropertiesEnsemble.java verify "
+        "('Invalid resrved directory ID')",
+    ),
+    Entry(
+        "DIRECTORY_ID_MISSING",
+        _W,
+        "a KRaft log dir without directory.id where the metadata version assigns replicas to directories",
+        "{problem}",
+        "{fix}",
+        "K:core/.../server/KafkaRaftServer.scala initializeLogDirs (generates a missing directory.id); "
+        "server-common/.../MetadataVersion.java isDirectoryAssignmentSupported (3.7-IV2)",
+    ),
+    Entry(
+        "JBOD_METADATA_VERSION",
+        _E,
+        "a KRaft broker with several log dirs at a metadata version without directory assignment",
+        "{problem}",
+        "Either give the broker one log dir (move the partitions with `logdoctor move-partition`, then "
+        "remove the other dirs from log.dirs) or upgrade the cluster's metadata.version to 3.7-IV2 or "
+        "later (`kafka-features.sh upgrade --metadata 3.7`) before starting it with several log dirs.",
+        "K:core/.../server/KafkaConfig.scala validateWithMetadataVersion ('Multiple log directories (aka "
+        "JBOD) are not supported in the current MetadataVersion')",
+    ),
+    Entry(
+        "REPLICA_MISPLACED",
+        _W,
+        "a replica in a log dir other than the one the cluster metadata assigns it to",
+        "{problem}",
+        "{fix}",
+        "K:core/.../server/ReplicaManager.scala applyDelta / maybeUpdateTopicAssignment, "
+        "server/.../AssignmentsManager.java, core/.../cluster/Partition.scala "
+        "createLogInAssignedDirectoryId, core/.../log/LogManager.scala loadLogs",
+    ),
+    Entry(
+        "REPLICA_MISSING",
+        _W,
+        "a replica the cluster metadata assigns to a scanned log dir that no scanned dir holds "
+        "(error when it is the only replica)",
+        "{problem}",
+        "{fix}",
+        "K:core/.../cluster/Partition.scala createLogInAssignedDirectoryId, core/.../log/LogManager.scala "
+        "getOrCreateLog (an absent log is created empty and fetched from the leader)",
+    ),
+    Entry(
+        "REPLICA_NOT_ASSIGNED",
+        _W,
+        "a replica on disk that the cluster metadata no longer assigns to this broker (a stray)",
+        "{problem}",
+        "{fix}",
+        "K:core/.../log/LogManager.scala isStrayKraftReplica / loadLog (3.8+), deleteStrayKRaftReplicas "
+        "(3.7); BrokerMetadataPublisher findStrayPartitions (3.5-3.6); KAFKA-14616, KAFKA-16234",
+    ),
+    Entry(
+        "STRAY_REPLICA_LEFT",
+        _W,
+        "a -stray partition folder: a replica Kafka moved aside and keeps, never served and never deleted",
+        "{problem}",
+        "{fix}",
+        "K:core/.../log/LogManager.scala loadLog ('Loaded stray log'), asyncDelete(isStray: 'Move aside "
+        "stray partitions, don't delete them'); KAFKA-14616",
+    ),
+    # --- the KRaft metadata log -----------------------------------------------------------------
+    Entry(
+        "METADATA_SNAPSHOT_CORRUPT",
+        _E,
+        "a KRaft snapshot (*.checkpoint) that cannot be read: CRC, header, footer (warning: not the latest)",
+        "{problem}",
+        "If the other controllers are healthy, stop this node, move the bad snapshot out of "
+        "__cluster_metadata-0 and let the node fetch the metadata again from the quorum leader; "
+        "`logdoctor dump {path}` shows where it breaks.",
+        "K:raft/.../snapshot/RecordsSnapshotReader.java, core/.../raft/KafkaMetadataLog.scala",
+    ),
+    Entry(
+        "METADATA_SNAPSHOT_MISSING",
+        _E,
+        "a metadata log that starts above 0 with no snapshot at or above its start",
+        "{problem}",
+        "Restore the missing snapshot from a backup, or (other controllers healthy) move "
+        "__cluster_metadata-0 "
+        "out of the log dir so the node fetches the metadata from the quorum leader.",
+        "K:core/.../raft/KafkaMetadataLog.scala recoverSnapshots ('Inconsistent snapshot state')",
+    ),
+    Entry(
+        "METADATA_SNAPSHOT_MISMATCH",
+        _W,
+        "a snapshot id whose epoch disagrees with the metadata log's leader epochs",
+        "{problem}",
+        "Compare with the other controllers' __cluster_metadata-0 (`logdoctor dump` of the snapshot and "
+        "of the "
+        "log); if this node's copy is the odd one, let it fetch the metadata again.",
+        "K:raft/.../snapshot/Snapshots.java, raft/.../ReplicatedLog.java validateOffsetAndEpoch",
+    ),
+    Entry(
+        "QUORUM_STATE_MISMATCH",
+        _W,
+        "a quorum-state that disagrees with the metadata log (epoch behind the log, leader not a voter)",
+        "{problem}",
+        "Nothing to do if the metadata log is right: the node corrects its election state at startup. If "
+        "quorum-state was restored from a backup, check the rest of __cluster_metadata-0 came from the same "
+        "moment.",
+        "K:raft/.../raft/QuorumState.java initialize, raft/.../FileQuorumStateStore.java",
+    ),
+    Entry(
+        "QUORUM_STATE_CORRUPT",
+        _E,
+        "a quorum-state file the node cannot read",
+        "{problem}",
+        "Stop the node and delete {path}: the node starts unattached at the log's epoch and learns the "
+        "leader "
+        "from the quorum (keep a copy of the file first).",
+        "K:raft/.../raft/FileQuorumStateStore.java readElectionState",
+    ),
+    Entry(
+        "BOOTSTRAP_CHECKPOINT_CORRUPT",
+        _E,
+        "a bootstrap.checkpoint the node cannot read",
+        "{problem}",
+        "Copy bootstrap.checkpoint from another node of the cluster (it holds the initial metadata.version "
+        "and SCRAM records `kafka-storage format` wrote), or write it again with `kafka-storage format "
+        "--ignore-formatted` and the same cluster id.",
+        "K:metadata/.../bootstrap/BootstrapDirectory.java read; core/.../server/KafkaRaftServer.scala",
+    ),
     Entry(
         "REPLICA_LAG",
         _W,

@@ -85,6 +85,12 @@ def check_listing(st: PartitionState) -> None:
             )
             continue
         problem, fix = _ORPHAN_TEXT[orphan.kind]
+        if orphan.kind == "deleted" and path.endswith(".checkpoint.deleted"):
+            # K:core/.../raft/KafkaMetadataLog.scala recoverSnapshots; raft/.../snapshot/Snapshots.java
+            problem = (
+                "{path} is a KRaft snapshot marked for deletion (older than the latest snapshot or the log "
+                "start): the node deletes it at startup (KafkaMetadataLog.recoverSnapshots)"
+            )
         st.make(
             "ORPHAN_FILE", path, problem=problem.format(path=path), fix=fix, details={"kind": orphan.kind}
         )

@@ -19,15 +19,18 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from logdoctor.checks import catalog, metadata_topics
+from logdoctor.checks import catalog
 from logdoctor.checks.access import BrokerUser, describe, missing_access
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.findings import Finding, Severity, exit_code
+from logdoctor.checks.kraft import check_kraft
+from logdoctor.checks.metadata_log import check_metadata_log
 from logdoctor.checks.partition import check_partition
 from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
 from logdoctor.errors import FormatError
 from logdoctor.formats.checkpoint import split_lines
 from logdoctor.logdir.lock import lock_holder
+from logdoctor.logdir.metadata_image import MetadataImage, find_metadata_dir, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir
 from logdoctor.logdir.names import (
     CLEAN_SHUTDOWN_FILE,
@@ -81,6 +84,7 @@ class ScanReport:
     findings: list[Finding]
     elapsed_s: float = 0.0
     bytes_read: int = 0
+    metadata: MetadataImage | None = None  # the replay of the broker's __cluster_metadata-0, if scanned
 
     @property
     def exit_code(self) -> int:
@@ -98,6 +102,7 @@ class ScanReport:
             "partitions": [p.to_json() for p in self.partitions],
             "findings": [f.to_json() for f in self.findings],
             "summary": {**self.counts(), "exit_code": self.exit_code, "bytes_read": self.bytes_read},
+            "metadata": self.metadata.summary() if self.metadata is not None else None,
         }
 
 
@@ -312,6 +317,8 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
     # root leftovers
     for orphan in ld.orphans:
         op = str(orphan.path)
+        if orphan.kind == "stray-dir":
+            continue  # STRAY_REPLICA_LEFT (checks.kraft), with what the cluster metadata says
         if orphan.kind == "unknown-dir":
             add(
                 make(
@@ -350,11 +357,7 @@ def _root_checks(ld: LogDir, rep: LogDirReport) -> None:
                 ),
             }
             problem, fix = texts.get(orphan.kind, (orphan.reason, "Delete it while the broker is stopped."))
-            add(
-                make(
-                    "ORPHAN_FILE", op, problem=f"{op}: {problem}", fix=fix, details={"kind": orphan.kind}
-                )
-            )
+            add(make("ORPHAN_FILE", op, problem=f"{op}: {problem}", fix=fix, details={"kind": orphan.kind}))
 
 
 def _entry_positions(path: str) -> list[int | None]:
@@ -592,7 +595,9 @@ def _different_brokers(reports: list[LogDirReport], parts: list[PartitionReport]
     )
 
 
-def _cross_dir(reports: list[LogDirReport], parts: list[PartitionReport]) -> list[Finding]:
+def _cross_dir(
+    reports: list[LogDirReport], parts: list[PartitionReport], image: MetadataImage | None = None
+) -> list[Finding]:
     out: list[Finding] = []
     # dirs of different brokers: say so once, and skip the per-partition and per-dir comparisons
     brokers = _different_brokers(reports, parts)
@@ -622,7 +627,7 @@ def _cross_dir(reports: list[LogDirReport], parts: list[PartitionReport]) -> lis
                 )
     # meta.properties across the log dirs of one broker
     with_meta = [r for r in reports if r.mode is not None] if brokers is None else []
-    for attr, label in (("cluster_id", "cluster.id"), ("node_id", "broker.id/node.id")):
+    for attr, label in (("cluster_id", "cluster.id"), ("node_id", "broker.id/node.id"), ("mode", "version")):
         values = Counter(getattr(r, attr) for r in with_meta if getattr(r, attr) is not None)
         if len(values) > 1:
             common = values.most_common(1)[0][0]
@@ -641,10 +646,7 @@ def _cross_dir(reports: list[LogDirReport], parts: list[PartitionReport]) -> lis
                         )
                     )
     # topic ids: against the KRaft metadata log when one was scanned, else across a topic's partitions
-    known: dict[str, str] = {}
-    for p in parts:
-        if p.topic == "__cluster_metadata" and p.kind == DirKind.LOG.value:
-            known.update(metadata_topics.topic_ids(p.path) or {})
+    known: dict[str, str] = dict(image.topics) if image is not None else {}
     ids: dict[str, Counter] = defaultdict(Counter)
     for p in parts:
         if p.topic_id is not None and p.kind == DirKind.LOG.value:
@@ -792,7 +794,12 @@ def scan(
         findings.extend(rep.findings)
     for r in results:
         findings.extend(r.findings)
-    findings.extend(_cross_dir(reports, results))
+    mdir = find_metadata_dir(paths)
+    image = replay(mdir) if mdir is not None else None
+    findings.extend(_cross_dir(reports, results, image))
+    findings.extend(check_kraft(paths, results, image)[1])
+    if mdir is not None:
+        findings.extend(check_metadata_log(mdir, image))
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
     return ScanReport(
@@ -803,6 +810,7 @@ def scan(
         findings=findings,
         elapsed_s=time.perf_counter() - started,
         bytes_read=sum(r.bytes_read for r in results),
+        metadata=image,
     )
 
 

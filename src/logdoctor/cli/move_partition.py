@@ -197,6 +197,14 @@ def move_partition_command(
             "--copy", help="Copy, verify and delete even on one file system (the cross-file-system method)."
         ),
     ] = False,
+    metadata_log_dir: Annotated[
+        Path | None,
+        typer.Option(
+            "--metadata-log-dir",
+            help="KRaft: the broker's log dir holding __cluster_metadata-0, when neither --from nor --to "
+            "holds it (the directory assignments are read from it).",
+        ),
+    ] = None,
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,
@@ -219,7 +227,13 @@ def move_partition_command(
         assert source is not None and destination is not None
         tps = [parse_topic_partition(p) for p in partitions or []]
         return plan_move(
-            source, destination, tps, topics=topics or [], backup_dir=backup_dir, force_copy=force_copy
+            source,
+            destination,
+            tps,
+            topics=topics or [],
+            backup_dir=backup_dir,
+            force_copy=force_copy,
+            metadata_log_dir=metadata_log_dir,
         )
 
     run_procedure(

@@ -8,7 +8,10 @@ leaves them) with the faults the demo needs on top:
 - a corrupt offset index (entries that go backwards: the broker's lookups would fail);
 - a retention-risk segment (a zeroed ``.timeindex``: largestTimestamp=0, KAFKA-10207);
 - a nearly full log dir: ``df.json`` beside the broker's log dirs records the disk as it was
-  when the log dirs were copied (what ``df`` said), which the census reads instead of statvfs.
+  when the log dirs were copied (what ``df`` said), which the census reads instead of statvfs;
+- a KRaft broker (its own single-node cluster, Kafka 3.9 metadata) with two log dirs, its
+  ``__cluster_metadata-0`` and a replica moved by hand to the dir the metadata does not assign it
+  to (REPLICA_MISPLACED; :mod:`logdoctor.sample.kraft`).
 """
 
 from __future__ import annotations
@@ -116,6 +119,55 @@ class DemoFleet:
     fleet: GeneratedFleet
     planted: list[str] = field(default_factory=list)  # human-readable list of the planted faults
     now_ms: int = 0  # the "now" the data was generated for (records end DEMO_DATA_AGE_MS before it)
+    kraft: GeneratedFleet | None = None  # the KRaft broker (its own cluster) beside the fleet
+
+
+KRAFT_BROKER_ID = 4
+KRAFT_METADATA_VERSION = 21  # 3.9-IV0: replicas are assigned to directory ids (KIP-858)
+
+
+def demo_kraft_spec(seed: int = 7, now_ms: int | None = None) -> FleetSpec:
+    """One KRaft broker with two log dirs (JBOD, Kafka 3.7+) holding the ``events`` topic."""
+    topics = (
+        TopicSpec(
+            "events",
+            partitions=4,
+            replication_factor=1,
+            records_per_partition=800,
+            records_per_batch=20,
+            value_size=100,
+            segment_bytes=64 * 1024,
+        ),
+    )
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)
+    step = 1000
+    base = now_ms - DEMO_DATA_AGE_MS - (topics[0].records_per_partition - 1) * step  # dated like the fleet
+    return FleetSpec(
+        topics=topics,
+        brokers=(BrokerSpec(KRAFT_BROKER_ID, kraft=True, log_dirs=2),),
+        seed=seed,
+        base_timestamp_ms=base,
+        timestamp_step_ms=step,
+    )
+
+
+def generate_demo_kraft_broker(
+    root: str | os.PathLike[str], seed: int = 7, now_ms: int | None = None
+) -> tuple[GeneratedFleet, str]:
+    """Write the KRaft broker under ``root/broker-4`` with a misplaced replica; returns it and a note."""
+    from logdoctor.sample.kraft import MisplacedReplica, write_metadata_log
+
+    fleet = generate_fleet(root, demo_kraft_spec(seed, now_ms))
+    write_metadata_log(fleet, KRAFT_BROKER_ID, metadata_version=KRAFT_METADATA_VERSION)
+    first = fleet.log_dirs[KRAFT_BROKER_ID][0]
+    moved = next(r for r in fleet.replicas if r.log_dir == first)
+    MisplacedReplica(KRAFT_BROKER_ID, moved.topic, moved.partition, to_log_dir_index=1).apply(fleet)
+    note = (
+        f"misplaced replica (KRaft, two log dirs): {moved.topic}-{moved.partition} on broker "
+        f"{KRAFT_BROKER_ID} moved by hand to {moved.log_dir.name}, the metadata assigns it to {first.name}"
+    )
+    return fleet, note
 
 
 def demo_fleet_spec(seed: int = 7, now_ms: int | None = None) -> FleetSpec:
@@ -165,8 +217,14 @@ def demo_fleet_spec(seed: int = 7, now_ms: int | None = None) -> FleetSpec:
     step = 1000
     span = (max(t.records_per_partition for t in topics) - 1) * step  # the last record at now - age
     base = now_ms - DEMO_DATA_AGE_MS - span
-    return FleetSpec(topics=topics, brokers=brokers, faults=faults, seed=seed, base_timestamp_ms=base,
-                     timestamp_step_ms=step)
+    return FleetSpec(
+        topics=topics,
+        brokers=brokers,
+        faults=faults,
+        seed=seed,
+        base_timestamp_ms=base,
+        timestamp_step_ms=step,
+    )
 
 
 def generate_demo_fleet(root: str | os.PathLike[str], seed: int = 7, now_ms: int | None = None) -> DemoFleet:
@@ -192,4 +250,6 @@ def generate_demo_fleet(root: str | os.PathLike[str], seed: int = 7, now_ms: int
             planted.append(
                 f"nearly full log dir: broker {f.broker_id} log dir #{f.log_dir_index} ({f.used:.0%})"
             )
-    return DemoFleet(Path(root), fleet, planted, now_ms)
+    kraft, note = generate_demo_kraft_broker(root, seed, now_ms)
+    planted.append(note)
+    return DemoFleet(Path(root), fleet, planted, now_ms, kraft)

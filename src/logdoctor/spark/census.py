@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -528,6 +529,9 @@ def fix_command(finding: dict[str, Any], brokers: Sequence[BrokerInput]) -> str:
         REPAIRABLE = ()
     dirs = next((b.log_dirs for b in brokers if b.broker == finding["broker"]), ())
     target = " ".join(dirs) if dirs else (finding.get("log_dir") or finding["path"])
+    procedure = re.search(r"`(logdoctor (?:move-partition|sync-replica) [^`]*)`", finding.get("fix") or "")
+    if procedure is not None and finding["code"] not in REPAIRABLE:
+        return procedure.group(1)  # the operator procedure the finding's fix names (e.g. REPLICA_MISPLACED)
     if finding["code"] in REPAIRABLE:
         return f"logdoctor repair {target} --only {finding['code']}"
     return f"logdoctor scan {target}"

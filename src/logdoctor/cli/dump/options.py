@@ -15,6 +15,8 @@ class DecoderChoice(enum.StrEnum):
     CONSUMER_OFFSETS = "consumer-offsets"
     TRANSACTIONS = "transactions"
     CLUSTER_METADATA = "cluster-metadata"
+    SHARE_GROUP_STATE = "share-group-state"
+    REMOTE_LOG_METADATA = "remote-log-metadata"
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,6 +4,11 @@
 - ``__transaction_state``: :func:`decode_transaction_log` / :func:`encode_transaction_log`
 - ``__cluster_metadata`` (and KRaft ``.checkpoint`` snapshots): :func:`decode_metadata_record` /
   :func:`encode_metadata_record`
+- ``__share_group_state``: :func:`decode_share_group_state` / :func:`encode_share_group_state`
+- ``__remote_log_metadata``: :func:`decode_remote_log_metadata` / :func:`encode_remote_log_metadata`
+
+:func:`decode_lenient` never raises for a record type or version newer than these tables: it
+returns ``{"type": "unknown type N, version V", ...}`` with the raw key and value (base64).
 
 :func:`decoder_for_topic` picks one by topic (or partition folder) name for ``--decoder auto``;
 :func:`decoder_by_name` by the CLI names. Each decoder takes ``(key, value)`` and returns a dict
@@ -20,7 +25,13 @@ from typing import Any
 from logdoctor.formats.internal.cluster_metadata import decode_metadata_record, encode_metadata_record
 from logdoctor.formats.internal.consumer_offsets import decode_consumer_offsets, encode_consumer_offsets
 from logdoctor.formats.internal.protocol import uuid_to_standard
+from logdoctor.formats.internal.remote_log_metadata import (
+    decode_remote_log_metadata,
+    encode_remote_log_metadata,
+)
+from logdoctor.formats.internal.share_group_state import decode_share_group_state, encode_share_group_state
 from logdoctor.formats.internal.transaction_log import decode_transaction_log, encode_transaction_log
+from logdoctor.formats.internal.unknown import decode_lenient, unknown_record
 
 Decoder = Callable[..., dict[str, Any]]
 
@@ -28,13 +39,19 @@ __all__ = [
     "DECODER_NAMES",
     "Decoder",
     "decode_consumer_offsets",
+    "decode_lenient",
     "decode_metadata_record",
+    "decode_remote_log_metadata",
+    "decode_share_group_state",
     "decode_transaction_log",
     "decoder_by_name",
     "decoder_for_topic",
     "encode_consumer_offsets",
     "encode_metadata_record",
+    "encode_remote_log_metadata",
+    "encode_share_group_state",
     "encode_transaction_log",
+    "unknown_record",
     "uuid_to_standard",
 ]
 
@@ -47,6 +64,8 @@ _BY_TOPIC: dict[str, tuple[str, Decoder]] = {
     "__consumer_offsets": ("consumer-offsets", decode_consumer_offsets),
     "__transaction_state": ("transactions", decode_transaction_log),
     "__cluster_metadata": ("cluster-metadata", _metadata_key_value),
+    "__share_group_state": ("share-group-state", decode_share_group_state),
+    "__remote_log_metadata": ("remote-log-metadata", decode_remote_log_metadata),
 }
 DECODER_NAMES: dict[str, Decoder] = {name: fn for name, fn in _BY_TOPIC.values()}
 

@@ -145,7 +145,9 @@ CONSUMER_GROUP_MEMBER_METADATA_VALUE = M(
         "ClassicMemberMetadata",
         F("session_timeout_ms", "int32"),
         F("supported_protocols", A(S("ClassicProtocol", F("name", "string"), F("metadata", "bytes")))),
-    ), nullable="0+", tagged="0+", tag=0, default=None),
+    # JSON "default": null is no default to Kafka's generator (FieldSpec: the empty struct), so a null
+    # value is written (presence 0) and an absent one reads as the empty struct
+    ), nullable="0+", tagged="0+", tag=0),
 )
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = M(
     "ConsumerGroupTargetAssignmentMetadataValue", "0", "0+", F("assignment_epoch", "int32")

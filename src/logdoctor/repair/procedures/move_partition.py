@@ -14,6 +14,13 @@ Plan order (every step journaled and reversible by the repair engine):
 3. source checkpoints lose the entries.
 A crash between steps leaves at most extra checkpoint entries for a partition a dir does not hold,
 which the broker ignores; ``--resume`` or ``--rollback`` finishes or undoes the move.
+
+KRaft brokers (:mod:`logdoctor.repair.procedures.kraft` cites what the broker does): the cluster
+metadata assigns each replica to a directory id (Kafka 3.7+, metadata.version 3.7-IV2). The move
+leaves the metadata as it is: at its next start the broker loads the replica from the destination
+and reports the destination's directory id to the controller itself. The plan refuses what would
+stop the broker or make it drop the replica (duplicate or reserved directory ids, a replica the
+metadata does not assign to this broker or a topic id it does not know) and says the rest.
 """
 
 from __future__ import annotations
@@ -36,6 +43,7 @@ from logdoctor.logdir.names import (
 from logdoctor.repair.actions import rename_path
 from logdoctor.repair.plan import Action, Change, Plan
 from logdoctor.repair.procedures import copy as cp
+from logdoctor.repair.procedures import kraft
 from logdoctor.repair.procedures.actions_extra import copy_partition, remove_copied
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -129,12 +137,14 @@ def plan_move(
     topics: Sequence[str] = (),
     backup_dir: str | os.PathLike[str] | None = None,
     force_copy: bool = False,
+    metadata_log_dir: str | os.PathLike[str] | None = None,
 ) -> ProcedurePlan:
     """Plan moving ``partitions`` (and every partition of ``topics``) from ``source`` to ``destination``.
 
     Reads names, sizes and the small files only. Raises ProcedureUsageError, ProcedureRefused or
     BrokerRunningError (a broker holds a lock), writing nothing. ``force_copy`` copies even on one
-    file system (what a move across file systems does).
+    file system (what a move across file systems does). ``metadata_log_dir``: the broker's log dir
+    holding ``__cluster_metadata-0`` when it is neither ``source`` nor ``destination``.
     """
     src_dir, dst_dir, src_meta, dst_meta = open_log_dirs(source, destination)
     if src_meta.node_id != dst_meta.node_id:
@@ -147,6 +157,15 @@ def plan_move(
     chosen = _select(src, partitions, topics)
     _conflicts(dst, chosen)
     _topic_ids(src, dst, chosen)
+    view = kraft.kraft_view([src_dir, dst_dir], metadata_log_dir) if src_meta.is_kraft else None
+    kraft_notes: list[str] = []
+    assignments: dict[TopicPartition, str | None] = {}
+    if view is not None:
+        kraft.check_directory_ids(view)
+        for tp in chosen:
+            st = kraft.partition_in_metadata(view, tp, src_meta.node_id, src.partition(*tp).topic_id)
+            assignments[tp] = st.directory(src_meta.node_id) if st is not None else None  # type: ignore[arg-type]
+        kraft_notes = _kraft_advice(view, src_dir, dst_dir, assignments)
     checkpoints = {(d, n): read_checkpoint(d, n) for d in (src_dir, dst_dir) for n in MOVED_CHECKPOINTS}
 
     same_fs = cp.same_file_system(src_dir, dst_dir)
@@ -266,7 +285,69 @@ def plan_move(
     ]
     if same_fs and not copying:
         notes.append("both dirs are on one file system: the move is a rename and frees no space on it")
+    if view is not None:
+        summary["kraft"] = {
+            **view.summary(),
+            "assignments": {tp_name(tp): d for tp, d in assignments.items()},
+        }
+        notes.extend(kraft_notes)
     return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def _kraft_advice(
+    view: kraft.KraftView, src_dir: str, dst_dir: str, assignments: dict[TopicPartition, str | None]
+) -> list[str]:
+    """What the broker does at its next start with the moved replicas (see procedures.kraft)."""
+    im = view.image
+    dst_id = view.directory_id(dst_dir)
+    src_id = view.directory_id(src_dir)
+    if im is None:
+        return [
+            "KRaft broker, but neither dir holds __cluster_metadata-0: the directory assignments could not "
+            "be read (give --metadata-log-dir). From Kafka 3.7 the broker reports the new directory of "
+            "each moved replica to the controller at its next start"
+        ]
+    notes = []
+    if not im.directory_assignment:
+        notes.append(
+            f"the cluster's metadata.version is {im.metadata_version_name}: replicas are not assigned to "
+            "directories (before 3.7-IV2), and a KRaft broker with several log dirs refuses this "
+            "metadata.version, so the broker must run with one log dir: after the move, list only "
+            f"{dst_dir} in log.dirs (with the metadata log's dir, if that is another one)"
+        )
+        return notes
+    if dst_id is None:
+        notes.append(
+            f"{dst_dir} has no directory.id yet: the broker writes a new one into its meta.properties at "
+            "startup (KafkaRaftServer.initializeLogDirs) and reports the moved replicas under it"
+        )
+    to_report = sorted(tp_name(tp) for tp, d in assignments.items() if d != dst_id or dst_id is None)
+    back = sorted(tp_name(tp) for tp, d in assignments.items() if dst_id is not None and d == dst_id)
+    if back:
+        notes.append(
+            f"the cluster metadata already assigns {', '.join(back)} to {dst_dir} ({dst_id}): the move puts "
+            "it where the metadata says"
+        )
+    if to_report:
+        now = sorted(
+            {kraft.describe_assignment(assignments[p], view) for p in assignments if tp_name(p) in to_report}
+        )
+        notes.append(
+            f"the cluster metadata (offset {im.end_offset}) assigns {', '.join(to_report)} to directory "
+            f"{' / '.join(now)}; it is not changed here. At its next start the broker loads each moved "
+            f"replica from {dst_dir} (LogManager.loadLogs ignores assignments) and reports directory "
+            f"{dst_id or '(its new id)'} to the controller (ReplicaManager.maybeUpdateTopicAssignment -> "
+            "AssignmentsManager -> AssignReplicasToDirs), which records it: no data moves back"
+        )
+        notes.append(
+            f"start the broker with {dst_dir} in log.dirs. Keep {src_dir} online in log.dirs until the "
+            f"controller has recorded the new directory (kafka-log-dirs.sh --describe lists the replicas "
+            f"under {dst_dir}), or remove it from log.dirs altogether: a broker with an offline log dir "
+            "does not open a replica whose assigned dir is offline (Partition.createLogInAssignedDirectoryId)"
+        )
+    if src_id is None:
+        notes.append(f"{src_dir} has no directory.id: the broker writes one at startup")
+    return notes
 
 
 def verify_move(plan: Plan) -> list[str]:

@@ -15,6 +15,12 @@ Plan order (journaled, reversible):
 4. the follower dir's checkpoints take the leader's entries.
 Before step 4 the follower has the leader's data with its own older (lower) checkpoints, which the
 broker treats as "recover more", never as data it lacks.
+
+KRaft brokers: the cluster metadata (the most recent ``__cluster_metadata-0`` of the two dirs,
+replayed by :mod:`logdoctor.logdir.metadata_image`) must list both brokers as replicas of the
+partition with the folders' topic id (otherwise the follower's broker treats the copy as a stray at
+startup: K:core/.../log/LogManager.scala ``isStrayKraftReplica``), and the leader copy's latest
+leader epoch (leader-epoch-checkpoint) is compared with the partition's leader epoch in the metadata.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from logdoctor.logdir.names import (
 from logdoctor.repair.actions import delete_with_backup, rename_path
 from logdoctor.repair.plan import Action, Change, Plan
 from logdoctor.repair.procedures import copy as cp
+from logdoctor.repair.procedures import kraft
 from logdoctor.repair.procedures.actions_extra import copy_partition
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -127,6 +134,7 @@ def plan_sync(
             f"({fp.path}/partition.metadata): not the same topic (deleted and re-created?)"
         )
     notes: list[str] = []
+    metadata = _check_metadata(tp, l_dir, f_dir, l_meta, f_meta, lp, fp, notes) if f_meta.is_kraft else None
     if (l_id is None) != (f_id is None):
         notes.append(
             f"only the {'leader' if l_id else 'follower'} has partition.metadata; the topic ids "
@@ -233,10 +241,78 @@ def plan_sync(
         "behind_by": (l_end - f_end) if l_end is not None and f_end is not None and l_end > f_end else 0,
         "beyond_leader_end": beyond,
         "checkpoints": entries,
+        "metadata": metadata,
         "space": space,
         "disk_usage_before": [disk_usage(f_dir).to_json(), disk_usage(l_dir).to_json()],
     }
     return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def _check_metadata(
+    tp: TopicPartition,
+    l_dir: str,
+    f_dir: str,
+    l_meta: Any,
+    f_meta: Any,
+    lp: Partition,
+    fp: Partition,
+    notes: list[str],
+) -> dict[str, Any] | None:
+    """Refuse what the follower's broker would drop as a stray; compare leader epochs; add notes."""
+    views = [kraft.kraft_view([d]) for d in (f_dir, l_dir)]
+    found = [v for v in views if v.image is not None]
+    if not found:
+        notes.append(
+            "KRaft brokers, but neither dir holds __cluster_metadata-0: assignments, topic ids and leader "
+            "epochs could not be checked against the cluster metadata"
+        )
+        return None
+    view = max(found, key=lambda v: v.image.end_offset)  # type: ignore[union-attr]
+    im = view.image
+    assert im is not None
+    # the follower's copy is replaced by the leader's: its partition.metadata is what the broker will read
+    st = kraft.partition_in_metadata(view, tp, f_meta.node_id, fp.topic_id or lp.topic_id)
+    assert st is not None
+    if lp.topic_id is not None and lp.topic_id != st.topic_id:
+        raise ProcedureRefused(
+            f"the leader's copy has topic id {lp.topic_id} but the cluster metadata says {tp[0]} is "
+            f"{st.topic_id}: copying it would give the follower a stray"
+        )
+    if l_meta.node_id not in st.replicas:
+        raise ProcedureRefused(
+            f"the cluster metadata assigns {tp_name(tp)} to brokers {st.replicas}: the leader dir's broker "
+            f"{l_meta.node_id} is not one of them (its copy is a stray)"
+        )
+    epochs = lp.leader_epochs
+    copy_epoch = epochs[-1][0] if epochs else None
+    if st.leader != l_meta.node_id:
+        state = (
+            "in the ISR"
+            if l_meta.node_id in st.isr
+            else "NOT in the ISR: its copy may miss committed records"
+        )
+        notes.append(
+            f"the cluster metadata ({im.metadata_dir}, offset {im.end_offset}) names broker {st.leader} as "
+            f"the leader of {tp_name(tp)} (leader epoch {st.leader_epoch}, ISR {st.isr}); the leader dir's "
+            f"broker {l_meta.node_id} is {state}"
+        )
+    if copy_epoch is not None and copy_epoch > st.leader_epoch:
+        notes.append(
+            f"the leader's copy has leader epoch {copy_epoch} (leader-epoch-checkpoint) but the cluster "
+            f"metadata's latest leader epoch for {tp_name(tp)} is {st.leader_epoch}: this metadata log "
+            f"({im.metadata_dir}) is older than the copy; check the epoch on a running controller"
+        )
+    return {
+        "metadata_dir": im.metadata_dir,
+        "metadata_offset": im.end_offset,
+        "topic_id": st.topic_id,
+        "replicas": st.replicas,
+        "isr": st.isr,
+        "leader": st.leader,
+        "leader_epoch": st.leader_epoch,
+        "leader_copy_epoch": copy_epoch,
+        "follower_directory": st.directory(f_meta.node_id),
+    }
 
 
 def verify_sync(plan: Plan) -> list[str]:

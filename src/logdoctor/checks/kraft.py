@@ -1,0 +1,458 @@
+"""Checks of a KRaft broker's log dirs against each other and against its cluster metadata.
+
+Directory identity (KIP-858): every log dir of a broker has its own ``directory.id``
+(K:metadata/.../properties/MetaPropertiesEnsemble.java ``verify`` refuses duplicates and reserved
+ids; K:core/.../server/KafkaRaftServer.scala ``initializeLogDirs`` writes a new id where one is
+missing). Directory assignments: where the broker's ``__cluster_metadata-0`` is among the scanned
+dirs, its replay (:mod:`logdoctor.logdir.metadata_image`) says which replicas this broker should
+hold and in which dir; what a broker does at startup with each mismatch is cited per finding:
+
+- a replica in another dir than its assignment: loaded where it is (LogManager.loadLogs never looks
+  at assignments), then reported to the controller under its actual dir
+  (K:core/.../server/ReplicaManager.scala ``applyDelta`` -> ``maybeUpdateTopicAssignment`` ->
+  K:server/.../AssignmentsManager.java -> AssignReplicasToDirs; the controller writes a
+  PartitionChangeRecord, K:metadata/.../controller/ReplicationControlManager.java
+  ``handleAssignReplicasToDirs``). While the assigned dir is offline and the broker has an offline
+  dir, the replica is not opened (K:core/.../cluster/Partition.scala ``createLogInAssignedDirectoryId``).
+- a replica the metadata no longer assigns to this broker: a stray. 3.5/3.6 delete it at startup
+  (BrokerMetadataPublisher ``findStrayPartitions``); 3.7 renames it ``-stray``
+  (LogManager ``deleteStrayKRaftReplicas``); 3.8+ renames it while loading (``isStrayKraftReplica``);
+  KAFKA-14616, KAFKA-16234. A ``-stray`` folder is kept, never served and never deleted.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from functools import partial
+
+from logdoctor.checks import catalog
+from logdoctor.checks.context import PartitionReport
+from logdoctor.checks.findings import Finding, Severity
+from logdoctor.logdir.identity import (
+    LOST,
+    MIGRATING,
+    UNASSIGNED,
+    DirIdentity,
+    describe_directory_id,
+    is_reserved_directory_id,
+    read_identities,
+)
+from logdoctor.logdir.metadata_image import DIRECTORY_ASSIGNMENT_LEVEL, MetadataImage, metadata_version_name
+from logdoctor.logdir.model import LogDir
+from logdoctor.logdir.names import METADATA_TOPIC, PARTITION_METADATA_FILE, DirKind
+
+__all__ = ["KraftContext", "check_kraft"]
+
+_NOT_PLACED = (MIGRATING, UNASSIGNED)
+
+_LOAD_AND_REPORT = (
+    "at startup the broker loads the replica where it is (LogManager.loadLogs does not look at "
+    "assignments) and then reports its actual directory to the controller (ReplicaManager."
+    "maybeUpdateTopicAssignment -> AssignmentsManager -> AssignReplicasToDirs), which records it in a "
+    "PartitionChangeRecord: nothing is lost and nothing is moved"
+)
+
+
+@dataclass(slots=True)
+class KraftContext:
+    """What the checks know about the broker: its dirs' identities and (maybe) its metadata image."""
+
+    identities: list[DirIdentity]
+    image: MetadataImage | None
+    node_id: int | None
+
+    @property
+    def dir_ids(self) -> dict[str, str]:
+        """log dir path -> directory.id (dirs that have one of their own: a duplicated id is left out,
+        DIRECTORY_ID_DUPLICATE says it)."""
+        counts = Counter(i.directory_id for i in self.identities if i.directory_id)
+        return {
+            i.path: i.directory_id for i in self.identities if i.directory_id and counts[i.directory_id] == 1
+        }
+
+    def dir_of(self, directory_id: str) -> str | None:
+        for i in self.identities:
+            if i.directory_id == directory_id:
+                return i.path
+        return None
+
+    @property
+    def needs_directory_ids(self) -> tuple[bool, str]:
+        """(whether this broker's dirs must carry directory ids, why)."""
+        im = self.image
+        if im is not None and im.metadata_version is not None:
+            mv = im.metadata_version
+            return (
+                mv >= DIRECTORY_ASSIGNMENT_LEVEL,
+                f"the cluster's metadata.version is {metadata_version_name(mv)} (level {mv})",
+            )
+        with_ids = [i.path for i in self.identities if i.directory_id]
+        if with_ids:
+            return (
+                True,
+                f"the broker's other log dirs carry one ({', '.join(with_ids)}: written by Kafka 3.7+)",
+            )
+        return False, ""
+
+
+def _node_id(identities: list[DirIdentity]) -> int | None:
+    ids = Counter(i.node_id for i in identities if i.readable and i.node_id is not None)
+    return ids.most_common(1)[0][0] if ids else None
+
+
+def _local_assignments(ctx: KraftContext, parts: list[PartitionReport]) -> dict[str, Counter]:
+    """log dir -> Counter of the directory ids the metadata assigns to the replicas found in it."""
+    out: dict[str, Counter] = defaultdict(Counter)
+    im, node = ctx.image, ctx.node_id
+    if im is None or node is None:
+        return out
+    for p in parts:
+        if p.kind != DirKind.LOG.value or p.topic == METADATA_TOPIC:
+            continue
+        st = im.partition(p.topic, p.partition)
+        if st is None or (p.topic_id is not None and p.topic_id != st.topic_id):
+            continue
+        assigned = st.directory(node)
+        if assigned is not None and assigned not in _NOT_PLACED and assigned != LOST:
+            out[p.log_dir][assigned] += 1
+    return out
+
+
+def _unused_registered_ids(ctx: KraftContext) -> list[str]:
+    """Directory ids the broker registered with the controller that no scanned dir carries."""
+    im, node = ctx.image, ctx.node_id
+    if im is None or node is None or node not in im.brokers:
+        return []
+    on_disk = {i.directory_id for i in ctx.identities if i.directory_id}
+    return [d for d in im.brokers[node].log_dirs if d not in on_disk]
+
+
+def _identity_findings(ctx: KraftContext, parts: list[PartitionReport]) -> list[Finding]:
+    out: list[Finding] = []
+    assigned_here = _local_assignments(ctx, parts)
+    by_id: dict[str, list[DirIdentity]] = defaultdict(list)
+    for ident in ctx.identities:
+        if ident.readable and ident.directory_id:
+            by_id[ident.directory_id].append(ident)
+    unused = _unused_registered_ids(ctx)
+    for did, idents in sorted(by_id.items()):
+        if is_reserved_directory_id(did):
+            for ident in idents:
+                out.append(
+                    catalog.make(
+                        "DIRECTORY_ID_INVALID",
+                        ident.meta_path,
+                        logdir=ident.path,
+                        problem=f"{ident.meta_path} has directory.id={did}, one of the 100 ids Kafka "
+                        f"reserves "
+                        f"({describe_directory_id(did)}): the broker refuses to start ('Invalid resrved "
+                        "directory ID ... found')",
+                        details={"directory_id": did},
+                    )
+                )
+            continue
+        if len(idents) < 2:
+            continue
+        # the dir whose replicas the metadata assigns to this id keeps it; the others need another one
+        owner = max(idents, key=lambda i: (assigned_here.get(i.path, Counter())[did], -idents.index(i)))
+        where = ", ".join(i.path for i in idents)
+        for ident in idents:
+            if ident is owner:
+                continue
+            held = assigned_here.get(ident.path, Counter())
+            own_ids = [d for d, _n in held.most_common() if d != did and d in unused]
+            if own_ids:
+                fix = (
+                    f"Set `directory.id={own_ids[0]}` in {ident.meta_path} while the broker is stopped: the "
+                    f"cluster metadata assigns {held[own_ids[0]]} replica(s) found in {ident.path} to "
+                    f"that id, "
+                    f"and broker {ctx.node_id} registered it with the controller."
+                )
+            elif len(unused) == 1:
+                fix = (
+                    f"Set `directory.id={unused[0]}` in {ident.meta_path} while the broker is stopped: "
+                    f"broker "
+                    f"{ctx.node_id} registered that id with the controller and no scanned log dir carries it."
+                )
+            else:
+                fix = (
+                    f"Delete the directory.id line from {ident.meta_path} while the broker is stopped (keep "
+                    f"{did} in {owner.path}): a Kafka 3.7+ broker writes a new id at startup and reports "
+                    "the directory of every replica in that dir to the controller."
+                )
+            problem = (
+                f"directory.id {did} is in {len(idents)} log dirs of broker {ctx.node_id} ({where}): the "
+                "broker refuses to start ('Duplicate directory ID ... found'); "
+            )
+            if assigned_here.get(owner.path, Counter())[did]:
+                problem += f"{owner.path} holds the replicas the cluster metadata assigns to {did}"
+            else:
+                problem += "one meta.properties was probably copied from a sibling dir"
+            out.append(
+                catalog.make(
+                    "DIRECTORY_ID_DUPLICATE",
+                    ident.meta_path,
+                    logdir=ident.path,
+                    problem=problem,
+                    fix=fix,
+                    details={"directory_id": did, "log_dirs": [i.path for i in idents], "keeps": owner.path},
+                )
+            )
+    needed, why = ctx.needs_directory_ids
+    if needed:
+        for ident in ctx.identities:
+            if not (ident.readable and ident.is_kraft and ident.directory_id is None):
+                continue
+            held = assigned_here.get(ident.path, Counter())
+            others = {i.directory_id for i in ctx.identities if i.directory_id}
+            candidates = [d for d, _n in held.most_common() if d not in others]
+            if candidates:
+                fix = (
+                    f"Restore it before starting the broker: the cluster metadata assigns "
+                    f"{held[candidates[0]]} "
+                    f"replica(s) found in {ident.path} to {candidates[0]}; add "
+                    f"`directory.id={candidates[0]}` "
+                    f"to {ident.meta_path}."
+                )
+                consequence = (
+                    f"; the replicas the metadata assigns to this dir's former id ({candidates[0]}) are then "
+                    "reported to the controller under the new one"
+                )
+            else:
+                fix = (
+                    "Nothing to do if this dir is new or was formatted by a Kafka before 3.7: the broker "
+                    "adds "
+                    f"an id at startup. If {ident.meta_path} was restored or hand-written, copy its former "
+                    "directory.id back from a backup."
+                )
+                consequence = ""
+            out.append(
+                catalog.make(
+                    "DIRECTORY_ID_MISSING",
+                    ident.meta_path,
+                    logdir=ident.path,
+                    problem=f"{ident.meta_path} has no directory.id although {why}: at startup the broker "
+                    "writes a new random one into it (KafkaRaftServer.initializeLogDirs)" + consequence,
+                    fix=fix,
+                    details={"candidates": candidates},
+                )
+            )
+    im = ctx.image
+    kraft_dirs = [i for i in ctx.identities if i.readable and i.is_kraft]
+    if (
+        im is not None
+        and im.metadata_version is not None
+        and im.metadata_version < DIRECTORY_ASSIGNMENT_LEVEL
+        and len(kraft_dirs) > 1
+    ):
+        first = kraft_dirs[0]
+        out.append(
+            catalog.make(
+                "JBOD_METADATA_VERSION",
+                first.meta_path,
+                logdir=first.path,
+                problem=f"broker {ctx.node_id} has {len(kraft_dirs)} KRaft log dirs "
+                f"({', '.join(i.path for i in kraft_dirs)}) but the cluster's metadata.version is "
+                f"{im.metadata_version_name}: a broker with several log dirs needs 3.7-IV2 or later and "
+                f"fails "
+                "when it reads this metadata.version ('Multiple log directories (aka JBOD) are not "
+                "supported in the current MetadataVersion')",
+                details={"metadata_version": im.metadata_version},
+            )
+        )
+    return out
+
+
+def _assignment_findings(ctx: KraftContext, parts: list[PartitionReport]) -> list[Finding]:
+    im, node = ctx.image, ctx.node_id
+    if im is None or node is None:
+        return []
+    out: list[Finding] = []
+    dir_ids = ctx.dir_ids
+    on_disk: set[tuple[str, int]] = set()
+    for p in parts:
+        if p.kind != DirKind.LOG.value or p.topic == METADATA_TOPIC:
+            continue
+        on_disk.add((p.topic, p.partition))
+        make = partial(catalog.make, logdir=p.log_dir)
+        tp = f"{p.topic}-{p.partition}"
+        image_tid = im.topic_id(p.topic)
+        if image_tid is not None and p.topic_id is not None and p.topic_id != image_tid:
+            continue  # TOPIC_ID_MISMATCH (the scanner's cross-dir check) says it
+        st = im.partition(p.topic, p.partition)
+        reason = None
+        if image_tid is None:
+            reason = f"the cluster metadata has no topic {p.topic} (deleted)"
+        elif st is None:
+            reason = f"the cluster metadata has no partition {p.partition} of {p.topic}"
+        elif node not in st.replicas:
+            reason = (
+                f"the cluster metadata assigns {tp} to brokers {st.replicas} (leader {st.leader}, "
+                f"ISR {st.isr}), not to broker {node}"
+            )
+        elif p.topic_id is None:
+            reason = (
+                f"{os.path.join(p.path, PARTITION_METADATA_FILE)} is missing, so the replica has no topic id "
+                "(a 3.8+ broker treats such a log as stray)"
+            )
+        if reason is not None:
+            details = {"topic": p.topic, "partition": p.partition, "metadata_offset": im.end_offset}
+            if st is not None:
+                details.update(st.to_json())
+            out.append(
+                make(
+                    "REPLICA_NOT_ASSIGNED",
+                    p.path,
+                    problem=f"{p.path} holds {tp} (log end offset {p.log_end_offset}) but {reason}: at "
+                    f"startup "
+                    "a 3.5/3.6 broker deletes this replica; a 3.7+ broker renames it "
+                    f"{tp}.<id>-stray and keeps it, never served",
+                    fix="If the other replicas hold this data (check with kafka-topics --describe), "
+                    "nothing to "
+                    "do; otherwise copy the folder out of the log dir before starting the broker.",
+                    details=details,
+                )
+            )
+            continue
+        assert st is not None
+        assigned = st.directory(node)
+        actual = dir_ids.get(p.log_dir)
+        if not im.directory_assignment or assigned is None or assigned in _NOT_PLACED or actual is None:
+            continue
+        if assigned == actual:
+            continue
+        assigned_dir = ctx.dir_of(assigned)
+        if assigned == LOST:
+            where = "LOST (a directory the controller saw go offline)"
+            severity = Severity.INFO
+        elif assigned_dir is not None:
+            where = f"{assigned} ({assigned_dir})"
+            severity = None
+        else:
+            where = (
+                f"{assigned}, which none of the scanned log dirs carries (a log dir not given to this scan, "
+                "or one whose directory.id changed)"
+            )
+            severity = Severity.INFO
+        back = (
+            f" To put it where the metadata says instead: `logdoctor move-partition {tp} --from {p.log_dir} "
+            f"--to {assigned_dir}`."
+            if assigned_dir is not None
+            else ""
+        )
+        out.append(
+            catalog.make(
+                "REPLICA_MISPLACED",
+                p.path,
+                logdir=p.log_dir,
+                severity=severity,
+                problem=f"{tp} is in {p.log_dir} (directory.id {actual}) but the cluster metadata (offset "
+                f"{st.offset}) assigns broker {node}'s replica to {where}: {_LOAD_AND_REPORT}",
+                fix="Nothing to move: start the broker with every log dir in log.dirs and it updates the "
+                "assignment itself. Keep the assigned dir online meanwhile (a broker with an offline dir "
+                "does not open a replica whose assigned dir is offline)." + back,
+                details={
+                    "topic": p.topic,
+                    "partition": p.partition,
+                    "directory_id": actual,
+                    "assigned_directory_id": assigned,
+                    "assigned_log_dir": assigned_dir,
+                },
+            )
+        )
+    # replicas the metadata assigns to this broker in a scanned dir that is not on disk
+    for (topic, pnum), st in sorted(im.replicas_of(node).items()):
+        if (topic, pnum) in on_disk or topic == METADATA_TOPIC:
+            continue
+        assigned = st.directory(node)
+        assigned_dir = ctx.dir_of(assigned) if assigned else None
+        if assigned_dir is None:
+            continue  # in a dir not scanned, or not placed by directory: cannot tell where it should be
+        tp = f"{topic}-{pnum}"
+        path = os.path.join(assigned_dir, tp)
+        only = st.replicas == [node]
+        out.append(
+            catalog.make(
+                "REPLICA_MISSING",
+                path,
+                logdir=assigned_dir,
+                severity=Severity.ERROR if only else None,
+                problem=f"the cluster metadata assigns {tp} (replicas {st.replicas}, leader {st.leader}, ISR "
+                f"{st.isr}) to {assigned_dir} (directory.id {assigned}) but no scanned log dir holds it: the "
+                "broker creates an empty log there at startup and fetches it from the leader"
+                + (" - it is the only replica, so its data is gone" if only else ""),
+                fix="If the folder was moved out of the log dirs by hand, put it back (into "
+                f"{assigned_dir}); otherwise let the broker re-fetch it from the leader.",
+                details={
+                    "topic": topic,
+                    "partition": pnum,
+                    "assigned_directory_id": assigned,
+                    "missing": True,
+                },
+            )
+        )
+    return out
+
+
+def _stray_findings(ctx: KraftContext, paths: list[str]) -> list[Finding]:
+    out: list[Finding] = []
+    im, node = ctx.image, ctx.node_id
+    for path in paths:
+        try:
+            strays = [p for p in LogDir(path).orphan_partitions if p.kind is DirKind.STRAY]
+        except OSError:
+            continue
+        for sp in strays:
+            tp = f"{sp.topic}-{sp.partition}"
+            try:
+                size = sum(os.path.getsize(os.path.join(sp.path, n)) for n in os.listdir(sp.path))
+                tid = sp.topic_id
+            except OSError:
+                size, tid = 0, None
+            state = ""
+            if im is not None:
+                st = im.partition(sp.topic, sp.partition)
+                if st is None:
+                    state = f"; the cluster metadata has no {tp} any more"
+                elif tid is not None and tid != st.topic_id:
+                    state = (
+                        f"; it belongs to an older incarnation of {sp.topic} (topic id {tid}, now "
+                        f"{st.topic_id})"
+                    )
+                else:
+                    mine = node is not None and node in st.replicas
+                    state = (
+                        f"; the metadata now lists replicas {st.replicas} (leader {st.leader}, ISR {st.isr})"
+                        + (f", broker {node} among them" if mine else "")
+                    )
+            out.append(
+                catalog.make(
+                    "STRAY_REPLICA_LEFT",
+                    str(sp.path),
+                    logdir=path,
+                    problem=f"{sp.path} is a replica of {tp} ({size:,} bytes) that Kafka moved aside as "
+                    f"a stray "
+                    f"(no longer assigned to this broker){state}: Kafka keeps it forever, never serves "
+                    f"it and "
+                    "never deletes it",
+                    fix="Make sure the data is held elsewhere (kafka-topics --describe; `logdoctor dump` "
+                    "reads "
+                    f"the folder), then delete it while the broker is stopped: `rm -r {sp.path}`.",
+                    details={"topic": sp.topic, "partition": sp.partition, "bytes": size, "topic_id": tid},
+                )
+            )
+    return out
+
+
+def check_kraft(
+    paths: list[str], parts: list[PartitionReport], image: MetadataImage | None
+) -> tuple[KraftContext, list[Finding]]:
+    """Directory identity, directory assignment and stray findings of one broker's log dirs."""
+    identities = read_identities(paths)
+    ctx = KraftContext(identities, image, _node_id(identities))
+    findings = _identity_findings(ctx, parts)
+    findings += _assignment_findings(ctx, parts)
+    findings += _stray_findings(ctx, paths)
+    return ctx, findings

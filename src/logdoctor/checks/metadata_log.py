@@ -1,0 +1,179 @@
+"""Checks of a KRaft node's metadata log (``__cluster_metadata-0``) and its ``bootstrap.checkpoint``.
+
+What the node does with each at startup (K: = path in apache/kafka):
+
+- K:core/.../raft/KafkaMetadataLog.scala ``recoverSnapshots``: partial (``.checkpoint.part``) and
+  ``.checkpoint.deleted`` snapshots and those below the log start offset are deleted; when the log
+  start offset is above 0 there must be a snapshot at or above it, else "Inconsistent snapshot
+  state" stops the node. The latest snapshot is what the node loads first
+  (K:raft/.../snapshot/RecordsSnapshotReader.java: header first, footer last, CRCs valid).
+- K:raft/.../raft/QuorumState.java ``initialize``: a quorum-state whose epoch is below the last
+  epoch written in the log is overridden ("Epoch from quorum store file ... is smaller than last
+  written epoch") and the node starts unattached at the log's epoch; an unreadable quorum-state
+  stops it (K:raft/.../FileQuorumStateStore.java).
+- K:metadata/.../bootstrap/BootstrapDirectory.java ``read``: ``bootstrap.checkpoint`` of the
+  metadata log dir is read at every start (KafkaRaftServer.initializeLogDirs); unreadable, the node
+  does not start.
+- A snapshot id is (end offset, epoch): the epoch of its last record (offset end - 1), so where the
+  log still holds that offset its leader epoch must be the snapshot's
+  (K:raft/.../snapshot/Snapshots.java, ReplicatedLog.validateOffsetAndEpoch).
+"""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+from logdoctor.checks import catalog
+from logdoctor.checks.findings import Finding, Severity
+from logdoctor.errors import FormatError
+from logdoctor.logdir.metadata_image import MetadataImage
+from logdoctor.logdir.names import BOOTSTRAP_CHECKPOINT_FILE, QUORUM_STATE_FILE
+
+__all__ = ["check_metadata_log"]
+
+
+def _epoch_at(epochs: list[tuple[int, int]], offset: int) -> int | None:
+    """The leader epoch of ``offset`` from leader-epoch-checkpoint entries (epoch, start offset)."""
+    found = None
+    for epoch, start in epochs:
+        if start <= offset:
+            found = epoch
+    return found
+
+
+def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[Finding]:
+    """Findings about ``metadata_dir`` (a ``__cluster_metadata-0`` folder) and its log dir's bootstrap."""
+    from logdoctor.formats.kraft_snapshot import parse_kraft_snapshot
+    from logdoctor.formats.quorum_state import parse_quorum_state
+    from logdoctor.logdir.files import read_file
+    from logdoctor.logdir.model import LogDir
+
+    log_dir = os.path.dirname(metadata_dir)
+    make = partial(catalog.make, logdir=log_dir)
+    out: list[Finding] = []
+    ld = LogDir(log_dir)
+    try:
+        part = ld.partition("__cluster_metadata", 0)
+    except KeyError:
+        return out
+    snapshots = part.kraft_snapshots  # (end offset, epoch, path), sorted
+    segments = part.segments
+    log_start = segments[0].base_offset if segments else None
+    epochs = part.leader_epochs
+    latest_good: tuple[int, int] | None = None
+    for i, (end, epoch, path) in enumerate(snapshots):
+        latest = i == len(snapshots) - 1
+        try:
+            parse_kraft_snapshot(read_file(path), name=path.name, source=str(path))
+        except (FormatError, OSError) as e:
+            out.append(
+                make(
+                    "METADATA_SNAPSHOT_CORRUPT",
+                    str(path),
+                    position=getattr(e, "position", None),
+                    severity=None if latest else Severity.WARNING,
+                    problem=f"{path} cannot be read as a KRaft snapshot ({e}): "
+                    + (
+                        "it is the latest snapshot, which the node loads at startup: the node fails"
+                        if latest
+                        else "an older snapshot, which the node keeps until it deletes it; a follower "
+                        "fetching it would fail"
+                    ),
+                )
+            )
+            continue
+        latest_good = (end, epoch)
+        log_epoch = (
+            _epoch_at(epochs, end - 1) if epochs and log_start is not None and end - 1 >= log_start else None
+        )
+        if log_epoch is not None and log_epoch != epoch and end <= (part.log_end_offset or 0):
+            out.append(
+                make(
+                    "METADATA_SNAPSHOT_MISMATCH",
+                    str(path),
+                    problem=f"snapshot {path.name} says offset {end - 1} is in leader epoch {epoch}, but the "
+                    f"metadata log's leader-epoch-checkpoint puts it in epoch {log_epoch}: the snapshot and "
+                    "the log come from different histories (a snapshot or log copied in from another node?)",
+                    details={"end_offset": end, "epoch": epoch, "log_epoch": log_epoch},
+                )
+            )
+    if log_start is not None and log_start > 0 and not any(end >= log_start for end, _e, _p in snapshots):
+        out.append(
+            make(
+                "METADATA_SNAPSHOT_MISSING",
+                str(part.path),
+                problem=f"the metadata log starts at offset {log_start} but no snapshot reaches it "
+                f"(snapshots: {', '.join(p.name for _e, _p2, p in snapshots) or 'none'}): the node stops at "
+                "startup ('Inconsistent snapshot state: there must be a snapshot at an offset larger "
+                "then the "
+                "current log start offset')",
+                details={"log_start_offset": log_start},
+            )
+        )
+    # quorum-state against the log
+    qpath = part.path / QUORUM_STATE_FILE
+    if qpath.exists():
+        try:
+            qs = parse_quorum_state(read_file(qpath), source=str(qpath))
+        except (FormatError, OSError) as e:
+            out.append(
+                make(
+                    "QUORUM_STATE_CORRUPT",
+                    str(qpath),
+                    position=getattr(e, "position", None),
+                    problem=f"{qpath} cannot be read ({e}): the node does not start "
+                    "(FileQuorumStateStore.readElectionState)",
+                )
+            )
+            qs = None
+        if qs is not None:
+            written = max(
+                [e for e, _s in epochs]
+                + ([image.last_epoch] if image is not None else [])
+                + ([latest_good[1]] if latest_good else [])
+                + [-1]
+            )
+            if qs.leader_epoch < written:
+                out.append(
+                    make(
+                        "QUORUM_STATE_MISMATCH",
+                        str(qpath),
+                        problem=f"{qpath} has leader epoch {qs.leader_epoch} but the metadata log holds "
+                        f"epoch "
+                        f"{written}: the node overrides the file and starts unattached at epoch {written} "
+                        "('Epoch from quorum store file ... is smaller than last written epoch'); the file "
+                        "was restored from an older copy or the log copied in from another node",
+                        details={"quorum_state_epoch": qs.leader_epoch, "log_epoch": written},
+                    )
+                )
+            voters = qs.current_voters
+            if voters:
+                for role, node in (("leader", qs.leader_id), ("voted-for node", qs.voted_id)):
+                    if node >= 0 and node not in voters:
+                        out.append(
+                            make(
+                                "QUORUM_STATE_MISMATCH",
+                                str(qpath),
+                                severity=Severity.WARNING,
+                                problem=f"{qpath} names node {node} as {role} but its voters are {voters}: "
+                                "the file does not describe one quorum",
+                                details={"node": node, "voters": voters},
+                            )
+                        )
+    # bootstrap.checkpoint of the metadata log dir
+    bpath = os.path.join(log_dir, BOOTSTRAP_CHECKPOINT_FILE)
+    if os.path.exists(bpath):
+        try:
+            parse_kraft_snapshot(read_file(bpath), name=None, source=bpath)
+        except (FormatError, OSError) as e:
+            out.append(
+                make(
+                    "BOOTSTRAP_CHECKPOINT_CORRUPT",
+                    bpath,
+                    position=getattr(e, "position", None),
+                    problem=f"{bpath} cannot be read ({e}): the node reads it at every start "
+                    "(BootstrapDirectory.read) and does not start",
+                )
+            )
+    return out

@@ -1,0 +1,484 @@
+"""Replay a KRaft broker's ``__cluster_metadata-0`` to the metadata image it describes.
+
+What a broker rebuilds at startup before it touches its replicas (K: = path in apache/kafka):
+the latest snapshot (``<end offset>-<epoch>.checkpoint``), then every record of the metadata log
+from the snapshot's end offset on (K:metadata/.../image/loader/MetadataLoader.java). The image
+keeps what the log dir checks and procedures need:
+
+- topics: name <-> topic id (TopicRecord, RemoveTopicRecord; K:metadata/.../image/TopicsDelta.java);
+- partitions: replicas, ISR, leader, leader epoch, partition epoch and the assigned directory of
+  each replica (PartitionRecord, PartitionChangeRecord merged as
+  K:metadata/.../metadata/PartitionRegistration.java ``merge`` does: ``leader`` -2 means no change,
+  any other value bumps the leader epoch; null arrays mean no change; an all-MIGRATING or empty
+  ``directories`` means MIGRATING for every replica);
+- brokers: their registered log dir ids (RegisterBrokerRecord v3+ ``log_dirs``,
+  BrokerRegistrationChangeRecord v2+; K:metadata/.../controller/ClusterControlManager.java replay);
+- features (``metadata.version`` decides whether directory assignment is in use: 3.7-IV2, level 17,
+  K:server-common/.../common/MetadataVersion.java ``isDirectoryAssignmentSupported``);
+- configs (ConfigRecord; a null value deletes the key, RemoveTopicRecord deletes the topic's
+  configs; K:metadata/.../image/ConfigurationDelta.java, MetadataDelta.java), with the metadata
+  offset each value was set at: :attr:`MetadataImage.topic_configs` / ``topic_config_offsets``.
+
+Records between BeginTransactionRecord and EndTransactionRecord apply at the end; an
+AbortTransactionRecord discards them (KIP-868, K:metadata/.../image/loader/MetadataBatchLoader.java).
+Replay never raises on bad bytes: an unreadable snapshot falls back to the previous one, a damaged
+segment stops the replay there, and every problem is kept in :attr:`MetadataImage.errors`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from logdoctor.errors import FormatError
+from logdoctor.logdir.identity import MIGRATING
+from logdoctor.logdir.names import METADATA_TOPIC, parse_kraft_snapshot, parse_segment_file
+
+__all__ = [
+    "DIRECTORY_ASSIGNMENT_LEVEL",
+    "BrokerRegistration",
+    "MetadataImage",
+    "PartitionState",
+    "ReplayProblem",
+    "find_metadata_dir",
+    "metadata_version_name",
+    "replay",
+]
+
+METADATA_DIR_NAME = f"{METADATA_TOPIC}-0"
+#: metadata.version feature level of 3.7-IV2, the first with directory assignment (KIP-858)
+DIRECTORY_ASSIGNMENT_LEVEL = 17
+NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader default (K:metadata/.../LeaderConstants.java)
+TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
+BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
+
+# MetadataVersion feature levels (K:server-common/.../common/MetadataVersion.java)
+_MV_NAMES = dict(
+    enumerate(
+        (
+            None,
+            "3.0-IV1",
+            "3.1-IV0",
+            "3.2-IV0",
+            "3.3-IV0",
+            "3.3-IV1",
+            "3.3-IV2",
+            "3.3-IV3",
+            "3.4-IV0",
+            "3.5-IV0",
+            "3.5-IV1",
+            "3.5-IV2",
+            "3.6-IV0",
+            "3.6-IV1",
+            "3.6-IV2",
+            "3.7-IV0",
+            "3.7-IV1",
+            "3.7-IV2",
+            "3.7-IV3",
+            "3.7-IV4",
+            "3.8-IV0",
+            "3.9-IV0",
+            "4.0-IV0",
+            "4.0-IV1",
+            "4.0-IV2",
+            "4.0-IV3",
+        )
+    )
+)
+
+
+def metadata_version_name(level: int | None) -> str:
+    """``3.7-IV2`` for feature level 17; ``level N`` for levels this table does not name."""
+    if level is None:
+        return "unknown"
+    return _MV_NAMES.get(level) or f"level {level}"
+
+
+@dataclass(slots=True)
+class PartitionState:
+    """One partition as the image holds it (PartitionRegistration)."""
+
+    topic_id: str
+    partition: int
+    replicas: list[int]
+    isr: list[int]
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    directories: list[str]  # one per replica (Kafka Uuid text); MIGRATING when unassigned by version
+    removing_replicas: list[int] = field(default_factory=list)
+    adding_replicas: list[int] = field(default_factory=list)
+    leader_recovery_state: int = 0
+    offset: int = -1  # metadata offset of the record that last changed it
+
+    def directory(self, broker_id: int) -> str | None:
+        """The directory id assigned to ``broker_id``'s replica; None when it is not a replica."""
+        for i, r in enumerate(self.replicas):
+            if r == broker_id:
+                return self.directories[i] if i < len(self.directories) else MIGRATING
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic_id": self.topic_id,
+            "partition": self.partition,
+            "replicas": self.replicas,
+            "isr": self.isr,
+            "leader": self.leader,
+            "leader_epoch": self.leader_epoch,
+            "partition_epoch": self.partition_epoch,
+            "directories": self.directories,
+            "removing_replicas": self.removing_replicas,
+            "adding_replicas": self.adding_replicas,
+            "offset": self.offset,
+        }
+
+
+@dataclass(slots=True)
+class BrokerRegistration:
+    broker_id: int
+    broker_epoch: int
+    log_dirs: list[str]  # registered directory ids ([] before 3.7-IV2)
+    fenced: bool | None = None
+    offset: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayProblem:
+    path: str
+    position: int | None
+    message: str
+
+
+@dataclass
+class MetadataImage:
+    """The image a broker would build from its metadata log dir (see the module docstring)."""
+
+    metadata_dir: str
+    snapshot: tuple[int, int] | None = None  # (end offset, epoch) of the snapshot replayed
+    snapshot_path: str | None = None
+    end_offset: int = 0  # the offset after the last record replayed
+    last_epoch: int = -1  # partition leader epoch of the last batch replayed
+    topics: dict[str, str] = field(default_factory=dict)  # name -> topic id
+    topic_names: dict[str, str] = field(default_factory=dict)  # topic id -> name
+    partitions: dict[tuple[str, int], PartitionState] = field(default_factory=dict)  # (topic id, p)
+    brokers: dict[int, BrokerRegistration] = field(default_factory=dict)
+    features: dict[str, int] = field(default_factory=dict)
+    configs: dict[tuple[int, str], dict[str, tuple[str, int]]] = field(default_factory=dict)
+    records: int = 0  # metadata records applied
+    record_types: Counter = field(default_factory=Counter)
+    skipped: Counter = field(default_factory=Counter)  # "unknown type N, version V" -> count
+    errors: list[ReplayProblem] = field(default_factory=list)
+    open_transaction: bool = False  # a metadata transaction began and did not end
+    segments_read: list[str] = field(default_factory=list)
+
+    # --- views -----------------------------------------------------------------------------------
+    @property
+    def metadata_version(self) -> int | None:
+        return self.features.get("metadata.version")
+
+    @property
+    def metadata_version_name(self) -> str:
+        return metadata_version_name(self.metadata_version)
+
+    @property
+    def directory_assignment(self) -> bool:
+        """metadata.version >= 3.7-IV2: replicas are assigned to directory ids."""
+        mv = self.metadata_version
+        return mv is not None and mv >= DIRECTORY_ASSIGNMENT_LEVEL
+
+    def topic_id(self, topic: str) -> str | None:
+        return self.topics.get(topic)
+
+    def partition(self, topic: str, partition: int) -> PartitionState | None:
+        tid = self.topics.get(topic)
+        return self.partitions.get((tid, partition)) if tid is not None else None
+
+    def partition_name(self, state: PartitionState) -> str:
+        return f"{self.topic_names.get(state.topic_id, state.topic_id)}-{state.partition}"
+
+    def replicas_of(self, broker_id: int) -> dict[tuple[str, int], PartitionState]:
+        """(topic name, partition) -> state, for every partition listing ``broker_id`` as a replica."""
+        out: dict[tuple[str, int], PartitionState] = {}
+        for (tid, p), st in self.partitions.items():
+            if broker_id in st.replicas:
+                out[(self.topic_names.get(tid, tid), p)] = st
+        return out
+
+    @property
+    def topic_configs(self) -> dict[str, dict[str, str]]:
+        """topic name -> {config name: value} (dynamic topic configs, as ConfigRecords set them)."""
+        return {
+            name: {k: v for k, (v, _o) in values.items()}
+            for (rt, name), values in self.configs.items()
+            if rt == TOPIC_RESOURCE
+        }
+
+    @property
+    def topic_config_offsets(self) -> dict[str, dict[str, int]]:
+        """topic name -> {config name: metadata offset of the ConfigRecord that set it}."""
+        return {
+            name: {k: o for k, (_v, o) in values.items()}
+            for (rt, name), values in self.configs.items()
+            if rt == TOPIC_RESOURCE
+        }
+
+    @property
+    def broker_configs(self) -> dict[str, dict[str, str]]:
+        """broker id as text ("" = the cluster-wide default) -> {config name: value}."""
+        return {
+            name: {k: v for k, (v, _o) in values.items()}
+            for (rt, name), values in self.configs.items()
+            if rt == BROKER_RESOURCE
+        }
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "metadata_dir": self.metadata_dir,
+            "snapshot": list(self.snapshot) if self.snapshot else None,
+            "end_offset": self.end_offset,
+            "last_epoch": self.last_epoch,
+            "metadata_version": self.metadata_version,
+            "metadata_version_name": self.metadata_version_name,
+            "topics": len(self.topics),
+            "partitions": len(self.partitions),
+            "brokers": sorted(self.brokers),
+            "records": self.records,
+            "skipped": dict(self.skipped),
+            "errors": [{"path": e.path, "position": e.position, "message": e.message} for e in self.errors],
+        }
+
+    # --- replay ----------------------------------------------------------------------------------
+    def _apply(self, decoded: dict[str, Any], offset: int) -> None:
+        kind = decoded["type"]
+        d = decoded["data"]
+        self.records += 1
+        self.record_types[kind] += 1
+        if kind == "TopicRecord":
+            old = self.topics.get(d["name"])
+            if old is not None and old != d["topic_id"]:
+                self.topic_names.pop(old, None)
+            self.topics[d["name"]] = d["topic_id"]
+            self.topic_names[d["topic_id"]] = d["name"]
+        elif kind == "RemoveTopicRecord":
+            tid = d["topic_id"]
+            name = self.topic_names.pop(tid, None)
+            if name is not None and self.topics.get(name) == tid:
+                del self.topics[name]
+                self.configs.pop((TOPIC_RESOURCE, name), None)
+            for key in [k for k in self.partitions if k[0] == tid]:
+                del self.partitions[key]
+        elif kind == "PartitionRecord":
+            replicas = list(d["replicas"])
+            self.partitions[(d["topic_id"], d["partition_id"])] = PartitionState(
+                d["topic_id"],
+                d["partition_id"],
+                replicas,
+                list(d["isr"]),
+                d["leader"],
+                d["leader_epoch"],
+                d["partition_epoch"],
+                _directories(d.get("directories"), len(replicas)),
+                list(d["removing_replicas"]),
+                list(d["adding_replicas"]),
+                d.get("leader_recovery_state", 0),
+                offset,
+            )
+        elif kind == "PartitionChangeRecord":
+            st = self.partitions.get((d["topic_id"], d["partition_id"]))
+            if st is None:
+                return  # a change of a partition the image does not hold (Kafka fails the delta)
+            if d.get("replicas") is not None:
+                st.replicas = list(d["replicas"])
+            dirs = d.get("directories")
+            st.directories = _directories(st.directories if dirs is None else dirs, len(st.replicas))
+            if d.get("isr") is not None:
+                st.isr = list(d["isr"])
+            if d.get("removing_replicas") is not None:
+                st.removing_replicas = list(d["removing_replicas"])
+            if d.get("adding_replicas") is not None:
+                st.adding_replicas = list(d["adding_replicas"])
+            if d.get("leader", NO_LEADER_CHANGE) != NO_LEADER_CHANGE:
+                st.leader = d["leader"]
+                st.leader_epoch += 1
+            if d.get("leader_recovery_state", -1) != -1:
+                st.leader_recovery_state = d["leader_recovery_state"]
+            st.partition_epoch += 1
+            st.offset = offset
+        elif kind == "ConfigRecord":
+            key = (d["resource_type"], d["resource_name"])
+            if d["value"] is None:
+                values = self.configs.get(key)
+                if values is not None:
+                    values.pop(d["name"], None)
+            else:
+                self.configs.setdefault(key, {})[d["name"]] = (d["value"], offset)
+        elif kind == "RegisterBrokerRecord":
+            self.brokers[d["broker_id"]] = BrokerRegistration(
+                d["broker_id"], d["broker_epoch"], list(d.get("log_dirs") or []), d.get("fenced"), offset
+            )
+        elif kind == "BrokerRegistrationChangeRecord":
+            reg = self.brokers.get(d["broker_id"])
+            if reg is not None:
+                if d.get("log_dirs"):
+                    reg.log_dirs = list(d["log_dirs"])
+                reg.offset = offset
+        elif kind == "UnregisterBrokerRecord":
+            self.brokers.pop(d["broker_id"], None)
+        elif kind == "FeatureLevelRecord":
+            if d["feature_level"] == 0:
+                self.features.pop(d["name"], None)
+            else:
+                self.features[d["name"]] = d["feature_level"]
+
+
+def _directories(dirs: list[str] | None, replicas: int) -> list[str]:
+    # PartitionRegistration.defaultToMigrating: no ids, or only MIGRATING ones, mean MIGRATING for all
+    if not dirs or all(x == MIGRATING for x in dirs):
+        return [MIGRATING] * replicas
+    return list(dirs)
+
+
+class _Replayer:
+    def __init__(self, image: MetadataImage) -> None:
+        self.image = image
+        self.pending: list[tuple[dict[str, Any], int]] | None = None
+
+    def record(self, value: bytes | memoryview | None, offset: int, path: str, position: int) -> None:
+        from logdoctor.errors import UnsupportedError
+        from logdoctor.formats.internal.cluster_metadata import decode_metadata_record
+
+        try:
+            decoded = decode_metadata_record(value, source=path)
+        except UnsupportedError:
+            self.image.skipped[_unknown_label(value)] += 1
+            return
+        except FormatError as e:
+            self.image.errors.append(ReplayProblem(path, position, f"offset {offset}: {e}"))
+            return
+        kind = decoded["type"]
+        if kind == "BeginTransactionRecord":
+            self.pending = []
+            self.image.open_transaction = True
+            return
+        if kind == "EndTransactionRecord":
+            for rec, off in self.pending or []:
+                self.image._apply(rec, off)
+            self.pending = None
+            self.image.open_transaction = False
+            return
+        if kind == "AbortTransactionRecord":
+            self.pending = None
+            self.image.open_transaction = False
+            return
+        if self.pending is not None:
+            self.pending.append((decoded, offset))
+        else:
+            self.image._apply(decoded, offset)
+
+    def batches(self, buf: bytes | memoryview, path: str, min_offset: int) -> bool:
+        """Apply every data record at or above ``min_offset``; False when the walk hit bad bytes."""
+        from logdoctor.formats.records import iter_batches
+
+        try:
+            for batch in iter_batches(buf, source=path, verify_crc=True):
+                if batch.last_offset < min_offset:
+                    continue
+                if not batch.is_control:
+                    for rec in batch.records():
+                        if rec.offset >= min_offset:
+                            self.record(rec.value, rec.offset, path, batch.position)
+                self.image.end_offset = max(self.image.end_offset, batch.last_offset + 1)
+                self.image.last_epoch = batch.partition_leader_epoch
+        except FormatError as e:
+            self.image.errors.append(ReplayProblem(path, e.position, str(e)))
+            return False
+        return True
+
+
+def _unknown_label(value: bytes | memoryview | None) -> str:
+    """``unknown type N, version V`` from the record's frame (uvarints), or ``unreadable frame``."""
+    data = bytes(value or b"")
+    nums = []
+    pos = 0
+    for _ in range(3):
+        result = shift = 0
+        while pos < len(data):
+            b = data[pos]
+            pos += 1
+            result |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        nums.append(result)
+    if len(nums) < 3 or pos > len(data):
+        return "unreadable frame"
+    return f"unknown type {nums[1]}, version {nums[2]}"
+
+
+def find_metadata_dir(log_dirs: list[str] | tuple[str, ...]) -> str | None:
+    """The ``__cluster_metadata-0`` folder in one of ``log_dirs`` (the broker's metadata.log.dir)."""
+    for d in log_dirs:
+        p = os.path.join(os.fspath(d), METADATA_DIR_NAME)
+        if os.path.isdir(p):
+            return p
+    return None
+
+
+def replay(metadata_dir: str | os.PathLike[str]) -> MetadataImage:
+    """Replay ``metadata_dir`` (a ``__cluster_metadata-0`` folder). Never raises on bad data."""
+    from logdoctor.logdir.files import map_file, read_file
+
+    mdir = os.path.abspath(os.fspath(metadata_dir))
+    image = MetadataImage(mdir)
+    try:
+        names = sorted(os.listdir(mdir))
+    except OSError as e:
+        image.errors.append(ReplayProblem(mdir, None, f"cannot list: {e.strerror or e}"))
+        return image
+    snapshots: list[tuple[int, int, str]] = []
+    logs: list[tuple[int, str]] = []
+    for n in names:
+        snap = parse_kraft_snapshot(n)
+        if snap is not None:
+            if snap[1] is not None and snap[1].value == "":
+                snapshots.append((snap[0].offset, snap[0].epoch, n))
+            continue
+        seg = parse_segment_file(n)
+        if seg is not None and seg.suffix == ".log":
+            logs.append((seg.base_offset, n))
+    replayer = _Replayer(image)
+    start = 0
+    for end, epoch, name in sorted(snapshots, reverse=True):
+        path = os.path.join(mdir, name)
+        trial = MetadataImage(mdir)
+        trial_replayer = _Replayer(trial)
+        try:
+            ok = trial_replayer.batches(read_file(Path(path)), path, 0)
+        except OSError as e:
+            trial.errors.append(ReplayProblem(path, None, f"cannot read: {e.strerror or e}"))
+            ok = False
+        if ok:
+            trial.errors = image.errors + trial.errors
+            image = trial
+            replayer = trial_replayer
+            replayer.pending = None  # a snapshot never ends inside a transaction
+            image.snapshot, image.snapshot_path = (end, epoch), path
+            image.end_offset = end
+            start = end
+            break
+        image.errors.extend(trial.errors)
+    for _base, name in sorted(logs):
+        path = os.path.join(mdir, name)
+        try:
+            buf = map_file(Path(path))
+        except OSError as e:
+            image.errors.append(ReplayProblem(path, None, f"cannot read: {e.strerror or e}"))
+            break
+        image.segments_read.append(path)
+        if not replayer.batches(buf, path, start):
+            break
+    return image
