@@ -373,9 +373,9 @@ _ENTRIES = (
         _W,
         "a snapshot id whose epoch disagrees with the metadata log's leader epochs",
         "{problem}",
-        "Compare with the other controllers' __cluster_metadata-0 (`logdoctor dump` of the snapshot and "
-        "of the "
-        "log); if this node's copy is the odd one, let it fetch the metadata again.",
+        "Compare with the other controllers' __cluster_metadata-0 (`logdoctor dump {path}` shows the "
+        "snapshot's records, and dump of the log's segments the log's); if this node's copy is the odd one, "
+        "let it fetch the metadata again.",
         "K:raft/.../snapshot/Snapshots.java, raft/.../ReplicatedLog.java validateOffsetAndEpoch",
     ),
     Entry(

@@ -551,6 +551,22 @@ def _unclean_shutdown(ld: LogDir, rep: LogDirReport, parts: list[PartitionReport
     )
 
 
+def _broker_groups(reports: list[LogDirReport]) -> list[list[str]]:
+    """The scanned log dirs by broker (cluster.id, node id), in the order given.
+
+    Dirs whose meta.properties is missing or unreadable go with the only broker when there is one,
+    otherwise they form a group of their own.
+    """
+    groups: dict[tuple[str, int] | None, list[str]] = {}
+    for r in reports:
+        key = (r.cluster_id or "", r.node_id) if r.mode is not None and r.node_id is not None else None
+        groups.setdefault(key, []).append(r.path)
+    known = [k for k in groups if k is not None]
+    if None in groups and len(known) == 1:
+        groups[known[0]].extend(groups.pop(None))
+    return list(groups.values())
+
+
 def _different_brokers(reports: list[LogDirReport], parts: list[PartitionReport]) -> Finding | None:
     """One finding when the given log dirs belong to different brokers.
 
@@ -794,12 +810,21 @@ def scan(
         findings.extend(rep.findings)
     for r in results:
         findings.extend(r.findings)
-    mdir = find_metadata_dir(paths)
-    image = replay(mdir) if mdir is not None else None
+    # KRaft checks per broker: the log dirs of several brokers scanned together each get their own
+    # broker's metadata log (a replica of broker 2 is not "not assigned to broker 1")
+    image: MetadataImage | None = None
+    kraft_findings: list[Finding] = []
+    for group in _broker_groups(reports):
+        mdir = find_metadata_dir(group)
+        group_image = replay(mdir) if mdir is not None else None
+        image = image if image is not None else group_image
+        members = set(group)
+        group_parts = [r for r in results if r.log_dir in members]
+        kraft_findings.extend(check_kraft(group, group_parts, group_image)[1])
+        if mdir is not None:
+            kraft_findings.extend(check_metadata_log(mdir, group_image))
     findings.extend(_cross_dir(reports, results, image))
-    findings.extend(check_kraft(paths, results, image)[1])
-    if mdir is not None:
-        findings.extend(check_metadata_log(mdir, image))
+    findings.extend(kraft_findings)
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
     return ScanReport(
