@@ -95,3 +95,20 @@ def test_three_node_cluster_replicas_partition_the_topics(realworld_dir):
 def test_meta_only_dir_has_a_directory_id(realworld_dir):
     ident = read_identity(realworld_dir / "kraft-meta-only-surjith-07")
     assert ident.is_kraft and ident.directory_id == "nw6U-zVce9rRQcZYDK0Kpw" and ident.node_id == 3
+
+
+@pytest.mark.realworld
+def test_the_logs_leader_change_voters_match_the_quorum_state_kafka_wrote() -> None:
+    """The voters of the last LeaderChangeMessage we decode equal the currentVoters of the quorum-state
+    file the same node wrote (an independent record of the same set)."""
+    import json
+
+    compared = 0
+    for mdir in sorted(realworld.require().glob("*/__cluster_metadata-0")):
+        qs = json.loads((mdir / "quorum-state").read_text())
+        image = replay(mdir)
+        if image.leader_change is None or not qs.get("currentVoters"):
+            continue
+        assert list(image.leader_change[1]) == sorted(v["voterId"] for v in qs["currentVoters"]), mdir
+        compared += 1
+    assert compared >= 3

@@ -161,3 +161,52 @@ def test_leftover_snapshot_files(tmp_path):
     assert "KafkaMetadataLog.recoverSnapshots" in orphans[str(deleted)].message
     assert "being written" in orphans[str(partial)].message
     assert [f for f in report.findings if f.code in CODES] == []
+
+
+def _append_control(mdir: Path, value, *, epoch: int = 3) -> None:
+    """Append one control batch holding ``value`` to the metadata log's only segment."""
+    from logdoctor.formats.control import control_record_spec
+    from logdoctor.formats.writer import build_record_batch
+
+    seg = mdir / "00000000000000000000.log"
+    end = replay(mdir).end_offset
+    batch = build_record_batch([control_record_spec(value)], base_offset=end, partition_leader_epoch=epoch,
+                               is_control=True)
+    with open(seg, "ab") as f:
+        f.write(batch)
+
+
+def test_static_voters_of_quorum_state_against_the_logs_leader_change(tmp_path):
+    from logdoctor.formats.control import LeaderChangeMessage, LeaderChangeVoter
+
+    fleet, mdir, _recs = _node(tmp_path)
+    q = mdir / "quorum-state"
+    _append_control(mdir, LeaderChangeMessage(0, 1, tuple(LeaderChangeVoter(v) for v in (1, 2, 3))))
+    assert replay(mdir).leader_change == (1, (1, 2, 3))
+    v0 = dict(leader_id=1, leader_epoch=3, voted_id=-1, cluster_id="", applied_offset=0)
+    q.write_bytes(write_quorum_state(QuorumState(0, **v0, current_voters=[1])))
+    found, report = _found(fleet)
+    assert found == [("QUORUM_STATE_MISMATCH", str(q))]
+    (msg,) = [f.message for f in report.findings if f.code == "QUORUM_STATE_MISMATCH"]
+    assert "[1]" in msg and "[1, 2, 3]" in msg
+    q.write_bytes(write_quorum_state(QuorumState(0, **v0, current_voters=[3, 2, 1])))
+    assert _found(fleet)[0] == []
+
+
+def test_dynamic_quorum_state_against_the_logs_voters_record(tmp_path):
+    import uuid
+
+    from logdoctor.formats.control import Endpoint, KRaftVersionFeature, Voter, VotersRecord
+
+    fleet, mdir, _recs = _node(tmp_path)
+    q = mdir / "quorum-state"
+    endpoint = Endpoint("CONTROLLER", "localhost", 9093)
+    voter = Voter(1, uuid.UUID(int=7), (endpoint,), KRaftVersionFeature(0, 1))
+    _append_control(mdir, VotersRecord(0, (voter,)))
+    assert replay(mdir).voters == (1,)
+    q.write_bytes(write_quorum_state(QuorumState(1, leader_id=1, leader_epoch=3, voted_id=-1,
+                                                 voted_directory_id=None)))
+    assert _found(fleet)[0] == []
+    q.write_bytes(write_quorum_state(QuorumState(1, leader_id=4, leader_epoch=3, voted_id=-1,
+                                                 voted_directory_id=None)))
+    assert _found(fleet)[0] == [("QUORUM_STATE_MISMATCH", str(q))]

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from functools import partial
+from typing import Any
 
 from logdoctor.checks import catalog
 from logdoctor.checks.findings import Finding, Severity
@@ -161,6 +162,8 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
                                 details={"node": node, "voters": voters},
                             )
                         )
+        if qs is not None and image is not None:
+            out.extend(_voters_against_the_log(qs, str(qpath), image, make))
     # bootstrap.checkpoint of the metadata log dir
     bpath = os.path.join(log_dir, BOOTSTRAP_CHECKPOINT_FILE)
     if os.path.exists(bpath):
@@ -176,4 +179,49 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
                     "(BootstrapDirectory.read) and does not start",
                 )
             )
+    return out
+
+
+def _voters_against_the_log(qs: Any, qpath: str, image: MetadataImage, make: Any) -> list[Finding]:
+    """quorum-state's voters against the voters the metadata log records.
+
+    A static quorum (quorum-state v0, Kafka up to 3.8 or kraft.version 0) keeps ``currentVoters``; every
+    election writes a LeaderChangeMessage naming the voters (K:raft/.../LeaderState.java
+    appendLeaderChangeMessage), and at startup the node refuses a state file whose voter set differs
+    from its configured one ('Configured voter set ... is different from the voter set read from the
+    state file', K:raft/.../QuorumState.java initialize, 3.x). A dynamic quorum (v1, KIP-853) keeps
+    no voters in the file: the log's latest VotersRecord is the set, and the file's leader and
+    voted-for node must be among them.
+    """
+    out: list[Finding] = []
+    if qs.current_voters and image.leader_change is not None:
+        leader, logged = image.leader_change
+        if logged and set(logged) != set(qs.current_voters):
+            out.append(
+                make(
+                    "QUORUM_STATE_MISMATCH",
+                    qpath,
+                    severity=Severity.WARNING,
+                    problem=f"{qpath} lists voters {sorted(qs.current_voters)} but the metadata log's "
+                    f"latest election (leader {leader}) was among voters {list(logged)}: a 3.x node whose "
+                    "controller.quorum.voters differs from the file refuses to start ('Configured voter "
+                    "set ... is different from the voter set read from the state file'); the file or "
+                    "the log comes from another quorum",
+                    details={"quorum_state_voters": sorted(qs.current_voters), "log_voters": list(logged)},
+                )
+            )
+    if qs.data_version >= 1 and image.voters:
+        for role, node in (("leader", qs.leader_id), ("voted-for node", qs.voted_id)):
+            if node >= 0 and node not in image.voters:
+                out.append(
+                    make(
+                        "QUORUM_STATE_MISMATCH",
+                        qpath,
+                        severity=Severity.WARNING,
+                        problem=f"{qpath} names node {node} as {role} but the metadata log's latest "
+                        f"VotersRecord lists voters {list(image.voters)}: the file does not describe "
+                        "this log's quorum",
+                        details={"node": node, "log_voters": list(image.voters)},
+                    )
+                )
     return out

@@ -173,6 +173,10 @@ class MetadataImage:
     skipped: Counter = field(default_factory=Counter)  # "unknown type N, version V" -> count
     errors: list[ReplayProblem] = field(default_factory=list)
     open_transaction: bool = False  # a metadata transaction began and did not end
+    # KRaft control records: the voter set of the latest VotersRecord (kraft.version 1, KIP-853) and
+    # the leader and voters of the latest LeaderChangeMessage (every election writes one)
+    voters: tuple[int, ...] | None = None
+    leader_change: tuple[int, tuple[int, ...]] | None = None
     segments_read: list[str] = field(default_factory=list)
 
     # --- views -----------------------------------------------------------------------------------
@@ -379,6 +383,21 @@ class _Replayer:
         else:
             self.image._apply(decoded, offset)
 
+    def control(
+        self, key: bytes | memoryview | None, value: bytes | memoryview | None, path: str, position: int
+    ) -> None:
+        """Remember the voters of VotersRecord and LeaderChangeMessage control records."""
+        from logdoctor.formats.control import LeaderChangeMessage, VotersRecord, parse_control_record
+
+        try:
+            parsed = parse_control_record(key, value, source=path, position=position).value
+        except FormatError:
+            return  # a control record of a newer version: the voters stay unknown, the replay goes on
+        if isinstance(parsed, VotersRecord):
+            self.image.voters = tuple(sorted(v.voter_id for v in parsed.voters))
+        elif isinstance(parsed, LeaderChangeMessage):
+            self.image.leader_change = (parsed.leader_id, tuple(sorted(v.voter_id for v in parsed.voters)))
+
     def batches(self, buf: bytes | memoryview, path: str, min_offset: int) -> bool:
         """Apply every data record at or above ``min_offset``; False when the walk hit bad bytes."""
         from logdoctor.formats.records import iter_batches
@@ -391,6 +410,9 @@ class _Replayer:
                     for rec in batch.records():
                         if rec.offset >= min_offset:
                             self.record(rec.value, rec.offset, path, batch.position)
+                else:
+                    for rec in batch.records():
+                        self.control(rec.key, rec.value, path, batch.position)
                 self.image.end_offset = max(self.image.end_offset, batch.last_offset + 1)
                 self.image.last_epoch = batch.partition_leader_epoch
         except FormatError as e:
