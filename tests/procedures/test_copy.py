@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import helpers
 
-from logdoctor.repair.procedures import copy as cp
+from logdoctor.repair import copies as cp
 
 
 def test_copy_tree_of_a_real_partition(tmp_path, realworld_dir):

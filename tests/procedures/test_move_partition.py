@@ -22,10 +22,10 @@ from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Severity
 from logdoctor.checks.scanner import scan
 from logdoctor.errors import BrokerRunningError
+from logdoctor.repair import copies as cp
 from logdoctor.repair.apply import PHASES, CrashHook
 from logdoctor.repair.backup import NoSpaceError
 from logdoctor.repair.procedures import apply, plan_move, resume_journal, rollback_journal, verify
-from logdoctor.repair.procedures import copy as cp
 from logdoctor.repair.procedures.common import ProcedureRefused
 from logdoctor.sample.logdir import BrokerSpec, FleetSpec, TopicSpec, generate_fleet
 

@@ -13,6 +13,7 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["atomic_write", "fsync_dir"]
@@ -36,6 +37,7 @@ def atomic_write(
     mode: int | None = None,
     uid: int | None = None,
     gid: int | None = None,
+    before_rename: Callable[[], None] | None = None,
 ) -> None:
     """Replace ``path`` with ``data`` atomically: readers see the old or the new file, never a mix.
 
@@ -43,6 +45,9 @@ def atomic_write(
     overrides the permission bits; a new file gets ``mode`` or 0o644; ``uid``/``gid`` override the
     owner, so a new index file is born owned by the broker's user), rename over the target, fsync
     the folder. On any error the temp file is removed and the target is untouched.
+
+    ``before_rename`` is called once the temp file is written and fsynced, just before the rename
+    (the repair engine's crash tests stop the process there).
     """
     target = Path(path)
     folder = target.parent
@@ -78,6 +83,8 @@ def atomic_write(
                 # a file of someone else can't keep the owner, and that is not worth failing for.
                 with contextlib.suppress(PermissionError):
                     os.fchown(f.fileno(), want_uid, want_gid)
+        if before_rename is not None:
+            before_rename()
         os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -17,10 +17,27 @@ Operations (``Step.op``):
 ``copy-tree`` copy a folder (or file) to a new path, fsync, verify checksums (kept in the backup
               dir); undo removes the copy.
 
+The operator procedures' own (move-partition, sync-replica):
+
+``copy-partition``  copy a partition folder to a new path: the engine's ``copy-tree``
+                    (:class:`logdoctor.repair.actions.CopyTree`) under the procedures' own name: the
+                    copy is made under ``<dst>.logdoctor-partial`` while the source bytes are hashed
+                    (BLAKE2b), read back, its checksums saved in the backup dir (``manifest``), then
+                    renamed into place. Planning reads no contents: the source's sizes and mtimes
+                    are the "unchanged since the plan" check. Undo removes the copy.
+                    params: dst, fingerprint {rel: [size, mtime_ns]}, size, manifest (rel).
+``remove-copied``   delete a partition folder whose verified copy exists elsewhere (a move across
+                    file systems: keeping the source in the backup would not free the disk). The
+                    folder is first renamed to Kafka's own deletion name ``<tp>.<uuid>-delete``
+                    (a broker started before the run finishes deletes it itself,
+                    K:core/src/main/scala/kafka/log/LogManager.scala), then removed. Undo copies it
+                    back from the copy, checked against the manifest.
+                    params: copy (path of the copy), manifest (rel), trash (path), fingerprint.
+
 Builders (:func:`write_file`, :func:`truncate_file`, :func:`delete_with_backup`, :func:`rename_path`,
-:func:`set_owner_mode`, :func:`copy_tree`) create the steps with their "before" fingerprint taken
-now, for the planner and for later operator procedures (moving partitions between log dirs,
-copying a leader's partition to a follower).
+:func:`set_owner_mode`, :func:`copy_tree`, :func:`copy_partition`, :func:`remove_copied`) create the
+steps with their "before" fingerprint taken now, for the planner and for the operator procedures
+(moving partitions between log dirs, copying a leader's partition to a follower).
 """
 
 from __future__ import annotations
@@ -110,22 +127,6 @@ def _remove_temps(path: str) -> None:
         fsync_dir(folder)
 
 
-@contextlib.contextmanager
-def _replace_hook(ctx: StepContext, step: Step) -> Iterator[None]:
-    """Let the crash hook fire between atomic_write's fsynced temp file and its rename."""
-    real_replace = atomic.os.replace
-
-    def replace(src: Any, dst: Any) -> None:
-        ctx.crash(step.number, "temp-written")
-        real_replace(src, dst)
-
-    atomic.os.replace = replace  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        atomic.os.replace = real_replace  # type: ignore[assignment]
-
-
 # --- operations ------------------------------------------------------------------------------------
 
 
@@ -200,8 +201,12 @@ class WriteFile(Operation):
             ctx.crash(step.number, "backed-up")
             data = ctx.staged_bytes(step)
             meta = p.get("meta_after")
-            with _replace_hook(ctx, step):
-                atomic.atomic_write(step.path, data, mode=meta["mode"] if meta else None)
+            atomic.atomic_write(
+                step.path,
+                data,
+                mode=meta["mode"] if meta else None,
+                before_rename=lambda: ctx.crash(step.number, "temp-written"),
+            )
         if p.get("meta_after"):
             _set_meta(step.path, p["meta_after"])
         ctx.crash(step.number, "applied")
@@ -518,19 +523,96 @@ class CopyTree(Operation):
         return int(step.params.get("size") or 0)
 
 
+RESTORE_SUFFIX = ".logdoctor-restore"
+
+
+class CopyPartition(CopyTree):
+    op = "copy-partition"
+
+
+class RemoveCopied(Operation):
+    op = "remove-copied"
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        live = os.path.lexists(step.path)
+        trash = os.path.lexists(step.params["trash"])
+        restoring = os.path.lexists(step.path + RESTORE_SUFFIX)
+        if live and not trash and not restoring:
+            return BEFORE
+        if not live and not trash and not restoring:
+            return AFTER
+        if not live and (trash or restoring):
+            return PARTIAL
+        return OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        s = self.state(step, ctx)
+        if s == AFTER:
+            return
+        if s == OTHER:
+            raise StepStateError(f"{step.path} and {step.params['trash']} both exist")
+        manifest = read_manifest(ctx, step)
+        if manifest is None or not matches_manifest(step.params["copy"], manifest):
+            raise StepStateError(f"the copy {step.params['copy']} is not verified: {step.path} is kept")
+        copies.remove_tree(step.path + RESTORE_SUFFIX)  # an undo interrupted while copying back
+        if s == BEFORE:
+            if not fingerprint_ok(step, step.path):
+                raise StepStateError(f"{step.path} changed since it was copied: it is kept")
+            ctx.crash(step.number, "backed-up")
+            copies.rename_durable(step.path, step.params["trash"])
+            ctx.crash(step.number, "temp-written")
+        copies.remove_tree(step.params["trash"])
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        s = self.state(step, ctx)
+        if s == BEFORE:
+            return
+        if s == OTHER:
+            raise StepStateError(f"{step.path} and {step.params['trash']} both exist")
+        trash = step.params["trash"]
+        if os.path.isdir(trash) and fingerprint_ok(step, trash):
+            copies.rename_durable(trash, step.path)  # renamed but nothing removed yet
+            return
+        manifest = read_manifest(ctx, step)
+        if manifest is None or not matches_manifest(step.params["copy"], manifest):
+            raise StepStateError(
+                f"cannot restore {step.path}: its copy {step.params['copy']} is missing or changed"
+            )
+        copies.remove_tree(trash)  # partly removed: the copy is the whole source
+        restore = step.path + RESTORE_SUFFIX
+        copies.remove_tree(restore)
+        checksums = copies.copy_tree(step.params["copy"], restore, progress=report_copied)
+        if checksums != manifest or copies.verify_tree(restore, manifest):
+            raise StepStateError(f"the copy back to {step.path} does not match the manifest")
+        copies.rename_durable(restore, step.path)
+
+
 OPERATIONS: dict[str, Operation] = {
-    o.op: o for o in (WriteFile(), TruncateFile(), MoveToBackup(), RenamePath(), SetOwnerMode(), CopyTree())
+    o.op: o
+    for o in (
+        WriteFile(),
+        TruncateFile(),
+        MoveToBackup(),
+        RenamePath(),
+        SetOwnerMode(),
+        CopyTree(),
+        CopyPartition(),
+        RemoveCopied(),
+    )
 }
+"""Every operation a journal can name, by ``Step.op``: a static table, so resume and rollback of any
+plan (repair or an operator procedure) need no other import.
+
+Crash points (``LOGDOCTOR_CRASH_AT=N:PHASE``) of the procedures' operations: copy-partition
+``temp-written`` (half the partial copy written), ``backed-up`` (partial copy complete and verified,
+manifest saved, not renamed), ``applied`` (renamed); remove-copied ``backed-up`` (copy checked),
+``temp-written`` (renamed to the ``-delete`` name, not removed), ``applied`` (removed).
+"""
 
 
 def operation(step: Step) -> Operation:
     op = OPERATIONS.get(step.op)
-    if op is None:
-        # The operator procedures (move-partition, sync-replica) register their operations when
-        # imported; a journal of theirs can be resumed or rolled back without that import.
-        import logdoctor.repair.procedures  # noqa: F401
-
-        op = OPERATIONS.get(step.op)
     if op is None:
         raise StepStateError(f"unknown operation {step.op!r} in step {step.number}")
     return op
@@ -655,3 +737,18 @@ __all__ = [
     "truncate_file",
     "write_file",
 ]
+
+
+def copy_partition(src: str, dst: str, manifest: str) -> Step:
+    """Copy the partition folder ``src`` to ``dst`` (which must not exist); ``manifest`` is relative
+    to the backup dir."""
+    return Step(CopyPartition.op, src, copy_tree(src, dst, manifest).params)
+
+
+def remove_copied(src: str, copy: str, manifest: str, trash: str) -> Step:
+    """Remove ``src`` once ``copy`` is verified against ``manifest`` (written by a copy-partition step)."""
+    return Step(
+        RemoveCopied.op,
+        src,
+        {"copy": copy, "manifest": manifest, "trash": trash, "fingerprint": copies.fingerprint(src)},
+    )

@@ -2,11 +2,10 @@
 
 - :mod:`move_partition`: move partitions to another log dir of the same broker (a full disk).
 - :mod:`sync_replica`: replace a lagging follower's copy of a partition with the leader's.
-- :mod:`copy`: durable copies with checksums; :mod:`actions_extra`: the engine operations
-  ``copy-partition`` and ``remove-copied`` (registered on import).
+- Their engine operations ``copy-partition`` and ``remove-copied`` live with the others in
+  :mod:`logdoctor.repair.actions`; durable copies with checksums in :mod:`logdoctor.repair.copies`.
 """
 
-from logdoctor.repair.procedures import actions_extra as actions_extra  # registers the operations
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
     ProcedureRefused,
@@ -21,7 +20,6 @@ __all__ = [
     "ProcedurePlan",
     "ProcedureRefused",
     "ProcedureUsageError",
-    "actions_extra",
     "apply",
     "parse_topic_partition",
     "plan_move",

@@ -20,11 +20,11 @@ from logdoctor.formats.checkpoint import (
 from logdoctor.formats.properties import MetaProperties, parse_meta_properties
 from logdoctor.logdir.names import META_PROPERTIES_FILE, DirKind, parse_partition_dir
 from logdoctor.logdir.recognize import require_log_dir
+from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
 from logdoctor.repair.actions import BackupNames, write_file
 from logdoctor.repair.backup import NoSpaceError
 from logdoctor.repair.plan import Action, Change, Plan
-from logdoctor.repair.procedures import copy as cp
 
 TopicPartition = tuple[str, int]
 

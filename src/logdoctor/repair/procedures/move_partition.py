@@ -40,11 +40,10 @@ from logdoctor.logdir.names import (
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
 )
-from logdoctor.repair.actions import rename_path
+from logdoctor.repair import copies as cp
+from logdoctor.repair.actions import copy_partition, remove_copied, rename_path
 from logdoctor.repair.plan import Action, Change, Plan
-from logdoctor.repair.procedures import copy as cp
 from logdoctor.repair.procedures import kraft
-from logdoctor.repair.procedures.actions_extra import copy_partition, remove_copied
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
     ProcedureRefused,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import os
 
+from logdoctor.repair import copies as cp
+from logdoctor.repair.actions import copy_progress
 from logdoctor.repair.apply import CrashHook, RunResult, apply_plan, load_journal, resume, rollback
 from logdoctor.repair.plan import Plan
-from logdoctor.repair.procedures import copy as cp
-from logdoctor.repair.procedures.actions_extra import copy_progress
 from logdoctor.repair.procedures.move_partition import PROCEDURE as MOVE
 from logdoctor.repair.procedures.move_partition import verify_move
 from logdoctor.repair.procedures.sync_replica import verify_sync

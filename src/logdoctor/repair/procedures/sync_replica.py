@@ -39,11 +39,10 @@ from logdoctor.logdir.names import (
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
 )
-from logdoctor.repair.actions import delete_with_backup, rename_path
+from logdoctor.repair import copies as cp
+from logdoctor.repair.actions import copy_partition, delete_with_backup, rename_path
 from logdoctor.repair.plan import Action, Change, Plan
-from logdoctor.repair.procedures import copy as cp
 from logdoctor.repair.procedures import kraft
-from logdoctor.repair.procedures.actions_extra import copy_partition
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
     ProcedureRefused,
