@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from logdoctor.cli.app import app
 from logdoctor.cli.common import (
     EX_DATA,
     EX_NOINPUT,
@@ -29,7 +30,6 @@ from logdoctor.cli.common import (
     spark_progress,
     usage_error,
 )
-from logdoctor.cli.main import app
 from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 
 

@@ -17,7 +17,7 @@ from logdoctor.cli import (  # noqa: F401
     scan,
     sync_replica,
 )
-from logdoctor.cli.main import app
+from logdoctor.cli.app import app
 
 # (help panel, commands in order): typer prints the panels in the order of their first command.
 HELP_ORDER: tuple[tuple[str, tuple[str, ...]], ...] = (

@@ -303,6 +303,7 @@ def parse_now(text: str | None) -> int:
 
 # --- findings -----------------------------------------------------------------------------------
 
+
 def render_findings(console: Console, findings: Iterable[Any], *, verbose: bool = False) -> None:
     """Each finding of scan or retention, grouped by code (:func:`logdoctor.cli.render.render_findings`)."""
     from logdoctor.cli import render

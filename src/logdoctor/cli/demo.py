@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from logdoctor.cli.app import app
 from logdoctor.cli.common import EX_CANTCREAT, fail, parse_now
-from logdoctor.cli.main import app
 from logdoctor.logdir.disk import DF_JSON
 
 DEMO_MARKER = ".logdoctor-demo-fleet"  # written into DIR/fleet: the demo may replace that folder

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from logdoctor.cli.app import app
 from logdoctor.cli.common import (
     EX_OK,
     EX_UNAVAILABLE,
@@ -23,7 +24,6 @@ from logdoctor.cli.common import (
     spark_progress,
     usage_error,
 )
-from logdoctor.cli.main import app
 
 
 def _human(n: int) -> str:

@@ -1,27 +1,15 @@
-"""The `logdoctor` command: one sub-command module per command, wired here."""
+"""The `logdoctor` command's entry point: the app (:mod:`logdoctor.cli.app`) with every command of
+:mod:`logdoctor.cli.commands` registered."""
 
 from __future__ import annotations
 
-import typer
+from logdoctor.cli.app import app
 
-from logdoctor.cli.common import LogdoctorGroup
-
-app = typer.Typer(
-    name="logdoctor",
-    cls=LogdoctorGroup,
-    help="Read, check, repair and extract Apache Kafka broker log directories, offline.",
-    no_args_is_help=True,
-    add_completion=False,
-)
-
-
-@app.callback()
-def _root() -> None:
-    """Read, check, repair and extract Apache Kafka broker log directories, offline."""
+__all__ = ["app", "main"]
 
 
 def _register() -> None:
-    # Each command module adds itself to `app`; imported lazily so `--help` stays fast.
+    # Importing the list of commands registers each on `app` (and orders the help).
     from logdoctor.cli import commands  # noqa: F401
 
 

@@ -27,6 +27,7 @@ from rich.text import Text
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.checks.scanner import ScanReport, scan
+from logdoctor.cli.app import app
 from logdoctor.cli.common import (
     DRY_RUN_LINE,
     EX_FAILED,
@@ -45,7 +46,6 @@ from logdoctor.cli.common import (
     run_errors,
     usage_error,
 )
-from logdoctor.cli.main import app
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, resume, rollback
 from logdoctor.repair.journal import JournalError

@@ -12,6 +12,7 @@ from rich.table import Table
 from logdoctor.checks.retention import RetentionReport, retention
 from logdoctor.checks.scanner import ScanUsageError
 from logdoctor.checks.state import iso
+from logdoctor.cli.app import app
 from logdoctor.cli.common import (
     UsageExit64,
     VerboseOption,
@@ -23,7 +24,6 @@ from logdoctor.cli.common import (
     tool_failure,
     usage_error,
 )
-from logdoctor.cli.main import app
 from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 
 

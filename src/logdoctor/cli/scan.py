@@ -18,6 +18,7 @@ from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Severity
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
+from logdoctor.cli.app import app
 from logdoctor.cli.common import (
     UsageExit64,
     VerboseOption,
@@ -30,7 +31,6 @@ from logdoctor.cli.common import (
     tool_failure,
     usage_error,
 )
-from logdoctor.cli.main import app
 from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}

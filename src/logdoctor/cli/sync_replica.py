@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from logdoctor.cli.app import app
 from logdoctor.cli.common import (
     ApplyOption,
     JsonOption,
@@ -21,8 +22,7 @@ from logdoctor.cli.common import (
     require_log_dirs,
     usage_error,
 )
-from logdoctor.cli.main import app
-from logdoctor.cli.move_partition import run_procedure
+from logdoctor.cli.procedure import run_procedure
 from logdoctor.repair.procedures.common import ProcedurePlan, parse_topic_partition
 
 _Resume, _Rollback = journal_options("sync")

@@ -14,10 +14,9 @@ __all__ = ["get_spark", "register"]
 
 def register(spark: Any) -> None:
     """Register the ``kafka-log`` and ``kafka-log-segments`` data sources on a SparkSession."""
-    from logdoctor.spark.sources import KafkaLogDataSource, KafkaLogSegmentsDataSource
+    from logdoctor.spark.sources import register as _register
 
-    spark.dataSource.register(KafkaLogDataSource)
-    spark.dataSource.register(KafkaLogSegmentsDataSource)
+    _register(spark)
 
 
 def get_spark(master: str | None = None, app_name: str = "logdoctor", **kwargs: Any) -> Any:

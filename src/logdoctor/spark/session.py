@@ -131,7 +131,7 @@ def get_spark(
 
     active = SparkSession.getActiveSession()
     if active is not None:
-        from logdoctor.spark import register
+        from logdoctor.spark.sources import register
 
         register(active)
         return active
@@ -162,7 +162,7 @@ def get_spark(
         )
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    from logdoctor.spark import register
+    from logdoctor.spark.sources import register
 
     register(spark)
     return spark

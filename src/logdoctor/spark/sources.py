@@ -502,3 +502,9 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
         "error": error_text,
         "findings": findings,
     }
+
+
+def register(spark: Any) -> None:
+    """Register the ``kafka-log`` and ``kafka-log-segments`` data sources on a SparkSession."""
+    spark.dataSource.register(KafkaLogDataSource)
+    spark.dataSource.register(KafkaLogSegmentsDataSource)

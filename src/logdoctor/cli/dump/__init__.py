@@ -31,6 +31,7 @@ from typing import Annotated
 import typer
 
 from logdoctor.checks.verify_index import Severity
+from logdoctor.cli.app import app
 from logdoctor.cli.common import EX_DATA, EX_OK, EX_SOFTWARE, EX_USAGE, EX_WARNINGS, UsageExit64, fail
 from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, format_failure, os_failure
 from logdoctor.cli.dump.indexes import dump_offset_index, dump_time_index, dump_txn_index
@@ -56,7 +57,6 @@ from logdoctor.cli.dump.small_files import (
     dump_quorum_state,
 )
 from logdoctor.cli.dump.text import TextSink
-from logdoctor.cli.main import app
 from logdoctor.errors import FormatError, TruncatedError
 
 __all__ = [

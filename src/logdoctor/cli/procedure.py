@@ -1,0 +1,133 @@
+"""What both operator procedures' commands share (move-partition, sync-replica): print the plan,
+apply, resume or roll back, verify, and map every refusal to its exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from logdoctor.cli.common import (
+    DRY_RUN_LINE,
+    EX_FAILED,
+    CopyProgress,
+    print_json,
+    print_plan,
+    print_run_paths,
+    print_run_status,
+    require_input_file,
+    run_errors,
+)
+from logdoctor.logdir.disk import DiskUsage, disk_usage
+from logdoctor.repair.apply import RefusedError, RunResult
+from logdoctor.repair.journal import JournalError
+from logdoctor.repair.plan import Plan
+from logdoctor.repair.procedures import run
+from logdoctor.repair.procedures.common import ProcedurePlan, ProcedureRefused, ProcedureUsageError
+from logdoctor.repair.safety import BackupLocationError, UnsafePathError
+
+
+def _usage_lines(console: Console, title: str, rows: list[dict[str, Any]]) -> None:
+    """Each file system as ``df`` prints it (logdoctor.logdir.disk: the one definition of used %)."""
+    console.print(Text(title, style="bold"))
+    for u in rows:
+        usage = DiskUsage(
+            u["path"], u["total_bytes"], u["used_bytes"], u["available_bytes"], u.get("source", "")
+        )
+        console.print(Text("  " + usage.line()), soft_wrap=True)
+
+
+def print_procedure_plan(console: Console, pp: ProcedurePlan) -> None:
+    print_plan(console, pp.plan, verbose=True)  # an operator procedure lists every action it takes
+    for note in pp.notes:
+        console.print(Text("note: " + note, style="yellow"), soft_wrap=True)
+    if "disk_usage_before" in pp.summary:
+        _usage_lines(console, "disk usage before:", pp.summary["disk_usage_before"])
+    if "disk_usage_expected_after" in pp.summary:
+        _usage_lines(console, "disk usage expected after:", pp.summary["disk_usage_expected_after"])
+
+
+def finish(
+    console: Console, name: str, result: RunResult, plan: Plan, json_out: bool, extra: dict[str, Any]
+) -> int:
+    """Verify (when the run completed), report, and return the exit code."""
+    problems: list[str] = []
+    if result.status == "applied":
+        problems = run.verify(plan)
+    usage = [disk_usage(d).to_json() for d in plan.log_dirs]
+    code = 0 if result.ok and not problems else EX_FAILED
+    if json_out:
+        out = {
+            **extra,
+            "result": result.to_json(),
+            "verification": {"ok": not problems, "problems": problems},
+            "disk_usage_after": usage,
+        }
+        print_json(out)
+        return code
+    print_run_status(console, name, result, code)
+    if result.status == "applied":
+        if problems:
+            for p in problems:
+                console.print(Text(f"verification: {p}", style="red"), soft_wrap=True)
+        else:
+            console.print(
+                Text(
+                    "verified: every file at the destination matches the source "
+                    "(checksums, or the very same files for a rename); checkpoints well formed",
+                    style="green",
+                ),
+                soft_wrap=True,
+            )
+    _usage_lines(console, "disk usage now:", usage)
+    print_run_paths(console, result)
+    return code
+
+
+def run_procedure(
+    name: str,
+    make_plan: Callable[[], ProcedurePlan] | None,
+    *,
+    do_apply: bool,
+    json_out: bool,
+    resume_journal: Path | None,
+    rollback_journal: Path | None,
+) -> None:
+    """Plan, apply, resume or roll back; maps every refusal to its exit code (nothing written)."""
+    console = Console()
+    with run_errors(
+        name,
+        usage=(ProcedureUsageError, BackupLocationError, JournalError),
+        refusals=(ProcedureRefused, RefusedError, UnsafePathError),
+    ):
+        if resume_journal is not None or rollback_journal is not None:
+            journal = resume_journal or rollback_journal
+            assert journal is not None
+            require_input_file(journal, "journal")
+            from logdoctor.repair.apply import load_journal
+
+            plan, _ = load_journal(journal)
+            with CopyProgress(run.copy_bytes(plan), not json_out) as bar:
+                if resume_journal is not None:
+                    result, plan = run.resume_journal(journal, progress=bar)
+                else:
+                    result, plan = run.rollback_journal(journal, progress=bar)
+            raise typer.Exit(finish(console, name, result, plan, json_out, {}))
+        assert make_plan is not None
+        pp = make_plan()
+        if not do_apply:
+            if json_out:
+                print_json({**pp.to_json(), "applied": False})
+            else:
+                print_procedure_plan(console, pp)
+                console.print(DRY_RUN_LINE)
+            raise typer.Exit(0)
+        if not json_out:
+            print_procedure_plan(console, pp)
+        with CopyProgress(run.copy_bytes(pp.plan), not json_out) as bar:
+            result = run.apply(pp.plan, progress=bar)
+        raise typer.Exit(finish(console, name, result, pp.plan, json_out, pp.to_json()))
