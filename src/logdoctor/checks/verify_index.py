@@ -36,7 +36,6 @@ non-zero bytes after the zero tail, and each era's sanity-check verdict.
 from __future__ import annotations
 
 import bisect
-import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +58,7 @@ from logdoctor.formats.index import (
 from logdoctor.formats.record_types import NO_TIMESTAMP
 from logdoctor.formats.records import Batch
 
+from .index_findings import Finding, Severity
 from .seek import LogReader, iter_batches_from
 
 __all__ = [
@@ -70,37 +70,6 @@ __all__ = [
     "verify_offset_index",
     "verify_time_index",
 ]
-
-
-class Severity(enum.StrEnum):
-    ERROR = "error"
-    WARNING = "warning"
-    INFO = "info"
-
-
-@dataclass(frozen=True, slots=True)
-class Finding:
-    """One problem, with the index entry involved and what the log holds there."""
-
-    code: FindingCode
-    severity: Severity
-    file: str | None
-    message: str
-    slot: int | None = None  # entry number in the index
-    entry: dict[str, int] | None = None  # {"offset", "position"} or {"timestamp", "offset"}
-    log: dict[str, Any] | None = None  # what the log holds (batch bounds, timestamps, ...)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "type": "finding",
-            "code": self.code.value,
-            "severity": self.severity.value,
-            "file": self.file,
-            "slot": self.slot,
-            "message": self.message,
-            "entry": self.entry,
-            "log": self.log,
-        }
 
 
 @dataclass(slots=True)

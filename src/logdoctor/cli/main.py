@@ -1,7 +1,9 @@
-"""The `logdoctor` command's entry point: the app (:mod:`logdoctor.cli.app`) with every command of
-:mod:`logdoctor.cli.commands` registered."""
+"""The `logdoctor` command's entry point: the app (:mod:`logdoctor.cli.app`) with the command it
+runs loaded (:mod:`logdoctor.cli.registry`), or, for ``--help``, every command's summary."""
 
 from __future__ import annotations
+
+import sys
 
 from logdoctor.cli.app import app
 
@@ -9,12 +11,20 @@ __all__ = ["app", "main"]
 
 
 def _register() -> None:
-    # Importing the list of commands registers each on `app` (and orders the help).
-    from logdoctor.cli import commands  # noqa: F401
+    """Every command (tests, and anyone driving the app with a CliRunner)."""
+    from logdoctor.cli import registry
+
+    registry.load_all()
 
 
 def main() -> None:
-    _register()
+    from logdoctor.cli import registry
+
+    entry = registry.find(sys.argv[1] if len(sys.argv) > 1 else None)
+    if entry is not None:
+        registry.load(entry)
+    else:
+        registry.add_summaries()
     app()
 
 

@@ -22,6 +22,7 @@ Exit codes (fsck-like): 0 clean, 1 warnings, 2 data errors (bad bytes, index mis
 from __future__ import annotations
 
 import errno
+import importlib
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -30,13 +31,11 @@ from typing import Annotated
 
 import typer
 
-from logdoctor.checks.verify_index import Severity
+from logdoctor.checks.index_findings import Severity
 from logdoctor.cli.app import app
 from logdoctor.cli.common import EX_DATA, EX_OK, EX_SOFTWARE, EX_USAGE, EX_WARNINGS, UsageExit64, fail
 from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, format_failure, os_failure
-from logdoctor.cli.dump.indexes import dump_offset_index, dump_time_index, dump_txn_index
 from logdoctor.cli.dump.kinds import FileInfo, FileKind, classify
-from logdoctor.cli.dump.log import dump_log
 from logdoctor.cli.dump.options import (
     DecoderChoice,
     DumpOptions,
@@ -46,16 +45,6 @@ from logdoctor.cli.dump.options import (
     parse_time,
 )
 from logdoctor.cli.dump.sink import JsonSink, Sink
-from logdoctor.cli.dump.small_files import (
-    dump_clean_shutdown,
-    dump_leader_epoch_checkpoint,
-    dump_lock,
-    dump_meta_properties,
-    dump_offset_checkpoint,
-    dump_partition_metadata,
-    dump_producer_snapshot,
-    dump_quorum_state,
-)
 from logdoctor.cli.dump.text import TextSink
 from logdoctor.errors import FormatError, TruncatedError
 
@@ -73,24 +62,36 @@ __all__ = [
     "classify",
     "dump",
     "dump_one",
+    "dumper",
     "parse_range",
 ]
 
-DUMPERS: dict[FileKind, Callable[[FileContext], Iterator[Event]]] = {
-    FileKind.LOG: dump_log,
-    FileKind.KRAFT_SNAPSHOT: dump_log,
-    FileKind.OFFSET_INDEX: dump_offset_index,
-    FileKind.TIME_INDEX: dump_time_index,
-    FileKind.TXN_INDEX: dump_txn_index,
-    FileKind.PRODUCER_SNAPSHOT: dump_producer_snapshot,
-    FileKind.OFFSET_CHECKPOINT: dump_offset_checkpoint,
-    FileKind.LEADER_EPOCH_CHECKPOINT: dump_leader_epoch_checkpoint,
-    FileKind.PARTITION_METADATA: dump_partition_metadata,
-    FileKind.META_PROPERTIES: dump_meta_properties,
-    FileKind.QUORUM_STATE: dump_quorum_state,
-    FileKind.CLEAN_SHUTDOWN: dump_clean_shutdown,
-    FileKind.LOCK: dump_lock,
+# Each kind's dumper as (module of this package, function): imported when a file of that kind is
+# dumped, so `dump` of a checkpoint file never imports the record and index code (numpy).
+DUMPERS: dict[FileKind, tuple[str, str]] = {
+    FileKind.LOG: ("log", "dump_log"),
+    FileKind.KRAFT_SNAPSHOT: ("log", "dump_log"),
+    FileKind.OFFSET_INDEX: ("indexes", "dump_offset_index"),
+    FileKind.TIME_INDEX: ("indexes", "dump_time_index"),
+    FileKind.TXN_INDEX: ("indexes", "dump_txn_index"),
+    FileKind.PRODUCER_SNAPSHOT: ("small_files", "dump_producer_snapshot"),
+    FileKind.OFFSET_CHECKPOINT: ("small_files", "dump_offset_checkpoint"),
+    FileKind.LEADER_EPOCH_CHECKPOINT: ("small_files", "dump_leader_epoch_checkpoint"),
+    FileKind.PARTITION_METADATA: ("small_files", "dump_partition_metadata"),
+    FileKind.META_PROPERTIES: ("small_files", "dump_meta_properties"),
+    FileKind.QUORUM_STATE: ("small_files", "dump_quorum_state"),
+    FileKind.CLEAN_SHUTDOWN: ("small_files", "dump_clean_shutdown"),
+    FileKind.LOCK: ("small_files", "dump_lock"),
 }
+
+
+def dumper(kind: FileKind) -> Callable[[FileContext], Iterator[Event]]:
+    """The function that dumps files of ``kind`` (its module imported on first use)."""
+    module, function = DUMPERS[kind]
+    fn: Callable[[FileContext], Iterator[Event]] = getattr(
+        importlib.import_module(f"{__name__}.{module}"), function
+    )
+    return fn
 
 
 def dump_one(path: Path, opts: DumpOptions, sink: Sink) -> int:
@@ -118,7 +119,7 @@ def dump_one(path: Path, opts: DumpOptions, sink: Sink) -> int:
             raise TruncatedError(
                 f"a {info.kind.value} file", source=str(path), position=0, found="an empty file"
             )
-        for ev in DUMPERS[info.kind](ctx):
+        for ev in dumper(info.kind)(ctx):
             sink.event(ev)
     except FormatError as e:
         ctx.failure = format_failure(path, e)

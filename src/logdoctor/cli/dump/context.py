@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from logdoctor.checks.verify_index import Finding
+from logdoctor.checks.index_findings import Finding
 from logdoctor.cli.common import EX_DATA, EX_IOERR, EX_NOINPUT, EX_NOPERM
 from logdoctor.cli.dump.kinds import FileInfo
 from logdoctor.cli.dump.options import DumpOptions

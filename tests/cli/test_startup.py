@@ -1,0 +1,83 @@
+"""What `logdoctor` imports before any work (guarded by listing modules, not by timing): ``--help``
+imports no command module, and ``dump`` of a small file none of the record, index or Spark code.
+Timings are in BENCHMARKS.md ("Start-up")."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from logdoctor.cli.main import _register, app
+from logdoctor.cli.registry import COMMANDS
+from logdoctor.formats.checkpoint import OffsetCheckpoint, write_offset_checkpoint
+
+HEAVY = ("numpy", "pyarrow", "pyspark", "plotly", "pandas", "lz4", "zstandard", "cramjam", "crc32c")
+
+
+def imported_by(*argv: str) -> set[str]:
+    """The modules a fresh interpreter has imported after running `logdoctor ARGV`."""
+    code = (
+        "import json, sys\n"
+        f"sys.argv = ['logdoctor', *{list(argv)!r}]\n"
+        "from logdoctor.cli.main import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(json.loads(done.stderr.strip().splitlines()[-1]))
+
+
+def _heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in HEAVY)
+
+
+def test_help_imports_no_command_and_nothing_heavy() -> None:
+    modules = imported_by("--help")
+    assert _heavy(modules) == []
+    ours = sorted(m for m in modules if m.startswith("logdoctor."))
+    assert ours == [
+        "logdoctor.cli",
+        "logdoctor.cli.app",
+        "logdoctor.cli.common",
+        "logdoctor.cli.helptext",
+        "logdoctor.cli.main",
+        "logdoctor.cli.registry",
+    ]
+
+
+def test_a_command_imports_only_its_own_module(tmp_path: Path) -> None:
+    checkpoint = tmp_path / "recovery-point-offset-checkpoint"
+    checkpoint.write_bytes(write_offset_checkpoint(OffsetCheckpoint(0, [("orders", 3, 42)])))
+    modules = imported_by("dump", str(checkpoint))
+    assert _heavy(modules) == []
+    commands = {f"logdoctor.cli.{c.module}" for c in COMMANDS}
+    assert {m for m in modules if m in commands} == {"logdoctor.cli.dump"}
+    assert not {"logdoctor.checks.verify_index", "logdoctor.formats.records"} & modules
+    # ...and the record code when a .log is dumped, so the test above can tell the difference
+    (tmp_path / "00000000000000000000.log").write_bytes(b"")
+    assert "logdoctor.formats.records" in imported_by("dump", str(tmp_path / "00000000000000000000.log"))
+
+
+@pytest.mark.parametrize("entry", COMMANDS, ids=lambda c: c.name)
+def test_each_summary_is_the_first_line_of_the_commands_help(entry) -> None:
+    _register()
+    info = next(i for i in app.registered_commands if i.name == entry.name)
+    assert info.callback is not None and info.callback.__doc__ is not None
+    assert info.callback.__doc__.strip().splitlines()[0] == entry.summary
+
+
+def test_help_lists_every_command_with_its_summary() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from logdoctor.cli.main import main; main()", "--help"],
+        capture_output=True,
+        text=True,
+        env={"COLUMNS": "200", "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    for entry in COMMANDS:
+        assert f"│ {entry.name} " in done.stdout
+        assert entry.summary in done.stdout
