@@ -3,6 +3,7 @@ help that reads like kafka-dump-log's: metavars, never Python types, required op
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -169,3 +170,60 @@ def test_required_options_are_marked() -> None:
     text = invoke("census", "--help").stdout
     out_line = next(ln for ln in text.splitlines() if "--out" in ln)
     assert out_line.lstrip("│ ").startswith("*") and "DIR" in out_line
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="needs root to run the command as the unprivileged user 'nobody' (setpriv)",
+)
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["scan", "{d}"],
+        ["retention", "{d}"],
+        ["repair", "{d}"],
+        ["move-partition", "orders-0", "--from", "{d}", "--to", "{d}"],
+        ["sync-replica", "orders-0", "--leader", "{d}", "--follower", "{d}"],
+    ],
+    ids=lambda a: a[0],
+)
+def test_a_log_dir_this_user_cannot_list_exits_77_not_usage(argv: list[str]) -> None:
+    """An unreadable log dir is a permission problem (77, the README's NO_PERMISSION), not a usage error
+    (64, what the CLI framework's own readable check said) and not a tool failure (70)."""
+    import tempfile
+
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    # not under pytest's tmp_path: its parent is root's 0700, so nobody could not reach the log dir at all
+    top = Path(tempfile.mkdtemp(prefix="logdoctor-noperm-"))
+    try:
+        log_dir, _ = generate_log_dir(top / "fleet", [TopicSpec("orders", records_per_partition=5)])
+        for folder in (top, top / "fleet", log_dir.parent):
+            folder.chmod(0o755)
+        log_dir.chmod(0o700)  # root's; nobody can't list it
+        _run_as_nobody_expecting_77(argv, log_dir)
+    finally:
+        shutil.rmtree(top)
+
+
+def _run_as_nobody_expecting_77(argv: list[str], log_dir: Path) -> None:
+    args = [a.format(d=log_dir) for a in argv]
+    done = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            "import sys; from logdoctor.cli.main import main; sys.argv[0] = 'logdoctor'; main()",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == ExitCode.NO_PERMISSION, done.stderr
+    assert done.stderr.strip() == (
+        f"error: {log_dir}: permission denied: this user cannot list the log dir "
+        "(run logdoctor as the broker's user or as root)"
+    )

@@ -230,7 +230,9 @@ def require_log_dirs(paths: Iterable[str | os.PathLike[str]]) -> None:
 
     What each path is comes from :func:`logdoctor.logdir.recognize.recognize`: a missing path exits 66;
     a file, a partition folder, a folder holding log dirs or any other folder exits 64 with what it is
-    and what to give instead. Nothing is scanned, so no advice is printed for what is not a log dir.
+    and what to give instead; a log dir this user may not list exits 77 (nothing in it can be checked;
+    what the broker's own user may read is what the scan's PERMISSION_DENIED findings are about).
+    Nothing is scanned, so no advice is printed for what is not a log dir.
     """
     from logdoctor.logdir.recognize import PathKind, recognize
 
@@ -240,6 +242,12 @@ def require_log_dirs(paths: Iterable[str | os.PathLike[str]]) -> None:
             fail(f"error: {r.refusal()}", EX_NOINPUT)
         if not r.is_log_dir:
             usage_error(r.refusal())
+        if not os.access(path, os.R_OK | os.X_OK):
+            fail(
+                f"error: {os.fspath(path)}: permission denied: this user cannot list the log dir "
+                "(run logdoctor as the broker's user or as root)",
+                EX_NOPERM,
+            )
 
 
 def require_inputs_exist(paths: Iterable[str | os.PathLike[str]]) -> None:

@@ -46,6 +46,7 @@ def move_partition_command(
         typer.Option(
             "--from",
             metavar="LOGDIR",
+            readable=False,
             help="The log dir that holds them now. Required, except with --resume/--rollback.",
         ),
     ] = None,
@@ -54,6 +55,7 @@ def move_partition_command(
         typer.Option(
             "--to",
             metavar="LOGDIR",
+            readable=False,
             help="Another log dir of the same broker. Required, except with --resume/--rollback.",
         ),
     ] = None,

@@ -131,7 +131,7 @@ _Resume, _Rollback = journal_options("repair")
 @app.command("repair", cls=UsageExit64)
 def repair_command(
     log_dirs: Annotated[
-        list[Path] | None, typer.Argument(metavar="LOGDIR", help="Log dirs of one broker.")
+        list[Path] | None, typer.Argument(metavar="LOGDIR", readable=False, help="Log dirs of one broker.")
     ] = None,
     do_apply: ApplyOption = False,
     only: Annotated[

@@ -69,7 +69,9 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
 
 @app.command("retention", cls=UsageExit64)
 def retention_command(
-    log_dirs: Annotated[list[Path], typer.Argument(metavar="LOGDIR", help="Log dirs of one broker.")],
+    log_dirs: Annotated[
+        list[Path], typer.Argument(metavar="LOGDIR", readable=False, help="Log dirs of one broker.")
+    ],
     retention_ms: Annotated[
         int | None,
         typer.Option(

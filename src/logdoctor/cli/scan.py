@@ -74,7 +74,10 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
 @app.command("scan", cls=UsageExit64)
 def scan_command(
     log_dirs: Annotated[
-        list[Path], typer.Argument(metavar="LOGDIR", help="Log dirs of one broker (entries of log.dirs).")
+        list[Path],
+        typer.Argument(
+            metavar="LOGDIR", readable=False, help="Log dirs of one broker (entries of log.dirs)."
+        ),
     ],
     quick: Annotated[
         bool,

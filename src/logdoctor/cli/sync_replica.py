@@ -36,6 +36,7 @@ def sync_replica_command(
         typer.Option(
             "--leader",
             metavar="LOGDIR",
+            readable=False,
             help="The leader broker's log dir. Required, except with --resume/--rollback.",
         ),
     ] = None,
@@ -44,6 +45,7 @@ def sync_replica_command(
         typer.Option(
             "--follower",
             metavar="LOGDIR",
+            readable=False,
             help="The follower broker's log dir holding the partition. "
             "Required, except with --resume/--rollback.",
         ),
