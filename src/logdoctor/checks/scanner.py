@@ -708,6 +708,25 @@ def _cross_dir(
 # --- orchestration ------------------------------------------------------------------------------------
 
 
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def _die_with_parent(parent: int) -> None:
+    """Worker initializer: a scan killed with SIGKILL (an operator's kill -9, an OOM kill) takes its
+    workers with it instead of leaving them blocked forever on the pool's queue (Linux prctl
+    PR_SET_PDEATHSIG; elsewhere nothing is set)."""
+    import ctypes
+    import signal
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+
 def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
     if jobs <= 1 or len(tasks) <= 1:
         for t in tasks:
@@ -715,7 +734,9 @@ def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
         return
     ctx = multiprocessing.get_context("fork")
     chunk = max(1, min(64, len(tasks) // (jobs * 8)))
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as ex:
+    with ProcessPoolExecutor(
+        max_workers=jobs, mp_context=ctx, initializer=_die_with_parent, initargs=(os.getpid(),)
+    ) as ex:
         yield from ex.map(check_partition, tasks, chunksize=chunk)
 
 
