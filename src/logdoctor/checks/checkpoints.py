@@ -1,0 +1,258 @@
+"""Checks that need every partition of a log dir back: its checkpoint entries against the partition
+folders (stale, missing, outside the log), and the evidence of an unclean shutdown."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+from logdoctor.checks import catalog
+from logdoctor.checks.context import PartitionReport
+from logdoctor.checks.findings import Severity
+from logdoctor.checks.scan_report import LogDirReport
+from logdoctor.errors import FormatError
+from logdoctor.formats.checkpoint import split_lines
+from logdoctor.logdir.model import CheckpointRead, LogDir
+from logdoctor.logdir.names import (
+    CLEAN_SHUTDOWN_FILE,
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    DirKind,
+)
+
+
+def entry_positions(path: str) -> list[int | None]:
+    """Byte position of each entry line of a well-formed checkpoint (for findings)."""
+    try:
+        with open(path, "rb") as f:
+            lines = split_lines(f.read())
+    except (OSError, FormatError):
+        return []
+    return [ln.position for ln in lines[2:]]
+
+
+Live = dict[tuple[str, int], PartitionReport]
+Entries = list[tuple[str, int, int]]
+
+
+def checkpoints_against_partitions(ld: LogDir, rep: LogDirReport, parts: list[PartitionReport]) -> None:
+    """Each offset checkpoint's entries against the partition folders of its log dir (files the
+    broker cannot use at all were reported by the root checks and are skipped here)."""
+    path = str(ld.path)
+    make = partial(catalog.make, logdir=path)
+    add = rep.findings.append
+    live: Live = {
+        (p.topic, p.partition): p
+        for p in parts
+        if p.kind == DirKind.LOG.value and p.topic != "__cluster_metadata"
+    }
+    for name in (
+        RECOVERY_POINT_CHECKPOINT,
+        REPLICATION_OFFSET_CHECKPOINT,
+        LOG_START_OFFSET_CHECKPOINT,
+        CLEANER_OFFSET_CHECKPOINT,
+    ):
+        cp: CheckpointRead = ld.checkpoint(name)
+        cpath = os.path.join(path, name)
+        if cp.error is not None or cp.problems:
+            continue  # already reported; the broker would not use its entries
+        if not cp.exists:
+            if name == RECOVERY_POINT_CHECKPOINT and live:
+                add(
+                    make(
+                        "CHECKPOINT_MISMATCH",
+                        cpath,
+                        problem=f"{cpath} is missing but the dir holds {len(live)} partition(s): the broker "
+                        "uses "
+                        "recovery point 0 for all of them (after an unclean shutdown it recovers every "
+                        "segment)",
+                        fix="Write it from the log end offsets: "
+                        f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}.",
+                    )
+                )
+            continue
+        entries: Entries = cp.checkpoint.entries if cp.checkpoint is not None else []
+        positions = entry_positions(cpath)
+        _stale_entries(rep, path, name, cpath, entries, positions, live)
+        if name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
+            _missing_entries(rep, path, name, cpath, entries, live)
+        _entries_outside_the_log(rep, path, name, cpath, entries, positions, live)
+
+
+def _stale_entries(
+    rep: LogDirReport,
+    path: str,
+    name: str,
+    cpath: str,
+    entries: Entries,
+    positions: list[int | None],
+    live: Live,
+) -> None:
+    """Entries for partitions that are not in the log dir (moved or deleted by hand)."""
+    make = partial(catalog.make, logdir=path)
+    add = rep.findings.append
+    stale = [(i, t, p) for i, (t, p, _o) in enumerate(entries) if (t, p) not in live]
+    if stale:
+        i0 = stale[0][0]
+        listed = ", ".join(f"{t}-{p}" for _i, t, p in stale[:10]) + (" ..." if len(stale) > 10 else "")
+        add(
+            make(
+                "CHECKPOINT_MISMATCH",
+                cpath,
+                position=positions[i0] if i0 < len(positions) else None,
+                problem=f"{cpath} lists {len(stale)} partition(s) that are not in {path}: {listed} "
+                "(moved or "
+                "deleted by hand?); the broker ignores these entries and drops them at its next "
+                "checkpoint",
+                fix="If the folders were moved to another log dir, move their entries too (and fix both "
+                "count "
+                "lines); or rewrite the file from the dir: "
+                f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}.",
+                details={"file": name, "absent": [f"{t}-{p}" for _i, t, p in stale]},
+            )
+        )
+
+
+def _missing_entries(
+    rep: LogDirReport, path: str, name: str, cpath: str, entries: Entries, live: Live
+) -> None:
+    """Partitions of the log dir without an entry (copied in by hand)."""
+    make = partial(catalog.make, logdir=path)
+    add = rep.findings.append
+    listed_tps = {(t, p) for t, p, _o in entries}
+    missing = sorted(tp for tp in live if tp not in listed_tps)
+    if missing:
+        names = ", ".join(f"{t}-{p}" for t, p in missing[:10]) + (" ..." if len(missing) > 10 else "")
+        effect = (
+            "the broker uses recovery point 0 for them (after an unclean shutdown it recovers all "
+            "their "
+            "segments)"
+            if name == RECOVERY_POINT_CHECKPOINT
+            else "their high watermark restarts at the log start offset"
+        )
+        add(
+            make(
+                "CHECKPOINT_MISMATCH",
+                cpath,
+                problem=f"{cpath} misses {len(missing)} partition(s) present in {path}: {names}; {effect}",
+                fix=f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}; or, if the folders were "
+                "copied in by hand, add their lines and fix the count line.",
+                details={"file": name, "missing": [f"{t}-{p}" for t, p in missing]},
+            )
+        )
+
+
+def _entries_outside_the_log(
+    rep: LogDirReport,
+    path: str,
+    name: str,
+    cpath: str,
+    entries: Entries,
+    positions: list[int | None],
+    live: Live,
+) -> None:
+    """Entries beyond the log end or below the log start, and what the broker does with each."""
+    make = partial(catalog.make, logdir=path)
+    add = rep.findings.append
+    for i, (t, p, off) in enumerate(entries):
+        part = live.get((t, p))
+        if part is None or part.log_end_offset is None:
+            continue
+        leo, lso = part.log_end_offset, part.log_start_offset
+        pos = positions[i] if i < len(positions) else None
+        problem = None
+        severity = None
+        if name == RECOVERY_POINT_CHECKPOINT and off > leo:
+            problem = (
+                f"recovery point {off} of {t}-{p} is beyond its log end offset {leo}: segments were "
+                "removed or the log truncated after the checkpoint; the broker lowers it to the log end"
+            )
+        elif name == RECOVERY_POINT_CHECKPOINT and lso is not None and off < lso:
+            problem = (
+                f"recovery point {off} of {t}-{p} is below its log start offset {lso} (segments were "
+                "deleted "
+                "after the checkpoint; the broker raises it to the log start)"
+            )
+        elif name == REPLICATION_OFFSET_CHECKPOINT and off > leo:
+            problem = (
+                f"high watermark {off} of {t}-{p} is beyond its log end offset {leo}: committed "
+                f"records {leo}..{off - 1} are missing from this replica (the broker clamps the high "
+                "watermark to the log end offset)"
+            )
+        elif name == REPLICATION_OFFSET_CHECKPOINT and lso is not None and off < lso:
+            problem = (
+                f"high watermark {off} of {t}-{p} is below its log start offset {lso} (the broker "
+                "raises it to the log start)"
+            )
+        elif name == LOG_START_OFFSET_CHECKPOINT and off > leo:
+            severity = Severity.ERROR
+            problem = (
+                f"log start offset {off} of {t}-{p} is beyond its log end offset {leo}: at startup the "
+                "broker deletes ALL segments of the partition ('Deleting all segments because "
+                "logEndOffset is smaller than logStartOffset')"
+            )
+        elif name == CLEANER_OFFSET_CHECKPOINT and (off > leo or (lso is not None and off < lso)):
+            problem = (
+                f"cleaner offset {off} of {t}-{p} is outside its log [{lso}, {leo}]: the cleaner "
+                "resets it and compacts the log from the start"
+            )
+        if problem is not None:
+            add(
+                make(
+                    "CHECKPOINT_MISMATCH",
+                    cpath,
+                    position=pos,
+                    offset=off,
+                    severity=severity,
+                    problem=f"{cpath}: {problem}",
+                    fix="Set the entry to a value within the log "
+                    f"({catalog.repair_hint('CHECKPOINT_MISMATCH', path)}), or "
+                    "re-replicate the partition if records are missing.",
+                    details={
+                        "file": name,
+                        "topic": t,
+                        "partition": p,
+                        "checkpoint_offset": off,
+                        "log_end_offset": leo,
+                        "log_start_offset": lso,
+                    },
+                )
+            )
+
+
+def unclean_shutdown(ld: LogDir, rep: LogDirReport, parts: list[PartitionReport]) -> None:
+    live = [p for p in parts if p.kind == DirKind.LOG.value and p.topic != "__cluster_metadata"]
+    if rep.clean_shutdown or rep.locked or not live:
+        return
+    behind = [
+        p
+        for p in live
+        if p.recovery_point is not None
+        and p.log_end_offset is not None
+        and p.recovery_point < p.log_end_offset
+    ]
+    untrimmed = sum(p.untrimmed_inactive_indexes for p in live)
+    evidence = []
+    if behind:
+        evidence.append(
+            f"{len(behind)} partition(s) have a recovery point below their log end offset "
+            f"(e.g. {behind[0].topic}-{behind[0].partition}: {behind[0].recovery_point} < "
+            f"{behind[0].log_end_offset})"
+        )
+    if untrimmed:
+        evidence.append(f"{untrimmed} index file(s) of inactive segments were never trimmed")
+    text = (" and " + "; ".join(evidence)) if evidence else ""
+    rep.findings.append(
+        catalog.make(
+            "UNCLEAN_SHUTDOWN",
+            os.path.join(str(ld.path), CLEAN_SHUTDOWN_FILE),
+            logdir=str(ld.path),
+            evidence=text,
+            details={
+                "partitions_behind_recovery_point": len(behind),
+                "untrimmed_inactive_indexes": untrimmed,
+            },
+        )
+    )

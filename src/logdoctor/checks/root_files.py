@@ -1,0 +1,313 @@
+"""Checks of a log dir's root, before any partition is read: the dir's permissions and lock,
+root files' permissions, meta.properties, the offset checkpoint files as files, and leftovers."""
+
+from __future__ import annotations
+
+import os
+from functools import partial
+
+from logdoctor.checks import catalog
+from logdoctor.checks.access import describe, missing_access
+from logdoctor.checks.findings import Severity
+from logdoctor.checks.scan_report import LogDirReport
+from logdoctor.logdir.lock import lock_holder
+from logdoctor.logdir.model import LogDir
+from logdoctor.logdir.names import (
+    CLEAN_SHUTDOWN_FILE,
+    LOCK_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    META_PROPERTIES_FILE,
+    OFFSET_CHECKPOINT_FILES,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+)
+
+
+def checkpoint_consequence(name: str) -> tuple[str, str]:
+    """(what the broker does when it cannot read it, what deleting it does)."""
+    if name == RECOVERY_POINT_CHECKPOINT:
+        return (
+            "LogManager warns and resets every recovery point of the dir to 0: after an unclean shutdown "
+            "every "
+            "segment of every partition is recovered",
+            "the same full recovery, once",
+        )
+    if name == LOG_START_OFFSET_CHECKPOINT:
+        return (
+            "LogManager warns and starts every log at its first segment: records deleted by DeleteRecords "
+            "become visible again",
+            "the same",
+        )
+    if name == REPLICATION_OFFSET_CHECKPOINT:
+        return (
+            "reading the high watermarks fails (KafkaStorageException) and the log dir goes offline",
+            "high watermarks restart from the log start; followers truncate and re-fetch",
+        )
+    return (
+        "the log cleaner cannot read its progress and compacts every log again from the start",
+        "the cleaner compacts every log again",
+    )
+
+
+def check_root(ld: LogDir, rep: LogDirReport) -> None:
+    """Every root check of one log dir, findings into ``rep`` (also its mode, identity, lock state)."""
+    for check in (
+        _dir_access_and_lock,
+        _root_file_permissions,
+        _meta_properties,
+        _offset_checkpoint_files,
+        _root_leftovers,
+    ):
+        check(ld, rep)
+
+
+def _dir_access_and_lock(ld: LogDir, rep: LogDirReport) -> None:
+    """The dir's own permissions for the broker's user, and a running broker's `.lock`."""
+    path = str(ld.path)
+    make = partial(catalog.make, logdir=path)
+    add = rep.findings.append
+    user = rep.broker_user
+    try:
+        st = os.stat(path)
+        lacking = missing_access(st, user, "rwx")
+        if lacking:
+            add(
+                make(
+                    "PERMISSION_DENIED",
+                    path,
+                    need="readable, writable and searchable",
+                    user=user.name,
+                    why=describe(st),
+                    consequence="; the broker cannot use this log dir",
+                    mode_fix=lacking,
+                )
+            )
+    except OSError:
+        pass
+    holder = lock_holder(path)
+    if holder is not None:
+        rep.locked = True
+        who = f" (by pid {holder.pid})" if holder.pid > 0 else ""
+        add(make("BROKER_RUNNING", os.path.join(path, LOCK_FILE), holder=who))
+    rep.clean_shutdown = os.path.isfile(os.path.join(path, CLEAN_SHUTDOWN_FILE))
+
+
+def _root_file_permissions(ld: LogDir, rep: LogDirReport) -> None:
+    """Every root file the broker's user cannot read or write."""
+    make = partial(catalog.make, logdir=str(ld.path))
+    add = rep.findings.append
+    user = rep.broker_user
+    for entry, p in ld.entries:
+        if p.is_dir():
+            continue
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if entry.name == LOCK_FILE:
+            continue
+        lacking = missing_access(st, user, "rw")
+        if lacking:
+            add(
+                make(
+                    "PERMISSION_DENIED",
+                    str(p),
+                    need=" and ".join({"r": "readable", "w": "writable"}[c] for c in lacking),
+                    user=user.name,
+                    why=describe(st),
+                    consequence="; the broker cannot read or update it",
+                    mode_fix=lacking,
+                )
+            )
+
+
+def _meta_properties(ld: LogDir, rep: LogDirReport) -> None:
+    """meta.properties: missing, unreadable, unparsable or empty; the dir's mode and identity."""
+    path = str(ld.path)
+    make = partial(catalog.make, logdir=path)
+    add = rep.findings.append
+    user = rep.broker_user
+    meta_path = os.path.join(path, META_PROPERTIES_FILE)
+    mp = ld.meta_properties_read
+    if not mp.exists:
+        if ld.partitions or any(os.path.exists(os.path.join(path, n)) for n in OFFSET_CHECKPOINT_FILES):
+            add(
+                make(
+                    "META_PROPERTIES_INVALID",
+                    meta_path,
+                    severity=Severity.WARNING,
+                    problem=f"{meta_path} is missing: a ZooKeeper-mode broker writes a new one, a KRaft "
+                    "broker refuses "
+                    "to start ('No meta.properties found'); the dir's cluster id cannot be verified",
+                    fix="Copy meta.properties from another log dir of the same broker (or run `kafka-storage "
+                    "format` "
+                    "for a new KRaft dir).",
+                )
+            )
+    elif isinstance(mp.error, OSError):
+        add(
+            make(
+                "PERMISSION_DENIED",
+                meta_path,
+                need="readable",
+                user=user.name,
+                why=str(mp.error),
+                consequence="; the broker cannot verify the dir",
+                mode_fix="r",
+            )
+        )
+    elif mp.error is not None:
+        e = mp.error
+        add(
+            make(
+                "META_PROPERTIES_INVALID",
+                meta_path,
+                position=getattr(e, "position", None),
+                problem=f"{meta_path} cannot be parsed ({e}): the broker fails to start on this log dir",
+                fix="Restore meta.properties from another log dir of the same broker.",
+            )
+        )
+    else:
+        meta = mp.value
+        rep.mode = "kraft" if meta.version == 1 else "zookeeper"
+        rep.cluster_id = meta.cluster_id
+        rep.node_id = meta.node_id
+        try:
+            empty = os.path.getsize(meta_path) == 0
+        except OSError:
+            empty = False
+        if empty:
+            add(
+                make(
+                    "META_PROPERTIES_INVALID",
+                    meta_path,
+                    severity=Severity.WARNING,
+                    position=0,
+                    problem=f"{meta_path} is empty (0 bytes, a torn write): the broker reads it as version 0 "
+                    "with no "
+                    "broker.id and no cluster.id, so nothing ties this dir to its cluster",
+                    fix="Restore meta.properties (version, broker.id/node.id, cluster.id) from another log "
+                    "dir of "
+                    "the same broker.",
+                )
+            )
+
+
+def _offset_checkpoint_files(ld: LogDir, rep: LogDirReport) -> None:
+    """The four offset checkpoint files as files: unreadable, unparsable, a wrong count line."""
+    path = str(ld.path)
+    make = partial(catalog.make, logdir=path)
+    add = rep.findings.append
+    user = rep.broker_user
+    for name in OFFSET_CHECKPOINT_FILES:
+        cp = ld.checkpoint(name)
+        cpath = os.path.join(path, name)
+        consequence, delete_effect = checkpoint_consequence(name)
+        if isinstance(cp.error, OSError):
+            add(
+                make(
+                    "PERMISSION_DENIED",
+                    cpath,
+                    need="readable",
+                    user=user.name,
+                    why=str(cp.error),
+                    consequence=f"; {consequence}",
+                    mode_fix="r",
+                )
+            )
+            continue
+        if cp.error is not None:
+            add(
+                make(
+                    "CHECKPOINT_CORRUPT",
+                    cpath,
+                    position=getattr(cp.error, "position", None),
+                    problem=str(cp.error),
+                    consequence=consequence,
+                    logdir=path,
+                    delete_effect=delete_effect,
+                )
+            )
+            continue
+        for prob in cp.problems[:1]:
+            if prob.message.startswith("Expected ["):
+                add(
+                    make(
+                        "CHECKPOINT_MISMATCH",
+                        cpath,
+                        position=prob.position,
+                        severity=Severity.ERROR,
+                        problem=f"{cpath}: the count line disagrees with the entries ({prob.message}); the "
+                        "broker "
+                        f"rejects the whole file: {consequence}",
+                        fix="Correct line 2 to the number of entry lines, or rewrite the file: "
+                        f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}.",
+                        details={
+                            "file": name,
+                            "expected": cp.checkpoint.count if cp.checkpoint else None,
+                            "entries": len(cp.checkpoint.entries) if cp.checkpoint else None,
+                        },
+                    )
+                )
+            else:
+                add(
+                    make(
+                        "CHECKPOINT_CORRUPT",
+                        cpath,
+                        position=prob.position,
+                        problem=prob.message,
+                        consequence=consequence,
+                        logdir=path,
+                        delete_effect=delete_effect,
+                    )
+                )
+
+
+def _root_leftovers(ld: LogDir, rep: LogDirReport) -> None:
+    """Folders and files at the root that are not a partition, nor a file the broker writes there."""
+    path = str(ld.path)
+    make = partial(catalog.make, logdir=path)
+    add = rep.findings.append
+    for orphan in ld.orphans:
+        op = str(orphan.path)
+        if orphan.kind == "stray-dir":
+            continue  # STRAY_REPLICA_LEFT (checks.kraft), with what the cluster metadata says
+        if orphan.kind == "unknown-dir":
+            add(
+                make(
+                    "INVALID_DIR_NAME",
+                    op,
+                    problem=f"{op} is not a topic-partition folder: the broker "
+                    "fails to load the log dir ('... is not in the form of topic-partition')",
+                )
+            )
+        elif orphan.kind == "unknown-file":
+            add(
+                make(
+                    "UNKNOWN_FILE", op, problem="not a file Kafka writes in a log dir; the broker ignores it"
+                )
+            )
+        else:
+            texts = {
+                "delete-dir": (
+                    "a partition folder scheduled for deletion (-delete): the broker deletes it at startup",
+                    "Nothing to do; the broker deletes it.",
+                ),
+                "future-dir": (
+                    "a KIP-113 move target (-future) left by an interrupted replica move between log "
+                    "dirs: the broker resumes the move",
+                    "Let the broker finish the move, or cancel it with kafka-reassign-partitions.",
+                ),
+                "stray-dir": (
+                    "a stray partition (-stray) the controller no longer assigns to this broker: the "
+                    "broker deletes it",
+                    "Keep a copy first if it may hold the only replica of data.",
+                ),
+                "tmp-file": (
+                    "left by an interrupted atomic write of a checkpoint or meta.properties (the "
+                    "original is intact): the broker ignores it",
+                    "Delete it while the broker is stopped.",
+                ),
+            }
+            problem, fix = texts.get(orphan.kind, (orphan.reason, "Delete it while the broker is stopped."))
+            add(make("ORPHAN_FILE", op, problem=f"{op}: {problem}", fix=fix, details={"kind": orphan.kind}))
