@@ -7,7 +7,7 @@ Segments: the issue's two (uncompressed and lz4, the producer's default 16 KiB b
 JSON values), plus small batches (1 KiB, what a lightly loaded producer with linger.ms=0 writes: the
 per-batch cost dominates) and transactional lz4 (4 producers, markers every few batches: the Python
 walk handles every marker). Columns: rebuild_indexes (C lane for plain v2 batches, Python walk for the
-rest), the same with ``pure_python=True`` (the Python walk alone, as before the C lane), then the parts
+rest), the same with ``recovery.FAST_LANE`` off (the Python walk alone, as before the C lane), then the parts
 that bound it: the batch walk with CRCs (iter_batches) and the CRC alone over the whole file.
 """
 
@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import best_of, command, machine, segment
+from logdoctor.formats import recovery
 from logdoctor.formats.crc import crc32c
 from logdoctor.formats.record_types import Compression
 from logdoctor.formats.records import iter_batches
@@ -50,7 +51,7 @@ def main() -> None:
     args = ap.parse_args()
     target = int(args.gb * (1 << 30))
     print(f"# {machine()}\n# {command()}\n")
-    print("| segment | size | batches | rebuild_indexes | pure_python=True | walk + CRC only | CRC only |")
+    print("| segment | size | batches | rebuild_indexes | Python walk alone | walk + CRC only | CRC only |")
     print("|---|---|---|---|---|---|---|")
     for name in args.only.split(","):
         params = {"value_size": 512, **CASES[name]}
@@ -77,7 +78,11 @@ def main() -> None:
             rebuild_indexes(view, 0)
 
         def rebuild_py(view: memoryview = view) -> None:
-            rebuild_indexes(view, 0, pure_python=True)
+            fast, recovery.FAST_LANE = recovery.FAST_LANE, None
+            try:
+                rebuild_indexes(view, 0)
+            finally:
+                recovery.FAST_LANE = fast
 
         t_rebuild = best_of(args.repeat, rebuild)[0]
         t_py = best_of(args.repeat, rebuild_py)[0]

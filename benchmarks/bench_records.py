@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from kafka.record.memory_records import MemoryRecords
 
 from _common import best_of, command, machine, segment
-from logdoctor.formats.batch_v2 import decode_columns
+from logdoctor.formats.columns import decode_columns
 from logdoctor.formats.record_types import Compression
 from logdoctor.formats.records import iter_batches
 from logdoctor.sample.records import RecordDataSpec

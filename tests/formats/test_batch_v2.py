@@ -3,6 +3,7 @@ columns against records, and typed errors for bad record sections."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 
@@ -15,6 +16,7 @@ from kafka.record.default_records import DefaultRecordBatch as KpBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 from kafka.record.memory_records import MemoryRecords
 
+import twins
 from logdoctor.errors import (
     CorruptRecordError,
     CrcMismatchError,
@@ -22,8 +24,9 @@ from logdoctor.errors import (
     TruncatedError,
     UnsupportedError,
 )
-from logdoctor.formats import batch_v2
+from logdoctor.formats import batch_v2, native
 from logdoctor.formats.batch_v2 import RecordBatchV2
+from logdoctor.formats.columns import decode_columns
 from logdoctor.formats.crc import crc32c
 from logdoctor.formats.records import Compression, Header, RecordSpec, TimestampType, iter_batches
 from logdoctor.formats.varint import encode_varint, encode_varlong
@@ -86,7 +89,7 @@ def test_round_trip_every_attribute(records, opts) -> None:
     assert batch.partition_leader_epoch == opts["partition_leader_epoch"]
     assert bytes(batch.raw()) == data and batch.crc_valid()
     got = batch.record_list()
-    assert _rows(got) == _rows(batch.record_list(pure_python=True))
+    assert _rows(got) == _rows(twins.pure(batch.record_list))
     lat = opts["timestamp_type"] is TimestampType.LOG_APPEND_TIME
     for i, (spec, rec) in enumerate(zip(records, got, strict=True)):
         assert rec.offset == opts["base_offset"] + i
@@ -106,14 +109,14 @@ def test_round_trip_every_attribute(records, opts) -> None:
         assert [(r.offset, r.timestamp, r.key, r.value) for r in kp] == [
             (r.offset, r.timestamp, r.key, r.value) for r in got
         ]
-    cols = batch.decode_columns()
+    cols = decode_columns([batch])
     assert cols.offsets.tolist() == [r.offset for r in got]
     assert cols.timestamps.tolist() == [r.timestamp for r in got]
     assert cols.keys.to_pylist() == [r.key for r in got]
     assert cols.values.to_pylist() == [r.value for r in got]
     assert cols.headers.to_pylist() == [[{"key": h.key, "value": h.value} for h in r.headers] for r in got]
     assert cols.timestamp_types.tolist() == [int(opts["timestamp_type"])] * len(got)
-    pure = batch.decode_columns(pure_python=True)
+    pure = twins.pure(decode_columns, [batch])
     assert (
         pure.keys.equals(cols.keys) and pure.values.equals(cols.values) and pure.headers.equals(cols.headers)
     )
@@ -185,15 +188,15 @@ def test_bad_record_sections_raise_corrupt(name: str, pure: bool) -> None:
     data = b"\x00" * 7 + _batch(section, count)
     (batch,) = iter_batches(data, start=7, verify_crc=True, source="seg.log")
     with pytest.raises(CorruptRecordError) as err:
-        batch.record_list(pure_python=pure)
+        twins.run(pure, batch.record_list)
     assert err.value.source == "seg.log"
     assert 7 + 61 <= err.value.position <= len(data) or name == "negative count"
     other = pytest.raises(CorruptRecordError)
     with other as err2:
-        batch.record_list(pure_python=not pure)
+        twins.run(not pure, batch.record_list)
     assert (err.value.position, str(err.value)) == (err2.value.position, str(err2.value))
     with pytest.raises(CorruptRecordError):
-        batch.decode_columns(pure_python=pure)
+        twins.run(pure, decode_columns, [batch])
     with pytest.raises(CorruptRecordError):
         batch.ensure_valid(deep=True)
     batch.ensure_valid()  # the CRC is fine: Kafka's ensureValid passes
@@ -254,7 +257,7 @@ def test_invalid_utf8_header_key_is_replaced_like_java() -> None:
     (batch,) = iter_batches(_batch(_record(body), 1))
     (rec,) = batch.records()
     assert rec.headers == (Header("\ufffd\ufffd", None),)
-    assert batch.decode_columns().headers.to_pylist() == [[{"key": "\ufffd\ufffd", "value": None}]]
+    assert decode_columns([batch]).headers.to_pylist() == [[{"key": "\ufffd\ufffd", "value": None}]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,13 +322,13 @@ def test_columns_of_many_batches_equal_records_twin_and_kafka_python(batches) ->
     data = _segment(batches)
     ours = list(iter_batches(data, verify_crc=True, base_position=77))
     assert len(ours) == len(batches)
-    cols = batch_v2.decode_columns(ours)
+    cols = decode_columns(ours)
     records = [r for b in ours for r in b.record_list()]
     assert _col_rows(cols) == _rec_rows(records)
-    assert _rec_rows(records) == _rec_rows(r for b in ours for r in b.record_list(pure_python=True))
+    assert _rec_rows(records) == _rec_rows(r for b in ours for r in twins.pure(b.record_list))
     # one C call over the whole run, and its pure-Python twin, give the same buffers
     _buffers_equal(
-        batch_v2._decode_v2_run(ours, pure_python=False), batch_v2._decode_v2_run(ours, pure_python=True)
+        batch_v2.decode_v2_run(ours), twins.pure(batch_v2.decode_v2_run, ours)
     )
     assert cols.to_arrow().num_rows == len(records)
     # kafka-python decodes the same bytes to the same records
@@ -384,12 +387,12 @@ def test_batches_written_by_kafka_python_decode_alike(batches) -> None:
     data = b"".join(parts)
     ours = list(iter_batches(data, verify_crc=True))
     assert _rec_rows(r for b in ours for r in b.records()) == expected
-    assert _col_rows(batch_v2.decode_columns(ours)) == expected
-    assert _col_rows(batch_v2.decode_columns(ours, pure_python=True)) == expected
-    if batch_v2.HAVE_C_LZ4:  # kafka-python's lz4 frames are decompressed in C, not left to codecs.py
+    assert _col_rows(decode_columns(ours)) == expected
+    assert _col_rows(twins.pure(decode_columns, ours)) == expected
+    if native.HAVE_C_LZ4:  # kafka-python's lz4 frames are decompressed in C, not left to codecs.py
         for b in ours:
             if b.compression is Compression.LZ4:
-                assert batch_v2._speedups.batch_records(b._buf, b._start) is not None
+                assert native.speedups.batch_records(b._buf, b._start) is not None
 
 
 def _lz4_batch(records_section: bytes, count: int, **frame_options) -> bytes:
@@ -419,23 +422,23 @@ def test_lz4_frames_left_to_codecs_decode_alike(monkeypatch) -> None:
     data = b"".join(parts)
     ours = list(iter_batches(data, verify_crc=True))
     want = _rec_rows(next(iter(iter_batches(_batch(plain, 6)))).records())
-    if batch_v2.HAVE_C_LZ4:
-        assert batch_v2._speedups.batch_records(ours[0]._buf, ours[0]._start) is not None
-        assert batch_v2._speedups.batch_records(ours[1]._buf, ours[1]._start) is None
+    if native.HAVE_C_LZ4:
+        assert native.speedups.batch_records(ours[0]._buf, ours[0]._start) is not None
+        assert native.speedups.batch_records(ours[1]._buf, ours[1]._start) is None
     for b in ours:
         assert _rec_rows(b.records()) == want
-    cols = batch_v2.decode_columns(ours)
+    cols = decode_columns(ours)
     assert _col_rows(cols) == want * 5
     # the same without the C lz4 decoder: every lz4 frame through codecs.py
-    monkeypatch.setattr(batch_v2, "HAVE_C_LZ4", False)
+    monkeypatch.setattr(batch_v2, "DECODERS", dataclasses.replace(batch_v2.DECODERS, lz4_in_c=False))
     if batch_v2.HAVE_SPEEDUPS:
-        batch_v2._speedups.configure_lz4(None)
+        native.speedups.configure_lz4(None)
     try:
-        assert _col_rows(batch_v2.decode_columns(ours)) == want * 5
+        assert _col_rows(decode_columns(ours)) == want * 5
         assert _rec_rows(r for b in ours for r in b.records()) == want * 5
     finally:
         if batch_v2.HAVE_SPEEDUPS:
-            batch_v2._speedups.configure_lz4(batch_v2._lz4_decompress_safe_address())
+            native.speedups.configure_lz4(native._lz4_decompress_safe_address())
 
 
 def lz4_frame_block_size() -> int:
@@ -475,9 +478,9 @@ def test_damaged_records_sections_fail_alike_in_c_and_python(codec, edits) -> No
     data = _fix(bytes(bad))
     (batch,) = iter_batches(data, source="d.log")
     c_records = _outcome(lambda: _rec_rows(batch.record_list()))
-    assert c_records == _outcome(lambda: _rec_rows(batch.record_list(pure_python=True)))
-    c_cols = _outcome(lambda: _col_rows(batch_v2.decode_columns([batch])))
-    assert c_cols == _outcome(lambda: _col_rows(batch_v2.decode_columns([batch], pure_python=True)))
+    assert c_records == _outcome(lambda: _rec_rows(twins.pure(batch.record_list)))
+    c_cols = _outcome(lambda: _col_rows(decode_columns([batch])))
+    assert c_cols == _outcome(lambda: _col_rows(twins.pure(decode_columns, [batch])))
     assert (c_records[0] == "ok") == (c_cols[0] == "ok")
     if c_records[0] == "ok":
         assert c_records[1] == c_cols[1]
@@ -496,12 +499,12 @@ def test_first_bad_batch_is_reported_first() -> None:
     data = ok + bad_records + _fix(bytes(gz))
     batches = list(iter_batches(data, source="s.log"))
     with pytest.raises(CorruptRecordError) as err:
-        batch_v2.decode_columns(batches)
+        decode_columns(batches)
     with pytest.raises(CorruptRecordError) as one:
         batches[1].record_list()
     assert (err.value.position, str(err.value)) == (one.value.position, str(one.value))
     with pytest.raises(FormatError):
-        batch_v2.decode_columns(batches[2:])
+        decode_columns(batches[2:])
 
 
 def test_columns_across_buffers_and_legacy_entries() -> None:
@@ -517,17 +520,17 @@ def test_columns_across_buffers_and_legacy_entries() -> None:
     first = list(iter_batches(v2a + v2b))
     second = list(iter_batches(legacy + v2a))
     batches = first + second
-    cols = batch_v2.decode_columns(batches)
+    cols = decode_columns(batches)
     records = [r for b in batches for r in b.records()]
     assert _col_rows(cols) == _rec_rows(records)
     assert cols.keys.type == pa.binary() and cols.values.type == pa.binary()
     assert cols.timestamp_types.tolist() == [0, 0, 0, 0]
-    assert len(batch_v2.decode_columns([])) == 0
+    assert len(decode_columns([])) == 0
 
 
 def test_columns_to_arrow_and_buffers() -> None:
     data = _segment([([RecordSpec(value=b"v" * 100, key=b"key")] * 5, {**_DEFAULT_OPTS})] * 3)
-    cols = batch_v2.decode_columns(iter_batches(data))
+    cols = decode_columns(iter_batches(data))
     rb = cols.to_arrow()
     assert rb.schema.names == ["key", "value", "offset", "timestamp", "timestampType", "headers"]
     assert rb.num_rows == 15 and rb.column("offset").to_pylist() == list(range(15))

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
+import twins
 from logdoctor.errors import FormatError
 from logdoctor.formats.batch_v2 import RecordBatchV2
 from logdoctor.formats.crc import crc32c
@@ -79,14 +80,14 @@ def _exercise(data: bytes) -> None:
                 if isinstance(batch, RecordBatchV2):
                     batch.ensure_valid(deep=True)
                     decode_columns([batch])
-                    decode_columns([batch], pure_python=True)
+                    twins.pure(decode_columns, [batch])
             except FormatError as exc:
                 assert exc.source == "fuzz.log" and exc.position is not None
     except FormatError as exc:
         assert exc.source == "fuzz.log" and exc.position is not None
     for pure in (False, True):  # all the batches in one call (one C call over the run)
         try:
-            decode_columns(v2, pure_python=pure)
+            twins.run(pure, decode_columns, v2)
         except FormatError as exc:
             assert exc.source == "fuzz.log" and exc.position is not None
     result = scan_batches(data, source="fuzz.log")

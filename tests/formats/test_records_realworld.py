@@ -11,6 +11,7 @@ import pytest
 from kafka.record.memory_records import MemoryRecords
 
 import realworld
+import twins
 from logdoctor.errors import CorruptRecordError, TruncatedError
 from logdoctor.formats import batch_v2
 from logdoctor.formats.batch_v2 import RecordBatchV2
@@ -76,7 +77,7 @@ def test_real_segments_fast_pure_and_columns_agree(log_dir: Path) -> None:
         fast, pure = [], []
         for b in batches:
             fast += b.record_list()
-            pure += b.record_list(pure_python=True)
+            pure += twins.pure(b.record_list)
         assert fast == pure
         cols = decode_columns(batches)
         assert cols.offsets.tolist() == [r.offset for r in fast]
@@ -86,10 +87,10 @@ def test_real_segments_fast_pure_and_columns_agree(log_dir: Path) -> None:
         want_headers = [[{"key": h.key, "value": h.value} for h in r.headers] for r in fast]
         assert cols.headers.to_pylist() == want_headers
         assert cols.timestamp_types.tolist() == [int(r.timestamp_type) for r in fast]
-        assert np.array_equal(decode_columns(batches, pure_python=True).timestamps, cols.timestamps)
+        assert np.array_equal(twins.pure(decode_columns, batches).timestamps, cols.timestamps)
         if batches:  # one C call over the segment's batches == its pure-Python twin, buffer for buffer
-            c_bufs = batch_v2._decode_v2_run(batches, pure_python=False)
-            py_bufs = batch_v2._decode_v2_run(batches, pure_python=True)
+            c_bufs = batch_v2.decode_v2_run(batches)
+            py_bufs = twins.pure(batch_v2.decode_v2_run, batches)
             assert [bytes(x) if isinstance(x, bytearray) else x for x in c_bufs] == [
                 bytes(x) if isinstance(x, bytearray) else x for x in py_bufs
             ]

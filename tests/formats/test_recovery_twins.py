@@ -1,4 +1,4 @@
-"""rebuild_indexes' C lane (``_speedups.recover_v2``) against its Python walk (``pure_python=True``).
+"""rebuild_indexes' C lane (``_speedups.recover_v2``) against its Python walk (``twins.pure``).
 
 The Python walk is the reference (tests/formats/test_recovery.py checks it against Kafka's rules and
 real broker-written indexes); the C lane must give the same result to the byte and the same error
@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
+import twins
 from logdoctor.errors import CrcMismatchError, TruncatedError
 from logdoctor.formats import recovery
 from logdoctor.formats.batch_v2 import recover_v2
@@ -50,7 +51,7 @@ def _counting() -> Iterator[list[int]]:
         taken[0] += out[6]
         return out
 
-    with mock.patch.object(recovery, "recover_v2", counted):
+    with mock.patch.object(recovery, "FAST_LANE", counted):
         yield taken
 
 
@@ -68,7 +69,7 @@ def _twins(log, base_offset: int, **kw) -> tuple[RebuiltIndexes, int]:
     """Both results compared; returns the fast one and the batches the C lane took."""
     with _counting() as taken:
         fast = rebuild_indexes(log, base_offset, **kw)
-    pure = rebuild_indexes(log, base_offset, pure_python=True, **kw)
+    pure = twins.pure(rebuild_indexes, log, base_offset, **kw)
     _assert_same(fast, pure)
     return fast, taken[0]
 

@@ -8,7 +8,7 @@
  * Varints follow K:clients/.../common/utils/ByteUtils.java (at most 5 bytes for an int32, 10 for an
  * int64; the last byte must not have its high bit set; bits beyond the width are dropped).
  *
- * The pure-Python fallback in batch_v2.py gives identical results; tests compare them.
+ * The pure-Python twin in v2_twin.py gives identical results; tests compare them.
  * Errors are raised as RecordError(code, position, record_index); batch_v2.py turns them into
  * logdoctor.errors.CorruptRecordError with the file name and byte position.
  */
@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
-/* error codes, mirrored in batch_v2.py (_RECORD_ERRORS) */
+/* error codes, mirrored in v2_twin.py (RECORD_ERRORS) */
 enum {
     E_OK = 0,
     E_FEWER_RECORDS = 1,    /* the records end before the declared count */
@@ -508,7 +508,7 @@ read_batch_header(const uint8_t *p, Py_ssize_t len, Py_ssize_t start, batch_hdr_
 /* ------------------------------------------------------------------------------------------
  * lz4: Kafka's frame (K:clients/src/main/java/org/apache/kafka/common/compress/Lz4BlockInputStream.java)
  * walked here, blocks decoded by LZ4_decompress_safe of the lz4 package's own library (its address
- * is handed over by batch_v2.py through configure_lz4, so the blocks are decoded by exactly the code
+ * is handed over by native.py through configure_lz4, so the blocks are decoded by exactly the code
  * that codecs.py uses). The walk accepts exactly what codecs._lz4_decompress accepts for magic 2,
  * except frames with block checksums: anything else returns -1 and the caller falls back to
  * codecs.py, which raises the typed error (or decodes the frame).
@@ -1166,7 +1166,7 @@ fail:
  * raises the same typed error, or processes it) and calls back here for the rest.
  *
  * CRC-32C is computed by the crc32c package's own library (its address is handed over by
- * batch_v2.py through configure_crc32c, checked here against the standard check value), so the
+ * native.py through configure_crc32c, checked here against the standard check value), so the
  * checksums are exactly those of logdoctor.formats.crc.
  */
 typedef uint32_t (*crc32c_fn_t)(uint32_t crc, const unsigned char *data, unsigned long length);

@@ -20,11 +20,10 @@ from logdoctor.formats.batch_v2 import (
     MAGIC_VALUE_V2,
     RECORD_BATCH_OVERHEAD,
     RecordBatchV2,
-    RecordColumns,
     check_v2_size,
-    decode_columns,
     walk_v2,
 )
+from logdoctor.formats.columns import RecordColumns, decode_columns
 from logdoctor.formats.record_types import (
     LOG_OVERHEAD,
     MAGIC_POSITION,

@@ -36,8 +36,9 @@ Speed: runs of plain v2 batches (no control batch with a producer id, no non-tra
 a producer with an open transaction, valid CRC, offsets in range) are handled by one C call,
 ``_speedups.recover_v2``, which applies exactly the steps above without making Batch objects; every
 other entry (legacy v0/v1, transaction markers, anything invalid) goes through the Python walk below,
-which is the reference and raises the error. ``pure_python=True`` runs the Python walk alone;
-tests/formats/test_recovery_twins.py checks that both give the same bytes and errors.
+which is the reference and raises the error. :data:`FAST_LANE` is that C call, chosen once at import
+(None without the C extension: the Python walk alone); tests/formats/test_recovery_twins.py checks
+that both give the same bytes and errors.
 
 Output size: **trimmed** (``trimToValidSize``), what ``recover`` leaves on disk. When the broker
 then opens the last segment as the active one, LogLoader calls ``resizeIndexes(segment.index.bytes)``,
@@ -63,9 +64,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from logdoctor.errors import CorruptRecordError, FormatError
-from logdoctor.formats.batch_v2 import recover_v2
+from logdoctor.formats import native
 from logdoctor.formats.control import ControlType, parse_control_key, parse_end_txn_marker
 from logdoctor.formats.index import (
     AbortedTxn,
@@ -82,6 +84,9 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096
 _INT32_MAX = 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _V2_HEADER = 61  # RECORD_BATCH_OVERHEAD
+
+FAST_LANE: Any = native.recover_v2
+"""The C fast lane (``_speedups.recover_v2``), chosen once at import; None: the Python walk alone."""
 
 
 @dataclass(slots=True)
@@ -116,7 +121,6 @@ def rebuild_indexes(
     source: str | None = None,
     open_transactions: Mapping[int, int] | None = None,
     latest_leader_epoch: int | None = None,
-    pure_python: bool = False,
 ) -> RebuiltIndexes:
     """Rebuild the indexes of the segment ``log`` (a whole ``.log`` file) as ``LogSegment.recover``.
 
@@ -126,15 +130,14 @@ def rebuild_indexes(
 
     Runs of plain v2 batches go through the C fast lane (``_speedups.recover_v2``: header, CRC and
     index arithmetic without Batch objects); everything else (legacy entries, transaction markers,
-    bad bytes) through the Python walk, which is the reference: ``pure_python=True`` uses it alone,
-    with byte-identical results (tests compare the two).
+    bad bytes) through the Python walk, which is the reference, with byte-identical results (tests
+    compare the two).
     """
     state = _Recovery(base_offset, index_interval_bytes, source, open_transactions, latest_leader_epoch)
     error: FormatError | None = None
     try:
         if (
-            pure_python
-            or recover_v2 is None
+            FAST_LANE is None
             or not isinstance(base_offset, int)
             or not isinstance(index_interval_bytes, int)
             or not _INT64_MIN <= base_offset <= _INT64_MAX
@@ -256,7 +259,7 @@ class _Recovery:
             last_time_ts,
             count,
             last,
-        ) = recover_v2(
+        ) = FAST_LANE(
             buf,
             pos,
             limit,
