@@ -35,11 +35,44 @@ def test_make_fills_templates_and_keeps_position() -> None:
     assert f.severity is Severity.ERROR and f.position is None
     assert f.message.startswith("/d/.lock is locked (by pid 7): a broker is running on /d")
     g = catalog.make(
-        "CHECKPOINT_MISMATCH", "/d/x", position=12, severity=Severity.ERROR, problem="p", fix="f"
+        "CHECKPOINT_MISMATCH",
+        "/d/replication-offset-checkpoint",
+        case="high-watermark-beyond-log-end",
+        logdir="/d",
+        position=12,
+        offset=90,
+        severity=Severity.ERROR,
+        partition="orders-3",
+        log_end_offset=80,
+        log_start_offset=0,
+        last_missing=89,
     )
-    assert (g.message, g.fix, g.position, g.severity) == ("p", "f", 12, Severity.ERROR)
+    assert g.message == (
+        "/d/replication-offset-checkpoint: high watermark 90 of orders-3 is beyond its log end offset 80: "
+        "committed records 80..89 are missing from this replica (the broker clamps the high watermark to "
+        "the log end offset)"
+    )
+    assert g.fix.startswith("Set the entry to a value within the log (`logdoctor repair /d --only ")
+    assert (g.position, g.offset, g.severity) == (12, 90, Severity.ERROR)
+    with pytest.raises(KeyError):  # a case's fields must all be given: no silent blanks
+        catalog.make("CHECKPOINT_MISMATCH", "/d/x", case="stale-entries", logdir="/d", count=1)
+    with pytest.raises(KeyError):
+        catalog.make("CHECKPOINT_MISMATCH", "/d/x", case="no-such-case")
     with pytest.raises(KeyError):
         catalog.make("NO_SUCH_CODE", "/d")
+
+
+def test_every_case_template_formats_with_its_own_fields() -> None:
+    """Each Case names its facts: formatting it with exactly the fields it names works, and none of
+    them is a bare {problem} (the words are in the catalog, not at the call site)."""
+    import string
+
+    for code, entry in catalog.CATALOG.items():
+        for name, case in entry.cases.items():
+            for template in (case.message, case.fix or entry.fix):
+                fields = {f for _, f, _, _ in string.Formatter().parse(template) if f}
+                assert "problem" not in fields, (code, name)
+                template.format(**{f: f"<{f}>" for f in fields})
 
 
 def test_finding_json_round_trip_and_exit_codes() -> None:

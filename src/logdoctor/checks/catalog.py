@@ -16,10 +16,20 @@ source it follows is named (K: = path in apache/kafka).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.checks.findings import Finding, Severity
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One condition of a code with its own wording: message and fix templates over named fields
+    (``fix`` None: the entry's fix). A check names the case and passes the facts; the words are here."""
+
+    message: str
+    fix: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +41,7 @@ class Entry:
     fix: str  # template
     source: str  # where in Kafka (or the field) the rule comes from
     scope: str = "scan"  # scan | fleet | dump (see the module docstring)
+    cases: Mapping[str, Case] = field(default_factory=dict)
 
 
 _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
@@ -47,6 +58,7 @@ def repair_command(code: str, logdir: str) -> str:
 def repair_hint(code: str, logdir: str) -> str:
     """A fix phrase around :func:`repair_command` (the ``{repair}`` template field)."""
     return f"`{repair_command(code, logdir)}` prints the plan, add --apply to make it"
+
 
 _ENTRIES = (
     Entry(
@@ -95,10 +107,62 @@ _ENTRIES = (
         "CHECKPOINT_MISMATCH",
         _W,
         "a checkpoint file that disagrees with itself or with the log dir",
-        "{problem}",
-        "{fix}",
+        "{path}: {problem}",
+        "Set the entry to a value within the log ({repair}), or re-replicate the partition if records "
+        "are missing.",
         "K:server-common/.../CheckpointFile.java; core/.../log/LogManager.scala loadLogs, "
         "checkpointLogRecoveryOffsets/LogStartOffsets; ReplicaManager high watermark checkpoints",
+        cases={
+            "count-line": Case(
+                "{path}: the count line disagrees with the entries ({detail}); the broker rejects the "
+                "whole file: {consequence}",
+                "Correct line 2 to the number of entry lines, or rewrite the file: {repair}.",
+            ),
+            "missing-file": Case(
+                "{path} is missing but the dir holds {partitions} partition(s): the broker uses recovery "
+                "point 0 for all of them (after an unclean shutdown it recovers every segment)",
+                "Write it from the log end offsets: {repair}.",
+            ),
+            "stale-entries": Case(
+                "{path} lists {count} partition(s) that are not in {logdir}: {listed} (moved or deleted by "
+                "hand?); the broker ignores these entries and drops them at its next checkpoint",
+                "If the folders were moved to another log dir, move their entries too (and fix both count "
+                "lines); or rewrite the file from the dir: {repair}.",
+            ),
+            "missing-entries": Case(
+                "{path} misses {count} partition(s) present in {logdir}: {listed}; {effect}",
+                "{repair}; or, if the folders were copied in by hand, add their lines and fix the count "
+                "line.",
+            ),
+            "recovery-point-beyond-log-end": Case(
+                "{path}: recovery point {offset} of {partition} is beyond its log end offset "
+                "{log_end_offset}: segments were removed or the log truncated after the checkpoint; the "
+                "broker lowers it to the log end"
+            ),
+            "recovery-point-below-log-start": Case(
+                "{path}: recovery point {offset} of {partition} is below its log start offset "
+                "{log_start_offset} (segments were deleted after the checkpoint; the broker raises it to "
+                "the log start)"
+            ),
+            "high-watermark-beyond-log-end": Case(
+                "{path}: high watermark {offset} of {partition} is beyond its log end offset "
+                "{log_end_offset}: committed records {log_end_offset}..{last_missing} are missing from "
+                "this replica (the broker clamps the high watermark to the log end offset)"
+            ),
+            "high-watermark-below-log-start": Case(
+                "{path}: high watermark {offset} of {partition} is below its log start offset "
+                "{log_start_offset} (the broker raises it to the log start)"
+            ),
+            "log-start-beyond-log-end": Case(
+                "{path}: log start offset {offset} of {partition} is beyond its log end offset "
+                "{log_end_offset}: at startup the broker deletes ALL segments of the partition ('Deleting "
+                "all segments because logEndOffset is smaller than logStartOffset')"
+            ),
+            "cleaner-offset-outside-log": Case(
+                "{path}: cleaner offset {offset} of {partition} is outside its log [{log_start_offset}, "
+                "{log_end_offset}]: the cleaner resets it and compacts the log from the start"
+            ),
+        },
     ),
     Entry(
         "CHECKPOINT_CORRUPT",
@@ -151,10 +215,67 @@ _ENTRIES = (
         "ORPHAN_FILE",
         _W,
         "a leftover the broker deletes or renames at startup",
-        "{problem}",
-        "{fix}",
+        "{path}: {reason}",
+        "Delete it while the broker is stopped.",
         "K:storage/.../log/LogLoader.java removeTempFilesAndCollectSwapFiles, loadSegmentFiles; "
-        "core/.../log/LogManager.scala (-delete, -future, -stray folders)",
+        "core/.../log/LogManager.scala (-delete, -future, -stray folders); "
+        "core/.../raft/KafkaMetadataLog.scala recoverSnapshots",
+        cases={
+            "delete-dir": Case(
+                "{path}: a partition folder scheduled for deletion (-delete): the broker deletes it at "
+                "startup",
+                "Nothing to do; the broker deletes it.",
+            ),
+            "future-dir": Case(
+                "{path}: a KIP-113 move target (-future) left by an interrupted replica move between "
+                "log dirs: the broker resumes the move",
+                "Let the broker finish the move, or cancel it with kafka-reassign-partitions.",
+            ),
+            "root-tmp-file": Case(
+                "{path}: left by an interrupted atomic write of a checkpoint or meta.properties (the "
+                "original is intact): the broker ignores it",
+                "Delete it while the broker is stopped.",
+            ),
+            "deleted": Case(
+                "{path} was renamed .deleted for asynchronous deletion (retention, truncation or "
+                "compaction) and never removed: the broker deletes it at startup",
+                "Nothing to do: the broker deletes it. To free the space now, delete it while the "
+                "broker is stopped.",
+            ),
+            "cleaned": Case(
+                "{path} is partial output of the log cleaner (a crash during compaction): the broker "
+                "deletes it at startup, with any .swap at or above its offset",
+                "Nothing to do: the broker deletes it and compacts again.",
+            ),
+            "swap": Case(
+                "{path} is a compacted or split segment awaiting swap-in: at startup the broker "
+                "renames it into place and deletes the segment files it replaces (or deletes it when a "
+                ".cleaned file has a lower offset)",
+                "Let the broker complete the swap; keep a backup of the partition first if you doubt "
+                "the .swap.",
+            ),
+            "index-without-log": Case(
+                "{path} is an index file with no .log: the broker deletes it at startup ('Found an "
+                "orphaned index file ... with no corresponding log file')",
+                "Nothing to do, or delete it while the broker is stopped. If its .log was deleted by "
+                "hand, data is gone.",
+            ),
+            "partial-snapshot": Case(
+                "{path} is a KRaft snapshot that was being written at a crash: it is deleted at startup",
+                "Nothing to do.",
+            ),
+            "tmp-file": Case(
+                "{path} was left by an interrupted atomic write (the file it was replacing is intact): "
+                "the broker ignores it and overwrites it on the next write",
+                "Delete it while the broker is stopped.",
+            ),
+            "deleted-snapshot": Case(
+                "{path} is a KRaft snapshot marked for deletion (older than the latest snapshot or the "
+                "log start): the node deletes it at startup (KafkaMetadataLog.recoverSnapshots)",
+                "Nothing to do: the broker deletes it. To free the space now, delete it while the "
+                "broker is stopped.",
+            ),
+        },
     ),
     Entry(
         "PERMISSION_DENIED",
@@ -169,7 +290,8 @@ _ENTRIES = (
         "META_PROPERTIES_MISMATCH",
         _E,
         "log dirs of one broker that disagree in meta.properties",
-        "{problem}",
+        "{field} {value} in {logdir} differs from {common} in the other log dirs ({summary}): the broker "
+        "refuses to start (or takes this dir offline)",
         "Every log dir of a broker must carry the same cluster.id and broker.id/node.id: restore the right "
         "meta.properties (copy it from a sibling log dir, keeping directory.id unique per dir).",
         "K:metadata/.../properties/MetaPropertiesEnsemble.java verify; core/.../KafkaServer.scala "
@@ -179,7 +301,11 @@ _ENTRIES = (
         "LOG_DIRS_OF_DIFFERENT_BROKERS",
         _E,
         "log dirs given together whose meta.properties name different brokers",
-        "{problem}",
+        "the {dirs} log dirs given belong to {brokers} different brokers {of_clusters} ({listing}): the "
+        "log.dirs of one broker share its cluster.id and broker.id/node.id, so these are the log dirs of "
+        "several brokers scanned together, or one broker whose meta.properties disagree (it refuses to "
+        "start). Partitions found in several of them are replicas, not duplicates: they were not "
+        "reported as DUPLICATE_PARTITION",
         "Scan the log dirs of one broker together and each broker on its own ({commands}); for a fleet, "
         "the census command compares the brokers' replicas. If these really are the log.dirs of one "
         "broker, restore the right meta.properties in the odd one (copy a sibling's, keeping its "
@@ -191,15 +317,31 @@ _ENTRIES = (
         "META_PROPERTIES_INVALID",
         _E,
         "meta.properties missing, empty or unreadable",
-        "{problem}",
-        "{fix}",
+        "{path} cannot be parsed ({error}): the broker fails to start on this log dir",
+        "Restore meta.properties from another log dir of the same broker.",
         "K:metadata/.../properties/MetaProperties.java, MetaPropertiesEnsemble.java",
+        cases={
+            "missing": Case(
+                "{path} is missing: a ZooKeeper-mode broker writes a new one, a KRaft broker refuses to "
+                "start ('No meta.properties found'); the dir's cluster id cannot be verified",
+                "Copy meta.properties from another log dir of the same broker (or run `kafka-storage "
+                "format` for a new KRaft dir).",
+            ),
+            "empty": Case(
+                "{path} is empty (0 bytes, a torn write): the broker reads it as version 0 with no "
+                "broker.id and no cluster.id, so nothing ties this dir to its cluster",
+                "Restore meta.properties (version, broker.id/node.id, cluster.id) from another log dir of "
+                "the same broker.",
+            ),
+        },
     ),
     Entry(
         "DUPLICATE_PARTITION",
         _E,
         "the same partition in two log dirs of one broker",
-        "{problem}",
+        "{partition} is in {count} log dirs of this broker ({where}): the broker refuses to start "
+        "('Duplicate log directories for {partition} are found'). This copy: log end offset "
+        "{log_end_offset}, {bytes} bytes",
         "Keep the copy with the higher log end offset (compare with `logdoctor scan {logdirs} --json`), "
         "move the other folder out of the log dirs, then start the broker.",
         "K:core/.../log/LogManager.scala loadLog ('Duplicate log directories for ... are found')",
@@ -208,7 +350,8 @@ _ENTRIES = (
         "INVALID_DIR_NAME",
         _E,
         "a folder in a log dir that is not a partition folder",
-        "{problem}",
+        "{path} is not a topic-partition folder: the broker fails to load the log dir ('... is not in "
+        "the form of topic-partition')",
         "Move {path} out of the log dir (the broker treats every folder in it as a partition).",
         "K:core/.../log/LocalLog.scala parseTopicPartitionName",
     ),
@@ -228,11 +371,20 @@ _ENTRIES = (
         "TOPIC_ID_MISMATCH",
         _E,
         "partition.metadata topic ids that disagree",
-        "{problem}",
+        "{partition} has topic id {topic_id} but the topic's other partitions have {common}: this folder "
+        "belongs to an older incarnation of the topic (deleted and recreated); the broker fails this "
+        "partition",
         "Find which topic id is current (kafka-topics --describe); a partition folder with another id "
         "belongs to a deleted topic: move it out of the log dir.",
         "K:core/.../log/UnifiedLog.scala initializeTopicId / assignTopicId ('Topic Id in memory ... does "
         "not match the topic Id ... in partition metadata file')",
+        cases={
+            "metadata-log": Case(
+                "{partition} has topic id {topic_id} but the KRaft metadata log says {topic} is {known}: "
+                "this folder belongs to a deleted incarnation of the topic; the broker treats it as a "
+                "stray log (it is not served, and is deleted)"
+            ),
+        },
     ),
     Entry(
         "LEADER_EPOCH_BEYOND_LOG_END",
@@ -265,7 +417,7 @@ _ENTRIES = (
         "UNKNOWN_FILE",
         _I,
         "a file Kafka neither writes nor reads",
-        "{path}: {problem}",
+        "{path}: not a file Kafka writes in a {where}; the broker ignores it",
         "Harmless to the broker; remove it to keep the log dir clean.",
         "K:storage/.../log/LogLoader.java (ignores unknown files)",
     ),
@@ -436,29 +588,61 @@ _ENTRIES = (
 #: reports them (K:core/src/main/scala/kafka/tools/DumpLogSegments.scala); (code, severity, title, scan
 #: code whose repair fixes it)
 _DUMP = (
-    ("INDEX_OFFSET_MISMATCH", _E, "an offset index entry whose offset differs from the log's (DLS "
-     "'Mismatches')", "INDEX_CORRUPT"),
-    ("INDEX_POSITION_BEYOND_LOG", _E, "an offset index entry pointing past the end of the .log",
-     "INDEX_CORRUPT"),
+    (
+        "INDEX_OFFSET_MISMATCH",
+        _E,
+        "an offset index entry whose offset differs from the log's (DLS 'Mismatches')",
+        "INDEX_CORRUPT",
+    ),
+    (
+        "INDEX_POSITION_BEYOND_LOG",
+        _E,
+        "an offset index entry pointing past the end of the .log",
+        "INDEX_CORRUPT",
+    ),
     ("INDEX_POSITION_NOT_BATCH_START", _E, "an offset index entry pointing inside a batch", "INDEX_CORRUPT"),
     ("INDEX_OFFSET_NOT_IN_LOG", _E, "an offset index entry whose offset no batch holds", "INDEX_CORRUPT"),
     ("INDEX_OUT_OF_ORDER", _E, "offset index entries that do not increase", "INDEX_CORRUPT"),
-    ("TIME_INDEX_OFFSET_NOT_IN_LOG", _E, "a time index offset not found in the log (DLS 'indexed offsets are "
-     "not found')", "INDEX_CORRUPT"),
-    ("TIME_INDEX_TIMESTAMP_MISMATCH", _E, "a time index timestamp that is not its batch's max timestamp (DLS "
-     "'timestamp mismatch')", "INDEX_CORRUPT"),
-    ("TIME_INDEX_OUT_OF_ORDER", _E, "time index timestamps that go backwards (DLS 'out of order timestamp')",
-     "INDEX_CORRUPT"),
+    (
+        "TIME_INDEX_OFFSET_NOT_IN_LOG",
+        _E,
+        "a time index offset not found in the log (DLS 'indexed offsets are not found')",
+        "INDEX_CORRUPT",
+    ),
+    (
+        "TIME_INDEX_TIMESTAMP_MISMATCH",
+        _E,
+        "a time index timestamp that is not its batch's max timestamp (DLS 'timestamp mismatch')",
+        "INDEX_CORRUPT",
+    ),
+    (
+        "TIME_INDEX_OUT_OF_ORDER",
+        _E,
+        "time index timestamps that go backwards (DLS 'out of order timestamp')",
+        "INDEX_CORRUPT",
+    ),
     ("INDEX_PARTIAL_ENTRY", _E, "an index whose length is not a whole number of entries", "INDEX_CORRUPT"),
-    ("INDEX_SANITY_CHECK_FAILED", _E, "an index the broker's sanity check rejects (DLS --index-sanity-check)",
-     "INDEX_CORRUPT"),
+    (
+        "INDEX_SANITY_CHECK_FAILED",
+        _E,
+        "an index the broker's sanity check rejects (DLS --index-sanity-check)",
+        "INDEX_CORRUPT",
+    ),
     ("INDEX_GARBAGE_AFTER_ZERO_SLOT", _W, "non-zero bytes after an index's zero slot", "INDEX_CORRUPT"),
     ("INDEX_WITHOUT_LOG", _W, "an index file with no .log beside it", "ORPHAN_FILE"),
-    ("LOG_INVALID_BYTES", _E, "bytes at the end of a .log that are no batch (DLS 'Found N invalid bytes')",
-     "LOG_CORRUPT"),
+    (
+        "LOG_INVALID_BYTES",
+        _E,
+        "bytes at the end of a .log that are no batch (DLS 'Found N invalid bytes')",
+        "LOG_CORRUPT",
+    ),
     ("LOG_CRC_MISMATCH", _E, "a batch whose CRC does not match (DLS 'isvalid: false')", "LOG_CORRUPT"),
-    ("LOG_NON_CONSECUTIVE_OFFSETS", _I, "offsets that skip (info: compaction) or go backwards (error) (DLS "
-     "'Non-consecutive offsets')", "LOG_CORRUPT"),
+    (
+        "LOG_NON_CONSECUTIVE_OFFSETS",
+        _I,
+        "offsets that skip (info: compaction) or go backwards (error) (DLS 'Non-consecutive offsets')",
+        "LOG_CORRUPT",
+    ),
 )
 
 _ENTRIES += tuple(
@@ -495,26 +679,37 @@ def make(
     code: str,
     path: str,
     *,
+    case: str | None = None,
     position: int | None = None,
     offset: int | None = None,
     severity: Severity | None = None,
     details: dict[str, Any] | None = None,
     **fields: Any,
 ) -> Finding:
-    """Build a Finding from the catalog (unknown codes are a programming error: KeyError)."""
+    """Build a Finding from the catalog (unknown codes are a programming error: KeyError).
+
+    ``case`` picks one of the entry's :class:`Case` templates; their fields must all be passed (a
+    missing one is a KeyError, not an empty string).
+    """
     entry = CATALOG[code]
-    values = _Fields(fields)
+    values: dict[str, Any] = dict(fields) if case is not None else _Fields(fields)
     values.setdefault("path", path)
     values.setdefault("logdir", LOGDIR_PLACEHOLDER)
     values.setdefault("repair", repair_hint(DUMP_FIXED_BY.get(code, code), values["logdir"]))
     if position is not None:
         values.setdefault("position", position)
+    if offset is not None:
+        values.setdefault("offset", offset)
+    message, fix = entry.message, entry.fix
+    if case is not None:
+        chosen = entry.cases[case]
+        message, fix = chosen.message, chosen.fix if chosen.fix is not None else entry.fix
     return Finding(
         code=code,
         severity=entry.severity if severity is None else severity,
         path=path,
-        message=entry.message.format_map(values),
-        fix=entry.fix.format_map(values),
+        message=message.format_map(values),
+        fix=fix.format_map(values),
         position=position,
         offset=offset,
         details=dict(details or {}),

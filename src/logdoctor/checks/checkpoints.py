@@ -60,18 +60,7 @@ def checkpoints_against_partitions(ld: LogDir, rep: LogDirReport, parts: list[Pa
             continue  # already reported; the broker would not use its entries
         if not cp.exists:
             if name == RECOVERY_POINT_CHECKPOINT and live:
-                add(
-                    make(
-                        "CHECKPOINT_MISMATCH",
-                        cpath,
-                        problem=f"{cpath} is missing but the dir holds {len(live)} partition(s): the broker "
-                        "uses "
-                        "recovery point 0 for all of them (after an unclean shutdown it recovers every "
-                        "segment)",
-                        fix="Write it from the log end offsets: "
-                        f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}.",
-                    )
-                )
+                add(make("CHECKPOINT_MISMATCH", cpath, case="missing-file", partitions=len(live)))
             continue
         entries: Entries = cp.checkpoint.entries if cp.checkpoint is not None else []
         positions = entry_positions(cpath)
@@ -79,6 +68,10 @@ def checkpoints_against_partitions(ld: LogDir, rep: LogDirReport, parts: list[Pa
         if name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
             _missing_entries(rep, path, name, cpath, entries, live)
         _entries_outside_the_log(rep, path, name, cpath, entries, positions, live)
+
+
+def _listed(tps: list[tuple[str, int]]) -> str:
+    return ", ".join(f"{t}-{p}" for t, p in tps[:10]) + (" ..." if len(tps) > 10 else "")
 
 
 def _stale_entries(
@@ -91,57 +84,75 @@ def _stale_entries(
     live: Live,
 ) -> None:
     """Entries for partitions that are not in the log dir (moved or deleted by hand)."""
-    make = partial(catalog.make, logdir=path)
-    add = rep.findings.append
     stale = [(i, t, p) for i, (t, p, _o) in enumerate(entries) if (t, p) not in live]
-    if stale:
-        i0 = stale[0][0]
-        listed = ", ".join(f"{t}-{p}" for _i, t, p in stale[:10]) + (" ..." if len(stale) > 10 else "")
-        add(
-            make(
-                "CHECKPOINT_MISMATCH",
-                cpath,
-                position=positions[i0] if i0 < len(positions) else None,
-                problem=f"{cpath} lists {len(stale)} partition(s) that are not in {path}: {listed} "
-                "(moved or "
-                "deleted by hand?); the broker ignores these entries and drops them at its next "
-                "checkpoint",
-                fix="If the folders were moved to another log dir, move their entries too (and fix both "
-                "count "
-                "lines); or rewrite the file from the dir: "
-                f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}.",
-                details={"file": name, "absent": [f"{t}-{p}" for _i, t, p in stale]},
-            )
+    if not stale:
+        return
+    i0 = stale[0][0]
+    rep.findings.append(
+        catalog.make(
+            "CHECKPOINT_MISMATCH",
+            cpath,
+            case="stale-entries",
+            logdir=path,
+            position=positions[i0] if i0 < len(positions) else None,
+            count=len(stale),
+            listed=_listed([(t, p) for _i, t, p in stale]),
+            details={"file": name, "absent": [f"{t}-{p}" for _i, t, p in stale]},
         )
+    )
 
 
 def _missing_entries(
     rep: LogDirReport, path: str, name: str, cpath: str, entries: Entries, live: Live
 ) -> None:
     """Partitions of the log dir without an entry (copied in by hand)."""
-    make = partial(catalog.make, logdir=path)
-    add = rep.findings.append
     listed_tps = {(t, p) for t, p, _o in entries}
     missing = sorted(tp for tp in live if tp not in listed_tps)
-    if missing:
-        names = ", ".join(f"{t}-{p}" for t, p in missing[:10]) + (" ..." if len(missing) > 10 else "")
-        effect = (
-            "the broker uses recovery point 0 for them (after an unclean shutdown it recovers all "
-            "their "
-            "segments)"
-            if name == RECOVERY_POINT_CHECKPOINT
-            else "their high watermark restarts at the log start offset"
+    if not missing:
+        return
+    effect = (
+        "the broker uses recovery point 0 for them (after an unclean shutdown it recovers all their segments)"
+        if name == RECOVERY_POINT_CHECKPOINT
+        else "their high watermark restarts at the log start offset"
+    )
+    rep.findings.append(
+        catalog.make(
+            "CHECKPOINT_MISMATCH",
+            cpath,
+            case="missing-entries",
+            logdir=path,
+            count=len(missing),
+            listed=_listed(missing),
+            effect=effect,
+            details={"file": name, "missing": [f"{t}-{p}" for t, p in missing]},
         )
-        add(
-            make(
-                "CHECKPOINT_MISMATCH",
-                cpath,
-                problem=f"{cpath} misses {len(missing)} partition(s) present in {path}: {names}; {effect}",
-                fix=f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}; or, if the folders were "
-                "copied in by hand, add their lines and fix the count line.",
-                details={"file": name, "missing": [f"{t}-{p}" for t, p in missing]},
-            )
+    )
+
+
+def _outside_case(name: str, off: int, leo: int, lso: int | None) -> str | None:
+    """Which CHECKPOINT_MISMATCH case an entry ``off`` of file ``name`` is, against the log [lso, leo]."""
+    below = lso is not None and off < lso
+    if name == RECOVERY_POINT_CHECKPOINT:
+        return (
+            "recovery-point-beyond-log-end"
+            if off > leo
+            else "recovery-point-below-log-start"
+            if below
+            else None
         )
+    if name == REPLICATION_OFFSET_CHECKPOINT:
+        return (
+            "high-watermark-beyond-log-end"
+            if off > leo
+            else "high-watermark-below-log-start"
+            if below
+            else None
+        )
+    if name == LOG_START_OFFSET_CHECKPOINT:
+        return "log-start-beyond-log-end" if off > leo else None
+    if name == CLEANER_OFFSET_CHECKPOINT:
+        return "cleaner-offset-outside-log" if off > leo or below else None
+    return None
 
 
 def _entries_outside_the_log(
@@ -154,72 +165,37 @@ def _entries_outside_the_log(
     live: Live,
 ) -> None:
     """Entries beyond the log end or below the log start, and what the broker does with each."""
-    make = partial(catalog.make, logdir=path)
-    add = rep.findings.append
     for i, (t, p, off) in enumerate(entries):
         part = live.get((t, p))
         if part is None or part.log_end_offset is None:
             continue
         leo, lso = part.log_end_offset, part.log_start_offset
-        pos = positions[i] if i < len(positions) else None
-        problem = None
-        severity = None
-        if name == RECOVERY_POINT_CHECKPOINT and off > leo:
-            problem = (
-                f"recovery point {off} of {t}-{p} is beyond its log end offset {leo}: segments were "
-                "removed or the log truncated after the checkpoint; the broker lowers it to the log end"
+        case = _outside_case(name, off, leo, lso)
+        if case is None:
+            continue
+        rep.findings.append(
+            catalog.make(
+                "CHECKPOINT_MISMATCH",
+                cpath,
+                case=case,
+                logdir=path,
+                position=positions[i] if i < len(positions) else None,
+                offset=off,
+                severity=Severity.ERROR if case == "log-start-beyond-log-end" else None,
+                partition=f"{t}-{p}",
+                log_end_offset=leo,
+                log_start_offset=lso,
+                last_missing=off - 1,
+                details={
+                    "file": name,
+                    "topic": t,
+                    "partition": p,
+                    "checkpoint_offset": off,
+                    "log_end_offset": leo,
+                    "log_start_offset": lso,
+                },
             )
-        elif name == RECOVERY_POINT_CHECKPOINT and lso is not None and off < lso:
-            problem = (
-                f"recovery point {off} of {t}-{p} is below its log start offset {lso} (segments were "
-                "deleted "
-                "after the checkpoint; the broker raises it to the log start)"
-            )
-        elif name == REPLICATION_OFFSET_CHECKPOINT and off > leo:
-            problem = (
-                f"high watermark {off} of {t}-{p} is beyond its log end offset {leo}: committed "
-                f"records {leo}..{off - 1} are missing from this replica (the broker clamps the high "
-                "watermark to the log end offset)"
-            )
-        elif name == REPLICATION_OFFSET_CHECKPOINT and lso is not None and off < lso:
-            problem = (
-                f"high watermark {off} of {t}-{p} is below its log start offset {lso} (the broker "
-                "raises it to the log start)"
-            )
-        elif name == LOG_START_OFFSET_CHECKPOINT and off > leo:
-            severity = Severity.ERROR
-            problem = (
-                f"log start offset {off} of {t}-{p} is beyond its log end offset {leo}: at startup the "
-                "broker deletes ALL segments of the partition ('Deleting all segments because "
-                "logEndOffset is smaller than logStartOffset')"
-            )
-        elif name == CLEANER_OFFSET_CHECKPOINT and (off > leo or (lso is not None and off < lso)):
-            problem = (
-                f"cleaner offset {off} of {t}-{p} is outside its log [{lso}, {leo}]: the cleaner "
-                "resets it and compacts the log from the start"
-            )
-        if problem is not None:
-            add(
-                make(
-                    "CHECKPOINT_MISMATCH",
-                    cpath,
-                    position=pos,
-                    offset=off,
-                    severity=severity,
-                    problem=f"{cpath}: {problem}",
-                    fix="Set the entry to a value within the log "
-                    f"({catalog.repair_hint('CHECKPOINT_MISMATCH', path)}), or "
-                    "re-replicate the partition if records are missing.",
-                    details={
-                        "file": name,
-                        "topic": t,
-                        "partition": p,
-                        "checkpoint_offset": off,
-                        "log_end_offset": leo,
-                        "log_start_offset": lso,
-                    },
-                )
-            )
+        )
 
 
 def unclean_shutdown(ld: LogDir, rep: LogDirReport, parts: list[PartitionReport]) -> None:

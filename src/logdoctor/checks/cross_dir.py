@@ -67,12 +67,10 @@ def different_brokers(reports: list[LogDirReport], parts: list[PartitionReport])
         "LOG_DIRS_OF_DIFFERENT_BROKERS",
         os.path.join(first.path, META_PROPERTIES_FILE),
         logdir=first.path,
-        problem=f"the {len(reports)} log dirs given belong to {len(by_broker)} different brokers"
-        + (f" of {len(clusters)} clusters" if len(clusters) > 1 else f" of cluster {first.cluster_id}")
-        + f" ({listing}): the log.dirs of one broker share its cluster.id and broker.id/node.id, so "
-        "these are the log dirs of several brokers scanned together, or one broker whose "
-        "meta.properties disagree (it refuses to start). Partitions found in several of them are "
-        "replicas, not duplicates: they were not reported as DUPLICATE_PARTITION",
+        dirs=len(reports),
+        brokers=len(by_broker),
+        of_clusters=f"of {len(clusters)} clusters" if len(clusters) > 1 else f"of cluster {first.cluster_id}",
+        listing=listing,
         commands=", ".join(f"`logdoctor scan {' '.join(r.path for r in rs)}`" for rs in by_broker.values()),
         details={"brokers": {f"{c}/{n}": [r.path for r in rs] for (c, n), rs in by_broker.items()}},
     )
@@ -108,11 +106,11 @@ def _duplicate_partitions(parts: list[PartitionReport], out: list[Finding]) -> N
                     catalog.make(
                         "DUPLICATE_PARTITION",
                         p.path,
-                        problem=f"{t}-{n} is in {len(ps)} log dirs of this broker ({where}): the broker "
-                        "refuses to "
-                        f"start ('Duplicate log directories for {t}-{n} are found'). This copy: log end "
-                        "offset "
-                        f"{p.log_end_offset}, {p.bytes} bytes",
+                        partition=f"{t}-{n}",
+                        count=len(ps),
+                        where=where,
+                        log_end_offset=p.log_end_offset,
+                        bytes=p.bytes,
                         logdir=p.log_dir,
                         logdirs=" ".join(sorted({q.log_dir for q in ps})),
                     )
@@ -135,9 +133,10 @@ def _meta_properties_across_dirs(reports: list[LogDirReport], out: list[Finding]
                             "META_PROPERTIES_MISMATCH",
                             os.path.join(r.path, META_PROPERTIES_FILE),
                             logdir=r.path,
-                            problem=f"{label} {v} in {r.path} differs from {common} in the other log dirs "
-                            f"({summary}): "
-                            "the broker refuses to start (or takes this dir offline)",
+                            field=label,
+                            value=v,
+                            common=common,
+                            summary=summary,
                         )
                     )
 
@@ -160,11 +159,11 @@ def _topic_ids(parts: list[PartitionReport], image: MetadataImage | None, out: l
                         "TOPIC_ID_MISMATCH",
                         pm,
                         logdir=p.log_dir,
-                        problem=f"{p.topic}-{p.partition} has topic id {p.topic_id} but the KRaft metadata "
-                        "log "
-                        f"says {p.topic} is {known[p.topic]}: this folder belongs to a deleted incarnation "
-                        "of the "
-                        "topic; the broker treats it as a stray log (it is not served, and is deleted)",
+                        case="metadata-log",
+                        partition=f"{p.topic}-{p.partition}",
+                        topic_id=p.topic_id,
+                        topic=p.topic,
+                        known=known[p.topic],
                     )
                 )
             continue
@@ -178,9 +177,8 @@ def _topic_ids(parts: list[PartitionReport], image: MetadataImage | None, out: l
                     "TOPIC_ID_MISMATCH",
                     pm,
                     logdir=p.log_dir,
-                    problem=f"{p.topic}-{p.partition} has topic id {p.topic_id} but the topic's other "
-                    "partitions "
-                    f"have {common}: this folder belongs to an older incarnation of the topic (deleted and "
-                    "recreated); the broker fails this partition",
+                    partition=f"{p.topic}-{p.partition}",
+                    topic_id=p.topic_id,
+                    common=common,
                 )
             )

@@ -23,41 +23,6 @@ from logdoctor.checks.timestamps import (
 from logdoctor.formats.index import IndexKind
 from logdoctor.logdir.names import LEADER_EPOCH_CHECKPOINT_FILE, PARTITION_METADATA_FILE
 
-_ORPHAN_TEXT = {
-    "deleted": (
-        "{path} was renamed .deleted for asynchronous deletion (retention, truncation or compaction) and "
-        "never "
-        "removed: the broker deletes it at startup",
-        "Nothing to do: the broker deletes it. To free the space now, delete it while the broker is stopped.",
-    ),
-    "cleaned": (
-        "{path} is partial output of the log cleaner (a crash during compaction): the broker deletes it at "
-        "startup, with any .swap at or above its offset",
-        "Nothing to do: the broker deletes it and compacts again.",
-    ),
-    "swap": (
-        "{path} is a compacted or split segment awaiting swap-in: at startup the broker renames it into "
-        "place "
-        "and deletes the segment files it replaces (or deletes it when a .cleaned file has a lower offset)",
-        "Let the broker complete the swap; keep a backup of the partition first if you doubt the .swap.",
-    ),
-    "index-without-log": (
-        "{path} is an index file with no .log: the broker deletes it at startup ('Found an orphaned index "
-        "file ... with no corresponding log file')",
-        "Nothing to do, or delete it while the broker is stopped. If its .log was deleted by hand, data is "
-        "gone.",
-    ),
-    "partial-snapshot": (
-        "{path} is a KRaft snapshot that was being written at a crash: it is deleted at startup",
-        "Nothing to do.",
-    ),
-    "tmp-file": (
-        "{path} was left by an interrupted atomic write (the file it was replacing is intact): the broker "
-        "ignores it and overwrites it on the next write",
-        "Delete it while the broker is stopped.",
-    ),
-}
-
 
 def check_listing(st: PartitionState) -> None:
     """Permissions of the folder and every file, leftovers, missing indexes."""
@@ -78,22 +43,12 @@ def check_listing(st: PartitionState) -> None:
     for orphan in st.partition.orphan_files:
         path = str(orphan.path)
         if orphan.kind == "unknown-file":
-            st.make(
-                "UNKNOWN_FILE",
-                path,
-                problem="not a file Kafka writes in a partition folder; the broker ignores it",
-            )
+            st.make("UNKNOWN_FILE", path, where="partition folder")
             continue
-        problem, fix = _ORPHAN_TEXT[orphan.kind]
+        case = orphan.kind
         if orphan.kind == "deleted" and path.endswith(".checkpoint.deleted"):
-            # K:core/.../raft/KafkaMetadataLog.scala recoverSnapshots; raft/.../snapshot/Snapshots.java
-            problem = (
-                "{path} is a KRaft snapshot marked for deletion (older than the latest snapshot or the log "
-                "start): the node deletes it at startup (KafkaMetadataLog.recoverSnapshots)"
-            )
-        st.make(
-            "ORPHAN_FILE", path, problem=problem.format(path=path), fix=fix, details={"kind": orphan.kind}
-        )
+            case = "deleted-snapshot"  # K:raft/.../snapshot/Snapshots.java, KafkaMetadataLog.recoverSnapshots
+        st.make("ORPHAN_FILE", path, case=case, details={"kind": orphan.kind})
     for seg in st.segments:
         missing = []
         if seg.index_file is None:

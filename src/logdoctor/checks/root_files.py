@@ -131,19 +131,7 @@ def _meta_properties(ld: LogDir, rep: LogDirReport) -> None:
     mp = ld.meta_properties_read
     if not mp.exists:
         if ld.partitions or any(os.path.exists(os.path.join(path, n)) for n in OFFSET_CHECKPOINT_FILES):
-            add(
-                make(
-                    "META_PROPERTIES_INVALID",
-                    meta_path,
-                    severity=Severity.WARNING,
-                    problem=f"{meta_path} is missing: a ZooKeeper-mode broker writes a new one, a KRaft "
-                    "broker refuses "
-                    "to start ('No meta.properties found'); the dir's cluster id cannot be verified",
-                    fix="Copy meta.properties from another log dir of the same broker (or run `kafka-storage "
-                    "format` "
-                    "for a new KRaft dir).",
-                )
-            )
+            add(make("META_PROPERTIES_INVALID", meta_path, case="missing", severity=Severity.WARNING))
     elif isinstance(mp.error, OSError):
         add(
             make(
@@ -158,15 +146,7 @@ def _meta_properties(ld: LogDir, rep: LogDirReport) -> None:
         )
     elif mp.error is not None:
         e = mp.error
-        add(
-            make(
-                "META_PROPERTIES_INVALID",
-                meta_path,
-                position=getattr(e, "position", None),
-                problem=f"{meta_path} cannot be parsed ({e}): the broker fails to start on this log dir",
-                fix="Restore meta.properties from another log dir of the same broker.",
-            )
-        )
+        add(make("META_PROPERTIES_INVALID", meta_path, position=getattr(e, "position", None), error=e))
     else:
         meta = mp.value
         rep.mode = "kraft" if meta.version == 1 else "zookeeper"
@@ -179,16 +159,7 @@ def _meta_properties(ld: LogDir, rep: LogDirReport) -> None:
         if empty:
             add(
                 make(
-                    "META_PROPERTIES_INVALID",
-                    meta_path,
-                    severity=Severity.WARNING,
-                    position=0,
-                    problem=f"{meta_path} is empty (0 bytes, a torn write): the broker reads it as version 0 "
-                    "with no "
-                    "broker.id and no cluster.id, so nothing ties this dir to its cluster",
-                    fix="Restore meta.properties (version, broker.id/node.id, cluster.id) from another log "
-                    "dir of "
-                    "the same broker.",
+                    "META_PROPERTIES_INVALID", meta_path, case="empty", severity=Severity.WARNING, position=0
                 )
             )
 
@@ -236,12 +207,10 @@ def _offset_checkpoint_files(ld: LogDir, rep: LogDirReport) -> None:
                         "CHECKPOINT_MISMATCH",
                         cpath,
                         position=prob.position,
+                        case="count-line",
                         severity=Severity.ERROR,
-                        problem=f"{cpath}: the count line disagrees with the entries ({prob.message}); the "
-                        "broker "
-                        f"rejects the whole file: {consequence}",
-                        fix="Correct line 2 to the number of entry lines, or rewrite the file: "
-                        f"{catalog.repair_hint('CHECKPOINT_MISMATCH', path)}.",
+                        detail=prob.message,
+                        consequence=consequence,
                         details={
                             "file": name,
                             "expected": cp.checkpoint.count if cp.checkpoint else None,
@@ -273,41 +242,12 @@ def _root_leftovers(ld: LogDir, rep: LogDirReport) -> None:
         if orphan.kind == "stray-dir":
             continue  # STRAY_REPLICA_LEFT (checks.kraft), with what the cluster metadata says
         if orphan.kind == "unknown-dir":
-            add(
-                make(
-                    "INVALID_DIR_NAME",
-                    op,
-                    problem=f"{op} is not a topic-partition folder: the broker "
-                    "fails to load the log dir ('... is not in the form of topic-partition')",
-                )
-            )
+            add(make("INVALID_DIR_NAME", op))
         elif orphan.kind == "unknown-file":
-            add(
-                make(
-                    "UNKNOWN_FILE", op, problem="not a file Kafka writes in a log dir; the broker ignores it"
-                )
-            )
+            add(make("UNKNOWN_FILE", op, where="log dir"))
         else:
-            texts = {
-                "delete-dir": (
-                    "a partition folder scheduled for deletion (-delete): the broker deletes it at startup",
-                    "Nothing to do; the broker deletes it.",
-                ),
-                "future-dir": (
-                    "a KIP-113 move target (-future) left by an interrupted replica move between log "
-                    "dirs: the broker resumes the move",
-                    "Let the broker finish the move, or cancel it with kafka-reassign-partitions.",
-                ),
-                "stray-dir": (
-                    "a stray partition (-stray) the controller no longer assigns to this broker: the "
-                    "broker deletes it",
-                    "Keep a copy first if it may hold the only replica of data.",
-                ),
-                "tmp-file": (
-                    "left by an interrupted atomic write of a checkpoint or meta.properties (the "
-                    "original is intact): the broker ignores it",
-                    "Delete it while the broker is stopped.",
-                ),
-            }
-            problem, fix = texts.get(orphan.kind, (orphan.reason, "Delete it while the broker is stopped."))
-            add(make("ORPHAN_FILE", op, problem=f"{op}: {problem}", fix=fix, details={"kind": orphan.kind}))
+            case = "root-tmp-file" if orphan.kind == "tmp-file" else orphan.kind
+            if case in catalog.CATALOG["ORPHAN_FILE"].cases:
+                add(make("ORPHAN_FILE", op, case=case, details={"kind": orphan.kind}))
+            else:
+                add(make("ORPHAN_FILE", op, reason=orphan.reason, details={"kind": orphan.kind}))
