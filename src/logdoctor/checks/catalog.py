@@ -187,10 +187,21 @@ _ENTRIES = (
         "SEGMENT_BASE_OFFSET_MISMATCH",
         _E,
         "a segment whose records do not fit its base offset",
-        "{problem}",
-        "Stop the broker and move the segment aside; the broker recovers by deleting or splitting it "
-        "({broker_action}).",
+        "the first batch of {path} starts at offset {offset}, below the segment's base offset {base} "
+        "(from its file name)",
+        "Stop the broker and move the segment aside; the broker recovers by deleting its data "
+        "(LogSegment.recover fails ensureOffsetInRange with InvalidOffsetException; LogLoader deletes the "
+        "segment's data: 'Found invalid offset during recovery. Deleting the corrupt segment').",
         "K:storage/.../log/LogSegment.java ensureOffsetInRange, LocalLog.splitOverflowedSegment",
+        cases={
+            "offset-overflow": Case(
+                "{path} holds offset {offset}, more than 2^31-1 above its base offset {base}: index "
+                "entries cannot represent it (offset overflow)",
+                "Stop the broker and move the segment aside; the broker recovers by splitting it "
+                "(recovery throws LogSegmentOffsetOverflowException and splits the segment: "
+                "LocalLog.splitOverflowedSegment, KAFKA-7045).",
+            ),
+        },
     ),
     Entry(
         "UNCLEAN_SHUTDOWN",
@@ -359,7 +370,8 @@ _ENTRIES = (
         "PARTITION_METADATA_INVALID",
         _E,
         "partition.metadata the broker cannot read",
-        "{problem}",
+        "{path} cannot be parsed ({error}): the broker fails to read the partition's topic id "
+        "(KafkaStorageException) and takes the log dir offline",
         "Stop the broker, then {repair}: it writes the topic id known from another partition of the "
         "topic, else (ZooKeeper mode only) moves {path} to the backup so that the broker writes it again "
         "from the controller's topic id; in KRaft a log without a topic id is stray, so there the id "
@@ -390,7 +402,8 @@ _ENTRIES = (
         "LEADER_EPOCH_BEYOND_LOG_END",
         _W,
         "a leader-epoch-checkpoint entry starting beyond the log end offset",
-        "{problem}",
+        "{path}: epoch {epoch} starts at offset {offset}, beyond the log end offset {log_end_offset}: the "
+        "broker drops it at startup (the segments holding it are gone)",
         "The broker truncates the epoch cache at startup; {repair} does it offline. If this partition's "
         "segments were removed by hand, also check the other checkpoints.",
         "K:storage/.../epoch/LeaderEpochFileCache.java truncateFromEndAsyncFlush; LogLoader.load",
@@ -399,7 +412,8 @@ _ENTRIES = (
         "PRODUCER_SNAPSHOT_AHEAD",
         _W,
         "a producer state snapshot beyond the log end offset",
-        "{problem}",
+        "{path} snapshots producer state at offset {offset}, beyond the log end offset {log_end_offset}: "
+        "the broker deletes it at startup and rebuilds producer state from older snapshots and the log",
         "The broker deletes it at startup and rebuilds producer state from the log (slow for large "
         "partitions); nothing to do unless segments were removed by hand ({repair} removes it offline).",
         "K:storage/.../log/ProducerStateManager.java truncateAndReload / removeStraySnapshots",
@@ -408,7 +422,7 @@ _ENTRIES = (
         "PRODUCER_SNAPSHOT_CORRUPT",
         _W,
         "a producer state snapshot the broker cannot read",
-        "{problem}",
+        "{path} cannot be read ({error}): the broker deletes it at startup",
         "The broker deletes it and rebuilds producer state from an older snapshot and the log (slow for "
         "large partitions); nothing is lost unless idempotence state is needed before the rebuild ends.",
         "K:storage/.../log/ProducerStateManager.java loadFromSnapshot ('Failed to load producer snapshot')",

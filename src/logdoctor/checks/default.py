@@ -121,16 +121,7 @@ def check_offsets(st: PartitionState, seg: Segment, w: WalkResult) -> None:
             seg.log_file,
             position=0,
             offset=w.first_offset,
-            problem=(
-                f"the first batch of {seg.log_file} starts at offset {w.first_offset}, below the segment's "
-                "base "
-                f"offset {base} (from its file name)"
-            ),
-            broker_action=(
-                "LogSegment.recover fails ensureOffsetInRange with InvalidOffsetException; LogLoader deletes "
-                "the "
-                "segment's data ('Found invalid offset during recovery. Deleting the corrupt segment')"
-            ),
+            base=base,
         )
     if w.last_offset is not None and w.last_offset - base > INT32_MAX:
         st.make(
@@ -138,13 +129,8 @@ def check_offsets(st: PartitionState, seg: Segment, w: WalkResult) -> None:
             seg.log_file,
             position=None,
             offset=w.last_offset,
-            problem=(
-                f"{seg.log_file} holds offset {w.last_offset}, more than 2^31-1 above its base offset "
-                f"{base}: "
-                "index entries cannot represent it (offset overflow)"
-            ),
-            broker_action="recovery throws LogSegmentOffsetOverflowException and splits the segment "
-            "(LocalLog.splitOverflowedSegment, KAFKA-7045)",
+            case="offset-overflow",
+            base=base,
         )
 
 

@@ -178,10 +178,7 @@ def check_small_files(st: PartitionState) -> None:
                     "PARTITION_METADATA_INVALID",
                     path,
                     position=e.position,
-                    problem=(
-                        f"{path} cannot be parsed ({e}): the broker fails to read the partition's topic id "
-                        "(KafkaStorageException) and takes the log dir offline"
-                    ),
+                    error=e,
                 )
     if LEADER_EPOCH_CHECKPOINT_FILE in names:
         path = os.path.join(folder, LEADER_EPOCH_CHECKPOINT_FILE)
@@ -218,12 +215,8 @@ def check_small_files(st: PartitionState) -> None:
                                 "LEADER_EPOCH_BEYOND_LOG_END",
                                 path,
                                 offset=start,
-                                problem=(
-                                    f"{path}: epoch {epoch} starts at offset {start}, beyond the log end "
-                                    "offset "
-                                    f"{leo}: the broker drops it at startup (the segments holding it are "
-                                    "gone)"
-                                ),
+                                epoch=epoch,
+                                log_end_offset=leo,
                             )
                             break
     from logdoctor.formats.producer_snapshot import parse_producer_snapshot
@@ -240,7 +233,7 @@ def check_small_files(st: PartitionState) -> None:
                 spath,
                 position=e.position,
                 offset=off,
-                problem=f"{spath} cannot be read ({e}): the broker deletes it at startup",
+                error=e,
             )
     if leo is not None:
         for off, spath in st.partition.producer_snapshot_files:
@@ -249,10 +242,5 @@ def check_small_files(st: PartitionState) -> None:
                     "PRODUCER_SNAPSHOT_AHEAD",
                     str(spath),
                     offset=off,
-                    problem=(
-                        f"{spath} snapshots producer state at offset {off}, beyond the log end offset {leo}: "
-                        "the "
-                        "broker deletes it at startup and rebuilds producer state from older snapshots and "
-                        "the log"
-                    ),
+                    log_end_offset=leo,
                 )
