@@ -440,16 +440,35 @@ _ENTRIES = (
         "DIRECTORY_ID_DUPLICATE",
         _E,
         "two log dirs of one broker with the same directory.id",
-        "{problem}",
-        "{fix}",
+        "directory.id {directory_id} is in {count} log dirs of broker {node} ({where}): the broker refuses "
+        "to start ('Duplicate directory ID ... found'); {which}",
+        "Delete the directory.id line from {path} while the broker is stopped (keep {directory_id} in "
+        "{keeper}): a Kafka 3.7+ broker writes a new id at startup and reports the directory of every "
+        "replica in that dir to the controller.",
         "K:metadata/.../properties/MetaPropertiesEnsemble.java verify ('Duplicate directory ID ... found'); "
         "core/.../server/KafkaRaftServer.scala initializeLogDirs; KIP-858",
+        cases={
+            "assigned-id": Case(
+                "directory.id {directory_id} is in {count} log dirs of broker {node} ({where}): the broker "
+                "refuses to start ('Duplicate directory ID ... found'); {which}",
+                "Set `directory.id={own_id}` in {path} while the broker is stopped: the cluster metadata "
+                "assigns {held} replica(s) found in {logdir} to that id, and broker {node} registered it "
+                "with the controller.",
+            ),
+            "registered-id": Case(
+                "directory.id {directory_id} is in {count} log dirs of broker {node} ({where}): the broker "
+                "refuses to start ('Duplicate directory ID ... found'); {which}",
+                "Set `directory.id={own_id}` in {path} while the broker is stopped: broker {node} "
+                "registered that id with the controller and no scanned log dir carries it.",
+            ),
+        },
     ),
     Entry(
         "DIRECTORY_ID_INVALID",
         _E,
         "a directory.id the broker rejects (one of the 100 reserved ids)",
-        "{problem}",
+        "{path} has directory.id={directory_id}, one of the 100 ids Kafka reserves ({reserved}): the "
+        "broker refuses to start ('Invalid resrved directory ID ... found')",
         "Delete the directory.id line from {path} while the broker is stopped: a Kafka 3.7+ broker writes a "
         "new random id at startup and reports its replicas' directory to the controller.",
         "K:server-common/.../common/DirectoryId.java reserved; MetaPropertiesEnsemble.java verify "
@@ -459,16 +478,30 @@ _ENTRIES = (
         "DIRECTORY_ID_MISSING",
         _W,
         "a KRaft log dir without directory.id where the metadata version assigns replicas to directories",
-        "{problem}",
-        "{fix}",
+        "{path} has no directory.id although {why}: at startup the broker writes a new random one into it "
+        "(KafkaRaftServer.initializeLogDirs)",
+        "Nothing to do if this dir is new or was formatted by a Kafka before 3.7: the broker adds an id at "
+        "startup. If {path} was restored or hand-written, copy its former directory.id back from a backup.",
         "K:core/.../server/KafkaRaftServer.scala initializeLogDirs (generates a missing directory.id); "
         "server-common/.../MetadataVersion.java isDirectoryAssignmentSupported (3.7-IV2)",
+        cases={
+            "former-id-known": Case(
+                "{path} has no directory.id although {why}: at startup the broker writes a new random one "
+                "into it (KafkaRaftServer.initializeLogDirs); the replicas the metadata assigns to this "
+                "dir's former id ({former_id}) are then reported to the controller under the new one",
+                "Restore it before starting the broker: the cluster metadata assigns {held} replica(s) "
+                "found in {logdir} to {former_id}; add `directory.id={former_id}` to {path}.",
+            ),
+        },
     ),
     Entry(
         "JBOD_METADATA_VERSION",
         _E,
         "a KRaft broker with several log dirs at a metadata version without directory assignment",
-        "{problem}",
+        "broker {node} has {count} KRaft log dirs ({log_dirs}) but the cluster's metadata.version is "
+        "{metadata_version}: a broker with several log dirs needs 3.7-IV2 or later and fails when it reads "
+        "this metadata.version ('Multiple log directories (aka JBOD) are not supported in the current "
+        "MetadataVersion')",
         "Either give the broker one log dir (move the partitions with `logdoctor move-partition`, then "
         "remove the other dirs from log.dirs) or upgrade the cluster's metadata.version to 3.7-IV2 or "
         "later (`kafka-features.sh upgrade --metadata 3.7`) before starting it with several log dirs.",
@@ -479,8 +512,15 @@ _ENTRIES = (
         "REPLICA_MISPLACED",
         _W,
         "a replica in a log dir other than the one the cluster metadata assigns it to",
-        "{problem}",
-        "{fix}",
+        "{partition} is in {logdir} (directory.id {directory_id}) but the cluster metadata (offset "
+        "{metadata_offset}) assigns broker {node}'s replica to {where}: at startup the broker loads the "
+        "replica where it is (LogManager.loadLogs does not look at assignments) and then reports its "
+        "actual directory to the controller (ReplicaManager.maybeUpdateTopicAssignment -> "
+        "AssignmentsManager -> AssignReplicasToDirs), which records it in a PartitionChangeRecord: "
+        "nothing is lost and nothing is moved",
+        "Nothing to move: start the broker with every log dir in log.dirs and it updates the assignment "
+        "itself. Keep the assigned dir online meanwhile (a broker with an offline dir does not open a "
+        "replica whose assigned dir is offline).{move_back}",
         "K:core/.../server/ReplicaManager.scala applyDelta / maybeUpdateTopicAssignment, "
         "server/.../AssignmentsManager.java, core/.../cluster/Partition.scala "
         "createLogInAssignedDirectoryId, core/.../log/LogManager.scala loadLogs",
@@ -490,8 +530,11 @@ _ENTRIES = (
         _W,
         "a replica the cluster metadata assigns to a scanned log dir that no scanned dir holds "
         "(error when it is the only replica)",
-        "{problem}",
-        "{fix}",
+        "the cluster metadata assigns {partition} (replicas {replicas}, leader {leader}, ISR {isr}) to "
+        "{logdir} (directory.id {directory_id}) but no scanned log dir holds it: the broker creates an "
+        "empty log there at startup and fetches it from the leader{only_replica}",
+        "If the folder was moved out of the log dirs by hand, put it back (into {logdir}); otherwise let "
+        "the broker re-fetch it from the leader.",
         "K:core/.../cluster/Partition.scala createLogInAssignedDirectoryId, core/.../log/LogManager.scala "
         "getOrCreateLog (an absent log is created empty and fetched from the leader)",
     ),
@@ -499,8 +542,11 @@ _ENTRIES = (
         "REPLICA_NOT_ASSIGNED",
         _W,
         "a replica on disk that the cluster metadata no longer assigns to this broker (a stray)",
-        "{problem}",
-        "{fix}",
+        "{path} holds {partition} (log end offset {log_end_offset}) but {reason}: at startup a 3.5/3.6 "
+        "broker deletes this replica; a 3.7+ broker renames it {partition}.<id>-stray and keeps it, never "
+        "served",
+        "If the other replicas hold this data (check with kafka-topics --describe), nothing to do; "
+        "otherwise copy the folder out of the log dir before starting the broker.",
         "K:core/.../log/LogManager.scala isStrayKraftReplica / loadLog (3.8+), deleteStrayKRaftReplicas "
         "(3.7); BrokerMetadataPublisher findStrayPartitions (3.5-3.6); KAFKA-14616, KAFKA-16234",
     ),
@@ -508,8 +554,10 @@ _ENTRIES = (
         "STRAY_REPLICA_LEFT",
         _W,
         "a -stray partition folder: a replica Kafka moved aside and keeps, never served and never deleted",
-        "{problem}",
-        "{fix}",
+        "{path} is a replica of {partition} ({bytes:,} bytes) that Kafka moved aside as a stray (no longer "
+        "assigned to this broker){state}: Kafka keeps it forever, never serves it and never deletes it",
+        "Make sure the data is held elsewhere (kafka-topics --describe; `logdoctor dump {path}/*.log` "
+        "reads its segments), then delete it while the broker is stopped: `rm -r {path}`.",
         "K:core/.../log/LogManager.scala loadLog ('Loaded stray log'), asyncDelete(isStray: 'Move aside "
         "stray partitions, don't delete them'); KAFKA-14616",
     ),
@@ -518,17 +566,26 @@ _ENTRIES = (
         "METADATA_SNAPSHOT_CORRUPT",
         _E,
         "a KRaft snapshot (*.checkpoint) that cannot be read: CRC, header, footer (warning: not the latest)",
-        "{problem}",
+        "{path} cannot be read as a KRaft snapshot ({error}): it is the latest snapshot, which the node "
+        "loads at startup: the node fails",
         "If the other controllers are healthy, stop this node, move the bad snapshot out of "
         "__cluster_metadata-0 and let the node fetch the metadata again from the quorum leader; "
         "`logdoctor dump {path}` shows where it breaks.",
         "K:raft/.../snapshot/RecordsSnapshotReader.java, core/.../raft/KafkaMetadataLog.scala",
+        cases={
+            "older": Case(
+                "{path} cannot be read as a KRaft snapshot ({error}): an older snapshot, which the node "
+                "keeps until it deletes it; a follower fetching it would fail"
+            ),
+        },
     ),
     Entry(
         "METADATA_SNAPSHOT_MISSING",
         _E,
         "a metadata log that starts above 0 with no snapshot at or above its start",
-        "{problem}",
+        "the metadata log starts at offset {log_start_offset} but no snapshot reaches it (snapshots: "
+        "{snapshots}): the node stops at startup ('Inconsistent snapshot state: there must be a snapshot "
+        "at an offset larger then the current log start offset')",
         "Restore the missing snapshot from a backup, or (other controllers healthy) move "
         "__cluster_metadata-0 "
         "out of the log dir so the node fetches the metadata from the quorum leader.",
@@ -538,7 +595,9 @@ _ENTRIES = (
         "METADATA_SNAPSHOT_MISMATCH",
         _W,
         "a snapshot id whose epoch disagrees with the metadata log's leader epochs",
-        "{problem}",
+        "snapshot {snapshot} says offset {offset} is in leader epoch {epoch}, but the metadata log's "
+        "leader-epoch-checkpoint puts it in epoch {log_epoch}: the snapshot and the log come from "
+        "different histories (a snapshot or log copied in from another node?)",
         "Compare with the other controllers' __cluster_metadata-0 (`logdoctor dump {path}` shows the "
         "snapshot's records, and dump of the log's segments the log's); if this node's copy is the odd one, "
         "let it fetch the metadata again.",
@@ -548,17 +607,36 @@ _ENTRIES = (
         "QUORUM_STATE_MISMATCH",
         _W,
         "a quorum-state that disagrees with the metadata log (epoch behind the log, leader not a voter)",
-        "{problem}",
+        "{path} has leader epoch {epoch} but the metadata log holds epoch {log_epoch}: the node overrides "
+        "the file and starts unattached at epoch {log_epoch} ('Epoch from quorum store file ... is smaller "
+        "than last written epoch'); the file was restored from an older copy or the log copied in from "
+        "another node",
         "Nothing to do if the metadata log is right: the node corrects its election state at startup. If "
         "quorum-state was restored from a backup, check the rest of __cluster_metadata-0 came from the same "
         "moment.",
         "K:raft/.../raft/QuorumState.java initialize, raft/.../FileQuorumStateStore.java",
+        cases={
+            "role-not-a-voter": Case(
+                "{path} names node {node} as {role} but its voters are {voters}: the file does not describe "
+                "one quorum"
+            ),
+            "voters-not-the-logs": Case(
+                "{path} lists voters {voters} but the metadata log's latest election (leader {leader}) was "
+                "among voters {log_voters}: a 3.x node whose controller.quorum.voters differs from the file "
+                "refuses to start ('Configured voter set ... is different from the voter set read from the "
+                "state file'); the file or the log comes from another quorum"
+            ),
+            "role-not-in-voters-record": Case(
+                "{path} names node {node} as {role} but the metadata log's latest VotersRecord lists voters "
+                "{log_voters}: the file does not describe this log's quorum"
+            ),
+        },
     ),
     Entry(
         "QUORUM_STATE_CORRUPT",
         _E,
         "a quorum-state file the node cannot read",
-        "{problem}",
+        "{path} cannot be read ({error}): the node does not start (FileQuorumStateStore.readElectionState)",
         "Stop the node and delete {path}: the node starts unattached at the log's epoch and learns the "
         "leader "
         "from the quorum (keep a copy of the file first).",
@@ -568,7 +646,8 @@ _ENTRIES = (
         "BOOTSTRAP_CHECKPOINT_CORRUPT",
         _E,
         "a bootstrap.checkpoint the node cannot read",
-        "{problem}",
+        "{path} cannot be read ({error}): the node reads it at every start (BootstrapDirectory.read) and "
+        "does not start",
         "Copy bootstrap.checkpoint from another node of the cluster (it holds the initial metadata.version "
         "and SCRAM records `kafka-storage format` wrote), or write it again with `kafka-storage format "
         "--ignore-formatted` and the same cluster id.",

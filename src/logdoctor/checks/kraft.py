@@ -47,13 +47,6 @@ __all__ = ["KraftContext", "check_kraft"]
 
 _NOT_PLACED = (MIGRATING, UNASSIGNED)
 
-_LOAD_AND_REPORT = (
-    "at startup the broker loads the replica where it is (LogManager.loadLogs does not look at "
-    "assignments) and then reports its actual directory to the controller (ReplicaManager."
-    "maybeUpdateTopicAssignment -> AssignmentsManager -> AssignReplicasToDirs), which records it in a "
-    "PartitionChangeRecord: nothing is lost and nothing is moved"
-)
-
 
 @dataclass(slots=True)
 class KraftContext:
@@ -145,10 +138,8 @@ def _identity_findings(ctx: KraftContext, parts: list[PartitionReport]) -> list[
                         "DIRECTORY_ID_INVALID",
                         ident.meta_path,
                         logdir=ident.path,
-                        problem=f"{ident.meta_path} has directory.id={did}, one of the 100 ids Kafka "
-                        f"reserves "
-                        f"({describe_directory_id(did)}): the broker refuses to start ('Invalid resrved "
-                        "directory ID ... found')",
+                        directory_id=did,
+                        reserved=describe_directory_id(did),
                         details={"directory_id": did},
                     )
                 )
@@ -164,39 +155,30 @@ def _identity_findings(ctx: KraftContext, parts: list[PartitionReport]) -> list[
             held = assigned_here.get(ident.path, Counter())
             own_ids = [d for d, _n in held.most_common() if d != did and d in unused]
             if own_ids:
-                fix = (
-                    f"Set `directory.id={own_ids[0]}` in {ident.meta_path} while the broker is stopped: the "
-                    f"cluster metadata assigns {held[own_ids[0]]} replica(s) found in {ident.path} to "
-                    f"that id, "
-                    f"and broker {ctx.node_id} registered it with the controller."
-                )
+                case, own_id = "assigned-id", own_ids[0]
             elif len(unused) == 1:
-                fix = (
-                    f"Set `directory.id={unused[0]}` in {ident.meta_path} while the broker is stopped: "
-                    f"broker "
-                    f"{ctx.node_id} registered that id with the controller and no scanned log dir carries it."
-                )
+                case, own_id = "registered-id", unused[0]
             else:
-                fix = (
-                    f"Delete the directory.id line from {ident.meta_path} while the broker is stopped (keep "
-                    f"{did} in {owner.path}): a Kafka 3.7+ broker writes a new id at startup and reports "
-                    "the directory of every replica in that dir to the controller."
-                )
-            problem = (
-                f"directory.id {did} is in {len(idents)} log dirs of broker {ctx.node_id} ({where}): the "
-                "broker refuses to start ('Duplicate directory ID ... found'); "
+                case, own_id = None, None
+            which = (
+                f"{owner.path} holds the replicas the cluster metadata assigns to {did}"
+                if assigned_here.get(owner.path, Counter())[did]
+                else "one meta.properties was probably copied from a sibling dir"
             )
-            if assigned_here.get(owner.path, Counter())[did]:
-                problem += f"{owner.path} holds the replicas the cluster metadata assigns to {did}"
-            else:
-                problem += "one meta.properties was probably copied from a sibling dir"
+            fields = {"own_id": own_id, "held": held[own_id]} if own_id is not None else {}
             out.append(
                 catalog.make(
                     "DIRECTORY_ID_DUPLICATE",
                     ident.meta_path,
+                    case=case,
                     logdir=ident.path,
-                    problem=problem,
-                    fix=fix,
+                    directory_id=did,
+                    count=len(idents),
+                    node=ctx.node_id,
+                    where=where,
+                    which=which,
+                    keeper=owner.path,
+                    **fields,
                     details={"directory_id": did, "log_dirs": [i.path for i in idents], "keeps": owner.path},
                 )
             )
@@ -208,34 +190,15 @@ def _identity_findings(ctx: KraftContext, parts: list[PartitionReport]) -> list[
             held = assigned_here.get(ident.path, Counter())
             others = {i.directory_id for i in ctx.identities if i.directory_id}
             candidates = [d for d, _n in held.most_common() if d not in others]
-            if candidates:
-                fix = (
-                    f"Restore it before starting the broker: the cluster metadata assigns "
-                    f"{held[candidates[0]]} "
-                    f"replica(s) found in {ident.path} to {candidates[0]}; add "
-                    f"`directory.id={candidates[0]}` "
-                    f"to {ident.meta_path}."
-                )
-                consequence = (
-                    f"; the replicas the metadata assigns to this dir's former id ({candidates[0]}) are then "
-                    "reported to the controller under the new one"
-                )
-            else:
-                fix = (
-                    "Nothing to do if this dir is new or was formatted by a Kafka before 3.7: the broker "
-                    "adds "
-                    f"an id at startup. If {ident.meta_path} was restored or hand-written, copy its former "
-                    "directory.id back from a backup."
-                )
-                consequence = ""
+            former = {"former_id": candidates[0], "held": held[candidates[0]]} if candidates else {}
             out.append(
                 catalog.make(
                     "DIRECTORY_ID_MISSING",
                     ident.meta_path,
+                    case="former-id-known" if candidates else None,
                     logdir=ident.path,
-                    problem=f"{ident.meta_path} has no directory.id although {why}: at startup the broker "
-                    "writes a new random one into it (KafkaRaftServer.initializeLogDirs)" + consequence,
-                    fix=fix,
+                    why=why,
+                    **former,
                     details={"candidates": candidates},
                 )
             )
@@ -253,12 +216,10 @@ def _identity_findings(ctx: KraftContext, parts: list[PartitionReport]) -> list[
                 "JBOD_METADATA_VERSION",
                 first.meta_path,
                 logdir=first.path,
-                problem=f"broker {ctx.node_id} has {len(kraft_dirs)} KRaft log dirs "
-                f"({', '.join(i.path for i in kraft_dirs)}) but the cluster's metadata.version is "
-                f"{im.metadata_version_name}: a broker with several log dirs needs 3.7-IV2 or later and "
-                f"fails "
-                "when it reads this metadata.version ('Multiple log directories (aka JBOD) are not "
-                "supported in the current MetadataVersion')",
+                node=ctx.node_id,
+                count=len(kraft_dirs),
+                log_dirs=", ".join(i.path for i in kraft_dirs),
+                metadata_version=im.metadata_version_name,
                 details={"metadata_version": im.metadata_version},
             )
         )
@@ -305,13 +266,9 @@ def _assignment_findings(ctx: KraftContext, parts: list[PartitionReport]) -> lis
                 make(
                     "REPLICA_NOT_ASSIGNED",
                     p.path,
-                    problem=f"{p.path} holds {tp} (log end offset {p.log_end_offset}) but {reason}: at "
-                    f"startup "
-                    "a 3.5/3.6 broker deletes this replica; a 3.7+ broker renames it "
-                    f"{tp}.<id>-stray and keeps it, never served",
-                    fix="If the other replicas hold this data (check with kafka-topics --describe), "
-                    "nothing to "
-                    "do; otherwise copy the folder out of the log dir before starting the broker.",
+                    partition=tp,
+                    log_end_offset=p.log_end_offset,
+                    reason=reason,
                     details=details,
                 )
             )
@@ -348,11 +305,12 @@ def _assignment_findings(ctx: KraftContext, parts: list[PartitionReport]) -> lis
                 p.path,
                 logdir=p.log_dir,
                 severity=severity,
-                problem=f"{tp} is in {p.log_dir} (directory.id {actual}) but the cluster metadata (offset "
-                f"{st.offset}) assigns broker {node}'s replica to {where}: {_LOAD_AND_REPORT}",
-                fix="Nothing to move: start the broker with every log dir in log.dirs and it updates the "
-                "assignment itself. Keep the assigned dir online meanwhile (a broker with an offline dir "
-                "does not open a replica whose assigned dir is offline)." + back,
+                partition=tp,
+                directory_id=actual,
+                metadata_offset=st.offset,
+                node=node,
+                where=where,
+                move_back=back,
                 details={
                     "topic": p.topic,
                     "partition": p.partition,
@@ -379,12 +337,12 @@ def _assignment_findings(ctx: KraftContext, parts: list[PartitionReport]) -> lis
                 path,
                 logdir=assigned_dir,
                 severity=Severity.ERROR if only else None,
-                problem=f"the cluster metadata assigns {tp} (replicas {st.replicas}, leader {st.leader}, ISR "
-                f"{st.isr}) to {assigned_dir} (directory.id {assigned}) but no scanned log dir holds it: the "
-                "broker creates an empty log there at startup and fetches it from the leader"
-                + (" - it is the only replica, so its data is gone" if only else ""),
-                fix="If the folder was moved out of the log dirs by hand, put it back (into "
-                f"{assigned_dir}); otherwise let the broker re-fetch it from the leader.",
+                partition=tp,
+                replicas=st.replicas,
+                leader=st.leader,
+                isr=st.isr,
+                directory_id=assigned,
+                only_replica=" - it is the only replica, so its data is gone" if only else "",
                 details={
                     "topic": topic,
                     "partition": pnum,
@@ -432,14 +390,9 @@ def _stray_findings(ctx: KraftContext, paths: list[str]) -> list[Finding]:
                     "STRAY_REPLICA_LEFT",
                     str(sp.path),
                     logdir=path,
-                    problem=f"{sp.path} is a replica of {tp} ({size:,} bytes) that Kafka moved aside as "
-                    f"a stray "
-                    f"(no longer assigned to this broker){state}: Kafka keeps it forever, never serves "
-                    f"it and "
-                    "never deletes it",
-                    fix="Make sure the data is held elsewhere (kafka-topics --describe; `logdoctor dump` "
-                    "reads "
-                    f"the folder), then delete it while the broker is stopped: `rm -r {sp.path}`.",
+                    partition=tp,
+                    bytes=size,
+                    state=state,
                     details={"topic": sp.topic, "partition": sp.partition, "bytes": size, "topic_id": tid},
                 )
             )

@@ -74,13 +74,8 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
                     str(path),
                     position=getattr(e, "position", None),
                     severity=None if latest else Severity.WARNING,
-                    problem=f"{path} cannot be read as a KRaft snapshot ({e}): "
-                    + (
-                        "it is the latest snapshot, which the node loads at startup: the node fails"
-                        if latest
-                        else "an older snapshot, which the node keeps until it deletes it; a follower "
-                        "fetching it would fail"
-                    ),
+                    case=None if latest else "older",
+                    error=e,
                 )
             )
             continue
@@ -93,9 +88,10 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
                 make(
                     "METADATA_SNAPSHOT_MISMATCH",
                     str(path),
-                    problem=f"snapshot {path.name} says offset {end - 1} is in leader epoch {epoch}, but the "
-                    f"metadata log's leader-epoch-checkpoint puts it in epoch {log_epoch}: the snapshot and "
-                    "the log come from different histories (a snapshot or log copied in from another node?)",
+                    snapshot=path.name,
+                    offset=end - 1,
+                    epoch=epoch,
+                    log_epoch=log_epoch,
                     details={"end_offset": end, "epoch": epoch, "log_epoch": log_epoch},
                 )
             )
@@ -104,11 +100,8 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
             make(
                 "METADATA_SNAPSHOT_MISSING",
                 str(part.path),
-                problem=f"the metadata log starts at offset {log_start} but no snapshot reaches it "
-                f"(snapshots: {', '.join(p.name for _e, _p2, p in snapshots) or 'none'}): the node stops at "
-                "startup ('Inconsistent snapshot state: there must be a snapshot at an offset larger "
-                "then the "
-                "current log start offset')",
+                log_start_offset=log_start,
+                snapshots=", ".join(p.name for _e, _p2, p in snapshots) or "none",
                 details={"log_start_offset": log_start},
             )
         )
@@ -123,8 +116,7 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
                     "QUORUM_STATE_CORRUPT",
                     str(qpath),
                     position=getattr(e, "position", None),
-                    problem=f"{qpath} cannot be read ({e}): the node does not start "
-                    "(FileQuorumStateStore.readElectionState)",
+                    error=e,
                 )
             )
             qs = None
@@ -140,11 +132,8 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
                     make(
                         "QUORUM_STATE_MISMATCH",
                         str(qpath),
-                        problem=f"{qpath} has leader epoch {qs.leader_epoch} but the metadata log holds "
-                        f"epoch "
-                        f"{written}: the node overrides the file and starts unattached at epoch {written} "
-                        "('Epoch from quorum store file ... is smaller than last written epoch'); the file "
-                        "was restored from an older copy or the log copied in from another node",
+                        epoch=qs.leader_epoch,
+                        log_epoch=written,
                         details={"quorum_state_epoch": qs.leader_epoch, "log_epoch": written},
                     )
                 )
@@ -157,8 +146,10 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
                                 "QUORUM_STATE_MISMATCH",
                                 str(qpath),
                                 severity=Severity.WARNING,
-                                problem=f"{qpath} names node {node} as {role} but its voters are {voters}: "
-                                "the file does not describe one quorum",
+                                case="role-not-a-voter",
+                                node=node,
+                                role=role,
+                                voters=voters,
                                 details={"node": node, "voters": voters},
                             )
                         )
@@ -175,8 +166,7 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
                     "BOOTSTRAP_CHECKPOINT_CORRUPT",
                     bpath,
                     position=getattr(e, "position", None),
-                    problem=f"{bpath} cannot be read ({e}): the node reads it at every start "
-                    "(BootstrapDirectory.read) and does not start",
+                    error=e,
                 )
             )
     return out
@@ -202,11 +192,10 @@ def _voters_against_the_log(qs: Any, qpath: str, image: MetadataImage, make: Any
                     "QUORUM_STATE_MISMATCH",
                     qpath,
                     severity=Severity.WARNING,
-                    problem=f"{qpath} lists voters {sorted(qs.current_voters)} but the metadata log's "
-                    f"latest election (leader {leader}) was among voters {list(logged)}: a 3.x node whose "
-                    "controller.quorum.voters differs from the file refuses to start ('Configured voter "
-                    "set ... is different from the voter set read from the state file'); the file or "
-                    "the log comes from another quorum",
+                    case="voters-not-the-logs",
+                    voters=sorted(qs.current_voters),
+                    leader=leader,
+                    log_voters=list(logged),
                     details={"quorum_state_voters": sorted(qs.current_voters), "log_voters": list(logged)},
                 )
             )
@@ -218,9 +207,10 @@ def _voters_against_the_log(qs: Any, qpath: str, image: MetadataImage, make: Any
                         "QUORUM_STATE_MISMATCH",
                         qpath,
                         severity=Severity.WARNING,
-                        problem=f"{qpath} names node {node} as {role} but the metadata log's latest "
-                        f"VotersRecord lists voters {list(image.voters)}: the file does not describe "
-                        "this log's quorum",
+                        case="role-not-in-voters-record",
+                        node=node,
+                        role=role,
+                        log_voters=list(image.voters),
                         details={"node": node, "log_voters": list(image.voters)},
                     )
                 )
