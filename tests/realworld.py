@@ -60,12 +60,15 @@ def files(suffix: str | None = None, name: str | None = None) -> Iterator[Path]:
             yield p
 
 
-def params(items) -> list:
-    """pytest params with readable ids relative to the realworld folder.
+def absent(arity: int = 1) -> list:
+    """The parametrization of a test over real data when there is none: one param (of ``arity``
+    values, as many as the test's parameter names) that skips with the realworld reason, so the
+    absence is visible (and fatal in CI) and collection never fails."""
+    return [pytest.param(*([None] * arity), id="no-realworld", marks=pytest.mark.skip(reason=SKIP_REASON))]
 
-    With no real data there is one param that skips with the realworld reason, so
-    the absence is visible (and fatal in CI) instead of an empty parametrization.
-    """
+
+def params(items) -> list:
+    """pytest params with readable ids relative to the realworld folder (:func:`absent` without data)."""
     if not available():
-        return [pytest.param(None, id="no-realworld", marks=pytest.mark.skip(reason=SKIP_REASON))]
+        return absent()
     return [pytest.param(p, id=str(p.relative_to(REALWORLD))) for p in items]
