@@ -34,6 +34,18 @@ def pytest_sessionfinish(session, exitstatus):
         print(f"\nCI: {realworld.SKIP_REASON}; the realworld tests cannot be skipped in CI", file=sys.stderr)
 
 
+def pytest_collection_modifyitems(config, items):
+    """``@pytest.mark.needs_root``: a test that gives files to other users (chown) or runs a command
+    as another user (setpriv) skips with its reason when not run as root (CI runs as root)."""
+    if os.geteuid() == 0:
+        return
+    reason = "needs root: it gives files to another user or runs as one (chown, setpriv)"
+    skip = pytest.mark.skip(reason=reason)
+    for item in items:
+        if item.get_closest_marker("needs_root") is not None:
+            item.add_marker(skip)
+
+
 @pytest.fixture(scope="session")
 def realworld_dir() -> Path:
     return realworld.require()

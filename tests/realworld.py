@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -72,3 +73,22 @@ def params(items) -> list:
     if not available():
         return absent()
     return [pytest.param(p, id=str(p.relative_to(REALWORLD))) for p in items]
+
+
+def writable_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:
+    """Copy real data (a folder or a file) for a test to change: contents only, owned by the current
+    user, folders 0755 and files 0644. ../shared is read-only (folders r-x, files r--); a plain
+    copytree keeps those modes, which root ignores but any other user cannot write or delete in."""
+    src, dst = Path(src), Path(dst)
+    if src.is_dir():
+        shutil.copytree(src, dst, copy_function=shutil.copyfile)
+        for root, _dirs, files in os.walk(dst):
+            os.chmod(root, 0o755)
+            for name in files:
+                os.chmod(os.path.join(root, name), 0o644)
+        return dst
+    if dst.is_dir():
+        dst = dst / src.name
+    shutil.copyfile(src, dst)
+    os.chmod(dst, 0o644)
+    return dst

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -117,7 +116,7 @@ SEG0_TS = 1721659255114  # the largest timestamp of the inactive segment 0 of th
 def logdir(tmp_path: Path) -> Path:
     src = realworld.require() / "zk-3.7-nikhildighe-b0"
     d = tmp_path / "kafka-logs"
-    shutil.copytree(src, d, copy_function=shutil.copyfile)
+    realworld.writable_copy(src, d)
     for root, _dirs, files in os.walk(d):
         os.chmod(root, 0o755)
         for f in files:

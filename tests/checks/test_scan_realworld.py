@@ -10,7 +10,6 @@ never opening an inactive .log.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from pathlib import Path
 
@@ -124,7 +123,7 @@ def test_walker_matches_two_independent_decoders(realworld_dir: Path) -> None:
 @pytest.mark.realworld
 def test_serial_and_parallel_scans_give_the_same_report(realworld_dir: Path, tmp_path: Path) -> None:
     d = tmp_path / "logs"
-    shutil.copytree(realworld_dir / "zk-2.8-seanorth", d, copy_function=shutil.copyfile)
+    realworld.writable_copy(realworld_dir / "zk-2.8-seanorth", d)
     serial = scan([d], ScanOptions(depth=Depth.DEEP, now_ms=NOW), jobs=1).to_json()
     parallel = scan([d], ScanOptions(depth=Depth.DEEP, now_ms=NOW), jobs=2).to_json()
     assert serial == parallel

@@ -4,7 +4,6 @@ seek to byte -8 of it for the retention check and stop with OSError EINVAL)."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ SEG0 = "00000000000000000000"  # inactive, with a 15-entry time index
 @pytest.mark.parametrize("length", [1, 4, 7])
 def test_index_shorter_than_one_entry(tmp_path: Path, depth: Depth, length: int) -> None:
     logdir = tmp_path / "kafka-logs"
-    shutil.copytree(realworld.require() / DIR, logdir, copy_function=shutil.copyfile)
+    realworld.writable_copy(realworld.require() / DIR, logdir)
     for root, _dirs, files in os.walk(logdir):
         os.chmod(root, 0o755)
         for f in files:

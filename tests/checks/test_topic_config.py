@@ -11,7 +11,6 @@ import base64
 import json
 import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -417,7 +416,7 @@ def test_server_properties_on_the_cli(tmp_path: Path) -> None:
 def test_real_zookeeper_consumer_offsets_is_compact_in_scan_and_retention(tmp_path: Path) -> None:
     src = realworld.require() / "zk-3.7-nikhildighe-b0"
     d = tmp_path / "kafka-logs"
-    shutil.copytree(src, d, copy_function=shutil.copyfile)
+    realworld.writable_copy(src, d)
     for root, _dirs, files in os.walk(d):
         os.chmod(root, 0o755)
         for f in files:
@@ -459,7 +458,7 @@ def test_census_executor_applies_the_same_configs(tmp_path: Path) -> None:
 
     src = realworld.require() / "zk-3.7-nikhildighe-b0"
     d = tmp_path / "kafka-logs"
-    shutil.copytree(src, d, copy_function=shutil.copyfile)
+    realworld.writable_copy(src, d)
     tindex = d / "__consumer_offsets-12" / "00000000000000000000.timeindex"
     tindex.write_bytes(bytes(tindex.stat().st_size))
     broker = BrokerInput("broker-0", 0, (str(d),))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import struct
 from pathlib import Path
 
@@ -71,7 +70,7 @@ def segment(tmp_path, realworld_dir) -> Path:
     """A copy of a real segment (log, index, time index) to corrupt; returns the path stem."""
     src = realworld_dir / SEGMENT
     for suffix in (".log", ".index", ".timeindex"):
-        shutil.copy(src.with_suffix(suffix), tmp_path / (src.name + suffix))
+        realworld.writable_copy(src.with_suffix(suffix), tmp_path / (src.name + suffix))
     return tmp_path / src.name
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 from pathlib import Path
 
 import pytest
 from test_dump import dump, kafka_python_batches
+
+import realworld
 
 GOOD = "zk-pre2.8-volodymyrzee/__consumer_offsets-18/00000000000000000000.log"
 CHECKPOINT = "zk-pre2.8-volodymyrzee/recovery-point-offset-checkpoint"
@@ -23,7 +24,7 @@ def good(realworld_dir) -> Path:
 def log_copy(tmp_path, realworld_dir) -> Path:
     p = tmp_path / "t-0" / "00000000000000000000.log"
     p.parent.mkdir()
-    shutil.copy(realworld_dir / GOOD, p)
+    realworld.writable_copy(realworld_dir / GOOD, p)
     return p
 
 
@@ -151,7 +152,7 @@ def test_file_of_another_kind(tmp_path, good, realworld_dir):
     assert "@0" in line and "Kafka log segment" in line
     # a log segment named like an index
     fake = tmp_path / "00000000000000000000.index"
-    shutil.copy(realworld_dir / GOOD, fake)
+    realworld.writable_copy(realworld_dir / GOOD, fake)
     run = dump("--json", fake, good)
     assert run.exit_code == 2
     assert "index" in _one_error_line(run, fake)

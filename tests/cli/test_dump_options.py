@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import shutil
 import struct
 from pathlib import Path
 
@@ -129,7 +128,7 @@ def test_seek_on_a_large_generated_segment(tmp_path):
 def test_explicit_decoder_on_a_copied_file(tmp_path, realworld_dir):
     """A __consumer_offsets segment out of its folder: auto finds nothing, the explicit decoder works."""
     p = tmp_path / "00000000000000000000.log"
-    shutil.copy(realworld_dir / OFFSETS_LOG, p)
+    realworld.writable_copy(realworld_dir / OFFSETS_LOG, p)
     auto = dump("--json", "--deep", p)
     assert all("decoded" not in r for r in auto.of_type("record"))
     explicit = dump("--json", "--decoder", "consumer-offsets", p)  # implies --deep
@@ -153,7 +152,7 @@ def test_legacy_v1_messages(realworld_dir):
 def test_verify_index_through_the_cli(tmp_path, realworld_dir):
     src = realworld_dir / "kraft-4.2-nomanazeem/__cluster_metadata-0/00000000000000000000"
     for suffix in (".log", ".index", ".timeindex"):
-        shutil.copy(src.with_suffix(suffix), tmp_path / (src.name + suffix))
+        realworld.writable_copy(src.with_suffix(suffix), tmp_path / (src.name + suffix))
     idx = tmp_path / (src.name + ".index")
     healthy = dump("--json", "--verify-index", idx, idx.with_suffix(".timeindex"), idx.with_suffix(".log"))
     assert healthy.exit_code == 0 and not healthy.of_type("finding")

@@ -104,7 +104,7 @@ def test_repair_of_a_log_dir_a_broker_holds_is_locked(tmp_path: Path) -> None:
     import helpers
 
     d = tmp_path / "b"
-    shutil.copytree(realworld.require() / "zk-3.0-tuyen-nnt-b1", d)
+    realworld.writable_copy(realworld.require() / "zk-3.0-tuyen-nnt-b1", d)
     (d / "00000000000000000000.stray").write_bytes(b"x")  # something to repair
     with helpers.broker_holding_lock(d):
         r = invoke("repair", "--apply", d)
@@ -115,8 +115,8 @@ def test_repair_of_a_log_dir_a_broker_holds_is_locked(tmp_path: Path) -> None:
 def test_sync_between_clusters_is_refused_for_the_state(tmp_path: Path) -> None:
     rw = realworld.require()
     a, b = tmp_path / "a", tmp_path / "b"
-    shutil.copytree(rw / "zk-3.0-tuyen-nnt-b0", a)
-    shutil.copytree(rw / "zk-2.8-seanorth", b)
+    realworld.writable_copy(rw / "zk-3.0-tuyen-nnt-b0", a)
+    realworld.writable_copy(rw / "zk-2.8-seanorth", b)
     part = next(p.name for p in sorted(a.iterdir()) if p.name.startswith("__consumer_offsets-"))
     r = invoke("sync-replica", part, "--leader", a, "--follower", b)
     assert r.exit_code == ExitCode.REFUSED, r.output

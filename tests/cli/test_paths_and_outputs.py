@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -43,7 +42,7 @@ def b1(tmp_path: Path) -> Path:
     """A copy of a real ZooKeeper-era log dir (3.0), with __consumer_offsets partitions."""
     src = realworld.require() / "zk-3.0-tuyen-nnt-b0"
     d = tmp_path / "b1"
-    shutil.copytree(src, d)
+    realworld.writable_copy(src, d)
     return d
 
 
@@ -193,7 +192,7 @@ def test_demo_never_replaces_a_fleet_folder_it_did_not_write(b1: Path, tmp_path:
     # `logdoctor demo /data` would delete /data/fleet: refused unless the demo wrote it
     fleet = tmp_path / "data" / "fleet"
     fleet.mkdir(parents=True)
-    shutil.copytree(b1, fleet / "broker-1" / "kafka-logs")
+    realworld.writable_copy(b1, fleet / "broker-1" / "kafka-logs")
     before = tree_hash(tmp_path / "data")
     r = invoke("demo", tmp_path / "data")
     assert r.exit_code == ExitCode.CANT_CREATE, r.output

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+import realworld
 from logdoctor.cli import commands  # noqa: F401  (registers every command)
 from logdoctor.cli.main import app
 
@@ -76,7 +76,7 @@ def test_json_shape(realworld_dir: Path) -> None:
 @pytest.mark.realworld
 def test_text_report_names_code_file_and_fix(realworld_dir: Path, tmp_path: Path) -> None:
     d = tmp_path / "logs"
-    shutil.copytree(realworld_dir / "zk-2.1-yuanliubei", d, copy_function=shutil.copyfile)
+    realworld.writable_copy(realworld_dir / "zk-2.1-yuanliubei", d)
     for root, _dirs, files in os.walk(d):
         os.chmod(root, 0o755)
         for f in files:
@@ -119,7 +119,7 @@ def test_retention_json(realworld_dir: Path) -> None:
 @pytest.mark.realworld
 def test_retention_text_marks_segments_deleted_early(realworld_dir: Path, tmp_path: Path) -> None:
     d = tmp_path / "logs"
-    shutil.copytree(realworld_dir / "zk-3.7-nikhildighe-b0", d, copy_function=shutil.copyfile)
+    realworld.writable_copy(realworld_dir / "zk-3.7-nikhildighe-b0", d)
     for root, _dirs, files in os.walk(d):
         os.chmod(root, 0o755)
         for f in files:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ PART = "__consumer_offsets-12"  # segments 0 and 862, producer snapshots
 @pytest.fixture
 def part_dir(tmp_path: Path) -> Path:
     logdir = tmp_path / "kafka-logs"
-    shutil.copytree(realworld.require() / DIR, logdir, copy_function=shutil.copyfile)
+    realworld.writable_copy(realworld.require() / DIR, logdir)
     d = logdir / PART
     os.symlink(d / "gone", d / "00000000000000099999.log")  # dangling: its stat fails
     (d / "00000000000000000862.timeindex").unlink()

@@ -4,7 +4,6 @@ on trees that are not log dirs (an /etc-like tree, this repository's src/)."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -47,7 +46,7 @@ def test_a_log_dir_named_like_a_partition_is_still_a_log_dir(tmp_path: Path) -> 
     # log dirs are often called kafka-logs-0: the name parses as <topic>-<partition>, the content decides
     src = realworld.require() / "zk-3.0-tuyen-nnt-b1"
     d = tmp_path / "kafka-logs-0"
-    shutil.copytree(src, d)
+    realworld.writable_copy(src, d)
     assert recognize(d).kind is PathKind.LOG_DIR
 
 
@@ -57,7 +56,7 @@ def test_a_log_dir_without_meta_properties_or_checkpoints_is_recognised_by_its_p
 ) -> None:
     src = realworld.require() / "zk-2.8-seanorth"
     d = tmp_path / "logs"
-    shutil.copytree(src, d)
+    realworld.writable_copy(src, d)
     for f in d.iterdir():
         if f.is_file():
             f.unlink()
@@ -69,7 +68,7 @@ def test_a_log_dir_without_meta_properties_or_checkpoints_is_recognised_by_its_p
 def test_a_folder_holding_log_dirs_names_them(tmp_path: Path) -> None:
     src = realworld.require()
     for n in ("zk-3.0-tuyen-nnt-b1", "zk-3.0-tuyen-nnt-b2"):
-        shutil.copytree(src / n, tmp_path / "broker" / n)
+        realworld.writable_copy(src / n, tmp_path / "broker" / n)
     r = recognize(tmp_path / "broker")
     assert r.kind is PathKind.HOLDS_LOG_DIRS
     assert sorted(os.path.basename(p) for p in r.log_dirs) == ["zk-3.0-tuyen-nnt-b1", "zk-3.0-tuyen-nnt-b2"]

@@ -7,7 +7,6 @@ import base64
 import contextlib
 import hashlib
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from pathlib import Path
 
 from kafka.record import MemoryRecords
 
+import realworld
 from logdoctor.formats.checkpoint import parse_offset_checkpoint
 from logdoctor.logdir.names import DirKind, parse_partition_dir
 
@@ -29,11 +29,7 @@ CHECKPOINTS = (
 
 def copy_log_dir(src: Path, dst: Path) -> Path:
     """A writable copy of a (read-only, real) log dir with a broker's ordinary modes."""
-    shutil.copytree(src, dst, symlinks=True)
-    for folder, _dirs, files in os.walk(dst):
-        os.chmod(folder, 0o755)
-        for f in files:
-            os.chmod(os.path.join(folder, f), 0o644)
+    realworld.writable_copy(src, dst)
     return dst
 
 

@@ -9,6 +9,7 @@ import shutil
 import stat
 from pathlib import Path
 
+import pytest
 from kafka.record import MemoryRecords
 
 from logdoctor.formats.records import iter_batches
@@ -19,7 +20,10 @@ BROKER_UID = 4242  # the broker's user in the copies (the scan models the log di
 
 
 def copy_log_dir(src: Path, dst: Path, *, owner: int = BROKER_UID) -> Path:
-    """Copy a real log dir with a broker's ordinary modes (dirs 755, files 644) and owner."""
+    """Copy a real log dir with a broker's ordinary modes (dirs 755, files 644) and owner (root only:
+    the scan models the broker's user as the log dir's owner, and the repairs restore owners)."""
+    if os.geteuid() != 0:
+        pytest.skip(f"needs root: the copies belong to a broker user (uid {owner}) as on a real broker host")
     shutil.copytree(src, dst, symlinks=True)
     for folder, _dirs, files in os.walk(dst):
         os.chmod(folder, 0o755)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 from pathlib import Path
 
+import realworld
 from logdoctor.repair import apply_plan, rollback
 from logdoctor.repair.actions import AFTER, BEFORE, OTHER, StepContext, copy_tree, operation
 from logdoctor.repair.plan import Action, Plan
@@ -18,7 +18,7 @@ from logdoctor.repair.plan import Action, Plan
 def _log_dir(tmp_path: Path, realworld_dir: Path) -> Path:
     ld = tmp_path / "kafka-logs"
     ld.mkdir()
-    shutil.copytree(realworld_dir / "zk-2.8-seanorth" / "some-topic-0", ld / "some-topic-0")
+    realworld.writable_copy(realworld_dir / "zk-2.8-seanorth" / "some-topic-0", ld / "some-topic-0")
     (ld / "recovery-point-offset-checkpoint").write_bytes(b"0\n1\nsome-topic 0 0\n")
     return ld
 

@@ -153,7 +153,10 @@ _MUST_NOT_BE_EMPTY = frozenset(
 
 @app.command("dump", cls=UsageExit64)
 def dump(
-    files: Annotated[list[Path], typer.Argument(help="Files of a log dir; the kind is decided by the name.")],
+    files: Annotated[
+        list[Path],
+        typer.Argument(readable=False, help="Files of a log dir; the kind is decided by the name."),
+    ],
     deep: Annotated[
         bool,
         typer.Option(
