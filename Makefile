@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-lock.txt 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: demo test lint bench clean env
+.PHONY: demo test test-fast lint bench clean env
 
 env: $(STAMP)
 
@@ -28,6 +28,13 @@ test: $(STAMP)
 	-bash scripts/ensure-chromium.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+
+# The suite without the tests marked slow (crash matrices, every real segment damaged, the Spark
+# oracle over every real record, browser rendering): what a developer runs between changes.
+test-fast: $(STAMP)
+	bash scripts/ensure-kafkajs.sh
+	$(VENV)/bin/ruff check src tests benchmarks
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow"
 
 # Every benchmark of BENCHMARKS.md with its default (full) size; data goes to /tmp/logdoctor-bench.
 bench: $(STAMP)

@@ -93,6 +93,7 @@ def test_every_real_segment(realworld_dir):
     assert compared > 500 and taken > 10_000
 
 
+@pytest.mark.slow
 def test_every_real_segment_damaged(realworld_dir):
     """Truncated inside the last batch, a byte flipped in the middle batch, a zero-filled tail."""
     from logdoctor.formats.records import scan_batches
@@ -283,6 +284,7 @@ _MUTABLE = [
 ]
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     which=st.sampled_from(_MUTABLE),

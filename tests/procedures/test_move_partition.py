@@ -249,6 +249,7 @@ def test_refuses_other_cluster_or_broker(tmp_path):
 # --- crashes --------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("force_copy", [False, True], ids=["rename", "copy"])
 @pytest.mark.parametrize("finish", ["resume", "rollback"])
 def test_kill_at_every_step(tmp_path, force_copy, finish):

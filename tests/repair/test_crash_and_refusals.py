@@ -103,6 +103,7 @@ def _check_crashed_then(
             assert damage.tree(root) == original, env
 
 
+@pytest.mark.slow
 def test_crash_after_every_step(tmp_path, damaged, reference):
     steps = reference[1]
     assert steps >= 10
@@ -112,6 +113,7 @@ def test_crash_after_every_step(tmp_path, damaged, reference):
         _check_crashed_then(d, damaged, reference, {"LOGDOCTOR_CRASH_AFTER_STEP": str(n)})
 
 
+@pytest.mark.slow
 def test_crash_at_every_phase_of_each_kind_of_step(tmp_path, damaged, reference):
     plan, _ = plan_repair([damaged], backup_dir=str(tmp_path / "unused"), jobs=1)
     firsts: dict[str, int] = {}

@@ -9,7 +9,7 @@ import pytest
 
 import realworld
 
-pytestmark = [pytest.mark.spark, pytest.mark.realworld]
+pytestmark = [pytest.mark.spark, pytest.mark.realworld, pytest.mark.slow]
 
 SEEK_LOG_DIR = (
     "kraft-3.5-greenlemont-n1"  # __cluster_metadata-0: a 2 MB segment with a real offset/time index
