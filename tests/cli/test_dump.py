@@ -74,7 +74,6 @@ def kafka_python_batches(data: bytes) -> list[PyBatch]:
 import base64  # noqa: E402
 import os  # noqa: E402
 import subprocess  # noqa: E402
-import sys  # noqa: E402
 
 import pytest  # noqa: E402
 
@@ -261,4 +260,3 @@ def test_installed_command_runs(realworld_dir, tmp_path):
     assert out[-1].strip().startswith(f"summary: {len(expected)} batches")
     rows = out[2:-1]
     assert len(rows) == len(expected) and len({len(r.rstrip()) for r in rows}) <= 2
-    _ = sys  # keep the import for subprocess users on odd platforms
