@@ -116,7 +116,7 @@ def test_flock_is_not_what_the_broker_uses(tmp_path):
 @pytest.fixture(scope="module")
 def java_holder(tmp_path_factory):
     if shutil.which("java") is None:
-        pytest.skip("no JDK installed: the JVM cross-check needs `java`")
+        pytest.skip("required: no JDK installed: the JVM cross-check needs `java` (Java 17 is required)")
     src = tmp_path_factory.mktemp("java") / "Holder.java"
     src.write_text(JAVA_HOLDER)
     return src
