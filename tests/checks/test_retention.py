@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import kp_oracle
 import realworld
 from logdoctor.checks.retention import (
     LOG_START_OFFSET_BREACH,
@@ -109,7 +110,12 @@ def test_topic_config_parsing() -> None:
 
 
 PART = "__consumer_offsets-12"
-SEG0_TS = 1721659255114  # the largest timestamp of the inactive segment 0 of that partition
+# the largest record timestamp of the inactive segment 0 of that partition, as kafka-python reads it
+SEG0_TS = (
+    kp_oracle.max_timestamp(realworld.REALWORLD / "zk-3.7-nikhildighe-b0" / PART / "00000000000000000000.log")
+    if realworld.available()
+    else 0
+)
 
 
 @pytest.fixture

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import kp_oracle
 import realworld
 from logdoctor.checks.topic_config import config_inputs
 from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)
@@ -28,6 +29,16 @@ PART = "__consumer_offsets-12"
 SEG0 = "00000000000000000000"  # inactive: 64548-byte log, 14 index entries, 15 time index entries
 ACTIVE = "00000000000000000862"
 NOW = "1800000000000"
+# the largest record timestamp of segment 0, as kafka-python reads it from the real file
+SEG0_MAX_TS = (
+    kp_oracle.max_timestamp(realworld.REALWORLD / DIR / PART / f"{SEG0}.log") if realworld.available() else 0
+)
+# partition folders of the dir and entries of its recovery-point checkpoint, from the data's manifest
+MANIFEST = (
+    next((e for e in realworld.manifest()["entries"] if e["name"] == DIR), {})
+    if realworld.available()
+    else {}
+)
 # __consumer_offsets is compacted (cleanup.policy=compact, set by the broker when it creates it), so time
 # retention never deletes its segments; the tests of the timestamps time retention would use make it a
 # delete topic, as an operator could with kafka-configs
@@ -122,16 +133,14 @@ def test_timeindex_unreadable_to_the_broker_user(logdir: Path) -> None:
     assert codes_at(report, tindex) == {"PERMISSION_DENIED", "RETENTION_RISK"}
     risk = next(f for f in report["findings"] if f["code"] == "RETENTION_RISK")
     assert risk["details"]["broker_largest_timestamp"] == 0
-    assert (
-        risk["details"]["true_largest_timestamp"] == 1721659255114
-    )  # max timestamp of the segment's batches
-    assert "largestTimestamp=0" in risk["message"] and "1721659255114" in risk["message"]
+    assert risk["details"]["true_largest_timestamp"] == SEG0_MAX_TS  # max timestamp of the segment's records
+    assert "largestTimestamp=0" in risk["message"] and str(SEG0_MAX_TS) in risk["message"]
 
 
 def test_stale_count_line_in_checkpoint(logdir: Path) -> None:
     cp = logdir / "recovery-point-offset-checkpoint"
     lines = cp.read_text().split("\n")
-    assert lines[1] == "84"
+    assert lines[1] == str(MANIFEST["checkpoints"]["recovery-point-offset-checkpoint"]["entries"])
     lines[1] = "85"  # an entry was removed by hand, the count line left as it was
     cp.write_text("\n".join(lines))
     code, report = run_scan(str(logdir))
@@ -170,7 +179,7 @@ def test_zeroed_timeindex(logdir: Path) -> None:
     assert [f["code"] for f in report["findings"] if f["path"] == str(tindex)] == ["RETENTION_RISK"]
     risk = next(f for f in report["findings"] if f["code"] == "RETENTION_RISK")
     assert risk["details"]["broker_largest_timestamp"] == 0
-    assert risk["details"]["true_largest_timestamp"] == 1721659255114
+    assert risk["details"]["true_largest_timestamp"] == SEG0_MAX_TS
     assert risk["details"]["root_cause"]["code"] == "INDEX_CORRUPT" and risk["position"] == 0
     assert risk["message"].startswith(f"Root cause: {tindex} belongs to an inactive segment but is untrimmed")
     assert "time lookups" in risk["message"] and "INDEX_CORRUPT" in risk["message"]
@@ -191,7 +200,7 @@ def test_truncated_timeindex_is_a_retention_risk_with_both_timestamps(logdir: Pa
     risk = [f for f in report["findings"] if f["code"] == "RETENTION_RISK"]
     assert [f["path"] for f in risk] == [str(tindex)]
     assert risk[0]["details"]["broker_largest_timestamp"] == ts_kept
-    assert risk[0]["details"]["true_largest_timestamp"] == 1721659255114
+    assert risk[0]["details"]["true_largest_timestamp"] == SEG0_MAX_TS
 
 
 def test_swap_file(logdir: Path) -> None:
@@ -353,7 +362,7 @@ def test_a_finding_never_stops_the_scan(logdir: Path) -> None:
     log = logdir / "nikhilDemo-0" / "00000000000000000000.log"
     log.write_bytes(log.read_bytes()[:-5])
     _code, report = run_scan(str(logdir))
-    assert len(report["partitions"]) == 84
+    assert len(report["partitions"]) == MANIFEST["n_partitions"]
     assert codes_at(report, logdir / "demo-0" / "partition.metadata") == {"PARTITION_METADATA_INVALID"}
     assert "INDEX_CORRUPT" in codes_at(report, logdir / PART / f"{SEG0}.timeindex")
     assert codes_at(report, log) == {"LOG_CORRUPT"}
@@ -524,7 +533,7 @@ def test_leftover_partition_folders(logdir: Path) -> None:
     _code, report = run_scan(str(logdir))
     assert codes_at(report, moved) == {"ORPHAN_FILE"}
     assert codes_at(report, future) == {"ORPHAN_FILE"}
-    assert len(report["partitions"]) == 84  # leftovers are not partitions
+    assert len(report["partitions"]) == MANIFEST["n_partitions"]  # leftovers are not partitions
 
 
 def test_corrupt_producer_snapshot(logdir: Path) -> None:
