@@ -3,13 +3,15 @@
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-lock.txt 2>/dev/null | cksum | cut -d' ' -f1)
+# The C extension's source is in the checksum: a changed _speedups.c rebuilds the environment (and the .so).
+EXT_C  := src/logdoctor/formats/_speedups.c
+STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-lock.txt $(EXT_C) 2>/dev/null | cksum | cut -d' ' -f1)
 
-.PHONY: demo test test-fast lint bench clean env
+.PHONY: demo test test-fast fuzz asan-check lint bench clean env
 
 env: $(STAMP)
 
-$(STAMP): pyproject.toml requirements-lock.txt
+$(STAMP): pyproject.toml requirements-lock.txt $(EXT_C)
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11+ is required)"; exit 64; }
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +37,19 @@ test-fast: $(STAMP)
 	bash scripts/ensure-kafkajs.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow"
+
+# The long fuzz run (README "Reliability"): FUZZ_EXAMPLES mutated real files per parser test, a
+# twentieth of that many mutated log dirs through scan --deep. CI runs the default 300.
+FUZZ_EXAMPLES ?= 30000
+fuzz: $(STAMP)
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/fuzz -p no:cacheprovider
+
+# The C extension under ASan + UBSan (README "Reliability"): built with the sanitizers in a temporary
+# copy of src/ (the .so of this checkout is left alone), then tests/formats and tests/fuzz (FUZZ_EXAMPLES,
+# 300 by default) run against it; any sanitizer report fails. CI runs it after `make test`.
+asan-check: $(STAMP)
+	bash scripts/ensure-kafkajs.sh
+	bash scripts/asan-check.sh $(abspath $(PY))
 
 # Every benchmark of BENCHMARKS.md with its default (full) size; data goes to /tmp/logdoctor-bench.
 bench: $(STAMP)

@@ -15,6 +15,27 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 _realworld_skips: list[str] = []
 
 
+def pytest_configure(config):
+    """The S3 tests' environment (fake credentials, ``AWS_ENDPOINT_URL`` on a reserved port) is set
+    here, before any test can start a JVM: Spark's Python workers, where the data sources plan and
+    read, get the environment the JVM was started with, and a JVM started earlier by another test
+    module (tests/report starts its own session) would never see variables set later."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "spark"))
+    from s3server import apply_env, aws_test_env, free_port
+
+    port = free_port()
+    config._s3_env_saved = apply_env(aws_test_env(port))  # restored in pytest_unconfigure
+    config._s3_port = port
+
+
+def pytest_unconfigure(config):
+    saved = getattr(config, "_s3_env_saved", None)
+    if saved is not None:
+        from s3server import restore_env
+
+        restore_env(saved)
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item, call):
     outcome = yield

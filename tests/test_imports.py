@@ -27,6 +27,7 @@ LAYERS: dict[str, int] = {
     "spark": 6,
     "report": 6,
     "cli": 7,
+    "__main__": 8,  # python -m logdoctor: the CLI
 }
 
 

@@ -36,6 +36,7 @@ OPERATOR_ORDER = [
     "move-partition",
     "sync-replica",
     "export",
+    "inventory",
     "census",
     "demo",
 ]

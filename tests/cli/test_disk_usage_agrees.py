@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from logdoctor.checks import inventory
 from logdoctor.cli import commands  # noqa: F401  (registers every command)
 from logdoctor.cli.main import app
 from logdoctor.logdir import disk
@@ -45,7 +46,7 @@ def _broker(tmp_path: Path) -> tuple[Path, Path]:
 
 def test_the_old_definitions_are_gone() -> None:
     assert not hasattr(procedures_common, "disk_usage") and not hasattr(procedures_common, "DiskUsage")
-    assert not hasattr(census, "DiskUsage") and census.disk_usage is disk.disk_usage
+    assert not hasattr(census, "DiskUsage") and inventory.disk_usage is disk.disk_usage  # census's rows
     assert model.disk_usage is disk.disk_usage
 
 

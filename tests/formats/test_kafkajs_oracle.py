@@ -453,6 +453,8 @@ def test_our_v2_batches_decoded_by_kafkajs(kafkajs: KafkaJS, cases: list[dict[st
 )
 def test_our_message_sets_decoded_by_kafkajs(kafkajs: KafkaJS, cases: list[tuple]) -> None:
     cases = [c for c in cases if not (c[0] == 0 and c[1] == Compression.LZ4)]  # TestKafkajsLimits
+    # TestKafkajsLimits: kafkajs computes a compressed v1 wrapper's inner offsets in JS numbers
+    cases = [c for c in cases if not (c[0] == 1 and c[1] != Compression.NONE and c[4] + len(c[3]) > 2**53)]
     built = [
         build_message_set(recs, magic=magic, base_offset=base, compression=codec, timestamp_type=tt)
         for magic, codec, tt, recs, base in cases
@@ -825,6 +827,16 @@ class TestKafkajsLimits:
         assert answer["ok"], answer
         (entry,) = answer["entries"]
         return entry
+
+    def test_compressed_v1_inner_offsets_past_2_53_lose_precision(self, kafkajs: KafkaJS) -> None:
+        # messageSet/decoder.js: `compressedOffset - lastMessageOffset` subtracts two Longs as JS
+        # numbers (doubles), so absolute offsets above 2^53 come out rounded; ours are exact
+        base = 2**53 + 1
+        recs = [RecordSpec(value=b"v", key=None, timestamp=5)]
+        data = build_message_set(recs, magic=1, base_offset=base, compression=Compression.GZIP)
+        (entry,) = kafkajs.call(decode_request(data))["entries"]
+        assert [int(m["offset"]) for m in entry["messages"]] == [2**53]
+        assert [r.offset for b in decode_ours(data) for r in b.records()] == [base]
 
     def test_headers_lose_their_order_across_keys(self, kafkajs: KafkaJS) -> None:
         # recordBatch/record/v0/decoder.js folds headers into an object; JS lists index-like keys first

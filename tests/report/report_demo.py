@@ -1,11 +1,10 @@
 """The demo fleet for the report tests and the README screenshot.
 
 The fleet is :func:`logdoctor.sample.fleet.generate_demo_fleet` (three brokers with planted faults:
-an out-of-ISR replica, a corrupt offset index, a zeroed time index, a nearly full disk). The census
-comes either from the real Spark job (:func:`logdoctor.spark.census.run_census`) or, without Spark,
-from the same per-broker function that job runs on its executors
-(:func:`logdoctor.spark.census.scan_broker`) plus its fleet-level findings, with the lag computed
-here: the tables have the same columns either way.
+an out-of-ISR replica, a corrupt offset index, a zeroed time index, a nearly full disk). Its census is
+the real Spark job's (:func:`logdoctor.spark.census.run_census`, on the session the caller gives: the
+report tests' module-scoped ``spark`` fixture, tests/report/conftest.py), so the report is rendered
+from what `logdoctor census` writes.
 
 ``--now`` is chosen from what the generator wrote: the retention cut-off falls in the middle of the
 segment whose time index was zeroed, so that segment is kept by its true timestamps and deleted
@@ -27,7 +26,7 @@ from logdoctor.sample.fleet import (
     generate_demo_fleet,
 )
 from logdoctor.sample.logdir import GeneratedFleet, ZeroedTimeIndex
-from logdoctor.spark.census import discover_brokers, fix_command, fleet_findings, scan_broker
+from logdoctor.spark.census import CensusResult, run_census
 
 RETENTION_MS = DEFAULT_RETENTION_MS
 
@@ -37,7 +36,7 @@ class DemoFleet:
     root: Path
     fleet: GeneratedFleet
     now_ms: int
-    census: Any  # CensusResult (Spark) or a dict with the same tables
+    census: CensusResult  # the Spark census job's result
     risk: tuple[int, str, int, Path]  # broker id, topic, partition, the .log whose .timeindex was zeroed
     corrupt: tuple[int, str, int, Path]  # broker id, topic, partition, the corrupt .index
     lagging: tuple[int, str, int, int]  # broker id, topic, partition, lag in records
@@ -53,37 +52,8 @@ def _faults(fleet: GeneratedFleet) -> dict[type, Any]:
     return {type(f): f for f in fleet.spec.faults}
 
 
-def census_without_spark(root: Path, now_ms: int) -> dict[str, Any]:
-    """What run_census computes, for small fleets and without Spark: replicas with their lag, log dirs
-    with the bytes of their partitions, scan findings with their fix command plus the fleet findings."""
-    brokers = discover_brokers([str(root)])
-    results = [scan_broker(b, now_ms) for b in brokers]
-    replicas = [r for res in results for r in res["replicas"] if r["kind"] == "log"]
-    best: dict[tuple[str, int], dict[str, Any]] = {}
-    for r in replicas:
-        key = (r["topic"], r["partition"])
-        first = {"leo": r["log_end_offset"], "bytes": r["bytes"], "hw": r["high_watermark"]}
-        cur = best.setdefault(key, first)
-        cur["leo"] = max(cur["leo"], r["log_end_offset"])
-        cur["bytes"] = max(cur["bytes"], r["bytes"])
-        cur["hw"] = max(cur["hw"] or -1, r["high_watermark"] or -1)
-    for r in replicas:
-        b = best[(r["topic"], r["partition"])]
-        r["max_log_end_offset"] = b["leo"]
-        r["lag_offsets"] = b["leo"] - r["log_end_offset"]
-        r["lag_bytes"] = max(0, b["bytes"] - r["bytes"])
-        r["partition_high_watermark"] = b["hw"]
-        r["below_high_watermark"] = r["log_end_offset"] < b["hw"]
-    log_dirs = [d for res in results for d in res["log_dirs"]]
-    for d in log_dirs:
-        here = [r for r in replicas if r["log_dir"] == d["log_dir"]]
-        d["bytes"], d["folders"] = sum(r["bytes"] for r in here), len(here)
-    findings = [dict(f, fix_command=fix_command(f, brokers)) for res in results for f in res["findings"]]
-    findings.extend(fleet_findings(replicas, log_dirs))
-    return {"replicas": replicas, "log_dirs": log_dirs, "findings": findings}
-
-
-def build_demo_fleet(root: Path, *, spark: Any = None) -> DemoFleet:
+def build_demo_fleet(root: Path, spark: Any) -> DemoFleet:
+    """Generate the demo fleet under ``root`` and run the census over it with ``spark``."""
     demo = generate_demo_fleet(root)
     fleet = demo.fleet
     faults = _faults(fleet)
@@ -91,12 +61,7 @@ def build_demo_fleet(root: Path, *, spark: Any = None) -> DemoFleet:
     seg = fleet.replica(zt.broker_id, zt.topic, zt.partition).segments[zt.segment]
     first_ts = fleet.spec.base_timestamp_ms + seg.base_offset * fleet.spec.timestamp_step_ms
     now_ms = (first_ts + seg.max_timestamp) // 2 + RETENTION_MS
-    if spark is not None:
-        from logdoctor.spark.census import run_census
-
-        census: Any = run_census(spark, [str(root)], root.parent / (root.name + "-census"), now_ms=now_ms)
-    else:
-        census = census_without_spark(root, now_ms)
+    census = run_census(spark, [str(root)], root.parent / (root.name + "-census"), now_ms=now_ms)
     ci: CorruptOffsetIndex = faults[CorruptOffsetIndex]
     cseg = fleet.replica(ci.broker_id, ci.topic, ci.partition).segments[ci.segment]
     lag: OutOfIsrReplica = faults[OutOfIsrReplica]
@@ -116,10 +81,12 @@ def main(argv: list[str]) -> None:
     import tempfile
 
     from logdoctor.report import write_census_report
+    from logdoctor.spark.session import get_spark
 
     out = Path(argv[0] if argv else "docs/report-demo.png").resolve()
+    spark = get_spark("local[2]", "logdoctor report demo")
     with tempfile.TemporaryDirectory() as tmp:
-        demo = build_demo_fleet(Path(tmp) / "fleet")
+        demo = build_demo_fleet(Path(tmp) / "fleet", spark)
         page = write_census_report(demo.census, Path(tmp) / "fleet.html", now_ms=demo.now_ms,
                                    retention=RETENTION_MS, title="logdoctor census: demo fleet")
         subprocess.run(

@@ -3,7 +3,7 @@
 The commands come from three places: the catalog's fix templates (every code, every scope), the fix
 texts of the findings a scan of the generated demo fleet really makes (templates filled in by the
 checks, including the texts the checks write themselves), and the census's ``fix_command`` of those
-findings plus its fleet findings (computed without Spark, as report_demo does). Each command is
+findings plus its fleet findings (the Spark census job's, as report_demo runs it). Each command is
 parsed by the Typer app itself (click's ``make_context`` on the sub-command), so a fix naming a
 command or an option the CLI does not have fails here.
 """
@@ -109,7 +109,12 @@ def test_every_catalog_fix_names_only_real_commands(cli: Any) -> None:
             seen += 1
     # the repairable scan codes and every dump code point to `logdoctor repair ... --only CODE`
     assert seen >= len(catalog.codes("dump")) + 8
-    assert set(catalog.codes("fleet")) == {"REPLICA_LAG", "LOG_DIR_NEARLY_FULL"}
+    assert set(catalog.codes("fleet")) == {
+        "REPLICA_LAG",
+        "LOG_DIR_NEARLY_FULL",
+        "TOPIC_RECREATED",
+        "INVENTORY_UNREADABLE",
+    }
 
 
 def test_repair_hints_name_codes_the_repair_command_accepts(cli: Any) -> None:
@@ -125,8 +130,8 @@ def test_repair_hints_name_codes_the_repair_command_accepts(cli: Any) -> None:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory):
-    return build_demo_fleet(tmp_path_factory.mktemp("fix-commands") / "fleet")
+def demo(tmp_path_factory: pytest.TempPathFactory, spark):
+    return build_demo_fleet(tmp_path_factory.mktemp("fix-commands") / "fleet", spark)
 
 
 def test_fixes_of_a_real_scan_and_the_census_commands_parse(cli: Any, demo) -> None:
@@ -139,7 +144,8 @@ def test_fixes_of_a_real_scan_and_the_census_commands_parse(cli: Any, demo) -> N
         options = ScanOptions(depth=Depth.DEEP, now_ms=demo.now_ms)
         report = scan(dirs, options, jobs=1)
         texts.extend((f.code, f.fix) for f in report.findings)
-    for f in demo.census["findings"]:
+    assert demo.census.total("findings") == len(demo.census.findings)  # every row, none left out
+    for f in demo.census.findings:
         texts.append((f["code"], f["fix"]))
         texts.append((f["code"], f"`{f['fix_command']}`"))
     codes = {code for code, _fix in texts}

@@ -51,8 +51,8 @@ def browser() -> Iterator[Chromium]:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoFleet:
-    return build_demo_fleet(tmp_path_factory.mktemp("demo") / "fleet")
+def demo(tmp_path_factory: pytest.TempPathFactory, spark) -> DemoFleet:
+    return build_demo_fleet(tmp_path_factory.mktemp("demo") / "fleet", spark)
 
 
 def js(page: Page, expr: str) -> Any:
@@ -140,7 +140,7 @@ def test_census_report_in_chromium(browser: Chromium, demo: DemoFleet, tmp_path:
     assert "RETENTION_RISK" not in seg["badges"]
 
     # findings table: filter by code and severity; fix commands have copy buttons
-    total = len(demo.census["findings"])
+    total = len(demo.census.findings)
     assert len(finding_rows(page)) == total
     set_filter(page, "filter-code", "INDEX_CORRUPT")
     got = finding_rows(page)

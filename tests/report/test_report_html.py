@@ -1,6 +1,7 @@
 """The HTML report without a browser: what it embeds, what it marks, how big it gets.
 
-The fleet comes from logdoctor.sample (tests/report/demo.py) with planted faults; per-segment
+The fleet comes from logdoctor.sample (tests/report/report_demo.py) with planted faults, and its
+census from the real Spark job (one local session for the module, tests/report/conftest.py); per-segment
 figures read back from disk are compared with what the generator says it wrote.
 """
 
@@ -49,8 +50,8 @@ def part(data: dict[str, Any], name: str, broker: str | None) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory) -> DemoFleet:
-    return build_demo_fleet(tmp_path_factory.mktemp("demo") / "fleet")
+def demo(tmp_path_factory: pytest.TempPathFactory, spark) -> DemoFleet:
+    return build_demo_fleet(tmp_path_factory.mktemp("demo") / "fleet", spark)
 
 
 def test_scan_report_marks_the_planted_segments(demo: DemoFleet, tmp_path: Path) -> None:
@@ -148,10 +149,10 @@ def test_census_report_shows_the_planted_faults(demo: DemoFleet, tmp_path: Path)
     assert f["fc"][lag_i].startswith("logdoctor sync-replica orders-") and " --leader " in f["fc"][lag_i]
     # every finding about a partition links to its timeline
     assert all(f["part"][i] >= 0 for i, c in enumerate(codes) if c != "LOG_DIR_NEARLY_FULL")
-    # the census job's result object (attributes, not keys) gives the same page data
-    result = CensusResult(out_dir=str(tmp_path), brokers=3, log_dirs=demo.census["log_dirs"], partitions=[],
-                          replicas=demo.census["replicas"], findings=demo.census["findings"])
-    again = payload(write_census_report(result, tmp_path / "again.html", now_ms=demo.now_ms).read_text())
+    # the census's tables as plain dicts (keys, not attributes: `census --json`) give the same page data
+    assert isinstance(demo.census, CensusResult)
+    tables = {name: getattr(demo.census, name) for name in ("log_dirs", "replicas", "findings")}
+    again = payload(write_census_report(tables, tmp_path / "again.html", now_ms=demo.now_ms).read_text())
     assert again == data
 
 
@@ -269,29 +270,35 @@ def test_size_stays_bounded_for_10000_partitions(tmp_path: Path) -> None:
     assert "more lagging replica(s) not listed" in page
 
 
-@pytest.mark.spark
-@pytest.mark.slow
-def test_report_of_the_spark_census(tmp_path: Path) -> None:
-    """The real census job's result (CensusResult, Spark rows) renders with the planted faults."""
-    from logdoctor.spark.session import SparkUnavailableError, get_spark
-
-    try:
-        spark = get_spark("local[2]", "logdoctor-tests")  # the running session when there is one
-    except SparkUnavailableError as exc:
-        pytest.fail(f"spark: cannot start a local session: {exc}")
-    demo = build_demo_fleet(tmp_path / "fleet", spark=spark)
-    assert type(demo.census).__name__ == "CensusResult"
-    data = payload(write_census_report(demo.census, tmp_path / "fleet.html", now_ms=demo.now_ms).read_text())
+def test_the_census_tables_hold_the_generated_faults(demo: DemoFleet, tmp_path: Path) -> None:
+    """The Spark census's own rows (not the page) against the generator's spec: one lagging replica,
+    by the planted lag; the full disk; the corrupt index and the zeroed time index as findings."""
+    census = demo.census
+    assert census.brokers == len(demo.fleet.log_dirs) + 1  # the fleet's brokers and the KRaft one beside
+    for table in ("replicas", "log_dirs", "findings"):
+        assert census.total(table) == len(getattr(census, table))  # small fleet: every row collected
+    broker, topic, number, lag = demo.lagging
+    lagging = [(r["broker_id"], r["topic"], r["partition"], r["lag_offsets"]) for r in census.replicas
+               if r["lag_offsets"]]
+    assert lagging == [(broker, topic, number, lag)]
+    rows = {(r["broker_id"], r["topic"], r["partition"]): r for r in census.replicas}
+    for g in demo.fleet.replicas:  # every generated replica, with the offsets the generator wrote
+        row = rows[(g.broker_id, g.topic, g.partition)]
+        assert (row["log_start_offset"], row["log_end_offset"]) == (g.log_start_offset, g.log_end_offset)
+    _broker, full_dir, used = demo.full_disk
+    row = next(d for d in census.log_dirs if d["log_dir"] == str(full_dir))
+    assert row["disk_used_fraction"] == pytest.approx(used, abs=0.01)
+    by_code = {}
+    for f in census.findings:
+        by_code.setdefault(f["code"], []).append(f["path"])
+    broker, topic, number, index = demo.corrupt
+    assert str(index) in by_code["INDEX_CORRUPT"]
+    broker, topic, number, log = demo.risk
+    assert str(log.with_suffix(".timeindex")) in by_code["RETENTION_RISK"]
+    assert by_code["REPLICA_LAG"] and by_code["LOG_DIR_NEARLY_FULL"]
+    data = payload(write_census_report(census, tmp_path / "fleet.html", now_ms=demo.now_ms).read_text())
     broker, topic, number, lag = demo.lagging
     assert [(r["n"], r["lag"]) for r in data["parts"] if r["lag"]] == [(f"{topic}-{number}", lag)]
-    broker, topic, number, log = demo.risk
-    s = part(data, f"{topic}-{number}", f"broker-{broker}")["s"]
-    assert s["fl"][s["b"].index(int(log.stem))] & FLAG_RISK
-    broker, topic, number, index = demo.corrupt
-    s = part(data, f"{topic}-{number}", f"broker-{broker}")["s"]
-    assert s["fl"][s["b"].index(int(index.stem))] & FLAG_CORRUPT
-    codes = {data["findings"]["codes"][c] for c in data["findings"]["c"]}
-    assert {"REPLICA_LAG", "LOG_DIR_NEARLY_FULL", "RETENTION_RISK", "INDEX_CORRUPT"} <= codes
 
 
 def test_lag_table_says_whose_high_watermark_each_number_is(demo: DemoFleet, tmp_path: Path) -> None:

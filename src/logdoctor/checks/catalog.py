@@ -435,6 +435,54 @@ _ENTRIES = (
         "Harmless to the broker; remove it to keep the log dir clean.",
         "K:storage/.../log/LogLoader.java (ignores unknown files)",
     ),
+    Entry(
+        "NOT_A_REGULAR_FILE",
+        _E,
+        "a FIFO, socket, device or folder where a log dir holds regular files",
+        "{path} is a {kind}, not a regular file: {never}",
+        "Stop the broker and move {path} out of the log dir; if a file Kafka wrote had this name, restore it "
+        "from a replica or a backup (a repair never touches it).",
+        "K:storage/.../log/LogLoader.java loadSegmentFiles, removeTempFilesAndCollectSwapFiles (File.isFile: "
+        "regular files only); server-common/.../util/FileLock.java; CheckpointFile.java",
+        cases={
+            "kafka-name": Case(
+                "{path} is a {kind}, not a regular file, under a name Kafka gives a regular file: the broker "
+                "skips it where it lists regular files only (LogLoader) and fails where it opens the name "
+                "(a segment, index, checkpoint or lock of this name is missing or unusable). {never}"
+            ),
+            "other-name": Case(
+                "{path} is a {kind}, not a regular file, in a {where}: Kafka writes no such entry and the "
+                "broker ignores it. {never}",
+                "Remove it to keep the log dir clean (a repair never touches it).",
+            ),
+        },
+    ),
+    Entry(
+        "SYMLINK_IN_LOG_DIR",
+        _W,
+        "a symlink in a log dir: logdoctor never follows it, so what it points to is not checked",
+        "{path} is a symlink to {target}",
+        "Replace the symlink with what it points to (copy it into the log dir while the broker is stopped), "
+        "or check what it points to on its own (by its real path).",
+        "K:core/.../log/LogManager.scala, storage/.../log/LogLoader.java (java.io.File follows symlinks)",
+        cases={
+            "outside": Case(
+                "{path} is a symlink to {target}, outside the log dir {logdir}: the broker reads and writes "
+                "through it, but logdoctor never follows a link out of the log dirs it was given, so {what} "
+                "was not checked (and is never changed by logdoctor repair)"
+            ),
+            "inside": Case(
+                "{path} is a symlink to {target}, inside the log dir: the broker follows it and sees the "
+                "same {what} twice; logdoctor does not follow it (the target is checked under its own name)",
+                "Replace the symlink with a copy of what it points to, or remove it if it is a leftover.",
+            ),
+            "dangling": Case(
+                "{path} is a symlink to {target}, which does not exist: the broker skips it where it lists "
+                "regular files and fails where it opens the name",
+                "Remove the symlink, or restore what it pointed to while the broker is stopped.",
+            ),
+        },
+    ),
     # --- KRaft log dirs: directory identity (KIP-858) and directory assignments -----------------
     Entry(
         "DIRECTORY_ID_DUPLICATE",
@@ -673,6 +721,29 @@ _ENTRIES = (
         "full disk takes the log dir offline",
         "{fix}",
         "K:core/.../log/LogManager.scala handleLogDirFailure (an IOException takes the dir offline)",
+        "fleet",
+    ),
+    Entry(
+        "TOPIC_RECREATED",
+        _W,
+        "replicas of one topic name with different topic ids: the topic was deleted and created again",
+        "topic {topic} has replicas of {ids} topic ids: {groups}; a topic deleted and created again with the "
+        "same name is a different topic, so its replicas are compared only with those of the same id",
+        "Find the topic id the cluster uses now (kafka-topics.sh --describe --topic {topic} prints TopicId); "
+        "a replica with another id is left over from the deleted topic and the broker will not use it "
+        "(InconsistentTopicIdException). With that broker stopped, `logdoctor scan {logdir}` shows the "
+        "folder; move it out of the log dir and let the broker fetch the current topic's data again.",
+        "K:core/.../cluster/Partition.scala checkOrSetTopicId; storage/.../PartitionMetadataFile.java",
+        "fleet",
+    ),
+    Entry(
+        "INVENTORY_UNREADABLE",
+        _E,
+        "an inventory file the census cannot read (truncated, corrupt, not an inventory, unknown version)",
+        "{path} cannot be read as a logdoctor inventory ({error}); the census goes on without it",
+        "Collect that broker's inventory again on its host (the inventory command with the broker's log "
+        "dirs and --out {path}; docs/inventory.md describes the format) and run the census again.",
+        "logdoctor's inventory format (docs/inventory.md)",
         "fleet",
     ),
 )

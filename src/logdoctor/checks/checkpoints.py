@@ -12,6 +12,7 @@ from logdoctor.checks.findings import Severity
 from logdoctor.checks.scan_report import LogDirReport
 from logdoctor.errors import FormatError
 from logdoctor.formats.checkpoint import split_lines
+from logdoctor.logdir.files import read_file
 from logdoctor.logdir.model import CheckpointRead, LogDir
 from logdoctor.logdir.names import (
     CLEAN_SHUTDOWN_FILE,
@@ -20,14 +21,14 @@ from logdoctor.logdir.names import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
+    parse_partition_dir,
 )
 
 
 def entry_positions(path: str) -> list[int | None]:
     """Byte position of each entry line of a well-formed checkpoint (for findings)."""
     try:
-        with open(path, "rb") as f:
-            lines = split_lines(f.read())
+        lines = split_lines(read_file(path))
     except (OSError, FormatError):
         return []
     return [ln.position for ln in lines[2:]]
@@ -48,6 +49,13 @@ def checkpoints_against_partitions(ld: LogDir, rep: LogDirReport, parts: list[Pa
         for p in parts
         if p.kind == DirKind.LOG.value and p.topic != "__cluster_metadata"
     }
+    # a partition folder that is a symlink is reported (SYMLINK_IN_LOG_DIR), not checked: its entries
+    # are neither stale nor to be removed
+    unchecked = {
+        (d.topic, d.partition)
+        for i in ld.irregular
+        if (d := parse_partition_dir(i.path.name)) is not None and d.kind is DirKind.LOG
+    }
     for name in (
         RECOVERY_POINT_CHECKPOINT,
         REPLICATION_OFFSET_CHECKPOINT,
@@ -64,7 +72,7 @@ def checkpoints_against_partitions(ld: LogDir, rep: LogDirReport, parts: list[Pa
             continue
         entries: Entries = cp.checkpoint.entries if cp.checkpoint is not None else []
         positions = entry_positions(cpath)
-        _stale_entries(rep, path, name, cpath, entries, positions, live)
+        _stale_entries(rep, path, name, cpath, entries, positions, live, unchecked)
         if name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
             _missing_entries(rep, path, name, cpath, entries, live)
         _entries_outside_the_log(rep, path, name, cpath, entries, positions, live)
@@ -82,9 +90,12 @@ def _stale_entries(
     entries: Entries,
     positions: list[int | None],
     live: Live,
+    unchecked: set[tuple[str, int]],
 ) -> None:
     """Entries for partitions that are not in the log dir (moved or deleted by hand)."""
-    stale = [(i, t, p) for i, (t, p, _o) in enumerate(entries) if (t, p) not in live]
+    stale = [
+        (i, t, p) for i, (t, p, _o) in enumerate(entries) if (t, p) not in live and (t, p) not in unchecked
+    ]
     if not stale:
         return
     i0 = stale[0][0]

@@ -330,6 +330,8 @@ def _assignment_findings(ctx: KraftContext, parts: list[PartitionReport]) -> lis
             continue  # in a dir not scanned, or not placed by directory: cannot tell where it should be
         tp = f"{topic}-{pnum}"
         path = os.path.join(assigned_dir, tp)
+        if os.path.islink(path):
+            continue  # there, behind a symlink that is never followed (SYMLINK_IN_LOG_DIR): not missing
         only = st.replicas == [node]
         out.append(
             catalog.make(

@@ -13,6 +13,7 @@ import os
 from logdoctor.checks.context import Depth
 from logdoctor.checks.default import check_offsets, check_segment_indexes, mark_recovered, report_damage
 from logdoctor.checks.indexes import tail_check
+from logdoctor.checks.irregular import irregular_findings
 from logdoctor.checks.state import PartitionState
 from logdoctor.checks.timestamps import (
     broker_largest_timestamp,
@@ -25,7 +26,8 @@ from logdoctor.logdir.names import LEADER_EPOCH_CHECKPOINT_FILE, PARTITION_METAD
 
 
 def check_listing(st: PartitionState) -> None:
-    """Permissions of the folder and every file, leftovers, missing indexes."""
+    """Permissions of the folder and every file, leftovers, missing indexes; symlinks, FIFOs and
+    folders among the files (never read)."""
     try:
         dst = os.stat(st.task.path)
     except OSError:
@@ -40,6 +42,8 @@ def check_listing(st: PartitionState) -> None:
             "the broker cannot load this partition (LogLoader: 'Could not read "
             "file'; the log dir goes offline)",
         )
+    for f in irregular_findings(st.partition.irregular, st.task.log_dir, "partition folder"):
+        st.add(f)
     for orphan in st.partition.orphan_files:
         path = str(orphan.path)
         if orphan.kind == "unknown-file":

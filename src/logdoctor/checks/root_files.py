@@ -1,5 +1,9 @@
 """Checks of a log dir's root, before any partition is read: the dir's permissions and lock,
-root files' permissions, meta.properties, the offset checkpoint files as files, and leftovers."""
+root files' permissions, meta.properties, the offset checkpoint files as files, and leftovers.
+
+Symlinks, FIFOs, sockets and devices at the root are reported once (checks.irregular) and read by
+no check here: a symlinked checkpoint or meta.properties is not read through, a FIFO ``.lock`` is
+not probed."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from functools import partial
 from logdoctor.checks import catalog
 from logdoctor.checks.access import describe, missing_access
 from logdoctor.checks.findings import Severity
+from logdoctor.checks.irregular import irregular_findings
 from logdoctor.checks.scan_report import LogDirReport
 from logdoctor.logdir.lock import lock_holder
 from logdoctor.logdir.model import LogDir
@@ -51,6 +56,7 @@ def checkpoint_consequence(name: str) -> tuple[str, str]:
 
 def check_root(ld: LogDir, rep: LogDirReport) -> None:
     """Every root check of one log dir, findings into ``rep`` (also its mode, identity, lock state)."""
+    rep.findings.extend(irregular_findings(ld.irregular, str(ld.path), "log dir"))
     for check in (
         _dir_access_and_lock,
         _root_file_permissions,
@@ -59,6 +65,10 @@ def check_root(ld: LogDir, rep: LogDirReport) -> None:
         _root_leftovers,
     ):
         check(ld, rep)
+
+
+def _irregular_names(ld: LogDir) -> set[str]:
+    return {i.path.name for i in ld.irregular}
 
 
 def _dir_access_and_lock(ld: LogDir, rep: LogDirReport) -> None:
@@ -128,6 +138,8 @@ def _meta_properties(ld: LogDir, rep: LogDirReport) -> None:
     add = rep.findings.append
     user = rep.broker_user
     meta_path = os.path.join(path, META_PROPERTIES_FILE)
+    if META_PROPERTIES_FILE in _irregular_names(ld):
+        return  # NOT_A_REGULAR_FILE / SYMLINK_IN_LOG_DIR: never read
     mp = ld.meta_properties_read
     if not mp.exists:
         if ld.partitions or any(os.path.exists(os.path.join(path, n)) for n in OFFSET_CHECKPOINT_FILES):
@@ -170,7 +182,10 @@ def _offset_checkpoint_files(ld: LogDir, rep: LogDirReport) -> None:
     make = partial(catalog.make, logdir=path)
     add = rep.findings.append
     user = rep.broker_user
+    irregular = _irregular_names(ld)
     for name in OFFSET_CHECKPOINT_FILES:
+        if name in irregular:
+            continue  # NOT_A_REGULAR_FILE / SYMLINK_IN_LOG_DIR: never read
         cp = ld.checkpoint(name)
         cpath = os.path.join(path, name)
         consequence, delete_effect = checkpoint_consequence(name)

@@ -23,6 +23,7 @@ from logdoctor.checks.context import PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
+from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
 from logdoctor.logdir.model import Partition, Segment
 
 
@@ -123,8 +124,9 @@ class PartitionState:
         if path in self.unreadable:
             return None
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_file(path)
+        except NotRegularFileError:
+            return None  # replaced since the listing, which reports what is not a regular file
         except PermissionError as e:
             self.denied(path, "r", what, f"open failed: {e.strerror}")
             self.unreadable.add(path)
@@ -147,7 +149,9 @@ class PartitionState:
         if path in self.unreadable:
             return None
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            fd = open_regular(path)
+        except NotRegularFileError:
+            return None
         except PermissionError as e:
             self.denied(path, "r", what, f"open failed: {e.strerror}")
             self.unreadable.add(path)
@@ -176,6 +180,8 @@ class PartitionState:
             return None
         try:
             view, handle = read_buffer(path)
+        except NotRegularFileError:
+            return None
         except PermissionError as e:
             self.denied(path, "r", "the broker cannot load this segment", f"open failed: {e.strerror}")
             self.unreadable.add(path)
@@ -247,14 +253,17 @@ class WalkResult:
 
 def read_buffer(path: str | os.PathLike[str]) -> tuple[memoryview, object | None]:
     """The whole file as a memoryview (mmap for large files). Close the returned handle when done."""
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
         if size >= MMAP_THRESHOLD:
             # MAP_POPULATE: fault the whole file in at once instead of page by page during the walk
             flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
-            mm = mmap.mmap(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
+            mm = mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
             return memoryview(mm), mm
-        return memoryview(f.read()), None
+        return memoryview(read_fd(fd)), None
+    finally:
+        os.close(fd)
 
 
 def release(view: memoryview, handle: object | None) -> None:
@@ -295,7 +304,8 @@ def walk(
             magic = b.magic
             if magic == 2:
                 first = b.base_offset
-                last = first + b.last_offset_delta
+                last = b.last_offset  # Java's long arithmetic: base + delta wraps around (a fuzzed base
+                # offset near 2^63 made a Python int too big for the positions array: OverflowError)
                 batch_max_ts = b.max_timestamp
                 if verify_crc and crc32c(mv[pos + _CRC_START_V2 : end]) != b.stored_crc:
                     crc_errors += 1

@@ -348,7 +348,11 @@ def metadata_config_events(log_dir: str | os.PathLike[str]) -> Iterator[Metadata
     """Topic and broker config changes in ``LOG_DIR/__cluster_metadata-0``, in log order: the latest
     snapshot (``<end offset>-<epoch>.checkpoint``), then the log's records at or after its end offset.
     Yields nothing when the log dir holds no metadata log; unreadable parts are skipped."""
+    from logdoctor.logdir.files import read_file
+
     metadata_dir = os.path.join(os.fspath(log_dir), METADATA_DIR)
+    if os.path.islink(metadata_dir):
+        return  # never followed out of the log dir (the scan reports the symlink)
     try:
         snapshot, logs = _metadata_files(metadata_dir)
     except OSError:
@@ -358,8 +362,7 @@ def metadata_config_events(log_dir: str | os.PathLike[str]) -> Iterator[Metadata
     if snapshot is not None:
         end, name = snapshot
         try:
-            with open(os.path.join(metadata_dir, name), "rb") as fh:
-                buf = fh.read()
+            buf = read_file(os.path.join(metadata_dir, name))
         except OSError:
             buf = None
         if buf is not None:
@@ -367,8 +370,7 @@ def metadata_config_events(log_dir: str | os.PathLike[str]) -> Iterator[Metadata
             start = end
     for _base, name in logs:
         try:
-            with open(os.path.join(metadata_dir, name), "rb") as fh:
-                buf = fh.read()
+            buf = read_file(os.path.join(metadata_dir, name))
         except OSError:
             continue
         yield from _events(buf, start, METADATA_DIR, names)

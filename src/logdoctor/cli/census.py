@@ -21,6 +21,8 @@ from logdoctor.cli.common import (
     EX_OK,
     EX_UNAVAILABLE,
     EX_WARNINGS,
+    ConfOption,
+    RemoteOption,
     VerboseOption,
     fail,
     parse_now,
@@ -30,7 +32,12 @@ from logdoctor.cli.common import (
     spark_progress,
     usage_error,
 )
-from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
+from logdoctor.cli.topic_options import (
+    NowOption,
+    ServerPropertiesOption,
+    TopicConfigOption,
+    read_config_inputs,
+)
 
 
 def render_census(console: Console, result: Any, *, verbose: bool = False) -> None:
@@ -40,7 +47,7 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
     c = result.counts()
     console.print(
         f"[bold]Fleet census[/bold]: {result.brokers} brokers, {len(result.log_dirs)} log dirs, "
-        f"{len(result.partitions)} topic-partitions, {len(result.replicas)} replicas; "
+        f"{_total(result, 'partitions')} topic-partitions, {_total(result, 'replicas')} replicas; "
         f"[bold red]{c['error']} errors[/bold red], [yellow]{c['warning']} warnings[/yellow], "
         f"{c['info']} info"
     )
@@ -97,6 +104,12 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
     console.print(f"Tables (Parquet) and summary.txt in {result.out_dir}")
 
 
+def _total(result: Any, table: str) -> int:
+    """Rows of a census table (a big fleet's result lists only the first rows of each)."""
+    total = getattr(result, "total", None)
+    return total(table) if callable(total) else len(getattr(result, table))
+
+
 def command_exists(command_line: str) -> bool:
     """Whether ``logdoctor <name> ...`` names a command registered on the app."""
     words = command_line.split()
@@ -106,7 +119,8 @@ def command_exists(command_line: str) -> bool:
 
 
 def refuse_non_log_dirs(items: list[str]) -> None:
-    """Census takes log dirs and folders holding them; refuse a partition folder, a file, any other folder."""
+    """Census takes log dirs and folders holding them (and inventories, sorted out before); refuse a
+    partition folder, any other file or folder."""
     from logdoctor.logdir.recognize import PathKind, recognize
 
     for item in items:
@@ -115,6 +129,17 @@ def refuse_non_log_dirs(items: list[str]) -> None:
             fail(f"error: {r.refusal()}", EX_NOINPUT)
         if r.kind in (PathKind.PARTITION_DIR, PathKind.FILE, PathKind.OTHER_DIR):
             usage_error(r.refusal())
+
+
+def _is_inventory(item: str) -> bool:
+    """An inventory file, or a folder of them (and no log dir): census inputs like log dirs."""
+    import os
+
+    from logdoctor.spark.census_inputs import INVENTORY_SUFFIXES
+
+    if os.path.isfile(item):
+        return item.endswith(INVENTORY_SUFFIXES)
+    return os.path.isdir(item) and any(n.endswith(INVENTORY_SUFFIXES) for n in os.listdir(item))
 
 
 def exit_code(result: Any) -> int:
@@ -134,25 +159,38 @@ def run_census_cli(
     now_ms: int | None = None,
     verbose: bool = False,
     config_inputs: Any = None,
+    conf: list[str] | None = None,
+    remote: str | None = None,
 ) -> Any:
     from logdoctor.spark.census import CensusError, run_census
     from logdoctor.spark.planning import PlanningError
-    from logdoctor.spark.session import SparkUnavailableError, get_spark
+    from logdoctor.spark.session import SparkUnavailableError, get_spark, parse_conf
 
     try:
+        confs = parse_conf(conf)
+    except ValueError as exc:
+        usage_error(str(exc))
+    if remote is not None:  # run_census schedules its scans with the RDD API (sparkContext)
+        usage_error(
+            "census needs a SparkContext (it schedules one scan task per broker), which Spark Connect "
+            "does not offer; use --master URL or spark-submit"
+        )
+    try:
         from logdoctor.spark.census import discover_brokers
+        from logdoctor.spark.census_inputs import classify, is_uri
         from logdoctor.spark.planning import split_paths
 
-        items = split_paths(paths)
-        refuse_non_log_dirs(items)
-        brokers = discover_brokers(paths)
+        items = split_paths([p for p in paths if not is_uri(p)])
+        refuse_non_log_dirs([i for i in items if not _is_inventory(i)])
+        classified = classify(paths)
+        brokers = discover_brokers(classified.log_dir_paths) if classified.log_dir_paths else []
     except (CensusError, PlanningError) as exc:
         usage_error(str(exc))
-    inputs = [*items, *(ld for b in brokers for ld in b.log_dirs)]
+    inputs = [*items, *(ld for b in brokers for ld in b.log_dirs), *classified.inventories]
     refuse_overlapping_outputs([out, html_out], inputs)
     try:
         with err.status("starting Spark…"):
-            spark = get_spark(master, "logdoctor census")
+            spark = get_spark(master, "logdoctor census", conf=confs, remote=remote)
     except SparkUnavailableError as exc:
         fail(f"error: {exc}", EX_UNAVAILABLE)
     with spark_progress(err, "census", "brokers", disable=json_out) as progress:
@@ -173,7 +211,11 @@ def run_census_cli(
 @app.command("census")
 def census_command(
     paths: Annotated[
-        list[str], typer.Argument(help="Broker folders (each holding log dirs), log dirs, or globs.")
+        list[str],
+        typer.Argument(
+            help="Broker folders (each holding log dirs), log dirs, inventories (of `logdoctor inventory`: "
+            "files, folders of them, URIs), or globs."
+        ),
     ],
     out: Annotated[
         Path, typer.Option("--out", "-o", metavar="DIR", help="Folder for the Parquet tables and summary.")
@@ -181,6 +223,8 @@ def census_command(
     master: Annotated[
         str | None, typer.Option("--master", metavar="URL", help="Spark master (default local[*]).")
     ] = None,
+    conf: ConfOption = None,
+    remote: RemoteOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
     html_out: Annotated[
         Path | None,
@@ -188,12 +232,7 @@ def census_command(
             "--html", metavar="FILE", help="Also write a self-contained HTML report (opens offline) to FILE."
         ),
     ] = None,
-    now: Annotated[
-        str | None,
-        typer.Option(
-            "--now", metavar="TIME", help="Current time (epoch ms or ISO-8601) for timestamp checks."
-        ),
-    ] = None,
+    now: NowOption = None,
     verbose: VerboseOption = False,
     topic_config: TopicConfigOption = None,
     server_properties: ServerPropertiesOption = None,
@@ -210,5 +249,7 @@ def census_command(
         now_ms=parse_now(now),
         verbose=verbose,
         config_inputs=read_config_inputs(topic_config, server_properties),
+        conf=conf,
+        remote=remote,
     )
     raise typer.Exit(exit_code(result))

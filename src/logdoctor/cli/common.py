@@ -285,6 +285,22 @@ def refuse_overlapping_outputs(
         fail(f"refused: {e}", EX_CANTCREAT)
 
 
+# --- Spark session options --------------------------------------------------------------------
+
+ConfOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--conf",
+        metavar="KEY=VALUE",
+        help="A Spark conf (repeatable), e.g. spark.jars.packages=..., spark.executor.memory=4g.",
+    ),
+]
+RemoteOption = Annotated[
+    str | None,
+    typer.Option("--remote", metavar="sc://HOST:PORT", help="Spark Connect server (see README)."),
+]
+
+
 # --- times ------------------------------------------------------------------------------------
 
 

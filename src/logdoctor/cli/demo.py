@@ -1,4 +1,5 @@
-"""`logdoctor demo [DIR]`: generate a sample fleet with planted faults and run the census on it."""
+"""`logdoctor demo [DIR]`: generate a sample fleet with planted faults, collect an inventory of each broker
+(DIR/inventories) and run the census over them, as a real fleet would be checked."""
 
 from __future__ import annotations
 
@@ -56,6 +57,35 @@ def refuse_unsafe_demo_dir(out: Path) -> None:
         )
 
 
+def collect_inventories(fleet_dir: Path, folder: Path, now_ms: int, console: Console | None) -> Path:
+    """`logdoctor inventory` of every generated broker (as each broker's host would run it) into FOLDER.
+
+    FOLDER is the demo's own: its inventory files of an earlier run are replaced, nothing else."""
+    from logdoctor.checks.context import Depth
+    from logdoctor.checks.inventory import build_inventory, write_inventory
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for old in folder.glob("broker-*.parquet"):
+        old.unlink()
+    if console is not None:
+        console.print("\n[bold]Step 1[/bold]: an inventory on each broker (read only, safe while it runs):")
+    for broker in sorted(
+        p for p in fleet_dir.iterdir() if p.is_dir() and re.fullmatch(r"broker-[0-9]+", p.name)
+    ):
+        dirs = sorted(str(d) for d in broker.iterdir() if d.is_dir())
+        inv = build_inventory(dirs, Depth.DEFAULT, now_ms=now_ms, jobs=1)
+        target = folder / f"{broker.name}.parquet"
+        write_inventory(inv, str(target))
+        if console is not None:
+            console.print(
+                f"  logdoctor inventory {' '.join(dirs)} --out {target} --now {now_ms}   "
+                f"# {inv.count('replica')} replicas, {inv.count('finding')} findings"
+            )
+    if console is not None:
+        console.print("[bold]Step 2[/bold]: the census of every inventory together, on Spark.")
+    return folder
+
+
 @app.command("demo")
 def demo_command(
     out: Annotated[Path, typer.Argument(help="Where to write the sample fleet and the census.")] = Path(
@@ -94,12 +124,16 @@ def demo_command(
         )
         for p in demo.planted:
             console.print(f"  - {p}")
+    inventories = collect_inventories(
+        fleet_dir, out / "inventories", demo.now_ms, console if not json_out else None
+    )
+    if not json_out:
         console.print(
-            f"Running: logdoctor census {fleet_dir} --out {out / 'census'} --html {out / 'report.html'} "
-            f"--now {demo.now_ms}\n"
+            f"\nRunning: logdoctor census {out / 'inventories'} --out {out / 'census'} "
+            f"--html {out / 'report.html'} --now {demo.now_ms}\n"
         )
     run_census_cli(
-        [str(fleet_dir)],
+        [str(inventories)],
         out / "census",
         master,
         json_out,

@@ -1,12 +1,12 @@
-"""`logdoctor export PATHS... --out DIR`: the records of log dirs as a Parquet table, with local Spark.
+"""`logdoctor export PATHS... --out DIR`: the records of log dirs as a Parquet table, with Spark.
 
 Exit codes: 0 done, 1 done but corrupt ranges were skipped, 64 usage, 69 Spark unavailable
-(no Java 17+), 70 tool failure.
+(no Java 17+) or no data source of the --format name (its jars not given), 70 tool failure, 73 --out
+at, inside or above an input, or (--mode error) not empty.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,11 +15,16 @@ from rich.table import Table
 
 from logdoctor.cli.app import app
 from logdoctor.cli.common import (
+    EX_CANTCREAT,
+    EX_NOINPUT,
     EX_OK,
     EX_UNAVAILABLE,
     EX_WARNINGS,
+    ConfOption,
+    RemoteOption,
     fail,
     print_json,
+    refuse_overlapping_outputs,
     require_inputs_exist,
     spark_progress,
     usage_error,
@@ -38,14 +43,33 @@ def _human(n: int) -> str:
 @app.command("export")
 def export_command(
     paths: Annotated[
-        list[str], typer.Argument(help="Log dirs, partition folders or .log files (globs allowed).")
+        list[str],
+        typer.Argument(
+            help="Log dirs, partition folders or .log files (globs allowed): local paths or URIs "
+            "(s3://, gs://, hdfs://, abfs://; credentials from the environment, e.g. AWS_*)."
+        ),
     ],
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output folder (overwritten).")],
-    fmt: Annotated[str, typer.Option("--format", help="parquet or delta.")] = "parquet",
+    out: Annotated[str, typer.Option("--out", "-o", help="Output folder or URI (s3://..., hdfs://...).")],
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="parquet (default), or the name of any data source Spark has or is given jars for "
+            "with --conf spark.jars.packages=... (written with --writer spark; none is bundled).",
+        ),
+    ] = "parquet",
+    mode: Annotated[
+        str,
+        typer.Option(
+            "--mode", help="error (refuse an existing non-empty --out; default), overwrite or append."
+        ),
+    ] = "error",
     partition_by: Annotated[
         str, typer.Option("--partition-by", help="Comma-separated columns ('' for none).")
     ] = ("topic,partition"),
     master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
+    conf: ConfOption = None,
+    remote: RemoteOption = None,
     topics: Annotated[str | None, typer.Option("--topics", help="Comma list or regex of topics.")] = None,
     starting_offsets: Annotated[
         str | None, typer.Option("--starting-offsets", help="Number or Spark-Kafka JSON.")
@@ -68,27 +92,25 @@ def export_command(
         str | None,
         typer.Option(
             "--writer",
-            help="arrow (tasks write Parquet with pyarrow; default) "
-            "or spark (the DataFrame writer; always for delta).",
+            help="spark (Spark's DataFrame writer and commit protocol; default on a cluster or for an "
+            "--out URI) or arrow (tasks write Parquet with pyarrow; default and only allowed for a "
+            "local[...] master writing Parquet to a local folder).",
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
-    from logdoctor.spark.export import ExportError, check_delta, run_export
-    from logdoctor.spark.planning import PlanningError
-    from logdoctor.spark.session import SparkUnavailableError, get_spark
+    from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.spark.export import ExportError, FormatUnavailableError, OutputExistsError, run_export
+    from logdoctor.spark.planning import InputNotFoundError, PlanningError
+    from logdoctor.spark.session import SparkUnavailableError, get_spark, parse_conf
 
     err = Console(stderr=True)
     console = Console()
-    jars: list[str] = []
-    if fmt == "delta":
-        try:
-            jars = check_delta()
-        except ExportError as exc:
-            fail(f"error: {exc}", EX_UNAVAILABLE)
-    elif fmt != "parquet":
-        usage_error(f"--format must be parquet or delta, got {fmt!r}")
+    try:
+        confs = parse_conf(conf)
+    except ValueError as exc:
+        usage_error(str(exc))
     options = {
         "topics": topics,
         "startingOffsets": starting_offsets,
@@ -104,13 +126,17 @@ def export_command(
 
         parse_read_options({k: str(v) for k, v in options.items() if v is not None})
         require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command
-        discover(paths)
+        refs = discover(paths)
+    except InputNotFoundError as exc:  # a URI that names nothing: 66 too
+        fail(f"error: {exc}", EX_NOINPUT)
     except PlanningError as exc:
         usage_error(str(exc))
+    # Before Spark starts: never write or delete at, inside or above an input (exit 73).
+    refuse_overlapping_outputs([out], [*split_paths(paths), *sorted({r.log_dir for r in refs})])
     cols = tuple(c.strip() for c in partition_by.split(",") if c.strip())
     try:
         with err.status("starting Spark…"):
-            spark = get_spark(master, "logdoctor export", jars=jars or None, delta=bool(jars))
+            spark = get_spark(master, "logdoctor export", conf=confs, remote=remote)
     except SparkUnavailableError as exc:
         fail(f"error: {exc}", EX_UNAVAILABLE)
     try:
@@ -124,7 +150,12 @@ def export_command(
                 options=options,
                 progress=progress,
                 writer=writer,
+                mode=mode,
             )
+    except (OutputOverlapsInputError, OutputExistsError) as exc:
+        fail(f"refused: {exc}", EX_CANTCREAT)
+    except FormatUnavailableError as exc:
+        fail(f"error: {exc}", EX_UNAVAILABLE)
     except (ExportError, PlanningError) as exc:
         usage_error(str(exc))
     if json_out:

@@ -63,6 +63,12 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first).",
     ),
     CommandEntry(
+        "inventory",
+        "inventory",
+        EXTRACT,
+        "Collect one broker's inventory (offsets, disks, findings) for the fleet census; read only.",
+    ),
+    CommandEntry(
         "census",
         "census",
         EXTRACT,

@@ -31,7 +31,12 @@ from logdoctor.cli.common import (
     tool_failure,
     usage_error,
 )
-from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
+from logdoctor.cli.topic_options import (
+    NowOption,
+    ServerPropertiesOption,
+    TopicConfigOption,
+    read_config_inputs,
+)
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
@@ -108,12 +113,7 @@ def scan_command(
             help="The user the broker runs as, for permission checks (default: each log dir's owner).",
         ),
     ] = None,
-    now: Annotated[
-        str | None,
-        typer.Option(
-            "--now", metavar="TIME", help="Current time (epoch ms or ISO-8601) for timestamp checks."
-        ),
-    ] = None,
+    now: NowOption = None,
     retention_ms: Annotated[
         int | None,
         typer.Option(

@@ -19,6 +19,10 @@ TopicConfigOption = Annotated[
         "topic configs found in the KRaft metadata log.",
     ),
 ]
+NowOption = Annotated[
+    str | None,
+    typer.Option("--now", metavar="TIME", help="Current time (epoch ms or ISO-8601) for timestamp checks."),
+]
 ServerPropertiesOption = Annotated[
     Path | None,
     typer.Option(

@@ -51,6 +51,7 @@ typedef struct {
     int32_t value_len;
     int32_t header_count;
     Py_ssize_t headers_pos;
+    Py_ssize_t end; /* the record's end (its length checked against the end of the buffer) */
 } rec_t;
 
 /* Unsigned varint of at most 5 bytes, bits beyond 32 dropped. Returns E_OK, E_FIELD_OVERRUN (EOF)
@@ -111,6 +112,53 @@ read_varint64(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, int64_t *out)
     }
     *pos = i;
     *out = (int64_t)((r >> 1) ^ (~(r & 1) + 1));
+    return E_OK;
+}
+
+/* One header at *pos of a record ending at rend: varint keyLength >= 0 + key, varint valueLength +
+ * value (negative = null). On success *kpos / *vpos are where the key and value start and *pos is
+ * past the header; else the error code, with *errpos at the varint whose length is wrong.
+ *
+ * Every pass over the headers goes through here: the first (parse_record, which checks the record)
+ * and the second (build_headers, decode_batch_columns, which copy them). The second pass cannot
+ * trust what the first one saw: the buffer may be a live broker's segment (mmap) whose bytes change
+ * between the two, so each length is checked against rend again and the batch fails with the error
+ * the first pass gives for the same bytes. */
+static inline int
+next_header(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t rend, int32_t *kl, Py_ssize_t *kpos, int32_t *vl,
+            Py_ssize_t *vpos, Py_ssize_t *errpos)
+{
+    Py_ssize_t i = *pos;
+    int rc = read_varint32(p, &i, rend, kl);
+    if (rc) {
+        *errpos = *pos;
+        return rc;
+    }
+    if (*kl < 0) {
+        *errpos = *pos;
+        return E_BAD_HEADER_KEY;
+    }
+    if (*kl > rend - i) {
+        *errpos = *pos;
+        return E_FIELD_OVERRUN;
+    }
+    *kpos = i;
+    i += *kl;
+    Py_ssize_t field = i;
+    rc = read_varint32(p, &i, rend, vl);
+    if (rc) {
+        *errpos = field;
+        return rc;
+    }
+    *vpos = i;
+    if (*vl >= 0) {
+        if (*vl > rend - i) {
+            *errpos = field;
+            return E_FIELD_OVERRUN;
+        }
+        i += *vl;
+    }
+    *pos = i;
     return E_OK;
 }
 
@@ -184,28 +232,13 @@ parse_record(const uint8_t *p, Py_ssize_t *pos, Py_ssize_t end, rec_t *rec, Py_s
         return E_BAD_HEADER_COUNT;
     }
     rec->headers_pos = i;
+    rec->end = rend;
     for (int32_t h = 0; h < rec->header_count; h++) {
         int32_t kl, vl;
-        field = i;
-        CHECK(read_varint32(p, &i, rend, &kl));
-        if (kl < 0) {
-            *errpos = field;
-            return E_BAD_HEADER_KEY;
-        }
-        if (kl > rend - i) {
-            *errpos = field;
-            return E_FIELD_OVERRUN;
-        }
-        i += kl;
-        field = i;
-        CHECK(read_varint32(p, &i, rend, &vl));
-        if (vl >= 0) {
-            if (vl > rend - i) {
-                *errpos = field;
-                return E_FIELD_OVERRUN;
-            }
-            i += vl;
-        }
+        Py_ssize_t kpos, vpos;
+        rc = next_header(p, &i, rend, &kl, &kpos, &vl, &vpos, errpos);
+        if (rc)
+            return rc;
     }
 #undef CHECK
     if (i != rend) {
@@ -292,22 +325,26 @@ bytes_or_none(const uint8_t *p, Py_ssize_t pos, int32_t len)
     return PyBytes_FromStringAndSize((const char *)p + pos, len);
 }
 
+/* The headers of record index (checked by parse_record) as a tuple of Header objects: a second pass
+ * over the bytes, whose lengths are checked again (next_header). */
 static PyObject *
-build_headers(const uint8_t *p, Py_ssize_t i, int32_t count)
+build_headers(const uint8_t *p, const rec_t *rec, Py_ssize_t index)
 {
+    int32_t count = rec->header_count;
+    Py_ssize_t i = rec->headers_pos;
     PyObject *tuple = PyTuple_New(count);
     if (tuple == NULL)
         return NULL;
     for (int32_t h = 0; h < count; h++) {
         int32_t kl, vl;
-        /* already validated by parse_record */
-        read_varint32(p, &i, PY_SSIZE_T_MAX, &kl);
-        PyObject *key = PyUnicode_DecodeUTF8((const char *)p + i, kl, "replace");
-        i += kl;
-        read_varint32(p, &i, PY_SSIZE_T_MAX, &vl);
-        PyObject *value = bytes_or_none(p, i, vl);
-        if (vl > 0)
-            i += vl;
+        Py_ssize_t kpos, vpos, errpos;
+        int rc = next_header(p, &i, rec->end, &kl, &kpos, &vl, &vpos, &errpos);
+        if (rc) {
+            Py_DECREF(tuple);
+            return raise_record_error(rc, errpos, index);
+        }
+        PyObject *key = PyUnicode_DecodeUTF8((const char *)p + kpos, kl, "replace");
+        PyObject *value = bytes_or_none(p, vpos, vl);
         PyObject *hdr = (key && value) ? header_type->tp_alloc(header_type, 0) : NULL;
         if (hdr == NULL) {
             Py_XDECREF(key);
@@ -383,8 +420,7 @@ build_records(const uint8_t *p, Py_ssize_t pos, Py_ssize_t end, Py_ssize_t count
         PyObject *o = PyLong_FromLongLong((long long)((uint64_t)base_offset + (uint64_t)(int64_t)rec.offset_delta));
         PyObject *key = bytes_or_none(p, rec.key_pos, rec.key_len);
         PyObject *value = bytes_or_none(p, rec.value_pos, rec.value_len);
-        PyObject *headers = rec.header_count ? build_headers(p, rec.headers_pos, rec.header_count)
-                                             : PyTuple_New(0);
+        PyObject *headers = rec.header_count ? build_headers(p, &rec, n) : PyTuple_New(0);
         PyObject *seq = PyLong_FromLong(base_sequence >= 0 ? increment_sequence(base_sequence, rec.offset_delta)
                                                             : -1);
         PyObject *r = (o && key && value && headers && seq) ? record_type->tp_alloc(record_type, 0) : NULL;
@@ -481,6 +517,14 @@ be64(const uint8_t *p)
     return ((uint64_t)be32(p) << 32) | (uint64_t)be32(p + 4);
 }
 
+/* The size of the records section (after the 61-byte header): length counts the bytes after the
+ * 12-byte offset + length prefix. In Py_ssize_t: length + 12 overflows an int32 near INT32_MAX. */
+static inline Py_ssize_t
+records_size(const batch_hdr_t *h)
+{
+    return (Py_ssize_t)h->length + 12 - 61;
+}
+
 /* The header of the batch at start; -1 with ValueError when the buffer cannot hold the batch
  * (callers pass batches that iter_batches/parse already framed: this is a guard, not a check). */
 static int
@@ -515,6 +559,11 @@ read_batch_header(const uint8_t *p, Py_ssize_t len, Py_ssize_t start, batch_hdr_
  */
 typedef int (*lz4_decompress_safe_t)(const char *src, char *dst, int compressed_size, int dst_capacity);
 static lz4_decompress_safe_t lz4_decompress_safe = NULL;
+
+/* The most bytes one records section may decompress to: codecs.MAX_DECOMPRESSED (see there; set by
+ * configure_limits). A frame that decodes to more is left to codecs.py, which stops at the same
+ * limit and raises the typed error. */
+static Py_ssize_t max_decompressed = 0x7FFFFFFF - 61;
 
 #define XXH_P1 0x9E3779B1u
 #define XXH_P2 0x85EBCA77u
@@ -607,6 +656,7 @@ lz4_frame_decode(const uint8_t *d, Py_ssize_t n, scratch_t *s, Py_ssize_t *out_l
         }
         if (size > max_block || size > n - pos - 4)
             return 1;
+        /* out <= max_decompressed here: the scratch never grows past it by more than one block */
         if (scratch_reserve(s, out + max_block) < 0)
             return -1;
         if (word & 0x80000000u) {
@@ -618,10 +668,28 @@ lz4_frame_decode(const uint8_t *d, Py_ssize_t n, scratch_t *s, Py_ssize_t *out_l
                 return 1;
             out += got;
         }
+        if (out > max_decompressed)
+            return 1; /* a decompression bomb: codecs.py raises the typed error */
         pos += 4 + size;
     }
     *out_len = out;
     return 0;
+}
+
+/* configure_limits(max_decompressed) -> the previous value */
+static PyObject *
+configure_limits(PyObject *self, PyObject *arg)
+{
+    Py_ssize_t v = PyLong_AsSsize_t(arg);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    if (v < 0) {
+        PyErr_SetString(PyExc_ValueError, "max_decompressed must be >= 0");
+        return NULL;
+    }
+    Py_ssize_t old = max_decompressed;
+    max_decompressed = v;
+    return PyLong_FromSsize_t(old);
 }
 
 static PyObject *
@@ -670,10 +738,10 @@ batch_records(PyObject *self, PyObject *args)
     if (codec == 0) {
         p = buf;
         pos = start + 61;
-        end = start + 12 + h.length;
+        end = start + 12 + (Py_ssize_t)h.length;
     } else if (codec == 3) {
         Py_ssize_t out_len = 0;
-        int rc = lz4_frame_decode(buf + start + 61, h.length + 12 - 61, &s, &out_len);
+        int rc = lz4_frame_decode(buf + start + 61, records_size(&h), &s, &out_len);
         if (rc < 0)
             goto done;
         if (rc > 0) {
@@ -821,7 +889,8 @@ decode_batch_columns(PyObject *self, PyObject *args)
     /* Size the buffers from the headers first, so that they are not grown (and copied) as they
      * fill: a batch's records take at most its (decompressed) records section, and at least 7 bytes
      * each. lz4 sections are guessed at 4x their compressed size (grown if that is short). */
-    Py_ssize_t est_span = 0, est_count = 0;
+    Py_ssize_t est_span = 0, est_count = 0; /* saturate at EST_MAX: a guess, never an overflow */
+#define EST_MAX (PY_SSIZE_T_MAX / 16)
     {
         const uint8_t *hb = (const uint8_t *)view.buf;
         for (Py_ssize_t b = 0; b < nb; b++) {
@@ -834,17 +903,20 @@ decode_batch_columns(PyObject *self, PyObject *args)
             if (h.record_count <= 0)
                 continue;
             PyObject *section = sections ? PySequence_Fast_GET_ITEM(sections, b) : Py_None;
-            Py_ssize_t span = h.length + 12 - 61;
+            Py_ssize_t span = records_size(&h);
             if (section != Py_None) {
                 span = PyObject_Length(section);
                 if (span < 0)
                     goto done;
-            } else if ((h.attributes & 0x07) != 0) {
-                span = span < PY_SSIZE_T_MAX / 8 ? span * 4 : span;
+            } else if ((h.attributes & 0x07) != 0) { /* lz4: at most max_decompressed */
+                span = span < max_decompressed / 4 ? span * 4 : max_decompressed;
             }
+            if (span > EST_MAX)
+                span = EST_MAX;
             Py_ssize_t bound = span / 7 + 1;
-            est_count += h.record_count < bound ? h.record_count : bound;
-            est_span += span;
+            Py_ssize_t c = h.record_count < bound ? h.record_count : bound;
+            est_count = est_count < EST_MAX - c ? est_count + c : EST_MAX;
+            est_span = est_span < EST_MAX - span ? est_span + span : EST_MAX;
         }
     }
     {
@@ -866,6 +938,7 @@ decode_batch_columns(PyObject *self, PyObject *args)
             if (gb_init(&g[k], caps[k] > 8 ? caps[k] : 8) < 0)
                 goto done;
     }
+#undef EST_MAX
     gb_put_i64(&g[G_KEY_OFFS], 0);
     gb_put_i64(&g[G_VAL_OFFS], 0);
     gb_put_i64(&g[G_LIST_OFFS], 0);
@@ -898,10 +971,10 @@ decode_batch_columns(PyObject *self, PyObject *args)
         } else if (codec == 0) {
             p = buf;
             pos = start + 61;
-            end = start + 12 + h.length;
+            end = start + 12 + (Py_ssize_t)h.length;
         } else if (codec == 3) {
             Py_ssize_t out_len = 0;
-            int rc = lz4_frame_decode(buf + start + 61, h.length + 12 - 61, &s, &out_len);
+            int rc = lz4_frame_decode(buf + start + 61, records_size(&h), &s, &out_len);
             if (rc < 0)
                 goto done;
             if (rc > 0) {
@@ -983,27 +1056,32 @@ decode_batch_columns(PyObject *self, PyObject *args)
             gb_put_i64(&g[G_VAL_OFFS], vd);
             if (rec.header_count > 0) {
                 Py_ssize_t hc = rec.header_count;
+                /* the keys and values of the headers lie within the record's header bytes (each
+                 * length is checked against the record's end again below): that much room is enough */
+                Py_ssize_t hspan = rec.end - rec.headers_pos;
                 if (gb_reserve(&g[G_HK_OFFS], hc * 8) < 0 || gb_reserve(&g[G_HV_OFFS], hc * 8) < 0 ||
-                    gb_reserve(&g[G_HV_VALID], hc / 8 + 2) < 0 || gb_reserve(&g[G_HK_DATA], span) < 0 ||
-                    gb_reserve(&g[G_HV_DATA], span) < 0)
+                    gb_reserve(&g[G_HV_VALID], hc / 8 + 2) < 0 || gb_reserve(&g[G_HK_DATA], hspan) < 0 ||
+                    gb_reserve(&g[G_HV_DATA], hspan) < 0)
                     goto done;
                 Py_ssize_t i = rec.headers_pos;
                 for (Py_ssize_t k = 0; k < hc; k++) {
                     int32_t kl, vl;
-                    /* validated by parse_record */
-                    read_varint32(p, &i, end, &kl);
-                    memcpy(g[G_HK_DATA].p + g[G_HK_DATA].len, p + i, (size_t)kl);
+                    Py_ssize_t kpos, vpos;
+                    /* the second pass: the bytes may have changed since parse_record checked them */
+                    rc = next_header(p, &i, rec.end, &kl, &kpos, &vl, &vpos, &errpos);
+                    if (rc) {
+                        raise_batch_error(rc, errpos, r, b);
+                        goto done;
+                    }
+                    memcpy(g[G_HK_DATA].p + g[G_HK_DATA].len, p + kpos, (size_t)kl);
                     g[G_HK_DATA].len += kl;
                     hkd += kl;
-                    i += kl;
                     gb_put_i64(&g[G_HK_OFFS], hkd);
-                    read_varint32(p, &i, end, &vl);
                     gb_put_bit(&g[G_HV_VALID], nh, vl >= 0);
                     if (vl > 0) {
-                        memcpy(g[G_HV_DATA].p + g[G_HV_DATA].len, p + i, (size_t)vl);
+                        memcpy(g[G_HV_DATA].p + g[G_HV_DATA].len, p + vpos, (size_t)vl);
                         g[G_HV_DATA].len += vl;
                         hvd += vl;
-                        i += vl;
                     } else if (vl < 0) {
                         hv_nulls++;
                     }
@@ -1083,7 +1161,7 @@ configure_batch(PyObject *self, PyObject *arg)
 static PyObject *
 walk_v2(PyObject *self, PyObject *args)
 {
-    PyObject *bufobj, *source;
+    PyObject *bufobj, *source, *base_obj;
     Py_ssize_t pos, limit, max_batches;
     long long base_position;
     Py_buffer view;
@@ -1092,7 +1170,11 @@ walk_v2(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_batch() was not called");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OnnOLn", &bufobj, &pos, &limit, &source, &base_position, &max_batches))
+    if (!PyArg_ParseTuple(args, "OnnOOn", &bufobj, &pos, &limit, &source, &base_obj, &max_batches))
+        return NULL;
+    int overflow = 0;
+    base_position = PyLong_AsLongLongAndOverflow(base_obj, &overflow);
+    if (base_position == -1 && PyErr_Occurred())
         return NULL;
     if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -1101,6 +1183,9 @@ walk_v2(PyObject *self, PyObject *args)
         goto fail;
     if (limit > view.len)
         limit = view.len;
+    /* positions are base_position + pos: where that leaves int64, the Python walk (exact ints) goes on */
+    if (overflow || base_position > LLONG_MAX - (long long)view.len)
+        max_batches = 0;
     const uint8_t *p = (const uint8_t *)view.buf;
     while (PyList_GET_SIZE(list) < max_batches && pos >= 0 && limit - pos >= 61) {
         const uint8_t *b = p + pos;
@@ -1126,7 +1211,7 @@ walk_v2(PyObject *self, PyObject *args)
         v[B_PRODUCER_EPOCH] = PyLong_FromLong((int16_t)(((uint16_t)b[51] << 8) | b[52]));
         v[B_PRODUCER_ID] = PyLong_FromLongLong((int64_t)be64(b + 43));
         v[B_RECORD_COUNT] = PyLong_FromLong((int32_t)be32(b + 57));
-        v[B_SIZE] = PyLong_FromLong((long)length + 12);
+        v[B_SIZE] = PyLong_FromSsize_t((Py_ssize_t)length + 12);
         v[B_SOURCE] = Py_NewRef(source);
         v[B_STORED_CRC] = PyLong_FromUnsignedLong(be32(b + 17));
         int ok = 1;
@@ -1265,6 +1350,12 @@ recover_v2(PyObject *self, PyObject *args)
         return NULL;
     if (limit > view.len)
         limit = view.len;
+    /* valid_bytes grows by at most the buffer's length; valid_bytes - last_index_entry stays >= 0 */
+    if (last_index_entry < 0 || valid_bytes < last_index_entry || valid_bytes > PY_SSIZE_T_MAX - view.len) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "bad valid_bytes / last_index_entry");
+        return NULL;
+    }
     const uint8_t *p = (const uint8_t *)view.buf;
     Py_ssize_t count = 0;
     int64_t last_offset = 0;
@@ -1378,6 +1469,8 @@ static PyMethodDef methods[] = {
     {"configure_batch", configure_batch, METH_O, "configure_batch(RecordBatchV2): learn its slot layout."},
     {"walk_v2", walk_v2, METH_VARARGS, "walk_v2(buf, pos, limit, source, base_position, max) -> (batches, pos)."},
     {"configure_lz4", configure_lz4, METH_O, "configure_lz4(address of LZ4_decompress_safe | None)."},
+    {"configure_limits", configure_limits, METH_O,
+     "configure_limits(max_decompressed) -> previous: the most bytes an lz4 records section decodes to."},
     {"batch_records", batch_records, METH_VARARGS, "The records of the batch at buf[start:] (none/lz4)."},
     {"configure_crc32c", configure_crc32c, METH_O,
      "configure_crc32c(address of a crc32c(crc, data, length) | None) -> whether it passed the check."},

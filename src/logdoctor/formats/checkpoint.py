@@ -82,6 +82,8 @@ def parse_java_int(text: str, lo: int = INT32_MIN, hi: int = INT32_MAX) -> int |
     """Integer.parseInt / Long.parseLong: optional sign, ASCII digits, in range; None otherwise."""
     if not _INT_RE.fullmatch(text):
         return None
+    if len(text.lstrip("+-").lstrip("0")) > 19:  # out of any long's range (and past Python's 4,300-digit
+        return None  # limit on int(str), which would raise ValueError on a fuzzed file)
     value = int(text)
     return value if lo <= value <= hi else None
 

@@ -23,6 +23,16 @@ Framing details (K: = path in apache/kafka):
   checksum is skipped, not verified, as the Java reader does.
 * zstd: zstd frames as zstd-jni's streaming writer makes them (no content size);
   concatenated frames are read. Kafka allows zstd only with magic 2.
+
+Decompression is bounded: one records section (or wrapper value) decompresses to at most
+:data:`MAX_DECOMPRESSED` bytes, else ``UnsupportedError`` (a few compressed bytes can claim
+gigabytes: a decompression bomb must not take the host's memory). Kafka itself never holds a whole
+decompressed section: it reads one record at a time (DefaultRecordBatch.compressedIterator), each
+record at most Integer.MAX_VALUE bytes; and where the broker does hold the records uncompressed (a
+batch it rewrites without compression) they must fit one batch, whose size is an int32. So the
+limit is the largest records section an uncompressed v2 batch can hold: far above any real batch
+(producers cap a batch at max.message.bytes, 1 MiB by default), and a bound on memory. The C walker
+(``_speedups``) decompresses lz4 to the same limit and leaves a frame past it to this module.
 """
 
 from __future__ import annotations
@@ -42,13 +52,33 @@ Buffer = bytes | bytearray | memoryview
 
 __all__ = [
     "LZ4_FRAME_MAGIC",
+    "MAX_DECOMPRESSED",
     "XERIAL_HEADER",
     "compress",
     "decompress",
     "lz4_frame",
+    "set_max_decompressed",
     "snappy_xerial",
     "xxh32",
 ]
+
+MAX_DECOMPRESSED = 0x7FFFFFFF - 61
+"""The most bytes one records section (v2) or wrapper value (v0/v1) may decompress to: the records
+section of the largest uncompressed v2 batch (Integer.MAX_VALUE bytes, less its 61-byte header)."""
+
+
+def set_max_decompressed(limit: int) -> int:
+    """Set :data:`MAX_DECOMPRESSED` here and in the C walker; returns the previous limit (for tests)."""
+    global MAX_DECOMPRESSED
+    if limit < 0:
+        raise ValueError("the decompression limit must be >= 0")
+    from logdoctor.formats import native
+
+    previous = MAX_DECOMPRESSED
+    MAX_DECOMPRESSED = limit
+    if native.speedups is not None:
+        native.speedups.configure_limits(limit)
+    return previous
 
 # --- xxhash32 (only ever run over a frame descriptor of at most 15 bytes) -------------
 
@@ -109,6 +139,16 @@ def _corrupt(codec: Compression, what: str, source: str | None, position: int | 
     )
 
 
+def _too_big(codec: Compression, limit: int, source: str | None, position: int | None) -> UnsupportedError:
+    return UnsupportedError(
+        f"{codec.label} compressed data that decompresses to at most {limit} bytes (logdoctor's limit: "
+        "the records section of the largest uncompressed batch)",
+        source=source,
+        position=position,
+        found="more (a decompression bomb?)",
+    )
+
+
 def _check_magic(codec: Compression, magic: int, source: str | None, position: int | None) -> None:
     if codec == Compression.ZSTD and magic < 2:
         raise UnsupportedError(
@@ -129,16 +169,22 @@ def _gzip_compress(data: Buffer) -> bytes:
     return b"".join((_GZIP_HEADER, body, struct.pack("<II", zlib.crc32(data), len(memoryview(data)) & _M32)))
 
 
-def _gzip_decompress(data: memoryview, source: str | None, position: int | None) -> bytes:
+def _gzip_decompress(data: memoryview, source: str | None, position: int | None, limit: int) -> bytes:
     out: list[bytes] = []
+    total = 0
     rest: Buffer = data
     while True:
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         try:
-            out.append(d.decompress(rest))
+            # at most one byte past the limit: a longer output is refused without being made
+            piece = d.decompress(rest, limit - total + 1)
         except zlib.error as e:
             raise _corrupt(Compression.GZIP, str(e), source, position) from None
-        if not d.eof:
+        total += len(piece)
+        if total > limit:
+            raise _too_big(Compression.GZIP, limit, source, position)
+        out.append(piece)
+        if not d.eof:  # (the output was not cut by the limit: the input ran out)
             raise _corrupt(Compression.GZIP, "a truncated gzip member", source, position)
         rest = d.unused_data
         # GZIPInputStream reads a following member, and ignores anything else after a member.
@@ -167,7 +213,8 @@ def snappy_xerial(data: Buffer, block_size: int = _XERIAL_BLOCK) -> bytes:
     return b"".join(parts)
 
 
-def _snappy_raw(block: Buffer, source: str | None, position: int | None) -> bytes:
+def _snappy_raw(block: Buffer, source: str | None, position: int | None, budget: int) -> bytes:
+    """One raw snappy block, refused (UnsupportedError) when it claims more than ``budget`` bytes."""
     try:
         # A snappy element expands at most 64/3 times: a larger claimed length is corrupt
         # (and checking it first keeps a flipped length varint from allocating gigabytes).
@@ -175,18 +222,32 @@ def _snappy_raw(block: Buffer, source: str | None, position: int | None) -> byte
         if claimed > 22 * len(block) + 32:
             what = f"a snappy block of {len(block)} bytes claiming {claimed}"
             raise _corrupt(Compression.SNAPPY, what, source, position)
+        if claimed > budget:
+            raise _BudgetExceeded
         return bytes(cramjam.snappy.decompress_raw(block))
-    except CorruptRecordError:
+    except (CorruptRecordError, _BudgetExceeded):
         raise
     except Exception as e:  # cramjam raises its own DecompressionError
         raise _corrupt(Compression.SNAPPY, f"a bad snappy block ({e})", source, position) from None
 
 
-def _snappy_decompress(data: memoryview, source: str | None, position: int | None) -> bytes:
+class _BudgetExceeded(Exception):
+    """A block would take the output past the limit."""
+
+
+def _snappy_decompress(data: memoryview, source: str | None, position: int | None, limit: int) -> bytes:
+    try:
+        return _snappy_blocks(data, source, position, limit)
+    except _BudgetExceeded:
+        raise _too_big(Compression.SNAPPY, limit, source, position) from None
+
+
+def _snappy_blocks(data: memoryview, source: str | None, position: int | None, limit: int) -> bytes:
     n = len(data)
     if n < 16 or data[:8] != XERIAL_HEADER:
-        return _snappy_raw(data, source, position)
+        return _snappy_raw(data, source, position, limit)
     out: list[bytes] = []
+    total = 0
     pos = 16  # header + version + compatible version (their values are not checked, as xerial)
     while pos < n:
         if data[pos : pos + 8] == XERIAL_HEADER:  # a concatenated xerial stream: skip its header
@@ -202,7 +263,9 @@ def _snappy_decompress(data: memoryview, source: str | None, position: int | Non
             raise _corrupt(
                 Compression.SNAPPY, f"xerial chunk of {length} bytes at {pos - 4} of {n}", source, position
             )
-        out.append(_snappy_raw(data[pos : pos + length], source, position))
+        block = _snappy_raw(data[pos : pos + length], source, position, limit - total)
+        total += len(block)
+        out.append(block)
         pos += length
     return out[0] if len(out) == 1 else b"".join(out)
 
@@ -253,7 +316,9 @@ def _lz4_checked_block(bd: int, frame_block: memoryview, max_block: int) -> byte
     return lz4.frame.decompress(frame)
 
 
-def _lz4_decompress(data: memoryview, magic: int, source: str | None, position: int | None) -> bytes:
+def _lz4_decompress(
+    data: memoryview, magic: int, source: str | None, position: int | None, limit: int
+) -> bytes:
     def bad(what: str) -> CorruptRecordError:
         return _corrupt(Compression.LZ4, what, source, position)
 
@@ -287,6 +352,7 @@ def _lz4_decompress(data: memoryview, magic: int, source: str | None, position: 
             raise bad(f"frame descriptor checksum {data[pos]:#04x}, computed {expected:#04x}")
     pos += 1
     out: list[bytes] = []
+    total = 0  # each block is at most max_block (4 MiB): the output stops within a block of the limit
     while True:
         if n - pos < 4:
             raise bad(f"a block size at {pos} (stream ended prematurely)")
@@ -310,6 +376,9 @@ def _lz4_decompress(data: memoryview, magic: int, source: str | None, position: 
                 out.append(lz4.block.decompress(data[pos + 4 : end], uncompressed_size=max_block))
         except (lz4.block.LZ4BlockError, RuntimeError) as e:
             raise bad(f"a bad block at {pos} ({e})") from None
+        total += len(out[-1])
+        if total > limit:
+            raise _too_big(Compression.LZ4, limit, source, position)
         pos = end
     return out[0] if len(out) == 1 else b"".join(out)
 
@@ -328,18 +397,36 @@ def _zstd_compress(data: Buffer) -> bytes:
     return c.compress(data) + c.flush()
 
 
-def _zstd_decompress(data: memoryview, source: str | None, position: int | None) -> bytes:
+# A zstd block (3-byte header, at least 1 byte) decodes to at most 128 KiB (Block_Maximum_Size):
+# n compressed bytes give at most n * 32768 bytes. Input is fed in steps that cannot produce more
+# than the bytes left under the limit (one step when the whole input cannot).
+_ZSTD_MAX_EXPANSION = 1 << 15
+_ZSTD_MIN_STEP = 64  # at most 2 MiB of output past the limit
+
+
+def _zstd_decompress(data: memoryview, source: str | None, position: int | None, limit: int) -> bytes:
     out: list[bytes] = []
-    rest: Buffer = data
+    total = 0
+    rest: memoryview = data
     while True:
         d = _zstd_dctx.decompressobj()
+        n = len(rest)
+        pos = 0
         try:
-            out.append(d.decompress(rest))
+            while pos < n and not d.eof:
+                step = max(_ZSTD_MIN_STEP, (limit - total) // _ZSTD_MAX_EXPANSION)
+                chunk = rest[pos : pos + step]
+                piece = d.decompress(chunk)
+                pos += len(chunk)
+                total += len(piece)
+                if total > limit:
+                    raise _too_big(Compression.ZSTD, limit, source, position)
+                out.append(piece)
         except zstandard.ZstdError as e:
             raise _corrupt(Compression.ZSTD, str(e), source, position) from None
         if not d.eof:
             raise _corrupt(Compression.ZSTD, "a truncated zstd frame", source, position)
-        rest = d.unused_data
+        rest = rest[pos - len(d.unused_data) :]
         if not rest:
             break
     return out[0] if len(out) == 1 else b"".join(out)
@@ -359,20 +446,22 @@ def decompress(
     """Decompress a batch's records section (v2) or a wrapper message's value (v0/v1).
 
     ``magic`` selects the lz4 header-checksum rule and rejects zstd below magic 2.
-    ``source``/``position`` name where the compressed bytes are, for errors.
+    ``source``/``position`` name where the compressed bytes are, for errors. More than
+    :data:`MAX_DECOMPRESSED` bytes of output raise UnsupportedError (the output stops near it).
     """
     mv = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+    limit = MAX_DECOMPRESSED
     if codec == Compression.NONE:
         return bytes(mv)
     if codec == Compression.GZIP:
-        return _gzip_decompress(mv, source, position)
+        return _gzip_decompress(mv, source, position, limit)
     if codec == Compression.SNAPPY:
-        return _snappy_decompress(mv, source, position)
+        return _snappy_decompress(mv, source, position, limit)
     if codec == Compression.LZ4:
-        return _lz4_decompress(mv, magic, source, position)
+        return _lz4_decompress(mv, magic, source, position, limit)
     if codec == Compression.ZSTD:
         _check_magic(codec, magic, source, position)
-        return _zstd_decompress(mv, source, position)
+        return _zstd_decompress(mv, source, position, limit)
     raise UnsupportedError("a codec id 0-4", source=source, position=position, found=repr(codec))
 
 

@@ -85,6 +85,8 @@ def parse_quorum_state(data: bytes | memoryview, *, source: str | None = None) -
     except json.JSONDecodeError as exc:
         position = len(text[: exc.pos].encode("utf-8"))
         raise _fail("JSON", exc.msg, source, position) from None
+    except (ValueError, RecursionError) as exc:  # a number past Python's int digit limit, nesting too deep
+        raise _fail("JSON", str(exc)[:120], source, 0) from None
     if not isinstance(obj, dict):
         raise _fail("JSON object", type(obj).__name__, source)
     if DATA_VERSION not in obj:

@@ -2,7 +2,15 @@
 
 from logdoctor.logdir.atomic import atomic_write, fsync_dir
 from logdoctor.logdir.lock import hold_lock, is_locked, lock_holder
-from logdoctor.logdir.model import CheckpointRead, LogDir, Orphan, Partition, Segment, SmallFileRead
+from logdoctor.logdir.model import (
+    CheckpointRead,
+    Irregular,
+    LogDir,
+    Orphan,
+    Partition,
+    Segment,
+    SmallFileRead,
+)
 from logdoctor.logdir.names import (
     DirKind,
     FileState,
@@ -16,6 +24,7 @@ __all__ = [
     "CheckpointRead",
     "DirKind",
     "FileState",
+    "Irregular",
     "LogDir",
     "Orphan",
     "Partition",

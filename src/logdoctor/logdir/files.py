@@ -3,28 +3,111 @@
 Every read of the logdir layer goes through here, so a caller (or a test) can see exactly what
 is read and when. Maps are read-only (``ACCESS_READ``): an offline tool never writes through a
 map, and a broker's files are never modified by reading them.
+
+Only regular files are read, and never through a symlink: the name is ``lstat``-ed first (a FIFO,
+socket or device is not even opened: opening a FIFO for reading blocks until a writer comes, a
+tape device rewinds), then opened with ``O_NOFOLLOW | O_NONBLOCK`` (a symlink or FIFO swapped in
+since the ``lstat`` fails or returns at once instead of being followed or blocking) and checked
+again with ``fstat``. Anything else raises :class:`NotRegularFileError`, an ``OSError``.
 """
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
-from pathlib import Path
+import stat
 
-__all__ = ["map_file", "read_file", "read_range"]
+__all__ = [
+    "NotRegularFileError",
+    "file_kind",
+    "map_file",
+    "open_regular",
+    "read_fd",
+    "read_file",
+    "read_range",
+]
 
 _EMPTY = memoryview(b"")
+_READ_FLAGS = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
+class NotRegularFileError(OSError):
+    """Not opened: a symlink (never followed) or not a regular file (FIFO, socket, device, folder)."""
+
+
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` is, in words: "regular file", "symlink", "FIFO", "folder", ..."""
+    if stat.S_ISREG(mode):
+        return "regular file"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    if stat.S_ISFIFO(mode):
+        return "FIFO"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    return "file of unknown type"
+
+
+def _refuse(path: str | os.PathLike[str], mode: int) -> NotRegularFileError:
+    kind = file_kind(mode)
+    if stat.S_ISLNK(mode):
+        return NotRegularFileError(errno.ELOOP, "a symlink, not followed", os.fspath(path))
+    code = errno.EISDIR if stat.S_ISDIR(mode) else errno.EINVAL
+    return NotRegularFileError(code, f"a {kind}, not a regular file: not opened", os.fspath(path))
+
+
+def open_regular(path: str | os.PathLike[str]) -> int:
+    """A read-only fd of the regular file ``path`` (not through a final symlink); see the module doc."""
+    st = os.lstat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise _refuse(path, st.st_mode)
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # replaced by a symlink since the lstat
+            raise _refuse(path, stat.S_IFLNK) from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _refuse(path, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_fd(fd: int) -> bytes:
+    """Everything from ``fd``'s position to the end (one read when the size is right)."""
+    size = os.fstat(fd).st_size
+    chunks = []
+    while True:
+        chunk = os.read(fd, max(size, 1 << 16))
+        if not chunk:
+            return b"".join(chunks)
+        chunks.append(chunk)
+        size = 1 << 16  # it grew: read on to the end
 
 
 def read_file(path: str | os.PathLike[str]) -> bytes:
     """The whole file (for small files: checkpoints, properties, indexes)."""
-    with open(path, "rb") as f:
-        return f.read()
+    fd = open_regular(path)
+    try:
+        return read_fd(fd)
+    finally:
+        os.close(fd)
 
 
 def read_range(path: str | os.PathLike[str], start: int, length: int | None = None) -> bytes:
     """``length`` bytes from ``start`` (to the end when None) with one positioned read."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_regular(path)
     try:
         if length is None:
             length = max(0, os.fstat(fd).st_size - start)
@@ -39,7 +122,7 @@ def map_file(path: str | os.PathLike[str]) -> memoryview:
     An empty file gives an empty view (mmap of length 0 is an error). The map stays alive as
     long as the view (or a slice of it) does, and is unmapped when the last one is released.
     """
-    fd = os.open(Path(path), os.O_RDONLY | os.O_CLOEXEC)
+    fd = open_regular(path)
     try:
         size = os.fstat(fd).st_size
         if size == 0:

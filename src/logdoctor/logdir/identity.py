@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.errors import FormatError
+from logdoctor.logdir.files import read_file
 from logdoctor.logdir.names import META_PROPERTIES_FILE
 
 __all__ = [
@@ -122,8 +123,7 @@ def read_identity(log_dir: str | os.PathLike[str]) -> DirIdentity:
     path = os.path.abspath(os.fspath(log_dir))
     meta_path = os.path.join(path, META_PROPERTIES_FILE)
     try:
-        with open(meta_path, "rb") as f:
-            data = f.read()
+        data = read_file(meta_path)
     except FileNotFoundError:
         return DirIdentity(path, exists=False)
     except OSError as e:

@@ -12,6 +12,10 @@ so nothing is ever taken or released. We prefer open-file-description locks (Lin
 they conflict with the broker's classic POSIX locks in both directions, and unlike classic locks
 they belong to our open file, so opening and closing the probe's fd cannot drop a lock this
 process holds through :func:`hold_lock`, and a probe in the same process still sees our own lock.
+
+A ``.lock`` that is not a regular file (a FIFO, a symlink: never followed) is neither probed nor
+taken: :func:`lock_file_problem` says what it is, :func:`lock_holder` answers None without opening
+it, :func:`hold_lock` refuses. Opening a FIFO read-only would block until a writer comes.
 """
 
 from __future__ import annotations
@@ -20,14 +24,16 @@ import contextlib
 import errno
 import fcntl
 import os
+import stat
 import struct
 from collections.abc import Iterator
 from pathlib import Path
 
 from logdoctor.errors import BrokerRunningError
+from logdoctor.logdir.files import NotRegularFileError, file_kind
 from logdoctor.logdir.names import LOCK_FILE
 
-__all__ = ["LockInfo", "hold_lock", "is_locked", "lock_holder"]
+__all__ = ["LockInfo", "hold_lock", "is_locked", "lock_file_problem", "lock_holder"]
 
 # struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid (+ padding)
 _FLOCK = struct.Struct("@hhqqi4x")
@@ -65,12 +71,49 @@ def _get_lock(fd: int) -> LockInfo | None:
     return LockInfo(pid, l_type == fcntl.F_WRLCK)
 
 
-def lock_holder(log_dir: str | os.PathLike[str]) -> LockInfo | None:
-    """The lock another owner holds on ``<log_dir>/.lock`` (None: free, or no ``.lock`` file)."""
+_NO_FOLLOW = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+
+
+def lock_file_problem(log_dir: str | os.PathLike[str]) -> str | None:
+    """What ``<log_dir>/.lock`` is when it exists and is not a regular file ("a FIFO", "a symlink to
+    X"); None when it is missing or a regular file."""
     path = Path(log_dir) / LOCK_FILE
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        mode = os.lstat(path).st_mode
     except FileNotFoundError:
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        try:
+            return f"a symlink to {os.readlink(path)}"
+        except OSError:
+            return "a symlink"
+    return f"a {file_kind(mode)}"
+
+
+def _check_regular(fd: int, path: Path) -> None:
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise NotRegularFileError(errno.EINVAL, f"a {file_kind(mode)}, not a regular file", str(path))
+
+
+def lock_holder(log_dir: str | os.PathLike[str]) -> LockInfo | None:
+    """The lock another owner holds on ``<log_dir>/.lock`` (None: free, no ``.lock`` file, or a
+    ``.lock`` that is not a regular file: see :func:`lock_file_problem`)."""
+    path = Path(log_dir) / LOCK_FILE
+    try:
+        fd = os.open(path, os.O_RDONLY | _NO_FOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:  # a symlink: never followed
+            return None
+        raise
+    try:
+        _check_regular(fd, path)
+    except NotRegularFileError:
         return None
     try:
         return _get_lock(fd)
@@ -88,10 +131,17 @@ def hold_lock(log_dir: str | os.PathLike[str]) -> Iterator[Path]:
     """Hold the log dir's lock as a broker would, so no broker starts on it while we repair.
 
     Creates ``.lock`` when missing (as FileLock does). Raises :class:`BrokerRunningError` when
-    another process holds it. A broker's ``tryLock`` fails while we hold it.
+    another process holds it, :class:`NotRegularFileError` when ``.lock`` is a symlink or not a
+    regular file. A broker's ``tryLock`` fails while we hold it.
     """
     path = Path(log_dir) / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | _NO_FOLLOW, 0o644)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise NotRegularFileError(errno.ELOOP, "a symlink, not followed", str(path)) from None
+        raise
+    _check_regular(fd, path)
     try:
         request = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
         try:

@@ -445,7 +445,7 @@ def find_metadata_dir(log_dirs: list[str] | tuple[str, ...]) -> str | None:
     """The ``__cluster_metadata-0`` folder in one of ``log_dirs`` (the broker's metadata.log.dir)."""
     for d in log_dirs:
         p = os.path.join(os.fspath(d), METADATA_DIR_NAME)
-        if os.path.isdir(p):
+        if os.path.isdir(p) and not os.path.islink(p):  # a symlink out of the log dir is never followed
             return p
     return None
 

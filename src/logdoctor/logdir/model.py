@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CheckpointRead",
+    "Irregular",
     "LogDir",
     "Orphan",
     "Partition",
@@ -151,6 +152,43 @@ class Orphan:
     kind: str
     reason: str
     partition: Partition | None = None
+
+
+# --- what is never read -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Irregular:
+    """An entry of a log dir or partition folder that is never opened nor followed.
+
+    ``kind`` (:func:`logdoctor.logdir.files.file_kind`): "symlink" (any symlink below the log dir's
+    root: what it points to is not checked, and never read or written through), or "FIFO", "socket",
+    "character device", "block device" (opening a FIFO for reading blocks), or "folder" where only
+    files belong (in a partition folder). ``target`` is a symlink's target as written.
+    """
+
+    path: Path
+    kind: str
+    target: str | None = None
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.kind == "symlink"
+
+
+def _irregular(e: os.DirEntry[str]) -> Irregular:
+    try:
+        mode = e.stat(follow_symlinks=False).st_mode
+    except OSError:
+        return Irregular(Path(e.path), "file of unknown type")
+    kind = files.file_kind(mode)
+    target = None
+    if kind == "symlink":
+        try:
+            target = os.readlink(e.path)
+        except OSError:
+            target = None
+    return Irregular(Path(e.path), kind, target)
 
 
 # --- segments ---------------------------------------------------------------------------------------
@@ -383,10 +421,12 @@ class Segment:
 class Partition:
     """One topic-partition folder. Listing its files costs one scandir; nothing else until asked.
 
-    With ``stat_files=True`` (what the scan uses) the listing also stats every file once, and a
-    file whose stat fails (removed since the scandir, a dangling link, a folder without search
-    permission) is left out of everything: the segments' sizes and mtimes and :attr:`entries`
-    then never stat again.
+    Only regular files are listed: symlinks (never followed), FIFOs, sockets, devices and folders are
+    left out of everything and listed in :attr:`irregular` instead (the entry's type comes with the
+    scandir on most file systems: no extra stat). With ``stat_files=True`` (what the scan uses) the
+    listing also stats every file once, and a file whose stat fails (removed since the scandir, a
+    folder without search permission) is left out of everything: the segments' sizes and mtimes and
+    :attr:`entries` then never stat again.
     """
 
     def __init__(
@@ -422,14 +462,28 @@ class Partition:
 
     # listing ---------------------------------------------------------------------------------------
     @cached_property
-    def _listing(self) -> list[os.DirEntry[str]]:
+    def _scandir(self) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
+        regular: list[os.DirEntry[str]] = []
+        other: list[os.DirEntry[str]] = []
         with os.scandir(self.path) as it:
-            listing = [e for e in it if not e.is_dir(follow_symlinks=False)]
+            for e in it:
+                (regular if e.is_file(follow_symlinks=False) else other).append(e)
+        return regular, other
+
+    @cached_property
+    def _listing(self) -> list[os.DirEntry[str]]:
+        listing = self._scandir[0]
         return [e for e in listing if _stat_ok(e)] if self._stat_files else listing
 
     @cached_property
+    def irregular(self) -> list[Irregular]:
+        """Symlinks, FIFOs, sockets, devices and folders in the folder, sorted by name: never opened."""
+        return sorted((_irregular(e) for e in self._scandir[1]), key=lambda i: i.path.name)
+
+    @cached_property
     def entries(self) -> list[os.DirEntry[str]]:
-        """Every file of the folder as listed, sorted by name (``.path`` is a str, ``.stat()`` cached)."""
+        """Every regular file of the folder as listed, sorted by name (``.path`` is a str, ``.stat()``
+        cached)."""
         return sorted(self._listing, key=lambda e: e.name)
 
     @cached_property
@@ -471,11 +525,21 @@ class Partition:
                 orphans.append(Orphan(Path(e.path), "tmp-file", "left by an interrupted atomic write", self))
             elif pf.kind is PartitionFileKind.UNKNOWN:
                 orphans.append(Orphan(Path(e.path), "unknown-file", "not a file Kafka writes here", self))
+        # a .log that is a symlink, a FIFO or a folder is not a segment here, but its index files are
+        # no orphans either: the broker follows the symlink (and would keep them), and a file to move
+        # aside must not be inferred from an entry logdoctor never reads
+        irregular_logs = set()
+        for e in self._scandir[1]:
+            seg = match_segment_file(e.name)
+            if seg is not None and seg[1] is SegmentFileType.LOG and seg[2] is live:
+                irregular_logs.add(seg[0])
         segments: list[Segment] = []
         for base in sorted(groups):
             entries = groups[base]
             if SegmentFileType.LOG in entries:
                 segments.append(Segment(self, base, entries))
+            elif base in irregular_logs:
+                continue
             else:
                 # LogLoader.removeTempFilesAndCollectSwapFiles deletes index files with no .log
                 for t, e in sorted(entries.items()):
@@ -631,12 +695,34 @@ class LogDir:
         return f"LogDir({str(self.path)!r})"
 
     @cached_property
-    def entries(self) -> list[tuple[RootEntry, Path]]:
-        """Every entry of the root, classified, sorted by name (one scandir)."""
+    def _scandir(self) -> tuple[list[tuple[RootEntry, Path]], list[Irregular]]:
+        out: list[tuple[RootEntry, Path]] = []
+        other: list[Irregular] = []
         with os.scandir(self.path) as it:
-            out = [(classify_root_entry(e.name, e.is_dir()), Path(e.path)) for e in it]
+            for e in it:
+                if e.is_dir(follow_symlinks=False):
+                    out.append((classify_root_entry(e.name, True), Path(e.path)))
+                elif e.is_file(follow_symlinks=False):
+                    out.append((classify_root_entry(e.name, False), Path(e.path)))
+                else:
+                    other.append(_irregular(e))
         out.sort(key=lambda x: x[0].name)
-        return out
+        other.sort(key=lambda i: i.path.name)
+        return out, other
+
+    @property
+    def entries(self) -> list[tuple[RootEntry, Path]]:
+        """Every folder and regular file of the root, classified, sorted by name (one scandir).
+
+        Symlinks (a partition folder or checkpoint pointing elsewhere is never followed), FIFOs,
+        sockets and devices are in :attr:`irregular` instead.
+        """
+        return self._scandir[0]
+
+    @property
+    def irregular(self) -> list[Irregular]:
+        """Symlinks, FIFOs, sockets and devices at the root, sorted by name: never opened."""
+        return self._scandir[1]
 
     @cached_property
     def _partition_dirs(self) -> list[Partition]:

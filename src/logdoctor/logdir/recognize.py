@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import enum
 import os
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from logdoctor.errors import LogDirError
 from logdoctor.logdir.names import (
@@ -35,7 +37,15 @@ from logdoctor.logdir.names import (
     parse_partition_dir,
 )
 
-__all__ = ["NotALogDirError", "PathKind", "Recognition", "recognize", "require_log_dir"]
+__all__ = [
+    "NotALogDirError",
+    "PathKind",
+    "Recognition",
+    "first_partition_file",
+    "log_dir_evidence",
+    "recognize",
+    "require_log_dir",
+]
 
 _SEARCH_DEPTH = 2  # how far below a folder to look for log dirs (broker folder / fleet folder)
 _SEARCH_LIMIT = 200  # folders examined at most while looking for log dirs below a path
@@ -132,27 +142,41 @@ def _listing(path: str) -> list[os.DirEntry[str]] | None:
         return None
 
 
-def _is_dir(e: os.DirEntry[str]) -> bool:
+def _is_dir(e: Any) -> bool:
     try:
         return e.is_dir()
     except OSError:
         return False
 
 
+def first_partition_file(entries: Iterable[Any]) -> str | None:
+    """The name of the first file among ``entries`` (objects with ``.name`` and ``.is_dir()``: an
+    ``os.DirEntry`` or a :class:`logdoctor.logdir.storage.Entry`) that Kafka writes in a partition
+    folder, else None."""
+    for e in entries:
+        if classify_partition_file(e.name).kind is not PartitionFileKind.UNKNOWN and not _is_dir(e):
+            return e.name
+    return None
+
+
 def _partition_file(folder: str) -> str | None:
     """The name of the first file Kafka writes in a partition folder found in ``folder``, else None."""
     try:
         with os.scandir(folder) as it:
-            for e in it:
-                if classify_partition_file(e.name).kind is not PartitionFileKind.UNKNOWN and not _is_dir(e):
-                    return e.name
+            return first_partition_file(it)
     except OSError:
         return None
-    return None
 
 
 def _log_dir_evidence(path: str, entries: list[os.DirEntry[str]]) -> str | None:
     """Why ``path`` is a log dir (a marker file, or a partition folder with a partition file), else None."""
+    return log_dir_evidence(entries, lambda e: _partition_file(e.path))
+
+
+def log_dir_evidence(entries: Sequence[Any], partition_file: Callable[[Any], str | None]) -> str | None:
+    """Why a folder holding ``entries`` is a log dir, else None: the rule of :func:`recognize` over any
+    listing (``.name`` and ``.is_dir()`` per entry); ``partition_file(entry)`` names the first partition
+    file in that subfolder (:func:`first_partition_file` of its listing), or None."""
     probes = 0
     weak = []
     for e in sorted(entries, key=lambda e: e.name):
@@ -166,10 +190,10 @@ def _log_dir_evidence(path: str, entries: list[os.DirEntry[str]]) -> str | None:
     for e in sorted(entries, key=lambda e: e.name):
         if probes >= _PARTITION_PROBES:
             break
-        if not _is_dir(e) or parse_partition_dir(e.name) is None:
-            continue
+        if e.is_symlink() or not _is_dir(e) or parse_partition_dir(e.name) is None:
+            continue  # a symlinked folder is never followed out of the log dir
         probes += 1
-        found = _partition_file(e.path)
+        found = partition_file(e)
         if found is not None:
             return f"has the partition folder {e.name} (with {found})"
     return None

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from logdoctor.errors import LogDoctorError
 from logdoctor.logdir.atomic import fsync_dir
+from logdoctor.logdir.files import open_regular
 
 SPACE_MARGIN_BYTES = 4 << 20  # journal, README, folder entries
 _CHUNK = 4 << 20
@@ -63,7 +64,7 @@ def relative_to_log_dir(path: str, log_dirs: list[str]) -> tuple[str, str]:
 
 def sha256_file(path: str | os.PathLike[str], start: int = 0, length: int | None = None) -> str:
     h = hashlib.sha256()
-    with open(path, "rb", buffering=0) as f:
+    with open(open_regular(path), "rb", buffering=0) as f:
         f.seek(start)
         left = length
         while left is None or left > 0:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from logdoctor.logdir.atomic import fsync_dir
+from logdoctor.logdir.files import open_regular
 
 HASH_NAME = "blake2b-256"
 CHUNK = 8 << 20
@@ -41,7 +42,7 @@ def _hasher() -> hashlib.blake2b:
 def file_checksum(path: str | os.PathLike[str], progress: Progress | None = None) -> str:
     """BLAKE2b-256 of a file's bytes (hex)."""
     h = _hasher()
-    with open(path, "rb", buffering=0) as f:
+    with open(open_regular(path), "rb", buffering=0) as f:
         while chunk := f.read(CHUNK):
             h.update(chunk)
             if progress is not None:

@@ -154,7 +154,7 @@ def _diff(path: str, before: bytes | None, after: bytes | None) -> str | None:
 
 def _read(path: str) -> bytes | None:
     try:
-        return Path(path).read_bytes()
+        return files.read_file(path)
     except FileNotFoundError:
         return None
 

@@ -17,7 +17,7 @@ import os
 from collections.abc import Iterable
 
 from logdoctor.errors import BrokerRunningError, LogDoctorError
-from logdoctor.logdir.lock import lock_holder
+from logdoctor.logdir.lock import lock_file_problem, lock_holder
 
 
 class UnsafePathError(LogDoctorError):
@@ -67,8 +67,16 @@ def is_contained(path: str | os.PathLike[str], roots: Iterable[str | os.PathLike
 
 
 def refuse_if_locked(log_dirs: Iterable[str | os.PathLike[str]]) -> None:
-    """BrokerRunningError when any log dir's lock is held by another process (writes nothing)."""
+    """BrokerRunningError when any log dir's lock is held by another process; UnsafePathError when a
+    ``.lock`` is a FIFO or symlink (it can be neither probed nor taken). Writes nothing."""
     for d in log_dirs:
+        problem = lock_file_problem(d)
+        if problem is not None:
+            raise UnsafePathError(
+                f"{os.path.join(os.fspath(d), '.lock')} is {problem}, not a regular file: whether a broker "
+                f"holds the lock of {d} cannot be known, nor can the repair take it; stop the broker, move "
+                "the .lock aside (the broker creates a new one) and repair again"
+            )
         holder = lock_holder(d)
         if holder is not None:
             who = f" by pid {holder.pid}" if holder.pid > 0 else ""

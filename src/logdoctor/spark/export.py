@@ -1,20 +1,32 @@
-"""Export the records of log dirs to Parquet (or Delta, when its jars are on the classpath).
+"""Export the records of log dirs to Parquet, or any format the session has jars for.
+
+logdoctor bundles no data source jars: ``fmt`` other than ``parquet`` is handed to Spark's DataFrame
+writer as is, so Spark's built-in sources work and any other (Delta Lake, Iceberg...) needs its jars
+given to Spark (``--conf spark.jars.packages=...``, or spark-submit's ``--packages``/``--jars``); a
+format Spark cannot find raises :class:`FormatUnavailableError` before anything is written.
 
 Two writers, same table (hive-style ``topic=/partition=`` folders, the ``kafka-log`` schema):
 
-- ``arrow`` (default for Parquet): Spark schedules one task per group of segment slices (the
-  input partitions ``kafka-log`` would use) and each task writes its Arrow batches straight to
-  Parquet with pyarrow. The records never cross into the JVM, which is where most of Spark's
-  cost was (its row-based Parquet writer; see BENCHMARKS.md).
-- ``spark``: ``spark.read.format("kafka-log")...write.parquet()`` / ``.format("delta")``: the
-  DataFrame path (needed for Delta).
+- ``spark`` (default on a cluster, i.e. a master that is not ``local[...]``, or for an ``--out`` URI):
+  ``spark.read.format("kafka-log")...write.format(fmt).mode(mode).save(out)``. Task retries,
+  speculation and the job commit are Spark's output committer's; ``_SUCCESS`` marks a committed job.
+- ``arrow`` (default for a ``local[...]`` master writing Parquet to a local folder, and only
+  allowed there): Spark schedules one task per group of segment slices (the input partitions
+  ``kafka-log`` would use) and each task writes its Arrow batches straight to Parquet with pyarrow
+  into its own task-attempt folder ``OUT/_temporary/<job>/<task>-<attempt>``; when the job has
+  succeeded the driver moves the files of the one attempt per task that Spark reported done into
+  ``OUT`` and deletes ``_temporary`` (a failed, retried or speculative attempt leaves nothing).
+
+``mode``: ``error`` (default; refuse an existing non-empty ``OUT``), ``overwrite`` (replace it, after
+the job succeeded for the arrow writer) or ``append``. ``OUT`` at, inside or above an input is
+always refused before anything is written or deleted (:mod:`logdoctor.logdir.outputs`).
 
 The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments.
 """
 
 from __future__ import annotations
 
-import glob
+import contextlib
 import os
 import threading
 import time
@@ -23,52 +35,87 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-FORMATS = ("parquet", "delta")
 WRITERS = ("arrow", "spark")
+MODES = ("error", "overwrite", "append")
+TEMPORARY = "_temporary"
 ROWS_PER_FILE = 1_000_000
-DELTA_UNAVAILABLE = (
-    "--format delta needs Delta Lake's JVM jars (io.delta:delta-spark_2.13 and delta-storage) on Spark's "
-    "classpath. The delta-spark package on PyPI ships only the Python API: it fetches those jars from "
-    "Maven Central (spark.jars.packages) when the session starts, and Maven Central cannot be reached from "
-    "here, so Delta cannot be installed from PyPI alone. Use --format parquet, or put the two jars in "
-    "{jars_dir} (or name them in LOGDOCTOR_DELTA_JARS, comma-separated) and try again."
+FORMAT_UNAVAILABLE = (
+    "--format {fmt}: Spark has no data source named {fmt!r} (nothing was written). logdoctor bundles no "
+    "data source jars: give Spark the format's jars and the confs it needs, e.g. --conf "
+    "spark.jars.packages=GROUP:ARTIFACT:VERSION (fetched from Maven Central when the session starts) or "
+    "--conf spark.jars=/path/to/a.jar,/path/to/b.jar (see README, Export formats), or use --format parquet"
 )
 
 
 class ExportError(RuntimeError):
-    """The export cannot run as asked (e.g. Delta without its jars)."""
+    """The export cannot run as asked."""
 
 
-def delta_jars() -> list[str]:
-    """Delta Lake jars available locally: LOGDOCTOR_DELTA_JARS, or pyspark's own jars folder."""
-    env = os.environ.get("LOGDOCTOR_DELTA_JARS", "")
-    jars = [j for j in (p.strip() for p in env.split(",")) if j and os.path.isfile(j)]
-    if jars:
-        return jars
+class FormatUnavailableError(ExportError):
+    """Spark has no data source of the ``--format`` name: its jars were not given (nothing written)."""
+
+
+class OutputExistsError(ExportError):
+    """``--mode error`` and the output already holds data (nothing was written or deleted)."""
+
+
+def is_local_path(location: str) -> bool:
+    """A plain path or a ``file:`` URI (the arrow writer's only kind of output)."""
+    from urllib.parse import urlsplit
+
+    scheme = urlsplit(str(location)).scheme
+    return scheme in ("", "file") or len(scheme) == 1  # "C:" is a drive, not a scheme
+
+
+def _local(location: str) -> str:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(location))
+    return parts.path if parts.scheme == "file" else str(location)
+
+
+def _has_data(out: str) -> bool:
+    """Whether ``out`` exists and holds anything (local path or a pyarrow-understood URI)."""
+    if is_local_path(out):
+        path = _local(out)
+        return os.path.exists(path) and (not os.path.isdir(path) or any(os.scandir(path)))
     try:
-        import pyspark
+        import pyarrow.fs as pafs
 
-        jars_dir = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-    except ImportError:  # pragma: no cover
-        return []
-    return sorted(
-        glob.glob(os.path.join(jars_dir, "delta-spark_*.jar"))
-        + glob.glob(os.path.join(jars_dir, "delta-storage-*.jar"))
-    )
+        fs, root = pafs.FileSystem.from_uri(out)
+        info = fs.get_file_info(root)
+        if info.type == pafs.FileType.NotFound:
+            return False
+        if info.type == pafs.FileType.File:
+            return True
+        return bool(fs.get_file_info(pafs.FileSelector(root, recursive=False, allow_not_found=True)))
+    except Exception:  # no filesystem for the scheme here: Spark's writer will say (mode error)
+        return False
 
 
-def check_delta() -> list[str]:
-    """The Delta jars to use, or ExportError saying why Delta is not possible here."""
-    jars = delta_jars()
-    if not any(os.path.basename(j).startswith("delta-spark_") for j in jars):
-        try:
-            import pyspark
+def _list_files(out: str) -> dict[str, int]:
+    """{relative path: size} of the data files under ``out`` (not ``_``/``.`` files), best effort."""
+    files: dict[str, int] = {}
+    if is_local_path(out):
+        root = _local(out)
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(("_", "."))]
+            for name in filenames:
+                if not name.startswith(("_", ".")):
+                    full = os.path.join(dirpath, name)
+                    files[os.path.relpath(full, root)] = os.path.getsize(full)
+        return files
+    try:
+        import pyarrow.fs as pafs
 
-            jars_dir = os.path.join(os.path.dirname(pyspark.__file__), "jars")
-        except ImportError:  # pragma: no cover
-            jars_dir = "pyspark/jars"
-        raise ExportError(DELTA_UNAVAILABLE.format(jars_dir=jars_dir))
-    return jars
+        fs, root = pafs.FileSystem.from_uri(out)
+        for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
+            rel = info.path[len(root) :].lstrip("/")
+            if info.type == pafs.FileType.File and not any(p.startswith(("_", ".")) for p in rel.split("/")):
+                files[rel] = info.size or 0
+    except Exception:
+        pass
+    return files
 
 
 @dataclass(slots=True)
@@ -94,6 +141,8 @@ class ExportResult:
     segments: int
     skipped: list[SkippedRange] = field(default_factory=list)
     elapsed_s: float = 0.0
+    writer: str = "arrow"
+    mode: str = "error"
 
     @property
     def records_per_s(self) -> float:
@@ -103,6 +152,8 @@ class ExportResult:
         return {
             "out_dir": self.out_dir,
             "format": self.format,
+            "writer": self.writer,
+            "mode": self.mode,
             "rows": self.rows,
             "files": self.files,
             "bytes_out": self.bytes_out,
@@ -139,7 +190,10 @@ class StageProgress:
     """Polls Spark's status tracker in a thread and reports (done, total) tasks of the running job."""
 
     def __init__(self, spark: Any, callback: Callable[[int, int], None], interval: float = 0.5) -> None:
-        self._tracker = spark.sparkContext.statusTracker()
+        try:
+            self._tracker: Any = spark.sparkContext.statusTracker()
+        except Exception:  # Spark Connect: no SparkContext on the client, hence no progress
+            self._tracker = None
         self._callback = callback
         self._interval = interval
         self._stop = threading.Event()
@@ -160,22 +214,47 @@ class StageProgress:
                 return
 
     def __enter__(self) -> StageProgress:
-        self._thread.start()
+        if self._tracker is not None:
+            self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        self._thread.join(timeout=2)
+        if self._thread.is_alive():
+            self._thread.join(timeout=2)
+
+
+def attempt_dir(out_dir: str, job: str, task: int, attempt: int) -> str:
+    """The folder one task attempt of the arrow writer writes into (under ``OUT/_temporary``)."""
+    return os.path.join(out_dir, TEMPORARY, job, f"task-{task:05d}-attempt-{attempt}")
 
 
 def write_slices(
-    task: int, slices: Sequence[Any], opts: Any, out_dir: str, partition_by: Sequence[str]
-) -> dict[str, int]:
-    """Executor side of the ``arrow`` writer: read the slices, write Parquet files under ``out_dir``."""
+    task: int,
+    slices: Sequence[Any],
+    opts: Any,
+    out_dir: str,
+    partition_by: Sequence[str],
+    job: str = "0",
+    attempt: int | None = None,
+) -> dict[str, Any]:
+    """Executor side of the ``arrow`` writer: read the slices, write Parquet files into this task
+    attempt's own folder (:func:`attempt_dir`); the driver commits them (:func:`commit_attempts`)."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
     from logdoctor.spark.sources import read_slice
+
+    if attempt is None:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+    target = attempt_dir(out_dir, job, task, attempt)
+    if os.path.isdir(target):  # a previous run of this very attempt id (cannot be committed)
+        import shutil
+
+        shutil.rmtree(target)
 
     rows = 0
     chunk: list[pa.RecordBatch] = []
@@ -189,11 +268,11 @@ def write_slices(
         table = pa.Table.from_batches(chunk)
         ds.write_dataset(
             table,
-            out_dir,
+            target,
             format="parquet",
             partitioning=list(partition_by) or None,
             partitioning_flavor="hive" if partition_by else None,
-            basename_template=f"part-{task:05d}-{part:04d}-{{i}}.parquet",
+            basename_template=f"part-{task:05d}-{job}-{part:04d}-{{i}}.parquet",
             existing_data_behavior="overwrite_or_ignore",
             max_rows_per_group=128 * 1024,
         )
@@ -208,33 +287,150 @@ def write_slices(
             if chunk_rows >= ROWS_PER_FILE:
                 flush()
     flush()
-    return {"task": task, "rows": rows}
+    return {"task": task, "rows": rows, "dir": target}
+
+
+def commit_attempts(out_dir: str, job: str, done: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Driver side: move the files of each task's committed attempt into ``out_dir``, drop the rest.
+
+    ``done`` are the results Spark returned: exactly one per task, from the attempt that
+    succeeded. Files of failed, killed or speculative duplicate attempts stay under
+    ``_temporary/<job>`` and are deleted with it. Returns the committed files (relative paths).
+    """
+    import shutil
+
+    committed: list[str] = []
+    for result in sorted(done, key=lambda d: d["task"]):
+        src = str(result["dir"])
+        for dirpath, _, filenames in os.walk(src):
+            rel_dir = os.path.relpath(dirpath, src)
+            dest_dir = os.path.normpath(os.path.join(out_dir, rel_dir))
+            os.makedirs(dest_dir, exist_ok=True)
+            for name in sorted(filenames):
+                dest = os.path.join(dest_dir, name)
+                if os.path.exists(dest):
+                    raise ExportError(f"commit: {dest} exists already (a file name of another job?)")
+                os.replace(os.path.join(dirpath, name), dest)
+                committed.append(os.path.relpath(dest, out_dir))
+    shutil.rmtree(os.path.join(out_dir, TEMPORARY, job), ignore_errors=True)
+    with contextlib.suppress(OSError):  # only when no other job is writing there
+        os.rmdir(os.path.join(out_dir, TEMPORARY))
+    return committed
+
+
+def _abort_job(spark: Any, out_dir: str, job: str, created: bool) -> None:
+    """A failed job: delete its attempt folders (once the tasks Spark is cancelling have stopped)."""
+    import shutil
+
+    tracker = spark.sparkContext.statusTracker()
+    deadline = time.monotonic() + 30
+    while tracker.getActiveStageIds() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    # A cancelled task's Python worker may still be writing for up to spark.python.task.killTimeout
+    # (2 s) after its JVM thread stopped: delete until nothing has reappeared for that long and more.
+    job_dir = os.path.join(out_dir, TEMPORARY, job)
+    quiet_since = time.monotonic()
+    deadline = quiet_since + 15
+    while time.monotonic() < deadline:
+        if os.path.lexists(job_dir):
+            shutil.rmtree(job_dir, ignore_errors=True)
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since > 3:
+            break
+        time.sleep(0.25)
+    with contextlib.suppress(OSError):
+        os.rmdir(os.path.join(out_dir, TEMPORARY))
+        if created:
+            os.rmdir(out_dir)
+
+
+def _clear_output(out_dir: str) -> None:
+    """``--mode overwrite``: delete what ``out_dir`` held before this job (not ``_temporary``)."""
+    import shutil
+
+    for entry in os.scandir(out_dir):
+        if entry.name == TEMPORARY:
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path)
+        else:
+            os.unlink(entry.path)
 
 
 def _export_arrow(
-    spark: Any, items: list[str], out: str, opts_map: Mapping[str, str], partition_by: Sequence[str]
-) -> int:
-    import shutil
+    spark: Any,
+    items: list[str],
+    out: str,
+    opts_map: Mapping[str, str],
+    partition_by: Sequence[str],
+    mode: str = "error",
+    fail_first_attempt: bool = False,
+) -> tuple[int, list[str]]:
+    """The arrow writer's job: tasks write into attempt folders, the driver commits by rename.
+
+    ``fail_first_attempt`` (tests only) makes every task's first attempt write its files and
+    then fail, so Spark retries it (needs ``spark.task.maxFailures`` >= 2, e.g. ``local[2,2]``).
+    """
+    import uuid
 
     from logdoctor.spark.planning import discover, pack_slices, parse_read_options, plan_slices
 
     opts = parse_read_options(opts_map)
     slices = plan_slices(discover(items), opts)
     groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
-    if os.path.isdir(out):
-        shutil.rmtree(out)
+    created = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
-    if not groups:
-        return 0
+    job = uuid.uuid4().hex[:12]
     cols = tuple(partition_by)
-    tasks = list(enumerate(groups))
-    done = (
-        spark.sparkContext.parallelize(tasks, len(tasks))
-        .map(lambda t: write_slices(t[0], t[1], opts, out, cols))
-        .collect()
-    )
+    done: list[dict[str, Any]] = []
+    if groups:
+        tasks = list(enumerate(groups))
+
+        def run(t: tuple[int, Any]) -> dict[str, Any]:
+            result = write_slices(t[0], t[1], opts, out, cols, job)
+            if fail_first_attempt:
+                from pyspark import TaskContext
+
+                ctx = TaskContext.get()
+                if ctx is not None and ctx.attemptNumber() == 0:
+                    raise RuntimeError("logdoctor test: first task attempt fails after writing its files")
+            return result
+
+        try:
+            done = spark.sparkContext.parallelize(tasks, len(tasks)).map(run).collect()
+        except BaseException:
+            _abort_job(spark, out, job, created)
+            raise
+    if mode == "overwrite":
+        _clear_output(out)
+    committed = commit_attempts(out, job, done)
     Path(out, "_SUCCESS").write_bytes(b"")
-    return sum(d["rows"] for d in done)
+    return sum(int(d["rows"]) for d in done), committed
+
+
+def session_is_local(spark: Any) -> bool:
+    """Whether the session's master is ``local[...]`` (False for a cluster or Spark Connect)."""
+    from logdoctor.spark.session import is_local_master
+
+    try:
+        return is_local_master(spark.sparkContext.master)
+    except Exception:  # Spark Connect: no SparkContext on this side
+        return False
+
+
+def choose_writer(spark: Any, out: str, fmt: str, writer: str | None) -> str:
+    """The writer to use: ``arrow`` only for a local master, a local ``out`` and Parquet."""
+    arrow_ok = fmt == "parquet" and is_local_path(out) and session_is_local(spark)
+    if writer is None:
+        return "arrow" if arrow_ok else "spark"
+    if writer not in WRITERS:
+        raise ExportError(f"--writer must be one of {', '.join(WRITERS)}, got {writer!r}")
+    if writer == "arrow" and not arrow_ok:
+        raise ExportError(
+            "--writer arrow writes Parquet to a local folder from a local[...] master only "
+            "(its files would land on each executor's own disk); use --writer spark"
+        )
+    return writer
 
 
 def run_export(
@@ -247,50 +443,80 @@ def run_export(
     options: Mapping[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     writer: str | None = None,
+    mode: str = "error",
+    fail_first_attempt: bool = False,
 ) -> ExportResult:
     """Read PATHS as ``kafka-log`` (``options`` as for that source) and write the table to ``out_dir``.
 
-    ``writer``: "arrow" (default for parquet) or "spark" (the DataFrame writer; always for delta).
+    ``writer``: "arrow" or "spark" (see the module doc; None picks). ``fmt``: for the spark writer
+    any format the session has jars for. ``mode``: error | overwrite | append. Raises
+    :class:`~logdoctor.errors.OutputOverlapsInputError` when ``out_dir`` is at, inside or above an
+    input, and :class:`OutputExistsError` for ``mode="error"`` and an existing output, in both cases
+    before anything is written or deleted.
     """
+    from logdoctor.logdir.outputs import check_output_location
     from logdoctor.spark.planning import discover, split_paths, topic_matcher
     from logdoctor.spark.schema import records_fields
 
-    if fmt not in FORMATS:
-        raise ExportError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fmt == "delta":
-        check_delta()
-    writer = writer or ("spark" if fmt == "delta" else "arrow")
-    if writer not in WRITERS:
-        raise ExportError(f"--writer must be one of {', '.join(WRITERS)}, got {writer!r}")
-    if fmt == "delta" and writer != "spark":
-        raise ExportError("--format delta is written by Spark's DataFrame writer (--writer spark)")
+    if not fmt or not fmt.replace("_", "").replace("-", "").replace(".", "").isalnum():
+        raise ExportError(f"--format: not a data source name: {fmt!r}")
+    if mode not in MODES:
+        raise ExportError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    out = str(out_dir)
+    writer = choose_writer(spark, out, fmt, writer)
     opts = {k: str(v) for k, v in (options or {}).items() if v is not None}
     items = split_paths(paths)
     known = {name for name, _, _ in records_fields(True)}
     bad = [c for c in partition_by if c not in known]
     if bad:
         raise ExportError(f"--partition-by: unknown column(s) {', '.join(bad)}")
-    out = str(out_dir)
+    refs = discover(items)
+    # Never write or delete at, inside or above an input (the items and the log dirs found in them).
+    check_output_location(out, [*items, *sorted({r.log_dir for r in refs})])
+    if mode == "error" and _has_data(out):
+        raise OutputExistsError(
+            f"output {out} exists and is not empty: choose another --out, or --mode overwrite / append "
+            "(nothing was written or deleted)"
+        )
+    before = _list_files(out) if mode == "append" else {}
     started = time.perf_counter()
     tracker = StageProgress(spark, progress) if progress is not None else None
     if tracker is not None:
         tracker.__enter__()
     try:
         if writer == "arrow":
-            _export_arrow(spark, items, out, opts, partition_by)
+            rows, committed = _export_arrow(
+                spark, items, _local(out), opts, partition_by, mode, fail_first_attempt
+            )
+            root = _local(out)
+            sizes = {rel: os.path.getsize(os.path.join(root, rel)) for rel in committed}
         else:
+            from pyspark.sql import Observation
+            from pyspark.sql import functions as F
+
+            observation = Observation("logdoctor-export")
             df = spark.read.format("kafka-log").options(**opts).load(items)
-            w = df.write.mode("overwrite")
+            df = df.observe(observation, F.count(F.lit(1)).alias("rows"))
+            w = df.write.mode("errorifexists" if mode == "error" else mode)
+            if mode == "overwrite":  # replace the whole output, not only the partitions written
+                w = w.option("partitionOverwriteMode", "static")
             if partition_by:
                 w = w.partitionBy(*partition_by)
-            w.format(fmt).save(out)
+            try:
+                w.format(fmt).save(out)
+            except Exception as exc:  # Spark looks the source up before it writes anything
+                if "DATA_SOURCE_NOT_FOUND" in str(exc) or "Failed to find the data source" in str(exc):
+                    raise FormatUnavailableError(FORMAT_UNAVAILABLE.format(fmt=fmt)) from None
+                raise
+            rows = int(observation.get.get("rows", 0))
+            after = _list_files(out)
+            sizes = {rel: size for rel, size in after.items() if rel not in before}
     finally:
         if tracker is not None:
             tracker.__exit__(None, None, None)
     elapsed = time.perf_counter() - started
-    rows, files, size = _parquet_stats(out)
     match = topic_matcher(opts.get("topics"))
-    segs = [s for ref in discover(items) if match(ref.topic) for s in ref.segments]
+    segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
     skipped: list[SkippedRange] = []
     bad_rows = (
         spark.read.format("kafka-log-segments")
@@ -307,10 +533,12 @@ def run_export(
         out_dir=out,
         format=fmt,
         rows=rows,
-        files=files,
-        bytes_out=size,
+        files=len(sizes),
+        bytes_out=sum(sizes.values()),
         bytes_in=sum(s.size for s in segs),
         segments=len(segs),
         skipped=skipped,
         elapsed_s=elapsed,
+        writer=writer,
+        mode=mode,
     )

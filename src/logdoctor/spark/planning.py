@@ -5,6 +5,13 @@ census driver, never per record. It lists folders by name (logdoctor.logdir.name
 files, and reads a few batch headers when a timestamp has to be turned into an offset. The
 results are small picklable dataclasses handed to the executors.
 
+Every path is a local path or a URI of a file system pyarrow opens (``s3://``, ``gs://``, ``hdfs://``,
+``abfs://``; :mod:`logdoctor.logdir.storage`): listings, index reads and header reads go through the
+:class:`~logdoctor.logdir.storage.Storage` of the path, which each ref carries to the executors.
+A local segment larger than ``maxPartitionBytes`` is split at offset-index positions; a remote one is
+not (a split's task walks the segment from its start to stop at its first invalid batch, which would
+read the bytes before the split again over the network): it is read once, by byte ranges in chunks.
+
 Offsets and timestamps follow Spark's Kafka source: ``startingOffsets`` is inclusive,
 ``endingOffsets`` exclusive, -2 is earliest and -1 latest; a timestamp T stands for the first
 offset whose record timestamp is >= T (Kafka's ListOffsets by timestamp, i.e.
@@ -19,8 +26,9 @@ import json
 import os
 import re
 import struct
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from logdoctor.logdir.names import (
     DirKind,
@@ -29,6 +37,7 @@ from logdoctor.logdir.names import (
     parse_partition_dir,
     parse_segment_file,
 )
+from logdoctor.logdir.storage import LOCAL, Entry, Storage, is_uri
 
 EARLIEST = -2
 LATEST = -1
@@ -38,6 +47,10 @@ _MAX_SEARCH_DEPTH = 4
 
 class PlanningError(ValueError):
     """A bad path or option given to a data source (shown to the user as is)."""
+
+
+class InputNotFoundError(PlanningError):
+    """A path given to a data source does not exist (the CLI exits 66 for it, as for a local path)."""
 
 
 # --- what is on disk --------------------------------------------------------------------------------
@@ -54,6 +67,7 @@ class SegmentRef:
     path: str
     size: int
     next_base_offset: int | None = None  # base offset of the next segment of the partition
+    storage: Storage = LOCAL  # where ``path`` is (a local path, or a URI on that file system)
 
     @property
     def index_path(self) -> str:
@@ -76,10 +90,14 @@ class PartitionRef:
     path: str
     kind: str  # DirKind value
     segments: tuple[SegmentRef, ...] = ()
+    storage: Storage = LOCAL
 
 
-def split_paths(paths: str | Sequence[str] | None) -> list[str]:
-    """``load("a,b")`` or ``load(["a", "b"])`` -> ["a", "b"]; globs are expanded, order kept."""
+def split_paths(paths: str | Sequence[str] | None, options: Mapping[str, Any] | None = None) -> list[str]:
+    """``load("a,b")`` or ``load(["a", "b"])`` -> ["a", "b"]; globs are expanded, order kept.
+
+    A glob in a URI (``s3://bucket/brokers/*/kafka-logs``) is matched against the file system's
+    listings (``options``: the data source's, for ``s3.region`` / ``s3.endpoint``)."""
     if paths is None:
         return []
     items = [paths] if isinstance(paths, str) else list(paths)
@@ -89,7 +107,16 @@ def split_paths(paths: str | Sequence[str] | None) -> list[str]:
             part = part.strip()
             if not part:
                 continue
-            if glob.has_magic(part):
+            if is_uri(part) and glob.has_magic(part.split("://", 1)[1].split("?", 1)[0]):
+                try:
+                    storage, pattern = Storage.of(part, options)
+                    matches = storage.glob(pattern)
+                except (OSError, ValueError) as exc:
+                    raise PlanningError(f"{part}: {exc}") from exc
+                if not matches:
+                    raise PlanningError(f"no file or folder matches {part!r}")
+                out.extend(matches)
+            elif glob.has_magic(part):
                 matches = sorted(glob.glob(part))
                 if not matches:
                     raise PlanningError(f"no file or folder matches {part!r}")
@@ -99,97 +126,127 @@ def split_paths(paths: str | Sequence[str] | None) -> list[str]:
     return out
 
 
-def _segment_logs(partition_dir: str) -> list[tuple[int, str]]:
-    logs: list[tuple[int, str]] = []
+def _segment_logs(partition_dir: str, storage: Storage = LOCAL) -> list[tuple[int, str, Entry]]:
+    """(base offset, path, listing entry) of the live ``.log`` files of a partition folder, in order."""
+    logs: list[tuple[int, str, Entry]] = []
     try:
-        names = os.listdir(partition_dir)
+        # regular files only: a symlink is never followed, a FIFO never opened (logdir.files)
+        entries = [e for e in storage.list(partition_dir) if e.is_regular_file()]
     except OSError as exc:
-        raise PlanningError(f"cannot list {partition_dir}: {exc.strerror}") from exc
-    for name in names:
-        parsed = parse_segment_file(name)
+        raise PlanningError(f"cannot list {partition_dir}: {exc.strerror or exc}") from exc
+    for entry in entries:
+        parsed = parse_segment_file(entry.name)
         if (
             parsed is None
             or parsed.file_type is not SegmentFileType.LOG
             or parsed.state is not FileState.LIVE
         ):
             continue
-        logs.append((parsed.base_offset, os.path.join(partition_dir, name)))
-    logs.sort()
+        logs.append((parsed.base_offset, storage.join(partition_dir, entry.name), entry))
+    logs.sort(key=lambda item: (item[0], item[1]))
     return logs
 
 
-def _partition_ref(partition_dir: str, log_dir: str, only: str | None = None) -> PartitionRef | None:
-    parsed = parse_partition_dir(os.path.basename(partition_dir.rstrip(os.sep)))
+def _partition_ref(
+    partition_dir: str, log_dir: str, only: str | None = None, storage: Storage = LOCAL
+) -> PartitionRef | None:
+    parsed = parse_partition_dir(storage.basename(partition_dir))
     if parsed is None:
         return None
-    logs = _segment_logs(partition_dir)
+    logs = _segment_logs(partition_dir, storage)
     segments: list[SegmentRef] = []
-    for i, (base, path) in enumerate(logs):
-        if only is not None and os.path.abspath(path) != os.path.abspath(only):
+    for i, (base, path, entry) in enumerate(logs):
+        if only is not None and not storage.same(path, only):
             continue
         try:
-            size = os.stat(path).st_size
+            size = entry.size
         except OSError:
             continue
         nxt = logs[i + 1][0] if i + 1 < len(logs) else None
-        segments.append(SegmentRef(log_dir, parsed.topic, parsed.partition, base, path, size, nxt))
+        segments.append(SegmentRef(log_dir, parsed.topic, parsed.partition, base, path, size, nxt, storage))
     return PartitionRef(
-        log_dir, parsed.topic, parsed.partition, partition_dir, parsed.kind.value, tuple(segments)
+        log_dir, parsed.topic, parsed.partition, partition_dir, parsed.kind.value, tuple(segments), storage
     )
 
 
-def _subdirs(path: str) -> list[str]:
+def _subdirs(path: str, storage: Storage = LOCAL) -> list[str]:
     try:
-        with os.scandir(path) as it:
-            return sorted(e.name for e in it if e.is_dir(follow_symlinks=True))
+        return sorted(e.name for e in storage.list(path) if e.is_dir())
     except OSError:
         return []
 
 
-def is_log_dir(path: str) -> bool:
+def _remote_evidence(storage: Storage, path: str, entries: Sequence[Entry]) -> str | None:
+    """Why the remote folder ``path`` (listed as ``entries``) is a log dir, by the local rule."""
+    from logdoctor.logdir.recognize import first_partition_file, log_dir_evidence
+
+    def partition_file(entry: Entry) -> str | None:
+        try:
+            return first_partition_file(storage.list(storage.join(path, entry.name)))
+        except OSError:
+            return None
+
+    return log_dir_evidence(entries, partition_file) if entries else None
+
+
+def is_log_dir(path: str, storage: Storage = LOCAL) -> bool:
     """A folder with meta.properties, a checkpoint file, or a topic-partition folder holding partition
     files: the rule every command shares (:func:`logdoctor.logdir.recognize.recognize`)."""
+    if not storage.is_local:
+        try:
+            return _remote_evidence(storage, path, storage.list(path)) is not None
+        except OSError:
+            return False
     from logdoctor.logdir.recognize import PathKind, recognize
 
     return recognize(path, look_below=False).kind is PathKind.LOG_DIR
 
 
-def _is_partition_dir(path: str) -> bool:
-    if parse_partition_dir(os.path.basename(path.rstrip(os.sep))) is None:
+def _is_partition_dir(path: str, storage: Storage = LOCAL) -> bool:
+    if parse_partition_dir(storage.basename(path)) is None:
         return False
-    return bool(_segment_logs(path)) or not is_log_dir(path)
+    return bool(_segment_logs(path, storage)) or not is_log_dir(path, storage)
 
 
-def find_log_dirs(path: str, depth: int = 0) -> list[str]:
-    """Log dirs at or under ``path`` (a broker folder may hold several; searched a few levels deep)."""
-    if is_log_dir(path):
+def find_log_dirs(path: str, depth: int = 0, storage: Storage | None = None) -> list[str]:
+    """Log dirs at or under ``path`` (a broker folder may hold several; searched a few levels deep).
+
+    ``path`` is a local path or a URI (resolved with :meth:`Storage.of` when ``storage`` is None)."""
+    if storage is None:
+        storage, path = Storage.of(path)
+    if is_log_dir(path, storage):
         return [path]
     if depth >= _MAX_SEARCH_DEPTH:
         return []
     out: list[str] = []
-    for name in _subdirs(path):
-        out.extend(find_log_dirs(os.path.join(path, name), depth + 1))
+    for name in _subdirs(path, storage):
+        out.extend(find_log_dirs(storage.join(path, name), depth + 1, storage))
     return out
 
 
-def log_dir_partitions(log_dir: str, kinds: Iterable[str] = (DirKind.LOG.value,)) -> list[PartitionRef]:
+def log_dir_partitions(
+    log_dir: str, kinds: Iterable[str] = (DirKind.LOG.value,), storage: Storage = LOCAL
+) -> list[PartitionRef]:
     wanted = set(kinds)
     out: list[PartitionRef] = []
-    for name in _subdirs(log_dir):
-        ref = _partition_ref(os.path.join(log_dir, name), log_dir)
+    for name in _subdirs(log_dir, storage):
+        ref = _partition_ref(storage.join(log_dir, name), log_dir, storage=storage)
         if ref is not None and ref.kind in wanted:
             out.append(ref)
     return out
 
 
-def discover(paths: str | Sequence[str] | None) -> list[PartitionRef]:
+def discover(
+    paths: str | Sequence[str] | None, options: Mapping[str, Any] | None = None
+) -> list[PartitionRef]:
     """Partitions named by PATHS: log dirs (or folders holding them), partition folders, .log files.
 
     A log dir contributes its ``<topic>-<p>`` folders (not ``-delete``/``-future``/``-stray`` ones,
     which the broker does not serve); a partition folder or .log file named directly is read
-    whatever its kind. The same file named twice is read once.
+    whatever its kind. The same file named twice is read once. Each path is a local path or a URI
+    (``options``: the data source's, for the file system's ``s3.region`` / ``s3.endpoint``).
     """
-    items = split_paths(paths)
+    items = split_paths(paths, options)
     if not items:
         raise PlanningError("no path given: load(PATH) with a log dir, a partition folder or a .log file")
     out: dict[tuple[str, str], PartitionRef] = {}
@@ -197,7 +254,8 @@ def discover(paths: str | Sequence[str] | None) -> list[PartitionRef]:
     def add(ref: PartitionRef | None) -> None:
         if ref is None:
             return
-        key = (os.path.abspath(ref.path), "")
+        st = ref.storage
+        key = (st.fs_uri, os.path.abspath(ref.path) if st.is_local else ref.path)
         prev = out.get(key)
         if prev is None:
             out[key] = ref
@@ -210,33 +268,39 @@ def discover(paths: str | Sequence[str] | None) -> list[PartitionRef]:
                 prev.path,
                 prev.kind,
                 tuple(sorted(segs.values(), key=lambda s: s.base_offset)),
+                prev.storage,
             )
 
     for item in items:
-        path = os.path.normpath(item)
-        if os.path.isfile(path):
-            parsed = parse_segment_file(os.path.basename(path))
+        try:
+            storage, loc = Storage.of(item, options)
+            path = os.path.normpath(loc) if storage.is_local else loc
+            entry = storage.info(path)
+        except (OSError, ValueError) as exc:
+            raise PlanningError(f"{item}: {getattr(exc, 'strerror', None) or exc}") from exc
+        if entry is None:
+            raise InputNotFoundError(f"{item}: no such file or folder")
+        if not entry.is_dir():
+            parsed = parse_segment_file(storage.basename(path))
             if parsed is None or parsed.file_type is not SegmentFileType.LOG:
                 raise PlanningError(f"{item}: not a segment .log file (expected <20-digit base offset>.log)")
-            part_dir = os.path.dirname(os.path.abspath(path))
-            ref = _partition_ref(part_dir, os.path.dirname(part_dir), only=path)
+            part_dir = storage.dirname(path)
+            ref = _partition_ref(part_dir, storage.dirname(part_dir), only=path, storage=storage)
             if ref is None:
                 raise PlanningError(
                     f"{item}: its folder is not a topic-partition folder (<topic>-<partition>)"
                 )
             add(ref)
-        elif os.path.isdir(path):
-            if _is_partition_dir(path):
-                add(_partition_ref(path, os.path.dirname(os.path.abspath(path))))
+        else:
+            if _is_partition_dir(path, storage):
+                add(_partition_ref(path, storage.dirname(path), storage=storage))
                 continue
-            log_dirs = find_log_dirs(path)
+            log_dirs = find_log_dirs(path, storage=storage)
             if not log_dirs:
                 raise PlanningError(f"{item}: no Kafka log dir, partition folder or .log file found there")
             for ld in log_dirs:
-                for ref in log_dir_partitions(ld):
+                for ref in log_dir_partitions(ld, storage=storage):
                     add(ref)
-        else:
-            raise PlanningError(f"{item}: no such file or folder")
     return sorted(out.values(), key=lambda r: (r.log_dir, r.topic, r.partition))
 
 
@@ -396,11 +460,10 @@ def _positive_int(name: str, text: str | None, default: int) -> int:
 # --- index lookups ----------------------------------------------------------------------------------
 
 
-def _read_small(path: str) -> bytes:
+def _read_small(path: str, storage: Storage = LOCAL) -> bytes:
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except OSError:
+        return storage.read(path)  # local: logdir.files.read_file (no symlink, no FIFO)
+    except (OSError, ValueError):
         return b""
 
 
@@ -412,7 +475,7 @@ def offset_index_entries(seg: SegmentRef) -> list[tuple[int, int]]:
     """
     from logdoctor.formats.index import OFFSET_ENTRY_SIZE, offset_index_array, real_entry_count
 
-    data = _read_small(seg.index_path)
+    data = _read_small(seg.index_path, seg.storage)
     n = real_entry_count(data, OFFSET_ENTRY_SIZE)
     if n == 0:
         return []
@@ -437,7 +500,7 @@ def time_index_entries(seg: SegmentRef) -> tuple[list[tuple[int, int]], bool]:
     """
     from logdoctor.formats.index import TIME_ENTRY_SIZE, real_entry_count, slot_count, time_index_array
 
-    data = _read_small(seg.time_index_path)
+    data = _read_small(seg.time_index_path, seg.storage)
     n = real_entry_count(data, TIME_ENTRY_SIZE)
     complete = n > 0 and n == slot_count(data, TIME_ENTRY_SIZE) and len(data) % TIME_ENTRY_SIZE == 0
     if n == 0:
@@ -466,21 +529,40 @@ def _largest_at_most(entries: Sequence[tuple[int, int]], key: int) -> tuple[int,
 
 
 _HEADER = struct.Struct(">qi")
+_HEADER_PROBE = 17  # offset, size, and the magic byte at 16
 
 
-def plausible_batch_start(buf, position: int, seg: SegmentRef) -> bool:
-    """Cheap check that a batch header starts at ``position`` (offset in range, sane size and magic)."""
+def _plausible_header(buf, at: int, position: int, file_size: int, seg: SegmentRef) -> bool:
+    """Whether the bytes at ``buf[at:]`` (file position ``position``) look like a batch header."""
     if position == 0:
         return True
-    if position < 0 or position + 17 > len(buf):
+    if position < 0 or at < 0 or at + _HEADER_PROBE > len(buf) or position + _HEADER_PROBE > file_size:
         return False
-    offset, size = _HEADER.unpack_from(buf, position)
-    magic = buf[position + 16]
-    if magic not in (0, 1, 2) or size < 14 or position + 12 + size > len(buf):
+    offset, size = _HEADER.unpack_from(buf, at)
+    magic = buf[at + 16]
+    if magic not in (0, 1, 2) or size < 14 or position + 12 + size > file_size:
         return False
     if offset < seg.base_offset and not (magic < 2 and offset == 0):  # librdkafka v1 wrappers may say 0
         return False
     return seg.next_base_offset is None or offset < seg.next_base_offset
+
+
+def plausible_batch_start(buf, position: int, seg: SegmentRef) -> bool:
+    """Cheap check that a batch header starts at ``position`` (offset in range, sane size and magic)."""
+    return _plausible_header(buf, position, position, len(buf), seg)
+
+
+def _plausible_at(seg: SegmentRef, position: int, buf=None) -> bool:
+    """:func:`plausible_batch_start` in the mapped file ``buf``, or with one 17-byte read of a remote one."""
+    if buf is not None or seg.storage.is_local:
+        return plausible_batch_start(_map(seg.path) if buf is None else buf, position, seg)
+    if position == 0:
+        return True
+    try:
+        head = seg.storage.read_range(seg.path, position, _HEADER_PROBE)
+    except (OSError, ValueError):
+        return False
+    return _plausible_header(head, 0, position, seg.size, seg)
 
 
 def seek_position(seg: SegmentRef, target_offset: int, buf=None) -> int:
@@ -495,6 +577,16 @@ def seek_position(seg: SegmentRef, target_offset: int, buf=None) -> int:
     return entry[1]
 
 
+def _seek(seg: SegmentRef, target_offset: int, entries: Sequence[tuple[int, int]] | None = None) -> int:
+    """:func:`seek_position` with the position checked (in the map, or by a header read when remote)."""
+    if target_offset <= seg.base_offset:
+        return 0
+    entry = _largest_at_most(offset_index_entries(seg) if entries is None else entries, target_offset)
+    if entry is None or not _plausible_at(seg, entry[1]):
+        return 0
+    return entry[1]
+
+
 def _map(path: str):
     from logdoctor.logdir.files import map_file
 
@@ -504,14 +596,52 @@ def _map(path: str):
         return memoryview(b"")
 
 
+#: The first read when looking for a timestamp from an index position (it is usually within a few KiB).
+SEEK_FIRST_CHUNK = 64 * 1024
+
+
+def segment_batches(
+    seg: SegmentRef,
+    start: int = 0,
+    *,
+    verify_crc: bool = True,
+    stop: int | None = None,
+    hint: int | None = None,
+    hint_offset: int | None = None,
+    first_chunk: int | None = None,
+) -> Iterator[Any]:
+    """The batches of ``seg`` from byte ``start``, as :func:`logdoctor.formats.records.iter_batches`
+    over the whole file yields them: a local file is mapped; a remote one is read by byte ranges
+    (:func:`logdoctor.logdir.ranged.iter_ranged_batches`: ``stop``, ``hint`` and ``hint_offset`` bound
+    what it reads). Raises OSError when the file cannot be opened, FormatError at its first bad batch."""
+    from logdoctor.formats.records import iter_batches
+
+    if seg.storage.is_local:
+        from logdoctor.logdir.files import map_file
+
+        yield from iter_batches(map_file(seg.path), source=seg.path, start=start, verify_crc=verify_crc)
+        return
+    from logdoctor.logdir.ranged import iter_ranged_batches
+
+    with seg.storage.open(seg.path) as reader:
+        yield from iter_ranged_batches(
+            reader,
+            source=seg.path,
+            start=start,
+            stop=stop,
+            verify_crc=verify_crc,
+            first_chunk=first_chunk,
+            hint=hint,
+            hint_offset=hint_offset,
+        )
+
+
 def _first_offset_at_or_after_timestamp(seg: SegmentRef, ts: int, position: int) -> int | None:
     """Scan batches from ``position``: the first record offset whose timestamp is >= ts, or None."""
     from logdoctor.errors import FormatError
-    from logdoctor.formats.records import iter_batches
 
-    buf = _map(seg.path)
     try:
-        for batch in iter_batches(buf, source=seg.path, start=position, verify_crc=True):
+        for batch in segment_batches(seg, position, verify_crc=True, first_chunk=SEEK_FIRST_CHUNK):
             if batch.max_timestamp < ts:
                 continue
             for record in batch.records():
@@ -519,6 +649,10 @@ def _first_offset_at_or_after_timestamp(seg: SegmentRef, ts: int, position: int)
                     return record.offset
     except FormatError:
         return None  # rows of a segment stop at its first invalid batch; so does the search
+    except OSError:
+        if not seg.storage.is_local:
+            raise  # a remote read failed: a wrong start offset would silently drop rows
+        return None  # a local file gone since listing: as an empty one
     return None
 
 
@@ -536,8 +670,7 @@ def offset_for_timestamp(segments: Sequence[SegmentRef], ts: int) -> int | None:
         position = 0
         found = _largest_at_most(entries, ts) if entries else None
         if found is not None:
-            buf = _map(seg.path)
-            position = seek_position(seg, found[1], buf)
+            position = _seek(seg, found[1])
         offset = _first_offset_at_or_after_timestamp(seg, ts, position)
         if offset is None and position:
             offset = _first_offset_at_or_after_timestamp(seg, ts, 0)  # index led us wrong: rescan
@@ -565,6 +698,9 @@ class SegmentSlice:
     end_offset: int | None = None  # exclusive
     part: int = 0
     parts: int = 1
+    # a remote segment: probably no batch at or after this position is wanted (from the offset index
+    # and end_offset); its reads stop there unless the batch there proves otherwise
+    fetch_hint: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -604,11 +740,13 @@ def _log_end_bound(segs: Sequence[SegmentRef]) -> int:
     return 2**63 - 1 if segs else 0
 
 
-def split_points(seg: SegmentRef, start: int, max_bytes: int) -> list[int]:
-    """Positions after ``start`` where a large segment is cut, taken from its offset index."""
+def split_points(
+    seg: SegmentRef, start: int, max_bytes: int, entries: Sequence[tuple[int, int]] | None = None
+) -> list[int]:
+    """Positions after ``start`` where a large local segment is cut, taken from its offset index."""
     if seg.size - start <= max_bytes:
         return []
-    positions = [pos for _, pos in offset_index_entries(seg) if pos > start]
+    positions = [pos for _, pos in (offset_index_entries(seg) if entries is None else entries) if pos > start]
     if not positions:
         return []
     buf = _map(seg.path)
@@ -652,9 +790,20 @@ def plan_slices(refs: Sequence[PartitionRef], opts: ReadOptions) -> list[Segment
                 and rng.start_offset >= rng.end_offset
             ):
                 continue
+            seeking = rng.start_offset is not None and rng.start_offset > seg.base_offset
+            if not seg.storage.is_local:  # read once, by ranges: not split (module doc)
+                entries = offset_index_entries(seg) if seeking or rng.end_offset is not None else []
+                read_from = _seek(seg, rng.start_offset, entries) if seeking else 0  # type: ignore[arg-type]
+                hint = _end_hint(entries, rng.end_offset) if rng.end_offset is not None else None
+                out.append(
+                    SegmentSlice(
+                        seg, read_from, read_from, None, rng.start_offset, rng.end_offset, fetch_hint=hint
+                    )
+                )
+                continue
             read_from = 0
-            if rng.start_offset is not None and rng.start_offset > seg.base_offset:
-                read_from = seek_position(seg, rng.start_offset, _map(seg.path))
+            if seeking:
+                read_from = seek_position(seg, rng.start_offset, _map(seg.path))  # type: ignore[arg-type]
             cuts = split_points(seg, read_from, opts.max_partition_bytes)
             bounds = [read_from, *cuts, None]
             n = len(bounds) - 1
@@ -667,6 +816,16 @@ def plan_slices(refs: Sequence[PartitionRef], opts: ReadOptions) -> list[Segment
     return out
 
 
+def _end_hint(entries: Sequence[tuple[int, int]], end_offset: int) -> int | None:
+    """A position where every batch has offsets >= ``end_offset``, from the offset index: that of the
+    entry after the first entry at or past ``end_offset`` (an entry's offset is the last of the batches
+    appended from its position on, so everything from the next entry's position on comes after it)."""
+    for i, (offset, _) in enumerate(entries):
+        if offset >= end_offset:
+            return entries[i + 1][1] if i + 1 < len(entries) else None
+    return None
+
+
 #: What opening one segment costs, in bytes of reading (Spark's spark.sql.files.openCostInBytes idea):
 #: many small segments share a task, because every Python task has a fixed cost of its own.
 OPEN_COST_BYTES = 1024 * 1024
@@ -674,6 +833,8 @@ OPEN_COST_BYTES = 1024 * 1024
 
 def _slice_bytes(sl: SegmentSlice) -> int:
     end = sl.segment.size if sl.emit_to is None else sl.emit_to
+    if sl.fetch_hint is not None:
+        end = min(end, sl.fetch_hint)
     return max(0, end - sl.emit_from)
 
 

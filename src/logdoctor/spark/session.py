@@ -1,4 +1,4 @@
-"""A local SparkSession for logdoctor's jobs: quiet, UI off, the same Python on both sides.
+"""The SparkSession for logdoctor's jobs: local (quiet, UI off, loopback), a cluster, or spark-submit's.
 
 The Python Data Sources run their readers in Python worker processes started by the JVM;
 they must run the interpreter that has logdoctor installed, hence PYSPARK_PYTHON and
@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -110,17 +111,75 @@ def _quiet_log4j_config() -> str:
     return path
 
 
+def is_local_master(master: str | None) -> bool:
+    """True for ``local``, ``local[N]``, ``local[*]`` and ``local[N,F]`` (one JVM on this host)."""
+    m = (master or DEFAULT_MASTER).strip()
+    return m == "local" or m.startswith("local[")
+
+
+def under_spark_submit() -> bool:
+    """True when this Python was started by ``spark-submit`` / ``pyspark`` (the JVM is already up).
+
+    PySpark's PythonRunner starts the driver's Python with the Py4J gateway's port and secret in
+    the environment (``PYSPARK_GATEWAY_PORT``); ``SparkContext`` then joins that JVM, whose
+    SparkConf holds everything ``spark-submit`` was given (master, deploy mode, --conf, --jars).
+    """
+    return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
+
+
+def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` (the values of repeated ``--conf``) as a dict; ValueError on a pair without ``=``."""
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf expects key=value, got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def _defaults(local: bool) -> dict[str, str]:
+    """logdoctor's conf defaults; loopback pinning only for a ``local[...]`` master."""
+    conf = {
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "8",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.sources.partitionOverwriteMode": "dynamic",
+        "spark.python.worker.reuse": "true",
+    }
+    if local:
+        conf.update(
+            {
+                "spark.ui.enabled": "false",
+                # One JVM on this host: keep the driver off the network. On a cluster the
+                # executors on other hosts must reach the driver, so nothing is pinned there.
+                "spark.driver.bindAddress": "127.0.0.1",
+                "spark.driver.host": "127.0.0.1",
+                "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_quiet_log4j_config()}",
+            }
+        )
+    return conf
+
+
 def get_spark(
     master: str | None = None,
     app_name: str = "logdoctor",
     *,
     jars: list[str] | None = None,
-    delta: bool = False,
+    conf: Mapping[str, str] | None = None,
+    remote: str | None = None,
 ) -> SparkSession:
-    """Build (or return the running) local SparkSession with logdoctor's data sources registered.
+    """The SparkSession for logdoctor's jobs, with its data sources registered.
 
-    ``master`` defaults to ``local[*]``. A session that is already running is returned as is
-    (Spark allows one per process); its master is whatever it was started with.
+    - A session that is already running is returned as is (Spark allows one per process).
+    - Under ``spark-submit`` (see :func:`under_spark_submit`) the submitted session is used: its
+      master and confs win; logdoctor only fills in defaults the submit did not set, plus ``conf``.
+    - Otherwise a session is built with ``master`` (default ``local[*]``). The driver is pinned
+      to 127.0.0.1 only for a ``local[...]`` master.
+    - ``remote`` (``sc://host:port``) connects to a Spark Connect server instead (the server
+      needs logdoctor installed; see README "On a cluster" for what works there).
+
+    ``conf``: Spark confs (``--conf key=value``), applied last so they override the defaults.
     """
     try:
         from pyspark.sql import SparkSession
@@ -128,42 +187,68 @@ def get_spark(
         raise SparkUnavailableError(
             "pyspark is not installed (pip install 'kafka-logdoctor[spark]')"
         ) from exc
+    from logdoctor.spark.sources import register
+
+    extra = dict(conf or {})
+    if jars:
+        extra["spark.jars"] = ",".join([*jars, *filter(None, extra.get("spark.jars", "").split(","))])
+
+    if remote:
+        builder = SparkSession.builder.remote(remote).appName(app_name)
+        for key, value in extra.items():
+            builder = builder.config(key, value)
+        try:
+            spark = builder.getOrCreate()
+        except Exception as exc:  # ImportError of grpc, or the server cannot be reached
+            raise SparkUnavailableError(f"cannot connect to Spark Connect at {remote}: {exc}") from exc
+        register(spark)
+        return spark
 
     active = SparkSession.getActiveSession()
     if active is not None:
-        from logdoctor.spark.sources import register
-
         register(active)
         return active
 
-    check_java()
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    # The JVM prints its own log4j banner before our log level applies; keep it short.
-    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = (
-        SparkSession.builder.master(master or DEFAULT_MASTER)
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "8")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.sql.sources.partitionOverwriteMode", "dynamic")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile=file:{_quiet_log4j_config()}")
-    )
-    if jars:
-        builder = builder.config("spark.jars", ",".join(jars))
-    if delta:
-        builder = builder.config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension").config(
-            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
-        )
-    spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
-    from logdoctor.spark.sources import register
+    if under_spark_submit():
+        from pyspark import SparkConf, SparkContext
 
+        # Join the JVM spark-submit started first, so that SparkConf() loads the submitted confs
+        # (without a gateway it would be an empty Python-side conf).
+        SparkContext._ensure_initialized()
+        submitted = SparkConf()
+        local = is_local_master(submitted.get("spark.master", master or DEFAULT_MASTER))
+        for key, value in _defaults(local).items():
+            if not submitted.contains(key):
+                submitted.set(key, value)
+        for key, value in extra.items():
+            submitted.set(key, value)
+        if master and not submitted.contains("spark.master"):
+            submitted.setMaster(master)
+        if not submitted.contains("spark.app.name"):
+            submitted.setAppName(app_name)
+        spark = SparkSession.builder.config(conf=submitted).getOrCreate()
+        register(spark)
+        return spark
+
+    check_java()
+    master = master or DEFAULT_MASTER
+    local = is_local_master(master)
+    if local:
+        # Local workers are forked by this JVM: they must run this interpreter (logdoctor installed).
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    else:
+        # On a cluster the workers' Python is theirs to say (PYSPARK_PYTHON, spark.pyspark.python);
+        # this interpreter's path is the best guess when nothing says otherwise.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for key, value in {**_defaults(local), **extra}.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    if local:
+        spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     return spark
 

@@ -8,6 +8,13 @@ exactly the ones of :mod:`logdoctor.spark.schema`.
 A bad batch fails nothing: the rows of a segment stop at its first invalid batch (CRC mismatch,
 torn or zero-filled tail, undecodable records), as the broker's recovery would truncate there;
 ``kafka-log-segments`` reports where and why.
+
+Paths may be URIs (``s3://``, ``gs://``, ``hdfs://``, ``abfs://``; :mod:`logdoctor.logdir.storage`,
+options ``s3.region`` and ``s3.endpoint``). A remote segment is read by byte ranges of the planned
+slice only, in chunks cut at batch boundaries; a remote file that cannot be read fails the task (Spark
+retries it) instead of giving no rows. ``kafka-log-segments`` summarizes remote segments from their
+bytes as it does local ones, but its ``findings`` there hold only what reading the segment finds
+(``LOG_CORRUPT``): the scan's checks of indexes, checkpoints and snapshots read local files only.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from logdoctor.logdir.storage import Storage
     from logdoctor.spark.planning import ReadOptions, SegmentRef, SegmentSlice
 
 
@@ -86,7 +94,7 @@ class KafkaLogReader(DataSourceReader):
         from logdoctor.spark.planning import discover, pack_slices, plan_slices
 
         opts = self.read_options
-        slices = plan_slices(discover(_paths(self.options)), opts)
+        slices = plan_slices(discover(_paths(self.options), self.options), opts)
         return [SlicePartition(g) for g in pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -243,20 +251,23 @@ def _decode(batches: list) -> tuple[list, Any, bool]:
 def read_slice(sl: SegmentSlice, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     """The records of one slice as Arrow batches of about ``opts.batch_rows`` rows."""
     from logdoctor.errors import FormatError
-    from logdoctor.formats.records import iter_batches
-    from logdoctor.logdir.files import map_file
+    from logdoctor.spark.planning import segment_batches
 
     seg = sl.segment
-    try:
-        buf = map_file(seg.path)
-    except OSError:
-        return
     start, end = sl.start_offset, sl.end_offset
     pending: list = []
     rows = 0
     stop = False
+    batches = segment_batches(
+        seg,
+        sl.read_from,
+        verify_crc=opts.verify_crc,
+        stop=sl.emit_to,
+        hint=sl.fetch_hint,
+        hint_offset=end if sl.fetch_hint is not None else None,
+    )
     try:
-        for batch in iter_batches(buf, source=seg.path, start=sl.read_from, verify_crc=opts.verify_crc):
+        for batch in batches:
             if batch.position < sl.emit_from:
                 continue  # walked (and CRC-checked) only: an earlier slice emits it
             if sl.emit_to is not None and batch.position >= sl.emit_to:
@@ -279,6 +290,12 @@ def read_slice(sl: SegmentSlice, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
                     return
     except FormatError:
         pass  # rows stop at the last valid batch; kafka-log-segments reports the damage
+    except OSError:
+        if not seg.storage.is_local:
+            raise  # a remote read failed: fail the task (Spark retries it), never lose rows silently
+        return  # a local file gone since planning: no rows, as before
+    finally:
+        batches.close()
     if pending and not stop:
         good, cols, _ = _decode(pending)
         out = _build_arrow(seg, good, cols, opts, start, end)
@@ -320,7 +337,12 @@ class KafkaLogSegmentsReader(DataSourceReader):
         from logdoctor.spark.planning import discover, topic_matcher
 
         match = topic_matcher(self.options.get("topics"))
-        segs = [s for ref in discover(_paths(self.options)) if match(ref.topic) for s in ref.segments]
+        segs = [
+            s
+            for ref in discover(_paths(self.options), self.options)
+            if match(ref.topic)
+            for s in ref.segments
+        ]
         groups: list[SegmentPartition] = []
         cur: list = []
         size = 0
@@ -344,9 +366,9 @@ class KafkaLogSegmentsReader(DataSourceReader):
         scans: dict[str, list[Any] | None] = {}
         rows = []
         for s in partition.value:
-            folder = os.path.dirname(s.path)
-            if folder not in scans:
-                scans[folder] = partition_findings(s.log_dir, folder)
+            folder = s.storage.dirname(s.path)
+            if folder not in scans:  # the scan reads local files only (module doc)
+                scans[folder] = partition_findings(s.log_dir, folder) if s.storage.is_local else None
             rows.append(segment_summary(s, scans[folder]))
         schema = segments_arrow_schema()
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
@@ -363,21 +385,22 @@ def _ts(ms: int | None):
         return None
 
 
-def broker_time_index_max(path: str) -> int | None:
+def broker_time_index_max(path: str, storage: Storage | None = None) -> int | None:
     """The time index's last slot timestamp, as the broker takes it (every slot counts, KAFKA-10207)."""
-    import os
-
     from logdoctor.formats.index import TIME_ENTRY_SIZE
-    from logdoctor.logdir.files import read_range
+    from logdoctor.logdir.storage import LOCAL
 
+    storage = storage or LOCAL
     try:
-        size = os.stat(path).st_size
-    except OSError:
+        entry = storage.info(path)
+        if entry is None or entry.is_dir():
+            return None
+        slots = entry.size // TIME_ENTRY_SIZE
+        if slots == 0:
+            return None
+        tail = storage.read_range(path, (slots - 1) * TIME_ENTRY_SIZE, 8)
+    except (OSError, ValueError):
         return None
-    slots = size // TIME_ENTRY_SIZE
-    if slots == 0:
-        return None
-    tail = read_range(path, (slots - 1) * TIME_ENTRY_SIZE, 8)
     return int.from_bytes(tail, "big", signed=True) if len(tail) == 8 else None
 
 
@@ -417,13 +440,19 @@ def partition_findings(log_dir: str, partition_dir: str, now_ms: int | None = No
         user = BrokerUser.owner_of(log_dir)
         options = ScanOptions(Depth.DEFAULT, now_ms or int(time.time() * 1000), user)
         task = PartitionTask(
-            log_dir=log_dir, path=partition_dir, name=name, topic=parsed.topic, partition=parsed.partition,
-            kind=parsed.kind.value, recovery_point=cp(RECOVERY_POINT_CHECKPOINT),
+            log_dir=log_dir,
+            path=partition_dir,
+            name=name,
+            topic=parsed.topic,
+            partition=parsed.partition,
+            kind=parsed.kind.value,
+            recovery_point=cp(RECOVERY_POINT_CHECKPOINT),
             log_start_checkpoint=cp(LOG_START_OFFSET_CHECKPOINT),
             high_watermark=cp(REPLICATION_OFFSET_CHECKPOINT),
             clean_shutdown=os.path.exists(os.path.join(log_dir, CLEAN_SHUTDOWN_FILE))
             and not parsed.is_metadata,
-            broker_user=user, options=options,
+            broker_user=user,
+            options=options,
         )
         return list(check_partition(task).findings)
     except Exception:  # the read's own findings still stand
@@ -446,59 +475,92 @@ def segment_findings(
     return out
 
 
-def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> dict[str, Any]:
-    """One row of kafka-log-segments (never raises on bad bytes)."""
-    from logdoctor.formats.records import scan_batches
-    from logdoctor.logdir.files import map_file
+class _Summary:
+    """What kafka-log-segments says about a segment's batches, gathered as they are walked (the batches
+    are not kept: a remote segment is read in chunks, and only one or two are in memory at a time)."""
 
-    error_text: str | None = None
-    try:
-        buf = map_file(seg.path)
-    except OSError as exc:
-        buf = memoryview(b"")
-        error_text = f"{seg.path}: cannot read: {exc.strerror}"
-    scan = scan_batches(buf, source=seg.path, verify_crc=True)
-    batches = scan.batches
-    record_count = 0
-    codecs: set[str] = set()
-    magics: set[int] = set()
-    min_ts: int | None = None
-    max_ts: int | None = None
-    for b in batches:
+    def __init__(self) -> None:
+        self.batch_count = 0
+        self.record_count = 0
+        self.valid_bytes = 0
+        self.last_offset: int | None = None
+        self.codecs: set[str] = set()
+        self.magics: set[int] = set()
+        self.min_ts: int | None = None
+        self.max_ts: int | None = None
+        self.error: Exception | None = None
+
+    def walk(self, batches: Iterator[Any]) -> None:
+        from logdoctor.errors import FormatError
+
+        try:
+            for b in batches:
+                self.add(b)
+        except FormatError as exc:
+            self.error = exc
+
+    def add(self, b: Any) -> None:
+        self.batch_count += 1
+        self.valid_bytes += b.size
+        self.last_offset = b.last_offset
         with contextlib.suppress(Exception):  # a legacy wrapper whose inner messages do not decode
-            record_count += b.record_count
-        codecs.add(b.compression.label)
-        magics.add(int(b.magic))
+            self.record_count += b.record_count
+        self.codecs.add(b.compression.label)
+        self.magics.add(int(b.magic))
         mts = b.max_timestamp
         if mts >= 0:
-            max_ts = mts if max_ts is None else max(max_ts, mts)
+            self.max_ts = mts if self.max_ts is None else max(self.max_ts, mts)
         try:
             fts = b.first_timestamp
         except Exception:
             fts = mts
         for t in (fts, mts):
             if t >= 0:
-                min_ts = t if min_ts is None else min(min_ts, t)
-    error = scan.error
+                self.min_ts = t if self.min_ts is None else min(self.min_ts, t)
+
+
+def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> dict[str, Any]:
+    """One row of kafka-log-segments (never raises on bad bytes; a remote read failure raises OSError)."""
+    from logdoctor.formats.records import iter_batches
+    from logdoctor.logdir.files import map_file
+
+    error_text: str | None = None
+    summary = _Summary()
+    size = 0
+    if seg.storage.is_local:
+        try:
+            buf = map_file(seg.path)
+        except OSError as exc:
+            buf = memoryview(b"")
+            error_text = f"{seg.path}: cannot read: {exc.strerror}"
+        size = len(buf)
+        summary.walk(iter_batches(buf, source=seg.path, verify_crc=True))
+    else:
+        from logdoctor.logdir.ranged import iter_ranged_batches
+
+        with seg.storage.open(seg.path) as reader:
+            size = reader.size
+            summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=True))
+    error = summary.error
     if error is not None:
         error_text = str(error)
-    findings = segment_findings(seg, error, scan.valid_bytes, scan_findings)
+    findings = segment_findings(seg, error, summary.valid_bytes, scan_findings)
     return {
         "log_dir": seg.log_dir,
         "topic": seg.topic,
         "partition": seg.partition,
         "path": seg.path,
         "base_offset": seg.base_offset,
-        "last_offset": batches[-1].last_offset if batches else None,
-        "size_bytes": len(buf) if len(buf) else seg.size,
-        "record_count": record_count,
-        "batch_count": len(batches),
-        "min_timestamp": _ts(min_ts),
-        "max_timestamp": _ts(max_ts),
-        "time_index_max_timestamp": _ts(broker_time_index_max(seg.time_index_path)),
-        "codecs": sorted(codecs),
-        "magic_versions": sorted(magics),
-        "valid_bytes": scan.valid_bytes,
+        "last_offset": summary.last_offset,
+        "size_bytes": size if size else seg.size,
+        "record_count": summary.record_count,
+        "batch_count": summary.batch_count,
+        "min_timestamp": _ts(summary.min_ts),
+        "max_timestamp": _ts(summary.max_ts),
+        "time_index_max_timestamp": _ts(broker_time_index_max(seg.time_index_path, seg.storage)),
+        "codecs": sorted(summary.codecs),
+        "magic_versions": sorted(summary.magics),
+        "valid_bytes": summary.valid_bytes,
         "error": error_text,
         "findings": findings,
     }

@@ -24,6 +24,7 @@ from __future__ import annotations
 import errno
 import importlib
 import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -33,7 +34,16 @@ import typer
 
 from logdoctor.checks.index_findings import Severity
 from logdoctor.cli.app import app
-from logdoctor.cli.common import EX_DATA, EX_OK, EX_SOFTWARE, EX_USAGE, EX_WARNINGS, UsageExit64, fail
+from logdoctor.cli.common import (
+    EX_DATA,
+    EX_NOINPUT,
+    EX_OK,
+    EX_SOFTWARE,
+    EX_USAGE,
+    EX_WARNINGS,
+    UsageExit64,
+    fail,
+)
 from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, format_failure, os_failure
 from logdoctor.cli.dump.kinds import FileInfo, FileKind, classify
 from logdoctor.cli.dump.options import (
@@ -47,6 +57,8 @@ from logdoctor.cli.dump.options import (
 from logdoctor.cli.dump.sink import JsonSink, Sink
 from logdoctor.cli.dump.text import TextSink
 from logdoctor.errors import FormatError, TruncatedError
+from logdoctor.logdir.files import file_kind
+from logdoctor.logdir.names import parse_partition_dir
 
 __all__ = [
     "DUMPERS",
@@ -94,8 +106,39 @@ def dumper(kind: FileKind) -> Callable[[FileContext], Iterator[Event]]:
     return fn
 
 
+def _not_followed(path: Path) -> DumpFailure | None:
+    """A file that is never opened: a symlink, a FIFO, socket or device, or a file in a partition folder
+    reached through a symlink (never followed: dump the file by its real path)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except OSError:
+        return None  # missing or unreachable: reported as before
+    if stat.S_ISLNK(mode):
+        return DumpFailure(
+            f"{path}: a symlink to {os.readlink(path)}, not followed (dump the file by its real path, "
+            f"{os.path.realpath(path)})",
+            EX_NOINPUT,
+        )
+    if not stat.S_ISREG(mode) and not stat.S_ISDIR(mode):
+        return DumpFailure(
+            f"{path}: a {file_kind(mode)}, not a regular file: not opened (reading a FIFO blocks)", EX_NOINPUT
+        )
+    folder = path.absolute().parent
+    if os.path.islink(folder) and parse_partition_dir(folder.name) is not None:
+        return DumpFailure(
+            f"{path}: its partition folder {folder} is a symlink to {os.readlink(folder)}, not followed "
+            f"(dump the file by its real path, {os.path.realpath(path)})",
+            EX_NOINPUT,
+        )
+    return None
+
+
 def dump_one(path: Path, opts: DumpOptions, sink: Sink) -> int:
     """Dump one file into ``sink``; return its exit code (errors go to the sink as one line)."""
+    refused = _not_followed(path)
+    if refused is not None:
+        sink.error(path, refused)
+        return refused.code
     info = classify(path.name)
     if info is None:
         if path.is_dir():

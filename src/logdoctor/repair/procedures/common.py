@@ -7,7 +7,6 @@ import os
 import time
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from logdoctor.errors import FormatError, LogDoctorError
@@ -18,6 +17,7 @@ from logdoctor.formats.checkpoint import (
     write_offset_checkpoint,
 )
 from logdoctor.formats.properties import MetaProperties, parse_meta_properties
+from logdoctor.logdir.files import read_file
 from logdoctor.logdir.names import META_PROPERTIES_FILE, DirKind, parse_partition_dir
 from logdoctor.logdir.recognize import require_log_dir
 from logdoctor.repair import copies as cp
@@ -71,7 +71,7 @@ def read_meta(log_dir: str) -> MetaProperties:
     """meta.properties of a log dir; ProcedureRefused when it is missing or unreadable."""
     path = os.path.join(log_dir, META_PROPERTIES_FILE)
     try:
-        data = Path(path).read_bytes()
+        data = read_file(path)  # never through a symlink, never a FIFO
     except FileNotFoundError:
         raise ProcedureRefused(
             f"{path} is missing: cannot tell which broker and cluster {log_dir} belongs to "
@@ -120,9 +120,11 @@ def read_checkpoint(log_dir: str, name: str) -> tuple[OffsetCheckpoint | None, b
     reject refuses the procedure (repair it first)."""
     path = os.path.join(log_dir, name)
     try:
-        data = Path(path).read_bytes()
+        data = read_file(path)  # never through a symlink, never a FIFO
     except FileNotFoundError:
         return None, None
+    except OSError as e:
+        raise ProcedureRefused(f"{path} cannot be read: {e.strerror}") from None
     try:
         return parse_offset_checkpoint(data, source=path), data
     except FormatError as e:

@@ -1,0 +1,400 @@
+"""The inventory of one broker's log dirs: everything the fleet census needs, in one small file.
+
+``logdoctor inventory LOGDIR... --out FILE_OR_URI`` runs on the broker's host (read only, safe next to
+a running broker) and writes the rows this module builds; ``logdoctor census`` reads such files from
+many brokers together (:mod:`logdoctor.spark.census_inputs`). The format is documented in
+``docs/inventory.md``; :data:`SCHEMA_VERSION` changes whenever a column changes meaning or goes away.
+
+Read only: the scan (:func:`logdoctor.checks.scanner.scan`) opens every file read-only, the ``.lock``
+is only probed (``F_OFD_GETLK``, :mod:`logdoctor.logdir.lock`: nothing is taken or released, so a
+running broker is never disturbed) and that probe's answer is recorded as ``broker_running``.
+
+One flat table, a row per thing, told apart by ``record``:
+
+- ``broker``: one row: broker id, cluster id, depth, when, whether the broker was running;
+- ``log_dir``: one row per log dir: directory id, mode, disk usage (df's, :func:`logdoctor.logdir.disk.
+  disk_usage`), the four offset checkpoints (entries read, problems);
+- ``replica``: one row per live partition folder: log start/end offsets, high watermark, recovery point,
+  segments, bytes, topic id (partition.metadata), leader epochs (leader-epoch-checkpoint);
+- ``finding``: one row per scan finding at the chosen depth.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from logdoctor.checks.context import Depth, ScanOptions
+from logdoctor.logdir.disk import disk_usage
+
+SCHEMA_VERSION = 1
+METADATA_KEY = b"logdoctor.inventory.schema_version"
+RECORD_KINDS = ("broker", "log_dir", "replica", "finding")
+
+#: Spark DDL of an inventory row (Parquet and JSON Lines alike); docs/inventory.md explains each column.
+INVENTORY_DDL = ", ".join(
+    (
+        "schema_version int, record string, broker string, broker_id int, cluster_id string",
+        "collected_at_ms bigint, depth string, broker_running boolean, host string",
+        "log_dir string, directory_id string, real_path string, mode string, locked boolean",
+        "clean_shutdown boolean, partitions int, disk_total_bytes bigint, disk_used_bytes bigint",
+        "disk_available_bytes bigint, disk_used_fraction double, disk_used_percent int, disk_source string",
+        "checkpoints array<struct<file:string,entries:int,readable:boolean,problems:int>>",
+        "topic string, partition int, kind string, path string, topic_id string",
+        "log_start_offset bigint, log_end_offset bigint, high_watermark bigint, recovery_point bigint",
+        "segments int, bytes bigint, findings int",
+        "leader_epochs array<struct<epoch:int,start_offset:bigint>>",
+        "code string, severity string, position bigint, offset bigint, message string, fix string",
+    )
+)
+
+
+def column_names() -> list[str]:
+    return [part.split(" ", 1)[0] for part in INVENTORY_DDL.split(", ")]
+
+
+def arrow_schema() -> Any:
+    """The inventory's pyarrow schema (with the schema version in its metadata)."""
+    import pyarrow as pa
+
+    scalar = {
+        "int": pa.int32(),
+        "bigint": pa.int64(),
+        "string": pa.string(),
+        "boolean": pa.bool_(),
+        "double": pa.float64(),
+    }
+    checkpoints = pa.list_(
+        pa.struct(
+            [
+                ("file", pa.string()),
+                ("entries", pa.int32()),
+                ("readable", pa.bool_()),
+                ("problems", pa.int32()),
+            ]
+        )
+    )
+    epochs = pa.list_(pa.struct([("epoch", pa.int32()), ("start_offset", pa.int64())]))
+    fields = []
+    for part in INVENTORY_DDL.split(", "):
+        name, typ = part.split(" ", 1)
+        if name == "checkpoints":
+            fields.append(pa.field(name, checkpoints))
+        elif name == "leader_epochs":
+            fields.append(pa.field(name, epochs))
+        else:
+            fields.append(pa.field(name, scalar[typ]))
+    return pa.schema(fields, metadata={METADATA_KEY: str(SCHEMA_VERSION).encode()})
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerIdentity:
+    """How the census names a broker: ``broker-<id>`` from meta.properties, else a folder name."""
+
+    label: str
+    broker_id: int | None
+    cluster_id: str | None
+
+
+def meta_identity(log_dir: str) -> tuple[int | None, str | None, str | None]:
+    """(node/broker id, cluster id, directory id) of a log dir's meta.properties (None when unreadable)."""
+    from logdoctor.logdir.model import LogDir
+
+    try:
+        meta = LogDir(log_dir).meta_properties
+    except Exception:
+        return None, None, None
+    if meta is None:
+        return None, None, None
+    bid = next((v for a in ("node_id", "broker_id") if isinstance(v := getattr(meta, a, None), int)), None)
+    cluster = getattr(meta, "cluster_id", None)
+    directory = getattr(meta, "directory_id", None)
+    cluster_id = cluster if isinstance(cluster, str) else None
+    return bid, cluster_id, directory if isinstance(directory, str) else None
+
+
+def broker_identity(log_dirs: Sequence[str]) -> BrokerIdentity:
+    """The census's name for the broker owning ``log_dirs`` (as :func:`logdoctor.spark.census.
+    discover_brokers` names it when given the broker's folder or its single log dir)."""
+    bid = cluster = None
+    for ld in log_dirs:
+        b, c, _ = meta_identity(ld)
+        bid = b if bid is None else bid
+        cluster = c if cluster is None else cluster
+    if bid is not None:
+        label = f"broker-{bid}"
+    elif len(log_dirs) == 1:
+        label = os.path.basename(os.path.abspath(log_dirs[0]).rstrip(os.sep))
+    else:
+        label = os.path.basename(os.path.dirname(os.path.abspath(log_dirs[0]).rstrip(os.sep)))
+    return BrokerIdentity(label, bid, cluster)
+
+
+def _owning_dir(path: str, log_dirs: Sequence[str]) -> str | None:
+    best = None
+    for d in log_dirs:
+        if (path == d or path.startswith(d.rstrip(os.sep) + os.sep)) and (best is None or len(d) > len(best)):
+            best = d
+    return best
+
+
+def _checkpoints(log_dir: str) -> list[dict[str, Any]]:
+    from logdoctor.logdir.model import LogDir
+    from logdoctor.logdir.names import OFFSET_CHECKPOINT_FILES
+
+    ld = LogDir(log_dir)
+    out = []
+    for name in OFFSET_CHECKPOINT_FILES:
+        cp = ld.checkpoint(name)
+        if not cp.exists:
+            continue
+        out.append(
+            {
+                "file": name,
+                "entries": len(cp.checkpoint.entries) if cp.checkpoint is not None else 0,
+                "readable": cp.error is None,
+                "problems": len(cp.problems),
+            }
+        )
+    return out
+
+
+def _leader_epochs(log_dir: Any, topic: str, partition: int) -> list[dict[str, int]] | None:
+    """The partition's leader-epoch-checkpoint entries (``log_dir``: a LogDir, listed once per log dir)."""
+    try:
+        part = log_dir.partition(topic, partition)
+        return [{"epoch": e, "start_offset": s} for e, s in part.leader_epochs]
+    except Exception:  # unreadable: the scan's findings say why
+        return None
+
+
+def broker_rows(
+    log_dirs: Sequence[str],
+    options: ScanOptions,
+    identity: BrokerIdentity | None = None,
+    *,
+    jobs: int | None = 1,
+    inventory: bool = False,
+) -> dict[str, Any]:
+    """Scan one broker's log dirs; the census's rows of it: ``replicas``, ``findings``, ``log_dirs``.
+
+    With ``inventory`` the rows carry the inventory's extra columns too (directory ids, checkpoints,
+    leader epochs) and there is a ``broker`` row. The census from log dirs and from inventories both use
+    these rows, so their tables agree by construction of the input and by the one Spark SQL of the join.
+    """
+    from logdoctor.checks.scanner import scan
+
+    dirs_abs = [os.path.abspath(d) for d in log_dirs]
+    who = identity or broker_identity(dirs_abs)
+    report = scan(dirs_abs, options, jobs=jobs)
+    from logdoctor.logdir.model import LogDir
+
+    models: dict[str, LogDir] = {}
+    replicas = []
+    for p in report.partitions:
+        row: dict[str, Any] = {
+            "broker": who.label,
+            "broker_id": who.broker_id,
+            "log_dir": p.log_dir,
+            "topic": p.topic,
+            "partition": p.partition,
+            "kind": p.kind,
+            "path": p.path,
+            "topic_id": p.topic_id,
+            "log_start_offset": p.log_start_offset,
+            "log_end_offset": p.log_end_offset,
+            "high_watermark": p.high_watermark,
+            "recovery_point": p.recovery_point,
+            "segments": p.segments,
+            "bytes": p.bytes,
+            "findings": len(p.findings),
+        }
+        if inventory:
+            row["leader_epochs"] = _leader_epochs(
+                models.setdefault(p.log_dir, LogDir(p.log_dir)), p.topic, p.partition
+            )
+        replicas.append(row)
+    findings = [
+        {
+            "broker": who.label,
+            "log_dir": _owning_dir(f.path, report_dirs(report)),
+            "code": f.code,
+            "severity": f.severity.label,
+            "path": f.path,
+            "position": f.position,
+            "offset": f.offset,
+            "message": f.message,
+            "fix": f.fix,
+        }
+        for f in report.findings
+    ]
+    dirs = []
+    for d in report.log_dirs:
+        du = disk_usage(d.path)
+        row = {
+            "broker": who.label,
+            "broker_id": who.broker_id if who.broker_id is not None else d.node_id,
+            "log_dir": d.path,
+            "real_path": os.path.realpath(d.path),
+            "mode": d.mode,
+            "cluster_id": d.cluster_id,
+            "partitions": d.partitions,
+            "locked": d.locked,
+            "clean_shutdown": d.clean_shutdown,
+            "disk_total_bytes": du.total_bytes,
+            "disk_used_bytes": du.used_bytes,
+            "disk_available_bytes": du.available_bytes,
+            "disk_used_fraction": du.used_fraction,  # df's: used / (used + available)
+            "disk_used_percent": du.used_percent,  # df's Use%, rounded up as df does
+            "disk_source": du.source,
+        }
+        if inventory:
+            row["directory_id"] = meta_identity(d.path)[2]
+            row["checkpoints"] = _checkpoints(d.path)
+        dirs.append(row)
+    return {
+        "replicas": replicas,
+        "findings": findings,
+        "log_dirs": dirs,
+        "bytes_read": report.bytes_read,
+        "broker_running": any(d.locked for d in report.log_dirs),
+        "identity": who,
+    }
+
+
+def report_dirs(report: Any) -> list[str]:
+    return [d.path for d in report.log_dirs]
+
+
+@dataclass(slots=True)
+class Inventory:
+    """One broker's inventory: its rows (a dict per row, every column of :data:`INVENTORY_DDL`)."""
+
+    rows: list[dict[str, Any]]
+    broker: str
+    broker_id: int | None
+    broker_running: bool
+    depth: Depth
+    elapsed_s: float
+
+    def count(self, record: str) -> int:
+        return sum(1 for r in self.rows if r["record"] == record)
+
+
+def build_inventory(
+    log_dirs: Sequence[str],
+    depth: Depth = Depth.DEFAULT,
+    *,
+    now_ms: int | None = None,
+    jobs: int | None = None,
+    config_inputs: Any = None,
+) -> Inventory:
+    """Scan ``log_dirs`` (one broker's) at ``depth`` and build its inventory rows. Reads only."""
+    import socket
+
+    started = time.perf_counter()
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    options = ScanOptions(depth, now, config_inputs=config_inputs)
+    res = broker_rows(log_dirs, options, jobs=jobs, inventory=True)
+    who: BrokerIdentity = res["identity"]
+    names = column_names()
+    base = {"schema_version": SCHEMA_VERSION, "broker": who.label, "broker_id": who.broker_id}
+    rows: list[dict[str, Any]] = [
+        {
+            **base,
+            "record": "broker",
+            "cluster_id": who.cluster_id,
+            "collected_at_ms": now,
+            "depth": depth.name.lower(),
+            "broker_running": res["broker_running"],
+            "host": socket.gethostname(),
+        }
+    ]
+    for d in res["log_dirs"]:
+        rows.append({**d, **base, "record": "log_dir", "broker_id": d["broker_id"]})
+    for r in res["replicas"]:
+        rows.append({**r, **base, "record": "replica"})
+    for f in res["findings"]:
+        rows.append({**f, **base, "record": "finding"})
+    rows = [{k: r.get(k) for k in names} for r in rows]
+    return Inventory(
+        rows, who.label, who.broker_id, res["broker_running"], depth, time.perf_counter() - started
+    )
+
+
+def _filesystem(out: str) -> tuple[Any, str]:
+    """(pyarrow file system, path in it) of a local path or a URI (``s3://``, ``file://`` ...)."""
+    from pyarrow import fs
+
+    if "://" in out:
+        return fs.FileSystem.from_uri(out)
+    return fs.LocalFileSystem(), os.path.abspath(out)
+
+
+def write_inventory(inv: Inventory, out: str, *, json_lines: bool = False) -> str:
+    """Write ``inv`` to ``out`` (local path or URI): Parquet, or JSON Lines with ``json_lines``.
+
+    Local files are written to a temporary name beside ``out`` and renamed, so a reader never sees half
+    a file. Returns the path written."""
+    import pyarrow as pa
+
+    filesystem, path = _filesystem(str(out))
+    parent = os.path.dirname(path)
+    if parent:
+        filesystem.create_dir(parent, recursive=True)
+    local = type(filesystem).__name__ == "LocalFileSystem"
+    target = f"{path}.tmp-{os.getpid()}" if local else path
+    if json_lines:
+        data = "".join(json.dumps(r, default=str, separators=(",", ":")) + "\n" for r in inv.rows).encode()
+        with filesystem.open_output_stream(target) as fh:
+            fh.write(data)
+    else:
+        import pyarrow.parquet as pq
+
+        table = pa.Table.from_pylist(inv.rows, schema=arrow_schema())
+        with filesystem.open_output_stream(target) as fh:
+            pq.write_table(table, fh, compression="zstd")
+    if local:
+        os.replace(target, path)
+    return path
+
+
+def read_inventory_rows(path: str) -> list[dict[str, Any]]:
+    """Read an inventory file (Parquet or JSON Lines; local path or URI) back into rows.
+
+    Raises ValueError for a file that is not an inventory of a schema version this logdoctor reads."""
+    import pyarrow.parquet as pq
+
+    filesystem, p = _filesystem(path)
+    with filesystem.open_input_file(p) as fh:
+        head = fh.read(4)
+        fh.seek(0)
+        if head == b"PAR1":
+            table = pq.read_table(fh)
+            meta = table.schema.metadata or {}
+            version = int(meta.get(METADATA_KEY, b"0"))
+            rows = table.to_pylist()
+        else:
+            rows = [json.loads(line) for line in fh.read().decode().splitlines() if line.strip()]
+            version = rows[0].get("schema_version", 0) if rows else 0
+    if version != SCHEMA_VERSION:
+        raise ValueError(f"{path}: inventory schema version {version}, this logdoctor reads {SCHEMA_VERSION}")
+    return rows
+
+
+__all__ = [
+    "INVENTORY_DDL",
+    "SCHEMA_VERSION",
+    "BrokerIdentity",
+    "Inventory",
+    "arrow_schema",
+    "broker_identity",
+    "broker_rows",
+    "build_inventory",
+    "read_inventory_rows",
+    "write_inventory",
+]

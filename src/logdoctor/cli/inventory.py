@@ -1,0 +1,88 @@
+"""`logdoctor inventory LOGDIR... --out FILE_OR_URI`: one broker's inventory for the fleet census.
+
+Runs on the broker's host, read only and safe next to a running broker (the ``.lock`` is only probed,
+never taken; nothing is opened for writing inside a log dir). Writes one Parquet file (JSON Lines with
+``--json``) to a local path or a URI (``s3://bucket/inventories/broker-1.parquet``); ``logdoctor census``
+reads such files from every broker together. Format: docs/inventory.md.
+
+Exit codes: 0 written, 64 usage (a path that is not a log dir), 66 a missing log dir, 70 tool failure,
+73 --out at, inside or above a log dir, 77 a log dir this user cannot list.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from logdoctor.checks.context import Depth
+from logdoctor.cli.app import app
+from logdoctor.cli.common import (
+    EX_OK,
+    parse_now,
+    refuse_overlapping_outputs,
+    require_log_dirs,
+    tool_failure,
+    usage_error,
+)
+from logdoctor.cli.topic_options import (
+    NowOption,
+    ServerPropertiesOption,
+    TopicConfigOption,
+    read_config_inputs,
+)
+
+_DEPTHS = {d.name.lower(): d for d in Depth}
+
+
+@app.command("inventory")
+def inventory_command(
+    log_dirs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="LOGDIR", readable=False, help="Log dirs of one broker (entries of log.dirs)."
+        ),
+    ],
+    out: Annotated[
+        str,
+        typer.Option(
+            "--out", "-o", metavar="FILE_OR_URI", help="Where to write the inventory (local path or URI)."
+        ),
+    ],
+    depth: Annotated[
+        str,
+        typer.Option("--depth", metavar="quick|default|deep", help="Scan depth of the findings it records."),
+    ] = "default",
+    json_out: Annotated[bool, typer.Option("--json", help="Write JSON Lines instead of Parquet.")] = False,
+    jobs: Annotated[
+        int | None, typer.Option("--jobs", "-j", min=1, help="Worker processes (default: all cores).")
+    ] = None,
+    now: NowOption = None,
+    topic_config: TopicConfigOption = None,
+    server_properties: ServerPropertiesOption = None,
+) -> None:
+    """Collect one broker's inventory (offsets, disks, findings) for the fleet census; read only."""
+    from logdoctor.checks.inventory import build_inventory, write_inventory
+
+    if depth not in _DEPTHS:
+        usage_error(f"--depth must be one of {', '.join(_DEPTHS)}, not {depth!r}")
+    require_log_dirs(log_dirs)
+    refuse_overlapping_outputs([out], log_dirs)
+    inputs = read_config_inputs(topic_config, server_properties)
+    try:
+        inv = build_inventory(
+            [str(p) for p in log_dirs], _DEPTHS[depth], now_ms=parse_now(now), jobs=jobs, config_inputs=inputs
+        )
+        written = write_inventory(inv, out, json_lines=json_out)
+    except Exception as e:  # a bug or an environment failure (the data's problems are findings)
+        tool_failure("inventory", e)
+    running = (
+        "running (its .lock is held; nothing was locked or written)" if inv.broker_running else "stopped"
+    )
+    Console(stderr=True).print(
+        f"inventory of {inv.broker}: {inv.count('log_dir')} log dirs, {inv.count('replica')} replicas, "
+        f"{inv.count('finding')} findings ({depth}); broker {running}; {inv.elapsed_s:.2f} s -> {written}"
+    )
+    raise typer.Exit(EX_OK)

@@ -1,0 +1,371 @@
+"""The census's inputs, log dirs and inventories mixed, as Spark DataFrames of one shape.
+
+Each PATH of ``logdoctor census`` is one of:
+
+- a log dir, a broker folder holding log dirs, a folder of broker folders (or a glob of them): each
+  broker's log dirs are scanned on an executor, one Spark task per broker, as before;
+- an inventory file (``logdoctor inventory``'s Parquet or JSON Lines), a folder holding inventory files
+  (``*.parquet``, ``*.jsonl``, ``*.json``), a glob of them, or a URI of any of these
+  (``s3://bucket/inventories/``, ``s3://bucket/inventories/*.parquet``): read with ``spark.read``.
+
+Log dirs at a URI (``s3://bucket/broker-1/kafka-logs``) are refused with a message that names
+``logdoctor inventory``: a broker's scan (:mod:`logdoctor.checks`) reads its files from a local disk
+(maps, ``os`` listings, owners and modes, the ``.lock``), so the census takes remote brokers as
+inventories, collected where their log dirs are. (``export`` and the data sources read log dirs at URIs.)
+
+Both give three DataFrames: ``replicas``, ``log_dirs`` and ``findings``, with the columns of
+:data:`REPLICA_DDL`, :data:`LOG_DIR_DDL` and :data:`FINDING_DDL` (the rows of
+:func:`logdoctor.checks.inventory.broker_rows`). An inventory that cannot be read (truncated, corrupt,
+not an inventory, an unknown schema version) is checked on an executor first, left out, and becomes an
+``INVENTORY_UNREADABLE`` finding naming its path; the census goes on with the others.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from logdoctor.checks.inventory import INVENTORY_DDL
+
+INVENTORY_SUFFIXES = (".parquet", ".jsonl", ".json")
+
+REPLICA_DDL = ", ".join(
+    (
+        "broker string, broker_id int, log_dir string, topic string, partition int, kind string, path string",
+        "topic_id string, log_start_offset bigint, log_end_offset bigint, high_watermark bigint",
+        "recovery_point bigint, segments int, bytes bigint, findings int",
+    )
+)
+LOG_DIR_DDL = ", ".join(
+    (
+        "broker string, broker_id int, log_dir string, real_path string, mode string, cluster_id string",
+        "partitions int, locked boolean, clean_shutdown boolean, disk_total_bytes bigint",
+        "disk_used_bytes bigint, disk_available_bytes bigint, disk_used_fraction double",
+        "disk_used_percent int, disk_source string",
+    )
+)
+FINDING_DDL = ", ".join(
+    (
+        "broker string, log_dir string, code string, severity string, path string, position bigint",
+        "offset bigint, message string, fix string",
+    )
+)
+
+
+def ddl_names(ddl: str) -> list[str]:
+    return [part.strip().split(" ", 1)[0] for part in ddl.split(", ")]
+
+
+@dataclass(slots=True)
+class CensusInputs:
+    """What the PATHS are: log-dir paths (for discover_brokers) and inventory files (local or URI)."""
+
+    log_dir_paths: list[str] = field(default_factory=list)
+    inventories: list[str] = field(default_factory=list)
+
+
+def is_uri(path: str) -> bool:
+    return "://" in path
+
+
+def _is_inventory_name(name: str) -> bool:
+    return name.endswith(INVENTORY_SUFFIXES) and not name.startswith((".", "_"))
+
+
+def _list_uri(uri: str) -> list[str]:
+    """Inventory files named by a URI: a file, a folder (its inventory files), or a glob in the last part."""
+    from pyarrow import fs
+
+    if glob.has_magic(uri.split("://", 1)[1]):
+        folder_uri, pattern = uri.rsplit("/", 1)
+        filesystem, folder = fs.FileSystem.from_uri(folder_uri)
+        infos = filesystem.get_file_info(fs.FileSelector(folder))
+        return sorted(
+            f"{folder_uri}/{i.base_name}"
+            for i in infos
+            if i.is_file and fnmatch.fnmatch(i.base_name, pattern)
+        )
+    filesystem, path = fs.FileSystem.from_uri(uri)
+    info = filesystem.get_file_info(path)
+    if info.type == fs.FileType.File:
+        return [uri]
+    if info.type == fs.FileType.Directory:
+        infos = filesystem.get_file_info(fs.FileSelector(path))
+        return sorted(
+            f"{uri.rstrip('/')}/{i.base_name}" for i in infos if i.is_file and _is_inventory_name(i.base_name)
+        )
+    raise FileNotFoundError(f"{uri}: no such file or folder")
+
+
+def classify(paths: Sequence[str]) -> CensusInputs:
+    """Sort PATHS (globs expanded) into log-dir inputs and inventory files.
+
+    Raises ``CensusError`` for a path that does not exist or holds neither log dirs nor inventories."""
+    from logdoctor.spark.census_rules import CensusError, refuse_remote_log_dirs
+    from logdoctor.spark.planning import find_log_dirs
+
+    out = CensusInputs()
+    items: list[str] = []
+    for item in paths:
+        for part in str(item).split(","):
+            part = part.strip()
+            if not part:
+                continue
+            if is_uri(part):
+                items.append(part)
+            elif glob.has_magic(part):
+                matches = sorted(glob.glob(part))
+                if not matches:
+                    raise CensusError(f"no file or folder matches {part!r}")
+                items.extend(matches)
+            else:
+                items.append(part)
+    if not items:
+        raise CensusError("no path given")
+    for item in items:
+        if is_uri(item):
+            try:
+                files = _list_uri(item)
+            except (OSError, ValueError) as exc:
+                raise CensusError(f"{item}: {exc}") from exc
+            if not files:
+                refuse_remote_log_dirs(item)
+                raise CensusError(f"{item}: no inventory found there (*.parquet, *.jsonl, *.json)")
+            bad = [f for f in files if not _is_inventory_name(f.rsplit("/", 1)[-1])]
+            if bad:
+                refuse_remote_log_dirs(item.rsplit("/", 2)[0])
+                raise CensusError(f"{bad[0]}: a file that is not an inventory (*.parquet, *.jsonl, *.json)")
+            out.inventories.extend(files)
+            continue
+        if os.path.isfile(item):
+            if not _is_inventory_name(os.path.basename(item)):
+                raise CensusError(f"{item}: a file that is not an inventory (*.parquet, *.jsonl, *.json)")
+            out.inventories.append(os.path.abspath(item))
+            continue
+        if not os.path.isdir(item):
+            raise CensusError(f"{item}: no such file or folder")
+        if find_log_dirs(os.path.abspath(item)):
+            out.log_dir_paths.append(item)
+            continue
+        files = sorted(
+            os.path.join(os.path.abspath(item), n) for n in os.listdir(item) if _is_inventory_name(n)
+        )
+        files = [f for f in files if os.path.isfile(f)]
+        if not files:
+            raise CensusError(f"{item}: no Kafka log dir and no inventory found there")
+        out.inventories.extend(files)
+    return out
+
+
+def check_inventory(path: str) -> tuple[str, str | None, str]:
+    """(path, error or None, "parquet" | "json"): read the whole file as a reader would (executor side)."""
+    from logdoctor.checks.inventory import read_inventory_rows
+
+    try:
+        if _is_parquet(path):
+            _check_parquet(path)
+            return path, None, "parquet"
+        rows = read_inventory_rows(path)
+        if not rows or rows[0].get("record") != "broker":
+            raise ValueError("not an inventory: its first row is not a broker row")
+        return path, None, "json"
+    except Exception as exc:  # any failure to read is the finding
+        return path, f"{type(exc).__name__}: {exc}", ""
+
+
+def _check_parquet(path: str) -> None:
+    """A Parquet inventory: its footer (a truncated file has none), schema version and columns, and
+    every page of the columns the census reads decoded (a corrupt page fails here, not in Spark)."""
+    import pyarrow.parquet as pq
+
+    from logdoctor.checks.inventory import METADATA_KEY, SCHEMA_VERSION, _filesystem
+
+    filesystem, p = _filesystem(path)
+    with filesystem.open_input_file(p) as fh:
+        pf = pq.ParquetFile(fh)
+        version = int((pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0"))
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"inventory schema version {version}, this logdoctor reads {SCHEMA_VERSION}")
+        wanted = sorted(
+            set(ddl_names(REPLICA_DDL) + ddl_names(LOG_DIR_DDL) + ddl_names(FINDING_DDL)) | {"record"}
+        )
+        missing = [c for c in wanted if c not in pf.schema_arrow.names]
+        if missing:
+            raise ValueError(f"not an inventory: no column {', '.join(missing)}")
+        first = pf.read_row_group(0, columns=["record"]) if pf.num_row_groups else None
+        if first is None or first.num_rows == 0 or first.column(0)[0].as_py() != "broker":
+            raise ValueError("not an inventory: its first row is not a broker row")
+        for i in range(pf.num_row_groups):
+            pf.read_row_group(i, columns=wanted)
+
+
+def _is_parquet(path: str) -> bool:
+    from logdoctor.checks.inventory import _filesystem
+
+    filesystem, p = _filesystem(path)
+    with filesystem.open_input_file(p) as fh:
+        return fh.read(4) == b"PAR1"
+
+
+def _slices(spark: Any, n: int) -> int:
+    """Tasks for ``n`` small files: a few per core (each task starts a Python worker's imports)."""
+    return max(1, min(n, 4 * spark.sparkContext.defaultParallelism))
+
+
+def read_with_pyarrow(spark: Any, files: list[str]) -> Any:
+    """Inventories at URIs Spark's own file systems may not open (``s3://`` without hadoop-aws): each
+    executor task reads its files with pyarrow's file systems (the URI's scheme) into rows."""
+    from logdoctor.checks.inventory import column_names, read_inventory_rows
+
+    names = column_names()
+
+    def rows(path: str) -> list[tuple[Any, ...]]:
+        return [tuple(r.get(c) for c in names) for r in read_inventory_rows(path)]
+
+    rdd = spark.sparkContext.parallelize(files, _slices(spark, len(files))).flatMap(rows)
+    return spark.createDataFrame(rdd, INVENTORY_DDL)
+
+
+def unreadable_finding(path: str, error: str) -> dict[str, Any]:
+    from logdoctor.checks import catalog
+
+    f = catalog.make("INVENTORY_UNREADABLE", path, error=error)
+    return {
+        "broker": None,
+        "log_dir": None,
+        "code": f.code,
+        "severity": f.severity.label,
+        "path": path,
+        "position": None,
+        "offset": None,
+        "message": f.message,
+        "fix": f.fix,
+    }
+
+
+@dataclass(slots=True)
+class InputFrames:
+    """The census's input DataFrames and what the driver learnt on the way (all small)."""
+
+    replicas: Any
+    log_dirs: Any
+    findings: Any
+    brokers: list[Any]  # BrokerInput of the log-dir inputs
+    inventories: list[str]
+    unreadable: list[tuple[str, str]]
+    cached: list[Any] = field(default_factory=list)
+
+    def unpersist(self) -> None:
+        for item in self.cached:
+            item.unpersist()
+
+
+def load_inputs(
+    spark: Any,
+    inputs: CensusInputs,
+    now_ms: int,
+    *,
+    config_inputs: Any = None,
+    progress: Any = None,
+) -> InputFrames:
+    """DataFrames of every input: log dirs scanned on the executors, inventories read by Spark."""
+    from logdoctor.spark.census_rules import discover_brokers, scan_broker
+
+    replica_cols, dir_cols, finding_cols = (
+        ddl_names(REPLICA_DDL),
+        ddl_names(LOG_DIR_DDL),
+        ddl_names(FINDING_DDL),
+    )
+    frames: dict[str, list[Any]] = {"replicas": [], "log_dirs": [], "findings": []}
+    cached: list[Any] = []
+    brokers = discover_brokers(inputs.log_dir_paths) if inputs.log_dir_paths else []
+    if progress is not None:
+        progress(0, len(brokers) + len(inputs.inventories))
+    if brokers:
+        scans = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
+            lambda b: scan_broker(b, now_ms, config_inputs)
+        )
+        scans = scans.persist()
+        cached.append(scans)
+        for name, cols, ddl in (
+            ("replicas", replica_cols, REPLICA_DDL),
+            ("log_dirs", dir_cols, LOG_DIR_DDL),
+            ("findings", finding_cols, FINDING_DDL),
+        ):
+            rows = scans.flatMap(
+                lambda res, name=name, cols=cols: [tuple(r.get(c) for c in cols) for r in res[name]]
+            )
+            frames[name].append(spark.createDataFrame(rows, ddl))
+    unreadable: list[tuple[str, str]] = []
+    if inputs.inventories:
+        checked = (
+            spark.sparkContext.parallelize(inputs.inventories, _slices(spark, len(inputs.inventories)))
+            .map(check_inventory)
+            .collect()  # (path, error, format): three short strings per inventory
+        )
+        good: dict[str, list[str]] = {"parquet": [], "json": [], "remote": []}
+        for path, error, fmt in checked:
+            if error is not None:
+                unreadable.append((path, error))
+            elif is_uri(path) and not path.startswith("file://"):
+                good["remote"].append(path)
+            else:
+                good[fmt].append(path)
+        for fmt, files in good.items():
+            if not files:
+                continue
+            reader = spark.read.schema(INVENTORY_DDL)
+            if fmt == "remote":
+                df = read_with_pyarrow(spark, files)
+            else:
+                df = reader.parquet(*files) if fmt == "parquet" else reader.json(files)
+            for name, cols, record in (
+                ("replicas", replica_cols, "replica"),
+                ("log_dirs", dir_cols, "log_dir"),
+                ("findings", finding_cols, "finding"),
+            ):
+                frames[name].append(df.where(df.record == record).select(*cols))
+    if unreadable:
+        rows = [tuple(unreadable_finding(p, e).get(c) for c in finding_cols) for p, e in unreadable]
+        frames["findings"].append(spark.createDataFrame(rows, FINDING_DDL))
+    empty = {
+        "replicas": REPLICA_DDL,
+        "log_dirs": LOG_DIR_DDL,
+        "findings": FINDING_DDL,
+    }
+    out: dict[str, Any] = {}
+    for name, dfs in frames.items():
+        if not dfs:
+            out[name] = spark.createDataFrame([], empty[name])
+            continue
+        df = dfs[0]
+        for other in dfs[1:]:
+            df = df.unionByName(other)
+        out[name] = df
+    if progress is not None:
+        progress(len(brokers) + len(inputs.inventories), len(brokers) + len(inputs.inventories))
+    return InputFrames(
+        out["replicas"],
+        out["log_dirs"],
+        out["findings"],
+        brokers,
+        list(inputs.inventories),
+        unreadable,
+        cached,
+    )
+
+
+__all__ = [
+    "FINDING_DDL",
+    "LOG_DIR_DDL",
+    "REPLICA_DDL",
+    "CensusInputs",
+    "InputFrames",
+    "check_inventory",
+    "classify",
+    "load_inputs",
+]

@@ -1,0 +1,330 @@
+"""The census's rules, below the job and its Spark SQL: which brokers the inputs name, one broker's scan
+rows (executor side), and the per-partition lag, disk and fleet findings as plain Python over rows
+(the reference the Spark SQL of :mod:`logdoctor.spark.census_sql` is tested against), with the
+command that fixes each finding."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from logdoctor.checks import catalog
+from logdoctor.checks.findings import Finding, Severity
+
+NEARLY_FULL_WARN = 0.85
+NEARLY_FULL_ERROR = 0.95
+
+
+class CensusError(ValueError):
+    """Bad census input (no log dir found, a path that does not exist)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerInput:
+    """One broker: a label, its id from meta.properties when readable, its log dirs."""
+
+    broker: str
+    broker_id: int | None
+    log_dirs: tuple[str, ...]
+
+
+def _meta_id(log_dir: str) -> int | None:
+    from logdoctor.logdir.model import LogDir
+
+    try:
+        meta = LogDir(log_dir).meta_properties
+    except Exception:
+        return None
+    for attr in ("node_id", "broker_id"):
+        value = getattr(meta, attr, None)
+        if isinstance(value, int):
+            return value
+    return None
+
+
+def discover_brokers(paths: Sequence[str]) -> list[BrokerInput]:
+    """Group the log dirs under PATHS by broker (meta.properties id, else the folder holding them)."""
+    from logdoctor.spark.planning import find_log_dirs, split_paths
+
+    groups: dict[str, list[str]] = {}
+    ids: dict[str, int | None] = {}
+    items = split_paths(list(paths))
+    if not items:
+        raise CensusError("no path given")
+    for item in items:
+        if "://" in item and not item.startswith("file:"):
+            refuse_remote_log_dirs(item)
+            raise CensusError(f"{item}: a URI; the census takes log dirs on a local disk, and inventories")
+        if not os.path.isdir(item):
+            raise CensusError(f"{item}: no such folder")
+        found = find_log_dirs(os.path.abspath(item))
+        if not found:
+            raise CensusError(f"{item}: no Kafka log dir found there")
+        for ld in found:
+            bid = _meta_id(ld)
+            if bid is not None:
+                key = f"broker-{bid}"
+            elif os.path.abspath(ld) == os.path.abspath(item):
+                key = os.path.basename(ld.rstrip(os.sep))
+            else:
+                key = os.path.basename(os.path.dirname(ld.rstrip(os.sep)))
+            groups.setdefault(key, [])
+            if ld not in groups[key]:
+                groups[key].append(ld)
+            ids[key] = bid
+    return [BrokerInput(k, ids[k], tuple(sorted(v))) for k, v in sorted(groups.items())]
+
+
+REMOTE_LOG_DIRS = (
+    "{item} holds Kafka log dirs ({shown}) at a URI: the census scans log dirs on a local disk only (the "
+    "scan reads their files with mmap, listings, owners and modes, the broker's .lock). Collect an "
+    "inventory of each broker where its log dirs are, `logdoctor inventory LOGDIR... --out "
+    "s3://bucket/inventories/broker-ID.parquet`, and give the census the inventories (files, folders or "
+    "URIs of them); `logdoctor export` and the kafka-log data sources read log dirs at URIs directly"
+)
+
+
+def refuse_remote_log_dirs(item: str) -> None:
+    """Raise ``CensusError`` (naming ``logdoctor inventory``) when the URI ``item`` (a glob allowed)
+    is or holds Kafka log dirs; return when it does not."""
+    import glob
+
+    from logdoctor.logdir.storage import Storage
+    from logdoctor.spark.planning import find_log_dirs
+
+    try:
+        storage, loc = Storage.of(item)
+        places = storage.glob(loc) if glob.has_magic(loc.split("://", 1)[1]) else [loc]
+        found = [ld for place in places for ld in find_log_dirs(place, storage=storage)]
+    except (OSError, ValueError):
+        return
+    if found:
+        shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
+        raise CensusError(REMOTE_LOG_DIRS.format(item=item, shown=shown))
+
+
+# --- the per-broker task (runs on an executor) --------------------------------------------------------
+
+
+def scan_broker(broker: BrokerInput, now_ms: int, config_inputs: Any = None) -> dict[str, Any]:
+    """Scan one broker's log dirs (executor side). Returns plain, picklable data.
+
+    ``config_inputs`` (checks.topic_config.ConfigInputs: --topic-config, --server-properties) joins the
+    topic configs of the broker's own KRaft metadata log, resolved as scan and retention do. The rows
+    are :func:`logdoctor.checks.inventory.broker_rows`', the same an inventory of the broker holds."""
+    from logdoctor.checks.context import Depth, ScanOptions
+    from logdoctor.checks.inventory import BrokerIdentity, broker_rows
+
+    options = ScanOptions(Depth.DEFAULT, now_ms, config_inputs=config_inputs)
+    res = broker_rows(list(broker.log_dirs), options, BrokerIdentity(broker.broker, broker.broker_id, None))
+    return {k: res[k] for k in ("replicas", "findings", "log_dirs", "bytes_read")}
+
+
+def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Add to each live replica its lag behind the most advanced replica of its partition.
+
+    ``lag_offsets`` = max log end offset - this log end offset; ``lag_bytes`` = the most advanced
+    replica's bytes - this replica's bytes (0 at least); ``below_high_watermark`` when this log ends
+    before the partition's high watermark (the largest in any replica's checkpoint): such a replica
+    cannot be in the ISR.
+    """
+    live = [dict(r) for r in rows if r["kind"] == "log"]
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in live:
+        groups.setdefault((r["topic"], r["partition"]), []).append(r)
+    for reps in groups.values():
+        leo = max((r["log_end_offset"] for r in reps if r["log_end_offset"] is not None), default=None)
+        most = max((r["bytes"] or 0 for r in reps), default=0)
+        hw = max((r["high_watermark"] for r in reps if r["high_watermark"] is not None), default=None)
+        for r in reps:
+            r["max_log_end_offset"] = leo
+            r["replica_count"] = len(reps)
+            r["lag_offsets"] = (
+                None if leo is None or r["log_end_offset"] is None else leo - r["log_end_offset"]
+            )
+            r["lag_bytes"] = max(0, most - (r["bytes"] or 0))
+            r["partition_high_watermark"] = hw
+            r["below_high_watermark"] = bool(
+                hw is not None and r["log_end_offset"] is not None and r["log_end_offset"] < hw
+            )
+    live.sort(key=lambda r: (r["topic"], r["partition"], r["broker"], r["log_dir"]))
+    return live
+
+
+def partition_rows(replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for r in replicas:
+        groups.setdefault((r["topic"], r["partition"]), []).append(r)
+    out = []
+    for (topic, partition), reps in sorted(groups.items()):
+        worst = max(reps, key=lambda r: (r["lag_offsets"] or 0, r["lag_bytes"]))
+        lagging = (worst["lag_offsets"] or 0) > 0
+
+        def vals(key: str, reps: list[dict[str, Any]] = reps) -> list[int]:
+            return [r[key] for r in reps if r[key] is not None]
+
+        out.append(
+            {
+                "topic": topic,
+                "partition": partition,
+                "replicas": len(reps),
+                "brokers": sorted(r["broker"] for r in reps),
+                "max_log_end_offset": max(vals("log_end_offset"), default=None),
+                "min_log_end_offset": min(vals("log_end_offset"), default=None),
+                "min_log_start_offset": min(vals("log_start_offset"), default=None),
+                "max_log_start_offset": max(vals("log_start_offset"), default=None),
+                "high_watermark": max(vals("high_watermark"), default=None),
+                "bytes": sum(r["bytes"] or 0 for r in reps),
+                "lagging_broker": worst["broker"] if lagging else None,
+                "lagging_log_dir": worst["log_dir"] if lagging else None,
+                "max_lag_offsets": worst["lag_offsets"] or 0,
+                "max_lag_bytes": worst["lag_bytes"] if lagging else 0,
+            }
+        )
+    return out
+
+
+def log_dir_rows(dirs: list[dict[str, Any]], replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    size: dict[str, int] = {}
+    count: dict[str, int] = {}
+    for r in replicas:
+        size[r["log_dir"]] = size.get(r["log_dir"], 0) + (r["bytes"] or 0)
+        count[r["log_dir"]] = count.get(r["log_dir"], 0) + 1
+    out = [dict(d, bytes=size.get(d["log_dir"], 0), folders=count.get(d["log_dir"], 0)) for d in dirs]
+    out.sort(key=lambda d: (d["broker"], d["log_dir"]))
+    return out
+
+
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def _finding(
+    broker: str, log_dir: str, f: Finding, command: str, offset: int | None = None
+) -> dict[str, Any]:
+    return {
+        "broker": broker,
+        "log_dir": log_dir,
+        "code": f.code,
+        "severity": f.severity.label,
+        "path": f.path,
+        "position": None,
+        "offset": offset,
+        "message": f.message,
+        "fix": f.fix,
+        "fix_command": command,
+    }
+
+
+def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Findings only a view across brokers can make: lagging replicas and nearly full disks.
+
+    Codes (catalog scope "fleet"): REPLICA_LAG, LOG_DIR_NEARLY_FULL.
+    """
+    out: list[dict[str, Any]] = []
+    leaders: dict[tuple[str, int], dict[str, Any]] = {}
+    for r in replicas:
+        key = (r["topic"], r["partition"])
+        best = leaders.get(key)
+        if r["log_end_offset"] is not None and (
+            best is None or r["log_end_offset"] > (best["log_end_offset"] or -1)
+        ):
+            leaders[key] = r
+    for r in replicas:
+        lag = r.get("lag_offsets")
+        if not lag or lag <= 0:
+            continue
+        src = leaders[(r["topic"], r["partition"])]
+        hw = r.get("partition_high_watermark")
+        state = (
+            f"below the partition's high watermark {hw}, so it is out of the ISR"
+            if r.get("below_high_watermark")
+            else "behind the most advanced replica"
+        )
+        tp = f"{r['topic']}-{r['partition']}"
+        f = catalog.make(
+            "REPLICA_LAG",
+            r["path"],
+            severity=Severity.ERROR if r.get("below_high_watermark") else None,
+            topic_partition=tp,
+            broker=r["broker"],
+            log_end_offset=r["log_end_offset"],
+            lag=lag,
+            lag_bytes=r.get("lag_bytes") or 0,
+            leader_broker=src["broker"],
+            leader_log_end_offset=src["log_end_offset"],
+            state=state,
+            leader_logdir=src["log_dir"],
+            logdir=r["log_dir"],
+        )
+        command = f"logdoctor sync-replica {tp} --leader {src['log_dir']} --follower {r['log_dir']}"
+        out.append(_finding(r["broker"], r["log_dir"], f, command, offset=r["log_end_offset"]))
+    by_broker: dict[str, list[dict[str, Any]]] = {}
+    for d in log_dirs:
+        by_broker.setdefault(d["broker"], []).append(d)
+    biggest: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in replicas:
+        cur = biggest.get((r["broker"], r["log_dir"]))
+        if cur is None or (r["bytes"] or 0) > (cur["bytes"] or 0):
+            biggest[(r["broker"], r["log_dir"])] = r
+    for d in log_dirs:
+        used = d.get("disk_used_fraction")
+        if used is None or used < NEARLY_FULL_WARN:
+            continue
+        others = [o for o in by_broker.get(d["broker"], []) if o["log_dir"] != d["log_dir"]]
+        target = min(others, key=lambda o: o.get("disk_used_fraction") or 0.0, default=None)
+        big = biggest.get((d["broker"], d["log_dir"]))
+        if target is not None and big is not None:
+            command = (
+                f"logdoctor move-partition {big['topic']}-{big['partition']} --from {d['log_dir']} "
+                f"--to {target['log_dir']}"
+            )
+            fix = (
+                f"Move a large partition ({big['topic']}-{big['partition']}, {big['bytes']} bytes) to "
+                f"{target['log_dir']} ({used_pct(target)} used) with the broker "
+                f"stopped (`{command}` prints the plan, add --apply to make it), "
+                "or use kafka-reassign-partitions with log dirs (KIP-113) while it runs."
+            )
+        else:
+            command = f"logdoctor retention {d['log_dir']}"
+            fix = (
+                "Add a log dir on another disk, lower retention (`" + command + "` shows what retention "
+                "deletes), or reassign partitions to other brokers."
+            )
+        f = catalog.make(
+            "LOG_DIR_NEARLY_FULL",
+            d["log_dir"],
+            severity=Severity.ERROR if used >= NEARLY_FULL_ERROR else None,
+            logdir=d["log_dir"],
+            used=used_pct(d),
+            available=d.get("disk_available_bytes"),
+            total=d.get("disk_total_bytes"),
+            disk_source=d.get("disk_source"),
+            fix=fix,
+        )
+        out.append(_finding(d["broker"], d["log_dir"], f, command))
+    return out
+
+
+def used_pct(log_dir_row: dict[str, Any]) -> str:
+    """A log dir's disk Use% as ``df`` prints it ("34%"), from the row's ``disk_used_percent``."""
+    pct = log_dir_row.get("disk_used_percent")
+    return "?" if pct is None else f"{pct}%"
+
+
+def fix_command(finding: dict[str, Any], brokers: Sequence[BrokerInput]) -> str:
+    """The logdoctor command that fixes a scan finding (repair runs a dry run unless --apply)."""
+    try:
+        from logdoctor.repair.planner import REPAIRABLE
+    except ImportError:  # pragma: no cover - the repair layer is part of the package
+        REPAIRABLE = ()
+    dirs = next((b.log_dirs for b in brokers if b.broker == finding["broker"]), ())
+    target = " ".join(dirs) if dirs else (finding.get("log_dir") or finding["path"])
+    procedure = re.search(r"`(logdoctor (?:move-partition|sync-replica) [^`]*)`", finding.get("fix") or "")
+    if procedure is not None and finding["code"] not in REPAIRABLE:
+        return procedure.group(1)  # the operator procedure the finding's fix names (e.g. REPLICA_MISPLACED)
+    if finding["code"] in REPAIRABLE:
+        return f"logdoctor repair {target} --only {finding['code']}"
+    return f"logdoctor scan {target}"

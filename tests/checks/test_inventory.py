@@ -1,0 +1,162 @@
+"""`logdoctor inventory`: one broker's rows for the census, read only, safe next to a running broker."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from logdoctor.checks.context import Depth, ScanOptions
+from logdoctor.checks.inventory import (
+    INVENTORY_DDL,
+    METADATA_KEY,
+    SCHEMA_VERSION,
+    build_inventory,
+    read_inventory_rows,
+    write_inventory,
+)
+from logdoctor.checks.scanner import scan
+from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)
+from logdoctor.cli.main import app
+from logdoctor.formats.properties import parse_meta_properties
+from logdoctor.sample.fleet import generate_demo_fleet
+
+NOW = 1_790_000_000_000
+
+HOLDER = textwrap.dedent(
+    """
+    import fcntl, os, sys
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # fcntl(F_SETLK, F_WRLCK, start 0, len 0): a broker's lock
+    print("LOCKED", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("inv") / "fleet"
+    generate_demo_fleet(root, now_ms=NOW)
+    return root
+
+
+def tree_hash(root: Path) -> str:
+    """Names, sizes, modes and contents of every file under ``root`` (mtimes too)."""
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames.sort()
+        for name in [*sorted(filenames), "/"]:
+            p = Path(dirpath) / name if name != "/" else Path(dirpath)
+            st = p.lstat()
+            h.update(f"{p.relative_to(root)}|{st.st_mode}|{st.st_size}|{st.st_mtime_ns}".encode())
+            if p.is_file():
+                h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+def test_rows_hold_what_the_files_say(fleet):
+    dirs = sorted(str(p) for p in (fleet / "broker-4").iterdir() if p.is_dir())
+    inv = build_inventory(dirs, Depth.DEFAULT, now_ms=NOW)
+    report = scan(dirs, ScanOptions(Depth.DEFAULT, NOW))
+    meta = parse_meta_properties((Path(dirs[0]) / "meta.properties").read_bytes())
+    broker = [r for r in inv.rows if r["record"] == "broker"]
+    assert len(broker) == 1 and broker[0]["broker_id"] == meta.node_id == 4
+    assert broker[0]["cluster_id"] == meta.cluster_id and broker[0]["broker_running"] is False
+    log_dirs = {r["log_dir"]: r for r in inv.rows if r["record"] == "log_dir"}
+    assert sorted(log_dirs) == dirs
+    for d, row in log_dirs.items():
+        own = parse_meta_properties((Path(d) / "meta.properties").read_bytes())
+        assert row["directory_id"] == own.directory_id is not None
+        st = os.statvfs(d)
+        assert row["disk_total_bytes"] == st.f_blocks * st.f_frsize
+        names = {c["file"] for c in row["checkpoints"]}
+        assert names == {n for n in os.listdir(d) if n.endswith("checkpoint")}
+    replicas = [r for r in inv.rows if r["record"] == "replica"]
+    assert len(replicas) == len(report.partitions)
+    for r in replicas:
+        folder = Path(r["path"])
+        segs = sorted(folder.glob("*.log"))
+        assert r["segments"] == len(segs) and r["bytes"] == sum(s.stat().st_size for s in segs)
+        lec = folder / "leader-epoch-checkpoint"
+        if lec.exists():
+            # the file: version line, count line, then "epoch start_offset" lines
+            lines = lec.read_text().split("\n")
+            entries = [tuple(map(int, line.split())) for line in lines[2 : 2 + int(lines[1])]]
+            assert [(e["epoch"], e["start_offset"]) for e in r["leader_epochs"]] == entries
+        pm = folder / "partition.metadata"
+        if pm.exists():
+            assert r["topic_id"] and r["topic_id"] in pm.read_text()
+    assert [r["code"] for r in inv.rows if r["record"] == "finding"] == [f.code for f in report.findings]
+    assert all(set(r) == {p.split(" ", 1)[0] for p in INVENTORY_DDL.split(", ")} for r in inv.rows)
+
+
+@pytest.mark.parametrize("json_lines", [False, True])
+def test_written_and_read_back(fleet, tmp_path, json_lines):
+    inv = build_inventory([str(fleet / "broker-1" / "kafka-logs-0")], Depth.QUICK, now_ms=NOW)
+    out = tmp_path / ("b1.jsonl" if json_lines else "b1.parquet")
+    write_inventory(inv, str(out), json_lines=json_lines)
+    assert os.listdir(tmp_path) == [out.name]  # no temporary file left
+    assert read_inventory_rows(str(out)) == inv.rows
+    if not json_lines:
+        assert pq.read_schema(out).metadata[METADATA_KEY] == str(SCHEMA_VERSION).encode()
+    else:
+        assert all(
+            json.loads(line)["schema_version"] == SCHEMA_VERSION for line in out.read_text().splitlines()
+        )
+
+
+def test_next_to_a_running_broker(fleet, tmp_path):
+    """A process holds .lock (fcntl, as the broker): inventory completes, changes nothing, says so."""
+    log_dir = fleet / "broker-3" / "kafka-logs-0"
+    lock = log_dir / ".lock"
+    lock.touch()
+    before = tree_hash(log_dir)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "LOCKED"
+        out = tmp_path / "b3.parquet"
+        result = CliRunner().invoke(app, ["inventory", str(log_dir), "--out", str(out), "--depth", "deep"])
+        assert result.exit_code == 0, result.output
+        assert holder.poll() is None  # still holding its lock
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert tree_hash(log_dir) == before
+    rows = read_inventory_rows(str(out))
+    assert next(r for r in rows if r["record"] == "broker")["broker_running"] is True
+    assert next(r for r in rows if r["record"] == "log_dir")["locked"] is True
+    assert "running" in result.output
+
+
+def test_refuses_output_inside_or_above_a_log_dir(fleet):
+    log_dir = fleet / "broker-3" / "kafka-logs-0"
+    before = tree_hash(fleet)
+    for out in (log_dir / "inv.parquet", fleet / "broker-3"):
+        result = CliRunner().invoke(app, ["inventory", str(log_dir), "--out", str(out)])
+        assert result.exit_code == 73, result.output
+    assert tree_hash(fleet) == before
+
+
+def test_bad_depth_and_missing_dir(fleet, tmp_path):
+    log_dir = fleet / "broker-3" / "kafka-logs-0"
+    assert (
+        CliRunner()
+        .invoke(app, ["inventory", str(log_dir), "--out", str(tmp_path / "x"), "--depth", "x"])
+        .exit_code
+        == 64
+    )
+    assert (
+        CliRunner().invoke(app, ["inventory", str(tmp_path / "nope"), "--out", str(tmp_path / "x")]).exit_code
+        == 66
+    )

@@ -1,0 +1,209 @@
+"""`census` over inventories (`logdoctor inventory`) gives the tables of `census` over the log dirs."""
+
+from __future__ import annotations
+
+import base64
+import math
+import shutil
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+import realworld
+from logdoctor.checks.context import Depth
+from logdoctor.checks.inventory import build_inventory, write_inventory
+from logdoctor.sample.fleet import generate_demo_fleet
+from logdoctor.spark.census import discover_brokers, partition_rows, replica_lag, run_census, scan_broker
+
+pytestmark = pytest.mark.spark
+
+NOW = 1_790_000_000_000
+TABLES = ("replicas", "partitions", "log_dirs", "findings")
+
+
+LIVE_DISK = ("disk_used_bytes", "disk_available_bytes", "disk_used_fraction", "disk_used_percent")
+
+
+def table(out: Path, name: str) -> list[dict[str, Any]]:
+    """Every row of a written census table, in a stable order (floats compared exactly).
+
+    A log dir's used/available bytes from statvfs are a live measurement of a shared disk (other
+    processes write to it between two runs): those are left out; the simulated disks of the demo
+    fleet's df.json are compared exactly, like every other column."""
+    rows = pq.read_table(out / name).to_pylist()
+    for r in rows:
+        if r.get("disk_source") == "statvfs":
+            for k in LIVE_DISK:
+                r.pop(k)
+    return sorted(rows, key=lambda r: repr(sorted(r.items(), key=lambda kv: kv[0])))
+
+
+def broker_dirs(broker: Path) -> list[str]:
+    return sorted(str(p) for p in broker.iterdir() if p.is_dir() and p.name.startswith("kafka-logs"))
+
+
+def collect(brokers: list[list[str]], folder: Path, *, json_lines: bool = False) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    out = []
+    for i, dirs in enumerate(brokers):
+        inv = build_inventory(dirs, Depth.DEFAULT, now_ms=NOW)
+        path = folder / f"{inv.broker}-{i}.{'jsonl' if json_lines else 'parquet'}"
+        write_inventory(inv, str(path), json_lines=json_lines)
+        out.append(path)
+    return out
+
+
+@pytest.fixture(scope="module")
+def demo(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("inv-census")
+    generate_demo_fleet(root / "fleet", now_ms=NOW)
+    brokers = sorted((root / "fleet").glob("broker-*"))
+    from_dirs = run_census(spark, [str(root / "fleet")], root / "from-dirs", now_ms=NOW)
+    collect([broker_dirs(b) for b in brokers], root / "inventories")
+    from_inv = run_census(spark, [str(root / "inventories")], root / "from-inv", now_ms=NOW)
+    return root, brokers, from_dirs, from_inv
+
+
+def test_inventories_give_every_row_of_every_table(demo):
+    root, _brokers, from_dirs, from_inv = demo
+    assert from_inv.inventories == 4 and from_dirs.inventories == 0
+    for name in TABLES:
+        expected = table(root / "from-dirs", name)
+        assert expected, name
+        assert table(root / "from-inv", name) == expected, name
+    codes = {f["code"] for f in from_inv.findings}
+    assert {
+        "REPLICA_LAG",
+        "INDEX_CORRUPT",
+        "RETENTION_RISK",
+        "LOG_DIR_NEARLY_FULL",
+        "REPLICA_MISPLACED",
+    } <= codes
+    assert from_inv.counts() == from_dirs.counts() and from_inv.brokers == from_dirs.brokers == 4
+
+
+def test_the_spark_sql_join_agrees_with_the_python_rules(demo):
+    """replica_lag / partition_rows (plain Python over every row) against the Spark SQL tables."""
+    root, _brokers, _from_dirs, _ = demo
+    rows = [r for b in discover_brokers([str(root / "fleet")]) for r in scan_broker(b, NOW)["replicas"]]
+    python = replica_lag(rows)
+    spark_rows = {
+        (r["broker"], r["log_dir"], r["topic"], r["partition"]): r
+        for r in table(root / "from-dirs", "replicas")
+    }
+    assert len(spark_rows) == len(python)
+    for r in python:
+        got = spark_rows[(r["broker"], r["log_dir"], r["topic"], r["partition"])]
+        assert {k: got[k] for k in r} == r
+    spark_parts = {(p["topic"], p["partition"]): p for p in table(root / "from-dirs", "partitions")}
+    for p in partition_rows(python):
+        got = spark_parts[(p["topic"], p["partition"])]
+        assert {k: got[k] for k in p} == p
+
+
+def test_json_lines_and_a_mix_with_log_dirs(spark, demo):
+    root, brokers, _from_dirs, _ = demo
+    jsonl = collect([broker_dirs(b) for b in brokers[:2]], root / "mix-jsonl", json_lines=True)
+    out = root / "from-mix"
+    result = run_census(spark, [*map(str, jsonl), *map(str, brokers[2:])], out, now_ms=NOW)
+    assert result.inventories == 2
+    for name in TABLES:
+        assert table(out, name) == table(root / "from-dirs", name), name
+
+
+def test_a_corrupt_inventory_is_reported_and_skipped(spark, demo):
+    root, brokers, _from_dirs, _ = demo
+    folder = root / "with-corrupt"
+    good = collect([broker_dirs(b) for b in brokers[1:]], folder)
+    truncated = folder / "broker-1-truncated.parquet"
+    data = collect([broker_dirs(brokers[0])], root / "whole")[0].read_bytes()
+    truncated.write_bytes(data[: len(data) // 2])
+    garbage = folder / "garbage.jsonl"
+    garbage.write_text('{"schema_version": 1, "record": "broker"\n')
+    out = root / "from-corrupt"
+    result = run_census(spark, [str(folder)], out, now_ms=NOW)
+    bad = {f["path"]: f for f in result.findings if f["code"] == "INVENTORY_UNREADABLE"}
+    assert set(bad) == {str(truncated), str(garbage)}
+    assert all(f["severity"] == "error" and f["path"] in f["message"] for f in bad.values())
+    assert result.inventories == len(good) + 2 and result.brokers == 3
+    others = {r["broker"] for r in table(out, "replicas")}
+    assert others == {"broker-2", "broker-3", "broker-4"}
+
+
+def test_a_recreated_topic_is_its_own_topic(spark, demo, tmp_path):
+    root, _brokers, _from_dirs, _ = demo
+    fleet = tmp_path / "fleet"
+    shutil.copytree(root / "fleet", fleet)
+    # broker 3's copy of orders-0 carries another topic id: the topic was deleted and created again
+    folder = next((fleet / "broker-3").glob("kafka-logs-*/orders-0"))
+    new_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    (folder / "partition.metadata").write_text(f"version: 0\ntopic_id: {new_id}\n")
+    inv = collect([broker_dirs(b) for b in sorted(fleet.glob("broker-*"))], tmp_path / "inv")
+    result = run_census(spark, [str(p) for p in inv], tmp_path / "out", now_ms=NOW)
+    found = [f for f in result.findings if f["code"] == "TOPIC_RECREATED"]
+    assert len(found) == 2  # one per topic id
+    assert all("orders" in f["message"] and new_id in f["message"] for f in found)
+    assert {f["fix_command"].split()[1] for f in found} == {"scan"}
+    rows = [r for r in table(tmp_path / "out", "replicas") if (r["topic"], r["partition"]) == ("orders", 0)]
+    alone = [r for r in rows if r["topic_id"] == new_id]
+    assert len(alone) == 1 and alone[0]["replica_count"] == 1 and alone[0]["broker"] == "broker-3"
+    assert all(r["replica_count"] == len(rows) - 1 for r in rows if r["topic_id"] != new_id)
+    parts = [
+        p for p in table(tmp_path / "out", "partitions") if (p["topic"], p["partition"]) == ("orders", 0)
+    ]
+    assert sorted(p["replicas"] for p in parts) == sorted([1, len(rows) - 1])
+
+
+def test_the_html_report_works_from_inventories(demo, tmp_path):
+    from logdoctor.report import write_census_report
+
+    _root, _brokers, _from_dirs, from_inv = demo
+    page = write_census_report(from_inv, tmp_path / "report.html", now_ms=NOW)
+    text = Path(page).read_text()
+    assert "REPLICA_LAG" in text and "broker-3" in text
+
+
+@pytest.mark.parametrize("prefix", ["zk-3.0-tuyen-nnt-b", "kraft-3.5-greenlemont-n"])
+def test_real_multi_broker_sets(spark, tmp_path, prefix):
+    base = realworld.require()
+    dirs = sorted(str(p) for p in base.glob(prefix + "*") if p.is_dir())
+    assert len(dirs) == 3
+    from_dirs = run_census(spark, dirs, tmp_path / "from-dirs", now_ms=NOW)
+    inv = collect([[d] for d in dirs], tmp_path / "inv")
+    from_inv = run_census(spark, [str(tmp_path / "inv")], tmp_path / "from-inv", now_ms=NOW)
+    expected = table(tmp_path / "from-dirs", "replicas")
+    assert len(expected) > 3 and len({r["broker"] for r in expected}) == 3
+    assert table(tmp_path / "from-inv", "replicas") == expected
+    assert table(tmp_path / "from-inv", "partitions") == table(tmp_path / "from-dirs", "partitions")
+    assert len(inv) == 3 and from_inv.brokers == from_dirs.brokers == 3
+    assert not math.isnan(sum(r["bytes"] for r in expected))
+
+
+def test_inventories_at_uris(spark, demo, tmp_path):
+    """file:// URIs (a folder and a glob) through Spark's reader, and the pyarrow reader that remote
+    URIs (s3://...) take, both give the log dirs' replica table."""
+    from logdoctor.spark.census_inputs import classify, read_with_pyarrow
+
+    root, _brokers, _from_dirs, _ = demo
+    folder = (root / "inventories").as_uri()
+    assert classify([folder]).inventories == classify([folder + "/*.parquet"]).inventories
+    assert len(classify([folder]).inventories) == 4
+    result = run_census(spark, [folder + "/*.parquet"], tmp_path / "out", now_ms=NOW)
+    assert result.inventories == 4
+    assert table(tmp_path / "out", "replicas") == table(root / "from-dirs", "replicas")
+    df = read_with_pyarrow(spark, classify([folder]).inventories)
+    got = sorted(
+        tuple(r)
+        for r in df.where(df.record == "replica").select("broker", "path", "log_end_offset").collect()
+    )
+    files = sorted((root / "inventories").glob("*.parquet"))
+    expected = sorted(
+        (r["broker"], r["path"], r["log_end_offset"])
+        for f in files
+        for r in pq.read_table(f).to_pylist()
+        if r["record"] == "replica"
+    )
+    assert got == expected and len(got) >= 40
