@@ -57,9 +57,9 @@ from logdoctor.formats.index import (
 )
 from logdoctor.formats.record_types import NO_TIMESTAMP
 from logdoctor.formats.records import Batch
+from logdoctor.logdir.reader import LogReader, iter_batches_from
 
 from .index_findings import Finding, Severity
-from .seek import LogReader, iter_batches_from
 
 __all__ = [
     "Finding",

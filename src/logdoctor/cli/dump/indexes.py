@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from logdoctor.checks.seek import LogReader
 from logdoctor.checks.verify_index import (
     Finding,
     FindingCode,
@@ -28,6 +27,7 @@ from logdoctor.formats.index import (
     time_index_array,
 )
 from logdoctor.logdir.files import read_file
+from logdoctor.logdir.reader import LogReader
 
 
 def _index_checks(ctx: FileContext, data: bytes, kind: IndexKind, entry_size: int) -> None:

@@ -4,14 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from logdoctor.checks.seek import (
-    DEFAULT_WINDOW,
-    LogReader,
-    SeekPlan,
-    iter_batches_from,
-    plan_offset_seek,
-    plan_timestamp_seek,
-)
 from logdoctor.checks.verify_index import (
     Finding,
     FindingCode,
@@ -34,6 +26,8 @@ from logdoctor.cli.dump.kinds import FileKind
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats.record_types import Batch, Record
 from logdoctor.logdir import names
+from logdoctor.logdir.reader import DEFAULT_WINDOW, LogReader, iter_batches_from
+from logdoctor.logdir.seek import SeekPlan, plan_offset_seek, plan_timestamp_seek
 
 
 def _batch_event(ctx: FileContext, b: Batch, verify_crc: bool) -> Event:

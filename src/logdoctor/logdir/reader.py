@@ -1,0 +1,139 @@
+"""Reading a segment's ``.log`` by byte ranges, and walking its batches from a position.
+
+A :class:`LogReader` hands out ranges of a memory-mapped (or in-memory) ``.log`` and counts them, so
+callers and tests can see that a seek touched a small part of a large segment. It has the reading
+interface of :class:`logdoctor.logdir.storage.RangeReader` (``read_at(offset, length)``, ``size``),
+which is all :mod:`logdoctor.logdir.seek` needs: a local map and a remote file are read alike.
+:func:`iter_batches_from` walks batches from a batch boundary in growing windows.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+from collections.abc import Iterator
+from typing import Protocol
+
+from logdoctor.errors import TruncatedError
+from logdoctor.formats.record_types import LOG_OVERHEAD
+from logdoctor.formats.records import Batch, iter_batches
+from logdoctor.logdir.files import map_file
+
+__all__ = ["DEFAULT_WINDOW", "MAX_WINDOW", "ByteReader", "LogReader", "iter_batches_from"]
+
+#: First read window of a walk (doubles while the walk goes on, up to MAX_WINDOW).
+DEFAULT_WINDOW = 16 * 1024
+MAX_WINDOW = 16 * 1024 * 1024
+
+
+class ByteReader(Protocol):
+    """What seeking reads through: :class:`LogReader` (local, mapped) or a storage ``RangeReader``."""
+
+    size: int
+
+    def read_at(self, offset: int, length: int) -> bytes | memoryview: ...
+
+
+class LogReader:
+    """Byte-range reads of one ``.log`` (memory-mapped, zero copy) that count what they hand out.
+
+    ``bytes_read`` is the sum of the lengths of every range returned by :meth:`read`: the pages a
+    walk can touch. ``distinct_bytes_read`` counts each byte of the file once however often it was
+    handed out (a seek and the walk after it read some ranges twice): never more than ``size``.
+    Build one over a path (mmap) or over an in-memory buffer (tests, Spark tasks).
+    """
+
+    def __init__(self, data: memoryview | bytes, *, source: str | None = None) -> None:
+        self._view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+        self.source = source
+        self.size = len(self._view)
+        self.bytes_read = 0
+        self.reads = 0
+        self._ranges: list[list[int]] = []  # merged [start, end) of what was read, sorted
+
+    @property
+    def distinct_bytes_read(self) -> int:
+        return sum(e - s for s, e in self._ranges)
+
+    def _note(self, start: int, end: int) -> None:
+        if start >= end:
+            return
+        rs = self._ranges
+        if rs and rs[-1][0] <= start <= rs[-1][1]:  # the common case: reading on from the last range
+            rs[-1][1] = max(rs[-1][1], end)
+            return
+        i = bisect.bisect_left(rs, [start, start])
+        if i > 0 and rs[i - 1][1] >= start:
+            i -= 1
+            start = rs[i][0]
+        j = i
+        while j < len(rs) and rs[j][0] <= end:
+            end = max(end, rs[j][1])
+            j += 1
+        rs[i:j] = [[start, end]]
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> LogReader:
+        return cls(map_file(path), source=str(path))
+
+    def read(self, position: int, length: int) -> memoryview:
+        """Up to ``length`` bytes from ``position`` (fewer at the end of the file)."""
+        position = max(0, min(position, self.size))
+        end = min(self.size, position + max(0, length))
+        self.bytes_read += end - position
+        self._note(position, end)
+        self.reads += 1
+        return self._view[position:end]
+
+    def read_at(self, offset: int, length: int) -> memoryview:
+        """:meth:`read` with the argument order of :class:`~logdoctor.logdir.storage.RangeReader`."""
+        return self.read(offset, length)
+
+    def release(self) -> None:
+        """Drop this reader's reference to the map (views already handed out stay valid)."""
+        self._view = memoryview(b"")
+
+
+def iter_batches_from(
+    reader: LogReader,
+    position: int = 0,
+    *,
+    end: int | None = None,
+    window: int | None = DEFAULT_WINDOW,
+    verify_crc: bool = False,
+) -> Iterator[Batch]:
+    """Walk the batches of ``reader`` from ``position`` (a batch boundary) to ``end``.
+
+    Reads windows of ``window`` bytes (doubling as the walk goes on) so that a walk that stops early
+    reads little; ``window=None`` maps the whole rest in one read. Batch positions are file
+    positions. Raises what :func:`iter_batches` raises (TruncatedError at a torn tail, ...), with
+    positions in the file; a batch cut by a window edge is not an error, it is read again whole.
+    """
+    end = reader.size if end is None else min(end, reader.size)
+    pos = position
+    win = (end - pos) if window is None else window
+    while pos < end:
+        length = min(max(win, LOG_OVERHEAD), end - pos)
+        buf = reader.read(pos, length)
+        at_end = pos + length >= end
+        last_end = pos
+        try:
+            for batch in iter_batches(buf, source=reader.source, base_position=pos, verify_crc=verify_crc):
+                last_end = batch.position + batch.size
+                yield batch
+        except TruncatedError:
+            if at_end:
+                raise
+            # A batch straddles the window edge: batches are contiguous, so it starts where the last
+            # one yielded ended. Read again from there with a window that holds it whole.
+            head = reader.read(last_end, LOG_OVERHEAD) if last_end + LOG_OVERHEAD <= end else b""
+            need = LOG_OVERHEAD + int.from_bytes(head[8:12], "big", signed=True) if len(head) == 12 else 0
+            if last_end == pos and need <= length:
+                raise  # nothing fits even in a window this large: the error is real
+            pos = last_end
+            win = min(max(win * 2, need), max(MAX_WINDOW, need))
+            continue
+        if last_end <= pos:
+            return  # an empty range
+        pos = last_end
+        win = min(win * 2, MAX_WINDOW)

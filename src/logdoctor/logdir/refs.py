@@ -1,0 +1,79 @@
+"""Small picklable values naming a partition and its live segments, for work planned on one machine
+and done on another (Spark executors).
+
+:class:`logdoctor.logdir.model.Partition` produces them for a local log dir (``Partition.ref()``,
+``LogDir.partition_refs()``); :mod:`logdoctor.logdir.discovery` produces the same values for a log dir
+at a URI, listed through its :class:`~logdoctor.logdir.storage.Storage` with the same naming rules
+(:mod:`logdoctor.logdir.names`). A ref holds plain strings and numbers and the storage value: it
+pickles cheaply, and reads nothing until :mod:`logdoctor.logdir.seek` reads through it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from logdoctor.logdir.names import SegmentFileType
+from logdoctor.logdir.storage import LOCAL, Storage
+
+__all__ = ["PartitionRef", "SegmentRef"]
+
+_LOG = SegmentFileType.LOG.value
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRef:
+    """One live ``.log`` file (``path``, ``size`` bytes when listed) and the names of its index files."""
+
+    log_dir: str
+    topic: str
+    partition: int
+    base_offset: int
+    path: str
+    size: int
+    next_base_offset: int | None = None  # base offset of the next segment of the partition
+    storage: Storage = LOCAL  # where ``path`` is (a local path, or a URI on that file system)
+
+    @property
+    def index_path(self) -> str:
+        return self.path[: -len(_LOG)] + SegmentFileType.INDEX.value
+
+    @property
+    def time_index_path(self) -> str:
+        return self.path[: -len(_LOG)] + SegmentFileType.TIMEINDEX.value
+
+    @property
+    def is_last(self) -> bool:
+        return self.next_base_offset is None
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionRef:
+    """One topic-partition folder (``kind``: a :class:`~logdoctor.logdir.names.DirKind` value) and its
+    live segments in base-offset order."""
+
+    log_dir: str
+    topic: str
+    partition: int
+    path: str
+    kind: str
+    segments: tuple[SegmentRef, ...] = ()
+    storage: Storage = LOCAL
+
+
+def segment_refs(
+    log_dir: str,
+    topic: str,
+    partition: int,
+    logs: list[tuple[int, str, int | None]],
+    storage: Storage = LOCAL,
+) -> tuple[SegmentRef, ...]:
+    """Refs of a partition's live ``.log`` files given as (base offset, path, size) in base-offset
+    order; a size of None (the file could not be stat'ed) leaves the file out but still bounds the
+    segment before it (its base offset is that segment's ``next_base_offset``)."""
+    out: list[SegmentRef] = []
+    for i, (base, path, size) in enumerate(logs):
+        if size is None:
+            continue
+        nxt = logs[i + 1][0] if i + 1 < len(logs) else None
+        out.append(SegmentRef(log_dir, topic, partition, base, path, size, nxt, storage))
+    return tuple(out)
