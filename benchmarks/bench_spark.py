@@ -59,8 +59,9 @@ def baselines(path: Path) -> dict[str, float]:
     import pyarrow.parquet as pq
 
     from logdoctor.formats.records import iter_batches
+    from logdoctor.logdir.discovery import discover
     from logdoctor.logdir.files import map_file
-    from logdoctor.spark.planning import discover, parse_read_options, plan_slices
+    from logdoctor.spark.planning import parse_read_options, plan_slices
     from logdoctor.spark.sources import read_slice
 
     opts = parse_read_options({})

@@ -11,9 +11,9 @@ import oracle
 import pytest
 
 import realworld
+from logdoctor.logdir.discovery import discover
 from logdoctor.spark.planning import (
     PlanningError,
-    discover,
     parse_read_options,
     plan_slices,
 )

@@ -176,9 +176,9 @@ def run_census_cli(
             "does not offer; use --master URL or spark-submit"
         )
     try:
+        from logdoctor.logdir.discovery import split_paths
         from logdoctor.spark.census import discover_brokers
         from logdoctor.spark.census_inputs import classify, is_uri
-        from logdoctor.spark.planning import split_paths
 
         items = split_paths([p for p in paths if not is_uri(p)])
         refuse_non_log_dirs([i for i in items if not _is_inventory(i)])

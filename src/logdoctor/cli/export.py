@@ -101,8 +101,9 @@ def export_command(
 ) -> None:
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.logdir.discovery import InputNotFoundError
     from logdoctor.spark.export import ExportError, FormatUnavailableError, OutputExistsError, run_export
-    from logdoctor.spark.planning import InputNotFoundError, PlanningError
+    from logdoctor.spark.planning import PlanningError
     from logdoctor.spark.session import SparkUnavailableError, get_spark, parse_conf
 
     err = Console(stderr=True)
@@ -122,7 +123,8 @@ def export_command(
         "maxPartitionBytes": max_partition_bytes,
     }
     try:
-        from logdoctor.spark.planning import discover, parse_read_options, split_paths
+        from logdoctor.logdir.discovery import discover, split_paths
+        from logdoctor.spark.planning import parse_read_options
 
         parse_read_options({k: str(v) for k, v in options.items() if v is not None})
         require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command

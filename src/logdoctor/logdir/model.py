@@ -48,6 +48,7 @@ from logdoctor.logdir.names import (
 if TYPE_CHECKING:
     from logdoctor.formats.index import OffsetEntry, TimeEntry
     from logdoctor.formats.records import Batch
+    from logdoctor.logdir.refs import PartitionRef
 
 __all__ = [
     "CheckpointRead",
@@ -591,6 +592,28 @@ class Partition:
             and pf.epoch is not None
         )
 
+    def ref(self, log_dir: str | None = None) -> PartitionRef:
+        """This folder and its live segments as a small picklable value (:mod:`logdoctor.logdir.refs`)
+        for work planned here and done elsewhere (the Spark data sources). ``log_dir``: the log dir's
+        path as the caller names it (default: this partition's log dir, else the folder holding it).
+
+        Lists the folder (OSError when it cannot be) and stats each ``.log``; one that cannot be
+        stat'ed is left out, but its base offset still ends the segment before it."""
+        from logdoctor.logdir.refs import PartitionRef, segment_refs
+
+        if log_dir is None:
+            owner = self.log_dir.path if self.log_dir is not None else None
+            log_dir = str(owner) if owner is not None else os.path.dirname(os.path.abspath(self.path))
+        logs: list[tuple[int, str, int | None]] = []
+        for seg in self.segments:
+            try:
+                size: int | None = seg.size
+            except OSError:
+                size = None
+            logs.append((seg.base_offset, seg.log_file, size))
+        segments = segment_refs(log_dir, self.topic, self.partition, logs)
+        return PartitionRef(log_dir, self.topic, self.partition, str(self.path), self.kind.value, segments)
+
     # offsets ---------------------------------------------------------------------------------------
     def _checkpoint(self, name: str) -> int | None:
         if self.log_dir is None:
@@ -746,6 +769,11 @@ class LogDir:
     def partition(self, topic: str, partition: int) -> Partition:
         """The live partition folder ``<topic>-<partition>``; KeyError when absent."""
         return self._by_tp[(topic, partition)]
+
+    def partition_refs(self, log_dir: str | None = None) -> list[PartitionRef]:
+        """:meth:`Partition.ref` of every live partition folder, sorted (what the data sources read)."""
+        name = str(self.path) if log_dir is None else log_dir
+        return [p.ref(name) for p in self.partitions]
 
     @cached_property
     def orphan_partitions(self) -> list[Partition]:

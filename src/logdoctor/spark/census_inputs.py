@@ -105,8 +105,8 @@ def classify(paths: Sequence[str]) -> CensusInputs:
     """Sort PATHS (globs expanded) into log-dir inputs and inventory files.
 
     Raises ``CensusError`` for a path that does not exist or holds neither log dirs nor inventories."""
+    from logdoctor.logdir.discovery import find_log_dirs
     from logdoctor.spark.census_rules import CensusError, refuse_remote_log_dirs
-    from logdoctor.spark.planning import find_log_dirs
 
     out = CensusInputs()
     items: list[str] = []

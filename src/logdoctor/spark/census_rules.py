@@ -47,7 +47,7 @@ def _meta_id(log_dir: str) -> int | None:
 
 def discover_brokers(paths: Sequence[str]) -> list[BrokerInput]:
     """Group the log dirs under PATHS by broker (meta.properties id, else the folder holding them)."""
-    from logdoctor.spark.planning import find_log_dirs, split_paths
+    from logdoctor.logdir.discovery import find_log_dirs, split_paths
 
     groups: dict[str, list[str]] = {}
     ids: dict[str, int | None] = {}
@@ -92,8 +92,8 @@ def refuse_remote_log_dirs(item: str) -> None:
     is or holds Kafka log dirs; return when it does not."""
     import glob
 
+    from logdoctor.logdir.discovery import find_log_dirs
     from logdoctor.logdir.storage import Storage
-    from logdoctor.spark.planning import find_log_dirs
 
     try:
         storage, loc = Storage.of(item)

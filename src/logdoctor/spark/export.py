@@ -373,7 +373,8 @@ def _export_arrow(
     """
     import uuid
 
-    from logdoctor.spark.planning import discover, pack_slices, parse_read_options, plan_slices
+    from logdoctor.logdir.discovery import discover
+    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices
 
     opts = parse_read_options(opts_map)
     slices = plan_slices(discover(items), opts)
@@ -454,8 +455,9 @@ def run_export(
     input, and :class:`OutputExistsError` for ``mode="error"`` and an existing output, in both cases
     before anything is written or deleted.
     """
+    from logdoctor.logdir.discovery import discover, split_paths
     from logdoctor.logdir.outputs import check_output_location
-    from logdoctor.spark.planning import discover, split_paths, topic_matcher
+    from logdoctor.spark.planning import topic_matcher
     from logdoctor.spark.schema import records_fields
 
     if not fmt or not fmt.replace("_", "").replace("-", "").replace(".", "").isalnum():

@@ -29,8 +29,9 @@ from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from logdoctor.logdir.refs import SegmentRef
     from logdoctor.logdir.storage import Storage
-    from logdoctor.spark.planning import ReadOptions, SegmentRef, SegmentSlice
+    from logdoctor.spark.planning import ReadOptions, SegmentSlice
 
 
 class SlicePartition(InputPartition):
@@ -91,7 +92,8 @@ class KafkaLogReader(DataSourceReader):
         self.read_options = parse_read_options(options)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.spark.planning import discover, pack_slices, plan_slices
+        from logdoctor.logdir.discovery import discover
+        from logdoctor.spark.planning import pack_slices, plan_slices
 
         opts = self.read_options
         slices = plan_slices(discover(_paths(self.options), self.options), opts)
@@ -251,7 +253,7 @@ def _decode(batches: list) -> tuple[list, Any, bool]:
 def read_slice(sl: SegmentSlice, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     """The records of one slice as Arrow batches of about ``opts.batch_rows`` rows."""
     from logdoctor.errors import FormatError
-    from logdoctor.spark.planning import segment_batches
+    from logdoctor.logdir.seek import segment_batches
 
     seg = sl.segment
     start, end = sl.start_offset, sl.end_offset
@@ -334,7 +336,8 @@ class KafkaLogSegmentsReader(DataSourceReader):
         topic_matcher(options.get("topics"))  # validate early
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.spark.planning import discover, topic_matcher
+        from logdoctor.logdir.discovery import discover
+        from logdoctor.spark.planning import topic_matcher
 
         match = topic_matcher(self.options.get("topics"))
         segs = [
