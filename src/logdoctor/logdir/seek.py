@@ -52,6 +52,7 @@ __all__ = [
     "plan_offset_seek",
     "plan_timestamp_seek",
     "seek_offset",
+    "seek_timestamp",
     "segment_batches",
     "segment_offset_entries",
     "segment_reader",
@@ -371,6 +372,16 @@ def seek_offset(seg: SegmentRef, target: int, entries: IndexEntries | None = Non
     return plan.position
 
 
+def seek_timestamp(seg: SegmentRef, target_ts: int, entries: IndexEntries | None = None) -> int:
+    """Byte position to start scanning ``seg`` for the first record whose timestamp is >= ``target_ts``
+    (:func:`plan_timestamp_seek` over the ref; 0 when the indexes cannot be used). ``entries``: the
+    segment's time index when already read."""
+    if entries is None:
+        entries = segment_time_entries(seg)
+    found = entries.below(target_ts)
+    return seek_offset(seg, found[1]) if found is not None else 0
+
+
 def segment_batches(
     seg: SegmentRef,
     start: int = 0,
@@ -432,16 +443,14 @@ def offset_for_timestamp(segments: Sequence[SegmentRef], ts: int) -> int | None:
 
     Segments whose complete time index proves their largest timestamp is below ``ts`` are skipped
     (the broker does the same with ``segment.largestTimestamp``); inside the chosen segment the time
-    index (:func:`lookup_timestamp_offset`'s rule) then the offset index (:func:`seek_offset`) give the
-    position to start the scan from.
+    index then the offset index (:func:`seek_timestamp`) give the position to start the scan from.
     """
     for seg in segments:
         entries = segment_time_entries(seg)
         last = entries.last
         if last is not None and entries.complete and not seg.is_last and last[0] < ts:
             continue
-        found = entries.below(ts)
-        position = seek_offset(seg, found[1]) if found is not None else 0
+        position = seek_timestamp(seg, ts, entries)
         offset = _first_offset_at_or_after_timestamp(seg, ts, position)
         if offset is None and position:
             offset = _first_offset_at_or_after_timestamp(seg, ts, 0)  # index led us wrong: rescan
