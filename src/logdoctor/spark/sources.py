@@ -2,7 +2,8 @@
 
 Spark runs ``partitions()`` in a planning worker and ``read()`` in executor Python workers, so
 everything here pickles (small dataclasses: the model's refs, :mod:`logdoctor.logdir.refs`, and the
-slices of :mod:`logdoctor.spark.planning`) and the heavy imports happen inside the methods. Readers yield ``pyarrow.RecordBatch`` objects whose types are
+slices of :mod:`logdoctor.spark.planning`) and the heavy imports happen inside the methods. Readers
+yield ``pyarrow.RecordBatch`` objects whose types are
 exactly the ones of :mod:`logdoctor.spark.schema`.
 
 A bad batch fails nothing: the rows of a segment stop at its first invalid batch (CRC mismatch,
