@@ -111,11 +111,16 @@ def _total(result: Any, table: str) -> int:
 
 
 def command_exists(command_line: str) -> bool:
-    """Whether ``logdoctor <name> ...`` names a command registered on the app."""
+    """Whether ``logdoctor <name> ...`` names one of logdoctor's commands.
+
+    Asked of the one list of commands (cli/registry.py), not of the app: commands register on the app
+    only when their module is imported, and `census` imports none of the others."""
+    from logdoctor.cli.registry import COMMANDS
+
     words = command_line.split()
     if len(words) < 2 or words[0] != "logdoctor":
         return False
-    return any((c.name or getattr(c.callback, "__name__", "")) == words[1] for c in app.registered_commands)
+    return any(entry.name == words[1] for entry in COMMANDS)
 
 
 def refuse_non_log_dirs(items: list[str]) -> None:
