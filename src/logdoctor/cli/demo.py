@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -14,6 +14,9 @@ from rich.console import Console
 from logdoctor.cli.app import app
 from logdoctor.cli.common import EX_CANTCREAT, fail, parse_now
 from logdoctor.logdir.disk import DF_JSON
+
+if TYPE_CHECKING:
+    from logdoctor.sample.fleet import DemoFleet
 
 DEMO_MARKER = ".logdoctor-demo-fleet"  # written into DIR/fleet: the demo may replace that folder
 
@@ -104,7 +107,9 @@ def demo_command(
         ),
     ] = None,
 ) -> None:
-    """Generate a 3-broker sample fleet with planted faults, run the census with local Spark, show fixes."""
+    """Generate a 4-broker sample fleet with planted faults, inventory each, run the census, show fixes.
+
+    Three ZooKeeper-era brokers and a KRaft broker with two log dirs; the census runs on local Spark."""
     from logdoctor.cli.census import run_census_cli
     from logdoctor.sample.fleet import generate_demo_fleet
 
@@ -119,8 +124,7 @@ def demo_command(
     (fleet_dir / DEMO_MARKER).write_text("written by `logdoctor demo`, which replaces this folder\n")
     if not json_out:
         console.print(
-            f"[bold]Sample fleet[/bold] written to {fleet_dir} "
-            f"({len(demo.fleet.log_dirs)} brokers, {len(demo.fleet.replicas)} replicas). Planted:"
+            f"[bold]Sample fleet[/bold] written to {fleet_dir} ({_brokers_and_replicas(demo)}). Planted:"
         )
         for p in demo.planted:
             console.print(f"  - {p}")
@@ -143,3 +147,14 @@ def demo_command(
         now_ms=demo.now_ms,
     )
     raise typer.Exit(0)
+
+
+def _brokers_and_replicas(demo: DemoFleet) -> str:
+    """ "3 ZooKeeper-era brokers and 1 KRaft broker, 39 replicas and its metadata log" (the census counts
+    the ``__cluster_metadata-0`` folder as one more replica)."""
+    fleets = [demo.fleet] if demo.kraft is None else [demo.fleet, demo.kraft]
+    replicas = sum(len(f.replicas) for f in fleets)
+    text = f"{len(demo.fleet.log_dirs)} ZooKeeper-era brokers"
+    if demo.kraft is not None:
+        text += f" and {len(demo.kraft.log_dirs)} KRaft broker"
+    return f"{text}, {replicas} replicas" + (" and its metadata log" if demo.kraft is not None else "")

@@ -78,7 +78,7 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "demo",
         "demo",
         EXTRACT,
-        "Generate a 3-broker sample fleet with planted faults, run the census with local Spark, show fixes.",
+        "Generate a 4-broker sample fleet with planted faults, inventory each, run the census, show fixes.",
     ),
 )
 
