@@ -26,6 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from logdoctor.spark.daemon import install_in_worker
+
+install_in_worker()  # in a Spark planning or task worker: cheap importlib.invalidate_caches()
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
