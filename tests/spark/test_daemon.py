@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.skipif(sys.version_info >= (3, 12), reason="Python 3.12+ re-reads zips lazily itself")
+pytestmark = pytest.mark.skipif(
+    sys.version_info >= (3, 12), reason="Python 3.12+ re-reads zips lazily itself"
+)
 
 SCRIPT = textwrap.dedent(
     """
