@@ -59,6 +59,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_rebuild.py --repeat 5
 	$(PY) benchmarks/bench_dump.py --mb 100 --repeat 3
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py --records 600000
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_dataframe.py --records 600000 --repeat 3
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

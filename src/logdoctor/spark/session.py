@@ -150,6 +150,9 @@ def _defaults(local: bool) -> dict[str, str]:
     if local:
         conf.update(
             {
+                # This interpreter runs the workers: its logdoctor has the daemon module, which makes
+                # each task's importlib.invalidate_caches() cheap on Python 3.11 (logdoctor.spark.daemon).
+                "spark.python.daemon.module": "logdoctor.spark.daemon",
                 "spark.ui.enabled": "false",
                 # One JVM on this host: keep the driver off the network. On a cluster the
                 # executors on other hosts must reach the driver, so nothing is pinned there.

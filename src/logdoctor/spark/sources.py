@@ -27,6 +27,10 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
+from logdoctor.spark.daemon import install_in_worker
+
+install_in_worker()  # in a Spark planning or task worker: cheap importlib.invalidate_caches()
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -147,6 +151,75 @@ def _decode_json(decode, keys: list, values: list, control: list[bool]) -> list[
     return out
 
 
+# What _build_arrow reads off every batch, in one C-level getter call per batch (slots of
+# RecordBatchV2, plain attributes of LegacyBatch): the record count first, then the batch columns.
+_BATCH_FIELDS = (
+    "record_count",
+    "position",
+    "producer_id",
+    "producer_epoch",
+    "base_sequence",
+    "partition_leader_epoch",
+    "attributes",
+    "magic",
+)
+_COUNT, _POSITION, _PRODUCER_ID, _PRODUCER_EPOCH = 0, 1, 2, 3
+_BASE_SEQUENCE, _LEADER_EPOCH, _ATTRIBUTES, _MAGIC = 4, 5, 6, 7
+# The attributes bits (DefaultRecordBatch.java: COMPRESSION_CODEC_MASK, TRANSACTIONAL_FLAG_MASK,
+# CONTROL_FLAG_MASK); v0/v1 entries have only the codec bits (LegacyRecord.java), never the flags.
+_CODEC_MASK = 0x07
+_TRANSACTIONAL_MASK = 0x10
+_CONTROL_MASK = 0x20
+_INT32_MAX = 0x7FFFFFFF
+
+
+def batch_header_columns(batches: Sequence[Any]) -> Any:
+    """The fields of ``_BATCH_FIELDS`` of every batch, as an int64 numpy array of shape (batches, 8)."""
+    import itertools
+    import operator
+
+    import numpy as np
+
+    getter = operator.attrgetter(*_BATCH_FIELDS)
+    width = len(_BATCH_FIELDS)
+    flat = np.fromiter(
+        itertools.chain.from_iterable(map(getter, batches)), dtype=np.int64, count=len(batches) * width
+    )
+    return flat.reshape(len(batches), width)
+
+
+def _constant_string(value: str, n: int) -> pa.Array:
+    """A string array of ``n`` times ``value``, built from its buffers (no per-row work)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    data = value.encode("utf-8", "surrogatepass")
+    if len(data) * n > _INT32_MAX:  # pragma: no cover - more than 2 GiB of one value
+        return pc.take(pa.array([value], pa.string()), pa.array(np.zeros(n, dtype=np.int32)))
+    offsets = np.arange(n + 1, dtype=np.int32) * np.int32(len(data))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data * n)])
+
+
+def _compression_column(batches: Sequence[Any], codecs: Any, counts: Any) -> pa.Array:
+    """The codec label of each record's batch (``Compression.label``)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from logdoctor.formats.record_types import Compression
+
+    n = int(counts.sum())
+    lo, hi = int(codecs.min()), int(codecs.max())
+    if lo < 0 or hi >= len(Compression):  # pragma: no cover - decode refuses unknown codecs first
+        labels = [b.compression.label for b in batches]  # raises what the batch raises
+        return pa.array(np.repeat(np.asarray(labels, dtype=object), counts), pa.string())
+    if lo == hi:  # one codec (the usual case)
+        return _constant_string(Compression(lo).label, n)
+    table = pa.array([c.label for c in Compression], pa.string())
+    return pc.take(table, pa.array(np.repeat(codecs.astype(np.int8), counts)))
+
+
 def _build_arrow(
     seg: SegmentRef,
     batches: list,
@@ -155,63 +228,64 @@ def _build_arrow(
     start_offset: int | None,
     end_offset: int | None,
 ) -> pa.RecordBatch | None:
-    """Arrow rows for the decoded records of ``batches`` (columns from decode_columns)."""
+    """Arrow rows for the decoded records of ``batches`` (columns from decode_columns).
+
+    No Python work per record: the batch fields are read once per batch (one attrgetter call) and
+    spread over the batch's records with ``np.repeat``; constant columns are built from buffers."""
     import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     from logdoctor.spark.schema import records_arrow_schema
 
     n = len(cols)
     if n == 0:
         return None
-    counts = np.fromiter((b.record_count for b in batches), dtype=np.int64, count=len(batches))
+    head = batch_header_columns(batches)
+    counts = head[:, _COUNT]
 
-    def per_record(values: list, dtype: Any) -> np.ndarray:
-        return np.repeat(np.asarray(values, dtype=dtype), counts)
+    def per_record(column: int, dtype: Any) -> np.ndarray:
+        return np.repeat(head[:, column].astype(dtype), counts)
 
     offsets = cols.offsets.astype(np.int64, copy=False)
     ts_ms = cols.timestamps.astype(np.int64, copy=False)
     ts_type = cols.timestamp_types.astype(np.int32)
     # NO_TIMESTAMP (magic 0) and values that do not fit microseconds become null
     ts_null = (ts_type < 0) | (np.abs(ts_ms) > 9_000_000_000_000_000 // 1000)
-    ts_us = np.where(ts_null, 0, ts_ms) * 1000
-    timestamp = pa.array(ts_us, type=pa.timestamp("us", tz="UTC"), mask=ts_null if ts_null.any() else None)
+    has_null = bool(ts_null.any())
+    ts_us = (np.where(ts_null, 0, ts_ms) if has_null else ts_ms) * 1000
+    timestamp = pa.array(ts_us, type=pa.timestamp("us", tz="UTC"), mask=ts_null if has_null else None)
 
-    zeros = pa.array(np.zeros(n, dtype=np.int32))
-    labels = sorted({b.compression.label for b in batches})
-    label_idx = {label: i for i, label in enumerate(labels)}
-    compression = pc.take(
-        pa.array(labels, pa.string()),
-        pa.array(per_record([label_idx[b.compression.label] for b in batches], np.int32)),
-    )
+    attributes = head[:, _ATTRIBUTES]
+    v2 = head[:, _MAGIC] == 2
+    transactional = np.repeat(v2 & (attributes & _TRANSACTIONAL_MASK != 0), counts)
+    control = np.repeat(v2 & (attributes & _CONTROL_MASK != 0), counts)
 
     arrays = [
         cols.keys,
         cols.values,
-        pc.take(pa.array([seg.topic], pa.string()), zeros),
+        _constant_string(seg.topic, n),
         pa.array(np.full(n, seg.partition, dtype=np.int32)),
         pa.array(offsets),
         timestamp,
         pa.array(ts_type),
         cols.headers,
-        pc.take(pa.array([seg.log_dir], pa.string()), zeros),
+        _constant_string(seg.log_dir, n),
         pa.array(np.full(n, seg.base_offset, dtype=np.int64)),
-        pa.array(per_record([b.position for b in batches], np.int64)),
-        pa.array(per_record([b.producer_id for b in batches], np.int64)),
-        pa.array(per_record([b.producer_epoch for b in batches], np.int16)),
-        pa.array(per_record([b.base_sequence for b in batches], np.int32)),
-        pa.array(per_record([bool(b.is_transactional) for b in batches], np.bool_)),
-        pa.array(per_record([bool(b.is_control) for b in batches], np.bool_)),
-        pa.array(per_record([b.partition_leader_epoch for b in batches], np.int32)),
-        compression,
+        pa.array(per_record(_POSITION, np.int64)),
+        pa.array(per_record(_PRODUCER_ID, np.int64)),
+        pa.array(per_record(_PRODUCER_EPOCH, np.int16)),
+        pa.array(per_record(_BASE_SEQUENCE, np.int32)),
+        pa.array(transactional),
+        pa.array(control),
+        pa.array(per_record(_LEADER_EPOCH, np.int32)),
+        _compression_column(batches, attributes & _CODEC_MASK, counts),
     ]
     if opts.decoded:
         decode = _decoder_for(opts.decoder, seg.topic)
-        control = per_record([bool(b.is_control) for b in batches], np.bool_).tolist()
         arrays.append(
             pa.array(
-                _decode_json(decode, cols.keys.to_pylist(), cols.values.to_pylist(), control), pa.string()
+                _decode_json(decode, cols.keys.to_pylist(), cols.values.to_pylist(), control.tolist()),
+                pa.string(),
             )
         )
     schema = records_arrow_schema(opts.decoded)
