@@ -140,7 +140,8 @@ def one_process(path: Path, repeat: int) -> dict[str, dict[str, float]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from logdoctor.spark.planning import discover, parse_read_options, plan_slices
+    from logdoctor.logdir.discovery import discover
+    from logdoctor.spark.planning import parse_read_options, plan_slices
     from logdoctor.spark.sources import read_slice
 
     opts = parse_read_options({})

@@ -11,7 +11,8 @@ from kafka.record import MemoryRecords
 
 import realworld
 from logdoctor.formats.record_types import Compression
-from logdoctor.spark.planning import discover, parse_read_options, plan_slices
+from logdoctor.logdir.discovery import discover
+from logdoctor.spark.planning import parse_read_options, plan_slices
 from logdoctor.spark.sources import read_slice
 
 pytestmark = [pytest.mark.realworld]
