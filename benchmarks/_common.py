@@ -115,3 +115,25 @@ def timed(repeat: int, fn: Callable[[], Any]) -> Timing:
         runs.append((time.perf_counter() - t0, cpu_seconds() - c0))
     best = min(runs)
     return Timing(best[0], statistics.median(w for w, _c in runs), best[1], result)
+
+
+def export_parquet_one_process(slices: Any, opts: Any, target: Path) -> int:
+    """The single-process export a user has without Spark: each slice's Arrow batches (``read_slice``,
+    the code a Spark task runs) written by pyarrow to ``target/part-NNNNN.parquet``; returns the rows."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from logdoctor.spark.sources import read_slice
+
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    n = 0
+    for i, sl in enumerate(slices):
+        batches = list(read_slice(sl, opts))
+        if batches:
+            table = pa.Table.from_batches(batches)
+            pq.write_table(table, target / f"part-{i:05d}.parquet")
+            n += table.num_rows
+    return n

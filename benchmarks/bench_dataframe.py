@@ -40,7 +40,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_TMP, machine
+from _common import BENCH_TMP, export_parquet_one_process, machine
 
 SHAPES = {"small": 16, "producer": 64}
 MASTERS = ("local[1]", "local[2]")
@@ -137,9 +137,6 @@ def measure(repeat: int, fn) -> dict[str, float]:
 
 
 def one_process(path: Path, repeat: int) -> dict[str, dict[str, float]]:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from logdoctor.logdir.discovery import discover
     from logdoctor.spark.planning import parse_read_options, plan_slices
     from logdoctor.spark.sources import read_slice
@@ -150,19 +147,8 @@ def one_process(path: Path, repeat: int) -> dict[str, dict[str, float]]:
     def arrow() -> int:
         return sum(rb.num_rows for sl in slices for rb in read_slice(sl, opts))
 
-    target = BENCH_TMP / "dataframe-one-process-parquet"
-
     def parquet() -> int:
-        shutil.rmtree(target, ignore_errors=True)
-        target.mkdir(parents=True)
-        n = 0
-        for i, sl in enumerate(slices):
-            batches = list(read_slice(sl, opts))
-            if batches:
-                table = pa.Table.from_batches(batches)
-                pq.write_table(table, target / f"part-{i:05d}.parquet")
-                n += table.num_rows
-        return n
+        return export_parquet_one_process(slices, opts, BENCH_TMP / "dataframe-one-process-parquet")
 
     return {"one process: read_slice -> Arrow": measure(repeat, arrow),
             "one process: pyarrow Parquet export": measure(repeat, parquet)}

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_TMP, machine
+from _common import BENCH_TMP, export_parquet_one_process, machine
 
 
 def make_data(records: int) -> Path:
@@ -56,7 +56,6 @@ def make_data(records: int) -> Path:
 
 
 def baselines(path: Path) -> dict[str, float]:
-    import pyarrow.parquet as pq
 
     from logdoctor.formats.records import iter_batches
     from logdoctor.logdir.discovery import discover
@@ -83,19 +82,8 @@ def baselines(path: Path) -> dict[str, float]:
             n += rb.num_rows
     out["arrow"] = n / (time.perf_counter() - t)
 
-    target = BENCH_TMP / "spark-baseline-parquet"
-    shutil.rmtree(target, ignore_errors=True)
-    target.mkdir(parents=True)
     t = time.perf_counter()
-    n = 0
-    for i, sl in enumerate(slices):
-        batches = list(read_slice(sl, opts))
-        if batches:
-            import pyarrow as pa
-
-            table = pa.Table.from_batches(batches)
-            pq.write_table(table, target / f"part-{i:05d}.parquet")
-            n += table.num_rows
+    n = export_parquet_one_process(slices, opts, BENCH_TMP / "spark-baseline-parquet")
     out["parquet"] = n / (time.perf_counter() - t)
     out["records"] = n
     return out

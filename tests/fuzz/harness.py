@@ -111,8 +111,8 @@ def _kraft_snapshot(data: bytes) -> None:
     parse_kraft_snapshot(data, source="f")
 
 
-def _metadata_records(data: bytes) -> None:
-    from logdoctor.formats.internal import decode_metadata_record
+def _each_record(data: bytes, decode: Callable[[Any], Any]) -> None:
+    """``decode`` each record of the first 50 batches (200 records each) that decode at all."""
     from logdoctor.formats.records import scan_batches
 
     for batch in scan_batches(data, verify_crc=False).batches[:50]:
@@ -122,21 +122,19 @@ def _metadata_records(data: bytes) -> None:
             continue
         for r in records[:200]:
             with contextlib.suppress(LogDoctorError):
-                decode_metadata_record(r.value, source="f")
+                decode(r)
+
+
+def _metadata_records(data: bytes) -> None:
+    from logdoctor.formats.internal import decode_metadata_record
+
+    _each_record(data, lambda r: decode_metadata_record(r.value, source="f"))
 
 
 def _offsets_records(data: bytes) -> None:
     from logdoctor.formats.internal import decode_consumer_offsets
-    from logdoctor.formats.records import scan_batches
 
-    for batch in scan_batches(data, verify_crc=False).batches[:50]:
-        try:
-            records = list(batch.records())
-        except LogDoctorError:
-            continue
-        for r in records[:200]:
-            with contextlib.suppress(LogDoctorError):
-                decode_consumer_offsets(r.key, r.value, source="f")
+    _each_record(data, lambda r: decode_consumer_offsets(r.key, r.value, source="f"))
 
 
 PARSERS: dict[str, list[Callable[[bytes], Any]]] = {
