@@ -60,6 +60,8 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_dump.py --mb 100 --repeat 3
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py --records 600000
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_dataframe.py --records 600000 --repeat 3
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark_floor.py --rows 2400000 --repeat 2
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_census.py --brokers 100 1000 --repeat 2
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -107,3 +107,36 @@ def test_segments_source_shows_the_retention_risk(spark, census):
     assert row["time_index_max_timestamp"].timestamp() == 0  # what the broker would use: epoch 0
     assert int(row["max_timestamp"].timestamp() * 1000) == seg.max_timestamp
     assert row["error"] is None and row["valid_bytes"] == row["size_bytes"] == seg.size
+
+
+def test_a_big_fleet_keeps_the_lagging_rows_first(spark, census, tmp_path, monkeypatch):
+    """Past COLLECT_LIMIT rows the driver keeps the most lagging replicas and partitions (one sorted
+    query after the count), and the totals are the written tables' row counts."""
+    from logdoctor.spark import census_sql
+
+    demo, _, _ = census
+    monkeypatch.setattr(census_sql, "COLLECT_LIMIT", 3)
+    result = run_census(spark, [str(demo.root)], tmp_path / "out")
+    replicas = pq.read_table(tmp_path / "out" / "replicas").to_pylist()
+    partitions = pq.read_table(tmp_path / "out" / "partitions").to_pylist()
+    assert result.totals is not None
+    assert result.totals["replicas"] == len(replicas) > 3
+    assert result.totals["partitions"] == len(partitions) > 3
+    assert len(result.replicas) == len(result.partitions) == 3
+
+    # Spark's order: lag descending with nulls last, then the keys ascending with nulls first
+    def by_lag(rows, lag, keys):
+        def key(r):
+            ranks = ((r[k] is not None, r[k] if r[k] is not None else "") for k in keys)
+            return (r[lag] is None, -(r[lag] or 0), *ranks)
+
+        return sorted(rows, key=key)
+
+    want = by_lag(replicas, "lag_offsets", ("topic", "partition", "broker", "log_dir"))[:3]
+    assert result.replicas == want
+    assert (result.replicas[0]["broker"], result.replicas[0]["topic"], result.replicas[0]["partition"]) == (
+        "broker-3",
+        "orders",
+        1,
+    )
+    assert result.partitions == by_lag(partitions, "max_lag_offsets", ("topic", "partition", "topic_id"))[:3]

@@ -95,38 +95,6 @@ class CensusResult:
         }
 
 
-_REPLICA_SCHEMA = ", ".join(
-    (
-        "broker string, broker_id int, log_dir string, topic string, partition int, kind string, path string",
-        "log_start_offset bigint, log_end_offset bigint, high_watermark bigint, recovery_point bigint",
-        "segments int, bytes bigint, findings int, max_log_end_offset bigint, replica_count int",
-        "lag_offsets bigint, lag_bytes bigint, partition_high_watermark bigint, below_high_watermark boolean",
-    )
-)
-_PARTITION_SCHEMA = ", ".join(
-    (
-        "topic string, partition int, replicas int, brokers array<string>, max_log_end_offset bigint",
-        "min_log_end_offset bigint, min_log_start_offset bigint, max_log_start_offset bigint",
-        "high_watermark bigint, bytes bigint, lagging_broker string, lagging_log_dir string",
-        "max_lag_offsets bigint, max_lag_bytes bigint",
-    )
-)
-_FINDING_SCHEMA = ", ".join(
-    (
-        "broker string, log_dir string, code string, severity string, path string, position bigint",
-        "offset bigint, message string, fix string, fix_command string",
-    )
-)
-_LOG_DIR_SCHEMA = ", ".join(
-    (
-        "broker string, broker_id int, log_dir string, real_path string, mode string, cluster_id string",
-        "partitions int, locked boolean, clean_shutdown boolean, disk_total_bytes bigint",
-        "disk_used_bytes bigint, disk_available_bytes bigint, disk_used_fraction double",
-        "disk_used_percent int, disk_source string, bytes bigint, folders int",
-    )
-)
-
-
 def run_census(
     spark: Any,
     paths: Sequence[str],
@@ -161,15 +129,18 @@ def run_census(
         getattr(frames, name).write.mode("overwrite").parquet(str(folder))
         tables[name] = str(folder)
     read = {name: spark.read.parquet(tables[name]) for name in ("partitions", "replicas", "findings")}
-    replicas, n_replicas = first_rows(read["replicas"].orderBy("topic", "partition", "broker", "log_dir"))
-    partitions, n_partitions = first_rows(read["partitions"].orderBy("topic", "partition", "topic_id"))
-    if n_replicas > len(replicas):  # a big fleet: the lagging replicas and partitions first
-        lag = read["replicas"]["lag_offsets"].desc_nulls_last()
-        replicas, _ = first_rows(read["replicas"].orderBy(lag, "topic", "partition", "broker", "log_dir"))
-    if n_partitions > len(partitions):
-        lag = read["partitions"]["max_lag_offsets"].desc_nulls_last()
-        partitions, _ = first_rows(read["partitions"].orderBy(lag, "topic", "partition", "topic_id"))
-    findings, n_findings = first_rows(frames.findings)
+    rep, part = read["replicas"], read["partitions"]
+    replicas, n_replicas = first_rows(
+        rep,
+        ("topic", "partition", "broker", "log_dir"),
+        (rep["lag_offsets"].desc_nulls_last(), "topic", "partition", "broker", "log_dir"),
+    )
+    partitions, n_partitions = first_rows(
+        part,
+        ("topic", "partition", "topic_id"),
+        (part["max_lag_offsets"].desc_nulls_last(), "topic", "partition", "topic_id"),
+    )
+    findings, n_findings = first_rows(frames.findings, ())
     counts = severity_counts(read["findings"])
     brokers = len({d["broker"] for d in log_dirs} | {b.broker for b in frames_in.brokers})
     frames_in.unpersist()
@@ -192,40 +163,6 @@ def run_census(
     (out / "summary.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     (out / "summary.txt").write_text(render_summary(result) + "\n")
     return result
-
-
-def _arrow_schema(ddl: str):
-    import pyarrow as pa
-
-    types = {
-        "string": pa.string(),
-        "int": pa.int32(),
-        "bigint": pa.int64(),
-        "boolean": pa.bool_(),
-        "double": pa.float64(),
-        "array<string>": pa.list_(pa.string()),
-    }
-    fields = []
-    for part in ddl.split(", "):
-        name, typ = part.strip().split(" ", 1)
-        fields.append((name, types[typ]))
-    return pa.schema(fields)
-
-
-def _write_table(folder: Path, rows: list[dict[str, Any]], ddl: str) -> str:
-    """One Parquet file in ``folder``, a table folder as Spark writes it (``spark.read.parquet`` works)."""
-    import shutil
-
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = _arrow_schema(ddl)
-    table = pa.Table.from_pylist([{k: r.get(k) for k in schema.names} for r in rows], schema=schema)
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    pq.write_table(table, folder / "part-00000.parquet")
-    return str(folder)
 
 
 def render_summary(result: CensusResult) -> str:

@@ -25,7 +25,8 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -161,30 +162,37 @@ def classify(paths: Sequence[str]) -> CensusInputs:
     return out
 
 
-def check_inventory(path: str) -> tuple[str, str | None, str]:
-    """(path, error or None, "parquet" | "json"): read the whole file as a reader would (executor side)."""
+def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any]]]:
+    """(path, error or None, "parquet" | "json", its log-dir rows): read the whole file as a reader
+    would (executor side). The log-dir rows (a few per broker, :data:`LOG_DIR_DDL`'s columns) come back
+    with the verdict, so the census needs no scan of every inventory for them."""
     from logdoctor.checks.inventory import read_inventory_rows
 
+    dir_cols = ddl_names(LOG_DIR_DDL)
     try:
         if _is_parquet(path):
-            _check_parquet(path)
-            return path, None, "parquet"
+            return path, None, "parquet", _check_parquet(path)
         rows = read_inventory_rows(path)
         if not rows or rows[0].get("record") != "broker":
             raise ValueError("not an inventory: its first row is not a broker row")
-        return path, None, "json"
+        dirs = [{c: r.get(c) for c in dir_cols} for r in rows if r.get("record") == "log_dir"]
+        return path, None, "json", dirs
     except Exception as exc:  # any failure to read is the finding
-        return path, f"{type(exc).__name__}: {exc}", ""
+        return path, f"{type(exc).__name__}: {exc}", "", []
 
 
-def _check_parquet(path: str) -> None:
+def _check_parquet(path: str) -> list[dict[str, Any]]:
     """A Parquet inventory: its footer (a truncated file has none), schema version and columns, and
-    every page of the columns the census reads decoded (a corrupt page fails here, not in Spark)."""
+    every page of the columns the census reads decoded (a corrupt page fails here, not in Spark).
+    Returns its log-dir rows."""
+    import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
     from logdoctor.checks.inventory import METADATA_KEY, SCHEMA_VERSION, _filesystem
 
     filesystem, p = _filesystem(path)
+    dir_cols = ddl_names(LOG_DIR_DDL)
+    dirs: list[dict[str, Any]] = []
     with filesystem.open_input_file(p) as fh:
         pf = pq.ParquetFile(fh)
         version = int((pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0"))
@@ -200,7 +208,10 @@ def _check_parquet(path: str) -> None:
         if first is None or first.num_rows == 0 or first.column(0)[0].as_py() != "broker":
             raise ValueError("not an inventory: its first row is not a broker row")
         for i in range(pf.num_row_groups):
-            pf.read_row_group(i, columns=wanted)
+            group = pf.read_row_group(i, columns=wanted)
+            log_dirs = group.filter(pc.equal(group.column("record"), "log_dir"))
+            dirs.extend(log_dirs.select(dir_cols).to_pylist())
+    return dirs
 
 
 def _is_parquet(path: str) -> bool:
@@ -214,6 +225,35 @@ def _is_parquet(path: str) -> bool:
 def _slices(spark: Any, n: int) -> int:
     """Tasks for ``n`` small files: a few per core (each task starts a Python worker's imports)."""
     return max(1, min(n, 4 * spark.sparkContext.defaultParallelism))
+
+
+def _log_dirs_frame(spark: Any, rows: list[dict[str, Any]]) -> Any:
+    """The inventories' log-dir rows (collected by :func:`check_inventory`) as a DataFrame, typed
+    through the inventory's Arrow schema (a JSON Lines inventory's 0 is a double's 0.0 there)."""
+    import pyarrow as pa
+
+    from logdoctor.checks.inventory import arrow_schema
+
+    inventory = arrow_schema()
+    schema = pa.schema([inventory.field(c) for c in ddl_names(LOG_DIR_DDL)])
+    table = pa.Table.from_pylist(rows, schema=schema)
+    return spark.createDataFrame(table).coalesce(1)
+
+
+@contextmanager
+def _listing_tasks(spark: Any, tasks: int) -> Iterator[None]:
+    """Spark lists more than 32 input paths with a job of a task per path (each task's start costs more
+    than a stat): a few tasks per core instead, for the DataFrames made inside (listing is eager)."""
+    key = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
+    old = spark.conf.get(key, None)
+    spark.conf.set(key, str(tasks))
+    try:
+        yield
+    finally:
+        if old is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, old)
 
 
 def read_with_pyarrow(spark: Any, files: list[str]) -> Any:
@@ -305,16 +345,21 @@ def load_inputs(
         checked = (
             spark.sparkContext.parallelize(inputs.inventories, _slices(spark, len(inputs.inventories)))
             .map(check_inventory)
-            .collect()  # (path, error, format): three short strings per inventory
+            .collect()  # (path, error, format, log dirs): a few short rows per inventory
         )
         good: dict[str, list[str]] = {"parquet": [], "json": [], "remote": []}
-        for path, error, fmt in checked:
+        log_dir_rows: list[dict[str, Any]] = []
+        for path, error, fmt, dirs in checked:
             if error is not None:
                 unreadable.append((path, error))
-            elif is_uri(path) and not path.startswith("file://"):
+                continue
+            log_dir_rows.extend(dirs)
+            if is_uri(path) and not path.startswith("file://"):
                 good["remote"].append(path)
             else:
                 good[fmt].append(path)
+        if any(good.values()):
+            frames["log_dirs"].append(_log_dirs_frame(spark, log_dir_rows))
         for fmt, files in good.items():
             if not files:
                 continue
@@ -322,10 +367,10 @@ def load_inputs(
             if fmt == "remote":
                 df = read_with_pyarrow(spark, files)
             else:
-                df = reader.parquet(*files) if fmt == "parquet" else reader.json(files)
+                with _listing_tasks(spark, _slices(spark, len(files))):
+                    df = reader.parquet(*files) if fmt == "parquet" else reader.json(files)
             for name, cols, record in (
                 ("replicas", replica_cols, "replica"),
-                ("log_dirs", dir_cols, "log_dir"),
                 ("findings", finding_cols, "finding"),
             ):
                 frames[name].append(df.where(df.record == record).select(*cols))

@@ -62,66 +62,69 @@ class CensusFrames:
             df.unpersist()
 
 
-def _topic_keys(F: Any, live: Any) -> Any:
-    """Per topic: ``topic_key`` '' when its replicas agree on the topic id, else the id (a topic each)."""
-    ids = (
-        live.where(F.col("topic_id").isNotNull())
-        .groupBy("topic")
-        .agg(F.countDistinct("topic_id").alias("ids"))
-        .where(F.col("ids") > 1)
-        .select("topic", F.lit(True).alias("recreated"))
+def _topic_keys(F: Any, Window: Any, live: Any) -> Any:
+    """Per topic: ``topic_key`` '' when its replicas agree on the topic id, else the id (a topic each).
+
+    A window over each topic's replicas, not an aggregation joined back: the shuffle by topic that it
+    needs also satisfies the window of :func:`replica_table` (a partition's replicas are a topic's), so
+    the replicas are read and shuffled once, and only sorted again."""
+    ids = F.size(F.collect_set("topic_id").over(Window.partitionBy("topic")))  # a set holds no null
+    return live.withColumn(
+        "topic_key", F.when(ids > 1, F.coalesce(F.col("topic_id"), F.lit(""))).otherwise(F.lit(""))
     )
-    joined = live.join(F.broadcast(ids), "topic", "left")
-    return joined.withColumn(
-        "topic_key", F.when(F.col("recreated"), F.coalesce(F.col("topic_id"), F.lit(""))).otherwise(F.lit(""))
-    )
+
+
+def _partition_window(F: Any, Window: Any) -> tuple[Any, Any]:
+    """The window of a partition's replicas (per topic id of a recreated topic), ordered by broker and log
+    dir: ``frame`` spans the whole partition (its aggregates are the partition's), ``ordered`` numbers
+    the replicas. Both share one sort, so every window function of the census runs after one shuffle."""
+    keys = ("topic", "topic_key", "partition")
+    ordered = Window.partitionBy(*keys).orderBy("broker", "log_dir")
+    frame = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    return frame, ordered
+
+
+#: the sort the window leaves each shuffle partition in (and the written tables keep)
+_WINDOW_ORDER = ("topic", "topic_key", "partition", "broker", "log_dir")
 
 
 def replica_table(replicas: Any) -> Any:
-    """Live replicas with their lag behind the most advanced replica of their partition (as replica_lag)."""
+    """Live replicas with their lag behind the most advanced replica of their partition (as replica_lag),
+    and, on the first replica of each partition (``partition_first``), that partition's row of
+    :func:`partition_table` (columns ``p_*``): the partitions table comes out of the same window, with
+    no second shuffle of the replicas (a ``groupBy`` of millions of partitions falls back to a sort-based
+    aggregation for ``collect_list`` and spills)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    live = _topic_keys(F, replicas.where(F.col("kind") == "log"))
-    w = Window.partitionBy("topic", "topic_key", "partition")
-    leo, hw = F.col("log_end_offset"), F.max("high_watermark").over(w)
-    out = (
-        live.withColumn("max_log_end_offset", F.max("log_end_offset").over(w))
-        .withColumn("replica_count", F.count(F.lit(1)).over(w).cast("int"))
-        .withColumn("lag_offsets", F.col("max_log_end_offset") - leo)
-        .withColumn(
-            "lag_bytes",
-            F.greatest(
-                F.lit(0).cast("bigint"),
-                F.max(F.coalesce("bytes", F.lit(0))).over(w) - F.coalesce("bytes", F.lit(0)),
-            ),
-        )
-        .withColumn("partition_high_watermark", hw)
-        .withColumn(
-            "below_high_watermark", F.coalesce(hw.isNotNull() & leo.isNotNull() & (leo < hw), F.lit(False))
-        )
-        # the most advanced replica (ties: the first by broker, log dir), in the same window: no other shuffle
-        .withColumn(
-            "leader",
-            F.min(
-                F.when(leo.isNotNull(), F.struct((-leo).alias("k"), "broker", "log_dir", "log_end_offset"))
-            ).over(w),
-        )
-    )
-    return out.select(
-        *REPLICA_COLUMNS,
-        "topic_key",
-        F.col("leader.broker").alias("leader_broker"),
-        F.col("leader.log_dir").alias("leader_log_dir"),
-        F.col("leader.log_end_offset").alias("leader_log_end_offset"),
-    )
-
-
-def partition_table(replicas: Any) -> Any:
-    """One row per partition (per topic id of a recreated topic), as :func:`census.partition_rows`: one
-    aggregation; the most lagging replica is the smallest (-lag, -lag bytes, broker, log dir)."""
-    from pyspark.sql import functions as F
-
+    live = _topic_keys(F, Window, replicas.where(F.col("kind") == "log"))
+    w, ordered = _partition_window(F, Window)
+    leo = F.col("log_end_offset")
+    size = F.coalesce("bytes", F.lit(0)).cast("bigint")
+    first = F.row_number().over(ordered) == 1
+    hw = F.max("high_watermark").over(w)
+    step = live.select(
+        "*",
+        F.max(leo).over(w).alias("max_log_end_offset"),
+        F.count(F.lit(1)).over(w).cast("int").alias("replica_count"),
+        F.greatest(F.lit(0).cast("bigint"), F.max(size).over(w) - size).alias("lag_bytes"),
+        hw.alias("partition_high_watermark"),
+        F.coalesce(hw.isNotNull() & leo.isNotNull() & (leo < hw), F.lit(False)).alias("below_high_watermark"),
+        # the most advanced replica (ties: the first by broker, log dir)
+        F.min(F.when(leo.isNotNull(), F.struct((-leo).alias("k"), "broker", "log_dir", "log_end_offset")))
+        .over(w)
+        .alias("leader"),
+        first.alias("partition_first"),
+        # the partition's own columns, on its first replica only (null elsewhere: nothing to store)
+        # brokers: collect_list over the (broker, log_dir) order is sort_array(collect_list(broker))
+        F.when(first, F.collect_list("broker").over(w)).alias("p_brokers"),
+        F.when(first, F.min(leo).over(w)).alias("p_min_log_end_offset"),
+        F.when(first, F.min("log_start_offset").over(w)).alias("p_min_log_start_offset"),
+        F.when(first, F.max("log_start_offset").over(w)).alias("p_max_log_start_offset"),
+        F.when(first, F.sum(size).over(w)).cast("bigint").alias("p_bytes"),
+        F.when(first, F.max("topic_id").over(w)).alias("p_topic_id"),
+    ).withColumn("lag_offsets", F.col("max_log_end_offset") - leo)
+    # the most lagging replica: the smallest (-lag, -lag bytes, broker, log dir), same window (no shuffle)
     lag = F.coalesce(F.col("lag_offsets"), F.lit(0).cast("bigint"))
     worst = F.min(
         F.struct(
@@ -132,30 +135,41 @@ def partition_table(replicas: Any) -> Any:
             lag.alias("lag"),
             "lag_bytes",
         )
+    ).over(w)
+    out = step.withColumn("p_worst", F.when(F.col("partition_first"), worst))
+    return out.select(
+        *REPLICA_COLUMNS,
+        "topic_key",
+        F.col("leader.broker").alias("leader_broker"),
+        F.col("leader.log_dir").alias("leader_log_dir"),
+        F.col("leader.log_end_offset").alias("leader_log_end_offset"),
+        *(c for c in out.columns if c.startswith("p_") or c == "partition_first"),
     )
-    agg = replicas.groupBy("topic", "topic_key", "partition").agg(
-        F.count(F.lit(1)).cast("int").alias("replicas"),
-        F.sort_array(F.collect_list("broker")).alias("brokers"),
-        F.max("log_end_offset").alias("max_log_end_offset"),
-        F.min("log_end_offset").alias("min_log_end_offset"),
-        F.min("log_start_offset").alias("min_log_start_offset"),
-        F.max("log_start_offset").alias("max_log_start_offset"),
-        F.max("high_watermark").alias("high_watermark"),
-        F.sum(F.coalesce("bytes", F.lit(0))).cast("bigint").alias("bytes"),
-        F.max("topic_id").alias("topic_id"),
-        worst.alias("worst"),
-    )
-    lagging = F.col("worst.lag") > 0
-    return agg.select(
-        *(
-            c
-            for c in PARTITION_COLUMNS
-            if c not in ("lagging_broker", "lagging_log_dir", "max_lag_offsets", "max_lag_bytes")
-        ),
-        F.when(lagging, F.col("worst.broker")).alias("lagging_broker"),
-        F.when(lagging, F.col("worst.log_dir")).alias("lagging_log_dir"),
-        F.col("worst.lag").alias("max_lag_offsets"),
-        F.when(lagging, F.col("worst.lag_bytes")).otherwise(F.lit(0).cast("bigint")).alias("max_lag_bytes"),
+
+
+def partition_table(replicas: Any) -> Any:
+    """One row per partition (per topic id of a recreated topic), as :func:`census.partition_rows`, from
+    the first replica of each partition in :func:`replica_table` (no shuffle); the most lagging replica
+    is the smallest (-lag, -lag bytes, broker, log dir)."""
+    from pyspark.sql import functions as F
+
+    lagging = F.col("p_worst.lag") > 0
+    return replicas.where(F.col("partition_first")).select(
+        "topic",
+        "partition",
+        F.col("replica_count").alias("replicas"),
+        F.col("p_brokers").alias("brokers"),
+        "max_log_end_offset",
+        F.col("p_min_log_end_offset").alias("min_log_end_offset"),
+        F.col("p_min_log_start_offset").alias("min_log_start_offset"),
+        F.col("p_max_log_start_offset").alias("max_log_start_offset"),
+        F.col("partition_high_watermark").alias("high_watermark"),
+        F.col("p_bytes").alias("bytes"),
+        F.when(lagging, F.col("p_worst.broker")).alias("lagging_broker"),
+        F.when(lagging, F.col("p_worst.log_dir")).alias("lagging_log_dir"),
+        F.col("p_worst.lag").alias("max_lag_offsets"),
+        F.when(lagging, F.col("p_worst.lag_bytes")).otherwise(F.lit(0).cast("bigint")).alias("max_lag_bytes"),
+        F.col("p_topic_id").alias("topic_id"),
         "topic_key",
     )
 
@@ -321,8 +335,12 @@ def census_frames(
 
     replicas = replica_table(replicas_in).persist()
     partitions = partition_table(replicas)
-    log_dirs_df = log_dir_table(log_dirs_in, replicas)
-    log_dirs = [r.asDict() for r in log_dirs_df.orderBy("broker", "log_dir").collect()]  # a few per broker
+    log_dirs_df = log_dir_table(log_dirs_in, replicas).orderBy("broker", "log_dir")
+    log_dirs = log_dirs_df.toArrow().to_pylist()  # a few per broker
+    # the table is written from these rows: no second scan of the inputs and the replicas for it
+    log_dirs_df = spark.createDataFrame(
+        [tuple(d[c] for c in LOG_DIR_COLUMNS) for d in log_dirs], log_dirs_df.schema
+    ).coalesce(1)
     broker_dirs: dict[str, list[str]] = {}
     for d in log_dirs:
         broker_dirs.setdefault(d["broker"], []).append(d["log_dir"])
@@ -346,8 +364,9 @@ def census_frames(
     )
     findings = findings.withColumn("severity_rank", rank).persist()  # few rows, used three times
     frames = CensusFrames(
-        replicas.sortWithinPartitions("topic", "partition", "broker", "log_dir").select(*REPLICA_COLUMNS),
-        partitions.sortWithinPartitions("topic", "partition", "topic_key").select(*PARTITION_COLUMNS),
+        # in the order the window left them (Spark drops these sorts as redundant): no sort of the replicas
+        replicas.sortWithinPartitions(*_WINDOW_ORDER).select(*REPLICA_COLUMNS),
+        partitions.sortWithinPartitions(*_WINDOW_ORDER[:3]).select(*PARTITION_COLUMNS),
         log_dirs_df.orderBy("broker", "log_dir"),
         findings.orderBy("severity_rank", F.coalesce("broker", F.lit("")), "path", "code").select(
             *FINDING_COLUMNS
@@ -357,10 +376,20 @@ def census_frames(
     return frames, log_dirs
 
 
-def first_rows(df: Any, limit: int = COLLECT_LIMIT) -> tuple[list[dict[str, Any]], int]:
-    """(at most ``limit`` rows, the table's row count): what the driver keeps of a big table."""
-    rows = [r.asDict(recursive=True) for r in df.limit(limit).collect()]
-    total = len(rows) if len(rows) < limit else df.count()
+def first_rows(
+    df: Any, order: Sequence[Any], big_order: Sequence[Any] | None = None, limit: int | None = None
+) -> tuple[list[dict[str, Any]], int]:
+    """(at most ``limit`` rows, the table's row count): what the driver keeps of a big table.
+
+    The count comes first (from a written Parquet table it is read off the footers), so one sorted
+    query gives the rows: in ``order``, or in ``big_order`` when the table has more than ``limit``
+    rows (a big fleet: the lagging replicas and partitions first). Rows come through Arrow."""
+    limit = COLLECT_LIMIT if limit is None else limit
+    total = df.count()
+    chosen = big_order if big_order is not None and total > limit else order
+    if not total:
+        return [], 0
+    rows = (df.orderBy(*chosen) if chosen else df).limit(limit).toArrow().to_pylist()
     return rows, total
 
 
