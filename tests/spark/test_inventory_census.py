@@ -133,6 +133,30 @@ def test_a_corrupt_inventory_is_reported_and_skipped(spark, demo):
     assert others == {"broker-2", "broker-3", "broker-4"}
 
 
+def test_a_json_lines_value_of_the_wrong_type_makes_its_inventory_unreadable(spark, demo):
+    """A value Spark's JSON reader would turn into a null without a word (a log end offset that is text,
+    a disk size that is not a number) makes its file an INVENTORY_UNREADABLE finding; the rest goes on."""
+    import json
+
+    root, brokers, _from_dirs, _ = demo
+    folder = root / "with-wrong-types"
+    files = collect([broker_dirs(b) for b in brokers[:3]], folder, json_lines=True)
+    for path, (record, column, value) in zip(
+        files[:2],
+        (("replica", "log_end_offset", "12x"), ("log_dir", "disk_total_bytes", "lots")),
+        strict=True,
+    ):
+        rows = [json.loads(line) for line in path.read_text().splitlines()]
+        bad = next(r for r in rows if r["record"] == record)
+        bad[column] = value
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = run_census(spark, [str(folder)], root / "from-wrong-types", now_ms=NOW)
+    bad_paths = {f["path"] for f in result.findings if f["code"] == "INVENTORY_UNREADABLE"}
+    assert bad_paths == {str(files[0]), str(files[1])}
+    kept = {r["broker"] for r in table(root / "from-wrong-types", "log_dirs")}
+    assert len(kept) == 1 and kept == {r["broker"] for r in table(root / "from-wrong-types", "replicas")}
+
+
 def test_a_recreated_topic_is_its_own_topic(spark, demo, tmp_path):
     root, _brokers, _from_dirs, _ = demo
     fleet = tmp_path / "fleet"

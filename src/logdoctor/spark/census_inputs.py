@@ -166,17 +166,22 @@ def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any
     """(path, error or None, "parquet" | "json", its log-dir rows): read the whole file as a reader
     would (executor side). The log-dir rows (a few per broker, :data:`LOG_DIR_DDL`'s columns) come back
     with the verdict, so the census needs no scan of every inventory for them."""
-    from logdoctor.checks.inventory import read_inventory_rows
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
-    dir_cols = ddl_names(LOG_DIR_DDL)
+    from logdoctor.checks.inventory import arrow_schema, read_inventory_rows
+
     try:
         if _is_parquet(path):
             return path, None, "parquet", _check_parquet(path)
         rows = read_inventory_rows(path)
         if not rows or rows[0].get("record") != "broker":
             raise ValueError("not an inventory: its first row is not a broker row")
-        dirs = [{c: r.get(c) for c in dir_cols} for r in rows if r.get("record") == "log_dir"]
-        return path, None, "json", dirs
+        # every row typed as the inventory's schema here, on the executor: a value of another type makes
+        # this file unreadable (a finding), where Spark's JSON reader would make it null without a word
+        table = pa.Table.from_pylist(rows, schema=arrow_schema())
+        log_dirs = table.filter(pc.equal(table.column("record"), "log_dir"))
+        return path, None, "json", log_dirs.select(ddl_names(LOG_DIR_DDL)).to_pylist()
     except Exception as exc:  # any failure to read is the finding
         return path, f"{type(exc).__name__}: {exc}", "", []
 
@@ -228,16 +233,14 @@ def _slices(spark: Any, n: int) -> int:
 
 
 def _log_dirs_frame(spark: Any, rows: list[dict[str, Any]]) -> Any:
-    """The inventories' log-dir rows (collected by :func:`check_inventory`) as a DataFrame, typed
-    through the inventory's Arrow schema (a JSON Lines inventory's 0 is a double's 0.0 there)."""
+    """The inventories' log-dir rows (typed by :func:`check_inventory`) as a DataFrame."""
     import pyarrow as pa
 
     from logdoctor.checks.inventory import arrow_schema
 
     inventory = arrow_schema()
     schema = pa.schema([inventory.field(c) for c in ddl_names(LOG_DIR_DDL)])
-    table = pa.Table.from_pylist(rows, schema=schema)
-    return spark.createDataFrame(table).coalesce(1)
+    return spark.createDataFrame(pa.Table.from_pylist(rows, schema=schema)).coalesce(1)
 
 
 @contextmanager
