@@ -74,7 +74,7 @@ def _topic_keys(F: Any, Window: Any, live: Any) -> Any:
     )
 
 
-def _partition_window(F: Any, Window: Any) -> tuple[Any, Any]:
+def _partition_window(Window: Any) -> tuple[Any, Any]:
     """The window of a partition's replicas (per topic id of a recreated topic), ordered by broker and log
     dir: ``frame`` spans the whole partition (its aggregates are the partition's), ``ordered`` numbers
     the replicas. Both share one sort, so every window function of the census runs after one shuffle."""
@@ -98,7 +98,7 @@ def replica_table(replicas: Any) -> Any:
     from pyspark.sql import functions as F
 
     live = _topic_keys(F, Window, replicas.where(F.col("kind") == "log"))
-    w, ordered = _partition_window(F, Window)
+    w, ordered = _partition_window(Window)
     leo = F.col("log_end_offset")
     size = F.coalesce("bytes", F.lit(0)).cast("bigint")
     first = F.row_number().over(ordered) == 1
@@ -367,7 +367,7 @@ def census_frames(
         # in the order the window left them (Spark drops these sorts as redundant): no sort of the replicas
         replicas.sortWithinPartitions(*_WINDOW_ORDER).select(*REPLICA_COLUMNS),
         partitions.sortWithinPartitions(*_WINDOW_ORDER[:3]).select(*PARTITION_COLUMNS),
-        log_dirs_df.orderBy("broker", "log_dir"),
+        log_dirs_df,  # made from the collected rows, in their order
         findings.orderBy("severity_rank", F.coalesce("broker", F.lit("")), "path", "code").select(
             *FINDING_COLUMNS
         ),
