@@ -44,6 +44,7 @@ def first_batch(path: str, null_headers: bool = False):
     """One Arrow batch of kafka-log's schema: the first ``read_slice`` gives of the real segments
     (``null_headers``: its empty header lists made null, as Spark's Kafka source has them)."""
     import pyarrow as pa
+    import pyarrow.compute as pc
 
     from logdoctor.logdir.discovery import discover
     from logdoctor.spark.planning import parse_read_options, plan_slices
@@ -55,9 +56,17 @@ def first_batch(path: str, null_headers: bool = False):
         return batch
     i = batch.schema.get_field_index("headers")
     headers = batch.column(i)
-    empty = pa.compute.equal(pa.compute.list_value_length(headers), 0)
+    empty = pc.equal(pc.list_value_length(headers), 0)
     nulled = pa.ListArray.from_arrays(headers.offsets, headers.values, mask=empty)
     return batch.set_column(i, batch.schema.field(i), nulled)
+
+
+def repeated(batch, rows: int):
+    """``batch`` again and again, the last one cut, until ``rows`` rows are yielded."""
+    while rows > 0:
+        out = batch if rows >= batch.num_rows else batch.slice(0, rows)
+        rows -= out.num_rows
+        yield out
 
 
 def register_prebuilt(spark) -> None:
@@ -73,12 +82,7 @@ def register_prebuilt(spark) -> None:
             return [InputPartition(i) for i in range(TASKS)]
 
         def read(self, partition):
-            batch = first_batch(self.path, self.null_headers)
-            left = self.rows // TASKS
-            while left > 0:
-                out = batch if left >= batch.num_rows else batch.slice(0, left)
-                left -= out.num_rows
-                yield out
+            yield from repeated(first_batch(self.path, self.null_headers), self.rows // TASKS)
 
     class Prebuilt(DataSource):
         @classmethod
@@ -105,11 +109,8 @@ def pyarrow_parquet(path: Path, rows: int, out: Path) -> Path:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     with pq.ParquetWriter(out / "part-0.parquet", batch.schema, compression="snappy") as w:
-        left = rows
-        while left > 0:
-            b = batch if left >= batch.num_rows else batch.slice(0, left)
+        for b in repeated(batch, rows):
             w.write_batch(b)
-            left -= b.num_rows
     return out
 
 
