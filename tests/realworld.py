@@ -92,3 +92,24 @@ def writable_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> P
     shutil.copyfile(src, dst)
     os.chmod(dst, 0o644)
     return dst
+
+
+# ../shared/tiered: a tiered (KIP-405) log dir and its remote tier, written by Kafka's own storage
+# classes, Kafka's LocalTieredStorage and Aiven's tiered-storage plugin (its README.md gives the
+# layout and offsets). Read in place like the real log dirs: tests skip outside the workspace with a
+# "realworld:" reason, which CI turns into a failure.
+TIERED = Path(os.environ.get("LOGDOCTOR_TIERED", REPO_ROOT.parent / "shared" / "tiered"))
+TIERED_SKIP_REASON = (
+    f"realworld: no tiered-storage data at {TIERED} (../shared/tiered exists only in the workspace)"
+)
+
+
+def tiered_available() -> bool:
+    return (TIERED / "README.md").is_file() and (TIERED / "original" / "kafka-logs").is_dir()
+
+
+def require_tiered() -> Path:
+    """Return ../shared/tiered or skip the calling test (CI turns this skip into a failure)."""
+    if not tiered_available():
+        pytest.skip(TIERED_SKIP_REASON)
+    return TIERED
