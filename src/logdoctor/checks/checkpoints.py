@@ -180,7 +180,13 @@ def _entries_outside_the_log(
         part = live.get((t, p))
         if part is None or part.log_end_offset is None:
             continue
-        leo, lso = part.log_end_offset, part.log_start_offset
+        # recovery point, high watermark and cleaner offset are raised to the LOCAL log start
+        # (UnifiedLog's constructor: updateLocalLogStartOffset raises both; the cleaner works on local
+        # segments); for a tiered partition the log start itself is below it (logdir.offsets)
+        leo = part.log_end_offset
+        lso = part.local_log_start_offset
+        if lso is None:
+            lso = part.log_start_offset
         case = _outside_case(name, off, leo, lso)
         if case is None:
             continue

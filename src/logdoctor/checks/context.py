@@ -8,6 +8,7 @@ from typing import Any
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.tiered import BrokerRemoteEvidence
 from logdoctor.checks.topic_config import DEFAULT_RETENTION_MS, ConfigInputs, TopicConfig
 
 __all__ = [
@@ -57,6 +58,8 @@ class PartitionTask:
     broker_user: BrokerUser
     options: ScanOptions
     topic_config: TopicConfig | None = None  # the topic's effective retention settings (None: unknown)
+    #: what the broker's log dirs show of remote storage (checks.tiered; None: not looked at)
+    remote_evidence: BrokerRemoteEvidence | None = None
 
 
 @dataclass(slots=True)
@@ -92,8 +95,15 @@ class PartitionReport:
     log_dir: str
     path: str
     kind: str
+    #: what the broker uses as the log start offset (with remote storage: the checkpoint entry, which
+    #: may be below every local segment; logdir.offsets)
     log_start_offset: int | None = None
+    #: the first offset kept locally (UnifiedLog.localLogStartOffset): max(log start, first segment)
+    local_log_start_offset: int | None = None
     log_end_offset: int | None = None
+    #: UnifiedLog.isRemoteLogEnabled as the evidence shows it (checks.tiered), and that evidence
+    remote_log_enabled: bool = False
+    tiering_evidence: str = ""
     segments: int = 0
     bytes: int = 0
     recovery_point: int | None = None
@@ -112,7 +122,10 @@ class PartitionReport:
             "partition": self.partition,
             "log_dir": self.log_dir,
             "log_start_offset": self.log_start_offset,
+            "local_log_start_offset": self.local_log_start_offset,
             "log_end_offset": self.log_end_offset,
+            "tiered": self.remote_log_enabled,
+            "tiered_evidence": self.tiering_evidence,
             "segments": self.segments,
             "bytes": self.bytes,
             "recovery_point": self.recovery_point,

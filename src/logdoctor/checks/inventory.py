@@ -15,7 +15,8 @@ One flat table, a row per thing, told apart by ``record``:
 - ``log_dir``: one row per log dir: directory id, mode, disk usage (df's, :func:`logdoctor.logdir.disk.
   disk_usage`), the four offset checkpoints (entries read, problems);
 - ``replica``: one row per live partition folder: log start/end offsets, high watermark, recovery point,
-  segments, bytes, topic id (partition.metadata), leader epochs (leader-epoch-checkpoint);
+  segments, bytes, topic id (partition.metadata), leader epochs (leader-epoch-checkpoint), and since
+  version 2 the local log start offset and whether remote storage applies (:mod:`logdoctor.checks.tiered`);
 - ``finding``: one row per scan finding at the chosen depth.
 """
 
@@ -31,7 +32,7 @@ from typing import Any
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.logdir.disk import disk_usage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 METADATA_KEY = b"logdoctor.inventory.schema_version"
 RECORD_KINDS = ("broker", "log_dir", "replica", "finding")
 
@@ -49,6 +50,8 @@ INVENTORY_DDL = ", ".join(
         "segments int, bytes bigint, findings int",
         "leader_epochs array<struct<epoch:int,start_offset:bigint>>",
         "code string, severity string, position bigint, offset bigint, message string, fix string",
+        # version 2: tiered storage (KIP-405)
+        "local_log_start_offset bigint, remote_storage_enabled boolean",
     )
 )
 
@@ -212,6 +215,8 @@ def broker_rows(
             "segments": p.segments,
             "bytes": p.bytes,
             "findings": len(p.findings),
+            "local_log_start_offset": p.local_log_start_offset,
+            "remote_storage_enabled": p.remote_log_enabled,
         }
         if inventory:
             row["leader_epochs"] = _leader_epochs(

@@ -7,8 +7,10 @@ from pathlib import Path
 from logdoctor.checks import deep, default, quick
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.state import PartitionState
+from logdoctor.checks.tiered import tiering
 from logdoctor.logdir.model import Partition
 from logdoctor.logdir.names import DirKind, PartitionDirName
+from logdoctor.logdir.offsets import log_start_offsets
 
 
 def check_partition(task: PartitionTask) -> PartitionReport:
@@ -45,13 +47,12 @@ def check_partition(task: PartitionTask) -> PartitionReport:
     rep.segments = len(st.segments)
     rep.bytes = sum(i.size for i in st.infos.values())
     rep.log_end_offset = st.log_end_offset
-    if st.segments:
-        first = st.segments[0].base_offset
-        rep.first_base_offset = first
-        cp = task.log_start_checkpoint
-        rep.log_start_offset = first if cp is None else max(cp, first)
-    else:
-        rep.log_start_offset = task.log_start_checkpoint
+    first = st.segments[0].base_offset if st.segments else None
+    rep.first_base_offset = first
+    cp = task.log_start_checkpoint
+    tier = tiering(task.topic, task.topic_config, task.remote_evidence, cp, first)
+    rep.remote_log_enabled, rep.tiering_evidence = tier.remote_log_enabled, tier.evidence
+    rep.log_start_offset, rep.local_log_start_offset = log_start_offsets(cp, first, tier.remote_log_enabled)
     rep.segment_infos = [st.infos[s.base_offset] for s in st.segments]
     rep.findings.sort(key=lambda f: f.sort_key())
     return rep

@@ -9,6 +9,18 @@ offset for the last one), and a last segment that is empty never is. When every 
 broker first rolls a new empty active segment (deleteSegments). Time retention uses
 LogSegment.largestTimestamp (time index last entry, else the .log mtime): we report both that and
 the true largest timestamp from the log, and flag segments deleted only because of the difference.
+
+A tiered partition (remote storage on, :mod:`logdoctor.checks.tiered`) is judged as the broker judges a
+remote log (UnifiedLog deleteOldSegments with ``remoteLogEnabledAndRemoteCopyEnabled``):
+``local.retention.ms``/``local.retention.bytes`` (-2: as retention.ms/.bytes; UnifiedLog.localRetentionMs)
+decide which local segments go, the log-start pass compares with the local log start offset, deleting
+moves the local log start offset (incrementStartOffset), never the log start; and a segment is deleted
+locally only once it is uploaded (deletableSegments.isSegmentEligibleForDeletion: its last offset at or
+below highestOffsetInRemoteStorage, or the log start already past it). Offline the upload state is
+known only from the remote log metadata; without it nothing is taken as uploaded, and a segment local
+retention would delete is reported as waiting for its upload. ``retention.ms``/``retention.bytes``
+then apply to the remote tier (K:core/.../log/remote/RemoteLogManager.java RLMExpirationTask), which
+is said, not simulated here.
 """
 
 from __future__ import annotations
@@ -49,6 +61,12 @@ __all__ = [
 ]
 
 LOG_START_OFFSET_BREACH = "log_start_offset_breach"
+#: a tiered partition's segment that local retention would delete, kept until it is uploaded
+WAITS_FOR_UPLOAD = "local retention waits for upload"
+REMOTE_RETENTION = (
+    "retention.ms/retention.bytes apply to the remote tier: RemoteLogManager deletes remote segments "
+    "past them and moves the log start offset (RLMExpirationTask); not simulated here"
+)
 RETENTION_SIZE_BREACH = "retention_size_breach"
 RETENTION_MS_BREACH = "retention_ms_breach"
 
@@ -60,10 +78,15 @@ class RetentionConfig:
     retention_ms: int = DEFAULT_RETENTION_MS  # -1: no time limit
     retention_bytes: int = -1  # -1: no size limit
     delete: bool = True  # cleanup.policy contains "delete"
+    #: a remote log: retention_ms/bytes are then local.retention.ms/.bytes, and a segment goes only once
+    #: it is uploaded (UnifiedLog.deletableSegments)
+    remote: bool = False
 
     @classmethod
-    def of(cls, cfg: TopicConfig) -> RetentionConfig:
-        return cls(cfg.retention_ms.value, cfg.retention_bytes.value, cfg.delete)
+    def of(cls, cfg: TopicConfig, remote: bool = False) -> RetentionConfig:
+        if remote and cfg.local_retention_ms is not None and cfg.local_retention_bytes is not None:
+            return cls(cfg.local_retention_ms.value, cfg.local_retention_bytes.value, cfg.delete, True)
+        return cls(cfg.retention_ms.value, cfg.retention_bytes.value, cfg.delete, remote)
 
 
 @dataclass(slots=True)
@@ -76,6 +99,8 @@ class SegmentVerdict:
     reason: str | None = None  # why the broker would delete it (None: kept)
     reason_if_true_timestamps: str | None = None  # the same with the true timestamps
     active: bool = False
+    #: a tiered partition's segment local retention would delete for this reason once it is uploaded
+    waits_for_upload: str | None = None
 
     @property
     def at_risk(self) -> bool:
@@ -93,6 +118,7 @@ class SegmentVerdict:
             "reason": self.reason,
             "deleted_with_true_timestamps": self.reason_if_true_timestamps is not None,
             "retention_risk": self.at_risk,
+            "waits_for_upload": self.waits_for_upload,
         }
 
 
@@ -110,10 +136,20 @@ class PartitionRetention:
     new_log_start_offset: int | None
     rolls: bool
     segments: list[SegmentVerdict] = field(default_factory=list)
+    #: the first local offset (UnifiedLog.localLogStartOffset); the same as the log start when not tiered
+    local_log_start_offset: int | None = None
+    #: the local log start after this round (a tiered partition's deletions move it, not the log start)
+    new_local_log_start_offset: int | None = None
+    tiered: bool = False
+    tiered_evidence: str = ""
 
     @property
     def config(self) -> RetentionConfig:
-        return RetentionConfig.of(self.topic_config)
+        return RetentionConfig.of(self.topic_config, self.tiered)
+
+    @property
+    def waiting(self) -> list[SegmentVerdict]:
+        return [s for s in self.segments if s.waits_for_upload is not None]
 
     @property
     def deleted(self) -> list[SegmentVerdict]:
@@ -129,10 +165,16 @@ class PartitionRetention:
             "cleanup_policy_delete": self.config.delete,
             "topic_config": self.topic_config.to_json(),
             "log_start_offset": self.log_start_offset,
+            "local_log_start_offset": self.local_log_start_offset,
             "log_end_offset": self.log_end_offset,
             "high_watermark": self.high_watermark,
             "high_watermark_source": self.high_watermark_source,
             "new_log_start_offset": self.new_log_start_offset,
+            "new_local_log_start_offset": self.new_local_log_start_offset,
+            "tiered": self.tiered,
+            "tiered_evidence": self.tiered_evidence,
+            "remote_retention": REMOTE_RETENTION if self.tiered else None,
+            "waiting_for_upload_segments": len(self.waiting),
             "rolls_new_active_segment": self.rolls,
             "deleted_segments": len(self.deleted),
             "deleted_bytes": sum(s.size for s in self.deleted),
@@ -182,11 +224,20 @@ def simulate(
     high_watermark: int,
     config: RetentionConfig,
     now_ms: int,
+    highest_remote_offset: int | None = None,
+    remote_log_start_offset: int | None = None,
+    waiting: dict[int, str] | None = None,
 ) -> tuple[list[str | None], int, bool]:
     """One retention round of UnifiedLog.deleteOldSegments over ``(base offset, size, largest timestamp)``.
 
     Returns the reason each segment is deleted (None: kept), the new log start offset and whether the
     broker rolls a new active segment first (every segment deleted).
+
+    ``config.remote``: a remote log; ``log_start_offset`` is then its LOCAL log start offset (what the
+    log-start pass compares with, and what deletions move), ``remote_log_start_offset`` its log start
+    offset, ``highest_remote_offset`` the highest offset uploaded (None: unknown, nothing counts as
+    uploaded). A segment the predicate accepts but not yet uploaded stops the pass, as in the broker,
+    and goes into ``waiting`` (base offset -> the reason it would be deleted for).
     """
     live = [_Seg(b, s, t) for b, s, t in segments]
     reasons: dict[int, str] = {}
@@ -200,11 +251,27 @@ def simulate(
             last_and_empty = nxt is None and seg.size == 0
             upper = nxt.base if nxt is not None else log_end_offset
             ok = high_watermark >= upper and pred(seg, nxt)
-            if ok and not last_and_empty:
+            if ok and not last_and_empty and eligible(nxt, upper):
                 out.append(seg)
             else:
+                if ok and not last_and_empty and waiting is not None and current:
+                    waiting.setdefault(seg.base, current[0])
                 break
         return out
+
+    current: list[str] = []
+
+    def eligible(nxt: _Seg | None, upper: int) -> bool:
+        """UnifiedLog.deletableSegments isSegmentEligibleForDeletion."""
+        if not config.remote:
+            return True
+        if nxt is not None and remote_log_start_offset is not None and remote_log_start_offset >= nxt.base:
+            return True  # allowDeletionDueToLogStartOffsetIncremented
+        return highest_remote_offset is not None and upper > 0 and upper - 1 <= highest_remote_offset
+
+    def pass_(pred: Callable[[_Seg, _Seg | None], bool], reason: str) -> None:
+        current[:] = [reason]
+        delete(deletable(pred), reason)
 
     def delete(segs: list[_Seg], reason: str) -> None:
         nonlocal log_start, rolled, live
@@ -218,7 +285,7 @@ def simulate(
         live = live[len(segs) :]
         log_start = max(log_start, live[0].base)
 
-    delete(deletable(lambda seg, nxt: nxt is not None and nxt.base <= log_start), LOG_START_OFFSET_BREACH)
+    pass_(lambda seg, nxt: nxt is not None and nxt.base <= log_start, LOG_START_OFFSET_BREACH)
     if config.delete:
         if config.retention_bytes >= 0:
             total = sum(s.size for s in live)
@@ -232,9 +299,9 @@ def simulate(
                         return True
                     return False
 
-                delete(deletable(size_pred), RETENTION_SIZE_BREACH)
+                pass_(size_pred, RETENTION_SIZE_BREACH)
         if config.retention_ms >= 0:
-            delete(deletable(lambda seg, nxt: now_ms - seg.ts > config.retention_ms), RETENTION_MS_BREACH)
+            pass_(lambda seg, nxt: now_ms - seg.ts > config.retention_ms, RETENTION_MS_BREACH)
     return [reasons.get(b) for b, _s, _t in segments], log_start, rolled
 
 
@@ -246,6 +313,8 @@ def partition_verdicts(
     high_watermark: int | None,
     config: RetentionConfig,
     now_ms: int,
+    remote_log_start_offset: int | None = None,
+    waiting: dict[int, str] | None = None,
 ) -> tuple[list[str | None], int, bool, int, str]:
     """:func:`simulate` with the partition's high watermark as the broker would have it: the checkpointed
     one kept within [log start, log end] (a missing one taken as the log end offset: a leader whose
@@ -263,6 +332,8 @@ def partition_verdicts(
         high_watermark=hw,
         config=config,
         now_ms=now_ms,
+        remote_log_start_offset=remote_log_start_offset,
+        waiting=waiting,
     )
     return reasons, new_lso, rolls, hw, hw_source
 
@@ -293,12 +364,19 @@ def partition_retention(
     part: PartitionReport, topic_config: TopicConfig, now_ms: int
 ) -> tuple[PartitionRetention, list[Finding]]:
     """One partition's retention round at ``now_ms`` with its topic's settings, and its RETENTION_RISKs."""
-    config = RetentionConfig.of(topic_config)
+    tiered = part.remote_log_enabled
+    config = RetentionConfig.of(topic_config, tiered)
     infos = part.segment_infos
     leo = part.log_end_offset
     lso = part.log_start_offset
+    local = part.local_log_start_offset if part.local_log_start_offset is not None else lso
     hw = part.high_watermark
-    if leo is None or lso is None or not infos:
+    tier = {
+        "local_log_start_offset": local,
+        "tiered": tiered,
+        "tiered_evidence": part.tiering_evidence,
+    }
+    if leo is None or lso is None or local is None or not infos:
         return PartitionRetention(
             part.topic,
             part.partition,
@@ -312,17 +390,22 @@ def partition_retention(
             lso,
             False,
             [],
+            new_local_log_start_offset=local,
+            **tier,
         ), []
     segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
     true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
-    kw = {
-        "log_start_offset": lso,
+    kw: dict[str, Any] = {
+        # a remote log's passes work on its local log (UnifiedLog.deleteLogStartOffsetBreachedSegments)
+        "log_start_offset": local if tiered else lso,
         "log_end_offset": leo,
         "high_watermark": hw,
         "config": config,
         "now_ms": now_ms,
+        "remote_log_start_offset": lso if tiered else None,
     }
-    reasons, new_lso, rolls, hw, hw_source = partition_verdicts(segs, **kw)
+    waiting: dict[int, str] = {}
+    reasons, new_start, rolls, hw, hw_source = partition_verdicts(segs, **kw, waiting=waiting)
     true_reasons, *_ = partition_verdicts(true_segs, **kw)
     out = PartitionRetention(
         part.topic,
@@ -334,8 +417,10 @@ def partition_retention(
         leo,
         hw,
         hw_source,
-        new_lso,
+        lso if tiered else new_start,  # local deletions never move a remote log's log start
         rolls,
+        new_local_log_start_offset=new_start,
+        **tier,
     )
     findings: list[Finding] = []
     for k, info in enumerate(infos):
@@ -348,6 +433,7 @@ def partition_retention(
             reasons[k],
             true_reasons[k],
             active=k == len(infos) - 1,
+            waits_for_upload=waiting.get(info.base_offset),
         )
         out.segments.append(v)
         if v.at_risk:

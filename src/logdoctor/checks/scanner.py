@@ -26,6 +26,7 @@ from logdoctor.checks.metadata_log import check_metadata_log
 from logdoctor.checks.partition import check_partition
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
+from logdoctor.checks.tiered import broker_remote_evidence
 from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
 from logdoctor.logdir.metadata_image import MetadataImage, find_metadata_dir, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir
@@ -110,6 +111,7 @@ def scan(
     dirs: list[LogDir] = []
     tasks: list[PartitionTask] = []
     configs = topic_config_resolver(paths, options)
+    remote = broker_remote_evidence(paths)
     for p in paths:
         ld = LogDir(p)
         user = options.broker_user or BrokerUser.owner_of(p)
@@ -141,6 +143,7 @@ def scan(
                     broker_user=user,
                     options=options,
                     topic_config=None if meta_log else configs.resolve(part.topic),
+                    remote_evidence=remote,
                 )
             )
         rep.partitions = len(ld.partitions)

@@ -33,6 +33,13 @@ ServerTopicConfigSynonyms). ``cleanup.policy`` is a list: ``delete`` enables tim
 ``retention.bytes`` means no limit (UnifiedLog deleteRetentionMsBreachedSegments /
 deleteRetentionSizeBreachedSegments return at once).
 
+Tiered storage (KIP-405): ``remote.storage.enable`` (topic, default false), ``local.retention.ms`` /
+``local.retention.bytes`` (topic; broker ``log.local.retention.ms`` / ``.bytes``; -2, the default, means
+"as retention.ms / retention.bytes": K:storage/.../log/LogConfig.java localRetentionMs/localRetentionBytes)
+and the broker's static ``remote.log.storage.system.enable`` (K:storage/.../server/log/remote/storage/
+RemoteLogManagerConfig.java, default false) are resolved with the same layers and provenance; whether a
+partition is tiered is decided from them and the log dir's own evidence by :mod:`logdoctor.checks.tiered`.
+
 ``__cluster_metadata`` is not a LogConfig topic at all: the KRaft metadata log is trimmed behind
 snapshots (K:raft/.../KafkaRaftClient.java maybeDeleteBeforeSnapshot, ``metadata.max.retention.*``),
 so retention never applies to it here.
@@ -40,6 +47,7 @@ so retention never applies to it here.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -67,17 +75,36 @@ LOG_RETENTION_MINUTES = "log.retention.minutes"
 LOG_RETENTION_HOURS = "log.retention.hours"
 LOG_RETENTION_BYTES = "log.retention.bytes"
 LOG_CLEANUP_POLICY = "log.cleanup.policy"
+REMOTE_LOG_STORAGE_SYSTEM_ENABLE = "remote.log.storage.system.enable"
+LOG_LOCAL_RETENTION_MS = "log.local.retention.ms"
+LOG_LOCAL_RETENTION_BYTES = "log.local.retention.bytes"
 RETENTION_MS = "retention.ms"
 RETENTION_BYTES = "retention.bytes"
 CLEANUP_POLICY = "cleanup.policy"
+REMOTE_STORAGE_ENABLE = "remote.storage.enable"
+LOCAL_RETENTION_MS = "local.retention.ms"
+LOCAL_RETENTION_BYTES = "local.retention.bytes"
+#: local.retention.* = -2: "as retention.ms / retention.bytes" (LogConfig.DEFAULT_LOCAL_RETENTION_MS/BYTES)
+LOCAL_RETENTION_AS_RETENTION = -2
 BROKER_KEYS = (
     LOG_RETENTION_MS,
     LOG_RETENTION_MINUTES,
     LOG_RETENTION_HOURS,
     LOG_RETENTION_BYTES,
     LOG_CLEANUP_POLICY,
+    REMOTE_LOG_STORAGE_SYSTEM_ENABLE,
+    LOG_LOCAL_RETENTION_MS,
+    LOG_LOCAL_RETENTION_BYTES,
 )
-TOPIC_KEYS = (RETENTION_MS, RETENTION_BYTES, CLEANUP_POLICY)
+TOPIC_KEYS = (
+    RETENTION_MS,
+    RETENTION_BYTES,
+    CLEANUP_POLICY,
+    REMOTE_STORAGE_ENABLE,
+    LOCAL_RETENTION_MS,
+    LOCAL_RETENTION_BYTES,
+)
+_BOOLEAN_KEYS = (REMOTE_LOG_STORAGE_SYSTEM_ENABLE, REMOTE_STORAGE_ENABLE)
 _RETENTION_TIME_SYNONYMS = (LOG_RETENTION_MS, LOG_RETENTION_MINUTES, LOG_RETENTION_HOURS)
 _POLICIES = ("compact", "delete")
 
@@ -115,6 +142,14 @@ class TopicConfig:
     retention_ms: Setting
     retention_bytes: Setting
     cleanup_policy: Setting
+    #: remote.storage.enable (bool; source KAFKA_DEFAULT when set nowhere we can see)
+    remote_storage_enable: Setting = Setting(False, REMOTE_STORAGE_ENABLE, KAFKA_DEFAULT)
+    #: local.retention.ms / .bytes as the broker applies them to a tiered log (-2 already resolved to
+    #: retention.ms / retention.bytes: LogConfig.localRetentionMs / localRetentionBytes)
+    local_retention_ms: Setting | None = None
+    local_retention_bytes: Setting | None = None
+    #: the broker's remote.log.storage.system.enable (bool; source KAFKA_DEFAULT when not given)
+    remote_storage_system_enable: Setting = Setting(False, REMOTE_LOG_STORAGE_SYSTEM_ENABLE, KAFKA_DEFAULT)
 
     @property
     def delete(self) -> bool:
@@ -149,20 +184,40 @@ class TopicConfig:
                 tuple(v) if isinstance(v, list | tuple) else int(v), str(d["key"]), str(d["source"])
             )
 
-        return cls(topic, setting(RETENTION_MS), setting(RETENTION_BYTES), setting(CLEANUP_POLICY))
+        def optional(name: str) -> Setting | None:
+            d = data.get(name)
+            if not d:
+                return None
+            v = d["value"]
+            return Setting(v if isinstance(v, bool) else int(v), str(d["key"]), str(d["source"]))
+
+        out = cls(topic, setting(RETENTION_MS), setting(RETENTION_BYTES), setting(CLEANUP_POLICY))
+        extra = {
+            "remote_storage_enable": optional(REMOTE_STORAGE_ENABLE),
+            "local_retention_ms": optional(LOCAL_RETENTION_MS),
+            "local_retention_bytes": optional(LOCAL_RETENTION_BYTES),
+            "remote_storage_system_enable": optional(REMOTE_LOG_STORAGE_SYSTEM_ENABLE),
+        }
+        return dataclasses.replace(out, **{k: v for k, v in extra.items() if v is not None})
 
     def to_json(self) -> dict[str, Any]:
+        settings: list[tuple[str, Setting | None]] = [
+            (RETENTION_MS, self.retention_ms),
+            (RETENTION_BYTES, self.retention_bytes),
+            (CLEANUP_POLICY, self.cleanup_policy),
+            (REMOTE_STORAGE_ENABLE, self.remote_storage_enable),
+            (LOCAL_RETENTION_MS, self.local_retention_ms),
+            (LOCAL_RETENTION_BYTES, self.local_retention_bytes),
+            (REMOTE_LOG_STORAGE_SYSTEM_ENABLE, self.remote_storage_system_enable),
+        ]
         return {
             name: {
                 "value": list(s.value) if isinstance(s.value, tuple) else s.value,
                 "key": s.key,
                 "source": s.source,
             }
-            for name, s in (
-                (RETENTION_MS, self.retention_ms),
-                (RETENTION_BYTES, self.retention_bytes),
-                (CLEANUP_POLICY, self.cleanup_policy),
-            )
+            for name, s in settings
+            if s is not None
         }
 
 
@@ -188,9 +243,19 @@ def _parse_policy(key: str, value: str) -> tuple[str, ...]:
     return items
 
 
+def _parse_bool(key: str, value: str) -> bool:
+    """ConfigDef.Type.BOOLEAN: ``true`` or ``false``, any case, surrounding blanks ignored."""
+    text = value.strip().lower()
+    if text not in ("true", "false"):
+        raise ValueError(f"{key}={value!r} is not true or false")
+    return text == "true"
+
+
 def _check(key: str, value: str) -> None:
     if key in (CLEANUP_POLICY, LOG_CLEANUP_POLICY):
         _parse_policy(key, value)
+    elif key in _BOOLEAN_KEYS:
+        _parse_bool(key, value)
     else:
         _parse_long(key, value)
 
@@ -489,6 +554,10 @@ class TopicConfigResolver:
             DEFAULT_RETENTION_MS, f"{LOG_RETENTION_HOURS}={DEFAULT_RETENTION_HOURS}", KAFKA_DEFAULT
         )
 
+    def remote_storage_system_enable(self) -> Setting:
+        """The broker's remote.log.storage.system.enable (static: server.properties; default false)."""
+        return self._broker_setting(REMOTE_LOG_STORAGE_SYSTEM_ENABLE, False, _parse_bool)
+
     def _broker_setting(self, key: str, default: Any, parse: Any) -> Setting:
         if key in self._broker:
             value, source = self._broker[key]
@@ -511,6 +580,11 @@ class TopicConfigResolver:
         ms = self.broker_retention_ms()
         size = self._broker_setting(LOG_RETENTION_BYTES, -1, _parse_long)
         policy = self._broker_setting(LOG_CLEANUP_POLICY, ("delete",), _parse_policy)
+        local_ms = self._broker_setting(LOG_LOCAL_RETENTION_MS, LOCAL_RETENTION_AS_RETENTION, _parse_long)
+        local_bytes = self._broker_setting(
+            LOG_LOCAL_RETENTION_BYTES, LOCAL_RETENTION_AS_RETENTION, _parse_long
+        )
+        remote = Setting(False, REMOTE_STORAGE_ENABLE, KAFKA_DEFAULT)
         layers: list[tuple[Mapping[str, str], Any]] = []
         internal = INTERNAL_TOPIC_CONFIGS.get(topic)
         if internal is not None:
@@ -536,11 +610,35 @@ class TopicConfigResolver:
                         size = Setting(-1 if n < 0 else n, key, source_of(key))
                     elif key == CLEANUP_POLICY:
                         policy = Setting(_parse_policy(key, value), key, source_of(key))
+                    elif key == REMOTE_STORAGE_ENABLE:
+                        remote = Setting(_parse_bool(key, value), key, source_of(key))
+                    elif key == LOCAL_RETENTION_MS:
+                        local_ms = Setting(_parse_long(key, value), key, source_of(key))
+                    elif key == LOCAL_RETENTION_BYTES:
+                        local_bytes = Setting(_parse_long(key, value), key, source_of(key))
                 except ValueError:
                     continue
-        out = TopicConfig(topic, ms, size, policy)
+        out = TopicConfig(
+            topic,
+            ms,
+            size,
+            policy,
+            remote,
+            _local(local_ms, ms),
+            _local(local_bytes, size),
+            self.remote_storage_system_enable(),
+        )
         self._cache[topic] = out
         return out
+
+
+def _local(local: Setting, retention: Setting) -> Setting:
+    """LogConfig.localRetentionMs/Bytes: -2 means the retention.ms/.bytes value (its key kept in ours)."""
+    if local.value == LOCAL_RETENTION_AS_RETENTION:
+        return Setting(
+            retention.value, f"{local.key}=-2 (as {retention.key})", f"{local.source}; {retention.source}"
+        )
+    return Setting(-1 if local.value < 0 else local.value, local.key, local.source)
 
 
 def _node_id(log_dirs: Iterable[str | os.PathLike[str]]) -> int | None:

@@ -504,6 +504,8 @@ def print_plan(console: Console, plan: Any, *, verbose: bool = False) -> None:
                 for dl in c.diff.rstrip("\n").split("\n"):
                     style = "green" if dl.startswith("+") else "red" if dl.startswith("-") else "dim"
                     console.print(Text("      " + dl, style=style), soft_wrap=True)
+    for note in getattr(plan, "notes", ()):
+        wrapped(console, note, "      ", "yellow", first="note: ")
     if plan.unrepaired:
         console.print()
         console.print(Text(f"Not repaired ({len(plan.unrepaired)}):", style="bold"))

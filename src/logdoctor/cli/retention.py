@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from logdoctor.checks.retention import RetentionReport, retention
+from logdoctor.checks.retention import REMOTE_RETENTION, WAITS_FOR_UPLOAD, RetentionReport, retention
 from logdoctor.checks.scanner import ScanUsageError
 from logdoctor.checks.state import iso
 from logdoctor.cli.app import app
@@ -30,13 +30,31 @@ from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOptio
 def render(console: Console, report: RetentionReport, show_all: bool, verbose: bool = False) -> None:
     console.print(f"retention at {iso(report.now_ms)} ({report.now_ms})")
     for p in report.partitions:
-        if not p.deleted and not show_all:
+        if not p.deleted and not p.waiting and not show_all:
             continue
-        title = (
-            f"{p.topic}-{p.partition} ({p.log_dir}): {p.topic_config.describe()}; log start "
-            f"{p.log_start_offset} -> {p.new_log_start_offset}, end {p.log_end_offset}, high watermark "
-            f"{p.high_watermark} ({p.high_watermark_source})"
-        )
+        if p.tiered:
+            cfg = p.topic_config
+            local = "; ".join(
+                f"{name}={s.describe()}"
+                for name, s in (
+                    ("local.retention.ms", cfg.local_retention_ms),
+                    ("local.retention.bytes", cfg.local_retention_bytes),
+                )
+                if s is not None
+            )
+            title = (
+                f"{p.topic}-{p.partition} ({p.log_dir}): TIERED ({p.tiered_evidence}); {local}; log start "
+                f"{p.log_start_offset} (kept: local deletions do not move it), local log start "
+                f"{p.local_log_start_offset} -> {p.new_local_log_start_offset}, end {p.log_end_offset}, high "
+                f"watermark {p.high_watermark} ({p.high_watermark_source}); {cfg.describe()}: "
+                f"{REMOTE_RETENTION}"
+            )
+        else:
+            title = (
+                f"{p.topic}-{p.partition} ({p.log_dir}): {p.topic_config.describe()}; log start "
+                f"{p.log_start_offset} -> {p.new_log_start_offset}, end {p.log_end_offset}, high watermark "
+                f"{p.high_watermark} ({p.high_watermark_source})"
+            )
         table = Table(title=title, title_justify="left")
         for col in ("segment", "bytes", "broker largest ts", "true largest ts", "verdict"):
             table.add_column(col)
@@ -48,6 +66,9 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
                 style = "bold red"
             elif s.reason:
                 style = "yellow"
+            elif s.waits_for_upload:
+                verdict = f"kept: {WAITS_FOR_UPLOAD} ({s.waits_for_upload} once uploaded)"
+                style = "cyan"
             table.add_row(
                 f"{s.base_offset:020d}{' (active)' if s.active else ''}",
                 f"{s.size:,}",
@@ -62,6 +83,12 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
         f"{j['deleted_segments']} segment(s), {j['deleted_bytes']:,} bytes would be deleted; "
         f"{j['retention_risk_segments']} only because of a wrong largest timestamp (RETENTION_RISK)"
     )
+    waiting = sum(len(p.waiting) for p in report.partitions)
+    if waiting:
+        console.print(
+            f"{waiting} segment(s) of tiered partitions would be deleted locally once uploaded "
+            f"({WAITS_FOR_UPLOAD}: the upload state is in the remote log metadata, not in the log dir)"
+        )
     if report.findings:
         console.print()
         render_findings(console, report.findings, verbose=verbose)

@@ -62,6 +62,7 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
         f"{len(report.partitions)} partitions, {segs} segments, {size:,} bytes of log; read "
         f"{report.bytes_read:,} bytes in {report.elapsed_s:.2f} s"
     )
+    render_tiered(console, report, verbose=verbose)
     if report.findings:
         console.print()
         render_findings(console, report.findings, verbose=verbose)
@@ -74,6 +75,38 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
     )
     verdict.append(f", {c['info']} note(s)")
     console.print(verdict)
+
+
+def render_tiered(console: Console, report: ScanReport, *, verbose: bool = False) -> None:
+    """The partitions whose log start offset is not their local log start offset (tiered ones: the
+    offsets between are in the remote tier), each with the evidence that it is tiered."""
+    from logdoctor.cli.render import EXAMPLES
+
+    rows = [
+        p
+        for p in report.partitions
+        if p.remote_log_enabled
+        or (p.log_start_offset is not None and p.log_start_offset != p.local_log_start_offset)
+    ]
+    if not rows:
+        return
+    console.print()
+    table = Table(title="tiered partitions (remote storage on): log start offset and local log start offset")
+    for col in ("partition", "log dir", "log start", "local log start", "log end", "tiered because"):
+        table.add_column(col)
+    shown = rows if verbose or len(rows) <= EXAMPLES + 1 else rows[:EXAMPLES]
+    for p in shown:
+        table.add_row(
+            f"{p.topic}-{p.partition}",
+            p.log_dir,
+            str(p.log_start_offset),
+            str(p.local_log_start_offset),
+            str(p.log_end_offset),
+            p.tiering_evidence,
+        )
+    console.print(table)
+    if len(shown) < len(rows):
+        console.print(Text(f"... and {len(rows) - len(shown)} more (--verbose lists every one)", style="dim"))
 
 
 @app.command("scan", cls=UsageExit64)

@@ -138,6 +138,8 @@ class Plan:
     created_ms: int = 0
     version: int = PLAN_VERSION
     depth: str = "default"  # the scan depth the plan was made from (and --resume checks at)
+    #: what the operator must know beyond the actions (tiered partitions, entries kept as they are)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def steps(self) -> list[Step]:
@@ -163,6 +165,7 @@ class Plan:
             "depth": self.depth,
             "actions": [a.to_json() for a in self.actions],
             "unrepaired": [u.to_json() for u in self.unrepaired],
+            "notes": list(self.notes),
         }
 
     @classmethod
@@ -176,6 +179,7 @@ class Plan:
             unrepaired=[Unrepaired.from_json(u) for u in obj.get("unrepaired") or []],
             created_ms=int(obj.get("created_ms") or 0),
             depth=str(obj.get("depth") or "default"),
+            notes=[str(n) for n in obj.get("notes") or []],
         )
 
 

@@ -164,7 +164,7 @@ def partition_rows(replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
         lagging = (worst["lag_offsets"] or 0) > 0
 
         def vals(key: str, reps: list[dict[str, Any]] = reps) -> list[int]:
-            return [r[key] for r in reps if r[key] is not None]
+            return [r[key] for r in reps if r.get(key) is not None]
 
         out.append(
             {
@@ -182,6 +182,10 @@ def partition_rows(replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "lagging_log_dir": worst["log_dir"] if lagging else None,
                 "max_lag_offsets": worst["lag_offsets"] or 0,
                 "max_lag_bytes": worst["lag_bytes"] if lagging else 0,
+                # a tiered replica's log start is its checkpoint, below its local log start
+                "min_local_log_start_offset": min(vals("local_log_start_offset"), default=None),
+                "max_local_log_start_offset": max(vals("local_log_start_offset"), default=None),
+                "tiered_replicas": sum(1 for r in reps if r.get("remote_storage_enabled")),
             }
         )
     return out

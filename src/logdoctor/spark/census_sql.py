@@ -33,12 +33,13 @@ def _names(text: str) -> list[str]:
 REPLICA_COLUMNS = _names(
     "broker, broker_id, log_dir, topic, partition, kind, path, log_start_offset, log_end_offset, "
     "high_watermark, recovery_point, segments, bytes, findings, max_log_end_offset, replica_count, "
-    "lag_offsets, lag_bytes, partition_high_watermark, below_high_watermark, topic_id"
+    "lag_offsets, lag_bytes, partition_high_watermark, below_high_watermark, topic_id, "
+    "local_log_start_offset, remote_storage_enabled"
 )
 PARTITION_COLUMNS = _names(
     "topic, partition, replicas, brokers, max_log_end_offset, min_log_end_offset, min_log_start_offset, "
     "max_log_start_offset, high_watermark, bytes, lagging_broker, lagging_log_dir, max_lag_offsets, "
-    "max_lag_bytes, topic_id"
+    "max_lag_bytes, topic_id, min_local_log_start_offset, max_local_log_start_offset, tiered_replicas"
 )
 LOG_DIR_COLUMNS = _names(
     "broker, broker_id, log_dir, real_path, mode, cluster_id, partitions, locked, clean_shutdown, "
@@ -121,6 +122,12 @@ def replica_table(replicas: Any) -> Any:
         F.when(first, F.min(leo).over(w)).alias("p_min_log_end_offset"),
         F.when(first, F.min("log_start_offset").over(w)).alias("p_min_log_start_offset"),
         F.when(first, F.max("log_start_offset").over(w)).alias("p_max_log_start_offset"),
+        # a tiered replica's log start (its checkpoint) is below its local one: both are compared
+        F.when(first, F.min("local_log_start_offset").over(w)).alias("p_min_local_log_start_offset"),
+        F.when(first, F.max("local_log_start_offset").over(w)).alias("p_max_local_log_start_offset"),
+        F.when(first, F.sum(F.coalesce("remote_storage_enabled", F.lit(False)).cast("int")).over(w))
+        .cast("int")
+        .alias("p_tiered_replicas"),
         F.when(first, F.sum(size).over(w)).cast("bigint").alias("p_bytes"),
         F.when(first, F.max("topic_id").over(w)).alias("p_topic_id"),
     ).withColumn("lag_offsets", F.col("max_log_end_offset") - leo)
@@ -170,6 +177,9 @@ def partition_table(replicas: Any) -> Any:
         F.col("p_worst.lag").alias("max_lag_offsets"),
         F.when(lagging, F.col("p_worst.lag_bytes")).otherwise(F.lit(0).cast("bigint")).alias("max_lag_bytes"),
         F.col("p_topic_id").alias("topic_id"),
+        F.col("p_min_local_log_start_offset").alias("min_local_log_start_offset"),
+        F.col("p_max_local_log_start_offset").alias("max_local_log_start_offset"),
+        F.col("p_tiered_replicas").alias("tiered_replicas"),
         "topic_key",
     )
 

@@ -30,6 +30,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
+from logdoctor.checks.tiered import REMOTE_TIER_RULE, partition_tiering
 from logdoctor.logdir.disk import DiskUsage, disk_usage
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import (
@@ -203,6 +204,7 @@ def plan_move(
         )
     # 2. the folders
     per_partition: list[dict[str, Any]] = []
+    tiered_notes: list[str] = []
     for tp in chosen:
         part = src.partition(*tp)
         s_path, d_path = str(part.path), os.path.join(dst_dir, part.name)
@@ -229,12 +231,21 @@ def plan_move(
             ],
         )
         plan.actions.append(action)
+        tier = partition_tiering(src_dir, *tp)
+        if tier.tiered:
+            entry = next((o for t, p, o in moved_entries[LOG_START_OFFSET_CHECKPOINT] if (t, p) == tp), None)
+            tiered_notes.append(
+                f"{tp_name(tp)} is tiered ({tier.tiering.evidence}): log start "
+                f"{tier.log_start_offset}, local log start {tier.local_log_start_offset}; its "
+                f"log-start-offset-checkpoint entry ({'none' if entry is None else entry}) moves with it "
+                f"as it is, so the broker keeps every remote segment ({REMOTE_TIER_RULE})"
+            )
         per_partition.append(
             {
                 "partition": tp_name(tp),
                 "bytes": sizes[tp],
                 "segments": len(part.segments),
-                "log_start_offset": part.log_start_offset,
+                **tier.to_json(),
                 "log_end_offset": part.log_end_offset,
                 "topic_id": part.topic_id,
                 "checkpoints": {
@@ -284,6 +295,7 @@ def plan_move(
     ]
     if same_fs and not copying:
         notes.append("both dirs are on one file system: the move is a rename and frees no space on it")
+    notes.extend(tiered_notes)
     if view is not None:
         summary["kraft"] = {
             **view.summary(),

@@ -7,6 +7,11 @@ recovery-point-offset-checkpoint and log-start-offset-checkpoint entries for the
 leader's (no leader entry: the follower's entry goes too). The copy is byte for byte, so the
 leader's recovery point holds for it.
 
+A tiered partition (KIP-405, :mod:`logdoctor.checks.tiered`): the leader's folder holds only its local
+segments, which is all the follower needs locally (the remote tier is shared by the replicas); its log
+start offset is the leader's checkpoint entry, copied as it is and never raised to the first local
+segment (K:core/.../log/remote/RemoteLogManager.java deletes remote segments below the log start).
+
 Plan order (journaled, reversible):
 1. ``copy-partition`` leader folder -> ``<follower>/<tp>.logdoctor-incoming`` (verified checksums);
 2. ``move`` the follower's folder into the backup dir (kept: what it held beyond the leader's log
@@ -28,6 +33,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from logdoctor.checks.tiered import REMOTE_TIER_RULE, partition_tiering
 from logdoctor.errors import FormatError
 from logdoctor.logdir.disk import disk_usage
 from logdoctor.logdir.model import LogDir, Partition
@@ -202,6 +208,19 @@ def plan_sync(
         )
     plan.number_steps()
 
+    l_tier, f_tier = partition_tiering(l_dir, *tp), partition_tiering(f_dir, *tp)
+    if l_tier.tiered or f_tier.tiered:
+        who = l_tier if l_tier.tiered else f_tier
+        leader_entry = entries[LOG_START_OFFSET_CHECKPOINT]["leader"]
+        notes.append(
+            f"{tp_name(tp)} is tiered ({who.tiering.evidence}): the follower gets only what it needs "
+            f"locally, the leader's local segments [{l_tier.local_log_start_offset}, {lp.log_end_offset}); "
+            f"offsets [{l_tier.log_start_offset}, {l_tier.local_log_start_offset}) stay in the remote tier, "
+            "shared by every replica and read by the follower's broker through its RemoteLogManager. The "
+            "follower's log-start-offset-checkpoint entry becomes the leader's "
+            f"({'none: log start 0' if leader_entry is None else leader_entry}), never raised to the first "
+            f"local segment: {REMOTE_TIER_RULE}, so a raised entry would delete remote segments below it"
+        )
     l_end, f_end = lp.log_end_offset, fp.log_end_offset
     beyond = None
     if l_end is not None and f_end is not None and f_end > l_end:
@@ -226,13 +245,13 @@ def plan_sync(
         "follower_broker": describe_meta(f_meta),
         "topic_id": {"leader": l_id, "follower": f_id},
         "leader_log": {
-            "log_start_offset": lp.log_start_offset,
+            **l_tier.to_json(),
             "log_end_offset": l_end,
             "segments": len(lp.segments),
             "bytes": size,
         },
         "follower_log": {
-            "log_start_offset": fp.log_start_offset,
+            **f_tier.to_json(),
             "log_end_offset": f_end,
             "segments": len(fp.segments),
             "bytes": f_size,
