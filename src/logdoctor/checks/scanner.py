@@ -26,7 +26,12 @@ from logdoctor.checks.metadata_log import check_metadata_log
 from logdoctor.checks.partition import check_partition
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
-from logdoctor.checks.tiered import broker_remote_evidence
+from logdoctor.checks.tiered import (
+    BrokerRemoteEvidence,
+    broker_remote_evidence,
+    could_be_tiered,
+    topic_tiering,
+)
 from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
 from logdoctor.logdir.metadata_image import MetadataImage, find_metadata_dir, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir
@@ -34,7 +39,9 @@ from logdoctor.logdir.names import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
+    DirKind,
 )
+from logdoctor.logdir.offsets import log_start_offsets
 from logdoctor.logdir.recognize import recognize
 
 __all__ = ["LogDirReport", "ScanReport", "ScanUsageError", "scan", "topic_config_resolver"]
@@ -155,6 +162,7 @@ def scan(
         results.append(rep_p)
         if progress is not None:
             progress(len(results), len(tasks))
+    _tiered_topics(results, {(t.log_dir, t.path): t for t in tasks}, remote)
     by_dir: dict[str, list[PartitionReport]] = defaultdict(list)
     for r in results:
         by_dir[r.log_dir].append(r)
@@ -195,6 +203,32 @@ def scan(
         bytes_read=sum(r.bytes_read for r in results),
         metadata=image,
     )
+
+
+def _tiered_topics(
+    results: list[PartitionReport],
+    tasks: dict[tuple[str, str], PartitionTask],
+    remote: BrokerRemoteEvidence,
+) -> None:
+    """remote.storage.enable is a topic config: where the log dir's evidence shows one partition of a
+    topic tiered, every partition of that topic here is (unless a config says otherwise), with its offsets
+    as the broker computes them for a remote log (logdir.offsets)."""
+    tiered = {}
+    for r in results:
+        if r.remote_log_enabled and r.kind == DirKind.LOG.value:
+            tiered.setdefault(r.topic, r)
+    for r in results:
+        src = tiered.get(r.topic)
+        task = tasks.get((r.log_dir, r.path))
+        if src is None or r.remote_log_enabled or r.kind != DirKind.LOG.value or task is None:
+            continue
+        if not could_be_tiered(r.topic, task.topic_config, remote):
+            continue
+        tier = topic_tiering(f"{src.topic}-{src.partition}", src.tiering_evidence)
+        r.remote_log_enabled, r.tiering_evidence = True, tier.evidence
+        r.log_start_offset, r.local_log_start_offset = log_start_offsets(
+            task.log_start_checkpoint, r.first_base_offset, True
+        )
 
 
 def _dir_index(path: str, order: dict[str, int]) -> int:

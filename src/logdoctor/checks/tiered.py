@@ -44,8 +44,10 @@ __all__ = [
     "PartitionTiering",
     "Tiering",
     "broker_remote_evidence",
+    "could_be_tiered",
     "partition_tiering",
     "tiering",
+    "topic_tiering",
 ]
 
 REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
@@ -173,6 +175,25 @@ def tiering(
     return Tiering(False, "no remote.storage.enable for the topic and no log start below its local segments")
 
 
+def could_be_tiered(topic: str, config: TopicConfig | None, broker: BrokerRemoteEvidence | None) -> bool:
+    """Whether remote storage may apply to ``topic`` as far as anything shows: nothing excludes it (the
+    broker's rule, an explicit ``false``) and something shows remote storage in the broker or the topic."""
+    if topic in NEVER_TIERED or (config is not None and config.compact):
+        return False
+    system = config.remote_storage_system_enable if config is not None else None
+    remote = config.remote_storage_enable if config is not None else None
+    known = [s for s in (system, remote) if s is not None and s.source != KAFKA_DEFAULT]
+    if any(not s.value for s in known):
+        return False
+    return bool(known) or (broker is not None and broker.any)
+
+
+def topic_tiering(other: str, evidence: str) -> Tiering:
+    """A partition of a topic another partition of which is tiered (remote.storage.enable is a topic
+    config: every partition of the topic has it)."""
+    return Tiering(True, f"{other} of the same topic is tiered ({evidence})")
+
+
 @dataclass(frozen=True, slots=True)
 class PartitionTiering:
     """One partition folder's tiering and offsets (for the operator procedures, which plan without a scan)."""
@@ -212,6 +233,20 @@ def partition_tiering(log_dir: str | os.PathLike[str], topic: str, partition: in
     cp = None if read.error is not None or read.problems else read.get(topic, partition)
     first = segs[0].base_offset if segs else None
     config = TopicConfigResolver.for_log_dirs([log_dir]).resolve(topic)
-    tier = tiering(topic, config, broker_remote_evidence([log_dir]), cp, first)
+    broker = broker_remote_evidence([log_dir])
+    tier = tiering(topic, config, broker, cp, first)
+    if not tier.remote_log_enabled and could_be_tiered(topic, config, broker):
+        for other in ld.partitions:
+            if other.topic != topic or other.partition == partition:
+                continue
+            try:
+                o_segs = other.segments
+            except OSError:
+                continue
+            o_cp = None if read.error is not None or read.problems else read.get(topic, other.partition)
+            o_tier = tiering(topic, config, broker, o_cp, o_segs[0].base_offset if o_segs else None)
+            if o_tier.remote_log_enabled:
+                tier = topic_tiering(other.name, o_tier.evidence)
+                break
     start, local = log_start_offsets(cp, first, tier.remote_log_enabled)
     return PartitionTiering(tier, start, local)

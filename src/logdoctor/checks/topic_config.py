@@ -635,9 +635,8 @@ class TopicConfigResolver:
 def _local(local: Setting, retention: Setting) -> Setting:
     """LogConfig.localRetentionMs/Bytes: -2 means the retention.ms/.bytes value (its key kept in ours)."""
     if local.value == LOCAL_RETENTION_AS_RETENTION:
-        return Setting(
-            retention.value, f"{local.key}=-2 (as {retention.key})", f"{local.source}; {retention.source}"
-        )
+        source = local.source if local.source == retention.source else f"{local.source}; {retention.source}"
+        return Setting(retention.value, f"{local.key}=-2 (as {retention.key})", source)
     return Setting(-1 if local.value < 0 else local.value, local.key, local.source)
 
 

@@ -46,6 +46,7 @@ from logdoctor.cli.common import (
     run_errors,
     usage_error,
 )
+from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, resume, rollback
 from logdoctor.repair.journal import JournalError
@@ -163,6 +164,8 @@ def repair_command(
             "broker's recovery would, the cut bytes kept in the backup.",
         ),
     ] = False,
+    topic_config: TopicConfigOption = None,
+    server_properties: ServerPropertiesOption = None,
 ) -> None:
     """Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions."""
     console = Console()
@@ -206,6 +209,7 @@ def repair_command(
             index_interval_bytes=index_interval_bytes,
             jobs=jobs,
             deep=deep,
+            config_inputs=read_config_inputs(topic_config, server_properties),
         )
         if plan.empty:
             # "Nothing to repair" is a clean bill only when the scan at this depth is clean

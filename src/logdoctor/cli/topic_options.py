@@ -1,4 +1,4 @@
-"""The topic-config options shared by `scan`, `retention` and `census` (resolved by checks.topic_config)."""
+"""Topic-config options of `scan`, `retention`, `repair`, `census` (resolved by checks.topic_config)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ TopicConfigOption = Annotated[
     typer.Option(
         "--topic-config",
         metavar="TOPIC:KEY=VALUE",
-        help="A topic's retention.ms, retention.bytes or cleanup.policy (repeatable); wins over the "
-        "topic configs found in the KRaft metadata log.",
+        help="A topic's retention.ms, retention.bytes, cleanup.policy, remote.storage.enable, "
+        "local.retention.ms or local.retention.bytes (repeatable); wins over the topic configs found in "
+        "the KRaft metadata log.",
     ),
 ]
 NowOption = Annotated[
@@ -29,7 +30,8 @@ ServerPropertiesOption = Annotated[
         "--server-properties",
         metavar="FILE",
         help="The broker's server.properties: log.retention.ms/.minutes/.hours, log.retention.bytes, "
-        "log.cleanup.policy as broker defaults.",
+        "log.cleanup.policy, log.local.retention.ms/.bytes as broker defaults, and "
+        "remote.log.storage.system.enable.",
     ),
 ]
 

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shlex
 import stat
 import time
 from collections import Counter
@@ -69,7 +70,8 @@ from pathlib import Path
 from logdoctor.checks.context import Depth, PartitionReport, ScanOptions
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.checks.scanner import ScanReport, scan
-from logdoctor.checks.tiered import REMOTE_TIER_RULE
+from logdoctor.checks.tiered import REMOTE_TIER_RULE, broker_remote_evidence, could_be_tiered
+from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.errors import FormatError
 from logdoctor.formats.checkpoint import (
     LeaderEpochCheckpoint,
@@ -262,6 +264,7 @@ class Planner:
                     r.topic_id, os.path.join(r.path, PARTITION_METADATA_FILE)
                 )
         self.kraft = self._kraft_evidence(report)
+        self.remote = broker_remote_evidence(self.log_dirs)
         perm = [f for fs in by_dir.values() for f in fs if f.code == "PERMISSION_DENIED"]
         for f in perm:
             self._permission(f)
@@ -866,7 +869,11 @@ class Planner:
                 live[(r.topic, r.partition)] = None  # present but unreadable: its entries are kept
                 continue
             live[(r.topic, r.partition)] = _Bounds(
-                r.first_base_offset, leo, r.remote_log_enabled, r.tiering_evidence
+                r.first_base_offset,
+                leo,
+                r.remote_log_enabled,
+                r.tiering_evidence,
+                maybe_tiered=could_be_tiered(r.topic, r.topic_config, self.remote),
             )
         # the log start entries first: what each will be after the plan, and why (the other files are
         # clamped to the local log start that follows from it)
@@ -874,7 +881,7 @@ class Planner:
         for tp, o in lsc.items():
             b = live.get(tp)
             if b is not None:
-                decisions[tp] = _log_start_decision(tp, o, b)
+                decisions[tp] = _log_start_decision(tp, o, b, d)
         for tp, b in live.items():
             if b is not None:
                 entry = decisions[tp].value if tp in decisions else lsc.get(tp)
@@ -1003,6 +1010,7 @@ class _Bounds:
     tiered: bool
     evidence: str
     local_start: int = 0  # the local log start after the plan (set once the log start entries are decided)
+    maybe_tiered: bool = False  # nothing excludes remote storage and the broker shows it
 
 
 @dataclass(frozen=True, slots=True)
@@ -1013,7 +1021,9 @@ class _LogStartDecision:
     refused: bool = False  # the entry is wrong but left as it is: listed under "Not repaired"
 
 
-def _log_start_decision(tp: tuple[str, int], o: int, b: _Bounds) -> _LogStartDecision:
+def _log_start_decision(
+    tp: tuple[str, int], o: int, b: _Bounds, log_dir: str
+) -> _LogStartDecision:
     """What the plan does with one log-start-offset-checkpoint entry ``o``: never raise nor rewrite the
     log start of a tiered partition, nor of any partition whose entry is below its first local segment;
     lower an entry beyond the log end to the first offset on disk (issue 24), never for a tiered one.
@@ -1054,6 +1064,21 @@ def _log_start_decision(tp: tuple[str, int], o: int, b: _Bounds) -> _LogStartDec
             f"{name} {o} kept as it is (below the first local segment {b.first}: without remote storage the "
             "broker uses max(entry, first segment) itself, LogLoader.load; with it the entry is where the "
             "remote tier starts)",
+        )
+    if o > b.leo and b.maybe_tiered:
+        return _LogStartDecision(
+            o,
+            False,
+            f"{name}: the checkpoint claims log start {o}, beyond the log end {b.leo}; at startup the "
+            "broker would delete every local segment (LogLoader.recoverLog: 'Deleting all segments because "
+            "logEndOffset ... is smaller than logStartOffset'). Left as it is: the log dirs show remote "
+            f"storage (__remote_log_metadata or remote-log-index-cache) and nothing says whether {tp[0]} is "
+            f"tiered; if it is, {REMOTE_TIER_RULE}, and a lower entry would delete the remote segments below "
+            f"it. If {tp[0]} has no remote.storage.enable, `logdoctor repair {shlex.quote(log_dir)} "
+            f"--topic-config {shlex.quote(tp[0] + ':remote.storage.enable=false')}` sets the entry to the "
+            "first offset on disk; if it has, set the entry by hand to the partition's log start offset as "
+            "the leader or the remote log metadata has it, with the broker stopped",
+            refused=True,
         )
     if o > b.leo:
         return _LogStartDecision(
@@ -1118,8 +1143,12 @@ def plan_repair(
     jobs: int | None = None,
     now_ms: int | None = None,
     deep: bool = False,
+    config_inputs: ConfigInputs | None = None,
 ) -> tuple[Plan, ScanReport]:
     """Scan (unless ``report`` is given) and plan the repair of the findings. Reads only.
+
+    ``config_inputs``: ``--topic-config`` / ``--server-properties`` (whether a topic is tiered, which
+    decides what is done with its log start offset: :mod:`logdoctor.checks.tiered`).
 
     ``deep``: scan at ``--deep`` depth (every batch's CRC), so that what only ``scan --deep`` finds
     (a CRC mismatch in a segment the broker does not re-read at startup) is planned too."""
@@ -1134,7 +1163,10 @@ def plan_repair(
         raise PlanUsageError("no log dir given")
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     if report is None:
-        report = scan(dirs, ScanOptions(depth=Depth.DEEP if deep else Depth.DEFAULT, now_ms=now), jobs=jobs)
+        options = ScanOptions(
+            depth=Depth.DEEP if deep else Depth.DEFAULT, now_ms=now, config_inputs=config_inputs
+        )
+        report = scan(dirs, options, jobs=jobs)
     backup = os.path.abspath(backup_dir) if backup_dir else bk.default_backup_dir(dirs[0], now)
     safety.check_backup_location(backup, dirs)
     planner = Planner(
