@@ -187,6 +187,8 @@ def replica_offsets(data: ReportData, top: int = 40) -> go.Figure:
         hover[i][j] = (f"{r.topic}-{r.partition} on {broker_label(r.broker)}<br>"
                        f"{os.path.basename(r.log_dir)}<br>"
                        f"log end offset {r.log_end_offset}<br>log start offset {r.log_start_offset}<br>"
+                       + (f"local log start offset {r.local_log_start_offset} (tiered: below it the "
+                          "remote tier)<br>" if r.tiered else "") +
                        f"this replica's checkpointed high watermark {r.high_watermark}<br>"
                        f"partition's high watermark {r.partition_high_watermark}<br>lag {r.lag:,}")
     zmax = max([v for line in z for v in line if v is not None] + [1])

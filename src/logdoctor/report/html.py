@@ -126,6 +126,8 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
         out_parts.append({
             "n": p.name, "br": None if p.broker is None else broker_label(p.broker), "d": p.log_dir,
             "lso": p.log_start_offset, "leo": p.log_end_offset,
+            # a tiered partition: its local log start (records below it are in the remote tier)
+            "llso": p.local_log_start_offset if p.tiered else None, "tier": p.tiered,
             "hw": p.high_watermark, "phw": p.partition_high_watermark,
             "bytes": p.bytes, "lag": p.lag or 0, "w": p.worst, "nf": len(p.findings),
             # this partition's time-retention cut-off (None: compact or retention.ms=-1) and its config

@@ -74,6 +74,10 @@ class PartitionView:
     raw_segments: list[dict[str, Any]] | None = None  # per-segment figures the input carried
     topic_config: TopicConfig | None = None  # the retention settings applied (checks.topic_config)
     partition_high_watermark: int | None = None  # the highest high watermark among its replicas (census)
+    #: the first offset kept locally (UnifiedLog.localLogStartOffset); below it a tiered partition's
+    #: records are in the remote tier (checks.tiered); None: the input did not say (then: the log start)
+    local_log_start_offset: int | None = None
+    tiered: bool = False
 
     @property
     def name(self) -> str:
@@ -118,6 +122,8 @@ class ReplicaView:
     bytes: int = 0
     lag: int = 0  # behind the highest log end offset among the partition's replicas
     partition_high_watermark: int | None = None  # the highest checkpointed high watermark of its replicas
+    local_log_start_offset: int | None = None  # UnifiedLog.localLogStartOffset (tiered: above the log start)
+    tiered: bool = False
 
 
 @dataclass(slots=True)
@@ -368,7 +374,8 @@ def retention_verdicts(part: PartitionView, now_ms: int) -> list[str | None]:
     segs = part.segments or []
     cfg = part.topic_config
     lso, leo = part.log_start_offset, part.log_end_offset
-    if not segs or cfg is None or lso is None or leo is None:
+    local = part.local_log_start_offset if part.local_log_start_offset is not None else lso
+    if not segs or cfg is None or lso is None or leo is None or local is None:
         return [None] * len(segs)
     rows = []
     for s in segs:
@@ -377,9 +384,11 @@ def retention_verdicts(part: PartitionView, now_ms: int) -> list[str | None]:
             return [None] * len(segs)
         ts = retention_timestamp(s.broker_largest_timestamp, s.true_largest_timestamp, mtime, s.recovered)
         rows.append((s.base_offset, s.size, ts))
+    # a tiered partition: local retention on the local log, and only uploaded segments go (checks.retention)
     reasons, *_ = partition_verdicts(
-        rows, log_start_offset=lso, log_end_offset=leo, high_watermark=part.high_watermark,
-        config=RetentionConfig.of(cfg), now_ms=now_ms,
+        rows, log_start_offset=local if part.tiered else lso, log_end_offset=leo,
+        high_watermark=part.high_watermark, config=RetentionConfig.of(cfg, part.tiered), now_ms=now_ms,
+        remote_log_start_offset=lso if part.tiered else None,
     )
     return reasons
 
@@ -482,6 +491,8 @@ def from_scan(
             high_watermark=_int(get("high_watermark")), recovery_point=_int(get("recovery_point")),
             bytes=_int(get("bytes")) or 0, segment_count=segs if isinstance(segs, int) else len(segs or []),
             raw_segments=_segment_rows(p), topic_config=_topic_config(get("topic_config"), topic),
+            local_log_start_offset=_int(get("local_log_start_offset")),
+            tiered=bool(get("tiered") or get("remote_log_enabled")),
         ))
     for f in findings:
         if f.broker is None:
@@ -553,6 +564,8 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
             log_end_offset=_int(_get(r, "log_end_offset")), high_watermark=_int(_get(r, "high_watermark")),
             bytes=_int(_get(r, "bytes")) or 0, lag=_lag(_get(r, "lag")),
             partition_high_watermark=_int(_get(r, "partition_high_watermark")),
+            local_log_start_offset=_int(_get(r, "local_log_start_offset")),
+            tiered=bool(_get(r, "remote_storage_enabled") or _get(r, "tiered")),
         ))
     # lag behind the partition's highest log end offset, when the census did not say
     best: dict[tuple[str, int], int] = {}
@@ -581,6 +594,7 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
             raw_segments=sorted(segs, key=lambda s: int(_get(s, "base_offset", 0))) if segs else None,
             topic_config=_topic_config(_get(raw, "topic_config"), r.topic),
             partition_high_watermark=r.partition_high_watermark,
+            local_log_start_offset=r.local_log_start_offset, tiered=r.tiered,
         ))
 
     disks: list[DiskView] = []

@@ -387,6 +387,10 @@ JS = r"""
         }
       });
     if (p.lso !== null) { vline('x', p.lso, '#2e7d32', 'dot', 'log start ' + fmt(p.lso), 'bottom'); }
+    if (p.tier && p.llso !== null && p.llso !== p.lso) {
+      vline('x', p.llso, '#1565c0', 'dash',
+            'local log start ' + fmt(p.llso) + ' (tiered: remote below)', 'top');
+    }
     if (p.hw !== null && p.hw !== p.leo) {
       vline('x', p.hw, '#e08a00', 'dot', "this replica's high watermark " + fmt(p.hw), 'top');
     }
@@ -470,7 +474,9 @@ JS = r"""
     item('partition', p.n);
     if (p.br !== null) { item('on', p.br); }
     item('log dir', p.d);
-    item('log start', fmt(p.lso)); item('log end', fmt(p.leo));
+    item('log start', fmt(p.lso));
+    if (p.tier) { item('local log start (tiered: the remote tier holds the offsets below)', fmt(p.llso)); }
+    item('log end', fmt(p.leo));
     item("this replica's checkpointed high watermark", fmt(p.hw));
     if (p.phw !== null && p.phw !== undefined && p.phw !== p.hw) {
       item("partition's high watermark (highest replica checkpoint)", fmt(p.phw));
