@@ -58,13 +58,17 @@ def test_json_shape(realworld_dir: Path) -> None:
         "partition",
         "log_dir",
         "log_start_offset",
+        "local_log_start_offset",  # tiered storage: the first offset kept locally
         "log_end_offset",
+        "tiered",
+        "tiered_evidence",
         "segments",
         "bytes",
         "recovery_point",
         "high_watermark",
         "topic_config",
     }
+    assert p["tiered"] is False and p["local_log_start_offset"] == p["log_start_offset"]
     # the retention settings used, and where they come from: __consumer_offsets is created compacted
     assert p["topic_config"]["cleanup.policy"]["value"] == ["compact"]
     assert "GroupCoordinator" in p["topic_config"]["cleanup.policy"]["source"]
