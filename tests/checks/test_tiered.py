@@ -235,3 +235,42 @@ def test_tiering_evidence_in_the_brokers_order():
     assert not tiering("t", compact, disk, 0, 100).remote_log_enabled
     internal = cfg(topic={"remote.storage.enable": "true"}, name="__consumer_offsets")
     assert not tiering("__consumer_offsets", internal, disk, 0, 100).remote_log_enabled
+
+
+def test_kraft_config_record_makes_a_topic_tiered(tmp_path):
+    """remote.storage.enable=true in a topic ConfigRecord of the broker's own metadata log (encoded from
+    Kafka's JSON schemas by test_topic_config's encoder): tiered without any other evidence; the segments
+    below the local ones gone (uploaded, then deleted by local retention) and no checkpoint entry: the log
+    start is 0 (LogManager.loadLog getOrDefault 0), the local log start the first local segment."""
+    from test_topic_config import TOPIC, encode, write_metadata_log
+
+    from logdoctor.sample.logdir import BrokerSpec, TopicSpec, generate_log_dir
+
+    topic_id = "AAAAAAAAAAAAAAAAAAAAAQ"
+    spec = TopicSpec("events", records_per_partition=400, records_per_batch=4, segment_bytes=8 * 1024,
+                     topic_id=topic_id)
+    log_dir, _ = generate_log_dir(tmp_path / "b1", [spec], broker=BrokerSpec(1, kraft=True))
+    write_metadata_log(log_dir, [
+        encode("TopicRecord", name="events", topic_id=topic_id),
+        encode("ConfigRecord", resource_type=TOPIC, resource_name="events", name="remote.storage.enable",
+               value="true"),
+    ])
+    logs = sorted((log_dir / "events-0").glob("*.log"))
+    first_kept = int(logs[2].stem)
+    for log in logs[:2]:
+        for suffix in (".log", ".index", ".timeindex", ".snapshot"):
+            log.with_suffix(suffix).unlink(missing_ok=True)
+    report = scan([log_dir], ScanOptions(depth=Depth.DEFAULT, now_ms=NOW), jobs=1)
+    p = next(p for p in report.partitions if p.topic == "events")
+    assert p.remote_log_enabled
+    assert "topic ConfigRecord in __cluster_metadata-0 offset 1" in p.tiering_evidence
+    assert (p.log_start_offset, p.local_log_start_offset) == (0, first_kept)
+    # the same dir with --topic-config saying otherwise: not tiered, log start = first segment
+    off = scan(
+        [log_dir],
+        ScanOptions(depth=Depth.DEFAULT, now_ms=NOW,
+                    config_inputs=config_inputs(topic_config=["events:remote.storage.enable=false"])),
+        jobs=1,
+    )
+    p = next(p for p in off.partitions if p.topic == "events")
+    assert not p.remote_log_enabled and (p.log_start_offset, p.local_log_start_offset) == (first_kept,) * 2
