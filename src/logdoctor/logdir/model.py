@@ -642,6 +642,10 @@ class Partition:
     def log_start_offset(self) -> int | None:
         """max(log-start checkpoint, first segment's base offset), as LogLoader.load computes it
         without remote storage; the checkpoint alone when there is no segment; None when neither.
+
+        With remote storage (a tiered partition) the broker's log start is the checkpoint itself and this
+        is its local log start offset: :func:`logdoctor.logdir.offsets.log_start_offsets` computes both,
+        :mod:`logdoctor.checks.tiered` decides which rule applies.
         """
         cp = self.log_start_offset_checkpoint
         segs = self.segments
