@@ -32,8 +32,14 @@ Per code (K: = apache/kafka source):
   agrees and entries agree with the partitions present: absent partitions dropped; missing ones
   added (recovery point and high watermark at the log start offset, which is what the broker
   assumes for them); recovery point and high watermark clamped to the log end offset, the high
-  watermark and cleaner offset raised to the log start, the log start clamped to [first base
-  offset, log end]. leader-epoch-checkpoint: rewritten from its readable entries below the log end.
+  watermark and cleaner offset raised to the local log start (UnifiedLog raises them to
+  localLogStartOffset). log-start-offset-checkpoint entries are never raised: an entry of a tiered
+  partition, or below the first local segment, is kept as it is (raised, it would make the broker's
+  RemoteLogManager delete the remote segments below it; without remote storage LogLoader takes
+  max(entry, first segment) itself); an entry beyond the log end (LogLoader.recoverLog would delete
+  every segment) becomes the first offset on disk, except where the partition is or may be tiered
+  (then it is left and listed as not repaired, with why: :func:`_log_start_decision`).
+  leader-epoch-checkpoint: rewritten from its readable entries below the log end.
 - LEADER_EPOCH_BEYOND_LOG_END: as the broker, truncate the epoch cache at the log end offset.
 - PRODUCER_SNAPSHOT_AHEAD: remove the snapshot (the broker deletes it).
 - PERMISSION_DENIED: owner and group of the log dir (the broker's user), mode like the siblings.
