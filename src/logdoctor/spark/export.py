@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 WRITERS = ("arrow", "spark")
+REMOTE_OPTIONS = ("remoteStorage", "remoteLayout", "remotePrivateKey")  # logdir.remote_tier
 MODES = ("error", "overwrite", "append")
 TEMPORARY = "_temporary"
 ROWS_PER_FILE = 1_000_000
@@ -373,11 +374,10 @@ def _export_arrow(
     """
     import uuid
 
-    from logdoctor.logdir.discovery import discover
-    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices
+    from logdoctor.spark.planning import discover_refs, pack_slices, parse_read_options, plan_slices
 
     opts = parse_read_options(opts_map)
-    slices = plan_slices(discover(items), opts)
+    slices = plan_slices(discover_refs(items, opts_map), opts)
     groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
     created = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
@@ -455,9 +455,9 @@ def run_export(
     input, and :class:`OutputExistsError` for ``mode="error"`` and an existing output, in both cases
     before anything is written or deleted.
     """
-    from logdoctor.logdir.discovery import discover, split_paths
+    from logdoctor.logdir.discovery import split_paths
     from logdoctor.logdir.outputs import check_output_location
-    from logdoctor.spark.planning import topic_matcher
+    from logdoctor.spark.planning import discover_refs, topic_matcher
     from logdoctor.spark.schema import records_fields
 
     if not fmt or not fmt.replace("_", "").replace("-", "").replace(".", "").isalnum():
@@ -472,7 +472,7 @@ def run_export(
     bad = [c for c in partition_by if c not in known]
     if bad:
         raise ExportError(f"--partition-by: unknown column(s) {', '.join(bad)}")
-    refs = discover(items)
+    refs = discover_refs(items, opts)
     # Never write or delete at, inside or above an input (the items and the log dirs found in them).
     check_output_location(out, [*items, *sorted({r.log_dir for r in refs})])
     if mode == "error" and _has_data(out):
@@ -522,7 +522,7 @@ def run_export(
     skipped: list[SkippedRange] = []
     bad_rows = (
         spark.read.format("kafka-log-segments")
-        .options(**({"topics": opts["topics"]} if "topics" in opts else {}))
+        .options(**{k: v for k, v in opts.items() if k in ("topics", *REMOTE_OPTIONS)})
         .load(items)
         .where("error is not null")
         .select("path", "valid_bytes", "size_bytes", "error")

@@ -97,11 +97,10 @@ class KafkaLogReader(DataSourceReader):
         self.read_options = parse_read_options(options)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.logdir.discovery import discover
-        from logdoctor.spark.planning import pack_slices, plan_slices
+        from logdoctor.spark.planning import discover_refs, pack_slices, plan_slices
 
         opts = self.read_options
-        slices = plan_slices(discover(_paths(self.options), self.options), opts)
+        slices = plan_slices(discover_refs(_paths(self.options), self.options), opts)
         return [SlicePartition(g) for g in pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -269,7 +268,7 @@ def _build_arrow(
         timestamp,
         pa.array(ts_type),
         cols.headers,
-        _constant_string(seg.log_dir, n),
+        _constant_string(seg.log_dir if seg.remote is None else seg.remote.root, n),
         pa.array(np.full(n, seg.base_offset, dtype=np.int64)),
         pa.array(per_record(_POSITION, np.int64)),
         pa.array(per_record(_PRODUCER_ID, np.int64)),
@@ -368,7 +367,7 @@ def read_slice(sl: SegmentSlice, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
     except FormatError:
         pass  # rows stop at the last valid batch; kafka-log-segments reports the damage
     except OSError:
-        if not seg.storage.is_local:
+        if seg.ranged:
             raise  # a remote read failed: fail the task (Spark retries it), never lose rows silently
         return  # a local file gone since planning: no rows, as before
     finally:
@@ -411,13 +410,12 @@ class KafkaLogSegmentsReader(DataSourceReader):
         topic_matcher(options.get("topics"))  # validate early
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.logdir.discovery import discover
-        from logdoctor.spark.planning import topic_matcher
+        from logdoctor.spark.planning import discover_refs, topic_matcher
 
         match = topic_matcher(self.options.get("topics"))
         segs = [
             s
-            for ref in discover(_paths(self.options), self.options)
+            for ref in discover_refs(_paths(self.options), self.options)
             if match(ref.topic)
             for s in ref.segments
         ]
@@ -446,7 +444,7 @@ class KafkaLogSegmentsReader(DataSourceReader):
         for s in partition.value:
             folder = s.storage.dirname(s.path)
             if folder not in scans:  # the scan reads local files only (module doc)
-                scans[folder] = partition_findings(s.log_dir, folder) if s.storage.is_local else None
+                scans[folder] = partition_findings(s.log_dir, folder) if not s.ranged else None
             rows.append(segment_summary(s, scans[folder]))
         schema = segments_arrow_schema()
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
@@ -605,7 +603,7 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
     error_text: str | None = None
     summary = _Summary()
     size = 0
-    if seg.storage.is_local:
+    if not seg.ranged:
         try:
             buf = map_file(seg.path)
         except OSError as exc:
@@ -613,6 +611,17 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
             error_text = f"{seg.path}: cannot read: {exc.strerror}"
         size = len(buf)
         summary.walk(iter_batches(buf, source=seg.path, verify_crc=True))
+    elif seg.remote is not None:  # a remote-tier segment: its object(s) may be bad before any batch
+        from logdoctor.errors import FormatError
+        from logdoctor.logdir.ranged import iter_ranged_batches
+        from logdoctor.logdir.remote_tier import open_remote_log
+
+        try:
+            with open_remote_log(seg) as reader:
+                size = reader.size
+                summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=True))
+        except FormatError as exc:
+            summary.error = exc
     else:
         from logdoctor.logdir.ranged import iter_ranged_batches
 
@@ -622,9 +631,15 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
     error = summary.error
     if error is not None:
         error_text = str(error)
+        if seg.remote is not None:  # name the offsets that could not be read
+            unread = None if summary.last_offset is None else summary.last_offset + 1
+            error_text = (
+                f"remote segment {seg.remote.segment_id} ({seg.remote.layout}): "
+                f"{seg.remote.offsets_text(seg.base_offset, unread)} not read: {error_text}"
+            )
     findings = segment_findings(seg, error, summary.valid_bytes, scan_findings)
     return {
-        "log_dir": seg.log_dir,
+        "log_dir": seg.log_dir if seg.remote is None else seg.remote.root,
         "topic": seg.topic,
         "partition": seg.partition,
         "path": seg.path,
