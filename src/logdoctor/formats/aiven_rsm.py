@@ -40,8 +40,10 @@ __all__ = [
     "SUPPORTED_VERSIONS",
     "Chunk",
     "SegmentManifest",
+    "build_manifest",
     "decode_chunk_sizes",
     "detransform_chunk",
+    "encode_chunk_sizes",
     "parse_manifest",
     "unwrap_data_key",
 ]
@@ -340,3 +342,87 @@ def detransform_chunk(
             found=f"{len(data)}",
         )
     return bytes(data)
+
+
+# --- writing (for generated test and benchmark data; checked against the plugin's own manifests) -----
+
+
+def encode_chunk_sizes(values: list[int]) -> bytes:
+    """``ChunkSizesBinaryCodec.encode``: the inverse of :func:`decode_chunk_sizes`."""
+    if any(v < 0 for v in values):
+        raise ValueError("chunk sizes cannot be negative")
+    if not values:
+        return struct.pack(">i", 0)
+    if len(values) == 1:
+        return struct.pack(">ii", 1, values[0])
+    head = values[:-1]
+    base = min(head)
+    width = max(
+        1 if v - base <= 0xFF else 2 if v - base <= 0xFFFF else 3 if v - base <= 0xFFFFFF else 4 for v in head
+    )
+    body = b"".join((v - base).to_bytes(width, "big") for v in head)
+    return struct.pack(">iib", len(values), base, width) + body + struct.pack(">i", values[-1])
+
+
+def build_manifest(
+    *,
+    original_chunk_size: int,
+    original_file_size: int,
+    transformed_sizes: list[int] | None,
+    indexes: dict[str, tuple[int, int]],
+    compression: bool,
+    topic: str,
+    topic_id: str,
+    partition: int,
+    segment_id: str,
+    start_offset: int,
+    end_offset: int,
+    max_timestamp: int = -1,
+) -> bytes:
+    """A ``.rsm-manifest`` as ``SegmentManifestV1`` serializes it, without encryption; a fixed chunk
+    index when ``transformed_sizes`` is None (no transform), else a variable one."""
+    import zstandard
+
+    count = -(-original_file_size // original_chunk_size)
+    if transformed_sizes is None:
+        last = original_file_size - (count - 1) * original_chunk_size if count else 0
+        chunk_index: dict[str, object] = {
+            "type": "fixed",
+            "originalChunkSize": original_chunk_size,
+            "originalFileSize": original_file_size,
+            "transformedChunkSize": original_chunk_size,
+            "finalTransformedChunkSize": last,
+        }
+    else:
+        packed = zstandard.ZstdCompressor().compress(encode_chunk_sizes(transformed_sizes))
+        chunk_index = {
+            "type": "variable",
+            "originalChunkSize": original_chunk_size,
+            "originalFileSize": original_file_size,
+            "transformedChunks": base64.b64encode(packed).decode("ascii"),
+        }
+    obj = {
+        "version": "1",
+        "chunkIndex": chunk_index,
+        "segmentIndexes": {
+            name: ({"position": indexes[name][0], "size": indexes[name][1]} if name in indexes else None)
+            for name in INDEX_TYPES
+        },
+        "compression": compression,
+        "remoteLogSegmentMetadata": {
+            "remoteLogSegmentId": {
+                "topicIdPartition": {
+                    "topicId": topic_id,
+                    "topicPartition": {"topic": topic, "partition": partition},
+                },
+                "id": segment_id,
+            },
+            "startOffset": start_offset,
+            "endOffset": end_offset,
+            "maxTimestampMs": max_timestamp,
+            "brokerId": 0,
+            "eventTimestampMs": 0,
+            "segmentLeaderEpochs": {"0": start_offset},
+        },
+    }
+    return json.dumps(obj, separators=(",", ":")).encode()
