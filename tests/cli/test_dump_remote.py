@@ -93,3 +93,28 @@ def test_dump_of_an_encrypted_segment_without_its_key_names_the_manifest() -> No
     res = _dump(["--remote-storage", str(tiered / "aiven/encrypted/storage"), str(obj)])
     assert res.exit_code == 2
     assert ".rsm-manifest" in res.output and "--remote-private-key" in res.output and "key1" in res.output
+
+
+def test_export_refuses_a_store_without_the_partitions_before_spark(tmp_path: Path) -> None:
+    tiered = realworld.require_tiered()
+    logs = str(tiered / "aiven/plain/kafka-logs")
+    out = str(tmp_path / "out")
+    res = CliRunner().invoke(app, ["export", logs, "--out", out, "--remote-storage", str(tmp_path)])
+    assert res.exit_code == 64 and "no remote segment of" in res.output
+    res = CliRunner().invoke(
+        app,
+        [
+            "export",
+            logs,
+            "--out",
+            out,
+            "--remote-storage",
+            str(tiered / "aiven/plain/storage"),
+            "--remote-layout",
+            "kafka-local",
+        ],
+    )
+    assert res.exit_code == 64 and "in the kafka-local layout" in res.output
+    res = CliRunner().invoke(app, ["export", logs, "--out", out, "--remote-layout", "aiven"])
+    assert res.exit_code == 64 and "need remoteStorage" in res.output
+    assert not (tmp_path / "out").exists()
