@@ -144,6 +144,8 @@ def test_segments_source_lists_remote_segments(spark):
     remote = [r for r in rows if r["log_dir"] == opts["remoteStorage"]]
     assert [r["base_offset"] for r in remote] == [0, 324, 648, 972]
     assert all(r["error"] is None and r["path"].endswith(".log") for r in remote)
+    # the time index from the store's .indexes object: its last entry, the segment's largest timestamp
+    assert [r["time_index_max_timestamp"] for r in remote] == [r["max_timestamp"] for r in remote]
     assert sum(r["record_count"] for r in rows) == 2000
     # kafka-log with an ending offset inside the remote tier: seeks with the store's offset index
     records = (
@@ -172,7 +174,9 @@ def _invoke_export(args: list[str]):
     return CliRunner().invoke(app, ["export", *args], terminal_width=300)
 
 
-def test_export_of_a_truncated_remote_object_exits_1_naming_the_offsets(spark, tmp_path):
+@pytest.mark.parametrize("writer", ["arrow", "spark"])
+def test_export_of_a_truncated_remote_object_exits_1_naming_the_offsets(spark, tmp_path, writer):
+    """The arrow writer's tasks report the segment; the spark writer's segments pass finds it."""
     logs, store = _bad_store(tmp_path, "aiven-compressed")
     victim = next((store / "payments-cGF5bWVudHMtdG9waWMwMQ" / "0").glob("*00000000000000000324-*.log"))
     victim.write_bytes(victim.read_bytes()[:-500])
@@ -187,6 +191,8 @@ def test_export_of_a_truncated_remote_object_exits_1_naming_the_offsets(spark, t
             "payments",
             "--master",
             "local[2]",
+            "--writer",
+            writer,
             "--json",
         ]
     )

@@ -87,7 +87,10 @@ class RemoteOptions:
                 raise RemoteTierError(f"remoteLayout: expected auto, {' or '.join(LAYOUTS)}, got {layout!r}")
         if key is not None:
             key = os.path.abspath(str(key)) if "://" not in str(key) else str(key)
-        return cls(str(store).strip(), layout, key)
+        store = str(store).strip()
+        if "://" not in store:
+            store = os.path.abspath(store)
+        return cls(store, layout, key)
 
 
 def remote_partition_folder(
