@@ -97,6 +97,25 @@ def export_command(
             "local[...] master writing Parquet to a local folder).",
         ),
     ] = None,
+    remote_storage: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-storage",
+            metavar="URI",
+            help="The remote tier of tiered partitions (folder, s3://, gs://, hdfs://...): their remote "
+            "segments are exported first, then the local ones, every offset once.",
+        ),
+    ] = None,
+    remote_layout: Annotated[
+        str | None,
+        typer.Option("--remote-layout", help="kafka-local or aiven (default: detected from what is stored)."),
+    ] = None,
+    remote_private_key: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-private-key", metavar="PEM", help="RSA private key of Aiven's encryption (PKCS#8 PEM)."
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
 ) -> None:
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
@@ -121,14 +140,17 @@ def export_command(
         "includeControl": "true" if include_control else "false",
         "decoder": decoder,
         "maxPartitionBytes": max_partition_bytes,
+        "remoteStorage": remote_storage,
+        "remoteLayout": remote_layout,
+        "remotePrivateKey": remote_private_key,
     }
     try:
-        from logdoctor.logdir.discovery import discover, split_paths
-        from logdoctor.spark.planning import parse_read_options
+        from logdoctor.logdir.discovery import split_paths
+        from logdoctor.spark.planning import discover_refs, parse_read_options
 
         parse_read_options({k: str(v) for k, v in options.items() if v is not None})
         require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command
-        refs = discover(paths)
+        refs = discover_refs(paths, {k: str(v) for k, v in options.items() if v is not None})
     except InputNotFoundError as exc:  # a URI that names nothing: 66 too
         fail(f"error: {exc}", EX_NOINPUT)
     except PlanningError as exc:
@@ -170,7 +192,10 @@ def export_command(
             f"{_human(result.bytes_out)}, in {result.elapsed_s:.1f} s ({result.records_per_s:,.0f} records/s)"
         )
         if result.skipped:
-            table = Table(title="Skipped corrupt ranges (rows stop at the last valid batch)")
+            table = Table(
+                title="Skipped corrupt ranges (rows stop at the last valid batch; remote segments: "
+                "the offsets not read)"
+            )
             for c in ("segment", "valid bytes", "skipped bytes", "why"):
                 table.add_column(c, overflow="fold")
             for s in result.skipped:

@@ -15,9 +15,30 @@ from dataclasses import dataclass
 from logdoctor.logdir.names import SegmentFileType
 from logdoctor.logdir.storage import LOCAL, Storage
 
-__all__ = ["PartitionRef", "SegmentRef"]
+__all__ = ["PartitionRef", "RemoteSegment", "SegmentRef"]
 
 _LOG = SegmentFileType.LOG.value
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteSegment:
+    """How to read one segment of the remote tier (:mod:`logdoctor.logdir.remote_tier`): plain values."""
+
+    layout: str
+    segment_id: str
+    root: str  # the store's root location (what the records' ``log_dir`` column names)
+    manifest: str | None = None  # aiven: the .rsm-manifest location
+    indexes: str | None = None  # aiven: the .indexes location
+    private_key: str | None = None
+    local_from: int | None = None  # offsets at and after this are read from the local log
+    end_offset: int | None = None  # the last offset, when known (the next remote segment's base - 1)
+
+    def offsets_text(self, base_offset: int, first_unread: int | None = None) -> str:
+        start = base_offset if first_unread is None else first_unread
+        end = self.end_offset
+        if self.local_from is not None:
+            end = self.local_from - 1 if end is None else min(end, self.local_from - 1)
+        return f"offsets {start}-{end}" if end is not None else f"offsets {start} and after"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +53,9 @@ class SegmentRef:
     size: int
     next_base_offset: int | None = None  # base offset of the next segment of the partition
     storage: Storage = LOCAL  # where ``path`` is (a local path, or a URI on that file system)
+    # a segment of the remote tier (``path`` is its .log object in the store): how to read it
+    # (:mod:`logdoctor.logdir.remote_tier`); None for a segment of a log dir
+    remote: RemoteSegment | None = None
 
     @property
     def index_path(self) -> str:
@@ -40,6 +64,11 @@ class SegmentRef:
     @property
     def time_index_path(self) -> str:
         return self.path[: -len(_LOG)] + SegmentFileType.TIMEINDEX.value
+
+    @property
+    def ranged(self) -> bool:
+        """Read by byte ranges (a file at a URI, or a remote-tier object), never mapped."""
+        return self.remote is not None or not self.storage.is_local
 
     @property
     def is_last(self) -> bool:

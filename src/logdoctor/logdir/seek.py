@@ -292,11 +292,19 @@ def _read_small(location: str, storage: Storage) -> bytes:
         return b""
 
 
+def _index_bytes(seg: SegmentRef, kind: str) -> bytes:
+    if seg.remote is not None:  # a remote-tier segment: its store's index (logdir.remote_tier)
+        from logdoctor.logdir.remote_tier import remote_index_bytes
+
+        return remote_index_bytes(seg, kind)
+    return _read_small(seg.index_path if kind == "offset" else seg.time_index_path, seg.storage)
+
+
 def segment_offset_entries(seg: SegmentRef) -> IndexEntries:
     """Usable entries of the segment's ``.index`` (none when it is missing or unreadable)."""
     try:
         return offset_entries(
-            _read_small(seg.index_path, seg.storage),
+            _index_bytes(seg, "offset"),
             seg.base_offset,
             log_size=seg.size,
             next_base_offset=seg.next_base_offset,
@@ -310,7 +318,7 @@ def segment_time_entries(seg: SegmentRef) -> IndexEntries:
     """Usable entries of the segment's ``.timeindex`` (none when it is missing or unreadable)."""
     try:
         return time_entries(
-            _read_small(seg.time_index_path, seg.storage), seg.base_offset, source=seg.time_index_path
+            _index_bytes(seg, "timestamp"), seg.base_offset, source=seg.time_index_path
         )
     except FormatError:
         return IndexEntries()
@@ -326,7 +334,7 @@ class _LazyRemote:
 
     def read_at(self, offset: int, length: int) -> bytes:
         if self._reader is None:
-            self._reader = self._seg.storage.open(self._seg.path)
+            self._reader = _open_ranged(self._seg)
         return self._reader.read_at(offset, length)
 
     def close(self) -> None:
@@ -335,11 +343,20 @@ class _LazyRemote:
             self._reader = None
 
 
+def _open_ranged(seg: SegmentRef) -> Any:
+    """A reader by byte ranges of a file at a URI or of a remote-tier segment's original bytes."""
+    if seg.remote is not None:
+        from logdoctor.logdir.remote_tier import open_remote_log
+
+        return open_remote_log(seg)
+    return seg.storage.open(seg.path)
+
+
 @contextmanager
 def segment_reader(seg: SegmentRef) -> Iterator[ByteReader]:
     """A reader of ``seg``'s ``.log``: the local file mapped (empty when it cannot be), or the remote
     file opened on its first read, by byte ranges."""
-    if seg.storage.is_local:
+    if not seg.ranged:
         from logdoctor.logdir.files import map_file
 
         try:
@@ -398,14 +415,14 @@ def segment_batches(
     what it reads). Raises OSError when the file cannot be opened, FormatError at its first bad batch."""
     from logdoctor.formats.records import iter_batches
 
-    if seg.storage.is_local:
+    if not seg.ranged:
         from logdoctor.logdir.files import map_file
 
         yield from iter_batches(map_file(seg.path), source=seg.path, start=start, verify_crc=verify_crc)
         return
     from logdoctor.logdir.ranged import iter_ranged_batches
 
-    with seg.storage.open(seg.path) as reader:
+    with _open_ranged(seg) as reader:
         yield from iter_ranged_batches(
             reader,
             source=seg.path,
@@ -431,7 +448,7 @@ def _first_offset_at_or_after_timestamp(seg: SegmentRef, ts: int, position: int)
     except FormatError:
         return None  # rows of a segment stop at its first invalid batch; so does the search
     except OSError:
-        if not seg.storage.is_local:
+        if seg.ranged:
             raise  # a remote read failed: a wrong start offset would silently drop rows
         return None  # a local file gone since listing: as an empty one
     return None

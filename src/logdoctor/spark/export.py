@@ -21,7 +21,9 @@ Two writers, same table (hive-style ``topic=/partition=`` folders, the ``kafka-l
 the job succeeded for the arrow writer) or ``append``. ``OUT`` at, inside or above an input is
 always refused before anything is written or deleted (:mod:`logdoctor.logdir.outputs`).
 
-The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments.
+The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments, except,
+with the arrow writer, the remote tier's segments (``remoteStorage``): its tasks report those they could
+not read, so that the remote tier is read once.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 WRITERS = ("arrow", "spark")
+REMOTE_OPTIONS = ("remoteStorage", "remoteLayout", "remotePrivateKey")  # logdir.remote_tier
 MODES = ("error", "overwrite", "append")
 TEMPORARY = "_temporary"
 ROWS_PER_FILE = 1_000_000
@@ -279,15 +282,16 @@ def write_slices(
         part += 1
         chunk, chunk_rows = [], 0
 
+    problems: list[dict[str, Any]] = []
     for sl in slices:
-        for rb in read_slice(sl, opts):
+        for rb in read_slice(sl, opts, problems):
             chunk.append(rb)
             chunk_rows += rb.num_rows
             rows += rb.num_rows
             if chunk_rows >= ROWS_PER_FILE:
                 flush()
     flush()
-    return {"task": task, "rows": rows, "dir": target}
+    return {"task": task, "rows": rows, "dir": target, "skipped": problems}
 
 
 def commit_attempts(out_dir: str, job: str, done: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -373,11 +377,10 @@ def _export_arrow(
     """
     import uuid
 
-    from logdoctor.logdir.discovery import discover
-    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices
+    from logdoctor.spark.planning import discover_refs, pack_slices, parse_read_options, plan_slices
 
     opts = parse_read_options(opts_map)
-    slices = plan_slices(discover(items), opts)
+    slices = plan_slices(discover_refs(items, opts_map), opts)
     groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
     created = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
@@ -406,7 +409,7 @@ def _export_arrow(
         _clear_output(out)
     committed = commit_attempts(out, job, done)
     Path(out, "_SUCCESS").write_bytes(b"")
-    return sum(int(d["rows"]) for d in done), committed
+    return sum(int(d["rows"]) for d in done), committed, [p for d in done for p in d.get("skipped", ())]
 
 
 def session_is_local(spark: Any) -> bool:
@@ -455,9 +458,9 @@ def run_export(
     input, and :class:`OutputExistsError` for ``mode="error"`` and an existing output, in both cases
     before anything is written or deleted.
     """
-    from logdoctor.logdir.discovery import discover, split_paths
+    from logdoctor.logdir.discovery import split_paths
     from logdoctor.logdir.outputs import check_output_location
-    from logdoctor.spark.planning import topic_matcher
+    from logdoctor.spark.planning import discover_refs, topic_matcher
     from logdoctor.spark.schema import records_fields
 
     if not fmt or not fmt.replace("_", "").replace("-", "").replace(".", "").isalnum():
@@ -472,7 +475,7 @@ def run_export(
     bad = [c for c in partition_by if c not in known]
     if bad:
         raise ExportError(f"--partition-by: unknown column(s) {', '.join(bad)}")
-    refs = discover(items)
+    refs = discover_refs(items, opts)
     # Never write or delete at, inside or above an input (the items and the log dirs found in them).
     check_output_location(out, [*items, *sorted({r.log_dir for r in refs})])
     if mode == "error" and _has_data(out):
@@ -481,13 +484,14 @@ def run_export(
             "(nothing was written or deleted)"
         )
     before = _list_files(out) if mode == "append" else {}
+    remote_skipped: list[dict[str, Any]] = []
     started = time.perf_counter()
     tracker = StageProgress(spark, progress) if progress is not None else None
     if tracker is not None:
         tracker.__enter__()
     try:
         if writer == "arrow":
-            rows, committed = _export_arrow(
+            rows, committed, remote_skipped = _export_arrow(
                 spark, items, _local(out), opts, partition_by, mode, fail_first_attempt
             )
             root = _local(out)
@@ -520,15 +524,18 @@ def run_export(
     match = topic_matcher(opts.get("topics"))
     segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
     skipped: list[SkippedRange] = []
+    # The arrow writer's tasks reported the remote-tier segments they could not read: the segments pass
+    # then lists the log dirs' segments only (the remote tier is not read twice).
+    passed = ("topics",) if writer == "arrow" else ("topics", *REMOTE_OPTIONS)
     bad_rows = (
         spark.read.format("kafka-log-segments")
-        .options(**({"topics": opts["topics"]} if "topics" in opts else {}))
+        .options(**{k: v for k, v in opts.items() if k in passed})
         .load(items)
         .where("error is not null")
         .select("path", "valid_bytes", "size_bytes", "error")
         .collect()
     )
-    for r in bad_rows:
+    for r in [*bad_rows, *remote_skipped]:
         skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
     skipped.sort(key=lambda s: s.path)
     return ExportResult(

@@ -11,6 +11,9 @@ picklable dataclasses handed to the executors.
 Every path is a local path or a URI of a file system pyarrow opens (``s3://``, ``gs://``, ``hdfs://``,
 ``abfs://``; :mod:`logdoctor.logdir.storage`): listings, index reads and header reads go through the
 :class:`~logdoctor.logdir.storage.Storage` of the path, which each ref carries to the executors.
+With the options ``remoteStorage`` (``remoteLayout``, ``remotePrivateKey``) the partitions' remote-tier
+segments come first (:mod:`logdoctor.logdir.remote_tier`, :func:`discover_refs`), each read up to the
+partition's first local offset, so that every offset is read once.
 A local segment larger than ``maxPartitionBytes`` is split at offset-index positions; a remote one is
 not (a split's task walks the segment from its start to stop at its first invalid batch, which would
 read the bytes before the split again over the network): it is read once, by byte ranges in chunks.
@@ -50,6 +53,7 @@ __all__ = [
     "PlanningError",
     "ReadOptions",
     "SegmentSlice",
+    "discover_refs",
     "pack_slices",
     "parse_per_partition",
     "parse_read_options",
@@ -252,6 +256,23 @@ class PartitionRange:
     end_offset: int | None
 
 
+def discover_refs(paths: str | Sequence[str], options: Mapping[str, str] | None = None) -> list[PartitionRef]:
+    """:func:`logdoctor.logdir.discovery.discover` of ``paths``, then the remote tier of the options
+    ``remoteStorage``/``remoteLayout``/``remotePrivateKey`` attached (a bad one: :data:`PlanningError`)."""
+    from logdoctor.logdir.discovery import discover
+    from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, attach_remote
+
+    try:
+        remote = RemoteOptions.from_options(options)
+    except RemoteTierError as exc:
+        raise PlanningError(str(exc)) from None
+    refs = discover(paths, options) if options is not None else discover(paths)
+    try:
+        return attach_remote(refs, remote)
+    except RemoteTierError as exc:
+        raise PlanningError(str(exc)) from None
+
+
 def resolve_range(ref: PartitionRef, opts: ReadOptions) -> PartitionRange:
     segs = ref.segments
     start: int | None = None
@@ -327,8 +348,14 @@ def plan_slices(refs: Sequence[PartitionRef], opts: ReadOptions) -> list[Segment
     for ref in refs:
         if not match(ref.topic) or not ref.segments:
             continue
-        rng = resolve_range(ref, opts)
+        whole = resolve_range(ref, opts)
         for seg in ref.segments:
+            rng = whole
+            if seg.remote is not None and seg.remote.local_from is not None:
+                # a remote segment: the offsets the local log still holds are read from it (once)
+                cap = seg.remote.local_from
+                end = cap if whole.end_offset is None else min(cap, whole.end_offset)
+                rng = PartitionRange(whole.start_offset, end)
             if (
                 rng.start_offset is not None
                 and seg.next_base_offset is not None
@@ -344,7 +371,7 @@ def plan_slices(refs: Sequence[PartitionRef], opts: ReadOptions) -> list[Segment
             ):
                 continue
             seeking = rng.start_offset is not None and rng.start_offset > seg.base_offset
-            if not seg.storage.is_local:  # read once, by ranges: not split (module doc)
+            if seg.ranged:  # read once, by ranges: not split (module doc)
                 wanted = seeking or rng.end_offset is not None
                 entries = segment_offset_entries(seg) if wanted else IndexEntries()
                 read_from = seek_offset(seg, rng.start_offset, entries) if seeking else 0  # type: ignore[arg-type]

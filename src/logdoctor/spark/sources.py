@@ -97,11 +97,10 @@ class KafkaLogReader(DataSourceReader):
         self.read_options = parse_read_options(options)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.logdir.discovery import discover
-        from logdoctor.spark.planning import pack_slices, plan_slices
+        from logdoctor.spark.planning import discover_refs, pack_slices, plan_slices
 
         opts = self.read_options
-        slices = plan_slices(discover(_paths(self.options), self.options), opts)
+        slices = plan_slices(discover_refs(_paths(self.options), self.options), opts)
         return [SlicePartition(g) for g in pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -269,7 +268,7 @@ def _build_arrow(
         timestamp,
         pa.array(ts_type),
         cols.headers,
-        _constant_string(seg.log_dir, n),
+        _constant_string(seg.log_dir if seg.remote is None else seg.remote.root, n),
         pa.array(np.full(n, seg.base_offset, dtype=np.int64)),
         pa.array(per_record(_POSITION, np.int64)),
         pa.array(per_record(_PRODUCER_ID, np.int64)),
@@ -325,8 +324,24 @@ def _decode(batches: list) -> tuple[list, Any, bool]:
     return good, decode_columns(good), True
 
 
-def read_slice(sl: SegmentSlice, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
-    """The records of one slice as Arrow batches of about ``opts.batch_rows`` rows."""
+def remote_error_text(seg: SegmentRef, error: Exception, last_offset: int | None) -> str:
+    """What a remote-tier segment that could not be read (whole) says: its id, the offsets not read."""
+    assert seg.remote is not None
+    unread = None if last_offset is None else last_offset + 1
+    return (
+        f"remote segment {seg.remote.segment_id} ({seg.remote.layout}): "
+        f"{seg.remote.offsets_text(seg.base_offset, unread)} not read: {error}"
+    )
+
+
+def read_slice(
+    sl: SegmentSlice, opts: ReadOptions, problems: list[dict[str, Any]] | None = None
+) -> Iterator[pa.RecordBatch]:
+    """The records of one slice as Arrow batches of about ``opts.batch_rows`` rows.
+
+    ``problems``: where a remote-tier segment that cannot be read (whole) is reported, as a
+    ``kafka-log-segments`` row would (path, valid_bytes, size_bytes, error), so that ``export`` need not
+    read the remote tier a second time to find it."""
     from logdoctor.errors import FormatError
     from logdoctor.logdir.seek import segment_batches
 
@@ -343,8 +358,10 @@ def read_slice(sl: SegmentSlice, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
         hint=sl.fetch_hint,
         hint_offset=end if sl.fetch_hint is not None else None,
     )
+    walked_end, walked_last = sl.read_from, None
     try:
         for batch in batches:
+            walked_end, walked_last = batch.position + batch.size, batch.last_offset
             if batch.position < sl.emit_from:
                 continue  # walked (and CRC-checked) only: an earlier slice emits it
             if sl.emit_to is not None and batch.position >= sl.emit_to:
@@ -365,10 +382,19 @@ def read_slice(sl: SegmentSlice, opts: ReadOptions) -> Iterator[pa.RecordBatch]:
                 pending, rows = [], 0
                 if stop:
                     return
-    except FormatError:
-        pass  # rows stop at the last valid batch; kafka-log-segments reports the damage
+    except FormatError as exc:
+        # rows stop at the last valid batch; kafka-log-segments reports the damage
+        if problems is not None and seg.remote is not None:
+            problems.append(
+                {
+                    "path": seg.path,
+                    "valid_bytes": walked_end,
+                    "size_bytes": seg.size,
+                    "error": remote_error_text(seg, exc, walked_last),
+                }
+            )
     except OSError:
-        if not seg.storage.is_local:
+        if seg.ranged:
             raise  # a remote read failed: fail the task (Spark retries it), never lose rows silently
         return  # a local file gone since planning: no rows, as before
     finally:
@@ -411,13 +437,12 @@ class KafkaLogSegmentsReader(DataSourceReader):
         topic_matcher(options.get("topics"))  # validate early
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.logdir.discovery import discover
-        from logdoctor.spark.planning import topic_matcher
+        from logdoctor.spark.planning import discover_refs, topic_matcher
 
         match = topic_matcher(self.options.get("topics"))
         segs = [
             s
-            for ref in discover(_paths(self.options), self.options)
+            for ref in discover_refs(_paths(self.options), self.options)
             if match(ref.topic)
             for s in ref.segments
         ]
@@ -446,7 +471,7 @@ class KafkaLogSegmentsReader(DataSourceReader):
         for s in partition.value:
             folder = s.storage.dirname(s.path)
             if folder not in scans:  # the scan reads local files only (module doc)
-                scans[folder] = partition_findings(s.log_dir, folder) if s.storage.is_local else None
+                scans[folder] = partition_findings(s.log_dir, folder) if not s.ranged else None
             rows.append(segment_summary(s, scans[folder]))
         schema = segments_arrow_schema()
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
@@ -480,6 +505,20 @@ def broker_time_index_max(path: str, storage: Storage | None = None) -> int | No
     except (OSError, ValueError):
         return None
     return int.from_bytes(tail, "big", signed=True) if len(tail) == 8 else None
+
+
+def _remote_time_index_max(seg: SegmentRef) -> int | None:
+    """The last time-index slot's timestamp of a remote-tier segment (its index from the store)."""
+    from logdoctor.formats.index import TIME_ENTRY_SIZE
+    from logdoctor.logdir.remote_tier import remote_index_bytes
+
+    data = remote_index_bytes(seg, "timestamp")
+    slots = len(data) // TIME_ENTRY_SIZE
+    if slots == 0:
+        return None
+    return int.from_bytes(
+        data[(slots - 1) * TIME_ENTRY_SIZE : (slots - 1) * TIME_ENTRY_SIZE + 8], "big", signed=True
+    )
 
 
 def partition_findings(log_dir: str, partition_dir: str, now_ms: int | None = None) -> list[Any] | None:
@@ -605,7 +644,7 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
     error_text: str | None = None
     summary = _Summary()
     size = 0
-    if seg.storage.is_local:
+    if not seg.ranged:
         try:
             buf = map_file(seg.path)
         except OSError as exc:
@@ -613,6 +652,17 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
             error_text = f"{seg.path}: cannot read: {exc.strerror}"
         size = len(buf)
         summary.walk(iter_batches(buf, source=seg.path, verify_crc=True))
+    elif seg.remote is not None:  # a remote-tier segment: its object(s) may be bad before any batch
+        from logdoctor.errors import FormatError
+        from logdoctor.logdir.ranged import iter_ranged_batches
+        from logdoctor.logdir.remote_tier import open_remote_log
+
+        try:
+            with open_remote_log(seg) as reader:
+                size = reader.size
+                summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=True))
+        except FormatError as exc:
+            summary.error = exc
     else:
         from logdoctor.logdir.ranged import iter_ranged_batches
 
@@ -622,9 +672,11 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
     error = summary.error
     if error is not None:
         error_text = str(error)
+        if seg.remote is not None:  # name the offsets that could not be read
+            error_text = remote_error_text(seg, error, summary.last_offset)
     findings = segment_findings(seg, error, summary.valid_bytes, scan_findings)
     return {
-        "log_dir": seg.log_dir,
+        "log_dir": seg.log_dir if seg.remote is None else seg.remote.root,
         "topic": seg.topic,
         "partition": seg.partition,
         "path": seg.path,
@@ -635,7 +687,11 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
         "batch_count": summary.batch_count,
         "min_timestamp": _ts(summary.min_ts),
         "max_timestamp": _ts(summary.max_ts),
-        "time_index_max_timestamp": _ts(broker_time_index_max(seg.time_index_path, seg.storage)),
+        "time_index_max_timestamp": _ts(
+            broker_time_index_max(seg.time_index_path, seg.storage)
+            if seg.remote is None
+            else _remote_time_index_max(seg)
+        ),
         "codecs": sorted(summary.codecs),
         "magic_versions": sorted(summary.magics),
         "valid_bytes": summary.valid_bytes,

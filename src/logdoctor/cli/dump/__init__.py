@@ -197,8 +197,8 @@ _MUST_NOT_BE_EMPTY = frozenset(
 @app.command("dump", cls=UsageExit64)
 def dump(
     files: Annotated[
-        list[Path],
-        typer.Argument(readable=False, help="Files of a log dir; the kind is decided by the name."),
+        list[str],  # kept as given: with --remote-storage they may be URIs (a Path folds s3:// to s3:/)
+        typer.Argument(help="Files of a log dir; the kind is decided by the name."),
     ],
     deep: Annotated[
         bool,
@@ -257,6 +257,26 @@ def dump(
         ),
     ] = False,
     no_crc: Annotated[bool, typer.Option("--no-crc", help="Skip computing batch CRCs.")] = False,
+    remote_storage: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-storage",
+            metavar="URI",
+            help="The remote tier's store (folder, s3://, gs://, hdfs://...): FILES are then remote "
+            "segment objects (.log, .rsm-manifest; paths, URIs or keys under URI) or partition folders "
+            "(their remote segments).",
+        ),
+    ] = None,
+    remote_layout: Annotated[
+        str | None,
+        typer.Option("--remote-layout", help="kafka-local or aiven (default: detected from what is stored)."),
+    ] = None,
+    remote_private_key: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-private-key", metavar="PEM", help="RSA private key of Aiven's encryption (PKCS#8 PEM)."
+        ),
+    ] = None,
 ) -> None:
     """Dump log-dir files like Kafka's DumpLogSegments, and more."""
     try:
@@ -273,14 +293,37 @@ def dump(
         )
     except UsageProblem as e:
         fail(f"logdoctor dump: {e}", EX_USAGE)
+    remote = None
+    if remote_storage is not None or remote_layout is not None or remote_private_key is not None:
+        from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError
+
+        try:
+            remote = RemoteOptions.from_options(
+                {
+                    "remoteStorage": remote_storage,
+                    "remoteLayout": remote_layout,
+                    "remotePrivateKey": remote_private_key,
+                }
+            )
+        except RemoteTierError as e:
+            fail(f"logdoctor dump: {e}", EX_USAGE)
     if json_out:
         sink: Sink = JsonSink()
     else:
         sink = TextSink(opts)
     code = EX_OK
     try:
-        for path in files:
-            code = max(code, dump_one(path, opts, sink))
+        if remote is not None:
+            from logdoctor.cli.dump.remote import dump_remote, remote_segments
+
+            for item in remote_segments(list(files), remote):
+                if isinstance(item, DumpFailure):
+                    sink.error(Path(str(item)), item)
+                    code = max(code, item.code)
+                else:
+                    code = max(code, dump_remote(item, opts, sink))
+        for path in files if remote is None else ():
+            code = max(code, dump_one(Path(path), opts, sink))
     except BrokenPipeError:  # `| head`: stop quietly
         sys.stderr.close()
         raise typer.Exit(EX_OK) from None

@@ -55,10 +55,12 @@ class FileContext:
     findings: list[Finding] = field(default_factory=list)
     failure: DumpFailure | None = None
     warnings: list[str] = field(default_factory=list)
+    # a segment of the remote tier (--remote-storage): its ref, ``path`` then only its object's name
+    remote: Any = None
 
     @property
     def file(self) -> str:
-        return str(self.path)
+        return self.remote.path if self.remote is not None else str(self.path)
 
 
 def sibling(path: Path, suffix: str) -> Path:

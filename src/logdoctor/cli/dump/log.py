@@ -85,16 +85,35 @@ def _record_event(
     return ev
 
 
+def _index(ctx: FileContext, suffix: str) -> bytes | None:
+    """The segment's ``.index``/``.timeindex``: its sibling file, or a remote segment's from its store."""
+    if ctx.remote is not None:
+        from logdoctor.logdir.remote_tier import remote_index_bytes
+
+        return remote_index_bytes(ctx.remote, "offset" if suffix == ".index" else "timestamp") or None
+    return read_optional(sibling(ctx.path, suffix))
+
+
+def _open(ctx: FileContext) -> LogReader:
+    """The file mapped; a remote-tier segment's original bytes read from its store (whole)."""
+    if ctx.remote is None:
+        return LogReader.open(ctx.path)
+    from logdoctor.logdir.remote_tier import open_remote_log
+
+    with open_remote_log(ctx.remote) as remote:
+        return LogReader(remote.read_at(0, remote.size), source=ctx.file)
+
+
 def _log_plan(ctx: FileContext, reader: LogReader) -> SeekPlan:
     opts, info = ctx.opts, ctx.info
     base = info.base_offset if info.kind is FileKind.LOG and info.base_offset is not None else None
     if base is None or (opts.offsets is None and opts.timestamps is None):
         return SeekPlan(0, "start")
-    index = read_optional(sibling(ctx.path, ".index"))
+    index = _index(ctx, ".index")
     if opts.offsets is not None and opts.offsets.first is not None:
         plan = plan_offset_seek(reader, index, base, opts.offsets.first, source=ctx.file)
     elif opts.timestamps is not None and opts.timestamps.first is not None:
-        tindex = read_optional(sibling(ctx.path, ".timeindex"))
+        tindex = _index(ctx, ".timeindex")
         plan = plan_timestamp_seek(reader, index, tindex, base, opts.timestamps.first, source=ctx.file)
     else:
         return SeekPlan(0, "start")
@@ -106,8 +125,11 @@ def _log_plan(ctx: FileContext, reader: LogReader) -> SeekPlan:
 def dump_log(ctx: FileContext) -> Iterator[Event]:
     """A ``.log`` segment or a KRaft ``.checkpoint`` snapshot: batches, records, findings."""
     opts = ctx.opts
-    reader = LogReader.open(ctx.path)
+    reader = _open(ctx)
     header = file_event(ctx, reader.size)
+    if ctx.remote is not None:
+        header["remote_segment_id"] = ctx.remote.remote.segment_id
+        header["remote_layout"] = ctx.remote.remote.layout
     if ctx.info.kind is FileKind.KRAFT_SNAPSHOT:
         header["snapshot_end_offset"] = ctx.info.base_offset
         header["snapshot_epoch"] = ctx.info.epoch
@@ -253,9 +275,10 @@ def _verify_siblings(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
     layout = scan_log_layout(reader)
     for suffix, fn in ((".index", verify_offset_index), (".timeindex", verify_time_index)):
         p = sibling(ctx.path, suffix)
-        data = read_optional(p)
+        data = _index(ctx, suffix)
         if data is None:
             continue
-        for f in fn(data, base, layout, file=str(p)):
+        name = str(p) if ctx.remote is None else f"{ctx.file} ({suffix[1:]})"
+        for f in fn(data, base, layout, file=name):
             ctx.findings.append(f)
             yield f.to_dict()

@@ -1,0 +1,428 @@
+"""The objects Aiven's tiered-storage-for-apache-kafka (v1.0.0) writes for one remote segment, bytes only.
+
+Three objects per segment, ``<topic>-<topicId>/<partition>/<20-digit start offset>-<segment id>`` plus a
+suffix (``ObjectKeyFactory.mainPath``): ``.rsm-manifest`` (JSON, :func:`parse_manifest`), ``.log`` (the
+segment's bytes cut into chunks, each transformed on its own) and ``.indexes`` (the segment's indexes
+one after the other, each one transformed chunk; the manifest gives their positions and sizes).
+Every rule below is the plugin's, at tag v1.0.0 (``core/src/main/java/io/aiven/kafka/tieredstorage/``):
+
+- ``manifest/SegmentManifestV1``: ``version`` "1", ``chunkIndex``, ``segmentIndexes``, ``compression``,
+  ``encryption`` (absent when off), ``remoteLogSegmentMetadata``.
+- ``manifest/index/FixedSizeChunkIndex`` (``type: fixed``): every chunk transforms to
+  ``transformedChunkSize`` bytes but the last (``finalTransformedChunkSize``);
+  ``VariableSizeChunkIndex`` (``type: variable``): ``transformedChunks`` is base64 of a zstd frame of
+  ``serde/ChunkSizesBinaryCodec``: int32 count; count 1: int32 value; else int32 base, int8 bytes per
+  value, count-1 values of that width (big-endian, minus base), then the last value as a full int32.
+  ``AbstractChunkIndex``: chunk i holds original bytes ``[i*originalChunkSize, ...)`` (the last one the
+  rest of ``originalFileSize``), at the sum of the transformed sizes before it.
+- ``transform/``: compression first (``CompressionChunkEnumeration``: one zstd frame per chunk, with its
+  content size), then encryption (``EncryptionChunkEnumeration``: the 12-byte IV, then AES-GCM
+  ciphertext with its 16-byte tag; ``security/AesEncryptionProvider`` AES/GCM/NoPadding, 128-bit tag,
+  the manifest's ``aad`` as additional data).
+- ``security/RsaEncryptionProvider``: the segment's AES key is wrapped with
+  ``RSA/NONE/OAEPWithSHA3-512AndMGF1Padding`` from BouncyCastle, whose MGF1 uses the OAEP digest
+  (SHA3-512) too; ``EncryptedDataKey``: ``<key pair id>:<base64 of the wrapped key>``.
+- Indexes (``RemoteStorageManager.transformIndex``): encrypted when encryption is on, never compressed.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import struct
+from dataclasses import dataclass
+
+from logdoctor.errors import CorruptRecordError, FormatError, UnsupportedError
+
+__all__ = [
+    "IV_SIZE",
+    "SUPPORTED_VERSIONS",
+    "Chunk",
+    "SegmentManifest",
+    "build_manifest",
+    "decode_chunk_sizes",
+    "detransform_chunk",
+    "encode_chunk_sizes",
+    "parse_manifest",
+    "unwrap_data_key",
+]
+
+IV_SIZE = 12  # SegmentEncryptionMetadataV1.IV_SIZE
+TAG_SIZE = 16  # AesEncryptionProvider.GCM_TAG_LENGTH (bits) / 8
+SUPPORTED_VERSIONS = ("1",)
+INDEX_TYPES = ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction")
+_MAX_CHUNK_SIZES = 10 * 1024 * 1024  # TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One chunk: its bytes of the original segment and of the ``.log`` object."""
+
+    index: int
+    original_position: int
+    original_size: int
+    transformed_position: int
+    transformed_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentManifest:
+    version: str
+    original_chunk_size: int
+    original_file_size: int
+    transformed_sizes: tuple[int, ...]  # of every chunk, in order
+    indexes: dict[str, tuple[int, int]]  # index type -> (position, size) in the .indexes object
+    compression: bool
+    data_key_id: str | None  # the key pair id naming the RSA key (None: not encrypted)
+    wrapped_data_key: bytes | None
+    aad: bytes | None
+    topic_id: str | None
+    topic: str | None
+    partition: int | None
+    segment_id: str | None
+    start_offset: int | None
+    end_offset: int | None
+
+    @property
+    def encrypted(self) -> bool:
+        return self.wrapped_data_key is not None
+
+    @property
+    def transformed_file_size(self) -> int:
+        return sum(self.transformed_sizes)
+
+    def chunks(self) -> list[Chunk]:
+        out: list[Chunk] = []
+        opos = tpos = 0
+        n = len(self.transformed_sizes)
+        for i, tsize in enumerate(self.transformed_sizes):
+            osize = (
+                self.original_file_size - (n - 1) * self.original_chunk_size
+                if i == n - 1
+                else (self.original_chunk_size)
+            )
+            out.append(Chunk(i, opos, osize, tpos, tsize))
+            opos += osize
+            tpos += tsize
+        return out
+
+
+def decode_chunk_sizes(data: bytes, *, source: str | None = None) -> list[int]:
+    """``ChunkSizesBinaryCodec.decode``: the transformed size of each chunk."""
+    try:
+        (count,) = struct.unpack_from(">i", data, 0)
+        if count < 0:
+            raise CorruptRecordError("a chunk count >= 0", source=source, position=0, found=str(count))
+        if count == 0:
+            return []
+        if count == 1:
+            return [struct.unpack_from(">i", data, 4)[0]]
+        base, width = struct.unpack_from(">ib", data, 4)
+        if not 1 <= width <= 4:
+            raise CorruptRecordError("1 to 4 bytes per value", source=source, position=8, found=str(width))
+        pos = 9
+        need = pos + (count - 1) * width + 4
+        if len(data) < need:
+            raise CorruptRecordError(f"{need} bytes of chunk sizes", source=source, found=f"{len(data)}")
+        out = []
+        for _ in range(count - 1):
+            out.append(int.from_bytes(data[pos : pos + width], "big") + base)
+            pos += width
+        out.append(struct.unpack_from(">i", data, pos)[0])
+        return out
+    except struct.error as exc:
+        raise CorruptRecordError("chunk sizes", source=source, found=f"{len(data)} bytes ({exc})") from None
+
+
+def _zstd_frame(data: bytes, *, source: str | None, what: str, limit: int | None = None) -> bytes:
+    import zstandard
+
+    try:
+        params = zstandard.get_frame_parameters(data)
+        size = params.content_size
+        if size == zstandard.CONTENTSIZE_UNKNOWN or size < 0 or (limit is not None and size > limit):
+            raise CorruptRecordError(f"a zstd frame with its content size ({what})", source=source)
+        return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
+    except zstandard.ZstdError as exc:
+        raise CorruptRecordError(f"a zstd frame ({what})", source=source, found=str(exc)) from None
+
+
+def parse_manifest(data: bytes, *, source: str | None = None) -> SegmentManifest:
+    """A ``.rsm-manifest`` (``SegmentManifestV1``). Raises UnsupportedError for a version other than
+    "1" or an unknown chunk index type, CorruptRecordError for anything else that is not a manifest."""
+
+    def bad(expected: str, found: object = None) -> CorruptRecordError:
+        return CorruptRecordError(expected, source=source, found=None if found is None else str(found))
+
+    try:
+        obj = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise bad("a JSON segment manifest", exc) from None
+    if not isinstance(obj, dict):
+        raise bad("a JSON object")
+    version = str(obj.get("version"))
+    if version not in SUPPORTED_VERSIONS:
+        raise UnsupportedError(
+            f"manifest version {' or '.join(SUPPORTED_VERSIONS)} (Aiven tiered storage v1.0.0)",
+            source=source,
+            found=f"version {obj.get('version')!r}",
+        )
+    try:
+        ci = obj["chunkIndex"]
+        kind = ci["type"]
+        ochunk = int(ci["originalChunkSize"])
+        osize = int(ci["originalFileSize"])
+        if ochunk <= 0 or osize < 0:
+            raise bad("positive chunk sizes", f"{ochunk}, {osize}")
+        count = -(-osize // ochunk)
+        if kind == "fixed":
+            sizes = [int(ci["transformedChunkSize"])] * max(0, count - 1)
+            if count:
+                sizes.append(int(ci["finalTransformedChunkSize"]))
+        elif kind == "variable":
+            raw = base64.b64decode(ci["transformedChunks"], validate=True)
+            sizes = decode_chunk_sizes(
+                _zstd_frame(raw, source=source, what="transformedChunks", limit=_MAX_CHUNK_SIZES),
+                source=source,
+            )
+            if len(sizes) != count:
+                raise bad(f"{count} chunk sizes for {osize} bytes in chunks of {ochunk}", len(sizes))
+        else:
+            raise UnsupportedError("chunk index type fixed or variable", source=source, found=repr(kind))
+        if any(s < 0 for s in sizes):
+            raise bad("chunk sizes >= 0", sizes)
+        indexes: dict[str, tuple[int, int]] = {}
+        for name, entry in (obj.get("segmentIndexes") or {}).items():
+            if entry is not None:
+                indexes[name] = (int(entry["position"]), int(entry["size"]))
+        enc = obj.get("encryption")
+        key_id = wrapped = aad = None
+        if enc is not None:
+            key_id, _, b64 = str(enc["dataKey"]).partition(":")
+            if not b64:
+                raise bad("a data key '<key pair id>:<base64>'", enc["dataKey"])
+            wrapped = base64.b64decode(b64, validate=True)
+            aad = base64.b64decode(enc["aad"], validate=True)
+        meta = obj.get("remoteLogSegmentMetadata") or {}
+        seg_id = meta.get("remoteLogSegmentId") or {}
+        tip = seg_id.get("topicIdPartition") or {}
+        tp = tip.get("topicPartition") or {}
+        return SegmentManifest(
+            version=version,
+            original_chunk_size=ochunk,
+            original_file_size=osize,
+            transformed_sizes=tuple(sizes),
+            indexes=indexes,
+            compression=bool(obj.get("compression", False)),
+            data_key_id=key_id,
+            wrapped_data_key=wrapped,
+            aad=aad,
+            topic_id=tip.get("topicId"),
+            topic=tp.get("topic"),
+            partition=None if tp.get("partition") is None else int(tp["partition"]),
+            segment_id=seg_id.get("id"),
+            start_offset=None if meta.get("startOffset") is None else int(meta["startOffset"]),
+            end_offset=None if meta.get("endOffset") is None else int(meta["endOffset"]),
+        )
+    except FormatError:
+        raise
+    except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+        raise bad("a segment manifest v1 (chunkIndex, segmentIndexes, ...)", repr(exc)) from None
+
+
+def _mgf1_sha3_512(seed: bytes, length: int) -> bytes:
+    import hashlib
+
+    out = bytearray()
+    counter = 0
+    while len(out) < length:
+        out += hashlib.sha3_512(seed + counter.to_bytes(4, "big")).digest()
+        counter += 1
+    return bytes(out[:length])
+
+
+def _oaep_sha3_512_decode(em: bytes) -> bytes | None:
+    """EME-OAEP decoding (RFC 8017 7.1.2 step 3) with SHA3-512 and MGF1(SHA3-512), empty label;
+    None when the encoded message is not valid (a wrong key)."""
+    import hashlib
+    import hmac
+
+    h_len = 64
+    k = len(em)
+    if k < 2 * h_len + 2:
+        return None
+    masked_seed, masked_db = em[1 : 1 + h_len], em[1 + h_len :]
+    seed = bytes(a ^ b for a, b in zip(masked_seed, _mgf1_sha3_512(masked_db, h_len), strict=True))
+    db = bytes(a ^ b for a, b in zip(masked_db, _mgf1_sha3_512(seed, k - h_len - 1), strict=True))
+    ok = em[0] == 0 and hmac.compare_digest(db[:h_len], hashlib.sha3_512(b"").digest())
+    rest = db[h_len:].lstrip(b"\x00")
+    if not ok or not rest or rest[0] != 1:
+        return None
+    return rest[1:]
+
+
+def unwrap_data_key(manifest: SegmentManifest, private_key_pem: bytes, *, source: str | None = None) -> bytes:
+    """The segment's AES key: RSA-OAEP with SHA3-512 and MGF1(SHA3-512) under the key pair's private key
+    (BouncyCastle's ``OAEPWithSHA3-512AndMGF1Padding`` takes the MGF1 digest from the OAEP digest).
+    OpenSSL through ``cryptography`` offers no SHA3 OAEP, so the RSA primitive is applied to the key's
+    numbers and the OAEP encoding checked here (RFC 8017 7.1.2). Raises CorruptRecordError when the key
+    is not an RSA private key or does not unwrap this data key."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    if manifest.wrapped_data_key is None:
+        raise ValueError("the segment is not encrypted")
+    try:
+        key = serialization.load_pem_private_key(private_key_pem, password=None)
+    except (ValueError, TypeError) as exc:
+        raise CorruptRecordError(
+            "a PEM RSA private key (unencrypted)", source=source, found=str(exc)
+        ) from None
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise CorruptRecordError("an RSA private key", source=source, found=type(key).__name__)
+    numbers = key.private_numbers()
+    n = numbers.public_numbers.n
+    k = (n.bit_length() + 7) // 8
+    c = int.from_bytes(manifest.wrapped_data_key, "big")
+    data_key = None
+    if len(manifest.wrapped_data_key) == k and c < n:
+        # CRT: m = c^d mod n (RFC 8017 5.1.2)
+        m1 = pow(c, numbers.dmp1, numbers.p)
+        m2 = pow(c, numbers.dmq1, numbers.q)
+        h = (numbers.iqmp * (m1 - m2)) % numbers.p
+        data_key = _oaep_sha3_512_decode((m2 + h * numbers.q).to_bytes(k, "big"))
+    if data_key is None or len(data_key) not in (16, 24, 32):
+        raise CorruptRecordError(
+            f"the private key of key pair {manifest.data_key_id!r}",
+            source=source,
+            found="a key that does not unwrap the segment's data key (wrong key)",
+        )
+    return data_key
+
+
+def detransform_chunk(
+    data: bytes,
+    manifest: SegmentManifest,
+    data_key: bytes | None,
+    *,
+    expected_size: int | None = None,
+    compressed: bool | None = None,
+    source: str | None = None,
+    position: int | None = None,
+) -> bytes:
+    """One transformed chunk back to its original bytes: decrypt (IV, AES-GCM) then decompress (zstd).
+    ``compressed`` defaults to the manifest's (indexes are never compressed: pass False)."""
+    if manifest.encrypted:
+        from cryptography.exceptions import InvalidTag
+        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+        if data_key is None:
+            raise ValueError("an encrypted segment needs its data key")
+        if len(data) < IV_SIZE + TAG_SIZE:
+            raise CorruptRecordError(
+                f"an encrypted chunk (IV {IV_SIZE} + tag {TAG_SIZE} bytes at least)",
+                source=source,
+                position=position,
+                found=f"{len(data)} bytes",
+            )
+        try:
+            data = AESGCM(data_key).decrypt(bytes(data[:IV_SIZE]), bytes(data[IV_SIZE:]), manifest.aad)
+        except InvalidTag:
+            raise CorruptRecordError(
+                "an AES-GCM chunk whose tag verifies", source=source, position=position, found="a bad tag"
+            ) from None
+    if manifest.compression if compressed is None else compressed:
+        data = _zstd_frame(bytes(data), source=source, what="compressed chunk")
+    if expected_size is not None and len(data) != expected_size:
+        raise CorruptRecordError(
+            f"a chunk of {expected_size} original bytes",
+            source=source,
+            position=position,
+            found=f"{len(data)}",
+        )
+    return bytes(data)
+
+
+# --- writing (for generated test and benchmark data; checked against the plugin's own manifests) -----
+
+
+def encode_chunk_sizes(values: list[int]) -> bytes:
+    """``ChunkSizesBinaryCodec.encode``: the inverse of :func:`decode_chunk_sizes`."""
+    if any(v < 0 for v in values):
+        raise ValueError("chunk sizes cannot be negative")
+    if not values:
+        return struct.pack(">i", 0)
+    if len(values) == 1:
+        return struct.pack(">ii", 1, values[0])
+    head = values[:-1]
+    base = min(head)
+    width = max(
+        1 if v - base <= 0xFF else 2 if v - base <= 0xFFFF else 3 if v - base <= 0xFFFFFF else 4 for v in head
+    )
+    body = b"".join((v - base).to_bytes(width, "big") for v in head)
+    return struct.pack(">iib", len(values), base, width) + body + struct.pack(">i", values[-1])
+
+
+def build_manifest(
+    *,
+    original_chunk_size: int,
+    original_file_size: int,
+    transformed_sizes: list[int] | None,
+    indexes: dict[str, tuple[int, int]],
+    compression: bool,
+    topic: str,
+    topic_id: str,
+    partition: int,
+    segment_id: str,
+    start_offset: int,
+    end_offset: int,
+    max_timestamp: int = -1,
+) -> bytes:
+    """A ``.rsm-manifest`` as ``SegmentManifestV1`` serializes it, without encryption; a fixed chunk
+    index when ``transformed_sizes`` is None (no transform), else a variable one."""
+    import zstandard
+
+    count = -(-original_file_size // original_chunk_size)
+    if transformed_sizes is None:
+        last = original_file_size - (count - 1) * original_chunk_size if count else 0
+        chunk_index: dict[str, object] = {
+            "type": "fixed",
+            "originalChunkSize": original_chunk_size,
+            "originalFileSize": original_file_size,
+            "transformedChunkSize": original_chunk_size,
+            "finalTransformedChunkSize": last,
+        }
+    else:
+        packed = zstandard.ZstdCompressor().compress(encode_chunk_sizes(transformed_sizes))
+        chunk_index = {
+            "type": "variable",
+            "originalChunkSize": original_chunk_size,
+            "originalFileSize": original_file_size,
+            "transformedChunks": base64.b64encode(packed).decode("ascii"),
+        }
+    obj = {
+        "version": "1",
+        "chunkIndex": chunk_index,
+        "segmentIndexes": {
+            name: ({"position": indexes[name][0], "size": indexes[name][1]} if name in indexes else None)
+            for name in INDEX_TYPES
+        },
+        "compression": compression,
+        "remoteLogSegmentMetadata": {
+            "remoteLogSegmentId": {
+                "topicIdPartition": {
+                    "topicId": topic_id,
+                    "topicPartition": {"topic": topic, "partition": partition},
+                },
+                "id": segment_id,
+            },
+            "startOffset": start_offset,
+            "endOffset": end_offset,
+            "maxTimestampMs": max_timestamp,
+            "brokerId": 0,
+            "eventTimestampMs": 0,
+            "segmentLeaderEpochs": {"0": start_offset},
+        },
+    }
+    return json.dumps(obj, separators=(",", ":")).encode()

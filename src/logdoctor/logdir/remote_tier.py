@@ -1,0 +1,439 @@
+"""A tiered partition's remote segments, read straight from the remote store (KIP-405), offline.
+
+The store is a local folder or any location :class:`~logdoctor.logdir.storage.Storage` opens (``s3://``,
+``gs://``, ``hdfs://``...), written by one of two RemoteStorageManager plugins (``layout``):
+
+- ``kafka-local``: Kafka's reference ``LocalTieredStorage`` (K:storage/src/test/java/org/apache/kafka/
+  server/log/remote/storage/LocalTieredStorage.java, RemoteTopicPartitionDirectory.java,
+  RemoteLogSegmentFileset.java): ``<root>/<topic>-<partition>-<topicId>/<20-digit start offset>-<segment
+  uuid>.{log,index,timeindex,snapshot,leader_epoch_checkpoint}``, the segment's own files unchanged
+  (its root folder is ``kafka-tiered-storage`` under the configured ``dir``: either may be given).
+- ``aiven``: Aiven's tiered-storage-for-apache-kafka (v1.0.0, ``ObjectKeyFactory.mainPath``):
+  ``<root>/<topic>-<topicId>/<partition>/<20-digit start offset>-<segment id>.{log,indexes,rsm-manifest}``,
+  the ``.log`` chunked and maybe compressed and encrypted (:mod:`logdoctor.formats.aiven_rsm`); it is
+  read chunk by chunk, only the chunks a read needs (:class:`AivenLogReader`).
+
+Which remote segments exist is what the store's folder for the partition lists (what is really there).
+``attach_remote`` puts them before the partition's local segments in each
+:class:`~logdoctor.logdir.refs.PartitionRef`, as :class:`~logdoctor.logdir.refs.SegmentRef` values whose
+``remote`` says how to read them; the records of offsets a local segment still holds are read from the
+local log only (``RemoteSegment.local_from``), so that every offset is read once. ``only`` (a set of
+segment ids) restricts the listing to the segments the remote log metadata says exist, once it is replayed.
+
+Bad remote objects raise :class:`~logdoctor.errors.FormatError` naming the object key (a missing or
+truncated object, a chunk that does not decompress or decrypt, a wrong private key, a manifest version
+other than 1), never a silent gap: callers stop that segment's rows there and report the offsets.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError
+from logdoctor.logdir.refs import PartitionRef, RemoteSegment, SegmentRef
+from logdoctor.logdir.storage import Storage
+
+__all__ = [
+    "LAYOUTS",
+    "AivenLogReader",
+    "RemoteOptions",
+    "RemoteSegment",
+    "RemoteTierError",
+    "attach_remote",
+    "detect_layout",
+    "list_remote_segments",
+    "open_remote_log",
+    "remote_index_bytes",
+    "remote_partition_folder",
+]
+
+LAYOUTS = ("kafka-local", "aiven")
+KAFKA_LOCAL_ROOT = "kafka-tiered-storage"  # LocalTieredStorage.ROOT_STORAGE_DIR_NAME
+_NAME = re.compile(r"^(\d{20})-([A-Za-z0-9_-]{22})\.(log|rsm-manifest)$")
+
+
+class RemoteTierError(ValueError):
+    """A bad remote-tier option or a store that cannot be used (shown to the user as is)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteOptions:
+    """Where the remote tier is and how to read it (the data-source options ``remoteStorage``,
+    ``remoteLayout`` and ``remotePrivateKey``; the CLI's ``--remote-storage/-layout/-private-key``)."""
+
+    storage: str
+    layout: str | None = None  # None: detected per partition from what is stored
+    private_key: str | None = None  # a PEM file (Aiven's encryption): path on every executor
+
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any] | None) -> RemoteOptions | None:
+        opts = {str(k).lower(): v for k, v in (options or {}).items() if v is not None and str(v).strip()}
+        store = opts.get("remotestorage")
+        layout = opts.get("remotelayout")
+        key = opts.get("remoteprivatekey")
+        if store is None:
+            if layout is not None or key is not None:
+                raise RemoteTierError("remoteLayout / remotePrivateKey need remoteStorage (the remote store)")
+            return None
+        if layout is not None:
+            layout = str(layout).strip().lower()
+            if layout == "auto":
+                layout = None
+            elif layout not in LAYOUTS:
+                raise RemoteTierError(f"remoteLayout: expected auto, {' or '.join(LAYOUTS)}, got {layout!r}")
+        if key is not None:
+            key = os.path.abspath(str(key)) if "://" not in str(key) else str(key)
+        store = str(store).strip()
+        if "://" not in store:
+            store = os.path.abspath(store)
+        return cls(store, layout, key)
+
+
+def remote_partition_folder(
+    root: str, storage: Storage, layout: str, topic: str, partition: int, topic_id: str
+) -> str:
+    if layout == "kafka-local":
+        return storage.join(root, f"{topic}-{partition}-{topic_id}")
+    return storage.join(root, f"{topic}-{topic_id}", str(partition))
+
+
+def _kafka_local_root(root: str, storage: Storage) -> str:
+    inner = storage.join(root, KAFKA_LOCAL_ROOT)
+    entry = storage.info(inner)
+    return inner if entry is not None and entry.is_dir() else root
+
+
+def detect_layout(
+    root: str, storage: Storage, topic: str, partition: int, topic_id: str
+) -> tuple[str, str] | None:
+    """(layout, root) of the partition's folder in the store, from what is there; None when neither."""
+    for layout in LAYOUTS:
+        base = _kafka_local_root(root, storage) if layout == "kafka-local" else root
+        entry = storage.info(remote_partition_folder(base, storage, layout, topic, partition, topic_id))
+        if entry is not None and entry.is_dir():
+            return layout, base
+    return None
+
+
+def list_remote_segments(
+    root: str,
+    storage: Storage,
+    layout: str,
+    topic: str,
+    partition: int,
+    topic_id: str,
+    *,
+    only: Collection[str] | None = None,
+) -> list[tuple[int, str, str, int]]:
+    """(start offset, segment id, .log location, .log object size) of the partition's remote segments
+    in offset order: every ``.log`` object of the folder (aiven: and every ``.rsm-manifest``, so that a
+    segment whose ``.log`` is gone is still listed, and reported). ``only``: segment ids to keep."""
+    if layout == "kafka-local":
+        root = _kafka_local_root(root, storage)
+    folder = remote_partition_folder(root, storage, layout, topic, partition, topic_id)
+    try:
+        entries = storage.list(folder)
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    found: dict[tuple[int, str], int] = {}
+    for e in entries:
+        m = _NAME.match(e.name)
+        if m is None or e.is_dir():
+            continue
+        if m.group(3) == "rsm-manifest" and layout != "aiven":
+            continue
+        key = (int(m.group(1)), m.group(2))
+        if only is not None and key[1] not in only:
+            continue
+        if m.group(3) == "log":
+            found[key] = e.size
+        else:
+            found.setdefault(key, -1)
+    return [
+        (base, seg_id, storage.join(folder, f"{base:020d}-{seg_id}.log"), max(size, 0))
+        for (base, seg_id), size in sorted(found.items())
+    ]
+
+
+def _topic_id(ref: PartitionRef) -> str | None:
+    from logdoctor.formats.partition_metadata import parse_partition_metadata
+
+    location = ref.storage.join(ref.path, "partition.metadata")
+    try:
+        return parse_partition_metadata(ref.storage.read(location), source=location).topic_id
+    except (OSError, ValueError, FormatError):
+        return None
+
+
+def attach_remote(
+    refs: Sequence[PartitionRef],
+    opts: RemoteOptions | None,
+    *,
+    only: Mapping[tuple[str, int], Collection[str]] | None = None,
+    keep_local_copies: bool = False,
+) -> list[PartitionRef]:
+    """``refs`` with each partition's remote segments first (see the module doc); as is without ``opts``.
+
+    A partition is looked up in the store by its topic id (its ``partition.metadata``); one without a
+    folder there (not tiered) keeps its local segments only. Raises :class:`RemoteTierError` when the
+    store does not exist, or when no partition of ``refs`` has a folder in it (a wrong root or layout).
+    ``keep_local_copies``: list remote segments the local log holds entirely too (``dump``).
+    """
+    if opts is None:
+        return list(refs)
+    try:
+        storage, root = Storage.of(opts.storage)
+    except (ValueError, OSError) as exc:
+        raise RemoteTierError(f"remote storage {opts.storage}: {exc}") from None
+    entry = storage.info(root)
+    if entry is None or not entry.is_dir():
+        raise RemoteTierError(f"remote storage {opts.storage}: no such folder")
+    out: list[PartitionRef] = []
+    found_any = False
+    for ref in refs:
+        topic_id = _topic_id(ref) if ref.kind == "log" else None
+        where = detect_layout(root, storage, ref.topic, ref.partition, topic_id) if topic_id else None
+        if where is not None and opts.layout is not None and where[0] != opts.layout:
+            where = None
+        if where is None:
+            out.append(ref)
+            continue
+        layout, base = where
+        listed = list_remote_segments(
+            base,
+            storage,
+            layout,
+            ref.topic,
+            ref.partition,
+            topic_id,  # type: ignore[arg-type]
+            only=None if only is None else only.get((ref.topic, ref.partition), ()),
+        )
+        if not listed:
+            out.append(ref)
+            continue
+        found_any = True
+        local_from = ref.segments[0].base_offset if ref.segments else None
+        remote: list[SegmentRef] = []
+        for i, (start, seg_id, log, size) in enumerate(listed):
+            if local_from is not None and start >= local_from and not keep_local_copies:
+                continue  # the local log holds all of it
+            nxt = listed[i + 1][0] if i + 1 < len(listed) else None
+            stem = log[: -len(".log")]
+            seg = RemoteSegment(
+                layout,
+                seg_id,
+                opts.storage,
+                manifest=stem + ".rsm-manifest" if layout == "aiven" else None,
+                indexes=stem + ".indexes" if layout == "aiven" else None,
+                private_key=opts.private_key,
+                local_from=local_from,
+                end_offset=None if nxt is None else nxt - 1,
+            )
+            remote.append(
+                SegmentRef(ref.log_dir, ref.topic, ref.partition, start, log, size, nxt, storage, seg)
+            )
+        out.append(replace(ref, segments=(*remote, *ref.segments)))
+    if not found_any and refs:
+        raise RemoteTierError(
+            f"remote storage {opts.storage}: no remote segment of "
+            f"{', '.join(sorted({r.topic for r in refs}))} there"
+            + (f" in the {opts.layout} layout" if opts.layout else " (layouts: kafka-local, aiven)")
+        )
+    return out
+
+
+# --- reading ---------------------------------------------------------------------------------------
+
+
+def _missing(location: str, what: str) -> TruncatedError:
+    return TruncatedError(f"the {what} object", source=location, position=0, found="no such object")
+
+
+class _PlainReader:
+    """A kafka-local segment: the object is the segment's bytes."""
+
+    def __init__(self, seg: SegmentRef) -> None:
+        try:
+            self._reader = seg.storage.open(seg.path)
+        except FileNotFoundError:
+            raise _missing(seg.path, ".log") from None
+        self.size = self._reader.size
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        return self._reader.read_at(offset, length)
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def __enter__(self) -> _PlainReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_private_key(path: str | None, manifest_location: str, key_id: str | None) -> bytes:
+    if not path:
+        raise CorruptRecordError(
+            f"the private key of key pair {key_id!r} (--remote-private-key PEM): the segment is encrypted",
+            source=manifest_location,
+        )
+    try:
+        if "://" in path:
+            storage, loc = Storage.of(path)
+            return storage.read(loc)
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError as exc:
+        raise CorruptRecordError(
+            "a readable private key file", source=path, found=exc.strerror or str(exc)
+        ) from None
+
+
+def _load_manifest(seg: SegmentRef) -> tuple[Any, bytes | None]:
+    from logdoctor.formats.aiven_rsm import parse_manifest, unwrap_data_key
+
+    remote = seg.remote
+    assert remote is not None and remote.manifest is not None
+    try:
+        data = seg.storage.read(remote.manifest)
+    except FileNotFoundError:
+        raise _missing(remote.manifest, ".rsm-manifest") from None
+    manifest = parse_manifest(data, source=remote.manifest)
+    key = None
+    if manifest.encrypted:
+        pem = _read_private_key(remote.private_key, remote.manifest, manifest.data_key_id)
+        key = unwrap_data_key(manifest, pem, source=remote.manifest)
+    return manifest, key
+
+
+class AivenLogReader:
+    """The original bytes of an Aiven ``.log`` object, read by position: each read fetches (in one ranged
+    read) only the transformed chunks it needs and detransforms them; the last chunks are kept, so
+    reads that walk the segment fetch each chunk once. ``size`` is the segment's original size."""
+
+    _KEEP = 4
+
+    def __init__(self, seg: SegmentRef) -> None:
+        self.source = seg.path
+        self.manifest, self._key = _load_manifest(seg)
+        self._chunks = self.manifest.chunks()
+        self.size = self.manifest.original_file_size
+        try:
+            self._reader = seg.storage.open(seg.path)
+        except FileNotFoundError:
+            raise _missing(seg.path, ".log") from None
+        want = self.manifest.transformed_file_size
+        if self._reader.size != want:
+            have = self._reader.size
+            why = "truncated, or chunks missing" if have < want else "bytes the chunk index does not know"
+            self._reader.close()
+            raise TruncatedError(
+                f"{want} bytes of {len(self._chunks)} transformed chunks (the manifest's chunk index)",
+                source=seg.path,
+                position=min(have, want),
+                found=f"an object of {have} bytes ({why})",
+            )
+        self._cache: dict[int, bytes] = {}
+
+    def _chunk_range(self, first: int, last: int) -> None:
+        from logdoctor.formats.aiven_rsm import detransform_chunk
+
+        todo = [i for i in range(first, last + 1) if i not in self._cache]
+        if not todo:
+            return
+        lo, hi = todo[0], todo[-1]
+        start = self._chunks[lo].transformed_position
+        end = self._chunks[hi].transformed_position + self._chunks[hi].transformed_size
+        data = self._reader.read_at(start, end - start)
+        if len(data) != end - start:
+            raise TruncatedError(
+                f"chunks {lo}-{hi} ({end - start} bytes)",
+                source=self.source,
+                position=start,
+                found=f"{len(data)} bytes",
+            )
+        if len(self._cache) + (hi - lo + 1) > self._KEEP:
+            self._cache = {k: v for k, v in self._cache.items() if lo <= k <= hi}
+        for i in range(lo, hi + 1):
+            c = self._chunks[i]
+            at = c.transformed_position - start
+            raw = data[at : at + c.transformed_size]
+            try:
+                self._cache[i] = detransform_chunk(
+                    raw,
+                    self.manifest,
+                    self._key,
+                    expected_size=c.original_size,
+                    source=self.source,
+                    position=c.transformed_position,
+                )
+            except FormatError as exc:
+                exc.expected = (
+                    f"{exc.expected} (chunk {i}: original bytes {c.original_position}-"
+                    f"{c.original_position + c.original_size - 1})"
+                )
+                exc.args = (exc._render(),)
+                raise
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        length = max(0, min(length, self.size - offset))
+        if length == 0:
+            return b""
+        size = self.manifest.original_chunk_size
+        first, last = offset // size, (offset + length - 1) // size
+        self._chunk_range(first, last)
+        parts = []
+        for i in range(first, last + 1):
+            c = self._chunks[i]
+            lo = max(offset, c.original_position) - c.original_position
+            hi = min(offset + length, c.original_position + c.original_size) - c.original_position
+            parts.append(self._cache[i][lo:hi])
+        return b"".join(parts)
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def __enter__(self) -> AivenLogReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_remote_log(seg: SegmentRef) -> Any:
+    """A reader (``size``, ``read_at``, ``close``; a context manager) of a remote segment's original
+    ``.log`` bytes. Raises FormatError naming the object for a missing or bad object or key, OSError
+    when the store cannot be read."""
+    assert seg.remote is not None
+    if seg.remote.layout == "aiven":
+        return AivenLogReader(seg)
+    return _PlainReader(seg)
+
+
+_INDEX_KINDS = {"offset": (".index", "offset"), "timestamp": (".timeindex", "timestamp")}
+
+
+def remote_index_bytes(seg: SegmentRef, kind: str) -> bytes:
+    """The segment's ``offset`` or ``timestamp`` index (empty when it is missing or unreadable: the
+    index only makes seeks shorter)."""
+    from logdoctor.formats.aiven_rsm import detransform_chunk
+
+    remote = seg.remote
+    assert remote is not None
+    suffix, name = _INDEX_KINDS[kind]
+    try:
+        if remote.layout == "kafka-local":
+            return seg.storage.read(seg.path[: -len(".log")] + suffix)
+        manifest, key = _load_manifest(seg)
+        where = manifest.indexes.get(name)
+        if where is None or where[1] == 0:
+            return b""
+        data = seg.storage.read_range(remote.indexes, where[0], where[1])  # type: ignore[arg-type]
+        return detransform_chunk(data, manifest, key, compressed=False, source=remote.indexes)
+    except (OSError, ValueError, FormatError):
+        return b""

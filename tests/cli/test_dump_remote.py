@@ -1,0 +1,120 @@
+"""``dump --remote-storage``: a remote segment of ../shared/tiered (Kafka's LocalTieredStorage, Aiven's
+plugin plain / zstd / zstd + encryption) dumps as the same segment of the never-tiered partition does
+(batches, records, keys and values, index verification), and a partition folder stands for its remote
+part; a missing key or a bad object is one line naming the object, exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import realworld
+from logdoctor.cli import commands  # noqa: F401  (registers every command)
+from logdoctor.cli.main import app
+
+VARIANTS = {
+    "kafka-local": ("kafka-local/remote", "kafka-local/remote/kafka-tiered-storage/payments-0-*", None),
+    "aiven-plain": ("aiven/plain/storage", "aiven/plain/storage/payments-*/0", None),
+    "aiven-compressed": ("aiven/compressed/storage", "aiven/compressed/storage/payments-*/0", None),
+    "aiven-encrypted": (
+        "aiven/encrypted/storage",
+        "aiven/encrypted/storage/payments-*/0",
+        "aiven/encrypted/keys/private.pem",
+    ),
+}
+
+
+def _dump(args: list[str]):
+    return CliRunner().invoke(app, ["dump", *args], terminal_width=200)
+
+
+def _events(output: str, kinds=("batch", "record")) -> list[dict]:
+    out = []
+    for line in output.splitlines():
+        if not line.startswith("{"):
+            continue
+        ev = json.loads(line)
+        if ev["type"] in kinds:
+            ev.pop("file")
+            out.append(ev)
+    return out
+
+
+def _remote_args(tiered: Path, variant: str) -> list[str]:
+    store, _, key = VARIANTS[variant]
+    args = ["--remote-storage", str(tiered / store)]
+    return [*args, "--remote-private-key", str(tiered / key)] if key else args
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_dump_of_a_remote_segment_equals_the_original_segment(variant: str) -> None:
+    tiered = realworld.require_tiered()
+    [folder] = tiered.glob(VARIANTS[variant][1])
+    [obj] = folder.glob("00000000000000000648-*.log")
+    original = tiered / "original" / "kafka-logs" / "payments-0" / f"{648:020d}.log"
+    res = _dump([*_remote_args(tiered, variant), str(obj), "--json", "--print-data", "--verify-index"])
+    assert res.exit_code == 0, res.output
+    want = _dump([str(original), "--json", "--print-data"])
+    assert want.exit_code == 0
+    got = _events(res.stdout)
+    assert got == _events(want.stdout) and len([e for e in got if e["type"] == "record"]) == 324
+    # the same object named by its key under the store
+    key = str(obj.relative_to(tiered / VARIANTS[variant][0]))
+    again = _dump([*_remote_args(tiered, variant), key, "--json", "--offsets", "700:710", "--print-data"])
+    assert again.exit_code == 0, again.output
+    assert [e["offset"] for e in _events(again.stdout, ("record",))] == list(range(700, 711))
+
+
+def test_dump_of_a_partition_folder_dumps_its_remote_part() -> None:
+    tiered = realworld.require_tiered()
+    res = _dump(
+        [*_remote_args(tiered, "kafka-local"), str(tiered / "kafka-local/kafka-logs/payments-1"), "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    summaries = _events(res.stdout, ("summary",))
+    assert [(s["first_offset"], s["last_offset"]) for s in summaries] == [
+        (0, 326),
+        (327, 653),
+        (654, 980),
+        (981, 1307),
+        (1308, 1634),
+        (1635, 1961),
+        (1962, 2288),
+    ]
+
+
+def test_dump_of_an_encrypted_segment_without_its_key_names_the_manifest() -> None:
+    tiered = realworld.require_tiered()
+    [folder] = tiered.glob(VARIANTS["aiven-encrypted"][1])
+    [obj] = folder.glob("00000000000000000000-*.log")
+    res = _dump(["--remote-storage", str(tiered / "aiven/encrypted/storage"), str(obj)])
+    assert res.exit_code == 2
+    assert ".rsm-manifest" in res.output and "--remote-private-key" in res.output and "key1" in res.output
+
+
+def test_export_refuses_a_store_without_the_partitions_before_spark(tmp_path: Path) -> None:
+    tiered = realworld.require_tiered()
+    logs = str(tiered / "aiven/plain/kafka-logs")
+    out = str(tmp_path / "out")
+    res = CliRunner().invoke(app, ["export", logs, "--out", out, "--remote-storage", str(tmp_path)])
+    assert res.exit_code == 64 and "no remote segment of" in res.output
+    res = CliRunner().invoke(
+        app,
+        [
+            "export",
+            logs,
+            "--out",
+            out,
+            "--remote-storage",
+            str(tiered / "aiven/plain/storage"),
+            "--remote-layout",
+            "kafka-local",
+        ],
+    )
+    assert res.exit_code == 64 and "in the kafka-local layout" in res.output
+    res = CliRunner().invoke(app, ["export", logs, "--out", out, "--remote-layout", "aiven"])
+    assert res.exit_code == 64 and "need remoteStorage" in res.output
+    assert not (tmp_path / "out").exists()
