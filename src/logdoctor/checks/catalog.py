@@ -599,6 +599,19 @@ _ENTRIES = (
         "(3.7); BrokerMetadataPublisher findStrayPartitions (3.5-3.6); KAFKA-14616, KAFKA-16234",
     ),
     Entry(
+        "KRAFT_METADATA_NOT_SCANNED",
+        _I,
+        "KRaft log dirs scanned without their broker's metadata log: the checks against it were skipped",
+        "{broker}'s log dirs {dirs} are KRaft log dirs, but none of the log dirs given holds its "
+        "__cluster_metadata-0 (the broker's metadata.log.dir): the checks against the cluster metadata "
+        "were skipped for them (replicas not assigned, misplaced or missing, topic ids against the "
+        "metadata); another broker's metadata log is never used for them",
+        "Give the same scan the broker's metadata.log.dir too (the log dir holding __cluster_metadata-0: "
+        "server.properties' metadata.log.dir, else the first entry of log.dirs) beside {dirs}.",
+        "K:core/.../server/KafkaRaftServer.scala (one metadata log per node, in metadata.log.dir); "
+        "core/.../server/ReplicaManager.scala applyDelta (the broker's own metadata image decides)",
+    ),
+    Entry(
         "STRAY_REPLICA_LEFT",
         _W,
         "a -stray partition folder: a replica Kafka moved aside and keeps, never served and never deleted",
@@ -734,6 +747,19 @@ _ENTRIES = (
         "(InconsistentTopicIdException). With that broker stopped, `logdoctor scan {logdir}` shows the "
         "folder; move it out of the log dir and let the broker fetch the current topic's data again.",
         "K:core/.../cluster/Partition.scala checkOrSetTopicId; storage/.../PartitionMetadataFile.java",
+        "fleet",
+    ),
+    Entry(
+        "SEVERAL_CLUSTERS",
+        _I,
+        "the census's brokers belong to several clusters: replicas are compared only within a cluster",
+        "the brokers given are those of {clusters} clusters ({listing}); a broker is its cluster id and "
+        "node id, and replicas are compared (lag, high watermark, topic ids) only with replicas of the same "
+        "cluster{shared}",
+        "Nothing to do; to see one cluster alone, give the census only its brokers' inventories or log "
+        "dirs.",
+        "K:metadata/.../properties/MetaProperties.java (cluster.id, node.id); a cluster id is random per "
+        "`kafka-storage format` unless given, and docker images give a fixed one",
         "fleet",
     ),
     Entry(

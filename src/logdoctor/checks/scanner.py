@@ -21,13 +21,13 @@ from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean
 from logdoctor.checks.context import PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
 from logdoctor.checks.findings import Finding
-from logdoctor.checks.kraft import check_kraft
+from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
 from logdoctor.checks.metadata_log import check_metadata_log
 from logdoctor.checks.partition import check_partition
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
 from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
-from logdoctor.logdir.metadata_image import MetadataImage, find_metadata_dir, replay
+from logdoctor.logdir.metadata_image import MetadataImage, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir
 from logdoctor.logdir.names import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -166,19 +166,30 @@ def scan(
     for r in results:
         findings.extend(r.findings)
     # KRaft checks per broker: the log dirs of several brokers scanned together each get their own
-    # broker's metadata log (a replica of broker 2 is not "not assigned to broker 1")
+    # broker's metadata log (a replica of broker 2 is not "not assigned to broker 1", and another
+    # cluster's metadata says nothing of this broker's topics)
+    images: dict[str, MetadataImage] = {}
+
+    def image_of(mdir: str) -> MetadataImage:
+        if mdir not in images:
+            images[mdir] = replay(mdir)
+        return images[mdir]
+
+    groups = broker_groups(reports, image_of)
     image: MetadataImage | None = None
     kraft_findings: list[Finding] = []
-    for group in broker_groups(reports):
-        mdir = find_metadata_dir(group)
-        group_image = replay(mdir) if mdir is not None else None
+    for group in groups:
+        mdir = group.metadata_dir
+        group_image = image_of(mdir) if mdir is not None else None
         image = image if image is not None else group_image
-        members = set(group)
+        members = set(group.dirs)
         group_parts = [r for r in results if r.log_dir in members]
-        kraft_findings.extend(check_kraft(group, group_parts, group_image)[1])
+        kraft_findings.extend(check_kraft(group.dirs, group_parts, group_image)[1])
         if mdir is not None:
             kraft_findings.extend(check_metadata_log(mdir, group_image))
-    findings.extend(cross_dir(reports, results, image))
+        elif group.mode == "kraft":
+            kraft_findings.append(metadata_not_scanned(group))
+    findings.extend(cross_dir(reports, results, groups, images))
     findings.extend(kraft_findings)
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
