@@ -181,7 +181,28 @@ _ENTRIES = (
         "folder); otherwise {repair}: it truncates {path} to the {valid_bytes} valid bytes before the "
         "damage (a backup keeps the rest).",
         "K:storage/.../log/LogSegment.java recover, LogLoader.recoverLog; clients/.../record/"
-        "DefaultRecordBatch.java ensureValid, FileLogInputStream",
+        "DefaultRecordBatch.java ensureValid, FileLogInputStream; for __cluster_metadata-0: "
+        "core/.../raft/KafkaMetadataLog.scala (truncateToLatestSnapshot), raft/.../KafkaRaftClient.java "
+        "(Fetch, FetchSnapshot), raft/.../ReplicatedLog.java",
+        cases={
+            "metadata-log": Case(
+                "{problem}. This is the node's KRaft metadata log, not a partition like the others "
+                "({voters}): {loss}",
+                "Stop the node. Another node holds this log (voters {others}): truncate it at offset {cut} "
+                "({repair}; a backup keeps the rest) and, when it starts, the node fetches the records "
+                "after the cut, or the latest snapshot, from the quorum's leader; do it while a majority "
+                "of the voters runs. Never delete the folder while it is the only copy, and never use "
+                "sync-replica on the metadata log.",
+            ),
+            "metadata-log-last-voter": Case(
+                "{problem}. This is the node's KRaft metadata log, not a partition like the others, and no "
+                "other node is known to hold it ({voters}): {loss}",
+                "Stop the node and copy {folder} somewhere safe first: no other voter can give the records "
+                "back. Never delete the folder (the cluster's topics, configs and ACLs would be gone) "
+                "and never use sync-replica on it. A truncation loses the records above; repair refuses "
+                "it without explicit consent: `{consent}` prints that plan, add --apply to make it.",
+            ),
+        },
     ),
     Entry(
         "SEGMENT_BASE_OFFSET_MISMATCH",

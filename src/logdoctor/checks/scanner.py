@@ -22,7 +22,7 @@ from logdoctor.checks.context import PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
-from logdoctor.checks.metadata_log import check_metadata_log
+from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
 from logdoctor.checks.partition import check_partition
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
@@ -163,8 +163,6 @@ def scan(
     order = {p: i for i, p in enumerate(paths)}
     for rep in reports:
         findings.extend(rep.findings)
-    for r in results:
-        findings.extend(r.findings)
     # KRaft checks per broker: the log dirs of several brokers scanned together each get their own
     # broker's metadata log (a replica of broker 2 is not "not assigned to broker 1", and another
     # cluster's metadata says nothing of this broker's topics)
@@ -187,8 +185,11 @@ def scan(
         kraft_findings.extend(check_kraft(group.dirs, group_parts, group_image)[1])
         if mdir is not None:
             kraft_findings.extend(check_metadata_log(mdir, group_image))
+            _metadata_log_damage(mdir, group_image, results)
         elif group.mode == "kraft":
             kraft_findings.append(metadata_not_scanned(group))
+    for r in results:
+        findings.extend(r.findings)
     findings.extend(cross_dir(reports, results, groups, images))
     findings.extend(kraft_findings)
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
@@ -203,6 +204,20 @@ def scan(
         bytes_read=sum(r.bytes_read for r in results),
         metadata=image,
     )
+
+
+def _metadata_log_damage(mdir: str, image: MetadataImage | None, results: list[PartitionReport]) -> None:
+    """LOG_CORRUPT of the broker's own metadata log said as what it is (checks.metadata_log): its voters,
+    its latest snapshot, what a truncation loses; never the generic "let it re-replicate"."""
+    for r in results:
+        if r.path != mdir:
+            continue
+        r.findings = [
+            metadata_log_corrupt(f, r.log_dir, r.log_end_offset, image)
+            if f.code == "LOG_CORRUPT" and f.details.get("kind") != "overlap"
+            else f
+            for f in r.findings
+        ]
 
 
 def _dir_index(path: str, order: dict[str, int]) -> int:

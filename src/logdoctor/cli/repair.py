@@ -163,6 +163,14 @@ def repair_command(
             "broker's recovery would, the cut bytes kept in the backup.",
         ),
     ] = False,
+    allow_metadata_loss: Annotated[
+        bool,
+        typer.Option(
+            "--allow-metadata-loss",
+            help="Consent to truncating a KRaft metadata log (__cluster_metadata-0) that no other voter "
+            "holds (a single-node cluster, the last voter): the records after the cut are lost for good.",
+        ),
+    ] = False,
 ) -> None:
     """Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions."""
     console = Console()
@@ -206,6 +214,7 @@ def repair_command(
             index_interval_bytes=index_interval_bytes,
             jobs=jobs,
             deep=deep,
+            allow_metadata_loss=allow_metadata_loss,
         )
         if plan.empty:
             # "Nothing to repair" is a clean bill only when the scan at this depth is clean
