@@ -206,7 +206,7 @@ def render_summary(result: CensusResult) -> str:
     for f in result.findings:
         lines.append(f"  [{f['severity'].upper()}] {f['code']} {f['path']}")
         lines.append(f"      {f['message']}")
-        lines.append(f"      fix: {f['fix_command']}")
+        lines.append(f"      fix: {f['fix_command'] or f['fix']}")
     lines.append("")
     lines.append("Tables (Parquet): " + ", ".join(f"{k}={v}" for k, v in result.tables.items()))
     return "\n".join(lines)
