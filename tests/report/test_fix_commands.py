@@ -114,6 +114,7 @@ def test_every_catalog_fix_names_only_real_commands(cli: Any) -> None:
         "LOG_DIR_NEARLY_FULL",
         "TOPIC_RECREATED",
         "INVENTORY_UNREADABLE",
+        "SEVERAL_CLUSTERS",
     }
 
 

@@ -181,7 +181,28 @@ _ENTRIES = (
         "folder); otherwise {repair}: it truncates {path} to the {valid_bytes} valid bytes before the "
         "damage (a backup keeps the rest).",
         "K:storage/.../log/LogSegment.java recover, LogLoader.recoverLog; clients/.../record/"
-        "DefaultRecordBatch.java ensureValid, FileLogInputStream",
+        "DefaultRecordBatch.java ensureValid, FileLogInputStream; for __cluster_metadata-0: "
+        "core/.../raft/KafkaMetadataLog.scala (truncateToLatestSnapshot), raft/.../KafkaRaftClient.java "
+        "(Fetch, FetchSnapshot), raft/.../ReplicatedLog.java",
+        cases={
+            "metadata-log": Case(
+                "{problem}. This is the node's KRaft metadata log, not a partition like the others "
+                "({voters}): {loss}",
+                "Stop the node. Another node holds this log (voters {others}): truncate it at offset {cut} "
+                "({repair}; a backup keeps the rest) and, when it starts, the node fetches the records "
+                "after the cut, or the latest snapshot, from the quorum's leader; do it while a majority "
+                "of the voters runs. Never delete the folder while it is the only copy, and never use "
+                "sync-replica on the metadata log.",
+            ),
+            "metadata-log-last-voter": Case(
+                "{problem}. This is the node's KRaft metadata log, not a partition like the others, and no "
+                "other node is known to hold it ({voters}): {loss}",
+                "Stop the node and copy {folder} somewhere safe first: no other voter can give the records "
+                "back. Never delete the folder (the cluster's topics, configs and ACLs would be gone) "
+                "and never use sync-replica on it. A truncation loses the records above; repair refuses "
+                "it without explicit consent: `{consent}` prints that plan, add --apply to make it.",
+            ),
+        },
     ),
     Entry(
         "SEGMENT_BASE_OFFSET_MISMATCH",
@@ -599,6 +620,19 @@ _ENTRIES = (
         "(3.7); BrokerMetadataPublisher findStrayPartitions (3.5-3.6); KAFKA-14616, KAFKA-16234",
     ),
     Entry(
+        "KRAFT_METADATA_NOT_SCANNED",
+        _I,
+        "KRaft log dirs scanned without their broker's metadata log: the checks against it were skipped",
+        "{broker}'s log dirs {dirs} are KRaft log dirs, but none of the log dirs given holds its "
+        "__cluster_metadata-0 (the broker's metadata.log.dir): the checks against the cluster metadata "
+        "were skipped for them (replicas not assigned, misplaced or missing, topic ids against the "
+        "metadata); another broker's metadata log is never used for them",
+        "Give the same scan the broker's metadata.log.dir too (the log dir holding __cluster_metadata-0: "
+        "server.properties' metadata.log.dir, else the first entry of log.dirs) beside {dirs}.",
+        "K:core/.../server/KafkaRaftServer.scala (one metadata log per node, in metadata.log.dir); "
+        "core/.../server/ReplicaManager.scala applyDelta (the broker's own metadata image decides)",
+    ),
+    Entry(
         "STRAY_REPLICA_LEFT",
         _W,
         "a -stray partition folder: a replica Kafka moved aside and keeps, never served and never deleted",
@@ -734,6 +768,19 @@ _ENTRIES = (
         "(InconsistentTopicIdException). With that broker stopped, `logdoctor scan {logdir}` shows the "
         "folder; move it out of the log dir and let the broker fetch the current topic's data again.",
         "K:core/.../cluster/Partition.scala checkOrSetTopicId; storage/.../PartitionMetadataFile.java",
+        "fleet",
+    ),
+    Entry(
+        "SEVERAL_CLUSTERS",
+        _I,
+        "the census's brokers belong to several clusters: replicas are compared only within a cluster",
+        "the brokers given are those of {clusters} clusters ({listing}); a broker is its cluster id and "
+        "node id, and replicas are compared (lag, high watermark, topic ids) only with replicas of the same "
+        "cluster{shared}",
+        "Nothing to do; to see one cluster alone, give the census only its brokers' inventories or log "
+        "dirs.",
+        "K:metadata/.../properties/MetaProperties.java (cluster.id, node.id); a cluster id is random per "
+        "`kafka-storage format` unless given, and docker images give a fixed one",
         "fleet",
     ),
     Entry(

@@ -6,89 +6,191 @@ from __future__ import annotations
 
 import os
 from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.scan_report import LogDirReport
-from logdoctor.logdir.metadata_image import MetadataImage
+from logdoctor.logdir.metadata_image import MetadataImage, find_metadata_dir
 from logdoctor.logdir.names import (
     META_PROPERTIES_FILE,
     DirKind,
 )
 
 
-def broker_groups(reports: list[LogDirReport]) -> list[list[str]]:
-    """The scanned log dirs by broker (cluster.id, node id), in the order given.
+@dataclass(slots=True)
+class BrokerGroup:
+    """The scanned log dirs of one broker: its (cluster.id, node id) when meta.properties says them, its
+    dirs in the order given, and the dir holding its ``__cluster_metadata-0`` (its metadata.log.dir)."""
+
+    key: tuple[str, int] | None
+    dirs: list[str]
+    metadata_dir: str | None = None
+    mode: str | None = None
+
+    @property
+    def label(self) -> str:
+        if self.key is None:
+            return "the log dirs without a readable meta.properties"
+        cluster, node = self.key
+        return f"broker {node}" + (f" of cluster {cluster}" if cluster else "")
+
+
+def broker_groups(
+    reports: list[LogDirReport], images: Callable[[str], MetadataImage] | None = None
+) -> list[BrokerGroup]:
+    """The scanned log dirs by broker, in the order given.
+
+    A broker is (cluster.id, node id) of meta.properties, but cluster ids are not unique in the wild (many
+    docker-compose setups format every cluster with the same one, and node id 1): a broker has one
+    metadata log (``__cluster_metadata-0`` in its metadata.log.dir, K:core/.../server/KafkaRaftServer.scala),
+    so dirs of one (cluster.id, node id) that each hold a metadata log are the dirs of as many brokers. A
+    dir without one goes with the broker whose metadata registers its directory.id (BrokerRegistrationRecord
+    logDirs, 3.7+) when ``images`` (metadata dir -> its replay) is given, else with the only broker of its
+    key; with several and no registration naming it, it is a broker of its own.
 
     Dirs whose meta.properties is missing or unreadable go with the only broker when there is one,
     otherwise they form a group of their own.
     """
-    groups: dict[tuple[str, int] | None, list[str]] = {}
+    from logdoctor.logdir.identity import read_identity
+
+    keyed: dict[tuple[str, int] | None, list[LogDirReport]] = {}
     for r in reports:
         key = (r.cluster_id or "", r.node_id) if r.mode is not None and r.node_id is not None else None
-        groups.setdefault(key, []).append(r.path)
-    known = [k for k in groups if k is not None]
-    if None in groups and len(known) == 1:
-        groups[known[0]].extend(groups.pop(None))
-    return list(groups.values())
+        keyed.setdefault(key, []).append(r)
+    known = [k for k in keyed if k is not None]
+    if None in keyed and len(known) == 1:
+        keyed[known[0]].extend(keyed.pop(None))
+    out: list[BrokerGroup] = []
+    for key, rs in keyed.items():
+        metas = [(r, find_metadata_dir([r.path])) for r in rs]
+        holders = [(r, m) for r, m in metas if m is not None]
+        if len(holders) <= 1:
+            out.append(BrokerGroup(key, [r.path for r in rs], holders[0][1] if holders else None, _mode(rs)))
+            continue
+        subs = [BrokerGroup(key, [r.path], m, r.mode) for r, m in holders]
+        for r, m in metas:
+            if m is not None:
+                continue
+            did = read_identity(r.path).directory_id
+            owner = None
+            if did and images is not None and key is not None:
+                owner = next(
+                    (
+                        g
+                        for g in subs
+                        if g.metadata_dir is not None
+                        and key[1] in (reg := images(g.metadata_dir).brokers)
+                        and did in reg[key[1]].log_dirs
+                    ),
+                    None,
+                )
+            if owner is None:
+                subs.append(BrokerGroup(key, [r.path], None, r.mode))
+            else:
+                owner.dirs.append(r.path)
+        order = {r.path: i for i, r in enumerate(rs)}
+        subs.sort(key=lambda g: order[g.dirs[0]])
+        out.extend(subs)
+    return out
 
 
-def different_brokers(reports: list[LogDirReport], parts: list[PartitionReport]) -> Finding | None:
-    """One finding when the given log dirs belong to different brokers.
+def _mode(reports: list[LogDirReport]) -> str | None:
+    modes = Counter(r.mode for r in reports if r.mode is not None)
+    return modes.most_common(1)[0][0] if modes else None
 
-    A broker is (cluster.id, broker.id/node.id) of meta.properties. Dirs naming different node ids, or
-    different clusters and holding the same partitions (replicas), are several brokers' dirs; each
+
+def different_brokers(
+    groups: list[BrokerGroup], reports: list[LogDirReport], parts: list[PartitionReport]
+) -> Finding | None:
+    """One finding when the given log dirs belong to different brokers (:func:`broker_groups`).
+
+    Dirs naming different node ids, or different clusters (or brokers of one cluster id that each have
+    their own metadata log) and holding the same partitions (replicas), are several brokers' dirs; each
     partition copy would otherwise be a DUPLICATE_PARTITION error (thousands that all say one thing).
     One broker's dir with another cluster's meta.properties and no shared partition stays a
     META_PROPERTIES_MISMATCH of that dir.
     """
-    with_meta = [r for r in reports if r.mode is not None and r.node_id is not None]
-    by_broker: dict[tuple[str, int], list[LogDirReport]] = defaultdict(list)
-    for r in with_meta:
-        by_broker[(r.cluster_id or "", r.node_id or 0)].append(r)
+    by_broker = [g for g in groups if g.key is not None]
     if len(by_broker) < 2:
         return None
-    if len({r.node_id for r in with_meta}) < 2:
-        broker_of = {r.path: key for key, rs in by_broker.items() for r in rs}
-        holders: dict[tuple[str, int], set[tuple[str, int]]] = defaultdict(set)
+    if len({g.key[1] for g in by_broker if g.key is not None}) < 2:
+        broker_of = {d: i for i, g in enumerate(by_broker) for d in g.dirs}
+        holders: dict[tuple[str, int], set[int]] = defaultdict(set)
         for p in parts:
             if p.kind == DirKind.LOG.value and p.log_dir in broker_of:
                 holders[(p.topic, p.partition)].add(broker_of[p.log_dir])
         if not any(len(b) > 1 for b in holders.values()):
             return None
-    clusters = {c for c, _ in by_broker}
-    listing = "; ".join(
-        f"broker {n}{f' of cluster {c}' if len(clusters) > 1 else ''}: " + ", ".join(r.path for r in rs)
-        for (c, n), rs in sorted(by_broker.items())
+    clusters = {g.key[0] for g in by_broker if g.key is not None}
+    same_key = Counter(g.key for g in by_broker)
+
+    def name(g: BrokerGroup) -> str:
+        assert g.key is not None
+        c, n = g.key
+        text = f"broker {n}{f' of cluster {c}' if len(clusters) > 1 else ''}"
+        if same_key[g.key] > 1:
+            text += (
+                f" with its own metadata log {g.metadata_dir}"
+                if g.metadata_dir is not None
+                else " without a metadata log"
+            )
+        return text
+
+    def key_name(g: BrokerGroup) -> str:
+        assert g.key is not None
+        c, n = g.key
+        return f"{c}/{n}" + (f"@{g.dirs[0]}" if same_key[g.key] > 1 else "")
+
+    listing = "; ".join(f"{name(g)}: " + ", ".join(g.dirs) for g in by_broker)
+    first = next(r for r in reports if r.path in by_broker[0].dirs)
+    dup = [g for g in by_broker if same_key[g.key] > 1]
+    shared = (
+        f"; cluster ids are not unique (many docker-compose setups share one): "
+        f"{len(dup)} of them are broker {dup[0].key[1]} of cluster {dup[0].key[0]}, each with its own "
+        "metadata log, so they are different brokers"
+        if dup and dup[0].key is not None
+        else ""
     )
-    first = with_meta[0]
     return catalog.make(
         "LOG_DIRS_OF_DIFFERENT_BROKERS",
         os.path.join(first.path, META_PROPERTIES_FILE),
         logdir=first.path,
         dirs=len(reports),
         brokers=len(by_broker),
-        of_clusters=f"of {len(clusters)} clusters" if len(clusters) > 1 else f"of cluster {first.cluster_id}",
+        of_clusters=(
+            f"of {len(clusters)} clusters" if len(clusters) > 1 else f"of cluster {first.cluster_id}"
+        )
+        + shared,
         listing=listing,
-        commands=", ".join(f"`logdoctor scan {' '.join(r.path for r in rs)}`" for rs in by_broker.values()),
-        details={"brokers": {f"{c}/{n}": [r.path for r in rs] for (c, n), rs in by_broker.items()}},
+        commands=", ".join(f"`logdoctor scan {' '.join(g.dirs)}`" for g in by_broker),
+        details={"brokers": {key_name(g): list(g.dirs) for g in by_broker}},
     )
 
 
 def cross_dir(
-    reports: list[LogDirReport], parts: list[PartitionReport], image: MetadataImage | None = None
+    reports: list[LogDirReport],
+    parts: list[PartitionReport],
+    groups: list[BrokerGroup],
+    images: dict[str, MetadataImage],
 ) -> list[Finding]:
     """Every check across the scanned log dirs. Dirs of different brokers are said so once, and the
-    per-partition and per-dir comparisons, which assume one broker, are skipped for them."""
+    per-partition and per-dir comparisons, which assume one broker, are skipped for them; topic ids are
+    checked per broker, against that broker's own metadata log only (``images``: metadata dir -> replay;
+    another cluster's metadata says nothing about this broker's topics)."""
     out: list[Finding] = []
-    brokers = different_brokers(reports, parts)
+    brokers = different_brokers(groups, reports, parts)
     if brokers is not None:
         out.append(brokers)
     else:
         _duplicate_partitions(parts, out)
         _meta_properties_across_dirs(reports, out)
-    _topic_ids(parts, image, out)
+    for g in groups:
+        members = set(g.dirs)
+        image = images.get(g.metadata_dir) if g.metadata_dir is not None else None
+        _topic_ids([p for p in parts if p.log_dir in members], image, out)
     return out
 
 

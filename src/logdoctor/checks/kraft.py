@@ -29,6 +29,7 @@ from functools import partial
 
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
+from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.logdir.identity import (
     LOST,
@@ -41,9 +42,9 @@ from logdoctor.logdir.identity import (
 )
 from logdoctor.logdir.metadata_image import DIRECTORY_ASSIGNMENT_LEVEL, MetadataImage, metadata_version_name
 from logdoctor.logdir.model import LogDir
-from logdoctor.logdir.names import METADATA_TOPIC, PARTITION_METADATA_FILE, DirKind
+from logdoctor.logdir.names import META_PROPERTIES_FILE, METADATA_TOPIC, PARTITION_METADATA_FILE, DirKind
 
-__all__ = ["KraftContext", "check_kraft"]
+__all__ = ["KraftContext", "check_kraft", "metadata_not_scanned"]
 
 _NOT_PLACED = (MIGRATING, UNASSIGNED)
 
@@ -411,3 +412,17 @@ def check_kraft(
     findings += _assignment_findings(ctx, parts)
     findings += _stray_findings(ctx, paths)
     return ctx, findings
+
+
+def metadata_not_scanned(group: BrokerGroup) -> Finding:
+    """The one note for a KRaft broker whose metadata log is not among the dirs scanned: its
+    assignment checks were skipped (never made against another broker's metadata)."""
+    first = group.dirs[0]
+    return catalog.make(
+        "KRAFT_METADATA_NOT_SCANNED",
+        os.path.join(first, META_PROPERTIES_FILE),
+        logdir=first,
+        broker=group.label[0].upper() + group.label[1:],
+        dirs=" ".join(group.dirs),
+        details={"dirs": list(group.dirs), "broker": list(group.key) if group.key else None},
+    )

@@ -22,6 +22,7 @@ What the node does with each at startup (K: = path in apache/kafka):
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -31,7 +32,7 @@ from logdoctor.errors import FormatError
 from logdoctor.logdir.metadata_image import MetadataImage
 from logdoctor.logdir.names import BOOTSTRAP_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
-__all__ = ["check_metadata_log"]
+__all__ = ["MetadataLogLoss", "check_metadata_log", "metadata_log_corrupt", "metadata_log_loss"]
 
 
 def _epoch_at(epochs: list[tuple[int, int]], offset: int) -> int | None:
@@ -215,3 +216,201 @@ def _voters_against_the_log(qs: Any, qpath: str, image: MetadataImage, make: Any
                     )
                 )
     return out
+
+
+# --- a corrupt metadata log: what a truncation loses, and who else holds the log ----------------------
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataLogLoss:
+    """What truncating a node's ``__cluster_metadata-0`` at ``cut`` costs, and whether another node holds
+    the log.
+
+    ``voters``: quorum-state's ``currentVoters`` (static quorum), else the voters of the log's latest
+    VotersRecord or LeaderChangeMessage (None: unknown). ``snapshot``: (end offset, epoch) of the latest
+    readable snapshot. At startup K:core/.../raft/KafkaMetadataLog.scala truncates the log fully to the
+    latest snapshot when that snapshot ends beyond the log end (``truncateToLatestSnapshot``,
+    K:raft/.../ReplicatedLog.java), so the state up to the snapshot's end offset survives any cut; the
+    records from max(cut, snapshot end) to the log end exist nowhere else on this node. A follower or
+    observer fetches what it lacks from the quorum's leader (K:raft/.../KafkaRaftClient.java: Fetch, and
+    FetchSnapshot when its log ends below the leader's log start); the last voter has no one to fetch from.
+    """
+
+    node_id: int | None
+    voters: tuple[int, ...] | None
+    cut: int
+    log_end: int
+    snapshot: tuple[int, int] | None
+
+    @property
+    def others(self) -> tuple[int, ...]:
+        return tuple(v for v in self.voters or () if v != self.node_id)
+
+    @property
+    def last_voter(self) -> bool:
+        """True unless another node is known to hold the log (unknown voters count as the last voter)."""
+        return not self.others
+
+    @property
+    def lost_from(self) -> int:
+        return max(self.cut, self.snapshot[0]) if self.snapshot is not None else self.cut
+
+    @property
+    def lost(self) -> int:
+        return max(0, self.log_end - self.lost_from)
+
+    def voters_text(self) -> str:
+        if not self.voters:
+            return "the voters are unknown (no quorum-state voters, no VotersRecord): it may be the only copy"
+        role = (
+            f"node {self.node_id} is one of them"
+            if self.node_id in self.voters
+            else f"node {self.node_id} is an observer (a broker), not a voter"
+        )
+        return f"voters {list(self.voters)}; {role}"
+
+    def loss_text(self) -> str:
+        """One sentence: what a truncation at ``cut`` loses, and what the latest snapshot keeps."""
+        if self.log_end <= self.cut:
+            head = f"truncating it at offset {self.cut} loses no record"
+        else:
+            head = (
+                f"truncating it at offset {self.cut} removes offsets {self.cut}-{self.log_end - 1} "
+                f"({self.log_end - self.cut} of the log's records)"
+            )
+        if self.snapshot is None:
+            return head + "; there is no readable snapshot, so those records exist nowhere else on this node"
+        end, epoch = self.snapshot
+        snap = f"the latest snapshot ends at offset {end} (epoch {epoch})"
+        if end >= self.log_end:
+            return f"{head}; {snap}, so the metadata state they built is kept in it"
+        if end > self.cut:
+            return (
+                f"{head}; {snap}: the node loads it and only offsets {end}-{self.log_end - 1} ({self.lost} "
+                "records after the snapshot) are lost"
+            )
+        return (
+            f"{head}; {snap}, before the cut, so all {self.lost} records after the cut exist nowhere else "
+            "on this node"
+        )
+
+
+def metadata_log_loss(
+    segment: str, valid_bytes: int, log_end: int | None, image: MetadataImage | None = None
+) -> MetadataLogLoss:
+    """:class:`MetadataLogLoss` of cutting ``segment`` (a ``.log`` of ``__cluster_metadata-0``) at
+    ``valid_bytes``; ``log_end`` is the log's end offset before the cut (None: unknown)."""
+    from logdoctor.formats.quorum_state import parse_quorum_state
+    from logdoctor.formats.records import scan_batches
+    from logdoctor.logdir.files import map_file, read_file
+    from logdoctor.logdir.identity import read_identity
+    from logdoctor.logdir.metadata_image import replay
+    from logdoctor.logdir.names import parse_segment_file
+
+    mdir = os.path.dirname(segment)
+    node = read_identity(os.path.dirname(mdir)).node_id
+    parsed = parse_segment_file(os.path.basename(segment))
+    cut = parsed.base_offset if parsed is not None else 0
+    try:
+        res = scan_batches(map_file(segment), source=segment, end=valid_bytes, verify_crc=False)
+        if res.batches:
+            cut = res.batches[-1].last_offset + 1
+    except (OSError, FormatError):
+        pass
+    voters: tuple[int, ...] | None = None
+    try:
+        qs = parse_quorum_state(read_file(os.path.join(mdir, QUORUM_STATE_FILE)))
+        if qs.current_voters:
+            voters = tuple(sorted(qs.current_voters))
+    except (OSError, FormatError):
+        pass
+    if image is None:
+        image = replay(mdir)
+    if voters is None and image.voters:
+        voters = tuple(image.voters)
+    if voters is None and image.leader_change is not None and image.leader_change[1]:
+        voters = tuple(image.leader_change[1])
+    end = max(
+        cut, log_end if log_end is not None else cut, image.end_offset, _log_end_past(segment, valid_bytes)
+    )
+    return MetadataLogLoss(node, voters, cut, end, image.snapshot)
+
+
+def _log_end_past(segment: str, valid_bytes: int) -> int:
+    """The offset after the last batch header readable past the damage: in ``segment`` from ``valid_bytes``
+    on (a batch whose CRC fails still says its offsets) and in the later segments of its folder."""
+    from logdoctor.formats.records import iter_batches
+    from logdoctor.logdir.files import map_file
+    from logdoctor.logdir.names import parse_segment_file
+
+    mdir = os.path.dirname(segment)
+    here = parse_segment_file(os.path.basename(segment))
+    paths = [(segment, valid_bytes)]
+    try:
+        for name in sorted(os.listdir(mdir)):
+            seg = parse_segment_file(name)
+            if (
+                seg is not None
+                and seg.suffix == ".log"
+                and here is not None
+                and seg.base_offset > here.base_offset
+            ):
+                paths.append((os.path.join(mdir, name), 0))
+    except OSError:
+        pass
+    end = 0
+    for path, start in paths:
+        try:
+            for batch in iter_batches(map_file(path), source=path, start=start, verify_crc=False):
+                end = max(end, batch.last_offset + 1)
+        except (OSError, FormatError):
+            continue  # what is past the next bad header cannot be told
+    return end
+
+
+def metadata_log_corrupt(
+    f: Finding, logdir: str, log_end: int | None, image: MetadataImage | None
+) -> Finding:
+    """A LOG_CORRUPT finding of ``__cluster_metadata-0``, said as what it is: the node's metadata log, with
+    who else holds it, the latest snapshot, what a truncation loses, and the repair the last voter needs
+    explicit consent for (never "delete the folder" nor a sync-replica)."""
+    valid = f.details.get("valid_bytes")
+    loss = metadata_log_loss(f.path, int(valid) if isinstance(valid, int) else 0, log_end, image)
+    last = loss.last_voter
+    folder = os.path.dirname(f.path)
+    fields = {
+        "problem": f.message,
+        "loss": loss.loss_text(),
+        "voters": loss.voters_text(),
+        "folder": folder,
+        "cut": loss.cut,
+        "others": ", ".join(str(v) for v in loss.others),
+        "consent": metadata_loss_command(logdir),
+    }
+    details = dict(f.details)
+    details.update(
+        metadata_log=True,
+        node_id=loss.node_id,
+        voters=list(loss.voters) if loss.voters else None,
+        last_voter=last,
+        cut_offset=loss.cut,
+        log_end_offset=loss.log_end,
+        snapshot=list(loss.snapshot) if loss.snapshot else None,
+        lost_records=loss.lost,
+    )
+    return catalog.make(
+        "LOG_CORRUPT",
+        f.path,
+        case="metadata-log-last-voter" if last else "metadata-log",
+        logdir=logdir,
+        position=f.position,
+        offset=f.offset,
+        severity=f.severity,
+        details=details,
+        **fields,
+    )
+
+
+def metadata_loss_command(logdir: str, *, deep: bool = False) -> str:
+    """The repair that truncates the last voter's metadata log, with the consent it needs."""
+    return f"logdoctor repair {logdir} --only LOG_CORRUPT{' --deep' if deep else ''} --allow-metadata-loss"

@@ -21,8 +21,8 @@ from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean
 from logdoctor.checks.context import PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
 from logdoctor.checks.findings import Finding
-from logdoctor.checks.kraft import check_kraft
-from logdoctor.checks.metadata_log import check_metadata_log
+from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
+from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
 from logdoctor.checks.partition import check_partition
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
@@ -33,7 +33,7 @@ from logdoctor.checks.tiered import (
     topic_tiering,
 )
 from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
-from logdoctor.logdir.metadata_image import MetadataImage, find_metadata_dir, replay
+from logdoctor.logdir.metadata_image import MetadataImage, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir
 from logdoctor.logdir.names import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -174,22 +174,34 @@ def scan(
     order = {p: i for i, p in enumerate(paths)}
     for rep in reports:
         findings.extend(rep.findings)
-    for r in results:
-        findings.extend(r.findings)
     # KRaft checks per broker: the log dirs of several brokers scanned together each get their own
-    # broker's metadata log (a replica of broker 2 is not "not assigned to broker 1")
+    # broker's metadata log (a replica of broker 2 is not "not assigned to broker 1", and another
+    # cluster's metadata says nothing of this broker's topics)
+    images: dict[str, MetadataImage] = {}
+
+    def image_of(mdir: str) -> MetadataImage:
+        if mdir not in images:
+            images[mdir] = replay(mdir)
+        return images[mdir]
+
+    groups = broker_groups(reports, image_of)
     image: MetadataImage | None = None
     kraft_findings: list[Finding] = []
-    for group in broker_groups(reports):
-        mdir = find_metadata_dir(group)
-        group_image = replay(mdir) if mdir is not None else None
+    for group in groups:
+        mdir = group.metadata_dir
+        group_image = image_of(mdir) if mdir is not None else None
         image = image if image is not None else group_image
-        members = set(group)
+        members = set(group.dirs)
         group_parts = [r for r in results if r.log_dir in members]
-        kraft_findings.extend(check_kraft(group, group_parts, group_image)[1])
+        kraft_findings.extend(check_kraft(group.dirs, group_parts, group_image)[1])
         if mdir is not None:
             kraft_findings.extend(check_metadata_log(mdir, group_image))
-    findings.extend(cross_dir(reports, results, image))
+            _metadata_log_damage(mdir, group_image, results)
+        elif group.mode == "kraft":
+            kraft_findings.append(metadata_not_scanned(group))
+    for r in results:
+        findings.extend(r.findings)
+    findings.extend(cross_dir(reports, results, groups, images))
     findings.extend(kraft_findings)
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
@@ -229,6 +241,18 @@ def _tiered_topics(
         r.log_start_offset, r.local_log_start_offset = log_start_offsets(
             task.log_start_checkpoint, r.first_base_offset, True
         )
+def _metadata_log_damage(mdir: str, image: MetadataImage | None, results: list[PartitionReport]) -> None:
+    """LOG_CORRUPT of the broker's own metadata log said as what it is (checks.metadata_log): its voters,
+    its latest snapshot, what a truncation loses; never the generic "let it re-replicate"."""
+    for r in results:
+        if r.path != mdir:
+            continue
+        r.findings = [
+            metadata_log_corrupt(f, r.log_dir, r.log_end_offset, image)
+            if f.code == "LOG_CORRUPT" and f.details.get("kind") != "overlap"
+            else f
+            for f in r.findings
+        ]
 
 
 def _dir_index(path: str, order: dict[str, int]) -> int:

@@ -166,6 +166,14 @@ def repair_command(
     ] = False,
     topic_config: TopicConfigOption = None,
     server_properties: ServerPropertiesOption = None,
+    allow_metadata_loss: Annotated[
+        bool,
+        typer.Option(
+            "--allow-metadata-loss",
+            help="Consent to truncating a KRaft metadata log (__cluster_metadata-0) that no other voter "
+            "holds (a single-node cluster, the last voter): the records after the cut are lost for good.",
+        ),
+    ] = False,
 ) -> None:
     """Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions."""
     console = Console()
@@ -210,6 +218,7 @@ def repair_command(
             jobs=jobs,
             deep=deep,
             config_inputs=read_config_inputs(topic_config, server_properties),
+            allow_metadata_loss=allow_metadata_loss,
         )
         if plan.empty:
             # "Nothing to repair" is a clean bill only when the scan at this depth is clean

@@ -75,6 +75,7 @@ from pathlib import Path
 
 from logdoctor.checks.context import Depth, PartitionReport, ScanOptions
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.checks.metadata_log import metadata_log_loss
 from logdoctor.checks.scanner import ScanReport, scan
 from logdoctor.checks.tiered import REMOTE_TIER_RULE, broker_remote_evidence, could_be_tiered
 from logdoctor.checks.topic_config import ConfigInputs
@@ -100,6 +101,7 @@ from logdoctor.logdir.model import LogDir, Partition, Segment
 from logdoctor.logdir.names import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT,
+    METADATA_TOPIC,
     OFFSET_CHECKPOINT_FILES,
     PARTITION_METADATA_FILE,
     RECOVERY_POINT_CHECKPOINT,
@@ -176,8 +178,10 @@ class Planner:
         codes: set[str],
         index_interval_bytes: int,
         depth: Depth = Depth.DEFAULT,
+        allow_metadata_loss: bool = False,
     ) -> None:
         self.depth = depth
+        self.allow_metadata_loss = allow_metadata_loss
         self.log_dirs = log_dirs
         self.backup_dir = backup_dir
         self.codes = codes
@@ -774,10 +778,32 @@ class Planner:
             r = rebuild_indexes(
                 b"", seg.base_offset, index_interval_bytes=self.interval, source=str(seg.log_path)
             )
+        loss_note = ""
+        if pp.part.topic == METADATA_TOPIC:
+            # the KRaft metadata log: what the cut loses, and the last voter's consent (checks.metadata_log)
+            loss = metadata_log_loss(
+                str(seg.log_path), r.valid_bytes, pp.report.log_end_offset if pp.report else None
+            )
+            if loss.last_voter and not self.allow_metadata_loss:
+                consent = (
+                    f"logdoctor repair {' '.join(self.log_dirs)} --only LOG_CORRUPT"
+                    f"{' --deep' if self.depth >= Depth.DEEP else ''} --allow-metadata-loss"
+                )
+                for f in fs:
+                    self.unrepaired(
+                        f,
+                        "refused: the KRaft metadata log of a node no other voter backs "
+                        f"({loss.voters_text()}); "
+                        f"{loss.loss_text()}. Copy {pp.part.path} first; `{consent}` prints the plan that "
+                        "truncates it (explicit consent), add --apply to make it",
+                    )
+                return
+            if not any(f.details.get("metadata_log") for f in fs):  # the finding says it already
+                loss_note = f" KRaft metadata log ({loss.voters_text()}): {loss.loss_text()}."
         action = Action(
             "truncate-log",
             str(seg.log_path),
-            "; ".join(f"{f.code}: {f.message}" for f in fs),
+            "; ".join(f"{f.code}: {f.message}" for f in fs) + loss_note,
             ["LOG_CORRUPT"],
             [f.path for f in fs],
         )
@@ -1150,6 +1176,7 @@ def plan_repair(
     now_ms: int | None = None,
     deep: bool = False,
     config_inputs: ConfigInputs | None = None,
+    allow_metadata_loss: bool = False,
 ) -> tuple[Plan, ScanReport]:
     """Scan (unless ``report`` is given) and plan the repair of the findings. Reads only.
 
@@ -1157,7 +1184,8 @@ def plan_repair(
     decides what is done with its log start offset: :mod:`logdoctor.checks.tiered`).
 
     ``deep``: scan at ``--deep`` depth (every batch's CRC), so that what only ``scan --deep`` finds
-    (a CRC mismatch in a segment the broker does not re-read at startup) is planned too."""
+    (a CRC mismatch in a segment the broker does not re-read at startup) is planned too.
+    ``allow_metadata_loss``: consent to truncating a KRaft metadata log no other voter holds."""
     dirs = []
     for d in log_dirs:
         p = os.path.abspath(os.fspath(d))
@@ -1181,6 +1209,7 @@ def plan_repair(
         set(only) if only is not None else set(REPAIRABLE),
         index_interval_bytes,
         depth=max(report.depth, Depth.DEFAULT),
+        allow_metadata_loss=allow_metadata_loss,
     )
     return planner.build(report), report
 

@@ -568,14 +568,15 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
             tiered=bool(_get(r, "remote_storage_enabled") or _get(r, "tiered")),
         ))
     # lag behind the partition's highest log end offset, when the census did not say
-    best: dict[tuple[str, int], int] = {}
-    for r in replicas:
+    # (within its cluster: the census never compares replicas of two clusters)
+    best: dict[tuple[str, str, int], int] = {}
+    for r, raw in zip(replicas, replicas_in, strict=True):
         if r.log_end_offset is not None:
-            key = (r.topic, r.partition)
+            key = (str(_get(raw, "cluster", "") or ""), r.topic, r.partition)
             best[key] = max(best.get(key, r.log_end_offset), r.log_end_offset)
-    for r in replicas:
+    for r, raw in zip(replicas, replicas_in, strict=True):
         if r.lag < 0:
-            top = best.get((r.topic, r.partition))
+            top = best.get((str(_get(raw, "cluster", "") or ""), r.topic, r.partition))
             r.lag = top - r.log_end_offset if top is not None and r.log_end_offset is not None else 0
 
     seg_rows: dict[str, list[dict[str, Any]]] = {}

@@ -34,6 +34,7 @@ from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the censu
     NEARLY_FULL_WARN,
     BrokerInput,
     CensusError,
+    clusters_finding,
     discover_brokers,
     fix_command,
     fleet_findings,
@@ -119,7 +120,14 @@ def run_census(
     inputs = classify(paths)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     frames_in = load_inputs(spark, inputs, now, config_inputs=config_inputs, progress=progress)
-    frames, log_dirs = census_frames(spark, frames_in.replicas, frames_in.log_dirs, frames_in.findings)
+    several = clusters_finding(frames_in.all_brokers)
+    frames, log_dirs = census_frames(
+        spark,
+        frames_in.replicas,
+        frames_in.log_dirs,
+        frames_in.findings,
+        [several] if several is not None else [],
+    )
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -198,7 +206,7 @@ def render_summary(result: CensusResult) -> str:
     for f in result.findings:
         lines.append(f"  [{f['severity'].upper()}] {f['code']} {f['path']}")
         lines.append(f"      {f['message']}")
-        lines.append(f"      fix: {f['fix_command']}")
+        lines.append(f"      fix: {f['fix_command'] or f['fix']}")
     lines.append("")
     lines.append("Tables (Parquet): " + ", ".join(f"{k}={v}" for k, v in result.tables.items()))
     return "\n".join(lines)

@@ -38,7 +38,7 @@ REPLICA_DDL = ", ".join(
     (
         "broker string, broker_id int, log_dir string, topic string, partition int, kind string, path string",
         "topic_id string, log_start_offset bigint, log_end_offset bigint, high_watermark bigint",
-        "recovery_point bigint, segments int, bytes bigint, findings int",
+        "recovery_point bigint, segments int, bytes bigint, findings int, cluster string",
         "local_log_start_offset bigint, remote_storage_enabled boolean",
     )
 )
@@ -204,8 +204,9 @@ def _check_parquet(path: str) -> list[dict[str, Any]]:
         version = int((pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0"))
         if version != SCHEMA_VERSION:
             raise ValueError(f"inventory schema version {version}, this logdoctor reads {SCHEMA_VERSION}")
-        wanted = sorted(
-            set(ddl_names(REPLICA_DDL) + ddl_names(LOG_DIR_DDL) + ddl_names(FINDING_DDL)) | {"record"}
+        wanted = sorted(  # the census's own cluster key is no inventory column
+            (set(ddl_names(REPLICA_DDL) + ddl_names(LOG_DIR_DDL) + ddl_names(FINDING_DDL)) - {"cluster"})
+            | {"record"}
         )
         missing = [c for c in wanted if c not in pf.schema_arrow.names]
         if missing:
@@ -268,10 +269,22 @@ def read_with_pyarrow(spark: Any, files: list[str]) -> Any:
     names = column_names()
 
     def rows(path: str) -> list[tuple[Any, ...]]:
-        return [tuple(r.get(c) for c in names) for r in read_inventory_rows(path)]
+        return [(*(r.get(c) for c in names), path) for r in read_inventory_rows(path)]
 
     rdd = spark.sparkContext.parallelize(files, _slices(spark, len(files))).flatMap(rows)
-    return spark.createDataFrame(rdd, INVENTORY_DDL)
+    return spark.createDataFrame(rdd, INVENTORY_DDL + ", _file string")
+
+
+def _file_keys(path: str) -> list[str]:
+    """The names Spark's ``input_file_name()`` may give a file read from ``path`` (a local path: its
+    ``file:`` URI forms), and the path itself (read_with_pyarrow's)."""
+    if is_uri(path) and not path.startswith("file:"):
+        return [path]
+    local = path[len("file://") :] if path.startswith("file://") else path
+    local = os.path.abspath(local)
+    from pathlib import Path
+
+    return sorted({path, local, "file:" + local, Path(local).as_uri()})
 
 
 def unreadable_finding(path: str, error: str) -> dict[str, Any]:
@@ -299,6 +312,7 @@ class InputFrames:
     log_dirs: Any
     findings: Any
     brokers: list[Any]  # BrokerInput of the log-dir inputs
+    all_brokers: list[Any]  # BrokerInput of every input (log dirs and readable inventories), named
     inventories: list[str]
     unreadable: list[tuple[str, str]]
     cached: list[Any] = field(default_factory=list)
@@ -317,7 +331,9 @@ def load_inputs(
     progress: Any = None,
 ) -> InputFrames:
     """DataFrames of every input: log dirs scanned on the executors, inventories read by Spark."""
-    from logdoctor.spark.census_rules import discover_brokers, scan_broker
+    from pyspark.sql import functions as F
+
+    from logdoctor.spark.census_rules import BrokerInput, group_log_dirs, name_brokers, scan_broker
 
     replica_cols, dir_cols, finding_cols = (
         ddl_names(REPLICA_DDL),
@@ -326,9 +342,37 @@ def load_inputs(
     )
     frames: dict[str, list[Any]] = {"replicas": [], "log_dirs": [], "findings": []}
     cached: list[Any] = []
-    brokers = discover_brokers(inputs.log_dir_paths) if inputs.log_dir_paths else []
+    raw = group_log_dirs(inputs.log_dir_paths) if inputs.log_dir_paths else []
     if progress is not None:
-        progress(0, len(brokers) + len(inputs.inventories))
+        progress(0, len(raw) + len(inputs.inventories))
+    checked = (
+        spark.sparkContext.parallelize(inputs.inventories, _slices(spark, len(inputs.inventories)))
+        .map(check_inventory)
+        .collect()  # (path, error, format, log dirs): a few short rows per inventory
+        if inputs.inventories
+        else []
+    )
+    # every input broker, log dirs and inventories alike, named together: a broker is (cluster id, node
+    # id), and replicas are compared only within its cluster (census_rules.name_brokers)
+    readable = [(path, dirs) for path, error, _fmt, dirs in checked if error is None]
+    named = name_brokers(
+        [
+            *raw,
+            *(
+                BrokerInput(
+                    dirs[0]["broker"] if dirs else os.path.basename(path),
+                    dirs[0]["broker_id"] if dirs else None,
+                    (),
+                    next((d["cluster_id"] for d in dirs if d.get("cluster_id")), None),
+                )
+                for path, dirs in readable
+            ),
+        ]
+    )
+    brokers, of_inventory = (
+        named[: len(raw)],
+        dict(zip((p for p, _d in readable), named[len(raw) :], strict=True)),
+    )
     if brokers:
         scans = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
             lambda b: scan_broker(b, now_ms, config_inputs)
@@ -346,24 +390,24 @@ def load_inputs(
             frames[name].append(spark.createDataFrame(rows, ddl))
     unreadable: list[tuple[str, str]] = []
     if inputs.inventories:
-        checked = (
-            spark.sparkContext.parallelize(inputs.inventories, _slices(spark, len(inputs.inventories)))
-            .map(check_inventory)
-            .collect()  # (path, error, format, log dirs): a few short rows per inventory
-        )
         good: dict[str, list[str]] = {"parquet": [], "json": [], "remote": []}
         log_dir_rows: list[dict[str, Any]] = []
         for path, error, fmt, dirs in checked:
             if error is not None:
                 unreadable.append((path, error))
                 continue
-            log_dir_rows.extend(dirs)
+            log_dir_rows.extend(dict(d, broker=of_inventory[path].broker) for d in dirs)
             if is_uri(path) and not path.startswith("file://"):
                 good["remote"].append(path)
             else:
                 good[fmt].append(path)
         if any(good.values()):
             frames["log_dirs"].append(_log_dirs_frame(spark, log_dir_rows))
+        # each inventory's rows get its broker's census name and cluster key, by the file they come from
+        names = spark.createDataFrame(
+            [(key, b.broker, b.cluster) for path, b in of_inventory.items() for key in _file_keys(path)],
+            "_file string, _broker string, _cluster string",
+        )
         for fmt, files in good.items():
             if not files:
                 continue
@@ -373,6 +417,12 @@ def load_inputs(
             else:
                 with _listing_tasks(spark, _slices(spark, len(files))):
                     df = reader.parquet(*files) if fmt == "parquet" else reader.json(files)
+                df = df.withColumn("_file", F.input_file_name())
+            df = (
+                df.join(F.broadcast(names), "_file", "left")
+                .withColumn("broker", F.coalesce("_broker", "broker"))
+                .withColumn("cluster", F.coalesce("_cluster", "cluster_id", F.lit("")))
+            )
             for name, cols, record in (
                 ("replicas", replica_cols, "replica"),
                 ("findings", finding_cols, "finding"),
@@ -396,12 +446,13 @@ def load_inputs(
             df = df.unionByName(other)
         out[name] = df
     if progress is not None:
-        progress(len(brokers) + len(inputs.inventories), len(brokers) + len(inputs.inventories))
+        progress(len(raw) + len(inputs.inventories), len(raw) + len(inputs.inventories))
     return InputFrames(
         out["replicas"],
         out["log_dirs"],
         out["findings"],
         brokers,
+        named,
         list(inputs.inventories),
         unreadable,
         cached,

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import os
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.checks import catalog
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.logdir.names import METADATA_TOPIC
 
 NEARLY_FULL_WARN = 0.85
 NEARLY_FULL_ERROR = 0.95
@@ -24,33 +26,49 @@ class CensusError(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class BrokerInput:
-    """One broker: a label, its id from meta.properties when readable, its log dirs."""
+    """One broker: a label, its id from meta.properties when readable, its log dirs, its cluster id, and
+    the census's cluster key (``cluster``): replicas are compared only with those of the same key."""
 
     broker: str
     broker_id: int | None
     log_dirs: tuple[str, ...]
+    cluster_id: str | None = None
+    cluster: str = ""
 
 
 def _meta_id(log_dir: str) -> int | None:
+    return _meta(log_dir)[0]
+
+
+def _meta(log_dir: str) -> tuple[int | None, str | None]:
+    """(broker.id/node.id, cluster.id) of a log dir's meta.properties (None when unreadable)."""
     from logdoctor.logdir.model import LogDir
 
     try:
         meta = LogDir(log_dir).meta_properties
     except Exception:
-        return None
-    for attr in ("node_id", "broker_id"):
-        value = getattr(meta, attr, None)
-        if isinstance(value, int):
-            return value
-    return None
+        return None, None
+    bid = next((v for a in ("node_id", "broker_id") if isinstance(v := getattr(meta, a, None), int)), None)
+    cluster = getattr(meta, "cluster_id", None)
+    return bid, cluster if isinstance(cluster, str) and cluster else None
 
 
 def discover_brokers(paths: Sequence[str]) -> list[BrokerInput]:
-    """Group the log dirs under PATHS by broker (meta.properties id, else the folder holding them)."""
-    from logdoctor.logdir.discovery import find_log_dirs, split_paths
+    """The brokers of the log dirs under PATHS (:func:`group_log_dirs`), named by :func:`name_brokers`."""
+    return name_brokers(group_log_dirs(paths))
 
-    groups: dict[str, list[str]] = {}
-    ids: dict[str, int | None] = {}
+
+def group_log_dirs(paths: Sequence[str]) -> list[BrokerInput]:
+    """Group the log dirs under PATHS by broker: (cluster.id, node id) of meta.properties, else the folder
+    holding them. Cluster ids are not unique (docker-compose setups share one, with node id 1), and a
+    broker has one metadata log: dirs of one (cluster.id, node id) that each hold a ``__cluster_metadata-0``
+    are as many brokers (the dirs without one join them only when there is a single such broker).
+    The brokers still need their census names and cluster keys (:func:`name_brokers`)."""
+    from logdoctor.logdir.discovery import find_log_dirs, split_paths
+    from logdoctor.logdir.metadata_image import find_metadata_dir
+
+    groups: dict[tuple[str, str], list[str]] = {}
+    ids: dict[tuple[str, str], tuple[int | None, str | None]] = {}
     items = split_paths(list(paths))
     if not items:
         raise CensusError("no path given")
@@ -64,18 +82,92 @@ def discover_brokers(paths: Sequence[str]) -> list[BrokerInput]:
         if not found:
             raise CensusError(f"{item}: no Kafka log dir found there")
         for ld in found:
-            bid = _meta_id(ld)
+            bid, cluster = _meta(ld)
             if bid is not None:
-                key = f"broker-{bid}"
+                label = f"broker-{bid}"
             elif os.path.abspath(ld) == os.path.abspath(item):
-                key = os.path.basename(ld.rstrip(os.sep))
+                label = os.path.basename(ld.rstrip(os.sep))
             else:
-                key = os.path.basename(os.path.dirname(ld.rstrip(os.sep)))
+                label = os.path.basename(os.path.dirname(ld.rstrip(os.sep)))
+            key = (cluster or "", label)
             groups.setdefault(key, [])
             if ld not in groups[key]:
                 groups[key].append(ld)
-            ids[key] = bid
-    return [BrokerInput(k, ids[k], tuple(sorted(v))) for k, v in sorted(groups.items())]
+            ids[key] = (bid, cluster)
+    raw: list[BrokerInput] = []
+    for key, dirs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
+        bid, cluster = ids[key]
+        own = [d for d in sorted(dirs) if find_metadata_dir([d]) is not None]
+        if len(own) <= 1:
+            raw.append(BrokerInput(key[1], bid, tuple(sorted(dirs)), cluster))
+            continue
+        # several metadata logs: several brokers; a dir without one is a broker of its own (whose it is
+        # cannot be told from meta.properties alone)
+        raw.extend(BrokerInput(key[1], bid, (d,), cluster) for d in sorted(dirs))
+    return raw
+
+
+def name_brokers(brokers: Sequence[BrokerInput]) -> list[BrokerInput]:
+    """Each input broker (log dirs or an inventory) with its census label and cluster key.
+
+    A broker is (cluster id, node id). The label stays ``broker-<id>`` unless brokers of several clusters
+    share it (then ``broker-<id>@<cluster id>``). Two inputs with the same cluster id and node id cannot
+    be two members of one cluster: that cluster id is shared by several clusters (docker-compose setups
+    share ``MkU3OEVBNTcwNTJENDM2Qk``), so each broker with it is taken as a cluster of its own (labels
+    ``...#1``, ``...#2``), and its replicas are compared with no other broker's."""
+    pairs = Counter((b.cluster_id or "", b.broker) for b in brokers if b.broker_id is not None)
+    shared = {c for (c, _label), n in pairs.items() if n > 1}
+    clusters_of_label: dict[str, set[str]] = {}
+    for b in brokers:
+        clusters_of_label.setdefault(b.broker, set()).add(b.cluster_id or "")
+    seen: Counter[tuple[str, str]] = Counter()
+    out = []
+    for b in brokers:
+        cid = b.cluster_id or ""
+        label = b.broker
+        if len(clusters_of_label[b.broker]) > 1 or cid in shared:
+            label = f"{b.broker}@{cid}" if cid else b.broker
+        cluster = cid
+        if cid in shared:
+            seen[(cid, b.broker)] += 1
+            n = seen[(cid, b.broker)]
+            label = f"{label}#{n}"
+            cluster = f"{cid}#{label}"
+        out.append(BrokerInput(label, b.broker_id, b.log_dirs, b.cluster_id, cluster))
+    return out
+
+
+def clusters_finding(brokers: Sequence[BrokerInput]) -> dict[str, Any] | None:
+    """SEVERAL_CLUSTERS (said once) when the census's brokers belong to more than one cluster."""
+    keys: dict[str, list[str]] = {}
+    for b in brokers:
+        keys.setdefault(b.cluster, []).append(b.broker)
+    if len(keys) < 2:
+        return None
+    listing = "; ".join(
+        f"{key or 'no cluster id'}: {', '.join(sorted(set(names)))}" for key, names in sorted(keys.items())
+    )
+    shared = sorted({b.cluster_id or "" for b in brokers if b.cluster != (b.cluster_id or "")})
+    note = (
+        f". Cluster id {', '.join(shared)} is shared by brokers with the same node id (cluster ids are not "
+        "unique: many docker-compose setups format every cluster with MkU3OEVBNTcwNTJENDM2Qk), so they are "
+        "brokers of different clusters; each of them is taken as a cluster of its own"
+        if shared
+        else ""
+    )
+    f = catalog.make("SEVERAL_CLUSTERS", "", clusters=len(keys), listing=listing, shared=note)
+    return {
+        "broker": None,
+        "log_dir": None,
+        "code": f.code,
+        "severity": f.severity.label,
+        "path": "",
+        "position": None,
+        "offset": None,
+        "message": f.message,
+        "fix": f.fix,
+        "fix_command": "",
+    }
 
 
 REMOTE_LOG_DIRS = (
@@ -119,8 +211,17 @@ def scan_broker(broker: BrokerInput, now_ms: int, config_inputs: Any = None) -> 
     from logdoctor.checks.inventory import BrokerIdentity, broker_rows
 
     options = ScanOptions(Depth.DEFAULT, now_ms, config_inputs=config_inputs)
-    res = broker_rows(list(broker.log_dirs), options, BrokerIdentity(broker.broker, broker.broker_id, None))
+    res = broker_rows(
+        list(broker.log_dirs), options, BrokerIdentity(broker.broker, broker.broker_id, broker.cluster_id)
+    )
+    for r in res["replicas"]:
+        r["cluster"] = broker.cluster
     return {k: res[k] for k in ("replicas", "findings", "log_dirs", "bytes_read")}
+
+
+def _pkey(r: dict[str, Any]) -> tuple[str, str, int]:
+    """A partition of one cluster: replicas of two clusters are never compared."""
+    return (r.get("cluster") or "", r["topic"], r["partition"])
 
 
 def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -132,9 +233,9 @@ def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     cannot be in the ISR.
     """
     live = [dict(r) for r in rows if r["kind"] == "log"]
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in live:
-        groups.setdefault((r["topic"], r["partition"]), []).append(r)
+        groups.setdefault(_pkey(r), []).append(r)
     for reps in groups.values():
         leo = max((r["log_end_offset"] for r in reps if r["log_end_offset"] is not None), default=None)
         most = max((r["bytes"] or 0 for r in reps), default=0)
@@ -150,16 +251,18 @@ def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             r["below_high_watermark"] = bool(
                 hw is not None and r["log_end_offset"] is not None and r["log_end_offset"] < hw
             )
-    live.sort(key=lambda r: (r["topic"], r["partition"], r["broker"], r["log_dir"]))
+    live.sort(key=lambda r: (r["topic"], r["partition"], r.get("cluster") or "", r["broker"], r["log_dir"]))
     return live
 
 
 def partition_rows(replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in replicas:
-        groups.setdefault((r["topic"], r["partition"]), []).append(r)
+        groups.setdefault(_pkey(r), []).append(r)
     out = []
-    for (topic, partition), reps in sorted(groups.items()):
+    for (cluster, topic, partition), reps in sorted(
+        groups.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])
+    ):
         worst = max(reps, key=lambda r: (r["lag_offsets"] or 0, r["lag_bytes"]))
         lagging = (worst["lag_offsets"] or 0) > 0
 
@@ -170,6 +273,7 @@ def partition_rows(replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
             {
                 "topic": topic,
                 "partition": partition,
+                "cluster": cluster,
                 "replicas": len(reps),
                 "brokers": sorted(r["broker"] for r in reps),
                 "max_log_end_offset": max(vals("log_end_offset"), default=None),
@@ -228,9 +332,9 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
     Codes (catalog scope "fleet"): REPLICA_LAG, LOG_DIR_NEARLY_FULL.
     """
     out: list[dict[str, Any]] = []
-    leaders: dict[tuple[str, int], dict[str, Any]] = {}
+    leaders: dict[tuple[str, str, int], dict[str, Any]] = {}
     for r in replicas:
-        key = (r["topic"], r["partition"])
+        key = _pkey(r)
         best = leaders.get(key)
         if r["log_end_offset"] is not None and (
             best is None or r["log_end_offset"] > (best["log_end_offset"] or -1)
@@ -238,9 +342,9 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
             leaders[key] = r
     for r in replicas:
         lag = r.get("lag_offsets")
-        if not lag or lag <= 0:
-            continue
-        src = leaders[(r["topic"], r["partition"])]
+        if not lag or lag <= 0 or r["topic"] == METADATA_TOPIC:
+            continue  # the metadata log: a Raft voter or observer fetches and truncates it itself
+        src = leaders[_pkey(r)]
         hw = r.get("partition_high_watermark")
         state = (
             f"below the partition's high watermark {hw}, so it is out of the ISR"
@@ -326,6 +430,9 @@ def fix_command(finding: dict[str, Any], brokers: Sequence[BrokerInput]) -> str:
         REPAIRABLE = ()
     dirs = next((b.log_dirs for b in brokers if b.broker == finding["broker"]), ())
     target = " ".join(dirs) if dirs else (finding.get("log_dir") or finding["path"])
+    consent = re.search(r"`(logdoctor repair [^`]*--allow-metadata-loss)`", finding.get("fix") or "")
+    if consent is not None:  # the last voter's metadata log: the repair that says what it loses
+        return consent.group(1)
     procedure = re.search(r"`(logdoctor (?:move-partition|sync-replica) [^`]*)`", finding.get("fix") or "")
     if procedure is not None and finding["code"] not in REPAIRABLE:
         return procedure.group(1)  # the operator procedure the finding's fix names (e.g. REPLICA_MISPLACED)

@@ -7,11 +7,13 @@ replicas comes to the driver: the per-partition join, the lag of each replica, t
 the executors and written by Spark; the driver collects the log dirs (a few per broker), the counts, and
 the first rows of each table for the summary and the report (at most :data:`COLLECT_LIMIT` each).
 
-Replicas are matched by broker (``broker-<id>`` from meta.properties) and topic id: when the replicas of
-one topic name carry different topic ids (``partition.metadata``), the topic was deleted and created
-again, and each id is a topic of its own (``TOPIC_RECREATED``); lag is only computed between replicas of
-one id. The rules are those of :func:`logdoctor.spark.census_rules.replica_lag`, ``partition_rows``,
-``log_dir_rows`` and ``fleet_findings`` (the Python versions the tests compare with).
+Replicas are matched within a cluster (the ``cluster`` key of
+:func:`logdoctor.spark.census_rules.name_brokers`: brokers are their cluster id and node id, and replicas
+of two clusters are never compared) and by topic id: when the replicas of one topic name carry different
+topic ids (``partition.metadata``), the topic was deleted and created again, and each id is a topic of
+its own (``TOPIC_RECREATED``); lag is only computed between replicas of one id. The rules are those of
+:func:`logdoctor.spark.census_rules.replica_lag`, ``partition_rows``, ``log_dir_rows`` and
+``fleet_findings`` (the Python versions the tests compare with).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from logdoctor.logdir.names import METADATA_TOPIC
 from logdoctor.spark.census_inputs import FINDING_DDL, ddl_names
 
 #: rows of each table the driver keeps for the summary, the terminal and the HTML report
@@ -33,13 +36,13 @@ def _names(text: str) -> list[str]:
 REPLICA_COLUMNS = _names(
     "broker, broker_id, log_dir, topic, partition, kind, path, log_start_offset, log_end_offset, "
     "high_watermark, recovery_point, segments, bytes, findings, max_log_end_offset, replica_count, "
-    "lag_offsets, lag_bytes, partition_high_watermark, below_high_watermark, topic_id, "
+    "lag_offsets, lag_bytes, partition_high_watermark, below_high_watermark, topic_id, cluster, "
     "local_log_start_offset, remote_storage_enabled"
 )
 PARTITION_COLUMNS = _names(
     "topic, partition, replicas, brokers, max_log_end_offset, min_log_end_offset, min_log_start_offset, "
     "max_log_start_offset, high_watermark, bytes, lagging_broker, lagging_log_dir, max_lag_offsets, "
-    "max_lag_bytes, topic_id, min_local_log_start_offset, max_local_log_start_offset, tiered_replicas"
+    "max_lag_bytes, topic_id, cluster, min_local_log_start_offset, max_local_log_start_offset, tiered_replicas"
 )
 LOG_DIR_COLUMNS = _names(
     "broker, broker_id, log_dir, real_path, mode, cluster_id, partitions, locked, clean_shutdown, "
@@ -69,7 +72,9 @@ def _topic_keys(F: Any, Window: Any, live: Any) -> Any:
     A window over each topic's replicas, not an aggregation joined back: the shuffle by topic that it
     needs also satisfies the window of :func:`replica_table` (a partition's replicas are a topic's), so
     the replicas are read and shuffled once, and only sorted again."""
-    ids = F.size(F.collect_set("topic_id").over(Window.partitionBy("topic")))  # a set holds no null
+    ids = F.size(
+        F.collect_set("topic_id").over(Window.partitionBy("cluster", "topic"))
+    )  # a set holds no null
     return live.withColumn(
         "topic_key", F.when(ids > 1, F.coalesce(F.col("topic_id"), F.lit(""))).otherwise(F.lit(""))
     )
@@ -79,14 +84,14 @@ def _partition_window(Window: Any) -> tuple[Any, Any]:
     """The window of a partition's replicas (per topic id of a recreated topic), ordered by broker and log
     dir: ``frame`` spans the whole partition (its aggregates are the partition's), ``ordered`` numbers
     the replicas. Both share one sort, so every window function of the census runs after one shuffle."""
-    keys = ("topic", "topic_key", "partition")
+    keys = ("cluster", "topic", "topic_key", "partition")  # a partition of one cluster
     ordered = Window.partitionBy(*keys).orderBy("broker", "log_dir")
     frame = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
     return frame, ordered
 
 
 #: the sort the window leaves each shuffle partition in (and the written tables keep)
-_WINDOW_ORDER = ("topic", "topic_key", "partition", "broker", "log_dir")
+_WINDOW_ORDER = ("cluster", "topic", "topic_key", "partition", "broker", "log_dir")
 
 
 def replica_table(replicas: Any) -> Any:
@@ -177,6 +182,7 @@ def partition_table(replicas: Any) -> Any:
         F.col("p_worst.lag").alias("max_lag_offsets"),
         F.when(lagging, F.col("p_worst.lag_bytes")).otherwise(F.lit(0).cast("bigint")).alias("max_lag_bytes"),
         F.col("p_topic_id").alias("topic_id"),
+        "cluster",
         F.col("p_min_local_log_start_offset").alias("min_local_log_start_offset"),
         F.col("p_max_local_log_start_offset").alias("max_local_log_start_offset"),
         F.col("p_tiered_replicas").alias("tiered_replicas"),
@@ -239,7 +245,10 @@ def lag_findings(spark: Any, replicas: Any) -> Any:
     the most advanced replica is :func:`replica_table`'s ``leader_*`` columns)."""
     from pyspark.sql import functions as F
 
-    rows = replicas.where(F.col("lag_offsets") > 0).rdd.map(lambda r: _lag_finding(r.asDict()))
+    # the metadata log has no REPLICA_LAG: a Raft voter or observer fetches it from the leader and truncates
+    # it itself (K:raft/.../KafkaRaftClient.java), and sync-replica refuses it
+    lagging = replicas.where((F.col("lag_offsets") > 0) & (F.col("topic") != METADATA_TOPIC))
+    rows = lagging.rdd.map(lambda r: _lag_finding(r.asDict()))
     return spark.createDataFrame(rows, FINDING_OUT_DDL)
 
 
@@ -265,7 +274,7 @@ def recreated_findings(spark: Any, replicas: Any) -> Any:
     from pyspark.sql import functions as F
 
     rec = replicas.where(F.col("topic_key") != "")
-    per_id = rec.groupBy("topic", "topic_id").agg(
+    per_id = rec.groupBy("cluster", "topic", "topic_id").agg(
         F.sort_array(F.collect_set("broker")).alias("brokers"),
         F.min(F.struct("broker", "log_dir", "path")).alias("first"),
     )
@@ -273,12 +282,12 @@ def recreated_findings(spark: Any, replicas: Any) -> Any:
         "group",
         F.concat(F.coalesce("topic_id", F.lit("(none)")), F.lit(" on "), F.array_join("brokers", ", ")),
     )
-    per_topic = described.groupBy("topic").agg(
+    per_topic = described.groupBy("cluster", "topic").agg(
         F.count(F.lit(1)).alias("ids"),
         F.array_join(F.sort_array(F.collect_list("group")), "; ").alias("groups"),
     )
     rows = (
-        described.join(per_topic, "topic")
+        described.join(per_topic, ["cluster", "topic"])
         .select(
             "topic",
             "ids",
@@ -338,9 +347,14 @@ def full_disk_findings(spark: Any, log_dirs: list[dict[str, Any]], replicas: Any
 
 
 def census_frames(
-    spark: Any, replicas_in: Any, log_dirs_in: Any, findings_in: Any
+    spark: Any,
+    replicas_in: Any,
+    log_dirs_in: Any,
+    findings_in: Any,
+    extra: Sequence[dict[str, Any]] = (),
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
-    """The four census tables as DataFrames, and the (collected) log dirs."""
+    """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
+    made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS."""
     from pyspark.sql import functions as F
 
     replicas = replica_table(replicas_in).persist()
@@ -356,7 +370,7 @@ def census_frames(
         broker_dirs.setdefault(d["broker"], []).append(d["log_dir"])
     for v in broker_dirs.values():
         v.sort()
-    full = full_disk_findings(spark, log_dirs, replicas)
+    full = [*full_disk_findings(spark, log_dirs, replicas), *extra]
     findings = (
         scan_findings(spark, findings_in, broker_dirs)
         .unionByName(lag_findings(spark, replicas))
@@ -376,7 +390,7 @@ def census_frames(
     frames = CensusFrames(
         # in the order the window left them (Spark drops these sorts as redundant): no sort of the replicas
         replicas.sortWithinPartitions(*_WINDOW_ORDER).select(*REPLICA_COLUMNS),
-        partitions.sortWithinPartitions(*_WINDOW_ORDER[:3]).select(*PARTITION_COLUMNS),
+        partitions.sortWithinPartitions(*_WINDOW_ORDER[:4]).select(*PARTITION_COLUMNS),
         log_dirs_df,  # made from the collected rows, in their order
         findings.orderBy("severity_rank", F.coalesce("broker", F.lit("")), "path", "code").select(
             *FINDING_COLUMNS
