@@ -180,12 +180,28 @@ class LogdoctorCommand(TyperCommand):
 
 
 class LogdoctorGroup(TyperGroup):
-    """The ``logdoctor`` group: no command prints the help on stderr and exits 64; help without types."""
+    """The ``logdoctor`` group: no command prints the help on stderr and exits 64, as does an unknown
+    command (with its usage error); help without types."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            import contextlib
+
+            # typer's rich help prints itself on stdout: a call without a command is a bad call, so the
+            # help it gets goes where errors go (README "Commands")
+            with contextlib.redirect_stdout(sys.stderr):
+                typer.echo(ctx.get_help(), err=True, nl=False)
+            raise typer.Exit(EX_USAGE)
         try:
             return super().parse_args(ctx, args)
         except Exception as e:
+            _usage_exit(e)
+            raise
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as e:  # "No such command": click says 2, a bad call here is 64
             _usage_exit(e)
             raise
 

@@ -51,7 +51,7 @@ from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, resume, 
 from logdoctor.repair.journal import JournalError
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.planner import REPAIRABLE, PlanUsageError, parse_only, plan_repair
-from logdoctor.repair.safety import BackupLocationError, UnsafePathError
+from logdoctor.repair.safety import BackupLocationError, UnsafePathError, refuse_if_locked
 
 
 def _depth(plan: Plan) -> Depth:
@@ -190,15 +190,21 @@ def repair_command(
                 plan, _ = load_journal(journal)
                 depth = plan.depth
                 targeted = {(c, p) for a in plan.actions for c in a.codes for p in a.finding_paths}
-                # a resumed run answers for what its plan targeted (the journal may be another
-                # procedure's, whose log dirs have findings of their own)
-                after = [f for f in _post_scan(plan).findings if (f.code, f.path) in targeted]
+                after = _post_scan(plan).findings
+                if not targeted:
+                    # another procedure's journal (move-partition, sync-replica: actions without finding
+                    # codes): it answers for what it did, not for the log dirs' other findings
+                    after = []
+                # a repair's journal: the exit code and what is left are those of the same repair run
+                # straight through (the scan at the plan's depth after it)
                 extra["remaining"] = _remaining(after, plan, targeted)
                 scan_code = _code_of(extra["remaining"], exit_code(after))
             raise typer.Exit(_finish(console, result, json_out, extra, scan_code, depth, verbose))
         assert log_dirs is not None
         codes = parse_only(only)
         require_log_dirs(log_dirs)
+        if do_apply:  # a broker holding a lock refuses --apply (75) before planning, whatever the plan
+            refuse_if_locked([str(d) for d in log_dirs])
         plan, report = plan_repair(
             [str(d) for d in log_dirs],
             only=codes,
