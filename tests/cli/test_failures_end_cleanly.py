@@ -93,3 +93,96 @@ def test_a_resumed_repair_exits_as_the_same_repair_run_straight_through(tmp_path
     resumed = logdoctor("repair", "--resume", tmp_path / "b2" / "journal.jsonl", "--apply")
     assert resumed.returncode == ref.returncode, resumed.stdout + resumed.stderr
     assert "still found: WARNING UNCLEAN_SHUTDOWN" in " ".join(resumed.stdout.split())
+
+
+# --- text output: full width off a terminal, control characters escaped --------------------------------
+
+
+def _no_columns() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    return env
+
+
+def test_text_redirected_to_a_file_is_not_cut_at_80_columns(tmp_path: Path) -> None:
+    """`retention ... > ticket.txt`: every segment row keeps its whole name and both timestamps, and
+    each finding's fix command stays on one line (rich cut and wrapped at 80 columns off a terminal)."""
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    log_dir, _ = generate_log_dir(
+        tmp_path / "fleet",
+        [TopicSpec("orders-with-a-rather-long-topic-name-as-fleets-have", records_per_partition=300,
+                   segment_bytes=4096)],
+    )
+    ticket = tmp_path / "ticket.txt"
+    with ticket.open("w") as f:
+        done = subprocess.run(
+            [sys.executable, "-c", ENTRY, "retention", str(log_dir), "--now", "2100-01-01"],
+            stdout=f,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_no_columns(),
+        )
+    assert done.returncode in (ExitCode.OK, ExitCode.WARNINGS, ExitCode.ERRORS), done.stderr
+    text = ticket.read_text()
+    segments = sorted(p.name[:-4] for p in log_dir.glob("orders-*/*.log"))
+    assert len(segments) > 3
+    rows = [ln for ln in text.splitlines() if any(s in ln for s in segments)]
+    for seg in segments:
+        row = next(ln for ln in rows if seg in ln)
+        assert len(__import__("re").findall(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", row)) == 2, row
+    assert max(len(ln) for ln in text.splitlines()) > 80  # nothing folded to the old 80 columns
+    title = next(ln for ln in text.splitlines() if ln.startswith("orders-with-a-rather-long"))
+    assert "high watermark" in title  # the partition's whole description on its one line
+
+
+HOSTILE = "ord\x1b[2J\x1b]0;pwned\x1b\\ers"  # clear screen, set the window title
+
+
+def _hostile_log_dir(tmp_path: Path) -> Path:
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", [TopicSpec("orders", records_per_partition=5)])
+    (log_dir / "orders-0").rename(log_dir / f"{HOSTILE}-0")
+    return log_dir
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["scan", "{d}"],
+        ["scan", "--deep", "{d}"],
+        ["retention", "{d}", "--all"],
+        ["repair", "{d}"],
+        ["dump", "{d}/" + HOSTILE + "-0/00000000000000000000.log"],
+        ["dump", "{d}/" + HOSTILE + "-0/00000000000000000000.index", "{d}/" + HOSTILE + "-0/nope.log"],
+    ],
+    ids=["scan", "scan-deep", "retention", "repair-plan", "dump", "dump-error-line"],
+)
+def test_control_characters_in_folder_names_are_escaped(tmp_path: Path, argv: list[str]) -> None:
+    """A topic folder whose name holds ESC sequences: no ESC (nor any other control character but the
+    newline) reaches stdout or stderr, and the name is shown escaped, where it was written raw."""
+    log_dir = _hostile_log_dir(tmp_path)
+    out = logdoctor(*[a.format(d=log_dir) for a in argv], env={"TERM": "xterm", "NO_COLOR": "1"})
+    both = out.stdout + out.stderr
+    assert out.returncode not in (ExitCode.SOFTWARE,), both
+    assert HOSTILE.replace("\x1b", "\\x1b") in both, both
+    bad = sorted({hex(ord(c)) for c in both if (ord(c) < 32 and c != "\n") or 0x7F <= ord(c) <= 0x9F})
+    assert bad == [], both
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("orders-0", "orders-0"),
+        ("a\x1b[31mb", "a\\x1b[31mb"),
+        ("tab\there", "tab\\there"),
+        ("cr\rlf\n", "cr\\rlf\\n"),
+        ("del\x7f c1\x9b", "del\\x7f c1\\x9b"),
+        ("bytes\udcff\udc80", "bytes\\xff\\x80"),  # os.fsdecode of a name's undecodable bytes
+        ("ünïcode-0", "ünïcode-0"),
+    ],
+)
+def test_printable_escapes_control_characters_only(text: str, shown: str) -> None:
+    from logdoctor.cli.output import printable
+
+    assert printable(text) == shown

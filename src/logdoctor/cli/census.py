@@ -32,6 +32,7 @@ from logdoctor.cli.common import (
     spark_progress,
     usage_error,
 )
+from logdoctor.cli.output import text_console
 from logdoctor.cli.topic_options import (
     NowOption,
     ServerPropertiesOption,
@@ -248,8 +249,8 @@ def census_command(
         out,
         master,
         json_out,
-        Console(),
-        Console(stderr=True),
+        text_console(),
+        text_console(stderr=True),
         html_out=html_out,
         now_ms=parse_now(now),
         verbose=verbose,

@@ -218,8 +218,10 @@ UsageExit64 = LogdoctorCommand  # the old name
 
 
 def fail(line: str, code: int) -> NoReturn:
-    """Print one line on stderr and exit with ``code``."""
-    typer.echo(line, err=True)
+    """Print one line on stderr (control characters of the names in it escaped) and exit with ``code``."""
+    from logdoctor.cli.output import printable
+
+    typer.echo(printable(line, keep_newlines=True), err=True)
     raise typer.Exit(code)
 
 

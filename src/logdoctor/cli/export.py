@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from logdoctor.cli.app import app
@@ -29,6 +28,7 @@ from logdoctor.cli.common import (
     spark_progress,
     usage_error,
 )
+from logdoctor.cli.output import text_console
 
 
 def _human(n: int) -> str:
@@ -106,8 +106,8 @@ def export_command(
     from logdoctor.spark.planning import PlanningError
     from logdoctor.spark.session import SparkUnavailableError, get_spark, parse_conf
 
-    err = Console(stderr=True)
-    console = Console()
+    err = text_console(stderr=True)
+    console = text_console()
     try:
         confs = parse_conf(conf)
     except ValueError as exc:

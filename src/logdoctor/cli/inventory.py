@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from logdoctor.checks.context import Depth
 from logdoctor.cli.app import app
@@ -27,6 +26,7 @@ from logdoctor.cli.common import (
     tool_failure,
     usage_error,
 )
+from logdoctor.cli.output import text_console
 from logdoctor.cli.topic_options import (
     NowOption,
     ServerPropertiesOption,
@@ -81,7 +81,7 @@ def inventory_command(
     running = (
         "running (its .lock is held; nothing was locked or written)" if inv.broker_running else "stopped"
     )
-    Console(stderr=True).print(
+    text_console(stderr=True).print(
         f"inventory of {inv.broker}: {inv.count('log_dir')} log dirs, {inv.count('replica')} replicas, "
         f"{inv.count('finding')} findings ({depth}); broker {running}; {inv.elapsed_s:.2f} s -> {written}"
     )

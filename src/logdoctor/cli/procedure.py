@@ -22,6 +22,7 @@ from logdoctor.cli.common import (
     require_input_file,
     run_errors,
 )
+from logdoctor.cli.output import text_console
 from logdoctor.logdir.disk import DiskUsage, disk_usage
 from logdoctor.repair.apply import RefusedError, RunResult
 from logdoctor.repair.journal import JournalError
@@ -98,7 +99,7 @@ def run_procedure(
     rollback_journal: Path | None,
 ) -> None:
     """Plan, apply, resume or roll back; maps every refusal to its exit code (nothing written)."""
-    console = Console()
+    console = text_console()
     with run_errors(
         name,
         usage=(ProcedureUsageError, BackupLocationError, JournalError),

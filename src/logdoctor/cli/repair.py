@@ -46,6 +46,7 @@ from logdoctor.cli.common import (
     run_errors,
     usage_error,
 )
+from logdoctor.cli.output import text_console
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, resume, rollback
 from logdoctor.repair.journal import JournalError
@@ -165,7 +166,7 @@ def repair_command(
     ] = False,
 ) -> None:
     """Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions."""
-    console = Console()
+    console = text_console()
     modes = sum(x is not None and x is not False for x in (resume_journal, rollback_journal)) + (
         1 if log_dirs else 0
     )
