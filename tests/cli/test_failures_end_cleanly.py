@@ -110,8 +110,13 @@ def test_text_redirected_to_a_file_is_not_cut_at_80_columns(tmp_path: Path) -> N
 
     log_dir, _ = generate_log_dir(
         tmp_path / "fleet",
-        [TopicSpec("orders-with-a-rather-long-topic-name-as-fleets-have", records_per_partition=300,
-                   segment_bytes=4096)],
+        [
+            TopicSpec(
+                "orders-with-a-rather-long-topic-name-as-fleets-have",
+                records_per_partition=300,
+                segment_bytes=4096,
+            )
+        ],
     )
     ticket = tmp_path / "ticket.txt"
     with ticket.open("w") as f:
@@ -186,3 +191,124 @@ def test_printable_escapes_control_characters_only(text: str, shown: str) -> Non
     from logdoctor.cli.output import printable
 
     assert printable(text) == shown
+
+
+# --- Ctrl-C ----------------------------------------------------------------------------------------------
+
+
+def _tree(root: Path) -> dict[str, bytes | None]:
+    """Every file (contents) and folder (None) under ``root``, by relative path."""
+    out: dict[str, bytes | None] = {}
+    for dirpath, dirs, files in os.walk(root):
+        for d in dirs:
+            out[os.path.relpath(os.path.join(dirpath, d), root)] = None
+        for f in files:
+            out[os.path.relpath(os.path.join(dirpath, f), root)] = Path(dirpath, f).read_bytes()
+    return out
+
+
+def _interrupt_when(argv: list[object], ready, *, timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    """Run ``logdoctor ARGV`` in its own session and press Ctrl-C (SIGINT to its whole process group, as a
+    terminal does) as soon as ``ready()`` holds; the finished process."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, *map(str, argv)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout
+    try:
+        while not ready():
+            assert proc.poll() is None, "finished before the moment to interrupt it"
+            assert time.monotonic() < deadline, "never reached the moment to interrupt it"
+            time.sleep(0.005)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _indexes_missing(root: Path) -> Path:
+    """A log dir of 200 partitions whose offset indexes are missing: 200 repair steps, some seconds."""
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    log_dir, _ = generate_log_dir(
+        root / "fleet", [TopicSpec("orders", partitions=200, records_per_partition=20)]
+    )
+    for index in log_dir.glob("orders-*/*.index"):
+        index.unlink()
+    return log_dir
+
+
+def _run_printed(command: str) -> subprocess.CompletedProcess[str]:
+    """A command exactly as printed, run by a shell that finds this environment's `logdoctor`."""
+    bin_dir = str(Path(sys.executable).parent)
+    env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    return subprocess.run(["bash", "-c", command], capture_output=True, text=True, env=env, timeout=300)
+
+
+@pytest.mark.parametrize("finish", ["--resume", "--rollback"])
+def test_ctrl_c_during_repair_apply_says_where_the_journal_is(tmp_path: Path, finish: str) -> None:
+    """A real SIGINT while `repair --apply` writes (its journal has begun a step): one line on stderr
+    naming the journal and the --resume/--rollback commands, exit 130; the printed command, run as
+    printed, finishes the repair (a clean scan) or undoes it (the tree byte for byte as before)."""
+    import re
+
+    log_dir = _indexes_missing(tmp_path)
+    before = _tree(log_dir)
+    backup = tmp_path / "backup"
+    journal = backup / "journal.jsonl"
+
+    def writing() -> bool:
+        return journal.exists() and b'"t":"begin"' in journal.read_bytes()
+
+    out = _interrupt_when(["repair", "--apply", log_dir, "--backup-dir", backup], writing)
+    assert out.returncode == ExitCode.INTERRUPTED, out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("interrupted: logdoctor repair --apply stopped with "), (
+        lines
+    )
+    assert f"journal: {journal}" in lines[0]
+    commands = {flag: cmd for cmd, flag in re.findall(r"`(logdoctor repair (--\w+) \S+ --apply)`", lines[0])}
+    assert set(commands) == {"--resume", "--rollback"}, lines[0]
+    assert "Traceback" not in out.stderr
+
+    done = _run_printed(commands[finish])
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    if finish == "--rollback":
+        assert _tree(log_dir) == before  # as it was: every file, no .lock left behind
+    else:
+        assert logdoctor("scan", log_dir).returncode == ExitCode.OK
+        assert all(p.with_suffix(".index").exists() for p in log_dir.glob("orders-*/*.log"))
+
+
+def test_ctrl_c_before_a_repair_writes_says_nothing_was_written(tmp_path: Path) -> None:
+    """A SIGINT early in `repair --apply` (starting, scanning or planning: no journal yet): one line
+    saying nothing was written, exit 130, the log dir as it was (no .lock, no backup dir left)."""
+    import time
+
+    log_dir = _indexes_missing(tmp_path)
+    before = _tree(log_dir)
+    backup = tmp_path / "backup"
+    start = time.monotonic()
+    out = _interrupt_when(
+        ["repair", "--apply", log_dir, "--backup-dir", backup, "-j", "1"],
+        lambda: time.monotonic() - start > 0.8,
+    )
+    assert not (backup / "journal.jsonl").exists(), "interrupted too late for this test"
+    assert out.returncode == ExitCode.INTERRUPTED, out.stderr
+    assert out.stderr in (
+        "interrupted: logdoctor repair was stopped before it wrote anything\n",
+        "interrupted: logdoctor repair --apply stopped before its first change: nothing in the log dirs "
+        "was changed (plan again to run it)\n",
+        "interrupted: logdoctor was stopped before it started\n",
+    ), out.stderr
+    assert _tree(log_dir) == before
+    assert not backup.exists()  # nothing staged left behind: the same --backup-dir can be used again

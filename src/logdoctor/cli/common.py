@@ -103,6 +103,7 @@ class ExitCode(enum.IntEnum):
     LOCKED = 75  # EX_TEMPFAIL: a broker holds a log dir's lock: stop it and try again
     NO_PERMISSION = 77  # EX_NOPERM: a file cannot be read
     REFUSED = 78  # EX_CONFIG: refused, the log dirs' state does not allow it (the message says why)
+    INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it: Ctrl-C (one line says what it left)
 
     @property
     def meaning(self) -> str:
@@ -126,6 +127,8 @@ _MEANING = {
     ExitCode.NO_PERMISSION: "a file cannot be read (permission denied)",
     ExitCode.REFUSED: "refused (nothing written): the log dirs' state does not allow it (the message says "
     "why)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C): one line says what was stopped and, for a run that writes, "
+    "its journal and the commands that finish or undo it",
 }
 
 # the sysexits-style names the commands use (aliases of ExitCode members)
@@ -197,6 +200,15 @@ class LogdoctorGroup(TyperGroup):
         except Exception as e:
             _usage_exit(e)
             raise
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # Ctrl-C where no command said more (cli.interrupts)
+            from logdoctor.cli.interrupts import interrupted
+
+            name = ctx.invoked_subcommand or ""
+            interrupted(f"logdoctor {name}".rstrip() + " was stopped by Ctrl-C")
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:

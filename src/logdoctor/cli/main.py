@@ -18,13 +18,17 @@ def _register() -> None:
 
 
 def main() -> None:
-    from logdoctor.cli import registry
+    try:
+        from logdoctor.cli import registry
 
-    entry = registry.find(sys.argv[1] if len(sys.argv) > 1 else None)
-    if entry is not None:
-        registry.load(entry)
-    else:
-        registry.add_summaries()
+        entry = registry.find(sys.argv[1] if len(sys.argv) > 1 else None)
+        if entry is not None:
+            registry.load(entry)
+        else:
+            registry.add_summaries()
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules load (a command's own: cli.interrupts)
+        sys.stderr.write("interrupted: logdoctor was stopped before it started\n")
+        raise SystemExit(130) from None
     app()
 
 

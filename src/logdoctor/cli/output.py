@@ -78,4 +78,3 @@ def escape_console(con: Console) -> Console:
 def text_console(*, stderr: bool = False, file: IO[str] | None = None, **options: Any) -> Console:
     """The console of a command's text output (``stderr`` for messages beside data on stdout)."""
     return escape_console(Console(stderr=stderr, file=file, **options))
-

@@ -17,6 +17,7 @@ broker holds a log dir's lock, 78 refused for the state of the log dirs.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -46,10 +47,11 @@ from logdoctor.cli.common import (
     run_errors,
     usage_error,
 )
+from logdoctor.cli.interrupts import run_interrupts
 from logdoctor.cli.output import text_console
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, resume, rollback
-from logdoctor.repair.journal import JournalError
+from logdoctor.repair.journal import JOURNAL_NAME, JournalError
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.planner import REPAIRABLE, PlanUsageError, parse_only, plan_repair
 from logdoctor.repair.safety import BackupLocationError, UnsafePathError, refuse_if_locked
@@ -172,15 +174,19 @@ def repair_command(
     )
     if modes != 1:
         usage_error("give LOGDIR... or --resume JOURNAL or --rollback JOURNAL (one of them)")
-    with run_errors(
-        "repair",
-        usage=(PlanUsageError, BackupLocationError, JournalError),
-        refusals=(RefusedError, UnsafePathError),
+    with (
+        run_errors(
+            "repair",
+            usage=(PlanUsageError, BackupLocationError, JournalError),
+            refusals=(RefusedError, UnsafePathError),
+        ),
+        run_interrupts("repair") as interrupts,
     ):
         if resume_journal is not None or rollback_journal is not None:
             journal = resume_journal or rollback_journal
             assert journal is not None
             require_input_file(journal, "journal")
+            interrupts.writing("--resume" if resume_journal is not None else "--rollback", journal)
             result = resume(journal) if resume_journal is not None else rollback(journal)
             extra: dict[str, Any] = {}
             scan_code = 0
@@ -244,6 +250,7 @@ def repair_command(
             and f.path not in skipped
             and any(f.path in a.finding_paths and f.code in a.codes for a in plan.actions)
         }
+        interrupts.writing("--apply", os.path.join(plan.backup_dir, JOURNAL_NAME))
         result = apply_plan(plan)
         extra = {"plan": plan.to_json()}
         scan_code = 0
