@@ -312,3 +312,103 @@ def test_ctrl_c_before_a_repair_writes_says_nothing_was_written(tmp_path: Path) 
     ), out.stderr
     assert _tree(log_dir) == before
     assert not backup.exists()  # nothing staged left behind: the same --backup-dir can be used again
+
+
+# --- outputs and file systems ------------------------------------------------------------------------------
+
+
+def _can_mount() -> bool:
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-m", "mount", "--bind", "/", "/mnt"], capture_output=True)
+    return probe.returncode == 0
+
+
+read_only = pytest.mark.skipif(
+    not _can_mount(), reason="needs root and mount namespaces (unshare -m) to make a read-only file system"
+)
+
+
+def _on_read_only(folder: Path, *argv: object) -> subprocess.CompletedProcess[str]:
+    """``logdoctor ARGV`` with ``folder`` a read-only bind mount in a private mount namespace (nothing
+    outside the command sees it)."""
+    import shlex
+
+    cmd = " ".join(shlex.quote(str(a)) for a in [sys.executable, "-c", ENTRY, *argv])
+    script = (
+        f"mount --bind {shlex.quote(str(folder))} {shlex.quote(str(folder))} && "
+        f"mount -o remount,ro,bind {shlex.quote(str(folder))} && exec {cmd}"
+    )
+    return subprocess.run(
+        ["unshare", "-m", "bash", "-c", script], capture_output=True, text=True, timeout=300
+    )
+
+
+@read_only
+def test_repair_on_a_read_only_file_system_is_one_line(tmp_path: Path) -> None:
+    log_dir = _indexes_missing(tmp_path)
+    before = _tree(log_dir)
+    out = _on_read_only(tmp_path, "repair", "--apply", log_dir)
+    assert out.returncode == ExitCode.CANT_CREATE, out.stderr  # was 70 with a raw OSError
+    assert out.stderr.splitlines() == [f"refused (nothing written): {log_dir}/.lock: Read-only file system"]
+    assert _tree(log_dir) == before
+
+
+@read_only
+def test_inventory_to_a_read_only_file_system_is_one_line(tmp_path: Path) -> None:
+    log_dir = clean_log_dir(tmp_path / "in")
+    (tmp_path / "ro").mkdir()
+    out_file = tmp_path / "ro" / "broker-0.parquet"
+    out = _on_read_only(tmp_path / "ro", "inventory", log_dir, "--out", out_file)
+    assert out.returncode == ExitCode.CANT_CREATE, out.stderr
+    assert out.stderr.splitlines() == [f"error: inventory not written to {out_file}: Read-only file system"]
+
+
+def test_inventory_out_an_existing_folder_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
+    log_dir = clean_log_dir(tmp_path / "in")
+    folder = tmp_path / "inventories"
+    folder.mkdir()
+    out = logdoctor("inventory", log_dir, "--out", folder)
+    assert out.returncode == ExitCode.CANT_CREATE, out.stderr  # was 70, IsADirectoryError
+    assert out.stderr.startswith(
+        f"refused (nothing written): {folder} is a folder: --out names the inventory"
+    )
+    assert list(folder.iterdir()) == [] and sorted(p.name for p in tmp_path.iterdir()) == [
+        "in",
+        "inventories",
+    ]
+
+
+def test_inventory_out_an_unrelated_file_is_refused_an_inventory_is_replaced(tmp_path: Path) -> None:
+    log_dir = clean_log_dir(tmp_path / "in")
+    notes = tmp_path / "notes.txt"
+    notes.write_text("the on-call notes\n")
+    out = logdoctor("inventory", log_dir, "--out", notes)
+    assert out.returncode == ExitCode.CANT_CREATE, out.stderr  # it was silently overwritten
+    assert "exists and is not an inventory" in out.stderr
+    assert notes.read_text() == "the on-call notes\n"
+    # the same broker's inventory written again (a nightly job): replaced, Parquet and JSON Lines alike
+    from logdoctor.checks.inventory import read_inventory_rows
+
+    for name, extra in (("b.parquet", []), ("b.jsonl", ["--json"])):
+        inv = tmp_path / name
+        for _ in range(2):
+            done = logdoctor("inventory", log_dir, "--out", inv, *extra)
+            assert done.returncode == ExitCode.OK, done.stderr
+        assert read_inventory_rows(str(inv))
+
+
+def test_export_into_a_non_empty_folder_is_refused_before_spark_starts(tmp_path: Path) -> None:
+    """No Java on the PATH: had Spark been started, the refusal would have been 69 (Spark cannot start);
+    it is 73 with the folder named, before any Spark (which took 8-22 s)."""
+    log_dir = clean_log_dir(tmp_path / "in")
+    out_dir = tmp_path / "export"
+    out_dir.mkdir()
+    (out_dir / "earlier.parquet").write_bytes(b"PAR1")
+    env = {"PATH": str(Path(sys.executable).parent) + ":/nonexistent", "JAVA_HOME": "/nonexistent"}
+    out = logdoctor("export", log_dir, "--out", out_dir, env=env)
+    assert out.returncode == ExitCode.CANT_CREATE, out.stderr
+    assert out.stderr.startswith(f"refused: output {out_dir} exists and is not empty"), out.stderr
+    assert [p.name for p in out_dir.iterdir()] == ["earlier.parquet"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import errno
 import json
 import os
 import sys
@@ -60,6 +61,7 @@ __all__ = [
     "fail",
     "journal_options",
     "one_mode",
+    "os_error",
     "parse_epoch_ms",
     "parse_now",
     "print_code_paths",
@@ -98,7 +100,7 @@ class ExitCode(enum.IntEnum):
     NO_INPUT = 66  # EX_NOINPUT: an input (log dir, file, journal) does not exist, or is a directory
     UNAVAILABLE = 69  # EX_UNAVAILABLE: Spark cannot start (no Java 17+)
     SOFTWARE = 70  # EX_SOFTWARE: a bug or an environment failure of the tool
-    CANT_CREATE = 73  # EX_CANTCREAT: not enough space, or an output at, inside or above an input
+    CANT_CREATE = 73  # EX_CANTCREAT: no space, read-only, an output that exists or overlaps an input
     IO_ERROR = 74  # EX_IOERR: reading a file failed
     LOCKED = 75  # EX_TEMPFAIL: a broker holds a log dir's lock: stop it and try again
     NO_PERMISSION = 77  # EX_NOPERM: a file cannot be read
@@ -120,11 +122,11 @@ _MEANING = {
     "needed",
     ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+)",
     ExitCode.SOFTWARE: "a bug or an environment failure of logdoctor",
-    ExitCode.CANT_CREATE: "refused (nothing written): not enough space, or an output at, inside or above "
-    "an input",
+    ExitCode.CANT_CREATE: "refused (nothing written): not enough space, a read-only file system, an output "
+    "that exists (not this command's), or an output at, inside or above an input",
     ExitCode.IO_ERROR: "reading a file failed (I/O error)",
     ExitCode.LOCKED: "refused (nothing written): a broker holds a log dir's .lock",
-    ExitCode.NO_PERMISSION: "a file cannot be read (permission denied)",
+    ExitCode.NO_PERMISSION: "a file cannot be read or written (permission denied)",
     ExitCode.REFUSED: "refused (nothing written): the log dirs' state does not allow it (the message says "
     "why)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C): one line says what was stopped and, for a run that writes, "
@@ -250,6 +252,32 @@ def refused(message: str, code: int) -> NoReturn:
 def tool_failure(command: str, e: BaseException) -> NoReturn:
     """A bug or an environment failure, never a finding: one line and exit 70."""
     fail(f"logdoctor {command} failed: {type(e).__name__}: {e}", EX_SOFTWARE)
+
+
+_CANNOT_WRITE = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+_DENIED = frozenset({errno.EACCES, errno.EPERM})
+
+
+def os_error(e: OSError) -> tuple[str, int] | None:
+    """What the file system refused, as ``(PATH: reason, exit code)``: a read-only file system or no
+    space 73, permission denied 77, an I/O error 74; None for any other OSError (a tool failure, 70)."""
+    if e.errno in _CANNOT_WRITE:
+        code = EX_CANTCREAT
+    elif e.errno in _DENIED:
+        code = EX_NOPERM
+    elif e.errno == errno.EIO:
+        code = EX_IOERR
+    else:
+        return None
+    reason = e.strerror or os.strerror(e.errno or 0)
+    where = os.fsdecode(e.filename) if e.filename is not None else None
+    if where is None:  # pyarrow: "Failed to open local file '/x'. Detail: [errno 30] Read-only file system"
+        import re
+
+        m = re.search(r"'([^']+)'", str(e))
+        where = m.group(1) if m else None
+        reason = os.strerror(e.errno or 0)
+    return (f"{where}: {reason}" if where else reason), code
 
 
 # --- inputs and outputs ---------------------------------------------------------------------------
@@ -600,7 +628,8 @@ def run_errors(
 
     A path that is not a log dir -> 64 (66 when missing); ``usage`` -> 64; a broker holding the lock ->
     75; no space -> 73; a log dir changed since planning -> 65; other ``refusals`` -> 78 (all four:
-    nothing written); any other exception -> 70. ``typer.Exit`` passes through.
+    nothing written); what the file system refuses (read-only, no space: 73; permission: 77; I/O error:
+    74; :func:`os_error`), one line; any other exception -> 70. ``typer.Exit`` passes through.
     """
     from logdoctor.errors import BrokerRunningError
     from logdoctor.logdir.recognize import NotALogDirError
@@ -623,5 +652,10 @@ def run_errors(
         refused(str(e), EX_REFUSED)
     except typer.Exit:
         raise
+    except OSError as e:  # a read-only file system, no space, permission: before anything was written
+        said = os_error(e)
+        if said is None:
+            tool_failure(command, e)
+        refused(said[0], said[1])
     except Exception as e:  # a bug or an environment failure
         tool_failure(command, e)

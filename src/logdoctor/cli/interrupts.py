@@ -17,6 +17,7 @@ Three places catch it:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -132,7 +133,57 @@ def spark_interruptible(what: str) -> Iterator[Callable[[], None]]:
             raise
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the line short
         logging.disable(logging.CRITICAL)  # py4j's "Exception while sending command" at exit
+        _stop_gateway()
         interrupted(what)
     finally:
         if not hit:
             signal.signal(signal.SIGINT, previous)
+
+
+
+def _children() -> list[int]:
+    """This process's child processes (Linux /proc; none elsewhere)."""
+    me, found = os.getpid(), []
+    try:
+        entries = [e.name for e in os.scandir("/proc") if e.name.isdigit()]
+    except OSError:  # pragma: no cover - no /proc
+        return []
+    for name in entries:
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()  # after "pid (comm) ": state, ppid, ...
+        if len(fields) > 1 and int(fields[1]) == me:
+            found.append(int(name))
+    return found
+
+
+def _stop_gateway(grace_s: float = 15.0) -> None:
+    """Stop the Spark gateway JVM this process started (local Spark; any child process): SIGTERM, so
+    that its shutdown hooks remove its temporary folders, then SIGKILL after ``grace_s``. PySpark starts
+    it ignoring SIGINT; it stops by itself only when it sees this process go, which a JVM interrupted
+    while Spark starts does not (it was left running, orphaned)."""
+    import time
+
+    pids = _children()
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while pids:
+        for pid in list(pids):
+            try:
+                done, _ = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # already reaped (PySpark's Popen)
+                done = pid
+            if done:
+                pids.remove(pid)
+        if pids and time.monotonic() > deadline:
+            for pid in pids:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            deadline = float("inf")
+        if pids:
+            time.sleep(0.05)
