@@ -412,3 +412,24 @@ def test_export_into_a_non_empty_folder_is_refused_before_spark_starts(tmp_path:
     assert out.returncode == ExitCode.CANT_CREATE, out.stderr
     assert out.stderr.startswith(f"refused: output {out_dir} exists and is not empty"), out.stderr
     assert [p.name for p in out_dir.iterdir()] == ["earlier.parquet"]
+
+
+@pytest.mark.parametrize("argv", [["dump", "-p"], ["dump", "-p", "--json"]])
+def test_a_closed_pipe_ends_a_read_only_command_quietly(tmp_path: Path, argv: list[str]) -> None:
+    """`logdoctor dump -p F | head -1`: the reader goes away; the dump ends as cat or grep would (SIGPIPE,
+    nothing on stderr), where it exited 74 blaming F ("F: Broken pipe")."""
+    import signal
+
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", [TopicSpec("orders", records_per_partition=20000)])
+    target = log_dir / "orders-0" / "00000000000000000000.log"  # 1 MiB: far more output than a pipe holds
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, *argv, str(target)], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()  # head -1
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == -signal.SIGPIPE, err
+    assert err == b""
