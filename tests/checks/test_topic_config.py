@@ -409,7 +409,7 @@ def test_server_properties_on_the_cli(tmp_path: Path) -> None:
         "source": f"--server-properties {props}",
     }
     r = CliRunner().invoke(app, ["scan", "--server-properties", str(tmp_path / "nope"), str(log_dir)])
-    assert r.exit_code == 64 and "nope" in r.output
+    assert r.exit_code == 66 and "nope" in r.output  # issue 24: a missing file is no input (66)
 
 
 @pytest.mark.realworld

@@ -22,6 +22,7 @@ One flat table, a row per thing, told apart by ``record``:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -340,31 +341,82 @@ def _filesystem(out: str) -> tuple[Any, str]:
     return fs.LocalFileSystem(), os.path.abspath(out)
 
 
+class InventoryOutputError(ValueError):
+    """``--out`` names a folder, or an existing file that is not an inventory (nothing was written)."""
+
+
+def _is_inventory(filesystem: Any, path: str) -> bool:
+    """Whether the file at ``path`` is an inventory (any schema version): Parquet with the inventory's
+    schema metadata, or JSON Lines whose first row carries ``schema_version``."""
+    try:
+        with filesystem.open_input_file(path) as fh:
+            head = fh.read(4)
+            if head == b"PAR1":
+                import pyarrow.parquet as pq
+
+                fh.seek(0)
+                return METADATA_KEY in (pq.read_schema(fh).metadata or {})
+            fh.seek(0)
+            first = fh.read(64 * 1024).split(b"\n", 1)[0]
+        row = json.loads(first)
+    except (OSError, ValueError):  # unreadable, not Parquet, not JSON
+        return False
+    return isinstance(row, dict) and "schema_version" in row
+
+
+def check_inventory_output(out: str) -> None:
+    """Refuse (:class:`InventoryOutputError`) an ``out`` that is a folder or an existing file other than
+    an inventory: an inventory is replaced (the same broker's, written again), nothing else is."""
+    import pyarrow.fs as pafs
+
+    filesystem, path = _filesystem(str(out))
+    info = filesystem.get_file_info(path)
+    if info.type == pafs.FileType.Directory:
+        raise InventoryOutputError(
+            f"{out} is a folder: --out names the inventory file, "
+            f"e.g. {os.path.join(str(out), 'broker-1.parquet')}"
+        )
+    if info.type != pafs.FileType.NotFound and not _is_inventory(filesystem, path):
+        raise InventoryOutputError(
+            f"{out} exists and is not an inventory: inventory replaces only an inventory it wrote; choose "
+            "another --out (or remove the file)"
+        )
+
+
 def write_inventory(inv: Inventory, out: str, *, json_lines: bool = False) -> str:
     """Write ``inv`` to ``out`` (local path or URI): Parquet, or JSON Lines with ``json_lines``.
 
-    Local files are written to a temporary name beside ``out`` and renamed, so a reader never sees half
-    a file. Returns the path written."""
+    Refuses, before writing, what :func:`check_inventory_output` refuses. Local files are written to a
+    temporary name beside ``out`` and renamed, so a reader never sees half a file; a failed or
+    interrupted write removes its temporary file. Returns the path written."""
     import pyarrow as pa
 
+    check_inventory_output(out)
     filesystem, path = _filesystem(str(out))
     parent = os.path.dirname(path)
     if parent:
         filesystem.create_dir(parent, recursive=True)
     local = type(filesystem).__name__ == "LocalFileSystem"
     target = f"{path}.tmp-{os.getpid()}" if local else path
-    if json_lines:
-        data = "".join(json.dumps(r, default=str, separators=(",", ":")) + "\n" for r in inv.rows).encode()
-        with filesystem.open_output_stream(target) as fh:
-            fh.write(data)
-    else:
-        import pyarrow.parquet as pq
+    try:
+        if json_lines:
+            lines = (json.dumps(r, default=str, separators=(",", ":")) + "\n" for r in inv.rows)
+            data = "".join(lines).encode()
+            with filesystem.open_output_stream(target) as fh:
+                fh.write(data)
+        else:
+            import pyarrow.parquet as pq
 
-        table = pa.Table.from_pylist(inv.rows, schema=arrow_schema())
-        with filesystem.open_output_stream(target) as fh:
-            pq.write_table(table, fh, compression="zstd")
-    if local:
-        os.replace(target, path)
+            table = pa.Table.from_pylist(inv.rows, schema=arrow_schema())
+            with filesystem.open_output_stream(target) as fh:
+                pq.write_table(table, fh, compression="zstd")
+        if local:
+            os.replace(target, path)
+    except BaseException:
+        if local:
+            with contextlib.suppress(OSError):
+                os.unlink(target)
+        raise
     return path
 
 

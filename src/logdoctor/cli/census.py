@@ -32,6 +32,8 @@ from logdoctor.cli.common import (
     spark_progress,
     usage_error,
 )
+from logdoctor.cli.interrupts import spark_interruptible
+from logdoctor.cli.output import text_console
 from logdoctor.cli.topic_options import (
     NowOption,
     ServerPropertiesOption,
@@ -195,13 +197,17 @@ def run_census_cli(
         usage_error(str(exc))
     inputs = [*items, *(ld for b in brokers for ld in b.log_dirs), *classified.inventories]
     refuse_overlapping_outputs([out, html_out], inputs)
-    try:
-        with err.status("starting Spark…"):
-            spark = get_spark(master, "logdoctor census", conf=confs, remote=remote)
-    except SparkUnavailableError as exc:
-        fail(f"error: {exc}", EX_UNAVAILABLE)
-    with spark_progress(err, "census", "brokers", disable=json_out) as progress:
-        result = run_census(spark, paths, out, now_ms=now_ms, progress=progress, config_inputs=config_inputs)
+    with spark_interruptible(f"logdoctor census was stopped; its output {out} is incomplete") as rearm:
+        try:
+            with err.status("starting Spark…"):
+                spark = get_spark(master, "logdoctor census", conf=confs, remote=remote)
+        except SparkUnavailableError as exc:
+            fail(f"error: {exc}", EX_UNAVAILABLE)
+        rearm()  # PySpark's SparkContext put its own SIGINT handler in place
+        with spark_progress(err, "census", "brokers", disable=json_out) as progress:
+            result = run_census(
+                spark, paths, out, now_ms=now_ms, progress=progress, config_inputs=config_inputs
+            )
     if html_out is not None:
         from logdoctor.report import write_census_report
 
@@ -250,8 +256,8 @@ def census_command(
         out,
         master,
         json_out,
-        Console(),
-        Console(stderr=True),
+        text_console(),
+        text_console(stderr=True),
         html_out=html_out,
         now_ms=parse_now(now),
         verbose=verbose,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import errno
 import json
 import os
 import sys
@@ -60,6 +61,7 @@ __all__ = [
     "fail",
     "journal_options",
     "one_mode",
+    "os_error",
     "parse_epoch_ms",
     "parse_now",
     "print_code_paths",
@@ -98,11 +100,12 @@ class ExitCode(enum.IntEnum):
     NO_INPUT = 66  # EX_NOINPUT: an input (log dir, file, journal) does not exist, or is a directory
     UNAVAILABLE = 69  # EX_UNAVAILABLE: Spark cannot start (no Java 17+)
     SOFTWARE = 70  # EX_SOFTWARE: a bug or an environment failure of the tool
-    CANT_CREATE = 73  # EX_CANTCREAT: not enough space, or an output at, inside or above an input
+    CANT_CREATE = 73  # EX_CANTCREAT: no space, read-only, an output that exists or overlaps an input
     IO_ERROR = 74  # EX_IOERR: reading a file failed
     LOCKED = 75  # EX_TEMPFAIL: a broker holds a log dir's lock: stop it and try again
     NO_PERMISSION = 77  # EX_NOPERM: a file cannot be read
     REFUSED = 78  # EX_CONFIG: refused, the log dirs' state does not allow it (the message says why)
+    INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it: Ctrl-C (one line says what it left)
 
     @property
     def meaning(self) -> str:
@@ -119,13 +122,15 @@ _MEANING = {
     "needed",
     ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+)",
     ExitCode.SOFTWARE: "a bug or an environment failure of logdoctor",
-    ExitCode.CANT_CREATE: "refused (nothing written): not enough space, or an output at, inside or above "
-    "an input",
+    ExitCode.CANT_CREATE: "refused (nothing written): not enough space, a read-only file system, an output "
+    "that exists (not this command's), or an output at, inside or above an input",
     ExitCode.IO_ERROR: "reading a file failed (I/O error)",
     ExitCode.LOCKED: "refused (nothing written): a broker holds a log dir's .lock",
-    ExitCode.NO_PERMISSION: "a file cannot be read (permission denied)",
+    ExitCode.NO_PERMISSION: "a file cannot be read or written (permission denied)",
     ExitCode.REFUSED: "refused (nothing written): the log dirs' state does not allow it (the message says "
     "why)",
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C): one line says what was stopped and, for a run that writes, "
+    "its journal and the commands that finish or undo it",
 }
 
 # the sysexits-style names the commands use (aliases of ExitCode members)
@@ -180,12 +185,37 @@ class LogdoctorCommand(TyperCommand):
 
 
 class LogdoctorGroup(TyperGroup):
-    """The ``logdoctor`` group: no command prints the help on stderr and exits 64; help without types."""
+    """The ``logdoctor`` group: no command prints the help on stderr and exits 64, as does an unknown
+    command (with its usage error); help without types."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not args and self.no_args_is_help and not ctx.resilient_parsing:
+            import contextlib
+
+            # typer's rich help prints itself on stdout: a call without a command is a bad call, so the
+            # help it gets goes where errors go (README "Commands")
+            with contextlib.redirect_stdout(sys.stderr):
+                typer.echo(ctx.get_help(), err=True, nl=False)
+            raise typer.Exit(EX_USAGE)
         try:
             return super().parse_args(ctx, args)
         except Exception as e:
+            _usage_exit(e)
+            raise
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:  # Ctrl-C where no command said more (cli.interrupts)
+            from logdoctor.cli.interrupts import interrupted
+
+            name = ctx.invoked_subcommand or ""
+            interrupted(f"logdoctor {name}".rstrip() + " was stopped by Ctrl-C")
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        try:
+            return super().resolve_command(ctx, args)
+        except Exception as e:  # "No such command": click says 2, a bad call here is 64
             _usage_exit(e)
             raise
 
@@ -202,8 +232,10 @@ UsageExit64 = LogdoctorCommand  # the old name
 
 
 def fail(line: str, code: int) -> NoReturn:
-    """Print one line on stderr and exit with ``code``."""
-    typer.echo(line, err=True)
+    """Print one line on stderr (control characters of the names in it escaped) and exit with ``code``."""
+    from logdoctor.cli.output import printable
+
+    typer.echo(printable(line, keep_newlines=True), err=True)
     raise typer.Exit(code)
 
 
@@ -220,6 +252,32 @@ def refused(message: str, code: int) -> NoReturn:
 def tool_failure(command: str, e: BaseException) -> NoReturn:
     """A bug or an environment failure, never a finding: one line and exit 70."""
     fail(f"logdoctor {command} failed: {type(e).__name__}: {e}", EX_SOFTWARE)
+
+
+_CANNOT_WRITE = frozenset({errno.EROFS, errno.ENOSPC, errno.EDQUOT})
+_DENIED = frozenset({errno.EACCES, errno.EPERM})
+
+
+def os_error(e: OSError) -> tuple[str, int] | None:
+    """What the file system refused, as ``(PATH: reason, exit code)``: a read-only file system or no
+    space 73, permission denied 77, an I/O error 74; None for any other OSError (a tool failure, 70)."""
+    if e.errno in _CANNOT_WRITE:
+        code = EX_CANTCREAT
+    elif e.errno in _DENIED:
+        code = EX_NOPERM
+    elif e.errno == errno.EIO:
+        code = EX_IOERR
+    else:
+        return None
+    reason = e.strerror or os.strerror(e.errno or 0)
+    where = os.fsdecode(e.filename) if e.filename is not None else None
+    if where is None:  # pyarrow: "Failed to open local file '/x'. Detail: [errno 30] Read-only file system"
+        import re
+
+        m = re.search(r"'([^']+)'", str(e))
+        where = m.group(1) if m else None
+        reason = os.strerror(e.errno or 0)
+    return (f"{where}: {reason}" if where else reason), code
 
 
 # --- inputs and outputs ---------------------------------------------------------------------------
@@ -572,7 +630,8 @@ def run_errors(
 
     A path that is not a log dir -> 64 (66 when missing); ``usage`` -> 64; a broker holding the lock ->
     75; no space -> 73; a log dir changed since planning -> 65; other ``refusals`` -> 78 (all four:
-    nothing written); any other exception -> 70. ``typer.Exit`` passes through.
+    nothing written); what the file system refuses (read-only, no space: 73; permission: 77; I/O error:
+    74; :func:`os_error`), one line; any other exception -> 70. ``typer.Exit`` passes through.
     """
     from logdoctor.errors import BrokerRunningError
     from logdoctor.logdir.recognize import NotALogDirError
@@ -595,5 +654,10 @@ def run_errors(
         refused(str(e), EX_REFUSED)
     except typer.Exit:
         raise
+    except OSError as e:  # a read-only file system, no space, permission: before anything was written
+        said = os_error(e)
+        if said is None:
+            tool_failure(command, e)
+        refused(said[0], said[1])
     except Exception as e:  # a bug or an environment failure
         tool_failure(command, e)

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from logdoctor.cli.app import app
 from logdoctor.cli.common import EX_CANTCREAT, fail, parse_now
+from logdoctor.cli.output import text_console
 from logdoctor.logdir.disk import DF_JSON
 
 if TYPE_CHECKING:
@@ -113,8 +114,8 @@ def demo_command(
     from logdoctor.cli.census import run_census_cli
     from logdoctor.sample.fleet import generate_demo_fleet
 
-    console = Console()
-    err = Console(stderr=True)
+    console = text_console()
+    err = text_console(stderr=True)
     fleet_dir = out / "fleet"
     refuse_unsafe_demo_dir(out)
     if fleet_dir.exists():

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from logdoctor.cli.app import app
@@ -29,6 +28,8 @@ from logdoctor.cli.common import (
     spark_progress,
     usage_error,
 )
+from logdoctor.cli.interrupts import spark_interruptible
+from logdoctor.cli.output import text_console
 
 
 def _human(n: int) -> str:
@@ -121,12 +122,18 @@ def export_command(
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
     from logdoctor.logdir.discovery import InputNotFoundError
-    from logdoctor.spark.export import ExportError, FormatUnavailableError, OutputExistsError, run_export
+    from logdoctor.spark.export import (
+        ExportError,
+        FormatUnavailableError,
+        OutputExistsError,
+        output_has_data,
+        run_export,
+    )
     from logdoctor.spark.planning import PlanningError
     from logdoctor.spark.session import SparkUnavailableError, get_spark, parse_conf
 
-    err = Console(stderr=True)
-    console = Console()
+    err = text_console(stderr=True)
+    console = text_console()
     try:
         confs = parse_conf(conf)
     except ValueError as exc:
@@ -157,31 +164,39 @@ def export_command(
         usage_error(str(exc))
     # Before Spark starts: never write or delete at, inside or above an input (exit 73).
     refuse_overlapping_outputs([out], [*split_paths(paths), *sorted({r.log_dir for r in refs})])
+    if mode == "error" and output_has_data(out):  # refused before Spark starts (it takes 8-22 s)
+        fail(
+            f"refused: output {out} exists and is not empty: choose another --out, or --mode overwrite / "
+            "append (nothing was written or deleted)",
+            EX_CANTCREAT,
+        )
     cols = tuple(c.strip() for c in partition_by.split(",") if c.strip())
-    try:
-        with err.status("starting Spark…"):
-            spark = get_spark(master, "logdoctor export", conf=confs, remote=remote)
-    except SparkUnavailableError as exc:
-        fail(f"error: {exc}", EX_UNAVAILABLE)
-    try:
-        with spark_progress(err, "export", "tasks", disable=json_out) as progress:
-            result = run_export(
-                spark,
-                paths,
-                out,
-                fmt=fmt,
-                partition_by=cols,
-                options=options,
-                progress=progress,
-                writer=writer,
-                mode=mode,
-            )
-    except (OutputOverlapsInputError, OutputExistsError) as exc:
-        fail(f"refused: {exc}", EX_CANTCREAT)
-    except FormatUnavailableError as exc:
-        fail(f"error: {exc}", EX_UNAVAILABLE)
-    except (ExportError, PlanningError) as exc:
-        usage_error(str(exc))
+    with spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete") as rearm:
+        try:
+            with err.status("starting Spark…"):
+                spark = get_spark(master, "logdoctor export", conf=confs, remote=remote)
+        except SparkUnavailableError as exc:
+            fail(f"error: {exc}", EX_UNAVAILABLE)
+        rearm()  # PySpark's SparkContext put its own SIGINT handler in place
+        try:
+            with spark_progress(err, "export", "tasks", disable=json_out) as progress:
+                result = run_export(
+                    spark,
+                    paths,
+                    out,
+                    fmt=fmt,
+                    partition_by=cols,
+                    options=options,
+                    progress=progress,
+                    writer=writer,
+                    mode=mode,
+                )
+        except (OutputOverlapsInputError, OutputExistsError) as exc:
+            fail(f"refused: {exc}", EX_CANTCREAT)
+        except FormatUnavailableError as exc:
+            fail(f"error: {exc}", EX_UNAVAILABLE)
+        except (ExportError, PlanningError) as exc:
+            usage_error(str(exc))
     if json_out:
         print_json(result.to_json(), indent=2)
     else:

@@ -6,27 +6,32 @@ never taken; nothing is opened for writing inside a log dir). Writes one Parquet
 reads such files from every broker together. Format: docs/inventory.md.
 
 Exit codes: 0 written, 64 usage (a path that is not a log dir), 66 a missing log dir, 70 tool failure,
-73 --out at, inside or above a log dir, 77 a log dir this user cannot list.
+73 --out at, inside or above a log dir, or a folder, or an existing file that is not an inventory (an
+inventory is replaced: the same broker's, written again), 77 a log dir this user cannot list.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from logdoctor.checks.context import Depth
 from logdoctor.cli.app import app
 from logdoctor.cli.common import (
+    EX_CANTCREAT,
     EX_OK,
+    fail,
+    os_error,
     parse_now,
     refuse_overlapping_outputs,
     require_log_dirs,
     tool_failure,
     usage_error,
 )
+from logdoctor.cli.output import text_console
 from logdoctor.cli.topic_options import (
     NowOption,
     ServerPropertiesOption,
@@ -64,24 +69,38 @@ def inventory_command(
     server_properties: ServerPropertiesOption = None,
 ) -> None:
     """Collect one broker's inventory (offsets, disks, findings) for the fleet census; read only."""
-    from logdoctor.checks.inventory import build_inventory, write_inventory
+    from logdoctor.checks.inventory import (
+        InventoryOutputError,
+        build_inventory,
+        check_inventory_output,
+        write_inventory,
+    )
 
     if depth not in _DEPTHS:
         usage_error(f"--depth must be one of {', '.join(_DEPTHS)}, not {depth!r}")
     require_log_dirs(log_dirs)
     refuse_overlapping_outputs([out], log_dirs)
+    try:  # before the scan: a folder, or a file that is not an inventory, is refused (nothing written)
+        check_inventory_output(out)
+    except InventoryOutputError as e:
+        fail(f"refused (nothing written): {e}", EX_CANTCREAT)
     inputs = read_config_inputs(topic_config, server_properties)
     try:
         inv = build_inventory(
             [str(p) for p in log_dirs], _DEPTHS[depth], now_ms=parse_now(now), jobs=jobs, config_inputs=inputs
         )
         written = write_inventory(inv, out, json_lines=json_out)
+    except OSError as e:  # writing --out: a read-only file system, no space, permission
+        said = os_error(e)
+        if said is None:
+            tool_failure("inventory", e)
+        fail(f"error: inventory not written to {out}: {os.strerror(e.errno or 0)}", said[1])
     except Exception as e:  # a bug or an environment failure (the data's problems are findings)
         tool_failure("inventory", e)
     running = (
         "running (its .lock is held; nothing was locked or written)" if inv.broker_running else "stopped"
     )
-    Console(stderr=True).print(
+    text_console(stderr=True).print(
         f"inventory of {inv.broker}: {inv.count('log_dir')} log dirs, {inv.count('replica')} replicas, "
         f"{inv.count('finding')} findings ({depth}); broker {running}; {inv.elapsed_s:.2f} s -> {written}"
     )

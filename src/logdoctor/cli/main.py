@@ -3,6 +3,7 @@ runs loaded (:mod:`logdoctor.cli.registry`), or, for ``--help``, every command's
 
 from __future__ import annotations
 
+import signal
 import sys
 
 from logdoctor.cli.app import app
@@ -17,14 +18,26 @@ def _register() -> None:
     registry.load_all()
 
 
-def main() -> None:
-    from logdoctor.cli import registry
+# Commands that only read and print: when what reads their output goes away (``dump -p F | head``),
+# they end quietly as cat and grep do (SIGPIPE), instead of blaming the file they were reading. The
+# commands that write keep Python's EPIPE error, so that a closed pipe never stops a run mid-step.
+QUIET_ON_CLOSED_PIPE = frozenset({"dump", "scan", "retention"})
 
-    entry = registry.find(sys.argv[1] if len(sys.argv) > 1 else None)
-    if entry is not None:
-        registry.load(entry)
-    else:
-        registry.add_summaries()
+
+def main() -> None:
+    try:
+        from logdoctor.cli import registry
+
+        entry = registry.find(sys.argv[1] if len(sys.argv) > 1 else None)
+        if entry is not None and entry.name in QUIET_ON_CLOSED_PIPE and hasattr(signal, "SIGPIPE"):
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if entry is not None:
+            registry.load(entry)
+        else:
+            registry.add_summaries()
+    except KeyboardInterrupt:  # Ctrl-C while the command's modules load (a command's own: cli.interrupts)
+        sys.stderr.write("interrupted: logdoctor was stopped before it started\n")
+        raise SystemExit(130) from None
     app()
 
 

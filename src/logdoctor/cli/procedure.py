@@ -3,6 +3,7 @@ apply, resume or roll back, verify, and map every refusal to its exit code."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,9 +23,11 @@ from logdoctor.cli.common import (
     require_input_file,
     run_errors,
 )
+from logdoctor.cli.interrupts import run_interrupts
+from logdoctor.cli.output import text_console
 from logdoctor.logdir.disk import DiskUsage, disk_usage
 from logdoctor.repair.apply import RefusedError, RunResult
-from logdoctor.repair.journal import JournalError
+from logdoctor.repair.journal import JOURNAL_NAME, JournalError
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.procedures import run
 from logdoctor.repair.procedures.common import ProcedurePlan, ProcedureRefused, ProcedureUsageError
@@ -98,11 +101,14 @@ def run_procedure(
     rollback_journal: Path | None,
 ) -> None:
     """Plan, apply, resume or roll back; maps every refusal to its exit code (nothing written)."""
-    console = Console()
-    with run_errors(
-        name,
-        usage=(ProcedureUsageError, BackupLocationError, JournalError),
-        refusals=(ProcedureRefused, RefusedError, UnsafePathError),
+    console = text_console()
+    with (
+        run_errors(
+            name,
+            usage=(ProcedureUsageError, BackupLocationError, JournalError),
+            refusals=(ProcedureRefused, RefusedError, UnsafePathError),
+        ),
+        run_interrupts(name) as interrupts,
     ):
         if resume_journal is not None or rollback_journal is not None:
             journal = resume_journal or rollback_journal
@@ -111,6 +117,7 @@ def run_procedure(
             from logdoctor.repair.apply import load_journal
 
             plan, _ = load_journal(journal)
+            interrupts.writing("--resume" if resume_journal is not None else "--rollback", journal)
             with CopyProgress(run.copy_bytes(plan), not json_out) as bar:
                 if resume_journal is not None:
                     result, plan = run.resume_journal(journal, progress=bar)
@@ -128,6 +135,7 @@ def run_procedure(
             raise typer.Exit(0)
         if not json_out:
             print_procedure_plan(console, pp)
+        interrupts.writing("--apply", os.path.join(pp.plan.backup_dir, JOURNAL_NAME))
         with CopyProgress(run.copy_bytes(pp.plan), not json_out) as bar:
             result = run.apply(pp.plan, progress=bar)
         raise typer.Exit(finish(console, name, result, pp.plan, json_out, pp.to_json()))

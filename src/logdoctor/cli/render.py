@@ -91,13 +91,18 @@ def _default(obj: Any) -> Any:
 
 
 def make_console(*, stderr: bool = False, file: IO[str] | None = None) -> Console:
-    """A console for plain, aligned output: no markup or highlighting surprises in data."""
-    return Console(
-        file=file if file is not None else (sys.stderr if stderr else sys.stdout),
-        markup=False,
-        highlight=False,
-        emoji=False,
-        soft_wrap=True,
+    """A console for plain, aligned output: no markup or highlighting surprises in data; control
+    characters escaped and full width off a terminal (:mod:`logdoctor.cli.output`)."""
+    from logdoctor.cli.output import escape_console
+
+    return escape_console(
+        Console(
+            file=file if file is not None else (sys.stderr if stderr else sys.stdout),
+            markup=False,
+            highlight=False,
+            emoji=False,
+            soft_wrap=True,
+        )
     )
 
 

@@ -17,6 +17,7 @@ broker holds a log dir's lock, 78 refused for the state of the log dirs.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -47,12 +48,14 @@ from logdoctor.cli.common import (
     usage_error,
 )
 from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
+from logdoctor.cli.interrupts import run_interrupts
+from logdoctor.cli.output import text_console
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, resume, rollback
-from logdoctor.repair.journal import JournalError
+from logdoctor.repair.journal import JOURNAL_NAME, JournalError
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.planner import REPAIRABLE, PlanUsageError, parse_only, plan_repair
-from logdoctor.repair.safety import BackupLocationError, UnsafePathError
+from logdoctor.repair.safety import BackupLocationError, UnsafePathError, refuse_if_locked
 
 
 def _depth(plan: Plan) -> Depth:
@@ -176,21 +179,25 @@ def repair_command(
     ] = False,
 ) -> None:
     """Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions."""
-    console = Console()
+    console = text_console()
     modes = sum(x is not None and x is not False for x in (resume_journal, rollback_journal)) + (
         1 if log_dirs else 0
     )
     if modes != 1:
         usage_error("give LOGDIR... or --resume JOURNAL or --rollback JOURNAL (one of them)")
-    with run_errors(
-        "repair",
-        usage=(PlanUsageError, BackupLocationError, JournalError),
-        refusals=(RefusedError, UnsafePathError),
+    with (
+        run_errors(
+            "repair",
+            usage=(PlanUsageError, BackupLocationError, JournalError),
+            refusals=(RefusedError, UnsafePathError),
+        ),
+        run_interrupts("repair") as interrupts,
     ):
         if resume_journal is not None or rollback_journal is not None:
             journal = resume_journal or rollback_journal
             assert journal is not None
             require_input_file(journal, "journal")
+            interrupts.writing("--resume" if resume_journal is not None else "--rollback", journal)
             result = resume(journal) if resume_journal is not None else rollback(journal)
             extra: dict[str, Any] = {}
             scan_code = 0
@@ -201,15 +208,21 @@ def repair_command(
                 plan, _ = load_journal(journal)
                 depth = plan.depth
                 targeted = {(c, p) for a in plan.actions for c in a.codes for p in a.finding_paths}
-                # a resumed run answers for what its plan targeted (the journal may be another
-                # procedure's, whose log dirs have findings of their own)
-                after = [f for f in _post_scan(plan).findings if (f.code, f.path) in targeted]
+                after = _post_scan(plan).findings
+                if not targeted:
+                    # another procedure's journal (move-partition, sync-replica: actions without finding
+                    # codes): it answers for what it did, not for the log dirs' other findings
+                    after = []
+                # a repair's journal: the exit code and what is left are those of the same repair run
+                # straight through (the scan at the plan's depth after it)
                 extra["remaining"] = _remaining(after, plan, targeted)
                 scan_code = _code_of(extra["remaining"], exit_code(after))
             raise typer.Exit(_finish(console, result, json_out, extra, scan_code, depth, verbose))
         assert log_dirs is not None
         codes = parse_only(only)
         require_log_dirs(log_dirs)
+        if do_apply:  # a broker holding a lock refuses --apply (75) before planning, whatever the plan
+            refuse_if_locked([str(d) for d in log_dirs])
         plan, report = plan_repair(
             [str(d) for d in log_dirs],
             only=codes,
@@ -250,6 +263,7 @@ def repair_command(
             and f.path not in skipped
             and any(f.path in a.finding_paths and f.code in a.codes for a in plan.actions)
         }
+        interrupts.writing("--apply", os.path.join(plan.backup_dir, JOURNAL_NAME))
         result = apply_plan(plan)
         extra = {"plan": plan.to_json()}
         scan_code = 0

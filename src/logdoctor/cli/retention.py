@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from logdoctor.checks.retention import REMOTE_RETENTION, WAITS_FOR_UPLOAD, RetentionReport, retention
 from logdoctor.checks.scanner import ScanUsageError
@@ -24,6 +25,7 @@ from logdoctor.cli.common import (
     tool_failure,
     usage_error,
 )
+from logdoctor.cli.output import text_console
 from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 
 
@@ -55,7 +57,8 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
                 f"{p.log_start_offset} -> {p.new_log_start_offset}, end {p.log_end_offset}, high watermark "
                 f"{p.high_watermark} ({p.high_watermark_source})"
             )
-        table = Table(title=title, title_justify="left")
+        console.print(Text(title, style="italic"), soft_wrap=True)  # one line, however long
+        table = Table()
         for col in ("segment", "bytes", "broker largest ts", "true largest ts", "verdict"):
             table.add_column(col)
         for s in p.segments:
@@ -143,5 +146,5 @@ def retention_command(
     if json_out:
         print_json(report.to_json())
     else:
-        render(Console(), report, show_all, verbose)
+        render(text_console(), report, show_all, verbose)
     raise typer.Exit(report.exit_code)

@@ -31,6 +31,7 @@ from logdoctor.cli.common import (
     tool_failure,
     usage_error,
 )
+from logdoctor.cli.output import text_console
 from logdoctor.cli.topic_options import (
     NowOption,
     ServerPropertiesOption,
@@ -191,7 +192,7 @@ def scan_command(
     if json_out:
         print_json(report.to_json())
     else:
-        render_report(Console(), report, verbose=verbose)
+        render_report(text_console(), report, verbose=verbose)
         if html_out is not None:
-            Console(stderr=True).print(f"HTML report: {html_out}")
+            text_console(stderr=True).print(f"HTML report: {html_out}")
     raise typer.Exit(report.exit_code)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from logdoctor.checks.topic_config import ConfigInputs, config_inputs
-from logdoctor.cli.common import usage_error
+from logdoctor.cli.common import EX_IOERR, EX_NOINPUT, EX_NOPERM, fail, usage_error
 
 TopicConfigOption = Annotated[
     list[str] | None,
@@ -42,7 +42,8 @@ def read_config_inputs(
     retention_ms: int | None = None,
     retention_bytes: int | None = None,
 ) -> ConfigInputs:
-    """ConfigInputs from the options, or a usage error (exit 64) naming the bad option or file."""
+    """ConfigInputs from the options, or one error line naming the bad option or file: a bad value 64
+    (usage), a missing --server-properties file 66 (no input), an unreadable one 77, an I/O error 74."""
     try:
         return config_inputs(
             topic_config=topic_config or [],
@@ -50,8 +51,15 @@ def read_config_inputs(
             retention_ms=retention_ms,
             retention_bytes=retention_bytes,
         )
-    except OSError as e:
-        usage_error(f"--server-properties {server_properties}: {e.strerror or e}")
+    except OSError as e:  # the file named: missing or a folder 66, unreadable 77, else an I/O error 74
+        code = (
+            EX_NOINPUT
+            if isinstance(e, FileNotFoundError | IsADirectoryError | NotADirectoryError)
+            else EX_NOPERM
+            if isinstance(e, PermissionError)
+            else EX_IOERR
+        )
+        fail(f"error: --server-properties {server_properties}: {e.strerror or e}", code)
     except ValueError as e:
         where = (
             f"{server_properties}: "

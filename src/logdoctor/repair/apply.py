@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import time
 from collections.abc import Iterator
@@ -213,12 +214,16 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
     journal_path = os.path.join(plan.backup_dir, JOURNAL_NAME)
     result.journal = journal_path
     with _hold_locks(log_dirs) as created:
-        bk.makedirs_durable(plan.backup_dir)
-        _stage(plan)
-        bk.write_durable(
-            os.path.join(plan.backup_dir, "README.txt"), bk.README_TEXT.format(journal=journal_path).encode()
-        )
-        with Journal(journal_path) as journal:
+        journal: Journal | None = None
+        made_backup_dir = not os.path.lexists(plan.backup_dir)
+        try:
+            bk.makedirs_durable(plan.backup_dir)
+            _stage(plan)
+            bk.write_durable(
+                os.path.join(plan.backup_dir, "README.txt"),
+                bk.README_TEXT.format(journal=journal_path).encode(),
+            )
+            journal = Journal(journal_path)
             journal.append(
                 {
                     "t": "plan",
@@ -227,6 +232,14 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
                     "started_ms": int(time.time() * 1000),
                 }
             )
+        except BaseException:  # Ctrl-C or a failure before the commit point: the log dirs as they were
+            if journal is not None:
+                journal.close()
+            _drop_created_locks(created)
+            if made_backup_dir:  # only what this run staged is in it (an empty or new folder was required)
+                shutil.rmtree(plan.backup_dir, ignore_errors=True)
+            raise
+        with journal:
             ctx = StepContext(
                 plan.backup_dir, crash, {s.number: s.data for s in plan.steps if s.data is not None}
             )

@@ -77,7 +77,7 @@ def _local(location: str) -> str:
     return parts.path if parts.scheme == "file" else str(location)
 
 
-def _has_data(out: str) -> bool:
+def output_has_data(out: str) -> bool:
     """Whether ``out`` exists and holds anything (local path or a pyarrow-understood URI)."""
     if is_local_path(out):
         path = _local(out)
@@ -478,7 +478,7 @@ def run_export(
     refs = discover_refs(items, opts)
     # Never write or delete at, inside or above an input (the items and the log dirs found in them).
     check_output_location(out, [*items, *sorted({r.log_dir for r in refs})])
-    if mode == "error" and _has_data(out):
+    if mode == "error" and output_has_data(out):
         raise OutputExistsError(
             f"output {out} exists and is not empty: choose another --out, or --mode overwrite / append "
             "(nothing was written or deleted)"

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from logdoctor.cli.dump.context import DumpFailure, Event, FileContext
+from logdoctor.cli.output import printable
 from logdoctor.cli.render import JsonLinesWriter
 
 
@@ -16,10 +17,10 @@ class Sink:
         raise NotImplementedError
 
     def error(self, path: Path, failure: DumpFailure) -> None:
-        print(failure.line, file=sys.stderr, flush=True)
+        print(printable(failure.line, keep_newlines=True), file=sys.stderr, flush=True)
 
     def warning(self, line: str) -> None:
-        print(f"warning: {line}", file=sys.stderr, flush=True)
+        print(printable(f"warning: {line}", keep_newlines=True), file=sys.stderr, flush=True)
 
     def end_file(self, ctx: FileContext) -> None:
         pass

@@ -12,6 +12,7 @@ from logdoctor.cli.dump.context import DumpFailure, Event, FileContext
 from logdoctor.cli.dump.kinds import FileKind
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
+from logdoctor.cli.output import printable
 from logdoctor.cli.render import to_jsonable
 
 
@@ -82,13 +83,15 @@ _SGR = {
 class _Lines:
     """Lines straight to the console's file (one ``write`` each, no rich rendering per line: rich costs
     ~0.6 ms a line, which made text dumps 5x slower than --json). Styles become ANSI SGR codes only
-    when rich would color (a terminal, NO_COLOR unset); otherwise lines are plain."""
+    when rich would color (a terminal, NO_COLOR unset); otherwise lines are plain. Control characters
+    in a line (a file name's) are escaped (:func:`logdoctor.cli.output.printable`)."""
 
     def __init__(self, console: Any) -> None:
         self.file = console.file
         self.color = bool(console.is_terminal and console.color_system is not None and not console.no_color)
 
     def write(self, line: str, style: str | None = None) -> None:
+        line = printable(line, keep_newlines=True)  # a file name's ESC never reaches the terminal
         if style and self.color and style in _SGR:
             self.file.write(f"\x1b[{_SGR[style]}m{line}\x1b[0m\n")
         else:

@@ -1,0 +1,72 @@
+"""Ctrl-C while a Spark command runs (issue 24): one line on stderr, exit 130, no py4j traceback, and no
+process of the command left behind (PySpark starts its gateway JVM ignoring SIGINT)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import realworld
+from logdoctor.cli.common import ExitCode
+
+pytestmark = pytest.mark.spark
+
+ENTRY = "import sys; from logdoctor.cli.main import main; sys.argv[0] = 'logdoctor'; main()"
+
+
+def _group(pgid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of every live process of process group ``pgid``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry.name}/stat").read_bytes()
+            cmdline = Path(f"/proc/{entry.name}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(b")") + 2 :].split()  # state, ppid, pgrp, ...
+        if int(fields[2]) == pgid and fields[0] != b"Z":
+            found.append((int(entry.name), cmdline))
+    return found
+
+
+def test_ctrl_c_during_census_is_one_line_and_130(tmp_path: Path) -> None:
+    rw = realworld.require()
+    brokers = [rw / f"zk-3.0-tuyen-nnt-b{i}" for i in range(3)]
+    out_dir = tmp_path / "census"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "census", *map(str, brokers), "--out", str(out_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group: the Ctrl-C goes to all of it, as in a terminal
+    )
+    try:
+        deadline = time.monotonic() + 600
+        # Spark runs: a Python worker of a Spark task exists in the group
+        while not any(" -m " in cmd and ".daemon" in cmd for _pid, cmd in _group(proc.pid)):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)
+        _out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert "Traceback" not in err and "py4j" not in err, err
+    said = [ln for ln in err.splitlines() if ln.startswith("interrupted:")]
+    assert said == [f"interrupted: logdoctor census was stopped; its output {out_dir} is incomplete"], err
+    assert said[0] == err.splitlines()[-1]  # the last word
+    deadline = time.monotonic() + 30
+    while _group(proc.pid) and time.monotonic() < deadline:  # its JVM and workers end with it
+        time.sleep(0.2)
+    assert _group(proc.pid) == []
