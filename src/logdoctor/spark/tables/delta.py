@@ -83,7 +83,11 @@ def _is_bool(f: WrittenFile, c: str) -> bool:
 
 
 def _one_line(exc: BaseException) -> str:
-    return (" ".join(str(exc).split()) or type(exc).__name__)[:400]
+    """delta-rs errors are chains of lines with ANSI colours: one plain line."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).replace("↳", "<-")
+    return (" ".join(text.split()) or type(exc).__name__)[:400]
 
 
 class DeltaLakeTable:

@@ -28,10 +28,17 @@ from logdoctor.spark.tables import (
     PAUSE_ENV,
     TABLE_FORMATS,
     TABLE_MODES,
+    TableError,
     TableExistsError,
     TableSchemaError,
 )
-from logdoctor.spark.tables.files import FileLayout, new_job_id, remove_uncommitted, write_task
+from logdoctor.spark.tables.files import (
+    FileLayout,
+    new_job_id,
+    probe_writable,
+    remove_uncommitted,
+    write_task,
+)
 
 PROPERTY_PREFIX = "logdoctor."
 
@@ -161,6 +168,14 @@ def run_table_export(
         day_column=fmt == "delta" and by_day,
         int16_as_int32=fmt == "iceberg",
     )
+    if groups:
+        try:
+            probe_writable(layout.data_uri, layout.job)
+        except Exception as exc:
+            raise TableError(
+                f"{fmt} table {out}: {layout.data_uri} cannot be written: {' '.join(str(exc).split())[:300]} "
+                "(nothing was written; the table is unchanged)"
+            ) from None
     started = time.perf_counter()
     done: list[dict[str, Any]] = []
     tracker = StageProgress(spark, progress) if progress is not None else None

@@ -274,5 +274,16 @@ def remove_uncommitted(layout: FileLayout, committed: Iterable[str]) -> list[str
     return removed
 
 
+def probe_writable(data_uri: str, job: str) -> None:
+    """Write and delete one small file in the table's data folder: storage that cannot be written is
+    refused by the driver (one line) before any task starts. Raises OSError."""
+    fs, root = filesystem(data_uri)
+    fs.create_dir(root, recursive=True)
+    probe = f"{root}/{job}-probe"
+    with fs.open_output_stream(probe) as sink:
+        sink.write(b"logdoctor")
+    fs.delete_file(probe)
+
+
 def new_job_id() -> str:
     return "ld" + uuid.uuid4().hex[:12]

@@ -43,6 +43,12 @@ def catalog_properties(location: str, given: Mapping[str, str] | None) -> dict[s
                 "or --catalog type=rest --catalog uri=https://...)"
             )
         props = {"type": "sql", "uri": f"sqlite:///{default_catalog_file(location)}"}
+    # pyiceberg's FileIO reads S3 settings from the catalog properties only: take AWS_* as everywhere else
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint and location.startswith(("s3://", "s3a://")):
+        props.setdefault("s3.endpoint", endpoint)
+    if os.environ.get("AWS_DEFAULT_REGION") and location.startswith(("s3://", "s3a://")):
+        props.setdefault("s3.region", os.environ["AWS_DEFAULT_REGION"])
     is_sql = str(props.get("uri", "")).startswith(("sqlite", "postgresql"))
     props.setdefault("type", "sql" if is_sql else "rest")
     if props["type"] == "sql":
