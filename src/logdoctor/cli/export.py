@@ -2,7 +2,7 @@
 
 Exit codes: 0 done, 1 done but corrupt ranges were skipped, 64 usage, 69 Spark unavailable
 (no Java 17+) or no data source of the --format name (its jars not given), 70 tool failure, 73 --out
-at, inside or above an input, or (--mode error) not empty.
+at, inside or above an input, or (--mode error) not empty; --format iceberg|delta: see export_tables.
 """
 
 from __future__ import annotations
@@ -30,6 +30,13 @@ from logdoctor.cli.common import (
 )
 from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.output import text_console
+from logdoctor.cli.export_tables import (
+    CatalogOption,
+    PartitionByDayOption,
+    TableNameOption,
+    is_table_format,
+    table_export_cli,
+)
 
 
 def _human(n: int) -> str:
@@ -118,6 +125,9 @@ def export_command(
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    catalog: CatalogOption = None,
+    table_name: TableNameOption = None,
+    partition_by_day: PartitionByDayOption = False,
 ) -> None:
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
@@ -178,6 +188,11 @@ def export_command(
         except SparkUnavailableError as exc:
             fail(f"error: {exc}", EX_UNAVAILABLE)
         rearm()  # PySpark's SparkContext put its own SIGINT handler in place
+        if is_table_format(fmt, writer):  # Iceberg / Delta: pyarrow tasks, one commit of the format's library
+            table_export_cli(
+                spark, paths, out, fmt=fmt, mode=mode, options=options, by_day=partition_by_day,
+                catalog=catalog, table=table_name, json_out=json_out, console=console, err=err,
+            )  # fmt: skip
         try:
             with spark_progress(err, "export", "tasks", disable=json_out) as progress:
                 result = run_export(

@@ -1,0 +1,166 @@
+"""`logdoctor export --format iceberg|delta`: the CLI side of the table export (logdoctor.spark.tables).
+
+Exit codes as for `export`, and 73 (nothing committed, the table unchanged) for a table whose schema is
+not the export's, an existing table with --mode error, an unreachable catalog, storage that cannot be
+written or a commit that lost to other writers more often than the library retries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from logdoctor.cli.common import (
+    EX_CANTCREAT,
+    EX_OK,
+    EX_WARNINGS,
+    fail,
+    print_json,
+    spark_progress,
+    usage_error,
+)
+
+CatalogOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--catalog",
+        metavar="KEY=VALUE",
+        help="--format iceberg: a pyiceberg catalog property (repeatable), e.g. type=rest, uri=...; "
+        "default: a SQLite catalog in the file OUT.catalog.db beside the table folder.",
+    ),
+]
+TableNameOption = Annotated[
+    str | None,
+    typer.Option("--table", metavar="NAMESPACE.NAME", help="--format iceberg: the table name."),
+]
+PartitionByDayOption = Annotated[
+    bool,
+    typer.Option(
+        "--partition-by-day",
+        help="--format iceberg|delta: partition by topic and the UTC day of the record timestamp.",
+    ),
+]
+
+
+def is_table_format(fmt: str, writer: str | None) -> bool:
+    """Whether the export goes through logdoctor's table commit (``--writer spark`` keeps Spark's own
+    data source of that name, which needs its jars)."""
+    from logdoctor.spark.tables import TABLE_FORMATS
+
+    return fmt in TABLE_FORMATS and writer != "spark"
+
+
+def parse_catalog(pairs: Sequence[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            usage_error(f"--catalog expects key=value (a pyiceberg catalog property), got {pair!r}")
+        out[key.strip()] = value
+    return out
+
+
+def export_to_table(
+    spark: Any,
+    paths: Sequence[str],
+    out: str,
+    *,
+    fmt: str,
+    mode: str,
+    options: Mapping[str, Any],
+    by_day: bool,
+    catalog: Mapping[str, str],
+    table: str | None,
+    progress: Callable[[int, int], None] | None,
+) -> Any:
+    """Run the table export; a refusal or a table failure exits with one line naming the cause."""
+    from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.spark.export import ExportError
+    from logdoctor.spark.planning import PlanningError
+    from logdoctor.spark.tables import TableError, TableExistsError, TableSchemaError
+    from logdoctor.spark.tables.export import run_table_export
+
+    try:
+        return run_table_export(
+            spark,
+            list(paths),
+            out,
+            fmt=fmt,
+            mode=mode,
+            options={k: str(v) for k, v in options.items() if v is not None},
+            by_day=by_day,
+            catalog=catalog,
+            table_name=table,
+            progress=progress,
+        )
+    except (OutputOverlapsInputError, TableExistsError, TableSchemaError) as exc:
+        fail(f"refused: {exc}", EX_CANTCREAT)
+    except TableError as exc:
+        fail(f"error: {exc}", EX_CANTCREAT)
+    except (ExportError, PlanningError) as exc:
+        usage_error(str(exc))
+
+
+def how_to_read(fmt: str, out: str, table: str | None, catalog: Mapping[str, str]) -> str:
+    """The Python lines that read the table back with the format's own library."""
+    if fmt == "delta":
+        return f"from deltalake import DeltaTable; DeltaTable({out!r}).to_pyarrow_table()"
+    from logdoctor.spark.tables.iceberg import DEFAULT_IDENTIFIER, catalog_properties
+
+    props = {k: v for k, v in catalog_properties(out, catalog).items() if k != "init_catalog_tables"}
+    name = table or DEFAULT_IDENTIFIER
+    return (
+        f"from pyiceberg.catalog import load_catalog; "
+        f"load_catalog('logdoctor', **{props!r}).load_table({name!r}).scan().to_arrow()"
+    )
+
+
+def table_export_cli(
+    spark: Any,
+    paths: Sequence[str],
+    out: str,
+    *,
+    fmt: str,
+    mode: str,
+    options: Mapping[str, Any],
+    by_day: bool,
+    catalog: Sequence[str] | None,
+    table: str | None,
+    json_out: bool,
+    console: Any,
+    err: Any,
+) -> NoReturn:
+    """``export --format iceberg|delta``: run, print the summary and how to read the table, exit."""
+    props = parse_catalog(catalog)
+    with spark_progress(err, "export", "tasks", disable=json_out) as progress:
+        result = export_to_table(
+            spark,
+            paths,
+            out,
+            fmt=fmt,
+            mode=mode,
+            options=options,
+            by_day=by_day,
+            catalog=props,
+            table=table,
+            progress=progress,
+        )
+    read = how_to_read(fmt, out, table, props)
+    if json_out:
+        print_json({**result.to_json(), "read_with": read}, indent=2)
+    else:
+        console.print(
+            f"Committed [bold]{result.rows:,}[/bold] records from {result.segments:,} segments to the "
+            f"{fmt} table {out} ({mode}): {result.files} files, {result.bytes_out:,} bytes, in "
+            f"{result.elapsed_s:.1f} s ({result.records_per_s:,.0f} records/s)"
+        )
+        for s in result.skipped:
+            console.print(
+                f"  skipped corrupt range: {s.path} after byte {s.valid_bytes:,} "
+                f"({s.skipped_bytes:,} bytes): {s.error}",
+                soft_wrap=True,
+            )
+        console.print(f"Read it with:\n  {read}", soft_wrap=True, markup=False)
+    raise typer.Exit(EX_WARNINGS if result.skipped else EX_OK)

@@ -1,0 +1,31 @@
+"""Export into open tables (``export --format iceberg|delta``): tasks write Parquet with pyarrow straight
+into the table's storage, the driver commits every file in one transaction of the format's library.
+
+- :mod:`.files`: task side (decode, keep rows above the table's offsets, write, file statistics).
+- :mod:`.iceberg`: pyiceberg (SQLite ``SqlCatalog`` beside the table by default, any catalog by properties).
+- :mod:`.delta`: deltalake (delta-rs) ``create_table_with_add_actions`` / ``create_write_transaction``.
+- :mod:`.export`: the job (plan, run the tasks on Spark, commit, remove what the commit does not reference).
+"""
+
+from __future__ import annotations
+
+from logdoctor.spark.export import ExportError
+
+TABLE_FORMATS = ("iceberg", "delta")
+TABLE_MODES = ("error", "append", "overwrite")
+# Test seam only (tests/spark/test_tables_commit.py): "before:SECONDS" or "after:SECONDS" makes the driver
+# sleep right before or after the commit call, so that a test can SIGKILL it there. Never set it otherwise.
+PAUSE_ENV = "LOGDOCTOR_TEST_PAUSE_COMMIT"
+
+
+class TableError(ExportError):
+    """The table cannot be reached, read or committed (catalog down, storage not writable, conflict);
+    the table is unchanged."""
+
+
+class TableSchemaError(ExportError):
+    """The table's schema is not the export's (nothing was written)."""
+
+
+class TableExistsError(ExportError):
+    """``--mode error`` and the table already exists (nothing was written)."""

@@ -1,0 +1,242 @@
+"""Delta tables through deltalake (delta-rs): the schema check and the one-commit add of every file.
+
+deltalake 1.6 commits files written by someone else with its public API: ``AddAction`` entries (path
+relative to the table, size, partition values, statistics JSON) given to
+``deltalake.transaction.create_table_with_add_actions`` (a new table: metadata, protocol and every add
+in commit 0) or ``DeltaTable.create_write_transaction`` (an existing table: one commit, ``append`` or
+``overwrite``, which removes every file the snapshot had: they stay for time travel until vacuum).
+A commit is one ``_delta_log/NNN.json`` put-if-absent: a reader sees the old version or the new one;
+a concurrent append is retried by delta-rs (``CommitProperties(max_commit_retries=...)``).
+
+Delta has no partition transforms: ``--partition-by-day`` adds a date column ``timestamp_day`` (the UTC
+day of ``timestamp``) as the second partition column. Partition columns are not stored in the files
+(Delta's convention). The table properties (``logdoctor.version``, ``logdoctor.sources``,
+``logdoctor.offsets``) are each commit's ``commitInfo`` custom metadata (``DeltaTable.history()``):
+deltalake 1.6 refuses a table ``configuration`` key outside ``delta.*`` ("Error parsing property").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from logdoctor.spark.tables import TableError
+from logdoctor.spark.tables.files import DAY_COLUMN, WrittenFile
+
+COMMIT_RETRIES = 10
+
+
+def storage_options(uri: str) -> dict[str, str]:
+    """delta-rs object-store options from the environment (AWS_* as for the rest of logdoctor)."""
+    from logdoctor.spark.export import is_local_path
+
+    if is_local_path(uri):
+        return {}
+    opts: dict[str, str] = {}
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if uri.startswith(("s3://", "s3a://")):
+        if endpoint:
+            opts["AWS_ENDPOINT_URL"] = endpoint
+            if endpoint.startswith("http://"):
+                opts["AWS_ALLOW_HTTP"] = "true"
+        # S3 has put-if-absent (conditional writes): delta-rs commits safely without a lock service
+        opts.setdefault("conditional_put", "etag")
+    return opts
+
+
+def _uri(location: str) -> str:
+    from logdoctor.spark.export import is_local_path
+
+    return os.path.abspath(location) if is_local_path(location) and "://" not in location else location
+
+
+def _stat_value(v: Any) -> Any:
+    import datetime as dt
+
+    if isinstance(v, dt.datetime):
+        return v.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    return v
+
+
+def stats_json(f: WrittenFile, partition_columns: Sequence[str]) -> str:
+    """Delta's per-file statistics (numRecords, minValues, maxValues, nullCount) of the data columns."""
+    keep = [c for c in f.null_counts if c not in partition_columns]
+    mins = {c: _stat_value(f.min_values[c]) for c in keep if c in f.min_values and not _is_bool(f, c)}
+    maxs = {c: _stat_value(f.max_values[c]) for c in keep if c in f.max_values and not _is_bool(f, c)}
+    return json.dumps(
+        {
+            "numRecords": f.rows,
+            "minValues": mins,
+            "maxValues": maxs,
+            "nullCount": {c: f.null_counts[c] for c in keep},
+        }
+    )
+
+
+def _is_bool(f: WrittenFile, c: str) -> bool:
+    return isinstance(f.min_values.get(c), bool)
+
+
+def _one_line(exc: BaseException) -> str:
+    """delta-rs errors are chains of lines with ANSI colours: one plain line."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc)).replace("↳", "<-")
+    return (" ".join(text.split()) or type(exc).__name__)[:400]
+
+
+class DeltaLakeTable:
+    """One Delta table (it may not exist yet) at a local folder or URI."""
+
+    format = "delta"
+
+    def __init__(self, location: str, by_day: bool = False) -> None:
+        self.location = location.rstrip("/")
+        self.uri = _uri(self.location)
+        self.by_day = by_day
+        self.options = storage_options(self.uri)
+        self._table: Any = None
+
+    @property
+    def data_uri(self) -> str:
+        return self.location
+
+    @property
+    def partition_by(self) -> list[str]:
+        return ["topic", DAY_COLUMN] if self.by_day else ["topic"]
+
+    def table_schema(self, export_schema: Any) -> Any:
+        import pyarrow as pa
+
+        if self.by_day:
+            return export_schema.append(pa.field(DAY_COLUMN, pa.date32()))
+        return export_schema
+
+    def load(self) -> Any:
+        from deltalake import DeltaTable
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            self._table = DeltaTable(self.uri, storage_options=self.options or None)
+        except TableNotFoundError:
+            self._table = None
+        except Exception as exc:
+            raise TableError(f"delta table {self.location}: cannot be read: {_one_line(exc)}") from None
+        return self._table
+
+    def exists(self) -> bool:
+        return self.load() is not None
+
+    def has_rows(self) -> bool:
+        return self._table is not None and len(self._table.file_uris()) > 0
+
+    def schema_difference(self, export_schema: Any, known: Sequence[str]) -> tuple[list[str], list[str]]:
+        from deltalake import Schema
+
+        if self._table is None:
+            return [], []
+        want = Schema.from_arrow(self.table_schema(export_schema))
+        have = {f.name: f for f in self._table.schema().fields}
+        problems, add = [], []
+        for f in want.fields:
+            if f.name not in have:
+                add.append(f.name)
+            elif have[f.name].type != f.type:
+                problems.append(
+                    f"column {f.name} is {_type(have[f.name].type)} in the table, "
+                    f"{_type(f.type)} in the export"
+                )
+        names = {*known, DAY_COLUMN} if self.by_day else set(known)
+        problems += [f"column {n} is not a logdoctor column" for n in have if n not in names]
+        parts = list(self._table.metadata().partition_columns)
+        if parts != self.partition_by:
+            problems.append(
+                f"the table is partitioned by {parts or 'nothing'}, the export by {self.partition_by}"
+            )
+        return problems, add
+
+    def offsets(self) -> dict[tuple[str, int], int]:
+        if self._table is None:
+            return {}
+        try:
+            rows = self._table.to_pyarrow_dataset().to_table(columns=["topic", "partition", "offset"])
+        except Exception as exc:
+            raise TableError(f"delta table {self.location}: cannot be read: {_one_line(exc)}") from None
+        if rows.num_rows == 0:
+            return {}
+        grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "max")])
+        return {(r["topic"], int(r["partition"])): int(r["offset_max"]) for r in grouped.to_pylist()}
+
+    def commit(
+        self,
+        files: Sequence[WrittenFile],
+        export_schema: Any,
+        mode: str,
+        properties: Mapping[str, str],
+        add_columns: Sequence[str] = (),
+        pause: Any = None,
+    ) -> None:
+        from deltalake import CommitProperties, Schema
+        from deltalake.transaction import AddAction, create_table_with_add_actions
+
+        schema = self.table_schema(export_schema)
+        now = int(time.time() * 1000)
+        root = self.location + "/"
+        actions = [
+            AddAction(
+                path=f.path[len(root) :] if f.path.startswith(root) else f.path,
+                size=f.size,
+                partition_values=dict(f.partition),
+                modification_time=now,
+                data_change=True,
+                stats=stats_json(f, self.partition_by),
+            )
+            for f in files
+        ]
+        commit = CommitProperties(custom_metadata=dict(properties), max_commit_retries=COMMIT_RETRIES)
+        try:
+            if pause is not None:
+                pause("before")
+            if self.load() is None:
+                create_table_with_add_actions(
+                    self.uri,
+                    Schema.from_arrow(schema),
+                    actions,
+                    mode="error",
+                    partition_by=self.partition_by,
+                    name="logdoctor-records",
+                    storage_options=self.options or None,
+                    commit_properties=commit,
+                )
+            else:
+                if add_columns:  # a newer logdoctor column: schema evolution, no data rewritten
+                    from deltalake import Field
+
+                    want = {f.name: f for f in Schema.from_arrow(schema).fields}
+                    new = [Field(n, want[n].type, nullable=True) for n in add_columns]
+                    self._table.alter.add_columns(new)
+                self._table.create_write_transaction(
+                    actions,
+                    "overwrite" if mode == "overwrite" else "append",
+                    Schema.from_arrow(schema),
+                    partition_by=self.partition_by,
+                    commit_properties=commit,
+                )
+            if pause is not None:
+                pause("after")
+        except TableError:
+            raise
+        except Exception as exc:
+            raise TableError(
+                f"delta table {self.location}: commit failed: {_one_line(exc)}; the table is unchanged"
+            ) from None
+        self.load()
+
+
+def _type(t: Any) -> str:
+    return str(getattr(t, "type", None) or t)

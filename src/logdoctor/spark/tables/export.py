@@ -1,0 +1,268 @@
+"""The table export job: check the table, run the tasks on Spark, commit once, remove the rest.
+
+1. Before anything is written: the output must not overlap an input; the table (if it exists) must have
+   the export's schema (:class:`TableSchemaError` names the difference; a logdoctor column the table
+   lacks is added by the format's schema evolution at commit); ``--mode error`` refuses an existing
+   table.
+2. ``--mode append`` reads the last offset per (topic, partition) from the table's own rows and exports
+   only the offsets above it (the plan starts there; tasks drop anything at or below it).
+3. Spark runs one task per group of segment slices (the input partitions ``kafka-log`` would use); each
+   task writes Parquet files with pyarrow into the table's data folder (:mod:`.files`) and returns them.
+4. The driver commits the files of the one successful attempt per task in one transaction of the format's
+   library, with the table properties (source inputs, logdoctor version, offsets per partition).
+5. Every file of this job that the commit does not reference (failed or speculative attempts; every
+   file when the job or the commit failed) is deleted. A driver killed before or during the commit
+   leaves the table at its previous snapshot (files no snapshot references may then remain).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from logdoctor.spark.export import ExportResult, StageProgress
+from logdoctor.spark.tables import (
+    PAUSE_ENV,
+    TABLE_FORMATS,
+    TABLE_MODES,
+    TableError,
+    TableExistsError,
+    TableSchemaError,
+)
+from logdoctor.spark.tables.files import (
+    FileLayout,
+    new_job_id,
+    probe_writable,
+    remove_uncommitted,
+    write_task,
+)
+
+PROPERTY_PREFIX = "logdoctor."
+
+
+def open_table(
+    fmt: str,
+    out: str,
+    *,
+    by_day: bool = False,
+    catalog: Mapping[str, str] | None = None,
+    table_name: str | None = None,
+) -> Any:
+    """The table object of ``fmt`` at ``out`` (not yet loaded)."""
+    if fmt == "iceberg":
+        from logdoctor.spark.tables.iceberg import IcebergTable
+
+        return IcebergTable(out, table_name, catalog, by_day)
+    if fmt == "delta":
+        from logdoctor.spark.tables.delta import DeltaLakeTable
+
+        if catalog:
+            from logdoctor.spark.export import ExportError
+
+            raise ExportError("--catalog is for --format iceberg (a Delta table is its folder or URI)")
+        return DeltaLakeTable(out, by_day)
+    raise ValueError(f"not a table format: {fmt!r} (one of {', '.join(TABLE_FORMATS)})")
+
+
+def _pause(stage: str) -> None:
+    """The test seam of :data:`PAUSE_ENV` (tests only)."""
+    spec = os.environ.get(PAUSE_ENV, "")
+    if spec.startswith(f"{stage}:"):
+        print(f"logdoctor-test: pausing {stage} the commit", flush=True)
+        time.sleep(float(spec.split(":", 1)[1]))
+
+
+def _with_start(opts: Any, above: Mapping[tuple[str, int], int]) -> Any:
+    """ReadOptions whose starting offsets begin after what the table holds (when no timestamp start)."""
+    import dataclasses
+
+    from logdoctor.spark.planning import EARLIEST, LATEST, PerPartition
+
+    if not above or opts.starting_timestamps.default is not None or opts.starting_timestamps.by_partition:
+        return opts
+    start = opts.starting_offsets
+    by = dict(start.by_partition)
+    for key, last in above.items():
+        given = start.get(*key)
+        if given == LATEST:
+            continue
+        if given is None or given == EARLIEST or given < last + 1:
+            by[key] = last + 1
+    return dataclasses.replace(opts, starting_offsets=PerPartition(start.default, by))
+
+
+def merged_offsets(
+    before: Mapping[tuple[str, int], int], files: Sequence[Any]
+) -> dict[str, dict[str, int]]:
+    """{topic: {partition: last offset}} the table holds after the commit."""
+    last = dict(before)
+    for f in files:
+        for key, (_, hi) in f.offsets.items():
+            last[key] = max(last.get(key, -1), hi)
+    out: dict[str, dict[str, int]] = {}
+    for (t, p), hi in sorted(last.items()):
+        out.setdefault(t, {})[str(p)] = hi
+    return out
+
+
+def run_table_export(
+    spark: Any,
+    paths: Sequence[str] | str,
+    out: str,
+    *,
+    fmt: str,
+    mode: str = "error",
+    options: Mapping[str, str] | None = None,
+    by_day: bool = False,
+    catalog: Mapping[str, str] | None = None,
+    table_name: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    fail_first_attempt: bool = False,
+) -> ExportResult:
+    """Export PATHS into the ``fmt`` table at ``out`` (see the module doc)."""
+    import logdoctor
+    from logdoctor.logdir.discovery import discover, split_paths
+    from logdoctor.logdir.outputs import check_output_location
+    from logdoctor.spark.export import ExportError, SkippedRange
+    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices, topic_matcher
+    from logdoctor.spark.schema import records_arrow_schema, records_fields
+
+    if mode not in TABLE_MODES:
+        raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
+    out = str(out)
+    opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
+    opts = parse_read_options(opts_map)
+    items = split_paths(paths)
+    refs = discover(items)
+    check_output_location(out, [*items, *sorted({r.log_dir for r in refs})])
+    table = open_table(fmt, out, by_day=by_day, catalog=catalog, table_name=table_name)
+    export_schema = records_arrow_schema(opts.decoded)
+    known = [name for name, _, _ in records_fields(True)]
+    exists = table.exists()
+    if exists:
+        if mode == "error":
+            raise TableExistsError(
+                f"{fmt} table {out} exists: choose another --out, or --mode append / overwrite "
+                "(nothing was written)"
+            )
+        problems, add_columns = table.schema_difference(export_schema, known)
+        if problems:
+            raise TableSchemaError(
+                f"{fmt} table {out} has another schema than the export: {'; '.join(problems)} "
+                "(nothing was written)"
+            )
+    else:
+        add_columns = []
+    above = table.offsets() if exists and mode == "append" else {}
+    opts = _with_start(opts, above)
+    slices = plan_slices(refs, opts)
+    groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
+    layout = FileLayout(
+        data_uri=table.data_uri,
+        job=new_job_id(),
+        by_day=by_day,
+        partition_columns_in_file=fmt == "iceberg",
+        day_column=fmt == "delta" and by_day,
+        int16_as_int32=fmt == "iceberg",
+    )
+    if groups:
+        try:
+            probe_writable(layout.data_uri, layout.job)
+        except Exception as exc:
+            raise TableError(
+                f"{fmt} table {out}: {layout.data_uri} cannot be written: {' '.join(str(exc).split())[:300]} "
+                "(nothing was written; the table is unchanged)"
+            ) from None
+    started = time.perf_counter()
+    done: list[dict[str, Any]] = []
+    tracker = StageProgress(spark, progress) if progress is not None else None
+    if tracker is not None:
+        tracker.__enter__()
+    committed: list[str] = []
+    try:
+        if groups:
+            tasks = list(enumerate(groups))
+
+            def run(t: tuple[int, Any]) -> dict[str, Any]:
+                result = write_task(t[0], t[1], opts, layout, above)
+                if fail_first_attempt:
+                    from pyspark import TaskContext
+
+                    ctx = TaskContext.get()
+                    if ctx is not None and ctx.attemptNumber() == 0:
+                        raise RuntimeError("logdoctor test: first task attempt fails after writing its files")
+                return result
+
+            done = spark.sparkContext.parallelize(tasks, len(tasks)).map(run).collect()
+        files = [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"]]
+        offsets = merged_offsets(above if mode == "append" else {}, files)
+        properties = {
+            f"{PROPERTY_PREFIX}version": logdoctor.__version__,
+            f"{PROPERTY_PREFIX}sources": json.dumps(items),
+            f"{PROPERTY_PREFIX}offsets": json.dumps(offsets, separators=(",", ":")),
+        }
+        if not files and mode == "append":
+            pass  # nothing above what the table holds: no commit, the table is unchanged
+        elif fmt == "iceberg":
+            table.commit(
+                [f.path for f in files],
+                export_schema,
+                mode,
+                properties,
+                {f"{PROPERTY_PREFIX}rows": str(sum(f.rows for f in files)), **properties},
+                pause=_pause,
+            )
+        else:
+            table.commit(files, export_schema, mode, properties, add_columns, pause=_pause)
+        committed = [f.path for f in files]
+    finally:
+        if tracker is not None:
+            tracker.__exit__(None, None, None)
+        _cleanup(spark, layout, committed)
+    elapsed = time.perf_counter() - started
+    match = topic_matcher(opts_map.get("topics"))
+    segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
+    skipped = [
+        SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"])
+        for r in (
+            spark.read.format("kafka-log-segments")
+            .options(**({"topics": opts_map["topics"]} if "topics" in opts_map else {}))
+            .load(items)
+            .where("error is not null")
+            .select("path", "valid_bytes", "size_bytes", "error")
+            .collect()
+        )
+    ]
+    skipped.sort(key=lambda s: s.path)
+    return ExportResult(
+        out_dir=out,
+        format=fmt,
+        rows=sum(int(d["rows"]) for d in done),
+        files=len(committed),
+        bytes_out=sum(f.size for d in done for f in d["files"]),
+        bytes_in=sum(s.size for s in segs),
+        segments=len(segs),
+        skipped=skipped,
+        elapsed_s=elapsed,
+        writer="arrow",
+        mode=mode,
+    )
+
+
+def _cleanup(spark: Any, layout: FileLayout, committed: Sequence[str]) -> None:
+    """Delete this job's files that the commit does not reference (after cancelled tasks stopped)."""
+    if not committed:
+        try:
+            tracker = spark.sparkContext.statusTracker()
+            deadline = time.monotonic() + 30
+            while tracker.getActiveStageIds() and time.monotonic() < deadline:
+                time.sleep(0.2)
+        except Exception:
+            pass
+    import contextlib
+
+    with contextlib.suppress(Exception):  # best effort: the table is already right
+        remove_uncommitted(layout, committed)

@@ -1,0 +1,289 @@
+"""Task side of the table exports: decode slices and write Parquet files with pyarrow into a table's storage.
+
+A Spark task (or a plain call, in tests) reads its group of segment slices (:func:`read_slice`),
+keeps the rows above the offsets the table already holds, and writes one Parquet file per table
+partition (the topic, and the UTC day of the record timestamp when asked) straight into the table's
+data folder: a local folder or any URI pyarrow opens (``s3://``, ``gs://``, ``hdfs://``,
+``abfs://``). Rows in a file are sorted by partition and offset. It returns what the driver needs
+to commit the files in one transaction of the table format's library (:class:`WrittenFile`: path,
+size, rows, partition values, per-column statistics).
+
+File names carry the job id, the task and its attempt: files of an attempt that failed or was a
+speculative duplicate are never committed, and the driver deletes every file of its job that the
+commit does not reference (:func:`remove_uncommitted`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+ROW_GROUP_ROWS = 128 * 1024
+DAY_COLUMN = "timestamp_day"  # Delta's partition column for --partition-by-day (Iceberg uses day(timestamp))
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenFile:
+    """One Parquet file a task wrote (not yet part of any table)."""
+
+    path: str  # as the table will reference it: a local absolute path or the URI
+    size: int
+    rows: int
+    partition: Mapping[str, str | None]  # partition column -> value as text (Delta's partitionValues)
+    min_values: Mapping[str, Any] = field(default_factory=dict)
+    max_values: Mapping[str, Any] = field(default_factory=dict)
+    null_counts: Mapping[str, int] = field(default_factory=dict)
+    offsets: Mapping[tuple[str, int], tuple[int, int]] = field(default_factory=dict)  # first, last
+
+
+@dataclass(frozen=True, slots=True)
+class FileLayout:
+    """How a task lays out its files: where, which partition columns, which columns in the file."""
+
+    data_uri: str  # the table's data folder (local path or URI)
+    job: str
+    by_day: bool = False
+    partition_columns_in_file: bool = True  # Iceberg keeps them (add_files infers the partition), Delta not
+    day_column: bool = False  # Delta: a date column DAY_COLUMN derived from the timestamp
+    int16_as_int32: bool = False  # Iceberg has no 16-bit integer: producer_epoch is written as int
+
+
+def filesystem(uri: str) -> tuple[Any, str]:
+    """(pyarrow FileSystem, path in it) for a local path, file: URI or any URI pyarrow opens."""
+    import pyarrow.fs as pafs
+
+    from logdoctor.spark.export import is_local_path
+
+    if is_local_path(uri):
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(uri)
+        local = parts.path if parts.scheme == "file" else uri
+        return pafs.LocalFileSystem(), os.path.abspath(local)
+    return pafs.FileSystem.from_uri(uri)
+
+
+def join_uri(base: str, *parts: str) -> str:
+    base = base.rstrip("/")
+    return "/".join([base, *(p.strip("/") for p in parts)])
+
+
+def keep_above(table: Any, above: Mapping[tuple[str, int], int]) -> Any:
+    """The rows whose offset is above what the table holds for their (topic, partition)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not above or table.num_rows == 0:
+        return table
+    topics = table.column("topic").to_pylist()
+    parts = table.column("partition").to_pylist()
+    limits = pa.array([above.get((t, p), -1) for t, p in zip(topics, parts, strict=True)], pa.int64())
+    return table.filter(pc.greater(table.column("offset"), limits))
+
+
+def prepare(table: Any, layout: FileLayout) -> Any:
+    """The table's column types (int16 -> int32 for Iceberg) and Delta's day column."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if layout.int16_as_int32 and "producer_epoch" in table.column_names:
+        i = table.column_names.index("producer_epoch")
+        table = table.set_column(i, "producer_epoch", table.column(i).cast(pa.int32()))
+    if layout.day_column:
+        table = table.append_column(DAY_COLUMN, pc.cast(table.column("timestamp"), pa.date32()))
+    return table
+
+
+def _day(value: Any) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def _groups(table: Any, layout: FileLayout) -> list[tuple[dict[str, str | None], Any]]:
+    """(partition values, rows) per table partition: topic, then the UTC day when asked."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    keys = ["topic"]
+    if layout.by_day:
+        day = pc.cast(table.column("timestamp"), pa.date32())
+        table = table.append_column("__day", day)
+        keys.append("__day")
+    out = []
+    distinct = table.select(keys).group_by(keys).aggregate([]).to_pylist()
+    for d in sorted(distinct, key=lambda r: (r["topic"], r.get("__day") or dt.date.min)):
+        mask = pc.equal(table.column("topic"), d["topic"])
+        values: dict[str, str | None] = {"topic": d["topic"]}
+        if layout.by_day:
+            if d["__day"] is None:
+                mask = pc.and_(mask, pc.is_null(table.column("__day")))
+            else:
+                mask = pc.and_(mask, pc.equal(table.column("__day"), pa.scalar(d["__day"], pa.date32())))
+            values[DAY_COLUMN] = _day(d["__day"])
+        rows = table.filter(mask)
+        if layout.by_day:
+            rows = rows.drop_columns(["__day"])
+        out.append((values, rows))
+    return out
+
+
+def _stats(rows: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
+    """Min, max and null count of each top-level primitive column (Delta's file statistics)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    mins: dict[str, Any] = {}
+    maxs: dict[str, Any] = {}
+    nulls: dict[str, int] = {}
+    for name in rows.column_names:
+        col = rows.column(name)
+        if pa.types.is_nested(col.type):
+            continue
+        nulls[name] = col.null_count
+        if pa.types.is_binary(col.type) or col.null_count == len(col):
+            continue
+        mm = pc.min_max(col)
+        mins[name], maxs[name] = mm["min"].as_py(), mm["max"].as_py()
+    return mins, maxs, nulls
+
+
+def _offsets(rows: Any) -> dict[tuple[str, int], tuple[int, int]]:
+    grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
+    return {
+        (r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()
+    }
+
+
+def write_table_files(
+    table: Any, layout: FileLayout, task: int, attempt: int, fs: Any = None, root: str | None = None
+) -> list[WrittenFile]:
+    """Write ``table`` (Arrow, the ``kafka-log`` schema) as one file per table partition."""
+    import pyarrow.parquet as pq
+
+    if table.num_rows == 0:
+        return []
+    if fs is None or root is None:
+        fs, root = filesystem(layout.data_uri)
+    table = prepare(table, layout)
+    written: list[WrittenFile] = []
+    for values, rows in _groups(table, layout):
+        rows = rows.sort_by([("partition", "ascending"), ("offset", "ascending")])
+        folder = "/".join(f"{k}={_escape(v)}" for k, v in values.items())
+        name = f"{layout.job}-{task:05d}-{attempt}-{uuid.uuid4().hex[:8]}.parquet"
+        mins, maxs, nulls = _stats(rows)
+        offsets = _offsets(rows)
+        if not layout.partition_columns_in_file:
+            rows = rows.drop_columns([k for k in values if k in rows.column_names])
+        rel = f"{folder}/{name}"
+        fs.create_dir(f"{root}/{folder}", recursive=True)
+        with fs.open_output_stream(f"{root}/{rel}") as sink:
+            pq.write_table(rows, sink, row_group_size=ROW_GROUP_ROWS, compression="snappy")
+        size = fs.get_file_info(f"{root}/{rel}").size
+        written.append(
+            WrittenFile(
+                path=join_uri(layout.data_uri, rel),
+                size=int(size),
+                rows=rows.num_rows,
+                partition=values,
+                min_values=mins,
+                max_values=maxs,
+                null_counts=nulls,
+                offsets=offsets,
+            )
+        )
+    return written
+
+
+def _escape(value: str | None) -> str:
+    """A partition value in a folder name (Hive's escaping of the characters paths cannot hold)."""
+    if value is None:
+        return "__HIVE_DEFAULT_PARTITION__"
+    return "".join(f"%{ord(c):02X}" if c in '"#%\'*/:=?\\\x7f{}[]^' or ord(c) < 32 else c for c in value)
+
+
+def write_task(
+    task: int,
+    slices: Sequence[Any],
+    opts: Any,
+    layout: FileLayout,
+    above: Mapping[tuple[str, int], int],
+    attempt: int | None = None,
+    rows_per_file: int = 1_000_000,
+) -> dict[str, Any]:
+    """Executor side: read the slices, keep rows above ``above``, write them (at most about
+    ``rows_per_file`` rows are held before they are written). Returns the task's files and rows."""
+    import pyarrow as pa
+
+    from logdoctor.spark.sources import read_slice
+
+    if attempt is None:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+    fs, root = filesystem(layout.data_uri)
+    files: list[WrittenFile] = []
+    chunk: list[Any] = []
+    held = 0
+    rows = 0
+
+    def flush() -> None:
+        nonlocal chunk, held
+        if chunk:
+            table = keep_above(pa.Table.from_batches(chunk), above)
+            files.extend(write_table_files(table, layout, task, attempt, fs, root))
+        chunk, held = [], 0
+
+    for sl in slices:
+        for rb in read_slice(sl, opts):
+            chunk.append(rb)
+            held += rb.num_rows
+            if held >= rows_per_file:
+                flush()
+    flush()
+    rows = sum(f.rows for f in files)
+    return {"task": task, "attempt": attempt, "rows": rows, "files": files}
+
+
+def job_files(layout: FileLayout) -> list[str]:
+    """Every file this job's tasks wrote (any attempt), as URIs/paths like :attr:`WrittenFile.path`."""
+    import pyarrow.fs as pafs
+
+    fs, root = filesystem(layout.data_uri)
+    found = []
+    for info in fs.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True)):
+        if info.type == pafs.FileType.File and info.base_name.startswith(f"{layout.job}-"):
+            found.append(join_uri(layout.data_uri, info.path[len(root) :]))
+    return found
+
+
+def remove_uncommitted(layout: FileLayout, committed: Iterable[str]) -> list[str]:
+    """Delete the files of this job that the commit does not reference (failed or speculative
+    attempts, or every file of a job that failed). Returns what was deleted."""
+    keep = set(committed)
+    fs, root = filesystem(layout.data_uri)
+    removed = []
+    for path in job_files(layout):
+        if path not in keep:
+            rel = path[len(layout.data_uri.rstrip("/")) :]
+            fs.delete_file(f"{root}{rel}")
+            removed.append(path)
+    return removed
+
+
+def probe_writable(data_uri: str, job: str) -> None:
+    """Write and delete one small file in the table's data folder: storage that cannot be written is
+    refused by the driver (one line) before any task starts. Raises OSError."""
+    fs, root = filesystem(data_uri)
+    fs.create_dir(root, recursive=True)
+    probe = f"{root}/{job}-probe"
+    with fs.open_output_stream(probe) as sink:
+        sink.write(b"logdoctor")
+    fs.delete_file(probe)
+
+
+def new_job_id() -> str:
+    return "ld" + uuid.uuid4().hex[:12]

@@ -1,0 +1,248 @@
+"""Iceberg tables through pyiceberg: the catalog, the schema check and the one-transaction commit.
+
+The embedded default catalog is pyiceberg's ``SqlCatalog`` on a SQLite file beside the table
+(``OUT.catalog.db`` for ``--out OUT``): nothing to start. ``--catalog KEY=VALUE`` properties select
+any catalog pyiceberg supports instead (``type=rest uri=...``, ``type=glue``, ``type=hive``,
+``uri=sqlite:///...``); ``--out`` is then the table's location.
+
+The commit is one pyiceberg transaction: (create the table with its partition spec when it does not
+exist,) add the missing logdoctor columns by schema evolution (``union_by_name``: metadata only),
+drop every data file for ``--mode overwrite`` (the files stay for time travel), register the written
+files with ``Transaction.add_files`` (pyiceberg reads their footers: manifests and statistics are the
+library's) and set the table properties. ``commit_transaction`` swaps the table's metadata pointer in
+the catalog atomically, so a reader sees the old snapshot or the new one.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from logdoctor.spark.tables import TableError, TableExistsError, TableSchemaError
+
+DEFAULT_IDENTIFIER = "logdoctor.records"
+COMMIT_RETRIES = 4
+
+
+def default_catalog_file(location: str) -> str:
+    """The SQLite file of the embedded catalog for a local table folder ``location``."""
+    return os.path.abspath(location.rstrip("/")) + ".catalog.db"
+
+
+def catalog_properties(location: str, given: Mapping[str, str] | None) -> dict[str, str]:
+    from logdoctor.spark.export import is_local_path
+
+    props = dict(given or {})
+    if not props:
+        if not is_local_path(location):
+            raise TableError(
+                f"--format iceberg --out {location}: the embedded SQLite catalog lives beside a local "
+                "folder only; give the catalog with --catalog (e.g. --catalog uri=sqlite:////path/cat.db "
+                "or --catalog type=rest --catalog uri=https://...)"
+            )
+        props = {"type": "sql", "uri": f"sqlite:///{default_catalog_file(location)}"}
+    # pyiceberg's FileIO reads S3 settings from the catalog properties only: take AWS_* as everywhere else
+    endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+    if endpoint and location.startswith(("s3://", "s3a://")):
+        props.setdefault("s3.endpoint", endpoint)
+    if os.environ.get("AWS_DEFAULT_REGION") and location.startswith(("s3://", "s3a://")):
+        props.setdefault("s3.region", os.environ["AWS_DEFAULT_REGION"])
+    is_sql = str(props.get("uri", "")).startswith(("sqlite", "postgresql"))
+    props.setdefault("type", "sql" if is_sql else "rest")
+    if props["type"] == "sql":
+        props.setdefault("init_catalog_tables", "true")
+    return props
+
+
+def _arrow_schema(export_schema: Any) -> Any:
+    """Iceberg has no 16-bit integer: the table's producer_epoch is an int (the files are written so)."""
+    import pyarrow as pa
+
+    i = export_schema.get_field_index("producer_epoch")
+    return export_schema.set(i, pa.field("producer_epoch", pa.int32())) if i >= 0 else export_schema
+
+
+def _type_text(t: Any) -> str:
+    return re.sub(r"-?\d+: ", "", str(t)).replace("required ", "").replace("optional ", "")
+
+
+class IcebergTable:
+    """One Iceberg table (it may not exist yet) in a catalog."""
+
+    format = "iceberg"
+
+    def __init__(
+        self,
+        location: str,
+        identifier: str | None = None,
+        catalog: Mapping[str, str] | None = None,
+        by_day: bool = False,
+    ) -> None:
+        self.location = location.rstrip("/")
+        self.identifier = identifier or DEFAULT_IDENTIFIER
+        self.by_day = by_day
+        self.props = catalog_properties(self.location, catalog)
+        self._catalog: Any = None
+        self._table: Any = None
+
+    # -- reading -----------------------------------------------------------------------------------
+
+    @property
+    def data_uri(self) -> str:
+        if self._table is not None:
+            return str(self._table.location()).rstrip("/") + "/data"
+        return self.location + "/data"
+
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            from pyiceberg.catalog import load_catalog
+
+            try:
+                self._catalog = load_catalog("logdoctor", **self.props)
+                if "." in self.identifier:
+                    self._catalog.create_namespace_if_not_exists(self.identifier.rsplit(".", 1)[0])
+            except Exception as exc:
+                raise TableError(f"iceberg catalog {self._where()}: unreachable: {_one_line(exc)}") from None
+        return self._catalog
+
+    def _where(self) -> str:
+        return self.props.get("uri") or self.props.get("type", "?")
+
+    def load(self) -> Any:
+        """The table, or None when it does not exist."""
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            self._table = self.catalog().load_table(self.identifier)
+        except NoSuchTableError:
+            self._table = None
+        except TableError:
+            raise
+        except Exception as exc:
+            raise TableError(f"iceberg table {self.identifier}: cannot be read: {_one_line(exc)}") from None
+        return self._table
+
+    def exists(self) -> bool:
+        return self.load() is not None
+
+    def schema_difference(self, export_schema: Any, known: Sequence[str]) -> tuple[list[str], list[str]]:
+        """(problems, columns to add): a column of another type or a column logdoctor does not know is
+        a problem; a logdoctor column the table lacks is added by schema evolution."""
+        from pyiceberg.catalog import Catalog
+
+        table = self._table
+        if table is None:
+            return [], []
+        want = Catalog._convert_schema_if_needed(_arrow_schema(export_schema))
+        have = {f.name: f for f in table.schema().fields}
+        problems, add = [], []
+        for f in want.fields:
+            if f.name not in have:
+                add.append(f.name)
+            elif _type_text(have[f.name].field_type) != _type_text(f.field_type):
+                problems.append(
+                    f"column {f.name} is {_type_text(have[f.name].field_type)} in the table, "
+                    f"{_type_text(f.field_type)} in the export"
+                )
+        problems += [f"column {n} is not a logdoctor column" for n in have if n not in known]
+        return problems, add
+
+    def offsets(self) -> dict[tuple[str, int], int]:
+        """The last offset the table holds per (topic, partition), from the table's own rows."""
+        if self._table is None or self._table.current_snapshot() is None:
+            return {}
+        try:
+            rows = self._table.scan(selected_fields=("topic", "partition", "offset")).to_arrow()
+        except Exception as exc:
+            raise TableError(f"iceberg table {self.identifier}: cannot be read: {_one_line(exc)}") from None
+        return _max_offsets(rows)
+
+    def has_rows(self) -> bool:
+        snap = self._table.current_snapshot() if self._table is not None else None
+        return snap is not None and int(snap.summary.get("total-records", "0") or 0) > 0
+
+    # -- the commit --------------------------------------------------------------------------------
+
+    def commit(
+        self,
+        paths: Sequence[str],
+        export_schema: Any,
+        mode: str,
+        properties: Mapping[str, str],
+        snapshot_properties: Mapping[str, str],
+        pause: Any = None,
+    ) -> None:
+        """Register ``paths`` (Parquet files under :attr:`data_uri`) in one transaction."""
+        from pyiceberg.exceptions import CommitFailedException
+
+        for attempt in range(COMMIT_RETRIES + 1):
+            try:
+                txn = self._transaction(export_schema, mode)
+                if paths:
+                    txn.add_files(list(paths), snapshot_properties=dict(snapshot_properties))
+                txn.set_properties(dict(properties))
+                if pause is not None:
+                    pause("before")
+                txn.commit_transaction()
+                if pause is not None:
+                    pause("after")
+                self.load()
+                return
+            except CommitFailedException as exc:  # another writer committed first: retry on its snapshot
+                if attempt == COMMIT_RETRIES:
+                    raise TableError(
+                        f"iceberg table {self.identifier}: commit failed after {attempt + 1} tries "
+                        f"(concurrent writers): {_one_line(exc)}; the table is unchanged"
+                    ) from None
+                self.load()
+            except (TableError, TableSchemaError, TableExistsError):
+                raise
+            except Exception as exc:
+                raise TableError(
+                    f"iceberg table {self.identifier}: commit failed: {_one_line(exc)}; "
+                    "the table is unchanged"
+                ) from None
+
+    def _transaction(self, export_schema: Any, mode: str) -> Any:
+        from pyiceberg.expressions import AlwaysTrue
+
+        schema = _arrow_schema(export_schema)
+        if self.load() is None:
+            txn = self.catalog().create_table_transaction(
+                self.identifier,
+                schema=schema,
+                location=self.location,
+                # add_files infers an identity partition from min == max: keep whole topic names
+                properties={"write.metadata.metrics.column.topic": "full"},
+            )
+            with txn.update_spec() as spec:
+                spec.add_identity("topic")
+                if self.by_day:
+                    spec.add_field("timestamp", _day_transform(), "timestamp_day")
+            return txn
+        txn = self._table.transaction()
+        with txn.update_schema() as update:
+            update.union_by_name(schema)  # adds the columns the table lacks; metadata only
+        if mode == "overwrite" and self._table.current_snapshot() is not None:
+            txn.delete(AlwaysTrue())  # whole files only: they stay for time travel
+        return txn
+
+
+def _day_transform() -> Any:
+    from pyiceberg.transforms import DayTransform
+
+    return DayTransform()
+
+
+def _max_offsets(rows: Any) -> dict[tuple[str, int], int]:
+    if rows.num_rows == 0:
+        return {}
+    grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "max")])
+    return {(r["topic"], int(r["partition"])): int(r["offset_max"]) for r in grouped.to_pylist()}
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text[:400]

@@ -1,0 +1,219 @@
+"""`export --format iceberg|delta`: every table read back with the format's own reader and compared with
+kafka-python record by record; layout, properties, incremental re-runs, overwrite, schema refusal and
+evolution, failed task attempts (local[2]; the cluster, S3 and the driver kill: test_tables_commit.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pyarrow as pa
+import pytest
+import tables_util as tu
+
+from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+from logdoctor.spark.schema import KAFKA_SOURCE_COLUMNS, RECORDS_FIELDS
+from logdoctor.spark.tables import TableError, TableExistsError, TableSchemaError
+from logdoctor.spark.tables.export import run_table_export
+from logdoctor.spark.tables.files import FileLayout, job_files, remove_uncommitted, write_task
+
+pytestmark = pytest.mark.spark
+LONG_TOPIC = "payments.settled-v2-eu-west"  # longer than Iceberg's default 16-character string bounds
+
+
+@pytest.fixture(scope="module")
+def logdir(tmp_path_factory):
+    path, _ = generate_log_dir(
+        tmp_path_factory.mktemp("tables") / "kafka-logs",
+        [
+            TopicSpec(
+                "orders", partitions=2, records_per_partition=300, records_per_batch=5, segment_bytes=16384
+            ),
+            TopicSpec(LONG_TOPIC, partitions=1, records_per_partition=120, records_per_batch=4),
+        ],
+    )
+    return path
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_table_holds_every_record_as_kafka_python_reads_it(spark, logdir, tmp_path, fmt):
+    out = tmp_path / "table"
+    result = run_table_export(spark, [str(logdir)], str(out), fmt=fmt)
+    want, rows = tu.expected(logdir)
+    assert result.rows == len(rows) == 720
+    table = tu.read_table(fmt, out)
+    assert tu.digest(table) == want
+    # Spark's Kafka source columns first, then logdoctor's, in the order of the kafka-log source
+    assert table.column_names == [name for name, _, _ in RECORDS_FIELDS]
+    assert tuple(table.column_names[: len(KAFKA_SOURCE_COLUMNS)]) == KAFKA_SOURCE_COLUMNS
+    assert table.schema.field("timestamp").type.tz in ("UTC", "+00:00")
+    # partitioned by topic; each file one topic, rows sorted by partition and offset
+    files = tu.data_files(fmt, out)
+    assert len(files) == result.files >= 2
+    assert {os.path.basename(os.path.dirname(f)) for f in files} == {"topic=orders", f"topic={LONG_TOPIC}"}
+    assert all(tu.files_sorted(f) for f in files)
+    if fmt == "iceberg":
+        spec = tu.iceberg_table(out).spec()
+        assert [(f.name, str(f.transform)) for f in spec.fields] == [("topic", "identity")]
+    else:
+        from deltalake import DeltaTable
+
+        assert DeltaTable(str(out)).metadata().partition_columns == ["topic"]
+    # properties: the sources, the version, the last offset exported per partition (kafka-python's)
+    props = tu.properties(fmt, out)
+    last: dict[str, dict[str, int]] = {}
+    for t, p, o, _, _ in rows:
+        last.setdefault(t, {})[str(p)] = max(o, last.get(t, {}).get(str(p), -1))
+    assert json.loads(props["logdoctor.offsets"]) == last
+    assert json.loads(props["logdoctor.sources"]) == [str(logdir)]
+    import logdoctor
+
+    assert props["logdoctor.version"] == logdoctor.__version__
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_append_adds_only_the_offsets_above_the_table(spark, logdir, tmp_path, fmt):
+    """The first run stops at offset 100 of every partition (as if the broker had written no more);
+    append adds exactly the rest; a second append adds nothing and commits nothing."""
+    out = str(tmp_path / "table")
+    first = run_table_export(spark, [str(logdir)], out, fmt=fmt, options={"endingOffsets": "100"})
+    below = {("orders", 0): 100, ("orders", 1): 100, (LONG_TOPIC, 0): 100}
+    want_first, rows_first = tu.expected(logdir, below=below)
+    assert first.rows == len(rows_first) == 300
+    assert tu.digest(tu.read_table(fmt, out)) == want_first
+    files_before = set(tu.data_files(fmt, out))
+
+    second = run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="append")
+    want, rows = tu.expected(logdir)
+    assert second.rows == len(rows) - len(rows_first) == 420
+    assert tu.digest(tu.read_table(fmt, out)) == want  # every record once, none twice
+    assert files_before <= set(tu.data_files(fmt, out))  # the old files untouched
+
+    snapshot = tu.version(fmt, out)
+    third = run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="append")
+    assert third.rows == 0 and third.files == 0
+    assert tu.version(fmt, out) == snapshot
+    assert tu.digest(tu.read_table(fmt, out)) == want
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_overwrite_replaces_the_snapshot_and_keeps_the_old_for_time_travel(spark, logdir, tmp_path, fmt):
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, options={"topics": "orders"})
+    old = tu.version(fmt, out)
+    with pytest.raises(TableExistsError, match="nothing was written"):
+        run_table_export(spark, [str(logdir)], out, fmt=fmt)  # --mode error is the default
+    assert tu.version(fmt, out) == old
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="overwrite", options={"topics": LONG_TOPIC})
+    table = tu.read_table(fmt, out)
+    assert set(table.column("topic").to_pylist()) == {LONG_TOPIC} and table.num_rows == 120
+    if fmt == "iceberg":
+        before = tu.iceberg_table(out).scan(snapshot_id=old).to_arrow()
+    else:
+        before = tu.read_table(fmt, out, version=old)
+    assert set(before.column("topic").to_pylist()) == {"orders"} and before.num_rows == 600
+
+
+def _foreign_table(fmt: str, out: str) -> None:
+    """A table written by the format's library alone, whose `offset` is a string."""
+    schema = pa.schema([("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.string())])
+    data = pa.table({"topic": ["x"], "partition": [0], "offset": ["7"]}, schema=schema)
+    if fmt == "iceberg":
+        from pyiceberg.catalog import load_catalog
+
+        uri = f"sqlite:///{out}.catalog.db"
+        cat = load_catalog("logdoctor", type="sql", uri=uri, init_catalog_tables="true")
+        cat.create_namespace_if_not_exists("logdoctor")
+        cat.create_table("logdoctor.records", schema=schema, location=out).append(data)
+    else:
+        from deltalake import write_deltalake
+
+        write_deltalake(out, data, partition_by=["topic"])
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_a_table_of_another_schema_is_refused_before_anything_is_written(spark, logdir, tmp_path, fmt):
+    out = str(tmp_path / "table")
+    _foreign_table(fmt, out)
+    old, files = tu.version(fmt, out), sorted(str(p) for p in tmp_path.rglob("*"))
+    for mode in ("append", "overwrite"):
+        with pytest.raises(TableSchemaError, match=r"column offset is (long|string) in the table"):
+            run_table_export(spark, [str(logdir)], out, fmt=fmt, mode=mode)
+    assert tu.version(fmt, out) == old
+    assert sorted(str(p) for p in tmp_path.rglob("*")) == files  # not a file written
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_a_newer_column_is_added_by_schema_evolution_without_rewriting(spark, logdir, tmp_path, fmt):
+    """A table written without `decoded` gets it by the format's schema evolution when an export with
+    --decoder appends; the old files stay as they are and read back with nulls there."""
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, options={"endingOffsets": "50"})
+    old_files = set(tu.data_files(fmt, out))
+    mtimes = {f: os.stat(f).st_mtime_ns for f in old_files}
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="append", options={"decoder": "auto"})
+    table = tu.read_table(fmt, out)
+    assert table.column_names[-1] == "decoded"
+    assert old_files <= set(tu.data_files(fmt, out))
+    assert {f: os.stat(f).st_mtime_ns for f in old_files} == mtimes
+    want, _ = tu.expected(logdir)
+    assert tu.digest(table) == want
+    assert table.filter(pa.compute.less(table.column("offset"), 50)).column("decoded").null_count == 150
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_failed_job_leaves_the_table_and_no_file(spark, logdir, tmp_path, fmt):
+    """local[2] does not retry: the job fails after tasks wrote files; the table stays at its snapshot
+    and no file of the job remains."""
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, options={"endingOffsets": "10"})
+    old, before = tu.version(fmt, out), sorted(str(p) for p in tmp_path.rglob("*.parquet"))
+    with pytest.raises(Exception, match="first task attempt fails"):
+        run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="append", fail_first_attempt=True)
+    assert tu.version(fmt, out) == old
+    assert sorted(str(p) for p in tmp_path.rglob("*.parquet")) == before
+
+
+def test_only_the_reported_attempts_are_committed_the_others_removed(logdir, tmp_path):
+    """A failed first attempt and a speculative duplicate wrote files: the commit takes the reported
+    attempt of each task and the rest of the job's files are deleted."""
+    from logdoctor.logdir.discovery import discover
+    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices
+    from logdoctor.spark.tables.iceberg import IcebergTable
+
+    opts = parse_read_options({})
+    groups = pack_slices(plan_slices(discover([str(logdir)]), opts), 32 * 1024, 2)
+    assert len(groups) >= 2
+    table = IcebergTable(str(tmp_path / "table"))
+    layout = FileLayout(data_uri=table.data_uri, job="ldtestjob", int16_as_int32=True)
+    done = []
+    for task, group in enumerate(groups):
+        write_task(task, group, opts, layout, {}, attempt=0)
+        done.append(write_task(task, group, opts, layout, {}, attempt=1))
+        write_task(task, group, opts, layout, {}, attempt=2)
+    files = [f for d in done for f in d["files"]]
+    assert len(job_files(layout)) == 3 * len(files)
+    from logdoctor.spark.schema import records_arrow_schema
+
+    table.commit([f.path for f in files], records_arrow_schema(), "error", {}, {})
+    removed = remove_uncommitted(layout, [f.path for f in files])
+    assert len(removed) == 2 * len(files) and sorted(job_files(layout)) == sorted(f.path for f in files)
+    assert tu.digest(tu.read_table("iceberg", tmp_path / "table")) == tu.expected(logdir)[0]
+
+
+def test_unreachable_catalog_is_one_line_and_writes_nothing(spark, logdir, tmp_path):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(TableError, match=r"unreachable|cannot be read") as info:
+        run_table_export(
+            spark,
+            [str(logdir)],
+            str(tmp_path / "table"),
+            fmt="iceberg",
+            catalog={"type": "rest", "uri": f"http://127.0.0.1:{port}"},
+        )
+    assert "\n" not in str(info.value)
+    assert not any(tmp_path.iterdir())
