@@ -39,6 +39,8 @@ REPLICA_DDL = ", ".join(
         "broker string, broker_id int, log_dir string, topic string, partition int, kind string, path string",
         "topic_id string, log_start_offset bigint, log_end_offset bigint, high_watermark bigint",
         "recovery_point bigint, segments int, bytes bigint, findings int",
+        "remote_segments int, remote_bytes bigint, remote_log_start_offset bigint",
+        "remote_log_end_offset bigint",
     )
 )
 LOG_DIR_DDL = ", ".join(

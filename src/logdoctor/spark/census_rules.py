@@ -182,6 +182,11 @@ def partition_rows(replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "lagging_log_dir": worst["log_dir"] if lagging else None,
                 "max_lag_offsets": worst["lag_offsets"] or 0,
                 "max_lag_bytes": worst["lag_bytes"] if lagging else 0,
+                # the remote tier is one copy shared by the replicas: the most any replica's metadata knows
+                "remote_segments": max(vals("remote_segments"), default=None),
+                "remote_bytes": max(vals("remote_bytes"), default=None),
+                "remote_log_start_offset": min(vals("remote_log_start_offset"), default=None),
+                "remote_log_end_offset": max(vals("remote_log_end_offset"), default=None),
             }
         )
     return out

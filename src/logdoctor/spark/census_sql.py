@@ -33,12 +33,13 @@ def _names(text: str) -> list[str]:
 REPLICA_COLUMNS = _names(
     "broker, broker_id, log_dir, topic, partition, kind, path, log_start_offset, log_end_offset, "
     "high_watermark, recovery_point, segments, bytes, findings, max_log_end_offset, replica_count, "
-    "lag_offsets, lag_bytes, partition_high_watermark, below_high_watermark, topic_id"
+    "lag_offsets, lag_bytes, partition_high_watermark, below_high_watermark, topic_id, remote_segments, "
+    "remote_bytes, remote_log_start_offset, remote_log_end_offset"
 )
 PARTITION_COLUMNS = _names(
     "topic, partition, replicas, brokers, max_log_end_offset, min_log_end_offset, min_log_start_offset, "
     "max_log_start_offset, high_watermark, bytes, lagging_broker, lagging_log_dir, max_lag_offsets, "
-    "max_lag_bytes, topic_id"
+    "max_lag_bytes, topic_id, remote_segments, remote_bytes, remote_log_start_offset, remote_log_end_offset"
 )
 LOG_DIR_COLUMNS = _names(
     "broker, broker_id, log_dir, real_path, mode, cluster_id, partitions, locked, clean_shutdown, "
@@ -123,6 +124,11 @@ def replica_table(replicas: Any) -> Any:
         F.when(first, F.max("log_start_offset").over(w)).alias("p_max_log_start_offset"),
         F.when(first, F.sum(size).over(w)).cast("bigint").alias("p_bytes"),
         F.when(first, F.max("topic_id").over(w)).alias("p_topic_id"),
+        # the remote tier is one copy for all replicas: the most any replica's metadata knows of it
+        F.when(first, F.max("remote_segments").over(w)).alias("p_remote_segments"),
+        F.when(first, F.max("remote_bytes").over(w)).alias("p_remote_bytes"),
+        F.when(first, F.min("remote_log_start_offset").over(w)).alias("p_remote_log_start_offset"),
+        F.when(first, F.max("remote_log_end_offset").over(w)).alias("p_remote_log_end_offset"),
     ).withColumn("lag_offsets", F.col("max_log_end_offset") - leo)
     # the most lagging replica: the smallest (-lag, -lag bytes, broker, log dir), same window (no shuffle)
     lag = F.coalesce(F.col("lag_offsets"), F.lit(0).cast("bigint"))
@@ -170,6 +176,10 @@ def partition_table(replicas: Any) -> Any:
         F.col("p_worst.lag").alias("max_lag_offsets"),
         F.when(lagging, F.col("p_worst.lag_bytes")).otherwise(F.lit(0).cast("bigint")).alias("max_lag_bytes"),
         F.col("p_topic_id").alias("topic_id"),
+        F.col("p_remote_segments").alias("remote_segments"),
+        F.col("p_remote_bytes").alias("remote_bytes"),
+        F.col("p_remote_log_start_offset").alias("remote_log_start_offset"),
+        F.col("p_remote_log_end_offset").alias("remote_log_end_offset"),
         "topic_key",
     )
 
