@@ -166,7 +166,6 @@ def test_remote_tier_columns_of_a_tiered_log_dir() -> None:
     """The replica rows of ../shared/tiered's kafka-local log dir carry each tiered partition's remote tier,
     as the store's objects say (LocalTieredStorage keeps the uploaded .log as is: its size is the bytes)."""
     import realworld
-
     from logdoctor.logdir.remote_metadata import metadata_partition_for
 
     tiered = realworld.require_tiered()
