@@ -43,6 +43,7 @@ from logdoctor.logdir.remote_metadata import (
 )
 
 __all__ = [
+    "apply_tiered_log_start",
     "check_remote_tier",
     "list_segment_objects",
     "metadata_partition_count",
@@ -148,6 +149,27 @@ def remote_metadata_for_scan(
         return None
     n, source = metadata_partition_count(image)
     return replay_remote_log_metadata(paths, num_partitions=n, num_partitions_source=source)
+
+
+def apply_tiered_log_start(
+    paths: Sequence[str], results: Sequence[PartitionReport], metadata: RemoteLogMetadata | None
+) -> None:
+    """Set the log start offset of each partition the remote log metadata shows tiered (it has remote
+    segments) to its log-start checkpoint entry, as the broker loads a remote-enabled log
+    (K:storage/.../log/LogLoader.java: ``isRemoteLogEnabled ? logStartOffsetCheckpoint : max(checkpoint,
+    first segment)``); the first local segment stays in ``first_base_offset`` (the local log start)."""
+    if metadata is None:
+        return
+    checkpoints = _log_start_checkpoints(paths)
+    for r in results:
+        if r.kind != "log":
+            continue
+        rp = metadata.partition(r.topic_id, r.topic, r.partition)
+        if rp is None or rp.deleted or not rp.copied:
+            continue
+        cp = checkpoints.get(r.log_dir, {}).get((r.topic, r.partition))
+        if cp is not None:
+            r.log_start_offset = cp
 
 
 def check_remote_tier(
