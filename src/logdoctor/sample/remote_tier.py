@@ -271,9 +271,8 @@ class TieredPartition(Fault):
         store = Path(fleet.root) / REMOTE_STORE_DIR / LOCAL_TIERED_STORAGE_DIR
         leader_broker = source.broker_id
         events: list[MetadataEvent] = []
-        event_ms = max(s.max_timestamp for s in tiered) + 60_000  # uploaded a minute after the last record
         folder = source.path
-        for k, seg in enumerate(tiered):
+        for seg in tiered:
             seg_id = kafka_uuid(rng)
             self.segment_ids.append(seg_id)
 
@@ -294,7 +293,9 @@ class TieredPartition(Fault):
                 "leader_epoch_checkpoint": write_leader_epoch_checkpoint(new_leader_epoch_checkpoint(epochs)),
             }
             write_local_tiered_segment(store, tip, seg_id, seg.base_offset, files)
-            t = event_ms + 1000 * k
+            # uploaded right after the segment rolled (its events dated before the next record, so the fleet's
+            # newest timestamp stays its newest record's)
+            t = seg.max_timestamp + 100
             meta = segment_metadata(
                 tip,
                 seg_id,
