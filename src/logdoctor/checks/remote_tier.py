@@ -278,6 +278,8 @@ def _partition_findings(
     mp = _mp_name(rp.metadata_partition)
     out: list[Finding] = []
     if rp.delete_state is not None:
+        if r.topic_id is None:
+            return out  # without partition.metadata the folder may be a re-created topic's: say nothing
         last = rp.delete_events[-1]
         live = rp.live_segments
         out.append(
