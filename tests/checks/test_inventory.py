@@ -160,3 +160,33 @@ def test_bad_depth_and_missing_dir(fleet, tmp_path):
         CliRunner().invoke(app, ["inventory", str(tmp_path / "nope"), "--out", str(tmp_path / "x")]).exit_code
         == 66
     )
+
+
+def test_remote_tier_columns_of_a_tiered_log_dir() -> None:
+    """The replica rows of ../shared/tiered's kafka-local log dir carry each tiered partition's remote tier,
+    as the store's objects say (LocalTieredStorage keeps the uploaded .log as is: its size is the bytes)."""
+    import realworld
+    from logdoctor.logdir.remote_metadata import metadata_partition_for
+
+    tiered = realworld.require_tiered()
+    inv = build_inventory([str(tiered / "kafka-local/kafka-logs")], Depth.DEFAULT, now_ms=NOW)
+    rows = {(r["topic"], r["partition"]): r for r in inv.rows if r["record"] == "replica"}
+    store = tiered / "kafka-local/remote/kafka-tiered-storage"
+    for partition, local_from in ((0, 1296), (1, 2289)):
+        logs = sorted((store / f"payments-{partition}-cGF5bWVudHMtdG9waWMwMQ").glob("*.log"))
+        row = rows[("payments", partition)]
+        assert row["remote_segments"] == len(logs)
+        assert row["remote_bytes"] == sum(p.stat().st_size for p in logs)
+        assert row["remote_log_start_offset"] == min(int(p.name[:20]) for p in logs) == 0
+        assert row["remote_log_end_offset"] == local_from  # the README's offsets: remote up to the local part
+    audit = rows[("audit", 0)]
+    assert audit["remote_log_start_offset"] is None and audit["remote_log_end_offset"] is None
+    read = metadata_partition_for("YXVkaXQtdG9waWMtaWQwMQ", 0) in (16, 21)
+    assert audit["remote_segments"] == (0 if read else None)
+    meta = rows[("__remote_log_metadata", 16)]
+    assert meta["remote_segments"] is None or meta["remote_segments"] == 0
+    # a log dir without remote storage: every remote column null
+    plain = build_inventory([str(tiered / "original/kafka-logs")], Depth.DEFAULT, now_ms=NOW)
+    for r in plain.rows:
+        if r["record"] == "replica":
+            assert (r["remote_segments"], r["remote_bytes"], r["remote_log_end_offset"]) == (None, None, None)

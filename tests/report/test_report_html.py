@@ -321,3 +321,41 @@ def test_lag_table_says_whose_high_watermark_each_number_is(demo: DemoFleet, tmp
     # its own, which is its log end offset
     assert cells[-2:] == [f"{max(r.log_end_offset for r in others):,}", f"{follower.log_end_offset:,}"]
     assert cells[-2] != cells[-1]
+
+
+def test_the_tiered_partition_shows_its_remote_part(demo: DemoFleet, tmp_path: Path) -> None:
+    """The demo's tiered partition: the census report, the scan report and the report from scans carry its
+    remote tier as the store holds it (the .log objects LocalTieredStorage wrote beside the fleet)."""
+    from logdoctor.sample.remote_tier import REMOTE_STORE_DIR, TieredPartition
+
+    fault = next(f for f in demo.fleet.spec.faults if isinstance(f, TieredPartition))
+    reps = [r for r in demo.fleet.replicas if (r.topic, r.partition) == (fault.topic, fault.partition)]
+    folder = f"{fault.topic}-{fault.partition}-{reps[0].topic_id}"
+    store = demo.root / REMOTE_STORE_DIR / "kafka-tiered-storage" / folder
+    logs = sorted(store.glob("*.log"))
+    want = {"n": len(logs), "b": sum(p.stat().st_size for p in logs), "s": 0, "e": fault.remote_end}
+    assert want["n"] == len(fault.segment_ids) >= 2
+    name = f"{fault.topic}-{fault.partition}"
+    page = write_census_report(demo.census, tmp_path / "fleet.html", now_ms=demo.now_ms).read_text()
+    data = payload(page)
+    for rep in reps:
+        p = part(data, name, f"broker-{rep.broker_id}")
+        assert p["rt"] == want
+        assert p["lso"] == 0 and p["s"]["b"][0] == fault.remote_end  # log start below the local segments
+    assert "'remote tier'" in page  # the partition panel and the timeline say it
+    census_row = next(
+        r for r in demo.census.partitions if (r["topic"], r["partition"]) == (fault.topic, fault.partition)
+    )
+    assert (census_row["remote_segments"], census_row["remote_bytes"]) == (want["n"], want["b"])
+    offsets = (census_row["remote_log_start_offset"], census_row["remote_log_end_offset"])
+    assert offsets == (0, fault.remote_end)
+    rep = reps[0]
+    scan_data = payload(write_scan_report(demo.scan(rep.broker_id), tmp_path / "scan.html").read_text())
+    [scan_part] = [p for p in scan_data["parts"] if p["n"] == name]  # one broker's scan: one replica
+    assert scan_part["rt"] == want
+    from_scans = from_census(census_from_scans({b: demo.scan(b) for b in (rep.broker_id,)}))
+    [view] = [v for v in from_scans.partitions if (v.topic, v.partition) == (fault.topic, fault.partition)]
+    assert view.remote is not None
+    assert (view.remote.segments, view.remote.end_offset) == (want["n"], want["e"])
+    # an untiered partition shows none
+    assert part(data, "orders-0", "broker-1")["rt"] is None

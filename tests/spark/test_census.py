@@ -90,6 +90,9 @@ def test_tables_are_written_as_parquet(census):
     # from the fleet specs: every topic's partitions, plus the KRaft broker's metadata log partition
     specs = (demo.fleet.spec, demo.kraft.spec)
     partitions = sum(t.partitions for spec in specs for t in spec.topics) + 1
+    # and the __remote_log_metadata partition that holds the tiered partition's events (sample.remote_tier)
+    tiered_meta = {(r.topic, r.partition) for r in demo.fleet.replicas if r.topic == "__remote_log_metadata"}
+    partitions += len(tiered_meta)
     assert pq.read_table(out / "partitions").num_rows == partitions
     dirs = pq.read_table(out / "log_dirs").to_pylist()
     assert len(dirs) == sum(b.log_dirs for spec in specs for b in spec.brokers)

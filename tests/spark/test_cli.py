@@ -135,3 +135,11 @@ def test_demo_command_finds_the_planted_faults(spark, tmp_path):
                  "REPLICA_MISPLACED", "logdoctor move-partition events-0"):
         assert text in res.output, text
     assert (tmp_path / "demo" / "census" / "findings").is_dir()
+    # the tiered partition is planted (its remote tier beside the brokers); the census shows its remote part
+    assert "tiered partition: orders-2" in res.output
+    assert (tmp_path / "demo" / "fleet" / "remote-storage" / "kafka-tiered-storage").is_dir()
+    import pyarrow.parquet as pq
+
+    parts = pq.read_table(tmp_path / "demo" / "census" / "partitions").to_pylist()
+    tiered = [p for p in parts if (p["topic"], p["partition"]) == ("orders", 2)]
+    assert tiered and tiered[0]["remote_segments"] > 0 and tiered[0]["remote_log_start_offset"] == 0

@@ -39,6 +39,9 @@ class ScanOptions:
     retention_ms: int | None = None
     true_timestamps: bool = False  # walk every inactive segment for its real largest timestamp
     config_inputs: ConfigInputs | None = None  # --server-properties, --topic-config, --retention-bytes
+    #: --remote-storage: the remote store (a folder or a URI pyarrow opens) the remote tier's findings list
+    #: objects from (None: objects are not listed)
+    remote_storage: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

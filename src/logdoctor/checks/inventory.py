@@ -16,7 +16,8 @@ One flat table, a row per thing, told apart by ``record``:
   disk_usage`), the four offset checkpoints (entries read, problems);
 - ``replica``: one row per live partition folder: log start/end offsets, high watermark, recovery point,
   segments, bytes, topic id (partition.metadata), leader epochs (leader-epoch-checkpoint), and since
-  version 2 the local log start offset and whether remote storage applies (:mod:`logdoctor.checks.tiered`);
+  version 2 the local log start offset and whether remote storage applies (:mod:`logdoctor.checks.tiered`)
+  and its remote tier from the replay of ``__remote_log_metadata`` (:func:`remote_columns`);
 - ``finding``: one row per scan finding at the chosen depth.
 """
 
@@ -33,7 +34,7 @@ from typing import Any
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.logdir.disk import disk_usage
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 2  # 2: tiered storage (local log start, remote storage, the remote_* columns)
 METADATA_KEY = b"logdoctor.inventory.schema_version"
 RECORD_KINDS = ("broker", "log_dir", "replica", "finding")
 
@@ -49,6 +50,8 @@ INVENTORY_DDL = ", ".join(
         "topic string, partition int, kind string, path string, topic_id string",
         "log_start_offset bigint, log_end_offset bigint, high_watermark bigint, recovery_point bigint",
         "segments int, bytes bigint, findings int",
+        "remote_segments int, remote_bytes bigint, remote_log_start_offset bigint",
+        "remote_log_end_offset bigint",
         "leader_epochs array<struct<epoch:int,start_offset:bigint>>",
         "code string, severity string, position bigint, offset bigint, message string, fix string",
         # version 2: tiered storage (KIP-405)
@@ -218,6 +221,7 @@ def broker_rows(
             "findings": len(p.findings),
             "local_log_start_offset": p.local_log_start_offset,
             "remote_storage_enabled": p.remote_log_enabled,
+            **remote_columns(report.remote, p.kind, p.topic_id, p.topic, p.partition),
         }
         if inventory:
             row["leader_epochs"] = _leader_epochs(
@@ -269,6 +273,36 @@ def broker_rows(
         "bytes_read": report.bytes_read,
         "broker_running": any(d.locked for d in report.log_dirs),
         "identity": who,
+    }
+
+
+def remote_columns(
+    remote: Any, kind: str, topic_id: str | None, topic: str, partition: int
+) -> dict[str, Any]:
+    """The remote tier of one replica (``remote``: the scan's RemoteLogMetadata, None when the log dirs show
+    no remote storage): its COPY_SEGMENT_FINISHED segments (the ones that serve reads), their bytes, the
+    first offset they hold and the offset after the last. All null when unknown (no metadata replayed, or
+    the partition's metadata partition is not in these log dirs); 0 segments and null offsets when the
+    metadata partition was read and holds no segment of it (not tiered)."""
+    none = {
+        "remote_segments": None,
+        "remote_bytes": None,
+        "remote_log_start_offset": None,
+        "remote_log_end_offset": None,
+    }
+    if remote is None or kind != "log":
+        return none
+    rp = remote.partition(topic_id, topic, partition)
+    if rp is None:
+        if remote.covers(topic_id, partition):
+            return {**none, "remote_segments": 0, "remote_bytes": 0}
+        return none
+    copied = rp.copied
+    return {
+        "remote_segments": len(copied),
+        "remote_bytes": rp.remote_bytes,
+        "remote_log_start_offset": rp.remote_log_start_offset,
+        "remote_log_end_offset": rp.remote_log_end_offset,
     }
 
 

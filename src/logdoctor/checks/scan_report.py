@@ -10,6 +10,7 @@ from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.context import Depth, PartitionReport
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.logdir.metadata_image import MetadataImage
+from logdoctor.logdir.remote_metadata import RemoteLogMetadata
 
 
 class ScanUsageError(Exception):
@@ -51,6 +52,8 @@ class ScanReport:
     elapsed_s: float = 0.0
     bytes_read: int = 0
     metadata: MetadataImage | None = None  # the replay of the broker's __cluster_metadata-0, if scanned
+    #: the replay of the __remote_log_metadata partitions in the log dirs (None: no sign of remote storage)
+    remote: RemoteLogMetadata | None = None
 
     @property
     def exit_code(self) -> int:
@@ -69,4 +72,5 @@ class ScanReport:
             "findings": [f.to_json() for f in self.findings],
             "summary": {**self.counts(), "exit_code": self.exit_code, "bytes_read": self.bytes_read},
             "metadata": self.metadata.summary() if self.metadata is not None else None,
+            "remote_log_metadata": self.remote.summary() if self.remote is not None else None,
         }

@@ -24,6 +24,7 @@ from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
 from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
 from logdoctor.checks.partition import check_partition
+from logdoctor.checks.remote_tier import apply_tiered_log_start, check_remote_tier, remote_metadata_for_scan
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
 from logdoctor.checks.tiered import (
@@ -203,6 +204,9 @@ def scan(
         findings.extend(r.findings)
     findings.extend(cross_dir(reports, results, groups, images))
     findings.extend(kraft_findings)
+    remote = remote_metadata_for_scan(paths, results, image)
+    findings.extend(check_remote_tier(paths, results, remote, remote_storage=options.remote_storage))
+    apply_tiered_log_start(paths, results, remote)
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
     return ScanReport(
@@ -214,6 +218,7 @@ def scan(
         elapsed_s=time.perf_counter() - started,
         bytes_read=sum(r.bytes_read for r in results),
         metadata=image,
+        remote=remote,
     )
 
 

@@ -28,8 +28,6 @@ from logdoctor.cli.common import (
     spark_progress,
     usage_error,
 )
-from logdoctor.cli.interrupts import spark_interruptible
-from logdoctor.cli.output import text_console
 from logdoctor.cli.export_tables import (
     CatalogOption,
     PartitionByDayOption,
@@ -37,6 +35,8 @@ from logdoctor.cli.export_tables import (
     is_table_format,
     table_export_cli,
 )
+from logdoctor.cli.interrupts import spark_interruptible
+from logdoctor.cli.output import text_console
 
 
 def _human(n: int) -> str:

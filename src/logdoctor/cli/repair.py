@@ -47,9 +47,9 @@ from logdoctor.cli.common import (
     run_errors,
     usage_error,
 )
-from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 from logdoctor.cli.interrupts import run_interrupts
 from logdoctor.cli.output import text_console
+from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, resume, rollback
 from logdoctor.repair.journal import JOURNAL_NAME, JournalError

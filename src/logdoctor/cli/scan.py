@@ -165,6 +165,15 @@ def scan_command(
             "--html", metavar="FILE", help="Also write a self-contained HTML report (opens offline) to FILE."
         ),
     ] = None,
+    remote_storage: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-storage",
+            metavar="DIR|URI",
+            help="The tiered topics' remote store (a folder, or a URI such as s3://bucket/prefix): the "
+            "findings about unfinished uploads list the objects they left there (only listed, never read).",
+        ),
+    ] = None,
 ) -> None:
     """Check log dirs offline for every failure the broker would hit at startup or later."""
     if quick and deep:
@@ -175,7 +184,13 @@ def scan_command(
     except KeyError:
         usage_error(f"no such user {broker_user!r}")
     inputs = read_config_inputs(topic_config, server_properties, retention_ms)
-    options = ScanOptions(depth=depth, now_ms=parse_now(now), broker_user=user, config_inputs=inputs)
+    options = ScanOptions(
+        depth=depth,
+        now_ms=parse_now(now),
+        broker_user=user,
+        config_inputs=inputs,
+        remote_storage=remote_storage,
+    )
     require_log_dirs(log_dirs)
     refuse_overlapping_outputs([html_out], log_dirs)
     try:

@@ -130,6 +130,11 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
             "llso": p.local_log_start_offset if p.tiered else None, "tier": p.tiered,
             "hw": p.high_watermark, "phw": p.partition_high_watermark,
             "bytes": p.bytes, "lag": p.lag or 0, "w": p.worst, "nf": len(p.findings),
+            # a tiered partition's remote tier: segments, bytes, [start, end) (None: not tiered/unknown)
+            "rt": None if p.remote is None else {
+                "n": p.remote.segments, "b": p.remote.bytes,
+                "s": p.remote.start_offset, "e": p.remote.end_offset,
+            },
             # this partition's time-retention cut-off (None: compact or retention.ms=-1) and its config
             "cut": data.now_ms - cfg.retention_ms.value if cfg is not None and cfg.time_retention else None,
             "rc": cfg.describe() if cfg is not None else None,

@@ -54,6 +54,26 @@ class SegmentView:
     retention_reason: str | None = None  # why the next retention round deletes it (checks.retention)
 
 
+@dataclass(frozen=True, slots=True)
+class RemoteTierView:
+    """A tiered partition's remote tier, from the replay of ``__remote_log_metadata`` (the inventory's and
+    census's ``remote_*`` columns): its COPY_SEGMENT_FINISHED segments, their bytes, [start, end)."""
+
+    segments: int
+    bytes: int
+    start_offset: int | None
+    end_offset: int | None
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> RemoteTierView | None:
+        """From a row with the ``remote_*`` columns; None when it has no remote segment."""
+        n = _int(_get(row, "remote_segments"))
+        if not n:
+            return None
+        return cls(n, _int(_get(row, "remote_bytes")) or 0, _int(_get(row, "remote_log_start_offset")),
+                   _int(_get(row, "remote_log_end_offset")))
+
+
 @dataclass(slots=True)
 class PartitionView:
     topic: str
@@ -78,6 +98,7 @@ class PartitionView:
     #: records are in the remote tier (checks.tiered); None: the input did not say (then: the log start)
     local_log_start_offset: int | None = None
     tiered: bool = False
+    remote: RemoteTierView | None = None  # a tiered partition's remote tier (None: not tiered or unknown)
 
     @property
     def name(self) -> str:
@@ -124,6 +145,7 @@ class ReplicaView:
     partition_high_watermark: int | None = None  # the highest checkpointed high watermark of its replicas
     local_log_start_offset: int | None = None  # UnifiedLog.localLogStartOffset (tiered: above the log start)
     tiered: bool = False
+    remote: RemoteTierView | None = None  # the remote tier this replica's broker knows (tiered partitions)
 
 
 @dataclass(slots=True)
@@ -473,6 +495,7 @@ def from_scan(
     node_of_dir: dict[str, Broker] = {}
     for d in dirs_in:
         node_of_dir[os.path.normpath(str(d.get("path")))] = _int(d.get("node_id"))
+    remote_md = _field(result, "remote")  # the scan's replay of __remote_log_metadata (a ScanReport's)
     partitions: list[PartitionView] = []
     for p in _field(result, "partitions") or []:
         row = p if isinstance(p, Mapping) else None
@@ -493,6 +516,7 @@ def from_scan(
             raw_segments=_segment_rows(p), topic_config=_topic_config(get("topic_config"), topic),
             local_log_start_offset=_int(get("local_log_start_offset")),
             tiered=bool(get("tiered") or get("remote_log_enabled")),
+            remote=_remote_of(remote_md, get, topic, number),
         ))
     for f in findings:
         if f.broker is None:
@@ -508,6 +532,14 @@ def from_scan(
     attach_findings(partitions, findings)
     return ReportData("scan", title, now, _retention_ms(retention), partitions, disks, findings,
                       brokers=brokers, depth=depth)
+
+
+def _remote_of(remote_md: Any, get: Any, topic: str, partition: int) -> RemoteTierView | None:
+    if remote_md is None or isinstance(remote_md, Mapping):
+        return None
+    from logdoctor.checks.inventory import remote_columns
+
+    return RemoteTierView.of(remote_columns(remote_md, "log", get("topic_id"), topic, partition))
 
 
 def _broker_of_path(path: str, node_of_dir: Mapping[str, Broker]) -> Broker:
@@ -566,6 +598,7 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
             partition_high_watermark=_int(_get(r, "partition_high_watermark")),
             local_log_start_offset=_int(_get(r, "local_log_start_offset")),
             tiered=bool(_get(r, "remote_storage_enabled") or _get(r, "tiered")),
+            remote=RemoteTierView.of(r),
         ))
     # lag behind the partition's highest log end offset, when the census did not say
     # (within its cluster: the census never compares replicas of two clusters)
@@ -595,7 +628,7 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
             raw_segments=sorted(segs, key=lambda s: int(_get(s, "base_offset", 0))) if segs else None,
             topic_config=_topic_config(_get(raw, "topic_config"), r.topic),
             partition_high_watermark=r.partition_high_watermark,
-            local_log_start_offset=r.local_log_start_offset, tiered=r.tiered,
+            local_log_start_offset=r.local_log_start_offset, tiered=r.tiered, remote=r.remote,
         ))
 
     disks: list[DiskView] = []
@@ -671,7 +704,13 @@ def census_from_scans(scans: Mapping[int, Any]) -> dict[str, Any]:
             j = p.to_json() if hasattr(p, "to_json") else dict(p)
             if getattr(p, "kind", "log") != "log":
                 continue
-            replicas.append({"broker": broker, **j, "path": getattr(p, "path", None) or j.get("path")})
+            remote = _remote_of(_field(result, "remote"), lambda k, p=p: getattr(p, k, None), j["topic"],
+                                j["partition"])
+            tier = {} if remote is None else {
+                "remote_segments": remote.segments, "remote_bytes": remote.bytes,
+                "remote_log_start_offset": remote.start_offset, "remote_log_end_offset": remote.end_offset}
+            path = getattr(p, "path", None) or j.get("path")
+            replicas.append({"broker": broker, **j, **tier, "path": path})
             for s in _segment_rows(p) or []:
                 segments.append({"broker": broker, "log_dir": j["log_dir"], "topic": j["topic"],
                                  "partition": j["partition"], **s})

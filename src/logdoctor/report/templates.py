@@ -386,6 +386,14 @@ JS = r"""
             font: { size: 11, color: v[1] }, bgcolor: 'rgba(255,255,255,0.85)' });
         }
       });
+    if (p.rt && p.rt.s !== null && p.rt.e !== null) {
+      // the remote tier (KIP-405): offsets held only in the remote store, left of the local segments
+      shapes.push({ type: 'rect', xref: 'x', yref: 'paper', x0: p.rt.s, x1: p.rt.e, y0: 0, y1: 1,
+        fillcolor: 'rgba(21,101,192,0.12)', line: { width: 0 } });
+      ann.push({ xref: 'x', yref: 'paper', x: (p.rt.s + p.rt.e) / 2, y: 0.5, showarrow: false,
+        text: 'remote tier<br>' + fmt(p.rt.n) + ' segments, ' + bytes(p.rt.b),
+        font: { size: 11, color: '#1565c0' }, bgcolor: 'rgba(255,255,255,0.85)' });
+    }
     if (p.lso !== null) { vline('x', p.lso, '#2e7d32', 'dot', 'log start ' + fmt(p.lso), 'bottom'); }
     if (p.tier && p.llso !== null && p.llso !== p.lso) {
       vline('x', p.llso, '#1565c0', 'dash',
@@ -454,6 +462,7 @@ JS = r"""
     bits.push(p.s.b.length + ' segment(s)');
     if (p.nf) { bits.push(p.nf + ' finding(s)'); }
     if (p.lag) { bits.push('lag ' + fmt(p.lag)); }
+    if (p.rt) { bits.push('tiered: ' + fmt(p.rt.n) + ' remote segment(s)'); }
     return (sev ? '[' + sev.trim() + '] ' : '') + bits.join(' · ');
   }
   function selectPartition(k) {
@@ -482,6 +491,11 @@ JS = r"""
       item("partition's high watermark (highest replica checkpoint)", fmt(p.phw));
     }
     item('size', bytes(p.bytes));
+    if (p.rt) {
+      item('remote tier', fmt(p.rt.n) + ' segments, ' + bytes(p.rt.b) + ', offsets ' + fmt(p.rt.s) + '–' +
+        fmt(p.rt.e === null ? null : p.rt.e - 1));
+      if (p.s.b.length) { item('local log start (first local segment)', fmt(p.s.b[0])); }
+    }
     if (p.lag) { item('lag', fmt(p.lag)); }
     if (p.rc) { item('retention config', p.rc); }
     drawTimeline(p);

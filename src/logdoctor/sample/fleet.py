@@ -9,6 +9,10 @@ leaves them) with the faults the demo needs on top:
 - a retention-risk segment (a zeroed ``.timeindex``: largestTimestamp=0, KAFKA-10207);
 - a nearly full log dir: ``df.json`` beside the broker's log dirs records the disk as it was
   when the log dirs were copied (what ``df`` said), which the census reads instead of statvfs;
+- a tiered partition (KIP-405): ``orders-2``'s oldest segments uploaded to a remote store in Kafka's
+  LocalTieredStorage layout beside the brokers (``remote-storage/``) and deleted locally, its log start
+  offset kept below its first local segment, and the ``__remote_log_metadata`` partition with the upload
+  events on its brokers (:class:`logdoctor.sample.remote_tier.TieredPartition`);
 - a KRaft broker (its own single-node cluster, Kafka 3.9 metadata) with two log dirs, its
   ``__cluster_metadata-0`` and a replica moved by hand to the dir the metadata does not assign it
   to (REPLICA_MISPLACED; :mod:`logdoctor.sample.kraft`).
@@ -40,6 +44,7 @@ from logdoctor.sample.logdir import (
     ZeroedTimeIndex,
     generate_fleet,
 )
+from logdoctor.sample.remote_tier import REMOTE_STORE_DIR, TieredPartition
 
 DF_JSON = "df.json"
 #: the demo's records end this long before its "now" (spaced 1 s apart, they start ~35 minutes earlier):
@@ -213,6 +218,7 @@ def demo_fleet_spec(seed: int = 7, now_ms: int | None = None) -> FleetSpec:
         CorruptOffsetIndex(broker_id=1, topic="orders", partition=0, segment=0),
         ZeroedTimeIndex(broker_id=2, topic="payments", partition=1, segment=0),
         NearlyFullDisk(broker_id=2, log_dir_index=1, used=0.97),
+        TieredPartition(topic="orders", partition=2, local_segments=2, seed=seed),
     )
     step = 1000
     span = (max(t.records_per_partition for t in topics) - 1) * step  # the last record at now - age
@@ -245,6 +251,12 @@ def generate_demo_fleet(root: str | os.PathLike[str], seed: int = 7, now_ms: int
         elif isinstance(f, ZeroedTimeIndex):
             planted.append(
                 f"retention risk (zeroed time index): {f.topic}-{f.partition} on broker {f.broker_id}"
+            )
+        elif isinstance(f, TieredPartition):
+            planted.append(
+                f"tiered partition: {f.topic}-{f.partition}, offsets [0, {f.remote_end}) only in the remote "
+                f"store ({len(f.segment_ids)} segments in {REMOTE_STORE_DIR}/), its events in "
+                f"__remote_log_metadata-{f.metadata_partition}"
             )
         elif isinstance(f, NearlyFullDisk):
             planted.append(

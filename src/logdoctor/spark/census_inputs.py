@@ -40,6 +40,8 @@ REPLICA_DDL = ", ".join(
         "topic_id string, log_start_offset bigint, log_end_offset bigint, high_watermark bigint",
         "recovery_point bigint, segments int, bytes bigint, findings int, cluster string",
         "local_log_start_offset bigint, remote_storage_enabled boolean",
+        "remote_segments int, remote_bytes bigint, remote_log_start_offset bigint",
+        "remote_log_end_offset bigint",
     )
 )
 LOG_DIR_DDL = ", ".join(

@@ -290,6 +290,11 @@ def partition_rows(replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "min_local_log_start_offset": min(vals("local_log_start_offset"), default=None),
                 "max_local_log_start_offset": max(vals("local_log_start_offset"), default=None),
                 "tiered_replicas": sum(1 for r in reps if r.get("remote_storage_enabled")),
+                # the remote tier is one copy shared by the replicas: the most any replica's metadata knows
+                "remote_segments": max(vals("remote_segments"), default=None),
+                "remote_bytes": max(vals("remote_bytes"), default=None),
+                "remote_log_start_offset": min(vals("remote_log_start_offset"), default=None),
+                "remote_log_end_offset": max(vals("remote_log_end_offset"), default=None),
             }
         )
     return out

@@ -37,12 +37,14 @@ REPLICA_COLUMNS = _names(
     "broker, broker_id, log_dir, topic, partition, kind, path, log_start_offset, log_end_offset, "
     "high_watermark, recovery_point, segments, bytes, findings, max_log_end_offset, replica_count, "
     "lag_offsets, lag_bytes, partition_high_watermark, below_high_watermark, topic_id, cluster, "
-    "local_log_start_offset, remote_storage_enabled"
+    "local_log_start_offset, remote_storage_enabled, remote_segments, remote_bytes, remote_log_start_offset, "
+    "remote_log_end_offset"
 )
 PARTITION_COLUMNS = _names(
     "topic, partition, replicas, brokers, max_log_end_offset, min_log_end_offset, min_log_start_offset, "
     "max_log_start_offset, high_watermark, bytes, lagging_broker, lagging_log_dir, max_lag_offsets, "
-    "max_lag_bytes, topic_id, cluster, min_local_log_start_offset, max_local_log_start_offset, tiered_replicas"
+    "max_lag_bytes, topic_id, cluster, min_local_log_start_offset, max_local_log_start_offset, "
+    "tiered_replicas, remote_segments, remote_bytes, remote_log_start_offset, remote_log_end_offset"
 )
 LOG_DIR_COLUMNS = _names(
     "broker, broker_id, log_dir, real_path, mode, cluster_id, partitions, locked, clean_shutdown, "
@@ -135,6 +137,11 @@ def replica_table(replicas: Any) -> Any:
         .alias("p_tiered_replicas"),
         F.when(first, F.sum(size).over(w)).cast("bigint").alias("p_bytes"),
         F.when(first, F.max("topic_id").over(w)).alias("p_topic_id"),
+        # the remote tier is one copy for all replicas: the most any replica's metadata knows of it
+        F.when(first, F.max("remote_segments").over(w)).alias("p_remote_segments"),
+        F.when(first, F.max("remote_bytes").over(w)).alias("p_remote_bytes"),
+        F.when(first, F.min("remote_log_start_offset").over(w)).alias("p_remote_log_start_offset"),
+        F.when(first, F.max("remote_log_end_offset").over(w)).alias("p_remote_log_end_offset"),
     ).withColumn("lag_offsets", F.col("max_log_end_offset") - leo)
     # the most lagging replica: the smallest (-lag, -lag bytes, broker, log dir), same window (no shuffle)
     lag = F.coalesce(F.col("lag_offsets"), F.lit(0).cast("bigint"))
@@ -186,6 +193,10 @@ def partition_table(replicas: Any) -> Any:
         F.col("p_min_local_log_start_offset").alias("min_local_log_start_offset"),
         F.col("p_max_local_log_start_offset").alias("max_local_log_start_offset"),
         F.col("p_tiered_replicas").alias("tiered_replicas"),
+        F.col("p_remote_segments").alias("remote_segments"),
+        F.col("p_remote_bytes").alias("remote_bytes"),
+        F.col("p_remote_log_start_offset").alias("remote_log_start_offset"),
+        F.col("p_remote_log_end_offset").alias("remote_log_end_offset"),
         "topic_key",
     )
 
