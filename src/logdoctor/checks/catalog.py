@@ -179,7 +179,7 @@ _ENTRIES = (
         "{problem}{consequence}",
         "Stop the broker; if other replicas are in sync let this one re-replicate (delete the partition "
         "folder); otherwise {repair}: it truncates {path} to the {valid_bytes} valid bytes before the "
-        "damage (a backup keeps the rest).",
+        "damage{dropped} (a backup keeps every byte it removes).",
         "K:storage/.../log/LogSegment.java recover, LogLoader.recoverLog; clients/.../record/"
         "DefaultRecordBatch.java ensureValid, FileLogInputStream",
     ),
@@ -716,7 +716,8 @@ _ENTRIES = (
     Entry(
         "LOG_DIR_NEARLY_FULL",
         _W,
-        "a log dir whose disk is nearly full (error above the census's error threshold)",
+        "a log dir whose disk is nearly full, as df prints it: warning from 85%, error from 95% (scan: the "
+        "log dirs given; census: the fleet's)",
         "the disk of {logdir} is {used} full ({available} of {total} bytes free, from {disk_source}); a "
         "full disk takes the log dir offline",
         "{fix}",
