@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.topic_config import DEFAULT_RETENTION_MS, ConfigInputs, TopicConfig
+from logdoctor.logdir.disk import SimulatedDisk
 
 __all__ = [
     "DEFAULT_RETENTION_MS",
@@ -38,6 +40,9 @@ class ScanOptions:
     retention_ms: int | None = None
     true_timestamps: bool = False  # walk every inactive segment for its real largest timestamp
     config_inputs: ConfigInputs | None = None  # --server-properties, --topic-config, --retention-bytes
+    #: disks the demo and tests simulate, keyed by a log dir's absolute path (logdir.disk: never a file
+    #: or an option a user can set; None: every log dir's real file system, statvfs)
+    simulated_disks: Mapping[str, SimulatedDisk] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

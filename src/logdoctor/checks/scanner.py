@@ -20,6 +20,7 @@ from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean_shutdown
 from logdoctor.checks.context import PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
+from logdoctor.checks.disk_space import check_disks
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft
 from logdoctor.checks.metadata_log import check_metadata_log
@@ -179,6 +180,7 @@ def scan(
         if mdir is not None:
             kraft_findings.extend(check_metadata_log(mdir, group_image))
     findings.extend(cross_dir(reports, results, image))
+    findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))

@@ -7,8 +7,8 @@ leaves them) with the faults the demo needs on top:
   follower have moved their high watermark past it (after the ISR shrank);
 - a corrupt offset index (entries that go backwards: the broker's lookups would fail);
 - a retention-risk segment (a zeroed ``.timeindex``: largestTimestamp=0, KAFKA-10207);
-- a nearly full log dir: ``df.json`` beside the broker's log dirs records the disk as it was
-  when the log dirs were copied (what ``df`` said), which the census reads instead of statvfs;
+- a nearly full log dir: a simulated disk (``GeneratedFleet.simulated_disks``, an in-process argument
+  the demo gives its inventories and tests give the census; :mod:`logdoctor.logdir.disk`);
 - a KRaft broker (its own single-node cluster, Kafka 3.9 metadata) with two log dirs, its
   ``__cluster_metadata-0`` and a replica moved by hand to the dir the metadata does not assign it
   to (REPLICA_MISPLACED; :mod:`logdoctor.sample.kraft`).
@@ -16,7 +16,6 @@ leaves them) with the faults the demo needs on top:
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import time
@@ -29,6 +28,7 @@ from logdoctor.formats.checkpoint import (
     write_offset_checkpoint,
 )
 from logdoctor.formats.record_types import Compression
+from logdoctor.logdir.disk import SimulatedDisk
 from logdoctor.logdir.names import REPLICATION_OFFSET_CHECKPOINT, SegmentFileType, segment_file_name
 from logdoctor.sample.logdir import (
     BrokerSpec,
@@ -41,7 +41,6 @@ from logdoctor.sample.logdir import (
     generate_fleet,
 )
 
-DF_JSON = "df.json"
 #: the demo's records end this long before its "now" (spaced 1 s apart, they start ~35 minutes earlier):
 #: fresh data that no retention deletes, so the one segment the next retention check does delete is the
 #: planted RETENTION_RISK one
@@ -93,7 +92,7 @@ class CorruptOffsetIndex(Fault):
 
 @dataclass
 class NearlyFullDisk(Fault):
-    """Record (in ``df.json`` beside the broker's log dirs) that one log dir's disk is ``used`` full."""
+    """Simulate (``fleet.simulated_disks``) that one log dir's disk is ``used`` full, the others less."""
 
     broker_id: int
     log_dir_index: int = 0
@@ -103,14 +102,11 @@ class NearlyFullDisk(Fault):
 
     def apply(self, fleet: GeneratedFleet) -> None:
         dirs = fleet.log_dirs[self.broker_id]
-        table = {}
         for i, d in enumerate(dirs):
             used = self.used if i == self.log_dir_index else self.others_used
-            table[d.name] = {
-                "total_bytes": self.disk_bytes,
-                "available_bytes": int(self.disk_bytes * (1 - used)),
-            }
-        (dirs[0].parent / DF_JSON).write_text(json.dumps(table, indent=2) + "\n")
+            fleet.simulated_disks[os.path.abspath(d)] = SimulatedDisk(
+                self.disk_bytes, int(self.disk_bytes * (1 - used))
+            )
 
 
 @dataclass
@@ -120,6 +116,11 @@ class DemoFleet:
     planted: list[str] = field(default_factory=list)  # human-readable list of the planted faults
     now_ms: int = 0  # the "now" the data was generated for (records end DEMO_DATA_AGE_MS before it)
     kraft: GeneratedFleet | None = None  # the KRaft broker (its own cluster) beside the fleet
+
+    @property
+    def simulated_disks(self) -> dict[str, SimulatedDisk]:
+        """The disks the planted faults simulate (``simulated_disks`` of the census and inventories)."""
+        return {**self.fleet.simulated_disks, **(self.kraft.simulated_disks if self.kraft else {})}
 
 
 KRAFT_BROKER_ID = 4

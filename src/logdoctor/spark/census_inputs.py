@@ -314,6 +314,7 @@ def load_inputs(
     *,
     config_inputs: Any = None,
     progress: Any = None,
+    simulated_disks: Any = None,
 ) -> InputFrames:
     """DataFrames of every input: log dirs scanned on the executors, inventories read by Spark."""
     from logdoctor.spark.census_rules import discover_brokers, scan_broker
@@ -330,7 +331,7 @@ def load_inputs(
         progress(0, len(brokers) + len(inputs.inventories))
     if brokers:
         scans = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
-            lambda b: scan_broker(b, now_ms, config_inputs)
+            lambda b: scan_broker(b, now_ms, config_inputs, simulated_disks)
         )
         scans = scans.persist()
         cached.append(scans)
