@@ -48,11 +48,10 @@ Per code (K: = apache/kafka source):
   2.8 the broker deletes the file itself). In KRaft mode a log without a topic id is a stray log
   (K:core/.../log/LogManager.scala isStrayKraftReplica), so removing the file is never planned
   there: the id must come from the cluster (a person).
-- META_PROPERTIES_INVALID: not changed. An empty meta.properties reads as version 0 with no
-  broker.id/cluster.id (K:metadata/.../properties/MetaProperties.java Builder(Properties)); a
-  ZooKeeper-mode broker rewrites it at startup with ZooKeeper's cluster.id and its configured
-  broker.id (K:core/.../server/KafkaServer.scala startup, MetaPropertiesEnsemble.Copier); a KRaft
-  broker refuses the dir, and only a person can restore node.id, cluster.id and directory.id.
+- META_PROPERTIES_INVALID: not changed. What a broker does with an empty meta.properties depends on
+  its version (catalog.META_PROPERTIES_EMPTY_BY_VERSION: 0.9-2.7 fail to start, ZooKeeper-mode 2.8-3.6
+  rewrite it only when no other log dir holds a full one, 3.7-3.9 rewrite it, KRaft refuses), and only
+  a person can restore node.id, cluster.id and directory.id.
 """
 
 from __future__ import annotations
@@ -66,6 +65,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from logdoctor.checks import catalog
 from logdoctor.checks.context import Depth, PartitionReport, ScanOptions
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.checks.scanner import ScanReport, scan
@@ -119,11 +119,11 @@ REPAIRABLE = (
     "PARTITION_METADATA_INVALID",
 )
 _META_PROPERTIES_WHY = (
-    "an empty or unreadable meta.properties reads as version 0 with no broker.id or cluster.id "
-    "(MetaProperties.Builder): a ZooKeeper-mode broker rewrites it itself at startup with ZooKeeper's "
-    "cluster.id and its configured broker.id (KafkaServer.startup, MetaPropertiesEnsemble.Copier), so "
-    "nothing is needed offline; a KRaft broker refuses the dir: a person restores version=1, node.id, "
-    "cluster.id and directory.id from the broker's config and its other log dirs"
+    "meta.properties holds the broker's identity, which only a person can confirm, so repair never writes "
+    "it; for an empty one: "
+    + catalog.META_PROPERTIES_EMPTY_BY_VERSION
+    + ". Where the broker would not rewrite it, restore it from another log dir of the same broker "
+    "(version, broker.id or node.id, cluster.id; a KRaft dir keeps its own directory.id)"
 )
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 _DIFF_LIMIT = 64 << 10
