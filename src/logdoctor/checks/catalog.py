@@ -393,9 +393,10 @@ _ENTRIES = (
         "{path} cannot be parsed ({error}): the broker fails to read the partition's topic id "
         "(KafkaStorageException) and takes the log dir offline",
         "Stop the broker, then {repair}: it writes the topic id known from another partition of the "
-        "topic, else (ZooKeeper mode only) moves {path} to the backup so that the broker writes it again "
-        "from the controller's topic id; in KRaft a log without a topic id is stray, so there the id "
-        "must come from `kafka-topics --describe`.",
+        "topic or from the broker's own __cluster_metadata-0 when it is among the log dirs given, else "
+        "(ZooKeeper mode only) moves {path} to the backup so that the broker writes it again from the "
+        "controller's topic id; in KRaft a log without a topic id is stray, so there the id must come "
+        "from `kafka-topics --describe`.",
         "K:storage/.../checkpoint/PartitionMetadataFile.java, K:core/.../log/LogManager.scala "
         "(isStrayKraftReplica)",
     ),

@@ -18,6 +18,7 @@ from concurrent.futures import ProcessPoolExecutor
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean_shutdown
+from logdoctor.checks.consequences import link_consequences
 from logdoctor.checks.context import PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
 from logdoctor.checks.disk_space import check_disks
@@ -183,6 +184,7 @@ def scan(
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
+    findings = link_consequences(findings)
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
     return ScanReport(
         depth=options.depth,

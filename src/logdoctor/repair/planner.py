@@ -254,6 +254,8 @@ class Planner:
                 continue
             by_dir[d].append(f)
         reports = {(r.log_dir, r.path): r for r in report.partitions}
+        image = report.metadata
+        self.image_topic_ids: dict[str, str] = dict(image.topics) if image is not None else {}
         self.topic_ids: dict[str, dict[str, str]] = {}  # topic -> {topic id: a partition.metadata holding it}
         for r in report.partitions:
             if r.topic_id:
@@ -266,8 +268,32 @@ class Planner:
             self._permission(f)
         for d in self.log_dirs:
             self._log_dir(d, [f for f in by_dir[d] if f.code != "PERMISSION_DENIED"], reports)
+        self._consequences_with_their_cause(report.findings)
         self.plan.number_steps()
         return self.plan
+
+    def _consequences_with_their_cause(self, findings: list[Finding]) -> None:
+        """A finding caused by another (checks.consequences) that an action repairs goes with that action,
+        not to "Not repaired" (e.g. the stray warning of a KRaft replica whose partition.metadata the plan
+        rewrites)."""
+        handled: dict[tuple[str, str], Action] = {}
+        for a in self.plan.actions:
+            for code in a.codes:
+                for path in a.finding_paths:
+                    handled.setdefault((code, path), a)
+        causes = {(f.code, f.path): f.caused_by for f in findings if f.caused_by is not None}
+        keep: list[Unrepaired] = []
+        for u in self.plan.unrepaired:
+            cause = causes.get((u.code, u.path))
+            action = handled.get((cause.code, cause.path)) if cause is not None else None
+            if action is None:
+                keep.append(u)
+                continue
+            if u.code not in action.codes:
+                action.codes.append(u.code)
+            action.finding_paths.append(u.path)
+            action.reason += f"; and with it {u.code} {u.path}, its consequence"
+        self.plan.unrepaired = keep
 
     def _kraft_evidence(self, report: ScanReport) -> str | None:
         """Why these log dirs look like a KRaft broker's (None: nothing says KRaft)."""
@@ -289,6 +315,9 @@ class Planner:
         topic = pp.part.topic
         ids = self.topic_ids.get(topic, {})
         action = Action("fix-partition-metadata", f.path, f"{f.code}: {f.message}", [f.code], [f.path])
+        image_id = self.image_topic_ids.get(topic)
+        if not ids and image_id is not None:  # KRaft: the id the broker's own metadata log holds
+            ids = {image_id: "the cluster metadata log (__cluster_metadata-0 of these log dirs)"}
         if len(ids) == 1:
             ((topic_id, source),) = ids.items()
             data = write_partition_metadata(PartitionMetadata(PARTITION_METADATA_VERSION, topic_id, b""))
