@@ -291,3 +291,21 @@ def test_the_fix_scan_deep_prints_is_the_repair_that_works(tmp_path, realworld_d
     assert applied.exit_code in (0, 1, 2), applied.output
     assert "LOG_CORRUPT" not in _deep_codes(root)
     assert max(damage.read_records(root)[p.name]) + 1 == d["new_leo"]
+
+
+def test_the_census_fix_of_a_deep_inventorys_log_corrupt_is_the_deep_repair(tmp_path, realworld_dir):
+    """An inventory collected at --depth deep carries the deep scan's LOG_CORRUPT; the census's fix command
+    for it is the repair that plans from a deep scan (the printed one runs and plans the truncation)."""
+    from logdoctor.checks.inventory import build_inventory
+    from logdoctor.spark.census_rules import BrokerInput, fix_command
+
+    d = _damaged(tmp_path, realworld_dir, timeindex=False)
+    root = d["root"]
+    inv = build_inventory([str(root)], Depth.DEEP, jobs=1)
+    rows = [r for r in inv.rows if r["record"] == "finding" and r["code"] == "LOG_CORRUPT"]
+    assert rows
+    command = fix_command(rows[0], [BrokerInput(rows[0]["broker"], None, (str(root),))])
+    assert command == f"logdoctor repair {root} --only LOG_CORRUPT --deep"
+    dry = _cli(*shlex.split(command)[1:], "--json")
+    assert dry.exit_code == 0, dry.output
+    assert "truncate-log" in {a["kind"] for a in json.loads(dry.output)["plan"]["actions"]}
