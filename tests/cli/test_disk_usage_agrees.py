@@ -59,9 +59,6 @@ def _move_plan(src: Path, dst: Path) -> dict:
 
 def test_every_command_prints_df_use_percent_on_a_real_file_system(tmp_path: Path) -> None:
     src, dst = _broker(tmp_path)
-    df_json = src.parent / disk.DF_JSON
-    if df_json.exists():
-        df_json.unlink()  # read the real file system, not a simulated disk
     want = _df_percent(src)
     # move-partition: JSON and text
     plan = _move_plan(src, dst)
@@ -79,23 +76,27 @@ def test_every_command_prints_df_use_percent_on_a_real_file_system(tmp_path: Pat
 
 
 def test_every_command_agrees_on_the_sample_fleets_simulated_disks(tmp_path: Path) -> None:
+    """The demo fleet's nearly full disk is simulated only where it is passed explicitly (the census and
+    the report agree on it); a command run on the same log dirs reads the real file system."""
     demo = generate_demo_fleet(tmp_path / "fleet")
-    table = json.loads(next((tmp_path / "fleet").rglob(disk.DF_JSON)).read_text())
-    broker_dir = next((tmp_path / "fleet").rglob(disk.DF_JSON)).parent
+    assert not list((tmp_path / "fleet").rglob("df.json"))  # nothing on disk carries the simulation
+    table = demo.simulated_disks
+    broker_dir = next(Path(p).parent for p in table)
     brokers = census.discover_brokers([str(broker_dir)])
-    rows = census.scan_broker(brokers[0], now_ms=0)["log_dirs"]
+    rows = census.scan_broker(brokers[0], now_ms=0, simulated_disks=table)["log_dirs"]
     assert demo.fleet.log_dirs
     for d in rows:
-        entry = table[Path(d["log_dir"]).name]
-        used = entry.get("used_bytes", entry["total_bytes"] - entry["available_bytes"])
-        want = -(-100 * used // (used + entry["available_bytes"]))  # df: ceil(100 * used / (used + avail))
-        assert d["disk_used_percent"] == want
+        entry = table[d["log_dir"]]
+        used = entry.total_bytes - entry.available_bytes
+        want = -(-100 * used // (used + entry.available_bytes))  # df: ceil(100 * used / (used + avail))
+        assert d["disk_used_percent"] == want and d["disk_source"] == "simulated"
         view = model.from_census({"replicas": [], "log_dirs": [d]}, now_ms=0).disks[0]
         assert view.used_percent == want
     full = [d for d in rows if d["disk_used_percent"] >= 90]
     assert len(rows) == 2 and len(full) == 1  # the demo's nearly full log dir (97%)
+    assert full[0]["disk_used_percent"] == 97
     src = Path(full[0]["log_dir"])
     dst = next(Path(d["log_dir"]) for d in rows if d["log_dir"] != full[0]["log_dir"])
     plan = _move_plan(src, dst)
     by_path = {u["path"]: u["used_percent"] for u in plan["summary"]["disk_usage_before"]}
-    assert by_path[str(src)] == full[0]["disk_used_percent"] == 97
+    assert by_path[str(src)] == _df_percent(src)  # the real disk, as df prints it

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from logdoctor.errors import OutputOverlapsInputError
-from logdoctor.logdir.disk import disk_usage
+from logdoctor.logdir.disk import SimulatedDisk, disk_usage
 from logdoctor.logdir.outputs import check_output_location, overlap
 
 
@@ -60,11 +60,22 @@ def test_disk_usage_is_what_df_prints(tmp_path: Path) -> None:
     assert abs(u.used_percent - pct) <= 1
 
 
-def test_df_json_simulated_disk(tmp_path: Path) -> None:
+def test_a_df_json_beside_a_log_dir_changes_nothing(tmp_path: Path) -> None:
+    """A file beside a log dir never overrides the real disk (it did: a demo hook in every command)."""
     (tmp_path / "b1").mkdir()
     (tmp_path / "df.json").write_text(json.dumps({"b1": {"total_bytes": 1000, "available_bytes": 30}}))
     u = disk_usage(str(tmp_path / "b1"))
-    got = (u.source, u.total_bytes, u.used_bytes, u.available_bytes, u.used_percent)
-    assert got == ("df.json", 1000, 970, 30, 97)
-    assert disk_usage(str(tmp_path / "missing" / "x")).source in ("statvfs", "unavailable")
-    assert os.path.isdir(tmp_path / "b1")
+    assert u.source == "statvfs"
+    st = os.statvfs(tmp_path)
+    assert u.total_bytes == st.f_blocks * st.f_frsize != 1000
+    # the one other source is explicit, in-process and keyed by the absolute path
+    fake = {str(tmp_path / "b1"): SimulatedDisk(1000, 30)}
+    got = disk_usage(str(tmp_path / "b1"), fake)
+    assert (got.source, got.total_bytes, got.used_bytes, got.available_bytes, got.used_percent) == (
+        "simulated",
+        1000,
+        970,
+        30,
+        97,
+    )
+    assert disk_usage(str(tmp_path / "missing" / "x"), fake).source in ("statvfs", "unavailable")

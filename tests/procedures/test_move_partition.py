@@ -343,13 +343,27 @@ def test_cli_dry_run_json_apply_and_resume_after_kill(tmp_path):
     )
     assert out.returncode == -signal.SIGKILL, out.stderr
     assert helpers.other_dirs(dst)  # a partial copy was left
-    out = _cli("repair", "--resume", str(backup / "journal.jsonl"), "--json")
+    # without --apply, --resume and --rollback print the steps they would run and write nothing
+    # (README: every writing command writes only with --apply)
+    killed = helpers.tree(tmp_path)
+    for command, mode in (("repair", "--resume"), ("move-partition", "--rollback"), ("repair", "--rollback")):
+        dry = _cli(command, mode, str(backup / "journal.jsonl"))
+        assert dry.returncode == 0, dry.stdout + dry.stderr
+        assert "Dry run: nothing was written" in dry.stdout and "step 5:" in dry.stdout, dry.stdout
+        printed = f"logdoctor {command} {mode} {backup / 'journal.jsonl'} --apply"
+        assert printed in " ".join(dry.stdout.split()), dry.stdout
+        assert helpers.tree(tmp_path) == killed, (command, mode)
+    dry = json.loads(_cli("move-partition", "--resume", str(backup / "journal.jsonl"), "--json").stdout)
+    assert dry["applied"] is False and dry["preview"]["mode"] == "resume"
+    assert dry["preview"]["steps"][0]["n"] == 5
+    assert helpers.tree(tmp_path) == killed
+    out = _cli("repair", "--resume", str(backup / "journal.jsonl"), "--apply", "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     assert {"orders-0", "orders-2"} <= helpers.live_partitions(dst)
     assert not ({"orders-0", "orders-2"} & helpers.live_partitions(src))
     assert not helpers.other_dirs(src) and not helpers.other_dirs(dst)
     # and undone with move-partition --rollback
-    out = _cli("move-partition", "--rollback", str(backup / "journal.jsonl"), "--json")
+    out = _cli("move-partition", "--rollback", str(backup / "journal.jsonl"), "--apply", "--json")
     assert out.returncode == 0, out.stdout + out.stderr
     assert json.loads(out.stdout)["result"]["status"] == "rolled-back"
     assert {"orders-0", "orders-2"} <= helpers.live_partitions(src)

@@ -243,6 +243,6 @@ def test_cli_sync_json(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["result"]["status"] == "applied" and doc["verification"] == {"ok": True, "problems": []}
     _check_synced(leader, follower, "orders-0")
-    out = run("--rollback", str(tmp_path / "b" / "journal.jsonl"))
+    out = run("--rollback", str(tmp_path / "b" / "journal.jsonl"), "--apply")
     assert out.returncode == 0, out.stdout + out.stderr
     assert helpers.read_records(follower / "orders-0") != helpers.read_records(leader / "orders-0")

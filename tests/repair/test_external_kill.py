@@ -177,7 +177,7 @@ def _trial(s: Scenario, work: Path, seed: int) -> str:
             assert damage.tree(root) == s.original, what
             outcome = "untouched"
         else:
-            out = _run([s.command, f"--{finish}", str(journal), "--json"])
+            out = _run([s.command, f"--{finish}", str(journal), "--apply", "--json"])
             doc = json.loads(out.stdout)
             if finish == "resume":
                 assert doc["result"]["status"] == "applied", (*what, doc["result"])

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -85,7 +87,23 @@ def _damaged(tmp_path: Path, realworld_dir: Path, *, timeindex: bool) -> dict:
         "new_leo": batches[k - 1][2] + 1,
         "later": later,
         "tp": (topic, int(num)),
+        # kafka-python's reading of the undamaged bytes: the records the truncation removes, last offset
+        "lost": _kafka_python_records(original[pos:])
+        + sum(_kafka_python_records(v) for k, v in later.items() if k.endswith(".log")),
+        "last_offset": max(
+            last
+            for data in [original, *(v for k, v in later.items() if k.endswith(".log"))]
+            for _p, _s, last in _kafka_python_batches(data)
+        ),
     }
+
+
+def _kafka_python_records(data: bytes) -> int:
+    n = 0
+    mr = MemoryRecords(data)
+    while mr.has_next():
+        n += sum(1 for _ in mr.next_batch())
+    return n
 
 
 def _cli(*args: str):
@@ -195,7 +213,7 @@ def test_repair_deep_rolls_back_and_resumes(tmp_path, realworld_dir):
         timeout=300,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()[-2000:]
-    r = _cli("repair", "--resume", str(tmp_path / "b2" / "journal.jsonl"), "--json")
+    r = _cli("repair", "--resume", str(tmp_path / "b2" / "journal.jsonl"), "--apply", "--json")
     out = json.loads(r.output)
     assert out["result"]["status"] == "applied", r.output
     assert r.exit_code == 0, r.output
@@ -235,3 +253,59 @@ def test_index_offset_error_truncates_the_whole_segment_like_recover_log(tmp_pat
     plan2, _ = plan_repair([tmp_path / "logs"], backup_dir=str(tmp_path / "b2"), deep=True, jobs=1)
     assert not [a for a in plan2.actions if a.kind == "truncate-log"]
     assert any(u.code == "LOG_CORRUPT" and "nothing to cut" in u.why for u in plan2.unrepaired)
+
+
+def test_the_fix_scan_deep_prints_is_the_repair_that_works(tmp_path, realworld_dir):
+    """`scan --deep` advised `repair DIR --only LOG_CORRUPT`, which plans at default depth: "Nothing to
+    repair", exit 0, the corruption left. The printed command now plans from a deep scan, and its text says
+    what the plan also does, with counts checked against kafka-python's reading of the same files."""
+    d = _damaged(tmp_path, realworld_dir, timeindex=False)
+    root, p = d["root"], d["p"]
+    lost = d["lost"]
+    later_logs = sum(1 for name in d["later"] if name.endswith(".log"))
+    assert lost > 0 and later_logs >= 1
+    found = json.loads(_cli("scan", str(root), "--deep", "--json").output)["findings"]
+    mine = [f for f in found if f["code"] == "LOG_CORRUPT" and f["path"] == str(d["log"])]
+    assert len(mine) == 1, mine
+    fix = " ".join(mine[0]["fix"].split())
+    command = re.search(r"`(logdoctor repair [^`]*)`", fix).group(1)
+    assert command == f"logdoctor repair {root} --only LOG_CORRUPT --deep"
+    assert f"truncates {d['log']} to the {d['cut']} valid bytes" in fix
+    assert f"moves the {later_logs} later segment(s)" in fix
+    assert f"; {lost:,} record(s) leave the log (offsets {d['new_leo']} to {d['last_offset']})" in fix, fix
+    assert f"the log end becomes offset {d['new_leo']}" in fix
+    # run exactly as printed: a plan that truncates, nothing written
+    tree = damage.tree(root)
+    argv = shlex.split(command)[1:]
+    dry = _cli(*argv, "--json")
+    assert dry.exit_code == 0, dry.output
+    actions = json.loads(dry.output)["plan"]["actions"]
+    assert [a["kind"] for a in actions if a["kind"] == "truncate-log"] == ["truncate-log"]
+    moved_logs = [
+        s for a in actions for s in a["steps"] if s["op"] == "move" and s["path"].endswith(".log")
+    ]
+    assert len(moved_logs) == later_logs
+    assert damage.tree(root) == tree
+    # and with --apply it repairs: a deep scan no longer finds the corruption
+    applied = _cli(*argv, "--apply", "--backup-dir", str(tmp_path / "b"))
+    assert applied.exit_code in (0, 1, 2), applied.output
+    assert "LOG_CORRUPT" not in _deep_codes(root)
+    assert max(damage.read_records(root)[p.name]) + 1 == d["new_leo"]
+
+
+def test_the_census_fix_of_a_deep_inventorys_log_corrupt_is_the_deep_repair(tmp_path, realworld_dir):
+    """An inventory collected at --depth deep carries the deep scan's LOG_CORRUPT; the census's fix command
+    for it is the repair that plans from a deep scan (the printed one runs and plans the truncation)."""
+    from logdoctor.checks.inventory import build_inventory
+    from logdoctor.spark.census_rules import BrokerInput, fix_command
+
+    d = _damaged(tmp_path, realworld_dir, timeindex=False)
+    root = d["root"]
+    inv = build_inventory([str(root)], Depth.DEEP, jobs=1)
+    rows = [r for r in inv.rows if r["record"] == "finding" and r["code"] == "LOG_CORRUPT"]
+    assert rows
+    command = fix_command(rows[0], [BrokerInput(rows[0]["broker"], None, (str(root),))])
+    assert command == f"logdoctor repair {root} --only LOG_CORRUPT --deep"
+    dry = _cli(*shlex.split(command)[1:], "--json")
+    assert dry.exit_code == 0, dry.output
+    assert "truncate-log" in {a["kind"] for a in json.loads(dry.output)["plan"]["actions"]}

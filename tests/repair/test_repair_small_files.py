@@ -56,7 +56,8 @@ def test_znsio_empty_partition_metadata_removed_meta_properties_left_to_the_brok
     assert "PARTITION_METADATA_INVALID" not in after
     assert "META_PROPERTIES_INVALID" in after
     assert "still found: WARNING META_PROPERTIES_INVALID" in r.output
-    assert "rewrites it itself at startup" in r.output
+    # what the broker does with an empty meta.properties depends on its version (issue 24: not "rewrites it")
+    assert "Kafka 0.9 to 2.7 fail to start" in " ".join(r.output.split())
     # and a second run does not claim a clean bill: nothing to repair, but warnings remain -> 1
     again = _cli("repair", str(root))
     assert "Nothing to repair" in again.output and again.exit_code == 1, again.output

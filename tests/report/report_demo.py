@@ -61,7 +61,13 @@ def build_demo_fleet(root: Path, spark: Any) -> DemoFleet:
     seg = fleet.replica(zt.broker_id, zt.topic, zt.partition).segments[zt.segment]
     first_ts = fleet.spec.base_timestamp_ms + seg.base_offset * fleet.spec.timestamp_step_ms
     now_ms = (first_ts + seg.max_timestamp) // 2 + RETENTION_MS
-    census = run_census(spark, [str(root)], root.parent / (root.name + "-census"), now_ms=now_ms)
+    census = run_census(
+        spark,
+        [str(root)],
+        root.parent / (root.name + "-census"),
+        now_ms=now_ms,
+        simulated_disks=demo.simulated_disks,
+    )
     ci: CorruptOffsetIndex = faults[CorruptOffsetIndex]
     cseg = fleet.replica(ci.broker_id, ci.topic, ci.partition).segments[ci.segment]
     lag: OutOfIsrReplica = faults[OutOfIsrReplica]

@@ -15,7 +15,7 @@ pytestmark = pytest.mark.spark
 def census(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("census")
     demo = generate_demo_fleet(root / "fleet")
-    result = run_census(spark, [str(root / "fleet")], root / "out")
+    result = run_census(spark, [str(root / "fleet")], root / "out", simulated_disks=demo.simulated_disks)
     return demo, result, root / "out"
 
 

@@ -32,7 +32,7 @@ def table(out: Path, name: str) -> list[dict[str, Any]]:
 
     A log dir's used/available bytes from statvfs are a live measurement of a shared disk (other
     processes write to it between two runs): those are left out; the simulated disks of the demo
-    fleet's df.json are compared exactly, like every other column."""
+    fleet (``simulated_disks``) are compared exactly, like every other column."""
     rows = pq.read_table(out / name).to_pylist()
     for r in rows:
         if r.get("disk_source") == "statvfs":
@@ -41,15 +41,20 @@ def table(out: Path, name: str) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda r: repr(sorted(r.items(), key=lambda kv: kv[0])))
 
 
+DISKS: dict[str, Any] = {}
+
+
 def broker_dirs(broker: Path) -> list[str]:
     return sorted(str(p) for p in broker.iterdir() if p.is_dir() and p.name.startswith("kafka-logs"))
 
 
-def collect(brokers: list[list[str]], folder: Path, *, json_lines: bool = False) -> list[Path]:
+def collect(
+    brokers: list[list[str]], folder: Path, *, json_lines: bool = False, simulated_disks: Any = None
+) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     out = []
     for i, dirs in enumerate(brokers):
-        inv = build_inventory(dirs, Depth.DEFAULT, now_ms=NOW)
+        inv = build_inventory(dirs, Depth.DEFAULT, now_ms=NOW, simulated_disks=simulated_disks)
         path = folder / f"{inv.broker}-{i}.{'jsonl' if json_lines else 'parquet'}"
         write_inventory(inv, str(path), json_lines=json_lines)
         out.append(path)
@@ -59,10 +64,14 @@ def collect(brokers: list[list[str]], folder: Path, *, json_lines: bool = False)
 @pytest.fixture(scope="module")
 def demo(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("inv-census")
-    generate_demo_fleet(root / "fleet", now_ms=NOW)
+    disks = generate_demo_fleet(root / "fleet", now_ms=NOW).simulated_disks
+    DISKS.clear()
+    DISKS.update(disks)  # the demo fleet's simulated disks, for every later census of it
     brokers = sorted((root / "fleet").glob("broker-*"))
-    from_dirs = run_census(spark, [str(root / "fleet")], root / "from-dirs", now_ms=NOW)
-    collect([broker_dirs(b) for b in brokers], root / "inventories")
+    from_dirs = run_census(
+        spark, [str(root / "fleet")], root / "from-dirs", now_ms=NOW, simulated_disks=disks
+    )
+    collect([broker_dirs(b) for b in brokers], root / "inventories", simulated_disks=disks)
     from_inv = run_census(spark, [str(root / "inventories")], root / "from-inv", now_ms=NOW)
     return root, brokers, from_dirs, from_inv
 
@@ -106,9 +115,13 @@ def test_the_spark_sql_join_agrees_with_the_python_rules(demo):
 
 def test_json_lines_and_a_mix_with_log_dirs(spark, demo):
     root, brokers, _from_dirs, _ = demo
-    jsonl = collect([broker_dirs(b) for b in brokers[:2]], root / "mix-jsonl", json_lines=True)
+    jsonl = collect(
+        [broker_dirs(b) for b in brokers[:2]], root / "mix-jsonl", json_lines=True, simulated_disks=DISKS
+    )
     out = root / "from-mix"
-    result = run_census(spark, [*map(str, jsonl), *map(str, brokers[2:])], out, now_ms=NOW)
+    result = run_census(
+        spark, [*map(str, jsonl), *map(str, brokers[2:])], out, now_ms=NOW, simulated_disks=DISKS
+    )
     assert result.inventories == 2
     for name in TABLES:
         assert table(out, name) == table(root / "from-dirs", name), name

@@ -50,6 +50,26 @@ _E, _W, _I = Severity.ERROR, Severity.WARNING, Severity.INFO
 LOGDIR_PLACEHOLDER = "LOGDIR"
 
 
+#: What each Kafka version does with an empty meta.properties (read in apache/kafka at each tag):
+#: 0.9-2.7 VerifiableProperties.getIntInRange("version") requires the key and its IllegalArgumentException
+#: is not the IOException that would take only the dir offline (K:core/.../server/
+#: BrokerMetadataCheckpoint.scala read, KafkaServer.getBrokerMetadataAndOfflineDirs); 2.8-3.6
+#: RawMetaProperties.version defaults to 0 and
+#: getBrokerMetadataAndOfflineDirs compares the dirs' Properties (an empty one differs from a full one:
+#: InconsistentBrokerMetadataException), then KafkaServer.startup checkpoints ZkMetaProperties; 3.7-3.9
+#: MetaProperties.Builder(Properties) defaults to V0, MetaPropertiesEnsemble.verify checks only the keys
+#: present and KafkaServer.startup's Copier rewrites the file; KRaft: KafkaRaftServer.initializeLogDirs
+#: ("Error: node ID not found in ..."), before 3.7 MetaProperties.parse (version 1, node.id, cluster.id).
+META_PROPERTIES_EMPTY_BY_VERSION = (
+    "Kafka 0.9 to 2.7 fail to start ('Missing required property 'version''); in ZooKeeper mode 2.8 to 3.6 "
+    "read it as version 0 without broker.id or cluster.id and rewrite it at startup when every other log "
+    "dir's meta.properties is empty or absent too, but refuse to start when another log dir holds a full "
+    "one ('BrokerMetadata is not consistent across log.dirs'); in ZooKeeper mode 3.7 to 3.9 rewrite it at "
+    "startup with ZooKeeper's cluster.id and the configured broker.id; a KRaft broker (any version) "
+    "refuses to start ('node ID not found')"
+)
+
+
 def repair_command(code: str, logdir: str) -> str:
     """The dry-run command that repairs ``code`` findings in ``logdir`` (add --apply to make the changes)."""
     return f"logdoctor repair {logdir} --only {code}"
@@ -179,7 +199,7 @@ _ENTRIES = (
         "{problem}{consequence}",
         "Stop the broker; if other replicas are in sync let this one re-replicate (delete the partition "
         "folder); otherwise {repair}: it truncates {path} to the {valid_bytes} valid bytes before the "
-        "damage (a backup keeps the rest).",
+        "damage{dropped} (a backup keeps every byte it removes).",
         "K:storage/.../log/LogSegment.java recover, LogLoader.recoverLog; clients/.../record/"
         "DefaultRecordBatch.java ensureValid, FileLogInputStream; for __cluster_metadata-0: "
         "core/.../raft/KafkaMetadataLog.scala (truncateToLatestSnapshot), raft/.../KafkaRaftClient.java "
@@ -360,8 +380,8 @@ _ENTRIES = (
                 "format` for a new KRaft dir).",
             ),
             "empty": Case(
-                "{path} is empty (0 bytes, a torn write): the broker reads it as version 0 with no "
-                "broker.id and no cluster.id, so nothing ties this dir to its cluster",
+                "{path} is empty (0 bytes, a torn write), and what the broker does depends on its version: "
+                + META_PROPERTIES_EMPTY_BY_VERSION,
                 "Restore meta.properties (version, broker.id/node.id, cluster.id) from another log dir of "
                 "the same broker.",
             ),
@@ -394,9 +414,10 @@ _ENTRIES = (
         "{path} cannot be parsed ({error}): the broker fails to read the partition's topic id "
         "(KafkaStorageException) and takes the log dir offline",
         "Stop the broker, then {repair}: it writes the topic id known from another partition of the "
-        "topic, else (ZooKeeper mode only) moves {path} to the backup so that the broker writes it again "
-        "from the controller's topic id; in KRaft a log without a topic id is stray, so there the id "
-        "must come from `kafka-topics --describe`.",
+        "topic or from the broker's own __cluster_metadata-0 when it is among the log dirs given, else "
+        "(ZooKeeper mode only) moves {path} to the backup so that the broker writes it again from the "
+        "controller's topic id; in KRaft a log without a topic id is stray, so there the id must come "
+        "from `kafka-topics --describe`.",
         "K:storage/.../checkpoint/PartitionMetadataFile.java, K:core/.../log/LogManager.scala "
         "(isStrayKraftReplica)",
     ),
@@ -899,7 +920,8 @@ _ENTRIES = (
     Entry(
         "LOG_DIR_NEARLY_FULL",
         _W,
-        "a log dir whose disk is nearly full (error above the census's error threshold)",
+        "a log dir whose disk is nearly full, as df prints it: warning from 85%, error from 95% (scan: the "
+        "log dirs given; census: the fleet's)",
         "the disk of {logdir} is {used} full ({available} of {total} bytes free, from {disk_source}); a "
         "full disk takes the log dir offline",
         "{fix}",

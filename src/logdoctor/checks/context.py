@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +11,7 @@ from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.tiered import BrokerRemoteEvidence
 from logdoctor.checks.topic_config import DEFAULT_RETENTION_MS, ConfigInputs, TopicConfig
+from logdoctor.logdir.disk import SimulatedDisk
 
 __all__ = [
     "DEFAULT_RETENTION_MS",
@@ -42,6 +44,9 @@ class ScanOptions:
     #: --remote-storage: the remote store (a folder or a URI pyarrow opens) the remote tier's findings list
     #: objects from (None: objects are not listed)
     remote_storage: str | None = None
+    #: disks the demo and tests simulate, keyed by a log dir's absolute path (logdir.disk: never a file
+    #: or an option a user can set; None: every log dir's real file system, statvfs)
+    simulated_disks: Mapping[str, SimulatedDisk] | None = field(default=None, hash=False)
 
 
 @dataclass(frozen=True, slots=True)

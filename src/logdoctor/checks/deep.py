@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from logdoctor.checks.default import check_offsets, check_retention, report_damage
+from logdoctor.checks.default import check_offsets, check_retention, log_corrupt_repair, report_damage
 from logdoctor.checks.indexes import ENTRY_SIZE, Entries, report_corrupt
 from logdoctor.checks.state import PartitionState, WalkResult
 from logdoctor.formats.index import IndexKind
@@ -16,10 +16,12 @@ from logdoctor.logdir.model import Segment
 
 
 def check_all_logs(st: PartitionState) -> None:
-    walks: list[WalkResult | None] = []
+    # every segment walked first: a damaged segment's finding counts the records of the later ones
+    walks: list[WalkResult | None] = [
+        st.walk(seg, verify_crc=True, with_positions=True) for seg in st.segments
+    ]
     for i, seg in enumerate(st.segments):
-        w = st.walk(seg, verify_crc=True, with_positions=True)
-        walks.append(w)
+        w = walks[i]
         if w is None:
             continue
         report_damage(st, i, w)
@@ -46,6 +48,7 @@ def check_all_logs(st: PartitionState) -> None:
                     "segment map keys on base offsets only"
                 ),
                 valid_bytes=w.valid_bytes,
+                repair=log_corrupt_repair(st),
                 details={"kind": "overlap"},
             )
     check_retention(st, walk_all=True)

@@ -70,6 +70,7 @@ def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
     st.damage_reported.add(seg.base_offset)
     recovered = not st.task.clean_shutdown and i >= first_recovered(st)
     later = st.segments[i + 1 :]
+    dropped = truncation_effects(st, i, walk)
     for k, d in enumerate(walk.damage):
         if k == 0 and recovered:
             lost_off = (walk.valid_last_offset + 1) if walk.valid_last_offset is not None else seg.base_offset
@@ -102,8 +103,63 @@ def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
             problem=d.message[0].upper() + d.message[1:],
             consequence=consequence,
             valid_bytes=walk.valid_bytes,
+            dropped=dropped,
+            repair=log_corrupt_repair(st),
             details={"kind": d.kind, "valid_bytes": walk.valid_bytes, "crc_errors": walk.crc_errors},
         )
+
+
+def log_corrupt_repair(st: PartitionState) -> str:
+    """The ``{repair}`` of a LOG_CORRUPT finding: the repair that plans from the same depth as the scan that
+    found it (a CRC mismatch only ``scan --deep`` reads is invisible to a default-depth repair, which would
+    say "Nothing to repair")."""
+    from logdoctor.checks import catalog
+    from logdoctor.checks.context import Depth
+
+    command = catalog.repair_command("LOG_CORRUPT", st.task.log_dir)
+    if st.task.options.depth >= Depth.DEEP:
+        command += " --deep"
+    return f"`{command}` prints the plan, add --apply to make it"
+
+
+def truncation_effects(st: PartitionState, i: int, walk: WalkResult) -> str:
+    """What the repair's truncation of segment ``i`` at ``walk.valid_bytes`` also does, for the fix text:
+    the later segments it moves to the backup (LogLoader.recoverLog deletes them after a truncation), how
+    many records leave the log, from which offset. Later segments are walked (headers only, no CRC) for
+    their record counts."""
+    seg = st.segments[i]
+    later = st.segments[i + 1 :]
+    cut_records = max(0, walk.records - walk.valid_records)
+    first_lost = walk.valid_last_offset + 1 if walk.valid_last_offset is not None else seg.base_offset
+    later_records = 0
+    later_bytes = 0
+    last_offset: int | None = walk.last_offset
+    counted = True
+    for s in later:
+        later_bytes += st.infos[s.base_offset].size
+        w = st.walk(s, verify_crc=False)
+        if w is None:
+            counted = False
+            continue
+        later_records += w.records
+        if w.last_offset is not None:
+            last_offset = w.last_offset
+    lost = cut_records + later_records
+    text = ""
+    if later:
+        text += (
+            f", and moves the {len(later)} later segment(s) ({later_bytes:,} bytes, "
+            f"{later_records:,}{'' if counted else '+'} records) to the backup as the broker's recovery "
+            "deletes them (LogLoader.recoverLog)"
+        )
+    span = ""
+    if last_offset is not None and last_offset >= first_lost:
+        span = f" (offsets {first_lost} to {last_offset})"
+    text += (
+        f"; {lost:,}{'' if counted else '+'} record(s) leave the log{span}, the log end becomes offset "
+        f"{first_lost}, and the indexes, producer snapshots and checkpoints follow it"
+    )
+    return text
 
 
 INT32_MAX = 2**31 - 1

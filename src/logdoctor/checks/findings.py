@@ -20,12 +20,30 @@ class Severity(enum.IntEnum):
 
 
 @dataclass(frozen=True, slots=True)
+class FindingRef:
+    """Which finding another one points at: its code, path and byte position."""
+
+    code: str
+    path: str
+    position: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "path": self.path, "position": self.position}
+
+    @classmethod
+    def from_json(cls, obj: dict[str, Any]) -> FindingRef:
+        return cls(obj["code"], obj["path"], obj.get("position"))
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """One catalogued problem.
 
     ``path`` is the file (or folder) the finding is about; ``position`` the byte position in that
     file when the problem is at a place in it; ``offset`` the Kafka offset when one applies.
     ``details`` holds machine-readable figures (e.g. both timestamps of a RETENTION_RISK).
+    ``caused_by`` names the finding this one is a consequence of (:func:`FindingRef`; set by
+    :mod:`logdoctor.checks.consequences`): people see it under its cause, JSON keeps both with the link.
     """
 
     code: str
@@ -36,6 +54,11 @@ class Finding:
     position: int | None = None
     offset: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
+    caused_by: FindingRef | None = None
+
+    @property
+    def ref(self) -> FindingRef:
+        return FindingRef(self.code, self.path, self.position)
 
     def sort_key(self) -> tuple:
         return (self.path, -1 if self.position is None else self.position, self.code, self.message)
@@ -52,6 +75,8 @@ class Finding:
         }
         if self.details:
             out["details"] = self.details
+        if self.caused_by is not None:
+            out["caused_by"] = self.caused_by.to_json()
         return out
 
     @classmethod
@@ -65,6 +90,7 @@ class Finding:
             position=obj.get("position"),
             offset=obj.get("offset"),
             details=dict(obj.get("details") or {}),
+            caused_by=FindingRef.from_json(obj["caused_by"]) if obj.get("caused_by") else None,
         )
 
 

@@ -241,10 +241,12 @@ def broker_rows(
             "fix": f.fix,
         }
         for f in report.findings
+        # the census makes its own from the log_dir rows, with the fleet's view (census_rules)
+        if f.code != "LOG_DIR_NEARLY_FULL"
     ]
     dirs = []
     for d in report.log_dirs:
-        du = disk_usage(d.path)
+        du = disk_usage(d.path, options.simulated_disks)
         row = {
             "broker": who.label,
             "broker_id": who.broker_id if who.broker_id is not None else d.node_id,
@@ -332,13 +334,14 @@ def build_inventory(
     now_ms: int | None = None,
     jobs: int | None = None,
     config_inputs: Any = None,
+    simulated_disks: Any = None,
 ) -> Inventory:
     """Scan ``log_dirs`` (one broker's) at ``depth`` and build its inventory rows. Reads only."""
     import socket
 
     started = time.perf_counter()
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    options = ScanOptions(depth, now, config_inputs=config_inputs)
+    options = ScanOptions(depth, now, config_inputs=config_inputs, simulated_disks=simulated_disks)
     res = broker_rows(log_dirs, options, jobs=jobs, inventory=True)
     who: BrokerIdentity = res["identity"]
     names = column_names()

@@ -255,12 +255,21 @@ def _assignment_findings(ctx: KraftContext, parts: list[PartitionReport]) -> lis
                 f"ISR {st.isr}), not to broker {node}"
             )
         elif p.topic_id is None:
+            meta_file = os.path.join(p.path, PARTITION_METADATA_FILE)
+            state = (
+                "cannot be read (PARTITION_METADATA_INVALID: repairing it gives the replica its topic id "
+                "back)"
+                if os.path.lexists(meta_file)
+                else "is missing"
+            )
             reason = (
-                f"{os.path.join(p.path, PARTITION_METADATA_FILE)} is missing, so the replica has no topic id "
-                "(a 3.8+ broker treats such a log as stray)"
+                f"{meta_file} {state}, so the replica has no topic id (a 3.8+ broker treats such a log as "
+                "stray)"
             )
         if reason is not None:
             details = {"topic": p.topic, "partition": p.partition, "metadata_offset": im.end_offset}
+            if p.topic_id is None and st is not None and node in st.replicas and image_tid is not None:
+                details["no_topic_id"] = True
             if st is not None:
                 details.update(st.to_json())
             out.append(

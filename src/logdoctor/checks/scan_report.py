@@ -9,6 +9,7 @@ from typing import Any
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.context import Depth, PartitionReport
 from logdoctor.checks.findings import Finding, Severity, exit_code
+from logdoctor.logdir.disk import DiskUsage
 from logdoctor.logdir.metadata_image import MetadataImage
 from logdoctor.logdir.remote_metadata import RemoteLogMetadata
 
@@ -28,6 +29,7 @@ class LogDirReport:
     clean_shutdown: bool = False
     partitions: int = 0
     findings: list[Finding] = field(default_factory=list)
+    disk: DiskUsage | None = None  # its file system as df prints it (checks.disk_space)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -39,6 +41,7 @@ class LogDirReport:
             "clean_shutdown": self.clean_shutdown,
             "partitions": self.partitions,
             "broker_user": self.broker_user.name,
+            "disk": self.disk.to_json() if self.disk is not None else None,
         }
 
 

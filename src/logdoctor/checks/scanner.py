@@ -18,8 +18,10 @@ from concurrent.futures import ProcessPoolExecutor
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean_shutdown
+from logdoctor.checks.consequences import link_consequences
 from logdoctor.checks.context import PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
+from logdoctor.checks.disk_space import check_disks
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
 from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
@@ -203,11 +205,13 @@ def scan(
     for r in results:
         findings.extend(r.findings)
     findings.extend(cross_dir(reports, results, groups, images))
+    findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote = remote_metadata_for_scan(paths, results, image)
     findings.extend(check_remote_tier(paths, results, remote, remote_storage=options.remote_storage))
     apply_tiered_log_start(paths, results, remote)
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
+    findings = link_consequences(findings)
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
     return ScanReport(
         depth=options.depth,

@@ -241,6 +241,8 @@ class WalkResult:
     offset_of_max_timestamp: int = -1
     max_timestamp_valid_prefix: int = -1  # the same, before the first damage
     crc_errors: int = 0
+    records: int = 0  # records of every batch walked (a v0/v1 compressed wrapper: its offsets)
+    valid_records: int = 0  # the same, before the first damage (what recovery keeps)
     damage: list[Damage] = field(default_factory=list)
     positions: array | None = None  # batch start positions (with_positions=True)
     last_offsets: array | None = None  # their last offsets
@@ -341,6 +343,13 @@ def walk(
             if batches == 0:
                 res.first_offset = first
                 res.first_batch_last_offset = last
+            if magic == 2:
+                count = max(0, b.record_count)
+            elif first is not None:
+                count = 1
+            else:  # a compressed wrapper: its inner messages end at ``last``, after the previous entry
+                count = last - prev_last if prev_last is not None else 1
+            res.records += count
             magics.add(magic)
             if batch_max_ts > max_ts:
                 max_ts, max_ts_off = batch_max_ts, last
@@ -349,6 +358,7 @@ def walk(
                 lasts.append(last)  # type: ignore[union-attr]
             if first_crc is None:
                 res.valid_bytes = end
+                res.valid_records += count
                 res.max_timestamp_valid_prefix = max_ts
                 res.valid_last_offset = last
             elif stop_at_damage:

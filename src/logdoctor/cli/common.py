@@ -508,13 +508,54 @@ def one_mode(planning: bool, resume_journal: Path | None, rollback_journal: Path
 def journal_options(what: str) -> tuple[Any, Any]:
     """The ``--resume JOURNAL`` and ``--rollback JOURNAL`` options of a command that runs ``what``."""
     resume = Annotated[
-        Path | None, typer.Option("--resume", metavar="JOURNAL", help=f"Finish an interrupted {what}.")
+        Path | None,
+        typer.Option(
+            "--resume",
+            metavar="JOURNAL",
+            help=f"Finish an interrupted {what} (prints its steps; --apply runs them).",
+        ),
     ]
-    rollback = Annotated[Path | None, typer.Option("--rollback", metavar="JOURNAL", help=f"Undo a {what}.")]
+    rollback = Annotated[
+        Path | None,
+        typer.Option(
+            "--rollback", metavar="JOURNAL", help=f"Undo a {what} (prints its steps; --apply runs them)."
+        ),
+    ]
     return resume, rollback
 
 
 DRY_RUN_LINE = "Dry run: nothing was written. Add --apply to make these changes."
+
+
+def print_journal_preview(console: Console, command: str, preview: Any, json_out: bool) -> None:
+    """The dry run of ``COMMAND --resume/--rollback JOURNAL``: the steps it would run, nothing written."""
+    if json_out:
+        print_json({"preview": preview.to_json(), "applied": False})
+        return
+    verb = "finish" if preview.mode == "resume" else "undo"
+    total = len(preview.plan.steps)
+    status = f" (journal status: {preview.status})" if preview.status else " (the run did not end)"
+    console.print(
+        Text(
+            f"--{preview.mode} {preview.journal}{status}: would {verb} {len(preview.steps)} of {total} "
+            "step(s)" + (":" if preview.steps else "."),
+            style="bold",
+        ),
+        soft_wrap=True,
+    )
+    for step in preview.steps:
+        dst = step.params.get("dst")
+        console.print(
+            Text(f"  step {step.number}: {step.op} {step.path}" + (f" -> {dst}" if dst else "")),
+            soft_wrap=True,
+        )
+    console.print(
+        Text(
+            f"Dry run: nothing was written. Run `logdoctor {command} --{preview.mode} {preview.journal} "
+            "--apply` to make these changes."
+        ),
+        soft_wrap=True,
+    )
 
 
 def _size(n: int | None) -> str:
@@ -609,8 +650,9 @@ def print_run_status(console: Console, command: str, result: Any, code: int) -> 
     if result.error:
         console.print(Text(f"error: {result.error}", style="red"), soft_wrap=True)
         console.print(
-            f"Finish it with `logdoctor {command} --resume {result.journal}` or undo it with "
-            f"`logdoctor {command} --rollback {result.journal}`.",
+            f"Finish it with `logdoctor {command} --resume {result.journal} --apply` or undo it with "
+            f"`logdoctor {command} --rollback {result.journal} --apply` (each prints its steps without "
+            "--apply).",
             soft_wrap=True,
         )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -14,12 +14,12 @@ from rich.console import Console
 from logdoctor.cli.app import app
 from logdoctor.cli.common import EX_CANTCREAT, fail, parse_now
 from logdoctor.cli.output import text_console
-from logdoctor.logdir.disk import DF_JSON
 
 if TYPE_CHECKING:
     from logdoctor.sample.fleet import DemoFleet
 
 DEMO_MARKER = ".logdoctor-demo-fleet"  # written into DIR/fleet: the demo may replace that folder
+_OLD_DEMO_DISKS = "df.json"  # what demos before the marker wrote beside each broker's log dirs
 
 
 def _was_written_by_demo(fleet_dir: Path) -> bool:
@@ -28,7 +28,8 @@ def _was_written_by_demo(fleet_dir: Path) -> bool:
         return True
     entries = list(fleet_dir.iterdir())
     return all(
-        e.is_dir() and re.fullmatch(r"broker-[0-9]+", e.name) and (e / DF_JSON).is_file() for e in entries
+        e.is_dir() and re.fullmatch(r"broker-[0-9]+", e.name) and (e / _OLD_DEMO_DISKS).is_file()
+        for e in entries
     )
 
 
@@ -61,10 +62,14 @@ def refuse_unsafe_demo_dir(out: Path) -> None:
         )
 
 
-def collect_inventories(fleet_dir: Path, folder: Path, now_ms: int, console: Console | None) -> Path:
+def collect_inventories(
+    fleet_dir: Path, folder: Path, now_ms: int, console: Console | None, simulated_disks: Any = None
+) -> Path:
     """`logdoctor inventory` of every generated broker (as each broker's host would run it) into FOLDER.
 
-    FOLDER is the demo's own: its inventory files of an earlier run are replaced, nothing else."""
+    FOLDER is the demo's own: its inventory files of an earlier run are replaced, nothing else. The
+    planted nearly full disk is ``simulated_disks`` (the sample fleet's; the printed `logdoctor
+    inventory` commands, run by hand, read the real disk)."""
     from logdoctor.checks.context import Depth
     from logdoctor.checks.inventory import build_inventory, write_inventory
 
@@ -77,7 +82,7 @@ def collect_inventories(fleet_dir: Path, folder: Path, now_ms: int, console: Con
         p for p in fleet_dir.iterdir() if p.is_dir() and re.fullmatch(r"broker-[0-9]+", p.name)
     ):
         dirs = sorted(str(d) for d in broker.iterdir() if d.is_dir())
-        inv = build_inventory(dirs, Depth.DEFAULT, now_ms=now_ms, jobs=1)
+        inv = build_inventory(dirs, Depth.DEFAULT, now_ms=now_ms, jobs=1, simulated_disks=simulated_disks)
         target = folder / f"{broker.name}.parquet"
         write_inventory(inv, str(target))
         if console is not None:
@@ -130,7 +135,7 @@ def demo_command(
         for p in demo.planted:
             console.print(f"  - {p}")
     inventories = collect_inventories(
-        fleet_dir, out / "inventories", demo.now_ms, console if not json_out else None
+        fleet_dir, out / "inventories", demo.now_ms, console if not json_out else None, demo.simulated_disks
     )
     if not json_out:
         console.print(

@@ -1,8 +1,9 @@
 """`logdoctor move-partition TOPIC-PARTITION... --from LOGDIR --to LOGDIR [--apply]`: a full disk.
 
 Moves partition folders (and their checkpoint entries) to another log dir of the same stopped
-broker. Without --apply: print the plan and write nothing. ``--resume JOURNAL`` /
-``--rollback JOURNAL`` finish or undo a run (``logdoctor repair --resume/--rollback`` do the same).
+broker. Without --apply: print the plan and write nothing. ``--resume JOURNAL --apply`` /
+``--rollback JOURNAL --apply`` finish or undo a run (``logdoctor repair --resume/--rollback`` do the same;
+without --apply both print the steps they would run).
 
 Exit codes (README "Exit codes"): 0 done (or plan printed), 2 a step failed or the final
 verification found a difference, 64 usage (or a path that is not a log dir), 65 a log dir changed

@@ -16,6 +16,7 @@ from logdoctor.cli.common import (
     DRY_RUN_LINE,
     EX_FAILED,
     CopyProgress,
+    print_journal_preview,
     print_json,
     print_plan,
     print_run_paths,
@@ -116,6 +117,12 @@ def run_procedure(
             require_input_file(journal, "journal")
             from logdoctor.repair.apply import load_journal
 
+            if not do_apply:
+                from logdoctor.repair.apply import preview
+
+                mode = "resume" if resume_journal is not None else "rollback"
+                print_journal_preview(console, name, preview(journal, mode), json_out)
+                raise typer.Exit(0)
             plan, _ = load_journal(journal)
             interrupts.writing("--resume" if resume_journal is not None else "--rollback", journal)
             with CopyProgress(run.copy_bytes(plan), not json_out) as bar:

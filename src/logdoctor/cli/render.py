@@ -261,6 +261,40 @@ def _where(f: Any) -> str:
     return str(_attr(f, "path")) + (f"@{pos}" if pos is not None else "")
 
 
+def _ref_key(ref: Any) -> tuple[str, str, Any]:
+    return (str(_attr(ref, "code")), str(_attr(ref, "path")), _attr(ref, "position"))
+
+
+def split_consequences(findings: Iterable[Any]) -> tuple[list[Any], dict[tuple[str, str, Any], list[Any]]]:
+    """(the findings that are no other's consequence, each root's consequences by its key). A consequence
+    whose cause is not among ``findings`` stays a root."""
+    items = list(findings)
+    keys = {_ref_key(f) for f in items if not _attr(f, "caused_by")}
+    roots: list[Any] = []
+    under: dict[tuple[str, str, Any], list[Any]] = collections.defaultdict(list)
+    for f in items:
+        cause = _attr(f, "caused_by")
+        if cause and _ref_key(cause) in keys:
+            under[_ref_key(cause)].append(f)
+        else:
+            roots.append(f)
+    return roots, under
+
+
+def _consequences(console: Console, items: list[Any]) -> None:
+    if not items:
+        return
+    console.print(Text(f"  consequences of it ({len(items)}), handled with it:", style="dim"), soft_wrap=True)
+    for c in items:
+        wrapped(
+            console,
+            f"{severity_label(c).upper()} {_attr(c, 'code')} {_where(c)}: {_attr(c, 'message')}",
+            "      ",
+            "dim",
+            first="    - ",
+        )
+
+
 def _one(console: Console, f: Any, fix_label: str = "fix: ") -> None:
     head = Text()
     label = severity_label(f)
@@ -276,11 +310,14 @@ def _one(console: Console, f: Any, fix_label: str = "fix: ") -> None:
 def render_findings(console: Console, findings: Iterable[Any], *, verbose: bool = False) -> None:
     """Findings for people (scan, retention, repair, census): every finding's severity, code, where,
     message and fix, grouped by code; a code found many times shows its count, the partitions it is in
-    and the first examples (``verbose`` lists every one; JSON output always keeps every finding)."""
-    for g in group_findings(findings):
+    and the first examples (``verbose`` lists every one; JSON output always keeps every finding). A
+    finding caused by another (``caused_by``, checks.consequences) is listed under its cause."""
+    roots, under = split_consequences(findings)
+    for g in group_findings(roots):
         if verbose or len(g.items) <= EXAMPLES + 1:
             for f in g.items:
                 _one(console, f)
+                _consequences(console, under.get(_ref_key(f), []))
             continue
         parts = g.partitions()
         dirs = {str(_attr(f, "log_dir") or "") for f in g.items} - {""}
@@ -310,3 +347,13 @@ def render_findings(console: Console, findings: Iterable[Any], *, verbose: bool 
         fix = str(_attr(g.items[0], "fix_command") or _attr(g.items[0], "fix"))
         label = "  fix: " if len(fixes) == 1 else "  fix (the first's; each finding names its own): "
         wrapped(console, fix, "       ", "cyan", first=label)
+        caused = sum(len(under.get(_ref_key(f), [])) for f in g.items)
+        if caused:
+            console.print(
+                Text(
+                    f"  + {caused} consequence(s) of these, handled with them (--verbose lists each under "
+                    "its cause)",
+                    style="dim",
+                ),
+                soft_wrap=True,
+            )

@@ -2,7 +2,8 @@
 
 Without --apply: print the plan (every action, the files it touches, why, sizes before/after, a
 diff for small text files) and write nothing. With --apply: run it (journal + backup dir), then
-scan again. ``--resume JOURNAL`` finishes an interrupted run; ``--rollback JOURNAL`` undoes one.
+scan again. ``--resume JOURNAL --apply`` finishes an interrupted run; ``--rollback JOURNAL --apply``
+undoes one (without --apply both print the steps they would run and write nothing).
 
 ``--deep`` plans from a ``scan --deep`` (every batch's CRC), so a CRC mismatch in a segment the
 broker does not re-read at startup is truncated as the broker's recovery would.
@@ -38,6 +39,7 @@ from logdoctor.cli.common import (
     VerboseOption,
     journal_options,
     print_code_paths,
+    print_journal_preview,
     print_json,
     print_plan,
     print_run_paths,
@@ -51,7 +53,7 @@ from logdoctor.cli.interrupts import run_interrupts
 from logdoctor.cli.output import text_console
 from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
-from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, resume, rollback
+from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, preview, resume, rollback
 from logdoctor.repair.journal import JOURNAL_NAME, JournalError
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.planner import REPAIRABLE, PlanUsageError, parse_only, plan_repair
@@ -197,6 +199,10 @@ def repair_command(
             journal = resume_journal or rollback_journal
             assert journal is not None
             require_input_file(journal, "journal")
+            if not do_apply:
+                mode = "resume" if resume_journal is not None else "rollback"
+                print_journal_preview(console, "repair", preview(journal, mode), json_out)
+                raise typer.Exit(0)
             interrupts.writing("--resume" if resume_journal is not None else "--rollback", journal)
             result = resume(journal) if resume_journal is not None else rollback(journal)
             extra: dict[str, Any] = {}

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.context import Depth, ScanOptions
+from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN
 from logdoctor.checks.findings import Severity
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
 from logdoctor.cli.app import app
@@ -38,14 +39,16 @@ from logdoctor.cli.topic_options import (
     TopicConfigOption,
     read_config_inputs,
 )
+from logdoctor.logdir.disk import DiskUsage
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 
 def render_report(console: Console, report: ScanReport, *, verbose: bool = False) -> None:
     table = Table(title=f"logdoctor scan ({report.depth.name.lower()})", show_lines=False)
-    for col in ("log dir", "mode", "cluster.id", "node", "partitions", "clean shutdown", "locked"):
-        table.add_column(col)
+    columns = ("log dir", "mode", "cluster.id", "node", "partitions", "clean shutdown", "locked", "disk used")
+    for col in columns:
+        table.add_column(col, no_wrap=col == "disk used")
     for d in report.log_dirs:
         table.add_row(
             d.path,
@@ -55,6 +58,7 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
             str(d.partitions),
             "yes" if d.clean_shutdown else "no",
             "YES" if d.locked else "no",
+            _disk_cell(d.disk),
         )
     console.print(table)
     segs = sum(p.segments for p in report.partitions)
@@ -108,6 +112,20 @@ def render_tiered(console: Console, report: ScanReport, *, verbose: bool = False
     console.print(table)
     if len(shown) < len(rows):
         console.print(Text(f"... and {len(rows) - len(shown)} more (--verbose lists every one)", style="dim"))
+
+
+def _disk_cell(disk: DiskUsage | None) -> Text:
+    """df's Use% and the size of the log dir's file system ("97% of 8.0 MiB"), red from the warning on."""
+    if disk is None or disk.used_percent is None or disk.total_bytes is None:
+        return Text("?")
+    size = float(disk.total_bytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if size < 1024 or unit == "PiB":
+            break
+        size /= 1024
+    frac = disk.used_fraction or 0.0
+    style = "bold red" if frac >= NEARLY_FULL_ERROR else "yellow" if frac >= NEARLY_FULL_WARN else ""
+    return Text(f"{disk.used_percent}% of {size:.1f} {unit}", style=style)
 
 
 @app.command("scan", cls=UsageExit64)

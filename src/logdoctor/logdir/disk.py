@@ -4,21 +4,19 @@
 and ``available = f_bavail`` blocks: the root-reserved blocks count neither as used nor as available,
 so a file system that a non-root broker can no longer write to shows 100%. Size is ``f_blocks``.
 
-Sample fleets (``logdoctor.sample.fleet``) describe simulated disks in a ``df.json`` beside the log
-dirs: ``{"<log dir name>": {"total_bytes": N, "available_bytes": M, "used_bytes": U}}`` (``used_bytes``
-optional: ``total - available`` when absent). A real log dir never has one; when it does not, the
-numbers come from ``statvfs`` of the log dir's real path.
+The figures always come from ``statvfs`` of the log dir's real path: nothing found beside a log dir
+changes them. The one other source is explicit and in-process: a caller (the demo, a test) passes
+``simulated`` disks to :func:`disk_usage` (through ``ScanOptions.simulated_disks``), keyed by the log
+dir's absolute path; no file, option or environment variable a user could leave behind turns it on.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
-
-DF_JSON = "df.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +27,7 @@ class DiskUsage:
     total_bytes: int | None
     used_bytes: int | None
     available_bytes: int | None
-    source: str  # "statvfs" | "df.json" | "unavailable"
+    source: str  # "statvfs" | "simulated" | "unavailable"
 
     @property
     def used_percent(self) -> int | None:
@@ -68,32 +66,29 @@ class DiskUsage:
         )
 
 
-def _from_df_json(log_dir: str) -> DiskUsage | None:
-    parent = os.path.dirname(os.path.abspath(log_dir))
-    df_path = os.path.join(parent, DF_JSON)
-    if not os.path.isfile(df_path):
-        return None
-    try:
-        with open(df_path, encoding="utf-8") as fh:
-            entry = json.load(fh).get(os.path.basename(os.path.abspath(log_dir)))
-        if not isinstance(entry, dict):
-            return None
-        total = int(entry["total_bytes"])
-        available = int(entry["available_bytes"])
-        used = int(entry.get("used_bytes", total - available))
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    return DiskUsage(log_dir, total, used, available, DF_JSON)
+@dataclass(frozen=True, slots=True)
+class SimulatedDisk:
+    """A disk as ``df -B1`` would print it, for a log dir that is not on it (the demo fleet, tests)."""
+
+    total_bytes: int
+    available_bytes: int
+    used_bytes: int | None = None  # None: total - available
+
+    def usage(self, path: str) -> DiskUsage:
+        used = self.total_bytes - self.available_bytes if self.used_bytes is None else self.used_bytes
+        return DiskUsage(path, self.total_bytes, used, self.available_bytes, "simulated")
 
 
-def disk_usage(path: str) -> DiskUsage:
+def disk_usage(path: str, simulated: Mapping[str, SimulatedDisk] | None = None) -> DiskUsage:
     """Disk usage of the file system holding ``path`` (a log dir, or any path on that file system).
 
-    ``df.json`` beside a sample log dir wins; else ``statvfs`` of the real path; else "unavailable".
+    ``statvfs`` of the real path, else "unavailable"; ``simulated`` (an explicit in-process argument,
+    keyed by absolute path) replaces it for the paths it names.
     """
-    simulated = _from_df_json(path)
-    if simulated is not None:
-        return simulated
+    if simulated:
+        disk = simulated.get(os.path.abspath(path))
+        if disk is not None:
+            return disk.usage(path)
     try:
         st = os.statvfs(os.path.realpath(path))
     except OSError:
@@ -107,4 +102,4 @@ def disk_usage(path: str) -> DiskUsage:
     )
 
 
-__all__ = ["DF_JSON", "DiskUsage", "disk_usage"]
+__all__ = ["DiskUsage", "SimulatedDisk", "disk_usage"]

@@ -314,6 +314,46 @@ def rollback(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = 
     return result
 
 
+@dataclass(slots=True)
+class JournalPreview:
+    """What ``--resume`` or ``--rollback`` of a journal would do, computed without writing anything."""
+
+    mode: str  # "resume" | "rollback"
+    journal: str
+    plan: Plan
+    status: str  # the journal's last status ("applied", "failed", "rolled-back", ...; "" if it has none)
+    steps: list[Step]  # the steps it would run (resume: in order; rollback: the begun ones, newest first)
+
+    def to_json(self) -> dict:
+        return {
+            "mode": self.mode,
+            "journal": self.journal,
+            "journal_status": self.status,
+            "steps_total": len(self.plan.steps),
+            "steps": [s.to_json() for s in self.steps],
+            "plan": self.plan.to_json(),
+        }
+
+
+def preview(journal_path: str | os.PathLike[str], mode: str) -> JournalPreview:
+    """The dry run of :func:`resume` (``mode="resume"``) or :func:`rollback`: the same refusals (a
+    rolled-back journal to resume, a broker holding a lock, a step outside the log dirs), no write."""
+    if mode not in ("resume", "rollback"):
+        raise ValueError(f"mode must be resume or rollback, not {mode!r}")
+    plan, state = load_journal(journal_path)
+    status = str(getattr(state, "status", "") or "")
+    if mode == "resume" and status == "rolled-back":
+        raise RefusedError(f"{journal_path}: this repair was rolled back; plan a new one")
+    _recheck(plan, state)
+    if mode == "resume":
+        done: set[int] = state.done  # type: ignore[attr-defined]
+        steps = [s for s in plan.steps if s.number not in done]
+    else:
+        begun: set[int] = state.begun  # type: ignore[attr-defined]
+        steps = [s for s in reversed(plan.steps) if s.number in begun]
+    return JournalPreview(mode, os.fspath(journal_path), plan, status, steps)
+
+
 def steps_of(plan: Plan) -> list[Step]:
     plan.number_steps()
     return plan.steps
@@ -324,10 +364,12 @@ __all__ = [
     "CRASH_AT_ENV",
     "PHASES",
     "CrashHook",
+    "JournalPreview",
     "RefusedError",
     "RunResult",
     "apply_plan",
     "check_preconditions",
+    "preview",
     "resume",
     "rollback",
 ]

@@ -240,8 +240,9 @@ staged/        new file contents, written before any change
 files/         the original files that were replaced or removed, under <n>-<log dir>/<relative path>
 tails/         the bytes removed by truncations (<relative path>.<size>.tail starts at byte <size>)
 
-Resume an interrupted repair:   logdoctor repair --resume {journal}
-Undo everything it did:          logdoctor repair --rollback {journal}
+Resume an interrupted repair:   logdoctor repair --resume {journal} --apply
+Undo everything it did:          logdoctor repair --rollback {journal} --apply
+(Without --apply each prints the steps it would run and writes nothing.)
 """
 
 

@@ -54,11 +54,10 @@ Per code (K: = apache/kafka source):
   2.8 the broker deletes the file itself). In KRaft mode a log without a topic id is a stray log
   (K:core/.../log/LogManager.scala isStrayKraftReplica), so removing the file is never planned
   there: the id must come from the cluster (a person).
-- META_PROPERTIES_INVALID: not changed. An empty meta.properties reads as version 0 with no
-  broker.id/cluster.id (K:metadata/.../properties/MetaProperties.java Builder(Properties)); a
-  ZooKeeper-mode broker rewrites it at startup with ZooKeeper's cluster.id and its configured
-  broker.id (K:core/.../server/KafkaServer.scala startup, MetaPropertiesEnsemble.Copier); a KRaft
-  broker refuses the dir, and only a person can restore node.id, cluster.id and directory.id.
+- META_PROPERTIES_INVALID: not changed. What a broker does with an empty meta.properties depends on
+  its version (catalog.META_PROPERTIES_EMPTY_BY_VERSION: 0.9-2.7 fail to start, ZooKeeper-mode 2.8-3.6
+  rewrite it only when no other log dir holds a full one, 3.7-3.9 rewrite it, KRaft refuses), and only
+  a person can restore node.id, cluster.id and directory.id.
 """
 
 from __future__ import annotations
@@ -73,6 +72,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from logdoctor.checks import catalog
 from logdoctor.checks.context import Depth, PartitionReport, ScanOptions
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.checks.metadata_log import metadata_log_loss
@@ -130,11 +130,11 @@ REPAIRABLE = (
     "PARTITION_METADATA_INVALID",
 )
 _META_PROPERTIES_WHY = (
-    "an empty or unreadable meta.properties reads as version 0 with no broker.id or cluster.id "
-    "(MetaProperties.Builder): a ZooKeeper-mode broker rewrites it itself at startup with ZooKeeper's "
-    "cluster.id and its configured broker.id (KafkaServer.startup, MetaPropertiesEnsemble.Copier), so "
-    "nothing is needed offline; a KRaft broker refuses the dir: a person restores version=1, node.id, "
-    "cluster.id and directory.id from the broker's config and its other log dirs"
+    "meta.properties holds the broker's identity, which only a person can confirm, so repair never writes "
+    "it; for an empty one: "
+    + catalog.META_PROPERTIES_EMPTY_BY_VERSION
+    + ". Where the broker would not rewrite it, restore it from another log dir of the same broker "
+    "(version, broker.id or node.id, cluster.id; a KRaft dir keeps its own directory.id)"
 )
 _INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
 _DIFF_LIMIT = 64 << 10
@@ -267,6 +267,8 @@ class Planner:
                 continue
             by_dir[d].append(f)
         reports = {(r.log_dir, r.path): r for r in report.partitions}
+        image = report.metadata
+        self.image_topic_ids: dict[str, str] = dict(image.topics) if image is not None else {}
         self.topic_ids: dict[str, dict[str, str]] = {}  # topic -> {topic id: a partition.metadata holding it}
         for r in report.partitions:
             if r.topic_id:
@@ -283,8 +285,32 @@ class Planner:
         note = tiered_note([r for r in report.partitions if r.log_dir in self.log_dirs])
         if note:
             self.plan.notes.insert(0, note)
+        self._consequences_with_their_cause(report.findings)
         self.plan.number_steps()
         return self.plan
+
+    def _consequences_with_their_cause(self, findings: list[Finding]) -> None:
+        """A finding caused by another (checks.consequences) that an action repairs goes with that action,
+        not to "Not repaired" (e.g. the stray warning of a KRaft replica whose partition.metadata the plan
+        rewrites)."""
+        handled: dict[tuple[str, str], Action] = {}
+        for a in self.plan.actions:
+            for code in a.codes:
+                for path in a.finding_paths:
+                    handled.setdefault((code, path), a)
+        causes = {(f.code, f.path): f.caused_by for f in findings if f.caused_by is not None}
+        keep: list[Unrepaired] = []
+        for u in self.plan.unrepaired:
+            cause = causes.get((u.code, u.path))
+            action = handled.get((cause.code, cause.path)) if cause is not None else None
+            if action is None:
+                keep.append(u)
+                continue
+            if u.code not in action.codes:
+                action.codes.append(u.code)
+            action.finding_paths.append(u.path)
+            action.reason += f"; and with it {u.code} {u.path}, its consequence"
+        self.plan.unrepaired = keep
 
     def _kraft_evidence(self, report: ScanReport) -> str | None:
         """Why these log dirs look like a KRaft broker's (None: nothing says KRaft)."""
@@ -306,6 +332,9 @@ class Planner:
         topic = pp.part.topic
         ids = self.topic_ids.get(topic, {})
         action = Action("fix-partition-metadata", f.path, f"{f.code}: {f.message}", [f.code], [f.path])
+        image_id = self.image_topic_ids.get(topic)
+        if not ids and image_id is not None:  # KRaft: the id the broker's own metadata log holds
+            ids = {image_id: "the cluster metadata log (__cluster_metadata-0 of these log dirs)"}
         if len(ids) == 1:
             ((topic_id, source),) = ids.items()
             data = write_partition_metadata(PartitionMetadata(PARTITION_METADATA_VERSION, topic_id, b""))

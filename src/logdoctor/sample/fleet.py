@@ -7,8 +7,8 @@ leaves them) with the faults the demo needs on top:
   follower have moved their high watermark past it (after the ISR shrank);
 - a corrupt offset index (entries that go backwards: the broker's lookups would fail);
 - a retention-risk segment (a zeroed ``.timeindex``: largestTimestamp=0, KAFKA-10207);
-- a nearly full log dir: ``df.json`` beside the broker's log dirs records the disk as it was
-  when the log dirs were copied (what ``df`` said), which the census reads instead of statvfs;
+- a nearly full log dir: a simulated disk (``GeneratedFleet.simulated_disks``, an in-process argument
+  the demo gives its inventories and tests give the census; :mod:`logdoctor.logdir.disk`);
 - a tiered partition (KIP-405): ``orders-2``'s oldest segments uploaded to a remote store in Kafka's
   LocalTieredStorage layout beside the brokers (``remote-storage/``) and deleted locally, its log start
   offset kept below its first local segment, and the ``__remote_log_metadata`` partition with the upload
@@ -20,7 +20,6 @@ leaves them) with the faults the demo needs on top:
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import time
@@ -33,6 +32,7 @@ from logdoctor.formats.checkpoint import (
     write_offset_checkpoint,
 )
 from logdoctor.formats.record_types import Compression
+from logdoctor.logdir.disk import SimulatedDisk
 from logdoctor.logdir.names import REPLICATION_OFFSET_CHECKPOINT, SegmentFileType, segment_file_name
 from logdoctor.sample.logdir import (
     BrokerSpec,
@@ -46,7 +46,6 @@ from logdoctor.sample.logdir import (
 )
 from logdoctor.sample.remote_tier import REMOTE_STORE_DIR, TieredPartition
 
-DF_JSON = "df.json"
 #: the demo's records end this long before its "now" (spaced 1 s apart, they start ~35 minutes earlier):
 #: fresh data that no retention deletes, so the one segment the next retention check does delete is the
 #: planted RETENTION_RISK one
@@ -98,7 +97,7 @@ class CorruptOffsetIndex(Fault):
 
 @dataclass
 class NearlyFullDisk(Fault):
-    """Record (in ``df.json`` beside the broker's log dirs) that one log dir's disk is ``used`` full."""
+    """Simulate (``fleet.simulated_disks``) that one log dir's disk is ``used`` full, the others less."""
 
     broker_id: int
     log_dir_index: int = 0
@@ -108,14 +107,11 @@ class NearlyFullDisk(Fault):
 
     def apply(self, fleet: GeneratedFleet) -> None:
         dirs = fleet.log_dirs[self.broker_id]
-        table = {}
         for i, d in enumerate(dirs):
             used = self.used if i == self.log_dir_index else self.others_used
-            table[d.name] = {
-                "total_bytes": self.disk_bytes,
-                "available_bytes": int(self.disk_bytes * (1 - used)),
-            }
-        (dirs[0].parent / DF_JSON).write_text(json.dumps(table, indent=2) + "\n")
+            fleet.simulated_disks[os.path.abspath(d)] = SimulatedDisk(
+                self.disk_bytes, int(self.disk_bytes * (1 - used))
+            )
 
 
 @dataclass
@@ -125,6 +121,11 @@ class DemoFleet:
     planted: list[str] = field(default_factory=list)  # human-readable list of the planted faults
     now_ms: int = 0  # the "now" the data was generated for (records end DEMO_DATA_AGE_MS before it)
     kraft: GeneratedFleet | None = None  # the KRaft broker (its own cluster) beside the fleet
+
+    @property
+    def simulated_disks(self) -> dict[str, SimulatedDisk]:
+        """The disks the planted faults simulate (``simulated_disks`` of the census and inventories)."""
+        return {**self.fleet.simulated_disks, **(self.kraft.simulated_disks if self.kraft else {})}
 
 
 KRAFT_BROKER_ID = 4

@@ -53,6 +53,7 @@ from logdoctor.formats.producer_snapshot import ProducerSnapshotEntry, write_pro
 from logdoctor.formats.properties import MetaProperties, write_meta_properties
 from logdoctor.formats.record_types import Compression, RecordSpec
 from logdoctor.formats.writer import build_record_batch
+from logdoctor.logdir.disk import SimulatedDisk
 from logdoctor.logdir.names import (
     CLEAN_SHUTDOWN_FILE,
     CLEANER_OFFSET_CHECKPOINT,
@@ -167,6 +168,9 @@ class GeneratedFleet:
     spec: FleetSpec
     log_dirs: dict[int, list[Path]]  # broker id -> its log dirs
     replicas: list[ReplicaInfo]
+    #: disks a fault simulates (log dir absolute path -> disk): pass them to the census or inventory as
+    #: ``simulated_disks`` (logdoctor.logdir.disk); nothing on disk records them
+    simulated_disks: dict[str, SimulatedDisk] = field(default_factory=dict)
 
     def replica(self, broker_id: int, topic: str, partition: int) -> ReplicaInfo:
         for r in self.replicas:

@@ -11,8 +11,8 @@ with Spark SQL and writes four Parquet tables under ``--out``:
   replica (offsets and bytes);
 - ``partitions``: one row per topic-partition: replica count, max/min log end offset, high
   watermark, the most lagging replica and its lag;
-- ``log_dirs``: bytes per log dir and how full its disk is, as ``df`` prints it (logdoctor.logdir.disk; a
-  ``df.json`` beside the log dirs, written when log dirs were copied off their disks, overrides it);
+- ``log_dirs``: bytes per log dir and how full its disk is, as ``df`` prints it (logdoctor.logdir.disk:
+  statvfs of the log dir's real path);
 - ``findings``: the scan's findings plus the fleet-level ones (REPLICA_LAG, LOG_DIR_NEARLY_FULL),
   each with the logdoctor command that fixes it.
 
@@ -104,6 +104,7 @@ def run_census(
     now_ms: int | None = None,
     progress: Any = None,
     config_inputs: Any = None,
+    simulated_disks: Any = None,
 ) -> CensusResult:
     """Run the census with ``spark`` and write the Parquet tables and the summary under ``out_dir``.
 
@@ -111,7 +112,8 @@ def run_census(
     folders, globs, URIs), mixed (:mod:`logdoctor.spark.census_inputs`). The scans of log dirs run as
     one Spark job, a task per broker; the join of the replicas of every topic-partition, their lag and
     the fleet findings are Spark SQL (:mod:`logdoctor.spark.census_sql`), written by Spark; the driver
-    keeps the log dirs, the counts and the first rows of the other tables.
+    keeps the log dirs, the counts and the first rows of the other tables. ``simulated_disks`` (the demo
+    fleet's, tests': :mod:`logdoctor.logdir.disk`) replaces statvfs for the log dirs it names.
     """
     from logdoctor.spark.census_inputs import classify, load_inputs
     from logdoctor.spark.census_sql import COLLECT_LIMIT, census_frames, first_rows, severity_counts
@@ -119,7 +121,9 @@ def run_census(
     started = time.perf_counter()
     inputs = classify(paths)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    frames_in = load_inputs(spark, inputs, now, config_inputs=config_inputs, progress=progress)
+    frames_in = load_inputs(
+        spark, inputs, now, config_inputs=config_inputs, progress=progress, simulated_disks=simulated_disks
+    )
     several = clusters_finding(frames_in.all_brokers)
     frames, log_dirs = census_frames(
         spark,

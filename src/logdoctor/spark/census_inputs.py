@@ -331,6 +331,7 @@ def load_inputs(
     *,
     config_inputs: Any = None,
     progress: Any = None,
+    simulated_disks: Any = None,
 ) -> InputFrames:
     """DataFrames of every input: log dirs scanned on the executors, inventories read by Spark."""
     from pyspark.sql import functions as F
@@ -377,7 +378,7 @@ def load_inputs(
     )
     if brokers:
         scans = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
-            lambda b: scan_broker(b, now_ms, config_inputs)
+            lambda b: scan_broker(b, now_ms, config_inputs, simulated_disks)
         )
         scans = scans.persist()
         cached.append(scans)

@@ -13,11 +13,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.checks import catalog
+from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN  # the one threshold, scan's
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.logdir.names import METADATA_TOPIC
-
-NEARLY_FULL_WARN = 0.85
-NEARLY_FULL_ERROR = 0.95
 
 
 class CensusError(ValueError):
@@ -201,7 +199,9 @@ def refuse_remote_log_dirs(item: str) -> None:
 # --- the per-broker task (runs on an executor) --------------------------------------------------------
 
 
-def scan_broker(broker: BrokerInput, now_ms: int, config_inputs: Any = None) -> dict[str, Any]:
+def scan_broker(
+    broker: BrokerInput, now_ms: int, config_inputs: Any = None, simulated_disks: Any = None
+) -> dict[str, Any]:
     """Scan one broker's log dirs (executor side). Returns plain, picklable data.
 
     ``config_inputs`` (checks.topic_config.ConfigInputs: --topic-config, --server-properties) joins the
@@ -210,7 +210,7 @@ def scan_broker(broker: BrokerInput, now_ms: int, config_inputs: Any = None) -> 
     from logdoctor.checks.context import Depth, ScanOptions
     from logdoctor.checks.inventory import BrokerIdentity, broker_rows
 
-    options = ScanOptions(Depth.DEFAULT, now_ms, config_inputs=config_inputs)
+    options = ScanOptions(Depth.DEFAULT, now_ms, config_inputs=config_inputs, simulated_disks=simulated_disks)
     res = broker_rows(
         list(broker.log_dirs), options, BrokerIdentity(broker.broker, broker.broker_id, broker.cluster_id)
     )
@@ -442,5 +442,8 @@ def fix_command(finding: dict[str, Any], brokers: Sequence[BrokerInput]) -> str:
     if procedure is not None and finding["code"] not in REPAIRABLE:
         return procedure.group(1)  # the operator procedure the finding's fix names (e.g. REPLICA_MISPLACED)
     if finding["code"] in REPAIRABLE:
-        return f"logdoctor repair {target} --only {finding['code']}"
+        # a finding of a deep scan (an inventory at --depth deep) is repaired from a deep scan, which its fix
+        # names (checks.default.log_corrupt_repair): a default-depth repair would not see it
+        deep = " --deep" if f"--only {finding['code']} --deep" in (finding.get("fix") or "") else ""
+        return f"logdoctor repair {target} --only {finding['code']}{deep}"
     return f"logdoctor scan {target}"
