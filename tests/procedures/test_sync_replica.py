@@ -243,6 +243,14 @@ def test_cli_sync_json(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["result"]["status"] == "applied" and doc["verification"] == {"ok": True, "problems": []}
     _check_synced(leader, follower, "orders-0")
+    # without --apply the rollback prints the steps it would undo and writes nothing
+    synced = helpers.tree(tmp_path)
+    dry = run("--rollback", str(tmp_path / "b" / "journal.jsonl"), "--json")
+    assert dry.returncode == 0, dry.stderr
+    preview = json.loads(dry.stdout)
+    assert preview["applied"] is False and preview["preview"]["mode"] == "rollback"
+    assert len(preview["preview"]["steps"]) == preview["preview"]["steps_total"] > 0
+    assert helpers.tree(tmp_path) == synced
     out = run("--rollback", str(tmp_path / "b" / "journal.jsonl"), "--apply")
     assert out.returncode == 0, out.stdout + out.stderr
     assert helpers.read_records(follower / "orders-0") != helpers.read_records(leader / "orders-0")
