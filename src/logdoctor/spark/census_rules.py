@@ -148,8 +148,9 @@ def clusters_finding(brokers: Sequence[BrokerInput]) -> dict[str, Any] | None:
         f"{key or 'no cluster id'}: {', '.join(sorted(set(names)))}" for key, names in sorted(keys.items())
     )
     shared = sorted({b.cluster_id or "" for b in brokers if b.cluster != (b.cluster_id or "")})
+    named = ", ".join(c or "(none: meta.properties without cluster.id)" for c in shared)
     note = (
-        f". Cluster id {', '.join(shared)} is shared by brokers with the same node id (cluster ids are not "
+        f". Cluster id {named} is shared by brokers with the same node id (cluster ids are not "
         "unique: many docker-compose setups format every cluster with MkU3OEVBNTcwNTJENDM2Qk), so they are "
         "brokers of different clusters; each of them is taken as a cluster of its own"
         if shared
