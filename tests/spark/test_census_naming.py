@@ -43,3 +43,27 @@ def test_one_cluster_id_with_node_1_twice_is_two_clusters():
     assert len({b.cluster for b in named}) == 3
     note = clusters_finding(named)
     assert note is not None and f"Cluster id {DOCKER} is shared" in note["message"]
+
+
+def test_census_tells_two_jbod_brokers_of_one_cluster_id_and_node_id_apart(tmp_path):
+    """Log dirs as inputs: two docker-compose clusters (one cluster id, node 1), each broker with two log
+    dirs and its metadata log in the first; each broker keeps both its dirs (its metadata registers their
+    directory ids), and each is a cluster of its own."""
+    from logdoctor.sample.kraft import write_metadata_log
+    from logdoctor.sample.logdir import BrokerSpec, FleetSpec, TopicSpec, generate_fleet
+    from logdoctor.spark.census_rules import discover_brokers
+
+    expected = []
+    for name, seed in (("a", 1), ("b", 2)):
+        spec = FleetSpec(
+            topics=(TopicSpec("orders", partitions=4, records_per_partition=20),),
+            brokers=(BrokerSpec(1, kraft=True, log_dirs=2),),
+            seed=seed,
+            cluster_id=DOCKER,
+        )
+        fleet = generate_fleet(tmp_path / name, spec)
+        write_metadata_log(fleet, 1, metadata_version=21)
+        expected.append(tuple(sorted(str(d) for d in fleet.log_dirs[1])))
+    brokers = discover_brokers([str(tmp_path / "a"), str(tmp_path / "b")])
+    assert sorted(b.log_dirs for b in brokers) == sorted(expected)
+    assert len({b.cluster for b in brokers}) == 2 and len({b.broker for b in brokers}) == 2
