@@ -96,3 +96,33 @@ def test_a_kraft_dir_without_its_metadata_log_gets_one_note(tmp_path) -> None:
     assert codes["REPLICA_NOT_ASSIGNED"] == 0
     # a ZooKeeper-era dir is never told about a metadata log
     assert "KRAFT_METADATA_NOT_SCANNED" not in {f.code for f in _scan(rw / "zk-3.7-nikhildighe-b0").findings}
+
+
+def test_two_jbod_brokers_of_one_cluster_id_and_node_id_are_told_apart_by_their_metadata(tmp_path) -> None:
+    """Two single-node KRaft clusters formatted with docker-compose's cluster id, node 1, each with two log
+    dirs (JBOD) and its metadata log in the first: the second dir of each goes with the broker whose
+    metadata registers its directory.id (RegisterBrokerRecord logDirs), not with the other."""
+    from logdoctor.sample.kraft import write_metadata_log
+    from logdoctor.sample.logdir import BrokerSpec, FleetSpec, TopicSpec, generate_fleet
+
+    dirs = []
+    for name, seed in (("a", 1), ("b", 2)):
+        spec = FleetSpec(
+            topics=(TopicSpec("orders", partitions=4, records_per_partition=20),),
+            brokers=(BrokerSpec(1, kraft=True, log_dirs=2),),
+            seed=seed,
+            cluster_id="MkU3OEVBNTcwNTJENDM2Qk",
+        )
+        fleet = generate_fleet(tmp_path / name, spec)
+        write_metadata_log(fleet, 1, metadata_version=21)
+        dirs.append([str(d) for d in fleet.log_dirs[1]])
+    report = _scan(*dirs[0], *dirs[1])
+    one = [f for f in report.findings if f.code == "LOG_DIRS_OF_DIFFERENT_BROKERS"]
+    assert len(one) == 1
+    assert sorted(one[0].details["brokers"].values()) == sorted(dirs)
+    codes = {f.code for f in report.findings}
+    assert not {"DUPLICATE_PARTITION", "REPLICA_NOT_ASSIGNED", "TOPIC_ID_MISMATCH", "REPLICA_MISSING"} & codes
+    alone = Counter()
+    for broker in dirs:
+        alone.update((f.code, f.path) for f in _scan(*broker).findings)
+    assert Counter((f.code, f.path) for f in report.findings if f is not one[0]) == alone

@@ -54,8 +54,6 @@ def broker_groups(
     Dirs whose meta.properties is missing or unreadable go with the only broker when there is one,
     otherwise they form a group of their own.
     """
-    from logdoctor.logdir.identity import read_identity
-
     keyed: dict[tuple[str, int] | None, list[LogDirReport]] = {}
     for r in reports:
         key = (r.cluster_id or "", r.node_id) if r.mode is not None and r.node_id is not None else None
@@ -65,36 +63,49 @@ def broker_groups(
         keyed[known[0]].extend(keyed.pop(None))
     out: list[BrokerGroup] = []
     for key, rs in keyed.items():
-        metas = [(r, find_metadata_dir([r.path])) for r in rs]
-        holders = [(r, m) for r, m in metas if m is not None]
-        if len(holders) <= 1:
-            out.append(BrokerGroup(key, [r.path for r in rs], holders[0][1] if holders else None, _mode(rs)))
-            continue
-        subs = [BrokerGroup(key, [r.path], m, r.mode) for r, m in holders]
-        for r, m in metas:
-            if m is not None:
-                continue
-            did = read_identity(r.path).directory_id
-            owner = None
-            if did and images is not None and key is not None:
-                owner = next(
-                    (
-                        g
-                        for g in subs
-                        if g.metadata_dir is not None
-                        and key[1] in (reg := images(g.metadata_dir).brokers)
-                        and did in reg[key[1]].log_dirs
-                    ),
-                    None,
-                )
-            if owner is None:
-                subs.append(BrokerGroup(key, [r.path], None, r.mode))
-            else:
-                owner.dirs.append(r.path)
-        order = {r.path: i for i, r in enumerate(rs)}
-        subs.sort(key=lambda g: order[g.dirs[0]])
-        out.extend(subs)
+        for dirs, mdir in split_by_metadata_log([r.path for r in rs], key[1] if key else None, images):
+            out.append(BrokerGroup(key, dirs, mdir, _mode([r for r in rs if r.path in dirs])))
     return out
+
+
+def split_by_metadata_log(
+    dirs: list[str], node_id: int | None, images: Callable[[str], MetadataImage] | None = None
+) -> list[tuple[list[str], str | None]]:
+    """The log dirs of one (cluster.id, node id), as brokers: (dirs, metadata dir) each, in the order given.
+
+    One metadata log or none: one broker. Several: a broker per metadata log; a dir without one goes with
+    the broker whose metadata registers its directory.id (``images``: metadata dir -> its replay), else it
+    is a broker of its own."""
+    from logdoctor.logdir.identity import read_identity
+
+    metas = [(d, find_metadata_dir([d])) for d in dirs]
+    holders = [(d, m) for d, m in metas if m is not None]
+    if len(holders) <= 1:
+        return [(list(dirs), holders[0][1] if holders else None)]
+    subs: list[tuple[list[str], str | None]] = [([d], m) for d, m in holders]
+    for d, m in metas:
+        if m is not None:
+            continue
+        did = read_identity(d).directory_id
+        owner = None
+        if did and images is not None and node_id is not None:
+            owner = next(
+                (
+                    sub
+                    for sub in subs
+                    if sub[1] is not None
+                    and node_id in (reg := images(sub[1]).brokers)
+                    and did in reg[node_id].log_dirs
+                ),
+                None,
+            )
+        if owner is None:
+            subs.append(([d], None))
+        else:
+            owner[0].append(d)
+    order = {d: i for i, d in enumerate(dirs)}
+    subs.sort(key=lambda sub: order[sub[0][0]])
+    return subs
 
 
 def _mode(reports: list[LogDirReport]) -> str | None:

@@ -62,8 +62,9 @@ def group_log_dirs(paths: Sequence[str]) -> list[BrokerInput]:
     broker has one metadata log: dirs of one (cluster.id, node id) that each hold a ``__cluster_metadata-0``
     are as many brokers (the dirs without one join them only when there is a single such broker).
     The brokers still need their census names and cluster keys (:func:`name_brokers`)."""
+    from logdoctor.checks.cross_dir import split_by_metadata_log
     from logdoctor.logdir.discovery import find_log_dirs, split_paths
-    from logdoctor.logdir.metadata_image import find_metadata_dir
+    from logdoctor.logdir.metadata_image import replay
 
     groups: dict[tuple[str, str], list[str]] = {}
     ids: dict[tuple[str, str], tuple[int | None, str | None]] = {}
@@ -92,16 +93,19 @@ def group_log_dirs(paths: Sequence[str]) -> list[BrokerInput]:
             if ld not in groups[key]:
                 groups[key].append(ld)
             ids[key] = (bid, cluster)
+    images: dict[str, Any] = {}
+
+    def image_of(mdir: str) -> Any:
+        if mdir not in images:
+            images[mdir] = replay(mdir)
+        return images[mdir]
+
     raw: list[BrokerInput] = []
     for key, dirs in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][0])):
         bid, cluster = ids[key]
-        own = [d for d in sorted(dirs) if find_metadata_dir([d]) is not None]
-        if len(own) <= 1:
-            raw.append(BrokerInput(key[1], bid, tuple(sorted(dirs)), cluster))
-            continue
-        # several metadata logs: several brokers; a dir without one is a broker of its own (whose it is
-        # cannot be told from meta.properties alone)
-        raw.extend(BrokerInput(key[1], bid, (d,), cluster) for d in sorted(dirs))
+        # several metadata logs: several brokers, each with the dirs its metadata registers (as scan)
+        for mine, _mdir in split_by_metadata_log(sorted(dirs), bid, image_of):
+            raw.append(BrokerInput(key[1], bid, tuple(sorted(mine)), cluster))
     return raw
 
 
@@ -146,8 +150,9 @@ def clusters_finding(brokers: Sequence[BrokerInput]) -> dict[str, Any] | None:
         f"{key or 'no cluster id'}: {', '.join(sorted(set(names)))}" for key, names in sorted(keys.items())
     )
     shared = sorted({b.cluster_id or "" for b in brokers if b.cluster != (b.cluster_id or "")})
+    named = ", ".join(c or "(none: meta.properties without cluster.id)" for c in shared)
     note = (
-        f". Cluster id {', '.join(shared)} is shared by brokers with the same node id (cluster ids are not "
+        f". Cluster id {named} is shared by brokers with the same node id (cluster ids are not "
         "unique: many docker-compose setups format every cluster with MkU3OEVBNTcwNTJENDM2Qk), so they are "
         "brokers of different clusters; each of them is taken as a cluster of its own"
         if shared
