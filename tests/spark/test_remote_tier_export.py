@@ -259,3 +259,33 @@ def test_export_of_bad_remote_objects_exits_1(spark, tmp_path, damage):
         "chunk-deleted": "chunks missing",
     }[damage]
     assert all(text in s["error"] for s in summary["skipped"])
+
+
+@pytest.mark.parametrize("writer", ["arrow", "spark"])
+def test_a_remote_segment_missing_from_the_store_is_no_silent_gap(spark, tmp_path, writer):
+    """kafka-local's payments-0 [324, 647] deleted from the store: listed from what is there, the remote
+    tier jumps from 323 to 648; export names those offsets and exits 1."""
+    logs, store = _bad_store(tmp_path, "kafka-local")
+    folder = store / "kafka-tiered-storage" / "payments-0-cGF5bWVudHMtdG9waWMwMQ"
+    for f in folder.glob("00000000000000000324-*"):
+        f.unlink()
+    res = _invoke_export(
+        [
+            str(logs),
+            "--out",
+            str(tmp_path / "out"),
+            "--remote-storage",
+            str(store),
+            "--topics",
+            "payments",
+            "--writer",
+            writer,
+            "--json",
+        ]
+    )
+    assert res.exit_code == 1, res.output
+    summary = json.loads(res.stdout)
+    assert summary["rows"] == 6500 - 324
+    [skipped] = summary["skipped"]
+    assert skipped["path"].startswith(str(folder / "00000000000000000000-"))
+    assert "offsets 324-647 not read" in skipped["error"] and "in no object of the store" in skipped["error"]

@@ -334,6 +334,26 @@ def remote_error_text(seg: SegmentRef, error: Exception, last_offset: int | None
     )
 
 
+def remote_gap_text(seg: SegmentRef, last_offset: int | None, end: int | None = None) -> str | None:
+    """A remote-tier segment read whole that stops before the offset the next segment (remote, or the
+    local log) starts at: the offsets between are in no object of the store (one missing: a tiered
+    topic is never compacted, its offsets are contiguous). ``end``: the read stopped there on purpose."""
+    if seg.remote is None:
+        return None
+    bounds = [b for b in (seg.next_base_offset, seg.remote.local_from, end) if b is not None]
+    if not bounds:
+        return None
+    expected = min(bounds)
+    first = seg.base_offset if last_offset is None else last_offset + 1
+    if first >= expected:
+        return None
+    return (
+        f"remote segment {seg.remote.segment_id} ({seg.remote.layout}): offsets {first}-{expected - 1} not "
+        f"read: {seg.path} ends at offset {first - 1} and the next segment starts at {expected}: "
+        "those offsets are in no object of the store (a missing segment?)"
+    )
+
+
 def read_slice(
     sl: SegmentSlice, opts: ReadOptions, problems: list[dict[str, Any]] | None = None
 ) -> Iterator[pa.RecordBatch]:
@@ -359,6 +379,7 @@ def read_slice(
         hint_offset=end if sl.fetch_hint is not None else None,
     )
     walked_end, walked_last = sl.read_from, None
+    whole = True  # read to the segment's end (a gap after it is then the store's)
     try:
         for batch in batches:
             walked_end, walked_last = batch.position + batch.size, batch.last_offset
@@ -367,6 +388,7 @@ def read_slice(
             if sl.emit_to is not None and batch.position >= sl.emit_to:
                 break
             if end is not None and batch.last_offset >= end and batch.base_offset >= end:
+                whole = False
                 break
             if start is not None and batch.last_offset < start:
                 continue
@@ -393,12 +415,16 @@ def read_slice(
                     "error": remote_error_text(seg, exc, walked_last),
                 }
             )
+        whole = False
     except OSError:
         if seg.ranged:
             raise  # a remote read failed: fail the task (Spark retries it), never lose rows silently
         return  # a local file gone since planning: no rows, as before
     finally:
         batches.close()
+    gap = remote_gap_text(seg, walked_last, end) if whole and problems is not None else None
+    if gap is not None:
+        problems.append({"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": gap})  # type: ignore[union-attr]
     if pending and not stop:
         good, cols, _ = _decode(pending)
         out = _build_arrow(seg, good, cols, opts, start, end)
@@ -674,6 +700,8 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
         error_text = str(error)
         if seg.remote is not None:  # name the offsets that could not be read
             error_text = remote_error_text(seg, error, summary.last_offset)
+    elif seg.remote is not None:
+        error_text = remote_gap_text(seg, summary.last_offset)
     findings = segment_findings(seg, error, summary.valid_bytes, scan_findings)
     return {
         "log_dir": seg.log_dir if seg.remote is None else seg.remote.root,
