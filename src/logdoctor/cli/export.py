@@ -149,13 +149,12 @@ def export_command(
             EX_CANTCREAT,
         )
     cols = tuple(c.strip() for c in partition_by.split(",") if c.strip())
-    with spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete") as rearm:
+    with spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"):
         try:
             with err.status("starting Spark…"):
                 spark = get_spark(master, "logdoctor export", conf=confs, remote=remote)
         except SparkUnavailableError as exc:
             fail(f"error: {exc}", EX_UNAVAILABLE)
-        rearm()  # PySpark's SparkContext put its own SIGINT handler in place
         try:
             with spark_progress(err, "export", "tasks", disable=json_out) as progress:
                 result = run_export(
