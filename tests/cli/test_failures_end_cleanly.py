@@ -433,3 +433,41 @@ def test_a_closed_pipe_ends_a_read_only_command_quietly(tmp_path: Path, argv: li
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == -signal.SIGPIPE, err
     assert err == b""
+
+
+def test_ctrl_c_during_move_partition_says_where_the_journal_is(tmp_path: Path) -> None:
+    """The same for a procedure: `move-partition --copy --apply` of 60 partitions between the two log dirs
+    of a generated broker, interrupted once a step has begun; the printed --rollback, run as printed,
+    puts both log dirs back byte for byte."""
+    import re
+
+    from logdoctor.sample.logdir import BrokerSpec, FleetSpec, TopicSpec, generate_fleet
+
+    fleet = generate_fleet(
+        tmp_path / "fleet",
+        FleetSpec(
+            topics=[TopicSpec("orders", partitions=60, records_per_partition=50, segment_bytes=4000)],
+            brokers=(BrokerSpec(0, log_dirs=2),),
+        ),
+    )
+    src, dst = fleet.log_dirs[0][0], fleet.log_dirs[0][1]
+    names = sorted(p.name for p in src.iterdir() if p.name.startswith("orders-"))
+    assert len(names) > 10
+    before = {d: _tree(d) for d in (src, dst)}
+    journal = tmp_path / "backup" / "journal.jsonl"
+
+    def writing() -> bool:
+        return journal.exists() and b'"t":"begin"' in journal.read_bytes()
+
+    argv = ["move-partition", *names, "--from", src, "--to", dst, "--copy", "--apply"]
+    out = _interrupt_when([*argv, "--backup-dir", tmp_path / "backup"], writing)
+    assert out.returncode == ExitCode.INTERRUPTED, out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "interrupted: logdoctor move-partition --apply stopped with "
+    )
+    rollback = re.search(r"`(logdoctor move-partition --rollback \S+ --apply)`", lines[0])
+    assert rollback is not None, lines[0]
+    done = _run_printed(rollback.group(1))
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    assert {d: _tree(d) for d in (src, dst)} == before
