@@ -51,6 +51,8 @@ def run_interrupted_line(command: str, mode: str, journal: str | os.PathLike[str
             state = read_journal(journal)
         except JournalError:
             state = None
+    if state is None and mode != "--apply":  # a journal it could not read: it was refused before this
+        return f"logdoctor {command} {mode} {journal} was stopped"
     if state is None:  # stopped before the journal's plan record: the commit point of a run
         return (
             f"logdoctor {command} {mode} stopped before its first change: nothing in the log dirs was "
