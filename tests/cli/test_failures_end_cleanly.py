@@ -471,3 +471,46 @@ def test_ctrl_c_during_move_partition_says_where_the_journal_is(tmp_path: Path) 
     done = _run_printed(rollback.group(1))
     assert done.returncode == ExitCode.OK, done.stdout + done.stderr
     assert {d: _tree(d) for d in (src, dst)} == before
+
+
+def test_ctrl_c_during_a_scan_is_one_line_and_130(tmp_path: Path) -> None:
+    """Any other command, any moment: `scan --deep -j 2` interrupted while its workers run."""
+    log_dir = _indexes_missing(tmp_path)
+    holder: dict[str, int] = {}
+
+    def workers_run() -> bool:
+        pid = holder.get("pid")
+        return pid is not None and bool(Path(f"/proc/{pid}/task").exists() and _children_of(pid))
+
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "scan", "--deep", "-j", "2", str(log_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    holder["pid"] = proc.pid
+    deadline = time.monotonic() + 240
+    while not workers_run():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert err == "interrupted: logdoctor scan was stopped by Ctrl-C\n"
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(f"/proc/{entry.name}/stat").read_bytes()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(b")") + 2 :].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found
