@@ -289,29 +289,29 @@ def test_ctrl_c_during_repair_apply_says_where_the_journal_is(tmp_path: Path, fi
         assert all(p.with_suffix(".index").exists() for p in log_dir.glob("orders-*/*.log"))
 
 
-def test_ctrl_c_before_a_repair_writes_says_nothing_was_written(tmp_path: Path) -> None:
-    """A SIGINT early in `repair --apply` (starting, scanning or planning: no journal yet): one line
-    saying nothing was written, exit 130, the log dir as it was (no .lock, no backup dir left)."""
-    import time
-
+@pytest.mark.parametrize("backup_exists", [False, True], ids=["new-backup-dir", "empty-backup-dir"])
+def test_ctrl_c_before_a_repair_writes_says_nothing_was_written(tmp_path: Path, backup_exists: bool) -> None:
+    """A SIGINT in `repair --apply` while it stages the new contents in the backup dir (no journal yet):
+    one line saying nothing was changed, exit 130, the log dir as it was and nothing left in the backup
+    dir (a new one removed, a given empty one emptied)."""
     log_dir = _indexes_missing(tmp_path)
     before = _tree(log_dir)
     backup = tmp_path / "backup"
-    start = time.monotonic()
+    if backup_exists:
+        backup.mkdir()
     out = _interrupt_when(
         ["repair", "--apply", log_dir, "--backup-dir", backup, "-j", "1"],
-        lambda: time.monotonic() - start > 0.8,
+        lambda: (backup / "staged").exists(),  # staging the new contents, before the journal
     )
     assert not (backup / "journal.jsonl").exists(), "interrupted too late for this test"
     assert out.returncode == ExitCode.INTERRUPTED, out.stderr
-    assert out.stderr in (
-        "interrupted: logdoctor repair was stopped before it wrote anything\n",
+    assert out.stderr == (
         "interrupted: logdoctor repair --apply stopped before its first change: nothing in the log dirs "
-        "was changed (plan again to run it)\n",
-        "interrupted: logdoctor was stopped before it started\n",
-    ), out.stderr
+        "was changed (plan again to run it)\n"
+    )
     assert _tree(log_dir) == before
-    assert not backup.exists()  # nothing staged left behind: the same --backup-dir can be used again
+    # nothing staged left behind: the same --backup-dir can be used again
+    assert list(backup.iterdir()) == [] if backup_exists else not backup.exists()
 
 
 # --- outputs and file systems ------------------------------------------------------------------------------
@@ -433,3 +433,84 @@ def test_a_closed_pipe_ends_a_read_only_command_quietly(tmp_path: Path, argv: li
     err = proc.stderr.read()
     assert proc.wait(timeout=120) == -signal.SIGPIPE, err
     assert err == b""
+
+
+def test_ctrl_c_during_move_partition_says_where_the_journal_is(tmp_path: Path) -> None:
+    """The same for a procedure: `move-partition --copy --apply` of 60 partitions between the two log dirs
+    of a generated broker, interrupted once a step has begun; the printed --rollback, run as printed,
+    puts both log dirs back byte for byte."""
+    import re
+
+    from logdoctor.sample.logdir import BrokerSpec, FleetSpec, TopicSpec, generate_fleet
+
+    fleet = generate_fleet(
+        tmp_path / "fleet",
+        FleetSpec(
+            topics=[TopicSpec("orders", partitions=60, records_per_partition=50, segment_bytes=4000)],
+            brokers=(BrokerSpec(0, log_dirs=2),),
+        ),
+    )
+    src, dst = fleet.log_dirs[0][0], fleet.log_dirs[0][1]
+    names = sorted(p.name for p in src.iterdir() if p.name.startswith("orders-"))
+    assert len(names) > 10
+    before = {d: _tree(d) for d in (src, dst)}
+    journal = tmp_path / "backup" / "journal.jsonl"
+
+    def writing() -> bool:
+        return journal.exists() and b'"t":"begin"' in journal.read_bytes()
+
+    argv = ["move-partition", *names, "--from", src, "--to", dst, "--copy", "--apply"]
+    out = _interrupt_when([*argv, "--backup-dir", tmp_path / "backup"], writing)
+    assert out.returncode == ExitCode.INTERRUPTED, out.stderr
+    lines = out.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(
+        "interrupted: logdoctor move-partition --apply stopped with "
+    )
+    rollback = re.search(r"`(logdoctor move-partition --rollback \S+ --apply)`", lines[0])
+    assert rollback is not None, lines[0]
+    done = _run_printed(rollback.group(1))
+    assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+    assert {d: _tree(d) for d in (src, dst)} == before
+
+
+def test_ctrl_c_during_a_scan_is_one_line_and_130(tmp_path: Path) -> None:
+    """Any other command, any moment: `scan --deep -j 2` interrupted while its workers run."""
+    log_dir = _indexes_missing(tmp_path)
+    holder: dict[str, int] = {}
+
+    def workers_run() -> bool:
+        pid = holder.get("pid")
+        return pid is not None and bool(Path(f"/proc/{pid}/task").exists() and _children_of(pid))
+
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "scan", "--deep", "-j", "2", str(log_dir)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    holder["pid"] = proc.pid
+    deadline = time.monotonic() + 240
+    while not workers_run():
+        assert proc.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGINT)
+    _out, err = proc.communicate(timeout=120)
+    assert proc.returncode == ExitCode.INTERRUPTED, err
+    assert err == "interrupted: logdoctor scan was stopped by Ctrl-C\n"
+
+
+def _children_of(pid: int) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                stat = Path(f"/proc/{entry.name}/stat").read_bytes()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(b")") + 2 :].split()[1]) == pid:
+                found.append(int(entry.name))
+    return found

@@ -1,5 +1,5 @@
-"""Ctrl-C while a Spark command runs (issue 24): one line on stderr, exit 130, no py4j traceback, and no
-process of the command left behind (PySpark starts its gateway JVM ignoring SIGINT)."""
+"""Ctrl-C while a Spark command (census, export) runs a task (issue 24): one line on stderr, exit 130, no
+py4j traceback, and no process of the command left behind (PySpark starts its gateway JVM ignoring SIGINT)."""
 
 from __future__ import annotations
 
@@ -37,12 +37,13 @@ def _group(pgid: int) -> list[tuple[int, str]]:
     return found
 
 
-def test_ctrl_c_during_census_is_one_line_and_130(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["census", "export"])
+def test_ctrl_c_during_a_spark_command_is_one_line_and_130(tmp_path: Path, command: str) -> None:
     rw = realworld.require()
     brokers = [rw / f"zk-3.0-tuyen-nnt-b{i}" for i in range(3)]
-    out_dir = tmp_path / "census"
+    out_dir = tmp_path / command
     proc = subprocess.Popen(
-        [sys.executable, "-c", ENTRY, "census", *map(str, brokers), "--out", str(out_dir)],
+        [sys.executable, "-c", ENTRY, command, *map(str, brokers), "--out", str(out_dir)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -64,7 +65,7 @@ def test_ctrl_c_during_census_is_one_line_and_130(tmp_path: Path) -> None:
     assert proc.returncode == ExitCode.INTERRUPTED, err
     assert "Traceback" not in err and "py4j" not in err, err
     said = [ln for ln in err.splitlines() if ln.startswith("interrupted:")]
-    assert said == [f"interrupted: logdoctor census was stopped; its output {out_dir} is incomplete"], err
+    assert said == [f"interrupted: logdoctor {command} was stopped; its output {out_dir} is incomplete"], err
     assert said[0] == err.splitlines()[-1]  # the last word
     deadline = time.monotonic() + 30
     while _group(proc.pid) and time.monotonic() < deadline:  # its JVM and workers end with it

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import multiprocessing
 import os
+import signal
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -59,10 +60,13 @@ _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 def _die_with_parent(parent: int) -> None:
     """Worker initializer: a scan killed with SIGKILL (an operator's kill -9, an OOM kill) takes its
     workers with it instead of leaving them blocked forever on the pool's queue (Linux prctl
-    PR_SET_PDEATHSIG; elsewhere nothing is set)."""
+    PR_SET_PDEATHSIG; elsewhere nothing is set). Ctrl-C reaches the whole process group: workers ignore
+    it (each printed a KeyboardInterrupt traceback); the parent stops them (:func:`_run`)."""
     import ctypes
     import signal
 
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # blocked by _run across the fork
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -79,10 +83,24 @@ def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
         return
     ctx = multiprocessing.get_context("fork")
     chunk = max(1, min(64, len(tasks) // (jobs * 8)))
-    with ProcessPoolExecutor(
+    ex = ProcessPoolExecutor(
         max_workers=jobs, mp_context=ctx, initializer=_die_with_parent, initargs=(os.getpid(),)
-    ) as ex:
-        yield from ex.map(check_partition, tasks, chunksize=chunk)
+    )
+    # The fork context starts every worker at the first submit, inside map(): SIGINT stays blocked
+    # (pending, not lost) across the forks, so that no worker sees one before its initializer ignores it.
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        results = ex.map(check_partition, tasks, chunksize=chunk)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+    try:
+        yield from results
+    except BaseException:  # Ctrl-C, or the caller stopped early: no waiting for the queued partitions
+        for worker in list((getattr(ex, "_processes", None) or {}).values()):
+            worker.terminate()
+        ex.shutdown(wait=True, cancel_futures=True)
+        raise
+    ex.shutdown(wait=True)
 
 
 def topic_config_resolver(

@@ -197,13 +197,12 @@ def run_census_cli(
         usage_error(str(exc))
     inputs = [*items, *(ld for b in brokers for ld in b.log_dirs), *classified.inventories]
     refuse_overlapping_outputs([out, html_out], inputs)
-    with spark_interruptible(f"logdoctor census was stopped; its output {out} is incomplete") as rearm:
+    with spark_interruptible(f"logdoctor census was stopped; its output {out} is incomplete"):
         try:
             with err.status("starting Spark…"):
                 spark = get_spark(master, "logdoctor census", conf=confs, remote=remote)
         except SparkUnavailableError as exc:
             fail(f"error: {exc}", EX_UNAVAILABLE)
-        rearm()  # PySpark's SparkContext put its own SIGINT handler in place
         with spark_progress(err, "census", "brokers", disable=json_out) as progress:
             result = run_census(
                 spark, paths, out, now_ms=now_ms, progress=progress, config_inputs=config_inputs

@@ -206,11 +206,9 @@ class LogdoctorGroup(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:  # Ctrl-C where no command said more (cli.interrupts)
-            from logdoctor.cli.interrupts import interrupted
-
-            name = ctx.invoked_subcommand or ""
-            interrupted(f"logdoctor {name}".rstrip() + " was stopped by Ctrl-C")
+        except KeyboardInterrupt:  # Ctrl-C where no command said more (logdoctor.cli.interrupts)
+            name = f"logdoctor {ctx.invoked_subcommand or ''}".rstrip()
+            fail(f"interrupted: {name} was stopped by Ctrl-C", ExitCode.INTERRUPTED)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         try:

@@ -181,13 +181,12 @@ def export_command(
             EX_CANTCREAT,
         )
     cols = tuple(c.strip() for c in partition_by.split(",") if c.strip())
-    with spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete") as rearm:
+    with spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"):
         try:
             with err.status("starting Spark…"):
                 spark = get_spark(master, "logdoctor export", conf=confs, remote=remote)
         except SparkUnavailableError as exc:
             fail(f"error: {exc}", EX_UNAVAILABLE)
-        rearm()  # PySpark's SparkContext put its own SIGINT handler in place
         if is_table_format(fmt, writer):  # Iceberg / Delta: pyarrow tasks, one commit of the format's library
             table_export_cli(
                 spark, paths, out, fmt=fmt, mode=mode, options=options, by_day=partition_by_day,

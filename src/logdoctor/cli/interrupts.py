@@ -10,20 +10,21 @@ Three places catch it:
 - :func:`spark_interruptible` around a Spark command (`census`, `export`): PySpark's own SIGINT handler
   calls the JVM from inside the signal handler while the main thread waits on the same py4j
   connection, which fails with a reentrant-call error and some 90 lines of py4j traceback; ours only
-  raises :class:`KeyboardInterrupt` (the gateway JVM ignores SIGINT, as PySpark starts it, and stops when
-  this process exits), and any error met after the interrupt is the interrupt's;
+  raises :class:`KeyboardInterrupt`, any error met after the interrupt is the interrupt's, and the
+  gateway JVM (started by PySpark ignoring SIGINT) is stopped before the line is printed;
 - :meth:`logdoctor.cli.common.LogdoctorGroup.invoke` for every other moment of every command.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shlex
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import NoReturn
+from typing import Any, NoReturn
 
 __all__ = ["RunInterrupts", "interrupted", "run_interrupted_line", "run_interrupts", "spark_interruptible"]
 
@@ -50,6 +51,8 @@ def run_interrupted_line(command: str, mode: str, journal: str | os.PathLike[str
             state = read_journal(journal)
         except JournalError:
             state = None
+    if state is None and mode != "--apply":  # a journal it could not read: it was refused before this
+        return f"logdoctor {command} {mode} {journal} was stopped"
     if state is None:  # stopped before the journal's plan record: the commit point of a run
         return (
             f"logdoctor {command} {mode} stopped before its first change: nothing in the log dirs was "
@@ -102,44 +105,46 @@ def run_interrupts(command: str) -> Iterator[RunInterrupts]:
 
 
 @contextmanager
-def spark_interruptible(what: str) -> Iterator[Callable[[], None]]:
-    """Ctrl-C while a Spark command runs: ``interrupted: WHAT``, exit 130, no py4j traceback.
+def spark_interruptible(what: str) -> Iterator[None]:
+    """Ctrl-C while a Spark command runs: ``interrupted: WHAT``, exit 130, no py4j traceback, and the
+    gateway JVM stopped (:func:`_stop_gateway`).
 
-    Yields ``rearm``, to call once the Spark session exists (PySpark's SparkContext puts its own
-    SIGINT handler in place when it starts).
+    Our SIGINT handler only raises :class:`KeyboardInterrupt`; while the block runs, PySpark's
+    SparkContext is kept from putting its own in place (it calls the JVM from inside the handler,
+    which fails while the main thread waits on the same py4j connection: "reentrant call").
     """
     hit = False
 
     def handler(signum: int, frame: object) -> None:
         nonlocal hit
         hit = True
+        # py4j logs (on the root logger) every exception that ends a call to the JVM, this one included
+        logging.disable(logging.CRITICAL)
         raise KeyboardInterrupt
 
-    def rearm() -> None:
-        signal.signal(signal.SIGINT, handler)
+    real_signal = signal.signal
 
-    import logging
+    def keep_ours(signum: int, action: Any) -> Any:  # SparkContext.__init__: signal.signal(SIGINT, ...)
+        if signum == signal.SIGINT and action is not handler:
+            return signal.getsignal(signal.SIGINT)
+        return real_signal(signum, action)
 
-    previous = signal.getsignal(signal.SIGINT)
-    rearm()
+    previous = real_signal(signal.SIGINT, handler)
+    signal.signal = keep_ours  # type: ignore[assignment]
     try:
-        yield rearm
+        yield
     except BaseException as e:
         import typer
 
-        if isinstance(e, typer.Exit) and not hit:
+        if not hit and (isinstance(e, typer.Exit) or not isinstance(e, KeyboardInterrupt)):
             raise
-        if not (hit or isinstance(e, KeyboardInterrupt)):
-            raise
-        signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the line short
-        logging.disable(logging.CRITICAL)  # py4j's "Exception while sending command" at exit
+        real_signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the line short
         _stop_gateway()
         interrupted(what)
     finally:
+        signal.signal = real_signal  # type: ignore[assignment]
         if not hit:
-            signal.signal(signal.SIGINT, previous)
-
-
+            real_signal(signal.SIGINT, previous)
 
 def _children() -> list[int]:
     """This process's child processes (Linux /proc; none elsewhere)."""

@@ -115,6 +115,21 @@ def _drop_created_locks(dirs: list[str]) -> None:
             fsync_dir(d)
 
 
+def _remove_staged(backup_dir: str, made: bool) -> None:
+    """Before the commit point only what this run staged is in the backup dir (it had to be new or
+    empty): remove the folder it made, or empty the one it was given."""
+    if made:
+        shutil.rmtree(backup_dir, ignore_errors=True)
+        return
+    with contextlib.suppress(OSError):
+        for name in os.listdir(backup_dir):
+            path = os.path.join(backup_dir, name)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                os.unlink(path)
+
+
 def _check_paths(plan: Plan) -> None:
     for step in plan.steps:
         for p in step.touched():
@@ -236,8 +251,7 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
             if journal is not None:
                 journal.close()
             _drop_created_locks(created)
-            if made_backup_dir:  # only what this run staged is in it (an empty or new folder was required)
-                shutil.rmtree(plan.backup_dir, ignore_errors=True)
+            _remove_staged(plan.backup_dir, made_backup_dir)
             raise
         with journal:
             ctx = StepContext(
