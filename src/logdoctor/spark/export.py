@@ -21,7 +21,9 @@ Two writers, same table (hive-style ``topic=/partition=`` folders, the ``kafka-l
 the job succeeded for the arrow writer) or ``append``. ``OUT`` at, inside or above an input is
 always refused before anything is written or deleted (:mod:`logdoctor.logdir.outputs`).
 
-The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments.
+The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments; the
+batches whose records do not decode (skipped alone, the rows go on after them) from the arrow writer's
+tasks, or for the spark writer from ``kafka-log-segments`` with ``checkRecords``.
 """
 
 from __future__ import annotations
@@ -120,14 +122,39 @@ def _list_files(out: str) -> dict[str, int]:
 
 @dataclass(slots=True)
 class SkippedRange:
+    """Bytes of a segment whose records were not exported: from ``start`` to ``end`` (file positions).
+    Damage of the batch framing (CRC, torn or zero-filled tail) ends a segment's rows: ``start`` is then
+    its valid bytes and ``end`` its size. A batch whose records do not decode is skipped alone
+    (``end`` - ``start`` is its size, with its offsets); the rows go on after it."""
+
     path: str
     valid_bytes: int
     size_bytes: int
     error: str
+    start: int | None = None
+    end: int | None = None
+    base_offset: int | None = None
+    last_offset: int | None = None
+
+    @property
+    def range_start(self) -> int:
+        return self.valid_bytes if self.start is None else self.start
+
+    @property
+    def range_end(self) -> int:
+        return self.size_bytes if self.end is None else self.end
 
     @property
     def skipped_bytes(self) -> int:
-        return max(0, self.size_bytes - self.valid_bytes)
+        return max(0, self.range_end - self.range_start)
+
+    def describe(self) -> str:
+        """``bytes A..B`` (and ``offsets X..Y`` for one batch)."""
+        text = f"bytes {self.range_start:,}..{self.range_end:,}"
+        if self.last_offset is not None:
+            first = "?" if self.base_offset is None else f"{self.base_offset}"
+            text += f", offsets {first}..{self.last_offset}"
+        return text
 
 
 @dataclass(slots=True)
@@ -165,6 +192,10 @@ class ExportResult:
                     "valid_bytes": s.valid_bytes,
                     "size_bytes": s.size_bytes,
                     "skipped_bytes": s.skipped_bytes,
+                    "start": s.range_start,
+                    "end": s.range_end,
+                    "base_offset": s.base_offset,
+                    "last_offset": s.last_offset,
                     "error": s.error,
                 }
                 for s in self.skipped
@@ -279,15 +310,16 @@ def write_slices(
         part += 1
         chunk, chunk_rows = [], 0
 
+    undecodable: list[dict[str, Any]] = []
     for sl in slices:
-        for rb in read_slice(sl, opts):
+        for rb in read_slice(sl, opts, undecodable):
             chunk.append(rb)
             chunk_rows += rb.num_rows
             rows += rb.num_rows
             if chunk_rows >= ROWS_PER_FILE:
                 flush()
     flush()
-    return {"task": task, "rows": rows, "dir": target}
+    return {"task": task, "rows": rows, "dir": target, "undecodable": undecodable}
 
 
 def commit_attempts(out_dir: str, job: str, done: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -365,7 +397,7 @@ def _export_arrow(
     partition_by: Sequence[str],
     mode: str = "error",
     fail_first_attempt: bool = False,
-) -> tuple[int, list[str]]:
+) -> tuple[int, list[str], list[dict[str, Any]]]:
     """The arrow writer's job: tasks write into attempt folders, the driver commits by rename.
 
     ``fail_first_attempt`` (tests only) makes every task's first attempt write its files and
@@ -406,7 +438,8 @@ def _export_arrow(
         _clear_output(out)
     committed = commit_attempts(out, job, done)
     Path(out, "_SUCCESS").write_bytes(b"")
-    return sum(int(d["rows"]) for d in done), committed
+    undecodable = [u for d in done for u in d.get("undecodable") or ()]
+    return sum(int(d["rows"]) for d in done), committed, undecodable
 
 
 def session_is_local(spark: Any) -> bool:
@@ -485,9 +518,10 @@ def run_export(
     tracker = StageProgress(spark, progress) if progress is not None else None
     if tracker is not None:
         tracker.__enter__()
+    undecodable: list[dict[str, Any]] = []
     try:
         if writer == "arrow":
-            rows, committed = _export_arrow(
+            rows, committed, undecodable = _export_arrow(
                 spark, items, _local(out), opts, partition_by, mode, fail_first_attempt
             )
             root = _local(out)
@@ -520,17 +554,36 @@ def run_export(
     match = topic_matcher(opts.get("topics"))
     segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
     skipped: list[SkippedRange] = []
+    seg_opts = {"topics": opts["topics"]} if "topics" in opts else {}
+    if writer != "arrow":  # the arrow writer's tasks named the batches they could not decode
+        seg_opts["checkRecords"] = "true"
     bad_rows = (
         spark.read.format("kafka-log-segments")
-        .options(**({"topics": opts["topics"]} if "topics" in opts else {}))
+        .options(**seg_opts)
         .load(items)
-        .where("error is not null")
-        .select("path", "valid_bytes", "size_bytes", "error")
+        .where("error is not null" + (" or size(undecodable) > 0" if writer != "arrow" else ""))
+        .select("path", "valid_bytes", "size_bytes", "error", "undecodable")
         .collect()
     )
     for r in bad_rows:
-        skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
-    skipped.sort(key=lambda s: s.path)
+        if r["error"] is not None:
+            skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
+        if writer != "arrow":
+            undecodable.extend({"path": r["path"], **u.asDict()} for u in r["undecodable"] or ())
+    for u in undecodable:
+        skipped.append(
+            SkippedRange(
+                u["path"],
+                int(u["position"]),
+                int(u["position"]) + int(u["size"]),
+                f"the records of this batch do not decode: {u['error']}",
+                start=int(u["position"]),
+                end=int(u["position"]) + int(u["size"]),
+                base_offset=u["base_offset"],
+                last_offset=u["last_offset"],
+            )
+        )
+    skipped.sort(key=lambda s: (s.path, s.range_start))
     return ExportResult(
         out_dir=out,
         format=fmt,
