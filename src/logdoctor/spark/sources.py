@@ -318,19 +318,35 @@ def undecodable_batch(batch: Any, path: str, error: BaseException | str) -> dict
     }
 
 
-def _decode(batches: list, path: str, bad: list[dict[str, Any]] | None = None) -> tuple[list, Any]:
-    """Decode ``batches`` to columns: (the batches whose records decode, their columns). A batch that
-    does not decode (a CRC-valid batch whose records are garbage: bad varint lengths, a payload that is
-    not the codec's) is left out, and named in ``bad``; the batches after it are still read (issue 24:
-    export stopped at the first such batch and said nothing)."""
+class _Window:
+    """One window of a batch's records (``record_windows``): the batch's fields, its own record count."""
+
+    __slots__ = ("_batch", "record_count")
+
+    def __init__(self, batch: Any, record_count: int) -> None:
+        self._batch = batch
+        self.record_count = record_count
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._batch, name)
+
+
+def _decode(batches: list, path: str, bad: list[dict[str, Any]] | None = None) -> Iterator[tuple[list, Any]]:
+    """Decode ``batches`` to columns: (batches, their columns) parts. A batch that does not decode (a
+    CRC-valid batch whose records are garbage: bad varint lengths, a payload that is not its codec's) is
+    left out, and named in ``bad``; the batches after it are still read (issue 24: export stopped at the
+    first such batch and said nothing). A gzip or zstd batch whose records are more than a window (a
+    decompression bomb) gives a part per window, never decompressed whole."""
     from logdoctor.errors import FormatError
+    from logdoctor.formats.batch_v2 import SectionTooLargeError
     from logdoctor.formats.records import decode_columns
 
     try:
         cols = decode_columns(batches)
         if len(cols) == sum(b.record_count for b in batches):
-            return batches, cols
-    except FormatError:
+            yield batches, cols
+            return
+    except (FormatError, SectionTooLargeError):
         pass
     good: list = []
     for b in batches:  # decode one at a time: keep every batch that decodes
@@ -338,12 +354,33 @@ def _decode(batches: list, path: str, bad: list[dict[str, Any]] | None = None) -
             c = decode_columns([b])
             if len(c) != b.record_count:
                 raise ValueError(f"{len(c)} records decoded where the batch header says {b.record_count}")
+        except SectionTooLargeError:
+            if good:
+                yield good, decode_columns(good)
+                good = []
+            yield from _decode_windows(b, path, bad)
+            continue
         except (FormatError, ValueError) as exc:
             if bad is not None:
                 bad.append(undecodable_batch(b, path, exc))
             continue
         good.append(b)
-    return good, decode_columns(good)
+    if good:
+        yield good, decode_columns(good)
+
+
+def _decode_windows(b: Any, path: str, bad: list[dict[str, Any]] | None) -> Iterator[tuple[list, Any]]:
+    """A large gzip or zstd batch a window of records at a time; a bad record ends it (named in ``bad``)."""
+    from logdoctor.errors import FormatError
+    from logdoctor.formats.columns import columns_of_records
+
+    try:
+        for records in b.record_windows():
+            cols = columns_of_records(records, b.timestamp_type)
+            yield [_Window(b, len(records))], cols
+    except FormatError as exc:
+        if bad is not None:
+            bad.append(undecodable_batch(b, path, exc))
 
 
 def read_slice(
@@ -381,10 +418,10 @@ def read_slice(
             pending.append(batch)
             rows += batch.record_count
             if rows >= opts.batch_rows:
-                good, cols = _decode(pending, seg.path, undecodable)
-                out = _build_arrow(seg, good, cols, opts, start, end)
-                if out is not None:
-                    yield out
+                for good, cols in _decode(pending, seg.path, undecodable):
+                    out = _build_arrow(seg, good, cols, opts, start, end)
+                    if out is not None:
+                        yield out
                 pending, rows = [], 0
     except FormatError:
         pass  # rows stop at the last valid batch; kafka-log-segments reports the damage
@@ -395,10 +432,10 @@ def read_slice(
     finally:
         batches.close()
     if pending:
-        good, cols = _decode(pending, seg.path, undecodable)
-        out = _build_arrow(seg, good, cols, opts, start, end)
-        if out is not None:
-            yield out
+        for good, cols in _decode(pending, seg.path, undecodable):
+            out = _build_arrow(seg, good, cols, opts, start, end)
+            if out is not None:
+                yield out
 
 
 # --- kafka-log-segments -----------------------------------------------------------------------------
@@ -610,7 +647,8 @@ class _Summary:
     def _check(self) -> None:
         """Decode the records of the pending batches (checkRecords), naming those that do not decode."""
         if self._pending:
-            _decode(self._pending, self.path, self.undecodable)
+            for _ in _decode(self._pending, self.path, self.undecodable):
+                pass
             self._pending = []
 
     def add(self, b: Any) -> None:
