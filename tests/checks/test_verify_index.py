@@ -221,3 +221,15 @@ def test_time_index_record_offset_inside_a_batch_is_accepted(realworld_dir):
     ]
     assert any(o not in layout.last_offsets for o in offsets)  # DumpLogSegments would report these
     assert _verify(tix, "time") == []
+
+
+def test_negative_position(segment):
+    """A negative position is its own finding, with or without valid batches in the log (issue 24: an
+    IndexError beside a log with no valid batch, a wrong 'inside the batch at' with one)."""
+    idx = segment.with_suffix(".index")
+    _patch(idx, ">i", 2 * 8 + 4, -(2**31))
+    assert "INDEX_POSITION_NEGATIVE" in _codes(_verify(idx, "offset"))
+    segment.with_suffix(".log").write_bytes(b"\x00" * 7)
+    layout = scan_log_layout(LogReader.open(segment.with_suffix(".log")))
+    findings = verify_offset_index(idx.read_bytes(), 0, layout)
+    assert "INDEX_POSITION_NEGATIVE" in _codes(findings)

@@ -103,3 +103,19 @@ def test_verify_index_only_is_quiet_like_dump_log_segments(tmp_path):
     rows = [ln for ln in text.splitlines() if re.match(r"^\s+\d+\s+-?\d+\s+-?\d+", ln)]
     assert not rows, text
     assert "summary:" in text
+
+
+def test_verify_index_only_of_a_negative_position_is_a_finding(tmp_path):
+    """Issue 24 (audit, 246 of 60,001 fuzzed inputs): an entry with a negative position beside a .log
+    with no valid batch raised IndexError (exit 70); it is a typed finding, exit 2."""
+    d = tmp_path / "p"
+    d.mkdir()
+    (d / "00000000000000000000.log").write_bytes(b"\xff" * 40)  # no valid batch header
+    index = d / "00000000000000000000.index"
+    index.write_bytes((0).to_bytes(4, "big") + (-7).to_bytes(4, "big", signed=True))
+    run = dump("--json", "--verify-index-only", index)
+    assert run.exit_code == 2, run.stdout + run.stderr
+    codes = [f["code"] for f in run.of_type("finding")]
+    assert "INDEX_POSITION_NEGATIVE" in codes, codes
+    text = dump("--verify-index-only", index)
+    assert text.exit_code == 2 and "position -7 is negative" in text.stdout

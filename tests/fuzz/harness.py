@@ -62,6 +62,45 @@ def mutate(data: bytes, rng: random.Random, steps: int) -> bytes:
     return bytes(buf)
 
 
+NEGATIVE_POSITIONS = [-1, -7, -(2**31), -4096]
+
+
+def negative_position(data: bytes, rng: random.Random) -> bytes:
+    """A mutation class of its own (issue 24: the audit's 246 of 60,001): an offset index entry whose
+    position (the entry's second int32) is negative."""
+    n = len(data) // 8
+    if n == 0:
+        return data
+    buf = bytearray(data)
+    struct.pack_into(">i", buf, 8 * rng.randrange(n) + 4, rng.choice(NEGATIVE_POSITIONS))
+    return bytes(buf)
+
+
+#: logs the index is verified against: none valid (garbage, empty) and one with a valid batch
+_NO_VALID_BATCH = [b"", b"\xff" * 61, bytes(64)]
+
+
+def _verify_offset_index(data: bytes) -> None:
+    """`dump --verify-index-only`: the index against logs without a valid batch and with one."""
+    from logdoctor.checks.seek import LogReader
+    from logdoctor.checks.verify_index import scan_log_layout, verify_offset_index, verify_time_index
+
+    for log in [*_NO_VALID_BATCH, _one_batch()]:
+        layout = scan_log_layout(LogReader(log))
+        verify_offset_index(data, 0, layout, file="f.index")
+        verify_time_index(data[: len(data) // 12 * 12], 0, layout, file="f.timeindex")
+
+
+def _one_batch() -> bytes:
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+                                  producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)  # fmt: skip
+    for i in range(3):
+        b.append(i, timestamp=1_700_000_000_000 + i, key=None, value=b"v%d" % i, headers=[])
+    return bytes(b.build())
+
+
 def _records(data: bytes) -> None:
     from logdoctor.formats.columns import decode_columns
     from logdoctor.formats.records import scan_batches
@@ -140,7 +179,7 @@ def _offsets_records(data: bytes) -> None:
 PARSERS: dict[str, list[Callable[[bytes], Any]]] = {
     "log": [_records, _walk, _rebuild, _offsets_records],
     "metadata-log": [_records, _metadata_records],
-    "index": [_index("index")],
+    "index": [_index("index"), _verify_offset_index],
     "timeindex": [_index("timeindex")],
     "snapshot": [_small("producer_snapshot", "parse_producer_snapshot")],
     "offset-checkpoint": [_small("checkpoint", "parse_offset_checkpoint")],

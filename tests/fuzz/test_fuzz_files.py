@@ -60,6 +60,22 @@ def test_every_parser_raises_only_typed_errors(kind: str, seed: int, steps: int)
     assert bad == [], f"{kind} from {path} (seed {seed}, {steps} steps): {bad}"
 
 
+@settings(max_examples=max(20, EXAMPLES // 10), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(seed=st.integers(0, 2**32 - 1), steps=st.integers(0, 3))
+def test_index_entries_with_negative_positions_give_typed_findings(seed: int, steps: int) -> None:
+    """The mutation class of issue 24: an offset index entry with a negative position, verified against
+    a log with no valid batch (the audit's IndexError, exit 70) and one with a batch, after 0-3 other
+    mutations."""
+    rng = random.Random(seed)
+    path = rng.choice(_SAMPLES.get("index") or pytest.skip("realworld: no offset index samples"))
+    data = harness.negative_position(path.read_bytes(), rng)
+    if steps:
+        data = harness.mutate(data, rng, steps)
+    with bounded(PER_INPUT_SECONDS):
+        bad = harness.untyped_errors("index", data)
+    assert bad == [], f"index from {path} (seed {seed}, {steps} steps): {bad}"
+
+
 SCAN_DIRS = ["zk-2.8-seanorth", "kraft-4.2-nomanazeem", "zk-3.7-nikhildighe-b0"]
 
 

@@ -105,12 +105,57 @@ def test_hold_lock_blocks_a_broker_style_locker(tmp_path):
         _stop(proc)
 
 
-def test_flock_is_not_what_the_broker_uses(tmp_path):
-    """A flock(2) lock is invisible to fcntl locks on Linux: the probe must not rely on it."""
+FLOCK_HOLDER = textwrap.dedent(
+    """
+    import fcntl, os, sys
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+    fcntl.flock(fd, getattr(fcntl, sys.argv[2]) | fcntl.LOCK_NB)  # flock(2), not an fcntl record lock
+    print("LOCKED", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+@pytest.mark.parametrize("kind", ["LOCK_EX", "LOCK_SH"])
+def test_a_flock_held_by_another_process_is_detected(tmp_path, kind):
+    """Issue 24 (audit): a .lock held with flock(2) was not seen (flock and fcntl locks do not see each
+    other on Linux) and every writing command wrote. Before this, the test asserted the opposite."""
+    path = tmp_path / ".lock"
+    proc, line = _start([sys.executable, "-c", FLOCK_HOLDER, str(path), kind])
+    try:
+        assert line == "LOCKED"
+        assert is_locked(tmp_path)
+        holder = lock_holder(tmp_path)
+        assert holder is not None and holder.pid in (proc.pid, -1)
+        with pytest.raises(BrokerRunningError, match="flock"), hold_lock(tmp_path):
+            pass
+        assert is_locked(tmp_path)  # probing and the refused hold did not take or drop the child's lock
+    finally:
+        _stop(proc)
+    assert not is_locked(tmp_path)
+
+
+def test_hold_lock_blocks_a_flock_locker(tmp_path):
+    with hold_lock(tmp_path) as path:
+        out = subprocess.run([sys.executable, "-c", FLOCK_HOLDER, str(path), "LOCK_SH"], input="",
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode != 0 and "BlockingIOError" in out.stderr
+    proc, line = _start([sys.executable, "-c", FLOCK_HOLDER, str(path), "LOCK_EX"])
+    try:
+        assert line == "LOCKED"
+    finally:
+        _stop(proc)
+
+
+def test_a_flock_in_this_process_is_seen_and_not_released_by_the_probe(tmp_path):
     path = tmp_path / ".lock"
     with open(path, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
-        assert not is_locked(tmp_path)
+        assert is_locked(tmp_path)
+        assert is_locked(tmp_path)
+        out = subprocess.run([sys.executable, "-c", FLOCK_HOLDER, str(path), "LOCK_EX"], input="",
+                             capture_output=True, text=True, timeout=60)
+        assert out.returncode != 0  # still ours
 
 
 @pytest.fixture(scope="module")

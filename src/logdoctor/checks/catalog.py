@@ -983,6 +983,12 @@ _DUMP = (
         "INDEX_CORRUPT",
     ),
     ("INDEX_POSITION_NOT_BATCH_START", _E, "an offset index entry pointing inside a batch", "INDEX_CORRUPT"),
+    (
+        "INDEX_POSITION_NEGATIVE",
+        _E,
+        "an offset index entry with a negative position (before the .log's first byte)",
+        "INDEX_CORRUPT",
+    ),
     ("INDEX_OFFSET_NOT_IN_LOG", _E, "an offset index entry whose offset no batch holds", "INDEX_CORRUPT"),
     ("INDEX_OUT_OF_ORDER", _E, "offset index entries that do not increase", "INDEX_CORRUPT"),
     (

@@ -25,6 +25,7 @@ from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
 from logdoctor.logdir.model import Partition, Segment
+from logdoctor.logdir.sparse import data_extents, is_sparse
 
 
 def iso(ms: int | None) -> str:
@@ -179,7 +180,7 @@ class PartitionState:
         if path in self.unreadable:
             return None
         try:
-            view, handle = read_buffer(path)
+            view, handle, extents = read_buffer(path)
         except NotRegularFileError:
             return None
         except PermissionError as e:
@@ -191,7 +192,7 @@ class PartitionState:
             self.unreadable.add(path)
             return None
         try:
-            res = walk(view, base, verify_crc=verify_crc, with_positions=with_positions)
+            res = walk(view, base, verify_crc=verify_crc, with_positions=with_positions, data_extents=extents)
         finally:
             release(view, handle)
         self.rep.bytes_read += res.size
@@ -253,17 +254,25 @@ class WalkResult:
         return not self.damage
 
 
-def read_buffer(path: str | os.PathLike[str]) -> tuple[memoryview, object | None]:
-    """The whole file as a memoryview (mmap for large files). Close the returned handle when done."""
+def read_buffer(
+    path: str | os.PathLike[str],
+) -> tuple[memoryview, object | None, list[tuple[int, int]] | None]:
+    """The whole file as a memoryview (mmap for large or sparse files), and where it holds data when
+    it has holes (None: no holes, all data). Close the returned handle when done."""
     fd = open_regular(path)
     try:
-        size = os.fstat(fd).st_size
-        if size >= MMAP_THRESHOLD:
-            # MAP_POPULATE: fault the whole file in at once instead of page by page during the walk
-            flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        st = os.fstat(fd)
+        size = st.st_size
+        extents = data_extents(fd) if is_sparse(st) else None
+        if size >= MMAP_THRESHOLD or extents is not None:
+            # MAP_POPULATE: fault the whole file in at once instead of page by page during the walk;
+            # never for a file with holes (it would fault in the holes: issue 24's 10 GiB hole cost 10 GB)
+            flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if extents is None else 0)
+            if size == 0:
+                return memoryview(b""), None, extents
             mm = mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
-            return memoryview(mm), mm
-        return memoryview(read_fd(fd)), None
+            return memoryview(mm), mm, extents
+        return memoryview(read_fd(fd)), None, None
     finally:
         os.close(fd)
 
@@ -281,10 +290,13 @@ def walk(
     verify_crc: bool = True,
     with_positions: bool = False,
     stop_at_damage: bool = False,
+    data_extents: list[tuple[int, int]] | None = None,
 ) -> WalkResult:
     """Walk every batch of a segment buffer (formats.records.iter_batches); never raises on bad data.
 
     ``base_offset`` is accepted for the callers' sake: the first batch is checked against it by them.
+    ``data_extents`` (a sparse file's, logdir/sparse.py) are the only ranges read past the first bad
+    entry (to tell a zero-filled tail): holes are zeros without being read.
     """
     mv = memoryview(buf)
     n = len(mv)
@@ -367,7 +379,7 @@ def walk(
             batches += 1
             pos = end
     except FormatError as e:
-        stop = _damage_at(mv, pos, n, e)
+        stop = _damage_at(mv, pos, n, e, data_extents)
     if first_crc is None:
         res.valid_bytes = stop.position if stop is not None else pos
     res.batches = batches
@@ -380,9 +392,28 @@ def walk(
     return res
 
 
-def _damage_at(mv: memoryview, pos: int, n: int, error: FormatError) -> Damage:
+_ZERO_CHUNK = 16 << 20
+
+
+def _all_zero(mv: memoryview, pos: int, n: int, extents: list[tuple[int, int]] | None) -> bool:
+    """``mv[pos:n]`` is all zero: read a chunk at a time (stops at the first non-zero chunk), and for a
+    sparse file only its data extents (a hole reads as zeros)."""
+    if extents is None:
+        ranges = [(pos, n)]
+    else:
+        ranges = [(max(a, pos), min(b, n)) for a, b in extents if b > pos and a < n]
+    for a, b in ranges:
+        for at in range(a, b, _ZERO_CHUNK):
+            if np.frombuffer(mv[at : min(b, at + _ZERO_CHUNK)], np.uint8).any():
+                return False
+    return True
+
+
+def _damage_at(
+    mv: memoryview, pos: int, n: int, error: FormatError, extents: list[tuple[int, int]] | None = None
+) -> Damage:
     """The entry at ``pos`` stopped the walk: a zero-filled tail, a torn last entry, or bad framing."""
-    if not np.frombuffer(mv, np.uint8, offset=pos).any():
+    if _all_zero(mv, pos, n, extents):
         return Damage(
             "zero_tail",
             pos,

@@ -209,6 +209,15 @@ def verify_offset_index(
                 FindingCode.INDEX_OFFSET_NOT_IN_LOG, f"offset {offset} is below the base offset {base_offset}"
             )
             continue
+        if position < 0:
+            # the entry's position is a signed 32-bit int (K:storage/src/main/java/org/apache/kafka/storage/
+            # internals/log/OffsetIndex.java, relative offset then physical position): no batch is there
+            add(
+                FindingCode.INDEX_POSITION_NEGATIVE,
+                f"position {position} is negative: before the log's first byte, no batch starts there",
+                {"valid_bytes": layout.valid_bytes, "size": layout.size},
+            )
+            continue
         if position >= layout.valid_bytes:
             where = "log size" if layout.error is None else "end of the valid batches"
             add(

@@ -677,11 +677,19 @@ def run_errors(
     from logdoctor.logdir.recognize import NotALogDirError
     from logdoctor.repair.apply import PlanChangedError
     from logdoctor.repair.backup import NoSpaceError
+    from logdoctor.repair.journal import EmptyJournalError
 
     try:
         yield
     except NotALogDirError as e:
         fail(f"error: {e}", EX_NOINPUT if e.missing else EX_USAGE)
+    except EmptyJournalError as e:
+        # nothing to resume or roll back: the run changed nothing (it stopped before its commit point)
+        fail(
+            f"note: {e}; nothing to resume or roll back, the log dirs are as that run found them "
+            f"(plan and apply the {command} again)",
+            0,
+        )
     except usage as e:
         usage_error(str(e))
     except BrokerRunningError as e:

@@ -222,13 +222,13 @@ def export_command(
         )
         if result.skipped:
             table = Table(
-                title="Skipped corrupt ranges (rows stop at the last valid batch; remote segments: "
-                "the offsets not read)"
+                title="Skipped corrupt ranges (a damaged batch ends its segment's rows; a batch whose "
+                "records do not decode is skipped alone; remote segments: the offsets not read)"
             )
-            for c in ("segment", "valid bytes", "skipped bytes", "why"):
+            for c in ("segment", "range", "skipped bytes", "why"):
                 table.add_column(c, overflow="fold")
             for s in result.skipped:
-                table.add_row(s.path, f"{s.valid_bytes:,}", f"{s.skipped_bytes:,}", s.error)
+                table.add_row(s.path, s.describe(), f"{s.skipped_bytes:,}", s.error)
             console.print(table)
         else:
             console.print("No corrupt range was skipped.")

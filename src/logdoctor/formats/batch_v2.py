@@ -45,6 +45,7 @@ into Arrow-ready columns through :func:`decode_v2_run`.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -418,14 +419,135 @@ class RecordBatchV2(Batch):
     def records(self) -> Iterator[Record]:
         # Kafka returns an empty iterator for a count of 0 without looking at the bytes
         # (DefaultRecordBatch.iterator). The whole batch is decoded by this call (a list iterator
-        # costs less per record than a generator), so bad records raise here.
-        return iter(self.record_list())
+        # costs less per record than a generator), so bad records raise here; except a gzip or zstd
+        # batch whose records do not fit one window (codecs.WINDOW): those are decompressed and decoded
+        # a window at a time as they are iterated (a decompression bomb is never whole in memory), and
+        # a bad record raises when its window is reached, as Kafka's compressedIterator does.
+        if self.record_count == 0 or self.compression not in (Compression.GZIP, Compression.ZSTD):
+            return iter(self.record_list())
+        return itertools.chain.from_iterable(self.record_windows())
 
-    def __repr__(self) -> str:
-        return (
-            f"RecordBatchV2(position={self.position}, offsets=[{self.base_offset}, {self.last_offset}], "
-            f"count={self.record_count}, size={self.size}, attributes={self.attributes:#x})"
-        )
+    def _section_windows(self) -> tuple[bytes, bytes | None, Iterator[bytes]]:
+        """The decompressed records section of a gzip or zstd batch as windows: (the first, the second
+        or None when the first holds it all, the rest). Typed errors."""
+        from logdoctor.formats import codecs
+
+        start, end = self._start + RECORDS_OFFSET, self._start + self.size
+        where = self.position + RECORDS_OFFSET
+        try:
+            windows = codecs.decompress_windows(
+                self.compression, self._buf[start:end], source=self.source, position=where
+            )
+            first = next(windows, b"")
+            second = next(windows, None)
+        except FormatError:
+            raise
+        except Exception as exc:  # a codec library's own exception: never let it escape untyped
+            raise CorruptRecordError(
+                f"{self.compression.label}-compressed records", source=self.source, position=where,
+                found=repr(exc)[:200],
+            ) from exc  # fmt: skip
+        return first, second, windows
+
+    def record_windows(self) -> Iterator[list[Record]]:
+        """The records as lists of about a window (``codecs.WINDOW`` bytes) each: one list for a batch
+        that is not gzip or zstd, or whose records fit one window (decoded by this call, so bad records
+        raise here); else decompressed and decoded a window at a time as the lists are taken."""
+        if self.record_count == 0 or self.compression not in (Compression.GZIP, Compression.ZSTD):
+            return iter((self.record_list(),))
+        first, second, windows = self._section_windows()
+        if second is None:  # the usual case: one window holds every record
+            return iter((self._decode_section(first, 0, len(first), self.record_count, 0),))
+        return self._windowed_records(first, second, windows)
+
+    def small_section(self) -> bytes | None:
+        """The decompressed records section of a gzip or zstd batch when it fits one window, else None
+        (a batch whose records are to be read with :meth:`record_windows`)."""
+        first, second, _ = self._section_windows()
+        return first if second is None else None
+
+    def _decode_section(
+        self, data: bytes | bytearray, pos: int, end: int, count: int, skipped: int
+    ) -> list[Record]:
+        """``count`` whole records of decompressed ``data[pos:end]`` (``skipped`` bytes of the section
+        came before ``data``: error positions are within the whole section)."""
+        dec = DECODERS
+        lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        try:
+            return dec.decode_records(
+                data, pos, end, count, self.base_offset, self.base_timestamp, lat, self.base_sequence,
+                self.timestamp_type,
+            )  # fmt: skip
+        except dec.record_error as exc:
+            code, at, index = exc.args[:3]
+            raise self._record_error(
+                dec.record_error(code, at + skipped, index + (self.record_count - count)), True
+            ) from None
+
+    def _windowed_records(
+        self, first: bytes, second: bytes, windows: Iterator[bytes]
+    ) -> Iterator[list[Record]]:
+        from logdoctor.formats.codecs import WINDOW
+
+        buf = bytearray(first)
+        buf += second
+        del first, second
+        left = self.record_count
+        skipped = 0  # section bytes decoded and dropped before buf[0]
+        more = True
+        while True:
+            pos = 0  # decode whole records of buf, at most a window of them per call
+            while left:
+                group, n, length = pos, 0, None
+                while n < left and group - pos < WINDOW:
+                    length, body = _varint_at(buf, group)
+                    if length is None or length < 0 or body + length > len(buf):
+                        break
+                    group, n = body + length, n + 1
+                if n == 0:
+                    break
+                yield self._decode_section(buf, pos, group, n, skipped)
+                pos, left = group, left - n
+            del buf[:pos]
+            skipped += pos
+            if left == 0:
+                for piece in windows:
+                    buf += piece
+                if buf:  # bytes after the last record
+                    self._decode_section(buf, 0, len(buf), 0, skipped)
+                return
+            if (length is not None and length < 0) or not more:
+                # a bad length, or no more input: the decoder names what is wrong with the rest
+                yield self._decode_section(buf, 0, len(buf), left, skipped)
+                return
+            piece = next(windows, None)
+            if piece is None:
+                more = False
+            else:
+                buf += piece
+
+
+class SectionTooLargeError(Exception):
+    """Not a damage: ``decode_v2_run`` (and so ``decode_columns``) met a gzip or zstd batch whose records
+    decompress to more than a window (a decompression bomb, or a very large batch). Its records are to be
+    read a window at a time with ``batch.record_windows()``; ``.batch`` is it."""
+
+    def __init__(self, batch: RecordBatchV2) -> None:
+        super().__init__(f"the records of the batch at position {batch.position} span more than one window")
+        self.batch = batch
+
+
+def _varint_at(buf: bytearray, pos: int) -> tuple[int | None, int]:
+    """The zigzag varint at ``pos`` (a record's length) and where its bytes end; (None, pos) when the
+    buffer ends inside it (or it is longer than 5 bytes: the decoder reports that)."""
+    value = shift = 0
+    for i in range(pos, min(pos + 5, len(buf))):
+        b = buf[i]
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return (value >> 1) ^ -(value & 1), i + 1
+        shift += 7
+    return None, pos
 
 
 walk_v2: Any = native.configure_batch_class(RecordBatchV2)
@@ -462,7 +584,14 @@ def decode_v2_run(run: list[RecordBatchV2], *, payload: bool = True) -> tuple:
         if codec == 0 or (codec == Compression.LZ4 and c_lz4) or b.record_count == 0:
             continue
         try:
-            data = b._records_data()[0]
+            if codec in (Compression.GZIP, Compression.ZSTD):
+                data = b.small_section()
+                if data is None:  # more than a window: never decompressed whole here
+                    if k:  # an earlier batch's bad records come first
+                        decode_v2_run(run[:k], payload=False)
+                    raise SectionTooLargeError(b)
+            else:
+                data = b._records_data()[0]
         except FormatError:
             if k:  # an earlier batch's bad records come first
                 decode_v2_run(run[:k], payload=False)

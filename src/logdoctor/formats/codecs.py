@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import struct
 import zlib
+from collections.abc import Iterator
 
 import cramjam
 import lz4.block
@@ -56,6 +57,7 @@ __all__ = [
     "XERIAL_HEADER",
     "compress",
     "decompress",
+    "decompress_windows",
     "lz4_frame",
     "set_max_decompressed",
     "snappy_xerial",
@@ -463,6 +465,96 @@ def decompress(
         _check_magic(codec, magic, source, position)
         return _zstd_decompress(mv, source, position, limit)
     raise UnsupportedError("a codec id 0-4", source=source, position=position, found=repr(codec))
+
+
+#: the output window of :func:`decompress_windows`
+WINDOW = 8 << 20
+
+
+def _gzip_windows(
+    data: memoryview, source: str | None, position: int | None, limit: int, window: int
+) -> Iterator[bytes]:
+    total = 0
+    rest: Buffer = data
+    while True:
+        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        while True:
+            try:
+                piece = d.decompress(rest, window)
+            except zlib.error as e:
+                raise _corrupt(Compression.GZIP, str(e), source, position) from None
+            total += len(piece)
+            if total > limit:
+                raise _too_big(Compression.GZIP, limit, source, position)
+            if piece:
+                yield piece
+            rest = d.unconsumed_tail
+            if d.eof or (not piece and not rest):
+                break
+        if not d.eof:
+            raise _corrupt(Compression.GZIP, "a truncated gzip member", source, position)
+        rest = d.unused_data
+        if len(rest) < 2 or rest[:2] != b"\x1f\x8b":  # as GZIPInputStream: another member or the end
+            return
+
+
+def _zstd_windows(
+    data: memoryview, source: str | None, position: int | None, limit: int, window: int
+) -> Iterator[bytes]:
+    total = 0
+    rest: memoryview = data
+    while True:
+        d = _zstd_dctx.decompressobj()
+        n = len(rest)
+        pos = 0
+        pending: list[bytes] = []
+        size = 0
+        try:
+            while pos < n and not d.eof:
+                # one step makes at most step * 32768 bytes (see _ZSTD_MAX_EXPANSION): about a window
+                step = max(_ZSTD_MIN_STEP, window // _ZSTD_MAX_EXPANSION)
+                chunk = rest[pos : pos + step]
+                piece = d.decompress(chunk)
+                pos += len(chunk)
+                total += len(piece)
+                if total > limit:
+                    raise _too_big(Compression.ZSTD, limit, source, position)
+                pending.append(piece)
+                size += len(piece)
+                if size >= window:
+                    yield b"".join(pending)
+                    pending, size = [], 0
+        except zstandard.ZstdError as e:
+            raise _corrupt(Compression.ZSTD, str(e), source, position) from None
+        if pending and size:
+            yield b"".join(pending)
+        if not d.eof:
+            raise _corrupt(Compression.ZSTD, "a truncated zstd frame", source, position)
+        rest = rest[pos - len(d.unused_data) :]
+        if not rest:
+            return
+
+
+def decompress_windows(
+    codec: Compression,
+    data: Buffer,
+    *,
+    magic: int = 2,
+    source: str | None = None,
+    position: int | None = None,
+    window: int = WINDOW,
+) -> Iterator[bytes]:
+    """:func:`decompress` a window at a time: gzip and zstd yield pieces of about ``window`` bytes as
+    they are made (a decompression bomb is never whole in memory; the limit still applies to the
+    total), the other codecs their whole output at once (snappy and lz4 blocks are small, and the C
+    walker decompresses lz4). Errors as :func:`decompress`, raised when the bad window is reached."""
+    mv = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+    if codec == Compression.GZIP:
+        return _gzip_windows(mv, source, position, MAX_DECOMPRESSED, window)
+    if codec == Compression.ZSTD:
+        _check_magic(codec, magic, source, position)
+        return _zstd_windows(mv, source, position, MAX_DECOMPRESSED, window)
+    return iter((decompress(codec, mv, magic=magic, source=source, position=position),))
 
 
 def compress(codec: Compression, data: Buffer, *, magic: int = 2) -> bytes:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import numpy as np
     import pyarrow as pa
 
-__all__ = ["RecordColumns", "decode_columns"]
+__all__ = ["RecordColumns", "columns_of_records", "decode_columns"]
 
 _INT32_MAX = 0x7FFFFFFF
 
@@ -83,6 +83,11 @@ def decode_columns(batches: Iterable[Batch]) -> RecordColumns:
     if run or not parts:
         parts.append(_columns_from_buffers(decode_v2_run(run)))
     return parts[0] if len(parts) == 1 else _concat_columns(parts)
+
+
+def columns_of_records(records: list[Record], timestamp_type: TimestampType) -> RecordColumns:
+    """RecordColumns of already decoded records of one batch (a window of a large batch's records)."""
+    return _columns_from_buffers(_buffers_from_records(records, timestamp_type))
 
 
 def _arrow_binary(n: int, nulls: int, validity, ends, data, *, string: bool = False) -> pa.Array:

@@ -83,10 +83,25 @@ def _as_view(buf) -> memoryview:
     return mv
 
 
-def _is_zero(mv: memoryview) -> bool:
+#: how much of a zero-filled run the walker reads to name it: a hostile file can be a few bytes and then
+#: gigabytes of hole, whose reading costs the time and (through a map) the memory of real zeros (issue 24)
+ZERO_PROBE_BYTES = 1 << 20
+
+
+def _zero_run(mv: memoryview, remaining: int) -> str:
+    """What the zero header at ``mv[0]`` starts: a zero-filled tail, zeros then data, or (past the
+    probe) a zero-filled run whose end was not read."""
     import numpy as np
 
-    return not np.frombuffer(mv, dtype=np.uint8).any()
+    probe = mv[: min(remaining, ZERO_PROBE_BYTES)]
+    if np.frombuffer(probe, dtype=np.uint8).any():
+        return "zero-filled bytes (offset 0, size 0) followed by non-zero data"
+    if remaining <= ZERO_PROBE_BYTES:
+        return f"a zero-filled tail of {remaining} bytes"
+    return (
+        f"zero-filled bytes (offset 0, size 0): the first {ZERO_PROBE_BYTES} of the {remaining} bytes left "
+        "are zero (the rest was not read)"
+    )
 
 
 def iter_batches(
@@ -133,16 +148,11 @@ def iter_batches(
         offset, size = unpack_head(mv, pos)
         if size < MIN_ENTRY_SIZE:
             if offset == 0 and size == 0:
-                tail_zero = _is_zero(mv[pos:limit])
                 raise CorruptRecordError(
                     "a batch (offset, size >= 14)",
                     source=source,
                     position=where,
-                    found=(
-                        f"a zero-filled tail of {remaining} bytes"
-                        if tail_zero
-                        else "zero-filled bytes (offset 0, size 0) followed by non-zero data"
-                    ),
+                    found=_zero_run(mv[pos:limit], remaining),
                 )
             raise CorruptRecordError(
                 f"an entry size >= {MIN_ENTRY_SIZE} (minimum record overhead)",

@@ -5,13 +5,21 @@ The broker locks each log dir with K:server-common/src/main/java/org/apache/kafk
 ``tryLock()`` (position 0, size Long.MAX_VALUE, exclusive) as a POSIX record lock,
 ``fcntl(fd, F_SETLK, {F_WRLCK, SEEK_SET, start=0, len=0})`` (len 0 = whole file), not flock(2):
 verified with ``strace -e fcntl,flock`` on OpenJDK 17 running that exact call. flock(2) locks and
-fcntl locks do not see each other on Linux, so the probe must be an fcntl one.
+fcntl locks do not see each other on Linux, so the probe for a broker must be an fcntl one.
 
 Probing must never disturb a broker's lock. We only ask (``F_OFD_GETLK``/``F_GETLK``), never set,
 so nothing is ever taken or released. We prefer open-file-description locks (Linux >= 3.15):
 they conflict with the broker's classic POSIX locks in both directions, and unlike classic locks
 they belong to our open file, so opening and closing the probe's fd cannot drop a lock this
 process holds through :func:`hold_lock`, and a probe in the same process still sees our own lock.
+
+Another process may hold ``.lock`` with flock(2) instead (a script, a wrapper, a second copy of
+logdoctor from before it took both): on a local Linux file system flock locks and fcntl locks do not
+see each other, so the probe asks both. flock has no "get": when no fcntl lock is held we try
+``flock(LOCK_EX | LOCK_NB)`` on our own fresh open file and release it at once (it conflicts with any
+other holder, shared or exclusive, and not with a broker's fcntl lock). The holder's pid comes from
+``/proc/locks`` when the kernel shows it. :func:`hold_lock` takes both kinds, so neither a broker nor
+a flock user can take the dir while we repair.
 
 A ``.lock`` that is not a regular file (a FIFO, a symlink: never followed) is neither probed nor
 taken: :func:`lock_file_problem` says what it is, :func:`lock_holder` answers None without opening
@@ -71,6 +79,37 @@ def _get_lock(fd: int) -> LockInfo | None:
     return LockInfo(pid, l_type == fcntl.F_WRLCK)
 
 
+def _flock_pid(fd: int) -> int:
+    """The pid /proc/locks gives for a FLOCK lock on ``fd``'s file; -1 when it cannot say."""
+    st = os.fstat(fd)
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            for line in f:
+                fields = line.split()
+                # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" after the number
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == dev:
+                    return int(fields[4]) if fields[4].isdigit() and int(fields[4]) > 0 else -1
+    except OSError:
+        pass
+    return -1
+
+
+def _get_flock(fd: int) -> LockInfo | None:
+    """A flock(2) lock another open file holds on ``fd``'s file (ours is a fresh open file, so a lock
+    :func:`hold_lock` holds in this process is seen too)."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            return LockInfo(_flock_pid(fd), True)
+        if e.errno in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):  # no flock on this file system
+            return None
+        raise
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return None
+
+
 _NO_FOLLOW = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
 
 
@@ -116,7 +155,8 @@ def lock_holder(log_dir: str | os.PathLike[str]) -> LockInfo | None:
     except NotRegularFileError:
         return None
     try:
-        return _get_lock(fd)
+        holder = _get_lock(fd)
+        return holder if holder is not None else _get_flock(fd)
     finally:
         os.close(fd)
 
@@ -157,6 +197,18 @@ def hold_lock(log_dir: str | os.PathLike[str]) -> Iterator[Path]:
                     f"{path} is locked by another process{who}: is a broker running on {log_dir}?"
                 ) from e
             raise
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as e:
+            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                pid = _flock_pid(fd)
+                who = f" (pid {pid})" if pid > 0 else ""
+                raise BrokerRunningError(
+                    f"{path} is locked with flock(2) by another process{who}: is a broker or another "
+                    f"tool running on {log_dir}?"
+                ) from e
+            if e.errno not in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):
+                raise
         yield path
     finally:
-        os.close(fd)  # closing the only fd of an OFD lock releases it
+        os.close(fd)  # closing the only fd of an OFD lock (and of our flock) releases it

@@ -54,6 +54,8 @@ from typing import Any
 
 from logdoctor.logdir import atomic
 from logdoctor.logdir.atomic import fsync_dir
+from logdoctor.logdir.files import open_regular
+from logdoctor.logdir.sparse import copy_range_sparse, data_bytes
 from logdoctor.repair import backup as bk
 from logdoctor.repair import copies
 from logdoctor.repair.plan import Step
@@ -268,10 +270,10 @@ class TruncateFile(Operation):
         if s != BEFORE:
             raise StepStateError(f"{step.path} changed since the plan was made")
         if not self._tail_ok(step, ctx):
-            with open(step.path, "rb") as f:
-                f.seek(p["size_after"])
-                tail = f.read(p["size_before"] - p["size_after"])
-            bk.write_durable(ctx.backup_path(p["backup"]), tail)
+            # holes stay holes: a sparse .log's tail is not written out as real zeros (issue 24)
+            bk.copy_range_durable(
+                step.path, ctx.backup_path(p["backup"]), p["size_after"], p["size_before"] - p["size_after"]
+            )
             if not self._tail_ok(step, ctx):
                 raise StepStateError(f"the backup of the tail of {step.path} does not match it")
         ctx.crash(step.number, "backed-up")
@@ -290,22 +292,29 @@ class TruncateFile(Operation):
             return
         if not self._tail_ok(step, ctx):
             raise StepStateError(f"the backup of the tail of {step.path} is missing or damaged")
-        tail = Path(ctx.backup_path(p["backup"])).read_bytes()
         fd = os.open(step.path, os.O_WRONLY | os.O_CLOEXEC)
         try:
             os.ftruncate(fd, p["size_after"])
-            view = memoryview(tail)
-            pos = p["size_after"]
-            while view:
-                n = os.pwrite(fd, view, pos)
-                view = view[n:]
-                pos += n
+            fin = open_regular(ctx.backup_path(p["backup"]))
+            try:
+                copy_range_sparse(fin, fd, 0, None, p["size_after"])  # holes come back as holes
+            finally:
+                os.close(fin)
             os.fsync(fd)
         finally:
             os.close(fd)
 
     def backup_cost(self, step: Step, backup_dir: str) -> int:
-        return int(step.params["size_before"]) - int(step.params["size_after"])
+        """The tail's data bytes: its holes take no space in the backup."""
+        p = step.params
+        try:
+            fd = open_regular(step.path)
+        except OSError:
+            return int(p["size_before"]) - int(p["size_after"])
+        try:
+            return data_bytes(fd, int(p["size_after"]), int(p["size_before"]))
+        finally:
+            os.close(fd)
 
 
 class MoveToBackup(Operation):

@@ -22,7 +22,6 @@ import os
 import shutil
 import signal
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -97,14 +96,16 @@ class RunResult:
         }
 
 
-@contextlib.contextmanager
-def _hold_locks(log_dirs: list[str]) -> Iterator[list[str]]:
-    """Hold every log dir's lock; yields the dirs whose ``.lock`` this call created."""
-    created = [d for d in log_dirs if not os.path.lexists(os.path.join(d, LOCK_FILE))]
-    with contextlib.ExitStack() as stack:
+def _hold_locks(log_dirs: list[str]) -> contextlib.ExitStack:
+    """Hold every log dir's lock (released when the returned stack closes)."""
+    stack = contextlib.ExitStack()
+    try:
         for d in log_dirs:
             stack.enter_context(hold_lock(d))
-        yield created
+    except BaseException:
+        stack.close()
+        raise
+    return stack
 
 
 def _drop_created_locks(dirs: list[str]) -> None:
@@ -228,32 +229,35 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
     bk.check_space(_space_needs(plan))
     journal_path = os.path.join(plan.backup_dir, JOURNAL_NAME)
     result.journal = journal_path
-    with _hold_locks(log_dirs) as created:
-        journal: Journal | None = None
-        made_backup_dir = not os.path.lexists(plan.backup_dir)
+    # Nothing of the log dirs is written before the journal holds the plan record (the commit point),
+    # and the journal is born with it (Journal.create): a kill before it leaves the log dirs as they
+    # were (no journal; not even a new .lock, which is taken after), a kill after it leaves a journal
+    # that --resume and --rollback read, whose plan record lists the .lock files this run creates.
+    # Ctrl-C or a failure while staging (before the commit point): only what this run staged is removed.
+    made_backup_dir = not os.path.lexists(plan.backup_dir)
+    try:
+        bk.makedirs_durable(plan.backup_dir)
+        _stage(plan)
+        bk.write_durable(
+            os.path.join(plan.backup_dir, "README.txt"), bk.README_TEXT.format(journal=journal_path).encode()
+        )
+    except BaseException:
+        _remove_staged(plan.backup_dir, made_backup_dir)
+        raise
+    created = [d for d in log_dirs if not os.path.lexists(os.path.join(d, LOCK_FILE))]
+    record = {
+        "t": "plan",
+        "plan": plan.to_json(),
+        "created_locks": created,
+        "started_ms": int(time.time() * 1000),
+    }
+    with Journal.create(journal_path, record) as journal:
         try:
-            bk.makedirs_durable(plan.backup_dir)
-            _stage(plan)
-            bk.write_durable(
-                os.path.join(plan.backup_dir, "README.txt"),
-                bk.README_TEXT.format(journal=journal_path).encode(),
-            )
-            journal = Journal(journal_path)
-            journal.append(
-                {
-                    "t": "plan",
-                    "plan": plan.to_json(),
-                    "created_locks": created,
-                    "started_ms": int(time.time() * 1000),
-                }
-            )
-        except BaseException:  # Ctrl-C or a failure before the commit point: the log dirs as they were
-            if journal is not None:
-                journal.close()
-            _drop_created_locks(created)
-            _remove_staged(plan.backup_dir, made_backup_dir)
+            locks = _hold_locks(log_dirs)
+        except Exception as e:  # a broker or another tool took a lock since the check: nothing written
+            journal.append({"t": "end", "status": "failed", "error": f"{type(e).__name__}: {e}"})
             raise
-        with journal:
+        with locks:
             ctx = StepContext(
                 plan.backup_dir, crash, {s.number: s.data for s in plan.steps if s.data is not None}
             )
@@ -262,7 +266,7 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
             except (OSError, StepStateError) as e:
                 return _fail(result, journal, e)
             journal.append({"t": "end", "status": "applied"})
-        _drop_created_locks(created)
+            _drop_created_locks(created)
     result.status = "applied"
     return result
 

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from logdoctor.errors import LogDoctorError
+from logdoctor.logdir import sparse
 from logdoctor.logdir.atomic import fsync_dir
 from logdoctor.logdir.files import open_regular
 
@@ -63,17 +64,26 @@ def relative_to_log_dir(path: str, log_dirs: list[str]) -> tuple[str, str]:
 
 
 def sha256_file(path: str | os.PathLike[str], start: int = 0, length: int | None = None) -> str:
+    """The sha256 of the file's bytes ``[start, start + length)``; holes hash as the zeros they read
+    as, without being read (logdir/sparse.py)."""
     h = hashlib.sha256()
-    with open(open_regular(path), "rb", buffering=0) as f:
-        f.seek(start)
-        left = length
-        while left is None or left > 0:
-            chunk = f.read(_CHUNK if left is None else min(_CHUNK, left))
-            if not chunk:
-                break
-            h.update(chunk)
-            if left is not None:
-                left -= len(chunk)
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+        end = size if length is None else min(size, start + length)
+        pos = start
+        for a, b in sparse.data_extents(fd, start, end):
+            sparse.feed_zeros(h.update, a - pos)
+            while a < b:
+                chunk = os.pread(fd, min(_CHUNK, b - a), a)
+                if not chunk:
+                    break
+                h.update(chunk)
+                a += len(chunk)
+            pos = b
+        sparse.feed_zeros(h.update, max(0, end - pos))
+    finally:
+        os.close(fd)
     return h.hexdigest()
 
 
@@ -110,25 +120,46 @@ def write_durable(path: str | os.PathLike[str], data: bytes | memoryview) -> Non
 
 
 def copy_file_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> str:
-    """Copy bytes and permission bits, fsync; returns the sha256 of what was copied (verified)."""
+    """Copy bytes and permission bits, fsync; returns the sha256 of what was copied (verified).
+    Holes stay holes (a sparse segment's backup takes the blocks of its data only)."""
     makedirs_durable(Path(dst).parent)
     h = hashlib.sha256()
-    with open(src, "rb", buffering=0) as fin, open(dst, "wb", buffering=0) as fout:
-        while True:
-            chunk = fin.read(_CHUNK)
-            if not chunk:
-                break
-            h.update(chunk)
-            fout.write(chunk)
-        fout.flush()
-        os.fsync(fout.fileno())
-        st = os.fstat(fin.fileno())
+    fin = open_regular(src)
+    try:
+        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            sparse.copy_range_sparse(fin, fout, update=h.update)
+            os.fsync(fout)
+        finally:
+            os.close(fout)
+        st = os.fstat(fin)
+    finally:
+        os.close(fin)
     os.chmod(dst, stat.S_IMODE(st.st_mode))
     fsync_dir(Path(dst).parent)
     digest = h.hexdigest()
     if sha256_file(dst) != digest:
         raise OSError(errno.EIO, f"copy of {src} to {dst} does not read back the same")
     return digest
+
+
+def copy_range_durable(
+    src: str | os.PathLike[str], dst: str | os.PathLike[str], start: int, length: int
+) -> None:
+    """Write ``src``'s bytes ``[start, start + length)`` as the whole new file ``dst`` (a truncation's
+    tail), holes kept as holes, fsynced with its folder."""
+    makedirs_durable(Path(dst).parent)
+    fin = open_regular(src)
+    try:
+        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            sparse.copy_range_sparse(fin, fout, start, length)
+            os.fsync(fout)
+        finally:
+            os.close(fout)
+    finally:
+        os.close(fin)
+    fsync_dir(Path(dst).parent)
 
 
 def copy_tree_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> dict[str, str]:
@@ -250,6 +281,7 @@ __all__ = [
     "NoSpaceError",
     "check_space",
     "copy_file_durable",
+    "copy_range_durable",
     "copy_tree_durable",
     "default_backup_dir",
     "dir_label",

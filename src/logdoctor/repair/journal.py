@@ -9,6 +9,7 @@ step can classify on its own).
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterable
@@ -25,6 +26,11 @@ class JournalError(Exception):
     """The journal cannot be read or does not describe a plan."""
 
 
+class EmptyJournalError(JournalError):
+    """The journal holds no complete record: its run was stopped before its plan record (the commit
+    point), so it changed nothing in the log dirs."""
+
+
 class Journal:
     """Append records durably: write the line, fsync the file (and the folder on creation)."""
 
@@ -35,6 +41,32 @@ class Journal:
         if not existed:
             os.fsync(self._fd)
             fsync_dir(self.path.parent)
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], first: dict[str, Any]) -> Journal:
+        """Create the journal with its first record at once: written and fsynced under a temp name,
+        then renamed (and the folder fsynced). A kill at any moment leaves no journal or a journal
+        that starts with ``first``, never an empty one that ``--resume``/``--rollback`` could not read.
+        Refuses (FileExistsError) when ``path`` exists."""
+        target = Path(path)
+        if os.path.lexists(target):
+            raise FileExistsError(errno.EEXIST, "a journal is already there", str(target))
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        data = (json.dumps(first, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        try:
+            os.link(tmp, target)  # unlike rename, never replaces a journal that appeared meanwhile
+        finally:
+            os.unlink(tmp)
+        fsync_dir(target.parent)
+        return cls(target)
 
     def append(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n"
@@ -115,9 +147,14 @@ def read_journal(path: str | os.PathLike[str]) -> JournalState:
     except OSError as e:
         raise JournalError(f"cannot read journal {path}: {e.strerror}") from None
     records, torn = parse_lines(data.split(b"\n"))
-    if not records or records[0].get("t") != "plan":
+    if not records:
+        raise EmptyJournalError(
+            f"{path} holds no plan record: the run that created it stopped before it changed anything "
+            "(an older logdoctor created the journal before writing its plan)"
+        )
+    if records[0].get("t") != "plan":
         raise JournalError(f"{path} does not start with a plan record: not a logdoctor repair journal")
     return JournalState(records[0], records[1:], torn)
 
 
-__all__ = ["JOURNAL_NAME", "Journal", "JournalError", "JournalState", "read_journal"]
+__all__ = ["JOURNAL_NAME", "EmptyJournalError", "Journal", "JournalError", "JournalState", "read_journal"]

@@ -23,7 +23,9 @@ always refused before anything is written or deleted (:mod:`logdoctor.logdir.out
 
 The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments, except,
 with the arrow writer, the remote tier's segments (``remoteStorage``): its tasks report those they could
-not read, so that the remote tier is read once.
+not read, so that the remote tier is read once. The batches whose records do not decode (skipped alone,
+the rows go on after them) come from the arrow writer's tasks, or for the spark writer from
+``kafka-log-segments`` with ``checkRecords``.
 """
 
 from __future__ import annotations
@@ -123,14 +125,39 @@ def _list_files(out: str) -> dict[str, int]:
 
 @dataclass(slots=True)
 class SkippedRange:
+    """Bytes of a segment whose records were not exported: from ``start`` to ``end`` (file positions).
+    Damage of the batch framing (CRC, torn or zero-filled tail) ends a segment's rows: ``start`` is then
+    its valid bytes and ``end`` its size. A batch whose records do not decode is skipped alone
+    (``end`` - ``start`` is its size, with its offsets); the rows go on after it."""
+
     path: str
     valid_bytes: int
     size_bytes: int
     error: str
+    start: int | None = None
+    end: int | None = None
+    base_offset: int | None = None
+    last_offset: int | None = None
+
+    @property
+    def range_start(self) -> int:
+        return self.valid_bytes if self.start is None else self.start
+
+    @property
+    def range_end(self) -> int:
+        return self.size_bytes if self.end is None else self.end
 
     @property
     def skipped_bytes(self) -> int:
-        return max(0, self.size_bytes - self.valid_bytes)
+        return max(0, self.range_end - self.range_start)
+
+    def describe(self) -> str:
+        """``bytes A..B`` (and ``offsets X..Y`` for one batch)."""
+        text = f"bytes {self.range_start:,}..{self.range_end:,}"
+        if self.last_offset is not None:
+            first = "?" if self.base_offset is None else f"{self.base_offset}"
+            text += f", offsets {first}..{self.last_offset}"
+        return text
 
 
 @dataclass(slots=True)
@@ -168,6 +195,10 @@ class ExportResult:
                     "valid_bytes": s.valid_bytes,
                     "size_bytes": s.size_bytes,
                     "skipped_bytes": s.skipped_bytes,
+                    "start": s.range_start,
+                    "end": s.range_end,
+                    "base_offset": s.base_offset,
+                    "last_offset": s.last_offset,
                     "error": s.error,
                 }
                 for s in self.skipped
@@ -283,15 +314,16 @@ def write_slices(
         chunk, chunk_rows = [], 0
 
     problems: list[dict[str, Any]] = []
+    undecodable: list[dict[str, Any]] = []
     for sl in slices:
-        for rb in read_slice(sl, opts, problems):
+        for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
             chunk.append(rb)
             chunk_rows += rb.num_rows
             rows += rb.num_rows
             if chunk_rows >= ROWS_PER_FILE:
                 flush()
     flush()
-    return {"task": task, "rows": rows, "dir": target, "skipped": problems}
+    return {"task": task, "rows": rows, "dir": target, "skipped": problems, "undecodable": undecodable}
 
 
 def commit_attempts(out_dir: str, job: str, done: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -369,7 +401,7 @@ def _export_arrow(
     partition_by: Sequence[str],
     mode: str = "error",
     fail_first_attempt: bool = False,
-) -> tuple[int, list[str]]:
+) -> tuple[int, list[str], list[dict[str, Any]]]:
     """The arrow writer's job: tasks write into attempt folders, the driver commits by rename.
 
     ``fail_first_attempt`` (tests only) makes every task's first attempt write its files and
@@ -409,7 +441,9 @@ def _export_arrow(
         _clear_output(out)
     committed = commit_attempts(out, job, done)
     Path(out, "_SUCCESS").write_bytes(b"")
-    return sum(int(d["rows"]) for d in done), committed, [p for d in done for p in d.get("skipped", ())]
+    undecodable = [u for d in done for u in d.get("undecodable") or ()]
+    remote_skipped = [p for d in done for p in d.get("skipped", ())]
+    return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped
 
 
 def session_is_local(spark: Any) -> bool:
@@ -489,9 +523,10 @@ def run_export(
     tracker = StageProgress(spark, progress) if progress is not None else None
     if tracker is not None:
         tracker.__enter__()
+    undecodable: list[dict[str, Any]] = []
     try:
         if writer == "arrow":
-            rows, committed, remote_skipped = _export_arrow(
+            rows, committed, undecodable, remote_skipped = _export_arrow(
                 spark, items, _local(out), opts, partition_by, mode, fail_first_attempt
             )
             root = _local(out)
@@ -527,17 +562,38 @@ def run_export(
     # The arrow writer's tasks reported the remote-tier segments they could not read: the segments pass
     # then lists the log dirs' segments only (the remote tier is not read twice).
     passed = ("topics",) if writer == "arrow" else ("topics", *REMOTE_OPTIONS)
+    seg_opts = {k: v for k, v in opts.items() if k in passed}
+    if writer != "arrow":  # the arrow writer's tasks named the batches they could not decode
+        seg_opts["checkRecords"] = "true"
     bad_rows = (
         spark.read.format("kafka-log-segments")
-        .options(**{k: v for k, v in opts.items() if k in passed})
+        .options(**seg_opts)
         .load(items)
-        .where("error is not null")
-        .select("path", "valid_bytes", "size_bytes", "error")
+        .where("error is not null" + (" or size(undecodable) > 0" if writer != "arrow" else ""))
+        .select("path", "valid_bytes", "size_bytes", "error", "undecodable")
         .collect()
     )
-    for r in [*bad_rows, *remote_skipped]:
-        skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
-    skipped.sort(key=lambda s: s.path)
+    for r in bad_rows:
+        if r["error"] is not None:
+            skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
+        if writer != "arrow":
+            undecodable.extend({"path": r["path"], **u.asDict()} for u in r["undecodable"] or ())
+    for p in remote_skipped:  # remote-tier segments the arrow writer's tasks could not read
+        skipped.append(SkippedRange(p["path"], int(p["valid_bytes"]), int(p["size_bytes"]), p["error"]))
+    for u in undecodable:
+        skipped.append(
+            SkippedRange(
+                u["path"],
+                int(u["position"]),
+                int(u["position"]) + int(u["size"]),
+                f"the records of this batch do not decode: {u['error']}",
+                start=int(u["position"]),
+                end=int(u["position"]) + int(u["size"]),
+                base_offset=u["base_offset"],
+                last_offset=u["last_offset"],
+            )
+        )
+    skipped.sort(key=lambda s: (s.path, s.range_start))
     return ExportResult(
         out_dir=out,
         format=fmt,

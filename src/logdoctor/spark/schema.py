@@ -31,6 +31,18 @@ HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]
 FINDINGS_TYPE = pa.list_(
     pa.struct([("code", pa.string()), ("severity", pa.string()), ("message", pa.string())])
 )
+#: kafka-log-segments with checkRecords: the CRC-valid batches whose records do not decode
+UNDECODABLE_TYPE = pa.list_(
+    pa.struct(
+        [
+            ("position", pa.int64()),
+            ("size", pa.int64()),
+            ("base_offset", pa.int64()),
+            ("last_offset", pa.int64()),
+            ("error", pa.string()),
+        ]
+    )
+)
 
 RECORDS_FIELDS: tuple[tuple[str, str, pa.DataType], ...] = (
     # Spark's Kafka source, same names, types and order
@@ -74,6 +86,11 @@ SEGMENTS_FIELDS: tuple[tuple[str, str, pa.DataType], ...] = (
     ("valid_bytes", "bigint", pa.int64()),
     ("error", "string", pa.string()),
     ("findings", "array<struct<code:string,severity:string,message:string>>", FINDINGS_TYPE),
+    (
+        "undecodable",
+        "array<struct<position:bigint,size:bigint,base_offset:bigint,last_offset:bigint,error:string>>",
+        UNDECODABLE_TYPE,
+    ),
 )
 
 

@@ -7,8 +7,12 @@ yield ``pyarrow.RecordBatch`` objects whose types are
 exactly the ones of :mod:`logdoctor.spark.schema`.
 
 A bad batch fails nothing: the rows of a segment stop at its first invalid batch (CRC mismatch,
-torn or zero-filled tail, undecodable records), as the broker's recovery would truncate there;
-``kafka-log-segments`` reports where and why.
+torn or zero-filled tail), as the broker's recovery would truncate there; ``kafka-log-segments``
+reports where and why. A batch whose header and CRC are valid but whose records do not decode (bad
+varint lengths, a payload that is not its codec's) is one the broker keeps (``LogSegment.recover``
+checks CRCs, it does not decode records): its rows are left out and the rows go on after it;
+``kafka-log-segments`` with the option ``checkRecords`` lists such batches (column ``undecodable``),
+and ``export`` names them.
 
 Paths may be URIs (``s3://``, ``gs://``, ``hdfs://``, ``abfs://``; :mod:`logdoctor.logdir.storage`,
 options ``s3.region`` and ``s3.endpoint``). A remote segment is read by byte ranges of the planned
@@ -301,27 +305,67 @@ def _build_arrow(
     return rb if rb.num_rows else None
 
 
-def _decode(batches: list) -> tuple[list, Any, bool]:
-    """Decode ``batches`` to columns; on a bad batch keep those before it: (good batches, cols, stop)."""
+def undecodable_batch(batch: Any, path: str, error: BaseException | str) -> dict[str, Any]:
+    """One batch whose records cannot be read, as export reports it (file positions and offsets)."""
+    return {
+        "path": path,
+        "position": int(batch.position),
+        "size": int(batch.size),
+        "base_offset": int(batch.base_offset) if batch.base_offset is not None else None,
+        "last_offset": int(batch.last_offset),
+        "error": str(error),
+    }
+
+
+class _Window:
+    """One window of a batch's records (``record_windows``): the batch's fields, its own record count."""
+
+    __slots__ = ("_batch", "record_count")
+
+    def __init__(self, batch: Any, record_count: int) -> None:
+        self._batch = batch
+        self.record_count = record_count
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._batch, name)
+
+
+def _decode(batches: list, path: str, bad: list[dict[str, Any]] | None = None) -> Iterator[tuple[list, Any]]:
+    """Decode ``batches`` to columns: (batches, their columns) parts. A batch that does not decode (a
+    CRC-valid batch whose records are garbage: bad varint lengths, a payload that is not its codec's) is
+    left out, and named in ``bad``; the batches after it are still read (issue 24: export stopped at the
+    first such batch and said nothing). A gzip or zstd batch whose records are more than a window (a
+    decompression bomb) gives a part per window, never decompressed whole."""
     from logdoctor.errors import FormatError
+    from logdoctor.formats.batch_v2 import SectionTooLargeError
     from logdoctor.formats.records import decode_columns
 
     try:
         cols = decode_columns(batches)
         if len(cols) == sum(b.record_count for b in batches):
-            return batches, cols, False
-    except FormatError:
+            yield batches, cols
+            return
+    except (FormatError, SectionTooLargeError):
         pass
     good: list = []
-    for b in batches:  # find the first bad one
+    for b in batches:  # decode one at a time: keep every batch that decodes
         try:
             c = decode_columns([b])
             if len(c) != b.record_count:
-                break
-        except FormatError:
-            break
+                raise ValueError(f"{len(c)} records decoded where the batch header says {b.record_count}")
+        except SectionTooLargeError:
+            if good:
+                yield good, decode_columns(good)
+                good = []
+            yield from _decode_windows(b, path, bad)
+            continue
+        except (FormatError, ValueError) as exc:
+            if bad is not None:
+                bad.append(undecodable_batch(b, path, exc))
+            continue
         good.append(b)
-    return good, decode_columns(good), True
+    if good:
+        yield good, decode_columns(good)
 
 
 def remote_error_text(seg: SegmentRef, error: Exception, last_offset: int | None) -> str:
@@ -354,10 +398,28 @@ def remote_gap_text(seg: SegmentRef, last_offset: int | None, end: int | None = 
     )
 
 
+def _decode_windows(b: Any, path: str, bad: list[dict[str, Any]] | None) -> Iterator[tuple[list, Any]]:
+    """A large gzip or zstd batch a window of records at a time; a bad record ends it (named in ``bad``)."""
+    from logdoctor.errors import FormatError
+    from logdoctor.formats.columns import columns_of_records
+
+    try:
+        for records in b.record_windows():
+            cols = columns_of_records(records, b.timestamp_type)
+            yield [_Window(b, len(records))], cols
+    except FormatError as exc:
+        if bad is not None:
+            bad.append(undecodable_batch(b, path, exc))
+
+
 def read_slice(
-    sl: SegmentSlice, opts: ReadOptions, problems: list[dict[str, Any]] | None = None
+    sl: SegmentSlice,
+    opts: ReadOptions,
+    undecodable: list[dict[str, Any]] | None = None,
+    problems: list[dict[str, Any]] | None = None,
 ) -> Iterator[pa.RecordBatch]:
-    """The records of one slice as Arrow batches of about ``opts.batch_rows`` rows.
+    """The records of one slice as Arrow batches of about ``opts.batch_rows`` rows. Batches whose records
+    do not decode are skipped (appended to ``undecodable`` when given), the rows go on after them.
 
     ``problems``: where a remote-tier segment that cannot be read (whole) is reported, as a
     ``kafka-log-segments`` row would (path, valid_bytes, size_bytes, error), so that ``export`` need not
@@ -369,7 +431,6 @@ def read_slice(
     start, end = sl.start_offset, sl.end_offset
     pending: list = []
     rows = 0
-    stop = False
     batches = segment_batches(
         seg,
         sl.read_from,
@@ -397,13 +458,11 @@ def read_slice(
             pending.append(batch)
             rows += batch.record_count
             if rows >= opts.batch_rows:
-                good, cols, stop = _decode(pending)
-                out = _build_arrow(seg, good, cols, opts, start, end)
-                if out is not None:
-                    yield out
+                for good, cols in _decode(pending, seg.path, undecodable):
+                    out = _build_arrow(seg, good, cols, opts, start, end)
+                    if out is not None:
+                        yield out
                 pending, rows = [], 0
-                if stop:
-                    return
     except FormatError as exc:
         # rows stop at the last valid batch; kafka-log-segments reports the damage
         if problems is not None and seg.remote is not None:
@@ -425,11 +484,11 @@ def read_slice(
     gap = remote_gap_text(seg, walked_last, end) if whole and problems is not None else None
     if gap is not None:
         problems.append({"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": gap})  # type: ignore[union-attr]
-    if pending and not stop:
-        good, cols, _ = _decode(pending)
-        out = _build_arrow(seg, good, cols, opts, start, end)
-        if out is not None:
-            yield out
+    if pending:
+        for good, cols in _decode(pending, seg.path, undecodable):
+            out = _build_arrow(seg, good, cols, opts, start, end)
+            if out is not None:
+                yield out
 
 
 # --- kafka-log-segments -----------------------------------------------------------------------------
@@ -493,12 +552,14 @@ class KafkaLogSegmentsReader(DataSourceReader):
         if partition is None or partition.value is None:
             return
         scans: dict[str, list[Any] | None] = {}
+        opts = {str(k).lower(): str(v) for k, v in self.options.items()}  # Spark's option keys ignore case
+        check_records = opts.get("checkrecords", "false").strip().lower() in ("true", "1", "yes")
         rows = []
         for s in partition.value:
             folder = s.storage.dirname(s.path)
             if folder not in scans:  # the scan reads local files only (module doc)
                 scans[folder] = partition_findings(s.log_dir, folder) if not s.ranged else None
-            rows.append(segment_summary(s, scans[folder]))
+            rows.append(segment_summary(s, scans[folder], check_records))
         schema = segments_arrow_schema()
         yield pa.RecordBatch.from_pylist(rows, schema=schema)
 
@@ -618,11 +679,17 @@ def segment_findings(
     return out
 
 
+_CHECK_BATCHES = 256  # batches decoded at once by checkRecords
+
+
 class _Summary:
     """What kafka-log-segments says about a segment's batches, gathered as they are walked (the batches
     are not kept: a remote segment is read in chunks, and only one or two are in memory at a time)."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: str = "", check_records: bool = False) -> None:
+        self.path = path
+        self.undecodable: list[dict[str, Any]] | None = [] if check_records else None
+        self._pending: list[Any] = []
         self.batch_count = 0
         self.record_count = 0
         self.valid_bytes = 0
@@ -641,8 +708,20 @@ class _Summary:
                 self.add(b)
         except FormatError as exc:
             self.error = exc
+        self._check()
+
+    def _check(self) -> None:
+        """Decode the records of the pending batches (checkRecords), naming those that do not decode."""
+        if self._pending:
+            for _ in _decode(self._pending, self.path, self.undecodable):
+                pass
+            self._pending = []
 
     def add(self, b: Any) -> None:
+        if self.undecodable is not None:
+            self._pending.append(b)
+            if len(self._pending) >= _CHECK_BATCHES:
+                self._check()
         self.batch_count += 1
         self.valid_bytes += b.size
         self.last_offset = b.last_offset
@@ -662,13 +741,17 @@ class _Summary:
                 self.min_ts = t if self.min_ts is None else min(self.min_ts, t)
 
 
-def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> dict[str, Any]:
-    """One row of kafka-log-segments (never raises on bad bytes; a remote read failure raises OSError)."""
+def segment_summary(
+    seg: SegmentRef, scan_findings: list[Any] | None = None, check_records: bool = False
+) -> dict[str, Any]:
+    """One row of kafka-log-segments (never raises on bad bytes; a remote read failure raises OSError).
+    ``check_records``: also decode every valid batch's records and list those that do not decode
+    (column ``undecodable``; null without it)."""
     from logdoctor.formats.records import iter_batches
     from logdoctor.logdir.files import map_file
 
     error_text: str | None = None
-    summary = _Summary()
+    summary = _Summary(seg.path, check_records)
     size = 0
     if not seg.ranged:
         try:
@@ -725,6 +808,11 @@ def segment_summary(seg: SegmentRef, scan_findings: list[Any] | None = None) -> 
         "valid_bytes": summary.valid_bytes,
         "error": error_text,
         "findings": findings,
+        "undecodable": (
+            None
+            if summary.undecodable is None
+            else [{k: v for k, v in u.items() if k != "path"} for u in summary.undecodable]
+        ),
     }
 
 
