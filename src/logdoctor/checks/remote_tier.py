@@ -34,6 +34,7 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import LOG_START_OFFSET_CHECKPOINT, RootEntryKind
 from logdoctor.logdir.remote_metadata import (
@@ -143,13 +144,23 @@ def _has_tier_evidence(paths: Iterable[str], results: Iterable[PartitionReport])
 
 
 def remote_metadata_for_scan(
-    paths: Sequence[str], results: Sequence[PartitionReport], image: Any = None
+    paths: Sequence[str],
+    results: Sequence[PartitionReport],
+    image: Any = None,
+    inputs: ConfigInputs | None = None,
 ) -> RemoteLogMetadata | None:
     """The replay of the ``__remote_log_metadata`` partitions of a scan's log dirs; None (nothing read)
-    when nothing in them says remote storage is in use (no metadata partition, no remote-log-index-cache)."""
+    when nothing in them says remote storage is in use (no metadata partition, no remote-log-index-cache).
+
+    The metadata partition count: the KRaft metadata log's, else ``--server-properties``'
+    (``rlmm.config.remote.log.metadata.topic.num.partitions``: checks.topic_config
+    remote_log_metadata_partitions), else Kafka's default."""
     if not _has_tier_evidence(paths, [r for r in results if r.kind == "log"]):
         return None
     n, source = metadata_partition_count(image)
+    if n is None and inputs is not None and inputs.remote_log_metadata_partitions is not None:
+        n, key = inputs.remote_log_metadata_partitions
+        source = f"{key} in --server-properties {inputs.server_properties_path or 'server.properties'}"
     return replay_remote_log_metadata(paths, num_partitions=n, num_partitions_source=source)
 
 

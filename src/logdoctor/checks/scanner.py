@@ -209,7 +209,7 @@ def scan(
     findings.extend(cross_dir(reports, results, groups, images))
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
-    remote_md = remote_metadata_for_scan(paths, results, image)
+    remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
     by_task = {(t.log_dir, t.path): t for t in tasks}
     _replayed_tiering(results, by_task, remote, remote_md)
     _tiered_topics(results, by_task, remote)

@@ -437,7 +437,7 @@ def resolve_topic_configs(partitions: list[PartitionView], config_inputs: Config
     if retention is not None:
         inputs = ConfigInputs(inputs.server_properties, inputs.server_properties_path,
                               {**inputs.broker_overrides, "log.retention.ms": str(retention)},
-                              inputs.topic_overrides)
+                              inputs.topic_overrides, inputs.remote_log_metadata_partitions)
     resolvers: dict[Any, TopicConfigResolver] = {}
     for p in partitions:
         if p.topic_config is not None:
