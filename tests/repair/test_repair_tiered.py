@@ -189,6 +189,9 @@ def test_a_claim_hiding_the_tiering_is_left_with_a_command_that_works(tmp_path):
     d = _tiered_copy("kafka-local", tmp_path)
     for n in (16, 21):
         shutil.rmtree(d / f"__remote_log_metadata-{n}")
+    rp = d / "recovery-point-offset-checkpoint"  # as a broker never holding them would (no finding)
+    kept = [x for x in _lines(rp)[2:] if not x.startswith("__remote_log_metadata ")]
+    rp.write_text("".join(f"{x}\n" for x in ["0", str(len(kept)), *kept]))
     (d / "remote-log-index-cache").mkdir()
     (d / LSO).write_text("0\n2\npayments 0 999999\npayments 1 888888\n")
     plan, _ = plan_repair([d], jobs=1)
