@@ -47,6 +47,8 @@ def test_real_tiered_partition_keeps_checkpoint_log_start() -> None:
     report = scan([realworld.require_tiered() / "kafka-local" / "kafka-logs"], ScanOptions(), jobs=1)
     p0 = _part(report, "payments-0")
     assert (p0.remote_log_enabled, p0.log_start_offset, p0.local_log_start_offset) == (True, 0, 1296)
+    # the replay (step 4) comes before what the log dir shows (step 5): the evidence named is the replay's
+    assert "__remote_log_metadata-21 lists 4 remote segments" in p0.tiering_evidence, p0.tiering_evidence
     audit = _part(report, "audit-0")
     assert audit.remote_log_enabled is False
     assert audit.log_start_offset == audit.local_log_start_offset == audit.first_base_offset

@@ -236,14 +236,16 @@ def _replayed_tiering(
     remote: BrokerRemoteEvidence,
     metadata: RemoteLogMetadata | None,
 ) -> None:
-    """The remote log metadata's evidence (checks.tiered, step 4 of its order) for the partitions the
-    workers judged without it: one whose COPY_SEGMENT_FINISHED segments the replay lists is a remote log,
-    with its offsets as the broker loads one (logdir.offsets; K:storage/.../log/LogLoader.java)."""
+    """The remote log metadata's evidence (checks.tiered, step 4 of its order, before what the log dir
+    shows) for the partitions the workers judged without it: one whose COPY_SEGMENT_FINISHED segments the
+    replay lists is a remote log, with its offsets as the broker loads one (logdir.offsets;
+    K:storage/.../log/LogLoader.java). The partition's whole decision is taken again with it, so the
+    evidence named is the first in the order."""
     if metadata is None:
         return
     for r in results:
         task = tasks.get((r.log_dir, r.path))
-        if r.remote_log_enabled or r.kind != DirKind.LOG.value or task is None:
+        if r.kind != DirKind.LOG.value or task is None:
             continue
         seen = remote_metadata_evidence(metadata, r.topic_id, r.topic, r.partition)
         if seen is None:
