@@ -129,8 +129,12 @@ def test_retention_text_says_local_retention_waits_for_upload():
     text = " ".join(out.output.split())  # wrapped at the console's width
     assert "TIERED" in text and "local log start 1296 -> 1296" in text, out.output
     assert "kept: local" in text  # the table's verdict (wrapped in its cell)
-    assert "2 segment(s) of tiered partitions would be deleted locally once uploaded (local retention " \
-        "waits for upload" in text
+    # tiered-integ: the log dir holds the remote log metadata, so the upload state is known (uploaded up to
+    # 1295 / 2288), no longer "waits for upload" (that is said only without the metadata:
+    # tests/checks/test_retention_upload.py::test_without_the_metadata_local_retention_waits_for_upload)
+    assert "2 segment(s) of tiered partitions are not in remote storage yet (the remote log metadata says " \
+        "so) and would be deleted locally once uploaded" in text
+    assert "not in remote storage yet (highest uploaded offset 1295)" in text
     assert "retention.ms/retention.bytes apply to the remote tier" in text
 
 

@@ -178,10 +178,21 @@ def test_generated_dirs_keep_their_other_results(tmp_path):
 def test_a_claim_hiding_the_tiering_is_left_with_a_command_that_works(tmp_path):
     """Both payments entries beyond the log end: nothing shows whether payments is tiered, but the log dir
     shows remote storage; in doubt the entries are left, and the printed command (for a topic known not to
-    be tiered) sets them to the first offsets on disk when run exactly as printed."""
+    be tiered) sets them to the first offsets on disk when run exactly as printed.
+
+    (tiered-integ: the remote log metadata now is evidence, and it shows payments tiered; so that nothing
+    shows it here, the metadata partitions are replaced by the remote-log-index-cache/ a broker with
+    remote storage also leaves; with them, see test_a_claim_beyond_the_log_end_of_a_partition_the_metadata_
+    shows_tiered_is_refused)"""
     import shlex
 
     d = _tiered_copy("kafka-local", tmp_path)
+    for n in (16, 21):
+        shutil.rmtree(d / f"__remote_log_metadata-{n}")
+    rp = d / "recovery-point-offset-checkpoint"  # as a broker never holding them would (no finding)
+    kept = [x for x in _lines(rp)[2:] if not x.startswith("__remote_log_metadata ")]
+    rp.write_text("".join(f"{x}\n" for x in ["0", str(len(kept)), *kept]))
+    (d / "remote-log-index-cache").mkdir()
     (d / LSO).write_text("0\n2\npayments 0 999999\npayments 1 888888\n")
     plan, _ = plan_repair([d], jobs=1)
     whys = [u.why for u in plan.unrepaired if u.path == str(d / LSO)]
@@ -194,3 +205,18 @@ def test_a_claim_hiding_the_tiering_is_left_with_a_command_that_works(tmp_path):
     res = _cli(*args, "--apply")
     assert res.exit_code in (0, 1, 2) and "Traceback" not in res.output, res.output
     assert _lines(d / LSO) == ["0", "2", "payments 0 1296", "payments 1 2289"], res.output
+
+
+def test_a_claim_beyond_the_log_end_of_a_partition_the_metadata_shows_tiered_is_refused(tmp_path):
+    """The same claims with __remote_log_metadata in the log dir: its replay lists payments' uploaded
+    segments, so payments is tiered (checks.tiered step 4) and the entries are refused as a tiered
+    partition's, named with that evidence; `repair --apply` leaves them byte for byte."""
+    d = _tiered_copy("kafka-local", tmp_path)
+    (d / LSO).write_text("0\n2\npayments 0 999999\npayments 1 888888\n")
+    before = (d / LSO).read_bytes()
+    plan, _ = plan_repair([d], jobs=1)
+    whys = [u.why for u in plan.unrepaired if u.path == str(d / LSO)]
+    assert len(whys) == 2 and all("is tiered (__remote_log_metadata-" in w for w in whys), whys
+    assert "COPY_SEGMENT_FINISHED" in whys[0]
+    _repair_apply(d)
+    assert (d / LSO).read_bytes() == before

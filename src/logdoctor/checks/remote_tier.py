@@ -18,6 +18,9 @@ partition. One finding per root cause:
 The log start offset of a tiered partition is its log-start checkpoint entry (K:storage/.../log/
 LogLoader.java: ``isRemoteLogEnabled ? logStartOffsetCheckpoint : max(...)``); the local log start
 offset is the first local segment's base offset (K:core/.../log/UnifiedLog.scala localLogStartOffset).
+Which partitions are tiered, and their two offsets, are decided in one place (:mod:`logdoctor.checks.tiered`
+with :mod:`logdoctor.logdir.offsets`); the replay's COPY_SEGMENT_FINISHED segments are one of its
+pieces of evidence (the scanner feeds them in).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import LOG_START_OFFSET_CHECKPOINT, RootEntryKind
 from logdoctor.logdir.remote_metadata import (
@@ -43,7 +47,6 @@ from logdoctor.logdir.remote_metadata import (
 )
 
 __all__ = [
-    "apply_tiered_log_start",
     "check_remote_tier",
     "list_segment_objects",
     "metadata_partition_count",
@@ -141,35 +144,24 @@ def _has_tier_evidence(paths: Iterable[str], results: Iterable[PartitionReport])
 
 
 def remote_metadata_for_scan(
-    paths: Sequence[str], results: Sequence[PartitionReport], image: Any = None
+    paths: Sequence[str],
+    results: Sequence[PartitionReport],
+    image: Any = None,
+    inputs: ConfigInputs | None = None,
 ) -> RemoteLogMetadata | None:
     """The replay of the ``__remote_log_metadata`` partitions of a scan's log dirs; None (nothing read)
-    when nothing in them says remote storage is in use (no metadata partition, no remote-log-index-cache)."""
+    when nothing in them says remote storage is in use (no metadata partition, no remote-log-index-cache).
+
+    The metadata partition count: the KRaft metadata log's, else ``--server-properties``'
+    (``rlmm.config.remote.log.metadata.topic.num.partitions``: checks.topic_config
+    remote_log_metadata_partitions), else Kafka's default."""
     if not _has_tier_evidence(paths, [r for r in results if r.kind == "log"]):
         return None
     n, source = metadata_partition_count(image)
+    if n is None and inputs is not None and inputs.remote_log_metadata_partitions is not None:
+        n, key = inputs.remote_log_metadata_partitions
+        source = f"{key} in --server-properties {inputs.server_properties_path or 'server.properties'}"
     return replay_remote_log_metadata(paths, num_partitions=n, num_partitions_source=source)
-
-
-def apply_tiered_log_start(
-    paths: Sequence[str], results: Sequence[PartitionReport], metadata: RemoteLogMetadata | None
-) -> None:
-    """Set the log start offset of each partition the remote log metadata shows tiered (it has remote
-    segments) to its log-start checkpoint entry, as the broker loads a remote-enabled log
-    (K:storage/.../log/LogLoader.java: ``isRemoteLogEnabled ? logStartOffsetCheckpoint : max(checkpoint,
-    first segment)``); the first local segment stays in ``first_base_offset`` (the local log start)."""
-    if metadata is None:
-        return
-    checkpoints = _log_start_checkpoints(paths)
-    for r in results:
-        if r.kind != "log":
-            continue
-        rp = metadata.partition(r.topic_id, r.topic, r.partition)
-        if rp is None or rp.deleted or not rp.copied:
-            continue
-        cp = checkpoints.get(r.log_dir, {}).get((r.topic, r.partition))
-        if cp is not None:
-            r.log_start_offset = cp
 
 
 def check_remote_tier(

@@ -18,7 +18,9 @@ moves the local log start offset (incrementStartOffset), never the log start; an
 locally only once it is uploaded (deletableSegments.isSegmentEligibleForDeletion: its last offset at or
 below highestOffsetInRemoteStorage, or the log start already past it). Offline the upload state is
 known only from the remote log metadata; without it nothing is taken as uploaded, and a segment local
-retention would delete is reported as waiting for its upload. ``retention.ms``/``retention.bytes``
+retention would delete is reported as waiting for its upload (``upload_state`` says which: known from the
+replay of ``__remote_log_metadata`` when its partition is among the inputs, the highest copied offset
+standing for UnifiedLog.highestOffsetInRemoteStorage, else unknown). ``retention.ms``/``retention.bytes``
 then apply to the remote tier (K:core/.../log/remote/RemoteLogManager.java RLMExpirationTask), which
 is said, not simulated here.
 """
@@ -44,6 +46,7 @@ from logdoctor.checks.topic_config import (
     TopicConfigResolver,
     parse_topic_config,
 )
+from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata
 
 __all__ = [
     "DEFAULT_RETENTION_MS",
@@ -58,6 +61,7 @@ __all__ = [
     "partition_retention",
     "retention",
     "simulate",
+    "upload_state",
 ]
 
 LOG_START_OFFSET_BREACH = "log_start_offset_breach"
@@ -142,6 +146,14 @@ class PartitionRetention:
     new_local_log_start_offset: int | None = None
     tiered: bool = False
     tiered_evidence: str = ""
+    #: UnifiedLog.highestOffsetInRemoteStorage from the remote log metadata (None: not known offline)
+    highest_remote_offset: int | None = None
+    #: where the upload state comes from, in words (tiered partitions only)
+    upload_state: str = ""
+
+    @property
+    def upload_known(self) -> bool:
+        return self.highest_remote_offset is not None
 
     @property
     def config(self) -> RetentionConfig:
@@ -174,6 +186,8 @@ class PartitionRetention:
             "tiered": self.tiered,
             "tiered_evidence": self.tiered_evidence,
             "remote_retention": REMOTE_RETENTION if self.tiered else None,
+            "highest_remote_offset": self.highest_remote_offset,
+            "upload_state": self.upload_state if self.tiered else None,
             "waiting_for_upload_segments": len(self.waiting),
             "rolls_new_active_segment": self.rolls,
             "deleted_segments": len(self.deleted),
@@ -314,6 +328,7 @@ def partition_verdicts(
     config: RetentionConfig,
     now_ms: int,
     remote_log_start_offset: int | None = None,
+    highest_remote_offset: int | None = None,
     waiting: dict[int, str] | None = None,
 ) -> tuple[list[str | None], int, bool, int, str]:
     """:func:`simulate` with the partition's high watermark as the broker would have it: the checkpointed
@@ -333,6 +348,7 @@ def partition_verdicts(
         config=config,
         now_ms=now_ms,
         remote_log_start_offset=remote_log_start_offset,
+        highest_remote_offset=highest_remote_offset,
         waiting=waiting,
     )
     return reasons, new_lso, rolls, hw, hw_source
@@ -361,10 +377,19 @@ def _true_ts(info: SegmentInfo) -> int:
 
 
 def partition_retention(
-    part: PartitionReport, topic_config: TopicConfig, now_ms: int
+    part: PartitionReport,
+    topic_config: TopicConfig,
+    now_ms: int,
+    highest_remote_offset: int | None = None,
+    upload_state: str = "",
 ) -> tuple[PartitionRetention, list[Finding]]:
-    """One partition's retention round at ``now_ms`` with its topic's settings, and its RETENTION_RISKs."""
+    """One partition's retention round at ``now_ms`` with its topic's settings, and its RETENTION_RISKs.
+
+    ``highest_remote_offset``: a tiered partition's highest offset in remote storage (:func:`upload_state`;
+    None: unknown, nothing counts as uploaded)."""
     tiered = part.remote_log_enabled
+    if not tiered:
+        highest_remote_offset, upload_state = None, ""
     config = RetentionConfig.of(topic_config, tiered)
     infos = part.segment_infos
     leo = part.log_end_offset
@@ -375,6 +400,8 @@ def partition_retention(
         "local_log_start_offset": local,
         "tiered": tiered,
         "tiered_evidence": part.tiering_evidence,
+        "highest_remote_offset": highest_remote_offset,
+        "upload_state": upload_state,
     }
     if leo is None or lso is None or local is None or not infos:
         return PartitionRetention(
@@ -403,6 +430,7 @@ def partition_retention(
         "config": config,
         "now_ms": now_ms,
         "remote_log_start_offset": lso if tiered else None,
+        "highest_remote_offset": highest_remote_offset,
     }
     waiting: dict[int, str] = {}
     reasons, new_start, rolls, hw, hw_source = partition_verdicts(segs, **kw, waiting=waiting)
@@ -494,6 +522,27 @@ def _rejected(root: dict[str, Any]) -> str:
     return f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
 
 
+def upload_state(metadata: RemoteLogMetadata | None, part: PartitionReport) -> tuple[int | None, str]:
+    """A tiered partition's highest offset in remote storage and where it comes from, in words: the replay
+    of its ``__remote_log_metadata`` partition when that is among the inputs, else unknown (then nothing
+    counts as uploaded and local retention is shown waiting)."""
+    if metadata is None:
+        return None, (
+            "unknown: no __remote_log_metadata partition among the inputs, so nothing counts as uploaded"
+        )
+    highest = metadata.highest_copied_offset(part.topic_id, part.topic, part.partition)
+    if highest is None:
+        return None, (
+            "unknown: the __remote_log_metadata partition holding its events is not among the inputs "
+            "(or is damaged), so nothing counts as uploaded"
+        )
+    rp = metadata.partition(part.topic_id, part.topic, part.partition)
+    where = f"{REMOTE_LOG_METADATA_TOPIC}-{rp.metadata_partition}" if rp is not None else "the metadata"
+    if highest < 0:
+        return highest, f"{where}: nothing of it is in remote storage yet"
+    return highest, f"{where}: highest offset in remote storage {highest} (COPY_SEGMENT_FINISHED)"
+
+
 def retention(
     log_dirs: Iterable[str | os.PathLike[str]],
     *,
@@ -518,7 +567,8 @@ def retention(
         if cfg is None:  # a folder the scanner gave no config (not a live partition)
             resolver = resolver or topic_config_resolver([d.path for d in report.log_dirs], options)
             cfg = resolver.resolve(part.topic)
-        pr, fs = partition_retention(part, cfg, now_ms)
+        highest, state = upload_state(report.remote, part) if part.remote_log_enabled else (None, "")
+        pr, fs = partition_retention(part, cfg, now_ms, highest, state)
         partitions.append(pr)
         findings.extend(fs)
     findings.sort(key=lambda f: f.sort_key())

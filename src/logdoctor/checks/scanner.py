@@ -27,13 +27,15 @@ from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
 from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
 from logdoctor.checks.partition import check_partition
-from logdoctor.checks.remote_tier import apply_tiered_log_start, check_remote_tier, remote_metadata_for_scan
+from logdoctor.checks.remote_tier import check_remote_tier, remote_metadata_for_scan
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
 from logdoctor.checks.tiered import (
     BrokerRemoteEvidence,
     broker_remote_evidence,
     could_be_tiered,
+    remote_metadata_evidence,
+    tiering,
     topic_tiering,
 )
 from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
@@ -47,6 +49,7 @@ from logdoctor.logdir.names import (
 )
 from logdoctor.logdir.offsets import log_start_offsets
 from logdoctor.logdir.recognize import recognize
+from logdoctor.logdir.remote_metadata import RemoteLogMetadata
 
 __all__ = ["LogDirReport", "ScanReport", "ScanUsageError", "scan", "topic_config_resolver"]
 
@@ -183,7 +186,6 @@ def scan(
         results.append(rep_p)
         if progress is not None:
             progress(len(results), len(tasks))
-    _tiered_topics(results, {(t.log_dir, t.path): t for t in tasks}, remote)
     by_dir: dict[str, list[PartitionReport]] = defaultdict(list)
     for r in results:
         by_dir[r.log_dir].append(r)
@@ -225,9 +227,11 @@ def scan(
     findings.extend(cross_dir(reports, results, groups, images))
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
-    remote = remote_metadata_for_scan(paths, results, image)
-    findings.extend(check_remote_tier(paths, results, remote, remote_storage=options.remote_storage))
-    apply_tiered_log_start(paths, results, remote)
+    remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
+    by_task = {(t.log_dir, t.path): t for t in tasks}
+    _replayed_tiering(results, by_task, remote, remote_md)
+    _tiered_topics(results, by_task, remote)
+    findings.extend(check_remote_tier(paths, results, remote_md, remote_storage=options.remote_storage))
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     findings = link_consequences(findings)
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
@@ -240,8 +244,35 @@ def scan(
         elapsed_s=time.perf_counter() - started,
         bytes_read=sum(r.bytes_read for r in results),
         metadata=image,
-        remote=remote,
+        remote=remote_md,
     )
+
+
+def _replayed_tiering(
+    results: list[PartitionReport],
+    tasks: dict[tuple[str, str], PartitionTask],
+    remote: BrokerRemoteEvidence,
+    metadata: RemoteLogMetadata | None,
+) -> None:
+    """The remote log metadata's evidence (checks.tiered, step 4 of its order, before what the log dir
+    shows) for the partitions the workers judged without it: one whose COPY_SEGMENT_FINISHED segments the
+    replay lists is a remote log, with its offsets as the broker loads one (logdir.offsets;
+    K:storage/.../log/LogLoader.java). The partition's whole decision is taken again with it, so the
+    evidence named is the first in the order."""
+    if metadata is None:
+        return
+    for r in results:
+        task = tasks.get((r.log_dir, r.path))
+        if r.kind != DirKind.LOG.value or task is None:
+            continue
+        seen = remote_metadata_evidence(metadata, r.topic_id, r.topic, r.partition)
+        if seen is None:
+            continue
+        cp = task.log_start_checkpoint
+        tier = tiering(r.topic, task.topic_config, remote, cp, r.first_base_offset, seen)
+        if tier.remote_log_enabled:
+            r.remote_log_enabled, r.tiering_evidence = True, tier.evidence
+            r.log_start_offset, r.local_log_start_offset = log_start_offsets(cp, r.first_base_offset, True)
 
 
 def _tiered_topics(

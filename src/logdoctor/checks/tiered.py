@@ -13,7 +13,11 @@ in this order, each answer naming what decided it:
 1. what the broker's rule excludes whatever the configs say: an internal topic, a compacted topic;
 2. ``remote.log.storage.system.enable=false`` given explicitly (``--server-properties``): not tiered;
 3. ``remote.storage.enable`` set for the topic (a KRaft ``ConfigRecord`` or ``--topic-config``): as set;
-4. otherwise the log dir itself: a broker with remote storage on leaves ``__remote_log_metadata-N``
+4. the replay of ``__remote_log_metadata`` (:mod:`logdoctor.logdir.remote_metadata`) listing
+   COPY_SEGMENT_FINISHED segments of the partition (not deleted remotely): only RemoteLogManager's copy
+   task of a remote log uploads a segment (K:core/src/main/java/kafka/log/remote/RemoteLogManager.java
+   RLMCopyTask), so the partition is tiered whatever its checkpoint entry says;
+5. otherwise the log dir itself: a broker with remote storage on leaves ``__remote_log_metadata-N``
    partitions (TopicBasedRemoteLogMetadataManager) or a ``remote-log-index-cache/`` folder
    (RemoteIndexCache) in its log dirs, and writes a log-start-offset-checkpoint entry for every remote
    log, where it keeps the log start below the first local segment
@@ -33,9 +37,11 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from logdoctor.checks.topic_config import KAFKA_DEFAULT, TopicConfig
 from logdoctor.logdir.names import REMOTE_LOG_INDEX_CACHE_DIR, parse_partition_dir
+from logdoctor.logdir.remote_metadata import RemoteLogMetadata
 
 __all__ = [
     "REMOTE_LOG_METADATA_TOPIC",
@@ -46,6 +52,7 @@ __all__ = [
     "broker_remote_evidence",
     "could_be_tiered",
     "partition_tiering",
+    "remote_metadata_evidence",
     "tiering",
     "topic_tiering",
 ]
@@ -120,17 +127,39 @@ class Tiering:
         return {"tiered": self.remote_log_enabled, "evidence": self.evidence}
 
 
+def remote_metadata_evidence(
+    metadata: RemoteLogMetadata | None, topic_id: str | None, topic: str, partition: int
+) -> str | None:
+    """What the replay of ``__remote_log_metadata`` shows of one partition's remote tier, in words: its
+    COPY_SEGMENT_FINISHED segments (None: no replay, no such segment, or the partition deleted remotely)."""
+    if metadata is None:
+        return None
+    rp = metadata.partition(topic_id, topic, partition)
+    if rp is None or rp.deleted or not rp.copied:
+        return None
+    n = len(rp.copied)
+    last = (rp.remote_log_end_offset or 1) - 1
+    return (
+        f"{REMOTE_LOG_METADATA_TOPIC}-{rp.metadata_partition} lists {n} remote segment{'s' if n != 1 else ''}"
+        f" of it in COPY_SEGMENT_FINISHED (offsets {rp.remote_log_start_offset}-{last}, "
+        f"{rp.remote_bytes} bytes): only a remote log's segments are "
+        "uploaded (RemoteLogManager RLMCopyTask)"
+    )
+
+
 def tiering(
     topic: str,
     config: TopicConfig | None,
     broker: BrokerRemoteEvidence | None,
     checkpoint: int | None,
     first_base_offset: int | None,
+    remote_segments: str | None = None,
 ) -> Tiering:
     """Decide for one partition (see the module docstring for the order of the evidence).
 
     ``checkpoint``: its log-start-offset-checkpoint entry (None: none or unreadable);
-    ``first_base_offset``: its first local segment (None: no segment)."""
+    ``first_base_offset``: its first local segment (None: no segment); ``remote_segments``: what the
+    remote log metadata lists of it (:func:`remote_metadata_evidence`; None: nothing or not replayed)."""
     if topic in NEVER_TIERED:
         return Tiering(False, f"{topic} is an internal topic: remote storage never applies to it")
     if config is not None and config.compact:
@@ -150,6 +179,8 @@ def tiering(
         if system is not None and system.source != KAFKA_DEFAULT:
             why += f"; remote.log.storage.system.enable={system.describe()}"
         return Tiering(True, why)
+    if remote_segments is not None:
+        return Tiering(True, remote_segments)
     below = checkpoint is not None and first_base_offset is not None and checkpoint < first_base_offset
     system_on = system is not None and system.source != KAFKA_DEFAULT and bool(system.value)
     if below and (system_on or (broker is not None and broker.any)):
@@ -218,7 +249,8 @@ class PartitionTiering:
 def partition_tiering(log_dir: str | os.PathLike[str], topic: str, partition: int) -> PartitionTiering:
     """Tiering and offsets of ``LOG_DIR/<topic>-<partition>`` from what the log dir itself holds: its
     log-start-offset-checkpoint entry, first segment, KRaft topic configs (if its metadata log is there)
-    and the remote storage it shows (no --server-properties / --topic-config here)."""
+    and the remote storage it shows, with the replay of its ``__remote_log_metadata`` partitions (no
+    --server-properties / --topic-config here)."""
     from logdoctor.checks.topic_config import TopicConfigResolver
     from logdoctor.logdir.model import LogDir
     from logdoctor.logdir.offsets import log_start_offsets
@@ -234,7 +266,16 @@ def partition_tiering(log_dir: str | os.PathLike[str], topic: str, partition: in
     first = segs[0].base_offset if segs else None
     config = TopicConfigResolver.for_log_dirs([log_dir]).resolve(topic)
     broker = broker_remote_evidence([log_dir])
-    tier = tiering(topic, config, broker, cp, first)
+    metadata = None
+    if any(os.path.basename(p).startswith(REMOTE_LOG_METADATA_TOPIC + "-") for p in broker.on_disk):
+        from logdoctor.logdir.remote_metadata import replay_remote_log_metadata
+
+        metadata = replay_remote_log_metadata([log_dir])
+
+    def replayed(p: Any) -> str | None:
+        return remote_metadata_evidence(metadata, p.topic_id, topic, p.partition)
+
+    tier = tiering(topic, config, broker, cp, first, replayed(part))
     if not tier.remote_log_enabled and could_be_tiered(topic, config, broker):
         for other in ld.partitions:
             if other.topic != topic or other.partition == partition:
@@ -244,7 +285,9 @@ def partition_tiering(log_dir: str | os.PathLike[str], topic: str, partition: in
             except OSError:
                 continue
             o_cp = None if read.error is not None or read.problems else read.get(topic, other.partition)
-            o_tier = tiering(topic, config, broker, o_cp, o_segs[0].base_offset if o_segs else None)
+            o_tier = tiering(
+                topic, config, broker, o_cp, o_segs[0].base_offset if o_segs else None, replayed(other)
+            )
             if o_tier.remote_log_enabled:
                 tier = topic_tiering(other.name, o_tier.evidence)
                 break

@@ -276,6 +276,9 @@ class ConfigInputs:
     server_properties_path: str | None = None
     broker_overrides: Mapping[str, str] = field(default_factory=dict)
     topic_overrides: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: the ``__remote_log_metadata`` partition count the server.properties gives the broker's
+    #: TopicBasedRemoteLogMetadataManager (:func:`remote_log_metadata_partitions`) and the key read
+    remote_log_metadata_partitions: tuple[int, str] | None = None
 
 
 def parse_topic_config(items: Iterable[str]) -> dict[str, dict[str, str]]:
@@ -311,6 +314,35 @@ def read_server_properties(path: str | os.PathLike[str]) -> dict[str, str]:
     return out
 
 
+#: K:storage/src/main/java/org/apache/kafka/server/log/remote/storage/RemoteLogManagerConfig.java: the
+#: broker hands its RemoteLogMetadataManager only the keys under this prefix, the prefix stripped
+#: (remoteLogMetadataManagerProps: originalsWithPrefix), so the metadata topic's partition count is
+#: ``rlmm.config.remote.log.metadata.topic.num.partitions`` by default (K:storage/.../metadata/storage/
+#: TopicBasedRemoteLogMetadataManagerConfig.java REMOTE_LOG_METADATA_TOPIC_PARTITIONS_PROP, default 50).
+RLMM_CONFIG_PREFIX_PROP = "remote.log.metadata.manager.impl.prefix"
+DEFAULT_RLMM_CONFIG_PREFIX = "rlmm.config."
+RLMM_NUM_PARTITIONS = "remote.log.metadata.topic.num.partitions"
+
+
+def remote_log_metadata_partitions(props: Mapping[str, str]) -> tuple[int, str] | None:
+    """The ``__remote_log_metadata`` partition count a broker's properties give its RLMM and the key it
+    is under (None: not set there, Kafka's default 50 applies); ValueError for a value that is not a
+    positive int. A bare ``remote.log.metadata.topic.num.partitions`` does not reach the RLMM unless the
+    prefix is set empty, so it is not read."""
+    prefix = props.get(RLMM_CONFIG_PREFIX_PROP, DEFAULT_RLMM_CONFIG_PREFIX).strip()
+    key = prefix + RLMM_NUM_PARTITIONS
+    value = props.get(key)
+    if value is None:
+        return None
+    try:
+        n = int(value.strip())
+    except ValueError:
+        n = 0
+    if n <= 0:
+        raise ValueError(f"{key}={value!r} is not a positive number of partitions")
+    return n, key
+
+
 def config_inputs(
     *,
     topic_config: Iterable[str] = (),
@@ -325,11 +357,20 @@ def config_inputs(
     if retention_bytes is not None:
         broker[LOG_RETENTION_BYTES] = str(retention_bytes)
     props = read_server_properties(server_properties) if server_properties is not None else {}
+    rlmm = None
+    if server_properties is not None:
+        from logdoctor.formats.properties import parse_properties
+
+        with open(server_properties, "rb") as fh:
+            rlmm = remote_log_metadata_partitions(
+                parse_properties(fh.read(), source=os.fspath(server_properties))
+            )
     return ConfigInputs(
         props,
         os.fspath(server_properties) if server_properties else None,
         broker,
         parse_topic_config(topic_config),
+        rlmm,
     )
 
 

@@ -48,8 +48,8 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
                 f"{p.topic}-{p.partition} ({p.log_dir}): TIERED ({p.tiered_evidence}); {local}; log start "
                 f"{p.log_start_offset} (kept: local deletions do not move it), local log start "
                 f"{p.local_log_start_offset} -> {p.new_local_log_start_offset}, end {p.log_end_offset}, high "
-                f"watermark {p.high_watermark} ({p.high_watermark_source}); {cfg.describe()}: "
-                f"{REMOTE_RETENTION}"
+                f"watermark {p.high_watermark} ({p.high_watermark_source}); upload state: {p.upload_state}; "
+                f"{cfg.describe()}: {REMOTE_RETENTION}"
             )
         else:
             title = (
@@ -69,6 +69,12 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
                 style = "bold red"
             elif s.reason:
                 style = "yellow"
+            elif s.waits_for_upload and p.upload_known:
+                verdict = (
+                    f"kept: not in remote storage yet (highest uploaded offset {p.highest_remote_offset}); "
+                    f"{s.waits_for_upload} once uploaded"
+                )
+                style = "cyan"
             elif s.waits_for_upload:
                 verdict = f"kept: {WAITS_FOR_UPLOAD} ({s.waits_for_upload} once uploaded)"
                 style = "cyan"
@@ -86,11 +92,17 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
         f"{j['deleted_segments']} segment(s), {j['deleted_bytes']:,} bytes would be deleted; "
         f"{j['retention_risk_segments']} only because of a wrong largest timestamp (RETENTION_RISK)"
     )
-    waiting = sum(len(p.waiting) for p in report.partitions)
-    if waiting:
+    unknown = sum(len(p.waiting) for p in report.partitions if not p.upload_known)
+    known = sum(len(p.waiting) for p in report.partitions if p.upload_known)
+    if known:
         console.print(
-            f"{waiting} segment(s) of tiered partitions would be deleted locally once uploaded "
-            f"({WAITS_FOR_UPLOAD}: the upload state is in the remote log metadata, not in the log dir)"
+            f"{known} segment(s) of tiered partitions are not in remote storage yet (the remote log "
+            "metadata says so) and would be deleted locally once uploaded"
+        )
+    if unknown:
+        console.print(
+            f"{unknown} segment(s) of tiered partitions would be deleted locally once uploaded "
+            f"({WAITS_FOR_UPLOAD}: the upload state is in the remote log metadata, not among the inputs)"
         )
     if report.findings:
         console.print()

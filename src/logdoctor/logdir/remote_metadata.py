@@ -380,6 +380,19 @@ class RemoteLogMetadata:
             return False
         return mp in self.metadata_dirs and mp not in self.incomplete
 
+    def highest_copied_offset(self, topic_id: str | None, topic: str, partition: int) -> int | None:
+        """UnifiedLog.highestOffsetInRemoteStorage as the broker would find it from this metadata: the
+        highest end offset of a COPY_SEGMENT_FINISHED segment (K:core/.../log/remote/RemoteLogManager.java
+        findHighestRemoteOffset), -1 when the partition's events were read and none is copied (the
+        broker's initial value), None when its events are not among the inputs (unknown)."""
+        rp = self.partition(topic_id, topic, partition)
+        if rp is not None:
+            if rp.metadata_partition in self.incomplete:
+                return None
+            end = rp.remote_log_end_offset
+            return -1 if end is None else end - 1
+        return -1 if self.covers(topic_id, partition) else None
+
     @property
     def misplaced(self) -> bool:
         return any(p.kind == "wrong-partition" for p in self.problems)

@@ -406,11 +406,14 @@ def retention_verdicts(part: PartitionView, now_ms: int) -> list[str | None]:
             return [None] * len(segs)
         ts = retention_timestamp(s.broker_largest_timestamp, s.true_largest_timestamp, mtime, s.recovered)
         rows.append((s.base_offset, s.size, ts))
-    # a tiered partition: local retention on the local log, and only uploaded segments go (checks.retention)
+    # a tiered partition: local retention on the local log, and only uploaded segments go (checks.retention);
+    # the highest offset in remote storage is the remote tier's end from the replay (None: nothing known)
+    remote = part.remote if part.tiered else None
+    highest = remote.end_offset - 1 if remote is not None and remote.end_offset is not None else None
     reasons, *_ = partition_verdicts(
         rows, log_start_offset=local if part.tiered else lso, log_end_offset=leo,
         high_watermark=part.high_watermark, config=RetentionConfig.of(cfg, part.tiered), now_ms=now_ms,
-        remote_log_start_offset=lso if part.tiered else None,
+        remote_log_start_offset=lso if part.tiered else None, highest_remote_offset=highest,
     )
     return reasons
 
@@ -434,7 +437,7 @@ def resolve_topic_configs(partitions: list[PartitionView], config_inputs: Config
     if retention is not None:
         inputs = ConfigInputs(inputs.server_properties, inputs.server_properties_path,
                               {**inputs.broker_overrides, "log.retention.ms": str(retention)},
-                              inputs.topic_overrides)
+                              inputs.topic_overrides, inputs.remote_log_metadata_partitions)
     resolvers: dict[Any, TopicConfigResolver] = {}
     for p in partitions:
         if p.topic_config is not None:
