@@ -28,7 +28,7 @@ def test_table_export_on_the_cluster(master, tmp_path, fmt):
     logdir, _ = generate_log_dir(
         tmp_path / "kafka-logs",
         [TopicSpec("events", partitions=3, records_per_partition=500, records_per_batch=5,
-                   segment_bytes=16384)],  # fmt: skip
+                   segment_bytes=16384)],
     )
     out = str(tmp_path / "table")
     args = ["export", str(logdir), "--out", out, "--format", fmt, "--master", master, "--json",
