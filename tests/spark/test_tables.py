@@ -285,3 +285,10 @@ def test_a_concurrent_iceberg_commit_is_retried_on_the_new_snapshot(spark, logdi
     rows = tu.read_table("iceberg", out)
     assert rows.num_rows == 600 + 10 + 120
     assert set(rows.column("topic").to_pylist()) == {"orders", LONG_TOPIC}
+
+
+def test_arrow_writer_off_local_points_to_the_table_formats(spark, logdir):
+    from logdoctor.spark.export import ExportError, run_export
+
+    with pytest.raises(ExportError, match=r"--writer spark, or --format iceberg\|delta"):
+        run_export(spark, [str(logdir)], "s3://bucket/out", writer="arrow")
