@@ -217,3 +217,78 @@ def test_unreachable_catalog_is_one_line_and_writes_nothing(spark, logdir, tmp_p
         )
     assert "\n" not in str(info.value)
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_partition_by_day(spark, logdir, tmp_path, fmt):
+    """--partition-by-day: topic and the UTC day of the record timestamp (kafka-python's timestamps)."""
+    import datetime as dt
+
+    import oracle
+
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, by_day=True)
+    table = tu.read_table(fmt, out)
+    assert tu.digest(table) == tu.expected(logdir)[0]
+    days = {
+        (t, dt.datetime.fromtimestamp(ts / 1000, dt.UTC).date().isoformat())
+        for log in logdir.glob("*/*.log")
+        for t, _, _, ts, _, _ in oracle.records_of(log)
+    }
+    folders = {
+        tuple(part.split("=", 1)[1] for part in f.split("/")[-3:-1]) for f in tu.data_files(fmt, out)
+    }
+    if fmt == "iceberg":
+        spec = tu.iceberg_table(out).spec()
+        assert [str(f.transform) for f in spec.fields] == ["identity", "day"]
+        assert {t for t, _ in folders} == {t for t, _ in days}  # pyiceberg names no day folder itself
+    else:
+        assert folders == days
+        assert table.column_names[-1] == "timestamp_day"
+
+
+def test_a_concurrent_iceberg_commit_is_retried_on_the_new_snapshot(spark, logdir, tmp_path, caplog):
+    """Another writer commits between our transaction's start and its commit: the commit fails, is
+    retried on the other writer's snapshot (pyiceberg 0.12 retries inside commit_transaction, logdoctor
+    around it), and the table holds both writers' rows."""
+    from logdoctor.spark.schema import records_arrow_schema
+    from logdoctor.spark.tables.iceberg import IcebergTable
+
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt="iceberg", options={"topics": "orders"})
+    other = tu.read_table("iceberg", out).slice(0, 10)  # another writer appends 10 rows again
+    table = IcebergTable(out)
+    table.load()
+    from logdoctor.spark.tables.files import FileLayout, write_table_files
+
+    layout = FileLayout(data_uri=table.data_uri, job="ldconcurrent", int16_as_int32=True)
+    from logdoctor.logdir.discovery import discover
+    from logdoctor.spark.planning import parse_read_options, plan_slices
+    from logdoctor.spark.sources import read_slice
+
+    opts = parse_read_options({"topics": LONG_TOPIC})
+    batches = [rb for sl in plan_slices(discover([str(logdir)]), opts) for rb in read_slice(sl, opts)]
+    files = write_table_files(pa.Table.from_batches(batches), layout, 0, 0)
+    tries = []
+
+    def pause(stage: str) -> None:
+        if stage == "before":
+            tries.append(stage)
+            if len(tries) == 1:
+                tu.iceberg_table(out).append(other)
+
+    import logging
+
+    with caplog.at_level(logging.WARNING):
+        table.commit([f.path for f in files], records_arrow_schema(), "append", {}, {}, pause=pause)
+    assert tries and "concurrent update" in caplog.text  # the first commit lost, a retry won
+    rows = tu.read_table("iceberg", out)
+    assert rows.num_rows == 600 + 10 + 120
+    assert set(rows.column("topic").to_pylist()) == {"orders", LONG_TOPIC}
+
+
+def test_arrow_writer_off_local_points_to_the_table_formats(spark, logdir):
+    from logdoctor.spark.export import ExportError, run_export
+
+    with pytest.raises(ExportError, match=r"--writer spark, or --format iceberg\|delta"):
+        run_export(spark, [str(logdir)], "s3://bucket/out", writer="arrow")

@@ -152,7 +152,32 @@ def demo_command(
         html_out=out / "report.html",
         now_ms=demo.now_ms,
     )
+    export_demo_table(fleet_dir, out / "records", master, console if not json_out else None)
     raise typer.Exit(0)
+
+
+def export_demo_table(fleet_dir: Path, table: Path, master: str | None, console: Console | None) -> None:
+    """Step 3: the fleet's records into an Iceberg table (README "Export to tables"), replaced on each run,
+    and how to read it with pyiceberg."""
+    from logdoctor.cli.export_tables import how_to_read
+    from logdoctor.spark.session import get_spark
+    from logdoctor.spark.tables.export import run_table_export
+
+    log_dirs = f"{fleet_dir}/broker-*/kafka-logs-*"  # a glob, as the printed command has it
+    if console is not None:
+        console.print(
+            f"\n[bold]Step 3[/bold]: the fleet's records into an Iceberg table:\n"
+            f"  logdoctor export {log_dirs} --out {table} --format iceberg --mode overwrite",
+            soft_wrap=True,
+        )
+    spark = get_spark(master, "logdoctor demo")
+    result = run_table_export(spark, [log_dirs], str(table), fmt="iceberg", mode="overwrite")
+    if console is not None:
+        console.print(
+            f"  {result.rows:,} records in {result.files} files, committed to the table "
+            f"logdoctor.records at {table} (catalog {table}.catalog.db). Read it with:"
+        )
+        console.print(f"  {how_to_read('iceberg', str(table), None, {})}", soft_wrap=True, markup=False)
 
 
 def _brokers_and_replicas(demo: DemoFleet) -> str:

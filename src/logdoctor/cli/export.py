@@ -62,8 +62,9 @@ def export_command(
         str,
         typer.Option(
             "--format",
-            help="parquet (default), or the name of any data source Spark has or is given jars for "
-            "with --conf spark.jars.packages=... (written with --writer spark; none is bundled).",
+            help="parquet (default); iceberg or delta (a table committed by pyiceberg / deltalake, README "
+            "'Export to tables'); or, with --writer spark, the name of any data source Spark has or is "
+            "given jars for with --conf spark.jars.packages=... (none is bundled).",
         ),
     ] = "parquet",
     mode: Annotated[

@@ -466,7 +466,8 @@ def choose_writer(spark: Any, out: str, fmt: str, writer: str | None) -> str:
     if writer == "arrow" and not arrow_ok:
         raise ExportError(
             "--writer arrow writes Parquet to a local folder from a local[...] master only "
-            "(its files would land on each executor's own disk); use --writer spark"
+            "(its files would land on each executor's own disk); use --writer spark, or --format "
+            "iceberg|delta (pyarrow tasks on any cluster, one commit of the table format)"
         )
     return writer
 
