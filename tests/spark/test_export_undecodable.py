@@ -119,3 +119,25 @@ def test_the_export_command_names_the_undecodable_batches_and_exits_1(hostile_di
     assert js.returncode == 1, js.stderr[-3000:]
     doc = json.loads(js.stdout)
     assert doc["rows"] == 4 and [s["base_offset"] for s in doc["skipped"]] == [1, 2]
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_a_table_export_keeps_every_readable_record_and_names_each_undecodable_batch(
+    spark, hostile_dir, tmp_path, fmt
+):
+    """The table export (issue 25) reads with the same tasks' decoder: the batches whose records do not
+    decode are named as the Parquet export names them, and the table holds every readable record (read back
+    with the format's own reader, compared with kafka-python)."""
+    from tables_util import read_table
+
+    from logdoctor.spark.tables.export import run_table_export
+
+    root, log, bad = hostile_dir
+    readable = _kafka_python_records(log)
+    out = tmp_path / fmt
+    result = run_table_export(spark, [str(root)], str(out), fmt=fmt)
+    table = read_table(fmt, out)  # pyiceberg's scan / deltalake's reader
+    exported = zip(table.column("offset").to_pylist(), table.column("value").to_pylist(), strict=True)
+    assert dict(exported) == readable and result.rows == 4
+    got = [(s.path, s.range_start, s.skipped_bytes, s.base_offset, s.last_offset) for s in result.skipped]
+    assert got == [(str(log), pos, size, off, off) for pos, size, off in bad], result.skipped

@@ -206,7 +206,7 @@ _ENTRIES = (
         "(Fetch, FetchSnapshot), raft/.../ReplicatedLog.java",
         cases={
             "metadata-log": Case(
-                "{problem}. This is the node's KRaft metadata log, not a partition like the others "
+                "{damage}. This is the node's KRaft metadata log, not a partition like the others "
                 "({voters}): {loss}",
                 "Stop the node. Another node holds this log (voters {others}): truncate it at offset {cut} "
                 "({repair}; a backup keeps the rest) and, when it starts, the node fetches the records "
@@ -215,7 +215,7 @@ _ENTRIES = (
                 "sync-replica on the metadata log.",
             ),
             "metadata-log-last-voter": Case(
-                "{problem}. This is the node's KRaft metadata log, not a partition like the others, and no "
+                "{damage}. This is the node's KRaft metadata log, not a partition like the others, and no "
                 "other node is known to hold it ({voters}): {loss}",
                 "Stop the node and copy {folder} somewhere safe first: no other voter can give the records "
                 "back. Never delete the folder (the cluster's topics, configs and ACLs would be gone) "

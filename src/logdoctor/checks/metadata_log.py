@@ -379,7 +379,7 @@ def metadata_log_corrupt(
     last = loss.last_voter
     folder = os.path.dirname(f.path)
     fields = {
-        "problem": f.message,
+        "damage": f.message,  # the LOG_CORRUPT finding's own (catalog) message: what is damaged where
         "loss": loss.loss_text(),
         "voters": loss.voters_text(),
         "folder": folder,

@@ -446,6 +446,59 @@ def _export_arrow(
     return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped
 
 
+
+def skipped_ranges(
+    spark: Any,
+    items: Sequence[str],
+    opts: Mapping[str, str],
+    writer: str,
+    undecodable: list[dict[str, Any]],
+    remote_skipped: Sequence[Mapping[str, Any]],
+) -> list[SkippedRange]:
+    """Every range an export could not read, named: the corrupt ranges of ``kafka-log-segments`` over the
+    same segments, the remote-tier segments the arrow writer's tasks could not read (``remote_skipped``),
+    and the batches whose records do not decode (``undecodable``: the arrow writer's tasks report them;
+    for the spark writer ``kafka-log-segments`` with ``checkRecords`` finds them). Shared by the Parquet
+    export and the table export (:mod:`logdoctor.spark.tables.export`)."""
+    skipped: list[SkippedRange] = []
+    # The arrow writer's tasks reported the remote-tier segments they could not read: the segments pass
+    # then lists the log dirs' segments only (the remote tier is not read twice).
+    passed = ("topics",) if writer == "arrow" else ("topics", *REMOTE_OPTIONS)
+    seg_opts = {k: v for k, v in opts.items() if k in passed}
+    if writer != "arrow":  # the arrow writer's tasks named the batches they could not decode
+        seg_opts["checkRecords"] = "true"
+    bad_rows = (
+        spark.read.format("kafka-log-segments")
+        .options(**seg_opts)
+        .load(items)
+        .where("error is not null" + (" or size(undecodable) > 0" if writer != "arrow" else ""))
+        .select("path", "valid_bytes", "size_bytes", "error", "undecodable")
+        .collect()
+    )
+    for r in bad_rows:
+        if r["error"] is not None:
+            skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
+        if writer != "arrow":
+            undecodable.extend({"path": r["path"], **u.asDict()} for u in r["undecodable"] or ())
+    for p in remote_skipped:  # remote-tier segments the arrow writer's tasks could not read
+        skipped.append(SkippedRange(p["path"], int(p["valid_bytes"]), int(p["size_bytes"]), p["error"]))
+    for u in undecodable:
+        skipped.append(
+            SkippedRange(
+                u["path"],
+                int(u["position"]),
+                int(u["position"]) + int(u["size"]),
+                f"the records of this batch do not decode: {u['error']}",
+                start=int(u["position"]),
+                end=int(u["position"]) + int(u["size"]),
+                base_offset=u["base_offset"],
+                last_offset=u["last_offset"],
+            )
+        )
+    skipped.sort(key=lambda s: (s.path, s.range_start))
+    return skipped
+
+
 def session_is_local(spark: Any) -> bool:
     """Whether the session's master is ``local[...]`` (False for a cluster or Spark Connect)."""
     from logdoctor.spark.session import is_local_master
@@ -559,42 +612,7 @@ def run_export(
     elapsed = time.perf_counter() - started
     match = topic_matcher(opts.get("topics"))
     segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
-    skipped: list[SkippedRange] = []
-    # The arrow writer's tasks reported the remote-tier segments they could not read: the segments pass
-    # then lists the log dirs' segments only (the remote tier is not read twice).
-    passed = ("topics",) if writer == "arrow" else ("topics", *REMOTE_OPTIONS)
-    seg_opts = {k: v for k, v in opts.items() if k in passed}
-    if writer != "arrow":  # the arrow writer's tasks named the batches they could not decode
-        seg_opts["checkRecords"] = "true"
-    bad_rows = (
-        spark.read.format("kafka-log-segments")
-        .options(**seg_opts)
-        .load(items)
-        .where("error is not null" + (" or size(undecodable) > 0" if writer != "arrow" else ""))
-        .select("path", "valid_bytes", "size_bytes", "error", "undecodable")
-        .collect()
-    )
-    for r in bad_rows:
-        if r["error"] is not None:
-            skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
-        if writer != "arrow":
-            undecodable.extend({"path": r["path"], **u.asDict()} for u in r["undecodable"] or ())
-    for p in remote_skipped:  # remote-tier segments the arrow writer's tasks could not read
-        skipped.append(SkippedRange(p["path"], int(p["valid_bytes"]), int(p["size_bytes"]), p["error"]))
-    for u in undecodable:
-        skipped.append(
-            SkippedRange(
-                u["path"],
-                int(u["position"]),
-                int(u["position"]) + int(u["size"]),
-                f"the records of this batch do not decode: {u['error']}",
-                start=int(u["position"]),
-                end=int(u["position"]) + int(u["size"]),
-                base_offset=u["base_offset"],
-                last_offset=u["last_offset"],
-            )
-        )
-    skipped.sort(key=lambda s: (s.path, s.range_start))
+    skipped = skipped_ranges(spark, items, opts, writer, undecodable, remote_skipped)
     return ExportResult(
         out_dir=out,
         format=fmt,

@@ -126,7 +126,7 @@ def run_table_export(
     import logdoctor
     from logdoctor.logdir.discovery import discover, split_paths
     from logdoctor.logdir.outputs import check_output_location
-    from logdoctor.spark.export import ExportError, SkippedRange
+    from logdoctor.spark.export import ExportError, skipped_ranges
     from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices, topic_matcher
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
@@ -225,18 +225,14 @@ def run_table_export(
     elapsed = time.perf_counter() - started
     match = topic_matcher(opts_map.get("topics"))
     segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
-    skipped = [
-        SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"])
-        for r in (
-            spark.read.format("kafka-log-segments")
-            .options(**({"topics": opts_map["topics"]} if "topics" in opts_map else {}))
-            .load(items)
-            .where("error is not null")
-            .select("path", "valid_bytes", "size_bytes", "error")
-            .collect()
-        )
-    ]
-    skipped.sort(key=lambda s: s.path)
+    skipped = skipped_ranges(
+        spark,
+        items,
+        opts_map,
+        "arrow",
+        [u for d in done for u in d.get("undecodable") or ()],
+        [p for d in done for p in d.get("skipped") or ()],
+    )
     return ExportResult(
         out_dir=out,
         format=fmt,

@@ -237,15 +237,26 @@ def write_task(
             files.extend(write_table_files(table, layout, task, attempt, fs, root))
         chunk, held = [], 0
 
+    # what could not be read is named, never dropped silently: batches whose records do not decode and
+    # remote-tier segments not read whole (spark.export.skipped_ranges turns both into skipped ranges)
+    undecodable: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = []
     for sl in slices:
-        for rb in read_slice(sl, opts):
+        for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
             chunk.append(rb)
             held += rb.num_rows
             if held >= rows_per_file:
                 flush()
     flush()
     rows = sum(f.rows for f in files)
-    return {"task": task, "attempt": attempt, "rows": rows, "files": files}
+    return {
+        "task": task,
+        "attempt": attempt,
+        "rows": rows,
+        "files": files,
+        "undecodable": undecodable,
+        "skipped": problems,
+    }
 
 
 def job_files(layout: FileLayout) -> list[str]:
