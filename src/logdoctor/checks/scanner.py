@@ -9,6 +9,8 @@ and topic ids across dirs, unclean-shutdown evidence) run when all partitions ar
 from __future__ import annotations
 
 import dataclasses
+import functools
+import gc
 import multiprocessing
 import os
 import time
@@ -72,6 +74,39 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
+def _worker_init(parent: int) -> None:
+    """Pool worker: dies with its parent; its garbage collector on (the parent's is off during a scan, see
+    :func:`_young_collections_only`) with what it inherited frozen, so collections never walk the
+    parent's objects."""
+    _die_with_parent(parent)
+    gc.freeze()
+    gc.enable()
+
+
+# collect cyclic garbage (Partition <-> Segment) of the partitions checked in this process every N results
+_COLLECT_EVERY = 16
+
+
+def _young_collections_only(fn: Callable[..., ScanReport]) -> Callable[..., ScanReport]:
+    """Run ``fn`` with the automatic garbage collector off. A scan keeps tens of thousands of long-lived
+    objects (tasks, reports, findings) and each automatic full collection walks all of them again:
+    with 50,000 partitions that was half of the CPU time of ``scan --quick``. The scan collects the
+    young generations itself (every ``_COLLECT_EVERY`` partitions), so the cyclic garbage of checked
+    partitions is still freed as it goes."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: object, **kwargs: object) -> ScanReport:
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+
+    return wrapper
+
+
 def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
     if jobs <= 1 or len(tasks) <= 1:
         for t in tasks:
@@ -80,7 +115,7 @@ def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
     ctx = multiprocessing.get_context("fork")
     chunk = max(1, min(64, len(tasks) // (jobs * 8)))
     with ProcessPoolExecutor(
-        max_workers=jobs, mp_context=ctx, initializer=_die_with_parent, initargs=(os.getpid(),)
+        max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
     ) as ex:
         yield from ex.map(check_partition, tasks, chunksize=chunk)
 
@@ -98,6 +133,7 @@ def topic_config_resolver(
     return TopicConfigResolver.for_log_dirs(log_dirs, inputs)
 
 
+@_young_collections_only
 def scan(
     log_dirs: Iterable[str | os.PathLike[str]],
     options: ScanOptions,
@@ -163,6 +199,8 @@ def scan(
     results: list[PartitionReport] = []
     for rep_p in _run(tasks, jobs):
         results.append(rep_p)
+        if len(results) % _COLLECT_EVERY == 0:
+            gc.collect(1)
         if progress is not None:
             progress(len(results), len(tasks))
     _tiered_topics(results, {(t.log_dir, t.path): t for t in tasks}, remote)
