@@ -39,7 +39,7 @@ from logdoctor.checks.tiered import (
 )
 from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
 from logdoctor.logdir.metadata_image import MetadataImage, replay
-from logdoctor.logdir.model import CheckpointRead, LogDir
+from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
@@ -99,7 +99,8 @@ def _young_collections_only(fn: Callable[..., ScanReport]) -> Callable[..., Scan
         enabled = gc.isenabled()
         gc.disable()
         try:
-            return fn(*args, **kwargs)
+            with shared_log_dirs():
+                return fn(*args, **kwargs)
         finally:
             if enabled:
                 gc.enable()
@@ -159,7 +160,7 @@ def scan(
     configs = topic_config_resolver(paths, options)
     remote = broker_remote_evidence(paths)
     for p in paths:
-        ld = LogDir(p)
+        ld = LogDir.shared(p)
         user = options.broker_user or BrokerUser.owner_of(p)
         rep = LogDirReport(p, user)
         check_root(ld, rep)

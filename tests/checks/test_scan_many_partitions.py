@@ -6,6 +6,8 @@ it found it."""
 from __future__ import annotations
 
 import gc
+import os
+import sys
 import weakref
 from pathlib import Path
 
@@ -68,3 +70,41 @@ def test_the_cyclic_garbage_of_checked_partitions_is_freed_during_the_scan(
     rep = scan([d], ScanOptions(depth=Depth.QUICK), jobs=1)
     assert len(rep.partitions) == 400
     assert peak < 100, peak
+
+
+def test_the_root_is_listed_and_each_checkpoint_parsed_once_per_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every check of the log dir level (root files, KRaft strays, remote tier evidence, log start offsets)
+    uses the same listing and checkpoints: with 50,000 partitions each re-listing cost 50,000 entries."""
+    from logdoctor.formats.checkpoint import new_offset_checkpoint, write_offset_checkpoint
+    from logdoctor.logdir.names import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT
+
+    d = _log_dir(tmp_path, 300)
+    entries = [(f"bench.t{i // 100}", i % 100, 0) for i in range(300)]
+    cp = write_offset_checkpoint(new_offset_checkpoint(entries))
+    for name in (RECOVERY_POINT_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT):
+        (d / name).write_bytes(cp)
+    listed: list[str] = []
+    parsed: list[str] = []
+    real_scandir, real_read = os.scandir, model._read_offset_checkpoint
+
+    def scandir(path: object = ".") -> object:
+        if sys._getframe(1).f_code.co_filename == model.__file__:  # the LogDir model's listings
+            listed.append(os.fspath(path))  # type: ignore[arg-type]
+        return real_scandir(path)  # type: ignore[arg-type]
+
+    def read(path: Path) -> model.CheckpointRead:
+        parsed.append(path.name)
+        return real_read(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    monkeypatch.setattr(model, "_read_offset_checkpoint", read)
+    rep = scan([d], ScanOptions(depth=Depth.QUICK), jobs=1)
+    assert len(rep.partitions) == 300
+    # (recognize() and the remote-tier evidence glance at the names once more, without the model)
+    assert listed.count(str(d)) == 1, listed.count(str(d))
+    assert sorted(parsed) == sorted(set(parsed)), parsed
+    assert LOG_START_OFFSET_CHECKPOINT in parsed and RECOVERY_POINT_CHECKPOINT in parsed
+    # outside a scan every LogDir reads afresh (a repair then a scan in one process sees the new files)
+    assert model.LogDir.shared(d) is not model.LogDir.shared(d)
