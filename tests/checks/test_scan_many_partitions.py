@@ -108,3 +108,21 @@ def test_the_root_is_listed_and_each_checkpoint_parsed_once_per_scan(
     assert LOG_START_OFFSET_CHECKPOINT in parsed and RECOVERY_POINT_CHECKPOINT in parsed
     # outside a scan every LogDir reads afresh (a repair then a scan in one process sees the new files)
     assert model.LogDir.shared(d) is not model.LogDir.shared(d)
+
+
+def test_the_log_dir_level_stats_no_partition_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The root-file permission check knows a partition folder is a folder from the listing: the only stat of
+    a partition folder in a scan is the partition check's own (its permissions), once."""
+    d = _log_dir(tmp_path, 300)
+    stats: list[str] = []
+    real_stat = os.stat
+
+    def stat(path: object, *a: object, **kw: object) -> os.stat_result:
+        stats.append(os.fspath(path))  # type: ignore[arg-type]
+        return real_stat(path, *a, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "stat", stat)
+    rep = scan([d], ScanOptions(depth=Depth.QUICK), jobs=1)
+    assert len(rep.partitions) == 300
+    folder = str(d / "bench.t1-7")
+    assert stats.count(folder) == 1, stats.count(folder)
