@@ -17,6 +17,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from typing import ParamSpec
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean_shutdown
@@ -83,11 +84,13 @@ def _worker_init(parent: int) -> None:
     gc.enable()
 
 
+_P = ParamSpec("_P")
+
 # collect cyclic garbage (Partition <-> Segment) of the partitions checked in this process every N results
 _COLLECT_EVERY = 16
 
 
-def _young_collections_only(fn: Callable[..., ScanReport]) -> Callable[..., ScanReport]:
+def _young_collections_only(fn: Callable[_P, ScanReport]) -> Callable[_P, ScanReport]:
     """Run ``fn`` with the automatic garbage collector off. A scan keeps tens of thousands of long-lived
     objects (tasks, reports, findings) and each automatic full collection walks all of them again:
     with 50,000 partitions that was half of the CPU time of ``scan --quick``. The scan collects the
@@ -95,7 +98,7 @@ def _young_collections_only(fn: Callable[..., ScanReport]) -> Callable[..., Scan
     partitions is still freed as it goes."""
 
     @functools.wraps(fn)
-    def wrapper(*args: object, **kwargs: object) -> ScanReport:
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> ScanReport:
         enabled = gc.isenabled()
         gc.disable()
         try:
