@@ -371,7 +371,7 @@ def _stray_findings(ctx: KraftContext, paths: list[str]) -> list[Finding]:
     im, node = ctx.image, ctx.node_id
     for path in paths:
         try:
-            strays = [p for p in LogDir(path).orphan_partitions if p.kind is DirKind.STRAY]
+            strays = [p for p in LogDir.shared(path).orphan_partitions if p.kind is DirKind.STRAY]
         except OSError:
             continue
         for sp in strays:

@@ -129,7 +129,7 @@ def list_segment_objects(store: str, tip: Any, segment_id: str) -> tuple[list[st
 def _log_start_checkpoints(paths: Iterable[str]) -> dict[str, dict[tuple[str, int], int]]:
     out: dict[str, dict[tuple[str, int], int]] = {}
     for p in paths:
-        cp = LogDir(p).checkpoint(LOG_START_OFFSET_CHECKPOINT)
+        cp = LogDir.shared(p).checkpoint(LOG_START_OFFSET_CHECKPOINT)
         out[p] = {} if cp.error is not None else dict(cp.offsets)
     return out
 
@@ -138,7 +138,7 @@ def _has_tier_evidence(paths: Iterable[str], results: Iterable[PartitionReport])
     if any(r.topic == REMOTE_LOG_METADATA_TOPIC for r in results):
         return True
     for p in paths:
-        if any(e.kind is RootEntryKind.REMOTE_LOG_INDEX_CACHE for e, _ in LogDir(p).entries):
+        if any(e.kind is RootEntryKind.REMOTE_LOG_INDEX_CACHE for e, _ in LogDir.shared(p).entries):
             return True
     return False
 

@@ -25,6 +25,7 @@ from logdoctor.logdir.names import (
     OFFSET_CHECKPOINT_FILES,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
+    RootEntryKind,
 )
 
 
@@ -102,13 +103,17 @@ def _dir_access_and_lock(ld: LogDir, rep: LogDirReport) -> None:
     rep.clean_shutdown = os.path.isfile(os.path.join(path, CLEAN_SHUTDOWN_FILE))
 
 
+_FOLDER_KINDS = (RootEntryKind.PARTITION, RootEntryKind.REMOTE_LOG_INDEX_CACHE)
+
+
 def _root_file_permissions(ld: LogDir, rep: LogDirReport) -> None:
     """Every root file the broker's user cannot read or write."""
     make = partial(catalog.make, logdir=str(ld.path))
     add = rep.findings.append
     user = rep.broker_user
     for entry, p in ld.entries:
-        if p.is_dir():
+        # partition folders and the index cache are folders by their listing: no stat for each of 50,000
+        if entry.kind in _FOLDER_KINDS or p.is_dir():
             continue
         try:
             st = os.stat(p)

@@ -107,6 +107,9 @@ def broker_remote_evidence(log_dirs: Iterable[str | os.PathLike[str]]) -> Broker
                     if e.name == REMOTE_LOG_INDEX_CACHE_DIR:
                         found.append(e.path)
                         continue
+                    # every folder of that topic (-N, and -delete/-future/-stray) starts with its name
+                    if not e.name.startswith(REMOTE_LOG_METADATA_TOPIC):
+                        continue
                     pd = parse_partition_dir(e.name)
                     if pd is not None and pd.topic == REMOTE_LOG_METADATA_TOPIC:
                         found.append(e.path)

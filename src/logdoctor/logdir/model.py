@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -58,6 +60,7 @@ __all__ = [
     "Partition",
     "Segment",
     "SmallFileRead",
+    "shared_log_dirs",
 ]
 
 
@@ -712,11 +715,43 @@ _ORPHAN_DIR_REASON = {
 }
 
 
+# LogDir.shared: the log dirs of the current shared_log_dirs() block, by path as given
+_SHARED: ContextVar[dict[str, LogDir] | None] = ContextVar("logdoctor_shared_log_dirs", default=None)
+
+
+@contextmanager
+def shared_log_dirs() -> Iterator[None]:
+    """Within this block (a scan), :meth:`LogDir.shared` gives one :class:`LogDir` per path, so its root
+    listing and checkpoints are read once however many checks ask for them (a scan of 50,000 partitions
+    listed its root three times). Nested blocks share the outer one's; per thread/context."""
+    if _SHARED.get() is not None:
+        yield
+        return
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
 class LogDir:
     """A broker log dir (one entry of ``log.dirs``). Construction reads nothing."""
 
     def __init__(self, path: str | os.PathLike[str]):
         self.path = Path(path)
+
+    @classmethod
+    def shared(cls, path: str | os.PathLike[str]) -> LogDir:
+        """The LogDir of ``path`` shared within the current :func:`shared_log_dirs` block (what it has read
+        is cached, so the files it read are read once); outside one, a new LogDir."""
+        shared = _SHARED.get()
+        if shared is None:
+            return cls(path)
+        key = os.fspath(path)
+        ld = shared.get(key)
+        if ld is None:
+            ld = shared[key] = cls(path)
+        return ld
 
     def __repr__(self) -> str:
         return f"LogDir({str(self.path)!r})"

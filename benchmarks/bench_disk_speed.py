@@ -1,0 +1,249 @@
+"""Issue 26, "offline work at disk speed": logdoctor's whole-process runs against the limits of the machine,
+in one invocation on the same files.
+
+    .venv/bin/python benchmarks/bench_disk_speed.py [--gb 1] [--partitions 50000] [--repeat 3] [--src DIR]
+
+``--src`` runs another checkout's ``src`` in the logdoctor processes (PYTHONPATH), e.g. the code before a
+change (``git archive <commit> src | tar -x -C /tmp/before``; copy the built ``_speedups*.so`` into its
+``src/logdoctor/formats``): the "before" figures.
+
+Rows (wall time, best and median of ``--repeat`` runs, page cache warm):
+- the limits: ``cat`` of the partition's .log files to /dev/null (the read limit from the page cache) and
+  crc32c (the ``crc32c`` package) over the same bytes, mapped, in this process (the checksum limit);
+- ``logdoctor scan --deep --json`` of a log dir of one partition of ``--gb`` GiB in four segments of 1 KiB
+  records (the whole process: start, imports, scan, JSON out);
+- ``logdoctor repair --apply`` of a copy of that log dir (hard links to the same .log files) whose .index
+  and .timeindex files are removed before each run: the whole process, its planning scan, the rebuild
+  and the scan after; the rebuilt indexes are checked byte for byte against the log dir's (written with
+  ``formats.recovery.rebuild_indexes``, LogSegment.recover's bytes);
+- ``logdoctor scan --quick`` (text, and ``--json``) of a log dir of ``--partitions`` empty partition
+  folders (with meta.properties, clean-shutdown marker and checkpoints naming every partition at offset 0);
+  ``find LOGDIR -maxdepth 2`` (every folder opened and listed) is the listing limit;
+- the fixed cost of a run, measured apart: ``python -c pass``, ``import logdoctor.cli.main`` and
+  ``logdoctor --help``.
+GB/s figures are bytes of the .log files / wall seconds; ratios are logdoctor's time over the limit's.
+Data is generated once with logdoctor.sample into /tmp/logdoctor-bench (never into the repo).
+"""
+
+from __future__ import annotations
+
+import argparse
+import mmap
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import BENCH_TMP, Timing, command, machine, timed
+from logdoctor.formats.checkpoint import new_offset_checkpoint, write_offset_checkpoint
+from logdoctor.formats.recovery import rebuild_indexes
+from logdoctor.sample.records import RecordDataSpec, write_segment
+
+REPO = Path(__file__).resolve().parent.parent
+BIN = Path(sys.executable).parent
+LOGDOCTOR = BIN / "logdoctor"
+TOPIC = "bench.disk"
+SEGMENTS = 4
+ROOT_FILES = {
+    "meta.properties": "version=0\nbroker.id=0\ncluster.id=AAAAAAAAAAAAAAAAAAAAAQ\n",
+    ".kafka_cleanshutdown": "",
+}
+
+
+def _root_files(log_dir: Path, entries: list[tuple[str, int, int]]) -> None:
+    cp = write_offset_checkpoint(new_offset_checkpoint(entries))
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        (log_dir / name).write_bytes(cp)
+    for name, text in ROOT_FILES.items():
+        (log_dir / name).write_text(text)
+
+
+def data_dir(gb: float) -> Path:
+    """A log dir of one partition: ``gb`` GiB of 1 KiB JSON records in four segments, offsets and
+    timestamps continuing from one segment to the next, indexes as LogSegment.recover writes them."""
+    root = BENCH_TMP / f"disk-speed-{gb:g}g"
+    log_dir = root / "logs"
+    if (root / "DONE").exists():
+        return log_dir
+    shutil.rmtree(root, ignore_errors=True)
+    part = log_dir / f"{TOPIC}-0"
+    part.mkdir(parents=True)
+    t0 = time.perf_counter()
+    base, ts = 0, 1_700_000_000_000
+    for _ in range(SEGMENTS):
+        spec = RecordDataSpec(
+            seed=base, record_count=None, target_bytes=int(gb * (1 << 30)) // SEGMENTS, value_size=1024,
+            base_offset=base, start_timestamp_ms=ts,
+        )
+        log = part / f"{base:020d}.log"
+        info = write_segment(log, spec, keep_batches=False)
+        with open(log, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            r = rebuild_indexes(memoryview(m), base, source=str(log))
+            assert r.error is None, r.error
+            (part / f"{base:020d}.index").write_bytes(r.offset_index)
+            (part / f"{base:020d}.timeindex").write_bytes(r.time_index)
+            del r
+        base, ts = info.next_offset, info.max_timestamp + 1
+    _root_files(log_dir, [(TOPIC, 0, base)])
+    (root / "DONE").write_text("")
+    print(f"  generated {log_dir} in {time.perf_counter() - t0:.1f}s", flush=True)
+    return log_dir
+
+
+def empty_partitions_dir(n: int) -> Path:
+    """A log dir of ``n`` empty partition folders (100 per topic), generated once."""
+    root = BENCH_TMP / f"empty-partitions-{n}"
+    log_dir = root / "logs"
+    if (root / "DONE").exists():
+        return log_dir
+    shutil.rmtree(root, ignore_errors=True)
+    log_dir.mkdir(parents=True)
+    entries = []
+    for i in range(n):
+        topic, p = f"bench.empty-{i // 100:05d}", i % 100
+        (log_dir / f"{topic}-{p}").mkdir()
+        entries.append((topic, p, 0))
+    _root_files(log_dir, entries)
+    (root / "DONE").write_text("")
+    return log_dir
+
+
+def _logs(log_dir: Path) -> list[Path]:
+    return sorted((log_dir / f"{TOPIC}-0").glob("*.log"))
+
+
+ENV = dict(os.environ)
+
+
+def _run(argv: list[str], ok: tuple[int, ...] = (0,)) -> int:
+    rc = subprocess.run(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, check=False
+    ).returncode
+    if rc not in ok:
+        out = subprocess.run(argv, capture_output=True, text=True, env=ENV, check=False)
+        raise SystemExit(f"{' '.join(argv)} exited {rc}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
+    return rc
+
+
+def _crc(logs: list[Path]) -> None:
+    import crc32c
+
+    for p in logs:
+        with open(p, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+            crc32c.crc32c(m)
+
+
+def _repair_copy(src: Path) -> Path:
+    """A second log dir with the same .log files (hard links) and its own root files; its indexes are
+    removed before each repair run."""
+    dst = src.parent / "repair"
+    part_src, part_dst = src / f"{TOPIC}-0", dst / f"{TOPIC}-0"
+    part_dst.mkdir(parents=True, exist_ok=True)
+    for log in _logs(src):
+        if not (part_dst / log.name).exists():
+            os.link(log, part_dst / log.name)
+    for name in os.listdir(src):
+        if (src / name).is_file():
+            shutil.copyfile(src / name, dst / name)
+    assert part_src.exists()
+    return dst
+
+
+def _repair_once(src: Path, dst: Path, backup: Path) -> None:
+    part = dst / f"{TOPIC}-0"
+    for p in part.iterdir():
+        if p.suffix != ".log":
+            p.unlink()
+    shutil.rmtree(backup, ignore_errors=True)
+    shutil.copyfile(src / ".kafka_cleanshutdown", dst / ".kafka_cleanshutdown")
+    _run([str(LOGDOCTOR), "repair", "--apply", "--backup-dir", str(backup), str(dst)])
+
+
+def _row(label: str, t: Timing, size: int | None, limit: Timing | None, limit_name: str = "") -> str:
+    rate = f" ({size / t.best / 1e9:.2f} GB/s)" if size else ""
+    ratio = f"{t.best / limit.best:.1f} x {limit_name}" if limit is not None else ""
+    return f"| {label} | {t.best:.2f} s{rate} | {t.median:.2f} s | {t.cpu:.2f} s | {ratio} |"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--gb", type=float, default=1.0, choices=(1.0, 10.0), help="GiB in the partition")
+    ap.add_argument("--partitions", type=int, default=50_000, help="empty partition folders for --quick")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--only", default="limits,startup,deep,repair,quick", help="comma-separated rows")
+    ap.add_argument("--src", type=Path, default=None,
+                    help="another checkout's src for the logdoctor processes (PYTHONPATH): 'before' figures")
+    args = ap.parse_args()
+    if args.src is not None:
+        ENV["PYTHONPATH"] = str(args.src.resolve())
+    only = set(args.only.split(","))
+    py = sys.executable
+    d = data_dir(args.gb)
+    logs = _logs(d)
+    size = sum(p.stat().st_size for p in logs)
+    load_before = Path("/proc/loadavg").read_text().split()[:3]
+    rows: list[str] = []
+    cat = crc = None
+    subprocess.run(["cat", *map(str, logs)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+    if only & {"limits", "deep", "repair"}:
+        cat = timed(args.repeat, lambda: _run(["cat", *map(str, logs)]))
+        crc = timed(args.repeat, lambda: _crc(logs))
+        rows.append(_row("`cat` of the .log files > /dev/null (read limit)", cat, size, None))
+        rows.append(_row("crc32c over the same bytes, one process (checksum limit)", crc, size, cat, "cat"))
+    if "startup" in only:
+        t = timed(args.repeat, lambda: _run([py, "-c", "pass"]))
+        rows.append(_row("`python -c pass`", t, None, None))
+        rows.append(_row(
+            "`python -c 'import logdoctor.cli.main'`",
+            timed(args.repeat, lambda: _run([py, "-c", "import logdoctor.cli.main"])), None, None,
+        ))
+        rows.append(_row(
+            "`logdoctor --help` (fixed cost of a run)",
+            timed(args.repeat, lambda: _run([str(LOGDOCTOR), "--help"])), None, None,
+        ))
+    if "deep" in only:
+        t = timed(args.repeat, lambda: _run([str(LOGDOCTOR), "scan", "--deep", "--json", str(d)]))
+        assert crc is not None and cat is not None
+        label = f"`logdoctor scan --deep --json` ({args.gb:g} GiB, 4 segments)"
+        rows.append(_row(label, t, size, cat, "cat"))
+        rows.append(f"|  |  |  |  | {t.best / crc.best:.1f} x crc32c |")
+    if "repair" in only:
+        dst = _repair_copy(d)
+        backup = d.parent / "repair-backup"
+        t = timed(args.repeat, lambda: _repair_once(d, dst, backup))
+        for log in logs:
+            for suffix in (".index", ".timeindex"):
+                name = log.with_suffix(suffix).name
+                rebuilt = (dst / f"{TOPIC}-0" / name).read_bytes()
+                assert rebuilt == (d / f"{TOPIC}-0" / name).read_bytes(), f"{name} differs"
+        assert cat is not None and crc is not None
+        rows.append(_row("`logdoctor repair --apply`, every index removed (rebuilt byte-identical)", t, size,
+                         cat, "cat"))
+        rows.append(f"|  |  |  |  | {t.best / crc.best:.1f} x crc32c |")
+    if "quick" in only:
+        e = empty_partitions_dir(args.partitions)
+        ls = timed(args.repeat, lambda: _run(["find", str(e), "-mindepth", "1", "-maxdepth", "2"]))
+        rows.append(_row(f"`find -maxdepth 2` ({args.partitions:,} folders listed; listing limit)", ls, None,
+                         None))
+        for fmt in ([], ["--json"]):
+            t = timed(args.repeat, lambda f=fmt: _run([str(LOGDOCTOR), "scan", "--quick", *f, str(e)]))
+            flag = " --json" if fmt else ""
+            label = f"`logdoctor scan --quick{flag}`, {args.partitions:,} empty partitions"
+            rows.append(_row(label, t, None, ls, "find"))
+    load_after = Path("/proc/loadavg").read_text().split()[:3]
+    print(f"command: {command()}" + (f" (PYTHONPATH={ENV['PYTHONPATH']})" if args.src else ""))
+    print(f"machine: {machine()}")
+    print(f"data: {d} ({len(logs)} segments, {size / 1e9:.2f} GB of .log)")
+    print(f"load average (1, 5, 15 min) before: {' '.join(load_before)}; after: {' '.join(load_after)}\n")
+    print("| run | best wall | median wall | CPU (best run) | best / limit |")
+    print("|---|---|---|---|---|")
+    for r in rows:
+        print(r)
+
+
+if __name__ == "__main__":
+    main()
