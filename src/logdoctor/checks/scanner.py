@@ -14,6 +14,7 @@ import gc
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
@@ -138,6 +139,10 @@ def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
     try:
         yield from results
     except BaseException:  # Ctrl-C, or the caller stopped early: no waiting for the queued partitions
+        if hasattr(signal, "SIGPIPE") and threading.current_thread() is threading.main_thread():
+            # the pool still writes to the pipes of the workers stopped here: an EPIPE there is expected,
+            # never a death by SIGPIPE (read-only commands take SIGPIPE's default: cli/main.py)
+            signal.signal(signal.SIGPIPE, signal.SIG_IGN)
         for worker in list((getattr(ex, "_processes", None) or {}).values()):
             worker.terminate()
         ex.shutdown(wait=True, cancel_futures=True)
