@@ -62,6 +62,9 @@ bench: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_dataframe.py --records 600000 --repeat 3
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark_floor.py --rows 2400000 --repeat 2
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_census.py --brokers 100 1000 --repeat 2
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_remote_tier.py --records 400000 --repeat 2
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_tables.py --records 200000 --repeat 2
+	$(PY) benchmarks/bench_disk_speed.py --gb 1 --partitions 50000 --repeat 3
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis
