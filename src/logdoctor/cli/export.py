@@ -37,6 +37,7 @@ from logdoctor.cli.export_tables import (
 )
 from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.output import text_console
+from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
 
 
 def _human(n: int) -> str:
@@ -115,16 +116,8 @@ def export_command(
             "segments are exported first, then the local ones, every offset once.",
         ),
     ] = None,
-    remote_layout: Annotated[
-        str | None,
-        typer.Option("--remote-layout", help="kafka-local or aiven (default: detected from what is stored)."),
-    ] = None,
-    remote_private_key: Annotated[
-        str | None,
-        typer.Option(
-            "--remote-private-key", metavar="PEM", help="RSA private key of Aiven's encryption (PKCS#8 PEM)."
-        ),
-    ] = None,
+    remote_layout: RemoteLayoutOption = None,
+    remote_private_key: RemotePrivateKeyOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     catalog: CatalogOption = None,
     table_name: TableNameOption = None,

@@ -56,6 +56,7 @@ from logdoctor.cli.dump.options import (
 )
 from logdoctor.cli.dump.sink import JsonSink, Sink
 from logdoctor.cli.dump.text import TextSink
+from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.logdir.files import file_kind
 from logdoctor.logdir.names import parse_partition_dir
@@ -267,16 +268,8 @@ def dump(
             "(their remote segments).",
         ),
     ] = None,
-    remote_layout: Annotated[
-        str | None,
-        typer.Option("--remote-layout", help="kafka-local or aiven (default: detected from what is stored)."),
-    ] = None,
-    remote_private_key: Annotated[
-        str | None,
-        typer.Option(
-            "--remote-private-key", metavar="PEM", help="RSA private key of Aiven's encryption (PKCS#8 PEM)."
-        ),
-    ] = None,
+    remote_layout: RemoteLayoutOption = None,
+    remote_private_key: RemotePrivateKeyOption = None,
 ) -> None:
     """Dump log-dir files like Kafka's DumpLogSegments, and more."""
     try:
