@@ -75,8 +75,13 @@ def export_command(
         ),
     ] = "error",
     partition_by: Annotated[
-        str, typer.Option("--partition-by", help="Comma-separated columns ('' for none).")
-    ] = ("topic,partition"),
+        str | None,
+        typer.Option(
+            "--partition-by",
+            help="Comma-separated columns ('' for none; default topic,partition). Parquet only: an Iceberg "
+            "or Delta table is partitioned by topic (--partition-by-day adds the day).",
+        ),
+    ] = None,
     master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
     conf: ConfOption = None,
     remote: RemoteOption = None,
@@ -155,6 +160,11 @@ def export_command(
         "remoteLayout": remote_layout,
         "remotePrivateKey": remote_private_key,
     }
+    if partition_by is not None and is_table_format(fmt, writer):  # refused, never silently ignored
+        usage_error(
+            f"--partition-by applies to the Parquet export; a {fmt} table is partitioned by topic "
+            "(--partition-by-day adds the day of the record timestamp)"
+        )
     try:
         from logdoctor.logdir.discovery import split_paths
         from logdoctor.spark.planning import discover_refs, parse_read_options
@@ -174,7 +184,8 @@ def export_command(
             "append (nothing was written or deleted)",
             EX_CANTCREAT,
         )
-    cols = tuple(c.strip() for c in partition_by.split(",") if c.strip())
+    given = partition_by if partition_by is not None else "topic,partition"
+    cols = tuple(c.strip() for c in given.split(",") if c.strip())
     with spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"):
         try:
             with err.status("starting Spark…"):
