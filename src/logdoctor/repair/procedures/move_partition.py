@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from logdoctor.checks.tiered import REMOTE_TIER_RULE, partition_tiering
+from logdoctor.formats.checkpoint import OffsetCheckpoint
 from logdoctor.logdir.disk import DiskUsage, disk_usage
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import (
@@ -42,7 +43,7 @@ from logdoctor.logdir.names import (
     DirKind,
 )
 from logdoctor.repair import copies as cp
-from logdoctor.repair.actions import copy_partition, remove_copied, rename_path
+from logdoctor.repair.actions import BackupNames, copy_partition, remove_copied, rename_path
 from logdoctor.repair.plan import Action, Change, Plan
 from logdoctor.repair.procedures import kraft
 from logdoctor.repair.procedures.common import (
@@ -122,6 +123,9 @@ def _topic_ids(src: LogDir, dst: LogDir, chosen: list[TopicPartition]) -> None:
             )
 
 
+_Checkpoints = dict[tuple[str, str], tuple[OffsetCheckpoint | None, bytes | None]]  # (log dir, file) -> read
+
+
 def _moved(u: DiskUsage, delta: int) -> DiskUsage:
     """``u`` after ``delta`` bytes were written to (or, negative, freed on) its file system."""
     if u.used_bytes is None or u.available_bytes is None:
@@ -145,6 +149,9 @@ def plan_move(
     BrokerRunningError (a broker holds a lock), writing nothing. ``force_copy`` copies even on one
     file system (what a move across file systems does). ``metadata_log_dir``: the broker's log dir
     holding ``__cluster_metadata-0`` when it is neither ``source`` nor ``destination``.
+
+    The steps: the destination's checkpoints gain the moved entries, the folders move (rename, or copy
+    and verify then remove), the source's checkpoints lose the entries.
     """
     src_dir, dst_dir, src_meta, dst_meta = open_log_dirs(source, destination)
     if src_meta.node_id != dst_meta.node_id:
@@ -158,14 +165,7 @@ def plan_move(
     _conflicts(dst, chosen)
     _topic_ids(src, dst, chosen)
     view = kraft.kraft_view([src_dir, dst_dir], metadata_log_dir) if src_meta.is_kraft else None
-    kraft_notes: list[str] = []
-    assignments: dict[TopicPartition, str | None] = {}
-    if view is not None:
-        kraft.check_directory_ids(view)
-        for tp in chosen:
-            st = kraft.partition_in_metadata(view, tp, src_meta.node_id, src.partition(*tp).topic_id)
-            assignments[tp] = st.directory(src_meta.node_id) if st is not None else None  # type: ignore[arg-type]
-        kraft_notes = _kraft_advice(view, src_dir, dst_dir, assignments)
+    assignments, kraft_notes = _kraft_assignments(view, src, chosen, src_meta.node_id, src_dir, dst_dir)
     checkpoints = {(d, n): read_checkpoint(d, n) for d in (src_dir, dst_dir) for n in MOVED_CHECKPOINTS}
 
     same_fs = cp.same_file_system(src_dir, dst_dir)
@@ -177,98 +177,16 @@ def plan_move(
     )
 
     plan, names = new_plan([src_dir, dst_dir], backup_dir, src_dir)
-    moved_entries: dict[str, list[tuple[str, int, int]]] = {}
     wanted = set(chosen)
-    for name in MOVED_CHECKPOINTS:
-        parsed, _ = checkpoints[(src_dir, name)]
-        moved_entries[name] = [
-            (t, p, o) for t, p, o in (parsed.entries if parsed else []) if (t, p) in wanted
-        ]
-
-    # 1. destination checkpoints gain the entries
-    for name in MOVED_CHECKPOINTS:
-        parsed, _ = checkpoints[(dst_dir, name)]
-        stale = {(t, p) for t, p, _ in (parsed.entries if parsed else []) if (t, p) in wanted}
-        if not moved_entries[name] and not stale:
-            continue
-        add_checkpoint_edit(
-            plan,
-            names,
-            dst_dir,
-            name,
-            checkpoints[(dst_dir, name)],
-            wanted,
-            moved_entries[name],
-            "checkpoint-entries-in",
-            f"{name} of the destination takes the moved partitions' entries",
-        )
-    # 2. the folders
+    moved_entries = _moved_entries(checkpoints, src_dir, wanted)
+    _entries_in(plan, names, dst_dir, checkpoints, wanted, moved_entries)
     per_partition: list[dict[str, Any]] = []
     tiered_notes: list[str] = []
     for tp in chosen:
-        part = src.partition(*tp)
-        s_path, d_path = str(part.path), os.path.join(dst_dir, part.name)
-        if copying:
-            manifest = os.path.join("manifests", f"{part.name}.json")
-            steps = [
-                copy_partition(s_path, d_path, manifest),
-                remove_copied(s_path, d_path, manifest, os.path.join(src_dir, delete_dir_name(tp))),
-            ]
-            how = "copy to the other file system, verify checksums, then remove the source"
-        else:
-            step = rename_path(s_path, d_path)
-            step.params["identity"] = cp.identity(s_path)  # final check: the very same files arrived
-            steps = [step]
-            how = "rename (same file system)"
-        action = Action(
-            PROCEDURE,
-            tp_name(tp),
-            f"move {part.name} from {src_dir} to {dst_dir}: {how}",
-            steps=steps,
-            changes=[
-                Change(d_path, None, sizes[tp], note=f"folder of {len(part.segments)} segment(s)"),
-                Change(s_path, sizes[tp], None, note="moved"),
-            ],
+        _move_folder(
+            plan, src, src_dir, dst_dir, tp, copying, sizes[tp], moved_entries, per_partition, tiered_notes
         )
-        plan.actions.append(action)
-        tier = partition_tiering(src_dir, *tp)
-        if tier.tiered:
-            entry = next((o for t, p, o in moved_entries[LOG_START_OFFSET_CHECKPOINT] if (t, p) == tp), None)
-            tiered_notes.append(
-                f"{tp_name(tp)} is tiered ({tier.tiering.evidence}): log start "
-                f"{tier.log_start_offset}, local log start {tier.local_log_start_offset}; its "
-                f"log-start-offset-checkpoint entry ({'none' if entry is None else entry}) moves with it "
-                f"as it is, so the broker keeps every remote segment ({REMOTE_TIER_RULE})"
-            )
-        per_partition.append(
-            {
-                "partition": tp_name(tp),
-                "bytes": sizes[tp],
-                "segments": len(part.segments),
-                **tier.to_json(),
-                "log_end_offset": part.log_end_offset,
-                "topic_id": part.topic_id,
-                "checkpoints": {
-                    n: next((o for t, p, o in moved_entries[n] if (t, p) == tp), None)
-                    for n in MOVED_CHECKPOINTS
-                },
-            }
-        )
-    # 3. source checkpoints lose them
-    for name in MOVED_CHECKPOINTS:
-        if not moved_entries[name]:
-            continue
-        add_checkpoint_edit(
-            plan,
-            names,
-            src_dir,
-            name,
-            checkpoints[(src_dir, name)],
-            wanted,
-            [],
-            "checkpoint-entries-out",
-            f"{name} of the source no longer lists the moved partitions",
-        )
+    _entries_out(plan, names, src_dir, checkpoints, wanted, moved_entries)
     plan.number_steps()
 
     before = [disk_usage(src_dir), disk_usage(dst_dir)]
@@ -303,6 +221,152 @@ def plan_move(
         }
         notes.extend(kraft_notes)
     return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def _kraft_assignments(
+    view: kraft.KraftView | None,
+    src: LogDir,
+    chosen: Sequence[TopicPartition],
+    node_id: Any,
+    src_dir: str,
+    dst_dir: str,
+) -> tuple[dict[TopicPartition, str | None], list[str]]:
+    """KRaft: the directory each chosen partition is assigned to in the metadata log, and the advice."""
+    assignments: dict[TopicPartition, str | None] = {}
+    if view is None:
+        return assignments, []
+    kraft.check_directory_ids(view)
+    for tp in chosen:
+        st = kraft.partition_in_metadata(view, tp, node_id, src.partition(*tp).topic_id)
+        assignments[tp] = st.directory(node_id) if st is not None else None
+    return assignments, _kraft_advice(view, src_dir, dst_dir, assignments)
+
+
+def _moved_entries(
+    checkpoints: _Checkpoints, src_dir: str, wanted: set[TopicPartition]
+) -> dict[str, list[tuple[str, int, int]]]:
+    """Per checkpoint file, the source's entries of the moved partitions."""
+    moved_entries: dict[str, list[tuple[str, int, int]]] = {}
+    for name in MOVED_CHECKPOINTS:
+        parsed, _ = checkpoints[(src_dir, name)]
+        moved_entries[name] = [
+            (t, p, o) for t, p, o in (parsed.entries if parsed else []) if (t, p) in wanted
+        ]
+    return moved_entries
+
+
+def _entries_in(
+    plan: Plan,
+    names: BackupNames,
+    dst_dir: str,
+    checkpoints: _Checkpoints,
+    wanted: set[TopicPartition],
+    moved_entries: dict[str, list[tuple[str, int, int]]],
+) -> None:
+    """Step 1: the destination's checkpoints gain the entries."""
+    for name in MOVED_CHECKPOINTS:
+        parsed, _ = checkpoints[(dst_dir, name)]
+        stale = {(t, p) for t, p, _ in (parsed.entries if parsed else []) if (t, p) in wanted}
+        if not moved_entries[name] and not stale:
+            continue
+        add_checkpoint_edit(
+            plan,
+            names,
+            dst_dir,
+            name,
+            checkpoints[(dst_dir, name)],
+            wanted,
+            moved_entries[name],
+            "checkpoint-entries-in",
+            f"{name} of the destination takes the moved partitions' entries",
+        )
+
+
+def _move_folder(
+    plan: Plan,
+    src: LogDir,
+    src_dir: str,
+    dst_dir: str,
+    tp: TopicPartition,
+    copying: bool,
+    size: int,
+    moved_entries: dict[str, list[tuple[str, int, int]]],
+    per_partition: list[dict[str, Any]],
+    tiered_notes: list[str],
+) -> None:
+    """Step 2: one partition's folder (rename, or copy + verify + remove), its summary and tiering note."""
+    part = src.partition(*tp)
+    s_path, d_path = str(part.path), os.path.join(dst_dir, part.name)
+    if copying:
+        manifest = os.path.join("manifests", f"{part.name}.json")
+        steps = [
+            copy_partition(s_path, d_path, manifest),
+            remove_copied(s_path, d_path, manifest, os.path.join(src_dir, delete_dir_name(tp))),
+        ]
+        how = "copy to the other file system, verify checksums, then remove the source"
+    else:
+        step = rename_path(s_path, d_path)
+        step.params["identity"] = cp.identity(s_path)  # final check: the very same files arrived
+        steps = [step]
+        how = "rename (same file system)"
+    action = Action(
+        PROCEDURE,
+        tp_name(tp),
+        f"move {part.name} from {src_dir} to {dst_dir}: {how}",
+        steps=steps,
+        changes=[
+            Change(d_path, None, size, note=f"folder of {len(part.segments)} segment(s)"),
+            Change(s_path, size, None, note="moved"),
+        ],
+    )
+    plan.actions.append(action)
+    tier = partition_tiering(src_dir, *tp)
+    if tier.tiered:
+        entry = next((o for t, p, o in moved_entries[LOG_START_OFFSET_CHECKPOINT] if (t, p) == tp), None)
+        tiered_notes.append(
+            f"{tp_name(tp)} is tiered ({tier.tiering.evidence}): log start "
+            f"{tier.log_start_offset}, local log start {tier.local_log_start_offset}; its "
+            f"log-start-offset-checkpoint entry ({'none' if entry is None else entry}) moves with it "
+            f"as it is, so the broker keeps every remote segment ({REMOTE_TIER_RULE})"
+        )
+    per_partition.append(
+        {
+            "partition": tp_name(tp),
+            "bytes": size,
+            "segments": len(part.segments),
+            **tier.to_json(),
+            "log_end_offset": part.log_end_offset,
+            "topic_id": part.topic_id,
+            "checkpoints": {
+                n: next((o for t, p, o in moved_entries[n] if (t, p) == tp), None) for n in MOVED_CHECKPOINTS
+            },
+        }
+    )
+
+
+def _entries_out(
+    plan: Plan,
+    names: BackupNames,
+    src_dir: str,
+    checkpoints: _Checkpoints,
+    wanted: set[TopicPartition],
+    moved_entries: dict[str, list[tuple[str, int, int]]],
+) -> None:
+    """Step 3: the source's checkpoints lose the entries."""
+    for name in MOVED_CHECKPOINTS:
+        if not moved_entries[name]:
+            continue
+        add_checkpoint_edit(
+            plan,
+            names,
+            src_dir,
+            name,
+            checkpoints[(src_dir, name)],
+            wanted,
+            [],
+            "checkpoint-entries-out",
+            f"{name} of the source no longer lists the moved partitions",
+        )
 
 
 def _kraft_advice(

@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from logdoctor.checks.tiered import REMOTE_TIER_RULE, partition_tiering
+from logdoctor.checks.tiered import REMOTE_TIER_RULE, PartitionTiering, partition_tiering
 from logdoctor.errors import FormatError
 from logdoctor.logdir.disk import disk_usage
 from logdoctor.logdir.model import LogDir, Partition
@@ -46,7 +46,7 @@ from logdoctor.logdir.names import (
     DirKind,
 )
 from logdoctor.repair import copies as cp
-from logdoctor.repair.actions import copy_partition, delete_with_backup, rename_path
+from logdoctor.repair.actions import BackupNames, copy_partition, delete_with_backup, rename_path
 from logdoctor.repair.plan import Action, Change, Plan
 from logdoctor.repair.procedures import kraft
 from logdoctor.repair.procedures.common import (
@@ -126,18 +126,8 @@ def plan_sync(
         )
     ld, fd = LogDir(l_dir), LogDir(f_dir)
     lp, fp = _live(ld, tp, "leader"), _live(fd, tp, "follower")
-    for p in fd.orphan_partitions:
-        if (p.topic, p.partition) == tp and p.kind is DirKind.FUTURE:
-            raise ProcedureRefused(
-                f"{p.path} exists: the follower was moving this partition between its log "
-                "dirs; finish or cancel that first"
-            )
+    _refuse_other_copies(fd, tp, lp, fp)
     l_id, f_id = lp.topic_id, fp.topic_id
-    if l_id is not None and f_id is not None and l_id != f_id:
-        raise ProcedureRefused(
-            f"topic id differs: leader {l_id} ({lp.path}/partition.metadata), follower {f_id} "
-            f"({fp.path}/partition.metadata): not the same topic (deleted and re-created?)"
-        )
     notes: list[str] = []
     metadata = _check_metadata(tp, l_dir, f_dir, l_meta, f_meta, lp, fp, notes) if f_meta.is_kraft else None
     if (l_id is None) != (f_id is None):
@@ -155,88 +145,15 @@ def plan_sync(
     plan, names = new_plan([f_dir, l_dir], backup_dir, f_dir)
     manifest = os.path.join("manifests", f"{lp.name}.json")
     f_size = cp.tree_size(fp.path)
-    plan.actions.append(
-        Action(
-            "copy-leader-partition",
-            tp_name(tp),
-            f"copy the leader's {lp.name} next to the follower's, checksummed",
-            steps=[copy_partition(str(lp.path), staging, manifest)],
-            changes=[Change(staging, None, size, note=f"from {lp.path}")],
-        )
-    )
-    old = delete_with_backup(str(fp.path), names)
-    plan.actions.append(
-        Action(
-            PROCEDURE,
-            tp_name(tp),
-            "the follower's copy goes to the backup dir; the leader's takes its place",
-            steps=[old, rename_path(staging, str(fp.path))],
-            changes=[
-                Change(
-                    str(fp.path),
-                    f_size,
-                    size,
-                    note=f"old copy kept in {os.path.join(plan.backup_dir, old.params['backup'])}",
-                )
-            ],
-        )
-    )
+    _replace_copy(plan, names, tp, lp, fp, staging, manifest, size, f_size)
 
-    entries: dict[str, dict[str, int | None]] = {}
-    names_to_sync = list(SYNCED_CHECKPOINTS)
-    if os.path.exists(os.path.join(f_dir, CLEANER_OFFSET_CHECKPOINT)):
-        names_to_sync.append(CLEANER_OFFSET_CHECKPOINT)
-    for name in names_to_sync:
-        l_cp, _ = read_checkpoint(l_dir, name)
-        f_checkpoint = read_checkpoint(f_dir, name)
-        f_cp = f_checkpoint[0]
-        value = l_cp.offsets().get(tp) if l_cp is not None else None
-        entries[name] = {"leader": value, "follower": f_cp.offsets().get(tp) if f_cp is not None else None}
-        if f_cp is None and value is None:
-            continue
-        add_checkpoint_edit(
-            plan,
-            names,
-            f_dir,
-            name,
-            f_checkpoint,
-            {tp},
-            [(tp[0], tp[1], value)] if value is not None else [],
-            "checkpoint-entry",
-            f"{name}: the follower's entry for {tp_name(tp)} becomes the leader's "
-            f"({'removed' if value is None else value})",
-        )
+    entries = _sync_checkpoints(plan, names, tp, l_dir, f_dir)
     plan.number_steps()
 
     l_tier, f_tier = partition_tiering(l_dir, *tp), partition_tiering(f_dir, *tp)
-    if l_tier.tiered or f_tier.tiered:
-        who = l_tier if l_tier.tiered else f_tier
-        leader_entry = entries[LOG_START_OFFSET_CHECKPOINT]["leader"]
-        notes.append(
-            f"{tp_name(tp)} is tiered ({who.tiering.evidence}): the follower gets only what it needs "
-            f"locally, the leader's local segments [{l_tier.local_log_start_offset}, {lp.log_end_offset}); "
-            f"offsets [{l_tier.log_start_offset}, {l_tier.local_log_start_offset}) stay in the remote tier, "
-            "shared by every replica and read by the follower's broker through its RemoteLogManager. The "
-            "follower's log-start-offset-checkpoint entry becomes the leader's "
-            f"({'none: log start 0' if leader_entry is None else leader_entry}), never raised to the first "
-            f"local segment: {REMOTE_TIER_RULE}, so a raised entry would delete remote segments below it"
-        )
+    notes.extend(_tiered_note(tp, l_tier, f_tier, lp, entries))
     l_end, f_end = lp.log_end_offset, fp.log_end_offset
-    beyond = None
-    if l_end is not None and f_end is not None and f_end > l_end:
-        first, records, nbytes = _beyond_bytes(fp, l_end)
-        beyond = {
-            "from_offset": first if first is not None else l_end,
-            "to_offset": f_end - 1,
-            "records": records,
-            "bytes": nbytes,
-        }
-        notes.append(
-            f"the follower holds offsets {beyond['from_offset']}..{beyond['to_offset']} "
-            f"({records} record(s), "
-            f"{nbytes:,} bytes) beyond the leader's log end offset {l_end}: Kafka would truncate them when "
-            f"the follower fetches; they stay in the backup dir with the follower's old copy"
-        )
+    beyond = _beyond_leader_end(fp, l_end, f_end, notes)
     summary: dict[str, Any] = {
         "partition": tp_name(tp),
         "leader": l_dir,
@@ -264,6 +181,140 @@ def plan_sync(
         "disk_usage_before": [disk_usage(f_dir).to_json(), disk_usage(l_dir).to_json()],
     }
     return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def _refuse_other_copies(fd: LogDir, tp: TopicPartition, lp: Partition, fp: Partition) -> None:
+    """Refuse a follower moving the partition between its log dirs, or copies of two different topics."""
+    for p in fd.orphan_partitions:
+        if (p.topic, p.partition) == tp and p.kind is DirKind.FUTURE:
+            raise ProcedureRefused(
+                f"{p.path} exists: the follower was moving this partition between its log "
+                "dirs; finish or cancel that first"
+            )
+    l_id, f_id = lp.topic_id, fp.topic_id
+    if l_id is not None and f_id is not None and l_id != f_id:
+        raise ProcedureRefused(
+            f"topic id differs: leader {l_id} ({lp.path}/partition.metadata), follower {f_id} "
+            f"({fp.path}/partition.metadata): not the same topic (deleted and re-created?)"
+        )
+
+
+def _replace_copy(
+    plan: Plan,
+    names: BackupNames,
+    tp: TopicPartition,
+    lp: Partition,
+    fp: Partition,
+    staging: str,
+    manifest: str,
+    size: int,
+    f_size: int,
+) -> None:
+    """The leader's copy is copied next to the follower's (checksummed), then takes its place; the
+    follower's goes to the backup dir."""
+    plan.actions.append(
+        Action(
+            "copy-leader-partition",
+            tp_name(tp),
+            f"copy the leader's {lp.name} next to the follower's, checksummed",
+            steps=[copy_partition(str(lp.path), staging, manifest)],
+            changes=[Change(staging, None, size, note=f"from {lp.path}")],
+        )
+    )
+    old = delete_with_backup(str(fp.path), names)
+    plan.actions.append(
+        Action(
+            PROCEDURE,
+            tp_name(tp),
+            "the follower's copy goes to the backup dir; the leader's takes its place",
+            steps=[old, rename_path(staging, str(fp.path))],
+            changes=[
+                Change(
+                    str(fp.path),
+                    f_size,
+                    size,
+                    note=f"old copy kept in {os.path.join(plan.backup_dir, old.params['backup'])}",
+                )
+            ],
+        )
+    )
+
+
+def _sync_checkpoints(
+    plan: Plan, names: BackupNames, tp: TopicPartition, l_dir: str, f_dir: str
+) -> dict[str, dict[str, int | None]]:
+    """The follower's checkpoint entries for ``tp`` become the leader's; returns both per file."""
+    entries: dict[str, dict[str, int | None]] = {}
+    names_to_sync = list(SYNCED_CHECKPOINTS)
+    if os.path.exists(os.path.join(f_dir, CLEANER_OFFSET_CHECKPOINT)):
+        names_to_sync.append(CLEANER_OFFSET_CHECKPOINT)
+    for name in names_to_sync:
+        l_cp, _ = read_checkpoint(l_dir, name)
+        f_checkpoint = read_checkpoint(f_dir, name)
+        f_cp = f_checkpoint[0]
+        value = l_cp.offsets().get(tp) if l_cp is not None else None
+        entries[name] = {"leader": value, "follower": f_cp.offsets().get(tp) if f_cp is not None else None}
+        if f_cp is None and value is None:
+            continue
+        add_checkpoint_edit(
+            plan,
+            names,
+            f_dir,
+            name,
+            f_checkpoint,
+            {tp},
+            [(tp[0], tp[1], value)] if value is not None else [],
+            "checkpoint-entry",
+            f"{name}: the follower's entry for {tp_name(tp)} becomes the leader's "
+            f"({'removed' if value is None else value})",
+        )
+    return entries
+
+
+def _tiered_note(
+    tp: TopicPartition,
+    l_tier: PartitionTiering,
+    f_tier: PartitionTiering,
+    lp: Partition,
+    entries: dict[str, dict[str, int | None]],
+) -> list[str]:
+    """What a tiered partition's sync copies (the local segments only) and keeps (its log start entry)."""
+    notes: list[str] = []
+    if l_tier.tiered or f_tier.tiered:
+        who = l_tier if l_tier.tiered else f_tier
+        leader_entry = entries[LOG_START_OFFSET_CHECKPOINT]["leader"]
+        notes.append(
+            f"{tp_name(tp)} is tiered ({who.tiering.evidence}): the follower gets only what it needs "
+            f"locally, the leader's local segments [{l_tier.local_log_start_offset}, {lp.log_end_offset}); "
+            f"offsets [{l_tier.log_start_offset}, {l_tier.local_log_start_offset}) stay in the remote tier, "
+            "shared by every replica and read by the follower's broker through its RemoteLogManager. The "
+            "follower's log-start-offset-checkpoint entry becomes the leader's "
+            f"({'none: log start 0' if leader_entry is None else leader_entry}), never raised to the first "
+            f"local segment: {REMOTE_TIER_RULE}, so a raised entry would delete remote segments below it"
+        )
+    return notes
+
+
+def _beyond_leader_end(
+    fp: Partition, l_end: int | None, f_end: int | None, notes: list[str]
+) -> dict[str, int] | None:
+    """The follower's offsets beyond the leader's log end (Kafka truncates them when it fetches)."""
+    beyond = None
+    if l_end is not None and f_end is not None and f_end > l_end:
+        first, records, nbytes = _beyond_bytes(fp, l_end)
+        beyond = {
+            "from_offset": first if first is not None else l_end,
+            "to_offset": f_end - 1,
+            "records": records,
+            "bytes": nbytes,
+        }
+        notes.append(
+            f"the follower holds offsets {beyond['from_offset']}..{beyond['to_offset']} "
+            f"({records} record(s), "
+            f"{nbytes:,} bytes) beyond the leader's log end offset {l_end}: Kafka would truncate them when "
+            f"the follower fetches; they stay in the backup dir with the follower's old copy"
+        )
+    return beyond
 
 
 def _check_metadata(
