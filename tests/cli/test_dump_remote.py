@@ -118,3 +118,28 @@ def test_export_refuses_a_store_without_the_partitions_before_spark(tmp_path: Pa
     res = CliRunner().invoke(app, ["export", logs, "--out", out, "--remote-layout", "aiven"])
     assert res.exit_code == 64 and "need remoteStorage" in res.output
     assert not (tmp_path / "out").exists()
+
+
+def test_export_without_the_remote_tier_names_the_offsets_it_leaves_out(tmp_path: Path) -> None:
+    """Issue 23: an export of a tiered log dir without --remote-storage returned the local records only and
+    said nothing of the others. It now names, before Spark starts and in its summary, each partition whose
+    offsets below the first local segment it does not read, and exits 1 (warnings)."""
+    import subprocess
+    import sys
+
+    tiered = realworld.require_tiered()
+    logs = tiered / "kafka-local" / "kafka-logs"
+    argv = [sys.executable, "-c", "from logdoctor.cli.main import main; main()", "export", str(logs),
+            "--out", str(tmp_path / "out"), "--master", "local[1]", "--topics", "payments"]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 1, proc.stdout[-2000:] + proc.stderr[-2000:]
+    # the README's offsets: payments-0 local from 1296, payments-1 from 2289 (kafka-local)
+    for p, first in ((0, 1296), (1, 2289)):
+        line = f"payments-{p} ({logs}): offsets 0-{first - 1} are below its first local segment"
+        assert f"warning: {line}" in proc.stderr and f"Not exported: {line}" in proc.stdout
+    with_store = subprocess.run([*argv[:6], str(tmp_path / "out2"), *argv[7:], "--remote-storage",
+                                 str(tiered / "kafka-local" / "remote")],
+                                capture_output=True, text=True, timeout=600, check=False)  # fmt: skip
+    assert with_store.returncode == 0, with_store.stdout[-2000:] + with_store.stderr[-2000:]
+    assert "Not exported" not in with_store.stdout
+    assert "below its first local segment" not in with_store.stderr

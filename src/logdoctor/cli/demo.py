@@ -160,18 +160,23 @@ def export_demo_table(fleet_dir: Path, table: Path, master: str | None, console:
     """Step 3: the fleet's records into an Iceberg table (README "Export to tables"), replaced on each run,
     and how to read it with pyiceberg."""
     from logdoctor.cli.export_tables import how_to_read
+    from logdoctor.sample.remote_tier import REMOTE_STORE_DIR
     from logdoctor.spark.session import get_spark
     from logdoctor.spark.tables.export import run_table_export
 
     log_dirs = f"{fleet_dir}/broker-*/kafka-logs-*"  # a glob, as the printed command has it
+    store = f"{fleet_dir}/{REMOTE_STORE_DIR}"  # the remote tier of the tiered partition (orders-2)
     if console is not None:
         console.print(
             f"\n[bold]Step 3[/bold]: the fleet's records into an Iceberg table:\n"
-            f"  logdoctor export {log_dirs} --out {table} --format iceberg --mode overwrite",
+            f"  logdoctor export {log_dirs} --remote-storage {store} --out {table} --format iceberg "
+            "--mode overwrite",
             soft_wrap=True,
         )
     spark = get_spark(master, "logdoctor demo")
-    result = run_table_export(spark, [log_dirs], str(table), fmt="iceberg", mode="overwrite")
+    result = run_table_export(
+        spark, [log_dirs], str(table), fmt="iceberg", mode="overwrite", options={"remoteStorage": store}
+    )
     if console is not None:
         console.print(
             f"  {result.rows:,} records in {result.files} files, committed to the table "

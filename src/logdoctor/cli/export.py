@@ -49,6 +49,34 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
+def remote_tier_not_read(refs: list) -> list[str]:
+    """Partitions whose ``log-start-offset-checkpoint`` entry is below their first local segment and whose
+    remote tier is not being read: offsets [entry, first local segment) are in the remote tier of a tiered
+    partition (KIP-405; README "Tiered storage") and would be missing from the export without a word
+    (issue 23). One line each, said before Spark starts."""
+    from logdoctor.logdir.model import LogDir
+
+    dirs: dict[str, LogDir] = {}
+    out = []
+    for ref in refs:
+        segs = ref.segments
+        if not segs or any(s.remote is not None for s in segs) or not ref.storage.is_local:
+            continue
+        d = dirs.setdefault(ref.log_dir, LogDir(ref.log_dir))
+        try:
+            entry = d.partition(ref.topic, ref.partition).log_start_offset_checkpoint
+        except (OSError, KeyError, ValueError):
+            continue
+        first = segs[0].base_offset
+        if entry is not None and entry < first:
+            out.append(
+                f"{ref.topic}-{ref.partition} ({ref.log_dir}): offsets {entry}-{first - 1} are below its "
+                f"first local segment (its log start offset checkpoint says {entry}): the remote tier of a "
+                "tiered partition, not exported; give --remote-storage URI to read them"
+            )
+    return out
+
+
 @app.command("export")
 def export_command(
     paths: Annotated[
@@ -176,6 +204,9 @@ def export_command(
         fail(f"error: {exc}", EX_NOINPUT)
     except PlanningError as exc:
         usage_error(str(exc))
+    not_read = remote_tier_not_read(refs)
+    for line in not_read:
+        err.print(f"warning: {line}", soft_wrap=True, markup=False)
     # Before Spark starts: never write or delete at, inside or above an input (exit 73).
     refuse_overlapping_outputs([out], [*split_paths(paths), *sorted({r.log_dir for r in refs})])
     if mode == "error" and output_has_data(out):  # refused before Spark starts (it takes 8-22 s)
@@ -196,6 +227,7 @@ def export_command(
             table_export_cli(
                 spark, paths, out, fmt=fmt, mode=mode, options=options, by_day=partition_by_day,
                 catalog=catalog, table=table_name, json_out=json_out, console=console, err=err,
+                not_read=not_read,
             )  # fmt: skip
         try:
             with spark_progress(err, "export", "tasks", disable=json_out) as progress:
@@ -217,7 +249,7 @@ def export_command(
         except (ExportError, PlanningError) as exc:
             usage_error(str(exc))
     if json_out:
-        print_json(result.to_json(), indent=2)
+        print_json({**result.to_json(), "remote_tier_not_read": not_read}, indent=2)
     else:
         console.print(
             f"Exported [bold]{result.rows:,}[/bold] records from {result.segments:,} segments "
@@ -237,4 +269,6 @@ def export_command(
             console.print(table)
         else:
             console.print("No corrupt range was skipped.")
-    raise typer.Exit(EX_WARNINGS if result.skipped else EX_OK)
+        for line in not_read:
+            console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
+    raise typer.Exit(EX_WARNINGS if result.skipped or not_read else EX_OK)

@@ -131,6 +131,7 @@ def table_export_cli(
     json_out: bool,
     console: Any,
     err: Any,
+    not_read: Sequence[str] = (),
 ) -> NoReturn:
     """``export --format iceberg|delta``: run, print the summary and how to read the table, exit."""
     props = parse_catalog(catalog)
@@ -149,7 +150,7 @@ def table_export_cli(
         )
     read = how_to_read(fmt, out, table, props)
     if json_out:
-        print_json({**result.to_json(), "read_with": read}, indent=2)
+        print_json({**result.to_json(), "read_with": read, "remote_tier_not_read": list(not_read)}, indent=2)
     else:
         console.print(
             f"Committed [bold]{result.rows:,}[/bold] records from {result.segments:,} segments to the "
@@ -163,4 +164,6 @@ def table_export_cli(
                 soft_wrap=True,
             )
         console.print(f"Read it with:\n  {read}", soft_wrap=True, markup=False)
-    raise typer.Exit(EX_WARNINGS if result.skipped else EX_OK)
+    for line in not_read:  # a tiered partition's remote tier not read (cli/export.remote_tier_not_read)
+        console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
+    raise typer.Exit(EX_WARNINGS if result.skipped or not_read else EX_OK)
