@@ -419,16 +419,16 @@ class RecordBatchV2(Batch):
     def records(self) -> Iterator[Record]:
         # Kafka returns an empty iterator for a count of 0 without looking at the bytes
         # (DefaultRecordBatch.iterator). The whole batch is decoded by this call (a list iterator
-        # costs less per record than a generator), so bad records raise here; except a gzip or zstd
+        # costs less per record than a generator), so bad records raise here; except a compressed
         # batch whose records do not fit one window (codecs.WINDOW): those are decompressed and decoded
         # a window at a time as they are iterated (a decompression bomb is never whole in memory), and
         # a bad record raises when its window is reached, as Kafka's compressedIterator does.
-        if self.record_count == 0 or self.compression not in (Compression.GZIP, Compression.ZSTD):
+        if self.record_count == 0 or self.compression == Compression.NONE:
             return iter(self.record_list())
         return itertools.chain.from_iterable(self.record_windows())
 
     def _section_windows(self) -> tuple[bytes, bytes | None, Iterator[bytes]]:
-        """The decompressed records section of a gzip or zstd batch as windows: (the first, the second
+        """The decompressed records section of a compressed batch as windows: (the first, the second
         or None when the first holds it all, the rest). Typed errors."""
         from logdoctor.formats import codecs
 
@@ -451,9 +451,9 @@ class RecordBatchV2(Batch):
 
     def record_windows(self) -> Iterator[list[Record]]:
         """The records as lists of about a window (``codecs.WINDOW`` bytes) each: one list for a batch
-        that is not gzip or zstd, or whose records fit one window (decoded by this call, so bad records
+        that is not compressed, or whose records fit one window (decoded by this call, so bad records
         raise here); else decompressed and decoded a window at a time as the lists are taken."""
-        if self.record_count == 0 or self.compression not in (Compression.GZIP, Compression.ZSTD):
+        if self.record_count == 0 or self.compression == Compression.NONE:
             return iter((self.record_list(),))
         first, second, windows = self._section_windows()
         if second is None:  # the usual case: one window holds every record
@@ -461,7 +461,7 @@ class RecordBatchV2(Batch):
         return self._windowed_records(first, second, windows)
 
     def small_section(self) -> bytes | None:
-        """The decompressed records section of a gzip or zstd batch when it fits one window, else None
+        """The decompressed records section of a compressed batch when it fits one window, else None
         (a batch whose records are to be read with :meth:`record_windows`)."""
         first, second, _ = self._section_windows()
         return first if second is None else None
@@ -584,7 +584,7 @@ def decode_v2_run(run: list[RecordBatchV2], *, payload: bool = True) -> tuple:
         if codec == 0 or (codec == Compression.LZ4 and c_lz4) or b.record_count == 0:
             continue
         try:
-            if codec in (Compression.GZIP, Compression.ZSTD):
+            if codec != Compression.NONE:  # lz4 here only when the C walker does not do it
                 data = b.small_section()
                 if data is None:  # more than a window: never decompressed whole here
                     if k:  # an earlier batch's bad records come first

@@ -245,10 +245,16 @@ def _snappy_decompress(data: memoryview, source: str | None, position: int | Non
 
 
 def _snappy_blocks(data: memoryview, source: str | None, position: int | None, limit: int) -> bytes:
+    out = list(_snappy_iter(data, source, position, limit))
+    return out[0] if len(out) == 1 else b"".join(out)
+
+
+def _snappy_iter(data: memoryview, source: str | None, position: int | None, limit: int) -> Iterator[bytes]:
+    """The decompressed xerial blocks one at a time (each at most 64/3 times its compressed size)."""
     n = len(data)
     if n < 16 or data[:8] != XERIAL_HEADER:
-        return _snappy_raw(data, source, position, limit)
-    out: list[bytes] = []
+        yield _snappy_raw(data, source, position, limit)
+        return
     total = 0
     pos = 16  # header + version + compatible version (their values are not checked, as xerial)
     while pos < n:
@@ -267,9 +273,8 @@ def _snappy_blocks(data: memoryview, source: str | None, position: int | None, l
             )
         block = _snappy_raw(data[pos : pos + length], source, position, limit - total)
         total += len(block)
-        out.append(block)
+        yield block
         pos += length
-    return out[0] if len(out) == 1 else b"".join(out)
 
 
 # --- lz4 ----------------------------------------------------------------------------------
@@ -321,6 +326,15 @@ def _lz4_checked_block(bd: int, frame_block: memoryview, max_block: int) -> byte
 def _lz4_decompress(
     data: memoryview, magic: int, source: str | None, position: int | None, limit: int
 ) -> bytes:
+    out = list(_lz4_iter(data, magic, source, position, limit))
+    return out[0] if len(out) == 1 else b"".join(out)
+
+
+def _lz4_iter(
+    data: memoryview, magic: int, source: str | None, position: int | None, limit: int
+) -> Iterator[bytes]:
+    """The decompressed blocks of Kafka's lz4 frame one at a time (each at most 4 MiB, its BD)."""
+
     def bad(what: str) -> CorruptRecordError:
         return _corrupt(Compression.LZ4, what, source, position)
 
@@ -353,7 +367,6 @@ def _lz4_decompress(
         if data[pos] != expected:
             raise bad(f"frame descriptor checksum {data[pos]:#04x}, computed {expected:#04x}")
     pos += 1
-    out: list[bytes] = []
     total = 0  # each block is at most max_block (4 MiB): the output stops within a block of the limit
     while True:
         if n - pos < 4:
@@ -371,18 +384,18 @@ def _lz4_decompress(
             raise bad(f"a block of {size} bytes at {pos} (stream ended prematurely)")
         try:
             if block_checksum:
-                out.append(_lz4_checked_block(bd, data[pos:end], max_block))
+                block = _lz4_checked_block(bd, data[pos:end], max_block)
             elif word & _LZ4_INCOMPRESSIBLE:
-                out.append(bytes(data[pos + 4 : end]))
+                block = bytes(data[pos + 4 : end])
             else:
-                out.append(lz4.block.decompress(data[pos + 4 : end], uncompressed_size=max_block))
+                block = lz4.block.decompress(data[pos + 4 : end], uncompressed_size=max_block)
         except (lz4.block.LZ4BlockError, RuntimeError) as e:
             raise bad(f"a bad block at {pos} ({e})") from None
-        total += len(out[-1])
+        total += len(block)
         if total > limit:
             raise _too_big(Compression.LZ4, limit, source, position)
+        yield block
         pos = end
-    return out[0] if len(out) == 1 else b"".join(out)
 
 
 # --- zstd ---------------------------------------------------------------------------------
@@ -546,15 +559,40 @@ def decompress_windows(
 ) -> Iterator[bytes]:
     """:func:`decompress` a window at a time: gzip and zstd yield pieces of about ``window`` bytes as
     they are made (a decompression bomb is never whole in memory; the limit still applies to the
-    total), the other codecs their whole output at once (snappy and lz4 blocks are small, and the C
-    walker decompresses lz4). Errors as :func:`decompress`, raised when the bad window is reached."""
+    total), snappy (xerial blocks) and lz4 (frame blocks) likewise, block by block; none whole.
+    Errors as :func:`decompress`, raised when the bad window is reached."""
     mv = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
     if codec == Compression.GZIP:
         return _gzip_windows(mv, source, position, MAX_DECOMPRESSED, window)
     if codec == Compression.ZSTD:
         _check_magic(codec, magic, source, position)
         return _zstd_windows(mv, source, position, MAX_DECOMPRESSED, window)
+    if codec == Compression.SNAPPY:
+        return _grouped(_snappy_iter(mv, source, position, MAX_DECOMPRESSED), window, Compression.SNAPPY,
+                        source, position)
+    if codec == Compression.LZ4:
+        return _grouped(_lz4_iter(mv, magic, source, position, MAX_DECOMPRESSED), window, Compression.LZ4,
+                        source, position)
     return iter((decompress(codec, mv, magic=magic, source=source, position=position),))
+
+
+def _grouped(
+    blocks: Iterator[bytes], window: int, codec: Compression, source: str | None, position: int | None
+) -> Iterator[bytes]:
+    """Blocks (snappy's <= 64/3 x 32 KiB, lz4's <= 4 MiB) joined into pieces of about ``window`` bytes."""
+    pending: list[bytes] = []
+    size = 0
+    try:
+        for block in blocks:
+            pending.append(block)
+            size += len(block)
+            if size >= window:
+                yield pending[0] if len(pending) == 1 else b"".join(pending)
+                pending, size = [], 0
+    except _BudgetExceeded:
+        raise _too_big(codec, MAX_DECOMPRESSED, source, position) from None
+    if size:
+        yield pending[0] if len(pending) == 1 else b"".join(pending)
 
 
 def compress(codec: Compression, data: Buffer, *, magic: int = 2) -> bytes:
