@@ -32,19 +32,23 @@ from typing import Annotated
 
 import typer
 
-from logdoctor.checks.index_findings import Severity
 from logdoctor.cli.app import app
 from logdoctor.cli.common import (
-    EX_DATA,
     EX_NOINPUT,
     EX_OK,
     EX_SOFTWARE,
     EX_USAGE,
-    EX_WARNINGS,
     UsageExit64,
     fail,
 )
-from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, format_failure, os_failure
+from logdoctor.cli.dump.context import (
+    DumpFailure,
+    Event,
+    FileContext,
+    finish_file,
+    format_failure,
+    os_failure,
+)
 from logdoctor.cli.dump.kinds import FileInfo, FileKind, classify
 from logdoctor.cli.dump.options import (
     DecoderChoice,
@@ -171,18 +175,7 @@ def dump_one(path: Path, opts: DumpOptions, sink: Sink) -> int:
         ctx.failure = os_failure(path, e)
     except Exception as e:  # a bug must not stop the other files: one line, exit 70 (EX_SOFTWARE)
         ctx.failure = DumpFailure(f"{path}: internal error: {type(e).__name__}: {e}", EX_SOFTWARE)
-    for w in ctx.warnings:
-        sink.warning(w)
-    sink.end_file(ctx)
-    code = EX_OK
-    if any(f.severity is Severity.WARNING for f in ctx.findings):
-        code = EX_WARNINGS
-    if any(f.severity is Severity.ERROR for f in ctx.findings):
-        code = EX_DATA
-    if ctx.failure is not None:
-        sink.error(path, ctx.failure)
-        code = max(code, ctx.failure.code)
-    return code
+    return finish_file(sink, ctx, path)
 
 
 def _readable(path: Path) -> bool:

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from logdoctor.checks.index_findings import Finding
-from logdoctor.cli.common import EX_DATA, EX_IOERR, EX_NOINPUT, EX_NOPERM
+from logdoctor.checks.index_findings import Finding, Severity
+from logdoctor.cli.common import EX_DATA, EX_IOERR, EX_NOINPUT, EX_NOPERM, EX_OK, EX_WARNINGS
 from logdoctor.cli.dump.kinds import FileInfo
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.errors import FormatError
@@ -85,3 +85,20 @@ def file_event(ctx: FileContext, size: int, **fields: Any) -> Event:
 def summary_event(ctx: FileContext, **fields: Any) -> Event:
     """The ``summary`` event that closes a file's dump."""
     return {"type": "summary", "file": ctx.file, "kind": ctx.info.kind.value, **fields}
+
+
+def finish_file(sink: Any, ctx: FileContext, where: Any) -> int:
+    """End one dumped file on ``sink`` (its warnings, its end, its failure named by ``where``) and give its
+    exit code: the worst of its findings' (warnings 1, errors 2) and its failure's."""
+    for w in ctx.warnings:
+        sink.warning(w)
+    sink.end_file(ctx)
+    code = EX_OK
+    if any(f.severity is Severity.WARNING for f in ctx.findings):
+        code = EX_WARNINGS
+    if any(f.severity is Severity.ERROR for f in ctx.findings):
+        code = EX_DATA
+    if ctx.failure is not None:
+        sink.error(where, ctx.failure)
+        code = max(code, ctx.failure.code)
+    return code

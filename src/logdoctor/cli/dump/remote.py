@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from logdoctor.cli.common import EX_DATA, EX_NOINPUT, EX_OK, EX_WARNINGS
-from logdoctor.cli.dump.context import DumpFailure, FileContext, format_failure, os_failure
+from logdoctor.cli.common import EX_NOINPUT
+from logdoctor.cli.dump.context import DumpFailure, FileContext, finish_file, format_failure, os_failure
 from logdoctor.cli.dump.kinds import FileInfo, FileKind
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
@@ -104,7 +104,6 @@ class _Location:
 
 def dump_remote(seg: SegmentRef, opts: DumpOptions, sink: Sink) -> int:
     """Dump one remote segment into ``sink`` (as :func:`logdoctor.cli.dump.dump_one` does a file)."""
-    from logdoctor.checks.index_findings import Severity
     from logdoctor.cli.dump.log import dump_log
 
     ctx = FileContext(Path(seg.storage.basename(seg.path)), FileInfo(FileKind.LOG, seg.base_offset), opts)
@@ -117,15 +116,4 @@ def dump_remote(seg: SegmentRef, opts: DumpOptions, sink: Sink) -> int:
         ctx.failure = format_failure(where, e)  # type: ignore[arg-type]
     except OSError as e:
         ctx.failure = os_failure(where, e)  # type: ignore[arg-type]
-    for w in ctx.warnings:
-        sink.warning(w)
-    sink.end_file(ctx)
-    code = EX_OK
-    if any(f.severity is Severity.WARNING for f in ctx.findings):
-        code = EX_WARNINGS
-    if any(f.severity is Severity.ERROR for f in ctx.findings):
-        code = EX_DATA
-    if ctx.failure is not None:
-        sink.error(where, ctx.failure)  # type: ignore[arg-type]
-        code = max(code, ctx.failure.code)
-    return code
+    return finish_file(sink, ctx, where)
