@@ -47,15 +47,18 @@ def test_cli_writes_the_table_and_the_printed_read_command_works(spark, logdir, 
     assert res.exit_code == 0, res.output
     assert "Committed 400 records" in res.output
     code = res.output.split("Read it with:", 1)[1].strip().splitlines()[0].strip()
-    proc = subprocess.run(
-        [sys.executable, "-c", _as_script(code)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    assert proc.stdout.strip() == "400"
+    # Five runs: a reader that crashes at interpreter exit does so in some runs only
+    # (DeltaTable.to_pyarrow_table() aborted in 44 of 60 runs on this machine).
+    for _ in range(5):
+        proc = subprocess.run(
+            [sys.executable, "-c", _as_script(code)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.strip() == "400"
 
     again = _cli(["export", str(logdir), "--out", out, "--format", fmt, "--master", "local[2]"])
     assert again.exit_code == 73 and "refused" in again.output and "exists" in again.output

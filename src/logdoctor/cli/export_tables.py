@@ -106,7 +106,15 @@ def export_to_table(
 def how_to_read(fmt: str, out: str, table: str | None, catalog: Mapping[str, str]) -> str:
     """The Python lines that read the table back with the format's own library."""
     if fmt == "delta":
-        return f"from deltalake import DeltaTable; DeltaTable({out!r}).to_pyarrow_table()"
+        # Through delta-rs's own query engine, not DeltaTable.to_pyarrow_table(): with deltalake
+        # 1.6 and pyarrow 26 the latter aborts at interpreter exit in most runs ("terminate called
+        # without an active exception", after printing its result; delta-io/delta-rs#2184), so a
+        # printed one-liner built on it exits 134 (tests/spark/test_tables_commit.py runs it 5 times).
+        return (
+            "import pyarrow as pa; from deltalake import DeltaTable, QueryBuilder; "
+            f"pa.table(QueryBuilder().register('records', DeltaTable({out!r}))"
+            ".execute('SELECT * FROM records').read_all())"
+        )
     from logdoctor.spark.tables.iceberg import DEFAULT_IDENTIFIER, catalog_properties
 
     props = {k: v for k, v in catalog_properties(out, catalog).items() if k != "init_catalog_tables"}
