@@ -185,16 +185,20 @@ def run_census_cli(
             "does not offer; use --master URL or spark-submit"
         )
     try:
-        from logdoctor.logdir.discovery import split_paths
-        from logdoctor.spark.census import discover_brokers
         from logdoctor.spark.census_inputs import classify, is_uri
 
-        items = split_paths([p for p in paths if not is_uri(p)])
-        refuse_non_log_dirs([i for i in items if not _is_inventory(i)])
-        classified = classify(paths)
-        brokers = discover_brokers(classified.log_dir_paths) if classified.log_dir_paths else []
+        # the inputs classified once, here, and passed down to the census job (the refusals of a local
+        # path that is no log dir nor holds one come first, as for every command)
+        classified = classify(
+            paths,
+            check=lambda items: refuse_non_log_dirs(
+                [i for i in items if not is_uri(i) and not _is_inventory(i)]
+            ),
+        )
+        brokers = classified.brokers()
     except (CensusError, PlanningError) as exc:
         usage_error(str(exc))
+    items = [i for i in classified.items if not is_uri(i)]
     inputs = [*items, *(ld for b in brokers for ld in b.log_dirs), *classified.inventories]
     refuse_overlapping_outputs([out, html_out], inputs)
     with spark_interruptible(f"logdoctor census was stopped; its output {out} is incomplete"):
@@ -205,7 +209,7 @@ def run_census_cli(
             fail(f"error: {exc}", EX_UNAVAILABLE)
         with spark_progress(err, "census", "brokers", disable=json_out) as progress:
             result = run_census(
-                spark, paths, out, now_ms=now_ms, progress=progress, config_inputs=config_inputs
+                spark, classified, out, now_ms=now_ms, progress=progress, config_inputs=config_inputs
             )
     if html_out is not None:
         from logdoctor.report import write_census_report

@@ -27,7 +27,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the census API)
     NEARLY_FULL_ERROR,
@@ -44,6 +44,9 @@ from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the censu
     scan_broker,
     used_pct,
 )
+
+if TYPE_CHECKING:
+    from logdoctor.spark.census_inputs import CensusInputs
 
 # --- the job -----------------------------------------------------------------------------------------
 
@@ -98,7 +101,7 @@ class CensusResult:
 
 def run_census(
     spark: Any,
-    paths: Sequence[str],
+    paths: Sequence[str] | CensusInputs,
     out_dir: str | os.PathLike[str],
     *,
     now_ms: int | None = None,
@@ -113,13 +116,15 @@ def run_census(
     one Spark job, a task per broker; the join of the replicas of every topic-partition, their lag and
     the fleet findings are Spark SQL (:mod:`logdoctor.spark.census_sql`), written by Spark; the driver
     keeps the log dirs, the counts and the first rows of the other tables. ``simulated_disks`` (the demo
-    fleet's, tests': :mod:`logdoctor.logdir.disk`) replaces statvfs for the log dirs it names.
+    fleet's, tests': :mod:`logdoctor.logdir.disk`) replaces statvfs for the log dirs it names. PATHS may
+    be the inputs already classified (``census_inputs.classify``, as ``logdoctor census`` does): they are
+    not walked again.
     """
-    from logdoctor.spark.census_inputs import classify, load_inputs
+    from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs
     from logdoctor.spark.census_sql import COLLECT_LIMIT, census_frames, first_rows, severity_counts
 
     started = time.perf_counter()
-    inputs = classify(paths)
+    inputs = paths if isinstance(paths, CensusInputs) else classify(paths)
     now = int(time.time() * 1000) if now_ms is None else now_ms
     frames_in = load_inputs(
         spark, inputs, now, config_inputs=config_inputs, progress=progress, simulated_disks=simulated_disks

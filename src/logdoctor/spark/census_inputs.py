@@ -25,7 +25,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,10 +66,30 @@ def ddl_names(ddl: str) -> list[str]:
 
 @dataclass(slots=True)
 class CensusInputs:
-    """What the PATHS are: log-dir paths (for discover_brokers) and inventory files (local or URI)."""
+    """What the PATHS are, found once (:func:`classify`) and passed down (the CLI's checks, the census job).
+
+    ``items``: every PATH, commas split and local globs expanded (URIs as given); ``log_dir_paths``: those
+    holding log dirs, with the log dirs found under each in ``found``; ``inventories``: inventory files
+    (local or URI). :meth:`brokers` groups the log dirs by broker (once)."""
 
     log_dir_paths: list[str] = field(default_factory=list)
     inventories: list[str] = field(default_factory=list)
+    items: list[str] = field(default_factory=list)
+    found: dict[str, list[str]] = field(default_factory=dict)
+    _brokers: list[Any] | None = None
+
+    def brokers(self) -> list[Any]:
+        """The log-dir inputs' brokers (``census_rules.BrokerInput``, not yet named: :func:`name_brokers`),
+        grouped from the log dirs :func:`classify` found (no second walk of the inputs)."""
+        if self._brokers is None:
+            from logdoctor.spark.census_rules import group_found_log_dirs
+
+            self._brokers = (
+                group_found_log_dirs([(p, self.found[p]) for p in self.log_dir_paths])
+                if self.log_dir_paths
+                else []
+            )
+        return self._brokers
 
 
 def is_uri(path: str) -> bool:
@@ -105,9 +125,10 @@ def _list_uri(uri: str) -> list[str]:
     raise FileNotFoundError(f"{uri}: no such file or folder")
 
 
-def classify(paths: Sequence[str]) -> CensusInputs:
-    """Sort PATHS (globs expanded) into log-dir inputs and inventory files.
+def classify(paths: Sequence[str], *, check: Callable[[list[str]], None] | None = None) -> CensusInputs:
+    """Sort PATHS (globs expanded) into log-dir inputs and inventory files, each input visited once.
 
+    ``check`` (the CLI's refusals) is given every PATH, split and expanded, before any is classified.
     Raises ``CensusError`` for a path that does not exist or holds neither log dirs nor inventories."""
     from logdoctor.logdir.discovery import find_log_dirs
     from logdoctor.spark.census_rules import CensusError, refuse_remote_log_dirs
@@ -130,6 +151,9 @@ def classify(paths: Sequence[str]) -> CensusInputs:
                 items.append(part)
     if not items:
         raise CensusError("no path given")
+    if check is not None:
+        check(list(items))
+    out.items = list(items)
     for item in items:
         if is_uri(item):
             try:
@@ -152,8 +176,10 @@ def classify(paths: Sequence[str]) -> CensusInputs:
             continue
         if not os.path.isdir(item):
             raise CensusError(f"{item}: no such file or folder")
-        if find_log_dirs(os.path.abspath(item)):
+        found = find_log_dirs(os.path.abspath(item))
+        if found:
             out.log_dir_paths.append(item)
+            out.found[item] = found
             continue
         files = sorted(
             os.path.join(os.path.abspath(item), n) for n in os.listdir(item) if _is_inventory_name(n)
@@ -336,7 +362,7 @@ def load_inputs(
     """DataFrames of every input: log dirs scanned on the executors, inventories read by Spark."""
     from pyspark.sql import functions as F
 
-    from logdoctor.spark.census_rules import BrokerInput, group_log_dirs, name_brokers, scan_broker
+    from logdoctor.spark.census_rules import BrokerInput, name_brokers, scan_broker
 
     replica_cols, dir_cols, finding_cols = (
         ddl_names(REPLICA_DDL),
@@ -345,7 +371,7 @@ def load_inputs(
     )
     frames: dict[str, list[Any]] = {"replicas": [], "log_dirs": [], "findings": []}
     cached: list[Any] = []
-    raw = group_log_dirs(inputs.log_dir_paths) if inputs.log_dir_paths else []
+    raw = inputs.brokers()
     if progress is not None:
         progress(0, len(raw) + len(inputs.inventories))
     checked = (

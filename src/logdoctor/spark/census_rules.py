@@ -62,25 +62,35 @@ def group_log_dirs(paths: Sequence[str]) -> list[BrokerInput]:
     broker has one metadata log: dirs of one (cluster.id, node id) that each hold a ``__cluster_metadata-0``
     are as many brokers (the dirs without one join them only when there is a single such broker).
     The brokers still need their census names and cluster keys (:func:`name_brokers`)."""
-    from logdoctor.checks.cross_dir import split_by_metadata_log
     from logdoctor.logdir.discovery import find_log_dirs, split_paths
-    from logdoctor.logdir.metadata_image import replay
 
-    groups: dict[tuple[str, str], list[str]] = {}
-    ids: dict[tuple[str, str], tuple[int | None, str | None]] = {}
     items = split_paths(list(paths))
     if not items:
         raise CensusError("no path given")
+    found: list[tuple[str, list[str]]] = []
     for item in items:
         if "://" in item and not item.startswith("file:"):
             refuse_remote_log_dirs(item)
             raise CensusError(f"{item}: a URI; the census takes log dirs on a local disk, and inventories")
         if not os.path.isdir(item):
             raise CensusError(f"{item}: no such folder")
-        found = find_log_dirs(os.path.abspath(item))
-        if not found:
+        log_dirs = find_log_dirs(os.path.abspath(item))
+        if not log_dirs:
             raise CensusError(f"{item}: no Kafka log dir found there")
-        for ld in found:
+        found.append((item, log_dirs))
+    return group_found_log_dirs(found)
+
+
+def group_found_log_dirs(found: Sequence[tuple[str, Sequence[str]]]) -> list[BrokerInput]:
+    """:func:`group_log_dirs` of the log dirs already found under each input path: (path, its log dirs),
+    as ``census_inputs.classify`` found them."""
+    from logdoctor.checks.cross_dir import split_by_metadata_log
+    from logdoctor.logdir.metadata_image import replay
+
+    groups: dict[tuple[str, str], list[str]] = {}
+    ids: dict[tuple[str, str], tuple[int | None, str | None]] = {}
+    for item, log_dirs in found:
+        for ld in log_dirs:
             bid, cluster = _meta(ld)
             if bid is not None:
                 label = f"broker-{bid}"
