@@ -131,7 +131,7 @@ def classify(paths: Sequence[str], *, check: Callable[[list[str]], None] | None 
     ``check`` (the CLI's refusals) is given every PATH, split and expanded, before any is classified.
     Raises ``CensusError`` for a path that does not exist or holds neither log dirs nor inventories."""
     from logdoctor.logdir.discovery import find_log_dirs
-    from logdoctor.spark.census_rules import CensusError, refuse_remote_log_dirs
+    from logdoctor.spark.census_input_checks import CensusError, refuse_remote_log_dirs
 
     out = CensusInputs()
     items: list[str] = []

@@ -16,10 +16,7 @@ from logdoctor.checks import catalog
 from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN  # the one threshold, scan's
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.logdir.names import METADATA_TOPIC
-
-
-class CensusError(ValueError):
-    """Bad census input (no log dir found, a path that does not exist)."""
+from logdoctor.spark.census_input_checks import CensusError, refuse_remote_log_dirs
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,34 +178,6 @@ def clusters_finding(brokers: Sequence[BrokerInput]) -> dict[str, Any] | None:
         "fix": f.fix,
         "fix_command": "",
     }
-
-
-REMOTE_LOG_DIRS = (
-    "{item} holds Kafka log dirs ({shown}) at a URI: the census scans log dirs on a local disk only (the "
-    "scan reads their files with mmap, listings, owners and modes, the broker's .lock). Collect an "
-    "inventory of each broker where its log dirs are, `logdoctor inventory LOGDIR... --out "
-    "s3://bucket/inventories/broker-ID.parquet`, and give the census the inventories (files, folders or "
-    "URIs of them); `logdoctor export` and the kafka-log data sources read log dirs at URIs directly"
-)
-
-
-def refuse_remote_log_dirs(item: str) -> None:
-    """Raise ``CensusError`` (naming ``logdoctor inventory``) when the URI ``item`` (a glob allowed)
-    is or holds Kafka log dirs; return when it does not."""
-    import glob
-
-    from logdoctor.logdir.discovery import find_log_dirs
-    from logdoctor.logdir.storage import Storage
-
-    try:
-        storage, loc = Storage.of(item)
-        places = storage.glob(loc) if glob.has_magic(loc.split("://", 1)[1]) else [loc]
-        found = [ld for place in places for ld in find_log_dirs(place, storage=storage)]
-    except (OSError, ValueError):
-        return
-    if found:
-        shown = ", ".join(found[:3]) + (", ..." if len(found) > 3 else "")
-        raise CensusError(REMOTE_LOG_DIRS.format(item=item, shown=shown))
 
 
 # --- the per-broker task (runs on an executor) --------------------------------------------------------
