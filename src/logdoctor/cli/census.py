@@ -15,25 +15,16 @@ from rich.console import Console
 from rich.table import Table
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import (
-    EX_DATA,
-    EX_NOINPUT,
-    EX_OK,
-    EX_UNAVAILABLE,
-    EX_WARNINGS,
-    ConfOption,
-    RemoteOption,
-    VerboseOption,
-    fail,
-    parse_now,
-    print_json,
-    refuse_overlapping_outputs,
-    render_findings,
-    spark_progress,
-    usage_error,
-)
+from logdoctor.cli.error_lines import fail, usage_error
+from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
+from logdoctor.cli.findings_output import VerboseOption, render_findings
+from logdoctor.cli.input_checks import refuse_overlapping_outputs
 from logdoctor.cli.interrupts import spark_interruptible
+from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
+from logdoctor.cli.progress import spark_progress
+from logdoctor.cli.spark_options import ConfOption, RemoteOption
+from logdoctor.cli.timeparse import parse_now
 from logdoctor.cli.topic_options import (
     NowOption,
     ServerPropertiesOption,

@@ -12,8 +12,10 @@ import typer
 from rich.console import Console
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import EX_CANTCREAT, fail, parse_now
+from logdoctor.cli.error_lines import fail
+from logdoctor.cli.exit_codes import EX_CANTCREAT
 from logdoctor.cli.output import text_console
+from logdoctor.cli.timeparse import parse_now
 
 if TYPE_CHECKING:
     from logdoctor.sample.fleet import DemoFleet

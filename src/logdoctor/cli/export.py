@@ -13,21 +13,8 @@ import typer
 from rich.table import Table
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import (
-    EX_CANTCREAT,
-    EX_NOINPUT,
-    EX_OK,
-    EX_UNAVAILABLE,
-    EX_WARNINGS,
-    ConfOption,
-    RemoteOption,
-    fail,
-    print_json,
-    refuse_overlapping_outputs,
-    require_inputs_exist,
-    spark_progress,
-    usage_error,
-)
+from logdoctor.cli.error_lines import fail, usage_error
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOINPUT, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
 from logdoctor.cli.export_tables import (
     CatalogOption,
     PartitionByDayOption,
@@ -35,9 +22,13 @@ from logdoctor.cli.export_tables import (
     is_table_format,
     table_export_cli,
 )
+from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_inputs_exist
 from logdoctor.cli.interrupts import spark_interruptible
+from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
+from logdoctor.cli.progress import spark_progress
 from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
+from logdoctor.cli.spark_options import ConfOption, RemoteOption
 
 
 def _human(n: int) -> str:

@@ -12,15 +12,10 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from logdoctor.cli.common import (
-    EX_CANTCREAT,
-    EX_OK,
-    EX_WARNINGS,
-    fail,
-    print_json,
-    spark_progress,
-    usage_error,
-)
+from logdoctor.cli.error_lines import fail, usage_error
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_OK, EX_WARNINGS
+from logdoctor.cli.jsonout import print_json
+from logdoctor.cli.progress import spark_progress
 
 CatalogOption = Annotated[
     list[str] | None,

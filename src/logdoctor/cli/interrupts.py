@@ -31,7 +31,8 @@ __all__ = ["RunInterrupts", "interrupted", "run_interrupted_line", "run_interrup
 
 def interrupted(what: str) -> NoReturn:
     """``interrupted: WHAT`` on stderr and exit 130 (:attr:`ExitCode.INTERRUPTED`)."""
-    from logdoctor.cli.common import ExitCode, fail
+    from logdoctor.cli.error_lines import fail
+    from logdoctor.cli.exit_codes import ExitCode
 
     fail(f"interrupted: {what}", ExitCode.INTERRUPTED)
 

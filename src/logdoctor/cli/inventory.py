@@ -20,18 +20,11 @@ import typer
 
 from logdoctor.checks.context import Depth
 from logdoctor.cli.app import app
-from logdoctor.cli.common import (
-    EX_CANTCREAT,
-    EX_OK,
-    fail,
-    os_error,
-    parse_now,
-    refuse_overlapping_outputs,
-    require_log_dirs,
-    tool_failure,
-    usage_error,
-)
+from logdoctor.cli.error_lines import fail, os_error, tool_failure, usage_error
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_OK
+from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_log_dirs
 from logdoctor.cli.output import text_console
+from logdoctor.cli.timeparse import parse_now
 from logdoctor.cli.topic_options import (
     NowOption,
     ServerPropertiesOption,

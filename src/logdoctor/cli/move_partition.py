@@ -19,15 +19,10 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import (
-    ApplyOption,
-    JsonOption,
-    UsageExit64,
-    journal_options,
-    one_mode,
-    require_log_dirs,
-    usage_error,
-)
+from logdoctor.cli.common import UsageExit64
+from logdoctor.cli.error_lines import usage_error
+from logdoctor.cli.input_checks import require_log_dirs
+from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options, one_mode
 from logdoctor.cli.procedure import run_procedure
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,

@@ -12,20 +12,14 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from logdoctor.cli.common import (
-    DRY_RUN_LINE,
-    EX_FAILED,
-    CopyProgress,
-    print_journal_preview,
-    print_json,
-    print_plan,
-    print_run_paths,
-    print_run_status,
-    require_input_file,
-    run_errors,
-)
+from logdoctor.cli.exit_codes import EX_FAILED
+from logdoctor.cli.input_checks import require_input_file
 from logdoctor.cli.interrupts import run_interrupts
+from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
+from logdoctor.cli.plan_output import DRY_RUN_LINE, print_journal_preview, print_plan
+from logdoctor.cli.progress import CopyProgress
+from logdoctor.cli.run_status import print_run_paths, print_run_status, run_errors
 from logdoctor.logdir.disk import DiskUsage, disk_usage
 from logdoctor.repair.apply import RefusedError, RunResult
 from logdoctor.repair.journal import JOURNAL_NAME, JournalError

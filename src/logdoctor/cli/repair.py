@@ -30,27 +30,17 @@ from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.checks.scanner import ScanReport, scan
 from logdoctor.cli.app import app
-from logdoctor.cli.common import (
-    DRY_RUN_LINE,
-    EX_FAILED,
-    ApplyOption,
-    JsonOption,
-    UsageExit64,
-    VerboseOption,
-    journal_options,
-    print_code_paths,
-    print_journal_preview,
-    print_json,
-    print_plan,
-    print_run_paths,
-    print_run_status,
-    require_input_file,
-    require_log_dirs,
-    run_errors,
-    usage_error,
-)
+from logdoctor.cli.common import UsageExit64
+from logdoctor.cli.error_lines import usage_error
+from logdoctor.cli.exit_codes import EX_FAILED
+from logdoctor.cli.findings_output import VerboseOption
+from logdoctor.cli.input_checks import require_input_file, require_log_dirs
 from logdoctor.cli.interrupts import run_interrupts
+from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
+from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options
+from logdoctor.cli.plan_output import DRY_RUN_LINE, print_code_paths, print_journal_preview, print_plan
+from logdoctor.cli.run_status import print_run_paths, print_run_status, run_errors
 from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, preview, resume, rollback

@@ -20,19 +20,14 @@ from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN
 from logdoctor.checks.findings import Severity
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
 from logdoctor.cli.app import app
-from logdoctor.cli.common import (
-    UsageExit64,
-    VerboseOption,
-    parse_now,
-    print_json,
-    progress_bar,
-    refuse_overlapping_outputs,
-    render_findings,
-    require_log_dirs,
-    tool_failure,
-    usage_error,
-)
+from logdoctor.cli.common import UsageExit64
+from logdoctor.cli.error_lines import tool_failure, usage_error
+from logdoctor.cli.findings_output import VerboseOption, render_findings
+from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_log_dirs
+from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
+from logdoctor.cli.progress import progress_bar
+from logdoctor.cli.timeparse import parse_now
 from logdoctor.cli.topic_options import (
     NowOption,
     ServerPropertiesOption,

@@ -8,7 +8,8 @@ from typing import Annotated
 import typer
 
 from logdoctor.checks.topic_config import ConfigInputs, config_inputs
-from logdoctor.cli.common import EX_IOERR, EX_NOINPUT, EX_NOPERM, fail, usage_error
+from logdoctor.cli.error_lines import fail, usage_error
+from logdoctor.cli.exit_codes import EX_IOERR, EX_NOINPUT, EX_NOPERM
 
 TopicConfigOption = Annotated[
     list[str] | None,

@@ -33,14 +33,7 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import (
-    EX_NOINPUT,
-    EX_OK,
-    EX_SOFTWARE,
-    EX_USAGE,
-    UsageExit64,
-    fail,
-)
+from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.dump.context import (
     DumpFailure,
     Event,
@@ -60,6 +53,8 @@ from logdoctor.cli.dump.options import (
 )
 from logdoctor.cli.dump.sink import JsonSink, Sink
 from logdoctor.cli.dump.text import TextSink
+from logdoctor.cli.error_lines import fail
+from logdoctor.cli.exit_codes import EX_NOINPUT, EX_OK, EX_SOFTWARE, EX_USAGE
 from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.logdir.files import file_kind

@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from logdoctor.checks.index_findings import Finding, Severity
-from logdoctor.cli.common import EX_DATA, EX_IOERR, EX_NOINPUT, EX_NOPERM, EX_OK, EX_WARNINGS
 from logdoctor.cli.dump.kinds import FileInfo
 from logdoctor.cli.dump.options import DumpOptions
+from logdoctor.cli.exit_codes import EX_DATA, EX_IOERR, EX_NOINPUT, EX_NOPERM, EX_OK, EX_WARNINGS
 from logdoctor.errors import FormatError
 from logdoctor.logdir.files import read_file
 

@@ -13,8 +13,8 @@ from logdoctor.checks.verify_index import (
     verify_offset_index,
     verify_time_index,
 )
-from logdoctor.cli.common import EX_DATA
 from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, file_event, sibling, summary_event
+from logdoctor.cli.exit_codes import EX_DATA
 from logdoctor.formats.index import (
     OFFSET_ENTRY_SIZE,
     TIME_ENTRY_SIZE,

@@ -6,7 +6,7 @@ import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from logdoctor.cli.common import parse_epoch_ms
+from logdoctor.cli.timeparse import parse_epoch_ms
 
 
 class DecoderChoice(enum.StrEnum):

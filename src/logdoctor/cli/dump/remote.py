@@ -14,11 +14,11 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from logdoctor.cli.common import EX_NOINPUT
 from logdoctor.cli.dump.context import DumpFailure, FileContext, finish_file, format_failure, os_failure
 from logdoctor.cli.dump.kinds import FileInfo, FileKind
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
+from logdoctor.cli.exit_codes import EX_NOINPUT
 from logdoctor.errors import FormatError
 from logdoctor.logdir.refs import SegmentRef
 from logdoctor.logdir.remote_tier import (

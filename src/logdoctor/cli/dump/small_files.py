@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from logdoctor.cli.common import EX_DATA
 from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, file_event, summary_event
+from logdoctor.cli.exit_codes import EX_DATA
 from logdoctor.cli.render import to_jsonable
 from logdoctor.logdir import names
 from logdoctor.logdir.files import read_file

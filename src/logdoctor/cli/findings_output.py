@@ -1,0 +1,34 @@
+"""Findings for people (scan, retention, census) and the --verbose option that lists every one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+# --- findings -----------------------------------------------------------------------------------
+
+
+def render_findings(console: Console, findings: Iterable[Any], *, verbose: bool = False) -> None:
+    """Each finding of scan or retention, grouped by code (:func:`logdoctor.cli.render.render_findings`)."""
+    from logdoctor.cli import render
+
+    render.render_findings(console, findings, verbose=verbose)
+
+
+VerboseOption = Annotated[
+    bool,
+    typer.Option(
+        "--verbose",
+        "-v",
+        help="List every finding and action (by default what repeats many times is summarised).",
+    ),
+]
+
+
+__all__ = [
+    "VerboseOption",
+    "render_findings",
+]

@@ -1,0 +1,79 @@
+"""The checks of a command's inputs and outputs before anything is read or written."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+from logdoctor.cli.error_lines import fail, usage_error
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOINPUT, EX_NOPERM
+
+# --- inputs and outputs ---------------------------------------------------------------------------
+
+
+def require_log_dirs(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Refuse, before anything is read, a LOGDIR argument that is not a log dir (or an empty folder).
+
+    What each path is comes from :func:`logdoctor.logdir.recognize.recognize`: a missing path exits 66;
+    a file, a partition folder, a folder holding log dirs or any other folder exits 64 with what it is
+    and what to give instead; a log dir this user may not list exits 77 (nothing in it can be checked;
+    what the broker's own user may read is what the scan's PERMISSION_DENIED findings are about).
+    Nothing is scanned, so no advice is printed for what is not a log dir.
+    """
+    from logdoctor.logdir.recognize import PathKind, recognize
+
+    for path in paths:
+        r = recognize(path)
+        if r.kind is PathKind.MISSING:
+            fail(f"error: {r.refusal()}", EX_NOINPUT)
+        if not r.is_log_dir:
+            usage_error(r.refusal())
+        if not os.access(path, os.R_OK | os.X_OK):
+            fail(
+                f"error: {os.fspath(path)}: permission denied: this user cannot list the log dir "
+                "(run logdoctor as the broker's user or as root)",
+                EX_NOPERM,
+            )
+
+
+def require_inputs_exist(paths: Iterable[str | os.PathLike[str]]) -> None:
+    """Exit 66 (EX_NOINPUT) at the first input path that does not exist (local paths only)."""
+    for path in paths:
+        p = os.fspath(path)
+        if "://" not in p and not os.path.lexists(p):
+            fail(f"error: {p}: no such file or directory", EX_NOINPUT)
+
+
+def require_input_file(path: str | os.PathLike[str], what: str) -> None:
+    """A file the command reads (a journal, ...): exit 66 when it does not exist or is a directory."""
+    if not os.path.exists(path):
+        fail(f"error: {what} {os.fspath(path)}: no such file", EX_NOINPUT)
+    if os.path.isdir(path):
+        fail(f"error: {what} {os.fspath(path)} is a directory, not a file", EX_NOINPUT)
+
+
+def refuse_overlapping_outputs(
+    outputs: Iterable[str | os.PathLike[str] | None], inputs: Iterable[str | os.PathLike[str]]
+) -> None:
+    """Exit 73 (nothing written or deleted) when an output is at, inside or above an input.
+
+    Uses :func:`logdoctor.logdir.outputs.check_output_location`, the rule every writing command shares.
+    """
+    from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.logdir.outputs import check_output_location
+
+    ins = list(inputs)
+    try:
+        for out in outputs:
+            if out is not None:
+                check_output_location(out, ins)
+    except OutputOverlapsInputError as e:
+        fail(f"refused: {e}", EX_CANTCREAT)
+
+
+__all__ = [
+    "refuse_overlapping_outputs",
+    "require_input_file",
+    "require_inputs_exist",
+    "require_log_dirs",
+]

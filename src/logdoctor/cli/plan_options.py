@@ -1,0 +1,45 @@
+"""The options of the commands that plan and apply (repair, move-partition, sync-replica)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+# --- plans and runs (repair, move-partition, sync-replica) ----------------------------------------
+
+ApplyOption = Annotated[bool, typer.Option("--apply", help="Make the changes (default: print the plan).")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+
+
+def one_mode(planning: bool, resume_journal: Path | None, rollback_journal: Path | None) -> bool:
+    """Exactly one of: plan (and maybe apply), ``--resume JOURNAL``, ``--rollback JOURNAL``."""
+    return sum((planning, resume_journal is not None, rollback_journal is not None)) == 1
+
+
+def journal_options(what: str) -> tuple[Any, Any]:
+    """The ``--resume JOURNAL`` and ``--rollback JOURNAL`` options of a command that runs ``what``."""
+    resume = Annotated[
+        Path | None,
+        typer.Option(
+            "--resume",
+            metavar="JOURNAL",
+            help=f"Finish an interrupted {what} (prints its steps; --apply runs them).",
+        ),
+    ]
+    rollback = Annotated[
+        Path | None,
+        typer.Option(
+            "--rollback", metavar="JOURNAL", help=f"Undo a {what} (prints its steps; --apply runs them)."
+        ),
+    ]
+    return resume, rollback
+
+
+__all__ = [
+    "ApplyOption",
+    "JsonOption",
+    "journal_options",
+    "one_mode",
+]

@@ -1,0 +1,95 @@
+"""How an applied, resumed or rolled-back run ended, and what planning or applying raised, as one
+stderr line and its exit code."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+from logdoctor.cli.error_lines import fail, os_error, refused, tool_failure, usage_error
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_REFUSED, EX_TEMPFAIL, EX_USAGE
+
+
+def print_run_status(console: Console, command: str, result: Any, code: int) -> None:
+    """The outcome of an applied, resumed or rolled-back run, and how to finish or undo a broken one."""
+    console.print()
+    style = "green" if code == 0 else "bold red"
+    console.print(
+        Text(f"{result.status}: {result.steps_run} of {result.steps_total} step(s) run", style=style)
+    )
+    if result.error:
+        console.print(Text(f"error: {result.error}", style="red"), soft_wrap=True)
+        console.print(
+            f"Finish it with `logdoctor {command} --resume {result.journal} --apply` or undo it with "
+            f"`logdoctor {command} --rollback {result.journal} --apply` (each prints its steps without "
+            "--apply).",
+            soft_wrap=True,
+        )
+
+
+def print_run_paths(console: Console, result: Any) -> None:
+    """Where a run left the originals (backup dir) and its journal."""
+    if result.journal:
+        console.print(f"backup dir: {result.backup_dir}", soft_wrap=True)
+        console.print(f"journal:    {result.journal}", soft_wrap=True)
+
+
+@contextmanager
+def run_errors(
+    command: str, usage: tuple[type[BaseException], ...], refusals: tuple[type[BaseException], ...]
+) -> Iterator[None]:
+    """Map what planning or applying raises to one stderr line and its exit code (:class:`ExitCode`).
+
+    A path that is not a log dir -> 64 (66 when missing); ``usage`` -> 64; a broker holding the lock ->
+    75; no space -> 73; a log dir changed since planning -> 65; other ``refusals`` -> 78 (all four:
+    nothing written); what the file system refuses (read-only, no space: 73; permission: 77; I/O error:
+    74; :func:`os_error`), one line; any other exception -> 70. ``typer.Exit`` passes through.
+    """
+    from logdoctor.errors import BrokerRunningError
+    from logdoctor.logdir.recognize import NotALogDirError
+    from logdoctor.repair.apply import PlanChangedError
+    from logdoctor.repair.backup import NoSpaceError
+    from logdoctor.repair.journal import EmptyJournalError
+
+    try:
+        yield
+    except NotALogDirError as e:
+        fail(f"error: {e}", EX_NOINPUT if e.missing else EX_USAGE)
+    except EmptyJournalError as e:
+        # nothing to resume or roll back: the run changed nothing (it stopped before its commit point)
+        fail(
+            f"note: {e}; nothing to resume or roll back, the log dirs are as that run found them "
+            f"(plan and apply the {command} again)",
+            0,
+        )
+    except usage as e:
+        usage_error(str(e))
+    except BrokerRunningError as e:
+        refused(str(e), EX_TEMPFAIL)
+    except NoSpaceError as e:
+        refused(str(e), EX_CANTCREAT)
+    except PlanChangedError as e:
+        refused(str(e), EX_DATAERR)
+    except refusals as e:
+        refused(str(e), EX_REFUSED)
+    except typer.Exit:
+        raise
+    except OSError as e:  # a read-only file system, no space, permission: before anything was written
+        said = os_error(e)
+        if said is None:
+            tool_failure(command, e)
+        refused(said[0], said[1])
+    except Exception as e:  # a bug or an environment failure
+        tool_failure(command, e)
+
+
+__all__ = [
+    "print_run_paths",
+    "print_run_status",
+    "run_errors",
+]
