@@ -215,3 +215,173 @@ def test_demo_writes_an_iceberg_table_and_its_printed_commands_work(spark, tmp_p
                           timeout=600, env=env, check=False)  # fmt: skip
     assert done.returncode in (0, 1), done.stderr[-3000:]
     assert f"Committed {rows:,} records" in done.stdout.replace("\n", " ")
+
+
+def _other_writer_rows(out: str, topic: str, partition: int, first: int, count: int):
+    """``count`` rows in the table's schema as another writer would append them: the table's first rows
+    given another topic, partition and offsets ``first``..."""
+    import pyarrow as pa
+
+    rows = tu.read_table("delta", out).slice(0, count)
+    for name, values in (
+        ("topic", pa.array([topic] * count)),
+        ("partition", pa.array([partition] * count, pa.int32())),
+        ("offset", pa.array(range(first, first + count), pa.int64())),
+    ):
+        i = rows.column_names.index(name)
+        rows = rows.set_column(i, rows.schema.field(i).with_type(values.type), values)
+    return rows
+
+
+def _job_files(out: str) -> list[str]:
+    """Parquet files of a logdoctor job (``ld<id>-<task>-<attempt>-<hex>.parquet``) in the table's folder."""
+    from pathlib import Path
+
+    return sorted(str(p) for p in Path(out).rglob("ld*.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("mode", "other", "exit_code"),
+    [
+        ("append", ("elsewhere", 0, 0), 0),  # the other writer's rows are not this export's: retried
+        ("append", ("clicks", 1, 150), 73),  # the other writer added clicks-1 offsets 150..159: conflict
+        ("overwrite", ("elsewhere", 0, 0), 73),  # an overwrite replaces only the version it read
+    ],
+)
+def test_a_concurrent_delta_commit_is_retried_or_refused_in_one_line(
+    spark, logdir, tmp_path, monkeypatch, mode, other, exit_code
+):
+    """Another writer appends 10 rows to the Delta table between this export's read of the table (the
+    job's start) and its commit (the test seam's pause). An append of rows the other writer does not
+    hold is retried on the new version: both writers' rows, each once. Offsets the other writer also
+    added (clicks-1 150.., this export's rows from 100) or an overwrite: exit 73, one line naming the
+    other writer's version, nothing of this export committed (no file of its job left), the other
+    writer's rows intact. Expected rows: kafka-python's."""
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable, write_deltalake
+
+    import logdoctor.spark.tables.export as table_export
+
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt="delta", options={"endingOffsets": "100"})
+    base = tu.digest(tu.read_table("delta", out))
+    theirs = _other_writer_rows(out, *other, count=10)
+    job_files_before = _job_files(out)
+    versions: list[int] = []
+
+    def pause(stage: str) -> None:
+        if stage == "before" and not versions:
+            write_deltalake(out, theirs, mode="append")
+            versions.append(DeltaTable(out).version())
+
+    monkeypatch.setattr(table_export, "_pause", pause)
+    res = _cli(["export", str(logdir), "--out", out, "--format", "delta", "--mode", mode,
+                "--master", "local[2]"])  # fmt: skip
+    assert versions == [1]  # read version 0, the other writer committed 1 before this export's commit
+    assert res.exit_code == exit_code, res.output
+    table = tu.read_table("delta", out)
+    is_theirs = (
+        pc.equal(table.column("topic"), "elsewhere")
+        if other[0] == "elsewhere"
+        else pc.greater_equal(table.column("offset"), 150)
+    )
+    assert tu.digest(table.filter(is_theirs)) == tu.digest(theirs)  # the other writer's rows intact
+    mine = table.filter(pc.invert(is_theirs))
+    if exit_code == 0:
+        assert DeltaTable(out).version() == 2  # ours, retried once on the other writer's version
+        assert tu.digest(mine) == tu.expected(logdir)[0]  # every record once
+    else:
+        lines = [line for line in res.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: delta table"), res.output
+        assert "another writer committed version 1 after version 0" in lines[0]
+        assert "nothing was committed" in lines[0] and "Traceback" not in res.output
+        if mode == "append":
+            assert "clicks partition 1: the table up to 159, this export from 100" in lines[0]
+        assert DeltaTable(out).version() == 1  # the other writer's, nothing after it
+        assert tu.digest(mine) == base
+        assert _job_files(out) == job_files_before  # this export's files removed
+
+
+@pytest.fixture
+def read_only_s3(s3, monkeypatch):
+    """moto's IAM checks turned on for the test, and the environment's credentials those of a user who
+    may read and list the test bucket and nothing else (s3:Get*, s3:List*)."""
+    import json as _json
+
+    import boto3
+    from moto import settings
+    from moto.core.authorization import ActionAuthenticatorMixin
+
+    iam = boto3.client("iam", endpoint_url=s3.endpoint, region_name="us-east-1")
+    user = f"reader-{time.monotonic_ns()}"
+    iam.create_user(UserName=user)
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": ["s3:Get*", "s3:List*"], "Resource": "*"}],
+    }
+    iam.put_user_policy(UserName=user, PolicyName="read-only", PolicyDocument=_json.dumps(policy))
+    key = iam.create_access_key(UserName=user)["AccessKey"]
+    monkeypatch.setattr(settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)
+    monkeypatch.setattr(ActionAuthenticatorMixin, "request_count", 0)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    yield
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_a_read_only_bucket_is_one_line_and_the_table_unchanged(spark, s3, logdir, tmp_path, fmt, request):
+    """A table on S3 exists; the next export runs with credentials that may read the bucket but not write
+    it (moto's IAM checks on): one line naming the table, the storage and S3's AccessDenied, before any
+    task; the table, read back with the format's reader, is as it was."""
+    from s3server import BUCKET
+
+    from logdoctor.spark.tables import TableError
+
+    out = f"s3://{BUCKET}/tables/read-only-{fmt}-{tmp_path.name}"
+    catalog = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "init_catalog_tables": "true"}
+    kw = {"catalog": catalog} if fmt == "iceberg" else {}
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, options={"endingOffsets": "100"}, **kw)
+
+    def read():
+        if fmt == "iceberg":
+            from pyiceberg.catalog import load_catalog
+
+            props = {**catalog, "s3.endpoint": s3.endpoint, "s3.region": "us-east-1"}
+            table = load_catalog("logdoctor", **props).load_table("logdoctor.records")
+            return table.current_snapshot().snapshot_id, tu.digest(table.scan().to_arrow())
+        from deltalake import DeltaTable
+
+        opts = {"AWS_ENDPOINT_URL": s3.endpoint, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1"}
+        table = DeltaTable(out, storage_options=opts)
+        return table.version(), tu.digest(table.to_pyarrow_table())
+
+    before = read()
+    assert before[1] == tu.expected(logdir, below={("clicks", 0): 100, ("clicks", 1): 100})[0]
+    request.getfixturevalue("read_only_s3")
+    with pytest.raises(TableError) as info:
+        run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="append", **kw)
+    line = str(info.value)
+    assert "\n" not in line and "\x1b" not in line, line
+    assert line.startswith(f"{fmt} table {out}: ") and "cannot be written" in line, line
+    assert re.search(r"AccessDenied|Access Denied|ACCESS_DENIED|403", line), line
+    assert "the table is unchanged" in line
+    assert read() == before
+
+
+def test_cli_unreachable_catalog_is_one_line_exit_73_and_delta_takes_no_catalog(spark, logdir, tmp_path):
+    """An Iceberg REST catalog on a port nothing listens on: exit 73, one line naming the catalog's URI,
+    no traceback, nothing written. A Delta table has no catalog (its folder is the table): --catalog is a
+    usage error (64) before anything is written."""
+    from standalone import free_port
+
+    out = str(tmp_path / "table")
+    uri = f"http://127.0.0.1:{free_port()}"
+    base = ["export", str(logdir), "--out", out, "--master", "local[2]", "--catalog", "type=rest"]
+    res = _cli([*base, "--format", "iceberg", "--catalog", f"uri={uri}"])
+    assert res.exit_code == 73, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: iceberg catalog {uri}: unreachable"), res.output
+    assert "Traceback" not in res.output
+    res = _cli([*base, "--format", "delta"])
+    assert res.exit_code == 64 and "--catalog is for --format iceberg" in res.output, res.output
+    assert not any(tmp_path.iterdir())
