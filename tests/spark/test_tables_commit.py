@@ -3,6 +3,7 @@ a SIGKILL of the driver before, during and after the commit, and tables on the m
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -385,3 +386,100 @@ def test_cli_unreachable_catalog_is_one_line_exit_73_and_delta_takes_no_catalog(
     res = _cli([*base, "--format", "delta"])
     assert res.exit_code == 64 and "--catalog is for --format iceberg" in res.output, res.output
     assert not any(tmp_path.iterdir())
+
+
+def _killed_append(logdir, out: str, fmt: str) -> None:
+    """An append whose driver is SIGKILLed right before its commit (its tasks' files are written)."""
+    env = {**os.environ, PAUSE_ENV: "before:600", "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logdoctor", "export", str(logdir), "--out", out, "--format", fmt,
+         "--mode", "append", "--master", "local[2]"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    try:
+        _run_until(proc, "pausing before the commit", timeout=400)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _every_snapshot_files(fmt: str, out: str) -> dict[object, list[str]]:
+    """{snapshot id / version: its data files}, as the format's own library lists them."""
+    if fmt == "iceberg":
+        table = tu.iceberg_table(out)
+        return {
+            s.snapshot_id: [t.file.file_path for t in table.scan(snapshot_id=s.snapshot_id).plan_files()]
+            for s in table.snapshots()
+        }
+    from deltalake import DeltaTable
+
+    last = DeltaTable(out).version()
+    return {v: [u.removeprefix("file://") for u in DeltaTable(out, version=v).file_uris()]
+            for v in range(last + 1)}  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_files_of_a_killed_driver_are_named_then_removed_once_old_never_a_snapshot_s(
+    spark, logdir, tmp_path, fmt
+):
+    """A table with two snapshots (the first kept for time travel after an overwrite); an append killed
+    before its commit leaves its tasks' files. The next export names them (kept: younger than 3 days, a
+    running export could still commit them). Once every file is 4 days old, the next export removes
+    exactly them: every file of every snapshot (as the format's library lists them) stays, each snapshot
+    reads back as before, and neither a file of another writer's naming nor a young logdoctor file that
+    no snapshot references yet (a concurrent export's) is touched."""
+    from pathlib import Path
+
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, options={"endingOffsets": "50"})
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="overwrite", options={"endingOffsets": "100"})
+    snapshots = _every_snapshot_files(fmt, out)
+    assert len(snapshots) >= 2  # Iceberg: the overwrite is a delete and an append snapshot
+    referenced = {f for files in snapshots.values() for f in files}
+    assert len(referenced) > len(tu.data_files(fmt, out))  # the first snapshot's files are not current
+    _killed_append(logdir, out, fmt)
+    left = sorted(set(_job_files(out)) - referenced)
+    assert left, "the killed append wrote no file"
+
+    res = _cli(["export", str(logdir), "--out", out, "--format", fmt, "--mode", "append", "--master",
+                "local[2]"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert f"Storage: {len(left)} files (" in text and "are kept, the youngest" in text, res.output
+    assert "older than 3 days" in text
+    assert all(os.path.exists(f) for f in left)
+    assert tu.digest(tu.read_table(fmt, out)) == tu.expected(logdir)[0]
+
+    snapshots = _every_snapshot_files(fmt, out)
+    referenced = {f for files in snapshots.values() for f in files}
+    readback = {s: tu.digest(_read_snapshot(fmt, out, s)) for s in snapshots}
+    old = time.time() - 4 * 86400
+    for p in Path(out).rglob("*"):
+        if p.is_file():
+            os.utime(p, (old, old))
+    data_dir = Path(out, "data" if fmt == "iceberg" else "", "topic=clicks")
+    foreign = data_dir / "part-00000-8d6f2c-other-writer.c000.snappy.parquet"
+    foreign.write_bytes(Path(left[0]).read_bytes())
+    os.utime(foreign, (old, old))
+    young = data_dir / "ld0123456789ab-00000-0-0badcafe.parquet"  # a running export's, not committed yet
+    young.write_bytes(Path(left[0]).read_bytes())
+
+    res = _cli(["export", str(logdir), "--out", out, "--format", fmt, "--mode", "append", "--master",
+                "local[2]", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    swept = json.loads(res.output)["uncommitted_files"]
+    assert sorted(swept["removed"]) == left
+    assert swept["kept"] == [str(young)] and swept["error"] is None
+    assert not any(os.path.exists(f) for f in left)
+    assert foreign.exists() and young.exists()
+    assert all(os.path.exists(f) for f in referenced)
+    assert _every_snapshot_files(fmt, out) == snapshots  # no commit: append had nothing to add
+    assert {s: tu.digest(_read_snapshot(fmt, out, s)) for s in snapshots} == readback
+
+
+def _read_snapshot(fmt: str, out: str, snapshot):
+    if fmt == "iceberg":
+        return tu.iceberg_table(out).scan(snapshot_id=snapshot).to_arrow()
+    return tu.read_table(fmt, out, version=snapshot)

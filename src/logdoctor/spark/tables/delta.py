@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from logdoctor.spark.tables import TableError
 from logdoctor.spark.tables.files import DAY_COLUMN, WrittenFile
@@ -176,6 +178,45 @@ class DeltaLakeTable:
             return {}
         grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "max")])
         return {(r["topic"], int(r["partition"])): int(r["offset_max"]) for r in grouped.to_pylist()}
+
+    def referenced_file_names(self) -> set[str]:
+        """The file name of every data file the table's log references: each ``add`` and ``remove`` of
+        every commit still in ``_delta_log`` and of its (classic) checkpoints, so files of older
+        versions kept for time travel count. Raises ValueError for a log logdoctor does not read whole
+        (V2 checkpoints with sidecars, managed commits): then nothing is removed."""
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+
+        from logdoctor.spark.tables.files import filesystem
+
+        if self._table is None:
+            return set()
+        fs, root = filesystem(self.uri)
+        names: set[str] = set()
+
+        def add(path: str | None) -> None:
+            if path:
+                names.add(unquote(path).rsplit("/", 1)[-1])
+
+        for info in fs.get_file_info(pafs.FileSelector(f"{root}/_delta_log", allow_not_found=True)):
+            name = info.base_name
+            if re.fullmatch(r"\d{20}\.json", name):
+                with fs.open_input_stream(info.path) as stream:
+                    for line in stream.read().decode("utf-8").splitlines():
+                        action = json.loads(line) if line.strip() else {}
+                        for kind in ("add", "remove"):
+                            add((action.get(kind) or {}).get("path"))
+            elif re.fullmatch(r"\d{20}\.checkpoint(\.\d{10}\.\d{10})?\.parquet", name):
+                with fs.open_input_file(info.path) as f:
+                    parquet = pq.ParquetFile(f)
+                    kinds = [k for k in ("add", "remove") if k in parquet.schema_arrow.names]
+                    table = parquet.read(columns=kinds)
+                for kind in kinds:
+                    for path in table.column(kind).combine_chunks().field("path").to_pylist():
+                        add(path)
+            elif info.type == pafs.FileType.Directory or re.fullmatch(r"\d{20}\..*\.(json|parquet)", name):
+                raise ValueError(f"{info.path}: a Delta log entry logdoctor does not read")
+        return names
 
     def commit(
         self,

@@ -163,6 +163,22 @@ class IcebergTable:
         snap = self._table.current_snapshot() if self._table is not None else None
         return snap is not None and int(snap.summary.get("total-records", "0") or 0) > 0
 
+    def referenced_file_names(self) -> set[str]:
+        """The file name of every data file any snapshot of the table references (every snapshot's
+        manifests, deleted entries included: a file an older snapshot holds stays for time travel)."""
+        table = self._table
+        if table is None:
+            return set()
+        io, names, seen = table.io, set(), set()
+        for snap in table.metadata.snapshots:
+            for manifest in snap.manifests(io):
+                if manifest.manifest_path in seen:
+                    continue
+                seen.add(manifest.manifest_path)
+                for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                    names.add(entry.data_file.file_path.rsplit("/", 1)[-1])
+        return names
+
     # -- the commit --------------------------------------------------------------------------------
 
     def commit(
