@@ -171,6 +171,9 @@ def test_table_on_s3(spark, s3, logdir, tmp_path, fmt):
     assert first.rows == 200
     second = run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="append", **kw)
     assert second.rows == 200
+    # the look for files earlier exports left uncommitted reads the table's log / manifests on S3 too
+    assert second.uncommitted is not None and second.uncommitted.error is None
+    assert second.uncommitted.removed == second.uncommitted.kept == []
     if fmt == "iceberg":
         from pyiceberg.catalog import load_catalog
 
