@@ -486,3 +486,34 @@ def _read_snapshot(fmt: str, out: str, snapshot):
     if fmt == "iceberg":
         return tu.iceberg_table(out).scan(snapshot_id=snapshot).to_arrow()
     return tu.read_table(fmt, out, version=snapshot)
+
+
+def test_a_delta_table_created_by_another_writer_meanwhile_is_one_line_exit_73(
+    spark, logdir, tmp_path, monkeypatch
+):
+    """No table when the export starts; another writer creates it (its own 20 rows) before this export's
+    first commit: exit 73, one line naming the other writer's version, nothing of this export committed
+    (no file of its job left), the other writer's table as it wrote it."""
+    from deltalake import DeltaTable, write_deltalake
+
+    import logdoctor.spark.tables.export as table_export
+
+    scratch = str(tmp_path / "scratch")
+    run_table_export(spark, [str(logdir)], scratch, fmt="delta", options={"endingOffsets": "10"})
+    theirs = tu.read_table("delta", scratch)
+    out = str(tmp_path / "table")
+
+    def pause(stage: str) -> None:
+        if stage == "before":
+            write_deltalake(out, theirs, partition_by=["topic"])
+
+    monkeypatch.setattr(table_export, "_pause", pause)
+    res = _cli(["export", str(logdir), "--out", out, "--format", "delta", "--mode", "append",
+                "--master", "local[2]"])  # fmt: skip
+    assert res.exit_code == 73, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "another writer created the table (version 0)" in lines[0], res.output
+    assert "nothing was committed" in lines[0] and "Traceback" not in res.output
+    assert DeltaTable(out).version() == 0
+    assert tu.digest(tu.read_table("delta", out)) == tu.digest(theirs)
+    assert _job_files(out) == []
