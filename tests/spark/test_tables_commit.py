@@ -221,12 +221,12 @@ def test_demo_writes_an_iceberg_table_and_its_printed_commands_work(spark, tmp_p
     assert f"Committed {rows:,} records" in done.stdout.replace("\n", " ")
 
 
-def _other_writer_rows(out: str, topic: str, partition: int, first: int, count: int):
+def _other_writer_rows(out: str, topic: str, partition: int, first: int, count: int, fmt: str = "delta"):
     """``count`` rows in the table's schema as another writer would append them: the table's first rows
     given another topic, partition and offsets ``first``..."""
     import pyarrow as pa
 
-    rows = tu.read_table("delta", out).slice(0, count)
+    rows = tu.read_table(fmt, out).slice(0, count)
     for name, values in (
         ("topic", pa.array([topic] * count)),
         ("partition", pa.array([partition] * count, pa.int32())),
@@ -517,3 +517,71 @@ def test_a_delta_table_created_by_another_writer_meanwhile_is_one_line_exit_73(
     assert DeltaTable(out).version() == 0
     assert tu.digest(tu.read_table("delta", out)) == tu.digest(theirs)
     assert _job_files(out) == []
+
+
+@pytest.mark.parametrize(
+    ("other", "exit_code"),
+    [(("elsewhere", 0, 0), 0), (("clicks", 1, 150), 73), (None, 73)],
+    ids=["other-rows", "same-offsets", "table-created"],
+)
+def test_a_concurrent_iceberg_commit_of_the_same_offsets_is_refused_in_one_line(
+    spark, logdir, tmp_path, monkeypatch, other, exit_code
+):
+    """Iceberg, as the Delta test above: another writer (pyiceberg's append) commits between this
+    export's read of the table and its commit. Rows that are not this export's: committed on the new
+    snapshot, both writers' rows once each. Offsets this export also holds (clicks-1 150..159), or a
+    table the other writer created meanwhile: exit 73, one line, nothing of this export committed or
+    left, the other writer's rows intact."""
+    import pyarrow.compute as pc
+
+    import logdoctor.spark.tables.export as table_export
+
+    out = str(tmp_path / "table")
+    if other is None:  # the other writer creates the table: its rows from a scratch table
+        scratch = str(tmp_path / "scratch")
+        run_table_export(spark, [str(logdir)], scratch, fmt="iceberg", options={"endingOffsets": "10"})
+        theirs, base = tu.read_table("iceberg", scratch), None
+    else:
+        run_table_export(spark, [str(logdir)], out, fmt="iceberg", options={"endingOffsets": "100"})
+        theirs = _other_writer_rows(out, *other, count=10, fmt="iceberg")
+        base = tu.digest(tu.read_table("iceberg", out))
+    done: list[bool] = []
+
+    def pause(stage: str) -> None:
+        if stage == "before" and not done:
+            done.append(True)
+            if other is None:
+                from pyiceberg.catalog import load_catalog
+
+                uri = f"sqlite:///{out}.catalog.db"
+                cat = load_catalog("logdoctor", type="sql", uri=uri, init_catalog_tables="true")
+                cat.create_namespace_if_not_exists("logdoctor")
+                cat.create_table("logdoctor.records", schema=theirs.schema, location=out).append(theirs)
+            else:
+                tu.iceberg_table(out).append(theirs)
+
+    monkeypatch.setattr(table_export, "_pause", pause)
+    res = _cli(["export", str(logdir), "--out", out, "--format", "iceberg", "--mode", "append",
+                "--master", "local[2]"])  # fmt: skip
+    assert done and res.exit_code == exit_code, res.output
+    table = tu.read_table("iceberg", out)
+    if other is None:
+        is_theirs = pc.less(table.column("offset"), 10)
+    elif other[0] == "elsewhere":
+        is_theirs = pc.equal(table.column("topic"), "elsewhere")
+    else:
+        is_theirs = pc.greater_equal(table.column("offset"), 150)
+    assert tu.digest(table.filter(is_theirs)) == tu.digest(theirs)  # the other writer's rows intact
+    mine = table.filter(pc.invert(is_theirs))
+    if exit_code == 0:
+        assert tu.digest(mine) == tu.expected(logdir)[0]  # every record once
+        return
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: iceberg table logdoctor.records: another writer")
+    assert "nothing was committed" in lines[0] and "Traceback" not in res.output
+    if other is None:
+        assert "created the table" in lines[0] and mine.num_rows == 0
+    else:
+        assert "clicks partition 1: the table up to 159, this export from 100" in lines[0], lines[0]
+        assert tu.digest(mine) == base
+    assert not [f for f in _job_files(out) if f not in tu.data_files("iceberg", out)]

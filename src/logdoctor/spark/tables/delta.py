@@ -324,19 +324,9 @@ class DeltaLakeTable:
             raise TableError(
                 f"{where}, which --mode overwrite would replace unseen; {left}: run the export again"
             )
-        first: dict[tuple[str, int], int] = {}
-        for f in files:
-            for key, (lo, _) in f.offsets.items():
-                first[key] = min(lo, first.get(key, lo))
-        last = self.offsets()
-        both = sorted(k for k, lo in first.items() if last.get(k, -1) >= lo)
-        if both:
-            t, p = both[0]
-            raise TableError(
-                f"{where} holding offsets this export also holds ({t} partition {p}: the table up to "
-                f"{last[(t, p)]}, this export from {first[(t, p)]}; {len(both)} partitions in all); "
-                f"{left}: run the export again with --mode append to add only the offsets above"
-            )
+        from logdoctor.spark.tables.concurrent import first_offsets, refuse_overlap
+
+        refuse_overlap(where, first_offsets(files), self.offsets())
         if attempt == COMMIT_RETRIES:
             raise TableError(f"{where}: lost {attempt + 1} commit races to other writers; {left}")
 

@@ -34,6 +34,7 @@ from logdoctor.spark.tables import (
     TableExistsError,
     TableSchemaError,
 )
+from logdoctor.spark.tables.concurrent import first_offsets
 from logdoctor.spark.tables.files import (
     FileLayout,
     new_job_id,
@@ -232,6 +233,7 @@ def run_table_export(
                 properties,
                 {f"{PROPERTY_PREFIX}rows": str(sum(f.rows for f in files)), **properties},
                 pause=_pause,
+                first=first_offsets(files),
             )
         else:
             table.commit(files, export_schema, mode, properties, add_columns, pause=_pause)
