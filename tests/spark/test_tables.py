@@ -272,7 +272,7 @@ def test_a_concurrent_iceberg_commit_is_retried_on_the_new_snapshot(spark, logdi
     tries = []
 
     def pause(stage: str) -> None:
-        if stage == "before":
+        if stage == "commit":  # right before commit_transaction, after the transaction was built
             tries.append(stage)
             if len(tries) == 1:
                 tu.iceberg_table(out).append(other)

@@ -3,6 +3,7 @@ a SIGKILL of the driver before, during and after the commit, and tables on the m
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import re
@@ -170,6 +171,9 @@ def test_table_on_s3(spark, s3, logdir, tmp_path, fmt):
     assert first.rows == 200
     second = run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="append", **kw)
     assert second.rows == 200
+    # the look for files earlier exports left uncommitted reads the table's log / manifests on S3 too
+    assert second.uncommitted is not None and second.uncommitted.error is None
+    assert second.uncommitted.removed == second.uncommitted.kept == []
     if fmt == "iceberg":
         from pyiceberg.catalog import load_catalog
 
@@ -215,3 +219,369 @@ def test_demo_writes_an_iceberg_table_and_its_printed_commands_work(spark, tmp_p
                           timeout=600, env=env, check=False)  # fmt: skip
     assert done.returncode in (0, 1), done.stderr[-3000:]
     assert f"Committed {rows:,} records" in done.stdout.replace("\n", " ")
+
+
+def _other_writer_rows(out: str, topic: str, partition: int, first: int, count: int, fmt: str = "delta"):
+    """``count`` rows in the table's schema as another writer would append them: the table's first rows
+    given another topic, partition and offsets ``first``..."""
+    import pyarrow as pa
+
+    rows = tu.read_table(fmt, out).slice(0, count)
+    for name, values in (
+        ("topic", pa.array([topic] * count)),
+        ("partition", pa.array([partition] * count, pa.int32())),
+        ("offset", pa.array(range(first, first + count), pa.int64())),
+    ):
+        i = rows.column_names.index(name)
+        rows = rows.set_column(i, rows.schema.field(i).with_type(values.type), values)
+    return rows
+
+
+def _job_files(out: str) -> list[str]:
+    """Parquet files of a logdoctor job (``ld<id>-<task>-<attempt>-<hex>.parquet``) in the table's folder."""
+    from pathlib import Path
+
+    return sorted(str(p) for p in Path(out).rglob("ld*.parquet"))
+
+
+@pytest.mark.parametrize(
+    ("mode", "other", "exit_code"),
+    [
+        ("append", ("elsewhere", 0, 0), 0),  # the other writer's rows are not this export's: retried
+        ("append", ("clicks", 1, 150), 73),  # the other writer added clicks-1 offsets 150..159: conflict
+        ("overwrite", ("elsewhere", 0, 0), 73),  # an overwrite replaces only the version it read
+    ],
+)
+def test_a_concurrent_delta_commit_is_retried_or_refused_in_one_line(
+    spark, logdir, tmp_path, monkeypatch, mode, other, exit_code
+):
+    """Another writer appends 10 rows to the Delta table between this export's read of the table (the
+    job's start) and its commit (the test seam's pause). An append of rows the other writer does not
+    hold is retried on the new version: both writers' rows, each once. Offsets the other writer also
+    added (clicks-1 150.., this export's rows from 100) or an overwrite: exit 73, one line naming the
+    other writer's version, nothing of this export committed (no file of its job left), the other
+    writer's rows intact. Expected rows: kafka-python's."""
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable, write_deltalake
+
+    import logdoctor.spark.tables.export as table_export
+
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt="delta", options={"endingOffsets": "100"})
+    base = tu.digest(tu.read_table("delta", out))
+    theirs = _other_writer_rows(out, *other, count=10)
+    job_files_before = _job_files(out)
+    versions: list[int] = []
+
+    def pause(stage: str) -> None:
+        if stage == "before" and not versions:
+            write_deltalake(out, theirs, mode="append")
+            versions.append(DeltaTable(out).version())
+
+    monkeypatch.setattr(table_export, "_pause", pause)
+    res = _cli(["export", str(logdir), "--out", out, "--format", "delta", "--mode", mode,
+                "--master", "local[2]"])  # fmt: skip
+    assert versions == [1]  # read version 0, the other writer committed 1 before this export's commit
+    assert res.exit_code == exit_code, res.output
+    table = tu.read_table("delta", out)
+    is_theirs = (
+        pc.equal(table.column("topic"), "elsewhere")
+        if other[0] == "elsewhere"
+        else pc.greater_equal(table.column("offset"), 150)
+    )
+    assert tu.digest(table.filter(is_theirs)) == tu.digest(theirs)  # the other writer's rows intact
+    mine = table.filter(pc.invert(is_theirs))
+    if exit_code == 0:
+        assert DeltaTable(out).version() == 2  # ours, retried once on the other writer's version
+        assert tu.digest(mine) == tu.expected(logdir)[0]  # every record once
+    else:
+        lines = [line for line in res.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and lines[0].startswith("error: delta table"), res.output
+        assert "another writer committed version 1 after version 0" in lines[0]
+        assert "nothing was committed" in lines[0] and "Traceback" not in res.output
+        if mode == "append":
+            assert "clicks partition 1: the table up to 159, this export from 100" in lines[0]
+        assert DeltaTable(out).version() == 1  # the other writer's, nothing after it
+        assert tu.digest(mine) == base
+        assert _job_files(out) == job_files_before  # this export's files removed
+
+
+@pytest.fixture
+def read_only_s3(s3, monkeypatch):
+    """moto's IAM checks turned on for the test, and the environment's credentials those of a user who
+    may read and list the test bucket and nothing else (s3:Get*, s3:List*)."""
+    import json as _json
+
+    import boto3
+    from moto import settings
+    from moto.core.authorization import ActionAuthenticatorMixin
+
+    iam = boto3.client("iam", endpoint_url=s3.endpoint, region_name="us-east-1")
+    user = f"reader-{time.monotonic_ns()}"
+    iam.create_user(UserName=user)
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": ["s3:Get*", "s3:List*"], "Resource": "*"}],
+    }
+    iam.put_user_policy(UserName=user, PolicyName="read-only", PolicyDocument=_json.dumps(policy))
+    key = iam.create_access_key(UserName=user)["AccessKey"]
+    monkeypatch.setattr(settings, "INITIAL_NO_AUTH_ACTION_COUNT", 0)
+    monkeypatch.setattr(ActionAuthenticatorMixin, "request_count", 0)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", key["AccessKeyId"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", key["SecretAccessKey"])
+    yield
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_a_read_only_bucket_is_one_line_and_the_table_unchanged(spark, s3, logdir, tmp_path, fmt, request):
+    """A table on S3 exists; the next export runs with credentials that may read the bucket but not write
+    it (moto's IAM checks on): one line naming the table, the storage and S3's AccessDenied, before any
+    task; the table, read back with the format's reader, is as it was."""
+    from s3server import BUCKET
+
+    from logdoctor.spark.tables import TableError
+
+    out = f"s3://{BUCKET}/tables/read-only-{fmt}-{tmp_path.name}"
+    catalog = {"type": "sql", "uri": f"sqlite:///{tmp_path}/catalog.db", "init_catalog_tables": "true"}
+    kw = {"catalog": catalog} if fmt == "iceberg" else {}
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, options={"endingOffsets": "100"}, **kw)
+
+    def read():
+        if fmt == "iceberg":
+            from pyiceberg.catalog import load_catalog
+
+            props = {**catalog, "s3.endpoint": s3.endpoint, "s3.region": "us-east-1"}
+            table = load_catalog("logdoctor", **props).load_table("logdoctor.records")
+            return table.current_snapshot().snapshot_id, tu.digest(table.scan().to_arrow())
+        from deltalake import DeltaTable
+
+        opts = {"AWS_ENDPOINT_URL": s3.endpoint, "AWS_ALLOW_HTTP": "true", "AWS_REGION": "us-east-1"}
+        table = DeltaTable(out, storage_options=opts)
+        return table.version(), tu.digest(table.to_pyarrow_table())
+
+    before = read()
+    assert before[1] == tu.expected(logdir, below={("clicks", 0): 100, ("clicks", 1): 100})[0]
+    request.getfixturevalue("read_only_s3")
+    with pytest.raises(TableError) as info:
+        run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="append", **kw)
+    line = str(info.value)
+    assert "\n" not in line and "\x1b" not in line, line
+    assert line.startswith(f"{fmt} table {out}: ") and "cannot be written" in line, line
+    assert re.search(r"AccessDenied|Access Denied|ACCESS_DENIED|403", line), line
+    assert "the table is unchanged" in line
+    assert read() == before
+
+
+def test_cli_unreachable_catalog_is_one_line_exit_73_and_delta_takes_no_catalog(spark, logdir, tmp_path):
+    """An Iceberg REST catalog on a port nothing listens on: exit 73, one line naming the catalog's URI,
+    no traceback, nothing written. A Delta table has no catalog (its folder is the table): --catalog is a
+    usage error (64) before anything is written."""
+    from standalone import free_port
+
+    out = str(tmp_path / "table")
+    uri = f"http://127.0.0.1:{free_port()}"
+    base = ["export", str(logdir), "--out", out, "--master", "local[2]", "--catalog", "type=rest"]
+    res = _cli([*base, "--format", "iceberg", "--catalog", f"uri={uri}"])
+    assert res.exit_code == 73, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"error: iceberg catalog {uri}: unreachable"), res.output
+    assert "Traceback" not in res.output
+    res = _cli([*base, "--format", "delta"])
+    assert res.exit_code == 64 and "--catalog is for --format iceberg" in res.output, res.output
+    assert not any(tmp_path.iterdir())
+
+
+def _killed_append(logdir, out: str, fmt: str) -> None:
+    """An append whose driver is SIGKILLed right before its commit (its tasks' files are written)."""
+    env = {**os.environ, PAUSE_ENV: "before:600", "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logdoctor", "export", str(logdir), "--out", out, "--format", fmt,
+         "--mode", "append", "--master", "local[2]"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    )  # fmt: skip
+    try:
+        _run_until(proc, "pausing before the commit", timeout=400)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def _every_snapshot_files(fmt: str, out: str) -> dict[object, list[str]]:
+    """{snapshot id / version: its data files}, as the format's own library lists them."""
+    if fmt == "iceberg":
+        table = tu.iceberg_table(out)
+        return {
+            s.snapshot_id: [t.file.file_path for t in table.scan(snapshot_id=s.snapshot_id).plan_files()]
+            for s in table.snapshots()
+        }
+    from deltalake import DeltaTable
+
+    last = DeltaTable(out).version()
+    return {v: [u.removeprefix("file://") for u in DeltaTable(out, version=v).file_uris()]
+            for v in range(last + 1)}  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_files_of_a_killed_driver_are_named_then_removed_once_old_never_a_snapshot_s(
+    spark, logdir, tmp_path, fmt
+):
+    """A table with two snapshots (the first kept for time travel after an overwrite); an append killed
+    before its commit leaves its tasks' files. The next export names them (kept: younger than 3 days, a
+    running export could still commit them). Once every file is 4 days old, the next export removes
+    exactly them: every file of every snapshot (as the format's library lists them) stays, each snapshot
+    reads back as before, and neither a file of another writer's naming nor a young logdoctor file that
+    no snapshot references yet (a concurrent export's) is touched."""
+    from pathlib import Path
+
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, options={"endingOffsets": "50"})
+    run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="overwrite", options={"endingOffsets": "100"})
+    snapshots = _every_snapshot_files(fmt, out)
+    assert len(snapshots) >= 2  # Iceberg: the overwrite is a delete and an append snapshot
+    referenced = {f for files in snapshots.values() for f in files}
+    assert len(referenced) > len(tu.data_files(fmt, out))  # the first snapshot's files are not current
+    _killed_append(logdir, out, fmt)
+    left = sorted(set(_job_files(out)) - referenced)
+    assert left, "the killed append wrote no file"
+
+    res = _cli(["export", str(logdir), "--out", out, "--format", fmt, "--mode", "append", "--master",
+                "local[2]"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    text = " ".join(res.output.split())
+    assert f"Storage: {len(left)} files (" in text and "are kept, the youngest" in text, res.output
+    assert "older than 3 days" in text
+    assert all(os.path.exists(f) for f in left)
+    assert tu.digest(tu.read_table(fmt, out)) == tu.expected(logdir)[0]
+
+    snapshots = _every_snapshot_files(fmt, out)
+    referenced = {f for files in snapshots.values() for f in files}
+    readback = {s: tu.digest(_read_snapshot(fmt, out, s)) for s in snapshots}
+    old = time.time() - 4 * 86400
+    for p in Path(out).rglob("*"):
+        if p.is_file():
+            os.utime(p, (old, old))
+    data_dir = Path(out, "data" if fmt == "iceberg" else "", "topic=clicks")
+    foreign = data_dir / "part-00000-8d6f2c-other-writer.c000.snappy.parquet"
+    foreign.write_bytes(Path(left[0]).read_bytes())
+    os.utime(foreign, (old, old))
+    young = data_dir / "ld0123456789ab-00000-0-0badcafe.parquet"  # a running export's, not committed yet
+    young.write_bytes(Path(left[0]).read_bytes())
+
+    res = _cli(["export", str(logdir), "--out", out, "--format", fmt, "--mode", "append", "--master",
+                "local[2]", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    swept = json.loads(res.output)["uncommitted_files"]
+    assert sorted(swept["removed"]) == left
+    assert swept["kept"] == [str(young)] and swept["error"] is None
+    assert not any(os.path.exists(f) for f in left)
+    assert foreign.exists() and young.exists()
+    assert all(os.path.exists(f) for f in referenced)
+    assert _every_snapshot_files(fmt, out) == snapshots  # no commit: append had nothing to add
+    assert {s: tu.digest(_read_snapshot(fmt, out, s)) for s in snapshots} == readback
+
+
+def _read_snapshot(fmt: str, out: str, snapshot):
+    if fmt == "iceberg":
+        return tu.iceberg_table(out).scan(snapshot_id=snapshot).to_arrow()
+    return tu.read_table(fmt, out, version=snapshot)
+
+
+def test_a_delta_table_created_by_another_writer_meanwhile_is_one_line_exit_73(
+    spark, logdir, tmp_path, monkeypatch
+):
+    """No table when the export starts; another writer creates it (its own 20 rows) before this export's
+    first commit: exit 73, one line naming the other writer's version, nothing of this export committed
+    (no file of its job left), the other writer's table as it wrote it."""
+    from deltalake import DeltaTable, write_deltalake
+
+    import logdoctor.spark.tables.export as table_export
+
+    scratch = str(tmp_path / "scratch")
+    run_table_export(spark, [str(logdir)], scratch, fmt="delta", options={"endingOffsets": "10"})
+    theirs = tu.read_table("delta", scratch)
+    out = str(tmp_path / "table")
+
+    def pause(stage: str) -> None:
+        if stage == "before":
+            write_deltalake(out, theirs, partition_by=["topic"])
+
+    monkeypatch.setattr(table_export, "_pause", pause)
+    res = _cli(["export", str(logdir), "--out", out, "--format", "delta", "--mode", "append",
+                "--master", "local[2]"])  # fmt: skip
+    assert res.exit_code == 73, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "another writer created the table (version 0)" in lines[0], res.output
+    assert "nothing was committed" in lines[0] and "Traceback" not in res.output
+    assert DeltaTable(out).version() == 0
+    assert tu.digest(tu.read_table("delta", out)) == tu.digest(theirs)
+    assert _job_files(out) == []
+
+
+@pytest.mark.parametrize(
+    ("other", "exit_code"),
+    [(("elsewhere", 0, 0), 0), (("clicks", 1, 150), 73), (None, 73)],
+    ids=["other-rows", "same-offsets", "table-created"],
+)
+def test_a_concurrent_iceberg_commit_of_the_same_offsets_is_refused_in_one_line(
+    spark, logdir, tmp_path, monkeypatch, other, exit_code
+):
+    """Iceberg, as the Delta test above: another writer (pyiceberg's append) commits between this
+    export's read of the table and its commit. Rows that are not this export's: committed on the new
+    snapshot, both writers' rows once each. Offsets this export also holds (clicks-1 150..159), or a
+    table the other writer created meanwhile: exit 73, one line, nothing of this export committed or
+    left, the other writer's rows intact."""
+    import pyarrow.compute as pc
+
+    import logdoctor.spark.tables.export as table_export
+
+    out = str(tmp_path / "table")
+    if other is None:  # the other writer creates the table: its rows from a scratch table
+        scratch = str(tmp_path / "scratch")
+        run_table_export(spark, [str(logdir)], scratch, fmt="iceberg", options={"endingOffsets": "10"})
+        theirs, base = tu.read_table("iceberg", scratch), None
+    else:
+        run_table_export(spark, [str(logdir)], out, fmt="iceberg", options={"endingOffsets": "100"})
+        theirs = _other_writer_rows(out, *other, count=10, fmt="iceberg")
+        base = tu.digest(tu.read_table("iceberg", out))
+    done: list[bool] = []
+
+    def pause(stage: str) -> None:
+        if stage == "before" and not done:
+            done.append(True)
+            if other is None:
+                from pyiceberg.catalog import load_catalog
+
+                uri = f"sqlite:///{out}.catalog.db"
+                cat = load_catalog("logdoctor", type="sql", uri=uri, init_catalog_tables="true")
+                cat.create_namespace_if_not_exists("logdoctor")
+                cat.create_table("logdoctor.records", schema=theirs.schema, location=out).append(theirs)
+            else:
+                tu.iceberg_table(out).append(theirs)
+
+    monkeypatch.setattr(table_export, "_pause", pause)
+    res = _cli(["export", str(logdir), "--out", out, "--format", "iceberg", "--mode", "append",
+                "--master", "local[2]"])  # fmt: skip
+    assert done and res.exit_code == exit_code, res.output
+    table = tu.read_table("iceberg", out)
+    if other is None:
+        is_theirs = pc.less(table.column("offset"), 10)
+    elif other[0] == "elsewhere":
+        is_theirs = pc.equal(table.column("topic"), "elsewhere")
+    else:
+        is_theirs = pc.greater_equal(table.column("offset"), 150)
+    assert tu.digest(table.filter(is_theirs)) == tu.digest(theirs)  # the other writer's rows intact
+    mine = table.filter(pc.invert(is_theirs))
+    if exit_code == 0:
+        assert tu.digest(mine) == tu.expected(logdir)[0]  # every record once
+        return
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: iceberg table logdoctor.records: another writer")
+    assert "nothing was committed" in lines[0] and "Traceback" not in res.output
+    if other is None:
+        assert "created the table" in lines[0] and mine.num_rows == 0
+    else:
+        assert "clicks partition 1: the table up to 159, this export from 100" in lines[0], lines[0]
+        assert tu.digest(mine) == base
+    assert not [f for f in _job_files(out) if f not in tu.data_files("iceberg", out)]

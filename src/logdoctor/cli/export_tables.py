@@ -167,6 +167,8 @@ def table_export_cli(
                 soft_wrap=True,
             )
         console.print(f"Read it with:\n  {read}", soft_wrap=True, markup=False)
+        for line in result.uncommitted.lines() if result.uncommitted is not None else ():
+            console.print(f"Storage: {line}", soft_wrap=True, markup=False)
     for line in not_read:  # a tiered partition's remote tier not read (cli/export.remote_tier_not_read)
         console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
     raise typer.Exit(EX_WARNINGS if result.skipped or not_read else EX_OK)

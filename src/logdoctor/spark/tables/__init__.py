@@ -4,6 +4,7 @@ into the table's storage, the driver commits every file in one transaction of th
 - :mod:`.files`: task side (decode, keep rows above the table's offsets, write, file statistics).
 - :mod:`.iceberg`: pyiceberg (SQLite ``SqlCatalog`` beside the table by default, any catalog by properties).
 - :mod:`.delta`: deltalake (delta-rs) ``create_table_with_add_actions`` / ``create_write_transaction``.
+- :mod:`.orphans`: files earlier exports left uncommitted (a killed driver): named, removed once old.
 - :mod:`.export`: the job (plan, run the tasks on Spark, commit, remove what the commit does not reference).
 """
 

@@ -6,7 +6,9 @@ relative to the table, size, partition values, statistics JSON) given to
 in commit 0) or ``DeltaTable.create_write_transaction`` (an existing table: one commit, ``append`` or
 ``overwrite``, which removes every file the snapshot had: they stay for time travel until vacuum).
 A commit is one ``_delta_log/NNN.json`` put-if-absent: a reader sees the old version or the new one;
-a concurrent append is retried by delta-rs (``CommitProperties(max_commit_retries=...)``).
+a commit by another writer since the version this export read is judged by logdoctor, not retried
+blindly (:meth:`DeltaLakeTable.commit`): an append is retried on the new version unless the other
+writer added offsets this export also holds.
 
 Delta has no partition transforms: ``--partition-by-day`` adds a date column ``timestamp_day`` (the UTC
 day of ``timestamp``) as the second partition column. Partition columns are not stored in the files
@@ -19,9 +21,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote
 
 from logdoctor.spark.tables import TableError
 from logdoctor.spark.tables.files import DAY_COLUMN, WrittenFile
@@ -101,6 +105,7 @@ class DeltaLakeTable:
         self.by_day = by_day
         self.options = storage_options(self.uri)
         self._table: Any = None
+        self._loaded = False
 
     @property
     def data_uri(self) -> str:
@@ -125,8 +130,10 @@ class DeltaLakeTable:
             self._table = DeltaTable(self.uri, storage_options=self.options or None)
         except TableNotFoundError:
             self._table = None
+            self._loaded = True
         except Exception as exc:
             raise TableError(f"delta table {self.location}: cannot be read: {_one_line(exc)}") from None
+        self._loaded = True
         return self._table
 
     def exists(self) -> bool:
@@ -172,6 +179,45 @@ class DeltaLakeTable:
         grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "max")])
         return {(r["topic"], int(r["partition"])): int(r["offset_max"]) for r in grouped.to_pylist()}
 
+    def referenced_file_names(self) -> set[str]:
+        """The file name of every data file the table's log references: each ``add`` and ``remove`` of
+        every commit still in ``_delta_log`` and of its (classic) checkpoints, so files of older
+        versions kept for time travel count. Raises ValueError for a log logdoctor does not read whole
+        (V2 checkpoints with sidecars, managed commits): then nothing is removed."""
+        import pyarrow.fs as pafs
+        import pyarrow.parquet as pq
+
+        from logdoctor.spark.tables.files import filesystem
+
+        if self._table is None:
+            return set()
+        fs, root = filesystem(self.uri)
+        names: set[str] = set()
+
+        def add(path: str | None) -> None:
+            if path:
+                names.add(unquote(path).rsplit("/", 1)[-1])
+
+        for info in fs.get_file_info(pafs.FileSelector(f"{root}/_delta_log", allow_not_found=True)):
+            name = info.base_name
+            if re.fullmatch(r"\d{20}\.json", name):
+                with fs.open_input_stream(info.path) as stream:
+                    for line in stream.read().decode("utf-8").splitlines():
+                        action = json.loads(line) if line.strip() else {}
+                        for kind in ("add", "remove"):
+                            add((action.get(kind) or {}).get("path"))
+            elif re.fullmatch(r"\d{20}\.checkpoint(\.\d{10}\.\d{10})?\.parquet", name):
+                with fs.open_input_file(info.path) as f:
+                    parquet = pq.ParquetFile(f)
+                    kinds = [k for k in ("add", "remove") if k in parquet.schema_arrow.names]
+                    table = parquet.read(columns=kinds)
+                for kind in kinds:
+                    for path in table.column(kind).combine_chunks().field("path").to_pylist():
+                        add(path)
+            elif info.type == pafs.FileType.Directory or re.fullmatch(r"\d{20}\..*\.(json|parquet)", name):
+                raise ValueError(f"{info.path}: a Delta log entry logdoctor does not read")
+        return names
+
     def commit(
         self,
         files: Sequence[WrittenFile],
@@ -181,9 +227,21 @@ class DeltaLakeTable:
         add_columns: Sequence[str] = (),
         pause: Any = None,
     ) -> None:
+        """Add ``files`` in one commit on the version this export read (:meth:`load` at the job's start).
+
+        Another writer's commit in between: delta-rs is told not to retry (``max_commit_retries=0``) so
+        that logdoctor decides. ``append``: the table is read again and the commit is retried on the new
+        version unless the other writer added offsets this export also holds (then nothing is committed:
+        the rows would be there twice). ``overwrite`` replaces exactly the version it read: any concurrent
+        commit refuses it. A table created by another writer meanwhile refuses a commit that would create
+        it. Each refusal is one :class:`TableError` line; the table stays as the other writer left it.
+        """
         from deltalake import CommitProperties, Schema
+        from deltalake.exceptions import CommitFailedError
         from deltalake.transaction import AddAction, create_table_with_add_actions
 
+        if not self._loaded:
+            self.load()
         schema = self.table_schema(export_schema)
         now = int(time.time() * 1000)
         root = self.location + "/"
@@ -198,21 +256,30 @@ class DeltaLakeTable:
             )
             for f in files
         ]
-        commit = CommitProperties(custom_metadata=dict(properties), max_commit_retries=COMMIT_RETRIES)
+        commit = CommitProperties(custom_metadata=dict(properties), max_commit_retries=0)
         try:
             if pause is not None:
                 pause("before")
-            if self.load() is None:
-                create_table_with_add_actions(
-                    self.uri,
-                    Schema.from_arrow(schema),
-                    actions,
-                    mode="error",
-                    partition_by=self.partition_by,
-                    name="logdoctor-records",
-                    storage_options=self.options or None,
-                    commit_properties=commit,
-                )
+            if self._table is None:
+                try:
+                    create_table_with_add_actions(
+                        self.uri,
+                        Schema.from_arrow(schema),
+                        actions,
+                        mode="error",
+                        partition_by=self.partition_by,
+                        name="logdoctor-records",
+                        storage_options=self.options or None,
+                        commit_properties=commit,
+                    )
+                except Exception as exc:
+                    if "already exists" not in str(exc) or self.load() is None:
+                        raise
+                    raise TableError(
+                        f"delta table {self.location}: another writer created the table (version "
+                        f"{self._table.version()}) while this export ran; nothing was committed, the table "
+                        "is as the other writer left it: run the export again with --mode append"
+                    ) from None
             else:
                 if add_columns:  # a newer logdoctor column: schema evolution, no data rewritten
                     from deltalake import Field
@@ -220,13 +287,19 @@ class DeltaLakeTable:
                     want = {f.name: f for f in Schema.from_arrow(schema).fields}
                     new = [Field(n, want[n].type, nullable=True) for n in add_columns]
                     self._table.alter.add_columns(new)
-                self._table.create_write_transaction(
-                    actions,
-                    "overwrite" if mode == "overwrite" else "append",
-                    Schema.from_arrow(schema),
-                    partition_by=self.partition_by,
-                    commit_properties=commit,
-                )
+                for attempt in range(COMMIT_RETRIES + 1):
+                    read = self._table.version()
+                    try:
+                        self._table.create_write_transaction(
+                            actions,
+                            "overwrite" if mode == "overwrite" else "append",
+                            Schema.from_arrow(schema),
+                            partition_by=self.partition_by,
+                            commit_properties=commit,
+                        )
+                        break
+                    except CommitFailedError:
+                        self._after_concurrent_commit(read, files, mode, attempt)
             if pause is not None:
                 pause("after")
         except TableError:
@@ -236,6 +309,26 @@ class DeltaLakeTable:
                 f"delta table {self.location}: commit failed: {_one_line(exc)}; the table is unchanged"
             ) from None
         self.load()
+
+    def _after_concurrent_commit(
+        self, read: int, files: Sequence[WrittenFile], mode: str, attempt: int
+    ) -> None:
+        """Another writer committed after version ``read``: raise :class:`TableError` unless an append
+        can be retried on the new version (then ``self._table`` is that version)."""
+        if self.load() is None:
+            raise TableError(f"delta table {self.location}: the table was removed while this export ran")
+        now = self._table.version()
+        where = f"delta table {self.location}: another writer committed version {now} after version {read}"
+        left = "nothing was committed, the table is as the other writer left it"
+        if mode == "overwrite":
+            raise TableError(
+                f"{where}, which --mode overwrite would replace unseen; {left}: run the export again"
+            )
+        from logdoctor.spark.tables.concurrent import first_offsets, refuse_overlap
+
+        refuse_overlap(where, first_offsets(files), self.offsets())
+        if attempt == COMMIT_RETRIES:
+            raise TableError(f"{where}: lost {attempt + 1} commit races to other writers; {left}")
 
 
 def _type(t: Any) -> str:

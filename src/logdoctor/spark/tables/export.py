@@ -12,7 +12,8 @@
    library, with the table properties (source inputs, logdoctor version, offsets per partition).
 5. Every file of this job that the commit does not reference (failed or speculative attempts; every
    file when the job or the commit failed) is deleted. A driver killed before or during the commit
-   leaves the table at its previous snapshot (files no snapshot references may then remain).
+   leaves the table at its previous snapshot and its files in the storage: the next export of the table
+   removes those older than 3 days and names the younger ones (:mod:`.orphans`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.spark.export import ExportResult, StageProgress
@@ -32,6 +34,7 @@ from logdoctor.spark.tables import (
     TableExistsError,
     TableSchemaError,
 )
+from logdoctor.spark.tables.concurrent import first_offsets
 from logdoctor.spark.tables.files import (
     FileLayout,
     new_job_id,
@@ -39,8 +42,21 @@ from logdoctor.spark.tables.files import (
     remove_uncommitted,
     write_task,
 )
+from logdoctor.spark.tables.orphans import MIN_AGE_S, Orphans, sweep
 
 PROPERTY_PREFIX = "logdoctor."
+
+
+@dataclass(slots=True)
+class TableExportResult(ExportResult):
+    """:class:`ExportResult` and the files earlier exports left uncommitted (:mod:`.orphans`)."""
+
+    uncommitted: Orphans | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = ExportResult.to_json(self)
+        out["uncommitted_files"] = None if self.uncommitted is None else self.uncommitted.to_json()
+        return out
 
 
 def open_table(
@@ -121,8 +137,11 @@ def run_table_export(
     table_name: str | None = None,
     progress: Callable[[int, int], None] | None = None,
     fail_first_attempt: bool = False,
-) -> ExportResult:
-    """Export PATHS into the ``fmt`` table at ``out`` (see the module doc)."""
+    orphan_min_age_s: float = MIN_AGE_S,
+) -> TableExportResult:
+    """Export PATHS into the ``fmt`` table at ``out`` (see the module doc). After the commit, the files
+    earlier exports of the table left uncommitted that are older than ``orphan_min_age_s`` are removed
+    (:mod:`.orphans`)."""
     import logdoctor
     from logdoctor.logdir.discovery import discover, split_paths
     from logdoctor.logdir.outputs import check_output_location
@@ -214,6 +233,7 @@ def run_table_export(
                 properties,
                 {f"{PROPERTY_PREFIX}rows": str(sum(f.rows for f in files)), **properties},
                 pause=_pause,
+                first=first_offsets(files),
             )
         else:
             table.commit(files, export_schema, mode, properties, add_columns, pause=_pause)
@@ -223,6 +243,7 @@ def run_table_export(
             tracker.__exit__(None, None, None)
         _cleanup(spark, layout, committed)
     elapsed = time.perf_counter() - started
+    uncommitted = _sweep(table, layout, orphan_min_age_s)
     match = topic_matcher(opts_map.get("topics"))
     segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
     skipped = skipped_ranges(
@@ -233,7 +254,7 @@ def run_table_export(
         [u for d in done for u in d.get("undecodable") or ()],
         [p for d in done for p in d.get("skipped") or ()],
     )
-    return ExportResult(
+    return TableExportResult(
         out_dir=out,
         format=fmt,
         rows=sum(int(d["rows"]) for d in done),
@@ -245,7 +266,21 @@ def run_table_export(
         elapsed_s=elapsed,
         writer="arrow",
         mode=mode,
+        uncommitted=uncommitted,
     )
+
+
+def _sweep(table: Any, layout: FileLayout, min_age_s: float) -> Orphans | None:
+    """Remove what earlier exports left uncommitted (best effort: a failure is reported, not raised).
+    Only in a table that exists: without one, no snapshot says which files are its."""
+    if table.load() is None:
+        return None
+    try:
+        return sweep(
+            table.data_uri, table.referenced_file_names(), running_job=layout.job, min_age_s=min_age_s
+        )
+    except Exception as exc:
+        return Orphans(min_age_s=min_age_s, error=" ".join(f"{type(exc).__name__}: {exc}".split())[:300])
 
 
 def _cleanup(spark: Any, layout: FileLayout, committed: Sequence[str]) -> None:

@@ -86,6 +86,7 @@ class IcebergTable:
         self.props = catalog_properties(self.location, catalog)
         self._catalog: Any = None
         self._table: Any = None
+        self._read: tuple[bool, int | None] | None = None  # (exists, snapshot id) at the first load
 
     # -- reading -----------------------------------------------------------------------------------
 
@@ -122,7 +123,13 @@ class IcebergTable:
             raise
         except Exception as exc:
             raise TableError(f"iceberg table {self.identifier}: cannot be read: {_one_line(exc)}") from None
+        if self._read is None:
+            self._read = (self._table is not None, self._snapshot_id())
         return self._table
+
+    def _snapshot_id(self) -> int | None:
+        snap = self._table.current_snapshot() if self._table is not None else None
+        return None if snap is None else int(snap.snapshot_id)
 
     def exists(self) -> bool:
         return self.load() is not None
@@ -163,6 +170,22 @@ class IcebergTable:
         snap = self._table.current_snapshot() if self._table is not None else None
         return snap is not None and int(snap.summary.get("total-records", "0") or 0) > 0
 
+    def referenced_file_names(self) -> set[str]:
+        """The file name of every data file any snapshot of the table references (every snapshot's
+        manifests, deleted entries included: a file an older snapshot holds stays for time travel)."""
+        table = self._table
+        if table is None:
+            return set()
+        io, names, seen = table.io, set(), set()
+        for snap in table.metadata.snapshots:
+            for manifest in snap.manifests(io):
+                if manifest.manifest_path in seen:
+                    continue
+                seen.add(manifest.manifest_path)
+                for entry in manifest.fetch_manifest_entry(io, discard_deleted=False):
+                    names.add(entry.data_file.file_path.rsplit("/", 1)[-1])
+        return names
+
     # -- the commit --------------------------------------------------------------------------------
 
     def commit(
@@ -173,18 +196,28 @@ class IcebergTable:
         properties: Mapping[str, str],
         snapshot_properties: Mapping[str, str],
         pause: Any = None,
+        first: Mapping[tuple[str, int], int] | None = None,
     ) -> None:
-        """Register ``paths`` (Parquet files under :attr:`data_uri`) in one transaction."""
+        """Register ``paths`` (Parquet files under :attr:`data_uri`) in one transaction.
+
+        ``first``: the first offset of each (topic, partition) in ``paths``. When another writer
+        committed after this export's first :meth:`load` and the table now holds any of those offsets,
+        an append is refused (:func:`.concurrent.refuse_overlap`) instead of adding the records twice.
+        (pyiceberg's own retry inside ``commit_transaction`` re-adds the files without this check: a
+        commit racing that last moment is not covered.)"""
         from pyiceberg.exceptions import CommitFailedException
 
         for attempt in range(COMMIT_RETRIES + 1):
             try:
+                if pause is not None and attempt == 0:
+                    pause("before")  # test seam: before the table is read again and the commit
                 txn = self._transaction(export_schema, mode)
+                self._check_concurrent(first if mode == "append" else None)
                 if paths:
                     txn.add_files(list(paths), snapshot_properties=dict(snapshot_properties))
                 txn.set_properties(dict(properties))
                 if pause is not None:
-                    pause("before")
+                    pause("commit")  # test seam (in-process tests only): right before the catalog swap
                 txn.commit_transaction()
                 if pause is not None:
                     pause("after")
@@ -204,6 +237,25 @@ class IcebergTable:
                     f"iceberg table {self.identifier}: commit failed: {_one_line(exc)}; "
                     "the table is unchanged"
                 ) from None
+
+    def _check_concurrent(self, first: Mapping[tuple[str, int], int] | None) -> None:
+        """Another writer committed since the first :meth:`load`: a table it created meanwhile (its
+        schema never checked) refuses the commit; an append whose offsets it added too is refused."""
+        from logdoctor.spark.tables.concurrent import refuse_overlap
+
+        was, now = self._read or (False, None), (self._table is not None, self._snapshot_id())
+        if now == was:
+            return
+        if not was[0]:
+            raise TableError(
+                f"iceberg table {self.identifier}: another writer created the table (snapshot {now[1]}) "
+                "while this export ran; nothing was committed, the table is as the other writer left it: "
+                "run the export again with --mode append"
+            )
+        if first:
+            where = f"iceberg table {self.identifier}: another writer committed snapshot {now[1]}"
+            where += f" after {was[1]}"
+            refuse_overlap(where, first, self.offsets())
 
     def _transaction(self, export_schema: Any, mode: str) -> Any:
         from pyiceberg.expressions import AlwaysTrue
