@@ -9,6 +9,7 @@ same data damaged."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import threading
@@ -194,3 +195,19 @@ def test_gil_free_walk_from_many_threads_gives_the_serial_results(monkeypatch: p
     for t in threads:
         t.join()
     assert not failures
+
+
+def test_scan_pool_workers_walk_one_segment_at_a_time() -> None:
+    """Memory stays bounded by the cores: the scan's pool workers (which already spread the partitions)
+    walk their segments one at a time; the scan's own process walks one per core."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from logdoctor.checks import scanner
+
+    ctx = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(
+        1, mp_context=ctx, initializer=scanner._worker_init, initargs=(os.getpid(),)
+    ) as ex:
+        assert ex.submit(state.walk_threads).result() == 1
+    assert state.walk_threads() == len(os.sched_getaffinity(0))

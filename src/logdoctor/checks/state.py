@@ -329,14 +329,25 @@ def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult |
 
 
 _pool: tuple[int, ThreadPoolExecutor] | None = None
+_thread_limit: int | None = None
+
+
+def limit_walk_threads(n: int | None) -> None:
+    """At most ``n`` walk threads in this process (None: one per core). The scan's pool workers take one:
+    the pool already spreads partitions over the cores, and threads there would map cores x cores
+    segments at once."""
+    global _thread_limit
+    _thread_limit = n
 
 
 def walk_threads() -> int:
-    """Threads :func:`walk_files` uses: one per core this process may run on."""
+    """Threads :func:`walk_files` uses: one per core this process may run on, at most the limit of
+    :func:`limit_walk_threads`."""
     try:
-        return len(os.sched_getaffinity(0))
+        cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):  # pragma: no cover - not Linux
-        return os.cpu_count() or 1
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, _thread_limit)) if _thread_limit is not None else cores
 
 
 def walk_files(paths: list[str], verify_crc: bool, with_positions: bool) -> list[WalkResult | OSError]:
