@@ -17,9 +17,8 @@ from logdoctor.logdir.model import Segment
 
 def check_all_logs(st: PartitionState) -> None:
     # every segment walked first: a damaged segment's finding counts the records of the later ones
-    walks: list[WalkResult | None] = [
-        st.walk(seg, verify_crc=True, with_positions=True) for seg in st.segments
-    ]
+    # (on every core at once: PartitionState.walk_all, recorded in segment order)
+    walks: list[WalkResult | None] = st.walk_all(st.segments, verify_crc=True, with_positions=True)
     for i, seg in enumerate(st.segments):
         w = walks[i]
         if w is None:

@@ -34,6 +34,7 @@ from logdoctor.checks.partition import check_partition
 from logdoctor.checks.remote_tier import check_remote_tier, remote_metadata_for_scan
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
+from logdoctor.checks.state import limit_walk_threads
 from logdoctor.checks.tiered import (
     BrokerRemoteEvidence,
     broker_remote_evidence,
@@ -86,10 +87,11 @@ def _die_with_parent(parent: int) -> None:
 def _worker_init(parent: int) -> None:
     """Pool worker: dies with its parent; its garbage collector on (the parent's is off during a scan, see
     :func:`_young_collections_only`) with what it inherited frozen, so collections never walk the
-    parent's objects."""
+    parent's objects; its deep walks one segment at a time (memory: one mapped segment per worker)."""
     _die_with_parent(parent)
     gc.freeze()
     gc.enable()
+    limit_walk_threads(1)  # the pool spreads the partitions; one segment walked at a time per worker
 
 
 _P = ParamSpec("_P")
@@ -346,6 +348,8 @@ def _tiered_topics(
         r.log_start_offset, r.local_log_start_offset = log_start_offsets(
             task.log_start_checkpoint, r.first_base_offset, True
         )
+
+
 def _metadata_log_damage(mdir: str, image: MetadataImage | None, results: list[PartitionReport]) -> None:
     """LOG_CORRUPT of the broker's own metadata log said as what it is (checks.metadata_log): its voters,
     its latest snapshot, what a truncation loses; never the generic "let it re-replicate"."""

@@ -10,6 +10,7 @@ import errno
 import mmap
 import os
 from array import array
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -22,6 +23,7 @@ from logdoctor.checks.access import describe, missing_access
 from logdoctor.checks.context import PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError, TruncatedError
+from logdoctor.formats import native
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
 from logdoctor.logdir.model import Partition, Segment
@@ -168,33 +170,59 @@ class PartitionState:
 
     def walk(self, seg: Segment, *, verify_crc: bool, with_positions: bool = False) -> WalkResult | None:
         """Walk the segment's .log (cached; a CRC walk satisfies a non-CRC request)."""
-        base = seg.base_offset
-        cached = self.walks.get(base)
-        if (
+        if self._cached(seg, verify_crc, with_positions):
+            return self.walks[seg.base_offset]
+        if seg.log_file in self.unreadable:
+            return None
+        return self._keep(seg, walk_file(seg.log_file, verify_crc, with_positions), verify_crc)
+
+    def walk_all(
+        self, segments: list[Segment], *, verify_crc: bool, with_positions: bool = False
+    ) -> list[WalkResult | None]:
+        """:meth:`walk` of every segment, the segments walked at once on every core (threads: the C
+        fast lane of :func:`walk` releases the GIL); what it records (results, denied reads, bytes
+        read) is recorded in segment order, as the serial walk does."""
+        todo = [
+            s
+            for s in segments
+            if not self._cached(s, verify_crc, with_positions) and s.log_file not in self.unreadable
+        ]
+        outcomes = dict(
+            zip(
+                (s.base_offset for s in todo),
+                walk_files([s.log_file for s in todo], verify_crc, with_positions),
+                strict=True,
+            )
+        )
+        out: list[WalkResult | None] = []
+        for seg in segments:
+            got = outcomes.pop(seg.base_offset, None)
+            out.append(
+                self.walk(seg, verify_crc=verify_crc, with_positions=with_positions)
+                if got is None
+                else self._keep(seg, got, verify_crc)
+            )
+        return out
+
+    def _cached(self, seg: Segment, verify_crc: bool, with_positions: bool) -> bool:
+        cached = self.walks.get(seg.base_offset)
+        return (
             cached is not None
-            and (self.walk_crc[base] or not verify_crc)
+            and (self.walk_crc[seg.base_offset] or not verify_crc)
             and (cached.positions is not None or not with_positions)
-        ):
-            return cached
+        )
+
+    def _keep(self, seg: Segment, outcome: WalkResult | OSError, verify_crc: bool) -> WalkResult | None:
+        """Record one segment's walk (or why its .log could not be read)."""
         path = seg.log_file
-        if path in self.unreadable:
+        if isinstance(outcome, NotRegularFileError):
             return None
-        try:
-            view, handle, extents = read_buffer(path)
-        except NotRegularFileError:
-            return None
-        except PermissionError as e:
-            self.denied(path, "r", "the broker cannot load this segment", f"open failed: {e.strerror}")
+        if isinstance(outcome, OSError):
+            how = "open" if isinstance(outcome, PermissionError) else "read"
+            self.denied(path, "r", "the broker cannot load this segment", f"{how} failed: {outcome.strerror}")
             self.unreadable.add(path)
             return None
-        except OSError as e:
-            self.denied(path, "r", "the broker cannot load this segment", f"read failed: {e.strerror}")
-            self.unreadable.add(path)
-            return None
-        try:
-            res = walk(view, base, verify_crc=verify_crc, with_positions=with_positions, data_extents=extents)
-        finally:
-            release(view, handle)
+        res, base = outcome, seg.base_offset
         self.rep.bytes_read += res.size
         self.walks[base] = res
         self.walk_crc[base] = verify_crc
@@ -218,6 +246,10 @@ class PartitionState:
 V2_HEADER = RECORD_BATCH_OVERHEAD
 _CRC_START_V2 = 21  # the v2 crc covers attributes..end (DefaultRecordBatch)
 MMAP_THRESHOLD = 64 * 1024 * 1024
+FAST_WALK: Any = native.scan_v2
+"""The C fast lane of :func:`walk` (``_speedups.scan_v2``: runs of whole v2 batches with good CRCs and
+growing offsets, walked without the GIL); None: the Python loop alone (what tests compare it with)."""
+_FAST_CHUNK = 1 << 16  # batches per call: the positions buffer is 16 bytes a batch (1 MiB)
 
 
 @dataclass(slots=True)
@@ -283,6 +315,54 @@ def release(view: memoryview, handle: object | None) -> None:
         handle.close()  # type: ignore[attr-defined]
 
 
+def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError:
+    """:func:`walk` of one .log, mapped and released again; an OSError (NotRegularFileError included)
+    is returned, not raised: the caller records it (PartitionState._keep). Safe in any thread."""
+    try:
+        view, handle, extents = read_buffer(path)
+    except OSError as e:  # NotRegularFileError is one
+        return e
+    try:
+        return walk(view, verify_crc=verify_crc, with_positions=with_positions, data_extents=extents)
+    finally:
+        release(view, handle)
+
+
+_pool: tuple[int, ThreadPoolExecutor] | None = None
+_thread_limit: int | None = None
+
+
+def limit_walk_threads(n: int | None) -> None:
+    """At most ``n`` walk threads in this process (None: one per core). The scan's pool workers take one:
+    the pool already spreads partitions over the cores, and threads there would map cores x cores
+    segments at once."""
+    global _thread_limit
+    _thread_limit = n
+
+
+def walk_threads() -> int:
+    """Threads :func:`walk_files` uses: one per core this process may run on, at most the limit of
+    :func:`limit_walk_threads`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, _thread_limit)) if _thread_limit is not None else cores
+
+
+def walk_files(paths: list[str], verify_crc: bool, with_positions: bool) -> list[WalkResult | OSError]:
+    """:func:`walk_file` of every path, in order, on :func:`walk_threads` threads: each maps one file at
+    a time (memory: one segment per thread) and spends its time in the C fast lane without the GIL.
+    One file, or one core: in this thread."""
+    global _pool
+    threads = min(walk_threads(), len(paths))
+    if threads <= 1 or FAST_WALK is None:
+        return [walk_file(p, verify_crc, with_positions) for p in paths]
+    if _pool is None or _pool[0] != os.getpid():  # a forked pool worker makes its own
+        _pool = (os.getpid(), ThreadPoolExecutor(walk_threads(), thread_name_prefix="logdoctor-walk"))
+    return list(_pool[1].map(lambda p: walk_file(p, verify_crc, with_positions), paths))
+
+
 def walk(
     buf: memoryview | bytes,
     base_offset: int = 0,
@@ -312,72 +392,115 @@ def walk(
     stop: Damage | None = None
     magics: set[int] = set()
     pos = 0  # where the next entry starts (the end of the last one walked)
+    fast = FAST_WALK
+    out = bytearray(16 * _FAST_CHUNK) if fast is not None and with_positions else None
     try:
-        for b in iter_batches(mv, verify_crc=False):
-            end = pos + b.size
-            magic = b.magic
-            if magic == 2:
-                first = b.base_offset
-                last = b.last_offset  # Java's long arithmetic: base + delta wraps around (a fuzzed base
-                # offset near 2^63 made a Python int too big for the positions array: OverflowError)
-                batch_max_ts = b.max_timestamp
-                if verify_crc and crc32c(mv[pos + _CRC_START_V2 : end]) != b.stored_crc:
-                    crc_errors += 1
-                    if first_crc is None:
-                        first_crc = Damage(
-                            "crc",
-                            pos,
-                            f"CRC mismatch in the v2 batch at position {pos} (offsets {first}..{last}): "
-                            f"stored {b.stored_crc:#010x}, computed {b.compute_crc():#010x}",
-                        )
-            else:
-                last = b.last_offset
-                first = None if b.is_compressed else last  # a wrapper's first offset needs decompression
-                batch_max_ts = b.max_timestamp if magic == 1 else -1
-                if verify_crc and (computed := b.compute_crc()) != b.stored_crc:
-                    crc_errors += 1
-                    if first_crc is None:
-                        first_crc = Damage(
-                            "crc",
-                            pos,
-                            f"CRC mismatch in the v{magic} message at position {pos} (offset {last}): "
-                            f"stored {b.stored_crc:#010x}, computed {computed:#010x}",
-                        )
-            lower = first if first is not None else last
-            if prev_last is not None and lower <= prev_last:
-                stop = Damage(
-                    "order",
+        while True:
+            # the C fast lane while nothing is damaged: the batches the loop below would take without a
+            # finding, the same figures; it stops before anything else, which the loop below walks
+            while fast is not None and first_crc is None and pos < n:
+                pos2, nb, recs, first_base, first_last, last, max_ts, max_ts_off = fast(
+                    mv,
                     pos,
-                    f"offsets go backwards: the batch at position {pos} starts at offset {lower} but the "
-                    f"previous batch ended at {prev_last}",
+                    n,
+                    verify_crc,
+                    prev_last is not None,
+                    prev_last or 0,
+                    max_ts,
+                    max_ts_off,
+                    out,
+                    _FAST_CHUNK,
                 )
-                break
-            if batches == 0:
-                res.first_offset = first
-                res.first_batch_last_offset = last
-            if magic == 2:
-                count = max(0, b.record_count)
-            elif first is not None:
-                count = 1
-            else:  # a compressed wrapper: its inner messages end at ``last``, after the previous entry
-                count = last - prev_last if prev_last is not None else 1
-            res.records += count
-            magics.add(magic)
-            if batch_max_ts > max_ts:
-                max_ts, max_ts_off = batch_max_ts, last
-            if positions is not None:
-                positions.append(pos)
-                lasts.append(last)  # type: ignore[union-attr]
-            if first_crc is None:
-                res.valid_bytes = end
-                res.valid_records += count
+                if not nb:
+                    break
+                if batches == 0:
+                    res.first_offset, res.first_batch_last_offset = first_base, first_last
+                if positions is not None:
+                    positions.frombytes(memoryview(out)[: 8 * nb])  # type: ignore[arg-type]
+                    lasts.frombytes(memoryview(out)[8 * _FAST_CHUNK : 8 * (_FAST_CHUNK + nb)])  # type: ignore
+                magics.add(2)
+                res.records += recs
+                res.valid_records += recs
                 res.max_timestamp_valid_prefix = max_ts
                 res.valid_last_offset = last
-            elif stop_at_damage:
+                res.valid_bytes = pos2
+                prev_last, batches, pos = last, batches + nb, pos2
+            if pos >= n:
                 break
-            prev_last = last
-            batches += 1
-            pos = end
+            for b in iter_batches(mv, start=pos, verify_crc=False):
+                end = pos + b.size
+                magic = b.magic
+                if magic == 2:
+                    first = b.base_offset
+                    # Java's long arithmetic: base + delta wraps around (a fuzzed base offset near 2^63
+                    # made a Python int too big for the positions array: OverflowError)
+                    last = b.last_offset
+                    batch_max_ts = b.max_timestamp
+                    if verify_crc and crc32c(mv[pos + _CRC_START_V2 : end]) != b.stored_crc:
+                        crc_errors += 1
+                        if first_crc is None:
+                            first_crc = Damage(
+                                "crc",
+                                pos,
+                                f"CRC mismatch in the v2 batch at position {pos} (offsets "
+                                f"{first}..{last}): stored {b.stored_crc:#010x}, computed "
+                                f"{b.compute_crc():#010x}",
+                            )
+                else:
+                    last = b.last_offset
+                    # a wrapper's first offset needs decompression
+                    first = None if b.is_compressed else last
+                    batch_max_ts = b.max_timestamp if magic == 1 else -1
+                    if verify_crc and (computed := b.compute_crc()) != b.stored_crc:
+                        crc_errors += 1
+                        if first_crc is None:
+                            first_crc = Damage(
+                                "crc",
+                                pos,
+                                f"CRC mismatch in the v{magic} message at position {pos} (offset {last}): "
+                                f"stored {b.stored_crc:#010x}, computed {computed:#010x}",
+                            )
+                lower = first if first is not None else last
+                if prev_last is not None and lower <= prev_last:
+                    stop = Damage(
+                        "order",
+                        pos,
+                        f"offsets go backwards: the batch at position {pos} starts at offset {lower} but "
+                        f"the previous batch ended at {prev_last}",
+                    )
+                    break
+                if batches == 0:
+                    res.first_offset = first
+                    res.first_batch_last_offset = last
+                if magic == 2:
+                    count = max(0, b.record_count)
+                elif first is not None:
+                    count = 1
+                else:  # a compressed wrapper: its inner messages end at ``last``, after the previous entry
+                    count = last - prev_last if prev_last is not None else 1
+                res.records += count
+                magics.add(magic)
+                if batch_max_ts > max_ts:
+                    max_ts, max_ts_off = batch_max_ts, last
+                if positions is not None:
+                    positions.append(pos)
+                    lasts.append(last)  # type: ignore[union-attr]
+                if first_crc is None:
+                    res.valid_bytes = end
+                    res.valid_records += count
+                    res.max_timestamp_valid_prefix = max_ts
+                    res.valid_last_offset = last
+                elif stop_at_damage:
+                    break
+                prev_last = last
+                batches += 1
+                pos = end
+                if fast is not None and first_crc is None:
+                    break  # back to the fast lane
+            else:
+                break  # the end of the buffer
+            if stop is not None or first_crc is not None:
+                break  # the loop above stopped the walk (or, with stop_at_damage, found the damage)
     except FormatError as e:
         stop = _damage_at(mv, pos, n, e, data_extents)
     if first_crc is None:

@@ -1463,6 +1463,111 @@ fail:
     return NULL;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * scan_v2: the fast lane of checks.state.walk (the --deep walk of a segment), with the GIL released.
+ *
+ * From pos, for as long as the entry there is a whole v2 batch (what walk_v2 accepts: magic 2, size
+ * at least 61, inside limit) whose CRC-32C matches (with verify_crc) and whose base offset is above the
+ * previous batch's last offset, do what the Python walk does for it: count it and its records
+ * (max(0, recordCount)), keep the first batch's base and last offsets, the last offset (base +
+ * lastOffsetDelta, Java's long arithmetic), the largest maxTimestamp (strictly larger wins, as
+ * LogSegment.recover) with its batch's last offset, and write the batch's position and last offset into
+ * out (native int64s: positions at out[0:max_batches], last offsets at out[max_batches:2 * max_batches]). Stops, without touching that entry, at anything else; the Python
+ * walk deals with it (a CRC mismatch, an order violation, a torn or corrupt entry, v0/v1) and calls
+ * back here for the rest. The loop touches no Python object: it runs without the GIL over the held
+ * buffers, so threads walk several segments at once.
+ *
+ * scan_v2(buf, pos, limit, verify_crc, has_prev, prev_last, max_ts, max_ts_offset, out | None, max_batches)
+ *   -> (pos, batches, records, first_base, first_last, last, max_ts, max_ts_offset)
+ * (first_base, first_last, last: 0 when batches is 0)
+ */
+static PyObject *
+scan_v2(PyObject *self, PyObject *args)
+{
+    PyObject *bufobj, *outobj;
+    Py_ssize_t pos, limit, max_batches;
+    int verify_crc, has_prev;
+    long long prev_last, max_ts, max_ts_offset;
+    Py_buffer view, out;
+
+    if (!PyArg_ParseTuple(args, "OnnppLLLOn", &bufobj, &pos, &limit, &verify_crc, &has_prev, &prev_last, &max_ts,
+                          &max_ts_offset, &outobj, &max_batches))
+        return NULL;
+    if (verify_crc && crc32c_fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_crc32c was not called");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int64_t *slots = NULL;
+    out.obj = NULL;
+    if (outobj != Py_None) {
+        if (PyObject_GetBuffer(outobj, &out, PyBUF_WRITABLE) < 0) {
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        if (out.len / 16 < max_batches) {
+            PyBuffer_Release(&out);
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_ValueError, "scan_v2: out holds fewer than 2 * max_batches int64s");
+            return NULL;
+        }
+        slots = (int64_t *)out.buf;
+    }
+    if (limit > view.len)
+        limit = view.len;
+    if (pos < 0)
+        max_batches = 0;
+    const uint8_t *p = (const uint8_t *)view.buf;
+    Py_ssize_t count = 0;
+    long long records = 0;
+    int64_t first_base = 0, first_last = 0, last = 0;
+    int64_t prev = (int64_t)prev_last, mts = (int64_t)max_ts, mts_off = (int64_t)max_ts_offset;
+    int have_prev = has_prev;
+
+    Py_BEGIN_ALLOW_THREADS
+    while (count < max_batches && limit - pos >= 61) {
+        const uint8_t *b = p + pos;
+        int32_t length = (int32_t)be32(b + 8);
+        if (b[16] != 2 || length < 61 - 12 || (Py_ssize_t)length > limit - pos - 12)
+            break;
+        Py_ssize_t size = (Py_ssize_t)length + 12;
+        if (verify_crc && crc32c_of(b + 21, size - 21) != be32(b + 17))
+            break;
+        int64_t base = (int64_t)be64(b);
+        int64_t lastoff = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(b + 23));
+        if (have_prev && base <= prev)
+            break;
+        int64_t bmax = (int64_t)be64(b + 35);
+        int32_t rc = (int32_t)be32(b + 57);
+        if (count == 0) {
+            first_base = base;
+            first_last = lastoff;
+        }
+        records += rc > 0 ? rc : 0;
+        if (bmax > mts) {
+            mts = bmax;
+            mts_off = lastoff;
+        }
+        if (slots != NULL) {
+            slots[count] = (int64_t)pos;
+            slots[max_batches + count] = lastoff;
+        }
+        prev = lastoff;
+        have_prev = 1;
+        last = lastoff;
+        count++;
+        pos += size;
+    }
+    Py_END_ALLOW_THREADS
+
+    if (out.obj != NULL)
+        PyBuffer_Release(&out);
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nnLLLLLL)", pos, count, records, (long long)first_base, (long long)first_last,
+                         (long long)last, (long long)mts, (long long)mts_off);
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(Record, Header[, CREATE_TIME, LOG_APPEND_TIME]): learn the slot layout."},
     {"decode_records", decode_records, METH_VARARGS, "Decode the records of a v2 batch into Record objects."},
@@ -1476,6 +1581,7 @@ static PyMethodDef methods[] = {
      "configure_crc32c(address of a crc32c(crc, data, length) | None) -> whether it passed the check."},
     {"configure_recovery", configure_recovery, METH_VARARGS, "configure_recovery(OffsetEntry, TimeEntry)."},
     {"recover_v2", recover_v2, METH_VARARGS, "The fast lane of recovery.rebuild_indexes (see _speedups.c)."},
+    {"scan_v2", scan_v2, METH_VARARGS, "The GIL-free fast lane of checks.state.walk (see _speedups.c)."},
     {"decode_batch_columns", decode_batch_columns, METH_VARARGS,
      "decode_batch_columns(buf, starts, sections, payload): many batches as Arrow-ready columns."},
     {NULL, NULL, 0, NULL},

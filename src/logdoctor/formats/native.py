@@ -20,7 +20,7 @@ from typing import Any
 
 from logdoctor.formats.record_types import Header, Record, TimestampType
 
-__all__ = ["HAVE_C_LZ4", "HAVE_SPEEDUPS", "configure_batch_class", "recover_v2", "speedups"]
+__all__ = ["HAVE_C_LZ4", "HAVE_SPEEDUPS", "configure_batch_class", "recover_v2", "scan_v2", "speedups"]
 
 
 def _load() -> ModuleType | None:
@@ -87,6 +87,10 @@ if speedups is not None and speedups.configure_crc32c(_crc32c_address()):
 
     speedups.configure_recovery(OffsetEntry, TimeEntry)
     recover_v2 = speedups.recover_v2
+
+scan_v2: Any = speedups.scan_v2 if recover_v2 is not None else None  # type: ignore[union-attr]
+"""The C fast lane of checks.state.walk (see _speedups.c ``scan_v2``; it releases the GIL), under the
+same conditions as ``recover_v2``; None: the Python walk alone."""
 
 
 def configure_batch_class(cls: type) -> Any:
