@@ -207,7 +207,7 @@ def scan(
             tasks.append(
                 PartitionTask(
                     log_dir=p,
-                    path=str(part.path),
+                    path=part.path_str,
                     name=part.name,
                     topic=part.topic,
                     partition=part.partition,

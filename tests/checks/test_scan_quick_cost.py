@@ -1,0 +1,112 @@
+"""What a scan of many partitions no longer does per partition (issue 26: ``scan --quick`` of 50,000
+partitions): no :class:`pathlib.Path` made for each partition folder, no line object for each checkpoint
+line, no name parse of each partition folder to recognize the log dir; with the same report."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+from pathlib import Path
+
+import pytest
+
+from logdoctor.checks.context import Depth, ScanOptions
+from logdoctor.checks.scanner import scan
+from logdoctor.formats import checkpoint as cp
+from logdoctor.logdir import recognize as rec
+from logdoctor.logdir.names import RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT
+
+PARTITIONS = 300
+NOW_MS = 1_700_000_000_000
+
+
+def _log_dir(root: Path, stale: int = 0) -> Path:
+    """``PARTITIONS`` empty partition folders, checkpoints as a broker writes them naming each of them
+    (plus ``stale`` entries of partitions that have no folder)."""
+    (root / "meta.properties").write_text("version=0\nbroker.id=0\ncluster.id=AAAAAAAAAAAAAAAAAAAAAQ\n")
+    (root / ".kafka_cleanshutdown").write_text("")
+    entries = []
+    for i in range(PARTITIONS):
+        (root / f"bench.t{i // 100}-{i % 100}").mkdir()
+        entries.append((f"bench.t{i // 100}", i % 100, 0))
+    entries += [("gone", i, 5) for i in range(stale)]
+    data = cp.write_offset_checkpoint(cp.new_offset_checkpoint(entries))
+    for name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
+        (root / name).write_bytes(data)
+    return root
+
+
+def _report(d: Path) -> dict:
+    rep = scan([d], ScanOptions(depth=Depth.QUICK, now_ms=NOW_MS), jobs=1)
+    out = rep.to_json()
+    out.pop("elapsed_s", None)
+    return out
+
+
+def test_no_path_object_is_made_per_partition_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = _log_dir(tmp_path)
+    made = 0
+    real_new = pathlib.Path.__new__
+
+    def counting_new(cls, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal made
+        made += 1
+        return real_new(cls, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "__new__", counting_new)
+    rep = scan([d], ScanOptions(depth=Depth.QUICK, now_ms=NOW_MS), jobs=1)
+    assert len(rep.partitions) == PARTITIONS
+    assert made < PARTITIONS // 10, made  # before: two per partition (the root listing, the check)
+
+
+def test_checkpoints_as_written_are_read_without_a_line_object_per_line_and_report_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fast reading (formats.checkpoint) against the general one, on a scan whose checkpoints name
+    partitions without a folder (findings with the byte position of each stale line)."""
+    d = _log_dir(tmp_path, stale=3)
+    lines = 0
+    real_split = cp.split_lines
+
+    def counting_split(*args, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal lines
+        out = real_split(*args, **kwargs)
+        lines += len(out)
+        return out
+
+    monkeypatch.setattr(cp, "split_lines", counting_split)
+    fast = _report(d)
+    assert lines == 0
+    stale = [f for f in fast["findings"] if f["path"].endswith(RECOVERY_POINT_CHECKPOINT)]
+    assert stale, fast["findings"]
+    monkeypatch.setattr(cp, "_as_written", lambda data: None)  # the general reading, line by line
+    monkeypatch.setattr(cp, "line_positions", lambda data: [ln.position for ln in real_split(data)])
+    general = _report(d)
+    assert lines > 2 * PARTITIONS  # it did read line by line
+    assert json.dumps(fast, sort_keys=True) == json.dumps(general, sort_keys=True)
+
+
+def test_recognizing_a_log_dir_parses_no_partition_folder_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d = _log_dir(tmp_path)
+    (d / "remote-log-index-cache").mkdir()
+    classified: list[str] = []
+    real = rec.classify_root_entry
+
+    def counting(name: str, is_dir: bool):  # type: ignore[no-untyped-def]
+        classified.append(name)
+        return real(name, is_dir)
+
+    monkeypatch.setattr(rec, "classify_root_entry", counting)
+    r = rec.recognize(d)
+    assert r.is_log_dir and r.evidence == "has meta.properties"
+    assert all("bench.t" not in n for n in classified), classified
+    # the index cache folder is still a (weak) marker, found without classifying every folder
+    (d / "meta.properties").unlink()
+    (d / RECOVERY_POINT_CHECKPOINT).unlink()
+    (d / REPLICATION_OFFSET_CHECKPOINT).unlink()
+    for p in d.iterdir():
+        if p.name.startswith("bench.t"):
+            p.rmdir()
+    assert rec.recognize(d).evidence == "has .kafka_cleanshutdown, remote-log-index-cache and nothing else"
