@@ -110,3 +110,54 @@ def test_recognizing_a_log_dir_parses_no_partition_folder_name(
         if p.name.startswith("bench.t"):
             p.rmdir()
     assert rec.recognize(d).evidence == "has .kafka_cleanshutdown, remote-log-index-cache and nothing else"
+
+
+def test_cheap_partitions_are_checked_without_a_process_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each partition sent to a worker costs the parent more than an empty partition's check: with jobs=2
+    the scan of empty partitions starts no worker (it did, and was slower than one process)."""
+    from logdoctor.checks import scanner
+
+    d = _log_dir(tmp_path)
+
+    def no_pool(*a: object, **kw: object) -> None:
+        raise AssertionError("a process pool was started for partitions that cost microseconds each")
+
+    monkeypatch.setattr(scanner, "ProcessPoolExecutor", no_pool)
+    rep = scan([d], ScanOptions(depth=Depth.QUICK, now_ms=NOW_MS), jobs=2)
+    assert len(rep.partitions) == PARTITIONS
+
+
+def _costly_check(task):  # type: ignore[no-untyped-def]
+    """check_partition with ~2 ms of CPU more (a module-level function: the pool pickles it by name)."""
+    import time
+
+    from logdoctor.checks.partition import check_partition
+
+    end = time.thread_time() + 0.002
+    while time.thread_time() < end:
+        pass
+    return check_partition(task)
+
+
+def test_costly_partitions_still_go_to_the_process_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from logdoctor.checks import scanner
+
+    d = _log_dir(tmp_path)
+    expected = _report(d)
+    pools = []
+    real_pool = scanner.ProcessPoolExecutor
+
+    def counting_pool(*a: object, **kw: object):  # type: ignore[no-untyped-def]
+        pools.append(1)
+        return real_pool(*a, **kw)
+
+    monkeypatch.setattr(scanner, "ProcessPoolExecutor", counting_pool)
+    monkeypatch.setattr(scanner, "check_partition", _costly_check)
+    rep = scan([d], ScanOptions(depth=Depth.QUICK, now_ms=NOW_MS), jobs=2).to_json()
+    rep.pop("elapsed_s", None)
+    assert pools == [1]
+    assert json.dumps(rep, sort_keys=True) == json.dumps(expected, sort_keys=True)

@@ -119,8 +119,41 @@ def _young_collections_only(fn: Callable[_P, ScanReport]) -> Callable[_P, ScanRe
     return wrapper
 
 
+# Below this many seconds of checking per partition the process pool costs more than a second core gives:
+# each partition sent to a worker costs the parent ~15-20 us (the task pickled, the report unpickled, its
+# future handled), measured with 50,000 empty partitions (BENCHMARKS.md, issue 26), where one check takes
+# ~30 us. A partition with data (its active segment read with CRCs, at least) takes milliseconds.
+_POOL_MIN_S_PER_PARTITION = 100e-6
+_PROBE = 16  # partitions checked here before the first decision
+_WINDOW = 256  # then decided again after every this many
+
+
 def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
+    """Check every task: here while checks are cheap (the median time of the last few is below
+    ``_POOL_MIN_S_PER_PARTITION``), the rest in a pool of ``jobs`` processes once they are not."""
     if jobs <= 1 or len(tasks) <= 1:
+        for t in tasks:
+            yield check_partition(t)
+        return
+    done, window = 0, _PROBE
+    while done < len(tasks):
+        batch = tasks[done : done + window]
+        times = []
+        for t in batch:
+            started = time.thread_time()  # CPU: other processes on the cores do not make a check look costly
+            rep = check_partition(t)
+            times.append(time.thread_time() - started)
+            yield rep
+        done += len(batch)
+        # the median: the first checks of a run pay for lazy imports and cold caches
+        if sorted(times)[len(times) // 2] >= _POOL_MIN_S_PER_PARTITION and done < len(tasks):
+            yield from _run_pool(tasks[done:], jobs)
+            return
+        window = _WINDOW
+
+
+def _run_pool(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
+    if len(tasks) <= 1:
         for t in tasks:
             yield check_partition(t)
         return
