@@ -38,8 +38,13 @@ def _log_dir(root: Path, stale: int = 0) -> Path:
 
 def _report(d: Path) -> dict:
     rep = scan([d], ScanOptions(depth=Depth.QUICK, now_ms=NOW_MS), jobs=1)
-    out = rep.to_json()
+    return _comparable(rep.to_json())
+
+
+def _comparable(out: dict) -> dict:
     out.pop("elapsed_s", None)
+    for ld in out["log_dirs"]:
+        ld.pop("disk", None)  # free space changes between two runs (other processes write)
     return out
 
 
@@ -157,7 +162,33 @@ def test_costly_partitions_still_go_to_the_process_pool(
 
     monkeypatch.setattr(scanner, "ProcessPoolExecutor", counting_pool)
     monkeypatch.setattr(scanner, "check_partition", _costly_check)
-    rep = scan([d], ScanOptions(depth=Depth.QUICK, now_ms=NOW_MS), jobs=2).to_json()
-    rep.pop("elapsed_s", None)
+    rep = _comparable(scan([d], ScanOptions(depth=Depth.QUICK, now_ms=NOW_MS), jobs=2).to_json())
     assert pools == [1]
     assert json.dumps(rep, sort_keys=True) == json.dumps(expected, sort_keys=True)
+
+
+def test_inventory_lists_each_log_dir_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The inventory's leader epochs come from the folders the scan listed: the root of 50,000 partitions
+    was listed a second time (a Partition and a Path per folder) only to find them."""
+    from logdoctor.checks.inventory import build_inventory
+    from logdoctor.logdir import model
+
+    d = _log_dir(tmp_path)
+    (d / "bench.t0-5" / "leader-epoch-checkpoint").write_bytes(b"0\n2\n0 0\n3 52\n")
+    (d / "bench.t1-7" / "leader-epoch-checkpoint").write_bytes(b"0\n1\n4 x\n")  # a malformed line
+    listed = 0
+    real_init = model.Partition.__init__
+
+    def counting_init(self: model.Partition, *a: object, **kw: object) -> None:
+        nonlocal listed
+        real_init(self, *a, **kw)  # type: ignore[arg-type]
+        listed += a[0] is not None  # made by a LogDir's listing of its root
+
+    monkeypatch.setattr(model.Partition, "__init__", counting_init)
+    inv = build_inventory([str(d)], Depth.QUICK, now_ms=NOW_MS, jobs=1)
+    assert listed == PARTITIONS
+    epochs = {(r["topic"], r["partition"]): r["leader_epochs"] for r in inv.rows if r["record"] == "replica"}
+    assert epochs[("bench.t0", 5)] == [{"epoch": 0, "start_offset": 0}, {"epoch": 3, "start_offset": 52}]
+    assert epochs[("bench.t1", 7)] == []  # no readable entry (the scan reports the file)
+    assert epochs[("bench.t2", 0)] == []
+    assert len(epochs) == PARTITIONS

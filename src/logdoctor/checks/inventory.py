@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logdoctor.checks.context import Depth, ScanOptions
+from logdoctor.checks.context import Depth, PartitionReport, ScanOptions
 from logdoctor.logdir.disk import disk_usage
 
 SCHEMA_VERSION = 2  # 2: tiered storage (local log start, remote storage, the remote_* columns)
@@ -170,10 +170,15 @@ def _checkpoints(log_dir: str) -> list[dict[str, Any]]:
     return out
 
 
-def _leader_epochs(log_dir: Any, topic: str, partition: int) -> list[dict[str, int]] | None:
-    """The partition's leader-epoch-checkpoint entries (``log_dir``: a LogDir, listed once per log dir)."""
+def _leader_epochs(report: PartitionReport) -> list[dict[str, int]] | None:
+    """The leader-epoch-checkpoint entries of a partition the scan checked (its folder as the scan listed
+    it: the log dir is not listed again)."""
+    from logdoctor.logdir.model import Partition
+    from logdoctor.logdir.names import DirKind, PartitionDirName
+
     try:
-        part = log_dir.partition(topic, partition)
+        name = PartitionDirName(report.topic, report.partition, DirKind(report.kind))
+        part = Partition(None, report.path, name)
         return [{"epoch": e, "start_offset": s} for e, s in part.leader_epochs]
     except Exception:  # unreadable: the scan's findings say why
         return None
@@ -198,9 +203,6 @@ def broker_rows(
     dirs_abs = [os.path.abspath(d) for d in log_dirs]
     who = identity or broker_identity(dirs_abs)
     report = scan(dirs_abs, options, jobs=jobs)
-    from logdoctor.logdir.model import LogDir
-
-    models: dict[str, LogDir] = {}
     replicas = []
     for p in report.partitions:
         row: dict[str, Any] = {
@@ -224,9 +226,7 @@ def broker_rows(
             **remote_columns(report.remote, p.kind, p.topic_id, p.topic, p.partition),
         }
         if inventory:
-            row["leader_epochs"] = _leader_epochs(
-                models.setdefault(p.log_dir, LogDir(p.log_dir)), p.topic, p.partition
-            )
+            row["leader_epochs"] = _leader_epochs(p)
         replicas.append(row)
     findings = [
         {
@@ -363,7 +363,8 @@ def build_inventory(
         rows.append({**r, **base, "record": "replica"})
     for f in res["findings"]:
         rows.append({**f, **base, "record": "finding"})
-    rows = [{k: r.get(k) for k in names} for r in rows]
+    # every column, in order (None: absent)
+    rows = [dict(zip(names, map(r.get, names), strict=True)) for r in rows]
     return Inventory(
         rows, who.label, who.broker_id, res["broker_running"], depth, time.perf_counter() - started
     )
@@ -437,7 +438,8 @@ def write_inventory(inv: Inventory, out: str, *, json_lines: bool = False) -> st
     target = f"{path}.tmp-{os.getpid()}" if local else path
     try:
         if json_lines:
-            lines = (json.dumps(r, default=str, separators=(",", ":")) + "\n" for r in inv.rows)
+            encode = json.JSONEncoder(default=str, separators=(",", ":")).encode  # json.dumps's, made once
+            lines = (encode(r) + "\n" for r in inv.rows)
             data = "".join(lines).encode()
             with filesystem.open_output_stream(target) as fh:
                 fh.write(data)

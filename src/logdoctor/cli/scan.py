@@ -24,7 +24,7 @@ from logdoctor.cli.common import (
     UsageExit64,
     VerboseOption,
     parse_now,
-    print_json,
+    print_json_rows,
     progress_bar,
     refuse_overlapping_outputs,
     render_findings,
@@ -223,7 +223,7 @@ def scan_command(
 
         write_scan_report(report, html_out, config_inputs=inputs)
     if json_out:
-        print_json(report.to_json())
+        print_json_rows(report.to_json())
     else:
         render_report(text_console(), report, verbose=verbose)
         if html_out is not None:

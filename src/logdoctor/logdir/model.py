@@ -710,7 +710,8 @@ class Partition:
         """leader-epoch-checkpoint read leniently (readable entries plus problems)."""
         from logdoctor.formats.checkpoint import scan_leader_epoch_checkpoint
 
-        return _scan_checkpoint(self.path / LEADER_EPOCH_CHECKPOINT_FILE, scan_leader_epoch_checkpoint)
+        path = Path(self.path_str, LEADER_EPOCH_CHECKPOINT_FILE)
+        return _scan_checkpoint(path, scan_leader_epoch_checkpoint)
 
     @property
     def leader_epochs(self) -> list[tuple[int, int]]:
@@ -722,7 +723,7 @@ class Partition:
     def partition_metadata_read(self) -> SmallFileRead:
         from logdoctor.formats.partition_metadata import parse_partition_metadata
 
-        return _read_small(self.path / PARTITION_METADATA_FILE, parse_partition_metadata)
+        return _read_small(Path(self.path_str, PARTITION_METADATA_FILE), parse_partition_metadata)
 
     @property
     def topic_id(self) -> str | None:
