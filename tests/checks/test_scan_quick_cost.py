@@ -192,3 +192,35 @@ def test_inventory_lists_each_log_dir_once(tmp_path: Path, monkeypatch: pytest.M
     assert epochs[("bench.t1", 7)] == []  # no readable entry (the scan reports the file)
     assert epochs[("bench.t2", 0)] == []
     assert len(epochs) == PARTITIONS
+
+
+@pytest.mark.realworld
+@pytest.mark.parametrize(
+    ("name", "with_epochs"),
+    [("zk-2.8-seanorth", True), ("kraft-3.9-duongnvt2110", True), ("zk-corrupt-znsio", False)],
+)
+def test_inventory_leader_epochs_of_real_log_dirs_are_the_files(
+    realworld_dir: Path, name: str, with_epochs: bool
+) -> None:
+    """Each replica's leader epochs against its leader-epoch-checkpoint as Kafka wrote it (read here with
+    str.split: version, count, then "epoch start_offset" lines); [] where there is none."""
+    from logdoctor.checks.inventory import build_inventory
+    from logdoctor.logdir.model import LogDir
+
+    d = realworld_dir / name
+    inv = build_inventory([str(d)], Depth.QUICK, now_ms=NOW_MS, jobs=1)
+    replicas = [r for r in inv.rows if r["record"] == "replica"]
+    assert replicas
+    seen = 0
+    for r in replicas:
+        lec = Path(r["path"]) / "leader-epoch-checkpoint"
+        expected: list = []
+        if lec.is_file():
+            lines = lec.read_text(errors="replace").split("\n")
+            try:
+                expected = [tuple(map(int, line.split())) for line in lines[2 : 2 + int(lines[1])]]
+                seen += bool(expected)
+            except (ValueError, IndexError):  # a damaged file: what the log dir model reads of it
+                expected = LogDir(d).partition(r["topic"], r["partition"]).leader_epochs
+        assert [(e["epoch"], e["start_offset"]) for e in r["leader_epochs"]] == expected, r["path"]
+    assert bool(seen) is with_epochs

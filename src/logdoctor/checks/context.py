@@ -123,6 +123,8 @@ class PartitionReport:
     segment_infos: list[SegmentInfo] = field(default_factory=list)
     bytes_read: int = 0
     topic_config: TopicConfig | None = None  # the retention settings the checks applied (None: none apply)
+    #: the readable ``(epoch, start offset)`` entries of leader-epoch-checkpoint ([]: none; not in the JSON)
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
 
     def to_json(self, configs: dict[int, Any] | None = None) -> dict[str, Any]:
         """``configs``: the JSON of each TopicConfig already made, by ``id`` (shared by the partitions of a

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logdoctor.checks.context import Depth, PartitionReport, ScanOptions
+from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.logdir.disk import disk_usage
 
 SCHEMA_VERSION = 2  # 2: tiered storage (local log start, remote storage, the remote_* columns)
@@ -170,20 +170,6 @@ def _checkpoints(log_dir: str) -> list[dict[str, Any]]:
     return out
 
 
-def _leader_epochs(report: PartitionReport) -> list[dict[str, int]] | None:
-    """The leader-epoch-checkpoint entries of a partition the scan checked (its folder as the scan listed
-    it: the log dir is not listed again)."""
-    from logdoctor.logdir.model import Partition
-    from logdoctor.logdir.names import DirKind, PartitionDirName
-
-    try:
-        name = PartitionDirName(report.topic, report.partition, DirKind(report.kind))
-        part = Partition(None, report.path, name)
-        return [{"epoch": e, "start_offset": s} for e, s in part.leader_epochs]
-    except Exception:  # unreadable: the scan's findings say why
-        return None
-
-
 def broker_rows(
     log_dirs: Sequence[str],
     options: ScanOptions,
@@ -226,7 +212,8 @@ def broker_rows(
             **remote_columns(report.remote, p.kind, p.topic_id, p.topic, p.partition),
         }
         if inventory:
-            row["leader_epochs"] = _leader_epochs(p)
+            # as the scan read them (its findings say why a file is unreadable)
+            row["leader_epochs"] = [{"epoch": e, "start_offset": s} for e, s in p.leader_epochs]
         replicas.append(row)
     findings = [
         {

@@ -202,6 +202,7 @@ def check_small_files(st: PartitionState) -> None:
                 )
                 scan = None
             if scan is not None:
+                st.rep.leader_epochs = list(scan.checkpoint.entries)
                 for p in scan.problems[:1]:
                     st.make(
                         "CHECKPOINT_CORRUPT",
