@@ -232,26 +232,25 @@ def scan(
         )
 
         # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
-        def _get(cp: CheckpointRead, t: str, n: int) -> int | None:
-            return None if cp.error is not None or cp.problems else cp.get(t, n)
-
+        rp_of, hw_of, ls_of = (_usable_offsets(cp) for cp in (rps, hws, lss))
         for part in ld.partitions:
             meta_log = part.is_metadata
+            topic, tp = part.topic, (part.topic, part.partition)
             tasks.append(
                 PartitionTask(
                     log_dir=p,
                     path=part.path_str,
                     name=part.name,
-                    topic=part.topic,
+                    topic=topic,
                     partition=part.partition,
                     kind=part.kind.value,
-                    recovery_point=None if meta_log else _get(rps, part.topic, part.partition),
-                    log_start_checkpoint=None if meta_log else _get(lss, part.topic, part.partition),
-                    high_watermark=None if meta_log else _get(hws, part.topic, part.partition),
+                    recovery_point=None if meta_log else rp_of.get(tp),
+                    log_start_checkpoint=None if meta_log else ls_of.get(tp),
+                    high_watermark=None if meta_log else hw_of.get(tp),
                     clean_shutdown=rep.clean_shutdown and not meta_log,
                     broker_user=user,
                     options=options,
-                    topic_config=None if meta_log else configs.resolve(part.topic),
+                    topic_config=None if meta_log else configs.resolve(topic),
                     remote_evidence=remote,
                 )
             )
@@ -326,6 +325,11 @@ def scan(
         metadata=image,
         remote=remote_md,
     )
+
+
+def _usable_offsets(cp: CheckpointRead) -> dict[tuple[str, int], int]:
+    """A checkpoint's offsets as the broker uses them: none from a file it cannot read."""
+    return {} if cp.error is not None or cp.problems else cp.offsets
 
 
 def _replayed_tiering(
