@@ -346,12 +346,18 @@ def build_inventory(
     ]
     for d in res["log_dirs"]:
         rows.append({**d, **base, "record": "log_dir", "broker_id": d["broker_id"]})
-    for r in res["replicas"]:
-        rows.append({**r, **base, "record": "replica"})
-    for f in res["findings"]:
-        rows.append({**f, **base, "record": "finding"})
     # every column, in order (None: absent)
     rows = [dict(zip(names, map(r.get, names), strict=True)) for r in rows]
+    template = dict.fromkeys(names)
+    for record, found in (("replica", res["replicas"]), ("finding", res["findings"])):
+        for r in found:  # {**r, **base, "record": ...} with every column, made in place (50,000 replicas)
+            row = template.copy()
+            row.update(r)
+            row.update(base)
+            row["record"] = record
+            if len(row) != len(template):  # a key that is no column: left out
+                row = {k: row[k] for k in names}
+            rows.append(row)
     return Inventory(
         rows, who.label, who.broker_id, res["broker_running"], depth, time.perf_counter() - started
     )
