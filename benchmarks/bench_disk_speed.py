@@ -2,6 +2,7 @@
 in one invocation on the same files.
 
     .venv/bin/python benchmarks/bench_disk_speed.py [--gb 1] [--partitions 50000] [--repeat 3] [--src DIR]
+        [--only limits,startup,deep,repair,quick,inventory]
 
 ``--src`` runs another checkout's ``src`` in the logdoctor processes (PYTHONPATH), e.g. the code before a
 change (``git archive <commit> src | tar -x -C /tmp/before``; copy the built ``_speedups*.so`` into its
@@ -19,6 +20,7 @@ Rows (wall time, best and median of ``--repeat`` runs, page cache warm):
 - ``logdoctor scan --quick`` (text, and ``--json``) of a log dir of ``--partitions`` empty partition
   folders (with meta.properties, clean-shutdown marker and checkpoints naming every partition at offset 0);
   ``find LOGDIR -maxdepth 2`` (every folder opened and listed) is the listing limit;
+- ``logdoctor inventory --depth quick`` (Parquet, and ``--json``) of the same ``--partitions`` folders;
 - the fixed cost of a run, measured apart: ``python -c pass``, ``import logdoctor.cli.main`` and
   ``logdoctor --help``.
 GB/s figures are bytes of the .log files / wall seconds; ratios are logdoctor's time over the limit's.
@@ -174,7 +176,8 @@ def main() -> None:
     ap.add_argument("--gb", type=float, default=1.0, choices=(1.0, 10.0), help="GiB in the partition")
     ap.add_argument("--partitions", type=int, default=50_000, help="empty partition folders for --quick")
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--only", default="limits,startup,deep,repair,quick", help="comma-separated rows")
+    ap.add_argument("--only", default="limits,startup,deep,repair,quick,inventory",
+                    help="comma-separated rows: limits, startup, deep, repair, quick, inventory")
     ap.add_argument("--src", type=Path, default=None,
                     help="another checkout's src for the logdoctor processes (PYTHONPATH): 'before' figures")
     args = ap.parse_args()
@@ -224,15 +227,24 @@ def main() -> None:
         rows.append(_row("`logdoctor repair --apply`, every index removed (rebuilt byte-identical)", t, size,
                          cat, "cat"))
         rows.append(f"|  |  |  |  | {t.best / crc.best:.1f} x crc32c |")
-    if "quick" in only:
+    if only & {"quick", "inventory"}:
         e = empty_partitions_dir(args.partitions)
         ls = timed(args.repeat, lambda: _run(["find", str(e), "-mindepth", "1", "-maxdepth", "2"]))
         rows.append(_row(f"`find -maxdepth 2` ({args.partitions:,} folders listed; listing limit)", ls, None,
                          None))
+    if "quick" in only:
         for fmt in ([], ["--json"]):
             t = timed(args.repeat, lambda f=fmt: _run([str(LOGDOCTOR), "scan", "--quick", *f, str(e)]))
             flag = " --json" if fmt else ""
             label = f"`logdoctor scan --quick{flag}`, {args.partitions:,} empty partitions"
+            rows.append(_row(label, t, None, ls, "find"))
+    if "inventory" in only:
+        for fmt, name in (([], "inventory.parquet"), (["--json"], "inventory.jsonl")):
+            out = BENCH_TMP / "inventory-out" / name  # replaced at each run (an inventory it wrote)
+            argv = [str(LOGDOCTOR), "inventory", "--depth", "quick", *fmt, "-o", str(out), str(e)]
+            t = timed(args.repeat, lambda a=argv: _run(a))
+            flag = " --json" if fmt else ""
+            label = f"`logdoctor inventory --depth quick{flag}`, {args.partitions:,} empty partitions"
             rows.append(_row(label, t, None, ls, "find"))
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     print(f"command: {command()}" + (f" (PYTHONPATH={ENV['PYTHONPATH']})" if args.src else ""))

@@ -11,7 +11,7 @@ from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Severity
 from logdoctor.checks.scan_report import LogDirReport
 from logdoctor.errors import FormatError
-from logdoctor.formats.checkpoint import split_lines
+from logdoctor.formats.checkpoint import line_positions
 from logdoctor.logdir.files import read_file
 from logdoctor.logdir.model import CheckpointRead, LogDir
 from logdoctor.logdir.names import (
@@ -28,10 +28,9 @@ from logdoctor.logdir.names import (
 def entry_positions(path: str) -> list[int | None]:
     """Byte position of each entry line of a well-formed checkpoint (for findings)."""
     try:
-        lines = split_lines(read_file(path))
-    except (OSError, FormatError):
+        return line_positions(read_file(path))[2:]
+    except (OSError, FormatError, UnicodeDecodeError):
         return []
-    return [ln.position for ln in lines[2:]]
 
 
 Live = dict[tuple[str, int], PartitionReport]

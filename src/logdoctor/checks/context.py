@@ -123,8 +123,21 @@ class PartitionReport:
     segment_infos: list[SegmentInfo] = field(default_factory=list)
     bytes_read: int = 0
     topic_config: TopicConfig | None = None  # the retention settings the checks applied (None: none apply)
+    #: the readable ``(epoch, start offset)`` entries of leader-epoch-checkpoint ([]: none; not in the JSON)
+    leader_epochs: list[tuple[int, int]] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, configs: dict[int, Any] | None = None) -> dict[str, Any]:
+        """``configs``: the JSON of each TopicConfig already made, by ``id`` (shared by the partitions of a
+        report: one topic's partitions share its TopicConfig, whose JSON is then made once)."""
+        cfg = self.topic_config
+        if cfg is None:
+            cfg_json = None
+        elif configs is None:
+            cfg_json = cfg.to_json()
+        else:
+            cfg_json = configs.get(id(cfg))
+            if cfg_json is None:
+                cfg_json = configs[id(cfg)] = cfg.to_json()
         return {
             "topic": self.topic,
             "partition": self.partition,
@@ -138,5 +151,5 @@ class PartitionReport:
             "bytes": self.bytes,
             "recovery_point": self.recovery_point,
             "high_watermark": self.high_watermark,
-            "topic_config": self.topic_config.to_json() if self.topic_config is not None else None,
+            "topic_config": cfg_json,
         }

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from logdoctor.checks import deep, default, quick
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.state import PartitionState
@@ -17,7 +15,7 @@ def check_partition(task: PartitionTask) -> PartitionReport:
     # one scandir and one stat per file, shared by the permission, size and mtime checks
     part = Partition(
         None,
-        Path(task.path),
+        task.path,  # a str: no Path made unless a check needs one
         PartitionDirName(task.topic, task.partition, DirKind(task.kind)),
         stat_files=True,
     )

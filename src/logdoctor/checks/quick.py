@@ -21,7 +21,11 @@ from logdoctor.checks.timestamps import (
     root_cause_fields,
     topic_config,
 )
+from logdoctor.errors import FormatError
+from logdoctor.formats.checkpoint import scan_leader_epoch_checkpoint
 from logdoctor.formats.index import IndexKind
+from logdoctor.formats.partition_metadata import parse_partition_metadata
+from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 from logdoctor.logdir.names import LEADER_EPOCH_CHECKPOINT_FILE, PARTITION_METADATA_FILE
 
 
@@ -164,10 +168,6 @@ def check_active(st: PartitionState) -> None:
 
 def check_small_files(st: PartitionState) -> None:
     """partition.metadata, leader-epoch-checkpoint and producer snapshots against the log end offset."""
-    from logdoctor.errors import FormatError
-    from logdoctor.formats.checkpoint import scan_leader_epoch_checkpoint
-    from logdoctor.formats.partition_metadata import parse_partition_metadata
-
     folder = st.task.path
     names = {e.name for e in st.partition.entries}
     leo = st.log_end_offset
@@ -202,6 +202,7 @@ def check_small_files(st: PartitionState) -> None:
                 )
                 scan = None
             if scan is not None:
+                st.rep.leader_epochs = list(scan.checkpoint.entries)
                 for p in scan.problems[:1]:
                     st.make(
                         "CHECKPOINT_CORRUPT",
@@ -223,8 +224,6 @@ def check_small_files(st: PartitionState) -> None:
                                 log_end_offset=leo,
                             )
                             break
-    from logdoctor.formats.producer_snapshot import parse_producer_snapshot
-
     for off, spath in st.partition.producer_snapshot_files:
         data = st.read_small(spath, "the broker cannot load producer state")
         if data is None:

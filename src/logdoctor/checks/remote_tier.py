@@ -138,7 +138,7 @@ def _has_tier_evidence(paths: Iterable[str], results: Iterable[PartitionReport])
     if any(r.topic == REMOTE_LOG_METADATA_TOPIC for r in results):
         return True
     for p in paths:
-        if any(e.kind is RootEntryKind.REMOTE_LOG_INDEX_CACHE for e, _ in LogDir.shared(p).entries):
+        if any(e.kind is RootEntryKind.REMOTE_LOG_INDEX_CACHE for e, _ in LogDir.shared(p).listing):
             return True
     return False
 

@@ -111,9 +111,9 @@ def _root_file_permissions(ld: LogDir, rep: LogDirReport) -> None:
     make = partial(catalog.make, logdir=str(ld.path))
     add = rep.findings.append
     user = rep.broker_user
-    for entry, p in ld.entries:
+    for entry, p in ld.listing:
         # partition folders and the index cache are folders by their listing: no stat for each of 50,000
-        if entry.kind in _FOLDER_KINDS or p.is_dir():
+        if entry.kind in _FOLDER_KINDS or os.path.isdir(p):
             continue
         try:
             st = os.stat(p)

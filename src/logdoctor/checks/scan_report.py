@@ -67,11 +67,12 @@ class ScanReport:
         return {"errors": c[Severity.ERROR], "warnings": c[Severity.WARNING], "info": c[Severity.INFO]}
 
     def to_json(self) -> dict[str, Any]:
+        configs: dict[int, Any] = {}  # the partitions of a topic share one TopicConfig: its JSON made once
         return {
             "depth": self.depth.name.lower(),
             "now_ms": self.now_ms,
             "log_dirs": [d.to_json() for d in self.log_dirs],
-            "partitions": [p.to_json() for p in self.partitions],
+            "partitions": [p.to_json(configs) for p in self.partitions],
             "findings": [f.to_json() for f in self.findings],
             "summary": {**self.counts(), "exit_code": self.exit_code, "bytes_read": self.bytes_read},
             "metadata": self.metadata.summary() if self.metadata is not None else None,

@@ -121,8 +121,41 @@ def _young_collections_only(fn: Callable[_P, ScanReport]) -> Callable[_P, ScanRe
     return wrapper
 
 
+# Below this many seconds of checking per partition the process pool costs more than a second core gives:
+# each partition sent to a worker costs the parent ~15-20 us (the task pickled, the report unpickled, its
+# future handled), measured with 50,000 empty partitions (BENCHMARKS.md, issue 26), where one check takes
+# ~30 us. A partition with data (its active segment read with CRCs, at least) takes milliseconds.
+_POOL_MIN_S_PER_PARTITION = 100e-6
+_PROBE = 16  # partitions checked here before the first decision
+_WINDOW = 256  # then decided again after every this many
+
+
 def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
+    """Check every task: here while checks are cheap (the median time of the last few is below
+    ``_POOL_MIN_S_PER_PARTITION``), the rest in a pool of ``jobs`` processes once they are not."""
     if jobs <= 1 or len(tasks) <= 1:
+        for t in tasks:
+            yield check_partition(t)
+        return
+    done, window = 0, _PROBE
+    while done < len(tasks):
+        batch = tasks[done : done + window]
+        times = []
+        for t in batch:
+            started = time.thread_time()  # CPU: other processes on the cores do not make a check look costly
+            rep = check_partition(t)
+            times.append(time.thread_time() - started)
+            yield rep
+        done += len(batch)
+        # the median: the first checks of a run pay for lazy imports and cold caches
+        if sorted(times)[len(times) // 2] >= _POOL_MIN_S_PER_PARTITION and done < len(tasks):
+            yield from _run_pool(tasks[done:], jobs)
+            return
+        window = _WINDOW
+
+
+def _run_pool(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
+    if len(tasks) <= 1:
         for t in tasks:
             yield check_partition(t)
         return
@@ -201,26 +234,25 @@ def scan(
         )
 
         # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
-        def _get(cp: CheckpointRead, t: str, n: int) -> int | None:
-            return None if cp.error is not None or cp.problems else cp.get(t, n)
-
+        rp_of, hw_of, ls_of = (_usable_offsets(cp) for cp in (rps, hws, lss))
         for part in ld.partitions:
             meta_log = part.is_metadata
+            topic, tp = part.topic, (part.topic, part.partition)
             tasks.append(
                 PartitionTask(
                     log_dir=p,
-                    path=str(part.path),
+                    path=part.path_str,
                     name=part.name,
-                    topic=part.topic,
+                    topic=topic,
                     partition=part.partition,
                     kind=part.kind.value,
-                    recovery_point=None if meta_log else _get(rps, part.topic, part.partition),
-                    log_start_checkpoint=None if meta_log else _get(lss, part.topic, part.partition),
-                    high_watermark=None if meta_log else _get(hws, part.topic, part.partition),
+                    recovery_point=None if meta_log else rp_of.get(tp),
+                    log_start_checkpoint=None if meta_log else ls_of.get(tp),
+                    high_watermark=None if meta_log else hw_of.get(tp),
                     clean_shutdown=rep.clean_shutdown and not meta_log,
                     broker_user=user,
                     options=options,
-                    topic_config=None if meta_log else configs.resolve(part.topic),
+                    topic_config=None if meta_log else configs.resolve(topic),
                     remote_evidence=remote,
                 )
             )
@@ -295,6 +327,11 @@ def scan(
         metadata=image,
         remote=remote_md,
     )
+
+
+def _usable_offsets(cp: CheckpointRead) -> dict[tuple[str, int], int]:
+    """A checkpoint's offsets as the broker uses them: none from a file it cannot read."""
+    return {} if cp.error is not None or cp.problems else cp.offsets
 
 
 def _replayed_tiering(

@@ -24,7 +24,7 @@ from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import tool_failure, usage_error
 from logdoctor.cli.findings_output import VerboseOption, render_findings
 from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_log_dirs
-from logdoctor.cli.jsonout import print_json
+from logdoctor.cli.jsonout import print_json_rows
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import progress_bar
 from logdoctor.cli.timeparse import parse_now
@@ -218,7 +218,7 @@ def scan_command(
 
         write_scan_report(report, html_out, config_inputs=inputs)
     if json_out:
-        print_json(report.to_json())
+        print_json_rows(report.to_json())
     else:
         render_report(text_console(), report, verbose=verbose)
         if html_out is not None:

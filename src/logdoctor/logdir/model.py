@@ -13,13 +13,13 @@ LogSegment.java, UnifiedLog.java.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from logdoctor.errors import FormatError
 from logdoctor.logdir import files
@@ -62,6 +62,34 @@ __all__ = [
     "SmallFileRead",
     "shared_log_dirs",
 ]
+
+
+_T = TypeVar("_T")
+
+
+class _cached(Generic[_T]):
+    """functools.cached_property without its lock (Python 3.11 takes a lock shared by every instance on
+    each first access; 3.12 dropped it): the value is computed on first access and stored in the
+    instance's ``__dict__``, where later lookups find it without calling this descriptor. A scan of
+    50,000 partitions computes ~200,000 of them."""
+
+    def __init__(self, fn: Callable[[Any], _T]) -> None:
+        self.fn = fn
+        self.attr = fn.__name__
+        self.__doc__ = fn.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.attr = name
+
+    @overload
+    def __get__(self, obj: None, owner: type | None = None) -> _cached[_T]: ...
+    @overload
+    def __get__(self, obj: object, owner: type | None = None) -> _T: ...
+    def __get__(self, obj: object | None, owner: type | None = None) -> Any:
+        if obj is None:
+            return self
+        value = obj.__dict__[self.attr] = self.fn(obj)
+        return value
 
 
 # --- small files, read leniently -------------------------------------------------------------------
@@ -345,7 +373,7 @@ class Segment:
             return 0
         return entry.position if 0 <= entry.position < log_size else 0
 
-    @cached_property
+    @_cached
     def last_batch(self) -> Batch | None:
         """The last complete batch of the ``.log``, found without scanning from the start.
 
@@ -434,15 +462,28 @@ class Partition:
     """
 
     def __init__(
-        self, log_dir: LogDir | None, path: Path, dir_name: PartitionDirName, *, stat_files: bool = False
+        self,
+        log_dir: LogDir | None,
+        path: str | os.PathLike[str],
+        dir_name: PartitionDirName,
+        *,
+        stat_files: bool = False,
     ):
         self.log_dir = log_dir
-        self.path = path
+        #: the folder as a plain string (a str ``path`` is taken as given: as ``os.scandir`` names it)
+        self.path_str: str = os.fspath(path)
+        if isinstance(path, Path):
+            self.__dict__["path"] = path
         self.dir_name = dir_name
         self._stat_files = stat_files
 
+    @_cached
+    def path(self) -> Path:
+        """The folder (a :class:`Path` made on first use: a scan of 50,000 partitions needs none)."""
+        return Path(self.path_str)
+
     def __repr__(self) -> str:
-        return f"Partition({self.path.name!r})"
+        return f"Partition({self.name!r})"
 
     @property
     def topic(self) -> str:
@@ -458,48 +499,48 @@ class Partition:
 
     @property
     def name(self) -> str:
-        return self.path.name
+        return os.path.basename(self.path_str)
 
     @property
     def is_metadata(self) -> bool:
         return self.dir_name.is_metadata
 
     # listing ---------------------------------------------------------------------------------------
-    @cached_property
+    @_cached
     def _scandir(self) -> tuple[list[os.DirEntry[str]], list[os.DirEntry[str]]]:
         regular: list[os.DirEntry[str]] = []
         other: list[os.DirEntry[str]] = []
-        with os.scandir(self.path) as it:
+        with os.scandir(self.path_str) as it:
             for e in it:
                 (regular if e.is_file(follow_symlinks=False) else other).append(e)
         return regular, other
 
-    @cached_property
+    @_cached
     def _listing(self) -> list[os.DirEntry[str]]:
         listing = self._scandir[0]
         return [e for e in listing if _stat_ok(e)] if self._stat_files else listing
 
-    @cached_property
+    @_cached
     def irregular(self) -> list[Irregular]:
         """Symlinks, FIFOs, sockets, devices and folders in the folder, sorted by name: never opened."""
         return sorted((_irregular(e) for e in self._scandir[1]), key=lambda i: i.path.name)
 
-    @cached_property
+    @_cached
     def entries(self) -> list[os.DirEntry[str]]:
         """Every regular file of the folder as listed, sorted by name (``.path`` is a str, ``.stat()``
         cached)."""
         return sorted(self._listing, key=lambda e: e.name)
 
-    @cached_property
+    @_cached
     def _classified(self) -> list[tuple[PartitionFile, os.DirEntry[str]]]:
         return [(classify_partition_file(e.name), e) for e in self._listing]
 
-    @cached_property
+    @_cached
     def files(self) -> list[PartitionFile]:
         """Every file of the folder, classified, sorted by name."""
         return sorted((pf for pf, _ in self._classified), key=lambda pf: pf.name)
 
-    @cached_property
+    @_cached
     def _segments_and_orphans(self) -> tuple[list[Segment], list[Orphan], list[tuple[int, str]]]:
         groups: dict[int, dict[SegmentFileType, os.DirEntry[str]]] = {}
         orphans: list[Orphan] = []
@@ -573,7 +614,7 @@ class Partition:
         segs = self.segments
         return segs[-1] if segs else None
 
-    @cached_property
+    @_cached
     def producer_snapshots(self) -> list[tuple[int, Path]]:
         """Live producer snapshots ``(offset, path)`` sorted by offset."""
         return [(offset, Path(path)) for offset, path in self.producer_snapshot_files]
@@ -583,7 +624,7 @@ class Partition:
         """:attr:`producer_snapshots` with the paths as listed (plain strings)."""
         return self._segments_and_orphans[2]
 
-    @cached_property
+    @_cached
     def kraft_snapshots(self) -> list[tuple[int, int, Path]]:
         """Live KRaft snapshots ``(end offset, epoch, path)`` (only in ``__cluster_metadata-0``)."""
         return sorted(
@@ -664,12 +705,13 @@ class Partition:
         return active.next_offset() if active is not None else None
 
     # small files -----------------------------------------------------------------------------------
-    @cached_property
+    @_cached
     def leader_epoch_checkpoint(self) -> CheckpointRead:
         """leader-epoch-checkpoint read leniently (readable entries plus problems)."""
         from logdoctor.formats.checkpoint import scan_leader_epoch_checkpoint
 
-        return _scan_checkpoint(self.path / LEADER_EPOCH_CHECKPOINT_FILE, scan_leader_epoch_checkpoint)
+        path = Path(self.path_str, LEADER_EPOCH_CHECKPOINT_FILE)
+        return _scan_checkpoint(path, scan_leader_epoch_checkpoint)
 
     @property
     def leader_epochs(self) -> list[tuple[int, int]]:
@@ -677,11 +719,11 @@ class Partition:
         cp = self.leader_epoch_checkpoint.checkpoint
         return list(cp.entries) if cp is not None else []
 
-    @cached_property
+    @_cached
     def partition_metadata_read(self) -> SmallFileRead:
         from logdoctor.formats.partition_metadata import parse_partition_metadata
 
-        return _read_small(self.path / PARTITION_METADATA_FILE, parse_partition_metadata)
+        return _read_small(Path(self.path_str, PARTITION_METADATA_FILE), parse_partition_metadata)
 
     @property
     def topic_id(self) -> str | None:
@@ -756,16 +798,16 @@ class LogDir:
     def __repr__(self) -> str:
         return f"LogDir({str(self.path)!r})"
 
-    @cached_property
-    def _scandir(self) -> tuple[list[tuple[RootEntry, Path]], list[Irregular]]:
-        out: list[tuple[RootEntry, Path]] = []
+    @_cached
+    def _scandir(self) -> tuple[list[tuple[RootEntry, str]], list[Irregular]]:
+        out: list[tuple[RootEntry, str]] = []
         other: list[Irregular] = []
         with os.scandir(self.path) as it:
             for e in it:
                 if e.is_dir(follow_symlinks=False):
-                    out.append((classify_root_entry(e.name, True), Path(e.path)))
+                    out.append((classify_root_entry(e.name, True), e.path))
                 elif e.is_file(follow_symlinks=False):
-                    out.append((classify_root_entry(e.name, False), Path(e.path)))
+                    out.append((classify_root_entry(e.name, False), e.path))
                 else:
                     other.append(_irregular(e))
         out.sort(key=lambda x: x[0].name)
@@ -773,35 +815,41 @@ class LogDir:
         return out, other
 
     @property
+    def listing(self) -> list[tuple[RootEntry, str]]:
+        """:attr:`entries` with each path a plain string, as ``os.scandir`` names it (no :class:`Path`
+        made for each of 50,000 partition folders)."""
+        return self._scandir[0]
+
+    @_cached
     def entries(self) -> list[tuple[RootEntry, Path]]:
         """Every folder and regular file of the root, classified, sorted by name (one scandir).
 
         Symlinks (a partition folder or checkpoint pointing elsewhere is never followed), FIFOs,
         sockets and devices are in :attr:`irregular` instead.
         """
-        return self._scandir[0]
+        return [(re, Path(p)) for re, p in self._scandir[0]]
 
     @property
     def irregular(self) -> list[Irregular]:
         """Symlinks, FIFOs, sockets and devices at the root, sorted by name: never opened."""
         return self._scandir[1]
 
-    @cached_property
+    @_cached
     def _partition_dirs(self) -> list[Partition]:
         parts = [
             Partition(self, p, re.partition)
-            for re, p in self.entries
+            for re, p in self.listing
             if re.kind is RootEntryKind.PARTITION and re.partition is not None
         ]
         parts.sort(key=lambda x: (x.topic, x.partition, x.kind.value, x.dir_name.uuid or ""))
         return parts
 
-    @cached_property
+    @_cached
     def partitions(self) -> list[Partition]:
         """Live partition folders (``<topic>-<p>``, including ``__cluster_metadata-0``), sorted."""
         return [p for p in self._partition_dirs if p.kind is DirKind.LOG]
 
-    @cached_property
+    @_cached
     def _by_tp(self) -> dict[tuple[str, int], Partition]:
         return {(p.topic, p.partition): p for p in self.partitions}
 
@@ -814,31 +862,32 @@ class LogDir:
         name = str(self.path) if log_dir is None else log_dir
         return [p.ref(name) for p in self.partitions]
 
-    @cached_property
+    @_cached
     def orphan_partitions(self) -> list[Partition]:
         """``-delete``, ``-future`` and ``-stray`` folders (as partitions, to inspect them)."""
         return [p for p in self._partition_dirs if p.kind is not DirKind.LOG]
 
-    @cached_property
+    @_cached
     def orphans(self) -> list[Orphan]:
         """Entries of the root that are not part of a live log (never raises)."""
         out = [
             Orphan(p.path, _ORPHAN_DIR_KIND[p.kind], _ORPHAN_DIR_REASON[p.kind], p)
             for p in self.orphan_partitions
         ]
-        for re, path in self.entries:
+        for re, p in self.listing:
             if re.kind is RootEntryKind.UNKNOWN:
+                path = Path(p)
                 is_dir = path.is_dir()
                 kind = "unknown-dir" if is_dir else "unknown-file"
                 reason = "not a topic-partition folder" if is_dir else "not a file Kafka writes here"
                 out.append(Orphan(path, kind, reason))
             elif re.kind is RootEntryKind.TMP:
-                out.append(Orphan(path, "tmp-file", "left by an interrupted atomic write"))
+                out.append(Orphan(Path(p), "tmp-file", "left by an interrupted atomic write"))
         out.sort(key=lambda o: o.path.name)
         return out
 
     # root files ------------------------------------------------------------------------------------
-    @cached_property
+    @_cached
     def meta_properties_read(self) -> SmallFileRead:
         from logdoctor.formats.properties import parse_meta_properties
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from logdoctor.errors import LogDirError
 from logdoctor.logdir.names import (
+    REMOTE_LOG_INDEX_CACHE_DIR,
     PartitionDirName,
     PartitionFileKind,
     RootEntryKind,
@@ -180,7 +181,13 @@ def log_dir_evidence(entries: Sequence[Any], partition_file: Callable[[Any], str
     probes = 0
     weak = []
     for e in sorted(entries, key=lambda e: e.name):
-        root = classify_root_entry(e.name, _is_dir(e))
+        if _is_dir(e):
+            # a folder is a marker only as the index cache (classify_root_entry): no name parse for
+            # each of 50,000 partition folders
+            if e.name == REMOTE_LOG_INDEX_CACHE_DIR:
+                weak.append(e.name)
+            continue
+        root = classify_root_entry(e.name, False)
         if root.kind in _ROOT_MARKERS:
             return f"has {e.name}"
         if root.kind in _WEAK_MARKERS:
