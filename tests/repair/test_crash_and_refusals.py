@@ -125,6 +125,8 @@ def test_crash_at_every_phase_of_each_kind_of_step(tmp_path, damaged, reference)
             phases.append("backed-up")
         if op == "write":
             phases.append("temp-written")
+        if op == "chmod":
+            phases.append("owner-set")  # new owner, old mode (a SIGKILL between chown and chmod)
         for phase in phases:
             d = tmp_path / f"{op}-{phase}"
             d.mkdir()

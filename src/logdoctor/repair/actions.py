@@ -100,10 +100,14 @@ def _meta(path: str) -> dict[str, int] | None:
     return {"uid": st.st_uid, "gid": st.st_gid, "mode": stat.S_IMODE(st.st_mode)}
 
 
-def _set_meta(path: str, meta: dict[str, int]) -> None:
+def _set_meta(path: str, meta: dict[str, int], *, owner_set: Callable[[], None] | None = None) -> None:
+    """Owner, then mode (two system calls: a kill between them leaves the new owner with the old mode;
+    :meth:`SetOwnerMode.state` knows that state). ``owner_set`` runs between them (crash testing)."""
     st = os.lstat(path)
     if (st.st_uid, st.st_gid) != (meta["uid"], meta["gid"]):
         os.chown(path, meta["uid"], meta["gid"], follow_symlinks=False)
+        if owner_set is not None:
+            owner_set()
     if stat.S_IMODE(st.st_mode) != meta["mode"]:
         os.chmod(path, meta["mode"])
 
@@ -397,17 +401,24 @@ class SetOwnerMode(Operation):
     op = "chmod"
 
     def state(self, step: Step, ctx: StepContext) -> str:
+        before, after = step.params["meta_before"], step.params["meta_after"]
         m = _meta(step.path)
-        if m == step.params["meta_after"]:
+        if m == after:
             return AFTER
-        if m == step.params["meta_before"]:
+        if m == before:
+            return BEFORE
+        if m is not None and m == {**after, "mode": before["mode"]}:
+            # killed between the chown and the chmod of _set_meta (found by test_external_kill: a
+            # SIGKILL right after the journal's plan record): the step is begun, apply finishes it
             return BEFORE
         return OTHER
 
     def apply(self, step: Step, ctx: StepContext) -> None:
         if not self.to_do(step, ctx, f"owner or mode of {step.path} changed since the plan was made"):
             return
-        _set_meta(step.path, step.params["meta_after"])
+        _set_meta(
+            step.path, step.params["meta_after"], owner_set=lambda: ctx.crash(step.number, "owner-set")
+        )
         ctx.crash(step.number, "applied")
 
     def undo(self, step: Step, ctx: StepContext) -> None:

@@ -12,7 +12,8 @@ Apply, in order, writing nothing until every check passed:
 Crash testing: ``LOGDOCTOR_CRASH_AFTER_STEP=N`` SIGKILLs the process right after step N is
 journaled done; ``LOGDOCTOR_CRASH_AT=N:PHASE`` at a phase of step N: ``begin`` (journaled begin,
 nothing changed), ``backed-up`` (original saved), ``temp-written`` (atomic write's temp file
-fsynced, not renamed), ``applied`` (change made, not verified), ``verified``, ``journaled``.
+fsynced, not renamed), ``owner-set`` (a chmod step's new owner set, its mode not yet), ``applied``
+(change made, not verified), ``verified``, ``journaled``.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from logdoctor.repair.plan import Plan, Step
 
 CRASH_AFTER_STEP_ENV = "LOGDOCTOR_CRASH_AFTER_STEP"
 CRASH_AT_ENV = "LOGDOCTOR_CRASH_AT"
-PHASES = ("begin", "backed-up", "temp-written", "applied", "verified", "journaled")
+PHASES = ("begin", "backed-up", "temp-written", "owner-set", "applied", "verified", "journaled")
 
 
 class RefusedError(Exception):
