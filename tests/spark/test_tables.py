@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pytest
@@ -159,6 +160,49 @@ def test_a_newer_column_is_added_by_schema_evolution_without_rewriting(spark, lo
     want, _ = tu.expected(logdir)
     assert tu.digest(table) == want
     assert table.filter(pa.compute.less(table.column("offset"), 50)).column("decoded").null_count == 150
+
+
+def test_delta_schema_evolution_is_in_the_same_commit_as_the_data(spark, logdir, tmp_path):
+    """The append that adds `decoded` is ONE Delta version whose log entry (as written, read as JSON
+    lines) holds the metaData with the new schema and every add, and no remove: a driver killed at any
+    moment leaves the old or the new version, never one with the column and none of the rows."""
+    from deltalake import DeltaTable, QueryBuilder
+
+    out = tmp_path / "table"
+    run_table_export(spark, [str(logdir)], str(out), fmt="delta", options={"endingOffsets": "50"})
+    before = DeltaTable(str(out))
+    old_version, old_fields = before.version(), [(f.name, f.type) for f in before.schema().fields]
+    old_files = set(before.file_uris())
+    result = run_table_export(
+        spark, [str(logdir)], str(out), fmt="delta", mode="append", options={"decoder": "auto"}
+    )
+    table = DeltaTable(str(out))
+    assert table.version() == old_version + 1
+    assert len(table.history()) == old_version + 2
+    entry = out / "_delta_log" / f"{old_version + 1:020d}.json"
+    actions = [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
+    kinds = [next(iter(a)) for a in actions]
+    assert kinds.count("metaData") == 1 and "remove" not in kinds and "protocol" not in kinds
+    adds = [a["add"] for a in actions if "add" in a]
+    assert len(adds) == result.files >= 2 and all(a["dataChange"] for a in adds)
+    assert old_files | {str(out / unquote(a["path"])) for a in adds} == set(table.file_uris())
+    meta = next(a["metaData"] for a in actions if "metaData" in a)
+    assert meta["id"] == before.metadata().id and meta["partitionColumns"] == ["topic"]
+    fields = json.loads(meta["schemaString"])["fields"]
+    # the table's fields in their order, then the new one, nullable (what alter.add_columns gives)
+    assert [f["name"] for f in fields] == [n for n, _ in old_fields] + ["decoded"]
+    assert fields[-1]["nullable"] is True
+    assert [(f.name, f.type) for f in table.schema().fields][:-1] == old_fields
+    commit = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    assert json.loads(commit["logdoctor.offsets"])["orders"] == {"0": 299, "1": 299}
+    # the rows read back as kafka-python reads them, with the column; the first run's rows have it null
+    # (so have the second's: the decoder decodes only Kafka's internal topics, none here)
+    want, _ = tu.expected(logdir)
+    whole = table.to_pyarrow_table()
+    assert tu.digest(whole) == want and whole.column_names[-1] == "decoded"
+    sql = "SELECT \"offset\" < 50 AS old, count(*) AS n, count(decoded) AS d FROM records GROUP BY 1"
+    counts = pa.table(QueryBuilder().register("records", table).execute(sql).read_all()).to_pylist()
+    assert sorted((c["old"], c["n"], c["d"]) for c in counts) == [(False, 570, 0), (True, 150, 0)]
 
 
 @pytest.mark.parametrize("fmt", tu.FORMATS)

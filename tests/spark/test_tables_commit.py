@@ -306,6 +306,49 @@ def test_a_concurrent_delta_commit_is_retried_or_refused_in_one_line(
         assert _job_files(out) == job_files_before  # this export's files removed
 
 
+def test_a_delta_column_another_writer_added_meanwhile_is_not_added_again(
+    spark, logdir, tmp_path, monkeypatch
+):
+    """The export would add `decoded` (--decoder) in its data commit; another writer adds that column
+    and appends rows of another topic between this export's read and its commit: the commit is retried
+    on the other writer's version as a plain append (no second `decoded`, no metaData of its own), both
+    writers' rows each once. Expected rows: kafka-python's."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from deltalake import DeltaTable, Field, write_deltalake
+
+    import logdoctor.spark.tables.export as table_export
+
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(logdir)], out, fmt="delta", options={"endingOffsets": "100"})
+    theirs = _other_writer_rows(out, "elsewhere", 0, 0, count=10)
+    theirs = theirs.append_column("decoded", pa.array(['{"theirs": 1}'] * 10, pa.string()))
+    versions: list[int] = []
+
+    def pause(stage: str) -> None:
+        if stage == "before" and not versions:
+            DeltaTable(out).alter.add_columns([Field("decoded", "string", nullable=True)])
+            write_deltalake(out, theirs, mode="append")
+            versions.append(DeltaTable(out).version())
+
+    monkeypatch.setattr(table_export, "_pause", pause)
+    res = _cli(["export", str(logdir), "--out", out, "--format", "delta", "--mode", "append",
+                "--decoder", "auto", "--master", "local[2]"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert versions == [2]  # the other writer's alter (1) and append (2)
+    table = DeltaTable(out)
+    assert table.version() == 3
+    assert [f.name for f in table.schema().fields].count("decoded") == 1
+    entry = os.path.join(out, "_delta_log", f"{3:020d}.json")
+    with open(entry) as f:
+        kinds = [next(iter(json.loads(line))) for line in f if line.strip()]
+    assert "metaData" not in kinds and "remove" not in kinds and "add" in kinds
+    rows = table.to_pyarrow_table()
+    is_theirs = pc.equal(rows.column("topic"), "elsewhere")
+    assert tu.digest(rows.filter(is_theirs)) == tu.digest(theirs)
+    assert tu.digest(rows.filter(pc.invert(is_theirs))) == tu.expected(logdir)[0]
+
+
 @pytest.fixture
 def read_only_s3(s3, monkeypatch):
     """moto's IAM checks turned on for the test, and the environment's credentials those of a user who

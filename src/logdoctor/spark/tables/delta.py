@@ -5,6 +5,8 @@ relative to the table, size, partition values, statistics JSON) given to
 ``deltalake.transaction.create_table_with_add_actions`` (a new table: metadata, protocol and every add
 in commit 0) or ``DeltaTable.create_write_transaction`` (an existing table: one commit, ``append`` or
 ``overwrite``, which removes every file the snapshot had: they stay for time travel until vacuum).
+A logdoctor column the table lacks is added by the data's own commit (its ``metaData`` action beside the
+adds; :meth:`DeltaLakeTable._append`), never by a commit of its own.
 A commit is one ``_delta_log/NNN.json`` put-if-absent: a reader sees the old version or the new one;
 a commit by another writer since the version this export read is judged by logdoctor, not retried
 blindly (:meth:`DeltaLakeTable.commit`): an append is retried on the new version unless the other
@@ -281,20 +283,18 @@ class DeltaLakeTable:
                         "is as the other writer left it: run the export again with --mode append"
                     ) from None
             else:
-                if add_columns:  # a newer logdoctor column: schema evolution, no data rewritten
-                    from deltalake import Field
-
-                    want = {f.name: f for f in Schema.from_arrow(schema).fields}
-                    new = [Field(n, want[n].type, nullable=True) for n in add_columns]
-                    self._table.alter.add_columns(new)
                 for attempt in range(COMMIT_RETRIES + 1):
                     read = self._table.version()
+                    write_mode, table_schema, filters = "overwrite", Schema.from_arrow(schema), None
+                    if mode != "overwrite":
+                        write_mode, table_schema, filters = self._append(schema, add_columns)
                     try:
                         self._table.create_write_transaction(
                             actions,
-                            "overwrite" if mode == "overwrite" else "append",
-                            Schema.from_arrow(schema),
+                            write_mode,
+                            table_schema,
                             partition_by=self.partition_by,
+                            partition_filters=filters,
                             commit_properties=commit,
                         )
                         break
@@ -309,6 +309,30 @@ class DeltaLakeTable:
                 f"delta table {self.location}: commit failed: {_one_line(exc)}; the table is unchanged"
             ) from None
         self.load()
+
+    def _append(self, schema: Any, add_columns: Sequence[str]) -> tuple[str, Any, Any]:
+        """``create_write_transaction`` arguments (mode, schema, partition filters) of an append on the
+        version ``self._table`` holds.
+
+        A logdoctor column the table lacks (``add_columns``) is added in the same commit as the data, so
+        that a reader never sees a version with the new column and none of the export's rows: the table's
+        fields in their order, then the new ones nullable (what ``alter.add_columns`` gives). deltalake
+        1.6 writes a ``metaData`` action with a changed schema only in ``overwrite`` mode; an ``append``
+        ignores the schema argument (delta-rs python/src/lib.rs ``create_write_transaction``: the
+        ``SaveMode::Overwrite`` arm pushes ``Action::Metadata(metadata.with_schema(..))`` when the schema
+        differs, the other arm only builds a "Cannot change schema except in overwrite." error it never
+        returns). Overwrite mode removes the files of the partitions ``partition_filters`` matches:
+        ``topic in ()`` matches none, so the commit is the add actions and the metaData, nothing removed.
+        Columns another writer added meanwhile are in the table already and not added again."""
+        from deltalake import Field, Schema
+
+        fields = list(self._table.schema().fields)
+        have = {f.name for f in fields}
+        want = {f.name: f for f in Schema.from_arrow(schema).fields}
+        new = [Field(n, want[n].type, nullable=True) for n in add_columns if n not in have]
+        if not new:
+            return "append", Schema.from_arrow(schema), None
+        return "overwrite", Schema(fields + new), [("topic", "in", [])]
 
     def _after_concurrent_commit(
         self, read: int, files: Sequence[WrittenFile], mode: str, attempt: int
