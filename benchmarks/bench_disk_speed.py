@@ -30,6 +30,7 @@ Data is generated once with logdoctor.sample into /tmp/logdoctor-bench (never in
 from __future__ import annotations
 
 import argparse
+import math
 import mmap
 import os
 import shutil
@@ -50,6 +51,7 @@ BIN = Path(sys.executable).parent
 LOGDOCTOR = BIN / "logdoctor"
 TOPIC = "bench.disk"
 SEGMENTS = 4
+SEGMENT_BYTES = 1 << 30  # Kafka's default log.segment.bytes; a segment's positions must fit an int32
 ROOT_FILES = {
     "meta.properties": "version=0\nbroker.id=0\ncluster.id=AAAAAAAAAAAAAAAAAAAAAQ\n",
     ".kafka_cleanshutdown": "",
@@ -66,7 +68,8 @@ def _root_files(log_dir: Path, entries: list[tuple[str, int, int]]) -> None:
 
 def data_dir(gb: float) -> Path:
     """A log dir of one partition: ``gb`` GiB of 1 KiB JSON records in four segments, offsets and
-    timestamps continuing from one segment to the next, indexes as LogSegment.recover writes them."""
+    timestamps continuing from one segment to the next, indexes as LogSegment.recover writes them. Four
+    segments, or as many 1 GiB segments as ``gb`` needs (10 GiB: ten)."""
     root = BENCH_TMP / f"disk-speed-{gb:g}g"
     log_dir = root / "logs"
     if (root / "DONE").exists():
@@ -76,9 +79,10 @@ def data_dir(gb: float) -> Path:
     part.mkdir(parents=True)
     t0 = time.perf_counter()
     base, ts = 0, 1_700_000_000_000
-    for _ in range(SEGMENTS):
+    segments = max(SEGMENTS, math.ceil(gb * (1 << 30) / SEGMENT_BYTES))
+    for _ in range(segments):
         spec = RecordDataSpec(
-            seed=base, record_count=None, target_bytes=int(gb * (1 << 30)) // SEGMENTS, value_size=1024,
+            seed=base, record_count=None, target_bytes=int(gb * (1 << 30)) // segments, value_size=1024,
             base_offset=base, start_timestamp_ms=ts,
         )
         log = part / f"{base:020d}.log"
@@ -211,7 +215,7 @@ def main() -> None:
     if "deep" in only:
         t = timed(args.repeat, lambda: _run([str(LOGDOCTOR), "scan", "--deep", "--json", str(d)]))
         assert crc is not None and cat is not None
-        label = f"`logdoctor scan --deep --json` ({args.gb:g} GiB, 4 segments)"
+        label = f"`logdoctor scan --deep --json` ({args.gb:g} GiB, {len(logs)} segments)"
         rows.append(_row(label, t, size, cat, "cat"))
         rows.append(f"|  |  |  |  | {t.best / crc.best:.1f} x crc32c |")
     if "repair" in only:
