@@ -134,22 +134,8 @@ def test_sigkill_of_the_driver_leaves_the_old_or_the_new_snapshot(spark, logdir,
     old_digest = tu.digest(tu.read_table(fmt, out))
     new_digest, _ = tu.expected(logdir)
     pause = {"before": "before:600", "during": "before:0", "after": "after:600"}[stage]
-    env = {**os.environ, PAUSE_ENV: pause, "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "logdoctor", "export", str(logdir), "--out", out, "--format", fmt,
-         "--mode", "append", "--master", "local[2]"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-    )  # fmt: skip
-    try:
-        _run_until(proc, f"pausing {pause.split(':')[0]} the commit", timeout=400)
-        if stage == "during":
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == -signal.SIGKILL
+    returncode = _killed_append(logdir, out, fmt, pause, delay=0.05 if stage == "during" else 0.0)
+    assert returncode == -signal.SIGKILL
     got = tu.digest(tu.read_table(fmt, out))
     if stage == "before":
         assert got == old_digest
@@ -434,21 +420,25 @@ def test_cli_unreachable_catalog_is_one_line_exit_73_and_delta_takes_no_catalog(
     assert not any(tmp_path.iterdir())
 
 
-def _killed_append(logdir, out: str, fmt: str) -> None:
-    """An append whose driver is SIGKILLed right before its commit (its tasks' files are written)."""
-    env = {**os.environ, PAUSE_ENV: "before:600", "PYSPARK_PYTHON": sys.executable}
+def _killed_append(logdir, out: str, fmt: str, pause: str = "before:600", delay: float = 0.0) -> int | None:
+    """An append (a CLI process) whose driver is SIGKILLed ``delay`` s after it pauses at ``pause``
+    (``before:600``: right before its commit, its tasks' files written); its return code."""
+    env = {**os.environ, PAUSE_ENV: pause, "PYSPARK_PYTHON": sys.executable}
     proc = subprocess.Popen(
         [sys.executable, "-m", "logdoctor", "export", str(logdir), "--out", out, "--format", fmt,
          "--mode", "append", "--master", "local[2]"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
     )  # fmt: skip
     try:
-        _run_until(proc, "pausing before the commit", timeout=400)
+        _run_until(proc, f"pausing {pause.split(':')[0]} the commit", timeout=400)
+        if delay:
+            time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
+    return proc.returncode
 
 
 def _every_snapshot_files(fmt: str, out: str) -> dict[object, list[str]]:
