@@ -126,7 +126,8 @@ def _young_collections_only(fn: Callable[_P, ScanReport]) -> Callable[_P, ScanRe
 # future handled), measured with 50,000 empty partitions (BENCHMARKS.md, issue 26), where one check takes
 # ~30 us. A partition with data (its active segment read with CRCs, at least) takes milliseconds.
 _POOL_MIN_S_PER_PARTITION = 100e-6
-_PROBE = 16  # partitions checked here before the first decision
+_PROBE = 4  # partitions checked here before the first decision (the median of 4 resists one slow first
+# check; more would check that many costly partitions of a deep scan one after another, not on the pool)
 _WINDOW = 256  # then decided again after every this many
 
 
