@@ -197,6 +197,38 @@ def test_transactions_across_segments_and_leader_epochs(codec):
     assert [e for e, _ in rebuild_indexes(log, 0).leader_epochs] == [0, 3, 5, 7]
 
 
+def test_many_open_transactions():
+    """Hundreds of producers with transactions open at once, and hundreds more seeded as open at the
+    segment's base offset (the C lane keeps their producer ids in a hash set that grows and collides):
+    its decisions (a transaction started, a batch refused) are the Python walk's, and so is what
+    stays open at the end."""
+    spec = _spec(
+        transactional=True,
+        producers=300,
+        abort_ratio=0.3,
+        batches_per_transaction=4,
+        record_count=6000,
+        base_offset=1000,
+        batch_size=200,
+    )
+    data, info = generate_segment(spec)
+    seeded = {pid: 900 - i for i, pid in enumerate(range(5000, 5000 + 16 * 37, 16))}
+    seeded |= {2**63 - 1: 10, 0: 11, 1 << 40: 12}
+    cut = info.batches[len(info.batches) // 2]
+    for seeds in ({}, seeded):
+        r, taken = _twins(data, 1000, open_transactions=seeds, index_interval_bytes=0)
+        assert r.error is None and 0 < taken < r.batch_count
+        first, taken = _twins(data[: cut.position], 1000, open_transactions=seeds)
+        assert taken > 0 and len(first.open_transactions) > len(seeds) + 100  # many open at the cut
+        _twins(data[cut.position :], cut.base_offset, open_transactions=first.open_transactions)
+    # a seeded producer that appears in the segment with a non-transactional batch stops the walk
+    data2, info2 = generate_segment(_spec(idempotent=True, producers=40, base_offset=1000, batch_size=200))
+    pids = sorted({b.producer_id for b in info2.batches})
+    late = next(b for b in info2.batches if b.producer_id == pids[-1])
+    r, _ = _twins(data2, 1000, open_transactions={**seeded, pids[-1]: 950})
+    assert r.error is not None and r.valid_bytes == late.position + late.size
+
+
 def test_mixed_magic_segment():
     """An upgraded topic: v0, v1 then v2 entries in one segment."""
     parts = []

@@ -10,10 +10,12 @@ import errno
 import mmap
 import os
 from array import array
-from concurrent.futures import ThreadPoolExecutor
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import crc32c as _crc32c
 import numpy as np
@@ -328,6 +330,8 @@ def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult |
         release(view, handle)
 
 
+T = TypeVar("T")
+R = TypeVar("R")
 _pool: tuple[int, ThreadPoolExecutor] | None = None
 _thread_limit: int | None = None
 
@@ -350,17 +354,38 @@ def walk_threads() -> int:
     return max(1, min(cores, _thread_limit)) if _thread_limit is not None else cores
 
 
+def in_walk_threads(fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
+    """``fn(x)`` of each item, yielded in order, computed on :func:`walk_threads` threads: for work that
+    spends its time in C without the GIL (the deep walk, the index rebuild), one mapped segment per
+    thread at a time. At most two results per thread wait to be taken, so memory does not grow with
+    the number of items. One item, or one core: in this thread."""
+    global _pool
+    threads = min(walk_threads(), len(items))
+    if threads <= 1 or FAST_WALK is None:
+        yield from map(fn, items)
+        return
+    if _pool is None or _pool[0] != os.getpid():  # a forked pool worker makes its own
+        _pool = (os.getpid(), ThreadPoolExecutor(walk_threads(), thread_name_prefix="logdoctor-walk"))
+    pool = _pool[1]
+    pending: deque[Future[R]] = deque()
+    it = iter(items)
+    try:
+        for x in it:
+            pending.append(pool.submit(fn, x))
+            if len(pending) >= 2 * threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:  # the caller stopped early (or one raised): drop what was not started
+            f.cancel()
+
+
 def walk_files(paths: list[str], verify_crc: bool, with_positions: bool) -> list[WalkResult | OSError]:
     """:func:`walk_file` of every path, in order, on :func:`walk_threads` threads: each maps one file at
     a time (memory: one segment per thread) and spends its time in the C fast lane without the GIL.
     One file, or one core: in this thread."""
-    global _pool
-    threads = min(walk_threads(), len(paths))
-    if threads <= 1 or FAST_WALK is None:
-        return [walk_file(p, verify_crc, with_positions) for p in paths]
-    if _pool is None or _pool[0] != os.getpid():  # a forked pool worker makes its own
-        _pool = (os.getpid(), ThreadPoolExecutor(walk_threads(), thread_name_prefix="logdoctor-walk"))
-    return list(_pool[1].map(lambda p: walk_file(p, verify_crc, with_positions), paths))
+    return list(in_walk_threads(lambda p: walk_file(p, verify_crc, with_positions), paths))
 
 
 def walk(

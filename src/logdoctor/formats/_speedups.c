@@ -1323,11 +1323,132 @@ append_entry(PyObject *list, PyTypeObject *type, const Py_ssize_t *off, int64_t 
     return rc;
 }
 
+/* What the GIL-free loop of recover_v2 collects, turned into Python objects once it has the GIL again:
+ * (a, b) pairs that grow by doubling (PyMem_Raw*: callable without the GIL). */
+typedef struct {
+    int64_t a, b;
+} pair64_t;
+
+typedef struct {
+    pair64_t *v;
+    Py_ssize_t n, cap;
+} pairs_t;
+
+/* Room for one more pair: 0, or -1 when out of memory. */
+static inline int
+pairs_reserve(pairs_t *s)
+{
+    if (s->n < s->cap)
+        return 0;
+    Py_ssize_t cap = s->cap ? s->cap * 2 : 256;
+    if ((size_t)cap > PY_SSIZE_T_MAX / sizeof(pair64_t))
+        return -1;
+    pair64_t *v = (pair64_t *)PyMem_RawRealloc(s->v, (size_t)cap * sizeof(pair64_t));
+    if (v == NULL)
+        return -1;
+    s->v = v;
+    s->cap = cap;
+    return 0;
+}
+
+/* Appends (a, b) after pairs_reserve made room. */
+static inline void
+pairs_push(pairs_t *s, int64_t a, int64_t b)
+{
+    s->v[s->n].a = a;
+    s->v[s->n].b = b;
+    s->n++;
+}
+
+/* The producer ids with an open transaction (ProducerStateManager's currentTxnFirstOffset per producer):
+ * an open-addressing set of int64s, so the loop needs no dict. Half full at most. */
+typedef struct {
+    int64_t *keys;
+    uint8_t *used;
+    size_t cap, n;
+} pidset_t;
+
+static inline size_t
+pid_hash(int64_t k, size_t mask)
+{
+    uint64_t x = (uint64_t)k; /* splitmix64's finaliser */
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return (size_t)(x ^ (x >> 31)) & mask;
+}
+
+static int
+pidset_has(const pidset_t *s, int64_t k)
+{
+    if (s->n == 0)
+        return 0;
+    size_t mask = s->cap - 1;
+    for (size_t i = pid_hash(k, mask); s->used[i]; i = (i + 1) & mask)
+        if (s->keys[i] == k)
+            return 1;
+    return 0;
+}
+
+static int pidset_add(pidset_t *s, int64_t k);
+
+static int
+pidset_grow(pidset_t *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : 16;
+    pidset_t t = {(int64_t *)PyMem_RawCalloc(cap, sizeof(int64_t)), (uint8_t *)PyMem_RawCalloc(cap, 1), cap, 0};
+    if (t.keys == NULL || t.used == NULL) {
+        PyMem_RawFree(t.keys);
+        PyMem_RawFree(t.used);
+        return -1;
+    }
+    for (size_t i = 0; i < s->cap; i++)
+        if (s->used[i])
+            pidset_add(&t, s->keys[i]); /* fits: t is at most a quarter full */
+    PyMem_RawFree(s->keys);
+    PyMem_RawFree(s->used);
+    *s = t;
+    return 0;
+}
+
+/* Room for one more key: 0, or -1 when out of memory. */
+static inline int
+pidset_reserve(pidset_t *s)
+{
+    return 2 * (s->n + 1) > s->cap ? pidset_grow(s) : 0;
+}
+
+/* Adds k (not already there); 0, or -1 when out of memory. */
+static int
+pidset_add(pidset_t *s, int64_t k)
+{
+    if (pidset_reserve(s) < 0)
+        return -1;
+    size_t mask = s->cap - 1, i = pid_hash(k, mask);
+    while (s->used[i])
+        i = (i + 1) & mask;
+    s->used[i] = 1;
+    s->keys[i] = k;
+    s->n++;
+    return 0;
+}
+
+static void
+pidset_free(pidset_t *s)
+{
+    PyMem_RawFree(s->keys);
+    PyMem_RawFree(s->used);
+}
+
 /* recover_v2(buf, pos, limit, base_offset, interval, valid_bytes, last_index_entry, max_ts,
  *            max_ts_offset, last_time_ts, has_entry, last_entry_offset, latest_epoch,
  *            current, ongoing, offsets, times, epochs)
  *   -> (pos, valid_bytes, last_index_entry, max_ts, max_ts_offset, last_time_ts, batches, last_offset)
- * latest_epoch: the leader-epoch cache's latest epoch (-1 for none); interval >= -1. */
+ * latest_epoch: the leader-epoch cache's latest epoch (-1 for none); interval >= -1.
+ *
+ * The walk itself runs without the GIL over the held buffer (threads rebuild several segments at
+ * once): the producer ids of `current` are copied into a C set first, and what the walk decides (index
+ * entries, leader epochs, transactions started) is collected in C arrays and applied to the Python
+ * lists and dicts, in batch order, once it has the GIL again. */
 static PyObject *
 recover_v2(PyObject *self, PyObject *args)
 {
@@ -1356,11 +1477,27 @@ recover_v2(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_ValueError, "bad valid_bytes / last_index_entry");
         return NULL;
     }
+    pidset_t open_pids = {NULL, NULL, 0, 0};
+    pairs_t offs = {NULL, 0, 0}, tims = {NULL, 0, 0}, eps = {NULL, 0, 0}, txns = {NULL, 0, 0};
+    PyObject *key, *value, *result = NULL;
+    Py_ssize_t it = 0;
+    while (PyDict_Next(current, &it, &key, &value)) {
+        int overflow = 0;
+        long long k = PyLong_Check(key) ? PyLong_AsLongLongAndOverflow(key, &overflow) : 0;
+        if (k == -1 && PyErr_Occurred())
+            goto done;
+        /* a key that is no int64 equals no batch's producer id: it changes no decision */
+        if (PyLong_Check(key) && !overflow && pidset_add(&open_pids, (int64_t)k) < 0) {
+            PyErr_NoMemory();
+            goto done;
+        }
+    }
     const uint8_t *p = (const uint8_t *)view.buf;
     Py_ssize_t count = 0;
     int64_t last_offset = 0;
-    PyObject *pid_obj = NULL, *base_obj = NULL;
+    int nomem = 0;
 
+    Py_BEGIN_ALLOW_THREADS
     while (pos >= 0 && limit - pos >= 61) {
         const uint8_t *b = p + pos;
         int32_t length = (int32_t)be32(b + 8);
@@ -1379,26 +1516,14 @@ recover_v2(PyObject *self, PyObject *args)
             if (attributes & 0x20) /* control batch: the marker record decides */
                 break;
             int transactional = (attributes & 0x10) != 0;
-            int in_current = 0;
-            if (PyDict_GET_SIZE(current)) {
-                pid_obj = PyLong_FromLongLong(pid);
-                if (pid_obj == NULL)
-                    goto fail;
-                in_current = PyDict_Contains(current, pid_obj);
-                if (in_current < 0)
-                    goto fail;
-            }
-            if (in_current && !transactional) { /* InvalidTxnStateException */
-                Py_CLEAR(pid_obj);
+            int in_current = pidset_has(&open_pids, pid);
+            if (in_current && !transactional) /* InvalidTxnStateException */
                 break;
-            }
             txn_start = transactional && !in_current;
         }
         /* LogSegmentOffsetOverflowException: last - base_offset outside 0..INT32_MAX */
-        if (last < base_offset || (uint64_t)last - (uint64_t)base_offset > 0x7FFFFFFFu) {
-            Py_CLEAR(pid_obj);
+        if (last < base_offset || (uint64_t)last - (uint64_t)base_offset > 0x7FFFFFFFu)
             break;
-        }
         int64_t batch_max_ts = (int64_t)be64(b + 35);
         int64_t new_max_ts = max_ts, new_max_ts_offset = max_ts_offset;
         if (batch_max_ts > max_ts) {
@@ -1406,17 +1531,21 @@ recover_v2(PyObject *self, PyObject *args)
             new_max_ts_offset = last;
         }
         int index = (long long)(valid_bytes - last_index_entry) > interval;
-        if (index && has_entry && last <= last_entry_offset) { /* offset index must grow */
-            Py_CLEAR(pid_obj);
+        if (index && has_entry && last <= last_entry_offset) /* offset index must grow */
+            break;
+        /* the batch is accepted: commit it (room first, so that running out of memory commits nothing) */
+        int32_t epoch = (int32_t)be32(b + 12);
+        int new_epoch = epoch >= 0 && (long long)epoch > latest_epoch;
+        if ((index && (pairs_reserve(&offs) < 0 || pairs_reserve(&tims) < 0)) ||
+            (new_epoch && pairs_reserve(&eps) < 0) ||
+            (txn_start && (pairs_reserve(&txns) < 0 || pidset_reserve(&open_pids) < 0))) {
+            nomem = 1;
             break;
         }
-        /* the batch is accepted: commit it */
         if (index) {
-            if (append_entry(offsets, offset_entry_type, oe_off, last, valid_bytes) < 0)
-                goto fail;
+            pairs_push(&offs, last, (int64_t)valid_bytes);
             if (new_max_ts > last_time_ts) { /* TimeIndex.maybeAppend */
-                if (append_entry(times, time_entry_type, te_off, new_max_ts, new_max_ts_offset) < 0)
-                    goto fail;
+                pairs_push(&tims, new_max_ts, new_max_ts_offset);
                 last_time_ts = new_max_ts;
             }
             last_index_entry = valid_bytes;
@@ -1428,39 +1557,61 @@ recover_v2(PyObject *self, PyObject *args)
         valid_bytes += size;
         count++;
         last_offset = last;
-        int32_t epoch = (int32_t)be32(b + 12);
-        if (epoch >= 0 && (long long)epoch > latest_epoch) {
-            PyObject *t = Py_BuildValue("(iL)", (int)epoch, (long long)base);
-            if (t == NULL || PyList_Append(epochs, t) < 0) {
-                Py_XDECREF(t);
-                goto fail;
-            }
-            Py_DECREF(t);
+        if (new_epoch) {
+            pairs_push(&eps, epoch, base);
             latest_epoch = epoch;
         }
         if (txn_start) { /* a transaction starts at this batch's base offset */
-            if (pid_obj == NULL && (pid_obj = PyLong_FromLongLong(pid)) == NULL)
-                goto fail;
-            base_obj = PyLong_FromLongLong(base);
-            if (base_obj == NULL || PyDict_SetItem(current, pid_obj, base_obj) < 0 ||
-                PyDict_SetItem(ongoing, base_obj, pid_obj) < 0)
-                goto fail;
-            Py_CLEAR(base_obj);
+            pairs_push(&txns, pid, base);
+            pidset_add(&open_pids, pid); /* has room: reserved above */
         }
-        Py_CLEAR(pid_obj);
         pos += size;
     }
-    PyBuffer_Release(&view);
+    Py_END_ALLOW_THREADS
+
+    if (nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < offs.n; i++)
+        if (append_entry(offsets, offset_entry_type, oe_off, offs.v[i].a, offs.v[i].b) < 0)
+            goto done;
+    for (Py_ssize_t i = 0; i < tims.n; i++)
+        if (append_entry(times, time_entry_type, te_off, tims.v[i].a, tims.v[i].b) < 0)
+            goto done;
+    for (Py_ssize_t i = 0; i < eps.n; i++) {
+        PyObject *t = Py_BuildValue("(iL)", (int)eps.v[i].a, (long long)eps.v[i].b);
+        int rc = t == NULL ? -1 : PyList_Append(epochs, t);
+        Py_XDECREF(t);
+        if (rc < 0)
+            goto done;
+    }
+    for (Py_ssize_t i = 0; i < txns.n; i++) {
+        PyObject *pid_obj = PyLong_FromLongLong(txns.v[i].a);
+        PyObject *base_obj = PyLong_FromLongLong(txns.v[i].b);
+        int rc = (pid_obj == NULL || base_obj == NULL || PyDict_SetItem(current, pid_obj, base_obj) < 0 ||
+                  PyDict_SetItem(ongoing, base_obj, pid_obj) < 0)
+                     ? -1
+                     : 0;
+        Py_XDECREF(pid_obj);
+        Py_XDECREF(base_obj);
+        if (rc < 0)
+            goto done;
+    }
     if (count == 0)
-        return Py_BuildValue("(nnnLLLnO)", pos, valid_bytes, last_index_entry, max_ts, max_ts_offset,
-                             last_time_ts, count, Py_None);
-    return Py_BuildValue("(nnnLLLnL)", pos, valid_bytes, last_index_entry, max_ts, max_ts_offset, last_time_ts,
-                         count, (long long)last_offset);
-fail:
-    Py_XDECREF(pid_obj);
-    Py_XDECREF(base_obj);
+        result = Py_BuildValue("(nnnLLLnO)", pos, valid_bytes, last_index_entry, max_ts, max_ts_offset,
+                               last_time_ts, count, Py_None);
+    else
+        result = Py_BuildValue("(nnnLLLnL)", pos, valid_bytes, last_index_entry, max_ts, max_ts_offset,
+                               last_time_ts, count, (long long)last_offset);
+done:
+    pidset_free(&open_pids);
+    PyMem_RawFree(offs.v);
+    PyMem_RawFree(tims.v);
+    PyMem_RawFree(eps.v);
+    PyMem_RawFree(txns.v);
     PyBuffer_Release(&view);
-    return NULL;
+    return result;
 }
 
 /* ------------------------------------------------------------------------------------------

@@ -14,10 +14,11 @@ segment's base offset: the producer snapshot there, else replayed from the parti
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.checks.state import in_walk_threads, read_buffer, release
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 from logdoctor.formats.recovery import RebuiltIndexes, rebuild_indexes
@@ -53,10 +54,12 @@ def plan(ctx: PlanContext, pp: PartitionPlan, segs: dict[int, Segment]) -> None:
                 wanted.setdefault(base, {}).setdefault(m, []).append(f)
         elif f.code == "RETENTION_RISK":
             wanted.setdefault(base, {}).setdefault(".timeindex", []).append(f)
-    for base, which in sorted(wanted.items()):
-        if base in pp.removed or base in pp.rebuilt:
-            continue
-        rebuild(ctx, pp, segs[base], which)
+    done = pp.removed | pp.rebuilt
+    todo = [(base, which) for base, which in sorted(wanted.items()) if base not in done]
+    # the segments whose .txnindex is not rebuilt need no producer state: rebuilt at once, in order
+    ready = rebuilt_each(ctx, [segs[base] for base, which in todo if ".txnindex" not in which])
+    for base, which in todo:
+        rebuild(ctx, pp, segs[base], which, None if ".txnindex" in which else next(ready))
 
 
 def open_transactions(ctx: PlanContext, pp: PartitionPlan, seg: Segment) -> dict[int, int]:
@@ -93,6 +96,25 @@ def rebuilt(ctx: PlanContext, pp: PartitionPlan, seg: Segment, need_txn: bool) -
     )
 
 
+def rebuilt_each(ctx: PlanContext, segments: list[Segment]) -> Iterator[RebuiltIndexes]:
+    """:func:`rebuilt` without producer state of each segment, in order, computed on a thread per core:
+    each thread maps one segment at a time (read_buffer: MAP_POPULATE for a large file) and rebuilds
+    it in the C lane of rebuild_indexes, which walks without the GIL. The same results as one after
+    another: LogSegment.recover's walk of a segment starts from its own bytes alone when no producer
+    state is carried in. Memory: a few results at a time (in_walk_threads), whatever the count."""
+
+    def one(seg: Segment) -> RebuiltIndexes:
+        view, handle, _ = read_buffer(seg.log_path)
+        try:
+            return rebuild_indexes(
+                view, seg.base_offset, index_interval_bytes=ctx.interval, source=str(seg.log_path)
+            )
+        finally:
+            release(view, handle)
+
+    return in_walk_threads(one, segments)
+
+
 def index_meta(ctx: PlanContext, seg: Segment) -> dict[str, int]:
     """Owner and mode of a new index file: the broker's user (the log dir's owner), mode like siblings."""
     log_dir = ctx.log_dir_of(str(seg.log_path))
@@ -120,7 +142,13 @@ def write_indexes(
         )
 
 
-def rebuild(ctx: PlanContext, pp: PartitionPlan, seg: Segment, which: dict[str, list[Finding]]) -> None:
+def rebuild(
+    ctx: PlanContext,
+    pp: PartitionPlan,
+    seg: Segment,
+    which: dict[str, list[Finding]],
+    ready: RebuiltIndexes | None = None,
+) -> None:
     fs = [f for v in which.values() for f in v]
     uniq = list(dict.fromkeys(f.path for f in fs))
     action = Action(
@@ -130,7 +158,7 @@ def rebuild(ctx: PlanContext, pp: PartitionPlan, seg: Segment, which: dict[str, 
         sorted({f.code for f in fs}),
         uniq,
     )
-    r = rebuilt(ctx, pp, seg, ".txnindex" in which)
+    r = ready if ready is not None else rebuilt(ctx, pp, seg, ".txnindex" in which)
     log_path = str(seg.log_path)
     if r.valid_bytes < seg.size and r.error is not None:
         # the .log itself has an invalid batch the scan at this depth did not report (below the
@@ -158,6 +186,7 @@ def latent_retention(ctx: PlanContext, pp: PartitionPlan) -> None:
         segs = pp.part.segments
     except OSError:
         return
+    candidates: list[tuple[Segment, str]] = []
     for seg in segs[:-1]:
         base = seg.base_offset
         path = os.path.join(str(pp.part.path), segment_file_name(base, ".timeindex"))
@@ -172,7 +201,9 @@ def latent_retention(ctx: PlanContext, pp: PartitionPlan) -> None:
             continue
         if len(last) == 12 and int.from_bytes(last[:8], "big", signed=True) > 0:
             continue
-        r = rebuilt(ctx, pp, seg, False)
+        candidates.append((seg, path))
+    ready = rebuilt_each(ctx, [seg for seg, _ in candidates])  # at once: no producer state needed
+    for (seg, path), r in zip(candidates, ready, strict=True):
         if r.max_timestamp < 0 or read(path) == r.time_index:
             continue
         a = Action(
@@ -185,5 +216,5 @@ def latent_retention(ctx: PlanContext, pp: PartitionPlan) -> None:
             [path],
         )
         write_indexes(ctx, pp, seg, a, r, [".timeindex"])
-        pp.rebuilt.add(base)
+        pp.rebuilt.add(seg.base_offset)
         ctx.add(a)
