@@ -34,14 +34,16 @@ pytestmark = pytest.mark.skipif(native.scan_v2 is None, reason="needs the C exte
 NOW_MS = 1_800_000_000_000
 
 
-def _scan_json(log_dir: Path, *, parallel: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+def _scan_json(
+    log_dir: Path, *, parallel: bool, monkeypatch: pytest.MonkeyPatch, depth: Depth = Depth.DEEP
+) -> str:
     with monkeypatch.context() as m:
         if parallel:
             m.setattr(state, "walk_threads", lambda: 4)  # more threads than segments or cores
         else:
             m.setattr(state, "FAST_WALK", None)
             m.setattr(state, "walk_threads", lambda: 1)
-        rep = scan([log_dir], ScanOptions(depth=Depth.DEEP, now_ms=NOW_MS), jobs=1)
+        rep = scan([log_dir], ScanOptions(depth=depth, now_ms=NOW_MS), jobs=1)
     out = rep.to_json()
     for d in out["log_dirs"]:
         d.pop("disk")  # the file system's free bytes (statvfs) move with everything else on the machine
@@ -120,6 +122,38 @@ def test_parallel_deep_scan_of_many_segments_with_mixed_damage(
     serial = _scan_json(log_dir, parallel=False, monkeypatch=monkeypatch)
     assert len(json.loads(serial)["findings"]) >= 2
     assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch) == serial
+
+
+def test_default_scan_walks_segments_without_usable_time_indexes_on_every_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default scan walks each segment whose time index the broker cannot use (missing, empty,
+    zeroed: the retention data-loss case) for its true largest timestamp; those walks run at once on
+    the walk threads and report what the serial walks report."""
+    topics = [
+        TopicSpec("t", partitions=1, records_per_partition=3000, value_size=200, segment_bytes=64 * 1024)
+    ]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = sorted((log_dir / "t-0").glob("*.log"))
+    assert len(logs) >= 8
+    for log in logs[1:4]:
+        log.with_suffix(".timeindex").unlink()
+    logs[5].with_suffix(".timeindex").write_bytes(b"")
+    logs[6].with_suffix(".timeindex").write_bytes(bytes(24))
+    damage.cut_final_batch(logs[6], 5)
+    serial = _scan_json(log_dir, parallel=False, monkeypatch=monkeypatch, depth=Depth.DEFAULT)
+    codes = {f["code"] for f in json.loads(serial)["findings"]}
+    assert {"INDEX_MISSING", "RETENTION_RISK"} <= codes
+    threads: list[str] = []
+    walk_file = state.walk_file
+
+    def recorded(*args):
+        threads.append(threading.current_thread().name)
+        return walk_file(*args)
+
+    monkeypatch.setattr(state, "walk_file", recorded)
+    assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch, depth=Depth.DEFAULT) == serial
+    assert sum(t.startswith("logdoctor-walk") for t in threads) >= 5
 
 
 def _serial_walk(data: bytes, monkeypatch: pytest.MonkeyPatch) -> state.WalkResult:
