@@ -42,6 +42,7 @@ def test_help_imports_no_command_and_nothing_heavy() -> None:
     assert ours == [
         "logdoctor.cli",
         "logdoctor.cli.app",
+        "logdoctor.cli.coercion",  # the group's options, coerced without pydantic
         "logdoctor.cli.common",
         "logdoctor.cli.helptext",
         "logdoctor.cli.main",
