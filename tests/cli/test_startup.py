@@ -42,6 +42,7 @@ def test_help_imports_no_command_and_nothing_heavy() -> None:
     assert ours == [
         "logdoctor.cli",
         "logdoctor.cli.app",
+        "logdoctor.cli.coercion",  # the group's options, coerced without pydantic
         "logdoctor.cli.common",
         "logdoctor.cli.helptext",
         "logdoctor.cli.main",
@@ -81,3 +82,14 @@ def test_help_lists_every_command_with_its_summary() -> None:
     for entry in COMMANDS:
         assert f"│ {entry.name} " in done.stdout
         assert entry.summary in done.stdout
+
+
+def test_scan_of_small_partitions_imports_nothing_heavy_but_its_codecs(tmp_path: Path) -> None:
+    """numpy (formats.lazy_numpy), rich and pydantic (cli.coercion) are imported on first use: a
+    `scan --deep --json` of small partitions uses none of them."""
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", [TopicSpec("orders", partitions=3)])
+    modules = imported_by("scan", "--deep", "--json", "-j", "1", str(log_dir))
+    assert "logdoctor.checks.deep" in modules
+    assert not {m.split(".")[0] for m in modules} & {"numpy", "rich", "pydantic"}

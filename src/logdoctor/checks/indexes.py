@@ -16,8 +16,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from logdoctor.checks.state import PartitionState
 from logdoctor.checks.timestamps import topic_config
 from logdoctor.formats.index import (
@@ -32,6 +30,7 @@ from logdoctor.formats.index import (
     sanity_check_all_eras,
     time_index_array,
 )
+from logdoctor.formats.lazy_numpy import np
 from logdoctor.logdir.model import Segment
 
 ERA_LABEL = {SanityEra.KAFKA_0_8: "0.8-1.0", SanityEra.KAFKA_1_1: "1.1", SanityEra.KAFKA_2_0: "2.0+"}

@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 import crc32c as _crc32c
-import numpy as np
 
 from logdoctor.checks import catalog
 from logdoctor.checks.access import describe, missing_access
@@ -26,6 +25,7 @@ from logdoctor.checks.context import PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats import native
+from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
 from logdoctor.logdir.model import Partition, Segment

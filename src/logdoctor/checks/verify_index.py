@@ -40,8 +40,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from logdoctor.checks.catalog import FindingCode  # the dump's codes live in the one catalog
 from logdoctor.errors import FormatError
 from logdoctor.formats.index import (
@@ -55,6 +53,7 @@ from logdoctor.formats.index import (
     time_index_array,
     zero_tail_is_clean,
 )
+from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.record_types import NO_TIMESTAMP
 from logdoctor.formats.records import Batch
 from logdoctor.logdir.reader import LogReader, iter_batches_from

@@ -46,6 +46,9 @@ class LogdoctorCommand(TyperCommand):
     """Every command: usage errors exit 64, and help reads like kafka-dump-log's (see :mod:`.helptext`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        from logdoctor.cli.coercion import install
+
+        install(self.get_params(ctx))  # typer's coercion, without importing pydantic where not needed
         try:
             return super().parse_args(ctx, args)
         except Exception as e:
@@ -73,6 +76,9 @@ class LogdoctorGroup(TyperGroup):
             with contextlib.redirect_stdout(sys.stderr):
                 typer.echo(ctx.get_help(), err=True, nl=False)
             raise typer.Exit(EX_USAGE)
+        from logdoctor.cli.coercion import install
+
+        install(self.get_params(ctx))  # as LogdoctorCommand's
         try:
             return super().parse_args(ctx, args)
         except Exception as e:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
+
+if TYPE_CHECKING:  # rich is imported by what prints (a --json run prints no finding with it)
+    from rich.console import Console
 
 # --- findings -----------------------------------------------------------------------------------
 

@@ -5,18 +5,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    DownloadColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-    TransferSpeedColumn,
-)
+if TYPE_CHECKING:  # rich (20 ms) is imported when a bar is drawn: a --json run or a pipe never draws one
+    from rich.console import Console
+    from rich.progress import Progress
 
 # --- progress bars (stderr; never with --json) --------------------------------------------------
 
@@ -27,6 +20,9 @@ def progress_bar(enabled: bool, what: str) -> Iterator[Callable[[int, int], None
     if not enabled or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     with Progress(
         TextColumn(what),
         BarColumn(),
@@ -48,6 +44,8 @@ def spark_progress(
     err: Console, label: str, unit: str, *, disable: bool
 ) -> Iterator[Callable[[int, int], None]]:
     """A bar over Spark work (``done/total UNIT``) on ``err``; hidden with --json or off a terminal."""
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     progress = Progress(
         TextColumn(f"[bold]{label}[/bold]"),
         BarColumn(),
@@ -79,6 +77,15 @@ class CopyProgress:
         self.total = total
         self.progress: Progress | None = None
         if enabled and total >= PROGRESS_MIN_BYTES:
+            from rich.console import Console
+            from rich.progress import (
+                BarColumn,
+                DownloadColumn,
+                Progress,
+                TimeRemainingColumn,
+                TransferSpeedColumn,
+            )
+
             self.progress = Progress(
                 "[progress.description]{task.description}",
                 BarColumn(),

@@ -7,12 +7,9 @@ dir), 66 a missing log dir, 70 tool failure, 73 --html at or inside a log dir.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.context import Depth, ScanOptions
@@ -25,7 +22,6 @@ from logdoctor.cli.error_lines import tool_failure, usage_error
 from logdoctor.cli.findings_output import VerboseOption, render_findings
 from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_log_dirs
 from logdoctor.cli.jsonout import print_json_rows
-from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import progress_bar
 from logdoctor.cli.timeparse import parse_now
 from logdoctor.cli.topic_options import (
@@ -36,10 +32,17 @@ from logdoctor.cli.topic_options import (
 )
 from logdoctor.logdir.disk import DiskUsage
 
+if TYPE_CHECKING:  # rich (25 ms) is imported to print a report: `scan --json` never needs it
+    from rich.console import Console
+    from rich.text import Text
+
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 
 def render_report(console: Console, report: ScanReport, *, verbose: bool = False) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=f"logdoctor scan ({report.depth.name.lower()})", show_lines=False)
     columns = ("log dir", "mode", "cluster.id", "node", "partitions", "clean shutdown", "locked", "disk used")
     for col in columns:
@@ -80,6 +83,9 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
 def render_tiered(console: Console, report: ScanReport, *, verbose: bool = False) -> None:
     """The partitions whose log start offset is not their local log start offset (tiered ones: the
     offsets between are in the remote tier), each with the evidence that it is tiered."""
+    from rich.table import Table
+    from rich.text import Text
+
     from logdoctor.cli.render import EXAMPLES
 
     rows = [
@@ -111,6 +117,8 @@ def render_tiered(console: Console, report: ScanReport, *, verbose: bool = False
 
 def _disk_cell(disk: DiskUsage | None) -> Text:
     """df's Use% and the size of the log dir's file system ("97% of 8.0 MiB"), red from the warning on."""
+    from rich.text import Text
+
     if disk is None or disk.used_percent is None or disk.total_bytes is None:
         return Text("?")
     size = float(disk.total_bytes)
@@ -220,6 +228,8 @@ def scan_command(
     if json_out:
         print_json_rows(report.to_json())
     else:
+        from logdoctor.cli.output import text_console
+
         render_report(text_console(), report, verbose=verbose)
         if html_out is not None:
             text_console(stderr=True).print(f"HTML report: {html_out}")

@@ -60,6 +60,7 @@ from logdoctor.errors import (
 )
 from logdoctor.formats import native
 from logdoctor.formats.crc import crc32c
+from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.record_types import (
     LOG_OVERHEAD,
     NO_SEQUENCE,
@@ -338,8 +339,6 @@ class RecordBatchV2(Batch):
             )
 
     def _check_offset_deltas(self, offsets_bytes: bytes | bytearray) -> None:
-        import numpy as np
-
         deltas = np.frombuffer(offsets_bytes, dtype=np.int64) - np.int64(self.base_offset)
         if len(deltas) and (
             deltas[0] < 0

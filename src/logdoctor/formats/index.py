@@ -27,12 +27,12 @@ Everything parses whole buffers with numpy; bad bytes raise the typed errors of
 from __future__ import annotations
 
 import enum
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
 from logdoctor.errors import TruncatedError, UnsupportedError
+from logdoctor.formats.lazy_numpy import np
 
 OFFSET_ENTRY_SIZE = 8
 TIME_ENTRY_SIZE = 12
@@ -43,20 +43,28 @@ DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
-_OFFSET_DTYPE = np.dtype([("relative_offset", ">i4"), ("position", ">i4")])
-_TIME_DTYPE = np.dtype([("timestamp", ">i8"), ("relative_offset", ">i4")])
-_TXN_DTYPE = np.dtype(
-    [
+#: each index's entry layout, as the fields of a numpy structured dtype (:func:`_dtype`)
+_FIELDS: dict[int, list[tuple[str, str]]] = {
+    OFFSET_ENTRY_SIZE: [("relative_offset", ">i4"), ("position", ">i4")],
+    TIME_ENTRY_SIZE: [("timestamp", ">i8"), ("relative_offset", ">i4")],
+    TXN_ENTRY_SIZE: [
         ("version", ">i2"),
         ("producer_id", ">i8"),
         ("first_offset", ">i8"),
         ("last_offset", ">i8"),
         ("last_stable_offset", ">i8"),
-    ]
-)
-assert _OFFSET_DTYPE.itemsize == OFFSET_ENTRY_SIZE
-assert _TIME_DTYPE.itemsize == TIME_ENTRY_SIZE
-assert _TXN_DTYPE.itemsize == TXN_ENTRY_SIZE
+    ],
+}
+_TXN_NAMES = tuple(name for name, _ in _FIELDS[TXN_ENTRY_SIZE])
+
+
+@functools.cache
+def _dtype(entry_size: int) -> np.dtype:
+    """The structured dtype of one entry, made on first use (so that numpy is imported only then:
+    :mod:`logdoctor.formats.lazy_numpy`)."""
+    dtype = np.dtype(_FIELDS[entry_size])
+    assert dtype.itemsize == entry_size
+    return dtype
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +123,7 @@ def offset_index_array(
     ``strict=False`` ignores a partial trailing entry as the broker does (it rounds the length down).
     """
     count = _check_whole(data, OFFSET_ENTRY_SIZE, "offset index", source) if strict else len(data) // 8
-    return _view(data, _OFFSET_DTYPE, count)
+    return _view(data, _dtype(OFFSET_ENTRY_SIZE), count)
 
 
 def time_index_array(
@@ -123,7 +131,7 @@ def time_index_array(
 ) -> np.ndarray:
     """The ``.timeindex`` slots as a structured array (``timestamp``, ``relative_offset``), no copy."""
     count = _check_whole(data, TIME_ENTRY_SIZE, "time index", source) if strict else len(data) // 12
-    return _view(data, _TIME_DTYPE, count)
+    return _view(data, _dtype(TIME_ENTRY_SIZE), count)
 
 
 def txn_index_array(
@@ -135,7 +143,7 @@ def txn_index_array(
     partial tail; ``strict=True`` reports it as a TruncatedError instead.
     """
     count = _check_whole(data, TXN_ENTRY_SIZE, "transaction index", source) if strict else len(data) // 34
-    arr = _view(data, _TXN_DTYPE, count)
+    arr = _view(data, _dtype(TXN_ENTRY_SIZE), count)
     # Kafka reads the version as the first *byte* of the int16 (AbortedTxn.version uses buffer.get)
     # and rejects it when > 0; we accept only the exact int16 0 that it writes.
     bad = np.flatnonzero(arr["version"] != ABORTED_TXN_VERSION)
@@ -175,7 +183,7 @@ def parse_txn_index(
 ) -> list[AbortedTxn]:
     """The entries of a ``.txnindex``."""
     arr = txn_index_array(data, strict=strict, source=source)
-    cols = [arr[name].astype(np.int64).tolist() for name in _TXN_DTYPE.names or ()]
+    cols = [arr[name].astype(np.int64).tolist() for name in _TXN_NAMES]
     return [AbortedTxn(pid, first, last, lso, ver) for ver, pid, first, last, lso in zip(*cols, strict=True)]
 
 
@@ -192,7 +200,7 @@ def write_offset_index(entries: Iterable[OffsetEntry], base_offset: int, *, size
     Raises ValueError when an entry does not fit (relative offset or position outside int32).
     """
     entries = list(entries)
-    arr = np.zeros(len(entries), dtype=_OFFSET_DTYPE)
+    arr = np.zeros(len(entries), dtype=_dtype(OFFSET_ENTRY_SIZE))
     if entries:
         offsets = np.array([e.offset for e in entries], dtype=np.int64)
         positions = np.array([e.position for e in entries], dtype=np.int64)
@@ -206,7 +214,7 @@ def write_offset_index(entries: Iterable[OffsetEntry], base_offset: int, *, size
 def write_time_index(entries: Iterable[TimeEntry], base_offset: int, *, size: int | None = None) -> bytes:
     """Bytes of a ``.timeindex`` holding ``entries``; ``size`` pads with zero slots."""
     entries = list(entries)
-    arr = np.zeros(len(entries), dtype=_TIME_DTYPE)
+    arr = np.zeros(len(entries), dtype=_dtype(TIME_ENTRY_SIZE))
     if entries:
         arr["timestamp"] = np.array([e.timestamp for e in entries], dtype=np.int64)
         arr["relative_offset"] = _relative(np.array([e.offset for e in entries], dtype=np.int64), base_offset)
@@ -216,9 +224,9 @@ def write_time_index(entries: Iterable[TimeEntry], base_offset: int, *, size: in
 def write_txn_index(entries: Iterable[AbortedTxn]) -> bytes:
     """Bytes of a ``.txnindex`` holding ``entries``."""
     entries = list(entries)
-    arr = np.zeros(len(entries), dtype=_TXN_DTYPE)
+    arr = np.zeros(len(entries), dtype=_dtype(TXN_ENTRY_SIZE))
     if entries:
-        for name in _TXN_DTYPE.names or ():
+        for name in _TXN_NAMES:
             arr[name] = np.array([getattr(e, name) for e in entries], dtype=np.int64)
     return arr.tobytes()
 
@@ -247,11 +255,11 @@ def real_entry_count(data: bytes | memoryview, entry_size: int) -> int:
     if entry_size == TXN_ENTRY_SIZE:
         return len(data) // TXN_ENTRY_SIZE
     if entry_size == OFFSET_ENTRY_SIZE:
-        arr = _view(data, _OFFSET_DTYPE, len(data) // 8)
+        arr = _view(data, _dtype(OFFSET_ENTRY_SIZE), len(data) // 8)
         rel = arr["relative_offset"]
         first_zero_slot = arr.size > 0 and rel[0] == 0 and arr["position"][0] == 0
     elif entry_size == TIME_ENTRY_SIZE:
-        arr = _view(data, _TIME_DTYPE, len(data) // 12)
+        arr = _view(data, _dtype(TIME_ENTRY_SIZE), len(data) // 12)
         rel = arr["relative_offset"]
         first_zero_slot = arr.size > 0 and rel[0] == 0 and arr["timestamp"][0] == 0
     else:
@@ -385,7 +393,7 @@ def _time_index_check(data: bytes | memoryview, base_offset: int, era: SanityEra
 
 def _txn_index_check(data: bytes | memoryview, base_offset: int, name: str) -> str | None:
     # TransactionIndex.sanityCheck (0.11 on): every aborted txn must end at or after the start offset.
-    arr = np.frombuffer(data, dtype=_TXN_DTYPE, count=len(data) // TXN_ENTRY_SIZE)
+    arr = np.frombuffer(data, dtype=_dtype(TXN_ENTRY_SIZE), count=len(data) // TXN_ENTRY_SIZE)
     bad = np.flatnonzero(arr["last_offset"] < base_offset)
     if bad.size:
         e = arr[int(bad[0])]

@@ -31,9 +31,8 @@ The two rules (K:storage/src/main/java/org/apache/kafka/storage/internals/log/):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
-
-import numpy as np
 
 from logdoctor.formats.index import (
     OFFSET_ENTRY_SIZE,
@@ -43,10 +42,15 @@ from logdoctor.formats.index import (
     slot_count,
     time_index_array,
 )
+from logdoctor.formats.lazy_numpy import np
 
 __all__ = ["IndexEntries", "offset_entries", "time_entries"]
 
-_EMPTY = np.zeros(0, dtype=np.int64)
+
+@functools.cache
+def _empty() -> np.ndarray:
+    """The empty int64 column every empty :class:`IndexEntries` shares (numpy imported on first use)."""
+    return np.zeros(0, dtype=np.int64)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -58,8 +62,8 @@ class IndexEntries:
     ``largestTimestamp`` of the segment is then the last key).
     """
 
-    keys: np.ndarray = field(default_factory=lambda: _EMPTY)
-    values: np.ndarray = field(default_factory=lambda: _EMPTY)
+    keys: np.ndarray = field(default_factory=_empty)
+    values: np.ndarray = field(default_factory=_empty)
     complete: bool = False
 
     def __len__(self) -> int:

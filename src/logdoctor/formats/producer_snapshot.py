@@ -13,14 +13,14 @@ bytes included, so they are kept in ``trailing`` (normally empty) for byte-exact
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from logdoctor.errors import CrcMismatchError, FormatError, TruncatedError, UnsupportedError
 from logdoctor.formats.crc import crc32c
+from logdoctor.formats.lazy_numpy import np
 
 PRODUCER_SNAPSHOT_VERSION = 1
 HEADER_SIZE = 10  # version, crc, count
@@ -28,20 +28,31 @@ CRC_POSITION = 2
 ENTRIES_POSITION = 6  # PRODUCER_ENTRIES_OFFSET: where the CRC'd bytes start
 ENTRY_SIZE = 46
 
-_ENTRY_DTYPE = np.dtype(
-    [
-        ("producer_id", ">i8"),
-        ("producer_epoch", ">i2"),
-        ("last_sequence", ">i4"),
-        ("last_offset", ">i8"),
-        ("offset_delta", ">i4"),
-        ("timestamp", ">i8"),
-        ("coordinator_epoch", ">i4"),
-        ("current_txn_first_offset", ">i8"),
-    ]
-)
-assert _ENTRY_DTYPE.itemsize == ENTRY_SIZE
-_FIELDS: tuple[str, ...] = tuple(_ENTRY_DTYPE.names or ())
+_ENTRY_LAYOUT: list[tuple[str, str]] = [
+    ("producer_id", ">i8"),
+    ("producer_epoch", ">i2"),
+    ("last_sequence", ">i4"),
+    ("last_offset", ">i8"),
+    ("offset_delta", ">i4"),
+    ("timestamp", ">i8"),
+    ("coordinator_epoch", ">i4"),
+    ("current_txn_first_offset", ">i8"),
+]
+_FIELDS: tuple[str, ...] = tuple(name for name, _ in _ENTRY_LAYOUT)
+#: one entry as a struct: snapshots of up to _SMALL producers (most) are read with it, not numpy (whose
+#: import and per-call cost dominate there; a scan of small partitions then never imports it)
+_ENTRY = struct.Struct(">" + "".join({">i2": "h", ">i4": "i", ">i8": "q"}[t] for _, t in _ENTRY_LAYOUT))
+_SMALL = 64
+assert _ENTRY.size == ENTRY_SIZE
+
+
+@functools.cache
+def _entry_dtype() -> np.dtype:
+    """One entry as a numpy structured dtype, made on first use (numpy is imported only then:
+    :mod:`logdoctor.formats.lazy_numpy`)."""
+    dtype = np.dtype(_ENTRY_LAYOUT)
+    assert dtype.itemsize == ENTRY_SIZE
+    return dtype
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,9 +130,12 @@ def parse_producer_snapshot(
             raise CrcMismatchError(
                 stored_crc, computed, source=source, position=CRC_POSITION, what="snapshot"
             )
-    arr = np.frombuffer(buf, dtype=_ENTRY_DTYPE, count=count, offset=HEADER_SIZE)
-    cols = [arr[name].astype(np.int64).tolist() for name in _FIELDS]
-    entries = [ProducerSnapshotEntry(*row) for row in zip(*cols, strict=True)]
+    if count <= _SMALL:
+        entries = [ProducerSnapshotEntry(*row) for row in _ENTRY.iter_unpack(buf[HEADER_SIZE:end])]
+    else:
+        arr = np.frombuffer(buf, dtype=_entry_dtype(), count=count, offset=HEADER_SIZE)
+        cols = [arr[name].astype(np.int64).tolist() for name in _FIELDS]
+        entries = [ProducerSnapshotEntry(*row) for row in zip(*cols, strict=True)]
     return ProducerSnapshot(version, entries, stored_crc, bytes(buf[end:]))
 
 
@@ -131,7 +145,7 @@ def write_producer_snapshot(snapshot: ProducerSnapshot | Iterable[ProducerSnapsh
         entries, version, trailing = snapshot.entries, snapshot.version, snapshot.trailing
     else:
         entries, version, trailing = list(snapshot), PRODUCER_SNAPSHOT_VERSION, b""
-    arr = np.zeros(len(entries), dtype=_ENTRY_DTYPE)
+    arr = np.zeros(len(entries), dtype=_entry_dtype())
     for name in _FIELDS:
         arr[name] = np.array([getattr(e, name) for e in entries], dtype=np.int64)
     body = struct.pack(">i", len(entries)) + arr.tobytes() + trailing

@@ -24,6 +24,7 @@ from logdoctor.formats.batch_v2 import (
     walk_v2,
 )
 from logdoctor.formats.columns import RecordColumns, decode_columns
+from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.record_types import (
     LOG_OVERHEAD,
     MAGIC_POSITION,
@@ -91,8 +92,6 @@ ZERO_PROBE_BYTES = 1 << 20
 def _zero_run(mv: memoryview, remaining: int) -> str:
     """What the zero header at ``mv[0]`` starts: a zero-filled tail, zeros then data, or (past the
     probe) a zero-filled run whose end was not read."""
-    import numpy as np
-
     probe = mv[: min(remaining, ZERO_PROBE_BYTES)]
     if np.frombuffer(probe, dtype=np.uint8).any():
         return "zero-filled bytes (offset 0, size 0) followed by non-zero data"

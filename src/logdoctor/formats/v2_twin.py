@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.record_types import LOG_OVERHEAD, NO_SEQUENCE, Header, Record, TimestampType
 
 __all__ = [
@@ -250,8 +251,6 @@ def decode_batch_columns_py(buf, starts, sections, payload: bool = True) -> tupl
     """Pure-Python twin of ``_speedups.decode_batch_columns`` (same arguments, results and errors;
     every compressed batch needs its decompressed section here). See that function in _speedups.c
     for the layout of the returned tuple."""
-    import numpy as np
-
     mv = _byte_view(buf)
     offsets: list[int] = []
     timestamps: list[int] = []
