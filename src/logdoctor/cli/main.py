@@ -3,16 +3,10 @@ runs loaded (:mod:`logdoctor.cli.registry`), or, for ``--help``, every command's
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 
-# numpy's OpenBLAS starts a thread per core when numpy is imported, and those threads spin waiting for
-# work (perf on `scan --deep`: blas_thread_server, ~0.05 s of CPU per run taken from the walk threads
-# on a 2-core machine). logdoctor does no linear algebra: one BLAS thread, unless the user chose.
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-
-from logdoctor.cli.app import app  # after the environment above
+from logdoctor.cli.app import app
 
 __all__ = ["app", "main"]
 
