@@ -71,3 +71,26 @@ def test_scan_json_of_a_real_log_dir_has_the_reports_value_one_partition_per_lin
     assert len(lines) == 2 + len(out) + sum(1 + len(v) for v in rows)
     for p in out["partitions"]:
         assert f"  {json.dumps(p)}," in lines or f"  {json.dumps(p)}" in lines
+
+
+def test_json_rows_of_lists_longer_than_a_batch_are_the_text_made_in_one_piece(capsys):
+    # encoded and written _ROWS_BATCH elements at a time: the same text as one join of every element
+    from logdoctor.cli import jsonout
+
+    n = 2 * jsonout._ROWS_BATCH + 7
+    obj = {"depth": "quick", "partitions": [{"p": i, "s": "x,\n" * (i % 3)} for i in range(n)], "tail": []}
+    encode = json.JSONEncoder().encode
+    whole = "\n".join(
+        [
+            "{",
+            ' "depth": "quick",',
+            ' "partitions": [',
+            ",\n".join("  " + encode(v) for v in obj["partitions"]),
+            " ],",
+            ' "tail": []',
+            "}",
+        ]
+    )
+    assert jsonout.json_rows(obj) == whole
+    jsonout.print_json_rows(obj)
+    assert capsys.readouterr().out == whole + "\n"
