@@ -94,3 +94,22 @@ def test_json_rows_of_lists_longer_than_a_batch_are_the_text_made_in_one_piece(c
     assert jsonout.json_rows(obj) == whole
     jsonout.print_json_rows(obj)
     assert capsys.readouterr().out == whole + "\n"
+
+
+@given(
+    st.lists(st.dictionaries(st.text(max_size=5), VALUES, max_size=4), max_size=6),
+    st.lists(VALUES, min_size=1, max_size=3),
+    st.lists(st.integers(0, 2), max_size=6),
+)
+def test_shared_last_values_encoded_once_give_the_same_text(elements, shared, picks):
+    # scan --json: each topic's config object, shared by its partitions, is encoded once (jsonout._SharedLast)
+    rows: list = []
+    for i, e in enumerate(elements):
+        row = {k: v for k, v in e.items() if k != "topic_config"}
+        if i < len(picks):  # last key, one of a few shared objects (a later element reuses its text)
+            row["topic_config"] = shared[picks[i] % len(shared)]
+        rows.append(row)
+    rows.append({"topic_config": shared[0]})  # nothing before it
+    rows.append({"topic_config": shared[0], "after": 1})  # not last: encoded whole
+    obj = {"partitions": rows, "findings": [], "n": 1}
+    assert json_rows(obj, shared_last="topic_config") == json_rows(obj)

@@ -220,7 +220,7 @@ def scan_command(
         write_scan_report(report, html_out, config_inputs=inputs)
     if json_out:
         with no_automatic_collections():  # a dict per partition, then its line (checks.gc_pause)
-            print_json_rows(report.to_json())
+            print_json_rows(report.to_json(), shared_last="topic_config")  # one per topic
     else:
         render_report(text_console(), report, verbose=verbose)
         if html_out is not None:
