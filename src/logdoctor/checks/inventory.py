@@ -208,6 +208,9 @@ def _broker_rows(
     who = identity or broker_identity(dirs_abs)
     report = scan(dirs_abs, options, jobs=jobs)
     replicas = []
+    remote = report.remote
+    # no remote log metadata replayed: every replica's remote columns are the same nulls (made once)
+    unknown_remote = remote_columns(None, "log", None, "", 0) if remote is None else None
     for p in report.partitions:
         row: dict[str, Any] = {
             "broker": who.label,
@@ -227,7 +230,7 @@ def _broker_rows(
             "findings": len(p.findings),
             "local_log_start_offset": p.local_log_start_offset,
             "remote_storage_enabled": p.remote_log_enabled,
-            **remote_columns(report.remote, p.kind, p.topic_id, p.topic, p.partition),
+            **(unknown_remote or remote_columns(remote, p.kind, p.topic_id, p.topic, p.partition)),
         }
         if inventory:
             # as the scan read them (its findings say why a file is unreadable)
