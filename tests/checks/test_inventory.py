@@ -190,3 +190,39 @@ def test_remote_tier_columns_of_a_tiered_log_dir() -> None:
     for r in plain.rows:
         if r["record"] == "replica":
             assert (r["remote_segments"], r["remote_bytes"], r["remote_log_end_offset"]) == (None, None, None)
+
+
+def test_json_lines_of_more_rows_than_a_batch_are_the_bytes_encoded_at_once(tmp_path):
+    # written _JSON_LINES_BATCH rows at a time: byte for byte the lines of every row encoded together
+    from logdoctor.checks import inventory
+
+    n = 2 * inventory._JSON_LINES_BATCH + 3
+    names = inventory.column_names()
+    rows = [
+        dict.fromkeys(names) | {"schema_version": SCHEMA_VERSION, "record": "replica", "partition": i}
+        for i in range(n)
+    ]
+    inv = inventory.Inventory(rows, "broker-1", 1, False, Depth.QUICK, 0.0)
+    out = tmp_path / "b1.jsonl"
+    write_inventory(inv, str(out), json_lines=True)
+    assert out.read_bytes() == "".join(json.dumps(r, separators=(",", ":")) + "\n" for r in rows).encode()
+
+
+def test_the_rows_and_their_writing_run_without_automatic_collections(fleet, tmp_path, monkeypatch):
+    # logdoctor.checks.gc_pause: no full collection walks the scan's objects while the rows are made
+    import gc
+
+    from logdoctor.checks import inventory
+
+    seen = []
+    real_json_lines = inventory._write_json_lines
+
+    def recording(rows, fh):
+        seen.append(gc.isenabled())
+        real_json_lines(rows, fh)
+
+    monkeypatch.setattr(inventory, "_write_json_lines", recording)
+    assert gc.isenabled()
+    inv = build_inventory([str(fleet / "broker-1" / "kafka-logs-0")], Depth.QUICK, now_ms=NOW)
+    write_inventory(inv, str(tmp_path / "b1.jsonl"), json_lines=True)
+    assert seen == [False] and gc.isenabled()

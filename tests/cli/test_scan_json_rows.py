@@ -71,3 +71,45 @@ def test_scan_json_of_a_real_log_dir_has_the_reports_value_one_partition_per_lin
     assert len(lines) == 2 + len(out) + sum(1 + len(v) for v in rows)
     for p in out["partitions"]:
         assert f"  {json.dumps(p)}," in lines or f"  {json.dumps(p)}" in lines
+
+
+def test_json_rows_of_lists_longer_than_a_batch_are_the_text_made_in_one_piece(capsys):
+    # encoded and written _ROWS_BATCH elements at a time: the same text as one join of every element
+    from logdoctor.cli import jsonout
+
+    n = 2 * jsonout._ROWS_BATCH + 7
+    obj = {"depth": "quick", "partitions": [{"p": i, "s": "x,\n" * (i % 3)} for i in range(n)], "tail": []}
+    encode = json.JSONEncoder().encode
+    whole = "\n".join(
+        [
+            "{",
+            ' "depth": "quick",',
+            ' "partitions": [',
+            ",\n".join("  " + encode(v) for v in obj["partitions"]),
+            " ],",
+            ' "tail": []',
+            "}",
+        ]
+    )
+    assert jsonout.json_rows(obj) == whole
+    jsonout.print_json_rows(obj)
+    assert capsys.readouterr().out == whole + "\n"
+
+
+@given(
+    st.lists(st.dictionaries(st.text(max_size=5), VALUES, max_size=4), max_size=6),
+    st.lists(VALUES, min_size=1, max_size=3),
+    st.lists(st.integers(0, 2), max_size=6),
+)
+def test_shared_last_values_encoded_once_give_the_same_text(elements, shared, picks):
+    # scan --json: each topic's config object, shared by its partitions, is encoded once (jsonout._SharedLast)
+    rows: list = []
+    for i, e in enumerate(elements):
+        row = {k: v for k, v in e.items() if k != "topic_config"}
+        if i < len(picks):  # last key, one of a few shared objects (a later element reuses its text)
+            row["topic_config"] = shared[picks[i] % len(shared)]
+        rows.append(row)
+    rows.append({"topic_config": shared[0]})  # nothing before it
+    rows.append({"topic_config": shared[0], "after": 1})  # not last: encoded whole
+    obj = {"partitions": rows, "findings": [], "n": 1}
+    assert json_rows(obj, shared_last="topic_config") == json_rows(obj)

@@ -208,8 +208,9 @@ def cross_dir(
 def _duplicate_partitions(parts: list[PartitionReport], out: list[Finding]) -> None:
     """The same partition in two log dirs of one broker (LogManager.loadLog fails startup)."""
     by_tp: dict[tuple[str, int], list[PartitionReport]] = defaultdict(list)
+    log = DirKind.LOG.value  # once, not an enum attribute lookup per partition (50,000)
     for p in parts:
-        if p.kind == DirKind.LOG.value:
+        if p.kind == log:
             by_tp[(p.topic, p.partition)].append(p)
     for (t, n), ps in sorted(by_tp.items()):
         if len(ps) > 1:

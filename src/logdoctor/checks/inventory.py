@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.checks.context import Depth, ScanOptions
+from logdoctor.checks.gc_pause import no_automatic_collections
 from logdoctor.logdir.disk import disk_usage
 
 SCHEMA_VERSION = 2  # 2: tiered storage (local log start, remote storage, the remote_* columns)
@@ -112,7 +113,7 @@ def meta_identity(log_dir: str) -> tuple[int | None, str | None, str | None]:
     from logdoctor.logdir.model import LogDir
 
     try:
-        meta = LogDir(log_dir).meta_properties
+        meta = LogDir.shared(log_dir).meta_properties
     except Exception:
         return None, None, None
     if meta is None:
@@ -153,7 +154,9 @@ def _checkpoints(log_dir: str) -> list[dict[str, Any]]:
     from logdoctor.logdir.model import LogDir
     from logdoctor.logdir.names import OFFSET_CHECKPOINT_FILES
 
-    ld = LogDir(log_dir)
+    # within broker_rows' shared_log_dirs block: the checkpoints as the scan read them, not read again
+    # (two of 50,000 entries each were 0.11 s)
+    ld = LogDir.shared(log_dir)
     out = []
     for name in OFFSET_CHECKPOINT_FILES:
         cp = ld.checkpoint(name)
@@ -184,12 +187,30 @@ def broker_rows(
     leader epochs) and there is a ``broker`` row. The census from log dirs and from inventories both use
     these rows, so their tables agree by construction of the input and by the one Spark SQL of the join.
     """
+    from logdoctor.logdir.model import shared_log_dirs
+
+    # one LogDir per path for the scan and the rows alike: meta.properties and the checkpoints read once
+    with shared_log_dirs():
+        return _broker_rows(log_dirs, options, identity, jobs=jobs, inventory=inventory)
+
+
+def _broker_rows(
+    log_dirs: Sequence[str],
+    options: ScanOptions,
+    identity: BrokerIdentity | None,
+    *,
+    jobs: int | None,
+    inventory: bool,
+) -> dict[str, Any]:
     from logdoctor.checks.scanner import scan
 
     dirs_abs = [os.path.abspath(d) for d in log_dirs]
     who = identity or broker_identity(dirs_abs)
     report = scan(dirs_abs, options, jobs=jobs)
     replicas = []
+    remote = report.remote
+    # no remote log metadata replayed: every replica's remote columns are the same nulls (made once)
+    unknown_remote = remote_columns(None, "log", None, "", 0) if remote is None else None
     for p in report.partitions:
         row: dict[str, Any] = {
             "broker": who.label,
@@ -209,7 +230,7 @@ def broker_rows(
             "findings": len(p.findings),
             "local_log_start_offset": p.local_log_start_offset,
             "remote_storage_enabled": p.remote_log_enabled,
-            **remote_columns(report.remote, p.kind, p.topic_id, p.topic, p.partition),
+            **(unknown_remote or remote_columns(remote, p.kind, p.topic_id, p.topic, p.partition)),
         }
         if inventory:
             # as the scan read them (its findings say why a file is unreadable)
@@ -324,6 +345,18 @@ def build_inventory(
     simulated_disks: Any = None,
 ) -> Inventory:
     """Scan ``log_dirs`` (one broker's) at ``depth`` and build its inventory rows. Reads only."""
+    with no_automatic_collections():  # 100,000 dicts for 50,000 partitions (checks.gc_pause)
+        return _build_inventory(log_dirs, depth, now_ms, jobs, config_inputs, simulated_disks)
+
+
+def _build_inventory(
+    log_dirs: Sequence[str],
+    depth: Depth,
+    now_ms: int | None,
+    jobs: int | None,
+    config_inputs: Any,
+    simulated_disks: Any,
+) -> Inventory:
     import socket
 
     started = time.perf_counter()
@@ -420,6 +453,22 @@ def write_inventory(inv: Inventory, out: str, *, json_lines: bool = False) -> st
     Refuses, before writing, what :func:`check_inventory_output` refuses. Local files are written to a
     temporary name beside ``out`` and renamed, so a reader never sees half a file; a failed or
     interrupted write removes its temporary file. Returns the path written."""
+    with no_automatic_collections():  # a string per row, an Arrow column per column (gc_pause)
+        return _write_inventory(inv, out, json_lines)
+
+
+# JSON Lines are encoded and written this many rows at a time: one string of the whole file (51 MB for
+# 50,000 partitions), then its bytes, were two allocations of that size, each paid in page faults
+_JSON_LINES_BATCH = 1000
+
+
+def _write_json_lines(rows: list[dict[str, Any]], fh: Any) -> None:
+    encode = json.JSONEncoder(default=str, separators=(",", ":")).encode  # json.dumps's, made once
+    for start in range(0, len(rows), _JSON_LINES_BATCH):
+        fh.write("".join([encode(r) + "\n" for r in rows[start : start + _JSON_LINES_BATCH]]).encode())
+
+
+def _write_inventory(inv: Inventory, out: str, json_lines: bool) -> str:
     import pyarrow as pa
 
     check_inventory_output(out)
@@ -431,11 +480,8 @@ def write_inventory(inv: Inventory, out: str, *, json_lines: bool = False) -> st
     target = f"{path}.tmp-{os.getpid()}" if local else path
     try:
         if json_lines:
-            encode = json.JSONEncoder(default=str, separators=(",", ":")).encode  # json.dumps's, made once
-            lines = (encode(r) + "\n" for r in inv.rows)
-            data = "".join(lines).encode()
             with filesystem.open_output_stream(target) as fh:
-                fh.write(data)
+                _write_json_lines(inv.rows, fh)
         else:
             import pyarrow.parquet as pq
 

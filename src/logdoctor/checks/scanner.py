@@ -48,6 +48,7 @@ from logdoctor.logdir.metadata_image import MetadataImage, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
     LOG_START_OFFSET_CHECKPOINT,
+    METADATA_TOPIC,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
@@ -236,21 +237,24 @@ def scan(
 
         # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
         rp_of, hw_of, ls_of = (_usable_offsets(cp) for cp in (rps, hws, lss))
+        clean = rep.clean_shutdown
         for part in ld.partitions:
-            meta_log = part.is_metadata
-            topic, tp = part.topic, (part.topic, part.partition)
+            dn = part.dir_name  # its fields read directly: Partition's properties are per-call (50,000)
+            topic, partition = dn.topic, dn.partition
+            meta_log = topic == METADATA_TOPIC
+            tp = (topic, partition)
             tasks.append(
                 PartitionTask(
                     log_dir=p,
                     path=part.path_str,
                     name=part.name,
                     topic=topic,
-                    partition=part.partition,
-                    kind=part.kind.value,
+                    partition=partition,
+                    kind=dn.kind.value,
                     recovery_point=None if meta_log else rp_of.get(tp),
                     log_start_checkpoint=None if meta_log else ls_of.get(tp),
                     high_watermark=None if meta_log else hw_of.get(tp),
-                    clean_shutdown=rep.clean_shutdown and not meta_log,
+                    clean_shutdown=clean and not meta_log,
                     broker_user=user,
                     options=options,
                     topic_config=None if meta_log else configs.resolve(topic),
@@ -310,9 +314,8 @@ def scan(
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
-    by_task = {(t.log_dir, t.path): t for t in tasks}
-    _replayed_tiering(results, by_task, remote, remote_md)
-    _tiered_topics(results, by_task, remote)
+    _replayed_tiering(results, tasks, remote, remote_md)
+    _tiered_topics(results, tasks, remote)
     findings.extend(check_remote_tier(paths, results, remote_md, remote_storage=options.remote_storage))
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     findings = link_consequences(findings)
@@ -335,9 +338,13 @@ def _usable_offsets(cp: CheckpointRead) -> dict[tuple[str, int], int]:
     return {} if cp.error is not None or cp.problems else cp.offsets
 
 
+def _by_task(tasks: list[PartitionTask]) -> dict[tuple[str, str], PartitionTask]:
+    return {(t.log_dir, t.path): t for t in tasks}
+
+
 def _replayed_tiering(
     results: list[PartitionReport],
-    tasks: dict[tuple[str, str], PartitionTask],
+    task_list: list[PartitionTask],
     remote: BrokerRemoteEvidence,
     metadata: RemoteLogMetadata | None,
 ) -> None:
@@ -348,6 +355,7 @@ def _replayed_tiering(
     evidence named is the first in the order."""
     if metadata is None:
         return
+    tasks = _by_task(task_list)
     for r in results:
         task = tasks.get((r.log_dir, r.path))
         if r.kind != DirKind.LOG.value or task is None:
@@ -364,16 +372,20 @@ def _replayed_tiering(
 
 def _tiered_topics(
     results: list[PartitionReport],
-    tasks: dict[tuple[str, str], PartitionTask],
+    task_list: list[PartitionTask],
     remote: BrokerRemoteEvidence,
 ) -> None:
     """remote.storage.enable is a topic config: where the log dir's evidence shows one partition of a
     topic tiered, every partition of that topic here is (unless a config says otherwise), with its offsets
     as the broker computes them for a remote log (logdir.offsets)."""
     tiered = {}
+    log = DirKind.LOG.value  # once, not an enum attribute lookup per partition (50,000)
     for r in results:
-        if r.remote_log_enabled and r.kind == DirKind.LOG.value:
+        if r.remote_log_enabled and r.kind == log:
             tiered.setdefault(r.topic, r)
+    if not tiered:  # no partition tiered: nothing to spread (the tasks not even indexed)
+        return
+    tasks = _by_task(task_list)
     for r in results:
         src = tiered.get(r.topic)
         task = tasks.get((r.log_dir, r.path))

@@ -3,6 +3,7 @@ runs loaded (:mod:`logdoctor.cli.registry`), or, for ``--help``, every command's
 
 from __future__ import annotations
 
+import gc
 import signal
 import sys
 
@@ -38,7 +39,15 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C while the command's modules load (a command's own: cli.interrupts)
         sys.stderr.write("interrupted: logdoctor was stopped before it started\n")
         raise SystemExit(130) from None
-    app()
+    try:
+        app()
+    finally:
+        # The process ends here: what is left to the collector is frozen, so that the interpreter's last
+        # collection at exit does not walk it. A scan of 50,000 partitions leaves ~200,000 objects in
+        # reference cycles (each Partition and its LogDir) that only a full collection frees: 0.14 s
+        # walking them, ~0.2 s of the run's exit in all, for memory the OS takes back anyway. Files are
+        # closed by the commands themselves (with blocks), never by the collector at exit.
+        gc.freeze()
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN
 from logdoctor.checks.findings import Severity
+from logdoctor.checks.gc_pause import no_automatic_collections
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
 from logdoctor.cli.app import app
 from logdoctor.cli.common import UsageExit64
@@ -226,7 +227,8 @@ def scan_command(
 
         write_scan_report(report, html_out, config_inputs=inputs)
     if json_out:
-        print_json_rows(report.to_json())
+        with no_automatic_collections():  # a dict per partition, then its line (checks.gc_pause)
+            print_json_rows(report.to_json(), shared_last="topic_config")  # one per topic
     else:
         from logdoctor.cli.output import text_console
 
