@@ -42,3 +42,29 @@ def test_numpy_on_first_use_and_the_environment_untouched(env: dict[str, str]) -
         "OPENBLAS_NUM_THREADS": env.get("OPENBLAS_NUM_THREADS"),
         "OMP_NUM_THREADS": env.get("OMP_NUM_THREADS"),
     }
+
+
+BACKGROUND = """
+import json, os, sys
+from logdoctor.formats import lazy_numpy
+assert "numpy" not in sys.modules
+lazy_numpy.import_in_background()
+lazy_numpy.import_in_background()  # once
+thread = lazy_numpy._background
+thread.join()
+print(json.dumps({
+    "thread": thread.name,
+    "imported": "numpy" in sys.modules,
+    "value": int(lazy_numpy.np.arange(4).sum()),
+    "env": os.environ.get("OPENBLAS_NUM_THREADS"),
+}))
+"""
+
+
+def test_numpy_imported_in_the_background_once_and_then_used() -> None:
+    base = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    done = subprocess.run(
+        [sys.executable, "-c", BACKGROUND], env=base, capture_output=True, text=True, check=True
+    )
+    got = json.loads(done.stdout)
+    assert got == {"thread": "logdoctor-import-numpy", "imported": True, "value": 6, "env": None}

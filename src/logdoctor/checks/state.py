@@ -25,7 +25,7 @@ from logdoctor.checks.context import PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats import native
-from logdoctor.formats.lazy_numpy import np
+from logdoctor.formats.lazy_numpy import import_in_background, np
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
 from logdoctor.logdir.model import Partition, Segment
@@ -304,6 +304,7 @@ def read_buffer(
             flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if extents is None else 0)
             if size == 0:
                 return memoryview(b""), None, extents
+            import_in_background()  # a big segment's walk ahead: its index checks will want numpy
             mm = mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
             return memoryview(mm), mm, extents
         return memoryview(read_fd(fd)), None, None

@@ -15,10 +15,13 @@ again at once, so that no process started later inherits it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["np"]
+__all__ = ["import_in_background", "np"]
 
 #: the variables OpenBLAS reads for its thread count: one of them set by the user wins
 _BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS")
@@ -34,6 +37,26 @@ def _import_numpy() -> Any:
         if ours:
             os.environ.pop("OPENBLAS_NUM_THREADS", None)
     return numpy
+
+
+_background: threading.Thread | None = None
+
+
+def import_in_background() -> None:
+    """Start importing numpy on a thread of its own (once), for a caller about to spend a while in C
+    without the GIL (a walk over a big segment), whose work will then need numpy (the columns of big
+    indexes): the ~50 ms import overlaps that walk instead of following it. A failed import here is
+    left to the first use, which raises it again."""
+    global _background
+    if _background is not None or "numpy" in sys.modules:
+        return
+
+    def run() -> None:
+        with contextlib.suppress(Exception):  # the first real use raises it
+            _import_numpy()
+
+    _background = threading.Thread(target=run, name="logdoctor-import-numpy", daemon=True)
+    _background.start()
 
 
 class _Numpy:
