@@ -168,13 +168,27 @@ def _real_logs() -> list[Path]:
     return [p for p in logs if 0 < p.stat().st_size <= 1 << 20 and p.parent.name != "_broker_logs"][:8]
 
 
+@pytest.mark.parametrize("split_crc", [False, True], ids=["serial-crc", "crc-on-threads"])
 def test_fast_lane_walk_of_mutated_real_segments_equals_the_python_walk(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, split_crc: bool
 ) -> None:
     """The C fast lane takes over only what the Python loop would take without a finding: on real
     segments with bytes flipped in batch headers (lengths, offsets, magic, CRC, record counts,
     timestamps) and tails cut, every figure of the walk (positions, offsets, damage, counts) is the
-    Python loop's."""
+    Python loop's. ``crc-on-threads``: every run's CRCs checked in slices on three walk threads (the
+    path of a segment of 32 MiB or more walked from the main thread), a mismatch sending the walk back
+    to the serial CRC walk."""
+    checked = [0]
+    if split_crc:
+        crc_check = state.FAST_CRC
+
+        def counted(*args):
+            checked[0] += 1
+            return crc_check(*args)
+
+        monkeypatch.setattr(state, "SPLIT_CRC_BYTES", 0)
+        monkeypatch.setattr(state, "walk_threads", lambda: 3)
+        monkeypatch.setattr(state, "FAST_CRC", counted)
     rng = random.Random(26)
     header_fields = [0, 3, 7, 8, 11, 16, 17, 20, 23, 26, 35, 42, 57, 60, 61, 70]
     compared = 0
@@ -195,6 +209,7 @@ def test_fast_lane_walk_of_mutated_real_segments_equals_the_python_walk(
             assert state.walk(case, verify_crc=False) == _walk_without(case, monkeypatch)
             compared += 1
     assert compared > 60
+    assert (checked[0] > 100) is split_crc  # the slices were really checked on the threads
 
 
 def _walk_without(data: bytes, monkeypatch: pytest.MonkeyPatch) -> state.WalkResult:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import threading
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -251,6 +252,11 @@ MMAP_THRESHOLD = 64 * 1024 * 1024
 FAST_WALK: Any = native.scan_v2
 """The C fast lane of :func:`walk` (``_speedups.scan_v2``: runs of whole v2 batches with good CRCs and
 growing offsets, walked without the GIL); None: the Python loop alone (what tests compare it with)."""
+FAST_CRC: Any = native.crc_check_v2
+"""The CRC check of framed v2 batches (``_speedups.crc_check_v2``, without the GIL): a big run's CRCs
+on every walk thread (:func:`_fast_lane`); None: scan_v2 checks them as it walks."""
+#: a run of at least this many bytes has its CRCs checked on every walk thread (below, one is as fast)
+SPLIT_CRC_BYTES = 32 << 20
 _FAST_CHUNK = 1 << 16  # batches per call: the positions buffer is 16 bytes a batch (1 MiB)
 
 
@@ -389,6 +395,45 @@ def walk_files(paths: list[str], verify_crc: bool, with_positions: bool) -> list
     return list(in_walk_threads(lambda p: walk_file(p, verify_crc, with_positions), paths))
 
 
+def _fast_lane(
+    mv: memoryview,
+    pos: int,
+    n: int,
+    verify_crc: bool,
+    has_prev: bool,
+    prev_last: int,
+    max_ts: int,
+    max_ts_off: int,
+    out: bytearray | None,
+    max_batches: int,
+) -> tuple[int, int, int, int, int, int, int, int]:
+    """``FAST_WALK`` (scan_v2), with the CRCs of a big run checked on every walk thread: the batches are
+    framed first without CRCs (the same walk, the same stops but the CRC), then slices of them are
+    checked at once (``FAST_CRC``, without the GIL). All good: that walk is the CRC walk's (it would
+    have taken the same batches and stopped at the same place). Any mismatch: the serial CRC walk runs
+    from ``pos`` again, and finds it as before. Only from the main thread (a walk thread never waits on
+    the walk threads) and with more than one of them."""
+    fast = FAST_WALK
+    if (
+        not verify_crc
+        or FAST_CRC is None
+        or n - pos < SPLIT_CRC_BYTES
+        or walk_threads() < 2
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        return fast(mv, pos, n, verify_crc, has_prev, prev_last, max_ts, max_ts_off, out, max_batches)
+    frame = out if out is not None else bytearray(16 * max_batches)
+    got = fast(mv, pos, n, False, has_prev, prev_last, max_ts, max_ts_off, frame, max_batches)
+    count = got[1]
+    if count:
+        slices = walk_threads()
+        cuts = [count * k // slices for k in range(slices + 1)]
+        checked = list(in_walk_threads(lambda k: FAST_CRC(mv, frame, cuts[k], cuts[k + 1]), range(slices)))
+        if checked != cuts[1:]:  # a slice stopped early: a mismatch (or a batch not whole)
+            return fast(mv, pos, n, True, has_prev, prev_last, max_ts, max_ts_off, out, max_batches)
+    return got
+
+
 def walk(
     buf: memoryview | bytes,
     base_offset: int = 0,
@@ -418,7 +463,7 @@ def walk(
     stop: Damage | None = None
     magics: set[int] = set()
     pos = 0  # where the next entry starts (the end of the last one walked)
-    fast = FAST_WALK
+    fast = _fast_lane if FAST_WALK is not None else None
     out = bytearray(16 * _FAST_CHUNK) if fast is not None and with_positions else None
     try:
         while True:

@@ -1719,6 +1719,64 @@ scan_v2(PyObject *self, PyObject *args)
                          (long long)last, (long long)mts, (long long)mts_off);
 }
 
+/* ------------------------------------------------------------------------------------------
+ * crc_check_v2: the CRC-32C of the v2 batches at the given positions, without the GIL, so that the
+ * batches of one big segment are checked on several threads at once (checks.state: scan_v2 frames the
+ * batches without CRCs, then threads check slices of them; any mismatch sends the walk back to the
+ * serial scan_v2, which finds it as before).
+ *
+ * crc_check_v2(buf, positions, first, end) -> the index (first <= i < end) of the first batch whose
+ * stored CRC does not match, or end when all match. positions: native int64 batch start positions
+ * (scan_v2's out); a position whose batch is not whole inside buf counts as a mismatch.
+ */
+static PyObject *
+crc_check_v2(PyObject *self, PyObject *args)
+{
+    PyObject *bufobj, *posobj;
+    Py_ssize_t first, end;
+    Py_buffer view, pview;
+
+    if (!PyArg_ParseTuple(args, "OOnn", &bufobj, &posobj, &first, &end))
+        return NULL;
+    if (crc32c_fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_crc32c was not called");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(posobj, &pview, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (first < 0 || end < first || end > pview.len / 8) {
+        PyBuffer_Release(&pview);
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "crc_check_v2: first/end outside the positions");
+        return NULL;
+    }
+    const uint8_t *p = (const uint8_t *)view.buf;
+    const int64_t *positions = (const int64_t *)pview.buf;
+    Py_ssize_t n = view.len, i;
+
+    Py_BEGIN_ALLOW_THREADS
+    for (i = first; i < end; i++) {
+        int64_t pos = positions[i];
+        if (pos < 0 || pos > (int64_t)n - 61)
+            break;
+        const uint8_t *b = p + pos;
+        int32_t length = (int32_t)be32(b + 8);
+        if (length < 61 - 12 || (int64_t)length > (int64_t)n - pos - 12)
+            break;
+        if (crc32c_of(b + 21, (Py_ssize_t)length + 12 - 21) != be32(b + 17))
+            break;
+    }
+    Py_END_ALLOW_THREADS
+
+    PyBuffer_Release(&pview);
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(i);
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(Record, Header[, CREATE_TIME, LOG_APPEND_TIME]): learn the slot layout."},
     {"decode_records", decode_records, METH_VARARGS, "Decode the records of a v2 batch into Record objects."},
@@ -1733,6 +1791,8 @@ static PyMethodDef methods[] = {
     {"configure_recovery", configure_recovery, METH_VARARGS, "configure_recovery(OffsetEntry, TimeEntry)."},
     {"recover_v2", recover_v2, METH_VARARGS, "The fast lane of recovery.rebuild_indexes (see _speedups.c)."},
     {"scan_v2", scan_v2, METH_VARARGS, "The GIL-free fast lane of checks.state.walk (see _speedups.c)."},
+    {"crc_check_v2", crc_check_v2, METH_VARARGS,
+     "crc_check_v2(buf, positions, first, end) -> index of the first batch whose CRC-32C fails, or end."},
     {"decode_batch_columns", decode_batch_columns, METH_VARARGS,
      "decode_batch_columns(buf, starts, sections, payload): many batches as Arrow-ready columns."},
     {NULL, NULL, 0, NULL},

@@ -20,7 +20,15 @@ from typing import Any
 
 from logdoctor.formats.record_types import Header, Record, TimestampType
 
-__all__ = ["HAVE_C_LZ4", "HAVE_SPEEDUPS", "configure_batch_class", "recover_v2", "scan_v2", "speedups"]
+__all__ = [
+    "HAVE_C_LZ4",
+    "HAVE_SPEEDUPS",
+    "configure_batch_class",
+    "crc_check_v2",
+    "recover_v2",
+    "scan_v2",
+    "speedups",
+]
 
 
 def _load() -> ModuleType | None:
@@ -91,6 +99,9 @@ if speedups is not None and speedups.configure_crc32c(_crc32c_address()):
 scan_v2: Any = speedups.scan_v2 if recover_v2 is not None else None  # type: ignore[union-attr]
 """The C fast lane of checks.state.walk (see _speedups.c ``scan_v2``; it releases the GIL), under the
 same conditions as ``recover_v2``; None: the Python walk alone."""
+crc_check_v2: Any = speedups.crc_check_v2 if recover_v2 is not None else None  # type: ignore[union-attr]
+"""The CRC-32C check of v2 batches at given positions, without the GIL (see _speedups.c
+``crc_check_v2``): checks.state splits a big segment's CRCs over the walk threads with it."""
 
 
 def configure_batch_class(cls: type) -> Any:
