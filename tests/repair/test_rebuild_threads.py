@@ -179,3 +179,93 @@ def test_gil_free_rebuild_from_many_threads_gives_the_serial_results() -> None:
     for t in threads:
         t.join()
     assert not failures
+
+
+def _flip_crc_of_batch(data: bytes, k: int) -> tuple[bytes, int]:
+    """``data`` with the k-th v2 batch's stored CRC changed, and that batch's position."""
+    pos = 0
+    for _ in range(k):
+        pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big")
+    m = bytearray(data)
+    m[pos + 17] ^= 0x40
+    return bytes(m), pos
+
+
+def test_a_segment_rebuilt_alone_checks_its_crcs_on_threads_and_rebuilds_the_same(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """crc_checked_prefix (CRCs checked in slices on the walk threads) then rebuild_indexes told not to
+    check them again: the same result as the serial rebuild on every real segment, as it is and with a
+    batch's CRC broken (the prefix ends at that batch, and the rebuild stops there as recovery would)."""
+    monkeypatch.setattr(state, "SPLIT_CRC_BYTES", 0)
+    monkeypatch.setattr(state, "walk_threads", lambda: 3)
+    logs = [p for d in realworld.log_dirs() for p in sorted(d.rglob("*.log")) if p.stat().st_size > 0]
+    compared = damaged = 0
+    for log in logs:
+        data = log.read_bytes()
+        base = int(log.name[:20])
+        cases = [(data, None)]
+        if data[16] == 2 and len(data) > 2000:
+            cases.append(_flip_crc_of_batch(data, 3))
+        for case, bad in cases:
+            prefix = state.crc_checked_prefix(case)
+            if bad is not None:
+                assert prefix == bad
+                damaged += 1
+            split = rebuild_indexes(case, base, index_interval_bytes=100, crc_checked_until=prefix)
+            serial = rebuild_indexes(case, base, index_interval_bytes=100)
+            for name in (
+                "offset_index",
+                "time_index",
+                "txn_index",
+                "valid_bytes",
+                "batch_count",
+                "leader_epochs",
+            ):
+                assert getattr(split, name) == getattr(serial, name), (log, name)
+            assert str(split.error) == str(serial.error)
+            compared += 1
+    assert compared >= 20 and damaged >= 5
+
+
+def test_crc_checked_until_really_skips_the_check() -> None:
+    """The parameter is not decoration: told that a batch with a broken CRC was checked, the C lane takes
+    it (so only crc_checked_prefix may say so); without it, the rebuild stops there."""
+    log = next(
+        p
+        for d in realworld.log_dirs()
+        for p in sorted(d.rglob("*.log"))
+        if p.stat().st_size > 4000 and p.read_bytes()[16] == 2
+    )
+    data, bad = _flip_crc_of_batch(log.read_bytes(), 2)
+    base = int(log.name[:20])
+    assert rebuild_indexes(data, base).valid_bytes == bad
+    assert rebuild_indexes(data, base, crc_checked_until=len(data)).valid_bytes > bad
+
+
+def test_a_partition_of_one_segment_plans_the_same_with_its_crcs_on_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A partition's only segment, its indexes lost: rebuilt with its CRCs checked on the threads first,
+    the same plan and bytes as the serial rebuild."""
+    topics = [TopicSpec("t", partitions=1, records_per_partition=3000, value_size=200, segment_bytes=1 << 30)]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    (log, *more) = sorted((log_dir / "t-0").glob("*.log"))
+    assert not more
+    for p in log.parent.glob("*index"):
+        p.unlink()
+    checked: list[int] = []
+    prefix = state.crc_checked_prefix
+
+    def recorded(buf):
+        checked.append(prefix(buf))
+        return checked[-1]
+
+    monkeypatch.setattr(indexes, "crc_checked_prefix", recorded)
+    monkeypatch.setattr(state, "SPLIT_CRC_BYTES", 0)
+    serial, serial_steps, _ = _plan(log_dir, tmp_path, parallel=False, monkeypatch=monkeypatch)
+    assert checked == [0]  # serial: nothing checked ahead
+    par, par_steps, _ = _plan(log_dir, tmp_path, parallel=True, monkeypatch=monkeypatch)
+    assert par == serial and par_steps == serial_steps
+    assert checked[-1] == log.stat().st_size  # the parallel run checked every CRC on the threads first
+    assert any(p.endswith(".index") for _op, p, _data in par_steps)

@@ -424,14 +424,51 @@ def _fast_lane(
         return fast(mv, pos, n, verify_crc, has_prev, prev_last, max_ts, max_ts_off, out, max_batches)
     frame = out if out is not None else bytearray(16 * max_batches)
     got = fast(mv, pos, n, False, has_prev, prev_last, max_ts, max_ts_off, frame, max_batches)
-    count = got[1]
-    if count:
-        slices = walk_threads()
-        cuts = [count * k // slices for k in range(slices + 1)]
-        checked = list(in_walk_threads(lambda k: FAST_CRC(mv, frame, cuts[k], cuts[k + 1]), range(slices)))
-        if checked != cuts[1:]:  # a slice stopped early: a mismatch (or a batch not whole)
-            return fast(mv, pos, n, True, has_prev, prev_last, max_ts, max_ts_off, out, max_batches)
+    if got[1] and _first_crc_mismatch(mv, frame, got[1]) is not None:
+        return fast(mv, pos, n, True, has_prev, prev_last, max_ts, max_ts_off, out, max_batches)
     return got
+
+
+def _first_crc_mismatch(mv: memoryview, frame: bytearray, count: int) -> int | None:
+    """The index of the first of the ``count`` batches framed in ``frame`` (scan_v2's positions) whose
+    CRC-32C does not match, checked in slices on every walk thread; None when all match."""
+    slices = walk_threads()
+    cuts = [count * k // slices for k in range(slices + 1)]
+    checked = list(in_walk_threads(lambda k: FAST_CRC(mv, frame, cuts[k], cuts[k + 1]), range(slices)))
+    return next((got for got, end in zip(checked, cuts[1:], strict=True) if got < end), None)
+
+
+def crc_checked_prefix(buf: memoryview | bytes) -> int:
+    """Where the run of whole v2 batches from position 0 whose CRC-32Cs match ends, found on every walk
+    thread: the batches are framed without CRCs (scan_v2, which stops where the walk would: a torn or
+    corrupt entry, v0/v1, offsets going backwards), then slices of them checked at once (FAST_CRC,
+    without the GIL); the run ends at the first mismatch. 0 when the buffer is small, one thread is
+    all there is, the caller is a walk thread itself, or there is no C lane. What
+    ``formats.recovery.rebuild_indexes(crc_checked_until=...)`` takes, so that one big segment's
+    rebuild checks its CRCs on every core."""
+    mv = memoryview(buf)
+    n = len(mv)
+    if (
+        FAST_WALK is None
+        or FAST_CRC is None
+        or n < SPLIT_CRC_BYTES
+        or walk_threads() < 2
+        or threading.current_thread() is not threading.main_thread()
+    ):
+        return 0
+    frame = bytearray(16 * _FAST_CHUNK)
+    pos, has_prev, prev_last = 0, False, 0
+    while pos < n:
+        pos2, count, _, _, _, last, _, _ = FAST_WALK(
+            mv, pos, n, False, has_prev, prev_last, -1, -1, frame, _FAST_CHUNK
+        )
+        if not count:
+            break
+        bad = _first_crc_mismatch(mv, frame, count)
+        if bad is not None:  # the run ends where that batch starts
+            return int(array("q", bytes(frame[8 * bad : 8 * bad + 8]))[0])
+        pos, has_prev, prev_last = pos2, True, last
+    return pos
 
 
 def walk(

@@ -1441,9 +1441,11 @@ pidset_free(pidset_t *s)
 
 /* recover_v2(buf, pos, limit, base_offset, interval, valid_bytes, last_index_entry, max_ts,
  *            max_ts_offset, last_time_ts, has_entry, last_entry_offset, latest_epoch,
- *            current, ongoing, offsets, times, epochs)
+ *            current, ongoing, offsets, times, epochs[, crc_checked_until])
  *   -> (pos, valid_bytes, last_index_entry, max_ts, max_ts_offset, last_time_ts, batches, last_offset)
  * latest_epoch: the leader-epoch cache's latest epoch (-1 for none); interval >= -1.
+ * crc_checked_until: a batch ending at or before this position had its CRC checked already (by
+ * crc_check_v2, on other threads): it is not checked again. 0 (the default): every batch is checked.
  *
  * The walk itself runs without the GIL over the held buffer (threads rebuild several segments at
  * once): the producer ids of `current` are copied into a C set first, and what the walk decides (index
@@ -1455,6 +1457,7 @@ recover_v2(PyObject *self, PyObject *args)
     PyObject *bufobj, *current, *ongoing, *offsets, *times, *epochs;
     Py_ssize_t pos, limit, valid_bytes, last_index_entry;
     long long base_offset, interval, max_ts, max_ts_offset, last_time_ts, last_entry_offset, latest_epoch;
+    Py_ssize_t crc_checked_until = 0;
     int has_entry;
     Py_buffer view;
 
@@ -1462,10 +1465,11 @@ recover_v2(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_crc32c/configure_recovery were not called");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "OnnLLnnLLLpLLO!O!O!O!O!", &bufobj, &pos, &limit, &base_offset, &interval,
+    if (!PyArg_ParseTuple(args, "OnnLLnnLLLpLLO!O!O!O!O!|n", &bufobj, &pos, &limit, &base_offset, &interval,
                           &valid_bytes, &last_index_entry, &max_ts, &max_ts_offset, &last_time_ts, &has_entry,
                           &last_entry_offset, &latest_epoch, &PyDict_Type, &current, &PyDict_Type, &ongoing,
-                          &PyList_Type, &offsets, &PyList_Type, &times, &PyList_Type, &epochs))
+                          &PyList_Type, &offsets, &PyList_Type, &times, &PyList_Type, &epochs,
+                          &crc_checked_until))
         return NULL;
     if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -1505,7 +1509,8 @@ recover_v2(PyObject *self, PyObject *args)
         if (b[16] != 2 || length < 61 - 12 || (Py_ssize_t)length > limit - pos - 12)
             break;
         Py_ssize_t size = (Py_ssize_t)length + 12;
-        if (crc32c_of(b + 21, size - 21) != be32(b + 17)) /* ensureValid: CrcMismatchError */
+        /* ensureValid: CrcMismatchError (unless crc_check_v2 checked this batch already) */
+        if (pos + size > crc_checked_until && crc32c_of(b + 21, size - 21) != be32(b + 17))
             break;
         int16_t attributes = (int16_t)(((uint16_t)b[21] << 8) | b[22]);
         int64_t base = (int64_t)be64(b);

@@ -120,6 +120,7 @@ def rebuild_indexes(
     source: str | None = None,
     open_transactions: Mapping[int, int] | None = None,
     latest_leader_epoch: int | None = None,
+    crc_checked_until: int = 0,
 ) -> RebuiltIndexes:
     """Rebuild the indexes of the segment ``log`` (a whole ``.log`` file) as ``LogSegment.recover``.
 
@@ -127,12 +128,17 @@ def rebuild_indexes(
     segment's base offset; ``latest_leader_epoch`` is the leader-epoch cache's latest epoch before
     this segment. Never raises on bad bytes: the walk stops and ``error`` says why.
 
+    ``crc_checked_until``: the bytes before this position are whole v2 batches whose CRC-32C was
+    checked already (``checks.state.crc_checked_prefix`` checks them on every core): the C lane does
+    not check them again. Pass only what that function returns; 0 (the default) checks every batch.
+
     Runs of plain v2 batches go through the C fast lane (``_speedups.recover_v2``: header, CRC and
     index arithmetic without Batch objects); everything else (legacy entries, transaction markers,
     bad bytes) through the Python walk, which is the reference, with byte-identical results (tests
     compare the two).
     """
     state = _Recovery(base_offset, index_interval_bytes, source, open_transactions, latest_leader_epoch)
+    state.crc_checked_until = crc_checked_until
     error: FormatError | None = None
     try:
         if (
@@ -157,6 +163,7 @@ class _Recovery:
         "aborted",
         "base_offset",
         "count",
+        "crc_checked_until",
         "current",
         "epochs",
         "interval",
@@ -198,6 +205,7 @@ class _Recovery:
         self.last_time = (-1, base_offset)  # TimeIndex.lastEntry after reset: (NO_TIMESTAMP, baseOffset)
         self.count = 0
         self.next_offset: int | None = None
+        self.crc_checked_until = 0
 
     def time_maybe_append(self, timestamp: int, offset: int) -> None:
         if timestamp > self.last_time[0]:
@@ -277,6 +285,7 @@ class _Recovery:
             self.offsets,
             self.times,
             self.epochs,
+            self.crc_checked_until,
         )
         if count:
             self.count += count

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from logdoctor.checks.findings import Finding, Severity
-from logdoctor.checks.state import in_walk_threads, read_buffer, release
+from logdoctor.checks.state import crc_checked_prefix, in_walk_threads, read_buffer, release
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 from logdoctor.formats.recovery import RebuiltIndexes, rebuild_indexes
@@ -106,8 +106,14 @@ def rebuilt_each(ctx: PlanContext, segments: list[Segment]) -> Iterator[RebuiltI
     def one(seg: Segment) -> RebuiltIndexes:
         view, handle, _ = read_buffer(seg.log_path)
         try:
+            # a segment rebuilt alone: its CRCs checked first on every core (0 for a small one)
+            checked = crc_checked_prefix(view) if len(segments) == 1 else 0
             return rebuild_indexes(
-                view, seg.base_offset, index_interval_bytes=ctx.interval, source=str(seg.log_path)
+                view,
+                seg.base_offset,
+                index_interval_bytes=ctx.interval,
+                source=str(seg.log_path),
+                crc_checked_until=checked,
             )
         finally:
             release(view, handle)
