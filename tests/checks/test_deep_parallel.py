@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+import on_threads
 import realworld
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repair"))
@@ -224,12 +225,10 @@ def test_gil_free_walk_from_many_threads_gives_the_serial_results(monkeypatch: p
     logs = _real_logs()
     expected = {str(p): _serial_walk(p.read_bytes(), monkeypatch) for p in logs}
     buffers = {str(p): p.read_bytes() for p in logs}
-    failures: list[str] = []
 
-    def worker(seed: int) -> None:
-        order = list(buffers)
-        random.Random(seed).shuffle(order)
-        for _ in range(3):
+    def worker(seed: int) -> list[str]:
+        failures = []
+        for order in on_threads.shuffled_rounds(list(buffers), seed):
             for path in order:
                 got = state.walk(buffers[path], verify_crc=True, with_positions=True)
                 if got != expected[path]:
@@ -237,13 +236,9 @@ def test_gil_free_walk_from_many_threads_gives_the_serial_results(monkeypatch: p
             for path, got in zip(order, state.walk_files(order, True, True), strict=True):
                 if got != expected[path]:
                     failures.append(f"walk_files {path}")
+        return failures
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures
+    assert not on_threads.failures_on_threads(worker)
 
 
 def test_scan_pool_workers_walk_one_segment_at_a_time() -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import damage
 import pytest
 
+import on_threads
 import realworld
 from logdoctor.checks import state
 from logdoctor.formats import native
@@ -155,30 +156,18 @@ def test_gil_free_rebuild_from_many_threads_gives_the_serial_results() -> None:
     buffers = {str(p): p.read_bytes() for p in logs}
     bases = {str(p): int(p.name[:20]) for p in logs}
     expected = {p: rebuild_indexes(b, bases[p], index_interval_bytes=100) for p, b in buffers.items()}
-    failures: list[str] = []
+    fields = ("offset_index", "time_index", "txn_index", "valid_bytes", "leader_epochs", "error")
 
-    def worker(seed: int) -> None:
-        order = list(buffers)
-        random.Random(seed).shuffle(order)
-        for _ in range(3):
+    def worker(seed: int) -> list[str]:
+        failures = []
+        for order in on_threads.shuffled_rounds(list(buffers), seed):
             for p in order:
                 got = rebuild_indexes(buffers[p], bases[p], index_interval_bytes=100)
-                want = expected[p]
-                if (got.offset_index, got.time_index, got.txn_index, got.valid_bytes, got.leader_epochs) != (
-                    want.offset_index,
-                    want.time_index,
-                    want.txn_index,
-                    want.valid_bytes,
-                    want.leader_epochs,
-                ) or str(got.error) != str(want.error):
+                if [str(getattr(got, f)) for f in fields] != [str(getattr(expected[p], f)) for f in fields]:
                     failures.append(p)
+        return failures
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not failures
+    assert not on_threads.failures_on_threads(worker)
 
 
 def _flip_crc_of_batch(data: bytes, k: int) -> tuple[bytes, int]:
