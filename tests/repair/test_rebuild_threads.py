@@ -151,6 +151,7 @@ def test_in_walk_threads_keeps_order_and_a_bounded_backlog(monkeypatch: pytest.M
 def test_gil_free_rebuild_from_many_threads_gives_the_serial_results() -> None:
     """Four threads rebuilding the same real segments (shared buffers) at once, over and over, each get
     the serial rebuild's results (entries, bytes, errors)."""
+    realworld.require()
     logs = [p for d in realworld.log_dirs() for p in sorted(d.rglob("*.log")) if p.stat().st_size > 0][:40]
     assert len(logs) >= 10
     buffers = {str(p): p.read_bytes() for p in logs}
@@ -188,6 +189,7 @@ def test_a_segment_rebuilt_alone_checks_its_crcs_on_threads_and_rebuilds_the_sam
     batch's CRC broken (the prefix ends at that batch, and the rebuild stops there as recovery would)."""
     monkeypatch.setattr(state, "SPLIT_CRC_BYTES", 0)
     monkeypatch.setattr(state, "walk_threads", lambda: 3)
+    realworld.require()
     logs = [p for d in realworld.log_dirs() for p in sorted(d.rglob("*.log")) if p.stat().st_size > 0]
     compared = damaged = 0
     for log in logs:
@@ -220,6 +222,7 @@ def test_a_segment_rebuilt_alone_checks_its_crcs_on_threads_and_rebuilds_the_sam
 def test_crc_checked_until_really_skips_the_check() -> None:
     """The parameter is not decoration: told that a batch with a broken CRC was checked, the C lane takes
     it (so only crc_checked_prefix may say so); without it, the rebuild stops there."""
+    realworld.require()
     log = next(
         p
         for d in realworld.log_dirs()
