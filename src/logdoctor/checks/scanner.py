@@ -314,8 +314,9 @@ def scan(
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
-    _replayed_tiering(results, tasks, remote, remote_md)
-    _tiered_topics(results, tasks, remote)
+    by_task = functools.cache(lambda: {(t.log_dir, t.path): t for t in tasks})  # indexed once, if needed
+    _replayed_tiering(results, by_task, remote, remote_md)
+    _tiered_topics(results, by_task, remote)
     findings.extend(check_remote_tier(paths, results, remote_md, remote_storage=options.remote_storage))
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     findings = link_consequences(findings)
@@ -338,13 +339,9 @@ def _usable_offsets(cp: CheckpointRead) -> dict[tuple[str, int], int]:
     return {} if cp.error is not None or cp.problems else cp.offsets
 
 
-def _by_task(tasks: list[PartitionTask]) -> dict[tuple[str, str], PartitionTask]:
-    return {(t.log_dir, t.path): t for t in tasks}
-
-
 def _replayed_tiering(
     results: list[PartitionReport],
-    task_list: list[PartitionTask],
+    by_task: Callable[[], dict[tuple[str, str], PartitionTask]],
     remote: BrokerRemoteEvidence,
     metadata: RemoteLogMetadata | None,
 ) -> None:
@@ -355,7 +352,7 @@ def _replayed_tiering(
     evidence named is the first in the order."""
     if metadata is None:
         return
-    tasks = _by_task(task_list)
+    tasks = by_task()
     for r in results:
         task = tasks.get((r.log_dir, r.path))
         if r.kind != DirKind.LOG.value or task is None:
@@ -372,7 +369,7 @@ def _replayed_tiering(
 
 def _tiered_topics(
     results: list[PartitionReport],
-    task_list: list[PartitionTask],
+    by_task: Callable[[], dict[tuple[str, str], PartitionTask]],
     remote: BrokerRemoteEvidence,
 ) -> None:
     """remote.storage.enable is a topic config: where the log dir's evidence shows one partition of a
@@ -385,7 +382,7 @@ def _tiered_topics(
             tiered.setdefault(r.topic, r)
     if not tiered:  # no partition tiered: nothing to spread (the tasks not even indexed)
         return
-    tasks = _by_task(task_list)
+    tasks = by_task()
     for r in results:
         src = tiered.get(r.topic)
         task = tasks.get((r.log_dir, r.path))

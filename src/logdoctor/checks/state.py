@@ -375,9 +375,8 @@ def in_walk_threads(fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
         _pool = (os.getpid(), ThreadPoolExecutor(walk_threads(), thread_name_prefix="logdoctor-walk"))
     pool = _pool[1]
     pending: deque[Future[R]] = deque()
-    it = iter(items)
     try:
-        for x in it:
+        for x in items:
             pending.append(pool.submit(fn, x))
             if len(pending) >= 2 * threads:
                 yield pending.popleft().result()
@@ -414,19 +413,25 @@ def _fast_lane(
     from ``pos`` again, and finds it as before. Only from the main thread (a walk thread never waits on
     the walk threads) and with more than one of them."""
     fast = FAST_WALK
-    if (
-        not verify_crc
-        or FAST_CRC is None
-        or n - pos < SPLIT_CRC_BYTES
-        or walk_threads() < 2
-        or threading.current_thread() is not threading.main_thread()
-    ):
+    if not verify_crc or not _crc_on_threads(n - pos):
         return fast(mv, pos, n, verify_crc, has_prev, prev_last, max_ts, max_ts_off, out, max_batches)
     frame = out if out is not None else bytearray(16 * max_batches)
     got = fast(mv, pos, n, False, has_prev, prev_last, max_ts, max_ts_off, frame, max_batches)
     if got[1] and _first_crc_mismatch(mv, frame, got[1]) is not None:
         return fast(mv, pos, n, True, has_prev, prev_last, max_ts, max_ts_off, out, max_batches)
     return got
+
+
+def _crc_on_threads(nbytes: int) -> bool:
+    """Whether ``nbytes`` of batches have their CRCs checked in slices on the walk threads: a big run
+    (SPLIT_CRC_BYTES), more than one thread, and a caller that is not a walk thread itself (it would
+    wait on its own pool)."""
+    return (
+        FAST_CRC is not None
+        and nbytes >= SPLIT_CRC_BYTES
+        and walk_threads() >= 2
+        and threading.current_thread() is threading.main_thread()
+    )
 
 
 def _first_crc_mismatch(mv: memoryview, frame: bytearray, count: int) -> int | None:
@@ -448,13 +453,7 @@ def crc_checked_prefix(buf: memoryview | bytes) -> int:
     rebuild checks its CRCs on every core."""
     mv = memoryview(buf)
     n = len(mv)
-    if (
-        FAST_WALK is None
-        or FAST_CRC is None
-        or n < SPLIT_CRC_BYTES
-        or walk_threads() < 2
-        or threading.current_thread() is not threading.main_thread()
-    ):
+    if FAST_WALK is None or not _crc_on_threads(n):
         return 0
     frame = bytearray(16 * _FAST_CHUNK)
     pos, has_prev, prev_last = 0, False, 0

@@ -74,51 +74,41 @@ def open_transactions(ctx: PlanContext, pp: PartitionPlan, seg: Segment) -> dict
     for s in pp.part.segments:
         if s.base_offset >= seg.base_offset:
             break
-        r = rebuild_indexes(
-            s.map_log(),
-            s.base_offset,
-            index_interval_bytes=ctx.interval,
-            source=str(s.log_path),
-            open_transactions=open_txns,
-        )
-        open_txns = r.open_transactions
+        open_txns = rebuild_from_log(ctx, s, open_txns).open_transactions
     return open_txns
 
 
 def rebuilt(ctx: PlanContext, pp: PartitionPlan, seg: Segment, need_txn: bool) -> RebuiltIndexes:
-    txns = open_transactions(ctx, pp, seg) if need_txn else None
-    return rebuild_indexes(
-        seg.map_log(),
-        seg.base_offset,
-        index_interval_bytes=ctx.interval,
-        source=str(seg.log_path),
-        open_transactions=txns,
-    )
+    return rebuild_from_log(ctx, seg, open_transactions(ctx, pp, seg) if need_txn else None)
+
+
+def rebuild_from_log(ctx: PlanContext, seg: Segment, txns: dict[int, int] | None = None) -> RebuiltIndexes:
+    """The indexes of ``seg`` rebuilt from its .log (``txns``: the transactions open at its base offset),
+    the file mapped for the rebuild only (read_buffer: MAP_POPULATE for a large file). Called outside
+    the walk threads, a big segment has its CRCs checked first on every core (crc_checked_prefix, 0
+    otherwise) and the C lane does not check them again."""
+    view, handle, _ = read_buffer(seg.log_path)
+    try:
+        return rebuild_indexes(
+            view,
+            seg.base_offset,
+            index_interval_bytes=ctx.interval,
+            source=str(seg.log_path),
+            open_transactions=txns,
+            crc_checked_until=crc_checked_prefix(view),
+        )
+    finally:
+        release(view, handle)
 
 
 def rebuilt_each(ctx: PlanContext, segments: list[Segment]) -> Iterator[RebuiltIndexes]:
     """:func:`rebuilt` without producer state of each segment, in order, computed on a thread per core:
-    each thread maps one segment at a time (read_buffer: MAP_POPULATE for a large file) and rebuilds
-    it in the C lane of rebuild_indexes, which walks without the GIL. The same results as one after
-    another: LogSegment.recover's walk of a segment starts from its own bytes alone when no producer
-    state is carried in. Memory: a few results at a time (in_walk_threads), whatever the count."""
-
-    def one(seg: Segment) -> RebuiltIndexes:
-        view, handle, _ = read_buffer(seg.log_path)
-        try:
-            # a segment rebuilt alone: its CRCs checked first on every core (0 for a small one)
-            checked = crc_checked_prefix(view) if len(segments) == 1 else 0
-            return rebuild_indexes(
-                view,
-                seg.base_offset,
-                index_interval_bytes=ctx.interval,
-                source=str(seg.log_path),
-                crc_checked_until=checked,
-            )
-        finally:
-            release(view, handle)
-
-    return in_walk_threads(one, segments)
+    each thread maps one segment at a time and rebuilds it in the C lane of rebuild_indexes, which walks
+    without the GIL (a segment rebuilt alone is rebuilt in this thread, its CRCs on every core). The
+    same results as one after another: LogSegment.recover's walk of a segment starts from its own bytes
+    alone when no producer state is carried in. Memory: a few results at a time (in_walk_threads),
+    whatever the count."""
+    return in_walk_threads(lambda seg: rebuild_from_log(ctx, seg), segments)
 
 
 def index_meta(ctx: PlanContext, seg: Segment) -> dict[str, int]:
