@@ -289,8 +289,10 @@ def audit_partition(
                     )
                 )
         prev = s
-    if lin and copied and local_log_start_offset is not None:
-        last = max(copied, key=lambda s: s.end_offset)
+    off_lineage = {b.segment.segment_id for b in out.epoch_breaks if b.case == "outside-lineage"}
+    in_lineage = [s for s in copied if s.segment_id not in off_lineage]
+    if lin and in_lineage and local_log_start_offset is not None:
+        last = max(in_lineage, key=lambda s: s.end_offset)
         le = _last_epoch(last)
         local_epoch = max((e for e, o in lin if o <= local_log_start_offset), default=None)
         if le is not None and local_epoch is not None and local_epoch < le:
