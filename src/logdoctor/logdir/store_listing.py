@@ -26,7 +26,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote_plus
 
 from logdoctor.logdir.storage import Storage
 
@@ -231,7 +231,7 @@ def _csv_objects(raw: bytes, columns: tuple[str, ...], prefix: str, where: str) 
         if not _keep(row[li] if li is not None else None, row[di] if di is not None else None):
             continue
         size = int(row[si]) if row[si] else 0
-        yield StoreObject(prefix + unquote(row[ki]), size, _ms(row[mi]) if mi is not None else None)
+        yield StoreObject(prefix + unquote_plus(row[ki]), size, _ms(row[mi]) if mi is not None else None)
 
 
 def _table_objects(table: Any, prefix: str, where: str) -> Iterator[StoreObject]:
