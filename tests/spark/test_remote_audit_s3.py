@@ -184,3 +184,28 @@ def test_a_data_file_that_differs_from_its_md5_is_a_usage_error(s3, planted) -> 
     _put(s3, manifest[len(f"s3://{BUCKET}/") :], json.dumps(data).encode())
     with pytest.raises(ScanUsageError, match="MD5checksum"):
         scan([log_dir], ScanOptions(remote_inventory=manifest), jobs=1)
+
+
+def _key(f: dict) -> tuple:
+    """What a finding is about, whichever the path it is reported under (the scan: the partition's local
+    folder; the census: the store's folder): code, offset, and the segment ids and keys it names."""
+    import re
+
+    ids = tuple(sorted(set(re.findall(r"\b[A-Za-z0-9_-]{22}\b", f["message"])) - {PAYMENTS_ID}))
+    return (f["code"], f["offset"], ids)
+
+
+@pytest.mark.parametrize("fmt", ["CSV", "Parquet", None])
+def test_census_audit_gives_the_scans_findings(spark, s3, planted, tmp_path, fmt) -> None:
+    """One task per inventory data file (or one listing task): the same root causes as the scan."""
+    from logdoctor.spark.census import run_census
+
+    log_dir, uri, stray_keys, _deleted = planted
+    scanned = scan([log_dir], ScanOptions(now_ms=1710000100000, remote_storage=uri), jobs=1)
+    want = sorted(_key(f.to_json()) for f in scanned.findings if f.code in AUDIT)
+    kw = {"remote_inventory": _inventory(s3, fmt)} if fmt else {"remote_storage": uri}
+    result = run_census(spark, [str(log_dir)], tmp_path / "census", now_ms=1710000100000, **kw)
+    got = [f for f in result.findings if f["code"] in AUDIT]
+    assert sorted(_key(f) for f in got) == want
+    leak = next(f for f in got if f["code"] == "REMOTE_OBJECTS_LEAKED")
+    assert all(k in leak["fix"] for k in stray_keys)
