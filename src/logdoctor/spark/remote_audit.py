@@ -289,7 +289,8 @@ def audit_findings(
     status = segs_all.where(F.col("partition") == -1).select("metadata_partition", "epochs").collect()
     complete = sorted(r["metadata_partition"] for r in status if r["epochs"] == "read")
     segs = segs_all.where(F.col("partition") >= 0)
-    objs = object_frame(spark, remote_storage=remote_storage, remote_inventory=remote_inventory)
+    # read once (a task per listing part), used by the four comparisons
+    objs = object_frame(spark, remote_storage=remote_storage, remote_inventory=remote_inventory).persist()
 
     mp_of = F.udf(lambda t, p: metadata_partition_for(t, p, n), T.IntegerType())
     parts = objs.select("topic_id", "partition").distinct()
