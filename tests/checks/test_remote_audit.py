@@ -247,3 +247,25 @@ def test_metadata_retention_below_a_tiered_topics(tmp_path: Path) -> None:
         topic_config=["__remote_log_metadata:retention.ms=86400000", "payments:retention.ms=3600000"]
     )
     assert _audit(log_dir, store, config_inputs=inputs) == []
+
+
+def test_scan_cli_audits_and_refuses_an_unreadable_inventory(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)
+    from logdoctor.cli.exit_codes import ExitCode
+    from logdoctor.cli.main import app
+
+    log_dir, store, p0 = _copy("kafka-local", tmp_path)
+    seg_id = _segments(p0)[324]
+    (p0 / f"00000000000000000324-{seg_id}.index").unlink()
+    now = ["--now", "1710000100000"]
+    res = CliRunner().invoke(app, ["scan", str(log_dir), "--remote-storage", str(store), "--json", *now])
+    assert res.exit_code == ExitCode.ERRORS, res.output
+    found = [f for f in json.loads(res.output)["findings"] if f["code"] in AUDIT]
+    assert [(f["code"], f["details"]["missing"]) for f in found] == [("REMOTE_SEGMENT_MISSING", ["index"])]
+    missing = tmp_path / "nowhere" / "manifest.json"
+    res = CliRunner().invoke(app, ["scan", str(log_dir), "--remote-inventory", str(missing), *now])
+    assert res.exit_code == ExitCode.USAGE and "manifest.json" in res.output
