@@ -314,14 +314,12 @@ def audit(metadata: RemoteLogMetadata, index: StoreIndex) -> dict[TopicIdPartiti
     out: dict[TopicIdPartition, PartitionAudit] = {}
     keys: set[tuple[str, int]] = set(index.partitions)
     keys.update((t.topic_id, t.partition) for t in metadata.partitions)
+    by_id = {(t.topic_id, t.partition): rp for t, rp in metadata.partitions.items()}
     for topic_id, partition in sorted(keys):
         if not metadata.covers(topic_id, partition):
             continue
         objs = index.partition(topic_id, partition)
-        rps = [
-            rp for t, rp in metadata.partitions.items() if (t.topic_id, t.partition) == (topic_id, partition)
-        ]
-        rp = rps[0] if rps else None
+        rp = by_id.get((topic_id, partition))
         a = audit_partition(rp, objs)
         out[a.topic_id_partition] = a
     return out

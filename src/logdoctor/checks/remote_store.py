@@ -125,19 +125,13 @@ def check_remote_store(
     local = _local_reports(results)
     keys: set[tuple[str, int]] = set(index.partitions)
     keys.update((t.topic_id, t.partition) for t in metadata.partitions)
+    by_id = {(t.topic_id, t.partition): rp for t, rp in metadata.partitions.items()}
     findings: list[Finding] = []
     for topic_id, partition in sorted(keys):
         if not metadata.covers(topic_id, partition):
             continue
         objs = index.partition(topic_id, partition)
-        rp = next(
-            (
-                rp
-                for t, rp in metadata.partitions.items()
-                if (t.topic_id, t.partition) == (topic_id, partition)
-            ),
-            None,
-        )
+        rp = by_id.get((topic_id, partition))
         r = local.get((topic_id, partition))
         a = audit_partition(
             rp,
