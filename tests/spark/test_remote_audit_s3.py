@@ -28,8 +28,11 @@ from s3server import BUCKET
 import realworld
 from logdoctor.checks.context import ScanOptions
 from logdoctor.checks.scanner import scan
+from logdoctor.logdir.remote_metadata import TopicIdPartition
+from logdoctor.sample.remote_tier import segment_metadata
 
 PAYMENTS_ID = "cGF5bWVudHMtdG9waWMwMQ"
+DANGLING = "ZGFuZ2xpbmctdXBsb2FkMQ"  # base64 of "dangling-upload1"
 AUDIT = {
     "REMOTE_OBJECTS_LEAKED",
     "REMOTE_SEGMENT_MISSING",
@@ -69,8 +72,34 @@ def planted(s3, tmp_path_factory):
         shutil.copyfile(p, q)
         made.append(q.relative_to(store).as_posix())
     (p0 / f"00000000000000000648-{segs[648]}.log").unlink()
+    # a dangling upload (KAFKA-17062): COPY_SEGMENT_STARTED long ago, never finished, its objects left
+    for p in sorted(p0.glob(f"*{segs[972]}*")):
+        q = p0 / p.name.replace(segs[972], DANGLING).replace("00000000000000000972-", "00000000000000001296-")
+        shutil.copyfile(p, q)
+    _append(
+        log_dir / "__remote_log_metadata-21" / "00000000000000000000.log",
+        segment_metadata(
+            TopicIdPartition(PAYMENTS_ID, "payments", 0), DANGLING, 1296, 1619, broker_id=0,
+            event_timestamp_ms=1700000000000, max_timestamp_ms=1710000001619, leader_epochs=[(0, 1296)],
+            size=1,
+        ),
+    )  # fmt: skip
     uri = s3.upload(store, "tiered-store")
     return log_dir, uri, sorted(f"{uri}/{k}" for k in made), segs[648]
+
+
+def _append(path: Path, *records: dict, ts: int = 1700000000000) -> None:
+    from logdoctor.formats.records import iter_batches
+    from logdoctor.sample.remote_tier import MetadataEvent, metadata_batches
+
+    data = path.read_bytes()
+    last = list(iter_batches(data))[-1]
+    more = metadata_batches(
+        [MetadataEvent(r, ts + i) for i, r in enumerate(records)],
+        base_offset=last.last_offset + 1,
+        leader_epoch=last.partition_leader_epoch,
+    )
+    path.write_bytes(data + more)
 
 
 def _bucket_objects(s3) -> list[tuple[str, int, int]]:
@@ -209,3 +238,7 @@ def test_census_audit_gives_the_scans_findings(spark, s3, planted, tmp_path, fmt
     assert sorted(_key(f) for f in got) == want
     leak = next(f for f in got if f["code"] == "REMOTE_OBJECTS_LEAKED")
     assert all(k in leak["fix"] for k in stray_keys)
+    # the dangling upload: once (the audit's, with its objects; the broker scan's own is dropped)
+    [dangling] = [f for f in result.findings if f["code"] == "REMOTE_UPLOAD_UNFINISHED"]
+    assert DANGLING in dangling["message"] and "5 objects of it" in dangling["message"]
+    assert "offsets 1296-1619" in dangling["message"]

@@ -145,12 +145,16 @@ def run_census(
             remote_storage=remote_storage,
             remote_inventory=remote_inventory,
             num_partitions=rlmm[0] if rlmm else None,
+            now_ms=now,
         )
+    scan_found = frames_in.findings
+    if audit is not None:  # the audit reports dangling uploads with their objects: not twice
+        scan_found = scan_found.where(scan_found["code"] != "REMOTE_UPLOAD_UNFINISHED")
     frames, log_dirs = census_frames(
         spark,
         frames_in.replicas,
         frames_in.log_dirs,
-        frames_in.findings,
+        scan_found,
         [several] if several is not None else [],
         more_findings=audit,
     )

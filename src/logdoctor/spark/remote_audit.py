@@ -42,8 +42,13 @@ OBJECT_DDL = (
 SEGMENT_DDL = (
     "topic_id string, topic string, partition int, metadata_partition int, segment_id string, "
     "start_offset bigint, end_offset bigint, max_timestamp_ms bigint, first_epoch int, last_epoch int, "
-    "epochs string, size bigint, state int, partition_deleted boolean"
+    "epochs string, size bigint, state int, partition_deleted boolean, event_timestamp_ms bigint, "
+    "broker_id int"
 )
+#: an upload left in COPY_SEGMENT_STARTED this long before the census's time is dangling, not in progress
+#: (the copy task runs every remote.log.manager.task.interval.ms, 30 s by default, and a segment's upload
+#: takes seconds to minutes; KAFKA-17062: a failed copy leaves the segment and its objects behind)
+DANGLING_AFTER_MS = 3_600_000
 #: keys of leaked objects a finding names (its fix's delete command); the count and bytes are all of them
 KEYS_SHOWN = 100
 
@@ -118,9 +123,9 @@ def _replay_part(item: tuple[int, str, int]) -> Iterator[tuple[Any, ...]]:
     mp, folder, n = item
     md = replay_metadata_folders({mp: folder}, num_partitions=n)
     if mp in md.incomplete:
-        yield ("", "", -1, mp, "", -1, -1, -1, None, None, "incomplete", 0, -1, False)
+        yield ("", "", -1, mp, "", -1, -1, -1, None, None, "incomplete", 0, -1, False, None, None)
         return
-    yield ("", "", -1, mp, "", -1, -1, -1, None, None, "read", 0, -1, False)
+    yield ("", "", -1, mp, "", -1, -1, -1, None, None, "read", 0, -1, False, None, None)
     for tip, rp in md.partitions.items():
         for seg in rp.segments.values():
             epochs = [e for e, _o in seg.leader_epochs]
@@ -128,6 +133,7 @@ def _replay_part(item: tuple[int, str, int]) -> Iterator[tuple[Any, ...]]:
                 tip.topic_id, tip.topic, tip.partition, mp, seg.segment_id, seg.start_offset,
                 seg.end_offset, seg.max_timestamp_ms, min(epochs, default=None), max(epochs, default=None),
                 ", ".join(f"{e}@{o}" for e, o in seg.leader_epochs), seg.size, int(seg.state), rp.deleted,
+                seg.first_event.event_timestamp_ms, seg.first_event.broker_id,
             )  # fmt: skip
 
 
@@ -214,6 +220,35 @@ def _missing(r: dict[str, Any], source: str) -> tuple[Any, ...]:
     return _row(f, "")
 
 
+def _dangling(r: dict[str, Any], source: str) -> tuple[Any, ...]:
+    from logdoctor.checks import catalog
+    from logdoctor.checks.remote_store import _when
+
+    keys = list(r["keys"] or [])
+    objects = (
+        f"{r['objects']} objects of it ({r['bytes']} bytes) are in the store ({source}): {', '.join(keys)}"
+        if keys
+        else f"no object of it is in the store ({source})"
+    )
+    f = catalog.make(
+        "REMOTE_UPLOAD_UNFINISHED",
+        r["folder"] or f"{r['topic']}-{r['partition']}",
+        offset=r["start_offset"],
+        topic_partition=f"{r['topic']}-{r['partition']}",
+        segment_id=r["segment_id"],
+        start_offset=r["start_offset"],
+        end_offset=r["end_offset"],
+        size=r["size"],
+        broker_id=r["broker_id"],
+        started=_when(r["event_timestamp_ms"]),
+        objects=objects,
+        covered="the census does not say whether a copied segment holds its offsets: scan the partition's "
+        "log dirs with --remote-storage",
+        list_hint="",
+    )
+    return _row(f, "")
+
+
 def _overlap(r: dict[str, Any]) -> tuple[Any, ...]:
     from logdoctor.checks import catalog
 
@@ -268,8 +303,11 @@ def audit_findings(
     remote_storage: str | None = None,
     remote_inventory: str | None = None,
     num_partitions: int | None = None,
+    now_ms: int | None = None,
 ) -> Any:
-    """The audit's findings as a DataFrame of the census's findings columns (FINDING_OUT_DDL)."""
+    """The audit's findings as a DataFrame of the census's findings columns (FINDING_OUT_DDL). Uploads
+    left in COPY_SEGMENT_STARTED more than :data:`DANGLING_AFTER_MS` before ``now_ms`` are
+    REMOTE_UPLOAD_UNFINISHED with the objects they left (the census drops the brokers' scans' own)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -382,8 +420,21 @@ def audit_findings(
         .withColumn("prev_epochs", F.col("prev.epochs"))
         .withColumn("prev_last_epoch", F.col("prev.last_epoch"))
     )
+    dangling = segs.where(
+        (F.col("state") == int(SegmentState.COPY_SEGMENT_STARTED))
+        & ~F.col("partition_deleted")
+        & F.col("metadata_partition").isin(complete)
+    )
+    if now_ms is not None:
+        dangling = dangling.where(F.col("event_timestamp_ms") < F.lit(now_ms - DANGLING_AFTER_MS))
+    dangling = dangling.join(
+        per_seg.select("topic_id", "partition", "segment_id", "folder", "objects", "bytes", "keys"),
+        ["topic_id", "partition", "segment_id"],
+        "left",
+    ).withColumn("keys", F.slice("keys", 1, KEYS_SHOWN))
     rows = (
         leaked_parts.rdd.map(lambda r: _leaked(r.asDict(), source))
+        .union(dangling.rdd.map(lambda r: _dangling(r.asDict(), source)))
         .union(missing.rdd.map(lambda r: _missing(r.asDict(), source)))
         .union(overlaps.rdd.map(lambda r: _overlap(r.asDict())))
         .union(breaks.rdd.map(lambda r: _epoch_break(r.asDict())))
