@@ -269,3 +269,21 @@ def test_scan_cli_audits_and_refuses_an_unreadable_inventory(tmp_path: Path) -> 
     missing = tmp_path / "nowhere" / "manifest.json"
     res = CliRunner().invoke(app, ["scan", str(log_dir), "--remote-inventory", str(missing), *now])
     assert res.exit_code == ExitCode.USAGE and "manifest.json" in res.output
+
+
+def test_the_metadata_topic_keeps_kafkas_unlimited_retention_by_default(tmp_path: Path) -> None:
+    """TopicBasedRemoteLogMetadataManager creates __remote_log_metadata with retention.ms=-1
+    (remote.log.metadata.topic.retention.ms default): not the broker's log.retention.hours."""
+    from logdoctor.checks.topic_config import TopicConfigResolver
+
+    log_dir, store, _p0 = _copy("kafka-local", tmp_path)
+    cfg = TopicConfigResolver.for_log_dirs([log_dir]).resolve("__remote_log_metadata")
+    assert (
+        cfg.retention_ms.value == -1 and "remote.log.metadata.topic.retention.ms" in cfg.retention_ms.source
+    )
+    # a tiered topic kept forever, the metadata topic given the broker's 7 days: its events expire first
+    inputs = config_inputs(
+        topic_config=["__remote_log_metadata:retention.ms=604800000", "payments:retention.ms=-1"]
+    )
+    [f] = _audit(log_dir, store, config_inputs=inputs)
+    assert f.code == "REMOTE_METADATA_RETENTION_SHORT" and f.details["topics"] == ["payments"]
