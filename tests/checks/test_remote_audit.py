@@ -287,3 +287,25 @@ def test_the_metadata_topic_keeps_kafkas_unlimited_retention_by_default(tmp_path
     )
     [f] = _audit(log_dir, store, config_inputs=inputs)
     assert f.code == "REMOTE_METADATA_RETENTION_SHORT" and f.details["topics"] == ["payments"]
+
+
+def test_objects_of_a_deleted_segment_left_in_the_store_are_leaked(tmp_path: Path) -> None:
+    """KAFKA-16511: the expiration task finished deleting [0, 323] (DELETE_SEGMENT_STARTED, then
+    FINISHED, the log start moved to 324) but the RemoteStorageManager left its objects."""
+    from logdoctor.formats.checkpoint import new_offset_checkpoint, write_offset_checkpoint
+
+    log_dir, store, p0 = _copy("kafka-local", tmp_path)
+    seg_id = _segments(p0)[0]
+    kw = dict(broker_id=0, event_timestamp_ms=1795454800000)
+    _append(
+        _p0_metadata(log_dir),
+        segment_update(P0, seg_id, SegmentState.DELETE_SEGMENT_STARTED, **kw),
+        segment_update(P0, seg_id, SegmentState.DELETE_SEGMENT_FINISHED, **kw),
+    )
+    cp = new_offset_checkpoint([("payments", 0, 324), ("payments", 1, 0)])
+    (log_dir / "log-start-offset-checkpoint").write_bytes(write_offset_checkpoint(cp))
+    [f] = _audit(log_dir, store)
+    assert (
+        f.code == "REMOTE_OBJECTS_LEAKED" and "its deletion finished (DELETE_SEGMENT_FINISHED)" in f.message
+    )
+    assert sorted(f.details["objects"]) == sorted(str(p) for p in p0.glob(f"*{seg_id}*"))
