@@ -31,6 +31,7 @@ from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
 from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
 from logdoctor.checks.partition import check_partition
+from logdoctor.checks.remote_audit import StoreIndex
 from logdoctor.checks.remote_store import (
     check_metadata_retention,
     check_remote_store,
@@ -324,8 +325,11 @@ def scan(
     by_task = functools.cache(lambda: {(t.log_dir, t.path): t for t in tasks})  # indexed once, if needed
     _replayed_tiering(results, by_task, remote, remote_md)
     _tiered_topics(results, by_task, remote)
-    findings.extend(check_remote_tier(paths, results, remote_md, remote_storage=options.remote_storage))
-    findings.extend(_remote_audit(paths, results, remote_md, options))
+    index = _store_index(remote_md, options)
+    findings.extend(
+        check_remote_tier(paths, results, remote_md, remote_storage=options.remote_storage, index=index)
+    )
+    findings.extend(_remote_audit(paths, results, remote_md, options, index))
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     findings = link_consequences(findings)
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
@@ -342,21 +346,31 @@ def scan(
     )
 
 
+def _store_index(md: RemoteLogMetadata | None, options: ScanOptions) -> StoreIndex | None:
+    """The store's listing for the remote tier audit (None without remote log metadata or a store). An
+    inventory report that cannot be read is a usage error; a --remote-storage that cannot be listed
+    lists nothing (REMOTE_UPLOAD_UNFINISHED says why)."""
+    if md is None or (options.remote_inventory is None and options.remote_storage is None):
+        return None
+    try:
+        return store_index(options.remote_storage, options.remote_inventory)
+    except (InventoryError, OSError, ValueError) as e:
+        if options.remote_inventory is not None:
+            raise ScanUsageError(f"--remote-inventory {options.remote_inventory}: {e}") from None
+    return None
+
+
 def _remote_audit(
-    paths: list[str], results: list[PartitionReport], md: RemoteLogMetadata | None, options: ScanOptions
+    paths: list[str],
+    results: list[PartitionReport],
+    md: RemoteLogMetadata | None,
+    options: ScanOptions,
+    index: StoreIndex | None,
 ) -> list[Finding]:
     """The remote tier audit (checks.remote_store): the store's listing against the metadata, and what
-    the metadata and the log dirs show alone. An inventory report that cannot be read is a usage error;
-    a --remote-storage that cannot be listed lists nothing (REMOTE_UPLOAD_UNFINISHED says why)."""
+    the metadata and the log dirs show alone."""
     if md is None:
         return []
-    index = None
-    if options.remote_inventory is not None or options.remote_storage is not None:
-        try:
-            index = store_index(options.remote_storage, options.remote_inventory)
-        except (InventoryError, OSError, ValueError) as e:
-            if options.remote_inventory is not None:
-                raise ScanUsageError(f"--remote-inventory {options.remote_inventory}: {e}") from None
     out = check_remote_store(paths, results, md, index)
     out.extend(check_upload_stalled(results, md, options.now_ms))
     out.extend(check_metadata_retention(results, md))
