@@ -40,6 +40,10 @@ AUDIT = {
     "REMOTE_EPOCH_LINEAGE_BROKEN",
 }
 CSV_SCHEMA = "Bucket, Key, Size, LastModifiedDate, ETag, StorageClass, IsMultipartUploaded, ReplicationStatus"
+ORC_SCHEMA = (
+    "struct<bucket:string,key:string,size:bigint,last_modified_date:timestamp,e_tag:string,"
+    "storage_class:string>"
+)
 PARQUET_SCHEMA = (
     "message s3.inventory { required binary bucket (STRING); required binary key (STRING); "
     "optional int64 size; optional int64 last_modified_date (TIMESTAMP(MILLIS,true)); "
@@ -153,12 +157,26 @@ def _parquet_file(objects, *, per_file: int) -> list[bytes]:
     return files
 
 
+def _orc_file(objects, *, per_file: int) -> list[bytes]:
+    import pyarrow.orc as po
+    import pyarrow.parquet as pq
+
+    out = []
+    for data in _parquet_file(objects, per_file=per_file):
+        buf = io.BytesIO()
+        po.write_table(pq.read_table(io.BytesIO(data)), buf)
+        out.append(buf.getvalue())
+    return out
+
+
 def _inventory(s3, fmt: str) -> str:
     """Write an inventory report of the bucket in ``fmt``; returns its manifest's URI."""
     objects = _bucket_objects(s3)
     config = f"audit-{fmt.lower()}"
     if fmt == "CSV":
         datas, schema, ext = _csv_file(objects, per_file=20), CSV_SCHEMA, "csv.gz"
+    elif fmt == "ORC":
+        datas, schema, ext = _orc_file(objects, per_file=20), ORC_SCHEMA, "orc"
     else:
         datas, schema, ext = _parquet_file(objects, per_file=20), PARQUET_SCHEMA, "parquet"
     files = []
@@ -187,7 +205,7 @@ def _audit(log_dir: Path, **kw) -> list[tuple[str, str, dict]]:
     )
 
 
-@pytest.mark.parametrize("fmt", ["CSV", "Parquet"])
+@pytest.mark.parametrize("fmt", ["CSV", "Parquet", "ORC"])
 def test_inventory_report_gives_the_direct_listings_findings(s3, planted, fmt: str) -> None:
     log_dir, uri, stray_keys, deleted = planted
     direct = _audit(log_dir, remote_storage=uri)
@@ -242,3 +260,21 @@ def test_census_audit_gives_the_scans_findings(spark, s3, planted, tmp_path, fmt
     [dangling] = [f for f in result.findings if f["code"] == "REMOTE_UPLOAD_UNFINISHED"]
     assert DANGLING in dangling["message"] and "5 objects of it" in dangling["message"]
     assert "offsets 1296-1619" in dangling["message"]
+
+
+def test_the_printed_delete_command_removes_exactly_the_leaked_objects_on_s3(s3, planted) -> None:
+    """Last in the module: it deletes the stray objects of the shared store."""
+    import subprocess
+
+    if shutil.which("aws") is None:
+        pytest.skip("the AWS CLI (aws) is not installed: the printed fix uses it")
+    log_dir, uri, stray_keys, _deleted = planted
+    report = scan([log_dir], ScanOptions(now_ms=1710000100000, remote_storage=uri), jobs=1)
+    [leak] = [f for f in report.findings if f.code == "REMOTE_OBJECTS_LEAKED"]
+    before = {f"s3://{BUCKET}/{k}" for k, _s, _m in _bucket_objects(s3)}
+    command = leak.fix.split("delete exactly these objects: ", 1)[1]
+    assert command.count("aws s3 rm ") == len(stray_keys)
+    subprocess.run(["bash", "-c", command], check=True, env=os.environ, capture_output=True, timeout=300)
+    assert {f"s3://{BUCKET}/{k}" for k, _s, _m in _bucket_objects(s3)} == before - set(stray_keys)
+    after = scan([log_dir], ScanOptions(now_ms=1710000100000, remote_storage=uri), jobs=1)
+    assert sorted(f.code for f in after.findings if f.code in AUDIT) == ["REMOTE_SEGMENT_MISSING"]
