@@ -910,7 +910,7 @@ _ENTRIES = (
         _W,
         "objects in the remote store no live remote segment names (they cost storage; nothing reads them)",
         "{topic_partition} (topic id {topic_id}): {count} remote segments in the store ({objects} objects, "
-        "{bytes} bytes; listing: {source}) are named by no live segment of {metadata_partition}: {why}",
+        "{bytes} bytes; from {source}) are named by no live segment of {metadata_partition}: {why}",
         "Nothing reads these objects: the broker knows a remote segment only from {metadata_partition}, and "
         "its expiration task deletes only the segments it knows (KAFKA-16511). Unless {metadata_partition} "
         "lost events (retention below the topic's: REMOTE_METADATA_RETENTION_SHORT), they are leftovers of "
@@ -925,7 +925,7 @@ _ENTRIES = (
         "a finished remote segment whose objects are missing from the store",
         "{topic_partition} (topic id {topic_id}): remote segment {segment_id} (offsets {start_offset}-"
         "{end_offset}, records written {time_range}) is COPY_SEGMENT_FINISHED in {metadata_partition} but "
-        "the store lacks {what} (listing: {source}); {held}",
+        "the store lacks {what} (from {source}); {held}",
         "A consumer fetching offsets {start_offset}-{end_offset} gets an error from the broker "
         "(RemoteLogManager.read cannot open the segment or its index) until the objects are back. Put them "
         "back from a backup or an older object version (S3 versioning), under exactly {keys}. If no copy "

@@ -65,7 +65,7 @@ def store_index(remote_storage: str | None, remote_inventory: str | None) -> Sto
                 index.add(obj)
         return index
     if remote_storage is not None:
-        return StoreIndex.build(list_store(remote_storage), f"listing of {remote_storage}")
+        return StoreIndex.build(list_store(remote_storage), f"a listing of {remote_storage}")
     return None
 
 

@@ -319,7 +319,7 @@ def audit_findings(
     source = (
         f"S3 Inventory report {remote_inventory}"
         if remote_inventory is not None
-        else f"listing of {remote_storage}"
+        else f"a listing of {remote_storage}"
     )
     if not folders:
         return spark.createDataFrame([], FINDING_OUT_DDL)
