@@ -115,15 +115,7 @@ class Entries:
     :meth:`offset` is the same for one entry as a Python int (what the findings quote)."""
 
     __slots__ = (
-        "base",
-        "log_name",
-        "log_size",
-        "next_base",
-        "offsets",
-        "path",
-        "positions",
-        "rel",
-        "timestamps",
+        "base", "log_name", "log_size", "next_base", "offsets", "path", "positions", "rel", "timestamps"
     )
 
     def __init__(
@@ -164,10 +156,8 @@ _EntryCheck = tuple[Callable[[Entries], "np.ndarray | None"], Callable[[Entries,
 
 _NEXT_SEGMENT: _EntryCheck = (
     lambda e: None if e.next_base is None else e.offsets >= e.next_base,
-    lambda e, i: (
-        f"entry {i} of {e.path} points past the log: offset {e.offset(i)} belongs to the next "
-        f"segment (base offset {e.next_base})"
-    ),
+    lambda e, i: f"entry {i} of {e.path} points past the log: offset {e.offset(i)} belongs to the next "
+    f"segment (base offset {e.next_base})",
 )
 
 _OFFSET_CHECKS: tuple[_EntryCheck, ...] = (
@@ -177,18 +167,14 @@ _OFFSET_CHECKS: tuple[_EntryCheck, ...] = (
     ),
     (
         lambda e: _after_previous((np.diff(e.rel) <= 0) | (np.diff(e.positions) <= 0)),
-        lambda e, i: (
-            f"entries of {e.path} go backwards: entry {i} (offset {e.offset(i)}, position "
-            f"{int(e.positions[i])}) does not follow entry {i - 1} (offset {e.offset(i - 1)}, position "
-            f"{int(e.positions[i - 1])})"
-        ),
+        lambda e, i: f"entries of {e.path} go backwards: entry {i} (offset {e.offset(i)}, position "
+        f"{int(e.positions[i])}) does not follow entry {i - 1} (offset {e.offset(i - 1)}, position "
+        f"{int(e.positions[i - 1])})",
     ),
     (
         lambda e: (e.positions < 0) | (e.positions >= e.log_size),
-        lambda e, i: (
-            f"entry {i} of {e.path} points past the log: position {int(e.positions[i])} for offset "
-            f"{e.offset(i)}, but {e.log_name} is {e.log_size} bytes"
-        ),
+        lambda e, i: f"entry {i} of {e.path} points past the log: position {int(e.positions[i])} for offset "
+        f"{e.offset(i)}, but {e.log_name} is {e.log_size} bytes",
     ),
     _NEXT_SEGMENT,
 )  # with the zero-slot checks, every condition a sanity check of any era tests (size, last offset vs base)
@@ -200,11 +186,9 @@ _TIME_CHECKS: tuple[_EntryCheck, ...] = (
     ),
     (
         lambda e: _after_previous((np.diff(e.timestamps) < 0) | (np.diff(e.rel) < 0)),
-        lambda e, i: (
-            f"entries of {e.path} go backwards: entry {i} (timestamp {int(e.timestamps[i])}, offset "
-            f"{e.offset(i)}) does not follow entry {i - 1} (timestamp {int(e.timestamps[i - 1])}, offset "
-            f"{e.offset(i - 1)})"
-        ),
+        lambda e, i: f"entries of {e.path} go backwards: entry {i} (timestamp {int(e.timestamps[i])}, offset "
+        f"{e.offset(i)}) does not follow entry {i - 1} (timestamp {int(e.timestamps[i - 1])}, offset "
+        f"{e.offset(i - 1)})",
     ),
     _NEXT_SEGMENT,
 )  # with the zero-slot checks: the sanity checks (size, last timestamp vs first, last offset vs base)

@@ -147,7 +147,6 @@ def spark_interruptible(what: str) -> Iterator[None]:
         if not hit:
             real_signal(signal.SIGINT, previous)
 
-
 def _children() -> list[int]:
     """This process's child processes (Linux /proc; none elsewhere)."""
     me, found = os.getpid(), []

@@ -82,7 +82,6 @@ def set_max_decompressed(limit: int) -> int:
         native.speedups.configure_limits(limit)
     return previous
 
-
 # --- xxhash32 (only ever run over a frame descriptor of at most 15 bytes) -------------
 
 _P1 = 0x9E3779B1
@@ -569,17 +568,11 @@ def decompress_windows(
         _check_magic(codec, magic, source, position)
         return _zstd_windows(mv, source, position, MAX_DECOMPRESSED, window)
     if codec == Compression.SNAPPY:
-        return _grouped(
-            _snappy_iter(mv, source, position, MAX_DECOMPRESSED), window, Compression.SNAPPY, source, position
-        )
+        return _grouped(_snappy_iter(mv, source, position, MAX_DECOMPRESSED), window, Compression.SNAPPY,
+                        source, position)
     if codec == Compression.LZ4:
-        return _grouped(
-            _lz4_iter(mv, magic, source, position, MAX_DECOMPRESSED),
-            window,
-            Compression.LZ4,
-            source,
-            position,
-        )
+        return _grouped(_lz4_iter(mv, magic, source, position, MAX_DECOMPRESSED), window, Compression.LZ4,
+                        source, position)
     return iter((decompress(codec, mv, magic=magic, source=source, position=position),))
 
 

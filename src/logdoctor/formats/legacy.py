@@ -151,7 +151,7 @@ class LegacyBatch(Batch):
         "position",
         "size",
         "source",
-    )
+            )
 
     producer_id = NO_PRODUCER_ID
     producer_epoch = NO_PRODUCER_EPOCH
@@ -392,7 +392,9 @@ class LegacyBatch(Batch):
                 base = self._offset - last_inner
         else:
             base = 0
-        self._inner_cache = [_Inner(o + base, ts, tt, k, v, c, cc) for (o, ts, tt, k, v, c, cc) in raw]
+        self._inner_cache = [
+            _Inner(o + base, ts, tt, k, v, c, cc) for (o, ts, tt, k, v, c, cc) in raw
+        ]
         self._inner_tail = n - p
         return self._inner_cache
 
@@ -522,10 +524,5 @@ def build_message_set(
     payload = compress(compression, b"".join(entries), magic=magic)
     wrapper_ts = NO_TIMESTAMP if magic == 0 else (log_append_time if lat else max_timestamp)
     return _entry(
-        magic,
-        base_offset + last_delta,
-        int(compression) | ts_bit,
-        wrapper_ts,
-        None,
-        payload,  # type: ignore[arg-type]
+        magic, base_offset + last_delta, int(compression) | ts_bit, wrapper_ts, None, payload  # type: ignore[arg-type]
     )

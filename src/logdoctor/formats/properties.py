@@ -267,12 +267,8 @@ def _meta_from(props: PropertiesFile, source: str | None) -> MetaProperties:
     node_id: int | None = None
     if id_text is None:
         if version == 1:
-            raise FormatError(
-                f"{NODE_ID_PROP} in a version 1 meta.properties",
-                source=source,
-                position=0,
-                found=f"Failed to find {NODE_ID_PROP}",
-            )
+            raise FormatError(f"{NODE_ID_PROP} in a version 1 meta.properties", source=source, position=0,
+                              found=f"Failed to find {NODE_ID_PROP}")
     else:
         node_id = parse_java_int(id_text)
         if node_id is None:
@@ -282,9 +278,7 @@ def _meta_from(props: PropertiesFile, source: str | None) -> MetaProperties:
     directory_id = props.get(DIRECTORY_ID_PROP)
     if directory_id is not None and uuid_from_kafka(directory_id) is None:
         raise FormatError(
-            f"{DIRECTORY_ID_PROP} as a Uuid",
-            source=source,
-            position=where(DIRECTORY_ID_PROP),
+            f"{DIRECTORY_ID_PROP} as a Uuid", source=source, position=where(DIRECTORY_ID_PROP),
             found=repr(directory_id),
         )
     return MetaProperties(version, node_id, props.get(CLUSTER_ID_PROP), directory_id, props)

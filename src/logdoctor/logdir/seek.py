@@ -317,7 +317,9 @@ def segment_offset_entries(seg: SegmentRef) -> IndexEntries:
 def segment_time_entries(seg: SegmentRef) -> IndexEntries:
     """Usable entries of the segment's ``.timeindex`` (none when it is missing or unreadable)."""
     try:
-        return time_entries(_index_bytes(seg, "timestamp"), seg.base_offset, source=seg.time_index_path)
+        return time_entries(
+            _index_bytes(seg, "timestamp"), seg.base_offset, source=seg.time_index_path
+        )
     except FormatError:
         return IndexEntries()
 

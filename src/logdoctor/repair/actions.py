@@ -416,7 +416,9 @@ class SetOwnerMode(Operation):
     def apply(self, step: Step, ctx: StepContext) -> None:
         if not self.to_do(step, ctx, f"owner or mode of {step.path} changed since the plan was made"):
             return
-        _set_meta(step.path, step.params["meta_after"], owner_set=lambda: ctx.crash(step.number, "owner-set"))
+        _set_meta(
+            step.path, step.params["meta_after"], owner_set=lambda: ctx.crash(step.number, "owner-set")
+        )
         ctx.crash(step.number, "applied")
 
     def undo(self, step: Step, ctx: StepContext) -> None:

@@ -29,12 +29,9 @@ CONFIG: dict[str, Any] = {
 def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
     fig.update_layout(
         title={"text": title, "x": 0, "xanchor": "left", "font": {"size": 15}},
-        height=height,
-        margin={"l": 10, "r": 20, "t": 44, "b": 36},
+        height=height, margin={"l": 10, "r": 20, "t": 44, "b": 36},
         font={"family": FONT, "size": 12, "color": "#263238"},
-        paper_bgcolor="white",
-        plot_bgcolor="white",
-        showlegend=False,
+        paper_bgcolor="white", plot_bgcolor="white", showlegend=False,
         hoverlabel={"font": {"family": FONT}},
     )
     fig.update_xaxes(gridcolor="#eceff1", zerolinecolor="#cfd8dc", automargin=True)
@@ -56,30 +53,17 @@ def findings_by_code(data: ReportData) -> go.Figure:
     """How many findings of each code, coloured by severity, worst first."""
     count: Counter[tuple[str, str]] = Counter((f.code, f.severity) for f in data.findings)
     items = sorted(count.items(), key=lambda kv: (SEVERITY_RANK[kv[0][1]], kv[1], kv[0][0]))
-    fig = go.Figure(
-        go.Bar(
-            x=[n for _k, n in items],
-            y=[f"{code} " for (code, _s), _n in items],
-            orientation="h",
-            marker_color=[SEVERITY_COLOR[s] for (_c, s), _n in items],
-            text=[f"{n:,}" for _k, n in items],
-            textposition="auto",
-            cliponaxis=False,
-            hovertemplate="%{y}: %{x} finding(s)<extra></extra>",
-        )
-    )
+    fig = go.Figure(go.Bar(
+        x=[n for _k, n in items], y=[f"{code} " for (code, _s), _n in items], orientation="h",
+        marker_color=[SEVERITY_COLOR[s] for (_c, s), _n in items],
+        text=[f"{n:,}" for _k, n in items], textposition="auto", cliponaxis=False,
+        hovertemplate="%{y}: %{x} finding(s)<extra></extra>",
+    ))
     top = max((n for _k, n in items), default=0)
     fig.update_xaxes(tick0=0, dtick=max(1, -(-top // 5)), rangemode="tozero")  # whole counts
     if not items:
-        fig.add_annotation(
-            text="no findings",
-            showarrow=False,
-            font={"size": 16, "color": OK_COLOR},
-            xref="paper",
-            yref="paper",
-            x=0.5,
-            y=0.5,
-        )
+        fig.add_annotation(text="no findings", showarrow=False, font={"size": 16, "color": OK_COLOR},
+                           xref="paper", yref="paper", x=0.5, y=0.5)
         fig.update_xaxes(visible=False)
         fig.update_yaxes(visible=False)
     return _layout(fig, "Findings by code", max(190, 80 + 26 * len(items)))
@@ -116,76 +100,28 @@ def disk_fullness(data: ReportData, top: int = 30) -> go.Figure:
             other.append(0)
             free.append(0)
             texts.append(f"{human_bytes(d.kafka_bytes)} (disk size unknown)")
-    custom = [
-        [
-            human_bytes(d.kafka_bytes),
-            human_bytes(d.used_bytes),
-            human_bytes(d.total_bytes),
-            human_bytes(d.free_bytes),
-            d.partitions,
-            d.log_dir,
-        ]
-        for d in disks
-    ]
-    hover = (
-        "<b>%{customdata[5]}</b><br>Kafka data %{customdata[0]} in %{customdata[4]} partition(s)<br>"
-        "disk used %{customdata[1]} of %{customdata[2]}, free %{customdata[3]}<extra></extra>"
-    )
+    custom = [[human_bytes(d.kafka_bytes), human_bytes(d.used_bytes), human_bytes(d.total_bytes),
+               human_bytes(d.free_bytes), d.partitions, d.log_dir] for d in disks]
+    hover = ("<b>%{customdata[5]}</b><br>Kafka data %{customdata[0]} in %{customdata[4]} partition(s)<br>"
+             "disk used %{customdata[1]} of %{customdata[2]}, free %{customdata[3]}<extra></extra>")
     fig = go.Figure()
     colors = [_fullness_colors(d.fullness) for d in disks]
-    fig.add_bar(
-        y=labels,
-        x=kafka,
-        orientation="h",
-        name="Kafka data (dark)",
-        marker_color=[c[0] for c in colors],
-        customdata=custom,
-        hovertemplate=hover,
-    )
-    fig.add_bar(
-        y=labels,
-        x=other,
-        orientation="h",
-        name="other used space (light)",
-        marker_color=[c[1] for c in colors],
-        customdata=custom,
-        hovertemplate=hover,
-    )
-    fig.add_bar(
-        y=labels,
-        x=free,
-        orientation="h",
-        name="free",
-        marker_color="#eceff1",
-        customdata=custom,
-        hovertemplate=hover,
-    )
+    fig.add_bar(y=labels, x=kafka, orientation="h", name="Kafka data (dark)",
+                marker_color=[c[0] for c in colors], customdata=custom, hovertemplate=hover)
+    fig.add_bar(y=labels, x=other, orientation="h", name="other used space (light)",
+                marker_color=[c[1] for c in colors], customdata=custom, hovertemplate=hover)
+    fig.add_bar(y=labels, x=free, orientation="h", name="free", marker_color="#eceff1", customdata=custom,
+                hovertemplate=hover)
     for label, text, d in zip(labels, texts, disks, strict=True):  # the figure right of each bar
-        fig.add_annotation(
-            x=100,
-            y=label,
-            text=text,
-            xanchor="left",
-            xshift=6,
-            showarrow=False,
-            font={"size": 11, "color": _fullness_colors(d.fullness)[0]},
-        )
+        fig.add_annotation(x=100, y=label, text=text, xanchor="left", xshift=6, showarrow=False,
+                           font={"size": 11, "color": _fullness_colors(d.fullness)[0]})
     fig.update_layout(barmode="stack")
-    fig.update_xaxes(
-        range=[0, 100],
-        ticksuffix="%",
-        title=None,
-        tickvals=[0, 25, 50, 75, 90, 100],
-        ticktext=["0%", "25%", "50%", "75%", "90%", "100%"],
-    )
+    fig.update_xaxes(range=[0, 100], ticksuffix="%", title=None, tickvals=[0, 25, 50, 75, 90, 100],
+                     ticktext=["0%", "25%", "50%", "75%", "90%", "100%"])
     for x, dash in ((75, "dot"), (90, "dash")):
         fig.add_vline(x=x, line={"color": "#9e9e9e", "dash": dash, "width": 1})
-    _layout(
-        fig,
-        "How full is each log dir's disk<br><sup>dark: Kafka's data · light: other used space · "
-        "grey: free</sup>",
-        max(190, 110 + 28 * len(disks)),
-    )
+    _layout(fig, "How full is each log dir's disk<br><sup>dark: Kafka's data · light: other used space · "
+            "grey: free</sup>", max(190, 110 + 28 * len(disks)))
     fig.update_layout(margin={"r": 80})
     return fig
 
@@ -209,18 +145,12 @@ def topic_usage(data: ReportData, top: int = 20) -> go.Figure:
     if rest:
         shown.append((f"other ({len(rest)} topics)", sum(n for _t, n in rest)))
     shown.reverse()
-    fig = go.Figure(
-        go.Bar(
-            y=[f"{t} " for t, _n in shown],
-            x=[n for _t, n in shown],
-            orientation="h",
-            marker_color="#5b8def",
-            text=[human_bytes(n) for _t, n in shown],
-            textposition="auto",
-            customdata=[parts.get(t, 0) for t, _n in shown],
-            hovertemplate="%{y}: %{text} in %{customdata} partition folder(s)<extra></extra>",
-        )
-    )
+    fig = go.Figure(go.Bar(
+        y=[f"{t} " for t, _n in shown], x=[n for _t, n in shown], orientation="h", marker_color="#5b8def",
+        text=[human_bytes(n) for _t, n in shown], textposition="auto",
+        customdata=[parts.get(t, 0) for t, _n in shown],
+        hovertemplate="%{y}: %{text} in %{customdata} partition folder(s)<extra></extra>",
+    ))
     fig.update_xaxes(title=None, tickformat="~s", ticksuffix="B")
     return _layout(fig, "Disk usage per topic (all replicas)", max(190, 80 + 24 * len(shown)))
 
@@ -254,42 +184,23 @@ def replica_offsets(data: ReportData, top: int = 40) -> go.Figure:
             text[i][j] = "?"
         else:
             text[i][j] = f"{r.log_end_offset:,}" + (f" (−{r.lag:,})" if r.lag else "")
-        hover[i][j] = (
-            f"{r.topic}-{r.partition} on {broker_label(r.broker)}<br>"
-            f"{os.path.basename(r.log_dir)}<br>"
-            f"log end offset {r.log_end_offset}<br>log start offset {r.log_start_offset}<br>"
-            + (
-                f"local log start offset {r.local_log_start_offset} (tiered: below it the remote tier)<br>"
-                if r.tiered
-                else ""
-            )
-            + f"this replica's checkpointed high watermark {r.high_watermark}<br>"
-            f"partition's high watermark {r.partition_high_watermark}<br>lag {r.lag:,}"
-        )
+        hover[i][j] = (f"{r.topic}-{r.partition} on {broker_label(r.broker)}<br>"
+                       f"{os.path.basename(r.log_dir)}<br>"
+                       f"log end offset {r.log_end_offset}<br>log start offset {r.log_start_offset}<br>"
+                       + (f"local log start offset {r.local_log_start_offset} (tiered: below it the "
+                          "remote tier)<br>" if r.tiered else "") +
+                       f"this replica's checkpointed high watermark {r.high_watermark}<br>"
+                       f"partition's high watermark {r.partition_high_watermark}<br>lag {r.lag:,}")
     zmax = max([v for line in z for v in line if v is not None] + [1])
-    fig = go.Figure(
-        go.Heatmap(
-            z=z,
-            x=[broker_label(b) for b in brokers],
-            y=[f"{t}-{p}" for t, p in keys],
-            text=text,
-            texttemplate="%{text}",
-            customdata=hover,
-            hovertemplate="%{customdata}<extra></extra>",
-            colorscale=[[0, "#e8f5e9"], [1e-9, "#ffe0b2"], [0.5, "#f57c00"], [1, "#b71c1c"]],
-            zmin=0,
-            zmax=zmax,
-            xgap=2,
-            ygap=2,
-            colorbar={"title": {"text": "lag"}, "thickness": 12},
-        )
-    )
+    fig = go.Figure(go.Heatmap(
+        z=z, x=[broker_label(b) for b in brokers], y=[f"{t}-{p}" for t, p in keys], text=text,
+        texttemplate="%{text}", customdata=hover, hovertemplate="%{customdata}<extra></extra>",
+        colorscale=[[0, "#e8f5e9"], [1e-9, "#ffe0b2"], [0.5, "#f57c00"], [1, "#b71c1c"]], zmin=0, zmax=zmax,
+        xgap=2, ygap=2, colorbar={"title": {"text": "lag"}, "thickness": 12},
+    ))
     fig.update_yaxes(autorange="reversed", type="category")
     fig.update_xaxes(side="top", type="category")
-    _layout(
-        fig,
-        "Replica log end offsets (colour: lag behind the partition's highest log end offset)",
-        max(240, 90 + 26 * len(keys)),
-    )
+    _layout(fig, "Replica log end offsets (colour: lag behind the partition's highest log end offset)",
+            max(240, 90 + 26 * len(keys)))
     fig.update_layout(margin={"t": 80})
     return fig

@@ -123,50 +123,34 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
             part_of.setdefault(i, k)
         segs = p.segments or []
         cfg = p.topic_config
-        out_parts.append(
-            {
-                "n": p.name,
-                "br": None if p.broker is None else broker_label(p.broker),
-                "d": p.log_dir,
-                "lso": p.log_start_offset,
-                "leo": p.log_end_offset,
-                # a tiered partition: its local log start (records below it are in the remote tier)
-                "llso": p.local_log_start_offset if p.tiered else None,
-                "tier": p.tiered,
-                "hw": p.high_watermark,
-                "phw": p.partition_high_watermark,
-                "bytes": p.bytes,
-                "lag": p.lag or 0,
-                "w": p.worst,
-                "nf": len(p.findings),
-                # a tiered partition's remote tier: segments, bytes, [start, end) (None: not tiered/unknown)
-                "rt": None
-                if p.remote is None
-                else {
-                    "n": p.remote.segments,
-                    "b": p.remote.bytes,
-                    "s": p.remote.start_offset,
-                    "e": p.remote.end_offset,
-                },
-                # this partition's time-retention cut-off (None: compact or retention.ms=-1) and its config
-                "cut": data.now_ms - cfg.retention_ms.value
-                if cfg is not None and cfg.time_retention
-                else None,
-                "rc": cfg.describe() if cfg is not None else None,
-                "s": {
-                    "b": [s.base_offset for s in segs],
-                    "l": [s.last_offset for s in segs],
-                    "z": [s.size for s in segs],
-                    "t0": [s.min_timestamp for s in segs],
-                    "tb": [s.broker_largest_timestamp for s in segs],
-                    "src": [s.broker_timestamp_source for s in segs],
-                    "tt": [s.true_largest_timestamp for s in segs],
-                    "fl": [s.flags for s in segs],
-                    "rs": [s.retention_reason for s in segs],
-                    "f": [[i for i in s.findings if i < max_findings] for s in segs],
-                },
-            }
-        )
+        out_parts.append({
+            "n": p.name, "br": None if p.broker is None else broker_label(p.broker), "d": p.log_dir,
+            "lso": p.log_start_offset, "leo": p.log_end_offset,
+            # a tiered partition: its local log start (records below it are in the remote tier)
+            "llso": p.local_log_start_offset if p.tiered else None, "tier": p.tiered,
+            "hw": p.high_watermark, "phw": p.partition_high_watermark,
+            "bytes": p.bytes, "lag": p.lag or 0, "w": p.worst, "nf": len(p.findings),
+            # a tiered partition's remote tier: segments, bytes, [start, end) (None: not tiered/unknown)
+            "rt": None if p.remote is None else {
+                "n": p.remote.segments, "b": p.remote.bytes,
+                "s": p.remote.start_offset, "e": p.remote.end_offset,
+            },
+            # this partition's time-retention cut-off (None: compact or retention.ms=-1) and its config
+            "cut": data.now_ms - cfg.retention_ms.value if cfg is not None and cfg.time_retention else None,
+            "rc": cfg.describe() if cfg is not None else None,
+            "s": {
+                "b": [s.base_offset for s in segs],
+                "l": [s.last_offset for s in segs],
+                "z": [s.size for s in segs],
+                "t0": [s.min_timestamp for s in segs],
+                "tb": [s.broker_largest_timestamp for s in segs],
+                "src": [s.broker_timestamp_source for s in segs],
+                "tt": [s.true_largest_timestamp for s in segs],
+                "fl": [s.flags for s in segs],
+                "rs": [s.retention_reason for s in segs],
+                "f": [[i for i in s.findings if i < max_findings] for s in segs],
+            },
+        })
     return {
         "kind": data.kind,
         "now": data.now_ms,
@@ -201,19 +185,13 @@ def summarize(data: ReportData) -> dict[str, Any]:
     full = [d for d in data.disks if d.fullness is not None]
     fullest = max(full, key=lambda d: d.fullness or 0.0) if full else None
     return {
-        "errors": sev["error"],
-        "warnings": sev["warning"],
-        "info": sev["info"],
-        "risk_segments": len(risk_segments),
-        "corrupt_files": len(corrupt_files),
-        "lagging_replicas": len(lagging),
-        "lagging_partitions": len(lagging_partitions),
+        "errors": sev["error"], "warnings": sev["warning"], "info": sev["info"],
+        "risk_segments": len(risk_segments), "corrupt_files": len(corrupt_files),
+        "lagging_replicas": len(lagging), "lagging_partitions": len(lagging_partitions),
         "max_lag": max((r.lag for r in lagging), default=0),
         "fullest": fullest,
-        "partitions": len(data.partitions),
-        "bytes": sum(p.bytes for p in data.partitions),
-        "log_dirs": len(data.disks),
-        "brokers": len(data.brokers),
+        "partitions": len(data.partitions), "bytes": sum(p.bytes for p in data.partitions),
+        "log_dirs": len(data.disks), "brokers": len(data.brokers),
     }
 
 
@@ -222,17 +200,13 @@ def _verdict(data: ReportData, s: dict[str, Any]) -> tuple[str, str, list[str]]:
     full_frac = fullest.fullness if fullest is not None else 0.0
     lines: list[str] = []
     if s["risk_segments"]:
-        lines.append(
-            f"{s['risk_segments']} segment(s) would be deleted early by time retention "
-            "(RETENTION_RISK: the broker sees a wrong largest timestamp)"
-        )
+        lines.append(f"{s['risk_segments']} segment(s) would be deleted early by time retention "
+                     "(RETENTION_RISK: the broker sees a wrong largest timestamp)")
     if s["corrupt_files"]:
         lines.append(f"{s['corrupt_files']} corrupt log/index file(s) (LOG_CORRUPT / INDEX_CORRUPT)")
     if s["lagging_replicas"]:
-        lines.append(
-            f"{s['lagging_replicas']} replica(s) of {s['lagging_partitions']} partition(s) lagging, "
-            f"up to {s['max_lag']:,} offsets behind"
-        )
+        lines.append(f"{s['lagging_replicas']} replica(s) of {s['lagging_partitions']} partition(s) lagging, "
+                     f"up to {s['max_lag']:,} offsets behind")
     if fullest is not None and full_frac >= 0.75:
         lines.append(f"fullest disk {fullest.used_percent}% full ({fullest.log_dir})")
     headline_codes = CORRUPT_CODES | {RISK_CODE, "REPLICA_LAG", "LOG_DIR_NEARLY_FULL"}  # said above
@@ -253,39 +227,26 @@ def _verdict(data: ReportData, s: dict[str, Any]) -> tuple[str, str, list[str]]:
 
 
 def _card(n: Any, label: str, kind: str = "", attrs: str = "") -> str:
-    return (
-        f'<div class="card {kind}"{attrs}><div class="n">{html.escape(str(n))}</div>'
-        f'<div class="l">{html.escape(label)}</div></div>'
-    )
+    return (f'<div class="card {kind}"{attrs}><div class="n">{html.escape(str(n))}</div>'
+            f'<div class="l">{html.escape(label)}</div></div>')
 
 
 def _cards(s: dict[str, Any], data: ReportData) -> str:
     out = [
         _card(f"{s['errors']:,}", "errors", "error" if s["errors"] else "ok", ' id="card-errors"'),
         _card(f"{s['warnings']:,}", "warnings", "warning" if s["warnings"] else "ok"),
-        _card(
-            f"{s['risk_segments']:,}", "segments at RETENTION_RISK", "error" if s["risk_segments"] else "ok"
-        ),
+        _card(f"{s['risk_segments']:,}", "segments at RETENTION_RISK",
+              "error" if s["risk_segments"] else "ok"),
         _card(f"{s['corrupt_files']:,}", "corrupt log/index files", "error" if s["corrupt_files"] else "ok"),
     ]
     if data.kind == "fleet":
-        out.append(
-            _card(
-                f"{s['lagging_replicas']:,}",
-                f"lagging replicas (max {s['max_lag']:,})",
-                "warning" if s["lagging_replicas"] else "ok",
-            )
-        )
+        out.append(_card(f"{s['lagging_replicas']:,}", f"lagging replicas (max {s['max_lag']:,})",
+                         "warning" if s["lagging_replicas"] else "ok"))
     f = s["fullest"]
     if f is not None:
         frac = f.fullness or 0.0
-        out.append(
-            _card(
-                f"{f.used_percent}%",
-                "fullest disk",
-                "error" if frac >= 0.9 else "warning" if frac >= 0.75 else "ok",
-            )
-        )
+        out.append(_card(f"{f.used_percent}%", "fullest disk",
+                         "error" if frac >= 0.9 else "warning" if frac >= 0.75 else "ok"))
     out.append(_card(f"{s['partitions']:,}", "partition folders" if data.kind == "scan" else "replicas"))
     out.append(_card(figures.human_bytes(s["bytes"]), "of log data"))
     return '<div class="cards">' + "".join(out) + "</div>"
@@ -299,10 +260,8 @@ def _lagging_table(data: ReportData) -> str:
             best[k] = max(best.get(k, r.log_end_offset), r.log_end_offset)
     lagging = sorted((r for r in data.replicas if r.lag > 0), key=lambda r: (-r.lag, r.topic, r.partition))
     if not lagging:
-        return (
-            '<p class="empty">No replica is behind: every replica of every partition has the same log '
-            "end offset.</p>"
-        )
+        return ('<p class="empty">No replica is behind: every replica of every partition has the same log '
+                "end offset.</p>")
     rows = []
     for r in lagging[:MAX_LAGGING_ROWS]:
         name = html.escape(f"{r.topic}-{r.partition}")
@@ -323,14 +282,8 @@ def _lagging_table(data: ReportData) -> str:
 
 
 def _figure(fig: Any, div_id: str) -> str:
-    return pio.to_html(
-        fig,
-        include_plotlyjs=False,
-        full_html=False,
-        div_id=div_id,
-        config=figures.CONFIG,
-        default_width="100%",
-    )
+    return pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=figures.CONFIG,
+                       default_width="100%")
 
 
 def _timeline_section(data: ReportData, parts: list[PartitionView]) -> str:
@@ -357,21 +310,16 @@ def _findings_section(data: ReportData, max_findings: int) -> str:
     options = "".join(f'<option value="{e(c)}">{e(c)} ({n:,})</option>' for c, n in sorted(codes.items()))
     trunc = ""
     if len(data.findings) > max_findings:
-        trunc = (
-            f" The {max_findings:,} worst of {len(data.findings):,} findings are listed here; the JSON "
-            "output has all of them."
-        )
+        trunc = (f" The {max_findings:,} worst of {len(data.findings):,} findings are listed here; the JSON "
+                 "output has all of them.")
     broker_col = '<th class="num">broker</th>' if data.kind == "fleet" else ""
     return FINDINGS_BODY.format(note=e(trunc), code_options=options, broker_col=broker_col)
 
 
 def _retention_meta(data: ReportData) -> str:
     """The time retention the partitions get (their topic configs), for the page's header line."""
-    values = {
-        p.topic_config.retention_ms.value
-        for p in data.partitions
-        if p.topic_config is not None and p.topic_config.time_retention
-    }
+    values = {p.topic_config.retention_ms.value for p in data.partitions
+              if p.topic_config is not None and p.topic_config.time_retention}
     compacted = sum(1 for p in data.partitions if p.topic_config is not None and not p.topic_config.delete)
     if not any(p.topic_config is not None for p in data.partitions):
         text = f"retention.ms {data.retention_ms:,} ({_duration(data.retention_ms)})"
@@ -398,11 +346,8 @@ def render_report(
     s = summarize(data)
     level, label, lines = _verdict(data, s)
     e = html.escape
-    meta = [
-        f"generated {_iso(int(datetime.now(tz=UTC).timestamp() * 1000))}",
-        f"now {_iso(data.now_ms)}",
-        _retention_meta(data),
-    ]
+    meta = [f"generated {_iso(int(datetime.now(tz=UTC).timestamp() * 1000))}", f"now {_iso(data.now_ms)}",
+            _retention_meta(data)]
     if data.depth:
         meta.append(f"depth {data.depth}")
     meta.append(f"{s['brokers']} broker(s), {s['log_dirs']} log dir(s)")
@@ -410,13 +355,11 @@ def render_report(
         f'<header class="top"><h1>{e(data.title)}</h1><div class="meta">{e(" · ".join(meta))}</div></header>',
         f'<div class="verdict {level}" id="verdict" data-level="{level}">'
         f'<div class="level">{e(label)}</div><ul>'
-        + "".join(f"<li>{e(x)}</li>" for x in lines)
-        + "</ul></div>",
+        + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul></div>",
         _cards(s, data),
         '<div class="grid2"><section id="findings-by-code">'
         + _figure(figures.findings_by_code(data), "fig-findings")
-        + '</section><section id="disks">'
-        + _figure(figures.disk_fullness(data), "fig-disks")
+        + '</section><section id="disks">' + _figure(figures.disk_fullness(data), "fig-disks")
         + "</section></div>",
     ]
     if data.kind == "fleet":
@@ -424,18 +367,14 @@ def render_report(
             '<section id="replicas"><h2>Replicas across brokers</h2><p class="note">The most lagging '
             "partitions first; each cell is a replica's log end offset, coloured by how far it is behind the "
             "partition's "
-            "highest one.</p>"
-            + _figure(figures.replica_offsets(data), "fig-replicas")
-            + _lagging_table(data)
+            "highest one.</p>" + _figure(figures.replica_offsets(data), "fig-replicas") + _lagging_table(data)
             + "</section>"
         )
     body.append(_timeline_section(data, parts))
     body.append('<section id="topics">' + _figure(figures.topic_usage(data), "fig-topics") + "</section>")
     body.append(_findings_section(data, max_findings))
-    body.append(
-        f"<footer>kafka-logdoctor report · plotly.js {e(plotly.__version__)} embedded · works "
-        "offline</footer>"
-    )
+    body.append(f"<footer>kafka-logdoctor report · plotly.js {e(plotly.__version__)} embedded · works "
+                "offline</footer>")
     payload = _json_script(_payload(data, parts, max_findings))
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
@@ -443,34 +382,22 @@ def render_report(
         f'<title>{e(data.title)}</title><link rel="icon" href="data:,">'
         f"<style>{CSS}</style>"
         f'<script type="text/javascript">{get_plotlyjs()}</script>'
-        f"</head><body><main>{''.join(body)}</main>"
+        f'</head><body><main>{"".join(body)}</main>'
         f'<script type="application/json" id="report-data">{payload}</script>'
         f"<script>{JS}</script></body></html>\n"
     )
 
 
-def render_scan_report(
-    result: Any,
-    *,
-    now_ms: int | None = None,
-    retention: Any = None,
-    title: str | None = None,
-    config_inputs: ConfigInputs | None = None,
-    **limits: int,
-) -> str:
+def render_scan_report(result: Any, *, now_ms: int | None = None, retention: Any = None,
+                       title: str | None = None, config_inputs: ConfigInputs | None = None,
+                       **limits: int) -> str:
     data = from_scan(result, now_ms=now_ms, retention=retention, title=title, config_inputs=config_inputs)
     return render_report(data, **limits)
 
 
-def render_census_report(
-    census: Any,
-    *,
-    now_ms: int | None = None,
-    retention: Any = None,
-    title: str | None = None,
-    config_inputs: ConfigInputs | None = None,
-    **limits: int,
-) -> str:
+def render_census_report(census: Any, *, now_ms: int | None = None, retention: Any = None,
+                         title: str | None = None, config_inputs: ConfigInputs | None = None,
+                         **limits: int) -> str:
     data = from_census(census, now_ms=now_ms, retention=retention, title=title, config_inputs=config_inputs)
     return render_report(data, **limits)
 
@@ -483,16 +410,9 @@ def _write(path: str | os.PathLike[str], text: str) -> Path:
     return out
 
 
-def write_scan_report(
-    result: Any,
-    path: str | os.PathLike[str],
-    *,
-    now_ms: int | None = None,
-    retention: Any = None,
-    title: str | None = None,
-    config_inputs: ConfigInputs | None = None,
-    **limits: int,
-) -> Path:
+def write_scan_report(result: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
+                      retention: Any = None, title: str | None = None,
+                      config_inputs: ConfigInputs | None = None, **limits: int) -> Path:
     """Write the HTML report of a scan (``ScanReport`` or its JSON dict) to ``path``.
 
     ``now_ms`` defaults to the scan's own ``now_ms``. Each partition's retention settings are the ones the
@@ -501,24 +421,15 @@ def write_scan_report(
     ``max_timeline_partitions``, ``max_findings``, ``read_budget`` (bytes of .log read for true largest
     timestamps).
     """
-    page = render_scan_report(
-        result, now_ms=now_ms, retention=retention, title=title, config_inputs=config_inputs, **limits
-    )
+    page = render_scan_report(result, now_ms=now_ms, retention=retention, title=title,
+                              config_inputs=config_inputs, **limits)
     return _write(path, page)
 
 
-def write_census_report(
-    census: Any,
-    path: str | os.PathLike[str],
-    *,
-    now_ms: int | None = None,
-    retention: Any = None,
-    title: str | None = None,
-    config_inputs: ConfigInputs | None = None,
-    **limits: int,
-) -> Path:
+def write_census_report(census: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
+                        retention: Any = None, title: str | None = None,
+                        config_inputs: ConfigInputs | None = None, **limits: int) -> Path:
     """Write the HTML report of a fleet census to ``path`` (its input: see ``model.from_census``)."""
-    page = render_census_report(
-        census, now_ms=now_ms, retention=retention, title=title, config_inputs=config_inputs, **limits
-    )
+    page = render_census_report(census, now_ms=now_ms, retention=retention, title=title,
+                                config_inputs=config_inputs, **limits)
     return _write(path, page)

@@ -70,12 +70,8 @@ class RemoteTierView:
         n = _int(_get(row, "remote_segments"))
         if not n:
             return None
-        return cls(
-            n,
-            _int(_get(row, "remote_bytes")) or 0,
-            _int(_get(row, "remote_log_start_offset")),
-            _int(_get(row, "remote_log_end_offset")),
-        )
+        return cls(n, _int(_get(row, "remote_bytes")) or 0, _int(_get(row, "remote_log_start_offset")),
+                   _int(_get(row, "remote_log_end_offset")))
 
 
 @dataclass(slots=True)
@@ -415,14 +411,9 @@ def retention_verdicts(part: PartitionView, now_ms: int) -> list[str | None]:
     remote = part.remote if part.tiered else None
     highest = remote.end_offset - 1 if remote is not None and remote.end_offset is not None else None
     reasons, *_ = partition_verdicts(
-        rows,
-        log_start_offset=local if part.tiered else lso,
-        log_end_offset=leo,
-        high_watermark=part.high_watermark,
-        config=RetentionConfig.of(cfg, part.tiered),
-        now_ms=now_ms,
-        remote_log_start_offset=lso if part.tiered else None,
-        highest_remote_offset=highest,
+        rows, log_start_offset=local if part.tiered else lso, log_end_offset=leo,
+        high_watermark=part.high_watermark, config=RetentionConfig.of(cfg, part.tiered), now_ms=now_ms,
+        remote_log_start_offset=lso if part.tiered else None, highest_remote_offset=highest,
     )
     return reasons
 
@@ -438,23 +429,15 @@ def _topic_config(value: Any, topic: str) -> TopicConfig | None:
     return None
 
 
-def resolve_topic_configs(
-    partitions: list[PartitionView],
-    config_inputs: ConfigInputs | None,
-    dirs_of: Mapping[Broker, list[str]],
-    retention: int | None = None,
-) -> None:
+def resolve_topic_configs(partitions: list[PartitionView], config_inputs: ConfigInputs | None,
+                          dirs_of: Mapping[Broker, list[str]], retention: int | None = None) -> None:
     """Give every partition without one the topic config its broker applies (one resolver per broker:
     its log dirs' KRaft metadata log, ``config_inputs``; ``retention`` as --retention-ms)."""
     inputs = config_inputs or ConfigInputs()
     if retention is not None:
-        inputs = ConfigInputs(
-            inputs.server_properties,
-            inputs.server_properties_path,
-            {**inputs.broker_overrides, "log.retention.ms": str(retention)},
-            inputs.topic_overrides,
-            inputs.remote_log_metadata_partitions,
-        )
+        inputs = ConfigInputs(inputs.server_properties, inputs.server_properties_path,
+                              {**inputs.broker_overrides, "log.retention.ms": str(retention)},
+                              inputs.topic_overrides, inputs.remote_log_metadata_partitions)
     resolvers: dict[Any, TopicConfigResolver] = {}
     for p in partitions:
         if p.topic_config is not None:
@@ -498,11 +481,7 @@ def _segment_rows(p: Any) -> list[dict[str, Any]] | None:
 
 
 def from_scan(
-    result: Any,
-    *,
-    now_ms: int | None = None,
-    retention: Any = None,
-    title: str | None = None,
+    result: Any, *, now_ms: int | None = None, retention: Any = None, title: str | None = None,
     config_inputs: ConfigInputs | None = None,
 ) -> ReportData:
     """Normalise a scan result (ScanReport or its JSON dict)."""
@@ -531,54 +510,31 @@ def from_scan(
         topic, number = str(get("topic")), int(get("partition"))
         path = get("path") or os.path.join(log_dir, format_partition_dir(topic, number))
         segs = get("segments")
-        partitions.append(
-            PartitionView(
-                topic=topic,
-                partition=number,
-                log_dir=log_dir,
-                path=str(path),
-                broker=node_of_dir.get(os.path.normpath(log_dir)),
-                log_start_offset=_int(get("log_start_offset")),
-                log_end_offset=_int(get("log_end_offset")),
-                high_watermark=_int(get("high_watermark")),
-                recovery_point=_int(get("recovery_point")),
-                bytes=_int(get("bytes")) or 0,
-                segment_count=segs if isinstance(segs, int) else len(segs or []),
-                raw_segments=_segment_rows(p),
-                topic_config=_topic_config(get("topic_config"), topic),
-                local_log_start_offset=_int(get("local_log_start_offset")),
-                tiered=bool(get("tiered") or get("remote_log_enabled")),
-                remote=_remote_of(remote_md, get, topic, number),
-            )
-        )
+        partitions.append(PartitionView(
+            topic=topic, partition=number, log_dir=log_dir, path=str(path),
+            broker=node_of_dir.get(os.path.normpath(log_dir)),
+            log_start_offset=_int(get("log_start_offset")), log_end_offset=_int(get("log_end_offset")),
+            high_watermark=_int(get("high_watermark")), recovery_point=_int(get("recovery_point")),
+            bytes=_int(get("bytes")) or 0, segment_count=segs if isinstance(segs, int) else len(segs or []),
+            raw_segments=_segment_rows(p), topic_config=_topic_config(get("topic_config"), topic),
+            local_log_start_offset=_int(get("local_log_start_offset")),
+            tiered=bool(get("tiered") or get("remote_log_enabled")),
+            remote=_remote_of(remote_md, get, topic, number),
+        ))
     for f in findings:
         if f.broker is None:
             f.broker = _broker_of_path(f.path, node_of_dir)
     dirs = [(str(d.get("path")), _int(d.get("node_id"))) for d in dirs_in]
-    resolve_topic_configs(
-        partitions,
-        config_inputs,
-        {None: [d for d, _n in dirs]},
-        retention if isinstance(retention, int) else None,
-    )
+    resolve_topic_configs(partitions, config_inputs, {None: [d for d, _n in dirs]},
+                          retention if isinstance(retention, int) else None)
     disks = _disks_from_partitions(partitions, dirs)
     brokers = sorted({b for b in node_of_dir.values() if b is not None}, key=broker_key)
     title = title or "logdoctor scan: " + ", ".join(str(d.get("path")) for d in dirs_in[:3]) + (
-        " ..." if len(dirs_in) > 3 else ""
-    )
+        " ..." if len(dirs_in) > 3 else "")
     sort_findings(findings)
     attach_findings(partitions, findings)
-    return ReportData(
-        "scan",
-        title,
-        now,
-        _retention_ms(retention),
-        partitions,
-        disks,
-        findings,
-        brokers=brokers,
-        depth=depth,
-    )
+    return ReportData("scan", title, now, _retention_ms(retention), partitions, disks, findings,
+                      brokers=brokers, depth=depth)
 
 
 def _remote_of(remote_md: Any, get: Any, topic: str, partition: int) -> RemoteTierView | None:
@@ -616,14 +572,8 @@ def _disks_from_partitions(parts: Iterable[PartitionView], dirs: list[tuple[str,
 # --- fleet census ---------------------------------------------------------------------------------
 
 
-def from_census(
-    census: Any,
-    *,
-    now_ms: int | None = None,
-    retention: Any = None,
-    title: str | None = None,
-    config_inputs: ConfigInputs | None = None,
-) -> ReportData:
+def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None,
+                title: str | None = None, config_inputs: ConfigInputs | None = None) -> ReportData:
     """Normalise a fleet census: replicas (per broker and topic-partition), log dirs/disks, findings."""
     replicas_in = rows(_field(census, "replicas", "replica_offsets", "partitions"))
     disks_in = rows(_field(census, "log_dirs", "disks", "disk_usage"))
@@ -642,23 +592,17 @@ def from_census(
     replicas: list[ReplicaView] = []
     for r in replicas_in:
         log_dir = str(_get(r, "log_dir", ""))
-        replicas.append(
-            ReplicaView(
-                topic=str(_get(r, "topic")),
-                partition=int(_get(r, "partition")),
-                broker=_broker(_get(r, "broker")),
-                log_dir=log_dir,
-                log_start_offset=_int(_get(r, "log_start_offset")),
-                log_end_offset=_int(_get(r, "log_end_offset")),
-                high_watermark=_int(_get(r, "high_watermark")),
-                bytes=_int(_get(r, "bytes")) or 0,
-                lag=_lag(_get(r, "lag")),
-                partition_high_watermark=_int(_get(r, "partition_high_watermark")),
-                local_log_start_offset=_int(_get(r, "local_log_start_offset")),
-                tiered=bool(_get(r, "remote_storage_enabled") or _get(r, "tiered")),
-                remote=RemoteTierView.of(r),
-            )
-        )
+        replicas.append(ReplicaView(
+            topic=str(_get(r, "topic")), partition=int(_get(r, "partition")),
+            broker=_broker(_get(r, "broker")),
+            log_dir=log_dir, log_start_offset=_int(_get(r, "log_start_offset")),
+            log_end_offset=_int(_get(r, "log_end_offset")), high_watermark=_int(_get(r, "high_watermark")),
+            bytes=_int(_get(r, "bytes")) or 0, lag=_lag(_get(r, "lag")),
+            partition_high_watermark=_int(_get(r, "partition_high_watermark")),
+            local_log_start_offset=_int(_get(r, "local_log_start_offset")),
+            tiered=bool(_get(r, "remote_storage_enabled") or _get(r, "tiered")),
+            remote=RemoteTierView.of(r),
+        ))
     # lag behind the partition's highest log end offset, when the census did not say
     # (within its cluster: the census never compares replicas of two clusters)
     best: dict[tuple[str, str, int], int] = {}
@@ -679,28 +623,16 @@ def from_census(
     for r, raw in zip(replicas, replicas_in, strict=True):
         path = str(_get(raw, "path", "") or _partition_path(r.log_dir, r.topic, r.partition))
         segs = seg_rows.get(os.path.normpath(path))
-        partitions.append(
-            PartitionView(
-                topic=r.topic,
-                partition=r.partition,
-                log_dir=r.log_dir,
-                path=path,
-                broker=r.broker,
-                log_start_offset=r.log_start_offset,
-                log_end_offset=r.log_end_offset,
-                high_watermark=r.high_watermark,
-                recovery_point=_int(_get(raw, "recovery_point")),
-                bytes=r.bytes,
-                segment_count=_int(_get(raw, "segments")) or (len(segs) if segs else 0),
-                lag=r.lag,
-                raw_segments=sorted(segs, key=lambda s: int(_get(s, "base_offset", 0))) if segs else None,
-                topic_config=_topic_config(_get(raw, "topic_config"), r.topic),
-                partition_high_watermark=r.partition_high_watermark,
-                local_log_start_offset=r.local_log_start_offset,
-                tiered=r.tiered,
-                remote=r.remote,
-            )
-        )
+        partitions.append(PartitionView(
+            topic=r.topic, partition=r.partition, log_dir=r.log_dir, path=path, broker=r.broker,
+            log_start_offset=r.log_start_offset, log_end_offset=r.log_end_offset,
+            high_watermark=r.high_watermark, recovery_point=_int(_get(raw, "recovery_point")), bytes=r.bytes,
+            segment_count=_int(_get(raw, "segments")) or (len(segs) if segs else 0), lag=r.lag,
+            raw_segments=sorted(segs, key=lambda s: int(_get(s, "base_offset", 0))) if segs else None,
+            topic_config=_topic_config(_get(raw, "topic_config"), r.topic),
+            partition_high_watermark=r.partition_high_watermark,
+            local_log_start_offset=r.local_log_start_offset, tiered=r.tiered, remote=r.remote,
+        ))
 
     disks: list[DiskView] = []
     seen: set[str] = set()
@@ -732,28 +664,17 @@ def from_census(
     for f in findings:
         if f.broker is None:
             f.broker = _broker_of_path(f.path, node_of_dir)
-    brokers = sorted(
-        {r.broker for r in replicas if r.broker is not None}
-        | {d.broker for d in disks if d.broker is not None},
-        key=broker_key,
-    )
+    brokers = sorted({r.broker for r in replicas if r.broker is not None}
+                     | {d.broker for d in disks if d.broker is not None}, key=broker_key)
     dirs_of: dict[Broker, list[str]] = {}
     for d in disks:
         dirs_of.setdefault(d.broker, []).append(d.log_dir)
     resolve_topic_configs(partitions, config_inputs, dirs_of, explicit_retention)
     sort_findings(findings)
     attach_findings(partitions, findings)
-    return ReportData(
-        "fleet",
-        title or f"logdoctor census: {len(brokers)} broker(s)",
-        now,
-        _retention_ms(retention),
-        partitions,
-        disks,
-        findings,
-        replicas=replicas,
-        brokers=brokers,
-    )
+    return ReportData("fleet", title or f"logdoctor census: {len(brokers)} broker(s)", now,
+                      _retention_ms(retention), partitions, disks, findings, replicas=replicas,
+                      brokers=brokers)
 
 
 def _lag(v: Any) -> int:
@@ -780,53 +701,26 @@ def census_from_scans(scans: Mapping[int, Any]) -> dict[str, Any]:
         now = now or _int(_field(result, "now_ms"))
         for d in rows(_field(result, "log_dirs") or []):
             total, used, free = _disk(str(d["path"]))
-            log_dirs.append(
-                {
-                    "broker": broker,
-                    "log_dir": d["path"],
-                    "total_bytes": total,
-                    "used_bytes": used,
-                    "free_bytes": free,
-                }
-            )
+            log_dirs.append({"broker": broker, "log_dir": d["path"], "total_bytes": total, "used_bytes": used,
+                             "free_bytes": free})
         for p in _field(result, "partitions") or []:
             j = p.to_json() if hasattr(p, "to_json") else dict(p)
             if getattr(p, "kind", "log") != "log":
                 continue
-            remote = _remote_of(
-                _field(result, "remote"), lambda k, p=p: getattr(p, k, None), j["topic"], j["partition"]
-            )
-            tier = (
-                {}
-                if remote is None
-                else {
-                    "remote_segments": remote.segments,
-                    "remote_bytes": remote.bytes,
-                    "remote_log_start_offset": remote.start_offset,
-                    "remote_log_end_offset": remote.end_offset,
-                }
-            )
+            remote = _remote_of(_field(result, "remote"), lambda k, p=p: getattr(p, k, None), j["topic"],
+                                j["partition"])
+            tier = {} if remote is None else {
+                "remote_segments": remote.segments, "remote_bytes": remote.bytes,
+                "remote_log_start_offset": remote.start_offset, "remote_log_end_offset": remote.end_offset}
             path = getattr(p, "path", None) or j.get("path")
             replicas.append({"broker": broker, **j, **tier, "path": path})
             for s in _segment_rows(p) or []:
-                segments.append(
-                    {
-                        "broker": broker,
-                        "log_dir": j["log_dir"],
-                        "topic": j["topic"],
-                        "partition": j["partition"],
-                        **s,
-                    }
-                )
+                segments.append({"broker": broker, "log_dir": j["log_dir"], "topic": j["topic"],
+                                 "partition": j["partition"], **s})
         for f in _field(result, "findings") or []:
             j = f.to_json() if hasattr(f, "to_json") else dict(f)
             findings.append({**j, "broker": broker})
     for d in log_dirs:
         d["bytes"] = sum(r.get("bytes") or 0 for r in replicas if r["log_dir"] == d["log_dir"])
-    return {
-        "now_ms": now,
-        "replicas": replicas,
-        "log_dirs": log_dirs,
-        "findings": findings,
-        "segments": segments,
-    }
+    return {"now_ms": now, "replicas": replicas, "log_dirs": log_dirs, "findings": findings,
+            "segments": segments}

@@ -72,19 +72,13 @@ def _from_rows(raw: list[dict[str, Any]]) -> list[SegmentView]:
         broker = _int(_get(r, "broker_largest_timestamp"))
         if broker is None:
             broker = _int(r.get("mtime_ms"))
-        out.append(
-            SegmentView(
-                base_offset=base,
-                size=_int(_get(r, "bytes")) or 0,
-                last_offset=_int(_get(r, "last_offset")),
-                min_timestamp=_int(_get(r, "min_timestamp")),
-                broker_largest_timestamp=broker,
-                broker_timestamp_source=str(_get(r, "broker_timestamp_source", "")),
-                true_largest_timestamp=_int(_get(r, "true_largest_timestamp")),
-                mtime_ms=_int(r.get("mtime_ms")),
-                recovered=bool(r.get("recovered_at_startup")),
-            )
-        )
+        out.append(SegmentView(
+            base_offset=base, size=_int(_get(r, "bytes")) or 0, last_offset=_int(_get(r, "last_offset")),
+            min_timestamp=_int(_get(r, "min_timestamp")), broker_largest_timestamp=broker,
+            broker_timestamp_source=str(_get(r, "broker_timestamp_source", "")),
+            true_largest_timestamp=_int(_get(r, "true_largest_timestamp")),
+            mtime_ms=_int(r.get("mtime_ms")), recovered=bool(r.get("recovered_at_startup")),
+        ))
     out.sort(key=lambda s: s.base_offset)
     return out
 
@@ -119,15 +113,8 @@ def segment_views(
                 mtime = seg.mtime_ms
             except OSError:
                 mtime = None
-            views.append(
-                SegmentView(
-                    base_offset=base,
-                    size=size,
-                    broker_largest_timestamp=ts,
-                    broker_timestamp_source=src,
-                    mtime_ms=mtime,
-                )
-            )
+            views.append(SegmentView(base_offset=base, size=size, broker_largest_timestamp=ts,
+                                     broker_timestamp_source=src, mtime_ms=mtime))
     for k, v in enumerate(views):
         seg = model_segs.get(v.base_offset)
         if v.last_offset is None:

@@ -532,7 +532,7 @@ LAGGING_HEAD = (
     '<th class="num" title="the highest high watermark checkpointed by any replica of the partition">'
     "partition's high watermark</th>"
     '<th class="num" title="this broker\'s own replication-offset-checkpoint entry (a follower\'s lags the '
-    "leader's)\">this replica's checkpointed high watermark</th></tr></thead><tbody>"
+    'leader\'s)">this replica\'s checkpointed high watermark</th></tr></thead><tbody>'
 )
 
 TIMELINE_BODY = """

@@ -371,14 +371,8 @@ def _write_replica(
     return segments, snapshots, leo
 
 
-def _write_root_files(
-    log_dir: Path,
-    broker: BrokerSpec,
-    cluster_id: str,
-    rng: random.Random,
-    replicas: list[ReplicaInfo],
-    spec: FleetSpec,
-) -> None:
+def _write_root_files(log_dir: Path, broker: BrokerSpec, cluster_id: str, rng: random.Random,
+                      replicas: list[ReplicaInfo], spec: FleetSpec) -> None:
     meta = MetaProperties(
         version=1 if broker.kraft else 0,
         node_id=broker.broker_id,
@@ -397,11 +391,8 @@ def _write_root_files(
     (log_dir / REPLICATION_OFFSET_CHECKPOINT).write_bytes(
         cp([(r.topic, r.partition, r.high_watermark) for r in mine])
     )
-    starts = [
-        (r.topic, r.partition, r.log_start_offset)
-        for r in mine
-        if r.segments and r.log_start_offset > r.segments[0].base_offset
-    ]
+    starts = [(r.topic, r.partition, r.log_start_offset) for r in mine
+              if r.segments and r.log_start_offset > r.segments[0].base_offset]
     (log_dir / LOG_START_OFFSET_CHECKPOINT).write_bytes(cp(starts))
     (log_dir / CLEANER_OFFSET_CHECKPOINT).write_bytes(cp([]))
     (log_dir / LOCK_FILE).write_bytes(b"")
@@ -458,19 +449,8 @@ def generate_fleet(root: str | os.PathLike[str], spec: FleetSpec) -> GeneratedFl
                 recovery = leo if not broker.running else segs[-1].base_offset
                 replicas.append(
                     ReplicaInfo(
-                        bid,
-                        ld,
-                        topic.name,
-                        p,
-                        folder,
-                        segs[0].base_offset,
-                        leo,
-                        min(hw, leo),
-                        recovery,
-                        epochs,
-                        topic_id if spec.topic_ids else None,
-                        segs,
-                        snaps,
+                        bid, ld, topic.name, p, folder, segs[0].base_offset, leo, min(hw, leo), recovery,
+                        epochs, topic_id if spec.topic_ids else None, segs, snaps,
                     )
                 )
     for b in brokers:
@@ -493,3 +473,4 @@ def generate_log_dir(
     spec = FleetSpec(topics=topics, brokers=(broker or BrokerSpec(0),), **options)  # type: ignore[arg-type]
     fleet = generate_fleet(path, spec)
     return fleet.log_dirs[spec.brokers[0].broker_id][0], fleet
+

@@ -184,10 +184,8 @@ class _Values:
             spread = int(s.value_size * s.value_size_spread)
             return max(0, s.value_size + self.rng.randint(-spread, spread))
         # lognormal with median value_size
-        return min(
-            max(0, int(self.rng.lognormvariate(math.log(max(s.value_size, 1)), s.value_size_spread))),
-            64 * s.value_size + 1024,
-        )
+        return min(max(0, int(self.rng.lognormvariate(math.log(max(s.value_size, 1)), s.value_size_spread))),
+                   64 * s.value_size + 1024)
 
     def value(self, ts: int) -> bytes | None:
         s, rng = self.spec, self.rng
@@ -308,23 +306,8 @@ def iter_segment(spec: RecordDataSpec) -> Iterator[tuple[bytes, BatchInfo]]:
             is_control=True,
         )
         info = BatchInfo(
-            0,
-            len(data),
-            offset,
-            offset,
-            1,
-            ts,
-            ts,
-            offset,
-            2,
-            Compression.NONE,
-            spec.timestamp_type,
-            p.producer_id,
-            p.epoch,
-            NO_SEQUENCE,
-            True,
-            True,
-            committed,
+            0, len(data), offset, offset, 1, ts, ts, offset, 2, Compression.NONE, spec.timestamp_type,
+            p.producer_id, p.epoch, NO_SEQUENCE, True, True, committed,
         )
         p.txn_first_offset = None
         offset += 1
@@ -358,12 +341,8 @@ def iter_segment(spec: RecordDataSpec) -> Iterator[tuple[bytes, BatchInfo]]:
             groups = [specs] if compressed else [[s] for s in specs]
             for group in groups:
                 data = build_message_set(
-                    group,
-                    magic=spec.magic,
-                    base_offset=offset,
-                    compression=spec.compression,
-                    timestamp_type=spec.timestamp_type,
-                    log_append_time=append_time,
+                    group, magic=spec.magic, base_offset=offset, compression=spec.compression,
+                    timestamp_type=spec.timestamp_type, log_append_time=append_time,
                 )
                 n = len(group)
                 if spec.magic == 0:
@@ -376,19 +355,8 @@ def iter_segment(spec: RecordDataSpec) -> Iterator[tuple[bytes, BatchInfo]]:
                     first_ts = group[0].timestamp
                     max_ts = max(s.timestamp for s in group)
                     max_off = offset + max(range(n), key=lambda i: (group[i].timestamp, -i))
-                info = BatchInfo(
-                    0,
-                    len(data),
-                    offset,
-                    offset + n - 1,
-                    n,
-                    first_ts,
-                    max_ts,
-                    max_off,
-                    spec.magic,
-                    spec.compression,
-                    ts_type,
-                )
+                info = BatchInfo(0, len(data), offset, offset + n - 1, n, first_ts, max_ts, max_off,
+                                 spec.magic, spec.compression, ts_type)
                 offset += n
                 yield emit(data, info)
             continue
@@ -413,24 +381,12 @@ def iter_segment(spec: RecordDataSpec) -> Iterator[tuple[bytes, BatchInfo]]:
         max_ts = append_time if lat else max(r[3] for r in batch)
         max_off = offset + max(range(n), key=lambda i: (batch[i][3], -i)) if not lat else offset + n - 1
         info = BatchInfo(
-            0,
-            len(data),
-            offset,
-            offset + n - 1,
-            n,
-            batch[0][3],
-            max_ts,
-            max_off,
-            2,
-            spec.compression,
+            0, len(data), offset, offset + n - 1, n, batch[0][3], max_ts, max_off, 2, spec.compression,
             spec.timestamp_type,
             p.producer_id if use_pid else NO_PRODUCER_ID,
             p.epoch if use_pid else NO_PRODUCER_EPOCH,
             p.sequence if use_pid else NO_SEQUENCE,
-            spec.transactional,
-            False,
-            None,
-            est_records,
+            spec.transactional, False, None, est_records,
         )
         if compressed and est_records:
             observed = (len(data) - _RECORD_BATCH_OVERHEAD) / est_records

@@ -446,6 +446,7 @@ def _export_arrow(
     return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped
 
 
+
 def skipped_ranges(
     spark: Any,
     items: Sequence[str],

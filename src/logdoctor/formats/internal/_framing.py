@@ -21,9 +21,8 @@ def as_bytes(data: bytes | bytearray | memoryview) -> bytes:
 
 def read_version_prefix(data: bytes, what: str, source: str | None) -> int:
     if len(data) < 2:
-        raise TruncatedError(
-            f"{what}: int16 version", source=source, position=0, found=f"{len(data)} byte(s)"
-        )
+        raise TruncatedError(f"{what}: int16 version", source=source, position=0,
+                             found=f"{len(data)} byte(s)")
     return _I16.unpack_from(data, 0)[0]
 
 
@@ -34,14 +33,12 @@ def require_key(key: bytes | bytearray | memoryview | None, what: str, source: s
 
 
 def unknown_type(what: str, record_type: int, known: object, source: str | None) -> UnsupportedError:
-    return UnsupportedError(
-        f"{what}: a known record type ({known})", source=source, position=0, found=str(record_type)
-    )
+    return UnsupportedError(f"{what}: a known record type ({known})", source=source, position=0,
+                            found=str(record_type))
 
 
-def read_prefixed(
-    message: Message, data: bytes, version: int, what: str, source: str | None
-) -> dict[str, Any]:
+def read_prefixed(message: Message, data: bytes, version: int, what: str,
+                  source: str | None) -> dict[str, Any]:
     fields, _ = read_message(message, data, version, start=2, what=what, source=source)
     return fields
 

@@ -28,12 +28,8 @@ def _uvarint(data: bytes, pos: int, label: str, source: str | None) -> tuple[int
     start = pos
     while True:
         if pos >= len(data):
-            raise TruncatedError(
-                f"{WHAT}: {label} (unsigned varint)",
-                source=source,
-                position=start,
-                found=f"{len(data) - start} byte(s) left",
-            )
+            raise TruncatedError(f"{WHAT}: {label} (unsigned varint)", source=source, position=start,
+                                 found=f"{len(data) - start} byte(s) left")
         b = data[pos]
         pos += 1
         result |= (b & 0x7F) << shift
@@ -41,13 +37,11 @@ def _uvarint(data: bytes, pos: int, label: str, source: str | None) -> tuple[int
             break
         shift += 7
         if shift > 28:
-            raise CorruptRecordError(
-                f"{WHAT}: {label}: an unsigned varint of at most 5 bytes", source=source, position=start
-            )
+            raise CorruptRecordError(f"{WHAT}: {label}: an unsigned varint of at most 5 bytes",
+                                     source=source, position=start)
     if result > 0x7FFF:  # AbstractApiMessageSerde.unsignedIntToShort
-        raise CorruptRecordError(
-            f"{WHAT}: {label} <= 32767", source=source, position=start, found=str(result)
-        )
+        raise CorruptRecordError(f"{WHAT}: {label} <= 32767", source=source, position=start,
+                                 found=str(result))
     return result, pos
 
 
@@ -61,45 +55,30 @@ def decode_metadata_record(
     frame_version, pos = _uvarint(data, 0, "frame version", source)
     if frame_version != FRAME_VERSION:
         found = str(frame_version) + (" (KRaft 2.8 preview)" if frame_version == 0 else "")
-        raise UnsupportedError(
-            f"{WHAT}: frame version {FRAME_VERSION}", source=source, position=0, found=found
-        )
+        raise UnsupportedError(f"{WHAT}: frame version {FRAME_VERSION}", source=source, position=0,
+                               found=found)
     api_key_at = pos
     api_key, pos = _uvarint(data, pos, "record type", source)
     version_at = pos
     version, pos = _uvarint(data, pos, "record version", source)
     message = METADATA_RECORDS.get(api_key)
     if message is None:
-        raise UnsupportedError(
-            f"{WHAT}: a known record type", source=source, position=api_key_at, found=str(api_key)
-        )
+        raise UnsupportedError(f"{WHAT}: a known record type", source=source, position=api_key_at,
+                               found=str(api_key))
     if version not in message.valid_versions:
-        raise UnsupportedError(
-            f"{WHAT}: a version of {message.name} in {message.valid_versions}",
-            source=source,
-            position=version_at,
-            found=str(version),
-        )
-    fields, _ = read_message(
-        message, data, version, start=pos, what=f"{WHAT} ({message.name})", source=source
-    )
-    return {
-        "type": message.name,
-        "api_key": api_key,
-        "version": version,
-        "frame_version": frame_version,
-        "data": fields,
-    }
+        raise UnsupportedError(f"{WHAT}: a version of {message.name} in {message.valid_versions}",
+                               source=source, position=version_at, found=str(version))
+    fields, _ = read_message(message, data, version, start=pos, what=f"{WHAT} ({message.name})",
+                             source=source)
+    return {"type": message.name, "api_key": api_key, "version": version, "frame_version": frame_version,
+            "data": fields}
 
 
 def encode_metadata_record(record: dict[str, Any]) -> bytes:
     """Bytes of a record in the decoded form ("api_key" or "type", "version", "data")."""
     api_key = record.get("api_key")
-    message = (
-        METADATA_RECORDS.get(api_key)
-        if api_key is not None
-        else METADATA_RECORDS_BY_NAME.get(record.get("type", ""))
-    )
+    message = METADATA_RECORDS.get(api_key) if api_key is not None else METADATA_RECORDS_BY_NAME.get(
+        record.get("type", ""))
     if message is None:
         raise UnsupportedError("a known metadata record type", found=str(api_key or record.get("type")))
     version = int(record["version"])

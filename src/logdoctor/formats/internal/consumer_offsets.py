@@ -50,13 +50,8 @@ def decode_consumer_offsets(
         raise unknown_type(KEY, record_type, "0-15", source)
     name, key_spec, value_spec = entry
     key_fields = read_prefixed(key_spec, key_bytes, record_type, KEY, source)
-    out: dict[str, Any] = {
-        "type": name,
-        "key_version": record_type,
-        "key": key_fields,
-        "version": None,
-        "value": None,
-    }
+    out: dict[str, Any] = {"type": name, "key_version": record_type, "key": key_fields,
+                           "version": None, "value": None}
     if value is None:
         return out
     value_bytes = as_bytes(value)
@@ -105,14 +100,8 @@ def _encode_embedded(fields: dict[str, Any]) -> dict[str, Any]:
     fields = dict(fields)
     if members:
         fields["members"] = [
-            {
-                **m,
-                **{
-                    k: consumer_protocol.to_bytes(k, m[k])
-                    for k in ("subscription", "assignment")
-                    if isinstance(m.get(k), dict)
-                },
-            }
+            {**m, **{k: consumer_protocol.to_bytes(k, m[k]) for k in ("subscription", "assignment")
+                     if isinstance(m.get(k), dict)}}
             for m in members
         ]
     if classic and classic.get("supported_protocols"):
@@ -120,8 +109,7 @@ def _encode_embedded(fields: dict[str, Any]) -> dict[str, Any]:
             **classic,
             "supported_protocols": [
                 {**p, "metadata": consumer_protocol.to_bytes("subscription", p["metadata"])}
-                if isinstance(p.get("metadata"), dict)
-                else p
+                if isinstance(p.get("metadata"), dict) else p
                 for p in classic["supported_protocols"]
             ],
         }

@@ -39,20 +39,8 @@ from logdoctor.errors import CorruptRecordError, TruncatedError, UnsupportedErro
 UNBOUNDED = 0x7FFF  # "N+" in a version range means N..Short.MAX_VALUE
 
 PRIMITIVES = frozenset(
-    (
-        "bool",
-        "int8",
-        "int16",
-        "uint16",
-        "int32",
-        "uint32",
-        "int64",
-        "float64",
-        "uuid",
-        "string",
-        "bytes",
-        "records",
-    )
+    ("bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid", "string", "bytes",
+     "records")
 )
 _FIXED = {
     "bool": struct.Struct(">?"),
@@ -281,9 +269,8 @@ class _Reader:
         )
 
     def corrupt(self, expected: str, at: int, found: str | None = None) -> CorruptRecordError:
-        return CorruptRecordError(
-            f"{self.what}: {expected}", source=self.source, position=self.base + at, found=found
-        )
+        return CorruptRecordError(f"{self.what}: {expected}", source=self.source, position=self.base + at,
+                                  found=found)
 
     def take(self, n: int, label: str) -> bytes:
         start = self.pos
@@ -394,11 +381,8 @@ def _read_struct(r: _Reader, st: StructType, version: int, flexible: bool) -> di
             finally:
                 r.end = saved_end
             if r.pos != payload_start + size:
-                raise r.corrupt(
-                    f"{st.name}.{f.name} (tag {tag}) of {size} byte(s)",
-                    tag_at,
-                    f"{r.pos - payload_start} byte(s) used",
-                )
+                raise r.corrupt(f"{st.name}.{f.name} (tag {tag}) of {size} byte(s)", tag_at,
+                                f"{r.pos - payload_start} byte(s) used")
         if unknown:
             out[UNKNOWN_TAGGED] = unknown
     return out
@@ -426,9 +410,8 @@ def _read_length(r: _Reader, f: Field, version: int, flexible: bool, kind: str) 
     if length < 0:
         if length == -1 and version in f.nullable:
             return None
-        raise r.corrupt(
-            f"{f.name}: a length >= 0" + (" (field is not nullable)" if length == -1 else ""), at, str(length)
-        )
+        raise r.corrupt(f"{f.name}: a length >= 0" + (" (field is not nullable)" if length == -1 else ""),
+                        at, str(length))
     return length
 
 

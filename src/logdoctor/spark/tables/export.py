@@ -110,7 +110,9 @@ def _with_start(opts: Any, above: Mapping[tuple[str, int], int]) -> Any:
     return dataclasses.replace(opts, starting_offsets=PerPartition(start.default, by))
 
 
-def merged_offsets(before: Mapping[tuple[str, int], int], files: Sequence[Any]) -> dict[str, dict[str, int]]:
+def merged_offsets(
+    before: Mapping[tuple[str, int], int], files: Sequence[Any]
+) -> dict[str, dict[str, int]]:
     """{topic: {partition: last offset}} the table holds after the commit."""
     last = dict(before)
     for f in files:

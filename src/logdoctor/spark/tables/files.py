@@ -152,7 +152,9 @@ def _stats(rows: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
 
 def _offsets(rows: Any) -> dict[tuple[str, int], tuple[int, int]]:
     grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
-    return {(r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()}
+    return {
+        (r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()
+    }
 
 
 def write_table_files(
@@ -199,7 +201,7 @@ def _escape(value: str | None) -> str:
     """A partition value in a folder name (Hive's escaping of the characters paths cannot hold)."""
     if value is None:
         return "__HIVE_DEFAULT_PARTITION__"
-    return "".join(f"%{ord(c):02X}" if c in "\"#%'*/:=?\\\x7f{}[]^" or ord(c) < 32 else c for c in value)
+    return "".join(f"%{ord(c):02X}" if c in '"#%\'*/:=?\\\x7f{}[]^' or ord(c) < 32 else c for c in value)
 
 
 def write_task(
