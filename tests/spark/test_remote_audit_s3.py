@@ -266,15 +266,18 @@ def test_the_printed_delete_command_removes_exactly_the_leaked_objects_on_s3(s3,
     """Last in the module: it deletes the stray objects of the shared store."""
     import subprocess
 
-    if shutil.which("aws") is None:
-        pytest.skip("the AWS CLI (aws) is not installed: the printed fix uses it")
+    tools = Path(__file__).resolve().parents[2] / ".tools" / "awscli" / "bin"  # scripts/ensure-awscli.sh
+    path = f"{tools}{os.pathsep}{os.environ.get('PATH', '')}"
+    if shutil.which("aws", path=path) is None:
+        pytest.skip("required: the AWS CLI (aws; `make test` installs it with scripts/ensure-awscli.sh)")
     log_dir, uri, stray_keys, _deleted = planted
     report = scan([log_dir], ScanOptions(now_ms=1710000100000, remote_storage=uri), jobs=1)
     [leak] = [f for f in report.findings if f.code == "REMOTE_OBJECTS_LEAKED"]
     before = {f"s3://{BUCKET}/{k}" for k, _s, _m in _bucket_objects(s3)}
     command = leak.fix.split("delete exactly these objects: ", 1)[1]
     assert command.count("aws s3 rm ") == len(stray_keys)
-    subprocess.run(["bash", "-c", command], check=True, env=os.environ, capture_output=True, timeout=300)
+    env = {**os.environ, "PATH": path}
+    subprocess.run(["bash", "-c", command], check=True, env=env, capture_output=True, timeout=300)
     assert {f"s3://{BUCKET}/{k}" for k, _s, _m in _bucket_objects(s3)} == before - set(stray_keys)
     after = scan([log_dir], ScanOptions(now_ms=1710000100000, remote_storage=uri), jobs=1)
     assert sorted(f.code for f in after.findings if f.code in AUDIT) == ["REMOTE_SEGMENT_MISSING"]
