@@ -416,9 +416,7 @@ class SetOwnerMode(Operation):
     def apply(self, step: Step, ctx: StepContext) -> None:
         if not self.to_do(step, ctx, f"owner or mode of {step.path} changed since the plan was made"):
             return
-        _set_meta(
-            step.path, step.params["meta_after"], owner_set=lambda: ctx.crash(step.number, "owner-set")
-        )
+        _set_meta(step.path, step.params["meta_after"], owner_set=lambda: ctx.crash(step.number, "owner-set"))
         ctx.crash(step.number, "applied")
 
     def undo(self, step: Step, ctx: StepContext) -> None:
@@ -608,6 +606,147 @@ class RemoveCopied(Operation):
         copies.rename_durable(restore, step.path)
 
 
+# --- restoring from the remote tier -----------------------------------------------------------------
+
+
+class MakeDir(Operation):
+    """Create a folder (a restored partition's). params: mode. Undo removes it (empty by then: the steps
+    that filled it are undone first)."""
+
+    op = "mkdir"
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        if not os.path.lexists(step.path):
+            return BEFORE
+        return AFTER if os.path.isdir(step.path) and not os.path.islink(step.path) else OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        if not self.to_do(step, ctx, f"{step.path} exists and is not a folder"):
+            return
+        os.mkdir(step.path, int(step.params.get("mode") or 0o755))
+        fsync_dir(os.path.dirname(step.path))
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        if self.state(step, ctx) == AFTER:
+            os.rmdir(step.path)
+            fsync_dir(os.path.dirname(step.path))
+
+
+def _remote_segment(source: dict[str, Any]) -> Any:
+    from logdoctor.logdir.refs import RemoteSegment, SegmentRef
+    from logdoctor.logdir.storage import Storage
+
+    storage, _ = Storage.of(source["storage"])
+    remote = RemoteSegment(
+        source["layout"],
+        source["segment_id"],
+        source["storage"],
+        manifest=source.get("manifest"),
+        indexes=source.get("indexes"),
+        private_key=source.get("private_key"),
+    )
+    return SegmentRef(
+        "",
+        source["topic"],
+        int(source["partition"]),
+        int(source["base_offset"]),
+        source["log"],
+        int(source["object_size"]),
+        None,
+        storage,
+        remote,
+    )
+
+
+class FetchRemote(Operation):
+    """Write a new file with a remote-tier segment's original ``.log`` bytes (a restore), streamed in
+    ranged reads (:func:`logdoctor.logdir.remote_tier.open_remote_log`: never the whole object in
+    memory): made under ``<path>.logdoctor-partial`` while hashed (BLAKE2b), read back, its checksum saved
+    in the backup dir (:func:`manifest_rel`), then renamed into place. The target must not exist (a
+    restore never replaces a file). Undo removes it.
+
+    params: source {storage, layout, segment_id, topic, partition, base_offset, log, object_size,
+    manifest, indexes, private_key}, size (the segment's bytes), manifest (rel)|None.
+    """
+
+    op = "fetch-remote"
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        if not os.path.lexists(step.path):
+            return BEFORE
+        manifest = read_manifest(ctx, step)
+        if manifest is not None and matches_manifest(step.path, manifest):
+            return AFTER
+        return OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        from logdoctor.errors import FormatError
+        from logdoctor.logdir.remote_tier import open_remote_log
+
+        if not self.to_do(step, ctx, f"{step.path} exists and is not the restored segment"):
+            return
+        partial = step.path + PARTIAL_SUFFIX
+        copies.remove_tree(partial)
+        source = step.params["source"]
+        size = int(step.params["size"])
+        h = copies._hasher()
+        try:
+            with open_remote_log(_remote_segment(source)) as reader:
+                if reader.size != size:
+                    raise StepStateError(
+                        f"{source['log']}: the segment has {reader.size} bytes, planned {size}: plan again"
+                    )
+                fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                try:
+                    pos = 0
+                    while pos < size:
+                        chunk = reader.read_at(pos, min(copies.CHUNK, size - pos))
+                        if not chunk:
+                            raise StepStateError(f"{source['log']}: the object ends at byte {pos} of {size}")
+                        h.update(chunk)
+                        view = memoryview(chunk)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                        pos += len(chunk)
+                        report_copied(len(chunk))
+                        ctx.crash(step.number, "temp-written")
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except FormatError as e:
+            raise StepStateError(f"{source['log']} (offsets from {source['base_offset']}): {e}") from None
+        fsync_dir(os.path.dirname(step.path))
+        digest = h.hexdigest()
+        if copies.file_checksum(partial) != digest:
+            raise StepStateError(f"the restored {partial} does not read back as fetched")
+        body = json.dumps(
+            {
+                "source": source["log"],
+                "copy": step.path,
+                "hash": copies.HASH_NAME,
+                "checksums": {".": digest},
+            },
+            indent=1,
+            sort_keys=True,
+        )
+        bk.write_durable(ctx.backup_path(manifest_rel(step)), body.encode())
+        _verified[step.path] = copies.identity(partial)
+        ctx.crash(step.number, "backed-up")
+        copies.rename_durable(partial, step.path)
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        copies.remove_tree(step.path + PARTIAL_SUFFIX)
+        if self.state(step, ctx) == OTHER:
+            raise StepStateError(f"{step.path} is not the restored segment: it is kept")
+        copies.remove_tree(step.path)
+        _verified.pop(step.path, None)
+
+    def live_cost(self, step: Step) -> int:
+        return int(step.params.get("size") or 0)
+
+
 OPERATIONS: dict[str, Operation] = {
     o.op: o
     for o in (
@@ -619,6 +758,8 @@ OPERATIONS: dict[str, Operation] = {
         CopyTree(),
         CopyPartition(),
         RemoveCopied(),
+        MakeDir(),
+        FetchRemote(),
     )
 }
 """Every operation a journal can name, by ``Step.op``: a static table, so resume and rollback of any
@@ -757,6 +898,17 @@ __all__ = [
     "truncate_file",
     "write_file",
 ]
+
+
+def make_dir(path: str, mode: int = 0o755) -> Step:
+    """Create the folder ``path`` (which must not exist)."""
+    return Step(MakeDir.op, path, {"mode": mode})
+
+
+def fetch_remote(path: str, source: dict[str, Any], size: int) -> Step:
+    """Write the new file ``path`` with the original bytes of the remote segment ``source`` (see
+    :class:`FetchRemote`)."""
+    return Step(FetchRemote.op, path, {"source": source, "size": size, "manifest": None})
 
 
 def copy_partition(src: str, dst: str, manifest: str) -> Step:

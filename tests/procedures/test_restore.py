@@ -1,0 +1,328 @@
+"""`logdoctor restore`: tiered partitions back from the remote tier, on ../shared/tiered (Kafka's
+LocalTieredStorage and Aiven's plugin, plain, compressed and encrypted), checked against ``original/``
+(the same partitions never tiered) byte for byte and with kafka-python as the independent decoder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import helpers
+import pytest
+from kafka.record import MemoryRecords
+
+import realworld
+from logdoctor.logdir.remote_tier import RemoteOptions
+from logdoctor.repair.procedures import run
+from logdoctor.repair.procedures.restore import plan_restore
+
+#: variant, store folder, private key (relative to ../shared/tiered)
+VARIANTS = [
+    ("kafka-local", "kafka-local/remote", None),
+    ("aiven/plain", "aiven/plain/storage", None),
+    ("aiven/compressed", "aiven/compressed/storage", None),
+    ("aiven/encrypted", "aiven/encrypted/storage", "aiven/encrypted/keys/private.pem"),
+]
+IDS = [v[0] for v in VARIANTS]
+RECORDS = {"payments-0": 2000, "payments-1": 4500}
+
+
+def _opts(tiered: Path, store: str, key: str | None) -> RemoteOptions:
+    return RemoteOptions(str(tiered / store), None, str(tiered / key) if key else None)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _records_once(folder: Path, n: int) -> None:
+    """Every offset 0..n-1 once, in order, with the key the data was written with (kafka-python)."""
+    offsets = []
+    for log in sorted(folder.glob("*.log")):
+        records = MemoryRecords(log.read_bytes())
+        while (batch := records.next_batch()) is not None:
+            for rec in batch:
+                assert rec.key == f"key-{rec.offset}".encode()
+                offsets.append(rec.offset)
+    assert offsets == list(range(n))
+
+
+def _apply(log_dir: Path, opts: RemoteOptions, backup: Path):
+    pp = plan_restore(log_dir, opts, backup_dir=backup)
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    assert run.verify(pp.plan) == []
+    return pp
+
+
+@pytest.mark.parametrize(("variant", "store", "key"), VARIANTS, ids=IDS)
+def test_restore_into_the_brokers_log_dir_gives_the_original(tmp_path, variant, store, key):
+    tiered = realworld.require_tiered()
+    log_dir = realworld.writable_copy(tiered / variant / "kafka-logs", tmp_path / "logs")
+    before = helpers.tree(log_dir)
+    pp = plan_restore(log_dir, _opts(tiered, store, key), backup_dir=tmp_path / "backup")
+    assert helpers.tree(log_dir) == before  # the plan writes nothing
+    assert not pp.plan.unrepaired, pp.plan.unrepaired
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    assert run.verify(pp.plan) == []
+    original = tiered / "original" / "kafka-logs"
+    for part, n in RECORDS.items():
+        # every file of the partition: segments, indexes, snapshots, leader-epoch-checkpoint
+        assert _files(log_dir / part) == _files(original / part), part
+        _records_once(log_dir / part, n)
+    # entries the broker wrote stay as they were (log start 0, recovery points)
+    for name in ("log-start-offset-checkpoint", "recovery-point-offset-checkpoint"):
+        assert (log_dir / name).read_bytes() == (tiered / variant / "kafka-logs" / name).read_bytes()
+    # a second plan finds nothing left to restore
+    assert run.apply(
+        plan_restore(log_dir, _opts(tiered, store, key), backup_dir=tmp_path / "b2").plan
+    ).status == ("nothing-to-do")
+
+
+@pytest.mark.parametrize(("variant", "store", "key"), VARIANTS, ids=IDS)
+def test_restore_into_an_empty_log_dir_gives_the_remote_part(tmp_path, variant, store, key):
+    tiered = realworld.require_tiered()
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = _apply(log_dir, _opts(tiered, store, key), tmp_path / "backup")
+    original = tiered / "original" / "kafka-logs"
+    local = tiered / variant / "kafka-logs"
+    for part, row in zip(RECORDS, pp.summary["partitions"], strict=True):
+        local_start = min(int(p.name[:20]) for p in (local / part).glob("*.log"))
+        assert row["offsets"] == [0, local_start - 1]
+        restored = _files(log_dir / part)
+        for name, data in restored.items():
+            assert data == (original / part / name).read_bytes(), name
+        want = {
+            p.name
+            for p in (original / part).iterdir()
+            if p.name[:20].isdigit()
+            and (int(p.name[:20]) < local_start or p.name == f"{local_start:020d}.snapshot")
+        }
+        assert set(restored) == want | {"leader-epoch-checkpoint", "partition.metadata"}
+        _records_once(log_dir / part, local_start)
+    ends = {f"payments-{r['partition'][-1]}": r["offsets"][1] + 1 for r in pp.summary["partitions"]}
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        assert helpers.checkpoint(log_dir, name) == {("payments", int(p[-1])): e for p, e in ends.items()}
+    assert helpers.checkpoint(log_dir, "log-start-offset-checkpoint") == {
+        ("payments", 0): 0,
+        ("payments", 1): 0,
+    }
+
+
+def _scan_findings(log_dir: Path) -> set[tuple[str, str]]:
+    from logdoctor.checks.context import Depth, ScanOptions
+    from logdoctor.checks.scanner import scan
+
+    report = scan([log_dir], ScanOptions(depth=Depth.DEEP), jobs=1)
+    return {(f.code, os.path.relpath(f.path, log_dir)) for f in report.findings}
+
+
+def test_scan_of_the_restored_log_dirs_is_clean(tmp_path):
+    """The project's twins of Kafka's load-time checks (LogLoader, the indexes' sanity checks) find
+    nothing in the restored partitions: into an empty dir only the two findings of any new log dir (no
+    meta.properties yet, no clean-shutdown marker: README "Restoring from the remote tier"); into the
+    broker's dir nothing the unrestored dir did not have."""
+    tiered = realworld.require_tiered()
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    opts = _opts(tiered, "aiven/encrypted/storage", "aiven/encrypted/keys/private.pem")
+    _apply(log_dir, opts, tmp_path / "b")
+    assert _scan_findings(log_dir) == {
+        ("UNCLEAN_SHUTDOWN", ".kafka_cleanshutdown"),
+        ("META_PROPERTIES_INVALID", "meta.properties"),
+    }
+    broker = realworld.writable_copy(tiered / "aiven/encrypted/kafka-logs", tmp_path / "broker")
+    before = _scan_findings(broker)
+    _apply(broker, opts, tmp_path / "b2")
+    assert _scan_findings(broker) <= before
+
+
+def test_topics_option_and_a_broker_holding_the_lock(tmp_path):
+    tiered = realworld.require_tiered()
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    opts = _opts(tiered, "kafka-local/remote", None)
+    from logdoctor.logdir.remote_tier import RemoteTierError
+
+    with pytest.raises(RemoteTierError, match="no tiered partition of audit"):
+        plan_restore(log_dir, opts, topics=["audit"], backup_dir=tmp_path / "b")
+    only = plan_restore(log_dir, opts, topics=["payments"], backup_dir=tmp_path / "b")
+    assert [r["partition"] for r in only.summary["partitions"]] == ["payments-0", "payments-1"]
+    with helpers.broker_holding_lock(log_dir):
+        from logdoctor.errors import BrokerRunningError
+
+        with pytest.raises(BrokerRunningError):
+            plan_restore(log_dir, opts, backup_dir=tmp_path / "b")
+
+
+# --- faults --------------------------------------------------------------------------------------------
+
+
+def _store_copy(tmp_path: Path, store: str) -> Path:
+    tiered = realworld.require_tiered()
+    return realworld.writable_copy(tiered / store, tmp_path / "store")
+
+
+def _object(store: Path, partition: int, base: int, suffix: str) -> Path:
+    found = [
+        p
+        for p in store.rglob(f"{base:020d}-*.{suffix}")
+        if f"-{partition}-" in str(p) or f"/{partition}/" in str(p)
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("store", "damage"),
+    [
+        ("kafka-local/remote", "missing"),
+        ("kafka-local/remote", "truncated"),
+        ("aiven/plain/storage", "truncated"),
+        ("aiven/plain/storage", "manifest-version"),
+        ("aiven/encrypted/storage", "wrong-key"),
+    ],
+)
+def test_bad_objects_are_findings_naming_object_and_offsets(tmp_path, store, damage):
+    tiered = realworld.require_tiered()
+    copy = _store_copy(tmp_path, store)
+    key = tiered / "aiven/encrypted/keys/private.pem" if "encrypted" in store else None
+    if damage == "missing":
+        bad = _object(copy, 0, 324, "log")
+        bad.unlink()  # its other files are still there
+    elif damage == "truncated":
+        bad = _object(copy, 0, 324, "log")
+        with open(bad, "r+b") as fh:
+            fh.truncate(bad.stat().st_size - 100)
+    elif damage == "manifest-version":
+        bad = _object(copy, 0, 324, "rsm-manifest")
+        bad.write_text(bad.read_text().replace('"version":"1"', '"version":"99"'))
+    else:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key = tmp_path / "other.pem"
+        key.write_bytes(
+            other.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        bad = _object(copy, 0, 324, "log")
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = plan_restore(
+        log_dir, RemoteOptions(str(copy), None, str(key) if key else None), backup_dir=tmp_path / "b"
+    )
+    findings = [u for u in pp.plan.unrepaired if u.code == "restore-remote-object"]
+    assert findings, pp.plan.unrepaired
+    text = " ".join(f"{u.path} {u.why}" for u in findings)
+    row = next(r for r in pp.summary["partitions"] if r["partition"] == "payments-0")
+    if damage == "wrong-key":  # every segment: the newest is named, nothing of the partition restored
+        assert "wrong key" in text and str(_object(copy, 0, 972, "log")) in text, text
+        assert row["segments"] == 0
+        return
+    assert str(bad).rsplit(".", 1)[0] in text and "offsets 0-647 stay missing" in text, text
+    # payments-0: only what is above the bad segment is restored (no gap), newest first
+    assert row["offsets"][0] == 648, row
+
+
+def test_a_differing_local_segment_is_kept_and_named(tmp_path):
+    tiered = realworld.require_tiered()
+    log_dir = realworld.writable_copy(tiered / "kafka-local" / "kafka-logs", tmp_path / "logs")
+    part = log_dir / "payments-0"
+    remote = _object(tiered / "kafka-local/remote", 0, 972, "log")
+    data = bytearray(remote.read_bytes())
+    data[100] ^= 0xFF  # same size, one byte differs
+    (part / f"{972:020d}.log").write_bytes(bytes(data))
+    pp = plan_restore(log_dir, _opts(tiered, "kafka-local/remote", None), backup_dir=tmp_path / "b")
+    differs = [u for u in pp.plan.unrepaired if u.code == "restore-segment-differs"]
+    assert len(differs) == 1 and differs[0].path == str(part / f"{972:020d}.log")
+    assert str(remote) in differs[0].why
+    # the differing segment is never a target; what is below it is restored (every offset once)
+    targets = {s.path for s in pp.plan.steps}
+    assert str(part / f"{972:020d}.log") not in targets
+    assert str(part / f"{648:020d}.log") in targets
+
+
+# --- kill -9 at any step: resume or roll back ------------------------------------------------------------
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def _steps(plan_json: dict) -> list[dict]:
+    return [s for a in plan_json["actions"] for s in a["steps"]]
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "1:applied",  # mkdir
+        "2:temp-written",  # fetch-remote: partial file written
+        "2:backed-up",  # fetch-remote: checksum saved, not renamed
+        "2:applied",
+        "3:temp-written",  # an index's write
+        "last:applied",  # the last checkpoint
+    ],
+)
+@pytest.mark.parametrize("then", ["resume", "rollback"])
+def test_kill_at_any_step_then_resume_or_rollback(tmp_path, point, then):
+    tiered = realworld.require_tiered()
+    store = str(tiered / "aiven/compressed/storage")
+    empty = tmp_path / "logs"
+    empty.mkdir()
+    before = helpers.tree(empty)
+    dry = _cli("restore", str(empty), "--remote-storage", store, "--json")
+    assert dry.returncode == 0, dry.stderr
+    n_steps = len(_steps(json.loads(dry.stdout)["plan"]))
+    point = point.replace("last", str(n_steps))
+    backup = tmp_path / "backup"
+    out = _cli(
+        "restore",
+        str(empty),
+        "--remote-storage",
+        store,
+        "--apply",
+        "--backup-dir",
+        str(backup),
+        env={"LOGDOCTOR_CRASH_AT": point},
+    )
+    assert out.returncode == -signal.SIGKILL, out.stdout + out.stderr
+    journal = str(backup / "journal.jsonl")
+    out = _cli("restore", f"--{then}", journal, "--apply", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    if then == "rollback":
+        after = helpers.tree(empty)
+        assert after == before
+    else:
+        reference = tmp_path / "reference"
+        reference.mkdir()
+        assert _cli("restore", str(reference), "--remote-storage", store, "--apply").returncode == 0
+        got = {k: v for k, v in helpers.tree(empty).items()}
+        want = {k: v for k, v in helpers.tree(reference).items()}
+        assert got == want
+
+
+def test_cli_dry_run_says_what_it_writes_and_writes_nothing(tmp_path):
+    tiered = realworld.require_tiered()
+    target = tmp_path / "new-log-dir"
+    out = _cli("restore", str(target), "--remote-storage", str(tiered / "kafka-local/remote"))
+    assert out.returncode == 0, out.stderr
+    assert "Dry run" in out.stdout and "offsets 0-323" in out.stdout and "does not exist" in out.stdout
+    assert not target.exists()
+    shutil.rmtree(tmp_path / "nothing", ignore_errors=True)
