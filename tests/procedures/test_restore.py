@@ -326,3 +326,93 @@ def test_cli_dry_run_says_what_it_writes_and_writes_nothing(tmp_path):
     assert "Dry run" in out.stdout and "offsets 0-323" in out.stdout and "does not exist" in out.stdout
     assert not target.exists()
     shutil.rmtree(tmp_path / "nothing", ignore_errors=True)
+
+
+# --- --remote-log-metadata ------------------------------------------------------------------------------
+
+
+def _segments_by_kafka_schema(log_dir: Path) -> dict[str, tuple]:
+    """segment id -> (metadata partition, topic id, partition, start, end, epochs, max timestamp, size,
+    final state) from every ``__remote_log_metadata-N`` partition, batches read by kafka-python and values
+    by Kafka's own JSON schemas (tests/kafka_schemas.py), replayed in offset order."""
+    import kafka_schemas as ks
+
+    ks.require()
+    specs = {
+        0: ks.Spec(ks.load("storage/RemoteLogSegmentMetadataRecord.json")),
+        1: ks.Spec(ks.load("storage/RemoteLogSegmentMetadataUpdateRecord.json")),
+    }
+    out: dict[str, list] = {}
+    for folder in sorted(log_dir.glob("__remote_log_metadata-*")):
+        mp = int(folder.name.rsplit("-", 1)[1])
+        for log in sorted(folder.glob("*.log")):
+            records = MemoryRecords(log.read_bytes())
+            while (batch := records.next_batch()) is not None:
+                for rec in batch:
+                    r = ks._In(rec.value)
+                    assert r.uvarint() == 1  # frame version
+                    api_key, version = r.uvarint(), r.uvarint()
+                    value, end = ks.read(specs[api_key], rec.value, version, r.pos)
+                    assert end == len(rec.value)
+                    sid = value["remote_log_segment_id"]
+                    tip = sid["topic_id_partition"]
+                    if api_key == 0:
+                        epochs = tuple(
+                            (e["leader_epoch"], e["offset"]) for e in value["segment_leader_epochs"]
+                        )
+                        out[sid["id"]] = [
+                            mp,
+                            tip["id"],
+                            tip["partition"],
+                            value["start_offset"],
+                            value["end_offset"],
+                            epochs,
+                            value["max_timestamp_ms"],
+                            value["segment_size_in_bytes"],
+                            value["remote_log_segment_state"],
+                        ]
+                    else:
+                        out[sid["id"]][-1] = value["remote_log_segment_state"]
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize(("variant", "store", "key"), VARIANTS, ids=IDS)
+def test_remote_log_metadata_rebuilt_from_the_objects(tmp_path, variant, store, key):
+    tiered = realworld.require_tiered()
+    lost = _segments_by_kafka_schema(tiered / variant / "kafka-logs")
+    assert len(lost) == len(list((tiered / store).rglob("*.log")))  # one per segment object
+    log_dir = realworld.writable_copy(tiered / variant / "kafka-logs", tmp_path / "logs")
+    for folder in log_dir.glob("__remote_log_metadata-*"):
+        shutil.rmtree(folder)
+    from logdoctor.repair.procedures.restore_metadata import plan_restore_metadata
+
+    pp = plan_restore_metadata(log_dir, _opts(tiered, store, key), backup_dir=tmp_path / "b")
+    assert not pp.plan.unrepaired, pp.plan.unrepaired
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    assert run.verify(pp.plan) == []
+    assert _segments_by_kafka_schema(log_dir) == lost
+    # the rebuilt partitions load: the project's twins of the broker's load-time checks find nothing new
+    assert {c for c, p in _scan_findings(log_dir) if "__remote_log_metadata" in p} == set()
+    # an existing metadata partition is never replaced
+    again = plan_restore_metadata(log_dir, _opts(tiered, store, key), backup_dir=tmp_path / "b2")
+    assert again.plan.steps == [] and {u.code for u in again.plan.unrepaired} == {"restore-metadata-exists"}
+
+
+def test_metadata_partition_count_from_server_properties(tmp_path):
+    tiered = realworld.require_tiered()
+    props = tmp_path / "server.properties"
+    props.write_text("rlmm.config.remote.log.metadata.topic.num.partitions=7\n")
+    from logdoctor.logdir.remote_metadata import metadata_partition_for
+    from logdoctor.repair.procedures.restore_metadata import plan_restore_metadata
+
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = plan_restore_metadata(
+        log_dir, _opts(tiered, "kafka-local/remote", None), backup_dir=tmp_path / "b", server_properties=props
+    )
+    want = {metadata_partition_for("cGF5bWVudHMtdG9waWMwMQ", p, 7) for p in (0, 1)}
+    assert {r["metadata_partition"] for r in pp.summary["partitions"]} == want
+    assert {
+        os.path.basename(a.target) for a in pp.plan.actions if a.kind == "restore-remote-log-metadata"
+    } == {f"__remote_log_metadata-{n}" for n in want}

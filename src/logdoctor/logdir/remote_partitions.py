@@ -30,6 +30,7 @@ __all__ = [
     "SIDE_FILES",
     "SegmentFacts",
     "StorePartition",
+    "epochs_in_range",
     "find_store_partitions",
     "open_store",
     "segment_facts",
@@ -229,5 +230,18 @@ def segment_facts(seg: SegmentRef) -> SegmentFacts:
         raise TruncatedError(
             "the segment's leader-epoch checkpoint", source=location, position=0, found="none"
         )
-    epochs = parse_leader_epoch_checkpoint(raw, source=location).entries
-    return SegmentFacts(seg.base_offset, end, max_ts, size, tuple((e, o) for e, o in epochs))
+    entries = parse_leader_epoch_checkpoint(raw, source=location).entries
+    return SegmentFacts(seg.base_offset, end, max_ts, size, epochs_in_range(entries, seg.base_offset, end))
+
+
+def epochs_in_range(entries: list[tuple[int, int]], start: int, end: int) -> tuple[tuple[int, int], ...]:
+    """The (epoch, start offset) entries of ``[start, end]`` as LeaderEpochFileCache.epochEntriesInRange
+    gives them to RemoteLogManager.copyLogSegment for ``segmentLeaderEpochs``: the entries starting at or
+    before ``start`` fold into the latest of them, moved to ``start`` (truncateFromStart); the entries
+    starting after ``end`` go (truncateFromEnd at the next segment's base offset). The checkpoint uploaded
+    with the segment is the cache cut at the end only (K:core/src/main/java/kafka/log/remote/
+    RemoteLogManager.java, getLeaderEpochEntries(log, -1, nextSegmentBaseOffset))."""
+    ordered = sorted(entries, key=lambda e: e[1])
+    below = [e for e in ordered if e[1] <= start]
+    rest = [(e, o) for e, o in ordered if start < o <= end]
+    return tuple(([(below[-1][0], start)] if below else []) + rest)
