@@ -416,3 +416,20 @@ def test_metadata_partition_count_from_server_properties(tmp_path):
     assert {
         os.path.basename(a.target) for a in pp.plan.actions if a.kind == "restore-remote-log-metadata"
     } == {f"__remote_log_metadata-{n}" for n in want}
+
+
+def test_cli_apply_with_a_bad_object_restores_the_rest_and_exits_2(tmp_path):
+    realworld.require_tiered()
+    copy = _store_copy(tmp_path, "aiven/plain/storage")
+    bad = _object(copy, 1, 654, "log")
+    with open(bad, "r+b") as fh:
+        fh.truncate(1000)
+    target = tmp_path / "logs"
+    out = _cli(
+        "restore", str(target), "--remote-storage", str(copy), "--apply", "--backup-dir", str(tmp_path / "b")
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    text = " ".join(out.stdout.split())
+    assert "restore-remote-object" in text and bad.name in text and "offsets 0-980 stay missing" in text, text
+    assert sorted(p.name for p in (target / "payments-1").glob("*.log"))[0] == f"{981:020d}.log"
+    assert sorted(p.name for p in (target / "payments-0").glob("*.log"))[0] == f"{0:020d}.log"
