@@ -28,7 +28,55 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "spark"))
 
 from _common import BENCH_TMP, machine  # noqa: E402
-from bench_remote_tier import make_data  # noqa: E402
+from bench_remote_tier import _segment_id, _upload_aiven, _upload_kafka_local, make_data  # noqa: E402
+
+
+def make_big_stores(segment_mib: int, segments: int, small: Path) -> dict[str, Path]:
+    """Stores of one partition with ``segments`` segments of ``segment_mib`` MiB (the batches of the
+    generated 4 MiB segments of ``small`` repeated, their base offsets rewritten: outside the batch CRC),
+    their indexes rebuilt as LogSegment.recover does."""
+    import base64
+    import struct
+    import uuid
+
+    from logdoctor.formats.recovery import rebuild_indexes
+
+    root = BENCH_TMP / f"restore-big-{segment_mib}x{segments}"
+    stores = {"kafka-local": root / "store-kafka-local", "aiven": root / "store-aiven"}
+    if (root / ".complete").exists():
+        return stores
+    shutil.rmtree(root, ignore_errors=True)
+    batches: list[bytes] = []
+    for log in sorted(small.glob("*.log")):
+        data = log.read_bytes()
+        pos = 0
+        while pos + 12 <= len(data):
+            size = struct.unpack_from(">i", data, pos + 8)[0]
+            batches.append(data[pos : pos + 12 + size])
+            pos += 12 + size
+    topic_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    local = root / "segments"
+    local.mkdir(parents=True)
+    offset, i = 0, 0
+    for _ in range(segments):
+        base, out = offset, bytearray()
+        while len(out) < segment_mib << 20:
+            b = batches[i % len(batches)]
+            i += 1
+            last_delta = struct.unpack_from(">i", b, 23)[0]
+            out += struct.pack(">q", offset) + b[8:]
+            offset += last_delta + 1
+        built = rebuild_indexes(bytes(out), base)
+        log = local / f"{base:020d}.log"
+        log.write_bytes(out)
+        log.with_suffix(".index").write_bytes(built.offset_index)
+        log.with_suffix(".timeindex").write_bytes(built.time_index)
+        seg_id = _segment_id()
+        _upload_kafka_local(stores["kafka-local"], log, topic_id, 0, seg_id)
+        _upload_aiven(stores["aiven"], log, topic_id, 0, seg_id, offset - 1)
+    shutil.rmtree(local)
+    (root / ".complete").touch()
+    return stores
 
 
 def _restore(store: str, repeat: int) -> tuple[float, int]:
@@ -98,10 +146,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=400_000)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--segment-mib", type=int, default=64)
+    ap.add_argument("--segments", type=int, default=4)
     args = ap.parse_args()
     from s3server import BUCKET, apply_env, aws_test_env, free_port
 
-    _full, _tiered, stores = make_data(args.records)
+    full, _tiered, small_stores = make_data(args.records)
+    big = make_big_stores(args.segment_mib, args.segments, next(full.glob("bench-0")))
+    datasets = [("4 MiB segments", small_stores), (f"{args.segment_mib} MiB segments", big)]
     port = free_port()
     apply_env(aws_test_env(port))
     server = subprocess.Popen(
@@ -126,10 +178,11 @@ def main() -> None:
             allow_bucket_creation=True,
         )
         s3.create_dir(BUCKET)
-        for layout, local in stores.items():
+        for (label, _stores), (layout, local) in ((d, item) for d in datasets for item in d[1].items()):
+            key = f"restore-{label.split()[0]}-{layout}"
             fs.copy_files(
                 str(local),
-                f"{BUCKET}/restore-{layout}",
+                f"{BUCKET}/{key}",
                 source_filesystem=fs.LocalFileSystem(),
                 destination_filesystem=s3,
             )
@@ -137,14 +190,20 @@ def main() -> None:
             t_restore, restored = _restore(str(local), args.repeat)
             t_cp = _cp(local, args.repeat)
             rows.append(
-                (f"{layout}, local store", restored, t_restore, f"cp -r + sync ({copy_bytes:,} B)", t_cp)
+                (
+                    f"{label}, {layout}, local store",
+                    restored,
+                    t_restore,
+                    f"cp -r + sync ({copy_bytes:,} B)",
+                    t_cp,
+                )
             )
-            uri = f"s3://{BUCKET}/restore-{layout}"
+            uri = f"s3://{BUCKET}/{key}"
             t_restore, restored = _restore(uri, args.repeat)
             t_cp = _s3_copy(uri, args.repeat)
             rows.append(
                 (
-                    f"{layout}, store on S3",
+                    f"{label}, {layout}, store on S3",
                     restored,
                     t_restore,
                     f"pyarrow copy_files + sync ({copy_bytes:,} B)",

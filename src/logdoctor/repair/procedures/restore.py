@@ -441,6 +441,7 @@ def plan_restore(
 
 def verify_restore(plan: Plan) -> list[str]:
     """Every restored file reads back as planned (segments: their manifest checksums; others: sha256)."""
+    from logdoctor.repair.actions import fetched_checksum
     from logdoctor.repair.backup import sha256_file
 
     problems: list[str] = []
@@ -452,7 +453,7 @@ def verify_restore(plan: Plan) -> list[str]:
 
                 with open(manifest_path) as fh:
                     want = json.load(fh)["checksums"]["."]
-                if cp.file_checksum(step.path) != want:
+                if fetched_checksum(step.path) != want:
                     problems.append(f"{step.path} does not match the remote segment it was restored from")
             except (OSError, ValueError, KeyError) as e:
                 problems.append(f"{step.path}: {e}")
