@@ -433,3 +433,20 @@ def test_cli_apply_with_a_bad_object_restores_the_rest_and_exits_2(tmp_path):
     assert "restore-remote-object" in text and bad.name in text and "offsets 0-980 stay missing" in text, text
     assert sorted(p.name for p in (target / "payments-1").glob("*.log"))[0] == f"{981:020d}.log"
     assert sorted(p.name for p in (target / "payments-0").glob("*.log"))[0] == f"{0:020d}.log"
+
+
+def test_cli_refusals(tmp_path):
+    tiered = realworld.require_tiered()
+    store = str(tiered / "kafka-local/remote")
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    with helpers.broker_holding_lock(log_dir):
+        out = _cli("restore", str(log_dir), "--remote-storage", store, "--apply")
+    assert out.returncode == 75 and "lock" in out.stderr, out.stderr
+    assert sorted(p.name for p in log_dir.iterdir()) == [".lock"]
+    not_a_log_dir = tmp_path / "src"
+    (not_a_log_dir / "pkg").mkdir(parents=True)
+    (not_a_log_dir / "pkg" / "x.py").write_text("")
+    assert _cli("restore", str(not_a_log_dir), "--remote-storage", store).returncode == 64
+    out = _cli("restore", str(log_dir), "--remote-storage", str(tmp_path / "nowhere"))
+    assert out.returncode == 78 and "nowhere" in out.stderr, out.stderr

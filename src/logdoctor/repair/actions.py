@@ -16,6 +16,10 @@ Operations (``Step.op``):
 ``chmod``     set owner, group and permission bits.
 ``copy-tree`` copy a folder (or file) to a new path, fsync, verify checksums (kept in the backup
               dir); undo removes the copy.
+``mkdir``     create a folder (a restored partition's); undo removes it.
+``fetch-remote`` write a new file with a remote-tier segment's original bytes (``restore``), streamed
+              in ranged reads, CRC-32C checked and read back, its checksum kept in the backup dir;
+              undo removes it.
 
 The operator procedures' own (move-partition, sync-replica):
 

@@ -73,6 +73,7 @@ from logdoctor.repair.procedures.common import (
     ProcedurePlan,
     ProcedureRefused,
     add_checkpoint_edit,
+    log_dir_path,
     new_plan,
     read_checkpoint,
 )
@@ -357,6 +358,7 @@ def plan_restore(
     offset. RemoteTierError for a store that cannot be used; BrokerRunningError for a held lock."""
     log_dir = os.path.abspath(os.fspath(log_dir))
     if os.path.exists(log_dir):
+        log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
         safety.refuse_if_locked([log_dir])
     storage, root = open_store(opts)
     partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None)

@@ -63,6 +63,7 @@ from logdoctor.repair.procedures.common import (
     ProcedurePlan,
     ProcedureUsageError,
     add_checkpoint_edit,
+    log_dir_path,
     new_plan,
     read_checkpoint,
 )
@@ -118,6 +119,7 @@ def plan_restore_metadata(
     """The plan writing the ``__remote_log_metadata`` partitions of the store's segments (module doc)."""
     log_dir = os.path.abspath(os.fspath(log_dir))
     if os.path.exists(log_dir):
+        log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
         safety.refuse_if_locked([log_dir])
     count = metadata_partition_count(server_properties)
     storage, root = open_store(opts)
