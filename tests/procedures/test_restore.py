@@ -450,3 +450,29 @@ def test_cli_refusals(tmp_path):
     assert _cli("restore", str(not_a_log_dir), "--remote-storage", store).returncode == 64
     out = _cli("restore", str(log_dir), "--remote-storage", str(tmp_path / "nowhere"))
     assert out.returncode == 78 and "nowhere" in out.stderr, out.stderr
+
+
+def test_indexes_the_store_lacks_are_rebuilt_by_the_printed_repair(tmp_path):
+    """A segment whose time index object is gone: its .index is not written alone (the broker would keep
+    an empty time index), the plan says to run `logdoctor repair`, and that command, run as printed,
+    rebuilds both as the original has them."""
+    tiered = realworld.require_tiered()
+    copy = _store_copy(tmp_path, "kafka-local/remote")
+    _object(copy, 0, 324, "timeindex").unlink()
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    out = _cli(
+        "restore", str(log_dir), "--remote-storage", str(copy), "--apply", "--backup-dir", str(tmp_path / "b")
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    part = log_dir / "payments-0"
+    assert not (part / f"{324:020d}.index").exists() and not (part / f"{324:020d}.timeindex").exists()
+    text = " ".join(out.stdout.split())
+    printed = f"logdoctor repair {log_dir} --apply"
+    assert printed in text, text
+    fix = _cli(*printed.split()[1:])  # exactly as printed
+    assert fix.returncode in (0, 1), fix.stdout + fix.stderr  # 1: the new log dir's two warnings remain
+    original = tiered / "original" / "kafka-logs" / "payments-0"
+    for suffix in (".index", ".timeindex"):
+        name = f"{324:020d}{suffix}"
+        assert (part / name).read_bytes() == (original / name).read_bytes()

@@ -8,9 +8,8 @@ restore_metadata`). Without --apply: print the plan and write nothing. ``--resum
 
 Exit codes (README "Exit codes"): 0 done (or plan printed), 2 a step failed or the final verification
 found a difference (or a remote object could not be restored), 64 usage, 65 the log dir changed since
-planning, 66 a missing journal, 70
-tool failure, 73 not enough space, 75 a broker holds the log dir's lock, 78 refused (a store that is not
-there or holds no tiered partition; see the message).
+planning, 66 a missing journal, 70 tool failure, 73 not enough space, 75 a broker holds the log dir's
+lock, 78 refused (a store that is not there or holds no tiered partition; see the message).
 """
 
 from __future__ import annotations

@@ -91,6 +91,7 @@ class _Restored:
     segments: list[tuple[SegmentRef, int]] = field(default_factory=list)  # (segment, end offset)
     epochs: list[tuple[int, int]] = field(default_factory=list)
     bytes: int = 0
+    no_index: list[str] = field(default_factory=list)  # restored .log files the store has no index pair of
 
 
 def _local_logs(folder: str) -> dict[int, str]:
@@ -277,9 +278,16 @@ def _plan_partition(
         reason = f"remote segment {seg.path} (offsets {seg.base_offset}-{end}, {size:,} bytes)"
         steps = [fetch_remote(log_path, _source(seg), size)]
         changes = [Change(log_path, None, size, note=f"offsets {seg.base_offset}-{end}")]
+        pair = sides["index"] is not None and sides["timeindex"] is not None
+        if not pair:
+            out.no_index.append(log_path)
         for suffix in ("index", "timeindex", "txnindex"):
             data = sides[suffix]
             if data is None or (suffix == "txnindex" and not data):
+                continue
+            if suffix != "txnindex" and not pair:
+                # never one without the other: a .index alone makes the broker create an empty
+                # .timeindex and keep it (LogSegment.sanityCheck), so that the segment's time is its mtime
                 continue
             path = f"{stem}.{suffix}"
             steps.append(write_file(path, data, names))
@@ -382,11 +390,13 @@ def plan_restore(
     }
     put: dict[str, list[tuple[str, int, int]]] = {n: [] for n in have}
     rows: list[dict[str, Any]] = []
+    no_index: list[str] = []
     for sp in partitions:
         tp = (sp.topic, sp.partition)
         restored, no_local = _plan_partition(
             plan, names, log_dir, sp, opts, storage, have[LOG_START_OFFSET_CHECKPOINT].get(tp)
         )
+        no_index.extend(restored.no_index)
         if not restored.segments:
             rows.append({"partition": sp.name, "layout": sp.layout, "segments": 0, "bytes": 0})
             continue
@@ -432,6 +442,13 @@ def plan_restore(
         "findings": len(plan.unrepaired),
     }
     notes = []
+    if no_index:
+        notes.append(
+            f"{len(no_index)} restored segment(s) have no .index/.timeindex in the store ({no_index[0]}"
+            + (", ..." if len(no_index) > 1 else "")
+            + f"): after --apply rebuild them with `logdoctor repair {log_dir} --apply` (else the broker "
+            "rebuilds them at startup, reading each whole)"
+        )
     if not os.path.exists(log_dir):
         notes.append(f"{log_dir} does not exist: --apply creates it (an empty log dir)")
     notes.append(
