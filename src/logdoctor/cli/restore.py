@@ -62,8 +62,9 @@ def restore_command(
         Path | None,
         typer.Option(
             "--server-properties",
-            help="The broker's server.properties (with --remote-log-metadata: the metadata topic's "
-            "partition count, rlmm.config.remote.log.metadata.topic.num.partitions; default 50).",
+            help="The broker's server.properties (with --remote-log-metadata, when LOGDIR has no KRaft "
+            "metadata log: the metadata topic's partition count, "
+            "rlmm.config.remote.log.metadata.topic.num.partitions; default 50).",
         ),
     ] = None,
     do_apply: ApplyOption = False,

@@ -8,8 +8,9 @@ folder; ``--topics``) the plan writes what RemoteLogManager.copyLogSegment sent 
 state COPY_SEGMENT_STARTED, then a ``RemoteLogSegmentMetadataUpdateRecord`` COPY_SEGMENT_FINISHED, as
 RemoteLogMetadataSerde encodes them (:mod:`logdoctor.formats.remote_log_metadata_events`), one record per
 batch, in the partition RemoteLogMetadataTopicPartitioner picks for the segment's topic id and partition
-(:func:`logdoctor.logdir.remote_metadata.metadata_partition_for`; the partition count from
-``--server-properties``'s ``rlmm.config.remote.log.metadata.topic.num.partitions``, default 50).
+(:func:`logdoctor.logdir.remote_metadata.metadata_partition_for`; the partition count from the KRaft
+metadata log in the log dir, else ``--server-properties``'s
+``rlmm.config.remote.log.metadata.topic.num.partitions``, else 50).
 
 Each event's facts come from the objects (:func:`logdoctor.logdir.remote_partitions.segment_facts`): the
 segment id and start offset from the object's name, the end offset, max timestamp and size from a walk of
@@ -76,26 +77,36 @@ METADATA_TOPIC = "__remote_log_metadata"
 NUM_PARTITIONS_KEY = "rlmm.config.remote.log.metadata.topic.num.partitions"
 
 
-def metadata_partition_count(server_properties: str | os.PathLike[str] | None) -> int:
-    """The metadata topic's partition count from server.properties (default 50)."""
-    if server_properties is None:
-        return DEFAULT_METADATA_PARTITIONS
-    path = os.fspath(server_properties)
-    try:
-        with open(path, "rb") as fh:
-            props = parse_properties(fh.read(), source=path)
-    except (OSError, FormatError) as e:
-        raise ProcedureUsageError(f"--server-properties {path}: {e}") from None
-    value = props.get(NUM_PARTITIONS_KEY) if hasattr(props, "get") else None
-    if value is None:
-        return DEFAULT_METADATA_PARTITIONS
-    try:
-        n = int(str(value).strip())
-    except ValueError:
-        raise ProcedureUsageError(f"{path}: {NUM_PARTITIONS_KEY}={value!r} is not a number") from None
-    if n < 1:
-        raise ProcedureUsageError(f"{path}: {NUM_PARTITIONS_KEY}={n} must be at least 1")
-    return n
+def metadata_partition_count(
+    log_dir: str, server_properties: str | os.PathLike[str] | None
+) -> tuple[int, str]:
+    """The metadata topic's partition count and where it came from: the KRaft metadata log in ``log_dir``
+    (its ``__remote_log_metadata`` partitions), else ``server_properties`` (the key under the broker's
+    RLMM prefix, checks.topic_config), else Kafka's default 50."""
+    from logdoctor.checks.remote_tier import metadata_partition_count as from_image
+    from logdoctor.checks.topic_config import remote_log_metadata_partitions
+    from logdoctor.logdir.metadata_image import find_metadata_dir, replay
+
+    mdir = find_metadata_dir([log_dir]) if os.path.isdir(log_dir) else None
+    if mdir is not None:
+        try:
+            n, source = from_image(replay(mdir))
+        except (OSError, FormatError):
+            n, source = None, None
+        if n is not None:
+            return n, f"{source} ({mdir})"
+    if server_properties is not None:
+        path = os.fspath(server_properties)
+        try:
+            with open(path, "rb") as fh:
+                props = parse_properties(fh.read(), source=path)
+            names = props.keys()  # a PropertiesFile: its keys in file order
+            found = remote_log_metadata_partitions({k: props.get(k) or "" for k in names})
+        except (OSError, FormatError, ValueError) as e:
+            raise ProcedureUsageError(f"--server-properties {path}: {e}") from None
+        if found is not None:
+            return found[0], f"{found[1]} in {path}"
+    return DEFAULT_METADATA_PARTITIONS, "Kafka's default"
 
 
 def _broker_id(log_dir: str) -> int:
@@ -121,7 +132,7 @@ def plan_restore_metadata(
     if os.path.exists(log_dir):
         log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
         safety.refuse_if_locked([log_dir])
-    count = metadata_partition_count(server_properties)
+    count, count_source = metadata_partition_count(log_dir, server_properties)
     storage, root = open_store(opts)
     partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None)
     if not partitions:
@@ -233,14 +244,12 @@ def plan_restore_metadata(
         "log_dir": log_dir,
         "remote_storage": opts.storage,
         "metadata_partitions": count,
+        "metadata_partitions_source": count_source,
         "partitions": rows,
         "bytes": sum(c.size_after or 0 for a in plan.actions for c in a.changes),
         "findings": len(plan.unrepaired),
     }
-    notes = [
-        f"{METADATA_TOPIC} has {count} partitions here ({NUM_PARTITIONS_KEY}); a cluster whose topic has "
-        "another count must give --server-properties"
-    ]
+    notes = [f"{METADATA_TOPIC} has {count} partitions ({count_source})"]
     return ProcedurePlan("restore", plan, summary, notes)
 
 
