@@ -67,7 +67,7 @@ from logdoctor.logdir.remote_partitions import (
 from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, open_remote_log
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
-from logdoctor.repair.actions import BackupNames, fetch_remote, make_dir, write_file
+from logdoctor.repair.actions import BackupNames, fetch_remote, fetched_checksum, make_dir, write_file
 from logdoctor.repair.plan import Action, Change, Plan, Unrepaired
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -152,16 +152,25 @@ def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int]:
 
 
 def _remote_checksum(seg: SegmentRef) -> str:
-    h = cp._hasher()
+    """The remote segment's :func:`~logdoctor.repair.actions.fetched_checksum`, read as a restore reads it."""
+    from logdoctor.formats.crc import crc32c
+
+    crc = 0
     with open_remote_log(seg) as reader:
         pos = 0
         while pos < reader.size:
             chunk = reader.read_at(pos, min(cp.CHUNK, reader.size - pos))
             if not chunk:
                 break
-            h.update(chunk)
+            crc = crc32c(chunk, crc)
             pos += len(chunk)
-    return h.hexdigest()
+    return f"{crc:08x}"
+
+
+def _seg_size(seg: SegmentRef) -> int:
+    """The segment's original size (Aiven: the manifest's; the object is the transformed bytes)."""
+    with open_remote_log(seg) as reader:
+        return int(reader.size)
 
 
 def _finding(plan: Plan, code: str, path: str, why: str, severity: str = "error") -> None:
@@ -217,7 +226,9 @@ def _plan_partition(
             local_path = local.get(seg.base_offset)
             if local_path is not None:
                 try:
-                    same = _remote_checksum(seg) == cp.file_checksum(local_path)
+                    same = os.path.getsize(local_path) == _seg_size(seg) and _remote_checksum(
+                        seg
+                    ) == fetched_checksum(local_path)
                 except (FormatError, OSError) as e:
                     _finding(
                         plan, "restore-remote-object", seg.path, f"cannot compare with {local_path}: {e}"
@@ -460,7 +471,6 @@ def plan_restore(
 
 def verify_restore(plan: Plan) -> list[str]:
     """Every restored file reads back as planned (segments: their manifest checksums; others: sha256)."""
-    from logdoctor.repair.actions import fetched_checksum
     from logdoctor.repair.backup import sha256_file
 
     problems: list[str] = []
