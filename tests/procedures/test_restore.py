@@ -476,3 +476,37 @@ def test_indexes_the_store_lacks_are_rebuilt_by_the_printed_repair(tmp_path):
     for suffix in (".index", ".timeindex"):
         name = f"{324:020d}{suffix}"
         assert (part / name).read_bytes() == (original / name).read_bytes()
+
+
+@pytest.mark.parametrize("point", ["2:temp-written", "3:applied", "last:backed-up"])
+@pytest.mark.parametrize("then", ["resume", "rollback"])
+def test_remote_log_metadata_kill_then_resume_or_rollback(tmp_path, point, then):
+    tiered = realworld.require_tiered()
+    store = str(tiered / "kafka-local/remote")
+    log_dir = realworld.writable_copy(tiered / "kafka-local" / "kafka-logs", tmp_path / "logs")
+    for folder in log_dir.glob("__remote_log_metadata-*"):
+        shutil.rmtree(folder)
+    reference = realworld.writable_copy(log_dir, tmp_path / "reference")
+    before = helpers.tree(log_dir)
+    args = ("restore", "--remote-storage", store, "--remote-log-metadata")
+    dry = _cli(args[0], str(log_dir), *args[1:], "--json")
+    assert dry.returncode == 0, dry.stderr
+    point = point.replace("last", str(len(_steps(json.loads(dry.stdout)["plan"]))))
+    backup = tmp_path / "backup"
+    out = _cli(
+        args[0],
+        str(log_dir),
+        *args[1:],
+        "--apply",
+        "--backup-dir",
+        str(backup),
+        env={"LOGDOCTOR_CRASH_AT": point},
+    )
+    assert out.returncode == -signal.SIGKILL, out.stdout + out.stderr
+    out = _cli("restore", f"--{then}", str(backup / "journal.jsonl"), "--apply", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    if then == "rollback":
+        assert helpers.tree(log_dir) == before
+    else:
+        assert _cli(args[0], str(reference), *args[1:], "--apply").returncode == 0
+        assert helpers.tree(log_dir) == helpers.tree(reference)
