@@ -510,3 +510,21 @@ def test_remote_log_metadata_kill_then_resume_or_rollback(tmp_path, point, then)
     else:
         assert _cli(args[0], str(reference), *args[1:], "--apply").returncode == 0
         assert helpers.tree(log_dir) == helpers.tree(reference)
+
+
+def test_log_start_entry_and_topic_id_decide_what_is_restored(tmp_path):
+    """Segments wholly below the partition's log-start-offset entry are deleted data: not restored (the
+    entry is kept); a local partition of another topic id (another incarnation of the topic): a finding."""
+    tiered = realworld.require_tiered()
+    log_dir = realworld.writable_copy(tiered / "kafka-local" / "kafka-logs", tmp_path / "logs")
+    (log_dir / "log-start-offset-checkpoint").write_text("0\n2\npayments 0 500\npayments 1 0\n")
+    meta = log_dir / "payments-1" / "partition.metadata"
+    meta.write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n")
+    pp = plan_restore(log_dir, _opts(tiered, "kafka-local/remote", None), backup_dir=tmp_path / "b")
+    rows = {r["partition"]: r for r in pp.summary["partitions"]}
+    assert rows["payments-0"]["offsets"] == [324, 1295]
+    assert rows["payments-1"]["segments"] == 0
+    assert [(u.code, u.path) for u in pp.plan.unrepaired] == [
+        ("restore-topic-id", str(log_dir / "payments-1"))
+    ]
+    assert not any(s.path.endswith("log-start-offset-checkpoint") for s in pp.plan.steps)
