@@ -682,6 +682,27 @@ def fetched_checksum(path: str) -> str:
     return f"{crc:08x}"
 
 
+def _check_batches(path: str, source: dict[str, Any]) -> None:
+    """StepStateError unless ``path`` is whole record batches from its first byte to its last, every CRC
+    matching: walked as LogSegment.recover walks a segment (formats.recovery.rebuild_indexes, its C lane
+    without the GIL), so that a segment object damaged inside a batch is never restored below the broker's
+    recovery point, where the broker would not check it."""
+    from logdoctor.checks.state import crc_checked_prefix, read_buffer, release
+    from logdoctor.formats.recovery import rebuild_indexes
+
+    view, handle, _ = read_buffer(path)
+    try:
+        built = rebuild_indexes(
+            view, int(source["base_offset"]), source=source["log"], crc_checked_until=crc_checked_prefix(view)
+        )
+        size = len(view)
+    finally:
+        release(view, handle)
+    if built.error is not None or built.valid_bytes != size:
+        why = built.error or f"whole batches end at byte {built.valid_bytes} of {size}"
+        raise StepStateError(f"{source['log']} (offsets from {source['base_offset']}): {why}; not restored")
+
+
 class FetchRemote(Operation):
     """Write a new file with a remote-tier segment's original ``.log`` bytes (a restore), streamed in
     ranged reads (:func:`logdoctor.logdir.remote_tier.open_remote_log`: never the whole object in
@@ -746,6 +767,7 @@ class FetchRemote(Operation):
         digest = f"{crc:08x}"
         if fetched_checksum(partial) != digest:
             raise StepStateError(f"the restored {partial} does not read back as fetched")
+        _check_batches(partial, source)
         body = json.dumps(
             {
                 "source": source["log"],
