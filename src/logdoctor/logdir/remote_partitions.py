@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.logdir.refs import RemoteSegment, SegmentRef
@@ -35,6 +36,7 @@ __all__ = [
     "open_store",
     "segment_facts",
     "side_file",
+    "side_files",
     "stored_segments",
 ]
 
@@ -165,17 +167,30 @@ def side_file(seg: SegmentRef, suffix: str) -> bytes | None:
     """The bytes of one side file of a remote segment (``suffix``: a key of :data:`SIDE_FILES`); None
     when the store has none. FormatError for an unreadable one (naming the object), OSError for a store
     that cannot be read."""
+    return side_files(seg, (suffix,))[suffix]
+
+
+def side_files(seg: SegmentRef, suffixes: Collection[str]) -> dict[str, bytes | None]:
+    """:func:`side_file` of each of ``suffixes``, Aiven's manifest read (and its data key unwrapped) once."""
+    remote = seg.remote
+    assert remote is not None
+    if remote.layout == "kafka-local":
+        out: dict[str, bytes | None] = {}
+        for suffix in suffixes:
+            try:
+                out[suffix] = seg.storage.read(seg.path[: -len(".log")] + "." + suffix)
+            except FileNotFoundError:
+                out[suffix] = None
+        return out
+    manifest, key = _manifest(seg)
+    return {suffix: _aiven_side_file(seg, manifest, key, suffix) for suffix in suffixes}
+
+
+def _aiven_side_file(seg: SegmentRef, manifest: Any, key: bytes | None, suffix: str) -> bytes | None:
     from logdoctor.formats.aiven_rsm import detransform_chunk
 
     remote = seg.remote
     assert remote is not None
-    if remote.layout == "kafka-local":
-        location = seg.path[: -len(".log")] + "." + suffix
-        try:
-            return seg.storage.read(location)
-        except FileNotFoundError:
-            return None
-    manifest, key = _manifest(seg)
     where = manifest.indexes.get(SIDE_FILES[suffix])
     if where is None:
         return None

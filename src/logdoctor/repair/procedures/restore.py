@@ -61,7 +61,7 @@ from logdoctor.logdir.remote_partitions import (
     StorePartition,
     find_store_partitions,
     open_store,
-    side_file,
+    side_files,
     stored_segments,
 )
 from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, open_remote_log
@@ -245,10 +245,7 @@ def _plan_partition(
                     )
             continue
         try:
-            sides = {
-                s: side_file(seg, s)
-                for s in ("index", "timeindex", "txnindex", "snapshot", "leader_epoch_checkpoint")
-            }
+            sides = side_files(seg, ("index", "timeindex", "txnindex", "snapshot", "leader_epoch_checkpoint"))
             end, size = _segment_end(seg, sides["index"])
         except (FormatError, OSError) as e:
             _finding(
