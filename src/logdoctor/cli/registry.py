@@ -59,6 +59,12 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "Bring a follower that fell out of the ISR back from the leader's copy (both brokers stopped).",
     ),
     CommandEntry(
+        "restore",
+        "restore",
+        FIX,
+        "Restore tiered partitions, or their lost remote log metadata, from the remote tier.",
+    ),
+    CommandEntry(
         "export",
         "export",
         EXTRACT,
