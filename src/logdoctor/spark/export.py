@@ -446,7 +446,6 @@ def _export_arrow(
     return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped
 
 
-
 def skipped_ranges(
     spark: Any,
     items: Sequence[str],
@@ -471,15 +470,19 @@ def skipped_ranges(
         spark.read.format("kafka-log-segments")
         .options(**seg_opts)
         .load(items)
-        .where("error is not null" + (" or size(undecodable) > 0" if writer != "arrow" else ""))
-        .select("path", "valid_bytes", "size_bytes", "error", "undecodable")
+        .where(
+            "error is not null"
+            + (" or size(undecodable) > 0 or size(crc_mismatches) > 0" if writer != "arrow" else "")
+        )
+        .select("path", "valid_bytes", "size_bytes", "error", "undecodable", "crc_mismatches")
         .collect()
     )
     for r in bad_rows:
         if r["error"] is not None:
             skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
-        if writer != "arrow":
+        if writer != "arrow":  # the arrow writer's tasks named both kinds of batches skipped alone
             undecodable.extend({"path": r["path"], **u.asDict()} for u in r["undecodable"] or ())
+            undecodable.extend({"path": r["path"], **u.asDict()} for u in r["crc_mismatches"] or ())
     for p in remote_skipped:  # remote-tier segments the arrow writer's tasks could not read
         skipped.append(SkippedRange(p["path"], int(p["valid_bytes"]), int(p["size_bytes"]), p["error"]))
     for u in undecodable:
@@ -488,7 +491,11 @@ def skipped_ranges(
                 u["path"],
                 int(u["position"]),
                 int(u["position"]) + int(u["size"]),
-                f"the records of this batch do not decode: {u['error']}",
+                (
+                    u["error"]  # a CRC mismatch (stored and computed CRCs in the text)
+                    if u.get("stored_crc") is not None
+                    else f"the records of this batch do not decode: {u['error']}"
+                ),
                 start=int(u["position"]),
                 end=int(u["position"]) + int(u["size"]),
                 base_offset=u["base_offset"],

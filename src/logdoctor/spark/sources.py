@@ -317,6 +317,21 @@ def undecodable_batch(batch: Any, path: str, error: BaseException | str) -> dict
     }
 
 
+def crc_skip_row(skip: Any, path: str) -> dict[str, Any]:
+    """One batch left out alone for its CRC (:class:`logdoctor.formats.records.CrcSkip`), in the shape of
+    :func:`undecodable_batch` plus the two CRCs, as export reports it."""
+    return {
+        "path": path,
+        "position": skip.position,
+        "size": skip.size,
+        "base_offset": skip.base_offset,
+        "last_offset": skip.last_offset,
+        "stored_crc": skip.stored_crc,
+        "computed_crc": skip.computed_crc,
+        "error": skip.describe(),
+    }
+
+
 class _Window:
     """One window of a batch's records (``record_windows``): the batch's fields, its own record count."""
 
@@ -425,20 +440,23 @@ def read_slice(
     ``kafka-log-segments`` row would (path, valid_bytes, size_bytes, error), so that ``export`` need not
     read the remote tier a second time to find it."""
     from logdoctor.errors import FormatError
+    from logdoctor.formats.records import CrcSkip, skip_crc_mismatches
     from logdoctor.logdir.seek import segment_batches
 
     seg = sl.segment
     start, end = sl.start_offset, sl.end_offset
     pending: list = []
     rows = 0
-    batches = segment_batches(
+    walk = segment_batches(
         seg,
         sl.read_from,
-        verify_crc=opts.verify_crc,
+        verify_crc=False,
         stop=sl.emit_to,
         hint=sl.fetch_hint,
         hint_offset=end if sl.fetch_hint is not None else None,
     )
+    crc_skipped: list[CrcSkip] = []
+    batches = skip_crc_mismatches(walk, crc_skipped) if opts.verify_crc else walk
     walked_end, walked_last = sl.read_from, None
     whole = True  # read to the segment's end (a gap after it is then the store's)
     try:
@@ -481,6 +499,18 @@ def read_slice(
         return  # a local file gone since planning: no rows, as before
     finally:
         batches.close()
+        walk.close()
+        if undecodable is not None:  # the CRC-bad batches this slice emits, skipped alone
+            undecodable.extend(
+                crc_skip_row(c, seg.path)
+                for c in crc_skipped
+                if c.position >= sl.emit_from
+                and (sl.emit_to is None or c.position < sl.emit_to)
+                and (start is None or c.last_offset >= start)
+                and (end is None or c.base_offset is None or c.base_offset < end)
+            )
+    if crc_skipped and (walked_last is None or crc_skipped[-1].last_offset > walked_last):
+        walked_last = crc_skipped[-1].last_offset  # named as skipped, not a gap in the store
     gap = remote_gap_text(seg, walked_last, end) if whole and problems is not None else None
     if gap is not None:
         problems.append({"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": gap})  # type: ignore[union-attr]
@@ -664,18 +694,27 @@ def partition_findings(log_dir: str, partition_dir: str, now_ms: int | None = No
 
 
 def segment_findings(
-    seg: SegmentRef, error: Any, valid_bytes: int, scan_findings: list[Any] | None = None
+    seg: SegmentRef,
+    error: Any,
+    valid_bytes: int,
+    scan_findings: list[Any] | None = None,
+    crc_mismatches: Sequence[Any] = (),
 ) -> list[dict[str, str]]:
     """Findings of one segment: the scan's findings about its files, plus LOG_CORRUPT from the read itself
-    when the scan did not report it (or could not run)."""
+    when the scan did not report it (or could not run): the framing error, and the batches left out alone
+    for their CRC (``crc_mismatches``), as the scan reports a CRC mismatch."""
     out: list[dict[str, str]] = []
     prefix = os.path.join(os.path.dirname(seg.path), f"{seg.base_offset:020d}.")
     for f in scan_findings or ():
         if f.path.startswith(prefix):
             out.append({"code": f.code, "severity": f.severity.label, "message": f.message})
-    if error is not None and not any(f["code"] == "LOG_CORRUPT" for f in out):
-        message = f"{error}; {seg.size - valid_bytes} bytes after the last valid batch (valid {valid_bytes})"
-        out.append({"code": "LOG_CORRUPT", "severity": "error", "message": message})
+    if (error is not None or crc_mismatches) and not any(f["code"] == "LOG_CORRUPT" for f in out):
+        parts = [c.describe() for c in crc_mismatches]
+        if error is not None:
+            parts.append(
+                f"{error}; {seg.size - valid_bytes} bytes after the last valid batch (valid {valid_bytes})"
+            )
+        out.append({"code": "LOG_CORRUPT", "severity": "error", "message": "; ".join(parts)})
     return out
 
 
@@ -699,15 +738,24 @@ class _Summary:
         self.min_ts: int | None = None
         self.max_ts: int | None = None
         self.error: Exception | None = None
+        self.crc_mismatches: list[Any] = []  # CrcSkip: batches left out alone for their CRC
 
     def walk(self, batches: Iterator[Any]) -> None:
+        """Summarize a walk made with ``verify_crc=False``: a batch whose CRC does not match is left out
+        alone where the framing goes on after it (``crc_mismatches``), else the walk stops there."""
         from logdoctor.errors import FormatError
+        from logdoctor.formats.records import skip_crc_mismatches
 
         try:
-            for b in batches:
+            for b in skip_crc_mismatches(batches, self.crc_mismatches):
                 self.add(b)
         except FormatError as exc:
             self.error = exc
+        self.valid_bytes += sum(c.size for c in self.crc_mismatches)  # the framing is intact over them
+        if self.crc_mismatches and (
+            self.last_offset is None or self.crc_mismatches[-1].last_offset > self.last_offset
+        ):
+            self.last_offset = self.crc_mismatches[-1].last_offset
         self._check()
 
     def _check(self) -> None:
@@ -760,7 +808,7 @@ def segment_summary(
             buf = memoryview(b"")
             error_text = f"{seg.path}: cannot read: {exc.strerror}"
         size = len(buf)
-        summary.walk(iter_batches(buf, source=seg.path, verify_crc=True))
+        summary.walk(iter_batches(buf, source=seg.path, verify_crc=False))
     elif seg.remote is not None:  # a remote-tier segment: its object(s) may be bad before any batch
         from logdoctor.errors import FormatError
         from logdoctor.logdir.ranged import iter_ranged_batches
@@ -769,7 +817,7 @@ def segment_summary(
         try:
             with open_remote_log(seg) as reader:
                 size = reader.size
-                summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=True))
+                summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=False))
         except FormatError as exc:
             summary.error = exc
     else:
@@ -777,7 +825,7 @@ def segment_summary(
 
         with seg.storage.open(seg.path) as reader:
             size = reader.size
-            summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=True))
+            summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=False))
     error = summary.error
     if error is not None:
         error_text = str(error)
@@ -785,7 +833,7 @@ def segment_summary(
             error_text = remote_error_text(seg, error, summary.last_offset)
     elif seg.remote is not None:
         error_text = remote_gap_text(seg, summary.last_offset)
-    findings = segment_findings(seg, error, summary.valid_bytes, scan_findings)
+    findings = segment_findings(seg, error, summary.valid_bytes, scan_findings, summary.crc_mismatches)
     return {
         "log_dir": seg.log_dir if seg.remote is None else seg.remote.root,
         "topic": seg.topic,
@@ -813,6 +861,10 @@ def segment_summary(
             if summary.undecodable is None
             else [{k: v for k, v in u.items() if k != "path"} for u in summary.undecodable]
         ),
+        "crc_mismatches": [
+            {k: v for k, v in crc_skip_row(c, seg.path).items() if k != "path"}
+            for c in summary.crc_mismatches
+        ],
     }
 
 
