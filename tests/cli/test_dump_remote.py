@@ -143,3 +143,44 @@ def test_export_without_the_remote_tier_names_the_offsets_it_leaves_out(tmp_path
     assert with_store.returncode == 0, with_store.stdout[-2000:] + with_store.stderr[-2000:]
     assert "Not exported" not in with_store.stdout
     assert "below its first local segment" not in with_store.stderr
+
+
+def _aiven_copy(tmp_path: Path, edit) -> tuple[Path, Path]:
+    """A copy of the plain Aiven store with the manifest of the segment at 648 of payments-0 edited."""
+    import shutil
+
+    tiered = realworld.require_tiered()
+    store = tmp_path / "storage"
+    shutil.copytree(tiered / VARIANTS["aiven-plain"][0], store)
+    [folder] = store.glob("payments-*/0")
+    [manifest] = folder.glob("00000000000000000648-*.rsm-manifest")
+    obj = json.loads(manifest.read_text())
+    edit(obj)
+    manifest.write_text(json.dumps(obj))
+    return store, manifest.with_suffix(".log")
+
+
+def test_an_index_entry_of_2_to_the_40_does_not_exhaust_memory(tmp_path: Path) -> None:
+    """Issue 31 item 8: an index entry with position and size 2**40 made ``dump --timestamps`` raise
+    MemoryError (the read allocated the size declared). The index is only a hint: the walk finds the
+    records from the segment's start, as for the intact manifest."""
+
+    def edit(obj):
+        obj["segmentIndexes"]["timestamp"] = {"position": 2**40, "size": 2**40}
+        obj["segmentIndexes"]["offset"] = {"position": 2**40, "size": 2**40}
+
+    store, log = _aiven_copy(tmp_path, edit)
+    res = _dump(["--remote-storage", str(store), str(log), "--json", "--timestamps", "0:", "--print-data"])
+    assert res.exit_code == 0, res.output
+    assert len(_events(res.stdout, ("record",))) == 324
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("segmentIndexes", "x"), ("remoteLogSegmentMetadata", 7), ("chunkIndex", [])]
+)
+def test_a_manifest_field_of_the_wrong_type_is_named(tmp_path: Path, field: str, value) -> None:
+    store, log = _aiven_copy(tmp_path, lambda obj: obj.__setitem__(field, value))
+    res = _dump(["--remote-storage", str(store), str(log)])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output and f"{field}: a JSON object" in res.output
+    assert ".rsm-manifest" in res.output
