@@ -146,8 +146,12 @@ def _zstd_frame(data: bytes, *, source: str | None, what: str, limit: int | None
     try:
         params = zstandard.get_frame_parameters(data)
         size = params.content_size
-        if size == zstandard.CONTENTSIZE_UNKNOWN or size < 0 or (limit is not None and size > limit):
+        if size == zstandard.CONTENTSIZE_UNKNOWN or size < 0:
             raise CorruptRecordError(f"a zstd frame with its content size ({what})", source=source)
+        if limit is not None and size > limit:
+            raise CorruptRecordError(
+                f"a zstd frame of at most {limit} bytes ({what})", source=source, found=f"{size} declared"
+            )
         return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
     except zstandard.ZstdError as exc:
         raise CorruptRecordError(f"a zstd frame ({what})", source=source, found=str(exc)) from None
@@ -407,7 +411,9 @@ def detransform_chunk(
                 "an AES-GCM chunk whose tag verifies", source=source, position=position, found="a bad tag"
             ) from None
     if manifest.compression if compressed is None else compressed:
-        data = _zstd_frame(bytes(data), source=source, what="compressed chunk")
+        # the frame's declared content size is checked against the chunk's before anything is decompressed:
+        # a 32 KB chunk declaring 1 GiB never costs 1 GiB (issue 31)
+        data = _zstd_frame(bytes(data), source=source, what="compressed chunk", limit=expected_size)
     if expected_size is not None and len(data) != expected_size:
         raise CorruptRecordError(
             f"a chunk of {expected_size} original bytes",

@@ -277,7 +277,7 @@ def write_slices(
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    from logdoctor.spark.sources import read_slice
+    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slice
 
     if attempt is None:
         from pyspark import TaskContext
@@ -292,11 +292,11 @@ def write_slices(
 
     rows = 0
     chunk: list[pa.RecordBatch] = []
-    chunk_rows = 0
+    chunk_rows = chunk_bytes = 0
     part = 0
 
     def flush() -> None:
-        nonlocal chunk, chunk_rows, part
+        nonlocal chunk, chunk_rows, chunk_bytes, part
         if not chunk:
             return
         table = pa.Table.from_batches(chunk)
@@ -311,7 +311,7 @@ def write_slices(
             max_rows_per_group=128 * 1024,
         )
         part += 1
-        chunk, chunk_rows = [], 0
+        chunk, chunk_rows, chunk_bytes = [], 0, 0
 
     problems: list[dict[str, Any]] = []
     undecodable: list[dict[str, Any]] = []
@@ -319,8 +319,9 @@ def write_slices(
         for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
             chunk.append(rb)
             chunk_rows += rb.num_rows
+            chunk_bytes += rb.nbytes
             rows += rb.num_rows
-            if chunk_rows >= ROWS_PER_FILE:
+            if chunk_rows >= ROWS_PER_FILE or chunk_bytes >= WRITE_FLUSH_BYTES:
                 flush()
     flush()
     return {"task": task, "rows": rows, "dir": target, "skipped": problems, "undecodable": undecodable}

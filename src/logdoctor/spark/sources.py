@@ -393,6 +393,11 @@ def remote_error_text(seg: SegmentRef, error: Exception, last_offset: int | None
     )
 
 
+#: what a writing task holds of Arrow rows before it writes them (besides a row count): a decompression
+#: bomb's rows are large, a million of them would be the whole bomb in memory (issue 31)
+WRITE_FLUSH_BYTES = 32 * 1024 * 1024
+
+
 def remote_gap_text(seg: SegmentRef, last_offset: int | None, end: int | None = None) -> str | None:
     """A remote-tier segment read whole that stops before the offset the next segment (remote, or the
     local log) starts at: the offsets between are in no object of the store (one missing: a tiered

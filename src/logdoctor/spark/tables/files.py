@@ -214,10 +214,11 @@ def write_task(
     rows_per_file: int = 1_000_000,
 ) -> dict[str, Any]:
     """Executor side: read the slices, keep rows above ``above``, write them (at most about
-    ``rows_per_file`` rows are held before they are written). Returns the task's files and rows."""
+    ``rows_per_file`` rows, or ``WRITE_FLUSH_BYTES`` of them, are held before they are written). Returns
+    the task's files and rows."""
     import pyarrow as pa
 
-    from logdoctor.spark.sources import read_slice
+    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slice
 
     if attempt is None:
         from pyspark import TaskContext
@@ -227,15 +228,15 @@ def write_task(
     fs, root = filesystem(layout.data_uri)
     files: list[WrittenFile] = []
     chunk: list[Any] = []
-    held = 0
+    held = held_bytes = 0
     rows = 0
 
     def flush() -> None:
-        nonlocal chunk, held
+        nonlocal chunk, held, held_bytes
         if chunk:
             table = keep_above(pa.Table.from_batches(chunk), above)
             files.extend(write_table_files(table, layout, task, attempt, fs, root))
-        chunk, held = [], 0
+        chunk, held, held_bytes = [], 0, 0
 
     # what could not be read is named, never dropped silently: batches whose records do not decode and
     # remote-tier segments not read whole (spark.export.skipped_ranges turns both into skipped ranges)
@@ -245,7 +246,8 @@ def write_task(
         for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
             chunk.append(rb)
             held += rb.num_rows
-            if held >= rows_per_file:
+            held_bytes += rb.nbytes
+            if held >= rows_per_file or held_bytes >= WRITE_FLUSH_BYTES:
                 flush()
     flush()
     rows = sum(f.rows for f in files)
