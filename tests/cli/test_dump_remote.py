@@ -184,3 +184,51 @@ def test_a_manifest_field_of_the_wrong_type_is_named(tmp_path: Path, field: str,
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output and f"{field}: a JSON object" in res.output
     assert ".rsm-manifest" in res.output
+
+
+def test_a_missing_key_file_or_store_is_no_input(tmp_path: Path) -> None:
+    """Issue 31 item 10: a missing ``--remote-private-key`` file was reported as a corrupt segment (exit 2),
+    a missing ``--remote-storage`` folder in ``dump`` as a truncated one: both are a missing input, 66,
+    named, before anything is read (``export`` too)."""
+    tiered = realworld.require_tiered()
+    [folder] = tiered.glob(VARIANTS["aiven-encrypted"][1])
+    [obj] = folder.glob("00000000000000000000-*.log")
+    store = str(tiered / "aiven/encrypted/storage")
+    missing_key = str(tmp_path / "nokey.pem")
+    res = _dump(["--remote-storage", store, "--remote-private-key", missing_key, str(obj)])
+    assert res.exit_code == 66, res.output
+    assert f"--remote-private-key {missing_key}: no such file" in res.output and "corrupt" not in res.output
+    missing_store = str(tmp_path / "nostore")
+    res = _dump(["--remote-storage", missing_store, str(obj)])
+    assert res.exit_code == 66, res.output
+    assert f"{missing_store}: no such file or directory" in res.output and "truncated" not in res.output
+    res = CliRunner().invoke(
+        app,
+        ["export", str(tiered / "aiven/encrypted/kafka-logs"), "--out", str(tmp_path / "out"),
+         "--remote-storage", store, "--remote-private-key", missing_key],
+    )  # fmt: skip
+    assert res.exit_code == 66 and "no such file" in res.output, res.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_remote_tier_warning_is_about_the_topics_exported(tmp_path: Path) -> None:
+    """Issue 31 item 10: ``export --topics audit`` warned that ``payments``' remote tier was not exported."""
+    import subprocess
+    import sys
+
+    tiered = realworld.require_tiered()
+    logs = tiered / "kafka-local" / "kafka-logs"
+    topics = {p.name.rsplit("-", 1)[0] for p in logs.iterdir() if p.is_dir()}
+    other = sorted(t for t in topics if t != "payments" and not t.startswith("__"))[0]
+    # --out inside the input: refused with 73 after the warnings, before Spark starts
+    argv = [sys.executable, "-c", "from logdoctor.cli.main import main; main()", "export", str(logs),
+            "--out", str(logs / "x"), "--topics"]  # fmt: skip
+    proc = subprocess.run([*argv, other], capture_output=True, text=True, timeout=300, check=False)
+    assert proc.returncode == 73, proc.stderr[-2000:]
+    assert "below its first local segment" not in proc.stderr
+    proc = subprocess.run([*argv, "payments"], capture_output=True, text=True, timeout=300, check=False)
+    assert (
+        proc.returncode == 73
+        and "payments-0" in proc.stderr
+        and "below its first local segment" in proc.stderr
+    )

@@ -27,7 +27,7 @@ from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
-from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
+from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
 from logdoctor.cli.spark_options import ConfOption, RemoteOption
 
 
@@ -40,16 +40,21 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-def remote_tier_not_read(refs: list) -> list[str]:
+def remote_tier_not_read(refs: list, topics: str | None = None) -> list[str]:
     """Partitions whose ``log-start-offset-checkpoint`` entry is below their first local segment and whose
     remote tier is not being read: offsets [entry, first local segment) are in the remote tier of a tiered
     partition (KIP-405; README "Tiered storage") and would be missing from the export without a word
-    (issue 23). One line each, said before Spark starts."""
+    (issue 23). One line each, said before Spark starts. Only the partitions of the topics exported
+    (``topics``, the ``--topics`` value): another topic's remote tier is not missing from this export."""
     from logdoctor.logdir.model import LogDir
+    from logdoctor.spark.planning import topic_matcher
 
+    exported = topic_matcher(topics)
     dirs: dict[str, LogDir] = {}
     out = []
     for ref in refs:
+        if not exported(ref.topic):
+            continue
         segs = ref.segments
         if not segs or any(s.remote is not None for s in segs) or not ref.storage.is_local:
             continue
@@ -190,12 +195,13 @@ def export_command(
 
         parse_read_options({k: str(v) for k, v in options.items() if v is not None})
         require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command
+        require_remote_inputs(remote_storage, remote_private_key)
         refs = discover_refs(paths, {k: str(v) for k, v in options.items() if v is not None})
     except InputNotFoundError as exc:  # a URI that names nothing: 66 too
         fail(f"error: {exc}", EX_NOINPUT)
     except PlanningError as exc:
         usage_error(str(exc))
-    not_read = remote_tier_not_read(refs)
+    not_read = remote_tier_not_read(refs, topics)
     for line in not_read:
         err.print(f"warning: {line}", soft_wrap=True, markup=False)
     # Before Spark starts: never write or delete at, inside or above an input (exit 73).
@@ -250,8 +256,9 @@ def export_command(
         )
         if result.skipped:
             table = Table(
-                title="Skipped corrupt ranges (a damaged batch ends its segment's rows; a batch whose "
-                "records do not decode is skipped alone; remote segments: the offsets not read)"
+                title="Skipped corrupt ranges (broken framing ends its segment's rows; a batch whose CRC "
+                "does not match or whose records do not decode is skipped alone; remote segments: the "
+                "offsets not read)"
             )
             for c in ("segment", "range", "skipped bytes", "why"):
                 table.add_column(c, overflow="fold")

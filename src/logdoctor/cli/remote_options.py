@@ -17,3 +17,14 @@ RemotePrivateKeyOption = Annotated[
         "--remote-private-key", metavar="PEM", help="RSA private key of Aiven's encryption (PKCS#8 PEM)."
     ),
 ]
+
+
+def require_remote_inputs(storage: str | None, private_key: str | None) -> None:
+    """Exit 66 (EX_NOINPUT) before anything is read when the local ``--remote-storage`` folder or the
+    ``--remote-private-key`` file does not exist: a missing input, not a corrupt or truncated segment."""
+    from logdoctor.cli.input_checks import require_input_file, require_inputs_exist
+
+    if storage is not None:
+        require_inputs_exist([storage])
+    if private_key is not None and "://" not in private_key:
+        require_input_file(private_key, "--remote-private-key")

@@ -55,7 +55,7 @@ from logdoctor.cli.dump.sink import JsonSink, Sink
 from logdoctor.cli.dump.text import TextSink
 from logdoctor.cli.error_lines import fail
 from logdoctor.cli.exit_codes import EX_NOINPUT, EX_OK, EX_SOFTWARE, EX_USAGE
-from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
+from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.logdir.files import file_kind
 from logdoctor.logdir.names import parse_partition_dir
@@ -288,6 +288,7 @@ def dump(
             )
         except RemoteTierError as e:
             fail(f"logdoctor dump: {e}", EX_USAGE)
+        require_remote_inputs(remote_storage, remote_private_key)
     if json_out:
         sink: Sink = JsonSink()
     else:
