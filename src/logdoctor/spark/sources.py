@@ -272,7 +272,7 @@ def _build_arrow(
         timestamp,
         pa.array(ts_type),
         cols.headers,
-        _constant_string(seg.log_dir if seg.remote is None else seg.remote.root, n),
+        _constant_string(row_log_dir(seg), n),
         pa.array(np.full(n, seg.base_offset, dtype=np.int64)),
         pa.array(per_record(_POSITION, np.int64)),
         pa.array(per_record(_PRODUCER_ID, np.int64)),
@@ -315,6 +315,15 @@ def undecodable_batch(batch: Any, path: str, error: BaseException | str) -> dict
         "last_offset": int(batch.last_offset),
         "error": str(error),
     }
+
+
+def row_log_dir(seg: Any) -> str:
+    """The ``log_dir`` column of a segment's rows: the log dir, absolute for a local one whatever path it
+    was given by (as the remote tier's root is), so rows read from different folders compare; a remote-tier
+    segment's store root."""
+    if seg.remote is not None:
+        return str(seg.remote.root)
+    return os.path.abspath(seg.log_dir) if seg.storage.is_local else str(seg.log_dir)
 
 
 def crc_skip_row(skip: Any, path: str) -> dict[str, Any]:
@@ -840,7 +849,7 @@ def segment_summary(
         error_text = remote_gap_text(seg, summary.last_offset)
     findings = segment_findings(seg, error, summary.valid_bytes, scan_findings, summary.crc_mismatches)
     return {
-        "log_dir": seg.log_dir if seg.remote is None else seg.remote.root,
+        "log_dir": row_log_dir(seg),
         "topic": seg.topic,
         "partition": seg.partition,
         "path": seg.path,
