@@ -232,3 +232,31 @@ def test_the_remote_tier_warning_is_about_the_topics_exported(tmp_path: Path) ->
         and "payments-0" in proc.stderr
         and "below its first local segment" in proc.stderr
     )
+
+
+def test_the_key_pair_id_given_is_checked_against_the_manifest(tmp_path: Path) -> None:
+    """Issue 31 item 10: Aiven's key pair id in the manifest (``dataKey: key1:...``) was never compared
+    with the key given. ``--remote-private-key ID=PEM`` names the key pair: a different one is refused
+    naming both; the right one reads as the plain path does; a wrong key names the file given."""
+    tiered = realworld.require_tiered()
+    [folder] = tiered.glob(VARIANTS["aiven-encrypted"][1])
+    [obj] = folder.glob("00000000000000000648-*.log")
+    store = ["--remote-storage", str(tiered / "aiven/encrypted/storage")]
+    pem = tiered / "aiven/encrypted/keys/private.pem"
+    res = _dump([*store, "--remote-private-key", f"key2={pem}", str(obj)])
+    assert res.exit_code == 2, res.output
+    assert "key pair 'key1'" in res.output and f"key pair 'key2' given ({pem})" in res.output
+    res = _dump([*store, "--remote-private-key", f"key1={pem}", str(obj), "--json"])
+    assert res.exit_code == 0, res.output
+    assert sum(e["record_count"] for e in _events(res.stdout, ("batch",))) == 324
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    other = tmp_path / "other.pem"
+    other.write_bytes(
+        rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    res = _dump([*store, "--remote-private-key", str(other), str(obj)])
+    assert res.exit_code == 2 and "key pair 'key1'" in res.output and str(other) in res.output, res.output

@@ -14,7 +14,9 @@ RemoteLayoutOption = Annotated[
 RemotePrivateKeyOption = Annotated[
     str | None,
     typer.Option(
-        "--remote-private-key", metavar="PEM", help="RSA private key of Aiven's encryption (PKCS#8 PEM)."
+        "--remote-private-key",
+        metavar="[KEYPAIRID=]PEM",
+        help="RSA private key of Aiven's encryption (PKCS#8 PEM); KEYPAIRID= is checked against manifests.",
     ),
 ]
 
@@ -26,5 +28,9 @@ def require_remote_inputs(storage: str | None, private_key: str | None) -> None:
 
     if storage is not None:
         require_inputs_exist([storage])
-    if private_key is not None and "://" not in private_key:
-        require_input_file(private_key, "--remote-private-key")
+    from logdoctor.logdir.remote_tier import private_key_spec
+
+    if private_key is not None:
+        path = private_key_spec(private_key.strip())[1]
+        if "://" not in path:
+            require_input_file(path, "--remote-private-key")
