@@ -7,6 +7,11 @@ at, inside or above an input, or (--mode error) not empty; --format iceberg|delt
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import shutil
+from collections.abc import Iterator, Sequence
 from typing import Annotated
 
 import typer
@@ -71,6 +76,56 @@ def remote_tier_not_read(refs: list, topics: str | None = None) -> list[str]:
                 "tiered partition, not exported; give --remote-storage URI to read them"
             )
     return out
+
+
+def outputs_this_run_creates(
+    out: str, fmt: str, writer: str | None, catalog: Sequence[str] | None
+) -> list[str]:
+    """The local paths this export creates (the output folder; Iceberg's default catalog file beside it)
+    that do not exist yet: what a failed run removes so that it leaves nothing behind."""
+    paths = [out]
+    if fmt == "iceberg" and is_table_format(fmt, writer) and not catalog:
+        from logdoctor.spark.tables.iceberg import default_catalog_file
+
+        paths.append(default_catalog_file(out))
+    return [os.path.abspath(p) for p in paths if "://" not in p and not os.path.lexists(p)]
+
+
+def no_space_left(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it: a Spark task's error comes back as a Py4J error whose text holds
+    the Python worker's) is a full disk (ENOSPC)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, OSError) and cur.errno == errno.ENOSPC:
+            return True
+        if "No space left on device" in str(cur) or "[Errno 28]" in str(cur):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+@contextlib.contextmanager
+def no_space_exits_73(out: str, fresh: Sequence[str]) -> Iterator[None]:
+    """A full disk while the export writes: one line naming the output, exit 73, and what this run created
+    (``fresh``: :func:`outputs_this_run_creates`) removed, instead of Spark's and pyarrow's tracebacks."""
+    try:
+        yield
+    except Exception as exc:
+        if not no_space_left(exc):
+            raise
+        for path in fresh:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        fail(
+            f"error: {out}: no space left on device: the export stopped and removed what it had written "
+            "(nothing was exported; free space or choose another --out)",
+            EX_CANTCREAT,
+        )
 
 
 @app.command("export")
@@ -214,7 +269,11 @@ def export_command(
         )
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
-    with spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"):
+    fresh = outputs_this_run_creates(out, fmt, writer, catalog)
+    with (
+        spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"),
+        no_space_exits_73(out, fresh),
+    ):
         try:
             with err.status("starting Spark…"):
                 spark = get_spark(master, "logdoctor export", conf=confs, remote=remote)

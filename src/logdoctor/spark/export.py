@@ -31,6 +31,7 @@ the rows go on after them) come from the arrow writer's tasks, or for the spark 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -315,16 +316,32 @@ def write_slices(
 
     problems: list[dict[str, Any]] = []
     undecodable: list[dict[str, Any]] = []
-    for sl in slices:
-        for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
-            chunk.append(rb)
-            chunk_rows += rb.num_rows
-            chunk_bytes += rb.nbytes
-            rows += rb.num_rows
-            if chunk_rows >= ROWS_PER_FILE or chunk_bytes >= WRITE_FLUSH_BYTES:
-                flush()
-    flush()
+    try:
+        for sl in slices:
+            for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
+                chunk.append(rb)
+                chunk_rows += rb.num_rows
+                chunk_bytes += rb.nbytes
+                rows += rb.num_rows
+                if chunk_rows >= ROWS_PER_FILE or chunk_bytes >= WRITE_FLUSH_BYTES:
+                    flush()
+        flush()
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        import shutil
+
+        shutil.rmtree(target, ignore_errors=True)  # a full disk: the task says so, the driver stops the job
+        return {"task": task, "rows": 0, "dir": target, "no_space": f"{exc}"}
     return {"task": task, "rows": rows, "dir": target, "skipped": problems, "undecodable": undecodable}
+
+
+def raise_if_no_space(out: str, done: Sequence[Mapping[str, Any]]) -> None:
+    """A task that found the disk full (ENOSPC) returned instead of failing (Spark would log its traceback
+    and retry it): the driver raises the OSError here, before anything is committed."""
+    full = [d["no_space"] for d in done if d.get("no_space")]
+    if full:
+        raise OSError(errno.ENOSPC, f"No space left on device ({full[0]})", out)
 
 
 def commit_attempts(out_dir: str, job: str, done: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -438,6 +455,11 @@ def _export_arrow(
         except BaseException:
             _abort_job(spark, out, job, created)
             raise
+    try:
+        raise_if_no_space(out, done)
+    except OSError:
+        _abort_job(spark, out, job, created)
+        raise
     if mode == "overwrite":
         _clear_output(out)
     committed = commit_attempts(out, job, done)

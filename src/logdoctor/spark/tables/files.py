@@ -152,9 +152,7 @@ def _stats(rows: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
 
 def _offsets(rows: Any) -> dict[tuple[str, int], tuple[int, int]]:
     grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
-    return {
-        (r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()
-    }
+    return {(r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()}
 
 
 def write_table_files(
@@ -201,7 +199,7 @@ def _escape(value: str | None) -> str:
     """A partition value in a folder name (Hive's escaping of the characters paths cannot hold)."""
     if value is None:
         return "__HIVE_DEFAULT_PARTITION__"
-    return "".join(f"%{ord(c):02X}" if c in '"#%\'*/:=?\\\x7f{}[]^' or ord(c) < 32 else c for c in value)
+    return "".join(f"%{ord(c):02X}" if c in "\"#%'*/:=?\\\x7f{}[]^" or ord(c) < 32 else c for c in value)
 
 
 def write_task(
@@ -242,14 +240,23 @@ def write_task(
     # remote-tier segments not read whole (spark.export.skipped_ranges turns both into skipped ranges)
     undecodable: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
-    for sl in slices:
-        for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
-            chunk.append(rb)
-            held += rb.num_rows
-            held_bytes += rb.nbytes
-            if held >= rows_per_file or held_bytes >= WRITE_FLUSH_BYTES:
-                flush()
-    flush()
+    try:
+        for sl in slices:
+            for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
+                chunk.append(rb)
+                held += rb.num_rows
+                held_bytes += rb.nbytes
+                if held >= rows_per_file or held_bytes >= WRITE_FLUSH_BYTES:
+                    flush()
+        flush()
+    except OSError as exc:
+        import errno
+
+        if exc.errno != errno.ENOSPC:
+            raise
+        # a full disk: the task says so instead of failing (Spark would log its traceback and retry it);
+        # the driver raises before the commit and removes the job's files (spark.export.raise_if_no_space)
+        return {"task": task, "attempt": attempt, "rows": 0, "files": files, "no_space": f"{exc}"}
     rows = sum(f.rows for f in files)
     return {
         "task": task,
