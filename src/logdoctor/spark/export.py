@@ -23,9 +23,10 @@ always refused before anything is written or deleted (:mod:`logdoctor.logdir.out
 
 The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments, except,
 with the arrow writer, the remote tier's segments (``remoteStorage``): its tasks report those they could
-not read, so that the remote tier is read once. The batches whose records do not decode (skipped alone,
-the rows go on after them) come from the arrow writer's tasks, or for the spark writer from
-``kafka-log-segments`` with ``checkRecords``.
+not read, so that the remote tier is read once. The batches skipped alone (the rows go on after them):
+those whose records do not decode, and those whose CRC does not match where the framing is intact after
+them (named with both CRCs), come from the arrow writer's tasks, or for the spark writer from
+``kafka-log-segments`` (``crc_mismatches``; ``undecodable`` with ``checkRecords``).
 """
 
 from __future__ import annotations

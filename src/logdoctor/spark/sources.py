@@ -6,8 +6,11 @@ slices of :mod:`logdoctor.spark.planning`) and the heavy imports happen inside t
 yield ``pyarrow.RecordBatch`` objects whose types are
 exactly the ones of :mod:`logdoctor.spark.schema`.
 
-A bad batch fails nothing: the rows of a segment stop at its first invalid batch (CRC mismatch,
-torn or zero-filled tail), as the broker's recovery would truncate there; ``kafka-log-segments``
+A bad batch fails nothing. A batch whose CRC does not match where the framing goes on intact after it
+(the next batch where its size says, or the segment's end) is left out alone and the rows go on
+(``kafka-log-segments``: column ``crc_mismatches``; :func:`logdoctor.formats.records.skip_crc_mismatches`);
+where the framing breaks (a torn or zero-filled tail, an impossible size or magic) the rows of a segment
+stop at the last valid batch, as the broker's recovery would truncate there; ``kafka-log-segments``
 reports where and why. A batch whose header and CRC are valid but whose records do not decode (bad
 varint lengths, a payload that is not its codec's) is one the broker keeps (``LogSegment.recover``
 checks CRCs, it does not decode records): its rows are left out and the rows go on after it;
