@@ -225,6 +225,22 @@ _ENTRIES = (
         },
     ),
     Entry(
+        "LOG_RECORDS_UNDECODABLE",
+        _E,
+        "a batch whose CRC matches but whose records do not decode",
+        "{problem}: the broker keeps such a batch (its recovery checks only CRCs) and serves it, and every "
+        "consumer that fetches it fails (InvalidRecordException: 'Found invalid record structure', "
+        "'Incorrect declared batch size')",
+        "`logdoctor dump {path} --deep` names the first record that does not decode. The export skips "
+        "such a batch alone and names it (the records around it are exported). The batch cannot be "
+        "repaired in place: a replica that holds the same offsets in batches that decode (scan it with "
+        "--deep) can give them back (stop this broker and let it re-replicate: delete the partition "
+        "folder).",
+        "K:storage/.../log/LogSegment.java recover (batch.ensureValid: the CRC only); clients/.../record/"
+        "DefaultRecordBatch.java iterator, uncompressedIterator, compressedIterator; DefaultRecord.java "
+        "readFrom (InvalidRecordException)",
+    ),
+    Entry(
         "SEGMENT_BASE_OFFSET_MISMATCH",
         _E,
         "a segment whose records do not fit its base offset",
@@ -1064,8 +1080,7 @@ _ENTRIES = (
         "the brokers given are those of {clusters} clusters ({listing}); a broker is its cluster id and "
         "node id, and replicas are compared (lag, high watermark, topic ids) only with replicas of the same "
         "cluster{shared}",
-        "Nothing to do; to see one cluster alone, give the census only its brokers' inventories or log "
-        "dirs.",
+        "Nothing to do; to see one cluster alone, give the census only its brokers' inventories or log dirs.",
         "K:metadata/.../properties/MetaProperties.java (cluster.id, node.id); a cluster id is random per "
         "`kafka-storage format` unless given, and docker images give a fixed one",
         "fleet",

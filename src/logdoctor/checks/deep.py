@@ -1,4 +1,5 @@
-"""--deep: every batch's CRC, every index entry against the log, offsets across segments.
+"""--deep: every batch's CRC, every record decoded, every index entry against the log, offsets across
+segments.
 
 Costs one read of every .log; the walk is :func:`logdoctor.checks.state.walk` (formats.records
 batches made in C, C CRCs).
@@ -27,6 +28,7 @@ def check_all_logs(st: PartitionState) -> None:
         if w is None:
             continue
         report_damage(st, i, w)
+        _report_undecodable(st, seg, w)
         check_offsets(st, seg, w)
         _cross_check_indexes(st, seg, w)
     # offsets across segments: each segment must end before the next one's base offset
@@ -54,6 +56,37 @@ def check_all_logs(st: PartitionState) -> None:
                 details={"kind": "overlap"},
             )
     check_retention(st, walk_all=True)
+
+
+def _report_undecodable(st: PartitionState, seg: Segment, w: WalkResult) -> None:
+    """LOG_RECORDS_UNDECODABLE: the batches of the segment whose CRC matches and whose records do not
+    decode (:mod:`logdoctor.checks.undecodable`), one finding naming the first and how many there are."""
+    if not w.undecodable:
+        return
+    u = w.undecodable[0]
+    offsets = (
+        f"offsets {u.base_offset}..{u.last_offset}"
+        if u.base_offset is not None
+        else f"offset {u.last_offset}"
+    )
+    more = len(w.undecodable) - 1
+    problem = f"the records of the batch at position {u.position} ({offsets}) do not decode: {u.error}" + (
+        f"; {more} more batch(es) of this segment neither" if more else ""
+    )
+    st.make(
+        "LOG_RECORDS_UNDECODABLE",
+        seg.log_file,
+        position=u.position,
+        offset=u.base_offset if u.base_offset is not None else u.last_offset,
+        problem=problem,
+        details={
+            "batches": [
+                {"position": x.position, "base_offset": x.base_offset, "last_offset": x.last_offset}
+                for x in w.undecodable[:100]
+            ],
+            "count": len(w.undecodable),
+        },
+    )
 
 
 def _cross_check_indexes(st: PartitionState, seg: Segment, w: WalkResult) -> None:

@@ -24,6 +24,7 @@ from logdoctor.checks import catalog
 from logdoctor.checks.access import describe, missing_access
 from logdoctor.checks.context import PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.undecodable import Undecodable, undecodable_batches
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats import native
 from logdoctor.formats.lazy_numpy import import_in_background, np
@@ -288,6 +289,8 @@ class WalkResult:
     positions: array | None = None  # batch start positions (with_positions=True)
     last_offsets: array | None = None  # their last offsets
     magics: set[int] = field(default_factory=set)
+    # batches whose CRC matches and whose records do not decode (with_positions: the --deep walk)
+    undecodable: list[Undecodable] = field(default_factory=list)
 
     @property
     def clean(self) -> bool:
@@ -326,13 +329,18 @@ def release(view: memoryview, handle: object | None) -> None:
 
 def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError:
     """:func:`walk` of one .log, mapped and released again; an OSError (NotRegularFileError included)
-    is returned, not raised: the caller records it (PartitionState._keep). Safe in any thread."""
+    is returned, not raised: the caller records it (PartitionState._keep). Safe in any thread. With
+    ``with_positions`` (the --deep walk) the records of every batch are decoded too
+    (:func:`logdoctor.checks.undecodable.undecodable_batches`, while the file is mapped)."""
     try:
         view, handle, extents = read_buffer(path)
     except OSError as e:  # NotRegularFileError is one
         return e
     try:
-        return walk(view, verify_crc=verify_crc, with_positions=with_positions, data_extents=extents)
+        res = walk(view, verify_crc=verify_crc, with_positions=with_positions, data_extents=extents)
+        if with_positions and res.positions is not None:  # the --deep walk: every record decoded too
+            res.undecodable = undecodable_batches(view, res.positions, res.valid_bytes, path)
+        return res
     finally:
         release(view, handle)
 

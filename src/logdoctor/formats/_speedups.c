@@ -1782,6 +1782,92 @@ crc_check_v2(PyObject *self, PyObject *args)
     return PyLong_FromSsize_t(i);
 }
 
+/* ------------------------------------------------------------------------------------------
+ * check_records_v2: whether every record of framed v2 batches decodes, without the GIL and without
+ * building a Python object (the --deep scan's record check: checks.state.walk_file).
+ *
+ * For the batches at positions[first:end] (native int64 start positions in buf: scan_v2's out), each
+ * uncompressed one is read exactly as batch_records reads it (a record count of 0: nothing read, as
+ * DefaultRecordBatch.iterator; a negative count: E_BAD_COUNT; count records through parse_record; then
+ * no bytes left: E_TRAILING). Stops at the first batch it leaves to the Python path (not a whole v2
+ * batch inside buf, or compressed with records) or whose records fail.
+ *
+ * check_records_v2(buf, positions, first, end) -> (i, code, errpos, index): i == end and code 0 when
+ * every batch decodes; code 0 and i < end: batch i is for the Python path; else batch i's records fail
+ * with code (the RecordError codes) at errpos (a position in buf), in record index.
+ */
+static PyObject *
+check_records_v2(PyObject *self, PyObject *args)
+{
+    PyObject *bufobj, *posobj;
+    Py_ssize_t first, end;
+    Py_buffer view, pview;
+
+    if (!PyArg_ParseTuple(args, "OOnn", &bufobj, &posobj, &first, &end))
+        return NULL;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(posobj, &pview, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (first < 0 || end < first || end > pview.len / 8) {
+        PyBuffer_Release(&pview);
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "check_records_v2: first/end outside the positions");
+        return NULL;
+    }
+    const uint8_t *p = (const uint8_t *)view.buf;
+    const int64_t *positions = (const int64_t *)pview.buf;
+    Py_ssize_t n = view.len, i;
+    int code = E_OK;
+    Py_ssize_t errpos = 0, index = 0;
+
+    Py_BEGIN_ALLOW_THREADS
+    for (i = first; i < end; i++) {
+        int64_t start;
+        memcpy(&start, positions + i, 8); /* the positions buffer need not be aligned */
+        if (start < 0 || start > (int64_t)n - 61)
+            break;
+        const uint8_t *b = p + start;
+        int32_t length = (int32_t)be32(b + 8);
+        if (b[16] != 2 || length < 61 - 12 || (int64_t)length > (int64_t)n - start - 12)
+            break;
+        int32_t count = (int32_t)be32(b + 57);
+        if (count == 0)
+            continue;
+        if (b[22] & 0x07)
+            break;
+        Py_ssize_t pos = (Py_ssize_t)start + 61, rend = (Py_ssize_t)start + 12 + (Py_ssize_t)length;
+        if (count < 0) {
+            code = E_BAD_COUNT;
+            errpos = pos;
+            index = 0;
+            break;
+        }
+        for (int32_t k = 0; k < count; k++) {
+            rec_t rec;
+            code = parse_record(p, &pos, rend, &rec, &errpos);
+            if (code) {
+                index = k;
+                break;
+            }
+        }
+        if (!code && pos != rend) {
+            code = E_TRAILING;
+            errpos = pos;
+            index = count;
+        }
+        if (code)
+            break;
+    }
+    Py_END_ALLOW_THREADS
+
+    PyBuffer_Release(&pview);
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nInn)", i, (unsigned int)code, errpos, index);
+}
+
 static PyMethodDef methods[] = {
     {"configure", configure, METH_VARARGS, "configure(Record, Header[, CREATE_TIME, LOG_APPEND_TIME]): learn the slot layout."},
     {"decode_records", decode_records, METH_VARARGS, "Decode the records of a v2 batch into Record objects."},
@@ -1798,6 +1884,8 @@ static PyMethodDef methods[] = {
     {"scan_v2", scan_v2, METH_VARARGS, "The GIL-free fast lane of checks.state.walk (see _speedups.c)."},
     {"crc_check_v2", crc_check_v2, METH_VARARGS,
      "crc_check_v2(buf, positions, first, end) -> index of the first batch whose CRC-32C fails, or end."},
+    {"check_records_v2", check_records_v2, METH_VARARGS,
+     "check_records_v2(buf, positions, first, end) -> (i, code, errpos, index): the records check of --deep."},
     {"decode_batch_columns", decode_batch_columns, METH_VARARGS,
      "decode_batch_columns(buf, starts, sections, payload): many batches as Arrow-ready columns."},
     {NULL, NULL, 0, NULL},

@@ -73,6 +73,7 @@ from logdoctor.formats.v2_twin import (
     _E_CODEC,
     RECORD_ERRORS,
     RecordError,
+    check_records_py,
     decode_batch_columns_py,
     decode_records_py,
     increment_sequence,
@@ -109,9 +110,12 @@ class Decoders:
     batch_records: Callable[..., list[Record] | None] | None  # header + lz4 + records in one call
     record_error: type[Exception]
     lz4_in_c: bool  # lz4 frames are decompressed inside decode_batch_columns
+    check_records: Callable[..., tuple[int, int, int, int]]  # the --deep records check (no objects)
 
 
-PURE_PYTHON = Decoders("pure-python", decode_records_py, decode_batch_columns_py, None, RecordError, False)
+PURE_PYTHON = Decoders(
+    "pure-python", decode_records_py, decode_batch_columns_py, None, RecordError, False, check_records_py
+)
 NATIVE: Decoders | None = (
     Decoders(
         "c",
@@ -120,6 +124,7 @@ NATIVE: Decoders | None = (
         native.speedups.batch_records,
         native.speedups.RecordError,
         native.HAVE_C_LZ4,
+        native.speedups.check_records_v2,
     )
     if native.speedups is not None
     else None

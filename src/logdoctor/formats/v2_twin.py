@@ -19,6 +19,7 @@ from logdoctor.formats.record_types import LOG_OVERHEAD, NO_SEQUENCE, Header, Re
 __all__ = [
     "RECORD_ERRORS",
     "RecordError",
+    "check_records_py",
     "decode_batch_columns_py",
     "decode_records_py",
     "increment_sequence",
@@ -210,6 +211,40 @@ def _raw_records_py(data, pos: int, end: int, count: int) -> list[_RawRecord]:
     if pos != end:
         raise RecordError(_E_TRAILING, pos, count)
     return out
+
+
+def check_records_py(buf, positions, first: int, end: int) -> tuple[int, int, int, int]:
+    """Pure-Python twin of ``_speedups.check_records_v2`` (same arguments and results): whether every
+    record of the uncompressed v2 batches at ``positions[first:end]`` decodes, read as
+    ``decode_records_py`` reads them; stops at a batch for the Python path (code 0) or at the first
+    that fails: (i, code, errpos, index)."""
+    data = memoryview(buf)
+    n = len(data)
+    starts = memoryview(positions).cast("B").cast("q")
+    if first < 0 or end < first or end > len(starts):
+        raise ValueError("check_records_v2: first/end outside the positions")
+    for i in range(first, end):
+        start = starts[i]
+        if start < 0 or start > n - _RECORDS_OFFSET:
+            return i, 0, 0, 0
+        length = struct.unpack_from(">i", data, start + 8)[0]
+        if (
+            data[start + 16] != 2
+            or length < _RECORDS_OFFSET - LOG_OVERHEAD
+            or length > n - start - LOG_OVERHEAD
+        ):
+            return i, 0, 0, 0
+        count = struct.unpack_from(">i", data, start + 57)[0]
+        if count == 0:
+            continue
+        if data[start + 22] & _COMPRESSION_CODEC_MASK:
+            return i, 0, 0, 0
+        try:
+            _raw_records_py(data, start + _RECORDS_OFFSET, start + LOG_OVERHEAD + length, count)
+        except RecordError as exc:
+            code, errpos, index = exc.args
+            return i, code, errpos, index
+    return end, 0, 0, 0
 
 
 def decode_records_py(
