@@ -273,3 +273,40 @@ def test_undecodable_needs_no_c() -> None:
     fix_crc(buf, b.position)
     assert [u.position for u in twins.pure(_walk_bytes, bytes(buf)).undecodable] == [b.position]
     assert [u.position for u in _walk_bytes(bytes(buf)).undecodable] == [b.position]
+
+
+def test_legacy_compressed_wrapper_with_bad_inner_message(tmp_path: Path) -> None:
+    """A v1 gzip wrapper (its CRC intact) whose inner message's key length runs past it: the scan names
+    the wrapper as `dump --deep` does (v0/v1 inner messages are decoded too)."""
+    from logdoctor.formats import legacy
+    from logdoctor.formats.codecs import compress
+
+    specs = [RecordSpec(value=b"v%d" % i, key=b"k", timestamp=1_700_000_000_000 + i) for i in range(3)]
+    plain = legacy.build_message_set(specs, magic=1, base_offset=0)
+    inner = bytearray(plain)
+    second = next(b.position for b in iter_batches(plain) if b.last_offset == 1)
+    struct.pack_into(
+        ">i", inner, second + 26, 1000
+    )  # offset, size, crc, magic, attributes, timestamp: key length
+    payload = compress(Compression.GZIP, bytes(inner), magic=1)
+    wrapper = legacy._entry(1, 5, int(Compression.GZIP), 1_700_000_000_002, None, payload)
+    d = tmp_path / "kafka-logs"
+    (d / "t-0").mkdir(parents=True)
+    log = d / "t-0" / "00000000000000000000.log"
+    log.write_bytes(
+        plain
+        + legacy._entry(
+            1, 5, int(Compression.GZIP), 1_700_000_000_002, None, compress(Compression.GZIP, plain, magic=1)
+        )
+    )
+    assert undecodable(scan(d)[1]) == [] and dump_failure(log) is None
+    log.write_bytes(plain + wrapper)
+    assert [u.position for u in _walk_bytes(plain + wrapper).undecodable] == _dump_flags_bytes(
+        plain + wrapper
+    )
+    code, report = scan(d)
+    assert code == 2
+    (f,) = undecodable(report)
+    assert (f["position"], f["offset"]) == (len(plain), 5) and "(offset 5)" in f["message"]
+    failure = dump_failure(log)
+    assert failure is not None and failure.split("error: ")[-1] in f["message"]

@@ -50,10 +50,13 @@ def undecodable_batches(
         i, _code, _at, _index = check(mv, positions, i, n)
         if i >= n:
             break
-        found = _decode(mv, positions[i], valid_bytes, source)
+        pos = positions[i]
+        i += 1
+        if pos + 18 <= len(mv) and mv[pos + 16] < 2 and not mv[pos + 17] & 0x07:
+            continue  # an uncompressed v0/v1 message: the walk read all of it (one record, no lengths inside)
+        found = _decode(mv, pos, valid_bytes, source)
         if found is not None:
             out.append(found)
-        i += 1
     return out
 
 
