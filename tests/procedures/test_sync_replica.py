@@ -64,7 +64,7 @@ def test_sync_generated_lagging_replica(tmp_path):
     old = helpers.tree(follower / "orders-0")
     other = helpers.tree(follower / "orders-1")
     pp = plan_sync(("orders", 0), leader, follower, backup_dir=tmp_path / "backup")
-    assert pp.summary["behind_by"] == 70 and pp.summary["beyond_leader_end"] is None
+    assert pp.summary["behind_by"] == 70 and pp.summary["records_the_leader_lacks"] is None
     result = apply(pp.plan)
     assert result.status == "applied", result.error
     assert verify(pp.plan) == []
@@ -113,18 +113,23 @@ def test_sync_realworld(direction, tmp_path, realworld_dir):
         (full / "meta.properties").write_text(text.replace("broker.id=0", "broker.id=2"))
     leader_records = helpers.read_records(leader / name)
     follower_records = helpers.read_records(follower / name)
-    pp = plan_sync(("TEST-TOPIC", 0), leader, follower, backup_dir=tmp_path / "backup")
-    beyond = pp.summary["beyond_leader_end"]
+    if direction == "follower-ahead":  # records the leader lacks: refused without consent
+        with pytest.raises(ProcedureRefused, match="--allow-record-loss"):
+            plan_sync(("TEST-TOPIC", 0), leader, follower, backup_dir=tmp_path / "backup")
+    pp = plan_sync(
+        ("TEST-TOPIC", 0), leader, follower, backup_dir=tmp_path / "backup", allow_record_loss=True
+    )
+    beyond = pp.summary["records_the_leader_lacks"]
     if direction == "follower-behind":
         assert beyond is None and pp.summary["behind_by"] == (max(leader_records) - max(follower_records))
-    else:
+    else:  # magic v1, no leader epoch: what lies beyond the leader's log end
         leo = max(leader_records) + 1
         extra = sorted(o for o in follower_records if o >= leo)
         assert beyond["from_offset"] == extra[0] and beyond["to_offset"] == extra[-1]
         assert beyond["records"] == len(extra)
         logs = sorted((follower / name).glob("*.log"))
         assert beyond["bytes"] == sum(p.stat().st_size - _batch_cut(p, leo) for p in logs)
-        assert f"{extra[0]}..{extra[-1]}" in " ".join(pp.notes)
+        assert f"[{extra[0]}, {extra[-1]}]" in " ".join(pp.notes)
     result = apply(pp.plan)
     assert result.status == "applied", result.error
     assert verify(pp.plan) == []
