@@ -155,6 +155,7 @@ def export_command(
         FormatUnavailableError,
         OutputExistsError,
         output_has_data,
+        overwrite_refusal,
         run_export,
     )
     from logdoctor.spark.planning import PlanningError
@@ -206,6 +207,10 @@ def export_command(
             "append (nothing was written or deleted)",
             EX_CANTCREAT,
         )
+    if mode == "overwrite" and not is_table_format(fmt, writer):  # only an earlier export's files go
+        refusal = overwrite_refusal(out, fmt)
+        if refusal is not None:
+            fail(f"refused: {refusal}", EX_CANTCREAT)
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
     with spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"):
