@@ -108,8 +108,7 @@ _ENTRIES = (
         "{cause}: the broker would take largestTimestamp={broker_ts} ({broker_ts_iso}) for segment "
         "{segment}, but its records go up to {true_ts} ({true_ts_iso}); with retention.ms={retention_ms} "
         "(topic config used: {config}) it would delete the segment {when}{also}",
-        "Before starting the broker, rebuild the time index ({repair}) and fix ownership/permissions "
-        "(the broker's user must read and write every file; `chown -R <kafka user> {logdir}`).",
+        "Before starting the broker, rebuild the time index: {repair}.{permission}",
         "K:storage/.../log/LogSegment.java largestTimestamp/maxTimestampSoFar, UnifiedLog "
         "deleteRetentionMsBreachedSegments; KAFKA-10207; field report 002 (largestTime=0)",
     ),
