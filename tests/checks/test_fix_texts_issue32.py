@@ -62,3 +62,24 @@ def test_retention_risk_fix_has_no_placeholder_and_runs_as_printed(fleet, tmp_pa
         assert _nesting(f.fix) <= 1, f.fix
     _run_printed(risks[0].fix)
     assert _findings(copy, "RETENTION_RISK") == []
+
+
+@pytest.mark.parametrize("state", ["missing", "empty", "unparsable"])
+def test_meta_properties_missing_is_not_told_as_empty(fleet, tmp_path, state):
+    """repair's reason for leaving META_PROPERTIES_INVALID: a missing file got the "empty one" text."""
+    copy = tmp_path / "kafka-logs-0"
+    shutil.copytree(fleet / "broker-3" / "kafka-logs-0", copy)
+    meta = copy / "meta.properties"
+    if state == "missing":
+        meta.unlink()
+    elif state == "empty":
+        meta.write_bytes(b"")
+    else:
+        meta.write_text("version=banana\n")
+    result = CliRunner().invoke(app, ["repair", str(copy)], terminal_width=250)
+    text = " ".join(result.output.split())
+    start = text.index("META_PROPERTIES_INVALID")
+    why = text[start : start + 700]
+    assert ("for an empty one" in why) == (state == "empty"), why
+    assert ("it is missing" in why) == (state == "missing"), why
+    assert ("cannot be parsed" in why) == (state == "unparsable"), why
