@@ -421,6 +421,22 @@ _ENTRIES = (
         "(isStrayKraftReplica)",
     ),
     Entry(
+        "TOPIC_ID_SHARED",
+        _E,
+        "two topics whose partition.metadata hold one topic id",
+        "topics {topics} all have topic id {topic_id} in partition.metadata ({where}); a topic id names one "
+        "topic of a cluster, so at most one of them is right: the broker fails the partitions whose id is "
+        "not their topic's (InconsistentTopicIdException), and in KRaft mode the metadata maps the id to "
+        "one name only",
+        "Find each topic's id (kafka-topics.sh --describe --topic {topic} prints TopicId). With the broker "
+        "stopped, a partition folder whose partition.metadata holds another topic's id was written for "
+        "that topic (copied or restored from elsewhere): check its records, then move it out of the log "
+        "dir and let the broker fetch the partition from its leader. Nothing here can tell which topic "
+        "owns the id, so repair does not change it.",
+        "K:core/.../cluster/Partition.scala checkOrSetTopicId; K:core/.../log/UnifiedLog.scala "
+        "initializeTopicId; storage/.../checkpoint/PartitionMetadataFile.java",
+    ),
+    Entry(
         "TOPIC_ID_MISMATCH",
         _E,
         "partition.metadata topic ids that disagree",
