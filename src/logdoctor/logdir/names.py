@@ -72,6 +72,7 @@ TMP_SUFFIX = ".tmp"  # CheckpointFile / PropertiesUtils / FileQuorumStateStore w
 BACKUP_JOURNAL_FILE = "journal.jsonl"
 BACKUP_README_FILE = "README.txt"
 BACKUP_DIR_INFIX = ".logdoctor-backup-"
+RECORDS_DIR_INFIX = ".logdoctor-records-"  # the records a repair's truncation removed, beside its backup
 EXPORT_SUCCESS_FILE = "_SUCCESS"
 
 
@@ -79,7 +80,7 @@ def logdoctor_folder(name: str, file_names: Iterable[str]) -> str | None:
     """Why the folder ``name`` holding the files ``file_names`` is one logdoctor wrote (a backup dir or
     an export's output), else None: never a log dir, nor searched for one."""
     files = set(file_names)
-    if BACKUP_DIR_INFIX in name:
+    if BACKUP_DIR_INFIX in name or RECORDS_DIR_INFIX in name:
         return "a logdoctor backup dir (by its name)"
     if BACKUP_JOURNAL_FILE in files and BACKUP_README_FILE in files:
         return f"a logdoctor backup dir (it holds {BACKUP_JOURNAL_FILE} and {BACKUP_README_FILE})"
