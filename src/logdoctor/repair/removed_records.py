@@ -84,7 +84,7 @@ def _walk(path: str, start: int) -> tuple[int, int | None, int | None, list[tupl
     does (a size field that is no batch)."""
     from logdoctor.formats.records import iter_batches
 
-    buf = files.read_file(path)
+    buf = files.map_file(path)  # mapped, never read whole: a sparse tail of a GiB stays a hole
     pos, records = start, 0
     first = last = None
     intact: list[tuple[int, int, int, int, int]] = []
@@ -106,6 +106,7 @@ def _walk(path: str, start: int) -> tuple[int, int | None, int | None, list[tupl
         if ok:
             intact.append((b.position, b.position + b.size, b.record_count, b.base_offset, b.last_offset))
         pos = b.position + b.size
+    del buf
     return records, first, last, intact
 
 

@@ -32,13 +32,12 @@ def write_removed_records(removed: RemovedRecords) -> int:
     opts = ReadOptions(include_control=True)
     parts: list[pa.RecordBatch] = []
     for run in removed.runs:
-        buf = files.read_file(run.path)
-        batches: Sequence = list(
-            iter_batches(buf, source=run.path, start=run.start, end=run.end, verify_crc=True)
-        )
+        buf = files.read_range(run.path, run.start, run.end - run.start)  # the intact batches only
+        batches: Sequence = list(iter_batches(buf, source=run.path, verify_crc=True, base_position=run.start))
         parsed = parse_segment_file(os.path.basename(run.path))
         base = parsed.base_offset if parsed is not None else 0
-        seg = SegmentRef(removed.log_dir, removed.topic, removed.partition, base, run.path, len(buf))
+        size = os.path.getsize(run.path)
+        seg = SegmentRef(removed.log_dir, removed.topic, removed.partition, base, run.path, size)
         for good, cols in _decode(list(batches), run.path):
             rb = _build_arrow(seg, good, cols, opts, None, None)
             if rb is not None:
