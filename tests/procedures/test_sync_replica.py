@@ -259,3 +259,25 @@ def test_cli_sync_json(tmp_path):
     out = run("--rollback", str(tmp_path / "b" / "journal.jsonl"), "--apply")
     assert out.returncode == 0, out.stdout + out.stderr
     assert helpers.read_records(follower / "orders-0") != helpers.read_records(leader / "orders-0")
+
+
+def test_swapped_leader_and_follower_of_the_demo_fleet_is_refused(tmp_path):
+    """Issue 32 item 2, the demo fleet's case: broker-3's orders-1 lags 600 records (below the high
+    watermark); synced the wrong way round (broker-3 as the leader), broker-1 would lose them: refused
+    with how many, which offsets (its log end minus the lagging one's) and the export that saves them."""
+    from logdoctor.logdir.model import LogDir
+    from logdoctor.sample.fleet import generate_demo_fleet
+
+    generate_demo_fleet(tmp_path / "fleet", now_ms=1_790_000_000_000)
+    good = next((tmp_path / "fleet" / "broker-1").glob("kafka-logs-*/orders-1")).parent
+    lagging = next((tmp_path / "fleet" / "broker-3").glob("kafka-logs-*/orders-1")).parent
+    g_end = LogDir(good).partition("orders", 1).log_end_offset
+    l_end = LogDir(lagging).partition("orders", 1).log_end_offset
+    assert g_end - l_end == 600
+    plan_sync(("orders", 1), good, lagging)  # the right way round: planned
+    with pytest.raises(ProcedureRefused) as refused:
+        plan_sync(("orders", 1), lagging, good)
+    said = str(refused.value)
+    assert f"600 record(s) at offsets [{l_end}, {g_end - 1}]" in said
+    assert f"logdoctor export {good / 'orders-1'} --starting-offsets {l_end} --ending-offsets {g_end}" in said
+    assert "--allow-record-loss" in said
