@@ -244,3 +244,23 @@ def test_retried_task_attempts_commit_every_row_once(logdir, tmp_path):
     assert "first task attempt fails" in proc.stderr  # the first attempts did fail
     assert not (out / TEMPORARY).exists()
     assert _digest(out) == _expected(logdir)
+
+
+def test_overwrite_of_a_uri_refuses_objects_no_export_wrote(s3, tmp_path):
+    """--mode overwrite of an s3:// output (Spark's writer replaces the whole prefix): its objects are
+    listed first, and one no export wrote is refused, named, before Spark starts (no Spark here)."""
+
+    from logdoctor.spark.export import overwrite_refusal
+    from logdoctor.spark.schema import records_arrow_schema
+
+    earlier = tmp_path / "earlier"
+    part = earlier / "topic=orders" / "partition=0"
+    part.mkdir(parents=True)
+    pq.write_table(records_arrow_schema(False).empty_table(), part / "part-00000-a.parquet")
+    (earlier / "_SUCCESS").write_bytes(b"")
+    ours = s3.upload(earlier, "exports/ours")
+    assert overwrite_refusal(ours, "parquet") is None
+    (earlier / "thesis.txt").write_text("keep\n")
+    theirs = s3.upload(earlier, "exports/theirs")
+    said = overwrite_refusal(theirs, "parquet")
+    assert said is not None and f"{theirs.rstrip('/')}/thesis.txt" in said

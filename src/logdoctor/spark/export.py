@@ -100,11 +100,12 @@ def output_has_data(out: str) -> bool:
 
 def overwrite_refusal(out: str, fmt: str) -> str | None:
     """Why ``--mode overwrite`` may not replace ``out`` (None: it holds only an earlier export's files,
-    or nothing): :mod:`logdoctor.spark.export_output`. A local folder; a URI's objects are not listed."""
-    if not is_local_path(out):
-        return None
-    from logdoctor.spark.export_output import export_output
+    or nothing): :mod:`logdoctor.spark.export_output`, a local folder or a URI's objects (a store that
+    cannot be listed here is left to Spark's writer)."""
+    from logdoctor.spark.export_output import export_output, foreign_objects, refusal_text
 
+    if not is_local_path(out):
+        return refusal_text(out, foreign_objects(out, fmt) or [])
     return export_output(_local(out), fmt).refusal()
 
 

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["ExportOutput", "export_output"]
+__all__ = ["ExportOutput", "export_output", "foreign_objects", "refusal_text"]
 
 SUCCESS = "_SUCCESS"
 TEMPORARY = "_temporary"
@@ -96,27 +96,81 @@ class ExportOutput:
 
     def refusal(self) -> str | None:
         """The refusal of ``--mode overwrite`` when anything foreign is there (None: nothing is)."""
-        if not self.foreign:
-            return None
-        shown = ", ".join(os.path.join(self.root, f) for f in self.foreign[:5])
-        more = f" and {len(self.foreign) - 5} more" if len(self.foreign) > 5 else ""
-        return (
-            f"output {self.root} holds what no logdoctor export wrote: {shown}{more}; --mode overwrite "
-            "replaces only an earlier export's files (part-* files with the records columns, _SUCCESS, "
-            "_temporary, column=value folders): move those away or choose another --out (nothing was "
-            "written or deleted)"
-        )
+        return refusal_text(self.root, self.foreign)
 
 
-def _records_parquet(path: str) -> bool:
+def _records_parquet(path: str, filesystem: Any = None) -> bool:
     """A Parquet file whose footer holds the export's records columns."""
     try:
         import pyarrow.parquet as pq
 
-        names: Any = set(pq.read_schema(path).names)
+        if filesystem is None:
+            names: Any = set(pq.read_schema(path).names)
+        else:
+            with filesystem.open_input_file(path) as fh:
+                names = set(pq.read_schema(fh).names)
     except Exception:  # not Parquet, unreadable, torn: not ours
         return False
     return all(c in names for c in _CORE_COLUMNS)
+
+
+def foreign_objects(uri: str, fmt: str = "parquet") -> list[str] | None:
+    """The objects under the output URI ``uri`` that no export wrote (relative paths; [] none; None: the
+    store could not be listed here), by the rules of :class:`ExportOutput`: an object store has no folders,
+    so each object's path is judged by its folder names (``column=value``, or under ``_temporary``)."""
+    try:
+        import pyarrow.fs as pafs
+
+        filesystem, root = pafs.FileSystem.from_uri(uri)
+        infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
+    except Exception:  # no file system for the scheme here
+        return None
+    files = {
+        i.path[len(root) :].lstrip("/"): i.path for i in infos if i.type == pafs.FileType.File
+    }
+    committed = SUCCESS in files
+    foreign: list[str] = []
+    for rel, full in sorted(files.items()):
+        *folders, name = rel.split("/")
+        if folders and folders[0] == TEMPORARY:
+            ok_dirs = True
+        else:
+            ok_dirs = all(_HIVE_DIR.match(f) for f in folders)
+        if not ok_dirs:
+            foreign.append(rel)
+        elif (name == SUCCESS and not folders) or _is_crc_of_ours(name):
+            continue
+        elif not _PART.match(name):
+            foreign.append(rel)
+        elif name.endswith(".parquet"):
+            if not _records_parquet(full, filesystem):
+                foreign.append(rel)
+        elif not (committed and fmt != "parquet"):
+            foreign.append(rel)
+    return foreign
+
+
+def _is_crc_of_ours(name: str) -> bool:
+    """Spark's checksum ``.<name>.crc`` of _SUCCESS or a part file."""
+    if not (name.startswith(".") and name.endswith(".crc")):
+        return False
+    inner = name[1:-4]
+    return inner == SUCCESS or bool(_PART.match(inner))
+
+
+def refusal_text(root: str, foreign: list[str]) -> str | None:
+    """The refusal of ``--mode overwrite`` of ``root`` holding ``foreign`` (None: nothing foreign)."""
+    if not foreign:
+        return None
+    sep = "" if root.endswith("/") else "/"
+    shown = ", ".join(f"{root}{sep}{f}" for f in foreign[:5])
+    more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+    return (
+        f"output {root} holds what no logdoctor export wrote: {shown}{more}; --mode overwrite "
+        "replaces only an earlier export's files (part-* files with the records columns, _SUCCESS, "
+        "_temporary, column=value folders): move those away or choose another --out (nothing was "
+        "written or deleted)"
+    )
 
 
 def export_output(root: str, fmt: str = "parquet") -> ExportOutput:
