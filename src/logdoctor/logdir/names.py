@@ -74,6 +74,7 @@ BACKUP_README_FILE = "README.txt"
 BACKUP_DIR_INFIX = ".logdoctor-backup-"
 RECORDS_DIR_INFIX = ".logdoctor-records-"  # the records a repair's truncation removed, beside its backup
 EXPORT_SUCCESS_FILE = "_SUCCESS"
+LOGDOCTOR_MARKER_FILES = (BACKUP_JOURNAL_FILE, BACKUP_README_FILE, EXPORT_SUCCESS_FILE)
 
 
 def logdoctor_folder(name: str, file_names: Iterable[str]) -> str | None:

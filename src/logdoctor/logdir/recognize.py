@@ -29,6 +29,7 @@ from typing import Any
 
 from logdoctor.errors import LogDirError
 from logdoctor.logdir.names import (
+    LOGDOCTOR_MARKER_FILES,
     REMOTE_LOG_INDEX_CACHE_DIR,
     PartitionDirName,
     PartitionFileKind,
@@ -215,15 +216,18 @@ def _logdoctor_folder(path: str, entries: Sequence[Any]) -> str | None:
 
 
 def within_logdoctor_folder(path: str, entries: Sequence[Any] | None = None) -> str | None:
-    """Why the local folder ``path`` (listed as ``entries`` when given) is, or lies within, a folder
-    logdoctor wrote (a backup dir's ``files/<n>-<log dir>`` holds partition folders, as a log dir
-    does), else None."""
+    """Why the local folder ``path`` (listed as ``entries``) is, or lies within, a folder logdoctor wrote
+    (a backup dir's ``files/<n>-<log dir>`` holds partition folders, as a log dir does), else None. The
+    folders above are probed for the marker files by name (a few stats, no listing)."""
     p = os.path.abspath(path)
+    if entries is not None:
+        why = _logdoctor_folder(p, entries)
+        if why is not None:
+            return f"{why}: {p}"
     for level in range(_SEARCH_DEPTH + 1):
         if level or entries is None:
-            entries = _listing(p)
-        if entries is not None:
-            why = _logdoctor_folder(p, entries)
+            present = [n for n in LOGDOCTOR_MARKER_FILES if os.path.isfile(os.path.join(p, n))]
+            why = logdoctor_folder(os.path.basename(p.rstrip(os.sep)), present)
             if why is not None:
                 return f"{why}: {p}"
         parent = os.path.dirname(p)
