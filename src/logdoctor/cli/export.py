@@ -215,6 +215,7 @@ def export_command(
         FormatUnavailableError,
         OutputExistsError,
         output_has_data,
+        overwrite_refusal,
         run_export,
     )
     from logdoctor.spark.planning import PlanningError
@@ -267,6 +268,10 @@ def export_command(
             "append (nothing was written or deleted)",
             EX_CANTCREAT,
         )
+    if mode == "overwrite" and not is_table_format(fmt, writer):  # only an earlier export's files go
+        refusal = overwrite_refusal(out, fmt)
+        if refusal is not None:
+            fail(f"refused: {refusal}", EX_CANTCREAT)
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
     fresh = outputs_this_run_creates(out, fmt, writer, catalog)

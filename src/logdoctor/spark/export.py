@@ -100,6 +100,17 @@ def output_has_data(out: str) -> bool:
         return False
 
 
+def overwrite_refusal(out: str, fmt: str) -> str | None:
+    """Why ``--mode overwrite`` may not replace ``out`` (None: it holds only an earlier export's files,
+    or nothing): :mod:`logdoctor.spark.export_output`, a local folder or a URI's objects (a store that
+    cannot be listed here is left to Spark's writer)."""
+    from logdoctor.spark.export_output import export_output, foreign_objects, refusal_text
+
+    if not is_local_path(out):
+        return refusal_text(out, foreign_objects(out, fmt) or [])
+    return export_output(_local(out), fmt).refusal()
+
+
 def _list_files(out: str) -> dict[str, int]:
     """{relative path: size} of the data files under ``out`` (not ``_``/``.`` files), best effort."""
     files: dict[str, int] = {}
@@ -400,16 +411,11 @@ def _abort_job(spark: Any, out_dir: str, job: str, created: bool) -> None:
 
 
 def _clear_output(out_dir: str) -> None:
-    """``--mode overwrite``: delete what ``out_dir`` held before this job (not ``_temporary``)."""
-    import shutil
+    """``--mode overwrite``: delete what an earlier export wrote in ``out_dir`` (not this job's
+    ``_temporary``); anything else stays (:mod:`logdoctor.spark.export_output`, checked before the job)."""
+    from logdoctor.spark.export_output import export_output
 
-    for entry in os.scandir(out_dir):
-        if entry.name == TEMPORARY:
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
-        else:
-            os.unlink(entry.path)
+    export_output(out_dir).clear()
 
 
 def _export_arrow(
@@ -602,6 +608,9 @@ def run_export(
             f"output {out} exists and is not empty: choose another --out, or --mode overwrite / append "
             "(nothing was written or deleted)"
         )
+    refusal = overwrite_refusal(out, fmt) if mode == "overwrite" else None
+    if refusal is not None:
+        raise OutputExistsError(refusal)
     before = _list_files(out) if mode == "append" else {}
     remote_skipped: list[dict[str, Any]] = []
     started = time.perf_counter()
