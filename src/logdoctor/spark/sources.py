@@ -101,10 +101,10 @@ class KafkaLogReader(DataSourceReader):
         self.read_options = parse_read_options(options)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.spark.planning import discover_refs, pack_slices, plan_slices
+        from logdoctor.spark.planning import pack_slices, plan_slices, read_plan
 
         opts = self.read_options
-        slices = plan_slices(discover_refs(_paths(self.options), self.options), opts)
+        slices = plan_slices(read_plan(_paths(self.options), self.options).refs, opts)
         return [SlicePartition(g) for g in pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -384,7 +384,12 @@ def remote_gap_text(seg: SegmentRef, last_offset: int | None, end: int | None = 
     topic is never compacted, its offsets are contiguous). ``end``: the read stopped there on purpose."""
     if seg.remote is None:
         return None
-    bounds = [b for b in (seg.next_base_offset, seg.remote.local_from, end) if b is not None]
+    last = seg.remote.end_offset  # the segment's own last offset (the metadata's, or before the next one)
+    bounds = [
+        b
+        for b in (seg.next_base_offset, seg.remote.local_from, end, None if last is None else last + 1)
+        if b is not None
+    ]
     if not bounds:
         return None
     expected = min(bounds)
@@ -522,15 +527,10 @@ class KafkaLogSegmentsReader(DataSourceReader):
         topic_matcher(options.get("topics"))  # validate early
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.spark.planning import discover_refs, topic_matcher
+        from logdoctor.spark.planning import read_plan
 
-        match = topic_matcher(self.options.get("topics"))
-        segs = [
-            s
-            for ref in discover_refs(_paths(self.options), self.options)
-            if match(ref.topic)
-            for s in ref.segments
-        ]
+        plan = read_plan(_paths(self.options), self.options)
+        segs = [s for ref in plan.refs for s in ref.segments]
         groups: list[SegmentPartition] = []
         cur: list = []
         size = 0
@@ -542,11 +542,14 @@ class KafkaLogSegmentsReader(DataSourceReader):
             size += s.size
         if cur:
             groups.append(SegmentPartition(tuple(cur)))
+        if plan.not_read:  # offsets the plan names as not read once: a row each (read_plan)
+            groups.append(SegmentPartition(plan.not_read))  # type: ignore[arg-type]
         return groups
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
+        from logdoctor.logdir.read_plan import NotRead
         from logdoctor.spark.schema import segments_arrow_schema
 
         if partition is None or partition.value is None:
@@ -556,6 +559,9 @@ class KafkaLogSegmentsReader(DataSourceReader):
         check_records = opts.get("checkrecords", "false").strip().lower() in ("true", "1", "yes")
         rows = []
         for s in partition.value:
+            if isinstance(s, NotRead):
+                rows.append(not_read_row(s))
+                continue
             folder = s.storage.dirname(s.path)
             if folder not in scans:  # the scan reads local files only (module doc)
                 scans[folder] = partition_findings(s.log_dir, folder) if not s.ranged else None
@@ -739,6 +745,32 @@ class _Summary:
         for t in (fts, mts):
             if t >= 0:
                 self.min_ts = t if self.min_ts is None else min(self.min_ts, t)
+
+
+def not_read_row(p: Any) -> dict[str, Any]:
+    """The kafka-log-segments row of offsets the read plan names as not read once (no batch read)."""
+    return {
+        "log_dir": None,
+        "topic": p.topic,
+        "partition": p.partition,
+        "path": p.path,
+        "base_offset": p.first_offset,
+        "last_offset": p.last_offset,
+        "size_bytes": 0,
+        "record_count": 0,
+        "batch_count": 0,
+        "min_timestamp": None,
+        "max_timestamp": None,
+        "time_index_max_timestamp": None,
+        "codecs": [],
+        "magic_versions": [],
+        "valid_bytes": 0,
+        "error": p.error,
+        "findings": [{"code": "REMOTE_OFFSETS_LOST", "severity": "error", "message": p.error}]
+        if p.lost
+        else [],
+        "undecodable": None,
+    }
 
 
 def segment_summary(

@@ -110,9 +110,7 @@ def _with_start(opts: Any, above: Mapping[tuple[str, int], int]) -> Any:
     return dataclasses.replace(opts, starting_offsets=PerPartition(start.default, by))
 
 
-def merged_offsets(
-    before: Mapping[tuple[str, int], int], files: Sequence[Any]
-) -> dict[str, dict[str, int]]:
+def merged_offsets(before: Mapping[tuple[str, int], int], files: Sequence[Any]) -> dict[str, dict[str, int]]:
     """{topic: {partition: last offset}} the table holds after the commit."""
     last = dict(before)
     for f in files:
@@ -143,10 +141,9 @@ def run_table_export(
     earlier exports of the table left uncommitted that are older than ``orphan_min_age_s`` are removed
     (:mod:`.orphans`)."""
     import logdoctor
-    from logdoctor.logdir.discovery import discover, split_paths
     from logdoctor.logdir.outputs import check_output_location
     from logdoctor.spark.export import ExportError, skipped_ranges
-    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices, topic_matcher
+    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices, read_plan
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
     if mode not in TABLE_MODES:
@@ -154,9 +151,10 @@ def run_table_export(
     out = str(out)
     opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
     opts = parse_read_options(opts_map)
-    items = split_paths(paths)
-    refs = discover(items)
-    check_output_location(out, [*items, *sorted({r.log_dir for r in refs})])
+    plan = read_plan(paths, opts_map)  # the remote tier too (issue 31: tables lost it)
+    items = list(plan.items)
+    refs = plan.refs
+    check_output_location(out, [*items, *plan.log_dirs])
     table = open_table(fmt, out, by_day=by_day, catalog=catalog, table_name=table_name)
     export_schema = records_arrow_schema(opts.decoded)
     known = [name for name, _, _ in records_fields(True)]
@@ -244,8 +242,7 @@ def run_table_export(
         _cleanup(spark, layout, committed)
     elapsed = time.perf_counter() - started
     uncommitted = _sweep(table, layout, orphan_min_age_s)
-    match = topic_matcher(opts_map.get("topics"))
-    segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
+    segs = [s for ref in refs for s in ref.segments]
     skipped = skipped_ranges(
         spark,
         items,
@@ -253,6 +250,7 @@ def run_table_export(
         "arrow",
         [u for d in done for u in d.get("undecodable") or ()],
         [p for d in done for p in d.get("skipped") or ()],
+        plan,
     )
     return TableExportResult(
         out_dir=out,
@@ -267,6 +265,7 @@ def run_table_export(
         writer="arrow",
         mode=mode,
         uncommitted=uncommitted,
+        left_out=list(plan.left_out),
     )
 
 
