@@ -158,6 +158,7 @@ def export_command(
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
     from logdoctor.logdir.discovery import InputNotFoundError
+    from logdoctor.logdir.outputs import absolute_location
     from logdoctor.spark.export import (
         ExportError,
         FormatUnavailableError,
@@ -170,6 +171,7 @@ def export_command(
 
     err = text_console(stderr=True)
     console = text_console()
+    out = absolute_location(out)  # what is written and printed works from any folder
     try:
         confs = parse_conf(conf)
     except ValueError as exc:

@@ -565,7 +565,7 @@ def run_export(
     before anything is written or deleted.
     """
     from logdoctor.logdir.discovery import split_paths
-    from logdoctor.logdir.outputs import check_output_location
+    from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.spark.planning import read_plan
     from logdoctor.spark.schema import records_fields
 
@@ -573,7 +573,7 @@ def run_export(
         raise ExportError(f"--format: not a data source name: {fmt!r}")
     if mode not in MODES:
         raise ExportError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    out = str(out_dir)
+    out = absolute_location(out_dir)  # Spark's workers do not run in this folder
     writer = choose_writer(spark, out, fmt, writer)
     opts = {k: str(v) for k, v in (options or {}).items() if v is not None}
     items = split_paths(paths)

@@ -141,14 +141,14 @@ def run_table_export(
     earlier exports of the table left uncommitted that are older than ``orphan_min_age_s`` are removed
     (:mod:`.orphans`)."""
     import logdoctor
-    from logdoctor.logdir.outputs import check_output_location
+    from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.spark.export import ExportError, skipped_ranges
     from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices, read_plan
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
     if mode not in TABLE_MODES:
         raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
-    out = str(out)
+    out = absolute_location(out)  # the table's locations must not depend on the folder it ran in
     opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
     opts = parse_read_options(opts_map)
     plan = read_plan(paths, opts_map)  # the remote tier too (issue 31: tables lost it)
