@@ -782,6 +782,23 @@ _ENTRIES = (
         "offset is the checkpoint's)",
     ),
     Entry(
+        "REMOTE_SEGMENT_OBJECTS_MISSING",
+        _E,
+        "a remote segment the remote log metadata lists as copied has no .log object in the remote store",
+        "{topic_partition}: remote segment {segment_id} (offsets {start_offset}-{end_offset}) is copied "
+        "as {metadata_partition} says (COPY_SEGMENT_FINISHED), but {remote_storage} has no .log object of "
+        "it ({objects}): offsets {ranges} ({count} offsets) cannot be read from the remote tier",
+        "Nothing in the log dir can restore offsets {ranges}: the broker's RemoteLogManager.read fails for "
+        "them (the RemoteStorageManager finds no object) and a consumer that fetches them gets an error. "
+        "Look for the segment's objects in the store (a renamed or moved object keeps {segment_id} in its "
+        "name; another prefix or bucket of the store): put its .log back under its name "
+        "<20-digit start offset>-{segment_id}.log in the partition's folder. An export of the partition "
+        "with --remote-storage names the same offsets as not read.",
+        "K:core/.../log/remote/RemoteLogManager.java read (fetchRemoteLogSegmentMetadata, then "
+        "RemoteStorageManager.fetchLogSegment); storage/.../remote/metadata/storage/"
+        "RemoteLogMetadataCache.java (a COPY_SEGMENT_FINISHED segment serves reads)",
+    ),
+    Entry(
         "REMOTE_UPLOAD_UNFINISHED",
         _W,
         "a remote segment upload that started and never finished (COPY_SEGMENT_STARTED only)",
@@ -948,8 +965,7 @@ _ENTRIES = (
         "the brokers given are those of {clusters} clusters ({listing}); a broker is its cluster id and "
         "node id, and replicas are compared (lag, high watermark, topic ids) only with replicas of the same "
         "cluster{shared}",
-        "Nothing to do; to see one cluster alone, give the census only its brokers' inventories or log "
-        "dirs.",
+        "Nothing to do; to see one cluster alone, give the census only its brokers' inventories or log dirs.",
         "K:metadata/.../properties/MetaProperties.java (cluster.id, node.id); a cluster id is random per "
         "`kafka-storage format` unless given, and docker images give a fixed one",
         "fleet",

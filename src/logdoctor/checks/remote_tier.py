@@ -316,6 +316,8 @@ def _partition_findings(
             out.append(_gap_finding(r, logdir, tp, rp, mp, gaps, log_start, log_start_source, local_start))
     for seg in rp.unfinished:
         out.append(_unfinished(r, logdir, tp, rp, seg, local_start, remote_storage))
+    if remote_storage is not None:
+        out.extend(_objects_missing(r, logdir, tp, rp, mp, local_start, remote_storage))
     if log_start is not None:
         below = [
             s
@@ -463,6 +465,55 @@ def _unfinished(
         list_hint=list_hint,
         details={"segment_id": seg.segment_id, "partition_path": r.path, "objects": listed},
     )
+
+
+def _objects_missing(
+    r: PartitionReport,
+    logdir: str,
+    tp: str,
+    rp: RemotePartition,
+    mp: str,
+    local_start: int | None,
+    remote_storage: str,
+) -> list[Finding]:
+    """REMOTE_SEGMENT_OBJECTS_MISSING: each copied segment, with offsets the log dir does not hold, whose
+    ``.log`` object the store's listing (one per partition) does not have."""
+    wanted = [s for s in rp.copied if local_start is None or s.start_offset < local_start]
+    if not wanted:
+        return []
+    listed, error = list_segment_objects(remote_storage, rp.topic_id_partition, "")
+    if error is not None:
+        return []  # the store cannot be listed: said by the read that needs it, not guessed here
+    names = {os.path.basename(p) for p in listed}
+    out: list[Finding] = []
+    for seg in wanted:
+        if f"{seg.start_offset:020d}-{seg.segment_id}.log" in names:
+            continue
+        last = seg.end_offset if local_start is None else min(seg.end_offset, local_start - 1)
+        others = sorted(n for n in names if seg.segment_id in n)
+        out.append(
+            catalog.make(
+                "REMOTE_SEGMENT_OBJECTS_MISSING",
+                r.path,
+                offset=seg.start_offset,
+                logdir=logdir,
+                topic_partition=tp,
+                segment_id=seg.segment_id,
+                start_offset=seg.start_offset,
+                end_offset=seg.end_offset,
+                metadata_partition=mp,
+                remote_storage=remote_storage,
+                objects=f"its other objects: {', '.join(others)}" if others else "no object of it at all",
+                ranges=ranges_text([(seg.start_offset, last + 1)]),
+                count=last + 1 - seg.start_offset,
+                details={
+                    "segment_id": seg.segment_id,
+                    "objects": others,
+                    "gap": [seg.start_offset, last + 1],
+                },
+            )
+        )
+    return out
 
 
 def _not_here(
