@@ -164,8 +164,16 @@ def test_an_unfinished_upload_of_a_local_segment_is_no_gap(tmp_path: Path) -> No
     (store / f"payments-0-{PAYMENTS_ID}").mkdir()
     left = store / f"payments-0-{PAYMENTS_ID}" / f"00000000000000001296-{seg_id}.log"
     left.write_bytes(b"x")
-    [f] = [f for f in _remote(scan([log_dir], ScanOptions(remote_storage=str(store)), jobs=1).findings)]
+    found = _remote(scan([log_dir], ScanOptions(remote_storage=str(store)), jobs=1).findings)
+    [f] = [f for f in found if f.code == "REMOTE_UPLOAD_UNFINISHED"]
     assert f.details["objects"] == [str(left)] and str(left) in f.message
+    # this store holds none of payments-0's copied segments [0, 1296): each is named with its offsets
+    missing = [
+        f.details["gap"]
+        for f in found
+        if f.code == "REMOTE_SEGMENT_OBJECTS_MISSING" and f.path.endswith("payments-0")
+    ]
+    assert missing == [[0, 324], [324, 648], [648, 972], [972, 1296]]
     [f] = _remote(scan([log_dir], ScanOptions(), jobs=1).findings)
     assert "--remote-storage" in f.fix and f.details["objects"] == []
 
