@@ -168,11 +168,11 @@ def test_an_unfinished_upload_of_a_local_segment_is_no_gap(tmp_path: Path) -> No
     [f] = [f for f in found if f.code == "REMOTE_UPLOAD_UNFINISHED"]
     assert f.details["objects"] == [str(left)] and str(left) in f.message
     # this store holds none of payments-0's copied segments [0, 1296): each is named with its offsets
-    missing = [
+    missing = sorted(
         f.details["gap"]
         for f in found
         if f.code == "REMOTE_SEGMENT_OBJECTS_MISSING" and f.path.endswith("payments-0")
-    ]
+    )
     assert missing == [[0, 324], [324, 648], [648, 972], [972, 1296]]
     [f] = _remote(scan([log_dir], ScanOptions(), jobs=1).findings)
     assert "--remote-storage" in f.fix and f.details["objects"] == []
