@@ -8,7 +8,7 @@ Every way records leave logdoctor (Parquet with either writer, Iceberg, Delta, t
 1. discovery of the paths (:func:`logdoctor.logdir.discovery.discover`);
 2. the remote tier attached (:func:`logdoctor.logdir.remote_tier.attach_remote`, options
    ``remoteStorage``/``remoteLayout``/``remotePrivateKey``), its listing checked against the remote log
-   metadata where ``__remote_log_metadata`` partitions are among the inputs
+   metadata where ``__remote_log_metadata`` partitions are in the inputs' log dirs
    (:mod:`logdoctor.logdir.remote_metadata`): a copied segment with no object is a named gap, a second
    copy is named and read once;
 3. the topics (option ``topics``: a comma list or a regex). Internal topics (names starting with ``__``:
@@ -133,12 +133,12 @@ def _named_directly(ref: PartitionRef, items: Sequence[str]) -> bool:
 
 
 def _metadata(refs: Sequence[PartitionRef]):
-    """The replay of the ``__remote_log_metadata`` partitions of the local log dirs among the inputs
-    (None when there is none)."""
-    from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, replay_remote_log_metadata
+    """The replay of the ``__remote_log_metadata`` partitions of the local log dirs of the inputs (a
+    partition folder given alone: its log dir's), None when they hold none."""
+    from logdoctor.logdir.remote_metadata import find_metadata_partitions, replay_remote_log_metadata
 
-    dirs = sorted({r.log_dir for r in refs if r.storage.is_local and r.topic == REMOTE_LOG_METADATA_TOPIC})
-    if not dirs:
+    dirs = sorted({r.log_dir for r in refs if r.storage.is_local and r.log_dir})
+    if not dirs or not find_metadata_partitions(dirs):
         return None
     return replay_remote_log_metadata(dirs)
 

@@ -108,6 +108,13 @@ class RemoteOptions:
             store = os.path.abspath(store)
         return cls(store, layout, key)
 
+    def to_options(self) -> dict[str, str]:
+        """The data-source options that give these (:meth:`from_options` of them is equal)."""
+        out = {"remoteStorage": self.storage, "remoteLayout": self.layout or "auto"}
+        if self.private_key is not None:
+            out["remotePrivateKey"] = self.private_key
+        return out
+
 
 def remote_partition_folder(
     root: str, storage: Storage, layout: str, topic: str, partition: int, topic_id: str
