@@ -109,3 +109,70 @@ def test_the_real_stores_have_nothing_to_name(variant: str) -> None:
     store = "kafka-local/remote" if variant == "kafka-local" else "aiven/encrypted/storage"
     plan = plan_read([str(tiered / variant / "kafka-logs")], {"remoteStorage": str(tiered / store)})
     assert plan.not_read == () and plan.left_out == ("__remote_log_metadata",)
+
+
+def _move_batch(log: Path, index: int, delta: int) -> tuple[int, int, int]:
+    """Change the base offset of batch ``index`` (negative: from the end) of ``log`` by ``delta`` (the
+    base offset is outside the CRC: the batch stays valid); returns its (position, first, last) offsets
+    as kafka-python reads them before the change."""
+    from kafka.record import MemoryRecords
+
+    data = bytearray(log.read_bytes())
+    spans = []
+    records = MemoryRecords(bytes(data))
+    pos = 0
+    while records.has_next():
+        batch = records.next_batch()
+        if batch is None:
+            break
+        offsets = [r.offset for r in batch]
+        spans.append((pos, offsets[0], offsets[-1]))
+        pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big")
+    position, first, last = spans[index]
+    data[position : position + 8] = (first + delta).to_bytes(8, "big", signed=True)
+    log.write_bytes(bytes(data))
+    return position, first, last
+
+
+def _read_offsets(plan) -> tuple[list[tuple[int, int]], list[str]]:
+    from logdoctor.spark.planning import parse_read_options, plan_slices
+    from logdoctor.spark.sources import read_slice
+
+    opts = parse_read_options({})
+    problems: list[dict] = []
+    got = [
+        (p, o)
+        for sl in plan_slices(plan.refs, opts)
+        for rb in read_slice(sl, opts, problems=problems)
+        for p, o in zip(rb.column("partition").to_pylist(), rb.column("offset").to_pylist(), strict=True)
+    ]
+    return got, [p["error"] for p in problems]
+
+
+def test_a_remote_batch_moved_past_its_segment_is_read_once_and_named(tmp_path: Path) -> None:
+    """Issue 31 item 2: the last batch of payments-0's remote segment [648, 971] moved forward by its
+    record count (outside the CRC): its offsets would overlap the next segment's (54 twice, 54 missing);
+    now each offset is read once and both are named."""
+    logs, folder = _store(tmp_path)
+    [log] = folder.glob(f"{648:020d}-*.log")
+    position, first, last = _move_batch(log, -1, 54)
+    assert (first, last) == (918, 971)  # kafka-python: the segment's last batch
+    plan = plan_read([str(logs)], {"remoteStorage": str(folder.parent.parent), "topics": "payments"})
+    got, problems = _read_offsets(plan)
+    p0 = sorted(o for p, o in got if p == 0)
+    assert len(p0) == len(set(p0))  # never twice
+    assert set(range(2000)) - set(p0) == set(range(first, last + 1))
+    assert any(f"{log}@{position}" in e and f"offsets {first}-{last}" in e for e in problems), problems
+
+
+def test_a_local_batch_whose_base_offset_goes_back_is_not_read_twice(tmp_path: Path) -> None:
+    tiered = realworld.require_tiered()
+    logs = realworld.writable_copy(tiered / "original" / "kafka-logs", tmp_path / "kafka-logs")
+    log = logs / "audit-0" / f"{0:020d}.log"
+    position, first, last = _move_batch(log, 1, -5)  # its base offset 5 below where it starts
+    plan = plan_read([str(logs)], {"topics": "audit"})
+    got, problems = _read_offsets(plan)
+    offsets = sorted(o for _p, o in got)
+    assert len(offsets) == len(set(offsets))
+    assert set(range(900)) - set(offsets) == set(range(first, last + 1))
+    assert any(f"{log}@{position}" in e and "goes back" in e for e in problems), problems

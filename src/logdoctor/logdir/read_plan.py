@@ -34,14 +34,16 @@ import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from logdoctor.logdir.discovery import DiscoveryError
-from logdoctor.logdir.refs import PartitionRef
+from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.remote_tier import ListingProblem
 
 __all__ = [
     "INTERNAL_TOPIC_PREFIX",
     "NotRead",
+    "OffsetOrder",
     "ReadPlan",
     "is_internal_topic",
     "plan_read",
@@ -250,3 +252,68 @@ def plan_read(
             not_read.extend(_uncovered(ref, named))
     not_read.sort(key=lambda p: (p.topic, p.partition, p.first_offset))
     return ReadPlan(tuple(items), tuple(refs), tuple(not_read), tuple(sorted(left_out)), tuple(found))
+
+
+class OffsetOrder:
+    """The offsets of one segment's batches as they are read, checked so that each is read once or named
+    (``problems``: one line each, naming the file, the byte position and the offsets):
+
+    - a batch whose base offset is at or below an offset already read (it goes backwards or repeats; the
+      base offset is outside the CRC, K:clients/.../record/DefaultRecordBatch.java) is not read: its
+      offsets were read already; in a log dir and in the remote tier alike;
+    - in a remote segment (a tiered topic is never compacted, K:core/.../log/UnifiedLog.scala
+      isRemoteLogEnabled, so its offsets are consecutive) offsets that are skipped, and a batch past the
+      segment's last offset (the remote log metadata's, or the next segment's start), are named too."""
+
+    __slots__ = ("_end", "_last", "_remote", "_seg", "problems")
+
+    def __init__(self, seg: SegmentRef) -> None:
+        self._seg = seg
+        self._remote = seg.remote is not None
+        self._last: int | None = seg.base_offset - 1 if self._remote else None
+        end = None
+        if seg.remote is not None:  # its own last offset (not where the local log takes over)
+            bounds = [seg.next_base_offset - 1] if seg.next_base_offset is not None else []
+            if seg.remote.end_offset is not None:
+                bounds.append(seg.remote.end_offset)
+            end = min(bounds) if bounds else None
+        self._end = end
+        self.problems: list[str] = []
+
+    def beyond(self, batch: Any) -> None:
+        """A read that stops at ``batch`` because it starts past the range read: named when that is the
+        segment's own last offset (an object that also holds the next segment's offsets)."""
+        if self._end is None or int(batch.base_offset) <= self._end:
+            return
+        base = int(batch.base_offset)
+        missing = ""
+        if self._last is not None and self._last < self._end:
+            missing = f"; offsets {self._last + 1}-{self._end} are in no batch before it: not read"
+        self.problems.append(
+            f"{self._seg.path}@{batch.position}: the object goes on past the segment's last offset "
+            f"{self._end} (a batch from offset {base}): those offsets are read once, from the segment "
+            f"that holds them{missing}"
+        )
+
+    def admit(self, batch: Any) -> bool:
+        """Whether to read ``batch`` (False: its offsets were read already; named in ``problems``)."""
+        base, last = int(batch.base_offset), int(batch.last_offset)
+        where = f"{self._seg.path}@{batch.position}"
+        if self._last is not None and base <= self._last:
+            self.problems.append(
+                f"{where}: the batch's base offset {base} goes back (offsets up to {self._last} were read "
+                f"before it): offsets {base}-{last} not read again"
+            )
+            return False
+        if self._remote and self._last is not None and base > self._last + 1:
+            self.problems.append(
+                f"{where}: offsets {self._last + 1}-{base - 1} are in no batch of the remote segment "
+                f"(its batches go from offset {self._last} to {base}): not read"
+            )
+        if self._end is not None and last > self._end:
+            self.problems.append(
+                f"{where}: the batch holds offsets {max(base, self._end + 1)}-{last}, past the segment's "
+                f"last offset {self._end}: those offsets are read from the segment that holds them"
+            )
+        self._last = last
+        return True

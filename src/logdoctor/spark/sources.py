@@ -430,6 +430,7 @@ def read_slice(
     ``kafka-log-segments`` row would (path, valid_bytes, size_bytes, error), so that ``export`` need not
     read the remote tier a second time to find it."""
     from logdoctor.errors import FormatError
+    from logdoctor.logdir.read_plan import OffsetOrder
     from logdoctor.logdir.seek import segment_batches
 
     seg = sl.segment
@@ -446,6 +447,7 @@ def read_slice(
     )
     walked_end, walked_last = sl.read_from, None
     whole = True  # read to the segment's end (a gap after it is then the store's)
+    order = OffsetOrder(seg)  # each offset once: a batch going back is named, not read twice
     try:
         for batch in batches:
             walked_end, walked_last = batch.position + batch.size, batch.last_offset
@@ -455,7 +457,10 @@ def read_slice(
                 break
             if end is not None and batch.last_offset >= end and batch.base_offset >= end:
                 whole = False
+                order.beyond(batch)
                 break
+            if not order.admit(batch):
+                continue
             if start is not None and batch.last_offset < start:
                 continue
             if batch.is_control and not opts.include_control:
@@ -486,6 +491,11 @@ def read_slice(
         return  # a local file gone since planning: no rows, as before
     finally:
         batches.close()
+    if problems is not None:
+        problems.extend(
+            {"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": text}
+            for text in order.problems
+        )
     gap = remote_gap_text(seg, walked_last, end) if whole and problems is not None else None
     if gap is not None:
         problems.append({"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": gap})  # type: ignore[union-attr]
@@ -705,6 +715,7 @@ class _Summary:
         self.min_ts: int | None = None
         self.max_ts: int | None = None
         self.error: Exception | None = None
+        self.order: Any = None  # logdir.read_plan.OffsetOrder of the segment, when given
 
     def walk(self, batches: Iterator[Any]) -> None:
         from logdoctor.errors import FormatError
@@ -724,6 +735,8 @@ class _Summary:
             self._pending = []
 
     def add(self, b: Any) -> None:
+        if self.order is not None:
+            self.order.admit(b)
         if self.undecodable is not None:
             self._pending.append(b)
             if len(self._pending) >= _CHECK_BATCHES:
@@ -781,9 +794,11 @@ def segment_summary(
     (column ``undecodable``; null without it)."""
     from logdoctor.formats.records import iter_batches
     from logdoctor.logdir.files import map_file
+    from logdoctor.logdir.read_plan import OffsetOrder
 
     error_text: str | None = None
     summary = _Summary(seg.path, check_records)
+    summary.order = OffsetOrder(seg)
     size = 0
     if not seg.ranged:
         try:
@@ -817,6 +832,8 @@ def segment_summary(
             error_text = remote_error_text(seg, error, summary.last_offset)
     elif seg.remote is not None:
         error_text = remote_gap_text(seg, summary.last_offset)
+    if summary.order.problems:  # offsets going back (or, remote, skipped or past the segment's end)
+        error_text = "; ".join([*([error_text] if error_text else []), *summary.order.problems])
     findings = segment_findings(seg, error, summary.valid_bytes, scan_findings)
     return {
         "log_dir": seg.log_dir if seg.remote is None else seg.remote.root,
