@@ -163,3 +163,30 @@ def test_export_without_the_remote_tier_names_the_offsets_it_leaves_out(tmp_path
     assert with_store.returncode == 0, with_store.stdout[-2000:] + with_store.stderr[-2000:]
     assert "Not exported" not in with_store.stdout
     assert "below its first local segment" not in with_store.stderr
+
+
+def test_dump_of_a_remote_segment_whose_batch_base_offset_moved_is_an_error(tmp_path: Path) -> None:
+    """Issue 31 item 2: a batch's base offset moved forward by its record count in a remote object (outside
+    the CRC): the dump says the offsets skip, an error for a tiered segment (it was an INFO note)."""
+    from kafka.record import MemoryRecords
+
+    tiered = realworld.require_tiered()
+    store = realworld.writable_copy(tiered / "kafka-local" / "remote", tmp_path / "remote")
+    [obj] = (store / "kafka-tiered-storage").glob("payments-0-*/00000000000000000648-*.log")
+    data = bytearray(obj.read_bytes())
+    records = MemoryRecords(bytes(data))
+    spans, pos = [], 0
+    while records.has_next():
+        batch = records.next_batch()
+        if batch is None:
+            break
+        offsets = [r.offset for r in batch]
+        spans.append((pos, offsets[0], len(offsets)))
+        pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big")
+    position, first, count = spans[2]
+    data[position : position + 8] = (first + count).to_bytes(8, "big")
+    obj.write_bytes(bytes(data))
+    res = _dump(["--remote-storage", str(store), str(obj), "--json"])
+    assert res.exit_code == 2, res.output
+    [gap] = [e for e in _events(res.stdout, ("finding",)) if e["code"] == "LOG_NON_CONSECUTIVE_OFFSETS"][:1]
+    assert gap["severity"] == "error" and f"offsets {first}-{first + count - 1} are missing" in gap["message"]
