@@ -273,6 +273,9 @@ def test_every_record_once_or_named(spark, inputs, tmp_path, request, name, outp
     assert res.exit_code == (0 if inp.damage is None else 1), res.output
     summary = json.loads(res.stdout)
     _named([(s["path"], s["error"]) for s in summary["skipped"]], inp)
+    # the tiered log dirs hold __remote_log_metadata partitions: left out, and said (item 6)
+    tiered = "remoteStorage" in inp.options
+    assert summary["internal_topics_left_out"] == (["__remote_log_metadata"] if tiered else [])
     if fmt == "parquet":
         import pyarrow.parquet as pq
 
