@@ -25,7 +25,9 @@ class CommandEntry:
 INSPECT, FIX, EXTRACT = "Inspect", "Fix (broker stopped)", "Extract with Spark"
 
 COMMANDS: tuple[CommandEntry, ...] = (
-    CommandEntry("dump", "dump", INSPECT, "Dump log-dir files like Kafka's DumpLogSegments, and more."),
+    CommandEntry(
+        "dump", "dump.command", INSPECT, "Dump log-dir files like Kafka's DumpLogSegments, and more."
+    ),
     CommandEntry(
         "scan",
         "scan",
