@@ -176,3 +176,34 @@ def test_a_local_batch_whose_base_offset_goes_back_is_not_read_twice(tmp_path: P
     assert len(offsets) == len(set(offsets))
     assert set(range(900)) - set(offsets) == set(range(first, last + 1))
     assert any(f"{log}@{position}" in e and "goes back" in e for e in problems), problems
+
+
+def test_a_segment_finished_twice_in_the_metadata_is_read_once_and_named(tmp_path: Path) -> None:
+    """The same segment uploaded twice and both COPY_SEGMENT_FINISHED (a leader change, KAFKA-15168):
+    its offsets are read from one of the two, the other named."""
+    from logdoctor.logdir.discovery import discover
+    from logdoctor.logdir.remote_metadata import replay_remote_log_metadata
+    from logdoctor.logdir.remote_tier import RemoteOptions, attach_remote
+
+    logs, folder = _store(tmp_path)
+    metadata = replay_remote_log_metadata([str(logs)])
+    [rp] = [rp for tip, rp in metadata.partitions.items() if tip.partition == 0]
+    [seg] = [s for s in rp.copied if s.start_offset == 324]
+    twin = "CCCCCCCCCCCCCCCCCCCCCC"
+    import dataclasses
+
+    rp.segments[twin] = dataclasses.replace(seg, segment_id=twin)
+    for f in folder.glob(f"{324:020d}-{seg.segment_id}.*"):
+        f.with_name(f.name.replace(seg.segment_id, twin)).write_bytes(f.read_bytes())
+    problems: list = []
+    refs = attach_remote(
+        [r for r in discover([str(logs)]) if r.topic == "payments"],
+        RemoteOptions(str(folder.parent.parent)),
+        metadata=metadata,
+        problems=problems,
+    )
+    [ref] = [r for r in refs if r.partition == 0]
+    starts = [s.base_offset for s in ref.segments if s.remote is not None]
+    assert starts == [0, 324, 648, 972]
+    [named] = problems
+    assert not named.lost and (named.first_offset, named.last_offset) == (324, 647)

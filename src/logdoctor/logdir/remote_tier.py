@@ -285,6 +285,7 @@ def _reconcile(
         return later[0] - 1 if later else None
 
     keep: list[tuple[int, str, str, int, int | None]] = []
+    lasts: dict[str, int | None] = {}  # the metadata's last offset of each segment
     if expected is not None:
         ids = {seg_id for _s, seg_id, _l, _z in listed}
         for start, seg_id, log, size in listed:
@@ -321,7 +322,11 @@ def _reconcile(
                     f"says): no object of it is in the store: {_offsets(start, last)} not read",
                 )
             )
-        return keep
+        # two finished segments of the same offsets (a segment stored twice, both COPY_SEGMENT_FINISHED:
+        # the scan's REMOTE_SEGMENTS_OVERLAP): one is read, as below
+        listed = [(start, seg_id, log, size) for start, seg_id, log, size, _last in keep]
+        lasts = {seg_id: last for _s, seg_id, _l, _z, last in keep}
+        keep = []
     by_start: dict[int, list[tuple[int, str, str, int]]] = {}
     for entry in listed:
         by_start.setdefault(entry[0], []).append(entry)
@@ -330,7 +335,7 @@ def _reconcile(
         # is read, the other named
         entries.sort(key=lambda e: (-e[3], e[1]))
         first = entries[0]
-        keep.append((*first, None))
+        keep.append((*first, lasts.get(first[1])))
         for start_, seg_id, log, _size in entries[1:]:
             if below(start_):
                 problems.append(
