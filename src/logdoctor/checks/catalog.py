@@ -1079,8 +1079,7 @@ _ENTRIES = (
         "the brokers given are those of {clusters} clusters ({listing}); a broker is its cluster id and "
         "node id, and replicas are compared (lag, high watermark, topic ids) only with replicas of the same "
         "cluster{shared}",
-        "Nothing to do; to see one cluster alone, give the census only its brokers' inventories or log "
-        "dirs.",
+        "Nothing to do; to see one cluster alone, give the census only its brokers' inventories or log dirs.",
         "K:metadata/.../properties/MetaProperties.java (cluster.id, node.id); a cluster id is random per "
         "`kafka-storage format` unless given, and docker images give a fixed one",
         "fleet",
