@@ -245,11 +245,13 @@ def test_every_record_once_or_named(spark, inputs, tmp_path, request, name, outp
             spark.read.format("kafka-log-segments")
             .options(**inp.options)
             .load(inp.paths)
-            .where("error is not null")
-            .select("path", "error")
+            .where("error is not null or size(crc_mismatches) > 0")
+            .select("path", "error", "crc_mismatches")
             .collect()
         )
-        _named([(r["path"], r["error"]) for r in bad], inp)
+        entries = [(r["path"], r["error"]) for r in bad if r["error"] is not None]
+        entries += [(r["path"], c["error"]) for r in bad for c in r["crc_mismatches"] or ()]
+        _named(entries, inp)
         return
     out = tmp_path / "out"
     fmt, _, writer = output.partition("-")
