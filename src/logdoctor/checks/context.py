@@ -68,6 +68,8 @@ class PartitionTask:
     topic_config: TopicConfig | None = None  # the topic's effective retention settings (None: unknown)
     #: what the broker's log dirs show of remote storage (checks.tiered; None: not looked at)
     remote_evidence: BrokerRemoteEvidence | None = None
+    #: transaction.max.timeout.ms and where it comes from (None: Kafka's default; checks.transactions)
+    transaction_timeout: tuple[int, str] | None = None
 
 
 @dataclass(slots=True)

@@ -27,6 +27,7 @@ from logdoctor.checks.consequences import link_consequences
 from logdoctor.checks.context import PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
 from logdoctor.checks.disk_space import check_disks
+from logdoctor.checks.divergence import replicas_diverged
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
 from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
@@ -43,7 +44,12 @@ from logdoctor.checks.tiered import (
     tiering,
     topic_tiering,
 )
-from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
+from logdoctor.checks.topic_config import (
+    LOG_RETENTION_MS,
+    TRANSACTION_MAX_TIMEOUT_MS,
+    ConfigInputs,
+    TopicConfigResolver,
+)
 from logdoctor.logdir.metadata_image import MetadataImage, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
@@ -224,6 +230,7 @@ def scan(
     dirs: list[LogDir] = []
     tasks: list[PartitionTask] = []
     configs = topic_config_resolver(paths, options)
+    txn_timeout = _transaction_timeout(configs)
     remote = broker_remote_evidence(paths)
     for p in paths:
         ld = LogDir.shared(p)
@@ -259,6 +266,7 @@ def scan(
                     options=options,
                     topic_config=None if meta_log else configs.resolve(topic),
                     remote_evidence=remote,
+                    transaction_timeout=txn_timeout,
                 )
             )
         rep.partitions = len(ld.partitions)
@@ -311,6 +319,7 @@ def scan(
     for r in results:
         findings.extend(r.findings)
     findings.extend(cross_dir(reports, results, groups, images))
+    findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
@@ -332,6 +341,18 @@ def scan(
         metadata=image,
         remote=remote_md,
     )
+
+
+def _transaction_timeout(configs: TopicConfigResolver) -> tuple[int, str] | None:
+    """transaction.max.timeout.ms of the broker's configs (None: not set, Kafka's default applies)."""
+    got = configs.broker_config(TRANSACTION_MAX_TIMEOUT_MS)
+    if got is None:
+        return None
+    value, source = got
+    try:
+        return int(value.strip()), source
+    except ValueError:  # a metadata ConfigRecord the broker would refuse too: its default is what is known
+        return None
 
 
 def _usable_offsets(cp: CheckpointRead) -> dict[tuple[str, int], int]:
