@@ -113,20 +113,3 @@ def require_tiered() -> Path:
     if not tiered_available():
         pytest.skip(TIERED_SKIP_REASON)
     return TIERED
-
-
-# ../shared/forensics: three brokers' log dirs with diverged replicas (wallet-0) and a hanging
-# transaction (billing-0 on broker-1), written by Kafka's own storage classes (its README.md gives the
-# facts Kafka computes). Read in place like the real log dirs: tests skip outside the workspace with a
-# "realworld:" reason, which CI turns into a failure.
-FORENSICS = Path(os.environ.get("LOGDOCTOR_FORENSICS", REPO_ROOT.parent / "shared" / "forensics"))
-FORENSICS_SKIP_REASON = (
-    f"realworld: no forensics data at {FORENSICS} (../shared/forensics exists only in the workspace)"
-)
-
-
-def require_forensics() -> Path:
-    """Return ../shared/forensics or skip the calling test (CI turns this skip into a failure)."""
-    if not (FORENSICS / "README.md").is_file() or not (FORENSICS / "broker-1" / "kafka-logs").is_dir():
-        pytest.skip(FORENSICS_SKIP_REASON)
-    return FORENSICS
