@@ -1,7 +1,7 @@
 """Who loses what on ../shared/forensics (written by Kafka's own storage classes; its README gives what
 Kafka computes): REPLICA_DIVERGED for the replicas an unclean leader election left behind, with the fix
-run exactly as printed, and TRANSACTION_HANGING for the transaction that never ended. The leader-epoch
-rule itself against the expectations of Kafka's LeaderEpochFileCacheTest."""
+run exactly as printed, and TRANSACTION_HANGING for the transaction that never ended (the truncation rule
+itself: tests/logdir/test_divergence.py)."""
 
 from __future__ import annotations
 
@@ -10,42 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 from kafka.record import MemoryRecords
 
 import realworld
 from logdoctor.checks.context import ConfigInputs, ScanOptions
-from logdoctor.checks.epoch_truncation import UNDEFINED, end_offset_for, follower_truncation
 from logdoctor.checks.scanner import scan
-
-U = (UNDEFINED, UNDEFINED)
-
-
-# K:core/src/test/scala/unit/kafka/server/epoch/LeaderEpochFileCacheTest.scala: the caches those tests
-# assign and the (epoch, end offset) Kafka asserts for each request
-@pytest.mark.parametrize(
-    ("epochs", "requested", "leo", "expected"),
-    [
-        ([(5, 11), (6, 12), (7, 13)], 4, 0, (4, 11)),  # ...FirstEpochIfRequestedEpochLessThanFirstEpoch
-        ([(1, 11), (2, 13), (3, 15)], 2, 17, (2, 15)),  # ...SubsequentEpochWhenOffsetRequestedForPrevious...
-        ([(0, 10), (2, 13), (4, 17)], 1, 0, (0, 13)),  # ...NextAvailableEpochIfThereIsNoExactEpoch...
-        ([(0, 10), (2, 13), (4, 17)], 2, 0, (2, 17)),
-        ([(0, 10), (2, 13), (4, 17)], 3, 0, (2, 17)),
-        ([(2, 100)], 3, 100, U),  # shouldReturnInvalidOffsetIfEpochIsRequestedWhichIsNotCurrentlyTracked
-        ([], UNDEFINED, 73, U),  # shouldReturnUnsupportedIfNoEpochRecordedAndUndefinedEpochRequested
-        ([(0, 0), (1, 5), (2, 10)], 2, 20, (2, 20)),  # the latest epoch: the log end offset
-    ],
-)
-def test_end_offset_for_matches_kafkas_cache_tests(epochs, requested, leo, expected) -> None:
-    assert end_offset_for(epochs, requested, leo) == expected
-
-
-def test_a_follower_that_only_lags_loses_nothing() -> None:
-    # the same epochs, the follower behind: truncated at its own log end
-    t = follower_truncation([(0, 0), (1, 800)], 1050, [(0, 0), (1, 800)], 920)
-    assert t.offset == 920 and not t.removes(920)
-    # a follower on an older epoch than the leader's first divergence: nothing beyond the leader's end
-    assert not follower_truncation([(0, 0), (2, 800)], 1200, [(0, 0)], 800).removes(800)
 
 
 def _scan_forensics(root: Path, **kw):

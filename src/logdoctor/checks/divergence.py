@@ -4,10 +4,12 @@ election), and exactly what each follower loses when the brokers start.
 The replica with the newest leader epoch (the last entry of its leader-epoch-checkpoint) is the leader:
 the controller raised the epoch when it elected it (K:core/.../cluster/Partition.scala makeLeader); of
 several with that epoch, the one with the highest log end offset. Every other replica is truncated by the
-follower's leader-epoch rule (:mod:`logdoctor.checks.epoch_truncation`); what lies between that offset and
-its log end offset is gone for good once it fetches. A replica that only lags (truncated at its log end)
-gets no finding. Replicas are compared only across brokers (:func:`checks.cross_dir.broker_groups`) of one
-cluster id, with the same topic id when both know one, and only when both have a leader epoch cache.
+follower's leader-epoch rule (:func:`logdoctor.logdir.divergence.follower_truncation`); what lies
+between that offset and its log end offset is gone for good once it fetches. A replica that only lags
+(truncated at its log end) gets no finding. Replicas are compared only across brokers
+(:func:`checks.cross_dir.broker_groups`: (cluster id, node id), each once) of one cluster id, with the same
+topic id (or none on every side), never the metadata log (KRaft's own fetch), and only when each has a
+leader epoch cache.
 """
 
 from __future__ import annotations
@@ -19,9 +21,9 @@ from dataclasses import dataclass
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
-from logdoctor.checks.epoch_truncation import Truncation, follower_truncation
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
+from logdoctor.logdir.divergence import FollowerTruncation, ReplicaLog, follower_truncation, records_from
 from logdoctor.logdir.names import METADATA_TOPIC, DirKind
 
 __all__ = ["LostRecords", "lost_records", "lost_records_out", "replicas_diverged"]
@@ -29,8 +31,9 @@ __all__ = ["LostRecords", "lost_records", "lost_records_out", "replicas_diverged
 
 @dataclass(frozen=True, slots=True)
 class LostRecords:
-    """The batches of ``[start, log end)`` of one replica: records (control records included), offsets,
-    timestamps and the leader epochs they were written in (from the batches' partition leader epoch)."""
+    """The records of one replica at and after a truncation offset: how many and which offsets
+    (:func:`logdoctor.logdir.divergence.records_from`), their timestamps and the leader epochs they were
+    written in (the batches' partition leader epoch)."""
 
     records: int
     first_offset: int | None
@@ -38,44 +41,42 @@ class LostRecords:
     first_timestamp: int | None
     last_timestamp: int | None
     leader_epochs: tuple[int, ...]
+    bytes: int = 0
     error: str | None = None  # a batch that could not be read (what precedes it is counted)
 
 
 def lost_records(path: str, start: int) -> LostRecords:
-    """What a truncation of the partition folder ``path`` to ``start`` removes: every batch whose last
-    offset is at or above ``start`` (LogSegment.truncateTo cuts before the batch holding ``start``)."""
+    """What a truncation of the partition folder ``path`` to ``start`` removes (records at offsets >=
+    ``start``), with their time range and leader epochs."""
     from logdoctor.logdir.model import Partition
     from logdoctor.logdir.names import parse_partition_dir
 
     name = parse_partition_dir(os.path.basename(path))
     if name is None:
-        return LostRecords(0, None, None, None, None, (), f"{path} is not a partition folder")
+        return LostRecords(0, None, None, None, None, (), 0, f"{path} is not a partition folder")
     part = Partition(None, path, name)
-    segs = part.segments
-    count, first, last, t_min, t_max = 0, None, None, None, None
+    held = records_from(part, start)
+    t_min = t_max = None
     epochs: set[int] = set()
-    error = None
+    error = "; ".join(held.unreadable) or None
+    segs = part.segments
     for i, seg in enumerate(segs):
-        nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
-        if nxt is not None and nxt <= start:
+        if i + 1 < len(segs) and segs[i + 1].base_offset <= start:
             continue
         try:
             for b in seg.batches():
                 if b.last_offset < start:
                     continue
-                count += b.record_count
-                first = b.base_offset if first is None else first
-                last = b.last_offset
                 if b.magic >= 2:
                     epochs.add(b.partition_leader_epoch)
                 for r in b.records():
-                    ts = r.timestamp
-                    t_min = ts if t_min is None else min(t_min, ts)
-                    t_max = ts if t_max is None else max(t_max, ts)
-        except FormatError as e:
-            error = str(e)
-            break
-    return LostRecords(count, first, last, t_min, t_max, tuple(sorted(epochs)), error)
+                    if r.offset >= start:
+                        t_min = r.timestamp if t_min is None else min(t_min, r.timestamp)
+                        t_max = r.timestamp if t_max is None else max(t_max, r.timestamp)
+        except (FormatError, OSError):
+            break  # records_from names the unreadable segment
+    first, last = held.first_offset, held.last_offset
+    return LostRecords(held.records, first, last, t_min, t_max, tuple(sorted(epochs)), held.bytes, error)
 
 
 def lost_records_out(path: str, start: int, end: int) -> str:
@@ -126,20 +127,20 @@ def replicas_diverged(
             if broker_of[p.log_dir] == lead_broker:
                 continue
             assert p.log_end_offset is not None and leader.log_end_offset is not None
-            t = follower_truncation(
-                leader.leader_epochs,
-                leader.log_end_offset,
-                p.leader_epochs,
-                p.log_end_offset,
-                p.high_watermark,
-            )
-            if not t.removes(p.log_end_offset):
+            t = follower_truncation(_replica_log(p), _replica_log(leader))
+            if not t.truncates:
                 continue
             out.append(_finding(p, leader, t))
     return out
 
 
-def _finding(p: PartitionReport, leader: PartitionReport, t: Truncation) -> Finding:
+def _replica_log(p: PartitionReport) -> ReplicaLog:
+    assert p.log_end_offset is not None
+    start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
+    return ReplicaLog(tuple(p.leader_epochs), start, p.log_end_offset, p.high_watermark)
+
+
+def _finding(p: PartitionReport, leader: PartitionReport, t: FollowerTruncation) -> Finding:
     from logdoctor.checks.state import iso
 
     assert p.log_end_offset is not None
@@ -182,7 +183,8 @@ def _finding(p: PartitionReport, leader: PartitionReport, t: Truncation) -> Find
             "lost_offsets": [first, last],
             "lost_timestamps": [lost.first_timestamp, lost.last_timestamp],
             "lost_leader_epochs": list(lost.leader_epochs),
-            "truncated_to_high_watermark": t.via_high_watermark,
+            "lost_bytes": lost.bytes,
+            "rule": t.rule,
             **({"unreadable": lost.error} if lost.error else {}),
         },
     )
