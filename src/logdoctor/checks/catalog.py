@@ -959,9 +959,9 @@ _ENTRIES = (
         _W,
         "a consumer group's committed offset outside its partition's log: the group resets by "
         "auto.offset.reset when it comes back",
-        "group {group} committed offset {committed_offset} for {topic}-{partition}, {where} "
-        "[{log_start_offset}, {log_end_offset}) of {path}: with auto.offset.reset=earliest it "
-        "{earliest_effect}; with latest it {latest_effect}",
+        "group {group} committed offset {committed_offset} for {topic}-{partition}, {where} of {path} (log "
+        "start offset {log_start_offset}, log end offset {log_end_offset}): with auto.offset.reset=earliest "
+        "it {earliest_effect}; with latest it {latest_effect}",
         "Before the group's consumers start, decide where it resumes: kafka-consumer-groups.sh "
         "--bootstrap-server HOST:PORT --group {group} --reset-offsets --topic {topic}:{partition} "
         "--to-offset N --execute (on the running cluster, with the group's consumers stopped); otherwise the "

@@ -24,7 +24,8 @@ from typing import ParamSpec
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean_shutdown
 from logdoctor.checks.consequences import link_consequences
-from logdoctor.checks.context import PartitionReport, PartitionTask, ScanOptions
+from logdoctor.checks.consumer_groups import clusters_of, offsets_out_of_range
+from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
 from logdoctor.checks.disk_space import check_disks
 from logdoctor.checks.divergence import replicas_diverged
@@ -320,6 +321,8 @@ def scan(
         findings.extend(r.findings)
     findings.extend(cross_dir(reports, results, groups, images))
     findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
+    if options.depth is not Depth.QUICK:
+        findings.extend(offsets_out_of_range(results, clusters_of(groups)))
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)

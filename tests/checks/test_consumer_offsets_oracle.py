@@ -1,0 +1,81 @@
+"""CONSUMER_OFFSET_OUT_OF_RANGE on every real log dir against an independent reading of __consumer_offsets
+and of the log ranges (tests/consumer_offsets_oracle.py: kafka-python, Kafka's JSON schemas, the
+coordinator's replay restated). Every committed offset of every dir: no false finding, none missed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import kafka_schemas as ks
+import realworld
+from consumer_offsets_oracle import checkpoint, commits, expected_out_of_range, log_range
+from logdoctor.checks.context import ScanOptions
+from logdoctor.checks.scanner import scan
+
+
+@pytest.mark.realworld
+def test_every_committed_offset_of_every_real_log_dir_matches_the_oracle() -> None:
+    ks.require()
+    realworld.require()
+    total_judged, total_found = 0, 0
+    for log_dir in realworld.log_dirs():
+        if not log_dir.is_dir() or not (log_dir / "meta.properties").exists():
+            continue
+        expected, judged = expected_out_of_range(log_dir)
+        rep = scan([log_dir], ScanOptions(), jobs=1)
+        got = {
+            (f.details["group"], f.details["topic"], f.details["partition"], f.details["committed_offset"])
+            for f in rep.findings
+            if f.code == "CONSUMER_OFFSET_OUT_OF_RANGE"
+        }
+        assert got == expected, log_dir.name
+        total_judged += judged
+        total_found += len(got)
+    # the comparison judged real commits, and real dirs hold groups that will reset
+    assert total_judged >= 30 and total_found >= 1
+
+
+@pytest.mark.realworld
+def test_lewi217_group_beyond_an_emptied_partition_says_what_each_reset_does() -> None:
+    rw = realworld.require()
+    rep = scan([rw / "zk-lewi217"], ScanOptions(), jobs=1)
+    (f,) = [f for f in rep.findings if f.code == "CONSUMER_OFFSET_OUT_OF_RANGE"]
+    d = f.details
+    # the folder holds no segment (its .log was not committed): the broker starts it empty at 0
+    assert (d["group"], d["topic"], d["partition"]) == ("myGroup", "wikimedia-stream", 0)
+    assert (d["log_start_offset"], d["log_end_offset"]) == (0, 0)
+    assert d["committed_offset"] == commits(rw / "zk-lewi217" / "__consumer_offsets-17")[
+        ("myGroup", "wikimedia-stream", 0)
+    ]
+    resets = (d["earliest_skips"], d["earliest_rereads"], d["latest_skips"], d["latest_rereads"])
+    assert resets == (0, 0, 0, 0)
+
+
+@pytest.mark.realworld
+def test_a_raised_log_start_moves_a_real_group_below_the_log(tmp_path: Path) -> None:
+    """A copy of a real dir whose log-start-offset-checkpoint was raised past a group's commit (as
+    DeleteRecords or retention would): the oracle and the scan agree on the group and what it skips."""
+    ks.require()
+    src = realworld.require() / "zk-3.6-saikrupa82-a"
+    copy = realworld.writable_copy(src, tmp_path / "logs")
+    starts = checkpoint(copy / "log-start-offset-checkpoint")
+    held = {k: v for co in copy.glob("__consumer_offsets-*") for k, v in commits(co).items()}
+    (group, topic, part), committed = next(iter(sorted(held.items())))
+    _start, end = log_range(copy / f"{topic}-{part}", starts.get((topic, part)))
+    assert committed < end  # a commit with records after it
+    starts[(topic, part)] = end
+    body = "".join(f"{t} {p} {o}\n" for (t, p), o in sorted(starts.items()))
+    (copy / "log-start-offset-checkpoint").write_text(f"0\n{len(starts)}\n{body}")
+    expected, _ = expected_out_of_range(copy)
+    assert (group, topic, part, committed) in expected
+    rep = scan([copy], ScanOptions(), jobs=1)
+    found = [f for f in rep.findings if f.code == "CONSUMER_OFFSET_OUT_OF_RANGE"]
+    got = {(f.details["group"], f.details["topic"], f.details["partition"], f.details["committed_offset"])
+           for f in found}  # fmt: skip
+    assert got == expected
+    d = next(f.details for f in found if f.details["group"] == group)
+    assert (d["log_start_offset"], d["log_end_offset"]) == (end, end)
+    assert d["earliest_skips"] == end - committed == d["latest_skips"]
+    assert d["earliest_rereads"] == 0
