@@ -57,6 +57,10 @@ def test_no_epoch_truncates_to_the_high_watermark():
     leader = ReplicaLog(((0, 0),), 0, 900)
     t = follower_truncation(f, leader)
     assert (t.offset, t.rule) == (320, "high-watermark")
+    assert t.lacks_from == 500  # what it truncated it fetches back: the leader holds [320, 900)
+    # a leader behind the high watermark: the fetch is out of range, truncated to the leader's end
+    t = follower_truncation(ReplicaLog((), 0, 500, 480), ReplicaLog((), 0, 400))
+    assert (t.offset, t.lacks_from) == (400, 400)
     # no entry in replication-offset-checkpoint: the broker loads 0, kept at or above the log start
     assert follower_truncation(ReplicaLog((), 100, 500), leader).offset == 100
 

@@ -128,7 +128,7 @@ def replicas_diverged(
                 continue
             assert p.log_end_offset is not None and leader.log_end_offset is not None
             t = follower_truncation(_replica_log(p), _replica_log(leader))
-            if not t.truncates:
+            if t.lacks_from >= p.log_end_offset:  # only lags, or fetches back what it truncates
                 continue
             out.append(_finding(p, leader, t))
     return out
@@ -144,8 +144,8 @@ def _finding(p: PartitionReport, leader: PartitionReport, t: FollowerTruncation)
     from logdoctor.checks.state import iso
 
     assert p.log_end_offset is not None
-    lost = lost_records(p.path, t.offset)
-    first = lost.first_offset if lost.first_offset is not None else t.offset
+    lost = lost_records(p.path, t.lacks_from)
+    first = lost.first_offset if lost.first_offset is not None else t.lacks_from
     last = lost.last_offset if lost.last_offset is not None else p.log_end_offset - 1
     tp = f"{p.topic}-{p.partition}"
     times = (
@@ -169,7 +169,8 @@ def _finding(p: PartitionReport, leader: PartitionReport, t: FollowerTruncation)
         last=last,
         times=times,
         epochs=", ".join(map(str, lost.leader_epochs)) or "unknown",
-        lost_out=lost_records_out(p.path, t.offset, p.log_end_offset),
+        lost_from=t.lacks_from,
+        lost_out=lost_records_out(p.path, t.lacks_from, p.log_end_offset),
         log_end_offset=p.log_end_offset,
         details={
             "topic": p.topic,

@@ -78,17 +78,29 @@ class FollowerTruncation:
     ``rule``: ``"leader-epoch"`` or ``"high-watermark"`` (the follower has no leader epoch);
     ``epoch``: the epoch the last exchange agreed on (None with the high-watermark rule);
     ``follower_log_end_offset``: the follower's log end offset before;
-    ``high_watermark``: the follower's high watermark as loaded."""
+    ``high_watermark``: the follower's high watermark as loaded;
+    ``leader_log_end_offset``: the leader's log end offset."""
 
     offset: int
     rule: str
     epoch: int | None
     follower_log_end_offset: int
     high_watermark: int
+    leader_log_end_offset: int
 
     @property
     def truncates(self) -> bool:
         return self.offset < self.follower_log_end_offset
+
+    @property
+    def lacks_from(self) -> int:
+        """The first offset of the follower's records the leader lacks (its log end offset: none).
+        With leader epochs everything truncated is the leader's lack (the epochs differ from there);
+        without them (the high-watermark rule) the follower fetches the offsets it truncated back from
+        the leader, so only what lies beyond the leader's log end is known to be lost."""
+        if self.rule == "high-watermark":
+            return min(self.follower_log_end_offset, max(self.offset, self.leader_log_end_offset))
+        return self.offset
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -97,6 +109,8 @@ class FollowerTruncation:
             "epoch": self.epoch,
             "follower_log_end_offset": self.follower_log_end_offset,
             "high_watermark": self.high_watermark,
+            "leader_log_end_offset": self.leader_log_end_offset,
+            "lacks_from": self.lacks_from,
         }
 
 
@@ -149,23 +163,28 @@ def follower_truncation(follower: ReplicaLog, leader: ReplicaLog) -> FollowerTru
     l_cache = _load_cache(leader.leader_epochs, leader.log_start_offset, leader.log_end_offset)
     new_epoch = max([e for e, _ in f_cache + l_cache], default=-1) + 1
     l_cache = [*l_cache, (new_epoch, leader.log_end_offset)]
+    leader_end = leader.log_end_offset
     end = f_end
     while True:
-        if not f_cache:  # no epoch: truncateToHighWatermark (or the initial fetch offset, the same)
-            return FollowerTruncation(min(hw, end), "high-watermark", None, f_end, hw)
-        answer = _end_offset_for(l_cache, f_cache[-1][0], leader.log_end_offset)
-        if answer is None:  # undefined: the initial fetch offset, its log end offset (truncation on fetch)
-            return FollowerTruncation(end, "leader-epoch", None, f_end, hw)
+        if not f_cache:
+            # no epoch: truncateToHighWatermark (with truncation on fetch the initial fetch offset is the
+            # high watermark too); a fetch beyond the leader's log end is out of range and the follower
+            # truncates to the leader's log end (AbstractFetcherThread.fetchOffsetAndTruncate)
+            return FollowerTruncation(min(hw, end, leader_end), "high-watermark", None, f_end, hw, leader_end)
+        answer = _end_offset_for(l_cache, f_cache[-1][0], leader_end)
+        if answer is None:  # undefined: the initial fetch offset (its log end), then out of range as above
+            return FollowerTruncation(min(end, leader_end), "leader-epoch", None, f_end, hw, leader_end)
         l_epoch, l_end = answer
         mine = _end_offset_for(f_cache, l_epoch, end)
         if mine is None:  # the follower tracked no epoch that low: the leader's offset
-            return FollowerTruncation(min(l_end, end), "leader-epoch", l_epoch, f_end, hw)
+            return FollowerTruncation(min(l_end, end), "leader-epoch", l_epoch, f_end, hw, leader_end)
         f_epoch, f_epoch_end = mine
         if f_epoch != l_epoch:  # an epoch the follower does not know: truncate to its own end and ask again
             end = min(f_epoch_end, end)
             f_cache = _truncate_from_end(f_cache, end)
             continue
-        return FollowerTruncation(min(f_epoch_end, l_end, end), "leader-epoch", l_epoch, f_end, hw)
+        offset = min(f_epoch_end, l_end, end)
+        return FollowerTruncation(offset, "leader-epoch", l_epoch, f_end, hw, leader_end)
 
 
 def replica_log(partition: Partition) -> ReplicaLog:
