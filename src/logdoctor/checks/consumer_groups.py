@@ -25,6 +25,7 @@ A committed offset of -1 (no offset) is not a commit.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -43,7 +44,9 @@ __all__ = [
     "clusters_of",
     "committed_offsets",
     "judge",
+    "moved_out_of_range",
     "offsets_out_of_range",
+    "plan_note",
     "replay_records",
 ]
 
@@ -279,6 +282,37 @@ def out_of_range(
             if o is not None:
                 out.append((o, target))
     return out
+
+
+def moved_out_of_range(
+    parts: list[PartitionReport],
+    clusters: dict[str, str | None],
+    new_ranges: dict[str, tuple[int, int]],
+) -> list[OutOfRange]:
+    """The commits out of range once the log ranges change (partition folder -> its ``(log start, log
+    end)`` after a plan: a truncation, a raised log start, a restore), of the partitions that change. A
+    commit out of range already (e.g. beyond the end the scan reports for a log whose recovery truncates
+    it) is listed too: the plan is what makes it so on disk."""
+    changed = [
+        dataclasses.replace(p, log_start_offset=new_ranges[p.path][0], log_end_offset=new_ranges[p.path][1])
+        if p.path in new_ranges
+        else p
+        for p in parts
+    ]
+    return [o for o, t in out_of_range(changed, clusters) if t.path in new_ranges]
+
+
+def plan_note(o: OutOfRange) -> str:
+    """The dry run's line for a group a plan moves out of range."""
+    c = o.commit
+    side = "below its new log start" if o.below else "beyond its new log end"
+    return (
+        f"consumer group {c.group}: its committed offset {c.offset} of {c.topic}-{c.partition} will be "
+        f"{side} "
+        f"(log start {o.log_start_offset}, log end {o.log_end_offset}): with auto.offset.reset=earliest it "
+        f"skips {o.earliest_skips} and reads {o.earliest_rereads} offsets again, with latest it skips "
+        f"{o.latest_skips} (CONSUMER_OFFSET_OUT_OF_RANGE once applied)"
+    )
 
 
 def offsets_out_of_range(parts: list[PartitionReport], clusters: dict[str, str | None]) -> list[Finding]:
