@@ -946,13 +946,32 @@ _ENTRIES = (
     Entry(
         "TRANSACTION_STATE_MISMATCH",
         _W,
-        "the transaction coordinator's state (__transaction_state) and the partition's markers disagree",
+        "the transaction coordinator's state (__transaction_state) and a partition's open transactions "
+        "disagree",
         "{message}",
-        "Nothing to do offline; on the running cluster `kafka-transactions.sh --bootstrap-server HOST:PORT "
-        "describe --transactional-id {transactional_id}` shows what the coordinator does with it (it "
-        "completes PREPARE_* transactions by writing the markers).",
-        "K:transaction-coordinator/.../TransactionMetadata.java (states), core/.../coordinator/transaction/"
-        "TransactionMarkerChannelManager.scala",
+        "A command for the running cluster: kafka-transactions.sh --bootstrap-server HOST:PORT describe "
+        "--transactional-id {transactional_id} shows what the coordinator does with it (it completes "
+        "PrepareCommit and PrepareAbort by writing the markers).",
+        "K:transaction-coordinator/.../TransactionState.java, core/.../coordinator/transaction/"
+        "TransactionStateManager.scala loadTransactionMetadata, TransactionMarkerChannelManager.scala; "
+        "storage/.../log/ProducerStateManager.java",
+        cases={
+            "open-in-log": Case(
+                "{topic}-{partition} holds a transaction of producer {producer_id} (epoch {producer_epoch}) "
+                "open since offset {first_offset}, but the transaction coordinator has none open for it "
+                "({said}): no marker will come, and read_committed consumers stay at offset {first_offset} "
+                "until it is aborted",
+                "A command for the running cluster (not for this host's files): kafka-transactions.sh "
+                "--bootstrap-server HOST:PORT abort --topic {topic} --partition {partition} --start-offset "
+                "{first_offset} (KIP-664).",
+            ),
+            "closed-in-log": Case(
+                "the transaction coordinator has transactional id {transactional_id} (producer "
+                "{producer_id}, epoch {producer_epoch}) in state {state} ({source}), listing "
+                "{topic}-{partition}, but that partition's producer state shows the transaction's marker "
+                "already written there"
+            ),
+        },
     ),
     Entry(
         "CONSUMER_OFFSET_OUT_OF_RANGE",

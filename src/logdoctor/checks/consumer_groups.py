@@ -47,6 +47,7 @@ __all__ = [
     "moved_out_of_range",
     "offsets_out_of_range",
     "plan_note",
+    "records_of",
     "replay_records",
 ]
 
@@ -171,7 +172,9 @@ def replay_records(
 _Row = tuple[int, int, bool, bytes | None, bytes | None, int]
 
 
-def _records_of(path: str, log_start: int) -> Iterable[_Row]:
+def records_of(path: str, log_start: int) -> Iterable[_Row]:
+    """``(offset, producer id (-1 outside a transaction), is control, key, value, control type)`` of every
+    record of a partition folder from ``log_start``, in log order, stopping at the first bad batch."""
     from logdoctor.formats.control import parse_control_key
     from logdoctor.logdir.model import Partition
     from logdoctor.logdir.names import parse_partition_dir
@@ -213,7 +216,7 @@ def committed_offsets(consumer_offsets_partitions: Iterable[PartitionReport]) ->
     out: list[Commit] = []
     for p in consumer_offsets_partitions:
         start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
-        out.extend(replay_records(_records_of(p.path, start), p.path).values())
+        out.extend(replay_records(records_of(p.path, start), p.path).values())
     return out
 
 

@@ -51,6 +51,7 @@ from logdoctor.checks.topic_config import (
     ConfigInputs,
     TopicConfigResolver,
 )
+from logdoctor.checks.transaction_state import TRANSACTION_STATE_TOPIC, transaction_state_mismatches
 from logdoctor.logdir.metadata_image import MetadataImage, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
@@ -59,6 +60,7 @@ from logdoctor.logdir.names import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
+    parse_partition_dir,
 )
 from logdoctor.logdir.offsets import log_start_offsets
 from logdoctor.logdir.recognize import recognize
@@ -232,6 +234,11 @@ def scan(
     tasks: list[PartitionTask] = []
     configs = topic_config_resolver(paths, options)
     txn_timeout = _transaction_timeout(configs)
+    keep_producers = options.depth is not Depth.QUICK and any(
+        parse_partition_dir(n) is not None and n.startswith(TRANSACTION_STATE_TOPIC + "-")
+        for p in paths
+        for n in _names(p)
+    )
     remote = broker_remote_evidence(paths)
     for p in paths:
         ld = LogDir.shared(p)
@@ -268,6 +275,7 @@ def scan(
                     topic_config=None if meta_log else configs.resolve(topic),
                     remote_evidence=remote,
                     transaction_timeout=txn_timeout,
+                    keep_producers=keep_producers,
                 )
             )
         rep.partitions = len(ld.partitions)
@@ -322,7 +330,9 @@ def scan(
     findings.extend(cross_dir(reports, results, groups, images))
     findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
     if options.depth is not Depth.QUICK:
-        findings.extend(offsets_out_of_range(results, clusters_of(groups)))
+        clusters = clusters_of(groups)
+        findings.extend(offsets_out_of_range(results, clusters))
+        findings.extend(transaction_state_mismatches(results, clusters))
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
@@ -344,6 +354,13 @@ def scan(
         metadata=image,
         remote=remote_md,
     )
+
+
+def _names(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
 
 
 def _transaction_timeout(configs: TopicConfigResolver) -> tuple[int, str] | None:

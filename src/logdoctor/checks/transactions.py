@@ -57,7 +57,8 @@ class OpenTransaction:
 
 def open_transactions(st: PartitionState) -> list[OpenTransaction] | None:
     """The transactions open in the producer state the broker loads (first offset order); None when it
-    cannot be known here (no log end, an unreadable snapshot or batch)."""
+    cannot be known here (no log end, an unreadable snapshot or batch). With ``keep_producers`` the whole
+    producer state goes into the report (``PartitionReport.producers``)."""
     leo = st.log_end_offset
     if leo is None or not st.segments:
         return None
@@ -81,6 +82,10 @@ def open_transactions(st: PartitionState) -> list[OpenTransaction] | None:
         start = st.segments[0].base_offset
     if start < leo and not _replay(st, producers, start, leo):
         return None
+    if st.task.keep_producers:
+        st.rep.producers = {
+            pid: (p.epoch, p.last_timestamp, p.txn_first_offset) for pid, p in producers.items()
+        }
     out = [
         OpenTransaction(pid, p.epoch, p.txn_first_offset, p.last_timestamp)
         for pid, p in producers.items()
