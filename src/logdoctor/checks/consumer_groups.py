@@ -42,6 +42,7 @@ __all__ = [
     "Commit",
     "OutOfRange",
     "clusters_of",
+    "commit_rows",
     "committed_offsets",
     "judge",
     "moved_out_of_range",
@@ -316,6 +317,63 @@ def plan_note(o: OutOfRange) -> str:
         f"skips {o.earliest_skips} and reads {o.earliest_rereads} offsets again, with latest it skips "
         f"{o.latest_skips} (CONSUMER_OFFSET_OUT_OF_RANGE once applied)"
     )
+
+
+def _lag_bytes_and_ms(p: PartitionReport, committed: int) -> tuple[int | None, int | None]:
+    """Bytes of the replica's log from the batch holding ``committed`` to its end, and the time from that
+    batch's first timestamp to the last batch's largest one (the age of the oldest record the group has
+    not read, at the newest record's time); (0, 0) at the log end; None where unknown (outside the log,
+    an unreadable batch)."""
+    from logdoctor.logdir.model import Partition
+    from logdoctor.logdir.names import parse_partition_dir
+
+    rng = log_range(p)
+    if rng is None or not rng[0] <= committed <= rng[1]:
+        return None, None
+    if committed == rng[1]:
+        return 0, 0
+    name = parse_partition_dir(os.path.basename(p.path))
+    if name is None:
+        return None, None
+    segs = Partition(None, p.path, name).segments
+    i = max((k for k, s in enumerate(segs) if s.base_offset <= committed), default=0)
+    try:
+        start = next(b for b in segs[i].batches() if b.last_offset >= committed)
+        last = None
+        for b in segs[-1].batches():
+            last = b
+    except (FormatError, OSError, StopIteration):
+        return None, None
+    if last is None:
+        return None, None
+    nbytes = segs[i].size - start.position + sum(s.size for s in segs[i + 1 :])
+    first_ts = start.first_timestamp if start.magic >= 2 else start.max_timestamp
+    return nbytes, max(0, last.max_timestamp - first_ts)
+
+
+def commit_rows(parts: list[PartitionReport]) -> list[dict[str, object]]:
+    """One row per committed offset of the given replicas' ``__consumer_offsets`` (one broker's: the
+    inventory's and census's ``commit`` rows), with the lag in bytes and time where the partition is
+    among them (:func:`_lag_bytes_and_ms`); the census computes the lag in records across brokers."""
+    replicas = replicas_by_partition(parts, {})
+    out: list[dict[str, object]] = []
+    ordered = sorted(replicas.items(), key=lambda kv: kv[0][2])
+    cos = [p for (_c, t, _n), p in ordered if t == CONSUMER_OFFSETS_TOPIC]
+    for c in committed_offsets(cos):
+        target = replicas.get((None, c.topic, c.partition))
+        nbytes, ms = _lag_bytes_and_ms(target, c.offset) if target is not None else (None, None)
+        out.append(
+            {
+                "group": c.group,
+                "topic": c.topic,
+                "partition": c.partition,
+                "committed_offset": c.offset,
+                "commit_timestamp": c.commit_timestamp,
+                "lag_bytes": nbytes,
+                "lag_ms": ms,
+            }
+        )
+    return out
 
 
 def offsets_out_of_range(parts: list[PartitionReport], clusters: dict[str, str | None]) -> list[Finding]:

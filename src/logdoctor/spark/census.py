@@ -14,7 +14,10 @@ with Spark SQL and writes four Parquet tables under ``--out``:
 - ``log_dirs``: bytes per log dir and how full its disk is, as ``df`` prints it (logdoctor.logdir.disk:
   statvfs of the log dir's real path);
 - ``findings``: the scan's findings plus the fleet-level ones (REPLICA_LAG, LOG_DIR_NEARLY_FULL),
-  each with the logdoctor command that fixes it.
+  each with the logdoctor command that fixes it;
+- ``consumer_groups``: one row per consumer group and partition: its committed offset, the partition's
+  log range, the lag in records, bytes and time, and whether the group will reset
+  (:func:`logdoctor.spark.census_sql.consumer_group_table`).
 
 ``summary.json`` and ``summary.txt`` hold the readable summary.
 """
@@ -66,6 +69,7 @@ class CensusResult:
     totals: dict[str, int] | None = None
     finding_counts: dict[str, int] | None = None
     inventories: int = 0  # how many of the inputs were inventories
+    consumer_groups: list[dict[str, Any]] = field(default_factory=list)  # the table's first rows
 
     def counts(self) -> dict[str, int]:
         if self.finding_counts is not None:
@@ -91,6 +95,7 @@ class CensusResult:
             "partitions": self.partitions,
             "replicas": self.replicas,
             "findings": self.findings,
+            "consumer_groups": self.consumer_groups,
             "summary": {
                 **self.counts(),
                 "elapsed_s": round(self.elapsed_s, 3),
@@ -121,7 +126,13 @@ def run_census(
     not walked again.
     """
     from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs
-    from logdoctor.spark.census_sql import COLLECT_LIMIT, census_frames, first_rows, severity_counts
+    from logdoctor.spark.census_sql import (
+        COLLECT_LIMIT,
+        census_frames,
+        consumer_group_table,
+        first_rows,
+        severity_counts,
+    )
 
     started = time.perf_counter()
     inputs = paths if isinstance(paths, CensusInputs) else classify(paths)
@@ -146,6 +157,12 @@ def run_census(
         getattr(frames, name).write.mode("overwrite").parquet(str(folder))
         tables[name] = str(folder)
     read = {name: spark.read.parquet(tables[name]) for name in ("partitions", "replicas", "findings")}
+    groups_folder = out / "consumer_groups"
+    consumer_group_table(frames_in.commits, read["partitions"]).write.mode("overwrite").parquet(
+        str(groups_folder)
+    )
+    tables["consumer_groups"] = str(groups_folder)
+    groups, _n_groups = first_rows(spark.read.parquet(str(groups_folder)), ())
     rep, part = read["replicas"], read["partitions"]
     replicas, n_replicas = first_rows(
         rep,
@@ -176,6 +193,7 @@ def run_census(
         totals=dict(replicas=n_replicas, partitions=n_partitions, findings=n_findings) if truncated else None,
         finding_counts=counts,
         inventories=len(frames_in.inventories),
+        consumer_groups=groups,
     )
     (out / "summary.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     (out / "summary.txt").write_text(render_summary(result) + "\n")

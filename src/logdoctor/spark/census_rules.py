@@ -198,9 +198,9 @@ def scan_broker(
     res = broker_rows(
         list(broker.log_dirs), options, BrokerIdentity(broker.broker, broker.broker_id, broker.cluster_id)
     )
-    for r in res["replicas"]:
+    for r in (*res["replicas"], *res["commits"]):
         r["cluster"] = broker.cluster
-    return {k: res[k] for k in ("replicas", "findings", "log_dirs", "bytes_read")}
+    return {k: res[k] for k in ("replicas", "findings", "log_dirs", "commits", "bytes_read")}
 
 
 def _pkey(r: dict[str, Any]) -> tuple[str, str, int]:
