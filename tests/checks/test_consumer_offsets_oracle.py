@@ -79,3 +79,30 @@ def test_a_raised_log_start_moves_a_real_group_below_the_log(tmp_path: Path) -> 
     assert (d["log_start_offset"], d["log_end_offset"]) == (end, end)
     assert d["earliest_skips"] == end - committed == d["latest_skips"]
     assert d["earliest_rereads"] == 0
+
+
+@pytest.mark.realworld
+def test_retention_lists_the_groups_its_deletions_move_below_the_log() -> None:
+    """A retention round that deletes every segment of data-stream-0 (retention.ms 1 s, years later: the
+    active segment rolls and goes too) leaves the log starting at its end: the group that committed below
+    it, as the independent reading gives it, is listed with what each reset skips."""
+    from logdoctor.checks.retention import retention
+    from logdoctor.checks.topic_config import ConfigInputs
+
+    ks.require()
+    d = realworld.require() / "zk-3.6-saikrupa82-a"
+    held = {k: v for co in d.glob("__consumer_offsets-*") for k, v in commits(co).items()}
+    (key, committed), = [(k, v) for k, v in held.items() if k[1:] == ("data-stream", 0)]
+    _start, end = log_range(d / "data-stream-0", checkpoint(d / "log-start-offset-checkpoint").get(key[1:]))
+    assert committed < end
+    rep = retention(
+        [d],
+        now_ms=1_900_000_000_000,
+        config_inputs=ConfigInputs(broker_overrides={"log.retention.ms": "1000"}),
+        jobs=1,
+    )
+    moved = {(g["group"], g["topic"], g["partition"]): g for g in rep.consumer_groups}
+    g = moved[key]
+    assert (g["committed_offset"], g["log_start_offset"], g["log_end_offset"]) == (committed, end, end)
+    assert g["earliest_skips"] == g["latest_skips"] == end - committed
+    assert rep.to_json()["consumer_groups"] == rep.consumer_groups
