@@ -922,6 +922,15 @@ _ENTRIES = (
         "and let the others truncate.",
         "K:core/.../server/AbstractFetcherThread.scala getOffsetTruncationState; storage/.../epoch/"
         "LeaderEpochFileCache.java endOffsetFor; core/.../server/ReplicaManager.scala initialFetchOffset",
+        cases={
+            # the census knows the offsets (inventories carry no records): the export says how many records
+            "census": Case(
+                "{topic_partition} on {broker} (leader epoch {own_epoch}) diverged from the replica on "
+                "{leader_broker} ({leader_logdir}), which leads with leader epoch {leader_epoch}: when "
+                "{broker} fetches from it, it truncates the log to offset {truncate_to} and loses offsets "
+                "{first} to {last} ({offsets} offsets)"
+            ),
+        },
     ),
     Entry(
         "TRANSACTION_HANGING",

@@ -236,9 +236,9 @@ def _broker_rows(
             "remote_storage_enabled": p.remote_log_enabled,
             **(unknown_remote or remote_columns(remote, p.kind, p.topic_id, p.topic, p.partition)),
         }
-        if inventory:
-            # as the scan read them (its findings say why a file is unreadable)
-            row["leader_epochs"] = [{"epoch": e, "start_offset": s} for e, s in p.leader_epochs]
+        # as the scan read them (its findings say why a file is unreadable); the census compares them
+        # across brokers (REPLICA_DIVERGED)
+        row["leader_epochs"] = [{"epoch": e, "start_offset": s} for e, s in p.leader_epochs]
         replicas.append(row)
     findings = [
         {

@@ -39,6 +39,7 @@ from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the censu
     CensusError,
     clusters_finding,
     discover_brokers,
+    diverged_findings,
     fix_command,
     fleet_findings,
     log_dir_rows,
@@ -130,6 +131,7 @@ def run_census(
         COLLECT_LIMIT,
         census_frames,
         consumer_group_table,
+        divergence_candidates,
         first_rows,
         severity_counts,
     )
@@ -141,12 +143,13 @@ def run_census(
         spark, inputs, now, config_inputs=config_inputs, progress=progress, simulated_disks=simulated_disks
     )
     several = clusters_finding(frames_in.all_brokers)
+    diverged = diverged_findings(divergence_candidates(frames_in.replicas))
     frames, log_dirs = census_frames(
         spark,
         frames_in.replicas,
         frames_in.log_dirs,
         frames_in.findings,
-        [several] if several is not None else [],
+        [*([several] if several is not None else []), *diverged],
     )
 
     out = Path(out_dir)

@@ -42,6 +42,7 @@ REPLICA_DDL = ", ".join(
         "local_log_start_offset bigint, remote_storage_enabled boolean",
         "remote_segments int, remote_bytes bigint, remote_log_start_offset bigint",
         "remote_log_end_offset bigint",
+        "leader_epochs array<struct<epoch:int,start_offset:bigint>>",
     )
 )
 LOG_DIR_DDL = ", ".join(

@@ -467,6 +467,29 @@ def consumer_group_table(commits: Any, partitions: Any) -> Any:
     )
 
 
+def divergence_candidates(replicas: Any) -> list[dict[str, Any]]:
+    """The live replicas of the partitions whose replicas' latest leader epochs differ (a diverged replica
+    has an older latest epoch than the leader; replicas of one epoch can only lag), collected for
+    census_rules.diverged_findings: few rows (none in a healthy fleet)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    latest = F.element_at(F.col("leader_epochs"), -1).getField("epoch")
+    w = Window.partitionBy("cluster", "topic", "partition")
+    live = replicas.where((F.col("kind") == "log") & (F.size("leader_epochs") > 0))
+    return (
+        live.withColumn("_latest", latest)
+        .withColumn("_spread", F.max("_latest").over(w) - F.min("_latest").over(w))
+        .where(F.col("_spread") > 0)
+        .select(
+            "broker", "log_dir", "path", "cluster", "topic", "partition", "topic_id", "log_start_offset",
+            "log_end_offset", "high_watermark", "leader_epochs",
+        )
+        .toArrow()
+        .to_pylist()
+    )  # fmt: skip
+
+
 def first_rows(
     df: Any, order: Sequence[Any], big_order: Sequence[Any] | None = None, limit: int | None = None
 ) -> tuple[list[dict[str, Any]], int]:
