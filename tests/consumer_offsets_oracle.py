@@ -108,3 +108,41 @@ def expected_out_of_range(log_dir: Path) -> tuple[set[tuple[str, str, int, int]]
             if not start <= committed <= end:
                 out.add((group, topic, part, committed))
     return out, judged
+
+
+def offset_commit_record(
+    group: str, topic: str, partition: int, offset: int | None
+) -> tuple[bytes, bytes | None]:
+    """An OffsetCommit key (type 1) and value (version 3, None: a tombstone) from Kafka's JSON schemas."""
+    key_spec = ks.Spec(ks.load("group-coordinator/OffsetCommitKey.json"))
+    value_spec = ks.Spec(ks.load("group-coordinator/OffsetCommitValue.json"))
+    fields = {"group": group, "topic": topic, "partition": partition}
+    key = struct.pack(">h", 1) + ks.write(key_spec, fields, 1)
+    if offset is None:
+        return key, None
+    value = {"offset": offset, "leader_epoch": -1, "metadata": "", "commit_timestamp": 1700000000000}
+    return key, struct.pack(">h", 3) + ks.write(value_spec, value, 3)
+
+
+def batch(base: int, records: list[tuple[bytes, bytes | None]], pid: int = -1, control: bool = False) -> bytes:
+    """One v2 batch written by kafka-python's builder (transactional when ``pid`` >= 0); ``control``: the
+    control bit set and the CRC-32C recomputed (the builder writes no control batches)."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+    from kafka.record.util import calc_crc32c
+
+    b = DefaultRecordBatchBuilder(2, 0, 1 if pid >= 0 else 0, pid, 0 if pid >= 0 else -1, -1, 1 << 20)
+    for i, (k, v) in enumerate(records):
+        b.append(i, 1700000000000 + i, k, v, [])
+    data = bytearray(b.build())
+    data[0:8] = struct.pack(">q", base)
+    if control:
+        attrs = struct.unpack_from(">h", data, 21)[0] | 0x20
+        struct.pack_into(">h", data, 21, attrs)
+        struct.pack_into(">I", data, 17, calc_crc32c(bytes(data[21:])))
+    return bytes(data)
+
+
+def marker(commit: bool) -> tuple[bytes, bytes]:
+    """An end transaction marker's control record: key (version 0, type COMMIT 1 / ABORT 0), value
+    (version 0, coordinator epoch 0)."""
+    return struct.pack(">hh", 0, 1 if commit else 0), struct.pack(">hi", 0, 0)

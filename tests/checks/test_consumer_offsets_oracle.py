@@ -106,3 +106,38 @@ def test_retention_lists_the_groups_its_deletions_move_below_the_log() -> None:
     assert (g["committed_offset"], g["log_start_offset"], g["log_end_offset"]) == (committed, end, end)
     assert g["earliest_skips"] == g["latest_skips"] == end - committed
     assert rep.to_json()["consumer_groups"] == rep.consumer_groups
+
+
+@pytest.mark.realworld
+def test_transactional_commits_and_tombstones_replay_as_the_coordinator(tmp_path: Path) -> None:
+    """A real dir's empty __consumer_offsets-0 given a log written independently (kafka-python batches,
+    Kafka's schemas): plain commits (the last wins), a tombstone, transactional commits applied on their
+    COMMIT marker and dropped on ABORT (OffsetMetadataManager.replay / replayEndTransactionMarker)."""
+    from consumer_offsets_oracle import batch, marker, offset_commit_record
+
+    ks.require()
+    copy = realworld.writable_copy(realworld.require() / "zk-3.6-saikrupa82-a", tmp_path / "logs")
+    rec = offset_commit_record
+    log = b"".join(
+        [
+            batch(0, [rec("g1", "data-stream", 0, 5)]),
+            batch(1, [rec("g2", "data-stream", 0, 100)], pid=42),
+            batch(2, [rec("g3", "data-stream", 0, 200)], pid=43),
+            batch(3, [marker(True)], pid=42, control=True),
+            batch(4, [marker(False)], pid=43, control=True),
+            batch(5, [rec("g4", "data-stream", 0, 300), rec("g4", "data-stream", 0, None)]),
+            batch(7, [rec("g1", "data-stream", 0, 500)]),
+        ]
+    )
+    (copy / "__consumer_offsets-0" / "00000000000000000000.log").write_bytes(log)
+    held = commits(copy / "__consumer_offsets-0")
+    assert held == {("g1", "data-stream", 0): 500, ("g2", "data-stream", 0): 100}
+    expected, _ = expected_out_of_range(copy)
+    assert {(g, c) for g, _t, _p, c in expected} == {("g1", 500), ("g2", 100)}
+    rep = scan([copy], ScanOptions(), jobs=1)
+    got = {
+        (f.details["group"], f.details["topic"], f.details["partition"], f.details["committed_offset"])
+        for f in rep.findings
+        if f.code == "CONSUMER_OFFSET_OUT_OF_RANGE"
+    }
+    assert got == expected
