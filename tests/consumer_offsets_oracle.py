@@ -124,7 +124,9 @@ def offset_commit_record(
     return key, struct.pack(">h", 3) + ks.write(value_spec, value, 3)
 
 
-def batch(base: int, records: list[tuple[bytes, bytes | None]], pid: int = -1, control: bool = False) -> bytes:
+def batch(
+    base: int, records: list[tuple[bytes, bytes | None]], pid: int = -1, control: bool = False
+) -> bytes:
     """One v2 batch written by kafka-python's builder (transactional when ``pid`` >= 0); ``control``: the
     control bit set and the CRC-32C recomputed (the builder writes no control batches)."""
     from kafka.record.default_records import DefaultRecordBatchBuilder
