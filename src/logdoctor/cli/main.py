@@ -6,10 +6,18 @@ from __future__ import annotations
 import gc
 import signal
 import sys
+from typing import Any
 
-from logdoctor.cli.app import app
+__all__ = ["app", "main"]  # noqa: F822 - app: module __getattr__
 
-__all__ = ["app", "main"]
+
+def __getattr__(name: str) -> Any:
+    """``app`` (the typer application), imported on first use: ``dump`` of files alone never needs it."""
+    if name == "app":
+        from logdoctor.cli.app import app
+
+        return app
+    raise AttributeError(name)
 
 
 def _register() -> None:
@@ -25,6 +33,21 @@ def _register() -> None:
 QUIET_ON_CLOSED_PIPE = frozenset({"dump", "scan", "retention"})
 
 
+def _dump_without_the_framework(args: list[str]) -> None:
+    """``dump`` of files and on/off flags only (:mod:`logdoctor.cli.dump.fast`): run and exit here, with
+    the typer command's results, without importing typer; any other call returns to the typer command."""
+    from logdoctor.cli.dump.fast import run_fast
+
+    try:
+        code = run_fast(args)
+    except KeyboardInterrupt:  # as LogdoctorGroup.invoke says it for every command
+        sys.stderr.write("interrupted: logdoctor dump was stopped by Ctrl-C\n")
+        raise SystemExit(130) from None
+    if code is not None:
+        gc.freeze()  # as after app(): nothing left for the collector's last walk at exit
+        raise SystemExit(code)
+
+
 def main() -> None:
     try:
         from logdoctor.cli import registry
@@ -32,6 +55,8 @@ def main() -> None:
         entry = registry.find(sys.argv[1] if len(sys.argv) > 1 else None)
         if entry is not None and entry.name in QUIET_ON_CLOSED_PIPE and hasattr(signal, "SIGPIPE"):
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if entry is not None and entry.name == "dump":
+            _dump_without_the_framework(sys.argv[2:])
         if entry is not None:
             registry.load(entry)
         else:
@@ -39,6 +64,8 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C while the command's modules load (a command's own: cli.interrupts)
         sys.stderr.write("interrupted: logdoctor was stopped before it started\n")
         raise SystemExit(130) from None
+    from logdoctor.cli.app import app
+
     try:
         app()
     finally:

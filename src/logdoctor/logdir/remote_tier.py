@@ -40,6 +40,7 @@ from logdoctor.logdir.storage import Storage
 __all__ = [
     "LAYOUTS",
     "AivenLogReader",
+    "RemoteObjectKey",
     "RemoteOptions",
     "RemoteSegment",
     "RemoteTierError",
@@ -47,6 +48,7 @@ __all__ = [
     "detect_layout",
     "list_remote_segments",
     "open_remote_log",
+    "parse_object_key",
     "remote_index_bytes",
     "remote_partition_folder",
 ]
@@ -54,6 +56,53 @@ __all__ = [
 LAYOUTS = ("kafka-local", "aiven")
 KAFKA_LOCAL_ROOT = "kafka-tiered-storage"  # LocalTieredStorage.ROOT_STORAGE_DIR_NAME
 _NAME = re.compile(r"^(\d{20})-([A-Za-z0-9_-]{22})\.(log|rsm-manifest)$")
+
+
+#: a segment object's file name in either layout: ``<20-digit start offset>-<segment id>.<suffix>``
+_OBJECT = re.compile(r"^(\d{20})-([A-Za-z0-9_-]{22})\.([A-Za-z_.-]+)$")
+_UUID = r"[A-Za-z0-9_-]{22}"
+_KAFKA_LOCAL_DIR = re.compile(rf"^(.+)-(\d+)-({_UUID})$")
+_AIVEN_TOPIC_DIR = re.compile(rf"^(.+)-({_UUID})$")
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteObjectKey:
+    """What an object's key says in either layout: the partition, the segment and which of its files."""
+
+    layout: str
+    topic: str
+    partition: int
+    topic_id: str
+    start_offset: int
+    segment_id: str
+    suffix: str  # log, index, timeindex, snapshot, leader_epoch_checkpoint, txnindex; indexes, rsm-manifest
+    prefix: str  # the key's part before the partition's folder ("" at the store's root)
+
+
+def parse_object_key(key: str) -> RemoteObjectKey | None:
+    """The segment object ``key`` (a path relative to anything: only its last three names count) names in
+    Kafka's LocalTieredStorage layout (``<topic>-<partition>-<topicId>/<start>-<id>.<suffix>``) or Aiven's
+    (``<topic>-<topicId>/<partition>/<start>-<id>.<suffix>``); None for any other object."""
+    parts = key.rsplit("/", 3)
+    m = _OBJECT.match(parts[-1])
+    if m is None or len(parts) < 2:
+        return None
+    start, seg_id, suffix = int(m.group(1)), m.group(2), m.group(3)
+    parent = parts[-2]
+    if parent.isdigit() and len(parts) >= 3 and parent == str(int(parent)):
+        t = _AIVEN_TOPIC_DIR.match(parts[-3])
+        if t is not None:
+            prefix = parts[0] if len(parts) == 4 else ""
+            return RemoteObjectKey(
+                "aiven", t.group(1), int(parent), t.group(2), start, seg_id, suffix, prefix
+            )
+    k = _KAFKA_LOCAL_DIR.match(parent)
+    if k is not None:
+        prefix = "/".join(parts[:-2])
+        return RemoteObjectKey(
+            "kafka-local", k.group(1), int(k.group(2)), k.group(3), start, seg_id, suffix, prefix
+        )
+    return None
 
 
 class RemoteTierError(ValueError):

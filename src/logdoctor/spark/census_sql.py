@@ -363,9 +363,11 @@ def census_frames(
     log_dirs_in: Any,
     findings_in: Any,
     extra: Sequence[dict[str, Any]] = (),
+    more_findings: Any = None,
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
     """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
-    made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS."""
+    made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS; ``more_findings``: a DataFrame of
+    those columns made on the executors (the remote tier audit, :mod:`logdoctor.spark.remote_audit`)."""
     from pyspark.sql import functions as F
 
     replicas = replica_table(replicas_in).persist()
@@ -387,6 +389,8 @@ def census_frames(
         .unionByName(lag_findings(spark, replicas))
         .unionByName(recreated_findings(spark, replicas))
     )
+    if more_findings is not None:
+        findings = findings.unionByName(more_findings)
     if full:
         findings = findings.unionByName(
             spark.createDataFrame([tuple(f.get(c) for c in FINDING_COLUMNS) for f in full], FINDING_OUT_DDL)
