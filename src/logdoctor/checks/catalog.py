@@ -108,8 +108,7 @@ _ENTRIES = (
         "{cause}: the broker would take largestTimestamp={broker_ts} ({broker_ts_iso}) for segment "
         "{segment}, but its records go up to {true_ts} ({true_ts_iso}); with retention.ms={retention_ms} "
         "(topic config used: {config}) it would delete the segment {when}{also}",
-        "Before starting the broker, rebuild the time index ({repair}) and fix ownership/permissions "
-        "(the broker's user must read and write every file; `chown -R <kafka user> {logdir}`).",
+        "Before starting the broker, rebuild the time index: {repair}.{permission}",
         "K:storage/.../log/LogSegment.java largestTimestamp/maxTimestampSoFar, UnifiedLog "
         "deleteRetentionMsBreachedSegments; KAFKA-10207; field report 002 (largestTime=0)",
     ),
@@ -420,6 +419,22 @@ _ENTRIES = (
         "from `kafka-topics --describe`.",
         "K:storage/.../checkpoint/PartitionMetadataFile.java, K:core/.../log/LogManager.scala "
         "(isStrayKraftReplica)",
+    ),
+    Entry(
+        "TOPIC_ID_SHARED",
+        _E,
+        "two topics whose partition.metadata hold one topic id",
+        "topics {topics} all have topic id {topic_id} in partition.metadata ({where}); a topic id names one "
+        "topic of a cluster, so at most one of them is right: the broker fails the partitions whose id is "
+        "not their topic's (InconsistentTopicIdException), and in KRaft mode the metadata maps the id to "
+        "one name only",
+        "Find each topic's id (kafka-topics.sh --describe --topic {topic} prints TopicId). With the broker "
+        "stopped, a partition folder whose partition.metadata holds another topic's id was written for "
+        "that topic (copied or restored from elsewhere): check its records, then move it out of the log "
+        "dir and let the broker fetch the partition from its leader. Nothing here can tell which topic "
+        "owns the id, so repair does not change it.",
+        "K:core/.../cluster/Partition.scala checkOrSetTopicId; K:core/.../log/UnifiedLog.scala "
+        "initializeTopicId; storage/.../checkpoint/PartitionMetadataFile.java",
     ),
     Entry(
         "TOPIC_ID_MISMATCH",

@@ -49,6 +49,7 @@ __all__ = [
     "list_remote_segments",
     "open_remote_log",
     "parse_object_key",
+    "private_key_spec",
     "remote_index_bytes",
     "remote_partition_folder",
 ]
@@ -135,7 +136,9 @@ class RemoteOptions:
             elif layout not in LAYOUTS:
                 raise RemoteTierError(f"remoteLayout: expected auto, {' or '.join(LAYOUTS)}, got {layout!r}")
         if key is not None:
-            key = os.path.abspath(str(key)) if "://" not in str(key) else str(key)
+            key_id, path = private_key_spec(str(key).strip())
+            path = os.path.abspath(path) if "://" not in path else path
+            key = path if key_id is None else f"{key_id}={path}"
         store = str(store).strip()
         if "://" not in store:
             store = os.path.abspath(store)
@@ -325,11 +328,30 @@ class _PlainReader:
         self.close()
 
 
-def _read_private_key(path: str | None, manifest_location: str, key_id: str | None) -> bytes:
-    if not path:
+_KEY_PAIR = re.compile(r"([A-Za-z0-9._-]+)=(.+)", re.S)
+
+
+def private_key_spec(spec: str) -> tuple[str | None, str]:
+    """``--remote-private-key`` / ``remotePrivateKey``: ``PEM`` or ``KEYPAIRID=PEM`` (the plugin's
+    ``encryption.key.pair.id`` the key belongs to, checked against each manifest's data key): (id, path)."""
+    m = _KEY_PAIR.fullmatch(spec)
+    if m is None or "/" in m.group(1) or "://" in spec.split("=", 1)[0]:
+        return None, spec
+    return m.group(1), m.group(2)
+
+
+def _read_private_key(spec: str | None, manifest_location: str, key_id: str | None) -> bytes:
+    if not spec:
         raise CorruptRecordError(
             f"the private key of key pair {key_id!r} (--remote-private-key PEM): the segment is encrypted",
             source=manifest_location,
+        )
+    given, path = private_key_spec(spec)
+    if given is not None and key_id is not None and given != key_id:
+        raise CorruptRecordError(
+            f"the private key of key pair {key_id!r} (the manifest's data key is wrapped with it)",
+            source=manifest_location,
+            found=f"the key of key pair {given!r} given ({path})",
         )
     try:
         if "://" in path:
@@ -356,7 +378,12 @@ def _load_manifest(seg: SegmentRef) -> tuple[Any, bytes | None]:
     key = None
     if manifest.encrypted:
         pem = _read_private_key(remote.private_key, remote.manifest, manifest.data_key_id)
-        key = unwrap_data_key(manifest, pem, source=remote.manifest)
+        try:
+            key = unwrap_data_key(manifest, pem, source=remote.manifest)
+        except CorruptRecordError as exc:  # name the key given beside the key pair the manifest names
+            exc.found = f"{exc.found}: {private_key_spec(remote.private_key or '')[1]}"
+            exc.args = (exc._render(),)
+            raise
     return manifest, key
 
 

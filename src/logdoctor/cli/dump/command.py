@@ -14,7 +14,7 @@ from logdoctor.cli.dump import run
 from logdoctor.cli.dump.options import DecoderChoice, UsageProblem, dump_options
 from logdoctor.cli.error_lines import fail
 from logdoctor.cli.exit_codes import EX_USAGE
-from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
+from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
 
 __all__ = ["dump"]
 
@@ -124,4 +124,5 @@ def dump(
             )
         except RemoteTierError as e:
             fail(f"logdoctor dump: {e}", EX_USAGE)
+        require_remote_inputs(remote_storage, remote_private_key)
     raise typer.Exit(run(files, opts, json_out=json_out, remote=remote))
