@@ -35,9 +35,11 @@ from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.gc_pause import no_automatic_collections
 from logdoctor.logdir.disk import disk_usage
 
-SCHEMA_VERSION = 2  # 2: tiered storage (local log start, remote storage, the remote_* columns)
+SCHEMA_VERSION = 3  # 3: commit rows (consumer groups); 2: tiered storage (local log start, remote...)
+#: the versions this logdoctor reads (a version 2 file has no commit rows: its groups are unknown)
+READABLE_VERSIONS = (2, 3)
 METADATA_KEY = b"logdoctor.inventory.schema_version"
-RECORD_KINDS = ("broker", "log_dir", "replica", "finding")
+RECORD_KINDS = ("broker", "log_dir", "replica", "finding", "commit")
 
 #: Spark DDL of an inventory row (Parquet and JSON Lines alike); docs/inventory.md explains each column.
 INVENTORY_DDL = ", ".join(
@@ -57,6 +59,8 @@ INVENTORY_DDL = ", ".join(
         "code string, severity string, position bigint, offset bigint, message string, fix string",
         # version 2: tiered storage (KIP-405)
         "local_log_start_offset bigint, remote_storage_enabled boolean",
+        # version 3: consumer groups' committed offsets (the census's consumer_groups table)
+        "group string, committed_offset bigint, commit_timestamp bigint, lag_bytes bigint, lag_ms bigint",
     )
 )
 
@@ -232,9 +236,9 @@ def _broker_rows(
             "remote_storage_enabled": p.remote_log_enabled,
             **(unknown_remote or remote_columns(remote, p.kind, p.topic_id, p.topic, p.partition)),
         }
-        if inventory:
-            # as the scan read them (its findings say why a file is unreadable)
-            row["leader_epochs"] = [{"epoch": e, "start_offset": s} for e, s in p.leader_epochs]
+        # as the scan read them (its findings say why a file is unreadable); the census compares them
+        # across brokers (REPLICA_DIVERGED)
+        row["leader_epochs"] = [{"epoch": e, "start_offset": s} for e, s in p.leader_epochs]
         replicas.append(row)
     findings = [
         {
@@ -276,9 +280,16 @@ def _broker_rows(
             row["directory_id"] = meta_identity(d.path)[2]
             row["checkpoints"] = _checkpoints(d.path)
         dirs.append(row)
+    from logdoctor.checks.consumer_groups import commit_rows
+
+    commits = [
+        {"broker": who.label, "broker_id": who.broker_id, **c}
+        for c in (commit_rows(report.partitions) if report.depth is not Depth.QUICK else [])
+    ]
     return {
         "replicas": replicas,
         "findings": findings,
+        "commits": commits,
         "log_dirs": dirs,
         "bytes_read": report.bytes_read,
         "broker_running": any(d.locked for d in report.log_dirs),
@@ -382,7 +393,8 @@ def _build_inventory(
     # every column, in order (None: absent)
     rows = [dict(zip(names, map(r.get, names), strict=True)) for r in rows]
     template = dict.fromkeys(names)
-    for record, found in (("replica", res["replicas"]), ("finding", res["findings"])):
+    kinds = (("replica", res["replicas"]), ("finding", res["findings"]), ("commit", res["commits"]))
+    for record, found in kinds:
         for r in found:  # {**r, **base, "record": ...} with every column, made in place (50,000 replicas)
             row = template.copy()
             row.update(r)
@@ -559,13 +571,17 @@ def read_inventory_rows(path: str) -> list[dict[str, Any]]:
         else:
             rows = [json.loads(line) for line in fh.read().decode().splitlines() if line.strip()]
             version = rows[0].get("schema_version", 0) if rows else 0
-    if version != SCHEMA_VERSION:
-        raise ValueError(f"{path}: inventory schema version {version}, this logdoctor reads {SCHEMA_VERSION}")
+    if version not in READABLE_VERSIONS:
+        raise ValueError(
+            f"{path}: inventory schema version {version}, this logdoctor reads "
+            + " and ".join(map(str, READABLE_VERSIONS))
+        )
     return rows
 
 
 __all__ = [
     "INVENTORY_DDL",
+    "READABLE_VERSIONS",
     "SCHEMA_VERSION",
     "BrokerIdentity",
     "Inventory",
