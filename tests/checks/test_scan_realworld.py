@@ -15,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+import kafka_schemas
 import realworld
+from consumer_offsets_oracle import expected_out_of_range
 from logdoctor.checks import state as walker  # the scan's segment walk
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
@@ -25,8 +27,9 @@ NOW = 1_800_000_000_000
 SEG_RE_SUFFIXES = (".index", ".timeindex")
 
 
-def _expected(d: Path) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
-    """(errors, warnings) as (code, path) from the files of the log dir."""
+def _expected(d: Path, depth: Depth = Depth.DEFAULT) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
+    """(errors, warnings) as (code, path) from the files of the log dir (``depth``: --quick reads no
+    __consumer_offsets, so it judges no committed offset)."""
     errors: set[tuple[str, str]] = set()
     warnings: set[tuple[str, str]] = set()
     live_parts = []
@@ -51,6 +54,9 @@ def _expected(d: Path) -> tuple[set[tuple[str, str]], set[tuple[str, str]]]:
         pm = entry / "partition.metadata"
         if pm.exists() and pm.stat().st_size == 0:
             errors.add(("PARTITION_METADATA_INVALID", str(pm)))
+    if depth is not Depth.QUICK and kafka_schemas.available():  # commits outside the log (independent replay)
+        for _group, topic, part, _committed in expected_out_of_range(d)[0]:
+            warnings.add(("CONSUMER_OFFSET_OUT_OF_RANGE", str(d / f"{topic}-{part}")))
     meta = d / "meta.properties"
     if meta.exists() and meta.stat().st_size == 0:
         warnings.add(("META_PROPERTIES_INVALID", str(meta)))
@@ -66,7 +72,7 @@ def test_real_log_dir_scans_clean(log_dir: Path, depth: Depth) -> None:
     report = scan([log_dir], ScanOptions(depth=depth, now_ms=NOW), jobs=1)
     got_errors = {(f.code, f.path) for f in report.findings if f.severity.label == "error"}
     got_warnings = {(f.code, f.path) for f in report.findings if f.severity.label == "warning"}
-    exp_errors, exp_warnings = _expected(log_dir)
+    exp_errors, exp_warnings = _expected(log_dir, depth)
     assert got_errors == exp_errors
     assert got_warnings == exp_warnings
     # the scan lists every partition folder and reads each partition's log end offset

@@ -157,7 +157,7 @@ def test_inventory_rows_carry_both_offsets(tmp_path):
     res = CliRunner().invoke(app, ["inventory", str(d), "--out", str(out)])
     assert res.exit_code in (0, 1), res.output
     table = pq.read_table(out)
-    assert table.schema.metadata[b"logdoctor.inventory.schema_version"] == b"2"
+    assert table.schema.metadata[b"logdoctor.inventory.schema_version"] == b"3"  # 2 added these columns
     assert str(table.schema.field("local_log_start_offset").type) == "int64"
     assert str(table.schema.field("remote_storage_enabled").type) == "bool"
     rows = {

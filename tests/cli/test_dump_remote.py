@@ -86,6 +86,26 @@ def test_dump_of_a_partition_folder_dumps_its_remote_part() -> None:
     ]
 
 
+def test_dump_of_a_remote_part_names_a_missing_log_object_and_a_missing_segment(tmp_path: Path) -> None:
+    """Issue 31 item 2: payments-1's [327, 653] .log object deleted (its indexes left) and [981, 1307]
+    gone whole: the dump of the partition's remote part names both (it skipped them without a word and
+    exited 0), and dumps every other segment."""
+    tiered = realworld.require_tiered()
+    store = realworld.writable_copy(tiered / "kafka-local" / "remote", tmp_path / "remote")
+    folder = store / "kafka-tiered-storage" / "payments-1-cGF5bWVudHMtdG9waWMwMQ"
+    [log] = folder.glob(f"{327:020d}-*.log")
+    log.unlink()
+    [whole] = folder.glob(f"{981:020d}-*.log")
+    for f in folder.glob(whole.name[:-4] + ".*"):
+        f.unlink()
+    res = _dump(["--remote-storage", str(store), str(tiered / "kafka-local/kafka-logs/payments-1"), "--json"])
+    assert res.exit_code == 2, res.output
+    summaries = _events(res.stdout, ("summary",))
+    assert [s["first_offset"] for s in summaries] == [0, 654, 1308, 1635, 1962]
+    assert str(log) in res.stderr and "no such object" in res.stderr
+    assert str(whole) in res.stderr and "offsets 981-1307 not read" in res.stderr
+
+
 def test_dump_of_an_encrypted_segment_without_its_key_names_the_manifest() -> None:
     tiered = realworld.require_tiered()
     [folder] = tiered.glob(VARIANTS["aiven-encrypted"][1])
@@ -260,3 +280,30 @@ def test_the_key_pair_id_given_is_checked_against_the_manifest(tmp_path: Path) -
     )
     res = _dump([*store, "--remote-private-key", str(other), str(obj)])
     assert res.exit_code == 2 and "key pair 'key1'" in res.output and str(other) in res.output, res.output
+
+
+def test_dump_of_a_remote_segment_whose_batch_base_offset_moved_is_an_error(tmp_path: Path) -> None:
+    """Issue 31 item 2: a batch's base offset moved forward by its record count in a remote object (outside
+    the CRC): the dump says the offsets skip, an error for a tiered segment (it was an INFO note)."""
+    from kafka.record import MemoryRecords
+
+    tiered = realworld.require_tiered()
+    store = realworld.writable_copy(tiered / "kafka-local" / "remote", tmp_path / "remote")
+    [obj] = (store / "kafka-tiered-storage").glob("payments-0-*/00000000000000000648-*.log")
+    data = bytearray(obj.read_bytes())
+    records = MemoryRecords(bytes(data))
+    spans, pos = [], 0
+    while records.has_next():
+        batch = records.next_batch()
+        if batch is None:
+            break
+        offsets = [r.offset for r in batch]
+        spans.append((pos, offsets[0], len(offsets)))
+        pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big")
+    position, first, count = spans[2]
+    data[position : position + 8] = (first + count).to_bytes(8, "big")
+    obj.write_bytes(bytes(data))
+    res = _dump(["--remote-storage", str(store), str(obj), "--json"])
+    assert res.exit_code == 2, res.output
+    [gap] = [e for e in _events(res.stdout, ("finding",)) if e["code"] == "LOG_NON_CONSECUTIVE_OFFSETS"][:1]
+    assert gap["severity"] == "error" and f"offsets {first}-{first + count - 1} are missing" in gap["message"]

@@ -263,10 +263,11 @@ def test_export_of_bad_remote_objects_exits_1(spark, tmp_path, damage):
 
 @pytest.mark.parametrize("writer", ["arrow", "spark"])
 def test_a_remote_segment_missing_from_the_store_is_no_silent_gap(spark, tmp_path, writer):
-    """kafka-local's payments-0 [324, 647] deleted from the store: listed from what is there, the remote
-    tier jumps from 323 to 648; export names those offsets and exits 1."""
+    """kafka-local's payments-0 [324, 647] deleted from the store: the remote log metadata among the
+    inputs lists it as copied; export names the missing object and its offsets and exits 1."""
     logs, store = _bad_store(tmp_path, "kafka-local")
     folder = store / "kafka-tiered-storage" / "payments-0-cGF5bWVudHMtdG9waWMwMQ"
+    [victim] = folder.glob("00000000000000000324-*.log")
     for f in folder.glob("00000000000000000324-*"):
         f.unlink()
     res = _invoke_export(
@@ -287,5 +288,6 @@ def test_a_remote_segment_missing_from_the_store_is_no_silent_gap(spark, tmp_pat
     summary = json.loads(res.stdout)
     assert summary["rows"] == 6500 - 324
     [skipped] = summary["skipped"]
-    assert skipped["path"].startswith(str(folder / "00000000000000000000-"))
-    assert "offsets 324-647 not read" in skipped["error"] and "in no object of the store" in skipped["error"]
+    assert skipped["path"] == str(victim)
+    assert "offsets 324-647 not read" in skipped["error"]
+    assert "no object of it is in the store" in skipped["error"]

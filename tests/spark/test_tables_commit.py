@@ -190,14 +190,19 @@ def test_a_bucket_that_does_not_exist_is_one_line_and_the_table_unchanged(spark,
 
 def test_demo_writes_an_iceberg_table_and_its_printed_commands_work(spark, tmp_path):
     """`logdoctor demo` ends with the fleet's records in an Iceberg table; the export command it prints
-    runs as printed (exit 1: the demo's planted corrupt ranges are skipped), and so does the read."""
-    res = _cli(["demo", str(tmp_path / "demo"), "--master", "local[2]"])
+    runs as printed (exit 1: the demo's planted corrupt ranges are skipped), and so does the read, from
+    another folder than the one the demo ran in with a relative DIR (issue 31 item 5)."""
+    # a relative DIR from this folder, which the session's JVM also runs in (Spark resolves relative
+    # paths against its own working folder)
+    res = _cli(["demo", os.path.relpath(tmp_path / "demo"), "--master", "local[2]"])
     assert res.exit_code == 0, res.output
     lines = res.output.split("Step 3", 1)[1].splitlines()
     export_cmd = next(line.strip() for line in lines if line.strip().startswith("logdoctor export"))
     read_cmd = next(line.strip() for line in lines if line.strip().startswith("from pyiceberg"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     proc = subprocess.run([sys.executable, "-c", _as_script(read_cmd)], capture_output=True, text=True,
-                          timeout=120, check=False)  # fmt: skip
+                          timeout=120, check=False, cwd=elsewhere)  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = int(proc.stdout)
     assert rows > 1000 and f"{rows:,} records" in res.output

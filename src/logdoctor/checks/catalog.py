@@ -108,8 +108,7 @@ _ENTRIES = (
         "{cause}: the broker would take largestTimestamp={broker_ts} ({broker_ts_iso}) for segment "
         "{segment}, but its records go up to {true_ts} ({true_ts_iso}); with retention.ms={retention_ms} "
         "(topic config used: {config}) it would delete the segment {when}{also}",
-        "Before starting the broker, rebuild the time index ({repair}) and fix ownership/permissions "
-        "(the broker's user must read and write every file; `chown -R <kafka user> {logdir}`).",
+        "Before starting the broker, rebuild the time index: {repair}.{permission}",
         "K:storage/.../log/LogSegment.java largestTimestamp/maxTimestampSoFar, UnifiedLog "
         "deleteRetentionMsBreachedSegments; KAFKA-10207; field report 002 (largestTime=0)",
     ),
@@ -436,6 +435,22 @@ _ENTRIES = (
         "from `kafka-topics --describe`.",
         "K:storage/.../checkpoint/PartitionMetadataFile.java, K:core/.../log/LogManager.scala "
         "(isStrayKraftReplica)",
+    ),
+    Entry(
+        "TOPIC_ID_SHARED",
+        _E,
+        "two topics whose partition.metadata hold one topic id",
+        "topics {topics} all have topic id {topic_id} in partition.metadata ({where}); a topic id names one "
+        "topic of a cluster, so at most one of them is right: the broker fails the partitions whose id is "
+        "not their topic's (InconsistentTopicIdException), and in KRaft mode the metadata maps the id to "
+        "one name only",
+        "Find each topic's id (kafka-topics.sh --describe --topic {topic} prints TopicId). With the broker "
+        "stopped, a partition folder whose partition.metadata holds another topic's id was written for "
+        "that topic (copied or restored from elsewhere): check its records, then move it out of the log "
+        "dir and let the broker fetch the partition from its leader. Nothing here can tell which topic "
+        "owns the id, so repair does not change it.",
+        "K:core/.../cluster/Partition.scala checkOrSetTopicId; K:core/.../log/UnifiedLog.scala "
+        "initializeTopicId; storage/.../checkpoint/PartitionMetadataFile.java",
     ),
     Entry(
         "TOPIC_ID_MISMATCH",
@@ -1036,6 +1051,99 @@ _ENTRIES = (
         "rebuild their events from the store's objects before deleting any of them.",
         "K:storage/.../remote/metadata/storage/TopicBasedRemoteLogMetadataManagerConfig.java "
         "(remote.log.metadata.topic.retention.ms, default -1); KAFKA-15632",
+    ),
+    Entry(
+        "REPLICA_DIVERGED",
+        _E,
+        "a replica whose log diverged from the leader's (an unclean leader election): the records the "
+        "broker's truncation removes when it fetches from the leader",
+        "{topic_partition} here (leader epoch {own_epoch}) diverged from the replica in {leader_logdir}, "
+        "which leads with leader epoch {leader_epoch}: when this broker fetches from it, it truncates the "
+        "log to offset {truncate_to} and loses {records_lost} records, offsets {first} to {last}{times}, "
+        "written in leader epoch(s) {epochs}",
+        "Before this broker starts, save what it would lose: `logdoctor export {path} --out {lost_out} "
+        "--starting-offsets {lost_from} --ending-offsets {log_end_offset} --include-control` (Parquet of "
+        "exactly those offsets). Then start the broker (it truncates and fetches the leader's records), or, "
+        "while this copy still holds them, make this replica the leader instead (stop the other replicas' "
+        "brokers, start this one first and elect it with kafka-leader-election.sh --election-type unclean) "
+        "and let the others truncate.",
+        "K:core/.../server/AbstractFetcherThread.scala getOffsetTruncationState; storage/.../epoch/"
+        "LeaderEpochFileCache.java endOffsetFor; core/.../server/ReplicaManager.scala initialFetchOffset",
+        cases={
+            # the census knows the offsets (inventories carry no records): the export says how many records
+            "census": Case(
+                "{topic_partition} on {broker} (leader epoch {own_epoch}) diverged from the replica on "
+                "{leader_broker} ({leader_logdir}), which leads with leader epoch {leader_epoch}: when "
+                "{broker} fetches from it, it truncates the log to offset {truncate_to} and loses offsets "
+                "{first} to {last} ({offsets} offsets)"
+            ),
+        },
+    ),
+    Entry(
+        "TRANSACTION_HANGING",
+        _E,
+        "a transaction still open after the transaction timeout: read_committed consumers see nothing "
+        "beyond its first offset",
+        "producer {producer_id} (epoch {producer_epoch}) has had a transaction open since offset "
+        "{first_offset} for {open_for} (its last write {last_timestamp_iso}, the partition's newest record "
+        "{newest_timestamp_iso}; timeout {timeout_ms} ms from {timeout_source}, plus the broker's 5-minute "
+        "late-transaction buffer): the last stable offset is {last_stable_offset}, so {records_above} "
+        "records ({offsets_above} offsets) up to the log end offset {log_end_offset} are invisible to "
+        "read_committed consumers",
+        "A command for the running cluster (not for this host's files): "
+        "kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {topic} --partition {partition} "
+        "--start-offset {first_offset} (KIP-664; `kafka-transactions.sh --bootstrap-server HOST:PORT "
+        "find-hanging --broker-id ID` lists them). The abort writes the ABORT marker; read_committed "
+        "consumers then move on.",
+        "K:storage/.../log/ProducerStateManager.java (loadFromSnapshot, hasLateTransaction, "
+        "LATE_TRANSACTION_BUFFER_MS, firstUnstableOffset), storage/.../log/UnifiedLog.java "
+        "rebuildProducerState; tools/.../TransactionsCommand.java (KIP-664)",
+    ),
+    Entry(
+        "TRANSACTION_STATE_MISMATCH",
+        _W,
+        "the transaction coordinator's state (__transaction_state) and a partition's open transactions "
+        "disagree",
+        "{message}",
+        "A command for the running cluster: kafka-transactions.sh --bootstrap-server HOST:PORT describe "
+        "--transactional-id {transactional_id} shows what the coordinator does with it (it completes "
+        "PrepareCommit and PrepareAbort by writing the markers).",
+        "K:transaction-coordinator/.../TransactionState.java, core/.../coordinator/transaction/"
+        "TransactionStateManager.scala loadTransactionMetadata, TransactionMarkerChannelManager.scala; "
+        "storage/.../log/ProducerStateManager.java",
+        cases={
+            "open-in-log": Case(
+                "{topic}-{partition} holds a transaction of producer {producer_id} (epoch {producer_epoch}) "
+                "open since offset {first_offset}, but the transaction coordinator has none open for it "
+                "({said}): no marker will come, and read_committed consumers stay at offset {first_offset} "
+                "until it is aborted",
+                "A command for the running cluster (not for this host's files): kafka-transactions.sh "
+                "--bootstrap-server HOST:PORT abort --topic {topic} --partition {partition} --start-offset "
+                "{first_offset} (KIP-664).",
+            ),
+            "closed-in-log": Case(
+                "the transaction coordinator has transactional id {transactional_id} (producer "
+                "{producer_id}, epoch {producer_epoch}) in state {state} ({source}), listing "
+                "{topic}-{partition}, but that partition's producer state shows the transaction's marker "
+                "already written there"
+            ),
+        },
+    ),
+    Entry(
+        "CONSUMER_OFFSET_OUT_OF_RANGE",
+        _W,
+        "a consumer group's committed offset outside its partition's log: the group resets by "
+        "auto.offset.reset when it comes back",
+        "group {group} committed offset {committed_offset} for {topic}-{partition}, {where} of {path} (log "
+        "start offset {log_start_offset}, log end offset {log_end_offset}): with auto.offset.reset=earliest "
+        "it {earliest_effect}; with latest it {latest_effect}",
+        "Before the group's consumers start, decide where it resumes: kafka-consumer-groups.sh "
+        "--bootstrap-server HOST:PORT --group {group} --reset-offsets --topic {topic}:{partition} "
+        "--to-offset N --execute (on the running cluster, with the group's consumers stopped); otherwise the "
+        "consumers reset by their auto.offset.reset.",
+        "K:group-coordinator/.../OffsetMetadataManager.java (replay of OffsetCommit records), core/.../"
+        "coordinator/group/GroupMetadataManager.scala (loadGroupsAndOffsets); clients/.../consumer/internals/"
+        "Fetcher (OFFSET_OUT_OF_RANGE, SubscriptionState.resetStrategy)",
     ),
     Entry(
         "REPLICA_LAG",

@@ -71,6 +71,10 @@ class PartitionTask:
     topic_config: TopicConfig | None = None  # the topic's effective retention settings (None: unknown)
     #: what the broker's log dirs show of remote storage (checks.tiered; None: not looked at)
     remote_evidence: BrokerRemoteEvidence | None = None
+    #: transaction.max.timeout.ms and where it comes from (None: Kafka's default; checks.transactions)
+    transaction_timeout: tuple[int, str] | None = None
+    #: keep the loaded producer state in the report (``__transaction_state`` is among the inputs)
+    keep_producers: bool = False
 
 
 @dataclass(slots=True)
@@ -128,6 +132,9 @@ class PartitionReport:
     topic_config: TopicConfig | None = None  # the retention settings the checks applied (None: none apply)
     #: the readable ``(epoch, start offset)`` entries of leader-epoch-checkpoint ([]: none; not in the JSON)
     leader_epochs: list[tuple[int, int]] = field(default_factory=list)
+    #: producer id -> (epoch, last timestamp, first offset of its open transaction or -1), as the broker
+    #: loads them (checks.transactions; only with ``PartitionTask.keep_producers``; not in the JSON)
+    producers: dict[int, tuple[int, int, int]] = field(default_factory=dict)
 
     def to_json(self, configs: dict[int, Any] | None = None) -> dict[str, Any]:
         """``configs``: the JSON of each TopicConfig already made, by ``id`` (shared by the partitions of a

@@ -35,9 +35,11 @@ from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.gc_pause import no_automatic_collections
 from logdoctor.logdir.disk import disk_usage
 
-SCHEMA_VERSION = 2  # 2: tiered storage (local log start, remote storage, the remote_* columns)
+SCHEMA_VERSION = 3  # 3: commit rows (consumer groups); 2: tiered storage (local log start, remote...)
+#: the versions this logdoctor reads (a version 2 file has no commit rows: its groups are unknown)
+READABLE_VERSIONS = (2, 3)
 METADATA_KEY = b"logdoctor.inventory.schema_version"
-RECORD_KINDS = ("broker", "log_dir", "replica", "finding")
+RECORD_KINDS = ("broker", "log_dir", "replica", "finding", "commit")
 
 #: Spark DDL of an inventory row (Parquet and JSON Lines alike); docs/inventory.md explains each column.
 INVENTORY_DDL = ", ".join(
@@ -57,6 +59,8 @@ INVENTORY_DDL = ", ".join(
         "code string, severity string, position bigint, offset bigint, message string, fix string",
         # version 2: tiered storage (KIP-405)
         "local_log_start_offset bigint, remote_storage_enabled boolean",
+        # version 3: consumer groups' committed offsets (the census's consumer_groups table)
+        "group string, committed_offset bigint, commit_timestamp bigint, lag_bytes bigint, lag_ms bigint",
     )
 )
 
@@ -232,9 +236,9 @@ def _broker_rows(
             "remote_storage_enabled": p.remote_log_enabled,
             **(unknown_remote or remote_columns(remote, p.kind, p.topic_id, p.topic, p.partition)),
         }
-        if inventory:
-            # as the scan read them (its findings say why a file is unreadable)
-            row["leader_epochs"] = [{"epoch": e, "start_offset": s} for e, s in p.leader_epochs]
+        # as the scan read them (its findings say why a file is unreadable); the census compares them
+        # across brokers (REPLICA_DIVERGED)
+        row["leader_epochs"] = [{"epoch": e, "start_offset": s} for e, s in p.leader_epochs]
         replicas.append(row)
     findings = [
         {
@@ -276,9 +280,16 @@ def _broker_rows(
             row["directory_id"] = meta_identity(d.path)[2]
             row["checkpoints"] = _checkpoints(d.path)
         dirs.append(row)
+    from logdoctor.checks.consumer_groups import commit_rows
+
+    commits = [
+        {"broker": who.label, "broker_id": who.broker_id, **c}
+        for c in (commit_rows(report.partitions) if report.depth is not Depth.QUICK else [])
+    ]
     return {
         "replicas": replicas,
         "findings": findings,
+        "commits": commits,
         "log_dirs": dirs,
         "bytes_read": report.bytes_read,
         "broker_running": any(d.locked for d in report.log_dirs),
@@ -382,7 +393,8 @@ def _build_inventory(
     # every column, in order (None: absent)
     rows = [dict(zip(names, map(r.get, names), strict=True)) for r in rows]
     template = dict.fromkeys(names)
-    for record, found in (("replica", res["replicas"]), ("finding", res["findings"])):
+    kinds = (("replica", res["replicas"]), ("finding", res["findings"]), ("commit", res["commits"]))
+    for record, found in kinds:
         for r in found:  # {**r, **base, "record": ...} with every column, made in place (50,000 replicas)
             row = template.copy()
             row.update(r)
@@ -409,9 +421,13 @@ class InventoryOutputError(ValueError):
     """``--out`` names a folder, or an existing file that is not an inventory (nothing was written)."""
 
 
-def _is_inventory(filesystem: Any, path: str) -> bool:
-    """Whether the file at ``path`` is an inventory (any schema version): Parquet with the inventory's
-    schema metadata, or JSON Lines whose first row carries ``schema_version``."""
+_NOT_AN_INVENTORY = BrokerIdentity("", None, None)  # what _inventory_owner answers for any other file
+
+
+def _inventory_owner(filesystem: Any, path: str) -> BrokerIdentity:
+    """Whose inventory the file at ``path`` is (any schema version: Parquet with the inventory's schema
+    metadata, or JSON Lines whose first row carries ``schema_version``): its broker row's name, broker
+    id and cluster id; :data:`_NOT_AN_INVENTORY` for any other file."""
     try:
         with filesystem.open_input_file(path) as fh:
             head = fh.read(4)
@@ -419,18 +435,47 @@ def _is_inventory(filesystem: Any, path: str) -> bool:
                 import pyarrow.parquet as pq
 
                 fh.seek(0)
-                return METADATA_KEY in (pq.read_schema(fh).metadata or {})
-            fh.seek(0)
-            first = fh.read(64 * 1024).split(b"\n", 1)[0]
-        row = json.loads(first)
+                pf = pq.ParquetFile(fh)
+                if METADATA_KEY not in (pf.schema_arrow.metadata or {}):
+                    return _NOT_AN_INVENTORY
+                names = pf.schema_arrow.names
+                cols = [c for c in ("record", "broker", "broker_id", "cluster_id") if c in names]
+                rows = pf.read(columns=cols).to_pylist()
+                row = next((r for r in rows if r.get("record") == "broker"), rows[0] if rows else {})
+            else:
+                fh.seek(0)
+                first = fh.read(64 * 1024).split(b"\n", 1)[0]
+                row = json.loads(first)  # the broker row comes first
     except (OSError, ValueError):  # unreadable, not Parquet, not JSON
-        return False
-    return isinstance(row, dict) and "schema_version" in row
+        return _NOT_AN_INVENTORY
+    if not isinstance(row, dict) or ("schema_version" not in row and "record" not in row):
+        return _NOT_AN_INVENTORY
+    bid, cluster = row.get("broker_id"), row.get("cluster_id")
+    return BrokerIdentity(
+        str(row.get("broker") or "?"),
+        bid if isinstance(bid, int) else None,
+        cluster if isinstance(cluster, str) else None,
+    )
 
 
-def check_inventory_output(out: str) -> None:
+def _same_broker(a: BrokerIdentity, b: BrokerIdentity) -> bool:
+    """Whether two identities name one broker: cluster id and node id when both have them, else the
+    census's name."""
+    if a.broker_id is not None and b.broker_id is not None:
+        clusters = {a.cluster_id, b.cluster_id} - {None}
+        return a.broker_id == b.broker_id and len(clusters) <= 1
+    return a.label == b.label
+
+
+def _describe(who: BrokerIdentity) -> str:
+    cluster = f", cluster {who.cluster_id}" if who.cluster_id else ""
+    return f"{who.label} (broker id {who.broker_id if who.broker_id is not None else 'unknown'}{cluster})"
+
+
+def check_inventory_output(out: str, owner: BrokerIdentity | None = None) -> None:
     """Refuse (:class:`InventoryOutputError`) an ``out`` that is a folder or an existing file other than
-    an inventory: an inventory is replaced (the same broker's, written again), nothing else is."""
+    an inventory, or (given ``owner``, the broker whose inventory is to be written) another broker's
+    inventory: an inventory is replaced only by the same broker's (cluster id and node id)."""
     import pyarrow.fs as pafs
 
     filesystem, path = _filesystem(str(out))
@@ -440,21 +485,31 @@ def check_inventory_output(out: str) -> None:
             f"{out} is a folder: --out names the inventory file, "
             f"e.g. {os.path.join(str(out), 'broker-1.parquet')}"
         )
-    if info.type != pafs.FileType.NotFound and not _is_inventory(filesystem, path):
+    if info.type == pafs.FileType.NotFound:
+        return
+    found = _inventory_owner(filesystem, path)
+    if found is _NOT_AN_INVENTORY:
         raise InventoryOutputError(
             f"{out} exists and is not an inventory: inventory replaces only an inventory it wrote; choose "
             "another --out (or remove the file)"
         )
+    if owner is not None and not _same_broker(found, owner):
+        raise InventoryOutputError(
+            f"{out} is the inventory of {_describe(found)}, not of {_describe(owner)} whose log dirs were "
+            "given: an inventory is replaced only by the same broker's; choose another --out"
+        )
 
 
-def write_inventory(inv: Inventory, out: str, *, json_lines: bool = False) -> str:
+def write_inventory(
+    inv: Inventory, out: str, *, json_lines: bool = False, owner: BrokerIdentity | None = None
+) -> str:
     """Write ``inv`` to ``out`` (local path or URI): Parquet, or JSON Lines with ``json_lines``.
 
     Refuses, before writing, what :func:`check_inventory_output` refuses. Local files are written to a
     temporary name beside ``out`` and renamed, so a reader never sees half a file; a failed or
     interrupted write removes its temporary file. Returns the path written."""
     with no_automatic_collections():  # a string per row, an Arrow column per column (gc_pause)
-        return _write_inventory(inv, out, json_lines)
+        return _write_inventory(inv, out, json_lines, owner)
 
 
 # JSON Lines are encoded and written this many rows at a time: one string of the whole file (51 MB for
@@ -468,10 +523,10 @@ def _write_json_lines(rows: list[dict[str, Any]], fh: Any) -> None:
         fh.write("".join([encode(r) + "\n" for r in rows[start : start + _JSON_LINES_BATCH]]).encode())
 
 
-def _write_inventory(inv: Inventory, out: str, json_lines: bool) -> str:
+def _write_inventory(inv: Inventory, out: str, json_lines: bool, owner: BrokerIdentity | None) -> str:
     import pyarrow as pa
 
-    check_inventory_output(out)
+    check_inventory_output(out, owner)
     filesystem, path = _filesystem(str(out))
     parent = os.path.dirname(path)
     if parent:
@@ -516,13 +571,17 @@ def read_inventory_rows(path: str) -> list[dict[str, Any]]:
         else:
             rows = [json.loads(line) for line in fh.read().decode().splitlines() if line.strip()]
             version = rows[0].get("schema_version", 0) if rows else 0
-    if version != SCHEMA_VERSION:
-        raise ValueError(f"{path}: inventory schema version {version}, this logdoctor reads {SCHEMA_VERSION}")
+    if version not in READABLE_VERSIONS:
+        raise ValueError(
+            f"{path}: inventory schema version {version}, this logdoctor reads "
+            + " and ".join(map(str, READABLE_VERSIONS))
+        )
     return rows
 
 
 __all__ = [
     "INVENTORY_DDL",
+    "READABLE_VERSIONS",
     "SCHEMA_VERSION",
     "BrokerIdentity",
     "Inventory",

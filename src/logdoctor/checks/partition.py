@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logdoctor.checks import deep, default, quick
+from logdoctor.checks import deep, default, quick, transactions
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.state import PartitionState
 from logdoctor.checks.tiered import tiering
@@ -41,6 +41,8 @@ def check_partition(task: PartitionTask) -> PartitionReport:
         else:
             default.check_retention(st, walk_all=task.options.true_timestamps)
     quick.check_small_files(st)
+    if depth is not Depth.QUICK:
+        transactions.check_hanging(st)
     rep = st.rep
     rep.segments = len(st.segments)
     rep.bytes = sum(i.size for i in st.infos.values())

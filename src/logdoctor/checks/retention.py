@@ -201,6 +201,9 @@ class RetentionReport:
     now_ms: int
     partitions: list[PartitionRetention]
     findings: list[Finding]
+    #: the consumer groups this round moves below their partition's new log start (checks.consumer_groups;
+    #: each ``OutOfRange.details()``), as a plan lists them
+    consumer_groups: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -211,6 +214,7 @@ class RetentionReport:
             "now_ms": self.now_ms,
             "partitions": [p.to_json() for p in self.partitions],
             "findings": [f.to_json() for f in self.findings],
+            "consumer_groups": self.consumer_groups,
             "summary": {
                 "deleted_segments": sum(len(p.deleted) for p in self.partitions),
                 "deleted_bytes": sum(s.size for p in self.partitions for s in p.deleted),
@@ -571,5 +575,25 @@ def retention(
         pr, fs = partition_retention(part, cfg, now_ms, highest, state)
         partitions.append(pr)
         findings.extend(fs)
+    # the groups already out of range (the scan's), and those this round's deletions move out of range
+    findings.extend(f for f in report.findings if f.code == "CONSUMER_OFFSET_OUT_OF_RANGE")
     findings.sort(key=lambda f: f.sort_key())
-    return RetentionReport(now_ms, partitions, findings)
+    return RetentionReport(now_ms, partitions, findings, _groups_moved(report, partitions))
+
+
+def _groups_moved(report: Any, partitions: list[PartitionRetention]) -> list[dict[str, Any]]:
+    from logdoctor.checks.consumer_groups import clusters_of, moved_out_of_range
+    from logdoctor.checks.cross_dir import broker_groups
+
+    ranges = {
+        p.path: (p.new_log_start_offset, p.log_end_offset)
+        for p in partitions
+        if p.new_log_start_offset is not None
+        and p.log_end_offset is not None
+        and p.log_start_offset is not None
+        and p.new_log_start_offset > p.log_start_offset
+    }
+    if not ranges:
+        return []
+    clusters = clusters_of(broker_groups(report.log_dirs))
+    return [o.details() for o in moved_out_of_range(report.partitions, clusters, ranges)]

@@ -24,9 +24,11 @@ from typing import ParamSpec
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean_shutdown
 from logdoctor.checks.consequences import link_consequences
-from logdoctor.checks.context import PartitionReport, PartitionTask, ScanOptions
+from logdoctor.checks.consumer_groups import clusters_of, offsets_out_of_range
+from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
 from logdoctor.checks.disk_space import check_disks
+from logdoctor.checks.divergence import replicas_diverged
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
 from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
@@ -50,7 +52,13 @@ from logdoctor.checks.tiered import (
     tiering,
     topic_tiering,
 )
-from logdoctor.checks.topic_config import LOG_RETENTION_MS, ConfigInputs, TopicConfigResolver
+from logdoctor.checks.topic_config import (
+    LOG_RETENTION_MS,
+    TRANSACTION_MAX_TIMEOUT_MS,
+    ConfigInputs,
+    TopicConfigResolver,
+)
+from logdoctor.checks.transaction_state import TRANSACTION_STATE_TOPIC, transaction_state_mismatches
 from logdoctor.logdir.metadata_image import MetadataImage, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
@@ -59,6 +67,7 @@ from logdoctor.logdir.names import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
+    parse_partition_dir,
 )
 from logdoctor.logdir.offsets import log_start_offsets
 from logdoctor.logdir.recognize import recognize
@@ -232,6 +241,12 @@ def scan(
     dirs: list[LogDir] = []
     tasks: list[PartitionTask] = []
     configs = topic_config_resolver(paths, options)
+    txn_timeout = _transaction_timeout(configs)
+    keep_producers = options.depth is not Depth.QUICK and any(
+        parse_partition_dir(n) is not None and n.startswith(TRANSACTION_STATE_TOPIC + "-")
+        for p in paths
+        for n in _names(p)
+    )
     remote = broker_remote_evidence(paths)
     for p in paths:
         ld = LogDir.shared(p)
@@ -267,6 +282,8 @@ def scan(
                     options=options,
                     topic_config=None if meta_log else configs.resolve(topic),
                     remote_evidence=remote,
+                    transaction_timeout=txn_timeout,
+                    keep_producers=keep_producers,
                 )
             )
         rep.partitions = len(ld.partitions)
@@ -319,6 +336,11 @@ def scan(
     for r in results:
         findings.extend(r.findings)
     findings.extend(cross_dir(reports, results, groups, images))
+    findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
+    if options.depth is not Depth.QUICK:
+        clusters = clusters_of(groups)
+        findings.extend(offsets_out_of_range(results, clusters))
+        findings.extend(transaction_state_mismatches(results, clusters))
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
@@ -344,6 +366,25 @@ def scan(
         metadata=image,
         remote=remote_md,
     )
+
+
+def _names(path: str) -> list[str]:
+    try:
+        return os.listdir(path)
+    except OSError:
+        return []
+
+
+def _transaction_timeout(configs: TopicConfigResolver) -> tuple[int, str] | None:
+    """transaction.max.timeout.ms of the broker's configs (None: not set, Kafka's default applies)."""
+    got = configs.broker_config(TRANSACTION_MAX_TIMEOUT_MS)
+    if got is None:
+        return None
+    value, source = got
+    try:
+        return int(value.strip()), source
+    except ValueError:  # a metadata ConfigRecord the broker would refuse too: its default is what is known
+        return None
 
 
 def _store_index(md: RemoteLogMetadata | None, options: ScanOptions) -> StoreIndex | None:

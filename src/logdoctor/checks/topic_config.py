@@ -86,7 +86,11 @@ LOCAL_RETENTION_MS = "local.retention.ms"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
 #: local.retention.* = -2: "as retention.ms / retention.bytes" (LogConfig.DEFAULT_LOCAL_RETENTION_MS/BYTES)
 LOCAL_RETENTION_AS_RETENTION = -2
+#: the longest transaction timeout a producer may ask for; ProducerStateManager's late-transaction rule
+#: uses it (K:transaction-coordinator/.../TransactionStateManagerConfig.java, default 900000)
+TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
 BROKER_KEYS = (
+    TRANSACTION_MAX_TIMEOUT_MS,
     LOG_RETENTION_MS,
     LOG_RETENTION_MINUTES,
     LOG_RETENTION_HOURS,
@@ -551,6 +555,10 @@ class TopicConfigResolver:
         if node_id is None:
             node_id = _node_id(dirs)
         return cls(inputs, read_metadata_configs(dirs), node_id)
+
+    def broker_config(self, key: str) -> tuple[str, str] | None:
+        """One broker config of the merged layers as ``(value, where it comes from)`` (None: not set)."""
+        return self._broker.get(key)
 
     def _broker_config(self) -> dict[str, tuple[str, str]]:
         """The merged broker config {key: (value, source)}, DynamicBrokerConfig's order and synonyms."""

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -166,6 +167,7 @@ def export_demo_table(fleet_dir: Path, table: Path, master: str | None, console:
     from logdoctor.spark.session import get_spark
     from logdoctor.spark.tables.export import run_table_export
 
+    table = Path(os.path.abspath(table))  # the printed read command works from any folder
     log_dirs = f"{fleet_dir}/broker-*/kafka-logs-*"  # a glob, as the printed command has it
     store = f"{fleet_dir}/{REMOTE_STORE_DIR}"  # the remote tier of the tiered partition (orders-2)
     if console is not None:
@@ -182,7 +184,9 @@ def export_demo_table(fleet_dir: Path, table: Path, master: str | None, console:
     if console is not None:
         console.print(
             f"  {result.rows:,} records in {result.files} files, committed to the table "
-            f"logdoctor.records at {table} (catalog {table}.catalog.db). Read it with:"
+            f"logdoctor.records at {table} (catalog {table}.catalog.db): every replica's copy, so a "
+            "record of a partition with 3 replicas is there 3 times (column log_dir tells them apart; "
+            "SELECT DISTINCT topic, partition, offset, key, value for one copy). Read it with:"
         )
         console.print(f"  {how_to_read('iceberg', str(table), None, {})}", soft_wrap=True, markup=False)
 

@@ -176,6 +176,14 @@ def export_command(
         int | None, typer.Option("--ending-timestamp", help="Epoch ms (exclusive).")
     ] = None,
     include_control: Annotated[bool, typer.Option("--include-control", help="Keep control records.")] = False,
+    include_internal: Annotated[
+        bool,
+        typer.Option(
+            "--include-internal",
+            help="Export internal topics too (names starting with __: __consumer_offsets, "
+            "__transaction_state, __remote_log_metadata...), left out unless --topics names them.",
+        ),
+    ] = False,
     decoder: Annotated[
         str, typer.Option("--decoder", help="none|auto|consumer-offsets|transactions|cluster-metadata")
     ] = "none",
@@ -210,11 +218,13 @@ def export_command(
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
     from logdoctor.logdir.discovery import InputNotFoundError
+    from logdoctor.logdir.outputs import absolute_location
     from logdoctor.spark.export import (
         ExportError,
         FormatUnavailableError,
         OutputExistsError,
         output_has_data,
+        overwrite_refusal,
         run_export,
     )
     from logdoctor.spark.planning import PlanningError
@@ -222,6 +232,7 @@ def export_command(
 
     err = text_console(stderr=True)
     console = text_console()
+    out = absolute_location(out)  # what is written and printed works from any folder
     try:
         confs = parse_conf(conf)
     except ValueError as exc:
@@ -233,6 +244,7 @@ def export_command(
         "startingTimestamp": starting_timestamp,
         "endingTimestamp": ending_timestamp,
         "includeControl": "true" if include_control else "false",
+        "includeInternal": "true" if include_internal else None,
         "decoder": decoder,
         "maxPartitionBytes": max_partition_bytes,
         "remoteStorage": remote_storage,
@@ -246,17 +258,18 @@ def export_command(
         )
     try:
         from logdoctor.logdir.discovery import split_paths
-        from logdoctor.spark.planning import discover_refs, parse_read_options
+        from logdoctor.spark.planning import parse_read_options, read_plan
 
         parse_read_options({k: str(v) for k, v in options.items() if v is not None})
         require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command
         require_remote_inputs(remote_storage, remote_private_key)
-        refs = discover_refs(paths, {k: str(v) for k, v in options.items() if v is not None})
+        plan = read_plan(paths, {k: str(v) for k, v in options.items() if v is not None})
+        refs = list(plan.found)
     except InputNotFoundError as exc:  # a URI that names nothing: 66 too
         fail(f"error: {exc}", EX_NOINPUT)
     except PlanningError as exc:
         usage_error(str(exc))
-    not_read = remote_tier_not_read(refs, topics)
+    not_read = remote_tier_not_read(list(plan.refs), topics)
     for line in not_read:
         err.print(f"warning: {line}", soft_wrap=True, markup=False)
     # Before Spark starts: never write or delete at, inside or above an input (exit 73).
@@ -267,6 +280,10 @@ def export_command(
             "append (nothing was written or deleted)",
             EX_CANTCREAT,
         )
+    if mode == "overwrite" and not is_table_format(fmt, writer):  # only an earlier export's files go
+        refusal = overwrite_refusal(out, fmt)
+        if refusal is not None:
+            fail(f"refused: {refusal}", EX_CANTCREAT)
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
     fresh = outputs_this_run_creates(out, fmt, writer, catalog)
@@ -326,6 +343,8 @@ def export_command(
             console.print(table)
         else:
             console.print("No corrupt range was skipped.")
+        if result.left_out:
+            console.print(f"Left out: {plan.left_out_text()}", soft_wrap=True, markup=False)
         for line in not_read:
             console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
     raise typer.Exit(EX_WARNINGS if result.skipped or not_read else EX_OK)

@@ -169,6 +169,13 @@ def table_export_cli(
             console.print(
                 f"  skipped: {s.path} {s.describe()} ({s.skipped_bytes:,} bytes): {s.error}", soft_wrap=True
             )
+        if result.left_out:
+            console.print(
+                f"Left out: internal topics {', '.join(result.left_out)} (name them in --topics, or give "
+                "--include-internal, to export them)",
+                soft_wrap=True,
+                markup=False,
+            )
         console.print(f"Read it with:\n  {read}", soft_wrap=True, markup=False)
         for line in result.uncommitted.lines() if result.uncommitted is not None else ():
             console.print(f"Storage: {line}", soft_wrap=True, markup=False)

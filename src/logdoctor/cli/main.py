@@ -31,6 +31,12 @@ def _register() -> None:
 # they end quietly as cat and grep do (SIGPIPE), instead of blaming the file they were reading. The
 # commands that write keep Python's EPIPE error, so that a closed pipe never stops a run mid-step.
 QUIET_ON_CLOSED_PIPE = frozenset({"dump", "scan", "retention"})
+# The writing commands read and print only without --apply (a dry run, a journal's preview): then the same.
+QUIET_WITHOUT_APPLY = frozenset({"repair", "move-partition", "sync-replica"})
+
+
+def _quiet_on_closed_pipe(name: str, argv: list[str]) -> bool:
+    return name in QUIET_ON_CLOSED_PIPE or (name in QUIET_WITHOUT_APPLY and "--apply" not in argv)
 
 
 def _dump_without_the_framework(args: list[str]) -> None:
@@ -53,7 +59,8 @@ def main() -> None:
         from logdoctor.cli import registry
 
         entry = registry.find(sys.argv[1] if len(sys.argv) > 1 else None)
-        if entry is not None and entry.name in QUIET_ON_CLOSED_PIPE and hasattr(signal, "SIGPIPE"):
+        quiet = entry is not None and _quiet_on_closed_pipe(entry.name, sys.argv[2:])
+        if quiet and hasattr(signal, "SIGPIPE"):
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         if entry is not None and entry.name == "dump":
             _dump_without_the_framework(sys.argv[2:])

@@ -100,6 +100,14 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
             f"{unknown} segment(s) of tiered partitions would be deleted locally once uploaded "
             f"({WAITS_FOR_UPLOAD}: the upload state is in the remote log metadata, not among the inputs)"
         )
+    for g in report.consumer_groups:
+        console.print(
+            f"consumer group {g['group']}: its committed offset {g['committed_offset']} of {g['topic']}-"
+            f"{g['partition']} would be below the new log start {g['log_start_offset']}: with "
+            f"auto.offset.reset=earliest it skips {g['earliest_skips']} offsets, with latest "
+            f"{g['latest_skips']}",
+            soft_wrap=True,
+        )
     if report.findings:
         console.print()
         render_findings(console, report.findings, verbose=verbose)

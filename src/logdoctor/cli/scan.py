@@ -78,6 +78,8 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
         f", {c['warnings']} warning(s)", style=_STYLE[Severity.WARNING] if c["warnings"] else "green"
     )
     verdict.append(f", {c['info']} note(s)")
+    if c["consequences"]:
+        verdict.append(f" (and {c['consequences']} consequence(s) of them, listed under their causes)")
     console.print(verdict)
 
 

@@ -57,4 +57,14 @@ def check_output_location(output: str | os.PathLike[str], inputs: Iterable[str |
             raise OutputOverlapsInputError(out, inp, relation)
 
 
-__all__ = ["check_output_location", "overlap"]
+def absolute_location(location: str | os.PathLike[str]) -> str:
+    """A local output path made absolute (``~`` expanded; a ``file:`` URI and any other URI as given):
+    what an export writes into tables and prints must not depend on the folder it ran in (issue 31)."""
+    s = os.fspath(location)
+    parts = urlsplit(s)
+    if parts.scheme and len(parts.scheme) > 1:  # a URI ("C:" is a drive, not a scheme)
+        return s
+    return os.path.abspath(os.path.expanduser(s))
+
+
+__all__ = ["absolute_location", "check_output_location", "overlap"]

@@ -17,8 +17,13 @@ Which remote segments exist is what the store's folder for the partition lists (
 ``attach_remote`` puts them before the partition's local segments in each
 :class:`~logdoctor.logdir.refs.PartitionRef`, as :class:`~logdoctor.logdir.refs.SegmentRef` values whose
 ``remote`` says how to read them; the records of offsets a local segment still holds are read from the
-local log only (``RemoteSegment.local_from``), so that every offset is read once. ``only`` (a set of
-segment ids) restricts the listing to the segments the remote log metadata says exist, once it is replayed.
+local log only (``RemoteSegment.local_from``), so that every offset is read once. Where the remote log
+metadata (``__remote_log_metadata``) is among the inputs, it says which segments exist: the listing is
+checked against it, a copied segment with no object in the store is a named gap, an object it does not
+list (a second copy under another segment id, a renamed object) is not read and is named; without it,
+one object per start offset is read (a second one is named). Each segment is read up to its last
+offset (the metadata's, or the next segment's start): an object that also holds the next segment's
+offsets gives them once.
 
 Bad remote objects raise :class:`~logdoctor.errors.FormatError` naming the object key (a missing or
 truncated object, a chunk that does not decompress or decrypt, a wrong private key, a manifest version
@@ -40,6 +45,7 @@ from logdoctor.logdir.storage import Storage
 __all__ = [
     "LAYOUTS",
     "AivenLogReader",
+    "ListingProblem",
     "RemoteObjectKey",
     "RemoteOptions",
     "RemoteSegment",
@@ -56,7 +62,17 @@ __all__ = [
 
 LAYOUTS = ("kafka-local", "aiven")
 KAFKA_LOCAL_ROOT = "kafka-tiered-storage"  # LocalTieredStorage.ROOT_STORAGE_DIR_NAME
-_NAME = re.compile(r"^(\d{20})-([A-Za-z0-9_-]{22})\.(log|rsm-manifest)$")
+_NAME = re.compile(
+    r"^(\d{20})-([A-Za-z0-9_-]{22})\.(log|rsm-manifest|indexes|index|timeindex|snapshot|txnindex"
+    r"|leader_epoch_checkpoint)$"
+)
+#: the objects each layout writes per segment (LocalTieredStorage's RemoteLogSegmentFileset; Aiven's
+#: ObjectKeyFactory suffixes): any of them lists the segment, so that a segment whose ``.log`` object is
+#: gone is still listed, and its read names the missing object
+_SUFFIXES = {
+    "kafka-local": {"log", "index", "timeindex", "snapshot", "txnindex", "leader_epoch_checkpoint"},
+    "aiven": {"log", "indexes", "rsm-manifest"},
+}
 
 
 #: a segment object's file name in either layout: ``<20-digit start offset>-<segment id>.<suffix>``
@@ -144,6 +160,13 @@ class RemoteOptions:
             store = os.path.abspath(store)
         return cls(store, layout, key)
 
+    def to_options(self) -> dict[str, str]:
+        """The data-source options that give these (:meth:`from_options` of them is equal)."""
+        out = {"remoteStorage": self.storage, "remoteLayout": self.layout or "auto"}
+        if self.private_key is not None:
+            out["remotePrivateKey"] = self.private_key
+        return out
+
 
 def remote_partition_folder(
     root: str, storage: Storage, layout: str, topic: str, partition: int, topic_id: str
@@ -182,8 +205,9 @@ def list_remote_segments(
     only: Collection[str] | None = None,
 ) -> list[tuple[int, str, str, int]]:
     """(start offset, segment id, .log location, .log object size) of the partition's remote segments
-    in offset order: every ``.log`` object of the folder (aiven: and every ``.rsm-manifest``, so that a
-    segment whose ``.log`` is gone is still listed, and reported). ``only``: segment ids to keep."""
+    in offset order: every segment that has an object of the layout in the folder (its ``.log``, or
+    another of its objects, so that a segment whose ``.log`` is gone is still listed, and its read names
+    the missing object; size 0 then). ``only``: segment ids to keep."""
     if layout == "kafka-local":
         root = _kafka_local_root(root, storage)
     folder = remote_partition_folder(root, storage, layout, topic, partition, topic_id)
@@ -196,7 +220,7 @@ def list_remote_segments(
         m = _NAME.match(e.name)
         if m is None or e.is_dir():
             continue
-        if m.group(3) == "rsm-manifest" and layout != "aiven":
+        if m.group(3) not in _SUFFIXES[layout]:
             continue
         key = (int(m.group(1)), m.group(2))
         if only is not None and key[1] not in only:
@@ -221,11 +245,139 @@ def _topic_id(ref: PartitionRef) -> str | None:
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class ListingProblem:
+    """What the store's listing of a partition's remote segments, checked against the remote log metadata
+    (or against itself), says is not read once: ``lost`` offsets no object holds (a segment the metadata
+    lists as copied with no object in the store), or an object not read because another one holds its
+    offsets (``lost`` False: a second copy under another segment id, or an object the metadata does not
+    list). ``path`` names the object (or where it should be); offsets inclusive."""
+
+    topic: str
+    partition: int
+    path: str
+    first_offset: int
+    last_offset: int | None
+    error: str
+    lost: bool = True
+
+
+def _offsets(first: int, last: int | None) -> str:
+    return f"offsets {first}-{last}" if last is not None else f"offsets {first} and after"
+
+
+def _reconcile(
+    ref: PartitionRef,
+    listed: list[tuple[int, str, str, int]],
+    expected: Mapping[str, tuple[int, int]] | None,
+    local_from: int | None,
+    metadata_name: str,
+    problems: list[ListingProblem],
+    storage: Storage,
+    folder: str,
+) -> list[tuple[int, str, str, int, int | None]]:
+    """The listed segments to read, each once, with their last offset when known: (start, id, .log
+    location, size, last offset). ``expected``: {segment id: (start, end)} of the COPY_SEGMENT_FINISHED
+    segments of the remote log metadata, when it is among the inputs (None: it is not). Everything left
+    out is named in ``problems``."""
+    below = (lambda start: True) if local_from is None else (lambda start: start < local_from)
+    starts = sorted({e[0] for e in listed} | ({local_from} if local_from is not None else set()))
+
+    def last_of(start: int) -> int | None:  # an object's last offset: before the next start listed
+        later = [s for s in starts if s > start]
+        return later[0] - 1 if later else None
+
+    keep: list[tuple[int, str, str, int, int | None]] = []
+    lasts: dict[str, int | None] = {}  # the metadata's last offset of each segment
+    if expected is not None:
+        ids = {seg_id for _s, seg_id, _l, _z in listed}
+        for start, seg_id, log, size in listed:
+            if seg_id in expected:
+                keep.append((start, seg_id, log, size, expected[seg_id][1]))
+            elif below(start):
+                problems.append(
+                    ListingProblem(
+                        ref.topic,
+                        ref.partition,
+                        log,
+                        start,
+                        last_of(start),
+                        f"remote segment {seg_id}: {log} is in the store but {metadata_name} lists no "
+                        f"copied segment {seg_id} ({_offsets(start, last_of(start))}): a second copy (a "
+                        "retried upload) or a renamed object; not read (its offsets are read from the "
+                        "segments the metadata lists)",
+                        lost=False,
+                    )
+                )
+        for seg_id, (start, end) in sorted(expected.items(), key=lambda kv: kv[1]):
+            if seg_id in ids or not below(start):
+                continue
+            last = end if local_from is None else min(end, local_from - 1)
+            where = storage.join(folder, f"{start:020d}-{seg_id}.log")
+            problems.append(
+                ListingProblem(
+                    ref.topic,
+                    ref.partition,
+                    where,
+                    start,
+                    last,
+                    f"remote segment {seg_id} ({_offsets(start, last)}, copied as {metadata_name} "
+                    f"says): no object of it is in the store: {_offsets(start, last)} not read",
+                )
+            )
+        # two finished segments of the same offsets (a segment stored twice, both COPY_SEGMENT_FINISHED:
+        # the scan's REMOTE_SEGMENTS_OVERLAP): one is read, as below
+        listed = [(start, seg_id, log, size) for start, seg_id, log, size, _last in keep]
+        lasts = {seg_id: last for _s, seg_id, _l, _z, last in keep}
+        keep = []
+    by_start: dict[int, list[tuple[int, str, str, int]]] = {}
+    for entry in listed:
+        by_start.setdefault(entry[0], []).append(entry)
+    for _start, entries in sorted(by_start.items()):
+        # the same offsets stored twice (a retried upload under a new segment id): the larger object
+        # is read, the other named
+        entries.sort(key=lambda e: (-e[3], e[1]))
+        first = entries[0]
+        keep.append((*first, lasts.get(first[1])))
+        for start_, seg_id, log, _size in entries[1:]:
+            if below(start_):
+                problems.append(
+                    ListingProblem(
+                        ref.topic,
+                        ref.partition,
+                        log,
+                        start_,
+                        last_of(start_),
+                        f"remote segment {seg_id}: a second object of {_offsets(start_, last_of(start_))} "
+                        f"(segment {first[1]} holds them too: a retried upload?); not read, its offsets "
+                        f"are read once, from {first[2]}",
+                        lost=False,
+                    )
+                )
+    return keep
+
+
+def _expected_segments(
+    metadata: Any, topic_id: str, ref: PartitionRef
+) -> tuple[dict[str, tuple[int, int]] | None, str]:
+    """{segment id: (start, end)} the remote log metadata lists as copied for the partition, when its
+    events are among the inputs and were read whole (None: not known)."""
+    if metadata is None or not metadata.covers(topic_id, ref.partition):
+        return None, ""
+    rp = metadata.partition(topic_id, ref.topic, ref.partition)
+    if rp is None:
+        name = f"__remote_log_metadata-{metadata.metadata_partition_for(topic_id, ref.partition)}"
+        return {}, name
+    name = f"__remote_log_metadata-{rp.metadata_partition}"
+    return {s.segment_id: (s.start_offset, s.end_offset) for s in rp.copied}, name
+
+
 def attach_remote(
     refs: Sequence[PartitionRef],
     opts: RemoteOptions | None,
     *,
-    only: Mapping[tuple[str, int], Collection[str]] | None = None,
+    metadata: Any = None,
+    problems: list[ListingProblem] | None = None,
     keep_local_copies: bool = False,
 ) -> list[PartitionRef]:
     """``refs`` with each partition's remote segments first (see the module doc); as is without ``opts``.
@@ -233,7 +385,12 @@ def attach_remote(
     A partition is looked up in the store by its topic id (its ``partition.metadata``); one without a
     folder there (not tiered) keeps its local segments only. Raises :class:`RemoteTierError` when the
     store does not exist, or when no partition of ``refs`` has a folder in it (a wrong root or layout).
-    ``keep_local_copies``: list remote segments the local log holds entirely too (``dump``).
+    ``metadata``: the replay of ``__remote_log_metadata``
+    (:class:`~logdoctor.logdir.remote_metadata.RemoteLogMetadata`) when it is among the inputs: the
+    segments it lists as copied are the ones read, the listing is checked against it. Without it, one
+    object per start offset is read. Whatever is not read once is appended to ``problems``
+    (:class:`ListingProblem`). ``keep_local_copies``: list remote segments the local log holds entirely
+    too (``dump``).
     """
     if opts is None:
         return list(refs)
@@ -246,6 +403,7 @@ def attach_remote(
         raise RemoteTierError(f"remote storage {opts.storage}: no such folder")
     out: list[PartitionRef] = []
     found_any = False
+    sink: list[ListingProblem] = [] if problems is None else problems
     for ref in refs:
         topic_id = _topic_id(ref) if ref.kind == "log" else None
         where = detect_layout(root, storage, ref.topic, ref.partition, topic_id) if topic_id else None
@@ -262,18 +420,32 @@ def attach_remote(
             ref.topic,
             ref.partition,
             topic_id,  # type: ignore[arg-type]
-            only=None if only is None else only.get((ref.topic, ref.partition), ()),
         )
         if not listed:
             out.append(ref)
             continue
         found_any = True
         local_from = ref.segments[0].base_offset if ref.segments else None
+        expected, md_name = _expected_segments(metadata, topic_id, ref)  # type: ignore[arg-type]
+        folder = remote_partition_folder(
+            base,  # detect_layout's: kafka-local's root folder already
+            storage,
+            layout,
+            ref.topic,
+            ref.partition,
+            topic_id,  # type: ignore[arg-type]
+        )
+        kept = _reconcile(
+            ref, listed, expected, None if keep_local_copies else local_from, md_name, sink, storage, folder
+        )
         remote: list[SegmentRef] = []
-        for i, (start, seg_id, log, size) in enumerate(listed):
+        for i, (start, seg_id, log, size, last) in enumerate(kept):
             if local_from is not None and start >= local_from and not keep_local_copies:
                 continue  # the local log holds all of it
-            nxt = listed[i + 1][0] if i + 1 < len(listed) else None
+            nxt = kept[i + 1][0] if i + 1 < len(kept) else None
+            end = nxt - 1 if nxt is not None else None
+            if last is not None:
+                end = last if end is None else min(end, last)
             stem = log[: -len(".log")]
             seg = RemoteSegment(
                 layout,
@@ -283,7 +455,7 @@ def attach_remote(
                 indexes=stem + ".indexes" if layout == "aiven" else None,
                 private_key=opts.private_key,
                 local_from=local_from,
-                end_offset=None if nxt is None else nxt - 1,
+                end_offset=end,
             )
             remote.append(
                 SegmentRef(ref.log_dir, ref.topic, ref.partition, start, log, size, nxt, storage, seg)

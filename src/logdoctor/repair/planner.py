@@ -77,7 +77,7 @@ def build(ctx: PlanContext, report: ScanReport) -> Plan:
                 if f.code in REPAIRABLE:
                     ctx.unrepaired(f, f"not selected by --only (add {f.code} to repair it)")
                 elif f.code == "META_PROPERTIES_INVALID":
-                    ctx.unrepaired(f, properties.META_PROPERTIES_WHY)
+                    ctx.unrepaired(f, properties.meta_properties_why(f))
                 else:
                     ctx.unrepaired(f, "not something logdoctor repair changes: " + f.fix)
             continue
@@ -108,8 +108,28 @@ def build(ctx: PlanContext, report: ScanReport) -> Plan:
     if note:
         ctx.plan.notes.insert(0, note)
     consequences_with_their_cause(ctx, report.findings)
+    ctx.plan.notes.extend(consumer_group_notes(report, ctx.new_log_ends))
     ctx.plan.number_steps()
     return ctx.plan
+
+
+def consumer_group_notes(report: ScanReport, new_log_ends: dict[str, int]) -> list[str]:
+    """One note per consumer group and partition the plan moves out of its log range (a truncation below
+    its committed offset, a log start raised above it), with what each auto.offset.reset does then
+    (:func:`logdoctor.checks.consumer_groups.moved_out_of_range`)."""
+    if not new_log_ends:
+        return []
+    from logdoctor.checks.consumer_groups import clusters_of, moved_out_of_range, plan_note
+    from logdoctor.checks.cross_dir import broker_groups
+
+    ranges = {}
+    for r in report.partitions:
+        end = new_log_ends.get(r.path)
+        if end is not None:
+            start = r.log_start_offset if r.log_start_offset is not None else (r.first_base_offset or 0)
+            ranges[r.path] = (min(start, end), end)  # UnifiedLog.truncateTo below the log start: starts there
+    clusters = clusters_of(broker_groups(report.log_dirs))
+    return [plan_note(o) for o in moved_out_of_range(report.partitions, clusters, ranges)]
 
 
 def consequences_with_their_cause(ctx: PlanContext, findings: list[Finding]) -> None:
@@ -163,6 +183,8 @@ def log_dir(
         pp = PartitionPlan(part, reports.get((d, folder)), fs)
         partition(ctx, pp)
         states[(part.topic, part.partition)] = pp
+        if pp.new_leo is not None:
+            ctx.new_log_ends[folder] = pp.new_leo
     if "RETENTION_RISK" in ctx.codes:
         for folder, part in sorted(parts.items()):
             if folder not in per_part and safety.is_contained(folder, [d]) and not os.path.islink(folder):
@@ -267,4 +289,12 @@ def plan_repair(
     return build(ctx, report), report
 
 
-__all__ = ["REPAIRABLE", "PlanUsageError", "build", "parse_only", "plan_repair", "tiered_note"]
+__all__ = [
+    "REPAIRABLE",
+    "PlanUsageError",
+    "build",
+    "consumer_group_notes",
+    "parse_only",
+    "plan_repair",
+    "tiered_note",
+]

@@ -39,6 +39,7 @@ from logdoctor.report.model import (
 )
 from logdoctor.report.segments import DEFAULT_READ_BUDGET, ReadBudget, segment_views
 from logdoctor.report.templates import CSS, FINDINGS_BODY, JS, LAGGING_HEAD, TIMELINE_BODY
+from logdoctor.report.who_loses import who_loses_section
 
 MAX_TIMELINE_PARTITIONS = 200
 MAX_FINDINGS = 2000
@@ -357,6 +358,7 @@ def render_report(
         f'<div class="level">{e(label)}</div><ul>'
         + "".join(f"<li>{e(x)}</li>" for x in lines) + "</ul></div>",
         _cards(s, data),
+        who_loses_section(data.findings, fleet=data.kind == "fleet"),
         '<div class="grid2"><section id="findings-by-code">'
         + _figure(figures.findings_by_code(data), "fig-findings")
         + '</section><section id="disks">' + _figure(figures.disk_fullness(data), "fig-disks")

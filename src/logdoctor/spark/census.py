@@ -14,7 +14,10 @@ with Spark SQL and writes four Parquet tables under ``--out``:
 - ``log_dirs``: bytes per log dir and how full its disk is, as ``df`` prints it (logdoctor.logdir.disk:
   statvfs of the log dir's real path);
 - ``findings``: the scan's findings plus the fleet-level ones (REPLICA_LAG, LOG_DIR_NEARLY_FULL),
-  each with the logdoctor command that fixes it.
+  each with the logdoctor command that fixes it;
+- ``consumer_groups``: one row per consumer group and partition: its committed offset, the partition's
+  log range, the lag in records, bytes and time, and whether the group will reset
+  (:func:`logdoctor.spark.census_sql.consumer_group_table`).
 
 ``summary.json`` and ``summary.txt`` hold the readable summary.
 """
@@ -36,6 +39,7 @@ from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the censu
     CensusError,
     clusters_finding,
     discover_brokers,
+    diverged_findings,
     fix_command,
     fleet_findings,
     log_dir_rows,
@@ -66,6 +70,7 @@ class CensusResult:
     totals: dict[str, int] | None = None
     finding_counts: dict[str, int] | None = None
     inventories: int = 0  # how many of the inputs were inventories
+    consumer_groups: list[dict[str, Any]] = field(default_factory=list)  # the table's first rows
 
     def counts(self) -> dict[str, int]:
         if self.finding_counts is not None:
@@ -91,6 +96,7 @@ class CensusResult:
             "partitions": self.partitions,
             "replicas": self.replicas,
             "findings": self.findings,
+            "consumer_groups": self.consumer_groups,
             "summary": {
                 **self.counts(),
                 "elapsed_s": round(self.elapsed_s, 3),
@@ -125,7 +131,14 @@ def run_census(
     (:mod:`logdoctor.spark.remote_audit`: a task per listing part, findings in the findings table).
     """
     from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs
-    from logdoctor.spark.census_sql import COLLECT_LIMIT, census_frames, first_rows, severity_counts
+    from logdoctor.spark.census_sql import (
+        COLLECT_LIMIT,
+        census_frames,
+        consumer_group_table,
+        divergence_candidates,
+        first_rows,
+        severity_counts,
+    )
 
     started = time.perf_counter()
     inputs = paths if isinstance(paths, CensusInputs) else classify(paths)
@@ -134,6 +147,7 @@ def run_census(
         spark, inputs, now, config_inputs=config_inputs, progress=progress, simulated_disks=simulated_disks
     )
     several = clusters_finding(frames_in.all_brokers)
+    diverged = diverged_findings(divergence_candidates(frames_in.replicas))
     audit = None
     if remote_storage is not None or remote_inventory is not None:
         from logdoctor.spark.remote_audit import audit_findings
@@ -155,7 +169,7 @@ def run_census(
         frames_in.replicas,
         frames_in.log_dirs,
         scan_found,
-        [several] if several is not None else [],
+        [*([several] if several is not None else []), *diverged],
         more_findings=audit,
     )
 
@@ -167,6 +181,12 @@ def run_census(
         getattr(frames, name).write.mode("overwrite").parquet(str(folder))
         tables[name] = str(folder)
     read = {name: spark.read.parquet(tables[name]) for name in ("partitions", "replicas", "findings")}
+    groups_folder = out / "consumer_groups"
+    consumer_group_table(frames_in.commits, read["partitions"]).write.mode("overwrite").parquet(
+        str(groups_folder)
+    )
+    tables["consumer_groups"] = str(groups_folder)
+    groups, _n_groups = first_rows(spark.read.parquet(str(groups_folder)), ())
     rep, part = read["replicas"], read["partitions"]
     replicas, n_replicas = first_rows(
         rep,
@@ -197,6 +217,7 @@ def run_census(
         totals=dict(replicas=n_replicas, partitions=n_partitions, findings=n_findings) if truncated else None,
         finding_counts=counts,
         inventories=len(frames_in.inventories),
+        consumer_groups=groups,
     )
     (out / "summary.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     (out / "summary.txt").write_text(render_summary(result) + "\n")

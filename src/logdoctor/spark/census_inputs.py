@@ -42,6 +42,7 @@ REPLICA_DDL = ", ".join(
         "local_log_start_offset bigint, remote_storage_enabled boolean",
         "remote_segments int, remote_bytes bigint, remote_log_start_offset bigint",
         "remote_log_end_offset bigint",
+        "leader_epochs array<struct<epoch:int,start_offset:bigint>>",
     )
 )
 LOG_DIR_DDL = ", ".join(
@@ -50,6 +51,13 @@ LOG_DIR_DDL = ", ".join(
         "partitions int, locked boolean, clean_shutdown boolean, disk_total_bytes bigint",
         "disk_used_bytes bigint, disk_available_bytes bigint, disk_used_fraction double",
         "disk_used_percent int, disk_source string",
+    )
+)
+#: one committed offset of a consumer group (inventory ``commit`` rows, schema version 3)
+COMMIT_DDL = ", ".join(
+    (
+        "broker string, broker_id int, cluster string, group string, topic string, partition int",
+        "committed_offset bigint, commit_timestamp bigint, lag_bytes bigint, lag_ms bigint",
     )
 )
 FINDING_DDL = ", ".join(
@@ -222,7 +230,7 @@ def _check_parquet(path: str) -> list[dict[str, Any]]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from logdoctor.checks.inventory import METADATA_KEY, SCHEMA_VERSION, _filesystem
+    from logdoctor.checks.inventory import METADATA_KEY, READABLE_VERSIONS, _filesystem
 
     filesystem, p = _filesystem(path)
     dir_cols = ddl_names(LOG_DIR_DDL)
@@ -230,8 +238,9 @@ def _check_parquet(path: str) -> list[dict[str, Any]]:
     with filesystem.open_input_file(p) as fh:
         pf = pq.ParquetFile(fh)
         version = int((pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0"))
-        if version != SCHEMA_VERSION:
-            raise ValueError(f"inventory schema version {version}, this logdoctor reads {SCHEMA_VERSION}")
+        if version not in READABLE_VERSIONS:
+            readable = " and ".join(map(str, READABLE_VERSIONS))
+            raise ValueError(f"inventory schema version {version}, this logdoctor reads {readable}")
         wanted = sorted(  # the census's own cluster key is no inventory column
             (set(ddl_names(REPLICA_DDL) + ddl_names(LOG_DIR_DDL) + ddl_names(FINDING_DDL)) - {"cluster"})
             | {"record"}
@@ -344,6 +353,7 @@ class InputFrames:
     inventories: list[str]
     unreadable: list[tuple[str, str]]
     cached: list[Any] = field(default_factory=list)
+    commits: Any = None  # the consumer groups' committed offsets (COMMIT_DDL; version 2 inventories: none)
 
     def unpersist(self) -> None:
         for item in self.cached:
@@ -364,12 +374,13 @@ def load_inputs(
 
     from logdoctor.spark.census_rules import BrokerInput, name_brokers, scan_broker
 
-    replica_cols, dir_cols, finding_cols = (
+    replica_cols, dir_cols, finding_cols, commit_cols = (
         ddl_names(REPLICA_DDL),
         ddl_names(LOG_DIR_DDL),
         ddl_names(FINDING_DDL),
+        ddl_names(COMMIT_DDL),
     )
-    frames: dict[str, list[Any]] = {"replicas": [], "log_dirs": [], "findings": []}
+    frames: dict[str, list[Any]] = {"replicas": [], "log_dirs": [], "findings": [], "commits": []}
     cached: list[Any] = []
     raw = inputs.brokers()
     if progress is not None:
@@ -412,6 +423,7 @@ def load_inputs(
             ("replicas", replica_cols, REPLICA_DDL),
             ("log_dirs", dir_cols, LOG_DIR_DDL),
             ("findings", finding_cols, FINDING_DDL),
+            ("commits", commit_cols, COMMIT_DDL),
         ):
             rows = scans.flatMap(
                 lambda res, name=name, cols=cols: [tuple(r.get(c) for c in cols) for r in res[name]]
@@ -455,6 +467,7 @@ def load_inputs(
             for name, cols, record in (
                 ("replicas", replica_cols, "replica"),
                 ("findings", finding_cols, "finding"),
+                ("commits", commit_cols, "commit"),
             ):
                 frames[name].append(df.where(df.record == record).select(*cols))
     if unreadable:
@@ -464,6 +477,7 @@ def load_inputs(
         "replicas": REPLICA_DDL,
         "log_dirs": LOG_DIR_DDL,
         "findings": FINDING_DDL,
+        "commits": COMMIT_DDL,
     }
     out: dict[str, Any] = {}
     for name, dfs in frames.items():
@@ -485,10 +499,12 @@ def load_inputs(
         list(inputs.inventories),
         unreadable,
         cached,
+        out["commits"],
     )
 
 
 __all__ = [
+    "COMMIT_DDL",
     "FINDING_DDL",
     "LOG_DIR_DDL",
     "REPLICA_DDL",

@@ -198,9 +198,84 @@ def scan_broker(
     res = broker_rows(
         list(broker.log_dirs), options, BrokerIdentity(broker.broker, broker.broker_id, broker.cluster_id)
     )
-    for r in res["replicas"]:
+    for r in (*res["replicas"], *res["commits"]):
         r["cluster"] = broker.cluster
-    return {k: res[k] for k in ("replicas", "findings", "log_dirs", "bytes_read")}
+    return {k: res[k] for k in ("replicas", "findings", "log_dirs", "commits", "bytes_read")}
+
+
+def diverged_findings(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """REPLICA_DIVERGED across the census's brokers (driver side), as the scan of several brokers' log dirs
+    says it (checks.divergence, the rule of logdoctor.logdir.divergence): ``rows`` are the live replicas
+    of the partitions whose replicas' latest leader epochs differ (census_sql.divergence_candidates), with
+    ``leader_epochs``. The records are not in an inventory: the finding gives the offsets lost, and its fix
+    the export that saves them (run on the broker's host)."""
+    from logdoctor.checks import catalog
+    from logdoctor.checks.divergence import lost_records_out
+    from logdoctor.logdir.divergence import ReplicaLog, follower_truncation
+
+    def epochs(r: dict[str, Any]) -> tuple[tuple[int, int], ...]:
+        return tuple((int(e["epoch"]), int(e["start_offset"])) for e in r.get("leader_epochs") or ())
+
+    def replica_log(r: dict[str, Any]) -> ReplicaLog:
+        start = r["log_start_offset"] if r["log_start_offset"] is not None else 0
+        return ReplicaLog(epochs(r), start, r["log_end_offset"], r["high_watermark"])
+
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for r in rows:
+        if epochs(r) and r["log_end_offset"] is not None:
+            groups.setdefault((r["cluster"], r["topic"], r["partition"], r["topic_id"]), []).append(r)
+    out: list[dict[str, Any]] = []
+    for (_c, topic, partition, _tid), reps in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][2])):
+        if len({r["broker"] for r in reps}) < 2:
+            continue
+        leader = max(reps, key=lambda r: (epochs(r)[-1][0], r["log_end_offset"], r["broker"]))
+        for r in reps:
+            if r["broker"] == leader["broker"]:
+                continue
+            t = follower_truncation(replica_log(r), replica_log(leader))
+            if t.lacks_from >= r["log_end_offset"]:
+                continue
+            tp = f"{topic}-{partition}"
+            end = r["log_end_offset"]
+            f = catalog.make(
+                "REPLICA_DIVERGED",
+                r["path"],
+                case="census",
+                logdir=r["log_dir"],
+                offset=t.offset,
+                topic_partition=tp,
+                broker=r["broker"],
+                leader_broker=leader["broker"],
+                leader_logdir=leader["log_dir"],
+                leader_epoch=epochs(leader)[-1][0],
+                own_epoch=epochs(r)[-1][0],
+                truncate_to=t.offset,
+                first=t.lacks_from,
+                last=end - 1,
+                offsets=end - t.lacks_from,
+                lost_out=lost_records_out(r["path"], t.lacks_from, end),
+                lost_from=t.lacks_from,
+                log_end_offset=end,
+            )
+            command = (
+                f"logdoctor export {r['path']} --out {lost_records_out(r['path'], t.lacks_from, end)} "
+                f"--starting-offsets {t.lacks_from} --ending-offsets {end} --include-control"
+            )
+            out.append(
+                {
+                    "broker": r["broker"],
+                    "log_dir": r["log_dir"],
+                    "code": f.code,
+                    "severity": f.severity.label,
+                    "path": f.path,
+                    "position": None,
+                    "offset": t.offset,
+                    "message": f.message,
+                    "fix": f.fix,
+                    "fix_command": command,
+                }
+            )
+    return out
 
 
 def _pkey(r: dict[str, Any]) -> tuple[str, str, int]:
@@ -216,7 +291,8 @@ def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     before the partition's high watermark (the largest in any replica's checkpoint): such a replica
     cannot be in the ISR.
     """
-    live = [dict(r) for r in rows if r["kind"] == "log"]
+    # leader_epochs: an input of REPLICA_DIVERGED (diverged_findings), no column of the replicas table
+    live = [{k: v for k, v in r.items() if k != "leader_epochs"} for r in rows if r["kind"] == "log"]
     groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in live:
         groups.setdefault(_pkey(r), []).append(r)
@@ -370,18 +446,23 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
         used = d.get("disk_used_fraction")
         if used is None or used < NEARLY_FULL_WARN:
             continue
-        others = [o for o in by_broker.get(d["broker"], []) if o["log_dir"] != d["log_dir"]]
-        target = min(others, key=lambda o: o.get("disk_used_fraction") or 0.0, default=None)
         big = biggest.get((d["broker"], d["log_dir"]))
+        others = [
+            o
+            for o in by_broker.get(d["broker"], [])
+            if o["log_dir"] != d["log_dir"] and big is not None and _frees_space_on(d, o, big["bytes"] or 0)
+        ]
+        target = min(others, key=lambda o: o.get("disk_used_fraction") or 0.0, default=None)
         if target is not None and big is not None:
             command = (
                 f"logdoctor move-partition {big['topic']}-{big['partition']} --from {d['log_dir']} "
                 f"--to {target['log_dir']}"
             )
             fix = (
-                f"Move a large partition ({big['topic']}-{big['partition']}, {big['bytes']} bytes) to "
-                f"{target['log_dir']} ({used_pct(target)} used) with the broker "
-                f"stopped (`{command}` prints the plan, add --apply to make it), "
+                f"Move a large partition ({big['topic']}-{big['partition']}, {big['bytes']:,} bytes) to "
+                f"{target['log_dir']}, on another file system ({used_pct(target)} used, "
+                f"{target.get('disk_available_bytes') or 0:,} bytes free), with the broker stopped: "
+                f"`{command}` prints the plan and whether it fits, add --apply to make it; "
                 "or use kafka-reassign-partitions with log dirs (KIP-113) while it runs."
             )
         else:
@@ -403,6 +484,28 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
         )
         out.append(_finding(d["broker"], d["log_dir"], f, command))
     return out
+
+
+def _frees_space_on(full: dict[str, Any], other: dict[str, Any], nbytes: int) -> bool:
+    """Whether moving ``nbytes`` from the log dir ``full`` to ``other`` (rows of one broker) frees space on
+    ``full``'s file system: ``other`` is not nearly full, has room for them (checks.disk_space.move_margin),
+    and lies on another file system. The rows carry no device: two dirs whose disks ``statvfs`` read with
+    the same size and the same free bytes at the same moment are one file system; a simulated disk says
+    nothing of where a folder lies, so it never gets a move."""
+    from logdoctor.checks.disk_space import move_margin
+
+    if full.get("disk_source") != "statvfs" or other.get("disk_source") != "statvfs":
+        return False
+    if (other.get("disk_used_fraction") or 1.0) >= NEARLY_FULL_WARN:
+        return False
+    free = other.get("disk_available_bytes") or 0
+    if free < nbytes + move_margin(nbytes):
+        return False
+    same = (full.get("disk_total_bytes"), full.get("disk_available_bytes")) == (
+        other.get("disk_total_bytes"),
+        free,
+    )
+    return not same
 
 
 def used_pct(log_dir_row: dict[str, Any]) -> str:

@@ -312,6 +312,60 @@ def recreated_findings(spark: Any, replicas: Any) -> Any:
     return spark.createDataFrame(rows, FINDING_OUT_DDL)
 
 
+def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
+    from logdoctor.checks import catalog
+
+    f = catalog.make(
+        "TOPIC_ID_SHARED",
+        row["path"],
+        topics=row["topics"],
+        topic=row["topic"],
+        topic_id=row["topic_id"],
+        where=row["where"],
+        logdir=row["log_dir"],
+        details={"topic_id": row["topic_id"], "topics": row["topics"].split(", ")},
+    )
+    return (
+        row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, None, f.message, f.fix,
+        f"logdoctor scan {row['log_dir']}",
+    )  # fmt: skip
+
+
+def shared_id_findings(spark: Any, replicas: Any) -> Any:
+    """TOPIC_ID_SHARED: one per topic after the first of a (cluster, topic id) whose replicas are of
+    several topics (the scans' own TOPIC_ID_SHARED, of one broker's dirs, are left out: this is the
+    fleet's view of the same rule, :func:`logdoctor.checks.cross_dir`)."""
+    from pyspark.sql import functions as F
+
+    rec = replicas.where(F.col("topic_id").isNotNull() & (F.col("kind") == "log"))
+    per_topic = rec.groupBy("cluster", "topic_id", "topic").agg(
+        F.min(F.struct("partition", "broker", "log_dir", "path")).alias("first"),
+        F.sort_array(F.collect_set("broker")).alias("brokers"),
+    )
+    on_brokers = F.concat("topic", F.lit(" on "), F.array_join("brokers", ", "))
+    per_id = per_topic.groupBy("cluster", "topic_id").agg(
+        F.array_join(F.sort_array(F.collect_list("topic")), ", ").alias("topics"),
+        F.array_join(F.sort_array(F.collect_list(on_brokers)), "; ").alias("where"),
+        F.min("topic").alias("first_topic"),
+        F.count(F.lit(1)).alias("n"),
+    )
+    rows = (
+        per_topic.join(per_id.where(F.col("n") > 1), ["cluster", "topic_id"])
+        .where(F.col("topic") != F.col("first_topic"))
+        .select(
+            "topic",
+            "topic_id",
+            "topics",
+            "where",
+            F.col("first.broker").alias("broker"),
+            F.col("first.log_dir").alias("log_dir"),
+            F.concat(F.col("first.path"), F.lit("/partition.metadata")).alias("path"),
+        )
+        .rdd.map(lambda r: _shared_id_finding(r.asDict()))
+    )
+    return spark.createDataFrame(rows, FINDING_OUT_DDL)
+
+
 def _scan_fix(row: dict[str, Any], dirs: dict[str, list[str]]) -> tuple[Any, ...]:
     from logdoctor.spark.census_rules import BrokerInput, fix_command
 
@@ -385,9 +439,10 @@ def census_frames(
         v.sort()
     full = [*full_disk_findings(spark, log_dirs, replicas), *extra]
     findings = (
-        scan_findings(spark, findings_in, broker_dirs)
+        scan_findings(spark, findings_in.where(F.col("code") != "TOPIC_ID_SHARED"), broker_dirs)
         .unionByName(lag_findings(spark, replicas))
         .unionByName(recreated_findings(spark, replicas))
+        .unionByName(shared_id_findings(spark, replicas))
     )
     if more_findings is not None:
         findings = findings.unionByName(more_findings)
@@ -413,6 +468,85 @@ def census_frames(
         (replicas, findings),
     )
     return frames, log_dirs
+
+
+CONSUMER_GROUP_COLUMNS = (
+    "cluster",
+    "group",
+    "topic",
+    "partition",
+    "committed_offset",
+    "commit_timestamp",
+    "log_start_offset",
+    "log_end_offset",
+    "lag_records",
+    "lag_bytes",
+    "lag_ms",
+    "out_of_range",
+    "broker",
+)
+
+
+def consumer_group_table(commits: Any, partitions: Any) -> Any:
+    """One row per consumer group and partition (of one cluster): its committed offset against the
+    partition's log range across the fleet (the lowest log start, the highest log end of its replicas).
+
+    ``lag_records``: log end - committed offset (offsets; null when the commit is outside the range:
+    ``out_of_range``, CONSUMER_OFFSET_OUT_OF_RANGE); ``lag_bytes`` and ``lag_ms`` as the broker holding the
+    ``__consumer_offsets`` replica measured them on its own replica of the partition
+    (checks.consumer_groups.commit_rows; null when it holds none). A commit seen in several replicas of
+    ``__consumer_offsets`` is one row: the latest commit, with the lag measured where there is one."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    # a replica folder without segments is loaded with one empty segment at its log start (0 without a
+    # checkpoint entry: checks.consumer_groups.log_range); a tiered one's end is in the remote tier
+    start = F.coalesce(F.min("min_log_start_offset"), F.lit(0).cast("bigint"))
+    ranges = partitions.groupBy("cluster", "topic", "partition").agg(
+        start.alias("log_start_offset"),
+        F.coalesce(
+            F.max("max_log_end_offset"), F.when(F.max("tiered_replicas") == 0, start)
+        ).alias("log_end_offset"),
+    )
+    pick = Window.partitionBy("cluster", "group", "topic", "partition").orderBy(
+        F.col("commit_timestamp").desc_nulls_last(), F.col("lag_bytes").isNull(), "broker"
+    )
+    one = commits.withColumn("cluster", F.coalesce("cluster", F.lit(""))).withColumn(
+        "_n", F.row_number().over(pick)
+    ).where(F.col("_n") == 1)
+    joined = one.join(ranges, ["cluster", "topic", "partition"], "left")
+    inside = (F.col("committed_offset") >= F.col("log_start_offset")) & (
+        F.col("committed_offset") <= F.col("log_end_offset")
+    )
+    return (
+        joined.withColumn("out_of_range", F.when(F.col("log_end_offset").isNotNull(), ~inside))
+        .withColumn("lag_records", F.when(inside, F.col("log_end_offset") - F.col("committed_offset")))
+        .orderBy("cluster", "group", "topic", "partition")
+        .select(*CONSUMER_GROUP_COLUMNS)
+    )
+
+
+def divergence_candidates(replicas: Any) -> list[dict[str, Any]]:
+    """The live replicas of the partitions whose replicas' latest leader epochs differ (a diverged replica
+    has an older latest epoch than the leader; replicas of one epoch can only lag), collected for
+    census_rules.diverged_findings: few rows (none in a healthy fleet)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    latest = F.element_at(F.col("leader_epochs"), -1).getField("epoch")
+    w = Window.partitionBy("cluster", "topic", "partition")
+    live = replicas.where((F.col("kind") == "log") & (F.size("leader_epochs") > 0))
+    return (
+        live.withColumn("_latest", latest)
+        .withColumn("_spread", F.max("_latest").over(w) - F.min("_latest").over(w))
+        .where(F.col("_spread") > 0)
+        .select(
+            "broker", "log_dir", "path", "cluster", "topic", "partition", "topic_id", "log_start_offset",
+            "log_end_offset", "high_watermark", "leader_epochs",
+        )
+        .toArrow()
+        .to_pylist()
+    )  # fmt: skip
 
 
 def first_rows(

@@ -100,6 +100,17 @@ def output_has_data(out: str) -> bool:
         return False
 
 
+def overwrite_refusal(out: str, fmt: str) -> str | None:
+    """Why ``--mode overwrite`` may not replace ``out`` (None: it holds only an earlier export's files,
+    or nothing): :mod:`logdoctor.spark.export_output`, a local folder or a URI's objects (a store that
+    cannot be listed here is left to Spark's writer)."""
+    from logdoctor.spark.export_output import export_output, foreign_objects, refusal_text
+
+    if not is_local_path(out):
+        return refusal_text(out, foreign_objects(out, fmt) or [])
+    return export_output(_local(out), fmt).refusal()
+
+
 def _list_files(out: str) -> dict[str, int]:
     """{relative path: size} of the data files under ``out`` (not ``_``/``.`` files), best effort."""
     files: dict[str, int] = {}
@@ -175,6 +186,8 @@ class ExportResult:
     elapsed_s: float = 0.0
     writer: str = "arrow"
     mode: str = "error"
+    #: internal topics the export left out (logdoctor.logdir.read_plan)
+    left_out: list[str] = field(default_factory=list)
 
     @property
     def records_per_s(self) -> float:
@@ -207,6 +220,7 @@ class ExportResult:
             ],
             "elapsed_s": round(self.elapsed_s, 3),
             "records_per_s": round(self.records_per_s, 1),
+            "internal_topics_left_out": list(self.left_out),
         }
 
 
@@ -400,27 +414,22 @@ def _abort_job(spark: Any, out_dir: str, job: str, created: bool) -> None:
 
 
 def _clear_output(out_dir: str) -> None:
-    """``--mode overwrite``: delete what ``out_dir`` held before this job (not ``_temporary``)."""
-    import shutil
+    """``--mode overwrite``: delete what an earlier export wrote in ``out_dir`` (not this job's
+    ``_temporary``); anything else stays (:mod:`logdoctor.spark.export_output`, checked before the job)."""
+    from logdoctor.spark.export_output import export_output
 
-    for entry in os.scandir(out_dir):
-        if entry.name == TEMPORARY:
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
-        else:
-            os.unlink(entry.path)
+    export_output(out_dir).clear()
 
 
 def _export_arrow(
     spark: Any,
-    items: list[str],
+    plan: Any,
     out: str,
     opts_map: Mapping[str, str],
     partition_by: Sequence[str],
     mode: str = "error",
     fail_first_attempt: bool = False,
-) -> tuple[int, list[str], list[dict[str, Any]]]:
+) -> tuple[int, list[str], list[dict[str, Any]], list[dict[str, Any]]]:
     """The arrow writer's job: tasks write into attempt folders, the driver commits by rename.
 
     ``fail_first_attempt`` (tests only) makes every task's first attempt write its files and
@@ -428,10 +437,10 @@ def _export_arrow(
     """
     import uuid
 
-    from logdoctor.spark.planning import discover_refs, pack_slices, parse_read_options, plan_slices
+    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices
 
     opts = parse_read_options(opts_map)
-    slices = plan_slices(discover_refs(items, opts_map), opts)
+    slices = plan_slices(plan.refs, opts)
     groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
     created = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
@@ -470,6 +479,17 @@ def _export_arrow(
     return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped
 
 
+def not_read_ranges(plan: Any) -> list[SkippedRange]:
+    """The offsets the read plan names as not read once (a remote segment with no object, a second copy
+    of a segment not read, offsets below the first remote segment): :mod:`logdoctor.logdir.read_plan`."""
+    return [
+        SkippedRange(
+            p.path, 0, 0, p.error, start=0, end=0, base_offset=p.first_offset, last_offset=p.last_offset
+        )
+        for p in plan.not_read
+    ]
+
+
 def skipped_ranges(
     spark: Any,
     items: Sequence[str],
@@ -477,6 +497,7 @@ def skipped_ranges(
     writer: str,
     undecodable: list[dict[str, Any]],
     remote_skipped: Sequence[Mapping[str, Any]],
+    plan: Any = None,
 ) -> list[SkippedRange]:
     """Every range an export could not read, named: the corrupt ranges of ``kafka-log-segments`` over the
     same segments, the remote-tier segments the arrow writer's tasks could not read (``remote_skipped``),
@@ -486,7 +507,9 @@ def skipped_ranges(
     skipped: list[SkippedRange] = []
     # The arrow writer's tasks reported the remote-tier segments they could not read: the segments pass
     # then lists the log dirs' segments only (the remote tier is not read twice).
-    passed = ("topics",) if writer == "arrow" else ("topics", *REMOTE_OPTIONS)
+    passed = (
+        ("topics", "includeInternal") if writer == "arrow" else ("topics", "includeInternal", *REMOTE_OPTIONS)
+    )
     seg_opts = {k: v for k, v in opts.items() if k in passed}
     if writer != "arrow":  # the arrow writer's tasks named the batches they could not decode
         seg_opts["checkRecords"] = "true"
@@ -507,6 +530,8 @@ def skipped_ranges(
         if writer != "arrow":  # the arrow writer's tasks named both kinds of batches skipped alone
             undecodable.extend({"path": r["path"], **u.asDict()} for u in r["undecodable"] or ())
             undecodable.extend({"path": r["path"], **u.asDict()} for u in r["crc_mismatches"] or ())
+    if writer == "arrow" and plan is not None:  # the segments pass did not plan the remote tier
+        skipped.extend(not_read_ranges(plan))
     for p in remote_skipped:  # remote-tier segments the arrow writer's tasks could not read
         skipped.append(SkippedRange(p["path"], int(p["valid_bytes"]), int(p["size_bytes"]), p["error"]))
     for u in undecodable:
@@ -578,15 +603,15 @@ def run_export(
     before anything is written or deleted.
     """
     from logdoctor.logdir.discovery import split_paths
-    from logdoctor.logdir.outputs import check_output_location
-    from logdoctor.spark.planning import discover_refs, topic_matcher
+    from logdoctor.logdir.outputs import absolute_location, check_output_location
+    from logdoctor.spark.planning import read_plan
     from logdoctor.spark.schema import records_fields
 
     if not fmt or not fmt.replace("_", "").replace("-", "").replace(".", "").isalnum():
         raise ExportError(f"--format: not a data source name: {fmt!r}")
     if mode not in MODES:
         raise ExportError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    out = str(out_dir)
+    out = absolute_location(out_dir)  # Spark's workers do not run in this folder
     writer = choose_writer(spark, out, fmt, writer)
     opts = {k: str(v) for k, v in (options or {}).items() if v is not None}
     items = split_paths(paths)
@@ -594,14 +619,18 @@ def run_export(
     bad = [c for c in partition_by if c not in known]
     if bad:
         raise ExportError(f"--partition-by: unknown column(s) {', '.join(bad)}")
-    refs = discover_refs(items, opts)
+    plan = read_plan(items, opts)
+    refs = plan.refs
     # Never write or delete at, inside or above an input (the items and the log dirs found in them).
-    check_output_location(out, [*items, *sorted({r.log_dir for r in refs})])
+    check_output_location(out, [*items, *plan.log_dirs])
     if mode == "error" and output_has_data(out):
         raise OutputExistsError(
             f"output {out} exists and is not empty: choose another --out, or --mode overwrite / append "
             "(nothing was written or deleted)"
         )
+    refusal = overwrite_refusal(out, fmt) if mode == "overwrite" else None
+    if refusal is not None:
+        raise OutputExistsError(refusal)
     before = _list_files(out) if mode == "append" else {}
     remote_skipped: list[dict[str, Any]] = []
     started = time.perf_counter()
@@ -612,7 +641,7 @@ def run_export(
     try:
         if writer == "arrow":
             rows, committed, undecodable, remote_skipped = _export_arrow(
-                spark, items, _local(out), opts, partition_by, mode, fail_first_attempt
+                spark, plan, _local(out), opts, partition_by, mode, fail_first_attempt
             )
             root = _local(out)
             sizes = {rel: os.path.getsize(os.path.join(root, rel)) for rel in committed}
@@ -641,9 +670,8 @@ def run_export(
         if tracker is not None:
             tracker.__exit__(None, None, None)
     elapsed = time.perf_counter() - started
-    match = topic_matcher(opts.get("topics"))
-    segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
-    skipped = skipped_ranges(spark, items, opts, writer, undecodable, remote_skipped)
+    segs = [s for ref in refs for s in ref.segments]
+    skipped = skipped_ranges(spark, items, opts, writer, undecodable, remote_skipped, plan)
     return ExportResult(
         out_dir=out,
         format=fmt,
@@ -656,4 +684,5 @@ def run_export(
         elapsed_s=elapsed,
         writer=writer,
         mode=mode,
+        left_out=list(plan.left_out),
     )

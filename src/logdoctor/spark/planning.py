@@ -26,6 +26,7 @@ offset whose record timestamp is >= T (Kafka's ListOffsets by timestamp:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -34,6 +35,7 @@ from dataclasses import dataclass, field
 
 from logdoctor.formats.index_lookup import IndexEntries
 from logdoctor.logdir.discovery import DiscoveryError
+from logdoctor.logdir.read_plan import ReadPlan, topic_matcher
 from logdoctor.logdir.reader import ByteReader
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.seek import (
@@ -58,6 +60,7 @@ __all__ = [
     "parse_per_partition",
     "parse_read_options",
     "plan_slices",
+    "read_plan",
     "resolve_range",
     "split_points",
     "topic_matcher",
@@ -74,23 +77,6 @@ PlanningError = DiscoveryError
 
 
 # --- options ----------------------------------------------------------------------------------------
-
-
-def topic_matcher(topics: str | None):
-    """``topics``: a comma list of names, or a regex (anything with regex metacharacters)."""
-    if topics is None or not topics.strip():
-        return lambda _t: True
-    text = topics.strip()
-    if re.fullmatch(r"[A-Za-z0-9._\-]+(\s*,\s*[A-Za-z0-9._\-]+)*", text):
-        names = {t.strip() for t in text.split(",")}
-        return lambda t: t in names
-    try:
-        pattern = re.compile(text)
-    except re.error as exc:
-        raise PlanningError(
-            f"topics: {text!r} is neither a comma list of topics nor a valid regex: {exc}"
-        ) from exc
-    return lambda t: pattern.fullmatch(t) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,21 +242,37 @@ class PartitionRange:
     end_offset: int | None
 
 
-def discover_refs(paths: str | Sequence[str], options: Mapping[str, str] | None = None) -> list[PartitionRef]:
-    """:func:`logdoctor.logdir.discovery.discover` of ``paths``, then the remote tier of the options
-    ``remoteStorage``/``remoteLayout``/``remotePrivateKey`` attached (a bad one: :data:`PlanningError`)."""
-    from logdoctor.logdir.discovery import discover
-    from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, attach_remote
+def read_plan(paths: str | Sequence[str], options: Mapping[str, str] | None = None) -> ReadPlan:
+    """The read plan of ``paths`` (:func:`logdoctor.logdir.read_plan.plan_read`: discovery, the remote tier
+    of the options ``remoteStorage``/``remoteLayout``/``remotePrivateKey`` checked against the remote log
+    metadata, the topics, the offsets named as not read once), with the offsets not read clipped to the
+    range the options ask for. Every output plans with it; a bad path or option: :data:`PlanningError`."""
+    from logdoctor.logdir.read_plan import plan_read
+    from logdoctor.logdir.remote_tier import RemoteTierError
 
     try:
-        remote = RemoteOptions.from_options(options)
+        plan = plan_read(paths, options)
     except RemoteTierError as exc:
         raise PlanningError(str(exc)) from None
-    refs = discover(paths, options) if options is not None else discover(paths)
-    try:
-        return attach_remote(refs, remote)
-    except RemoteTierError as exc:
-        raise PlanningError(str(exc)) from None
+    if not plan.not_read:
+        return plan
+    opts = parse_read_options(options or {})
+    by_key = {(r.topic, r.partition): r for r in plan.refs}
+    kept = []
+    for p in plan.not_read:
+        rng = resolve_range(by_key[(p.topic, p.partition)], opts)
+        last = p.last_offset
+        if rng.end_offset is not None and p.first_offset >= rng.end_offset:
+            continue
+        if rng.start_offset is not None and last is not None and last < rng.start_offset:
+            continue
+        kept.append(p)
+    return dataclasses.replace(plan, not_read=tuple(kept))
+
+
+def discover_refs(paths: str | Sequence[str], options: Mapping[str, str] | None = None) -> list[PartitionRef]:
+    """The partitions :func:`read_plan` reads (remote tier attached, topics chosen)."""
+    return list(read_plan(paths, options).refs)
 
 
 def resolve_range(ref: PartitionRef, opts: ReadOptions) -> PartitionRange:
@@ -351,11 +353,19 @@ def plan_slices(refs: Sequence[PartitionRef], opts: ReadOptions) -> list[Segment
         whole = resolve_range(ref, opts)
         for seg in ref.segments:
             rng = whole
-            if seg.remote is not None and seg.remote.local_from is not None:
-                # a remote segment: the offsets the local log still holds are read from it (once)
-                cap = seg.remote.local_from
-                end = cap if whole.end_offset is None else min(cap, whole.end_offset)
-                rng = PartitionRange(whole.start_offset, end)
+            if seg.remote is not None:
+                # a remote segment: up to its last offset (an object that also holds the next segment's
+                # offsets gives them once); the offsets the local log still holds are read from it
+                caps = [
+                    c
+                    for c in (
+                        seg.remote.local_from,
+                        None if seg.remote.end_offset is None else seg.remote.end_offset + 1,
+                        whole.end_offset,
+                    )
+                    if c is not None
+                ]
+                rng = PartitionRange(whole.start_offset, min(caps) if caps else None)
             if (
                 rng.start_offset is not None
                 and seg.next_base_offset is not None

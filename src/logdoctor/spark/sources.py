@@ -104,10 +104,10 @@ class KafkaLogReader(DataSourceReader):
         self.read_options = parse_read_options(options)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.spark.planning import discover_refs, pack_slices, plan_slices
+        from logdoctor.spark.planning import pack_slices, plan_slices, read_plan
 
         opts = self.read_options
-        slices = plan_slices(discover_refs(_paths(self.options), self.options), opts)
+        slices = plan_slices(read_plan(_paths(self.options), self.options).refs, opts)
         return [SlicePartition(g) for g in pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -416,7 +416,12 @@ def remote_gap_text(seg: SegmentRef, last_offset: int | None, end: int | None = 
     topic is never compacted, its offsets are contiguous). ``end``: the read stopped there on purpose."""
     if seg.remote is None:
         return None
-    bounds = [b for b in (seg.next_base_offset, seg.remote.local_from, end) if b is not None]
+    last = seg.remote.end_offset  # the segment's own last offset (the metadata's, or before the next one)
+    bounds = [
+        b
+        for b in (seg.next_base_offset, seg.remote.local_from, end, None if last is None else last + 1)
+        if b is not None
+    ]
     if not bounds:
         return None
     expected = min(bounds)
@@ -458,6 +463,7 @@ def read_slice(
     read the remote tier a second time to find it."""
     from logdoctor.errors import FormatError
     from logdoctor.formats.records import CrcSkip, skip_crc_mismatches
+    from logdoctor.logdir.read_plan import OffsetOrder
     from logdoctor.logdir.seek import segment_batches
 
     seg = sl.segment
@@ -476,6 +482,8 @@ def read_slice(
     batches = skip_crc_mismatches(walk, crc_skipped) if opts.verify_crc else walk
     walked_end, walked_last = sl.read_from, None
     whole = True  # read to the segment's end (a gap after it is then the store's)
+    order = OffsetOrder(seg)  # each offset once: a batch going back is named, not read twice
+    crc_told = 0
     try:
         for batch in batches:
             walked_end, walked_last = batch.position + batch.size, batch.last_offset
@@ -485,7 +493,13 @@ def read_slice(
                 break
             if end is not None and batch.last_offset >= end and batch.base_offset >= end:
                 whole = False
+                order.beyond(batch)
                 break
+            while crc_told < len(crc_skipped):  # batches left out alone before this one: named, no gap
+                order.passed(crc_skipped[crc_told].last_offset)
+                crc_told += 1
+            if not order.admit(batch):
+                continue
             if start is not None and batch.last_offset < start:
                 continue
             if batch.is_control and not opts.include_control:
@@ -528,6 +542,11 @@ def read_slice(
             )
     if crc_skipped and (walked_last is None or crc_skipped[-1].last_offset > walked_last):
         walked_last = crc_skipped[-1].last_offset  # named as skipped, not a gap in the store
+    if problems is not None:
+        problems.extend(
+            {"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": text}
+            for text in order.problems
+        )
     gap = remote_gap_text(seg, walked_last, end) if whole and problems is not None else None
     if gap is not None:
         problems.append({"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": gap})  # type: ignore[union-attr]
@@ -569,15 +588,10 @@ class KafkaLogSegmentsReader(DataSourceReader):
         topic_matcher(options.get("topics"))  # validate early
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.spark.planning import discover_refs, topic_matcher
+        from logdoctor.spark.planning import read_plan
 
-        match = topic_matcher(self.options.get("topics"))
-        segs = [
-            s
-            for ref in discover_refs(_paths(self.options), self.options)
-            if match(ref.topic)
-            for s in ref.segments
-        ]
+        plan = read_plan(_paths(self.options), self.options)
+        segs = [s for ref in plan.refs for s in ref.segments]
         groups: list[SegmentPartition] = []
         cur: list = []
         size = 0
@@ -589,11 +603,14 @@ class KafkaLogSegmentsReader(DataSourceReader):
             size += s.size
         if cur:
             groups.append(SegmentPartition(tuple(cur)))
+        if plan.not_read:  # offsets the plan names as not read once: a row each (read_plan)
+            groups.append(SegmentPartition(plan.not_read))  # type: ignore[arg-type]
         return groups
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
+        from logdoctor.logdir.read_plan import NotRead
         from logdoctor.spark.schema import segments_arrow_schema
 
         if partition is None or partition.value is None:
@@ -603,6 +620,9 @@ class KafkaLogSegmentsReader(DataSourceReader):
         check_records = opts.get("checkrecords", "false").strip().lower() in ("true", "1", "yes")
         rows = []
         for s in partition.value:
+            if isinstance(s, NotRead):
+                rows.append(not_read_row(s))
+                continue
             folder = s.storage.dirname(s.path)
             if folder not in scans:  # the scan reads local files only (module doc)
                 scans[folder] = partition_findings(s.log_dir, folder) if not s.ranged else None
@@ -756,6 +776,8 @@ class _Summary:
         self.max_ts: int | None = None
         self.error: Exception | None = None
         self.crc_mismatches: list[Any] = []  # CrcSkip: batches left out alone for their CRC
+        self._crc_told = 0  # of crc_mismatches, told to order
+        self.order: Any = None  # logdir.read_plan.OffsetOrder of the segment, when given
 
     def walk(self, batches: Iterator[Any]) -> None:
         """Summarize a walk made with ``verify_crc=False``: a batch whose CRC does not match is left out
@@ -783,6 +805,11 @@ class _Summary:
             self._pending = []
 
     def add(self, b: Any) -> None:
+        if self.order is not None:
+            while self._crc_told < len(self.crc_mismatches):  # left out alone before b: no gap
+                self.order.passed(self.crc_mismatches[self._crc_told].last_offset)
+                self._crc_told += 1
+            self.order.admit(b)
         if self.undecodable is not None:
             self._pending.append(b)
             if len(self._pending) >= _CHECK_BATCHES:
@@ -806,6 +833,33 @@ class _Summary:
                 self.min_ts = t if self.min_ts is None else min(self.min_ts, t)
 
 
+def not_read_row(p: Any) -> dict[str, Any]:
+    """The kafka-log-segments row of offsets the read plan names as not read once (no batch read)."""
+    return {
+        "log_dir": None,
+        "topic": p.topic,
+        "partition": p.partition,
+        "path": p.path,
+        "base_offset": p.first_offset,
+        "last_offset": p.last_offset,
+        "size_bytes": 0,
+        "record_count": 0,
+        "batch_count": 0,
+        "min_timestamp": None,
+        "max_timestamp": None,
+        "time_index_max_timestamp": None,
+        "codecs": [],
+        "magic_versions": [],
+        "valid_bytes": 0,
+        "error": p.error,
+        "findings": [{"code": "REMOTE_OFFSETS_LOST", "severity": "error", "message": p.error}]
+        if p.lost
+        else [],
+        "undecodable": None,
+        "crc_mismatches": None,
+    }
+
+
 def segment_summary(
     seg: SegmentRef, scan_findings: list[Any] | None = None, check_records: bool = False
 ) -> dict[str, Any]:
@@ -814,9 +868,11 @@ def segment_summary(
     (column ``undecodable``; null without it)."""
     from logdoctor.formats.records import iter_batches
     from logdoctor.logdir.files import map_file
+    from logdoctor.logdir.read_plan import OffsetOrder
 
     error_text: str | None = None
     summary = _Summary(seg.path, check_records)
+    summary.order = OffsetOrder(seg)
     size = 0
     if not seg.ranged:
         try:
@@ -850,6 +906,8 @@ def segment_summary(
             error_text = remote_error_text(seg, error, summary.last_offset)
     elif seg.remote is not None:
         error_text = remote_gap_text(seg, summary.last_offset)
+    if summary.order.problems:  # offsets going back (or, remote, skipped or past the segment's end)
+        error_text = "; ".join([*([error_text] if error_text else []), *summary.order.problems])
     findings = segment_findings(seg, error, summary.valid_bytes, scan_findings, summary.crc_mismatches)
     return {
         "log_dir": row_log_dir(seg),

@@ -258,14 +258,22 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
 
 
 def _gap(ctx: FileContext, prev: int, nxt: int) -> Finding:
-    severity = Severity.ERROR if nxt <= prev else Severity.INFO
+    # a remote segment's topic is never compacted (UnifiedLog.isRemoteLogEnabled): a skip there is lost
+    # offsets, an error as a step back is (issue 31)
+    remote = ctx.remote is not None
+    severity = Severity.ERROR if nxt <= prev or remote else Severity.INFO
     what = "goes back" if nxt <= prev else "skips"
+    if nxt <= prev:
+        why = ")"
+    elif remote:
+        why = f"; a tiered topic is never compacted: offsets {prev + 1}-{nxt - 1} are missing)"
+    else:
+        why = "; normal after compaction or a transaction abort cleanup)"
     return Finding(
         FindingCode.LOG_NON_CONSECUTIVE_OFFSETS,
         severity,
         ctx.file,
-        f"{prev} is followed by {nxt} (the offset {what}"
-        + ("; normal after compaction or a transaction abort cleanup)" if nxt > prev else ")"),
+        f"{prev} is followed by {nxt} (the offset {what}{why}",
         log={"offset": prev, "next_offset": nxt},
     )
 

@@ -18,15 +18,10 @@ from logdoctor.cli.dump.context import DumpFailure, FileContext, finish_file, fo
 from logdoctor.cli.dump.kinds import FileInfo, FileKind
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
-from logdoctor.cli.exit_codes import EX_NOINPUT
+from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT
 from logdoctor.errors import FormatError
 from logdoctor.logdir.refs import SegmentRef
-from logdoctor.logdir.remote_tier import (
-    RemoteOptions,
-    RemoteSegment,
-    RemoteTierError,
-    attach_remote,
-)
+from logdoctor.logdir.remote_tier import RemoteOptions, RemoteSegment, RemoteTierError
 from logdoctor.logdir.storage import Storage, is_uri
 
 __all__ = ["dump_remote", "remote_segments"]
@@ -67,20 +62,32 @@ def _object_ref(arg: str, opts: RemoteOptions) -> SegmentRef:
 
 
 def remote_segments(args: list[str], opts: RemoteOptions) -> Iterator[SegmentRef | DumpFailure]:
-    """The remote segments FILES name (see the module doc), or a failure per FILE that names none."""
-    from logdoctor.logdir.discovery import DiscoveryError, discover
+    """The remote segments FILES name (see the module doc), or a failure per FILE that names none, and
+    for a partition folder one per remote segment the plan names as not there (read_plan)."""
+    from logdoctor.logdir.discovery import DiscoveryError
     from logdoctor.logdir.names import parse_partition_dir
+    from logdoctor.logdir.read_plan import plan_read
 
     for arg in args:
         try:
             if os.path.isdir(arg) and parse_partition_dir(os.path.basename(os.path.abspath(arg))) is not None:
-                refs = attach_remote(discover([arg]), opts, keep_local_copies=True)
-                segs = [s for r in refs for s in r.segments if s.remote is not None]
-                if not segs:
+                # the read plan every output uses (logdir.read_plan): the listing checked against the
+                # remote log metadata of the partition's log dir; what is not there is named
+                plan = plan_read([arg], opts.to_options(), keep_local_copies=True)
+                segs = [s for r in plan.refs for s in r.segments if s.remote is not None]
+                if not segs and not plan.not_read:
                     yield DumpFailure(
                         f"{arg}: no remote segment of this partition in {opts.storage}", EX_NOINPUT
                     )
-                yield from segs
+                order = sorted(
+                    [(s.base_offset, 0, s) for s in segs] + [(p.first_offset, 1, p) for p in plan.not_read],
+                    key=lambda t: (t[0], t[1]),
+                )
+                for _o, _k, item in order:
+                    if isinstance(item, SegmentRef):
+                        yield item
+                    else:
+                        yield DumpFailure(f"{item.path}: {item.error}", EX_DATA)
             else:
                 yield _object_ref(arg, opts)
         except (RemoteTierError, DiscoveryError, ValueError) as exc:

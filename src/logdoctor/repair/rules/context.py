@@ -113,6 +113,8 @@ class PlanContext:
         self.topic_ids: dict[str, dict[str, str]] = {}  # topic -> {topic id: a partition.metadata holding it}
         self.kraft: str | None = None
         self.remote: BrokerRemoteEvidence | None = None
+        #: partition folder -> its log end offset after the plan's truncation (the consumer-group notes)
+        self.new_log_ends: dict[str, int] = {}
 
     def unrepaired(self, f: Finding, why: str) -> None:
         self.plan.unrepaired.append(Unrepaired(f.code, f.path, why))

@@ -141,20 +141,20 @@ def run_table_export(
     earlier exports of the table left uncommitted that are older than ``orphan_min_age_s`` are removed
     (:mod:`.orphans`)."""
     import logdoctor
-    from logdoctor.logdir.discovery import discover, split_paths
-    from logdoctor.logdir.outputs import check_output_location
+    from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.spark.export import ExportError, raise_if_no_space, skipped_ranges
-    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices, topic_matcher
+    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices, read_plan
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
     if mode not in TABLE_MODES:
         raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
-    out = str(out)
+    out = absolute_location(out)  # the table's locations must not depend on the folder it ran in
     opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
     opts = parse_read_options(opts_map)
-    items = split_paths(paths)
-    refs = discover(items)
-    check_output_location(out, [*items, *sorted({r.log_dir for r in refs})])
+    plan = read_plan(paths, opts_map)  # the remote tier too (issue 31: tables lost it)
+    items = list(plan.items)
+    refs = plan.refs
+    check_output_location(out, [*items, *plan.log_dirs])
     table = open_table(fmt, out, by_day=by_day, catalog=catalog, table_name=table_name)
     export_schema = records_arrow_schema(opts.decoded)
     known = [name for name, _, _ in records_fields(True)]
@@ -243,8 +243,7 @@ def run_table_export(
         _cleanup(spark, layout, committed)
     elapsed = time.perf_counter() - started
     uncommitted = _sweep(table, layout, orphan_min_age_s)
-    match = topic_matcher(opts_map.get("topics"))
-    segs = [s for ref in refs if match(ref.topic) for s in ref.segments]
+    segs = [s for ref in refs for s in ref.segments]
     skipped = skipped_ranges(
         spark,
         items,
@@ -252,6 +251,7 @@ def run_table_export(
         "arrow",
         [u for d in done for u in d.get("undecodable") or ()],
         [p for d in done for p in d.get("skipped") or ()],
+        plan,
     )
     return TableExportResult(
         out_dir=out,
@@ -266,6 +266,7 @@ def run_table_export(
         writer="arrow",
         mode=mode,
         uncommitted=uncommitted,
+        left_out=list(plan.left_out),
     )
 
 

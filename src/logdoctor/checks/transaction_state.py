@@ -1,0 +1,190 @@
+"""TRANSACTION_STATE_MISMATCH: the transaction coordinator's state (``__transaction_state``) against the
+transactions the partitions' logs hold open, when both are among the inputs.
+
+The coordinator's state is the last record per transactional id of each ``__transaction_state`` partition
+(a tombstone deletes it: K:core/.../coordinator/transaction/TransactionStateManager.scala
+``loadTransactionMetadata``). A transaction is open for the coordinator in the states Ongoing,
+PrepareCommit, PrepareAbort and PrepareEpochFence (K:transaction-coordinator/.../TransactionState.java);
+it writes the markers to every partition it lists on the way to CompleteCommit or CompleteAbort
+(K:core/.../coordinator/transaction/TransactionMarkerChannelManager.scala). Two disagreements:
+
+- ``open-in-log``: a partition's log holds a transaction open (producer state as the broker loads it:
+  :mod:`logdoctor.checks.transactions`) for a producer id that no transactional id of the coordinator has
+  open: no marker will ever come, the last stable offset is stuck there whatever the timeout (what KIP-664's
+  ``find-hanging`` looks for on a live cluster);
+- ``closed-in-log``: the coordinator has a transaction open that lists the partition, but the partition's
+  producer state shows that producer (same epoch) wrote there after the transaction started and has no
+  transaction open: the marker is already written (a coordinator that did not get to record the
+  completion, or a partition that went on without it).
+
+Only partitions among the inputs are judged, within one cluster (:func:`checks.consumer_groups.clusters_of`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from logdoctor.checks import catalog
+from logdoctor.checks.consumer_groups import records_of, replicas_by_partition
+from logdoctor.checks.context import PartitionReport
+from logdoctor.checks.findings import Finding, Severity
+from logdoctor.errors import FormatError
+
+__all__ = [
+    "TRANSACTION_STATE_TOPIC",
+    "CoordinatorTxn",
+    "coordinator_state",
+    "transaction_state_mismatches",
+]
+
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+_OPEN = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
+
+
+@dataclass(frozen=True, slots=True)
+class CoordinatorTxn:
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    state: str
+    partitions: tuple[tuple[str, int], ...]
+    start_timestamp: int
+    producer_ids: frozenset[int]  # the id and its previous/next ids (KIP-890 epoch overflow)
+    source: str
+
+    @property
+    def open(self) -> bool:
+        return self.state in _OPEN
+
+
+def coordinator_state(parts: list[PartitionReport]) -> dict[str, CoordinatorTxn]:
+    """transactional id -> its last state in the given ``__transaction_state`` replicas (one each)."""
+    from logdoctor.formats.internal import decode_transaction_log
+
+    out: dict[str, CoordinatorTxn] = {}
+    for p in parts:
+        start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
+        for _off, _pid, control, key, value, _ct in records_of(p.path, start):
+            if control or key is None:
+                continue
+            try:
+                rec = decode_transaction_log(key, value, source=p.path)
+            except FormatError:
+                continue
+            tid = rec["key"]["transactional_id"]
+            v = rec["value"]
+            if v is None:
+                out.pop(tid, None)
+                continue
+            listed = tuple(
+                (t["topic"], n) for t in v.get("transaction_partitions") or () for n in t["partition_ids"]
+            )
+            ids = {v["producer_id"], v.get("previous_producer_id", -1), v.get("next_producer_id", -1)}
+            ids.discard(-1)
+            out[tid] = CoordinatorTxn(
+                tid,
+                v["producer_id"],
+                v["producer_epoch"],
+                v["transaction_status_name"],
+                listed,
+                v["transaction_start_timestamp_ms"],
+                frozenset(ids),
+                p.path,
+            )
+    return out
+
+
+def transaction_state_mismatches(
+    parts: list[PartitionReport], clusters: dict[str, str | None]
+) -> list[Finding]:
+    """One finding per disagreement (the module docstring's two cases)."""
+    replicas = replicas_by_partition(parts, clusters)
+    by_cluster: dict[str | None, list[PartitionReport]] = {}
+    for (cluster, topic, _n), p in replicas.items():
+        if topic == TRANSACTION_STATE_TOPIC:
+            by_cluster.setdefault(cluster, []).append(p)
+    out: list[Finding] = []
+    for cluster, logs in sorted(by_cluster.items(), key=lambda kv: str(kv[0])):
+        state = coordinator_state(sorted(logs, key=lambda p: p.partition))
+        open_ids = {pid: t for t in state.values() if t.open for pid in t.producer_ids}
+        for (c, topic, n), p in sorted(replicas.items(), key=lambda kv: (kv[0][1], kv[0][2])):
+            if c != cluster or topic == TRANSACTION_STATE_TOPIC:
+                continue
+            for pid, (epoch, _last, first) in sorted(p.producers.items()):
+                if first >= 0 and pid not in open_ids:
+                    known = next((t for t in state.values() if pid in t.producer_ids), None)
+                    out.append(_open_in_log(p, pid, epoch, first, known))
+            for t in state.values():
+                if not t.open or (topic, n) not in t.partitions:
+                    continue
+                entry = next((p.producers[i] for i in t.producer_ids if i in p.producers), None)
+                if entry is None:
+                    continue
+                epoch, last, first = entry
+                if first < 0 and epoch == t.producer_epoch and last >= t.start_timestamp:
+                    out.append(_closed_in_log(p, t))
+    return out
+
+
+def _open_in_log(
+    p: PartitionReport, pid: int, epoch: int, first: int, known: CoordinatorTxn | None
+) -> Finding:
+    said = (
+        f"transactional id {known.transactional_id} is in state {known.state} there ({known.source})"
+        if known is not None
+        else "no transactional id of __transaction_state has this producer id"
+    )
+    return catalog.make(
+        "TRANSACTION_STATE_MISMATCH",
+        p.path,
+        case="open-in-log",
+        logdir=p.log_dir,
+        offset=first,
+        severity=Severity.ERROR,
+        topic=p.topic,
+        partition=p.partition,
+        producer_id=pid,
+        producer_epoch=epoch,
+        first_offset=first,
+        said=said,
+        details={
+            "case": "open-in-log",
+            "topic": p.topic,
+            "partition": p.partition,
+            "producer_id": pid,
+            "producer_epoch": epoch,
+            "first_offset": first,
+            "transactional_id": known.transactional_id if known is not None else None,
+            "coordinator_state": known.state if known is not None else None,
+            "command_for_running_cluster": (
+                f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {p.topic} "
+                f"--partition {p.partition} --start-offset {first}"
+            ),
+        },
+    )
+
+
+def _closed_in_log(p: PartitionReport, t: CoordinatorTxn) -> Finding:
+    return catalog.make(
+        "TRANSACTION_STATE_MISMATCH",
+        p.path,
+        case="closed-in-log",
+        logdir=p.log_dir,
+        topic=p.topic,
+        partition=p.partition,
+        transactional_id=t.transactional_id,
+        producer_id=t.producer_id,
+        producer_epoch=t.producer_epoch,
+        state=t.state,
+        source=t.source,
+        details={
+            "case": "closed-in-log",
+            "topic": p.topic,
+            "partition": p.partition,
+            "transactional_id": t.transactional_id,
+            "producer_id": t.producer_id,
+            "producer_epoch": t.producer_epoch,
+            "coordinator_state": t.state,
+            "transaction_state_partition": t.source,
+        },
+    )

@@ -1,0 +1,194 @@
+"""TRANSACTION_HANGING: transactions still open after the transaction timeout, from the log and producer
+snapshots as the broker loads them.
+
+The producer state a starting broker loads (K:storage/.../log/UnifiedLog.java rebuildProducerState,
+ProducerStateManager.truncateAndReload / loadFromSnapshot): the latest producer snapshot at or below the
+log end offset, then the batches from its offset to the log end (ProducerAppendInfo: a producer's epoch and
+last timestamp follow each of its batches; a transactional data batch of a producer without an open
+transaction opens one at the batch's base offset; a COMMIT or ABORT marker closes it). Without any snapshot
+after a clean shutdown the broker loads nothing (it writes empty snapshots: the upgrade path); after an
+unclean one it replays from the log start.
+
+A transaction is late (ProducerStateManager.hasLateTransaction) when the time since its producer's last
+write exceeds ``transaction.max.timeout.ms`` (broker config, 900000 by default) plus
+``LATE_TRANSACTION_BUFFER_MS`` (5 minutes), judged here at the partition's newest record timestamp (the
+broker judges it at its clock; offline, the newest record is the last moment the log shows). The last
+stable offset is the first offset of the earliest open transaction (``firstUnstableOffset``; the high
+watermark taken as the log end, as once the followers caught up); everything from there to the log end is
+invisible to ``read_committed`` consumers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from logdoctor.checks.state import PartitionState, duration, iso
+from logdoctor.errors import FormatError
+from logdoctor.formats.producer_snapshot import parse_producer_snapshot
+from logdoctor.formats.record_types import Batch
+
+__all__ = [
+    "DEFAULT_TRANSACTION_MAX_TIMEOUT_MS",
+    "LATE_TRANSACTION_BUFFER_MS",
+    "OpenTransaction",
+    "check_hanging",
+    "open_transactions",
+]
+
+DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # TransactionStateManagerConfig transaction.max.timeout.ms
+LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000  # ProducerStateManager.LATE_TRANSACTION_BUFFER_MS
+
+
+@dataclass(slots=True)
+class _Producer:
+    epoch: int
+    last_timestamp: int
+    txn_first_offset: int  # -1: none open
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTransaction:
+    producer_id: int
+    producer_epoch: int
+    first_offset: int
+    last_timestamp: int  # the producer's last write (ProducerStateEntry.lastTimestamp)
+
+
+def open_transactions(st: PartitionState) -> list[OpenTransaction] | None:
+    """The transactions open in the producer state the broker loads (first offset order); None when it
+    cannot be known here (no log end, an unreadable snapshot or batch). With ``keep_producers`` the whole
+    producer state goes into the report (``PartitionReport.producers``)."""
+    leo = st.log_end_offset
+    if leo is None or not st.segments:
+        return None
+    producers: dict[int, _Producer] = {}
+    snaps = [(off, p) for off, p in st.partition.producer_snapshot_files if off <= leo]
+    if snaps:
+        off, path = snaps[-1]
+        data = st.read_small(path, "the broker cannot load producer state")
+        if data is None:
+            return None
+        try:
+            snap = parse_producer_snapshot(data, source=path)
+        except FormatError:
+            return None  # PRODUCER_SNAPSHOT_CORRUPT says it
+        for e in snap.entries:
+            producers[e.producer_id] = _Producer(e.producer_epoch, e.timestamp, e.current_txn_first_offset)
+        start = off
+    elif st.task.clean_shutdown:
+        start = leo  # the upgrade path: empty snapshots, nothing loaded
+    else:
+        start = st.segments[0].base_offset
+    if start < leo and not _replay(st, producers, start, leo):
+        return None
+    if st.task.keep_producers:
+        st.rep.producers = {
+            pid: (p.epoch, p.last_timestamp, p.txn_first_offset) for pid, p in producers.items()
+        }
+    out = [
+        OpenTransaction(pid, p.epoch, p.txn_first_offset, p.last_timestamp)
+        for pid, p in producers.items()
+        if p.txn_first_offset >= 0
+    ]
+    return sorted(out, key=lambda t: t.first_offset)
+
+
+def _replay(st: PartitionState, producers: dict[int, _Producer], start: int, end: int) -> bool:
+    try:
+        for b in _batches(st, start):
+            if b.base_offset >= end:
+                break
+            pid = b.producer_id if b.magic >= 2 else -1
+            if pid < 0:
+                continue
+            p = producers.get(pid)
+            if p is None:
+                p = producers[pid] = _Producer(b.producer_epoch, b.max_timestamp, -1)
+            p.epoch, p.last_timestamp = b.producer_epoch, b.max_timestamp
+            if b.is_control:
+                p.txn_first_offset = -1
+            elif b.is_transactional and p.txn_first_offset < 0:
+                p.txn_first_offset = b.base_offset
+    except FormatError:
+        return False
+    return True
+
+
+def _batches(st: PartitionState, start: int) -> Iterator[Batch]:
+    segs = st.segments
+    for i, seg in enumerate(segs):
+        nxt = segs[i + 1].base_offset if i + 1 < len(segs) else None
+        if nxt is not None and nxt <= start:
+            continue
+        for b in seg.batches():
+            if b.last_offset >= start:
+                yield b
+
+
+def check_hanging(st: PartitionState) -> None:
+    """One TRANSACTION_HANGING per late open transaction of the partition."""
+    txns = open_transactions(st)
+    if not txns:
+        return
+    leo = st.log_end_offset
+    assert leo is not None
+    lso = txns[0].first_offset
+    data_above = control_above = 0
+    newest = max((i.true_largest_ts for i in st.infos.values() if i.true_largest_ts is not None), default=-1)
+    try:
+        for b in _batches(st, lso):
+            if b.base_offset >= leo:
+                break
+            newest = max(newest, b.max_timestamp)
+            if b.is_control:
+                control_above += b.record_count
+            else:
+                data_above += b.record_count
+    except FormatError:
+        pass  # counted up to the unreadable batch (LOG_CORRUPT says where)
+    timeout, source = st.task.transaction_timeout or (DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, "Kafka's default")
+    for t in txns:
+        idle = newest - t.last_timestamp
+        if t.last_timestamp <= 0 or idle <= timeout + LATE_TRANSACTION_BUFFER_MS:
+            continue
+        seg = next((s for s in reversed(st.segments) if s.base_offset <= t.first_offset), st.segments[0])
+        st.make(
+            "TRANSACTION_HANGING",
+            str(seg.log_path),
+            offset=t.first_offset,
+            topic=st.task.topic,
+            partition=st.task.partition,
+            producer_id=t.producer_id,
+            producer_epoch=t.producer_epoch,
+            first_offset=t.first_offset,
+            open_for=duration(idle),
+            last_timestamp_iso=iso(t.last_timestamp),
+            newest_timestamp_iso=iso(newest),
+            timeout_ms=timeout,
+            timeout_source=source,
+            last_stable_offset=lso,
+            records_above=data_above,
+            offsets_above=leo - lso,
+            log_end_offset=leo,
+            details={
+                "topic": st.task.topic,
+                "partition": st.task.partition,
+                "producer_id": t.producer_id,
+                "producer_epoch": t.producer_epoch,
+                "first_offset": t.first_offset,
+                "last_stable_offset": lso,
+                "log_end_offset": leo,
+                "records_above": data_above,
+                "control_records_above": control_above,
+                "offsets_above": leo - lso,
+                "last_timestamp": t.last_timestamp,
+                "newest_timestamp": newest,
+                "transaction_max_timeout_ms": timeout,
+                "timeout_source": source,
+                "command_for_running_cluster": (
+                    f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {st.task.topic} "
+                    f"--partition {st.task.partition} --start-offset {t.first_offset}"
+                ),
+            },
+        )

@@ -1,0 +1,92 @@
+"""TRANSACTION_STATE_MISMATCH: a copy of ../shared/forensics broker-1 with a ``__transaction_state-0``
+beside it whose records are written independently of logdoctor (keys and values from Kafka's JSON schemas
+by tests/kafka_schemas.py, the batch by kafka-python's builder). The README's facts say which producer holds
+which transaction in billing-0: 7002 (epoch 5) open since 341, 7001 (epoch 0) committed twice, its last
+write the marker at 881 (timestamps 1710000000000 + offset)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+import kafka_schemas as ks
+import realworld
+from logdoctor.checks.context import ScanOptions
+from logdoctor.checks.scanner import scan
+
+COMPLETE_ABORT, ONGOING = 5, 1
+
+
+def _txn_record(tid: str, pid: int, epoch: int, status: int, start_ms: int) -> tuple[bytes, bytes]:
+    key_spec = ks.Spec(ks.load("transaction-coordinator/TransactionLogKey.json"))
+    value_spec = ks.Spec(ks.load("transaction-coordinator/TransactionLogValue.json"))
+    key = struct.pack(">h", 0) + ks.write(key_spec, {"transactional_id": tid}, 0)
+    value = {
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "transaction_timeout_ms": 60000,
+        "transaction_status": status,
+        "transaction_partitions": [{"topic": "billing", "partition_ids": [0]}],
+        "transaction_last_update_timestamp_ms": start_ms,
+        "transaction_start_timestamp_ms": start_ms,
+    }
+    return key, struct.pack(">h", 0) + ks.write(value_spec, value, 0)
+
+
+def _with_transaction_state(tmp_path: Path, records: list[tuple[bytes, bytes]]) -> Path:
+    root = realworld.require_forensics()
+    copy = realworld.writable_copy(root / "broker-1" / "kafka-logs", tmp_path / "kafka-logs")
+    folder = copy / "__transaction_state-0"
+    folder.mkdir()
+    b = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
+    for i, (k, v) in enumerate(records):
+        b.append(i, 1710000001000 + i, k, v, [])
+    (folder / "00000000000000000000.log").write_bytes(bytes(b.build()))
+    return copy
+
+
+def _mismatches(copy: Path) -> list:
+    rep = scan([copy], ScanOptions(), jobs=1)
+    return [f for f in rep.findings if f.code == "TRANSACTION_STATE_MISMATCH"]
+
+
+def test_the_coordinator_done_with_a_transaction_the_log_holds_open(tmp_path: Path) -> None:
+    ks.require()
+    # billing-app: producer 7002 completed (aborted) for the coordinator, open in billing-0 since 341
+    done = _txn_record("billing-app", 7002, 5, COMPLETE_ABORT, 1709989200000)
+    copy = _with_transaction_state(tmp_path, [done])
+    (f,) = _mismatches(copy)
+    d = f.details
+    got = (d["case"], d["producer_id"], d["producer_epoch"], d["first_offset"])
+    assert got == ("open-in-log", 7002, 5, 341)
+    assert (d["transactional_id"], d["coordinator_state"]) == ("billing-app", "CompleteAbort")
+    assert f.severity.label == "error" and "--start-offset 341" in f.fix
+
+
+def test_the_coordinator_open_with_the_marker_already_written(tmp_path: Path) -> None:
+    ks.require()
+    records = [
+        # 7002 still open for the coordinator too: agreement, nothing
+        _txn_record("billing-app", 7002, 5, ONGOING, 1709989200000),
+        # 7001 open for the coordinator since before its last commit in billing-0: the marker is there
+        _txn_record("payments", 7001, 0, ONGOING, 1710000000860),
+        # a producer that never wrote to billing-0: nothing to compare
+        _txn_record("other", 9999, 0, ONGOING, 1710000000860),
+    ]
+    copy = _with_transaction_state(tmp_path, records)
+    (f,) = _mismatches(copy)
+    d = f.details
+    assert (d["case"], d["transactional_id"], d["producer_id"], d["coordinator_state"]) == (
+        "closed-in-log", "payments", 7001, "Ongoing"
+    )
+    assert f.path.endswith("/billing-0")
+
+
+def test_without_transaction_state_nothing_is_compared(tmp_path: Path) -> None:
+    root = realworld.require_forensics()
+    rep = scan([root / "broker-1" / "kafka-logs"], ScanOptions(), jobs=1)
+    assert not [f for f in rep.findings if f.code == "TRANSACTION_STATE_MISMATCH"]
+    # the producer state is kept only for this comparison
+    assert all(not p.producers for p in rep.partitions)
