@@ -35,6 +35,7 @@ OPERATOR_ORDER = [
     "repair",
     "move-partition",
     "sync-replica",
+    "restore",
     "export",
     "inventory",
     "census",
