@@ -22,7 +22,13 @@ from logdoctor.cli.app import app
 from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.input_checks import require_log_dirs
-from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options, one_mode
+from logdoctor.cli.plan_options import (
+    AllowUnfinishedOption,
+    ApplyOption,
+    JsonOption,
+    journal_options,
+    one_mode,
+)
 from logdoctor.cli.procedure import run_procedure
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -84,6 +90,7 @@ def move_partition_command(
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,
+    allow_unfinished: AllowUnfinishedOption = False,
 ) -> None:
     """Move partitions to another log dir of the same (stopped) broker: folders and checkpoint entries."""
     from logdoctor.repair.procedures.move_partition import plan_move
@@ -119,4 +126,6 @@ def move_partition_command(
         json_out=json_out,
         resume_journal=resume_journal,
         rollback_journal=rollback_journal,
+        lock_dirs=[source, destination] if planning else None,  # type: ignore[list-item]
+        allow_unfinished=allow_unfinished,
     )
