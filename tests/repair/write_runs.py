@@ -4,8 +4,10 @@ printed."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shlex
+import stat
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -62,8 +64,24 @@ def clone(template: Path, dst: Path) -> Path:
 
 
 def tree(root: Path) -> dict[str, tuple]:
-    """Every file and folder under ``root``: contents, modes, owners (damage.tree)."""
-    return damage.tree(root)
+    """Every file and folder under ``root``: contents, modes, owners (as damage.tree); a symlink by
+    where it points, a FIFO or socket by its kind (never opened)."""
+    out: dict[str, tuple] = {}
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            p = os.path.join(folder, name)
+            st = os.lstat(p)
+            rel = os.path.relpath(p, root)
+            meta = (stat.S_IMODE(st.st_mode), st.st_uid, st.st_gid)
+            if stat.S_ISDIR(st.st_mode):
+                out[rel] = ("dir", None, *meta)
+            elif stat.S_ISREG(st.st_mode):
+                out[rel] = ("file", hashlib.sha256(Path(p).read_bytes()).hexdigest(), *meta)
+            elif stat.S_ISLNK(st.st_mode):
+                out[rel] = ("symlink", os.readlink(p))
+            else:
+                out[rel] = (stat.S_IFMT(st.st_mode), None, *meta)
+    return out
 
 
 @dataclass

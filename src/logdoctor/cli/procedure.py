@@ -22,7 +22,7 @@ from logdoctor.cli.plan_output import DRY_RUN_LINE, print_journal_preview, print
 from logdoctor.cli.progress import CopyProgress
 from logdoctor.cli.run_status import print_run_paths, print_run_status, run_errors
 from logdoctor.logdir.disk import DiskUsage, disk_usage
-from logdoctor.repair.apply import RefusedError, RunResult, hold_dir_locks, note_unfinished
+from logdoctor.repair.apply import RefusedError, RunResult, check_unfinished, hold_dir_locks, note_unfinished
 from logdoctor.repair.journal import JOURNAL_NAME, JournalError
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.procedures import run
@@ -133,6 +133,7 @@ def run_procedure(
         assert make_plan is not None
         if do_apply and lock_dirs:  # a second writing run of the same dirs is refused (75) before it plans
             held.enter_context(hold_dir_locks(list(lock_dirs)))
+            check_unfinished(list(lock_dirs), allow_unfinished=allow_unfinished)
         pp = make_plan()
         note_unfinished(pp.plan)
         if not do_apply:

@@ -48,6 +48,7 @@ from logdoctor.repair.apply import (
     RefusedError,
     RunResult,
     apply_plan,
+    check_unfinished,
     hold_dir_locks,
     note_unfinished,
     preview,
@@ -234,6 +235,9 @@ def repair_command(
             # another writing run of the same dir: its lock is held from before the planning scan to the end
             held.enter_context(hold_dir_locks(list(log_dirs)))
             refuse_if_locked([str(d) for d in log_dirs])
+            check_unfinished(
+                list(log_dirs), str(backup_dir) if backup_dir else None, allow_unfinished=allow_unfinished
+            )
         plan, report = plan_repair(
             [str(d) for d in log_dirs],
             only=codes,

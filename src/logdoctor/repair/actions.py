@@ -524,7 +524,8 @@ class CopyTree(Operation):
     def state(self, step: Step, ctx: StepContext) -> str:
         dst = step.params["dst"]
         if not os.path.lexists(dst):
-            return BEFORE
+            # not copied yet: as planned while the source is (its sizes and mtimes)
+            return BEFORE if fingerprint_ok(step, step.path) else OTHER
         manifest = read_manifest(ctx, step)
         if manifest is not None and matches_manifest(dst, manifest):
             return AFTER
@@ -585,7 +586,7 @@ class RemoveCopied(Operation):
         trash = os.path.lexists(step.params["trash"])
         restoring = os.path.lexists(step.path + RESTORE_SUFFIX)
         if live and not trash and not restoring:
-            return BEFORE
+            return BEFORE if fingerprint_ok(step, step.path) else OTHER
         if not live and not trash and not restoring:
             return AFTER
         if not live and (trash or restoring):

@@ -244,7 +244,8 @@ def check_recorded(plan: Plan, state: JournalState, mode: str, journal: str = ""
     - resume: the first step not done yet. Not begun: the ``after`` snapshot of the last done step on
       the path, or the plan record's snapshot when none is done. Begun but not done (killed inside it,
       or undone by an interrupted rollback): the step's own classification must not be "other". No
-      step left: the ``after`` snapshot of the last one.
+      step left: the ``after`` snapshot of the last one (a copy's source too: what is left to do builds
+      on the copy made of it).
     - rollback: the newest step begun and not undone. Done (and no newer step on the path undone): its
       ``after`` snapshot. Otherwise (inside it, or after an undo of a newer one): its classification
       must not be "other". A path a step only reads (a copy's source) is not the rollback's concern.
@@ -290,8 +291,7 @@ def check_recorded(plan: Plan, state: JournalState, mode: str, journal: str = ""
             if first is not None and first.number in begun:
                 flux(first, p)
                 continue
-            live = [(s, lv) for s, lv in evs if lv != snap.SOURCE or s.number not in begun]
-            prior = [s for s, _ in live if s.number in done and (first is None or s.number < first.number)]
+            prior = [s for s, _ in evs if s.number in done and (first is None or s.number < first.number)]
             if prior:
                 last = prior[-1]
                 exact(p, after.get(last.number, {}).get(p), last, f"after step {last.number} ({last.op})")
@@ -325,20 +325,10 @@ def check_journals(
       log dir and was not rolled back (its files now build on that later run: undo that one first).
 
     Returns the unfinished ones (for the plan's note)."""
-    dirs = {os.path.realpath(d) for d in plan.log_dirs}
-    near = [os.path.dirname(d.rstrip(os.sep)) for d in dirs]
-    near.append(os.path.dirname(os.path.abspath(plan.backup_dir).rstrip(os.sep)))
-    me = os.path.realpath(journal) if journal else None
-    others = [
-        i for i in journals_near(near) if dirs.intersection(i.log_dirs) and os.path.realpath(i.path) != me
-    ]
     if journal is None:
-        unfinished = [i for i in others if not i.finished]
-        if unfinished and not allow_unfinished:
-            raise OtherJournalError(
-                unfinished_note(unfinished[0]) + "; or plan with --allow-unfinished-journal"
-            )
-        return unfinished
+        return check_unfinished(plan.log_dirs, plan.backup_dir, allow_unfinished=allow_unfinished)
+    dirs = {os.path.realpath(d) for d in plan.log_dirs}
+    others = _other_journals(dirs, plan.backup_dir, journal)
     mine = journal_info(journal)
     later = [i for i in others if i.started_ms > mine.started_ms and i.status != "rolled-back"]
     if later:
@@ -349,6 +339,32 @@ def check_journals(
             f"undo that run first with `logdoctor {k.command} --rollback {shlex.quote(k.path)} --apply`"
         )
     return [i for i in others if not i.finished]
+
+
+def _other_journals(dirs: set[str], backup_dir: str | None, journal: str | None) -> list[JournalInfo]:
+    near = [os.path.dirname(d.rstrip(os.sep)) for d in dirs]
+    if backup_dir:
+        near.append(os.path.dirname(os.path.abspath(backup_dir).rstrip(os.sep)))
+    me = os.path.realpath(journal) if journal else None
+    return [
+        i for i in journals_near(near) if dirs.intersection(i.log_dirs) and os.path.realpath(i.path) != me
+    ]
+
+
+def check_unfinished(
+    log_dirs: list[str] | list[os.PathLike[str]] | list[str | os.PathLike[str]],
+    backup_dir: str | None = None,
+    *,
+    allow_unfinished: bool = False,
+) -> list[JournalInfo]:
+    """The unfinished journals of other runs of ``log_dirs``; :class:`OtherJournalError` (65) unless
+    ``allow_unfinished``. A writing command calls it before its planning scan (once it holds the dirs'
+    own lock), and the engine again before it writes."""
+    dirs = {os.path.realpath(d) for d in log_dirs}
+    unfinished = [i for i in _other_journals(dirs, backup_dir, None) if not i.finished]
+    if unfinished and not allow_unfinished:
+        raise OtherJournalError(unfinished_note(unfinished[0]) + "; or plan with --allow-unfinished-journal")
+    return unfinished
 
 
 def unfinished_note(info: JournalInfo) -> str:
@@ -701,6 +717,7 @@ __all__ = [
     "check_journals",
     "check_preconditions",
     "check_recorded",
+    "check_unfinished",
     "commit_snapshots",
     "hold_dir_locks",
     "note_unfinished",
