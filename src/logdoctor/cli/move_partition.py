@@ -128,4 +128,5 @@ def move_partition_command(
         rollback_journal=rollback_journal,
         lock_dirs=[source, destination] if planning else None,  # type: ignore[list-item]
         allow_unfinished=allow_unfinished,
+        backup_dir=backup_dir,
     )

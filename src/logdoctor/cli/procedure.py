@@ -97,6 +97,7 @@ def run_procedure(
     rollback_journal: Path | None,
     lock_dirs: list[Path] | None = None,
     allow_unfinished: bool = False,
+    backup_dir: Path | None = None,
 ) -> None:
     """Plan, apply, resume or roll back; maps every refusal to its exit code (nothing written).
     ``lock_dirs``: the log dirs whose own lock an ``--apply`` holds from before its planning scan."""
@@ -133,7 +134,9 @@ def run_procedure(
         assert make_plan is not None
         if do_apply and lock_dirs:  # a second writing run of the same dirs is refused (75) before it plans
             held.enter_context(hold_dir_locks(list(lock_dirs)))
-            check_unfinished(list(lock_dirs), allow_unfinished=allow_unfinished)
+            check_unfinished(
+                list(lock_dirs), str(backup_dir) if backup_dir else None, allow_unfinished=allow_unfinished
+            )
         pp = make_plan()
         note_unfinished(pp.plan)
         if not do_apply:

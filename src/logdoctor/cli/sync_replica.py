@@ -89,4 +89,5 @@ def sync_replica_command(
         rollback_journal=rollback_journal,
         lock_dirs=[leader, follower] if planning else None,  # type: ignore[list-item]
         allow_unfinished=allow_unfinished,
+        backup_dir=backup_dir,
     )
