@@ -6,9 +6,11 @@ broker. Without --apply: print the plan and write nothing. ``--resume JOURNAL --
 without --apply both print the steps they would run).
 
 Exit codes (README "Exit codes"): 0 done (or plan printed), 2 a step failed or the final
-verification found a difference, 64 usage (or a path that is not a log dir), 65 a log dir changed
-since planning, 66 a missing log dir or journal, 70 tool failure, 73 not enough space, 75 a broker
-holds a log dir's lock, 78 refused for the state of the log dirs (see the message).
+verification found a difference, 64 usage (or a path that is not a log dir), 65 a file changed
+since planning or since the journal recorded it (or the journal is rolled back already, or another
+run's journal of a dir is unfinished or later), 66 a missing log dir or journal, 70 tool failure, 73
+not enough space, 75 a broker or another logdoctor run holds a log dir's lock, 78 refused for the
+state of the log dirs (see the message).
 """
 
 from __future__ import annotations

@@ -11,9 +11,11 @@ broker does not re-read at startup is truncated as the broker's recovery would.
 Exit codes (the README's table): a plan printed (dry run) 0; "Nothing to repair" 0 only when the
 scan at the same depth is clean, else 1 (warnings remain) or 2 (errors remain), each listed with why
 it is not repaired offline; after --apply, the exit code of the scan at the same depth (0 clean,
-1 warnings only, 2 errors), or 2 when a step failed; 64 usage, 65 the log dir changed since
-planning, 66 a missing log dir or journal, 70 tool failure, 73 not enough space for the backup, 75 a
-broker holds a log dir's lock, 78 refused for the state of the log dirs.
+1 warnings only, 2 errors), or 2 when a step failed; 64 usage, 65 a file changed since planning or
+since the journal recorded it, a journal rolled back already, or another run's journal of the dir
+unfinished or later, 66 a missing log dir or journal, 70 tool failure, 73 not enough space for the
+backup (or the disk filled up while it wrote: the run undone), 75 a broker or another logdoctor run
+holds a log dir's lock, 78 refused for the state of the log dirs.
 """
 
 from __future__ import annotations
