@@ -237,3 +237,27 @@ def test_a_disk_filling_up_during_the_repair_is_one_line_73_and_nothing_half_don
         assert ends and ends[-1]["status"] == "rolled-back", ends
     else:
         assert not backup.exists() or not any(backup.iterdir())
+
+
+def test_a_sync_rolls_back_after_the_leader_grew(tmp_path):
+    """The rollback of a sync-replica removes the follower's new copy and puts its old one back: what the
+    leader did since (it only read it) is no concern of the rollback, nor of its check."""
+    case = wr.sync_case(tmp_path / "case")
+    root = wr.clone(case.template, tmp_path / "root")
+    original = wr.tree(root)
+    backup = tmp_path / "backup"
+    r = wr.cli(*case.args(root, backup))
+    assert r.returncode == 0, r.stderr[-2000:]
+    leader = Path(case.args(root, backup)[case.args(root, backup).index("--leader") + 1])
+    log = sorted((leader / "orders-0").glob("*.log"))[-1]
+    with open(log, "ab") as f:
+        f.write(b"the leader appended after the sync")
+    grown = wr.tree(leader)
+    r = wr.cli("sync-replica", "--rollback", backup / "journal.jsonl", "--apply")
+    assert r.returncode == 0, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    now = wr.tree(root)
+    lead_rel = str(leader.relative_to(root))
+    assert {k: v for k, v in now.items() if not k.startswith(lead_rel)} == {
+        k: v for k, v in original.items() if not k.startswith(lead_rel)
+    }
+    assert wr.tree(leader) == grown

@@ -41,6 +41,8 @@ A new step kind (a new writing command's own operation) is a subclass of :class:
 ``apply(step, ctx)``   idempotent: from BEFORE or PARTIAL to AFTER; keeps what it removes in the backup
 ``undo(step, ctx)``    idempotent: from AFTER or PARTIAL back to BEFORE, from the backup
 ``verify``             (default: ``state == AFTER``), checked before the step is journaled done
+``unplanned(step)``    (default None) what ``state`` does not see that makes the plan stale before the
+                       run (a copy's source changed since planning): the run is refused, 65
 ``watched(step)``      the live paths it changes or reads, each with how much of it matters
                        (:mod:`logdoctor.repair.snapshot` levels: ``content``, ``meta`` for owner and mode,
                        ``source`` for a path it only reads); default: every path of ``step.touched()``
@@ -171,6 +173,11 @@ class Operation:
     def watched(self, step: Step) -> dict[str, str]:
         """{live path: snapshot level} whose recorded state this step depends on (see the module doc)."""
         return {p: snap.CONTENT for p in step.touched()}
+
+    def unplanned(self, step: Step) -> str | None:
+        """Before a run, beyond ``state() == BEFORE``: what is no longer as planned (None: nothing), for
+        what ``state`` does not look at (a copy's source)."""
+        return None
 
     def to_do(self, step: Step, ctx: StepContext, changed: str) -> bool:
         """Whether ``apply`` has work left: False when the step is done ("after"), True when its target
@@ -521,11 +528,13 @@ class CopyTree(Operation):
     def watched(self, step: Step) -> dict[str, str]:
         return {step.path: snap.SOURCE, step.params["dst"]: snap.CONTENT}
 
+    def unplanned(self, step: Step) -> str | None:
+        return None if fingerprint_ok(step, step.path) else "its file sizes or mtimes differ"
+
     def state(self, step: Step, ctx: StepContext) -> str:
         dst = step.params["dst"]
         if not os.path.lexists(dst):
-            # not copied yet: as planned while the source is (its sizes and mtimes)
-            return BEFORE if fingerprint_ok(step, step.path) else OTHER
+            return BEFORE
         manifest = read_manifest(ctx, step)
         if manifest is not None and matches_manifest(dst, manifest):
             return AFTER
@@ -581,12 +590,15 @@ class CopyPartition(CopyTree):
 class RemoveCopied(Operation):
     op = "remove-copied"
 
+    def unplanned(self, step: Step) -> str | None:
+        return None if fingerprint_ok(step, step.path) else "its file sizes or mtimes differ"
+
     def state(self, step: Step, ctx: StepContext) -> str:
         live = os.path.lexists(step.path)
         trash = os.path.lexists(step.params["trash"])
         restoring = os.path.lexists(step.path + RESTORE_SUFFIX)
         if live and not trash and not restoring:
-            return BEFORE if fingerprint_ok(step, step.path) else OTHER
+            return BEFORE
         if not live and not trash and not restoring:
             return AFTER
         if not live and (trash or restoring):

@@ -197,10 +197,16 @@ def check_preconditions(plan: Plan) -> None:
     for step in plan.steps:
         paths = step.touched()
         if not touched.intersection(paths):
-            state = operation(step).state(step, ctx)
+            op = operation(step)
+            state = op.state(step, ctx)
             if state != BEFORE:
                 raise PlanChangedError(
                     f"{step.path} is not as planned (step {step.number} {step.op}: {state}); plan again"
+                )
+            why = op.unplanned(step)
+            if why is not None:
+                raise PlanChangedError(
+                    f"{step.path} is not as planned (step {step.number} {step.op}): {why}; plan again"
                 )
         touched.update(paths)
 
