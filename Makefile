@@ -26,10 +26,11 @@ $(STAMP): pyproject.toml requirements-lock.txt $(EXT_C)
 demo: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/logdoctor demo
 
-# The whole test suite (ruff + pytest). CI runs exactly this. The oracles and the browser the tests
-# need (kafkajs from npm, Debian's chromium) are installed on first use.
+# The whole test suite (ruff + pytest). CI runs exactly this. The oracles and tools the tests need
+# (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium) are installed on first use.
 test: $(STAMP)
 	bash scripts/ensure-kafkajs.sh
+	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	-bash scripts/ensure-chromium.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
@@ -38,6 +39,7 @@ test: $(STAMP)
 # oracle over every real record, browser rendering): what a developer runs between changes.
 test-fast: $(STAMP)
 	bash scripts/ensure-kafkajs.sh
+	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow"
 

@@ -60,6 +60,7 @@ def main() -> None:
         "python -c pass": [py, "-c", "pass"],
         "logdoctor --help": [py, "-c", ENTRY, "--help"],
         "logdoctor dump CHECKPOINT": [py, "-c", ENTRY, "dump", str(checkpoint)],
+        "logdoctor dump --json CHECKPOINT": [py, "-c", ENTRY, "dump", "--json", str(checkpoint)],
         "logdoctor scan --quick LOGDIR": [py, "-c", ENTRY, "scan", "--quick", str(log_dir)],
     }
     for argv in cases.values():  # warm the page cache and .pyc files

@@ -113,3 +113,19 @@ def require_tiered() -> Path:
     if not tiered_available():
         pytest.skip(TIERED_SKIP_REASON)
     return TIERED
+
+
+# ../shared/forensics: diverged replicas (wallet-0) and a hanging transaction (billing-0) on three
+# ZooKeeper-era brokers, written by Kafka's own storage classes (its README.md gives what the brokers
+# compute on it). Read in place; tests skip outside the workspace with a "realworld:" reason.
+FORENSICS = Path(os.environ.get("LOGDOCTOR_FORENSICS", REPO_ROOT.parent / "shared" / "forensics"))
+FORENSICS_SKIP_REASON = (
+    f"realworld: no forensics data at {FORENSICS} (../shared/forensics exists only in the workspace)"
+)
+
+
+def require_forensics() -> Path:
+    """Return ../shared/forensics or skip the calling test (CI turns this skip into a failure)."""
+    if not (FORENSICS / "README.md").is_file():
+        pytest.skip(FORENSICS_SKIP_REASON)
+    return FORENSICS

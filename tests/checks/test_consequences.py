@@ -78,6 +78,13 @@ def test_a_log_corrupt_lists_what_its_truncation_causes_under_it(tmp_path: Path,
     assert heads.count("LOG_CORRUPT") == 1
     assert "CHECKPOINT_MISMATCH" not in heads and "PRODUCER_SNAPSHOT_AHEAD" not in heads
     assert "consequences of it (3), handled with it:" in text
+    # one root cause: one problem in the totals, its consequences counted apart (issue 32)
+    roots = [f for f in doc["findings"] if not f.get("caused_by")]
+    summary = doc["summary"]
+    assert summary["errors"] == sum(f["severity"] == "error" for f in roots)
+    assert summary["warnings"] == sum(f["severity"] == "warning" for f in roots)
+    assert summary["consequences"] == 3
+    assert f"{summary['errors']} error(s), {summary['warnings']} warning(s)" in text
     # the printed fix works as printed: after it, none of the four is found
     fix = corrupt[0]["fix"]
     command = fix.split("`")[1]

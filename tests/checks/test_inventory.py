@@ -226,3 +226,28 @@ def test_the_rows_and_their_writing_run_without_automatic_collections(fleet, tmp
     inv = build_inventory([str(fleet / "broker-1" / "kafka-logs-0")], Depth.QUICK, now_ms=NOW)
     write_inventory(inv, str(tmp_path / "b1.jsonl"), json_lines=True)
     assert seen == [False] and gc.isenabled()
+
+
+@pytest.mark.parametrize("name", ["i.jsonl", "i.parquet"])
+def test_another_brokers_inventory_is_not_replaced(tmp_path, name):
+    """Issue 32 item 4: `inventory BROKER3 --out i.jsonl`, then broker-2's dirs to the same file: refused
+    (73) naming both brokers, broker-3's inventory unchanged; broker-3 again replaces its own."""
+    import realworld
+
+    forensics = realworld.require_forensics()
+    b2, b3 = (str(forensics / f"broker-{b}" / "kafka-logs") for b in (2, 3))
+    out = tmp_path / name
+    fmt = ["--json"] if name.endswith(".jsonl") else []
+    first = CliRunner().invoke(app, ["inventory", b3, "--out", str(out), "--depth", "quick", *fmt])
+    assert first.exit_code == 0, first.output
+    kept = out.read_bytes()
+    other = CliRunner().invoke(app, ["inventory", b2, "--out", str(out), "--depth", "quick", *fmt])
+    assert other.exit_code == 73, other.output
+    said = " ".join(other.output.split())
+    assert "broker-13 (broker id 13, cluster ShAredForensicsClustr0A)" in said  # meta.properties of broker-3
+    assert "broker-12 (broker id 12, cluster ShAredForensicsClustr0A)" in said
+    assert out.read_bytes() == kept and os.listdir(tmp_path) == [name]
+    again = CliRunner().invoke(app, ["inventory", b3, "--out", str(out), "--depth", "quick", *fmt])
+    assert again.exit_code == 0, again.output
+    rows = read_inventory_rows(str(out))
+    assert next(r for r in rows if r["record"] == "broker")["broker_id"] == 13

@@ -99,7 +99,7 @@ def test_scan_reports_a_nearly_full_tmpfs_and_shows_each_dirs_use(small_disk: Pa
     assert [f["severity"] for f in doc["findings"] if f["code"] == "LOG_DIR_NEARLY_FULL"] == ["error"]
 
 
-def test_the_fix_moves_the_biggest_partition_to_a_dir_on_another_disk(tmp_path: Path) -> None:
+def _two_dir_broker(tmp_path: Path) -> tuple[str, str]:
     fleet = generate_fleet(
         tmp_path / "fleet",
         FleetSpec(
@@ -108,7 +108,32 @@ def test_the_fix_moves_the_biggest_partition_to_a_dir_on_another_disk(tmp_path: 
         ),
     )
     full_dir, other = (str(d) for d in fleet.log_dirs[0])
-    disks = {full_dir: SimulatedDisk(10**12, 3 * 10**10), other: SimulatedDisk(10**12, 6 * 10**11)}
+    return full_dir, other
+
+
+@pytest.fixture
+def other_file_system(tmp_path: Path):
+    """A folder on another real file system than tmp_path (/dev/shm, a tmpfs), removed afterwards."""
+    shm = Path("/dev/shm")
+    if not shm.is_dir() or os.stat(shm).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("no second file system (/dev/shm) here")
+    import tempfile
+
+    d = Path(tempfile.mkdtemp(prefix="logdoctor-test-", dir=shm))
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_the_fix_moves_the_biggest_partition_to_a_dir_on_another_disk(tmp_path: Path, other_file_system):
+    """Issue 32 item 9: the move is printed only to a log dir on another file system with room for the
+    partition; it runs as printed (dry run: says it fits; --apply: the partition leaves the full one)."""
+    full_dir, other = _two_dir_broker(tmp_path)
+    moved = other_file_system / "kafka-logs-1"
+    shutil.move(other, moved)
+    other = str(moved)
+    disks = {full_dir: SimulatedDisk(10**12, 3 * 10**10)}  # the full one simulated, the other real
     report = scan([full_dir, other], ScanOptions(Depth.DEFAULT, simulated_disks=disks), jobs=1)
     full = [f for f in report.findings if f.code == "LOG_DIR_NEARLY_FULL"]
     assert [f.path for f in full] == [full_dir] and full[0].severity.label == "error"  # 97%
@@ -116,11 +141,71 @@ def test_the_fix_moves_the_biggest_partition_to_a_dir_on_another_disk(tmp_path: 
     biggest = Path(max(sizes, key=lambda k: sizes[k])).name
     command = full[0].fix.split("`")[1]
     assert command == f"logdoctor move-partition {biggest} --from {full_dir} --to {other}"
-    assert [d.disk.used_percent for d in report.log_dirs] == [97, 40]
+    assert "on another file system" in full[0].fix
     before = sorted(p.name for p in Path(full_dir).iterdir())
-    done = _run_printed(command)  # the dry run it says it is
+    done = _run_printed(command)  # the dry run it says it is, saying whether it fits
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "Dry run" in done.stdout and sorted(p.name for p in Path(full_dir).iterdir()) == before
+    said = " ".join(done.stdout.split())
+    assert "Dry run" in said and "fits: the space --apply needs is free" in said
+    folder = sum(f.stat().st_size for f in (Path(full_dir) / biggest).rglob("*") if f.is_file())
+    assert f"frees {folder:,} bytes on {full_dir}'s file system" in said
+    assert sorted(p.name for p in Path(full_dir).iterdir()) == before
+    applied = _run_printed(command + " --apply")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert not (Path(full_dir) / biggest).exists() and (Path(other) / biggest).is_dir()
+
+
+def test_no_move_within_one_file_system(tmp_path: Path) -> None:
+    """Both dirs on one real file system (the demo's case, its disks simulated): a move frees nothing
+    there, so the fix is retention or another disk, not move-partition."""
+    full_dir, other = _two_dir_broker(tmp_path)
+    disks = {full_dir: SimulatedDisk(10**12, 3 * 10**10), other: SimulatedDisk(10**12, 6 * 10**11)}
+    report = scan([full_dir, other], ScanOptions(Depth.DEFAULT, simulated_disks=disks), jobs=1)
+    (full,) = [f for f in report.findings if f.code == "LOG_DIR_NEARLY_FULL"]
+    assert "move-partition" not in full.fix and f"`logdoctor retention {full_dir}`" in full.fix
+    assert [d.disk.used_percent for d in report.log_dirs] == [97, 40]
     # the real disks of the same dirs (one file system) are what the CLI reads: no simulation leaks
     plain = scan([full_dir, other], ScanOptions(Depth.DEFAULT), jobs=1)
     assert all(d.disk is not None and d.disk.source == "statvfs" for d in plain.log_dirs)
+
+
+def test_move_margin_is_the_procedures():
+    from logdoctor.checks.disk_space import move_margin
+    from logdoctor.repair.procedures.common import space_margin
+
+    for n in (0, 10**6, 10**9, 10**12):
+        assert move_margin(n) == space_margin(n)
+
+
+def _row(log_dir: str, total: int, free: int, source: str = "statvfs") -> dict:
+    used = (total - free) / total
+    return {
+        "broker": "broker-0",
+        "log_dir": log_dir,
+        "disk_total_bytes": total,
+        "disk_available_bytes": free,
+        "disk_used_fraction": used,
+        "disk_used_percent": round(used * 100),
+        "disk_source": source,
+    }
+
+
+@pytest.mark.parametrize(
+    ("other", "moves"),
+    [
+        (_row("/b", 10**12, 6 * 10**11), True),  # another file system with room
+        (_row("/b", 10**12, 3 * 10**10), False),  # the same file system (same size, same free bytes)
+        (_row("/b", 10**9, 10**6), False),  # another one, but no room for the partition
+        (_row("/b", 10**12, 6 * 10**11, "simulated"), False),  # a simulated disk: where it lies is unknown
+    ],
+)
+def test_census_moves_only_to_another_file_system_with_room(other, moves):
+    """The census's LOG_DIR_NEARLY_FULL (its rows carry no device): the same rule as scan's."""
+    from logdoctor.spark.census_rules import fleet_findings
+
+    full = _row("/a", 10**12, 3 * 10**10)
+    replica = {"broker": "broker-0", "log_dir": "/a", "topic": "orders", "partition": 0, "bytes": 5 * 10**8,
+               "log_end_offset": 10, "path": "/a/orders-0", "lag_offsets": 0}  # fmt: skip
+    f = next(x for x in fleet_findings([replica], [full, other]) if x["log_dir"] == "/a")
+    expected = "logdoctor move-partition orders-0 --from /a --to /b" if moves else "logdoctor retention /a"
+    assert f["fix_command"] == expected

@@ -439,6 +439,32 @@ def test_a_closed_pipe_ends_a_read_only_command_quietly(tmp_path: Path, argv: li
     assert err == b""
 
 
+def test_a_closed_pipe_ends_a_repair_dry_run_quietly(tmp_path: Path) -> None:
+    """`logdoctor repair DIR --verbose | head -1` (issue 32): the dry run only reads and prints, so it ends
+    as scan does (SIGPIPE, nothing on stderr), where it exited 1; nothing is written."""
+    import signal
+
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    spec = TopicSpec("orders", partitions=300, records_per_partition=10)
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", [spec])
+    for index in log_dir.glob("orders-*/*.index"):
+        index.unlink()  # 300 rebuilds to plan: far more output than a pipe holds
+    before = _tree(log_dir)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ENTRY, "repair", str(log_dir), "--verbose"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()  # head -1
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait(timeout=120) == -signal.SIGPIPE, err
+    assert err == b""
+    assert _tree(log_dir) == before
+
+
 def test_ctrl_c_during_move_partition_says_where_the_journal_is(tmp_path: Path) -> None:
     """The same for a procedure: `move-partition --copy --apply` of 60 partitions between the two log dirs
     of a generated broker, interrupted once a step has begun; the printed --rollback, run as printed,

@@ -56,7 +56,12 @@ def test_a_command_imports_only_its_own_module(tmp_path: Path) -> None:
     modules = imported_by("dump", str(checkpoint))
     assert _heavy(modules) == []
     commands = {f"logdoctor.cli.{c.module}" for c in COMMANDS}
-    assert {m for m in modules if m in commands} == {"logdoctor.cli.dump"}
+    # files alone: no command module at all (logdoctor.cli.dump.fast runs the dump without typer)
+    assert {m for m in modules if m in commands} == set()
+    assert "logdoctor.cli.dump" in modules and "typer" not in modules
+    # an option with a value: the typer command, and only its module
+    modules = imported_by("dump", "--max-bytes", "100", str(checkpoint))
+    assert {m for m in modules if m in commands} == {"logdoctor.cli.dump.command"}
     assert not {"logdoctor.checks.verify_index", "logdoctor.formats.records"} & modules
     # ...and the record code when a .log is dumped, so the test above can tell the difference
     (tmp_path / "00000000000000000000.log").write_bytes(b"")

@@ -64,7 +64,7 @@ def test_sync_generated_lagging_replica(tmp_path):
     old = helpers.tree(follower / "orders-0")
     other = helpers.tree(follower / "orders-1")
     pp = plan_sync(("orders", 0), leader, follower, backup_dir=tmp_path / "backup")
-    assert pp.summary["behind_by"] == 70 and pp.summary["beyond_leader_end"] is None
+    assert pp.summary["behind_by"] == 70 and pp.summary["records_the_leader_lacks"] is None
     result = apply(pp.plan)
     assert result.status == "applied", result.error
     assert verify(pp.plan) == []
@@ -113,18 +113,23 @@ def test_sync_realworld(direction, tmp_path, realworld_dir):
         (full / "meta.properties").write_text(text.replace("broker.id=0", "broker.id=2"))
     leader_records = helpers.read_records(leader / name)
     follower_records = helpers.read_records(follower / name)
-    pp = plan_sync(("TEST-TOPIC", 0), leader, follower, backup_dir=tmp_path / "backup")
-    beyond = pp.summary["beyond_leader_end"]
+    if direction == "follower-ahead":  # records the leader lacks: refused without consent
+        with pytest.raises(ProcedureRefused, match="--allow-record-loss"):
+            plan_sync(("TEST-TOPIC", 0), leader, follower, backup_dir=tmp_path / "backup")
+    pp = plan_sync(
+        ("TEST-TOPIC", 0), leader, follower, backup_dir=tmp_path / "backup", allow_record_loss=True
+    )
+    beyond = pp.summary["records_the_leader_lacks"]
     if direction == "follower-behind":
         assert beyond is None and pp.summary["behind_by"] == (max(leader_records) - max(follower_records))
-    else:
+    else:  # magic v1, no leader epoch: what lies beyond the leader's log end
         leo = max(leader_records) + 1
         extra = sorted(o for o in follower_records if o >= leo)
         assert beyond["from_offset"] == extra[0] and beyond["to_offset"] == extra[-1]
         assert beyond["records"] == len(extra)
         logs = sorted((follower / name).glob("*.log"))
         assert beyond["bytes"] == sum(p.stat().st_size - _batch_cut(p, leo) for p in logs)
-        assert f"{extra[0]}..{extra[-1]}" in " ".join(pp.notes)
+        assert f"[{extra[0]}, {extra[-1]}]" in " ".join(pp.notes)
     result = apply(pp.plan)
     assert result.status == "applied", result.error
     assert verify(pp.plan) == []
@@ -254,3 +259,25 @@ def test_cli_sync_json(tmp_path):
     out = run("--rollback", str(tmp_path / "b" / "journal.jsonl"), "--apply")
     assert out.returncode == 0, out.stdout + out.stderr
     assert helpers.read_records(follower / "orders-0") != helpers.read_records(leader / "orders-0")
+
+
+def test_swapped_leader_and_follower_of_the_demo_fleet_is_refused(tmp_path):
+    """Issue 32 item 2, the demo fleet's case: broker-3's orders-1 lags 600 records (below the high
+    watermark); synced the wrong way round (broker-3 as the leader), broker-1 would lose them: refused
+    with how many, which offsets (its log end minus the lagging one's) and the export that saves them."""
+    from logdoctor.logdir.model import LogDir
+    from logdoctor.sample.fleet import generate_demo_fleet
+
+    generate_demo_fleet(tmp_path / "fleet", now_ms=1_790_000_000_000)
+    good = next((tmp_path / "fleet" / "broker-1").glob("kafka-logs-*/orders-1")).parent
+    lagging = next((tmp_path / "fleet" / "broker-3").glob("kafka-logs-*/orders-1")).parent
+    g_end = LogDir(good).partition("orders", 1).log_end_offset
+    l_end = LogDir(lagging).partition("orders", 1).log_end_offset
+    assert g_end - l_end == 600
+    plan_sync(("orders", 1), good, lagging)  # the right way round: planned
+    with pytest.raises(ProcedureRefused) as refused:
+        plan_sync(("orders", 1), lagging, good)
+    said = str(refused.value)
+    assert f"600 record(s) at offsets [{l_end}, {g_end - 1}]" in said
+    assert f"logdoctor export {good / 'orders-1'} --starting-offsets {l_end} --ending-offsets {g_end}" in said
+    assert "--allow-record-loss" in said

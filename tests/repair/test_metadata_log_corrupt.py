@@ -112,3 +112,17 @@ def test_a_voter_with_other_voters_is_repaired_and_told_whom_it_fetches_from(tmp
     assert "re-replicate" not in f.fix and "logdoctor sync-replica" not in f.fix
     plan = _logdoctor("repair", str(d), "--only", "LOG_CORRUPT")
     assert plan.returncode == 0 and "truncate-log" in plan.stdout, plan.stdout + plan.stderr
+
+
+@pytest.mark.realworld
+def test_replicas_the_cut_metadata_log_does_not_assign_are_its_consequences(tmp_path):
+    """Issue 32: damage early in the metadata log, the image ends there and every replica of the topics
+    created after it looks unassigned: those REPLICA_NOT_ASSIGNED are the LOG_CORRUPT's consequences
+    (listed under it, not counted), not problems of their own."""
+    d, _position = _broken_copy("kraft-3.5-greenlemont-single", tmp_path, 5)
+    report = scan([str(d)], ScanOptions(Depth.DEFAULT, NOW), jobs=1)
+    corrupt = next(f for f in report.findings if f.code == "LOG_CORRUPT")
+    strays = [f for f in report.findings if f.code == "REPLICA_NOT_ASSIGNED"]
+    assert strays and all(f.details["metadata_offset"] <= corrupt.details["cut_offset"] for f in strays)
+    assert all(f.caused_by == corrupt.ref for f in strays)
+    assert report.counts()["errors"] + report.counts()["warnings"] == 1  # the one root cause

@@ -220,3 +220,33 @@ def test_a_claim_beyond_the_log_end_of_a_partition_the_metadata_shows_tiered_is_
     assert "COPY_SEGMENT_FINISHED" in whys[0]
     _repair_apply(d)
     assert (d / LSO).read_bytes() == before
+
+
+def test_recovery_point_below_the_local_log_start_is_repaired_by_the_printed_command(tmp_path):
+    """Issue 32 item 8: with remote storage on, scan printed `repair DIR --only CHECKPOINT_MISMATCH` for a
+    recovery point below the local log start, and that repair answered "Nothing to repair". The broker
+    raises it to the local log start (UnifiedLog updateLocalLogStartOffset); so does the repair now."""
+    from typer.testing import CliRunner
+
+    import realworld
+    from logdoctor.checks.context import Depth, ScanOptions
+    from logdoctor.checks.scanner import scan
+    from logdoctor.cli.main import app
+
+    tiered = realworld.require_tiered()
+    d = realworld.writable_copy(tiered / "kafka-local" / "kafka-logs", tmp_path / "kafka-logs")
+    rp = d / "recovery-point-offset-checkpoint"
+    rp.write_text(rp.read_text().replace("payments 0 2000", "payments 0 5"))
+
+    def mismatches():
+        report = scan([str(d)], ScanOptions(Depth.DEFAULT, 1_800_000_000_000), jobs=1)
+        return [f for f in report.findings if f.code == "CHECKPOINT_MISMATCH"]
+
+    (f,) = mismatches()
+    assert "recovery point 5 of payments-0" in f.message
+    command = f.fix.split("`")[1]
+    assert command == f"logdoctor repair {d} --only CHECKPOINT_MISMATCH"
+    result = CliRunner().invoke(app, [*command.split()[1:], "--apply"], terminal_width=250)
+    assert result.exit_code in (0, 1), result.output
+    assert mismatches() == []
+    assert "payments 0 1296\n" in rp.read_text()  # README: payments-0 keeps [1296, 2000) locally

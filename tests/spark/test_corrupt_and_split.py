@@ -1,4 +1,5 @@
-"""Corrupt batches stop a segment's rows (never the job); splits of large segments change nothing."""
+"""A CRC-bad batch costs itself, broken framing stops a segment's rows (never the job); splits of large
+segments change nothing."""
 
 from __future__ import annotations
 
@@ -69,7 +70,11 @@ def test_split_segments_read_the_same_records(spark, logdir):
 
 
 @pytest.mark.parametrize("split", ["no-split", "split"])
-def test_a_crc_mismatch_stops_the_segment_at_the_last_valid_batch(spark, logdir, tmp_path, split):
+def test_a_crc_mismatch_costs_its_batch_only(spark, logdir, tmp_path, split):
+    """Issue 31: one byte flipped inside a batch (the framing intact) leaves out that batch alone; the rows
+    go on at the next batch, and kafka-log-segments names the batch (position, offsets, both CRCs)."""
+    from kafka.record import MemoryRecords
+
     copy = tmp_path / "kafka-logs"
     shutil.copytree(logdir, copy)
     log = copy / "big-0" / "00000000000000000000.log"
@@ -78,11 +83,12 @@ def test_a_crc_mismatch_stops_the_segment_at_the_last_valid_batch(spark, logdir,
     data = bytearray(log.read_bytes())
     data[bad + 70] ^= 0xFF  # inside the records: the batch CRC no longer matches
     log.write_bytes(bytes(data))
-    # what kafka-python decodes before the damaged batch
-    clean = bytes(data[:bad])
-    (tmp_path / "prefix-0").mkdir()
-    (tmp_path / "prefix-0" / "00000000000000000000.log").write_bytes(clean)
-    good = [r[2] for r in oracle.records_of(tmp_path / "prefix-0" / "00000000000000000000.log")]
+    good, lost, records = [], [], MemoryRecords(bytes(data))  # kafka-python: the batches whose CRC is valid
+    while (batch := records.next_batch()) is not None:
+        (good if batch.validate_crc() else lost).append([r.offset for r in batch])
+    (lost,) = lost
+    good = sorted(o for offsets in good for o in offsets)
+    assert len(good) == 3000 - 5 and good[-1] == 2999
     reader = spark.read.format("kafka-log")
     if split == "split":
         reader = reader.option("maxPartitionBytes", "32k")
@@ -93,10 +99,31 @@ def test_a_crc_mismatch_stops_the_segment_at_the_last_valid_batch(spark, logdir,
     seg = spark.read.format("kafka-log-segments").load(str(log)).collect()
     assert len(seg) == 1
     row = seg[0]
-    assert row["valid_bytes"] == bad
-    assert "crc" in row["error"].lower()
-    assert "LOG_CORRUPT" in [f["code"] for f in row["findings"]]
-    assert row["last_offset"] == good[-1]
+    assert row["error"] is None and row["valid_bytes"] == len(data) == row["size_bytes"]
+    (crc,) = row["crc_mismatches"]
+    assert (crc["position"], crc["base_offset"], crc["last_offset"]) == (bad, lost[0], lost[-1])
+    assert crc["stored_crc"] == struct.unpack_from(">I", data, bad + 17)[0] != crc["computed_crc"]
+    assert "LOG_CORRUPT" in [f["code"] for f in row["findings"]]  # the scan's view: recovery truncates here
+    assert row["last_offset"] == 2999
+
+
+def test_broken_framing_after_a_crc_mismatch_stops_the_segment_there(spark, logdir, tmp_path):
+    copy = tmp_path / "kafka-logs"
+    shutil.copytree(logdir, copy)
+    log = copy / "big-0" / "00000000000000000000.log"
+    starts = _batch_starts(log)
+    i = len(starts) // 2
+    bad = starts[i]
+    data = bytearray(log.read_bytes())
+    data[bad + 70] ^= 0xFF
+    struct.pack_into(">i", data, starts[i + 1] + 8, 3)  # the next entry's size: no batch is that small
+    log.write_bytes(bytes(data))
+    got = sorted(
+        r["offset"] for r in spark.read.format("kafka-log").load(str(log)).select("offset").collect()
+    )
+    assert got == list(range(i * 5))
+    row = spark.read.format("kafka-log-segments").load(str(log)).collect()[0]
+    assert row["valid_bytes"] == bad and "crc" in row["error"].lower() and row["crc_mismatches"] == []
 
 
 def test_a_torn_tail_is_reported_and_skipped(spark, logdir, tmp_path):

@@ -69,8 +69,10 @@ def test_modes_error_overwrite_append(spark, logdir, tmp_path, writer):
         run_export(spark, [str(logdir)], out, writer=writer)  # mode error is the default
     assert _tree(out) == before  # nothing written or deleted
 
-    (out / "topic=stale").mkdir()
-    (out / "topic=stale" / "old.parquet").write_bytes(b"not ours")
+    # a partition an earlier export wrote and this one does not: replaced all the same
+    stale = out / "topic=stale" / "partition=9"
+    stale.mkdir(parents=True)
+    shutil.copyfile(next(out.rglob("part-*.parquet")), stale / "part-00000-old-0000-0.parquet")
     again = run_export(spark, [str(logdir)], out, writer=writer, mode="overwrite")
     assert again.rows == 600 and not (out / "topic=stale").exists()
     assert _digest(out) == _expected(logdir)
@@ -80,6 +82,56 @@ def test_modes_error_overwrite_append(spark, logdir, tmp_path, writer):
     count, _ = _digest(out)
     assert count == 1200
     assert not (out / TEMPORARY).exists() or not any((out / TEMPORARY).iterdir())
+
+
+FOREIGN = {
+    "thesis.txt": b"keep\n",  # the issue's case
+    "topic=orders/notes.parquet": b"PAR1 not ours",  # in a partition folder, not a part-* name
+    "topic=orders/partition=0/part-99999-x.parquet": b"not Parquet at all",  # a part name, no footer
+    "elsewhere/part-00000-y.parquet": None,  # a folder that is no column=value folder
+}
+
+
+@pytest.mark.parametrize("writer", WRITERS)
+@pytest.mark.parametrize("foreign", sorted(FOREIGN))
+def test_overwrite_refuses_what_no_export_wrote_and_deletes_nothing(spark, logdir, tmp_path, writer, foreign):
+    out = tmp_path / "out"
+    run_export(spark, [str(logdir)], out, writer=writer)
+    path = out / foreign
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = FOREIGN[foreign]
+    if data is None:  # a real export part, but where no export puts one
+        shutil.copyfile(next(out.rglob("part-*.parquet")), path)
+    else:
+        path.write_bytes(data)
+    before = {p: (out / p).read_bytes() for p in _tree(out)}
+    named = f"holds what no logdoctor export wrote: {out / foreign.split('/')[0]}"
+    with pytest.raises(OutputExistsError, match=named):
+        run_export(spark, [str(logdir)], out, writer=writer, mode="overwrite")
+    assert {p: (out / p).read_bytes() for p in _tree(out)} == before
+
+
+def test_cli_overwrite_refuses_a_folder_of_other_files_before_spark(logdir, tmp_path):
+    """The issue's steps: mkdir imp; echo keep > imp/thesis.txt; export ... --out imp --mode overwrite."""
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import commands  # noqa: F401  (registers every command)
+    from logdoctor.cli.common import ExitCode
+    from logdoctor.cli.main import app
+
+    imp = tmp_path / "imp"
+    imp.mkdir()
+    (imp / "thesis.txt").write_text("keep\n")
+    for extra in ([], ["--writer", "spark"]):
+        res = CliRunner().invoke(
+            app,
+            ["export", str(logdir), "--topics", "orders", "--out", str(imp), "--mode", "overwrite", *extra],
+            terminal_width=300,
+        )
+        assert res.exit_code == ExitCode.CANT_CREATE, res.output
+        named = f"refused: output {imp} holds what no logdoctor export wrote: {imp / 'thesis.txt'}"
+        assert named in res.output
+        assert (imp / "thesis.txt").read_text() == "keep\n" and os.listdir(imp) == ["thesis.txt"]
 
 
 @pytest.mark.parametrize("writer", WRITERS)
@@ -192,3 +244,23 @@ def test_retried_task_attempts_commit_every_row_once(logdir, tmp_path):
     assert "first task attempt fails" in proc.stderr  # the first attempts did fail
     assert not (out / TEMPORARY).exists()
     assert _digest(out) == _expected(logdir)
+
+
+def test_overwrite_of_a_uri_refuses_objects_no_export_wrote(s3, tmp_path):
+    """--mode overwrite of an s3:// output (Spark's writer replaces the whole prefix): its objects are
+    listed first, and one no export wrote is refused, named, before Spark starts (no Spark here)."""
+
+    from logdoctor.spark.export import overwrite_refusal
+    from logdoctor.spark.schema import records_arrow_schema
+
+    earlier = tmp_path / "earlier"
+    part = earlier / "topic=orders" / "partition=0"
+    part.mkdir(parents=True)
+    pq.write_table(records_arrow_schema(False).empty_table(), part / "part-00000-a.parquet")
+    (earlier / "_SUCCESS").write_bytes(b"")
+    ours = s3.upload(earlier, "exports/ours")
+    assert overwrite_refusal(ours, "parquet") is None
+    (earlier / "thesis.txt").write_text("keep\n")
+    theirs = s3.upload(earlier, "exports/theirs")
+    said = overwrite_refusal(theirs, "parquet")
+    assert said is not None and f"{theirs.rstrip('/')}/thesis.txt" in said

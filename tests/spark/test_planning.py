@@ -119,3 +119,20 @@ def test_paths_take_log_dirs_partition_folders_files_and_commas():
 def test_the_session_uses_this_python(spark):
     assert os.environ["PYSPARK_PYTHON"] == sys.executable
     assert spark.conf.get("spark.ui.enabled") == "false"
+
+
+def test_the_log_dir_column_is_absolute_for_a_relative_path(tmp_path, monkeypatch):
+    """Issue 31 item 10: ``log_dir`` was relative for local rows read through a relative path and absolute
+    for remote ones; rows of the same log dir read from two folders did not compare."""
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+    from logdoctor.spark.planning import discover_refs
+    from logdoctor.spark.sources import read_slice, segment_summary
+
+    root, _ = generate_log_dir(tmp_path / "logs", [TopicSpec("t", partitions=1, records_per_partition=10)])
+    monkeypatch.chdir(tmp_path)
+    relative = os.path.relpath(root, tmp_path)
+    opts = parse_read_options({})
+    slices = plan_slices(discover_refs([relative], {}), opts)
+    (rb,) = list(read_slice(slices[0], opts))
+    assert set(rb.column("log_dir").to_pylist()) == {str(root)}
+    assert segment_summary(slices[0].segment)["log_dir"] == str(root)

@@ -105,7 +105,11 @@ def test_overwrite_replaces_the_snapshot_and_keeps_the_old_for_time_travel(spark
     with pytest.raises(TableExistsError, match="nothing was written"):
         run_table_export(spark, [str(logdir)], out, fmt=fmt)  # --mode error is the default
     assert tu.version(fmt, out) == old
+    with open(os.path.join(out, "thesis.txt"), "w") as f:  # not the table's: an overwrite keeps it
+        f.write("keep\n")
     run_table_export(spark, [str(logdir)], out, fmt=fmt, mode="overwrite", options={"topics": LONG_TOPIC})
+    with open(os.path.join(out, "thesis.txt")) as f:
+        assert f.read() == "keep\n"
     table = tu.read_table(fmt, out)
     assert set(table.column("topic").to_pylist()) == {LONG_TOPIC} and table.num_rows == 120
     if fmt == "iceberg":

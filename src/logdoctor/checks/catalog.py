@@ -108,8 +108,7 @@ _ENTRIES = (
         "{cause}: the broker would take largestTimestamp={broker_ts} ({broker_ts_iso}) for segment "
         "{segment}, but its records go up to {true_ts} ({true_ts_iso}); with retention.ms={retention_ms} "
         "(topic config used: {config}) it would delete the segment {when}{also}",
-        "Before starting the broker, rebuild the time index ({repair}) and fix ownership/permissions "
-        "(the broker's user must read and write every file; `chown -R <kafka user> {logdir}`).",
+        "Before starting the broker, rebuild the time index: {repair}.{permission}",
         "K:storage/.../log/LogSegment.java largestTimestamp/maxTimestampSoFar, UnifiedLog "
         "deleteRetentionMsBreachedSegments; KAFKA-10207; field report 002 (largestTime=0)",
     ),
@@ -420,6 +419,22 @@ _ENTRIES = (
         "from `kafka-topics --describe`.",
         "K:storage/.../checkpoint/PartitionMetadataFile.java, K:core/.../log/LogManager.scala "
         "(isStrayKraftReplica)",
+    ),
+    Entry(
+        "TOPIC_ID_SHARED",
+        _E,
+        "two topics whose partition.metadata hold one topic id",
+        "topics {topics} all have topic id {topic_id} in partition.metadata ({where}); a topic id names one "
+        "topic of a cluster, so at most one of them is right: the broker fails the partitions whose id is "
+        "not their topic's (InconsistentTopicIdException), and in KRaft mode the metadata maps the id to "
+        "one name only",
+        "Find each topic's id (kafka-topics.sh --describe --topic {topic} prints TopicId). With the broker "
+        "stopped, a partition folder whose partition.metadata holds another topic's id was written for "
+        "that topic (copied or restored from elsewhere): check its records, then move it out of the log "
+        "dir and let the broker fetch the partition from its leader. Nothing here can tell which topic "
+        "owns the id, so repair does not change it.",
+        "K:core/.../cluster/Partition.scala checkOrSetTopicId; K:core/.../log/UnifiedLog.scala "
+        "initializeTopicId; storage/.../checkpoint/PartitionMetadataFile.java",
     ),
     Entry(
         "TOPIC_ID_MISMATCH",
@@ -904,6 +919,122 @@ _ENTRIES = (
         "several brokers at once.",
         "K:storage/.../remote/metadata/storage/RemoteLogMetadataTopicPartitioner.java; "
         "TopicBasedRemoteLogMetadataManagerConfig.java (remote.log.metadata.topic.num.partitions, 50)",
+    ),
+    Entry(
+        "REMOTE_OBJECTS_LEAKED",
+        _W,
+        "objects in the remote store no live remote segment names (they cost storage; nothing reads them)",
+        "{topic_partition} (topic id {topic_id}): {count} remote segments in the store ({objects} objects, "
+        "{bytes} bytes; from {source}) are named by no live segment of {metadata_partition}: {why}",
+        "Nothing reads these objects: the broker knows a remote segment only from {metadata_partition}, and "
+        "its expiration task deletes only the segments it knows (KAFKA-16511). Unless {metadata_partition} "
+        "lost events (retention below the topic's: REMOTE_METADATA_RETENTION_SHORT), they are leftovers of "
+        "uploads or deletions that failed half-way. The scan never deletes them; to free the space, check "
+        "the list and delete exactly these objects: {delete}",
+        "K:core/.../log/remote/RemoteLogManager.java (copyLogSegment, RLMExpirationTask); "
+        "storage/.../remote/metadata/storage/RemoteLogMetadataCache.java; KAFKA-16511",
+    ),
+    Entry(
+        "REMOTE_SEGMENT_MISSING",
+        _E,
+        "a finished remote segment whose objects are missing from the store",
+        "{topic_partition} (topic id {topic_id}): remote segment {segment_id} (offsets {start_offset}-"
+        "{end_offset}, records written {time_range}) is COPY_SEGMENT_FINISHED in {metadata_partition} but "
+        "the store lacks {what} (from {source}); {held}",
+        "A consumer fetching offsets {start_offset}-{end_offset} gets an error from the broker "
+        "(RemoteLogManager.read cannot open the segment or its index) until the objects are back. Put them "
+        "back from a backup or an older object version (S3 versioning), under exactly {keys}. If no copy "
+        "exists and the offsets are below the local log start {local_log_start_offset}, the records are "
+        "lost: kafka-delete-records.sh --bootstrap-server BROKER --offset-json-file FILE with the file "
+        "{delete_json} moves the log start offset past them so that consumers stop failing.",
+        "K:core/.../log/remote/RemoteLogManager.java read; storage/.../RemoteIndexCache.java; "
+        "storage/src/test/.../remote/storage/RemoteLogSegmentFileset.java (LocalTieredStorage's files); "
+        "Aiven tiered-storage-for-apache-kafka RemoteStorageManager (.log, .indexes, .rsm-manifest)",
+    ),
+    Entry(
+        "REMOTE_SEGMENTS_OVERLAP",
+        _W,
+        "finished remote segments whose offsets overlap (a segment stored twice after a leader change)",
+        "{topic_partition}: remote segments {first_id} (offsets {first_range}, epochs {first_epochs}) and "
+        "{second_id} (offsets {second_range}, epochs {second_epochs}) are both COPY_SEGMENT_FINISHED in "
+        "{metadata_partition} and share offsets {shared}",
+        "Nothing to repair offline: the broker reads each offset from one segment of the leader-epoch "
+        "lineage (RemoteLogMetadataCache keeps one segment per epoch and start offset; KAFKA-15168), and its "
+        "expiration task deletes the segment that is not within the lineage. Both sets of objects stay in "
+        "the store until then ({bytes} bytes of {second_id}); if both are within the lineage the second "
+        "copy stays until retention deletes it.",
+        "K:core/.../log/remote/RemoteLogManager.java isRemoteSegmentWithinLeaderEpochs, RLMExpirationTask; "
+        "storage/.../remote/metadata/storage/RemoteLogLeaderEpochState.java; KAFKA-15168",
+        cases={
+            "duplicate": Case(
+                "{topic_partition}: remote segment {second_id} holds the same offsets {first_range} as "
+                "{first_id} (epochs {first_epochs} and {second_epochs}): the segment is stored twice, "
+                "both COPY_SEGMENT_FINISHED in {metadata_partition}"
+            ),
+        },
+    ),
+    Entry(
+        "REMOTE_EPOCH_LINEAGE_BROKEN",
+        _W,
+        "a finished remote segment whose leader epochs do not follow the partition's leader-epoch lineage",
+        "{topic_partition}: remote segment {segment_id} (offsets {start_offset}-{end_offset}, epochs "
+        "{epochs}) is not within the leader-epoch lineage of {lineage_source} ({lineage}): {reason}",
+        "The broker never serves a remote segment outside its leader-epoch lineage "
+        "(RemoteLogManager.isRemoteSegmentWithinLeaderEpochs): its offsets are readable only if another "
+        "segment holds them (REMOTE_OFFSETS_LOST says when none does). It comes from an upload by a leader "
+        "whose log was then truncated (KAFKA-15168); nothing to repair in the log dir. Its objects stay in "
+        "the store until retention deletes them.",
+        "K:core/.../log/remote/RemoteLogManager.java isRemoteSegmentWithinLeaderEpochs, "
+        "buildFilteredLeaderEpochMap; KAFKA-15168",
+        cases={
+            "between-segments": Case(
+                "{topic_partition}: remote segment {segment_id} (offsets {start_offset}-{end_offset}, epochs "
+                "{epochs}) follows {previous_id} (epochs {previous_epochs}): {reason}; leader epochs never "
+                "go down along a log",
+                "The two segments come from different leaders' logs (an upload by a leader that was then "
+                "truncated; KAFKA-15168). The broker checks each segment against its own leader-epoch "
+                "lineage and reads only the ones within it; scan the log dirs of the partition's leader with "
+                "the same --remote-storage to see which one it is.",
+            ),
+            "into-local": Case(
+                "{topic_partition}: {reason} (remote segment {segment_id}, offsets {start_offset}-"
+                "{end_offset}, epochs {epochs}): the local log does not continue the remote one",
+                "The local log and the remote tier come from different leaders' histories: the broker "
+                "truncates to its leader's lineage when it becomes a follower, and reads only the remote "
+                "segments within its own lineage. Scan the leader's log dirs with the same --remote-storage "
+                "before any repair.",
+            ),
+        },
+    ),
+    Entry(
+        "REMOTE_UPLOAD_STALLED",
+        _W,
+        "local segments of a tiered partition past local retention that are not uploaded",
+        "{topic_partition}: {count} local segments ({bytes} bytes, offsets {ranges}) are past local "
+        "retention ({retention}) but not in the remote tier, which ends at offset {remote_end} "
+        "({metadata_partition}): uploads stalled, and local retention cannot delete them; {fill}",
+        "Local retention deletes only uploaded segments (UnifiedLog.deletableSegments: "
+        "isSegmentEligibleForDeletion), so the log dir grows until uploads resume. Look in the broker's log "
+        "for the RemoteLogManager copy task's errors (RLMCopyTask: the RemoteStorageManager's credentials, "
+        "the store's reachability, remote.log.manager.copy.max.bytes.per.second quota) and fix the cause; "
+        "the copy task uploads the segments in order once it runs again. Free space in {logdir} before then.",
+        "K:core/src/main/scala/kafka/log/UnifiedLog.scala deletableSegments (localRetentionMs/Bytes, "
+        "highestOffsetInRemoteStorage); core/.../log/remote/RemoteLogManager.java RLMCopyTask",
+    ),
+    Entry(
+        "REMOTE_METADATA_RETENTION_SHORT",
+        _W,
+        "__remote_log_metadata keeps its events for less time than a tiered topic keeps its records",
+        "__remote_log_metadata has retention.ms={metadata_retention}, below the retention of tiered "
+        "topics {topics}: events of remote segments still in use are deleted first, and a broker that "
+        "rebuilds its state from the topic forgets those segments (KAFKA-15632)",
+        "Set the metadata topic's retention to unlimited, as Kafka creates it by default "
+        "(remote.log.metadata.topic.retention.ms=-1): kafka-configs.sh --bootstrap-server BROKER --alter "
+        "--entity-type topics --entity-name __remote_log_metadata --add-config retention.ms=-1. Events "
+        "already deleted are gone from the topic: their segments' objects show as REMOTE_OBJECTS_LEAKED; "
+        "rebuild their events from the store's objects before deleting any of them.",
+        "K:storage/.../remote/metadata/storage/TopicBasedRemoteLogMetadataManagerConfig.java "
+        "(remote.log.metadata.topic.retention.ms, default -1); KAFKA-15632",
     ),
     Entry(
         "REPLICA_LAG",

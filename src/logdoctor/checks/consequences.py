@@ -11,6 +11,10 @@ action that repairs its cause. The links:
   (K:storage/.../log/LogLoader.java recoverLog, then the checkpoints and caches follow the new end);
 - ``PARTITION_METADATA_INVALID``: without a readable topic id a KRaft replica looks stray, so its
   ``REPLICA_NOT_ASSIGNED`` (reason: no topic id) is that file's consequence;
+- ``LOG_CORRUPT`` of the KRaft metadata log (``__cluster_metadata-0``): the cluster metadata is replayed up
+  to the damage only, so a replica the image does not assign (``REPLICA_NOT_ASSIGNED`` judged on an image
+  that ends at or before the damaged offset) may well be assigned by the records after it: that
+  corruption's consequence, gone once the log is repaired (or its records re-fetched from a voter);
 - the same code at the same file and byte position found twice (e.g. one bad index entry seen by the
   default index check and again by ``--deep``'s cross-check), and ``META_PROPERTIES_MISMATCH`` once per
   differing field of one file: the later ones are the first one's.
@@ -48,6 +52,23 @@ def _beyond_log_end(f: Finding) -> bool:
     return isinstance(off, int) and isinstance(leo, int) and off > leo
 
 
+def _cut(f: Finding) -> int | None:
+    """The first offset a metadata log's LOG_CORRUPT leaves unread (where the replay stops)."""
+    cut = f.details.get("cut_offset")
+    return cut if isinstance(cut, int) else None
+
+
+def _metadata_cause(f: Finding, corrupt: list[Finding]) -> Finding | None:
+    """The metadata log's LOG_CORRUPT behind a REPLICA_NOT_ASSIGNED judged on an image that ends at or
+    before its damage (the image's end offset: ``metadata_offset``), else None."""
+    end = f.details.get("metadata_offset")
+    if not isinstance(end, int):
+        return None
+    fitting = [c for c in corrupt if end <= (_cut(c) or 0)]
+    exact = [c for c in fitting if _cut(c) == end]
+    return (exact or fitting or [None])[0]
+
+
 def link_consequences(findings: Iterable[Finding]) -> list[Finding]:
     """The same findings, in the same order, each consequence with ``caused_by`` set to its cause."""
     out = list(findings)
@@ -65,6 +86,9 @@ def link_consequences(findings: Iterable[Finding]) -> list[Finding]:
             folder = _partition_folder(f.path)
             if folder is not None:
                 bad_meta.setdefault(folder, f)
+    metadata_cuts = [
+        f for f in out if f.code == "LOG_CORRUPT" and f.details.get("metadata_log") and _cut(f) is not None
+    ]
     seen: dict[tuple[str, str, int | None], Finding] = {}
     per_file: dict[str, Finding] = {}
 
@@ -84,6 +108,11 @@ def link_consequences(findings: Iterable[Finding]) -> list[Finding]:
         if f.code == "REPLICA_NOT_ASSIGNED" and f.path in bad_meta and f.details.get("no_topic_id"):
             cause[i] = bad_meta[f.path]
             continue
+        if f.code == "REPLICA_NOT_ASSIGNED" and metadata_cuts:
+            root = _metadata_cause(f, metadata_cuts)
+            if root is not None:
+                cause[i] = root
+                continue
         if f.code == "META_PROPERTIES_MISMATCH":
             first = per_file.setdefault(f.path, f)
             if first is not f:

@@ -44,6 +44,9 @@ class ScanOptions:
     #: --remote-storage: the remote store (a folder or a URI pyarrow opens) the remote tier's findings list
     #: objects from (None: objects are not listed)
     remote_storage: str | None = None
+    #: --remote-inventory: an S3 Inventory report's manifest.json, the store's listing for the audit
+    #: (checks.remote_store; None: --remote-storage is listed directly, if given)
+    remote_inventory: str | None = None
     #: disks the demo and tests simulate, keyed by a log dir's absolute path (logdir.disk: never a file
     #: or an option a user can set; None: every log dir's real file system, statvfs)
     simulated_disks: Mapping[str, SimulatedDisk] | None = field(default=None, hash=False)

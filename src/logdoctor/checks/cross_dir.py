@@ -202,7 +202,40 @@ def cross_dir(
         members = set(g.dirs)
         image = images.get(g.metadata_dir) if g.metadata_dir is not None else None
         _topic_ids([p for p in parts if p.log_dir in members], image, out)
+    _shared_topic_ids(reports, parts, out)
     return out
+
+
+def _shared_topic_ids(reports: list[LogDirReport], parts: list[PartitionReport], out: list[Finding]) -> None:
+    """TOPIC_ID_SHARED: one topic id in the partition.metadata of several topics of one cluster (the log
+    dirs' cluster.id; dirs without one count as one cluster): one finding per topic after the first."""
+    cluster_of = {r.path: r.cluster_id or "" for r in reports}
+    by_id: dict[tuple[str, str], dict[str, list[PartitionReport]]] = defaultdict(lambda: defaultdict(list))
+    for p in parts:
+        if p.topic_id is not None and p.kind == DirKind.LOG.value:
+            by_id[(cluster_of.get(p.log_dir, ""), p.topic_id)][p.topic].append(p)
+    for (_cluster, topic_id), topics in sorted(by_id.items()):
+        if len(topics) < 2:
+            continue
+        names = sorted(topics)
+        where = "; ".join(
+            f"{t}: {', '.join(sorted({f'{q.topic}-{q.partition} in {q.log_dir}' for q in topics[t]})[:3])}"
+            for t in names
+        )
+        for t in names[1:]:
+            first = min(topics[t], key=lambda q: (q.partition, q.log_dir))
+            out.append(
+                catalog.make(
+                    "TOPIC_ID_SHARED",
+                    os.path.join(first.path, "partition.metadata"),
+                    logdir=first.log_dir,
+                    topics=", ".join(names),
+                    topic=t,
+                    topic_id=topic_id,
+                    where=where,
+                    details={"topic_id": topic_id, "topics": names},
+                )
+            )
 
 
 def _duplicate_partitions(parts: list[PartitionReport], out: list[Finding]) -> None:

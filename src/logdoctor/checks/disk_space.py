@@ -23,6 +23,12 @@ NEARLY_FULL_ERROR = 0.95
 __all__ = ["NEARLY_FULL_ERROR", "NEARLY_FULL_WARN", "check_disks"]
 
 
+def move_margin(nbytes: int) -> int:
+    """The room a move-partition copy needs beyond the bytes copied: 64 MiB or 5 %, as the procedure's own
+    check asks (repair.procedures.common.space_margin; a test keeps both equal)."""
+    return max(64 << 20, nbytes * 5 // 100)
+
+
 def _device(path: str) -> int | None:
     try:
         return os.stat(path).st_dev
@@ -53,24 +59,29 @@ def check_disks(
         used = u.used_fraction
         if used is None or used < NEARLY_FULL_WARN:
             continue
-        simulated = options.simulated_disks or {}
+        big = biggest.get(rep.path)
+        # only a log dir on another (real) file system frees space on this one, and only one with room
+        # for the partition: a simulated disk says nothing of where a folder really lies
         others = [
             o
             for o in reports
             if o.path != rep.path
             and (usage[o.path].used_fraction or 1.0) < NEARLY_FULL_WARN
-            and (o.path in simulated or rep.path in simulated or _device(o.path) != _device(rep.path))
+            and _device(o.path) is not None
+            and _device(o.path) != _device(rep.path)
+            and big is not None
+            and (usage[o.path].available_bytes or 0) >= big.bytes + move_margin(big.bytes)
         ]
         target = min(others, key=lambda o: usage[o.path].used_fraction or 1.0, default=None)
-        big = biggest.get(rep.path)
         if target is not None and big is not None:
             tp = f"{big.topic}-{big.partition}"
             command = f"logdoctor move-partition {tp} --from {rep.path} --to {target.path}"
             fix = (
-                f"Move a large partition ({tp}, {big.bytes} bytes) to {target.path} "
-                f"({usage[target.path].used_percent}% used) with the broker stopped (`{command}` prints "
-                "the plan, add --apply to make it), or use kafka-reassign-partitions with log dirs "
-                "(KIP-113) while it runs."
+                f"Move a large partition ({tp}, {big.bytes:,} bytes) to {target.path}, on another file "
+                f"system ({usage[target.path].used_percent}% used, "
+                f"{usage[target.path].available_bytes:,} bytes free), with the broker stopped: `{command}` "
+                "prints the plan and whether it fits, add --apply to make it; or use "
+                "kafka-reassign-partitions with log dirs (KIP-113) while it runs."
             )
         else:
             fix = (

@@ -409,9 +409,13 @@ class InventoryOutputError(ValueError):
     """``--out`` names a folder, or an existing file that is not an inventory (nothing was written)."""
 
 
-def _is_inventory(filesystem: Any, path: str) -> bool:
-    """Whether the file at ``path`` is an inventory (any schema version): Parquet with the inventory's
-    schema metadata, or JSON Lines whose first row carries ``schema_version``."""
+_NOT_AN_INVENTORY = BrokerIdentity("", None, None)  # what _inventory_owner answers for any other file
+
+
+def _inventory_owner(filesystem: Any, path: str) -> BrokerIdentity:
+    """Whose inventory the file at ``path`` is (any schema version: Parquet with the inventory's schema
+    metadata, or JSON Lines whose first row carries ``schema_version``): its broker row's name, broker
+    id and cluster id; :data:`_NOT_AN_INVENTORY` for any other file."""
     try:
         with filesystem.open_input_file(path) as fh:
             head = fh.read(4)
@@ -419,18 +423,47 @@ def _is_inventory(filesystem: Any, path: str) -> bool:
                 import pyarrow.parquet as pq
 
                 fh.seek(0)
-                return METADATA_KEY in (pq.read_schema(fh).metadata or {})
-            fh.seek(0)
-            first = fh.read(64 * 1024).split(b"\n", 1)[0]
-        row = json.loads(first)
+                pf = pq.ParquetFile(fh)
+                if METADATA_KEY not in (pf.schema_arrow.metadata or {}):
+                    return _NOT_AN_INVENTORY
+                names = pf.schema_arrow.names
+                cols = [c for c in ("record", "broker", "broker_id", "cluster_id") if c in names]
+                rows = pf.read(columns=cols).to_pylist()
+                row = next((r for r in rows if r.get("record") == "broker"), rows[0] if rows else {})
+            else:
+                fh.seek(0)
+                first = fh.read(64 * 1024).split(b"\n", 1)[0]
+                row = json.loads(first)  # the broker row comes first
     except (OSError, ValueError):  # unreadable, not Parquet, not JSON
-        return False
-    return isinstance(row, dict) and "schema_version" in row
+        return _NOT_AN_INVENTORY
+    if not isinstance(row, dict) or ("schema_version" not in row and "record" not in row):
+        return _NOT_AN_INVENTORY
+    bid, cluster = row.get("broker_id"), row.get("cluster_id")
+    return BrokerIdentity(
+        str(row.get("broker") or "?"),
+        bid if isinstance(bid, int) else None,
+        cluster if isinstance(cluster, str) else None,
+    )
 
 
-def check_inventory_output(out: str) -> None:
+def _same_broker(a: BrokerIdentity, b: BrokerIdentity) -> bool:
+    """Whether two identities name one broker: cluster id and node id when both have them, else the
+    census's name."""
+    if a.broker_id is not None and b.broker_id is not None:
+        clusters = {a.cluster_id, b.cluster_id} - {None}
+        return a.broker_id == b.broker_id and len(clusters) <= 1
+    return a.label == b.label
+
+
+def _describe(who: BrokerIdentity) -> str:
+    cluster = f", cluster {who.cluster_id}" if who.cluster_id else ""
+    return f"{who.label} (broker id {who.broker_id if who.broker_id is not None else 'unknown'}{cluster})"
+
+
+def check_inventory_output(out: str, owner: BrokerIdentity | None = None) -> None:
     """Refuse (:class:`InventoryOutputError`) an ``out`` that is a folder or an existing file other than
-    an inventory: an inventory is replaced (the same broker's, written again), nothing else is."""
+    an inventory, or (given ``owner``, the broker whose inventory is to be written) another broker's
+    inventory: an inventory is replaced only by the same broker's (cluster id and node id)."""
     import pyarrow.fs as pafs
 
     filesystem, path = _filesystem(str(out))
@@ -440,21 +473,31 @@ def check_inventory_output(out: str) -> None:
             f"{out} is a folder: --out names the inventory file, "
             f"e.g. {os.path.join(str(out), 'broker-1.parquet')}"
         )
-    if info.type != pafs.FileType.NotFound and not _is_inventory(filesystem, path):
+    if info.type == pafs.FileType.NotFound:
+        return
+    found = _inventory_owner(filesystem, path)
+    if found is _NOT_AN_INVENTORY:
         raise InventoryOutputError(
             f"{out} exists and is not an inventory: inventory replaces only an inventory it wrote; choose "
             "another --out (or remove the file)"
         )
+    if owner is not None and not _same_broker(found, owner):
+        raise InventoryOutputError(
+            f"{out} is the inventory of {_describe(found)}, not of {_describe(owner)} whose log dirs were "
+            "given: an inventory is replaced only by the same broker's; choose another --out"
+        )
 
 
-def write_inventory(inv: Inventory, out: str, *, json_lines: bool = False) -> str:
+def write_inventory(
+    inv: Inventory, out: str, *, json_lines: bool = False, owner: BrokerIdentity | None = None
+) -> str:
     """Write ``inv`` to ``out`` (local path or URI): Parquet, or JSON Lines with ``json_lines``.
 
     Refuses, before writing, what :func:`check_inventory_output` refuses. Local files are written to a
     temporary name beside ``out`` and renamed, so a reader never sees half a file; a failed or
     interrupted write removes its temporary file. Returns the path written."""
     with no_automatic_collections():  # a string per row, an Arrow column per column (gc_pause)
-        return _write_inventory(inv, out, json_lines)
+        return _write_inventory(inv, out, json_lines, owner)
 
 
 # JSON Lines are encoded and written this many rows at a time: one string of the whole file (51 MB for
@@ -468,10 +511,10 @@ def _write_json_lines(rows: list[dict[str, Any]], fh: Any) -> None:
         fh.write("".join([encode(r) + "\n" for r in rows[start : start + _JSON_LINES_BATCH]]).encode())
 
 
-def _write_inventory(inv: Inventory, out: str, json_lines: bool) -> str:
+def _write_inventory(inv: Inventory, out: str, json_lines: bool, owner: BrokerIdentity | None) -> str:
     import pyarrow as pa
 
-    check_inventory_output(out)
+    check_inventory_output(out, owner)
     filesystem, path = _filesystem(str(out))
     parent = os.path.dirname(path)
     if parent:

@@ -18,6 +18,7 @@ from logdoctor.checks.state import PartitionState
 from logdoctor.checks.timestamps import (
     broker_largest_timestamp,
     check_retention_risk,
+    permission_fix,
     root_cause_fields,
     topic_config,
 )
@@ -128,6 +129,7 @@ def check_index_headers(st: PartitionState) -> None:
                 config=cfg.describe(),
                 when="as soon as now - largestTimestamp > retention.ms",
                 segment=seg.log_file,
+                permission=permission_fix(st, info, str(path)),
                 details={
                     "segment": seg.log_file,
                     "broker_largest_timestamp": info.broker_largest_ts,

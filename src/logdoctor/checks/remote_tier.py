@@ -170,6 +170,7 @@ def check_remote_tier(
     metadata: RemoteLogMetadata | None,
     *,
     remote_storage: str | None = None,
+    index: Any = None,
 ) -> list[Finding]:
     """The remote tier's findings for the partitions of one scan (``paths``: its log dirs)."""
     if metadata is None:
@@ -200,7 +201,7 @@ def check_remote_tier(
                     needed = None
                 unchecked.append((r, needed))
             continue
-        findings.extend(_partition_findings(r, logdir, cp, rp, metadata, remote_storage))
+        findings.extend(_partition_findings(r, logdir, cp, rp, metadata, remote_storage, index))
     if unchecked:
         findings.append(_not_here(unchecked, metadata, paths[0]))
     return findings
@@ -264,6 +265,7 @@ def _partition_findings(
     rp: RemotePartition,
     md: RemoteLogMetadata,
     remote_storage: str | None,
+    index: Any = None,
 ) -> list[Finding]:
     tip = rp.topic_id_partition
     tp = f"{r.topic}-{r.partition}"
@@ -315,7 +317,7 @@ def _partition_findings(
         if gaps:
             out.append(_gap_finding(r, logdir, tp, rp, mp, gaps, log_start, log_start_source, local_start))
     for seg in rp.unfinished:
-        out.append(_unfinished(r, logdir, tp, rp, seg, local_start, remote_storage))
+        out.append(_unfinished(r, logdir, tp, rp, seg, local_start, remote_storage, index))
     if log_start is not None:
         below = [
             s
@@ -423,6 +425,7 @@ def _unfinished(
     seg: RemoteSegment,
     local_start: int | None,
     remote_storage: str | None,
+    index: Any = None,
 ) -> Finding:
     others = [s for s in rp.copied if s.start_offset <= seg.start_offset and s.end_offset >= seg.end_offset]
     if others:
@@ -431,7 +434,18 @@ def _unfinished(
         covered = "its offsets are still in the log dir, to be uploaded again"
     else:
         covered = "no other copy of its offsets is known: see REMOTE_OFFSETS_LOST if the scan reports it"
-    if remote_storage is None:
+    tip = rp.topic_id_partition
+    listing = index.partition(tip.topic_id, tip.partition) if index is not None else None
+    if index is not None:  # the audit's listing (--remote-storage or --remote-inventory): no LIST of its own
+        so = listing.segments.get(seg.segment_id) if listing is not None else None
+        listed = so.keys if so is not None else []
+        objects = (
+            f"{len(listed)} objects of it are in the store: {', '.join(listed)}"
+            if listed
+            else f"no object of it is in {remote_storage or f'the store ({index.source})'}"
+        )
+        list_hint = ""
+    elif remote_storage is None:
         objects = "the remote store was not given (scan --remote-storage) to list its objects"
         list_hint = " (scan again with --remote-storage and the store's folder or URI to list them)"
         listed: list[str] = []

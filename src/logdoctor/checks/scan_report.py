@@ -63,8 +63,15 @@ class ScanReport:
         return exit_code(self.findings)
 
     def counts(self) -> dict[str, int]:
-        c = Counter(f.severity for f in self.findings)
-        return {"errors": c[Severity.ERROR], "warnings": c[Severity.WARNING], "info": c[Severity.INFO]}
+        """Problems by severity, one per root cause: a consequence (``caused_by``) is counted apart, as
+        ``consequences``, never in the totals (it is listed, and repaired, with its cause)."""
+        c = Counter(f.severity for f in self.findings if f.caused_by is None)
+        return {
+            "errors": c[Severity.ERROR],
+            "warnings": c[Severity.WARNING],
+            "info": c[Severity.INFO],
+            "consequences": sum(1 for f in self.findings if f.caused_by is not None),
+        }
 
     def to_json(self) -> dict[str, Any]:
         configs: dict[int, Any] = {}  # the partitions of a topic share one TopicConfig: its JSON made once

@@ -31,6 +31,13 @@ from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
 from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
 from logdoctor.checks.partition import check_partition
+from logdoctor.checks.remote_audit import StoreIndex
+from logdoctor.checks.remote_store import (
+    check_metadata_retention,
+    check_remote_store,
+    check_upload_stalled,
+    store_index,
+)
 from logdoctor.checks.remote_tier import check_remote_tier, remote_metadata_for_scan
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
@@ -56,6 +63,7 @@ from logdoctor.logdir.names import (
 from logdoctor.logdir.offsets import log_start_offsets
 from logdoctor.logdir.recognize import recognize
 from logdoctor.logdir.remote_metadata import RemoteLogMetadata
+from logdoctor.logdir.store_listing import InventoryError
 
 __all__ = ["LogDirReport", "ScanReport", "ScanUsageError", "scan", "topic_config_resolver"]
 
@@ -317,7 +325,11 @@ def scan(
     by_task = functools.cache(lambda: {(t.log_dir, t.path): t for t in tasks})  # indexed once, if needed
     _replayed_tiering(results, by_task, remote, remote_md)
     _tiered_topics(results, by_task, remote)
-    findings.extend(check_remote_tier(paths, results, remote_md, remote_storage=options.remote_storage))
+    index = _store_index(remote_md, options)
+    findings.extend(
+        check_remote_tier(paths, results, remote_md, remote_storage=options.remote_storage, index=index)
+    )
+    findings.extend(_remote_audit(paths, results, remote_md, options, index))
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     findings = link_consequences(findings)
     results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
@@ -332,6 +344,37 @@ def scan(
         metadata=image,
         remote=remote_md,
     )
+
+
+def _store_index(md: RemoteLogMetadata | None, options: ScanOptions) -> StoreIndex | None:
+    """The store's listing for the remote tier audit (None without remote log metadata or a store). An
+    inventory report that cannot be read is a usage error; a --remote-storage that cannot be listed
+    lists nothing (REMOTE_UPLOAD_UNFINISHED says why)."""
+    if md is None or (options.remote_inventory is None and options.remote_storage is None):
+        return None
+    try:
+        return store_index(options.remote_storage, options.remote_inventory)
+    except (InventoryError, OSError, ValueError) as e:
+        if options.remote_inventory is not None:
+            raise ScanUsageError(f"--remote-inventory {options.remote_inventory}: {e}") from None
+    return None
+
+
+def _remote_audit(
+    paths: list[str],
+    results: list[PartitionReport],
+    md: RemoteLogMetadata | None,
+    options: ScanOptions,
+    index: StoreIndex | None,
+) -> list[Finding]:
+    """The remote tier audit (checks.remote_store): the store's listing against the metadata, and what
+    the metadata and the log dirs show alone."""
+    if md is None:
+        return []
+    out = check_remote_store(paths, results, md, index)
+    out.extend(check_upload_stalled(results, md, options.now_ms))
+    out.extend(check_metadata_retention(results, md))
+    return out
 
 
 def _usable_offsets(cp: CheckpointRead) -> dict[tuple[str, int], int]:

@@ -121,6 +121,18 @@ def root_cause_fields(
     return f"Root cause: {problem}", ROOT_CAUSE_ALSO.format(rejected=rej), extra, position
 
 
+def permission_fix(st: PartitionState, info: SegmentInfo, path: str) -> str:
+    """RETENTION_RISK's ``{permission}`` fix field: what to do first when the broker's user cannot read
+    the time index ('' when nothing of that is wrong: no placeholder to fill in)."""
+    if info.broker_ts_source != "unreadable .timeindex":
+        return ""
+    user = st.task.broker_user.name
+    return (
+        f" First let the broker's user {user} read and write it: "
+        f"`chown {user} {path}`, `chmod u+rw {path}`."
+    )
+
+
 def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, cause: str | None) -> None:
     """Compare the broker's largest timestamp with the true one (which must be known by now)."""
     broker = info.broker_largest_ts
@@ -160,6 +172,7 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
             config=cfg.describe(),
             when=when,
             segment=seg.log_file,
+            permission=permission_fix(st, info, str(path)),
             details={
                 "segment": seg.log_file,
                 "broker_largest_timestamp": broker,

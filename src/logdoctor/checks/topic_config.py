@@ -110,6 +110,14 @@ _POLICIES = ("compact", "delete")
 
 #: topic configs the broker sets when it creates these internal topics (see the module docstring)
 INTERNAL_TOPIC_CONFIGS: dict[str, tuple[dict[str, str], str]] = {
+    # K:storage/.../remote/metadata/storage/TopicBasedRemoteLogMetadataManager.java createTopic (and its
+    # Config: remote.log.metadata.topic.retention.ms, default -1); a ConfigRecord or --topic-config of
+    # the topic overrides it
+    "__remote_log_metadata": (
+        {RETENTION_MS: "-1", CLEANUP_POLICY: "delete"},
+        "Kafka default for __remote_log_metadata (TopicBasedRemoteLogMetadataManager creates it with "
+        "remote.log.metadata.topic.retention.ms, default -1)",
+    ),
     "__consumer_offsets": (
         {CLEANUP_POLICY: "compact"},
         "Kafka default for __consumer_offsets (GroupCoordinator offsets topic configs)",

@@ -161,6 +161,8 @@ def run_census_cli(
     config_inputs: Any = None,
     conf: list[str] | None = None,
     remote: str | None = None,
+    remote_storage: str | None = None,
+    remote_inventory: str | None = None,
 ) -> Any:
     from logdoctor.spark.census import CensusError, run_census
     from logdoctor.spark.planning import PlanningError
@@ -200,7 +202,14 @@ def run_census_cli(
             fail(f"error: {exc}", EX_UNAVAILABLE)
         with spark_progress(err, "census", "brokers", disable=json_out) as progress:
             result = run_census(
-                spark, classified, out, now_ms=now_ms, progress=progress, config_inputs=config_inputs
+                spark,
+                classified,
+                out,
+                now_ms=now_ms,
+                progress=progress,
+                config_inputs=config_inputs,
+                remote_storage=remote_storage,
+                remote_inventory=remote_inventory,
             )
     if html_out is not None:
         from logdoctor.report import write_census_report
@@ -243,6 +252,24 @@ def census_command(
     verbose: VerboseOption = False,
     topic_config: TopicConfigOption = None,
     server_properties: ServerPropertiesOption = None,
+    remote_storage: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-storage",
+            metavar="DIR|URI",
+            help="Audit the tiered topics' remote store (listed once, recursively, never read) against the "
+            "__remote_log_metadata partitions of the log dirs.",
+        ),
+    ] = None,
+    remote_inventory: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-inventory",
+            metavar="MANIFEST",
+            help="Audit the remote store from an S3 Inventory report (its manifest.json): one Spark task per "
+            "data file.",
+        ),
+    ] = None,
 ) -> None:
     """Fleet census: replica offsets and lag across brokers, disk use per log dir, findings and fixes."""
     result = run_census_cli(
@@ -258,5 +285,7 @@ def census_command(
         config_inputs=read_config_inputs(topic_config, server_properties),
         conf=conf,
         remote=remote,
+        remote_storage=remote_storage,
+        remote_inventory=remote_inventory,
     )
     raise typer.Exit(exit_code(result))

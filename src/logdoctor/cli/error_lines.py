@@ -16,7 +16,7 @@ from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_IOERR, EX_NOPERM, EX_SOFTW
 
 def fail(line: str, code: int) -> NoReturn:
     """Print one line on stderr (control characters of the names in it escaped) and exit with ``code``."""
-    from logdoctor.cli.output import printable
+    from logdoctor.cli.escape import printable
 
     typer.echo(printable(line, keep_newlines=True), err=True)
     raise typer.Exit(code)

@@ -7,6 +7,11 @@ at, inside or above an input, or (--mode error) not empty; --format iceberg|delt
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import shutil
+from collections.abc import Iterator, Sequence
 from typing import Annotated
 
 import typer
@@ -27,7 +32,7 @@ from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
-from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
+from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
 from logdoctor.cli.spark_options import ConfOption, RemoteOption
 
 
@@ -40,16 +45,21 @@ def _human(n: int) -> str:
     return f"{n} B"
 
 
-def remote_tier_not_read(refs: list) -> list[str]:
+def remote_tier_not_read(refs: list, topics: str | None = None) -> list[str]:
     """Partitions whose ``log-start-offset-checkpoint`` entry is below their first local segment and whose
     remote tier is not being read: offsets [entry, first local segment) are in the remote tier of a tiered
     partition (KIP-405; README "Tiered storage") and would be missing from the export without a word
-    (issue 23). One line each, said before Spark starts."""
+    (issue 23). One line each, said before Spark starts. Only the partitions of the topics exported
+    (``topics``, the ``--topics`` value): another topic's remote tier is not missing from this export."""
     from logdoctor.logdir.model import LogDir
+    from logdoctor.spark.planning import topic_matcher
 
+    exported = topic_matcher(topics)
     dirs: dict[str, LogDir] = {}
     out = []
     for ref in refs:
+        if not exported(ref.topic):
+            continue
         segs = ref.segments
         if not segs or any(s.remote is not None for s in segs) or not ref.storage.is_local:
             continue
@@ -66,6 +76,56 @@ def remote_tier_not_read(refs: list) -> list[str]:
                 "tiered partition, not exported; give --remote-storage URI to read them"
             )
     return out
+
+
+def outputs_this_run_creates(
+    out: str, fmt: str, writer: str | None, catalog: Sequence[str] | None
+) -> list[str]:
+    """The local paths this export creates (the output folder; Iceberg's default catalog file beside it)
+    that do not exist yet: what a failed run removes so that it leaves nothing behind."""
+    paths = [out]
+    if fmt == "iceberg" and is_table_format(fmt, writer) and not catalog:
+        from logdoctor.spark.tables.iceberg import default_catalog_file
+
+        paths.append(default_catalog_file(out))
+    return [os.path.abspath(p) for p in paths if "://" not in p and not os.path.lexists(p)]
+
+
+def no_space_left(exc: BaseException) -> bool:
+    """Whether ``exc`` (or what caused it: a Spark task's error comes back as a Py4J error whose text holds
+    the Python worker's) is a full disk (ENOSPC)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, OSError) and cur.errno == errno.ENOSPC:
+            return True
+        if "No space left on device" in str(cur) or "[Errno 28]" in str(cur):
+            return True
+        cur = cur.__cause__ or cur.__context__
+    return False
+
+
+@contextlib.contextmanager
+def no_space_exits_73(out: str, fresh: Sequence[str]) -> Iterator[None]:
+    """A full disk while the export writes: one line naming the output, exit 73, and what this run created
+    (``fresh``: :func:`outputs_this_run_creates`) removed, instead of Spark's and pyarrow's tracebacks."""
+    try:
+        yield
+    except Exception as exc:
+        if not no_space_left(exc):
+            raise
+        for path in fresh:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    os.unlink(path)
+        fail(
+            f"error: {out}: no space left on device: the export stopped and removed what it had written "
+            "(nothing was exported; free space or choose another --out)",
+            EX_CANTCREAT,
+        )
 
 
 @app.command("export")
@@ -155,6 +215,7 @@ def export_command(
         FormatUnavailableError,
         OutputExistsError,
         output_has_data,
+        overwrite_refusal,
         run_export,
     )
     from logdoctor.spark.planning import PlanningError
@@ -190,12 +251,13 @@ def export_command(
 
         parse_read_options({k: str(v) for k, v in options.items() if v is not None})
         require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command
+        require_remote_inputs(remote_storage, remote_private_key)
         refs = discover_refs(paths, {k: str(v) for k, v in options.items() if v is not None})
     except InputNotFoundError as exc:  # a URI that names nothing: 66 too
         fail(f"error: {exc}", EX_NOINPUT)
     except PlanningError as exc:
         usage_error(str(exc))
-    not_read = remote_tier_not_read(refs)
+    not_read = remote_tier_not_read(refs, topics)
     for line in not_read:
         err.print(f"warning: {line}", soft_wrap=True, markup=False)
     # Before Spark starts: never write or delete at, inside or above an input (exit 73).
@@ -206,9 +268,17 @@ def export_command(
             "append (nothing was written or deleted)",
             EX_CANTCREAT,
         )
+    if mode == "overwrite" and not is_table_format(fmt, writer):  # only an earlier export's files go
+        refusal = overwrite_refusal(out, fmt)
+        if refusal is not None:
+            fail(f"refused: {refusal}", EX_CANTCREAT)
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
-    with spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"):
+    fresh = outputs_this_run_creates(out, fmt, writer, catalog)
+    with (
+        spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"),
+        no_space_exits_73(out, fresh),
+    ):
         try:
             with err.status("starting Spark…"):
                 spark = get_spark(master, "logdoctor export", conf=confs, remote=remote)
@@ -250,8 +320,9 @@ def export_command(
         )
         if result.skipped:
             table = Table(
-                title="Skipped corrupt ranges (a damaged batch ends its segment's rows; a batch whose "
-                "records do not decode is skipped alone; remote segments: the offsets not read)"
+                title="Skipped corrupt ranges (broken framing ends its segment's rows; a batch whose CRC "
+                "does not match or whose records do not decode is skipped alone; remote segments: the "
+                "offsets not read)"
             )
             for c in ("segment", "range", "skipped bytes", "why"):
                 table.add_column(c, overflow="fold")

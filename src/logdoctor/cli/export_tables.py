@@ -39,6 +39,10 @@ PartitionByDayOption = Annotated[
 ]
 
 
+#: what the summary line says of each --mode: the mode's own name "error" read like a failure (issue 31)
+_MODE_WORDS = {"error": "new table", "append": "appended", "overwrite": "overwritten"}
+
+
 def is_table_format(fmt: str, writer: str | None) -> bool:
     """Whether the export goes through logdoctor's table commit (``--writer spark`` keeps Spark's own
     data source of that name, which needs its jars)."""
@@ -157,14 +161,13 @@ def table_export_cli(
     else:
         console.print(
             f"Committed [bold]{result.rows:,}[/bold] records from {result.segments:,} segments to the "
-            f"{fmt} table {out} ({mode}): {result.files} files, {result.bytes_out:,} bytes, in "
+            f"{fmt} table {out} ({_MODE_WORDS.get(mode, mode)}): {result.files} files, {result.bytes_out:,} "
+            "bytes, in "
             f"{result.elapsed_s:.1f} s ({result.records_per_s:,.0f} records/s)"
         )
         for s in result.skipped:
             console.print(
-                f"  skipped corrupt range: {s.path} after byte {s.valid_bytes:,} "
-                f"({s.skipped_bytes:,} bytes): {s.error}",
-                soft_wrap=True,
+                f"  skipped: {s.path} {s.describe()} ({s.skipped_bytes:,} bytes): {s.error}", soft_wrap=True
             )
         console.print(f"Read it with:\n  {read}", soft_wrap=True, markup=False)
         for line in result.uncommitted.lines() if result.uncommitted is not None else ():

@@ -6,8 +6,9 @@ never taken; nothing is opened for writing inside a log dir). Writes one Parquet
 reads such files from every broker together. Format: docs/inventory.md.
 
 Exit codes: 0 written, 64 usage (a path that is not a log dir), 66 a missing log dir, 70 tool failure,
-73 --out at, inside or above a log dir, or a folder, or an existing file that is not an inventory (an
-inventory is replaced: the same broker's, written again), 77 a log dir this user cannot list.
+73 --out at, inside or above a log dir, or a folder, or an existing file that is not an inventory, or
+another broker's inventory (an inventory is replaced only by the same broker's: cluster id and node
+id), 77 a log dir this user cannot list.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def inventory_command(
     """Collect one broker's inventory (offsets, disks, findings) for the fleet census; read only."""
     from logdoctor.checks.inventory import (
         InventoryOutputError,
+        broker_identity,
         build_inventory,
         check_inventory_output,
         write_inventory,
@@ -73,8 +75,9 @@ def inventory_command(
         usage_error(f"--depth must be one of {', '.join(_DEPTHS)}, not {depth!r}")
     require_log_dirs(log_dirs)
     refuse_overlapping_outputs([out], log_dirs)
-    try:  # before the scan: a folder, or a file that is not an inventory, is refused (nothing written)
-        check_inventory_output(out)
+    owner = broker_identity([str(p) for p in log_dirs])
+    try:  # before the scan: a folder, a file that is not an inventory, another broker's: refused
+        check_inventory_output(out, owner)
     except InventoryOutputError as e:
         fail(f"refused (nothing written): {e}", EX_CANTCREAT)
     inputs = read_config_inputs(topic_config, server_properties)
@@ -82,7 +85,9 @@ def inventory_command(
         inv = build_inventory(
             [str(p) for p in log_dirs], _DEPTHS[depth], now_ms=parse_now(now), jobs=jobs, config_inputs=inputs
         )
-        written = write_inventory(inv, out, json_lines=json_out)
+        written = write_inventory(inv, out, json_lines=json_out, owner=owner)
+    except InventoryOutputError as e:
+        fail(f"refused (nothing written): {e}", EX_CANTCREAT)
     except OSError as e:  # writing --out: a read-only file system, no space, permission
         said = os_error(e)
         if said is None:

@@ -6,10 +6,18 @@ from __future__ import annotations
 import gc
 import signal
 import sys
+from typing import Any
 
-from logdoctor.cli.app import app
+__all__ = ["app", "main"]  # noqa: F822 - app: module __getattr__
 
-__all__ = ["app", "main"]
+
+def __getattr__(name: str) -> Any:
+    """``app`` (the typer application), imported on first use: ``dump`` of files alone never needs it."""
+    if name == "app":
+        from logdoctor.cli.app import app
+
+        return app
+    raise AttributeError(name)
 
 
 def _register() -> None:
@@ -23,6 +31,27 @@ def _register() -> None:
 # they end quietly as cat and grep do (SIGPIPE), instead of blaming the file they were reading. The
 # commands that write keep Python's EPIPE error, so that a closed pipe never stops a run mid-step.
 QUIET_ON_CLOSED_PIPE = frozenset({"dump", "scan", "retention"})
+# The writing commands read and print only without --apply (a dry run, a journal's preview): then the same.
+QUIET_WITHOUT_APPLY = frozenset({"repair", "move-partition", "sync-replica"})
+
+
+def _quiet_on_closed_pipe(name: str, argv: list[str]) -> bool:
+    return name in QUIET_ON_CLOSED_PIPE or (name in QUIET_WITHOUT_APPLY and "--apply" not in argv)
+
+
+def _dump_without_the_framework(args: list[str]) -> None:
+    """``dump`` of files and on/off flags only (:mod:`logdoctor.cli.dump.fast`): run and exit here, with
+    the typer command's results, without importing typer; any other call returns to the typer command."""
+    from logdoctor.cli.dump.fast import run_fast
+
+    try:
+        code = run_fast(args)
+    except KeyboardInterrupt:  # as LogdoctorGroup.invoke says it for every command
+        sys.stderr.write("interrupted: logdoctor dump was stopped by Ctrl-C\n")
+        raise SystemExit(130) from None
+    if code is not None:
+        gc.freeze()  # as after app(): nothing left for the collector's last walk at exit
+        raise SystemExit(code)
 
 
 def main() -> None:
@@ -30,8 +59,11 @@ def main() -> None:
         from logdoctor.cli import registry
 
         entry = registry.find(sys.argv[1] if len(sys.argv) > 1 else None)
-        if entry is not None and entry.name in QUIET_ON_CLOSED_PIPE and hasattr(signal, "SIGPIPE"):
+        quiet = entry is not None and _quiet_on_closed_pipe(entry.name, sys.argv[2:])
+        if quiet and hasattr(signal, "SIGPIPE"):
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        if entry is not None and entry.name == "dump":
+            _dump_without_the_framework(sys.argv[2:])
         if entry is not None:
             registry.load(entry)
         else:
@@ -39,6 +71,8 @@ def main() -> None:
     except KeyboardInterrupt:  # Ctrl-C while the command's modules load (a command's own: cli.interrupts)
         sys.stderr.write("interrupted: logdoctor was stopped before it started\n")
         raise SystemExit(130) from None
+    from logdoctor.cli.app import app
+
     try:
         app()
     finally:

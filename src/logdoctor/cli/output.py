@@ -13,37 +13,17 @@
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from typing import IO, Any
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderHook
 from rich.segment import Segment
 
+from logdoctor.cli.escape import _CONTROL_BUT_NEWLINE, printable
+
 __all__ = ["WIDE", "escape_console", "printable", "text_console"]
 
 WIDE = 10_000  # the width of text written to a file or a pipe: no line is cut or wrapped
-
-# C0 controls, DEL, C1 controls, and lone surrogates (a name's undecodable bytes, os.fsdecode)
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-_CONTROL_BUT_NEWLINE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-_NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
-
-
-def _escape(m: re.Match[str]) -> str:
-    c = m.group(0)
-    if c in _NAMED:
-        return _NAMED[c]
-    n = ord(c)
-    if 0xDC80 <= n <= 0xDCFF:  # surrogateescape: the byte the name held
-        return f"\\x{n - 0xDC00:02x}"
-    return f"\\x{n:02x}" if n <= 0xFF else f"\\u{n:04x}"
-
-
-def printable(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` with each control character as an escape; ``keep_newlines`` for multi-line text."""
-    pattern = _CONTROL_BUT_NEWLINE if keep_newlines else _CONTROL
-    return pattern.sub(_escape, text) if pattern.search(text) else text
 
 
 class _Escaped:

@@ -58,7 +58,8 @@ def finish(
     if result.status == "applied":
         problems = run.verify(plan)
     usage = [disk_usage(d).to_json() for d in plan.log_dirs]
-    code = 0 if result.ok and not problems else EX_FAILED
+    # a plan's findings (restore: remote objects it could not restore) leave the run short of its goal
+    code = 0 if result.ok and not problems and not plan.unrepaired else EX_FAILED
     if json_out:
         out = {
             **extra,

@@ -25,7 +25,9 @@ class CommandEntry:
 INSPECT, FIX, EXTRACT = "Inspect", "Fix (broker stopped)", "Extract with Spark"
 
 COMMANDS: tuple[CommandEntry, ...] = (
-    CommandEntry("dump", "dump", INSPECT, "Dump log-dir files like Kafka's DumpLogSegments, and more."),
+    CommandEntry(
+        "dump", "dump.command", INSPECT, "Dump log-dir files like Kafka's DumpLogSegments, and more."
+    ),
     CommandEntry(
         "scan",
         "scan",
@@ -55,6 +57,12 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "sync_replica",
         FIX,
         "Bring a follower that fell out of the ISR back from the leader's copy (both brokers stopped).",
+    ),
+    CommandEntry(
+        "restore",
+        "restore",
+        FIX,
+        "Restore tiered partitions, or their lost remote log metadata, from the remote tier.",
     ),
     CommandEntry(
         "export",

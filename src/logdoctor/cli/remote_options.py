@@ -14,6 +14,23 @@ RemoteLayoutOption = Annotated[
 RemotePrivateKeyOption = Annotated[
     str | None,
     typer.Option(
-        "--remote-private-key", metavar="PEM", help="RSA private key of Aiven's encryption (PKCS#8 PEM)."
+        "--remote-private-key",
+        metavar="[KEYPAIRID=]PEM",
+        help="RSA private key of Aiven's encryption (PKCS#8 PEM); KEYPAIRID= is checked against manifests.",
     ),
 ]
+
+
+def require_remote_inputs(storage: str | None, private_key: str | None) -> None:
+    """Exit 66 (EX_NOINPUT) before anything is read when the local ``--remote-storage`` folder or the
+    ``--remote-private-key`` file does not exist: a missing input, not a corrupt or truncated segment."""
+    from logdoctor.cli.input_checks import require_input_file, require_inputs_exist
+
+    if storage is not None:
+        require_inputs_exist([storage])
+    from logdoctor.logdir.remote_tier import private_key_spec
+
+    if private_key is not None:
+        path = private_key_spec(private_key.strip())[1]
+        if "://" not in path:
+            require_input_file(path, "--remote-private-key")

@@ -1,16 +1,14 @@
 """Rendering helpers shared by the commands: JSON Lines for programs, aligned rich text for people.
 
 JSON Lines: one compact object per line, bytes as base64 (standard alphabet, padded), enums as
-their lowercase names, dataclasses as objects. Nothing here knows about Kafka formats beyond that.
+their lowercase names, dataclasses as objects (:mod:`logdoctor.cli.jsonvalues`, without rich; re-exported
+here). Nothing here knows about Kafka formats beyond that.
 """
 
 from __future__ import annotations
 
-import base64
 import collections
 import dataclasses
-import enum
-import json
 import sys
 import textwrap
 from collections.abc import Iterable, Mapping, Sequence
@@ -20,6 +18,8 @@ from typing import IO, Any
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
+
+from logdoctor.cli.jsonvalues import JsonLinesWriter, b64, to_jsonable
 
 __all__ = [
     "Column",
@@ -35,59 +35,6 @@ __all__ = [
     "text_preview",
     "to_jsonable",
 ]
-
-
-def b64(data: bytes | bytearray | memoryview | None) -> str | None:
-    """Base64 of ``data`` (None stays None: a null key or value is not an empty one)."""
-    if data is None:
-        return None
-    return base64.b64encode(bytes(data)).decode("ascii")
-
-
-def to_jsonable(obj: Any) -> Any:
-    """Turn dataclasses, enums, bytes, tuples and mappings into plain JSON values (recursively)."""
-    if obj is None or isinstance(obj, bool | int | float | str):
-        return obj
-    if isinstance(obj, enum.Enum):
-        label = getattr(obj, "label", None)
-        return label if isinstance(label, str) else obj.name.lower()
-    if isinstance(obj, bytes | bytearray | memoryview):
-        return b64(obj)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
-    if isinstance(obj, Mapping):
-        return {str(k): to_jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple | set | frozenset):
-        return [to_jsonable(v) for v in obj]
-    if hasattr(obj, "_asdict"):
-        return to_jsonable(obj._asdict())
-    return str(obj)
-
-
-class JsonLinesWriter:
-    """Writes one JSON object per line; flushes per object only when the stream is interactive."""
-
-    def __init__(self, stream: IO[str] | None = None) -> None:
-        self.stream = stream if stream is not None else sys.stdout
-        self._interactive = bool(getattr(self.stream, "isatty", lambda: False)())
-        self.count = 0
-
-    def write(self, obj: Mapping[str, Any]) -> None:
-        self.stream.write(
-            json.dumps(obj, separators=(",", ":"), ensure_ascii=False, check_circular=False, default=_default)
-        )
-        self.stream.write("\n")
-        self.count += 1
-        if self._interactive:
-            self.stream.flush()
-
-
-def _default(obj: Any) -> Any:
-    """json.dumps hook: called only for what JSON cannot hold natively (bytes, dataclasses, ...)."""
-    out = to_jsonable(obj)
-    if out is obj:  # pragma: no cover - to_jsonable always converts what reaches here
-        raise TypeError(f"not JSON serializable: {type(obj).__name__}")
-    return out
 
 
 def make_console(*, stderr: bool = False, file: IO[str] | None = None) -> Console:

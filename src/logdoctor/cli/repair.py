@@ -115,6 +115,27 @@ def _print_remaining(
     print_code_paths(console, rows, verbose=verbose, style="red")
 
 
+def _save_removed_records(console: Console, plan: Plan, json_out: bool) -> None:
+    """Before a truncation runs: the intact records it removes, saved as Parquet beside the backup dir
+    (:mod:`logdoctor.repair.removed_records`); nothing is applied when they cannot be saved."""
+    from logdoctor.repair.removed_records import removed_by_plan
+    from logdoctor.spark.records_file import write_removed_records
+
+    for removed in removed_by_plan(plan):
+        if not removed.intact:
+            continue
+        rows = write_removed_records(removed)
+        if not json_out:
+            console.print(
+                Text(
+                    f"saved {rows} intact record(s) of {removed.topic}-{removed.partition} the truncation "
+                    f"removes (offsets [{removed.intact_first}, {removed.intact_last}]) to "
+                    f"{removed.destination}"
+                ),
+                soft_wrap=True,
+            )
+
+
 def _finish(
     console: Console,
     result: RunResult,
@@ -282,6 +303,7 @@ def repair_command(
             and f.path not in skipped
             and any(f.path in a.finding_paths and f.code in a.codes for a in plan.actions)
         }
+        _save_removed_records(console, plan, json_out)
         interrupts.writing("--apply", os.path.join(plan.backup_dir, JOURNAL_NAME))
         result = apply_plan(plan, command="repair", allow_unfinished=allow_unfinished)
         extra = {"plan": plan.to_json()}

@@ -78,6 +78,8 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
         f", {c['warnings']} warning(s)", style=_STYLE[Severity.WARNING] if c["warnings"] else "green"
     )
     verdict.append(f", {c['info']} note(s)")
+    if c["consequences"]:
+        verdict.append(f" (and {c['consequences']} consequence(s) of them, listed under their causes)")
     console.print(verdict)
 
 
@@ -192,8 +194,18 @@ def scan_command(
         typer.Option(
             "--remote-storage",
             metavar="DIR|URI",
-            help="The tiered topics' remote store (a folder, or a URI such as s3://bucket/prefix): the "
-            "findings about unfinished uploads list the objects they left there (only listed, never read).",
+            help="The tiered topics' remote store (a folder, or a URI such as s3://bucket/prefix), listed "
+            "(never read) and audited against __remote_log_metadata and the log dirs: leaked objects, "
+            "missing segments, overlaps, leader-epoch breaks; unfinished uploads list their objects.",
+        ),
+    ] = None,
+    remote_inventory: Annotated[
+        str | None,
+        typer.Option(
+            "--remote-inventory",
+            metavar="MANIFEST",
+            help="Audit the store from an S3 Inventory report instead of listing it: its manifest.json "
+            "(a path or s3:// URI; its CSV, Parquet or ORC data files are read where it names them).",
         ),
     ] = None,
 ) -> None:
@@ -212,6 +224,7 @@ def scan_command(
         broker_user=user,
         config_inputs=inputs,
         remote_storage=remote_storage,
+        remote_inventory=remote_inventory,
     )
     require_log_dirs(log_dirs)
     refuse_overlapping_outputs([html_out], log_dirs)

@@ -60,6 +60,14 @@ def sync_replica_command(
             help="Where the follower's old copy goes (default: beside the follower's log dir).",
         ),
     ] = None,
+    allow_record_loss: Annotated[
+        bool,
+        typer.Option(
+            "--allow-record-loss",
+            help="Sync even when the follower holds records the leader lacks (what its broker would "
+            "truncate: leader epochs, high watermark); they stay in the backup dir. Refused without it (78).",
+        ),
+    ] = False,
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,
@@ -78,7 +86,13 @@ def sync_replica_command(
 
     def make() -> ProcedurePlan:
         assert partition is not None and leader is not None and follower is not None
-        return plan_sync(parse_topic_partition(partition), leader, follower, backup_dir=backup_dir)
+        return plan_sync(
+            parse_topic_partition(partition),
+            leader,
+            follower,
+            backup_dir=backup_dir,
+            allow_record_loss=allow_record_loss,
+        )
 
     run_procedure(
         "sync-replica",

@@ -5,8 +5,6 @@ from __future__ import annotations
 import datetime as dt
 import time
 
-from logdoctor.cli.error_lines import usage_error
-
 # --- times ------------------------------------------------------------------------------------
 
 
@@ -28,6 +26,8 @@ def parse_now(text: str | None) -> int:
     try:
         return parse_epoch_ms(text)
     except ValueError:
+        from logdoctor.cli.error_lines import usage_error  # typer: only on this error path
+
         usage_error(f"--now wants epoch ms or ISO-8601, got {text!r}")
 
 

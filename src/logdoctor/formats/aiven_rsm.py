@@ -37,6 +37,7 @@ from logdoctor.errors import CorruptRecordError, FormatError, UnsupportedError
 
 __all__ = [
     "IV_SIZE",
+    "MAX_CHUNKS",
     "SUPPORTED_VERSIONS",
     "Chunk",
     "SegmentManifest",
@@ -53,6 +54,10 @@ TAG_SIZE = 16  # AesEncryptionProvider.GCM_TAG_LENGTH (bits) / 8
 SUPPORTED_VERSIONS = ("1",)
 INDEX_TYPES = ("offset", "timestamp", "producerSnapshot", "leaderEpoch", "transaction")
 _MAX_CHUNK_SIZES = 10 * 1024 * 1024  # TransformedChunksDeserializer.MAX_DECOMPRESSED_SIZE
+_JAVA_INT_MAX = 2**31 - 1  # AbstractChunkIndex: originalChunkSize, originalFileSize are ints
+#: the most chunks a manifest may declare (a 2 GiB segment in chunks of 512 bytes): the chunk table is
+#: built whole, and a hostile originalFileSize / originalChunkSize must not size it (issue 31)
+MAX_CHUNKS = 1 << 22
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,23 +146,71 @@ def _zstd_frame(data: bytes, *, source: str | None, what: str, limit: int | None
     try:
         params = zstandard.get_frame_parameters(data)
         size = params.content_size
-        if size == zstandard.CONTENTSIZE_UNKNOWN or size < 0 or (limit is not None and size > limit):
+        if size == zstandard.CONTENTSIZE_UNKNOWN or size < 0:
             raise CorruptRecordError(f"a zstd frame with its content size ({what})", source=source)
+        if limit is not None and size > limit:
+            raise CorruptRecordError(
+                f"a zstd frame of at most {limit} bytes ({what})", source=source, found=f"{size} declared"
+            )
         return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
     except zstandard.ZstdError as exc:
         raise CorruptRecordError(f"a zstd frame ({what})", source=source, found=str(exc)) from None
 
 
+class _Fields:
+    """Typed reads of a manifest's JSON: a value of the wrong type is a CorruptRecordError naming the field
+    (``segmentIndexes``, ``remoteLogSegmentMetadata.startOffset``, ...), never an AttributeError."""
+
+    def __init__(self, source: str | None) -> None:
+        self.source = source
+
+    def bad(self, field: str, expected: str, value: object) -> CorruptRecordError:
+        return CorruptRecordError(
+            f"{field}: {expected}", source=self.source, found=f"{type(value).__name__} {_short(value)}"
+        )
+
+    def mapping(self, value: object, field: str, *, optional: bool = True) -> dict:
+        if value is None and optional:
+            return {}
+        if not isinstance(value, dict):
+            raise self.bad(field, "a JSON object", value)
+        return value
+
+    def integer(self, value: object, field: str, *, optional: bool = False) -> int | None:
+        if value is None and optional:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise self.bad(field, "an integer", value)
+        try:
+            return int(value)  # Jackson reads a number given as a string too
+        except ValueError:
+            raise self.bad(field, "an integer", value) from None
+
+    def text(self, value: object, field: str, *, optional: bool = True) -> str | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, str):
+            raise self.bad(field, "a string", value)
+        return value
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def parse_manifest(data: bytes, *, source: str | None = None) -> SegmentManifest:
     """A ``.rsm-manifest`` (``SegmentManifestV1``). Raises UnsupportedError for a version other than
-    "1" or an unknown chunk index type, CorruptRecordError for anything else that is not a manifest."""
+    "1" or an unknown chunk index type, CorruptRecordError for anything else that is not a manifest
+    (a field of the wrong JSON type is named: ``segmentIndexes: a JSON object``)."""
 
     def bad(expected: str, found: object = None) -> CorruptRecordError:
         return CorruptRecordError(expected, source=source, found=None if found is None else str(found))
 
+    f = _Fields(source)
     try:
         obj = json.loads(bytes(data).decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise bad("a JSON segment manifest", exc) from None
     if not isinstance(obj, dict):
         raise bad("a JSON object")
@@ -166,22 +219,30 @@ def parse_manifest(data: bytes, *, source: str | None = None) -> SegmentManifest
         raise UnsupportedError(
             f"manifest version {' or '.join(SUPPORTED_VERSIONS)} (Aiven tiered storage v1.0.0)",
             source=source,
-            found=f"version {obj.get('version')!r}",
+            found=f"version {_short(obj.get('version'))}",
         )
     try:
-        ci = obj["chunkIndex"]
-        kind = ci["type"]
-        ochunk = int(ci["originalChunkSize"])
-        osize = int(ci["originalFileSize"])
-        if ochunk <= 0 or osize < 0:
-            raise bad("positive chunk sizes", f"{ochunk}, {osize}")
+        if "chunkIndex" not in obj:
+            raise bad("a segment manifest v1 with a chunkIndex")
+        ci = f.mapping(obj["chunkIndex"], "chunkIndex", optional=False)
+        kind = ci.get("type")
+        ochunk = f.integer(ci.get("originalChunkSize"), "chunkIndex.originalChunkSize")
+        osize = f.integer(ci.get("originalFileSize"), "chunkIndex.originalFileSize")
+        assert ochunk is not None and osize is not None
+        if not (0 < ochunk <= _JAVA_INT_MAX and 0 <= osize <= _JAVA_INT_MAX):
+            raise bad("positive chunk sizes (Java ints)", f"{ochunk}, {osize}")
         count = -(-osize // ochunk)
+        if count > MAX_CHUNKS:
+            raise bad(f"at most {MAX_CHUNKS} chunks", f"{count} ({osize} bytes in chunks of {ochunk})")
         if kind == "fixed":
-            sizes = [int(ci["transformedChunkSize"])] * max(0, count - 1)
+            fixed = f.integer(ci.get("transformedChunkSize"), "chunkIndex.transformedChunkSize")
+            sizes = [fixed] * max(0, count - 1)
             if count:
-                sizes.append(int(ci["finalTransformedChunkSize"]))
+                last = f.integer(ci.get("finalTransformedChunkSize"), "chunkIndex.finalTransformedChunkSize")
+                sizes.append(last)
         elif kind == "variable":
-            raw = base64.b64decode(ci["transformedChunks"], validate=True)
+            packed = f.text(ci.get("transformedChunks"), "chunkIndex.transformedChunks", optional=False)
+            raw = base64.b64decode(packed or "", validate=True)
             sizes = decode_chunk_sizes(
                 _zstd_frame(raw, source=source, what="transformedChunks", limit=_MAX_CHUNK_SIZES),
                 source=source,
@@ -189,45 +250,62 @@ def parse_manifest(data: bytes, *, source: str | None = None) -> SegmentManifest
             if len(sizes) != count:
                 raise bad(f"{count} chunk sizes for {osize} bytes in chunks of {ochunk}", len(sizes))
         else:
-            raise UnsupportedError("chunk index type fixed or variable", source=source, found=repr(kind))
-        if any(s < 0 for s in sizes):
+            raise UnsupportedError("chunk index type fixed or variable", source=source, found=_short(kind))
+        if any(s is None or s < 0 for s in sizes):
             raise bad("chunk sizes >= 0", sizes)
         indexes: dict[str, tuple[int, int]] = {}
-        for name, entry in (obj.get("segmentIndexes") or {}).items():
+        for name, entry in f.mapping(obj.get("segmentIndexes"), "segmentIndexes").items():
             if entry is not None:
-                indexes[name] = (int(entry["position"]), int(entry["size"]))
+                e = f.mapping(entry, f"segmentIndexes.{name}", optional=False)
+                pos = f.integer(e.get("position"), f"segmentIndexes.{name}.position")
+                size = f.integer(e.get("size"), f"segmentIndexes.{name}.size")
+                assert pos is not None and size is not None
+                if pos < 0 or size < 0:
+                    raise bad(f"segmentIndexes.{name}: a position and a size >= 0", f"{pos}, {size}")
+                indexes[name] = (pos, size)
         enc = obj.get("encryption")
         key_id = wrapped = aad = None
         if enc is not None:
-            key_id, _, b64 = str(enc["dataKey"]).partition(":")
+            enc = f.mapping(enc, "encryption", optional=False)
+            data_key = f.text(enc.get("dataKey"), "encryption.dataKey", optional=False) or ""
+            key_id, _, b64 = data_key.partition(":")
             if not b64:
-                raise bad("a data key '<key pair id>:<base64>'", enc["dataKey"])
+                raise bad("a data key '<key pair id>:<base64>'", _short(data_key))
             wrapped = base64.b64decode(b64, validate=True)
-            aad = base64.b64decode(enc["aad"], validate=True)
-        meta = obj.get("remoteLogSegmentMetadata") or {}
-        seg_id = meta.get("remoteLogSegmentId") or {}
-        tip = seg_id.get("topicIdPartition") or {}
-        tp = tip.get("topicPartition") or {}
+            aad_b64 = f.text(enc.get("aad"), "encryption.aad", optional=False) or ""
+            aad = base64.b64decode(aad_b64, validate=True)
+        compression = obj.get("compression", False)
+        if not isinstance(compression, bool) and compression is not None:
+            raise f.bad("compression", "true or false", compression)
+        meta = f.mapping(obj.get("remoteLogSegmentMetadata"), "remoteLogSegmentMetadata")
+        m = "remoteLogSegmentMetadata"
+        seg_id = f.mapping(meta.get("remoteLogSegmentId"), f"{m}.remoteLogSegmentId")
+        tip = f.mapping(seg_id.get("topicIdPartition"), f"{m}.remoteLogSegmentId.topicIdPartition")
+        tp = f.mapping(tip.get("topicPartition"), f"{m}.remoteLogSegmentId.topicIdPartition.topicPartition")
         return SegmentManifest(
             version=version,
             original_chunk_size=ochunk,
             original_file_size=osize,
-            transformed_sizes=tuple(sizes),
+            transformed_sizes=tuple(s for s in sizes if s is not None),
             indexes=indexes,
-            compression=bool(obj.get("compression", False)),
+            compression=bool(compression),
             data_key_id=key_id,
             wrapped_data_key=wrapped,
             aad=aad,
-            topic_id=tip.get("topicId"),
-            topic=tp.get("topic"),
-            partition=None if tp.get("partition") is None else int(tp["partition"]),
-            segment_id=seg_id.get("id"),
-            start_offset=None if meta.get("startOffset") is None else int(meta["startOffset"]),
-            end_offset=None if meta.get("endOffset") is None else int(meta["endOffset"]),
+            topic_id=f.text(tip.get("topicId"), f"{m}.remoteLogSegmentId.topicIdPartition.topicId"),
+            topic=f.text(tp.get("topic"), f"{m}.remoteLogSegmentId.topicIdPartition.topicPartition.topic"),
+            partition=f.integer(
+                tp.get("partition"),
+                f"{m}.remoteLogSegmentId.topicIdPartition.topicPartition.partition",
+                optional=True,
+            ),
+            segment_id=f.text(seg_id.get("id"), f"{m}.remoteLogSegmentId.id"),
+            start_offset=f.integer(meta.get("startOffset"), f"{m}.startOffset", optional=True),
+            end_offset=f.integer(meta.get("endOffset"), f"{m}.endOffset", optional=True),
         )
     except FormatError:
         raise
-    except (KeyError, TypeError, ValueError, binascii.Error) as exc:
+    except (ValueError, binascii.Error) as exc:
         raise bad("a segment manifest v1 (chunkIndex, segmentIndexes, ...)", repr(exc)) from None
 
 
@@ -333,7 +411,9 @@ def detransform_chunk(
                 "an AES-GCM chunk whose tag verifies", source=source, position=position, found="a bad tag"
             ) from None
     if manifest.compression if compressed is None else compressed:
-        data = _zstd_frame(bytes(data), source=source, what="compressed chunk")
+        # the frame's declared content size is checked against the chunk's before anything is decompressed:
+        # a 32 KB chunk declaring 1 GiB never costs 1 GiB (issue 31)
+        data = _zstd_frame(bytes(data), source=source, what="compressed chunk", limit=expected_size)
     if expected_size is not None and len(data) != expected_size:
         raise CorruptRecordError(
             f"a chunk of {expected_size} original bytes",

@@ -14,7 +14,7 @@ import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError
+from logdoctor.errors import CorruptRecordError, CrcMismatchError, FormatError, TruncatedError
 from logdoctor.formats.batch_v2 import (
     HEADER,
     MAGIC_VALUE_V2,
@@ -54,6 +54,7 @@ __all__ = [
     "RECORD_BATCH_OVERHEAD",
     "Batch",
     "Compression",
+    "CrcSkip",
     "Header",
     "Record",
     "RecordBatchV2",
@@ -64,6 +65,7 @@ __all__ = [
     "decode_columns",
     "iter_batches",
     "scan_batches",
+    "skip_crc_mismatches",
 ]
 
 # LegacyRecord.RECORD_OVERHEAD_V0: the smallest size field any entry can have; FileLogInputStream
@@ -241,3 +243,66 @@ def scan_batches(
         result.error = exc
     result.valid_bytes = valid
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class CrcSkip:
+    """A batch left out alone: its CRC does not match but the framing goes on intact after it."""
+
+    position: int  # file position of the batch
+    size: int  # its bytes, log overhead included
+    base_offset: int | None
+    last_offset: int
+    stored_crc: int
+    computed_crc: int
+
+    def describe(self, source: str | None = None) -> str:
+        where = f"{source}: " if source else ""
+        first = "?" if self.base_offset is None else str(self.base_offset)
+        return (
+            f"{where}batch at position {self.position} (offsets {first}..{self.last_offset}, "
+            f"{self.size} bytes): "
+            f"CRC mismatch: stored {self.stored_crc:#010x}, computed {self.computed_crc:#010x}"
+        )
+
+
+def skip_crc_mismatches(batches: Iterator[Batch], skipped: list[CrcSkip]) -> Iterator[Batch]:
+    """The CRC-valid batches of ``batches`` (a walk made with ``verify_crc=False``), leaving out alone each
+    batch whose CRC does not match where the framing is intact after it: the walk reads the next entry
+    (or ends cleanly) right after it. Those are appended to ``skipped``. Where the framing breaks right
+    after a CRC-bad batch, the batch is where the damage starts: its CrcMismatchError is raised, as a
+    walk with ``verify_crc=True`` raises it (the valid bytes end before it). Other errors pass through.
+
+    A flipped byte inside a batch changes its CRC, not its size field: the next batch is where the size
+    says, and its records are intact. The broker's recovery (``LogSegment.recover``) truncates at the first
+    bad batch because it must keep the log's offsets contiguous; a reader that names what it left out can
+    go on (issue 31)."""
+    suspect: tuple[Batch, CrcMismatchError] | None = None
+    try:
+        for batch in batches:
+            if suspect is not None:
+                skipped.append(_crc_skip(*suspect))
+                suspect = None
+            try:
+                batch.ensure_valid()
+            except CrcMismatchError as exc:
+                suspect = (batch, exc)
+                continue
+            yield batch
+    except FormatError as exc:
+        if suspect is not None:
+            raise suspect[1] from exc
+        raise
+    if suspect is not None:
+        skipped.append(_crc_skip(*suspect))
+
+
+def _crc_skip(batch: Batch, exc: CrcMismatchError) -> CrcSkip:
+    return CrcSkip(
+        position=int(batch.position),
+        size=int(batch.size),
+        base_offset=None if batch.base_offset is None else int(batch.base_offset),
+        last_offset=int(batch.last_offset),
+        stored_crc=int(exc.stored),
+        computed_crc=int(exc.computed),
+    )

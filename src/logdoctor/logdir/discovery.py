@@ -20,6 +20,7 @@ from logdoctor.logdir.names import (
     DirKind,
     FileState,
     SegmentFileType,
+    logdoctor_folder,
     parse_partition_dir,
     parse_segment_file,
 )
@@ -184,8 +185,19 @@ def find_log_dirs(path: str, depth: int = 0, storage: Storage | None = None) -> 
         return []
     out: list[str] = []
     for name in _subdirs(path, storage):
-        out.extend(find_log_dirs(storage.join(path, name), depth + 1, storage))
+        sub = storage.join(path, name)
+        if _logdoctor_folder(sub, storage) is None:  # logdoctor's backup or export: nothing below it
+            out.extend(find_log_dirs(sub, depth + 1, storage))
     return out
+
+
+def _logdoctor_folder(path: str, storage: Storage) -> str | None:
+    """Why ``path`` is a folder logdoctor wrote (:func:`logdoctor.logdir.names.logdoctor_folder`)."""
+    try:
+        files = [e.name for e in storage.list(path) if not e.is_dir()]
+    except OSError:
+        return None
+    return logdoctor_folder(storage.basename(path), files)
 
 
 def log_dir_partitions(

@@ -109,8 +109,10 @@ def read_range(path: str | os.PathLike[str], start: int, length: int | None = No
     """``length`` bytes from ``start`` (to the end when None) with one positioned read."""
     fd = open_regular(path)
     try:
-        if length is None:
-            length = max(0, os.fstat(fd).st_size - start)
+        # never more than the file holds: a length from a hostile index entry (2**40) would otherwise be
+        # allocated whole by pread before reading the few bytes there are (issue 31)
+        left = max(0, os.fstat(fd).st_size - max(0, start))
+        length = left if length is None else min(length, left)
         return os.pread(fd, length, start) if length > 0 else b""
     finally:
         os.close(fd)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -64,6 +65,29 @@ LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 PARTITION_METADATA_FILE = "partition.metadata"
 QUORUM_STATE_FILE = "quorum-state"
 TMP_SUFFIX = ".tmp"  # CheckpointFile / PropertiesUtils / FileQuorumStateStore write <name>.tmp then move
+
+# logdoctor's own folders, never a log dir (issue 32): a backup dir of repair, move-partition or
+# sync-replica (its journal and README beside staged/, files/, tails/; by default named
+# <log dir>.logdoctor-backup-<UTC time>) and an export's output folder (_SUCCESS and its part files)
+BACKUP_JOURNAL_FILE = "journal.jsonl"
+BACKUP_README_FILE = "README.txt"
+BACKUP_DIR_INFIX = ".logdoctor-backup-"
+RECORDS_DIR_INFIX = ".logdoctor-records-"  # the records a repair's truncation removed, beside its backup
+EXPORT_SUCCESS_FILE = "_SUCCESS"
+LOGDOCTOR_MARKER_FILES = (BACKUP_JOURNAL_FILE, BACKUP_README_FILE, EXPORT_SUCCESS_FILE)
+
+
+def logdoctor_folder(name: str, file_names: Iterable[str]) -> str | None:
+    """Why the folder ``name`` holding the files ``file_names`` is one logdoctor wrote (a backup dir or
+    an export's output), else None: never a log dir, nor searched for one."""
+    files = set(file_names)
+    if BACKUP_DIR_INFIX in name or RECORDS_DIR_INFIX in name:
+        return "a logdoctor backup dir (by its name)"
+    if BACKUP_JOURNAL_FILE in files and BACKUP_README_FILE in files:
+        return f"a logdoctor backup dir (it holds {BACKUP_JOURNAL_FILE} and {BACKUP_README_FILE})"
+    if EXPORT_SUCCESS_FILE in files:
+        return f"a logdoctor export's output (it holds {EXPORT_SUCCESS_FILE})"
+    return None
 
 # --- partition folders (LocalLog.parseTopicPartitionName) ----------------------------------------
 

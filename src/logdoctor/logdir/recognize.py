@@ -29,12 +29,14 @@ from typing import Any
 
 from logdoctor.errors import LogDirError
 from logdoctor.logdir.names import (
+    LOGDOCTOR_MARKER_FILES,
     REMOTE_LOG_INDEX_CACHE_DIR,
     PartitionDirName,
     PartitionFileKind,
     RootEntryKind,
     classify_partition_file,
     classify_root_entry,
+    logdoctor_folder,
     parse_partition_dir,
 )
 
@@ -46,6 +48,7 @@ __all__ = [
     "log_dir_evidence",
     "recognize",
     "require_log_dir",
+    "within_logdoctor_folder",
 ]
 
 _SEARCH_DEPTH = 2  # how far below a folder to look for log dirs (broker folder / fleet folder)
@@ -206,6 +209,34 @@ def log_dir_evidence(entries: Sequence[Any], partition_file: Callable[[Any], str
     return None
 
 
+def _logdoctor_folder(path: str, entries: Sequence[Any]) -> str | None:
+    """Why ``path`` (listed as ``entries``) is a folder logdoctor wrote, else None."""
+    files = (e.name for e in entries if not _is_dir(e))
+    return logdoctor_folder(os.path.basename(path.rstrip(os.sep)), files)
+
+
+def within_logdoctor_folder(path: str, entries: Sequence[Any] | None = None) -> str | None:
+    """Why the local folder ``path`` (listed as ``entries``) is, or lies within, a folder logdoctor wrote
+    (a backup dir's ``files/<n>-<log dir>`` holds partition folders, as a log dir does), else None. The
+    folders above are probed for the marker files by name (a few stats, no listing)."""
+    p = os.path.abspath(path)
+    if entries is not None:
+        why = _logdoctor_folder(p, entries)
+        if why is not None:
+            return f"{why}: {p}"
+    for level in range(_SEARCH_DEPTH + 1):
+        if level or entries is None:
+            present = [n for n in LOGDOCTOR_MARKER_FILES if os.path.isfile(os.path.join(p, n))]
+            why = logdoctor_folder(os.path.basename(p.rstrip(os.sep)), present)
+            if why is not None:
+                return f"{why}: {p}"
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return None
+
+
 def _find_log_dirs(path: str) -> list[str]:
     """Log dirs up to ``_SEARCH_DEPTH`` levels below ``path`` (``_SEARCH_LIMIT`` folders at most)."""
     found: list[str] = []
@@ -220,8 +251,8 @@ def _find_log_dirs(path: str) -> list[str]:
                     continue
                 budget -= 1
                 sub = _listing(e.path)
-                if sub is None:
-                    continue
+                if sub is None or _logdoctor_folder(e.path, sub) is not None:
+                    continue  # logdoctor's own backup or export: never a log dir, nothing searched below
                 if _log_dir_evidence(e.path, sub) is not None:
                     found.append(e.path)
                 else:
@@ -247,6 +278,9 @@ def recognize(path: str | os.PathLike[str], *, look_below: bool = True) -> Recog
         return Recognition(p, PathKind.LOG_DIR, "cannot be listed; taken as a log dir")
     if not entries:
         return Recognition(p, PathKind.EMPTY_DIR, "an empty folder")
+    own = within_logdoctor_folder(p, entries)
+    if own is not None:
+        return Recognition(p, PathKind.OTHER_DIR, f"it is {own}, not a log dir")
     evidence = _log_dir_evidence(p, entries)
     if evidence is not None:
         return Recognition(p, PathKind.LOG_DIR, evidence)

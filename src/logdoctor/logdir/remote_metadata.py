@@ -59,6 +59,7 @@ __all__ = [
     "TopicIdPartition",
     "metadata_partition_for",
     "murmur2",
+    "replay_metadata_folders",
     "replay_remote_log_metadata",
 ]
 
@@ -669,10 +670,25 @@ def replay_remote_log_metadata(
     num_partitions_source: str | None = None,
 ) -> RemoteLogMetadata:
     """Replay every ``__remote_log_metadata`` partition of ``log_dirs``. Never raises on bad data."""
+    problems: list[RemoteProblem] = []
+    folders = find_metadata_partitions(log_dirs, problems)
+    return replay_metadata_folders(
+        folders, num_partitions=num_partitions, num_partitions_source=num_partitions_source, problems=problems
+    )
+
+
+def replay_metadata_folders(
+    folders: dict[int, str],
+    *,
+    num_partitions: int | None = None,
+    num_partitions_source: str | None = None,
+    problems: list[RemoteProblem] | None = None,
+) -> RemoteLogMetadata:
+    """Replay the given ``__remote_log_metadata`` partition folders ({partition: folder}; e.g. one per
+    Spark task). Never raises on bad data."""
     from logdoctor.logdir.files import map_file
 
-    problems: list[RemoteProblem] = []
-    out = RemoteLogMetadata(find_metadata_partitions(log_dirs, problems), problems=problems)
+    out = RemoteLogMetadata(dict(folders), problems=problems if problems is not None else [])
     if num_partitions is not None and num_partitions > 0:
         out.num_partitions = num_partitions
         out.num_partitions_source = num_partitions_source or NUM_PARTITIONS_CONFIG

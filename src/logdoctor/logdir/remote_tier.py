@@ -40,6 +40,7 @@ from logdoctor.logdir.storage import Storage
 __all__ = [
     "LAYOUTS",
     "AivenLogReader",
+    "RemoteObjectKey",
     "RemoteOptions",
     "RemoteSegment",
     "RemoteTierError",
@@ -47,6 +48,8 @@ __all__ = [
     "detect_layout",
     "list_remote_segments",
     "open_remote_log",
+    "parse_object_key",
+    "private_key_spec",
     "remote_index_bytes",
     "remote_partition_folder",
 ]
@@ -54,6 +57,53 @@ __all__ = [
 LAYOUTS = ("kafka-local", "aiven")
 KAFKA_LOCAL_ROOT = "kafka-tiered-storage"  # LocalTieredStorage.ROOT_STORAGE_DIR_NAME
 _NAME = re.compile(r"^(\d{20})-([A-Za-z0-9_-]{22})\.(log|rsm-manifest)$")
+
+
+#: a segment object's file name in either layout: ``<20-digit start offset>-<segment id>.<suffix>``
+_OBJECT = re.compile(r"^(\d{20})-([A-Za-z0-9_-]{22})\.([A-Za-z_.-]+)$")
+_UUID = r"[A-Za-z0-9_-]{22}"
+_KAFKA_LOCAL_DIR = re.compile(rf"^(.+)-(\d+)-({_UUID})$")
+_AIVEN_TOPIC_DIR = re.compile(rf"^(.+)-({_UUID})$")
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteObjectKey:
+    """What an object's key says in either layout: the partition, the segment and which of its files."""
+
+    layout: str
+    topic: str
+    partition: int
+    topic_id: str
+    start_offset: int
+    segment_id: str
+    suffix: str  # log, index, timeindex, snapshot, leader_epoch_checkpoint, txnindex; indexes, rsm-manifest
+    prefix: str  # the key's part before the partition's folder ("" at the store's root)
+
+
+def parse_object_key(key: str) -> RemoteObjectKey | None:
+    """The segment object ``key`` (a path relative to anything: only its last three names count) names in
+    Kafka's LocalTieredStorage layout (``<topic>-<partition>-<topicId>/<start>-<id>.<suffix>``) or Aiven's
+    (``<topic>-<topicId>/<partition>/<start>-<id>.<suffix>``); None for any other object."""
+    parts = key.rsplit("/", 3)
+    m = _OBJECT.match(parts[-1])
+    if m is None or len(parts) < 2:
+        return None
+    start, seg_id, suffix = int(m.group(1)), m.group(2), m.group(3)
+    parent = parts[-2]
+    if parent.isdigit() and len(parts) >= 3 and parent == str(int(parent)):
+        t = _AIVEN_TOPIC_DIR.match(parts[-3])
+        if t is not None:
+            prefix = parts[0] if len(parts) == 4 else ""
+            return RemoteObjectKey(
+                "aiven", t.group(1), int(parent), t.group(2), start, seg_id, suffix, prefix
+            )
+    k = _KAFKA_LOCAL_DIR.match(parent)
+    if k is not None:
+        prefix = "/".join(parts[:-2])
+        return RemoteObjectKey(
+            "kafka-local", k.group(1), int(k.group(2)), k.group(3), start, seg_id, suffix, prefix
+        )
+    return None
 
 
 class RemoteTierError(ValueError):
@@ -86,7 +136,9 @@ class RemoteOptions:
             elif layout not in LAYOUTS:
                 raise RemoteTierError(f"remoteLayout: expected auto, {' or '.join(LAYOUTS)}, got {layout!r}")
         if key is not None:
-            key = os.path.abspath(str(key)) if "://" not in str(key) else str(key)
+            key_id, path = private_key_spec(str(key).strip())
+            path = os.path.abspath(path) if "://" not in path else path
+            key = path if key_id is None else f"{key_id}={path}"
         store = str(store).strip()
         if "://" not in store:
             store = os.path.abspath(store)
@@ -276,11 +328,30 @@ class _PlainReader:
         self.close()
 
 
-def _read_private_key(path: str | None, manifest_location: str, key_id: str | None) -> bytes:
-    if not path:
+_KEY_PAIR = re.compile(r"([A-Za-z0-9._-]+)=(.+)", re.S)
+
+
+def private_key_spec(spec: str) -> tuple[str | None, str]:
+    """``--remote-private-key`` / ``remotePrivateKey``: ``PEM`` or ``KEYPAIRID=PEM`` (the plugin's
+    ``encryption.key.pair.id`` the key belongs to, checked against each manifest's data key): (id, path)."""
+    m = _KEY_PAIR.fullmatch(spec)
+    if m is None or "/" in m.group(1) or "://" in spec.split("=", 1)[0]:
+        return None, spec
+    return m.group(1), m.group(2)
+
+
+def _read_private_key(spec: str | None, manifest_location: str, key_id: str | None) -> bytes:
+    if not spec:
         raise CorruptRecordError(
             f"the private key of key pair {key_id!r} (--remote-private-key PEM): the segment is encrypted",
             source=manifest_location,
+        )
+    given, path = private_key_spec(spec)
+    if given is not None and key_id is not None and given != key_id:
+        raise CorruptRecordError(
+            f"the private key of key pair {key_id!r} (the manifest's data key is wrapped with it)",
+            source=manifest_location,
+            found=f"the key of key pair {given!r} given ({path})",
         )
     try:
         if "://" in path:
@@ -307,7 +378,12 @@ def _load_manifest(seg: SegmentRef) -> tuple[Any, bytes | None]:
     key = None
     if manifest.encrypted:
         pem = _read_private_key(remote.private_key, remote.manifest, manifest.data_key_id)
-        key = unwrap_data_key(manifest, pem, source=remote.manifest)
+        try:
+            key = unwrap_data_key(manifest, pem, source=remote.manifest)
+        except CorruptRecordError as exc:  # name the key given beside the key pair the manifest names
+            exc.found = f"{exc.found}: {private_key_spec(remote.private_key or '')[1]}"
+            exc.args = (exc._render(),)
+            raise
     return manifest, key
 
 

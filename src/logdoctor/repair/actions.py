@@ -16,6 +16,10 @@ Operations (``Step.op``):
 ``chmod``     set owner, group and permission bits.
 ``copy-tree`` copy a folder (or file) to a new path, fsync, verify checksums (kept in the backup
               dir); undo removes the copy.
+``mkdir``     create a folder (a restored partition's); undo removes it.
+``fetch-remote`` write a new file with a remote-tier segment's original bytes (``restore``), streamed
+              in ranged reads, CRC-32C checked and read back, its checksum kept in the backup dir;
+              undo removes it.
 
 The operator procedures' own (move-partition, sync-replica):
 
@@ -447,9 +451,7 @@ class SetOwnerMode(Operation):
     def apply(self, step: Step, ctx: StepContext) -> None:
         if not self.to_do(step, ctx, f"owner or mode of {step.path} changed since the plan was made"):
             return
-        _set_meta(
-            step.path, step.params["meta_after"], owner_set=lambda: ctx.crash(step.number, "owner-set")
-        )
+        _set_meta(step.path, step.params["meta_after"], owner_set=lambda: ctx.crash(step.number, "owner-set"))
         ctx.crash(step.number, "applied")
 
     def undo(self, step: Step, ctx: StepContext) -> None:
@@ -648,6 +650,194 @@ class RemoveCopied(Operation):
         copies.rename_durable(restore, step.path)
 
 
+# --- restoring from the remote tier -----------------------------------------------------------------
+
+
+class MakeDir(Operation):
+    """Create a folder (a restored partition's). params: mode. Undo removes it (empty by then: the steps
+    that filled it are undone first)."""
+
+    op = "mkdir"
+
+    def watched(self, step: Step) -> dict[str, str]:
+        return {step.path: snap.META}  # the folder itself; what goes in it is the later steps' concern
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        if not os.path.lexists(step.path):
+            return BEFORE
+        return AFTER if os.path.isdir(step.path) and not os.path.islink(step.path) else OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        if not self.to_do(step, ctx, f"{step.path} exists and is not a folder"):
+            return
+        os.mkdir(step.path, int(step.params.get("mode") or 0o755))
+        fsync_dir(os.path.dirname(step.path))
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        if self.state(step, ctx) == AFTER:
+            os.rmdir(step.path)
+            fsync_dir(os.path.dirname(step.path))
+
+
+def _remote_segment(source: dict[str, Any]) -> Any:
+    from logdoctor.logdir.refs import RemoteSegment, SegmentRef
+    from logdoctor.logdir.storage import Storage
+
+    storage, _ = Storage.of(source["storage"])
+    remote = RemoteSegment(
+        source["layout"],
+        source["segment_id"],
+        source["storage"],
+        manifest=source.get("manifest"),
+        indexes=source.get("indexes"),
+        private_key=source.get("private_key"),
+    )
+    return SegmentRef(
+        "",
+        source["topic"],
+        int(source["partition"]),
+        int(source["base_offset"]),
+        source["log"],
+        int(source["object_size"]),
+        None,
+        storage,
+        remote,
+    )
+
+
+FETCH_HASH_NAME = "crc32c"
+
+
+def fetched_checksum(path: str) -> str:
+    """The CRC-32C (hex) of a file a ``fetch-remote`` step wrote: a copy check at memory speed (the
+    hardware CRC of :mod:`logdoctor.formats.crc`, several times a cryptographic hash's speed), the
+    segment's batches carrying their own CRC-32C besides."""
+    from logdoctor.formats.crc import crc32c
+
+    crc = 0
+    fd = open_regular(path)
+    try:
+        while chunk := os.read(fd, copies.CHUNK):
+            crc = crc32c(chunk, crc)
+    finally:
+        os.close(fd)
+    return f"{crc:08x}"
+
+
+def _check_batches(path: str, source: dict[str, Any]) -> None:
+    """StepStateError unless ``path`` is whole record batches from its first byte to its last, every CRC
+    matching: walked as LogSegment.recover walks a segment (formats.recovery.rebuild_indexes, its C lane
+    without the GIL), so that a segment object damaged inside a batch is never restored below the broker's
+    recovery point, where the broker would not check it."""
+    from logdoctor.checks.state import crc_checked_prefix, read_buffer, release
+    from logdoctor.formats.recovery import rebuild_indexes
+
+    view, handle, _ = read_buffer(path)
+    try:
+        built = rebuild_indexes(
+            view, int(source["base_offset"]), source=source["log"], crc_checked_until=crc_checked_prefix(view)
+        )
+        size = len(view)
+    finally:
+        release(view, handle)
+    if built.error is not None or built.valid_bytes != size:
+        why = built.error or f"whole batches end at byte {built.valid_bytes} of {size}"
+        raise StepStateError(f"{source['log']} (offsets from {source['base_offset']}): {why}; not restored")
+
+
+class FetchRemote(Operation):
+    """Write a new file with a remote-tier segment's original ``.log`` bytes (a restore), streamed in
+    ranged reads (:func:`logdoctor.logdir.remote_tier.open_remote_log`: never the whole object in
+    memory): made under ``<path>.logdoctor-partial`` while checksummed (:func:`fetched_checksum`), fsynced,
+    read back, its checksum saved in the backup dir (:func:`manifest_rel`), then renamed into place. The
+    target must not exist (a restore never replaces a file). Undo removes it.
+
+    params: source {storage, layout, segment_id, topic, partition, base_offset, log, object_size,
+    manifest, indexes, private_key}, size (the segment's bytes), manifest (rel)|None.
+    """
+
+    op = "fetch-remote"
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        if not os.path.lexists(step.path):
+            return BEFORE
+        manifest = read_manifest(ctx, step)
+        if manifest is not None and set(manifest) == {"."}:
+            ident = copies.identity(step.path)
+            if _verified.get(step.path) == ident or fetched_checksum(step.path) == manifest["."]:
+                _verified[step.path] = ident
+                return AFTER
+        return OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        from logdoctor.errors import FormatError
+        from logdoctor.formats.crc import crc32c
+        from logdoctor.logdir.remote_tier import open_remote_log
+
+        if not self.to_do(step, ctx, f"{step.path} exists and is not the restored segment"):
+            return
+        partial = step.path + PARTIAL_SUFFIX
+        copies.remove_tree(partial)
+        source = step.params["source"]
+        size = int(step.params["size"])
+        crc = 0
+        try:
+            with open_remote_log(_remote_segment(source)) as reader:
+                if reader.size != size:
+                    raise StepStateError(
+                        f"{source['log']}: the segment has {reader.size} bytes, planned {size}: plan again"
+                    )
+                fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+                try:
+                    pos = 0
+                    while pos < size:
+                        chunk = reader.read_at(pos, min(copies.CHUNK, size - pos))
+                        if not chunk:
+                            raise StepStateError(f"{source['log']}: the object ends at byte {pos} of {size}")
+                        crc = crc32c(chunk, crc)
+                        view = memoryview(chunk)
+                        while view:
+                            view = view[os.write(fd, view) :]
+                        pos += len(chunk)
+                        report_copied(len(chunk))
+                        ctx.crash(step.number, "temp-written")
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except FormatError as e:
+            raise StepStateError(f"{source['log']} (offsets from {source['base_offset']}): {e}") from None
+        digest = f"{crc:08x}"
+        if fetched_checksum(partial) != digest:
+            raise StepStateError(f"the restored {partial} does not read back as fetched")
+        _check_batches(partial, source)
+        body = json.dumps(
+            {
+                "source": source["log"],
+                "copy": step.path,
+                "hash": FETCH_HASH_NAME,
+                "checksums": {".": digest},
+            },
+            indent=1,
+            sort_keys=True,
+        )
+        bk.write_durable(ctx.backup_path(manifest_rel(step)), body.encode())
+        _verified[step.path] = copies.identity(partial)
+        ctx.crash(step.number, "backed-up")
+        copies.rename_durable(partial, step.path)
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        copies.remove_tree(step.path + PARTIAL_SUFFIX)
+        if self.state(step, ctx) == OTHER:
+            raise StepStateError(f"{step.path} is not the restored segment: it is kept")
+        copies.remove_tree(step.path)
+        _verified.pop(step.path, None)
+
+    def live_cost(self, step: Step) -> int:
+        return int(step.params.get("size") or 0)
+
+
 OPERATIONS: dict[str, Operation] = {
     o.op: o
     for o in (
@@ -659,6 +849,8 @@ OPERATIONS: dict[str, Operation] = {
         CopyTree(),
         CopyPartition(),
         RemoveCopied(),
+        MakeDir(),
+        FetchRemote(),
     )
 }
 """Every operation a journal can name, by ``Step.op``: a static table, so resume and rollback of any
@@ -797,6 +989,17 @@ __all__ = [
     "truncate_file",
     "write_file",
 ]
+
+
+def make_dir(path: str, mode: int = 0o755) -> Step:
+    """Create the folder ``path`` (which must not exist)."""
+    return Step(MakeDir.op, path, {"mode": mode})
+
+
+def fetch_remote(path: str, source: dict[str, Any], size: int) -> Step:
+    """Write the new file ``path`` with the original bytes of the remote segment ``source`` (see
+    :class:`FetchRemote`)."""
+    return Step(FetchRemote.op, path, {"source": source, "size": size, "manifest": None})
 
 
 def copy_partition(src: str, dst: str, manifest: str) -> Step:

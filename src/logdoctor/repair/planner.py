@@ -77,7 +77,7 @@ def build(ctx: PlanContext, report: ScanReport) -> Plan:
                 if f.code in REPAIRABLE:
                     ctx.unrepaired(f, f"not selected by --only (add {f.code} to repair it)")
                 elif f.code == "META_PROPERTIES_INVALID":
-                    ctx.unrepaired(f, properties.META_PROPERTIES_WHY)
+                    ctx.unrepaired(f, properties.meta_properties_why(f))
                 else:
                     ctx.unrepaired(f, "not something logdoctor repair changes: " + f.fix)
             continue

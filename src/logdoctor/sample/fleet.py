@@ -261,7 +261,9 @@ def generate_demo_fleet(root: str | os.PathLike[str], seed: int = 7, now_ms: int
             )
         elif isinstance(f, NearlyFullDisk):
             planted.append(
-                f"nearly full log dir: broker {f.broker_id} log dir #{f.log_dir_index} ({f.used:.0%})"
+                f"nearly full log dir: broker {f.broker_id} log dir #{f.log_dir_index} ({f.used:.0%}, a "
+                "simulated disk: the broker's log dirs lie on one real file system, where a move-partition "
+                "frees nothing, so the fix shown is retention, not a move)"
             )
     kraft, note = generate_demo_kraft_broker(root, seed, now_ms)
     planted.append(note)

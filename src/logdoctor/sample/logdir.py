@@ -86,6 +86,21 @@ __all__ = [
 _FIXED_DATE = datetime(2024, 1, 1, tzinfo=UTC)
 
 
+def topic_uuid(drawn: str, topic: str) -> str:
+    """A topic's id: the id drawn from the fleet's generator mixed with the topic's name, so that two
+    fleets of one seed (the demo's ZooKeeper brokers and its KRaft broker) never give two topics one id
+    unless a spec plants it (``TopicSpec.topic_id``: TOPIC_ID_SHARED)."""
+    import hashlib
+
+    salt = 0
+    while True:  # as Uuid.randomUuid: never an id whose text starts with '-'
+        digest = hashlib.sha256(f"{drawn}/{topic}/{salt}".encode()).digest()[:16]
+        text = base64.urlsafe_b64encode(digest).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+        salt += 1
+
+
 def kafka_uuid(rng: random.Random) -> str:
     """A random Kafka Uuid as text (URL-safe base64 of 16 bytes, no padding)."""
     return base64.urlsafe_b64encode(rng.randbytes(16)).decode().rstrip("=")
@@ -417,7 +432,7 @@ def generate_fleet(root: str | os.PathLike[str], spec: FleetSpec) -> GeneratedFl
     replicas: list[ReplicaInfo] = []
     placement_counter: dict[int, int] = {b.broker_id: 0 for b in brokers}
     for t_index, topic in enumerate(spec.topics):
-        topic_id = topic.topic_id or kafka_uuid(rng)
+        topic_id = topic.topic_id or topic_uuid(kafka_uuid(rng), topic.name)
         for p in range(topic.partitions):
             batches = _partition_batches(spec, topic, p, rng)
             total = batches[-1].last_offset + 1 if batches else 0

@@ -108,6 +108,8 @@ def run_census(
     progress: Any = None,
     config_inputs: Any = None,
     simulated_disks: Any = None,
+    remote_storage: str | None = None,
+    remote_inventory: str | None = None,
 ) -> CensusResult:
     """Run the census with ``spark`` and write the Parquet tables and the summary under ``out_dir``.
 
@@ -118,7 +120,9 @@ def run_census(
     keeps the log dirs, the counts and the first rows of the other tables. ``simulated_disks`` (the demo
     fleet's, tests': :mod:`logdoctor.logdir.disk`) replaces statvfs for the log dirs it names. PATHS may
     be the inputs already classified (``census_inputs.classify``, as ``logdoctor census`` does): they are
-    not walked again.
+    not walked again. ``remote_storage`` / ``remote_inventory`` (an S3 Inventory manifest.json): audit the
+    remote tier against the ``__remote_log_metadata`` partitions of the log dirs
+    (:mod:`logdoctor.spark.remote_audit`: a task per listing part, findings in the findings table).
     """
     from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs
     from logdoctor.spark.census_sql import COLLECT_LIMIT, census_frames, first_rows, severity_counts
@@ -130,12 +134,29 @@ def run_census(
         spark, inputs, now, config_inputs=config_inputs, progress=progress, simulated_disks=simulated_disks
     )
     several = clusters_finding(frames_in.all_brokers)
+    audit = None
+    if remote_storage is not None or remote_inventory is not None:
+        from logdoctor.spark.remote_audit import audit_findings
+
+        rlmm = getattr(config_inputs, "remote_log_metadata_partitions", None)
+        audit = audit_findings(
+            spark,
+            [d for b in frames_in.brokers for d in b.log_dirs],
+            remote_storage=remote_storage,
+            remote_inventory=remote_inventory,
+            num_partitions=rlmm[0] if rlmm else None,
+            now_ms=now,
+        )
+    scan_found = frames_in.findings
+    if audit is not None:  # the audit reports dangling uploads with their objects: not twice
+        scan_found = scan_found.where(scan_found["code"] != "REMOTE_UPLOAD_UNFINISHED")
     frames, log_dirs = census_frames(
         spark,
         frames_in.replicas,
         frames_in.log_dirs,
-        frames_in.findings,
+        scan_found,
         [several] if several is not None else [],
+        more_findings=audit,
     )
 
     out = Path(out_dir)

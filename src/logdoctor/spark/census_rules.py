@@ -370,18 +370,23 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
         used = d.get("disk_used_fraction")
         if used is None or used < NEARLY_FULL_WARN:
             continue
-        others = [o for o in by_broker.get(d["broker"], []) if o["log_dir"] != d["log_dir"]]
-        target = min(others, key=lambda o: o.get("disk_used_fraction") or 0.0, default=None)
         big = biggest.get((d["broker"], d["log_dir"]))
+        others = [
+            o
+            for o in by_broker.get(d["broker"], [])
+            if o["log_dir"] != d["log_dir"] and big is not None and _frees_space_on(d, o, big["bytes"] or 0)
+        ]
+        target = min(others, key=lambda o: o.get("disk_used_fraction") or 0.0, default=None)
         if target is not None and big is not None:
             command = (
                 f"logdoctor move-partition {big['topic']}-{big['partition']} --from {d['log_dir']} "
                 f"--to {target['log_dir']}"
             )
             fix = (
-                f"Move a large partition ({big['topic']}-{big['partition']}, {big['bytes']} bytes) to "
-                f"{target['log_dir']} ({used_pct(target)} used) with the broker "
-                f"stopped (`{command}` prints the plan, add --apply to make it), "
+                f"Move a large partition ({big['topic']}-{big['partition']}, {big['bytes']:,} bytes) to "
+                f"{target['log_dir']}, on another file system ({used_pct(target)} used, "
+                f"{target.get('disk_available_bytes') or 0:,} bytes free), with the broker stopped: "
+                f"`{command}` prints the plan and whether it fits, add --apply to make it; "
                 "or use kafka-reassign-partitions with log dirs (KIP-113) while it runs."
             )
         else:
@@ -403,6 +408,28 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
         )
         out.append(_finding(d["broker"], d["log_dir"], f, command))
     return out
+
+
+def _frees_space_on(full: dict[str, Any], other: dict[str, Any], nbytes: int) -> bool:
+    """Whether moving ``nbytes`` from the log dir ``full`` to ``other`` (rows of one broker) frees space on
+    ``full``'s file system: ``other`` is not nearly full, has room for them (checks.disk_space.move_margin),
+    and lies on another file system. The rows carry no device: two dirs whose disks ``statvfs`` read with
+    the same size and the same free bytes at the same moment are one file system; a simulated disk says
+    nothing of where a folder lies, so it never gets a move."""
+    from logdoctor.checks.disk_space import move_margin
+
+    if full.get("disk_source") != "statvfs" or other.get("disk_source") != "statvfs":
+        return False
+    if (other.get("disk_used_fraction") or 1.0) >= NEARLY_FULL_WARN:
+        return False
+    free = other.get("disk_available_bytes") or 0
+    if free < nbytes + move_margin(nbytes):
+        return False
+    same = (full.get("disk_total_bytes"), full.get("disk_available_bytes")) == (
+        other.get("disk_total_bytes"),
+        free,
+    )
+    return not same
 
 
 def used_pct(log_dir_row: dict[str, Any]) -> str:

@@ -312,6 +312,60 @@ def recreated_findings(spark: Any, replicas: Any) -> Any:
     return spark.createDataFrame(rows, FINDING_OUT_DDL)
 
 
+def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
+    from logdoctor.checks import catalog
+
+    f = catalog.make(
+        "TOPIC_ID_SHARED",
+        row["path"],
+        topics=row["topics"],
+        topic=row["topic"],
+        topic_id=row["topic_id"],
+        where=row["where"],
+        logdir=row["log_dir"],
+        details={"topic_id": row["topic_id"], "topics": row["topics"].split(", ")},
+    )
+    return (
+        row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, None, f.message, f.fix,
+        f"logdoctor scan {row['log_dir']}",
+    )  # fmt: skip
+
+
+def shared_id_findings(spark: Any, replicas: Any) -> Any:
+    """TOPIC_ID_SHARED: one per topic after the first of a (cluster, topic id) whose replicas are of
+    several topics (the scans' own TOPIC_ID_SHARED, of one broker's dirs, are left out: this is the
+    fleet's view of the same rule, :func:`logdoctor.checks.cross_dir`)."""
+    from pyspark.sql import functions as F
+
+    rec = replicas.where(F.col("topic_id").isNotNull() & (F.col("kind") == "log"))
+    per_topic = rec.groupBy("cluster", "topic_id", "topic").agg(
+        F.min(F.struct("partition", "broker", "log_dir", "path")).alias("first"),
+        F.sort_array(F.collect_set("broker")).alias("brokers"),
+    )
+    on_brokers = F.concat("topic", F.lit(" on "), F.array_join("brokers", ", "))
+    per_id = per_topic.groupBy("cluster", "topic_id").agg(
+        F.array_join(F.sort_array(F.collect_list("topic")), ", ").alias("topics"),
+        F.array_join(F.sort_array(F.collect_list(on_brokers)), "; ").alias("where"),
+        F.min("topic").alias("first_topic"),
+        F.count(F.lit(1)).alias("n"),
+    )
+    rows = (
+        per_topic.join(per_id.where(F.col("n") > 1), ["cluster", "topic_id"])
+        .where(F.col("topic") != F.col("first_topic"))
+        .select(
+            "topic",
+            "topic_id",
+            "topics",
+            "where",
+            F.col("first.broker").alias("broker"),
+            F.col("first.log_dir").alias("log_dir"),
+            F.concat(F.col("first.path"), F.lit("/partition.metadata")).alias("path"),
+        )
+        .rdd.map(lambda r: _shared_id_finding(r.asDict()))
+    )
+    return spark.createDataFrame(rows, FINDING_OUT_DDL)
+
+
 def _scan_fix(row: dict[str, Any], dirs: dict[str, list[str]]) -> tuple[Any, ...]:
     from logdoctor.spark.census_rules import BrokerInput, fix_command
 
@@ -363,9 +417,11 @@ def census_frames(
     log_dirs_in: Any,
     findings_in: Any,
     extra: Sequence[dict[str, Any]] = (),
+    more_findings: Any = None,
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
     """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
-    made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS."""
+    made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS; ``more_findings``: a DataFrame of
+    those columns made on the executors (the remote tier audit, :mod:`logdoctor.spark.remote_audit`)."""
     from pyspark.sql import functions as F
 
     replicas = replica_table(replicas_in).persist()
@@ -383,10 +439,13 @@ def census_frames(
         v.sort()
     full = [*full_disk_findings(spark, log_dirs, replicas), *extra]
     findings = (
-        scan_findings(spark, findings_in, broker_dirs)
+        scan_findings(spark, findings_in.where(F.col("code") != "TOPIC_ID_SHARED"), broker_dirs)
         .unionByName(lag_findings(spark, replicas))
         .unionByName(recreated_findings(spark, replicas))
+        .unionByName(shared_id_findings(spark, replicas))
     )
+    if more_findings is not None:
+        findings = findings.unionByName(more_findings)
     if full:
         findings = findings.unionByName(
             spark.createDataFrame([tuple(f.get(c) for c in FINDING_COLUMNS) for f in full], FINDING_OUT_DDL)

@@ -23,14 +23,16 @@ always refused before anything is written or deleted (:mod:`logdoctor.logdir.out
 
 The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments, except,
 with the arrow writer, the remote tier's segments (``remoteStorage``): its tasks report those they could
-not read, so that the remote tier is read once. The batches whose records do not decode (skipped alone,
-the rows go on after them) come from the arrow writer's tasks, or for the spark writer from
-``kafka-log-segments`` with ``checkRecords``.
+not read, so that the remote tier is read once. The batches skipped alone (the rows go on after them):
+those whose records do not decode, and those whose CRC does not match where the framing is intact after
+them (named with both CRCs), come from the arrow writer's tasks, or for the spark writer from
+``kafka-log-segments`` (``crc_mismatches``; ``undecodable`` with ``checkRecords``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -96,6 +98,17 @@ def output_has_data(out: str) -> bool:
         return bool(fs.get_file_info(pafs.FileSelector(root, recursive=False, allow_not_found=True)))
     except Exception:  # no filesystem for the scheme here: Spark's writer will say (mode error)
         return False
+
+
+def overwrite_refusal(out: str, fmt: str) -> str | None:
+    """Why ``--mode overwrite`` may not replace ``out`` (None: it holds only an earlier export's files,
+    or nothing): :mod:`logdoctor.spark.export_output`, a local folder or a URI's objects (a store that
+    cannot be listed here is left to Spark's writer)."""
+    from logdoctor.spark.export_output import export_output, foreign_objects, refusal_text
+
+    if not is_local_path(out):
+        return refusal_text(out, foreign_objects(out, fmt) or [])
+    return export_output(_local(out), fmt).refusal()
 
 
 def _list_files(out: str) -> dict[str, int]:
@@ -277,7 +290,7 @@ def write_slices(
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    from logdoctor.spark.sources import read_slice
+    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slice
 
     if attempt is None:
         from pyspark import TaskContext
@@ -292,11 +305,11 @@ def write_slices(
 
     rows = 0
     chunk: list[pa.RecordBatch] = []
-    chunk_rows = 0
+    chunk_rows = chunk_bytes = 0
     part = 0
 
     def flush() -> None:
-        nonlocal chunk, chunk_rows, part
+        nonlocal chunk, chunk_rows, chunk_bytes, part
         if not chunk:
             return
         table = pa.Table.from_batches(chunk)
@@ -311,19 +324,36 @@ def write_slices(
             max_rows_per_group=128 * 1024,
         )
         part += 1
-        chunk, chunk_rows = [], 0
+        chunk, chunk_rows, chunk_bytes = [], 0, 0
 
     problems: list[dict[str, Any]] = []
     undecodable: list[dict[str, Any]] = []
-    for sl in slices:
-        for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
-            chunk.append(rb)
-            chunk_rows += rb.num_rows
-            rows += rb.num_rows
-            if chunk_rows >= ROWS_PER_FILE:
-                flush()
-    flush()
+    try:
+        for sl in slices:
+            for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
+                chunk.append(rb)
+                chunk_rows += rb.num_rows
+                chunk_bytes += rb.nbytes
+                rows += rb.num_rows
+                if chunk_rows >= ROWS_PER_FILE or chunk_bytes >= WRITE_FLUSH_BYTES:
+                    flush()
+        flush()
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            raise
+        import shutil
+
+        shutil.rmtree(target, ignore_errors=True)  # a full disk: the task says so, the driver stops the job
+        return {"task": task, "rows": 0, "dir": target, "no_space": f"{exc}"}
     return {"task": task, "rows": rows, "dir": target, "skipped": problems, "undecodable": undecodable}
+
+
+def raise_if_no_space(out: str, done: Sequence[Mapping[str, Any]]) -> None:
+    """A task that found the disk full (ENOSPC) returned instead of failing (Spark would log its traceback
+    and retry it): the driver raises the OSError here, before anything is committed."""
+    full = [d["no_space"] for d in done if d.get("no_space")]
+    if full:
+        raise OSError(errno.ENOSPC, f"No space left on device ({full[0]})", out)
 
 
 def commit_attempts(out_dir: str, job: str, done: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -381,16 +411,11 @@ def _abort_job(spark: Any, out_dir: str, job: str, created: bool) -> None:
 
 
 def _clear_output(out_dir: str) -> None:
-    """``--mode overwrite``: delete what ``out_dir`` held before this job (not ``_temporary``)."""
-    import shutil
+    """``--mode overwrite``: delete what an earlier export wrote in ``out_dir`` (not this job's
+    ``_temporary``); anything else stays (:mod:`logdoctor.spark.export_output`, checked before the job)."""
+    from logdoctor.spark.export_output import export_output
 
-    for entry in os.scandir(out_dir):
-        if entry.name == TEMPORARY:
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path)
-        else:
-            os.unlink(entry.path)
+    export_output(out_dir).clear()
 
 
 def _export_arrow(
@@ -437,6 +462,11 @@ def _export_arrow(
         except BaseException:
             _abort_job(spark, out, job, created)
             raise
+    try:
+        raise_if_no_space(out, done)
+    except OSError:
+        _abort_job(spark, out, job, created)
+        raise
     if mode == "overwrite":
         _clear_output(out)
     committed = commit_attempts(out, job, done)
@@ -444,7 +474,6 @@ def _export_arrow(
     undecodable = [u for d in done for u in d.get("undecodable") or ()]
     remote_skipped = [p for d in done for p in d.get("skipped", ())]
     return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped
-
 
 
 def skipped_ranges(
@@ -471,15 +500,19 @@ def skipped_ranges(
         spark.read.format("kafka-log-segments")
         .options(**seg_opts)
         .load(items)
-        .where("error is not null" + (" or size(undecodable) > 0" if writer != "arrow" else ""))
-        .select("path", "valid_bytes", "size_bytes", "error", "undecodable")
+        .where(
+            "error is not null"
+            + (" or size(undecodable) > 0 or size(crc_mismatches) > 0" if writer != "arrow" else "")
+        )
+        .select("path", "valid_bytes", "size_bytes", "error", "undecodable", "crc_mismatches")
         .collect()
     )
     for r in bad_rows:
         if r["error"] is not None:
             skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
-        if writer != "arrow":
+        if writer != "arrow":  # the arrow writer's tasks named both kinds of batches skipped alone
             undecodable.extend({"path": r["path"], **u.asDict()} for u in r["undecodable"] or ())
+            undecodable.extend({"path": r["path"], **u.asDict()} for u in r["crc_mismatches"] or ())
     for p in remote_skipped:  # remote-tier segments the arrow writer's tasks could not read
         skipped.append(SkippedRange(p["path"], int(p["valid_bytes"]), int(p["size_bytes"]), p["error"]))
     for u in undecodable:
@@ -488,7 +521,11 @@ def skipped_ranges(
                 u["path"],
                 int(u["position"]),
                 int(u["position"]) + int(u["size"]),
-                f"the records of this batch do not decode: {u['error']}",
+                (
+                    u["error"]  # a CRC mismatch (stored and computed CRCs in the text)
+                    if u.get("stored_crc") is not None
+                    else f"the records of this batch do not decode: {u['error']}"
+                ),
                 start=int(u["position"]),
                 end=int(u["position"]) + int(u["size"]),
                 base_offset=u["base_offset"],
@@ -571,6 +608,9 @@ def run_export(
             f"output {out} exists and is not empty: choose another --out, or --mode overwrite / append "
             "(nothing was written or deleted)"
         )
+    refusal = overwrite_refusal(out, fmt) if mode == "overwrite" else None
+    if refusal is not None:
+        raise OutputExistsError(refusal)
     before = _list_files(out) if mode == "append" else {}
     remote_skipped: list[dict[str, Any]] = []
     started = time.perf_counter()

@@ -43,6 +43,20 @@ UNDECODABLE_TYPE = pa.list_(
         ]
     )
 )
+#: kafka-log-segments: the batches whose CRC does not match, left out alone (the framing goes on after them)
+CRC_MISMATCHES_TYPE = pa.list_(
+    pa.struct(
+        [
+            ("position", pa.int64()),
+            ("size", pa.int64()),
+            ("base_offset", pa.int64()),
+            ("last_offset", pa.int64()),
+            ("stored_crc", pa.int64()),
+            ("computed_crc", pa.int64()),
+            ("error", pa.string()),
+        ]
+    )
+)
 
 RECORDS_FIELDS: tuple[tuple[str, str, pa.DataType], ...] = (
     # Spark's Kafka source, same names, types and order
@@ -90,6 +104,12 @@ SEGMENTS_FIELDS: tuple[tuple[str, str, pa.DataType], ...] = (
         "undecodable",
         "array<struct<position:bigint,size:bigint,base_offset:bigint,last_offset:bigint,error:string>>",
         UNDECODABLE_TYPE,
+    ),
+    (
+        "crc_mismatches",
+        "array<struct<position:bigint,size:bigint,base_offset:bigint,last_offset:bigint,stored_crc:bigint,"
+        "computed_crc:bigint,error:string>>",
+        CRC_MISMATCHES_TYPE,
     ),
 )
 

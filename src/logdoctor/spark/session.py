@@ -138,8 +138,29 @@ def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
     return out
 
 
-def _defaults(local: bool) -> dict[str, str]:
-    """logdoctor's conf defaults; loopback pinning only for a ``local[...]`` master."""
+_SCRATCH: str | None = None
+
+
+def scratch_dir() -> str:
+    """This process's folder for a local Spark's scratch files (``spark.local.dir``: block manager and
+    shuffle folders; the JVM's ``java.io.tmpdir``: lz4-java's and snappy-java's native libraries, which
+    they extract there at every start): made once, removed when the process exits (every export left
+    about 41 ``spark-*``/``blockmgr-*`` paths and ``liblz4-java*.so`` files under /tmp; issue 31)."""
+    global _SCRATCH
+    if _SCRATCH is None:
+        import atexit
+        import shutil
+        import tempfile
+
+        _SCRATCH = tempfile.mkdtemp(prefix="logdoctor-spark-")
+        # registered before the session exists, so it runs after PySpark's own exit handlers stop the JVM
+        atexit.register(shutil.rmtree, _SCRATCH, True)
+    return _SCRATCH
+
+
+def _defaults(local: bool, scratch: str | None = None) -> dict[str, str]:
+    """logdoctor's conf defaults; loopback pinning only for a ``local[...]`` master; ``scratch``: the
+    folder of the local JVM's scratch files (:func:`scratch_dir`), when this process starts the JVM."""
     conf = {
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "8",
@@ -161,6 +182,9 @@ def _defaults(local: bool) -> dict[str, str]:
                 "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile=file:{_quiet_log4j_config()}",
             }
         )
+        if scratch is not None:
+            conf["spark.local.dir"] = scratch
+            conf["spark.driver.extraJavaOptions"] += f" -Djava.io.tmpdir={scratch}"
     return conf
 
 
@@ -247,7 +271,7 @@ def get_spark(
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**_defaults(local), **extra}.items():
+    for key, value in {**_defaults(local, scratch_dir() if local else None), **extra}.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if local:

@@ -6,8 +6,11 @@ slices of :mod:`logdoctor.spark.planning`) and the heavy imports happen inside t
 yield ``pyarrow.RecordBatch`` objects whose types are
 exactly the ones of :mod:`logdoctor.spark.schema`.
 
-A bad batch fails nothing: the rows of a segment stop at its first invalid batch (CRC mismatch,
-torn or zero-filled tail), as the broker's recovery would truncate there; ``kafka-log-segments``
+A bad batch fails nothing. A batch whose CRC does not match where the framing goes on intact after it
+(the next batch where its size says, or the segment's end) is left out alone and the rows go on
+(``kafka-log-segments``: column ``crc_mismatches``; :func:`logdoctor.formats.records.skip_crc_mismatches`);
+where the framing breaks (a torn or zero-filled tail, an impossible size or magic) the rows of a segment
+stop at the last valid batch, as the broker's recovery would truncate there; ``kafka-log-segments``
 reports where and why. A batch whose header and CRC are valid but whose records do not decode (bad
 varint lengths, a payload that is not its codec's) is one the broker keeps (``LogSegment.recover``
 checks CRCs, it does not decode records): its rows are left out and the rows go on after it;
@@ -272,7 +275,7 @@ def _build_arrow(
         timestamp,
         pa.array(ts_type),
         cols.headers,
-        _constant_string(seg.log_dir if seg.remote is None else seg.remote.root, n),
+        _constant_string(row_log_dir(seg), n),
         pa.array(np.full(n, seg.base_offset, dtype=np.int64)),
         pa.array(per_record(_POSITION, np.int64)),
         pa.array(per_record(_PRODUCER_ID, np.int64)),
@@ -314,6 +317,30 @@ def undecodable_batch(batch: Any, path: str, error: BaseException | str) -> dict
         "base_offset": int(batch.base_offset) if batch.base_offset is not None else None,
         "last_offset": int(batch.last_offset),
         "error": str(error),
+    }
+
+
+def row_log_dir(seg: Any) -> str:
+    """The ``log_dir`` column of a segment's rows: the log dir, absolute for a local one whatever path it
+    was given by (as the remote tier's root is), so rows read from different folders compare; a remote-tier
+    segment's store root."""
+    if seg.remote is not None:
+        return str(seg.remote.root)
+    return os.path.abspath(seg.log_dir) if seg.storage.is_local else str(seg.log_dir)
+
+
+def crc_skip_row(skip: Any, path: str) -> dict[str, Any]:
+    """One batch left out alone for its CRC (:class:`logdoctor.formats.records.CrcSkip`), in the shape of
+    :func:`undecodable_batch` plus the two CRCs, as export reports it."""
+    return {
+        "path": path,
+        "position": skip.position,
+        "size": skip.size,
+        "base_offset": skip.base_offset,
+        "last_offset": skip.last_offset,
+        "stored_crc": skip.stored_crc,
+        "computed_crc": skip.computed_crc,
+        "error": skip.describe(),
     }
 
 
@@ -378,6 +405,11 @@ def remote_error_text(seg: SegmentRef, error: Exception, last_offset: int | None
     )
 
 
+#: what a writing task holds of Arrow rows before it writes them (besides a row count): a decompression
+#: bomb's rows are large, a million of them would be the whole bomb in memory (issue 31)
+WRITE_FLUSH_BYTES = 32 * 1024 * 1024
+
+
 def remote_gap_text(seg: SegmentRef, last_offset: int | None, end: int | None = None) -> str | None:
     """A remote-tier segment read whole that stops before the offset the next segment (remote, or the
     local log) starts at: the offsets between are in no object of the store (one missing: a tiered
@@ -425,20 +457,23 @@ def read_slice(
     ``kafka-log-segments`` row would (path, valid_bytes, size_bytes, error), so that ``export`` need not
     read the remote tier a second time to find it."""
     from logdoctor.errors import FormatError
+    from logdoctor.formats.records import CrcSkip, skip_crc_mismatches
     from logdoctor.logdir.seek import segment_batches
 
     seg = sl.segment
     start, end = sl.start_offset, sl.end_offset
     pending: list = []
     rows = 0
-    batches = segment_batches(
+    walk = segment_batches(
         seg,
         sl.read_from,
-        verify_crc=opts.verify_crc,
+        verify_crc=False,
         stop=sl.emit_to,
         hint=sl.fetch_hint,
         hint_offset=end if sl.fetch_hint is not None else None,
     )
+    crc_skipped: list[CrcSkip] = []
+    batches = skip_crc_mismatches(walk, crc_skipped) if opts.verify_crc else walk
     walked_end, walked_last = sl.read_from, None
     whole = True  # read to the segment's end (a gap after it is then the store's)
     try:
@@ -481,6 +516,18 @@ def read_slice(
         return  # a local file gone since planning: no rows, as before
     finally:
         batches.close()
+        walk.close()
+        if undecodable is not None:  # the CRC-bad batches this slice emits, skipped alone
+            undecodable.extend(
+                crc_skip_row(c, seg.path)
+                for c in crc_skipped
+                if c.position >= sl.emit_from
+                and (sl.emit_to is None or c.position < sl.emit_to)
+                and (start is None or c.last_offset >= start)
+                and (end is None or c.base_offset is None or c.base_offset < end)
+            )
+    if crc_skipped and (walked_last is None or crc_skipped[-1].last_offset > walked_last):
+        walked_last = crc_skipped[-1].last_offset  # named as skipped, not a gap in the store
     gap = remote_gap_text(seg, walked_last, end) if whole and problems is not None else None
     if gap is not None:
         problems.append({"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": gap})  # type: ignore[union-attr]
@@ -664,18 +711,27 @@ def partition_findings(log_dir: str, partition_dir: str, now_ms: int | None = No
 
 
 def segment_findings(
-    seg: SegmentRef, error: Any, valid_bytes: int, scan_findings: list[Any] | None = None
+    seg: SegmentRef,
+    error: Any,
+    valid_bytes: int,
+    scan_findings: list[Any] | None = None,
+    crc_mismatches: Sequence[Any] = (),
 ) -> list[dict[str, str]]:
     """Findings of one segment: the scan's findings about its files, plus LOG_CORRUPT from the read itself
-    when the scan did not report it (or could not run)."""
+    when the scan did not report it (or could not run): the framing error, and the batches left out alone
+    for their CRC (``crc_mismatches``), as the scan reports a CRC mismatch."""
     out: list[dict[str, str]] = []
     prefix = os.path.join(os.path.dirname(seg.path), f"{seg.base_offset:020d}.")
     for f in scan_findings or ():
         if f.path.startswith(prefix):
             out.append({"code": f.code, "severity": f.severity.label, "message": f.message})
-    if error is not None and not any(f["code"] == "LOG_CORRUPT" for f in out):
-        message = f"{error}; {seg.size - valid_bytes} bytes after the last valid batch (valid {valid_bytes})"
-        out.append({"code": "LOG_CORRUPT", "severity": "error", "message": message})
+    if (error is not None or crc_mismatches) and not any(f["code"] == "LOG_CORRUPT" for f in out):
+        parts = [c.describe() for c in crc_mismatches]
+        if error is not None:
+            parts.append(
+                f"{error}; {seg.size - valid_bytes} bytes after the last valid batch (valid {valid_bytes})"
+            )
+        out.append({"code": "LOG_CORRUPT", "severity": "error", "message": "; ".join(parts)})
     return out
 
 
@@ -699,15 +755,24 @@ class _Summary:
         self.min_ts: int | None = None
         self.max_ts: int | None = None
         self.error: Exception | None = None
+        self.crc_mismatches: list[Any] = []  # CrcSkip: batches left out alone for their CRC
 
     def walk(self, batches: Iterator[Any]) -> None:
+        """Summarize a walk made with ``verify_crc=False``: a batch whose CRC does not match is left out
+        alone where the framing goes on after it (``crc_mismatches``), else the walk stops there."""
         from logdoctor.errors import FormatError
+        from logdoctor.formats.records import skip_crc_mismatches
 
         try:
-            for b in batches:
+            for b in skip_crc_mismatches(batches, self.crc_mismatches):
                 self.add(b)
         except FormatError as exc:
             self.error = exc
+        self.valid_bytes += sum(c.size for c in self.crc_mismatches)  # the framing is intact over them
+        if self.crc_mismatches and (
+            self.last_offset is None or self.crc_mismatches[-1].last_offset > self.last_offset
+        ):
+            self.last_offset = self.crc_mismatches[-1].last_offset
         self._check()
 
     def _check(self) -> None:
@@ -760,7 +825,7 @@ def segment_summary(
             buf = memoryview(b"")
             error_text = f"{seg.path}: cannot read: {exc.strerror}"
         size = len(buf)
-        summary.walk(iter_batches(buf, source=seg.path, verify_crc=True))
+        summary.walk(iter_batches(buf, source=seg.path, verify_crc=False))
     elif seg.remote is not None:  # a remote-tier segment: its object(s) may be bad before any batch
         from logdoctor.errors import FormatError
         from logdoctor.logdir.ranged import iter_ranged_batches
@@ -769,7 +834,7 @@ def segment_summary(
         try:
             with open_remote_log(seg) as reader:
                 size = reader.size
-                summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=True))
+                summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=False))
         except FormatError as exc:
             summary.error = exc
     else:
@@ -777,7 +842,7 @@ def segment_summary(
 
         with seg.storage.open(seg.path) as reader:
             size = reader.size
-            summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=True))
+            summary.walk(iter_ranged_batches(reader, source=seg.path, verify_crc=False))
     error = summary.error
     if error is not None:
         error_text = str(error)
@@ -785,9 +850,9 @@ def segment_summary(
             error_text = remote_error_text(seg, error, summary.last_offset)
     elif seg.remote is not None:
         error_text = remote_gap_text(seg, summary.last_offset)
-    findings = segment_findings(seg, error, summary.valid_bytes, scan_findings)
+    findings = segment_findings(seg, error, summary.valid_bytes, scan_findings, summary.crc_mismatches)
     return {
-        "log_dir": seg.log_dir if seg.remote is None else seg.remote.root,
+        "log_dir": row_log_dir(seg),
         "topic": seg.topic,
         "partition": seg.partition,
         "path": seg.path,
@@ -813,6 +878,10 @@ def segment_summary(
             if summary.undecodable is None
             else [{k: v for k, v in u.items() if k != "path"} for u in summary.undecodable]
         ),
+        "crc_mismatches": [
+            {k: v for k, v in crc_skip_row(c, seg.path).items() if k != "path"}
+            for c in summary.crc_mismatches
+        ],
     }
 
 

@@ -10,10 +10,11 @@ partition.metadata, meta.properties, quorum-state, .kafka_cleanshutdown, .lock),
 indexes (``--offsets``, ``--timestamps``), decoders picked by folder name, typed control records,
 JSON Lines, and one-line errors naming the file and position with the other files still dumped.
 
-The package: ``kinds`` (file kind by name), ``options`` (--offsets, --timestamps, --decoder),
+The package: ``command`` (the typer command), ``fast`` (a call of files and flags only, without the
+CLI framework), ``kinds`` (file kind by name), ``options`` (--offsets, --timestamps, --decoder),
 ``context`` (one file's state, failures), ``decoders``, ``log`` (segments and KRaft snapshots),
 ``indexes``, ``small_files`` (snapshots, checkpoints, properties, markers), ``sink`` (JSON Lines)
-and ``text`` (aligned text); this module drives them and registers the command.
+and ``text`` (aligned text); this module drives them (:func:`run`) and imports no CLI framework.
 
 Exit codes (fsck-like): 0 clean, 1 warnings, 2 data errors (bad bytes, index mismatches),
 64 usage, 66 missing input or a directory, 74 I/O error, 77 permission denied.
@@ -28,12 +29,8 @@ import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING
 
-import typer
-
-from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.dump.context import (
     DumpFailure,
     Event,
@@ -47,18 +44,17 @@ from logdoctor.cli.dump.options import (
     DecoderChoice,
     DumpOptions,
     Range,
-    UsageProblem,
     parse_range,
-    parse_time,
 )
 from logdoctor.cli.dump.sink import JsonSink, Sink
 from logdoctor.cli.dump.text import TextSink
-from logdoctor.cli.error_lines import fail
 from logdoctor.cli.exit_codes import EX_NOINPUT, EX_OK, EX_SOFTWARE, EX_USAGE
-from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.logdir.files import file_kind
 from logdoctor.logdir.names import parse_partition_dir
+
+if TYPE_CHECKING:
+    from logdoctor.logdir.remote_tier import RemoteOptions
 
 __all__ = [
     "DUMPERS",
@@ -72,10 +68,10 @@ __all__ = [
     "Sink",
     "TextSink",
     "classify",
-    "dump",
     "dump_one",
     "dumper",
     "parse_range",
+    "run",
 ]
 
 # Each kind's dumper as (module of this package, function): imported when a file of that kind is
@@ -183,115 +179,11 @@ _MUST_NOT_BE_EMPTY = frozenset(
 )
 
 
-@app.command("dump", cls=UsageExit64)
-def dump(
-    files: Annotated[
-        list[str],  # kept as given: with --remote-storage they may be URIs (a Path folds s3:// to s3:/)
-        typer.Argument(help="Files of a log dir; the kind is decided by the name."),
-    ],
-    deep: Annotated[
-        bool,
-        typer.Option(
-            "--deep", "-d", help="Every record of every batch (inner messages of v0/v1 wrappers too)."
-        ),
-    ] = False,
-    print_data: Annotated[
-        bool, typer.Option("--print-data", "-p", help="Show keys, values and headers (implies --deep).")
-    ] = False,
-    max_bytes: Annotated[
-        int | None,
-        typer.Option(
-            "--max-bytes", min=1, help="Read at most N bytes of batches per log (from the seek position)."
-        ),
-    ] = None,
-    offsets: Annotated[
-        str | None,
-        typer.Option(
-            "--offsets",
-            metavar="A:B",
-            help="Only offsets A..B (inclusive; A: or :B open). Seeks with the .index.",
-        ),
-    ] = None,
-    timestamps: Annotated[
-        str | None,
-        typer.Option(
-            "--timestamps",
-            metavar="A:B",
-            help="Only timestamps A..B (epoch ms or ISO-8601). Seeks with the .timeindex.",
-        ),
-    ] = None,
-    decoder: Annotated[
-        DecoderChoice,
-        typer.Option(
-            "--decoder",
-            help="Decode internal topics' keys and values; auto picks by the partition folder name.",
-        ),
-    ] = DecoderChoice.AUTO,
-    verify_index: Annotated[
-        bool,
-        typer.Option("--verify-index", help="Check indexes against their log and report every mismatch."),
-    ] = False,
-    verify_index_only: Annotated[
-        bool,
-        typer.Option(
-            "--verify-index-only",
-            help="Like DumpLogSegments --verify-index-only: verify .index/.timeindex files against their "
-            ".log without printing their entries (findings and summary only).",
-        ),
-    ] = False,
-    json_out: Annotated[
-        bool,
-        typer.Option(
-            "--json", help='JSON Lines: one object per batch, record, entry or finding, with a "type".'
-        ),
-    ] = False,
-    no_crc: Annotated[bool, typer.Option("--no-crc", help="Skip computing batch CRCs.")] = False,
-    remote_storage: Annotated[
-        str | None,
-        typer.Option(
-            "--remote-storage",
-            metavar="URI",
-            help="The remote tier's store (folder, s3://, gs://, hdfs://...): FILES are then remote "
-            "segment objects (.log, .rsm-manifest; paths, URIs or keys under URI) or partition folders "
-            "(their remote segments).",
-        ),
-    ] = None,
-    remote_layout: RemoteLayoutOption = None,
-    remote_private_key: RemotePrivateKeyOption = None,
-) -> None:
-    """Dump log-dir files like Kafka's DumpLogSegments, and more."""
-    try:
-        opts = DumpOptions(
-            deep=deep or print_data or decoder not in (DecoderChoice.AUTO, DecoderChoice.NONE),
-            print_data=print_data or decoder not in (DecoderChoice.AUTO, DecoderChoice.NONE),
-            max_bytes=max_bytes,
-            offsets=parse_range(offsets, "offsets") if offsets is not None else None,
-            timestamps=parse_range(timestamps, "timestamps", parse_time) if timestamps is not None else None,
-            decoder=decoder,
-            verify_index=verify_index or verify_index_only,
-            verify_crc=not no_crc,
-            verify_index_only=verify_index_only,
-        )
-    except UsageProblem as e:
-        fail(f"logdoctor dump: {e}", EX_USAGE)
-    remote = None
-    if remote_storage is not None or remote_layout is not None or remote_private_key is not None:
-        from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError
-
-        try:
-            remote = RemoteOptions.from_options(
-                {
-                    "remoteStorage": remote_storage,
-                    "remoteLayout": remote_layout,
-                    "remotePrivateKey": remote_private_key,
-                }
-            )
-        except RemoteTierError as e:
-            fail(f"logdoctor dump: {e}", EX_USAGE)
-    if json_out:
-        sink: Sink = JsonSink()
-    else:
-        sink = TextSink(opts)
+def run(files: list[str], opts: DumpOptions, *, json_out: bool, remote: RemoteOptions | None = None) -> int:
+    """Dump ``files`` (paths; with ``remote``, remote segment objects or partition folders) to stdout as
+    aligned text or JSON Lines; return the exit code (the worst file's). A closed pipe (``| head``) ends
+    the run quietly with 0, as ``cat`` does."""
+    sink: Sink = JsonSink() if json_out else TextSink(opts)
     code = EX_OK
     try:
         if remote is not None:
@@ -307,6 +199,6 @@ def dump(
             code = max(code, dump_one(Path(path), opts, sink))
     except BrokenPipeError:  # `| head`: stop quietly
         sys.stderr.close()
-        raise typer.Exit(EX_OK) from None
+        return EX_OK
     sink.close()
-    raise typer.Exit(code)
+    return code

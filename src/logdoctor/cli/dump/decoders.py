@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from logdoctor.cli.dump.options import DecoderChoice
-from logdoctor.cli.render import to_jsonable
+from logdoctor.cli.jsonvalues import to_jsonable
 from logdoctor.formats.record_types import Record
 from logdoctor.logdir import names
 

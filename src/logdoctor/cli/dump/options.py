@@ -43,6 +43,34 @@ class DumpOptions:
     verify_index_only: bool = False
 
 
+def dump_options(
+    *,
+    deep: bool = False,
+    print_data: bool = False,
+    max_bytes: int | None = None,
+    offsets: str | None = None,
+    timestamps: str | None = None,
+    decoder: DecoderChoice = DecoderChoice.AUTO,
+    verify_index: bool = False,
+    verify_index_only: bool = False,
+    no_crc: bool = False,
+) -> DumpOptions:
+    """The command line's options as :class:`DumpOptions`: ``--print-data`` and a named decoder imply
+    ``--deep``, ``--verify-index-only`` implies ``--verify-index``. Raises :class:`UsageProblem`."""
+    decoding = decoder not in (DecoderChoice.AUTO, DecoderChoice.NONE)
+    return DumpOptions(
+        deep=deep or print_data or decoding,
+        print_data=print_data or decoding,
+        max_bytes=max_bytes,
+        offsets=parse_range(offsets, "offsets") if offsets is not None else None,
+        timestamps=parse_range(timestamps, "timestamps", parse_time) if timestamps is not None else None,
+        decoder=decoder,
+        verify_index=verify_index or verify_index_only,
+        verify_crc=not no_crc,
+        verify_index_only=verify_index_only,
+    )
+
+
 class UsageProblem(Exception):
     """A bad option value: one line on stderr, exit 64."""
 

@@ -6,8 +6,8 @@ import sys
 from pathlib import Path
 
 from logdoctor.cli.dump.context import DumpFailure, Event, FileContext
-from logdoctor.cli.output import printable
-from logdoctor.cli.render import JsonLinesWriter
+from logdoctor.cli.escape import printable
+from logdoctor.cli.jsonvalues import JsonLinesWriter
 
 
 class Sink:

@@ -7,7 +7,7 @@ from typing import Any
 
 from logdoctor.cli.dump.context import DumpFailure, Event, FileContext, file_event, summary_event
 from logdoctor.cli.exit_codes import EX_DATA
-from logdoctor.cli.render import to_jsonable
+from logdoctor.cli.jsonvalues import to_jsonable
 from logdoctor.logdir import names
 from logdoctor.logdir.files import read_file
 

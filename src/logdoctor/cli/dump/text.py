@@ -12,8 +12,8 @@ from logdoctor.cli.dump.context import DumpFailure, Event, FileContext
 from logdoctor.cli.dump.kinds import FileKind
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
-from logdoctor.cli.output import printable
-from logdoctor.cli.render import to_jsonable
+from logdoctor.cli.escape import printable
+from logdoctor.cli.jsonvalues import to_jsonable
 
 
 @functools.lru_cache(maxsize=4096)

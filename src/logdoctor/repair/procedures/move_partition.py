@@ -52,6 +52,7 @@ from logdoctor.repair.procedures.common import (
     ProcedureUsageError,
     TopicPartition,
     add_checkpoint_edit,
+    apply_space,
     check_free_space,
     check_same_cluster,
     delete_dir_name,
@@ -213,6 +214,14 @@ def plan_move(
     ]
     if same_fs and not copying:
         notes.append("both dirs are on one file system: the move is a rename and frees no space on it")
+    elif copying and not same_fs:
+        notes.append(
+            f"frees {total:,} bytes on {src_dir}'s file system; {dst_dir}'s has {space['free']:,} bytes free "
+            f"for the {need:,} copied (plus a margin of {space['margin']:,})"
+        )
+    fits = apply_space(plan)
+    summary["apply_space"] = fits
+    notes.append(("fits: " if fits["fits"] else "DOES NOT FIT: ") + fits["text"])
     notes.extend(tiered_notes)
     if view is not None:
         summary["kraft"] = {

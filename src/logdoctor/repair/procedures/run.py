@@ -10,6 +10,8 @@ from logdoctor.repair.apply import CrashHook, RunResult, apply_plan, load_journa
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.procedures.move_partition import PROCEDURE as MOVE
 from logdoctor.repair.procedures.move_partition import verify_move
+from logdoctor.repair.procedures.restore import PROCEDURE as RESTORE
+from logdoctor.repair.procedures.restore import verify_restore
 from logdoctor.repair.procedures.sync_replica import verify_sync
 
 
@@ -19,6 +21,8 @@ def procedure_of(plan: Plan) -> str | None:
         return MOVE
     if "copy-leader-partition" in kinds:
         return "sync-replica"
+    if any(k.startswith("restore-") for k in kinds):
+        return RESTORE
     return None
 
 
@@ -29,7 +33,9 @@ def verify(plan: Plan) -> list[str]:
         return verify_move(plan)
     if kind == "sync-replica":
         return verify_sync(plan)
-    return [f"{plan.backup_dir}: not a move-partition or sync-replica plan"]
+    if kind == RESTORE:
+        return verify_restore(plan)
+    return [f"{plan.backup_dir}: not a move-partition, sync-replica or restore plan"]
 
 
 def _noop(n: int) -> None:
@@ -71,7 +77,9 @@ def rollback_journal(
 
 def copy_bytes(plan: Plan) -> int:
     """Bytes the plan's copies will move (for a progress bar's total)."""
-    return sum(int(s.params.get("size") or 0) for s in plan.steps if s.op == "copy-partition")
+    return sum(
+        int(s.params.get("size") or 0) for s in plan.steps if s.op in ("copy-partition", "fetch-remote")
+    )
 
 
 __all__ = ["apply", "copy_bytes", "procedure_of", "resume_journal", "rollback_journal", "verify"]

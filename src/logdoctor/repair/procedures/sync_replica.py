@@ -31,11 +31,18 @@ leader epoch (leader-epoch-checkpoint) is compared with the partition's leader e
 from __future__ import annotations
 
 import os
+import shlex
 from typing import Any
 
 from logdoctor.checks.tiered import REMOTE_TIER_RULE, PartitionTiering, partition_tiering
-from logdoctor.errors import FormatError
 from logdoctor.logdir.disk import disk_usage
+from logdoctor.logdir.divergence import (
+    FollowerTruncation,
+    RecordsFrom,
+    follower_truncation,
+    records_from,
+    replica_log,
+)
 from logdoctor.logdir.model import LogDir, Partition
 from logdoctor.logdir.names import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -81,39 +88,20 @@ def _live(d: LogDir, tp: TopicPartition, role: str) -> Partition:
         ) from None
 
 
-def _beyond_bytes(follower: Partition, leader_end: int) -> tuple[int | None, int, int]:
-    """(first offset cut, records, bytes) of the follower's data from the leader's log end offset on."""
-    first: int | None = None
-    records = nbytes = 0
-    for seg in follower.segments:
-        if seg.next_offset() <= leader_end:
-            continue
-        cut: int | None = None
-        try:
-            for b in seg.batches():
-                if b.last_offset < leader_end:
-                    continue
-                if cut is None:
-                    cut = b.position
-                    if first is None:
-                        first = b.base_offset
-                records += b.record_count
-        except FormatError:
-            pass
-        if cut is not None:
-            nbytes += seg.size - cut
-    return first, records, nbytes
-
-
 def plan_sync(
     topic_partition: TopicPartition,
     leader: str | os.PathLike[str],
     follower: str | os.PathLike[str],
     *,
     backup_dir: str | os.PathLike[str] | None = None,
+    allow_record_loss: bool = False,
 ) -> ProcedurePlan:
     """Plan replacing the follower's copy of ``topic_partition`` with the leader's. Writes nothing;
-    raises ProcedureUsageError, ProcedureRefused or BrokerRunningError."""
+    raises ProcedureUsageError, ProcedureRefused or BrokerRunningError.
+
+    Refused when the follower holds records the leader lacks (where its broker would truncate it when
+    fetching from this leader: :func:`logdoctor.logdir.divergence.follower_truncation`), unless
+    ``allow_record_loss`` (the records then stay in the backup dir with the follower's old copy)."""
     tp = topic_partition
     if tp[0] == METADATA_TOPIC:
         raise ProcedureRefused("the KRaft metadata log is replicated by the quorum, not by this procedure")
@@ -127,6 +115,8 @@ def plan_sync(
     ld, fd = LogDir(l_dir), LogDir(f_dir)
     lp, fp = _live(ld, tp, "leader"), _live(fd, tp, "follower")
     _refuse_other_copies(fd, tp, lp, fp)
+    truncation = follower_truncation(replica_log(fp), replica_log(lp))
+    lost = _records_the_leader_lacks(tp, fp, l_dir, f_dir, truncation, allow_record_loss)
     l_id, f_id = lp.topic_id, fp.topic_id
     notes: list[str] = []
     metadata = _check_metadata(tp, l_dir, f_dir, l_meta, f_meta, lp, fp, notes) if f_meta.is_kraft else None
@@ -153,7 +143,10 @@ def plan_sync(
     l_tier, f_tier = partition_tiering(l_dir, *tp), partition_tiering(f_dir, *tp)
     notes.extend(_tiered_note(tp, l_tier, f_tier, lp, entries))
     l_end, f_end = lp.log_end_offset, fp.log_end_offset
-    beyond = _beyond_leader_end(fp, l_end, f_end, notes)
+    if lost is not None:
+        notes.append(
+            f"--allow-record-loss: the follower's {_lost_text(lost)} stay in the backup dir with its old copy"
+        )
     summary: dict[str, Any] = {
         "partition": tp_name(tp),
         "leader": l_dir,
@@ -174,7 +167,8 @@ def plan_sync(
             "bytes": f_size,
         },
         "behind_by": (l_end - f_end) if l_end is not None and f_end is not None and l_end > f_end else 0,
-        "beyond_leader_end": beyond,
+        "truncation": truncation.to_json(),
+        "records_the_leader_lacks": lost.to_json() if lost is not None else None,
         "checkpoints": entries,
         "metadata": metadata,
         "space": space,
@@ -295,26 +289,59 @@ def _tiered_note(
     return notes
 
 
-def _beyond_leader_end(
-    fp: Partition, l_end: int | None, f_end: int | None, notes: list[str]
-) -> dict[str, int] | None:
-    """The follower's offsets beyond the leader's log end (Kafka truncates them when it fetches)."""
-    beyond = None
-    if l_end is not None and f_end is not None and f_end > l_end:
-        first, records, nbytes = _beyond_bytes(fp, l_end)
-        beyond = {
-            "from_offset": first if first is not None else l_end,
-            "to_offset": f_end - 1,
-            "records": records,
-            "bytes": nbytes,
-        }
-        notes.append(
-            f"the follower holds offsets {beyond['from_offset']}..{beyond['to_offset']} "
-            f"({records} record(s), "
-            f"{nbytes:,} bytes) beyond the leader's log end offset {l_end}: Kafka would truncate them when "
-            f"the follower fetches; they stay in the backup dir with the follower's old copy"
-        )
-    return beyond
+def _lost_text(lost: RecordsFrom) -> str:
+    hw = (
+        f", {lost.below_high_watermark} of them below its high watermark {lost.high_watermark} (committed)"
+        if lost.high_watermark is not None
+        else ""
+    )
+    return (
+        f"{lost.records} record(s) at offsets [{lost.first_offset}, {lost.last_offset}] "
+        f"({lost.bytes:,} bytes{hw})"
+    )
+
+
+def export_command(partition_path: str, first: int, last: int, out: str) -> str:
+    """The `logdoctor export` that saves offsets [first, last] of one partition folder to Parquet."""
+    return (
+        f"logdoctor export {shlex.quote(partition_path)} --starting-offsets {first} "
+        f"--ending-offsets {last + 1} --out {shlex.quote(out)}"
+    )
+
+
+def _records_the_leader_lacks(
+    tp: TopicPartition,
+    fp: Partition,
+    l_dir: str,
+    f_dir: str,
+    truncation: FollowerTruncation,
+    allow_record_loss: bool,
+) -> RecordsFrom | None:
+    """The follower's records the leader lacks (None: none); refused without ``allow_record_loss``."""
+    if truncation.lacks_from >= truncation.follower_log_end_offset:
+        return None
+    lost = records_from(fp, truncation.lacks_from, fp.high_watermark)
+    if lost.records == 0 or lost.first_offset is None or lost.last_offset is None:
+        return None
+    if allow_record_loss:
+        return lost
+    how = (
+        f"its broker would truncate them when it fetches from this leader (leader epochs: the two logs "
+        f"agree up to offset {truncation.offset}, leader epoch {truncation.epoch})"
+        if truncation.rule == "leader-epoch"
+        else f"they lie beyond the leader's log end offset {truncation.leader_log_end_offset}"
+    )
+    out = os.path.join(
+        os.path.dirname(os.path.abspath(f_dir)), f"{fp.name}.offsets-{lost.first_offset}-{lost.last_offset}"
+    )
+    raise ProcedureRefused(
+        f"the follower {f_dir} holds {_lost_text(lost)} of {tp_name(tp)} that the leader {l_dir} lacks: "
+        f"{how}; syncing would delete them. If --leader and --follower are swapped, swap them back. "
+        "To keep them, save them first:\n"
+        f"  {export_command(str(fp.path), lost.first_offset, lost.last_offset, out)}\n"
+        "then run again with --allow-record-loss (they also stay in the backup dir with the follower's "
+        "old copy)."
+    )
 
 
 def _check_metadata(
@@ -405,4 +432,4 @@ def verify_sync(plan: Plan) -> list[str]:
     return problems
 
 
-__all__ = ["INCOMING_SUFFIX", "PROCEDURE", "SYNCED_CHECKPOINTS", "plan_sync", "verify_sync"]
+__all__ = ["INCOMING_SUFFIX", "PROCEDURE", "SYNCED_CHECKPOINTS", "export_command", "plan_sync", "verify_sync"]

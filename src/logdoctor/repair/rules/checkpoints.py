@@ -168,10 +168,9 @@ def desired_checkpoint(
         if name == LOG_START_OFFSET_CHECKPOINT:
             dec = decisions.get(tp)
             return dec.value if dec is not None else o
-        if name == RECOVERY_POINT_CHECKPOINT:
-            return min(o, bounds.leo)
-        # high watermark, cleaner offset: within [local log start, log end] (UnifiedLog raises the
-        # high watermark to the local log start; the cleaner works on local segments)
+        # recovery point, high watermark, cleaner offset: within [local log start, log end] (UnifiedLog's
+        # constructor, updateLocalLogStartOffset, raises the recovery point and the high watermark to the
+        # local log start, as scan's CHECKPOINT_MISMATCH says; the cleaner works on local segments)
         return max(bounds.local_start, min(o, bounds.leo))
 
     if only is not None:

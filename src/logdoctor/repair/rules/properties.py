@@ -35,13 +35,39 @@ from logdoctor.repair.plan import Action
 from logdoctor.repair.rules.context import PartitionPlan, PlanContext
 
 CODES = ("PARTITION_METADATA_INVALID",)
-META_PROPERTIES_WHY = (
-    "meta.properties holds the broker's identity, which only a person can confirm, so repair never writes "
-    "it; for an empty one: "
-    + catalog.META_PROPERTIES_EMPTY_BY_VERSION
-    + ". Where the broker would not rewrite it, restore it from another log dir of the same broker "
-    "(version, broker.id or node.id, cluster.id; a KRaft dir keeps its own directory.id)"
+_NEVER_WRITTEN = (
+    "meta.properties holds the broker's identity, which only a person can confirm, so repair never writes it"
 )
+_RESTORE = (
+    "restore it from another log dir of the same broker (version, broker.id or node.id, cluster.id; a KRaft "
+    "dir keeps its own directory.id)"
+)
+META_PROPERTIES_WHY = (
+    _NEVER_WRITTEN + "; for an empty one: " + catalog.META_PROPERTIES_EMPTY_BY_VERSION
+    + ". Where the broker would not rewrite it, " + _RESTORE
+)
+#: a missing file is not an empty one (K:metadata/.../properties/MetaPropertiesEnsemble.java Loader: a dir
+#: without meta.properties is an empty dir to a ZooKeeper-mode broker, which writes one; KRaft refuses)
+META_PROPERTIES_MISSING_WHY = (
+    _NEVER_WRITTEN + "; it is missing: a ZooKeeper-mode broker writes a new one at startup (its broker.id "
+    "from server.properties, the cluster.id from ZooKeeper), a KRaft broker refuses to start ('No "
+    "meta.properties found'). For a KRaft dir, " + _RESTORE + ", or format a new, empty dir with "
+    "`kafka-storage format`"
+)
+META_PROPERTIES_UNPARSABLE_WHY = _NEVER_WRITTEN + "; it cannot be parsed: " + _RESTORE
+
+
+def meta_properties_why(f: Finding) -> str:
+    """Why repair leaves this META_PROPERTIES_INVALID finding to a person: missing, empty or unparsable."""
+    try:
+        size: int | None = os.path.getsize(f.path)
+    except OSError:
+        size = None
+    if size is None and not os.path.lexists(f.path):
+        return META_PROPERTIES_MISSING_WHY
+    if size == 0:
+        return META_PROPERTIES_WHY
+    return META_PROPERTIES_UNPARSABLE_WHY
 
 
 def plan(ctx: PlanContext, pp: PartitionPlan) -> None:

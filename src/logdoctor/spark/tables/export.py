@@ -110,9 +110,7 @@ def _with_start(opts: Any, above: Mapping[tuple[str, int], int]) -> Any:
     return dataclasses.replace(opts, starting_offsets=PerPartition(start.default, by))
 
 
-def merged_offsets(
-    before: Mapping[tuple[str, int], int], files: Sequence[Any]
-) -> dict[str, dict[str, int]]:
+def merged_offsets(before: Mapping[tuple[str, int], int], files: Sequence[Any]) -> dict[str, dict[str, int]]:
     """{topic: {partition: last offset}} the table holds after the commit."""
     last = dict(before)
     for f in files:
@@ -145,7 +143,7 @@ def run_table_export(
     import logdoctor
     from logdoctor.logdir.discovery import discover, split_paths
     from logdoctor.logdir.outputs import check_output_location
-    from logdoctor.spark.export import ExportError, skipped_ranges
+    from logdoctor.spark.export import ExportError, raise_if_no_space, skipped_ranges
     from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices, topic_matcher
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
@@ -216,6 +214,7 @@ def run_table_export(
                 return result
 
             done = spark.sparkContext.parallelize(tasks, len(tasks)).map(run).collect()
+        raise_if_no_space(out, done)  # a task found the disk full: no commit, the job's files removed
         files = [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"]]
         offsets = merged_offsets(above if mode == "append" else {}, files)
         properties = {

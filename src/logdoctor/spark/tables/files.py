@@ -152,9 +152,7 @@ def _stats(rows: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
 
 def _offsets(rows: Any) -> dict[tuple[str, int], tuple[int, int]]:
     grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
-    return {
-        (r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()
-    }
+    return {(r["topic"], r["partition"]): (r["offset_min"], r["offset_max"]) for r in grouped.to_pylist()}
 
 
 def write_table_files(
@@ -201,7 +199,7 @@ def _escape(value: str | None) -> str:
     """A partition value in a folder name (Hive's escaping of the characters paths cannot hold)."""
     if value is None:
         return "__HIVE_DEFAULT_PARTITION__"
-    return "".join(f"%{ord(c):02X}" if c in '"#%\'*/:=?\\\x7f{}[]^' or ord(c) < 32 else c for c in value)
+    return "".join(f"%{ord(c):02X}" if c in "\"#%'*/:=?\\\x7f{}[]^" or ord(c) < 32 else c for c in value)
 
 
 def write_task(
@@ -214,10 +212,11 @@ def write_task(
     rows_per_file: int = 1_000_000,
 ) -> dict[str, Any]:
     """Executor side: read the slices, keep rows above ``above``, write them (at most about
-    ``rows_per_file`` rows are held before they are written). Returns the task's files and rows."""
+    ``rows_per_file`` rows, or ``WRITE_FLUSH_BYTES`` of them, are held before they are written). Returns
+    the task's files and rows."""
     import pyarrow as pa
 
-    from logdoctor.spark.sources import read_slice
+    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slice
 
     if attempt is None:
         from pyspark import TaskContext
@@ -227,27 +226,37 @@ def write_task(
     fs, root = filesystem(layout.data_uri)
     files: list[WrittenFile] = []
     chunk: list[Any] = []
-    held = 0
+    held = held_bytes = 0
     rows = 0
 
     def flush() -> None:
-        nonlocal chunk, held
+        nonlocal chunk, held, held_bytes
         if chunk:
             table = keep_above(pa.Table.from_batches(chunk), above)
             files.extend(write_table_files(table, layout, task, attempt, fs, root))
-        chunk, held = [], 0
+        chunk, held, held_bytes = [], 0, 0
 
     # what could not be read is named, never dropped silently: batches whose records do not decode and
     # remote-tier segments not read whole (spark.export.skipped_ranges turns both into skipped ranges)
     undecodable: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
-    for sl in slices:
-        for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
-            chunk.append(rb)
-            held += rb.num_rows
-            if held >= rows_per_file:
-                flush()
-    flush()
+    try:
+        for sl in slices:
+            for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
+                chunk.append(rb)
+                held += rb.num_rows
+                held_bytes += rb.nbytes
+                if held >= rows_per_file or held_bytes >= WRITE_FLUSH_BYTES:
+                    flush()
+        flush()
+    except OSError as exc:
+        import errno
+
+        if exc.errno != errno.ENOSPC:
+            raise
+        # a full disk: the task says so instead of failing (Spark would log its traceback and retry it);
+        # the driver raises before the commit and removes the job's files (spark.export.raise_if_no_space)
+        return {"task": task, "attempt": attempt, "rows": 0, "files": files, "no_space": f"{exc}"}
     rows = sum(f.rows for f in files)
     return {
         "task": task,

@@ -1,0 +1,262 @@
+"""The remote tier's partitions and segments as a backup: what the store holds, read for a restore.
+
+Lists the tiered partitions a store holds (from its folder names: LocalTieredStorage's
+``<topic>-<partition>-<topicId>``, Aiven's ``<topic>-<topicId>/<partition>``; the layouts are described in
+:mod:`logdoctor.logdir.remote_tier`), their segments as remote :class:`~logdoctor.logdir.refs.SegmentRef`
+values that :func:`logdoctor.logdir.remote_tier.open_remote_log` reads, each segment's side files (its
+indexes, the producer snapshot at its end and its leader-epoch checkpoint: LocalTieredStorage's own files,
+the parts of Aiven's ``.indexes`` object) and the facts ``__remote_log_metadata`` records of a segment
+(:func:`segment_facts`). Errors are :class:`~logdoctor.errors.FormatError` naming the object.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from logdoctor.errors import FormatError, TruncatedError
+from logdoctor.logdir.refs import RemoteSegment, SegmentRef
+from logdoctor.logdir.remote_tier import (
+    KAFKA_LOCAL_ROOT,
+    RemoteOptions,
+    RemoteTierError,
+    list_remote_segments,
+    open_remote_log,
+)
+from logdoctor.logdir.storage import Storage
+
+__all__ = [
+    "SIDE_FILES",
+    "SegmentFacts",
+    "StorePartition",
+    "epochs_in_range",
+    "find_store_partitions",
+    "open_store",
+    "segment_facts",
+    "side_file",
+    "side_files",
+    "stored_segments",
+]
+
+_ID = r"[A-Za-z0-9_-]{22}"
+_KAFKA_LOCAL_DIR = re.compile(rf"^(.+)-(\d+)-({_ID})$")
+_AIVEN_TOPIC_DIR = re.compile(rf"^(.+)-({_ID})$")
+
+#: side file suffix (the broker's, or LocalTieredStorage's) -> the index type in Aiven's manifest
+SIDE_FILES = {
+    "index": "offset",
+    "timeindex": "timestamp",
+    "txnindex": "transaction",
+    "snapshot": "producerSnapshot",
+    "leader_epoch_checkpoint": "leaderEpoch",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class StorePartition:
+    """One tiered partition's folder in the store."""
+
+    topic: str
+    partition: int
+    topic_id: str
+    layout: str
+    root: str  # the layout's root (kafka-local: the kafka-tiered-storage folder)
+
+    @property
+    def name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def open_store(opts: RemoteOptions) -> tuple[Storage, str]:
+    """The store's Storage and root location; RemoteTierError when it is not a folder."""
+    try:
+        storage, root = Storage.of(opts.storage)
+    except (ValueError, OSError) as exc:
+        raise RemoteTierError(f"remote storage {opts.storage}: {exc}") from None
+    entry = storage.info(root)
+    if entry is None or not entry.is_dir():
+        raise RemoteTierError(f"remote storage {opts.storage}: no such folder")
+    return storage, root
+
+
+def _dirs(storage: Storage, folder: str) -> list[str]:
+    try:
+        return sorted(e.name for e in storage.list(folder) if e.is_dir())
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+
+
+def find_store_partitions(
+    storage: Storage, root: str, layout: str | None = None, topics: Collection[str] | None = None
+) -> list[StorePartition]:
+    """Every partition folder of the store (of ``topics`` when given), in (topic, partition) order."""
+    out: list[StorePartition] = []
+    if layout in (None, "kafka-local"):
+        inner = storage.join(root, KAFKA_LOCAL_ROOT)
+        base = inner if storage.info(inner) is not None else root
+        for name in _dirs(storage, base):
+            m = _KAFKA_LOCAL_DIR.match(name)
+            if m and (topics is None or m.group(1) in topics):
+                out.append(StorePartition(m.group(1), int(m.group(2)), m.group(3), "kafka-local", base))
+    if layout in (None, "aiven"):
+        for name in _dirs(storage, root):
+            m = _AIVEN_TOPIC_DIR.match(name)
+            if m is None or _KAFKA_LOCAL_DIR.match(name) or (topics is not None and m.group(1) not in topics):
+                continue
+            for part in _dirs(storage, storage.join(root, name)):
+                if part.isdigit():
+                    out.append(StorePartition(m.group(1), int(part), m.group(2), "aiven", root))
+    return sorted(out, key=lambda p: (p.topic, p.partition, p.layout))
+
+
+def stored_segments(
+    storage: Storage, sp: StorePartition, opts: RemoteOptions, log_dir: str = ""
+) -> list[SegmentRef]:
+    """The partition's remote segments in offset order (``end_offset``: the next one's base - 1)."""
+    listed = list_remote_segments(sp.root, storage, sp.layout, sp.topic, sp.partition, sp.topic_id)
+    if sp.layout == "kafka-local":
+        listed = _with_missing_logs(storage, sp, listed)
+    out: list[SegmentRef] = []
+    for i, (start, seg_id, log, size) in enumerate(listed):
+        nxt = listed[i + 1][0] if i + 1 < len(listed) else None
+        stem = log[: -len(".log")]
+        remote = RemoteSegment(
+            sp.layout,
+            seg_id,
+            opts.storage,
+            manifest=stem + ".rsm-manifest" if sp.layout == "aiven" else None,
+            indexes=stem + ".indexes" if sp.layout == "aiven" else None,
+            private_key=opts.private_key,
+            end_offset=None if nxt is None else nxt - 1,
+        )
+        out.append(SegmentRef(log_dir, sp.topic, sp.partition, start, log, size, nxt, storage, remote))
+    return out
+
+
+_SIDE_NAME = re.compile(rf"^(\d{{20}})-({_ID})\.(index|timeindex|txnindex|snapshot|leader_epoch_checkpoint)$")
+
+
+def _with_missing_logs(
+    storage: Storage, sp: StorePartition, listed: list[tuple[int, str, str, int]]
+) -> list[tuple[int, str, str, int]]:
+    """LocalTieredStorage lists a segment by its ``.log``: a segment whose other files are there but whose
+    ``.log`` is gone is added (size 0), so that reading it reports the missing object."""
+    folder = storage.dirname(listed[0][2]) if listed else None
+    if folder is None:
+        return listed
+    have = {(b, i) for b, i, _, _ in listed}
+    extra = []
+    for e in storage.list(folder):
+        m = _SIDE_NAME.match(e.name)
+        if m and (int(m.group(1)), m.group(2)) not in have:
+            key = (int(m.group(1)), m.group(2))
+            have.add(key)
+            extra.append((key[0], key[1], storage.join(folder, f"{key[0]:020d}-{key[1]}.log"), 0))
+    return sorted([*listed, *extra])
+
+
+def _manifest(seg: SegmentRef):
+    from logdoctor.logdir.remote_tier import _load_manifest
+
+    return _load_manifest(seg)
+
+
+def side_file(seg: SegmentRef, suffix: str) -> bytes | None:
+    """The bytes of one side file of a remote segment (``suffix``: a key of :data:`SIDE_FILES`); None
+    when the store has none. FormatError for an unreadable one (naming the object), OSError for a store
+    that cannot be read."""
+    return side_files(seg, (suffix,))[suffix]
+
+
+def side_files(seg: SegmentRef, suffixes: Collection[str]) -> dict[str, bytes | None]:
+    """:func:`side_file` of each of ``suffixes``, Aiven's manifest read (and its data key unwrapped) once."""
+    remote = seg.remote
+    assert remote is not None
+    if remote.layout == "kafka-local":
+        out: dict[str, bytes | None] = {}
+        for suffix in suffixes:
+            try:
+                out[suffix] = seg.storage.read(seg.path[: -len(".log")] + "." + suffix)
+            except FileNotFoundError:
+                out[suffix] = None
+        return out
+    manifest, key = _manifest(seg)
+    return {suffix: _aiven_side_file(seg, manifest, key, suffix) for suffix in suffixes}
+
+
+def _aiven_side_file(seg: SegmentRef, manifest: Any, key: bytes | None, suffix: str) -> bytes | None:
+    from logdoctor.formats.aiven_rsm import detransform_chunk
+
+    remote = seg.remote
+    assert remote is not None
+    where = manifest.indexes.get(SIDE_FILES[suffix])
+    if where is None:
+        return None
+    if where[1] == 0:
+        return b""
+    assert remote.indexes is not None
+    try:
+        data = seg.storage.read_range(remote.indexes, where[0], where[1])
+    except FileNotFoundError:
+        raise TruncatedError(
+            "the .indexes object", source=remote.indexes, position=0, found="no such object"
+        ) from None
+    if len(data) != where[1]:
+        raise TruncatedError(
+            f"{where[1]} bytes of the {SIDE_FILES[suffix]} index",
+            source=remote.indexes,
+            position=where[0] + len(data),
+            found=f"{len(data)} bytes",
+        )
+    return detransform_chunk(data, manifest, key, compressed=False, source=remote.indexes)
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentFacts:
+    """What a RemoteLogSegmentMetadata record says of a segment, read from its objects."""
+
+    start_offset: int
+    end_offset: int
+    max_timestamp_ms: int
+    size: int  # the segment's original bytes
+    leader_epochs: tuple[tuple[int, int], ...]  # (epoch, start offset), from its leader-epoch checkpoint
+
+
+def segment_facts(seg: SegmentRef) -> SegmentFacts:
+    """Offsets, max timestamp and size from a walk of the segment's batches (its bytes as the broker
+    uploaded them), leader epochs from the segment's leader-epoch checkpoint (what RemoteLogManager
+    copies and records as ``segmentLeaderEpochs``). FormatError naming the object for a bad one."""
+    from logdoctor.formats.checkpoint import parse_leader_epoch_checkpoint
+    from logdoctor.logdir.ranged import iter_ranged_batches
+
+    end, max_ts = -1, -1
+    with open_remote_log(seg) as reader:
+        size = reader.size
+        for batch in iter_ranged_batches(reader, source=seg.path, verify_crc=True):
+            end = batch.last_offset
+            max_ts = max(max_ts, batch.max_timestamp)
+    if end < 0:
+        raise FormatError("at least one record batch", source=seg.path, position=0, found="an empty segment")
+    raw = side_file(seg, "leader_epoch_checkpoint")
+    location = seg.path[: -len(".log")] + ".leader_epoch_checkpoint"
+    if raw is None:
+        raise TruncatedError(
+            "the segment's leader-epoch checkpoint", source=location, position=0, found="none"
+        )
+    entries = parse_leader_epoch_checkpoint(raw, source=location).entries
+    return SegmentFacts(seg.base_offset, end, max_ts, size, epochs_in_range(entries, seg.base_offset, end))
+
+
+def epochs_in_range(entries: list[tuple[int, int]], start: int, end: int) -> tuple[tuple[int, int], ...]:
+    """The (epoch, start offset) entries of ``[start, end]`` as LeaderEpochFileCache.epochEntriesInRange
+    gives them to RemoteLogManager.copyLogSegment for ``segmentLeaderEpochs``: the entries starting at or
+    before ``start`` fold into the latest of them, moved to ``start`` (truncateFromStart); the entries
+    starting after ``end`` go (truncateFromEnd at the next segment's base offset). The checkpoint uploaded
+    with the segment is the cache cut at the end only (K:core/src/main/java/kafka/log/remote/
+    RemoteLogManager.java, getLeaderEpochEntries(log, -1, nextSegmentBaseOffset))."""
+    ordered = sorted(entries, key=lambda e: e[1])
+    below = [e for e in ordered if e[1] <= start]
+    rest = [(e, o) for e, o in ordered if start < o <= end]
+    return tuple(([(below[-1][0], start)] if below else []) + rest)

@@ -1,0 +1,494 @@
+"""Restore tiered partitions from the remote tier into a log dir (disks lost, or tiering turned off).
+
+For each partition folder of the store (:mod:`logdoctor.logdir.remote_partitions`; of ``--topics`` only
+when given), the remote segments the log dir lacks become the broker's own files again:
+
+- the segment ``.log``, byte for byte as uploaded (``fetch-remote`` steps: streamed, ranged reads);
+- its ``.index``, ``.timeindex`` and (when not empty) ``.txnindex`` from the store (LocalTieredStorage's
+  files, the parts of Aiven's ``.indexes``); a missing one is left to the broker, which rebuilds a
+  segment whose index file is missing when it loads the log (K:storage/src/main/java/org/apache/kafka/
+  storage/internals/log/LogLoader.java, ``loadSegmentFiles``: the sanity check's NoSuchFileException);
+- the producer snapshot the store keeps with the segment, as ``<end + 1>.snapshot``: the file the
+  broker wrote when it rolled the segment (K:.../log/ProducerStateManager.java ``takeSnapshot`` at the
+  new segment's base offset), so the log loads its producer state without a rebuild;
+- ``partition.metadata`` (the topic id) and the ``leader-epoch-checkpoint`` (the local entries merged
+  with every restored segment's epochs: one start offset per epoch, the lowest);
+- the log dir's checkpoints, only for partitions without an entry (an entry the broker wrote is kept):
+  ``log-start-offset-checkpoint`` the first restored offset, and for a partition of which the log dir
+  has no segment ``recovery-point-offset-checkpoint`` and ``replication-offset-checkpoint`` the restored
+  log end (the segments are complete and fsynced, and the
+  remote tier holds only offsets below the high watermark: RemoteLogManager copies segments below the
+  last stable offset).
+
+Into a log dir that still holds the partition's newest segments, only the part below the local log start
+is added (every offset once). Remote segments wholly below the partition's log-start-offset entry are
+deleted data and are skipped. A remote segment that overlaps the local log without starting where a local
+segment starts, or whose bytes differ from the local segment with its base offset, is a finding naming
+both, and is not written. A segment object that is missing or torn, a wrong key, an unknown manifest
+version: a finding naming the object and offsets, and that partition's older segments are not restored
+(a gap would not load).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any
+
+from logdoctor.errors import FormatError
+from logdoctor.formats.checkpoint import (
+    new_leader_epoch_checkpoint,
+    parse_leader_epoch_checkpoint,
+    write_leader_epoch_checkpoint,
+)
+from logdoctor.formats.partition_metadata import (
+    PartitionMetadata,
+    parse_partition_metadata,
+    write_partition_metadata,
+)
+from logdoctor.logdir.names import (
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    LOG_START_OFFSET_CHECKPOINT,
+    PARTITION_METADATA_FILE,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+)
+from logdoctor.logdir.refs import SegmentRef
+from logdoctor.logdir.remote_partitions import (
+    StorePartition,
+    find_store_partitions,
+    open_store,
+    side_files,
+    stored_segments,
+)
+from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, open_remote_log
+from logdoctor.repair import copies as cp
+from logdoctor.repair import safety
+from logdoctor.repair.actions import BackupNames, fetch_remote, fetched_checksum, make_dir, write_file
+from logdoctor.repair.plan import Action, Change, Plan, Unrepaired
+from logdoctor.repair.procedures.common import (
+    ProcedurePlan,
+    ProcedureRefused,
+    add_checkpoint_edit,
+    log_dir_path,
+    new_plan,
+    read_checkpoint,
+)
+
+__all__ = ["PROCEDURE", "plan_restore", "verify_restore"]
+
+PROCEDURE = "restore"
+_LOG_NAME = re.compile(r"^(\d{20})\.log$")
+
+
+@dataclass(slots=True)
+class _Restored:
+    """What the plan restores of one partition."""
+
+    segments: list[tuple[SegmentRef, int]] = field(default_factory=list)  # (segment, end offset)
+    epochs: list[tuple[int, int]] = field(default_factory=list)
+    bytes: int = 0
+    no_index: list[str] = field(default_factory=list)  # restored .log files the store has no index pair of
+
+
+def _local_logs(folder: str) -> dict[int, str]:
+    try:
+        names = os.listdir(folder)
+    except FileNotFoundError:
+        return {}
+    return {int(m.group(1)): os.path.join(folder, n) for n in names if (m := _LOG_NAME.match(n))}
+
+
+def _source(seg: SegmentRef) -> dict[str, Any]:
+    r = seg.remote
+    assert r is not None
+    return {
+        "storage": r.root,
+        "layout": r.layout,
+        "segment_id": r.segment_id,
+        "topic": seg.topic,
+        "partition": seg.partition,
+        "base_offset": seg.base_offset,
+        "log": seg.path,
+        "object_size": seg.size,
+        "manifest": r.manifest,
+        "indexes": r.indexes,
+        "private_key": r.private_key,
+    }
+
+
+def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int]:
+    """(end offset, original size) of a remote segment: its last batches walked from the offset index's
+    last entry (a torn or short object raises FormatError here, at planning)."""
+    from logdoctor.formats.index import offset_index_array
+    from logdoctor.logdir.ranged import iter_ranged_batches
+
+    start = 0
+    if index:
+        try:
+            entries = offset_index_array(index, source=seg.path)
+            if len(entries):
+                start = int(entries[-1]["position"])
+        except FormatError:
+            start = 0
+    last = None
+    with open_remote_log(seg) as reader:
+        size = reader.size
+        for batch in iter_ranged_batches(reader, source=seg.path, start=start):
+            last = batch.last_offset
+    if last is None:
+        raise FormatError("record batches", source=seg.path, position=start, found="none")
+    if seg.remote is not None and seg.remote.end_offset is not None and last != seg.remote.end_offset:
+        raise FormatError(
+            f"the last offset {seg.remote.end_offset} (the next segment starts at {seg.next_base_offset})",
+            source=seg.path,
+            position=size,
+            found=f"last offset {last}",
+        )
+    return last, size
+
+
+def _remote_checksum(seg: SegmentRef) -> str:
+    """The remote segment's :func:`~logdoctor.repair.actions.fetched_checksum`, read as a restore reads it."""
+    from logdoctor.formats.crc import crc32c
+
+    crc = 0
+    with open_remote_log(seg) as reader:
+        pos = 0
+        while pos < reader.size:
+            chunk = reader.read_at(pos, min(cp.CHUNK, reader.size - pos))
+            if not chunk:
+                break
+            crc = crc32c(chunk, crc)
+            pos += len(chunk)
+    return f"{crc:08x}"
+
+
+def _seg_size(seg: SegmentRef) -> int:
+    """The segment's original size (Aiven: the manifest's; the object is the transformed bytes)."""
+    with open_remote_log(seg) as reader:
+        return int(reader.size)
+
+
+def _finding(plan: Plan, code: str, path: str, why: str, severity: str = "error") -> None:
+    plan.unrepaired.append(Unrepaired(code, path, why, severity))
+
+
+def _topic_id_of(folder: str) -> str | None:
+    path = os.path.join(folder, PARTITION_METADATA_FILE)
+    try:
+        with open(path, "rb") as fh:
+            return parse_partition_metadata(fh.read(), source=path).topic_id
+    except (OSError, FormatError, ValueError):
+        return None
+
+
+def _file_action(plan: Plan, names: BackupNames, path: str, data: bytes, kind: str, reason: str) -> None:
+    step = write_file(path, data, names)
+    plan.actions.append(Action(kind, path, reason, steps=[step], changes=[Change(path, None, len(data))]))
+
+
+def _plan_partition(
+    plan: Plan,
+    names: BackupNames,
+    log_dir: str,
+    sp: StorePartition,
+    opts: RemoteOptions,
+    storage: Any,
+    log_start: int | None,
+) -> tuple[_Restored, bool]:
+    """Append the partition's actions; (what is restored, whether the log dir has none of its segments)."""
+    folder = os.path.join(log_dir, sp.name)
+    new_folder = not os.path.isdir(folder)
+    if not new_folder:
+        local_id = _topic_id_of(folder)
+        if local_id is not None and local_id != sp.topic_id:
+            _finding(
+                plan,
+                "restore-topic-id",
+                folder,
+                f"the log dir's {sp.name} has topic id {local_id}, the store's {sp.topic_id}: another "
+                "incarnation of the topic; not restored",
+            )
+            return _Restored(), False
+    local = _local_logs(folder)
+    no_local = not local
+    local_start = min(local) if local else None
+    segments = stored_segments(storage, sp, opts, log_dir)
+    out = _Restored()
+    todo: list[tuple[SegmentRef, int, int, dict[str, bytes | None]]] = []
+    # newest first: a bad object stops the restore of everything older (a gap would not load)
+    for seg in reversed(segments):
+        if local_start is not None and seg.base_offset >= local_start:
+            local_path = local.get(seg.base_offset)
+            if local_path is not None:
+                try:
+                    same = os.path.getsize(local_path) == _seg_size(seg) and _remote_checksum(
+                        seg
+                    ) == fetched_checksum(local_path)
+                except (FormatError, OSError) as e:
+                    _finding(
+                        plan, "restore-remote-object", seg.path, f"cannot compare with {local_path}: {e}"
+                    )
+                    continue
+                if not same:
+                    _finding(
+                        plan,
+                        "restore-segment-differs",
+                        local_path,
+                        f"differs from the remote segment {seg.path} (offsets from {seg.base_offset}); the "
+                        "local segment is kept",
+                        "warning",
+                    )
+            continue
+        try:
+            sides = side_files(seg, ("index", "timeindex", "txnindex", "snapshot", "leader_epoch_checkpoint"))
+            end, size = _segment_end(seg, sides["index"])
+        except (FormatError, OSError) as e:
+            _finding(
+                plan,
+                "restore-remote-object",
+                seg.path,
+                f"remote segment {seg.remote.segment_id if seg.remote else ''} (offsets from "
+                f"{seg.base_offset}) cannot be restored: {e}; offsets {segments[0].base_offset}-"
+                + (f"{seg.next_base_offset - 1}" if seg.next_base_offset is not None else "(its end)")
+                + " stay missing",
+            )
+            break
+        if log_start is not None and end < log_start:
+            break  # below the log start offset: deleted data (and so is everything older)
+        if local_start is not None and end >= local_start:
+            first_local = local[local_start]
+            _finding(
+                plan,
+                "restore-overlap",
+                seg.path,
+                f"remote segment offsets {seg.base_offset}-{end} overlap the local segment {first_local} "
+                f"(from {local_start}); not restored",
+            )
+            break
+        todo.append((seg, end, size, sides))
+    todo.reverse()
+    if not todo:
+        return out, no_local
+    if new_folder:
+        step = make_dir(folder)
+        plan.actions.append(
+            Action("restore-partition-folder", folder, f"{sp.name} is not in the log dir", steps=[step])
+        )
+    existing = set(os.listdir(folder)) if not new_folder else set()
+    for seg, end, size, sides in todo:
+        stem = os.path.join(folder, f"{seg.base_offset:020d}")
+        log_path = stem + ".log"
+        reason = f"remote segment {seg.path} (offsets {seg.base_offset}-{end}, {size:,} bytes)"
+        steps = [fetch_remote(log_path, _source(seg), size)]
+        changes = [Change(log_path, None, size, note=f"offsets {seg.base_offset}-{end}")]
+        pair = sides["index"] is not None and sides["timeindex"] is not None
+        if not pair:
+            out.no_index.append(log_path)
+        for suffix in ("index", "timeindex", "txnindex"):
+            data = sides[suffix]
+            if data is None or (suffix == "txnindex" and not data):
+                continue
+            if suffix != "txnindex" and not pair:
+                # never one without the other: a .index alone makes the broker create an empty
+                # .timeindex and keep it (LogSegment.sanityCheck), so that the segment's time is its mtime
+                continue
+            path = f"{stem}.{suffix}"
+            steps.append(write_file(path, data, names))
+            changes.append(Change(path, None, len(data)))
+        snap = sides["snapshot"]
+        snap_name = f"{end + 1:020d}.snapshot"
+        if snap is not None and snap_name not in existing:
+            path = os.path.join(folder, snap_name)
+            steps.append(write_file(path, snap, names))
+            changes.append(Change(path, None, len(snap)))
+        plan.actions.append(Action("restore-segment", log_path, reason, steps=steps, changes=changes))
+        out.segments.append((seg, end))
+        out.bytes += size
+        raw = sides["leader_epoch_checkpoint"]
+        if raw is not None:
+            try:
+                out.epochs.extend(parse_leader_epoch_checkpoint(raw, source=seg.path).entries)
+            except FormatError as e:
+                _finding(
+                    plan, "restore-remote-object", seg.path, f"its leader-epoch checkpoint: {e}", "warning"
+                )
+    meta_path = os.path.join(folder, PARTITION_METADATA_FILE)
+    if not os.path.exists(meta_path):
+        data = write_partition_metadata(PartitionMetadata(0, sp.topic_id))
+        _file_action(plan, names, meta_path, data, "restore-partition-metadata", f"topic id {sp.topic_id}")
+    _plan_epochs(plan, names, folder, out.epochs)
+    return out, no_local
+
+
+def _plan_epochs(plan: Plan, names: BackupNames, folder: str, restored: list[tuple[int, int]]) -> None:
+    path = os.path.join(folder, LEADER_EPOCH_CHECKPOINT_FILE)
+    before: bytes | None
+    try:
+        with open(path, "rb") as fh:
+            before = fh.read()
+        local = parse_leader_epoch_checkpoint(before, source=path).entries
+    except FileNotFoundError:
+        before, local = None, []
+    except FormatError as e:
+        raise ProcedureRefused(
+            f"{path} is not a checkpoint the broker reads ({e}); repair it first"
+        ) from None
+    starts: dict[int, int] = {}
+    for epoch, start in [*restored, *local]:
+        starts[epoch] = min(start, starts.get(epoch, start))
+    merged = sorted(starts.items())
+    for (_, a), (e2, b) in itertools.pairwise(merged):
+        if b < a:
+            raise ProcedureRefused(
+                f"{path}: epoch {e2} starts at {b}, before the previous epoch's start {a} (the restored "
+                "segments' epochs and the local ones disagree)"
+            )
+    after = write_leader_epoch_checkpoint(new_leader_epoch_checkpoint(merged))
+    if after != before:
+        step = write_file(path, after, names)
+        plan.actions.append(
+            Action(
+                "restore-leader-epochs",
+                path,
+                "the restored segments' leader epochs",
+                steps=[step],
+                changes=[Change(path, len(before) if before is not None else None, len(after))],
+            )
+        )
+
+
+def plan_restore(
+    log_dir: str | os.PathLike[str],
+    opts: RemoteOptions,
+    *,
+    topics: Collection[str] | None = None,
+    backup_dir: str | os.PathLike[str] | None = None,
+) -> ProcedurePlan:
+    """The plan restoring the remote part of the store's tiered partitions into ``log_dir`` (see the
+    module doc). Reads no segment's whole bytes except to compare one with a local segment of its base
+    offset. RemoteTierError for a store that cannot be used; BrokerRunningError for a held lock."""
+    log_dir = os.path.abspath(os.fspath(log_dir))
+    if os.path.exists(log_dir):
+        log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
+        safety.refuse_if_locked([log_dir])
+    storage, root = open_store(opts)
+    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None)
+    if not partitions:
+        raise RemoteTierError(
+            f"remote storage {opts.storage}: no tiered partition"
+            + (f" of {', '.join(sorted(topics))}" if topics else "")
+            + " there (layouts: kafka-local, aiven)"
+        )
+    plan, names = new_plan([log_dir], backup_dir, log_dir)
+    starts = read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
+    recovery = read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
+    hw = read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
+    have = {
+        n: (cp_[0].offsets() if cp_[0] is not None else {})
+        for n, cp_ in (
+            (LOG_START_OFFSET_CHECKPOINT, starts),
+            (RECOVERY_POINT_CHECKPOINT, recovery),
+            (REPLICATION_OFFSET_CHECKPOINT, hw),
+        )
+    }
+    put: dict[str, list[tuple[str, int, int]]] = {n: [] for n in have}
+    rows: list[dict[str, Any]] = []
+    no_index: list[str] = []
+    for sp in partitions:
+        tp = (sp.topic, sp.partition)
+        restored, no_local = _plan_partition(
+            plan, names, log_dir, sp, opts, storage, have[LOG_START_OFFSET_CHECKPOINT].get(tp)
+        )
+        no_index.extend(restored.no_index)
+        if not restored.segments:
+            rows.append({"partition": sp.name, "layout": sp.layout, "segments": 0, "bytes": 0})
+            continue
+        first = restored.segments[0][0].base_offset
+        end = restored.segments[-1][1] + 1
+        rows.append(
+            {
+                "partition": sp.name,
+                "topic_id": sp.topic_id,
+                "layout": sp.layout,
+                "segments": len(restored.segments),
+                "bytes": restored.bytes,
+                "offsets": [first, end - 1],
+            }
+        )
+        if tp not in have[LOG_START_OFFSET_CHECKPOINT]:
+            put[LOG_START_OFFSET_CHECKPOINT].append((sp.topic, sp.partition, first))
+        for name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
+            if no_local and tp not in have[name]:  # a local log's end is beyond: its entries stay
+                put[name].append((sp.topic, sp.partition, end))
+    for name, cp_ in (
+        (LOG_START_OFFSET_CHECKPOINT, starts),
+        (RECOVERY_POINT_CHECKPOINT, recovery),
+        (REPLICATION_OFFSET_CHECKPOINT, hw),
+    ):
+        if put[name]:
+            add_checkpoint_edit(
+                plan,
+                names,
+                log_dir,
+                name,
+                cp_,
+                set(),
+                put[name],
+                "restore-checkpoint",
+                "entries of the restored partitions (entries the broker wrote are kept)",
+            )
+    summary = {
+        "log_dir": log_dir,
+        "remote_storage": opts.storage,
+        "partitions": rows,
+        "bytes": sum(r["bytes"] for r in rows),
+        "findings": len(plan.unrepaired),
+    }
+    notes = []
+    if no_index:
+        notes.append(
+            f"{len(no_index)} restored segment(s) have no .index/.timeindex in the store ({no_index[0]}"
+            + (", ..." if len(no_index) > 1 else "")
+            + f"): after --apply rebuild them with `logdoctor repair {log_dir} --apply` (else the broker "
+            "rebuilds them at startup, reading each whole)"
+        )
+    if not os.path.exists(log_dir):
+        notes.append(f"{log_dir} does not exist: --apply creates it (an empty log dir)")
+    notes.append(
+        "a topic that stays tiered: the broker deletes restored segments again once they are past local "
+        'retention (README "Restoring from the remote tier")'
+    )
+    return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def verify_restore(plan: Plan) -> list[str]:
+    """Every restored file reads back as planned (segments: their manifest checksums; others: sha256)."""
+    from logdoctor.repair.backup import sha256_file
+
+    problems: list[str] = []
+    for step in plan.steps:
+        if step.op == "fetch-remote":
+            manifest_path = os.path.join(plan.backup_dir, "manifests", f"{step.number:06d}.json")
+            try:
+                import json
+
+                with open(manifest_path) as fh:
+                    want = json.load(fh)["checksums"]["."]
+                if fetched_checksum(step.path) != want:
+                    problems.append(f"{step.path} does not match the remote segment it was restored from")
+            except (OSError, ValueError, KeyError) as e:
+                problems.append(f"{step.path}: {e}")
+        elif step.op == "write":
+            try:
+                if sha256_file(step.path) != step.params["sha_after"]:
+                    problems.append(f"{step.path} is not as planned")
+            except OSError as e:
+                problems.append(f"{step.path}: {e}")
+        elif step.op == "mkdir" and not os.path.isdir(step.path):
+            problems.append(f"{step.path} is missing")
+    return problems

@@ -1,0 +1,311 @@
+"""The remote tier audit (scan --remote-storage): faults planted in copies of ../shared/tiered's log dirs
+AND stores (written by Kafka's classes + LocalTieredStorage, and by Aiven's plugin), each finding named
+exactly, its offsets checked against the store's real objects and the README's offsets (payments-0 remote
+[0, 1296) in 4 segments of 324 offsets, local from 1296; payments-1 local from 2289 in kafka-local).
+
+The real data gives no audit finding (its tiers are whole): scanning every variant with its store is the
+check that nothing is reported falsely.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+import realworld
+from logdoctor.checks.context import ScanOptions
+from logdoctor.checks.scanner import scan
+from logdoctor.checks.topic_config import config_inputs
+from logdoctor.formats.records import iter_batches
+from logdoctor.logdir.remote_metadata import SegmentState, TopicIdPartition
+from logdoctor.sample.remote_tier import MetadataEvent, metadata_batches, segment_metadata, segment_update
+
+PAYMENTS_ID = "cGF5bWVudHMtdG9waWMwMQ"
+P0 = TopicIdPartition(PAYMENTS_ID, "payments", 0)
+AUDIT = {
+    "REMOTE_OBJECTS_LEAKED",
+    "REMOTE_SEGMENT_MISSING",
+    "REMOTE_SEGMENTS_OVERLAP",
+    "REMOTE_EPOCH_LINEAGE_BROKEN",
+    "REMOTE_UPLOAD_STALLED",
+    "REMOTE_METADATA_RETENTION_SHORT",
+    "REMOTE_OFFSETS_LOST",
+    "REMOTE_UPLOAD_UNFINISHED",
+}
+VARIANTS = {
+    "kafka-local": ("kafka-local/remote", "kafka-tiered-storage/payments-0-" + PAYMENTS_ID),
+    "aiven/plain": ("aiven/plain/storage", f"payments-{PAYMENTS_ID}/0"),
+    "aiven/compressed": ("aiven/compressed/storage", f"payments-{PAYMENTS_ID}/0"),
+    "aiven/encrypted": ("aiven/encrypted/storage", f"payments-{PAYMENTS_ID}/0"),
+}
+
+
+def _writable(root: Path) -> None:
+    for dirpath, dirs, files in os.walk(root):
+        for n in dirs + files:
+            p = os.path.join(dirpath, n)
+            os.chmod(p, os.stat(p).st_mode | stat.S_IWUSR)
+    os.chmod(root, os.stat(root).st_mode | stat.S_IWUSR)
+
+
+def _copy(variant: str, tmp_path: Path) -> tuple[Path, Path, Path]:
+    """(log dir, store root, payments-0's folder in the store), copies."""
+    tiered = realworld.require_tiered()
+    store_rel, p0 = VARIANTS[variant]
+    log_dir = tmp_path / "kafka-logs"
+    store = tmp_path / "store"
+    shutil.copytree(tiered / variant / "kafka-logs", log_dir)
+    shutil.copytree(tiered / store_rel, store)
+    _writable(log_dir)
+    _writable(store)
+    return log_dir, store, store / p0
+
+
+def _audit(log_dir: Path, store: Path, **kw) -> list:
+    kw.setdefault("now_ms", 1710000100000)  # when the data was written (README: ts = 1710000000000 + offset)
+    report = scan([log_dir], ScanOptions(remote_storage=str(store), **kw), jobs=1)
+    return [f for f in report.findings if f.code in AUDIT]
+
+
+def _segments(folder: Path) -> dict[int, str]:
+    """start offset -> segment id, from the store's own object names."""
+    return {int(p.name[:20]): p.name[21:43] for p in folder.iterdir() if p.name.endswith(".log")}
+
+
+def _append(path: Path, *records: dict, ts: int = 1795454800000) -> None:
+    data = path.read_bytes()
+    last = list(iter_batches(data))[-1]
+    more = metadata_batches(
+        [MetadataEvent(r, ts + i) for i, r in enumerate(records)],
+        base_offset=last.last_offset + 1,
+        leader_epoch=last.partition_leader_epoch,
+    )
+    path.write_bytes(data + more)
+
+
+def _p0_metadata(log_dir: Path) -> Path:
+    return log_dir / "__remote_log_metadata-21" / "00000000000000000000.log"
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_real_stores_match_their_metadata(variant: str, tmp_path: Path) -> None:
+    tiered = realworld.require_tiered()
+    store_rel, _p0 = VARIANTS[variant]
+    # at the time the data was written (records at 1710000000000 + offset): nothing is past local retention
+    options = ScanOptions(remote_storage=str(tiered / store_rel), now_ms=1710000100000)
+    report = scan([tiered / variant / "kafka-logs"], options, jobs=1)
+    assert [f.code for f in report.findings if f.code in AUDIT] == []
+
+
+@pytest.mark.parametrize("variant", ["kafka-local", "aiven/plain"])
+def test_a_deleted_object_is_a_missing_segment_with_its_offsets(variant: str, tmp_path: Path) -> None:
+    log_dir, store, p0 = _copy(variant, tmp_path)
+    seg_id = _segments(p0)[324]
+    (p0 / f"00000000000000000324-{seg_id}.log").unlink()
+    [f] = _audit(log_dir, store)
+    assert f.code == "REMOTE_SEGMENT_MISSING" and f.severity.name == "ERROR"
+    assert f.path == str(log_dir / "payments-0") and f.offset == 324
+    assert f.details["segment_id"] == seg_id and f.details["missing"] == ["log"]
+    assert (f.details["start_offset"], f.details["end_offset"]) == (324, 647)
+    # record timestamps are 1710000000000 + offset (README): the segment's and the one before it
+    assert (
+        f.details["max_timestamp_ms"] == 1710000000647
+        and f.details["min_timestamp_after_ms"] == 1710000000323
+    )
+    assert "offsets 324-647" in f.message and "they are lost" in f.message
+    # every object of it gone: said as such
+    for p in p0.glob(f"*{seg_id}*"):
+        p.unlink()
+    [f] = _audit(log_dir, store)
+    assert f.code == "REMOTE_SEGMENT_MISSING" and f.details["missing"] == ["all"]
+
+
+@pytest.mark.parametrize("variant", ["kafka-local", "aiven/plain"])
+def test_a_stray_segment_is_leaked_and_its_printed_fix_deletes_exactly_it(
+    variant: str, tmp_path: Path
+) -> None:
+    log_dir, store, p0 = _copy(variant, tmp_path)
+    seg_id = _segments(p0)[0]
+    stray = "c3RyYXktc2VnbWVudC0wMQ"
+    made = []
+    for p in sorted(p0.glob(f"*{seg_id}*")):
+        q = p0 / p.name.replace(seg_id, stray).replace("00000000000000000000-", "00000000000000005000-")
+        shutil.copyfile(p, q)
+        made.append(q)
+    before = sorted(str(p) for p in store.rglob("*") if p.is_file())
+    [f] = _audit(log_dir, store)
+    assert f.code == "REMOTE_OBJECTS_LEAKED"
+    assert sorted(f.details["objects"]) == sorted(str(p) for p in made)
+    assert f.details["bytes"] == sum(p.stat().st_size for p in made)
+    assert f"1 remote segments in the store ({len(made)} objects" in f.message
+    assert "no event of the remote log metadata names it" in f.message
+    assert before == sorted(str(p) for p in store.rglob("*") if p.is_file())  # the scan deleted nothing
+    command = f.fix.split("delete exactly these objects: ", 1)[1]
+    subprocess.run(["bash", "-c", command], check=True)
+    assert sorted(str(p) for p in store.rglob("*") if p.is_file()) == sorted(
+        set(before) - {str(p) for p in made}
+    )
+    assert _audit(log_dir, store) == []
+
+
+def test_a_segment_stored_twice_under_another_id_is_an_overlap(tmp_path: Path) -> None:
+    log_dir, store, p0 = _copy("kafka-local", tmp_path)
+    seg_id = _segments(p0)[648]
+    twin = "dHdpbi1zZWdtZW50LTAwMQ"
+    for p in sorted(p0.glob(f"*{seg_id}*")):
+        shutil.copyfile(p, p0 / p.name.replace(seg_id, twin))
+    size = (p0 / f"00000000000000000648-{twin}.log").stat().st_size
+    kw = dict(broker_id=1, event_timestamp_ms=1795454800000)
+    _append(
+        _p0_metadata(log_dir),
+        segment_metadata(
+            P0, twin, 648, 971, max_timestamp_ms=1710000000971, leader_epochs=[(0, 648)], size=size, **kw
+        ),
+        segment_update(P0, twin, SegmentState.COPY_SEGMENT_FINISHED, **kw),
+    )
+    [f] = _audit(log_dir, store)
+    assert f.code == "REMOTE_SEGMENTS_OVERLAP" and f.details["duplicate"] is True
+    assert f.details["segment_ids"] == sorted([seg_id, twin], key=lambda s: s != seg_id) or set(
+        f.details["segment_ids"]
+    ) == {seg_id, twin}
+    assert f.details["shared"] == [648, 971] and "stored twice" in f.message
+
+
+def test_a_segment_outside_the_leader_epoch_lineage(tmp_path: Path) -> None:
+    """A leader of epoch 1 (not in this replica's lineage: leader-epoch-checkpoint holds only 0@0)
+    uploaded [972, 1400]: it overlaps the finished [972, 1295] and is not within the lineage."""
+    log_dir, store, p0 = _copy("kafka-local", tmp_path)
+    seg_id = _segments(p0)[972]
+    other = "ZXBvY2gxLXNlZ21lbnQwMQ"
+    for p in sorted(p0.glob(f"*{seg_id}*")):
+        shutil.copyfile(p, p0 / p.name.replace(seg_id, other))
+    kw = dict(broker_id=2, event_timestamp_ms=1795454800000)
+    _append(
+        _p0_metadata(log_dir),
+        segment_metadata(
+            P0, other, 972, 1400, max_timestamp_ms=1710000001400, leader_epochs=[(1, 972)], size=1, **kw
+        ),
+        segment_update(P0, other, SegmentState.COPY_SEGMENT_FINISHED, **kw),
+    )
+    found = _audit(log_dir, store)
+    assert sorted(f.code for f in found) == ["REMOTE_EPOCH_LINEAGE_BROKEN", "REMOTE_SEGMENTS_OVERLAP"]
+    br = next(f for f in found if f.code == "REMOTE_EPOCH_LINEAGE_BROKEN")
+    assert br.details["segment_id"] == other and br.details["case"] == "outside-lineage"
+    assert "last epoch 1 is outside the lineage's epochs 0-0" in br.message
+
+
+def test_a_dropped_finished_event_leaves_no_leak_but_a_dropped_upload_does(tmp_path: Path) -> None:
+    log_dir, store, p0 = _copy("kafka-local", tmp_path)
+    path = _p0_metadata(log_dir)
+    batches = list(iter_batches(path.read_bytes()))
+    with open(path, "r+b") as fh:  # the last event: payments-0 [972, 1295] COPY_SEGMENT_FINISHED
+        fh.truncate(batches[-1].position)
+    found = _audit(log_dir, store)
+    assert sorted(f.code for f in found) == ["REMOTE_OFFSETS_LOST", "REMOTE_UPLOAD_UNFINISHED"]
+    with open(path, "r+b") as fh:  # and its COPY_SEGMENT_STARTED: the objects are named by nothing
+        fh.truncate(batches[-2].position)
+    found = _audit(log_dir, store)
+    assert sorted(f.code for f in found) == ["REMOTE_OBJECTS_LEAKED", "REMOTE_OFFSETS_LOST"]
+    leak = next(f for f in found if f.code == "REMOTE_OBJECTS_LEAKED")
+    seg_id = _segments(p0)[972]
+    assert sorted(leak.details["objects"]) == sorted(str(p) for p in p0.glob(f"*{seg_id}*"))
+    gap = next(f for f in found if f.code == "REMOTE_OFFSETS_LOST")
+    assert gap.details["gaps"] == [[972, 1296]]
+
+
+def test_stalled_uploads_past_local_retention(tmp_path: Path) -> None:
+    """payments-0: local segments 1296, 1620 (inactive) and 1944 (active); the remote tier ends at 1295.
+    With local.retention.ms=1000 at a time past their records, both inactive ones are stalled."""
+    log_dir, store, _p0 = _copy("kafka-local", tmp_path)
+    inputs = config_inputs(topic_config=["payments:local.retention.ms=1000"])
+    found = _audit(log_dir, store, now_ms=1710000100000, config_inputs=inputs)
+    stalled = [f for f in found if f.code == "REMOTE_UPLOAD_STALLED"]
+    p0 = next(f for f in stalled if f.path == str(log_dir / "payments-0"))
+    assert [s["base_offset"] for s in p0.details["segments"]] == [1296, 1620]
+    assert [s["last_offset"] for s in p0.details["segments"]] == [1619, 1943]
+    assert p0.details["highest_uploaded_offset"] == 1295
+    sizes = [(log_dir / "payments-0" / f"{b:020d}.log").stat().st_size for b in (1296, 1620)]
+    assert p0.details["bytes_per_day"] > 0 and f"({sum(sizes)} bytes" in p0.message
+    # the records are newer than local.retention.ms at that time: nothing is stalled
+    found = _audit(log_dir, store, now_ms=1710000000000, config_inputs=inputs)
+    assert [f for f in found if f.code == "REMOTE_UPLOAD_STALLED"] == []
+
+
+def test_metadata_retention_below_a_tiered_topics(tmp_path: Path) -> None:
+    log_dir, store, _p0 = _copy("kafka-local", tmp_path)
+    assert _audit(log_dir, store) == []  # Kafka creates the topic with retention.ms=-1
+    inputs = config_inputs(topic_config=["__remote_log_metadata:retention.ms=86400000"])
+    [f] = _audit(log_dir, store, config_inputs=inputs)
+    assert f.code == "REMOTE_METADATA_RETENTION_SHORT"
+    assert f.details == {"metadata_retention_ms": 86400000, "topics": ["payments"]}
+    inputs = config_inputs(
+        topic_config=["__remote_log_metadata:retention.ms=86400000", "payments:retention.ms=3600000"]
+    )
+    assert _audit(log_dir, store, config_inputs=inputs) == []
+
+
+def test_scan_cli_audits_and_refuses_an_unreadable_inventory(tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)
+    from logdoctor.cli.exit_codes import ExitCode
+    from logdoctor.cli.main import app
+
+    log_dir, store, p0 = _copy("kafka-local", tmp_path)
+    seg_id = _segments(p0)[324]
+    (p0 / f"00000000000000000324-{seg_id}.index").unlink()
+    now = ["--now", "1710000100000"]
+    res = CliRunner().invoke(app, ["scan", str(log_dir), "--remote-storage", str(store), "--json", *now])
+    assert res.exit_code == ExitCode.ERRORS, res.output
+    found = [f for f in json.loads(res.output)["findings"] if f["code"] in AUDIT]
+    assert [(f["code"], f["details"]["missing"]) for f in found] == [("REMOTE_SEGMENT_MISSING", ["index"])]
+    missing = tmp_path / "nowhere" / "manifest.json"
+    res = CliRunner().invoke(app, ["scan", str(log_dir), "--remote-inventory", str(missing), *now])
+    assert res.exit_code == ExitCode.USAGE and "manifest.json" in res.output
+
+
+def test_the_metadata_topic_keeps_kafkas_unlimited_retention_by_default(tmp_path: Path) -> None:
+    """TopicBasedRemoteLogMetadataManager creates __remote_log_metadata with retention.ms=-1
+    (remote.log.metadata.topic.retention.ms default): not the broker's log.retention.hours."""
+    from logdoctor.checks.topic_config import TopicConfigResolver
+
+    log_dir, store, _p0 = _copy("kafka-local", tmp_path)
+    cfg = TopicConfigResolver.for_log_dirs([log_dir]).resolve("__remote_log_metadata")
+    assert (
+        cfg.retention_ms.value == -1 and "remote.log.metadata.topic.retention.ms" in cfg.retention_ms.source
+    )
+    # a tiered topic kept forever, the metadata topic given the broker's 7 days: its events expire first
+    inputs = config_inputs(
+        topic_config=["__remote_log_metadata:retention.ms=604800000", "payments:retention.ms=-1"]
+    )
+    [f] = _audit(log_dir, store, config_inputs=inputs)
+    assert f.code == "REMOTE_METADATA_RETENTION_SHORT" and f.details["topics"] == ["payments"]
+
+
+def test_objects_of_a_deleted_segment_left_in_the_store_are_leaked(tmp_path: Path) -> None:
+    """KAFKA-16511: the expiration task finished deleting [0, 323] (DELETE_SEGMENT_STARTED, then
+    FINISHED, the log start moved to 324) but the RemoteStorageManager left its objects."""
+    from logdoctor.formats.checkpoint import new_offset_checkpoint, write_offset_checkpoint
+
+    log_dir, store, p0 = _copy("kafka-local", tmp_path)
+    seg_id = _segments(p0)[0]
+    kw = dict(broker_id=0, event_timestamp_ms=1795454800000)
+    _append(
+        _p0_metadata(log_dir),
+        segment_update(P0, seg_id, SegmentState.DELETE_SEGMENT_STARTED, **kw),
+        segment_update(P0, seg_id, SegmentState.DELETE_SEGMENT_FINISHED, **kw),
+    )
+    cp = new_offset_checkpoint([("payments", 0, 324), ("payments", 1, 0)])
+    (log_dir / "log-start-offset-checkpoint").write_bytes(write_offset_checkpoint(cp))
+    [f] = _audit(log_dir, store)
+    assert (
+        f.code == "REMOTE_OBJECTS_LEAKED" and "its deletion finished (DELETE_SEGMENT_FINISHED)" in f.message
+    )
+    assert sorted(f.details["objects"]) == sorted(str(p) for p in p0.glob(f"*{seg_id}*"))

@@ -1,0 +1,554 @@
+"""`logdoctor restore`: tiered partitions back from the remote tier, on ../shared/tiered (Kafka's
+LocalTieredStorage and Aiven's plugin, plain, compressed and encrypted), checked against ``original/``
+(the same partitions never tiered) byte for byte and with kafka-python as the independent decoder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import helpers
+import pytest
+from kafka.record import MemoryRecords
+
+import realworld
+from logdoctor.logdir.remote_tier import RemoteOptions
+from logdoctor.repair.procedures import run
+from logdoctor.repair.procedures.restore import plan_restore
+
+#: variant, store folder, private key (relative to ../shared/tiered)
+VARIANTS = [
+    ("kafka-local", "kafka-local/remote", None),
+    ("aiven/plain", "aiven/plain/storage", None),
+    ("aiven/compressed", "aiven/compressed/storage", None),
+    ("aiven/encrypted", "aiven/encrypted/storage", "aiven/encrypted/keys/private.pem"),
+]
+IDS = [v[0] for v in VARIANTS]
+RECORDS = {"payments-0": 2000, "payments-1": 4500}
+
+
+def _opts(tiered: Path, store: str, key: str | None) -> RemoteOptions:
+    return RemoteOptions(str(tiered / store), None, str(tiered / key) if key else None)
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _records_once(folder: Path, n: int) -> None:
+    """Every offset 0..n-1 once, in order, with the key the data was written with (kafka-python)."""
+    offsets = []
+    for log in sorted(folder.glob("*.log")):
+        records = MemoryRecords(log.read_bytes())
+        while (batch := records.next_batch()) is not None:
+            for rec in batch:
+                assert rec.key == f"key-{rec.offset}".encode()
+                offsets.append(rec.offset)
+    assert offsets == list(range(n))
+
+
+def _apply(log_dir: Path, opts: RemoteOptions, backup: Path):
+    pp = plan_restore(log_dir, opts, backup_dir=backup)
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    assert run.verify(pp.plan) == []
+    return pp
+
+
+@pytest.mark.parametrize(("variant", "store", "key"), VARIANTS, ids=IDS)
+def test_restore_into_the_brokers_log_dir_gives_the_original(tmp_path, variant, store, key):
+    tiered = realworld.require_tiered()
+    log_dir = realworld.writable_copy(tiered / variant / "kafka-logs", tmp_path / "logs")
+    before = helpers.tree(log_dir)
+    pp = plan_restore(log_dir, _opts(tiered, store, key), backup_dir=tmp_path / "backup")
+    assert helpers.tree(log_dir) == before  # the plan writes nothing
+    assert not pp.plan.unrepaired, pp.plan.unrepaired
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    assert run.verify(pp.plan) == []
+    original = tiered / "original" / "kafka-logs"
+    for part, n in RECORDS.items():
+        # every file of the partition: segments, indexes, snapshots, leader-epoch-checkpoint
+        assert _files(log_dir / part) == _files(original / part), part
+        _records_once(log_dir / part, n)
+    # entries the broker wrote stay as they were (log start 0, recovery points)
+    for name in ("log-start-offset-checkpoint", "recovery-point-offset-checkpoint"):
+        assert (log_dir / name).read_bytes() == (tiered / variant / "kafka-logs" / name).read_bytes()
+    # a second plan finds nothing left to restore
+    assert run.apply(
+        plan_restore(log_dir, _opts(tiered, store, key), backup_dir=tmp_path / "b2").plan
+    ).status == ("nothing-to-do")
+
+
+@pytest.mark.parametrize(("variant", "store", "key"), VARIANTS, ids=IDS)
+def test_restore_into_an_empty_log_dir_gives_the_remote_part(tmp_path, variant, store, key):
+    tiered = realworld.require_tiered()
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = _apply(log_dir, _opts(tiered, store, key), tmp_path / "backup")
+    original = tiered / "original" / "kafka-logs"
+    local = tiered / variant / "kafka-logs"
+    for part, row in zip(RECORDS, pp.summary["partitions"], strict=True):
+        local_start = min(int(p.name[:20]) for p in (local / part).glob("*.log"))
+        assert row["offsets"] == [0, local_start - 1]
+        restored = _files(log_dir / part)
+        for name, data in restored.items():
+            assert data == (original / part / name).read_bytes(), name
+        want = {
+            p.name
+            for p in (original / part).iterdir()
+            if p.name[:20].isdigit()
+            and (int(p.name[:20]) < local_start or p.name == f"{local_start:020d}.snapshot")
+        }
+        assert set(restored) == want | {"leader-epoch-checkpoint", "partition.metadata"}
+        _records_once(log_dir / part, local_start)
+    ends = {f"payments-{r['partition'][-1]}": r["offsets"][1] + 1 for r in pp.summary["partitions"]}
+    for name in ("recovery-point-offset-checkpoint", "replication-offset-checkpoint"):
+        assert helpers.checkpoint(log_dir, name) == {("payments", int(p[-1])): e for p, e in ends.items()}
+    assert helpers.checkpoint(log_dir, "log-start-offset-checkpoint") == {
+        ("payments", 0): 0,
+        ("payments", 1): 0,
+    }
+
+
+def _scan_findings(log_dir: Path) -> set[tuple[str, str]]:
+    from logdoctor.checks.context import Depth, ScanOptions
+    from logdoctor.checks.scanner import scan
+
+    report = scan([log_dir], ScanOptions(depth=Depth.DEEP), jobs=1)
+    return {(f.code, os.path.relpath(f.path, log_dir)) for f in report.findings}
+
+
+def test_scan_of_the_restored_log_dirs_is_clean(tmp_path):
+    """The project's twins of Kafka's load-time checks (LogLoader, the indexes' sanity checks) find
+    nothing in the restored partitions: into an empty dir only the two findings of any new log dir (no
+    meta.properties yet, no clean-shutdown marker: README "Restoring from the remote tier"); into the
+    broker's dir nothing the unrestored dir did not have."""
+    tiered = realworld.require_tiered()
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    opts = _opts(tiered, "aiven/encrypted/storage", "aiven/encrypted/keys/private.pem")
+    _apply(log_dir, opts, tmp_path / "b")
+    assert _scan_findings(log_dir) == {
+        ("UNCLEAN_SHUTDOWN", ".kafka_cleanshutdown"),
+        ("META_PROPERTIES_INVALID", "meta.properties"),
+    }
+    broker = realworld.writable_copy(tiered / "aiven/encrypted/kafka-logs", tmp_path / "broker")
+    before = _scan_findings(broker)
+    _apply(broker, opts, tmp_path / "b2")
+    assert _scan_findings(broker) <= before
+
+
+def test_topics_option_and_a_broker_holding_the_lock(tmp_path):
+    tiered = realworld.require_tiered()
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    opts = _opts(tiered, "kafka-local/remote", None)
+    from logdoctor.logdir.remote_tier import RemoteTierError
+
+    with pytest.raises(RemoteTierError, match="no tiered partition of audit"):
+        plan_restore(log_dir, opts, topics=["audit"], backup_dir=tmp_path / "b")
+    only = plan_restore(log_dir, opts, topics=["payments"], backup_dir=tmp_path / "b")
+    assert [r["partition"] for r in only.summary["partitions"]] == ["payments-0", "payments-1"]
+    with helpers.broker_holding_lock(log_dir):
+        from logdoctor.errors import BrokerRunningError
+
+        with pytest.raises(BrokerRunningError):
+            plan_restore(log_dir, opts, backup_dir=tmp_path / "b")
+
+
+# --- faults --------------------------------------------------------------------------------------------
+
+
+def _store_copy(tmp_path: Path, store: str) -> Path:
+    tiered = realworld.require_tiered()
+    return realworld.writable_copy(tiered / store, tmp_path / "store")
+
+
+def _object(store: Path, partition: int, base: int, suffix: str) -> Path:
+    found = [
+        p
+        for p in store.rglob(f"{base:020d}-*.{suffix}")
+        if f"-{partition}-" in str(p) or f"/{partition}/" in str(p)
+    ]
+    assert len(found) == 1, found
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("store", "damage"),
+    [
+        ("kafka-local/remote", "missing"),
+        ("kafka-local/remote", "truncated"),
+        ("aiven/plain/storage", "truncated"),
+        ("aiven/plain/storage", "manifest-version"),
+        ("aiven/encrypted/storage", "wrong-key"),
+    ],
+)
+def test_bad_objects_are_findings_naming_object_and_offsets(tmp_path, store, damage):
+    tiered = realworld.require_tiered()
+    copy = _store_copy(tmp_path, store)
+    key = tiered / "aiven/encrypted/keys/private.pem" if "encrypted" in store else None
+    if damage == "missing":
+        bad = _object(copy, 0, 324, "log")
+        bad.unlink()  # its other files are still there
+    elif damage == "truncated":
+        bad = _object(copy, 0, 324, "log")
+        with open(bad, "r+b") as fh:
+            fh.truncate(bad.stat().st_size - 100)
+    elif damage == "manifest-version":
+        bad = _object(copy, 0, 324, "rsm-manifest")
+        bad.write_text(bad.read_text().replace('"version":"1"', '"version":"99"'))
+    else:
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
+
+        other = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        key = tmp_path / "other.pem"
+        key.write_bytes(
+            other.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+        bad = _object(copy, 0, 324, "log")
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = plan_restore(
+        log_dir, RemoteOptions(str(copy), None, str(key) if key else None), backup_dir=tmp_path / "b"
+    )
+    findings = [u for u in pp.plan.unrepaired if u.code == "restore-remote-object"]
+    assert findings, pp.plan.unrepaired
+    text = " ".join(f"{u.path} {u.why}" for u in findings)
+    row = next(r for r in pp.summary["partitions"] if r["partition"] == "payments-0")
+    if damage == "wrong-key":  # every segment: the newest is named, nothing of the partition restored
+        assert "wrong key" in text and str(_object(copy, 0, 972, "log")) in text, text
+        assert row["segments"] == 0
+        return
+    assert str(bad).rsplit(".", 1)[0] in text and "offsets 0-647 stay missing" in text, text
+    # payments-0: only what is above the bad segment is restored (no gap), newest first
+    assert row["offsets"][0] == 648, row
+
+
+def test_a_differing_local_segment_is_kept_and_named(tmp_path):
+    tiered = realworld.require_tiered()
+    log_dir = realworld.writable_copy(tiered / "kafka-local" / "kafka-logs", tmp_path / "logs")
+    part = log_dir / "payments-0"
+    remote = _object(tiered / "kafka-local/remote", 0, 972, "log")
+    data = bytearray(remote.read_bytes())
+    data[100] ^= 0xFF  # same size, one byte differs
+    (part / f"{972:020d}.log").write_bytes(bytes(data))
+    pp = plan_restore(log_dir, _opts(tiered, "kafka-local/remote", None), backup_dir=tmp_path / "b")
+    differs = [u for u in pp.plan.unrepaired if u.code == "restore-segment-differs"]
+    assert len(differs) == 1 and differs[0].path == str(part / f"{972:020d}.log")
+    assert str(remote) in differs[0].why
+    # the differing segment is never a target; what is below it is restored (every offset once)
+    targets = {s.path for s in pp.plan.steps}
+    assert str(part / f"{972:020d}.log") not in targets
+    assert str(part / f"{648:020d}.log") in targets
+
+
+# --- kill -9 at any step: resume or roll back ------------------------------------------------------------
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def _steps(plan_json: dict) -> list[dict]:
+    return [s for a in plan_json["actions"] for s in a["steps"]]
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "1:applied",  # mkdir
+        "2:temp-written",  # fetch-remote: partial file written
+        "2:backed-up",  # fetch-remote: checksum saved, not renamed
+        "2:applied",
+        "3:temp-written",  # an index's write
+        "last:applied",  # the last checkpoint
+    ],
+)
+@pytest.mark.parametrize("then", ["resume", "rollback"])
+def test_kill_at_any_step_then_resume_or_rollback(tmp_path, point, then):
+    tiered = realworld.require_tiered()
+    store = str(tiered / "aiven/compressed/storage")
+    empty = tmp_path / "logs"
+    empty.mkdir()
+    before = helpers.tree(empty)
+    dry = _cli("restore", str(empty), "--remote-storage", store, "--json")
+    assert dry.returncode == 0, dry.stderr
+    n_steps = len(_steps(json.loads(dry.stdout)["plan"]))
+    point = point.replace("last", str(n_steps))
+    backup = tmp_path / "backup"
+    out = _cli(
+        "restore",
+        str(empty),
+        "--remote-storage",
+        store,
+        "--apply",
+        "--backup-dir",
+        str(backup),
+        env={"LOGDOCTOR_CRASH_AT": point},
+    )
+    assert out.returncode == -signal.SIGKILL, out.stdout + out.stderr
+    journal = str(backup / "journal.jsonl")
+    out = _cli("restore", f"--{then}", journal, "--apply", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    if then == "rollback":
+        after = helpers.tree(empty)
+        assert after == before
+    else:
+        reference = tmp_path / "reference"
+        reference.mkdir()
+        assert _cli("restore", str(reference), "--remote-storage", store, "--apply").returncode == 0
+        got = {k: v for k, v in helpers.tree(empty).items()}
+        want = {k: v for k, v in helpers.tree(reference).items()}
+        assert got == want
+
+
+def test_cli_dry_run_says_what_it_writes_and_writes_nothing(tmp_path):
+    tiered = realworld.require_tiered()
+    target = tmp_path / "new-log-dir"
+    out = _cli("restore", str(target), "--remote-storage", str(tiered / "kafka-local/remote"))
+    assert out.returncode == 0, out.stderr
+    assert "Dry run" in out.stdout and "offsets 0-323" in out.stdout and "does not exist" in out.stdout
+    assert not target.exists()
+    shutil.rmtree(tmp_path / "nothing", ignore_errors=True)
+
+
+# --- --remote-log-metadata ------------------------------------------------------------------------------
+
+
+def _segments_by_kafka_schema(log_dir: Path) -> dict[str, tuple]:
+    """segment id -> (metadata partition, topic id, partition, start, end, epochs, max timestamp, size,
+    final state) from every ``__remote_log_metadata-N`` partition, batches read by kafka-python and values
+    by Kafka's own JSON schemas (tests/kafka_schemas.py), replayed in offset order."""
+    import kafka_schemas as ks
+
+    ks.require()
+    specs = {
+        0: ks.Spec(ks.load("storage/RemoteLogSegmentMetadataRecord.json")),
+        1: ks.Spec(ks.load("storage/RemoteLogSegmentMetadataUpdateRecord.json")),
+    }
+    out: dict[str, list] = {}
+    for folder in sorted(log_dir.glob("__remote_log_metadata-*")):
+        mp = int(folder.name.rsplit("-", 1)[1])
+        for log in sorted(folder.glob("*.log")):
+            records = MemoryRecords(log.read_bytes())
+            while (batch := records.next_batch()) is not None:
+                for rec in batch:
+                    r = ks._In(rec.value)
+                    assert r.uvarint() == 1  # frame version
+                    api_key, version = r.uvarint(), r.uvarint()
+                    value, end = ks.read(specs[api_key], rec.value, version, r.pos)
+                    assert end == len(rec.value)
+                    sid = value["remote_log_segment_id"]
+                    tip = sid["topic_id_partition"]
+                    if api_key == 0:
+                        epochs = tuple(
+                            (e["leader_epoch"], e["offset"]) for e in value["segment_leader_epochs"]
+                        )
+                        out[sid["id"]] = [
+                            mp,
+                            tip["id"],
+                            tip["partition"],
+                            value["start_offset"],
+                            value["end_offset"],
+                            epochs,
+                            value["max_timestamp_ms"],
+                            value["segment_size_in_bytes"],
+                            value["remote_log_segment_state"],
+                        ]
+                    else:
+                        out[sid["id"]][-1] = value["remote_log_segment_state"]
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@pytest.mark.parametrize(("variant", "store", "key"), VARIANTS, ids=IDS)
+def test_remote_log_metadata_rebuilt_from_the_objects(tmp_path, variant, store, key):
+    tiered = realworld.require_tiered()
+    lost = _segments_by_kafka_schema(tiered / variant / "kafka-logs")
+    assert len(lost) == len(list((tiered / store).rglob("*.log")))  # one per segment object
+    log_dir = realworld.writable_copy(tiered / variant / "kafka-logs", tmp_path / "logs")
+    for folder in log_dir.glob("__remote_log_metadata-*"):
+        shutil.rmtree(folder)
+    from logdoctor.repair.procedures.restore_metadata import plan_restore_metadata
+
+    pp = plan_restore_metadata(log_dir, _opts(tiered, store, key), backup_dir=tmp_path / "b")
+    assert not pp.plan.unrepaired, pp.plan.unrepaired
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    assert run.verify(pp.plan) == []
+    assert _segments_by_kafka_schema(log_dir) == lost
+    # the rebuilt partitions load: the project's twins of the broker's load-time checks find nothing new
+    assert {c for c, p in _scan_findings(log_dir) if "__remote_log_metadata" in p} == set()
+    # an existing metadata partition is never replaced
+    again = plan_restore_metadata(log_dir, _opts(tiered, store, key), backup_dir=tmp_path / "b2")
+    assert again.plan.steps == [] and {u.code for u in again.plan.unrepaired} == {"restore-metadata-exists"}
+
+
+def test_metadata_partition_count_from_server_properties(tmp_path):
+    tiered = realworld.require_tiered()
+    props = tmp_path / "server.properties"
+    props.write_text("rlmm.config.remote.log.metadata.topic.num.partitions=7\n")
+    from logdoctor.logdir.remote_metadata import metadata_partition_for
+    from logdoctor.repair.procedures.restore_metadata import plan_restore_metadata
+
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = plan_restore_metadata(
+        log_dir, _opts(tiered, "kafka-local/remote", None), backup_dir=tmp_path / "b", server_properties=props
+    )
+    want = {metadata_partition_for("cGF5bWVudHMtdG9waWMwMQ", p, 7) for p in (0, 1)}
+    assert {r["metadata_partition"] for r in pp.summary["partitions"]} == want
+    assert {
+        os.path.basename(a.target) for a in pp.plan.actions if a.kind == "restore-remote-log-metadata"
+    } == {f"__remote_log_metadata-{n}" for n in want}
+
+
+def test_cli_apply_with_a_bad_object_restores_the_rest_and_exits_2(tmp_path):
+    realworld.require_tiered()
+    copy = _store_copy(tmp_path, "aiven/plain/storage")
+    bad = _object(copy, 1, 654, "log")
+    with open(bad, "r+b") as fh:
+        fh.truncate(1000)
+    target = tmp_path / "logs"
+    out = _cli(
+        "restore", str(target), "--remote-storage", str(copy), "--apply", "--backup-dir", str(tmp_path / "b")
+    )
+    assert out.returncode == 2, out.stdout + out.stderr
+    text = " ".join(out.stdout.split())
+    assert "restore-remote-object" in text and bad.name in text and "offsets 0-980 stay missing" in text, text
+    assert sorted(p.name for p in (target / "payments-1").glob("*.log"))[0] == f"{981:020d}.log"
+    assert sorted(p.name for p in (target / "payments-0").glob("*.log"))[0] == f"{0:020d}.log"
+
+
+def test_cli_refusals(tmp_path):
+    tiered = realworld.require_tiered()
+    store = str(tiered / "kafka-local/remote")
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    with helpers.broker_holding_lock(log_dir):
+        out = _cli("restore", str(log_dir), "--remote-storage", store, "--apply")
+    assert out.returncode == 75 and "lock" in out.stderr, out.stderr
+    assert sorted(p.name for p in log_dir.iterdir()) == [".lock"]
+    not_a_log_dir = tmp_path / "src"
+    (not_a_log_dir / "pkg").mkdir(parents=True)
+    (not_a_log_dir / "pkg" / "x.py").write_text("")
+    assert _cli("restore", str(not_a_log_dir), "--remote-storage", store).returncode == 64
+    out = _cli("restore", str(log_dir), "--remote-storage", str(tmp_path / "nowhere"))
+    assert out.returncode == 78 and "nowhere" in out.stderr, out.stderr
+
+
+def test_indexes_the_store_lacks_are_rebuilt_by_the_printed_repair(tmp_path):
+    """A segment whose time index object is gone: its .index is not written alone (the broker would keep
+    an empty time index), the plan says to run `logdoctor repair`, and that command, run as printed,
+    rebuilds both as the original has them."""
+    tiered = realworld.require_tiered()
+    copy = _store_copy(tmp_path, "kafka-local/remote")
+    _object(copy, 0, 324, "timeindex").unlink()
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    out = _cli(
+        "restore", str(log_dir), "--remote-storage", str(copy), "--apply", "--backup-dir", str(tmp_path / "b")
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    part = log_dir / "payments-0"
+    assert not (part / f"{324:020d}.index").exists() and not (part / f"{324:020d}.timeindex").exists()
+    text = " ".join(out.stdout.split())
+    printed = f"logdoctor repair {log_dir} --apply"
+    assert printed in text, text
+    fix = _cli(*printed.split()[1:])  # exactly as printed
+    assert fix.returncode in (0, 1), fix.stdout + fix.stderr  # 1: the new log dir's two warnings remain
+    original = tiered / "original" / "kafka-logs" / "payments-0"
+    for suffix in (".index", ".timeindex"):
+        name = f"{324:020d}{suffix}"
+        assert (part / name).read_bytes() == (original / name).read_bytes()
+
+
+@pytest.mark.parametrize("point", ["2:temp-written", "3:applied", "last:backed-up"])
+@pytest.mark.parametrize("then", ["resume", "rollback"])
+def test_remote_log_metadata_kill_then_resume_or_rollback(tmp_path, point, then):
+    tiered = realworld.require_tiered()
+    store = str(tiered / "kafka-local/remote")
+    log_dir = realworld.writable_copy(tiered / "kafka-local" / "kafka-logs", tmp_path / "logs")
+    for folder in log_dir.glob("__remote_log_metadata-*"):
+        shutil.rmtree(folder)
+    reference = realworld.writable_copy(log_dir, tmp_path / "reference")
+    before = helpers.tree(log_dir)
+    args = ("restore", "--remote-storage", store, "--remote-log-metadata")
+    dry = _cli(args[0], str(log_dir), *args[1:], "--json")
+    assert dry.returncode == 0, dry.stderr
+    point = point.replace("last", str(len(_steps(json.loads(dry.stdout)["plan"]))))
+    backup = tmp_path / "backup"
+    out = _cli(
+        args[0],
+        str(log_dir),
+        *args[1:],
+        "--apply",
+        "--backup-dir",
+        str(backup),
+        env={"LOGDOCTOR_CRASH_AT": point},
+    )
+    assert out.returncode == -signal.SIGKILL, out.stdout + out.stderr
+    out = _cli("restore", f"--{then}", str(backup / "journal.jsonl"), "--apply", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    if then == "rollback":
+        assert helpers.tree(log_dir) == before
+    else:
+        assert _cli(args[0], str(reference), *args[1:], "--apply").returncode == 0
+        assert helpers.tree(log_dir) == helpers.tree(reference)
+
+
+def test_log_start_entry_and_topic_id_decide_what_is_restored(tmp_path):
+    """Segments wholly below the partition's log-start-offset entry are deleted data: not restored (the
+    entry is kept); a local partition of another topic id (another incarnation of the topic): a finding."""
+    tiered = realworld.require_tiered()
+    log_dir = realworld.writable_copy(tiered / "kafka-local" / "kafka-logs", tmp_path / "logs")
+    (log_dir / "log-start-offset-checkpoint").write_text("0\n2\npayments 0 500\npayments 1 0\n")
+    meta = log_dir / "payments-1" / "partition.metadata"
+    meta.write_text("version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAQ\n")
+    pp = plan_restore(log_dir, _opts(tiered, "kafka-local/remote", None), backup_dir=tmp_path / "b")
+    rows = {r["partition"]: r for r in pp.summary["partitions"]}
+    assert rows["payments-0"]["offsets"] == [324, 1295]
+    assert rows["payments-1"]["segments"] == 0
+    assert [(u.code, u.path) for u in pp.plan.unrepaired] == [
+        ("restore-topic-id", str(log_dir / "payments-1"))
+    ]
+    assert not any(s.path.endswith("log-start-offset-checkpoint") for s in pp.plan.steps)
+
+
+def test_a_segment_damaged_inside_a_batch_stops_the_apply_and_rolls_back(tmp_path):
+    """A bit flipped inside a batch (same size: the plan's tail walk cannot see it): the fetch walks the
+    restored bytes as LogSegment.recover does, the step fails naming the object, nothing is renamed into
+    place, and --rollback leaves the log dir as it was."""
+    realworld.require_tiered()
+    copy = _store_copy(tmp_path, "kafka-local/remote")
+    bad = _object(copy, 0, 324, "log")
+    data = bytearray(bad.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    bad.write_bytes(bytes(data))
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    before = helpers.tree(log_dir)
+    backup = tmp_path / "b"
+    out = _cli("restore", str(log_dir), "--remote-storage", str(copy), "--apply", "--backup-dir", str(backup))
+    assert out.returncode == 2, out.stdout + out.stderr
+    text = " ".join((out.stdout + out.stderr).split())
+    assert bad.name in text and "offsets from 324" in text, text
+    assert not (log_dir / "payments-0" / f"{324:020d}.log").exists()
+    out = _cli("restore", "--rollback", str(backup / "journal.jsonl"), "--apply")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert helpers.tree(log_dir) == before
