@@ -9,9 +9,12 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 import realworld
 from logdoctor.repair import apply_plan, rollback
 from logdoctor.repair.actions import AFTER, BEFORE, OTHER, StepContext, copy_tree, operation
+from logdoctor.repair.apply import FilesChangedError, PlanChangedError
 from logdoctor.repair.plan import Action, Plan
 
 
@@ -56,8 +59,16 @@ def test_copy_tree_folder_and_file_then_rollback(tmp_path, realworld_dir):
     assert sums[1] == {".": _blake(ld / "recovery-point-offset-checkpoint")}
     assert [operation(s).state(s, ctx) for s in plan.steps] == [AFTER, AFTER]
 
+    original = (ld / "checkpoint.copy").read_bytes()
     (ld / "checkpoint.copy").write_bytes(b"0\n0\n")  # someone changed the copy: neither before nor after
     assert operation(plan.steps[1]).state(plan.steps[1], StepContext(plan.backup_dir)) == OTHER
+    # the rollback would delete what someone wrote after the run (issue 32): refused, nothing written
+    journal_bytes = Path(result.journal).read_bytes()
+    with pytest.raises(FilesChangedError, match=r"checkpoint\.copy"):
+        rollback(result.journal)
+    assert (ld / "checkpoint.copy").read_bytes() == b"0\n0\n" and copy.is_dir()
+    assert Path(result.journal).read_bytes() == journal_bytes
+    (ld / "checkpoint.copy").write_bytes(original)  # as the run left it: the rollback runs
 
     back = rollback(result.journal)
     assert back.status == "rolled-back", back.error
@@ -70,7 +81,7 @@ def test_copy_tree_refuses_a_source_changed_since_the_plan(tmp_path, realworld_d
     log = sorted((ld / "some-topic-0").glob("*.log"))[0]
     with open(log, "ab") as f:
         f.write(b"\0")
-    result = apply_plan(plan)
-    assert result.status == "failed" and "changed" in (result.error or "")
-    assert not (ld / "some-topic-0.copy").exists()
+    with pytest.raises(PlanChangedError, match="some-topic-0"):  # refused before anything is written
+        apply_plan(plan)
+    assert not (ld / "some-topic-0.copy").exists() and not (tmp_path / "backup").exists()
     assert not os.path.exists(str(ld / "some-topic-0.copy") + ".logdoctor-partial")

@@ -18,13 +18,13 @@ class ExitCode(enum.IntEnum):
     WARNINGS = 1  # warnings only (dump, scan, retention, census); export: corrupt ranges skipped
     ERRORS = 2  # errors in the data; repair and procedures: a step failed or findings remain
     USAGE = 64  # EX_USAGE: a bad call (unknown option, a path that is not a log dir, no command)
-    CHANGED = 65  # EX_DATAERR: a log dir is not as the plan expects (changed since planning)
+    CHANGED = 65  # EX_DATAERR: a file not as the plan or journal records it; a journal finished or superseded
     NO_INPUT = 66  # EX_NOINPUT: an input (log dir, file, journal) does not exist, or is a directory
     UNAVAILABLE = 69  # EX_UNAVAILABLE: Spark cannot start (no Java 17+)
     SOFTWARE = 70  # EX_SOFTWARE: a bug or an environment failure of the tool
     CANT_CREATE = 73  # EX_CANTCREAT: no space, read-only, an output that exists or overlaps an input
     IO_ERROR = 74  # EX_IOERR: reading a file failed
-    LOCKED = 75  # EX_TEMPFAIL: a broker holds a log dir's lock: stop it and try again
+    LOCKED = 75  # EX_TEMPFAIL: a broker (or another logdoctor run) holds a log dir's lock: try again later
     NO_PERMISSION = 77  # EX_NOPERM: a file cannot be read
     REFUSED = 78  # EX_CONFIG: refused, the log dirs' state does not allow it (the message says why)
     INTERRUPTED = 130  # 128 + SIGINT, as a shell reports it: Ctrl-C (one line says what it left)
@@ -39,7 +39,9 @@ _MEANING = {
     ExitCode.WARNINGS: "warnings only",
     ExitCode.ERRORS: "errors found in the data; repair/procedures: a step failed or findings remain",
     ExitCode.USAGE: "bad call: unknown or missing option, a path that is not a log dir, no command",
-    ExitCode.CHANGED: "a log dir changed since planning (nothing written): plan again",
+    ExitCode.CHANGED: "refused (nothing written): a file is not as the plan or the journal recorded it "
+    "(changed since planning or since the run), the journal was rolled back already, or another run's "
+    "journal of the log dir is unfinished or later (the message names the file or journal)",
     ExitCode.NO_INPUT: "an input (log dir, file, journal) does not exist, or is a folder where a file is "
     "needed",
     ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+)",
@@ -47,7 +49,8 @@ _MEANING = {
     ExitCode.CANT_CREATE: "refused (nothing written): not enough space, a read-only file system, an output "
     "that exists (not this command's), or an output at, inside or above an input",
     ExitCode.IO_ERROR: "reading a file failed (I/O error)",
-    ExitCode.LOCKED: "refused (nothing written): a broker holds a log dir's .lock",
+    ExitCode.LOCKED: "refused (nothing written): a broker holds a log dir's .lock, or another logdoctor run "
+    "writes to the log dir",
     ExitCode.NO_PERMISSION: "a file cannot be read or written (permission denied)",
     ExitCode.REFUSED: "refused (nothing written): the log dirs' state does not allow it (the message says "
     "why)",

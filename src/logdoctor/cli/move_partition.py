@@ -6,9 +6,11 @@ broker. Without --apply: print the plan and write nothing. ``--resume JOURNAL --
 without --apply both print the steps they would run).
 
 Exit codes (README "Exit codes"): 0 done (or plan printed), 2 a step failed or the final
-verification found a difference, 64 usage (or a path that is not a log dir), 65 a log dir changed
-since planning, 66 a missing log dir or journal, 70 tool failure, 73 not enough space, 75 a broker
-holds a log dir's lock, 78 refused for the state of the log dirs (see the message).
+verification found a difference, 64 usage (or a path that is not a log dir), 65 a file changed
+since planning or since the journal recorded it (or the journal is rolled back already, or another
+run's journal of a dir is unfinished or later), 66 a missing log dir or journal, 70 tool failure, 73
+not enough space, 75 a broker or another logdoctor run holds a log dir's lock, 78 refused for the
+state of the log dirs (see the message).
 """
 
 from __future__ import annotations
@@ -22,7 +24,13 @@ from logdoctor.cli.app import app
 from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.input_checks import require_log_dirs
-from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options, one_mode
+from logdoctor.cli.plan_options import (
+    AllowUnfinishedOption,
+    ApplyOption,
+    JsonOption,
+    journal_options,
+    one_mode,
+)
 from logdoctor.cli.procedure import run_procedure
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -84,6 +92,7 @@ def move_partition_command(
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,
+    allow_unfinished: AllowUnfinishedOption = False,
 ) -> None:
     """Move partitions to another log dir of the same (stopped) broker: folders and checkpoint entries."""
     from logdoctor.repair.procedures.move_partition import plan_move
@@ -119,4 +128,7 @@ def move_partition_command(
         json_out=json_out,
         resume_journal=resume_journal,
         rollback_journal=rollback_journal,
+        lock_dirs=[source, destination] if planning else None,  # type: ignore[list-item]
+        allow_unfinished=allow_unfinished,
+        backup_dir=backup_dir,
     )

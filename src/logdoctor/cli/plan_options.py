@@ -11,6 +11,14 @@ import typer
 
 ApplyOption = Annotated[bool, typer.Option("--apply", help="Make the changes (default: print the plan).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+AllowUnfinishedOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unfinished-journal",
+        help="Apply although another run of the same log dir is unfinished (its journal neither applied to "
+        "its end nor rolled back); that journal can then no longer be resumed or rolled back.",
+    ),
+]
 
 
 def one_mode(planning: bool, resume_journal: Path | None, rollback_journal: Path | None) -> bool:
@@ -38,6 +46,7 @@ def journal_options(what: str) -> tuple[Any, Any]:
 
 
 __all__ = [
+    "AllowUnfinishedOption",
     "ApplyOption",
     "JsonOption",
     "journal_options",

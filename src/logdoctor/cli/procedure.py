@@ -3,6 +3,7 @@ apply, resume or roll back, verify, and map every refusal to its exit code."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -21,7 +22,7 @@ from logdoctor.cli.plan_output import DRY_RUN_LINE, print_journal_preview, print
 from logdoctor.cli.progress import CopyProgress
 from logdoctor.cli.run_status import print_run_paths, print_run_status, run_errors
 from logdoctor.logdir.disk import DiskUsage, disk_usage
-from logdoctor.repair.apply import RefusedError, RunResult
+from logdoctor.repair.apply import RefusedError, RunResult, check_unfinished, hold_dir_locks, note_unfinished
 from logdoctor.repair.journal import JOURNAL_NAME, JournalError
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.procedures import run
@@ -95,8 +96,12 @@ def run_procedure(
     json_out: bool,
     resume_journal: Path | None,
     rollback_journal: Path | None,
+    lock_dirs: list[Path] | None = None,
+    allow_unfinished: bool = False,
+    backup_dir: Path | None = None,
 ) -> None:
-    """Plan, apply, resume or roll back; maps every refusal to its exit code (nothing written)."""
+    """Plan, apply, resume or roll back; maps every refusal to its exit code (nothing written).
+    ``lock_dirs``: the log dirs whose own lock an ``--apply`` holds from before its planning scan."""
     console = text_console()
     with (
         run_errors(
@@ -105,6 +110,7 @@ def run_procedure(
             refusals=(ProcedureRefused, RefusedError, UnsafePathError),
         ),
         run_interrupts(name) as interrupts,
+        contextlib.ExitStack() as held,
     ):
         if resume_journal is not None or rollback_journal is not None:
             journal = resume_journal or rollback_journal
@@ -127,7 +133,13 @@ def run_procedure(
                     result, plan = run.rollback_journal(journal, progress=bar)
             raise typer.Exit(finish(console, name, result, plan, json_out, {}))
         assert make_plan is not None
+        if do_apply and lock_dirs:  # a second writing run of the same dirs is refused (75) before it plans
+            held.enter_context(hold_dir_locks(list(lock_dirs)))
+            check_unfinished(
+                list(lock_dirs), str(backup_dir) if backup_dir else None, allow_unfinished=allow_unfinished
+            )
         pp = make_plan()
+        note_unfinished(pp.plan)
         if not do_apply:
             if json_out:
                 print_json({**pp.to_json(), "applied": False})
@@ -139,5 +151,5 @@ def run_procedure(
             print_procedure_plan(console, pp)
         interrupts.writing("--apply", os.path.join(pp.plan.backup_dir, JOURNAL_NAME))
         with CopyProgress(run.copy_bytes(pp.plan), not json_out) as bar:
-            result = run.apply(pp.plan, progress=bar)
+            result = run.apply(pp.plan, progress=bar, command=name, allow_unfinished=allow_unfinished)
         raise typer.Exit(finish(console, name, result, pp.plan, json_out, pp.to_json()))

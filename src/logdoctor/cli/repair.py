@@ -11,13 +11,16 @@ broker does not re-read at startup is truncated as the broker's recovery would.
 Exit codes (the README's table): a plan printed (dry run) 0; "Nothing to repair" 0 only when the
 scan at the same depth is clean, else 1 (warnings remain) or 2 (errors remain), each listed with why
 it is not repaired offline; after --apply, the exit code of the scan at the same depth (0 clean,
-1 warnings only, 2 errors), or 2 when a step failed; 64 usage, 65 the log dir changed since
-planning, 66 a missing log dir or journal, 70 tool failure, 73 not enough space for the backup, 75 a
-broker holds a log dir's lock, 78 refused for the state of the log dirs.
+1 warnings only, 2 errors), or 2 when a step failed; 64 usage, 65 a file changed since planning or
+since the journal recorded it, a journal rolled back already, or another run's journal of the dir
+unfinished or later, 66 a missing log dir or journal, 70 tool failure, 73 not enough space for the
+backup (or the disk filled up while it wrote: the run undone), 75 a broker or another logdoctor run
+holds a log dir's lock, 78 refused for the state of the log dirs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Annotated, Any
@@ -38,12 +41,22 @@ from logdoctor.cli.input_checks import require_input_file, require_log_dirs
 from logdoctor.cli.interrupts import run_interrupts
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
-from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options
+from logdoctor.cli.plan_options import AllowUnfinishedOption, ApplyOption, JsonOption, journal_options
 from logdoctor.cli.plan_output import DRY_RUN_LINE, print_code_paths, print_journal_preview, print_plan
 from logdoctor.cli.run_status import print_run_paths, print_run_status, run_errors
 from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
-from logdoctor.repair.apply import RefusedError, RunResult, apply_plan, preview, resume, rollback
+from logdoctor.repair.apply import (
+    RefusedError,
+    RunResult,
+    apply_plan,
+    check_unfinished,
+    hold_dir_locks,
+    note_unfinished,
+    preview,
+    resume,
+    rollback,
+)
 from logdoctor.repair.journal import JOURNAL_NAME, JournalError
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.planner import REPAIRABLE, PlanUsageError, parse_only, plan_repair
@@ -190,6 +203,7 @@ def repair_command(
             "holds (a single-node cluster, the last voter): the records after the cut are lost for good.",
         ),
     ] = False,
+    allow_unfinished: AllowUnfinishedOption = False,
 ) -> None:
     """Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions."""
     console = text_console()
@@ -205,6 +219,7 @@ def repair_command(
             refusals=(RefusedError, UnsafePathError),
         ),
         run_interrupts("repair") as interrupts,
+        contextlib.ExitStack() as held,
     ):
         if resume_journal is not None or rollback_journal is not None:
             journal = resume_journal or rollback_journal
@@ -238,8 +253,14 @@ def repair_command(
         assert log_dirs is not None
         codes = parse_only(only)
         require_log_dirs(log_dirs)
-        if do_apply:  # a broker holding a lock refuses --apply (75) before planning, whatever the plan
+        if do_apply:
+            # a broker holding a lock refuses --apply (75) before planning, whatever the plan; and so does
+            # another writing run of the same dir: its lock is held from before the planning scan to the end
+            held.enter_context(hold_dir_locks(list(log_dirs)))
             refuse_if_locked([str(d) for d in log_dirs])
+            check_unfinished(
+                list(log_dirs), str(backup_dir) if backup_dir else None, allow_unfinished=allow_unfinished
+            )
         plan, report = plan_repair(
             [str(d) for d in log_dirs],
             only=codes,
@@ -250,6 +271,8 @@ def repair_command(
             config_inputs=read_config_inputs(topic_config, server_properties),
             allow_metadata_loss=allow_metadata_loss,
         )
+        if not plan.empty:
+            note_unfinished(plan)
         if plan.empty:
             # "Nothing to repair" is a clean bill only when the scan at this depth is clean
             remaining = _remaining(report.findings, plan)
@@ -282,7 +305,7 @@ def repair_command(
         }
         _save_removed_records(console, plan, json_out)
         interrupts.writing("--apply", os.path.join(plan.backup_dir, JOURNAL_NAME))
-        result = apply_plan(plan)
+        result = apply_plan(plan, command="repair", allow_unfinished=allow_unfinished)
         extra = {"plan": plan.to_json()}
         scan_code = 0
         if result.status == "applied":

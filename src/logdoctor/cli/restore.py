@@ -123,4 +123,7 @@ def restore_command(
         json_out=json_out,
         resume_journal=resume_journal,
         rollback_journal=rollback_journal,
+        # the log dir's own lock before the planning scan (issue 32), when it exists already
+        lock_dirs=[log_dir] if planning and log_dir is not None and os.path.isdir(log_dir) else None,
+        backup_dir=backup_dir,
     )

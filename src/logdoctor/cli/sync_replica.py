@@ -16,7 +16,13 @@ from logdoctor.cli.app import app
 from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.input_checks import require_log_dirs
-from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options, one_mode
+from logdoctor.cli.plan_options import (
+    AllowUnfinishedOption,
+    ApplyOption,
+    JsonOption,
+    journal_options,
+    one_mode,
+)
 from logdoctor.cli.procedure import run_procedure
 from logdoctor.repair.procedures.common import ProcedurePlan, parse_topic_partition
 
@@ -65,6 +71,7 @@ def sync_replica_command(
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,
+    allow_unfinished: AllowUnfinishedOption = False,
 ) -> None:
     """Bring a follower that fell out of the ISR back from the leader's copy (both brokers stopped)."""
     from logdoctor.repair.procedures.sync_replica import plan_sync
@@ -94,4 +101,7 @@ def sync_replica_command(
         json_out=json_out,
         resume_journal=resume_journal,
         rollback_journal=rollback_journal,
+        lock_dirs=[leader, follower] if planning else None,  # type: ignore[list-item]
+        allow_unfinished=allow_unfinished,
+        backup_dir=backup_dir,
     )

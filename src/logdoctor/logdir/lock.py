@@ -41,7 +41,15 @@ from logdoctor.errors import BrokerRunningError
 from logdoctor.logdir.files import NotRegularFileError, file_kind
 from logdoctor.logdir.names import LOCK_FILE
 
-__all__ = ["LockInfo", "hold_lock", "is_locked", "lock_file_problem", "lock_holder"]
+__all__ = [
+    "LockInfo",
+    "LogDirBusyError",
+    "hold_dir_lock",
+    "hold_lock",
+    "is_locked",
+    "lock_file_problem",
+    "lock_holder",
+]
 
 # struct flock on Linux: short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid (+ padding)
 _FLOCK = struct.Struct("@hhqqi4x")
@@ -166,14 +174,69 @@ def is_locked(log_dir: str | os.PathLike[str]) -> bool:
     return lock_holder(log_dir) is not None
 
 
+class LogDirBusyError(BrokerRunningError):
+    """Another logdoctor run holds the log dir's own lock (:func:`hold_dir_lock`)."""
+
+
+# the log dirs whose own lock this process holds: real path -> [fd, depth]
+_dir_locks: dict[str, list[int]] = {}
+
+
+@contextlib.contextmanager
+def hold_dir_lock(log_dir: str | os.PathLike[str]) -> Iterator[None]:
+    """logdoctor's own lock on a log dir, so that two writing runs never overlap: ``flock(2)`` on the
+    folder itself (nothing is created in it; the kernel drops the lock when the process dies; a broker
+    never sees it). A writing command takes it before its planning scan and keeps it to its end;
+    :func:`hold_lock` takes it too. Reentrant within a process. :class:`LogDirBusyError` (a
+    BrokerRunningError: exit 75) when another process holds it; a file system without flock on
+    folders (some network file systems) runs without it."""
+    key = os.path.realpath(log_dir)
+    held = _dir_locks.get(key)
+    if held is not None:
+        held[1] += 1
+        try:
+            yield
+        finally:
+            held[1] -= 1
+        return
+    fd = os.open(key, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            pid = _flock_pid(fd)
+            os.close(fd)
+            who = f" (pid {pid})" if pid > 0 else ""
+            raise LogDirBusyError(
+                f"{log_dir} is being changed by another logdoctor run{who}: wait for it to end, "
+                "then plan again"
+            ) from None
+        if e.errno not in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP, errno.EBADF):
+            os.close(fd)
+            raise
+    _dir_locks[key] = [fd, 1]
+    try:
+        yield
+    finally:
+        del _dir_locks[key]
+        os.close(fd)
+
+
 @contextlib.contextmanager
 def hold_lock(log_dir: str | os.PathLike[str]) -> Iterator[Path]:
-    """Hold the log dir's lock as a broker would, so no broker starts on it while we repair.
+    """Hold the log dir's lock as a broker would, so no broker starts on it while we repair, and
+    logdoctor's own (:func:`hold_dir_lock`).
 
     Creates ``.lock`` when missing (as FileLock does). Raises :class:`BrokerRunningError` when
     another process holds it, :class:`NotRegularFileError` when ``.lock`` is a symlink or not a
     regular file. A broker's ``tryLock`` fails while we hold it.
     """
+    with hold_dir_lock(log_dir), _hold_broker_lock(log_dir) as path:
+        yield path
+
+
+@contextlib.contextmanager
+def _hold_broker_lock(log_dir: str | os.PathLike[str]) -> Iterator[Path]:
     path = Path(log_dir) / LOCK_FILE
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | _NO_FOLLOW, 0o644)

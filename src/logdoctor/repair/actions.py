@@ -38,6 +38,24 @@ The operator procedures' own (move-partition, sync-replica):
                     back from the copy, checked against the manifest.
                     params: copy (path of the copy), manifest (rel), trash (path), fingerprint.
 
+A new step kind (a new writing command's own operation) is a subclass of :class:`Operation` added to
+:data:`OPERATIONS` under its ``op`` name, and provides:
+
+``state(step, ctx)``   BEFORE / AFTER / PARTIAL / OTHER, from the file system and ``step.params`` alone
+``apply(step, ctx)``   idempotent: from BEFORE or PARTIAL to AFTER; keeps what it removes in the backup
+``undo(step, ctx)``    idempotent: from AFTER or PARTIAL back to BEFORE, from the backup
+``verify``             (default: ``state == AFTER``), checked before the step is journaled done
+``unplanned(step)``    (default None) what ``state`` does not see that makes the plan stale before the
+                       run (a copy's source changed since planning): the run is refused, 65
+``watched(step)``      the live paths it changes or reads, each with how much of it matters
+                       (:mod:`logdoctor.repair.snapshot` levels: ``content``, ``meta`` for owner and mode,
+                       ``source`` for a path it only reads); default: every path of ``step.touched()``
+                       at ``content``. The engine records their snapshots (before the run, after the step)
+                       and refuses any apply, resume or rollback that finds one different
+                       (:func:`logdoctor.repair.apply.check_recorded`): a step never needs its own check
+                       against changes made after it ran.
+``backup_cost``, ``live_cost``   (default 0) bytes it needs, for the space check before the run.
+
 Builders (:func:`write_file`, :func:`truncate_file`, :func:`delete_with_backup`, :func:`rename_path`,
 :func:`set_owner_mode`, :func:`copy_tree`, :func:`copy_partition`, :func:`remove_copied`) create the
 steps with their "before" fingerprint taken now, for the planner and for the operator procedures
@@ -62,6 +80,7 @@ from logdoctor.logdir.files import open_regular
 from logdoctor.logdir.sparse import copy_range_sparse, data_bytes
 from logdoctor.repair import backup as bk
 from logdoctor.repair import copies
+from logdoctor.repair import snapshot as snap
 from logdoctor.repair.plan import Step
 
 BEFORE, AFTER, OTHER, PARTIAL = "before", "after", "other", "partial"
@@ -154,6 +173,15 @@ class Operation:
 
     def verify(self, step: Step, ctx: StepContext) -> bool:
         return self.state(step, ctx) == AFTER
+
+    def watched(self, step: Step) -> dict[str, str]:
+        """{live path: snapshot level} whose recorded state this step depends on (see the module doc)."""
+        return {p: snap.CONTENT for p in step.touched()}
+
+    def unplanned(self, step: Step) -> str | None:
+        """Before a run, beyond ``state() == BEFORE``: what is no longer as planned (None: nothing), for
+        what ``state`` does not look at (a copy's source)."""
+        return None
 
     def to_do(self, step: Step, ctx: StepContext, changed: str) -> bool:
         """Whether ``apply`` has work left: False when the step is done ("after"), True when its target
@@ -404,6 +432,9 @@ class SetOwnerMode(Operation):
 
     op = "chmod"
 
+    def watched(self, step: Step) -> dict[str, str]:
+        return {step.path: snap.META}
+
     def state(self, step: Step, ctx: StepContext) -> str:
         before, after = step.params["meta_before"], step.params["meta_after"]
         m = _meta(step.path)
@@ -496,6 +527,12 @@ class CopyTree(Operation):
 
     op = "copy-tree"
 
+    def watched(self, step: Step) -> dict[str, str]:
+        return {step.path: snap.SOURCE, step.params["dst"]: snap.CONTENT}
+
+    def unplanned(self, step: Step) -> str | None:
+        return None if fingerprint_ok(step, step.path) else "its file sizes or mtimes differ"
+
     def state(self, step: Step, ctx: StepContext) -> str:
         dst = step.params["dst"]
         if not os.path.lexists(dst):
@@ -554,6 +591,9 @@ class CopyPartition(CopyTree):
 
 class RemoveCopied(Operation):
     op = "remove-copied"
+
+    def unplanned(self, step: Step) -> str | None:
+        return None if fingerprint_ok(step, step.path) else "its file sizes or mtimes differ"
 
     def state(self, step: Step, ctx: StepContext) -> str:
         live = os.path.lexists(step.path)
@@ -618,6 +658,9 @@ class MakeDir(Operation):
     that filled it are undone first)."""
 
     op = "mkdir"
+
+    def watched(self, step: Step) -> dict[str, str]:
+        return {step.path: snap.META}  # the folder itself; what goes in it is the later steps' concern
 
     def state(self, step: Step, ctx: StepContext) -> str:
         if not os.path.lexists(step.path):

@@ -1,13 +1,26 @@
 """Run a plan: apply it, resume it after a crash, or roll it back, with the journal as the record.
 
 Apply, in order, writing nothing until every check passed:
-1. refuse when a log dir's lock is held by another process (a broker), when a step would touch a
-   path outside the log dirs, when the backup dir is in a log dir or not empty, when the targets
-   are no longer as planned, or when the backup dir (or a log dir) lacks the space (os.statvfs);
-2. hold every log dir's lock (as the broker does) for the whole run;
-3. stage new contents in the backup dir, then write the journal's plan record (the commit point);
-4. for each step: journal ``begin``, apply (backup first, then the atomic change), verify,
-   journal ``done``.
+1. hold logdoctor's own lock of every log dir (a second writing run of it is refused, 75; a command
+   takes it before its planning scan: :func:`hold_dir_locks`); refuse when a log dir's lock is held by
+   another process (a broker), when a step would touch a path outside the log dirs, when the backup
+   dir is in a log dir or not empty, when the targets are no longer as planned, when another run's
+   journal of the same log dir is unfinished (:func:`check_journals`), or when the backup dir (or a
+   log dir) lacks the space (os.statvfs);
+2. take a snapshot of every path the steps watch (:mod:`logdoctor.repair.snapshot`);
+3. stage new contents in the backup dir, then write the journal's plan record with the snapshots
+   (the commit point);
+4. hold every log dir's lock (as the broker does) for the whole run;
+5. for each step: journal ``begin``, apply (backup first, then the atomic change), verify,
+   journal ``done`` with the snapshot of its paths after it.
+A file system that fills up while steps run (another writer took the space checked in 1) undoes the
+run's steps and raises NoSpaceError naming the path: nothing is left half-done.
+
+Resume and rollback pass one check before they write anything, for every step of every command's
+plan (repair, move-partition, sync-replica, and any operation added to ``actions.OPERATIONS``):
+the journal is not rolled back already, no later run of the same log dir stands on it, no broker
+holds a lock, and every watched path is in the state the journal recorded (:func:`check_recorded`);
+else the whole run is refused (:class:`PlanChangedError`, exit 65) naming the file and what differs.
 
 Crash testing: ``LOGDOCTOR_CRASH_AFTER_STEP=N`` SIGKILLs the process right after step N is
 journaled done; ``LOGDOCTOR_CRASH_AT=N:PHASE`` at a phase of step N: ``begin`` (journaled begin,
@@ -19,7 +32,9 @@ fsynced, not renamed), ``owner-set`` (a chmod step's new owner set, its mode not
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shlex
 import shutil
 import signal
 import time
@@ -27,12 +42,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logdoctor.logdir.atomic import fsync_dir
-from logdoctor.logdir.lock import hold_lock
+from logdoctor.logdir.lock import hold_dir_lock, hold_lock
 from logdoctor.logdir.names import LOCK_FILE
 from logdoctor.repair import backup as bk
 from logdoctor.repair import safety
-from logdoctor.repair.actions import BEFORE, StepContext, StepStateError, operation
-from logdoctor.repair.journal import JOURNAL_NAME, Journal, JournalError, read_journal
+from logdoctor.repair import snapshot as snap
+from logdoctor.repair.actions import BEFORE, OTHER, StepContext, StepStateError, operation
+from logdoctor.repair.journal import (
+    JOURNAL_NAME,
+    Journal,
+    JournalError,
+    JournalInfo,
+    JournalState,
+    journal_info,
+    journals_near,
+    read_journal,
+)
 from logdoctor.repair.plan import Plan, Step
 
 CRASH_AFTER_STEP_ENV = "LOGDOCTOR_CRASH_AFTER_STEP"
@@ -46,6 +71,18 @@ class RefusedError(Exception):
 
 class PlanChangedError(RefusedError):
     """A log dir is not as the plan expects: it changed since planning (nothing written; plan again)."""
+
+
+class FilesChangedError(PlanChangedError):
+    """A file a step changes is not in the state the journal recorded (nothing written)."""
+
+
+class JournalFinishedError(PlanChangedError):
+    """The journal's run was rolled back: it cannot be resumed or rolled back again."""
+
+
+class OtherJournalError(PlanChangedError):
+    """Another run's journal of the same log dir stands in the way (unfinished, or later)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,12 +197,207 @@ def check_preconditions(plan: Plan) -> None:
     for step in plan.steps:
         paths = step.touched()
         if not touched.intersection(paths):
-            state = operation(step).state(step, ctx)
+            op = operation(step)
+            state = op.state(step, ctx)
             if state != BEFORE:
                 raise PlanChangedError(
                     f"{step.path} is not as planned (step {step.number} {step.op}: {state}); plan again"
                 )
+            why = op.unplanned(step)
+            if why is not None:
+                raise PlanChangedError(
+                    f"{step.path} is not as planned (step {step.number} {step.op}): {why}; plan again"
+                )
         touched.update(paths)
+
+
+# --- the recorded state of every path: one check for every step of every command ---------------------
+
+
+def _watched(step: Step) -> dict[str, str]:
+    return operation(step).watched(step)
+
+
+def commit_snapshots(plan: Plan) -> dict[str, snap.Snapshot]:
+    """The state of every path the plan watches, as it is now (taken just before the commit point)."""
+    levels: dict[str, str] = {}
+    for step in plan.steps:
+        for p, level in _watched(step).items():
+            if levels.get(p) in (None, snap.META):
+                levels[p] = snap.CONTENT if level == snap.SOURCE else level
+    return {p: snap.snapshot(p, level) for p, level in levels.items()}
+
+
+def _after_snapshots(step: Step) -> dict[str, snap.Snapshot]:
+    return {
+        p: snap.snapshot(p, snap.CONTENT if level == snap.SOURCE else level)
+        for p, level in _watched(step).items()
+    }
+
+
+def _inside_rels(root: str, paths: set[str]) -> set[str]:
+    prefix = root.rstrip(os.sep) + os.sep
+    return {os.path.relpath(p, root) for p in paths if p.startswith(prefix)}
+
+
+def check_recorded(plan: Plan, state: JournalState, mode: str, journal: str = "") -> None:
+    """Before a resume (``mode="resume"``) or rollback writes anything: every path a step of the plan
+    watches must be in the state the journal recorded, else :class:`FilesChangedError` naming the first
+    one that differs and how (the whole run is refused, nothing written).
+
+    Per path, the steps that watch it in plan order decide what it must be like:
+
+    - resume: the first step not done yet. Not begun: the ``after`` snapshot of the last done step on
+      the path, or the plan record's snapshot when none is done. Begun but not done (killed inside it,
+      or undone by an interrupted rollback): the step's own classification must not be "other". No
+      step left: the ``after`` snapshot of the last one (a copy's source too: what is left to do builds
+      on the copy made of it).
+    - rollback: the newest step begun and not undone. Done (and no newer step on the path undone): its
+      ``after`` snapshot. Otherwise (inside it, or after an undo of a newer one): its classification
+      must not be "other". A path a step only reads (a copy's source) is not the rollback's concern.
+
+    A journal of an older logdoctor (no snapshots) gets the classification check only.
+    """
+    ctx = StepContext(plan.backup_dir)
+    snaps: dict[str, snap.Snapshot] = state.header.get("snapshots") or {}
+    after: dict[int, dict[str, snap.Snapshot]] = {}
+    for r in state.records:
+        if r.get("t") == "done" and isinstance(r.get("after"), dict):
+            after[int(r["step"])] = r["after"]
+    done, begun, undone = state.done, state.begun, state.undone
+    events: dict[str, list[tuple[Step, str]]] = {}
+    for step in plan.steps:
+        for p, level in _watched(step).items():
+            events.setdefault(p, []).append((step, level))
+    content = {p for p, evs in events.items() if any(lv != snap.META for _, lv in evs)}
+    where = f" {journal}" if journal else ""
+
+    def flux(step: Step, p: str) -> None:
+        s = operation(step).state(step, ctx)
+        if s == OTHER:
+            raise FilesChangedError(
+                f"{p} is neither as step {step.number} ({step.op}) of the run found it nor as it leaves it: "
+                f"it changed after the run of the journal{where}"
+            )
+
+    def exact(p: str, recorded: snap.Snapshot | None, step: Step | None, what: str) -> None:
+        if recorded is None:
+            if step is not None:
+                flux(step, p)
+            return
+        level = snap.META if "size" not in recorded and "tree" not in recorded else snap.CONTENT
+        diff = snap.differs(recorded, snap.snapshot(p, level), _inside_rels(p, content))
+        if diff is not None:
+            raise FilesChangedError(f"{p} is not as the journal{where} recorded it {what}: {diff}")
+
+    for p, evs in events.items():
+        if mode == "resume":
+            pending = [(s, lv) for s, lv in evs if s.number not in done]
+            first = pending[0][0] if pending else None
+            if first is not None and first.number in begun:
+                flux(first, p)
+                continue
+            prior = [s for s, _ in evs if s.number in done and (first is None or s.number < first.number)]
+            if prior:
+                last = prior[-1]
+                exact(p, after.get(last.number, {}).get(p), last, f"after step {last.number} ({last.op})")
+            elif first is not None:
+                exact(p, snaps.get(p), first, "before the run")
+        else:
+            live = [s for s, lv in evs if lv != snap.SOURCE and s.number in begun]
+            if not live:
+                continue
+            kept = [s for s in live if s.number not in undone]
+            if not kept:
+                continue  # every step on it undone: as the run found it
+            last = kept[-1]
+            newer_undone = any(s.number > last.number for s in live if s.number in undone)
+            if last.number in done and not newer_undone:
+                exact(p, after.get(last.number, {}).get(p), last, f"after step {last.number} ({last.op})")
+            else:
+                flux(last, p)
+
+
+def check_journals(
+    plan: Plan, *, journal: str | None = None, allow_unfinished: bool = False
+) -> list[JournalInfo]:
+    """The other runs' journals of the plan's log dirs (found beside each log dir and beside the backup
+    dir: :func:`logdoctor.repair.journal.journals_near`), checked before anything is written:
+
+    - a new run (``journal=None``) is refused while one of them is unfinished (neither applied to its
+      end nor rolled back), unless ``allow_unfinished``: :class:`OtherJournalError` with the commands
+      that finish or undo it;
+    - a resume or rollback of ``journal`` is refused when a run that started after it changed the same
+      log dir and was not rolled back (its files now build on that later run: undo that one first).
+
+    Returns the unfinished ones (for the plan's note)."""
+    if journal is None:
+        return check_unfinished(plan.log_dirs, plan.backup_dir, allow_unfinished=allow_unfinished)
+    dirs = {os.path.realpath(d) for d in plan.log_dirs}
+    others = _other_journals(dirs, plan.backup_dir, journal)
+    mine = journal_info(journal)
+    later = [i for i in others if i.started_ms > mine.started_ms and i.status != "rolled-back"]
+    if later:
+        k = later[-1]
+        raise OtherJournalError(
+            f"a later run changed {', '.join(sorted(dirs.intersection(k.log_dirs)))} after this one "
+            f"(journal {k.path}, {k.status or 'unfinished'}): this journal no longer describes the files; "
+            f"undo that run first with `logdoctor {k.command} --rollback {shlex.quote(k.path)} --apply`"
+        )
+    return [i for i in others if not i.finished]
+
+
+def _other_journals(dirs: set[str], backup_dir: str | None, journal: str | None) -> list[JournalInfo]:
+    near = [os.path.dirname(d.rstrip(os.sep)) for d in dirs]
+    if backup_dir:
+        near.append(os.path.dirname(os.path.abspath(backup_dir).rstrip(os.sep)))
+    me = os.path.realpath(journal) if journal else None
+    return [
+        i for i in journals_near(near) if dirs.intersection(i.log_dirs) and os.path.realpath(i.path) != me
+    ]
+
+
+def check_unfinished(
+    log_dirs: list[str] | list[os.PathLike[str]] | list[str | os.PathLike[str]],
+    backup_dir: str | None = None,
+    *,
+    allow_unfinished: bool = False,
+) -> list[JournalInfo]:
+    """The unfinished journals of other runs of ``log_dirs``; :class:`OtherJournalError` (65) unless
+    ``allow_unfinished``. A writing command calls it before its planning scan (once it holds the dirs'
+    own lock), and the engine again before it writes."""
+    dirs = {os.path.realpath(d) for d in log_dirs}
+    unfinished = [i for i in _other_journals(dirs, backup_dir, None) if not i.finished]
+    if unfinished and not allow_unfinished:
+        raise OtherJournalError(unfinished_note(unfinished[0]) + "; or plan with --allow-unfinished-journal")
+    return unfinished
+
+
+def unfinished_note(info: JournalInfo) -> str:
+    """One line: an unfinished run of the same log dir, and the commands that finish or undo it."""
+    q = shlex.quote(info.path)
+    return (
+        f"an unfinished run changed {', '.join(info.log_dirs)} ({info.steps_done} of {info.steps_total} "
+        f"step(s) done, {info.status or 'interrupted'}; journal {info.path}): finish it with "
+        f"`logdoctor {info.command} --resume {q} --apply` or undo it with "
+        f"`logdoctor {info.command} --rollback {q} --apply` first"
+    )
+
+
+def note_unfinished(plan: Plan) -> list[JournalInfo]:
+    """Add a note to the plan for each unfinished journal of its log dirs (for the dry run)."""
+    found = check_journals(plan, allow_unfinished=True)
+    for info in found:
+        plan.notes.append(unfinished_note(info))
+    return found
+
+
+def _refuse_finished(state: JournalState, journal: str | os.PathLike[str]) -> None:
+    if state.status == "rolled-back":
+        raise JournalFinishedError(
+            f"{journal}: this run was rolled back already; it cannot be resumed or rolled back again "
+            "(plan a new one)"
+        )
 
 
 def _stage(plan: Plan) -> None:
@@ -185,40 +417,122 @@ def _fail(result: RunResult, journal: Journal, e: Exception, status: str = "fail
     return result
 
 
-def _recheck(plan: Plan, state: object) -> tuple[list[str], list[str]]:
+def _recheck(plan: Plan, state: JournalState) -> tuple[list[str], list[str]]:
     """Before a resume or rollback: refuse again as apply did (a broker holds a lock, a path outside the
     log dirs); (the log dirs, the ``.lock`` files the first run created)."""
     log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
     safety.refuse_if_locked(log_dirs)
     _check_paths(plan)
-    return log_dirs, list(state.header.get("created_locks") or [])  # type: ignore[attr-defined]
+    return log_dirs, list(state.header.get("created_locks") or [])
 
 
-def _run_forward(plan: Plan, journal: Journal, ctx: StepContext, done: set[int], result: RunResult) -> None:
+def _run_forward(
+    plan: Plan,
+    journal: Journal,
+    ctx: StepContext,
+    done: set[int],
+    result: RunResult,
+    begun: list[int] | None = None,
+) -> None:
     for step in plan.steps:
         op = operation(step)
         if step.number in done:
             continue  # journaled done after it verified (a later step may have moved its path since)
         journal.append({"t": "begin", "step": step.number, "op": step.op, "path": step.path})
+        if begun is not None:
+            begun.append(step.number)
         ctx.crash(step.number, "begin")
         op.apply(step, ctx)
         if not op.verify(step, ctx):
             raise StepStateError(f"step {step.number} ({step.op} {step.path}) did not verify after applying")
         ctx.crash(step.number, "verified")
-        journal.append({"t": "done", "step": step.number})
+        journal.append({"t": "done", "step": step.number, "after": _after_snapshots(step)})
         result.steps_run += 1
         ctx.crash(step.number, "journaled")
 
 
-def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
+def _undo(plan: Plan, journal: Journal, ctx: StepContext, begun: set[int], result: RunResult) -> None:
+    """Undo every step of ``begun``, newest first (journaled ``undo-begin``/``undo-done``)."""
+    for step in reversed(plan.steps):
+        if step.number not in begun:
+            continue  # never started: its target is untouched
+        op = operation(step)
+        journal.append({"t": "undo-begin", "step": step.number})
+        op.undo(step, ctx)
+        if op.state(step, ctx) != BEFORE:
+            raise StepStateError(f"undo of step {step.number} ({step.op} {step.path}) did not restore it")
+        journal.append({"t": "undo-done", "step": step.number})
+        result.steps_run += 1
+
+
+_FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
+
+
+def _undo_after_full(
+    plan: Plan, journal: Journal, ctx: StepContext, begun: list[int], e: OSError, result: RunResult
+) -> bk.NoSpaceError:
+    """A file system filled up while the run wrote (another writer took the space it had checked): undo
+    what this run did, so that nothing is left half-done, and say where it ran out."""
+    where = os.fsdecode(e.filename) if e.filename is not None else plan.backup_dir
+    reason = f"{where}: {e.strerror or os.strerror(e.errno or 0)}"
+    undone = RunResult("rolled-back", result.journal, plan.backup_dir, result.steps_total)
+    try:
+        _undo(plan, journal, ctx, set(begun), undone)
+        journal.append({"t": "end", "status": "rolled-back", "error": reason})
+    except (OSError, StepStateError) as e2:
+        with contextlib.suppress(OSError):
+            journal.append({"t": "end", "status": "failed", "error": f"{reason}; undo: {e2}"})
+        return bk.NoSpaceError(
+            f"{reason} (step {begun[-1] if begun else 0} of {result.steps_total}); undoing the run failed "
+            "too "
+            f"({e2}): finish it with `logdoctor repair --resume {result.journal} --apply` or undo it with "
+            f"`logdoctor repair --rollback {result.journal} --apply` once there is space"
+        )
+    return bk.NoSpaceError(
+        f"{reason} (step {begun[-1] if begun else 0} of {result.steps_total}); the {len(begun)} step(s) "
+        f"begun were undone, the log dirs are as they were (journal {result.journal}, rolled back); free "
+        "space or give --backup-dir on another file system, then plan again"
+    )
+
+
+def _hold_dir_locks(log_dirs: list[str]) -> contextlib.ExitStack:
+    stack = contextlib.ExitStack()
+    try:
+        for d in log_dirs:
+            stack.enter_context(hold_dir_lock(d))
+    except BaseException:
+        stack.close()
+        raise
+    return stack
+
+
+def hold_dir_locks(log_dirs: list[str | os.PathLike[str]]) -> contextlib.ExitStack:
+    """logdoctor's own lock on each log dir (logdir.lock.hold_dir_lock), for a writing command to hold
+    from before its planning scan to its end: a second writing run of the same dir is refused (75)."""
+    return _hold_dir_locks([os.path.abspath(d) for d in log_dirs])
+
+
+def apply_plan(
+    plan: Plan, *, crash: CrashHook | None = None, command: str = "repair", allow_unfinished: bool = False
+) -> RunResult:
     """Apply ``plan`` (see the module doc). Raises RefusedError/BrokerRunningError/NoSpaceError
-    before writing anything; a failure after the start is journaled and returned as ``failed``."""
+    before writing anything; a failure after the start is journaled and returned as ``failed`` (a file
+    system filling up: the run is undone and NoSpaceError raised). ``command`` is the command whose
+    ``--resume``/``--rollback`` finish the journal; ``allow_unfinished``: run although another run's
+    journal of the same log dir is unfinished (:func:`check_journals`)."""
     crash = crash if crash is not None else CrashHook.from_env()
     plan.number_steps()
     result = RunResult("nothing-to-do", None, plan.backup_dir, len(plan.steps))
     if plan.empty:
         return result
     log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
+    with _hold_dir_locks(log_dirs):
+        return _apply(plan, log_dirs, crash, result, command, allow_unfinished)
+
+
+def _apply(
+    plan: Plan, log_dirs: list[str], crash: CrashHook, result: RunResult, command: str, allow_unfinished: bool
+) -> RunResult:
     safety.refuse_if_locked(log_dirs)
     safety.check_backup_location(plan.backup_dir, log_dirs)
     _check_paths(plan)
@@ -227,7 +541,9 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
     ):
         raise RefusedError(f"backup dir {plan.backup_dir} exists and is not empty")
     check_preconditions(plan)
+    check_journals(plan, allow_unfinished=allow_unfinished)
     bk.check_space(_space_needs(plan))
+    snapshots = commit_snapshots(plan)
     journal_path = os.path.join(plan.backup_dir, JOURNAL_NAME)
     result.journal = journal_path
     # Nothing of the log dirs is written before the journal holds the plan record (the commit point),
@@ -251,8 +567,15 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
         "plan": plan.to_json(),
         "created_locks": created,
         "started_ms": int(time.time() * 1000),
+        "snapshots": snapshots,
+        "command": command,
     }
-    with Journal.create(journal_path, record) as journal:
+    try:
+        journal_cm = Journal.create(journal_path, record)
+    except BaseException:
+        _remove_staged(plan.backup_dir, made_backup_dir)
+        raise
+    with journal_cm as journal:
         try:
             locks = _hold_locks(log_dirs)
         except Exception as e:  # a broker or another tool took a lock since the check: nothing written
@@ -262,9 +585,17 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
             ctx = StepContext(
                 plan.backup_dir, crash, {s.number: s.data for s in plan.steps if s.data is not None}
             )
+            begun: list[int] = []
             try:
-                _run_forward(plan, journal, ctx, set(), result)
-            except (OSError, StepStateError) as e:
+                _run_forward(plan, journal, ctx, set(), result, begun)
+            except OSError as e:
+                if e.errno in _FULL:
+                    err = _undo_after_full(plan, journal, ctx, begun, e, result)
+                    if read_journal(journal.path).status == "rolled-back":
+                        _drop_created_locks(created)
+                    raise err from e
+                return _fail(result, journal, e)
+            except StepStateError as e:
                 return _fail(result, journal, e)
             journal.append({"t": "end", "status": "applied"})
             _drop_created_locks(created)
@@ -272,7 +603,7 @@ def apply_plan(plan: Plan, *, crash: CrashHook | None = None) -> RunResult:
     return result
 
 
-def load_journal(journal_path: str | os.PathLike[str]) -> tuple[Plan, object]:
+def load_journal(journal_path: str | os.PathLike[str]) -> tuple[Plan, JournalState]:
     state = read_journal(journal_path)
     try:
         plan = Plan.from_json(state.header["plan"])
@@ -284,23 +615,34 @@ def load_journal(journal_path: str | os.PathLike[str]) -> tuple[Plan, object]:
     return plan, state
 
 
+def _check_journal(journal_path: str | os.PathLike[str], plan: Plan, state: JournalState, mode: str) -> None:
+    """Every refusal of a resume or rollback, before anything is written: a rolled-back journal, a later
+    run of the same log dir, a broker holding a lock, a step outside the log dirs, a file not as the
+    journal recorded it."""
+    _refuse_finished(state, journal_path)
+    check_journals(plan, journal=os.fspath(journal_path))
+    _recheck(plan, state)
+    check_recorded(plan, state, mode, os.fspath(journal_path))
+
+
 def resume(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = None) -> RunResult:
     """Finish an interrupted apply: redo every step not yet in its "after" state."""
     crash = crash if crash is not None else CrashHook.from_env()
     plan, state = load_journal(journal_path)
     result = RunResult("applied", os.fspath(journal_path), plan.backup_dir, len(plan.steps))
-    if state.status == "rolled-back":  # type: ignore[attr-defined]
-        raise RefusedError(f"{journal_path}: this repair was rolled back; plan a new one")
-    log_dirs, created = _recheck(plan, state)
-    with _hold_locks(log_dirs), Journal(journal_path) as journal:
-        journal.append({"t": "note", "what": "resume", "ms": int(time.time() * 1000)})
-        ctx = StepContext(plan.backup_dir, crash)
-        try:
-            _run_forward(plan, journal, ctx, state.done, result)  # type: ignore[attr-defined]
-        except (OSError, StepStateError) as e:
-            return _fail(result, journal, e)
-        journal.append({"t": "end", "status": "applied"})
-        _drop_created_locks(created)
+    log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
+    created = list(state.header.get("created_locks") or [])
+    with _hold_dir_locks(log_dirs):
+        _check_journal(journal_path, plan, state, "resume")
+        with _hold_locks(log_dirs), Journal(journal_path) as journal:
+            journal.append({"t": "note", "what": "resume", "ms": int(time.time() * 1000)})
+            ctx = StepContext(plan.backup_dir, crash)
+            try:
+                _run_forward(plan, journal, ctx, state.done, result)
+            except (OSError, StepStateError) as e:
+                return _fail(result, journal, e)
+            journal.append({"t": "end", "status": "applied"})
+            _drop_created_locks(created)
     return result
 
 
@@ -309,27 +651,18 @@ def rollback(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = 
     crash = crash if crash is not None else CrashHook.from_env()
     plan, state = load_journal(journal_path)
     result = RunResult("rolled-back", os.fspath(journal_path), plan.backup_dir, len(plan.steps))
-    log_dirs, created = _recheck(plan, state)
-    begun: set[int] = state.begun  # type: ignore[attr-defined]
-    with _hold_locks(log_dirs), Journal(journal_path) as journal:
-        ctx = StepContext(plan.backup_dir, crash)
-        try:
-            for step in reversed(plan.steps):
-                if step.number not in begun:
-                    continue  # never started: its target is untouched
-                op = operation(step)
-                journal.append({"t": "undo-begin", "step": step.number})
-                op.undo(step, ctx)
-                if op.state(step, ctx) != BEFORE:
-                    raise StepStateError(
-                        f"undo of step {step.number} ({step.op} {step.path}) did not restore it"
-                    )
-                journal.append({"t": "undo-done", "step": step.number})
-                result.steps_run += 1
-        except (OSError, StepStateError) as e:
-            return _fail(result, journal, e, "rollback-failed")
-        journal.append({"t": "end", "status": "rolled-back"})
-        _drop_created_locks(created)
+    log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
+    created = list(state.header.get("created_locks") or [])
+    with _hold_dir_locks(log_dirs):
+        _check_journal(journal_path, plan, state, "rollback")
+        with _hold_locks(log_dirs), Journal(journal_path) as journal:
+            ctx = StepContext(plan.backup_dir, crash)
+            try:
+                _undo(plan, journal, ctx, state.begun, result)
+            except (OSError, StepStateError) as e:
+                return _fail(result, journal, e, "rollback-failed")
+            journal.append({"t": "end", "status": "rolled-back"})
+            _drop_created_locks(created)
     return result
 
 
@@ -360,16 +693,12 @@ def preview(journal_path: str | os.PathLike[str], mode: str) -> JournalPreview:
     if mode not in ("resume", "rollback"):
         raise ValueError(f"mode must be resume or rollback, not {mode!r}")
     plan, state = load_journal(journal_path)
-    status = str(getattr(state, "status", "") or "")
-    if mode == "resume" and status == "rolled-back":
-        raise RefusedError(f"{journal_path}: this repair was rolled back; plan a new one")
-    _recheck(plan, state)
+    status = str(state.status or "")
+    _check_journal(journal_path, plan, state, mode)
     if mode == "resume":
-        done: set[int] = state.done  # type: ignore[attr-defined]
-        steps = [s for s in plan.steps if s.number not in done]
+        steps = [s for s in plan.steps if s.number not in state.done]
     else:
-        begun: set[int] = state.begun  # type: ignore[attr-defined]
-        steps = [s for s in reversed(plan.steps) if s.number in begun]
+        steps = [s for s in reversed(plan.steps) if s.number in state.begun]
     return JournalPreview(mode, os.fspath(journal_path), plan, status, steps)
 
 
@@ -383,12 +712,23 @@ __all__ = [
     "CRASH_AT_ENV",
     "PHASES",
     "CrashHook",
+    "FilesChangedError",
+    "JournalFinishedError",
     "JournalPreview",
+    "OtherJournalError",
+    "PlanChangedError",
     "RefusedError",
     "RunResult",
     "apply_plan",
+    "check_journals",
     "check_preconditions",
+    "check_recorded",
+    "check_unfinished",
+    "commit_snapshots",
+    "hold_dir_locks",
+    "note_unfinished",
     "preview",
     "resume",
     "rollback",
+    "unfinished_note",
 ]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from logdoctor.errors import LogDoctorError
 from logdoctor.logdir import sparse
-from logdoctor.logdir.atomic import fsync_dir
+from logdoctor.logdir.atomic import fsync_dir, naming
 from logdoctor.logdir.files import open_regular
 
 SPACE_MARGIN_BYTES = 4 << 20  # journal, README, folder entries
@@ -106,41 +106,43 @@ def makedirs_durable(path: str | os.PathLike[str]) -> None:
 
 def write_durable(path: str | os.PathLike[str], data: bytes | memoryview) -> None:
     """Create/replace ``path`` (a backup file, never a live one) and make it durable."""
-    makedirs_durable(Path(path).parent)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    fsync_dir(Path(path).parent)
+    with naming(path):
+        makedirs_durable(Path(path).parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_dir(Path(path).parent)
 
 
 def copy_file_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> str:
     """Copy bytes and permission bits, fsync; returns the sha256 of what was copied (verified).
     Holes stay holes (a sparse segment's backup takes the blocks of its data only)."""
-    makedirs_durable(Path(dst).parent)
-    h = hashlib.sha256()
-    fin = open_regular(src)
-    try:
-        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with naming(dst):
+        makedirs_durable(Path(dst).parent)
+        h = hashlib.sha256()
+        fin = open_regular(src)
         try:
-            sparse.copy_range_sparse(fin, fout, update=h.update)
-            os.fsync(fout)
+            fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                sparse.copy_range_sparse(fin, fout, update=h.update)
+                os.fsync(fout)
+            finally:
+                os.close(fout)
+            st = os.fstat(fin)
         finally:
-            os.close(fout)
-        st = os.fstat(fin)
-    finally:
-        os.close(fin)
-    os.chmod(dst, stat.S_IMODE(st.st_mode))
-    fsync_dir(Path(dst).parent)
-    digest = h.hexdigest()
-    if sha256_file(dst) != digest:
-        raise OSError(errno.EIO, f"copy of {src} to {dst} does not read back the same")
-    return digest
+            os.close(fin)
+        os.chmod(dst, stat.S_IMODE(st.st_mode))
+        fsync_dir(Path(dst).parent)
+        digest = h.hexdigest()
+        if sha256_file(dst) != digest:
+            raise OSError(errno.EIO, f"copy of {src} to {dst} does not read back the same")
+        return digest
 
 
 def copy_range_durable(
@@ -148,18 +150,19 @@ def copy_range_durable(
 ) -> None:
     """Write ``src``'s bytes ``[start, start + length)`` as the whole new file ``dst`` (a truncation's
     tail), holes kept as holes, fsynced with its folder."""
-    makedirs_durable(Path(dst).parent)
-    fin = open_regular(src)
-    try:
-        fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+    with naming(dst):
+        makedirs_durable(Path(dst).parent)
+        fin = open_regular(src)
         try:
-            sparse.copy_range_sparse(fin, fout, start, length)
-            os.fsync(fout)
+            fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                sparse.copy_range_sparse(fin, fout, start, length)
+                os.fsync(fout)
+            finally:
+                os.close(fout)
         finally:
-            os.close(fout)
-    finally:
-        os.close(fin)
-    fsync_dir(Path(dst).parent)
+            os.close(fin)
+        fsync_dir(Path(dst).parent)
 
 
 def copy_tree_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> dict[str, str]:

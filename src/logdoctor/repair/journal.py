@@ -2,13 +2,19 @@
 
 Record types (``"t"``): ``plan`` (first record: the whole plan, staged hashes, locks created),
 ``begin``/``done`` around each step, ``undo-begin``/``undo-done`` around each undo, ``note``,
-``end`` (``status``: applied | rolled-back | failed). A crash can leave a torn last line; readers
+``end`` (``status``: applied | rolled-back | failed | rollback-failed). The plan record also holds
+``snapshots`` (the state of every path the plan changes, taken just before the commit point), and each
+``done`` record ``after`` (the state of the step's paths once it verified): what
+:func:`logdoctor.repair.apply.check_recorded` compares with the files before a resume or rollback
+writes anything (:mod:`logdoctor.repair.snapshot`); ``command`` names the command whose ``--resume``
+and ``--rollback`` finish it. A crash can leave a torn last line; readers
 ignore it (the step it would have recorded is redone or undone from the file state, which every
 step can classify on its own).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -17,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from logdoctor.logdir.atomic import fsync_dir
+from logdoctor.logdir.atomic import fsync_dir, naming
 
 JOURNAL_NAME = "journal.jsonl"
 
@@ -55,11 +61,16 @@ class Journal:
         data = (json.dumps(first, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            os.fsync(fd)
-        finally:
+            with naming(target):
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
+        except BaseException:
+            os.close(fd)
+            os.unlink(tmp)
+            raise
+        else:
             os.close(fd)
         try:
             os.link(tmp, target)  # unlike rename, never replaces a journal that appeared meanwhile
@@ -71,11 +82,19 @@ class Journal:
     def append(self, record: dict[str, Any]) -> None:
         line = json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n"
         data = line.encode("utf-8")
-        view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
-        os.fsync(self._fd)
+        end = os.lseek(self._fd, 0, os.SEEK_END)
+        try:
+            with naming(self.path):
+                view = memoryview(data)
+                while view:
+                    n = os.write(self._fd, view)
+                    view = view[n:]
+                os.fsync(self._fd)
+        except OSError:
+            # a full disk: no half record left for the next one to follow (the journal stays readable)
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, end)
+            raise
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -157,4 +176,78 @@ def read_journal(path: str | os.PathLike[str]) -> JournalState:
     return JournalState(records[0], records[1:], torn)
 
 
-__all__ = ["JOURNAL_NAME", "EmptyJournalError", "Journal", "JournalError", "JournalState", "read_journal"]
+@dataclass(frozen=True, slots=True)
+class JournalInfo:
+    """Another run's journal, as the check for unfinished and later runs of a log dir sees it."""
+
+    path: str
+    log_dirs: tuple[str, ...]  # real paths
+    status: str | None
+    started_ms: int
+    command: str  # the command whose --resume/--rollback finishes it
+    steps_total: int
+    steps_done: int
+
+    @property
+    def finished(self) -> bool:
+        """Applied to its end or rolled back: nothing of it is left half-done."""
+        return self.status in ("applied", "rolled-back")
+
+
+def journal_info(path: str | os.PathLike[str]) -> JournalInfo:
+    """What :class:`JournalInfo` says of the journal at ``path`` (JournalError when unreadable)."""
+    state = read_journal(path)
+    plan = state.header.get("plan")
+    if not isinstance(plan, dict):
+        raise JournalError(f"{path}: no plan in its first record")
+    dirs = tuple(os.path.realpath(d) for d in plan.get("log_dirs") or [])
+    total = sum(len(a.get("steps") or []) for a in plan.get("actions") or [])
+    return JournalInfo(
+        os.path.abspath(path),
+        dirs,
+        state.status,
+        int(state.header.get("started_ms") or 0),
+        str(state.header.get("command") or "repair"),
+        total,
+        len(state.done),
+    )
+
+
+def journals_near(folders: Iterable[str | os.PathLike[str]]) -> list[JournalInfo]:
+    """The journals in the sub-folders of ``folders`` (``<folder>/*/journal.jsonl``): where the default
+    backup dirs go (beside each log dir) and where ``--backup-dir`` is usually given. Unreadable or
+    empty journals are left out (they record no change)."""
+    out: dict[str, JournalInfo] = {}
+    for folder in {os.path.realpath(f) for f in folders}:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for e in entries:
+            try:
+                if not e.is_dir(follow_symlinks=False):
+                    continue
+            except OSError:
+                continue
+            path = os.path.join(e.path, JOURNAL_NAME)
+            if not os.path.isfile(path) or os.path.islink(path):
+                continue
+            try:
+                info = journal_info(path)
+            except (JournalError, OSError, ValueError, TypeError):
+                continue
+            out[os.path.realpath(path)] = info
+    return sorted(out.values(), key=lambda i: (i.started_ms, i.path))
+
+
+__all__ = [
+    "JOURNAL_NAME",
+    "EmptyJournalError",
+    "Journal",
+    "JournalError",
+    "JournalInfo",
+    "JournalState",
+    "journal_info",
+    "journals_near",
+    "read_journal",
+]

@@ -42,9 +42,21 @@ def _noop(n: int) -> None:
     return None
 
 
-def apply(plan: Plan, *, progress: cp.Progress | None = None, crash: CrashHook | None = None) -> RunResult:
+def apply(
+    plan: Plan,
+    *,
+    progress: cp.Progress | None = None,
+    crash: CrashHook | None = None,
+    command: str | None = None,
+    allow_unfinished: bool = False,
+) -> RunResult:
     with copy_progress(progress or _noop):
-        return apply_plan(plan, crash=crash)
+        return apply_plan(
+            plan,
+            crash=crash,
+            command=command or procedure_of(plan) or "repair",
+            allow_unfinished=allow_unfinished,
+        )
 
 
 def resume_journal(

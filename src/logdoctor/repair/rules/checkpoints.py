@@ -98,6 +98,8 @@ def plan(
             touched |= {tp for tp, dec in decisions.items() if dec.changed}
         if not mine and not touched:
             continue
+        if ctx.left_alone(path):
+            continue
         before = read(path)
         if before is None and not (name == RECOVERY_POINT_CHECKPOINT and mine):
             continue

@@ -119,6 +119,33 @@ class PlanContext:
     def unrepaired(self, f: Finding, why: str) -> None:
         self.plan.unrepaired.append(Unrepaired(f.code, f.path, why))
 
+    def left_alone(self, path: str) -> bool:
+        """True when ``path`` exists and is not a regular file (a symlink, a FIFO, a socket, a device): it is
+        never read or written through, so the step that would replace it is left out of the plan (the rest
+        is planned) and the plan says why, under the scan's own finding for it."""
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return False
+        if stat.S_ISREG(st.st_mode):
+            return False
+        if stat.S_ISLNK(st.st_mode):
+            code, what = "SYMLINK_IN_LOG_DIR", f"a symlink (to {os.readlink(path)})"
+        else:
+            code, what = "NOT_A_REGULAR_FILE", files.file_kind(st.st_mode)
+            what = f"a {what}"
+        why = (
+            f"{path} is {what}, not a regular file: repair never reads or writes through it, so what it "
+            "would rewrite there is left out of the plan (the rest is planned); move it out of the log dir "
+            "and repair again"
+        )
+        for i, u in enumerate(self.plan.unrepaired):
+            if u.path == path and u.code == code:
+                self.plan.unrepaired[i] = Unrepaired(code, path, why, u.severity)
+                return True
+        self.plan.unrepaired.append(Unrepaired(code, path, why))
+        return True
+
     def add(self, action: Action) -> None:
         if action.steps:
             self.plan.actions.append(action)
@@ -132,7 +159,10 @@ class PlanContext:
         meta_after: dict[str, int] | None = None,
         text: bool = False,
     ) -> bool:
-        """Add a write of ``path`` unless it already holds ``data``. True when added."""
+        """Add a write of ``path`` unless it already holds ``data`` (or is not a regular file:
+        :meth:`left_alone`). True when added."""
+        if self.left_alone(path):
+            return False
         before = read(path)
         if before == data:
             return False
@@ -154,6 +184,8 @@ class PlanContext:
 
     def move_step(self, action: Action, path: str, note: str = "") -> None:
         if path in self.moved or not os.path.lexists(path):
+            return
+        if os.path.islink(path) and self.left_alone(path):
             return
         self.moved.add(path)
         step = act.delete_with_backup(path, self.names)

@@ -188,6 +188,8 @@ def latent_retention(ctx: PlanContext, pp: PartitionPlan) -> None:
         path = os.path.join(str(pp.part.path), segment_file_name(base, ".timeindex"))
         if base in pp.removed or base in pp.rebuilt or path in ctx.written or path in ctx.moved:
             continue
+        if ctx.left_alone(path):
+            continue
         try:
             if seg.size == 0:
                 continue

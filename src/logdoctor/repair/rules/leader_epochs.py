@@ -35,6 +35,8 @@ def plan(ctx: PlanContext, pp: PartitionPlan) -> None:
         and f.code in ("LEADER_EPOCH_BEYOND_LOG_END", "CHECKPOINT_CORRUPT")
     ]
     path = os.path.join(str(pp.part.path), LEADER_EPOCH_CHECKPOINT_FILE)
+    if ctx.left_alone(path):
+        return
     data = read(path)
     if data is None or leo is None or not (epoch_findings or pp.new_leo is not None):
         return

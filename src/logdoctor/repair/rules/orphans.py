@@ -13,6 +13,7 @@ backup dir. Folders (``-delete``, ``-future``, ``-stray``) are left to the broke
 from __future__ import annotations
 
 import os
+import stat
 
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
@@ -20,7 +21,7 @@ from logdoctor.formats.records import iter_batches
 from logdoctor.logdir import files
 from logdoctor.logdir.names import parse_segment_file
 from logdoctor.repair import actions as act
-from logdoctor.repair.plan import Action, Change
+from logdoctor.repair.plan import Action, Change, Unrepaired
 from logdoctor.repair.rules.context import PartitionPlan, PlanContext
 
 CODES = ("ORPHAN_FILE",)
@@ -65,6 +66,14 @@ def resolve(ctx: PlanContext, pp: PartitionPlan, orphans: list[Finding]) -> None
     ctx.add(action)
 
 
+def _special(path: str) -> bool:
+    """``path`` exists and is not a regular file."""
+    try:
+        return not stat.S_ISREG(os.lstat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
 def swaps(ctx: PlanContext, pp: PartitionPlan, action: Action) -> None:
     """K:storage/.../log/LogLoader.java removeTempFilesAndCollectSwapFiles + load() passes 2 and 3."""
     folder = str(pp.part.path)
@@ -90,6 +99,20 @@ def swaps(ctx: PlanContext, pp: PartitionPlan, action: Action) -> None:
             valid.append((off, n))
     for n in cleaned:
         ctx.move_step(action, os.path.join(folder, n), ".cleaned: removed as the broker does")
+    # a .swap that would replace a symlink or a FIFO (never read or written through): the whole swap is
+    # left as it is
+    blocked = [n for _off, n in valid if _special(os.path.join(folder, n[: -len(".swap")]))]
+    if any([ctx.left_alone(os.path.join(folder, n[: -len(".swap")])) for n in blocked]):
+        for _off, n in valid:
+            ctx.plan.unrepaired.append(
+                Unrepaired(
+                    "ORPHAN_FILE",
+                    os.path.join(folder, n),
+                    f"left as it is: the swap it belongs to would replace "
+                    f"{os.path.join(folder, blocked[0][:-5])}, not a regular file (never written through)",
+                )
+            )
+        return
     lo, hi = None, None
     for off, n in valid:
         if not n.endswith(".log.swap"):

@@ -1,0 +1,263 @@
+"""Issue 32: every write checks what it replaces. Rollback and resume trusted the journal, not the files:
+after a repair and a later append to the repaired segment, the rollback cut the new batch off (exit 0);
+a rolled-back journal rolled back again; the undo printed by an interrupted run, run after a later
+repair, restored what that repair built on. Two `repair --apply` of one dir at once both ran. A disk
+filling up while a repair wrote ended with a traceback line on stdout and exit 2.
+
+Each of them against the real command line (a subprocess) on generated log dirs: refused (65, 75, 73)
+with every byte of the tree as it was, or done exactly."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import write_runs as wr
+
+pytestmark = pytest.mark.needs_root
+
+
+@pytest.fixture(scope="module")
+def case(tmp_path_factory) -> wr.Case:
+    return wr.repair_case(tmp_path_factory.mktemp("recorded"))
+
+
+def _journal_steps(journal: Path) -> list[dict]:
+    plan = json.loads(journal.read_text().splitlines()[0])["plan"]
+    return [s for a in plan["actions"] for s in a["steps"]]
+
+
+def test_rollback_after_an_append_to_the_repaired_segment_is_refused(tmp_path, case):
+    root = wr.clone(case.template, tmp_path / "root")
+    backup = tmp_path / "backup"
+    r = wr.cli(*case.args(root, backup))
+    assert r.returncode in (0, 1, 2) and "applied:" in r.stdout, r.stderr[-2000:]
+    journal = backup / "journal.jsonl"
+    segment = Path(next(s["path"] for s in _journal_steps(journal) if s["op"] == "truncate"))
+    with open(segment, "ab") as f:
+        f.write(b"a batch the broker appended after the repair")
+    before = wr.tree(tmp_path)
+    for args in (
+        ("--rollback", journal, "--apply"),
+        ("--rollback", journal),
+        ("--resume", journal, "--apply"),
+    ):
+        r = wr.cli("repair", *args)
+        assert r.returncode == 65, (args, r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+        line = r.stderr.strip()
+        assert "\n" not in line and str(segment) in line and "size" in line, line
+        assert wr.tree(tmp_path) == before  # not a byte written, the journal included
+
+
+def test_a_rolled_back_journal_cannot_be_rolled_back_or_resumed_again(tmp_path, case):
+    root = wr.clone(case.template, tmp_path / "root")
+    original = wr.tree(root)
+    backup = tmp_path / "backup"
+    assert wr.cli(*case.args(root, backup)).returncode in (0, 1, 2)
+    journal = backup / "journal.jsonl"
+    r = wr.cli("repair", "--rollback", journal, "--apply")
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert wr.tree(root) == original
+    before = wr.tree(tmp_path)
+    for args in (
+        ("--rollback", journal, "--apply"),
+        ("--resume", journal, "--apply"),
+        ("--rollback", journal),
+    ):
+        r = wr.cli("repair", *args)
+        assert r.returncode == 65, (args, r.returncode, r.stderr[-2000:])
+        assert "rolled back already" in r.stderr and str(journal) in r.stderr
+        assert wr.tree(tmp_path) == before
+
+
+def test_the_undo_of_an_interrupted_run_after_a_later_repair_is_refused(tmp_path, case):
+    root = wr.clone(case.template, tmp_path / "root")
+    b1, b2 = tmp_path / "backup1", tmp_path / "backup2"
+    first = wr.cli(*case.args(root, b1), LOGDOCTOR_CRASH_AFTER_STEP="6")
+    assert first.returncode == -9, first.stderr[-2000:]
+    j1 = b1 / "journal.jsonl"
+    # a new repair of the same dir: its plan says so, and --apply is refused until the first is finished
+    dry = wr.cli("repair", root / "logs", "--jobs", "1", "--backup-dir", b2)
+    assert dry.returncode == 0 and "an unfinished run changed" in dry.stdout and str(j1) in dry.stdout
+    before = wr.tree(tmp_path)
+    refused = wr.cli(*case.args(root, b2))
+    assert refused.returncode == 65, (refused.returncode, refused.stderr[-2000:])
+    assert wr.tree(tmp_path) == before
+    printed = wr.printed_commands(refused.stderr)
+    assert [c.split()[2] for c in printed] == ["--resume", "--rollback"], refused.stderr
+    # with the explicit flag the later repair runs; the first run's undo is then refused (it would restore
+    # what the later repair built on), its resume too
+    later = wr.cli(*case.args(root, b2), "--allow-unfinished-journal")
+    assert later.returncode in (0, 1, 2) and "applied:" in later.stdout, later.stderr[-2000:]
+    after_later = wr.tree(tmp_path)
+    for command in printed:
+        r = wr.run_printed(command)
+        assert r.returncode == 65, (command, r.returncode, r.stderr[-2000:])
+        assert "a later run changed" in r.stderr and str(b2 / "journal.jsonl") in r.stderr
+        assert wr.tree(tmp_path) == after_later
+    # the way out it prints works as printed: undo the later run, then the first one's commands run
+    (undo_later,) = wr.printed_commands(r.stderr)
+    assert wr.run_printed(undo_later).returncode == 0
+    r = wr.run_printed(printed[1])  # the first run's rollback
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert wr.tree(root) == wr.tree(case.template)
+
+
+def test_the_printed_resume_of_an_unfinished_run_works_and_the_new_repair_then_runs(tmp_path, case):
+    root = wr.clone(case.template, tmp_path / "root")
+    straight = wr.clone(case.template, tmp_path / "straight")
+    assert wr.cli(*case.args(straight, tmp_path / "straight-backup")).returncode in (0, 1, 2)
+    b1, b2 = tmp_path / "backup1", tmp_path / "backup2"
+    assert wr.cli(*case.args(root, b1), LOGDOCTOR_CRASH_AFTER_STEP="4").returncode == -9
+    refused = wr.cli(*case.args(root, b2))
+    assert refused.returncode == 65
+    resume = wr.printed_commands(refused.stderr)[0]
+    r = wr.run_printed(resume)
+    assert r.returncode in (0, 1, 2) and "applied:" in r.stdout, r.stderr[-2000:]
+    assert wr.tree(root / "logs") == wr.tree(straight / "logs")
+    again = wr.cli(*case.args(root, b2))  # the first run is finished: nothing left to repair
+    assert again.returncode in (0, 1, 2), again.stderr[-2000:]
+    assert "an unfinished run" not in again.stdout
+
+
+# --- item 6: two `repair --apply` of one dir at once -------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bigger(tmp_path_factory) -> wr.Case:
+    """Big enough that a repair takes longer than a second process needs to start."""
+    return wr.repair_case(tmp_path_factory.mktemp("concurrent"), partitions=4, records=4000)
+
+
+# the command line, started when the file argv[2] appears (after writing argv[1]): two runs start together
+TOGETHER = """
+import os, sys, time
+from logdoctor.cli import repair  # noqa: F401  (imported before the start)
+from logdoctor.cli.main import main
+ready, go = sys.argv.pop(1), sys.argv.pop(1)
+open(ready, "w").close()
+while not os.path.exists(go):
+    time.sleep(0.0005)
+sys.argv[0] = "logdoctor"
+main()
+"""
+
+
+def test_two_repairs_of_one_dir_at_once_the_second_is_refused_every_time(tmp_path, bigger):
+    work = tmp_path / "straight"
+    work.mkdir()
+    straight = wr.clone(bigger.template, work / "root")
+    assert wr.cli(*bigger.args(straight, work / "backup")).returncode in (0, 1, 2)
+    reference = wr.tree(straight / "logs")
+    trials = 20
+    for trial in range(trials):
+        d = tmp_path / f"t{trial}"
+        d.mkdir()
+        root = wr.clone(bigger.template, d / "root")
+        go = d / "go"
+        procs = [
+            subprocess.Popen([sys.executable, "-c", TOGETHER, str(d / f"ready{k}"), str(go),
+                              *bigger.args(root, d / f"backup{k}")], env=wr.cli_env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for k in (0, 1)
+        ]  # fmt: skip
+        while not all((d / f"ready{k}").exists() for k in (0, 1)):
+            assert all(p.poll() is None for p in procs)
+            time.sleep(0.001)
+        go.touch()  # both start their run at once (imports done)
+        outs = [p.communicate(timeout=300) for p in procs]
+        codes = [p.returncode for p in procs]
+        assert sorted(c == 75 for c in codes) == [False, True], (trial, codes, [o[1][-500:] for o in outs])
+        loser = codes.index(75)
+        assert "another logdoctor run" in outs[loser][1], outs[loser][1]
+        assert not (d / f"backup{loser}").exists()
+        assert codes[1 - loser] in (0, 1, 2) and "applied:" in outs[1 - loser][0]
+        assert wr.tree(root / "logs") == reference, trial
+
+
+# --- item 12: the disk fills up while the repair writes ----------------------------------------------
+
+FILL_WRAPPER = """
+import sys
+from logdoctor.repair import backup
+backup.check_space = lambda needs: None  # the space was there when checked; another writer took it since
+from logdoctor.cli.main import main
+sys.argv[0] = "logdoctor"
+main()
+"""
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path):
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"needs root: cannot mount a tmpfs here ({done.stderr.decode().strip()})")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+@pytest.mark.parametrize("free", [0, 40_000, 70_000])
+def test_a_disk_filling_up_during_the_repair_is_one_line_73_and_nothing_half_done(
+    tmp_path, case, small_disk, free
+):
+    """The backup dir on a 96 KiB file system filled up to leave ``free`` bytes: the staging, or the
+    backups of the steps, run out of space."""
+    root = wr.clone(case.template, tmp_path / "root")
+    original = wr.tree(root)
+    st = os.statvfs(small_disk)
+    (small_disk / "filler").write_bytes(b"\0" * max(0, st.f_bavail * st.f_frsize - free))
+    backup = small_disk / "backup"
+    r = subprocess.run(
+        [sys.executable, "-c", FILL_WRAPPER, *case.args(root, backup)[:-2]],  # without --jobs 1
+        env=wr.cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 73, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    line = r.stderr.strip()
+    assert "\n" not in line and "No space left on device" in line and str(small_disk) in line, line
+    assert "Errno" not in r.stdout and "Traceback" not in r.stdout + r.stderr
+    assert wr.tree(root) == original  # nothing half-done: the log dir is byte for byte as it was
+    journal = backup / "journal.jsonl"
+    if journal.exists():  # the run had begun: its journal says it was undone, and it cannot be resumed
+        ends = [json.loads(x) for x in journal.read_text().splitlines() if '"t":"end"' in x]
+        assert ends and ends[-1]["status"] == "rolled-back", ends
+    else:
+        assert not backup.exists() or not any(backup.iterdir())
+
+
+def test_a_sync_rolls_back_after_the_leader_grew(tmp_path):
+    """The rollback of a sync-replica removes the follower's new copy and puts its old one back: what the
+    leader did since (it only read it) is no concern of the rollback, nor of its check."""
+    case = wr.sync_case(tmp_path / "case")
+    root = wr.clone(case.template, tmp_path / "root")
+    original = wr.tree(root)
+    backup = tmp_path / "backup"
+    r = wr.cli(*case.args(root, backup))
+    assert r.returncode == 0, r.stderr[-2000:]
+    leader = Path(case.args(root, backup)[case.args(root, backup).index("--leader") + 1])
+    log = sorted((leader / "orders-0").glob("*.log"))[-1]
+    with open(log, "ab") as f:
+        f.write(b"the leader appended after the sync")
+    grown = wr.tree(leader)
+    r = wr.cli("sync-replica", "--rollback", backup / "journal.jsonl", "--apply")
+    assert r.returncode == 0, (r.returncode, r.stdout[-2000:], r.stderr[-2000:])
+    now = wr.tree(root)
+    lead_rel = str(leader.relative_to(root))
+    assert {k: v for k, v in now.items() if not k.startswith(lead_rel)} == {
+        k: v for k, v in original.items() if not k.startswith(lead_rel)
+    }
+    assert wr.tree(leader) == grown
