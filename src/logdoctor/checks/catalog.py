@@ -1048,7 +1048,9 @@ _ENTRIES = (
         "(remote.log.metadata.topic.retention.ms=-1): kafka-configs.sh --bootstrap-server BROKER --alter "
         "--entity-type topics --entity-name __remote_log_metadata --add-config retention.ms=-1. Events "
         "already deleted are gone from the topic: their segments' objects show as REMOTE_OBJECTS_LEAKED; "
-        "rebuild their events from the store's objects before deleting any of them.",
+        "rebuild their events from the store's objects before deleting any of them (brokers stopped: "
+        "`logdoctor restore LOGDIR --remote-storage URI --remote-log-metadata`, README \"Restoring from the "
+        "remote tier\").",
         "K:storage/.../remote/metadata/storage/TopicBasedRemoteLogMetadataManagerConfig.java "
         "(remote.log.metadata.topic.retention.ms, default -1); KAFKA-15632",
     ),
