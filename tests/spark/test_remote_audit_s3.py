@@ -23,7 +23,6 @@ from pathlib import Path
 from urllib.parse import quote_plus
 
 import pytest
-from s3server import BUCKET
 
 import realworld
 from logdoctor.checks.context import ScanOptions
@@ -49,6 +48,11 @@ PARQUET_SCHEMA = (
     "optional int64 size; optional int64 last_modified_date (TIMESTAMP(MILLIS,true)); "
     "optional binary e_tag (STRING); optional binary storage_class (STRING); }"
 )
+
+# A bucket of this module's own: the audit reads the whole store (an inventory report is of a whole
+# bucket), and other test modules upload log dirs and remote tiers into the shared server's default
+# bucket, whose objects would be leaked ones here.
+BUCKET = "logdoctor-audit"
 
 
 def _writable(root: Path) -> None:
@@ -88,7 +92,8 @@ def planted(s3, tmp_path_factory):
             size=1,
         ),
     )  # fmt: skip
-    uri = s3.upload(store, "tiered-store")
+    s3.create_bucket(BUCKET)
+    uri = s3.upload(store, "tiered-store", bucket=BUCKET)
     return log_dir, uri, sorted(f"{uri}/{k}" for k in made), segs[648]
 
 
