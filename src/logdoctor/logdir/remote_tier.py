@@ -20,8 +20,10 @@ Which remote segments exist is what the store's folder for the partition lists (
 local log only (``RemoteSegment.local_from``), so that every offset is read once. Where the remote log
 metadata (``__remote_log_metadata``) is among the inputs, it says which segments exist: the listing is
 checked against it, a copied segment with no object in the store is a named gap, an object it does not
-list (a second copy under another segment id, a renamed object) is not read and is named; without it,
-one object per start offset is read (a second one is named). Each segment is read up to its last
+list (a second copy under another segment id, a renamed object) is not read and is named; of finished
+segments that share offsets, the one the broker reads is read and the others named
+(:func:`logdoctor.logdir.remote_lineage.readable_segments`: the leader-epoch lineage rule); without it,
+one object per start offset is read, the larger (a second one is named). Each segment is read up to its last
 offset (the metadata's, or the next segment's start): an object that also holds the next segment's
 offsets gives them once.
 
