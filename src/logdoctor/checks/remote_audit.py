@@ -11,7 +11,9 @@ partition's local leader-epoch lineage. Pure data in, data out: no finding, no I
   segments whose objects are missing, overlapping finished segments (a segment stored twice: same
   offsets under another id), segments outside the leader-epoch lineage and epoch breaks between
   consecutive segments (KAFKA-15168), and unfinished uploads with the objects they left;
-- :func:`readable_segments`: each offset's one segment, in offset order, as the broker reads them.
+- :func:`readable_segments` and :func:`within_leader_epochs` (which segment the broker reads, the
+  leader-epoch lineage rule) are :mod:`logdoctor.logdir.remote_lineage`'s, shared with the read plan:
+  of two overlapping finished segments, the one the broker does not read is named second.
 
 The objects a segment needs: LocalTieredStorage writes ``.log``, ``.index``, ``.timeindex``,
 ``.snapshot``, ``.leader_epoch_checkpoint`` (and ``.txnindex`` when the segment has one)
@@ -26,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from logdoctor.logdir.remote_lineage import first_epoch, last_epoch, readable_segments, within_leader_epochs
 from logdoctor.logdir.remote_metadata import (
     RemoteLogMetadata,
     RemotePartition,
@@ -168,63 +171,6 @@ class PartitionAudit:
         return not (self.leaked or self.missing or self.overlaps or self.epoch_breaks)
 
 
-def _filtered_epochs(epochs: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """(epoch, start offset) sorted by epoch, without the epochs that hold no record (the next epoch
-    starts at the same offset: RemoteLogManager.buildFilteredLeaderEpochMap)."""
-    items = sorted(dict(epochs).items())
-    return [(e, o) for i, (e, o) in enumerate(items) if i + 1 == len(items) or items[i + 1][1] != o]
-
-
-def within_leader_epochs(
-    seg: RemoteSegment, lineage: Iterable[tuple[int, int]], log_end_offset: int | None
-) -> str | None:
-    """Why ``seg`` is not within the partition's leader-epoch ``lineage`` as the broker's
-    RemoteLogManager.isRemoteSegmentWithinLeaderEpochs decides it (None: it is): the segment's epochs
-    must be the lineage's, each starting where the lineage says, and end before the next epoch."""
-    leader = dict(sorted(dict(lineage).items()))
-    seg_epochs = dict(_filtered_epochs(seg.leader_epochs))
-    if not leader or not seg_epochs:
-        return None
-    lkeys = sorted(leader)
-    skeys = sorted(seg_epochs)
-    last = skeys[-1]
-    if last < lkeys[0] or last > lkeys[-1]:
-        return f"its last epoch {last} is outside the lineage's epochs {lkeys[0]}-{lkeys[-1]}"
-    first = next((e for e in skeys if e >= lkeys[0]), None)
-    if first is None:
-        return "none of its epochs is in the lineage"
-    for e in skeys:
-        if e < first:
-            continue
-        if e not in leader:
-            return f"its epoch {e} is not in the lineage"
-        lower = [k for k in lkeys if k < e]
-        if e == first and lower and seg_epochs[e] < leader[e]:
-            return f"its epoch {e} starts at {seg_epochs[e]}, before the lineage's {leader[e]}"
-        higher_l = next(((k, leader[k]) for k in lkeys if k > e), None)
-        if e == last:
-            if higher_l is not None and seg.end_offset > higher_l[1] - 1:
-                return (
-                    f"it ends at {seg.end_offset}, past the start {higher_l[1]} of epoch {higher_l[0]} "
-                    f"in the lineage"
-                )
-        else:
-            higher_s = next(((k, seg_epochs[k]) for k in skeys if k > e), None)
-            if higher_l != higher_s:
-                return f"after its epoch {e} come {higher_s}, the lineage has {higher_l}"
-    if log_end_offset is not None and seg.end_offset >= log_end_offset:
-        return f"it ends at {seg.end_offset}, at or past the log end offset {log_end_offset}"
-    return None
-
-
-def _last_epoch(seg: RemoteSegment) -> int | None:
-    return max((e for e, _o in seg.leader_epochs), default=None)
-
-
-def _first_epoch(seg: RemoteSegment) -> int | None:
-    return min((e for e, _o in seg.leader_epochs), default=None)
-
-
 def audit_partition(
     rp: RemotePartition | None,
     objects: PartitionObjects | None,
@@ -265,20 +211,23 @@ def audit_partition(
             out.missing.append((s, miss))
     for s in rp.unfinished:
         out.unfinished.append((s, listed.get(s.segment_id)))
+    lin = list(lineage) if lineage is not None else []
+    read = {s.segment_id for s in readable_segments(rp, lin, log_end_offset)}
     reach: RemoteSegment | None = None
     for s in copied:
         if reach is not None and s.start_offset <= reach.end_offset:
-            out.overlaps.append((reach, s))
+            # the one the broker does not read second (the one the read plan names as not read)
+            pair = (s, reach) if reach.segment_id not in read and s.segment_id in read else (reach, s)
+            out.overlaps.append(pair)
         if reach is None or s.end_offset > reach.end_offset:
             reach = s
-    lin = list(lineage) if lineage is not None else []
     prev: RemoteSegment | None = None
     for s in copied:
         why = within_leader_epochs(s, lin, log_end_offset) if lin else None
         if why is not None:
             out.epoch_breaks.append(EpochBreak("outside-lineage", s, None, why))
         elif prev is not None:
-            pl, sf = _last_epoch(prev), _first_epoch(s)
+            pl, sf = last_epoch(prev), first_epoch(s)
             if pl is not None and sf is not None and sf < pl and s.start_offset > prev.end_offset:
                 out.epoch_breaks.append(
                     EpochBreak(
@@ -293,7 +242,7 @@ def audit_partition(
     in_lineage = [s for s in copied if s.segment_id not in off_lineage]
     if lin and in_lineage and local_log_start_offset is not None:
         last = max(in_lineage, key=lambda s: s.end_offset)
-        le = _last_epoch(last)
+        le = last_epoch(last)
         local_epoch = max((e for e, o in lin if o <= local_log_start_offset), default=None)
         if le is not None and local_epoch is not None and local_epoch < le:
             out.epoch_breaks.append(
@@ -322,16 +271,4 @@ def audit(metadata: RemoteLogMetadata, index: StoreIndex) -> dict[TopicIdPartiti
         rp = by_id.get((topic_id, partition))
         a = audit_partition(rp, objs)
         out[a.topic_id_partition] = a
-    return out
-
-
-def readable_segments(rp: RemotePartition) -> list[RemoteSegment]:
-    """The finished segments the broker reads, one per offset, in offset order: where two overlap, the
-    one that starts later wins from its start (RemoteLogMetadataCache keeps, per leader epoch, the
-    segment last added at each start offset; a fetch takes the segment holding the offset in its epoch)."""
-    out: list[RemoteSegment] = []
-    for s in rp.copied:
-        while out and out[-1].start_offset >= s.start_offset:
-            out.pop()
-        out.append(s)
     return out

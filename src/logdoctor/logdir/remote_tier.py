@@ -20,8 +20,10 @@ Which remote segments exist is what the store's folder for the partition lists (
 local log only (``RemoteSegment.local_from``), so that every offset is read once. Where the remote log
 metadata (``__remote_log_metadata``) is among the inputs, it says which segments exist: the listing is
 checked against it, a copied segment with no object in the store is a named gap, an object it does not
-list (a second copy under another segment id, a renamed object) is not read and is named; without it,
-one object per start offset is read (a second one is named). Each segment is read up to its last
+list (a second copy under another segment id, a renamed object) is not read and is named; of finished
+segments that share offsets, the one the broker reads is read and the others named
+(:func:`logdoctor.logdir.remote_lineage.readable_segments`: the leader-epoch lineage rule); without it,
+one object per start offset is read, the larger (a second one is named). Each segment is read up to its last
 offset (the metadata's, or the next segment's start): an object that also holds the next segment's
 offsets gives them once.
 
@@ -269,17 +271,15 @@ def _offsets(first: int, last: int | None) -> str:
 def _reconcile(
     ref: PartitionRef,
     listed: list[tuple[int, str, str, int]],
-    expected: Mapping[str, tuple[int, int]] | None,
+    known: _Expected | None,
     local_from: int | None,
-    metadata_name: str,
     problems: list[ListingProblem],
     storage: Storage,
     folder: str,
 ) -> list[tuple[int, str, str, int, int | None]]:
     """The listed segments to read, each once, with their last offset when known: (start, id, .log
-    location, size, last offset). ``expected``: {segment id: (start, end)} of the COPY_SEGMENT_FINISHED
-    segments of the remote log metadata, when it is among the inputs (None: it is not). Everything left
-    out is named in ``problems``."""
+    location, size, last offset). ``known``: what the remote log metadata says, when it is among the
+    inputs (None: it is not). Everything left out is named in ``problems``."""
     below = (lambda start: True) if local_from is None else (lambda start: start < local_from)
     starts = sorted({e[0] for e in listed} | ({local_from} if local_from is not None else set()))
 
@@ -289,10 +289,33 @@ def _reconcile(
 
     keep: list[tuple[int, str, str, int, int | None]] = []
     lasts: dict[str, int | None] = {}  # the metadata's last offset of each segment
-    if expected is not None:
+    if known is not None:
+        expected, metadata_name = known.segments, known.name
         ids = {seg_id for _s, seg_id, _l, _z in listed}
+        logs = {seg_id: log for _s, seg_id, log, _z in listed}
         for start, seg_id, log, size in listed:
-            if seg_id in expected:
+            holder = _read_instead(seg_id, known, ids)
+            if holder is not None:
+                # two finished segments of the same offsets (a segment stored twice, both
+                # COPY_SEGMENT_FINISHED: the scan's REMOTE_SEGMENTS_OVERLAP): the one the broker reads
+                if below(start):
+                    end = expected[seg_id][1]
+                    last = end if local_from is None else min(end, local_from - 1)
+                    problems.append(
+                        ListingProblem(
+                            ref.topic,
+                            ref.partition,
+                            log,
+                            start,
+                            last,
+                            f"remote segment {seg_id}: a second copy of {_offsets(start, last)}, "
+                            f"COPY_SEGMENT_FINISHED in {metadata_name} as segment {holder} is: the broker "
+                            f"reads {holder} (the leader-epoch lineage rule, RemoteLogMetadataCache); not "
+                            f"read, its offsets are read once, from {logs[holder]}",
+                            lost=False,
+                        )
+                    )
+            elif seg_id in expected:
                 keep.append((start, seg_id, log, size, expected[seg_id][1]))
             elif below(start):
                 problems.append(
@@ -310,8 +333,8 @@ def _reconcile(
                     )
                 )
         for seg_id, (start, end) in sorted(expected.items(), key=lambda kv: kv[1]):
-            if seg_id in ids or not below(start):
-                continue
+            if seg_id in ids or not below(start) or _read_instead(seg_id, known, ids) is not None:
+                continue  # listed; held by the local log; or not read anyway (another copy is)
             last = end if local_from is None else min(end, local_from - 1)
             where = storage.join(folder, f"{start:020d}-{seg_id}.log")
             problems.append(
@@ -325,8 +348,6 @@ def _reconcile(
                     f"says): no object of it is in the store: {_offsets(start, last)} not read",
                 )
             )
-        # two finished segments of the same offsets (a segment stored twice, both COPY_SEGMENT_FINISHED:
-        # the scan's REMOTE_SEGMENTS_OVERLAP): one is read, as below
         listed = [(start, seg_id, log, size) for start, seg_id, log, size, _last in keep]
         lasts = {seg_id: last for _s, seg_id, _l, _z, last in keep}
         keep = []
@@ -334,8 +355,8 @@ def _reconcile(
     for entry in listed:
         by_start.setdefault(entry[0], []).append(entry)
     for _start, entries in sorted(by_start.items()):
-        # the same offsets stored twice (a retried upload under a new segment id): the larger object
-        # is read, the other named
+        # the same offsets stored twice (a retried upload under a new segment id) with no remote log
+        # metadata to say which one the broker reads: the larger object is read, the other named
         entries.sort(key=lambda e: (-e[3], e[1]))
         first = entries[0]
         keep.append((*first, lasts.get(first[1])))
@@ -357,19 +378,65 @@ def _reconcile(
     return keep
 
 
-def _expected_segments(
-    metadata: Any, topic_id: str, ref: PartitionRef
-) -> tuple[dict[str, tuple[int, int]] | None, str]:
-    """{segment id: (start, end)} the remote log metadata lists as copied for the partition, when its
-    events are among the inputs and were read whole (None: not known)."""
+def _lineage(ref: PartitionRef) -> tuple[list[tuple[int, int]], int | None]:
+    """The partition's leader-epoch lineage (its ``leader-epoch-checkpoint`` entries) and log end offset
+    ([] and None: not a local log dir, or not readable)."""
+    if not ref.storage.is_local:
+        return [], None
+    from logdoctor.logdir.model import LogDir
+
+    try:
+        part = LogDir.shared(ref.log_dir).partition(ref.topic, ref.partition)
+        return part.leader_epochs, part.log_end_offset
+    except (OSError, KeyError, ValueError, AttributeError, FormatError):
+        return [], None
+
+
+@dataclass(frozen=True, slots=True)
+class _Expected:
+    """What the remote log metadata says of a partition: ``segments`` {segment id: (start, end)} of its
+    COPY_SEGMENT_FINISHED segments, ``read``: the ones the broker reads (one per offset, the leader-epoch
+    lineage rule of :func:`logdoctor.logdir.remote_lineage.readable_segments`), ``name``: the metadata
+    partition."""
+
+    segments: dict[str, tuple[int, int]]
+    read: frozenset[str]
+    name: str
+
+
+def _read_instead(seg_id: str, known: _Expected, listed: Collection[str]) -> str | None:
+    """The listed segment the broker reads instead of the finished segment ``seg_id`` (one of the same
+    offsets, the leader-epoch lineage rule; None: ``seg_id`` is read, or no listed segment holds its
+    offsets in its place)."""
+    if seg_id not in known.segments or seg_id in known.read:
+        return None
+    start, end = known.segments[seg_id]
+    holders = [
+        (s, other)
+        for other, (s, e) in known.segments.items()
+        if other in known.read and other in listed and s <= end and start <= e
+    ]
+    return min(holders)[1] if holders else None
+
+
+def _expected_segments(metadata: Any, topic_id: str, ref: PartitionRef) -> _Expected | None:
+    """What the remote log metadata lists as copied for the partition, when its events are among the
+    inputs and were read whole (None: not known)."""
     if metadata is None or not metadata.covers(topic_id, ref.partition):
-        return None, ""
+        return None
     rp = metadata.partition(topic_id, ref.topic, ref.partition)
     if rp is None:
         name = f"__remote_log_metadata-{metadata.metadata_partition_for(topic_id, ref.partition)}"
-        return {}, name
-    name = f"__remote_log_metadata-{rp.metadata_partition}"
-    return {s.segment_id: (s.start_offset, s.end_offset) for s in rp.copied}, name
+        return _Expected({}, frozenset(), name)
+    from logdoctor.logdir.remote_lineage import readable_segments
+
+    lineage, log_end = _lineage(ref)
+    read = frozenset(s.segment_id for s in readable_segments(rp, lineage, log_end))
+    return _Expected(
+        {s.segment_id: (s.start_offset, s.end_offset) for s in rp.copied},
+        read,
+        f"__remote_log_metadata-{rp.metadata_partition}",
+    )
 
 
 def attach_remote(
@@ -426,7 +493,7 @@ def attach_remote(
             continue
         found_any = True
         local_from = ref.segments[0].base_offset if ref.segments else None
-        expected, md_name = _expected_segments(metadata, topic_id, ref)  # type: ignore[arg-type]
+        expected = _expected_segments(metadata, topic_id, ref)  # type: ignore[arg-type]
         folder = remote_partition_folder(
             base,  # detect_layout's: kafka-local's root folder already
             storage,
@@ -436,7 +503,7 @@ def attach_remote(
             topic_id,  # type: ignore[arg-type]
         )
         kept = _reconcile(
-            ref, listed, expected, None if keep_local_copies else local_from, md_name, sink, storage, folder
+            ref, listed, expected, None if keep_local_copies else local_from, sink, storage, folder
         )
         remote: list[SegmentRef] = []
         for i, (start, seg_id, log, size, last) in enumerate(kept):
