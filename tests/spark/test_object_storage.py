@@ -323,8 +323,9 @@ def test_kafka_log_over_s3_gives_the_local_rows(spark, remote):
     got, want = {}, {}
     for name in names():
         local, uri = remote[name]
-        got[name] = digest(spark.read.format("kafka-log").load(uri))
-        want[name] = digest(spark.read.format("kafka-log").load(str(local)))
+        every = spark.read.format("kafka-log").option("includeInternal", "true")  # greenlemont-n1: only __
+        got[name] = digest(every.load(uri))
+        want[name] = digest(every.load(str(local)))
         assert want[name][0] > 0, name
     assert got == want
     both = spark.read.format("kafka-log").load(

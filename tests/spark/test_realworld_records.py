@@ -29,7 +29,8 @@ def test_every_record_matches_kafka_python(spark, realworld_dir):
         for t, p, o, _ts, k, v in oracle.records_of(log)
     )
     assert expected[0] > 100_000  # the whole realworld set, not a subset
-    df = spark.read.format("kafka-log").load(str(realworld_dir))
+    # every record: the internal topics too (left out by default, as Kafka's consumers do)
+    df = spark.read.format("kafka-log").option("includeInternal", "true").load(str(realworld_dir))
     assert _spark_digest(df) == expected
 
 
@@ -90,22 +91,27 @@ def test_topics_option_takes_a_list_or_a_regex(spark, realworld_dir):
     base = realworld_dir / "zk-2.8-seanorth"
     listed = spark.read.format("kafka-log").option("topics", "__consumer_offsets").load(str(base))
     regex = spark.read.format("kafka-log").option("topics", "__consumer_.*").load(str(base))
-    everything = spark.read.format("kafka-log").load(str(base))
+    everything = spark.read.format("kafka-log").option("includeInternal", "true").load(str(base))
     expected = sum(1 for log in base.glob("__consumer_offsets-*/*.log") for _ in oracle.records_of(log))
     assert listed.count() == regex.count() == expected
     assert everything.count() > expected  # the other topics were filtered out, not lost
+    # no topic named: the internal topics are left out (Kafka's exclude.internal.topics), the rest kept
+    users = spark.read.format("kafka-log").load(str(base))
+    assert users.count() == everything.count() - expected
+    assert users.where("topic like '\\_\\_%'").count() == 0
 
 
 def test_several_paths_by_list_or_commas(spark, realworld_dir):
     a, b = realworld_dir / "zk-2.8-seanorth", realworld_dir / "zk-3.6-saikrupa82-a"
     expected = sum(1 for d in (a, b) for log in d.glob("*/*.log") for _ in oracle.records_of(log))
-    assert spark.read.format("kafka-log").load([str(a), str(b)]).count() == expected
-    assert spark.read.format("kafka-log").load(f"{a},{b}").count() == expected
+    every = spark.read.format("kafka-log").option("includeInternal", "true")
+    assert every.load([str(a), str(b)]).count() == expected
+    assert every.load(f"{a},{b}").count() == expected
 
 
 def test_segments_source_agrees_with_the_records(spark, realworld_dir):
     base = realworld_dir / "kraft-4.2-nomanazeem"
-    segs = spark.read.format("kafka-log-segments").load(str(base))
+    segs = spark.read.format("kafka-log-segments").option("includeInternal", "true").load(str(base))
     rows = segs.collect()
     assert len(rows) == len(list(base.glob("*/*.log")))
     assert all(r["error"] is None and r["valid_bytes"] == r["size_bytes"] for r in rows)
@@ -113,5 +119,10 @@ def test_segments_source_agrees_with_the_records(spark, realworld_dir):
         1 for log in base.glob("*/*.log") for _ in oracle.records_of(log, include_control=True)
     )
     assert sum(r["record_count"] for r in rows) == with_control
-    n = spark.read.format("kafka-log").option("includeControl", "true").load(str(base)).count()
+    n = (
+        spark.read.format("kafka-log")
+        .options(includeControl="true", includeInternal="true")
+        .load(str(base))
+        .count()
+    )
     assert n == with_control
