@@ -5,7 +5,9 @@ The expectations are Kafka's (UnifiedLog.deleteOldSegments / deletableSegments):
 old and 7-day retention, only the planted segment whose time index was zeroed goes (largestTimestamp 0,
 RETENTION_RISK); a month later every segment goes, the non-empty active one too (after a roll), since the
 high watermark is at the log end, except those of the demo's tiered topic, which local retention keeps
-until they are uploaded.
+until they are uploaded, and those of ``__remote_log_metadata``, which the broker creates with no time
+retention (TopicBasedRemoteLogMetadataManager.createRemoteLogMetadataTopicRequest: retention.ms is
+remote.log.metadata.topic.retention.ms, default -1).
 """
 
 from __future__ import annotations
@@ -97,7 +99,18 @@ def test_a_month_later_the_active_segment_goes_too_in_both(demo) -> None:
     assert shown == said
     tiered = {f"{t.topic}-" for t in demo_fleet_spec(now_ms=NOW).faults if isinstance(t, TieredPartition)}
     assert tiered == {"orders-"}
+    report = scan(demo.fleet.log_dirs[1], ScanOptions(Depth.DEFAULT, later), jobs=1)
+    data = _payload(render_scan_report(report, max_timeline_partitions=1000))
+    cuts = {p["n"]: p["cut"] for p in data["parts"]}
+    assert "__remote_log_metadata-0" in said
     for name, segs in said.items():
+        if name.startswith("__remote_log_metadata-"):
+            # TopicBasedRemoteLogMetadataManager.createRemoteLogMetadataTopicRequest creates the topic with
+            # retention.ms = remote.log.metadata.topic.retention.ms (default -1): no time retention, no
+            # cut-off in the report, and no segment of it deleted however old
+            assert [why for _b, why in segs] == [None] * len(segs), name
+            assert cuts[name] is None, name
+            continue
         if name.startswith(tuple(tiered)):
             # a tiered topic (remote.storage.enable is a topic config: the demo's orders-2 makes orders
             # tiered): local retention deletes a segment only once it is uploaded (UnifiedLog

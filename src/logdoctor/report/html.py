@@ -296,10 +296,10 @@ def _timeline_section(data: ReportData, parts: list[PartitionView]) -> str:
         f"first: errors, then RETENTION_RISK/corrupt segments, lag, findings, size); {n_risk} segment(s) "
         f"at RETENTION_RISK and {n_corrupt} corrupt one(s) among them. Left: segments along offsets; "
         "right: along time, with the partition's retention cut-off at now − its topic's retention.ms (the "
-        "config used and where it comes from is listed above the chart; none for compacted topics). Grey "
-        "segments are the ones the next retention check deletes, exactly as `logdoctor retention` says: "
-        "oldest first, up to the high watermark, while the broker-visible largest timestamp (◆) is left of "
-        "the cut-off (the active segment too, after a roll)."
+        "config used and where it comes from is listed above the chart; none for compacted topics nor for "
+        "retention.ms -1, as __remote_log_metadata's). Grey segments are the ones the next retention check "
+        "deletes, exactly as `logdoctor retention` says: oldest first, up to the high watermark, while the "
+        "broker-visible largest timestamp (◆) is left of the cut-off (the active segment too, after a roll)."
     )
     inner = TIMELINE_BODY if parts else '<p class="empty">No partition with segment data.</p>'
     return f'<section id="timeline"><h2>Partition timeline</h2><p class="note">{e(note)}</p>{inner}</section>'
