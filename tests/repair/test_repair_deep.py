@@ -216,9 +216,71 @@ def test_repair_deep_rolls_back_and_resumes(tmp_path, realworld_dir):
     r = _cli("repair", "--resume", str(tmp_path / "b2" / "journal.jsonl"), "--apply", "--json")
     out = json.loads(r.output)
     assert out["result"]["status"] == "applied", r.output
-    assert r.exit_code == 0, r.output
     assert d["log"].stat().st_size == d["cut"]
     assert "LOG_CORRUPT" not in _deep_codes(root)
+    # the damaged partition is __consumer_offsets-12: the cut drops the tombstones of a deleted group's
+    # commits, so the coordinator loads older commits again, and those are below their partitions' log
+    # start: warnings (exit 1), exactly those, each announced by the plan
+    expected = _moved_groups(root, d["p"])
+    assert expected, "the test data no longer truncates a group's commits"
+    remaining = out["remaining"]
+    assert {f["code"] for f in remaining} == {"CONSUMER_OFFSET_OUT_OF_RANGE"}, r.output
+    found = {
+        tuple(
+            f["details"][k]
+            for k in ("group", "topic", "partition", "committed_offset", "log_start_offset", "log_end_offset")
+        )
+        for f in remaining
+    }
+    assert found == expected
+    assert len(remaining) == len(expected)
+    assert r.exit_code == 1, r.output
+    for group, topic, n, committed, start, end in expected:
+        side = "below its new log start" if committed < start else "beyond its new log end"
+        note = f"consumer group {group}: its committed offset {committed} of {topic}-{n} will be {side} "
+        assert any(x.startswith(note) and f"(log start {start}, log end {end})" in x for x in plan.notes), (
+            note,
+            plan.notes,
+        )
+
+
+def _moved_groups(root: Path, consumer_offsets: Path) -> set[tuple[str, str, int, int, int, int]]:
+    """(group, topic, partition, committed offset, log start, log end) of every commit the records left in
+    ``consumer_offsets`` hold outside its partition's range, decoded here from kafka-python's records
+    (OffsetCommit key: version, group, topic, partition; value: version, offset; a null value deletes)."""
+
+    def string(b: bytes, i: int) -> tuple[str, int]:
+        n = int.from_bytes(b[i : i + 2], "big")
+        return b[i + 2 : i + 2 + n].decode(), i + 2 + n
+
+    commits: dict[tuple[str, str, int], int] = {}
+    for _o, (key, value, _ts) in sorted(damage.read_records(root)[consumer_offsets.name].items()):
+        if key is None or int.from_bytes(key[:2], "big") not in (0, 1):
+            continue
+        group, i = string(key, 2)
+        topic, i = string(key, i)
+        k = (group, topic, int.from_bytes(key[i : i + 4], "big"))
+        if value is None:
+            commits.pop(k, None)
+        else:
+            commits[k] = int.from_bytes(value[2:10], "big", signed=True)
+    starts = {
+        (t, n): o
+        for t, n, o in parse_offset_checkpoint((root / "log-start-offset-checkpoint").read_bytes()).entries
+    }
+    records = damage.read_records(root)
+    out = set()
+    for (group, topic, n), committed in commits.items():
+        part = root / f"{topic}-{n}"
+        if committed < 0 or not part.is_dir():
+            continue
+        bases = sorted(int(f.name.split(".")[0]) for f in part.glob("*.log"))
+        start = max(starts.get((topic, n), bases[0]), bases[0])
+        offsets = records.get(part.name) or {}
+        end = max(offsets) + 1 if offsets else bases[-1]
+        if not start <= committed <= end:
+            out.add((group, topic, n, committed, start, end))
+    return out
 
 
 def _dup_offsets_log_dir(root: Path) -> tuple[Path, int]:
@@ -281,9 +343,7 @@ def test_the_fix_scan_deep_prints_is_the_repair_that_works(tmp_path, realworld_d
     assert dry.exit_code == 0, dry.output
     actions = json.loads(dry.output)["plan"]["actions"]
     assert [a["kind"] for a in actions if a["kind"] == "truncate-log"] == ["truncate-log"]
-    moved_logs = [
-        s for a in actions for s in a["steps"] if s["op"] == "move" and s["path"].endswith(".log")
-    ]
+    moved_logs = [s for a in actions for s in a["steps"] if s["op"] == "move" and s["path"].endswith(".log")]
     assert len(moved_logs) == later_logs
     assert damage.tree(root) == tree
     # and with --apply it repairs: a deep scan no longer finds the corruption

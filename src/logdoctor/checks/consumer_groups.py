@@ -213,11 +213,17 @@ def records_of(path: str, log_start: int) -> Iterable[_Row]:
 
 
 def committed_offsets(consumer_offsets_partitions: Iterable[PartitionReport]) -> list[Commit]:
-    """Every committed offset of the given ``__consumer_offsets`` partition replicas (one per partition)."""
+    """Every committed offset of the given ``__consumer_offsets`` partition replicas (one per partition),
+    replayed from each one's log start to its log end (a plan's new end: what the coordinator loads after
+    a truncation)."""
     out: list[Commit] = []
     for p in consumer_offsets_partitions:
         start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
-        out.extend(replay_records(records_of(p.path, start), p.path).values())
+        end = p.log_end_offset
+        rows = records_of(p.path, start)
+        if end is not None:
+            rows = (r for r in rows if r[0] < end)
+        out.extend(replay_records(rows, p.path).values())
     return out
 
 
@@ -296,14 +302,18 @@ def moved_out_of_range(
     """The commits out of range once the log ranges change (partition folder -> its ``(log start, log
     end)`` after a plan: a truncation, a raised log start, a restore), of the partitions that change. A
     commit out of range already (e.g. beyond the end the scan reports for a log whose recovery truncates
-    it) is listed too: the plan is what makes it so on disk."""
+    it) is listed too: the plan is what makes it so on disk. A truncated ``__consumer_offsets`` partition
+    moves groups too: the commits after its new end are gone, so an older commit (or one a deleted
+    group's tombstone had removed) is what the coordinator loads."""
     changed = [
         dataclasses.replace(p, log_start_offset=new_ranges[p.path][0], log_end_offset=new_ranges[p.path][1])
         if p.path in new_ranges
         else p
         for p in parts
     ]
-    return [o for o, t in out_of_range(changed, clusters) if t.path in new_ranges]
+    return [
+        o for o, t in out_of_range(changed, clusters) if t.path in new_ranges or o.commit.source in new_ranges
+    ]
 
 
 def plan_note(o: OutOfRange) -> str:
