@@ -6,6 +6,7 @@ subprocess of its own reads of itself: VmHWM) far below the size declared."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -41,5 +42,7 @@ def test_a_chunk_declaring_1_gib_is_refused_before_it_is_decompressed():
     size, peak_kb, message = proc.stdout.strip().split(" ", 2)
     assert int(size) < 100_000  # the bomb: a few tens of KB
     assert "at most 4194304 bytes" in message and "1073741824 declared" in message and "x.log" in message
+    if "asan" in os.environ.get("LD_PRELOAD", ""):
+        return  # peak RSS is not a measure under ASan (shadow memory, quarantined frees): make asan-check
     peak_mb = int(peak_kb) / 1024
     assert peak_mb < 300, peak_mb  # 1 GiB declared; the whole frame decompressed was 1.1 GB
