@@ -21,9 +21,9 @@ from logdoctor.logdir.refs import RemoteSegment, SegmentRef
 from logdoctor.logdir.remote_tier import (
     KAFKA_LOCAL_ROOT,
     RemoteOptions,
-    RemoteTierError,
     list_remote_segments,
     open_remote_log,
+    open_store,
 )
 from logdoctor.logdir.storage import Storage
 
@@ -67,18 +67,6 @@ class StorePartition:
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}"
-
-
-def open_store(opts: RemoteOptions) -> tuple[Storage, str]:
-    """The store's Storage and root location; RemoteTierError when it is not a folder."""
-    try:
-        storage, root = Storage.of(opts.storage)
-    except (ValueError, OSError) as exc:
-        raise RemoteTierError(f"remote storage {opts.storage}: {exc}") from None
-    entry = storage.info(root)
-    if entry is None or not entry.is_dir():
-        raise RemoteTierError(f"remote storage {opts.storage}: no such folder")
-    return storage, root
 
 
 def _dirs(storage: Storage, folder: str) -> list[str]:

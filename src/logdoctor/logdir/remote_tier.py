@@ -56,6 +56,7 @@ __all__ = [
     "detect_layout",
     "list_remote_segments",
     "open_remote_log",
+    "open_store",
     "parse_object_key",
     "private_key_spec",
     "remote_index_bytes",
@@ -439,6 +440,18 @@ def _expected_segments(metadata: Any, topic_id: str, ref: PartitionRef) -> _Expe
     )
 
 
+def open_store(opts: RemoteOptions) -> tuple[Storage, str]:
+    """The store's Storage and root location; RemoteTierError when it is not a folder."""
+    try:
+        storage, root = Storage.of(opts.storage)
+    except (ValueError, OSError) as exc:
+        raise RemoteTierError(f"remote storage {opts.storage}: {exc}") from None
+    entry = storage.info(root)
+    if entry is None or not entry.is_dir():
+        raise RemoteTierError(f"remote storage {opts.storage}: no such folder")
+    return storage, root
+
+
 def attach_remote(
     refs: Sequence[PartitionRef],
     opts: RemoteOptions | None,
@@ -461,13 +474,7 @@ def attach_remote(
     """
     if opts is None:
         return list(refs)
-    try:
-        storage, root = Storage.of(opts.storage)
-    except (ValueError, OSError) as exc:
-        raise RemoteTierError(f"remote storage {opts.storage}: {exc}") from None
-    entry = storage.info(root)
-    if entry is None or not entry.is_dir():
-        raise RemoteTierError(f"remote storage {opts.storage}: no such folder")
+    storage, root = open_store(opts)
     out: list[PartitionRef] = []
     found_any = False
     sink: list[ListingProblem] = [] if problems is None else problems
