@@ -23,7 +23,11 @@ from logdoctor.checks.scanner import scan
 from logdoctor.checks.topic_config import config_inputs
 from logdoctor.formats.records import iter_batches
 from logdoctor.logdir.remote_metadata import SegmentState, TopicIdPartition
-from logdoctor.sample.remote_tier import MetadataEvent, metadata_batches, segment_metadata, segment_update
+from logdoctor.sample.remote_tier import (
+    append_metadata_events,
+    segment_metadata,
+    segment_update,
+)
 
 PAYMENTS_ID = "cGF5bWVudHMtdG9waWMwMQ"
 P0 = TopicIdPartition(PAYMENTS_ID, "payments", 0)
@@ -78,14 +82,7 @@ def _segments(folder: Path) -> dict[int, str]:
 
 
 def _append(path: Path, *records: dict, ts: int = 1795454800000) -> None:
-    data = path.read_bytes()
-    last = list(iter_batches(data))[-1]
-    more = metadata_batches(
-        [MetadataEvent(r, ts + i) for i, r in enumerate(records)],
-        base_offset=last.last_offset + 1,
-        leader_epoch=last.partition_leader_epoch,
-    )
-    path.write_bytes(data + more)
+    append_metadata_events(path, *records, ts=ts)
 
 
 def _p0_metadata(log_dir: Path) -> Path:

@@ -14,10 +14,13 @@ from pathlib import Path
 import realworld
 from logdoctor.checks.context import ScanOptions
 from logdoctor.checks.scanner import scan
-from logdoctor.formats.records import iter_batches
 from logdoctor.logdir.read_plan import plan_read
 from logdoctor.logdir.remote_metadata import SegmentState, TopicIdPartition
-from logdoctor.sample.remote_tier import MetadataEvent, metadata_batches, segment_metadata, segment_update
+from logdoctor.sample.remote_tier import (
+    append_metadata_events,
+    segment_metadata,
+    segment_update,
+)
 
 P0 = TopicIdPartition("cGF5bWVudHMtdG9waWMwMQ", "payments", 0)
 #: sorts before any other segment id ('-' is the lowest of the base64url characters): an order by id
@@ -26,14 +29,7 @@ TWIN = "-HR3aW4tb3V0c2lkZS1saQ"
 
 
 def _append(path: Path, *records: dict, ts: int = 1795454800000) -> None:
-    data = path.read_bytes()
-    last = list(iter_batches(data))[-1]
-    more = metadata_batches(
-        [MetadataEvent(r, ts + i) for i, r in enumerate(records)],
-        base_offset=last.last_offset + 1,
-        leader_epoch=last.partition_leader_epoch,
-    )
-    path.write_bytes(data + more)
+    append_metadata_events(path, *records, ts=ts)
 
 
 def _planted(tmp_path: Path) -> tuple[Path, Path, Path, str]:

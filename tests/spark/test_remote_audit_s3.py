@@ -28,7 +28,7 @@ import realworld
 from logdoctor.checks.context import ScanOptions
 from logdoctor.checks.scanner import scan
 from logdoctor.logdir.remote_metadata import TopicIdPartition
-from logdoctor.sample.remote_tier import segment_metadata
+from logdoctor.sample.remote_tier import append_metadata_events, segment_metadata
 
 PAYMENTS_ID = "cGF5bWVudHMtdG9waWMwMQ"
 DANGLING = "ZGFuZ2xpbmctdXBsb2FkMQ"  # base64 of "dangling-upload1"
@@ -98,17 +98,7 @@ def planted(s3, tmp_path_factory):
 
 
 def _append(path: Path, *records: dict, ts: int = 1700000000000) -> None:
-    from logdoctor.formats.records import iter_batches
-    from logdoctor.sample.remote_tier import MetadataEvent, metadata_batches
-
-    data = path.read_bytes()
-    last = list(iter_batches(data))[-1]
-    more = metadata_batches(
-        [MetadataEvent(r, ts + i) for i, r in enumerate(records)],
-        base_offset=last.last_offset + 1,
-        leader_epoch=last.partition_leader_epoch,
-    )
-    path.write_bytes(data + more)
+    append_metadata_events(path, *records, ts=ts)
 
 
 def _bucket_objects(s3) -> list[tuple[str, int, int]]:

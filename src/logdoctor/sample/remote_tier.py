@@ -31,6 +31,7 @@ __all__ = [
     "REMOTE_STORE_DIR",
     "MetadataEvent",
     "TieredPartition",
+    "append_metadata_events",
     "local_tiered_storage_dir",
     "metadata_batches",
     "partition_delete",
@@ -38,6 +39,23 @@ __all__ = [
     "segment_update",
     "write_local_tiered_segment",
 ]
+
+
+def append_metadata_events(path: str | os.PathLike[str], *records: Any, ts: int) -> None:
+    """Append ``records`` (events as :func:`segment_metadata` and friends make them) to the
+    ``__remote_log_metadata`` segment at ``path``, after its last batch and in its leader epoch, with
+    timestamps ``ts``, ``ts + 1``, ...: what the metadata manager would write next (a test plants events)."""
+    from logdoctor.formats.records import iter_batches
+
+    path = Path(path)
+    data = path.read_bytes()
+    last = list(iter_batches(data))[-1]
+    more = metadata_batches(
+        [MetadataEvent(r, ts + i) for i, r in enumerate(records)],
+        base_offset=last.last_offset + 1,
+        leader_epoch=last.partition_leader_epoch,
+    )
+    path.write_bytes(data + more)
 
 
 def local_tiered_storage_dir(root: str | os.PathLike[str], tip: TopicIdPartition) -> Path:
