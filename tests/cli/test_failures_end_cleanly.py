@@ -515,18 +515,27 @@ def test_ctrl_c_during_a_scan_is_one_line_and_130(tmp_path: Path) -> None:
     import signal
     import time
 
-    proc = subprocess.Popen(
-        [sys.executable, "-c", ENTRY, "scan", "--deep", "-j", "2", str(log_dir)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    holder["pid"] = proc.pid
-    deadline = time.monotonic() + 240
-    while not workers_run():
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.01)
+    # The scan takes about a second: on a loaded machine it can end before this loop sees its workers
+    # (seen under `nice 19` beside another suite). Such a run interrupted nothing: start it again, three
+    # times at most; every run must still end in its own time (240 s).
+    for _attempt in range(3):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", ENTRY, "scan", "--deep", "-j", "2", str(log_dir)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        holder["pid"] = proc.pid
+        deadline = time.monotonic() + 240
+        while not workers_run() and proc.poll() is None:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        if proc.poll() is None:
+            break
+        proc.communicate(timeout=120)
+    else:
+        raise AssertionError("the scan ended three times before its workers were seen")
     os.killpg(proc.pid, signal.SIGINT)
     _out, err = proc.communicate(timeout=120)
     assert proc.returncode == ExitCode.INTERRUPTED, err
