@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import tmpfs
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 from logdoctor.cli import commands  # noqa: F401  (registers every command)
@@ -29,17 +30,8 @@ runner = CliRunner()
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={SIZE}", "tmpfs", str(mnt)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"needs root: cannot mount a tmpfs here ({done.stderr.decode().strip()})")
-    try:
+    with tmpfs.mounted(tmp_path / "disk", SIZE) as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def _df_pcent(path: Path) -> str:

@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+import tmpfs
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import write_runs as wr
@@ -197,15 +199,8 @@ main()
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=96k", "tmpfs", str(mnt)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"needs root: cannot mount a tmpfs here ({done.stderr.decode().strip()})")
-    try:
+    with tmpfs.mounted(tmp_path / "disk", "96k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.mark.parametrize("free", [0, 40_000, 70_000])

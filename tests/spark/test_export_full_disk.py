@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import tmpfs
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 
 pytestmark = [pytest.mark.spark, pytest.mark.needs_root]
@@ -27,15 +28,8 @@ def logs(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"required: a tmpfs of 256 KiB (mount: {done.stderr.decode().strip()})")
-    try:
+    with tmpfs.mounted(tmp_path / "disk", "256k", skip_reason="required: a tmpfs of 256 KiB") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "iceberg", "delta"])

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import tmpfs
 from logdoctor.cli.main import _register, app
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 
@@ -22,17 +23,8 @@ SIZE = 8 * 2**20
 
 @pytest.fixture
 def small_disk(tmp_path: Path):
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={SIZE}", "tmpfs", str(mnt)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"needs root: cannot mount a tmpfs here ({done.stderr.decode().strip()})")
-    try:
+    with tmpfs.mounted(tmp_path / "disk", SIZE) as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_a_nearly_full_tmpfs_is_seen_through_statvfs(spark, small_disk: Path, tmp_path: Path) -> None:
