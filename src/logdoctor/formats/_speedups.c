@@ -1724,6 +1724,28 @@ scan_v2(PyObject *self, PyObject *args)
                          (long long)last, (long long)mts, (long long)mts_off);
 }
 
+/* The arguments of the functions over framed batches (buf, positions, first, end): both buffers, with
+ * first..end checked against the positions (native int64, scan_v2's out). 0, or -1 with an exception set
+ * and nothing held. */
+static int
+get_framed(PyObject *bufobj, PyObject *posobj, Py_ssize_t first, Py_ssize_t end, const char *name,
+           Py_buffer *view, Py_buffer *pview)
+{
+    if (PyObject_GetBuffer(bufobj, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    if (PyObject_GetBuffer(posobj, pview, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(view);
+        return -1;
+    }
+    if (first < 0 || end < first || end > pview->len / 8) {
+        PyBuffer_Release(pview);
+        PyBuffer_Release(view);
+        PyErr_Format(PyExc_ValueError, "%s: first/end outside the positions", name);
+        return -1;
+    }
+    return 0;
+}
+
 /* ------------------------------------------------------------------------------------------
  * crc_check_v2: the CRC-32C of the v2 batches at the given positions, without the GIL, so that the
  * batches of one big segment are checked on several threads at once (checks.state: scan_v2 frames the
@@ -1747,18 +1769,8 @@ crc_check_v2(PyObject *self, PyObject *args)
         PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_crc32c was not called");
         return NULL;
     }
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+    if (get_framed(bufobj, posobj, first, end, "crc_check_v2", &view, &pview) < 0)
         return NULL;
-    if (PyObject_GetBuffer(posobj, &pview, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    if (first < 0 || end < first || end > pview.len / 8) {
-        PyBuffer_Release(&pview);
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "crc_check_v2: first/end outside the positions");
-        return NULL;
-    }
     const uint8_t *p = (const uint8_t *)view.buf;
     const int64_t *positions = (const int64_t *)pview.buf;
     Py_ssize_t n = view.len, i;
@@ -1805,18 +1817,8 @@ check_records_v2(PyObject *self, PyObject *args)
 
     if (!PyArg_ParseTuple(args, "OOnn", &bufobj, &posobj, &first, &end))
         return NULL;
-    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+    if (get_framed(bufobj, posobj, first, end, "check_records_v2", &view, &pview) < 0)
         return NULL;
-    if (PyObject_GetBuffer(posobj, &pview, PyBUF_SIMPLE) < 0) {
-        PyBuffer_Release(&view);
-        return NULL;
-    }
-    if (first < 0 || end < first || end > pview.len / 8) {
-        PyBuffer_Release(&pview);
-        PyBuffer_Release(&view);
-        PyErr_SetString(PyExc_ValueError, "check_records_v2: first/end outside the positions");
-        return NULL;
-    }
     const uint8_t *p = (const uint8_t *)view.buf;
     const int64_t *positions = (const int64_t *)pview.buf;
     Py_ssize_t n = view.len, i;
