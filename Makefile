@@ -26,6 +26,12 @@ $(STAMP): pyproject.toml requirements-lock.txt $(EXT_C)
 demo: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/logdoctor demo
 
+# pytest-xdist for make test and make test-fast: PYTEST_WORKERS processes (2: the 2-core machine of
+# BENCHMARKS.md; each worker that reaches a Spark test starts its own JVM, 1-2 GiB), each given whole
+# test modules, the longest first (tests/xdist_modules.py); PYTEST_WORKERS=0 runs in this one process.
+PYTEST_WORKERS ?= 2
+XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+
 # The whole test suite (ruff + pytest). CI runs exactly this. The oracles and tools the tests need
 # (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium) are installed on first use.
 test: $(STAMP)
@@ -33,7 +39,7 @@ test: $(STAMP)
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	-bash scripts/ensure-chromium.sh
 	$(VENV)/bin/ruff check src tests benchmarks
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q $(XDIST)
 
 # The suite without the tests marked slow (crash matrices, every real segment damaged, the Spark
 # oracle over every real record, browser rendering): what a developer runs between changes.

@@ -59,6 +59,17 @@ def pytest_sessionfinish(session, exitstatus):
         print(f"\nCI: {realworld.SKIP_REASON}; the realworld tests cannot be skipped in CI", file=sys.stderr)
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile`` (make test's): whole modules per worker, the longest first, the modules that
+    must not run at the same time on one worker (tests/xdist_modules.py)."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist_modules import ModuleScheduling
+
+    return ModuleScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """``@pytest.mark.needs_root``: a test that gives files to other users (chown) or runs a command
     as another user (setpriv) skips with its reason when not run as root (CI runs as root)."""
