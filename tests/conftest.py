@@ -85,3 +85,35 @@ def pytest_collection_modifyitems(config, items):
 @pytest.fixture(scope="session")
 def realworld_dir() -> Path:
     return realworld.require()
+
+
+@pytest.fixture(scope="session")
+def aws_env(pytestconfig):
+    """The port reserved for the S3 server: ``pytest_configure`` has put fake AWS credentials and
+    ``AWS_ENDPOINT_URL`` on that port in the environment before any JVM started."""
+    return pytestconfig._s3_port
+
+
+@pytest.fixture(scope="session")
+def spark(aws_env):
+    """One local[2] SparkSession for every test of this pytest process (of each worker in a parallel
+    run) that asks for it, tests/spark's and tests/report's: starting one costs ~15 s. Stopped when the
+    process's tests end.
+
+    The session's JVM, and so every Python worker it starts, gets the environment of the moment it
+    starts: ``pytest_configure`` puts the S3 tests' credentials and endpoint there before any test runs
+    (see tests/spark/s3server.py), and this checks that the JVM has them."""
+    from logdoctor.spark.session import SparkUnavailableError, get_spark
+
+    try:
+        session = get_spark("local[2]", "logdoctor-tests")
+    except SparkUnavailableError as exc:  # no Java 17+: say so (CI has one)
+        pytest.fail(f"spark: cannot start a local session: {exc}")
+    session.conf.set("spark.sql.shuffle.partitions", "2")
+    # the JVM (and so every Python worker, where the sources plan and read) must have the S3 endpoint
+    jvm_endpoint = session.sparkContext._jvm.java.lang.System.getenv("AWS_ENDPOINT_URL")
+    assert jvm_endpoint == f"http://127.0.0.1:{aws_env}", (
+        f"the JVM was started without the S3 tests' environment (AWS_ENDPOINT_URL={jvm_endpoint!r})"
+    )
+    yield session
+    session.stop()
