@@ -42,12 +42,13 @@ test: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q $(XDIST)
 
 # The suite without the tests marked slow (crash matrices, every real segment damaged, the Spark
-# oracle over every real record, browser rendering): what a developer runs between changes.
+# oracle over every real record, browser rendering) nor those that start Spark (marked spark), in
+# parallel as make test: what a developer runs between changes.
 test-fast: $(STAMP)
 	bash scripts/ensure-kafkajs.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	$(VENV)/bin/ruff check src tests benchmarks
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q -m "not slow"
+	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q $(XDIST) -m "not slow and not spark"
 
 # The long fuzz run (README "Reliability"): FUZZ_EXAMPLES mutated real files per parser test, a
 # twentieth of that many mutated log dirs through scan --deep. CI runs the default 300.
