@@ -4,7 +4,7 @@ A worker is given whole test modules: a module runs on one worker, in its own or
 module-scoped fixtures (generated fleets, Spark clusters, servers) are built once and its tests share
 them as they do in one process. The modules of a :data:`SERIAL_GROUPS` group go to one worker, one
 after the other: what must not run at the same time as each other. Of the modules left, the longest is
-handed out first (:data:`LONGEST`, measured, then by number of tests), so no long module starts
+handed out first (:data:`LONGEST`, then by number of tests), so no long module starts
 last while the other worker has nothing left to do.
 
 The order changes only which worker runs a module and when, never what a test does or checks.
@@ -23,8 +23,9 @@ SERIAL_GROUPS = {
     "tests/spark/test_tables_cluster.py": "spark-standalone",
 }
 
-# The longest work units, longest first (seconds of `pytest --durations` on the 2-core machine of
-# BENCHMARKS.md, summed per module); a module not named here comes after them, by its number of tests.
+# The longest work units, longest first (from `pytest --durations`, summed per module); a unit not
+# named here comes after them, the one with the most tests first (pytest-xdist's own order). Empty
+# until measured on a whole run (BENCHMARKS.md, "The test suite").
 LONGEST: list[str] = []
 
 
