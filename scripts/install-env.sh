@@ -54,7 +54,12 @@ elif [ "$installer" != pip ]; then
     exit 64
 fi
 
+say() { echo "install-env: $*" >&2; }
+quiet="--quiet"  # INSTALL_ENV_VERBOSE=1: uv's own lines too (what it installed, its times; benchmarks/bench_demo.py)
+[ -z "${INSTALL_ENV_VERBOSE:-}" ] || quiet=""
+
 if [ "$action" = create ]; then
+    say "a new $venv (${uv:+uv }venv)"
     rm -rf "$venv"
     if [ -n "$uv" ]; then
         "$uv" venv --quiet --python "$python" "$venv"
@@ -63,8 +68,10 @@ if [ "$action" = create ]; then
     fi
 fi
 
+say "$lock into $venv (${uv:+uv }pip install --no-deps, then pip check)"
 if [ -n "$uv" ]; then
-    "$uv" pip install --quiet --python "$py" --no-deps --compile-bytecode -r "$lock"
+    # shellcheck disable=SC2086 # $quiet: one word or none
+    "$uv" pip install $quiet --python "$py" --no-deps --compile-bytecode -r "$lock"
     "$uv" pip check --quiet --python "$py"
 else
     "$py" -m pip install --quiet --disable-pip-version-check --no-deps -r "$lock"
@@ -72,6 +79,7 @@ else
 fi
 
 if [ "$action" = create ]; then
+    say "this checkout, editable, its C extension built in place; src/'s bytecode"
     # the checkout, editable, its C extension built in place: always rebuilt (uv would reuse a build of this
     # folder from its cache, where a changed _speedups.c would not show)
     if [ -n "$uv" ]; then
