@@ -27,9 +27,11 @@ $(STAMP): $(RUN_STAMP)
 	PYTHON=$(PYTHON) INSTALLER=$(INSTALLER) bash scripts/install-env.sh add $(VENV) requirements-lock.txt
 	touch $@
 
-# The main job on the embedded default: generate a sample and run logdoctor on it.
+# The main job on the embedded default: generate a sample and run logdoctor on it. The run lock's libraries
+# are installed without bytecode: the demo writes that of the modules it imports (into .venv), whatever
+# PYTHONDONTWRITEBYTECODE says, instead of the install compiling every module of every library first.
 demo: $(RUN_STAMP)
-	PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/logdoctor demo
+	PYTHONDONTWRITEBYTECODE= PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/logdoctor demo
 
 # The whole test suite (ruff + pytest). CI runs exactly this. The oracles and tools the tests need
 # (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium) are installed on first use.

@@ -70,9 +70,17 @@ fi
 
 say "$lock into $venv (${uv:+uv }pip install --no-deps, then pip check)"
 if [ -n "$uv" ]; then
+    # no bytecode here: `make demo` writes that of the modules it imports (the Makefile), `add` all of it below
     # shellcheck disable=SC2086 # $quiet: one word or none
-    "$uv" pip install $quiet --python "$py" --no-deps --compile-bytecode -r "$lock"
+    "$uv" pip install $quiet --python "$py" --no-deps -r "$lock"
     "$uv" pip check --quiet --python "$py"
+    if [ "$action" = add ]; then
+        # bytecode for every installed library (what pip writes at install), on every core; compileall
+        # skips the files already compiled
+        say "bytecode of $venv's libraries"
+        "$py" -m compileall -q -j0 "$("$py" -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
+            || say "some files of a library do not compile (left so, as pip leaves them)"
+    fi
 else
     "$py" -m pip install --quiet --disable-pip-version-check --no-deps -r "$lock"
     "$py" -m pip check >/dev/null
