@@ -37,7 +37,8 @@ PHASES = (
     ("install-env: a new", "the venv"),
     ("install-env: requirements", "the lock's packages (download, build, link, bytecode)"),
     ("install-env: this checkout", "the checkout, editable (C extension) + src bytecode"),
-    ("PYSPARK_PYTHON=", "logdoctor demo: start, sample fleet"),
+    ("PYSPARK_PYTHON=", "logdoctor demo: start, sample fleet"),  # the Makefile before bytecode on demand
+    ("PYTHONDONTWRITEBYTECODE= PYSPARK_PYTHON=", "logdoctor demo: start, sample fleet"),
     ("Step 1", "demo: inventories"),
     ("Running: logdoctor census", "demo: census (Spark start, census, HTML report)"),
     ("Step 3", "demo: export to Iceberg"),
