@@ -62,7 +62,8 @@ if [ "$action" = create ]; then
     say "a new $venv (${uv:+uv }venv)"
     rm -rf "$venv"
     if [ -n "$uv" ]; then
-        "$uv" venv --quiet --python "$python" "$venv"
+        # the same interpreter as `$python -m venv` would use: never one uv manages or downloads
+        "$uv" venv --quiet --no-managed-python --no-python-downloads --python "$python" "$venv"
     else
         "$python" -m venv "$venv"
     fi
