@@ -138,9 +138,11 @@ def _source(seg: SegmentRef) -> dict[str, Any]:
     }
 
 
-def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int]:
-    """(end offset, original size) of a remote segment: its last batches walked from the offset index's
-    last entry (a torn or short object raises FormatError here, at planning)."""
+def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int, list[tuple[int, int]]]:
+    """(end offset, original size, leader epochs) of a remote segment: its last batches walked from the
+    offset index's last entry (a torn or short object raises FormatError here, at planning). The epochs
+    (epoch, start offset), as the broker's epoch cache assigns them from batches, when the walk started at
+    the first batch (no offset index), else []."""
     from logdoctor.formats.index import offset_index_array
     from logdoctor.logdir.ranged import iter_ranged_batches
 
@@ -153,10 +155,14 @@ def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int]:
         except FormatError:
             start = 0
     last = None
+    epochs: list[tuple[int, int]] = []
     with open_remote_log(seg) as reader:
         size = reader.size
         for batch in iter_ranged_batches(reader, source=seg.path, start=start):
             last = batch.last_offset
+            epoch = batch.partition_leader_epoch
+            if start == 0 and epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
+                epochs.append((epoch, batch.base_offset))
     if last is None:
         raise FormatError("record batches", source=seg.path, position=start, found="none")
     if seg.remote is not None and seg.remote.end_offset is not None and last != seg.remote.end_offset:
@@ -166,7 +172,7 @@ def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int]:
             position=size,
             found=f"last offset {last}",
         )
-    return last, size
+    return last, size, epochs
 
 
 def _remote_checksum(seg: SegmentRef) -> str:
@@ -238,7 +244,7 @@ def _plan_partition(
     local_start = min(local) if local else None
     segments = stored_segments(storage, sp, opts, log_dir)
     out = _Restored()
-    todo: list[tuple[SegmentRef, int, int, dict[str, bytes | None]]] = []
+    todo: list[tuple[SegmentRef, int, int, dict[str, bytes | None], list[tuple[int, int]]]] = []
     # newest first: a bad object stops the restore of everything older (a gap would not load)
     for seg in reversed(segments):
         if local_start is not None and seg.base_offset >= local_start:
@@ -265,7 +271,7 @@ def _plan_partition(
             continue
         try:
             sides = _side_files(plan, seg)
-            end, size = _segment_end(seg, sides["index"])
+            end, size, walked = _segment_end(seg, sides["index"])
         except (FormatError, OSError) as e:
             _finding(
                 plan,
@@ -289,7 +295,7 @@ def _plan_partition(
                 f"(from {local_start}); not restored",
             )
             break
-        todo.append((seg, end, size, sides))
+        todo.append((seg, end, size, sides, walked))
     todo.reverse()
     if not todo:
         return out, no_local
@@ -305,7 +311,7 @@ def _plan_partition(
     first_snap = os.path.join(folder, f"{todo[0][0].base_offset:020d}.snapshot")
     if os.path.basename(first_snap) in existing:
         txns = (_ongoing(_read(first_snap), first_snap) or {}, [])
-    for seg, end, size, sides in todo:
+    for seg, end, size, sides, walked in todo:
         stem = os.path.join(folder, f"{seg.base_offset:020d}")
         log_path = stem + ".log"
         reason = f"remote segment {seg.path} (offsets {seg.base_offset}-{end}, {size:,} bytes)"
@@ -343,7 +349,9 @@ def _plan_partition(
         out.segments.append((seg, end))
         out.bytes += size
         raw = sides["leader_epoch_checkpoint"]
-        if raw is not None:
+        if raw is None:
+            out.epochs.extend(walked)  # none in the store: its batches' epochs (when walked whole)
+        else:
             try:
                 out.epochs.extend(parse_leader_epoch_checkpoint(raw, source=seg.path).entries)
             except FormatError as e:
@@ -373,8 +381,8 @@ def _side_files(plan: Plan, seg: SegmentRef) -> dict[str, bytes | None]:
         "restore-remote-object",
         r.indexes,
         f"the .indexes object of remote segment {r.segment_id} (offsets from {seg.base_offset}) is missing: "
-        "its indexes are rebuilt from the segment; its producer snapshot and leader-epoch checkpoint are "
-        "not restored (the broker rebuilds producer state from the log)",
+        "its indexes are rebuilt from the segment and its leader epochs read from its batches; its producer "
+        "snapshot is not restored (the broker rebuilds producer state from the log)",
         "warning",
     )
     return dict.fromkeys(wanted)

@@ -1,0 +1,222 @@
+"""`logdoctor restore` with index files the store lacks: they are rebuilt from the restored `.log` in the
+same plan and run (``rebuild-index`` steps) and come out byte-identical to the ones Kafka's broker wrote
+(``original/`` of ../shared/tiered, the same partitions never tiered); the indexes the store has are still
+copied byte for byte. Every variant (LocalTieredStorage; Aiven plain, compressed, encrypted), into the
+broker's log dir and into an empty one."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import helpers
+import pytest
+
+import realworld
+from logdoctor.logdir.remote_tier import RemoteOptions
+from logdoctor.repair.procedures import run
+from logdoctor.repair.procedures.restore import plan_restore
+
+VARIANTS = {
+    "kafka-local": ("kafka-local/remote", None),
+    "aiven/plain": ("aiven/plain/storage", None),
+    "aiven/compressed": ("aiven/compressed/storage", None),
+    "aiven/encrypted": ("aiven/encrypted/storage", "aiven/encrypted/keys/private.pem"),
+}
+PARTS = ("payments-0", "payments-1")
+
+# (variant, damage): what is deleted from the copy of the store
+CASES = [
+    ("kafka-local", "offset-index"),  # payments-0 segment 324's .index
+    ("kafka-local", "time-index"),  # payments-1 segment 0's .timeindex
+    ("kafka-local", "no-indexes"),  # every .index/.timeindex/.txnindex of the store
+    *[(v, d) for v in ("aiven/plain", "aiven/compressed", "aiven/encrypted") for d in ("object", "entry")],
+    ("aiven/encrypted", "no-indexes"),  # every .indexes object
+]
+
+
+def _obj(store: Path, part: str, base: int, suffix: str) -> Path:
+    n = part.rsplit("-", 1)[1]
+    found = [p for p in store.rglob(f"{base:020d}-*.{suffix}") if f"-{n}-" in str(p) or f"/{n}/" in str(p)]
+    assert len(found) == 1, found
+    return found[0]
+
+
+def _damage(store: Path, damage: str) -> list[tuple[str, int]]:
+    """Damage the store copy; the (partition, base offset) of segments whose `.indexes` object is gone
+    (their producer snapshot and leader-epoch checkpoint go with it)."""
+    if damage == "offset-index":
+        _obj(store, "payments-0", 324, "index").unlink()
+    elif damage == "time-index":
+        _obj(store, "payments-1", 0, "timeindex").unlink()
+    elif damage == "no-indexes" and "kafka-tiered-storage" in {p.name for p in store.iterdir()}:
+        for suffix in ("index", "timeindex", "txnindex"):
+            for p in store.rglob(f"*.{suffix}"):
+                p.unlink()
+    elif damage == "object":
+        _obj(store, "payments-0", 324, "indexes").unlink()
+        return [("payments-0", 324)]
+    elif damage == "entry":  # the manifest names no offset index (Aiven writes null for an absent one)
+        m = _obj(store, "payments-1", 0, "rsm-manifest")
+        text = m.read_text()
+        manifest = json.loads(text)
+        assert manifest["segmentIndexes"]["offset"] is not None
+        manifest["segmentIndexes"]["offset"] = None
+        m.write_text(json.dumps(manifest, separators=(",", ":")))
+    else:  # no-indexes, Aiven
+        gone = []
+        for p in store.rglob("*.indexes"):
+            gone.append(("payments-" + p.parent.name, int(p.name[:20])))
+            p.unlink()
+        return gone
+    return []
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+
+
+def _bases(folder: Path) -> list[int]:
+    return sorted(int(p.name[:20]) for p in folder.glob("*.log"))
+
+
+def _lost(original: Path, gone: list[tuple[str, int]]) -> dict[str, set[str]]:
+    """The producer snapshots that went with the deleted `.indexes` objects (``<segment end + 1>``)."""
+    out: dict[str, set[str]] = {p: set() for p in PARTS}
+    for part, base in gone:
+        bases = _bases(original / part)
+        out[part].add(f"{bases[bases.index(base) + 1]:020d}.snapshot")
+    return out
+
+
+@pytest.mark.parametrize("target", ["brokers-log-dir", "empty-log-dir"])
+@pytest.mark.parametrize(("variant", "damage"), CASES, ids=[f"{v}-{d}" for v, d in CASES])
+def test_missing_indexes_are_rebuilt_as_the_broker_wrote_them(tmp_path, variant, damage, target):
+    tiered = realworld.require_tiered()
+    store_rel, key = VARIANTS[variant]
+    store = realworld.writable_copy(tiered / store_rel, tmp_path / "store")
+    gone = _damage(store, damage)
+    opts = RemoteOptions(str(store), None, str(tiered / key) if key else None)
+    local = tiered / variant / "kafka-logs"
+    if target == "brokers-log-dir":
+        log_dir = realworld.writable_copy(local, tmp_path / "logs")
+    else:
+        log_dir = tmp_path / "logs"
+        log_dir.mkdir()
+    before = helpers.tree(log_dir)
+    pp = plan_restore(log_dir, opts, backup_dir=tmp_path / "backup")
+    assert helpers.tree(log_dir) == before  # the plan writes nothing
+    # only a gone `.indexes` object is a finding (a warning naming it); nothing else is left undone
+    assert sorted(u.path for u in pp.plan.unrepaired) == sorted(
+        str(store / _obj(tiered / store_rel, p, b, "indexes").relative_to(tiered / store_rel))
+        for p, b in gone
+    )
+    assert all(u.severity == "warning" for u in pp.plan.unrepaired)
+    rebuilt = {s.path for s in pp.plan.steps if s.op == "rebuild-index"}
+    assert rebuilt and set(pp.summary["rebuilt_indexes"]) == rebuilt
+    copied = {s.path for s in pp.plan.steps if s.op == "write" and s.path.endswith("index")}
+    assert not rebuilt & copied
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    assert run.verify(pp.plan) == []
+    original = tiered / "original" / "kafka-logs"
+    lost = _lost(original, gone)
+    for part in PARTS:
+        local_start = _bases(local / part)[0]
+        want = {
+            name: data
+            for name, data in _files(original / part).items()
+            if (name not in lost[part] or (target == "brokers-log-dir" and (local / part / name).exists()))
+            and (
+                target == "brokers-log-dir"
+                or name in ("partition.metadata", "leader-epoch-checkpoint", f"{local_start:020d}.snapshot")
+                or (name[:20].isdigit() and int(name[:20]) < local_start)
+            )
+        }
+        got = _files(log_dir / part)
+        assert got == want, (part, sorted(set(got) ^ set(want)))
+    # every rebuilt index that exists is one of the broker's own, byte for byte (checked above); a rebuilt
+    # .txnindex of these segments (no transactions) is not written, as Kafka writes none
+    assert not [p for p in rebuilt if p.endswith(".txnindex") and os.path.exists(p)]
+
+
+# --- the CLI: dry run first, the plan names what it rebuilds; kill -9 in a rebuild step ------------------
+
+
+def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        timeout=300,
+    )
+
+
+def _store_without_a_time_index(tmp_path: Path) -> Path:
+    tiered = realworld.require_tiered()
+    store = realworld.writable_copy(tiered / "kafka-local/remote", tmp_path / "store")
+    _obj(store, "payments-0", 324, "timeindex").unlink()
+    return store
+
+
+def test_dry_run_names_the_rebuilt_indexes_and_writes_nothing(tmp_path):
+    store = _store_without_a_time_index(tmp_path)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    out = _cli("restore", str(log_dir), "--remote-storage", str(store))
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = " ".join(out.stdout.split())
+    part = log_dir / "payments-0"
+    assert f"{part / f'{324:020d}.timeindex'}: (rebuilt from the .log as LogSegment.recover writes it" in text
+    assert (
+        "2 index file(s) the store lacks are rebuilt" in text
+        and "payments-0/00000000000000000324.timeindex" in text
+    )
+    assert "logdoctor repair" not in text  # no hint left to run: the restore does it
+    assert list(log_dir.iterdir()) == []
+    plan = json.loads(_cli("restore", str(log_dir), "--remote-storage", str(store), "--json").stdout)
+    ops = [(s["op"], s["path"]) for a in plan["plan"]["actions"] for s in a["steps"]]
+    assert ("rebuild-index", str(part / f"{324:020d}.timeindex")) in ops
+
+
+@pytest.mark.parametrize("phase", ["backed-up", "temp-written", "applied"])
+@pytest.mark.parametrize("then", ["resume", "rollback"])
+def test_kill_in_a_rebuild_step_then_resume_or_rollback(tmp_path, phase, then):
+    store = _store_without_a_time_index(tmp_path)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    before = helpers.tree(log_dir)
+    dry = json.loads(_cli("restore", str(log_dir), "--remote-storage", str(store), "--json").stdout)
+    steps = [s for a in dry["plan"]["actions"] for s in a["steps"]]
+    n = next(
+        i for i, s in enumerate(steps, 1) if s["op"] == "rebuild-index" and s["path"].endswith("timeindex")
+    )
+    backup = tmp_path / "backup"
+    out = _cli(
+        "restore",
+        str(log_dir),
+        "--remote-storage",
+        str(store),
+        "--apply",
+        "--backup-dir",
+        str(backup),
+        env={"LOGDOCTOR_CRASH_AT": f"{n}:{phase}"},
+    )
+    assert out.returncode == -signal.SIGKILL, out.stdout + out.stderr
+    out = _cli("restore", f"--{then}", str(backup / "journal.jsonl"), "--apply", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    if then == "rollback":
+        assert helpers.tree(log_dir) == before
+        return
+    original = realworld.require_tiered() / "original" / "kafka-logs" / "payments-0"
+    name = f"{324:020d}.timeindex"
+    assert (log_dir / "payments-0" / name).read_bytes() == (original / name).read_bytes()
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    assert _cli("restore", str(reference), "--remote-storage", str(store), "--apply").returncode == 0
+    assert helpers.tree(log_dir) == helpers.tree(reference)
