@@ -220,3 +220,93 @@ def test_kill_in_a_rebuild_step_then_resume_or_rollback(tmp_path, phase, then):
     reference.mkdir()
     assert _cli("restore", str(reference), "--remote-storage", str(store), "--apply").returncode == 0
     assert helpers.tree(log_dir) == helpers.tree(reference)
+
+
+# --- a .txnindex of a segment with an aborted transaction ----------------------------------------------
+# ../shared/tiered has no transactions; this store is built here in LocalTieredStorage's layout: producer 7
+# opens a transaction in segment 0 (offsets 0-1) that an ABORT marker in segment 3 (offset 4) ends. The
+# store keeps segment 0's producer snapshot (at offset 3: producer 7's transaction open since 0), not
+# segment 3's indexes. The expected .txnindex is written out from Kafka's AbortedTxn layout (version 0,
+# producer id, first offset, last offset, last stable offset: K:storage/.../log/AbortedTxn.java), with
+# the values this data implies: aborted 0-4, no other transaction open, so the LSO is 5.
+
+TOPIC_ID = "dHhucy10b3BpYy1pZC0wMQ"
+
+
+def _txn_store(tmp_path: Path, with_snapshot: bool) -> Path:
+    from logdoctor.formats.control import build_end_txn_marker
+    from logdoctor.formats.producer_snapshot import (
+        ProducerSnapshot,
+        ProducerSnapshotEntry,
+        write_producer_snapshot,
+    )
+    from logdoctor.formats.record_types import RecordSpec
+    from logdoctor.formats.writer import build_record_batch
+
+    def txn(offset: int, n: int) -> bytes:
+        records = [
+            RecordSpec(key=f"key-{offset + i}".encode(), value=b"t", timestamp=1000 + offset + i)
+            for i in range(n)
+        ]
+        return build_record_batch(
+            records,
+            base_offset=offset,
+            producer_id=7,
+            producer_epoch=0,
+            base_sequence=offset,
+            is_transactional=True,
+        )
+
+    key, value = build_end_txn_marker(False, 3)
+    abort = build_record_batch(
+        [RecordSpec(key=key, value=value, timestamp=1004)],
+        base_offset=4,
+        producer_id=7,
+        producer_epoch=0,
+        is_transactional=True,
+        is_control=True,
+    )
+    plain = build_record_batch([RecordSpec(key=b"key-5", value=b"p", timestamp=1005)], base_offset=5)
+    folder = tmp_path / "store" / "kafka-tiered-storage" / f"txns-0-{TOPIC_ID}"
+    folder.mkdir(parents=True)
+    seg0, seg3 = (
+        folder / "00000000000000000000-AAAAAAAAAAAAAAAAAAAAAA",
+        folder / "00000000000000000003-AQAAAAAAAAAAAAAAAAAAAA",
+    )
+    Path(f"{seg0}.log").write_bytes(
+        txn(0, 2) + build_record_batch([RecordSpec(value=b"p", timestamp=1002)], base_offset=2)
+    )
+    Path(f"{seg3}.log").write_bytes(txn(3, 1) + abort + plain)
+    Path(f"{seg0}.index").write_bytes(b"")  # under index.interval.bytes: no entry
+    Path(f"{seg0}.timeindex").write_bytes(b"")
+    if with_snapshot:
+        entry = ProducerSnapshotEntry(7, 0, 1, 1, 1, 1001, -1, 0)  # transaction open since offset 0
+        Path(f"{seg0}.snapshot").write_bytes(write_producer_snapshot(ProducerSnapshot(1, [entry])))
+    for seg in (seg0, seg3):
+        Path(f"{seg}.leader_epoch_checkpoint").write_bytes(b"0\n0\n")
+    return tmp_path / "store"
+
+
+@pytest.mark.parametrize("with_snapshot", [True, False], ids=["from-the-snapshot", "replayed"])
+def test_a_lost_txn_index_is_rebuilt_with_the_open_transaction(tmp_path, with_snapshot):
+    import struct
+
+    store = _txn_store(tmp_path, with_snapshot)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = plan_restore(log_dir, RemoteOptions(str(store), None, None), backup_dir=tmp_path / "b")
+    assert not pp.plan.unrepaired, pp.plan.unrepaired
+    part = log_dir / "txns-0"
+    assert {os.path.basename(p) for p in pp.summary["rebuilt_indexes"]} == {
+        f"{3:020d}.index",
+        f"{3:020d}.timeindex",
+        f"{3:020d}.txnindex",
+    }
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    assert run.verify(pp.plan) == []
+    assert (part / f"{3:020d}.txnindex").read_bytes() == struct.pack(">hqqqq", 0, 7, 0, 4, 5)
+    assert not (part / f"{0:020d}.txnindex").exists()  # the store has indexes there: none is none
+    # the time index: the close's entry, the largest timestamp (1005) at its offset (5), relative to 3
+    assert (part / f"{3:020d}.timeindex").read_bytes() == struct.pack(">qi", 1005, 2)
+    assert (part / f"{3:020d}.index").read_bytes() == b""
