@@ -310,3 +310,30 @@ def test_a_lost_txn_index_is_rebuilt_with_the_open_transaction(tmp_path, with_sn
     # the time index: the close's entry, the largest timestamp (1005) at its offset (5), relative to 3
     assert (part / f"{3:020d}.timeindex").read_bytes() == struct.pack(">qi", 1005, 2)
     assert (part / f"{3:020d}.index").read_bytes() == b""
+
+
+def test_index_interval_bytes_option_sets_the_rebuilt_offset_index(tmp_path):
+    """--index-interval-bytes 20000: LogSegment.recover adds (last offset - base, position) for a batch
+    when its position is more than the interval past the last entry's (K:.../log/LogSegment.java
+    ``recover``); batches read here with struct from the v2 header (baseOffset int64, batchLength int32
+    at 8, lastOffsetDelta int32 at 23)."""
+    import struct
+
+    store = _store_without_a_time_index(tmp_path)
+    _obj(store, "payments-0", 324, "index").unlink()
+    log_dir = tmp_path / "logs"
+    args = ["restore", str(log_dir), "--remote-storage", str(store), "--index-interval-bytes", "20000"]
+    out = _cli(*args, "--apply", "--backup-dir", str(tmp_path / "b"))
+    assert out.returncode == 0, out.stdout + out.stderr
+    log = (log_dir / "payments-0" / f"{324:020d}.log").read_bytes()
+    want, pos, last_entry = b"", 0, 0
+    while pos < len(log):
+        base, length = struct.unpack_from(">qi", log, pos)
+        (last_delta,) = struct.unpack_from(">i", log, pos + 23)
+        if pos - last_entry > 20000:
+            want += struct.pack(">ii", base + last_delta - 324, pos)
+            last_entry = pos
+        pos += 12 + length
+    original = realworld.require_tiered() / "original/kafka-logs/payments-0" / f"{324:020d}.index"
+    assert want and want != original.read_bytes()  # not what the default interval gives
+    assert (log_dir / "payments-0" / f"{324:020d}.index").read_bytes() == want
