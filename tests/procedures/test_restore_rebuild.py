@@ -76,6 +76,14 @@ def _damage(store: Path, damage: str) -> list[tuple[str, int]]:
     return []
 
 
+def _scan_findings(log_dir: Path) -> set[tuple[str, str]]:
+    from logdoctor.checks.context import Depth, ScanOptions
+    from logdoctor.checks.scanner import scan
+
+    report = scan([log_dir], ScanOptions(depth=Depth.DEEP), jobs=1)
+    return {(f.code, os.path.relpath(f.path, log_dir)) for f in report.findings}
+
+
 def _files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
@@ -139,6 +147,15 @@ def test_missing_indexes_are_rebuilt_as_the_broker_wrote_them(tmp_path, variant,
         }
         got = _files(log_dir / part)
         assert got == want, (part, sorted(set(got) ^ set(want)))
+    if damage == "no-indexes":  # the twins of the broker's load-time checks find nothing new either
+        found = _scan_findings(log_dir)
+        if target == "empty-log-dir":
+            assert found == {
+                ("UNCLEAN_SHUTDOWN", ".kafka_cleanshutdown"),
+                ("META_PROPERTIES_INVALID", "meta.properties"),
+            }
+        else:
+            assert found <= _scan_findings(local)
     # every rebuilt index that exists is one of the broker's own, byte for byte (checked above); a rebuilt
     # .txnindex of these segments (no transactions) is not written, as Kafka writes none
     assert not [p for p in rebuilt if p.endswith(".txnindex") and os.path.exists(p)]

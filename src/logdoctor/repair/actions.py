@@ -961,7 +961,9 @@ plan (repair or an operator procedure) need no other import.
 Crash points (``LOGDOCTOR_CRASH_AT=N:PHASE``) of the procedures' operations: copy-partition
 ``temp-written`` (half the partial copy written), ``backed-up`` (partial copy complete and verified,
 manifest saved, not renamed), ``applied`` (renamed); remove-copied ``backed-up`` (copy checked),
-``temp-written`` (renamed to the ``-delete`` name, not removed), ``applied`` (removed).
+``temp-written`` (renamed to the ``-delete`` name, not removed), ``applied`` (removed); rebuild-index
+``backed-up`` (rebuilt, its sha256 saved, nothing written), ``temp-written`` (temp file written, not renamed),
+``applied``.
 """
 
 
