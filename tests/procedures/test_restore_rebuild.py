@@ -201,18 +201,25 @@ def test_dry_run_names_the_rebuilt_indexes_and_writes_nothing(tmp_path):
     assert ("rebuild-index", str(part / f"{324:020d}.timeindex")) in ops
 
 
-@pytest.mark.parametrize("phase", ["backed-up", "temp-written", "applied"])
+@pytest.mark.parametrize(
+    ("which", "phase"),
+    [
+        ("timeindex", "backed-up"),  # rebuilt, its sha256 saved, nothing written
+        ("timeindex", "temp-written"),  # the temp file written, not renamed
+        ("timeindex", "applied"),
+        ("txnindex", "backed-up"),  # no aborted transaction: nothing to write
+        ("txnindex", "applied"),
+    ],
+)
 @pytest.mark.parametrize("then", ["resume", "rollback"])
-def test_kill_in_a_rebuild_step_then_resume_or_rollback(tmp_path, phase, then):
+def test_kill_in_a_rebuild_step_then_resume_or_rollback(tmp_path, which, phase, then):
     store = _store_without_a_time_index(tmp_path)
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
     before = helpers.tree(log_dir)
     dry = json.loads(_cli("restore", str(log_dir), "--remote-storage", str(store), "--json").stdout)
     steps = [s for a in dry["plan"]["actions"] for s in a["steps"]]
-    n = next(
-        i for i, s in enumerate(steps, 1) if s["op"] == "rebuild-index" and s["path"].endswith("timeindex")
-    )
+    n = next(i for i, s in enumerate(steps, 1) if s["op"] == "rebuild-index" and s["path"].endswith(which))
     backup = tmp_path / "backup"
     out = _cli(
         "restore",
@@ -354,3 +361,21 @@ def test_index_interval_bytes_option_sets_the_rebuilt_offset_index(tmp_path):
     original = realworld.require_tiered() / "original/kafka-logs/payments-0" / f"{324:020d}.index"
     assert want and want != original.read_bytes()  # not what the default interval gives
     assert (log_dir / "payments-0" / f"{324:020d}.index").read_bytes() == want
+
+
+def test_an_index_file_left_without_its_log_goes_to_the_backup_and_comes_back_on_rollback(tmp_path):
+    store = _store_without_a_time_index(tmp_path)
+    log_dir = tmp_path / "logs"
+    stale = log_dir / "payments-0" / f"{324:020d}.timeindex"
+    stale.parent.mkdir(parents=True)
+    stale.write_bytes(b"\x00" * 24)  # what an unclean shutdown can leave of a preallocated index
+    before = helpers.tree(log_dir)
+    pp = plan_restore(log_dir, RemoteOptions(str(store), None, None), backup_dir=tmp_path / "b")
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    assert run.verify(pp.plan) == []
+    original = realworld.require_tiered() / "original/kafka-logs/payments-0" / stale.name
+    assert stale.read_bytes() == original.read_bytes()
+    res, _ = run.rollback_journal(result.journal)
+    assert res.status == "rolled-back", res.error
+    assert helpers.tree(log_dir) == before

@@ -892,10 +892,15 @@ class RebuildIndex(Operation):
         if os.path.lexists(step.path):
             os.unlink(step.path)
             fsync_dir(os.path.dirname(step.path))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(ctx.backup_path(manifest_rel(step)))  # an empty .txnindex's "after" is its "before"
 
 
 # the last rebuild of this process: (log identity, params) -> indexes (a segment's steps walk it once)
 _rebuilt: dict[str, Any] = {}
+# (segment, identity, interval, open transactions at its base) -> the ones open at its end: a replay
+# over many segments walks each once per process
+_txns_after: dict[str, dict[int, int]] = {}
 
 
 def rebuilt_index(params: dict[str, Any]) -> bytes:
@@ -904,17 +909,25 @@ def rebuilt_index(params: dict[str, Any]) -> bytes:
     log = params["log"]
     interval = int(params["interval"])
     txns = {int(k): int(v) for k, v in (params.get("open_transactions") or {}).items()}
-    key = json.dumps([copies.identity(log), interval, sorted(txns.items()), params.get("replay") or []])
+    for base, path in params.get("replay") or []:
+        after_key = _txn_key(path, interval, txns)
+        if after_key not in _txns_after:
+            _txns_after[after_key] = _walk(path, int(base), interval, txns).open_transactions
+        txns = _txns_after[after_key]
+    key = _txn_key(log, interval, txns)
     if _rebuilt.get("key") != key:
-        for base, path in params.get("replay") or []:
-            txns = _walk(path, int(base), interval, txns).open_transactions
         built = _walk(log, int(params["base_offset"]), interval, txns)
         _rebuilt.clear()
         _rebuilt.update(key=key, built=built)
+        _txns_after[key] = built.open_transactions
     built = _rebuilt["built"]
     return {".index": built.offset_index, ".timeindex": built.time_index, ".txnindex": built.txn_index}[
         params["index"]
     ]
+
+
+def _txn_key(path: str, interval: int, txns: dict[int, int]) -> str:
+    return json.dumps([path, copies.identity(path), interval, sorted(txns.items())])
 
 
 def _walk(path: str, base_offset: int, interval: int, txns: dict[int, int]) -> Any:

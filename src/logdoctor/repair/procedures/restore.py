@@ -80,6 +80,7 @@ from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
 from logdoctor.repair.actions import (
     BackupNames,
+    delete_with_backup,
     fetch_remote,
     fetched_checksum,
     make_dir,
@@ -331,10 +332,13 @@ def _plan_partition(
             changes.append(Change(path, None, len(data)))
         for suffix in rebuild:
             path = f"{stem}.{suffix}"
-            steps.append(rebuild_index(path, log_path, seg.base_offset, interval, txns[0], txns[1]))
             note = "rebuilt from the .log as LogSegment.recover writes it; the store has none"
             if suffix == "txnindex":
                 note += " (written if the segment has an aborted transaction)"
+            if os.path.lexists(path):  # an index file without its .log (LogLoader deletes those)
+                steps.append(delete_with_backup(path, names))
+                note += "; the file there, without its .log, goes to the backup"
+            steps.append(rebuild_index(path, log_path, seg.base_offset, interval, txns[0], txns[1]))
             changes.append(Change(path, None, None, note=note))
             out.rebuilt.append(path)
         after = _ongoing(sides["snapshot"], seg.path)
