@@ -34,8 +34,12 @@ CASES = [
     ("kafka-local", "offset-index"),  # payments-0 segment 324's .index
     ("kafka-local", "time-index"),  # payments-1 segment 0's .timeindex
     ("kafka-local", "no-indexes"),  # every .index/.timeindex/.txnindex of the store
-    *[(v, d) for v in ("aiven/plain", "aiven/compressed", "aiven/encrypted") for d in ("object", "entry")],
-    ("aiven/encrypted", "no-indexes"),  # every .indexes object
+    # a segment's .indexes object; the offset index's manifest entry; every .indexes object
+    *[
+        (v, d)
+        for v in ("aiven/plain", "aiven/compressed", "aiven/encrypted")
+        for d in ("object", "entry", "no-indexes")
+    ],
 ]
 
 
