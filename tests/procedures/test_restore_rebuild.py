@@ -383,3 +383,21 @@ def test_an_index_file_left_without_its_log_goes_to_the_backup_and_comes_back_on
     res, _ = run.rollback_journal(result.journal)
     assert res.status == "rolled-back", res.error
     assert helpers.tree(log_dir) == before
+
+
+def test_a_file_put_where_an_index_is_to_be_rebuilt_after_the_plan_refuses_the_run(tmp_path):
+    """The precondition check of every step before the run (issue "Every write checks what it replaces"):
+    nothing is written."""
+    from logdoctor.repair.apply import PlanChangedError
+
+    store = _store_without_a_time_index(tmp_path)
+    log_dir = realworld.writable_copy(
+        realworld.require_tiered() / "kafka-local/kafka-logs", tmp_path / "logs"
+    )
+    pp = plan_restore(log_dir, RemoteOptions(str(store), None, None), backup_dir=tmp_path / "b")
+    target = log_dir / "payments-0" / f"{324:020d}.timeindex"
+    target.write_bytes(b"x")
+    before = helpers.tree(log_dir)
+    with pytest.raises(PlanChangedError, match="rebuild-index"):
+        run.apply(pp.plan)
+    assert helpers.tree(log_dir) == before
