@@ -11,6 +11,8 @@ partition's local leader-epoch lineage. Pure data in, data out: no finding, no I
   segments whose objects are missing, overlapping finished segments (a segment stored twice: same
   offsets under another id), segments outside the leader-epoch lineage and epoch breaks between
   consecutive segments (KAFKA-15168), and unfinished uploads with the objects they left;
+- :func:`dangling_uploads`: which COPY_SEGMENT_STARTED segments are dangling rather than in progress
+  (the bound below);
 - :func:`readable_segments` and :func:`within_leader_epochs` (which segment the broker reads, the
   leader-epoch lineage rule) are :mod:`logdoctor.logdir.remote_lineage`'s, shared with the read plan:
   of two overlapping finished segments, the one the broker does not read is named second.
@@ -41,6 +43,7 @@ from logdoctor.logdir.store_listing import StoreObject
 
 __all__ = [
     "ALL",
+    "DANGLING_AFTER_MS",
     "REQUIRED",
     "EpochBreak",
     "PartitionAudit",
@@ -49,10 +52,16 @@ __all__ = [
     "StoreIndex",
     "audit",
     "audit_partition",
+    "dangling_uploads",
+    "newest_event_ms",
     "readable_segments",
     "within_leader_epochs",
 ]
 
+#: an upload left in COPY_SEGMENT_STARTED is dangling, not in progress, once the remote log metadata
+#: holds an event this much newer than its start (the copy task runs every
+#: remote.log.manager.task.interval.ms, 30 s by default, and one segment's copy takes seconds to minutes)
+DANGLING_AFTER_MS = 3_600_000
 #: in :attr:`PartitionAudit.missing`: no object of the segment at all
 ALL = "all"
 #: per layout, the objects without which the broker cannot read the segment
@@ -254,6 +263,55 @@ def audit_partition(
                     f"last remote segment's epoch {le}",
                 )
             )
+    return out
+
+
+_COPY_STATES = (SegmentState.COPY_SEGMENT_STARTED.name, SegmentState.COPY_SEGMENT_FINISHED.name)
+
+
+def newest_event_ms(partitions: Iterable[RemotePartition]) -> int | None:
+    """The newest event timestamp of the remote log metadata read (None: no event): the time the
+    metadata shows, which a dangling upload is measured against (never the machine's clock)."""
+    newest: int | None = None
+    for rp in partitions:
+        for seg in rp.segments.values():
+            for ev in seg.events:
+                if newest is None or ev.event_timestamp_ms > newest:
+                    newest = ev.event_timestamp_ms
+        for ev in rp.delete_events:
+            if newest is None or ev.event_timestamp_ms > newest:
+                newest = ev.event_timestamp_ms
+    return newest
+
+
+def dangling_uploads(rp: RemotePartition, newest_ms: int | None) -> list[tuple[RemoteSegment, str]]:
+    """The partition's COPY_SEGMENT_STARTED segments that are not a copy in progress, with why.
+
+    Kafka itself tells the two apart only in memory (RemoteLogManager ``segmentIdsBeingCopied``; since
+    KAFKA-17062 a copy that fails is deleted at once, and the size retention counts only finished
+    segments: "either they are being copied ... or they are dangling"). Offline, an upload is dangling
+    when the metadata shows its copy ended: a later copy event of the same partition (its leader's
+    RLMCopyTask copies the partition's segments one at a time, in offset order:
+    K:core/.../log/remote/RemoteLogManager.java copyLogSegmentsToRemote), or an event anywhere in the
+    metadata read at least :data:`DANGLING_AFTER_MS` newer than its start (``newest_ms``:
+    :func:`newest_event_ms`). The newest upload of an idle cluster's partition is not flagged."""
+    out: list[tuple[RemoteSegment, str]] = []
+    unfinished = rp.unfinished
+    if not unfinished:
+        return out
+    last_copy = max(
+        (e.offset for s in rp.segments.values() for e in s.events if e.state in _COPY_STATES), default=-1
+    )
+    for seg in unfinished:
+        ev = seg.first_event
+        if ev.offset < last_copy:
+            out.append((seg, f"a later upload of {rp.topic_id_partition.name} was recorded after it"))
+        elif newest_ms is not None and newest_ms - ev.event_timestamp_ms >= DANGLING_AFTER_MS:
+            age = (newest_ms - ev.event_timestamp_ms) / 3_600_000
+            out.append(
+                (seg, f"the remote log metadata holds events {age:.1f} h newer than its start (an upload "
+                 f"left more than {DANGLING_AFTER_MS // 60_000} min is not in progress)")
+            )  # fmt: skip
     return out
 
 

@@ -35,6 +35,7 @@ from logdoctor.checks.context import PartitionReport, SegmentInfo
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.checks.remote_audit import ALL, PartitionAudit, StoreIndex, audit_partition
 from logdoctor.checks.remote_tier import ranges_text
+from logdoctor.checks.topic_config import RETENTION_MS
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata, RemoteSegment
 from logdoctor.logdir.store_listing import (
     list_store,
@@ -459,6 +460,13 @@ def check_metadata_retention(
             longer.setdefault(r.topic, f"{r.topic} (retention.ms={r.topic_config.retention_ms.describe()})")
     if not longer:
         return []
+    key = md_cfg.retention_ms.key
+    props_hint = (
+        f" (the topic exists: its retention.ms wins over {key}, which the brokers' RLMM creates the topic "
+        f"with; set {key}=-1 in each broker's server.properties too, for a re-created topic)"
+        if key != RETENTION_MS
+        else ""
+    )
     path = next((r.path for r in results if r.topic == REMOTE_LOG_METADATA_TOPIC), REMOTE_LOG_METADATA_TOPIC)
     logdir = next((r.log_dir for r in results if r.topic == REMOTE_LOG_METADATA_TOPIC), "")
     return [
@@ -467,7 +475,12 @@ def check_metadata_retention(
             path,
             logdir=logdir,
             metadata_retention=md_cfg.retention_ms.describe(),
+            props_hint=props_hint,
             topics=", ".join(longer[t] for t in sorted(longer)),
-            details={"metadata_retention_ms": limit, "topics": sorted(longer)},
+            details={
+                "metadata_retention_ms": limit,
+                "metadata_retention_source": md_cfg.retention_ms.source,
+                "topics": sorted(longer),
+            },
         )
     ]
