@@ -53,6 +53,7 @@ __all__ = [
     "audit",
     "audit_partition",
     "dangling_uploads",
+    "lineage_audit",
     "newest_event_ms",
     "readable_segments",
     "within_leader_epochs",
@@ -211,8 +212,6 @@ def audit_partition(
             out.leaked.append((so, "its deletion finished (DELETE_SEGMENT_FINISHED)"))
     if rp is None or rp.deleted:
         return out
-    floor = log_start_offset if log_start_offset is not None else -1
-    copied = [s for s in rp.copied if s.end_offset >= floor]
     for s in rp.copied:
         so = listed.get(s.segment_id)
         miss = [ALL] if so is None else so.missing()
@@ -220,6 +219,32 @@ def audit_partition(
             out.missing.append((s, miss))
     for s in rp.unfinished:
         out.unfinished.append((s, listed.get(s.segment_id)))
+    out.overlaps, out.epoch_breaks = lineage_audit(
+        rp,
+        lineage=lineage,
+        log_end_offset=log_end_offset,
+        local_log_start_offset=local_log_start_offset,
+        log_start_offset=log_start_offset,
+    )
+    return out
+
+
+def lineage_audit(
+    rp: RemotePartition,
+    *,
+    lineage: Iterable[tuple[int, int]] | None = None,
+    log_end_offset: int | None = None,
+    local_log_start_offset: int | None = None,
+    log_start_offset: int | None = None,
+) -> tuple[list[tuple[RemoteSegment, RemoteSegment]], list[EpochBreak]]:
+    """The overlapping finished segments (pairs, the one the broker reads first) and the breaks of the
+    leader-epoch lineage of one partition's remote tier: the one rule of the scan and the census (which
+    gathers each partition's metadata rows and its replica's lineage into one task to run it). Segments
+    ending below ``log_start_offset`` are the expiration task's business and take no part."""
+    overlaps: list[tuple[RemoteSegment, RemoteSegment]] = []
+    breaks: list[EpochBreak] = []
+    floor = log_start_offset if log_start_offset is not None else -1
+    copied = [s for s in rp.copied if s.end_offset >= floor]
     lin = list(lineage) if lineage is not None else []
     read = {s.segment_id for s in readable_segments(rp, lin, log_end_offset)}
     reach: RemoteSegment | None = None
@@ -227,18 +252,18 @@ def audit_partition(
         if reach is not None and s.start_offset <= reach.end_offset:
             # the one the broker does not read second (the one the read plan names as not read)
             pair = (s, reach) if reach.segment_id not in read and s.segment_id in read else (reach, s)
-            out.overlaps.append(pair)
+            overlaps.append(pair)
         if reach is None or s.end_offset > reach.end_offset:
             reach = s
     prev: RemoteSegment | None = None
     for s in copied:
         why = within_leader_epochs(s, lin, log_end_offset) if lin else None
         if why is not None:
-            out.epoch_breaks.append(EpochBreak("outside-lineage", s, None, why))
+            breaks.append(EpochBreak("outside-lineage", s, None, why))
         elif prev is not None:
             pl, sf = last_epoch(prev), first_epoch(s)
             if pl is not None and sf is not None and sf < pl and s.start_offset > prev.end_offset:
-                out.epoch_breaks.append(
+                breaks.append(
                     EpochBreak(
                         "between-segments",
                         s,
@@ -247,14 +272,14 @@ def audit_partition(
                     )
                 )
         prev = s
-    off_lineage = {b.segment.segment_id for b in out.epoch_breaks if b.case == "outside-lineage"}
+    off_lineage = {b.segment.segment_id for b in breaks if b.case == "outside-lineage"}
     in_lineage = [s for s in copied if s.segment_id not in off_lineage]
     if lin and in_lineage and local_log_start_offset is not None:
         last = max(in_lineage, key=lambda s: s.end_offset)
         le = last_epoch(last)
         local_epoch = max((e for e, o in lin if o <= local_log_start_offset), default=None)
         if le is not None and local_epoch is not None and local_epoch < le:
-            out.epoch_breaks.append(
+            breaks.append(
                 EpochBreak(
                     "into-local",
                     last,
@@ -263,7 +288,7 @@ def audit_partition(
                     f"last remote segment's epoch {le}",
                 )
             )
-    return out
+    return overlaps, breaks
 
 
 _COPY_STATES = (SegmentState.COPY_SEGMENT_STARTED.name, SegmentState.COPY_SEGMENT_FINISHED.name)
