@@ -158,15 +158,30 @@ def test_real_data_and_a_leader_change_give_the_same_findings(spark, tmp_path: P
         ),
         ts=1795462000002,
     )  # fmt: skip
+    # into the local log: payments-1's lineage gets epoch 1 at 2300, above its local log start 2289 (in
+    # epoch 0), and a segment of epoch 1 [1962, 2400] was uploaded
+    (log_dir / "payments-1" / "leader-epoch-checkpoint").write_bytes(
+        write_leader_epoch_checkpoint(new_leader_epoch_checkpoint([(0, 0), (1, 2300)]))
+    )
+    _finished(log_dir, 16, P1, "ZXBvY2gxLWxvY2FsLTAwMQ", 1962, 2400, {0: 1962, 1: 2300}, at=1795454800003)
+    # between segments: a partition no log dir holds (no lineage), its epochs going down (3, then 2)
+    other = TopicIdPartition("b3RoZXItdG9waWMtMDAwMA", "other", 0)  # its events in -16 (50 partitions)
+    _finished(log_dir, 16, other, "b3RoZXItc2VnbWVudC0wMA", 0, 99, {3: 0}, at=1795454800004)
+    _finished(log_dir, 16, other, "b3RoZXItc2VnbWVudC0wMQ", 100, 199, {2: 100}, at=1795454800005)
     found = _compare(spark, log_dir, store, tmp_path / "planted")
     overlaps = [f[3] for f in found if f[0] == "REMOTE_SEGMENTS_OVERLAP"]
-    assert len(overlaps) == 2
+    assert len(overlaps) == 3
     twin = next(m for m in overlaps if TWIN in m)
     assert f"remote segment {segs[324]} holds the same offsets 324-647 as {TWIN}" in twin
     leader = next(m for m in overlaps if "ZXBvY2gxLXNlZ21lbnQwMQ" in m)
     assert leader.index(segs[972]) < leader.index("ZXBvY2gxLXNlZ21lbnQwMQ")
-    [broken] = [f[3] for f in found if f[0] == "REMOTE_EPOCH_LINEAGE_BROKEN"]
-    assert "ZXBvY2gxLXNlZ21lbnQwMQ" in broken and "last epoch 1 is outside the lineage's epochs 0-0" in broken
+    broken = sorted(f[3] for f in found if f[0] == "REMOTE_EPOCH_LINEAGE_BROKEN")
+    assert len(broken) == 3
+    said = "\n".join(broken)
+    assert "ZXBvY2gxLXNlZ21lbnQwMQ (offsets 972-1400, epochs 1@972) is not within" in said
+    assert "last epoch 1 is outside the lineage's epochs 0-0" in said
+    assert "the local log starts at 2289 in epoch 0, below the last remote segment's epoch 1" in said
+    assert "b3RoZXItc2VnbWVudC0wMQ (offsets 100-199, epochs 2@100) follows b3RoZXItc2VnbWVudC0wMA" in said
     [dangling] = [f for f in found if f[0] == "REMOTE_UPLOAD_UNFINISHED"]
     assert dangling[1] == ("ZGFuZ2xpbmctdXBsb2FkMQ",) and "2.0 h newer than its start" in dangling[2]
 
