@@ -141,7 +141,18 @@ def test_real_data_and_a_leader_change_give_the_same_findings(spark, tmp_path: P
     # pair keeps the twin (an order by segment id would keep the real one: its id sorts first)
     _copy_objects(p0, segs[324], TWIN)
     _finished(log_dir, 21, P0, TWIN, 324, 647, {0: 324}, at=1795454800001)
-    # an upload of payments-0 left in COPY_SEGMENT_STARTED, then payments-1 starts one two hours later
+    # into the local log: payments-1's lineage gets epoch 1 at 2300, above its local log start 2289 (in
+    # epoch 0), and a segment of epoch 1 [1962, 2400] was uploaded
+    (log_dir / "payments-1" / "leader-epoch-checkpoint").write_bytes(
+        write_leader_epoch_checkpoint(new_leader_epoch_checkpoint([(0, 0), (1, 2300)]))
+    )
+    _finished(log_dir, 16, P1, "ZXBvY2gxLWxvY2FsLTAwMQ", 1962, 2400, {0: 1962, 1: 2300}, at=1795454800003)
+    # between segments: a partition no log dir holds (no lineage), its epochs going down (3, then 2)
+    other = TopicIdPartition("b3RoZXItdG9waWMtMDAwMA", "other", 0)  # its events in -16 (50 partitions)
+    _finished(log_dir, 16, other, "b3RoZXItc2VnbWVudC0wMA", 0, 99, {3: 0}, at=1795454800004)
+    _finished(log_dir, 16, other, "b3RoZXItc2VnbWVudC0wMQ", 100, 199, {2: 100}, at=1795454800005)
+    # an upload of payments-0 left in COPY_SEGMENT_STARTED, then (the last event)
+    # payments-1 starts one two hours later
     append_metadata_events(
         log_dir / "__remote_log_metadata-21" / "00000000000000000000.log",
         segment_metadata(
@@ -158,16 +169,6 @@ def test_real_data_and_a_leader_change_give_the_same_findings(spark, tmp_path: P
         ),
         ts=1795462000002,
     )  # fmt: skip
-    # into the local log: payments-1's lineage gets epoch 1 at 2300, above its local log start 2289 (in
-    # epoch 0), and a segment of epoch 1 [1962, 2400] was uploaded
-    (log_dir / "payments-1" / "leader-epoch-checkpoint").write_bytes(
-        write_leader_epoch_checkpoint(new_leader_epoch_checkpoint([(0, 0), (1, 2300)]))
-    )
-    _finished(log_dir, 16, P1, "ZXBvY2gxLWxvY2FsLTAwMQ", 1962, 2400, {0: 1962, 1: 2300}, at=1795454800003)
-    # between segments: a partition no log dir holds (no lineage), its epochs going down (3, then 2)
-    other = TopicIdPartition("b3RoZXItdG9waWMtMDAwMA", "other", 0)  # its events in -16 (50 partitions)
-    _finished(log_dir, 16, other, "b3RoZXItc2VnbWVudC0wMA", 0, 99, {3: 0}, at=1795454800004)
-    _finished(log_dir, 16, other, "b3RoZXItc2VnbWVudC0wMQ", 100, 199, {2: 100}, at=1795454800005)
     found = _compare(spark, log_dir, store, tmp_path / "planted")
     overlaps = [f[3] for f in found if f[0] == "REMOTE_SEGMENTS_OVERLAP"]
     assert len(overlaps) == 3

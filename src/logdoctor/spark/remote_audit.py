@@ -310,7 +310,7 @@ def _partition_rows(r: dict[str, Any], newest_ms: int | None, source: str) -> It
         log_start_offset=r["log_start_offset"],
     )
     tp = f"{r['topic']}-{r['partition']}"
-    where = r["path"] or r["folder"] or tp
+    where = r["path"] or r["folder"] or source  # as the scan's: the replica, the store's folder, the listing
     logdir = r["log_dir"] or ""
     mp = f"{REMOTE_LOG_METADATA_TOPIC}-{r['metadata_partition']}"
     objs = {x["segment_id"]: x for x in r["segments"] if x["objects"]}
