@@ -157,6 +157,38 @@ def test_default_scan_walks_segments_without_usable_time_indexes_on_every_core(
     assert sum(t.startswith("logdoctor-walk") for t in threads) >= 5
 
 
+def test_deep_scan_walks_every_segment_once_and_all_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: `scan --deep` reads each .log once, every segment of the partition (the active one, and
+    the recovered ones of an unclean shutdown, included) handed to the walk threads at once: no segment
+    is walked alone on the scan's thread first while the other cores wait. Without a clean-shutdown
+    marker (check_recovery walks with CRCs too) and with a torn active segment; the findings are the
+    serial walk's."""
+    topics = [
+        TopicSpec("t", partitions=1, records_per_partition=3000, value_size=200, segment_bytes=64 * 1024)
+    ]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = sorted((log_dir / "t-0").glob("*.log"))
+    assert len(logs) >= 8
+    (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    damage.cut_final_batch(logs[-1], 7)
+    serial = _scan_json(log_dir, parallel=False, monkeypatch=monkeypatch)
+    assert "LOG_CORRUPT" in {f["code"] for f in json.loads(serial)["findings"]}
+    calls: list[list[str]] = []
+    walk_files = state.walk_files
+
+    def recorded(paths, *args):
+        calls.append(list(paths))
+        return walk_files(paths, *args)
+
+    monkeypatch.setattr(state, "walk_files", recorded)
+    assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch) == serial
+    walked = [p for c in calls for p in c]
+    assert sorted(walked) == sorted(map(str, logs))  # each once
+    assert calls[0] == [str(p) for p in logs]  # all at once, in segment order
+
+
 def _serial_walk(data: bytes, monkeypatch: pytest.MonkeyPatch) -> state.WalkResult:
     with monkeypatch.context() as m:
         m.setattr(state, "FAST_WALK", None)

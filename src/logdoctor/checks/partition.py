@@ -29,6 +29,8 @@ def check_partition(task: PartitionTask) -> PartitionReport:
     for seg in st.segments:
         st.infos[seg.base_offset] = SegmentInfo(seg.base_offset, seg.size, seg.mtime_ms)
     depth = task.options.depth
+    if depth is Depth.DEEP:
+        deep.walk_every_log(st)
     quick.check_listing(st)
     quick.check_active(st)
     if depth is Depth.QUICK:
