@@ -6,6 +6,7 @@ the scan goes on) and each file is read at most once per partition.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -297,11 +298,81 @@ class WalkResult:
         return not self.damage
 
 
+#: what :func:`mappings_kept` keeps mapped at most (page tables: 2 MiB per GiB kept)
+KEEP_MAPPED_BYTES = 2 << 30
+
+
+class _KeptMappings:
+    """The big files :func:`read_buffer` mapped while :func:`mappings_kept` is in force, by (device,
+    inode, size), for the process that entered it."""
+
+    def __init__(self, limit: int) -> None:
+        self.pid = os.getpid()
+        self.limit = limit
+        self.bytes = 0
+        self.maps: dict[tuple[int, int, int], mmap.mmap] = {}
+        self.lock = threading.Lock()
+
+
+_kept: _KeptMappings | None = None
+
+
+@contextlib.contextmanager
+def mappings_kept(limit: int = KEEP_MAPPED_BYTES) -> Iterator[None]:
+    """Within it, a big file that :func:`read_buffer` maps (MAP_POPULATE) stays mapped, up to ``limit``
+    bytes in all (the first files mapped; later ones are mapped and unmapped as outside it), and a later
+    :func:`read_buffer` of the same file gets that mapping again instead of mapping it anew: for a
+    command that reads the same segments several times (``repair``: its planning scan, the index
+    rebuild, the scan after the apply), each is mapped once instead of three times (mapping a file and
+    unmapping it costs more CPU than reading its bytes: BENCHMARKS.md, issue 35).
+
+    The same mapping only for the same inode at the same size (a MAP_SHARED mapping shows the file's
+    bytes as they are now, so its bytes are those a new mapping would give); a file truncated, grown or
+    replaced since is mapped anew, its old mapping never touched again. Everything kept is unmapped on
+    leaving. Only in the process that entered it (a forked pool worker maps as outside it)."""
+    global _kept
+    outer, _kept = _kept, _KeptMappings(limit)
+    try:
+        yield
+    finally:
+        kept, _kept = _kept, outer
+        for mm in kept.maps.values():
+            with contextlib.suppress(BufferError):  # a view still held: unmapped when it is collected
+                mm.close()
+
+
+def _map_kept(fd: int, st: os.stat_result) -> mmap.mmap | None:
+    """The kept mapping of this file (mapped now if there is room), or None: map it as usual."""
+    kept = _kept
+    if kept is None or kept.pid != os.getpid():
+        return None
+    key = (st.st_dev, st.st_ino, st.st_size)
+    with kept.lock:
+        mm = kept.maps.get(key)
+        if mm is not None or kept.bytes + st.st_size > kept.limit:
+            return mm
+        kept.bytes += st.st_size  # room taken before mapping outside the lock
+    try:
+        mm = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), prot=mmap.PROT_READ)
+    except BaseException:
+        with kept.lock:
+            kept.bytes -= st.st_size
+        raise
+    with kept.lock:
+        other = kept.maps.setdefault(key, mm)
+        if other is not mm:  # another thread mapped it at the same time: one kept
+            kept.bytes -= st.st_size
+    if other is not mm:
+        mm.close()
+    return other
+
+
 def read_buffer(
     path: str | os.PathLike[str],
 ) -> tuple[memoryview, object | None, list[tuple[int, int]] | None]:
     """The whole file as a memoryview (mmap for large or sparse files), and where it holds data when
-    it has holes (None: no holes, all data). Close the returned handle when done."""
+    it has holes (None: no holes, all data). Release it with :func:`release` when done (which closes
+    the returned handle; a mapping kept by :func:`mappings_kept` has no handle)."""
     fd = open_regular(path)
     try:
         st = os.fstat(fd)
@@ -314,6 +385,9 @@ def read_buffer(
             if size == 0:
                 return memoryview(b""), None, extents
             import_in_background()  # a big segment's walk ahead: its index checks will want numpy
+            kept = _map_kept(fd, st) if extents is None else None
+            if kept is not None:
+                return memoryview(kept), None, None
             mm = mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
             return memoryview(mm), mm, extents
         return memoryview(read_fd(fd)), None, None
