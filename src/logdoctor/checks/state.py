@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import crc32c as _crc32c
-
 from logdoctor.checks import catalog
 from logdoctor.checks.access import describe, missing_access
 from logdoctor.checks.context import PartitionReport, PartitionTask, SegmentInfo
@@ -28,6 +26,7 @@ from logdoctor.checks.findings import Finding
 from logdoctor.checks.undecodable import Undecodable, undecodable_batches
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats import native
+from logdoctor.formats.crc import CRC32C_EXTENSION
 from logdoctor.formats.lazy_numpy import import_in_background, np
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
@@ -573,7 +572,7 @@ def walk(
     positions = lasts = None
     if with_positions:
         positions, lasts = res.positions, res.last_offsets = array("q"), array("q")
-    crc32c = _crc32c.crc32c
+    crc32c = CRC32C_EXTENSION.crc32c
     prev_last: int | None = None
     max_ts = max_ts_off = -1
     batches = crc_errors = 0
