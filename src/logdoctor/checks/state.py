@@ -335,9 +335,15 @@ def mappings_kept(limit: int = KEEP_MAPPED_BYTES) -> Iterator[None]:
         yield
     finally:
         kept, _kept = _kept, outer
-        for mm in kept.maps.values():
-            with contextlib.suppress(BufferError):  # a view still held: unmapped when it is collected
-                mm.close()
+        # unmapped on the walk threads at once (mmap.close releases the GIL; a populated mapping takes as
+        # long to unmap as to read: BENCHMARKS.md, issue 35)
+        for _ in in_walk_threads(_unmap, list(kept.maps.values())):
+            pass
+
+
+def _unmap(mm: mmap.mmap) -> None:
+    with contextlib.suppress(BufferError):  # a view still held: unmapped when it is collected
+        mm.close()
 
 
 def _map_kept(fd: int, st: os.stat_result) -> mmap.mmap | None:
