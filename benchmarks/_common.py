@@ -117,9 +117,10 @@ def timed(repeat: int, fn: Callable[[], Any]) -> Timing:
     return Timing(best[0], statistics.median(w for w, _c in runs), best[1], result)
 
 
-def timed_interleaved(repeat: int, fns: dict[str, Callable[[], Any]]) -> dict[str, Timing]:
+def timed_interleaved(repeat: int, fns: dict[str, Callable[[], Any]]) -> dict[str, tuple[Timing, float]]:
     """:func:`timed` of several functions, run in turn ``repeat`` rounds (each round one run of each, in
-    order): on a shared machine, a before and an after measured under the same load."""
+    order): on a shared machine, a before and an after measured under the same load. With each Timing,
+    the smallest CPU time of its runs (under load the best wall time is luck; the CPU much less so)."""
     runs: dict[str, list[tuple[float, float]]] = {k: [] for k in fns}
     result: dict[str, Any] = {}
     for _ in range(repeat):
@@ -131,7 +132,8 @@ def timed_interleaved(repeat: int, fns: dict[str, Callable[[], Any]]) -> dict[st
     out = {}
     for k, r in runs.items():
         best = min(r)
-        out[k] = Timing(best[0], statistics.median(w for w, _c in r), best[1], result[k])
+        timing = Timing(best[0], statistics.median(w for w, _c in r), best[1], result[k])
+        out[k] = (timing, min(c for _w, c in r))
     return out
 
 
