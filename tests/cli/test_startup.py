@@ -111,6 +111,10 @@ def test_crc32c_extension_is_loaded_without_the_package_metadata(tmp_path: Path)
         modules = imported_by(*argv, str(log_dir))
         assert "crc32c._crc32c" in modules
         assert not {"importlib.metadata", "email", "crc32c"} & modules, argv
+        # nor the remote tier audit's (the store's listing, inventory reports: csv, gzip) without remote
+        # log metadata
+        audit = {"checks.remote_store", "checks.remote_audit", "logdir.store_listing"}
+        assert not {f"logdoctor.{m}" for m in audit} & modules, argv
     check = (
         "from logdoctor.formats.crc import crc32c\n"
         "import crc32c as package\n"  # a later import of the package takes the same extension
