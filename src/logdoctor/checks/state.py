@@ -346,6 +346,12 @@ def _unmap(mm: mmap.mmap) -> None:
         mm.close()
 
 
+def _keeping() -> bool:
+    """Whether :func:`mappings_kept` is in force in this process."""
+    kept = _kept
+    return kept is not None and kept.pid == os.getpid()
+
+
 def _map_kept(fd: int, st: os.stat_result) -> mmap.mmap | None:
     """The kept mapping of this file (mapped now if there is room), or None: map it as usual."""
     kept = _kept
@@ -406,11 +412,98 @@ def release(view: memoryview, handle: object | None) -> None:
         handle.close()  # type: ignore[attr-defined]
 
 
+#: a big .log walked by a walk thread is read this much at a time into a buffer of the thread's
+#: (:func:`_walk_read`) instead of being mapped
+READ_CHUNK = 8 << 20
+_buffers = threading.local()
+
+
+def _walk_read(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError | None:
+    """:func:`walk` of a big .log read a chunk at a time (``READ_CHUNK``, ``os.preadv`` into a buffer of
+    this thread that stays in the CPU's cache), for a file whose every batch the C fast lane takes: the
+    same result as :func:`walk` of the mapped file, without mapping it (mapping a file from the page cache
+    and unmapping it again costs more CPU than copying its bytes, and the CRCs and records are then read
+    from the cache: BENCHMARKS.md, issue 35). None, at once, for anything else (a file under
+    MMAP_THRESHOLD or with holes, a batch the fast lane stops at: damage, v0/v1, a torn end, a batch
+    bigger than a chunk; with ``with_positions``, a batch whose records do not decode): the caller then
+    walks the mapped file, which finds and words it as always."""
+    try:
+        fd = open_regular(path)
+    except OSError as e:  # NotRegularFileError is one
+        return e
+    try:
+        st = os.fstat(fd)
+        n = st.st_size
+        if n < MMAP_THRESHOLD or is_sparse(st):
+            return None
+        if len(getattr(_buffers, "chunk", b"")) != READ_CHUNK:
+            _buffers.chunk, _buffers.frame = bytearray(READ_CHUNK), bytearray(16 * _FAST_CHUNK)
+        chunk, frame = memoryview(_buffers.chunk), _buffers.frame
+        res = WalkResult(size=n)
+        positions = lasts = None
+        if with_positions:
+            positions, lasts = res.positions, res.last_offsets = array("q"), array("q")
+            import_in_background()  # the index cross-check after the walk wants numpy
+        at, batches, records = 0, 0, 0  # ``at``: the file position of chunk[0]
+        prev_last: int | None = None
+        last = max_ts = max_ts_off = -1
+        while at < n:
+            want = min(len(chunk), n - at)
+            got = 0
+            while got < want:
+                k = os.preadv(fd, [chunk[got:want]], at + got)
+                if k <= 0:
+                    return None  # shorter than fstat said: changed since
+                got += k
+            pos = 0
+            while pos < want:
+                pos2, nb, recs, first_base, first_last, last, max_ts, max_ts_off = FAST_WALK(
+                    chunk, pos, want, verify_crc, prev_last is not None, prev_last or 0, max_ts, max_ts_off,
+                    frame, _FAST_CHUNK,
+                )
+                if not nb:
+                    break
+                if batches == 0:
+                    res.first_offset, res.first_batch_last_offset = first_base, first_last
+                if positions is not None:
+                    rel = array("q")
+                    rel.frombytes(memoryview(frame)[: 8 * nb])  # type: ignore[arg-type]
+                    if undecodable_batches(chunk[:want], rel, want, path):
+                        return None  # worded with the file's positions by the mapped walk
+                    positions.frombytes((np.frombuffer(rel, np.int64) + at).tobytes())
+                    lasts.frombytes(memoryview(frame)[8 * _FAST_CHUNK : 8 * (_FAST_CHUNK + nb)])  # type: ignore
+                records += recs
+                prev_last, batches, pos = last, batches + nb, pos2
+            if pos == want:
+                at += want
+            elif pos == 0 or at + want == n:
+                return None  # not a whole batch here (damage, v0/v1, bigger than a chunk), or the file's end
+            else:
+                at += pos  # the next chunk starts with the batch this one holds only part of
+        res.batches, res.records, res.valid_records = batches, records, records
+        res.valid_bytes = n
+        res.last_offset = res.valid_last_offset = prev_last
+        res.max_timestamp = res.max_timestamp_valid_prefix = max_ts
+        res.offset_of_max_timestamp = max_ts_off
+        res.magics = {2}
+        return res
+    except OSError as e:
+        return e
+    finally:
+        os.close(fd)
+
+
 def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError:
     """:func:`walk` of one .log, mapped and released again; an OSError (NotRegularFileError included)
     is returned, not raised: the caller records it (PartitionState._keep). Safe in any thread. With
     ``with_positions`` (the --deep walk) the records of every batch are decoded too
-    (:func:`logdoctor.checks.undecodable.undecodable_batches`, while the file is mapped)."""
+    (:func:`logdoctor.checks.undecodable.undecodable_batches`, while the file is mapped). A big file is
+    read a chunk at a time instead (:func:`_walk_read`) when its CRCs would not be checked on every walk
+    thread anyway and no :func:`mappings_kept` keeps its mapping for a later read."""
+    if FAST_WALK is not None and not (verify_crc and _crc_on_threads(MMAP_THRESHOLD)) and not _keeping():
+        got = _walk_read(path, verify_crc, with_positions)
+        if got is not None:
+            return got
     try:
         view, handle, extents = read_buffer(path)
     except OSError as e:  # NotRegularFileError is one
@@ -475,8 +568,9 @@ def in_walk_threads(fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
 
 
 def walk_files(paths: list[str], verify_crc: bool, with_positions: bool) -> list[WalkResult | OSError]:
-    """:func:`walk_file` of every path, in order, on :func:`walk_threads` threads: each maps one file at
-    a time (memory: one segment per thread) and spends its time in the C fast lane without the GIL.
+    """:func:`walk_file` of every path, in order, on :func:`walk_threads` threads: each reads (in chunks)
+    or maps one file at a time (memory: one segment per thread at most) and spends its time in the C
+    fast lane without the GIL.
     One file, or one core: in this thread."""
     return list(in_walk_threads(lambda p: walk_file(p, verify_crc, with_positions), paths))
 
