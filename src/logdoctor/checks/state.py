@@ -208,6 +208,17 @@ class PartitionState:
             )
         return out
 
+    def walk_ahead(self, items: list[tuple[Segment, bool]]) -> None:
+        """Walk ``(segment, verify_crc)`` pairs at once on every core, before the checks that ask for them
+        (:meth:`walk` then takes them from the cache): for walks that a check is certain to ask for later,
+        so that they run beside one asked for now. What is recorded (results, denied reads, bytes read)
+        is in the order given."""
+        todo = [(s, c) for s, c in items if not self._cached(s, c, False)]
+        todo = [(s, c) for s, c in todo if s.log_file not in self.unreadable]
+        walked = in_walk_threads(lambda item: walk_file(item[0].log_file, item[1], False), todo)
+        for (seg, crc), outcome in zip(todo, walked, strict=True):
+            self._keep(seg, outcome, crc)
+
     def _cached(self, seg: Segment, verify_crc: bool, with_positions: bool) -> bool:
         cached = self.walks.get(seg.base_offset)
         return (
