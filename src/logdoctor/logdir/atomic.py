@@ -14,9 +14,10 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["atomic_write", "fsync_dir", "naming"]
+__all__ = ["SyncBarrier", "atomic_write", "fsync_dir", "naming", "write_temp"]
 
 _DEFAULT_MODE = 0o644
 
@@ -62,17 +63,43 @@ def atomic_write(
     (the repair engine's crash tests stop the process there).
     """
     target = Path(path)
-    folder = target.parent
+    tmp_name = write_temp(target, data, mode=mode, uid=uid, gid=gid, sync=True)
+    try:
+        if before_rename is not None:
+            before_rename()
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    fsync_dir(target.parent)
+
+
+def write_temp(
+    path: str | os.PathLike[str],
+    data: bytes | bytearray | memoryview,
+    *,
+    mode: int | None = None,
+    uid: int | None = None,
+    gid: int | None = None,
+    sync: bool = True,
+) -> str:
+    """The first half of :func:`atomic_write`: ``data`` in a new temp file beside ``path``
+    (``.<name>.<random>.tmp``), with the replaced file's (or the given) mode and owner, fsynced unless
+    ``sync`` is False (the caller then fsyncs it, e.g. through a :class:`SyncBarrier`, before renaming
+    it). Returns the temp file's path; on any error it is removed."""
+    target = Path(path)
     try:
         st: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         st = None
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with naming(target), os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
             if mode is not None:
                 perm = mode
             elif st is not None:
@@ -95,11 +122,47 @@ def atomic_write(
                 # a file of someone else can't keep the owner, and that is not worth failing for.
                 with contextlib.suppress(PermissionError):
                     os.fchown(f.fileno(), want_uid, want_gid)
-        if before_rename is not None:
-            before_rename()
-        os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    fsync_dir(folder)
+    return tmp_name
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        with naming(path):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SyncBarrier:
+    """Durability for a group of writes at once: the files and folders registered are fsynced together
+    by :meth:`flush` (the files from a few threads: ``os.fsync`` releases the GIL and the file system
+    commits its journal for several of them at a time; then the folders), instead of one fsync after
+    each write. Whoever registers a path does not rely on it being durable before ``flush`` returns."""
+
+    THREADS = 8
+
+    def __init__(self) -> None:
+        self.files: dict[str, None] = {}
+        self.folders: dict[str, None] = {}
+
+    def file(self, path: str | os.PathLike[str]) -> None:
+        self.files[os.fspath(path)] = None
+
+    def folder(self, path: str | os.PathLike[str]) -> None:
+        self.folders[os.fspath(path)] = None
+
+    def flush(self) -> None:
+        """fsync every registered file, then every registered folder; forget them."""
+        for paths in (list(self.files), list(self.folders)):
+            if len(paths) == 1:
+                _fsync_path(paths[0])
+            elif paths:
+                with ThreadPoolExecutor(min(self.THREADS, len(paths))) as pool:
+                    list(pool.map(_fsync_path, paths))
+        self.files.clear()
+        self.folders.clear()
