@@ -18,8 +18,9 @@ Operations (``Step.op``):
               dir); undo removes the copy.
 ``mkdir``     create a folder (a restored partition's); undo removes it.
 ``fetch-remote`` write a new file with a remote-tier segment's original bytes (``restore``), streamed
-              in ranged reads, CRC-32C checked and read back, its checksum kept in the backup dir;
-              undo removes it.
+              in ranged reads (a local kafka-local object: copied by the kernel), CRC-32C checked
+              against the source and batch-walked in one read back, its checksum kept in the backup
+              dir; undo removes it.
 
 The operator procedures' own (move-partition, sync-replica):
 
@@ -45,6 +46,9 @@ A new step kind (a new writing command's own operation) is a subclass of :class:
 ``apply(step, ctx)``   idempotent: from BEFORE or PARTIAL to AFTER; keeps what it removes in the backup
 ``undo(step, ctx)``    idempotent: from AFTER or PARTIAL back to BEFORE, from the backup
 ``verify``             (default: ``state == AFTER``), checked before the step is journaled done
+``groupable(step)``, ``prepare(step, ctx, barrier)``   (optional) the step in two halves, its fsyncs
+                       left to a shared barrier, so that a run of such steps shares its durability
+                       (:func:`logdoctor.repair.apply._run_group`; new files and folders only)
 ``unplanned(step)``    (default None) what ``state`` does not see that makes the plan stale before the
                        run (a copy's source changed since planning): the run is refused, 65
 ``watched(step)``      the live paths it changes or reads, each with how much of it matters
@@ -875,15 +879,19 @@ def _kernel_copy(src: str, fd: int, size: int, step: Step, ctx: StepContext) -> 
 class FetchRemote(Operation):
     """Write a new file with a remote-tier segment's original ``.log`` bytes (a restore), streamed in
     ranged reads (:func:`logdoctor.logdir.remote_tier.open_remote_log`: never the whole object in
-    memory): made under ``<path>.logdoctor-partial`` while checksummed (:func:`fetched_checksum`), fsynced,
-    read back, its checksum saved in the backup dir (:func:`manifest_rel`), then renamed into place. The
-    target must not exist (a restore never replaces a file). Undo removes it.
+    memory; an object on this machine's file system that is the segment's bytes: ``os.copy_file_range``),
+    made under ``<path>.logdoctor-partial``, fsynced, read back and walked (:func:`_check_restored`), its
+    checksum (:func:`fetched_checksum`) saved in the backup dir (:func:`manifest_rel`), then renamed into
+    place. The target must not exist (a restore never replaces a file). Undo removes it.
 
     params: source {storage, layout, segment_id, topic, partition, base_offset, log, object_size,
     manifest, indexes, private_key}, size (the segment's bytes), manifest (rel)|None.
     """
 
     op = "fetch-remote"
+
+    def watched(self, step: Step) -> dict[str, str]:
+        return {step.path: snap.SEGMENT}  # a segment: its size and the hash of its ends (snapshot doc)
 
     def state(self, step: Step, ctx: StepContext) -> str:
         if not os.path.lexists(step.path):
@@ -938,6 +946,8 @@ class FetchRemote(Operation):
                     os.fsync(fd)
             finally:
                 os.close(fd)
+            if barrier is not None:
+                barrier.file(partial)  # written out by the disk while it is checked
             if fetched is None:
                 assert local is not None
                 fetched = _buffer_crc(local)  # after the copy: a source changed meanwhile does not match
@@ -945,8 +955,6 @@ class FetchRemote(Operation):
         except Exception:
             copies.remove_tree(partial)  # a failed fetch leaves nothing in the log dir
             raise
-        if barrier is not None:
-            barrier.file(partial)
         body = json.dumps(
             {
                 "source": source["log"],

@@ -26,7 +26,8 @@ Crash testing: ``LOGDOCTOR_CRASH_AFTER_STEP=N`` SIGKILLs the process right after
 journaled done; ``LOGDOCTOR_CRASH_AT=N:PHASE`` at a phase of step N: ``begin`` (journaled begin,
 nothing changed), ``backed-up`` (original saved), ``temp-written`` (atomic write's temp file
 fsynced, not renamed), ``owner-set`` (a chmod step's new owner set, its mode not yet), ``applied``
-(change made, not verified), ``verified``, ``journaled``.
+(change made, not verified), ``synced`` (a group of steps that share their durability, ``_run_group``:
+all prepared and fsynced, none renamed into place), ``verified``, ``journaled``.
 """
 
 from __future__ import annotations
@@ -285,7 +286,10 @@ def check_recorded(plan: Plan, state: JournalState, mode: str, journal: str = ""
             if step is not None:
                 flux(step, p)
             return
-        level = snap.META if "size" not in recorded and "tree" not in recorded else snap.CONTENT
+        if "size" not in recorded and "tree" not in recorded:
+            level = snap.META
+        else:
+            level = snap.SEGMENT if recorded.get("ends") else snap.CONTENT
         diff = snap.differs(recorded, snap.snapshot(p, level), _inside_rels(p, content))
         if diff is not None:
             raise FilesChangedError(f"{p} is not as the journal{where} recorded it {what}: {diff}")
@@ -403,15 +407,15 @@ def _refuse_finished(state: JournalState, journal: str | os.PathLike[str]) -> No
 def _stage(plan: Plan) -> None:
     """Every write step's new bytes into the backup dir, all made durable at once (one barrier before
     the journal's plan record, the commit point, names them)."""
-    barrier = SyncBarrier()
-    for step in plan.steps:
-        if step.op == "write":
-            if step.data is None:
-                raise ValueError(f"write step {step.number} has no data")
-            rel = os.path.join("staged", f"{step.number:06d}.bin")
-            bk.write_durable(os.path.join(plan.backup_dir, rel), step.data, barrier)
-            step.params["staged"] = rel
-    barrier.flush()
+    with SyncBarrier() as barrier:
+        for step in plan.steps:
+            if step.op == "write":
+                if step.data is None:
+                    raise ValueError(f"write step {step.number} has no data")
+                rel = os.path.join("staged", f"{step.number:06d}.bin")
+                bk.write_durable(os.path.join(plan.backup_dir, rel), step.data, barrier)
+                step.params["staged"] = rel
+        barrier.flush()
 
 
 def _fail(result: RunResult, journal: Journal, e: Exception, status: str = "failed") -> RunResult:
@@ -496,30 +500,31 @@ def _run_group(
     group: list[Step], journal: Journal, ctx: StepContext, result: RunResult, begun: list[int] | None
 ) -> None:
     """Run ``group`` with its durability shared: one journal record of all their ``begin``s (one
-    fsync), each step's first half (:meth:`~logdoctor.repair.actions.Operation.prepare`: new files
-    under temp names, nothing fsynced), one barrier (every new file fsynced, from threads, and their
-    folders), the second halves (the renames into place), one barrier for the folders, each verified,
-    one record of all their ``done``s. The journal and the files keep the per-step rules: a step is
-    journaled begun (durably) before it changes anything, no file is renamed into place before its bytes
-    are durable, and no step is journaled done before its result is durable and verified; so a kill at
-    any point leaves each step of the group as before, in between (temp or partial files, which its
-    ``apply`` and ``undo`` remove), or done, and ``--resume``/``--rollback`` finish or undo them as
-    any step. Crash points: each step's own, and ``synced`` (after the first barrier)."""
+    fsync), each step's first half (:meth:`~logdoctor.repair.actions.Operation.prepare`: new files under
+    temp names, each fsynced from a thread as soon as it is written while the next is made), one barrier
+    (those fsyncs awaited, their folders fsynced), the second halves (the renames into place), one
+    barrier for the folders, each step verified, one record of all their ``done``s. The journal and the
+    files keep the per-step rules: a step is journaled begun (durably) before it changes anything, no
+    file is renamed into place before its bytes are durable, and no step is journaled done before its
+    result is durable and verified; so a kill at any point leaves each step of the group as before, in
+    between (temp or partial files, which its ``apply`` and ``undo`` remove), or done, and
+    ``--resume``/``--rollback`` finish or undo them as any step. Crash points: each step's own, and
+    ``synced`` (after the first barrier)."""
     journal.append_many([{"t": "begin", "step": s.number, "op": s.op, "path": s.path} for s in group])
     if begun is not None:
         begun.extend(s.number for s in group)
-    barrier = SyncBarrier()
-    commits = []
-    for step in group:
-        ctx.crash(step.number, "begin")
-        commits.append(operation(step).prepare(step, ctx, barrier))
-    barrier.flush()
-    for step in group:
-        ctx.crash(step.number, "synced")
-    for commit in commits:
-        if commit is not None:
-            commit()
-    barrier.flush()
+    with SyncBarrier() as barrier:
+        commits = []
+        for step in group:
+            ctx.crash(step.number, "begin")
+            commits.append(operation(step).prepare(step, ctx, barrier))
+        barrier.flush()
+        for step in group:
+            ctx.crash(step.number, "synced")
+        for commit in commits:
+            if commit is not None:
+                commit()
+        barrier.flush()
     records = []
     for step in group:
         if not operation(step).verify(step, ctx):
