@@ -623,3 +623,29 @@ def test_kill_inside_the_group_then_resume_or_rollback(tmp_path, point, then):
         for name, data in _files(empty / part).items():
             if name not in ("leader-epoch-checkpoint", "partition.metadata"):
                 assert data == (original / part / name).read_bytes(), name
+
+
+def test_the_read_back_and_the_batch_walk_each_catch_what_the_other_cannot(tmp_path):
+    """The two checks of a restored segment (actions._check_restored), on a real segment of
+    ``original/``: a changed partition leader epoch (a batch-header byte no batch CRC covers) passes the
+    walk and fails the read-back against the source's CRC-32C; bytes after the last batch (present in
+    the object too: both CRCs agree) fail the walk; the segment as it is passes both."""
+    from logdoctor.formats.crc import crc32c
+    from logdoctor.repair.actions import StepStateError, _check_restored
+
+    tiered = realworld.require_tiered()
+    data = (tiered / "original" / "kafka-logs" / "payments-0" / f"{324:020d}.log").read_bytes()
+    source = {"log": "store/00000000000000000324-x.log", "base_offset": 324}
+    path = tmp_path / "seg.log"
+    path.write_bytes(data)
+    assert _check_restored(str(path), source, f"{crc32c(data):08x}") == f"{crc32c(data):08x}"
+    epoch = bytearray(data)
+    epoch[12] ^= 0x01  # the first batch's partitionLeaderEpoch: outside its CRC
+    path.write_bytes(bytes(epoch))
+    with pytest.raises(StepStateError, match="does not read back"):
+        _check_restored(str(path), source, f"{crc32c(data):08x}")
+    _check_restored(str(path), source, f"{crc32c(epoch):08x}")  # the walk alone does not see it
+    trailing = data + b"\x00" * 7
+    path.write_bytes(trailing)
+    with pytest.raises(StepStateError, match=r"324-x\.log \(offsets from 324\): "):
+        _check_restored(str(path), source, f"{crc32c(trailing):08x}")
