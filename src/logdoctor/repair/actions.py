@@ -791,12 +791,12 @@ def fetched_checksum(path: str) -> str:
 def _local_object(source: dict[str, Any]) -> str | None:
     """The path of a segment object that is the segment's bytes on this machine's file system (the
     kafka-local layout in a local store): copied by the kernel. None for any other."""
-    from logdoctor.logdir.storage import Storage
+    from logdoctor.logdir.storage import Storage, local_path
 
     if source.get("layout") != "kafka-local":
         return None
     storage, _ = Storage.of(source["storage"])
-    return storage.path(source["log"]) if storage.is_local else None
+    return storage.path(local_path(source["log"])) if storage.is_local else None
 
 
 def _buffer_crc(path: str) -> str:
