@@ -43,11 +43,8 @@ _RESTORE = (
     "dir keeps its own directory.id)"
 )
 META_PROPERTIES_WHY = (
-    _NEVER_WRITTEN
-    + "; for an empty one: "
-    + catalog.META_PROPERTIES_EMPTY_BY_VERSION
-    + ". Where the broker would not rewrite it, "
-    + _RESTORE
+    _NEVER_WRITTEN + "; for an empty one: " + catalog.META_PROPERTIES_EMPTY_BY_VERSION
+    + ". Where the broker would not rewrite it, " + _RESTORE
 )
 #: a missing file is not an empty one (K:metadata/.../properties/MetaPropertiesEnsemble.java Loader: a dir
 #: without meta.properties is an empty dir to a ZooKeeper-mode broker, which writes one; KRaft refuses)
