@@ -159,7 +159,7 @@ def run_census(
             remote_storage=remote_storage,
             remote_inventory=remote_inventory,
             num_partitions=rlmm[0] if rlmm else None,
-            now_ms=now,
+            replicas=frames_in.replicas,
         )
     scan_found = frames_in.findings
     if audit is not None:  # the audit reports dangling uploads with their objects: not twice
