@@ -195,8 +195,11 @@ def get_spark(
     jars: list[str] | None = None,
     conf: Mapping[str, str] | None = None,
     remote: str | None = None,
+    sources: bool = True,
 ) -> SparkSession:
-    """The SparkSession for logdoctor's jobs, with its data sources registered.
+    """The SparkSession for logdoctor's jobs, with its data sources registered (``sources=False``: not
+    registered, for a job that reads no DataFrame, e.g. ``export``'s arrow writer; registering them builds
+    the session's SQL state, 0.5-4 s; :func:`logdoctor.spark.sources.register` later does it).
 
     - A session that is already running is returned as is (Spark allows one per process).
     - Under ``spark-submit`` (see :func:`under_spark_submit`) the submitted session is used: its
@@ -214,7 +217,11 @@ def get_spark(
         raise SparkUnavailableError(
             "pyspark is not installed (pip install 'kafka-logdoctor[spark]')"
         ) from exc
-    from logdoctor.spark.sources import register
+    from logdoctor.spark.sources import register as register_sources
+
+    def register(spark: SparkSession) -> None:
+        if sources:
+            register_sources(spark)
 
     extra = dict(conf or {})
     if jars:
