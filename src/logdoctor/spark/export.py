@@ -574,7 +574,7 @@ def skipped_ranges(
     else:
         from logdoctor.spark.sources import register
 
-        register(spark)  # idempotent: a session built without the sources (get_spark(sources=False))
+        register(spark)  # idempotent: a session built without the sources (get_spark(sql=False))
         bad_rows = (
             spark.read.format("kafka-log-segments")
             .options(**seg_opts)
@@ -719,7 +719,7 @@ def run_export(
 
             from logdoctor.spark.sources import register
 
-            register(spark)  # idempotent: a session built without the sources (get_spark(sources=False))
+            register(spark)  # idempotent: a session built without the sources (get_spark(sql=False))
             observation = Observation("logdoctor-export")
             df = spark.read.format("kafka-log").options(**opts).load(items)
             df = df.observe(observation, F.count(F.lit(1)).alias("rows"))
