@@ -21,9 +21,11 @@ Two writers, same table (hive-style ``topic=/partition=`` folders, the ``kafka-l
 the job succeeded for the arrow writer) or ``append``. ``OUT`` at, inside or above an input is
 always refused before anything is written or deleted (:mod:`logdoctor.logdir.outputs`).
 
-The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments, except,
-with the arrow writer, the remote tier's segments (``remoteStorage``): its tasks report those they could
-not read, so that the remote tier is read once. The batches skipped alone (the rows go on after them):
+The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments; with the
+arrow writer its rows are made by the write tasks themselves (:func:`damaged_segments`, the same code, in
+the same Spark job: no second job), and its tasks report the remote tier's segments (``remoteStorage``)
+they could not read, so that the remote tier is read once. The batches skipped alone (the rows go on
+after them):
 those whose records do not decode, and those whose CRC does not match where the framing is intact after
 them (named with both CRCs), come from the arrow writer's tasks, or for the spark writer from
 ``kafka-log-segments`` (``crc_mismatches``; ``undecodable`` with ``checkRecords``).
