@@ -8,6 +8,9 @@ export - floor. Then a timeline of one export (``--timeline``): the driver's ste
     PYSPARK_PYTHON=$PWD/.venv/bin/python .venv/bin/python benchmarks/bench_small_jobs.py \
         [--repeat 5] [--records 8000] [--src PATH] [--timeline]
 
+A second floor is what the arrow writer's export starts: logdoctor's local session (SparkContext only,
+``get_spark(sql=False)``), one trivial Python task, stop (this checkout's code).
+
 ``--src`` adds the same export run with another checkout's ``src`` (PYTHONPATH; copy the built
 ``_speedups*.so`` into its ``src/logdoctor/formats``), e.g. the code before a change: the "before" column.
 The log dir (one partition, 10 records per batch, 8-byte keys, 100-byte values) is generated once in /tmp.
@@ -35,6 +38,13 @@ FLOOR = (
     "s = SparkSession.builder.master('local[*]').getOrCreate()\n"
     "s.range(1).count()\n"
     "s.stop()\n"
+)
+# the same start with logdoctor's session (local confs, SparkContext only) and one trivial Python task
+CONTEXT_FLOOR = (
+    "from logdoctor.spark.session import get_spark\n"
+    "s = get_spark(sql=False)\n"
+    "s.sparkContext.parallelize([1], 1).map(lambda x: x).count()\n"
+    "s.sparkContext.stop()\n"
 )
 ENTRY = "import sys; from logdoctor.cli.main import main; sys.argv[0] = 'logdoctor'; main()"
 
@@ -190,6 +200,10 @@ def main() -> None:
 
     cases: dict[str, tuple[callable, dict[str, str]]] = {  # type: ignore[valid-type]
         "floor: bare SparkSession, range(1).count(), stop": (lambda: [sys.executable, "-c", FLOOR], env),
+        "floor, logdoctor's session: get_spark(sql=False), one Python task, stop": (
+            lambda: [sys.executable, "-c", CONTEXT_FLOOR],
+            env,
+        ),
         "export (this checkout)": (export_argv, env),
     }
     if args.src is not None:
