@@ -9,7 +9,8 @@ Measured, interleaved in each round (the machine is shared: best of ``--repeat``
 
 - the floor: a Python process that starts a bare ``SparkSession`` (``local[2]``), runs ``range(1).count()``
   and stops it;
-- the census: the ``logdoctor census FLEET --out OUT --master local[2] --json`` process, start to exit.
+- the census: the ``logdoctor census FLEET --out OUT --master local[2] --json`` process, start to exit;
+  with ``--before SRC`` also the census of the logdoctor in SRC (the commit before a change), in each round.
 
 Then one more census, traced, prints the timeline of the whole process: the Python side's phases (the
 functions of the census wrapped with timestamps: imports, Spark's start, the inputs, each table, the report)
@@ -93,11 +94,13 @@ def census_args(fleet: Path, out: Path) -> list[str]:
     return ["census", str(fleet), "--out", str(out), "--master", MASTER, "--json"]
 
 
-def census(fleet: Path, out: Path) -> float:
+def census(fleet: Path, out: Path, src: str | None = None) -> float:
+    """Wall time of the census process; ``src``: a ``src`` folder whose logdoctor runs (another commit's)."""
     shutil.rmtree(out, ignore_errors=True)
+    env = _env() if src is None else dict(_env(), PYTHONPATH=src)
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [str(LOGDOCTOR), *census_args(fleet, out)], capture_output=True, env=_env(), check=False
+        [str(LOGDOCTOR), *census_args(fleet, out)], capture_output=True, env=env, check=False
     )
     wall = time.perf_counter() - t0
     if proc.returncode not in (0, 1, 2):
@@ -194,23 +197,32 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-timeline", action="store_true")
+    ap.add_argument(
+        "--before",
+        metavar="SRC",
+        help="also time the census of the logdoctor in SRC (another commit's src/, e.g. of "
+        "`git archive main src`, with its built C extension) in each round: before and after in one run",
+    )
     args = ap.parse_args()
     print(machine())
     fleet = small_fleet()
     out = BENCH_TMP / "census-small-out"
-    floors, censuses = [], []
+    runs: dict[str, list[float]] = {"floor": [], "census": [], **({"before": []} if args.before else {})}
     for i in range(args.repeat):
-        floors.append(floor())
-        censuses.append(census(fleet, out))
-        load = os.getloadavg()[0]
-        print(
-            f"  round {i + 1}: floor {floors[-1]:.2f} s, census {censuses[-1]:.2f} s, load {load:.1f}",
-            flush=True,
-        )
-    f, c = min(floors), min(censuses)
+        runs["floor"].append(floor())
+        if args.before:
+            runs["before"].append(census(fleet, out, args.before))
+        runs["census"].append(census(fleet, out))
+        took = ", ".join(f"{k} {v[-1]:.2f} s" for k, v in runs.items())
+        print(f"  round {i + 1}: {took}, load {os.getloadavg()[0]:.1f}", flush=True)
+    f = min(runs["floor"])
     print("\n| best of | floor | census | census / floor | census - floor |")
     print("|---|---|---|---|---|")
-    print(f"| {args.repeat} | {f:.2f} s | {c:.2f} s | {c / f:.2f} | {c - f:.2f} s |")
+    for name in ("before", "census"):
+        if name in runs:
+            c = min(runs[name])
+            label = f"{args.repeat} ({name})" if args.before else str(args.repeat)
+            print(f"| {label} | {f:.2f} s | {c:.2f} s | {c / f:.2f} | {c - f:.2f} s |")
     if not args.no_timeline:
         timeline(fleet, out)
 
