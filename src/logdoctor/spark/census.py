@@ -68,6 +68,10 @@ SMALL_FLEET_CONFS = {
     "spark.sql.shuffle.partitions": "1",
     # no broadcast joins: each is a job of its own, run when its query is planned
     "spark.sql.autoBroadcastJoinThreshold": "-1",
+    # expressions interpreted, not compiled: Janino's compilation of each query's classes costs more than
+    # running them over a few thousand rows (the same results: Spark's fallback when compiling fails)
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
 }
 
 
