@@ -18,6 +18,7 @@ its own (``TOPIC_RECREATED``); lag is only computed between replicas of one id. 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -217,14 +218,32 @@ def log_dir_table(log_dirs: Any, replicas: Any) -> Any:
     )
 
 
-def _finding_frame(
-    spark: Any, rows: Any, make: Callable[[dict[str, Any]], tuple[Any, ...]], on_driver: bool
-) -> Any:
-    """Findings made by ``make`` of each row of the DataFrame ``rows``: on the executors, or (``on_driver``,
-    a small census: few rows) from the collected rows here, with no Python worker started for them."""
-    if on_driver:
-        return spark.createDataFrame([make(r) for r in rows.toArrow().to_pylist()], FINDING_OUT_DDL)
-    return spark.createDataFrame(rows.rdd.map(lambda r: make(r.asDict())), FINDING_OUT_DDL)
+#: a DataFrame of rows, and the function that makes a finding (:data:`FINDING_OUT_DDL`) of each
+FindingSource = tuple[Any, Callable[[dict[str, Any]], tuple[Any, ...]]]
+
+
+def finding_frames(spark: Any, sources: Sequence[FindingSource], on_driver: bool = False) -> list[Any]:
+    """The findings of each source, made on the executors; or (``on_driver``, a small census: few rows)
+    here, from the rows of every source collected by one query (each row as JSON, nulls kept), with no
+    Python worker started for them."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    if not on_driver:
+        return [
+            spark.createDataFrame(rows.rdd.map(lambda r, make=make: make(r.asDict())), FINDING_OUT_DDL)
+            for rows, make in sources
+        ]
+    as_json = {"ignoreNullFields": "false"}
+    tagged = [
+        rows.select(F.lit(i).alias("source"), F.to_json(F.struct(*rows.columns), as_json).alias("row"))
+        for i, (rows, _make) in enumerate(sources)
+    ]
+    made: list[list[tuple[Any, ...]]] = [[] for _ in sources]
+    for r in reduce(lambda a, b: a.unionByName(b), tagged).toArrow().to_pylist():
+        made[r["source"]].append(sources[r["source"]][1](json.loads(r["row"])))
+    return [spark.createDataFrame(rows, FINDING_OUT_DDL) for rows in made]
 
 
 #: the columns of a replica :func:`_lag_finding` reads
@@ -268,9 +287,9 @@ def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def lag_findings(spark: Any, replicas: Any, on_driver: bool = False) -> Any:
-    """REPLICA_LAG for every replica behind its partition's most advanced one (computed on executors;
-    the most advanced replica is :func:`replica_table`'s ``leader_*`` columns)."""
+def lag_findings(replicas: Any) -> FindingSource:
+    """REPLICA_LAG for every replica behind its partition's most advanced one (the most advanced replica
+    is :func:`replica_table`'s ``leader_*`` columns)."""
     from pyspark.sql import functions as F
 
     # the metadata log has no REPLICA_LAG: a Raft voter or observer fetches it from the leader and truncates
@@ -278,7 +297,7 @@ def lag_findings(spark: Any, replicas: Any, on_driver: bool = False) -> Any:
     lagging = replicas.where((F.col("lag_offsets") > 0) & (F.col("topic") != METADATA_TOPIC)).select(
         *_LAG_FINDING_COLUMNS
     )
-    return _finding_frame(spark, lagging, _lag_finding, on_driver)
+    return lagging, _lag_finding
 
 
 def _recreated_finding(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -298,7 +317,7 @@ def _recreated_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def recreated_findings(spark: Any, replicas: Any, on_driver: bool = False) -> Any:
+def recreated_findings(replicas: Any) -> FindingSource:
     """TOPIC_RECREATED: one per (topic, topic id) group of a topic whose replicas carry several ids."""
     from pyspark.sql import functions as F
 
@@ -323,7 +342,7 @@ def recreated_findings(spark: Any, replicas: Any, on_driver: bool = False) -> An
         F.col("first.log_dir").alias("log_dir"),
         F.col("first.path").alias("path"),
     )
-    return _finding_frame(spark, rows, _recreated_finding, on_driver)
+    return rows, _recreated_finding
 
 
 def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -345,7 +364,7 @@ def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def shared_id_findings(spark: Any, replicas: Any, on_driver: bool = False) -> Any:
+def shared_id_findings(replicas: Any) -> FindingSource:
     """TOPIC_ID_SHARED: one per topic after the first of a (cluster, topic id) whose replicas are of
     several topics (the scans' own TOPIC_ID_SHARED, of one broker's dirs, are left out: this is the
     fleet's view of the same rule, :func:`logdoctor.checks.cross_dir`)."""
@@ -376,7 +395,7 @@ def shared_id_findings(spark: Any, replicas: Any, on_driver: bool = False) -> An
             F.concat(F.col("first.path"), F.lit("/partition.metadata")).alias("path"),
         )
     )
-    return _finding_frame(spark, rows, _shared_id_finding, on_driver)
+    return rows, _shared_id_finding
 
 
 def _scan_fix(row: dict[str, Any], dirs: dict[str, list[str]]) -> tuple[Any, ...]:
@@ -392,13 +411,13 @@ def _scan_fix(row: dict[str, Any], dirs: dict[str, list[str]]) -> tuple[Any, ...
 
 def scan_findings(
     spark: Any, findings: Any, broker_dirs: dict[str, list[str]], on_driver: bool = False
-) -> Any:
-    """The scans' findings (from either input) with the logdoctor command that fixes each."""
+) -> FindingSource:
+    """The scans' findings (from either input) with the logdoctor command that fixes each (the log dirs
+    of each broker broadcast to the executors, or kept here ``on_driver``)."""
     if on_driver:
-        return _finding_frame(spark, findings, lambda r: _scan_fix(r, broker_dirs), True)
+        return findings, lambda r: _scan_fix(r, broker_dirs)
     dirs = spark.sparkContext.broadcast(broker_dirs)
-    rows = findings.rdd.map(lambda r: _scan_fix(r.asDict(), dirs.value))
-    return spark.createDataFrame(rows, FINDING_OUT_DDL)
+    return findings, lambda r: _scan_fix(r, dirs.value)
 
 
 def full_disk_findings(spark: Any, log_dirs: list[dict[str, Any]], replicas: Any) -> list[dict[str, Any]]:
@@ -457,12 +476,18 @@ def census_frames(
     for v in broker_dirs.values():
         v.sort()
     full = [*full_disk_findings(spark, log_dirs, replicas), *extra]
-    findings = (
-        scan_findings(spark, findings_in.where(F.col("code") != "TOPIC_ID_SHARED"), broker_dirs, on_driver)
-        .unionByName(lag_findings(spark, replicas, on_driver))
-        .unionByName(recreated_findings(spark, replicas, on_driver))
-        .unionByName(shared_id_findings(spark, replicas, on_driver))
+    scanned = findings_in.where(F.col("code") != "TOPIC_ID_SHARED")
+    scans, lag, recreated, shared = finding_frames(
+        spark,
+        (
+            scan_findings(spark, scanned, broker_dirs, on_driver),
+            lag_findings(replicas),
+            recreated_findings(replicas),
+            shared_id_findings(replicas),
+        ),
+        on_driver,
     )
+    findings = scans.unionByName(lag).unionByName(recreated).unionByName(shared)
     if more_findings is not None:
         findings = findings.unionByName(more_findings)
     if full:
