@@ -3,28 +3,35 @@
 PYTHON ?= python3.11
 VENV   := .venv
 PY     := $(VENV)/bin/python
-# The C extension's source is in the checksum: a changed _speedups.c rebuilds the environment (and the .so).
+# Every input of the environment is in the checksum: a changed lock, pyproject.toml, install script or
+# _speedups.c rebuilds the environment (and the .so). Two levels: `make demo` needs only what logdoctor runs
+# with (requirements-run-lock.txt); `make env` and every test target add the test tools (requirements-lock.txt).
 EXT_C  := src/logdoctor/formats/_speedups.c
-STAMP  := $(VENV)/.installed-$(shell cat pyproject.toml requirements-lock.txt $(EXT_C) 2>/dev/null | cksum | cut -d' ' -f1)
+ENV_IN := pyproject.toml requirements-lock.txt requirements-run-lock.txt scripts/install-env.sh $(EXT_C)
+SUM    := $(shell cat $(ENV_IN) 2>/dev/null | cksum | cut -d' ' -f1)
+RUN_STAMP := $(VENV)/.installed-run-$(SUM)
+STAMP  := $(VENV)/.installed-$(SUM)
+# the installer: uv (pinned in scripts/install-env.sh, installed into .tools/uv), or pip
+INSTALLER ?= uv
 
 .PHONY: demo test test-fast fuzz asan-check lint bench clean env
 
 env: $(STAMP)
 
-$(STAMP): pyproject.toml requirements-lock.txt $(EXT_C)
+$(RUN_STAMP): $(ENV_IN)
 	@command -v $(PYTHON) >/dev/null || { echo "error: $(PYTHON) not found (Python 3.11+ is required)"; exit 64; }
-	rm -rf $(VENV)
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-lock.txt
-	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
-	# bytecode for src/ as pip writes it for every installed library: with PYTHONDONTWRITEBYTECODE set,
-	# an editable install would otherwise compile every module at every run (~0.1 s per command)
-	$(PY) -m compileall -q src
+	PYTHON=$(PYTHON) INSTALLER=$(INSTALLER) bash scripts/install-env.sh create $(VENV) requirements-run-lock.txt
 	touch $@
 
-# The main job on the embedded default: generate a sample and run logdoctor on it.
-demo: $(STAMP)
-	PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/logdoctor demo
+$(STAMP): $(RUN_STAMP)
+	PYTHON=$(PYTHON) INSTALLER=$(INSTALLER) bash scripts/install-env.sh add $(VENV) requirements-lock.txt
+	touch $@
+
+# The main job on the embedded default: generate a sample and run logdoctor on it. The run lock's libraries
+# are installed without bytecode: the demo writes that of the modules it imports (into .venv), whatever
+# PYTHONDONTWRITEBYTECODE says, instead of the install compiling every module of every library first.
+demo: $(RUN_STAMP)
+	PYTHONDONTWRITEBYTECODE= PYSPARK_PYTHON=$(abspath $(PY)) $(VENV)/bin/logdoctor demo
 
 # pytest-xdist for make test and make test-fast: PYTEST_WORKERS processes (2: the 2-core machine of
 # BENCHMARKS.md; each worker that reaches a Spark test starts its own JVM, 1-2 GiB), each given whole

@@ -117,6 +117,26 @@ def timed(repeat: int, fn: Callable[[], Any]) -> Timing:
     return Timing(best[0], statistics.median(w for w, _c in runs), best[1], result)
 
 
+def timed_interleaved(repeat: int, fns: dict[str, Callable[[], Any]]) -> dict[str, tuple[Timing, float]]:
+    """:func:`timed` of several functions, run in turn ``repeat`` rounds (each round one run of each, in
+    order): on a shared machine, a before and an after measured under the same load. With each Timing,
+    the smallest CPU time of its runs (under load the best wall time is luck; the CPU much less so)."""
+    runs: dict[str, list[tuple[float, float]]] = {k: [] for k in fns}
+    result: dict[str, Any] = {}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            gc.collect()
+            c0, t0 = cpu_seconds(), time.perf_counter()
+            result[k] = fn()
+            runs[k].append((time.perf_counter() - t0, cpu_seconds() - c0))
+    out = {}
+    for k, r in runs.items():
+        best = min(r)
+        timing = Timing(best[0], statistics.median(w for w, _c in r), best[1], result[k])
+        out[k] = (timing, min(c for _w, c in r))
+    return out
+
+
 def export_parquet_one_process(slices: Any, opts: Any, target: Path) -> int:
     """The single-process export a user has without Spark: each slice's Arrow batches (``read_slice``,
     the code a Spark task runs) written by pyarrow to ``target/part-NNNNN.parquet``; returns the rows."""

@@ -6,7 +6,9 @@ in one invocation on the same files.
 
 ``--src`` runs another checkout's ``src`` in the logdoctor processes (PYTHONPATH), e.g. the code before a
 change (``git archive <commit> src | tar -x -C /tmp/before``; copy the built ``_speedups*.so`` into its
-``src/logdoctor/formats``): the "before" figures.
+``src/logdoctor/formats``): the "before" figures. ``--before DIR`` measures such a ``src`` and this one in
+the same run instead: the ``cat``, ``scan --deep`` and ``repair --apply`` runs interleaved (one of each
+in turn, ``--repeat`` rounds), so that both meet the same load on a shared machine.
 
 Rows (wall time, best and median of ``--repeat`` runs, page cache warm):
 - the limits: ``cat`` of the partition's .log files to /dev/null (the read limit from the page cache) and
@@ -41,7 +43,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_TMP, Timing, command, machine, timed
+from _common import BENCH_TMP, Timing, command, machine, timed, timed_interleaved
 from logdoctor.formats.checkpoint import new_offset_checkpoint, write_offset_checkpoint
 from logdoctor.formats.recovery import rebuild_indexes
 from logdoctor.sample.records import RecordDataSpec, write_segment
@@ -125,12 +127,13 @@ def _logs(log_dir: Path) -> list[Path]:
 ENV = dict(os.environ)
 
 
-def _run(argv: list[str], ok: tuple[int, ...] = (0,)) -> int:
+def _run(argv: list[str], ok: tuple[int, ...] = (0,), env: dict[str, str] | None = None) -> int:
+    env = ENV if env is None else env
     rc = subprocess.run(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=ENV, check=False
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False
     ).returncode
     if rc not in ok:
-        out = subprocess.run(argv, capture_output=True, text=True, env=ENV, check=False)
+        out = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
         raise SystemExit(f"{' '.join(argv)} exited {rc}:\n{out.stdout[-2000:]}\n{out.stderr[-2000:]}")
     return rc
 
@@ -159,14 +162,55 @@ def _repair_copy(src: Path) -> Path:
     return dst
 
 
-def _repair_once(src: Path, dst: Path, backup: Path) -> None:
+def _repair_once(src: Path, dst: Path, backup: Path, env: dict[str, str] | None = None) -> None:
     part = dst / f"{TOPIC}-0"
     for p in part.iterdir():
         if p.suffix != ".log":
             p.unlink()
     shutil.rmtree(backup, ignore_errors=True)
     shutil.copyfile(src / ".kafka_cleanshutdown", dst / ".kafka_cleanshutdown")
-    _run([str(LOGDOCTOR), "repair", "--apply", "--backup-dir", str(backup), str(dst)])
+    _run([str(LOGDOCTOR), "repair", "--apply", "--backup-dir", str(backup), str(dst)], env=env)
+
+
+def _check_rebuilt(src: Path, dst: Path, logs: list[Path]) -> None:
+    for log in logs:
+        for suffix in (".index", ".timeindex"):
+            name = log.with_suffix(suffix).name
+            rebuilt = (dst / f"{TOPIC}-0" / name).read_bytes()
+            assert rebuilt == (src / f"{TOPIC}-0" / name).read_bytes(), f"{name} differs"
+
+
+def _interleaved(args: argparse.Namespace, d: Path, logs: list[Path], size: int) -> list[str]:
+    """``cat``, then ``scan --deep`` and ``repair --apply`` of ``--before``'s src and of this one, in turn."""
+    before = {**ENV, "PYTHONPATH": str(args.before.resolve())}
+    dst = _repair_copy(d)
+    backup = d.parent / "repair-backup"
+    deep = [str(LOGDOCTOR), "scan", "--deep", "--json", str(d)]
+
+    def repair(env: dict[str, str] | None) -> None:
+        _repair_once(d, dst, backup, env)
+        _check_rebuilt(d, dst, logs)
+
+    got = timed_interleaved(args.repeat, {
+        "cat": lambda: _run(["cat", *map(str, logs)]),
+        "deep before": lambda: _run(deep, env=before),
+        "deep": lambda: _run(deep),
+        "repair before": lambda: repair(before),
+        "repair": lambda: repair(None),
+    })
+    t = {k: v[0] for k, v in got.items()}
+    least_cpu = {k: v[1] for k, v in got.items()}
+    cat = t["cat"]
+    rows = [_row("`cat` of the .log files > /dev/null (read limit)", cat, size, None)]
+    for key, label in (("deep", "`logdoctor scan --deep --json`"), ("repair", "`logdoctor repair --apply`")):
+        for name, k in (("before", f"{key} before"), ("after", key)):
+            row = _row(f"{label}, {name}", t[k], size, cat, "cat")
+            rows.append(f"{row} least CPU {least_cpu[k]:.3f} s |")
+        rows.append(
+            f"|  |  |  |  | after / before: best wall {t[key].best / t[f'{key} before'].best:.2f}, least CPU "
+            f"{least_cpu[key] / least_cpu[f'{key} before']:.2f} |"
+        )
+    return rows
 
 
 def _row(label: str, t: Timing, size: int | None, limit: Timing | None, limit_name: str = "") -> str:
@@ -184,6 +228,8 @@ def main() -> None:
                     help="comma-separated rows: limits, startup, deep, repair, quick, inventory")
     ap.add_argument("--src", type=Path, default=None,
                     help="another checkout's src for the logdoctor processes (PYTHONPATH): 'before' figures")
+    ap.add_argument("--before", type=Path, default=None,
+                    help="another checkout's src: its cat/deep/repair runs interleaved with this one's")
     args = ap.parse_args()
     if args.src is not None:
         ENV["PYTHONPATH"] = str(args.src.resolve())
@@ -195,7 +241,7 @@ def main() -> None:
 
     import logdoctor
 
-    for src in {Path(logdoctor.__file__).parent, *([args.src] if args.src else [])}:
+    for src in {Path(logdoctor.__file__).parent, *(p for p in (args.src, args.before) if p)}:
         compileall.compile_dir(str(src), quiet=1)
     d = data_dir(args.gb)
     logs = _logs(d)
@@ -204,6 +250,9 @@ def main() -> None:
     rows: list[str] = []
     cat = crc = None
     subprocess.run(["cat", *map(str, logs)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
+    if args.before is not None:
+        rows.extend(_interleaved(args, d, logs, size))
+        only -= {"limits", "deep", "repair"}
     if only & {"limits", "deep", "repair"}:
         cat = timed(args.repeat, lambda: _run(["cat", *map(str, logs)]))
         crc = timed(args.repeat, lambda: _crc(logs))
@@ -230,11 +279,7 @@ def main() -> None:
         dst = _repair_copy(d)
         backup = d.parent / "repair-backup"
         t = timed(args.repeat, lambda: _repair_once(d, dst, backup))
-        for log in logs:
-            for suffix in (".index", ".timeindex"):
-                name = log.with_suffix(suffix).name
-                rebuilt = (dst / f"{TOPIC}-0" / name).read_bytes()
-                assert rebuilt == (d / f"{TOPIC}-0" / name).read_bytes(), f"{name} differs"
+        _check_rebuilt(d, dst, logs)
         assert cat is not None and crc is not None
         rows.append(_row("`logdoctor repair --apply`, every index removed (rebuilt byte-identical)", t, size,
                          cat, "cat"))
@@ -263,8 +308,9 @@ def main() -> None:
     print(f"machine: {machine()}")
     print(f"data: {d} ({len(logs)} segments, {size / 1e9:.2f} GB of .log)")
     print(f"load average (1, 5, 15 min) before: {' '.join(load_before)}; after: {' '.join(load_after)}\n")
-    print("| run | best wall | median wall | CPU (best run) | best / limit |")
-    print("|---|---|---|---|---|")
+    least = " least CPU |" if args.before is not None else ""
+    print(f"| run | best wall | median wall | CPU (best run) | best / limit |{least}")
+    print("|---|---|---|---|---|" + ("---|" if least else ""))
     for r in rows:
         print(r)
 

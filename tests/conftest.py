@@ -20,12 +20,38 @@ def pytest_configure(config):
     here, before any test can start a JVM: Spark's Python workers, where the data sources plan and
     read, get the environment the JVM was started with, and a JVM started earlier by another test
     module (tests/report starts its own session) would never see variables set later."""
+    _terminal_as_the_controllers(config)
     sys.path.insert(0, str(Path(__file__).resolve().parent / "spark"))
     from s3server import apply_env, aws_test_env, free_port
 
     port = free_port()
     config._s3_env_saved = apply_env(aws_test_env(port))  # restored in pytest_unconfigure
     config._s3_port = port
+
+
+_TERMINAL_VARS = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """pytest-xdist's controller: each worker is told the controller's own ``COLUMNS``/``LINES``."""
+    node.workerinput["terminal_env"] = {k: os.environ.get(k) for k in _TERMINAL_VARS}
+
+
+def _terminal_as_the_controllers(config) -> None:
+    """A pytest-xdist worker starts with ``COLUMNS=80 LINES=24`` in its environment, which a one-process
+    run does not have: logdoctor's text output (cli/output.py) then wraps at 80 columns where it would
+    print full lines, and tests reading printed commands and table cells see other text. A worker takes
+    the controller's values instead (unset where they were unset), so a test sees the same environment
+    in a parallel run as in one process."""
+    given = getattr(config, "workerinput", {}).get("terminal_env")
+    if given is None:
+        return
+    for key, value in given.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 def pytest_unconfigure(config):

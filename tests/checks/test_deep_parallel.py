@@ -157,6 +157,38 @@ def test_default_scan_walks_segments_without_usable_time_indexes_on_every_core(
     assert sum(t.startswith("logdoctor-walk") for t in threads) >= 5
 
 
+def test_deep_scan_walks_every_segment_once_and_all_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: `scan --deep` reads each .log once, every segment of the partition (the active one, and
+    the recovered ones of an unclean shutdown, included) handed to the walk threads at once: no segment
+    is walked alone on the scan's thread first while the other cores wait. Without a clean-shutdown
+    marker (check_recovery walks with CRCs too) and with a torn active segment; the findings are the
+    serial walk's."""
+    topics = [
+        TopicSpec("t", partitions=1, records_per_partition=3000, value_size=200, segment_bytes=64 * 1024)
+    ]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = sorted((log_dir / "t-0").glob("*.log"))
+    assert len(logs) >= 8
+    (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    damage.cut_final_batch(logs[-1], 7)
+    serial = _scan_json(log_dir, parallel=False, monkeypatch=monkeypatch)
+    assert "LOG_CORRUPT" in {f["code"] for f in json.loads(serial)["findings"]}
+    calls: list[list[str]] = []
+    walk_files = state.walk_files
+
+    def recorded(paths, *args):
+        calls.append(list(paths))
+        return walk_files(paths, *args)
+
+    monkeypatch.setattr(state, "walk_files", recorded)
+    assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch) == serial
+    walked = [p for c in calls for p in c]
+    assert sorted(walked) == sorted(map(str, logs))  # each once
+    assert calls[0] == [str(p) for p in logs]  # all at once, in segment order
+
+
 def _serial_walk(data: bytes, monkeypatch: pytest.MonkeyPatch) -> state.WalkResult:
     with monkeypatch.context() as m:
         m.setattr(state, "FAST_WALK", None)
@@ -255,3 +287,69 @@ def test_scan_pool_workers_walk_one_segment_at_a_time() -> None:
     ) as ex:
         assert ex.submit(state.walk_threads).result() == 1
     assert state.walk_threads() == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("depth", [Depth.DEEP, Depth.DEFAULT])
+def test_walks_started_ahead_skip_a_log_the_broker_cannot_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, depth: Depth
+) -> None:
+    """The walks started before the checks (every .log at --deep, the active segment's and the ones
+    retention needs at the default depth) come after the listing's permission check: a .log the broker's
+    user cannot read is reported PERMISSION_DENIED and never walked (root could read it)."""
+    topics = [
+        TopicSpec("t", partitions=1, records_per_partition=3000, value_size=200, segment_bytes=64 * 1024)
+    ]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = sorted((log_dir / "t-0").glob("*.log"))
+    for log in logs[1:4]:
+        log.with_suffix(".timeindex").unlink()  # walked for their timestamps at the default depth
+    hidden = logs[2]
+    for root, _dirs, names in os.walk(log_dir):
+        os.chown(root, 65534, 65534)
+        for name in names:
+            if os.path.join(root, name) != str(hidden):
+                os.chown(os.path.join(root, name), 65534, 65534)
+    os.chmod(hidden, 0o600)  # root's: the broker (the log dir's owner, nobody) cannot read it
+    walked: list[str] = []
+    walk_file = state.walk_file
+
+    def recorded(path, *args):
+        walked.append(path)
+        return walk_file(path, *args)
+
+    monkeypatch.setattr(state, "walk_file", recorded)
+    monkeypatch.setattr(state, "walk_threads", lambda: 4)
+    rep = scan([log_dir], ScanOptions(depth=depth, now_ms=NOW_MS), jobs=1)
+    assert str(hidden) not in walked
+    assert len(walked) >= 3
+    assert "PERMISSION_DENIED" in {f.code for f in rep.findings if f.path == str(hidden)}
+
+
+def test_default_scan_walks_the_active_segment_beside_the_retention_walks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: at the default depth, after a clean shutdown, the active segment's CRC walk and the walks
+    retention needs for segments without a .timeindex run at once on the walk threads (each .log once),
+    instead of the active one alone first; the findings are the serial walk's."""
+    topics = [
+        TopicSpec("t", partitions=1, records_per_partition=3000, value_size=200, segment_bytes=64 * 1024)
+    ]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = sorted((log_dir / "t-0").glob("*.log"))
+    for log in logs[1:4]:
+        log.with_suffix(".timeindex").unlink()
+    damage.cut_final_batch(logs[-1], 5)
+    serial = _scan_json(log_dir, parallel=False, monkeypatch=monkeypatch, depth=Depth.DEFAULT)
+    codes = {f["code"] for f in json.loads(serial)["findings"]}
+    assert {"INDEX_MISSING", "LOG_CORRUPT"} <= codes, codes
+    walked: list[tuple[str, str]] = []
+    walk_file = state.walk_file
+
+    def recorded(path, *args):
+        walked.append((path, threading.current_thread().name))
+        return walk_file(path, *args)
+
+    monkeypatch.setattr(state, "walk_file", recorded)
+    assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch, depth=Depth.DEFAULT) == serial
+    assert sorted(p for p, _ in walked) == sorted(map(str, [*logs[1:4], logs[-1]]))  # each once
+    assert all(t.startswith("logdoctor-walk") for _, t in walked)

@@ -202,6 +202,16 @@ def test_a_dropped_finished_event_leaves_no_leak_but_a_dropped_upload_does(tmp_p
     batches = list(iter_batches(path.read_bytes()))
     with open(path, "r+b") as fh:  # the last event: payments-0 [972, 1295] COPY_SEGMENT_FINISHED
         fh.truncate(batches[-1].position)
+    # its COPY_SEGMENT_STARTED is the newest event: the upload may be in progress
+    assert sorted(f.code for f in _audit(log_dir, store)) == ["REMOTE_OFFSETS_LOST"]
+    _append(  # payments-1 starts an upload two hours later: the one of payments-0 is dangling
+        log_dir / "__remote_log_metadata-16" / "00000000000000000000.log",
+        segment_metadata(
+            TopicIdPartition(PAYMENTS_ID, "payments", 1), "cGF5bWVudHMxLXVwbG9hZA", 2289, 2600,
+            broker_id=0, event_timestamp_ms=1795454733031 + 2 * 3_600_000, max_timestamp_ms=1710000002600,
+            leader_epochs=[(0, 2289)], size=1,
+        ),
+    )  # fmt: skip
     found = _audit(log_dir, store)
     assert sorted(f.code for f in found) == ["REMOTE_OFFSETS_LOST", "REMOTE_UPLOAD_UNFINISHED"]
     with open(path, "r+b") as fh:  # and its COPY_SEGMENT_STARTED: the objects are named by nothing
@@ -239,7 +249,11 @@ def test_metadata_retention_below_a_tiered_topics(tmp_path: Path) -> None:
     inputs = config_inputs(topic_config=["__remote_log_metadata:retention.ms=86400000"])
     [f] = _audit(log_dir, store, config_inputs=inputs)
     assert f.code == "REMOTE_METADATA_RETENTION_SHORT"
-    assert f.details == {"metadata_retention_ms": 86400000, "topics": ["payments"]}
+    assert f.details == {
+        "metadata_retention_ms": 86400000,
+        "metadata_retention_source": "--topic-config",
+        "topics": ["payments"],
+    }
     inputs = config_inputs(
         topic_config=["__remote_log_metadata:retention.ms=86400000", "payments:retention.ms=3600000"]
     )
@@ -306,3 +320,105 @@ def test_objects_of_a_deleted_segment_left_in_the_store_are_leaked(tmp_path: Pat
         f.code == "REMOTE_OBJECTS_LEAKED" and "its deletion finished (DELETE_SEGMENT_FINISHED)" in f.message
     )
     assert sorted(f.details["objects"]) == sorted(str(p) for p in p0.glob(f"*{seg_id}*"))
+
+
+# --- __remote_log_metadata's retention as the brokers' RLMM and the KRaft metadata give it -------------
+
+
+def _config_record_log(log_dir: Path, *configs: tuple[str, str, str]) -> None:
+    """``__cluster_metadata-0`` holding topic ConfigRecords (topic, key, value), each encoded from Kafka's
+    JSON schema (../shared/kafka-schemas metadata/ConfigRecord.json) with the test's own writer."""
+    import kafka_schemas as ks
+    from logdoctor.formats.record_types import RecordSpec
+    from logdoctor.formats.writer import build_record_batch
+
+    ks.require()
+    spec = ks.Spec(ks.load("metadata/ConfigRecord.json"))
+    folder = log_dir / "__cluster_metadata-0"
+    folder.mkdir(exist_ok=True)
+    batches = []
+    for i, (topic, key, value) in enumerate(configs):
+        body = ks.write(spec, {"resource_type": 2, "resource_name": topic, "name": key, "value": value}, 0)
+        frame = bytes([1, spec.raw["apiKey"], 0]) + body  # frame version 1, api key, version 0 (uvarints)
+        batches.append(
+            build_record_batch([RecordSpec(frame, timestamp=1_700_000_000_000)], base_offset=i,
+                               partition_leader_epoch=1)
+        )  # fmt: skip
+    (folder / "00000000000000000000.log").write_bytes(b"".join(batches))
+
+
+def _props(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "server.properties"
+    p.write_text(text)
+    return p
+
+
+def _retention_findings(log_dir: Path, store: Path, props: Path | None = None) -> list:
+    inputs = config_inputs(server_properties=props) if props is not None else None
+    found = _audit(log_dir, store, config_inputs=inputs)
+    return [f for f in found if f.code == "REMOTE_METADATA_RETENTION_SHORT"]
+
+
+def test_metadata_retention_from_the_brokers_rlmm_config(tmp_path: Path) -> None:
+    """TopicBasedRemoteLogMetadataManager creates the topic with retention.ms =
+    remote.log.metadata.topic.retention.ms (default -1, TopicBasedRemoteLogMetadataManagerConfig
+    DEFAULT_REMOTE_LOG_METADATA_TOPIC_RETENTION_MS), which the broker hands it from the keys under
+    remote.log.metadata.manager.impl.prefix (default rlmm.config.)."""
+    from logdoctor.checks.topic_config import DEFAULT_RLMM_RETENTION_MS, remote_log_metadata_retention_ms
+
+    assert DEFAULT_RLMM_RETENTION_MS == -1
+    log_dir, store, _p0 = _copy("kafka-local", tmp_path)
+    assert _retention_findings(log_dir, store, _props(tmp_path, "log.retention.hours=1\n")) == []
+    day = _props(tmp_path, "rlmm.config.remote.log.metadata.topic.retention.ms=86400000\n")
+    [f] = _retention_findings(log_dir, store, day)
+    assert f.details["metadata_retention_ms"] == 86400000 and f.details["topics"] == ["payments"]
+    assert "rlmm.config.remote.log.metadata.topic.retention.ms" in f.message and str(day) in f.message
+    assert "set rlmm.config.remote.log.metadata.topic.retention.ms=-1 in each broker's server.properties" in (
+        f.fix
+    )
+    # another prefix: the rlmm.config. key no longer reaches the RLMM, the prefixed one does
+    other = "remote.log.metadata.manager.impl.prefix=meta.\n"
+    unprefixed = _props(tmp_path, other + "rlmm.config.remote.log.metadata.topic.retention.ms=86400000\n")
+    assert _retention_findings(log_dir, store, unprefixed) == []
+    [f] = _retention_findings(
+        log_dir, store, _props(tmp_path, other + "meta.remote.log.metadata.topic.retention.ms=86400000\n")
+    )
+    assert "meta.remote.log.metadata.topic.retention.ms" in f.message
+    # what the RLMM refuses (its config's constructor) is refused here, naming the key
+    for bad in ("0", "-5", "soon"):
+        with pytest.raises(ValueError, match=r"meta\.remote\.log\.metadata\.topic\.retention\.ms"):
+            remote_log_metadata_retention_ms(
+                {"remote.log.metadata.manager.impl.prefix": "meta.",
+                 "meta.remote.log.metadata.topic.retention.ms": bad}
+            )  # fmt: skip
+
+
+def test_the_topics_own_config_in_the_kraft_metadata_wins_and_the_printed_fix_clears_it(
+    tmp_path: Path,
+) -> None:
+    """The topic exists: its ConfigRecord is its retention, whatever the RLMM would create it with. The
+    fix's kafka-configs.sh --alter --add-config is applied as the ConfigRecord the controller writes
+    for it (no broker runs here), and the audit is clean after it."""
+    import shlex
+
+    log_dir, store, _p0 = _copy("kafka-local", tmp_path)
+    unlimited = _props(tmp_path, "rlmm.config.remote.log.metadata.topic.retention.ms=-1\n")
+    _config_record_log(log_dir, ("__remote_log_metadata", "retention.ms", "3600000"))
+    [f] = _retention_findings(log_dir, store, unlimited)
+    assert f.details["metadata_retention_ms"] == 3600000
+    assert "topic ConfigRecord in __cluster_metadata-0 offset 0" in f.message
+    _config_record_log(log_dir, ("__remote_log_metadata", "retention.ms", "-1"))
+    day = _props(tmp_path, "rlmm.config.remote.log.metadata.topic.retention.ms=86400000\n")
+    assert _retention_findings(log_dir, store, day) == []
+    # the printed fix, as printed
+    _config_record_log(log_dir, ("__remote_log_metadata", "retention.ms", "3600000"))
+    [f] = _retention_findings(log_dir, store)
+    words = shlex.split(f.fix.split(": ", 1)[1].split(". ", 1)[0])
+    assert words[0] == "kafka-configs.sh" and words[words.index("--entity-type") + 1] == "topics"
+    assert "--alter" in words
+    entity = words[words.index("--entity-name") + 1]
+    key, value = words[words.index("--add-config") + 1].split("=", 1)
+    _config_record_log(
+        log_dir, ("__remote_log_metadata", "retention.ms", "3600000"), (entity, key, value)
+    )
+    assert _retention_findings(log_dir, store) == []

@@ -83,6 +83,22 @@ def _append(path: Path, *records: dict, ts: int = 1795454800000) -> int:
     return at
 
 
+P1 = TopicIdPartition(PAYMENTS_ID, "payments", 1)
+HOUR = 3_600_000
+
+
+def _upload_started(log_dir: Path, at_ms: int) -> None:
+    """payments-1 (events in -16) starts an upload of its local [2289, 2600] at ``at_ms``: an event that
+    moves the time the metadata shows on, and is itself an upload in progress (never a finding)."""
+    _append(
+        _log(log_dir, 16),
+        segment_metadata(
+            P1, "cGF5bWVudHMxLXVwbG9hZA", 2289, 2600, broker_id=0, event_timestamp_ms=at_ms,
+            max_timestamp_ms=1710000002600, leader_epochs=[(0, 2289)], size=1,
+        ),
+    )  # fmt: skip
+
+
 def _remote(findings) -> list:
     return [f for f in findings if f.code in REMOTE]
 
@@ -114,6 +130,10 @@ def test_last_copy_finished_deleted_is_a_gap_and_an_unfinished_upload(
     with open(path, "r+b") as f:
         f.truncate(pos)  # the last COPY_SEGMENT_FINISHED (payments-0 [972, 1295]) never written
     report = scan([log_dir], ScanOptions(remote_storage=str(tiered / store)), jobs=1)
+    # its COPY_SEGMENT_STARTED is the newest event: an upload that may be in progress, no finding yet
+    assert sorted(f.code for f in _remote(report.findings)) == ["REMOTE_OFFSETS_LOST"]
+    _upload_started(log_dir, events[-2][2]["data"]["event_timestamp_ms"] + HOUR)  # an hour on: dangling
+    report = scan([log_dir], ScanOptions(remote_storage=str(tiered / store)), jobs=1)
     found = _remote(report.findings)
     assert sorted(f.code for f in found) == ["REMOTE_OFFSETS_LOST", "REMOTE_UPLOAD_UNFINISHED"]
     gap = next(f for f in found if f.code == "REMOTE_OFFSETS_LOST")
@@ -125,6 +145,7 @@ def test_last_copy_finished_deleted_is_a_gap_and_an_unfinished_upload(
     assert "offsets 0-971, which still exist" in gap.fix  # moving the log start would delete those
     unfinished = next(f for f in found if f.code == "REMOTE_UPLOAD_UNFINISHED")
     assert unfinished.path == str(path) and unfinished.details["segment_id"] == seg_id
+    assert "1.0 h newer than its start" in unfinished.message
     # the objects the plugin left behind: the store's real files of that segment id
     real = sorted(str(p) for p in (tiered / store).rglob(f"*{seg_id}*"))
     assert len(real) >= 3 and sorted(unfinished.details["objects"]) == real
@@ -151,6 +172,8 @@ def test_an_unfinished_upload_of_a_local_segment_is_no_gap(tmp_path: Path) -> No
         ),
     )
     store = tmp_path / "store"
+    assert _remote(scan([log_dir], ScanOptions(remote_storage=str(store)), jobs=1).findings) == []
+    _upload_started(log_dir, 1795454800000 + HOUR)
     report = scan([log_dir], ScanOptions(remote_storage=str(store)), jobs=1)
     found = _remote(report.findings)
     assert [f.code for f in found] == ["REMOTE_UPLOAD_UNFINISHED"]

@@ -22,3 +22,43 @@ def test_a_run_ends_with_its_objects_frozen(tmp_path, where, code) -> None:
     r = subprocess.run(argv, capture_output=True, text=True)
     assert r.returncode == code, r.stderr  # a failed command freezes too (main's finally)
     assert r.stderr.splitlines()[-1] == "frozen True", r.stderr
+
+
+# counts the automatic collections of each generation while the command's modules load and until its work
+# starts (the scan), with the freeze count and the collector's state then
+COLLECTIONS = (
+    "import gc, sys; counts = [0, 0, 0]\n"
+    "gc.callbacks.append(lambda ev, info: ev == 'start' and counts.__setitem__(info['generation'], "
+    "counts[info['generation']] + 1))\n"
+    "from logdoctor.cli import main as m, registry\n"
+    "real_load = registry.load\n"
+    "def load(entry):\n"
+    "    counts[:] = [0, 0, 0]\n"
+    "    real_load(entry)\n"
+    "    import logdoctor.cli.scan as cs\n"
+    "    real_scan = cs.scan\n"
+    "    def scan(*a, **k):\n"
+    "        print('collections', counts, 'frozen', gc.get_freeze_count(), 'enabled', gc.isenabled(),"
+    " file=sys.stderr)\n"
+    "        return real_scan(*a, **k)\n"
+    "    cs.scan = scan\n"
+    "registry.load = load\n"
+    "sys.argv[0] = 'logdoctor'\n"
+    "m.main()\n"
+)
+
+
+def test_the_command_modules_load_without_collections_and_stay_frozen(tmp_path) -> None:
+    """Issue 35: the modules of the command run (typer, click, the checks, ...) are imported with the
+    automatic garbage collector off and frozen after, so that no collection walks them, while they
+    load or later in the run (before, a `repair` of 1 GiB ran ~140 collections while it loaded and
+    one full collection after, ~0.05-0.09 s); the collector is on again for the command."""
+    argv = [sys.executable, "-c", COLLECTIONS, "scan", "--quick", "--json", str(tmp_path)]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    line = next(x for x in r.stderr.splitlines() if x.startswith("collections"))
+    words = line.split()
+    counts = [int(w.strip("[],")) for w in words[1:4]]
+    assert counts[0] <= 3 and counts[1:] == [0, 0], line  # the parsing of the arguments after: a few
+    assert int(words[5]) > 20_000, line  # the command's modules frozen
+    assert words[7] == "True", line

@@ -98,3 +98,28 @@ def test_scan_of_small_partitions_imports_nothing_heavy_but_its_codecs(tmp_path:
     modules = imported_by("scan", "--deep", "--json", "-j", "1", str(log_dir))
     assert "logdoctor.checks.deep" in modules
     assert not {m.split(".")[0] for m in modules} & {"numpy", "rich", "pydantic"}
+
+
+def test_crc32c_extension_is_loaded_without_the_package_metadata(tmp_path: Path) -> None:
+    """Issue 35: the crc32c package's ``__init__`` imports importlib.metadata (email, zipfile, csv...)
+    only for its ``__version__``; `scan` and `repair` load its extension alone (formats.crc), and the
+    CRC-32C they compute is the package's own (the standard check value, and a real batch's CRC)."""
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", [TopicSpec("orders", partitions=1)])
+    for argv in (("scan", "--deep", "--json", "-j", "1"), ("repair", "--json", "-j", "1")):
+        modules = imported_by(*argv, str(log_dir))
+        assert "crc32c._crc32c" in modules
+        assert not {"importlib.metadata", "email", "crc32c"} & modules, argv
+        # nor the remote tier audit's (the store's listing, inventory reports: csv, gzip) without remote
+        # log metadata
+        audit = {"checks.remote_store", "checks.remote_audit", "logdir.store_listing"}
+        assert not {f"logdoctor.{m}" for m in audit} & modules, argv
+    check = (
+        "from logdoctor.formats.crc import crc32c\n"
+        "import crc32c as package\n"  # a later import of the package takes the same extension
+        "assert crc32c(b'123456789') == package.crc32c(b'123456789') == 0xE3069283\n"
+        "import logdoctor.formats.crc as c, crc32c._crc32c as ext\n"
+        "assert c.CRC32C_EXTENSION is ext\n"
+    )
+    subprocess.run([sys.executable, "-c", check], check=True)

@@ -70,3 +70,22 @@ def test_new_file_gets_requested_owner(tmp_path):
     st = target.stat()
     assert (st.st_uid, st.st_gid) == (65534, 65534)
     assert target.read_bytes() == b"\0" * 8
+
+
+def test_sync_barrier_fsyncs_what_was_registered_and_reports_an_error(tmp_path):
+    from logdoctor.logdir.atomic import SyncBarrier, write_temp
+
+    target = tmp_path / "a.index"
+    with SyncBarrier() as barrier:
+        tmp = write_temp(target, b"abc", sync=False)
+        assert os.path.basename(tmp).startswith(".a.index.") and tmp.endswith(".tmp")
+        barrier.file(tmp)
+        barrier.folder(tmp_path)
+        barrier.flush()
+        assert not barrier.folders
+        os.replace(tmp, target)
+        barrier.file(tmp_path / "gone")  # vanished before its fsync: the flush says so, naming it
+        barrier.folder(tmp_path)
+        with pytest.raises(FileNotFoundError, match="gone"):
+            barrier.flush()
+    assert target.read_bytes() == b"abc"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -145,3 +147,34 @@ def test_a_big_fleet_keeps_the_lagging_rows_first(spark, census, tmp_path, monke
         1,
     )
     assert result.partitions == by_lag(partitions, "max_lag_offsets", ("topic", "partition", "topic_id"))[:3]
+
+
+def test_a_small_census_is_the_census_of_the_executors(spark, census, tmp_path, monkeypatch):
+    """The demo fleet is a small census (scanned on the driver, one task per query: issue 35); made as a
+    big fleet's (scans and findings on the executors, adaptive execution), every table and the summary
+    are the same."""
+    from logdoctor.spark import census as census_module
+    from logdoctor.spark.census_inputs import classify
+
+    demo, small, out = census
+    assert census_module.is_small_fleet(spark, classify([str(demo.root)]))
+    monkeypatch.setattr(census_module, "SMALL_FLEET_BROKERS", 0)
+    big = run_census(
+        spark, [str(demo.root)], tmp_path / "out", now_ms=small.now_ms, simulated_disks=demo.simulated_disks
+    )
+
+    def fixed(row):  # the real file system's free space (statvfs) moves between the two censuses
+        live = ("disk_available_bytes", "disk_used_bytes", "disk_used_fraction", "disk_used_percent")
+        return {k: v for k, v in row.items() if row.get("disk_source") != "statvfs" or k not in live}
+
+    def rows(folder):  # the rows of a table, in any order: its files are as many as its Spark partitions
+        table = pq.read_table(folder).to_pylist()
+        return sorted(json.dumps(fixed(r), sort_keys=True, default=str) for r in table)
+
+    for name in ("partitions", "replicas", "log_dirs", "findings", "consumer_groups"):
+        assert rows(tmp_path / "out" / name) == rows(out / name), name
+    want, got = small.to_json(), big.to_json()
+    for json_out in (want, got):
+        json_out.pop("out_dir"), json_out.pop("tables"), json_out["summary"].pop("elapsed_s")
+        json_out["log_dirs"] = [fixed(d) for d in json_out["log_dirs"]]
+    assert got == want

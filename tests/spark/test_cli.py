@@ -148,3 +148,24 @@ def test_demo_command_finds_the_planted_faults(spark, tmp_path):
     parts = pq.read_table(tmp_path / "demo" / "census" / "partitions").to_pylist()
     tiered = [p for p in parts if (p["topic"], p["partition"]) == ("orders", 2)]
     assert tiered and tiered[0]["remote_segments"] > 0 and tiered[0]["remote_log_start_offset"] == 0
+
+
+def test_the_arrow_export_finds_the_skipped_ranges_in_its_one_spark_job(spark, logdir, tmp_path):
+    """Issue 35: the write tasks check the segments for damage themselves; no second Spark job (a
+    kafka-log-segments pass over the same bytes) runs, and the skipped range is still named exactly."""
+    import shutil
+
+    copy = tmp_path / "kafka-logs"
+    shutil.copytree(logdir, copy)
+    log = sorted((copy / "events-1").glob("*.log"))[0]
+    data = log.read_bytes()
+    log.write_bytes(data + b"\x00" * 64)  # a zero-filled tail
+    sc = spark.sparkContext
+    sc.setJobGroup("issue-35-one-job", "arrow export")
+    try:
+        result = run_export(spark, [str(copy)], tmp_path / "out")
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert result.writer == "arrow" and result.rows == 2100
+    assert [(s.path, s.valid_bytes, s.skipped_bytes) for s in result.skipped] == [(str(log), len(data), 64)]
+    assert len(sc.statusTracker().getJobIdsForGroup("issue-35-one-job")) == 1

@@ -39,3 +39,37 @@ def test_driver_is_pinned_to_loopback_only_for_local_masters():
     local, cluster = _defaults(True), _defaults(False)
     assert local["spark.driver.host"] == local["spark.driver.bindAddress"] == "127.0.0.1"
     assert not any(k.startswith("spark.driver.") for k in cluster)
+
+
+def test_a_session_without_its_sql_side_builds_it_on_first_use_with_the_confs_given(tmp_path):
+    """get_spark(sql=False) (export's arrow writer, issue 35) starts a SparkContext only; the first
+    DataFrame builds the SparkSession on it, with the confs given (spark.sql.* included) and the sources."""
+    import json
+    import subprocess
+    import sys
+
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    log_dir, _ = generate_log_dir(
+        tmp_path / "fleet", [TopicSpec("orders", partitions=2, records_per_partition=150)]
+    )
+    script = f"""
+import json
+from pyspark.sql import SparkSession
+from logdoctor.spark.session import get_spark
+from logdoctor.spark.sources import register
+spark = get_spark("local[1]", "t", conf={{"spark.sql.shuffle.partitions": "3"}}, sql=False)
+before = SparkSession.getActiveSession() is not None
+jobs = spark.sparkContext.parallelize([1, 2, 3], 3).count()
+register(spark)
+rows = spark.read.format("kafka-log").load({str(log_dir)!r}).count()
+print(json.dumps({{"before": before, "jobs": jobs, "rows": rows,
+    "shuffle": spark.conf.get("spark.sql.shuffle.partitions"),
+    "after": SparkSession.getActiveSession() is not None}}))
+"""
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=600, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got == {"before": False, "jobs": 3, "rows": 300, "shuffle": "3", "after": True}

@@ -815,9 +815,10 @@ _ENTRIES = (
     Entry(
         "REMOTE_UPLOAD_UNFINISHED",
         _W,
-        "a remote segment upload that started and never finished (COPY_SEGMENT_STARTED only)",
+        "a remote segment upload that started and never finished (COPY_SEGMENT_STARTED only), and is not "
+        "in progress",
         "{topic_partition}: remote segment {segment_id} (offsets {start_offset}-{end_offset}, {size} bytes) "
-        "was started by broker {broker_id} at {started} and never finished; {objects}",
+        "was started by broker {broker_id} at {started} and never finished ({dangling}); {objects}",
         "Nothing to repair in the log dir: the broker never reads a segment whose upload did not finish, "
         "and its RemoteLogManager uploads the local segment again under a new segment id ({covered}). The "
         "objects the RemoteStorageManager wrote for {segment_id} stay in the store until the leader's "
@@ -1046,7 +1047,8 @@ _ENTRIES = (
         "rebuilds its state from the topic forgets those segments (KAFKA-15632)",
         "Set the metadata topic's retention to unlimited, as Kafka creates it by default "
         "(remote.log.metadata.topic.retention.ms=-1): kafka-configs.sh --bootstrap-server BROKER --alter "
-        "--entity-type topics --entity-name __remote_log_metadata --add-config retention.ms=-1. Events "
+        "--entity-type topics --entity-name __remote_log_metadata --add-config retention.ms=-1{props_hint}. "
+        "Events "
         "already deleted are gone from the topic: their segments' objects show as REMOTE_OBJECTS_LEAKED; "
         "rebuild their events from the store's objects before deleting any of them (brokers stopped: "
         "`logdoctor restore LOGDIR --remote-storage URI --remote-log-metadata`, README \"Restoring from the "

@@ -19,6 +19,15 @@ from logdoctor.formats.lazy_numpy import np
 from logdoctor.logdir.model import Segment
 
 
+def walk_every_log(st: PartitionState) -> None:
+    """Every .log of the partition walked at once on every core (CRCs, batch positions, every record
+    decoded), before any check asks for a walk: the active segment's walk (quick.check_active) and the
+    recovered segments' (default.check_recovery) are then taken from :meth:`PartitionState.walk`'s
+    cache instead of being walked alone on this thread first, and the others at the same time. What is
+    recorded (results, denied reads, bytes read) is in segment order, as the walks one after another."""
+    st.walk_all(st.segments, verify_crc=True, with_positions=True)
+
+
 def check_all_logs(st: PartitionState) -> None:
     # every segment walked first: a damaged segment's finding counts the records of the later ones
     # (on every core at once: PartitionState.walk_all, recorded in segment order)

@@ -212,6 +212,21 @@ def mark_recovered(st: PartitionState) -> None:
         st.infos[seg.base_offset].recovered = True
 
 
+def walk_ahead(st: PartitionState, walk_all: bool) -> None:
+    """The default scan's walks started together: the active segment's with CRCs (quick.check_active) and
+    those :func:`check_retention` is certain to ask for (every inactive segment with ``walk_all``, else
+    those with a .log and no .timeindex: the broker falls back to the .log's mtime, their true largest
+    timestamp is needed whatever else is found), at once on every core instead of the active one alone
+    first. After a clean shutdown only (otherwise check_recovery walks the recovered segments with CRCs
+    first, serially, stopping at the first damage). Nothing when the active segment is the only walk
+    (walked alone, its CRCs are checked in slices on every core)."""
+    if not st.task.clean_shutdown or len(st.segments) < 2:
+        return
+    later = [s for s in st.segments[:-1] if walk_all or (s.timeindex_file is None and s.size > 0)]
+    if later:
+        st.walk_ahead([(st.segments[-1], True), *((s, False) for s in later)])
+
+
 def check_retention(st: PartitionState, walk_all: bool) -> None:
     mark_recovered(st)
     todo: list[tuple[Segment, SegmentInfo, str | None, bool]] = []

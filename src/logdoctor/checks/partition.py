@@ -29,7 +29,11 @@ def check_partition(task: PartitionTask) -> PartitionReport:
     for seg in st.segments:
         st.infos[seg.base_offset] = SegmentInfo(seg.base_offset, seg.size, seg.mtime_ms)
     depth = task.options.depth
-    quick.check_listing(st)
+    quick.check_listing(st)  # first: a .log the broker's user cannot read is never walked
+    if depth is Depth.DEEP:
+        deep.walk_every_log(st)
+    elif depth is Depth.DEFAULT:
+        default.walk_ahead(st, task.options.true_timestamps)
     quick.check_active(st)
     if depth is Depth.QUICK:
         quick.check_index_headers(st)

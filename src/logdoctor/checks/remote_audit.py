@@ -11,6 +11,8 @@ partition's local leader-epoch lineage. Pure data in, data out: no finding, no I
   segments whose objects are missing, overlapping finished segments (a segment stored twice: same
   offsets under another id), segments outside the leader-epoch lineage and epoch breaks between
   consecutive segments (KAFKA-15168), and unfinished uploads with the objects they left;
+- :func:`dangling_uploads`: which COPY_SEGMENT_STARTED segments are dangling rather than in progress
+  (the bound below);
 - :func:`readable_segments` and :func:`within_leader_epochs` (which segment the broker reads, the
   leader-epoch lineage rule) are :mod:`logdoctor.logdir.remote_lineage`'s, shared with the read plan:
   of two overlapping finished segments, the one the broker does not read is named second.
@@ -41,6 +43,7 @@ from logdoctor.logdir.store_listing import StoreObject
 
 __all__ = [
     "ALL",
+    "DANGLING_AFTER_MS",
     "REQUIRED",
     "EpochBreak",
     "PartitionAudit",
@@ -49,10 +52,17 @@ __all__ = [
     "StoreIndex",
     "audit",
     "audit_partition",
+    "dangling_uploads",
+    "lineage_audit",
+    "newest_event_ms",
     "readable_segments",
     "within_leader_epochs",
 ]
 
+#: an upload left in COPY_SEGMENT_STARTED is dangling, not in progress, once the remote log metadata
+#: holds an event this much newer than its start (the copy task runs every
+#: remote.log.manager.task.interval.ms, 30 s by default, and one segment's copy takes seconds to minutes)
+DANGLING_AFTER_MS = 3_600_000
 #: in :attr:`PartitionAudit.missing`: no object of the segment at all
 ALL = "all"
 #: per layout, the objects without which the broker cannot read the segment
@@ -202,8 +212,6 @@ def audit_partition(
             out.leaked.append((so, "its deletion finished (DELETE_SEGMENT_FINISHED)"))
     if rp is None or rp.deleted:
         return out
-    floor = log_start_offset if log_start_offset is not None else -1
-    copied = [s for s in rp.copied if s.end_offset >= floor]
     for s in rp.copied:
         so = listed.get(s.segment_id)
         miss = [ALL] if so is None else so.missing()
@@ -211,6 +219,32 @@ def audit_partition(
             out.missing.append((s, miss))
     for s in rp.unfinished:
         out.unfinished.append((s, listed.get(s.segment_id)))
+    out.overlaps, out.epoch_breaks = lineage_audit(
+        rp,
+        lineage=lineage,
+        log_end_offset=log_end_offset,
+        local_log_start_offset=local_log_start_offset,
+        log_start_offset=log_start_offset,
+    )
+    return out
+
+
+def lineage_audit(
+    rp: RemotePartition,
+    *,
+    lineage: Iterable[tuple[int, int]] | None = None,
+    log_end_offset: int | None = None,
+    local_log_start_offset: int | None = None,
+    log_start_offset: int | None = None,
+) -> tuple[list[tuple[RemoteSegment, RemoteSegment]], list[EpochBreak]]:
+    """The overlapping finished segments (pairs, the one the broker reads first) and the breaks of the
+    leader-epoch lineage of one partition's remote tier: the one rule of the scan and the census (which
+    gathers each partition's metadata rows and its replica's lineage into one task to run it). Segments
+    ending below ``log_start_offset`` are the expiration task's business and take no part."""
+    overlaps: list[tuple[RemoteSegment, RemoteSegment]] = []
+    breaks: list[EpochBreak] = []
+    floor = log_start_offset if log_start_offset is not None else -1
+    copied = [s for s in rp.copied if s.end_offset >= floor]
     lin = list(lineage) if lineage is not None else []
     read = {s.segment_id for s in readable_segments(rp, lin, log_end_offset)}
     reach: RemoteSegment | None = None
@@ -218,18 +252,18 @@ def audit_partition(
         if reach is not None and s.start_offset <= reach.end_offset:
             # the one the broker does not read second (the one the read plan names as not read)
             pair = (s, reach) if reach.segment_id not in read and s.segment_id in read else (reach, s)
-            out.overlaps.append(pair)
+            overlaps.append(pair)
         if reach is None or s.end_offset > reach.end_offset:
             reach = s
     prev: RemoteSegment | None = None
     for s in copied:
         why = within_leader_epochs(s, lin, log_end_offset) if lin else None
         if why is not None:
-            out.epoch_breaks.append(EpochBreak("outside-lineage", s, None, why))
+            breaks.append(EpochBreak("outside-lineage", s, None, why))
         elif prev is not None:
             pl, sf = last_epoch(prev), first_epoch(s)
             if pl is not None and sf is not None and sf < pl and s.start_offset > prev.end_offset:
-                out.epoch_breaks.append(
+                breaks.append(
                     EpochBreak(
                         "between-segments",
                         s,
@@ -238,14 +272,14 @@ def audit_partition(
                     )
                 )
         prev = s
-    off_lineage = {b.segment.segment_id for b in out.epoch_breaks if b.case == "outside-lineage"}
+    off_lineage = {b.segment.segment_id for b in breaks if b.case == "outside-lineage"}
     in_lineage = [s for s in copied if s.segment_id not in off_lineage]
     if lin and in_lineage and local_log_start_offset is not None:
         last = max(in_lineage, key=lambda s: s.end_offset)
         le = last_epoch(last)
         local_epoch = max((e for e, o in lin if o <= local_log_start_offset), default=None)
         if le is not None and local_epoch is not None and local_epoch < le:
-            out.epoch_breaks.append(
+            breaks.append(
                 EpochBreak(
                     "into-local",
                     last,
@@ -254,6 +288,55 @@ def audit_partition(
                     f"last remote segment's epoch {le}",
                 )
             )
+    return overlaps, breaks
+
+
+_COPY_STATES = (SegmentState.COPY_SEGMENT_STARTED.name, SegmentState.COPY_SEGMENT_FINISHED.name)
+
+
+def newest_event_ms(partitions: Iterable[RemotePartition]) -> int | None:
+    """The newest event timestamp of the remote log metadata read (None: no event): the time the
+    metadata shows, which a dangling upload is measured against (never the machine's clock)."""
+    newest: int | None = None
+    for rp in partitions:
+        for seg in rp.segments.values():
+            for ev in seg.events:
+                if newest is None or ev.event_timestamp_ms > newest:
+                    newest = ev.event_timestamp_ms
+        for ev in rp.delete_events:
+            if newest is None or ev.event_timestamp_ms > newest:
+                newest = ev.event_timestamp_ms
+    return newest
+
+
+def dangling_uploads(rp: RemotePartition, newest_ms: int | None) -> list[tuple[RemoteSegment, str]]:
+    """The partition's COPY_SEGMENT_STARTED segments that are not a copy in progress, with why.
+
+    Kafka itself tells the two apart only in memory (RemoteLogManager ``segmentIdsBeingCopied``; since
+    KAFKA-17062 a copy that fails is deleted at once, and the size retention counts only finished
+    segments: "either they are being copied ... or they are dangling"). Offline, an upload is dangling
+    when the metadata shows its copy ended: a later copy event of the same partition (its leader's
+    RLMCopyTask copies the partition's segments one at a time, in offset order:
+    K:core/.../log/remote/RemoteLogManager.java copyLogSegmentsToRemote), or an event anywhere in the
+    metadata read at least :data:`DANGLING_AFTER_MS` newer than its start (``newest_ms``:
+    :func:`newest_event_ms`). The newest upload of an idle cluster's partition is not flagged."""
+    out: list[tuple[RemoteSegment, str]] = []
+    unfinished = rp.unfinished
+    if not unfinished:
+        return out
+    last_copy = max(
+        (e.offset for s in rp.segments.values() for e in s.events if e.state in _COPY_STATES), default=-1
+    )
+    for seg in unfinished:
+        ev = seg.first_event
+        if ev.offset < last_copy:
+            out.append((seg, f"a later upload of {rp.topic_id_partition.name} was recorded after it"))
+        elif newest_ms is not None and newest_ms - ev.event_timestamp_ms >= DANGLING_AFTER_MS:
+            age = (newest_ms - ev.event_timestamp_ms) / 3_600_000
+            out.append(
+                (seg, f"the remote log metadata holds events {age:.1f} h newer than its start (an upload "
+                 f"left more than {DANGLING_AFTER_MS // 60_000} min is not in progress)")
+            )  # fmt: skip
     return out
 
 

@@ -33,8 +33,9 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport, SegmentInfo
 from logdoctor.checks.findings import Finding, Severity
-from logdoctor.checks.remote_audit import ALL, PartitionAudit, StoreIndex, audit_partition
+from logdoctor.checks.remote_audit import ALL, EpochBreak, PartitionAudit, StoreIndex, audit_partition
 from logdoctor.checks.remote_tier import ranges_text
+from logdoctor.checks.topic_config import RETENTION_MS
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata, RemoteSegment
 from logdoctor.logdir.store_listing import (
     list_store,
@@ -46,6 +47,9 @@ __all__ = [
     "check_metadata_retention",
     "check_remote_store",
     "check_upload_stalled",
+    "epoch_break_finding",
+    "lineage_text",
+    "overlap_finding",
     "store_index",
 ]
 
@@ -138,7 +142,7 @@ def check_remote_store(
             objs,
             lineage=r.leader_epochs if r is not None else None,
             log_end_offset=r.log_end_offset if r is not None else None,
-            local_log_start_offset=r.first_base_offset if r is not None else None,
+            local_log_start_offset=r.local_log_start_offset if r is not None else None,
             log_start_offset=r.log_start_offset if r is not None else None,
         )
         where = r.path if r is not None else (objs.folder if objs is not None else index.source)
@@ -261,62 +265,99 @@ def _findings(
                 },
             )
         )
+    objs = index.partition(tip.topic_id, tip.partition)
     for first, second in a.overlaps:
-        shared = (max(first.start_offset, second.start_offset), min(first.end_offset, second.end_offset))
-        dup = (first.start_offset, first.end_offset) == (second.start_offset, second.end_offset)
-        objs = index.partition(tip.topic_id, tip.partition)
         so = objs.segments.get(second.segment_id) if objs is not None else None
         out.append(
-            catalog.make(
-                "REMOTE_SEGMENTS_OVERLAP",
-                where,
-                case="duplicate" if dup else None,
-                offset=shared[0],
-                logdir=logdir,
-                topic_partition=tp,
-                metadata_partition=mp,
-                first_id=first.segment_id,
-                first_range=f"{first.start_offset}-{first.end_offset}",
-                first_epochs=_epochs(first),
-                second_id=second.segment_id,
-                second_range=f"{second.start_offset}-{second.end_offset}",
-                second_epochs=_epochs(second),
-                shared=f"{shared[0]}-{shared[1]}",
-                bytes=so.bytes if so is not None else second.size,
-                details={
-                    "segment_ids": [first.segment_id, second.segment_id],
-                    "shared": list(shared),
-                    "duplicate": dup,
-                },
+            overlap_finding(
+                first, second, where=where, logdir=logdir, topic_partition=tp, metadata_partition=mp,
+                second_bytes=so.bytes if so is not None else second.size,
             )
-        )
-    lineage_source = (
-        os.path.join(r.path, "leader-epoch-checkpoint") if r is not None else "the partition's leader"
+        )  # fmt: skip
+    source, lineage = lineage_text(
+        r.path if r is not None else None, r.leader_epochs if r is not None else []
     )
-    lineage = ", ".join(f"{e}@{o}" for e, o in (r.leader_epochs if r is not None else [])) or "none"
     for br in a.epoch_breaks:
-        s = br.segment
         out.append(
-            catalog.make(
-                "REMOTE_EPOCH_LINEAGE_BROKEN",
-                where,
-                case=None if br.case == "outside-lineage" else br.case,
-                offset=s.start_offset,
-                logdir=logdir,
-                topic_partition=tp,
-                segment_id=s.segment_id,
-                start_offset=s.start_offset,
-                end_offset=s.end_offset,
-                epochs=_epochs(s),
-                lineage_source=lineage_source,
-                lineage=lineage,
-                reason=br.reason,
-                previous_id=br.previous.segment_id if br.previous is not None else "",
-                previous_epochs=_epochs(br.previous) if br.previous is not None else "",
-                details={"case": br.case, "segment_id": s.segment_id, "reason": br.reason},
+            epoch_break_finding(
+                br, where=where, logdir=logdir, topic_partition=tp, lineage_source=source, lineage=lineage
             )
         )
     return out
+
+
+def lineage_text(partition_path: str | None, leader_epochs: Iterable[tuple[int, int]]) -> tuple[str, str]:
+    """(where the lineage comes from, the lineage as text) for REMOTE_EPOCH_LINEAGE_BROKEN."""
+    source = (
+        os.path.join(partition_path, "leader-epoch-checkpoint")
+        if partition_path is not None
+        else "the partition's leader"
+    )
+    return source, ", ".join(f"{e}@{o}" for e, o in leader_epochs) or "none"
+
+
+def overlap_finding(
+    first: RemoteSegment,
+    second: RemoteSegment,
+    *,
+    where: str,
+    logdir: str,
+    topic_partition: str,
+    metadata_partition: str,
+    second_bytes: int,
+) -> Finding:
+    """REMOTE_SEGMENTS_OVERLAP of one pair of :func:`logdoctor.checks.remote_audit.lineage_audit` (the
+    scan's and the census's)."""
+    shared = (max(first.start_offset, second.start_offset), min(first.end_offset, second.end_offset))
+    dup = (first.start_offset, first.end_offset) == (second.start_offset, second.end_offset)
+    return catalog.make(
+        "REMOTE_SEGMENTS_OVERLAP",
+        where,
+        case="duplicate" if dup else None,
+        offset=shared[0],
+        logdir=logdir,
+        topic_partition=topic_partition,
+        metadata_partition=metadata_partition,
+        first_id=first.segment_id,
+        first_range=f"{first.start_offset}-{first.end_offset}",
+        first_epochs=_epochs(first),
+        second_id=second.segment_id,
+        second_range=f"{second.start_offset}-{second.end_offset}",
+        second_epochs=_epochs(second),
+        shared=f"{shared[0]}-{shared[1]}",
+        bytes=second_bytes,
+        details={
+            "segment_ids": [first.segment_id, second.segment_id],
+            "shared": list(shared),
+            "duplicate": dup,
+        },
+    )
+
+
+def epoch_break_finding(
+    br: EpochBreak, *, where: str, logdir: str, topic_partition: str, lineage_source: str, lineage: str
+) -> Finding:
+    """REMOTE_EPOCH_LINEAGE_BROKEN of one break of :func:`logdoctor.checks.remote_audit.lineage_audit`
+    (the scan's and the census's)."""
+    s = br.segment
+    return catalog.make(
+        "REMOTE_EPOCH_LINEAGE_BROKEN",
+        where,
+        case=None if br.case == "outside-lineage" else br.case,
+        offset=s.start_offset,
+        logdir=logdir,
+        topic_partition=topic_partition,
+        segment_id=s.segment_id,
+        start_offset=s.start_offset,
+        end_offset=s.end_offset,
+        epochs=_epochs(s),
+        lineage_source=lineage_source,
+        lineage=lineage,
+        reason=br.reason,
+        previous_id=br.previous.segment_id if br.previous is not None else "",
+        previous_epochs=_epochs(br.previous) if br.previous is not None else "",
+        details={"case": br.case, "segment_id": s.segment_id, "reason": br.reason},
+    )
 
 
 # --- stalled uploads -----------------------------------------------------------------------------------
@@ -459,6 +500,13 @@ def check_metadata_retention(
             longer.setdefault(r.topic, f"{r.topic} (retention.ms={r.topic_config.retention_ms.describe()})")
     if not longer:
         return []
+    key = md_cfg.retention_ms.key
+    props_hint = (
+        f" (the topic exists: its retention.ms wins over {key}, which the brokers' RLMM creates the topic "
+        f"with; set {key}=-1 in each broker's server.properties too, for a re-created topic)"
+        if key != RETENTION_MS
+        else ""
+    )
     path = next((r.path for r in results if r.topic == REMOTE_LOG_METADATA_TOPIC), REMOTE_LOG_METADATA_TOPIC)
     logdir = next((r.log_dir for r in results if r.topic == REMOTE_LOG_METADATA_TOPIC), "")
     return [
@@ -467,7 +515,12 @@ def check_metadata_retention(
             path,
             logdir=logdir,
             metadata_retention=md_cfg.retention_ms.describe(),
+            props_hint=props_hint,
             topics=", ".join(longer[t] for t in sorted(longer)),
-            details={"metadata_retention_ms": limit, "topics": sorted(longer)},
+            details={
+                "metadata_retention_ms": limit,
+                "metadata_retention_source": md_cfg.retention_ms.source,
+                "topics": sorted(longer),
+            },
         )
     ]

@@ -6,7 +6,8 @@ partition. One finding per root cause:
 
 - REMOTE_OFFSETS_LOST: offsets in [log start, local log start) that no COPY_SEGMENT_FINISHED segment
   holds (K:core/.../log/remote/RemoteLogManager.java read throws OffsetOutOfRangeException for them);
-- REMOTE_UPLOAD_UNFINISHED: one per segment left in COPY_SEGMENT_STARTED (its objects stay in the store);
+- REMOTE_UPLOAD_UNFINISHED: one per segment left in COPY_SEGMENT_STARTED whose copy the metadata shows
+  ended (:func:`logdoctor.checks.remote_audit.dangling_uploads`; its objects stay in the store);
 - REMOTE_SEGMENT_BELOW_LOG_START: one per partition, the segments the expiration task has yet to delete;
 - REMOTE_PARTITION_DELETED_ON_DISK: a RemotePartitionDeleteMetadataRecord for a folder still here (same
   topic id: a topic re-created under the same name is another partition);
@@ -34,6 +35,7 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.remote_audit import dangling_uploads, newest_event_ms
 from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import LOG_START_OFFSET_CHECKPOINT, RootEntryKind
@@ -181,6 +183,7 @@ def check_remote_tier(
     for prob in metadata.problems:
         findings.append(_problem_finding(prob, metadata, paths))
     checkpoints = _log_start_checkpoints(paths)
+    newest = newest_event_ms(metadata.partitions.values())
     unchecked: list[tuple[PartitionReport, int | None]] = []
     for r in results:
         if r.topic == REMOTE_LOG_METADATA_TOPIC or r.topic.startswith("__cluster_metadata"):
@@ -201,7 +204,7 @@ def check_remote_tier(
                     needed = None
                 unchecked.append((r, needed))
             continue
-        findings.extend(_partition_findings(r, logdir, cp, rp, metadata, remote_storage, index))
+        findings.extend(_partition_findings(r, logdir, cp, rp, metadata, remote_storage, index, newest))
     if unchecked:
         findings.append(_not_here(unchecked, metadata, paths[0]))
     return findings
@@ -266,6 +269,7 @@ def _partition_findings(
     md: RemoteLogMetadata,
     remote_storage: str | None,
     index: Any = None,
+    newest_ms: int | None = None,
 ) -> list[Finding]:
     tip = rp.topic_id_partition
     tp = f"{r.topic}-{r.partition}"
@@ -316,8 +320,8 @@ def _partition_findings(
         gaps = rp.uncovered(log_start, local_start)
         if gaps:
             out.append(_gap_finding(r, logdir, tp, rp, mp, gaps, log_start, log_start_source, local_start))
-    for seg in rp.unfinished:
-        out.append(_unfinished(r, logdir, tp, rp, seg, local_start, remote_storage, index))
+    for seg, why in dangling_uploads(rp, newest_ms):
+        out.append(_unfinished(r, logdir, tp, rp, seg, why, local_start, remote_storage, index))
     if log_start is not None:
         below = [
             s
@@ -423,6 +427,7 @@ def _unfinished(
     tp: str,
     rp: RemotePartition,
     seg: RemoteSegment,
+    why: str,
     local_start: int | None,
     remote_storage: str | None,
     index: Any = None,
@@ -472,10 +477,11 @@ def _unfinished(
         size=seg.size,
         broker_id=ev.broker_id,
         started=_when(ev.event_timestamp_ms),
+        dangling=why,
         objects=objects,
         covered=covered,
         list_hint=list_hint,
-        details={"segment_id": seg.segment_id, "partition_path": r.path, "objects": listed},
+        details={"segment_id": seg.segment_id, "partition_path": r.path, "objects": listed, "dangling": why},
     )
 
 

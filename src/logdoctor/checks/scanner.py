@@ -19,7 +19,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
-from typing import ParamSpec
+from typing import TYPE_CHECKING, ParamSpec
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean_shutdown
@@ -33,13 +33,6 @@ from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
 from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
 from logdoctor.checks.partition import check_partition
-from logdoctor.checks.remote_audit import StoreIndex
-from logdoctor.checks.remote_store import (
-    check_metadata_retention,
-    check_remote_store,
-    check_upload_stalled,
-    store_index,
-)
 from logdoctor.checks.remote_tier import check_remote_tier, remote_metadata_for_scan
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
@@ -72,7 +65,9 @@ from logdoctor.logdir.names import (
 from logdoctor.logdir.offsets import log_start_offsets
 from logdoctor.logdir.recognize import recognize
 from logdoctor.logdir.remote_metadata import RemoteLogMetadata
-from logdoctor.logdir.store_listing import InventoryError
+
+if TYPE_CHECKING:  # the remote tier audit's modules are imported when a scan has remote log metadata
+    from logdoctor.checks.remote_audit import StoreIndex
 
 __all__ = ["LogDirReport", "ScanReport", "ScanUsageError", "scan", "topic_config_resolver"]
 
@@ -393,6 +388,9 @@ def _store_index(md: RemoteLogMetadata | None, options: ScanOptions) -> StoreInd
     lists nothing (REMOTE_UPLOAD_UNFINISHED says why)."""
     if md is None or (options.remote_inventory is None and options.remote_storage is None):
         return None
+    from logdoctor.checks.remote_store import store_index
+    from logdoctor.logdir.store_listing import InventoryError
+
     try:
         return store_index(options.remote_storage, options.remote_inventory)
     except (InventoryError, OSError, ValueError) as e:
@@ -412,6 +410,12 @@ def _remote_audit(
     the metadata and the log dirs show alone."""
     if md is None:
         return []
+    from logdoctor.checks.remote_store import (
+        check_metadata_retention,
+        check_remote_store,
+        check_upload_stalled,
+    )
+
     out = check_remote_store(paths, results, md, index)
     out.extend(check_upload_stalled(results, md, options.now_ms))
     out.extend(check_metadata_retention(results, md))

@@ -6,6 +6,7 @@ the scan goes on) and each file is read at most once per partition.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -18,8 +19,6 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-import crc32c as _crc32c
-
 from logdoctor.checks import catalog
 from logdoctor.checks.access import describe, missing_access
 from logdoctor.checks.context import PartitionReport, PartitionTask, SegmentInfo
@@ -27,6 +26,7 @@ from logdoctor.checks.findings import Finding
 from logdoctor.checks.undecodable import Undecodable, undecodable_batches
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats import native
+from logdoctor.formats.crc import CRC32C_EXTENSION
 from logdoctor.formats.lazy_numpy import import_in_background, np
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
@@ -208,6 +208,17 @@ class PartitionState:
             )
         return out
 
+    def walk_ahead(self, items: list[tuple[Segment, bool]]) -> None:
+        """Walk ``(segment, verify_crc)`` pairs at once on every core, before the checks that ask for them
+        (:meth:`walk` then takes them from the cache): for walks that a check is certain to ask for later,
+        so that they run beside one asked for now. What is recorded (results, denied reads, bytes read)
+        is in the order given."""
+        todo = [(s, c) for s, c in items if not self._cached(s, c, False)]
+        todo = [(s, c) for s, c in todo if s.log_file not in self.unreadable]
+        walked = in_walk_threads(lambda item: walk_file(item[0].log_file, item[1], False), todo)
+        for (seg, crc), outcome in zip(todo, walked, strict=True):
+            self._keep(seg, outcome, crc)
+
     def _cached(self, seg: Segment, verify_crc: bool, with_positions: bool) -> bool:
         cached = self.walks.get(seg.base_offset)
         return (
@@ -297,11 +308,93 @@ class WalkResult:
         return not self.damage
 
 
+#: what :func:`mappings_kept` keeps mapped at most (page tables: 2 MiB per GiB kept)
+KEEP_MAPPED_BYTES = 2 << 30
+
+
+class _KeptMappings:
+    """The big files :func:`read_buffer` mapped while :func:`mappings_kept` is in force, by (device,
+    inode, size), for the process that entered it."""
+
+    def __init__(self, limit: int) -> None:
+        self.pid = os.getpid()
+        self.limit = limit
+        self.bytes = 0
+        self.maps: dict[tuple[int, int, int], mmap.mmap] = {}
+        self.lock = threading.Lock()
+
+
+_kept: _KeptMappings | None = None
+
+
+@contextlib.contextmanager
+def mappings_kept(limit: int = KEEP_MAPPED_BYTES) -> Iterator[None]:
+    """Within it, a big file that :func:`read_buffer` maps (MAP_POPULATE) stays mapped, up to ``limit``
+    bytes in all (the first files mapped; later ones are mapped and unmapped as outside it), and a later
+    :func:`read_buffer` of the same file gets that mapping again instead of mapping it anew: for a
+    command that reads the same segments several times (``repair``: its planning scan, the index
+    rebuild, the scan after the apply), each is mapped once instead of three times (mapping a file and
+    unmapping it costs more CPU than reading its bytes: BENCHMARKS.md, issue 35).
+
+    The same mapping only for the same inode at the same size (a MAP_SHARED mapping shows the file's
+    bytes as they are now, so its bytes are those a new mapping would give); a file truncated, grown or
+    replaced since is mapped anew, its old mapping never touched again. Everything kept is unmapped on
+    leaving. Only in the process that entered it (a forked pool worker maps as outside it)."""
+    global _kept
+    outer, _kept = _kept, _KeptMappings(limit)
+    try:
+        yield
+    finally:
+        kept, _kept = _kept, outer
+        # unmapped on the walk threads at once (mmap.close releases the GIL; a populated mapping takes as
+        # long to unmap as to read: BENCHMARKS.md, issue 35)
+        for _ in in_walk_threads(_unmap, list(kept.maps.values())):
+            pass
+
+
+def _unmap(mm: mmap.mmap) -> None:
+    with contextlib.suppress(BufferError):  # a view still held: unmapped when it is collected
+        mm.close()
+
+
+def _keeping() -> bool:
+    """Whether :func:`mappings_kept` is in force in this process."""
+    kept = _kept
+    return kept is not None and kept.pid == os.getpid()
+
+
+def _map_kept(fd: int, st: os.stat_result) -> mmap.mmap | None:
+    """The kept mapping of this file (mapped now if there is room), or None: map it as usual."""
+    kept = _kept
+    if kept is None or kept.pid != os.getpid():
+        return None
+    key = (st.st_dev, st.st_ino, st.st_size)
+    with kept.lock:
+        mm = kept.maps.get(key)
+        if mm is not None or kept.bytes + st.st_size > kept.limit:
+            return mm
+        kept.bytes += st.st_size  # room taken before mapping outside the lock
+    try:
+        mm = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), prot=mmap.PROT_READ)
+    except BaseException:
+        with kept.lock:
+            kept.bytes -= st.st_size
+        raise
+    with kept.lock:
+        other = kept.maps.setdefault(key, mm)
+        if other is not mm:  # another thread mapped it at the same time: one kept
+            kept.bytes -= st.st_size
+    if other is not mm:
+        mm.close()
+    return other
+
+
 def read_buffer(
     path: str | os.PathLike[str],
 ) -> tuple[memoryview, object | None, list[tuple[int, int]] | None]:
     """The whole file as a memoryview (mmap for large or sparse files), and where it holds data when
-    it has holes (None: no holes, all data). Close the returned handle when done."""
+    it has holes (None: no holes, all data). Release it with :func:`release` when done (which closes
+    the returned handle; a mapping kept by :func:`mappings_kept` has no handle)."""
     fd = open_regular(path)
     try:
         st = os.fstat(fd)
@@ -314,6 +407,9 @@ def read_buffer(
             if size == 0:
                 return memoryview(b""), None, extents
             import_in_background()  # a big segment's walk ahead: its index checks will want numpy
+            kept = _map_kept(fd, st) if extents is None else None
+            if kept is not None:
+                return memoryview(kept), None, None
             mm = mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
             return memoryview(mm), mm, extents
         return memoryview(read_fd(fd)), None, None
@@ -327,11 +423,98 @@ def release(view: memoryview, handle: object | None) -> None:
         handle.close()  # type: ignore[attr-defined]
 
 
+#: a big .log walked by a walk thread is read this much at a time into a buffer of the thread's
+#: (:func:`_walk_read`) instead of being mapped
+READ_CHUNK = 8 << 20
+_buffers = threading.local()
+
+
+def _walk_read(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError | None:
+    """:func:`walk` of a big .log read a chunk at a time (``READ_CHUNK``, ``os.preadv`` into a buffer of
+    this thread that stays in the CPU's cache), for a file whose every batch the C fast lane takes: the
+    same result as :func:`walk` of the mapped file, without mapping it (mapping a file from the page cache
+    and unmapping it again costs more CPU than copying its bytes, and the CRCs and records are then read
+    from the cache: BENCHMARKS.md, issue 35). None, at once, for anything else (a file under
+    MMAP_THRESHOLD or with holes, a batch the fast lane stops at: damage, v0/v1, a torn end, a batch
+    bigger than a chunk; with ``with_positions``, a batch whose records do not decode): the caller then
+    walks the mapped file, which finds and words it as always."""
+    try:
+        fd = open_regular(path)
+    except OSError as e:  # NotRegularFileError is one
+        return e
+    try:
+        st = os.fstat(fd)
+        n = st.st_size
+        if n < MMAP_THRESHOLD or is_sparse(st):
+            return None
+        if len(getattr(_buffers, "chunk", b"")) != READ_CHUNK:
+            _buffers.chunk, _buffers.frame = bytearray(READ_CHUNK), bytearray(16 * _FAST_CHUNK)
+        chunk, frame = memoryview(_buffers.chunk), _buffers.frame
+        res = WalkResult(size=n)
+        positions = lasts = None
+        if with_positions:
+            positions, lasts = res.positions, res.last_offsets = array("q"), array("q")
+            import_in_background()  # the index cross-check after the walk wants numpy
+        at, batches, records = 0, 0, 0  # ``at``: the file position of chunk[0]
+        prev_last: int | None = None
+        last = max_ts = max_ts_off = -1
+        while at < n:
+            want = min(len(chunk), n - at)
+            got = 0
+            while got < want:
+                k = os.preadv(fd, [chunk[got:want]], at + got)
+                if k <= 0:
+                    return None  # shorter than fstat said: changed since
+                got += k
+            pos = 0
+            while pos < want:
+                pos2, nb, recs, first_base, first_last, last, max_ts, max_ts_off = FAST_WALK(
+                    chunk, pos, want, verify_crc, prev_last is not None, prev_last or 0, max_ts, max_ts_off,
+                    frame, _FAST_CHUNK,
+                )
+                if not nb:
+                    break
+                if batches == 0:
+                    res.first_offset, res.first_batch_last_offset = first_base, first_last
+                if positions is not None:
+                    rel = array("q")
+                    rel.frombytes(memoryview(frame)[: 8 * nb])  # type: ignore[arg-type]
+                    if undecodable_batches(chunk[:want], rel, want, path):
+                        return None  # worded with the file's positions by the mapped walk
+                    positions.frombytes((np.frombuffer(rel, np.int64) + at).tobytes())
+                    lasts.frombytes(memoryview(frame)[8 * _FAST_CHUNK : 8 * (_FAST_CHUNK + nb)])  # type: ignore
+                records += recs
+                prev_last, batches, pos = last, batches + nb, pos2
+            if pos == want:
+                at += want
+            elif pos == 0 or at + want == n:
+                return None  # not a whole batch here (damage, v0/v1, bigger than a chunk), or the file's end
+            else:
+                at += pos  # the next chunk starts with the batch this one holds only part of
+        res.batches, res.records, res.valid_records = batches, records, records
+        res.valid_bytes = n
+        res.last_offset = res.valid_last_offset = prev_last
+        res.max_timestamp = res.max_timestamp_valid_prefix = max_ts
+        res.offset_of_max_timestamp = max_ts_off
+        res.magics = {2}
+        return res
+    except OSError as e:
+        return e
+    finally:
+        os.close(fd)
+
+
 def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError:
     """:func:`walk` of one .log, mapped and released again; an OSError (NotRegularFileError included)
     is returned, not raised: the caller records it (PartitionState._keep). Safe in any thread. With
     ``with_positions`` (the --deep walk) the records of every batch are decoded too
-    (:func:`logdoctor.checks.undecodable.undecodable_batches`, while the file is mapped)."""
+    (:func:`logdoctor.checks.undecodable.undecodable_batches`, while the file is mapped). A big file is
+    read a chunk at a time instead (:func:`_walk_read`) when its CRCs would not be checked on every walk
+    thread anyway and no :func:`mappings_kept` keeps its mapping for a later read."""
+    if FAST_WALK is not None and not (verify_crc and _crc_on_threads(MMAP_THRESHOLD)) and not _keeping():
+        got = _walk_read(path, verify_crc, with_positions)
+        if got is not None:
+            return got
     try:
         view, handle, extents = read_buffer(path)
     except OSError as e:  # NotRegularFileError is one
@@ -396,8 +579,9 @@ def in_walk_threads(fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
 
 
 def walk_files(paths: list[str], verify_crc: bool, with_positions: bool) -> list[WalkResult | OSError]:
-    """:func:`walk_file` of every path, in order, on :func:`walk_threads` threads: each maps one file at
-    a time (memory: one segment per thread) and spends its time in the C fast lane without the GIL.
+    """:func:`walk_file` of every path, in order, on :func:`walk_threads` threads: each reads (in chunks)
+    or maps one file at a time (memory: one segment per thread at most) and spends its time in the C
+    fast lane without the GIL.
     One file, or one core: in this thread."""
     return list(in_walk_threads(lambda p: walk_file(p, verify_crc, with_positions), paths))
 
@@ -499,7 +683,7 @@ def walk(
     positions = lasts = None
     if with_positions:
         positions, lasts = res.positions, res.last_offsets = array("q"), array("q")
-    crc32c = _crc32c.crc32c
+    crc32c = CRC32C_EXTENSION.crc32c
     prev_last: int | None = None
     max_ts = max_ts_off = -1
     batches = crc_errors = 0

@@ -56,6 +56,7 @@ from typing import Any
 from logdoctor.errors import FormatError
 
 METADATA_TOPIC = "__cluster_metadata"
+REMOTE_LOG_METADATA = "__remote_log_metadata"
 METADATA_DIR = "__cluster_metadata-0"
 
 #: ConfigResource.Type ids (K:clients/.../common/config/ConfigResource.java)
@@ -291,6 +292,9 @@ class ConfigInputs:
     #: the ``__remote_log_metadata`` partition count the server.properties gives the broker's
     #: TopicBasedRemoteLogMetadataManager (:func:`remote_log_metadata_partitions`) and the key read
     remote_log_metadata_partitions: tuple[int, str] | None = None
+    #: the retention.ms the broker's TopicBasedRemoteLogMetadataManager creates ``__remote_log_metadata``
+    #: with, from the server.properties (:func:`remote_log_metadata_retention_ms`), and the key read
+    remote_log_metadata_retention_ms: tuple[int, str] | None = None
 
 
 def parse_topic_config(items: Iterable[str]) -> dict[str, dict[str, str]]:
@@ -329,23 +333,36 @@ def read_server_properties(path: str | os.PathLike[str]) -> dict[str, str]:
 #: K:storage/src/main/java/org/apache/kafka/server/log/remote/storage/RemoteLogManagerConfig.java: the
 #: broker hands its RemoteLogMetadataManager only the keys under this prefix, the prefix stripped
 #: (remoteLogMetadataManagerProps: originalsWithPrefix), so the metadata topic's partition count is
-#: ``rlmm.config.remote.log.metadata.topic.num.partitions`` by default (K:storage/.../metadata/storage/
-#: TopicBasedRemoteLogMetadataManagerConfig.java REMOTE_LOG_METADATA_TOPIC_PARTITIONS_PROP, default 50).
+#: ``rlmm.config.remote.log.metadata.topic.num.partitions`` by default and the retention it creates the
+#: topic with ``rlmm.config.remote.log.metadata.topic.retention.ms`` (K:storage/.../metadata/storage/
+#: TopicBasedRemoteLogMetadataManagerConfig.java REMOTE_LOG_METADATA_TOPIC_PARTITIONS_PROP, default 50;
+#: REMOTE_LOG_METADATA_TOPIC_RETENTION_MS_PROP, default -1: unlimited; TopicBasedRemoteLogMetadataManager
+#: createRemoteLogMetadataTopicRequest sets it as the topic's retention.ms when it creates the topic).
 RLMM_CONFIG_PREFIX_PROP = "remote.log.metadata.manager.impl.prefix"
 DEFAULT_RLMM_CONFIG_PREFIX = "rlmm.config."
 RLMM_NUM_PARTITIONS = "remote.log.metadata.topic.num.partitions"
+RLMM_RETENTION_MS = "remote.log.metadata.topic.retention.ms"
+#: TopicBasedRemoteLogMetadataManagerConfig.DEFAULT_REMOTE_LOG_METADATA_TOPIC_RETENTION_MS
+DEFAULT_RLMM_RETENTION_MS = -1
+
+
+def _rlmm_prop(props: Mapping[str, str], name: str) -> tuple[str, str] | None:
+    """(value, full key) of an RLMM config in a broker's properties, under the configured prefix. A bare
+    key does not reach the RLMM unless the prefix is set empty, so it is not read."""
+    prefix = props.get(RLMM_CONFIG_PREFIX_PROP, DEFAULT_RLMM_CONFIG_PREFIX).strip()
+    key = prefix + name
+    value = props.get(key)
+    return None if value is None else (value, key)
 
 
 def remote_log_metadata_partitions(props: Mapping[str, str]) -> tuple[int, str] | None:
     """The ``__remote_log_metadata`` partition count a broker's properties give its RLMM and the key it
     is under (None: not set there, Kafka's default 50 applies); ValueError for a value that is not a
-    positive int. A bare ``remote.log.metadata.topic.num.partitions`` does not reach the RLMM unless the
-    prefix is set empty, so it is not read."""
-    prefix = props.get(RLMM_CONFIG_PREFIX_PROP, DEFAULT_RLMM_CONFIG_PREFIX).strip()
-    key = prefix + RLMM_NUM_PARTITIONS
-    value = props.get(key)
-    if value is None:
+    positive int."""
+    got = _rlmm_prop(props, RLMM_NUM_PARTITIONS)
+    if got is None:
         return None
+    value, key = got
     try:
         n = int(value.strip())
     except ValueError:
@@ -353,6 +370,23 @@ def remote_log_metadata_partitions(props: Mapping[str, str]) -> tuple[int, str] 
     if n <= 0:
         raise ValueError(f"{key}={value!r} is not a positive number of partitions")
     return n, key
+
+
+def remote_log_metadata_retention_ms(props: Mapping[str, str]) -> tuple[int, str] | None:
+    """The retention.ms a broker's RLMM creates ``__remote_log_metadata`` with and the key it is under
+    (None: not set there, Kafka's default -1, unlimited, applies); ValueError for what the RLMM refuses
+    (not a long, or neither -1 nor positive: TopicBasedRemoteLogMetadataManagerConfig's constructor)."""
+    got = _rlmm_prop(props, RLMM_RETENTION_MS)
+    if got is None:
+        return None
+    value, key = got
+    try:
+        ms = int(value.strip())
+    except ValueError:
+        raise ValueError(f"{key}={value!r} is not a number of milliseconds") from None
+    if ms != -1 and ms <= 0:
+        raise ValueError(f"{key}={value!r}: the metadata topic's retention is -1 (unlimited) or positive")
+    return ms, key
 
 
 def config_inputs(
@@ -369,20 +403,21 @@ def config_inputs(
     if retention_bytes is not None:
         broker[LOG_RETENTION_BYTES] = str(retention_bytes)
     props = read_server_properties(server_properties) if server_properties is not None else {}
-    rlmm = None
+    rlmm = rlmm_retention = None
     if server_properties is not None:
         from logdoctor.formats.properties import parse_properties
 
         with open(server_properties, "rb") as fh:
-            rlmm = remote_log_metadata_partitions(
-                parse_properties(fh.read(), source=os.fspath(server_properties))
-            )
+            all_props = parse_properties(fh.read(), source=os.fspath(server_properties))
+        rlmm = remote_log_metadata_partitions(all_props)
+        rlmm_retention = remote_log_metadata_retention_ms(all_props)
     return ConfigInputs(
         props,
         os.fspath(server_properties) if server_properties else None,
         broker,
         parse_topic_config(topic_config),
         rlmm,
+        rlmm_retention,
     )
 
 
@@ -646,6 +681,15 @@ class TopicConfigResolver:
         internal = INTERNAL_TOPIC_CONFIGS.get(topic)
         if internal is not None:
             layers.append((internal[0], lambda _k, src=internal[1]: src))
+            rlmm_ms = self.inputs.remote_log_metadata_retention_ms
+            if topic == REMOTE_LOG_METADATA and rlmm_ms is not None:
+                # what the RLMM creates the topic with; a topic ConfigRecord (the topic as it is) wins
+                path = self.inputs.server_properties_path or "server.properties"
+                src = (
+                    f"--server-properties {path} (TopicBasedRemoteLogMetadataManager creates "
+                    "__remote_log_metadata with it)"
+                )
+                layers.append(({RETENTION_MS: str(rlmm_ms[0])}, lambda _k, src=src: src))
         if self.metadata is not None:
             recs = self.metadata.get(RESOURCE_TOPIC, topic)
             layers.append(
@@ -675,6 +719,9 @@ class TopicConfigResolver:
                         local_bytes = Setting(_parse_long(key, value), key, source_of(key))
                 except ValueError:
                     continue
+        rlmm_ms = self.inputs.remote_log_metadata_retention_ms
+        if topic == REMOTE_LOG_METADATA and rlmm_ms is not None and "--server-properties" in ms.source:
+            ms = Setting(ms.value, rlmm_ms[1], ms.source)  # named by the key the RLMM read
         out = TopicConfig(
             topic,
             ms,

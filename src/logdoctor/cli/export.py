@@ -293,7 +293,8 @@ def export_command(
     ):
         try:
             with err.status("starting Spark…"):
-                spark = get_spark(master, "logdoctor export", conf=confs, remote=remote)
+                # The SQL side is built when a DataFrame needs it (not by the arrow writer's one RDD job).
+                spark = get_spark(master, "logdoctor export", conf=confs, remote=remote, sql=False)
         except SparkUnavailableError as exc:
             fail(f"error: {exc}", EX_UNAVAILABLE)
         if is_table_format(fmt, writer):  # Iceberg / Delta: pyarrow tasks, one commit of the format's library

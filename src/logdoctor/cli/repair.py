@@ -32,6 +32,7 @@ from rich.text import Text
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.checks.scanner import ScanReport, scan
+from logdoctor.checks.state import mappings_kept
 from logdoctor.cli.app import app
 from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
@@ -251,6 +252,8 @@ def repair_command(
                 scan_code = _code_of(extra["remaining"], exit_code(after))
             raise typer.Exit(_finish(console, result, json_out, extra, scan_code, depth, verbose))
         assert log_dirs is not None
+        # the planning scan, the index rebuild and the scan after read the same segments: each mapped once
+        held.enter_context(mappings_kept())
         codes = parse_only(only)
         require_log_dirs(log_dirs)
         if do_apply:

@@ -26,6 +26,7 @@ from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options, one_mode
 from logdoctor.cli.procedure import run_procedure
 from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
+from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.procedures.common import ProcedurePlan
 
 _Resume, _Rollback = journal_options("restore")
@@ -67,6 +68,14 @@ def restore_command(
             "rlmm.config.remote.log.metadata.topic.num.partitions; default 50).",
         ),
     ] = None,
+    index_interval_bytes: Annotated[
+        int,
+        typer.Option(
+            "--index-interval-bytes",
+            min=1,
+            help="index.interval.bytes of the topics (for the indexes the store lacks, rebuilt).",
+        ),
+    ] = DEFAULT_INDEX_INTERVAL_BYTES,
     do_apply: ApplyOption = False,
     backup_dir: Annotated[
         Path | None,
@@ -109,7 +118,9 @@ def restore_command(
                 )
             from logdoctor.repair.procedures.restore import plan_restore
 
-            pp = plan_restore(log_dir, opts, topics=topics, backup_dir=backup_dir)
+            pp = plan_restore(
+                log_dir, opts, topics=topics, backup_dir=backup_dir, index_interval_bytes=index_interval_bytes
+            )
         except RemoteTierError as e:
             raise ProcedureRefused(str(e)) from None
         if do_apply and not os.path.exists(log_dir):

@@ -66,10 +66,9 @@ def _crc32c_address() -> int | None:
     try:
         import ctypes
 
-        import crc32c
-        import crc32c._crc32c as crc32c_ext
+        from logdoctor.formats.crc import CRC32C_EXTENSION as crc32c_ext
 
-        names = ("_crc32c_hw_adler", "_crc32c_hw_arm64") if crc32c.hardware_based else ()
+        names = ("_crc32c_hw_adler", "_crc32c_hw_arm64") if crc32c_ext.hardware_based else ()
         lib = ctypes.CDLL(crc32c_ext.__file__)
         for name in (*names, "_crc32c_sw_slicing_by_8"):
             fn = getattr(lib, name, None)

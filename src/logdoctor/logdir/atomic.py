@@ -14,9 +14,10 @@ import os
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
-__all__ = ["atomic_write", "fsync_dir", "naming"]
+__all__ = ["SyncBarrier", "atomic_write", "fsync_dir", "naming", "write_temp"]
 
 _DEFAULT_MODE = 0o644
 
@@ -62,17 +63,43 @@ def atomic_write(
     (the repair engine's crash tests stop the process there).
     """
     target = Path(path)
-    folder = target.parent
+    tmp_name = write_temp(target, data, mode=mode, uid=uid, gid=gid, sync=True)
+    try:
+        if before_rename is not None:
+            before_rename()
+        os.replace(tmp_name, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    fsync_dir(target.parent)
+
+
+def write_temp(
+    path: str | os.PathLike[str],
+    data: bytes | bytearray | memoryview,
+    *,
+    mode: int | None = None,
+    uid: int | None = None,
+    gid: int | None = None,
+    sync: bool = True,
+) -> str:
+    """The first half of :func:`atomic_write`: ``data`` in a new temp file beside ``path``
+    (``.<name>.<random>.tmp``), with the replaced file's (or the given) mode and owner, fsynced unless
+    ``sync`` is False (the caller then fsyncs it, e.g. through a :class:`SyncBarrier`, before renaming
+    it). Returns the temp file's path; on any error it is removed."""
+    target = Path(path)
     try:
         st: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         st = None
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with naming(target), os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
-            os.fsync(f.fileno())
+            if sync:
+                os.fsync(f.fileno())
             if mode is not None:
                 perm = mode
             elif st is not None:
@@ -95,11 +122,71 @@ def atomic_write(
                 # a file of someone else can't keep the owner, and that is not worth failing for.
                 with contextlib.suppress(PermissionError):
                     os.fchown(f.fileno(), want_uid, want_gid)
-        if before_rename is not None:
-            before_rename()
-        os.replace(tmp_name, target)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    fsync_dir(folder)
+    return tmp_name
+
+
+def _fsync_path(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        with naming(path):
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class SyncBarrier:
+    """Durability for a group of writes at once, instead of one fsync after each write: each file
+    registered is fsynced from a pool of threads as soon as it is registered (``os.fsync`` releases the
+    GIL: the disk writes a file while the caller goes on with the next one or checks this one, and the
+    file system commits its journal for several fsyncs at a time); :meth:`flush` waits for them all, then
+    fsyncs the registered folders. Whoever registers a path relies on it being durable only once
+    ``flush`` returned. A context manager (the threads end with it)."""
+
+    THREADS = 4
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: list[Future[None]] = []
+        self.folders: dict[str, None] = {}
+
+    def file(self, path: str | os.PathLike[str]) -> None:
+        """fsync ``path`` (a file) now, in the background."""
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.THREADS, thread_name_prefix="fsync")
+        self._pending.append(self._pool.submit(_fsync_path, os.fspath(path)))
+
+    def folder(self, path: str | os.PathLike[str]) -> None:
+        """fsync the folder ``path`` at the next :meth:`flush`."""
+        self.folders[os.fspath(path)] = None
+
+    def flush(self) -> None:
+        """Wait for every registered file's fsync (the first error raised), then fsync every registered
+        folder; forget them."""
+        pending, self._pending = self._pending, []
+        for f in pending:
+            f.result()
+        folders = list(self.folders)
+        self.folders.clear()
+        if len(folders) > 1:
+            for path in folders:
+                self.file(path)
+            pending, self._pending = self._pending, []
+            for f in pending:
+                f.result()
+        elif folders:
+            _fsync_path(folders[0])
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    def __enter__(self) -> SyncBarrier:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

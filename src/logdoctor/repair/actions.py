@@ -18,8 +18,12 @@ Operations (``Step.op``):
               dir); undo removes the copy.
 ``mkdir``     create a folder (a restored partition's); undo removes it.
 ``fetch-remote`` write a new file with a remote-tier segment's original bytes (``restore``), streamed
-              in ranged reads, CRC-32C checked and read back, its checksum kept in the backup dir;
-              undo removes it.
+              in ranged reads (a local kafka-local object: copied by the kernel), CRC-32C checked
+              against the source and batch-walked in one read back, its checksum kept in the backup
+              dir; undo removes it.
+``rebuild-index`` write a new ``.index``/``.timeindex``/``.txnindex`` rebuilt from its segment's ``.log``
+              (written by an earlier step) as ``LogSegment.recover`` writes it (``restore``, for an index
+              the store lacks); its sha256 kept in the backup dir before the rename; undo removes it.
 
 The operator procedures' own (move-partition, sync-replica):
 
@@ -45,6 +49,9 @@ A new step kind (a new writing command's own operation) is a subclass of :class:
 ``apply(step, ctx)``   idempotent: from BEFORE or PARTIAL to AFTER; keeps what it removes in the backup
 ``undo(step, ctx)``    idempotent: from AFTER or PARTIAL back to BEFORE, from the backup
 ``verify``             (default: ``state == AFTER``), checked before the step is journaled done
+``groupable(step)``, ``prepare(step, ctx, barrier)``   (optional) the step in two halves, its fsyncs
+                       left to a shared barrier, so that a run of such steps shares its durability
+                       (:func:`logdoctor.repair.apply._run_group`; new files and folders only)
 ``unplanned(step)``    (default None) what ``state`` does not see that makes the plan stale before the
                        run (a copy's source changed since planning): the run is refused, 65
 ``watched(step)``      the live paths it changes or reads, each with how much of it matters
@@ -65,6 +72,7 @@ steps with their "before" fingerprint taken now, for the planner and for the ope
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import json
 import os
@@ -146,14 +154,20 @@ def _file_sha(path: str) -> str | None:
         return None
 
 
-def _remove_temps(path: str) -> None:
-    """Remove temp files atomic_write leaves when killed between writing and renaming."""
+def _remove_temps(path: str, barrier: atomic.SyncBarrier | None = None) -> None:
+    """Remove temp files atomic_write leaves when killed between writing and renaming (and make the
+    removal durable: now, or when ``barrier`` is flushed)."""
     folder, name = os.path.split(path)
+    removed = False
     for tmp in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.*.tmp")):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    if os.path.isdir(folder):
-        fsync_dir(folder)
+            removed = True
+    if removed and os.path.isdir(folder):
+        if barrier is None:
+            fsync_dir(folder)
+        else:
+            barrier.folder(folder)
 
 
 # --- operations ------------------------------------------------------------------------------------
@@ -192,6 +206,20 @@ class Operation:
         if s != BEFORE:
             raise StepStateError(changed)
         return True
+
+    def groupable(self, step: Step) -> bool:
+        """Whether the step can run in a group (:meth:`prepare` then its commit), its durability
+        shared with the group's other steps (:func:`logdoctor.repair.apply` ``_run_group``)."""
+        return False
+
+    def prepare(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier) -> Callable[[], None] | None:
+        """The grouped :meth:`apply`, first half: everything up to the rename that puts the result in
+        place, with every fsync left to ``barrier`` (registered there, not done); returns the second
+        half (the rename; its folder registered in the barrier of the group's second flush), or None
+        when nothing is left to do. The engine flushes the barrier between the halves, so that no file
+        is renamed into place before its bytes are durable, and again before the steps are journaled
+        done. Same states as :meth:`apply` after each half (a kill anywhere: resume or undo as usual)."""
+        raise NotImplementedError
 
     def backup_cost(self, step: Step, backup_dir: str) -> int:
         """Bytes this step adds to the backup dir."""
@@ -248,6 +276,32 @@ class WriteFile(Operation):
         if p.get("meta_after"):
             _set_meta(step.path, p["meta_after"])
         ctx.crash(step.number, "applied")
+
+    def groupable(self, step: Step) -> bool:
+        # a new file only: nothing to back up first, no owner to set after the rename
+        return step.params["sha_before"] is None and not step.params.get("meta_after")
+
+    def prepare(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier) -> Callable[[], None] | None:
+        changed = f"{step.path} changed since the plan was made (neither original nor repaired)"
+        if not self.to_do(step, ctx, changed):
+            return None
+        _remove_temps(step.path, barrier)  # left by an earlier run killed inside atomic_write
+        ctx.crash(step.number, "backed-up")
+        tmp = atomic.write_temp(step.path, ctx.staged_bytes(step), sync=False)
+        barrier.file(tmp)
+
+        def commit() -> None:
+            ctx.crash(step.number, "temp-written")  # the temp file is durable (the barrier), not renamed
+            try:
+                os.replace(tmp, step.path)
+            except BaseException:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
+                raise
+            barrier.folder(os.path.dirname(step.path))
+            ctx.crash(step.number, "applied")
+
+        return commit
 
     def undo(self, step: Step, ctx: StepContext) -> None:
         p = step.params
@@ -674,6 +728,18 @@ class MakeDir(Operation):
         fsync_dir(os.path.dirname(step.path))
         ctx.crash(step.number, "applied")
 
+    def groupable(self, step: Step) -> bool:
+        return True
+
+    def prepare(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier) -> Callable[[], None] | None:
+        # the folder is made now (the group's later steps write into it); its entry is durable with the
+        # group's first flush, before anything is renamed into it
+        if self.to_do(step, ctx, f"{step.path} exists and is not a folder"):
+            os.mkdir(step.path, int(step.params.get("mode") or 0o755))
+            barrier.folder(os.path.dirname(step.path))
+            ctx.crash(step.number, "applied")
+        return None
+
     def undo(self, step: Step, ctx: StepContext) -> None:
         if self.state(step, ctx) == AFTER:
             os.rmdir(step.path)
@@ -725,16 +791,53 @@ def fetched_checksum(path: str) -> str:
     return f"{crc:08x}"
 
 
-def _check_batches(path: str, source: dict[str, Any]) -> None:
-    """StepStateError unless ``path`` is whole record batches from its first byte to its last, every CRC
-    matching: walked as LogSegment.recover walks a segment (formats.recovery.rebuild_indexes, its C lane
-    without the GIL), so that a segment object damaged inside a batch is never restored below the broker's
-    recovery point, where the broker would not check it."""
+def _local_object(source: dict[str, Any]) -> str | None:
+    """The path of a segment object that is the segment's bytes on this machine's file system (the
+    kafka-local layout in a local store): copied by the kernel. None for any other."""
+    from logdoctor.logdir.storage import Storage, local_path
+
+    if source.get("layout") != "kafka-local":
+        return None
+    storage, _ = Storage.of(source["storage"])
+    return storage.path(local_path(source["log"])) if storage.is_local else None
+
+
+def _buffer_crc(path: str) -> str:
+    """:func:`fetched_checksum` read through one mapping (no copy into Python's memory)."""
+    from logdoctor.checks.state import read_buffer, release
+    from logdoctor.formats.crc import crc32c
+
+    view, handle, _ = read_buffer(path)
+    try:
+        return f"{crc32c(view):08x}"
+    finally:
+        release(view, handle)
+
+
+def _check_restored(path: str, source: dict[str, Any], fetched: str) -> str:
+    """The checks of a restored segment before it is renamed into place, in one read of it (a mapping:
+    page-cache speed); StepStateError naming the object unless both hold. Returns its CRC-32C.
+
+    - Read-back: the CRC-32C of the whole file equals ``fetched``, the CRC-32C of the bytes that were
+      fetched (streamed) or of the source file (a kernel copy, which never hands the bytes to us).
+      It covers every byte, the 21 bytes of each batch's header before its CRC'd part (base offset,
+      length, partition leader epoch, magic, the CRC field itself) included, which no batch CRC covers;
+      and it is the checksum the manifest keeps, by which resume, rollback and verify know the file.
+    - Batch walk, as LogSegment.recover walks a segment (formats.recovery.rebuild_indexes, its C lane
+      without the GIL): whole record batches from the first byte to the last, every CRC matching. It
+      checks the object itself (a segment damaged before or at upload, bytes after the last batch, a
+      torn last batch), which the read-back cannot see (both sides are the same damaged bytes), so
+      that such a segment is never restored below the broker's recovery point, where the broker would
+      not check it."""
     from logdoctor.checks.state import crc_checked_prefix, read_buffer, release
+    from logdoctor.formats.crc import crc32c
     from logdoctor.formats.recovery import rebuild_indexes
 
     view, handle, _ = read_buffer(path)
     try:
+        digest = f"{crc32c(view):08x}"
+        if digest != fetched:
+            raise StepStateError(f"the restored {path} does not read back as fetched from {source['log']}")
         built = rebuild_indexes(
             view, int(source["base_offset"]), source=source["log"], crc_checked_until=crc_checked_prefix(view)
         )
@@ -744,20 +847,54 @@ def _check_batches(path: str, source: dict[str, Any]) -> None:
     if built.error is not None or built.valid_bytes != size:
         why = built.error or f"whole batches end at byte {built.valid_bytes} of {size}"
         raise StepStateError(f"{source['log']} (offsets from {source['base_offset']}): {why}; not restored")
+    return digest
+
+
+def _kernel_copy(src: str, fd: int, size: int, step: Step, ctx: StepContext) -> bool:
+    """Copy the local file ``src`` into ``fd`` in the kernel (``os.copy_file_range``: no pass through
+    Python's memory); False when the file system cannot (nothing written: copy it another way)."""
+    try:
+        fin = open_regular(src)
+    except FileNotFoundError:
+        raise StepStateError(f"{src}: the segment object is missing: plan again") from None
+    try:
+        found = os.fstat(fin).st_size
+        if found != size:
+            raise StepStateError(f"{src}: the segment has {found} bytes, planned {size}: plan again")
+        pos = 0
+        while pos < size:
+            try:
+                n = os.copy_file_range(fin, fd, min(copies.CHUNK, size - pos), pos, pos)
+            except OSError as e:
+                if pos == 0 and e.errno in (errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP):
+                    return False
+                raise
+            if n == 0:
+                raise StepStateError(f"{src}: the object ends at byte {pos} of {size}")
+            pos += n
+            report_copied(n)
+            ctx.crash(step.number, "temp-written")
+    finally:
+        os.close(fin)
+    return True
 
 
 class FetchRemote(Operation):
     """Write a new file with a remote-tier segment's original ``.log`` bytes (a restore), streamed in
     ranged reads (:func:`logdoctor.logdir.remote_tier.open_remote_log`: never the whole object in
-    memory): made under ``<path>.logdoctor-partial`` while checksummed (:func:`fetched_checksum`), fsynced,
-    read back, its checksum saved in the backup dir (:func:`manifest_rel`), then renamed into place. The
-    target must not exist (a restore never replaces a file). Undo removes it.
+    memory; an object on this machine's file system that is the segment's bytes: ``os.copy_file_range``),
+    made under ``<path>.logdoctor-partial``, fsynced, read back and walked (:func:`_check_restored`), its
+    checksum (:func:`fetched_checksum`) saved in the backup dir (:func:`manifest_rel`), then renamed into
+    place. The target must not exist (a restore never replaces a file). Undo removes it.
 
     params: source {storage, layout, segment_id, topic, partition, base_offset, log, object_size,
     manifest, indexes, private_key}, size (the segment's bytes), manifest (rel)|None.
     """
 
     op = "fetch-remote"
+
+    def watched(self, step: Step) -> dict[str, str]:
+        return {step.path: snap.SEGMENT}  # a segment: its size and the hash of its ends (snapshot doc)
 
     def state(self, step: Step, ctx: StepContext) -> str:
         if not os.path.lexists(step.path):
@@ -771,46 +908,56 @@ class FetchRemote(Operation):
         return OTHER
 
     def apply(self, step: Step, ctx: StepContext) -> None:
-        from logdoctor.errors import FormatError
-        from logdoctor.formats.crc import crc32c
-        from logdoctor.logdir.remote_tier import open_remote_log
-
         if not self.to_do(step, ctx, f"{step.path} exists and is not the restored segment"):
             return
+        partial = self._fetch(step, ctx, None)
+        copies.rename_durable(partial, step.path)
+        ctx.crash(step.number, "applied")
+
+    def groupable(self, step: Step) -> bool:
+        return True
+
+    def prepare(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier) -> Callable[[], None] | None:
+        if not self.to_do(step, ctx, f"{step.path} exists and is not the restored segment"):
+            return None
+        partial = self._fetch(step, ctx, barrier)
+
+        def commit() -> None:
+            os.rename(partial, step.path)
+            barrier.folder(os.path.dirname(step.path))
+            ctx.crash(step.number, "applied")
+
+        return commit
+
+    def _fetch(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier | None) -> str:
+        """The segment in ``<path>.logdoctor-partial``, checked, its manifest saved: durable now, or (with
+        ``barrier``) once the barrier is flushed. Returns the partial file's path."""
+
         partial = step.path + PARTIAL_SUFFIX
         copies.remove_tree(partial)
         source = step.params["source"]
         size = int(step.params["size"])
-        crc = 0
+        fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
-            with open_remote_log(_remote_segment(source)) as reader:
-                if reader.size != size:
-                    raise StepStateError(
-                        f"{source['log']}: the segment has {reader.size} bytes, planned {size}: plan again"
-                    )
-                fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-                try:
-                    pos = 0
-                    while pos < size:
-                        chunk = reader.read_at(pos, min(copies.CHUNK, size - pos))
-                        if not chunk:
-                            raise StepStateError(f"{source['log']}: the object ends at byte {pos} of {size}")
-                        crc = crc32c(chunk, crc)
-                        view = memoryview(chunk)
-                        while view:
-                            view = view[os.write(fd, view) :]
-                        pos += len(chunk)
-                        report_copied(len(chunk))
-                        ctx.crash(step.number, "temp-written")
+            try:
+                local = _local_object(source)
+                if local is not None and _kernel_copy(local, fd, size, step, ctx):
+                    fetched = None
+                else:
+                    fetched = self._stream(step, ctx, fd, source, size)
+                if barrier is None:
                     os.fsync(fd)
-                finally:
-                    os.close(fd)
-        except FormatError as e:
-            raise StepStateError(f"{source['log']} (offsets from {source['base_offset']}): {e}") from None
-        digest = f"{crc:08x}"
-        if fetched_checksum(partial) != digest:
-            raise StepStateError(f"the restored {partial} does not read back as fetched")
-        _check_batches(partial, source)
+            finally:
+                os.close(fd)
+            if barrier is not None:
+                barrier.file(partial)  # written out by the disk while it is checked
+            if fetched is None:
+                assert local is not None
+                fetched = _buffer_crc(local)  # after the copy: a source changed meanwhile does not match
+            digest = _check_restored(partial, source, fetched)
+        except Exception:
+            copies.remove_tree(partial)  # a failed fetch leaves nothing in the log dir
+            raise
         body = json.dumps(
             {
                 "source": source["log"],
@@ -821,11 +968,39 @@ class FetchRemote(Operation):
             indent=1,
             sort_keys=True,
         )
-        bk.write_durable(ctx.backup_path(manifest_rel(step)), body.encode())
+        bk.write_durable(ctx.backup_path(manifest_rel(step)), body.encode(), barrier)
         _verified[step.path] = copies.identity(partial)
         ctx.crash(step.number, "backed-up")
-        copies.rename_durable(partial, step.path)
-        ctx.crash(step.number, "applied")
+        return partial
+
+    def _stream(self, step: Step, ctx: StepContext, fd: int, source: dict[str, Any], size: int) -> str:
+        """Stream the segment's original bytes into ``fd`` in ranged reads; their CRC-32C (hex)."""
+        from logdoctor.errors import FormatError
+        from logdoctor.formats.crc import crc32c
+        from logdoctor.logdir.remote_tier import open_remote_log
+
+        crc = 0
+        try:
+            with open_remote_log(_remote_segment(source)) as reader:
+                if reader.size != size:
+                    raise StepStateError(
+                        f"{source['log']}: the segment has {reader.size} bytes, planned {size}: plan again"
+                    )
+                pos = 0
+                while pos < size:
+                    chunk = reader.read_at(pos, min(copies.CHUNK, size - pos))
+                    if not chunk:
+                        raise StepStateError(f"{source['log']}: the object ends at byte {pos} of {size}")
+                    crc = crc32c(chunk, crc)
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(fd, view) :]
+                    pos += len(chunk)
+                    report_copied(len(chunk))
+                    ctx.crash(step.number, "temp-written")
+        except FormatError as e:
+            raise StepStateError(f"{source['log']} (offsets from {source['base_offset']}): {e}") from None
+        return f"{crc:08x}"
 
     def undo(self, step: Step, ctx: StepContext) -> None:
         copies.remove_tree(step.path + PARTIAL_SUFFIX)
@@ -836,6 +1011,117 @@ class FetchRemote(Operation):
 
     def live_cost(self, step: Step) -> int:
         return int(step.params.get("size") or 0)
+
+
+class RebuildIndex(Operation):
+    """Write a new index file of a segment, rebuilt from the segment's ``.log`` (already in the log dir:
+    an earlier step restored it) by :func:`logdoctor.formats.recovery.rebuild_indexes`, the project's
+    restatement of K:storage/src/main/java/org/apache/kafka/storage/internals/log/LogSegment.java
+    ``recover``: the same bytes a broker writes when it recovers the segment. The rebuilt bytes are
+    known only once the ``.log`` is there, so their sha256 goes to the backup dir (:func:`manifest_rel`)
+    before the file is renamed into place (``atomic_write``); a ``.txnindex`` without an entry is not
+    written (Kafka creates it on its first aborted transaction), the manifest saying so. The target must
+    not exist (a restore never replaces a file). Undo removes it.
+
+    params: log (the segment's path), base_offset, index (``.index``, ``.timeindex`` or ``.txnindex``),
+    interval (index.interval.bytes), open_transactions {producer id: first offset} at the base offset
+    (before ``replay``), replay [[base offset, .log path], ...] (earlier segments walked first for the
+    producer state, LogLoader's way when no snapshot is at the base offset), manifest (rel)|None.
+    """
+
+    op = "rebuild-index"
+
+    def state(self, step: Step, ctx: StepContext) -> str:
+        manifest = read_manifest(ctx, step)
+        if not os.path.lexists(step.path):
+            return AFTER if manifest == {} else BEFORE  # {}: rebuilt empty, nothing to write
+        if manifest and _file_sha(step.path) == manifest.get("."):
+            return AFTER
+        return OTHER
+
+    def apply(self, step: Step, ctx: StepContext) -> None:
+        if not self.to_do(step, ctx, f"{step.path} exists and is not the rebuilt index"):
+            return
+        _remove_temps(step.path)
+        data = rebuilt_index(step.params)
+        checksums = {".": bk.sha256_bytes(data)} if data or step.params["index"] != ".txnindex" else {}
+        body = json.dumps(
+            {"source": step.params["log"], "rebuilt": step.path, "hash": "sha256", "checksums": checksums},
+            indent=1,
+            sort_keys=True,
+        )
+        bk.write_durable(ctx.backup_path(manifest_rel(step)), body.encode())
+        ctx.crash(step.number, "backed-up")
+        if checksums:
+            atomic.atomic_write(step.path, data, before_rename=lambda: ctx.crash(step.number, "temp-written"))
+        ctx.crash(step.number, "applied")
+
+    def undo(self, step: Step, ctx: StepContext) -> None:
+        _remove_temps(step.path)
+        s = self.state(step, ctx)
+        if s == OTHER:
+            raise StepStateError(f"{step.path} is not the rebuilt index: it is kept")
+        if os.path.lexists(step.path):
+            os.unlink(step.path)
+            fsync_dir(os.path.dirname(step.path))
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(ctx.backup_path(manifest_rel(step)))  # an empty .txnindex's "after" is its "before"
+
+
+# the last rebuild of this process: (log identity, params) -> indexes (a segment's steps walk it once)
+_rebuilt: dict[str, Any] = {}
+# (segment, identity, interval, open transactions at its base) -> the ones open at its end: a replay
+# over many segments walks each once per process
+_txns_after: dict[str, dict[int, int]] = {}
+
+
+def rebuilt_index(params: dict[str, Any]) -> bytes:
+    """The bytes of ``params["index"]`` rebuilt from ``params["log"]`` (see :class:`RebuildIndex`);
+    StepStateError unless the whole ``.log`` is valid batches."""
+    log = params["log"]
+    interval = int(params["interval"])
+    txns = {int(k): int(v) for k, v in (params.get("open_transactions") or {}).items()}
+    for base, path in params.get("replay") or []:
+        after_key = _txn_key(path, interval, txns)
+        if after_key not in _txns_after:
+            _txns_after[after_key] = _walk(path, int(base), interval, txns).open_transactions
+        txns = _txns_after[after_key]
+    key = _txn_key(log, interval, txns)
+    if _rebuilt.get("key") != key:
+        built = _walk(log, int(params["base_offset"]), interval, txns)
+        _rebuilt.clear()
+        _rebuilt.update(key=key, built=built)
+        _txns_after[key] = built.open_transactions
+    built = _rebuilt["built"]
+    return {".index": built.offset_index, ".timeindex": built.time_index, ".txnindex": built.txn_index}[
+        params["index"]
+    ]
+
+
+def _txn_key(path: str, interval: int, txns: dict[int, int]) -> str:
+    return json.dumps([path, copies.identity(path), interval, sorted(txns.items())])
+
+
+def _walk(path: str, base_offset: int, interval: int, txns: dict[int, int]) -> Any:
+    from logdoctor.checks.state import crc_checked_prefix, read_buffer, release
+    from logdoctor.formats.recovery import rebuild_indexes
+
+    view, handle, _ = read_buffer(path)
+    try:
+        built = rebuild_indexes(
+            view,
+            base_offset,
+            index_interval_bytes=interval,
+            source=path,
+            open_transactions=txns,
+            crc_checked_until=crc_checked_prefix(view),
+        )
+        if built.error is not None or built.valid_bytes != len(view):
+            why = built.error or f"whole batches end at byte {built.valid_bytes} of {len(view)}"
+            raise StepStateError(f"{path}: {why}; its indexes are not rebuilt")
+        return built
+    finally:
+        release(view, handle)
 
 
 OPERATIONS: dict[str, Operation] = {
@@ -851,6 +1137,7 @@ OPERATIONS: dict[str, Operation] = {
         RemoveCopied(),
         MakeDir(),
         FetchRemote(),
+        RebuildIndex(),
     )
 }
 """Every operation a journal can name, by ``Step.op``: a static table, so resume and rollback of any
@@ -859,7 +1146,9 @@ plan (repair or an operator procedure) need no other import.
 Crash points (``LOGDOCTOR_CRASH_AT=N:PHASE``) of the procedures' operations: copy-partition
 ``temp-written`` (half the partial copy written), ``backed-up`` (partial copy complete and verified,
 manifest saved, not renamed), ``applied`` (renamed); remove-copied ``backed-up`` (copy checked),
-``temp-written`` (renamed to the ``-delete`` name, not removed), ``applied`` (removed).
+``temp-written`` (renamed to the ``-delete`` name, not removed), ``applied`` (removed); rebuild-index
+``backed-up`` (rebuilt, its sha256 saved, nothing written), ``temp-written`` (temp file written, not renamed),
+``applied``.
 """
 
 
@@ -1000,6 +1289,31 @@ def fetch_remote(path: str, source: dict[str, Any], size: int) -> Step:
     """Write the new file ``path`` with the original bytes of the remote segment ``source`` (see
     :class:`FetchRemote`)."""
     return Step(FetchRemote.op, path, {"source": source, "size": size, "manifest": None})
+
+
+def rebuild_index(
+    path: str,
+    log: str,
+    base_offset: int,
+    interval: int,
+    open_transactions: dict[int, int] | None = None,
+    replay: list[tuple[int, str]] | None = None,
+) -> Step:
+    """Write the new index file ``path`` (its suffix says which) rebuilt from the segment ``log`` (see
+    :class:`RebuildIndex`)."""
+    return Step(
+        RebuildIndex.op,
+        path,
+        {
+            "log": log,
+            "base_offset": base_offset,
+            "index": os.path.splitext(path)[1],
+            "interval": interval,
+            "open_transactions": {str(k): v for k, v in (open_transactions or {}).items()},
+            "replay": [[b, p] for b, p in (replay or [])],
+            "manifest": None,
+        },
+    )
 
 
 def copy_partition(src: str, dst: str, manifest: str) -> Step:

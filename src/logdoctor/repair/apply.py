@@ -26,7 +26,8 @@ Crash testing: ``LOGDOCTOR_CRASH_AFTER_STEP=N`` SIGKILLs the process right after
 journaled done; ``LOGDOCTOR_CRASH_AT=N:PHASE`` at a phase of step N: ``begin`` (journaled begin,
 nothing changed), ``backed-up`` (original saved), ``temp-written`` (atomic write's temp file
 fsynced, not renamed), ``owner-set`` (a chmod step's new owner set, its mode not yet), ``applied``
-(change made, not verified), ``verified``, ``journaled``.
+(change made, not verified), ``synced`` (a group of steps that share their durability, ``_run_group``:
+all prepared and fsynced, none renamed into place), ``verified``, ``journaled``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from logdoctor.logdir.atomic import fsync_dir
+from logdoctor.logdir.atomic import SyncBarrier, fsync_dir
 from logdoctor.logdir.lock import hold_dir_lock, hold_lock
 from logdoctor.logdir.names import LOCK_FILE
 from logdoctor.repair import backup as bk
@@ -62,7 +63,7 @@ from logdoctor.repair.plan import Plan, Step
 
 CRASH_AFTER_STEP_ENV = "LOGDOCTOR_CRASH_AFTER_STEP"
 CRASH_AT_ENV = "LOGDOCTOR_CRASH_AT"
-PHASES = ("begin", "backed-up", "temp-written", "owner-set", "applied", "verified", "journaled")
+PHASES = ("begin", "backed-up", "temp-written", "owner-set", "applied", "synced", "verified", "journaled")
 
 
 class RefusedError(Exception):
@@ -285,7 +286,10 @@ def check_recorded(plan: Plan, state: JournalState, mode: str, journal: str = ""
             if step is not None:
                 flux(step, p)
             return
-        level = snap.META if "size" not in recorded and "tree" not in recorded else snap.CONTENT
+        if "size" not in recorded and "tree" not in recorded:
+            level = snap.META
+        else:
+            level = snap.SEGMENT if recorded.get("ends") else snap.CONTENT
         diff = snap.differs(recorded, snap.snapshot(p, level), _inside_rels(p, content))
         if diff is not None:
             raise FilesChangedError(f"{p} is not as the journal{where} recorded it {what}: {diff}")
@@ -401,13 +405,17 @@ def _refuse_finished(state: JournalState, journal: str | os.PathLike[str]) -> No
 
 
 def _stage(plan: Plan) -> None:
-    for step in plan.steps:
-        if step.op == "write":
-            if step.data is None:
-                raise ValueError(f"write step {step.number} has no data")
-            rel = os.path.join("staged", f"{step.number:06d}.bin")
-            bk.write_durable(os.path.join(plan.backup_dir, rel), step.data)
-            step.params["staged"] = rel
+    """Every write step's new bytes into the backup dir, all made durable at once (one barrier before
+    the journal's plan record, the commit point, names them)."""
+    with SyncBarrier() as barrier:
+        for step in plan.steps:
+            if step.op == "write":
+                if step.data is None:
+                    raise ValueError(f"write step {step.number} has no data")
+                rel = os.path.join("staged", f"{step.number:06d}.bin")
+                bk.write_durable(os.path.join(plan.backup_dir, rel), step.data, barrier)
+                step.params["staged"] = rel
+        barrier.flush()
 
 
 def _fail(result: RunResult, journal: Journal, e: Exception, status: str = "failed") -> RunResult:
@@ -434,10 +442,13 @@ def _run_forward(
     result: RunResult,
     begun: list[int] | None = None,
 ) -> None:
-    for step in plan.steps:
+    todo = [s for s in plan.steps if s.number not in done]  # done: journaled after it verified
+    for group in _groups(todo):
+        if len(group) > 1:
+            _run_group(group, journal, ctx, result, begun)
+            continue
+        step = group[0]
         op = operation(step)
-        if step.number in done:
-            continue  # journaled done after it verified (a later step may have moved its path since)
         journal.append({"t": "begin", "step": step.number, "op": step.op, "path": step.path})
         if begun is not None:
             begun.append(step.number)
@@ -448,6 +459,81 @@ def _run_forward(
         ctx.crash(step.number, "verified")
         journal.append({"t": "done", "step": step.number, "after": _after_snapshots(step)})
         result.steps_run += 1
+        ctx.crash(step.number, "journaled")
+
+
+GROUP_STEPS = 256
+GROUP_BYTES = 1 << 30
+
+
+def _groups(steps: list[Step]) -> list[list[Step]]:
+    """``steps`` in runs that share their durability (:func:`_run_group`): consecutive steps whose
+    operation can be grouped (new files and folders: a restore's segments, indexes, snapshots), no two
+    on the same path, at most :data:`GROUP_STEPS` steps and about :data:`GROUP_BYTES` of new bytes (what
+    a crash makes the resume redo); every other step alone."""
+    out: list[list[Step]] = []
+    group: list[Step] = []
+    paths: set[str] = set()
+    size = 0
+    for step in steps:
+        op = operation(step)
+        touched = set(step.touched())
+        if not op.groupable(step):
+            if group:
+                out.append(group)
+            out.append([step])
+            group, paths, size = [], set(), 0
+            continue
+        cost = op.live_cost(step)
+        if group and (paths & touched or len(group) >= GROUP_STEPS or size + cost > GROUP_BYTES):
+            out.append(group)
+            group, paths, size = [], set(), 0
+        group.append(step)
+        paths |= touched
+        size += cost
+    if group:
+        out.append(group)
+    return out
+
+
+def _run_group(
+    group: list[Step], journal: Journal, ctx: StepContext, result: RunResult, begun: list[int] | None
+) -> None:
+    """Run ``group`` with its durability shared: one journal record of all their ``begin``s (one
+    fsync), each step's first half (:meth:`~logdoctor.repair.actions.Operation.prepare`: new files under
+    temp names, each fsynced from a thread as soon as it is written while the next is made), one barrier
+    (those fsyncs awaited, their folders fsynced), the second halves (the renames into place), one
+    barrier for the folders, each step verified, one record of all their ``done``s. The journal and the
+    files keep the per-step rules: a step is journaled begun (durably) before it changes anything, no
+    file is renamed into place before its bytes are durable, and no step is journaled done before its
+    result is durable and verified; so a kill at any point leaves each step of the group as before, in
+    between (temp or partial files, which its ``apply`` and ``undo`` remove), or done, and
+    ``--resume``/``--rollback`` finish or undo them as any step. Crash points: each step's own, and
+    ``synced`` (after the first barrier)."""
+    journal.append_many([{"t": "begin", "step": s.number, "op": s.op, "path": s.path} for s in group])
+    if begun is not None:
+        begun.extend(s.number for s in group)
+    with SyncBarrier() as barrier:
+        commits = []
+        for step in group:
+            ctx.crash(step.number, "begin")
+            commits.append(operation(step).prepare(step, ctx, barrier))
+        barrier.flush()
+        for step in group:
+            ctx.crash(step.number, "synced")
+        for commit in commits:
+            if commit is not None:
+                commit()
+        barrier.flush()
+    records = []
+    for step in group:
+        if not operation(step).verify(step, ctx):
+            raise StepStateError(f"step {step.number} ({step.op} {step.path}) did not verify after applying")
+        ctx.crash(step.number, "verified")
+        records.append({"t": "done", "step": step.number, "after": _after_snapshots(step)})
+    journal.append_many(records)
+    result.steps_run += len(group)
+    for step in group:
         ctx.crash(step.number, "journaled")
 
 

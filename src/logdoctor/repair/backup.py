@@ -27,7 +27,7 @@ from pathlib import Path
 
 from logdoctor.errors import LogDoctorError
 from logdoctor.logdir import sparse
-from logdoctor.logdir.atomic import fsync_dir, naming
+from logdoctor.logdir.atomic import SyncBarrier, fsync_dir, naming
 from logdoctor.logdir.files import open_regular
 
 SPACE_MARGIN_BYTES = 4 << 20  # journal, README, folder entries
@@ -104,8 +104,11 @@ def makedirs_durable(path: str | os.PathLike[str]) -> None:
         fsync_dir(d.parent)
 
 
-def write_durable(path: str | os.PathLike[str], data: bytes | memoryview) -> None:
-    """Create/replace ``path`` (a backup file, never a live one) and make it durable."""
+def write_durable(
+    path: str | os.PathLike[str], data: bytes | memoryview, barrier: SyncBarrier | None = None
+) -> None:
+    """Create/replace ``path`` (a backup file, never a live one) and make it durable: now, or (with
+    ``barrier``) when the barrier is flushed (the file and its folder are registered in it)."""
     with naming(path):
         makedirs_durable(Path(path).parent)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
@@ -114,10 +117,15 @@ def write_durable(path: str | os.PathLike[str], data: bytes | memoryview) -> Non
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
-            os.fsync(fd)
+            if barrier is None:
+                os.fsync(fd)
         finally:
             os.close(fd)
-        fsync_dir(Path(path).parent)
+        if barrier is None:
+            fsync_dir(Path(path).parent)
+        else:
+            barrier.file(path)
+            barrier.folder(Path(path).parent)
 
 
 def copy_file_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> str:

@@ -80,8 +80,13 @@ class Journal:
         return cls(target)
 
     def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, separators=(",", ":"), sort_keys=True) + "\n"
-        data = line.encode("utf-8")
+        self.append_many([record])
+
+    def append_many(self, records: list[dict[str, Any]]) -> None:
+        """Append ``records`` in one write and one fsync (a group of steps' begin or done records: a
+        crash leaves a prefix of them, the last line possibly torn, which :func:`parse_lines` drops)."""
+        lines = "".join(json.dumps(r, separators=(",", ":"), sort_keys=True) + "\n" for r in records)
+        data = lines.encode("utf-8")
         end = os.lseek(self._fd, 0, os.SEEK_END)
         try:
             with naming(self.path):

@@ -6,6 +6,8 @@ A snapshot is a small JSON-able dict:
 
 ``{"kind": "absent"}``
 ``{"kind": "file", "size", "hash", "mode", "uid", "gid"}``   (``level="content"``)
+``{"kind": "file", "size", "hash", "ends": true, ...}``   (``level="segment"``: a segment a step wrote
+whole, hashed by its first :data:`HEAD_BYTES` and last :data:`TREE_TAIL_BYTES` whatever its size)
 ``{"kind": "dir", "mode", "uid", "gid", "tree": {rel: [size, hash]}}``   a folder, every file in it
 ``{"kind": "file"|"dir"|..., "mode", "uid", "gid"}``   (``level="meta"``: owner and mode only, a chmod)
 ``{"kind": "symlink", "to"}`` / ``{"kind": "fifo"|"socket"|...}``   never read
@@ -13,9 +15,12 @@ A snapshot is a small JSON-able dict:
 The hash is BLAKE2b-128 of the whole file up to :data:`FULL_HASH_BYTES` (indexes, checkpoints, small
 segments), else of its first :data:`HEAD_BYTES` and last :data:`TAIL_BYTES` (a big segment: Kafka only
 appends to a segment or truncates it, and either changes its size; the cleaner and our own writes
-replace whole files). Inside a folder (a partition folder a procedure copied or moved) each file's hash
-covers at most its last :data:`TREE_TAIL_BYTES`, with its size: a snapshot of a 100 GiB partition
-reads a few pages per segment. Times are not recorded: an undo restores contents, owner and mode,
+replace whole files). A restored segment is snapshotted so at any size (``segment``): its step knows
+its every byte by the checksum it keeps, and the snapshot, taken after the step and compared before a
+resume or rollback, is there to see a later change, which Kafka makes by appending or truncating.
+Inside a folder (a partition folder a procedure copied or moved) each file's hash covers at most its
+last :data:`TREE_TAIL_BYTES`, with its size: a snapshot of a 100 GiB partition reads a few pages per
+segment. Times are not recorded: an undo restores contents, owner and mode,
 never the mtime, and a later check must not take that for someone else's change.
 """
 
@@ -30,7 +35,7 @@ from typing import Any
 
 from logdoctor.logdir.files import file_kind, open_regular
 
-CONTENT, META, SOURCE = "content", "meta", "source"
+CONTENT, META, SOURCE, SEGMENT = "content", "meta", "source", "segment"
 FULL_HASH_BYTES = 16 << 20
 HEAD_BYTES = 64 << 10
 TAIL_BYTES = 1 << 20
@@ -99,8 +104,13 @@ def snapshot(path: str, level: str = CONTENT) -> Snapshot:
         return out
     if kind == "file":
         out["size"] = st.st_size
+        if level == SEGMENT:
+            out["ends"] = True
+            full, tail = HEAD_BYTES + TREE_TAIL_BYTES, TREE_TAIL_BYTES
+        else:
+            full, tail = FULL_HASH_BYTES, TAIL_BYTES
         try:
-            out["hash"] = _digest(path, st.st_size, FULL_HASH_BYTES, HEAD_BYTES, TAIL_BYTES)
+            out["hash"] = _digest(path, st.st_size, full, HEAD_BYTES, tail)
         except OSError as e:
             if e.errno not in (errno.EACCES, errno.EPERM):
                 raise
@@ -151,4 +161,4 @@ def _kind(s: Snapshot) -> str:
     return {"absent": "absent", "file": "a file", "dir": "a folder"}.get(str(k), f"a {k}")
 
 
-__all__ = ["CONTENT", "META", "SOURCE", "Snapshot", "differs", "snapshot"]
+__all__ = ["CONTENT", "META", "SEGMENT", "SOURCE", "Snapshot", "differs", "snapshot"]

@@ -10,6 +10,7 @@ mapping or an object whose tables (``replicas``, ``log_dirs``, ``findings``, opt
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -435,9 +436,9 @@ def resolve_topic_configs(partitions: list[PartitionView], config_inputs: Config
     its log dirs' KRaft metadata log, ``config_inputs``; ``retention`` as --retention-ms)."""
     inputs = config_inputs or ConfigInputs()
     if retention is not None:
-        inputs = ConfigInputs(inputs.server_properties, inputs.server_properties_path,
-                              {**inputs.broker_overrides, "log.retention.ms": str(retention)},
-                              inputs.topic_overrides, inputs.remote_log_metadata_partitions)
+        inputs = dataclasses.replace(
+            inputs, broker_overrides={**inputs.broker_overrides, "log.retention.ms": str(retention)}
+        )
     resolvers: dict[Any, TopicConfigResolver] = {}
     for p in partitions:
         if p.topic_config is not None:

@@ -54,6 +54,26 @@ if TYPE_CHECKING:
 
 # --- the job -----------------------------------------------------------------------------------------
 
+#: a census on a local master of at most this many brokers' log dirs holding at most
+#: :data:`SMALL_FLEET_FOLDERS` folders (no inventory, no remote tier audit) is small (:func:`is_small_fleet`):
+#: its tables hold a few thousand rows. It runs with :data:`SMALL_FLEET_CONFS`, scans its brokers and makes
+#: its findings on the driver (no Python worker to start), and takes each table's rows with one query.
+SMALL_FLEET_BROKERS = 16
+SMALL_FLEET_FOLDERS = 2_000
+#: a small census's SQL confs: each query one Spark job (adaptive execution runs each shuffle as a job of
+#: its own, and runs them when a DataFrame's ``.rdd`` is taken), one task per shuffle (a task per 8th of a
+#: few rows costs more than the rows; the tables' content is the same with any number of partitions)
+SMALL_FLEET_CONFS = {
+    "spark.sql.adaptive.enabled": "false",
+    "spark.sql.shuffle.partitions": "1",
+    # no broadcast joins: each is a job of its own, run when its query is planned
+    "spark.sql.autoBroadcastJoinThreshold": "-1",
+    # expressions interpreted, not compiled: Janino's compilation of each query's classes costs more than
+    # running them over a few thousand rows (the same results: Spark's fallback when compiling fails)
+    "spark.sql.codegen.wholeStage": "false",
+    "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+}
+
 
 @dataclass(slots=True)
 class CensusResult:
@@ -75,10 +95,7 @@ class CensusResult:
     def counts(self) -> dict[str, int]:
         if self.finding_counts is not None:
             return dict(self.finding_counts)
-        c = {"error": 0, "warning": 0, "info": 0}
-        for f in self.findings:
-            c[f["severity"]] = c.get(f["severity"], 0) + 1
-        return c
+        return _severities(self.findings)
 
     def total(self, table: str) -> int:
         """Rows of ``table`` (``replicas``, ``partitions``, ``log_dirs``, ``findings``) in the census."""
@@ -103,6 +120,28 @@ class CensusResult:
                 **({"totals": self.totals} if self.totals is not None else {}),
             },
         }
+
+
+def is_small_fleet(spark: Any, inputs: CensusInputs) -> bool:
+    """Whether a census of ``inputs`` is small (:data:`SMALL_FLEET_BROKERS`): log dirs only, few brokers
+    and folders (one listing of each log dir), and a local master (whose one host scans them all)."""
+    from logdoctor.spark.session import is_local_master
+
+    brokers = inputs.brokers()
+    if inputs.inventories or len(brokers) > SMALL_FLEET_BROKERS:
+        return False
+    if not is_local_master(spark.sparkContext.master):
+        return False
+    folders = 0
+    for log_dir in (d for b in brokers for d in b.log_dirs):
+        try:
+            with os.scandir(log_dir) as entries:
+                folders += sum(1 for e in entries if e.is_dir())
+        except OSError:
+            continue  # the scan says what is wrong with it
+        if folders > SMALL_FLEET_FOLDERS:
+            return False
+    return True
 
 
 def run_census(
@@ -130,7 +169,7 @@ def run_census(
     remote tier against the ``__remote_log_metadata`` partitions of the log dirs
     (:mod:`logdoctor.spark.remote_audit`: a task per listing part, findings in the findings table).
     """
-    from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs
+    from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs, session_confs
     from logdoctor.spark.census_sql import (
         COLLECT_LIMIT,
         census_frames,
@@ -143,66 +182,83 @@ def run_census(
     started = time.perf_counter()
     inputs = paths if isinstance(paths, CensusInputs) else classify(paths)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    frames_in = load_inputs(
-        spark, inputs, now, config_inputs=config_inputs, progress=progress, simulated_disks=simulated_disks
-    )
-    several = clusters_finding(frames_in.all_brokers)
-    diverged = diverged_findings(divergence_candidates(frames_in.replicas))
-    audit = None
-    if remote_storage is not None or remote_inventory is not None:
-        from logdoctor.spark.remote_audit import audit_findings
-
-        rlmm = getattr(config_inputs, "remote_log_metadata_partitions", None)
-        audit = audit_findings(
+    small = remote_storage is None and remote_inventory is None and is_small_fleet(spark, inputs)
+    with session_confs(spark, SMALL_FLEET_CONFS if small else {}):
+        frames_in = load_inputs(
             spark,
-            [d for b in frames_in.brokers for d in b.log_dirs],
-            remote_storage=remote_storage,
-            remote_inventory=remote_inventory,
-            num_partitions=rlmm[0] if rlmm else None,
-            now_ms=now,
+            inputs,
+            now,
+            config_inputs=config_inputs,
+            progress=progress,
+            simulated_disks=simulated_disks,
+            on_driver=small,
         )
-    scan_found = frames_in.findings
-    if audit is not None:  # the audit reports dangling uploads with their objects: not twice
-        scan_found = scan_found.where(scan_found["code"] != "REMOTE_UPLOAD_UNFINISHED")
-    frames, log_dirs = census_frames(
-        spark,
-        frames_in.replicas,
-        frames_in.log_dirs,
-        scan_found,
-        [*([several] if several is not None else []), *diverged],
-        more_findings=audit,
-    )
+        several = clusters_finding(frames_in.all_brokers)
+        diverged = diverged_findings(divergence_candidates(frames_in.replicas))
+        audit = None
+        if remote_storage is not None or remote_inventory is not None:
+            from logdoctor.spark.remote_audit import audit_findings
 
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tables = {}
-    for name in ("partitions", "replicas", "log_dirs", "findings"):
-        folder = out / name
-        getattr(frames, name).write.mode("overwrite").parquet(str(folder))
-        tables[name] = str(folder)
-    read = {name: spark.read.parquet(tables[name]) for name in ("partitions", "replicas", "findings")}
-    groups_folder = out / "consumer_groups"
-    consumer_group_table(frames_in.commits, read["partitions"]).write.mode("overwrite").parquet(
-        str(groups_folder)
-    )
-    tables["consumer_groups"] = str(groups_folder)
-    groups, _n_groups = first_rows(spark.read.parquet(str(groups_folder)), ())
-    rep, part = read["replicas"], read["partitions"]
-    replicas, n_replicas = first_rows(
-        rep,
-        ("topic", "partition", "broker", "log_dir"),
-        (rep["lag_offsets"].desc_nulls_last(), "topic", "partition", "broker", "log_dir"),
-    )
-    partitions, n_partitions = first_rows(
-        part,
-        ("topic", "partition", "topic_id"),
-        (part["max_lag_offsets"].desc_nulls_last(), "topic", "partition", "topic_id"),
-    )
-    findings, n_findings = first_rows(frames.findings, ())
-    counts = severity_counts(read["findings"])
-    brokers = len({d["broker"] for d in log_dirs} | {b.broker for b in frames_in.brokers})
-    frames_in.unpersist()
-    frames.unpersist()
+            rlmm = getattr(config_inputs, "remote_log_metadata_partitions", None)
+            audit = audit_findings(
+                spark,
+                [d for b in frames_in.brokers for d in b.log_dirs],
+                remote_storage=remote_storage,
+                remote_inventory=remote_inventory,
+                num_partitions=rlmm[0] if rlmm else None,
+                replicas=frames_in.replicas,
+            )
+        scan_found = frames_in.findings
+        if audit is not None:  # the audit reports dangling uploads with their objects: not twice
+            scan_found = scan_found.where(scan_found["code"] != "REMOTE_UPLOAD_UNFINISHED")
+        frames, log_dirs = census_frames(
+            spark,
+            frames_in.replicas,
+            frames_in.log_dirs,
+            scan_found,
+            [*([several] if several is not None else []), *diverged],
+            more_findings=audit,
+            on_driver=small,
+        )
+
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        tables = {}
+        for name in ("partitions", "replicas", "log_dirs", "findings"):
+            folder = out / name
+            getattr(frames, name).write.mode("overwrite").parquet(str(folder))
+            tables[name] = str(folder)
+        # read with the schema they were written with: no job to read it off the files' footers
+        read = {
+            name: spark.read.schema(getattr(frames, name).schema).parquet(tables[name])
+            for name in ("partitions", "replicas", "findings")
+        }
+        groups_folder = out / "consumer_groups"
+        groups_df = consumer_group_table(frames_in.commits, read["partitions"])
+        groups_df.write.mode("overwrite").parquet(str(groups_folder))
+        tables["consumer_groups"] = str(groups_folder)
+        groups, _n_groups = first_rows(
+            spark.read.schema(groups_df.schema).parquet(str(groups_folder)), (), few=small
+        )
+        rep, part = read["replicas"], read["partitions"]
+        replicas, n_replicas = first_rows(
+            rep,
+            ("topic", "partition", "broker", "log_dir"),
+            (rep["lag_offsets"].desc_nulls_last(), "topic", "partition", "broker", "log_dir"),
+            few=small,
+        )
+        partitions, n_partitions = first_rows(
+            part,
+            ("topic", "partition", "topic_id"),
+            (part["max_lag_offsets"].desc_nulls_last(), "topic", "partition", "topic_id"),
+            few=small,
+        )
+        findings, n_findings = first_rows(frames.findings, (), few=small)
+        # every finding collected: counted here, else by Spark
+        counts = severity_counts(read["findings"]) if n_findings > len(findings) else _severities(findings)
+        brokers = len({d["broker"] for d in log_dirs} | {b.broker for b in frames_in.brokers})
+        frames_in.unpersist()
+        frames.unpersist()
     truncated = max(n_replicas, n_partitions, n_findings) >= COLLECT_LIMIT
     result = CensusResult(
         out_dir=str(out),
@@ -222,6 +278,13 @@ def run_census(
     (out / "summary.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     (out / "summary.txt").write_text(render_summary(result) + "\n")
     return result
+
+
+def _severities(findings: list[dict[str, Any]]) -> dict[str, int]:
+    counts = {"error": 0, "warning": 0, "info": 0}
+    for f in findings:
+        counts[f["severity"]] = counts.get(f["severity"], 0) + 1
+    return counts
 
 
 def render_summary(result: CensusResult) -> str:

@@ -283,19 +283,26 @@ def _log_dirs_frame(spark: Any, rows: list[dict[str, Any]]) -> Any:
 
 
 @contextmanager
-def _listing_tasks(spark: Any, tasks: int) -> Iterator[None]:
-    """Spark lists more than 32 input paths with a job of a task per path (each task's start costs more
-    than a stat): a few tasks per core instead, for the DataFrames made inside (listing is eager)."""
-    key = "spark.sql.sources.parallelPartitionDiscovery.parallelism"
-    old = spark.conf.get(key, None)
-    spark.conf.set(key, str(tasks))
+def session_confs(spark: Any, confs: dict[str, str]) -> Iterator[None]:
+    """The session's SQL ``confs`` set for what runs inside, and put back as they were after (the session
+    may be shared: tests', a notebook's)."""
+    old = {key: spark.conf.get(key, None) for key in confs}
+    for key, value in confs.items():
+        spark.conf.set(key, value)
     try:
         yield
     finally:
-        if old is None:
-            spark.conf.unset(key)
-        else:
-            spark.conf.set(key, old)
+        for key, value in old.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)
+
+
+def _listing_tasks(spark: Any, tasks: int) -> Any:
+    """Spark lists more than 32 input paths with a job of a task per path (each task's start costs more
+    than a stat): a few tasks per core instead, for the DataFrames made inside (listing is eager)."""
+    return session_confs(spark, {"spark.sql.sources.parallelPartitionDiscovery.parallelism": str(tasks)})
 
 
 def read_with_pyarrow(spark: Any, files: list[str]) -> Any:
@@ -368,8 +375,12 @@ def load_inputs(
     config_inputs: Any = None,
     progress: Any = None,
     simulated_disks: Any = None,
+    on_driver: bool = False,
 ) -> InputFrames:
-    """DataFrames of every input: log dirs scanned on the executors, inventories read by Spark."""
+    """DataFrames of every input: log dirs scanned on the executors, inventories read by Spark.
+
+    ``on_driver`` (a small census): the log dirs are scanned here, one broker after the other, and their
+    rows become DataFrames of local rows: no Python worker is started for a few brokers' scans."""
     from pyspark.sql import functions as F
 
     from logdoctor.spark.census_rules import BrokerInput, name_brokers, scan_broker
@@ -413,18 +424,24 @@ def load_inputs(
         named[: len(raw)],
         dict(zip((p for p, _d in readable), named[len(raw) :], strict=True)),
     )
-    if brokers:
+    tables = (
+        ("replicas", replica_cols, REPLICA_DDL),
+        ("log_dirs", dir_cols, LOG_DIR_DDL),
+        ("findings", finding_cols, FINDING_DDL),
+        ("commits", commit_cols, COMMIT_DDL),
+    )
+    if brokers and on_driver:
+        results = [scan_broker(b, now_ms, config_inputs, simulated_disks) for b in brokers]
+        for name, cols, ddl in tables:
+            local = [tuple(r.get(c) for c in cols) for res in results for r in res[name]]
+            frames[name].append(spark.createDataFrame(local, ddl))
+    elif brokers:
         scans = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
             lambda b: scan_broker(b, now_ms, config_inputs, simulated_disks)
         )
         scans = scans.persist()
         cached.append(scans)
-        for name, cols, ddl in (
-            ("replicas", replica_cols, REPLICA_DDL),
-            ("log_dirs", dir_cols, LOG_DIR_DDL),
-            ("findings", finding_cols, FINDING_DDL),
-            ("commits", commit_cols, COMMIT_DDL),
-        ):
+        for name, cols, ddl in tables:
             rows = scans.flatMap(
                 lambda res, name=name, cols=cols: [tuple(r.get(c) for c in cols) for r in res[name]]
             )

@@ -18,7 +18,8 @@ its own (``TOPIC_RECREATED``); lag is only computed between replicas of one id. 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -217,6 +218,41 @@ def log_dir_table(log_dirs: Any, replicas: Any) -> Any:
     )
 
 
+#: a DataFrame of rows, and the function that makes a finding (:data:`FINDING_OUT_DDL`) of each
+FindingSource = tuple[Any, Callable[[dict[str, Any]], tuple[Any, ...]]]
+
+
+def finding_frames(spark: Any, sources: Sequence[FindingSource], on_driver: bool = False) -> list[Any]:
+    """The findings of each source, made on the executors; or (``on_driver``, a small census: few rows)
+    here, from the rows of every source collected by one query (each row as JSON, nulls kept), with no
+    Python worker started for them."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    if not on_driver:
+        return [
+            spark.createDataFrame(rows.rdd.map(lambda r, make=make: make(r.asDict())), FINDING_OUT_DDL)
+            for rows, make in sources
+        ]
+    as_json = {"ignoreNullFields": "false"}
+    tagged = [
+        rows.select(F.lit(i).alias("source"), F.to_json(F.struct(*rows.columns), as_json).alias("row"))
+        for i, (rows, _make) in enumerate(sources)
+    ]
+    made: list[list[tuple[Any, ...]]] = [[] for _ in sources]
+    for r in reduce(lambda a, b: a.unionByName(b), tagged).toArrow().to_pylist():
+        made[r["source"]].append(sources[r["source"]][1](json.loads(r["row"])))
+    return [spark.createDataFrame(rows, FINDING_OUT_DDL) for rows in made]
+
+
+#: the columns of a replica :func:`_lag_finding` reads
+_LAG_FINDING_COLUMNS = _names(
+    "broker, log_dir, topic, partition, path, log_end_offset, lag_offsets, lag_bytes, below_high_watermark, "
+    "partition_high_watermark, leader_broker, leader_log_dir, leader_log_end_offset"
+)
+
+
 def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     """REPLICA_LAG of one lagging replica (executor side), as census.fleet_findings makes it."""
     from logdoctor.checks import catalog
@@ -251,16 +287,17 @@ def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def lag_findings(spark: Any, replicas: Any) -> Any:
-    """REPLICA_LAG for every replica behind its partition's most advanced one (computed on executors;
-    the most advanced replica is :func:`replica_table`'s ``leader_*`` columns)."""
+def lag_findings(replicas: Any) -> FindingSource:
+    """REPLICA_LAG for every replica behind its partition's most advanced one (the most advanced replica
+    is :func:`replica_table`'s ``leader_*`` columns)."""
     from pyspark.sql import functions as F
 
     # the metadata log has no REPLICA_LAG: a Raft voter or observer fetches it from the leader and truncates
     # it itself (K:raft/.../KafkaRaftClient.java), and sync-replica refuses it
-    lagging = replicas.where((F.col("lag_offsets") > 0) & (F.col("topic") != METADATA_TOPIC))
-    rows = lagging.rdd.map(lambda r: _lag_finding(r.asDict()))
-    return spark.createDataFrame(rows, FINDING_OUT_DDL)
+    lagging = replicas.where((F.col("lag_offsets") > 0) & (F.col("topic") != METADATA_TOPIC)).select(
+        *_LAG_FINDING_COLUMNS
+    )
+    return lagging, _lag_finding
 
 
 def _recreated_finding(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -280,7 +317,7 @@ def _recreated_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def recreated_findings(spark: Any, replicas: Any) -> Any:
+def recreated_findings(replicas: Any) -> FindingSource:
     """TOPIC_RECREATED: one per (topic, topic id) group of a topic whose replicas carry several ids."""
     from pyspark.sql import functions as F
 
@@ -297,19 +334,15 @@ def recreated_findings(spark: Any, replicas: Any) -> Any:
         F.count(F.lit(1)).alias("ids"),
         F.array_join(F.sort_array(F.collect_list("group")), "; ").alias("groups"),
     )
-    rows = (
-        described.join(per_topic, ["cluster", "topic"])
-        .select(
-            "topic",
-            "ids",
-            "groups",
-            F.col("first.broker").alias("broker"),
-            F.col("first.log_dir").alias("log_dir"),
-            F.col("first.path").alias("path"),
-        )
-        .rdd.map(lambda r: _recreated_finding(r.asDict()))
+    rows = described.join(per_topic, ["cluster", "topic"]).select(
+        "topic",
+        "ids",
+        "groups",
+        F.col("first.broker").alias("broker"),
+        F.col("first.log_dir").alias("log_dir"),
+        F.col("first.path").alias("path"),
     )
-    return spark.createDataFrame(rows, FINDING_OUT_DDL)
+    return rows, _recreated_finding
 
 
 def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -331,7 +364,7 @@ def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def shared_id_findings(spark: Any, replicas: Any) -> Any:
+def shared_id_findings(replicas: Any) -> FindingSource:
     """TOPIC_ID_SHARED: one per topic after the first of a (cluster, topic id) whose replicas are of
     several topics (the scans' own TOPIC_ID_SHARED, of one broker's dirs, are left out: this is the
     fleet's view of the same rule, :func:`logdoctor.checks.cross_dir`)."""
@@ -361,9 +394,8 @@ def shared_id_findings(spark: Any, replicas: Any) -> Any:
             F.col("first.log_dir").alias("log_dir"),
             F.concat(F.col("first.path"), F.lit("/partition.metadata")).alias("path"),
         )
-        .rdd.map(lambda r: _shared_id_finding(r.asDict()))
     )
-    return spark.createDataFrame(rows, FINDING_OUT_DDL)
+    return rows, _shared_id_finding
 
 
 def _scan_fix(row: dict[str, Any], dirs: dict[str, list[str]]) -> tuple[Any, ...]:
@@ -377,11 +409,15 @@ def _scan_fix(row: dict[str, Any], dirs: dict[str, list[str]]) -> tuple[Any, ...
     return (*(row[c] for c in FINDING_COLUMNS[:-1]), command)
 
 
-def scan_findings(spark: Any, findings: Any, broker_dirs: dict[str, list[str]]) -> Any:
-    """The scans' findings (from either input) with the logdoctor command that fixes each."""
+def scan_findings(
+    spark: Any, findings: Any, broker_dirs: dict[str, list[str]], on_driver: bool = False
+) -> FindingSource:
+    """The scans' findings (from either input) with the logdoctor command that fixes each (the log dirs
+    of each broker broadcast to the executors, or kept here ``on_driver``)."""
+    if on_driver:
+        return findings, lambda r: _scan_fix(r, broker_dirs)
     dirs = spark.sparkContext.broadcast(broker_dirs)
-    rows = findings.rdd.map(lambda r: _scan_fix(r.asDict(), dirs.value))
-    return spark.createDataFrame(rows, FINDING_OUT_DDL)
+    return findings, lambda r: _scan_fix(r, dirs.value)
 
 
 def full_disk_findings(spark: Any, log_dirs: list[dict[str, Any]], replicas: Any) -> list[dict[str, Any]]:
@@ -418,10 +454,12 @@ def census_frames(
     findings_in: Any,
     extra: Sequence[dict[str, Any]] = (),
     more_findings: Any = None,
+    on_driver: bool = False,
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
     """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
     made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS; ``more_findings``: a DataFrame of
-    those columns made on the executors (the remote tier audit, :mod:`logdoctor.spark.remote_audit`)."""
+    those columns made on the executors (the remote tier audit, :mod:`logdoctor.spark.remote_audit`).
+    ``on_driver`` (a small census): the findings made in Python are made here, from collected rows."""
     from pyspark.sql import functions as F
 
     replicas = replica_table(replicas_in).persist()
@@ -438,12 +476,18 @@ def census_frames(
     for v in broker_dirs.values():
         v.sort()
     full = [*full_disk_findings(spark, log_dirs, replicas), *extra]
-    findings = (
-        scan_findings(spark, findings_in.where(F.col("code") != "TOPIC_ID_SHARED"), broker_dirs)
-        .unionByName(lag_findings(spark, replicas))
-        .unionByName(recreated_findings(spark, replicas))
-        .unionByName(shared_id_findings(spark, replicas))
+    scanned = findings_in.where(F.col("code") != "TOPIC_ID_SHARED")
+    scans, lag, recreated, shared = finding_frames(
+        spark,
+        (
+            scan_findings(spark, scanned, broker_dirs, on_driver),
+            lag_findings(replicas),
+            recreated_findings(replicas),
+            shared_id_findings(replicas),
+        ),
+        on_driver,
     )
+    findings = scans.unionByName(lag).unionByName(recreated).unionByName(shared)
     if more_findings is not None:
         findings = findings.unionByName(more_findings)
     if full:
@@ -550,14 +594,25 @@ def divergence_candidates(replicas: Any) -> list[dict[str, Any]]:
 
 
 def first_rows(
-    df: Any, order: Sequence[Any], big_order: Sequence[Any] | None = None, limit: int | None = None
+    df: Any,
+    order: Sequence[Any],
+    big_order: Sequence[Any] | None = None,
+    limit: int | None = None,
+    *,
+    few: bool = False,
 ) -> tuple[list[dict[str, Any]], int]:
     """(at most ``limit`` rows, the table's row count): what the driver keeps of a big table.
 
     The count comes first (from a written Parquet table it is read off the footers), so one sorted
     query gives the rows: in ``order``, or in ``big_order`` when the table has more than ``limit``
-    rows (a big fleet: the lagging replicas and partitions first). Rows come through Arrow."""
+    rows (a big fleet: the lagging replicas and partitions first). Rows come through Arrow. ``few``
+    (a small census's table): one query of ``limit + 1`` rows in ``order`` first, which are all its rows
+    and their count when no more come back."""
     limit = COLLECT_LIMIT if limit is None else limit
+    if few:
+        rows = (df.orderBy(*order) if order else df).limit(limit + 1).toArrow().to_pylist()
+        if len(rows) <= limit:
+            return rows, len(rows)
     total = df.count()
     chosen = big_order if big_order is not None and total > limit else order
     if not total:

@@ -21,9 +21,11 @@ Two writers, same table (hive-style ``topic=/partition=`` folders, the ``kafka-l
 the job succeeded for the arrow writer) or ``append``. ``OUT`` at, inside or above an input is
 always refused before anything is written or deleted (:mod:`logdoctor.logdir.outputs`).
 
-The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments, except,
-with the arrow writer, the remote tier's segments (``remoteStorage``): its tasks report those they could
-not read, so that the remote tier is read once. The batches skipped alone (the rows go on after them):
+The corrupt ranges that were skipped come from ``kafka-log-segments`` over the same segments; with the
+arrow writer its rows are made by the write tasks themselves (:func:`damaged_segments`, the same code, in
+the same Spark job: no second job), and its tasks report the remote tier's segments (``remoteStorage``)
+they could not read, so that the remote tier is read once. The batches skipped alone (the rows go on
+after them):
 those whose records do not decode, and those whose CRC does not match where the framing is intact after
 them (named with both CRCs), come from the arrow writer's tasks, or for the spark writer from
 ``kafka-log-segments`` (``crc_mismatches``; ``undecodable`` with ``checkRecords``).
@@ -421,6 +423,56 @@ def _clear_output(out_dir: str) -> None:
     export_output(out_dir).clear()
 
 
+def segments_pass_options(opts: Mapping[str, str], writer: str) -> dict[str, str]:
+    """The options of the ``kafka-log-segments`` pass that finds an export's damaged segments: the
+    topics, and for the spark writer the remote tier and ``checkRecords`` (the arrow writer's tasks
+    report the remote segments and the batches skipped alone themselves)."""
+    passed = (
+        ("topics", "includeInternal") if writer == "arrow" else ("topics", "includeInternal", *REMOTE_OPTIONS)
+    )
+    seg_opts = {k: v for k, v in opts.items() if k in passed}
+    if writer != "arrow":
+        seg_opts["checkRecords"] = "true"
+    return seg_opts
+
+
+def damaged_segments(checks: Sequence[tuple[int, Any]]) -> list[dict[str, Any]]:
+    """Executor side: of ``checks`` ((index, segment) pairs), the segments whose ``kafka-log-segments``
+    row (:func:`logdoctor.spark.sources.segment_summary`, the same code) has an error, as
+    {index, path, valid_bytes, size_bytes, error}."""
+    from logdoctor.spark.sources import segment_summary
+
+    out: list[dict[str, Any]] = []
+    for index, seg in checks:
+        row = segment_summary(seg)
+        if row["error"] is not None:
+            keys = ("path", "valid_bytes", "size_bytes", "error")
+            out.append({"index": index, **{k: row[k] for k in keys}})
+    return out
+
+
+def assign_checks(
+    groups: Sequence[Sequence[Any]], segs: Sequence[Any]
+) -> tuple[list[tuple[tuple[int, Any], ...]], list[tuple[tuple[int, Any], ...]]]:
+    """Which write task checks which segment of the segments pass (``segs``): the task that reads its
+    first slice (its bytes are then in the page cache), else extra tasks grouped as ``kafka-log-segments``
+    groups them. Returns (the checks of each group, the extra tasks' checks)."""
+    from logdoctor.spark.sources import segment_groups
+
+    owner: dict[str, int] = {}
+    for g, group in enumerate(groups):
+        for sl in group:
+            owner.setdefault(sl.segment.path, g)
+    per_group: list[list[tuple[int, Any]]] = [[] for _ in groups]
+    rest: list[tuple[int, Any]] = []
+    for i, seg in enumerate(segs):
+        g = owner.get(seg.path)
+        (rest if g is None else per_group[g]).append((i, seg))
+    by_seg = {id(seg): (i, seg) for i, seg in rest}
+    extra = [tuple(by_seg[id(seg)] for seg in group) for group in segment_groups([seg for _, seg in rest])]
+    return [tuple(c) for c in per_group], extra
+
+
 def _export_arrow(
     spark: Any,
     plan: Any,
@@ -429,11 +481,14 @@ def _export_arrow(
     partition_by: Sequence[str],
     mode: str = "error",
     fail_first_attempt: bool = False,
-) -> tuple[int, list[str], list[dict[str, Any]], list[dict[str, Any]]]:
+    check: Sequence[Any] = (),
+) -> tuple[int, list[str], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """The arrow writer's job: tasks write into attempt folders, the driver commits by rename.
 
-    ``fail_first_attempt`` (tests only) makes every task's first attempt write its files and
-    then fail, so Spark retries it (needs ``spark.task.maxFailures`` >= 2, e.g. ``local[2,2]``).
+    ``check``: the segments whose damage the export reports (the segments pass's); each is checked by a
+    task of the same job (:func:`assign_checks`), no second job. ``fail_first_attempt`` (tests only) makes
+    every task's first attempt write its files and then fail, so Spark retries it (needs
+    ``spark.task.maxFailures`` >= 2, e.g. ``local[2,2]``).
     """
     import uuid
 
@@ -442,16 +497,19 @@ def _export_arrow(
     opts = parse_read_options(opts_map)
     slices = plan_slices(plan.refs, opts)
     groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
+    checks, extra = assign_checks(groups, check)
     created = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
     job = uuid.uuid4().hex[:12]
     cols = tuple(partition_by)
     done: list[dict[str, Any]] = []
-    if groups:
-        tasks = list(enumerate(groups))
+    if groups or extra:
+        tasks = list(enumerate(zip([*groups, *[()] * len(extra)], [*checks, *extra], strict=True)))
 
         def run(t: tuple[int, Any]) -> dict[str, Any]:
-            result = write_slices(t[0], t[1], opts, out, cols, job)
+            result = write_slices(t[0], t[1][0], opts, out, cols, job)
+            if not result.get("no_space"):
+                result["damaged"] = damaged_segments(t[1][1])
             if fail_first_attempt:
                 from pyspark import TaskContext
 
@@ -476,7 +534,8 @@ def _export_arrow(
     Path(out, "_SUCCESS").write_bytes(b"")
     undecodable = [u for d in done for u in d.get("undecodable") or ()]
     remote_skipped = [p for d in done for p in d.get("skipped", ())]
-    return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped
+    damaged = sorted((r for d in done for r in d.get("damaged") or ()), key=lambda r: r["index"])
+    return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped, damaged
 
 
 def not_read_ranges(plan: Any) -> list[SkippedRange]:
@@ -498,32 +557,37 @@ def skipped_ranges(
     undecodable: list[dict[str, Any]],
     remote_skipped: Sequence[Mapping[str, Any]],
     plan: Any = None,
+    damaged: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[SkippedRange]:
     """Every range an export could not read, named: the corrupt ranges of ``kafka-log-segments`` over the
     same segments, the remote-tier segments the arrow writer's tasks could not read (``remote_skipped``),
     and the batches whose records do not decode (``undecodable``: the arrow writer's tasks report them;
     for the spark writer ``kafka-log-segments`` with ``checkRecords`` finds them). Shared by the Parquet
-    export and the table export (:mod:`logdoctor.spark.tables.export`)."""
+    export and the table export (:mod:`logdoctor.spark.tables.export`).
+
+    ``damaged``: the ``kafka-log-segments`` rows with an error, already found by the arrow writer's tasks
+    (:func:`damaged_segments`, in the segments pass's order): then no segments pass runs."""
     skipped: list[SkippedRange] = []
     # The arrow writer's tasks reported the remote-tier segments they could not read: the segments pass
     # then lists the log dirs' segments only (the remote tier is not read twice).
-    passed = (
-        ("topics", "includeInternal") if writer == "arrow" else ("topics", "includeInternal", *REMOTE_OPTIONS)
-    )
-    seg_opts = {k: v for k, v in opts.items() if k in passed}
-    if writer != "arrow":  # the arrow writer's tasks named the batches they could not decode
-        seg_opts["checkRecords"] = "true"
-    bad_rows = (
-        spark.read.format("kafka-log-segments")
-        .options(**seg_opts)
-        .load(items)
-        .where(
-            "error is not null"
-            + (" or size(undecodable) > 0 or size(crc_mismatches) > 0" if writer != "arrow" else "")
+    seg_opts = segments_pass_options(opts, writer)
+    if damaged is not None:
+        bad_rows: Sequence[Any] = damaged
+    else:
+        from logdoctor.spark.sources import register
+
+        register(spark)  # idempotent: a session built without the sources (get_spark(sql=False))
+        bad_rows = (
+            spark.read.format("kafka-log-segments")
+            .options(**seg_opts)
+            .load(items)
+            .where(
+                "error is not null"
+                + (" or size(undecodable) > 0 or size(crc_mismatches) > 0" if writer != "arrow" else "")
+            )
+            .select("path", "valid_bytes", "size_bytes", "error", "undecodable", "crc_mismatches")
+            .collect()
         )
-        .select("path", "valid_bytes", "size_bytes", "error", "undecodable", "crc_mismatches")
-        .collect()
-    )
     for r in bad_rows:
         if r["error"] is not None:
             skipped.append(SkippedRange(r["path"], int(r["valid_bytes"]), int(r["size_bytes"]), r["error"]))
@@ -606,6 +670,7 @@ def run_export(
     from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.spark.planning import read_plan
     from logdoctor.spark.schema import records_fields
+    from logdoctor.spark.sources import not_read_row
 
     if not fmt or not fmt.replace("_", "").replace("-", "").replace(".", "").isalnum():
         raise ExportError(f"--format: not a data source name: {fmt!r}")
@@ -638,17 +703,25 @@ def run_export(
     if tracker is not None:
         tracker.__enter__()
     undecodable: list[dict[str, Any]] = []
+    damaged: list[dict[str, Any]] | None = None
     try:
         if writer == "arrow":
-            rows, committed, undecodable, remote_skipped = _export_arrow(
-                spark, plan, _local(out), opts, partition_by, mode, fail_first_attempt
-            )
+            # the segments kafka-log-segments would list: the write tasks check them (no second job)
+            check_plan = read_plan(items, segments_pass_options(opts, writer))
+            rows, committed, undecodable, remote_skipped, damaged = _export_arrow(
+                spark, plan, _local(out), opts, partition_by, mode, fail_first_attempt,
+                check=[s for ref in check_plan.refs for s in ref.segments],
+            )  # fmt: skip
+            damaged += [r for r in map(not_read_row, check_plan.not_read) if r["error"] is not None]
             root = _local(out)
             sizes = {rel: os.path.getsize(os.path.join(root, rel)) for rel in committed}
         else:
             from pyspark.sql import Observation
             from pyspark.sql import functions as F
 
+            from logdoctor.spark.sources import register
+
+            register(spark)  # idempotent: a session built without the sources (get_spark(sql=False))
             observation = Observation("logdoctor-export")
             df = spark.read.format("kafka-log").options(**opts).load(items)
             df = df.observe(observation, F.count(F.lit(1)).alias("rows"))
@@ -671,7 +744,7 @@ def run_export(
             tracker.__exit__(None, None, None)
     elapsed = time.perf_counter() - started
     segs = [s for ref in refs for s in ref.segments]
-    skipped = skipped_ranges(spark, items, opts, writer, undecodable, remote_skipped, plan)
+    skipped = skipped_ranges(spark, items, opts, writer, undecodable, remote_skipped, plan, damaged)
     return ExportResult(
         out_dir=out,
         format=fmt,

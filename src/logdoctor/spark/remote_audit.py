@@ -11,11 +11,16 @@ DataFrames built on executors, so that nothing proportional to the store comes t
 
 joined per (topic id, partition, segment id), aggregated per partition. Only partitions whose metadata
 partition was read whole are compared (never "leaked" from events not read). The driver collects the
-metadata partitions read (at most their count) and builds nothing else: the findings are made on the
-executors and unioned into the census's findings table (the driver keeps its first rows and counts).
+metadata partitions read (at most their count, with each one's newest event time) and builds nothing
+else: the findings are made on the executors and unioned into the census's findings table (the driver
+keeps its first rows and counts).
 
-Without a local leader-epoch lineage here (the census does not join the replicas' checkpoints), the
-lineage rule is the one between consecutive finished segments: an epoch never goes down along a log.
+Overlaps, leader-epoch lineage breaks and dangling uploads are not restated in SQL: each partition's
+segment rows (with their events and objects) are gathered into one task with the census row of its
+replica with the highest log end offset (its ``leader-epoch-checkpoint`` lineage, log end, log start and
+local log start offsets), and the scan's own rule runs there
+(:func:`logdoctor.checks.remote_audit.lineage_audit`, :func:`~logdoctor.checks.remote_audit.
+dangling_uploads`) with the scan's finding builders: the same inputs give the same findings.
 """
 
 from __future__ import annotations
@@ -43,12 +48,15 @@ SEGMENT_DDL = (
     "topic_id string, topic string, partition int, metadata_partition int, segment_id string, "
     "start_offset bigint, end_offset bigint, max_timestamp_ms bigint, first_epoch int, last_epoch int, "
     "epochs string, size bigint, state int, partition_deleted boolean, event_timestamp_ms bigint, "
-    "broker_id int"
+    "broker_id int, leader_epochs array<struct<epoch:int,start_offset:bigint>>, "
+    "events array<struct<state:string,event_timestamp_ms:bigint,broker_id:int,path:string,position:bigint,"
+    "offset:bigint>>"
 )
-#: an upload left in COPY_SEGMENT_STARTED this long before the census's time is dangling, not in progress
-#: (the copy task runs every remote.log.manager.task.interval.ms, 30 s by default, and a segment's upload
-#: takes seconds to minutes; KAFKA-17062: a failed copy leaves the segment and its objects behind)
-DANGLING_AFTER_MS = 3_600_000
+#: the replica whose leader-epoch lineage a partition's remote tier is checked against (a census row of
+#: the replicas table, the one with the highest log end offset: the census's leader)
+REPLICA_COLUMNS = (
+    "path", "log_dir", "leader_epochs", "log_end_offset", "local_log_start_offset", "log_start_offset"
+)  # fmt: skip
 #: keys of leaked objects a finding names (its fix's delete command); the count and bytes are all of them
 KEYS_SHOWN = 100
 
@@ -118,14 +126,17 @@ def object_frame(spark: Any, *, remote_storage: str | None, remote_inventory: st
 
 
 def _replay_part(item: tuple[int, str, int]) -> Iterator[tuple[Any, ...]]:
+    from logdoctor.checks.remote_audit import newest_event_ms
     from logdoctor.logdir.remote_metadata import replay_metadata_folders
 
     mp, folder, n = item
     md = replay_metadata_folders({mp: folder}, num_partitions=n)
-    if mp in md.incomplete:
-        yield ("", "", -1, mp, "", -1, -1, -1, None, None, "incomplete", 0, -1, False, None, None)
+    status = "incomplete" if mp in md.incomplete else "read"
+    # the status row: event_timestamp_ms is the newest event of the metadata partition
+    newest = newest_event_ms(md.partitions.values())
+    yield ("", "", -1, mp, "", -1, -1, -1, None, None, status, 0, -1, False, newest, None, None, None)
+    if status != "read":
         return
-    yield ("", "", -1, mp, "", -1, -1, -1, None, None, "read", 0, -1, False, None, None)
     for tip, rp in md.partitions.items():
         for seg in rp.segments.values():
             epochs = [e for e, _o in seg.leader_epochs]
@@ -134,6 +145,11 @@ def _replay_part(item: tuple[int, str, int]) -> Iterator[tuple[Any, ...]]:
                 seg.end_offset, seg.max_timestamp_ms, min(epochs, default=None), max(epochs, default=None),
                 ", ".join(f"{e}@{o}" for e, o in seg.leader_epochs), seg.size, int(seg.state), rp.deleted,
                 seg.first_event.event_timestamp_ms, seg.first_event.broker_id,
+                [(e, o) for e, o in seg.leader_epochs],
+                [
+                    (e.state, e.event_timestamp_ms, e.broker_id, e.path, e.position, e.offset)
+                    for e in seg.events
+                ],
             )  # fmt: skip
 
 
@@ -220,27 +236,53 @@ def _missing(r: dict[str, Any], source: str) -> tuple[Any, ...]:
     return _row(f, "")
 
 
-def _dangling(r: dict[str, Any], source: str) -> tuple[Any, ...]:
+def _remote_partition(r: dict[str, Any]) -> Any:
+    """The partition's remote tier as the replay made it, from its segment rows gathered in one task."""
+    from logdoctor.logdir.remote_metadata import RemoteEvent, RemotePartition, RemoteSegment, TopicIdPartition
+
+    tip = TopicIdPartition(r["topic_id"], r["topic"], r["partition"])
+    segments = {}
+    for x in r["segments"]:
+        events = [
+            RemoteEvent(
+                e["state"], e["event_timestamp_ms"], e["broker_id"], e["path"], e["position"], e["offset"]
+            )
+            for e in x["events"]
+        ]
+        segments[x["segment_id"]] = RemoteSegment(
+            x["segment_id"], tip, x["start_offset"], x["end_offset"], x["max_timestamp_ms"],
+            tuple((e["epoch"], e["start_offset"]) for e in x["leader_epochs"]), x["size"],
+            SegmentState(x["state"]), x["broker_id"], x["event_timestamp_ms"], events=events,
+        )  # fmt: skip
+    return RemotePartition(tip, r["metadata_partition"], segments)
+
+
+def _dangling(
+    r: dict[str, Any], seg: Any, why: str, objs: dict[str, Any] | None, where: str, source: str
+) -> tuple[Any, ...]:
     from logdoctor.checks import catalog
     from logdoctor.checks.remote_store import _when
 
-    keys = list(r["keys"] or [])
+    keys = list(objs["keys"] or [])[:KEYS_SHOWN] if objs is not None else []
     objects = (
-        f"{r['objects']} objects of it ({r['bytes']} bytes) are in the store ({source}): {', '.join(keys)}"
-        if keys
+        f"{objs['objects']} objects of it ({objs['bytes']} bytes) are in the store ({source}): "
+        f"{', '.join(keys)}"
+        if keys and objs is not None
         else f"no object of it is in the store ({source})"
     )
+    ev = seg.first_event
     f = catalog.make(
         "REMOTE_UPLOAD_UNFINISHED",
-        r["folder"] or f"{r['topic']}-{r['partition']}",
-        offset=r["start_offset"],
+        where,
+        offset=seg.start_offset,
         topic_partition=f"{r['topic']}-{r['partition']}",
-        segment_id=r["segment_id"],
-        start_offset=r["start_offset"],
-        end_offset=r["end_offset"],
-        size=r["size"],
-        broker_id=r["broker_id"],
-        started=_when(r["event_timestamp_ms"]),
+        segment_id=seg.segment_id,
+        start_offset=seg.start_offset,
+        end_offset=seg.end_offset,
+        size=seg.size,
+        broker_id=ev.broker_id,
+        started=_when(ev.event_timestamp_ms),
+        dangling=why,
         objects=objects,
         covered="the census does not say whether a copied segment holds its offsets: scan the partition's "
         "log dirs with --remote-storage",
@@ -249,51 +291,45 @@ def _dangling(r: dict[str, Any], source: str) -> tuple[Any, ...]:
     return _row(f, "")
 
 
-def _overlap(r: dict[str, Any]) -> tuple[Any, ...]:
-    from logdoctor.checks import catalog
+def _partition_rows(r: dict[str, Any], newest_ms: int | None, source: str) -> Iterator[tuple[Any, ...]]:
+    """The lineage and dangling-upload findings of one partition: the scan's rule
+    (:func:`logdoctor.checks.remote_audit.lineage_audit`, :func:`~logdoctor.checks.remote_audit.
+    dangling_uploads`) and findings (:mod:`logdoctor.checks.remote_store`), on its metadata rows and the
+    replica (``r``'s replica columns, None when no log dir holds it) gathered into one task."""
+    from logdoctor.checks.remote_audit import dangling_uploads, lineage_audit
+    from logdoctor.checks.remote_store import epoch_break_finding, lineage_text, overlap_finding
 
-    dup = (r["prev_start"], r["prev_end"]) == (r["start_offset"], r["end_offset"])
-    shared = (max(r["prev_start"], r["start_offset"]), min(r["prev_end"], r["end_offset"]))
-    f = catalog.make(
-        "REMOTE_SEGMENTS_OVERLAP",
-        r["folder"] or f"{r['topic']}-{r['partition']}",
-        case="duplicate" if dup else None,
-        offset=shared[0],
-        topic_partition=f"{r['topic']}-{r['partition']}",
-        metadata_partition=f"{REMOTE_LOG_METADATA_TOPIC}-{r['metadata_partition']}",
-        first_id=r["prev_id"],
-        first_range=f"{r['prev_start']}-{r['prev_end']}",
-        first_epochs=r["prev_epochs"],
-        second_id=r["segment_id"],
-        second_range=f"{r['start_offset']}-{r['end_offset']}",
-        second_epochs=r["epochs"],
-        shared=f"{shared[0]}-{shared[1]}",
-        bytes=r["size"],
+    rp = _remote_partition(r)
+    epochs = r["leader_epochs"]
+    lineage = [(e["epoch"], e["start_offset"]) for e in epochs] if epochs is not None else None
+    overlaps, breaks = lineage_audit(
+        rp,
+        lineage=lineage,
+        log_end_offset=r["log_end_offset"],
+        local_log_start_offset=r["local_log_start_offset"],
+        log_start_offset=r["log_start_offset"],
     )
-    return _row(f, "")
-
-
-def _epoch_break(r: dict[str, Any]) -> tuple[Any, ...]:
-    from logdoctor.checks import catalog
-
-    f = catalog.make(
-        "REMOTE_EPOCH_LINEAGE_BROKEN",
-        r["folder"] or f"{r['topic']}-{r['partition']}",
-        case="between-segments",
-        offset=r["start_offset"],
-        topic_partition=f"{r['topic']}-{r['partition']}",
-        segment_id=r["segment_id"],
-        start_offset=r["start_offset"],
-        end_offset=r["end_offset"],
-        epochs=r["epochs"],
-        previous_id=r["prev_id"],
-        previous_epochs=r["prev_epochs"],
-        reason=f"it starts at epoch {r['first_epoch']}, below epoch {r['prev_last_epoch']} of the segment "
-        "before it",
-        lineage_source="",
-        lineage="",
-    )
-    return _row(f, "")
+    tp = f"{r['topic']}-{r['partition']}"
+    where = r["path"] or r["folder"] or source  # as the scan's: the replica, the store's folder, the listing
+    logdir = r["log_dir"] or ""
+    mp = f"{REMOTE_LOG_METADATA_TOPIC}-{r['metadata_partition']}"
+    objs = {x["segment_id"]: x for x in r["segments"] if x["objects"]}
+    for first, second in overlaps:
+        so = objs.get(second.segment_id)
+        f = overlap_finding(
+            first, second, where=where, logdir=logdir, topic_partition=tp, metadata_partition=mp,
+            second_bytes=so["bytes"] if so is not None else second.size,
+        )  # fmt: skip
+        yield _row(f, "")
+    lineage_source, lineage_str = lineage_text(r["path"], lineage or [])
+    for br in breaks:
+        f = epoch_break_finding(
+            br, where=where, logdir=logdir, topic_partition=tp, lineage_source=lineage_source,
+            lineage=lineage_str,
+        )  # fmt: skip
+        yield _row(f, "")
+    for seg, why in dangling_uploads(rp, newest_ms):
+        yield _dangling(r, seg, why, objs.get(seg.segment_id), r["folder"] or tp, source)
 
 
 def audit_findings(
@@ -303,11 +339,14 @@ def audit_findings(
     remote_storage: str | None = None,
     remote_inventory: str | None = None,
     num_partitions: int | None = None,
-    now_ms: int | None = None,
+    replicas: Any = None,
 ) -> Any:
-    """The audit's findings as a DataFrame of the census's findings columns (FINDING_OUT_DDL). Uploads
-    left in COPY_SEGMENT_STARTED more than :data:`DANGLING_AFTER_MS` before ``now_ms`` are
-    REMOTE_UPLOAD_UNFINISHED with the objects they left (the census drops the brokers' scans' own)."""
+    """The audit's findings as a DataFrame of the census's findings columns (FINDING_OUT_DDL).
+    ``replicas``: the census's replicas table (the leader-epoch lineage and offsets of each partition's
+    replica with the highest log end offset; None: no local log known). Dangling uploads
+    (:func:`logdoctor.checks.remote_audit.dangling_uploads`, against the newest event of the metadata
+    partitions read) are REMOTE_UPLOAD_UNFINISHED with the objects they left (the census drops the
+    brokers' scans' own)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -324,8 +363,14 @@ def audit_findings(
     if not folders:
         return spark.createDataFrame([], FINDING_OUT_DDL)
     segs_all = segment_frame(spark, folders, n).persist()
-    status = segs_all.where(F.col("partition") == -1).select("metadata_partition", "epochs").collect()
+    status = (
+        segs_all.where(F.col("partition") == -1)
+        .select("metadata_partition", "epochs", "event_timestamp_ms")
+        .collect()
+    )
     complete = sorted(r["metadata_partition"] for r in status if r["epochs"] == "read")
+    stamps = [r["event_timestamp_ms"] for r in status if r["event_timestamp_ms"] is not None]
+    newest = max(stamps, default=None)  # the time the metadata read shows (dangling uploads)
     segs = segs_all.where(F.col("partition") >= 0)
     # read once (a task per listing part), used by the four comparisons
     objs = object_frame(spark, remote_storage=remote_storage, remote_inventory=remote_inventory).persist()
@@ -375,14 +420,7 @@ def audit_findings(
         (F.col("state") == int(SegmentState.COPY_SEGMENT_FINISHED)) & ~F.col("partition_deleted")
     ).where(F.col("metadata_partition").isin(complete))
     w = Window.partitionBy("topic_id", "partition").orderBy("start_offset", "end_offset", "segment_id")
-    before = w.rowsBetween(Window.unboundedPreceding, -1)
-    ordered = (
-        finished.withColumn("prev_max_timestamp_ms", F.lag("max_timestamp_ms").over(w))
-        .withColumn(
-            "reach", F.max(F.struct("end_offset", "start_offset", "segment_id", "epochs")).over(before)
-        )
-        .withColumn("prev", F.lag(F.struct("end_offset", "last_epoch", "segment_id", "epochs")).over(w))
-    )
+    ordered = finished.withColumn("prev_max_timestamp_ms", F.lag("max_timestamp_ms").over(w))
     folder_of = objs.groupBy("topic_id", "partition").agg(
         F.first("folder").alias("folder"), F.first("layout").alias("p_layout")
     )
@@ -401,43 +439,47 @@ def audit_findings(
         )
         .where(F.col("suffixes").isNull() | (F.size("missing") > 0))
     )
-    overlaps = ordered.where(
-        F.col("reach").isNotNull() & (F.col("start_offset") <= F.col("reach.end_offset"))
-    )
-    overlaps = (
-        overlaps.withColumn("prev_start", F.col("reach.start_offset"))
-        .withColumn("prev_end", F.col("reach.end_offset"))
-        .withColumn("prev_id", F.col("reach.segment_id"))
-        .withColumn("prev_epochs", F.col("reach.epochs"))
-    )
-    breaks = (
-        ordered.where(
-            F.col("prev").isNotNull()
-            & (F.col("first_epoch") < F.col("prev.last_epoch"))
-            & (F.col("start_offset") > F.col("prev.end_offset"))
-        )
-        .withColumn("prev_id", F.col("prev.segment_id"))
-        .withColumn("prev_epochs", F.col("prev.epochs"))
-        .withColumn("prev_last_epoch", F.col("prev.last_epoch"))
-    )
-    dangling = segs.where(
-        (F.col("state") == int(SegmentState.COPY_SEGMENT_STARTED))
+    # one task per partition: its metadata rows (and each segment's objects) with its replica's lineage
+    seg_objects = per_seg.select(
+        "topic_id", "partition", "segment_id", F.col("objects").alias("objects"), "bytes",
+        F.slice("keys", 1, KEYS_SHOWN).alias("keys"),
+    )  # fmt: skip
+    live_segs = segs.where(
+        (F.col("state") != int(SegmentState.DELETE_SEGMENT_FINISHED))
         & ~F.col("partition_deleted")
         & F.col("metadata_partition").isin(complete)
+    ).join(seg_objects, ["topic_id", "partition", "segment_id"], "left")
+    seg_cols = (
+        "segment_id", "start_offset", "end_offset", "max_timestamp_ms", "leader_epochs", "size", "state",
+        "broker_id", "event_timestamp_ms", "events", "objects", "bytes", "keys",
+    )  # fmt: skip
+    groups = live_segs.groupBy("topic_id", "partition").agg(
+        F.first("topic").alias("topic"),
+        F.first("metadata_partition").alias("metadata_partition"),
+        F.collect_list(F.struct(*seg_cols)).alias("segments"),
     )
-    if now_ms is not None:
-        dangling = dangling.where(F.col("event_timestamp_ms") < F.lit(now_ms - DANGLING_AFTER_MS))
-    dangling = dangling.join(
-        per_seg.select("topic_id", "partition", "segment_id", "folder", "objects", "bytes", "keys"),
-        ["topic_id", "partition", "segment_id"],
-        "left",
-    ).withColumn("keys", F.slice("keys", 1, KEYS_SHOWN))
+    groups = groups.join(
+        folder_of.select("topic_id", "partition", "folder"), ["topic_id", "partition"], "left"
+    )
+    if replicas is not None:
+        rw = Window.partitionBy("topic_id", "partition").orderBy(
+            F.col("log_end_offset").desc_nulls_last(), "broker", "log_dir"
+        )
+        chosen = (
+            replicas.where((F.col("kind") == "log") & F.col("topic_id").isNotNull())
+            .withColumn("_n", F.row_number().over(rw))
+            .where(F.col("_n") == 1)
+            .select("topic_id", "partition", *REPLICA_COLUMNS)
+        )
+        groups = groups.join(chosen, ["topic_id", "partition"], "left")
+    else:
+        for c, t in zip(REPLICA_COLUMNS, ("string", "string", "array<struct<epoch:int,start_offset:bigint>>",
+                                          "bigint", "bigint", "bigint"), strict=True):  # fmt: skip
+            groups = groups.withColumn(c, F.lit(None).cast(t))
     rows = (
         leaked_parts.rdd.map(lambda r: _leaked(r.asDict(), source))
-        .union(dangling.rdd.map(lambda r: _dangling(r.asDict(), source)))
         .union(missing.rdd.map(lambda r: _missing(r.asDict(), source)))
-        .union(overlaps.rdd.map(lambda r: _overlap(r.asDict())))
-        .union(breaks.rdd.map(lambda r: _epoch_break(r.asDict())))
+        .union(groups.rdd.flatMap(lambda r: _partition_rows(r.asDict(recursive=True), newest, source)))
     )
     out = spark.createDataFrame(rows, FINDING_OUT_DDL)
     return out

@@ -13,7 +13,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -195,8 +195,15 @@ def get_spark(
     jars: list[str] | None = None,
     conf: Mapping[str, str] | None = None,
     remote: str | None = None,
+    sql: bool = True,
 ) -> SparkSession:
     """The SparkSession for logdoctor's jobs, with its data sources registered.
+
+    ``sql=False``, for a job that may need only the SparkContext (``export``'s arrow writer: one RDD job):
+    the session this process builds is a :class:`ContextOnly` whose SQL side (the JVM's SparkSession, about
+    a third of Spark's start-up here, and the sources) is built on first use; a session given (active,
+    spark-submit's, Spark Connect) is returned without the sources registered. Either way
+    :func:`logdoctor.spark.sources.register` before a DataFrame reads them.
 
     - A session that is already running is returned as is (Spark allows one per process).
     - Under ``spark-submit`` (see :func:`under_spark_submit`) the submitted session is used: its
@@ -214,7 +221,11 @@ def get_spark(
         raise SparkUnavailableError(
             "pyspark is not installed (pip install 'kafka-logdoctor[spark]')"
         ) from exc
-    from logdoctor.spark.sources import register
+    from logdoctor.spark.sources import register as register_sources
+
+    def register(spark: SparkSession) -> None:
+        if sql:
+            register_sources(spark)
 
     extra = dict(conf or {})
     if jars:
@@ -270,8 +281,17 @@ def get_spark(
         # this interpreter's path is the best guess when nothing says otherwise.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    confs = {**_defaults(local, scratch_dir() if local else None), **extra}
+    if not sql:
+        from pyspark import SparkConf, SparkContext
+
+        spark_conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(confs.items()))
+        sc = SparkContext.getOrCreate(spark_conf)
+        if local:
+            sc.setLogLevel("ERROR")
+        return ContextOnly(sc)  # type: ignore[return-value]
     builder = SparkSession.builder.master(master).appName(app_name)
-    for key, value in {**_defaults(local, scratch_dir() if local else None), **extra}.items():
+    for key, value in confs.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     if local:
@@ -280,9 +300,32 @@ def get_spark(
     return spark
 
 
+class ContextOnly:
+    """A SparkSession whose SQL side is built on first use (:func:`get_spark` with ``sql=False``):
+    ``sparkContext`` is there from the start; any other attribute builds the SparkSession on that context
+    (once: the confs are the context's, ``spark.sql.*`` included) and is the session's."""
+
+    def __init__(self, sc: Any) -> None:
+        self.sparkContext = sc
+        self._session: SparkSession | None = None
+
+    def session(self) -> SparkSession:
+        if self._session is None:
+            from pyspark.sql import SparkSession
+
+            self._session = SparkSession.builder.getOrCreate()
+        return self._session
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.session(), name)
+
+
 def stop_spark() -> None:
+    from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
     if active is not None:
         active.stop()
+    elif SparkContext._active_spark_context is not None:  # a ContextOnly's
+        SparkContext._active_spark_context.stop()

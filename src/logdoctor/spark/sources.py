@@ -580,6 +580,22 @@ SEGMENTS_PER_TASK_BYTES = 256 * 1024 * 1024
 SEGMENTS_PER_TASK = 64
 
 
+def segment_groups(segs: Sequence[SegmentRef]) -> list[tuple[SegmentRef, ...]]:
+    """The segments in tasks of ``kafka-log-segments``: many small segments per task, a big one alone."""
+    groups: list[tuple[SegmentRef, ...]] = []
+    cur: list[SegmentRef] = []
+    size = 0
+    for s in segs:
+        if cur and (size + s.size > SEGMENTS_PER_TASK_BYTES or len(cur) >= SEGMENTS_PER_TASK):
+            groups.append(tuple(cur))
+            cur, size = [], 0
+        cur.append(s)
+        size += s.size
+    if cur:
+        groups.append(tuple(cur))
+    return groups
+
+
 class KafkaLogSegmentsReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
         from logdoctor.spark.planning import topic_matcher
@@ -592,17 +608,7 @@ class KafkaLogSegmentsReader(DataSourceReader):
 
         plan = read_plan(_paths(self.options), self.options)
         segs = [s for ref in plan.refs for s in ref.segments]
-        groups: list[SegmentPartition] = []
-        cur: list = []
-        size = 0
-        for s in segs:  # many small segments per task, a big one alone
-            if cur and (size + s.size > SEGMENTS_PER_TASK_BYTES or len(cur) >= SEGMENTS_PER_TASK):
-                groups.append(SegmentPartition(tuple(cur)))
-                cur, size = [], 0
-            cur.append(s)
-            size += s.size
-        if cur:
-            groups.append(SegmentPartition(tuple(cur)))
+        groups = [SegmentPartition(g) for g in segment_groups(segs)]
         if plan.not_read:  # offsets the plan names as not read once: a row each (read_plan)
             groups.append(SegmentPartition(plan.not_read))  # type: ignore[arg-type]
         return groups

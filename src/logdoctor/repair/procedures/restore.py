@@ -4,10 +4,19 @@ For each partition folder of the store (:mod:`logdoctor.logdir.remote_partitions
 when given), the remote segments the log dir lacks become the broker's own files again:
 
 - the segment ``.log``, byte for byte as uploaded (``fetch-remote`` steps: streamed, ranged reads);
-- its ``.index``, ``.timeindex`` and (when not empty) ``.txnindex`` from the store (LocalTieredStorage's
-  files, the parts of Aiven's ``.indexes``); a missing one is left to the broker, which rebuilds a
-  segment whose index file is missing when it loads the log (K:storage/src/main/java/org/apache/kafka/
-  storage/internals/log/LogLoader.java, ``loadSegmentFiles``: the sanity check's NoSuchFileException);
+- its ``.index``, ``.timeindex`` and (when not empty) ``.txnindex`` from the store, byte for byte
+  (LocalTieredStorage's files, the parts of Aiven's ``.indexes``); an ``.index`` or ``.timeindex`` the
+  store lacks (or all three, when Aiven's ``.indexes`` object is gone) is rebuilt from the restored
+  ``.log`` in the same run (``rebuild-index`` steps: :func:`logdoctor.formats.recovery.rebuild_indexes`,
+  what K:storage/src/main/java/org/apache/kafka/storage/internals/log/LogSegment.java ``recover`` writes),
+  and with them the ``.txnindex`` (written when the segment has an aborted transaction), the producer
+  state at the segment's base offset taken from the store's snapshot of the segment before (or replayed
+  from the restored segments, LogLoader's way). A ``.txnindex`` the store lacks beside its other indexes
+  is none: Kafka uploads it only when the file exists (K:core/src/main/java/kafka/log/remote/
+  RemoteLogManager.java ``copyLogSegment``: ``Optional.ofNullable(toPathIfExists(segment.txnIndex()
+  .file()))``, the file created on the first aborted transaction) and reads a missing one as empty
+  (K:storage/.../log/RemoteIndexCache.java: RemoteResourceNotFoundException, "the transaction index may
+  not exist because of no transactional records");
 - the producer snapshot the store keeps with the segment, as ``<end + 1>.snapshot``: the file the
   broker wrote when it rolled the segment (K:.../log/ProducerStateManager.java ``takeSnapshot`` at the
   new segment's base offset), so the log loads its producer state without a rebuild;
@@ -49,6 +58,8 @@ from logdoctor.formats.partition_metadata import (
     parse_partition_metadata,
     write_partition_metadata,
 )
+from logdoctor.formats.producer_snapshot import parse_producer_snapshot
+from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.logdir.names import (
     LEADER_EPOCH_CHECKPOINT_FILE,
     LOG_START_OFFSET_CHECKPOINT,
@@ -67,7 +78,15 @@ from logdoctor.logdir.remote_partitions import (
 from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, open_remote_log
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
-from logdoctor.repair.actions import BackupNames, fetch_remote, fetched_checksum, make_dir, write_file
+from logdoctor.repair.actions import (
+    BackupNames,
+    delete_with_backup,
+    fetch_remote,
+    fetched_checksum,
+    make_dir,
+    rebuild_index,
+    write_file,
+)
 from logdoctor.repair.plan import Action, Change, Plan, Unrepaired
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -91,7 +110,7 @@ class _Restored:
     segments: list[tuple[SegmentRef, int]] = field(default_factory=list)  # (segment, end offset)
     epochs: list[tuple[int, int]] = field(default_factory=list)
     bytes: int = 0
-    no_index: list[str] = field(default_factory=list)  # restored .log files the store has no index pair of
+    rebuilt: list[str] = field(default_factory=list)  # index files rebuilt from their restored .log
 
 
 def _local_logs(folder: str) -> dict[int, str]:
@@ -120,9 +139,11 @@ def _source(seg: SegmentRef) -> dict[str, Any]:
     }
 
 
-def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int]:
-    """(end offset, original size) of a remote segment: its last batches walked from the offset index's
-    last entry (a torn or short object raises FormatError here, at planning)."""
+def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int, list[tuple[int, int]]]:
+    """(end offset, original size, leader epochs) of a remote segment: its last batches walked from the
+    offset index's last entry (a torn or short object raises FormatError here, at planning). The epochs
+    (epoch, start offset), as the broker's epoch cache assigns them from batches, when the walk started at
+    the first batch (no offset index), else []."""
     from logdoctor.formats.index import offset_index_array
     from logdoctor.logdir.ranged import iter_ranged_batches
 
@@ -135,10 +156,14 @@ def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int]:
         except FormatError:
             start = 0
     last = None
+    epochs: list[tuple[int, int]] = []
     with open_remote_log(seg) as reader:
         size = reader.size
         for batch in iter_ranged_batches(reader, source=seg.path, start=start):
             last = batch.last_offset
+            epoch = batch.partition_leader_epoch
+            if start == 0 and epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
+                epochs.append((epoch, batch.base_offset))
     if last is None:
         raise FormatError("record batches", source=seg.path, position=start, found="none")
     if seg.remote is not None and seg.remote.end_offset is not None and last != seg.remote.end_offset:
@@ -148,7 +173,7 @@ def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int]:
             position=size,
             found=f"last offset {last}",
         )
-    return last, size
+    return last, size, epochs
 
 
 def _remote_checksum(seg: SegmentRef) -> str:
@@ -199,6 +224,7 @@ def _plan_partition(
     opts: RemoteOptions,
     storage: Any,
     log_start: int | None,
+    interval: int = DEFAULT_INDEX_INTERVAL_BYTES,
 ) -> tuple[_Restored, bool]:
     """Append the partition's actions; (what is restored, whether the log dir has none of its segments)."""
     folder = os.path.join(log_dir, sp.name)
@@ -219,7 +245,7 @@ def _plan_partition(
     local_start = min(local) if local else None
     segments = stored_segments(storage, sp, opts, log_dir)
     out = _Restored()
-    todo: list[tuple[SegmentRef, int, int, dict[str, bytes | None]]] = []
+    todo: list[tuple[SegmentRef, int, int, dict[str, bytes | None], list[tuple[int, int]]]] = []
     # newest first: a bad object stops the restore of everything older (a gap would not load)
     for seg in reversed(segments):
         if local_start is not None and seg.base_offset >= local_start:
@@ -245,8 +271,8 @@ def _plan_partition(
                     )
             continue
         try:
-            sides = side_files(seg, ("index", "timeindex", "txnindex", "snapshot", "leader_epoch_checkpoint"))
-            end, size = _segment_end(seg, sides["index"])
+            sides = _side_files(plan, seg)
+            end, size, walked = _segment_end(seg, sides["index"])
         except (FormatError, OSError) as e:
             _finding(
                 plan,
@@ -270,7 +296,7 @@ def _plan_partition(
                 f"(from {local_start}); not restored",
             )
             break
-        todo.append((seg, end, size, sides))
+        todo.append((seg, end, size, sides, walked))
     todo.reverse()
     if not todo:
         return out, no_local
@@ -280,26 +306,43 @@ def _plan_partition(
             Action("restore-partition-folder", folder, f"{sp.name} is not in the log dir", steps=[step])
         )
     existing = set(os.listdir(folder)) if not new_folder else set()
-    for seg, end, size, sides in todo:
+    # producer state at each segment's base offset, for a rebuilt .txnindex: (open transactions, the
+    # restored segments to replay from there); the first restored segment starts the log: none open
+    txns: tuple[dict[int, int], list[tuple[int, str]]] = ({}, [])
+    first_snap = os.path.join(folder, f"{todo[0][0].base_offset:020d}.snapshot")
+    if os.path.basename(first_snap) in existing:
+        txns = (_ongoing(_read(first_snap), first_snap) or {}, [])
+    for seg, end, size, sides, walked in todo:
         stem = os.path.join(folder, f"{seg.base_offset:020d}")
         log_path = stem + ".log"
         reason = f"remote segment {seg.path} (offsets {seg.base_offset}-{end}, {size:,} bytes)"
         steps = [fetch_remote(log_path, _source(seg), size)]
         changes = [Change(log_path, None, size, note=f"offsets {seg.base_offset}-{end}")]
-        pair = sides["index"] is not None and sides["timeindex"] is not None
-        if not pair:
-            out.no_index.append(log_path)
+        # the store's indexes byte for byte; the ones it lacks rebuilt (with the .txnindex, which the
+        # same walk gives, when the store has none: a lost one is then found again)
+        rebuild = [s for s in ("index", "timeindex") if sides[s] is None]
+        if rebuild and sides["txnindex"] is None:
+            rebuild.append("txnindex")
         for suffix in ("index", "timeindex", "txnindex"):
             data = sides[suffix]
             if data is None or (suffix == "txnindex" and not data):
                 continue
-            if suffix != "txnindex" and not pair:
-                # never one without the other: a .index alone makes the broker create an empty
-                # .timeindex and keep it (LogSegment.sanityCheck), so that the segment's time is its mtime
-                continue
             path = f"{stem}.{suffix}"
             steps.append(write_file(path, data, names))
             changes.append(Change(path, None, len(data)))
+        for suffix in rebuild:
+            path = f"{stem}.{suffix}"
+            note = "rebuilt from the .log as LogSegment.recover writes it; the store has none"
+            if suffix == "txnindex":
+                note += " (written if the segment has an aborted transaction)"
+            if os.path.lexists(path):  # an index file without its .log (LogLoader deletes those)
+                steps.append(delete_with_backup(path, names))
+                note += "; the file there, without its .log, goes to the backup"
+            steps.append(rebuild_index(path, log_path, seg.base_offset, interval, txns[0], txns[1]))
+            changes.append(Change(path, None, None, note=note))
+            out.rebuilt.append(path)
+        after = _ongoing(sides["snapshot"], seg.path)
+        txns = (after, []) if after is not None else (txns[0], [*txns[1], (seg.base_offset, log_path)])
         snap = sides["snapshot"]
         snap_name = f"{end + 1:020d}.snapshot"
         if snap is not None and snap_name not in existing:
@@ -310,7 +353,9 @@ def _plan_partition(
         out.segments.append((seg, end))
         out.bytes += size
         raw = sides["leader_epoch_checkpoint"]
-        if raw is not None:
+        if raw is None:
+            out.epochs.extend(walked)  # none in the store: its batches' epochs (when walked whole)
+        else:
             try:
                 out.epochs.extend(parse_leader_epoch_checkpoint(raw, source=seg.path).entries)
             except FormatError as e:
@@ -323,6 +368,46 @@ def _plan_partition(
         _file_action(plan, names, meta_path, data, "restore-partition-metadata", f"topic id {sp.topic_id}")
     _plan_epochs(plan, names, folder, out.epochs)
     return out, no_local
+
+
+def _side_files(plan: Plan, seg: SegmentRef) -> dict[str, bytes | None]:
+    """The segment's side files in the store (None: absent). Aiven's ``.indexes`` object gone: all absent
+    (its indexes are rebuilt) and a warning naming it; any other fault raises FormatError."""
+    wanted = ("index", "timeindex", "txnindex", "snapshot", "leader_epoch_checkpoint")
+    try:
+        return side_files(seg, wanted)
+    except FormatError:
+        r = seg.remote
+        if r is None or r.indexes is None or seg.storage.info(r.indexes) is not None:
+            raise
+    _finding(
+        plan,
+        "restore-remote-object",
+        r.indexes,
+        f"the .indexes object of remote segment {r.segment_id} (offsets from {seg.base_offset}) is missing: "
+        "its indexes are rebuilt from the segment and its leader epochs read from its batches; its producer "
+        "snapshot is not restored (the broker rebuilds producer state from the log)",
+        "warning",
+    )
+    return dict.fromkeys(wanted)
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def _ongoing(snapshot: bytes | None, source: str) -> dict[int, int] | None:
+    """The transactions open at a producer snapshot's offset (None: no readable snapshot)."""
+    if snapshot is None:
+        return None
+    try:
+        return parse_producer_snapshot(snapshot, source=source).ongoing_transactions()
+    except FormatError:
+        return None
 
 
 def _plan_epochs(plan: Plan, names: BackupNames, folder: str, restored: list[tuple[int, int]]) -> None:
@@ -368,10 +453,13 @@ def plan_restore(
     *,
     topics: Collection[str] | None = None,
     backup_dir: str | os.PathLike[str] | None = None,
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES,
 ) -> ProcedurePlan:
     """The plan restoring the remote part of the store's tiered partitions into ``log_dir`` (see the
     module doc). Reads no segment's whole bytes except to compare one with a local segment of its base
-    offset. RemoteTierError for a store that cannot be used; BrokerRunningError for a held lock."""
+    offset (or, for a segment the store has no offset index of, to find its end).
+    ``index_interval_bytes``: the topics' index.interval.bytes, for rebuilt indexes. RemoteTierError for
+    a store that cannot be used; BrokerRunningError for a held lock."""
     log_dir = os.path.abspath(os.fspath(log_dir))
     if os.path.exists(log_dir):
         log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
@@ -398,13 +486,20 @@ def plan_restore(
     }
     put: dict[str, list[tuple[str, int, int]]] = {n: [] for n in have}
     rows: list[dict[str, Any]] = []
-    no_index: list[str] = []
+    rebuilt: list[str] = []
     for sp in partitions:
         tp = (sp.topic, sp.partition)
         restored, no_local = _plan_partition(
-            plan, names, log_dir, sp, opts, storage, have[LOG_START_OFFSET_CHECKPOINT].get(tp)
+            plan,
+            names,
+            log_dir,
+            sp,
+            opts,
+            storage,
+            have[LOG_START_OFFSET_CHECKPOINT].get(tp),
+            index_interval_bytes,
         )
-        no_index.extend(restored.no_index)
+        rebuilt.extend(restored.rebuilt)
         if not restored.segments:
             rows.append({"partition": sp.name, "layout": sp.layout, "segments": 0, "bytes": 0})
             continue
@@ -416,6 +511,7 @@ def plan_restore(
                 "topic_id": sp.topic_id,
                 "layout": sp.layout,
                 "segments": len(restored.segments),
+                "rebuilt_indexes": len(restored.rebuilt),
                 "bytes": restored.bytes,
                 "offsets": [first, end - 1],
             }
@@ -447,15 +543,16 @@ def plan_restore(
         "remote_storage": opts.storage,
         "partitions": rows,
         "bytes": sum(r["bytes"] for r in rows),
+        "rebuilt_indexes": rebuilt,
         "findings": len(plan.unrepaired),
     }
     notes = []
-    if no_index:
+    if rebuilt:
         notes.append(
-            f"{len(no_index)} restored segment(s) have no .index/.timeindex in the store ({no_index[0]}"
-            + (", ..." if len(no_index) > 1 else "")
-            + f"): after --apply rebuild them with `logdoctor repair {log_dir} --apply` (else the broker "
-            "rebuilds them at startup, reading each whole)"
+            f"{len(rebuilt)} index file(s) the store lacks are rebuilt from their restored segment as "
+            f"LogSegment.recover writes them (index.interval.bytes {index_interval_bytes}): "
+            + ", ".join(os.path.relpath(p, log_dir) for p in rebuilt[:6])
+            + (", ..." if len(rebuilt) > 6 else "")
         )
     if not os.path.exists(log_dir):
         notes.append(f"{log_dir} does not exist: --apply creates it (an empty log dir)")
@@ -489,6 +586,11 @@ def verify_restore(plan: Plan) -> list[str]:
                     problems.append(f"{step.path} is not as planned")
             except OSError as e:
                 problems.append(f"{step.path}: {e}")
+        elif step.op == "rebuild-index":
+            from logdoctor.repair.actions import AFTER, StepContext, operation
+
+            if operation(step).state(step, StepContext(plan.backup_dir)) != AFTER:
+                problems.append(f"{step.path} is not as rebuilt")
         elif step.op == "mkdir" and not os.path.isdir(step.path):
             problems.append(f"{step.path} is missing")
     return problems

@@ -1,0 +1,141 @@
+"""Issue 35: ``state.mappings_kept`` (used by `repair`, whose planning scan, index rebuild and scan after
+read the same segments): a big file is mapped once and its mapping handed out again, only while it is the
+same inode at the same size; the bytes seen are always the file's bytes as they are now."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from logdoctor.checks import state
+from logdoctor.cli import commands  # noqa: F401
+from logdoctor.cli.main import app
+from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+MIB = 1 << 20
+
+
+@pytest.fixture
+def maps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Files of 1 MiB or more are mapped (not read); the paths of every mapping made, in order."""
+    made: list[str] = []
+    real = mmap.mmap
+
+    def counted(fd: int, *args, **kwargs):
+        made.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real(fd, *args, **kwargs)
+
+    monkeypatch.setattr(state, "MMAP_THRESHOLD", MIB)
+    monkeypatch.setattr(mmap, "mmap", counted)
+    return made
+
+
+def _read(path: Path) -> tuple[bytes, bool]:
+    view, handle, _ = state.read_buffer(path)
+    try:
+        return bytes(view), handle is None
+    finally:
+        state.release(view, handle)
+
+
+def test_same_file_mapped_once_while_same_inode_and_size(tmp_path: Path, maps: list[str]) -> None:
+    f = tmp_path / "a.log"
+    f.write_bytes(os.urandom(2 * MIB))
+    with state.mappings_kept():
+        assert _read(f) == (f.read_bytes(), True)
+        assert _read(f) == (f.read_bytes(), True)
+        assert maps == [str(f)]
+        # written in place at the same size: the kept mapping shows the new bytes, as a new one would
+        with open(f, "r+b") as w:
+            w.seek(MIB)
+            w.write(b"\xab" * 4096)
+        assert _read(f)[0] == f.read_bytes()
+        assert len(maps) == 1
+        # truncated (a repair's cut) to another size: mapped anew, the old mapping left alone
+        os.truncate(f, MIB + 100)
+        assert _read(f)[0] == f.read_bytes()
+        assert len(maps) == 2
+        # replaced by another file of the same size (an atomic write's rename): mapped anew
+        g = tmp_path / "b.tmp"
+        g.write_bytes(os.urandom(MIB + 100))
+        os.replace(g, f)
+        assert _read(f)[0] == f.read_bytes()
+        assert len(maps) == 3
+    # outside it: mapped at each read and unmapped at release, as before
+    assert _read(f) == (f.read_bytes(), False)
+    assert _read(f) == (f.read_bytes(), False)
+    assert len(maps) == 5
+
+
+def test_kept_bytes_are_limited_and_unmapped_on_leaving(
+    tmp_path: Path, maps: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    files = [tmp_path / f"{i}.log" for i in range(3)]
+    for f in files:
+        f.write_bytes(os.urandom(2 * MIB))
+    kept: list[mmap.mmap] = []
+    with state.mappings_kept(limit=5 * MIB):
+        assert state._kept is not None
+        for f in files * 2:
+            assert _read(f)[0] == f.read_bytes()
+        kept = list(state._kept.maps.values())
+        assert len(kept) == 2  # the first two fit the limit, the third is mapped and unmapped each time
+        assert maps == [str(files[0]), str(files[1]), str(files[2]), str(files[2])]
+    assert state._kept is None
+    assert all(m.closed for m in kept)
+
+
+def test_small_and_sparse_files_are_never_kept(tmp_path: Path, maps: list[str]) -> None:
+    small = tmp_path / "small.log"
+    small.write_bytes(b"x" * 1000)
+    sparse = tmp_path / "sparse.log"
+    with open(sparse, "wb") as w:
+        w.write(b"y" * 4096)
+        w.truncate(4 * MIB)  # a hole after the first page
+    with state.mappings_kept():
+        assert _read(small)[0] == small.read_bytes()  # read, not mapped
+        assert _read(sparse) == (sparse.read_bytes(), False)  # mapped without MAP_POPULATE, not kept
+        assert maps == [str(sparse)]
+        assert state._kept is not None and not state._kept.maps
+
+
+def test_forked_child_maps_as_outside(tmp_path: Path, maps: list[str]) -> None:
+    f = tmp_path / "a.log"
+    f.write_bytes(os.urandom(2 * MIB))
+    with state.mappings_kept():
+        pid = os.fork()
+        if pid == 0:  # a pool worker forked while the parent keeps mappings
+            try:
+                ok = _read(f) == (f.read_bytes(), False)
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_repair_maps_each_segment_once(tmp_path: Path, maps: list[str]) -> None:
+    """`repair --apply` of a partition whose indexes are gone: its planning scan (the active segment
+    with CRCs, the others for their timestamps), the rebuild of every segment and the scan after read
+    each .log from one mapping; the indexes written are the broker's bytes."""
+    topics = [
+        TopicSpec("t", partitions=1, records_per_partition=24_000, value_size=200, segment_bytes=2 * MIB)
+    ]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    part = log_dir / "t-0"
+    logs = sorted(part.glob("*.log"))
+    assert len(logs) >= 3 and all(p.stat().st_size >= MIB for p in logs[:-1])
+    expected = {}
+    for p in sorted(part.glob("*index")):
+        expected[p.name] = p.read_bytes()
+        p.unlink()
+    res = CliRunner().invoke(
+        app, ["repair", "--apply", "--jobs", "1", "--backup-dir", str(tmp_path / "backup"), str(log_dir)]
+    )
+    assert res.exit_code == 0, res.output
+    big = [str(p) for p in logs if p.stat().st_size >= MIB]
+    assert sorted(m for m in maps if m.endswith(".log")) == sorted(big)  # each once
+    assert {p.name: p.read_bytes() for p in sorted(part.glob("*index"))} == expected

@@ -1,0 +1,182 @@
+"""Issue 35: a big .log walked by a walk thread is read a chunk at a time into a buffer of the thread's
+(``state._walk_read``) instead of being mapped. Its results are those of the walk of the mapped file
+(``walk_file`` as before: ``read_buffer`` + ``walk`` + the records check) on real segments (Kafka's bytes:
+compressed batches, v0/v1 messages, transactions) and generated ones, clean and damaged (bit flips in
+batch headers, cut tails, zero tails, a batch whose records do not decode), with chunks so small that
+every batch boundary falls somewhere: anything the C fast lane does not take whole sends it back to the
+mapped walk, which finds and words it as always."""
+
+from __future__ import annotations
+
+import random
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+import realworld
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repair"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import damage
+from test_scan_undecodable import fix_crc, shorten_first_record
+
+from logdoctor.checks import state
+from logdoctor.formats import native
+from logdoctor.formats.record_types import Compression
+from logdoctor.sample.records import RecordDataSpec, write_segment
+
+pytestmark = pytest.mark.skipif(native.scan_v2 is None, reason="needs the C extension and crc32c")
+
+
+def _mapped(path: str, verify_crc: bool, with_positions: bool) -> state.WalkResult:
+    """The walk of the mapped file: walk_file as it was before the chunked read."""
+    view, handle, extents = state.read_buffer(path)
+    try:
+        res = state.walk(view, verify_crc=verify_crc, with_positions=with_positions, data_extents=extents)
+        if with_positions and res.positions is not None:
+            res.undecodable = state.undecodable_batches(view, res.positions, res.valid_bytes, path)
+        return res
+    finally:
+        state.release(view, handle)
+
+
+def _in_a_thread(fn, *args):
+    out = []
+    t = threading.Thread(target=lambda: out.append(fn(*args)), name="logdoctor-walk_test")
+    t.start()
+    t.join()
+    return out[0]
+
+
+def _compare(paths: list[Path], monkeypatch: pytest.MonkeyPatch, chunk: int) -> tuple[int, int]:
+    """Every path walked both ways, with and without CRCs and positions; (read whole in chunks, sent back)."""
+    monkeypatch.setattr(state, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(state, "READ_CHUNK", chunk)
+    read = back = 0
+    for p in paths:
+        for crc, pos in ((True, True), (True, False), (False, False)):
+            expected = _mapped(str(p), crc, pos)
+            got = _in_a_thread(state._walk_read, str(p), crc, pos)
+            if got is None:
+                back += 1
+            else:
+                read += 1
+                assert got == expected, (p, crc, pos)
+            assert _in_a_thread(state.walk_file, str(p), crc, pos) == expected, (p, crc, pos)
+    return read, back
+
+
+def _real_logs() -> list[Path]:
+    realworld.require()
+    logs = sorted(realworld.files(".log"), key=lambda p: -p.stat().st_size)
+    return [p for p in logs if 0 < p.stat().st_size <= 1 << 20 and p.parent.name != "_broker_logs"][:12]
+
+
+@pytest.mark.parametrize("chunk", [4096, 65_536 + 13])
+def test_chunked_read_of_real_segments_equals_the_mapped_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    rng = random.Random(35)
+    paths: list[Path] = []
+    for i, log in enumerate(_real_logs()):
+        data = log.read_bytes()
+        starts = [pos for pos, _size, _base in damage.batch_positions(log)] or [0]
+        cases = [data, data[: len(data) - 5], data + bytes(100)]
+        for _ in range(6):
+            m = bytearray(data)
+            at = rng.choice(starts) + rng.choice([0, 8, 11, 16, 17, 23, 35, 57, 61, 70])
+            if at < len(m):
+                m[at] ^= 1 << rng.randrange(8)
+            cases.append(bytes(m))
+        for j, case in enumerate(cases):
+            p = tmp_path / f"{i}-{j}.log"
+            p.write_bytes(case)
+            paths.append(p)
+    read, back = _compare(paths, monkeypatch, chunk)
+    assert read > 50 and back > 50  # both ways were taken
+
+
+@pytest.mark.parametrize("compression", [Compression.NONE, Compression.GZIP, Compression.LZ4])
+def test_chunked_read_of_generated_segments_equals_the_mapped_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compression: Compression
+) -> None:
+    """Many chunks (a batch across most chunk ends), a batch bigger than a chunk, a zero tail, a cut
+    tail, and a batch whose records do not decode (CRC recomputed)."""
+    clean = tmp_path / "clean.log"
+    spec = RecordDataSpec(seed=35, record_count=20_000, value_size=30, compression=compression)
+    write_segment(clean, spec, keep_batches=False)
+    data = clean.read_bytes()
+    starts = [pos for pos, _size, _base in damage.batch_positions(clean)]
+    assert len(starts) > 20
+    variants = {
+        "zero-tail": data + bytes(5000),
+        "cut": data[:-7],
+        "crc": data[: starts[10] + 40] + bytes([data[starts[10] + 40] ^ 1]) + data[starts[10] + 41 :],
+    }
+    if compression is Compression.NONE:
+        buf = bytearray(data)
+        shorten_first_record(buf, starts[12])
+        fix_crc(buf, starts[12])
+        variants["undecodable"] = bytes(buf)
+    paths = [clean]
+    for name, v in variants.items():
+        p = tmp_path / f"{name}.log"
+        p.write_bytes(v)
+        paths.append(p)
+    read, back = _compare(paths, monkeypatch, 65_536 + 5)
+    assert read >= 3 and back >= 2 * len(variants)  # damage the walk without CRCs or records still takes
+    # a chunk smaller than a batch: sent back at once
+    _, back = _compare([clean], monkeypatch, 1000)
+    assert back == 3
+
+
+def _damaged_v2_copy(tmp_path: Path) -> Path:
+    """A real log dir of v2 batches whose biggest partition is split into four segments, the second with
+    a flipped byte in a batch (CRC mismatch), the last with a torn final batch."""
+    for name in realworld.log_dir_names():
+        src = realworld.require() / name
+        part = damage.biggest_partition(src, min_batches=16)
+        if part is None:
+            continue
+        first = next(iter(sorted(part.glob("*.log"))), None)
+        if first is None or first.read_bytes()[16:17] != b"\x02":
+            continue
+        log_dir = damage.copy_log_dir(src, tmp_path / "logs")
+        part = log_dir / part.name
+        bases = damage.split_into_segments(part, pieces=4)
+        logs = [part / f"{b:020d}.log" for b in bases]
+        pos, size, _ = damage.batch_positions(logs[1])[2]
+        data = bytearray(logs[1].read_bytes())
+        data[pos + size - 3] ^= 0x5A
+        logs[1].write_bytes(bytes(data))
+        damage.cut_final_batch(logs[3])
+        return log_dir
+    raise AssertionError("no real log dir of v2 batches")
+
+
+def test_deep_scan_reading_in_chunks_reports_what_the_serial_walk_reports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A real partition of v2 batches split into four segments, damaged in two (a CRC mismatch, a torn
+    final batch), scanned --deep with every .log read in chunks on the walk threads: the serial Python
+    walk's JSON."""
+    from test_deep_parallel import _scan_json
+
+    log_dir = _damaged_v2_copy(tmp_path)
+    serial = _scan_json(log_dir, parallel=False, monkeypatch=monkeypatch)
+    read: list[bool] = []
+    walk_read = state._walk_read
+
+    def recorded(*args):
+        got = walk_read(*args)
+        read.append(got is not None)
+        return got
+
+    monkeypatch.setattr(state, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(state, "READ_CHUNK", 16384)
+    monkeypatch.setattr(state, "_walk_read", recorded)
+    assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch) == serial
+    assert True in read and False in read  # the clean segment read in chunks, the damaged ones mapped
