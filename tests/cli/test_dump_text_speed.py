@@ -6,9 +6,6 @@ machine whatever the code does."""
 from __future__ import annotations
 
 import io
-import os
-import sys
-import time
 from contextlib import redirect_stdout
 
 import pytest
@@ -16,7 +13,7 @@ from rich.console import Console
 
 import realworld
 from logdoctor.cli import commands  # noqa: F401
-from logdoctor.cli.dump import DumpOptions, JsonSink, TextSink, dump_one
+from logdoctor.cli.dump import DumpOptions, TextSink, dump_one
 
 METADATA_LOG = "kraft-3.5-greenlemont-n1/__cluster_metadata-0/00000000000000000000.log"
 
