@@ -23,10 +23,18 @@ SERIAL_GROUPS = {
     "tests/spark/test_tables_cluster.py": "spark-standalone",
 }
 
-# The longest work units, longest first (from `pytest --durations`, summed per module); a unit not
-# named here comes after them, the one with the most tests first (pytest-xdist's own order). Empty
-# until measured on a whole run (BENCHMARKS.md, "The test suite").
-LONGEST: list[str] = []
+# The longest work units, longest first (from `pytest --durations` of a whole `make test`, summed per
+# module: BENCHMARKS.md, "The test suite"); a unit not named here comes after them, the one with the most
+# tests first (pytest-xdist's own order).
+LONGEST: list[str] = [
+    "tests/spark/test_tables_commit.py",  # 476 s
+    "tests/spark/test_object_storage.py",  # 372 s
+    "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s
+    "tests/spark/test_every_record_once.py",  # 156 s
+    "tests/procedures/test_move_partition.py",  # 111 s
+    "tests/cli/test_dump_remote.py",  # 92 s
+    "tests/spark/test_inventory_census.py",  # 91 s
+]
 
 
 def _rank(scope: str, tests: int) -> tuple[int, int]:
