@@ -35,7 +35,6 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
-from logdoctor.checks.remote_audit import dangling_uploads, newest_event_ms
 from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import LOG_START_OFFSET_CHECKPOINT, RootEntryKind
@@ -183,6 +182,9 @@ def check_remote_tier(
     for prob in metadata.problems:
         findings.append(_problem_finding(prob, metadata, paths))
     checkpoints = _log_start_checkpoints(paths)
+    # the audit's modules only when there is remote log metadata: a scan without it never loads them
+    from logdoctor.checks.remote_audit import newest_event_ms
+
     newest = newest_event_ms(metadata.partitions.values())
     unchecked: list[tuple[PartitionReport, int | None]] = []
     for r in results:
@@ -320,6 +322,8 @@ def _partition_findings(
         gaps = rp.uncovered(log_start, local_start)
         if gaps:
             out.append(_gap_finding(r, logdir, tp, rp, mp, gaps, log_start, log_start_source, local_start))
+    from logdoctor.checks.remote_audit import dangling_uploads
+
     for seg, why in dangling_uploads(rp, newest_ms):
         out.append(_unfinished(r, logdir, tp, rp, seg, why, local_start, remote_storage, index))
     if log_start is not None:
