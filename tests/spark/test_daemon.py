@@ -67,3 +67,25 @@ def test_local_sessions_name_the_daemon_module() -> None:
 
     assert _defaults(True)["spark.python.daemon.module"] == "logdoctor.spark.daemon"
     assert "spark.python.daemon.module" not in _defaults(False)
+
+
+def test_the_daemon_ignores_the_terminals_ctrl_c_until_its_workers_set_their_own() -> None:
+    """The JVM starts the daemon in the driver's process group: a Ctrl-C reaching it while it imports
+    pyspark printed a KeyboardInterrupt traceback under the command's "interrupted:" line (seen in
+    tests/spark/test_cli_interrupt.py). The daemon ignores SIGINT from its start; pyspark's forked
+    workers set their own handler (``pyspark.daemon.worker``)."""
+    probe = textwrap.dedent(
+        """
+        import signal
+        import pyspark.daemon
+        from logdoctor.spark import daemon
+
+        seen = []
+        pyspark.daemon.manager = lambda: seen.append(signal.getsignal(signal.SIGINT))
+        daemon.main()
+        print(seen[0] is signal.SIG_IGN)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True", done.stdout
