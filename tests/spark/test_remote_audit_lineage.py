@@ -28,6 +28,8 @@ from logdoctor.formats.checkpoint import new_leader_epoch_checkpoint, write_lead
 from logdoctor.logdir.remote_metadata import SegmentState, TopicIdPartition
 from logdoctor.sample.remote_tier import append_metadata_events, segment_metadata, segment_update
 
+pytestmark = pytest.mark.spark  # starts Spark: left out of make test-fast
+
 PAYMENTS_ID = "cGF5bWVudHMtdG9waWMwMQ"
 P0 = TopicIdPartition(PAYMENTS_ID, "payments", 0)
 P1 = TopicIdPartition(PAYMENTS_ID, "payments", 1)

@@ -30,6 +30,8 @@ from logdoctor.checks.scanner import scan
 from logdoctor.logdir.remote_metadata import TopicIdPartition
 from logdoctor.sample.remote_tier import append_metadata_events, segment_metadata
 
+pytestmark = pytest.mark.spark  # starts Spark: left out of make test-fast
+
 PAYMENTS_ID = "cGF5bWVudHMtdG9waWMwMQ"
 DANGLING = "ZGFuZ2xpbmctdXBsb2FkMQ"  # base64 of "dangling-upload1"
 AUDIT = {

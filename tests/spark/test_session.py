@@ -41,6 +41,7 @@ def test_driver_is_pinned_to_loopback_only_for_local_masters():
     assert not any(k.startswith("spark.driver.") for k in cluster)
 
 
+@pytest.mark.spark  # starts Spark: left out of make test-fast
 def test_a_session_without_its_sql_side_builds_it_on_first_use_with_the_confs_given(tmp_path):
     """get_spark(sql=False) (export's arrow writer, issue 35) starts a SparkContext only; the first
     DataFrame builds the SparkSession on it, with the confs given (spark.sql.* included) and the sources."""
