@@ -129,7 +129,9 @@ def _small_real_files() -> list[Path]:
         "partition.metadata",
         "quorum-state",
     )
-    found = [p for p in sorted(root.rglob("*")) if p.is_file() and (p.name in names or p.suffix == ".snapshot")]
+    found = [
+        p for p in sorted(root.rglob("*")) if p.is_file() and (p.name in names or p.suffix == ".snapshot")
+    ]
     assert len(found) > 50
     return found
 

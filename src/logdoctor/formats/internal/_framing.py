@@ -7,6 +7,7 @@ coordinator-common/.../runtime/CoordinatorRecordSerde.java (deserialize).
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping
 from typing import Any
 
 from logdoctor.errors import CorruptRecordError, TruncatedError, UnsupportedError
@@ -45,3 +46,60 @@ def read_prefixed(message: Message, data: bytes, version: int, what: str,
 
 def write_prefixed(message: Message, fields: dict[str, Any], version: int) -> bytes:
     return _I16.pack(version) + write_message(message, fields, version)
+
+
+# record type (the key's version) -> (name, key message, value message)
+RecordTypes = Mapping[int, tuple[str, Message, Message]]
+
+
+def decode_typed_record(
+    key: bytes | bytearray | memoryview | None,
+    value: bytes | bytearray | memoryview | None,
+    records: RecordTypes,
+    *,
+    key_what: str,
+    value_what: str,
+    known: str,
+    source: str | None,
+    name_value_errors: bool = True,
+) -> dict[str, Any]:
+    """A coordinator record whose key's version prefix is its record type (``__consumer_offsets``,
+    ``__transaction_state``, ``__share_group_state``): {"type", "key_version", "key", "version",
+    "value"}, value None for a tombstone. ``name_value_errors`` names the record type in the value's
+    decoding errors. Positions in errors are within the key or value."""
+    key_bytes = require_key(key, key_what, source)
+    record_type = read_version_prefix(key_bytes, key_what, source)
+    entry = records.get(record_type)
+    if entry is None:
+        raise unknown_type(key_what, record_type, known, source)
+    name, key_spec, value_spec = entry
+    out: dict[str, Any] = {
+        "type": name,
+        "key_version": record_type,
+        "key": read_prefixed(key_spec, key_bytes, record_type, key_what, source),
+        "version": None,
+        "value": None,
+    }
+    if value is None:
+        return out
+    value_bytes = as_bytes(value)
+    version = read_version_prefix(value_bytes, value_what, source)
+    what = f"{value_what} ({name})" if name_value_errors else value_what
+    out["version"] = version
+    out["value"] = read_prefixed(value_spec, value_bytes, version, what, source)
+    return out
+
+
+def encode_typed_record(
+    record: Mapping[str, Any], records: RecordTypes, record_type: int | None, what: str
+) -> tuple[bytes, bytes | None]:
+    """(key, value) bytes of a record in :func:`decode_typed_record`'s form, of ``record_type``; value
+    None for a tombstone."""
+    entry = records.get(record_type)  # type: ignore[arg-type]
+    if entry is None:
+        raise UnsupportedError(what, found=str(record_type))
+    _name, key_spec, value_spec = entry
+    key = write_prefixed(key_spec, record.get("key") or {}, record_type)  # type: ignore[arg-type]
+    if record.get("value") is None:
+        return key, None
+    return key, write_prefixed(value_spec, record["value"], int(record["version"]))

@@ -18,16 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from logdoctor.errors import UnsupportedError
 from logdoctor.formats.internal import consumer_protocol
-from logdoctor.formats.internal._framing import (
-    as_bytes,
-    read_prefixed,
-    read_version_prefix,
-    require_key,
-    unknown_type,
-    write_prefixed,
-)
+from logdoctor.formats.internal._framing import decode_typed_record, encode_typed_record
 from logdoctor.formats.internal.schemas import CONSUMER_OFFSETS_RECORDS
 
 KEY = "consumer offsets key"
@@ -43,24 +35,11 @@ def decode_consumer_offsets(
     decode_protocol: bool = True,
 ) -> dict[str, Any]:
     """Decode one ``__consumer_offsets`` record; positions in errors are within the key or value."""
-    key_bytes = require_key(key, KEY, source)
-    record_type = read_version_prefix(key_bytes, KEY, source)
-    entry = CONSUMER_OFFSETS_RECORDS.get(record_type)
-    if entry is None:
-        raise unknown_type(KEY, record_type, "0-15", source)
-    name, key_spec, value_spec = entry
-    key_fields = read_prefixed(key_spec, key_bytes, record_type, KEY, source)
-    out: dict[str, Any] = {"type": name, "key_version": record_type, "key": key_fields,
-                           "version": None, "value": None}
-    if value is None:
-        return out
-    value_bytes = as_bytes(value)
-    version = read_version_prefix(value_bytes, VALUE, source)
-    fields = read_prefixed(value_spec, value_bytes, version, f"{VALUE} ({name})", source)
-    if decode_protocol:
-        _decode_embedded(name, fields)
-    out["version"] = version
-    out["value"] = fields
+    out = decode_typed_record(
+        key, value, CONSUMER_OFFSETS_RECORDS, key_what=KEY, value_what=VALUE, known="0-15", source=source
+    )
+    if decode_protocol and out["value"] is not None:
+        _decode_embedded(out["type"], out["value"])
     return out
 
 
@@ -69,16 +48,11 @@ def encode_consumer_offsets(record: dict[str, Any]) -> tuple[bytes, bytes | None
     record_type = record.get("key_version")
     if record_type is None:
         record_type = _TYPE_IDS.get(record.get("type", ""))
-    entry = CONSUMER_OFFSETS_RECORDS.get(record_type)  # type: ignore[arg-type]
-    if entry is None:
-        raise UnsupportedError("a known consumer offsets record type", found=str(record_type))
-    _, key_spec, value_spec = entry
-    key = write_prefixed(key_spec, record.get("key") or {}, record_type)  # type: ignore[arg-type]
-    value_fields = record.get("value")
-    if value_fields is None:
-        return key, None
-    value_fields = _encode_embedded(value_fields)
-    return key, write_prefixed(value_spec, value_fields, int(record["version"]))
+    if record.get("value") is not None:
+        record = {**record, "value": _encode_embedded(record["value"])}
+    return encode_typed_record(
+        record, CONSUMER_OFFSETS_RECORDS, record_type, "a known consumer offsets record type"
+    )
 
 
 def _decode_embedded(name: str, fields: dict[str, Any]) -> None:

@@ -17,15 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from logdoctor.errors import UnsupportedError
-from logdoctor.formats.internal._framing import (
-    as_bytes,
-    read_prefixed,
-    read_version_prefix,
-    require_key,
-    unknown_type,
-    write_prefixed,
-)
+from logdoctor.formats.internal._framing import decode_typed_record, encode_typed_record
 from logdoctor.formats.internal.protocol import Message
 from logdoctor.formats.internal.schemas import A, F, M, S
 
@@ -88,26 +80,9 @@ def decode_share_group_state(
     source: str | None = None,
 ) -> dict[str, Any]:
     """Decode one ``__share_group_state`` record; positions in errors are within the key or value."""
-    key_bytes = require_key(key, KEY, source)
-    record_type = read_version_prefix(key_bytes, KEY, source)
-    entry = SHARE_GROUP_STATE_RECORDS.get(record_type)
-    if entry is None:
-        raise unknown_type(KEY, record_type, "0-1", source)
-    name, key_spec, value_spec = entry
-    out: dict[str, Any] = {
-        "type": name,
-        "key_version": record_type,
-        "key": read_prefixed(key_spec, key_bytes, record_type, KEY, source),
-        "version": None,
-        "value": None,
-    }
-    if value is None:
-        return out
-    value_bytes = as_bytes(value)
-    version = read_version_prefix(value_bytes, VALUE, source)
-    out["version"] = version
-    out["value"] = read_prefixed(value_spec, value_bytes, version, f"{VALUE} ({name})", source)
-    return out
+    return decode_typed_record(
+        key, value, SHARE_GROUP_STATE_RECORDS, key_what=KEY, value_what=VALUE, known="0-1", source=source
+    )
 
 
 def encode_share_group_state(record: dict[str, Any]) -> tuple[bytes, bytes | None]:
@@ -115,11 +90,6 @@ def encode_share_group_state(record: dict[str, Any]) -> tuple[bytes, bytes | Non
     record_type = record.get("key_version")
     if record_type is None:
         record_type = _TYPE_IDS.get(record.get("type", ""))
-    entry = SHARE_GROUP_STATE_RECORDS.get(record_type)  # type: ignore[arg-type]
-    if entry is None:
-        raise UnsupportedError("a known share group state record type", found=str(record_type))
-    _name, key_spec, value_spec = entry
-    key = write_prefixed(key_spec, record.get("key") or {}, record_type)  # type: ignore[arg-type]
-    if record.get("value") is None:
-        return key, None
-    return key, write_prefixed(value_spec, record["value"], int(record["version"]))
+    return encode_typed_record(
+        record, SHARE_GROUP_STATE_RECORDS, record_type, "a known share group state record type"
+    )
