@@ -20,10 +20,9 @@ from rich.console import Console, ConsoleOptions, RenderableType, RenderHook
 from rich.segment import Segment
 
 from logdoctor.cli.escape import _CONTROL_BUT_NEWLINE, printable
+from logdoctor.cli.plain import WIDE  # the width of text written to a file or a pipe: no line is cut
 
 __all__ = ["WIDE", "escape_console", "printable", "text_console"]
-
-WIDE = 10_000  # the width of text written to a file or a pipe: no line is cut or wrapped
 
 
 class _Escaped:

@@ -20,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from logdoctor.cli.jsonvalues import JsonLinesWriter, b64, to_jsonable
+from logdoctor.cli.plain import Column
 
 __all__ = [
     "Column",
@@ -70,15 +71,6 @@ def text_preview(data: bytes | memoryview | None, limit: int = 200) -> str:
         out = "0x" + raw[: limit // 2].hex()
         cut = cut or len(raw) > limit // 2
     return out + ("..." if cut else "")
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Column:
-    """A column of a streamed table: header, width (characters) and alignment."""
-
-    header: str
-    width: int
-    right: bool = True
 
 
 class StreamTable:

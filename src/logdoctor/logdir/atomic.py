@@ -12,10 +12,12 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when a barrier first syncs: a read-only command never loads the pool
+    from concurrent.futures import Future, ThreadPoolExecutor
 
 __all__ = ["SyncBarrier", "atomic_write", "fsync_dir", "naming", "write_temp"]
 
@@ -93,6 +95,8 @@ def write_temp(
         st: os.stat_result | None = os.stat(target)
     except FileNotFoundError:
         st = None
+    import tempfile  # on the first write: a read-only command never loads it
+
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with naming(target), os.fdopen(fd, "wb") as f:
@@ -156,6 +160,8 @@ class SyncBarrier:
     def file(self, path: str | os.PathLike[str]) -> None:
         """fsync ``path`` (a file) now, in the background."""
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             self._pool = ThreadPoolExecutor(self.THREADS, thread_name_prefix="fsync")
         self._pending.append(self._pool.submit(_fsync_path, os.fspath(path)))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
 from logdoctor.cli.escape import printable
 from logdoctor.cli.jsonvalues import to_jsonable
+from logdoctor.cli.plain import Column, field_lines, is_plain_stream, table_lines
 
 
 @functools.lru_cache(maxsize=4096)
@@ -86,9 +88,16 @@ class _Lines:
     when rich would color (a terminal, NO_COLOR unset); otherwise lines are plain. Control characters
     in a line (a file name's) are escaped (:func:`logdoctor.cli.output.printable`)."""
 
-    def __init__(self, console: Any) -> None:
-        self.file = console.file
-        self.color = bool(console.is_terminal and console.color_system is not None and not console.no_color)
+    def __init__(self, file: Any, color: bool) -> None:
+        self.file = file
+        self.color = color
+
+    @classmethod
+    def of(cls, console: Any) -> _Lines:
+        return cls(
+            console.file,
+            bool(console.is_terminal and console.color_system is not None and not console.no_color),
+        )
 
     def write(self, line: str, style: str | None = None) -> None:
         line = printable(line, keep_newlines=True)  # a file name's ESC never reaches the terminal
@@ -147,13 +156,24 @@ class TextSink(Sink):
     """Aligned text for a terminal: a header and a summary line per file, one row per batch/entry."""
 
     def __init__(self, opts: DumpOptions) -> None:
+        self.opts = opts
+        # off a terminal the lines are plain and rich is imported only for what only rich lays out
+        # (cli.plain); on one, its console decides the colours
+        self.plain = is_plain_stream(sys.stdout)
+        self.out = _Lines(sys.stdout, False) if self.plain else _Lines.of(self.console)
+        self._reset()
+
+    @functools.cached_property
+    def console(self) -> Any:
         from logdoctor.cli.render import make_console
 
-        self.opts = opts
-        self.console = make_console()
-        self.err = make_console(stderr=True)
-        self.out = _Lines(self.console)
-        self._reset()
+        return make_console()
+
+    @functools.cached_property
+    def err(self) -> Any:
+        from logdoctor.cli.render import make_console
+
+        return make_console(stderr=True)
 
     def _reset(self) -> None:
         self.table: Any = None
@@ -167,8 +187,6 @@ class TextSink(Sink):
         self.out.write(text, style)
 
     def _file_header(self, ev: Event) -> None:
-        from logdoctor.cli.render import Column
-
         kind = ev.get("kind")
         extra = [f"{ev['size']:,} bytes"] if "size" in ev else []
         if ev.get("base_offset") is not None and kind != FileKind.KRAFT_SNAPSHOT.value:
@@ -364,8 +382,6 @@ class TextSink(Sink):
         elif t == "summary":
             self.summary = ev
         else:  # single-object kinds: partition_metadata, meta_properties, quorum_state, clean_shutdown, lock
-            from logdoctor.cli.render import print_fields
-
             self._print(f"Dumping {ev.get('file')}  ({t.replace('_', ' ')})", "bold")
             # absent fields (None) are left out, as Kafka's MetaProperties.toString and JSON converters do
             fields = {
@@ -374,7 +390,14 @@ class TextSink(Sink):
                 if k not in ("type", "file", "properties") and v is not None
             }
             fields.update({f"[{k}]": _field_text(v) for k, v in (ev.get("properties") or {}).items()})
-            print_fields(self.console, fields, indent="  ")
+            lines = field_lines(fields, indent="  ") if self.plain else None
+            if lines is None:
+                from logdoctor.cli.render import print_fields
+
+                print_fields(self.console, fields, indent="  ")
+            else:
+                for text in lines:
+                    self._print(text)
 
     def _summary_line(self, s: Event) -> str:
         kind = s.get("kind")
@@ -400,16 +423,16 @@ class TextSink(Sink):
         return f"  summary: {text}; {n} finding{'s' if n != 1 else ''}"
 
     def end_file(self, ctx: FileContext) -> None:
-        from logdoctor.cli.render import print_table
-
         if (self.rows or self.headers) and self.rows:
-            print_table(
-                self.console,
-                self.title,
-                self.headers,
-                self.rows,
-                right=[not isinstance(c, str) for c in self.rows[0]],
-            )
+            right = [not isinstance(c, str) for c in self.rows[0]]
+            lines = table_lines(self.title, self.headers, self.rows, right) if self.plain else None
+            if lines is None:
+                from logdoctor.cli.render import print_table
+
+                print_table(self.console, self.title, self.headers, self.rows, right=right)
+            else:
+                for text in lines:
+                    self._print(text)
         infos = 0
         for f in self.findings:
             if f["severity"] == "info":
@@ -432,5 +455,5 @@ class TextSink(Sink):
     def error(self, path: Path, failure: DumpFailure) -> None:
         from rich.text import Text
 
-        self.console.file.flush()
+        self.out.file.flush()
         self.err.print(Text(failure.line, style="bold red"))
