@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,123 @@ def test_repair_maps_each_segment_once(tmp_path: Path, maps: list[str]) -> None:
     big = [str(p) for p in logs if p.stat().st_size >= MIB]
     assert sorted(m for m in maps if m.endswith(".log")) == sorted(big)  # each once
     assert {p.name: p.read_bytes() for p in sorted(part.glob("*index"))} == expected
+
+
+# --- a clean CRC walk of a kept mapping, reused by the rebuild while the file is provably unchanged -----
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> float:
+    """Files count as settled 50 ms after their last change (not 1 s): the seconds a test sleeps."""
+    monkeypatch.setattr(state, "SETTLED_NS", 50_000_000)
+    return 0.1
+
+
+def _segment(tmp_path: Path) -> tuple[Path, Path]:
+    """A log dir's only partition with one big segment (mapped: MMAP_THRESHOLD is 1 MiB in these tests)
+    and its .log, generated with its indexes as the broker writes them."""
+    topics = [
+        TopicSpec("t", partitions=1, records_per_partition=8_000, value_size=200, segment_bytes=8 * MIB)
+    ]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    (log,) = sorted((log_dir / "t-0").glob("*.log"))
+    assert log.stat().st_size >= MIB
+    return log_dir, log
+
+
+def test_a_clean_crc_walk_is_known_while_the_file_is_unchanged(
+    tmp_path: Path, maps: list[str], settled: float
+) -> None:
+    import time
+
+    _, log = _segment(tmp_path)
+    time.sleep(settled)
+    with state.mappings_kept():
+        assert state.crc_walked_unchanged(log) is None  # nothing walked yet
+        assert state.walk_file(str(log), False, False).clean
+        assert state.crc_walked_unchanged(log) is None  # walked without CRCs
+        assert state.walk_file(str(log), True, False).clean
+        unchanged = state.crc_walked_unchanged(log)
+        assert unchanged is not None and unchanged()
+        # one byte of a batch changed in place, the mtime put back as it was: its ctime is not
+        st = log.stat()
+        with open(log, "r+b") as w:
+            w.seek(st.st_size // 2)
+            byte = w.read(1)
+            w.seek(st.st_size // 2)
+            w.write(bytes([byte[0] ^ 0xFF]))
+        os.utime(log, ns=(st.st_atime_ns, st.st_mtime_ns))
+        assert log.stat().st_mtime_ns == st.st_mtime_ns and log.stat().st_size == st.st_size
+        assert not unchanged()
+        assert state.crc_walked_unchanged(log) is None
+        # and its CRC walk now finds the damage: never noted as clean
+        time.sleep(settled)
+        assert not state.walk_file(str(log), True, False).clean
+        assert state.crc_walked_unchanged(log) is None
+    assert state.crc_walked_unchanged(log) is None  # outside mappings_kept: nothing known
+
+
+def test_a_file_changed_just_before_its_walk_is_never_known_clean(tmp_path: Path, maps: list[str]) -> None:
+    """A change within SETTLED_NS of the walk (here: the file was just written) could share its ctime with
+    a later change (the file system's clock ticks coarsely): such a walk is not noted."""
+    _, log = _segment(tmp_path)
+    with state.mappings_kept():
+        assert state.walk_file(str(log), True, False).clean
+        assert state.crc_walked_unchanged(log) is None
+
+
+def test_repair_rebuilds_the_active_segment_without_its_crcs_again_or_checks_them_when_changed(
+    tmp_path: Path, maps: list[str], settled: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`repair --apply` of a partition whose indexes are gone: the active segment's rebuild reads the
+    mapping its planning scan walked with CRCs, and checks none again (the broker's bytes written); when
+    the .log changes in place after that walk (its mtime put back), the rebuild checks every CRC and
+    finds the batch changed (nothing rebuilt past it)."""
+    import time
+
+    from logdoctor.repair.rules import indexes
+
+    seen: list[int] = []
+    real_rebuild = indexes.rebuild_indexes
+
+    def rebuild(view, base, **kw):
+        seen.append(kw["crc_checked_until"])
+        return real_rebuild(view, base, **kw)
+
+    monkeypatch.setattr(indexes, "rebuild_indexes", rebuild)
+    log_dir, log = _segment(tmp_path)
+    part = log.parent
+    expected = {}
+    for p in sorted(part.glob("*index")):
+        expected[p.name] = p.read_bytes()
+        p.unlink()
+    time.sleep(settled)
+    argv = ["repair", "--apply", "--jobs", "1", "--backup-dir", str(tmp_path / "backup"), str(log_dir)]
+    res = CliRunner().invoke(app, argv)
+    assert res.exit_code == 0, res.output
+    assert seen == [log.stat().st_size]  # not checked again: the planning scan's walk of the same bytes
+    assert {p.name: p.read_bytes() for p in sorted(part.glob("*index"))} == expected
+
+    # again, with one byte of a batch changed after the planning scan walked it (mtime put back)
+    for p in part.glob("*index"):
+        p.unlink()
+    real_known = indexes.crc_walked_unchanged
+
+    def changed_first(path):
+        st = os.stat(path)
+        with open(path, "r+b") as w:
+            w.seek(st.st_size // 2)
+            byte = w.read(1)
+            w.seek(st.st_size // 2)
+            w.write(bytes([byte[0] ^ 0xFF]))
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        return real_known(path)
+
+    monkeypatch.setattr(indexes, "crc_walked_unchanged", changed_first)
+    seen.clear()
+    time.sleep(settled)
+    shutil.rmtree(tmp_path / "backup")
+    CliRunner().invoke(app, argv)
+    assert seen == [0]  # every CRC checked: the rebuild stops at the changed batch
+    built = (part / log.with_suffix(".index").name).read_bytes()
+    assert len(built) < len(expected[log.with_suffix(".index").name])

@@ -31,29 +31,33 @@ COLLECTIONS = (
     "gc.callbacks.append(lambda ev, info: ev == 'start' and counts.__setitem__(info['generation'], "
     "counts[info['generation']] + 1))\n"
     "from logdoctor.cli import main as m, registry\n"
-    "real_load = registry.load\n"
-    "def load(entry):\n"
-    "    counts[:] = [0, 0, 0]\n"
-    "    real_load(entry)\n"
-    "    import logdoctor.cli.scan as cs\n"
-    "    real_scan = cs.scan\n"
-    "    def scan(*a, **k):\n"
-    "        print('collections', counts, 'frozen', gc.get_freeze_count(), 'enabled', gc.isenabled(),"
+    "def counted(real_load):\n"
+    "    def load(entry):\n"
+    "        counts[:] = [0, 0, 0]\n"
+    "        got = real_load(entry)\n"
+    "        import logdoctor.cli.scan_run as cs\n"
+    "        real_scan = cs.scan\n"
+    "        def scan(*a, **k):\n"
+    "            print('collections', counts, 'frozen', gc.get_freeze_count(), 'enabled', gc.isenabled(),"
     " file=sys.stderr)\n"
-    "        return real_scan(*a, **k)\n"
-    "    cs.scan = scan\n"
-    "registry.load = load\n"
+    "            return real_scan(*a, **k)\n"
+    "        cs.scan = scan\n"
+    "        return got\n"
+    "    return load\n"
+    "registry.load, registry.load_fast = counted(registry.load), counted(registry.load_fast)\n"
     "sys.argv[0] = 'logdoctor'\n"
     "m.main()\n"
 )
 
 
-def test_the_command_modules_load_without_collections_and_stay_frozen(tmp_path) -> None:
+# the typer command (an option with a value), and the same call of flags only without the framework
+@pytest.mark.parametrize("jobs", [["-j", "1"], []], ids=["typer", "without the framework"])
+def test_the_command_modules_load_without_collections_and_stay_frozen(tmp_path, jobs) -> None:
     """Issue 35: the modules of the command run (typer, click, the checks, ...) are imported with the
     automatic garbage collector off and frozen after, so that no collection walks them, while they
     load or later in the run (before, a `repair` of 1 GiB ran ~140 collections while it loaded and
     one full collection after, ~0.05-0.09 s); the collector is on again for the command."""
-    argv = [sys.executable, "-c", COLLECTIONS, "scan", "--quick", "--json", str(tmp_path)]
+    argv = [sys.executable, "-c", COLLECTIONS, "scan", "--quick", "--json", *jobs, str(tmp_path)]
     r = subprocess.run(argv, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     line = next(x for x in r.stderr.splitlines() if x.startswith("collections"))

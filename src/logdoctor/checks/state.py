@@ -11,6 +11,7 @@ import errno
 import mmap
 import os
 import threading
+import time
 from array import array
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -322,6 +323,9 @@ class _KeptMappings:
         self.bytes = 0
         self.maps: dict[tuple[int, int, int], mmap.mmap] = {}
         self.lock = threading.Lock()
+        # kept mapping -> (mtime_ns, ctime_ns) of the file, stat'ed before a CRC walk over that mapping
+        # found it whole v2 batches with matching CRC-32Cs to its end (:func:`crc_walked_unchanged`)
+        self.crc_clean: dict[tuple[int, int, int], tuple[int, int]] = {}
 
 
 _kept: _KeptMappings | None = None
@@ -387,6 +391,72 @@ def _map_kept(fd: int, st: os.stat_result) -> mmap.mmap | None:
     if other is not mm:
         mm.close()
     return other
+
+
+#: a file whose last change (its ctime) is at least this old when it is stat'ed: any later change gives it
+#: another ctime (the file system's clock is coarse, a tick of a few ms: a change within the same tick as
+#: the one before could leave the ctime as it was)
+SETTLED_NS = 1_000_000_000
+
+
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+
+def _note_crc_clean(before: os.stat_result, res: WalkResult) -> None:
+    """A CRC walk over the kept mapping of the file stat'ed as ``before`` (before it was read) found
+    whole v2 batches with matching CRCs to its end: noted for :func:`crc_walked_unchanged`, when the
+    file had not changed for :data:`SETTLED_NS` then."""
+    kept = _kept
+    key = (before.st_dev, before.st_ino, before.st_size)
+    if (
+        kept is None
+        or kept.pid != os.getpid()
+        or key not in kept.maps
+        or not (res.clean and res.magics == {2} and res.valid_bytes == res.size == before.st_size)
+        or time.time_ns() - before.st_ctime_ns < SETTLED_NS
+    ):
+        return
+    with kept.lock:
+        kept.crc_clean[key] = (before.st_mtime_ns, before.st_ctime_ns)
+
+
+def crc_walked_unchanged(path: str | os.PathLike[str]) -> Callable[[], bool] | None:
+    """For a file that :func:`mappings_kept` keeps mapped and whose every batch a CRC walk over that
+    mapping found whole and matching (the active segment of a ``repair``: its planning scan walked it
+    with CRCs, and its index rebuild reads the same mapping): a function telling whether the file is
+    still unchanged, to be called *after* the caller has read the mapping again; None when nothing is
+    known (then check the CRCs).
+
+    Why the CRCs need not be checked again when that function answers True: it compares the file's
+    stat (device, inode, size, mtime, ctime) with the one taken before the CRC walk read it. Every change
+    of a file's bytes (write, truncate, fallocate, a write through a shared mapping) sets its ctime to the
+    time of the change, and no call sets a ctime back; the file had not changed for :data:`SETTLED_NS`
+    when it was first stat'ed, so a change after that stat has a ctime of its own. Equal stats after the
+    second read therefore mean that no byte changed between the first stat and now: the bytes read
+    the second time are the ones whose CRCs were checked. Not equal: the caller reads and checks
+    again (``repair``'s safety does not rest on this: its scan after the apply walks the file with CRCs
+    anew)."""
+    kept = _kept
+    if kept is None or kept.pid != os.getpid() or not kept.crc_clean:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_dev, st.st_ino, st.st_size)
+    noted = kept.crc_clean.get(key)
+    if noted != (st.st_mtime_ns, st.st_ctime_ns):
+        return None
+    first = _identity(st)
+
+    def unchanged() -> bool:
+        try:
+            return _identity(os.stat(path)) == first
+        except OSError:
+            return False
+
+    return unchanged
 
 
 def read_buffer(
@@ -516,6 +586,8 @@ def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult |
         if got is not None:
             return got
     try:
+        # stat'ed before it is read: a clean CRC walk over a kept mapping is noted (crc_walked_unchanged)
+        before = os.stat(path) if verify_crc and _keeping() else None
         view, handle, extents = read_buffer(path)
     except OSError as e:  # NotRegularFileError is one
         return e
@@ -523,6 +595,8 @@ def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult |
         res = walk(view, verify_crc=verify_crc, with_positions=with_positions, data_extents=extents)
         if with_positions and res.positions is not None:  # the --deep walk: every record decoded too
             res.undecodable = undecodable_batches(view, res.positions, res.valid_bytes, path)
+        if before is not None and handle is None and extents is None:
+            _note_crc_clean(before, res)
         return res
     finally:
         release(view, handle)

@@ -7,8 +7,6 @@ import errno
 import os
 from typing import NoReturn
 
-import typer
-
 from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_IOERR, EX_NOPERM, EX_SOFTWARE, EX_USAGE
 
 # --- error lines (stderr) -----------------------------------------------------------------------
@@ -16,6 +14,8 @@ from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_IOERR, EX_NOPERM, EX_SOFTW
 
 def fail(line: str, code: int) -> NoReturn:
     """Print one line on stderr (control characters of the names in it escaped) and exit with ``code``."""
+    import typer  # on this error path only: a command run without the framework never imports it
+
     from logdoctor.cli.escape import printable
 
     typer.echo(printable(line, keep_newlines=True), err=True)

@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from logdoctor.cli.error_lines import fail, usage_error
-from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOINPUT, EX_NOPERM
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_IOERR, EX_NOINPUT, EX_NOPERM
+
+if TYPE_CHECKING:
+    from logdoctor.checks.topic_config import ConfigInputs
 
 # --- inputs and outputs ---------------------------------------------------------------------------
 
@@ -71,7 +76,43 @@ def refuse_overlapping_outputs(
         fail(f"refused: {e}", EX_CANTCREAT)
 
 
+def read_config_inputs(
+    topic_config: list[str] | None,
+    server_properties: Path | None,
+    retention_ms: int | None = None,
+    retention_bytes: int | None = None,
+) -> ConfigInputs:
+    """ConfigInputs from the options, or one error line naming the bad option or file: a bad value 64
+    (usage), a missing --server-properties file 66 (no input), an unreadable one 77, an I/O error 74."""
+    from logdoctor.checks.topic_config import config_inputs
+
+    try:
+        return config_inputs(
+            topic_config=topic_config or [],
+            server_properties=server_properties,
+            retention_ms=retention_ms,
+            retention_bytes=retention_bytes,
+        )
+    except OSError as e:  # the file named: missing or a folder 66, unreadable 77, else an I/O error 74
+        code = (
+            EX_NOINPUT
+            if isinstance(e, FileNotFoundError | IsADirectoryError | NotADirectoryError)
+            else EX_NOPERM
+            if isinstance(e, PermissionError)
+            else EX_IOERR
+        )
+        fail(f"error: --server-properties {server_properties}: {e.strerror or e}", code)
+    except ValueError as e:
+        where = (
+            f"{server_properties}: "
+            if server_properties is not None and "--topic-config" not in str(e)
+            else ""
+        )
+        usage_error(f"{where}{e}")
+
+
 __all__ = [
+    "read_config_inputs",
     "refuse_overlapping_outputs",
     "require_input_file",
     "require_inputs_exist",

@@ -39,22 +39,32 @@ def _quiet_on_closed_pipe(name: str, argv: list[str]) -> bool:
     return name in QUIET_ON_CLOSED_PIPE or (name in QUIET_WITHOUT_APPLY and "--apply" not in argv)
 
 
-def _dump_without_the_framework(args: list[str]) -> None:
-    """``dump`` of files and on/off flags only (:mod:`logdoctor.cli.dump.fast`): run and exit here, with
-    the typer command's results, without importing typer; any other call returns to the typer command."""
-    from logdoctor.cli.dump.fast import run_fast
+def _without_the_framework(entry: Any, args: list[str]) -> None:
+    """A call of files and on/off flags only of a command that can run so (``dump``, ``scan``:
+    :mod:`logdoctor.cli.fast`): run and exit here, with the typer command's results, without importing
+    typer; any other call returns to the typer command. The module is loaded as :func:`_load_uncollected`
+    loads a command's."""
+    from logdoctor.cli import registry
 
+    module = _load_uncollected(registry.load_fast, entry)
     try:
-        code = run_fast(args)
+        code = module.run_fast(args)
     except KeyboardInterrupt:  # as LogdoctorGroup.invoke says it for every command
-        sys.stderr.write("interrupted: logdoctor dump was stopped by Ctrl-C\n")
+        sys.stderr.write(f"interrupted: logdoctor {entry.name} was stopped by Ctrl-C\n")
         raise SystemExit(130) from None
+    except Exception as e:
+        # cli.error_lines ends a run with typer.Exit (typer imported then, on that error path only), as
+        # the typer command does; click turns it into the process's exit code
+        typer = sys.modules.get("typer")
+        if typer is None or not isinstance(e, typer.Exit):
+            raise
+        code = e.exit_code
     if code is not None:
         gc.freeze()  # as after app(): nothing left for the collector's last walk at exit
         raise SystemExit(code)
 
 
-def _load_uncollected(load: Any, entry: Any) -> None:
+def _load_uncollected(load: Any, entry: Any) -> Any:
     """``load(entry)`` (the command's modules imported: typer, click, the checks, ...) with the automatic
     garbage collector off, and what it made frozen after: those modules, classes and functions live as
     long as the process, yet each automatic collection walked them again (the young ones while they
@@ -63,7 +73,7 @@ def _load_uncollected(load: Any, entry: Any) -> None:
     enabled = gc.isenabled()
     gc.disable()
     try:
-        load(entry)
+        return load(entry)
     finally:
         gc.freeze()
         if enabled:
@@ -78,8 +88,8 @@ def main() -> None:
         quiet = entry is not None and _quiet_on_closed_pipe(entry.name, sys.argv[2:])
         if quiet and hasattr(signal, "SIGPIPE"):
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-        if entry is not None and entry.name == "dump":
-            _dump_without_the_framework(sys.argv[2:])
+        if entry is not None and entry.fast is not None:
+            _without_the_framework(entry, sys.argv[2:])
         if entry is not None:
             _load_uncollected(registry.load, entry)
         else:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,19 +21,27 @@ class CommandEntry:
     module: str  # under logdoctor.cli
     panel: str
     summary: str
+    # under logdoctor.cli: a module whose run_fast(args) runs a call of files and on/off flags without
+    # the CLI framework (logdoctor.cli.fast), or None
+    fast: str | None = None
 
 
 INSPECT, FIX, EXTRACT = "Inspect", "Fix (broker stopped)", "Extract with Spark"
 
 COMMANDS: tuple[CommandEntry, ...] = (
     CommandEntry(
-        "dump", "dump.command", INSPECT, "Dump log-dir files like Kafka's DumpLogSegments, and more."
+        "dump",
+        "dump.command",
+        INSPECT,
+        "Dump log-dir files like Kafka's DumpLogSegments, and more.",
+        fast="dump.fast",
     ),
     CommandEntry(
         "scan",
         "scan",
         INSPECT,
         "Check log dirs offline for every failure the broker would hit at startup or later.",
+        fast="scan_run",
     ),
     CommandEntry(
         "retention",
@@ -106,6 +115,12 @@ def load(entry: CommandEntry) -> None:
     """Import the command's module: it adds its command to the app."""
     importlib.import_module(f"logdoctor.cli.{entry.module}")
     order_commands()
+
+
+def load_fast(entry: CommandEntry) -> Any:
+    """The command's module that runs a call of files and flags without the CLI framework (``fast``)."""
+    assert entry.fast is not None
+    return importlib.import_module(f"logdoctor.cli.{entry.fast}")
 
 
 def load_all() -> None:

@@ -2,136 +2,25 @@
 
 Exit codes: 0 clean (info only), 1 warnings only, 2 errors, 64 usage (or a path that is not a log
 dir), 66 a missing log dir, 70 tool failure, 73 --html at or inside a log dir.
+
+The options' work is :func:`logdoctor.cli.scan_run.run_scan` (typer-free: a call of log dirs and flags
+only runs it without this module, :func:`logdoctor.cli.scan_run.run_fast`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from logdoctor.checks.access import BrokerUser
-from logdoctor.checks.context import Depth, ScanOptions
-from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN
-from logdoctor.checks.findings import Severity
-from logdoctor.checks.gc_pause import no_automatic_collections
-from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
 from logdoctor.cli.app import app
 from logdoctor.cli.common import UsageExit64
-from logdoctor.cli.error_lines import tool_failure, usage_error
-from logdoctor.cli.findings_output import VerboseOption, render_findings
-from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_log_dirs
-from logdoctor.cli.jsonout import print_json_rows
-from logdoctor.cli.progress import progress_bar
-from logdoctor.cli.timeparse import parse_now
-from logdoctor.cli.topic_options import (
-    NowOption,
-    ServerPropertiesOption,
-    TopicConfigOption,
-    read_config_inputs,
-)
-from logdoctor.logdir.disk import DiskUsage
+from logdoctor.cli.findings_output import VerboseOption
+from logdoctor.cli.scan_run import render_report, render_tiered, run_scan
+from logdoctor.cli.topic_options import NowOption, ServerPropertiesOption, TopicConfigOption
 
-if TYPE_CHECKING:  # rich (25 ms) is imported to print a report: `scan --json` never needs it
-    from rich.console import Console
-    from rich.text import Text
-
-_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
-
-
-def render_report(console: Console, report: ScanReport, *, verbose: bool = False) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    table = Table(title=f"logdoctor scan ({report.depth.name.lower()})", show_lines=False)
-    columns = ("log dir", "mode", "cluster.id", "node", "partitions", "clean shutdown", "locked", "disk used")
-    for col in columns:
-        table.add_column(col, no_wrap=col == "disk used")
-    for d in report.log_dirs:
-        table.add_row(
-            d.path,
-            d.mode or "?",
-            d.cluster_id or "-",
-            str(d.node_id if d.node_id is not None else "-"),
-            str(d.partitions),
-            "yes" if d.clean_shutdown else "no",
-            "YES" if d.locked else "no",
-            _disk_cell(d.disk),
-        )
-    console.print(table)
-    segs = sum(p.segments for p in report.partitions)
-    size = sum(p.bytes for p in report.partitions)
-    console.print(
-        f"{len(report.partitions)} partitions, {segs} segments, {size:,} bytes of log; read "
-        f"{report.bytes_read:,} bytes in {report.elapsed_s:.2f} s"
-    )
-    render_tiered(console, report, verbose=verbose)
-    if report.findings:
-        console.print()
-        render_findings(console, report.findings, verbose=verbose)
-    c = report.counts()
-    console.print()
-    verdict = Text()
-    verdict.append(f"{c['errors']} error(s)", style=_STYLE[Severity.ERROR] if c["errors"] else "green")
-    verdict.append(
-        f", {c['warnings']} warning(s)", style=_STYLE[Severity.WARNING] if c["warnings"] else "green"
-    )
-    verdict.append(f", {c['info']} note(s)")
-    if c["consequences"]:
-        verdict.append(f" (and {c['consequences']} consequence(s) of them, listed under their causes)")
-    console.print(verdict)
-
-
-def render_tiered(console: Console, report: ScanReport, *, verbose: bool = False) -> None:
-    """The partitions whose log start offset is not their local log start offset (tiered ones: the
-    offsets between are in the remote tier), each with the evidence that it is tiered."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from logdoctor.cli.render import EXAMPLES
-
-    rows = [
-        p
-        for p in report.partitions
-        if p.remote_log_enabled
-        or (p.log_start_offset is not None and p.log_start_offset != p.local_log_start_offset)
-    ]
-    if not rows:
-        return
-    console.print()
-    table = Table(title="tiered partitions (remote storage on): log start offset and local log start offset")
-    for col in ("partition", "log dir", "log start", "local log start", "log end", "tiered because"):
-        table.add_column(col)
-    shown = rows if verbose or len(rows) <= EXAMPLES + 1 else rows[:EXAMPLES]
-    for p in shown:
-        table.add_row(
-            f"{p.topic}-{p.partition}",
-            p.log_dir,
-            str(p.log_start_offset),
-            str(p.local_log_start_offset),
-            str(p.log_end_offset),
-            p.tiering_evidence,
-        )
-    console.print(table)
-    if len(shown) < len(rows):
-        console.print(Text(f"... and {len(rows) - len(shown)} more (--verbose lists every one)", style="dim"))
-
-
-def _disk_cell(disk: DiskUsage | None) -> Text:
-    """df's Use% and the size of the log dir's file system ("97% of 8.0 MiB"), red from the warning on."""
-    from rich.text import Text
-
-    if disk is None or disk.used_percent is None or disk.total_bytes is None:
-        return Text("?")
-    size = float(disk.total_bytes)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
-        if size < 1024 or unit == "PiB":
-            break
-        size /= 1024
-    frac = disk.used_fraction or 0.0
-    style = "bold red" if frac >= NEARLY_FULL_ERROR else "yellow" if frac >= NEARLY_FULL_WARN else ""
-    return Text(f"{disk.used_percent}% of {size:.1f} {unit}", style=style)
+__all__ = ["render_report", "render_tiered", "scan_command"]
 
 
 @app.command("scan", cls=UsageExit64)
@@ -210,42 +99,21 @@ def scan_command(
     ] = None,
 ) -> None:
     """Check log dirs offline for every failure the broker would hit at startup or later."""
-    if quick and deep:
-        usage_error("--quick and --deep exclude each other")
-    depth = Depth.QUICK if quick else Depth.DEEP if deep else Depth.DEFAULT
-    try:
-        user = BrokerUser.named(broker_user) if broker_user else None
-    except KeyError:
-        usage_error(f"no such user {broker_user!r}")
-    inputs = read_config_inputs(topic_config, server_properties, retention_ms)
-    options = ScanOptions(
-        depth=depth,
-        now_ms=parse_now(now),
-        broker_user=user,
-        config_inputs=inputs,
-        remote_storage=remote_storage,
-        remote_inventory=remote_inventory,
+    raise typer.Exit(
+        run_scan(
+            log_dirs,
+            quick=quick,
+            deep=deep,
+            json_out=json_out,
+            jobs=jobs,
+            broker_user=broker_user,
+            now=now,
+            retention_ms=retention_ms,
+            topic_config=topic_config,
+            server_properties=server_properties,
+            verbose=verbose,
+            html_out=html_out,
+            remote_storage=remote_storage,
+            remote_inventory=remote_inventory,
+        )
     )
-    require_log_dirs(log_dirs)
-    refuse_overlapping_outputs([html_out], log_dirs)
-    try:
-        with progress_bar(not json_out, "scanning partitions") as progress:
-            report = scan(log_dirs, options, jobs=jobs, progress=progress)
-    except ScanUsageError as e:
-        usage_error(str(e))
-    except Exception as e:  # a bug or an environment failure, never a finding
-        tool_failure("scan", e)
-    if html_out is not None:
-        from logdoctor.report import write_scan_report
-
-        write_scan_report(report, html_out, config_inputs=inputs)
-    if json_out:
-        with no_automatic_collections():  # a dict per partition, then its line (checks.gc_pause)
-            print_json_rows(report.to_json(), shared_last="topic_config")  # one per topic
-    else:
-        from logdoctor.cli.output import text_console
-
-        render_report(text_console(), report, verbose=verbose)
-        if html_out is not None:
-            text_console(stderr=True).print(f"HTML report: {html_out}")
-    raise typer.Exit(report.exit_code)

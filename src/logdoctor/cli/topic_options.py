@@ -1,4 +1,5 @@
-"""Topic-config options of `scan`, `retention`, `repair`, `census` (resolved by checks.topic_config)."""
+"""Topic-config options of `scan`, `retention`, `repair`, `census` (resolved by checks.topic_config; read by
+:func:`logdoctor.cli.input_checks.read_config_inputs`)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,7 @@ from typing import Annotated
 
 import typer
 
-from logdoctor.checks.topic_config import ConfigInputs, config_inputs
-from logdoctor.cli.error_lines import fail, usage_error
-from logdoctor.cli.exit_codes import EX_IOERR, EX_NOINPUT, EX_NOPERM
+from logdoctor.cli.input_checks import read_config_inputs  # the options' values read (typer-free)
 
 TopicConfigOption = Annotated[
     list[str] | None,
@@ -37,34 +36,4 @@ ServerPropertiesOption = Annotated[
 ]
 
 
-def read_config_inputs(
-    topic_config: list[str] | None,
-    server_properties: Path | None,
-    retention_ms: int | None = None,
-    retention_bytes: int | None = None,
-) -> ConfigInputs:
-    """ConfigInputs from the options, or one error line naming the bad option or file: a bad value 64
-    (usage), a missing --server-properties file 66 (no input), an unreadable one 77, an I/O error 74."""
-    try:
-        return config_inputs(
-            topic_config=topic_config or [],
-            server_properties=server_properties,
-            retention_ms=retention_ms,
-            retention_bytes=retention_bytes,
-        )
-    except OSError as e:  # the file named: missing or a folder 66, unreadable 77, else an I/O error 74
-        code = (
-            EX_NOINPUT
-            if isinstance(e, FileNotFoundError | IsADirectoryError | NotADirectoryError)
-            else EX_NOPERM
-            if isinstance(e, PermissionError)
-            else EX_IOERR
-        )
-        fail(f"error: --server-properties {server_properties}: {e.strerror or e}", code)
-    except ValueError as e:
-        where = (
-            f"{server_properties}: "
-            if server_properties is not None and "--topic-config" not in str(e)
-            else ""
-        )
-        usage_error(f"{where}{e}")
+__all__ = ["NowOption", "ServerPropertiesOption", "TopicConfigOption", "read_config_inputs"]

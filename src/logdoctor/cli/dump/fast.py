@@ -2,17 +2,18 @@
 over thousands of files (``for f in */*.index; do logdoctor dump "$f"; done``) spends most of its time
 importing typer (and what it imports) to parse a line that holds only file names and on/off flags.
 
-:func:`run_fast` takes exactly that line: file arguments and the boolean flags of :data:`FLAGS`. Any
-other token (``--help``, an option with a value, ``--``, combined short flags, ``-`` as a file, an
-unknown option, no file at all) answers None and the typer command parses the line as always, so its
-messages, help and exit codes stay the only ones. What runs is the same :func:`logdoctor.cli.dump.run`
-with the same :class:`~logdoctor.cli.dump.options.DumpOptions` (``tests/cli/test_dump_fast.py`` compares
-both paths' stdout, stderr and exit code on every real file).
+:func:`run_fast` takes exactly that line (:func:`logdoctor.cli.fast.files_and_flags`): file arguments
+and the boolean flags of :data:`FLAGS`; any other call answers None and the typer command parses the line
+as always, so its messages, help and exit codes stay the only ones. What runs is the same
+:func:`logdoctor.cli.dump.run` with the same :class:`~logdoctor.cli.dump.options.DumpOptions`
+(``tests/cli/test_dump_fast.py`` compares both paths' stdout, stderr and exit code on every real file).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+
+from logdoctor.cli.fast import files_and_flags
 
 __all__ = ["FLAGS", "run_fast"]
 
@@ -32,18 +33,10 @@ FLAGS: dict[str, str] = {
 def run_fast(args: Sequence[str]) -> int | None:
     """Dump as ``logdoctor dump ARGS`` would and return its exit code; None when ARGS hold anything
     but files and :data:`FLAGS` (the caller then runs the typer command)."""
-    flags: dict[str, bool] = {}
-    files: list[str] = []
-    for arg in args:
-        if arg.startswith("-"):
-            name = FLAGS.get(arg)
-            if name is None:
-                return None
-            flags[name] = True
-        else:
-            files.append(arg)
-    if not files:
+    got = files_and_flags(args, FLAGS)
+    if got is None:
         return None
+    files, flags = got
     from logdoctor.cli.dump import run
     from logdoctor.cli.dump.options import dump_options
 

@@ -18,7 +18,13 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from logdoctor.checks.findings import Finding, Severity
-from logdoctor.checks.state import crc_checked_prefix, in_walk_threads, read_buffer, release
+from logdoctor.checks.state import (
+    crc_checked_prefix,
+    crc_walked_unchanged,
+    in_walk_threads,
+    read_buffer,
+    release,
+)
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 from logdoctor.formats.recovery import RebuiltIndexes, rebuild_indexes
@@ -86,19 +92,33 @@ def rebuild_from_log(ctx: PlanContext, seg: Segment, txns: dict[int, int] | None
     """The indexes of ``seg`` rebuilt from its .log (``txns``: the transactions open at its base offset),
     the file mapped for the rebuild only (read_buffer: MAP_POPULATE for a large file). Called outside
     the walk threads, a big segment has its CRCs checked first on every core (crc_checked_prefix, 0
-    otherwise) and the C lane does not check them again."""
+    otherwise) and the C lane does not check them again; a segment whose kept mapping the planning scan
+    walked with CRCs, unchanged since, is not checked again at all (crc_walked_unchanged)."""
     view, handle, _ = read_buffer(seg.log_path)
     try:
-        return rebuild_indexes(
-            view,
-            seg.base_offset,
-            index_interval_bytes=ctx.interval,
-            source=str(seg.log_path),
-            open_transactions=txns,
-            crc_checked_until=crc_checked_prefix(view),
-        )
+        unchanged = crc_walked_unchanged(seg.log_path)
+        if unchanged is not None:
+            # the planning scan walked this very mapping with CRCs (the active segment): not checked
+            # again when the file is provably unchanged since (crc_walked_unchanged says why)
+            built = _rebuilt(ctx, seg, view, txns, len(view))
+            if unchanged():
+                return built
+        return _rebuilt(ctx, seg, view, txns, crc_checked_prefix(view))
     finally:
         release(view, handle)
+
+
+def _rebuilt(
+    ctx: PlanContext, seg: Segment, view: memoryview, txns: dict[int, int] | None, crc_checked_until: int
+) -> RebuiltIndexes:
+    return rebuild_indexes(
+        view,
+        seg.base_offset,
+        index_interval_bytes=ctx.interval,
+        source=str(seg.log_path),
+        open_transactions=txns,
+        crc_checked_until=crc_checked_until,
+    )
 
 
 def rebuilt_each(ctx: PlanContext, segments: list[Segment]) -> Iterator[RebuiltIndexes]:
