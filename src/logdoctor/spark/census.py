@@ -28,6 +28,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,15 +123,11 @@ class CensusResult:
         }
 
 
-def is_small_fleet(spark: Any, inputs: CensusInputs) -> bool:
-    """Whether a census of ``inputs`` is small (:data:`SMALL_FLEET_BROKERS`): log dirs only, few brokers
-    and folders (one listing of each log dir), and a local master (whose one host scans them all)."""
-    from logdoctor.spark.session import is_local_master
-
+def small_inputs(inputs: CensusInputs) -> bool:
+    """Whether ``inputs`` make a small census on a local master (:data:`SMALL_FLEET_BROKERS`): log dirs
+    only, few brokers and folders (one listing of each log dir). Known before Spark starts."""
     brokers = inputs.brokers()
     if inputs.inventories or len(brokers) > SMALL_FLEET_BROKERS:
-        return False
-    if not is_local_master(spark.sparkContext.master):
         return False
     folders = 0
     for log_dir in (d for b in brokers for d in b.log_dirs):
@@ -144,6 +141,38 @@ def is_small_fleet(spark: Any, inputs: CensusInputs) -> bool:
     return True
 
 
+def is_small_fleet(spark: Any, inputs: CensusInputs) -> bool:
+    """Whether a census of ``inputs`` with ``spark`` is small: :func:`small_inputs` and a local master
+    (whose one host scans them all)."""
+    from logdoctor.spark.session import is_local_master
+
+    return is_local_master(spark.sparkContext.master) and small_inputs(inputs)
+
+
+def scan_ahead(
+    inputs: CensusInputs, now_ms: int, *, config_inputs: Any = None, simulated_disks: Any = None
+) -> Future[list[dict[str, Any]]]:
+    """The driver's scans of a small census's brokers (:func:`small_inputs`), started in a thread: the
+    CLI starts them before Spark, whose JVM starts in a process of its own meanwhile, and hands them to
+    :func:`run_census` (``driver_scans``). The brokers are named as ``load_inputs`` names them."""
+    import threading
+
+    from logdoctor.spark.census_rules import name_brokers
+
+    brokers = name_brokers(inputs.brokers())
+    scans: Future[list[dict[str, Any]]] = Future()
+
+    def run() -> None:
+        if scans.set_running_or_notify_cancel():
+            try:
+                scans.set_result([scan_broker(b, now_ms, config_inputs, simulated_disks) for b in brokers])
+            except BaseException as exc:  # raised where the census takes the scans
+                scans.set_exception(exc)
+
+    threading.Thread(target=run, name="census-driver-scans", daemon=True).start()
+    return scans
+
+
 def run_census(
     spark: Any,
     paths: Sequence[str] | CensusInputs,
@@ -155,6 +184,7 @@ def run_census(
     simulated_disks: Any = None,
     remote_storage: str | None = None,
     remote_inventory: str | None = None,
+    driver_scans: Future[list[dict[str, Any]]] | None = None,
 ) -> CensusResult:
     """Run the census with ``spark`` and write the Parquet tables and the summary under ``out_dir``.
 
@@ -168,6 +198,7 @@ def run_census(
     not walked again. ``remote_storage`` / ``remote_inventory`` (an S3 Inventory manifest.json): audit the
     remote tier against the ``__remote_log_metadata`` partitions of the log dirs
     (:mod:`logdoctor.spark.remote_audit`: a task per listing part, findings in the findings table).
+    ``driver_scans``: the brokers' scans :func:`scan_ahead` started (for ``now_ms``), taken by a small census.
     """
     from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs, session_confs
     from logdoctor.spark.census_sql import (
@@ -192,6 +223,7 @@ def run_census(
             progress=progress,
             simulated_disks=simulated_disks,
             on_driver=small,
+            driver_scans=driver_scans if small else None,
         )
         several = clusters_finding(frames_in.all_brokers)
         diverged = diverged_findings(divergence_candidates(frames_in.replicas))
