@@ -442,7 +442,8 @@ def load_inputs(
             raise AssertionError(f"{len(results)} driver scans for {len(brokers)} brokers")
         for name, cols, ddl in tables:
             local = [tuple(r.get(c) for c in cols) for res in results for r in res[name]]
-            frames[name].append(spark.createDataFrame(local, ddl))
+            # one partition: a task, not one per core, for a few hundred rows
+            frames[name].append(spark.createDataFrame(local, ddl).coalesce(1))
     elif brokers:
         scans = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
             lambda b: scan_broker(b, now_ms, config_inputs, simulated_disks)

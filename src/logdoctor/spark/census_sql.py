@@ -500,6 +500,8 @@ def census_frames(
         .when(F.col("severity") == "info", 2)
         .otherwise(3)
     )
+    if on_driver:  # a few local DataFrames' rows: one task, not one per part of each
+        findings = findings.coalesce(1)
     findings = findings.withColumn("severity_rank", rank).persist()  # few rows, used three times
     frames = CensusFrames(
         # in the order the window left them (Spark drops these sorts as redundant): no sort of the replicas
