@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the census API)
     NEARLY_FULL_ERROR,
@@ -52,6 +52,8 @@ from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the censu
 
 if TYPE_CHECKING:
     from logdoctor.spark.census_inputs import CensusInputs
+
+T = TypeVar("T")
 
 # --- the job -----------------------------------------------------------------------------------------
 
@@ -226,7 +228,13 @@ def run_census(
             driver_scans=driver_scans if small else None,
         )
         several = clusters_finding(frames_in.all_brokers)
-        diverged = diverged_findings(divergence_candidates(frames_in.replicas))
+        # a small census's first query (the divergence candidates, then their findings) runs while the
+        # tables' DataFrames are built, and is waited for when its findings join the findings table
+        diverged = run_jobs(
+            {"diverged": lambda: diverged_findings(divergence_candidates(frames_in.replicas))},
+            together=small,
+            wait=not small,
+        )["diverged"]
         audit = None
         if remote_storage is not None or remote_inventory is not None:
             from logdoctor.spark.remote_audit import audit_findings
@@ -248,43 +256,67 @@ def run_census(
             frames_in.replicas,
             frames_in.log_dirs,
             scan_found,
-            [*([several] if several is not None else []), *diverged],
+            lambda: [*([several] if several is not None else []), *diverged.result()],
             more_findings=audit,
             on_driver=small,
         )
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        tables = {name: str(out / name) for name in ("partitions", "replicas", "log_dirs", "findings")}
-        write_tables({name: getattr(frames, name) for name in tables}, tables, together=small)
-        # read with the schema they were written with: no job to read it off the files' footers
-        read = {
-            name: spark.read.schema(getattr(frames, name).schema).parquet(tables[name])
-            for name in ("partitions", "replicas", "findings")
-        }
-        groups_folder = out / "consumer_groups"
-        groups_df = consumer_group_table(frames_in.commits, read["partitions"])
-        groups_df.write.mode("overwrite").parquet(str(groups_folder))
-        tables["consumer_groups"] = str(groups_folder)
-        groups, _n_groups = first_rows(
-            spark.read.schema(groups_df.schema).parquet(str(groups_folder)), (), few=small
+        names = ("partitions", "replicas", "log_dirs", "findings", "consumer_groups")
+        tables = {name: str(out / name) for name in names}
+
+        def write(name: str, df: Any) -> None:
+            df.write.mode("overwrite").parquet(tables[name])
+
+        def read(name: str, df: Any) -> Any:
+            """The table ``name`` written from ``df``, read with its schema (no job to read the footers)."""
+            return spark.read.schema(df.schema).parquet(tables[name])
+
+        def replicas_rows() -> tuple[list[dict[str, Any]], int]:
+            write("replicas", frames.replicas)
+            rep = read("replicas", frames.replicas)
+            order = ("topic", "partition", "broker", "log_dir")
+            return first_rows(rep, order, (rep["lag_offsets"].desc_nulls_last(), *order), few=small)
+
+        def partitions_rows() -> tuple[list[dict[str, Any]], int]:
+            write("partitions", frames.partitions)
+            part = read("partitions", frames.partitions)
+            order = ("topic", "partition", "topic_id")
+            return first_rows(part, order, (part["max_lag_offsets"].desc_nulls_last(), *order), few=small)
+
+        def findings_rows() -> tuple[list[dict[str, Any]], int]:
+            write("findings", frames.findings)
+            return first_rows(frames.findings, (), few=small)
+
+        def groups_rows() -> tuple[list[dict[str, Any]], int]:
+            # a big census's from the written partitions table; a small one's from the partitions'
+            # DataFrame (a few rows of the cached replicas), so that it is written with the others
+            part = frames.partitions if small else read("partitions", frames.partitions)
+            groups_df = consumer_group_table(frames_in.commits, part)
+            write("consumer_groups", groups_df)
+            return first_rows(read("consumer_groups", groups_df), (), few=small)
+
+        # a small census's five tables at once (a thread each: jobs of a task whose time is the driver's
+        # planning and commit); a big one's one after the other, the consumer groups last
+        done = run_jobs(
+            {
+                "partitions": partitions_rows,
+                "replicas": replicas_rows,
+                "log_dirs": lambda: write("log_dirs", frames.log_dirs),
+                "findings": findings_rows,
+                "consumer_groups": groups_rows,
+            },
+            together=small,
         )
-        rep, part = read["replicas"], read["partitions"]
-        replicas, n_replicas = first_rows(
-            rep,
-            ("topic", "partition", "broker", "log_dir"),
-            (rep["lag_offsets"].desc_nulls_last(), "topic", "partition", "broker", "log_dir"),
-            few=small,
+        (replicas, n_replicas), (partitions, n_partitions), (findings, n_findings), (groups, _n_groups) = (
+            done[name].result() for name in ("replicas", "partitions", "findings", "consumer_groups")
         )
-        partitions, n_partitions = first_rows(
-            part,
-            ("topic", "partition", "topic_id"),
-            (part["max_lag_offsets"].desc_nulls_last(), "topic", "partition", "topic_id"),
-            few=small,
-        )
-        findings, n_findings = first_rows(frames.findings, (), few=small)
         # every finding collected: counted here, else by Spark
-        counts = severity_counts(read["findings"]) if n_findings > len(findings) else _severities(findings)
+        if n_findings > len(findings):
+            counts = severity_counts(read("findings", frames.findings))
+        else:
+            counts = _severities(findings)
         brokers = len({d["broker"] for d in log_dirs} | {b.broker for b in frames_in.brokers})
         frames_in.unpersist()
         frames.unpersist()
@@ -309,23 +341,35 @@ def run_census(
     return result
 
 
-def write_tables(frames: dict[str, Any], folders: dict[str, str], *, together: bool = False) -> None:
-    """Write each DataFrame of ``frames`` as Parquet to its folder in ``folders`` (Spark's writer: a job
-    and its commit each). ``together`` (a small census: jobs of a task whose time is the driver's planning
-    and commit): from a thread each, so the jobs run at once; the first failure is raised."""
+def run_jobs(
+    jobs: dict[str, Callable[[], T]], *, together: bool = False, wait: bool = True
+) -> dict[str, Future[T]]:
+    """Run each of ``jobs`` (name: a function that runs Spark jobs) and return their Futures, by name.
 
-    def write(name: str) -> None:
-        frames[name].write.mode("overwrite").parquet(folders[name])
+    ``together`` (a small census: jobs of a task or two, whose time is the driver's planning, scheduling
+    and commit): each in a thread of its own, so Spark runs them at once; else one after the other, in
+    order, here. ``wait``: return when all are done, the first failure raised; else at once."""
+    import threading
+
+    futures: dict[str, Future[T]] = {name: Future() for name in jobs}
+
+    def run(name: str) -> None:
+        if futures[name].set_running_or_notify_cancel():
+            try:
+                futures[name].set_result(jobs[name]())
+            except BaseException as exc:  # raised by result(), where the job's result is taken
+                futures[name].set_exception(exc)
 
     if not together:
-        for name in frames:
-            write(name)
-        return
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(len(frames), thread_name_prefix="census-write") as pool:
-        for done in [pool.submit(write, name) for name in frames]:
-            done.result()
+        for name in jobs:
+            run(name)
+    else:
+        for name in jobs:
+            threading.Thread(target=run, args=(name,), name=f"census-{name}", daemon=True).start()
+    if wait:
+        for f in futures.values():
+            f.result()
+    return futures
 
 
 def _severities(findings: list[dict[str, Any]]) -> dict[str, int]:

@@ -452,12 +452,13 @@ def census_frames(
     replicas_in: Any,
     log_dirs_in: Any,
     findings_in: Any,
-    extra: Sequence[dict[str, Any]] = (),
+    extra: Sequence[dict[str, Any]] | Callable[[], Sequence[dict[str, Any]]] = (),
     more_findings: Any = None,
     on_driver: bool = False,
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
     """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
-    made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS; ``more_findings``: a DataFrame of
+    made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS, or a function that returns them
+    (called when they join the findings: they may still be in the making); ``more_findings``: a DataFrame of
     those columns made on the executors (the remote tier audit, :mod:`logdoctor.spark.remote_audit`).
     ``on_driver`` (a small census): the findings made in Python are made here, from collected rows."""
     from pyspark.sql import functions as F
@@ -475,7 +476,7 @@ def census_frames(
         broker_dirs.setdefault(d["broker"], []).append(d["log_dir"])
     for v in broker_dirs.values():
         v.sort()
-    full = [*full_disk_findings(spark, log_dirs, replicas), *extra]
+    full = [*full_disk_findings(spark, log_dirs, replicas), *(extra() if callable(extra) else extra)]
     scanned = findings_in.where(F.col("code") != "TOPIC_ID_SHARED")
     scans, lag, recreated, shared = finding_frames(
         spark,
