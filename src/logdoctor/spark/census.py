@@ -27,11 +27,11 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the census API)
     NEARLY_FULL_ERROR,
@@ -52,8 +52,6 @@ from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the censu
 
 if TYPE_CHECKING:
     from logdoctor.spark.census_inputs import CensusInputs
-
-T = TypeVar("T")
 
 # --- the job -----------------------------------------------------------------------------------------
 
@@ -157,22 +155,15 @@ def scan_ahead(
     """The driver's scans of a small census's brokers (:func:`small_inputs`), started in a thread: the
     CLI starts them before Spark, whose JVM starts in a process of its own meanwhile, and hands them to
     :func:`run_census` (``driver_scans``). The brokers are named as ``load_inputs`` names them."""
-    import threading
-
     from logdoctor.spark.census_rules import name_brokers
+    from logdoctor.spark.jobs import run_jobs
 
     brokers = name_brokers(inputs.brokers())
-    scans: Future[list[dict[str, Any]]] = Future()
-
-    def run() -> None:
-        if scans.set_running_or_notify_cancel():
-            try:
-                scans.set_result([scan_broker(b, now_ms, config_inputs, simulated_disks) for b in brokers])
-            except BaseException as exc:  # raised where the census takes the scans
-                scans.set_exception(exc)
-
-    threading.Thread(target=run, name="census-driver-scans", daemon=True).start()
-    return scans
+    return run_jobs(
+        {"driver-scans": lambda: [scan_broker(b, now_ms, config_inputs, simulated_disks) for b in brokers]},
+        together=True,
+        wait=False,
+    )["driver-scans"]
 
 
 def run_census(
@@ -211,6 +202,7 @@ def run_census(
         first_rows,
         severity_counts,
     )
+    from logdoctor.spark.jobs import run_jobs
 
     started = time.perf_counter()
     inputs = paths if isinstance(paths, CensusInputs) else classify(paths)
@@ -339,37 +331,6 @@ def run_census(
     (out / "summary.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     (out / "summary.txt").write_text(render_summary(result) + "\n")
     return result
-
-
-def run_jobs(
-    jobs: dict[str, Callable[[], T]], *, together: bool = False, wait: bool = True
-) -> dict[str, Future[T]]:
-    """Run each of ``jobs`` (name: a function that runs Spark jobs) and return their Futures, by name.
-
-    ``together`` (a small census: jobs of a task or two, whose time is the driver's planning, scheduling
-    and commit): each in a thread of its own, so Spark runs them at once; else one after the other, in
-    order, here. ``wait``: return when all are done, the first failure raised; else at once."""
-    import threading
-
-    futures: dict[str, Future[T]] = {name: Future() for name in jobs}
-
-    def run(name: str) -> None:
-        if futures[name].set_running_or_notify_cancel():
-            try:
-                futures[name].set_result(jobs[name]())
-            except BaseException as exc:  # raised by result(), where the job's result is taken
-                futures[name].set_exception(exc)
-
-    if not together:
-        for name in jobs:
-            run(name)
-    else:
-        for name in jobs:
-            threading.Thread(target=run, args=(name,), name=f"census-{name}", daemon=True).start()
-    if wait:
-        for f in futures.values():
-            f.result()
-    return futures
 
 
 def _severities(findings: list[dict[str, Any]]) -> dict[str, int]:
