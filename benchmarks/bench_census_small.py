@@ -9,6 +9,7 @@ Measured, interleaved in each round (the machine is shared: best of ``--repeat``
 
 - the floor: a Python process that starts a bare ``SparkSession`` (``local[2]``), runs ``range(1).count()``
   and stops it;
+- with ``--c1-floor`` also that floor with the small census's JVM option (C1 JIT only), in each round;
 - the census: the ``logdoctor census FLEET --out OUT --master local[2] --json`` process, start to exit;
   with ``--before SRC`` also the census of the logdoctor in SRC (the commit before a change), in each round.
 
@@ -84,9 +85,15 @@ def _env() -> dict[str, str]:
     return dict(os.environ, PYSPARK_PYTHON=str(PY))
 
 
-def floor() -> float:
+def floor(java_options: str | None = None) -> float:
+    """The floor's process; ``java_options``: its JVM's (``spark.driver.extraJavaOptions``)."""
+    code = FLOOR
+    if java_options is not None:
+        code = code.replace(
+            ".getOrCreate()", f".config('spark.driver.extraJavaOptions', {java_options!r}).getOrCreate()"
+        )
     t0 = time.perf_counter()
-    subprocess.run([str(PY), "-c", FLOOR], check=True, capture_output=True, env=_env())
+    subprocess.run([str(PY), "-c", code], check=True, capture_output=True, env=_env())
     return time.perf_counter() - t0
 
 
@@ -203,13 +210,25 @@ def main() -> None:
         help="also time the census of the logdoctor in SRC (another commit's src/, e.g. of "
         "`git archive main src`, with its built C extension) in each round: before and after in one run",
     )
+    ap.add_argument(
+        "--c1-floor",
+        action="store_true",
+        help="also time the floor with the JVM option of a small census (session.SHORT_JOB_JAVA_OPTIONS: C1 "
+        "JIT only) in each round: how much of the census's gain that option alone gives the floor",
+    )
     args = ap.parse_args()
     print(machine())
     fleet = small_fleet()
     out = BENCH_TMP / "census-small-out"
     runs: dict[str, list[float]] = {"floor": [], "census": [], **({"before": []} if args.before else {})}
+    if args.c1_floor:
+        runs["floor C1"] = []
     for i in range(args.repeat):
         runs["floor"].append(floor())
+        if args.c1_floor:
+            from logdoctor.spark.session import SHORT_JOB_JAVA_OPTIONS
+
+            runs["floor C1"].append(floor(SHORT_JOB_JAVA_OPTIONS))
         if args.before:
             runs["before"].append(census(fleet, out, args.before))
         runs["census"].append(census(fleet, out))
@@ -223,6 +242,12 @@ def main() -> None:
             c = min(runs[name])
             label = f"{args.repeat} ({name})" if args.before else str(args.repeat)
             print(f"| {label} | {f:.2f} s | {c:.2f} s | {c / f:.2f} | {c - f:.2f} s |")
+    if args.c1_floor:
+        c1, c = min(runs["floor C1"]), min(runs["census"])
+        print(
+            f"\nfloor with C1 only (the small census's JVM option): {c1:.2f} s; "
+            f"census - that floor: {c - c1:.2f} s"
+        )
     if not args.no_timeline:
         timeline(fleet, out)
 

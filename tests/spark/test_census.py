@@ -162,19 +162,43 @@ def test_a_small_census_is_the_census_of_the_executors(spark, census, tmp_path, 
     big = run_census(
         spark, [str(demo.root)], tmp_path / "out", now_ms=small.now_ms, simulated_disks=demo.simulated_disks
     )
+    _assert_same_census(tmp_path / "out", big, out, small)
 
-    def fixed(row):  # the real file system's free space (statvfs) moves between the two censuses
-        live = ("disk_available_bytes", "disk_used_bytes", "disk_used_fraction", "disk_used_percent")
-        return {k: v for k, v in row.items() if row.get("disk_source") != "statvfs" or k not in live}
 
-    def rows(folder):  # the rows of a table, in any order: its files are as many as its Spark partitions
-        table = pq.read_table(folder).to_pylist()
-        return sorted(json.dumps(fixed(r), sort_keys=True, default=str) for r in table)
+def _fixed(row):  # the real file system's free space (statvfs) moves between two censuses
+    live = ("disk_available_bytes", "disk_used_bytes", "disk_used_fraction", "disk_used_percent")
+    return {k: v for k, v in row.items() if row.get("disk_source") != "statvfs" or k not in live}
 
+
+def _rows(folder):  # the rows of a table, in any order: its files are as many as its Spark partitions
+    table = pq.read_table(folder).to_pylist()
+    return sorted(json.dumps(_fixed(r), sort_keys=True, default=str) for r in table)
+
+
+def _assert_same_census(got_out, got_result, want_out, want_result):
+    """Two censuses of one fleet wrote the same tables and summary."""
     for name in ("partitions", "replicas", "log_dirs", "findings", "consumer_groups"):
-        assert rows(tmp_path / "out" / name) == rows(out / name), name
-    want, got = small.to_json(), big.to_json()
+        assert _rows(got_out / name) == _rows(want_out / name), name
+    want, got = want_result.to_json(), got_result.to_json()
     for json_out in (want, got):
         json_out.pop("out_dir"), json_out.pop("tables"), json_out["summary"].pop("elapsed_s")
-        json_out["log_dirs"] = [fixed(d) for d in json_out["log_dirs"]]
+        json_out["log_dirs"] = [_fixed(d) for d in json_out["log_dirs"]]
     assert got == want
+
+
+def test_the_scans_started_before_spark_are_the_census_scans(spark, census, tmp_path):
+    """`logdoctor census` of a small fleet starts its brokers' scans in a thread before Spark
+    (census.scan_ahead): the census made with them writes the same tables and summary as the one that
+    scans its brokers itself."""
+    from logdoctor.spark.census import scan_ahead, small_inputs
+    from logdoctor.spark.census_inputs import classify
+
+    demo, small, out = census
+    inputs = classify([str(demo.root)])
+    assert small_inputs(inputs)
+    scans = scan_ahead(inputs, small.now_ms, simulated_disks=demo.simulated_disks)
+    ahead = run_census(
+        spark, inputs, tmp_path / "out", now_ms=small.now_ms, simulated_disks=demo.simulated_disks,
+        driver_scans=scans,
+    )  # fmt: skip
+    _assert_same_census(tmp_path / "out", ahead, out, small)

@@ -74,3 +74,29 @@ print(json.dumps({{"before": before, "jobs": jobs, "rows": rows,
     assert proc.returncode == 0, proc.stderr[-3000:]
     got = json.loads(proc.stdout.strip().splitlines()[-1])
     assert got == {"before": False, "jobs": 3, "rows": 300, "shuffle": "3", "after": True}
+
+
+@pytest.mark.spark  # starts Spark: left out of make test-fast
+def test_a_short_jobs_jvm_compiles_with_c1_only():
+    """get_spark(short_job=True) (a small census, issue 35): the local JVM this process starts runs with
+    SHORT_JOB_JAVA_OPTIONS, as the JVM itself reports its arguments; without it, it does not."""
+    import json
+    import subprocess
+    import sys
+
+    script = """
+import json, sys
+from logdoctor.spark.session import get_spark
+spark = get_spark("local[1]", "t", short_job=sys.argv[1] == "short", sql=False)
+args = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments()
+print(json.dumps(list(args)))
+"""
+    got = {}
+    for kind in ("short", "long"):
+        proc = subprocess.run(
+            [sys.executable, "-c", script, kind], capture_output=True, text=True, timeout=600, check=False
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        got[kind] = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert "-XX:TieredStopAtLevel=1" in got["short"]
+    assert not any(a.startswith("-XX:TieredStopAtLevel") for a in got["long"])

@@ -7,6 +7,7 @@ above an input.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -164,9 +165,15 @@ def run_census_cli(
     remote_storage: str | None = None,
     remote_inventory: str | None = None,
 ) -> Any:
-    from logdoctor.spark.census import CensusError, run_census
+    from logdoctor.spark.census import CensusError, run_census, scan_ahead, small_inputs
     from logdoctor.spark.planning import PlanningError
-    from logdoctor.spark.session import SparkUnavailableError, get_spark, parse_conf
+    from logdoctor.spark.session import (
+        SparkUnavailableError,
+        get_spark,
+        is_local_master,
+        parse_conf,
+        under_spark_submit,
+    )
 
     try:
         confs = parse_conf(conf)
@@ -194,10 +201,22 @@ def run_census_cli(
     items = [i for i in classified.items if not is_uri(i)]
     inputs = [*items, *(ld for b in brokers for ld in b.log_dirs), *classified.inventories]
     refuse_overlapping_outputs([out, html_out], inputs)
+    # a small census (a local JVM this process starts, few brokers' log dirs) scans its brokers on the
+    # driver: started now, in a thread, while Spark starts; and its JVM is a short job's (C1 JIT only)
+    small = (
+        remote_storage is None
+        and remote_inventory is None
+        and not under_spark_submit()
+        and is_local_master(master)
+        and small_inputs(classified)
+    )
+    if now_ms is None:
+        now_ms = int(time.time() * 1000)  # the scans' and the census's moment
     with spark_interruptible(f"logdoctor census was stopped; its output {out} is incomplete"):
+        scans = scan_ahead(classified, now_ms, config_inputs=config_inputs) if small else None
         try:
             with err.status("starting Spark…"):
-                spark = get_spark(master, "logdoctor census", conf=confs, remote=remote)
+                spark = get_spark(master, "logdoctor census", conf=confs, remote=remote, short_job=small)
         except SparkUnavailableError as exc:
             fail(f"error: {exc}", EX_UNAVAILABLE)
         with spark_progress(err, "census", "brokers", disable=json_out) as progress:
@@ -210,6 +229,7 @@ def run_census_cli(
                 config_inputs=config_inputs,
                 remote_storage=remote_storage,
                 remote_inventory=remote_inventory,
+                driver_scans=scans,
             )
     if html_out is not None:
         from logdoctor.report import write_census_report

@@ -28,6 +28,7 @@ import json
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,15 +123,11 @@ class CensusResult:
         }
 
 
-def is_small_fleet(spark: Any, inputs: CensusInputs) -> bool:
-    """Whether a census of ``inputs`` is small (:data:`SMALL_FLEET_BROKERS`): log dirs only, few brokers
-    and folders (one listing of each log dir), and a local master (whose one host scans them all)."""
-    from logdoctor.spark.session import is_local_master
-
+def small_inputs(inputs: CensusInputs) -> bool:
+    """Whether ``inputs`` make a small census on a local master (:data:`SMALL_FLEET_BROKERS`): log dirs
+    only, few brokers and folders (one listing of each log dir). Known before Spark starts."""
     brokers = inputs.brokers()
     if inputs.inventories or len(brokers) > SMALL_FLEET_BROKERS:
-        return False
-    if not is_local_master(spark.sparkContext.master):
         return False
     folders = 0
     for log_dir in (d for b in brokers for d in b.log_dirs):
@@ -144,6 +141,31 @@ def is_small_fleet(spark: Any, inputs: CensusInputs) -> bool:
     return True
 
 
+def is_small_fleet(spark: Any, inputs: CensusInputs) -> bool:
+    """Whether a census of ``inputs`` with ``spark`` is small: :func:`small_inputs` and a local master
+    (whose one host scans them all)."""
+    from logdoctor.spark.session import is_local_master
+
+    return is_local_master(spark.sparkContext.master) and small_inputs(inputs)
+
+
+def scan_ahead(
+    inputs: CensusInputs, now_ms: int, *, config_inputs: Any = None, simulated_disks: Any = None
+) -> Future[list[dict[str, Any]]]:
+    """The driver's scans of a small census's brokers (:func:`small_inputs`), started in a thread: the
+    CLI starts them before Spark, whose JVM starts in a process of its own meanwhile, and hands them to
+    :func:`run_census` (``driver_scans``). The brokers are named as ``load_inputs`` names them."""
+    from logdoctor.spark.census_rules import name_brokers
+    from logdoctor.spark.jobs import run_jobs
+
+    brokers = name_brokers(inputs.brokers())
+    return run_jobs(
+        {"driver-scans": lambda: [scan_broker(b, now_ms, config_inputs, simulated_disks) for b in brokers]},
+        together=True,
+        wait=False,
+    )["driver-scans"]
+
+
 def run_census(
     spark: Any,
     paths: Sequence[str] | CensusInputs,
@@ -155,6 +177,7 @@ def run_census(
     simulated_disks: Any = None,
     remote_storage: str | None = None,
     remote_inventory: str | None = None,
+    driver_scans: Future[list[dict[str, Any]]] | None = None,
 ) -> CensusResult:
     """Run the census with ``spark`` and write the Parquet tables and the summary under ``out_dir``.
 
@@ -168,6 +191,7 @@ def run_census(
     not walked again. ``remote_storage`` / ``remote_inventory`` (an S3 Inventory manifest.json): audit the
     remote tier against the ``__remote_log_metadata`` partitions of the log dirs
     (:mod:`logdoctor.spark.remote_audit`: a task per listing part, findings in the findings table).
+    ``driver_scans``: the brokers' scans :func:`scan_ahead` started (for ``now_ms``), taken by a small census.
     """
     from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs, session_confs
     from logdoctor.spark.census_sql import (
@@ -178,6 +202,7 @@ def run_census(
         first_rows,
         severity_counts,
     )
+    from logdoctor.spark.jobs import run_jobs
 
     started = time.perf_counter()
     inputs = paths if isinstance(paths, CensusInputs) else classify(paths)
@@ -192,9 +217,16 @@ def run_census(
             progress=progress,
             simulated_disks=simulated_disks,
             on_driver=small,
+            driver_scans=driver_scans if small else None,
         )
         several = clusters_finding(frames_in.all_brokers)
-        diverged = diverged_findings(divergence_candidates(frames_in.replicas))
+        # a small census's first query (the divergence candidates, then their findings) runs while the
+        # tables' DataFrames are built, and is waited for when its findings join the findings table
+        diverged = run_jobs(
+            {"diverged": lambda: diverged_findings(divergence_candidates(frames_in.replicas))},
+            together=small,
+            wait=not small,
+        )["diverged"]
         audit = None
         if remote_storage is not None or remote_inventory is not None:
             from logdoctor.spark.remote_audit import audit_findings
@@ -216,46 +248,67 @@ def run_census(
             frames_in.replicas,
             frames_in.log_dirs,
             scan_found,
-            [*([several] if several is not None else []), *diverged],
+            lambda: [*([several] if several is not None else []), *diverged.result()],
             more_findings=audit,
             on_driver=small,
         )
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        tables = {}
-        for name in ("partitions", "replicas", "log_dirs", "findings"):
-            folder = out / name
-            getattr(frames, name).write.mode("overwrite").parquet(str(folder))
-            tables[name] = str(folder)
-        # read with the schema they were written with: no job to read it off the files' footers
-        read = {
-            name: spark.read.schema(getattr(frames, name).schema).parquet(tables[name])
-            for name in ("partitions", "replicas", "findings")
-        }
-        groups_folder = out / "consumer_groups"
-        groups_df = consumer_group_table(frames_in.commits, read["partitions"])
-        groups_df.write.mode("overwrite").parquet(str(groups_folder))
-        tables["consumer_groups"] = str(groups_folder)
-        groups, _n_groups = first_rows(
-            spark.read.schema(groups_df.schema).parquet(str(groups_folder)), (), few=small
+        names = ("partitions", "replicas", "log_dirs", "findings", "consumer_groups")
+        tables = {name: str(out / name) for name in names}
+
+        def write(name: str, df: Any) -> None:
+            df.write.mode("overwrite").parquet(tables[name])
+
+        def read(name: str, df: Any) -> Any:
+            """The table ``name`` written from ``df``, read with its schema (no job to read the footers)."""
+            return spark.read.schema(df.schema).parquet(tables[name])
+
+        def replicas_rows() -> tuple[list[dict[str, Any]], int]:
+            write("replicas", frames.replicas)
+            rep = read("replicas", frames.replicas)
+            order = ("topic", "partition", "broker", "log_dir")
+            return first_rows(rep, order, (rep["lag_offsets"].desc_nulls_last(), *order), few=small)
+
+        def partitions_rows() -> tuple[list[dict[str, Any]], int]:
+            write("partitions", frames.partitions)
+            part = read("partitions", frames.partitions)
+            order = ("topic", "partition", "topic_id")
+            return first_rows(part, order, (part["max_lag_offsets"].desc_nulls_last(), *order), few=small)
+
+        def findings_rows() -> tuple[list[dict[str, Any]], int]:
+            write("findings", frames.findings)
+            return first_rows(frames.findings, (), few=small)
+
+        def groups_rows() -> tuple[list[dict[str, Any]], int]:
+            # a big census's from the written partitions table; a small one's from the partitions'
+            # DataFrame (a few rows of the cached replicas), so that it is written with the others
+            part = frames.partitions if small else read("partitions", frames.partitions)
+            groups_df = consumer_group_table(frames_in.commits, part)
+            write("consumer_groups", groups_df)
+            return first_rows(read("consumer_groups", groups_df), (), few=small)
+
+        # a small census's five tables at once (a thread each: jobs of a task whose time is the driver's
+        # planning and commit); a big one's one after the other, the consumer groups last
+        done = run_jobs(
+            {
+                "partitions": partitions_rows,
+                "replicas": replicas_rows,
+                "log_dirs": lambda: write("log_dirs", frames.log_dirs),
+                "findings": findings_rows,
+                "consumer_groups": groups_rows,
+            },
+            together=small,
         )
-        rep, part = read["replicas"], read["partitions"]
-        replicas, n_replicas = first_rows(
-            rep,
-            ("topic", "partition", "broker", "log_dir"),
-            (rep["lag_offsets"].desc_nulls_last(), "topic", "partition", "broker", "log_dir"),
-            few=small,
+        (replicas, n_replicas), (partitions, n_partitions), (findings, n_findings), (groups, _n_groups) = (
+            done[name].result() for name in ("replicas", "partitions", "findings", "consumer_groups")
         )
-        partitions, n_partitions = first_rows(
-            part,
-            ("topic", "partition", "topic_id"),
-            (part["max_lag_offsets"].desc_nulls_last(), "topic", "partition", "topic_id"),
-            few=small,
-        )
-        findings, n_findings = first_rows(frames.findings, (), few=small)
         # every finding collected: counted here, else by Spark
-        counts = severity_counts(read["findings"]) if n_findings > len(findings) else _severities(findings)
+        if n_findings > len(findings):
+            counts = severity_counts(read("findings", frames.findings))
+        else:
+            counts = _severities(findings)
         brokers = len({d["broker"] for d in log_dirs} | {b.broker for b in frames_in.brokers})
         frames_in.unpersist()
         frames.unpersist()

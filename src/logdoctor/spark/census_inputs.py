@@ -376,11 +376,13 @@ def load_inputs(
     progress: Any = None,
     simulated_disks: Any = None,
     on_driver: bool = False,
+    driver_scans: Any = None,
 ) -> InputFrames:
     """DataFrames of every input: log dirs scanned on the executors, inventories read by Spark.
 
     ``on_driver`` (a small census): the log dirs are scanned here, one broker after the other, and their
-    rows become DataFrames of local rows: no Python worker is started for a few brokers' scans."""
+    rows become DataFrames of local rows: no Python worker is started for a few brokers' scans;
+    ``driver_scans``: those scans already started (``census.scan_ahead``: a Future of their results)."""
     from pyspark.sql import functions as F
 
     from logdoctor.spark.census_rules import BrokerInput, name_brokers, scan_broker
@@ -431,10 +433,17 @@ def load_inputs(
         ("commits", commit_cols, COMMIT_DDL),
     )
     if brokers and on_driver:
-        results = [scan_broker(b, now_ms, config_inputs, simulated_disks) for b in brokers]
+        results = (
+            driver_scans.result()
+            if driver_scans is not None
+            else [scan_broker(b, now_ms, config_inputs, simulated_disks) for b in brokers]
+        )
+        if len(results) != len(brokers):
+            raise AssertionError(f"{len(results)} driver scans for {len(brokers)} brokers")
         for name, cols, ddl in tables:
             local = [tuple(r.get(c) for c in cols) for res in results for r in res[name]]
-            frames[name].append(spark.createDataFrame(local, ddl))
+            # one partition: a task, not one per core, for a few hundred rows
+            frames[name].append(spark.createDataFrame(local, ddl).coalesce(1))
     elif brokers:
         scans = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
             lambda b: scan_broker(b, now_ms, config_inputs, simulated_disks)

@@ -18,6 +18,7 @@ its own (``TOPIC_RECREATED``); lag is only computed between replicas of one id. 
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -410,13 +411,14 @@ def _scan_fix(row: dict[str, Any], dirs: dict[str, list[str]]) -> tuple[Any, ...
 
 
 def scan_findings(
-    spark: Any, findings: Any, broker_dirs: dict[str, list[str]], on_driver: bool = False
+    spark: Any, findings: Any, broker_dirs: Callable[[], dict[str, list[str]]], on_driver: bool = False
 ) -> FindingSource:
     """The scans' findings (from either input) with the logdoctor command that fixes each (the log dirs
-    of each broker broadcast to the executors, or kept here ``on_driver``)."""
+    of each broker, ``broker_dirs()``, broadcast to the executors; or, ``on_driver``, asked for when the
+    first finding is made: the log dirs may still be being collected while the findings' rows are)."""
     if on_driver:
-        return findings, lambda r: _scan_fix(r, broker_dirs)
-    dirs = spark.sparkContext.broadcast(broker_dirs)
+        return findings, lambda r: _scan_fix(r, broker_dirs())
+    dirs = spark.sparkContext.broadcast(broker_dirs())
     return findings, lambda r: _scan_fix(r, dirs.value)
 
 
@@ -452,30 +454,34 @@ def census_frames(
     replicas_in: Any,
     log_dirs_in: Any,
     findings_in: Any,
-    extra: Sequence[dict[str, Any]] = (),
+    extra: Sequence[dict[str, Any]] | Callable[[], Sequence[dict[str, Any]]] = (),
     more_findings: Any = None,
     on_driver: bool = False,
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
     """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
-    made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS; ``more_findings``: a DataFrame of
+    made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS, or a function that returns them
+    (called when they join the findings: they may still be in the making); ``more_findings``: a DataFrame of
     those columns made on the executors (the remote tier audit, :mod:`logdoctor.spark.remote_audit`).
     ``on_driver`` (a small census): the findings made in Python are made here, from collected rows."""
     from pyspark.sql import functions as F
 
     replicas = replica_table(replicas_in).persist()
     partitions = partition_table(replicas)
+    from logdoctor.spark.jobs import run_jobs
+
     log_dirs_df = log_dir_table(log_dirs_in, replicas).orderBy("broker", "log_dir")
-    log_dirs = log_dirs_df.toArrow().to_pylist()  # a few per broker
-    # the table is written from these rows: no second scan of the inputs and the replicas for it
-    log_dirs_df = spark.createDataFrame(
-        [tuple(d[c] for c in LOG_DIR_COLUMNS) for d in log_dirs], log_dirs_df.schema
-    ).coalesce(1)
-    broker_dirs: dict[str, list[str]] = {}
-    for d in log_dirs:
-        broker_dirs.setdefault(d["broker"], []).append(d["log_dir"])
-    for v in broker_dirs.values():
-        v.sort()
-    full = [*full_disk_findings(spark, log_dirs, replicas), *extra]
+    # a few per broker; on the driver (a small census) collected while the findings' rows are
+    collecting = run_jobs(
+        {"log_dirs": lambda: log_dirs_df.toArrow().to_pylist()}, together=on_driver, wait=not on_driver
+    )["log_dirs"]
+
+    @functools.cache
+    def broker_dirs() -> dict[str, list[str]]:
+        dirs: dict[str, list[str]] = {}
+        for d in collecting.result():
+            dirs.setdefault(d["broker"], []).append(d["log_dir"])
+        return {broker: sorted(v) for broker, v in dirs.items()}
+
     scanned = findings_in.where(F.col("code") != "TOPIC_ID_SHARED")
     scans, lag, recreated, shared = finding_frames(
         spark,
@@ -487,6 +493,12 @@ def census_frames(
         ),
         on_driver,
     )
+    log_dirs = collecting.result()
+    # the table is written from these rows: no second scan of the inputs and the replicas for it
+    log_dirs_df = spark.createDataFrame(
+        [tuple(d[c] for c in LOG_DIR_COLUMNS) for d in log_dirs], log_dirs_df.schema
+    ).coalesce(1)
+    full = [*full_disk_findings(spark, log_dirs, replicas), *(extra() if callable(extra) else extra)]
     findings = scans.unionByName(lag).unionByName(recreated).unionByName(shared)
     if more_findings is not None:
         findings = findings.unionByName(more_findings)
@@ -500,6 +512,8 @@ def census_frames(
         .when(F.col("severity") == "info", 2)
         .otherwise(3)
     )
+    if on_driver:  # a few local DataFrames' rows: one task, not one per part of each
+        findings = findings.coalesce(1)
     findings = findings.withColumn("severity_rank", rank).persist()  # few rows, used three times
     frames = CensusFrames(
         # in the order the window left them (Spark drops these sorts as redundant): no sort of the replicas

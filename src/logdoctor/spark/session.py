@@ -158,9 +158,17 @@ def scratch_dir() -> str:
     return _SCRATCH
 
 
-def _defaults(local: bool, scratch: str | None = None) -> dict[str, str]:
+#: the local JVM's options for a short job (:func:`get_spark` ``short_job``): its JIT compiles with C1 only.
+#: A job of a few seconds of small queries is Spark's start and Catalyst's first runs of its rules: C2's
+#: compilations of that code cost more CPU than they save before the JVM exits (on 2 cores they compete
+#: with the job; a small census took 24-28 s against 46-52 s with both tiers, load 12)
+SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
+def _defaults(local: bool, scratch: str | None = None, short_job: bool = False) -> dict[str, str]:
     """logdoctor's conf defaults; loopback pinning only for a ``local[...]`` master; ``scratch``: the
-    folder of the local JVM's scratch files (:func:`scratch_dir`), when this process starts the JVM."""
+    folder of the local JVM's scratch files (:func:`scratch_dir`), when this process starts the JVM;
+    ``short_job``: that JVM's :data:`SHORT_JOB_JAVA_OPTIONS`."""
     conf = {
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.shuffle.partitions": "8",
@@ -185,6 +193,8 @@ def _defaults(local: bool, scratch: str | None = None) -> dict[str, str]:
         if scratch is not None:
             conf["spark.local.dir"] = scratch
             conf["spark.driver.extraJavaOptions"] += f" -Djava.io.tmpdir={scratch}"
+        if short_job:
+            conf["spark.driver.extraJavaOptions"] += f" {SHORT_JOB_JAVA_OPTIONS}"
     return conf
 
 
@@ -196,6 +206,7 @@ def get_spark(
     conf: Mapping[str, str] | None = None,
     remote: str | None = None,
     sql: bool = True,
+    short_job: bool = False,
 ) -> SparkSession:
     """The SparkSession for logdoctor's jobs, with its data sources registered.
 
@@ -204,6 +215,9 @@ def get_spark(
     a third of Spark's start-up here, and the sources) is built on first use; a session given (active,
     spark-submit's, Spark Connect) is returned without the sources registered. Either way
     :func:`logdoctor.spark.sources.register` before a DataFrame reads them.
+
+    ``short_job`` (a job of a few seconds: a small census): a local JVM this process starts gets
+    :data:`SHORT_JOB_JAVA_OPTIONS` (no effect on a session given, a cluster's executors, spark-submit's).
 
     - A session that is already running is returned as is (Spark allows one per process).
     - Under ``spark-submit`` (see :func:`under_spark_submit`) the submitted session is used: its
@@ -281,7 +295,7 @@ def get_spark(
         # this interpreter's path is the best guess when nothing says otherwise.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    confs = {**_defaults(local, scratch_dir() if local else None), **extra}
+    confs = {**_defaults(local, scratch_dir() if local else None, short_job), **extra}
     if not sql:
         from pyspark import SparkConf, SparkContext
 
