@@ -677,14 +677,22 @@ _FREE_BUFFERS: list[tuple[bytearray, bytearray]] = []
 _BUFFERS_LOCK = threading.Lock()
 
 
+def _round_up(size: int) -> int:
+    """``size`` rounded up to a whole MiB."""
+    return -(-size // (1 << 20)) << 20
+
+
 @contextmanager
 def _span_buffers(raw: int, original: int) -> Iterator[tuple[memoryview, memoryview]]:
     """A pair of buffers (transformed bytes, original bytes) lent to one span and taken back: a process
     keeps a few (as many as spans run at once), each grown to the largest span it held."""
     with _BUFFERS_LOCK:
         pair = _FREE_BUFFERS.pop() if _FREE_BUFFERS else (bytearray(), bytearray())
-    if len(pair[0]) < raw or len(pair[1]) < original:
-        pair = (bytearray(max(raw, len(pair[0]))), bytearray(max(original, len(pair[1]))))
+    if len(pair[0]) < raw or len(pair[1]) < original:  # sizes rounded up: spans of about one size fit
+        pair = (
+            bytearray(max(_round_up(raw), len(pair[0]))),
+            bytearray(max(_round_up(original), len(pair[1]))),
+        )
     try:
         yield memoryview(pair[0]), memoryview(pair[1])
     finally:
