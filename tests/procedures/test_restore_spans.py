@@ -120,3 +120,25 @@ def test_a_damaged_chunk_in_the_middle_names_object_chunk_and_offsets(
     assert rolled.status == "rolled-back", rolled.error
     assert helpers.tree(log_dir) == before
     assert [json.loads(x)["t"] for x in journal.read_text().splitlines()][-1] == "end"
+
+
+def test_a_truncated_indexes_object_names_the_part_it_cuts(tmp_path):
+    """The plan reads the ``.indexes`` parts it wants in one ranged read: an object cut inside the
+    timestamp index (bytes 40-99 of 118) is still a finding naming the object, the part and where it
+    ends, and nothing older than that segment is restored."""
+    tiered = realworld.require_tiered()
+    copy = realworld.writable_copy(tiered / "aiven/compressed/storage", tmp_path / "store")
+    (indexes,) = [p for p in copy.rglob(f"{324:020d}-*.indexes") if "/0/" in str(p)]
+    with open(indexes, "r+b") as fh:
+        fh.truncate(70)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = plan_restore(log_dir, RemoteOptions(str(copy)), backup_dir=tmp_path / "b")
+    text = " ".join(u.why for u in pp.plan.unrepaired if u.code == "restore-remote-object")
+    assert (
+        str(indexes) in text
+        and "60 bytes of the timestamp index" in text
+        and "offsets 0-647 stay missing" in text
+    )
+    row = next(r for r in pp.summary["partitions"] if r["partition"] == "payments-0")
+    assert row["offsets"][0] == 648, row
