@@ -800,6 +800,10 @@ class AivenLogReader:
         from concurrent.futures import ThreadPoolExecutor
 
         spans = _spans(self._chunks, span)
+        if len(spans) == 1 or workers < 2:  # nothing to overlap: no thread to hand over to
+            for group in spans:
+                done(group[0].original_position, _original_size(group), self._span(group, work))
+            return
         pending: deque[tuple[list[Chunk], Future[_T]]] = deque()
         with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="aiven-span") as ex:
             try:

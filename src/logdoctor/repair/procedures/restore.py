@@ -410,19 +410,14 @@ def _read_segment(seg: SegmentRef) -> _Read:
 PLAN_READERS = 4
 
 
-def _aiven(seg: SegmentRef) -> bool:
-    return seg.remote is not None and seg.remote.layout == "aiven"
-
-
 def _read_ahead(segments: list[SegmentRef]) -> Iterator[Callable[[], _Read]]:
     """:func:`_read_segment` of each segment, in order, read on :data:`PLAN_READERS` threads ahead of the
-    caller (from a remote store, or Aiven's chunks to detransform; a local LocalTieredStorage store is read
-    in the caller's thread); each item returns the read or raises its error. Reads not yet taken when the
-    caller stops are cancelled."""
+    caller from a remote store (a local one is read in the caller's thread); each item returns the read or
+    raises its error. Reads not yet taken when the caller stops are cancelled."""
     from concurrent.futures import ThreadPoolExecutor
 
-    if len(segments) < 2 or (segments[0].storage.is_local and not _aiven(segments[0])):
-        for seg in segments:  # files in the page cache, nothing to decompress: threads would only cost
+    if len(segments) < 2 or segments[0].storage.is_local:
+        for seg in segments:  # files in the page cache: no wait to overlap, threads would only cost
             yield functools.partial(_read_segment, seg)
         return
     ex = ThreadPoolExecutor(max_workers=PLAN_READERS, thread_name_prefix="restore-plan")
