@@ -39,3 +39,29 @@ def test_restore_from_s3_gives_the_original(s3, tmp_path, variant, store, key):
     # the segments were fetched while applying, each in ranged reads (never a plain GET of an object)
     log_gets = s3.gets(".log")
     assert log_gets and all(g.range is not None for g in log_gets), log_gets[:3]
+
+
+def test_aiven_segments_in_many_spans_from_s3(s3, tmp_path, monkeypatch):
+    """An Aiven segment read span by span on two threads from one S3 object (concurrent ranged GETs, each
+    span's chunks in one): into an empty log dir, the original's bytes."""
+    from logdoctor.repair import copies
+
+    monkeypatch.setattr(copies, "CHUNK", 2 * 8192)  # spans of 2 of the store's 8192-byte chunks
+    tiered = realworld.require_tiered()
+    uri = s3.upload(tiered / "aiven/compressed/storage", "restore/spans/store")
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = plan_restore(log_dir, RemoteOptions(uri), backup_dir=tmp_path / "b")
+    assert not pp.plan.unrepaired, pp.plan.unrepaired
+    s3.reset()
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    original = tiered / "original" / "kafka-logs"
+    for part in ("payments-0", "payments-1"):
+        logs = sorted((log_dir / part).glob("*.log"))
+        assert logs
+        for log in logs:
+            assert log.read_bytes() == (original / part / log.name).read_bytes(), log
+    log_gets = s3.gets(".log")
+    assert len(log_gets) >= 4 * len(list(log_dir.rglob("*.log"))), len(log_gets)  # 4 spans a segment
+    assert all(g.range is not None for g in log_gets), log_gets[:3]

@@ -35,6 +35,8 @@ from dataclasses import dataclass
 
 from logdoctor.errors import CorruptRecordError, FormatError, UnsupportedError
 
+Buffer = bytes | bytearray | memoryview
+
 __all__ = [
     "IV_SIZE",
     "MAX_CHUNKS",
@@ -44,6 +46,7 @@ __all__ = [
     "build_manifest",
     "decode_chunk_sizes",
     "detransform_chunk",
+    "detransform_chunk_into",
     "encode_chunk_sizes",
     "parse_manifest",
     "unwrap_data_key",
@@ -140,19 +143,51 @@ def decode_chunk_sizes(data: bytes, *, source: str | None = None) -> list[int]:
         raise CorruptRecordError("chunk sizes", source=source, found=f"{len(data)} bytes ({exc})") from None
 
 
+def _frame_size(data: Buffer, *, source: str | None, what: str, limit: int | None) -> int:
+    """The zstd frame's declared content size, checked before anything is decompressed (a 32 KB chunk
+    declaring 1 GiB never costs 1 GiB: issue 31)."""
+    import zstandard
+
+    params = zstandard.get_frame_parameters(data)
+    size = params.content_size
+    if size == zstandard.CONTENTSIZE_UNKNOWN or size < 0:
+        raise CorruptRecordError(f"a zstd frame with its content size ({what})", source=source)
+    if limit is not None and size > limit:
+        raise CorruptRecordError(
+            f"a zstd frame of at most {limit} bytes ({what})", source=source, found=f"{size} declared"
+        )
+    return int(size)
+
+
 def _zstd_frame(data: bytes, *, source: str | None, what: str, limit: int | None = None) -> bytes:
     import zstandard
 
     try:
-        params = zstandard.get_frame_parameters(data)
-        size = params.content_size
-        if size == zstandard.CONTENTSIZE_UNKNOWN or size < 0:
-            raise CorruptRecordError(f"a zstd frame with its content size ({what})", source=source)
-        if limit is not None and size > limit:
-            raise CorruptRecordError(
-                f"a zstd frame of at most {limit} bytes ({what})", source=source, found=f"{size} declared"
-            )
+        size = _frame_size(data, source=source, what=what, limit=limit)
         return zstandard.ZstdDecompressor().decompress(data, max_output_size=size)
+    except zstandard.ZstdError as exc:
+        raise CorruptRecordError(f"a zstd frame ({what})", source=source, found=str(exc)) from None
+
+
+def _zstd_frame_into(data: Buffer, out: memoryview, *, source: str | None, what: str) -> int:
+    """:func:`_zstd_frame` decompressed into ``out`` (no new buffer: fresh memory's page faults cost more
+    than zstd itself), its declared size at most ``len(out)``; the bytes written."""
+    import zstandard
+
+    try:
+        size = _frame_size(data, source=source, what=what, limit=len(out))
+        done = 0
+        with zstandard.ZstdDecompressor().stream_reader(data) as reader:
+            while done < size:
+                n = reader.readinto(out[done:size])
+                if not n:
+                    break
+                done += n
+            if done == size and reader.read(1):  # to the frame's end: its checksum, if any, verified
+                raise CorruptRecordError(
+                    f"a zstd frame of {size} bytes, as declared ({what})", source=source, found="more"
+                )
+        return done
     except zstandard.ZstdError as exc:
         raise CorruptRecordError(f"a zstd frame ({what})", source=source, found=str(exc)) from None
 
@@ -379,6 +414,37 @@ def unwrap_data_key(manifest: SegmentManifest, private_key_pem: bytes, *, source
     return data_key
 
 
+def _decrypt(
+    data: Buffer, manifest: SegmentManifest, data_key: bytes | None, source: str | None, position: int | None
+) -> bytes:
+    """An encrypted chunk's plaintext (IV, AES-GCM with the manifest's AAD)."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    if data_key is None:
+        raise ValueError("an encrypted segment needs its data key")
+    if len(data) < IV_SIZE + TAG_SIZE:
+        raise CorruptRecordError(
+            f"an encrypted chunk (IV {IV_SIZE} + tag {TAG_SIZE} bytes at least)",
+            source=source,
+            position=position,
+            found=f"{len(data)} bytes",
+        )
+    try:
+        return AESGCM(data_key).decrypt(bytes(data[:IV_SIZE]), bytes(data[IV_SIZE:]), manifest.aad)
+    except InvalidTag:
+        raise CorruptRecordError(
+            "an AES-GCM chunk whose tag verifies", source=source, position=position, found="a bad tag"
+        ) from None
+
+
+def _check_size(expected_size: int | None, found: int, source: str | None, position: int | None) -> None:
+    if expected_size is not None and found != expected_size:
+        raise CorruptRecordError(
+            f"a chunk of {expected_size} original bytes", source=source, position=position, found=f"{found}"
+        )
+
+
 def detransform_chunk(
     data: bytes,
     manifest: SegmentManifest,
@@ -392,36 +458,34 @@ def detransform_chunk(
     """One transformed chunk back to its original bytes: decrypt (IV, AES-GCM) then decompress (zstd).
     ``compressed`` defaults to the manifest's (indexes are never compressed: pass False)."""
     if manifest.encrypted:
-        from cryptography.exceptions import InvalidTag
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-        if data_key is None:
-            raise ValueError("an encrypted segment needs its data key")
-        if len(data) < IV_SIZE + TAG_SIZE:
-            raise CorruptRecordError(
-                f"an encrypted chunk (IV {IV_SIZE} + tag {TAG_SIZE} bytes at least)",
-                source=source,
-                position=position,
-                found=f"{len(data)} bytes",
-            )
-        try:
-            data = AESGCM(data_key).decrypt(bytes(data[:IV_SIZE]), bytes(data[IV_SIZE:]), manifest.aad)
-        except InvalidTag:
-            raise CorruptRecordError(
-                "an AES-GCM chunk whose tag verifies", source=source, position=position, found="a bad tag"
-            ) from None
+        data = _decrypt(data, manifest, data_key, source, position)
     if manifest.compression if compressed is None else compressed:
-        # the frame's declared content size is checked against the chunk's before anything is decompressed:
-        # a 32 KB chunk declaring 1 GiB never costs 1 GiB (issue 31)
         data = _zstd_frame(bytes(data), source=source, what="compressed chunk", limit=expected_size)
-    if expected_size is not None and len(data) != expected_size:
-        raise CorruptRecordError(
-            f"a chunk of {expected_size} original bytes",
-            source=source,
-            position=position,
-            found=f"{len(data)}",
-        )
+    _check_size(expected_size, len(data), source, position)
     return bytes(data)
+
+
+def detransform_chunk_into(
+    data: Buffer,
+    manifest: SegmentManifest,
+    data_key: bytes | None,
+    out: memoryview,
+    *,
+    source: str | None = None,
+    position: int | None = None,
+) -> None:
+    """:func:`detransform_chunk` of a segment's chunk of ``len(out)`` original bytes, written into ``out``
+    (a buffer the caller reuses): the same checks, the same errors."""
+    expected = len(out)
+    if manifest.encrypted:
+        data = _decrypt(data, manifest, data_key, source, position)
+    if manifest.compression:
+        found = _zstd_frame_into(data, out, source=source, what="compressed chunk")
+    else:
+        found = len(data)
+        if found == expected:
+            out[:] = data
+    _check_size(expected, found, source, position)
 
 
 # --- writing (for generated test and benchmark data; checked against the plugin's own manifests) -----

@@ -171,10 +171,31 @@ def side_files(seg: SegmentRef, suffixes: Collection[str]) -> dict[str, bytes | 
                 out[suffix] = None
         return out
     manifest, key = _manifest(seg)
-    return {suffix: _aiven_side_file(seg, manifest, key, suffix) for suffix in suffixes}
+    parts = [w for s in suffixes if (w := manifest.indexes.get(SIDE_FILES[s])) is not None and w[1] > 0]
+    span = None
+    if (
+        len(parts) > 1
+    ):  # the parts wanted, in one ranged read of the .indexes object (one request, not one each)
+        lo, hi = min(w[0] for w in parts), max(w[0] + w[1] for w in parts)
+        span = (lo, _read_indexes(seg, lo, hi - lo))
+    return {suffix: _aiven_side_file(seg, manifest, key, suffix, span) for suffix in suffixes}
 
 
-def _aiven_side_file(seg: SegmentRef, manifest: Any, key: bytes | None, suffix: str) -> bytes | None:
+def _read_indexes(seg: SegmentRef, position: int, size: int) -> bytes:
+    remote = seg.remote
+    assert remote is not None and remote.indexes is not None
+    try:
+        return seg.storage.read_range(remote.indexes, position, size)
+    except FileNotFoundError:
+        raise TruncatedError(
+            "the .indexes object", source=remote.indexes, position=0, found="no such object"
+        ) from None
+
+
+def _aiven_side_file(
+    seg: SegmentRef, manifest: Any, key: bytes | None, suffix: str, span: tuple[int, bytes] | None = None
+) -> bytes | None:
+    """One part of the ``.indexes`` object, from ``span`` (position, bytes read there) when given."""
     from logdoctor.formats.aiven_rsm import detransform_chunk
 
     remote = seg.remote
@@ -185,12 +206,11 @@ def _aiven_side_file(seg: SegmentRef, manifest: Any, key: bytes | None, suffix: 
     if where[1] == 0:
         return b""
     assert remote.indexes is not None
-    try:
-        data = seg.storage.read_range(remote.indexes, where[0], where[1])
-    except FileNotFoundError:
-        raise TruncatedError(
-            "the .indexes object", source=remote.indexes, position=0, found="no such object"
-        ) from None
+    if span is None:
+        data = _read_indexes(seg, where[0], where[1])
+    else:
+        at = where[0] - span[0]
+        data = span[1][at : at + where[1]]
     if len(data) != where[1]:
         raise TruncatedError(
             f"{where[1]} bytes of the {SIDE_FILES[suffix]} index",

@@ -36,13 +36,21 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection, Mapping, Sequence
+import threading
+from collections import deque
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError
 from logdoctor.logdir.refs import PartitionRef, RemoteSegment, SegmentRef
 from logdoctor.logdir.storage import Storage
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
+
+    from logdoctor.formats.aiven_rsm import Chunk
 
 __all__ = [
     "LAYOUTS",
@@ -633,6 +641,66 @@ def _load_manifest(seg: SegmentRef) -> tuple[Any, bytes | None]:
     return manifest, key
 
 
+_T = TypeVar("_T")
+
+
+def _name_chunk(exc: FormatError, c: Chunk) -> None:
+    """Name the chunk and its original bytes in a chunk's error."""
+    exc.expected = (
+        f"{exc.expected} (chunk {c.index}: original bytes {c.original_position}-"
+        f"{c.original_position + c.original_size - 1})"
+    )
+    exc.args = (exc._render(),)
+
+
+def _original_size(group: list[Chunk]) -> int:
+    return group[-1].original_position + group[-1].original_size - group[0].original_position
+
+
+def _spans(chunks: list[Chunk], span: int) -> list[list[Chunk]]:
+    """Consecutive chunks in groups of about ``span`` original bytes (one chunk at least)."""
+    out: list[list[Chunk]] = []
+    group: list[Chunk] = []
+    size = 0
+    for c in chunks:
+        if group and size + c.original_size > span:
+            out.append(group)
+            group, size = [], 0
+        group.append(c)
+        size += c.original_size
+    if group:
+        out.append(group)
+    return out
+
+
+_FREE_BUFFERS: list[tuple[bytearray, bytearray]] = []
+_BUFFERS_LOCK = threading.Lock()
+
+
+def _round_up(size: int) -> int:
+    """``size`` rounded up to a whole MiB."""
+    return -(-size // (1 << 20)) << 20
+
+
+@contextmanager
+def _span_buffers(raw: int, original: int) -> Iterator[tuple[memoryview, memoryview]]:
+    """A pair of buffers (transformed bytes, original bytes) lent to one span and taken back: a process
+    keeps a few (as many as spans run at once), each grown to the largest span it held."""
+    with _BUFFERS_LOCK:
+        pair = _FREE_BUFFERS.pop() if _FREE_BUFFERS else (bytearray(), bytearray())
+    if len(pair[0]) < raw or len(pair[1]) < original:  # sizes rounded up: spans of about one size fit
+        pair = (
+            bytearray(max(_round_up(raw), len(pair[0]))),
+            bytearray(max(_round_up(original), len(pair[1]))),
+        )
+    try:
+        yield memoryview(pair[0]), memoryview(pair[1])
+    finally:
+        with _BUFFERS_LOCK:
+            if len(_FREE_BUFFERS) < 4:
+                _FREE_BUFFERS.append(pair)
+
+
 class AivenLogReader:
     """The original bytes of an Aiven ``.log`` object, read by position: each read fetches (in one ranged
     read) only the transformed chunks it needs and detransforms them; the last chunks are kept, so
@@ -695,11 +763,7 @@ class AivenLogReader:
                     position=c.transformed_position,
                 )
             except FormatError as exc:
-                exc.expected = (
-                    f"{exc.expected} (chunk {i}: original bytes {c.original_position}-"
-                    f"{c.original_position + c.original_size - 1})"
-                )
-                exc.args = (exc._render(),)
+                _name_chunk(exc, c)
                 raise
 
     def read_at(self, offset: int, length: int) -> bytes:
@@ -716,6 +780,77 @@ class AivenLogReader:
             hi = min(offset + length, c.original_position + c.original_size) - c.original_position
             parts.append(self._cache[i][lo:hi])
         return b"".join(parts)
+
+    def for_each_span(
+        self,
+        work: Callable[[int, memoryview], _T],
+        done: Callable[[int, int, _T], None],
+        *,
+        span: int = 8 << 20,
+        workers: int = 2,
+    ) -> None:
+        """The segment's original bytes, span by span: consecutive chunks of about ``span`` original bytes
+        (each span's transformed chunks fetched in one ranged read), detransformed on ``workers`` threads
+        into buffers the threads reuse (no new memory per chunk: fresh memory's page faults cost more than
+        zstd, which like the reads runs without the GIL). ``work(position, view)`` runs on that thread
+        with the span's original bytes (``view`` is valid only during the call); ``done(position, length,
+        result)`` on the caller's, span by span in order of position. Errors are :meth:`read_at`'s (a
+        short read, a chunk that does not detransform, named by object, chunk and original bytes), the
+        first raised once no thread is still working."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        spans = _spans(self._chunks, span)
+        if len(spans) == 1 or workers < 2:  # nothing to overlap: no thread to hand over to
+            for group in spans:
+                done(group[0].original_position, _original_size(group), self._span(group, work))
+            return
+        pending: deque[tuple[list[Chunk], Future[_T]]] = deque()
+        with ThreadPoolExecutor(max_workers=max(1, workers), thread_name_prefix="aiven-span") as ex:
+            try:
+                for group in spans:
+                    pending.append((group, ex.submit(self._span, group, work)))
+                    if len(pending) > workers:
+                        first, fut = pending.popleft()
+                        done(first[0].original_position, _original_size(first), fut.result())
+                while pending:
+                    first, fut = pending.popleft()
+                    done(first[0].original_position, _original_size(first), fut.result())
+            except BaseException:
+                for _, fut in pending:
+                    fut.cancel()
+                raise
+
+    def _span(self, group: list[Chunk], work: Callable[[int, memoryview], _T]) -> _T:
+        from logdoctor.formats.aiven_rsm import detransform_chunk_into
+
+        start = group[0].transformed_position
+        length = group[-1].transformed_position + group[-1].transformed_size - start
+        with _span_buffers(length, _original_size(group)) as (raw, out):
+            got = self._reader.read_into(start, raw[:length])
+            if got != length:
+                lo, hi = group[0].index, group[-1].index
+                raise TruncatedError(
+                    f"chunks {lo}-{hi} ({length} bytes)",
+                    source=self.source,
+                    position=start,
+                    found=f"{got} bytes",
+                )
+            base = group[0].original_position
+            for c in group:
+                at = c.transformed_position - start
+                try:
+                    detransform_chunk_into(
+                        raw[at : at + c.transformed_size],
+                        self.manifest,
+                        self._key,
+                        out[c.original_position - base : c.original_position - base + c.original_size],
+                        source=self.source,
+                        position=c.transformed_position,
+                    )
+                except FormatError as exc:
+                    _name_chunk(exc, c)
+                    raise
+            return work(base, out[: _original_size(group)])
 
     def close(self) -> None:
         self._reader.close()

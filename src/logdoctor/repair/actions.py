@@ -977,7 +977,7 @@ class FetchRemote(Operation):
         """Stream the segment's original bytes into ``fd`` in ranged reads; their CRC-32C (hex)."""
         from logdoctor.errors import FormatError
         from logdoctor.formats.crc import crc32c
-        from logdoctor.logdir.remote_tier import open_remote_log
+        from logdoctor.logdir.remote_tier import AivenLogReader, open_remote_log
 
         crc = 0
         try:
@@ -986,6 +986,8 @@ class FetchRemote(Operation):
                     raise StepStateError(
                         f"{source['log']}: the segment has {reader.size} bytes, planned {size}: plan again"
                     )
+                if isinstance(reader, AivenLogReader):
+                    return self._stream_spans(step, ctx, fd, reader, source, size)
                 pos = 0
                 while pos < size:
                     chunk = reader.read_at(pos, min(copies.CHUNK, size - pos))
@@ -1001,6 +1003,36 @@ class FetchRemote(Operation):
         except FormatError as e:
             raise StepStateError(f"{source['log']} (offsets from {source['base_offset']}): {e}") from None
         return f"{crc:08x}"
+
+    def _stream_spans(
+        self, step: Step, ctx: StepContext, fd: int, reader: Any, source: dict[str, Any], size: int
+    ) -> str:
+        """An Aiven segment, span by span on the reader's threads (``AivenLogReader.for_each_span``): each
+        span detransformed into a reused buffer, its CRC-32C taken and written at its position
+        (``os.pwrite``) on the thread that detransformed it, while the next span is read and
+        decompressed; the spans' CRCs joined in order. Their CRC-32C (hex)."""
+        from logdoctor.formats.crc import crc32c, crc32c_combine
+
+        def work(pos: int, view: memoryview) -> int:
+            crc = crc32c(view)
+            while view:
+                n = os.pwrite(fd, view, pos)
+                view, pos = view[n:], pos + n
+            return crc
+
+        state = {"crc": 0, "end": 0}
+
+        def done(pos: int, length: int, crc: int) -> None:
+            assert pos == state["end"]
+            state["crc"] = crc32c_combine(state["crc"], crc, length)
+            state["end"] = pos + length
+            report_copied(length)
+            ctx.crash(step.number, "temp-written")
+
+        reader.for_each_span(work, done, span=copies.CHUNK)
+        if state["end"] != size:
+            raise StepStateError(f"{source['log']}: the object ends at byte {state['end']} of {size}")
+        return f"{state['crc']:08x}"
 
     def undo(self, step: Step, ctx: StepContext) -> None:
         copies.remove_tree(step.path + PARTIAL_SUFFIX)

@@ -40,10 +40,12 @@ version: a finding naming the object and offsets, and that partition's older seg
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import re
-from collections.abc import Collection
+from collections import deque
+from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -247,7 +249,9 @@ def _plan_partition(
     out = _Restored()
     todo: list[tuple[SegmentRef, int, int, dict[str, bytes | None], list[tuple[int, int]]]] = []
     # newest first: a bad object stops the restore of everything older (a gap would not load)
-    for seg in reversed(segments):
+    newest_first = list(reversed(segments))
+    reads = _read_ahead([s for s in newest_first if local_start is None or s.base_offset < local_start])
+    for seg in newest_first:
         if local_start is not None and seg.base_offset >= local_start:
             local_path = local.get(seg.base_offset)
             if local_path is not None:
@@ -271,8 +275,7 @@ def _plan_partition(
                     )
             continue
         try:
-            sides = _side_files(plan, seg)
-            end, size, walked = _segment_end(seg, sides["index"])
+            sides, warning, (end, size, walked) = next(reads)()
         except (FormatError, OSError) as e:
             _finding(
                 plan,
@@ -284,6 +287,9 @@ def _plan_partition(
                 + " stay missing",
             )
             break
+        if warning is not None:
+            assert seg.remote is not None and seg.remote.indexes is not None
+            _finding(plan, "restore-remote-object", seg.remote.indexes, warning, "warning")
         if log_start is not None and end < log_start:
             break  # below the log start offset: deleted data (and so is everything older)
         if local_start is not None and end >= local_start:
@@ -297,6 +303,7 @@ def _plan_partition(
             )
             break
         todo.append((seg, end, size, sides, walked))
+    reads.close()  # the reads of segments past a stop cancelled
     todo.reverse()
     if not todo:
         return out, no_local
@@ -370,26 +377,61 @@ def _plan_partition(
     return out, no_local
 
 
-def _side_files(plan: Plan, seg: SegmentRef) -> dict[str, bytes | None]:
-    """The segment's side files in the store (None: absent). Aiven's ``.indexes`` object gone: all absent
-    (its indexes are rebuilt) and a warning naming it; any other fault raises FormatError."""
+def _side_files(seg: SegmentRef) -> tuple[dict[str, bytes | None], str | None]:
+    """The segment's side files in the store (None: absent), and the warning to give. Aiven's ``.indexes``
+    object gone: all absent (its indexes are rebuilt) and a warning naming it; any other fault raises
+    FormatError."""
     wanted = ("index", "timeindex", "txnindex", "snapshot", "leader_epoch_checkpoint")
     try:
-        return side_files(seg, wanted)
+        return side_files(seg, wanted), None
     except FormatError:
         r = seg.remote
         if r is None or r.indexes is None or seg.storage.info(r.indexes) is not None:
             raise
-    _finding(
-        plan,
-        "restore-remote-object",
-        r.indexes,
+    return dict.fromkeys(wanted), (
         f"the .indexes object of remote segment {r.segment_id} (offsets from {seg.base_offset}) is missing: "
         "its indexes are rebuilt from the segment and its leader epochs read from its batches; its producer "
-        "snapshot is not restored (the broker rebuilds producer state from the log)",
-        "warning",
+        "snapshot is not restored (the broker rebuilds producer state from the log)"
     )
-    return dict.fromkeys(wanted)
+
+
+_Read = tuple[dict[str, bytes | None], str | None, tuple[int, int, list[tuple[int, int]]]]
+
+
+def _read_segment(seg: SegmentRef) -> _Read:
+    """What the plan reads of a remote segment: its side files (and the warning to give), and its end
+    (:func:`_segment_end`)."""
+    sides, warning = _side_files(seg)
+    return sides, warning, _segment_end(seg, sides["index"])
+
+
+#: remote segments read at once while planning (their side objects and the tail walk: a few requests
+#: each, mostly waiting on the store)
+PLAN_READERS = 4
+
+
+def _read_ahead(segments: list[SegmentRef]) -> Iterator[Callable[[], _Read]]:
+    """:func:`_read_segment` of each segment, in order, read on :data:`PLAN_READERS` threads ahead of the
+    caller from a remote store (a local one is read in the caller's thread); each item returns the read or
+    raises its error. Reads not yet taken when the caller stops are cancelled."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    if len(segments) < 2 or segments[0].storage.is_local:
+        for seg in segments:  # files in the page cache: no wait to overlap, threads would only cost
+            yield functools.partial(_read_segment, seg)
+        return
+    ex = ThreadPoolExecutor(max_workers=PLAN_READERS, thread_name_prefix="restore-plan")
+    try:
+        futures = deque(ex.submit(_read_segment, seg) for seg in segments[: 2 * PLAN_READERS])
+        rest = iter(segments[2 * PLAN_READERS :])
+        while futures:
+            fut = futures.popleft()
+            nxt = next(rest, None)
+            if nxt is not None:
+                futures.append(ex.submit(_read_segment, nxt))
+            yield fut.result
+    finally:
+        ex.shutdown(wait=True, cancel_futures=True)
 
 
 def _read(path: str) -> bytes | None:
