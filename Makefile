@@ -38,6 +38,11 @@ demo: $(RUN_STAMP)
 # test modules, the longest first (tests/xdist_modules.py); PYTEST_WORKERS=0 runs in this one process.
 PYTEST_WORKERS ?= 2
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile
+# pytest with bytecode written whatever PYTHONDONTWRITEBYTECODE says: pytest keeps each test module's
+# assertion-rewritten code in tests/**/__pycache__ only when bytecode may be written, and without it
+# every worker (and every pytest a test starts) rewrites and compiles all ~200 test modules again
+# (~4 s of CPU per process).
+PYTEST := PYTHONDONTWRITEBYTECODE= PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest
 
 # The whole test suite (ruff + pytest). CI runs exactly this. The oracles and tools the tests need
 # (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium) are installed on first use.
@@ -46,7 +51,7 @@ test: $(STAMP)
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	-bash scripts/ensure-chromium.sh
 	$(VENV)/bin/ruff check src tests benchmarks
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q $(XDIST)
+	$(PYTEST) -q $(XDIST)
 
 # The suite without the tests marked slow (crash matrices, every real segment damaged, the Spark
 # oracle over every real record, browser rendering) nor those that start Spark (marked spark), in
@@ -55,7 +60,7 @@ test-fast: $(STAMP)
 	bash scripts/ensure-kafkajs.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	$(VENV)/bin/ruff check src tests benchmarks
-	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest -q $(XDIST) -m "not slow and not spark"
+	$(PYTEST) -q $(XDIST) -m "not slow and not spark"
 
 # The long fuzz run (README "Reliability"): FUZZ_EXAMPLES mutated real files per parser test, a
 # twentieth of that many mutated log dirs through scan --deep. CI runs the default 300.

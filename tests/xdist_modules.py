@@ -23,17 +23,56 @@ SERIAL_GROUPS = {
     "tests/spark/test_tables_cluster.py": "spark-standalone",
 }
 
-# The longest work units, longest first (from `pytest --durations` of a whole `make test`, summed per
-# module: BENCHMARKS.md, "The test suite"); a unit not named here comes after them, the one with the most
-# tests first (pytest-xdist's own order).
+# The longest work units, longest first; a unit not named here comes after them, the one with the most
+# tests first (pytest-xdist's own order). The figures: setup + call + teardown summed per module, of a
+# whole `make test` (the Spark modules, test_move_partition, test_dump_remote, test_inventory_census) and
+# of a `make test-fast` at load 6-13 (the others: BENCHMARKS.md, "The test suite"). A module of few long
+# tests left unnamed would be handed out last, after every module of many short ones, and run alone
+# at the end while the other worker has nothing left to do (test_xdist_terminal.py did: 174 s).
 LONGEST: list[str] = [
     "tests/spark/test_tables_commit.py",  # 476 s
     "tests/spark/test_object_storage.py",  # 372 s
     "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s
     "tests/spark/test_every_record_once.py",  # 156 s
-    "tests/procedures/test_move_partition.py",  # 111 s
-    "tests/cli/test_dump_remote.py",  # 92 s
+    "tests/procedures/test_restore.py",  # 144 s, 57 tests
+    "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s)
+    "tests/repair/test_write_matrix.py",  # 103 s, 36 tests
+    "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)
     "tests/spark/test_inventory_census.py",  # 91 s
+    "tests/cli/test_dump_fast.py",  # 88 s, 42 tests
+    "tests/repair/test_repair_special_files.py",  # 88 s, 25 tests
+    "tests/procedures/test_restore_rebuild.py",  # 85 s, 40 tests
+    "tests/repair/test_recorded_state.py",  # 57 s, 9 tests
+    "tests/procedures/test_sync_replica.py",  # 55 s, 10 tests
+    "tests/checks/test_sparse_logs.py",  # 54 s, 5 tests
+    "tests/cli/test_seek_agreement.py",  # 53 s, 28 tests
+    "tests/test_xdist_terminal.py",  # 15 s, 2 tests (a pytest of 3 processes each): once 174 s
+    "tests/logdir/test_storage_and_ranged.py",  # 42 s, 6 tests
+    "tests/formats/test_records_realworld.py",  # 41 s, 81 tests
+    "tests/cli/test_failures_end_cleanly.py",  # 40 s, 35 tests
+    "tests/repair/test_rebuild_threads.py",  # 39 s, 8 tests
+    "tests/repair/test_grouped_steps.py",  # 38 s, 4 tests
+    "tests/repair/test_repair_realworld.py",  # 35 s, 11 tests
+    "tests/cli/test_dump.py",  # 34 s, 77 tests
+    "tests/checks/test_forensics.py",  # 27 s, 4 tests
+    "tests/test_ci_rule.py",  # 26 s, 3 tests
+    "tests/spark/test_export_bombs.py",  # 25 s, 5 tests
+    "tests/repair/test_hostile_runs.py",  # 24 s, 7 tests
+    "tests/repair/test_external_kill.py",  # 22 s, 3 tests
+    "tests/checks/test_hostile_dirs.py",  # 22 s, 22 tests
+    "tests/formats/test_kafkajs_oracle.py",  # 22 s, 104 tests
+    "tests/checks/test_scan_damage.py",  # 19 s, 34 tests
+    "tests/logdir/test_model_generated.py",  # 18 s, 10 tests
+    "tests/fuzz/test_fuzz_files.py",  # 16 s, 4 tests
+    "tests/checks/test_deep_parallel.py",  # 16 s, 37 tests
+    "tests/formats/test_internal_protocol.py",  # 15 s, 185 tests
+    "tests/checks/test_scan_undecodable.py",  # 13 s, 7 tests
+    "tests/spark/test_restore_s3.py",  # 12 s, 2 tests
+    "tests/checks/test_scan_realworld.py",  # 12 s, 81 tests
+    "tests/cli/test_dump_options.py",  # 12 s, 15 tests
+    "tests/repair/test_repair_tiered.py",  # 11 s, 13 tests
+    "tests/spark/test_batch_columns.py",  # 11 s, 2 tests
+    "tests/formats/test_batch_v2.py",  # 10 s, 38 tests
 ]
 
 

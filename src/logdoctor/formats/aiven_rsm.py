@@ -29,13 +29,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from logdoctor.errors import CorruptRecordError, FormatError, UnsupportedError
 
 Buffer = bytes | bytearray | memoryview
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.rsa import RSAPrivateNumbers
 
 __all__ = [
     "IV_SIZE",
@@ -375,26 +380,36 @@ def _oaep_sha3_512_decode(em: bytes) -> bytes | None:
     return rest[1:]
 
 
+@functools.lru_cache(maxsize=8)
+def _rsa_private_numbers(private_key_pem: bytes) -> RSAPrivateNumbers | str:
+    """The private numbers of a PEM private key, or the key's type name when it is not an RSA key; raises
+    ValueError or TypeError as ``load_pem_private_key`` does. Loaded once per key and process: loading
+    checks the key (~50 ms), and the segments of a tiered log dir share a few key pairs."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = serialization.load_pem_private_key(private_key_pem, password=None)
+    if not isinstance(key, rsa.RSAPrivateKey):
+        return type(key).__name__
+    return key.private_numbers()
+
+
 def unwrap_data_key(manifest: SegmentManifest, private_key_pem: bytes, *, source: str | None = None) -> bytes:
     """The segment's AES key: RSA-OAEP with SHA3-512 and MGF1(SHA3-512) under the key pair's private key
     (BouncyCastle's ``OAEPWithSHA3-512AndMGF1Padding`` takes the MGF1 digest from the OAEP digest).
     OpenSSL through ``cryptography`` offers no SHA3 OAEP, so the RSA primitive is applied to the key's
     numbers and the OAEP encoding checked here (RFC 8017 7.1.2). Raises CorruptRecordError when the key
     is not an RSA private key or does not unwrap this data key."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-
     if manifest.wrapped_data_key is None:
         raise ValueError("the segment is not encrypted")
     try:
-        key = serialization.load_pem_private_key(private_key_pem, password=None)
+        numbers = _rsa_private_numbers(private_key_pem)
     except (ValueError, TypeError) as exc:
         raise CorruptRecordError(
             "a PEM RSA private key (unencrypted)", source=source, found=str(exc)
         ) from None
-    if not isinstance(key, rsa.RSAPrivateKey):
-        raise CorruptRecordError("an RSA private key", source=source, found=type(key).__name__)
-    numbers = key.private_numbers()
+    if isinstance(numbers, str):
+        raise CorruptRecordError("an RSA private key", source=source, found=numbers)
     n = numbers.public_numbers.n
     k = (n.bit_length() + 7) // 8
     c = int.from_bytes(manifest.wrapped_data_key, "big")
