@@ -65,3 +65,28 @@ def test_aiven_segments_in_many_spans_from_s3(s3, tmp_path, monkeypatch):
     log_gets = s3.gets(".log")
     assert len(log_gets) >= 4 * len(list(log_dir.rglob("*.log"))), len(log_gets)  # 4 spans a segment
     assert all(g.range is not None for g in log_gets), log_gets[:3]
+
+
+def test_each_aiven_object_read_once_per_restore(s3, tmp_path):
+    """A restore run (plan and apply in one process) reads each segment's objects once: one GET of its
+    ``.rsm-manifest``, one HEAD of its ``.log`` (opened at planning, the fetch reading through the same
+    handle). The previous code read each manifest three times (two at planning, one at the fetch) and opened each
+    ``.log`` twice (a HEAD each)."""
+    from collections import Counter
+
+    tiered = realworld.require_tiered()
+    uri = s3.upload(tiered / "aiven/compressed/storage", "restore/once/store")
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    s3.reset()
+    pp = plan_restore(log_dir, RemoteOptions(uri), backup_dir=tmp_path / "b")
+    assert not pp.plan.unrepaired, pp.plan.unrepaired
+    result = run.apply(pp.plan)
+    assert result.status == "applied", result.error
+    served = s3.served
+    manifests = Counter(s.path for s in served if s.method == "GET" and s.path.endswith(".rsm-manifest"))
+    heads = Counter(s.path for s in served if s.method == "HEAD" and s.path.endswith(".log"))
+    restored = sorted(log_dir.rglob("*.log"))
+    assert restored and len(manifests) == len(heads) == len(restored)
+    assert set(manifests.values()) == {1}, manifests  # each manifest read once (3 times before)
+    assert set(heads.values()) == {1}, heads  # each segment object opened once (twice before)

@@ -158,8 +158,11 @@ def side_file(seg: SegmentRef, suffix: str) -> bytes | None:
     return side_files(seg, (suffix,))[suffix]
 
 
-def side_files(seg: SegmentRef, suffixes: Collection[str]) -> dict[str, bytes | None]:
-    """:func:`side_file` of each of ``suffixes``, Aiven's manifest read (and its data key unwrapped) once."""
+def side_files(
+    seg: SegmentRef, suffixes: Collection[str], loaded: tuple[Any, bytes | None] | None = None
+) -> dict[str, bytes | None]:
+    """:func:`side_file` of each of ``suffixes``, Aiven's manifest read (and its data key unwrapped) once,
+    or taken from ``loaded`` (``remote_tier.load_manifest``'s, already read by the caller)."""
     remote = seg.remote
     assert remote is not None
     if remote.layout == "kafka-local":
@@ -170,7 +173,7 @@ def side_files(seg: SegmentRef, suffixes: Collection[str]) -> dict[str, bytes | 
             except FileNotFoundError:
                 out[suffix] = None
         return out
-    manifest, key = _manifest(seg)
+    manifest, key = loaded if loaded is not None else _manifest(seg)
     parts = [w for s in suffixes if (w := manifest.indexes.get(SIDE_FILES[s])) is not None and w[1] > 0]
     span = None
     if (

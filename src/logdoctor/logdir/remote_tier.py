@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError
 from logdoctor.logdir.refs import PartitionRef, RemoteSegment, SegmentRef
-from logdoctor.logdir.storage import Storage
+from logdoctor.logdir.storage import RangeReader, Storage
 
 if TYPE_CHECKING:
     from concurrent.futures import Future
@@ -63,6 +63,7 @@ __all__ = [
     "attach_remote",
     "detect_layout",
     "list_remote_segments",
+    "load_manifest",
     "open_remote_log",
     "open_store",
     "parse_object_key",
@@ -562,12 +563,17 @@ def _missing(location: str, what: str) -> TruncatedError:
 class _PlainReader:
     """A kafka-local segment: the object is the segment's bytes."""
 
-    def __init__(self, seg: SegmentRef) -> None:
+    def __init__(self, seg: SegmentRef, opened: RangeReader | None = None) -> None:
         try:
-            self._reader = seg.storage.open(seg.path)
+            self._reader = opened if opened is not None else seg.storage.open(seg.path)
         except FileNotFoundError:
             raise _missing(seg.path, ".log") from None
         self.size = self._reader.size
+
+    def detach(self) -> RangeReader:
+        """The open object, left open by this reader's close (for another: :func:`open_remote_log`)."""
+        opened, self._reader = self._reader, RangeReader(None, self._reader.size, False)
+        return opened
 
     def read_at(self, offset: int, length: int) -> bytes:
         return self._reader.read_at(offset, length)
@@ -617,6 +623,12 @@ def _read_private_key(spec: str | None, manifest_location: str, key_id: str | No
         raise CorruptRecordError(
             "a readable private key file", source=path, found=exc.strerror or str(exc)
         ) from None
+
+
+def load_manifest(seg: SegmentRef) -> tuple[Any, bytes | None]:
+    """An Aiven segment's manifest, parsed, and its data key unwrapped (None: not encrypted); FormatError
+    naming the object for a missing or bad manifest or key."""
+    return _load_manifest(seg)
 
 
 def _load_manifest(seg: SegmentRef) -> tuple[Any, bytes | None]:
@@ -708,13 +720,18 @@ class AivenLogReader:
 
     _KEEP = 4
 
-    def __init__(self, seg: SegmentRef) -> None:
+    def __init__(
+        self,
+        seg: SegmentRef,
+        loaded: tuple[Any, bytes | None] | None = None,
+        opened: RangeReader | None = None,
+    ) -> None:
         self.source = seg.path
-        self.manifest, self._key = _load_manifest(seg)
+        self.manifest, self._key = loaded if loaded is not None else _load_manifest(seg)
         self._chunks = self.manifest.chunks()
         self.size = self.manifest.original_file_size
         try:
-            self._reader = seg.storage.open(seg.path)
+            self._reader = opened if opened is not None else seg.storage.open(seg.path)
         except FileNotFoundError:
             raise _missing(seg.path, ".log") from None
         want = self.manifest.transformed_file_size
@@ -852,6 +869,11 @@ class AivenLogReader:
                     raise
             return work(base, out[: _original_size(group)])
 
+    def detach(self) -> RangeReader:
+        """The open object, left open by this reader's close (for another: :func:`open_remote_log`)."""
+        opened, self._reader = self._reader, RangeReader(None, self._reader.size, False)
+        return opened
+
     def close(self) -> None:
         self._reader.close()
 
@@ -862,14 +884,19 @@ class AivenLogReader:
         self.close()
 
 
-def open_remote_log(seg: SegmentRef) -> Any:
+def open_remote_log(
+    seg: SegmentRef, loaded: tuple[Any, bytes | None] | None = None, opened: RangeReader | None = None
+) -> Any:
     """A reader (``size``, ``read_at``, ``close``; a context manager) of a remote segment's original
     ``.log`` bytes. Raises FormatError naming the object for a missing or bad object or key, OSError
-    when the store cannot be read."""
+    when the store cannot be read. What this process already read of the segment, so that no object is
+    asked for twice in one run: ``loaded``, Aiven's manifest and data key (:func:`load_manifest`);
+    ``opened``, the ``.log`` object opened by an earlier reader (its ``detach``: no second HEAD request;
+    the reader owns it now). The size checks run on it again, and every read's short-read check."""
     assert seg.remote is not None
     if seg.remote.layout == "aiven":
-        return AivenLogReader(seg)
-    return _PlainReader(seg)
+        return AivenLogReader(seg, loaded, opened)
+    return _PlainReader(seg, opened)
 
 
 _INDEX_KINDS = {"offset": (".index", "offset"), "timestamp": (".timeindex", "timestamp")}

@@ -77,6 +77,7 @@ import glob
 import json
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -879,6 +880,33 @@ def _kernel_copy(src: str, fd: int, size: int, step: Step, ctx: StepContext) -> 
     return True
 
 
+#: what planning read of a segment to fetch, for the fetch in the same process (:func:`hold_planned_read`)
+_PLANNED_READS: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
+_PLANNED_LOCK = threading.Lock()
+
+
+def _planned_key(step: Step) -> tuple[str, str, str, str]:
+    source = step.params["source"]
+    return (step.path, str(source["storage"]), str(source["log"]), str(source.get("segment_id")))
+
+
+def hold_planned_read(step: Step, loaded: Any, opened: Any) -> None:
+    """Keep, in this process's memory, what planning read of a ``fetch-remote`` step's segment (Aiven's
+    manifest and data key ``loaded``; the ``.log`` object of a remote store ``opened``, a RangeReader: its
+    size as the store answered, no file descriptor): the step's fetch in this process takes it (once)
+    instead of asking the store again. A journal resumed in
+    another process has none: its fetch reads the manifest and opens the object afresh, with every check.
+    Either way the fetched bytes are checked (short reads, each chunk, the read-back CRC-32C, the batch
+    walk: :func:`_check_restored`)."""
+    with _PLANNED_LOCK:
+        _PLANNED_READS[_planned_key(step)] = (loaded, opened)
+
+
+def _take_planned_read(step: Step) -> tuple[Any, Any]:
+    with _PLANNED_LOCK:
+        return _PLANNED_READS.pop(_planned_key(step), (None, None))
+
+
 class FetchRemote(Operation):
     """Write a new file with a remote-tier segment's original ``.log`` bytes (a restore), streamed in
     ranged reads (:func:`logdoctor.logdir.remote_tier.open_remote_log`: never the whole object in
@@ -981,7 +1009,7 @@ class FetchRemote(Operation):
 
         crc = 0
         try:
-            with open_remote_log(_remote_segment(source)) as reader:
+            with open_remote_log(_remote_segment(source), *_take_planned_read(step)) as reader:
                 if reader.size != size:
                     raise StepStateError(
                         f"{source['log']}: the segment has {reader.size} bytes, planned {size}: plan again"
@@ -1300,6 +1328,7 @@ __all__ = [
     "copy_tree",
     "delete_with_backup",
     "fingerprint_ok",
+    "hold_planned_read",
     "manifest_rel",
     "matches_manifest",
     "operation",

@@ -77,7 +77,7 @@ from logdoctor.logdir.remote_partitions import (
     side_files,
     stored_segments,
 )
-from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, open_remote_log
+from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, load_manifest, open_remote_log
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
 from logdoctor.repair.actions import (
@@ -85,6 +85,7 @@ from logdoctor.repair.actions import (
     delete_with_backup,
     fetch_remote,
     fetched_checksum,
+    hold_planned_read,
     make_dir,
     rebuild_index,
     write_file,
@@ -141,11 +142,14 @@ def _source(seg: SegmentRef) -> dict[str, Any]:
     }
 
 
-def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int, list[tuple[int, int]]]:
+def _segment_end(
+    seg: SegmentRef, index: bytes | None, loaded: tuple[Any, bytes | None] | None = None
+) -> tuple[int, int, list[tuple[int, int]], Any]:
     """(end offset, original size, leader epochs) of a remote segment: its last batches walked from the
     offset index's last entry (a torn or short object raises FormatError here, at planning). The epochs
     (epoch, start offset), as the broker's epoch cache assigns them from batches, when the walk started at
-    the first batch (no offset index), else []."""
+    the first batch (no offset index), else []; and the ``.log`` object of a remote store, left open for
+    the fetch (None for a local store). ``loaded``: Aiven's manifest and data key, already read."""
     from logdoctor.formats.index import offset_index_array
     from logdoctor.logdir.ranged import iter_ranged_batches
 
@@ -159,14 +163,17 @@ def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int, list[t
             start = 0
     last = None
     epochs: list[tuple[int, int]] = []
-    with open_remote_log(seg) as reader:
+    with open_remote_log(seg, loaded) as reader:
         size = reader.size
         for batch in iter_ranged_batches(reader, source=seg.path, start=start):
             last = batch.last_offset
             epoch = batch.partition_leader_epoch
             if start == 0 and epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
                 epochs.append((epoch, batch.base_offset))
+        opened = None if seg.storage.is_local else reader.detach()  # a remote object: no fd held open
     if last is None:
+        if opened is not None:
+            opened.close()
         raise FormatError("record batches", source=seg.path, position=start, found="none")
     if seg.remote is not None and seg.remote.end_offset is not None and last != seg.remote.end_offset:
         raise FormatError(
@@ -175,7 +182,7 @@ def _segment_end(seg: SegmentRef, index: bytes | None) -> tuple[int, int, list[t
             position=size,
             found=f"last offset {last}",
         )
-    return last, size, epochs
+    return last, size, epochs, opened
 
 
 def _remote_checksum(seg: SegmentRef) -> str:
@@ -247,7 +254,7 @@ def _plan_partition(
     local_start = min(local) if local else None
     segments = stored_segments(storage, sp, opts, log_dir)
     out = _Restored()
-    todo: list[tuple[SegmentRef, int, int, dict[str, bytes | None], list[tuple[int, int]]]] = []
+    todo: list[tuple[SegmentRef, int, int, dict[str, bytes | None], list[tuple[int, int]], Any]] = []
     # newest first: a bad object stops the restore of everything older (a gap would not load)
     newest_first = list(reversed(segments))
     reads = _read_ahead([s for s in newest_first if local_start is None or s.base_offset < local_start])
@@ -275,7 +282,7 @@ def _plan_partition(
                     )
             continue
         try:
-            sides, warning, (end, size, walked) = next(reads)()
+            sides, warning, (end, size, walked, opened), loaded = next(reads)()
         except (FormatError, OSError) as e:
             _finding(
                 plan,
@@ -302,7 +309,7 @@ def _plan_partition(
                 f"(from {local_start}); not restored",
             )
             break
-        todo.append((seg, end, size, sides, walked))
+        todo.append((seg, end, size, sides, walked, (loaded, opened)))
     reads.close()  # the reads of segments past a stop cancelled
     todo.reverse()
     if not todo:
@@ -319,11 +326,12 @@ def _plan_partition(
     first_snap = os.path.join(folder, f"{todo[0][0].base_offset:020d}.snapshot")
     if os.path.basename(first_snap) in existing:
         txns = (_ongoing(_read(first_snap), first_snap) or {}, [])
-    for seg, end, size, sides, walked in todo:
+    for seg, end, size, sides, walked, held in todo:
         stem = os.path.join(folder, f"{seg.base_offset:020d}")
         log_path = stem + ".log"
         reason = f"remote segment {seg.path} (offsets {seg.base_offset}-{end}, {size:,} bytes)"
         steps = [fetch_remote(log_path, _source(seg), size)]
+        hold_planned_read(steps[0], *held)  # this process's fetch reads neither object again
         changes = [Change(log_path, None, size, note=f"offsets {seg.base_offset}-{end}")]
         # the store's indexes byte for byte; the ones it lacks rebuilt (with the .txnindex, which the
         # same walk gives, when the store has none: a lost one is then found again)
@@ -377,13 +385,15 @@ def _plan_partition(
     return out, no_local
 
 
-def _side_files(seg: SegmentRef) -> tuple[dict[str, bytes | None], str | None]:
+def _side_files(
+    seg: SegmentRef, loaded: tuple[Any, bytes | None] | None = None
+) -> tuple[dict[str, bytes | None], str | None]:
     """The segment's side files in the store (None: absent), and the warning to give. Aiven's ``.indexes``
     object gone: all absent (its indexes are rebuilt) and a warning naming it; any other fault raises
     FormatError."""
     wanted = ("index", "timeindex", "txnindex", "snapshot", "leader_epoch_checkpoint")
     try:
-        return side_files(seg, wanted), None
+        return side_files(seg, wanted, loaded), None
     except FormatError:
         r = seg.remote
         if r is None or r.indexes is None or seg.storage.info(r.indexes) is not None:
@@ -395,14 +405,21 @@ def _side_files(seg: SegmentRef) -> tuple[dict[str, bytes | None], str | None]:
     )
 
 
-_Read = tuple[dict[str, bytes | None], str | None, tuple[int, int, list[tuple[int, int]]]]
+_Read = tuple[
+    dict[str, bytes | None],
+    str | None,
+    tuple[int, int, list[tuple[int, int]], Any],
+    tuple[Any, bytes | None] | None,
+]
 
 
 def _read_segment(seg: SegmentRef) -> _Read:
-    """What the plan reads of a remote segment: its side files (and the warning to give), and its end
-    (:func:`_segment_end`)."""
-    sides, warning = _side_files(seg)
-    return sides, warning, _segment_end(seg, sides["index"])
+    """What the plan reads of a remote segment: its side files (and the warning to give), its end
+    (:func:`_segment_end`), and Aiven's manifest and data key (read once here, for all three and for the
+    fetch: :func:`~logdoctor.repair.actions.hold_planned_read`)."""
+    loaded = load_manifest(seg) if seg.remote is not None and seg.remote.layout == "aiven" else None
+    sides, warning = _side_files(seg, loaded)
+    return sides, warning, _segment_end(seg, sides["index"], loaded), loaded
 
 
 #: remote segments read at once while planning (their side objects and the tail walk: a few requests
