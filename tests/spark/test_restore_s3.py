@@ -70,8 +70,8 @@ def test_aiven_segments_in_many_spans_from_s3(s3, tmp_path, monkeypatch):
 def test_each_aiven_object_read_once_per_restore(s3, tmp_path):
     """A restore run (plan and apply in one process) reads each segment's objects once: one GET of its
     ``.rsm-manifest``, one HEAD of its ``.log`` (opened at planning, the fetch reading through the same
-    handle). The previous code read each manifest three times (two at planning, one at the fetch) and opened each
-    ``.log`` twice (a HEAD each)."""
+    handle). The previous code read each manifest three times (two at planning, one at the fetch) and
+    opened each ``.log`` twice (a HEAD each)."""
     from collections import Counter
 
     tiered = realworld.require_tiered()
