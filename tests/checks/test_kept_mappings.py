@@ -179,13 +179,7 @@ def test_a_clean_crc_walk_is_known_while_the_file_is_unchanged(
         unchanged = state.crc_walked_unchanged(log)
         assert unchanged is not None and unchanged()
         # one byte of a batch changed in place, the mtime put back as it was: its ctime is not
-        st = log.stat()
-        with open(log, "r+b") as w:
-            w.seek(st.st_size // 2)
-            byte = w.read(1)
-            w.seek(st.st_size // 2)
-            w.write(bytes([byte[0] ^ 0xFF]))
-        os.utime(log, ns=(st.st_atime_ns, st.st_mtime_ns))
+        st = _flip_a_middle_byte_keeping_mtime(log)
         assert log.stat().st_mtime_ns == st.st_mtime_ns and log.stat().st_size == st.st_size
         assert not unchanged()
         assert state.crc_walked_unchanged(log) is None
@@ -194,6 +188,19 @@ def test_a_clean_crc_walk_is_known_while_the_file_is_unchanged(
         assert not state.walk_file(str(log), True, False).clean
         assert state.crc_walked_unchanged(log) is None
     assert state.crc_walked_unchanged(log) is None  # outside mappings_kept: nothing known
+
+
+def _flip_a_middle_byte_keeping_mtime(path: str | os.PathLike[str]) -> os.stat_result:
+    """One byte in the middle of ``path`` changed in place, its mtime put back (its ctime moves): the
+    stat from before."""
+    st = os.stat(path)
+    with open(path, "r+b") as w:
+        w.seek(st.st_size // 2)
+        byte = w.read(1)
+        w.seek(st.st_size // 2)
+        w.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    return st
 
 
 def test_a_file_changed_just_before_its_walk_is_never_known_clean(tmp_path: Path, maps: list[str]) -> None:
@@ -243,13 +250,7 @@ def test_repair_rebuilds_the_active_segment_without_its_crcs_again_or_checks_the
     real_known = indexes.crc_walked_unchanged
 
     def changed_first(path):
-        st = os.stat(path)
-        with open(path, "r+b") as w:
-            w.seek(st.st_size // 2)
-            byte = w.read(1)
-            w.seek(st.st_size // 2)
-            w.write(bytes([byte[0] ^ 0xFF]))
-        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+        _flip_a_middle_byte_keeping_mtime(path)
         return real_known(path)
 
     monkeypatch.setattr(indexes, "crc_walked_unchanged", changed_first)
