@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_in_process
 import pytest
 
 import realworld
@@ -32,15 +33,25 @@ _THROUGH_MAIN = (
 )
 
 
+_ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "120"}
+
+
 def _run(program: str, args: list[str], cwd: Path | None = None) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-c", program, *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "120"},
-    )
+    argv = [sys.executable, "-c", program, *args]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=_ENV)
     return done.returncode, done.stdout, done.stderr
+
+
+def _typer_in_process(args: list[str], cwd: Path) -> tuple[int, str, str]:
+    """What ``_run(_THROUGH_TYPER, args, cwd)`` gives, run in this process (tests/cli/cli_in_process.py)."""
+    from logdoctor.cli import registry
+    from logdoctor.cli.app import app
+
+    def command() -> None:
+        registry.load(registry.find("dump"))
+        app()
+
+    return cli_in_process.run(command, ["logdoctor", "dump", *args], _ENV, cwd)
 
 
 FLAG_SETS = [
@@ -57,8 +68,19 @@ def _files(log_dir: Path) -> list[str]:
 
 
 def _same(args: list[str], cwd: Path) -> None:
+    """The fast path in a process of its own (the call under test), the typer command in this one."""
     fast = _run(_THROUGH_MAIN, args, cwd=cwd)
-    assert fast == _run(_THROUGH_TYPER, args, cwd=cwd), f"dump {' '.join(args[:3])} ... differs in {cwd}"
+    assert fast == _typer_in_process(args, cwd), f"dump {' '.join(args[:3])} ... differs in {cwd}"
+
+
+def test_the_typer_command_in_process_is_the_typer_command_in_a_process() -> None:
+    """_same's reference, run in this process, gives what the typer command's own process gives: on a log
+    dir's every file (text, every record's data), with --json, and on a file of no kind it knows (an
+    error line, exit 64)."""
+    log_dir = realworld.require() / "zk-2.8-seanorth"
+    files = _files(log_dir)
+    for args in (["-p", *files], ["--json", *files], ["missing-file"]):
+        assert _typer_in_process(args, log_dir) == _run(_THROUGH_TYPER, args, cwd=log_dir), args
 
 
 @pytest.mark.realworld

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_in_process
 import pytest
 
 import realworld
@@ -45,25 +46,57 @@ _THROUGH_MAIN = _SAME_CLOCK + (
 _DISK_CELL = re.compile(r"\d+% of \d+\.\d \w+")
 
 
+_ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "120"}
+
+
 def _run(program: str, args: list[str]) -> tuple[int, str, str]:
-    done = subprocess.run(
-        [sys.executable, "-c", program, *args],
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "120"},
-    )
-    out = done.stdout
-    if "--json" in args and done.returncode in (0, 1, 2):
+    done = subprocess.run([sys.executable, "-c", program, *args], capture_output=True, text=True, env=_ENV)
+    return _comparable(args, done.returncode, done.stdout, done.stderr)
+
+
+def _typer_in_process(args: list[str]) -> tuple[int, str, str]:
+    """What ``_run(_THROUGH_TYPER, args)`` gives, run in this process (tests/cli/cli_in_process.py), on
+    _SAME_CLOCK's clock (set by running its own text here; the modules' clocks put back after)."""
+    from logdoctor.cli import registry
+    from logdoctor.cli.app import app
+
+    modules = [(name, m) for name, m in list(sys.modules.items()) if name.startswith("logdoctor.")]
+    clocks = {name: m.time for name, m in modules if hasattr(m, "time")}
+    exec(_SAME_CLOCK, {})
+
+    def command() -> None:
+        registry.load(registry.find("scan"))
+        app()
+
+    try:
+        status, out, err = cli_in_process.run(command, ["logdoctor", "scan", *args], _ENV)
+    finally:
+        for name, clock in clocks.items():
+            sys.modules[name].time = clock
+    return _comparable(args, status, out, err)
+
+
+def _comparable(args: list[str], code: int, out: str, err: str) -> tuple[int, str, str]:
+    if "--json" in args and code in (0, 1, 2):
         report = json.loads(out)
         for d in report["log_dirs"]:
             d.pop("disk")
         out = json.dumps(report)
-    return done.returncode, _DISK_CELL.sub("N% of SIZE", out), done.stderr
+    return code, _DISK_CELL.sub("N% of SIZE", out), err
 
 
 def _same(args: list[str]) -> None:
+    """The fast path in a process of its own (the call under test), the typer command in this one."""
     fast = _run(_THROUGH_MAIN, args)
-    assert fast == _run(_THROUGH_TYPER, args), f"scan {' '.join(args)} differs"
+    assert fast == _typer_in_process(args), f"scan {' '.join(args)} differs"
+
+
+def test_the_typer_command_in_process_is_the_typer_command_in_a_process(tmp_path: Path) -> None:
+    """_same's reference, run in this process, gives what the typer command's own process gives: a real log
+    dir at --deep with --json and as text, and a missing log dir (an error line, exit 66)."""
+    log_dir = realworld.require() / "zk-2.8-seanorth"
+    for args in (["--deep", "--json", str(log_dir)], [str(log_dir)], [str(tmp_path / "missing")]):
+        assert _typer_in_process(args) == _run(_THROUGH_TYPER, args), args
 
 
 @pytest.mark.realworld
