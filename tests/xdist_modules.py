@@ -39,7 +39,8 @@ LONGEST: list[str] = [
     "tests/repair/test_write_matrix.py",  # 103 s, 36 tests
     "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)
     "tests/spark/test_inventory_census.py",  # 91 s
-    "tests/cli/test_dump_fast.py",  # 88 s, 42 tests
+    "tests/cli/test_dump_fast.py",  # 88 s, 42 tests (make test-fast at load 3-4: 26 s, 17 s since ed2137d)
+    "tests/cli/test_scan_fast.py",  # make test-fast at load 3-4: 31 s, 44 tests (21 s since ed2137d)
     "tests/repair/test_repair_special_files.py",  # 88 s, 25 tests
     "tests/procedures/test_restore_rebuild.py",  # 85 s, 40 tests
     "tests/repair/test_recorded_state.py",  # 57 s, 9 tests
