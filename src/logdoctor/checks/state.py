@@ -460,11 +460,14 @@ def crc_walked_unchanged(path: str | os.PathLike[str]) -> Callable[[], bool] | N
 
 
 def read_buffer(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], *, numpy_ahead: bool = False
 ) -> tuple[memoryview, object | None, list[tuple[int, int]] | None]:
     """The whole file as a memoryview (mmap for large or sparse files), and where it holds data when
     it has holes (None: no holes, all data). Release it with :func:`release` when done (which closes
-    the returned handle; a mapping kept by :func:`mappings_kept` has no handle)."""
+    the returned handle; a mapping kept by :func:`mappings_kept` has no handle). ``numpy_ahead``: the
+    caller's work after reading a big file wants numpy (the --deep walk's index cross-check), imported
+    meanwhile on a thread of its own; the other readers never need it (a good index of any size is
+    checked without it: ``checks.indexes.whole_index_ok``)."""
     fd = open_regular(path)
     try:
         st = os.fstat(fd)
@@ -476,7 +479,8 @@ def read_buffer(
             flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if extents is None else 0)
             if size == 0:
                 return memoryview(b""), None, extents
-            import_in_background()  # a big segment's walk ahead: its index checks will want numpy
+            if numpy_ahead:
+                import_in_background()  # a big segment's walk ahead: its index cross-check wants numpy
             kept = _map_kept(fd, st) if extents is None else None
             if kept is not None:
                 return memoryview(kept), None, None
@@ -588,7 +592,7 @@ def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult |
     try:
         # stat'ed before it is read: a clean CRC walk over a kept mapping is noted (crc_walked_unchanged)
         before = os.stat(path) if verify_crc and _keeping() else None
-        view, handle, extents = read_buffer(path)
+        view, handle, extents = read_buffer(path, numpy_ahead=with_positions)
     except OSError as e:  # NotRegularFileError is one
         return e
     try:
