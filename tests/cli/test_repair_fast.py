@@ -1,5 +1,5 @@
 """``logdoctor repair LOGDIR... [FLAGS] [--backup-dir DIR] [--only CODES]`` runs without the CLI framework
-(:mod:`logdoctor.cli.fast`, :func:`logdoctor.cli.repair_run.run_fast`): the same stdout, stderr, exit
+(:mod:`logdoctor.cli.fast`, :func:`logdoctor.cli.repair_fast.run_fast`): the same stdout, stderr, exit
 code and written files as the typer command, on every real log dir (the plan) and on copies of real log
 dirs repaired (--apply), any other call still parsed by typer, and the fast call importing no typer."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import realworld
-from logdoctor.cli.repair_run import FLAGS, VALUES, run_fast
+from logdoctor.cli.repair_fast import FLAGS, VALUES, run_fast
 
 # The typer command, reached as main() reaches it for any call the fast path declines.
 _THROUGH_TYPER = (

@@ -54,7 +54,7 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "repair",
         FIX,
         "Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions.",
-        fast="repair_run",
+        fast="repair_fast",
     ),
     CommandEntry(
         "move-partition",

@@ -19,7 +19,7 @@ holds a log dir's lock, 78 refused for the state of the log dirs.
 
 The options are typer's here; what the command does with them is
 :func:`logdoctor.cli.repair_run.run_repair` (a call of log dirs, flags, ``--backup-dir`` and ``--only``
-runs it without typer: :func:`logdoctor.cli.repair_run.run_fast`).
+runs it without typer: :func:`logdoctor.cli.repair_fast.run_fast`).
 """
 
 from __future__ import annotations

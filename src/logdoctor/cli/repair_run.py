@@ -1,15 +1,13 @@
 """What `logdoctor repair` does with its options, without the CLI framework: :func:`run_repair` (the
-options to the exit code), and :func:`run_fast`, a call of log dirs, on/off flags, ``--backup-dir DIR``
-and ``--only CODE,...`` (``logdoctor repair --apply --backup-dir B LOGDIR``) run without typer
-(:mod:`logdoctor.cli.fast`); the typer command (:mod:`logdoctor.cli.repair`: its options, help and exit
-codes) parses every other call and runs the same :func:`run_repair`.
+options to the exit code), run by the typer command (:mod:`logdoctor.cli.repair`: its options, help and
+exit codes) and by :func:`logdoctor.cli.repair_fast.run_fast`, a call of log dirs, on/off flags,
+``--backup-dir DIR`` and ``--only CODE,...`` run without typer (:mod:`logdoctor.cli.fast`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +20,6 @@ from logdoctor.checks.scanner import ScanReport, scan
 from logdoctor.checks.state import mappings_kept
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.exit_codes import EX_FAILED
-from logdoctor.cli.fast import files_and_flags
 from logdoctor.cli.input_checks import read_config_inputs, require_input_file, require_log_dirs
 from logdoctor.cli.interrupts import run_interrupts
 from logdoctor.cli.jsonout import print_json
@@ -46,33 +43,7 @@ from logdoctor.repair.plan import Plan
 from logdoctor.repair.planner import REPAIRABLE, PlanUsageError, parse_only, plan_repair
 from logdoctor.repair.safety import BackupLocationError, UnsafePathError, refuse_if_locked
 
-__all__ = ["FLAGS", "VALUES", "run_fast", "run_repair"]
-
-# flag -> the keyword of run_repair it sets (the typer command's boolean options, every spelling)
-FLAGS: dict[str, str] = {
-    "--apply": "do_apply",
-    "--json": "json_out",
-    "--deep": "deep",
-    "--verbose": "verbose",
-    "-v": "verbose",
-    "--allow-metadata-loss": "allow_metadata_loss",
-    "--allow-unfinished-journal": "allow_unfinished",
-}
-# option taking a value -> its keyword (typer's types for these are certain: a Path, a str)
-VALUES: dict[str, str] = {"--backup-dir": "backup_dir", "--only": "only"}
-
-
-def run_fast(args: Sequence[str]) -> int | None:
-    """Repair as ``logdoctor repair ARGS`` would and return its exit code; None when ARGS hold anything
-    but log dirs, :data:`FLAGS` and :data:`VALUES` (the caller then runs the typer command)."""
-    got = files_and_flags(args, FLAGS, VALUES)
-    if got is None:
-        return None
-    log_dirs, options = got
-    if "backup_dir" in options:
-        options["backup_dir"] = Path(options["backup_dir"])
-    return run_repair([Path(d) for d in log_dirs], **options)
-
+__all__ = ["run_repair"]
 
 def _depth(plan: Plan) -> Depth:
     return Depth.DEEP if plan.depth == "deep" else Depth.DEFAULT
