@@ -329,3 +329,32 @@ def test_entered_again_while_in_force_it_keeps_the_same_mappings(tmp_path: Path,
         assert _read(f) == (f.read_bytes(), True)
         assert maps == [str(f)]
     assert state._kept is None
+
+
+def test_unmap_ahead_keeps_only_the_mappings_walked_clean_with_crcs(
+    tmp_path: Path, maps: list[str], settled: float
+) -> None:
+    """Before a repair's apply: the mappings its scan after will not walk again (all but those a CRC walk
+    found clean: the active segments) are unmapped on a thread; a file read after that is mapped anew."""
+    import time
+
+    _, logs = _partition_of_segments(tmp_path)
+    time.sleep(settled)
+    active, other = logs[-1], logs[0]
+    if active.stat().st_size < MIB:
+        active = logs[-2]
+    with state.mappings_kept():
+        assert state.walk_file(str(active), True, False).clean  # noted: its CRCs walked clean
+        assert _read(other) == (other.read_bytes(), True)
+        kept = state._kept
+        assert kept is not None and len(kept.maps) == 2
+        other_map = next(mm for key, mm in kept.maps.items() if key not in kept.crc_clean)
+        state.unmap_ahead()
+        assert len(kept.maps) == 1 and len(kept.behind) == 1
+        kept.behind[0].join()
+        assert other_map.closed
+        assert state.crc_walked_unchanged(active) is not None  # still kept, still known
+        assert _read(active) == (active.read_bytes(), True)
+        assert _read(other) == (other.read_bytes(), True)  # mapped anew
+        assert maps.count(str(other)) == 2 and maps.count(str(active)) == 1
+    state.unmap_ahead()  # outside mappings_kept: nothing

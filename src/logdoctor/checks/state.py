@@ -327,6 +327,7 @@ class _KeptMappings:
         # found it whole v2 batches with matching CRC-32Cs to its end (:func:`crc_walked_unchanged`)
         self.crc_clean: dict[tuple[int, int, int], tuple[int, int]] = {}
         self.ahead: threading.Thread | None = None  # map_ahead's thread, joined on leaving
+        self.behind: list[threading.Thread] = []  # unmap_ahead's threads, joined on leaving
         self.leaving = False
 
 
@@ -357,8 +358,8 @@ def mappings_kept(limit: int = KEEP_MAPPED_BYTES) -> Iterator[None]:
     finally:
         kept = _kept
         kept.leaving = True
-        if kept.ahead is not None:
-            kept.ahead.join()
+        for thread in ([kept.ahead] if kept.ahead is not None else []) + kept.behind:
+            thread.join()
         _kept = outer
         # unmapped on the walk threads at once (mmap.close releases the GIL; a populated mapping takes as
         # long to unmap as to read: BENCHMARKS.md, issue 35)
@@ -400,6 +401,27 @@ def map_ahead(log_dirs: Sequence[str]) -> None:
 
     kept.ahead = threading.Thread(target=run, name="logdoctor-map-ahead", daemon=True)
     kept.ahead.start()
+
+
+def unmap_ahead() -> None:
+    """Within :func:`mappings_kept`: unmap now, on a thread of its own, every kept mapping except those of
+    files whose CRC walk over it was noted clean (:func:`crc_walked_unchanged`: the active segments, which
+    a ``repair``'s scan after walks again), for a caller about to wait on the disk (a ``repair``'s apply:
+    its writes and fsyncs), so that unmapping them (as long as mapping them, ~12-20 ms per 256 MiB)
+    overlaps that wait instead of following the run. A file read after that is mapped anew."""
+    kept = _kept
+    if kept is None or kept.pid != os.getpid():
+        return
+    with kept.lock:
+        gone = [key for key in kept.maps if key not in kept.crc_clean]
+        maps = [kept.maps.pop(key) for key in gone]
+        kept.bytes -= sum(size for _, _, size in gone)
+    if maps:
+        thread = threading.Thread(
+            target=lambda: [_unmap(mm) for mm in maps], name="logdoctor-unmap-ahead", daemon=True
+        )
+        thread.start()
+        kept.behind.append(thread)
 
 
 def _certain_reads(log_dirs: Sequence[str]) -> Iterator[str]:

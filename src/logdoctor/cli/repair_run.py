@@ -17,7 +17,7 @@ from rich.text import Text
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.checks.scanner import ScanReport, scan
-from logdoctor.checks.state import mappings_kept
+from logdoctor.checks.state import mappings_kept, unmap_ahead
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.exit_codes import EX_FAILED
 from logdoctor.cli.input_checks import read_config_inputs, require_input_file, require_log_dirs
@@ -258,6 +258,7 @@ def run_repair(
         }
         _save_removed_records(console, plan, json_out)
         interrupts.writing("--apply", os.path.join(plan.backup_dir, JOURNAL_NAME))
+        unmap_ahead()  # what the scan after will not walk again, unmapped while the apply waits on the disk
         result = apply_plan(plan, command="repair", allow_unfinished=allow_unfinished)
         extra = {"plan": plan.to_json()}
         scan_code = 0
