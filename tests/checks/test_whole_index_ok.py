@@ -113,3 +113,50 @@ def test_a_big_good_index_is_checked_without_numpy(kind: IndexKind, monkeypatch:
     else:
         data = b"".join(struct.pack(">qi", 10**12 + i, 1 + 4 * i) for i in range(n))
     assert whole_index_ok(kind, data, 0, 4096 * n, 4 * n + 2)
+
+
+def test_plain_checks_only_while_they_cost_less_than_numpy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small indexes always; bigger ones within the process's budget of entries (then numpy, whose
+    import pays for itself); with numpy imported already, big ones go to it at once."""
+    monkeypatch.setattr(indexes, "_plain_left", 10_000)
+    monkeypatch.delitem(__import__("sys").modules, "numpy", raising=False)
+    assert indexes._plain_pays(indexes._SMALL)
+    assert indexes._plain_pays(6_000) and indexes._plain_left == 4_000
+    assert not indexes._plain_pays(6_000) and indexes._plain_left == 4_000
+    assert indexes._plain_pays(4_000) and indexes._plain_left == 0
+    assert indexes._plain_pays(indexes._SMALL)
+
+
+@pytest.mark.realworld
+@pytest.mark.parametrize("budget", [0, 10**9], ids=["numpy", "plain"])
+def test_a_scan_finds_the_same_whichever_way_its_indexes_are_checked(
+    budget: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every real log dir, and a generated one with indexes of ~70 entries, one of them damaged, scanned
+    with every index checked the numpy way and with every good one checked in plain Python: the same
+    report."""
+    from logdoctor.checks.context import ScanOptions
+    from logdoctor.checks.scanner import scan
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    spec = TopicSpec(
+        "orders", partitions=2, records_per_partition=900, value_size=1000, segment_bytes=300_000
+    )
+    copy, _ = generate_log_dir(tmp_path / "fleet", [spec])
+    first = sorted((copy / "orders-0").glob("*.index"))[0]  # an inactive segment's, of ~70 entries
+    data = bytearray(first.read_bytes())
+    assert len(data) > 64 * 8
+    data[404:408], data[412:416] = data[412:416], data[404:408]  # entries 50 and 51: positions swapped
+    first.write_bytes(bytes(data))
+    reports = []
+    for plain_left in (0, budget):
+        monkeypatch.setattr(indexes, "_plain_left", plain_left)
+        options = ScanOptions(now_ms=1_800_000_000_000)
+        got = [scan([d], options, jobs=1).to_json() for d in [*realworld.log_dirs(), copy]]
+        for rep in got:
+            rep.pop("elapsed_s", None)
+            for d in rep["log_dirs"]:
+                d.pop("disk")  # the file system's use moves while others write
+        reports.append(got)
+    assert any(f["code"] == "INDEX_CORRUPT" for f in reports[0][-1]["findings"])
+    assert reports[0] == reports[1]
