@@ -290,7 +290,7 @@ def whole_index_ok(kind: IndexKind, data: bytes, base: int, log_size: int, next_
 
 
 #: entries a process checks with :func:`whole_index_ok` before the numpy checks pay for numpy's import
-#: (~50 ms): ~50 ns an entry in plain Python, ~10 ns with numpy once imported; a `repair` of 1 GiB checks
+#: (~50 ms): ~50-80 ns an entry in plain Python, ~2-3 ns with numpy once imported; a `repair` of 1 GiB checks
 #: ~100,000, a scan of a fleet of big segments many millions
 PLAIN_ENTRIES = 1_000_000
 #: with numpy imported already (a --deep scan), an index of more entries than this goes to it directly
