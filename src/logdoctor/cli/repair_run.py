@@ -45,6 +45,7 @@ from logdoctor.repair.safety import BackupLocationError, UnsafePathError, refuse
 
 __all__ = ["run_repair"]
 
+
 def _depth(plan: Plan) -> Depth:
     return Depth.DEEP if plan.depth == "deep" else Depth.DEFAULT
 
