@@ -263,7 +263,7 @@ def test_repair_rebuilds_the_active_segment_without_its_crcs_again_or_checks_the
     assert len(built) < len(expected[log.with_suffix(".index").name])
 
 
-# --- mapped ahead, while a `repair` imports the modules of its work ------------------------------------
+# --- unmapped ahead, while a `repair`'s apply waits on the disk ----------------------------------------
 
 
 def _partition_of_segments(tmp_path: Path) -> tuple[Path, list[Path]]:
@@ -274,61 +274,6 @@ def _partition_of_segments(tmp_path: Path) -> tuple[Path, list[Path]]:
     logs = sorted((log_dir / "t-0").glob("*.log"))
     assert len(logs) >= 4 and all(p.stat().st_size >= MIB for p in logs[:-1])
     return log_dir, logs
-
-
-def test_map_ahead_maps_what_the_planning_scan_is_certain_to_read(tmp_path: Path, maps: list[str]) -> None:
-    """The active segment and the segments missing an index, each once, and the reads after get those
-    mappings; segments with both indexes, and the small active one, are not mapped ahead."""
-    log_dir, logs = _partition_of_segments(tmp_path)
-    logs[1].with_suffix(".timeindex").unlink()
-    logs[2].with_suffix(".index").unlink()
-    state.map_ahead([str(log_dir)])  # outside mappings_kept: nothing
-    with state.mappings_kept():
-        state.map_ahead([str(log_dir)])
-        kept = state._kept
-        assert kept is not None and kept.ahead is not None
-        kept.ahead.join()
-        wanted = [p for p in (logs[1], logs[2], logs[-1]) if p.stat().st_size >= MIB]
-        assert sorted(maps) == sorted(str(p) for p in wanted)
-        for p in wanted:
-            assert _read(p) == (p.read_bytes(), True)
-        assert _read(logs[0])[0] == logs[0].read_bytes()  # mapped when read, as always
-        assert sorted(maps) == sorted([*map(str, wanted), str(logs[0])])
-    assert state._kept is None and kept.ahead is not None and not kept.ahead.is_alive()
-
-
-def test_a_file_changed_after_it_was_mapped_ahead_is_read_as_it_is_now(
-    tmp_path: Path, maps: list[str]
-) -> None:
-    log_dir, logs = _partition_of_segments(tmp_path)
-    target = logs[1]
-    target.with_suffix(".index").unlink()
-    with state.mappings_kept():
-        state.map_ahead([str(log_dir)])
-        assert state._kept is not None and state._kept.ahead is not None
-        state._kept.ahead.join()
-        assert str(target) in maps
-        with open(target, "r+b") as w:  # in place, same size: the kept mapping shows it
-            w.seek(100)
-            w.write(b"\xee" * 64)
-        assert _read(target) == (target.read_bytes(), True)
-        os.truncate(target, target.stat().st_size - 10)  # another size: mapped anew
-        assert _read(target)[0] == target.read_bytes()
-        assert maps.count(str(target)) == 2
-
-
-def test_entered_again_while_in_force_it_keeps_the_same_mappings(tmp_path: Path, maps: list[str]) -> None:
-    f = tmp_path / "a.log"
-    f.write_bytes(os.urandom(2 * MIB))
-    with state.mappings_kept():
-        outer = state._kept
-        with state.mappings_kept():
-            assert state._kept is outer
-            assert _read(f) == (f.read_bytes(), True)
-        assert state._kept is outer and outer is not None and not next(iter(outer.maps.values())).closed
-        assert _read(f) == (f.read_bytes(), True)
-        assert maps == [str(f)]
-    assert state._kept is None
 
 
 def test_unmap_ahead_keeps_only_the_mappings_walked_clean_with_crcs(

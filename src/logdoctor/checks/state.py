@@ -326,9 +326,7 @@ class _KeptMappings:
         # kept mapping -> (mtime_ns, ctime_ns) of the file, stat'ed before a CRC walk over that mapping
         # found it whole v2 batches with matching CRC-32Cs to its end (:func:`crc_walked_unchanged`)
         self.crc_clean: dict[tuple[int, int, int], tuple[int, int]] = {}
-        self.ahead: threading.Thread | None = None  # map_ahead's thread, joined on leaving
         self.behind: list[threading.Thread] = []  # unmap_ahead's threads, joined on leaving
-        self.leaving = False
 
 
 _kept: _KeptMappings | None = None
@@ -346,61 +344,19 @@ def mappings_kept(limit: int = KEEP_MAPPED_BYTES) -> Iterator[None]:
     The same mapping only for the same inode at the same size (a MAP_SHARED mapping shows the file's
     bytes as they are now, so its bytes are those a new mapping would give); a file truncated, grown or
     replaced since is mapped anew, its old mapping never touched again. Everything kept is unmapped on
-    leaving. Only in the process that entered it (a forked pool worker maps as outside it). Entered again
-    while in force, it changes nothing (the outer one keeps the mappings)."""
+    leaving. Only in the process that entered it (a forked pool worker maps as outside it)."""
     global _kept
-    if _keeping():  # in force already (map_ahead's caller entered it first): the same mappings
-        yield
-        return
     outer, _kept = _kept, _KeptMappings(limit)
     try:
         yield
     finally:
-        kept = _kept
-        kept.leaving = True
-        for thread in ([kept.ahead] if kept.ahead is not None else []) + kept.behind:
+        kept, _kept = _kept, outer
+        for thread in kept.behind:
             thread.join()
-        _kept = outer
         # unmapped on the walk threads at once (mmap.close releases the GIL; a populated mapping takes as
         # long to unmap as to read: BENCHMARKS.md, issue 35)
         for _ in in_walk_threads(_unmap, list(kept.maps.values())):
             pass
-
-
-#: :func:`map_ahead` looks into at most this many partition folders of a log dir (a log dir of many
-#: partitions is listed by the scan itself; mapping ahead pays for a few big segments)
-MAP_AHEAD_FOLDERS = 64
-
-
-def map_ahead(log_dirs: Sequence[str]) -> None:
-    """Within :func:`mappings_kept`: map on a thread of its own the big .log files (MAP_POPULATE, which
-    releases the GIL) that a ``repair``'s planning scan is certain to read, while the caller imports the
-    modules of its work (~0.1 s on one core, when the other is idle): each partition's active segment
-    (the CRC walk of every default scan) and each segment missing its .index or .timeindex (walked for
-    its timestamps, then rebuilt). They are the mappings :func:`read_buffer` gives later for the same
-    inode at the same size (a MAP_SHARED mapping shows the file as it is when read), so nothing is read
-    from them that a new mapping would not give; a file changed in size or replaced since is mapped
-    anew, and nothing is found or reported here (any error is left to the scan, which meets it itself).
-    Only the first :data:`MAP_AHEAD_FOLDERS` partition folders of a log dir are looked into."""
-    kept = _kept
-    if kept is None or kept.pid != os.getpid() or kept.ahead is not None:
-        return
-
-    def run() -> None:
-        for path in _certain_reads(log_dirs):
-            if kept.leaving:
-                return
-            with contextlib.suppress(OSError, ValueError):
-                fd = open_regular(path)
-                try:
-                    st = os.fstat(fd)
-                    if st.st_size >= MMAP_THRESHOLD and not is_sparse(st):
-                        _map_kept(fd, st)
-                finally:
-                    os.close(fd)
-
-    kept.ahead = threading.Thread(target=run, name="logdoctor-map-ahead", daemon=True)
-    kept.ahead.start()
 
 
 def unmap_ahead() -> None:
@@ -422,24 +378,6 @@ def unmap_ahead() -> None:
         )
         thread.start()
         kept.behind.append(thread)
-
-
-def _certain_reads(log_dirs: Sequence[str]) -> Iterator[str]:
-    for root in log_dirs:
-        try:
-            folders = [e.path for e in os.scandir(root) if "-" in e.name and e.is_dir(follow_symlinks=False)]
-        except OSError:
-            continue
-        for folder in sorted(folders)[:MAP_AHEAD_FOLDERS]:
-            try:
-                names = set(os.listdir(folder))
-            except OSError:
-                continue
-            logs = sorted(n for n in names if n.endswith(".log") and n[:-4].isdigit())
-            for i, name in enumerate(logs):
-                stem = name[:-4]
-                if i == len(logs) - 1 or f"{stem}.index" not in names or f"{stem}.timeindex" not in names:
-                    yield os.path.join(folder, name)
 
 
 def _unmap(mm: mmap.mmap) -> None:

@@ -2,21 +2,15 @@
 (:mod:`logdoctor.cli.fast`): :func:`run_fast`, which the registry names for `repair`. Any other call (an
 option with a value other than these two, ``--resume``/``--rollback``, ``--help``, ...) is left to the
 typer command (:mod:`logdoctor.cli.repair`); both run :func:`logdoctor.cli.repair_run.run_repair`.
-
-Before the modules of the work are imported (~0.1 s of one core), the segments the planning scan is
-certain to read are mapped on a thread of their own (:func:`logdoctor.checks.state.map_ahead`): on a
-machine with a second core idle, their mapping costs no wall time (BENCHMARKS.md, issue 35).
 """
 
 from __future__ import annotations
 
-import gc
-import importlib
 from collections.abc import Sequence
 from pathlib import Path
 
-from logdoctor.checks.state import map_ahead, mappings_kept
 from logdoctor.cli.fast import files_and_flags
+from logdoctor.cli.repair_run import run_repair
 
 __all__ = ["FLAGS", "VALUES", "run_fast"]
 
@@ -43,15 +37,4 @@ def run_fast(args: Sequence[str]) -> int | None:
     log_dirs, options = got
     if "backup_dir" in options:
         options["backup_dir"] = Path(options["backup_dir"])
-    with mappings_kept():  # run_repair's, entered first: the mappings made ahead are its own
-        map_ahead(log_dirs)
-        # imported as main() imports a command's modules: without automatic collections, frozen after
-        enabled = gc.isenabled()
-        gc.disable()
-        try:
-            work = importlib.import_module("logdoctor.cli.repair_run")
-        finally:
-            gc.freeze()
-            if enabled:
-                gc.enable()
-        return int(work.run_repair([Path(d) for d in log_dirs], **options))
+    return run_repair([Path(d) for d in log_dirs], **options)
