@@ -261,3 +261,45 @@ def test_repair_rebuilds_the_active_segment_without_its_crcs_again_or_checks_the
     assert seen == [0]  # every CRC checked: the rebuild stops at the changed batch
     built = (part / log.with_suffix(".index").name).read_bytes()
     assert len(built) < len(expected[log.with_suffix(".index").name])
+
+
+# --- unmapped ahead, while a `repair`'s apply waits on the disk ----------------------------------------
+
+
+def _partition_of_segments(tmp_path: Path) -> tuple[Path, list[Path]]:
+    topics = [
+        TopicSpec("t", partitions=1, records_per_partition=24_000, value_size=200, segment_bytes=2 * MIB)
+    ]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = sorted((log_dir / "t-0").glob("*.log"))
+    assert len(logs) >= 4 and all(p.stat().st_size >= MIB for p in logs[:-1])
+    return log_dir, logs
+
+
+def test_unmap_ahead_keeps_only_the_mappings_walked_clean_with_crcs(
+    tmp_path: Path, maps: list[str], settled: float
+) -> None:
+    """Before a repair's apply: the mappings its scan after will not walk again (all but those a CRC walk
+    found clean: the active segments) are unmapped on a thread; a file read after that is mapped anew."""
+    import time
+
+    _, logs = _partition_of_segments(tmp_path)
+    time.sleep(settled)
+    active, other = logs[-1], logs[0]
+    if active.stat().st_size < MIB:
+        active = logs[-2]
+    with state.mappings_kept():
+        assert state.walk_file(str(active), True, False).clean  # noted: its CRCs walked clean
+        assert _read(other) == (other.read_bytes(), True)
+        kept = state._kept
+        assert kept is not None and len(kept.maps) == 2
+        other_map = next(mm for key, mm in kept.maps.items() if key not in kept.crc_clean)
+        state.unmap_ahead()
+        assert len(kept.maps) == 1 and len(kept.behind) == 1
+        kept.behind[0].join()
+        assert other_map.closed
+        assert state.crc_walked_unchanged(active) is not None  # still kept, still known
+        assert _read(active) == (active.read_bytes(), True)
+        assert _read(other) == (other.read_bytes(), True)  # mapped anew
+        assert maps.count(str(other)) == 2 and maps.count(str(active)) == 1
+    state.unmap_ahead()  # outside mappings_kept: nothing

@@ -123,3 +123,23 @@ def test_crc32c_extension_is_loaded_without_the_package_metadata(tmp_path: Path)
         "assert c.CRC32C_EXTENSION is ext\n"
     )
     subprocess.run([sys.executable, "-c", check], check=True)
+
+
+def test_repair_of_indexes_past_32_entries_imports_no_numpy(tmp_path: Path) -> None:
+    """`repair --apply` rebuilding indexes of more than 32 entries (the old plain-Python limit of the
+    index checks) writes them and checks them in the scan after without numpy (formats.index's writers,
+    checks.indexes.whole_index_ok), and its scans import no numpy ahead of a big walk either."""
+    from logdoctor.formats.index import OFFSET_ENTRY_SIZE
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    spec = TopicSpec("orders", records_per_partition=600, value_size=1000, segment_bytes=300_000)
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", [spec])
+    part = log_dir / "orders-0"
+    indexes = {p.name: p.read_bytes() for p in part.iterdir() if p.suffix in (".index", ".timeindex")}
+    assert max(len(b) for n, b in indexes.items() if n.endswith(".index")) > 32 * OFFSET_ENTRY_SIZE
+    for name in indexes:
+        (part / name).unlink()
+    modules = imported_by("repair", "--apply", "--backup-dir", str(tmp_path / "backup"), str(log_dir))
+    assert {p.name: p.read_bytes() for p in part.iterdir() if p.name in indexes} == indexes  # rebuilt
+    assert "logdoctor.repair.rules.indexes" in modules
+    assert "numpy" not in modules

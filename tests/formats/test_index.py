@@ -171,3 +171,74 @@ def test_writer_rejects_unrepresentable_entries():
         ix.write_offset_index([OffsetEntry(2**31 + 10, 0)], 0)
     with pytest.raises(ValueError):
         ix.write_offset_index([OffsetEntry(1, 0)], 0, size=12)
+
+
+def _numpy_bytes(entry_size: int, columns: dict[str, list[int]], n: int) -> bytes:
+    """What the writers wrote with numpy before they were written without it (a structured array of the
+    entry's big-endian fields, each column cast from int64): the oracle of the numpy-free writers."""
+    import numpy as np
+
+    arr = np.zeros(n, dtype=np.dtype(ix._FIELDS[entry_size]))
+    for name, values in columns.items():
+        if n:
+            arr[name] = np.array(values, dtype=np.int64)
+    return arr.tobytes()
+
+
+@given(offset_entries(), st.integers(0, 3))
+def test_offset_index_writer_matches_numpy(case, pad):
+    base, entries = case
+    expected = _numpy_bytes(
+        8, {"relative_offset": [e.offset - base for e in entries], "position": [e.position for e in entries]},
+        len(entries),
+    )
+    assert ix.write_offset_index(entries, base) == expected
+    size = 8 * (len(entries) + pad)
+    assert ix.write_offset_index(entries, base, size=size) == expected + bytes(8 * pad)
+
+
+@given(BASE, st.lists(st.tuples(INT64, INT32), max_size=80))
+def test_time_index_writer_matches_numpy(base, raw):
+    entries = [TimeEntry(ts, base + rel) for ts, rel in raw]
+    expected = _numpy_bytes(
+        12, {"timestamp": [t for t, _ in raw], "relative_offset": [r for _, r in raw]}, len(raw)
+    )
+    assert ix.write_time_index(entries, base) == expected
+
+
+@given(st.lists(st.tuples(st.integers(-(2**15), 2**15 - 1), INT64, INT64, INT64, INT64), max_size=30))
+def test_txn_index_writer_matches_numpy(raw):
+    entries = [AbortedTxn(pid, first, last, lso, version) for version, pid, first, last, lso in raw]
+    names = ("version", "producer_id", "first_offset", "last_offset", "last_stable_offset")
+    expected = _numpy_bytes(34, {name: [t[i] for t in raw] for i, name in enumerate(names)}, len(raw))
+    assert ix.write_txn_index(entries) == expected
+
+
+@given(BASE, st.integers(-(2**40), 2**40), st.integers(-(2**40), 2**40))
+def test_writers_reject_what_numpy_rejected(base, rel, position):
+    """Out of int32 range: a relative offset or position raises ValueError (the ranges were checked
+    before numpy's cast), in range the bytes are written."""
+    fits = -(2**31) <= rel < 2**31 and -(2**31) <= position < 2**31
+    if fits:
+        ix.write_offset_index([OffsetEntry(base + rel, position)], base)
+    else:
+        with pytest.raises(ValueError):
+            ix.write_offset_index([OffsetEntry(base + rel, position)], base)
+    if -(2**31) <= rel < 2**31:
+        ix.write_time_index([TimeEntry(position, base + rel)], base)
+    else:
+        with pytest.raises(ValueError):
+            ix.write_time_index([TimeEntry(position, base + rel)], base)
+    with pytest.raises(OverflowError):
+        ix.write_time_index([TimeEntry(2**63, base + 1)], base)
+
+
+@given(st.binary(max_size=400), st.sampled_from([((("i", 4), ("i", 4)), 8), ((("q", 8), ("i", 4)), 12)]))
+def test_columns_match_numpy(data, layout):
+    import numpy as np
+
+    fields, size = layout
+    names = ["a", "b"]
+    dtype = np.dtype([(name, f">i{width}") for name, (_, width) in zip(names, fields, strict=True)])
+    arr = np.frombuffer(data[: len(data) // size * size], dtype=dtype)
+    assert ix.columns(data, fields) == tuple(tuple(arr[name].astype(np.int64).tolist()) for name in names)

@@ -326,6 +326,7 @@ class _KeptMappings:
         # kept mapping -> (mtime_ns, ctime_ns) of the file, stat'ed before a CRC walk over that mapping
         # found it whole v2 batches with matching CRC-32Cs to its end (:func:`crc_walked_unchanged`)
         self.crc_clean: dict[tuple[int, int, int], tuple[int, int]] = {}
+        self.behind: list[threading.Thread] = []  # unmap_ahead's threads, joined on leaving
 
 
 _kept: _KeptMappings | None = None
@@ -350,10 +351,33 @@ def mappings_kept(limit: int = KEEP_MAPPED_BYTES) -> Iterator[None]:
         yield
     finally:
         kept, _kept = _kept, outer
+        for thread in kept.behind:
+            thread.join()
         # unmapped on the walk threads at once (mmap.close releases the GIL; a populated mapping takes as
         # long to unmap as to read: BENCHMARKS.md, issue 35)
         for _ in in_walk_threads(_unmap, list(kept.maps.values())):
             pass
+
+
+def unmap_ahead() -> None:
+    """Within :func:`mappings_kept`: unmap now, on a thread of its own, every kept mapping except those of
+    files whose CRC walk over it was noted clean (:func:`crc_walked_unchanged`: the active segments, which
+    a ``repair``'s scan after walks again), for a caller about to wait on the disk (a ``repair``'s apply:
+    its writes and fsyncs), so that unmapping them (as long as mapping them, ~12-20 ms per 256 MiB)
+    overlaps that wait instead of following the run. A file read after that is mapped anew."""
+    kept = _kept
+    if kept is None or kept.pid != os.getpid():
+        return
+    with kept.lock:
+        gone = [key for key in kept.maps if key not in kept.crc_clean]
+        maps = [kept.maps.pop(key) for key in gone]
+        kept.bytes -= sum(size for _, _, size in gone)
+    if maps:
+        thread = threading.Thread(
+            target=lambda: [_unmap(mm) for mm in maps], name="logdoctor-unmap-ahead", daemon=True
+        )
+        thread.start()
+        kept.behind.append(thread)
 
 
 def _unmap(mm: mmap.mmap) -> None:
@@ -460,11 +484,14 @@ def crc_walked_unchanged(path: str | os.PathLike[str]) -> Callable[[], bool] | N
 
 
 def read_buffer(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], *, numpy_ahead: bool = False
 ) -> tuple[memoryview, object | None, list[tuple[int, int]] | None]:
     """The whole file as a memoryview (mmap for large or sparse files), and where it holds data when
     it has holes (None: no holes, all data). Release it with :func:`release` when done (which closes
-    the returned handle; a mapping kept by :func:`mappings_kept` has no handle)."""
+    the returned handle; a mapping kept by :func:`mappings_kept` has no handle). ``numpy_ahead``: the
+    caller's work after reading a big file wants numpy (the --deep walk's index cross-check), imported
+    meanwhile on a thread of its own; the other readers never need it (a good index of any size is
+    checked without it: ``checks.indexes.whole_index_ok``)."""
     fd = open_regular(path)
     try:
         st = os.fstat(fd)
@@ -476,7 +503,8 @@ def read_buffer(
             flags = mmap.MAP_SHARED | (getattr(mmap, "MAP_POPULATE", 0) if extents is None else 0)
             if size == 0:
                 return memoryview(b""), None, extents
-            import_in_background()  # a big segment's walk ahead: its index checks will want numpy
+            if numpy_ahead:
+                import_in_background()  # a big segment's walk ahead: its index cross-check wants numpy
             kept = _map_kept(fd, st) if extents is None else None
             if kept is not None:
                 return memoryview(kept), None, None
@@ -588,7 +616,7 @@ def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult |
     try:
         # stat'ed before it is read: a clean CRC walk over a kept mapping is noted (crc_walked_unchanged)
         before = os.stat(path) if verify_crc and _keeping() else None
-        view, handle, extents = read_buffer(path)
+        view, handle, extents = read_buffer(path, numpy_ahead=with_positions)
     except OSError as e:  # NotRegularFileError is one
         return e
     try:

@@ -8,31 +8,44 @@ loop over files, and of each `scan` (BENCHMARKS.md, issue 35).
 :func:`files_and_flags` takes exactly such a line; any other token (``--help``, an option with a value,
 ``--``, combined short flags, ``-`` as a file, an unknown option, no file at all) answers None and the
 typer command parses the line as always, so that its messages, help and exit codes stay the only ones.
-A command lists its fast module in :data:`logdoctor.cli.registry.COMMANDS` (``fast``); that module's
-``run_fast(args)`` answers the exit code, or None for the typer command, and
-:func:`logdoctor.cli.main.main` runs it. Its tests compare both paths' stdout, stderr and exit code.
+A command may also name options that take one plain value (``values``: each spelling -> its keyword), given
+as ``--option VALUE``: the value is kept as the string it is (the caller turns it into what the typer option
+would, where that is certain, e.g. a Path); ``--option=VALUE``, a missing value or a value starting with
+``-`` answers None (typer's own parsing and messages). A command lists its fast module in
+:data:`logdoctor.cli.registry.COMMANDS` (``fast``); that module's ``run_fast(args)`` answers the exit code,
+or None for the typer command, and :func:`logdoctor.cli.main.main` runs it. Its tests compare both paths'
+stdout, stderr and exit code.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 __all__ = ["files_and_flags"]
 
 
 def files_and_flags(
-    args: Sequence[str], flags: Mapping[str, str]
-) -> tuple[list[str], dict[str, bool]] | None:
+    args: Sequence[str], flags: Mapping[str, str], values: Mapping[str, str] | None = None
+) -> tuple[list[str], dict[str, Any]] | None:
     """The file arguments of ``args`` and the keywords its flags set (``flags``: each spelling of an on/off
-    option -> the keyword of the command it sets); None when ``args`` hold anything else or no file."""
-    on: dict[str, bool] = {}
+    option -> the keyword of the command it sets; ``values``: each spelling of an option taking one
+    value -> its keyword, set to the value's string; given twice: the last one, as typer takes it);
+    None when ``args`` hold anything else or no file."""
+    on: dict[str, Any] = {}
     files: list[str] = []
-    for arg in args:
+    it = iter(args)
+    for arg in it:
         if arg.startswith("-"):
             name = flags.get(arg)
-            if name is None:
+            if name is not None:
+                on[name] = True
+                continue
+            name = (values or {}).get(arg)
+            value = next(it, None)
+            if name is None or value is None or value.startswith("-"):
                 return None
-            on[name] = True
+            on[name] = value
         else:
             files.append(arg)
     if not files:

@@ -54,6 +54,7 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "repair",
         FIX,
         "Repair what `scan` finds: indexes, torn tails, checkpoints, orphans, permissions.",
+        fast="repair_fast",
     ),
     CommandEntry(
         "move-partition",

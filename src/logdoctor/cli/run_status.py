@@ -3,11 +3,11 @@ stderr line and its exit code."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import typer
 from rich.console import Console
 from rich.text import Text
 
@@ -48,7 +48,8 @@ def run_errors(
     A path that is not a log dir -> 64 (66 when missing); ``usage`` -> 64; a broker holding the lock ->
     75; no space -> 73; a log dir changed since planning -> 65; other ``refusals`` -> 78 (all four:
     nothing written); what the file system refuses (read-only, no space: 73; permission: 77; I/O error:
-    74; :func:`os_error`), one line; any other exception -> 70. ``typer.Exit`` passes through.
+    74; :func:`os_error`), one line; any other exception -> 70. ``typer.Exit`` passes through (typer is
+    not imported here: a command run without the framework never imports it).
     """
     from logdoctor.errors import BrokerRunningError
     from logdoctor.logdir.recognize import NotALogDirError
@@ -77,14 +78,15 @@ def run_errors(
         refused(str(e), EX_DATAERR)
     except refusals as e:
         refused(str(e), EX_REFUSED)
-    except typer.Exit:
-        raise
     except OSError as e:  # a read-only file system, no space, permission: before anything was written
         said = os_error(e)
         if said is None:
             tool_failure(command, e)
         refused(said[0], said[1])
     except Exception as e:  # a bug or an environment failure
+        typer = sys.modules.get("typer")  # imported by the typer command, or by an error line on its way
+        if typer is not None and isinstance(e, typer.Exit):
+            raise
         tool_failure(command, e)
 
 

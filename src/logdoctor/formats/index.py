@@ -20,14 +20,16 @@ in the event of a crash there may be many zero entries"). :func:`slot_count` is 
 
 Sanity checks changed over time; :func:`sanity_check` evaluates them as each era's broker would.
 
-Everything parses whole buffers with numpy; bad bytes raise the typed errors of
-:mod:`logdoctor.errors` naming the source and the byte position.
+The parsers read whole buffers with numpy; the writers and :func:`columns` (the fields of whole entries as
+columns of ints, for the checks of a good index) need no numpy, so that a `repair` never imports it. Bad
+bytes raise the typed errors of :mod:`logdoctor.errors` naming the source and the byte position.
 """
 
 from __future__ import annotations
 
 import enum
 import functools
+import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -187,11 +189,65 @@ def parse_txn_index(
     return [AbortedTxn(pid, first, last, lso, ver) for ver, pid, first, last, lso in zip(*cols, strict=True)]
 
 
-def _relative(offsets: np.ndarray, base_offset: int) -> np.ndarray:
-    rel = offsets - np.int64(base_offset)
-    if rel.size and (rel.min() < INT32_MIN or rel.max() > INT32_MAX):
-        raise ValueError(f"offset outside the int32 range relative to base offset {base_offset}")
-    return rel
+def _column(code: str, values: list[int]) -> bytes | None:
+    """``values`` as big-endian fields of the struct ``code`` ("h", "i", "q"); None when one does not fit."""
+    try:
+        return struct.pack(f">{len(values)}{code}", *values)
+    except struct.error:
+        return None
+
+
+def _interleave(columns: list[tuple[bytes, int]], n: int) -> bytes:
+    """``n`` entries from their fields' columns (big-endian bytes and field width each), each byte of a
+    field put in place by one strided slice assignment (C loops: no numpy, whose import costs a `repair`
+    more than writing its indexes)."""
+    entry = sum(width for _, width in columns)
+    out = bytearray(entry * n)
+    at = 0
+    for col, width in columns:
+        for k in range(width):
+            out[at + k :: entry] = col[k::width]
+        at += width
+    return bytes(out)
+
+
+def columns(data: bytes | memoryview, fields: tuple[tuple[str, int], ...]) -> tuple[tuple[int, ...], ...]:
+    """The whole entries of ``data`` as one tuple of Python ints per field (``fields``: each field's
+    struct code and width, big-endian, in entry order): the inverse of :func:`_interleave`, without
+    numpy (for the checks of whole indexes, ``checks.indexes.whole_index_ok``)."""
+    entry = sum(width for _, width in fields)
+    n = len(data) // entry
+    raw = bytes(data[: n * entry])
+    out = []
+    at = 0
+    for code, width in fields:
+        col = bytearray(width * n)
+        for k in range(width):
+            col[k::width] = raw[at + k :: entry]
+        out.append(struct.unpack(f">{n}{code}", col))
+        at += width
+    return tuple(out)
+
+
+def _int32_column(values: list[int], what: str) -> bytes:
+    col = _column("i", values)
+    if col is None:
+        raise ValueError(what)
+    return col
+
+
+def _int64_column(values: list[int]) -> bytes:
+    col = _column("q", values)
+    if col is None:
+        raise OverflowError("a value outside the int64 range")
+    return col
+
+
+def _relative(offsets: list[int], base_offset: int) -> bytes:
+    return _int32_column(
+        [o - base_offset for o in offsets],
+        f"offset outside the int32 range relative to base offset {base_offset}",
+    )
 
 
 def write_offset_index(entries: Iterable[OffsetEntry], base_offset: int, *, size: int | None = None) -> bytes:
@@ -200,35 +256,28 @@ def write_offset_index(entries: Iterable[OffsetEntry], base_offset: int, *, size
     Raises ValueError when an entry does not fit (relative offset or position outside int32).
     """
     entries = list(entries)
-    arr = np.zeros(len(entries), dtype=_dtype(OFFSET_ENTRY_SIZE))
-    if entries:
-        offsets = np.array([e.offset for e in entries], dtype=np.int64)
-        positions = np.array([e.position for e in entries], dtype=np.int64)
-        if positions.min() < INT32_MIN or positions.max() > INT32_MAX:
-            raise ValueError("index position outside the int32 range")
-        arr["relative_offset"] = _relative(offsets, base_offset)
-        arr["position"] = positions
-    return _pad(arr.tobytes(), size, OFFSET_ENTRY_SIZE)
+    positions = _int32_column([e.position for e in entries], "index position outside the int32 range")
+    rel = _relative([e.offset for e in entries], base_offset)
+    return _pad(_interleave([(rel, 4), (positions, 4)], len(entries)), size, OFFSET_ENTRY_SIZE)
 
 
 def write_time_index(entries: Iterable[TimeEntry], base_offset: int, *, size: int | None = None) -> bytes:
     """Bytes of a ``.timeindex`` holding ``entries``; ``size`` pads with zero slots."""
     entries = list(entries)
-    arr = np.zeros(len(entries), dtype=_dtype(TIME_ENTRY_SIZE))
-    if entries:
-        arr["timestamp"] = np.array([e.timestamp for e in entries], dtype=np.int64)
-        arr["relative_offset"] = _relative(np.array([e.offset for e in entries], dtype=np.int64), base_offset)
-    return _pad(arr.tobytes(), size, TIME_ENTRY_SIZE)
+    timestamps = _int64_column([e.timestamp for e in entries])
+    rel = _relative([e.offset for e in entries], base_offset)
+    return _pad(_interleave([(timestamps, 8), (rel, 4)], len(entries)), size, TIME_ENTRY_SIZE)
 
 
 def write_txn_index(entries: Iterable[AbortedTxn]) -> bytes:
     """Bytes of a ``.txnindex`` holding ``entries``."""
     entries = list(entries)
-    arr = np.zeros(len(entries), dtype=_dtype(TXN_ENTRY_SIZE))
-    if entries:
-        for name in _TXN_NAMES:
-            arr[name] = np.array([getattr(e, name) for e in entries], dtype=np.int64)
-    return arr.tobytes()
+    # the int16 version wraps (as a cast to the field would); the int64 fields raise OverflowError
+    versions = _column("h", [(e.version + 2**15) % 2**16 - 2**15 for e in entries])
+    assert versions is not None
+    cols = [(versions, 2)]
+    cols += [(_int64_column([getattr(e, name) for e in entries]), 8) for name in _TXN_NAMES[1:]]
+    return _interleave(cols, len(entries))
 
 
 def _pad(raw: bytes, size: int | None, entry_size: int) -> bytes:
@@ -447,6 +496,7 @@ __all__ = [
     "SanityEra",
     "SanityVerdict",
     "TimeEntry",
+    "columns",
     "offset_index_array",
     "parse_offset_index",
     "parse_time_index",

@@ -1,10 +1,11 @@
 """numpy, imported when first used: ``from logdoctor.formats.lazy_numpy import np``.
 
 Importing numpy costs about 45 ms, as much as the rest of a `scan` of a small log dir. The checks use it
-for the columns of big indexes and producer snapshots; a log dir of small files (a 32-entry index is
-checked in plain Python: checks.indexes._SMALL) never needs it. Modules that use it name it ``np`` as
-usual: its first attribute imports numpy, and each attribute is then kept on the stand-in, so that
-``np.frombuffer`` costs what it costs on the module itself (an attribute lookup).
+for the columns of damaged or --deep-checked indexes and of big producer snapshots; a good index of any
+size is checked in plain Python (checks.indexes.whole_index_ok) and indexes are written without it.
+Modules that use it name it ``np`` as usual: its first attribute imports numpy, and each attribute is
+then kept on the stand-in, so that ``np.frombuffer`` costs what it costs on the module itself (an
+attribute lookup).
 
 numpy's OpenBLAS starts its thread pool when numpy is imported, which doubled the import on this
 project's 2-core machines (120 ms against 63 ms with one thread, -X importtime, load ~1.6). logdoctor

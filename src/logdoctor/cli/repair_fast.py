@@ -1,0 +1,40 @@
+"""``logdoctor repair LOGDIR... [FLAGS] [--backup-dir DIR] [--only CODE,...]`` run without the CLI framework
+(:mod:`logdoctor.cli.fast`): :func:`run_fast`, which the registry names for `repair`. Any other call (an
+option with a value other than these two, ``--resume``/``--rollback``, ``--help``, ...) is left to the
+typer command (:mod:`logdoctor.cli.repair`); both run :func:`logdoctor.cli.repair_run.run_repair`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from logdoctor.cli.fast import files_and_flags
+from logdoctor.cli.repair_run import run_repair
+
+__all__ = ["FLAGS", "VALUES", "run_fast"]
+
+# flag -> the keyword of run_repair it sets (the typer command's boolean options, every spelling)
+FLAGS: dict[str, str] = {
+    "--apply": "do_apply",
+    "--json": "json_out",
+    "--deep": "deep",
+    "--verbose": "verbose",
+    "-v": "verbose",
+    "--allow-metadata-loss": "allow_metadata_loss",
+    "--allow-unfinished-journal": "allow_unfinished",
+}
+# option taking a value -> its keyword (typer's types for these are certain: a Path, a str)
+VALUES: dict[str, str] = {"--backup-dir": "backup_dir", "--only": "only"}
+
+
+def run_fast(args: Sequence[str]) -> int | None:
+    """Repair as ``logdoctor repair ARGS`` would and return its exit code; None when ARGS hold anything
+    but log dirs, :data:`FLAGS` and :data:`VALUES` (the caller then runs the typer command)."""
+    got = files_and_flags(args, FLAGS, VALUES)
+    if got is None:
+        return None
+    log_dirs, options = got
+    if "backup_dir" in options:
+        options["backup_dir"] = Path(options["backup_dir"])
+    return run_repair([Path(d) for d in log_dirs], **options)
