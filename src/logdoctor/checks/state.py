@@ -524,7 +524,6 @@ def _walk_read(path: str, verify_crc: bool, with_positions: bool) -> WalkResult 
         positions = lasts = None
         if with_positions:
             positions, lasts = res.positions, res.last_offsets = array("q"), array("q")
-            import_in_background()  # the index cross-check after the walk wants numpy
         at, batches, records = 0, 0, 0  # ``at``: the file position of chunk[0]
         prev_last: int | None = None
         last = max_ts = max_ts_off = -1
@@ -551,7 +550,7 @@ def _walk_read(path: str, verify_crc: bool, with_positions: bool) -> WalkResult 
                     rel.frombytes(memoryview(frame)[: 8 * nb])  # type: ignore[arg-type]
                     if undecodable_batches(chunk[:want], rel, want, path):
                         return None  # worded with the file's positions by the mapped walk
-                    positions.frombytes((np.frombuffer(rel, np.int64) + at).tobytes())
+                    positions.extend([p + at for p in rel] if at else rel)
                     lasts.frombytes(memoryview(frame)[8 * _FAST_CHUNK : 8 * (_FAST_CHUNK + nb)])  # type: ignore
                 records += recs
                 prev_last, batches, pos = last, batches + nb, pos2
