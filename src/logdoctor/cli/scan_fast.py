@@ -1,0 +1,49 @@
+"""``logdoctor scan LOGDIR... [FLAGS]`` without the CLI framework (:mod:`logdoctor.cli.fast`): the line's
+log dirs and on/off flags, then :func:`logdoctor.cli.scan_run.run_scan`, the typer command's work. This
+module imports nothing of the scan: with ``--deep``, the walks of a few big partitions' .log files start
+first (:mod:`logdoctor.checks.early_walk`), and the scan's modules (~60 ms) load while they run on the
+walk threads; the scan then takes those walks instead of walking the files again (issue 35).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from logdoctor.cli.fast import files_and_flags
+
+__all__ = ["FLAGS", "run_fast"]
+
+# flag -> the keyword of run_scan it sets (the typer command's boolean options, every spelling)
+FLAGS: dict[str, str] = {
+    "--quick": "quick",
+    "--deep": "deep",
+    "--json": "json_out",
+    "--verbose": "verbose",
+    "-v": "verbose",
+}
+
+
+def run_fast(args: Sequence[str]) -> int | None:
+    """Scan as ``logdoctor scan ARGS`` would and return its exit code; None when ARGS hold anything but
+    log dirs and :data:`FLAGS` (the caller then runs the typer command)."""
+    got = files_and_flags(args, FLAGS)
+    if got is None:
+        return None
+    log_dirs, flags = got
+    from logdoctor.cli.main import _load_uncollected  # the modules loaded as main() loads a command's
+
+    if flags.get("deep") and not flags.get("quick"):
+        _load_uncollected(_start_early_walks, log_dirs)
+    scan_run: ModuleType = _load_uncollected(importlib.import_module, "logdoctor.cli.scan_run")
+    code: int = scan_run.run_scan([Path(d) for d in log_dirs], **flags)
+    return code
+
+
+def _start_early_walks(log_dirs: Any) -> None:
+    from logdoctor.checks import early_walk
+
+    early_walk.start(log_dirs)
