@@ -2028,9 +2028,22 @@ index_cross_check(PyObject *self, PyObject *args)
                 }
             }
     } else {
+        Py_ssize_t prev_k = 0;
+        int64_t prev_at = INT64_MIN;
         for (Py_ssize_t j = 0; j < real; j++) {
             int64_t off = base + idx_rel(p, j, 8), at = idx_val(p, j, 8);
-            Py_ssize_t lo = 0, hi = nb; /* the first batch position >= at (searchsorted, left) */
+            /* the first batch position >= at (searchsorted, left): entries grow, so from the previous
+             * entry's batch on, in growing steps, then halving (the same answer, the usual case in O(1)) */
+            Py_ssize_t lo = 0, hi = nb;
+            if (at >= prev_at) {
+                Py_ssize_t step = 1;
+                lo = prev_k;
+                while (lo + step < nb && pos[lo + step] < at) {
+                    lo += step;
+                    step *= 2;
+                }
+                hi = lo + step < nb ? lo + step + 1 : nb;
+            }
             while (lo < hi) {
                 Py_ssize_t mid = lo + (hi - lo) / 2;
                 if (pos[mid] < at)
@@ -2038,6 +2051,8 @@ index_cross_check(PyObject *self, PyObject *args)
                 else
                     hi = mid;
             }
+            prev_k = lo < nb ? lo : nb - 1;
+            prev_at = at;
             int not_start = lo >= nb || pos[lo] != at;
             int64_t batch_last = lasts[lo < nb ? lo : nb - 1];
             if (not_start || batch_last > off || off > last_offset) {
