@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import struct
+import sys
 from array import array
 from pathlib import Path
 from types import SimpleNamespace
@@ -17,6 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import realworld
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from logdoctor.checks import deep, indexes
 from logdoctor.checks.state import walk_file
 from logdoctor.formats.index import IndexKind, real_entry_count
@@ -144,3 +147,21 @@ def test_c_index_checks_agree_with_numpy_on_real_indexes(flips: int) -> None:
         _agree(kind, bytes(data), seg_base, w.size, seg_base + 10, w)
         checked += 1
     assert checked > 20
+
+
+def test_deep_scan_of_big_indexes_imports_no_numpy_nor_the_process_pool(tmp_path: Path) -> None:
+    """Issue 35: a `scan --deep` of partitions whose indexes hold more than checks.indexes._SMALL entries
+    checks them in C (numpy's import was ~0.04 s of its CPU), and a scan of a few partitions never
+    imports multiprocessing (the scanner's process pool, imported when partitions first go to one)."""
+    from test_startup import imported_by
+
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    topic = TopicSpec("t", partitions=2, records_per_partition=3000, value_size=200, segment_bytes=256 * 1024)
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", [topic])
+    big = [p for p in log_dir.glob("t-*/*.index") if p.stat().st_size > indexes._SMALL * 8]
+    assert len(big) >= 4
+    for argv in (("scan", "--deep", "--json"), ("scan", "--deep", "--json", "-j", "1")):
+        modules = imported_by(*argv, str(log_dir))
+        assert "logdoctor.checks.deep" in modules
+        assert not {m.split(".")[0] for m in modules} & {"numpy", "multiprocessing"}, argv
