@@ -196,8 +196,30 @@ def test_which_logs_are_walked_early(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert early_walk.early_logs([str(logs[0].parent)]) == []  # a partition folder: the scan refuses it
     (log_dir / "t-4").mkdir()
     assert early_walk.early_logs([str(log_dir)]) == []  # five partitions: some may go to the scan's pool
-    state_early = []
-    monkeypatch.setattr(state, "walk_early", state_early.append)
-    monkeypatch.setattr(early_walk, "walk_early", state_early.append)
-    early_walk.start([str(log_dir)])
-    assert state_early == [[]]
+    started: list[list[str]] = []
+    monkeypatch.setattr(early_walk, "walk_early", lambda paths: started.append(paths) or len(paths))
+    assert early_walk.start([str(log_dir)]) == 0
+    assert started == [[]]
+
+
+def test_the_command_line_walks_early_and_puts_the_switch_interval_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_is_big: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`logdoctor scan --deep --json LOGDIR` (cli.scan_fast): the early walks are started and taken, the
+    interpreter's switch interval is lowered only while the scan's modules load, and the JSON is the
+    scan's without them."""
+    from logdoctor.cli import scan_fast
+
+    topics = [TopicSpec("t", records_per_partition=300, value_size=100, segment_bytes=16 * 1024)]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    _settled(log_dir)
+    intervals: list[float] = []
+    set_interval = sys.setswitchinterval
+    monkeypatch.setattr(sys, "setswitchinterval", lambda s: intervals.append(s) or set_interval(s))
+    before = sys.getswitchinterval()
+    taken = _taken(monkeypatch)
+    assert scan_fast.run_fast(["--deep", "--json", str(log_dir)]) == 0
+    assert intervals == [scan_fast.WALKING_SWITCH_INTERVAL_S, before] and sys.getswitchinterval() == before
+    assert sorted(taken) == [str(p) for p in _logs(log_dir)]
+    got = json.loads(capsys.readouterr().out)
+    assert got["findings"] == json.loads(_scan_json(log_dir))["findings"]

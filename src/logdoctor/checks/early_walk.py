@@ -68,6 +68,6 @@ def early_logs(log_dirs: Sequence[str]) -> list[str]:
     return logs
 
 
-def start(log_dirs: Sequence[str]) -> None:
-    """Start the early walks of :func:`early_logs` (nothing when there are none, or one core)."""
-    walk_early(early_logs(log_dirs))
+def start(log_dirs: Sequence[str]) -> int:
+    """Start the early walks of :func:`early_logs` (nothing when there are none, or one core); how many."""
+    return walk_early(early_logs(log_dirs))

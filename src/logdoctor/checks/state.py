@@ -668,7 +668,7 @@ def _walk_pool() -> ThreadPoolExecutor:
 _early: tuple[int, dict[str, Future[tuple[os.stat_result, WalkResult] | None]]] | None = None
 
 
-def walk_early(paths: Sequence[str]) -> None:
+def walk_early(paths: Sequence[str]) -> int:
     """Start the --deep walk (CRCs, positions, every record decoded: ``walk_file(path, True, True)``) of
     these .log files on the walk threads now, before the scan that will ask for them is ready to
     (``logdoctor scan --deep`` of a few big partitions: the walks then run while the checks' modules load,
@@ -677,12 +677,13 @@ def walk_early(paths: Sequence[str]) -> None:
     again (:func:`_take_early`) when it is the same walk of the same bytes; anything else is walked as
     always. Only the chunked read of the C fast lane (:func:`_walk_read`) is done early: a file it does not
     take whole (damage, v0/v1, a record that does not decode, ...) is walked again by the scan, which
-    finds and words it as always."""
+    finds and words it as always. Returns how many walks it started."""
     global _early
     if FAST_WALK is None or walk_threads() < 2 or not paths:
-        return
+        return 0
     pool = _walk_pool()
     _early = (os.getpid(), {p: pool.submit(_walk_settled, p) for p in paths})
+    return len(paths)
 
 
 def _walk_settled(path: str) -> tuple[os.stat_result, WalkResult] | None:
