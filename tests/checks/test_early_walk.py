@@ -194,6 +194,11 @@ def test_which_logs_are_walked_early(tmp_path: Path, monkeypatch: pytest.MonkeyP
     expected = [str(p) for p in logs if p != hidden]
     assert early_walk.early_logs([str(log_dir)]) == expected
     assert early_walk.early_logs([str(logs[0].parent)]) == []  # a partition folder: the scan refuses it
+    first = [p for p in logs if p != hidden][:4]  # EARLY_BYTES (8 GiB) at most, the first ones
+    monkeypatch.setattr(early_walk, "EARLY_BYTES", sum(p.stat().st_size for p in first))
+    assert early_walk.early_logs([str(log_dir)]) == [str(p) for p in first]
+    monkeypatch.undo()
+    monkeypatch.setattr(early_walk, "MMAP_THRESHOLD", 1000)
     (log_dir / "t-4").mkdir()
     assert early_walk.early_logs([str(log_dir)]) == []  # five partitions: some may go to the scan's pool
     started: list[list[str]] = []

@@ -28,11 +28,15 @@ __all__ = ["EARLY_PARTITIONS", "early_logs", "start"]
 #: or the first ``_PROBE`` of them before it decides on a pool)
 EARLY_PARTITIONS = 4
 
+#: bytes of .log walked early at most: what the walks find (16 bytes of positions and last offsets a
+#: batch) waits until the scan takes it, while the scan itself holds one partition's walks at a time
+EARLY_BYTES = 8 << 30
+
 
 def early_logs(log_dirs: Sequence[str]) -> list[str]:
     """The .log files of ``log_dirs`` walked early (see the module's doc), in the scan's order: log dirs
-    as given, partition folders and segments by name; [] when the log dirs hold more than
-    :data:`EARLY_PARTITIONS` partition folders."""
+    as given, partition folders and segments by name, up to :data:`EARLY_BYTES` in all; [] when the log
+    dirs hold more than :data:`EARLY_PARTITIONS` partition folders."""
     folders: list[tuple[str, BrokerUser]] = []
     seen: set[str] = set()
     for d in log_dirs:
@@ -52,6 +56,7 @@ def early_logs(log_dirs: Sequence[str]) -> list[str]:
         if len(folders) > EARLY_PARTITIONS:
             return []
     logs: list[str] = []
+    total = 0
     for folder, user in folders:
         try:
             with os.scandir(folder) as it:
@@ -62,7 +67,10 @@ def early_logs(log_dirs: Sequence[str]) -> list[str]:
                     continue
                 st = e.stat(follow_symlinks=False)
                 if st.st_size >= MMAP_THRESHOLD and not missing_access(st, user, "r"):
+                    if total + st.st_size > EARLY_BYTES:
+                        return logs  # the rest in the scan's turn
                     logs.append(e.path)
+                    total += st.st_size
         except OSError:
             continue
     return logs
