@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import bisect
 import struct
-from typing import Any
 
 from logdoctor.checks.default import check_offsets, check_retention, log_corrupt_repair, report_damage
-from logdoctor.checks.indexes import _SMALL, ENTRY_SIZE, Entries, report_corrupt
+from logdoctor.checks.indexes import _SMALL, C_OFFSET_MAX, ENTRY_SIZE, Entries, real_entries, report_corrupt
 from logdoctor.checks.state import PartitionState, WalkResult
 from logdoctor.formats.index import IndexKind
 from logdoctor.formats.lazy_numpy import np
+from logdoctor.formats.native import speedups
 from logdoctor.logdir.model import Segment
 
 
@@ -102,7 +102,6 @@ def _cross_check_indexes(st: PartitionState, seg: Segment, w: WalkResult) -> Non
     """Every real index entry must point where a lookup can use it (DumpLogSegments --verify-index-only)."""
     if w.positions is None or w.last_offsets is None or w.batches == 0:
         return
-    batches: tuple[Any, Any] | None = None  # numpy views of w's columns, made for the first big index
     for kind, path in ((IndexKind.OFFSET, seg.index_file), (IndexKind.TIME, seg.timeindex_file)):
         if path is None or path in st.unreadable:
             continue
@@ -112,19 +111,35 @@ def _cross_check_indexes(st: PartitionState, seg: Segment, w: WalkResult) -> Non
         if len(data) <= _SMALL * ENTRY_SIZE[kind]:
             found = _SMALL_MISMATCH[kind](_small_entries(kind, data), seg, w)
         else:
-            if batches is None:
-                batches = (
-                    np.frombuffer(w.positions, dtype=np.int64),
-                    np.frombuffer(w.last_offsets, dtype=np.int64),
-                )
-            entries = Entries(kind, data, seg.base_offset, log_name=seg.log_name)
-            found = _MISMATCH[kind](entries, *batches, w.max_timestamp)
-            if found is not None:
-                found = (*found, int(entries.offsets[found[0]]))
+            found = _big_mismatch(kind, data, seg, w)
         if found is not None:
             j, why, offset = found
             problem = f"entry {j} of {path} does not match the log: {why}"
             report_corrupt(st, seg, path, kind, data, problem, j * ENTRY_SIZE[kind], offset)
+
+
+def _big_mismatch(kind: IndexKind, data: bytes, seg: Segment, w: WalkResult) -> _Found:
+    """The first entry of an index of more than _SMALL entries that does not match the walk: in C over the
+    whole buffer (``_speedups.index_cross_check``: a `scan --deep` never imports numpy), else with numpy
+    (:data:`_MISMATCH`, which the C twin is tested against: tests/checks/test_index_c.py)."""
+    assert w.positions is not None and w.last_offsets is not None
+    last_offset = w.last_offsets[-1]
+    if speedups is not None and 0 <= seg.base_offset <= C_OFFSET_MAX:
+        real = real_entries(data, ENTRY_SIZE[kind])
+        got = speedups.index_cross_check(
+            data, ENTRY_SIZE[kind], real, seg.base_offset, w.positions, w.last_offsets, w.max_timestamp
+        )
+        if got is None:
+            return None
+        if kind is IndexKind.OFFSET:
+            j, not_start, pos, off, batch_last = got
+            return j, _offset_why(bool(not_start), pos, off, batch_last, last_offset, seg.log_name), off
+        j, off, ts = got
+        return j, _time_why(off, ts, last_offset, w.max_timestamp), off
+    entries = Entries(kind, data, seg.base_offset, log_name=seg.log_name)
+    batches = np.frombuffer(w.positions, dtype=np.int64), np.frombuffer(w.last_offsets, dtype=np.int64)
+    found = _MISMATCH[kind](entries, *batches, w.max_timestamp)
+    return None if found is None else (*found, int(entries.offsets[found[0]]))
 
 
 def _offset_why(not_start: bool, pos: int, off: int, batch_last: int, last_offset: int, log_name: str) -> str:

@@ -33,6 +33,7 @@ from logdoctor.formats.index import (
     time_index_array,
 )
 from logdoctor.formats.lazy_numpy import np
+from logdoctor.formats.native import speedups
 from logdoctor.logdir.model import Segment
 
 ERA_LABEL = {SanityEra.KAFKA_0_8: "0.8-1.0", SanityEra.KAFKA_1_1: "1.1", SanityEra.KAFKA_2_0: "2.0+"}
@@ -279,7 +280,9 @@ def whole_index_ok(kind: IndexKind, data: bytes, base: int, log_size: int, next_
     :func:`analyze_index` (the common case: a broker's or a rebuilt index), at any size and without
     numpy: its fields are split into columns of Python ints (:func:`logdoctor.formats.index.columns`)
     and compared pairwise in C loops (``map``), ~5 ms for 65,000 entries where importing numpy costs
-    ~50 ms. False sends it to the full checks (numpy), which find and word what is wrong."""
+    ~50 ms; used for small indexes, and for big ones when the C extension is absent (with it,
+    :func:`first_bad_entry` checks them in C). False sends it to the full checks, which find and word what
+    is wrong."""
     spec = _SPECS[kind]
     n = len(data)
     if n == 0:
@@ -331,16 +334,19 @@ def analyze_index(
     size = spec.entry_size
     base = seg.base_offset
     n = len(data)
-    if _plain_pays(n // size) and whole_index_ok(kind, data, base, log_size, next_base):
+    # a good index passes in one pass: small ones in plain Python; big ones in C (real_entries and
+    # first_bad_entry below), or without the extension in plain Python while that pays (_plain_pays)
+    plain = n <= _SMALL * size or (speedups is None and _plain_pays(n // size))
+    if plain and whole_index_ok(kind, data, base, log_size, next_base):
         return n // size, n // size
     slots = n // size
-    real = real_entry_count(data, size)
+    real = real_entries(data, size)
     if n % size:
         report_corrupt(st, seg, path, kind, data, _size_problem(path, n, size), n - n % size)
         return slots, real
     if slots > real:
         zeros = {"path": path, "real": real, "zeros": slots - real, "base": base}
-        if np.frombuffer(data, np.uint8, offset=real * size).any():
+        if data.count(0, real * size) != n - real * size:  # a non-zero byte after the real entries
             report_corrupt(st, seg, path, kind, data, spec.zero_slot.format(**zeros), real * size, base)
             return slots, real
         if not st.is_active(seg):
@@ -357,16 +363,53 @@ def analyze_index(
             return slots, real
     if real == 0:
         return slots, real
-    entries = Entries(
-        kind, data, base, path=path, log_name=seg.log_name, log_size=log_size, next_base=next_base
-    )
-    for find, problem in spec.checks:
+    found = first_bad_entry(kind, data, real, base, log_size, next_base)
+    if found is not None:
+        check, i = found
+        entries = Entries(
+            kind, data, base, path=path, log_name=seg.log_name, log_size=log_size, next_base=next_base
+        )
+        problem = spec.checks[check][1](entries, i)
+        report_corrupt(st, seg, path, kind, data, problem, i * size, entries.offset(i))
+    return slots, real
+
+
+#: the C checks (``_speedups.index_*``) take offsets up to this: base + a relative offset stays in int64
+C_OFFSET_MAX = 1 << 62
+
+
+def real_entries(data: bytes, entry_size: int) -> int:
+    """:func:`logdoctor.formats.index.real_entry_count` of a ``.index`` (8) or ``.timeindex`` (12), in C
+    when the extension is there (the whole buffer, without numpy: a `scan --deep` then never imports it)."""
+    if speedups is not None and entry_size in (OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE):
+        return int(speedups.index_real_entries(data, entry_size))
+    return real_entry_count(data, entry_size)
+
+
+def first_bad_entry(
+    kind: IndexKind, data: bytes, real: int, base: int, log_size: int, next_base: int | None
+) -> tuple[int, int] | None:
+    """The first of the kind's entry checks (:data:`_OFFSET_CHECKS`, :data:`_TIME_CHECKS`) that finds a
+    bad one among the ``real`` first entries, and that entry: (check, entry); None when all pass. In C
+    over the whole buffer when the extension is there and the offsets fit (``_speedups.index_entry_checks``);
+    else the numpy masks of the checks, which the C twin is tested against (tests/checks/test_index_c.py)."""
+    spec = _SPECS[kind]
+    if (
+        speedups is not None
+        and 0 <= base <= C_OFFSET_MAX
+        and 0 <= log_size <= C_OFFSET_MAX
+        and (next_base is None or 0 <= next_base <= C_OFFSET_MAX)
+    ):
+        got = speedups.index_entry_checks(
+            data, spec.entry_size, real, base, log_size, next_base is not None, next_base or 0
+        )
+        return None if got is None else (int(got[0]), int(got[1]))
+    entries = Entries(kind, data, base, log_size=log_size, next_base=next_base)
+    for check, (find, _problem) in enumerate(spec.checks):
         bad = find(entries)
         if bad is not None and bad.any():
-            i = int(np.argmax(bad))
-            report_corrupt(st, seg, path, kind, data, problem(entries, i), i * size, entries.offset(i))
-            break
-    return slots, real
+            return check, int(np.argmax(bad))
+    return None
 
 
 def analyze_txn_index(st: PartitionState, seg: Segment, path: str, data: bytes) -> None:

@@ -11,15 +11,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
-import multiprocessing
 import os
 import signal
 import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
-from typing import TYPE_CHECKING, ParamSpec
+from typing import TYPE_CHECKING, Any, ParamSpec
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean_shutdown
@@ -144,6 +142,20 @@ _PROBE = 4  # partitions checked here before the first decision (the median of 4
 _WINDOW = 256  # then decided again after every this many
 
 
+def __getattr__(name: str) -> Any:
+    """``ProcessPoolExecutor``, imported on first use (module attribute, PEP 562): multiprocessing and
+    the process pool (pickle, sockets, subprocess: ~6 ms of CPU) are needed only once partitions go to a
+    pool, never by a scan of a few partitions (a `scan --deep` of one big partition, issue 35)."""
+    if name != "ProcessPoolExecutor":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    pool = globals().get(name)
+    if pool is None:
+        from concurrent.futures import ProcessPoolExecutor as pool
+
+        globals()[name] = pool
+    return pool
+
+
 def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
     """Check every task: here while checks are cheap (the median time of the last few is below
     ``_POOL_MIN_S_PER_PARTITION``), the rest in a pool of ``jobs`` processes once they are not."""
@@ -173,9 +185,11 @@ def _run_pool(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport
         for t in tasks:
             yield check_partition(t)
         return
+    import multiprocessing  # see __getattr__
+
     ctx = multiprocessing.get_context("fork")
     chunk = max(1, min(64, len(tasks) // (jobs * 8)))
-    ex = ProcessPoolExecutor(
+    ex = __getattr__("ProcessPoolExecutor")(
         max_workers=jobs, mp_context=ctx, initializer=_worker_init, initargs=(os.getpid(),)
     )
     # The fork context starts every worker at the first submit, inside map(): SIGINT stays blocked

@@ -18,11 +18,10 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from logdoctor.checks import catalog
 from logdoctor.checks.access import describe, missing_access
-from logdoctor.checks.context import PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.undecodable import Undecodable, undecodable_batches
 from logdoctor.errors import FormatError, TruncatedError
@@ -33,6 +32,10 @@ from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
 from logdoctor.logdir.model import Partition, Segment
 from logdoctor.logdir.sparse import data_extents, is_sparse
+
+if TYPE_CHECKING:  # checks.context (topic configs, tiering: ~17 ms) is imported by the first PartitionState:
+    # a `scan --deep`'s early walks (:func:`walk_early`) import this module and start before it loads
+    from logdoctor.checks.context import PartitionTask, SegmentInfo
 
 
 def iso(ms: int | None) -> str:
@@ -63,6 +66,8 @@ class PartitionState:
     def __init__(self, task: PartitionTask, partition: Partition, segments: list[Segment]) -> None:
         """``partition`` is listed with ``stat_files=True``; ``segments`` its segments ([] when the
         folder could not be listed)."""
+        from logdoctor.checks.context import PartitionReport
+
         self.task = task
         self.options = task.options
         self.partition = partition
@@ -192,13 +197,16 @@ class PartitionState:
             for s in segments
             if not self._cached(s, verify_crc, with_positions) and s.log_file not in self.unreadable
         ]
-        outcomes = dict(
+        early = {s.base_offset: _take_early(s.log_file, verify_crc, with_positions) for s in todo}
+        todo = [s for s in todo if early[s.base_offset] is None]
+        outcomes: dict[int, WalkResult | OSError] = dict(
             zip(
                 (s.base_offset for s in todo),
                 walk_files([s.log_file for s in todo], verify_crc, with_positions),
                 strict=True,
             )
         )
+        outcomes.update((k, v) for k, v in early.items() if v is not None)
         out: list[WalkResult | None] = []
         for seg in segments:
             got = outcomes.pop(seg.base_offset, None)
@@ -489,9 +497,9 @@ def read_buffer(
     """The whole file as a memoryview (mmap for large or sparse files), and where it holds data when
     it has holes (None: no holes, all data). Release it with :func:`release` when done (which closes
     the returned handle; a mapping kept by :func:`mappings_kept` has no handle). ``numpy_ahead``: the
-    caller's work after reading a big file wants numpy (the --deep walk's index cross-check), imported
-    meanwhile on a thread of its own; the other readers never need it (a good index of any size is
-    checked without it: ``checks.indexes.whole_index_ok``)."""
+    caller's work after reading a big file wants numpy (the --deep walk's index cross-check without the C
+    extension), imported meanwhile on a thread of its own; with the extension no reader needs it (the
+    index checks run in C: ``checks.indexes.first_bad_entry``)."""
     fd = open_regular(path)
     try:
         st = os.fstat(fd)
@@ -552,7 +560,6 @@ def _walk_read(path: str, verify_crc: bool, with_positions: bool) -> WalkResult 
         positions = lasts = None
         if with_positions:
             positions, lasts = res.positions, res.last_offsets = array("q"), array("q")
-            import_in_background()  # the index cross-check after the walk wants numpy
         at, batches, records = 0, 0, 0  # ``at``: the file position of chunk[0]
         prev_last: int | None = None
         last = max_ts = max_ts_off = -1
@@ -579,7 +586,7 @@ def _walk_read(path: str, verify_crc: bool, with_positions: bool) -> WalkResult 
                     rel.frombytes(memoryview(frame)[: 8 * nb])  # type: ignore[arg-type]
                     if undecodable_batches(chunk[:want], rel, want, path):
                         return None  # worded with the file's positions by the mapped walk
-                    positions.frombytes((np.frombuffer(rel, np.int64) + at).tobytes())
+                    positions.extend([p + at for p in rel] if at else rel)
                     lasts.frombytes(memoryview(frame)[8 * _FAST_CHUNK : 8 * (_FAST_CHUNK + nb)])  # type: ignore
                 records += recs
                 prev_last, batches, pos = last, batches + nb, pos2
@@ -616,7 +623,7 @@ def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult |
     try:
         # stat'ed before it is read: a clean CRC walk over a kept mapping is noted (crc_walked_unchanged)
         before = os.stat(path) if verify_crc and _keeping() else None
-        view, handle, extents = read_buffer(path, numpy_ahead=with_positions)
+        view, handle, extents = read_buffer(path, numpy_ahead=with_positions and native.speedups is None)
     except OSError as e:  # NotRegularFileError is one
         return e
     try:
@@ -659,14 +666,11 @@ def in_walk_threads(fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
     spends its time in C without the GIL (the deep walk, the index rebuild), one mapped segment per
     thread at a time. At most two results per thread wait to be taken, so memory does not grow with
     the number of items. One item, or one core: in this thread."""
-    global _pool
     threads = min(walk_threads(), len(items))
     if threads <= 1 or FAST_WALK is None:
         yield from map(fn, items)
         return
-    if _pool is None or _pool[0] != os.getpid():  # a forked pool worker makes its own
-        _pool = (os.getpid(), ThreadPoolExecutor(walk_threads(), thread_name_prefix="logdoctor-walk"))
-    pool = _pool[1]
+    pool = _walk_pool()
     pending: deque[Future[R]] = deque()
     try:
         for x in items:
@@ -678,6 +682,74 @@ def in_walk_threads(fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
     finally:
         for f in pending:  # the caller stopped early (or one raised): drop what was not started
             f.cancel()
+
+
+def _walk_pool() -> ThreadPoolExecutor:
+    """The walk threads of this process (:func:`walk_threads` of them), made on first use."""
+    global _pool
+    if _pool is None or _pool[0] != os.getpid():  # a forked pool worker makes its own
+        _pool = (os.getpid(), ThreadPoolExecutor(walk_threads(), thread_name_prefix="logdoctor-walk"))
+    return _pool[1]
+
+
+# --- early walks: `scan --deep` of a few big partitions starts walking while its modules load -----------
+_early: tuple[int, dict[str, Future[tuple[os.stat_result, WalkResult] | None]]] | None = None
+
+
+def walk_early(paths: Sequence[str]) -> int:
+    """Start the --deep walk (CRCs, positions, every record decoded: ``walk_file(path, True, True)``) of
+    these .log files on the walk threads now, before the scan that will ask for them is ready to
+    (``logdoctor scan --deep`` of a few big partitions: the walks then run while the checks' modules load,
+    :mod:`logdoctor.checks.early_walk`, which also decides which files the broker's user may read: only
+    those are given here). :meth:`PartitionState.walk_all` takes such a walk instead of walking the file
+    again (:func:`_take_early`) when it is the same walk of the same bytes; anything else is walked as
+    always. Only the chunked read of the C fast lane (:func:`_walk_read`) is done early: a file it does not
+    take whole (damage, v0/v1, a record that does not decode, ...) is walked again by the scan, which
+    finds and words it as always. Returns how many walks it started."""
+    global _early
+    if FAST_WALK is None or walk_threads() < 2 or not paths:
+        return 0
+    pool = _walk_pool()
+    _early = (os.getpid(), {p: pool.submit(_walk_settled, p) for p in paths})
+    return len(paths)
+
+
+def _walk_settled(path: str) -> tuple[os.stat_result, WalkResult] | None:
+    """``_walk_read(path, True, True)`` of a file that had not changed for :data:`SETTLED_NS`, with its
+    stat taken before the read (equal after it too); None for anything else."""
+    try:
+        before = os.stat(path)
+        if time.time_ns() - before.st_ctime_ns < SETTLED_NS:
+            return None  # being written (a broker's active segment): walked by the scan, in its turn
+        res = _walk_read(path, True, True)
+        if not isinstance(res, WalkResult) or _identity(os.stat(path)) != _identity(before):
+            return None
+    except OSError:
+        return None
+    return before, res
+
+
+def _take_early(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | None:
+    """The early walk of ``path`` (:func:`walk_early`) when it is the walk asked for (with CRCs and
+    positions) and the file is unchanged since it was read: its stat (device, inode, size, mtime, ctime)
+    equals the one taken before the read, when the file had not changed for :data:`SETTLED_NS` (the
+    argument of :func:`crc_walked_unchanged`: every change of a file's bytes gives it a new ctime), so
+    the bytes walked are the file's bytes now. None otherwise: the caller walks it."""
+    early = _early
+    if early is None or early[0] != os.getpid() or not (verify_crc and with_positions):
+        return None
+    walking = early[1].pop(path, None)
+    if walking is None:
+        return None
+    got = walking.result()
+    if got is None:
+        return None
+    before, res = got
+    try:
+        unchanged = _identity(os.stat(path)) == _identity(before)
+    except OSError:
+        return None
+    return res if unchanged else None
 
 
 def walk_files(paths: list[str], verify_crc: bool, with_positions: bool) -> list[WalkResult | OSError]:

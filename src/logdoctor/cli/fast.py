@@ -1,9 +1,9 @@
 """A command run without the CLI framework when its line holds only file arguments and on/off flags:
 ``logdoctor dump FILE...`` (:mod:`logdoctor.cli.dump.fast`), ``logdoctor scan --deep --json LOGDIR...``
-(:mod:`logdoctor.cli.scan_run`). Importing typer and the command's typer module, and building and parsing
-the command, costs CPU before any work: ~13 ms for `scan` (10 ms the imports, 3 ms the command; measured
-with the collector off, as :func:`logdoctor.cli.main.main` loads a command): the start-up of an operator's
-loop over files, and of each `scan` (BENCHMARKS.md, issue 35).
+(:mod:`logdoctor.cli.scan_fast`, then :mod:`logdoctor.cli.scan_run`). Importing typer and the command's
+typer module, and building and parsing the command, costs CPU before any work: ~13 ms for `scan` (10 ms
+the imports, 3 ms the command; measured with the collector off, as :func:`logdoctor.cli.main.main` loads a
+command): the start-up of an operator's loop over files, and of each `scan` (BENCHMARKS.md, issue 35).
 
 :func:`files_and_flags` takes exactly such a line; any other token (``--help``, an option with a value,
 ``--``, combined short flags, ``-`` as a file, an unknown option, no file at all) answers None and the

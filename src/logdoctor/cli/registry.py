@@ -41,7 +41,7 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "scan",
         INSPECT,
         "Check log dirs offline for every failure the broker would hit at startup or later.",
-        fast="scan_run",
+        fast="scan_fast",
     ),
     CommandEntry(
         "retention",

@@ -1,7 +1,9 @@
 """What `logdoctor scan` does with its options, without the CLI framework: :func:`run_scan` (the options
 to the exit code: the scan, then its JSON or its report), and :func:`run_fast`, the call of log dirs and
-on/off flags only (``logdoctor scan --deep --json LOGDIR...``) run without typer (:mod:`logdoctor.cli.fast`);
-the typer command (:mod:`logdoctor.cli.scan`) parses every other call and runs the same :func:`run_scan`.
+on/off flags only (``logdoctor scan --deep --json LOGDIR...``) run without typer (:mod:`logdoctor.cli.fast`;
+the command line's own entry is :mod:`logdoctor.cli.scan_fast`, which starts a deep scan's early walks
+before it imports this module); the typer command (:mod:`logdoctor.cli.scan`) parses every other call and
+runs the same :func:`run_scan`.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from logdoctor.cli.fast import files_and_flags
 from logdoctor.cli.input_checks import read_config_inputs, refuse_overlapping_outputs, require_log_dirs
 from logdoctor.cli.jsonout import print_json_rows
 from logdoctor.cli.progress import progress_bar
+from logdoctor.cli.scan_fast import FLAGS
 from logdoctor.cli.timeparse import parse_now
 from logdoctor.logdir.disk import DiskUsage
 
@@ -31,16 +34,6 @@ if TYPE_CHECKING:  # rich (25 ms) is imported to print a report: `scan --json` n
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 __all__ = ["FLAGS", "render_report", "render_tiered", "run_fast", "run_scan"]
-
-# flag -> the keyword of run_scan it sets (the typer command's boolean options, every spelling)
-FLAGS: dict[str, str] = {
-    "--quick": "quick",
-    "--deep": "deep",
-    "--json": "json_out",
-    "--verbose": "verbose",
-    "-v": "verbose",
-}
-
 
 def run_fast(args: Sequence[str]) -> int | None:
     """Scan as ``logdoctor scan ARGS`` would and return its exit code; None when ARGS hold anything but

@@ -1870,7 +1870,210 @@ check_records_v2(PyObject *self, PyObject *args)
     return Py_BuildValue("(nInn)", i, (unsigned int)code, errpos, index);
 }
 
+/* ------------------------------------------------------------------------------------------
+ * The checks of a .index (8-byte entries: relative offset, position) or .timeindex (12 bytes:
+ * timestamp, relative offset) over the whole buffer, without numpy: the C twins of
+ * formats.index.real_entry_count, checks.indexes' entry checks (_OFFSET_CHECKS, _TIME_CHECKS) and
+ * checks.deep's cross-check against the walk (_offset_mismatch, _time_mismatch), which stay the
+ * pure-Python twins (LOGDOCTOR_PURE_PYTHON, and the oracle of tests/checks/test_index_c.py).
+ * Differences of int64 columns wrap as numpy's np.diff does.
+ */
+
+static inline int64_t
+idx_rel(const uint8_t *p, Py_ssize_t i, Py_ssize_t size)
+{
+    return (int32_t)be32(p + i * size + (size == 8 ? 0 : 8));
+}
+
+/* the position (.index) or timestamp (.timeindex) of entry i */
+static inline int64_t
+idx_val(const uint8_t *p, Py_ssize_t i, Py_ssize_t size)
+{
+    return size == 8 ? (int64_t)(int32_t)be32(p + i * 8 + 4) : (int64_t)be64(p + i * 12);
+}
+
+static inline int64_t
+wrap_sub(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
+static int
+idx_buffer(PyObject *obj, Py_buffer *view, Py_ssize_t size)
+{
+    if (size != 8 && size != 12) {
+        PyErr_SetString(PyExc_ValueError, "entry size must be 8 or 12");
+        return -1;
+    }
+    return PyObject_GetBuffer(obj, view, PyBUF_SIMPLE);
+}
+
+/* index_real_entries(data, entry_size) -> real entries (formats.index.real_entry_count) */
+static PyObject *
+index_real_entries(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    Py_ssize_t size;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "On", &obj, &size) || idx_buffer(obj, &view, size) < 0)
+        return NULL;
+    const uint8_t *p = (const uint8_t *)view.buf;
+    Py_ssize_t n = view.len / size, real = n;
+    if (n == 0 || (idx_rel(p, 0, size) == 0 && idx_val(p, 0, size) == 0))
+        real = 0;
+    else
+        for (Py_ssize_t i = 1; i < n; i++)
+            if (idx_rel(p, i, size) == 0) {
+                real = i;
+                break;
+            }
+    PyBuffer_Release(&view);
+    return PyLong_FromSsize_t(real);
+}
+
+/* index_entry_checks(data, entry_size, real, base, log_size, has_next, next_base) -> None or
+ * (check, entry): the first of the kind's checks that finds a bad entry among the first ``real``,
+ * and its first bad entry, as checks.indexes._OFFSET_CHECKS / _TIME_CHECKS (in that order). */
+static PyObject *
+index_entry_checks(PyObject *self, PyObject *args)
+{
+    PyObject *obj;
+    Py_ssize_t size, real;
+    long long base, log_size, next_base;
+    int has_next;
+    Py_buffer view;
+    if (!PyArg_ParseTuple(args, "OnnLLpL", &obj, &size, &real, &base, &log_size, &has_next, &next_base)
+        || idx_buffer(obj, &view, size) < 0)
+        return NULL;
+    if (real < 0 || real > view.len / size) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "real entries out of range");
+        return NULL;
+    }
+    const uint8_t *p = (const uint8_t *)view.buf;
+    Py_ssize_t check = -1, bad = -1;
+    for (int c = 0; c < 4 && bad < 0; c++) {
+        for (Py_ssize_t i = 0; i < real; i++) {
+            int64_t rel = idx_rel(p, i, size), val = idx_val(p, i, size);
+            int is_bad;
+            if (c == 0)
+                is_bad = size == 8 ? rel <= 0 : rel < 0;
+            else if (c == 1) {
+                if (i == 0)
+                    continue;
+                int64_t drel = rel - idx_rel(p, i - 1, size);
+                int64_t dval = wrap_sub(val, idx_val(p, i - 1, size));
+                is_bad = size == 8 ? (drel <= 0 || dval <= 0) : (dval < 0 || drel < 0);
+            } else if (c == 2 && size == 8)
+                is_bad = val < 0 || val >= log_size;
+            else if ((c == 2 && size == 12) || (c == 3 && size == 8)) {
+                if (!has_next)
+                    break;
+                is_bad = base + rel >= next_base;
+            } else
+                break;
+            if (is_bad) {
+                check = c, bad = i;
+                break;
+            }
+        }
+    }
+    PyBuffer_Release(&view);
+    if (bad < 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(nn)", check, bad);
+}
+
+/* index_cross_check(data, entry_size, real, base, positions, lasts, max_timestamp) -> None or the
+ * first of the ``real`` entries that does not match the walk's batches (positions, last offsets:
+ * int64 buffers, positions ascending, at least one batch), as checks.deep._offset_mismatch:
+ * (entry, not a batch start, position, offset, the last offset of the batch at or after it), or
+ * _time_mismatch: (entry, offset, timestamp). */
+static PyObject *
+index_cross_check(PyObject *self, PyObject *args)
+{
+    PyObject *obj, *pobj, *lobj;
+    Py_ssize_t size, real;
+    long long base, max_ts;
+    Py_buffer view, pview, lview;
+    if (!PyArg_ParseTuple(args, "OnnLOOL", &obj, &size, &real, &base, &pobj, &lobj, &max_ts)
+        || idx_buffer(obj, &view, size) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(pobj, &pview, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(lobj, &lview, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&pview);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t nb = pview.len / 8;
+    if (real < 0 || real > view.len / size || nb == 0 || lview.len / 8 != nb) {
+        PyErr_SetString(PyExc_ValueError, "index_cross_check: bad sizes");
+        goto done;
+    }
+    const uint8_t *p = (const uint8_t *)view.buf;
+    const int64_t *pos = (const int64_t *)pview.buf, *lasts = (const int64_t *)lview.buf;
+    int64_t last_offset = lasts[nb - 1];
+    if (size == 12) {
+        int64_t limit = max_ts > -1 ? max_ts : -1;
+        if (max_ts >= 0)
+            for (Py_ssize_t j = 0; j < real; j++) {
+                int64_t off = base + idx_rel(p, j, 12), ts = idx_val(p, j, 12);
+                if (off > last_offset || ts > limit) {
+                    result = Py_BuildValue("(nLL)", j, (long long)off, (long long)ts);
+                    goto done;
+                }
+            }
+    } else {
+        Py_ssize_t prev_k = 0;
+        int64_t prev_at = INT64_MIN;
+        for (Py_ssize_t j = 0; j < real; j++) {
+            int64_t off = base + idx_rel(p, j, 8), at = idx_val(p, j, 8);
+            /* the first batch position >= at (searchsorted, left): entries grow, so from the previous
+             * entry's batch on, in growing steps, then halving (the same answer, the usual case in O(1)) */
+            Py_ssize_t lo = 0, hi = nb;
+            if (at >= prev_at) {
+                Py_ssize_t step = 1;
+                lo = prev_k;
+                while (lo + step < nb && pos[lo + step] < at) {
+                    lo += step;
+                    step *= 2;
+                }
+                hi = lo + step < nb ? lo + step + 1 : nb;
+            }
+            while (lo < hi) {
+                Py_ssize_t mid = lo + (hi - lo) / 2;
+                if (pos[mid] < at)
+                    lo = mid + 1;
+                else
+                    hi = mid;
+            }
+            prev_k = lo < nb ? lo : nb - 1;
+            prev_at = at;
+            int not_start = lo >= nb || pos[lo] != at;
+            int64_t batch_last = lasts[lo < nb ? lo : nb - 1];
+            if (not_start || batch_last > off || off > last_offset) {
+                result = Py_BuildValue("(niLLL)", j, not_start, (long long)at, (long long)off,
+                                       (long long)batch_last);
+                goto done;
+            }
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&lview);
+    PyBuffer_Release(&pview);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"index_real_entries", index_real_entries, METH_VARARGS, "index_real_entries(data, entry_size) -> real entries."},
+    {"index_entry_checks", index_entry_checks, METH_VARARGS, "The first bad entry of an index's checks (see _speedups.c)."},
+    {"index_cross_check", index_cross_check, METH_VARARGS, "The first index entry that does not match the walk (see _speedups.c)."},
     {"configure", configure, METH_VARARGS, "configure(Record, Header[, CREATE_TIME, LOG_APPEND_TIME]): learn the slot layout."},
     {"decode_records", decode_records, METH_VARARGS, "Decode the records of a v2 batch into Record objects."},
     {"configure_batch", configure_batch, METH_O, "configure_batch(RecordBatchV2): learn its slot layout."},

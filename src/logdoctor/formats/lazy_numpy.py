@@ -1,8 +1,9 @@
 """numpy, imported when first used: ``from logdoctor.formats.lazy_numpy import np``.
 
 Importing numpy costs about 45 ms, as much as the rest of a `scan` of a small log dir. The checks use it
-for the columns of damaged or --deep-checked indexes and of big producer snapshots; a good index of any
-size is checked in plain Python (checks.indexes.whole_index_ok) and indexes are written without it.
+to word a finding in a damaged index, for big producer snapshots, and for the index checks when the C
+extension is absent; the index checks run in C (checks.indexes.first_bad_entry, checks/deep.py) or, for a
+small index, in plain Python (checks.indexes.whole_index_ok), and indexes are written without it.
 Modules that use it name it ``np`` as usual: its first attribute imports numpy, and each attribute is
 then kept on the stand-in, so that ``np.frombuffer`` costs what it costs on the module itself (an
 attribute lookup).

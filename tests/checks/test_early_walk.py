@@ -1,0 +1,230 @@
+"""Issue 35: `logdoctor scan --deep` of a few big partitions starts walking their .log files before the
+scan's modules load (checks.early_walk, state.walk_early), and the scan takes those walks instead of
+walking the files again. The scan must report exactly what it reports without them, never read early a
+.log the broker's user cannot read, and walk again a file changed since (or being written when) it was
+walked early. Real data (../shared/realworld) as found and damaged; the threshold of "big" is lowered so
+that its small segments count."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import realworld
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repair"))
+
+import damage
+
+from logdoctor.checks import early_walk, state
+from logdoctor.checks.context import Depth, ScanOptions
+from logdoctor.checks.scanner import scan
+from logdoctor.formats import native
+from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+pytestmark = pytest.mark.skipif(native.scan_v2 is None, reason="needs the C extension and crc32c")
+
+NOW_MS = 1_800_000_000_000
+
+
+@pytest.fixture
+def small_is_big(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every .log counts as big (walked in chunks, walked early), on two walk threads, any number of
+    partitions (the scans here run with jobs=1: every partition in this process)."""
+    monkeypatch.setattr(state, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(early_walk, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(early_walk, "EARLY_PARTITIONS", 10**6)
+    monkeypatch.setattr(state, "walk_threads", lambda: 2)
+    monkeypatch.setattr(state, "_early", None)
+
+
+def _scan_json(log_dir: Path) -> str:
+    rep = scan([log_dir], ScanOptions(depth=Depth.DEEP, now_ms=NOW_MS), jobs=1)
+    out = rep.to_json()
+    for d in out["log_dirs"]:
+        d.pop("disk")  # the file system's free bytes move with everything else on the machine
+    return json.dumps(out, indent=1, sort_keys=True)
+
+
+def _taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The paths whose early walk the scan takes, recorded."""
+    taken: list[str] = []
+    take = state._take_early
+
+    def recorded(path: str, *args: bool) -> state.WalkResult | None:
+        got = take(path, *args)
+        if got is not None:
+            taken.append(path)
+        return got
+
+    monkeypatch.setattr(state, "_take_early", recorded)
+    return taken
+
+
+def _settled(log_dir: Path) -> None:
+    """Wait until the copy's files have not changed for state.SETTLED_NS (only those are walked early)."""
+    time.sleep(state.SETTLED_NS / 1e9 + 0.05)
+
+
+def _logs(log_dir: Path) -> list[Path]:
+    return sorted(p for p in log_dir.glob("*/*.log") if p.stat().st_size)
+
+
+def test_early_walks_are_taken_and_the_scan_reports_what_it_reports_without_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_is_big: None
+) -> None:
+    """A real log dir of v2 batches (the fast lane's), its biggest partition split into four segments,
+    one with a flipped byte (a CRC mismatch) and one with a torn tail: the same JSON with and without
+    early walks; the early walks of the whole segments are taken, the damaged ones walked again by the
+    scan (which words them)."""
+    log_dir = _damaged_v2_copy(tmp_path)
+    without = _scan_json(log_dir)
+    assert "LOG_CORRUPT" in {f["code"] for f in json.loads(without)["findings"]}
+    _settled(log_dir)
+    taken = _taken(monkeypatch)
+    early_walk.start([str(log_dir)])
+    assert _scan_json(log_dir) == without
+    logs = _logs(log_dir)
+    damaged = {str(p) for p in logs if _damaged(p, without)}
+    assert len(damaged) == 2
+    assert sorted(taken) == sorted({str(p) for p in logs} - damaged)
+
+
+def _damaged_v2_copy(tmp_path: Path) -> Path:
+    src = next(realworld.require() / n for n in realworld.log_dir_names() if n == "zk-3.0-tuyen-nnt-b0")
+    log_dir = damage.copy_log_dir(src, tmp_path / "logs")
+    part = damage.biggest_partition(log_dir, min_batches=16)
+    assert part is not None
+    bases = damage.split_into_segments(part, pieces=4)
+    logs = [part / f"{b:020d}.log" for b in bases]
+    pos, size, _ = damage.batch_positions(logs[1])[2]
+    data = bytearray(logs[1].read_bytes())
+    data[pos + size - 3] ^= 0x5A
+    logs[1].write_bytes(bytes(data))
+    damage.cut_final_batch(logs[3])
+    return log_dir
+
+
+def _damaged(log: Path, scan_json: str) -> bool:
+    findings = json.loads(scan_json)["findings"]
+    return any(f["path"] == str(log) and f["code"] == "LOG_CORRUPT" for f in findings)
+
+
+@pytest.mark.parametrize("src", realworld.params(realworld.log_dirs()))
+def test_deep_scan_of_real_log_dirs_with_early_walks(
+    monkeypatch: pytest.MonkeyPatch, small_is_big: None, src: Path
+) -> None:
+    """Every real log dir, every .log walked early: the same JSON."""
+    without = _scan_json(src)
+    taken = _taken(monkeypatch)
+    early_walk.start([str(src)])
+    assert _scan_json(src) == without
+    assert taken or not state._early or not state._early[1]  # every walk started early was taken
+
+
+def test_a_log_changed_after_its_early_walk_is_walked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_is_big: None
+) -> None:
+    """A byte flipped in a batch after the early walk, the size and mtime put back (only the ctime
+    tells): the scan walks the file again and finds the CRC mismatch."""
+    topics = [TopicSpec("t", records_per_partition=400, value_size=100, segment_bytes=16 * 1024)]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = _logs(log_dir)
+    assert len(logs) >= 3
+    _settled(log_dir)
+    taken = _taken(monkeypatch)
+    early_walk.start([str(log_dir)])
+    assert state._early is not None
+    assert all(f.result() is not None for f in state._early[1].values())  # walked early, all of them
+    victim = logs[1]
+    st = victim.stat()
+    data = bytearray(victim.read_bytes())
+    data[200] ^= 0x01
+    victim.write_bytes(bytes(data))
+    os.utime(victim, ns=(st.st_atime_ns, st.st_mtime_ns))
+    got = _scan_json(log_dir)
+    assert sorted(taken) == sorted(str(p) for p in logs if p != victim)
+    assert _damaged(victim, got)
+    assert got == _scan_json(log_dir)  # and without early walks: the same
+
+
+def test_a_log_being_written_is_not_walked_early(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_is_big: None
+) -> None:
+    """A file changed less than SETTLED_NS before its early walk could still change within the same tick
+    of its ctime: it is left to the scan."""
+    topics = [TopicSpec("t", records_per_partition=200, value_size=100, segment_bytes=16 * 1024)]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = _logs(log_dir)
+    _settled(log_dir)
+    os.utime(logs[-1])  # its ctime is now
+    taken = _taken(monkeypatch)
+    early_walk.start([str(log_dir)])
+    assert state._early is not None
+    assert state._early[1][str(logs[-1])].result() is None
+    _scan_json(log_dir)
+    assert str(logs[-1]) not in taken and len(taken) == len(logs) - 1
+
+
+def test_which_logs_are_walked_early(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only log dirs, at most EARLY_PARTITIONS partition folders in all, big regular .log files, and only
+    those the broker's user (the log dir's owner) can read."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the log dir belongs to a broker user")
+    monkeypatch.setattr(early_walk, "MMAP_THRESHOLD", 1000)
+    topics = [TopicSpec("t", partitions=4, records_per_partition=60, value_size=100, segment_bytes=4096)]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    for folder, _dirs, files in os.walk(log_dir):
+        os.chown(folder, 4242, 4242)
+        for f in files:
+            os.chown(os.path.join(folder, f), 4242, 4242)
+    logs = [p for p in _logs(log_dir) if p.stat().st_size >= 1000]
+    assert len(logs) > 8
+    assert early_walk.early_logs([str(log_dir)]) == [str(p) for p in logs]
+    hidden = logs[2]
+    os.chown(hidden, 0, 0)
+    os.chmod(hidden, 0o600)  # root reads it; the broker's user (4242) cannot
+    (logs[3].parent / "00000000000000999999.log.deleted").write_bytes(b"x" * 2000)
+    os.symlink(logs[0], logs[0].parent / "00000000000001000000.log")
+    expected = [str(p) for p in logs if p != hidden]
+    assert early_walk.early_logs([str(log_dir)]) == expected
+    assert early_walk.early_logs([str(logs[0].parent)]) == []  # a partition folder: the scan refuses it
+    first = [p for p in logs if p != hidden][:4]  # EARLY_BYTES (8 GiB) at most, the first ones
+    monkeypatch.setattr(early_walk, "EARLY_BYTES", sum(p.stat().st_size for p in first))
+    assert early_walk.early_logs([str(log_dir)]) == [str(p) for p in first]
+    monkeypatch.undo()
+    monkeypatch.setattr(early_walk, "MMAP_THRESHOLD", 1000)
+    (log_dir / "t-4").mkdir()
+    assert early_walk.early_logs([str(log_dir)]) == []  # five partitions: some may go to the scan's pool
+    started: list[list[str]] = []
+    monkeypatch.setattr(early_walk, "walk_early", lambda paths: started.append(paths) or len(paths))
+    assert early_walk.start([str(log_dir)]) == 0
+    assert started == [[]]
+
+
+def test_the_command_line_walks_early_and_puts_the_switch_interval_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_is_big: None, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`logdoctor scan --deep --json LOGDIR` (cli.scan_fast): the early walks are started and taken, the
+    interpreter's switch interval is lowered only while the scan's modules load, and the JSON is the
+    scan's without them."""
+    from logdoctor.cli import scan_fast
+
+    topics = [TopicSpec("t", records_per_partition=300, value_size=100, segment_bytes=16 * 1024)]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    _settled(log_dir)
+    intervals: list[float] = []
+    set_interval = sys.setswitchinterval
+    monkeypatch.setattr(sys, "setswitchinterval", lambda s: intervals.append(s) or set_interval(s))
+    before = sys.getswitchinterval()
+    taken = _taken(monkeypatch)
+    assert scan_fast.run_fast(["--deep", "--json", str(log_dir)]) == 0
+    assert intervals == [scan_fast.WALKING_SWITCH_INTERVAL_S, before] and sys.getswitchinterval() == before
+    assert sorted(taken) == [str(p) for p in _logs(log_dir)]
+    got = json.loads(capsys.readouterr().out)
+    assert got["findings"] == json.loads(_scan_json(log_dir))["findings"]
