@@ -85,7 +85,7 @@ from typing import Any
 
 from logdoctor.logdir import atomic
 from logdoctor.logdir.atomic import fsync_dir
-from logdoctor.logdir.files import open_regular
+from logdoctor.logdir.files import open_regular, read_range
 from logdoctor.logdir.sparse import copy_range_sparse, data_bytes
 from logdoctor.repair import backup as bk
 from logdoctor.repair import copies
@@ -110,6 +110,8 @@ class StepContext:
     backup_dir: str
     crash: Callable[[int, str], None] = lambda step, phase: None
     staged: dict[int, bytes] = field(default_factory=dict)
+    #: while a group of steps is prepared (apply._run_group): each folder's temp names, listed once
+    listings: dict[str, list[str]] | None = None
 
     def backup_path(self, rel: str) -> str:
         return os.path.join(self.backup_dir, rel)
@@ -117,7 +119,9 @@ class StepContext:
     def staged_bytes(self, step: Step) -> bytes:
         data = self.staged.get(step.number)
         if data is None:
-            data = Path(self.backup_path(step.params["staged"])).read_bytes()
+            path = self.backup_path(step.params["staged"])
+            at = step.params.get("staged_at")  # [offset, size] in a file of all the plan's steps
+            data = read_range(path, int(at[0]), int(at[1])) if at else Path(path).read_bytes()
             if bk.sha256_bytes(data) != step.params["sha_after"]:
                 raise StepStateError(f"staged content of step {step.number} is damaged")
             self.staged[step.number] = data
@@ -155,12 +159,27 @@ def _file_sha(path: str) -> str | None:
         return None
 
 
-def _remove_temps(path: str, barrier: atomic.SyncBarrier | None = None) -> None:
+def _remove_temps(
+    path: str, barrier: atomic.SyncBarrier | None = None, listings: dict[str, list[str]] | None = None
+) -> None:
     """Remove temp files atomic_write leaves when killed between writing and renaming (and make the
-    removal durable: now, or when ``barrier`` is flushed)."""
+    removal durable: now, or when ``barrier`` is flushed). ``listings``: the names in each folder, listed
+    once for a group of steps (:attr:`StepContext.listings`; no two steps of a group write the same
+    path, so a temp of this path's name is one an earlier run left, listed before the group began)."""
     folder, name = os.path.split(path)
+    if listings is None:
+        temps = glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.*.tmp"))
+    else:
+        if folder not in listings:
+            try:
+                listings[folder] = [n for n in os.listdir(folder) if n.startswith(".") and n.endswith(".tmp")]
+            except FileNotFoundError:
+                listings[folder] = []
+        head = f".{name}."  # the glob's ".<name>.*.tmp": every listed name ends with ".tmp"
+        names = listings[folder]
+        temps = [os.path.join(folder, n) for n in names if n.startswith(head) and len(n) > len(head) + 3]
     removed = False
-    for tmp in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.*.tmp")):
+    for tmp in temps:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
             removed = True
@@ -286,7 +305,7 @@ class WriteFile(Operation):
         changed = f"{step.path} changed since the plan was made (neither original nor repaired)"
         if not self.to_do(step, ctx, changed):
             return None
-        _remove_temps(step.path, barrier)  # left by an earlier run killed inside atomic_write
+        _remove_temps(step.path, barrier, ctx.listings)  # left by an earlier run killed inside atomic_write
         ctx.crash(step.number, "backed-up")
         tmp = atomic.write_temp(step.path, ctx.staged_bytes(step), sync=False)
         barrier.file(tmp)

@@ -404,18 +404,28 @@ def _refuse_finished(state: JournalState, journal: str | os.PathLike[str]) -> No
         )
 
 
+STAGED_PACK = os.path.join("staged", "steps.bin")
+
+
 def _stage(plan: Plan) -> None:
-    """Every write step's new bytes into the backup dir, all made durable at once (one barrier before
-    the journal's plan record, the commit point, names them)."""
-    with SyncBarrier() as barrier:
-        for step in plan.steps:
-            if step.op == "write":
-                if step.data is None:
-                    raise ValueError(f"write step {step.number} has no data")
-                rel = os.path.join("staged", f"{step.number:06d}.bin")
-                bk.write_durable(os.path.join(plan.backup_dir, rel), step.data, barrier)
-                step.params["staged"] = rel
-        barrier.flush()
+    """Every write step's new bytes into the backup dir, one after the other in one file
+    (:data:`STAGED_PACK`; each step's ``staged`` names it and ``staged_at`` its ``[offset, size]`` there),
+    made durable at once (one file and folder fsync before the journal's plan record, the commit point,
+    names them): one file created and fsynced for a plan of many small writes (a restore's indexes and
+    checkpoints), not one each. A step's bytes are checked against its ``sha_after`` when read back
+    (:meth:`~logdoctor.repair.actions.StepContext.staged_bytes`)."""
+    parts: list[bytes] = []
+    pos = 0
+    for step in plan.steps:
+        if step.op == "write":
+            if step.data is None:
+                raise ValueError(f"write step {step.number} has no data")
+            step.params["staged"] = STAGED_PACK
+            step.params["staged_at"] = [pos, len(step.data)]
+            parts.append(step.data)
+            pos += len(step.data)
+    if parts:
+        bk.write_durable(os.path.join(plan.backup_dir, STAGED_PACK), b"".join(parts))
 
 
 def _fail(result: RunResult, journal: Journal, e: Exception, status: str = "failed") -> RunResult:
@@ -515,9 +525,13 @@ def _run_group(
         begun.extend(s.number for s in group)
     with SyncBarrier() as barrier:
         commits = []
-        for step in group:
-            ctx.crash(step.number, "begin")
-            commits.append(operation(step).prepare(step, ctx, barrier))
+        ctx.listings = {}  # each folder listed once for the group's leftover temp files
+        try:
+            for step in group:
+                ctx.crash(step.number, "begin")
+                commits.append(operation(step).prepare(step, ctx, barrier))
+        finally:
+            ctx.listings = None
         barrier.flush()
         for step in group:
             ctx.crash(step.number, "synced")
