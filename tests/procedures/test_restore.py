@@ -643,3 +643,46 @@ def test_the_read_back_and_the_batch_walk_each_catch_what_the_other_cannot(tmp_p
     path.write_bytes(trailing)
     with pytest.raises(StepStateError, match=r"324-x\.log \(offsets from 324\): "):
         _check_restored(str(path), source, f"{crc32c(trailing):08x}")
+
+
+def test_a_segment_that_fails_its_check_while_the_next_is_fetched(tmp_path):
+    """A segment's checks (read-back CRC-32C, batch walk) run on a thread while the group fetches the next
+    segment (actions.StepContext.check_behind): a bit flipped inside a batch of the second segment of
+    payments-0 fails the apply naming the object; neither it nor the segment fetched meanwhile (648) is
+    left in the log dir, renamed or partial, and nothing is renamed into place. --rollback then leaves
+    the log dir as it was; or, once the object is right again, --resume of the failed run restores
+    ``original/``'s segments byte for byte."""
+    from logdoctor.repair.apply import resume, rollback
+
+    tiered = realworld.require_tiered()
+    copy = _store_copy(tmp_path, "kafka-local/remote")
+    bad = _object(copy, 0, 324, "log")
+    good = bad.read_bytes()
+    data = bytearray(good)
+    data[len(data) // 2] ^= 0x01
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    before = helpers.tree(log_dir)
+    part = log_dir / "payments-0"
+    for then in ("rollback", "resume"):
+        bad.write_bytes(bytes(data))
+        backup = tmp_path / f"b-{then}"
+        pp = plan_restore(log_dir, RemoteOptions(str(copy)), backup_dir=backup)
+        result = run.apply(pp.plan)
+        assert result.status == "failed"
+        assert bad.name in (result.error or "") and "offsets from 324" in (result.error or ""), result.error
+        assert not list(log_dir.rglob("*.log")), "a segment was renamed into place"
+        for base in (324, 648):
+            assert not (part / f"{base:020d}.log.logdoctor-partial").exists(), base
+        if then == "rollback":
+            assert rollback(backup / "journal.jsonl").status == "rolled-back"
+            assert helpers.tree(log_dir) == before
+            continue
+        bad.write_bytes(good)
+        assert resume(backup / "journal.jsonl").status == "applied"
+    original = tiered / "original" / "kafka-logs"
+    logs = sorted(part.glob("*.log"))
+    assert [p.name for p in logs] == [f"{b:020d}.log" for b in (0, 324, 648, 972)]
+    for log in logs:
+        assert log.read_bytes() == (original / "payments-0" / log.name).read_bytes()
+    assert not list(log_dir.rglob("*.logdoctor-partial")) and not list(log_dir.rglob(".*.tmp"))

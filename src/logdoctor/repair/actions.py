@@ -79,6 +79,7 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,6 +113,26 @@ class StepContext:
     staged: dict[int, bytes] = field(default_factory=dict)
     #: while a group of steps is prepared (apply._run_group): each folder's temp names, listed once
     listings: dict[str, list[str]] | None = None
+    #: while a group of steps is prepared: the thread that checks a step's result while the next step
+    #: makes its own (:meth:`check_behind`), and the check in flight
+    checker: Executor | None = None
+    checking: Future[None] | None = None
+
+    def check_behind(self, work: Callable[[], None]) -> None:
+        """Run ``work`` (a step's checks of what it made, before it is renamed into place) on the group's
+        check thread while the caller goes on to the next step (without one: now). One check at a time:
+        the caller settles the one before first (:meth:`settle`)."""
+        self.settle()
+        if self.checker is None:
+            work()
+        else:
+            self.checking = self.checker.submit(work)
+
+    def settle(self) -> None:
+        """Wait for the check in flight (:meth:`check_behind`); raise its error."""
+        pending, self.checking = self.checking, None
+        if pending is not None:
+            pending.result()
 
     def backup_path(self, rel: str) -> str:
         return os.path.join(self.backup_dir, rel)
@@ -967,7 +988,17 @@ class FetchRemote(Operation):
     def prepare(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier) -> Callable[[], None] | None:
         if not self.to_do(step, ctx, f"{step.path} exists and is not the restored segment"):
             return None
-        partial = self._fetch(step, ctx, barrier)
+        partial = step.path + PARTIAL_SUFFIX
+        source = step.params["source"]
+        fetched, local = self._copy(step, ctx, barrier, partial, source)
+        try:
+            ctx.settle()  # the step before's check: its failure stops the group here
+        except BaseException:
+            copies.remove_tree(partial)
+            raise
+        # this segment's checks (and its manifest) on the group's check thread while the next is fetched;
+        # every check is settled before the group's barrier, so before anything is renamed into place
+        ctx.check_behind(lambda: self._check(step, ctx, barrier, partial, source, fetched, local))
 
         def commit() -> None:
             os.rename(partial, step.path)
@@ -979,10 +1010,23 @@ class FetchRemote(Operation):
     def _fetch(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier | None) -> str:
         """The segment in ``<path>.logdoctor-partial``, checked, its manifest saved: durable now, or (with
         ``barrier``) once the barrier is flushed. Returns the partial file's path."""
-
         partial = step.path + PARTIAL_SUFFIX
-        copies.remove_tree(partial)
         source = step.params["source"]
+        fetched, local = self._copy(step, ctx, barrier, partial, source)
+        self._check(step, ctx, barrier, partial, source, fetched, local)
+        return partial
+
+    def _copy(
+        self,
+        step: Step,
+        ctx: StepContext,
+        barrier: atomic.SyncBarrier | None,
+        partial: str,
+        source: dict[str, Any],
+    ) -> tuple[str | None, str | None]:
+        """The segment's bytes into ``partial`` (fsynced now, or registered in ``barrier``): (the CRC-32C of
+        the bytes fetched, None for a kernel copy; the local object copied by the kernel, else None)."""
+        copies.remove_tree(partial)
         size = int(step.params["size"])
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
@@ -991,18 +1035,37 @@ class FetchRemote(Operation):
                 if local is not None and _kernel_copy(local, fd, size, step, ctx):
                     fetched = None
                 else:
-                    fetched = self._stream(step, ctx, fd, source, size)
+                    local, fetched = None, self._stream(step, ctx, fd, source, size)
                 if barrier is None:
                     os.fsync(fd)
             finally:
                 os.close(fd)
             if barrier is not None:
                 barrier.file(partial)  # written out by the disk while it is checked
+        except BaseException:
+            copies.remove_tree(partial)  # a failed fetch leaves nothing in the log dir
+            raise
+        return fetched, local
+
+    def _check(
+        self,
+        step: Step,
+        ctx: StepContext,
+        barrier: atomic.SyncBarrier | None,
+        partial: str,
+        source: dict[str, Any],
+        fetched: str | None,
+        local: str | None,
+    ) -> None:
+        """The checks of the fetched ``partial`` (:func:`_check_restored`; a kernel copy's source read
+        for its CRC-32C after the copy: a source changed meanwhile does not match), then its manifest
+        saved (durable now, or once ``barrier`` is flushed). A failure removes the partial file."""
+        try:
             if fetched is None:
                 assert local is not None
-                fetched = _buffer_crc(local)  # after the copy: a source changed meanwhile does not match
+                fetched = _buffer_crc(local)
             digest = _check_restored(partial, source, fetched)
-        except Exception:
+        except BaseException:
             copies.remove_tree(partial)  # a failed fetch leaves nothing in the log dir
             raise
         body = json.dumps(
@@ -1018,7 +1081,6 @@ class FetchRemote(Operation):
         bk.write_durable(ctx.backup_path(manifest_rel(step)), body.encode(), barrier)
         _verified[step.path] = copies.identity(partial)
         ctx.crash(step.number, "backed-up")
-        return partial
 
     def _stream(self, step: Step, ctx: StepContext, fd: int, source: dict[str, Any], size: int) -> str:
         """Stream the segment's original bytes into ``fd`` in ranged reads; their CRC-32C (hex)."""

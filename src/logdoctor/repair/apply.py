@@ -39,6 +39,7 @@ import shlex
 import shutil
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -523,15 +524,19 @@ def _run_group(
     journal.append_many([{"t": "begin", "step": s.number, "op": s.op, "path": s.path} for s in group])
     if begun is not None:
         begun.extend(s.number for s in group)
-    with SyncBarrier() as barrier:
+    with SyncBarrier() as barrier, ThreadPoolExecutor(1, thread_name_prefix="check") as checker:
         commits = []
         ctx.listings = {}  # each folder listed once for the group's leftover temp files
+        ctx.checker = checker  # a step's checks run while the next step makes its file
         try:
             for step in group:
                 ctx.crash(step.number, "begin")
                 commits.append(operation(step).prepare(step, ctx, barrier))
+            ctx.settle()  # every check passed (and registered its files) before the barrier
         finally:
-            ctx.listings = None
+            ctx.listings = ctx.checker = None
+            with contextlib.suppress(Exception):
+                ctx.settle()  # after an error: the check in flight finished before the group ends
         barrier.flush()
         for step in group:
             ctx.crash(step.number, "synced")
