@@ -157,6 +157,7 @@ class SyncBarrier:
         self._pool: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
         self.folders: dict[str, None] = {}
+        self.later: dict[str, None] = {}
         self._lock = threading.Lock()  # registrations may come from several threads (not a flush)
 
     def file(self, path: str | os.PathLike[str]) -> None:
@@ -173,9 +174,20 @@ class SyncBarrier:
         with self._lock:
             self.folders[os.fspath(path)] = None
 
+    def file_at_flush(self, path: str | os.PathLike[str]) -> None:
+        """fsync the file ``path`` once at the next :meth:`flush`, however often it is registered (a file
+        appended to between flushes: every append registered is durable once the flush returned)."""
+        with self._lock:
+            self.later[os.fspath(path)] = None
+
     def flush(self) -> None:
         """Wait for every registered file's fsync (the first error raised), then fsync every registered
         folder; forget them."""
+        with self._lock:
+            later = list(self.later)
+            self.later.clear()
+        for path in later:
+            self.file(path)
         pending, self._pending = self._pending, []
         for f in pending:
             f.result()

@@ -583,11 +583,74 @@ def manifest_rel(step: Step) -> str:
     return step.params.get("manifest") or os.path.join("manifests", f"{step.number:06d}.json")
 
 
+#: the checksums of every segment a run's ``fetch-remote`` steps restored, one JSON line each (relative to
+#: the backup dir): one file appended to, not one created per segment (a step's own manifest file, which
+#: a journal of an older logdoctor names, is read first)
+FETCHED_REL = os.path.join("manifests", "fetched.jsonl")
+_fetched_cache: dict[str, tuple[tuple[int, int, int], dict[int, dict[str, str]]]] = {}
+_fetched_lock = threading.Lock()
+
+
+def _fetched_records(path: str) -> dict[int, dict[str, str]]:
+    """{step number: checksums} of :data:`FETCHED_REL` at ``path`` (the last line of a step wins; a line
+    torn by a kill is skipped), parsed again only when the file changed."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return {}
+    ident = (st.st_ino, st.st_size, st.st_mtime_ns)
+    with _fetched_lock:
+        cached = _fetched_cache.get(path)
+        if cached is not None and cached[0] == ident:
+            return cached[1]
+    records: dict[int, dict[str, str]] = {}
+    with open(path, "rb") as fh:
+        for line in fh.read().splitlines():
+            try:
+                rec = json.loads(line)
+                records[int(rec["step"])] = dict(rec["checksums"])
+            except (ValueError, KeyError, TypeError):
+                continue  # torn by a kill while it was written: its step is not done, its file not renamed
+    with _fetched_lock:
+        _fetched_cache[path] = (ident, records)
+    return records
+
+
+def _append_fetched(
+    ctx: StepContext, step: Step, record: dict[str, Any], barrier: atomic.SyncBarrier | None
+) -> None:
+    """One line of :data:`FETCHED_REL` for ``step`` (after a line a kill tore, on a line of its own), durable
+    now, or (with ``barrier``) once the barrier is flushed: the file fsynced once then, not once per line."""
+    path = ctx.backup_path(FETCHED_REL)
+    line = json.dumps({"step": step.number, **record}, sort_keys=True).encode() + b"\n"
+    with atomic.naming(path):
+        bk.makedirs_durable(os.path.dirname(path))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+            if barrier is None:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    if barrier is None:
+        fsync_dir(os.path.dirname(path))
+    else:
+        barrier.file_at_flush(path)
+        barrier.folder(os.path.dirname(path))
+
+
 def read_manifest(ctx: StepContext, step: Step) -> dict[str, str] | None:
     try:
         data = json.loads(Path(ctx.backup_path(manifest_rel(step))).read_text())
     except (OSError, ValueError):
-        return None
+        if step.op != FetchRemote.op:
+            return None
+        return _fetched_records(ctx.backup_path(FETCHED_REL)).get(step.number)
     return data.get("checksums") if isinstance(data, dict) else None
 
 
@@ -952,8 +1015,8 @@ class FetchRemote(Operation):
     ranged reads (:func:`logdoctor.logdir.remote_tier.open_remote_log`: never the whole object in
     memory; an object on this machine's file system that is the segment's bytes: ``os.copy_file_range``),
     made under ``<path>.logdoctor-partial``, fsynced, read back and walked (:func:`_check_restored`), its
-    checksum (:func:`fetched_checksum`) saved in the backup dir (:func:`manifest_rel`), then renamed into
-    place. The target must not exist (a restore never replaces a file). Undo removes it.
+    checksum (:func:`fetched_checksum`) saved in the backup dir (a line of :data:`FETCHED_REL`), then
+    renamed into place. The target must not exist (a restore never replaces a file). Undo removes it.
 
     params: source {storage, layout, segment_id, topic, partition, base_offset, log, object_size,
     manifest, indexes, private_key}, size (the segment's bytes), manifest (rel)|None.
@@ -1068,17 +1131,8 @@ class FetchRemote(Operation):
         except BaseException:
             copies.remove_tree(partial)  # a failed fetch leaves nothing in the log dir
             raise
-        body = json.dumps(
-            {
-                "source": source["log"],
-                "copy": step.path,
-                "hash": FETCH_HASH_NAME,
-                "checksums": {".": digest},
-            },
-            indent=1,
-            sort_keys=True,
-        )
-        bk.write_durable(ctx.backup_path(manifest_rel(step)), body.encode(), barrier)
+        record = {"source": source["log"], "copy": step.path, "hash": FETCH_HASH_NAME}
+        _append_fetched(ctx, step, {**record, "checksums": {".": digest}}, barrier)
         _verified[step.path] = copies.identity(partial)
         ctx.crash(step.number, "backed-up")
 
