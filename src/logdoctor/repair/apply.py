@@ -408,13 +408,13 @@ def _refuse_finished(state: JournalState, journal: str | os.PathLike[str]) -> No
 STAGED_PACK = os.path.join("staged", "steps.bin")
 
 
-def _stage(plan: Plan) -> None:
+def _stage(plan: Plan, barrier: SyncBarrier | None = None) -> None:
     """Every write step's new bytes into the backup dir, one after the other in one file
     (:data:`STAGED_PACK`; each step's ``staged`` names it and ``staged_at`` its ``[offset, size]`` there),
     made durable at once (one file and folder fsync before the journal's plan record, the commit point,
-    names them): one file created and fsynced for a plan of many small writes (a restore's indexes and
-    checkpoints), not one each. A step's bytes are checked against its ``sha_after`` when read back
-    (:meth:`~logdoctor.repair.actions.StepContext.staged_bytes`)."""
+    names them; now, or when ``barrier`` is flushed): one file created and fsynced for a plan of many small
+    writes (a restore's indexes and checkpoints), not one each. A step's bytes are checked against its
+    ``sha_after`` when read back (:meth:`~logdoctor.repair.actions.StepContext.staged_bytes`)."""
     parts: list[bytes] = []
     pos = 0
     for step in plan.steps:
@@ -426,7 +426,7 @@ def _stage(plan: Plan) -> None:
             parts.append(step.data)
             pos += len(step.data)
     if parts:
-        bk.write_durable(os.path.join(plan.backup_dir, STAGED_PACK), b"".join(parts))
+        bk.write_durable(os.path.join(plan.backup_dir, STAGED_PACK), b"".join(parts), barrier)
 
 
 def _fail(result: RunResult, journal: Journal, e: Exception, status: str = "failed") -> RunResult:
@@ -659,10 +659,11 @@ def _apply(
     made_backup_dir = not os.path.lexists(plan.backup_dir)
     try:
         bk.makedirs_durable(plan.backup_dir)
-        _stage(plan)
-        bk.write_durable(
-            os.path.join(plan.backup_dir, "README.txt"), bk.README_TEXT.format(journal=journal_path).encode()
-        )
+        with SyncBarrier() as barrier:  # the staged bytes and the README fsynced at once, then their folders
+            _stage(plan, barrier)
+            readme = bk.README_TEXT.format(journal=journal_path).encode()
+            bk.write_durable(os.path.join(plan.backup_dir, "README.txt"), readme, barrier)
+            barrier.flush()  # durable before the journal's plan record names them
     except BaseException:
         _remove_staged(plan.backup_dir, made_backup_dir)
         raise
