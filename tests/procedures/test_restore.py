@@ -643,3 +643,86 @@ def test_the_read_back_and_the_batch_walk_each_catch_what_the_other_cannot(tmp_p
     path.write_bytes(trailing)
     with pytest.raises(StepStateError, match=r"324-x\.log \(offsets from 324\): "):
         _check_restored(str(path), source, f"{crc32c(trailing):08x}")
+
+
+def test_a_segment_that_fails_its_check_while_the_next_is_fetched(tmp_path):
+    """A segment's checks (read-back CRC-32C, batch walk) run on a thread while the group fetches the next
+    segment (actions.StepContext.check_behind): a bit flipped inside a batch of the second segment of
+    payments-0 fails the apply naming the object; neither it nor the segment fetched meanwhile (648) is
+    left in the log dir, renamed or partial, and nothing is renamed into place. --rollback then leaves
+    the log dir as it was; or, once the object is right again, --resume of the failed run restores
+    ``original/``'s segments byte for byte."""
+    from logdoctor.repair.apply import resume, rollback
+
+    tiered = realworld.require_tiered()
+    copy = _store_copy(tmp_path, "kafka-local/remote")
+    bad = _object(copy, 0, 324, "log")
+    good = bad.read_bytes()
+    data = bytearray(good)
+    data[len(data) // 2] ^= 0x01
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    before = helpers.tree(log_dir)
+    part = log_dir / "payments-0"
+    for then in ("rollback", "resume"):
+        bad.write_bytes(bytes(data))
+        backup = tmp_path / f"b-{then}"
+        pp = plan_restore(log_dir, RemoteOptions(str(copy)), backup_dir=backup)
+        result = run.apply(pp.plan)
+        assert result.status == "failed"
+        assert bad.name in (result.error or "") and "offsets from 324" in (result.error or ""), result.error
+        assert not list(log_dir.rglob("*.log")), "a segment was renamed into place"
+        for base in (324, 648):
+            assert not (part / f"{base:020d}.log.logdoctor-partial").exists(), base
+        if then == "rollback":
+            assert rollback(backup / "journal.jsonl").status == "rolled-back"
+            assert helpers.tree(log_dir) == before
+            continue
+        bad.write_bytes(good)
+        assert resume(backup / "journal.jsonl").status == "applied"
+    original = tiered / "original" / "kafka-logs"
+    logs = sorted(part.glob("*.log"))
+    assert [p.name for p in logs] == [f"{b:020d}.log" for b in (0, 324, 648, 972)]
+    for log in logs:
+        assert log.read_bytes() == (original / "payments-0" / log.name).read_bytes()
+    assert not list(log_dir.rglob("*.logdoctor-partial")) and not list(log_dir.rglob(".*.tmp"))
+
+
+def test_the_segments_checksums_in_one_file_a_torn_line_then_resume(tmp_path):
+    """The CRC-32C of every restored segment (what resume, rollback and verify know it by) is one line
+    of one file of the backup dir (``manifests/fetched.jsonl``, fsynced once per group), not a file per
+    segment. A kill with every segment fetched and none renamed into place, the file then as a kill inside
+    its first append leaves it (half a line): --resume restores the same bytes as an uninterrupted run, its
+    own lines starting on a line of their own, and the restore's verify finds every segment by them."""
+    from logdoctor.repair.procedures.restore import verify_restore
+
+    tiered = realworld.require_tiered()
+    store = str(tiered / "kafka-local/remote")
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    dry = _cli("restore", str(log_dir), "--remote-storage", store, "--json")
+    steps = _steps(json.loads(dry.stdout)["plan"])
+    fetches = [i for i, s in enumerate(steps, 1) if s["op"] == "fetch-remote"]
+    backup = tmp_path / "b"
+    out = _cli(
+        "restore", str(log_dir), "--remote-storage", store, "--apply", "--backup-dir", str(backup),
+        env={"LOGDOCTOR_CRASH_AT": f"{fetches[-1]}:synced"},
+    )  # fmt: skip
+    assert out.returncode == -signal.SIGKILL, out.stdout + out.stderr
+    assert [p.name for p in (backup / "manifests").iterdir()] == ["fetched.jsonl"]
+    lines = (backup / "manifests" / "fetched.jsonl").read_bytes().splitlines()
+    assert sorted(json.loads(line)["step"] for line in lines) == fetches
+    # as a kill inside the file's first append leaves it: one torn line, no newline
+    (backup / "manifests" / "fetched.jsonl").write_bytes(lines[0][: len(lines[0]) // 2])
+    out = _cli("restore", "--resume", str(backup / "journal.jsonl"), "--apply", "--json")
+    assert out.returncode == 0, out.stdout + out.stderr
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    pp = _apply(reference, RemoteOptions(store), tmp_path / "b-ref")
+    assert helpers.tree(log_dir) == helpers.tree(reference)
+    assert len((tmp_path / "b-ref" / "manifests" / "fetched.jsonl").read_bytes().splitlines()) == len(fetches)
+    plan = pp.plan
+    plan.backup_dir = str(backup)
+    for s in plan.steps:
+        s.path = s.path.replace(str(reference), str(log_dir))
+    assert verify_restore(plan) == []

@@ -116,3 +116,37 @@ def test_kill_at_every_phase_then_resume_or_rollback(tmp_path, then):
     # grouped steps: begin, backed-up, temp-written, applied, synced, verified, journaled (mkdir: no
     # backed-up/temp-written); the replaced file alone: no synced
     assert kills >= 7 * 5
+
+
+def test_staged_bytes_in_one_file_each_steps_bytes_checked_on_resume(tmp_path):
+    """Every write step's new bytes are staged in one file of the backup dir (one file created and
+    fsynced, not one per step) at the offset its step names; a resume in another process reads each
+    step's bytes from there and refuses a step whose bytes were damaged, naming it."""
+    log_dir = _dir(tmp_path)
+    original = helpers.tree(log_dir)
+    plan = _plan(log_dir, tmp_path / "b")
+    plan.number_steps()
+    status = helpers.run_forked(lambda: apply_plan(plan, crash=CrashHook(at=(1, "synced"))))
+    assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+    staged = sorted(p.relative_to(tmp_path / "b") for p in (tmp_path / "b" / "staged").rglob("*"))
+    assert [str(p) for p in staged] == ["staged/steps.bin"]
+    pack = (tmp_path / "b" / "staged" / "steps.bin").read_bytes()
+    header = json.loads((tmp_path / "b" / "journal.jsonl").read_text().splitlines()[0])
+    writes = [s for s in plan.steps if s.op == "write"]
+    recorded = {s["path"]: s["params"] for a in header["plan"]["actions"] for s in a["steps"]}
+    for s in writes:
+        at, size = recorded[s.path]["staged_at"]
+        assert pack[at : at + size] == s.data
+    assert sum(len(s.data) for s in writes) == len(pack)
+    # damage the bytes of the fifth step (a replaced file, not yet begun): the resume refuses it
+    fifth = next(s for s in plan.steps if s.number == 5)
+    at = recorded[fifth.path]["staged_at"][0]
+    flipped = bytearray(pack)
+    flipped[at] ^= 0xFF
+    (tmp_path / "b" / "staged" / "steps.bin").write_bytes(bytes(flipped))
+    journal = tmp_path / "b" / "journal.jsonl"
+    result = resume(journal)
+    assert result.status == "failed"
+    assert "staged content of step 5 is damaged" in (result.error or "")
+    assert rollback(journal).status == "rolled-back"
+    assert helpers.tree(log_dir) == original

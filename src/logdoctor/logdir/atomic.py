@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -156,22 +157,37 @@ class SyncBarrier:
         self._pool: ThreadPoolExecutor | None = None
         self._pending: list[Future[None]] = []
         self.folders: dict[str, None] = {}
+        self.later: dict[str, None] = {}
+        self._lock = threading.Lock()  # registrations may come from several threads (not a flush)
 
     def file(self, path: str | os.PathLike[str]) -> None:
         """fsync ``path`` (a file) now, in the background."""
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
+        with self._lock:
+            if self._pool is None:
+                from concurrent.futures import ThreadPoolExecutor
 
-            self._pool = ThreadPoolExecutor(self.THREADS, thread_name_prefix="fsync")
-        self._pending.append(self._pool.submit(_fsync_path, os.fspath(path)))
+                self._pool = ThreadPoolExecutor(self.THREADS, thread_name_prefix="fsync")
+            self._pending.append(self._pool.submit(_fsync_path, os.fspath(path)))
 
     def folder(self, path: str | os.PathLike[str]) -> None:
         """fsync the folder ``path`` at the next :meth:`flush`."""
-        self.folders[os.fspath(path)] = None
+        with self._lock:
+            self.folders[os.fspath(path)] = None
+
+    def file_at_flush(self, path: str | os.PathLike[str]) -> None:
+        """fsync the file ``path`` once at the next :meth:`flush`, however often it is registered (a file
+        appended to between flushes: every append registered is durable once the flush returned)."""
+        with self._lock:
+            self.later[os.fspath(path)] = None
 
     def flush(self) -> None:
         """Wait for every registered file's fsync (the first error raised), then fsync every registered
         folder; forget them."""
+        with self._lock:
+            later = list(self.later)
+            self.later.clear()
+        for path in later:
+            self.file(path)
         pending, self._pending = self._pending, []
         for f in pending:
             f.result()

@@ -79,13 +79,14 @@ import os
 import stat
 import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from logdoctor.logdir import atomic
 from logdoctor.logdir.atomic import fsync_dir
-from logdoctor.logdir.files import open_regular
+from logdoctor.logdir.files import open_regular, read_range
 from logdoctor.logdir.sparse import copy_range_sparse, data_bytes
 from logdoctor.repair import backup as bk
 from logdoctor.repair import copies
@@ -110,6 +111,28 @@ class StepContext:
     backup_dir: str
     crash: Callable[[int, str], None] = lambda step, phase: None
     staged: dict[int, bytes] = field(default_factory=dict)
+    #: while a group of steps is prepared (apply._run_group): each folder's temp names, listed once
+    listings: dict[str, list[str]] | None = None
+    #: while a group of steps is prepared: the thread that checks a step's result while the next step
+    #: makes its own (:meth:`check_behind`), and the check in flight
+    checker: Executor | None = None
+    checking: Future[None] | None = None
+
+    def check_behind(self, work: Callable[[], None]) -> None:
+        """Run ``work`` (a step's checks of what it made, before it is renamed into place) on the group's
+        check thread while the caller goes on to the next step (without one: now). One check at a time:
+        the caller settles the one before first (:meth:`settle`)."""
+        self.settle()
+        if self.checker is None:
+            work()
+        else:
+            self.checking = self.checker.submit(work)
+
+    def settle(self) -> None:
+        """Wait for the check in flight (:meth:`check_behind`); raise its error."""
+        pending, self.checking = self.checking, None
+        if pending is not None:
+            pending.result()
 
     def backup_path(self, rel: str) -> str:
         return os.path.join(self.backup_dir, rel)
@@ -117,7 +140,9 @@ class StepContext:
     def staged_bytes(self, step: Step) -> bytes:
         data = self.staged.get(step.number)
         if data is None:
-            data = Path(self.backup_path(step.params["staged"])).read_bytes()
+            path = self.backup_path(step.params["staged"])
+            at = step.params.get("staged_at")  # [offset, size] in a file of all the plan's steps
+            data = read_range(path, int(at[0]), int(at[1])) if at else Path(path).read_bytes()
             if bk.sha256_bytes(data) != step.params["sha_after"]:
                 raise StepStateError(f"staged content of step {step.number} is damaged")
             self.staged[step.number] = data
@@ -155,12 +180,27 @@ def _file_sha(path: str) -> str | None:
         return None
 
 
-def _remove_temps(path: str, barrier: atomic.SyncBarrier | None = None) -> None:
+def _remove_temps(
+    path: str, barrier: atomic.SyncBarrier | None = None, listings: dict[str, list[str]] | None = None
+) -> None:
     """Remove temp files atomic_write leaves when killed between writing and renaming (and make the
-    removal durable: now, or when ``barrier`` is flushed)."""
+    removal durable: now, or when ``barrier`` is flushed). ``listings``: the names in each folder, listed
+    once for a group of steps (:attr:`StepContext.listings`; no two steps of a group write the same
+    path, so a temp of this path's name is one an earlier run left, listed before the group began)."""
     folder, name = os.path.split(path)
+    if listings is None:
+        temps = glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.*.tmp"))
+    else:
+        if folder not in listings:
+            try:
+                listings[folder] = [n for n in os.listdir(folder) if n.startswith(".") and n.endswith(".tmp")]
+            except FileNotFoundError:
+                listings[folder] = []
+        head = f".{name}."  # the glob's ".<name>.*.tmp": every listed name ends with ".tmp"
+        names = listings[folder]
+        temps = [os.path.join(folder, n) for n in names if n.startswith(head) and len(n) > len(head) + 3]
     removed = False
-    for tmp in glob.glob(os.path.join(glob.escape(folder), f".{glob.escape(name)}.*.tmp")):
+    for tmp in temps:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
             removed = True
@@ -286,7 +326,7 @@ class WriteFile(Operation):
         changed = f"{step.path} changed since the plan was made (neither original nor repaired)"
         if not self.to_do(step, ctx, changed):
             return None
-        _remove_temps(step.path, barrier)  # left by an earlier run killed inside atomic_write
+        _remove_temps(step.path, barrier, ctx.listings)  # left by an earlier run killed inside atomic_write
         ctx.crash(step.number, "backed-up")
         tmp = atomic.write_temp(step.path, ctx.staged_bytes(step), sync=False)
         barrier.file(tmp)
@@ -543,11 +583,74 @@ def manifest_rel(step: Step) -> str:
     return step.params.get("manifest") or os.path.join("manifests", f"{step.number:06d}.json")
 
 
+#: the checksums of every segment a run's ``fetch-remote`` steps restored, one JSON line each (relative to
+#: the backup dir): one file appended to, not one created per segment (a step's own manifest file, which
+#: a journal of an older logdoctor names, is read first)
+FETCHED_REL = os.path.join("manifests", "fetched.jsonl")
+_fetched_cache: dict[str, tuple[tuple[int, int, int], dict[int, dict[str, str]]]] = {}
+_fetched_lock = threading.Lock()
+
+
+def _fetched_records(path: str) -> dict[int, dict[str, str]]:
+    """{step number: checksums} of :data:`FETCHED_REL` at ``path`` (the last line of a step wins; a line
+    torn by a kill is skipped), parsed again only when the file changed."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return {}
+    ident = (st.st_ino, st.st_size, st.st_mtime_ns)
+    with _fetched_lock:
+        cached = _fetched_cache.get(path)
+        if cached is not None and cached[0] == ident:
+            return cached[1]
+    records: dict[int, dict[str, str]] = {}
+    with open(path, "rb") as fh:
+        for line in fh.read().splitlines():
+            try:
+                rec = json.loads(line)
+                records[int(rec["step"])] = dict(rec["checksums"])
+            except (ValueError, KeyError, TypeError):
+                continue  # torn by a kill while it was written: its step is not done, its file not renamed
+    with _fetched_lock:
+        _fetched_cache[path] = (ident, records)
+    return records
+
+
+def _append_fetched(
+    ctx: StepContext, step: Step, record: dict[str, Any], barrier: atomic.SyncBarrier | None
+) -> None:
+    """One line of :data:`FETCHED_REL` for ``step`` (after a line a kill tore, on a line of its own), durable
+    now, or (with ``barrier``) once the barrier is flushed: the file fsynced once then, not once per line."""
+    path = ctx.backup_path(FETCHED_REL)
+    line = json.dumps({"step": step.number, **record}, sort_keys=True).encode() + b"\n"
+    with atomic.naming(path):
+        bk.makedirs_durable(os.path.dirname(path))
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+        try:
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                line = b"\n" + line
+            view = memoryview(line)
+            while view:
+                view = view[os.write(fd, view) :]
+            if barrier is None:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    if barrier is None:
+        fsync_dir(os.path.dirname(path))
+    else:
+        barrier.file_at_flush(path)
+        barrier.folder(os.path.dirname(path))
+
+
 def read_manifest(ctx: StepContext, step: Step) -> dict[str, str] | None:
     try:
         data = json.loads(Path(ctx.backup_path(manifest_rel(step))).read_text())
     except (OSError, ValueError):
-        return None
+        if step.op != FetchRemote.op:
+            return None
+        return _fetched_records(ctx.backup_path(FETCHED_REL)).get(step.number)
     return data.get("checksums") if isinstance(data, dict) else None
 
 
@@ -912,8 +1015,8 @@ class FetchRemote(Operation):
     ranged reads (:func:`logdoctor.logdir.remote_tier.open_remote_log`: never the whole object in
     memory; an object on this machine's file system that is the segment's bytes: ``os.copy_file_range``),
     made under ``<path>.logdoctor-partial``, fsynced, read back and walked (:func:`_check_restored`), its
-    checksum (:func:`fetched_checksum`) saved in the backup dir (:func:`manifest_rel`), then renamed into
-    place. The target must not exist (a restore never replaces a file). Undo removes it.
+    checksum (:func:`fetched_checksum`) saved in the backup dir (a line of :data:`FETCHED_REL`), then
+    renamed into place. The target must not exist (a restore never replaces a file). Undo removes it.
 
     params: source {storage, layout, segment_id, topic, partition, base_offset, log, object_size,
     manifest, indexes, private_key}, size (the segment's bytes), manifest (rel)|None.
@@ -948,7 +1051,17 @@ class FetchRemote(Operation):
     def prepare(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier) -> Callable[[], None] | None:
         if not self.to_do(step, ctx, f"{step.path} exists and is not the restored segment"):
             return None
-        partial = self._fetch(step, ctx, barrier)
+        partial = step.path + PARTIAL_SUFFIX
+        source = step.params["source"]
+        fetched, local = self._copy(step, ctx, barrier, partial, source)
+        try:
+            ctx.settle()  # the step before's check: its failure stops the group here
+        except BaseException:
+            copies.remove_tree(partial)
+            raise
+        # this segment's checks (and its manifest) on the group's check thread while the next is fetched;
+        # every check is settled before the group's barrier, so before anything is renamed into place
+        ctx.check_behind(lambda: self._check(step, ctx, barrier, partial, source, fetched, local))
 
         def commit() -> None:
             os.rename(partial, step.path)
@@ -960,10 +1073,23 @@ class FetchRemote(Operation):
     def _fetch(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier | None) -> str:
         """The segment in ``<path>.logdoctor-partial``, checked, its manifest saved: durable now, or (with
         ``barrier``) once the barrier is flushed. Returns the partial file's path."""
-
         partial = step.path + PARTIAL_SUFFIX
-        copies.remove_tree(partial)
         source = step.params["source"]
+        fetched, local = self._copy(step, ctx, barrier, partial, source)
+        self._check(step, ctx, barrier, partial, source, fetched, local)
+        return partial
+
+    def _copy(
+        self,
+        step: Step,
+        ctx: StepContext,
+        barrier: atomic.SyncBarrier | None,
+        partial: str,
+        source: dict[str, Any],
+    ) -> tuple[str | None, str | None]:
+        """The segment's bytes into ``partial`` (fsynced now, or registered in ``barrier``): (the CRC-32C of
+        the bytes fetched, None for a kernel copy; the local object copied by the kernel, else None)."""
+        copies.remove_tree(partial)
         size = int(step.params["size"])
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
@@ -972,34 +1098,43 @@ class FetchRemote(Operation):
                 if local is not None and _kernel_copy(local, fd, size, step, ctx):
                     fetched = None
                 else:
-                    fetched = self._stream(step, ctx, fd, source, size)
+                    local, fetched = None, self._stream(step, ctx, fd, source, size)
                 if barrier is None:
                     os.fsync(fd)
             finally:
                 os.close(fd)
             if barrier is not None:
                 barrier.file(partial)  # written out by the disk while it is checked
-            if fetched is None:
-                assert local is not None
-                fetched = _buffer_crc(local)  # after the copy: a source changed meanwhile does not match
-            digest = _check_restored(partial, source, fetched)
-        except Exception:
+        except BaseException:
             copies.remove_tree(partial)  # a failed fetch leaves nothing in the log dir
             raise
-        body = json.dumps(
-            {
-                "source": source["log"],
-                "copy": step.path,
-                "hash": FETCH_HASH_NAME,
-                "checksums": {".": digest},
-            },
-            indent=1,
-            sort_keys=True,
-        )
-        bk.write_durable(ctx.backup_path(manifest_rel(step)), body.encode(), barrier)
+        return fetched, local
+
+    def _check(
+        self,
+        step: Step,
+        ctx: StepContext,
+        barrier: atomic.SyncBarrier | None,
+        partial: str,
+        source: dict[str, Any],
+        fetched: str | None,
+        local: str | None,
+    ) -> None:
+        """The checks of the fetched ``partial`` (:func:`_check_restored`; a kernel copy's source read
+        for its CRC-32C after the copy: a source changed meanwhile does not match), then its manifest
+        saved (durable now, or once ``barrier`` is flushed). A failure removes the partial file."""
+        try:
+            if fetched is None:
+                assert local is not None
+                fetched = _buffer_crc(local)
+            digest = _check_restored(partial, source, fetched)
+        except BaseException:
+            copies.remove_tree(partial)  # a failed fetch leaves nothing in the log dir
+            raise
+        record = {"source": source["log"], "copy": step.path, "hash": FETCH_HASH_NAME}
+        _append_fetched(ctx, step, {**record, "checksums": {".": digest}}, barrier)
         _verified[step.path] = copies.identity(partial)
         ctx.crash(step.number, "backed-up")
-        return partial
 
     def _stream(self, step: Step, ctx: StepContext, fd: int, source: dict[str, Any], size: int) -> str:
         """Stream the segment's original bytes into ``fd`` in ranged reads; their CRC-32C (hex)."""

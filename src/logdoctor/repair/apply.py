@@ -39,6 +39,7 @@ import shlex
 import shutil
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -404,18 +405,28 @@ def _refuse_finished(state: JournalState, journal: str | os.PathLike[str]) -> No
         )
 
 
-def _stage(plan: Plan) -> None:
-    """Every write step's new bytes into the backup dir, all made durable at once (one barrier before
-    the journal's plan record, the commit point, names them)."""
-    with SyncBarrier() as barrier:
-        for step in plan.steps:
-            if step.op == "write":
-                if step.data is None:
-                    raise ValueError(f"write step {step.number} has no data")
-                rel = os.path.join("staged", f"{step.number:06d}.bin")
-                bk.write_durable(os.path.join(plan.backup_dir, rel), step.data, barrier)
-                step.params["staged"] = rel
-        barrier.flush()
+STAGED_PACK = os.path.join("staged", "steps.bin")
+
+
+def _stage(plan: Plan, barrier: SyncBarrier | None = None) -> None:
+    """Every write step's new bytes into the backup dir, one after the other in one file
+    (:data:`STAGED_PACK`; each step's ``staged`` names it and ``staged_at`` its ``[offset, size]`` there),
+    made durable at once (one file and folder fsync before the journal's plan record, the commit point,
+    names them; now, or when ``barrier`` is flushed): one file created and fsynced for a plan of many small
+    writes (a restore's indexes and checkpoints), not one each. A step's bytes are checked against its
+    ``sha_after`` when read back (:meth:`~logdoctor.repair.actions.StepContext.staged_bytes`)."""
+    parts: list[bytes] = []
+    pos = 0
+    for step in plan.steps:
+        if step.op == "write":
+            if step.data is None:
+                raise ValueError(f"write step {step.number} has no data")
+            step.params["staged"] = STAGED_PACK
+            step.params["staged_at"] = [pos, len(step.data)]
+            parts.append(step.data)
+            pos += len(step.data)
+    if parts:
+        bk.write_durable(os.path.join(plan.backup_dir, STAGED_PACK), b"".join(parts), barrier)
 
 
 def _fail(result: RunResult, journal: Journal, e: Exception, status: str = "failed") -> RunResult:
@@ -513,11 +524,19 @@ def _run_group(
     journal.append_many([{"t": "begin", "step": s.number, "op": s.op, "path": s.path} for s in group])
     if begun is not None:
         begun.extend(s.number for s in group)
-    with SyncBarrier() as barrier:
+    with SyncBarrier() as barrier, ThreadPoolExecutor(1, thread_name_prefix="check") as checker:
         commits = []
-        for step in group:
-            ctx.crash(step.number, "begin")
-            commits.append(operation(step).prepare(step, ctx, barrier))
+        ctx.listings = {}  # each folder listed once for the group's leftover temp files
+        ctx.checker = checker  # a step's checks run while the next step makes its file
+        try:
+            for step in group:
+                ctx.crash(step.number, "begin")
+                commits.append(operation(step).prepare(step, ctx, barrier))
+            ctx.settle()  # every check passed (and registered its files) before the barrier
+        finally:
+            ctx.listings = ctx.checker = None
+            with contextlib.suppress(Exception):
+                ctx.settle()  # after an error: the check in flight finished before the group ends
         barrier.flush()
         for step in group:
             ctx.crash(step.number, "synced")
@@ -640,10 +659,11 @@ def _apply(
     made_backup_dir = not os.path.lexists(plan.backup_dir)
     try:
         bk.makedirs_durable(plan.backup_dir)
-        _stage(plan)
-        bk.write_durable(
-            os.path.join(plan.backup_dir, "README.txt"), bk.README_TEXT.format(journal=journal_path).encode()
-        )
+        with SyncBarrier() as barrier:  # the staged bytes and the README fsynced at once, then their folders
+            _stage(plan, barrier)
+            readme = bk.README_TEXT.format(journal=journal_path).encode()
+            bk.write_durable(os.path.join(plan.backup_dir, "README.txt"), readme, barrier)
+            barrier.flush()  # durable before the journal's plan record names them
     except BaseException:
         _remove_staged(plan.backup_dir, made_backup_dir)
         raise

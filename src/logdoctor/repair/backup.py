@@ -5,7 +5,8 @@ inside a partition folder or a log dir where the broker would see it)::
 
     journal.jsonl                      the journal (first record: the plan)
     README.txt                         what this folder is and how to resume / roll back
-    staged/<step>.bin                  new contents of ``write`` steps, written before any change
+    staged/steps.bin                   new contents of ``write`` steps, written before any change
+                                       (one after the other; each step names its offset and size)
     files/<n>-<log dir name>/<rel>     originals replaced or removed (same relative path)
     tails/<n>-<log dir name>/<rel>.<size>.tail   bytes a truncation removed (from byte <size> on)
 
@@ -278,7 +279,7 @@ def check_space(needs: Iterable[tuple[str, int]]) -> None:
 README_TEXT = """This folder was written by `logdoctor repair`. Do not put it inside a Kafka log dir.
 
 journal.jsonl  what was planned and done, step by step (the first line is the whole plan)
-staged/        new file contents, written before any change
+staged/        new file contents (steps.bin: every write step's bytes), written before any change
 files/         the original files that were replaced or removed, under <n>-<log dir>/<relative path>
 tails/         the bytes removed by truncations (<relative path>.<size>.tail starts at byte <size>)
 

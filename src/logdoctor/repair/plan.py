@@ -7,7 +7,8 @@ A :class:`Step` is one primitive, journaled, reversible file operation on one pa
 A :class:`Plan` is everything, in order, plus where the backup goes. Plans are plain data: they
 serialise to JSON (the journal's first record) and back, so ``--resume``/``--rollback`` run
 from the journal alone. New file contents (``write`` steps) travel as bytes in memory and are
-staged into the backup dir before the first change; the JSON names the staged file and its hash.
+staged into the backup dir before the first change; the JSON names the staged file (and where in it
+the step's bytes are) and their hash.
 """
 
 from __future__ import annotations

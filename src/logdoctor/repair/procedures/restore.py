@@ -629,15 +629,15 @@ def verify_restore(plan: Plan) -> list[str]:
     problems: list[str] = []
     for step in plan.steps:
         if step.op == "fetch-remote":
-            manifest_path = os.path.join(plan.backup_dir, "manifests", f"{step.number:06d}.json")
-            try:
-                import json
+            from logdoctor.repair.actions import StepContext, read_manifest
 
-                with open(manifest_path) as fh:
-                    want = json.load(fh)["checksums"]["."]
-                if fetched_checksum(step.path) != want:
+            try:
+                want = (read_manifest(StepContext(plan.backup_dir), step) or {}).get(".")
+                if want is None:
+                    problems.append(f"{step.path}: no checksum of it in {plan.backup_dir}")
+                elif fetched_checksum(step.path) != want:
                     problems.append(f"{step.path} does not match the remote segment it was restored from")
-            except (OSError, ValueError, KeyError) as e:
+            except OSError as e:
                 problems.append(f"{step.path}: {e}")
         elif step.op == "write":
             try:
