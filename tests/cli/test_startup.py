@@ -143,3 +143,21 @@ def test_repair_of_indexes_past_32_entries_imports_no_numpy(tmp_path: Path) -> N
     assert {p.name: p.read_bytes() for p in part.iterdir() if p.name in indexes} == indexes  # rebuilt
     assert "logdoctor.repair.rules.indexes" in modules
     assert "numpy" not in modules
+
+
+def test_the_early_walks_start_before_the_model_the_catalog_and_pathlib_load() -> None:
+    """Issue 35: a `scan --deep` starts its early walks (checks.early_walk) once the modules the walk
+    needs have loaded; the log dir model, the findings catalog, the lock, the atomic writes and pathlib
+    load afterwards, beside the walks (``logdir``'s package and ``checks.state`` import them lazily)."""
+    code = (
+        "import json, sys\n"
+        "import logdoctor.cli.main, logdoctor.cli.registry, logdoctor.cli.scan_fast\n"
+        "import logdoctor.checks.early_walk\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    modules = set(json.loads(done.stdout))
+    later = {"logdoctor.logdir.model", "logdoctor.logdir.lock", "logdoctor.logdir.atomic"}
+    later |= {"logdoctor.checks.catalog", "logdoctor.checks.findings", "logdoctor.checks.context", "pathlib"}
+    assert not later & modules
+    assert {"logdoctor.checks.state", "logdoctor.formats._speedups", "logdoctor.logdir.files"} <= modules

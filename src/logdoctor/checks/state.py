@@ -20,9 +20,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from logdoctor.checks import catalog
 from logdoctor.checks.access import describe, missing_access
-from logdoctor.checks.findings import Finding
 from logdoctor.checks.undecodable import Undecodable, undecodable_batches
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats import native
@@ -30,12 +28,14 @@ from logdoctor.formats.crc import CRC32C_EXTENSION
 from logdoctor.formats.lazy_numpy import import_in_background, np
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
-from logdoctor.logdir.model import Partition, Segment
 from logdoctor.logdir.sparse import data_extents, is_sparse
 
 if TYPE_CHECKING:  # checks.context (topic configs, tiering: ~17 ms) is imported by the first PartitionState:
-    # a `scan --deep`'s early walks (:func:`walk_early`) import this module and start before it loads
+    # a `scan --deep`'s early walks (:func:`walk_early`) import this module and start before it loads;
+    # nor the log dir model and the findings catalog (~5 ms; the catalog at the first finding made)
     from logdoctor.checks.context import PartitionTask, SegmentInfo
+    from logdoctor.checks.findings import Finding
+    from logdoctor.logdir.model import Partition, Segment
 
 
 def iso(ms: int | None) -> str:
@@ -98,6 +98,8 @@ class PartitionState:
         self.rep.findings.append(finding)
 
     def make(self, code: str, path: str, **kw: Any) -> None:
+        from logdoctor.checks import catalog  # see TYPE_CHECKING above
+
         kw.setdefault("logdir", self.task.log_dir)
         self.add(catalog.make(code, path, **kw))
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import importlib
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -45,6 +44,8 @@ def run_fast(args: Sequence[str]) -> int | None:
         scan_run: ModuleType = _load_uncollected(importlib.import_module, "logdoctor.cli.scan_run")
     finally:
         sys.setswitchinterval(interval)
+    from pathlib import Path  # after the early walks started: the walk needs none of pathlib (~2 ms)
+
     code: int = scan_run.run_scan([Path(d) for d in log_dirs], **flags)
     return code
 

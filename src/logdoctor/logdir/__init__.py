@@ -1,42 +1,42 @@
-"""The log dir layer: naming rules, crash-safe writes, the broker lock and the lazy model."""
+"""The log dir layer: naming rules, crash-safe writes, the broker lock and the lazy model.
 
-from logdoctor.logdir.atomic import atomic_write, fsync_dir
-from logdoctor.logdir.lock import hold_lock, is_locked, lock_holder
-from logdoctor.logdir.model import (
-    CheckpointRead,
-    Irregular,
-    LogDir,
-    Orphan,
-    Partition,
-    Segment,
-    SmallFileRead,
-)
-from logdoctor.logdir.names import (
-    DirKind,
-    FileState,
-    PartitionDirName,
-    SegmentFileType,
-    parse_partition_dir,
-    parse_segment_file,
-)
+Public names are loaded on first use (as in :mod:`logdoctor.checks`), so that importing one module of
+the layer (``logdir.files``: a `scan --deep`'s early walks, issue 35) does not import the model, the lock
+and the atomic writes with it.
+"""
 
-__all__ = [
-    "CheckpointRead",
-    "DirKind",
-    "FileState",
-    "Irregular",
-    "LogDir",
-    "Orphan",
-    "Partition",
-    "PartitionDirName",
-    "Segment",
-    "SegmentFileType",
-    "SmallFileRead",
-    "atomic_write",
-    "fsync_dir",
-    "hold_lock",
-    "is_locked",
-    "lock_holder",
-    "parse_partition_dir",
-    "parse_segment_file",
-]
+from __future__ import annotations
+
+from typing import Any
+
+_EXPORTS = {
+    "atomic_write": "logdoctor.logdir.atomic",
+    "fsync_dir": "logdoctor.logdir.atomic",
+    "hold_lock": "logdoctor.logdir.lock",
+    "is_locked": "logdoctor.logdir.lock",
+    "lock_holder": "logdoctor.logdir.lock",
+    "CheckpointRead": "logdoctor.logdir.model",
+    "Irregular": "logdoctor.logdir.model",
+    "LogDir": "logdoctor.logdir.model",
+    "Orphan": "logdoctor.logdir.model",
+    "Partition": "logdoctor.logdir.model",
+    "Segment": "logdoctor.logdir.model",
+    "SmallFileRead": "logdoctor.logdir.model",
+    "DirKind": "logdoctor.logdir.names",
+    "FileState": "logdoctor.logdir.names",
+    "PartitionDirName": "logdoctor.logdir.names",
+    "SegmentFileType": "logdoctor.logdir.names",
+    "parse_partition_dir": "logdoctor.logdir.names",
+    "parse_segment_file": "logdoctor.logdir.names",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'logdoctor.logdir' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
