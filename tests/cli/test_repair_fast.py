@@ -15,7 +15,7 @@ import cli_in_process
 import pytest
 
 import realworld
-from logdoctor.cli.repair_fast import FLAGS, VALUES, run_fast
+from logdoctor.cli.repair_fast import COUNTS, FLAGS, VALUES, run_fast
 
 # The typer command, reached as main() reaches it for any call the fast path declines.
 _THROUGH_TYPER = (
@@ -106,7 +106,13 @@ def test_same_plan_as_the_typer_command_on_every_real_log_dir(log_dir: Path) -> 
 @pytest.mark.realworld
 @pytest.mark.parametrize(
     "flags",
-    [["--apply"], ["--apply", "--json"], ["--apply", "-v", "--only", "INDEX_MISSING"], ["--apply", "--deep"]],
+    [
+        ["--apply"],
+        ["--apply", "--json"],
+        ["--apply", "-v", "--only", "INDEX_MISSING"],
+        ["--apply", "--deep"],
+        ["--apply", "-j", "2"],
+    ],
     ids=" ".join,
 )
 def test_same_repair_as_the_typer_command_on_copies(flags: list[str], tmp_path: Path) -> None:
@@ -135,8 +141,15 @@ def test_same_repair_as_the_typer_command_on_copies(flags: list[str], tmp_path: 
         ["--help"],
         [],
         ["--apply"],
-        ["-j", "1", "DIR"],
+        ["-j", "0", "DIR"],
+        ["--jobs", "01", "DIR"],
+        ["--jobs", "+1", "DIR"],
+        ["-j", " 1", "DIR"],
+        ["--jobs", "1_0", "DIR"],
+        ["--jobs", "x", "DIR"],
+        ["-j", "-1", "DIR"],
         ["--jobs=1", "DIR"],
+        ["-j1", "DIR"],
         ["--backup-dir=OUT", "DIR"],
         ["DIR", "--backup-dir"],
         ["--backup-dir", "--apply", "DIR"],
@@ -187,6 +200,10 @@ def test_every_flag_and_value_is_an_option_of_the_typer_command() -> None:
         p = by_opt[opt]
         assert p.name == name and not p.multiple and p.nargs == 1
         assert p.bare_type() in ("str", "Path") and p.callback is None and p.min is None and p.max is None
+    for opt, name in COUNTS.items():  # a whole number from 1, no upper bound, no check of its own
+        p = by_opt[opt]
+        assert p.name == name and not p.multiple and p.nargs == 1 and p.callback is None
+        assert p.bare_type() == "int" and (p.min, p.max) == (1, None)
 
 
 def test_the_fast_call_imports_no_typer(tmp_path: Path) -> None:
@@ -197,8 +214,8 @@ def test_the_fast_call_imports_no_typer(tmp_path: Path) -> None:
         p.unlink()
     code = (
         "import json, sys\n"
-        f"sys.argv = ['logdoctor', 'repair', '--apply', '--backup-dir', {str(tmp_path / 'b')!r}, "
-        f"{str(log_dir)!r}]\n"
+        f"sys.argv = ['logdoctor', 'repair', '--apply', '--jobs', '1', '--backup-dir', "
+        f"{str(tmp_path / 'b')!r}, {str(log_dir)!r}]\n"
         "from logdoctor.cli.main import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    print('exit', e.code, file=sys.stderr)\n"
         "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
