@@ -41,6 +41,7 @@ LONGEST: list[str] = [
     "tests/spark/test_inventory_census.py",  # 91 s
     "tests/cli/test_dump_fast.py",  # 88 s, 42 tests (make test-fast at load 3-4: 26 s, 17 s since ed2137d)
     "tests/cli/test_scan_fast.py",  # make test-fast at load 3-4: 31 s, 44 tests (21 s since ed2137d)
+    "tests/cli/test_repair_fast.py",  # test-fast at load 10: 136 s, 46 tests (load 7: 46 s since a17d2a9)
     "tests/repair/test_repair_special_files.py",  # 88 s, 25 tests
     "tests/procedures/test_restore_rebuild.py",  # 85 s, 40 tests
     "tests/repair/test_recorded_state.py",  # 57 s, 9 tests
@@ -53,6 +54,7 @@ LONGEST: list[str] = [
     "tests/cli/test_failures_end_cleanly.py",  # 40 s, 35 tests
     "tests/repair/test_rebuild_threads.py",  # 39 s, 8 tests
     "tests/repair/test_grouped_steps.py",  # 38 s, 4 tests
+    "tests/checks/test_whole_index_ok.py",  # make test-fast at load 10: 33 s, 7 tests (600 examples)
     "tests/repair/test_repair_realworld.py",  # 35 s, 11 tests
     "tests/cli/test_dump.py",  # 34 s, 77 tests
     "tests/checks/test_forensics.py",  # 27 s, 4 tests

@@ -11,10 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import cli_in_process
 import pytest
 
 import realworld
-from logdoctor.cli.repair_fast import FLAGS, VALUES, run_fast
+from logdoctor.cli.repair_fast import COUNTS, FLAGS, VALUES, run_fast
 
 # The typer command, reached as main() reaches it for any call the fast path declines.
 _THROUGH_TYPER = (
@@ -35,24 +36,59 @@ _THROUGH_MAIN = (
 _CREATED = re.compile(r'"created_ms": \d+|logdoctor-backup-\d{8}T\d{6}Z')
 
 
+_ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "120"}
+
+
 def _run(program: str, args: list[str], here: Path | None = None) -> tuple[int, str, str]:
     """Exit code, stdout, stderr; ``here`` (a copy's folder) written as HERE, so that two copies compare."""
-    done = subprocess.run(
-        [sys.executable, "-c", program, *args],
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "120"},
-    )
-    out, err = done.stdout, done.stderr
+    done = subprocess.run([sys.executable, "-c", program, *args], capture_output=True, text=True, env=_ENV)
+    return _comparable(done.returncode, done.stdout, done.stderr, here)
+
+
+def _comparable(code: int, out: str, err: str, here: Path | None) -> tuple[int, str, str]:
     if here is not None:
         out, err = out.replace(str(here), "HERE"), err.replace(str(here), "HERE")
-    return done.returncode, _CREATED.sub("TIME", out), err
+    return code, _CREATED.sub("TIME", out), err
+
+
+def _typer_in_process(args: list[str], here: Path | None = None) -> tuple[int, str, str]:
+    """What ``_run(_THROUGH_TYPER, args, here)`` gives, run in this process (tests/cli/cli_in_process.py):
+    the reference side of the comparisons, without a second interpreter's start and imports per call."""
+    from logdoctor.cli import registry
+    from logdoctor.cli.app import app
+
+    def command() -> None:
+        registry.load(registry.find("repair"))
+        app()
+
+    return _comparable(*cli_in_process.run(command, ["logdoctor", "repair", *args], _ENV), here)
 
 
 def _same(args: list[str]) -> tuple[int, str, str]:
+    """The fast path in a process of its own (the call under test), the typer command in this one."""
     fast = _run(_THROUGH_MAIN, args)
-    assert fast == _run(_THROUGH_TYPER, args), f"repair {' '.join(args)} differs"
+    assert fast == _typer_in_process(args), f"repair {' '.join(args)} differs"
     return fast
+
+
+def test_the_typer_command_in_process_is_the_typer_command_in_a_process(tmp_path: Path) -> None:
+    """_same's reference, run in this process, gives what the typer command's own process gives: a real log
+    dir's plan as text and as JSON at --deep, the repair of a copy (--apply: output and files), and a
+    missing log dir (an error line, exit 66)."""
+    log_dir = realworld.require() / "zk-2.8-seanorth"
+    for args in ([str(log_dir)], ["--json", "--deep", str(log_dir)], [str(tmp_path / "missing")]):
+        assert _typer_in_process(args) == _run(_THROUGH_TYPER, args), args
+    got = []
+    for name in ("in-process", "process"):
+        here = tmp_path / name
+        copy = realworld.writable_copy(log_dir, here / "logs")
+        for p in copy.rglob("*.timeindex"):
+            p.unlink()
+        args = ["--apply", "--backup-dir", str(here / "backup"), str(copy)]
+        out = _typer_in_process(args, here) if name == "in-process" else _run(_THROUGH_TYPER, args, here)
+        got.append((out, _files(copy)))
+    assert got[0] == got[1]
+    assert "applied:" in got[0][0][1]
 
 
 def _files(root: Path) -> dict[str, bytes]:
@@ -70,7 +106,13 @@ def test_same_plan_as_the_typer_command_on_every_real_log_dir(log_dir: Path) -> 
 @pytest.mark.realworld
 @pytest.mark.parametrize(
     "flags",
-    [["--apply"], ["--apply", "--json"], ["--apply", "-v", "--only", "INDEX_MISSING"], ["--apply", "--deep"]],
+    [
+        ["--apply"],
+        ["--apply", "--json"],
+        ["--apply", "-v", "--only", "INDEX_MISSING"],
+        ["--apply", "--deep"],
+        ["--apply", "-j", "2"],
+    ],
     ids=" ".join,
 )
 def test_same_repair_as_the_typer_command_on_copies(flags: list[str], tmp_path: Path) -> None:
@@ -78,14 +120,15 @@ def test_same_repair_as_the_typer_command_on_copies(flags: list[str], tmp_path: 
     output, exit code and files (log dir and backup dir, the journal's times apart)."""
     src = realworld.require() / "zk-2.8-seanorth"
     got = []
-    for program, name in ((_THROUGH_MAIN, "fast"), (_THROUGH_TYPER, "typer")):
+    for name in ("fast", "typer"):  # the fast path in a process of its own, the typer command in this one
         here = tmp_path / name
         log_dir = realworld.writable_copy(src, here / "logs")
         for p in log_dir.rglob("*"):
             if p.suffix in (".index", ".timeindex"):
                 p.unlink()
         args = [*flags, "--backup-dir", str(here / "backup"), str(log_dir)]
-        got.append((_run(program, args, here), _files(log_dir)))
+        out = _run(_THROUGH_MAIN, args, here) if name == "fast" else _typer_in_process(args, here)
+        got.append((out, _files(log_dir)))
         assert (here / "backup" / "journal.jsonl").is_file()
     assert got[0] == got[1]
     assert got[0][0][0] in (0, 1, 2), got[0][0]
@@ -98,8 +141,15 @@ def test_same_repair_as_the_typer_command_on_copies(flags: list[str], tmp_path: 
         ["--help"],
         [],
         ["--apply"],
-        ["-j", "1", "DIR"],
+        ["-j", "0", "DIR"],
+        ["--jobs", "01", "DIR"],
+        ["--jobs", "+1", "DIR"],
+        ["-j", " 1", "DIR"],
+        ["--jobs", "1_0", "DIR"],
+        ["--jobs", "x", "DIR"],
+        ["-j", "-1", "DIR"],
         ["--jobs=1", "DIR"],
+        ["-j1", "DIR"],
         ["--backup-dir=OUT", "DIR"],
         ["DIR", "--backup-dir"],
         ["--backup-dir", "--apply", "DIR"],
@@ -150,6 +200,10 @@ def test_every_flag_and_value_is_an_option_of_the_typer_command() -> None:
         p = by_opt[opt]
         assert p.name == name and not p.multiple and p.nargs == 1
         assert p.bare_type() in ("str", "Path") and p.callback is None and p.min is None and p.max is None
+    for opt, name in COUNTS.items():  # a whole number from 1, no upper bound, no check of its own
+        p = by_opt[opt]
+        assert p.name == name and not p.multiple and p.nargs == 1 and p.callback is None
+        assert p.bare_type() == "int" and (p.min, p.max) == (1, None)
 
 
 def test_the_fast_call_imports_no_typer(tmp_path: Path) -> None:
@@ -160,8 +214,8 @@ def test_the_fast_call_imports_no_typer(tmp_path: Path) -> None:
         p.unlink()
     code = (
         "import json, sys\n"
-        f"sys.argv = ['logdoctor', 'repair', '--apply', '--backup-dir', {str(tmp_path / 'b')!r}, "
-        f"{str(log_dir)!r}]\n"
+        f"sys.argv = ['logdoctor', 'repair', '--apply', '--jobs', '1', '--backup-dir', "
+        f"{str(tmp_path / 'b')!r}, {str(log_dir)!r}]\n"
         "from logdoctor.cli.main import main\n"
         "try:\n    main()\nexcept SystemExit as e:\n    print('exit', e.code, file=sys.stderr)\n"
         "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"

@@ -269,6 +269,41 @@ def _steps(plan_json: dict) -> list[dict]:
     return [s for a in plan_json["actions"] for s in a["steps"]]
 
 
+class Uninterrupted:
+    """What the kill tests compare with, made once per module and store (each test made its own: a dry
+    run and, for a resume, a whole restore, ~0.45 s of CPU a test): the steps of the dry run of a restore
+    into an empty log dir, and the tree (helpers.tree, relative paths) an uninterrupted ``--apply`` leaves
+    there. Neither depends on the log dir's path; nothing writes to them after."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self._tmp = tmp_path_factory
+        self._steps: dict[str, list[dict]] = {}
+        self._trees: dict[str, dict] = {}
+
+    def steps(self, store: str) -> list[dict]:
+        if store not in self._steps:
+            empty = self._tmp.mktemp("dry") / "logs"
+            empty.mkdir()
+            dry = _cli("restore", str(empty), "--remote-storage", store, "--json")
+            assert dry.returncode == 0, dry.stderr
+            self._steps[store] = _steps(json.loads(dry.stdout)["plan"])
+            assert list(empty.iterdir()) == []
+        return self._steps[store]
+
+    def tree(self, store: str) -> dict:
+        if store not in self._trees:
+            reference = self._tmp.mktemp("uninterrupted") / "reference"
+            reference.mkdir()
+            assert _cli("restore", str(reference), "--remote-storage", store, "--apply").returncode == 0
+            self._trees[store] = helpers.tree(reference)
+        return self._trees[store]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Uninterrupted:
+    return Uninterrupted(tmp_path_factory)
+
+
 @pytest.mark.parametrize(
     "point",
     [
@@ -281,15 +316,13 @@ def _steps(plan_json: dict) -> list[dict]:
     ],
 )
 @pytest.mark.parametrize("then", ["resume", "rollback"])
-def test_kill_at_any_step_then_resume_or_rollback(tmp_path, point, then):
+def test_kill_at_any_step_then_resume_or_rollback(tmp_path, uninterrupted, point, then):
     tiered = realworld.require_tiered()
     store = str(tiered / "aiven/compressed/storage")
     empty = tmp_path / "logs"
     empty.mkdir()
     before = helpers.tree(empty)
-    dry = _cli("restore", str(empty), "--remote-storage", store, "--json")
-    assert dry.returncode == 0, dry.stderr
-    n_steps = len(_steps(json.loads(dry.stdout)["plan"]))
+    n_steps = len(uninterrupted.steps(store))
     point = point.replace("last", str(n_steps))
     backup = tmp_path / "backup"
     out = _cli(
@@ -310,12 +343,7 @@ def test_kill_at_any_step_then_resume_or_rollback(tmp_path, point, then):
         after = helpers.tree(empty)
         assert after == before
     else:
-        reference = tmp_path / "reference"
-        reference.mkdir()
-        assert _cli("restore", str(reference), "--remote-storage", store, "--apply").returncode == 0
-        got = {k: v for k, v in helpers.tree(empty).items()}
-        want = {k: v for k, v in helpers.tree(reference).items()}
-        assert got == want
+        assert helpers.tree(empty) == uninterrupted.tree(store)
 
 
 def test_cli_dry_run_says_what_it_writes_and_writes_nothing(tmp_path):
@@ -581,7 +609,7 @@ GROUP_POINTS = [
 
 @pytest.mark.parametrize("point", GROUP_POINTS)
 @pytest.mark.parametrize("then", ["resume", "rollback"])
-def test_kill_inside_the_group_then_resume_or_rollback(tmp_path, point, then):
+def test_kill_inside_the_group_then_resume_or_rollback(tmp_path, uninterrupted, point, then):
     """SIGKILL at points inside the grouped steps of a restore into an empty log dir, then --resume
     (the log dir byte for byte as ``original/``'s older segments and an uninterrupted restore leave it)
     or --rollback (as before: empty)."""
@@ -590,9 +618,7 @@ def test_kill_inside_the_group_then_resume_or_rollback(tmp_path, point, then):
     empty = tmp_path / "logs"
     empty.mkdir()
     before = helpers.tree(empty)
-    dry = _cli("restore", str(empty), "--remote-storage", store, "--json")
-    assert dry.returncode == 0, dry.stderr
-    steps = _steps(json.loads(dry.stdout)["plan"])
+    steps = uninterrupted.steps(store)
     mid = next(i for i, s in enumerate(steps, 1) if i >= len(steps) // 2 and s["op"] == "fetch-remote")
     point = point.replace("mid", str(mid)).replace("last", str(len(steps)))
     backup = tmp_path / "backup"
@@ -608,10 +634,7 @@ def test_kill_inside_the_group_then_resume_or_rollback(tmp_path, point, then):
     if then == "rollback":
         assert helpers.tree(empty) == before
         return
-    reference = tmp_path / "reference"
-    reference.mkdir()
-    assert _cli("restore", str(reference), "--remote-storage", store, "--apply").returncode == 0
-    assert helpers.tree(empty) == helpers.tree(reference)
+    assert helpers.tree(empty) == uninterrupted.tree(store)
     original = tiered / "original" / "kafka-logs"
     for part in RECORDS:
         for name, data in _files(empty / part).items():

@@ -1,18 +1,20 @@
-"""``logdoctor repair LOGDIR... [FLAGS] [--backup-dir DIR] [--only CODE,...]`` run without the CLI framework
-(:mod:`logdoctor.cli.fast`): :func:`run_fast`, which the registry names for `repair`. Any other call (an
-option with a value other than these two, ``--resume``/``--rollback``, ``--help``, ...) is left to the
-typer command (:mod:`logdoctor.cli.repair`); both run :func:`logdoctor.cli.repair_run.run_repair`.
+"""``logdoctor repair LOGDIR... [FLAGS] [--backup-dir DIR] [--only CODE,...] [--jobs N]`` run without the CLI
+framework (:mod:`logdoctor.cli.fast`): :func:`run_fast`, which the registry names for `repair`. Any other
+call (an option with a value other than these, a ``--jobs`` value other than a plain decimal from 1,
+``--resume``/``--rollback``, ``--help``, ...) is left to the typer command (:mod:`logdoctor.cli.repair`);
+both run :func:`logdoctor.cli.repair_run.run_repair`.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from logdoctor.cli.fast import files_and_flags
 from logdoctor.cli.repair_run import run_repair
 
-__all__ = ["FLAGS", "VALUES", "run_fast"]
+__all__ = ["COUNTS", "FLAGS", "VALUES", "run_fast"]
 
 # flag -> the keyword of run_repair it sets (the typer command's boolean options, every spelling)
 FLAGS: dict[str, str] = {
@@ -26,15 +28,24 @@ FLAGS: dict[str, str] = {
 }
 # option taking a value -> its keyword (typer's types for these are certain: a Path, a str)
 VALUES: dict[str, str] = {"--backup-dir": "backup_dir", "--only": "only"}
+# option taking a whole number of at least 1 (typer: int, min=1) -> its keyword. Only a plain decimal
+# (ASCII digits, no sign, space, underscore or leading zero) is taken here, a value click's int() turns
+# into that very number and its range accepts; any other value is left to typer's parsing and messages.
+COUNTS: dict[str, str] = {"--jobs": "jobs", "-j": "jobs"}
+_PLAIN_COUNT = re.compile(r"[1-9][0-9]*")
 
 
 def run_fast(args: Sequence[str]) -> int | None:
     """Repair as ``logdoctor repair ARGS`` would and return its exit code; None when ARGS hold anything
     but log dirs, :data:`FLAGS` and :data:`VALUES` (the caller then runs the typer command)."""
-    got = files_and_flags(args, FLAGS, VALUES)
+    got = files_and_flags(args, FLAGS, {**VALUES, **COUNTS})
     if got is None:
         return None
     log_dirs, options = got
+    if "jobs" in options:
+        if not _PLAIN_COUNT.fullmatch(options["jobs"]):
+            return None
+        options["jobs"] = int(options["jobs"])
     if "backup_dir" in options:
         options["backup_dir"] = Path(options["backup_dir"])
     return run_repair([Path(d) for d in log_dirs], **options)
