@@ -1,5 +1,5 @@
 """``logdoctor scan LOGDIR... [FLAGS]`` runs without the CLI framework (:mod:`logdoctor.cli.fast`,
-:func:`logdoctor.cli.scan_run.run_fast`): the same stdout, stderr and exit code as the typer command on
+:func:`logdoctor.cli.scan_fast.run_fast`): the same stdout, stderr and exit code as the typer command on
 every real log dir, any other call still parsed by typer, and the fast ``--json`` call importing neither
 typer nor rich."""
 
@@ -15,7 +15,7 @@ import cli_in_process
 import pytest
 
 import realworld
-from logdoctor.cli.scan_run import FLAGS, run_fast
+from logdoctor.cli.scan_fast import FLAGS, run_fast
 
 # Both paths see the same clock: the default --now (the current time) and the scan's elapsed seconds
 # are fixed, so that what the runs print can be compared byte for byte.

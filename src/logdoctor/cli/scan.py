@@ -4,7 +4,7 @@ Exit codes: 0 clean (info only), 1 warnings only, 2 errors, 64 usage (or a path 
 dir), 66 a missing log dir, 70 tool failure, 73 --html at or inside a log dir.
 
 The options' work is :func:`logdoctor.cli.scan_run.run_scan` (typer-free: a call of log dirs and flags
-only runs it without this module, :func:`logdoctor.cli.scan_run.run_fast`).
+only runs it without this module, :func:`logdoctor.cli.scan_fast.run_fast`).
 """
 
 from __future__ import annotations

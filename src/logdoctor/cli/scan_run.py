@@ -1,14 +1,12 @@
 """What `logdoctor scan` does with its options, without the CLI framework: :func:`run_scan` (the options
-to the exit code: the scan, then its JSON or its report), and :func:`run_fast`, the call of log dirs and
-on/off flags only (``logdoctor scan --deep --json LOGDIR...``) run without typer (:mod:`logdoctor.cli.fast`;
-the command line's own entry is :mod:`logdoctor.cli.scan_fast`, which starts a deep scan's early walks
-before it imports this module); the typer command (:mod:`logdoctor.cli.scan`) parses every other call and
-runs the same :func:`run_scan`.
+to the exit code: the scan, then its JSON or its report). A call of log dirs and on/off flags only
+(``logdoctor scan --deep --json LOGDIR...``) runs it without typer from :mod:`logdoctor.cli.scan_fast`
+(:mod:`logdoctor.cli.fast`), which starts a deep scan's early walks before it imports this module; the
+typer command (:mod:`logdoctor.cli.scan`) parses every other call and runs the same :func:`run_scan`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,11 +17,9 @@ from logdoctor.checks.findings import Severity
 from logdoctor.checks.gc_pause import no_automatic_collections
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
 from logdoctor.cli.error_lines import tool_failure, usage_error
-from logdoctor.cli.fast import files_and_flags
 from logdoctor.cli.input_checks import read_config_inputs, refuse_overlapping_outputs, require_log_dirs
 from logdoctor.cli.jsonout import print_json_rows
 from logdoctor.cli.progress import progress_bar
-from logdoctor.cli.scan_fast import FLAGS
 from logdoctor.cli.timeparse import parse_now
 from logdoctor.logdir.disk import DiskUsage
 
@@ -33,17 +29,7 @@ if TYPE_CHECKING:  # rich (25 ms) is imported to print a report: `scan --json` n
 
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
-__all__ = ["FLAGS", "render_report", "render_tiered", "run_fast", "run_scan"]
-
-def run_fast(args: Sequence[str]) -> int | None:
-    """Scan as ``logdoctor scan ARGS`` would and return its exit code; None when ARGS hold anything but
-    log dirs and :data:`FLAGS` (the caller then runs the typer command)."""
-    got = files_and_flags(args, FLAGS)
-    if got is None:
-        return None
-    log_dirs, flags = got
-    return run_scan([Path(d) for d in log_dirs], **flags)
-
+__all__ = ["render_report", "render_tiered", "run_scan"]
 
 def run_scan(
     log_dirs: list[Path],
