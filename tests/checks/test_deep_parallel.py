@@ -78,19 +78,13 @@ def _damaged_copy(tmp_path: Path) -> Path:
     log_dir = damage.copy_log_dir(src, tmp_path / "logs")
     part = damage.biggest_partition(log_dir, min_batches=16)
     assert part is not None
-    bases = damage.split_into_segments(part, pieces=4)
-    logs = [part / f"{b:020d}.log" for b in bases]
-    # a flipped byte in the records of the second segment's third batch: its CRC no longer matches
-    pos, size, _ = damage.batch_positions(logs[1])[2]
-    data = bytearray(logs[1].read_bytes())
-    data[pos + size - 3] ^= 0x5A
-    logs[1].write_bytes(bytes(data))
+    # a flipped byte in the second segment's third batch (CRC mismatch), the last one's final batch torn
+    logs = damage.split_flip_and_cut(part)
     # the third segment's second batch re-numbered to its first's base offset: offsets go backwards
     batches = damage.batch_positions(logs[2])
     data = bytearray(logs[2].read_bytes())
     data[batches[1][0] : batches[1][0] + 8] = batches[0][2].to_bytes(8, "big", signed=True)
     logs[2].write_bytes(bytes(data))
-    damage.cut_final_batch(logs[3])
     return log_dir
 
 

@@ -100,13 +100,7 @@ def _damaged_v2_copy(tmp_path: Path) -> Path:
     log_dir = damage.copy_log_dir(src, tmp_path / "logs")
     part = damage.biggest_partition(log_dir, min_batches=16)
     assert part is not None
-    bases = damage.split_into_segments(part, pieces=4)
-    logs = [part / f"{b:020d}.log" for b in bases]
-    pos, size, _ = damage.batch_positions(logs[1])[2]
-    data = bytearray(logs[1].read_bytes())
-    data[pos + size - 3] ^= 0x5A
-    logs[1].write_bytes(bytes(data))
-    damage.cut_final_batch(logs[3])
+    damage.split_flip_and_cut(part)
     return log_dir
 
 

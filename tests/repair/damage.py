@@ -143,6 +143,20 @@ def cut_final_batch(log: Path, nbytes: int = 7) -> None:
     os.truncate(log, size - nbytes)
 
 
+def split_flip_and_cut(part: Path) -> list[Path]:
+    """Split a single-segment partition into four segments (:func:`split_into_segments`), flip a byte in
+    the records of the second segment's third batch (its CRC no longer matches) and tear the last
+    segment's final batch (:func:`cut_final_batch`). Returns the four .log files."""
+    bases = split_into_segments(part, pieces=4)
+    logs = [part / segment_file_name(b, ".log") for b in bases]
+    pos, size, _ = batch_positions(logs[1])[2]
+    data = bytearray(logs[1].read_bytes())
+    data[pos + size - 3] ^= 0x5A
+    logs[1].write_bytes(bytes(data))
+    cut_final_batch(logs[3])
+    return logs
+
+
 def pad_index(path: Path, entry_size: int, slots: int = 64) -> None:
     """An unclean shutdown's untrimmed (preallocated) index: zero slots after the real entries."""
     with open(path, "ab") as f:
