@@ -77,7 +77,13 @@ from logdoctor.logdir.remote_partitions import (
     side_files,
     stored_segments,
 )
-from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, load_manifest, open_remote_log
+from logdoctor.logdir.remote_tier import (
+    AivenLogReader,
+    RemoteOptions,
+    RemoteTierError,
+    load_manifest,
+    open_remote_log,
+)
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
 from logdoctor.repair.actions import (
@@ -144,12 +150,14 @@ def _source(seg: SegmentRef) -> dict[str, Any]:
 
 def _segment_end(
     seg: SegmentRef, index: bytes | None, loaded: tuple[Any, bytes | None] | None = None
-) -> tuple[int, int, list[tuple[int, int]], Any]:
+) -> tuple[int, int, list[tuple[int, int]], Any, Any]:
     """(end offset, original size, leader epochs) of a remote segment: its last batches walked from the
     offset index's last entry (a torn or short object raises FormatError here, at planning). The epochs
     (epoch, start offset), as the broker's epoch cache assigns them from batches, when the walk started at
     the first batch (no offset index), else []; and the ``.log`` object of a remote store, left open for
-    the fetch (None for a local store). ``loaded``: Aiven's manifest and data key, already read."""
+    the fetch (None for a local store), and Aiven's chunks the walk detransformed, held for the fetch
+    (:meth:`~logdoctor.logdir.remote_tier.AivenLogReader.hold_decompressed`; None beyond its memory
+    bound). ``loaded``: Aiven's manifest and data key, already read."""
     from logdoctor.formats.index import offset_index_array
     from logdoctor.logdir.ranged import iter_ranged_batches
 
@@ -171,6 +179,7 @@ def _segment_end(
             if start == 0 and epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
                 epochs.append((epoch, batch.base_offset))
         opened = None if seg.storage.is_local else reader.detach()  # a remote object: no fd held open
+        held = reader.hold_decompressed() if isinstance(reader, AivenLogReader) else None
     if last is None:
         if opened is not None:
             opened.close()
@@ -182,7 +191,7 @@ def _segment_end(
             position=size,
             found=f"last offset {last}",
         )
-    return last, size, epochs, opened
+    return last, size, epochs, opened, held
 
 
 def _remote_checksum(seg: SegmentRef) -> str:
@@ -282,7 +291,7 @@ def _plan_partition(
                     )
             continue
         try:
-            sides, warning, (end, size, walked, opened), loaded = next(reads)()
+            sides, warning, (end, size, walked, opened, held), loaded = next(reads)()
         except (FormatError, OSError) as e:
             _finding(
                 plan,
@@ -309,7 +318,7 @@ def _plan_partition(
                 f"(from {local_start}); not restored",
             )
             break
-        todo.append((seg, end, size, sides, walked, (loaded, opened)))
+        todo.append((seg, end, size, sides, walked, (loaded, opened, held)))
     reads.close()  # the reads of segments past a stop cancelled
     todo.reverse()
     if not todo:
@@ -331,7 +340,7 @@ def _plan_partition(
         log_path = stem + ".log"
         reason = f"remote segment {seg.path} (offsets {seg.base_offset}-{end}, {size:,} bytes)"
         steps = [fetch_remote(log_path, _source(seg), size)]
-        hold_planned_read(steps[0], *held)  # this process's fetch reads neither object again
+        hold_planned_read(steps[0], *held)  # this process's fetch reads neither object nor tail again
         changes = [Change(log_path, None, size, note=f"offsets {seg.base_offset}-{end}")]
         # the store's indexes byte for byte; the ones it lacks rebuilt (with the .txnindex, which the
         # same walk gives, when the store has none: a lost one is then found again)
@@ -408,7 +417,7 @@ def _side_files(
 _Read = tuple[
     dict[str, bytes | None],
     str | None,
-    tuple[int, int, list[tuple[int, int]], Any],
+    tuple[int, int, list[tuple[int, int]], Any, Any],
     tuple[Any, bytes | None] | None,
 ]
 
