@@ -211,3 +211,53 @@ def test_each_chunk_detransformed_once_per_restore(tmp_path, monkeypatch, store,
     assert held == (sum(chunks[k] for k in planned) if bound == "default" else 0)
     once = dict.fromkeys(chunks, 1)
     assert dict(counts) == (once if bound == "default" else {**once, **dict.fromkeys(planned, 2)})
+
+
+@pytest.mark.parametrize("then", ["rollback", "resume"])
+def test_the_chunks_the_plan_hands_over_are_checked_as_fetched_bytes(tmp_path, monkeypatch, then):
+    """The fetch writes the tail chunks the plan detransformed (not read again): they pass the same checks
+    as bytes read from the store. A byte of segment 324's last batch changed in the plan's detransformed
+    chunk only (the plan's tail walk does not check batch CRCs; the object is right): the apply fails
+    naming the object and offsets, nothing is renamed into place, its partial file removed; --rollback
+    leaves the log dir as it was, and --resume (whose fetch holds nothing: it reads the object again)
+    restores ``original/``'s bytes."""
+    from logdoctor.formats import aiven_rsm
+    from logdoctor.repair.apply import resume, rollback
+
+    tiered = realworld.require_tiered()
+    store = tiered / "aiven/compressed/storage"
+    (manifest,) = [p for p in store.rglob(f"{324:020d}-*.rsm-manifest") if p.parent.name == "0"]
+    log = str(manifest.with_suffix(".log"))
+    last = parse_manifest(manifest.read_bytes()).chunks()[-1].transformed_position
+    real = aiven_rsm.detransform_chunk
+
+    def damaged(*args, **kwargs):
+        data = real(*args, **kwargs)
+        if kwargs.get("source") == log and kwargs.get("position") == last:
+            data = data[:-2] + bytes([data[-2] ^ 0x01]) + data[-1:]
+        return data
+
+    monkeypatch.setattr(aiven_rsm, "detransform_chunk", damaged)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    before = helpers.tree(log_dir)
+    backup = tmp_path / "b"
+    pp = plan_restore(log_dir, RemoteOptions(str(store)), backup_dir=backup)
+    assert not pp.plan.unrepaired, pp.plan.unrepaired
+    monkeypatch.setattr(aiven_rsm, "detransform_chunk", real)
+    result = run.apply(pp.plan)
+    assert result.status == "failed"
+    assert log in (result.error or "") and "offsets from 324" in (result.error or ""), result.error
+    assert not list(log_dir.rglob("*.log")), "a segment was renamed into place"
+    for base in (324, 648):  # the bad segment's partial and the next's, fetched meanwhile, removed
+        assert not (log_dir / "payments-0" / f"{base:020d}.log.logdoctor-partial").exists(), base
+    if then == "rollback":
+        assert rollback(backup / "journal.jsonl").status == "rolled-back"
+        assert helpers.tree(log_dir) == before
+        return
+    assert resume(backup / "journal.jsonl").status == "applied"
+    original = tiered / "original" / "kafka-logs"
+    restored = sorted(log_dir.rglob("*.log"))
+    assert f"{324:020d}.log" in [p.name for p in restored]
+    for path in restored + sorted(log_dir.rglob("*.index")) + sorted(log_dir.rglob("*.timeindex")):
+        assert path.read_bytes() == (original / path.parent.name / path.name).read_bytes(), path
