@@ -43,13 +43,10 @@ def test_restore_from_s3_gives_the_original(s3, tmp_path, variant, store, key):
 
 def test_aiven_segments_in_many_spans_from_s3(s3, tmp_path, monkeypatch):
     """An Aiven segment read span by span on two threads from one S3 object (concurrent ranged GETs, each
-    span's chunks in one): into an empty log dir, the original's bytes. No tail chunk is held from the plan
-    (``HELD_CHUNK_BYTES`` 0): every span is fetched from the store."""
-    from logdoctor.logdir import remote_tier
+    span's chunks in one): into an empty log dir, the original's bytes."""
     from logdoctor.repair import copies
 
     monkeypatch.setattr(copies, "CHUNK", 2 * 8192)  # spans of 2 of the store's 8192-byte chunks
-    monkeypatch.setattr(remote_tier, "HELD_CHUNK_BYTES", 0)
     tiered = realworld.require_tiered()
     uri = s3.upload(tiered / "aiven/compressed/storage", "restore/spans/store")
     log_dir = tmp_path / "logs"
