@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 from pathlib import Path
 
 import helpers
@@ -143,71 +142,3 @@ def test_a_truncated_indexes_object_names_the_part_it_cuts(tmp_path):
     )
     row = next(r for r in pp.summary["partitions"] if r["partition"] == "payments-0")
     assert row["offsets"][0] == 648, row
-
-
-def _count_detransforms(monkeypatch) -> Counter:
-    """(``.log`` object, transformed position) of every chunk of a segment detransformed from now on."""
-    from logdoctor.formats import aiven_rsm
-
-    counts: Counter = Counter()
-    whole, into = aiven_rsm.detransform_chunk, aiven_rsm.detransform_chunk_into
-
-    def counted(real):
-        def wrapper(*args, **kwargs):
-            if str(kwargs.get("source", "")).endswith(".log"):
-                counts[(kwargs["source"], kwargs["position"])] += 1
-            return real(*args, **kwargs)
-
-        return wrapper
-
-    monkeypatch.setattr(aiven_rsm, "detransform_chunk", counted(whole))
-    monkeypatch.setattr(aiven_rsm, "detransform_chunk_into", counted(into))
-    return counts
-
-
-def _chunks_of(store: Path, restored: list[Path]) -> dict[tuple[str, int], int]:
-    """(``.log`` object, transformed position) of every chunk of the restored segments: its original size."""
-    out: dict[tuple[str, int], int] = {}
-    for log in restored:
-        part = log.parent.name.rsplit("-", 1)[1]
-        (manifest,) = [p for p in store.rglob(f"{log.stem}-*.rsm-manifest") if p.parent.name == part]
-        for c in parse_manifest(manifest.read_bytes()).chunks():
-            out[(str(manifest.with_suffix(".log")), c.transformed_position)] = c.original_size
-    return out
-
-
-@pytest.mark.parametrize("bound", ["default", "none"])
-@pytest.mark.parametrize(("store", "key"), VARIANTS[1:], ids=["compressed", "encrypted"])
-def test_each_chunk_detransformed_once_per_restore(tmp_path, monkeypatch, store, key, bound):
-    """A restore run (plan and apply in one process): the chunks the plan detransformed to walk each
-    segment's tail are handed to its fetch (``AivenLogReader.hold_decompressed``, ``hold_planned_read``),
-    so every chunk of every restored segment is detransformed once (the tail's twice before); with no
-    memory for them (``HELD_CHUNK_BYTES`` 0) the fetch detransforms them again, as before. Either way the
-    bytes are ``original/``'s and nothing stays held once the run is applied."""
-    from logdoctor.logdir import remote_tier
-
-    if bound == "none":
-        monkeypatch.setattr(remote_tier, "HELD_CHUNK_BYTES", 0)
-    tiered = realworld.require_tiered()
-    counts = _count_detransforms(monkeypatch)
-    log_dir = tmp_path / "logs"
-    log_dir.mkdir()
-    opts = RemoteOptions(str(tiered / store), None, str(tiered / key) if key else None)
-    held_before = remote_tier.held_chunk_bytes()
-    pp = plan_restore(log_dir, opts, backup_dir=tmp_path / "b")
-    assert not pp.plan.unrepaired, pp.plan.unrepaired
-    planned = Counter(counts)
-    held = remote_tier.held_chunk_bytes() - held_before
-    result = run.apply(pp.plan)
-    assert result.status == "applied", result.error
-    assert remote_tier.held_chunk_bytes() == held_before  # every held chunk taken by its fetch
-    restored = sorted(log_dir.rglob("*.log"))
-    original = tiered / "original" / "kafka-logs"
-    for log in restored:
-        assert log.read_bytes() == (original / log.parent.name / log.name).read_bytes(), log
-    chunks = _chunks_of(tiered / store, restored)
-    assert set(counts) == set(chunks)
-    assert planned and set(planned) < set(chunks)  # the plan detransforms the tail only
-    assert held == (sum(chunks[k] for k in planned) if bound == "default" else 0)
-    once = dict.fromkeys(chunks, 1)
-    assert dict(counts) == (once if bound == "default" else {**once, **dict.fromkeys(planned, 2)})

@@ -37,7 +37,6 @@ from __future__ import annotations
 import os
 import re
 import threading
-import weakref
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -54,10 +53,8 @@ if TYPE_CHECKING:
     from logdoctor.formats.aiven_rsm import Chunk
 
 __all__ = [
-    "HELD_CHUNK_BYTES",
     "LAYOUTS",
     "AivenLogReader",
-    "HeldChunks",
     "ListingProblem",
     "RemoteObjectKey",
     "RemoteOptions",
@@ -65,7 +62,6 @@ __all__ = [
     "RemoteTierError",
     "attach_remote",
     "detect_layout",
-    "held_chunk_bytes",
     "list_remote_segments",
     "load_manifest",
     "open_remote_log",
@@ -717,69 +713,10 @@ def _span_buffers(raw: int, original: int) -> Iterator[tuple[memoryview, memoryv
                 _FREE_BUFFERS.append(pair)
 
 
-#: at most this many original bytes of detransformed chunks held at once in a process (:class:`HeldChunks`)
-HELD_CHUNK_BYTES = 128 << 20
-_held_bytes = 0
-_HELD_LOCK = threading.Lock()
-
-
-def _release_held(count: list[int], n: int | None = None) -> None:
-    global _held_bytes
-    with _HELD_LOCK:
-        n = count[0] if n is None else n
-        count[0] -= n
-        _held_bytes -= n
-
-
-class HeldChunks:
-    """Chunks of one Aiven segment that a reader detransformed (their checks passed: their original size,
-    the zstd frame, AES-GCM's tag), held in memory for a later reader of the same segment in this process
-    (:meth:`AivenLogReader.hold_decompressed`, :func:`open_remote_log`): it takes each one once instead of
-    reading and detransforming it again. What a process holds at once is bounded by
-    :data:`HELD_CHUNK_BYTES` (beyond it nothing is held: the later reader reads the chunks again); a chunk
-    taken, or the whole object dropped, gives its bytes back."""
-
-    def __init__(self, chunks: dict[int, bytes], count: list[int]) -> None:
-        self._chunks = chunks
-        self._count = count
-        weakref.finalize(self, _release_held, count)
-
-    @classmethod
-    def hold(cls, chunks: dict[int, bytes]) -> HeldChunks | None:
-        """``chunks`` (chunk index: original bytes) held, or None when they would pass the bound."""
-        global _held_bytes
-        size = sum(len(b) for b in chunks.values())
-        if not chunks:
-            return None
-        with _HELD_LOCK:
-            if _held_bytes + size > HELD_CHUNK_BYTES:
-                return None
-            _held_bytes += size
-        return cls(dict(chunks), [size])
-
-    def take(self, index: int, size: int) -> bytes | None:
-        """Chunk ``index``'s original bytes (held no longer), or None unless it is held as ``size`` bytes."""
-        data = self._chunks.pop(index, None)
-        if data is None:
-            return None
-        _release_held(self._count, len(data))
-        return data if len(data) == size else None
-
-    def __len__(self) -> int:
-        return len(self._chunks)
-
-
-def held_chunk_bytes() -> int:
-    """The original bytes of the chunks this process holds (:class:`HeldChunks`)."""
-    return _held_bytes
-
-
 class AivenLogReader:
     """The original bytes of an Aiven ``.log`` object, read by position: each read fetches (in one ranged
     read) only the transformed chunks it needs and detransforms them; the last chunks are kept, so
-    reads that walk the segment fetch each chunk once. ``size`` is the segment's original size. ``held``:
-    chunks an earlier reader of the segment detransformed (:meth:`hold_decompressed`), taken instead of
-    read (the object's size is checked against the manifest all the same)."""
+    reads that walk the segment fetch each chunk once. ``size`` is the segment's original size."""
 
     _KEEP = 4
 
@@ -788,10 +725,8 @@ class AivenLogReader:
         seg: SegmentRef,
         loaded: tuple[Any, bytes | None] | None = None,
         opened: RangeReader | None = None,
-        held: HeldChunks | None = None,
     ) -> None:
         self.source = seg.path
-        self._held = held
         self.manifest, self._key = loaded if loaded is not None else _load_manifest(seg)
         self._chunks = self.manifest.chunks()
         self.size = self.manifest.original_file_size
@@ -815,11 +750,6 @@ class AivenLogReader:
     def _chunk_range(self, first: int, last: int) -> None:
         from logdoctor.formats.aiven_rsm import detransform_chunk
 
-        if self._held is not None and len(self._held):
-            for i in range(first, last + 1):
-                data = self._held.take(i, self._chunks[i].original_size)
-                if data is not None and i not in self._cache:
-                    self._cache[i] = data
         todo = [i for i in range(first, last + 1) if i not in self._cache]
         if not todo:
             return
@@ -910,33 +840,20 @@ class AivenLogReader:
     def _span(self, group: list[Chunk], work: Callable[[int, memoryview], _T]) -> _T:
         from logdoctor.formats.aiven_rsm import detransform_chunk_into
 
-        held: dict[int, bytes] = {}
-        if self._held is not None and len(self._held):
-            for c in group:
-                data = self._held.take(c.index, c.original_size)
-                if data is not None:
-                    held[c.index] = data
-        base = group[0].original_position
-        if len(group) == 1 and held:  # the chunk as an earlier reader detransformed it
-            return work(base, memoryview(held[group[0].index]))
-        todo = [c for c in group if c.index not in held]
-        start = todo[0].transformed_position if todo else 0
-        length = todo[-1].transformed_position + todo[-1].transformed_size - start if todo else 0
+        start = group[0].transformed_position
+        length = group[-1].transformed_position + group[-1].transformed_size - start
         with _span_buffers(length, _original_size(group)) as (raw, out):
-            got = self._reader.read_into(start, raw[:length]) if todo else 0
+            got = self._reader.read_into(start, raw[:length])
             if got != length:
-                lo, hi = todo[0].index, todo[-1].index
+                lo, hi = group[0].index, group[-1].index
                 raise TruncatedError(
                     f"chunks {lo}-{hi} ({length} bytes)",
                     source=self.source,
                     position=start,
                     found=f"{got} bytes",
                 )
+            base = group[0].original_position
             for c in group:
-                if c.index in held:
-                    at = c.original_position - base
-                    out[at : at + c.original_size] = held[c.index]
-                    continue
                 at = c.transformed_position - start
                 try:
                     detransform_chunk_into(
@@ -957,13 +874,6 @@ class AivenLogReader:
         opened, self._reader = self._reader, RangeReader(None, self._reader.size, False)
         return opened
 
-    def hold_decompressed(self) -> HeldChunks | None:
-        """The chunks this reader last detransformed, handed over (no longer this reader's) for a later
-        reader of the segment in this process (:func:`open_remote_log`); None beyond
-        :data:`HELD_CHUNK_BYTES` or when there are none."""
-        cache, self._cache = self._cache, {}
-        return HeldChunks.hold(cache)
-
     def close(self) -> None:
         self._reader.close()
 
@@ -975,22 +885,17 @@ class AivenLogReader:
 
 
 def open_remote_log(
-    seg: SegmentRef,
-    loaded: tuple[Any, bytes | None] | None = None,
-    opened: RangeReader | None = None,
-    held: HeldChunks | None = None,
+    seg: SegmentRef, loaded: tuple[Any, bytes | None] | None = None, opened: RangeReader | None = None
 ) -> Any:
     """A reader (``size``, ``read_at``, ``close``; a context manager) of a remote segment's original
     ``.log`` bytes. Raises FormatError naming the object for a missing or bad object or key, OSError
     when the store cannot be read. What this process already read of the segment, so that no object is
     asked for twice in one run: ``loaded``, Aiven's manifest and data key (:func:`load_manifest`);
     ``opened``, the ``.log`` object opened by an earlier reader (its ``detach``: no second HEAD request;
-    the reader owns it now); ``held``, Aiven chunks an earlier reader detransformed
-    (:meth:`AivenLogReader.hold_decompressed`), taken instead of read again. The size checks run on the
-    object again, and every read's short-read check."""
+    the reader owns it now). The size checks run on it again, and every read's short-read check."""
     assert seg.remote is not None
     if seg.remote.layout == "aiven":
-        return AivenLogReader(seg, loaded, opened, held)
+        return AivenLogReader(seg, loaded, opened)
     return _PlainReader(seg, opened)
 
 

@@ -984,7 +984,7 @@ def _kernel_copy(src: str, fd: int, size: int, step: Step, ctx: StepContext) -> 
 
 
 #: what planning read of a segment to fetch, for the fetch in the same process (:func:`hold_planned_read`)
-_PLANNED_READS: dict[tuple[str, str, str, str], tuple[Any, Any, Any]] = {}
+_PLANNED_READS: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
 _PLANNED_LOCK = threading.Lock()
 
 
@@ -993,23 +993,21 @@ def _planned_key(step: Step) -> tuple[str, str, str, str]:
     return (step.path, str(source["storage"]), str(source["log"]), str(source.get("segment_id")))
 
 
-def hold_planned_read(step: Step, loaded: Any, opened: Any, held: Any = None) -> None:
+def hold_planned_read(step: Step, loaded: Any, opened: Any) -> None:
     """Keep, in this process's memory, what planning read of a ``fetch-remote`` step's segment (Aiven's
     manifest and data key ``loaded``; the ``.log`` object of a remote store ``opened``, a RangeReader: its
-    size as the store answered, no file descriptor; Aiven's chunks the plan detransformed to walk the
-    segment's tail ``held``, a :class:`~logdoctor.logdir.remote_tier.HeldChunks` within its memory bound):
-    the step's fetch in this process takes it (once) instead of asking the store again and detransforming
-    those chunks again. A journal resumed in another process has none: its fetch reads the manifest, opens
-    the object and detransforms every chunk afresh, with every check. Either way the fetched bytes are
-    checked (the object's size against the manifest, short reads, each chunk, the read-back CRC-32C, the
-    batch walk: :func:`_check_restored`)."""
+    size as the store answered, no file descriptor): the step's fetch in this process takes it (once)
+    instead of asking the store again. A journal resumed in
+    another process has none: its fetch reads the manifest and opens the object afresh, with every check.
+    Either way the fetched bytes are checked (short reads, each chunk, the read-back CRC-32C, the batch
+    walk: :func:`_check_restored`)."""
     with _PLANNED_LOCK:
-        _PLANNED_READS[_planned_key(step)] = (loaded, opened, held)
+        _PLANNED_READS[_planned_key(step)] = (loaded, opened)
 
 
-def _take_planned_read(step: Step) -> tuple[Any, Any, Any]:
+def _take_planned_read(step: Step) -> tuple[Any, Any]:
     with _PLANNED_LOCK:
-        return _PLANNED_READS.pop(_planned_key(step), (None, None, None))
+        return _PLANNED_READS.pop(_planned_key(step), (None, None))
 
 
 class FetchRemote(Operation):

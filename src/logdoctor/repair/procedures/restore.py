@@ -77,13 +77,7 @@ from logdoctor.logdir.remote_partitions import (
     side_files,
     stored_segments,
 )
-from logdoctor.logdir.remote_tier import (
-    AivenLogReader,
-    RemoteOptions,
-    RemoteTierError,
-    load_manifest,
-    open_remote_log,
-)
+from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, load_manifest, open_remote_log
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
 from logdoctor.repair.actions import (
@@ -150,14 +144,12 @@ def _source(seg: SegmentRef) -> dict[str, Any]:
 
 def _segment_end(
     seg: SegmentRef, index: bytes | None, loaded: tuple[Any, bytes | None] | None = None
-) -> tuple[int, int, list[tuple[int, int]], Any, Any]:
+) -> tuple[int, int, list[tuple[int, int]], Any]:
     """(end offset, original size, leader epochs) of a remote segment: its last batches walked from the
     offset index's last entry (a torn or short object raises FormatError here, at planning). The epochs
     (epoch, start offset), as the broker's epoch cache assigns them from batches, when the walk started at
     the first batch (no offset index), else []; and the ``.log`` object of a remote store, left open for
-    the fetch (None for a local store), and Aiven's chunks the walk detransformed, held for the fetch
-    (:meth:`~logdoctor.logdir.remote_tier.AivenLogReader.hold_decompressed`; None beyond its memory
-    bound). ``loaded``: Aiven's manifest and data key, already read."""
+    the fetch (None for a local store). ``loaded``: Aiven's manifest and data key, already read."""
     from logdoctor.formats.index import offset_index_array
     from logdoctor.logdir.ranged import iter_ranged_batches
 
@@ -179,7 +171,6 @@ def _segment_end(
             if start == 0 and epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
                 epochs.append((epoch, batch.base_offset))
         opened = None if seg.storage.is_local else reader.detach()  # a remote object: no fd held open
-        held = reader.hold_decompressed() if isinstance(reader, AivenLogReader) else None
     if last is None:
         if opened is not None:
             opened.close()
@@ -191,7 +182,7 @@ def _segment_end(
             position=size,
             found=f"last offset {last}",
         )
-    return last, size, epochs, opened, held
+    return last, size, epochs, opened
 
 
 def _remote_checksum(seg: SegmentRef) -> str:
@@ -291,7 +282,7 @@ def _plan_partition(
                     )
             continue
         try:
-            sides, warning, (end, size, walked, opened, held), loaded = next(reads)()
+            sides, warning, (end, size, walked, opened), loaded = next(reads)()
         except (FormatError, OSError) as e:
             _finding(
                 plan,
@@ -318,7 +309,7 @@ def _plan_partition(
                 f"(from {local_start}); not restored",
             )
             break
-        todo.append((seg, end, size, sides, walked, (loaded, opened, held)))
+        todo.append((seg, end, size, sides, walked, (loaded, opened)))
     reads.close()  # the reads of segments past a stop cancelled
     todo.reverse()
     if not todo:
@@ -340,7 +331,7 @@ def _plan_partition(
         log_path = stem + ".log"
         reason = f"remote segment {seg.path} (offsets {seg.base_offset}-{end}, {size:,} bytes)"
         steps = [fetch_remote(log_path, _source(seg), size)]
-        hold_planned_read(steps[0], *held)  # this process's fetch reads neither object nor tail again
+        hold_planned_read(steps[0], *held)  # this process's fetch reads neither object again
         changes = [Change(log_path, None, size, note=f"offsets {seg.base_offset}-{end}")]
         # the store's indexes byte for byte; the ones it lacks rebuilt (with the .txnindex, which the
         # same walk gives, when the store has none: a lost one is then found again)
@@ -417,7 +408,7 @@ def _side_files(
 _Read = tuple[
     dict[str, bytes | None],
     str | None,
-    tuple[int, int, list[tuple[int, int]], Any, Any],
+    tuple[int, int, list[tuple[int, int]], Any],
     tuple[Any, bytes | None] | None,
 ]
 
