@@ -98,7 +98,14 @@ def test_aiven_reads_only_the_chunks_a_read_needs() -> None:
         asked.append((offset, length))
         return real(offset, length)
 
+    real_into = inner.read_into
+
+    def counting_into(offset: int, out: memoryview) -> int:
+        asked.append((offset, len(out)))
+        return real_into(offset, out)
+
     inner.read_at = counting  # type: ignore[method-assign]
+    inner.read_into = counting_into  # type: ignore[method-assign]
     chunks = reader.manifest.chunks()
     c = chunks[3]
     data = reader.read_at(c.original_position + 10, 100)
