@@ -764,7 +764,7 @@ class AivenLogReader:
         base = self._chunks[lo].original_position
         original = self._chunks[hi].original_position + self._chunks[hi].original_size - base
         if len(self._cache) + (hi - lo + 1) > self._KEEP:
-            self._cache = {k: v for k, v in self._cache.items() if lo <= k <= hi}
+            self._cache = {k: v for k, v in self._cache.items() if first <= k <= last}  # this read's
         self._cache = {k: bytes(v) for k, v in self._cache.items()}  # out of the buffers reused below
         raw, out = self._buffers(end - start, original)
         got = self._reader.read_into(start, raw[: end - start])
