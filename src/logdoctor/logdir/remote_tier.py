@@ -745,10 +745,15 @@ class AivenLogReader:
                 position=min(have, want),
                 found=f"an object of {have} bytes ({why})",
             )
-        self._cache: dict[int, bytes] = {}
+        self._cache: dict[int, bytes | memoryview] = {}
+        self._pair: tuple[bytearray, bytearray] | None = None
 
     def _chunk_range(self, first: int, last: int) -> None:
-        from logdoctor.formats.aiven_rsm import detransform_chunk
+        """Chunks ``first``-``last`` detransformed into the cache: read (one ranged read) and detransformed
+        into a pair of buffers this reader keeps until it is closed (:func:`_span_buffers`' pool: no new
+        memory per chunk, whose page faults cost more than zstd); the chunks cached before are copied out
+        of them first."""
+        from logdoctor.formats.aiven_rsm import detransform_chunk_into
 
         todo = [i for i in range(first, last + 1) if i not in self._cache]
         if not todo:
@@ -756,32 +761,51 @@ class AivenLogReader:
         lo, hi = todo[0], todo[-1]
         start = self._chunks[lo].transformed_position
         end = self._chunks[hi].transformed_position + self._chunks[hi].transformed_size
-        data = self._reader.read_at(start, end - start)
-        if len(data) != end - start:
+        base = self._chunks[lo].original_position
+        original = self._chunks[hi].original_position + self._chunks[hi].original_size - base
+        if len(self._cache) + (hi - lo + 1) > self._KEEP:
+            self._cache = {k: v for k, v in self._cache.items() if first <= k <= last}  # this read's
+        self._cache = {k: bytes(v) for k, v in self._cache.items()}  # out of the buffers reused below
+        raw, out = self._buffers(end - start, original)
+        got = self._reader.read_into(start, raw[: end - start])
+        if got != end - start:
             raise TruncatedError(
                 f"chunks {lo}-{hi} ({end - start} bytes)",
                 source=self.source,
                 position=start,
-                found=f"{len(data)} bytes",
+                found=f"{got} bytes",
             )
-        if len(self._cache) + (hi - lo + 1) > self._KEEP:
-            self._cache = {k: v for k, v in self._cache.items() if lo <= k <= hi}
         for i in range(lo, hi + 1):
             c = self._chunks[i]
             at = c.transformed_position - start
-            raw = data[at : at + c.transformed_size]
+            dest = out[c.original_position - base : c.original_position - base + c.original_size]
             try:
-                self._cache[i] = detransform_chunk(
-                    raw,
+                detransform_chunk_into(
+                    raw[at : at + c.transformed_size],
                     self.manifest,
                     self._key,
-                    expected_size=c.original_size,
+                    dest,
                     source=self.source,
                     position=c.transformed_position,
                 )
             except FormatError as exc:
+                self._cache.pop(i, None)
                 _name_chunk(exc, c)
                 raise
+            self._cache[i] = dest
+
+    def _buffers(self, raw: int, original: int) -> tuple[memoryview, memoryview]:
+        """This reader's pair of buffers (transformed, original bytes), taken from the pool of
+        :func:`_span_buffers` at the first read and given back by :meth:`close`; grown as needed."""
+        if self._pair is None:
+            with _BUFFERS_LOCK:
+                self._pair = _FREE_BUFFERS.pop() if _FREE_BUFFERS else (bytearray(), bytearray())
+        if len(self._pair[0]) < raw or len(self._pair[1]) < original:
+            self._pair = (
+                bytearray(max(_round_up(raw), len(self._pair[0]))),
+                bytearray(max(_round_up(original), len(self._pair[1]))),
+            )
+        return memoryview(self._pair[0]), memoryview(self._pair[1])
 
     def read_at(self, offset: int, length: int) -> bytes:
         length = max(0, min(length, self.size - offset))
@@ -876,6 +900,12 @@ class AivenLogReader:
 
     def close(self) -> None:
         self._reader.close()
+        pair, self._pair = self._pair, None
+        self._cache = {}  # views of the buffers given back
+        if pair is not None:
+            with _BUFFERS_LOCK:
+                if len(_FREE_BUFFERS) < 4:
+                    _FREE_BUFFERS.append(pair)
 
     def __enter__(self) -> AivenLogReader:
         return self
