@@ -137,8 +137,10 @@ def _young_collections_only(fn: Callable[_P, ScanReport]) -> Callable[_P, ScanRe
 # future handled), measured with 50,000 empty partitions (BENCHMARKS.md, issue 26), where one check takes
 # ~30 us. A partition with data (its active segment read with CRCs, at least) takes milliseconds.
 _POOL_MIN_S_PER_PARTITION = 100e-6
-_PROBE = 4  # partitions checked here before the first decision (the median of 4 resists one slow first
-# check; more would check that many costly partitions of a deep scan one after another, not on the pool)
+_PROBE = 4  # partitions checked here before the first decision: the run's first check pays for lazy
+# imports and cold caches (~100 us, as much as the limit), so the decision is the median of the other three,
+# which resists one more slow check (a garbage collection); more would check that many costly partitions of
+# a deep scan one after another, not on the pool
 _WINDOW = 256  # then decided again after every this many
 
 
@@ -163,7 +165,7 @@ def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
         for t in tasks:
             yield check_partition(t)
         return
-    done, window = 0, _PROBE
+    done, window, first = 0, _PROBE, True
     while done < len(tasks):
         batch = tasks[done : done + window]
         times = []
@@ -173,7 +175,9 @@ def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
             times.append(time.thread_time() - started)
             yield rep
         done += len(batch)
-        # the median: the first checks of a run pay for lazy imports and cold caches
+        if first and len(times) > 1:
+            del times[0]  # the run's first check: lazy imports and cold caches
+        first = False
         if sorted(times)[len(times) // 2] >= _POOL_MIN_S_PER_PARTITION and done < len(tasks):
             yield from _run_pool(tasks[done:], jobs)
             return
