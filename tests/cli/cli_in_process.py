@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import redirect_stderr, redirect_stdout
+from typing import Any
 
 
 def _exit_status(code: object) -> tuple[int, str]:
@@ -64,3 +65,15 @@ def run(
         os.environ.clear()
         os.environ.update(saved_env)
     return status, _as_text(raw_out.getvalue()), _as_text(raw_err.getvalue())
+
+
+def typer_command(name: str) -> Any:
+    """The click command typer builds for ``logdoctor NAME`` (its ``params``: every option's spellings,
+    type and checks), the reference each fast path's table of flags and values is compared with."""
+    import typer.main
+
+    from logdoctor.cli.main import _register, app
+
+    _register()
+    info = next(i for i in app.registered_commands if i.name == name)
+    return typer.main.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)

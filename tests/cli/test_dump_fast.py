@@ -125,13 +125,8 @@ def test_any_other_call_is_left_to_the_typer_command(args: list[str], tmp_path: 
 
 def test_every_flag_is_a_boolean_option_of_the_typer_command() -> None:
     from logdoctor.cli.dump.command import dump  # noqa: F401 - registers the command
-    from logdoctor.cli.main import _register, app
 
-    _register()
-    info = next(i for i in app.registered_commands if i.name == "dump")
-    import typer.main
-
-    command = typer.main.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+    command = cli_in_process.typer_command("dump")
     booleans = {
         opt: p.name
         for p in command.params

@@ -156,13 +156,7 @@ def test_errors_end_as_the_typer_command_ends_them(tmp_path: Path) -> None:
 
 
 def test_every_flag_is_a_boolean_option_of_the_typer_command() -> None:
-    from logdoctor.cli.main import _register, app
-
-    _register()
-    info = next(i for i in app.registered_commands if i.name == "scan")
-    import typer.main
-
-    command = typer.main.get_command_from_info(info, pretty_exceptions_short=True, rich_markup_mode=None)
+    command = cli_in_process.typer_command("scan")
     booleans = {opt: p.name for p in command.params if getattr(p, "is_flag", False) for opt in p.opts}
     assert booleans == FLAGS
 
