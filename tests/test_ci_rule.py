@@ -22,8 +22,9 @@ def _pytest(tmp_path: Path, ci: str, *args: str) -> subprocess.CompletedProcess[
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "CI"))}
     env.update(CI=ci, LOGDOCTOR_REALWORLD=str(tmp_path / "no-realworld"))
     return subprocess.run(
+        # --basetemp of its own: pytest's numbered temp dirs would make the run delete the oldest runs' trees
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rfs", *args,
-         "tests/test_realworld_present.py"],
+         "--basetemp", str(tmp_path / "basetemp"), "tests/test_realworld_present.py"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
     )
 

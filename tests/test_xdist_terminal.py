@@ -36,8 +36,10 @@ def test_a_worker_has_the_controllers_terminal_size(tmp_path: Path, columns: str
         env.update(COLUMNS=columns, EXPECT_COLUMNS=columns)
     try:
         done = subprocess.run(
+            # --basetemp of its own: pytest's numbered temp dirs would make the run delete the oldest runs'
+            # trees (a whole suite's copied log dirs, ~8 s) beside this probe
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadfile",
-             str(probe.relative_to(REPO))],
+             "--basetemp", str(tmp_path / "basetemp"), str(probe.relative_to(REPO))],
             cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
         )
     finally:

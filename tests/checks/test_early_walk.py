@@ -66,9 +66,18 @@ def _taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return taken
 
 
-def _settled(log_dir: Path) -> None:
-    """Wait until the copy's files have not changed for state.SETTLED_NS (only those are walked early)."""
+@pytest.fixture(scope="module")
+def settled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The log dirs of the tests below, made at once and then left alone for state.SETTLED_NS (only files
+    that have not changed for that long are walked early): one wait for the module instead of one a test.
+    Each test has a dir of its own (they damage them)."""
+    root = tmp_path_factory.mktemp("early")
+    made = {"damaged-v2": _damaged_v2_copy(root / "damaged")} if realworld.available() else {}
+    for name, records in (("changed", 400), ("being-written", 200), ("command-line", 300)):
+        topics = [TopicSpec("t", records_per_partition=records, value_size=100, segment_bytes=16 * 1024)]
+        made[name], _ = generate_log_dir(root / name / "fleet", topics)
     time.sleep(state.SETTLED_NS / 1e9 + 0.05)
+    return made
 
 
 def _logs(log_dir: Path) -> list[Path]:
@@ -76,16 +85,16 @@ def _logs(log_dir: Path) -> list[Path]:
 
 
 def test_early_walks_are_taken_and_the_scan_reports_what_it_reports_without_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_is_big: None
+    settled: dict[str, Path], monkeypatch: pytest.MonkeyPatch, small_is_big: None
 ) -> None:
     """A real log dir of v2 batches (the fast lane's), its biggest partition split into four segments,
     one with a flipped byte (a CRC mismatch) and one with a torn tail: the same JSON with and without
     early walks; the early walks of the whole segments are taken, the damaged ones walked again by the
     scan (which words them)."""
-    log_dir = _damaged_v2_copy(tmp_path)
+    realworld.require()  # skips with the realworld reason where ../shared is absent
+    log_dir = settled["damaged-v2"]
     without = _scan_json(log_dir)
     assert "LOG_CORRUPT" in {f["code"] for f in json.loads(without)["findings"]}
-    _settled(log_dir)
     taken = _taken(monkeypatch)
     early_walk.start([str(log_dir)])
     assert _scan_json(log_dir) == without
@@ -95,10 +104,10 @@ def test_early_walks_are_taken_and_the_scan_reports_what_it_reports_without_them
     assert sorted(taken) == sorted({str(p) for p in logs} - damaged)
 
 
-def _damaged_v2_copy(tmp_path: Path) -> Path:
+def _damaged_v2_copy(where: Path) -> Path:
     root = realworld.require()  # skips with the realworld reason where ../shared is absent
     src = next(root / n for n in realworld.log_dir_names() if n == "zk-3.0-tuyen-nnt-b0")
-    log_dir = damage.copy_log_dir(src, tmp_path / "logs")
+    log_dir = damage.copy_log_dir(src, where / "logs")
     part = damage.biggest_partition(log_dir, min_batches=16)
     assert part is not None
     damage.split_flip_and_cut(part)
@@ -123,15 +132,13 @@ def test_deep_scan_of_real_log_dirs_with_early_walks(
 
 
 def test_a_log_changed_after_its_early_walk_is_walked_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_is_big: None
+    settled: dict[str, Path], monkeypatch: pytest.MonkeyPatch, small_is_big: None
 ) -> None:
     """A byte flipped in a batch after the early walk, the size and mtime put back (only the ctime
     tells): the scan walks the file again and finds the CRC mismatch."""
-    topics = [TopicSpec("t", records_per_partition=400, value_size=100, segment_bytes=16 * 1024)]
-    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    log_dir = settled["changed"]
     logs = _logs(log_dir)
     assert len(logs) >= 3
-    _settled(log_dir)
     taken = _taken(monkeypatch)
     early_walk.start([str(log_dir)])
     assert state._early is not None
@@ -149,14 +156,12 @@ def test_a_log_changed_after_its_early_walk_is_walked_again(
 
 
 def test_a_log_being_written_is_not_walked_early(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_is_big: None
+    settled: dict[str, Path], monkeypatch: pytest.MonkeyPatch, small_is_big: None
 ) -> None:
     """A file changed less than SETTLED_NS before its early walk could still change within the same tick
     of its ctime: it is left to the scan."""
-    topics = [TopicSpec("t", records_per_partition=200, value_size=100, segment_bytes=16 * 1024)]
-    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    log_dir = settled["being-written"]
     logs = _logs(log_dir)
-    _settled(log_dir)
     os.utime(logs[-1])  # its ctime is now
     taken = _taken(monkeypatch)
     early_walk.start([str(log_dir)])
@@ -203,16 +208,17 @@ def test_which_logs_are_walked_early(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_the_command_line_walks_early_and_puts_the_switch_interval_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_is_big: None, capsys: pytest.CaptureFixture[str]
+    settled: dict[str, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    small_is_big: None,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """`logdoctor scan --deep --json LOGDIR` (cli.scan_fast): the early walks are started and taken, the
     interpreter's switch interval is lowered only while the scan's modules load, and the JSON is the
     scan's without them."""
     from logdoctor.cli import scan_fast
 
-    topics = [TopicSpec("t", records_per_partition=300, value_size=100, segment_bytes=16 * 1024)]
-    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
-    _settled(log_dir)
+    log_dir = settled["command-line"]
     intervals: list[float] = []
     set_interval = sys.setswitchinterval
     monkeypatch.setattr(sys, "setswitchinterval", lambda s: intervals.append(s) or set_interval(s))

@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from kafka.record import MemoryRecords
 
 import realworld
@@ -95,6 +96,7 @@ def test_a_longer_transaction_timeout_from_server_properties_is_not_late(tmp_pat
     assert "/etc/kafka/server.properties" in f.details["timeout_source"]
 
 
+@pytest.mark.spark  # the printed fix is a `logdoctor export`: a local Spark session in the child
 def test_the_replica_diverged_fix_saves_exactly_the_lost_records(tmp_path: Path) -> None:
     """broker-1's fix, run exactly as printed on a copy, saves offsets 800-1049 and nothing else, the
     records kafka-python reads there."""

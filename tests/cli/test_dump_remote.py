@@ -140,6 +140,7 @@ def test_export_refuses_a_store_without_the_partitions_before_spark(tmp_path: Pa
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.spark  # two `logdoctor export` runs: a local Spark session in each child
 def test_export_without_the_remote_tier_names_the_offsets_it_leaves_out(tmp_path: Path) -> None:
     """Issue 23: an export of a tiered log dir without --remote-storage returned the local records only and
     said nothing of the others. It now names, before Spark starts and in its summary, each partition whose
