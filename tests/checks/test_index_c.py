@@ -121,6 +121,25 @@ def test_c_index_checks_agree_with_numpy_on_any_bytes(
     _agree(kind, data, base, log_size, base + 50, w)
 
 
+@pytest.mark.parametrize(
+    ("timestamps", "bad"),
+    [
+        ([-(2**63) + 1, 2**62, 2**63 - 1], None),  # rising across the whole range: no step is down
+        ([2**63 - 1, -(2**63)], (1, 1)),  # down by 2**64 - 1, which wraps to +1 when subtracted
+        ([2**62, -(2**62)], (1, 1)),
+    ],
+    ids=["rising", "falling-wraps", "falling"],
+)
+def test_time_index_timestamps_are_compared_not_subtracted(timestamps: list[int], bad: object) -> None:
+    """A .timeindex whose timestamps step across the int64 range: the C checks, their numpy twins and the
+    plain-Python whole-index check say the same, and what the order is (a subtraction wrapped: both
+    twins called a rise from -2**63 + 1 to 2**62 "backwards" and a fall from 2**63 - 1 to -2**63 fine)."""
+    data = _pack(IndexKind.TIME, [(k + 1, ts) for k, ts in enumerate(timestamps)])
+    args = (IndexKind.TIME, data, len(timestamps), 0, 10**6, None)
+    assert indexes.first_bad_entry(*args) == _numpy(indexes.first_bad_entry, *args) == bad
+    assert indexes.whole_index_ok(IndexKind.TIME, data, 0, 10**6, None) is (bad is None)
+
+
 def _real_indexes() -> list[Path]:
     return [p for p in realworld.files() if p.suffix in (".index", ".timeindex")]
 

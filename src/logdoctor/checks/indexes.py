@@ -149,7 +149,7 @@ class Entries:
 
 
 def _after_previous(bad_step: np.ndarray) -> np.ndarray:
-    """A mask over entries from a mask over ``np.diff`` steps: entry i+1 is bad when step i is."""
+    """A mask over entries from a mask over steps (entry i to i+1): entry i+1 is bad when step i is."""
     return np.concatenate(([False], bad_step))
 
 
@@ -188,7 +188,8 @@ _TIME_CHECKS: tuple[_EntryCheck, ...] = (
         lambda e, i: f"entry {i} of {e.path} has offset {e.offset(i)}, below the base offset {e.base}",
     ),
     (
-        lambda e: _after_previous((np.diff(e.timestamps) < 0) | (np.diff(e.rel) < 0)),
+        # timestamps compared, not subtracted: np.diff of int64 wraps (2**63 - 1 after -2**63 is a step up)
+        lambda e: _after_previous((e.timestamps[1:] < e.timestamps[:-1]) | (np.diff(e.rel) < 0)),
         lambda e, i: f"entries of {e.path} go backwards: entry {i} (timestamp {int(e.timestamps[i])}, offset "
         f"{e.offset(i)}) does not follow entry {i - 1} (timestamp {int(e.timestamps[i - 1])}, offset "
         f"{e.offset(i - 1)})",

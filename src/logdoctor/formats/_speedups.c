@@ -1876,7 +1876,8 @@ check_records_v2(PyObject *self, PyObject *args)
  * formats.index.real_entry_count, checks.indexes' entry checks (_OFFSET_CHECKS, _TIME_CHECKS) and
  * checks.deep's cross-check against the walk (_offset_mismatch, _time_mismatch), which stay the
  * pure-Python twins (LOGDOCTOR_PURE_PYTHON, and the oracle of tests/checks/test_index_c.py).
- * Differences of int64 columns wrap as numpy's np.diff does.
+ * Entries are compared with the one before, never subtracted from it: a difference of two int64
+ * timestamps can wrap (-2**63, then 2**63 - 1, rises; the reverse falls).
  */
 
 static inline int64_t
@@ -1890,12 +1891,6 @@ static inline int64_t
 idx_val(const uint8_t *p, Py_ssize_t i, Py_ssize_t size)
 {
     return size == 8 ? (int64_t)(int32_t)be32(p + i * 8 + 4) : (int64_t)be64(p + i * 12);
-}
-
-static inline int64_t
-wrap_sub(int64_t a, int64_t b)
-{
-    return (int64_t)((uint64_t)a - (uint64_t)b);
 }
 
 static int
@@ -1961,9 +1956,8 @@ index_entry_checks(PyObject *self, PyObject *args)
             else if (c == 1) {
                 if (i == 0)
                     continue;
-                int64_t drel = rel - idx_rel(p, i - 1, size);
-                int64_t dval = wrap_sub(val, idx_val(p, i - 1, size));
-                is_bad = size == 8 ? (drel <= 0 || dval <= 0) : (dval < 0 || drel < 0);
+                int64_t prel = idx_rel(p, i - 1, size), pval = idx_val(p, i - 1, size);
+                is_bad = size == 8 ? (rel <= prel || val <= pval) : (val < pval || rel < prel);
             } else if (c == 2 && size == 8)
                 is_bad = val < 0 || val >= log_size;
             else if ((c == 2 && size == 12) || (c == 3 && size == 8)) {
