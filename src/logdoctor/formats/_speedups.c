@@ -17,6 +17,11 @@
 #include <structmember.h>
 #include <stdint.h>
 #include <string.h>
+#include <errno.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 /* error codes, mirrored in v2_twin.py (RECORD_ERRORS) */
 enum {
@@ -2070,6 +2075,77 @@ done:
     return result;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * populate_read: fault in the pages of a buffer (a big .log mapped without MAP_POPULATE) without the
+ * GIL, so that `repair` maps its segments on a thread while the interpreter imports its modules
+ * (checks.state.map_early: Python's mmap.mmap() holds the GIL during a MAP_POPULATE mapping, and the
+ * imports waited for it). madvise(MADV_POPULATE_READ) (Linux >= 5.14) of the page-aligned range that
+ * holds the buffer; where the kernel refuses it (EINVAL: an older kernel or a mapping it does not
+ * populate, ENOSYS), one byte of each page of the buffer is read instead. It only reads: no byte of the
+ * buffer changes. Any other error of madvise (EFAULT: a page past the end of a file truncated since it
+ * was mapped, which a read would turn into SIGBUS; ENOMEM, EINTR, ...) is raised as OSError, nothing
+ * touched.
+ *
+ * populate_read(buf, refused=0) -> True when madvise populated it, False when the pages were read.
+ * refused: an errno taken as madvise's answer without calling it (tests: the fallback).
+ */
+#ifndef MADV_POPULATE_READ
+#define MADV_POPULATE_READ 22 /* linux/mman.h since 5.14 */
+#endif
+
+static PyObject *
+populate_read(PyObject *self, PyObject *args)
+{
+    PyObject *bufobj;
+    int refused = 0;
+    Py_buffer view;
+
+    if (!PyArg_ParseTuple(args, "O|i", &bufobj, &refused))
+        return NULL;
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const volatile uint8_t *p = (const volatile uint8_t *)view.buf;
+    Py_ssize_t n = view.len;
+    int err = 0, advised = 0;
+    if (n > 0) {
+        long page = sysconf(_SC_PAGESIZE);
+        if (page <= 0)
+            page = 4096;
+        Py_BEGIN_ALLOW_THREADS
+        if (refused) {
+            err = refused;
+        } else {
+#if defined(__linux__)
+            uintptr_t start = (uintptr_t)view.buf & ~((uintptr_t)page - 1);
+            uintptr_t end = ((uintptr_t)view.buf + (uintptr_t)n + (uintptr_t)page - 1) & ~((uintptr_t)page - 1);
+            err = madvise((void *)start, (size_t)(end - start), MADV_POPULATE_READ) == 0 ? 0 : errno;
+#else
+            err = ENOSYS;
+#endif
+        }
+        if (err == 0) {
+            advised = 1;
+        } else if (err == EINVAL || err == ENOSYS) {
+            /* the first byte of the buffer, then the first byte of each later page it covers */
+            uint8_t sink = 0;
+            uintptr_t at = (uintptr_t)p;
+            uintptr_t stop = at + (uintptr_t)n;
+            sink ^= *(const volatile uint8_t *)at;
+            for (at = (at & ~((uintptr_t)page - 1)) + (uintptr_t)page; at < stop; at += (uintptr_t)page)
+                sink ^= *(const volatile uint8_t *)at;
+            (void)sink;
+            err = 0;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    PyBuffer_Release(&view);
+    if (err != 0) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    return PyBool_FromLong(advised);
+}
+
 static PyMethodDef methods[] = {
     {"index_real_entries", index_real_entries, METH_VARARGS, "index_real_entries(data, entry_size) -> real entries."},
     {"index_entry_checks", index_entry_checks, METH_VARARGS, "The first bad entry of an index's checks (see _speedups.c)."},
@@ -2093,6 +2169,8 @@ static PyMethodDef methods[] = {
      "check_records_v2(buf, positions, first, end) -> (i, code, errpos, index): the records check of --deep."},
     {"decode_batch_columns", decode_batch_columns, METH_VARARGS,
      "decode_batch_columns(buf, starts, sections, payload): many batches as Arrow-ready columns."},
+    {"populate_read", populate_read, METH_VARARGS,
+     "populate_read(buf, refused=0) -> whether madvise populated the buffer's pages (else they were read)."},
     {NULL, NULL, 0, NULL},
 };
 
