@@ -28,17 +28,20 @@ def _biggest_real_log() -> Path:
 @pytest.mark.parametrize("refused", [0, errno.EINVAL, errno.ENOSYS])
 def test_a_mapped_real_log_is_populated_and_unchanged(refused: int) -> None:
     """The biggest real .log, mapped without MAP_POPULATE: after the populate (madvise, or the pages read
-    where madvise is refused) the mapping's bytes are the file's."""
+    where madvise is refused) the mapping's bytes are the file's; read without madvise (advise=False,
+    what the early mappings use) likewise."""
     log = _biggest_real_log()
     data = log.read_bytes()
     assert len(data) > 2 * mmap.PAGESIZE
     with open(log, "rb") as f:
         mm = mmap.mmap(f.fileno(), 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
     try:
-        assert native.populate_read(mm, refused) is (refused == 0)
+        assert native.populate_read(mm, refused=refused) is (refused == 0)
         assert mm[:] == data
         view = memoryview(mm)[mmap.PAGESIZE - 7 : len(data) - 5]  # not page-aligned at either end
-        assert native.populate_read(view, refused) is (refused == 0)
+        assert native.populate_read(view, refused=refused) is (refused == 0)
+        assert bytes(view) == data[mmap.PAGESIZE - 7 : len(data) - 5]
+        assert native.populate_read(view, advise=False, refused=refused) is False
         assert bytes(view) == data[mmap.PAGESIZE - 7 : len(data) - 5]
         view.release()
     finally:
@@ -50,11 +53,12 @@ def test_bytes_and_unaligned_slices_are_left_as_they_are(refused: int) -> None:
     data = bytes(range(256)) * 4099
     copy = bytes(data)
     for buf in (data, memoryview(data)[3:], memoryview(data)[1 : len(data) - 1], memoryview(data)[5:6], b""):
-        got = native.populate_read(buf, refused)
+        got = native.populate_read(buf, refused=refused)
         assert got is (refused == 0 and len(buf) > 0)
     assert data == copy
     private = bytearray(data)
-    native.populate_read(memoryview(private)[4095:8193], refused)
+    native.populate_read(memoryview(private)[4095:8193], refused=refused)
+    native.populate_read(memoryview(private)[1:], advise=False)
     assert private == copy
 
 
@@ -62,7 +66,7 @@ def test_any_other_error_of_madvise_is_raised_and_nothing_read() -> None:
     """EFAULT (a page past the end of a file truncated since it was mapped: reading it would be SIGBUS):
     an OSError, the pages not read."""
     with pytest.raises(OSError) as got:
-        native.populate_read(b"x" * 10, errno.EFAULT)
+        native.populate_read(b"x" * 10, refused=errno.EFAULT)
     assert got.value.errno == errno.EFAULT
 
 
@@ -83,8 +87,8 @@ def test_a_mapping_past_the_end_of_its_file_is_refused_not_read(tmp_path: Path) 
         mm.close()
 
 
-@pytest.mark.parametrize("refused", [0, errno.EINVAL])
-def test_another_thread_runs_while_it_populates(refused: int) -> None:
+@pytest.mark.parametrize(("advise", "refused"), [(True, 0), (True, errno.EINVAL), (False, 0)])
+def test_another_thread_runs_while_it_populates(advise: bool, refused: int) -> None:
     """With the switch interval so long that the interpreter never takes the GIL from a thread, a thread
     that populates over and over (and does nothing else that lets the GIL go) lets the main thread run
     only if the populate releases the GIL: the main thread's step is seen by the populating thread. Held
@@ -97,7 +101,7 @@ def test_another_thread_runs_while_it_populates(refused: int) -> None:
     def populate() -> None:
         started.set()  # wakes the main thread, which then waits for the GIL
         for _ in range(200_000):
-            native.populate_read(mm, refused)
+            native.populate_read(mm, advise=advise, refused=refused)
             if stepped:
                 break
         seen.append(len(stepped))
