@@ -164,13 +164,12 @@ def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
     monkeypatch.setattr(state, "POPULATE", slow_populate)
     state.map_early([str(f)])
     holding.wait()
-    try:
-        with state.mappings_kept():
+    with state.mappings_kept():
+        try:
             assert _read(f) == (f.read_bytes(), True)
             assert len(adopted) == 1
+        finally:  # let go a little after leaving starts (whatever failed: never left waiting)
             threading.Timer(0.05, go.set).start()
-    finally:
-        go.set()  # never left waiting, whatever failed
     assert adopted[0].closed and seen == [f.read_bytes()[:64]]
 
 
