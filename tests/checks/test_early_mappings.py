@@ -7,12 +7,15 @@ user cannot read, and leave nothing of one run to the next in the same process."
 
 from __future__ import annotations
 
+import json
 import mmap
 import os
 import re
 import shutil
+import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 import cli_in_process
 
 from logdoctor.checks import early_walk, state
-from logdoctor.cli.repair_fast import run_fast
+from logdoctor.cli import registry
+from logdoctor.cli.main import _without_the_framework
 from logdoctor.formats import native
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 
@@ -220,11 +224,11 @@ def test_without_the_c_populate_nothing_is_mapped_early(
 
 
 def _repair(args: list[str], here: Path) -> tuple[int, str, str]:
-    """``logdoctor repair ARGS`` through the fast path, in this process: exit code, stdout, stderr (the
-    copy's folder written as HERE, the plan's time of making left out)."""
+    """``logdoctor repair ARGS`` through the fast path (cli.repair_fast), in this process: exit code,
+    stdout, stderr (the copy's folder written as HERE, the plan's time of making left out)."""
 
-    def command() -> None:
-        raise SystemExit(run_fast(args))
+    def command() -> None:  # as main() runs it (its errors: typer.Exit turned into the exit code)
+        _without_the_framework(registry.find("repair"), args)
 
     code, out, err = cli_in_process.run(command, ["logdoctor", "repair", *args], _ENV)
     out, err = out.replace(str(here), "HERE"), err.replace(str(here), "HERE")
@@ -284,6 +288,56 @@ def test_repair_of_big_segments_with_early_mappings(
     assert with_them == without and without[0][0] == 0
     assert {k: v for k, v in with_them[1].items() if k.endswith("index")} == indexes
     assert len(adopted) == 1  # the small active segment is read, not mapped
+
+    # `logdoctor repair` in a process of its own: the early mappings' thread starts before the repair's
+    # modules (and the scan's) are imported
+    time.sleep(max(0.0, 1.05 - (time.time() - logs[0].stat().st_ctime)))  # settled
+    program = (
+        "import json, sys, threading\n"
+        "started = []\n"
+        "real = threading.Thread.start\n"
+        "def start(self):\n"
+        "    names = ('logdoctor.cli.repair_run', 'logdoctor.checks.context')\n"
+        "    loaded = [m for m in names if m in sys.modules]\n"
+        "    started.append([self.name, loaded])\n"
+        "    real(self)\n"
+        "threading.Thread.start = start\n"
+        "from logdoctor.cli.main import main\n"
+        "sys.argv = ['logdoctor', 'repair', '--json', *sys.argv[1:]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(started), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program, str(src)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    started = json.loads(done.stderr.strip().splitlines()[-1])
+    assert started[0] == ["logdoctor-map-early", []], started
+
+
+def test_the_command_line_maps_early_and_puts_the_switch_interval_back(
+    tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`logdoctor repair LOGDIR` (cli.repair_fast): the early mappings are made and adopted, the
+    interpreter's switch interval lowered only while the repair's modules load (as a `scan --deep`'s early
+    walks lower it); a call with no log dir to map maps nothing early and leaves the interval alone."""
+    from logdoctor.cli import scan_fast
+
+    topics = [TopicSpec("t", records_per_partition=300, value_size=100, segment_bytes=16 * 1024)]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = [p for p in log_dir.glob("*/*.log") if p.stat().st_size]
+    for p in log_dir.glob("*/*index"):
+        p.unlink()  # every segment read by the planning scan
+    intervals: list[float] = []
+    set_interval = sys.setswitchinterval
+    monkeypatch.setattr(sys, "setswitchinterval", lambda s: intervals.append(s) or set_interval(s))
+    before = sys.getswitchinterval()
+    code, out, _ = _repair(["--json", str(log_dir)], tmp_path)
+    assert code == 0 and "\"applied\": false" in out
+    assert intervals == [scan_fast.WALKING_SWITCH_INTERVAL_S, before] and sys.getswitchinterval() == before
+    assert len(logs) > 2 and len(adopted) == len(logs) and state._early_maps is None
+    intervals.clear()
+    made = len(maps)
+    code, _, _ = _repair(["--json", str(tmp_path / "missing")], tmp_path)  # not a log dir: nothing mapped
+    assert code == 66 and intervals == [before] and len(maps) == made and state._early_maps is None
 
 
 @pytest.mark.needs_root

@@ -142,7 +142,7 @@ def bigger(tmp_path_factory) -> wr.Case:
 # the command line, started when the file argv[2] appears (after writing argv[1]): two runs start together
 TOGETHER = """
 import os, sys, time
-from logdoctor.cli import repair_fast  # noqa: F401  (what main() runs here, imported before the start)
+from logdoctor.cli import repair_fast, repair_run  # noqa: F401  (what main() runs, imported before the start)
 from logdoctor.cli.main import main
 ready, go = sys.argv.pop(1), sys.argv.pop(1)
 open(ready, "w").close()

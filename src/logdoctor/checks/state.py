@@ -464,16 +464,18 @@ def map_early(paths: Sequence[str], limit: int = KEEP_MAPPED_BYTES) -> int:
     chooses the files as a ``scan --deep``'s early walks do: :func:`logdoctor.checks.early_walk.early_logs`,
     only those the broker's user may read). Each file is mapped without MAP_POPULATE (Python's mmap holds
     the GIL while it maps: with MAP_POPULATE the imports waited for it) and populated by
-    :data:`POPULATE`, which releases the GIL.
+    :data:`POPULATE` without the GIL, one byte read a page (madvise, like MAP_POPULATE, holds the process's
+    mmap lock and made the imports wait: ``populate_read`` in _speedups.c).
 
     :func:`mappings_kept` adopts such a mapping instead of mapping the file anew when it is the same
     inode at the same size (the rule of every kept mapping: a MAP_SHARED mapping shows the file's bytes
     as they are now, whenever it was made); it then counts against the kept limit. Files beyond
-    ``limit`` bytes in all (they would not be kept), under MMAP_THRESHOLD or with holes (never kept) are
-    not mapped. What is not adopted is closed when :func:`mappings_kept` is left, or by
-    :func:`drop_early_mappings` (the command's end): a later run in the same process never sees it.
-    Only in this process (a forked child maps as without them). Returns how many files it will map
-    at most (0: none, or no C extension)."""
+    ``limit`` bytes in all (they would not be kept), under MMAP_THRESHOLD or with holes (never kept), or
+    changed within :data:`SETTLED_NS` (being written: a broker's active segment, whose size would differ by
+    then, and a cut under the mapping would make a read of it SIGBUS) are not mapped. What is not
+    adopted is closed when :func:`mappings_kept` is left, or by :func:`drop_early_mappings` (the
+    command's end): a later run in the same process never sees it. Only in this process (a forked child
+    maps as without them). Returns how many files it will map at most (0: none, or no C extension)."""
     global _early_maps
     drop_early_mappings()
     if POPULATE is None or not paths:
