@@ -153,12 +153,15 @@ def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
     tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The populate of an adopted mapping still holds its buffer when the kept mappings are unmapped (a
-    slow populate, here one that waits): the thread is joined first, and every mapping closed."""
+    slow populate, here one that waits): the thread is joined first, and every mapping closed. The thread
+    runs niced (EARLY_NICE)."""
     (f,) = _segments(tmp_path, 1)
     holding, go = threading.Event(), threading.Event()
     seen: list[bytes] = []
+    nice: list[int] = []
 
     def slow_populate(mm: mmap.mmap, advise: bool) -> bool:
+        nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
         with memoryview(mm) as view:  # held as the C populate holds it
             holding.set()
             go.wait()
@@ -175,6 +178,8 @@ def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
         finally:  # let go a little after leaving starts (whatever failed: never left waiting)
             threading.Timer(0.05, go.set).start()
     assert adopted[0].closed and seen == [f.read_bytes()[:64]]
+    # the thread at a lower priority than the importing one (this one's is left as it was)
+    assert nice == [os.getpriority(os.PRIO_PROCESS, 0) + state.EARLY_NICE] or nice == [19]
 
 
 def test_another_process_and_a_later_run_never_see_them(
