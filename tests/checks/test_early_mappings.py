@@ -182,6 +182,38 @@ def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
     assert nice == [os.getpriority(os.PRIO_PROCESS, 0) + state.EARLY_NICE] or nice == [19]
 
 
+def test_unmap_ahead_stops_the_populate_within_a_chunk(
+    tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before a repair's apply (state.unmap_ahead) the thread is stopped after the chunk it is populating,
+    then joined, and the mapping unmapped."""
+    (f,) = _segments(tmp_path, 1)
+    monkeypatch.setattr(state, "EARLY_POPULATE_CHUNK", 4096)
+    calls: list[int] = []
+    holding, go = threading.Event(), threading.Event()
+
+    def slow_populate(view: memoryview, advise: bool) -> bool:
+        calls.append(len(view))
+        holding.set()
+        go.wait()
+        return False
+
+    monkeypatch.setattr(state, "POPULATE", slow_populate)
+    state.map_early([str(f)])
+    holding.wait()
+    with state.mappings_kept():
+        try:
+            assert _read(f) == (f.read_bytes(), True)
+        finally:
+            threading.Timer(0.05, go.set).start()
+        state.unmap_ahead()
+        assert calls == [4096]  # the first of 512 chunks, then stopped
+        assert state._kept is not None
+        for thread in state._kept.behind:
+            thread.join()
+        assert adopted[0].closed
+
+
 def test_another_process_and_a_later_run_never_see_them(
     tmp_path: Path, maps: list[str], adopted: list[mmap.mmap]
 ) -> None:
