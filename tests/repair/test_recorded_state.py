@@ -145,7 +145,7 @@ def bigger(tmp_path_factory) -> wr.Case:
 # trial). Forked from one process instead of two interpreters started for each trial (~0.1 s of CPU each).
 TOGETHER = """
 import json, os, sys, time
-from logdoctor.cli import repair_fast  # noqa: F401  (what main() runs here, imported before the start)
+from logdoctor.cli import repair_fast, repair_run  # noqa: F401  (what main() runs, imported before the start)
 from logdoctor.cli.main import main
 for line in sys.stdin:
     trial, runs = json.loads(line)

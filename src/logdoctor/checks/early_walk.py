@@ -10,7 +10,11 @@ before it may hand partitions to a pool of processes, which would walk them agai
 walked in chunks), and only those the broker's user can read (the log dir's owner, as the scan takes it
 without ``--broker-user``: :func:`logdoctor.checks.access.missing_access`, the rule of the scan's
 permission check, so that a file the broker cannot read is never read early either). What the walk
-finds is used only when it is the scan's own walk of the same bytes (``state._take_early``)."""
+finds is used only when it is the scan's own walk of the same bytes (``state._take_early``).
+
+The same files are those a ``logdoctor repair LOGDIR...`` maps early (:func:`start_mappings`,
+:func:`logdoctor.checks.state.map_early`): mapped and populated while its modules load, then adopted by
+its planning scan's kept mappings."""
 
 from __future__ import annotations
 
@@ -18,11 +22,11 @@ import os
 from collections.abc import Sequence
 
 from logdoctor.checks.access import BrokerUser, missing_access
-from logdoctor.checks.state import MMAP_THRESHOLD, walk_early
+from logdoctor.checks.state import MMAP_THRESHOLD, map_early, walk_early
 from logdoctor.logdir.names import parse_partition_dir, parse_segment_file
 from logdoctor.logdir.recognize import recognize
 
-__all__ = ["EARLY_PARTITIONS", "early_logs", "start"]
+__all__ = ["EARLY_PARTITIONS", "early_logs", "start", "start_mappings"]
 
 #: partition folders the scan always checks in its own process (checks.scanner: jobs 1, one partition,
 #: or the first ``_PROBE`` of them before it decides on a pool)
@@ -79,3 +83,9 @@ def early_logs(log_dirs: Sequence[str]) -> list[str]:
 def start(log_dirs: Sequence[str]) -> int:
     """Start the early walks of :func:`early_logs` (nothing when there are none, or one core); how many."""
     return walk_early(early_logs(log_dirs))
+
+
+def start_mappings(log_dirs: Sequence[str]) -> int:
+    """Start the early mappings (a ``repair``'s: :func:`logdoctor.checks.state.map_early`) of
+    :func:`early_logs`; how many files (0: none, or no C extension)."""
+    return map_early(early_logs(log_dirs))

@@ -363,9 +363,11 @@ def mappings_kept(limit: int = KEEP_MAPPED_BYTES) -> Iterator[None]:
         kept, _kept = _kept, outer
         for thread in kept.behind:
             thread.join()
+        # the early mappings' thread joined (it may still populate one adopted), those never adopted closed
+        unadopted = drop_early_mappings(close=False)
         # unmapped on the walk threads at once (mmap.close releases the GIL; a populated mapping takes as
         # long to unmap as to read: BENCHMARKS.md, issue 35)
-        for _ in in_walk_threads(_unmap, list(kept.maps.values())):
+        for _ in in_walk_threads(_unmap, [*kept.maps.values(), *unadopted]):
             pass
 
 
@@ -378,6 +380,7 @@ def unmap_ahead() -> None:
     kept = _kept
     if kept is None or kept.pid != os.getpid():
         return
+    _stop_early()  # nothing unmapped while the early mappings' thread may still populate it
     with kept.lock:
         gone = [key for key in kept.maps if key not in kept.crc_clean]
         maps = [kept.maps.pop(key) for key in gone]
@@ -412,8 +415,10 @@ def _map_kept(fd: int, st: os.stat_result) -> mmap.mmap | None:
         if mm is not None or kept.bytes + st.st_size > kept.limit:
             return mm
         kept.bytes += st.st_size  # room taken before mapping outside the lock
+    early = _adopt_early(key)  # mapped (and being populated) while the command's modules loaded
     try:
-        mm = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0), prot=mmap.PROT_READ)
+        flags = mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0)
+        mm = early if early is not None else mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
     except BaseException:
         with kept.lock:
             kept.bytes -= st.st_size
@@ -423,8 +428,178 @@ def _map_kept(fd: int, st: os.stat_result) -> mmap.mmap | None:
         if other is not mm:  # another thread mapped it at the same time: one kept
             kept.bytes -= st.st_size
     if other is not mm:
-        mm.close()
+        if early is not None:
+            _give_back_early(key, early)  # closed with the early mappings (it may still be populated)
+        else:
+            mm.close()
     return other
+
+
+# --- early mappings: `repair` maps its big .log files while its modules load -----------------------------
+#: the populate of :func:`map_early` (``_speedups.populate_read``: without the GIL); None: no early mappings
+POPULATE: Any = native.populate_read
+
+
+#: the nice value of the early mappings' thread: on a machine whose other core is busy, the thread shares a
+#: core with the imports it should run beside, and at the same priority it delayed them as long as it ran
+#: (their wait in the run queue: ~50-90 ms of ~90; at 10, ~5-14 ms)
+EARLY_NICE = 10
+#: bytes populated per call: what is left when the thread is told to stop (~10 ms of a core)
+EARLY_POPULATE_CHUNK = 64 << 20
+
+
+class _EarlyMappings:
+    """The mappings :func:`map_early` made, by (device, inode, size), for the process that made them; the
+    thread that maps and populates them."""
+
+    def __init__(self) -> None:
+        self.pid = os.getpid()
+        self.maps: dict[tuple[int, int, int], mmap.mmap] = {}
+        self.order: list[mmap.mmap] = []  # every one mapped, adopted or not: populated in this order
+        self.lock = threading.Lock()
+        self.stopping = False
+        self.thread: threading.Thread | None = None
+        self.mapped = threading.Event()  # every file mapped (or given up): what there is to adopt is there
+
+
+_early_maps: _EarlyMappings | None = None
+
+
+def map_early(paths: Sequence[str], limit: int = KEEP_MAPPED_BYTES) -> int:
+    """Map these big .log files (MAP_SHARED, read only) and fault their pages in, on one thread of its own,
+    now: for a command about to enter :func:`mappings_kept` (``logdoctor repair LOGDIR...``, whose
+    planning scan maps its segments with MAP_POPULATE, ~0.1 s per GiB in the kernel), so that the kernel
+    does it while the command's modules load on the other core (:mod:`logdoctor.cli.repair_fast`, which
+    chooses the files as a ``scan --deep``'s early walks do: :func:`logdoctor.checks.early_walk.early_logs`,
+    only those the broker's user may read). Each file is mapped without MAP_POPULATE (Python's mmap holds
+    the GIL while it maps: with MAP_POPULATE the imports waited for it) and populated by
+    :data:`POPULATE` without the GIL, one byte read a page (madvise, like MAP_POPULATE, holds the process's
+    mmap lock and made the imports wait: ``populate_read`` in _speedups.c).
+
+    :func:`mappings_kept` adopts such a mapping instead of mapping the file anew when it is the same
+    inode at the same size (the rule of every kept mapping: a MAP_SHARED mapping shows the file's bytes
+    as they are now, whenever it was made); it then counts against the kept limit. Files beyond
+    ``limit`` bytes in all (they would not be kept), under MMAP_THRESHOLD or with holes (never kept), or
+    changed within :data:`SETTLED_NS` (being written: a broker's active segment, whose size would differ by
+    then, and a cut under the mapping would make a read of it SIGBUS) are not mapped. What is not
+    adopted is closed when :func:`mappings_kept` is left, or by :func:`drop_early_mappings` (the
+    command's end): a later run in the same process never sees it. Only in this process (a forked child
+    maps as without them). Returns how many files it will map at most (0: none, or no C extension)."""
+    global _early_maps
+    drop_early_mappings()
+    if POPULATE is None or not paths:
+        return 0
+    early = _EarlyMappings()
+    early.thread = threading.Thread(
+        target=_map_and_populate, args=(early, list(paths), limit), name="logdoctor-map-early", daemon=True
+    )
+    _early_maps = early
+    early.thread.start()
+    return len(paths)
+
+
+def _map_and_populate(early: _EarlyMappings, paths: list[str], limit: int) -> None:
+    """Map every file first (a few microseconds each: all of them there to adopt, whenever the scan asks),
+    then fault each one's pages in, in order (reads, not madvise: see ``populate_read`` in _speedups.c,
+    madvise made the imports wait). At a lower priority (:data:`EARLY_NICE`) than the thread importing."""
+    with contextlib.suppress(OSError, AttributeError):  # this thread alone (Linux: a nice value per thread)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), EARLY_NICE)
+    try:
+        _map_all(early, paths, limit)
+    finally:
+        early.mapped.set()
+    for mm in early.order:
+        try:
+            view = memoryview(mm)
+        except ValueError:  # closed
+            continue
+        try:
+            for at in range(0, len(view), EARLY_POPULATE_CHUNK):  # stops within a chunk when told
+                if early.stopping:
+                    return
+                POPULATE(view[at : at + EARLY_POPULATE_CHUNK], False)
+        except OSError:
+            pass
+        finally:
+            view.release()
+
+
+def _map_all(early: _EarlyMappings, paths: list[str], limit: int) -> None:
+    mapped = 0
+    for path in paths:
+        try:
+            fd = open_regular(path)
+        except OSError:  # NotRegularFileError is one: the scan finds what it is
+            continue
+        try:
+            st = os.fstat(fd)
+            if (
+                st.st_size < MMAP_THRESHOLD
+                or is_sparse(st)
+                or mapped + st.st_size > limit
+                or time.time_ns() - st.st_ctime_ns < SETTLED_NS  # being written (a broker's active segment)
+            ):
+                continue
+            mm = mmap.mmap(fd, 0, flags=mmap.MAP_SHARED, prot=mmap.PROT_READ)
+        except (OSError, ValueError):
+            continue
+        finally:
+            os.close(fd)
+        mapped += st.st_size
+        with early.lock:
+            if early.stopping:
+                mm.close()
+                return
+            early.maps[(st.st_dev, st.st_ino, st.st_size)] = mm
+            early.order.append(mm)
+
+
+def _adopt_early(key: tuple[int, int, int]) -> mmap.mmap | None:
+    """The early mapping of the file of this (device, inode, size), taken from the early mappings."""
+    early = _early_maps
+    if early is None or early.pid != os.getpid():
+        return None
+    early.mapped.wait()  # still mapping (microseconds a file): the file asked for may be next
+    with early.lock:
+        return early.maps.pop(key, None)
+
+
+def _give_back_early(key: tuple[int, int, int], mm: mmap.mmap) -> None:
+    early = _early_maps
+    if early is not None and early.pid == os.getpid():
+        with early.lock:
+            early.maps.setdefault(key, mm)
+
+
+def _stop_early() -> None:
+    """The early mappings' thread stopped (within a chunk: the pages it did not fault are faulted by
+    whoever reads them) and joined."""
+    early = _early_maps
+    if early is not None and early.pid == os.getpid() and early.thread is not None:
+        with early.lock:
+            early.stopping = True
+        early.thread.join()
+
+
+def drop_early_mappings(*, close: bool = True) -> list[mmap.mmap]:
+    """The early mappings of this process given up: their thread stopped (after the file it maps) and
+    joined, those not adopted closed (``close=False``: returned, for the caller to close)."""
+    global _early_maps
+    early, _early_maps = _early_maps, None
+    if early is None or early.pid != os.getpid():
+        return []
+    with early.lock:
+        early.stopping = True
+    if early.thread is not None:
+        early.thread.join()
+    with early.lock:
+        left = list(early.maps.values())
+        early.maps.clear()
+    if close:
+        for mm in left:
+            _unmap(mm)
+        return []
+    return left
 
 
 #: a file whose last change (its ctime) is at least this old when it is stat'ed: any later change gives it

@@ -25,6 +25,7 @@ __all__ = [
     "HAVE_SPEEDUPS",
     "configure_batch_class",
     "crc_check_v2",
+    "populate_read",
     "recover_v2",
     "scan_v2",
     "speedups",
@@ -101,6 +102,12 @@ same conditions as ``recover_v2``; None: the Python walk alone."""
 crc_check_v2: Any = speedups.crc_check_v2 if recover_v2 is not None else None  # type: ignore[union-attr]
 """The CRC-32C check of v2 batches at given positions, without the GIL (see _speedups.c
 ``crc_check_v2``): checks.state splits a big segment's CRCs over the walk threads with it."""
+
+populate_read: Any = speedups.populate_read if speedups is not None else None
+"""The pages of a buffer (a big .log mapped without MAP_POPULATE) faulted in without the GIL (see
+_speedups.c ``populate_read``: madvise(MADV_POPULATE_READ), else one byte read per page): checks.state
+maps `repair`'s segments with it on a thread while the command's modules load. None without the
+extension."""
 
 
 def configure_batch_class(cls: type) -> Any:

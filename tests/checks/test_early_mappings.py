@@ -1,0 +1,395 @@
+"""Issue 35: `logdoctor repair LOGDIR...` maps its big .log files on a thread while its modules load
+(state.map_early, chosen by checks.early_walk.early_logs, populated by _speedups.populate_read without the
+GIL), and its planning scan's kept mappings (state.mappings_kept) adopt them instead of mapping the files
+again. The repair must do exactly what it does without them (real log dirs, and a generated one of big
+segments), adopt a mapping only for the same inode at the same size, never map early a file the broker's
+user cannot read, and leave nothing of one run to the next in the same process."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+import realworld
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+
+import cli_in_process
+
+from logdoctor.checks import early_walk, state
+from logdoctor.cli import registry
+from logdoctor.cli.main import _without_the_framework
+from logdoctor.formats import native
+from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+pytestmark = pytest.mark.skipif(native.populate_read is None, reason="needs the C extension")
+
+MIB = 1 << 20
+_ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "120"}
+_CREATED = re.compile(r'"created_ms": \d+|logdoctor-backup-\d{8}T\d{6}Z')
+
+
+@pytest.fixture
+def maps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every file of 1 byte or more is big (mapped, kept, mapped early), any number of partitions; the
+    paths of every mapping made (early or not), in order."""
+    made: list[str] = []
+    real = mmap.mmap
+
+    def counted(fd: int, *args, **kwargs):
+        if fd >= 0:
+            made.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real(fd, *args, **kwargs)
+
+    monkeypatch.setattr(state, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(state, "SETTLED_NS", 0)  # the files just written count as settled
+    monkeypatch.setattr(early_walk, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(early_walk, "EARLY_PARTITIONS", 10**6)
+    monkeypatch.setattr(mmap, "mmap", counted)
+    return made
+
+
+@pytest.fixture
+def adopted(monkeypatch: pytest.MonkeyPatch) -> list[mmap.mmap]:
+    """The early mappings the kept mappings adopt, recorded."""
+    got: list[mmap.mmap] = []
+    adopt = state._adopt_early
+
+    def recorded(key: tuple[int, int, int]) -> mmap.mmap | None:
+        mm = adopt(key)
+        if mm is not None:
+            got.append(mm)
+        return mm
+
+    monkeypatch.setattr(state, "_adopt_early", recorded)
+    return got
+
+
+def _read(path: Path) -> tuple[bytes, bool]:
+    view, handle, _ = state.read_buffer(path)
+    try:
+        return bytes(view), handle is None
+    finally:
+        state.release(view, handle)
+
+
+def _early_thread_done() -> None:
+    early = state._early_maps
+    assert early is not None and early.thread is not None
+    early.thread.join()
+
+
+def _segments(tmp_path: Path, n: int = 3) -> list[Path]:
+    files = [tmp_path / f"{i:020d}.log" for i in range(n)]
+    for f in files:
+        f.write_bytes(os.urandom(2 * MIB))
+    return files
+
+
+def test_early_mappings_are_adopted_once_and_closed_on_leaving(
+    tmp_path: Path, maps: list[str], adopted: list[mmap.mmap]
+) -> None:
+    files = _segments(tmp_path)
+    assert state.map_early([str(f) for f in files]) == 3
+    _early_thread_done()
+    assert maps == [str(f) for f in files]  # mapped early, each once
+    early = list(state._early_maps.maps.values())  # type: ignore[union-attr]
+    with state.mappings_kept():
+        for f in files * 2:
+            assert _read(f) == (f.read_bytes(), True)
+        assert maps == [str(f) for f in files]  # not mapped again: the early mappings are the kept ones
+        assert state._kept is not None and list(state._kept.maps.values()) == early == adopted
+        assert state._kept.bytes == 3 * 2 * MIB  # counted against the kept limit
+    assert state._early_maps is None and all(mm.closed for mm in early)
+
+
+def test_a_file_replaced_cut_or_grown_since_its_early_mapping_is_mapped_anew(
+    tmp_path: Path, maps: list[str], adopted: list[mmap.mmap]
+) -> None:
+    replaced, cut, grown, same = _segments(tmp_path, 4)
+    state.map_early([str(f) for f in (replaced, cut, grown, same)])
+    _early_thread_done()
+    early = list(state._early_maps.maps.values())  # type: ignore[union-attr]
+    new = tmp_path / "new.tmp"
+    new.write_bytes(os.urandom(2 * MIB))
+    os.replace(new, replaced)  # the same size, another inode
+    os.truncate(cut, MIB)
+    with open(grown, "ab") as w:
+        w.write(b"\x07" * 4096)
+    with state.mappings_kept():
+        for f in (replaced, cut, grown, same):
+            assert _read(f) == (f.read_bytes(), True)
+        assert len(adopted) == 1 and adopted[0] is early[3]
+        assert maps[4:] == [str(replaced), str(cut), str(grown)]  # mapped anew
+    assert all(mm.closed for mm in early)  # those not adopted too
+
+
+def test_room_is_counted_and_what_does_not_fit_is_not_mapped_early(
+    tmp_path: Path, maps: list[str], adopted: list[mmap.mmap]
+) -> None:
+    files = _segments(tmp_path)
+    state.map_early([str(f) for f in files], limit=5 * MIB)
+    _early_thread_done()
+    assert maps == [str(files[0]), str(files[1])]  # the third would pass the limit
+    with state.mappings_kept(limit=3 * MIB):
+        for f in files:
+            assert _read(f)[0] == f.read_bytes()
+        assert len(adopted) == 1  # the second has no room: read as outside (mapped, unmapped)
+        assert maps[2:] == [str(files[1]), str(files[2])]
+    assert state._early_maps is None
+
+
+def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
+    tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The populate of an adopted mapping still holds its buffer when the kept mappings are unmapped (a
+    slow populate, here one that waits): the thread is joined first, and every mapping closed. The thread
+    runs niced (EARLY_NICE)."""
+    (f,) = _segments(tmp_path, 1)
+    holding, go = threading.Event(), threading.Event()
+    seen: list[bytes] = []
+    nice: list[int] = []
+
+    def slow_populate(mm: mmap.mmap, advise: bool) -> bool:
+        nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
+        with memoryview(mm) as view:  # held as the C populate holds it
+            holding.set()
+            go.wait()
+            seen.append(bytes(view[:64]))
+        return True
+
+    monkeypatch.setattr(state, "POPULATE", slow_populate)
+    state.map_early([str(f)])
+    holding.wait()
+    with state.mappings_kept():
+        try:
+            assert _read(f) == (f.read_bytes(), True)
+            assert len(adopted) == 1
+        finally:  # let go a little after leaving starts (whatever failed: never left waiting)
+            threading.Timer(0.05, go.set).start()
+    assert adopted[0].closed and seen == [f.read_bytes()[:64]]
+    # the thread at a lower priority than the importing one (this one's is left as it was)
+    assert nice == [os.getpriority(os.PRIO_PROCESS, 0) + state.EARLY_NICE] or nice == [19]
+
+
+def test_unmap_ahead_stops_the_populate_within_a_chunk(
+    tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before a repair's apply (state.unmap_ahead) the thread is stopped after the chunk it is populating,
+    then joined, and the mapping unmapped."""
+    (f,) = _segments(tmp_path, 1)
+    monkeypatch.setattr(state, "EARLY_POPULATE_CHUNK", 4096)
+    calls: list[int] = []
+    holding, go = threading.Event(), threading.Event()
+
+    def slow_populate(view: memoryview, advise: bool) -> bool:
+        calls.append(len(view))
+        holding.set()
+        go.wait()
+        return False
+
+    monkeypatch.setattr(state, "POPULATE", slow_populate)
+    state.map_early([str(f)])
+    holding.wait()
+    with state.mappings_kept():
+        try:
+            assert _read(f) == (f.read_bytes(), True)
+        finally:
+            threading.Timer(0.05, go.set).start()
+        state.unmap_ahead()
+        assert calls == [4096]  # the first of 512 chunks, then stopped
+        assert state._kept is not None
+        for thread in state._kept.behind:
+            thread.join()
+        assert adopted[0].closed
+
+
+def test_another_process_and_a_later_run_never_see_them(
+    tmp_path: Path, maps: list[str], adopted: list[mmap.mmap]
+) -> None:
+    (f,) = _segments(tmp_path, 1)
+    state.map_early([str(f)])
+    _early_thread_done()
+    pid = os.fork()
+    if pid == 0:  # a forked pool worker: maps as without them
+        try:
+            with state.mappings_kept():
+                ok = _read(f) == (f.read_bytes(), True) and not adopted
+        finally:
+            os._exit(0 if ok else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    early = list(state._early_maps.maps.values())  # type: ignore[union-attr]
+    state.drop_early_mappings()  # a run that ended before its planning scan
+    assert state._early_maps is None and early[0].closed
+    with state.mappings_kept():
+        assert _read(f) == (f.read_bytes(), True)
+    assert not adopted and maps == [str(f), str(f)]
+
+
+def test_a_file_being_written_is_not_mapped_early(
+    tmp_path: Path, maps: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file changed within SETTLED_NS (a broker's active segment being appended to: its size would
+    differ by the scan, and a cut under the mapping would make a read of it SIGBUS) is left to the scan."""
+    monkeypatch.setattr(state, "SETTLED_NS", 10**12)
+    assert state.map_early([str(f) for f in _segments(tmp_path)]) == 3
+    _early_thread_done()
+    assert maps == [] and not state._early_maps.maps  # type: ignore[union-attr]
+    state.drop_early_mappings()
+
+
+def test_without_the_c_populate_nothing_is_mapped_early(
+    tmp_path: Path, maps: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(state, "POPULATE", None)
+    assert state.map_early([str(f) for f in _segments(tmp_path)]) == 0
+    assert state._early_maps is None and maps == []
+
+
+# --- the command line: the same repair with and without early mappings ---------------------------------
+
+
+def _repair(args: list[str], here: Path) -> tuple[int, str, str]:
+    """``logdoctor repair ARGS`` through the fast path (cli.repair_fast), in this process: exit code,
+    stdout, stderr (the copy's folder written as HERE, the plan's time of making left out)."""
+
+    def command() -> None:  # as main() runs it (its errors: typer.Exit turned into the exit code)
+        _without_the_framework(registry.find("repair"), args)
+
+    code, out, err = cli_in_process.run(command, ["logdoctor", "repair", *args], _ENV)
+    out, err = out.replace(str(here), "HERE"), err.replace(str(here), "HERE")
+    return code, _CREATED.sub("TIME", out), err
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def _with_and_without(
+    src: Path, here: Path, flags: list[str], monkeypatch: pytest.MonkeyPatch, adopted: list[mmap.mmap]
+) -> list[tuple[tuple[int, str, str], dict[str, bytes]]]:
+    """A copy of ``src`` without its indexes repaired (``repair FLAGS --backup-dir``) without early
+    mappings, then another copy at the same place with them: (output, files) of each."""
+    got = []
+    for early in (False, True):
+        shutil.rmtree(here, ignore_errors=True)
+        log_dir = realworld.writable_copy(src, here / "logs")
+        for p in log_dir.rglob("*"):
+            if p.suffix in (".index", ".timeindex"):
+                p.unlink()
+        with monkeypatch.context() as m:
+            if not early:
+                m.setattr(state, "POPULATE", None)
+            out = _repair([*flags, "--backup-dir", str(here / "backup"), str(log_dir)], here)
+        got.append((out, _files(log_dir)))
+        assert state._early_maps is None
+        # with them, adopted (and only then), when there is a .log to map
+        assert bool(adopted) == (early and any(p.stat().st_size for p in log_dir.rglob("*.log")))
+    return got
+
+
+@pytest.mark.realworld
+@pytest.mark.parametrize("src", realworld.params(realworld.log_dirs()))
+def test_repair_of_real_log_dirs_with_early_mappings(
+    src: Path, tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    without, with_them = _with_and_without(src, tmp_path / "run", ["--apply", "--json"], monkeypatch, adopted)
+    assert with_them == without
+
+
+def test_repair_of_big_segments_with_early_mappings(
+    tmp_path: Path, adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Segments from MMAP_THRESHOLD (64 MiB) as they are, the thresholds untouched: the same text output,
+    exit code and files (the indexes rebuilt as the generator wrote them)."""
+    topics = [
+        TopicSpec("t", partitions=1, records_per_partition=340_000, value_size=200, segment_bytes=72 * MIB)
+    ]
+    src, _ = generate_log_dir(tmp_path / "fleet", topics)
+    monkeypatch.setattr(state, "SETTLED_NS", 0)  # the copies just written count as settled
+    logs = sorted((src / "t-0").glob("*.log"))
+    assert len(logs) == 2 and logs[0].stat().st_size >= state.MMAP_THRESHOLD
+    indexes = {str(p.relative_to(src)): p.read_bytes() for p in sorted(src.rglob("*index"))}
+    without, with_them = _with_and_without(src, tmp_path / "run", ["--apply"], monkeypatch, adopted)
+    assert with_them == without and without[0][0] == 0
+    assert {k: v for k, v in with_them[1].items() if k.endswith("index")} == indexes
+    assert len(adopted) == 1  # the small active segment is read, not mapped
+
+    # `logdoctor repair` in a process of its own: the early mappings' thread starts before the repair's
+    # modules (and the scan's) are imported
+    time.sleep(max(0.0, 1.05 - (time.time() - logs[0].stat().st_ctime)))  # settled
+    program = (
+        "import json, sys, threading\n"
+        "started = []\n"
+        "real = threading.Thread.start\n"
+        "def start(self):\n"
+        "    names = ('logdoctor.cli.repair_run', 'logdoctor.checks.context')\n"
+        "    loaded = [m for m in names if m in sys.modules]\n"
+        "    started.append([self.name, loaded])\n"
+        "    real(self)\n"
+        "threading.Thread.start = start\n"
+        "from logdoctor.cli.main import main\n"
+        "sys.argv = ['logdoctor', 'repair', '--json', *sys.argv[1:]]\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(started), file=sys.stderr)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", program, str(src)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    started = json.loads(done.stderr.strip().splitlines()[-1])
+    assert started[0] == ["logdoctor-map-early", []], started
+
+
+def test_the_command_line_maps_early_and_puts_the_switch_interval_back(
+    tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`logdoctor repair LOGDIR` (cli.repair_fast): the early mappings are made and adopted, the
+    interpreter's switch interval lowered only while the repair's modules load (as a `scan --deep`'s early
+    walks lower it); a call with no log dir to map maps nothing early and leaves the interval alone."""
+    from logdoctor.cli import scan_fast
+
+    topics = [TopicSpec("t", records_per_partition=300, value_size=100, segment_bytes=16 * 1024)]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    logs = [p for p in log_dir.glob("*/*.log") if p.stat().st_size]
+    for p in log_dir.glob("*/*index"):
+        p.unlink()  # every segment read by the planning scan
+    intervals: list[float] = []
+    set_interval = sys.setswitchinterval
+    monkeypatch.setattr(sys, "setswitchinterval", lambda s: intervals.append(s) or set_interval(s))
+    before = sys.getswitchinterval()
+    code, out, _ = _repair(["--json", str(log_dir)], tmp_path)
+    assert code == 0 and "\"applied\": false" in out
+    assert intervals == [scan_fast.WALKING_SWITCH_INTERVAL_S, before] and sys.getswitchinterval() == before
+    assert len(logs) > 2 and len(adopted) == len(logs) and state._early_maps is None
+    intervals.clear()
+    made = len(maps)
+    code, _, _ = _repair(["--json", str(tmp_path / "missing")], tmp_path)  # not a log dir: nothing mapped
+    assert code == 66 and intervals == [before] and len(maps) == made and state._early_maps is None
+
+
+@pytest.mark.needs_root
+def test_a_log_the_broker_cannot_read_is_not_mapped_early(tmp_path: Path, maps: list[str]) -> None:
+    topics = [TopicSpec("t", partitions=2, records_per_partition=60, value_size=100, segment_bytes=4096)]
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
+    for folder, _dirs, files in os.walk(log_dir):
+        os.chown(folder, 4242, 4242)
+        for name in files:
+            os.chown(os.path.join(folder, name), 4242, 4242)
+    logs = sorted(p for p in log_dir.glob("*/*.log") if p.stat().st_size)
+    hidden = logs[1]
+    os.chown(hidden, 0, 0)
+    os.chmod(hidden, 0o600)  # root reads it; the broker's user (4242) cannot
+    assert early_walk.start_mappings([str(log_dir)]) == len(logs) - 1
+    _early_thread_done()
+    assert sorted(maps) == sorted(str(p) for p in logs if p != hidden)
+    state.drop_early_mappings()
