@@ -35,7 +35,7 @@ from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
-from logdoctor.logdir.names import DirKind
+from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, DirKind
 
 __all__ = [
     "CONSUMER_OFFSETS_TOPIC",
@@ -52,7 +52,6 @@ __all__ = [
     "replay_records",
 ]
 
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 _OFFSET_COMMIT_TYPES = (0, 1)
 
 
