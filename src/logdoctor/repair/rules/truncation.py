@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from logdoctor.checks.context import Depth
 from logdoctor.checks.findings import Finding
-from logdoctor.checks.metadata_log import metadata_log_loss
 from logdoctor.errors import FormatError
 from logdoctor.formats.recovery import rebuild_indexes
 from logdoctor.logdir.model import Segment
@@ -92,7 +91,10 @@ def truncate(ctx: PlanContext, pp: PartitionPlan, seg: Segment, fs: list[Finding
         r = rebuild_indexes(b"", seg.base_offset, index_interval_bytes=ctx.interval, source=str(seg.log_path))
     loss_note = ""
     if pp.part.topic == METADATA_TOPIC:
-        # the KRaft metadata log: what the cut loses, and the last voter's consent (checks.metadata_log)
+        # the KRaft metadata log: what the cut loses, and the last voter's consent (checks.metadata_log,
+        # imported here: a repair of topic partitions never loads the metadata log's modules)
+        from logdoctor.checks.metadata_log import metadata_log_loss
+
         loss = metadata_log_loss(
             str(seg.log_path), r.valid_bytes, pp.report.log_end_offset if pp.report else None
         )
