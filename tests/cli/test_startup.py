@@ -182,10 +182,15 @@ def test_a_plain_log_dir_imports_no_check_it_does_not_need(tmp_path: Path) -> No
     from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 
     log_dir, _ = generate_log_dir(tmp_path / "fleet", [TopicSpec("orders", partitions=3)])
-    for argv in (("scan", "--deep", "--json", "-j", "1"), ("repair", "--json", "-j", "1")):
+    assert (log_dir / "orders-0" / "partition.metadata").is_file()
+    # both without typer (cli.fast; typer imports uuid): 3 partitions are checked in this process
+    for argv in (("scan", "--deep", "--json"), ("repair", "--json", "-j", "1")):
         modules = imported_by(*argv, str(log_dir))
         assert "logdoctor.checks.scanner" in modules, argv  # the scan ran
         assert sorted(set(NEEDED_ONLY_WHERE_MET) & modules) == [], argv
+        # partition.metadata's topic id checked as bytes: no uuid module (it imports platform)
+        assert "logdoctor.formats.partition_metadata" in modules
+        assert not {"uuid", "platform", "typer"} & modules, argv
 
 
 def test_the_log_dirs_that_need_a_check_import_it(tmp_path: Path) -> None:
