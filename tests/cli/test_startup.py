@@ -216,6 +216,11 @@ def test_the_log_dirs_that_need_a_check_import_it(tmp_path: Path) -> None:
     assert set(scans) == set(NEEDED_ONLY_WHERE_MET)
     for module, dirs in scans.items():
         assert module in imported_by("scan", "--deep", "--json", "-j", "1", *dirs), (module, dirs)
+    # a real __consumer_offsets without control batches (no transactional commit) is decoded without the
+    # control records' module or the uuid module (formats.internal.protocol encodes UUIDs only)
+    modules = imported_by("scan", "--deep", "--json", str(offsets))
+    assert "logdoctor.formats.internal.consumer_offsets" in modules
+    assert not {"logdoctor.formats.control", "uuid", "typer"} & modules
     # one real broker of plain ZooKeeper-era partitions alone needs none of them
     plain = imported_by("scan", "--deep", "--json", "-j", "1", brokers[1])
     assert set(NEEDED_ONLY_WHERE_MET) & plain == set()

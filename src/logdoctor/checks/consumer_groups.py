@@ -175,7 +175,6 @@ _Row = tuple[int, int, bool, bytes | None, bytes | None, int]
 def records_of(path: str, log_start: int) -> Iterable[_Row]:
     """``(offset, producer id (-1 outside a transaction), is control, key, value, control type)`` of every
     record of a partition folder from ``log_start``, in log order, stopping at the first bad batch."""
-    from logdoctor.formats.control import parse_control_key
     from logdoctor.logdir.model import Partition
     from logdoctor.logdir.names import parse_partition_dir
 
@@ -193,6 +192,9 @@ def records_of(path: str, log_start: int) -> Iterable[_Row]:
                     if r.offset < log_start:
                         continue
                     if control:
+                        # the control records' module (~5 ms of dataclasses) only where a log has one
+                        from logdoctor.formats.control import parse_control_key
+
                         try:
                             _v, ctype = parse_control_key(r.key)
                         except FormatError:
