@@ -191,6 +191,8 @@ def test_a_plain_log_dir_imports_no_check_it_does_not_need(tmp_path: Path) -> No
         # partition.metadata's topic id checked as bytes: no uuid module (it imports platform)
         assert "logdoctor.formats.partition_metadata" in modules
         assert not {"uuid", "platform", "typer"} & modules, argv
+        # a dry run hashes no backup and cuts no log: no OpenSSL binding, no removed-records writer
+        assert not {"hashlib", "_hashlib", "logdoctor.repair.removed_records"} & modules, argv
 
 
 def test_the_log_dirs_that_need_a_check_import_it(tmp_path: Path) -> None:

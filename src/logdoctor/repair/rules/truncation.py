@@ -27,7 +27,6 @@ from logdoctor.logdir.model import Segment
 from logdoctor.logdir.names import METADATA_TOPIC
 from logdoctor.repair import actions as act
 from logdoctor.repair.plan import Action, Change
-from logdoctor.repair.removed_records import removed_records
 from logdoctor.repair.rules.context import INDEX_SUFFIXES, PartitionPlan, PlanContext, segment_base
 from logdoctor.repair.rules.indexes import rebuilt, write_indexes
 
@@ -124,6 +123,8 @@ def truncate(ctx: PlanContext, pp: PartitionPlan, seg: Segment, fs: list[Finding
     step = act.truncate_file(str(seg.log_path), r.valid_bytes, ctx.names)
     action.steps.append(step)
     later_logs = [str(x.log_path) for x in pp.part.segments if x.base_offset > seg.base_offset]
+    from logdoctor.repair.removed_records import removed_records  # only where a log is cut (issue 35)
+
     removed = removed_records(str(seg.log_path), r.valid_bytes, later_logs, ctx.backup_dir)
     action.changes.append(
         Change(
