@@ -191,6 +191,7 @@ def test_a_plain_log_dir_imports_no_check_it_does_not_need(tmp_path: Path) -> No
         # partition.metadata's topic id checked as bytes: no uuid module (it imports platform)
         assert "logdoctor.formats.partition_metadata" in modules
         assert not {"uuid", "platform", "typer"} & modules, argv
+        assert "logdoctor.logdir.outputs" not in modules, argv  # no output file to check against the inputs
         # a dry run hashes no backup and cuts no log: no OpenSSL binding, no removed-records writer
         assert not {"hashlib", "_hashlib", "logdoctor.repair.removed_records"} & modules, argv
 
