@@ -224,6 +224,7 @@ def test_the_log_dirs_that_need_a_check_import_it(tmp_path: Path) -> None:
     modules = imported_by("scan", "--deep", "--json", str(offsets))
     assert "logdoctor.formats.internal.consumer_offsets" in modules
     assert not {"logdoctor.formats.control", "uuid", "typer"} & modules
+    assert "logdoctor.checks.transaction_state" not in modules  # no __transaction_state there
     # one real broker of plain ZooKeeper-era partitions alone needs none of them
     plain = imported_by("scan", "--deep", "--json", "-j", "1", brokers[1])
     assert set(NEEDED_ONLY_WHERE_MET) & plain == set()

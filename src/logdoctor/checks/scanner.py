@@ -362,11 +362,13 @@ def scan(
     # each compares a coordinator's partitions with the logs: nothing without them
     if CONSUMER_OFFSETS_TOPIC in topics or TRANSACTION_STATE_TOPIC in topics:
         from logdoctor.checks.consumer_groups import clusters_of, offsets_out_of_range
-        from logdoctor.checks.transaction_state import transaction_state_mismatches
 
         clusters = clusters_of(groups)
         findings.extend(offsets_out_of_range(results, clusters))
-        findings.extend(transaction_state_mismatches(results, clusters))
+        if TRANSACTION_STATE_TOPIC in topics:
+            from logdoctor.checks.transaction_state import transaction_state_mismatches
+
+            findings.extend(transaction_state_mismatches(results, clusters))
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
