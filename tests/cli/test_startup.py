@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import realworld
 from logdoctor.cli.main import _register, app
 from logdoctor.cli.registry import COMMANDS
 from logdoctor.formats.checkpoint import OffsetCheckpoint, write_offset_checkpoint
@@ -161,3 +162,69 @@ def test_the_early_walks_start_before_the_model_the_catalog_and_pathlib_load() -
     later |= {"logdoctor.checks.catalog", "logdoctor.checks.findings", "logdoctor.checks.context", "pathlib"}
     assert not later & modules
     assert {"logdoctor.checks.state", "logdoctor.formats._speedups", "logdoctor.logdir.files"} <= modules
+
+
+# Issue 35: each kind of check's modules load only where a log dir or partition needs them
+NEEDED_ONLY_WHERE_MET = {
+    "logdoctor.logdir.remote_metadata": "__remote_log_metadata partitions (../shared/tiered)",
+    "logdoctor.logdir.metadata_image": "a KRaft __cluster_metadata-0",
+    "logdoctor.checks.metadata_log": "a KRaft __cluster_metadata-0",
+    "logdoctor.checks.divergence": "replicas of several brokers (../shared/forensics)",
+    "logdoctor.logdir.divergence": "replicas of several brokers (../shared/forensics)",
+    "logdoctor.checks.consumer_groups": "a __consumer_offsets partition",
+    "logdoctor.checks.transaction_state": "a __transaction_state partition",
+}
+
+
+def test_a_plain_log_dir_imports_no_check_it_does_not_need(tmp_path: Path) -> None:
+    """`scan --deep` and a dry-run `repair` of a log dir of plain topic partitions import none of the
+    modules of checks that only other log dirs need (NEEDED_ONLY_WHERE_MET: what needs each)."""
+    from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+
+    log_dir, _ = generate_log_dir(tmp_path / "fleet", [TopicSpec("orders", partitions=3)])
+    assert (log_dir / "orders-0" / "partition.metadata").is_file()
+    # both without typer (cli.fast; typer imports uuid): 3 partitions are checked in this process
+    for argv in (("scan", "--deep", "--json"), ("repair", "--json", "-j", "1")):
+        modules = imported_by(*argv, str(log_dir))
+        assert "logdoctor.checks.scanner" in modules, argv  # the scan ran
+        assert sorted(set(NEEDED_ONLY_WHERE_MET) & modules) == [], argv
+        # partition.metadata's topic id checked as bytes: no uuid module (it imports platform)
+        assert "logdoctor.formats.partition_metadata" in modules
+        assert not {"uuid", "platform", "typer"} & modules, argv
+        assert "logdoctor.logdir.outputs" not in modules, argv  # no output file to check against the inputs
+        # a dry run hashes no backup and cuts no log: no OpenSSL binding, no removed-records writer
+        assert not {"hashlib", "_hashlib", "logdoctor.repair.removed_records"} & modules, argv
+
+
+def test_the_log_dirs_that_need_a_check_import_it(tmp_path: Path) -> None:
+    """...and the real log dirs that need them load them (their findings: tests/checks over the same
+    data, tests/checks/test_transaction_state.py's coordinator beside forensics' billing-0, and
+    tests/cli/test_scan_fast.py's comparison of every real log dir)."""
+    forensics = realworld.require_forensics()
+    brokers = [str(forensics / f"broker-{n}" / "kafka-logs") for n in (1, 2, 3)]
+    coordinator = realworld.writable_copy(forensics / "broker-1" / "kafka-logs", tmp_path / "kafka-logs")
+    (coordinator / "__transaction_state-0").mkdir()
+    kraft = realworld.require() / "kraft-3.6-jeong-rae"
+    offsets = realworld.REALWORLD / "zk-2.8-seanorth"
+    tiered = realworld.require_tiered() / "kafka-local" / "kafka-logs"
+    scans = {
+        "logdoctor.checks.divergence": brokers,
+        "logdoctor.logdir.divergence": brokers,
+        "logdoctor.checks.transaction_state": [str(coordinator)],
+        "logdoctor.logdir.metadata_image": [str(kraft)],
+        "logdoctor.checks.metadata_log": [str(kraft)],
+        "logdoctor.checks.consumer_groups": [str(offsets)],
+        "logdoctor.logdir.remote_metadata": [str(tiered)],
+    }
+    assert set(scans) == set(NEEDED_ONLY_WHERE_MET)
+    for module, dirs in scans.items():
+        assert module in imported_by("scan", "--deep", "--json", "-j", "1", *dirs), (module, dirs)
+    # a real __consumer_offsets without control batches (no transactional commit) is decoded without the
+    # control records' module or the uuid module (formats.internal.protocol encodes UUIDs only)
+    modules = imported_by("scan", "--deep", "--json", str(offsets))
+    assert "logdoctor.formats.internal.consumer_offsets" in modules
+    assert not {"logdoctor.formats.control", "uuid", "typer"} & modules
+    assert "logdoctor.checks.transaction_state" not in modules  # no __transaction_state there
+    # one real broker of plain ZooKeeper-era partitions alone needs none of them
+    plain = imported_by("scan", "--deep", "--json", "-j", "1", brokers[1])
+    assert set(NEEDED_ONLY_WHERE_MET) & plain == set()

@@ -247,3 +247,29 @@ def test_snappy_absurd_claimed_length_is_corrupt_not_an_allocation() -> None:
     bomb = b"\xff\xff\xff\xff\x0f" + b"\x00" * 10  # claims 4 GiB from 15 bytes
     with pytest.raises(CorruptRecordError):
         decompress(C.SNAPPY, bomb)
+
+
+def test_zstd_decodes_on_several_threads_at_once() -> None:
+    """A scan decodes on threads (its early walks) beside its main thread: each thread's zstd context is its
+    own. One shared ZstdDecompressor turned good frames into "zstd decompressor error" / "a truncated zstd
+    frame" (tens of 800 here) and could crash the process."""
+    import threading
+
+    payload = bytes(range(256)) * 200 + b"k" * 300_000
+    frame = zstandard.ZstdCompressor(level=3, write_content_size=False).compress(payload)
+    failures: list[str] = []
+
+    def decode() -> None:
+        for _ in range(200):
+            try:
+                if decompress(Compression.ZSTD, frame) != payload:
+                    failures.append("other bytes")
+            except Exception as e:  # every failure is counted, none is expected
+                failures.append(str(e))
+
+    threads = [threading.Thread(target=decode) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert failures == []

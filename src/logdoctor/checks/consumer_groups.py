@@ -35,7 +35,7 @@ from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
-from logdoctor.logdir.names import DirKind
+from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, DirKind
 
 __all__ = [
     "CONSUMER_OFFSETS_TOPIC",
@@ -52,7 +52,6 @@ __all__ = [
     "replay_records",
 ]
 
-CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 _OFFSET_COMMIT_TYPES = (0, 1)
 
 
@@ -176,7 +175,6 @@ _Row = tuple[int, int, bool, bytes | None, bytes | None, int]
 def records_of(path: str, log_start: int) -> Iterable[_Row]:
     """``(offset, producer id (-1 outside a transaction), is control, key, value, control type)`` of every
     record of a partition folder from ``log_start``, in log order, stopping at the first bad batch."""
-    from logdoctor.formats.control import parse_control_key
     from logdoctor.logdir.model import Partition
     from logdoctor.logdir.names import parse_partition_dir
 
@@ -194,6 +192,9 @@ def records_of(path: str, log_start: int) -> Iterable[_Row]:
                     if r.offset < log_start:
                         continue
                     if control:
+                        # the control records' module (~5 ms of dataclasses) only where a log has one
+                        from logdoctor.formats.control import parse_control_key
+
                         try:
                             _v, ctype = parse_control_key(r.key)
                         except FormatError:

@@ -8,16 +8,20 @@ import os
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.scan_report import LogDirReport
-from logdoctor.logdir.metadata_image import MetadataImage, find_metadata_dir
+from logdoctor.logdir.identity import find_metadata_dir
 from logdoctor.logdir.names import (
     META_PROPERTIES_FILE,
     DirKind,
 )
+
+if TYPE_CHECKING:  # replayed only where a broker has a metadata log (the scanner's image_of)
+    from logdoctor.logdir.metadata_image import MetadataImage
 
 
 @dataclass(slots=True)

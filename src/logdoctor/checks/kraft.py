@@ -26,6 +26,7 @@ import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 from functools import partial
+from typing import TYPE_CHECKING
 
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
@@ -40,9 +41,11 @@ from logdoctor.logdir.identity import (
     is_reserved_directory_id,
     read_identities,
 )
-from logdoctor.logdir.metadata_image import DIRECTORY_ASSIGNMENT_LEVEL, MetadataImage, metadata_version_name
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import META_PROPERTIES_FILE, METADATA_TOPIC, PARTITION_METADATA_FILE, DirKind
+
+if TYPE_CHECKING:  # an image exists only where a broker's metadata log was replayed (the module is loaded)
+    from logdoctor.logdir.metadata_image import MetadataImage
 
 __all__ = ["KraftContext", "check_kraft", "metadata_not_scanned"]
 
@@ -77,6 +80,8 @@ class KraftContext:
         """(whether this broker's dirs must carry directory ids, why)."""
         im = self.image
         if im is not None and im.metadata_version is not None:
+            from logdoctor.logdir.metadata_image import DIRECTORY_ASSIGNMENT_LEVEL, metadata_version_name
+
             mv = im.metadata_version
             return (
                 mv >= DIRECTORY_ASSIGNMENT_LEVEL,
@@ -89,6 +94,13 @@ class KraftContext:
                 f"the broker's other log dirs carry one ({', '.join(with_ids)}: written by Kafka 3.7+)",
             )
         return False, ""
+
+
+def _before_assignment(im: MetadataImage) -> bool:
+    """The cluster's metadata.version predates directory assignment (KIP-858)."""
+    from logdoctor.logdir.metadata_image import DIRECTORY_ASSIGNMENT_LEVEL
+
+    return im.metadata_version is not None and im.metadata_version < DIRECTORY_ASSIGNMENT_LEVEL
 
 
 def _node_id(identities: list[DirIdentity]) -> int | None:
@@ -205,12 +217,7 @@ def _identity_findings(ctx: KraftContext, parts: list[PartitionReport]) -> list[
             )
     im = ctx.image
     kraft_dirs = [i for i in ctx.identities if i.readable and i.is_kraft]
-    if (
-        im is not None
-        and im.metadata_version is not None
-        and im.metadata_version < DIRECTORY_ASSIGNMENT_LEVEL
-        and len(kraft_dirs) > 1
-    ):
+    if im is not None and im.metadata_version is not None and len(kraft_dirs) > 1 and _before_assignment(im):
         first = kraft_dirs[0]
         out.append(
             catalog.make(

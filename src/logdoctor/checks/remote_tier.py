@@ -30,22 +30,18 @@ import datetime as _dt
 import json
 import os
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.tiered import REMOTE_LOG_METADATA_TOPIC
 from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import LOG_START_OFFSET_CHECKPOINT, RootEntryKind
-from logdoctor.logdir.remote_metadata import (
-    REMOTE_LOG_METADATA_TOPIC,
-    RemoteLogMetadata,
-    RemotePartition,
-    RemoteSegment,
-    SegmentState,
-    replay_remote_log_metadata,
-)
+
+if TYPE_CHECKING:  # the replay's module loads only when a log dir shows remote storage (issue 35)
+    from logdoctor.logdir.remote_metadata import RemoteLogMetadata, RemotePartition, RemoteSegment
 
 __all__ = [
     "check_remote_tier",
@@ -162,6 +158,8 @@ def remote_metadata_for_scan(
     if n is None and inputs is not None and inputs.remote_log_metadata_partitions is not None:
         n, key = inputs.remote_log_metadata_partitions
         source = f"{key} in --server-properties {inputs.server_properties_path or 'server.properties'}"
+    from logdoctor.logdir.remote_metadata import replay_remote_log_metadata
+
     return replay_remote_log_metadata(paths, num_partitions=n, num_partitions_source=source)
 
 
@@ -273,6 +271,8 @@ def _partition_findings(
     index: Any = None,
     newest_ms: int | None = None,
 ) -> list[Finding]:
+    from logdoctor.logdir.remote_metadata import SegmentState
+
     tip = rp.topic_id_partition
     tp = f"{r.topic}-{r.partition}"
     mp = _mp_name(rp.metadata_partition)

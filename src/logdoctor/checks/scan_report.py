@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.context import Depth, PartitionReport
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.logdir.disk import DiskUsage
-from logdoctor.logdir.metadata_image import MetadataImage
-from logdoctor.logdir.remote_metadata import RemoteLogMetadata
+
+if TYPE_CHECKING:  # the replays' modules load only where a scan has a metadata log / remote log metadata
+    from logdoctor.logdir.metadata_image import MetadataImage
+    from logdoctor.logdir.remote_metadata import RemoteLogMetadata
 
 
 class ScanUsageError(Exception):

@@ -22,14 +22,11 @@ from typing import TYPE_CHECKING, Any, ParamSpec
 from logdoctor.checks.access import BrokerUser
 from logdoctor.checks.checkpoints import checkpoints_against_partitions, unclean_shutdown
 from logdoctor.checks.consequences import link_consequences
-from logdoctor.checks.consumer_groups import clusters_of, offsets_out_of_range
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, ScanOptions
 from logdoctor.checks.cross_dir import broker_groups, cross_dir
 from logdoctor.checks.disk_space import check_disks
-from logdoctor.checks.divergence import replicas_diverged
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
-from logdoctor.checks.metadata_log import check_metadata_log, metadata_log_corrupt
 from logdoctor.checks.partition import check_partition
 from logdoctor.checks.remote_tier import check_remote_tier, remote_metadata_for_scan
 from logdoctor.checks.root_files import check_root
@@ -49,23 +46,27 @@ from logdoctor.checks.topic_config import (
     ConfigInputs,
     TopicConfigResolver,
 )
-from logdoctor.checks.transaction_state import TRANSACTION_STATE_TOPIC, transaction_state_mismatches
-from logdoctor.logdir.metadata_image import MetadataImage, replay
 from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
+    CONSUMER_OFFSETS_TOPIC,
     LOG_START_OFFSET_CHECKPOINT,
     METADATA_TOPIC,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
+    TRANSACTION_STATE_TOPIC,
     DirKind,
     parse_partition_dir,
 )
 from logdoctor.logdir.offsets import log_start_offsets
 from logdoctor.logdir.recognize import recognize
-from logdoctor.logdir.remote_metadata import RemoteLogMetadata
 
-if TYPE_CHECKING:  # the remote tier audit's modules are imported when a scan has remote log metadata
+if TYPE_CHECKING:
+    # imported where a scan meets what needs them (issue 35): the remote tier audit's modules when it has
+    # remote log metadata, the metadata log's when a broker has one, the replica and coordinator checks
+    # when there are replicas of several brokers / a __consumer_offsets or __transaction_state partition
     from logdoctor.checks.remote_audit import StoreIndex
+    from logdoctor.logdir.metadata_image import MetadataImage
+    from logdoctor.logdir.remote_metadata import RemoteLogMetadata
 
 __all__ = ["LogDirReport", "ScanReport", "ScanUsageError", "scan", "topic_config_resolver"]
 
@@ -328,6 +329,8 @@ def scan(
 
     def image_of(mdir: str) -> MetadataImage:
         if mdir not in images:
+            from logdoctor.logdir.metadata_image import replay
+
             images[mdir] = replay(mdir)
         return images[mdir]
 
@@ -342,6 +345,8 @@ def scan(
         group_parts = [r for r in results if r.log_dir in members]
         kraft_findings.extend(check_kraft(group.dirs, group_parts, group_image)[1])
         if mdir is not None:
+            from logdoctor.checks.metadata_log import check_metadata_log
+
             kraft_findings.extend(check_metadata_log(mdir, group_image))
             _metadata_log_damage(mdir, group_image, results)
         elif group.mode == "kraft":
@@ -349,11 +354,21 @@ def scan(
     for r in results:
         findings.extend(r.findings)
     findings.extend(cross_dir(reports, results, groups, images))
-    findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
-    if options.depth is not Depth.QUICK:
+    if len(groups) > 1:  # replicas of one broker only: none to compare (checks.divergence)
+        from logdoctor.checks.divergence import replicas_diverged
+
+        findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
+    topics = {r.topic for r in results} if options.depth is not Depth.QUICK else set()
+    # each compares a coordinator's partitions with the logs: nothing without them
+    if CONSUMER_OFFSETS_TOPIC in topics or TRANSACTION_STATE_TOPIC in topics:
+        from logdoctor.checks.consumer_groups import clusters_of, offsets_out_of_range
+
         clusters = clusters_of(groups)
         findings.extend(offsets_out_of_range(results, clusters))
-        findings.extend(transaction_state_mismatches(results, clusters))
+        if TRANSACTION_STATE_TOPIC in topics:
+            from logdoctor.checks.transaction_state import transaction_state_mismatches
+
+            findings.extend(transaction_state_mismatches(results, clusters))
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
@@ -506,6 +521,8 @@ def _tiered_topics(
 def _metadata_log_damage(mdir: str, image: MetadataImage | None, results: list[PartitionReport]) -> None:
     """LOG_CORRUPT of the broker's own metadata log said as what it is (checks.metadata_log): its voters,
     its latest snapshot, what a truncation loses; never the generic "let it re-replicate"."""
+    from logdoctor.checks.metadata_log import metadata_log_corrupt
+
     for r in results:
         if r.path != mdir:
             continue

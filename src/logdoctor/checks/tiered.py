@@ -37,11 +37,13 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.checks.topic_config import KAFKA_DEFAULT, TopicConfig
 from logdoctor.logdir.names import REMOTE_LOG_INDEX_CACHE_DIR, parse_partition_dir
-from logdoctor.logdir.remote_metadata import RemoteLogMetadata
+
+if TYPE_CHECKING:  # the replay is imported where a log dir has remote log metadata (issue 35)
+    from logdoctor.logdir.remote_metadata import RemoteLogMetadata
 
 __all__ = [
     "REMOTE_LOG_METADATA_TOPIC",

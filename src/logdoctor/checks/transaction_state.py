@@ -29,6 +29,7 @@ from logdoctor.checks.consumer_groups import records_of, replicas_by_partition
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.errors import FormatError
+from logdoctor.logdir.names import TRANSACTION_STATE_TOPIC
 
 __all__ = [
     "TRANSACTION_STATE_TOPIC",
@@ -37,7 +38,6 @@ __all__ = [
     "transaction_state_mismatches",
 ]
 
-TRANSACTION_STATE_TOPIC = "__transaction_state"
 _OPEN = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 
 

@@ -64,14 +64,16 @@ def refuse_overlapping_outputs(
 
     Uses :func:`logdoctor.logdir.outputs.check_output_location`, the rule every writing command shares.
     """
+    outs = [out for out in outputs if out is not None]
+    if not outs:  # nothing written: the rule's module is not even imported
+        return
     from logdoctor.errors import OutputOverlapsInputError
     from logdoctor.logdir.outputs import check_output_location
 
     ins = list(inputs)
     try:
-        for out in outputs:
-            if out is not None:
-                check_output_location(out, ins)
+        for out in outs:
+            check_output_location(out, ins)
     except OutputOverlapsInputError as e:
         fail(f"refused: {e}", EX_CANTCREAT)
 

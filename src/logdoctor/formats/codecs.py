@@ -38,6 +38,7 @@ limit is the largest records section an uncompressed v2 batch can hold: far abov
 from __future__ import annotations
 
 import struct
+import threading
 import zlib
 from collections.abc import Iterator
 
@@ -401,14 +402,30 @@ def _lz4_iter(
 # --- zstd ---------------------------------------------------------------------------------
 
 _ZSTD_LEVEL = 3  # CompressionType.ZSTD.defaultLevel()
-_zstd_dctx = zstandard.ZstdDecompressor()
-_zstd_cctx = zstandard.ZstdCompressor(level=_ZSTD_LEVEL, write_content_size=False, write_checksum=False)
+# A ZstdDecompressor / ZstdCompressor holds one zstd context that every decompressobj() / compressobj()
+# made from it uses, and is not thread-safe (python-zstandard's docs): one shared by the threads that
+# decode at once (a scan's early walks beside its main thread) turned good batches into "zstd
+# decompressor error" / "a truncated zstd frame" and could crash the process. One per thread, made on
+# first use; a generator that can be suspended between two reads (_zstd_windows) makes its own.
+_zstd_local = threading.local()
+
+
+def _zstd_dctx() -> zstandard.ZstdDecompressor:
+    d = getattr(_zstd_local, "dctx", None)
+    if d is None:
+        d = _zstd_local.dctx = zstandard.ZstdDecompressor()
+    return d
 
 
 def _zstd_compress(data: Buffer) -> bytes:
     # A streaming compressor does not know the size up front: like zstd-jni's
     # ZstdOutputStream, the frame header has no content size.
-    c = _zstd_cctx.compressobj()
+    cctx = getattr(_zstd_local, "cctx", None)
+    if cctx is None:
+        cctx = _zstd_local.cctx = zstandard.ZstdCompressor(
+            level=_ZSTD_LEVEL, write_content_size=False, write_checksum=False
+        )
+    c = cctx.compressobj()
     return c.compress(data) + c.flush()
 
 
@@ -424,7 +441,7 @@ def _zstd_decompress(data: memoryview, source: str | None, position: int | None,
     total = 0
     rest: memoryview = data
     while True:
-        d = _zstd_dctx.decompressobj()
+        d = _zstd_dctx().decompressobj()
         n = len(rest)
         pos = 0
         try:
@@ -517,7 +534,7 @@ def _zstd_windows(
     total = 0
     rest: memoryview = data
     while True:
-        d = _zstd_dctx.decompressobj()
+        d = zstandard.ZstdDecompressor().decompressobj()  # its own context: this generator can be suspended
         n = len(rest)
         pos = 0
         pending: list[bytes] = []

@@ -15,11 +15,14 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from logdoctor.errors import FormatError, TruncatedError, UnsupportedError
 from logdoctor.formats.checkpoint import parse_java_int, split_lines
+
+if TYPE_CHECKING:  # imported where a UUID object is asked for: uuid imports platform (issue 35)
+    import uuid
 
 PARTITION_METADATA_VERSION = 0
 _SEPARATOR = re.compile(r":[ \t\n\x0b\f\r]+")
@@ -27,15 +30,25 @@ _UUID_RE = re.compile(r"[A-Za-z0-9_-]{22}")
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
-def uuid_from_kafka(text: str) -> uuid.UUID | None:
-    """Kafka's Uuid.fromString (22 URL-safe base64 chars, 16 bytes); None when it is not one."""
+def uuid_bytes_from_kafka(text: str) -> bytes | None:
+    """The 16 bytes of Kafka's Uuid.fromString (22 URL-safe base64 chars); None when it is not one."""
     if not _UUID_RE.fullmatch(text):
         return None
     try:
         raw = base64.urlsafe_b64decode(text + "==")
     except (binascii.Error, ValueError):
         return None
-    return uuid.UUID(bytes=raw) if len(raw) == 16 else None
+    return raw if len(raw) == 16 else None
+
+
+def uuid_from_kafka(text: str) -> uuid.UUID | None:
+    """Kafka's Uuid.fromString (22 URL-safe base64 chars, 16 bytes); None when it is not one."""
+    raw = uuid_bytes_from_kafka(text)
+    if raw is None:
+        return None
+    import uuid
+
+    return uuid.UUID(bytes=raw)
 
 
 def uuid_to_kafka(value: uuid.UUID) -> str:
@@ -87,7 +100,7 @@ def parse_partition_metadata(data: bytes | memoryview, *, source: str | None = N
             "'topic_id: <uuid>' on line 2", source=source, position=second.position, found=repr(second.text)
         )
     topic_id = parts[1]
-    value = uuid_from_kafka(topic_id)
+    value = uuid_bytes_from_kafka(topic_id)
     if value is None:
         raise FormatError(
             "a base64 topic id (22 chars, 16 bytes) on line 2",
@@ -95,7 +108,7 @@ def parse_partition_metadata(data: bytes | memoryview, *, source: str | None = N
             position=second.position,
             found=repr(topic_id),
         )
-    if value.int == 0:
+    if not any(value):
         raise FormatError(
             "a non-zero topic id on line 2", source=source, position=second.position, found=topic_id
         )
@@ -113,6 +126,7 @@ __all__ = [
     "ZERO_UUID",
     "PartitionMetadata",
     "parse_partition_metadata",
+    "uuid_bytes_from_kafka",
     "uuid_from_kafka",
     "uuid_to_kafka",
     "write_partition_metadata",

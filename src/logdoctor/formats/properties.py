@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 
 from logdoctor.errors import FormatError, UnsupportedError
 from logdoctor.formats.checkpoint import parse_java_int
-from logdoctor.formats.partition_metadata import uuid_from_kafka
+from logdoctor.formats.partition_metadata import uuid_bytes_from_kafka
 
 VERSION_PROP = "version"
 BROKER_ID_PROP = "broker.id"
@@ -276,7 +276,7 @@ def _meta_from(props: PropertiesFile, source: str | None) -> MetaProperties:
                 f"{id_prop} as a base-10 number", source=source, position=where(id_prop), found=repr(id_text)
             )
     directory_id = props.get(DIRECTORY_ID_PROP)
-    if directory_id is not None and uuid_from_kafka(directory_id) is None:
+    if directory_id is not None and uuid_bytes_from_kafka(directory_id) is None:
         raise FormatError(
             f"{DIRECTORY_ID_PROP} as a Uuid", source=source, position=where(DIRECTORY_ID_PROP),
             found=repr(directory_id),

@@ -29,7 +29,7 @@ from typing import Any
 
 from logdoctor.errors import FormatError
 from logdoctor.logdir.files import read_file
-from logdoctor.logdir.names import META_PROPERTIES_FILE
+from logdoctor.logdir.names import META_PROPERTIES_FILE, METADATA_TOPIC
 
 __all__ = [
     "LOST",
@@ -37,10 +37,14 @@ __all__ = [
     "UNASSIGNED",
     "DirIdentity",
     "describe_directory_id",
+    "find_metadata_dir",
     "is_reserved_directory_id",
     "read_identities",
     "read_identity",
 ]
+
+
+METADATA_DIR_NAME = f"{METADATA_TOPIC}-0"
 
 
 def _uuid_text(msb: int, lsb: int) -> str:
@@ -138,3 +142,14 @@ def read_identity(log_dir: str | os.PathLike[str]) -> DirIdentity:
 def read_identities(log_dirs: Iterable[str | os.PathLike[str]]) -> list[DirIdentity]:
     """:func:`read_identity` of each log dir, in the order given."""
     return [read_identity(d) for d in log_dirs]
+
+
+def find_metadata_dir(log_dirs: list[str] | tuple[str, ...]) -> str | None:
+    """The ``__cluster_metadata-0`` folder in one of ``log_dirs`` (the broker's metadata.log.dir). Here,
+    not in :mod:`logdoctor.logdir.metadata_image` (which re-exports it): every scan looks for it, only a
+    broker with a metadata log needs the replay's module (issue 35)."""
+    for d in log_dirs:
+        p = os.path.join(os.fspath(d), METADATA_DIR_NAME)
+        if os.path.isdir(p) and not os.path.islink(p):  # a symlink out of the log dir is never followed
+            return p
+    return None

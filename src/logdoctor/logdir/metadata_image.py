@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from logdoctor.errors import FormatError
-from logdoctor.logdir.identity import MIGRATING
-from logdoctor.logdir.names import METADATA_TOPIC, parse_kraft_snapshot, parse_segment_file
+from logdoctor.logdir.identity import MIGRATING, find_metadata_dir
+from logdoctor.logdir.names import parse_kraft_snapshot, parse_segment_file
 
 __all__ = [
     "DIRECTORY_ASSIGNMENT_LEVEL",
@@ -48,7 +48,6 @@ __all__ = [
     "replay",
 ]
 
-METADATA_DIR_NAME = f"{METADATA_TOPIC}-0"
 #: metadata.version feature level of 3.7-IV2, the first with directory assignment (KIP-858)
 DIRECTORY_ASSIGNMENT_LEVEL = 17
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader default (K:metadata/.../LeaderConstants.java)
@@ -439,15 +438,6 @@ def _unknown_label(value: bytes | memoryview | None) -> str:
     if len(nums) < 3 or pos > len(data):
         return "unreadable frame"
     return f"unknown type {nums[1]}, version {nums[2]}"
-
-
-def find_metadata_dir(log_dirs: list[str] | tuple[str, ...]) -> str | None:
-    """The ``__cluster_metadata-0`` folder in one of ``log_dirs`` (the broker's metadata.log.dir)."""
-    for d in log_dirs:
-        p = os.path.join(os.fspath(d), METADATA_DIR_NAME)
-        if os.path.isdir(p) and not os.path.islink(p):  # a symlink out of the log dir is never followed
-            return p
-    return None
 
 
 def replay(metadata_dir: str | os.PathLike[str]) -> MetadataImage:

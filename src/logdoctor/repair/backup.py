@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import shutil
 import stat
@@ -67,6 +66,8 @@ def relative_to_log_dir(path: str, log_dirs: list[str]) -> tuple[str, str]:
 def sha256_file(path: str | os.PathLike[str], start: int = 0, length: int | None = None) -> str:
     """The sha256 of the file's bytes ``[start, start + length)``; holes hash as the zeros they read
     as, without being read (logdir/sparse.py)."""
+    import hashlib  # here: a dry run hashes nothing (its OpenSSL binding is ~2 ms of import, issue 35)
+
     h = hashlib.sha256()
     fd = open_regular(path)
     try:
@@ -89,6 +90,8 @@ def sha256_file(path: str | os.PathLike[str], start: int = 0, length: int | None
 
 
 def sha256_bytes(data: bytes | memoryview) -> str:
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()
 
 
@@ -134,6 +137,8 @@ def copy_file_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) 
     Holes stay holes (a sparse segment's backup takes the blocks of its data only)."""
     with naming(dst):
         makedirs_durable(Path(dst).parent)
+        import hashlib
+
         h = hashlib.sha256()
         fin = open_regular(src)
         try:

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import os
 import shutil
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from logdoctor.logdir.atomic import fsync_dir
 from logdoctor.logdir.files import open_regular
+
+if TYPE_CHECKING:  # imported where a copy is hashed: a dry run hashes nothing (issue 35)
+    import hashlib
 
 HASH_NAME = "blake2b-256"
 CHUNK = 8 << 20
@@ -36,6 +39,8 @@ class CopyMismatchError(OSError):
 
 
 def _hasher() -> hashlib.blake2b:
+    import hashlib
+
     return hashlib.blake2b(digest_size=32)
 
 

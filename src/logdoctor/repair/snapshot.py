@@ -27,7 +27,6 @@ never the mtime, and a later check must not take that for someone else's change.
 from __future__ import annotations
 
 import errno
-import hashlib
 import os
 import stat
 from collections.abc import Collection
@@ -45,6 +44,8 @@ Snapshot = dict[str, Any]
 
 
 def _digest(path: str, size: int, full: int, head: int, tail: int) -> str:
+    import hashlib  # here: a dry run digests nothing (its OpenSSL binding is ~2 ms of import, issue 35)
+
     h = hashlib.blake2b(digest_size=16)
     fd = open_regular(path)
     try:

@@ -29,7 +29,7 @@ import base64
 import binascii
 import math
 import struct
-import uuid as uuid_module
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -204,7 +204,10 @@ def uuid_to_text(raw: bytes) -> str:
 
 def uuid_from_text(value: object) -> bytes:
     """Kafka's text form, the standard 36-character form, ``uuid.UUID`` or 16 raw bytes -> 16 bytes."""
-    if isinstance(value, uuid_module.UUID):
+    # the uuid module (it imports platform, ~1.5 ms) only where a UUID is given or made: a UUID object
+    # exists only once the module is loaded (decoding never needs it: uuid_to_text)
+    uuid_module = sys.modules.get("uuid")
+    if uuid_module is not None and isinstance(value, uuid_module.UUID):
         return value.bytes
     if isinstance(value, bytes | bytearray | memoryview) and len(value) == 16:
         return bytes(value)
@@ -217,8 +220,10 @@ def uuid_from_text(value: object) -> bytes:
             if len(raw) == 16:
                 return raw
         elif len(value) == 36:
+            import uuid
+
             try:
-                return uuid_module.UUID(value).bytes
+                return uuid.UUID(value).bytes
             except ValueError as exc:
                 raise SchemaValueError(f"not a uuid: {value!r}") from exc
     raise SchemaValueError(f"not a uuid: {value!r}")
@@ -226,7 +231,9 @@ def uuid_from_text(value: object) -> bytes:
 
 def uuid_to_standard(text: str) -> str:
     """Kafka's text form of a uuid -> the standard ``8-4-4-4-12`` hex form."""
-    return str(uuid_module.UUID(bytes=uuid_from_text(text)))
+    import uuid
+
+    return str(uuid.UUID(bytes=uuid_from_text(text)))
 
 
 def bytes_to_text(raw: bytes) -> str:

@@ -21,14 +21,12 @@ from __future__ import annotations
 
 from logdoctor.checks.context import Depth
 from logdoctor.checks.findings import Finding
-from logdoctor.checks.metadata_log import metadata_log_loss
 from logdoctor.errors import FormatError
 from logdoctor.formats.recovery import rebuild_indexes
 from logdoctor.logdir.model import Segment
 from logdoctor.logdir.names import METADATA_TOPIC
 from logdoctor.repair import actions as act
 from logdoctor.repair.plan import Action, Change
-from logdoctor.repair.removed_records import removed_records
 from logdoctor.repair.rules.context import INDEX_SUFFIXES, PartitionPlan, PlanContext, segment_base
 from logdoctor.repair.rules.indexes import rebuilt, write_indexes
 
@@ -92,7 +90,10 @@ def truncate(ctx: PlanContext, pp: PartitionPlan, seg: Segment, fs: list[Finding
         r = rebuild_indexes(b"", seg.base_offset, index_interval_bytes=ctx.interval, source=str(seg.log_path))
     loss_note = ""
     if pp.part.topic == METADATA_TOPIC:
-        # the KRaft metadata log: what the cut loses, and the last voter's consent (checks.metadata_log)
+        # the KRaft metadata log: what the cut loses, and the last voter's consent (checks.metadata_log,
+        # imported here: a repair of topic partitions never loads the metadata log's modules)
+        from logdoctor.checks.metadata_log import metadata_log_loss
+
         loss = metadata_log_loss(
             str(seg.log_path), r.valid_bytes, pp.report.log_end_offset if pp.report else None
         )
@@ -122,6 +123,8 @@ def truncate(ctx: PlanContext, pp: PartitionPlan, seg: Segment, fs: list[Finding
     step = act.truncate_file(str(seg.log_path), r.valid_bytes, ctx.names)
     action.steps.append(step)
     later_logs = [str(x.log_path) for x in pp.part.segments if x.base_offset > seg.base_offset]
+    from logdoctor.repair.removed_records import removed_records  # only where a log is cut (issue 35)
+
     removed = removed_records(str(seg.log_path), r.valid_bytes, later_logs, ctx.backup_dir)
     action.changes.append(
         Change(
