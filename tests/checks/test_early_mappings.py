@@ -300,6 +300,7 @@ def _with_and_without(
 
 
 @pytest.mark.realworld
+@pytest.mark.slow  # 50 repairs --apply, every real log dir: make test; make test-fast runs the big segments'
 @pytest.mark.parametrize("src", realworld.params(realworld.log_dirs()))
 def test_repair_of_real_log_dirs_with_early_mappings(
     src: Path, tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
