@@ -16,15 +16,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from state_reads import read_through_state
 
 import realworld
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repair"))
 
 import cli_in_process
+import damage
 
 from logdoctor.checks import early_walk, state
 from logdoctor.cli import registry
@@ -75,14 +79,6 @@ def adopted(monkeypatch: pytest.MonkeyPatch) -> list[mmap.mmap]:
     return got
 
 
-def _read(path: Path) -> tuple[bytes, bool]:
-    view, handle, _ = state.read_buffer(path)
-    try:
-        return bytes(view), handle is None
-    finally:
-        state.release(view, handle)
-
-
 def _early_thread_done() -> None:
     early = state._early_maps
     assert early is not None and early.thread is not None
@@ -106,7 +102,7 @@ def test_early_mappings_are_adopted_once_and_closed_on_leaving(
     early = list(state._early_maps.maps.values())  # type: ignore[union-attr]
     with state.mappings_kept():
         for f in files * 2:
-            assert _read(f) == (f.read_bytes(), True)
+            assert read_through_state(f) == (f.read_bytes(), True)
         assert maps == [str(f) for f in files]  # not mapped again: the early mappings are the kept ones
         assert state._kept is not None and list(state._kept.maps.values()) == early == adopted
         assert state._kept.bytes == 3 * 2 * MIB  # counted against the kept limit
@@ -128,7 +124,7 @@ def test_a_file_replaced_cut_or_grown_since_its_early_mapping_is_mapped_anew(
         w.write(b"\x07" * 4096)
     with state.mappings_kept():
         for f in (replaced, cut, grown, same):
-            assert _read(f) == (f.read_bytes(), True)
+            assert read_through_state(f) == (f.read_bytes(), True)
         assert len(adopted) == 1 and adopted[0] is early[3]
         assert maps[4:] == [str(replaced), str(cut), str(grown)]  # mapped anew
     assert all(mm.closed for mm in early)  # those not adopted too
@@ -143,10 +139,30 @@ def test_room_is_counted_and_what_does_not_fit_is_not_mapped_early(
     assert maps == [str(files[0]), str(files[1])]  # the third would pass the limit
     with state.mappings_kept(limit=3 * MIB):
         for f in files:
-            assert _read(f)[0] == f.read_bytes()
+            assert read_through_state(f)[0] == f.read_bytes()
         assert len(adopted) == 1  # the second has no room: read as outside (mapped, unmapped)
         assert maps[2:] == [str(files[1]), str(files[2])]
     assert state._early_maps is None
+
+
+def _early_with_a_waiting_populate(
+    f: Path, monkeypatch: pytest.MonkeyPatch, populating: Callable[[memoryview], object], result: bool
+) -> threading.Event:
+    """``f`` mapped early with a populate (state.POPULATE) that holds its buffer as the C one does and waits
+    for the returned event before ``populating(buffer)`` and returning ``result``; returns once it waits."""
+    holding, go = threading.Event(), threading.Event()
+
+    def slow_populate(buffer: mmap.mmap | memoryview, advise: bool) -> bool:
+        with memoryview(buffer) as view:
+            holding.set()
+            go.wait()
+            populating(view)
+        return result
+
+    monkeypatch.setattr(state, "POPULATE", slow_populate)
+    state.map_early([str(f)])
+    holding.wait()
+    return go
 
 
 def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
@@ -156,24 +172,17 @@ def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
     slow populate, here one that waits): the thread is joined first, and every mapping closed. The thread
     runs niced (EARLY_NICE)."""
     (f,) = _segments(tmp_path, 1)
-    holding, go = threading.Event(), threading.Event()
     seen: list[bytes] = []
     nice: list[int] = []
 
-    def slow_populate(mm: mmap.mmap, advise: bool) -> bool:
+    def populating(view: memoryview) -> None:
         nice.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))
-        with memoryview(mm) as view:  # held as the C populate holds it
-            holding.set()
-            go.wait()
-            seen.append(bytes(view[:64]))
-        return True
+        seen.append(bytes(view[:64]))  # read after the wait, the buffer held all along
 
-    monkeypatch.setattr(state, "POPULATE", slow_populate)
-    state.map_early([str(f)])
-    holding.wait()
+    go = _early_with_a_waiting_populate(f, monkeypatch, populating, True)
     with state.mappings_kept():
         try:
-            assert _read(f) == (f.read_bytes(), True)
+            assert read_through_state(f) == (f.read_bytes(), True)
             assert len(adopted) == 1
         finally:  # let go a little after leaving starts (whatever failed: never left waiting)
             threading.Timer(0.05, go.set).start()
@@ -190,20 +199,10 @@ def test_unmap_ahead_stops_the_populate_within_a_chunk(
     (f,) = _segments(tmp_path, 1)
     monkeypatch.setattr(state, "EARLY_POPULATE_CHUNK", 4096)
     calls: list[int] = []
-    holding, go = threading.Event(), threading.Event()
-
-    def slow_populate(view: memoryview, advise: bool) -> bool:
-        calls.append(len(view))
-        holding.set()
-        go.wait()
-        return False
-
-    monkeypatch.setattr(state, "POPULATE", slow_populate)
-    state.map_early([str(f)])
-    holding.wait()
+    go = _early_with_a_waiting_populate(f, monkeypatch, lambda view: calls.append(len(view)), False)
     with state.mappings_kept():
         try:
-            assert _read(f) == (f.read_bytes(), True)
+            assert read_through_state(f) == (f.read_bytes(), True)
         finally:
             threading.Timer(0.05, go.set).start()
         state.unmap_ahead()
@@ -224,7 +223,7 @@ def test_another_process_and_a_later_run_never_see_them(
     if pid == 0:  # a forked pool worker: maps as without them
         try:
             with state.mappings_kept():
-                ok = _read(f) == (f.read_bytes(), True) and not adopted
+                ok = read_through_state(f) == (f.read_bytes(), True) and not adopted
         finally:
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
@@ -233,7 +232,7 @@ def test_another_process_and_a_later_run_never_see_them(
     state.drop_early_mappings()  # a run that ended before its planning scan
     assert state._early_maps is None and early[0].closed
     with state.mappings_kept():
-        assert _read(f) == (f.read_bytes(), True)
+        assert read_through_state(f) == (f.read_bytes(), True)
     assert not adopted and maps == [str(f), str(f)]
 
 
@@ -382,10 +381,7 @@ def test_the_command_line_maps_early_and_puts_the_switch_interval_back(
 def test_a_log_the_broker_cannot_read_is_not_mapped_early(tmp_path: Path, maps: list[str]) -> None:
     topics = [TopicSpec("t", partitions=2, records_per_partition=60, value_size=100, segment_bytes=4096)]
     log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
-    for folder, _dirs, files in os.walk(log_dir):
-        os.chown(folder, 4242, 4242)
-        for name in files:
-            os.chown(os.path.join(folder, name), 4242, 4242)
+    damage.give_to_broker(log_dir, 4242)
     logs = sorted(p for p in log_dir.glob("*/*.log") if p.stat().st_size)
     hidden = logs[1]
     os.chown(hidden, 0, 0)

@@ -179,10 +179,7 @@ def test_which_logs_are_walked_early(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(early_walk, "MMAP_THRESHOLD", 1000)
     topics = [TopicSpec("t", partitions=4, records_per_partition=60, value_size=100, segment_bytes=4096)]
     log_dir, _ = generate_log_dir(tmp_path / "fleet", topics)
-    for folder, _dirs, files in os.walk(log_dir):
-        os.chown(folder, 4242, 4242)
-        for f in files:
-            os.chown(os.path.join(folder, f), 4242, 4242)
+    damage.give_to_broker(log_dir, 4242)
     logs = [p for p in _logs(log_dir) if p.stat().st_size >= 1000]
     assert len(logs) > 8
     assert early_walk.early_logs([str(log_dir)]) == [str(p) for p in logs]

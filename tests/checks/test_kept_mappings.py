@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from state_reads import read_through_state
 from typer.testing import CliRunner
 
 from logdoctor.checks import state
@@ -35,40 +36,32 @@ def maps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return made
 
 
-def _read(path: Path) -> tuple[bytes, bool]:
-    view, handle, _ = state.read_buffer(path)
-    try:
-        return bytes(view), handle is None
-    finally:
-        state.release(view, handle)
-
-
 def test_same_file_mapped_once_while_same_inode_and_size(tmp_path: Path, maps: list[str]) -> None:
     f = tmp_path / "a.log"
     f.write_bytes(os.urandom(2 * MIB))
     with state.mappings_kept():
-        assert _read(f) == (f.read_bytes(), True)
-        assert _read(f) == (f.read_bytes(), True)
+        assert read_through_state(f) == (f.read_bytes(), True)
+        assert read_through_state(f) == (f.read_bytes(), True)
         assert maps == [str(f)]
         # written in place at the same size: the kept mapping shows the new bytes, as a new one would
         with open(f, "r+b") as w:
             w.seek(MIB)
             w.write(b"\xab" * 4096)
-        assert _read(f)[0] == f.read_bytes()
+        assert read_through_state(f)[0] == f.read_bytes()
         assert len(maps) == 1
         # truncated (a repair's cut) to another size: mapped anew, the old mapping left alone
         os.truncate(f, MIB + 100)
-        assert _read(f)[0] == f.read_bytes()
+        assert read_through_state(f)[0] == f.read_bytes()
         assert len(maps) == 2
         # replaced by another file of the same size (an atomic write's rename): mapped anew
         g = tmp_path / "b.tmp"
         g.write_bytes(os.urandom(MIB + 100))
         os.replace(g, f)
-        assert _read(f)[0] == f.read_bytes()
+        assert read_through_state(f)[0] == f.read_bytes()
         assert len(maps) == 3
     # outside it: mapped at each read and unmapped at release, as before
-    assert _read(f) == (f.read_bytes(), False)
-    assert _read(f) == (f.read_bytes(), False)
+    assert read_through_state(f) == (f.read_bytes(), False)
+    assert read_through_state(f) == (f.read_bytes(), False)
     assert len(maps) == 5
 
 
@@ -82,7 +75,7 @@ def test_kept_bytes_are_limited_and_unmapped_on_leaving(
     with state.mappings_kept(limit=5 * MIB):
         assert state._kept is not None
         for f in files * 2:
-            assert _read(f)[0] == f.read_bytes()
+            assert read_through_state(f)[0] == f.read_bytes()
         kept = list(state._kept.maps.values())
         assert len(kept) == 2  # the first two fit the limit, the third is mapped and unmapped each time
         assert maps == [str(files[0]), str(files[1]), str(files[2]), str(files[2])]
@@ -98,8 +91,9 @@ def test_small_and_sparse_files_are_never_kept(tmp_path: Path, maps: list[str]) 
         w.write(b"y" * 4096)
         w.truncate(4 * MIB)  # a hole after the first page
     with state.mappings_kept():
-        assert _read(small)[0] == small.read_bytes()  # read, not mapped
-        assert _read(sparse) == (sparse.read_bytes(), False)  # mapped without MAP_POPULATE, not kept
+        assert read_through_state(small)[0] == small.read_bytes()  # read, not mapped
+        # mapped without MAP_POPULATE, not kept
+        assert read_through_state(sparse) == (sparse.read_bytes(), False)
         assert maps == [str(sparse)]
         assert state._kept is not None and not state._kept.maps
 
@@ -111,7 +105,7 @@ def test_forked_child_maps_as_outside(tmp_path: Path, maps: list[str]) -> None:
         pid = os.fork()
         if pid == 0:  # a pool worker forked while the parent keeps mappings
             try:
-                ok = _read(f) == (f.read_bytes(), False)
+                ok = read_through_state(f) == (f.read_bytes(), False)
             finally:
                 os._exit(0 if ok else 1)
         _, status = os.waitpid(pid, 0)
@@ -290,7 +284,7 @@ def test_unmap_ahead_keeps_only_the_mappings_walked_clean_with_crcs(
         active = logs[-2]
     with state.mappings_kept():
         assert state.walk_file(str(active), True, False).clean  # noted: its CRCs walked clean
-        assert _read(other) == (other.read_bytes(), True)
+        assert read_through_state(other) == (other.read_bytes(), True)
         kept = state._kept
         assert kept is not None and len(kept.maps) == 2
         other_map = next(mm for key, mm in kept.maps.items() if key not in kept.crc_clean)
@@ -299,7 +293,7 @@ def test_unmap_ahead_keeps_only_the_mappings_walked_clean_with_crcs(
         kept.behind[0].join()
         assert other_map.closed
         assert state.crc_walked_unchanged(active) is not None  # still kept, still known
-        assert _read(active) == (active.read_bytes(), True)
-        assert _read(other) == (other.read_bytes(), True)  # mapped anew
+        assert read_through_state(active) == (active.read_bytes(), True)
+        assert read_through_state(other) == (other.read_bytes(), True)  # mapped anew
         assert maps.count(str(other)) == 2 and maps.count(str(active)) == 1
     state.unmap_ahead()  # outside mappings_kept: nothing

@@ -35,6 +35,14 @@ def copy_log_dir(src: Path, dst: Path, *, owner: int = BROKER_UID) -> Path:
     return dst
 
 
+def give_to_broker(root: Path, owner: int = BROKER_UID) -> None:
+    """Every folder and file under ``root`` (itself too) given to the broker's user (root only)."""
+    for folder, _dirs, files in os.walk(root):
+        os.chown(folder, owner, owner)
+        for f in files:
+            os.chown(os.path.join(folder, f), owner, owner)
+
+
 def tree(root: Path, *, with_mtime: bool = False) -> dict[str, tuple]:
     """relative path -> (kind, sha256, mode, uid, gid[, mtime_ns]) for every file and folder."""
     out: dict[str, tuple] = {}
