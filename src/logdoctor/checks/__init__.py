@@ -5,7 +5,7 @@ Public names are loaded on first use so that importing one check module stays ch
 
 from __future__ import annotations
 
-from typing import Any
+from logdoctor._lazy_exports import lazy_exports
 
 _EXPORTS = {
     "Finding": "logdoctor.checks.findings",
@@ -24,10 +24,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'logdoctor.checks' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)

@@ -575,9 +575,14 @@ def _stop_early() -> None:
     """The early mappings' thread stopped (within a chunk: the pages it did not fault are faulted by
     whoever reads them) and joined."""
     early = _early_maps
-    if early is not None and early.pid == os.getpid() and early.thread is not None:
-        with early.lock:
-            early.stopping = True
+    if early is not None and early.pid == os.getpid():
+        _stop(early)
+
+
+def _stop(early: _EarlyMappings) -> None:
+    with early.lock:
+        early.stopping = True
+    if early.thread is not None:
         early.thread.join()
 
 
@@ -588,10 +593,7 @@ def drop_early_mappings(*, close: bool = True) -> list[mmap.mmap]:
     early, _early_maps = _early_maps, None
     if early is None or early.pid != os.getpid():
         return []
-    with early.lock:
-        early.stopping = True
-    if early.thread is not None:
-        early.thread.join()
+    _stop(early)
     with early.lock:
         left = list(early.maps.values())
         early.maps.clear()

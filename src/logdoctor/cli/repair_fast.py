@@ -10,15 +10,11 @@ planning scan then adopts those mappings instead of mapping the files anew (issu
 
 from __future__ import annotations
 
-import importlib
 import re
-import sys
 from collections.abc import Sequence
-from types import ModuleType
 from typing import Any
 
-from logdoctor.cli.fast import files_and_flags
-from logdoctor.cli.scan_fast import WALKING_SWITCH_INTERVAL_S
+from logdoctor.cli.fast import files_and_flags, import_beside
 
 __all__ = ["COUNTS", "FLAGS", "VALUES", "run_fast"]
 
@@ -55,13 +51,7 @@ def run_fast(args: Sequence[str]) -> int | None:
     from logdoctor.cli.main import _load_uncollected  # the modules loaded as main() loads a command's
 
     mapping = bool(log_dirs) and _load_uncollected(_start_early_mappings, log_dirs)
-    interval = sys.getswitchinterval()
-    if mapping:  # the mapping thread takes the GIL between its calls into C: as the early walks of scan
-        sys.setswitchinterval(WALKING_SWITCH_INTERVAL_S)
-    try:
-        repair_run: ModuleType = _load_uncollected(importlib.import_module, "logdoctor.cli.repair_run")
-    finally:
-        sys.setswitchinterval(interval)
+    repair_run = import_beside(bool(mapping), "logdoctor.cli.repair_run")
     from pathlib import Path  # after the early mappings started (~2 ms)
 
     if "backup_dir" in options:

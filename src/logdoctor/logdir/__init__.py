@@ -7,7 +7,7 @@ and the atomic writes with it.
 
 from __future__ import annotations
 
-from typing import Any
+from logdoctor._lazy_exports import lazy_exports
 
 _EXPORTS = {
     "atomic_write": "logdoctor.logdir.atomic",
@@ -33,10 +33,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'logdoctor.logdir' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_exports(__name__, _EXPORTS)
