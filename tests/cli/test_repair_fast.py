@@ -79,7 +79,7 @@ def test_the_typer_command_in_process_is_the_typer_command_in_a_process(tmp_path
     for args in ([str(log_dir)], ["--json", "--deep", str(log_dir)], [str(tmp_path / "missing")]):
         assert _typer_in_process(args) == _run(_THROUGH_TYPER, args), args
     got = []
-    for name in ("in-process", "process"):
+    for name in ("in-process", "subprocess"):  # one length: the output wraps before HERE replaces the folder
         here = tmp_path / name
         copy = realworld.writable_copy(log_dir, here / "logs")
         for p in copy.rglob("*.timeindex"):
@@ -120,14 +120,16 @@ def test_same_repair_as_the_typer_command_on_copies(flags: list[str], tmp_path: 
     output, exit code and files (log dir and backup dir, the journal's times apart)."""
     src = realworld.require() / "zk-2.8-seanorth"
     got = []
-    for name in ("fast", "typer"):  # the fast path in a process of its own, the typer command in this one
+    # the fast path in a process of its own, the typer command in this one; names of one length: the output
+    # wraps at COLUMNS before the folder is written as HERE, so folders of two lengths wrapped apart
+    for name in ("fast-path", "typer-cmd"):
         here = tmp_path / name
         log_dir = realworld.writable_copy(src, here / "logs")
         for p in log_dir.rglob("*"):
             if p.suffix in (".index", ".timeindex"):
                 p.unlink()
         args = [*flags, "--backup-dir", str(here / "backup"), str(log_dir)]
-        out = _run(_THROUGH_MAIN, args, here) if name == "fast" else _typer_in_process(args, here)
+        out = _run(_THROUGH_MAIN, args, here) if name == "fast-path" else _typer_in_process(args, here)
         got.append((out, _files(log_dir)))
         assert (here / "backup" / "journal.jsonl").is_file()
     assert got[0] == got[1]
