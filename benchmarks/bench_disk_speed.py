@@ -215,7 +215,7 @@ def _interleaved(args: argparse.Namespace, d: Path, logs: list[Path], size: int)
 
 def _row(label: str, t: Timing, size: int | None, limit: Timing | None, limit_name: str = "") -> str:
     rate = f" ({size / t.best / 1e9:.2f} GB/s)" if size else ""
-    ratio = f"{t.best / limit.best:.1f} x {limit_name}" if limit is not None else ""
+    ratio = f"{t.best / limit.best:.2f} x {limit_name}" if limit is not None else ""
     return f"| {label} | {t.best:.2f} s{rate} | {t.median:.2f} s | {t.cpu:.2f} s | {ratio} |"
 
 

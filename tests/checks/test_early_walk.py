@@ -1,5 +1,5 @@
 """Issue 35: `logdoctor scan --deep` of a few big partitions starts walking their .log files before the
-scan's modules load (checks.early_walk, state.walk_early), and the scan takes those walks instead of
+scan's modules load (checks.early_walk, checks.walk_ahead), and the scan takes those walks instead of
 walking the files again. The scan must report exactly what it reports without them, never read early a
 .log the broker's user cannot read, and walk again a file changed since (or being written when) it was
 walked early. Real data (../shared/realworld) as found and damaged; the threshold of "big" is lowered so
@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repair"))
 
 import damage
 
-from logdoctor.checks import early_walk, state
+from logdoctor.checks import early_walk, state, walk_ahead
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 from logdoctor.formats import native
@@ -39,8 +39,8 @@ def small_is_big(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(state, "MMAP_THRESHOLD", 1)
     monkeypatch.setattr(early_walk, "MMAP_THRESHOLD", 1)
     monkeypatch.setattr(early_walk, "EARLY_PARTITIONS", 10**6)
-    monkeypatch.setattr(state, "walk_threads", lambda: 2)
-    monkeypatch.setattr(state, "_early", None)
+    monkeypatch.setattr(walk_ahead, "cores", lambda: 2)
+    monkeypatch.setattr(walk_ahead, "_early", None)
 
 
 def _scan_json(log_dir: Path) -> str:
@@ -49,6 +49,14 @@ def _scan_json(log_dir: Path) -> str:
     for d in out["log_dirs"]:
         d.pop("disk")  # the file system's free bytes move with everything else on the machine
     return json.dumps(out, indent=1, sort_keys=True)
+
+
+def _walked(path: Path) -> walk_ahead.RawWalk | None:
+    """The early walk of ``path`` once it is done (None: not taken), left to be taken."""
+    assert walk_ahead._early is not None
+    walk = walk_ahead._early.walks[str(path)]
+    with walk.done:
+        return walk.got[1] if walk.got is not None else None
 
 
 def _taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -128,7 +136,7 @@ def test_deep_scan_of_real_log_dirs_with_early_walks(
     taken = _taken(monkeypatch)
     early_walk.start([str(src)])
     assert _scan_json(src) == without
-    assert taken or not state._early or not state._early[1]  # every walk started early was taken
+    assert taken or not walk_ahead._early or not walk_ahead._early.walks  # every walk started early was taken
 
 
 def test_a_log_changed_after_its_early_walk_is_walked_again(
@@ -141,8 +149,7 @@ def test_a_log_changed_after_its_early_walk_is_walked_again(
     assert len(logs) >= 3
     taken = _taken(monkeypatch)
     early_walk.start([str(log_dir)])
-    assert state._early is not None
-    assert all(f.result() is not None for f in state._early[1].values())  # walked early, all of them
+    assert all(_walked(p) is not None for p in logs)  # walked early, all of them
     victim = logs[1]
     st = victim.stat()
     data = bytearray(victim.read_bytes())
@@ -165,8 +172,7 @@ def test_a_log_being_written_is_not_walked_early(
     os.utime(logs[-1])  # its ctime is now
     taken = _taken(monkeypatch)
     early_walk.start([str(log_dir)])
-    assert state._early is not None
-    assert state._early[1][str(logs[-1])].result() is None
+    assert _walked(logs[-1]) is None
     _scan_json(log_dir)
     assert str(logs[-1]) not in taken and len(taken) == len(logs) - 1
 
@@ -199,7 +205,7 @@ def test_which_logs_are_walked_early(tmp_path: Path, monkeypatch: pytest.MonkeyP
     (log_dir / "t-4").mkdir()
     assert early_walk.early_logs([str(log_dir)]) == []  # five partitions: some may go to the scan's pool
     started: list[list[str]] = []
-    monkeypatch.setattr(early_walk, "walk_early", lambda paths: started.append(paths) or len(paths))
+    monkeypatch.setattr(walk_ahead, "start", lambda paths: started.append(paths) or len(paths))
     assert early_walk.start([str(log_dir)]) == 0
     assert started == [[]]
 

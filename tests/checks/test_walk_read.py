@@ -21,26 +21,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repair"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import damage
-from test_scan_undecodable import fix_crc, shorten_first_record
+from state_reads import mapped_walk
+from test_scan_undecodable import _segment, fix_crc, shorten_first_record
 
-from logdoctor.checks import state
+from logdoctor.checks import state, walk_ahead
 from logdoctor.formats import native
 from logdoctor.formats.record_types import Compression
 from logdoctor.sample.records import RecordDataSpec, write_segment
 
 pytestmark = pytest.mark.skipif(native.scan_v2 is None, reason="needs the C extension and crc32c")
-
-
-def _mapped(path: str, verify_crc: bool, with_positions: bool) -> state.WalkResult:
-    """The walk of the mapped file: walk_file as it was before the chunked read."""
-    view, handle, extents = state.read_buffer(path)
-    try:
-        res = state.walk(view, verify_crc=verify_crc, with_positions=with_positions, data_extents=extents)
-        if with_positions and res.positions is not None:
-            res.undecodable = state.undecodable_batches(view, res.positions, res.valid_bytes, path)
-        return res
-    finally:
-        state.release(view, handle)
 
 
 def _in_a_thread(fn, *args):
@@ -58,7 +47,7 @@ def _compare(paths: list[Path], monkeypatch: pytest.MonkeyPatch, chunk: int) -> 
     read = back = 0
     for p in paths:
         for crc, pos in ((True, True), (True, False), (False, False)):
-            expected = _mapped(str(p), crc, pos)
+            expected = mapped_walk(str(p), crc, pos)
             got = _in_a_thread(state._walk_read, str(p), crc, pos)
             if got is None:
                 back += 1
@@ -103,8 +92,8 @@ def test_chunked_read_of_real_segments_equals_the_mapped_walk(
 def test_chunked_read_of_generated_segments_equals_the_mapped_walk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compression: Compression
 ) -> None:
-    """Many chunks (a batch across most chunk ends), a batch bigger than a chunk, a zero tail, a cut
-    tail, and a batch whose records do not decode (CRC recomputed)."""
+    """Many chunks (a batch across most chunk ends), batches bigger than a chunk (up to MAX_BATCH_READ), a
+    zero tail, a cut tail, and a batch whose records do not decode (CRC recomputed)."""
     clean = tmp_path / "clean.log"
     spec = RecordDataSpec(seed=35, record_count=20_000, value_size=30, compression=compression)
     write_segment(clean, spec, keep_batches=False)
@@ -128,9 +117,33 @@ def test_chunked_read_of_generated_segments_equals_the_mapped_walk(
         paths.append(p)
     read, back = _compare(paths, monkeypatch, 65_536 + 5)
     assert read >= 3 and back >= 2 * len(variants)  # damage the walk without CRCs or records still takes
-    # a chunk smaller than a batch: sent back at once
-    _, back = _compare([clean], monkeypatch, 1000)
+    # a chunk smaller than the batches: each read into a buffer of its own, up to MAX_BATCH_READ
+    sizes = [b - a for a, b in zip(starts, [*starts[1:], len(data)], strict=True)]
+    assert min(sizes) > 61
+    read, _ = _compare([clean], monkeypatch, 61)
+    assert read == 3
+    monkeypatch.setattr(walk_ahead, "MAX_BATCH_READ", max(sizes) - 1)  # the biggest batch is bigger
+    _, back = _compare([clean], monkeypatch, 61)
     assert back == 3
+    monkeypatch.setattr(walk_ahead, "MAX_BATCH_READ", max(sizes))
+    read, _ = _compare([clean], monkeypatch, 61)
+    assert read == 3
+
+
+@pytest.mark.parametrize("compression", [Compression.GZIP, Compression.ZSTD])
+def test_compressed_batch_whose_records_do_not_decode_is_sent_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compression: Compression
+) -> None:
+    """The C walk leaves the records of compressed batches to the Python decoder: with positions, a clean
+    segment is taken whole, one whose compressed batch's records do not decode (CRC recomputed) is sent
+    back to the mapped walk, which words it; without positions (no records decoded) both are taken."""
+    clean, bad = tmp_path / "clean.log", tmp_path / "bad.log"
+    clean.write_bytes(_segment(compression, damaged=False))
+    bad.write_bytes(_segment(compression, damaged=True))
+    read, back = _compare([clean, bad], monkeypatch, 4096)
+    assert (read, back) == (5, 1)
+    assert _in_a_thread(state._walk_read, str(bad), True, True) is None
+    assert len(mapped_walk(str(bad), True, True).undecodable) == 1
 
 
 def _damaged_v2_copy(tmp_path: Path) -> Path:

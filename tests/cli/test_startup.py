@@ -146,22 +146,27 @@ def test_repair_of_indexes_past_32_entries_imports_no_numpy(tmp_path: Path) -> N
     assert "numpy" not in modules
 
 
-def test_the_early_walks_start_before_the_model_the_catalog_and_pathlib_load() -> None:
-    """Issue 35: a `scan --deep` starts its early walks (checks.early_walk) once the modules the walk
-    needs have loaded; the log dir model, the findings catalog, the lock, the atomic writes and pathlib
-    load afterwards, beside the walks (``logdir``'s package and ``checks.state`` import them lazily)."""
+def test_the_early_walks_start_before_the_checks_the_model_the_catalog_and_pathlib_load() -> None:
+    """Issue 35: a `scan --deep` starts its early walks (checks.early_walk, checks.walk_ahead) once the
+    modules that choose the files and the C walk have loaded; the checks' state and record decoders, the
+    log dir model, the findings catalog, the lock, the atomic writes and pathlib load afterwards, beside
+    the walks (``logdir``'s package imports them lazily; the walks spend their time in one C call a file,
+    without the GIL)."""
     code = (
         "import json, sys\n"
         "import logdoctor.cli.main, logdoctor.cli.registry, logdoctor.cli.scan_fast\n"
-        "import logdoctor.checks.early_walk\n"
+        "import logdoctor.checks.early_walk, logdoctor.checks.walk_ahead as w\n"
+        "assert w.walker() is not None\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     modules = set(json.loads(done.stdout))
-    later = {"logdoctor.logdir.model", "logdoctor.logdir.lock", "logdoctor.logdir.atomic"}
-    later |= {"logdoctor.checks.catalog", "logdoctor.checks.findings", "logdoctor.checks.context", "pathlib"}
+    later = {"logdoctor.logdir.model", "logdoctor.logdir.lock", "logdoctor.logdir.atomic", "pathlib"}
+    later |= {"logdoctor.checks.catalog", "logdoctor.checks.findings", "logdoctor.checks.context"}
+    later |= {"logdoctor.checks.state", "logdoctor.checks.undecodable", "logdoctor.formats.native"}
+    later |= {"logdoctor.formats.batch_v2", "logdoctor.formats.record_types", "concurrent.futures"}
     assert not later & modules
-    assert {"logdoctor.checks.state", "logdoctor.formats._speedups", "logdoctor.logdir.files"} <= modules
+    assert {"logdoctor.checks.walk_ahead", "logdoctor.formats._speedups", "logdoctor.logdir.files"} <= modules
 
 
 # Issue 35: each kind of check's modules load only where a log dir or partition needs them

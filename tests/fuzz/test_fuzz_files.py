@@ -8,7 +8,9 @@ import os
 import random
 import shutil
 import signal
+import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 import harness
 import pytest
@@ -16,6 +18,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
+
+from state_reads import mapped_walk
+
+from logdoctor.checks import state, walk_ahead
+from logdoctor.formats import native
 
 EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))
 SCAN_EXAMPLES = max(10, EXAMPLES // 20)
@@ -112,3 +121,36 @@ def test_the_harness_can_see_an_untyped_error(monkeypatch) -> None:
 
     monkeypatch.setitem(harness.PARSERS, "log", [plain, typed])
     assert [b.split(":")[1].strip() for b in harness.untyped_errors("log", b"")] == ["OverflowError"]
+
+
+@settings(
+    max_examples=max(10, EXAMPLES // 10),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    steps=st.integers(1, 6),
+    chunk=st.sampled_from([61, 4096, 65_536 + 3]),
+    max_batch=st.sampled_from([walk_ahead.MAX_BATCH_READ, 3000]),
+)
+def test_chunked_read_of_a_mutated_log_is_the_mapped_walk_or_sent_back(
+    tmp_path_factory, seed: int, steps: int, chunk: int, max_batch: int
+) -> None:
+    """A mutated real .log walked a chunk at a time in C (``state._walk_read``: ``_speedups.walk_read_v2``,
+    batches bigger than the chunk read into a buffer of their own up to ``MAX_BATCH_READ``) gives the walk
+    of the mapped file, or sends the file back to it (None), with and without CRCs and positions."""
+    if native.scan_v2 is None:
+        pytest.skip("needs the C extension and crc32c")
+    rng = random.Random(seed)
+    src = rng.choice(_SAMPLES["log"])
+    path = tmp_path_factory.mktemp("walk") / "00000000000000000000.log"
+    path.write_bytes(harness.mutate(src.read_bytes(), rng, steps))
+    with pytest.MonkeyPatch.context() as m, bounded(PER_INPUT_SECONDS):
+        m.setattr(state, "MMAP_THRESHOLD", 1)
+        m.setattr(state, "READ_CHUNK", chunk)
+        m.setattr(walk_ahead, "MAX_BATCH_READ", max_batch)
+        for crc, positions in ((True, True), (True, False), (False, False)):
+            got = state._walk_read(str(path), crc, positions)
+            if got is not None:
+                assert got == mapped_walk(str(path), crc, positions), (src, seed, steps, crc, positions)

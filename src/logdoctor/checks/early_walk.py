@@ -1,16 +1,17 @@
 """Which .log files a `logdoctor scan --deep` of a few big partitions walks before its checks' modules
-have loaded (:func:`logdoctor.checks.state.walk_early`): on a quiet machine one core is idle while the
+have loaded (:func:`logdoctor.checks.walk_ahead.start`): on a quiet machine one core is idle while the
 interpreter imports the scan (~60 ms), and the deep walk of 1 GiB takes ~0.1 s on both.
 
 Only what the scan itself will walk first, and only what it may read: log dirs that
 :func:`logdoctor.logdir.recognize.recognize` takes as log dirs (the scan refuses any other path), at
 most :data:`EARLY_PARTITIONS` partition folders in all (the scan checks that many in its own process
 before it may hand partitions to a pool of processes, which would walk them again), the regular
-``NNN.log`` files of those folders from :data:`~logdoctor.checks.state.MMAP_THRESHOLD` bytes (the ones
+``NNN.log`` files of those folders from :data:`~logdoctor.checks.walk_ahead.MMAP_THRESHOLD` bytes (the ones
 walked in chunks), and only those the broker's user can read (the log dir's owner, as the scan takes it
 without ``--broker-user``: :func:`logdoctor.checks.access.missing_access`, the rule of the scan's
 permission check, so that a file the broker cannot read is never read early either). What the walk
-finds is used only when it is the scan's own walk of the same bytes (``state._take_early``).
+finds is used only when it is the scan's own walk of the same bytes (``state._take_early``). This module
+imports none of checks.state: the walks start before it loads.
 
 The same files are those a ``logdoctor repair LOGDIR...`` maps early (:func:`start_mappings`,
 :func:`logdoctor.checks.state.map_early`): mapped and populated while its modules load, then adopted by
@@ -21,8 +22,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from logdoctor.checks import walk_ahead
 from logdoctor.checks.access import BrokerUser, missing_access
-from logdoctor.checks.state import MMAP_THRESHOLD, map_early, walk_early
+from logdoctor.checks.walk_ahead import MMAP_THRESHOLD
 from logdoctor.logdir.names import parse_partition_dir, parse_segment_file
 from logdoctor.logdir.recognize import recognize
 
@@ -82,10 +84,12 @@ def early_logs(log_dirs: Sequence[str]) -> list[str]:
 
 def start(log_dirs: Sequence[str]) -> int:
     """Start the early walks of :func:`early_logs` (nothing when there are none, or one core); how many."""
-    return walk_early(early_logs(log_dirs))
+    return walk_ahead.start(early_logs(log_dirs))
 
 
 def start_mappings(log_dirs: Sequence[str]) -> int:
     """Start the early mappings (a ``repair``'s: :func:`logdoctor.checks.state.map_early`) of
     :func:`early_logs`; how many files (0: none, or no C extension)."""
+    from logdoctor.checks.state import map_early
+
     return map_early(early_logs(log_dirs))

@@ -22,6 +22,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from logdoctor.checks.access import describe, missing_access
 from logdoctor.checks.undecodable import Undecodable, undecodable_batches
+from logdoctor.checks.walk_ahead import (
+    MMAP_THRESHOLD,
+    READ_CHUNK,
+    SETTLED_NS,
+    RawWalk,
+    cores,
+    new_chunk,
+    read_walk,
+)
+from logdoctor.checks.walk_ahead import identity as _identity
+from logdoctor.checks.walk_ahead import take as _take_raw
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats import native
 from logdoctor.formats.crc import CRC32C_EXTENSION
@@ -31,7 +42,7 @@ from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, r
 from logdoctor.logdir.sparse import data_extents, is_sparse
 
 if TYPE_CHECKING:  # checks.context (topic configs, tiering: ~17 ms) is imported by the first PartitionState:
-    # a `scan --deep`'s early walks (:func:`walk_early`) import this module and start before it loads;
+    # a `repair`'s early mappings (:func:`map_early`) import this module and start before it loads;
     # nor the log dir model and the findings catalog (~5 ms; the catalog at the first finding made)
     from logdoctor.checks.context import PartitionTask, SegmentInfo
     from logdoctor.checks.findings import Finding
@@ -271,7 +282,6 @@ class PartitionState:
 
 V2_HEADER = RECORD_BATCH_OVERHEAD
 _CRC_START_V2 = 21  # the v2 crc covers attributes..end (DefaultRecordBatch)
-MMAP_THRESHOLD = 64 * 1024 * 1024
 FAST_WALK: Any = native.scan_v2
 """The C fast lane of :func:`walk` (``_speedups.scan_v2``: runs of whole v2 batches with good CRCs and
 growing offsets, walked without the GIL); None: the Python loop alone (what tests compare it with)."""
@@ -604,16 +614,6 @@ def drop_early_mappings(*, close: bool = True) -> list[mmap.mmap]:
     return left
 
 
-#: a file whose last change (its ctime) is at least this old when it is stat'ed: any later change gives it
-#: another ctime (the file system's clock is coarse, a tick of a few ms: a change within the same tick as
-#: the one before could leave the ctime as it was)
-SETTLED_NS = 1_000_000_000
-
-
-def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    return st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns
-
-
 def _note_crc_clean(before: os.stat_result, res: WalkResult) -> None:
     """A CRC walk over the kept mapping of the file stat'ed as ``before`` (before it was read) found
     whole v2 batches with matching CRCs to its end: noted for :func:`crc_walked_unchanged`, when the
@@ -708,84 +708,46 @@ def release(view: memoryview, handle: object | None) -> None:
         handle.close()  # type: ignore[attr-defined]
 
 
-#: a big .log walked by a walk thread is read this much at a time into a buffer of the thread's
-#: (:func:`_walk_read`) instead of being mapped
-READ_CHUNK = 8 << 20
-_buffers = threading.local()
+_buffers = threading.local()  # the chunk of each walk thread's _walk_read
 
 
 def _walk_read(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError | None:
-    """:func:`walk` of a big .log read a chunk at a time (``READ_CHUNK``, ``os.preadv`` into a buffer of
-    this thread that stays in the CPU's cache), for a file whose every batch the C fast lane takes: the
-    same result as :func:`walk` of the mapped file, without mapping it (mapping a file from the page cache
-    and unmapping it again costs more CPU than copying its bytes, and the CRCs and records are then read
-    from the cache: BENCHMARKS.md, issue 35). None, at once, for anything else (a file under
-    MMAP_THRESHOLD or with holes, a batch the fast lane stops at: damage, v0/v1, a torn end, a batch
-    bigger than a chunk; with ``with_positions``, a batch whose records do not decode): the caller then
-    walks the mapped file, which finds and words it as always."""
-    try:
-        fd = open_regular(path)
-    except OSError as e:  # NotRegularFileError is one
-        return e
-    try:
-        st = os.fstat(fd)
-        n = st.st_size
-        if n < MMAP_THRESHOLD or is_sparse(st):
-            return None
-        if len(getattr(_buffers, "chunk", b"")) != READ_CHUNK:
-            _buffers.chunk, _buffers.frame = bytearray(READ_CHUNK), bytearray(16 * _FAST_CHUNK)
-        chunk, frame = memoryview(_buffers.chunk), _buffers.frame
-        res = WalkResult(size=n)
-        positions = lasts = None
-        if with_positions:
-            positions, lasts = res.positions, res.last_offsets = array("q"), array("q")
-        at, batches, records = 0, 0, 0  # ``at``: the file position of chunk[0]
-        prev_last: int | None = None
-        last = max_ts = max_ts_off = -1
-        while at < n:
-            want = min(len(chunk), n - at)
-            got = 0
-            while got < want:
-                k = os.preadv(fd, [chunk[got:want]], at + got)
-                if k <= 0:
-                    return None  # shorter than fstat said: changed since
-                got += k
-            pos = 0
-            while pos < want:
-                pos2, nb, recs, first_base, first_last, last, max_ts, max_ts_off = FAST_WALK(
-                    chunk, pos, want, verify_crc, prev_last is not None, prev_last or 0, max_ts, max_ts_off,
-                    frame, _FAST_CHUNK,
-                )
-                if not nb:
-                    break
-                if batches == 0:
-                    res.first_offset, res.first_batch_last_offset = first_base, first_last
-                if positions is not None:
-                    rel = array("q")
-                    rel.frombytes(memoryview(frame)[: 8 * nb])  # type: ignore[arg-type]
-                    if undecodable_batches(chunk[:want], rel, want, path):
-                        return None  # worded with the file's positions by the mapped walk
-                    positions.extend([p + at for p in rel] if at else rel)
-                    lasts.frombytes(memoryview(frame)[8 * _FAST_CHUNK : 8 * (_FAST_CHUNK + nb)])  # type: ignore
-                records += recs
-                prev_last, batches, pos = last, batches + nb, pos2
-            if pos == want:
-                at += want
-            elif pos == 0 or at + want == n:
-                return None  # not a whole batch here (damage, v0/v1, bigger than a chunk), or the file's end
-            else:
-                at += pos  # the next chunk starts with the batch this one holds only part of
-        res.batches, res.records, res.valid_records = batches, records, records
-        res.valid_bytes = n
-        res.last_offset = res.valid_last_offset = prev_last
-        res.max_timestamp = res.max_timestamp_valid_prefix = max_ts
-        res.offset_of_max_timestamp = max_ts_off
-        res.magics = {2}
-        return res
-    except OSError as e:
-        return e
-    finally:
-        os.close(fd)
+    """:func:`walk` of a big .log read a chunk at a time (``READ_CHUNK``, into a buffer of this thread that
+    stays in the core's cache: :func:`logdoctor.checks.walk_ahead.read_walk`), for a file whose every batch
+    the C walk takes: the same result as :func:`walk` of the mapped file, without mapping it (mapping a
+    file from the page cache and unmapping it again costs more CPU than copying its bytes, and the CRCs
+    and records are then read from the cache: BENCHMARKS.md, issue 35). None, at once, for anything else
+    (a file under MMAP_THRESHOLD or with holes, a batch the C walk stops at: damage, v0/v1, a torn end, a
+    batch bigger than ``walk_ahead.MAX_BATCH_READ``; with ``with_positions``, a batch whose records do not
+    decode): the caller then walks the mapped file, which finds and words it as always."""
+    if len(getattr(_buffers, "chunk", b"")) != READ_CHUNK:
+        _buffers.chunk = new_chunk(READ_CHUNK)
+    got = read_walk(path, verify_crc, with_positions, _buffers.chunk, MMAP_THRESHOLD)
+    return _walk_result(got, with_positions) if isinstance(got, RawWalk) else got
+
+
+def _walk_result(raw: RawWalk, with_positions: bool) -> WalkResult:
+    """The WalkResult of a file whose every batch :func:`read_walk` took."""
+    res = WalkResult(
+        size=raw.size,
+        batches=raw.batches,
+        valid_bytes=raw.size,
+        first_offset=raw.first_offset,
+        first_batch_last_offset=raw.first_batch_last_offset,
+        last_offset=raw.last_offset,
+        valid_last_offset=raw.last_offset,
+        max_timestamp=raw.max_timestamp,
+        offset_of_max_timestamp=raw.offset_of_max_timestamp,
+        max_timestamp_valid_prefix=raw.max_timestamp,
+        records=raw.records,
+        valid_records=raw.records,
+        magics={2},
+    )
+    if with_positions:
+        res.positions, res.last_offsets = array("q"), array("q")
+        res.positions.frombytes(raw.positions)
+        res.last_offsets.frombytes(raw.last_offsets)
+    return res
 
 
 def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError:
@@ -833,11 +795,7 @@ def limit_walk_threads(n: int | None) -> None:
 def walk_threads() -> int:
     """Threads :func:`walk_files` uses: one per core this process may run on, at most the limit of
     :func:`limit_walk_threads`."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, _thread_limit)) if _thread_limit is not None else cores
+    return max(1, min(cores(), _thread_limit)) if _thread_limit is not None else cores()
 
 
 def in_walk_threads(fn: Callable[[T], R], items: Sequence[T]) -> Iterator[R]:
@@ -871,64 +829,14 @@ def _walk_pool() -> ThreadPoolExecutor:
     return _pool[1]
 
 
-# --- early walks: `scan --deep` of a few big partitions starts walking while its modules load -----------
-_early: tuple[int, dict[str, Future[tuple[os.stat_result, WalkResult] | None]]] | None = None
-
-
-def walk_early(paths: Sequence[str]) -> int:
-    """Start the --deep walk (CRCs, positions, every record decoded: ``walk_file(path, True, True)``) of
-    these .log files on the walk threads now, before the scan that will ask for them is ready to
-    (``logdoctor scan --deep`` of a few big partitions: the walks then run while the checks' modules load,
-    :mod:`logdoctor.checks.early_walk`, which also decides which files the broker's user may read: only
-    those are given here). :meth:`PartitionState.walk_all` takes such a walk instead of walking the file
-    again (:func:`_take_early`) when it is the same walk of the same bytes; anything else is walked as
-    always. Only the chunked read of the C fast lane (:func:`_walk_read`) is done early: a file it does not
-    take whole (damage, v0/v1, a record that does not decode, ...) is walked again by the scan, which
-    finds and words it as always. Returns how many walks it started."""
-    global _early
-    if FAST_WALK is None or walk_threads() < 2 or not paths:
-        return 0
-    pool = _walk_pool()
-    _early = (os.getpid(), {p: pool.submit(_walk_settled, p) for p in paths})
-    return len(paths)
-
-
-def _walk_settled(path: str) -> tuple[os.stat_result, WalkResult] | None:
-    """``_walk_read(path, True, True)`` of a file that had not changed for :data:`SETTLED_NS`, with its
-    stat taken before the read (equal after it too); None for anything else."""
-    try:
-        before = os.stat(path)
-        if time.time_ns() - before.st_ctime_ns < SETTLED_NS:
-            return None  # being written (a broker's active segment): walked by the scan, in its turn
-        res = _walk_read(path, True, True)
-        if not isinstance(res, WalkResult) or _identity(os.stat(path)) != _identity(before):
-            return None
-    except OSError:
-        return None
-    return before, res
-
-
 def _take_early(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | None:
-    """The early walk of ``path`` (:func:`walk_early`) when it is the walk asked for (with CRCs and
-    positions) and the file is unchanged since it was read: its stat (device, inode, size, mtime, ctime)
-    equals the one taken before the read, when the file had not changed for :data:`SETTLED_NS` (the
-    argument of :func:`crc_walked_unchanged`: every change of a file's bytes gives it a new ctime), so
-    the bytes walked are the file's bytes now. None otherwise: the caller walks it."""
-    early = _early
-    if early is None or early[0] != os.getpid() or not (verify_crc and with_positions):
+    """The early walk of ``path`` (:func:`logdoctor.checks.walk_ahead.take`: a ``scan --deep``'s, started
+    before its modules loaded) when it is the walk asked for (with CRCs and positions) and the file is
+    unchanged since it was read; None otherwise: the caller walks it."""
+    if not (verify_crc and with_positions):
         return None
-    walking = early[1].pop(path, None)
-    if walking is None:
-        return None
-    got = walking.result()
-    if got is None:
-        return None
-    before, res = got
-    try:
-        unchanged = _identity(os.stat(path)) == _identity(before)
-    except OSError:
-        return None
-    return res if unchanged else None
+    raw = _take_raw(path)
+    return None if raw is None else _walk_result(raw, True)
 
 
 def walk_files(paths: list[str], verify_crc: bool, with_positions: bool) -> list[WalkResult | OSError]:

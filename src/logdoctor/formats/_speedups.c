@@ -1276,21 +1276,20 @@ crc32c_of(const uint8_t *p, Py_ssize_t n)
 static PyObject *
 configure_crc32c(PyObject *self, PyObject *arg)
 {
-    crc32c_fn = NULL;
-    if (arg == Py_None)
-        Py_RETURN_FALSE;
-    void *addr = PyLong_AsVoidPtr(arg);
-    if (addr == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_FALSE;
-    }
-    crc32c_fn = (crc32c_fn_t)addr;
+    /* crc32c_fn is only ever set to a function that passed the check below, never NULL in between: a walk
+     * thread may be using it without the GIL while another thread configures the same function again
+     * (checks.walk_ahead, then formats.native) */
+    void *addr = arg == Py_None ? NULL : PyLong_AsVoidPtr(arg);
+    if (addr == NULL && PyErr_Occurred())
+        return NULL;
+    crc32c_fn_t fn = (crc32c_fn_t)addr;
     /* the CRC-32C check value (RFC 3720 B.4 / the CRC catalogue) and an empty input */
-    if (crc32c_of((const uint8_t *)"123456789", 9) != 0xE3069283u || crc32c_of((const uint8_t *)"", 0) != 0u) {
+    if (fn == NULL || (fn(0xffffffffu, (const unsigned char *)"123456789", 9) ^ 0xffffffffu) != 0xE3069283u ||
+        (fn(0xffffffffu, (const unsigned char *)"", 0) ^ 0xffffffffu) != 0u) {
         crc32c_fn = NULL;
         Py_RETURN_FALSE;
     }
+    crc32c_fn = fn;
     Py_RETURN_TRUE;
 }
 
@@ -1642,6 +1641,61 @@ done:
  *   -> (pos, batches, records, first_base, first_last, last, max_ts, max_ts_offset)
  * (first_base, first_last, last: 0 when batches is 0)
  */
+/* What scan_batches carries from one run to the next: the previous batch's last offset (have_prev: there
+ * is one), the largest maxTimestamp so far with its batch's last offset. */
+typedef struct {
+    int have_prev;
+    int64_t prev, mts, mts_off;
+} scan_carry_t;
+
+/* The loop of scan_v2 (see there) from pos over p[..limit), at most max_batches batches, writing each
+ * batch's position and last offset to positions/lasts when they are not NULL. Returns the position it
+ * stopped at; *count batches, *records their records, *first_base and *first_last the first one's offsets.
+ * Touches no Python object (called without the GIL). */
+static Py_ssize_t
+scan_batches(const uint8_t *p, Py_ssize_t pos, Py_ssize_t limit, int verify_crc, Py_ssize_t max_batches,
+             scan_carry_t *c, int64_t *positions, int64_t *lasts, Py_ssize_t *count, long long *records,
+             int64_t *first_base, int64_t *first_last)
+{
+    Py_ssize_t k = 0;
+    long long recs = 0;
+    while (k < max_batches && limit - pos >= 61) {
+        const uint8_t *b = p + pos;
+        int32_t length = (int32_t)be32(b + 8);
+        if (b[16] != 2 || length < 61 - 12 || (Py_ssize_t)length > limit - pos - 12)
+            break;
+        Py_ssize_t size = (Py_ssize_t)length + 12;
+        if (verify_crc && crc32c_of(b + 21, size - 21) != be32(b + 17))
+            break;
+        int64_t base = (int64_t)be64(b);
+        int64_t lastoff = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(b + 23));
+        if (c->have_prev && base <= c->prev)
+            break;
+        int64_t bmax = (int64_t)be64(b + 35);
+        int32_t rc = (int32_t)be32(b + 57);
+        if (k == 0) {
+            *first_base = base;
+            *first_last = lastoff;
+        }
+        recs += rc > 0 ? rc : 0;
+        if (bmax > c->mts) {
+            c->mts = bmax;
+            c->mts_off = lastoff;
+        }
+        if (positions != NULL) {
+            positions[k] = (int64_t)pos;
+            lasts[k] = lastoff;
+        }
+        c->prev = lastoff;
+        c->have_prev = 1;
+        k++;
+        pos += size;
+    }
+    *count = k;
+    *records = recs;
+    return pos;
+}
+
 static PyObject *
 scan_v2(PyObject *self, PyObject *args)
 {
@@ -1679,54 +1733,22 @@ scan_v2(PyObject *self, PyObject *args)
         limit = view.len;
     if (pos < 0)
         max_batches = 0;
-    const uint8_t *p = (const uint8_t *)view.buf;
     Py_ssize_t count = 0;
     long long records = 0;
-    int64_t first_base = 0, first_last = 0, last = 0;
-    int64_t prev = (int64_t)prev_last, mts = (int64_t)max_ts, mts_off = (int64_t)max_ts_offset;
-    int have_prev = has_prev;
+    int64_t first_base = 0, first_last = 0;
+    scan_carry_t c = {has_prev, (int64_t)prev_last, (int64_t)max_ts, (int64_t)max_ts_offset};
 
     Py_BEGIN_ALLOW_THREADS
-    while (count < max_batches && limit - pos >= 61) {
-        const uint8_t *b = p + pos;
-        int32_t length = (int32_t)be32(b + 8);
-        if (b[16] != 2 || length < 61 - 12 || (Py_ssize_t)length > limit - pos - 12)
-            break;
-        Py_ssize_t size = (Py_ssize_t)length + 12;
-        if (verify_crc && crc32c_of(b + 21, size - 21) != be32(b + 17))
-            break;
-        int64_t base = (int64_t)be64(b);
-        int64_t lastoff = (int64_t)((uint64_t)base + (uint64_t)(int64_t)(int32_t)be32(b + 23));
-        if (have_prev && base <= prev)
-            break;
-        int64_t bmax = (int64_t)be64(b + 35);
-        int32_t rc = (int32_t)be32(b + 57);
-        if (count == 0) {
-            first_base = base;
-            first_last = lastoff;
-        }
-        records += rc > 0 ? rc : 0;
-        if (bmax > mts) {
-            mts = bmax;
-            mts_off = lastoff;
-        }
-        if (slots != NULL) {
-            slots[count] = (int64_t)pos;
-            slots[max_batches + count] = lastoff;
-        }
-        prev = lastoff;
-        have_prev = 1;
-        last = lastoff;
-        count++;
-        pos += size;
-    }
+    pos = scan_batches((const uint8_t *)view.buf, pos, limit, verify_crc, max_batches, &c, slots,
+                       slots == NULL ? NULL : slots + max_batches, &count, &records, &first_base, &first_last);
     Py_END_ALLOW_THREADS
 
     if (out.obj != NULL)
         PyBuffer_Release(&out);
     PyBuffer_Release(&view);
+    int64_t last = count ? c.prev : 0;
     return Py_BuildValue("(nnLLLLLL)", pos, count, records, (long long)first_base, (long long)first_last,
-                         (long long)last, (long long)mts, (long long)mts_off);
+                         (long long)last, (long long)c.mts, (long long)c.mts_off);
 }
 
 /* The arguments of the functions over framed batches (buf, positions, first, end): both buffers, with
@@ -1813,24 +1835,15 @@ crc_check_v2(PyObject *self, PyObject *args)
  * every batch decodes; code 0 and i < end: batch i is for the Python path; else batch i's records fail
  * with code (the RecordError codes) at errpos (a position in buf), in record index.
  */
-static PyObject *
-check_records_v2(PyObject *self, PyObject *args)
+/* The loop of check_records_v2 (see there) over the batches at positions[first:end] of p[0..n): the
+ * index it stopped at, with *code (E_OK when it stopped at end or at a batch for the Python path),
+ * *errpos and *index. Touches no Python object (called without the GIL). */
+static Py_ssize_t
+check_records_run(const uint8_t *p, Py_ssize_t n, const int64_t *positions, Py_ssize_t first, Py_ssize_t end,
+                  int *code_out, Py_ssize_t *errpos, Py_ssize_t *index)
 {
-    PyObject *bufobj, *posobj;
-    Py_ssize_t first, end;
-    Py_buffer view, pview;
-
-    if (!PyArg_ParseTuple(args, "OOnn", &bufobj, &posobj, &first, &end))
-        return NULL;
-    if (get_framed(bufobj, posobj, first, end, "check_records_v2", &view, &pview) < 0)
-        return NULL;
-    const uint8_t *p = (const uint8_t *)view.buf;
-    const int64_t *positions = (const int64_t *)pview.buf;
-    Py_ssize_t n = view.len, i;
+    Py_ssize_t i;
     int code = E_OK;
-    Py_ssize_t errpos = 0, index = 0;
-
-    Py_BEGIN_ALLOW_THREADS
     for (i = first; i < end; i++) {
         int64_t start;
         memcpy(&start, positions + i, 8); /* the positions buffer need not be aligned */
@@ -1848,31 +1861,241 @@ check_records_v2(PyObject *self, PyObject *args)
         Py_ssize_t pos = (Py_ssize_t)start + 61, rend = (Py_ssize_t)start + 12 + (Py_ssize_t)length;
         if (count < 0) {
             code = E_BAD_COUNT;
-            errpos = pos;
-            index = 0;
+            *errpos = pos;
+            *index = 0;
             break;
         }
         for (int32_t k = 0; k < count; k++) {
             rec_t rec;
-            code = parse_record(p, &pos, rend, &rec, &errpos);
+            code = parse_record(p, &pos, rend, &rec, errpos);
             if (code) {
-                index = k;
+                *index = k;
                 break;
             }
         }
         if (!code && pos != rend) {
             code = E_TRAILING;
-            errpos = pos;
-            index = count;
+            *errpos = pos;
+            *index = count;
         }
         if (code)
             break;
     }
+    *code_out = code;
+    return i;
+}
+
+static PyObject *
+check_records_v2(PyObject *self, PyObject *args)
+{
+    PyObject *bufobj, *posobj;
+    Py_ssize_t first, end;
+    Py_buffer view, pview;
+
+    if (!PyArg_ParseTuple(args, "OOnn", &bufobj, &posobj, &first, &end))
+        return NULL;
+    if (get_framed(bufobj, posobj, first, end, "check_records_v2", &view, &pview) < 0)
+        return NULL;
+    int code = E_OK;
+    Py_ssize_t i, errpos = 0, index = 0;
+
+    Py_BEGIN_ALLOW_THREADS
+    i = check_records_run((const uint8_t *)view.buf, view.len, (const int64_t *)pview.buf, first, end, &code,
+                          &errpos, &index);
     Py_END_ALLOW_THREADS
 
     PyBuffer_Release(&pview);
     PyBuffer_Release(&view);
     return Py_BuildValue("(nInn)", i, (unsigned int)code, errpos, index);
+}
+
+/* ------------------------------------------------------------------------------------------
+ * walk_read_v2: the walk of one big .log read a chunk at a time into buf (checks.walk_ahead.read_walk:
+ * scan_batches over each chunk, with the records of every batch checked by check_records_run when
+ * with_positions, the --deep walk), the whole file in one call without the GIL: a `scan --deep`'s early
+ * walks run on their threads while the main thread imports the scan's modules, never waiting for it.
+ *
+ * walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch)
+ *   -> None | (batches, records, first_base, first_last, last, max_ts, max_ts_offset, positions,
+ *              last_offsets, aside)
+ * fd: open for reading, size: its size (bytes read: [0, size)), buf: a writable buffer of at least 61
+ * bytes, the chunk. With with_positions: positions, last_offsets are the file position and last offset
+ * of every batch (native int64s, as bytes), aside the file positions of the batches check_records_run
+ * leaves to the Python path (compressed ones with records), whose records the caller checks; without,
+ * all three are empty. None when the file is not whole v2 batches with good CRCs (verify_crc) and
+ * growing offsets to its end, or a record does not decode (with_positions), or a batch is bigger than
+ * max_batch bytes, or the file is shorter than size; OSError for a read error. A batch bigger than buf
+ * (up to max_batch) is read into a buffer of its own, used for the rest of the file.
+ */
+typedef struct {
+    int64_t *v;
+    Py_ssize_t n, cap;
+} i64s_t;
+
+static int
+i64s_reserve(i64s_t *a, Py_ssize_t more)
+{
+    if (a->n + more <= a->cap)
+        return 0;
+    Py_ssize_t cap = a->cap ? a->cap : 1024;
+    while (cap < a->n + more)
+        cap *= 2;
+    int64_t *v = PyMem_RawRealloc(a->v, (size_t)cap * sizeof(int64_t));
+    if (v == NULL)
+        return -1;
+    a->v = v;
+    a->cap = cap;
+    return 0;
+}
+
+static PyObject *
+i64s_bytes(const i64s_t *a)
+{
+    return PyBytes_FromStringAndSize((const char *)a->v, a->n * (Py_ssize_t)sizeof(int64_t));
+}
+
+static PyObject *
+walk_read_v2(PyObject *self, PyObject *args)
+{
+    int fd, verify_crc, with_positions;
+    Py_ssize_t n, max_batch;
+    PyObject *bufobj;
+    Py_buffer view;
+
+    if (!PyArg_ParseTuple(args, "inOppn", &fd, &n, &bufobj, &verify_crc, &with_positions, &max_batch))
+        return NULL;
+    if (verify_crc && crc32c_fn == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_crc32c was not called");
+        return NULL;
+    }
+    if (PyObject_GetBuffer(bufobj, &view, PyBUF_WRITABLE) < 0)
+        return NULL;
+    if (view.len < 61 || n < 0) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "walk_read_v2: a chunk of at least 61 bytes and a size >= 0");
+        return NULL;
+    }
+    uint8_t *buf = (uint8_t *)view.buf, *big = NULL; /* big: a chunk of our own for a batch bigger than buf */
+    Py_ssize_t cap = view.len;
+    i64s_t positions = {NULL, 0, 0}, lasts = {NULL, 0, 0}, aside = {NULL, 0, 0};
+    scan_carry_t c = {0, 0, -1, -1};
+    long long records = 0;
+    int64_t first_base = 0, first_last = 0;
+    int taken = 1, nomem = 0, read_errno = 0;
+    Py_ssize_t at = 0, batches = 0; /* at: the file position of buf[0] */
+
+    Py_BEGIN_ALLOW_THREADS
+    while (taken && at < n) {
+        Py_ssize_t want = n - at < cap ? n - at : cap, got = 0;
+        while (got < want) {
+            ssize_t k = pread(fd, buf + got, (size_t)(want - got), (off_t)(at + got));
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0) { /* a read error, or shorter than size: changed since */
+                read_errno = k < 0 ? errno : 0;
+                taken = 0;
+                break;
+            }
+            got += k;
+        }
+        if (!taken)
+            break;
+        Py_ssize_t pos = 0;
+        while (pos < want) {
+            Py_ssize_t room = with_positions ? (want - pos) / 61 + 1 : PY_SSIZE_T_MAX, nb = 0, first = positions.n;
+            if (with_positions && (i64s_reserve(&positions, room) < 0 || i64s_reserve(&lasts, room) < 0)) {
+                nomem = 1;
+                break;
+            }
+            long long recs = 0;
+            int64_t fb = 0, fl = 0;
+            Py_ssize_t pos2 = scan_batches(buf, pos, want, verify_crc, room, &c,
+                                           with_positions ? positions.v + first : NULL,
+                                           with_positions ? lasts.v + first : NULL, &nb, &recs, &fb, &fl);
+            if (nb == 0)
+                break;
+            if (batches == 0) {
+                first_base = fb;
+                first_last = fl;
+            }
+            batches += nb;
+            records += recs;
+            pos = pos2;
+            if (!with_positions)
+                continue;
+            positions.n += nb;
+            lasts.n += nb;
+            /* the records of this run's batches, at their positions in buf */
+            Py_ssize_t i = first;
+            while (i < positions.n) {
+                int code = E_OK;
+                Py_ssize_t errpos = 0, index = 0;
+                i = check_records_run(buf, want, positions.v, i, positions.n, &code, &errpos, &index);
+                if (code) { /* a record that does not decode: the scan walks the mapped file and words it */
+                    taken = 0;
+                    break;
+                }
+                if (i < positions.n) { /* for the Python path */
+                    if (i64s_reserve(&aside, 1) < 0) {
+                        nomem = 1;
+                        break;
+                    }
+                    aside.v[aside.n++] = at + positions.v[i];
+                    i++;
+                }
+            }
+            if (!taken || nomem)
+                break;
+            for (i = first; i < positions.n; i++)
+                positions.v[i] += at;
+        }
+        if (nomem || !taken)
+            break;
+        if (pos == want)
+            at += want;
+        else if (pos > 0 && at + want < n)
+            at += pos; /* the next chunk starts with the batch this one holds only part of */
+        else if (pos == 0 && at + want < n && buf[16] == 2 && (int32_t)be32(buf + 8) >= 61 - 12 &&
+                 (Py_ssize_t)be32(buf + 8) + 12 > cap && (Py_ssize_t)be32(buf + 8) + 12 <= n - at &&
+                 (Py_ssize_t)be32(buf + 8) + 12 <= max_batch) {
+            /* a v2 batch bigger than the chunk (producers of 1 MiB batches, message.max.bytes raised):
+             * read again from here into a chunk of our own that holds it */
+            cap = (Py_ssize_t)be32(buf + 8) + 12;
+            uint8_t *grown = PyMem_RawRealloc(big, (size_t)cap);
+            if (grown == NULL) {
+                nomem = 1;
+                break;
+            }
+            buf = big = grown;
+        } else
+            taken = 0; /* not a whole batch here (damage, v0/v1, bigger than max_batch), or the file's end */
+    }
+    Py_END_ALLOW_THREADS
+
+    PyMem_RawFree(big);
+    PyBuffer_Release(&view);
+    PyObject *result = NULL;
+    if (nomem)
+        PyErr_NoMemory();
+    else if (read_errno) {
+        errno = read_errno;
+        PyErr_SetFromErrno(PyExc_OSError);
+    } else if (!taken || batches == 0)
+        result = Py_NewRef(Py_None);
+    else {
+        PyObject *pb = i64s_bytes(&positions), *lb = i64s_bytes(&lasts), *ab = i64s_bytes(&aside);
+        if (pb != NULL && lb != NULL && ab != NULL)
+            result = Py_BuildValue("(nLLLLLLOOO)", batches, records, (long long)first_base,
+                                   (long long)first_last, (long long)c.prev, (long long)c.mts,
+                                   (long long)c.mts_off, pb, lb, ab);
+        Py_XDECREF(pb);
+        Py_XDECREF(lb);
+        Py_XDECREF(ab);
+    }
+    PyMem_RawFree(positions.v);
+    PyMem_RawFree(lasts.v);
+    PyMem_RawFree(aside.v);
+    return result;
 }
 
 /* ------------------------------------------------------------------------------------------
@@ -2169,6 +2392,8 @@ static PyMethodDef methods[] = {
     {"scan_v2", scan_v2, METH_VARARGS, "The GIL-free fast lane of checks.state.walk (see _speedups.c)."},
     {"crc_check_v2", crc_check_v2, METH_VARARGS,
      "crc_check_v2(buf, positions, first, end) -> index of the first batch whose CRC-32C fails, or end."},
+    {"walk_read_v2", walk_read_v2, METH_VARARGS,
+     "walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch) -> None | (batches, ...)."},
     {"check_records_v2", check_records_v2, METH_VARARGS,
      "check_records_v2(buf, positions, first, end) -> (i, code, errpos, index): the records check of --deep."},
     {"decode_batch_columns", decode_batch_columns, METH_VARARGS,

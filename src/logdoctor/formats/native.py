@@ -1,23 +1,25 @@
 """The C extension (``_speedups``) and what it borrows from other libraries, chosen once at import.
 
-``LOGDOCTOR_PURE_PYTHON=1`` (or an extension that is not built) leaves :data:`speedups` None: every
-caller then uses the pure-Python twins (:mod:`logdoctor.formats.v2_twin`, the Python index rebuild
-walk in :mod:`logdoctor.formats.recovery`), which give identical results and errors.
+``LOGDOCTOR_PURE_PYTHON=1`` (or an extension that is not built: :func:`logdoctor.formats.extension.load`)
+leaves :data:`speedups` None: every caller then uses the pure-Python twins (:mod:`logdoctor.formats.v2_twin`,
+the Python index rebuild walk in :mod:`logdoctor.formats.recovery`), which give identical results and
+errors.
 
 When it is there, the extension is configured here with the types it builds (Record, Header, the
 timestamp types, the v2 batch class, the index entries) and with two C functions it calls through
 pointers, found with ctypes in the libraries the Python code uses too: LZ4_decompress_safe of the
 ``lz4`` package's extension (so lz4 blocks are decoded by exactly the code ``codecs.py`` calls) and
-the CRC-32C function of the ``crc32c`` package's extension (hardware when it has it), which
-``_speedups`` checks against the standard check value before using it.
+the CRC-32C function of the ``crc32c`` package's extension (hardware when it has it,
+:func:`logdoctor.formats.extension.crc32c_address`), which ``_speedups`` checks against the standard check
+value before using it.
 """
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 from typing import Any
 
+from logdoctor.formats import extension
 from logdoctor.formats.record_types import Header, Record, TimestampType
 
 __all__ = [
@@ -33,15 +35,14 @@ __all__ = [
 
 
 def _load() -> ModuleType | None:
-    if os.environ.get("LOGDOCTOR_PURE_PYTHON"):
+    ext = extension.load()
+    if ext is None:
         return None
     try:
-        from logdoctor.formats import _speedups
-
-        _speedups.configure(Record, Header, TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME)
-    except (ImportError, TypeError):  # pragma: no cover - not built, or Record/Header changed their slots
+        ext.configure(Record, Header, TimestampType.CREATE_TIME, TimestampType.LOG_APPEND_TIME)
+    except TypeError:  # pragma: no cover - Record/Header changed their slots
         return None
-    return _speedups
+    return ext
 
 
 speedups: Any = _load()
@@ -60,26 +61,6 @@ def _lz4_decompress_safe_address() -> int | None:
         return None
 
 
-def _crc32c_address() -> int | None:
-    """The address of the CRC-32C function inside the crc32c package's own extension (the one
-    formats.crc calls: hardware when ``crc32c.hardware_based``, else its slicing-by-8), taking and
-    returning the raw register (no pre/post inversion); None if not found."""
-    try:
-        import ctypes
-
-        from logdoctor.formats.crc import CRC32C_EXTENSION as crc32c_ext
-
-        names = ("_crc32c_hw_adler", "_crc32c_hw_arm64") if crc32c_ext.hardware_based else ()
-        lib = ctypes.CDLL(crc32c_ext.__file__)
-        for name in (*names, "_crc32c_sw_slicing_by_8"):
-            fn = getattr(lib, name, None)
-            if fn is not None:
-                return ctypes.cast(fn, ctypes.c_void_p).value
-    except (ImportError, OSError, AttributeError):  # pragma: no cover - another crc32c build
-        pass
-    return None  # pragma: no cover
-
-
 # lz4 batches are decompressed inside the C walker when it has the lz4 library's decoder.
 HAVE_C_LZ4 = False
 if speedups is not None:
@@ -90,7 +71,7 @@ if speedups is not None:
 recover_v2: Any = None
 """The C fast lane of recovery.rebuild_indexes (see _speedups.c ``recover_v2``); None without the C
 extension or without a usable CRC-32C function from the crc32c package."""
-if speedups is not None and speedups.configure_crc32c(_crc32c_address()):
+if speedups is not None and speedups.configure_crc32c(extension.crc32c_address()):
     from logdoctor.formats.index import OffsetEntry, TimeEntry
 
     speedups.configure_recovery(OffsetEntry, TimeEntry)
