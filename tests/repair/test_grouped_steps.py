@@ -151,3 +151,43 @@ def test_staged_bytes_in_one_file_each_steps_bytes_checked_on_resume(tmp_path):
     assert "staged content of step 5 is damaged" in (result.error or "")
     assert rollback(journal).status == "rolled-back"
     assert helpers.tree(log_dir) == original
+
+
+@pytest.mark.parametrize("given_backup_dir", [False, True], ids=["new-backup-dir", "empty-backup-dir"])
+def test_ctrl_c_anywhere_before_the_journal_leaves_nothing_staged(tmp_path, monkeypatch, given_backup_dir):
+    """Ctrl-C (KeyboardInterrupt) at every call from the first staged byte to the journal's birth (the
+    staging, the README, the plan record, the journal written under its temp name, and linked in place):
+    the log dir as it was, and nothing left in the backup dir (a new one removed, a given empty one
+    emptied), so that the same --backup-dir can be used again. The plan record was once built outside
+    that stretch: a Ctrl-C there left the staged bytes and the README behind (test_failures_end_cleanly,
+    one run in ~50)."""
+    from logdoctor.repair import apply, backup, journal
+
+    log_dir = _dir(tmp_path)
+    original = helpers.tree(log_dir)
+    points = [
+        (apply, "_stage"),
+        (backup, "write_durable"),
+        (Plan, "to_json"),
+        (journal, "naming"),  # the journal's first record under its temp name
+        (journal.Journal, "create"),  # the journal in place
+    ]
+    for n, (owner, name) in enumerate(points):
+        backup_dir = tmp_path / f"b{n}"
+        if given_backup_dir:
+            backup_dir.mkdir()
+        real = getattr(owner, name)
+        calls = []
+
+        def interrupted(*args, real=real, calls=calls, **kwargs):
+            calls.append(1)
+            real(*args, **kwargs)  # done, then Ctrl-C: the latest moment of each call
+            raise KeyboardInterrupt
+
+        with monkeypatch.context() as m:
+            m.setattr(owner, name, interrupted)
+            with pytest.raises(KeyboardInterrupt):
+                apply_plan(_plan(log_dir, backup_dir))
+        assert calls, name
+        assert helpers.tree(log_dir) == original, name
+        assert (sorted(backup_dir.iterdir()) == []) if given_backup_dir else not backup_dir.exists(), name

@@ -162,9 +162,13 @@ def _remove_staged(backup_dir: str, made: bool) -> None:
     if made:
         shutil.rmtree(backup_dir, ignore_errors=True)
         return
-    with contextlib.suppress(OSError):
-        for name in os.listdir(backup_dir):
-            path = os.path.join(backup_dir, name)
+    try:
+        names = os.listdir(backup_dir)
+    except OSError:
+        return
+    for name in names:  # each on its own: one that cannot be removed leaves the others to be
+        path = os.path.join(backup_dir, name)
+        with contextlib.suppress(OSError):
             if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path, ignore_errors=True)
             else:
@@ -656,6 +660,8 @@ def _apply(
     # were (no journal; not even a new .lock, which is taken after), a kill after it leaves a journal
     # that --resume and --rollback read, whose plan record lists the .lock files this run creates.
     # Ctrl-C or a failure while staging (before the commit point): only what this run staged is removed.
+    # Everything from the first staged byte to the journal's birth is one stretch: Ctrl-C anywhere in it
+    # (the plan record of many steps takes milliseconds to build) leaves nothing staged behind.
     made_backup_dir = not os.path.lexists(plan.backup_dir)
     try:
         bk.makedirs_durable(plan.backup_dir)
@@ -664,19 +670,15 @@ def _apply(
             readme = bk.README_TEXT.format(journal=journal_path).encode()
             bk.write_durable(os.path.join(plan.backup_dir, "README.txt"), readme, barrier)
             barrier.flush()  # durable before the journal's plan record names them
-    except BaseException:
-        _remove_staged(plan.backup_dir, made_backup_dir)
-        raise
-    created = [d for d in log_dirs if not os.path.lexists(os.path.join(d, LOCK_FILE))]
-    record = {
-        "t": "plan",
-        "plan": plan.to_json(),
-        "created_locks": created,
-        "started_ms": int(time.time() * 1000),
-        "snapshots": snapshots,
-        "command": command,
-    }
-    try:
+        created = [d for d in log_dirs if not os.path.lexists(os.path.join(d, LOCK_FILE))]
+        record = {
+            "t": "plan",
+            "plan": plan.to_json(),
+            "created_locks": created,
+            "started_ms": int(time.time() * 1000),
+            "snapshots": snapshots,
+            "command": command,
+        }
         journal_cm = Journal.create(journal_path, record)
     except BaseException:
         _remove_staged(plan.backup_dir, made_backup_dir)
