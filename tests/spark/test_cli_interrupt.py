@@ -3,6 +3,7 @@ py4j traceback, and no process of the command left behind (PySpark starts its ga
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -37,6 +38,34 @@ def _group(pgid: int) -> list[tuple[int, str]]:
     return found
 
 
+def _status(pid: int, field: str) -> int:
+    """A number of /proc/PID/status: SigIgn (hex mask), PPid."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            value = line.split()[1]
+            return int(value, 16) if field.startswith("Sig") else int(value)
+    raise AssertionError(f"{field} not in /proc/{pid}/status")
+
+
+def _spark_jvm(cmd: str) -> bool:
+    """A JVM of Spark's (the gateway, SparkSubmit, Spark's launcher), not a ``java -version`` probe."""
+    return cmd.split(" ", 1)[0].endswith("java") and "org.apache.spark." in cmd
+
+
+def _sigint_not_ignored(group: list[tuple[int, str]]) -> list[str]:
+    """The command's JVMs and the Python worker daemons they started that do not ignore SIGINT (PySpark
+    starts its gateway JVM ignoring it, and whatever the JVM starts inherits that; the daemon's forked
+    workers set their own handler)."""
+    java = {pid for pid, cmd in group if _spark_jvm(cmd)}
+    found = []
+    for pid, cmd in group:
+        with contextlib.suppress(OSError):  # ended meanwhile
+            ours = pid in java or (".daemon" in cmd and _status(pid, "PPid") in java)
+            if ours and not _status(pid, "SigIgn") & (1 << (signal.SIGINT - 1)):
+                found.append(cmd)
+    return found
+
+
 @pytest.mark.parametrize("command", ["census", "export"])
 def test_ctrl_c_during_a_spark_command_is_one_line_and_130(tmp_path: Path, command: str) -> None:
     rw = realworld.require()
@@ -56,19 +85,21 @@ def test_ctrl_c_during_a_spark_command_is_one_line_and_130(tmp_path: Path, comma
         # Spark JVM
         def running(cmd: str) -> bool:
             if command == "census":
-                return cmd.split(" ", 1)[0].endswith("/java")
+                return _spark_jvm(cmd)
             return " -m " in cmd and ".daemon" in cmd
 
         while not any(running(cmd) for _pid, cmd in _group(proc.pid)):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline
             time.sleep(0.05)
+        not_ignoring = _sigint_not_ignored(_group(proc.pid))
         os.killpg(proc.pid, signal.SIGINT)
         _out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+    assert not_ignoring == []  # the terminal's Ctrl-C is the command's own to handle, nobody else's
     assert proc.returncode == ExitCode.INTERRUPTED, err
     assert "Traceback" not in err and "py4j" not in err, err
     said = [ln for ln in err.splitlines() if ln.startswith("interrupted:")]

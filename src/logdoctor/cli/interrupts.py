@@ -124,9 +124,14 @@ def spark_interruptible(what: str) -> Iterator[None]:
         raise KeyboardInterrupt
 
     real_signal = signal.signal
+    me = os.getpid()
 
     def keep_ours(signum: int, action: Any) -> Any:  # SparkContext.__init__: signal.signal(SIGINT, ...)
-        if signum == signal.SIGINT and action is not handler:
+        # Only this process's handler is kept: PySpark starts its gateway JVM through a preexec_fn that sets
+        # SIGINT to SIG_IGN in the forked child, so that the JVM and the Python workers it starts ignore the
+        # terminal's Ctrl-C (a worker's interpreter would otherwise raise KeyboardInterrupt mid-import and
+        # the JVM print its traceback under our one line); refusing that too left them all to SIGINT.
+        if signum == signal.SIGINT and action is not handler and os.getpid() == me:
             return signal.getsignal(signal.SIGINT)
         return real_signal(signum, action)
 
@@ -140,6 +145,7 @@ def spark_interruptible(what: str) -> Iterator[None]:
         if not hit and (isinstance(e, typer.Exit) or not isinstance(e, KeyboardInterrupt)):
             raise
         real_signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the line short
+        _quiet_accumulator_server()
         _stop_gateway()
         interrupted(what)
     finally:
@@ -164,6 +170,20 @@ def _children() -> list[int]:
         if len(fields) > 1 and int(fields[1]) == me:
             found.append(int(name))
     return found
+
+
+def _quiet_accumulator_server() -> None:
+    """PySpark's accumulator server, a thread of this process reading the JVM's updates, prints a
+    traceback (EOFError) when the JVM's connection ends in the middle of a read, as it does when a task
+    runs on while :func:`_stop_gateway` stops the JVM: after the interrupt that error is the interrupt's,
+    which the one line says."""
+    import sys
+
+    pyspark = sys.modules.get("pyspark")
+    context = getattr(getattr(pyspark, "SparkContext", None), "_active_spark_context", None)
+    server = getattr(context, "_accumulatorServer", None)
+    if server is not None:
+        server.handle_error = lambda request, client_address: None
 
 
 def _stop_gateway(grace_s: float = 15.0) -> None:

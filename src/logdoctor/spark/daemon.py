@@ -76,8 +76,11 @@ def main() -> None:
     # A Ctrl-C in the terminal goes to the whole process group, and the JVM starts this daemon in the
     # driver's group: until ``pyspark.daemon.manager`` moves it to a group of its own, a SIGINT would
     # stop it mid-import with a KeyboardInterrupt traceback that the JVM prints under the command's one
-    # "interrupted:" line. The daemon needs no SIGINT (Spark ends it by closing its stdin, or SIGTERM);
-    # its forked workers set their own handler (``pyspark.daemon.worker``: ``default_int_handler``).
+    # "interrupted:" line. The gateway JVM PySpark starts ignores SIGINT, and this daemon inherits that
+    # from its first instruction (logdoctor.cli.interrupts lets PySpark's preexec_fn do so); a JVM
+    # started otherwise (spark-submit from a terminal) may not. The daemon needs no SIGINT (Spark ends it
+    # by closing its stdin, or SIGTERM); its forked workers set their own handler (``pyspark.daemon.worker``:
+    # ``default_int_handler``).
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     install()
     import pyspark.daemon  # reads the worker module from sys.argv[1], as under ``python -m pyspark.daemon``
