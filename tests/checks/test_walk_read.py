@@ -8,9 +8,11 @@ mapped walk, which finds and words it as always."""
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import threading
+from array import array
 from pathlib import Path
 
 import pytest
@@ -187,3 +189,19 @@ def test_deep_scan_reading_in_chunks_reports_what_the_serial_walk_reports(
     monkeypatch.setattr(state, "_walk_read", recorded)
     assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch) == serial
     assert True in read and False in read  # the clean segment read in chunks, the damaged ones mapped
+
+
+@pytest.mark.parametrize("length", [-(2**31), -12, 0, 48])
+def test_a_batch_left_aside_that_changed_since_the_walk_sends_the_file_back(
+    tmp_path: Path, length: int
+) -> None:
+    """The records of a compressed batch are checked after the C walk, read again from the file: when the
+    bytes there no longer frame a batch (the file changed meanwhile: a length below a batch header's), the
+    file is walked again, never a negative read or an error."""
+    path = tmp_path / "changed.log"
+    path.write_bytes(bytes(8) + length.to_bytes(4, "big", signed=True) + bytes(200))
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert walk_ahead._aside_undecodable(fd, array("q", [0]).tobytes(), str(path)) is True
+    finally:
+        os.close(fd)

@@ -150,6 +150,8 @@ def _aside_undecodable(fd: int, aside: bytes, path: str) -> bool:
     at_zero = array("q", [0])
     for pos in memoryview(aside).cast("q"):
         size = int.from_bytes(os.pread(fd, 12, pos)[8:12], "big", signed=True) + 12
+        if size < 61:
+            return True  # not the batch the C walk framed there: the file changed since (walked again)
         batch = os.pread(fd, size, pos)
         if len(batch) != size or undecodable_batches(memoryview(batch), at_zero, size, path):
             return True
