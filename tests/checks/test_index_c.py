@@ -1,6 +1,6 @@
 """The C index checks (``_speedups.index_real_entries``, ``index_entry_checks``, ``index_cross_check``:
 checks.indexes.real_entries / first_bad_entry and checks.deep._big_mismatch, which a `scan --deep` runs
-without importing numpy) give what their numpy twins give (formats.index.real_entry_count, the masks of
+without importing numpy) give what their numpy twins give (formats.index.real_entry_count_numpy, the masks of
 checks.indexes._OFFSET_CHECKS / _TIME_CHECKS, checks.deep._MISMATCH), on generated indexes (hypothesis)
 and on every real index of ../shared/realworld, as found and with bytes flipped."""
 
@@ -22,7 +22,7 @@ import realworld
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 from logdoctor.checks import deep, indexes
 from logdoctor.checks.state import walk_file
-from logdoctor.formats.index import IndexKind, real_entry_count
+from logdoctor.formats.index import IndexKind, real_entry_count, real_entry_count_numpy
 from logdoctor.formats.native import speedups
 
 pytestmark = pytest.mark.skipif(speedups is None, reason="no C extension (LOGDOCTOR_PURE_PYTHON)")
@@ -90,7 +90,7 @@ def _agree(
 ) -> None:
     size = SIZE[kind]
     real = indexes.real_entries(data, size)
-    assert real == real_entry_count(data, size)
+    assert real == real_entry_count(data, size) == real_entry_count_numpy(data, size)
     if real:
         args = (kind, data, real, base, log_size, next_base)
         assert indexes.first_bad_entry(*args) == _numpy(indexes.first_bad_entry, *args)

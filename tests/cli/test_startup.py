@@ -12,24 +12,12 @@ from pathlib import Path
 import pytest
 
 import realworld
+from imported import imported_by
 from logdoctor.cli.main import _register, app
 from logdoctor.cli.registry import COMMANDS
 from logdoctor.formats.checkpoint import OffsetCheckpoint, write_offset_checkpoint
 
 HEAVY = ("numpy", "pyarrow", "pyspark", "plotly", "pandas", "lz4", "zstandard", "cramjam", "crc32c")
-
-
-def imported_by(*argv: str) -> set[str]:
-    """The modules a fresh interpreter has imported after running `logdoctor ARGV`."""
-    code = (
-        "import json, sys\n"
-        f"sys.argv = ['logdoctor', *{list(argv)!r}]\n"
-        "from logdoctor.cli.main import main\n"
-        "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\n"
-    )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return set(json.loads(done.stderr.strip().splitlines()[-1]))
 
 
 def _heavy(modules: set[str]) -> list[str]:

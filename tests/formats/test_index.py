@@ -3,7 +3,7 @@ from __future__ import annotations
 import struct
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logdoctor.errors import FormatError, TruncatedError, UnsupportedError
@@ -242,3 +242,22 @@ def test_columns_match_numpy(data, layout):
     dtype = np.dtype([(name, f">i{width}") for name, (_, width) in zip(names, fields, strict=True)])
     arr = np.frombuffer(data[: len(data) // size * size], dtype=dtype)
     assert ix.columns(data, fields) == tuple(tuple(arr[name].astype(np.int64).tolist()) for name in names)
+
+
+def _parsed_or_error(parse, data: bytes, strict: bool):  # type: ignore[no-untyped-def]
+    try:
+        return parse(data, 1_000, strict=strict, source="x.index")
+    except TruncatedError as e:
+        return ("TruncatedError", str(e), e.position)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.binary(max_size=400), strict=st.booleans())
+def test_small_indexes_parse_with_struct_as_with_numpy(data: bytes, strict: bool) -> None:
+    """Up to ``_SMALL_PARSE`` entries the offset and time index parsers unpack with struct (no numpy import);
+    the entries, signs and the error of a partial trailing entry are the numpy path's."""
+    for parse in (ix.parse_offset_index, ix.parse_time_index):
+        small = _parsed_or_error(parse, data, strict)
+        with pytest.MonkeyPatch.context() as m:
+            m.setattr(ix, "_SMALL_PARSE", -1)
+            assert _parsed_or_error(parse, data, strict) == small

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import mmap
 import os
 import threading
@@ -36,7 +37,7 @@ from logdoctor.checks.walk_ahead import take as _take_raw
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats import native
 from logdoctor.formats.crc import CRC32C_EXTENSION
-from logdoctor.formats.lazy_numpy import import_in_background, np
+from logdoctor.formats.lazy_numpy import import_in_background
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
 from logdoctor.logdir.sparse import data_extents, is_sparse
@@ -1075,19 +1076,29 @@ def walk(
     return res
 
 
-_ZERO_CHUNK = 16 << 20
+#: the piece :func:`_all_zero` copies and compares with zeros: it stays in the core's cache between the copy
+#: and the compare (256 KiB: 0.75 ms per 16 MiB, as numpy's ``any`` without its ~45 ms import)
+_ZERO_PIECE = 256 << 10
+
+
+@functools.cache
+def _zero_piece() -> bytes:
+    return bytes(_ZERO_PIECE)
 
 
 def _all_zero(mv: memoryview, pos: int, n: int, extents: list[tuple[int, int]] | None) -> bool:
-    """``mv[pos:n]`` is all zero: read a chunk at a time (stops at the first non-zero chunk), and for a
-    sparse file only its data extents (a hole reads as zeros)."""
+    """``mv[pos:n]`` is all zero: a piece at a time, each copied and compared with zeros (memcpy and memcmp;
+    stops at the first piece with a byte that is not), and for a sparse file only its data extents (a hole
+    reads as zeros)."""
     if extents is None:
         ranges = [(pos, n)]
     else:
         ranges = [(max(a, pos), min(b, n)) for a, b in extents if b > pos and a < n]
+    zeros = _zero_piece()
     for a, b in ranges:
-        for at in range(a, b, _ZERO_CHUNK):
-            if np.frombuffer(mv[at : min(b, at + _ZERO_CHUNK)], np.uint8).any():
+        for at in range(a, b, _ZERO_PIECE):
+            piece = bytes(mv[at : min(b, at + _ZERO_PIECE)])
+            if piece != (zeros if len(piece) == _ZERO_PIECE else bytes(len(piece))):
                 return False
     return True
 

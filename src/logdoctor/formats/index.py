@@ -32,6 +32,7 @@ import functools
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from logdoctor.errors import TruncatedError, UnsupportedError
 from logdoctor.formats.lazy_numpy import np
@@ -160,10 +161,20 @@ def txn_index_array(
     return arr
 
 
+#: up to this many entries :func:`parse_offset_index` and :func:`parse_time_index` unpack with struct: a
+#: command that reads a few entries (a last entry, a trimmed index of a small segment) imports no numpy
+#: (~45 ms); a bigger index is read as a numpy column, faster per entry
+_SMALL_PARSE = 4096
+
+
 def parse_offset_index(
     data: bytes | memoryview, base_offset: int, *, strict: bool = True, source: str | None = None
 ) -> list[OffsetEntry]:
     """Every ``length // 8`` slot of a ``.index`` (a preallocated zero tail included)."""
+    if len(data) <= _SMALL_PARSE * OFFSET_ENTRY_SIZE:
+        count = _check_whole(data, OFFSET_ENTRY_SIZE, "offset index", source) if strict else len(data) // 8
+        raw = bytes(data[: count * OFFSET_ENTRY_SIZE])
+        return [OffsetEntry(base_offset + r, p) for r, p in struct.iter_unpack(">ii", raw)]
     arr = offset_index_array(data, strict=strict, source=source)
     rel = arr["relative_offset"].astype(np.int64).tolist()
     pos = arr["position"].astype(np.int64).tolist()
@@ -174,6 +185,10 @@ def parse_time_index(
     data: bytes | memoryview, base_offset: int, *, strict: bool = True, source: str | None = None
 ) -> list[TimeEntry]:
     """Every ``length // 12`` slot of a ``.timeindex`` (a preallocated zero tail included)."""
+    if len(data) <= _SMALL_PARSE * TIME_ENTRY_SIZE:
+        count = _check_whole(data, TIME_ENTRY_SIZE, "time index", source) if strict else len(data) // 12
+        raw = bytes(data[: count * TIME_ENTRY_SIZE])
+        return [TimeEntry(t, base_offset + r) for t, r in struct.iter_unpack(">qi", raw)]
     arr = time_index_array(data, strict=strict, source=source)
     ts = arr["timestamp"].astype(np.int64).tolist()
     rel = arr["relative_offset"].astype(np.int64).tolist()
@@ -303,6 +318,25 @@ def real_entry_count(data: bytes | memoryview, entry_size: int) -> int:
     """
     if entry_size == TXN_ENTRY_SIZE:
         return len(data) // TXN_ENTRY_SIZE
+    speedups = _speedups()
+    if speedups is not None and entry_size in (OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE):
+        # the same rule over the whole buffer in C (formats/_speedups.c), without importing numpy (~45 ms of
+        # a `repair` or `move-partition` that reads one index)
+        return int(speedups.index_real_entries(data, entry_size))
+    return real_entry_count_numpy(data, entry_size)
+
+
+@functools.cache
+def _speedups() -> Any:
+    """The C extension, or None (not built, or ``LOGDOCTOR_PURE_PYTHON``)."""
+    from logdoctor.formats import extension
+
+    return extension.load()
+
+
+def real_entry_count_numpy(data: bytes | memoryview, entry_size: int) -> int:
+    """:func:`real_entry_count` of a ``.index`` (8) or ``.timeindex`` (12) with numpy: where the C extension
+    is not there, and the twin its C form is tested against (tests/checks/test_index_c.py)."""
     if entry_size == OFFSET_ENTRY_SIZE:
         arr = _view(data, _dtype(OFFSET_ENTRY_SIZE), len(data) // 8)
         rel = arr["relative_offset"]
@@ -503,6 +537,7 @@ __all__ = [
     "parse_txn_index",
     "preallocated_size",
     "real_entry_count",
+    "real_entry_count_numpy",
     "sanity_check",
     "sanity_check_all_eras",
     "slot_count",
