@@ -20,9 +20,11 @@ in the event of a crash there may be many zero entries"). :func:`slot_count` is 
 
 Sanity checks changed over time; :func:`sanity_check` evaluates them as each era's broker would.
 
-The parsers read whole buffers with numpy; the writers and :func:`columns` (the fields of whole entries as
-columns of ints, for the checks of a good index) need no numpy, so that a `repair` never imports it. Bad
-bytes raise the typed errors of :mod:`logdoctor.errors` naming the source and the byte position.
+The parsers read big buffers with numpy and up to 4,096 entries with struct; :func:`real_entry_count` runs in
+C where the extension is built; the writers and :func:`columns` (the fields of whole entries as columns of
+ints, for the checks of a good index) need no numpy, so that `repair`, `move-partition` and `sync-replica`
+never import it. Bad bytes raise the typed errors of :mod:`logdoctor.errors` naming the source and the byte
+position.
 """
 
 from __future__ import annotations
