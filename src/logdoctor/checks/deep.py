@@ -11,9 +11,9 @@ import bisect
 import struct
 
 from logdoctor.checks.default import check_offsets, check_retention, log_corrupt_repair, report_damage
-from logdoctor.checks.indexes import _SMALL, C_OFFSET_MAX, ENTRY_SIZE, Entries, real_entries, report_corrupt
+from logdoctor.checks.indexes import _SMALL, C_OFFSET_MAX, ENTRY_SIZE, Entries, report_corrupt
 from logdoctor.checks.state import PartitionState, WalkResult
-from logdoctor.formats.index import IndexKind
+from logdoctor.formats.index import IndexKind, real_entry_count
 from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.native import speedups
 from logdoctor.logdir.model import Segment
@@ -125,7 +125,7 @@ def _big_mismatch(kind: IndexKind, data: bytes, seg: Segment, w: WalkResult) -> 
     assert w.positions is not None and w.last_offsets is not None
     last_offset = w.last_offsets[-1]
     if speedups is not None and 0 <= seg.base_offset <= C_OFFSET_MAX:
-        real = real_entries(data, ENTRY_SIZE[kind])
+        real = real_entry_count(data, ENTRY_SIZE[kind])
         got = speedups.index_cross_check(
             data, ENTRY_SIZE[kind], real, seg.base_offset, w.positions, w.last_offsets, w.max_timestamp
         )

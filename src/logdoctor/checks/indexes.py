@@ -335,13 +335,13 @@ def analyze_index(
     size = spec.entry_size
     base = seg.base_offset
     n = len(data)
-    # a good index passes in one pass: small ones in plain Python; big ones in C (real_entries and
+    # a good index passes in one pass: small ones in plain Python; big ones in C (real_entry_count and
     # first_bad_entry below), or without the extension in plain Python while that pays (_plain_pays)
     plain = n <= _SMALL * size or (speedups is None and _plain_pays(n // size))
     if plain and whole_index_ok(kind, data, base, log_size, next_base):
         return n // size, n // size
     slots = n // size
-    real = real_entries(data, size)
+    real = real_entry_count(data, size)
     if n % size:
         report_corrupt(st, seg, path, kind, data, _size_problem(path, n, size), n - n % size)
         return slots, real
@@ -377,14 +377,6 @@ def analyze_index(
 
 #: the C checks (``_speedups.index_*``) take offsets up to this: base + a relative offset stays in int64
 C_OFFSET_MAX = 1 << 62
-
-
-def real_entries(data: bytes, entry_size: int) -> int:
-    """:func:`logdoctor.formats.index.real_entry_count` of a ``.index`` (8) or ``.timeindex`` (12), in C
-    when the extension is there (the whole buffer, without numpy: a `scan --deep` then never imports it)."""
-    if speedups is not None and entry_size in (OFFSET_ENTRY_SIZE, TIME_ENTRY_SIZE):
-        return int(speedups.index_real_entries(data, entry_size))
-    return real_entry_count(data, entry_size)
 
 
 def first_bad_entry(

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.errors import TruncatedError, UnsupportedError
+from logdoctor.formats import extension
 from logdoctor.formats.lazy_numpy import np
 
 OFFSET_ENTRY_SIZE = 8
@@ -116,6 +117,12 @@ def _check_whole(data: bytes | memoryview, entry_size: int, what: str, source: s
     return n // entry_size
 
 
+def _entries(data: bytes | memoryview, entry_size: int, what: str, strict: bool, source: str | None) -> int:
+    """The whole entries of ``data``: a partial trailing entry is a TruncatedError when ``strict``, else
+    left out as the broker does (it rounds the length down)."""
+    return _check_whole(data, entry_size, what, source) if strict else len(data) // entry_size
+
+
 def _view(data: bytes | memoryview, dtype: np.dtype, count: int) -> np.ndarray:
     return np.frombuffer(data, dtype=dtype, count=count)
 
@@ -127,7 +134,7 @@ def offset_index_array(
 
     ``strict=False`` ignores a partial trailing entry as the broker does (it rounds the length down).
     """
-    count = _check_whole(data, OFFSET_ENTRY_SIZE, "offset index", source) if strict else len(data) // 8
+    count = _entries(data, OFFSET_ENTRY_SIZE, "offset index", strict, source)
     return _view(data, _dtype(OFFSET_ENTRY_SIZE), count)
 
 
@@ -135,7 +142,7 @@ def time_index_array(
     data: bytes | memoryview, *, strict: bool = True, source: str | None = None
 ) -> np.ndarray:
     """The ``.timeindex`` slots as a structured array (``timestamp``, ``relative_offset``), no copy."""
-    count = _check_whole(data, TIME_ENTRY_SIZE, "time index", source) if strict else len(data) // 12
+    count = _entries(data, TIME_ENTRY_SIZE, "time index", strict, source)
     return _view(data, _dtype(TIME_ENTRY_SIZE), count)
 
 
@@ -147,7 +154,7 @@ def txn_index_array(
     TransactionIndex reads entries while at least 34 bytes remain, so the broker silently skips a
     partial tail; ``strict=True`` reports it as a TruncatedError instead.
     """
-    count = _check_whole(data, TXN_ENTRY_SIZE, "transaction index", source) if strict else len(data) // 34
+    count = _entries(data, TXN_ENTRY_SIZE, "transaction index", strict, source)
     arr = _view(data, _dtype(TXN_ENTRY_SIZE), count)
     # Kafka reads the version as the first *byte* of the int16 (AbortedTxn.version uses buffer.get)
     # and rejects it when > 0; we accept only the exact int16 0 that it writes.
@@ -174,9 +181,8 @@ def parse_offset_index(
 ) -> list[OffsetEntry]:
     """Every ``length // 8`` slot of a ``.index`` (a preallocated zero tail included)."""
     if len(data) <= _SMALL_PARSE * OFFSET_ENTRY_SIZE:
-        count = _check_whole(data, OFFSET_ENTRY_SIZE, "offset index", source) if strict else len(data) // 8
-        raw = bytes(data[: count * OFFSET_ENTRY_SIZE])
-        return [OffsetEntry(base_offset + r, p) for r, p in struct.iter_unpack(">ii", raw)]
+        whole = memoryview(data)[: _entries(data, OFFSET_ENTRY_SIZE, "offset index", strict, source) * 8]
+        return [OffsetEntry(base_offset + r, p) for r, p in struct.iter_unpack(">ii", whole)]
     arr = offset_index_array(data, strict=strict, source=source)
     rel = arr["relative_offset"].astype(np.int64).tolist()
     pos = arr["position"].astype(np.int64).tolist()
@@ -188,9 +194,8 @@ def parse_time_index(
 ) -> list[TimeEntry]:
     """Every ``length // 12`` slot of a ``.timeindex`` (a preallocated zero tail included)."""
     if len(data) <= _SMALL_PARSE * TIME_ENTRY_SIZE:
-        count = _check_whole(data, TIME_ENTRY_SIZE, "time index", source) if strict else len(data) // 12
-        raw = bytes(data[: count * TIME_ENTRY_SIZE])
-        return [TimeEntry(t, base_offset + r) for t, r in struct.iter_unpack(">qi", raw)]
+        whole = memoryview(data)[: _entries(data, TIME_ENTRY_SIZE, "time index", strict, source) * 12]
+        return [TimeEntry(t, base_offset + r) for t, r in struct.iter_unpack(">qi", whole)]
     arr = time_index_array(data, strict=strict, source=source)
     ts = arr["timestamp"].astype(np.int64).tolist()
     rel = arr["relative_offset"].astype(np.int64).tolist()
@@ -331,8 +336,6 @@ def real_entry_count(data: bytes | memoryview, entry_size: int) -> int:
 @functools.cache
 def _speedups() -> Any:
     """The C extension, or None (not built, or ``LOGDOCTOR_PURE_PYTHON``)."""
-    from logdoctor.formats import extension
-
     return extension.load()
 
 
