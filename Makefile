@@ -54,8 +54,9 @@ test: $(STAMP)
 	$(PYTEST) -q $(XDIST)
 
 # The suite without the tests marked slow (crash matrices, every real segment damaged, the Spark
-# oracle over every real record, browser rendering) nor those that start Spark (marked spark), in
-# parallel as make test: what a developer runs between changes.
+# oracle over every real record, browser rendering, the long matrices' cases but one and the real log dirs
+# but realworld.FAST_LOG_DIRS) nor those that start Spark (marked spark), in parallel as make test: what a
+# developer runs between changes.
 test-fast: $(STAMP)
 	bash scripts/ensure-kafkajs.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh

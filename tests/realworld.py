@@ -48,9 +48,12 @@ def log_dirs() -> list[Path]:
     return [REALWORLD / n for n in log_dir_names()]
 
 
-def files(suffix: str | None = None, name: str | None = None) -> Iterator[Path]:
-    """Every file under the log dirs (not the broker logs), optionally by suffix or exact name."""
-    for d in log_dirs():
+def files(
+    suffix: str | None = None, name: str | None = None, dirs: list[str] | None = None
+) -> Iterator[Path]:
+    """Every file under the log dirs (not the broker logs), optionally by suffix or exact name, optionally
+    only under the log dirs named ``dirs``."""
+    for d in log_dirs() if dirs is None else [REALWORLD / n for n in dirs]:
         for p in sorted(d.rglob("*")):
             if not p.is_file():
                 continue
@@ -68,11 +71,64 @@ def absent(arity: int = 1) -> list:
     return [pytest.param(*([None] * arity), id="no-realworld", marks=pytest.mark.skip(reason=SKIP_REASON))]
 
 
+# The real log dirs that `make test-fast` reads; `make test` (CI) reads all of them. Together they hold
+# every kind the others hold: magic v1 message sets (0.10.1), snappy batches and the ZooKeeper-era v2 layout
+# (2.8), partitions of several segments (2.7), a log dir with no partition.metadata at the repository's root
+# (pre-2.8), truncated small files (the corrupt one), KRaft's metadata log (3.5 single node), KRaft snapshots
+# and a log of control batches only (3.9), the newest broker (4.2), and a dir with only meta.properties. The
+# others repeat these kinds with more records (the three 3.5 cluster nodes alone cost a fifth of the
+# real-data tests); tests/test_tiers.py checks that test-fast's dirs hold every kind the manifest names.
+FAST_LOG_DIRS = frozenset(
+    {
+        "zk-0.10.1-xpxwo100",
+        "zk-2.7-donaldy",
+        "zk-2.8-seanorth",
+        "zk-pre2.8-volodymyrzee",
+        "zk-corrupt-znsio",
+        "kraft-3.5-greenlemont-single",
+        "kraft-3.9-duongnvt2110",
+        "kraft-4.2-nomanazeem",
+        "kraft-meta-only-surjith-07",
+    }
+)
+
+
+def _tier(name: str) -> tuple:
+    """A case's marks on the real log dir ``name``: none on those test-fast reads, ``slow`` on the rest."""
+    return () if name in FAST_LOG_DIRS else (pytest.mark.slow,)
+
+
 def params(items) -> list:
-    """pytest params with readable ids relative to the realworld folder (:func:`absent` without data)."""
+    """pytest params with readable ids relative to the realworld folder (:func:`absent` without data);
+    a case on a log dir outside :data:`FAST_LOG_DIRS` is marked ``slow`` (run by make test, not test-fast)."""
     if not available():
         return absent()
-    return [pytest.param(p, id=str(p.relative_to(REALWORLD))) for p in items]
+    out = []
+    for p in items:
+        rel = p.relative_to(REALWORLD)
+        out.append(pytest.param(p, id=str(rel), marks=_tier(rel.parts[0])))
+    return out
+
+
+def log_dir_tiers() -> list:
+    """For a test that goes through the real log dirs in one call: two params, the names of the log dirs
+    test-fast reads (:data:`FAST_LOG_DIRS`) and those of the rest (marked ``slow``)."""
+    if not available():
+        return absent()
+    names = log_dir_names()
+    return [
+        pytest.param([n for n in names if n in FAST_LOG_DIRS], id="test-fast-log-dirs"),
+        pytest.param(
+            [n for n in names if n not in FAST_LOG_DIRS], id="other-log-dirs", marks=pytest.mark.slow
+        ),
+    ]
+
+
+def name_params() -> list:
+    """One param per real log dir's name, tiered as :func:`params` (:func:`absent` without data)."""
+    if not available():
+        return absent()
+    return [pytest.param(n, id=n, marks=_tier(n)) for n in log_dir_names()]
 
 
 def writable_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:

@@ -130,9 +130,10 @@ def test_plain_checks_only_while_they_cost_less_than_numpy(monkeypatch: pytest.M
 
 
 @pytest.mark.realworld
+@pytest.mark.parametrize("names", realworld.log_dir_tiers())
 @pytest.mark.parametrize("budget", [0, 10**9], ids=["numpy", "plain"])
 def test_a_scan_finds_the_same_whichever_way_its_indexes_are_checked(
-    budget: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    budget: int, names: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Every real log dir, and a generated one with indexes of ~70 entries, one of them damaged, scanned
     with every index checked the numpy way and with every good one checked in plain Python: the same
@@ -154,7 +155,8 @@ def test_a_scan_finds_the_same_whichever_way_its_indexes_are_checked(
     for plain_left in (0, budget):
         monkeypatch.setattr(indexes, "_plain_left", plain_left)
         options = ScanOptions(now_ms=1_800_000_000_000)
-        got = [scan([d], options, jobs=1).to_json() for d in [*realworld.log_dirs(), copy]]
+        dirs = [*(realworld.REALWORLD / n for n in names), copy]
+        got = [scan([d], options, jobs=1).to_json() for d in dirs]
         for rep in got:
             rep.pop("elapsed_s", None)
             for d in rep["log_dirs"]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import io
 import os
 import sys
+import types
 from collections.abc import Callable, Mapping
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Any
@@ -44,11 +45,15 @@ def run(
         for raw in (raw_out, raw_err)
     )
     saved_env, saved_argv, saved_cwd = dict(os.environ), sys.argv, os.getcwd()
+    saved_main = sys.modules["__main__"]
     status, last_words = 0, ""
     try:
         os.environ.clear()
         os.environ.update(env)
         sys.argv = list(argv)
+        # the ``__main__`` of ``python -c``: click names the program in its usage lines after ``__main__``'s
+        # package ("python -m pytest.logdoctor" under pytest) before ``sys.argv[0]`` ("logdoctor")
+        sys.modules["__main__"] = types.ModuleType("__main__")
         if cwd is not None:
             os.chdir(cwd)
         with redirect_stdout(out), redirect_stderr(err):
@@ -60,6 +65,7 @@ def run(
             out.flush()
             err.flush()
     finally:
+        sys.modules["__main__"] = saved_main
         os.chdir(saved_cwd)
         sys.argv = saved_argv
         os.environ.clear()

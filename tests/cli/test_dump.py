@@ -114,8 +114,7 @@ def _b64(data: bytes | None) -> str | None:
 
 @pytest.fixture(
     scope="module",
-    params=realworld.log_dir_names() or [None],
-    ids=realworld.log_dir_names() or ["no-realworld"],
+    params=realworld.name_params(),
 )
 def dumped_dir(request):
     """Every file of one real log dir dumped in one call with --json --deep."""

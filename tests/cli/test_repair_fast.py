@@ -15,6 +15,7 @@ import cli_in_process
 import pytest
 
 import realworld
+import tiers
 from logdoctor.cli.repair_fast import COUNTS, FLAGS, VALUES, run_fast
 
 # The typer command, reached as main() reaches it for any call the fast path declines.
@@ -106,13 +107,16 @@ def test_same_plan_as_the_typer_command_on_every_real_log_dir(log_dir: Path) -> 
 @pytest.mark.realworld
 @pytest.mark.parametrize(
     "flags",
-    [
-        ["--apply"],
-        ["--apply", "--json"],
-        ["--apply", "-v", "--only", "INDEX_MISSING"],
-        ["--apply", "--deep"],
-        ["--apply", "-j", "2"],
-    ],
+    tiers.one_in_test_fast(
+        [
+            ["--apply"],
+            ["--apply", "--json"],
+            ["--apply", "-v", "--only", "INDEX_MISSING"],
+            ["--apply", "--deep"],
+            ["--apply", "-j", "2"],
+        ],
+        fast=["--apply"],
+    ),
     ids=" ".join,
 )
 def test_same_repair_as_the_typer_command_on_copies(flags: list[str], tmp_path: Path) -> None:
@@ -168,7 +172,7 @@ def test_any_other_call_is_left_to_the_typer_command(args: list[str], tmp_path: 
     args = [a.replace("=OUT", f"={tmp_path / 'out'}") for a in args]
     assert run_fast(args) is None
     # ...and main() then gives exactly what the typer command gives
-    assert _run(_THROUGH_MAIN, args) == _run(_THROUGH_TYPER, args)
+    assert _run(_THROUGH_MAIN, args) == _typer_in_process(args)
 
 
 def test_errors_end_as_the_typer_command_ends_them(tmp_path: Path) -> None:
@@ -183,7 +187,7 @@ def test_errors_end_as_the_typer_command_ends_them(tmp_path: Path) -> None:
         ["--apply", "--backup-dir", str(tmp_path / "empty" / "b"), str(tmp_path / "empty")],
     ):
         fast = _run(_THROUGH_MAIN, args)
-        assert fast == _run(_THROUGH_TYPER, args)
+        assert fast == _typer_in_process(args)
         assert fast[0] in (64, 66) and fast[2].startswith("error: "), fast
 
 

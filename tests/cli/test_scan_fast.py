@@ -138,7 +138,7 @@ def test_any_other_call_is_left_to_the_typer_command(args: list[str], tmp_path: 
     args = [str(tmp_path) if a == "DIR" else str(tmp_path / "out.html") if a == "OUT" else a for a in args]
     assert run_fast(args) is None
     # ...and main() then gives exactly what the typer command gives
-    assert _run(_THROUGH_MAIN, args) == _run(_THROUGH_TYPER, args)
+    assert _run(_THROUGH_MAIN, args) == _typer_in_process(args)
 
 
 def test_errors_end_as_the_typer_command_ends_them(tmp_path: Path) -> None:
@@ -151,7 +151,7 @@ def test_errors_end_as_the_typer_command_ends_them(tmp_path: Path) -> None:
         ["--quick", "--deep", str(tmp_path)],
     ):
         fast = _run(_THROUGH_MAIN, args)
-        assert fast == _run(_THROUGH_TYPER, args)
+        assert fast == _typer_in_process(args)
         assert fast[0] in (64, 66) and fast[2].startswith("error: "), fast
 
 

@@ -122,7 +122,7 @@ def _check_log_dir(log_dir: Path) -> tuple[int, int]:
     return checked, probes
 
 
-@pytest.mark.parametrize("name", realworld.log_dir_names() or realworld.absent())
+@pytest.mark.parametrize("name", realworld.name_params())
 def test_dump_and_spark_seek_alike_in_real_log_dirs(name):
     realworld.require()
     checked, _ = _check_log_dir(realworld.REALWORLD / name)

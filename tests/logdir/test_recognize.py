@@ -16,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.realworld
-@pytest.mark.parametrize("name", realworld.log_dir_names() or realworld.absent())
+@pytest.mark.parametrize("name", realworld.name_params())
 def test_every_real_log_dir_is_a_log_dir(name: str) -> None:
     d = realworld.require() / name
     r = recognize(d)
@@ -25,7 +25,7 @@ def test_every_real_log_dir_is_a_log_dir(name: str) -> None:
 
 
 @pytest.mark.realworld
-@pytest.mark.parametrize("name", realworld.log_dir_names() or realworld.absent())
+@pytest.mark.parametrize("name", realworld.name_params())
 def test_every_real_partition_folder_is_a_partition_folder(name: str) -> None:
     d = realworld.require() / name
     folders = [p for p in sorted(d.iterdir()) if p.is_dir() and parse_partition_dir(p.name) is not None]

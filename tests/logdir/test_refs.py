@@ -66,7 +66,7 @@ def test_a_symlinked_partition_folder_is_not_followed(log_dir, tmp_path):
         link.unlink()
 
 
-@pytest.mark.parametrize("name", realworld.log_dir_names() or realworld.absent())
+@pytest.mark.parametrize("name", realworld.name_params())
 def test_real_log_dirs(name):
     realworld.require()
     _check_refs(LogDir(realworld.REALWORLD / name))

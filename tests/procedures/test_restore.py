@@ -17,6 +17,7 @@ import pytest
 from kafka.record import MemoryRecords
 
 import realworld
+import tiers
 from logdoctor.logdir.remote_tier import RemoteOptions
 from logdoctor.repair.procedures import run
 from logdoctor.repair.procedures.restore import plan_restore
@@ -306,14 +307,17 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Uninterrupted:
 
 @pytest.mark.parametrize(
     "point",
-    [
-        "1:applied",  # mkdir
-        "2:temp-written",  # fetch-remote: partial file written
-        "2:backed-up",  # fetch-remote: checksum saved, not renamed
-        "2:applied",
-        "3:temp-written",  # an index's write
-        "last:applied",  # the last checkpoint
-    ],
+    tiers.one_in_test_fast(
+        [
+            "1:applied",  # mkdir
+            "2:temp-written",  # fetch-remote: partial file written
+            "2:backed-up",  # fetch-remote: checksum saved, not renamed
+            "2:applied",
+            "3:temp-written",  # an index's write
+            "last:applied",  # the last checkpoint
+        ],
+        fast="2:temp-written",
+    ),
 )
 @pytest.mark.parametrize("then", ["resume", "rollback"])
 def test_kill_at_any_step_then_resume_or_rollback(tmp_path, uninterrupted, point, then):
@@ -500,7 +504,9 @@ def test_indexes_the_store_lacks_are_rebuilt_by_the_restore_itself(tmp_path):
         assert (part / name).read_bytes() == (original / name).read_bytes()
 
 
-@pytest.mark.parametrize("point", ["2:temp-written", "3:applied", "last:backed-up"])
+@pytest.mark.parametrize(
+    "point", tiers.one_in_test_fast(["2:temp-written", "3:applied", "last:backed-up"], fast="2:temp-written")
+)
 @pytest.mark.parametrize("then", ["resume", "rollback"])
 def test_remote_log_metadata_kill_then_resume_or_rollback(tmp_path, point, then):
     tiered = realworld.require_tiered()
@@ -607,7 +613,7 @@ GROUP_POINTS = [
 ]
 
 
-@pytest.mark.parametrize("point", GROUP_POINTS)
+@pytest.mark.parametrize("point", tiers.one_in_test_fast(GROUP_POINTS, fast="mid:applied"))
 @pytest.mark.parametrize("then", ["resume", "rollback"])
 def test_kill_inside_the_group_then_resume_or_rollback(tmp_path, uninterrupted, point, then):
     """SIGKILL at points inside the grouped steps of a restore into an empty log dir, then --resume

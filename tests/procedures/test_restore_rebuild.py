@@ -17,6 +17,7 @@ import helpers
 import pytest
 
 import realworld
+import tiers
 from logdoctor.logdir.remote_tier import RemoteOptions
 from logdoctor.repair.procedures import run
 from logdoctor.repair.procedures.restore import plan_restore
@@ -220,13 +221,16 @@ def test_dry_run_names_the_rebuilt_indexes_and_writes_nothing(tmp_path):
 
 @pytest.mark.parametrize(
     ("which", "phase"),
-    [
-        ("timeindex", "backed-up"),  # rebuilt, its sha256 saved, nothing written
-        ("timeindex", "temp-written"),  # the temp file written, not renamed
-        ("timeindex", "applied"),
-        ("txnindex", "backed-up"),  # no aborted transaction: nothing to write
-        ("txnindex", "applied"),
-    ],
+    tiers.one_in_test_fast(
+        [
+            ("timeindex", "backed-up"),  # rebuilt, its sha256 saved, nothing written
+            ("timeindex", "temp-written"),  # the temp file written, not renamed
+            ("timeindex", "applied"),
+            ("txnindex", "backed-up"),  # no aborted transaction: nothing to write
+            ("txnindex", "applied"),
+        ],
+        fast=("timeindex", "temp-written"),
+    ),
 )
 @pytest.mark.parametrize("then", ["resume", "rollback"])
 def test_kill_in_a_rebuild_step_then_resume_or_rollback(tmp_path, uninterrupted, which, phase, then):

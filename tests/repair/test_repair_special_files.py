@@ -79,8 +79,15 @@ def _what(path: Path) -> tuple:
     return (stat.S_IFMT(st.st_mode), os.readlink(path) if stat.S_ISLNK(st.st_mode) else None)
 
 
-@pytest.mark.parametrize("target", TARGETS)
-@pytest.mark.parametrize("kind", KINDS)
+# every kind with every target in make test; make test-fast takes each kind once and each target once
+@pytest.mark.parametrize(
+    ("kind", "target"),
+    [
+        pytest.param(kind, target, marks=() if i == j else (pytest.mark.slow,))
+        for i, kind in enumerate(KINDS)
+        for j, target in enumerate(TARGETS)
+    ],
+)
 def test_repair_plans_and_applies_the_rest_around_a_special_file(tmp_path, case, reference, target, kind):
     root = wr.clone(case.template, tmp_path / "root")
     path = _target(root, target)

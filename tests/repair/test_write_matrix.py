@@ -21,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import damage
 import write_runs as wr
 
+import tiers
+
 CASES = {"repair": wr.repair_case, "move-partition": wr.move_case, "sync-replica": wr.sync_case}
 MODES = ("apply", "resume", "rollback")
 CONDITIONS = ("changed", "finished", "second-journal", "same-time")
@@ -147,7 +149,7 @@ def _second_run(cell: Cell, root: Path, backup: Path) -> subprocess.CompletedPro
     return wr.cli(*args)
 
 
-@pytest.mark.parametrize("condition", CONDITIONS)
+@pytest.mark.parametrize("condition", tiers.one_in_test_fast(CONDITIONS, fast="changed"))
 @pytest.mark.parametrize("mode", MODES)
 def test_matrix(tmp_path, cell, mode, condition):
     c = cell.case

@@ -21,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
 
 from test_decompression_windows import bomb
 
+import tiers
+
 
 def _rows(parts) -> list[tuple]:
     out = []
@@ -94,7 +96,7 @@ os._exit(0)
 """
 
 
-@pytest.mark.parametrize("writer", ["parquet", "table"])
+@pytest.mark.parametrize("writer", tiers.one_in_test_fast(["parquet", "table"], fast="parquet"))
 def test_a_writing_task_holds_a_window_not_the_bomb(tmp_path, writer):
     """Issue 31 item 7: a writing task held up to a million rows before writing them, so a 512 MiB bomb of
     64 KiB records was held whole (the audit: an export worker at 1.16 GB, 2.0-2.6 GB for a 1 GiB bomb).
