@@ -211,11 +211,36 @@ def _run_pool(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport
             # the pool still writes to the pipes of the workers stopped here: an EPIPE there is expected,
             # never a death by SIGPIPE (read-only commands take SIGPIPE's default: cli/main.py)
             signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-        for worker in list((getattr(ex, "_processes", None) or {}).values()):
-            worker.terminate()
-        ex.shutdown(wait=True, cancel_futures=True)
+        _stop_pool(ex)
         raise
     ex.shutdown(wait=True)
+
+
+def _stop_pool(ex: Any) -> None:
+    """Stop a process pool at once: its workers terminated, the partitions not yet started dropped.
+
+    ``Executor.map`` has just cancelled the futures not yet started. In Python 3.11 the pool's manager
+    thread, seeing its workers die, then marks every pending future failed, the cancelled ones too, and
+    ``set_exception`` on a cancelled future raises InvalidStateError in that thread: its traceback reached
+    stderr before the one line of an interrupted command (3 stops in 30 here). CPython ignores that error
+    there since 3.12 (gh-107219, concurrent/futures/process.py ``terminate_broken``); here it is dropped for
+    that thread while the pool stops, and any other thread's exception goes to the hook as before."""
+    from concurrent.futures import InvalidStateError
+
+    manager = getattr(ex, "_executor_manager_thread", None)
+    previous = threading.excepthook
+
+    def hook(args: Any) -> None:
+        if args.thread is not manager or not issubclass(args.exc_type, InvalidStateError):
+            previous(args)
+
+    threading.excepthook = hook
+    try:
+        for worker in list((getattr(ex, "_processes", None) or {}).values()):
+            worker.terminate()
+        ex.shutdown(wait=True, cancel_futures=True)  # joins the manager thread: its exceptions are past
+    finally:
+        threading.excepthook = previous
 
 
 def topic_config_resolver(
