@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+import tiers
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 REALWORLD = Path(os.environ.get("LOGDOCTOR_REALWORLD", REPO_ROOT.parent / "shared" / "realworld"))
 SKIP_REASON = f"realworld: no real log dirs at {REALWORLD} (../shared/realworld exists only in the workspace)"
@@ -93,11 +95,6 @@ FAST_LOG_DIRS = frozenset(
 )
 
 
-def _tier(name: str) -> tuple:
-    """A case's marks on the real log dir ``name``: none on those test-fast reads, ``slow`` on the rest."""
-    return () if name in FAST_LOG_DIRS else (pytest.mark.slow,)
-
-
 def params(items) -> list:
     """pytest params with readable ids relative to the realworld folder (:func:`absent` without data);
     a case on a log dir outside :data:`FAST_LOG_DIRS` is marked ``slow`` (run by make test, not test-fast)."""
@@ -106,7 +103,7 @@ def params(items) -> list:
     out = []
     for p in items:
         rel = p.relative_to(REALWORLD)
-        out.append(pytest.param(p, id=str(rel), marks=_tier(rel.parts[0])))
+        out.append(pytest.param(p, id=str(rel), marks=tiers.marks(rel.parts[0] in FAST_LOG_DIRS)))
     return out
 
 
@@ -117,10 +114,8 @@ def log_dir_tiers() -> list:
         return absent()
     names = log_dir_names()
     return [
-        pytest.param([n for n in names if n in FAST_LOG_DIRS], id="test-fast-log-dirs"),
-        pytest.param(
-            [n for n in names if n not in FAST_LOG_DIRS], id="other-log-dirs", marks=pytest.mark.slow
-        ),
+        pytest.param([n for n in names if (n in FAST_LOG_DIRS) == fast], id=name, marks=tiers.marks(fast))
+        for fast, name in ((True, "test-fast-log-dirs"), (False, "other-log-dirs"))
     ]
 
 
@@ -128,7 +123,7 @@ def name_params() -> list:
     """One param per real log dir's name, tiered as :func:`params` (:func:`absent` without data)."""
     if not available():
         return absent()
-    return [pytest.param(n, id=n, marks=_tier(n)) for n in log_dir_names()]
+    return [pytest.param(n, id=n, marks=tiers.marks(n in FAST_LOG_DIRS)) for n in log_dir_names()]
 
 
 def writable_copy(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> Path:

@@ -1,12 +1,17 @@
-"""Which cases of a long matrix `make test-fast` runs (README "Tests"): one, named here at the matrix; every
-other case is marked ``slow`` and runs in `make test` (CI). The real log dirs are tiered the same way in
-tests/realworld.py (:data:`realworld.FAST_LOG_DIRS`)."""
+"""Which cases of a long matrix `make test-fast` runs (README "Quick start", "Between changes"): one, named
+here at the matrix; every other case is marked ``slow`` and runs in `make test` (CI). The real log dirs are
+tiered the same way in tests/realworld.py (:data:`realworld.FAST_LOG_DIRS`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 import pytest
+
+
+def marks(in_test_fast: bool) -> tuple:
+    """A case's marks: none when test-fast runs it, ``slow`` when only `make test` does."""
+    return () if in_test_fast else (pytest.mark.slow,)
 
 
 def one_in_test_fast(values: Iterable[object], fast: object) -> list:
@@ -16,6 +21,6 @@ def one_in_test_fast(values: Iterable[object], fast: object) -> list:
     if fast not in values:
         raise ValueError(f"{fast!r} is not one of the matrix's cases {values!r}")
     return [
-        pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=() if v == fast else (pytest.mark.slow,))
+        pytest.param(*(v if isinstance(v, tuple) else (v,)), marks=marks(v == fast))
         for v in values
     ]

@@ -19,6 +19,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import write_runs as wr
 
+import tiers
+
 pytestmark = pytest.mark.needs_root
 
 KINDS = ("symlink-to-file", "dangling-symlink", "symlink-to-folder", "fifo", "socket")
@@ -83,7 +85,7 @@ def _what(path: Path) -> tuple:
 @pytest.mark.parametrize(
     ("kind", "target"),
     [
-        pytest.param(kind, target, marks=() if i == j else (pytest.mark.slow,))
+        pytest.param(kind, target, marks=tiers.marks(i == j))
         for i, kind in enumerate(KINDS)
         for j, target in enumerate(TARGETS)
     ],
