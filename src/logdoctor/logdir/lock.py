@@ -21,6 +21,13 @@ other holder, shared or exclusive, and not with a broker's fcntl lock). The hold
 ``/proc/locks`` when the kernel shows it. :func:`hold_lock` takes both kinds, so neither a broker nor
 a flock user can take the dir while we repair.
 
+That moment's flock is itself seen by a second probe of the same ``.lock`` (two scans at once, a
+monitoring loop beside an operator, ``hold_lock`` of a repair while a scan probes): 1.5-5% of probes
+from two processes probing in a loop saw the other as a holder. A probe holds its flock for a few
+microseconds and a holder for as long as it runs, so a conflict counts only when it lasts: it is tried
+again after 0.5, 2, 8 and 32 ms (:func:`_try_flock`) before the lock counts as held. A real holder
+costs the probe those ~43 ms; no conflict costs nothing.
+
 A ``.lock`` that is not a regular file (a FIFO, a symlink: never followed) is neither probed nor
 taken: :func:`lock_file_problem` says what it is, :func:`lock_holder` answers None without opening
 it, :func:`hold_lock` refuses. Opening a FIFO read-only would block until a writer comes.
@@ -34,6 +41,7 @@ import fcntl
 import os
 import stat
 import struct
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -103,19 +111,47 @@ def _flock_pid(fd: int) -> int:
     return -1
 
 
+_BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
+# how long to wait before each new try when a flock conflicts: a probe's own flock (another run's
+# probe) lasts microseconds, so a conflict that outlasts these ~43 ms is a holder's
+_FLOCK_RETRY_DELAYS = (0.0005, 0.002, 0.008, 0.032)
+
+
+def _try_flock(fd: int, operation: int) -> bool:
+    """``flock(fd, operation | LOCK_NB)``: True when taken; False when another open file holds a
+    conflicting lock through every try (module docstring). Other errors are raised."""
+    for delay in _FLOCK_RETRY_DELAYS:
+        try:
+            fcntl.flock(fd, operation | fcntl.LOCK_NB)
+            return True
+        except OSError as e:
+            if e.errno not in _BUSY:
+                raise
+        time.sleep(delay)
+    try:
+        fcntl.flock(fd, operation | fcntl.LOCK_NB)
+        return True
+    except OSError as e:
+        if e.errno not in _BUSY:
+            raise
+    return False
+
+
 def _get_flock(fd: int) -> LockInfo | None:
     """A flock(2) lock another open file holds on ``fd``'s file (ours is a fresh open file, so a lock
     :func:`hold_lock` holds in this process is seen too)."""
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        if _try_flock(fd, fcntl.LOCK_EX):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        exclusive = not _try_flock(fd, fcntl.LOCK_SH)  # a shared holder lets a shared lock be taken
     except OSError as e:
-        if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            return LockInfo(_flock_pid(fd), True)
         if e.errno in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):  # no flock on this file system
             return None
         raise
-    fcntl.flock(fd, fcntl.LOCK_UN)
-    return None
+    if not exclusive:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    return LockInfo(_flock_pid(fd), exclusive)
 
 
 _NO_FOLLOW = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
@@ -261,17 +297,18 @@ def _hold_broker_lock(log_dir: str | os.PathLike[str]) -> Iterator[Path]:
                 ) from e
             raise
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            taken = _try_flock(fd, fcntl.LOCK_EX)  # a scan's probe of this .lock at this moment is waited out
         except OSError as e:
-            if e.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                pid = _flock_pid(fd)
-                who = f" (pid {pid})" if pid > 0 else ""
-                raise BrokerRunningError(
-                    f"{path} is locked with flock(2) by another process{who}: is a broker or another "
-                    f"tool running on {log_dir}?"
-                ) from e
             if e.errno not in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):
                 raise
+            taken = True  # no flock on this file system: the fcntl lock alone
+        if not taken:
+            pid = _flock_pid(fd)
+            who = f" (pid {pid})" if pid > 0 else ""
+            raise BrokerRunningError(
+                f"{path} is locked with flock(2) by another process{who}: is a broker or another "
+                f"tool running on {log_dir}?"
+            )
         yield path
     finally:
         os.close(fd)  # closing the only fd of an OFD lock (and of our flock) releases it
