@@ -56,14 +56,18 @@ def files(
     """Every file under the log dirs (not the broker logs), optionally by suffix or exact name, optionally
     only under the log dirs named ``dirs``."""
     for d in log_dirs() if dirs is None else [REALWORLD / n for n in dirs]:
-        for p in sorted(d.rglob("*")):
-            if not p.is_file():
-                continue
+        for p in _files_under(d):
             if suffix is not None and not p.name.endswith(suffix):
                 continue
             if name is not None and p.name != name:
                 continue
             yield p
+
+
+@cache
+def _files_under(log_dir: Path) -> tuple[Path, ...]:
+    """The files under ``log_dir``, sorted: walked once per process (collection asks ~100 times)."""
+    return tuple(p for p in sorted(log_dir.rglob("*")) if p.is_file())
 
 
 def absent(arity: int = 1) -> list:

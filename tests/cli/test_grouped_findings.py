@@ -17,7 +17,9 @@ import realworld
 from logdoctor.checks import catalog
 from logdoctor.cli import commands  # noqa: F401  (registers every command)
 from logdoctor.cli.census import render_census
+from logdoctor.cli.lines import PlainLines, RichLines
 from logdoctor.cli.main import app
+from logdoctor.cli.plain import WIDE
 from logdoctor.cli.render import EXAMPLES, render_findings
 
 runner = CliRunner()
@@ -156,10 +158,16 @@ def test_repair_groups_what_is_still_found_after_applying() -> None:
         ok=True, status="applied", steps_run=1, steps_total=1, error=None, journal=None, backup_dir=None
     )
     console, buf = _console()
-    assert _finish(console, result, False, {"remaining": remaining}, 1, "default") == 1
+    assert _finish(RichLines(console), result, False, {"remaining": remaining}, 1, "default") == 1
     text = buf.getvalue()
     assert "still found (60):" in text and "INDEX_MISSING: 60 files" in text
     assert sum(1 for f in remaining if f["path"] in text) <= EXAMPLES + 1
     console, buf = _console()
-    _finish(console, result, False, {"remaining": remaining}, 1, "default", verbose=True)
+    _finish(RichLines(console), result, False, {"remaining": remaining}, 1, "default", verbose=True)
     assert all(f["path"] in buf.getvalue() for f in remaining)
+    plain = io.StringIO()  # off a terminal, without rich: the same lines at the full width
+    _finish(PlainLines(plain), result, False, {"remaining": remaining}, 1, "default", verbose=True)
+    console, buf = _console()
+    console.width = WIDE
+    _finish(RichLines(console), result, False, {"remaining": remaining}, 1, "default", verbose=True)
+    assert plain.getvalue() == buf.getvalue()

@@ -104,7 +104,7 @@ def test_export_keeps_every_readable_record_and_names_each_undecodable_batch(spa
 
 def test_the_export_command_names_the_undecodable_batches_and_exits_1(hostile_dir, tmp_path):
     root, _log, bad = hostile_dir
-    out = tmp_path / "out"
+    out = tmp_path / "out [b]x[/b] :thumbs_up:"  # printed as it is: a path is text, never rich markup
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "COLUMNS": "250"}
     argv = [sys.executable, "-c", "from logdoctor.cli.main import main; main()", "export", str(root), "--out",
             str(out), "--master", "local[1]"]  # fmt: skip
@@ -112,6 +112,7 @@ def test_the_export_command_names_the_undecodable_batches_and_exits_1(hostile_di
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "No corrupt range was skipped" not in proc.stdout
     assert "Exported 4 records" in proc.stdout, proc.stdout
+    assert f" to {out} as parquet: " in proc.stdout, proc.stdout
     for pos, size, off in bad:
         assert f"bytes {pos:,}..{pos + size:,}, offsets {off}..{off}" in proc.stdout, proc.stdout
     js = subprocess.run([*argv[:-3], str(tmp_path / "out2"), "--master", "local[1]", "--json"],

@@ -97,7 +97,7 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
             f = {**f, "fix_command": note}
         shown.append(f)
     render_findings(console, shown, verbose=verbose)
-    console.print(f"Tables (Parquet) and summary.txt in {result.out_dir}")
+    console.print(f"Tables (Parquet) and summary.txt in {result.out_dir}", markup=False, emoji=False)
 
 
 def _total(result: Any, table: str) -> int:
@@ -240,7 +240,7 @@ def run_census_cli(
     else:
         render_census(console, result, verbose=verbose)
         if html_out is not None:
-            console.print(f"HTML report: {html_out}")
+            console.print(f"HTML report: {html_out}", markup=False, emoji=False)
     return result
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail
@@ -133,10 +134,12 @@ def demo_command(
     (fleet_dir / DEMO_MARKER).write_text("written by `logdoctor demo`, which replaces this folder\n")
     if not json_out:
         console.print(
-            f"[bold]Sample fleet[/bold] written to {fleet_dir} ({_brokers_and_replicas(demo)}). Planted:"
+            Text.assemble(
+                ("Sample fleet", "bold"), f" written to {fleet_dir} ({_brokers_and_replicas(demo)}). Planted:"
+            )
         )
         for p in demo.planted:
-            console.print(f"  - {p}")
+            console.print(f"  - {p}", markup=False, emoji=False)
     inventories = collect_inventories(
         fleet_dir, out / "inventories", demo.now_ms, console if not json_out else None, demo.simulated_disks
     )

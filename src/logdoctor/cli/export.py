@@ -16,6 +16,7 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, usage_error
@@ -326,10 +327,13 @@ def export_command(
         print_json({**result.to_json(), "remote_tier_not_read": not_read}, indent=2)
     else:
         console.print(
-            f"Exported [bold]{result.rows:,}[/bold] records from {result.segments:,} segments "
-            f"({_human(result.bytes_in)} of logs) to {result.out_dir} as {result.format}: "
-            f"{result.files} files, "
-            f"{_human(result.bytes_out)}, in {result.elapsed_s:.1f} s ({result.records_per_s:,.0f} records/s)"
+            Text.assemble(  # the out dir is text, never markup
+                "Exported ",
+                (f"{result.rows:,}", "bold"),
+                f" records from {result.segments:,} segments ({_human(result.bytes_in)} of logs) to "
+                f"{result.out_dir} as {result.format}: {result.files} files, {_human(result.bytes_out)}, in "
+                f"{result.elapsed_s:.1f} s ({result.records_per_s:,.0f} records/s)",
+            )
         )
         if result.skipped:
             table = Table(

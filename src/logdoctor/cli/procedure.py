@@ -10,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.console import Console
-from rich.text import Text
 
 from logdoctor.cli.exit_codes import EX_FAILED
 from logdoctor.cli.input_checks import require_input_file
 from logdoctor.cli.interrupts import run_interrupts
 from logdoctor.cli.jsonout import print_json
-from logdoctor.cli.output import text_console
+from logdoctor.cli.lines import Lines, lines_for
 from logdoctor.cli.plan_output import DRY_RUN_LINE, print_journal_preview, print_plan
 from logdoctor.cli.progress import CopyProgress
 from logdoctor.cli.run_status import print_run_paths, print_run_status, run_errors
@@ -30,28 +28,28 @@ from logdoctor.repair.procedures.common import ProcedurePlan, ProcedureRefused, 
 from logdoctor.repair.safety import BackupLocationError, UnsafePathError
 
 
-def _usage_lines(console: Console, title: str, rows: list[dict[str, Any]]) -> None:
+def _usage_lines(out: Lines, title: str, rows: list[dict[str, Any]]) -> None:
     """Each file system as ``df`` prints it (logdoctor.logdir.disk: the one definition of used %)."""
-    console.print(Text(title, style="bold"))
+    out.line(title, "bold")
     for u in rows:
         usage = DiskUsage(
             u["path"], u["total_bytes"], u["used_bytes"], u["available_bytes"], u.get("source", "")
         )
-        console.print(Text("  " + usage.line()), soft_wrap=True)
+        out.line("  " + usage.line())
 
 
-def print_procedure_plan(console: Console, pp: ProcedurePlan) -> None:
-    print_plan(console, pp.plan, verbose=True)  # an operator procedure lists every action it takes
+def print_procedure_plan(out: Lines, pp: ProcedurePlan) -> None:
+    print_plan(out, pp.plan, verbose=True)  # an operator procedure lists every action it takes
     for note in pp.notes:
-        console.print(Text("note: " + note, style="yellow"), soft_wrap=True)
+        out.line("note: " + note, "yellow")
     if "disk_usage_before" in pp.summary:
-        _usage_lines(console, "disk usage before:", pp.summary["disk_usage_before"])
+        _usage_lines(out, "disk usage before:", pp.summary["disk_usage_before"])
     if "disk_usage_expected_after" in pp.summary:
-        _usage_lines(console, "disk usage expected after:", pp.summary["disk_usage_expected_after"])
+        _usage_lines(out, "disk usage expected after:", pp.summary["disk_usage_expected_after"])
 
 
 def finish(
-    console: Console, name: str, result: RunResult, plan: Plan, json_out: bool, extra: dict[str, Any]
+    out: Lines, name: str, result: RunResult, plan: Plan, json_out: bool, extra: dict[str, Any]
 ) -> int:
     """Verify (when the run completed), report, and return the exit code."""
     problems: list[str] = []
@@ -69,22 +67,19 @@ def finish(
         }
         print_json(out)
         return code
-    print_run_status(console, name, result, code)
+    print_run_status(out, name, result, code)
     if result.status == "applied":
         if problems:
             for p in problems:
-                console.print(Text(f"verification: {p}", style="red"), soft_wrap=True)
+                out.line(f"verification: {p}", "red")
         else:
-            console.print(
-                Text(
-                    "verified: every file at the destination matches the source "
-                    "(checksums, or the very same files for a rename); checkpoints well formed",
-                    style="green",
-                ),
-                soft_wrap=True,
+            out.line(
+                "verified: every file at the destination matches the source "
+                "(checksums, or the very same files for a rename); checkpoints well formed",
+                "green",
             )
-    _usage_lines(console, "disk usage now:", usage)
-    print_run_paths(console, result)
+    _usage_lines(out, "disk usage now:", usage)
+    print_run_paths(out, result)
     return code
 
 
@@ -102,7 +97,7 @@ def run_procedure(
 ) -> None:
     """Plan, apply, resume or roll back; maps every refusal to its exit code (nothing written).
     ``lock_dirs``: the log dirs whose own lock an ``--apply`` holds from before its planning scan."""
-    console = text_console()
+    out = lines_for()
     with (
         run_errors(
             name,
@@ -122,7 +117,7 @@ def run_procedure(
                 from logdoctor.repair.apply import preview
 
                 mode = "resume" if resume_journal is not None else "rollback"
-                print_journal_preview(console, name, preview(journal, mode), json_out)
+                print_journal_preview(out, name, preview(journal, mode), json_out)
                 raise typer.Exit(0)
             plan, _ = load_journal(journal)
             interrupts.writing("--resume" if resume_journal is not None else "--rollback", journal)
@@ -131,7 +126,7 @@ def run_procedure(
                     result, plan = run.resume_journal(journal, progress=bar)
                 else:
                     result, plan = run.rollback_journal(journal, progress=bar)
-            raise typer.Exit(finish(console, name, result, plan, json_out, {}))
+            raise typer.Exit(finish(out, name, result, plan, json_out, {}))
         assert make_plan is not None
         if do_apply and lock_dirs:  # a second writing run of the same dirs is refused (75) before it plans
             held.enter_context(hold_dir_locks(list(lock_dirs)))
@@ -144,12 +139,12 @@ def run_procedure(
             if json_out:
                 print_json({**pp.to_json(), "applied": False})
             else:
-                print_procedure_plan(console, pp)
-                console.print(DRY_RUN_LINE)
+                print_procedure_plan(out, pp)
+                out.line(DRY_RUN_LINE)
             raise typer.Exit(0)
         if not json_out:
-            print_procedure_plan(console, pp)
+            print_procedure_plan(out, pp)
         interrupts.writing("--apply", os.path.join(pp.plan.backup_dir, JOURNAL_NAME))
         with CopyProgress(run.copy_bytes(pp.plan), not json_out) as bar:
             result = run.apply(pp.plan, progress=bar, command=name, allow_unfinished=allow_unfinished)
-        raise typer.Exit(finish(console, name, result, pp.plan, json_out, pp.to_json()))
+        raise typer.Exit(finish(out, name, result, pp.plan, json_out, pp.to_json()))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import collections
 import dataclasses
 import sys
-import textwrap
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -20,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from logdoctor.cli.jsonvalues import JsonLinesWriter, b64, to_jsonable
+from logdoctor.cli.lines import EXAMPLES, RichLines, wrap
 from logdoctor.cli.plain import Column
 
 __all__ = [
@@ -135,7 +135,6 @@ def print_fields(console: Console, fields: Mapping[str, Any], *, indent: str = "
 
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 _SEVERITY_RANK = {"error": 2, "warning": 1, "info": 0}
-EXAMPLES = 3  # findings shown in full per group before the rest is counted
 
 
 def _attr(f: Any, name: str) -> Any:
@@ -183,16 +182,7 @@ def group_findings(findings: Iterable[Any]) -> list[FindingGroup]:
 
 def wrapped(console: Console, text: str, indent: str, style: str = "", first: str | None = None) -> None:
     """``text`` wrapped to the console's width under ``indent`` (words and paths are never cut)."""
-    width = max(40, console.width)
-    body = textwrap.fill(
-        text,
-        width=width,
-        initial_indent=first if first is not None else indent,
-        subsequent_indent=indent,
-        break_long_words=False,
-        break_on_hyphens=False,
-    )
-    console.print(Text(body, style=style), soft_wrap=True)
+    wrap(RichLines(console), text, indent, style, first)
 
 
 def _where(f: Any) -> str:

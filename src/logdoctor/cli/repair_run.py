@@ -11,9 +11,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.checks.scanner import ScanReport, scan
@@ -23,7 +20,7 @@ from logdoctor.cli.exit_codes import EX_FAILED
 from logdoctor.cli.input_checks import read_config_inputs, require_input_file, require_log_dirs
 from logdoctor.cli.interrupts import run_interrupts
 from logdoctor.cli.jsonout import print_json
-from logdoctor.cli.output import text_console
+from logdoctor.cli.lines import Lines, lines_for
 from logdoctor.cli.plan_output import DRY_RUN_LINE, print_code_paths, print_journal_preview, print_plan
 from logdoctor.cli.run_status import print_run_paths, print_run_status, run_errors
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
@@ -84,21 +81,16 @@ def _code_of(remaining: list[dict[str, Any]], scan_code: int) -> int:
     return max(scan_code, int(worst) if worst >= Severity.WARNING else 0)
 
 
-def _print_remaining(
-    console: Console, remaining: list[dict[str, Any]], depth: str, verbose: bool = False
-) -> None:
+def _print_remaining(out: Lines, remaining: list[dict[str, Any]], depth: str, verbose: bool = False) -> None:
     if not remaining:
         return
-    console.print()
-    console.print(
-        Text(f"Left after repair at {depth} depth, still found ({len(remaining)}):", style="bold red"),
-        soft_wrap=True,
-    )
+    out.line()
+    out.line(f"Left after repair at {depth} depth, still found ({len(remaining)}):", "bold red")
     rows = [(f"still found: {f['severity'].upper()} {f['code']}", f["path"], f["why"]) for f in remaining]
-    print_code_paths(console, rows, verbose=verbose, style="red")
+    print_code_paths(out, rows, verbose=verbose, style="red")
 
 
-def _save_removed_records(console: Console, plan: Plan, json_out: bool) -> None:
+def _save_removed_records(out: Lines, plan: Plan, json_out: bool) -> None:
     """Before a truncation runs: the intact records it removes, saved as Parquet beside the backup dir
     (:mod:`logdoctor.repair.removed_records`); nothing is applied when they cannot be saved."""
     from logdoctor.repair.removed_records import removed_by_plan
@@ -109,18 +101,14 @@ def _save_removed_records(console: Console, plan: Plan, json_out: bool) -> None:
             continue
         rows = write_removed_records(removed)
         if not json_out:
-            console.print(
-                Text(
-                    f"saved {rows} intact record(s) of {removed.topic}-{removed.partition} the truncation "
-                    f"removes (offsets [{removed.intact_first}, {removed.intact_last}]) to "
-                    f"{removed.destination}"
-                ),
-                soft_wrap=True,
+            out.line(
+                f"saved {rows} intact record(s) of {removed.topic}-{removed.partition} the truncation "
+                f"removes (offsets [{removed.intact_first}, {removed.intact_last}]) to {removed.destination}"
             )
 
 
 def _finish(
-    console: Console,
+    out: Lines,
     result: RunResult,
     json_out: bool,
     extra: dict[str, Any],
@@ -132,9 +120,9 @@ def _finish(
     if json_out:
         print_json({**extra, "result": result.to_json(), "exit_code": code})
         return code
-    print_run_status(console, "repair", result, code)
-    print_run_paths(console, result)
-    _print_remaining(console, extra.get("remaining") or [], depth, verbose)
+    print_run_status(out, "repair", result, code)
+    print_run_paths(out, result)
+    _print_remaining(out, extra.get("remaining") or [], depth, verbose)
     return code
 
 
@@ -158,7 +146,7 @@ def run_repair(
 ) -> int:
     """`logdoctor repair` with these options: the exit code (usage errors, refusals and tool failures
     exit through :mod:`logdoctor.cli.error_lines`)."""
-    console = text_console()
+    out = lines_for()
     modes = sum(x is not None and x is not False for x in (resume_journal, rollback_journal)) + (
         1 if log_dirs else 0
     )
@@ -179,7 +167,7 @@ def run_repair(
             require_input_file(journal, "journal")
             if not do_apply:
                 mode = "resume" if resume_journal is not None else "rollback"
-                print_journal_preview(console, "repair", preview(journal, mode), json_out)
+                print_journal_preview(out, "repair", preview(journal, mode), json_out)
                 return 0
             interrupts.writing("--resume" if resume_journal is not None else "--rollback", journal)
             result = resume(journal) if resume_journal is not None else rollback(journal)
@@ -201,7 +189,7 @@ def run_repair(
                 # straight through (the scan at the plan's depth after it)
                 extra["remaining"] = _remaining(after, plan, targeted)
                 scan_code = _code_of(extra["remaining"], exit_code(after))
-            return _finish(console, result, json_out, extra, scan_code, depth, verbose)
+            return _finish(out, result, json_out, extra, scan_code, depth, verbose)
         assert log_dirs is not None
         # the planning scan, the index rebuild and the scan after read the same segments: each mapped once
         held.enter_context(mappings_kept())
@@ -236,19 +224,19 @@ def run_repair(
                     {"plan": plan.to_json(), "applied": False, "remaining": remaining, "exit_code": code}
                 )
             else:
-                print_plan(console, plan)
-                _print_remaining(console, remaining, plan.depth)
+                print_plan(out, plan)
+                _print_remaining(out, remaining, plan.depth)
             return code
         if not do_apply:
             if json_out:
                 print_json({"plan": plan.to_json(), "applied": False})
             else:
-                print_plan(console, plan, verbose=verbose)
+                print_plan(out, plan, verbose=verbose)
                 if not plan.empty:
-                    console.print(DRY_RUN_LINE)
+                    out.line(DRY_RUN_LINE)
             return 0
         if not json_out:
-            print_plan(console, plan, verbose=verbose)
+            print_plan(out, plan, verbose=verbose)
         skipped = {u.path for u in plan.unrepaired}
         targeted = {
             (f.code, f.path)
@@ -257,7 +245,7 @@ def run_repair(
             and f.path not in skipped
             and any(f.path in a.finding_paths and f.code in a.codes for a in plan.actions)
         }
-        _save_removed_records(console, plan, json_out)
+        _save_removed_records(out, plan, json_out)
         interrupts.writing("--apply", os.path.join(plan.backup_dir, JOURNAL_NAME))
         unmap_ahead()  # what the scan after will not walk again, unmapped while the apply waits on the disk
         result = apply_plan(plan, command="repair", allow_unfinished=allow_unfinished)
@@ -267,4 +255,4 @@ def run_repair(
             after = _post_scan(plan)
             extra["remaining"] = _remaining(after.findings, plan, targeted)
             scan_code = _code_of(extra["remaining"], after.exit_code)
-        return _finish(console, result, json_out, extra, scan_code, plan.depth, verbose)
+        return _finish(out, result, json_out, extra, scan_code, plan.depth, verbose)

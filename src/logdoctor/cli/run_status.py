@@ -8,35 +8,32 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
 from logdoctor.cli.error_lines import fail, os_error, refused, tool_failure, usage_error
 from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_REFUSED, EX_TEMPFAIL, EX_USAGE
+from logdoctor.cli.lines import Lines
 
 
-def print_run_status(console: Console, command: str, result: Any, code: int) -> None:
+def print_run_status(out: Lines, command: str, result: Any, code: int) -> None:
     """The outcome of an applied, resumed or rolled-back run, and how to finish or undo a broken one."""
-    console.print()
-    style = "green" if code == 0 else "bold red"
-    console.print(
-        Text(f"{result.status}: {result.steps_run} of {result.steps_total} step(s) run", style=style)
+    out.line()
+    out.line(
+        f"{result.status}: {result.steps_run} of {result.steps_total} step(s) run",
+        "green" if code == 0 else "bold red",
     )
     if result.error:
-        console.print(Text(f"error: {result.error}", style="red"), soft_wrap=True)
-        console.print(
+        out.line(f"error: {result.error}", "red")
+        out.line(
             f"Finish it with `logdoctor {command} --resume {result.journal} --apply` or undo it with "
             f"`logdoctor {command} --rollback {result.journal} --apply` (each prints its steps without "
-            "--apply).",
-            soft_wrap=True,
+            "--apply)."
         )
 
 
-def print_run_paths(console: Console, result: Any) -> None:
+def print_run_paths(out: Lines, result: Any) -> None:
     """Where a run left the originals (backup dir) and its journal."""
     if result.journal:
-        console.print(f"backup dir: {result.backup_dir}", soft_wrap=True)
-        console.print(f"journal:    {result.journal}", soft_wrap=True)
+        out.line(f"backup dir: {result.backup_dir}")
+        out.line(f"journal:    {result.journal}")
 
 
 @contextmanager
