@@ -5,6 +5,7 @@ Timings are in BENCHMARKS.md ("Start-up")."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -128,10 +129,16 @@ def test_repair_of_indexes_past_32_entries_imports_no_numpy(tmp_path: Path) -> N
     assert max(len(b) for n, b in indexes.items() if n.endswith(".index")) > 32 * OFFSET_ENTRY_SIZE
     for name in indexes:
         (part / name).unlink()
-    modules = imported_by("repair", "--apply", "--backup-dir", str(tmp_path / "backup"), str(log_dir))
+    # os.environ, not this process's environment: readline (imported with pdb by pytest) exports COLUMNS
+    # and LINES to it, and a width in the environment is rich's to honour
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    backup = str(tmp_path / "backup")
+    modules = imported_by("repair", "--apply", "--backup-dir", backup, str(log_dir), env=env)
     assert {p.name: p.read_bytes() for p in part.iterdir() if p.name in indexes} == indexes  # rebuilt
     assert "logdoctor.repair.rules.indexes" in modules
     assert "numpy" not in modules
+    # its report, written to a pipe, is written without rich (cli.lines; test_lines.py: the same bytes)
+    assert not {m for m in modules if m.split(".")[0] == "rich"}
 
 
 def test_the_early_walks_start_before_the_checks_the_model_the_catalog_and_pathlib_load() -> None:
