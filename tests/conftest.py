@@ -8,9 +8,20 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from hypothesis import settings
+
 import realworld
+import tiers
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
+
+# make test-fast: a property test that names no max_examples tries 25 (hypothesis's default: 100); those
+# that name one ask tiers.examples
+settings.register_profile("test-fast", max_examples=tiers.examples(100))
+if tiers.TEST_FAST:
+    if IN_CI:
+        raise RuntimeError("LOGDOCTOR_TEST_TIER=fast is make test-fast's: CI (make test) tries every example")
+    settings.load_profile("test-fast")
 
 _realworld_skips: list[str] = []
 

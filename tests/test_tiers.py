@@ -64,3 +64,25 @@ def test_one_case_of_a_matrix_in_test_fast() -> None:
     assert [[m.name for m in c.marks] for c in cases] == [["slow"], [], ["slow"]]
     with pytest.raises(ValueError, match="not one of"):
         tiers.one_in_test_fast(["a", "b"], fast="c")
+
+
+def test_property_tests_try_every_example_in_make_test_and_a_quarter_in_test_fast(monkeypatch) -> None:
+    """Only the Makefile's test-fast target sets LOGDOCTOR_TEST_TIER; make test (CI) runs as written."""
+    import re
+    import subprocess
+    import sys
+
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
+    targets = dict(re.findall(r"^([\w-]+):.*\n((?:\t.*\n)+)", makefile, re.M))
+    assert "LOGDOCTOR_TEST_TIER=fast" in targets["test-fast"]
+    assert "LOGDOCTOR_TEST_TIER" not in targets["test"]
+    monkeypatch.setattr(tiers, "TEST_FAST", False)
+    assert [tiers.examples(n) for n in (5, 25, 300)] == [5, 25, 300]
+    monkeypatch.setattr(tiers, "TEST_FAST", True)
+    assert [tiers.examples(n) for n in (5, 25, 300)] == [5, 10, 75]
+    # CI refuses it (tests/conftest.py), before any test runs
+    tests = str(Path(__file__).resolve().parent)
+    env = {"PATH": "/usr/bin:/bin", "CI": "true", "LOGDOCTOR_TEST_TIER": "fast"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
+                           f"{tests}/test_tiers.py"], capture_output=True, text=True, env=env)  # fmt: skip
+    assert done.returncode != 0 and "CI (make test) tries every example" in done.stdout + done.stderr

@@ -1,12 +1,24 @@
 """Which cases of a long matrix `make test-fast` runs (README "Quick start", "Between changes"): one, named
 here at the matrix; every other case is marked ``slow`` and runs in `make test` (CI). The real log dirs are
-tiered the same way in tests/realworld.py (:data:`realworld.FAST_LOG_DIRS`)."""
+tiered the same way in tests/realworld.py (:data:`realworld.FAST_LOG_DIRS`). A property test (hypothesis)
+tries a quarter of its examples in test-fast (:func:`examples`, and the ``test-fast`` profile of
+tests/conftest.py for those that name no number), every one in `make test`."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
 import pytest
+
+# set by the Makefile's test-fast target only; `make test` (CI) never sets it
+TEST_FAST = os.environ.get("LOGDOCTOR_TEST_TIER") == "fast"
+
+
+def examples(n: int) -> int:
+    """A property test's ``max_examples``: ``n`` in `make test` (CI), a quarter of it (at least 10) in
+    `make test-fast`."""
+    return max(10, n // 4) if TEST_FAST and n > 10 else n
 
 
 def marks(in_test_fast: bool) -> tuple:

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 import realworld
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
+import tiers
 from logdoctor.checks import deep, indexes
 from logdoctor.checks.state import walk_file
 from logdoctor.formats.index import IndexKind, real_entry_count, real_entry_count_numpy
@@ -100,7 +101,7 @@ def _agree(
         assert deep._big_mismatch(*args2) == _numpy(deep._big_mismatch, *args2)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=tiers.examples(400), deadline=None)
 @given(_indexes())
 def test_c_index_checks_agree_with_numpy(case) -> None:  # type: ignore[no-untyped-def]
     kind, data, base, log_size, next_base, positions, lasts, max_ts = case
@@ -108,7 +109,7 @@ def test_c_index_checks_agree_with_numpy(case) -> None:  # type: ignore[no-untyp
     _agree(kind, data, base, log_size, next_base, w)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=tiers.examples(200), deadline=None)
 @given(st.sampled_from([8, 12]), st.binary(max_size=400), st.integers(0, 1 << 62), st.integers(0, 1 << 40))
 def test_c_index_checks_agree_with_numpy_on_any_bytes(
     size: int, raw: bytes, base: int, log_size: int

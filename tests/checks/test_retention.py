@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import kp_oracle
 import realworld
+import tiers
 from logdoctor.checks.retention import (
     LOG_START_OFFSET_BREACH,
     RETENTION_MS_BREACH,
@@ -181,7 +182,7 @@ def _partitions(draw):
     return segs, lso, leo, hw
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=tiers.examples(300), deadline=None)
 @given(_partitions(), st.integers(-1, 20_000), st.integers(-1, 20_000), st.integers(0, 40_000))
 def test_compacted_topics_never_lose_segments_to_time_or_size(part, ms, size, now) -> None:
     """cleanup.policy=compact (no delete): only segments below the log start offset go (deleteOldSegments)."""

@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import realworld
+import tiers
 from logdoctor.checks.state import walk_file
 from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)
 from logdoctor.cli.main import app
@@ -230,7 +231,7 @@ _SEGMENT = b"".join(build_record_batch(_SPECS, base_offset=4 * k) for k in range
 
 
 @pytest.mark.skipif(not native.HAVE_SPEEDUPS, reason="the C extension is not built")
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=tiers.examples(300), deadline=None)
 @given(st.lists(st.tuples(st.integers(0, len(_SEGMENT) - 1), st.integers(0, 255)), min_size=1, max_size=4))
 def test_c_and_twin_agree_on_mutated_records(edits: list[tuple[int, int]]) -> None:
     from array import array

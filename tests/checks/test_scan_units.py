@@ -7,6 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
+import tiers
 from logdoctor.checks import catalog
 from logdoctor.checks import state as walker  # the scan's segment walk
 from logdoctor.checks.findings import Finding, Severity, exit_code
@@ -89,7 +90,11 @@ def _segment() -> bytes:
 
 
 @pytest.mark.realworld
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=tiers.examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 @given(data=st.data())
 def test_walker_agrees_with_the_record_reader_under_damage(data) -> None:
     from logdoctor.formats.records import scan_batches

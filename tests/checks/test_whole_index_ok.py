@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import realworld
+import tiers
 from logdoctor.checks import indexes
 from logdoctor.checks.indexes import Entries, whole_index_ok
 from logdoctor.formats.index import IndexKind, real_entry_count
@@ -67,7 +68,7 @@ def index_cases(draw):
     return kind, data, base, log_size, next_base
 
 
-@settings(max_examples=600)
+@settings(max_examples=tiers.examples(600))
 @given(index_cases())
 def test_whole_index_ok_agrees_with_the_numpy_checks(case) -> None:
     kind, data, base, log_size, next_base = case

@@ -15,6 +15,7 @@ import sys
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tiers
 from logdoctor.cli.lines import PlainLines, RichLines, lines_for, wrap
 from logdoctor.cli.output import text_console
 
@@ -36,7 +37,7 @@ def _both(write) -> tuple[str, str]:
     return plain.getvalue(), rich.getvalue()
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=tiers.examples(300), deadline=None)
 @given(st.lists(st.tuples(TEXTS, STYLES), max_size=6))
 def test_lines_are_rich_s_lines(lines: list[tuple[str, str]]) -> None:
     def write(out) -> None:
@@ -48,14 +49,14 @@ def test_lines_are_rich_s_lines(lines: list[tuple[str, str]]) -> None:
     assert plain == rich
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=tiers.examples(200), deadline=None)
 @given(st.lists(st.tuples(TEXTS, STYLES), min_size=1, max_size=4))
 def test_spans_are_rich_s_spans(parts: list[tuple[str, str]]) -> None:
     plain, rich = _both(lambda out: out.spans(*parts))
     assert plain == rich
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=tiers.examples(200), deadline=None)
 @given(TEXTS, st.sampled_from(["", "  ", "      "]), STYLES, st.sampled_from([None, "why: ", "    note: "]))
 def test_wrapped_text_is_rich_s(text: str, indent: str, style: str, first: str | None) -> None:
     plain, rich = _both(lambda out: wrap(out, text, indent, style, first))

@@ -19,6 +19,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import realworld
+import tiers
 from logdoctor.cli import output
 from logdoctor.cli.plain import WIDE, field_lines, is_plain_stream, table_lines
 from logdoctor.cli.render import make_console, print_fields, print_table
@@ -64,7 +65,7 @@ def tables(draw: st.DrawFn) -> tuple[str | None, list[str], list[list[object]], 
     return title, headers, rows, right
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=tiers.examples(300), deadline=None)
 @given(tables())
 def test_a_table_of_printable_ascii_is_laid_out_as_rich_lays_it_out(
     table: tuple[str | None, list[str], list[list[object]], list[bool]],
@@ -77,7 +78,7 @@ def test_a_table_of_printable_ascii_is_laid_out_as_rich_lays_it_out(
         assert _joined(lines) == _rich_table(title, headers, rows, right)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=tiers.examples(300), deadline=None)
 @given(st.dictionaries(ascii_text.filter(bool), ascii_text, max_size=6))
 def test_fields_of_printable_ascii_are_laid_out_as_rich_lays_them_out(fields: dict[str, str]) -> None:
     with pytest.MonkeyPatch.context() as mp:

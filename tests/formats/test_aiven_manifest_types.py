@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
+import tiers
 from logdoctor.errors import CorruptRecordError, FormatError
 from logdoctor.formats.aiven_rsm import parse_manifest
 
@@ -88,7 +89,7 @@ def test_a_hostile_chunk_count_is_refused_before_the_table_is_built():
         parse_manifest(json.dumps(obj).encode())
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=tiers.examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), value=JSON)
 def test_any_json_value_in_any_field_gives_the_projects_error_or_a_manifest(data, value):
     manifests = _manifests()

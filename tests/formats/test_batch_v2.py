@@ -16,6 +16,7 @@ from kafka.record.default_records import DefaultRecordBatch as KpBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 from kafka.record.memory_records import MemoryRecords
 
+import tiers
 import twins
 from logdoctor.errors import (
     CorruptRecordError,
@@ -67,7 +68,7 @@ def _rows(records) -> list[tuple]:
     return [(r.offset, r.timestamp, r.key, r.value, r.headers, r.timestamp_type, r.sequence) for r in records]
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=150, deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=tiers.examples(150), deadline=None)
 @given(specs, options)
 def test_round_trip_every_attribute(records, opts) -> None:
     data = build_record_batch(records, **opts)
@@ -318,7 +319,7 @@ def _buffers_equal(a: tuple, b: tuple) -> None:
         assert x == y, i
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=120, deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=tiers.examples(120), deadline=None)
 @given(batch_lists)
 def test_columns_of_many_batches_equal_records_twin_and_kafka_python(batches) -> None:
     data = _segment(batches)
@@ -361,7 +362,7 @@ kp_records = st.lists(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=80, deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=tiers.examples(80), deadline=None)
 @given(st.lists(st.tuples(kp_records, st.sampled_from(sorted(KP_CODECS))), min_size=1, max_size=4))
 def test_batches_written_by_kafka_python_decode_alike(batches) -> None:
     """kafka-python as the producer (its own lz4 frames carry a content size), we as the reader."""
@@ -456,7 +457,7 @@ def _outcome(fn):
         return (type(exc).__name__, exc.position, str(exc))
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=250, deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=tiers.examples(250), deadline=None)
 @given(
     st.sampled_from([Compression.LZ4, Compression.NONE]),
     st.lists(

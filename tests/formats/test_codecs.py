@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka import codec as kcodec
 
+import tiers
 from logdoctor.errors import CorruptRecordError, FormatError, UnsupportedError
 from logdoctor.formats.codecs import XERIAL_HEADER, compress, decompress, lz4_frame, snappy_xerial, xxh32
 from logdoctor.formats.record_types import Compression
@@ -59,7 +60,7 @@ def test_xxh32_matches_xxhash_package() -> None:
 # --- round trips --------------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=tiers.examples(60), deadline=None)
 @given(data=st.binary(max_size=200_000) | st.builds(lambda n, k: TEXT[k : k + n], st.integers(0, 150_000),
                                                     st.integers(0, 1000)),
        codec_magic=st.sampled_from(CODEC_MAGIC))
@@ -227,7 +228,7 @@ def test_garbage_is_a_typed_error(codec: Compression, magic: int) -> None:
         decompress(codec, b"\xff" * 64, magic=magic, source="x", position=0)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=tiers.examples(200), deadline=None)
 @given(codec_magic=st.sampled_from(CODEC_MAGIC), data=st.data())
 def test_mutated_payload_never_escapes_untyped(
     codec_magic: tuple[Compression, int], data: st.DataObject

@@ -12,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
+import tiers
 import twins
 from logdoctor.errors import FormatError
 from logdoctor.formats.batch_v2 import RecordBatchV2
@@ -111,7 +112,7 @@ def test_seeds_cover_kinds() -> None:
     assert len(_seeds()) >= 3
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=tiers.examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.integers(0, 100),
     st.lists(st.tuples(st.integers(0, LIMIT), st.integers(0, 255)), min_size=1, max_size=6),
@@ -129,7 +130,7 @@ def test_mutated_segments_raise_only_typed_errors(seed: int, edits, fix_crc: boo
     _exercise(bytes(data))
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=tiers.examples(200), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(0, 100), st.integers(0, LIMIT), st.integers(1, 64), st.booleans())
 def test_truncated_and_spliced_segments(seed: int, cut: int, length: int, fix_crc: bool) -> None:
     seeds = _seeds()
@@ -144,7 +145,7 @@ def test_truncated_and_spliced_segments(seed: int, cut: int, length: int, fix_cr
     _exercise(bytes(spliced))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=tiers.examples(200), deadline=None)
 @given(st.binary(min_size=0, max_size=300), st.integers(0, 0x7F))
 def test_random_bytes(data: bytes, attributes: int) -> None:
     _exercise(data)

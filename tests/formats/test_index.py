@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tiers
 from logdoctor.errors import FormatError, TruncatedError, UnsupportedError
 from logdoctor.formats import index as ix
 from logdoctor.formats.index import (
@@ -251,7 +252,7 @@ def _parsed_or_error(parse, data: bytes, strict: bool):  # type: ignore[no-untyp
         return ("TruncatedError", str(e), e.position)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=tiers.examples(300), deadline=None)
 @given(data=st.binary(max_size=400), strict=st.booleans())
 def test_small_indexes_parse_with_struct_as_with_numpy(data: bytes, strict: bool) -> None:
     """Up to ``_SMALL_PARSE`` entries the offset and time index parsers unpack with struct (no numpy import);

@@ -12,6 +12,7 @@ from kafka.protocol.old.consumer_protocol import (
     ConsumerProtocolMemberMetadata_v0,
 )
 
+import tiers
 from logdoctor.errors import CorruptRecordError, TruncatedError, UnsupportedError
 from logdoctor.formats.internal import (
     decode_consumer_offsets,
@@ -95,7 +96,7 @@ def test_newer_consumer_protocol_version_keeps_the_unknown_tail() -> None:
         decode_assignment(b"\x00")
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=tiers.examples(200), deadline=None)
 @given(txn_id=st.text(max_size=30), pid=st.integers(-1, 2**62), epoch=st.integers(-1, 32767),
        status=st.integers(0, 7), version=st.integers(0, 1), prev=st.integers(-1, 2**62),
        parts=st.one_of(st.none(), st.lists(

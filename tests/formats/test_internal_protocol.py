@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.protocol.schemas.fields.struct import StructField
 
+import tiers
 from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError, UnsupportedError
 from logdoctor.formats.internal.protocol import (
     UNBOUNDED,
@@ -97,7 +98,7 @@ CASES = message_cases()
 
 
 @pytest.mark.parametrize("message,version", CASES, ids=[f"{m.name}-v{v}" for m, v in CASES])
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=tiers.examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_round_trip_every_spec_and_version(message: Message, version: int, data: st.DataObject) -> None:
     value = data.draw(struct_strategy(message.struct, version))
@@ -158,7 +159,7 @@ ORACLE_CASES = [(m, v) for m, v in CASES if m is not EVERYTHING and m.fields]
 
 
 @pytest.mark.parametrize("message,version", ORACLE_CASES, ids=[f"{m.name}-v{v}" for m, v in ORACLE_CASES])
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=tiers.examples(15), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_kafka_python_schema_engine_reads_our_bytes_the_same(message: Message, version: int,
                                                              data: st.DataObject) -> None:
@@ -267,7 +268,7 @@ def test_invalid_utf8_is_corrupt_at_its_byte() -> None:
     assert err.value.position == 3
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=tiers.examples(300), deadline=None)
 @given(raw=st.binary(max_size=80), version=st.integers(0, 2))
 def test_random_bytes_raise_only_typed_errors(raw: bytes, version: int) -> None:
     with contextlib.suppress(FormatError):  # anything else (struct.error, IndexError, ...) fails the test

@@ -42,6 +42,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
+import tiers
 from logdoctor.formats import codecs
 from logdoctor.formats.control import build_end_txn_marker
 from logdoctor.formats.crc import crc32
@@ -68,7 +69,9 @@ JS_PROTOTYPE_KEYS = frozenset(
 )  # fmt: skip
 
 HYPOTHESIS = settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+    max_examples=tiers.examples(25),
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
 
@@ -286,9 +289,7 @@ def _is_js_index_key(key: str) -> bool:
 # Headers kafkajs's Record encoder can express in our order: distinct keys (values grouped), no index
 # keys, no null values (see TestKafkajsLimits).
 header_groups = st.lists(
-    st.tuples(
-        header_keys.filter(lambda k: not _is_js_index_key(k)), st.lists(blobs, min_size=1, max_size=3)
-    ),
+    st.tuples(header_keys.filter(lambda k: not _is_js_index_key(k)), st.lists(blobs, min_size=1, max_size=3)),
     max_size=3,
     unique_by=lambda g: g[0],
 )

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 
 import realworld
+import tiers
 from logdoctor.errors import (
     CorruptRecordError,
     CrcMismatchError,
@@ -56,7 +57,7 @@ record_specs = st.lists(
 # --- round trips and kafka-python ---------------------------------------------------------
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=tiers.examples(150), deadline=None)
 @given(
     records=record_specs,
     magic=st.sampled_from([0, 1]),
@@ -95,7 +96,7 @@ def test_round_trip_and_kafka_python_reads_ours(
         assert all(r.timestamp_type == TimestampType.CREATE_TIME for r in ours)
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=tiers.examples(100), deadline=None)
 @given(records=record_specs, magic=st.sampled_from([0, 1]), base_offset=st.integers(0, 2**40))
 def test_uncompressed_bytes_equal_kafka_python_builder(records: list[RecordSpec], magic: int,
                                                        base_offset: int) -> None:
@@ -109,7 +110,7 @@ def test_uncompressed_bytes_equal_kafka_python_builder(records: list[RecordSpec]
     assert build_message_set(records, magic=magic, base_offset=base_offset) == theirs
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=tiers.examples(100), deadline=None)
 @given(records=record_specs, magic=st.sampled_from([0, 1]), codec=st.sampled_from(LEGACY_CODECS[1:]))
 def test_we_read_kafka_python_compressed_wrappers(records: list[RecordSpec], magic: int,
                                                   codec: Compression) -> None:
@@ -315,7 +316,7 @@ def test_unknown_codec_is_unsupported_unless_the_crc_is_wrong() -> None:
         entries(bad)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=tiers.examples(300), deadline=None)
 @given(data=st.data(), codec=st.sampled_from(LEGACY_CODECS), magic=st.sampled_from([0, 1]))
 def test_mutations_only_raise_typed_errors(data: st.DataObject, codec: Compression, magic: int) -> None:
     buf = bytearray(build_message_set(_specs(6), magic=magic, base_offset=3, compression=codec))

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
+import tiers
 import twins
 from logdoctor.errors import CrcMismatchError, TruncatedError
 from logdoctor.formats import recovery
@@ -319,7 +320,7 @@ _MUTABLE = [
 
 
 @pytest.mark.slow
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=tiers.examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     which=st.sampled_from(_MUTABLE),
     flips=st.lists(st.tuples(st.floats(0, 1, exclude_max=True), st.integers(0, 255)), max_size=4),

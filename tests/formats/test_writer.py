@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch as KpBatch
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+import tiers
 from logdoctor.formats.records import Compression, Header, RecordSpec, TimestampType, iter_batches
 from logdoctor.formats.writer import build_record_batch
 
@@ -59,7 +60,7 @@ def test_uncompressed_bytes_equal_kafka_python(records, pid, epoch, seq) -> None
     assert ours == _kp_build(records, 0, pid, epoch, seq)
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=60, deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=tiers.examples(60), deadline=None)
 @given(specs, st.sampled_from(CODECS), st.integers(0, 2**40))
 def test_kafka_python_decodes_ours(records, codec, base_offset) -> None:
     data = build_record_batch(records, base_offset=base_offset, compression=codec)
@@ -70,7 +71,7 @@ def test_kafka_python_decodes_ours(records, codec, base_offset) -> None:
     ]
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=60, deadline=None)
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=tiers.examples(60), deadline=None)
 @given(specs, st.sampled_from(CODECS))
 def test_we_decode_kafka_python(records, codec) -> None:
     data = _kp_build(records, int(codec))

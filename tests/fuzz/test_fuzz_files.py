@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import realworld
+import tiers
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 
@@ -26,7 +27,7 @@ from state_reads import mapped_walk
 from logdoctor.checks import state, walk_ahead
 from logdoctor.formats import native
 
-EXAMPLES = int(os.environ.get("FUZZ_EXAMPLES", "300"))
+EXAMPLES = int(os.environ["FUZZ_EXAMPLES"]) if "FUZZ_EXAMPLES" in os.environ else tiers.examples(300)
 SCAN_EXAMPLES = max(10, EXAMPLES // 20)
 # no input may take longer than this (the audit found inputs taking seconds; a bound, not a benchmark)
 PER_INPUT_SECONDS = 20
