@@ -57,10 +57,11 @@ def kafka_python_batch_columns(log: Path) -> dict[int, tuple]:
     return out
 
 
-def test_batch_columns_match_kafka_python(realworld_dir: Path) -> None:
+@pytest.mark.parametrize("names", realworld.log_dir_tiers())
+def test_batch_columns_match_kafka_python(realworld_dir: Path, names: list[str]) -> None:
     opts = parse_read_options({"includeControl": "true"})
     compared = 0
-    for log_dir in realworld.log_dirs():
+    for log_dir in (realworld_dir / n for n in names):
         slices = plan_slices(discover(str(log_dir)), opts)
         for sl in slices:
             expected = kafka_python_batch_columns(Path(sl.segment.path))
@@ -71,7 +72,8 @@ def test_batch_columns_match_kafka_python(realworld_dir: Path) -> None:
                         continue  # kafka-python stopped earlier at damage
                     assert tuple(table[c][i] for c in COLUMNS) == expected[offset], (sl.segment.path, offset)
                     compared += 1
-    assert compared > 100_000
+    # records compared: 31,833 in test-fast's log dirs, 99,401 in the others
+    assert compared > (30_000 if set(names) <= realworld.FAST_LOG_DIRS else 95_000)
 
 
 def test_transactions_control_batches_and_mixed_codecs(tmp_path: Path) -> None:
