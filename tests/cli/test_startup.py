@@ -49,6 +49,8 @@ def test_a_command_imports_only_its_own_module(tmp_path: Path) -> None:
     # files alone: no command module at all (logdoctor.cli.dump.fast runs the dump without typer)
     assert {m for m in modules if m in commands} == set()
     assert "logdoctor.cli.dump" in modules and "typer" not in modules
+    # nor the checks' findings and catalog: only a dump that checks an index makes a finding
+    assert not {m for m in modules if m.startswith("logdoctor.checks")}
     # an option with a value: the typer command, and only its module
     modules = imported_by("dump", "--max-bytes", "100", str(checkpoint))
     assert {m for m in modules if m in commands} == {"logdoctor.cli.dump.command"}

@@ -5,14 +5,16 @@ from __future__ import annotations
 import errno
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from logdoctor.checks.index_findings import Finding, Severity
 from logdoctor.cli.dump.kinds import FileInfo
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.exit_codes import EX_DATA, EX_IOERR, EX_NOINPUT, EX_NOPERM, EX_OK, EX_WARNINGS
 from logdoctor.errors import FormatError
 from logdoctor.logdir.files import read_file
+
+if TYPE_CHECKING:  # a dump of a small file makes no finding: the checks' catalog is not loaded for it
+    from logdoctor.checks.index_findings import Finding
 
 
 class DumpFailure(Exception):
@@ -94,10 +96,13 @@ def finish_file(sink: Any, ctx: FileContext, where: Any) -> int:
         sink.warning(w)
     sink.end_file(ctx)
     code = EX_OK
-    if any(f.severity is Severity.WARNING for f in ctx.findings):
-        code = EX_WARNINGS
-    if any(f.severity is Severity.ERROR for f in ctx.findings):
-        code = EX_DATA
+    if ctx.findings:
+        from logdoctor.checks.index_findings import Severity
+
+        if any(f.severity is Severity.WARNING for f in ctx.findings):
+            code = EX_WARNINGS
+        if any(f.severity is Severity.ERROR for f in ctx.findings):
+            code = EX_DATA
     if ctx.failure is not None:
         sink.error(where, ctx.failure)
         code = max(code, ctx.failure.code)
