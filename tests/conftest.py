@@ -53,8 +53,9 @@ def _terminal_as_the_controllers(config) -> None:
     """A pytest-xdist worker starts with ``COLUMNS=80 LINES=24`` in its environment, which a one-process
     run does not have in ``os.environ`` (readline, which pytest imports with pdb, exports both to the
     controller's process environment behind ``os.environ``'s back, and a child inherits that; a test that
-    starts a process and wants neither passes an ``env`` made of ``os.environ``): logdoctor's text output (cli/output.py) then wraps at 80 columns where it would
-    print full lines, and tests reading printed commands and table cells see other text. A worker takes
+    starts a process and wants neither passes an ``env`` made of ``os.environ``): logdoctor's text output
+    (cli/output.py) then wraps at 80 columns where it would print full lines, and tests reading printed
+    commands and table cells see other text. A worker takes
     the controller's values instead (unset where they were unset), so a test sees the same environment
     in a parallel run as in one process."""
     given = getattr(config, "workerinput", {}).get("terminal_env")

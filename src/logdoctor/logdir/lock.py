@@ -120,21 +120,17 @@ _FLOCK_RETRY_DELAYS = (0.0005, 0.002, 0.008, 0.032)
 def _try_flock(fd: int, operation: int) -> bool:
     """``flock(fd, operation | LOCK_NB)``: True when taken; False when another open file holds a
     conflicting lock through every try (module docstring). Other errors are raised."""
-    for delay in _FLOCK_RETRY_DELAYS:
+    for delay in (*_FLOCK_RETRY_DELAYS, None):
         try:
             fcntl.flock(fd, operation | fcntl.LOCK_NB)
             return True
         except OSError as e:
             if e.errno not in _BUSY:
                 raise
+        if delay is None:
+            return False
         time.sleep(delay)
-    try:
-        fcntl.flock(fd, operation | fcntl.LOCK_NB)
-        return True
-    except OSError as e:
-        if e.errno not in _BUSY:
-            raise
-    return False
+    raise AssertionError("unreachable")
 
 
 def _get_flock(fd: int) -> LockInfo | None:
