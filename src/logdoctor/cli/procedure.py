@@ -59,13 +59,14 @@ def finish(
     # a plan's findings (restore: remote objects it could not restore) leave the run short of its goal
     code = 0 if result.ok and not problems and not plan.unrepaired else EX_FAILED
     if json_out:
-        out = {
-            **extra,
-            "result": result.to_json(),
-            "verification": {"ok": not problems, "problems": problems},
-            "disk_usage_after": usage,
-        }
-        print_json(out)
+        print_json(
+            {
+                **extra,
+                "result": result.to_json(),
+                "verification": {"ok": not problems, "problems": problems},
+                "disk_usage_after": usage,
+            }
+        )
         return code
     print_run_status(out, name, result, code)
     if result.status == "applied":

@@ -26,7 +26,8 @@ monitoring loop beside an operator, ``hold_lock`` of a repair while a scan probe
 from two processes probing in a loop saw the other as a holder. A probe holds its flock for a few
 microseconds and a holder for as long as it runs, so a conflict counts only when it lasts: it is tried
 again after 0.5, 2, 8 and 32 ms (:func:`_try_flock`) before the lock counts as held. A real holder
-costs the probe those ~43 ms; no conflict costs nothing.
+costs the probe those ~43 ms; no conflict costs nothing. Whether that holder's flock is shared is then
+one try of a shared flock: a probe's moment of an exclusive flock cannot overlap a lock held all along.
 
 A ``.lock`` that is not a regular file (a FIFO, a symlink: never followed) is neither probed nor
 taken: :func:`lock_file_problem` says what it is, :func:`lock_holder` answers None without opening
@@ -117,10 +118,11 @@ _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
 _FLOCK_RETRY_DELAYS = (0.0005, 0.002, 0.008, 0.032)
 
 
-def _try_flock(fd: int, operation: int) -> bool:
+def _try_flock(fd: int, operation: int, delays: tuple[float, ...] = _FLOCK_RETRY_DELAYS) -> bool:
     """``flock(fd, operation | LOCK_NB)``: True when taken; False when another open file holds a
-    conflicting lock through every try (module docstring). Other errors are raised."""
-    for delay in (*_FLOCK_RETRY_DELAYS, None):
+    conflicting lock through every try, one more after each of ``delays`` (module docstring). Other
+    errors are raised."""
+    for delay in (*delays, None):
         try:
             fcntl.flock(fd, operation | fcntl.LOCK_NB)
             return True
@@ -140,7 +142,8 @@ def _get_flock(fd: int) -> LockInfo | None:
         if _try_flock(fd, fcntl.LOCK_EX):
             fcntl.flock(fd, fcntl.LOCK_UN)
             return None
-        exclusive = not _try_flock(fd, fcntl.LOCK_SH)  # a shared holder lets a shared lock be taken
+        # a shared holder lets a shared lock be taken; the holder is known to be there: one try
+        exclusive = not _try_flock(fd, fcntl.LOCK_SH, delays=())
     except OSError as e:
         if e.errno in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):  # no flock on this file system
             return None
