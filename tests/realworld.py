@@ -184,3 +184,18 @@ def require_forensics() -> Path:
     if not (FORENSICS / "README.md").is_file():
         pytest.skip(FORENSICS_SKIP_REASON)
     return FORENSICS
+
+
+# ../shared/semantics: committed, aborted and open transactions (ptx-0), a compacted topic (kv-0) and plain
+# records (raw-0), written by Kafka's own storage classes (its README.md gives the facts Kafka computes).
+SEMANTICS = Path(os.environ.get("LOGDOCTOR_SEMANTICS", REPO_ROOT.parent / "shared" / "semantics"))
+SEMANTICS_SKIP_REASON = (
+    f"realworld: no semantics data at {SEMANTICS} (../shared/semantics exists only in the workspace)"
+)
+
+
+def require_semantics() -> Path:
+    """Return ../shared/semantics or skip the calling test (CI turns this skip into a failure)."""
+    if not (SEMANTICS / "README.md").is_file():
+        pytest.skip(SEMANTICS_SKIP_REASON)
+    return SEMANTICS

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from kafka.record import MemoryRecords
 
+import kp_oracle
 import realworld
 from logdoctor.formats.record_types import Compression
 from logdoctor.logdir.discovery import discover
@@ -95,10 +96,20 @@ def test_transactions_control_batches_and_mixed_codecs(tmp_path: Path) -> None:
     expected = kafka_python_batch_columns(log)
     assert {h[4] for h in expected.values()} == {True, False}  # transactional and not
     assert {h[5] for h in expected.values()} == {True, False}  # markers and data
-    opts = parse_read_options({"includeControl": "true"})
+    opts = parse_read_options({"includeControl": "true", "kafka.isolation.level": "read_uncommitted"})
     (sl,) = plan_slices(discover(str(log.parent.parent)), opts)
     rows = [row for rb in read_slice(sl, opts) for row in rb.to_pylist()]
     assert {r["compression"] for r in rows} == {"lz4", "gzip", "none"}  # markers are uncompressed
     assert len(rows) == len(expected)
     for r in rows:
         assert tuple(r[c] for c in COLUMNS) == expected[r["offset"]], r["offset"]
+    # each data record's transaction outcome, and what read_committed returns, as Kafka's consumer computes
+    # them from kafka-python's decoding (kp_oracle.consumer_view), never through logdoctor's code
+    labels, committed_offsets, _lso = kp_oracle.consumer_view([log])
+    assert {r["offset"]: r["transaction_result"] for r in rows if not r["is_control"]} == labels
+    assert {"committed", "aborted", None} <= set(labels.values())
+    opts = parse_read_options({})  # the default: read_committed
+    (sl,) = plan_slices(discover(str(log.parent.parent)), opts)
+    got = [row["offset"] for rb in read_slice(sl, opts) for row in rb.to_pylist()]
+    assert got == committed_offsets
+    assert len(got) < len(labels)

@@ -47,6 +47,7 @@ def check_partition(task: PartitionTask) -> PartitionReport:
     quick.check_small_files(st)
     if depth is not Depth.QUICK:
         transactions.check_hanging(st)
+        transactions.check_txn_index(st, every_partition=depth is Depth.DEEP)
     rep = st.rep
     rep.segments = len(st.segments)
     rep.bytes = sum(i.size for i in st.infos.values())

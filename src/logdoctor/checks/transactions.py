@@ -33,6 +33,8 @@ __all__ = [
     "LATE_TRANSACTION_BUFFER_MS",
     "OpenTransaction",
     "check_hanging",
+    "check_txn_index",
+    "is_late",
     "open_transactions",
 ]
 
@@ -126,6 +128,14 @@ def _batches(st: PartitionState, start: int) -> Iterator[Batch]:
                 yield b
 
 
+def is_late(last_timestamp: int, newest_timestamp: int, timeout_ms: int | None = None) -> bool:
+    """Whether a transaction whose producer last wrote at ``last_timestamp`` is late at ``newest_timestamp``
+    (ProducerStateManager.hasLateTransaction: idle for more than ``transaction.max.timeout.ms`` plus
+    LATE_TRANSACTION_BUFFER_MS). The one rule of TRANSACTION_HANGING, for the scan and the export alike."""
+    timeout = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS if timeout_ms is None else timeout_ms
+    return last_timestamp > 0 and newest_timestamp - last_timestamp > timeout + LATE_TRANSACTION_BUFFER_MS
+
+
 def check_hanging(st: PartitionState) -> None:
     """One TRANSACTION_HANGING per late open transaction of the partition."""
     txns = open_transactions(st)
@@ -150,7 +160,7 @@ def check_hanging(st: PartitionState) -> None:
     timeout, source = st.task.transaction_timeout or (DEFAULT_TRANSACTION_MAX_TIMEOUT_MS, "Kafka's default")
     for t in txns:
         idle = newest - t.last_timestamp
-        if t.last_timestamp <= 0 or idle <= timeout + LATE_TRANSACTION_BUFFER_MS:
+        if not is_late(t.last_timestamp, newest, timeout):
             continue
         seg = next((s for s in reversed(st.segments) if s.base_offset <= t.first_offset), st.segments[0])
         st.make(
@@ -192,3 +202,99 @@ def check_hanging(st: PartitionState) -> None:
                 ),
             },
         )
+
+
+def check_txn_index(st: PartitionState, *, every_partition: bool = False) -> None:
+    """INDEX_CORRUPT for a ``.txnindex`` that the markers of the log contradict.
+
+    A segment's transaction index lists the aborted transactions whose ABORT marker is in that segment:
+    producer id, first offset, the marker's offset and the LSO after it (K:storage/.../log/LogSegment.java
+    updateTxnIndex, ProducerStateManager.completeTxn, TransactionIndex.java). The broker hands those
+    entries to ``read_committed`` consumers (UnifiedLog.collectAbortedTransactions), which skip exactly the
+    transactions listed: an entry whose marker offset holds a COMMIT marker, or a first offset that is not
+    the transaction's, makes them skip committed records; an ABORT marker the index lacks makes them read
+    aborted ones. Only what the log contradicts is reported (the cleaner removes markers; an entry whose
+    marker is gone is not contradicted). ``logdoctor export`` and ``dump`` take outcomes from the markers
+    (logdoctor.logdir.transactions), never from this index. Read at the default depth where a ``.txnindex``
+    has entries, at ``--deep`` for every partition. Repair rebuilds the index from the log (INDEX_CORRUPT).
+    """
+    from logdoctor.checks.indexes import report_corrupt
+    from logdoctor.formats.index import TXN_ENTRY_SIZE, IndexKind, parse_txn_index
+    from logdoctor.logdir.transactions import ABORTED, partition_transactions
+
+    indexed = {}
+    for seg in st.segments:
+        path = seg.txnindex_file
+        if path is None or path in st.unreadable:
+            continue
+        data = st.read_small(path, "the broker cannot open this index (LogLoader: 'Could not read file')")
+        if data is None or len(data) % TXN_ENTRY_SIZE:
+            continue  # INDEX_CORRUPT says it already
+        indexed[seg.base_offset] = (seg, path, data)
+    if not every_partition and not any(len(d) for _, _, d in indexed.values()):
+        return
+    if any(
+        f.code == "INDEX_CORRUPT" and f.path in {p for _, p, _ in indexed.values()} for f in st.rep.findings
+    ):
+        return  # one finding per file: the index is rebuilt whole anyway
+    try:
+        txns = partition_transactions(st.partition.ref(), high_watermark=False)
+    except OSError:
+        return
+    by_marker = {t.marker_offset: t for t in txns.transactions if t.marker_offset is not None}
+    leo = txns.log_end_offset
+    bases = [s.base_offset for s in st.segments]
+    for i, seg in enumerate(st.segments):
+        entry = indexed.get(seg.base_offset)
+        if entry is None:
+            continue
+        _seg, path, data = entry
+        nxt = bases[i + 1] if i + 1 < len(bases) else None
+        if txns.error is not None and (leo is None or (nxt is not None and nxt > leo)):
+            break  # the walk stopped in this segment: its markers are not all known
+        entries = parse_txn_index(data, strict=False, source=path)
+        problems: list[str] = []
+        for e in entries:
+            t = by_marker.get(e.last_offset)
+            if t is None:
+                continue  # no marker there now (cleaned away): nothing contradicts it
+            if t.result != ABORTED:
+                problems.append(
+                    f"it lists producer {e.producer_id}'s transaction {e.first_offset}..{e.last_offset} as "
+                    f"aborted, but the marker at offset {e.last_offset} is a COMMIT marker"
+                )
+            elif t.producer_id != e.producer_id or t.first_offset != e.first_offset:
+                problems.append(
+                    f"its entry for the ABORT marker at offset {e.last_offset} says producer {e.producer_id} "
+                    f"from offset {e.first_offset}, the log says producer {t.producer_id} from offset "
+                    f"{t.first_offset}"
+                )
+        listed = {e.last_offset for e in entries}
+        for t in txns.transactions:
+            m = t.marker_offset
+            if (
+                t.result == ABORTED
+                and m is not None
+                and m >= seg.base_offset
+                and (nxt is None or m < nxt)
+                and m not in listed
+            ):
+                problems.append(
+                    f"it lacks the transaction of producer {t.producer_id} from offset {t.first_offset} that "
+                    f"the ABORT marker at offset {m} ends"
+                )
+        if problems:
+            shown = "; ".join(problems[:3]) + (
+                f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+            )
+            report_corrupt(
+                st,
+                seg,
+                path,
+                IndexKind.TXN,
+                data,
+                f"{path} disagrees with the transaction markers of the log: {shown}; read_committed "
+                "consumers are told which transactions were aborted from this index",
+                None,
+                extra={"disagreements": len(problems)},
+            )

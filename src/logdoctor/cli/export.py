@@ -177,6 +177,25 @@ def export_command(
         int | None, typer.Option("--ending-timestamp", help="Epoch ms (exclusive).")
     ] = None,
     include_control: Annotated[bool, typer.Option("--include-control", help="Keep control records.")] = False,
+    isolation_level: Annotated[
+        str,
+        typer.Option(
+            "--isolation-level",
+            help="read_committed (default: what Kafka's read_committed consumers, Kafka Streams and every "
+            "exactly-once pipeline read: no record of an aborted transaction, nothing at or above the last "
+            "stable offset) or read_uncommitted (every data record). Every row says its transaction's "
+            'outcome in transaction_result (README "Transactions").',
+        ),
+    ] = "read_committed",
+    upto: Annotated[
+        str,
+        typer.Option(
+            "--upto",
+            help="log-end (default: a dead broker's high watermark checkpoint lags its log) or "
+            "high-watermark (leave out what a consumer could not yet fetch: the records at or above the "
+            "replica's checkpointed high watermark).",
+        ),
+    ] = "log-end",
     include_internal: Annotated[
         bool,
         typer.Option(
@@ -220,6 +239,7 @@ def export_command(
     from logdoctor.errors import OutputOverlapsInputError
     from logdoctor.logdir.discovery import InputNotFoundError
     from logdoctor.logdir.outputs import absolute_location
+    from logdoctor.spark.consumer_view import summary_lines
     from logdoctor.spark.export import (
         ExportError,
         FormatUnavailableError,
@@ -245,6 +265,8 @@ def export_command(
         "startingTimestamp": starting_timestamp,
         "endingTimestamp": ending_timestamp,
         "includeControl": "true" if include_control else "false",
+        "kafka.isolation.level": isolation_level,
+        "upTo": upto,
         "includeInternal": "true" if include_internal else None,
         "decoder": decoder,
         "maxPartitionBytes": max_partition_bytes,
@@ -350,6 +372,8 @@ def export_command(
             console.print("No corrupt range was skipped.")
         if result.left_out:
             console.print(f"Left out: {plan.left_out_text()}", soft_wrap=True, markup=False)
+        for line in summary_lines(result.transactions):
+            console.print(f"Transactions: {line}", soft_wrap=True, markup=False)
         for line in not_read:
             console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
     raise typer.Exit(EX_WARNINGS if result.skipped or not_read else EX_OK)

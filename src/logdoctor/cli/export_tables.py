@@ -177,6 +177,10 @@ def table_export_cli(
                 markup=False,
             )
         console.print(f"Read it with:\n  {read}", soft_wrap=True, markup=False)
+        from logdoctor.spark.consumer_view import summary_lines
+
+        for line in summary_lines(result.transactions):
+            console.print(f"Transactions: {line}", soft_wrap=True, markup=False)
         for line in result.uncommitted.lines() if result.uncommitted is not None else ():
             console.print(f"Storage: {line}", soft_wrap=True, markup=False)
     for line in not_read:  # a tiered partition's remote tier not read (cli/export.remote_tier_not_read)

@@ -190,6 +190,9 @@ class ExportResult:
     mode: str = "error"
     #: internal topics the export left out (logdoctor.logdir.read_plan)
     left_out: list[str] = field(default_factory=list)
+    #: per partition, what the isolation level left out (logdoctor.spark.consumer_view)
+    transactions: list[dict[str, Any]] = field(default_factory=list)
+    isolation_level: str = "read_committed"
 
     @property
     def records_per_s(self) -> float:
@@ -223,6 +226,8 @@ class ExportResult:
             "elapsed_s": round(self.elapsed_s, 3),
             "records_per_s": round(self.records_per_s, 1),
             "internal_topics_left_out": list(self.left_out),
+            "isolation_level": self.isolation_level,
+            "transactions": list(self.transactions),
         }
 
 
@@ -482,6 +487,7 @@ def _export_arrow(
     mode: str = "error",
     fail_first_attempt: bool = False,
     check: Sequence[Any] = (),
+    txns: Mapping[tuple[str, str, int], Any] | None = None,
 ) -> tuple[int, list[str], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """The arrow writer's job: tasks write into attempt folders, the driver commits by rename.
 
@@ -495,7 +501,7 @@ def _export_arrow(
     from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices
 
     opts = parse_read_options(opts_map)
-    slices = plan_slices(plan.refs, opts)
+    slices = plan_slices(plan.refs, opts, txns)
     groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
     checks, extra = assign_checks(groups, check)
     created = not os.path.exists(out)
@@ -668,7 +674,8 @@ def run_export(
     """
     from logdoctor.logdir.discovery import split_paths
     from logdoctor.logdir.outputs import absolute_location, check_output_location
-    from logdoctor.spark.planning import read_plan
+    from logdoctor.spark.consumer_view import transaction_summary
+    from logdoctor.spark.planning import parse_read_options, plan_transactions, read_plan
     from logdoctor.spark.schema import records_fields
     from logdoctor.spark.sources import not_read_row
 
@@ -686,6 +693,7 @@ def run_export(
         raise ExportError(f"--partition-by: unknown column(s) {', '.join(bad)}")
     plan = read_plan(items, opts)
     refs = plan.refs
+    read_opts = parse_read_options(opts)
     # Never write or delete at, inside or above an input (the items and the log dirs found in them).
     check_output_location(out, [*items, *plan.log_dirs])
     if mode == "error" and output_has_data(out):
@@ -699,6 +707,7 @@ def run_export(
     before = _list_files(out) if mode == "append" else {}
     remote_skipped: list[dict[str, Any]] = []
     started = time.perf_counter()
+    txns = plan_transactions(refs, read_opts)  # the arrow writer's slices carry them; the summary says them
     tracker = StageProgress(spark, progress) if progress is not None else None
     if tracker is not None:
         tracker.__enter__()
@@ -710,7 +719,7 @@ def run_export(
             check_plan = read_plan(items, segments_pass_options(opts, writer))
             rows, committed, undecodable, remote_skipped, damaged = _export_arrow(
                 spark, plan, _local(out), opts, partition_by, mode, fail_first_attempt,
-                check=[s for ref in check_plan.refs for s in ref.segments],
+                check=[s for ref in check_plan.refs for s in ref.segments], txns=txns,
             )  # fmt: skip
             damaged += [r for r in map(not_read_row, check_plan.not_read) if r["error"] is not None]
             root = _local(out)
@@ -758,4 +767,6 @@ def run_export(
         writer=writer,
         mode=mode,
         left_out=list(plan.left_out),
+        transactions=transaction_summary(refs, txns, read_opts),
+        isolation_level=read_opts.isolation_level,
     )

@@ -45,6 +45,13 @@ from logdoctor.logdir.seek import (
     segment_offset_entries,
     segment_reader,
 )
+from logdoctor.logdir.transactions import (
+    ISOLATION_LEVELS,
+    READ_COMMITTED,
+    UPTO,
+    PartitionTransactions,
+    SegmentTransactions,
+)
 
 __all__ = [
     "DEFAULT_MAX_PARTITION_BYTES",
@@ -60,6 +67,7 @@ __all__ = [
     "parse_per_partition",
     "parse_read_options",
     "plan_slices",
+    "plan_transactions",
     "read_plan",
     "resolve_range",
     "split_points",
@@ -136,10 +144,19 @@ class ReadOptions:
     verify_crc: bool = True
     batch_rows: int = 65536
     min_partitions: int = field(default_factory=lambda: 2 * (os.cpu_count() or 1))
+    #: what a consumer of this ``isolation.level`` reads (logdoctor.logdir.transactions): read_committed by
+    #: default, as Kafka Streams and every exactly-once pipeline read
+    isolation_level: str = READ_COMMITTED
+    #: ``log-end`` (default: a dead broker's checkpoint lags its log) or ``high-watermark``
+    upto: str = "log-end"
 
     @property
     def decoded(self) -> bool:
         return self.decoder != "none"
+
+    @property
+    def upto_high_watermark(self) -> bool:
+        return self.upto == "high-watermark"
 
 
 DECODERS = ("none", "auto", "consumer-offsets", "transactions", "cluster-metadata")
@@ -169,9 +186,21 @@ def _size(name: str, text: str | None, default: int) -> int:
     return value
 
 
+def _choice(name: str, text: str | None, choices: Sequence[str], default: str) -> str:
+    """One of ``choices`` (case-insensitive; ``-`` and ``_`` alike), ``default`` when not given."""
+    if text is None or not str(text).strip():
+        return default
+    value = str(text).strip().lower().replace("-", "_")
+    for choice in choices:
+        if choice.replace("-", "_") == value:
+            return choice
+    raise PlanningError(f"{name}: expected one of {', '.join(choices)}, got {text!r}")
+
+
 def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
     """Options of ``kafka-log`` (names as in Spark's Kafka source; case-insensitive)."""
     opts = {str(k).lower(): v for k, v in options.items()}
+    isolation = opts.get("kafka.isolation.level", opts.get("isolationlevel"))
     decoder = str(opts.get("decoder", "none")).strip().lower()
     if decoder not in DECODERS:
         raise PlanningError(f"decoder: expected one of {', '.join(DECODERS)}, got {decoder!r}")
@@ -197,6 +226,8 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         ),
         verify_crc=_bool("verifyCrc", opts.get("verifycrc"), True),
         min_partitions=_positive_int("minPartitions", opts.get("minpartitions"), 2 * (os.cpu_count() or 1)),
+        isolation_level=_choice("kafka.isolation.level", isolation, ISOLATION_LEVELS, READ_COMMITTED),
+        upto=_choice("upTo", opts.get("upto"), UPTO, "log-end"),
     )
 
 
@@ -234,6 +265,8 @@ class SegmentSlice:
     # a remote segment: probably no batch at or after this position is wanted (from the offset index
     # and end_offset); its reads stop there unless the batch there proves otherwise
     fetch_hint: int | None = None
+    # the transactions overlapping the segment and the stable end (logdoctor.logdir.transactions)
+    txn: SegmentTransactions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -343,15 +376,53 @@ def _batch_starts(reader: ByteReader, position: int, seg: SegmentRef) -> bool:
     return first is not None
 
 
-def plan_slices(refs: Sequence[PartitionRef], opts: ReadOptions) -> list[SegmentSlice]:
-    """One slice per segment in the requested range; segments over maxPartitionBytes are split."""
+def txn_key(ref: PartitionRef) -> tuple[str, str, int]:
+    return (ref.log_dir, ref.topic, ref.partition)
+
+
+def plan_transactions(
+    refs: Sequence[PartitionRef], opts: ReadOptions
+) -> dict[tuple[str, str, int], PartitionTransactions]:
+    """Every transaction of each partition read, from its markers (one walk of its batch headers, the
+    remote tier's included: :func:`logdoctor.logdir.transactions.partition_transactions`), each counting
+    its records in the range the options ask for. Keyed by :func:`txn_key`."""
+    from logdoctor.logdir.transactions import partition_transactions
+
     match = topic_matcher(opts.topics)
+    out: dict[tuple[str, str, int], PartitionTransactions] = {}
+    for ref in refs:
+        if not match(ref.topic) or not ref.segments:
+            continue
+        rng = resolve_range(ref, opts)
+        out[txn_key(ref)] = partition_transactions(ref, start=rng.start_offset, end=rng.end_offset)
+    return out
+
+
+def plan_slices(
+    refs: Sequence[PartitionRef],
+    opts: ReadOptions,
+    txns: Mapping[tuple[str, str, int], PartitionTransactions] | None = None,
+) -> list[SegmentSlice]:
+    """One slice per segment in the requested range; segments over maxPartitionBytes are split. Each
+    carries what its reader needs of the partition's transactions (``txns``: :func:`plan_transactions`,
+    found here when not given)."""
+    from logdoctor.logdir.transactions import segment_views
+
+    match = topic_matcher(opts.topics)
+    if txns is None:
+        txns = plan_transactions(refs, opts)
     out: list[SegmentSlice] = []
     for ref in refs:
         if not match(ref.topic) or not ref.segments:
             continue
         whole = resolve_range(ref, opts)
-        for seg in ref.segments:
+        partition_txns = txns.get(txn_key(ref))
+        views = (
+            segment_views(partition_txns, ref.segments, opts.isolation_level, opts.upto_high_watermark)
+            if partition_txns is not None
+            else [None] * len(ref.segments)
+        )
+        for seg, view in zip(ref.segments, views, strict=True):
             rng = whole
             if seg.remote is not None:
                 # a remote segment: up to its last offset (an object that also holds the next segment's
@@ -388,7 +459,14 @@ def plan_slices(refs: Sequence[PartitionRef], opts: ReadOptions) -> list[Segment
                 hint = _end_hint(entries, rng.end_offset) if rng.end_offset is not None else None
                 out.append(
                     SegmentSlice(
-                        seg, read_from, read_from, None, rng.start_offset, rng.end_offset, fetch_hint=hint
+                        seg,
+                        read_from,
+                        read_from,
+                        None,
+                        rng.start_offset,
+                        rng.end_offset,
+                        fetch_hint=hint,
+                        txn=view,
                     )
                 )
                 continue
@@ -400,7 +478,15 @@ def plan_slices(refs: Sequence[PartitionRef], opts: ReadOptions) -> list[Segment
             for k in range(n):
                 out.append(
                     SegmentSlice(
-                        seg, read_from, bounds[k], bounds[k + 1], rng.start_offset, rng.end_offset, k, n
+                        seg,
+                        read_from,
+                        bounds[k],
+                        bounds[k + 1],
+                        rng.start_offset,
+                        rng.end_offset,
+                        k,
+                        n,
+                        txn=view,
                     )
                 )
     return out

@@ -79,6 +79,9 @@ RECORDS_FIELDS: tuple[tuple[str, str, pa.DataType], ...] = (
     ("is_control", "boolean", pa.bool_()),
     ("partition_leader_epoch", "int", pa.int32()),
     ("compression", "string", pa.string()),
+    # how the record's transaction ended, from its markers (logdoctor.logdir.transactions): committed,
+    # aborted or open; null for a record outside a transaction
+    ("transaction_result", "string", pa.string()),
 )
 DECODED_FIELD = ("decoded", "string", pa.string())  # JSON of the internal-topic decoder (option `decoder`)
 

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 
     from logdoctor.logdir.refs import SegmentRef
     from logdoctor.logdir.storage import Storage
+    from logdoctor.logdir.transactions import SegmentTransactions
     from logdoctor.spark.planning import ReadOptions, SegmentSlice
 
 
@@ -226,6 +227,25 @@ def _compression_column(batches: Sequence[Any], codecs: Any, counts: Any) -> pa.
     return pc.take(table, pa.array(np.repeat(codecs.astype(np.int8), counts)))
 
 
+def _transaction_codes(batches: Sequence[Any], head: Any, txn: SegmentTransactions | None) -> Any:
+    """The result code of each batch's transaction (0: none; logdoctor.logdir.transactions.RESULTS)."""
+    import numpy as np
+
+    v2 = head[:, _MAGIC] == 2
+    attributes = head[:, _ATTRIBUTES]
+    transactional = v2 & (attributes & _TRANSACTIONAL_MASK != 0) & (head[:, _PRODUCER_ID] >= 0)
+    if txn is None or not txn.spans or not transactional.any():
+        return np.zeros(len(batches), dtype=np.int8)
+    return np.asarray(
+        txn.results(
+            head[:, _PRODUCER_ID].tolist(),
+            [b.base_offset for b in batches],
+            transactional.astype(np.int8).tolist(),
+        ),
+        dtype=np.int8,
+    )
+
+
 def _build_arrow(
     seg: SegmentRef,
     batches: list,
@@ -233,14 +253,21 @@ def _build_arrow(
     opts: ReadOptions,
     start_offset: int | None,
     end_offset: int | None,
+    txn: SegmentTransactions | None = None,
 ) -> pa.RecordBatch | None:
     """Arrow rows for the decoded records of ``batches`` (columns from decode_columns).
 
     No Python work per record: the batch fields are read once per batch (one attrgetter call) and
-    spread over the batch's records with ``np.repeat``; constant columns are built from buffers."""
+    spread over the batch's records with ``np.repeat``; constant columns are built from buffers.
+
+    ``txn``: the segment's transactions (:class:`~logdoctor.logdir.transactions.SegmentTransactions`):
+    each record's ``transaction_result``, and what its isolation level leaves out (``read_committed``: the
+    records of aborted transactions, everything at or above the last stable offset)."""
     import numpy as np
     import pyarrow as pa
+    import pyarrow.compute as pc
 
+    from logdoctor.logdir.transactions import READ_COMMITTED, RESULTS
     from logdoctor.spark.schema import records_arrow_schema
 
     n = len(cols)
@@ -286,6 +313,11 @@ def _build_arrow(
         pa.array(per_record(_LEADER_EPOCH, np.int32)),
         _compression_column(batches, attributes & _CODEC_MASK, counts),
     ]
+    codes = np.repeat(_transaction_codes(batches, head, txn), counts)
+    if codes.any():
+        arrays.append(pc.take(pa.array(RESULTS, pa.string()), pa.array(codes)))
+    else:
+        arrays.append(pa.nulls(n, pa.string()))
     if opts.decoded:
         decode = _decoder_for(opts.decoder, seg.topic)
         arrays.append(
@@ -297,12 +329,19 @@ def _build_arrow(
     schema = records_arrow_schema(opts.decoded)
     arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema, strict=True)]
     rb = pa.RecordBatch.from_arrays(arrays, schema=schema)
-    if start_offset is not None or end_offset is not None:
+    stable_end = None if txn is None else txn.stable_end
+    committed_only = txn is not None and txn.isolation == READ_COMMITTED
+    drop_aborted = committed_only and bool(codes.any())
+    if start_offset is not None or end_offset is not None or stable_end is not None or drop_aborted:
         keep = np.ones(n, dtype=bool)
         if start_offset is not None:
             keep &= offsets >= start_offset
         if end_offset is not None:
             keep &= offsets < end_offset
+        if stable_end is not None:
+            keep &= offsets < stable_end
+        if drop_aborted:  # a marker stays where includeControl asks for it: it is not aborted data
+            keep &= (codes != RESULTS.index("aborted")) | control
         if not keep.all():
             rb = rb.filter(pa.array(keep))
     return rb if rb.num_rows else None
@@ -465,6 +504,7 @@ def read_slice(
     from logdoctor.formats.records import CrcSkip, skip_crc_mismatches
     from logdoctor.logdir.read_plan import OffsetOrder
     from logdoctor.logdir.seek import segment_batches
+    from logdoctor.logdir.transactions import ABORTED_CODE, READ_COMMITTED
 
     seg = sl.segment
     start, end = sl.start_offset, sl.end_offset
@@ -484,6 +524,8 @@ def read_slice(
     whole = True  # read to the segment's end (a gap after it is then the store's)
     order = OffsetOrder(seg)  # each offset once: a batch going back is named, not read twice
     crc_told = 0
+    stable_end = None if sl.txn is None else sl.txn.stable_end
+    drop_aborted = sl.txn is not None and sl.txn.isolation == READ_COMMITTED and bool(sl.txn.spans)
     try:
         for batch in batches:
             walked_end, walked_last = batch.position + batch.size, batch.last_offset
@@ -502,13 +544,22 @@ def read_slice(
                 continue
             if start is not None and batch.last_offset < start:
                 continue
+            if stable_end is not None and batch.base_offset >= stable_end:
+                continue  # at or above the LSO (or the high watermark): never decoded
             if batch.is_control and not opts.include_control:
                 continue
+            if (
+                drop_aborted
+                and batch.is_transactional
+                and not batch.is_control
+                and sl.txn.result_of(batch.producer_id, batch.base_offset) == ABORTED_CODE  # type: ignore[union-attr]
+            ):
+                continue  # read_committed: an aborted transaction's batch is never decoded
             pending.append(batch)
             rows += batch.record_count
             if rows >= opts.batch_rows:
                 for good, cols in _decode(pending, seg.path, undecodable):
-                    out = _build_arrow(seg, good, cols, opts, start, end)
+                    out = _build_arrow(seg, good, cols, opts, start, end, sl.txn)
                     if out is not None:
                         yield out
                 pending, rows = [], 0
@@ -552,7 +603,7 @@ def read_slice(
         problems.append({"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": gap})  # type: ignore[union-attr]
     if pending:
         for good, cols in _decode(pending, seg.path, undecodable):
-            out = _build_arrow(seg, good, cols, opts, start, end)
+            out = _build_arrow(seg, good, cols, opts, start, end, sl.txn)
             if out is not None:
                 yield out
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 from logdoctor.checks.verify_index import (
     Finding,
@@ -30,7 +31,71 @@ from logdoctor.logdir.reader import DEFAULT_WINDOW, LogReader, iter_batches_from
 from logdoctor.logdir.seek import SeekPlan, plan_offset_seek, plan_timestamp_seek
 
 
-def _batch_event(ctx: FileContext, b: Batch, verify_crc: bool) -> Event:
+class _Outcomes:
+    """The outcome of each transactional batch of the segment dumped, from the markers of its partition
+    (:mod:`logdoctor.logdir.transactions`: the marker may be in a later segment). Found on the first
+    transactional batch only, so a log without transactions reads nothing more."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        self._ctx = ctx
+        self._view: object = None
+        self._found = False
+
+    def _find(self) -> object:
+        from logdoctor.logdir.discovery import DiscoveryError
+        from logdoctor.logdir.read_plan import plan_read
+        from logdoctor.logdir.refs import PartitionRef
+        from logdoctor.logdir.transactions import READ_UNCOMMITTED, partition_transactions, segment_views
+
+        ctx = self._ctx
+        alone = False
+        try:
+            if ctx.remote is not None:
+                from logdoctor.cli.dump.remote import PARTITIONS
+
+                seg = ctx.remote
+                ref = PARTITIONS.get(seg.path)
+                if ref is None:  # one object named alone: its later segments are not known here
+                    alone = True
+                    ref = PartitionRef(seg.log_dir, seg.topic, seg.partition, seg.path, "remote", (seg,))
+                refs = [ref]
+            elif names.parse_partition_dir(ctx.path.parent.name) is not None:
+                refs = list(plan_read([str(ctx.path.parent)], {"includeInternal": "true"}).refs)
+            else:
+                return None
+        except (OSError, DiscoveryError, FormatError) as exc:
+            ctx.warnings.append(f"{ctx.file}: the outcome of its transactions is not known: {exc}")
+            return None
+        for ref in refs:
+            txns = partition_transactions(ref, high_watermark=False)
+            if alone and txns.open_transactions():
+                txns.transactions = [t for t in txns.transactions if t.marker_offset is not None]
+                ctx.warnings.append(
+                    f"{ctx.file}: the markers of its transactions still open at its end are in later "
+                    "segments: their records' transaction_result is null (dump the partition folder with "
+                    "--remote-storage to see them)"
+                )
+            views = segment_views(txns, ref.segments, READ_UNCOMMITTED, False)
+            here = ctx.remote.path if ctx.remote is not None else None
+            for seg, view in zip(ref.segments, views, strict=True):
+                if seg.path == here if here is not None else Path(seg.path).name == ctx.path.name:
+                    return view
+        return None
+
+    def result(self, b: Batch) -> str | None:
+        if b.magic < 2 or not b.is_transactional or b.producer_id < 0:
+            return None
+        if not self._found:
+            self._view, self._found = self._find(), True
+        if self._view is None:
+            return None
+        from logdoctor.logdir.transactions import RESULTS
+
+        code = self._view.results([b.producer_id], [b.base_offset], [1])[0]  # type: ignore[attr-defined]
+        return RESULTS[code]
+
+
+def _batch_event(ctx: FileContext, b: Batch, verify_crc: bool, outcomes: _Outcomes | None = None) -> Event:
     return {
         "type": "batch",
         "file": ctx.file,
@@ -54,11 +119,18 @@ def _batch_event(ctx: FileContext, b: Batch, verify_crc: bool) -> Event:
         "is_transactional": bool(b.is_transactional),
         "is_control": bool(b.is_control),
         "delete_horizon_ms": getattr(b, "delete_horizon_ms", None),
+        # how its transaction ended (committed, aborted, open), from the partition's markers; null outside one
+        "transaction_result": None if outcomes is None else outcomes.result(b),
     }
 
 
 def _record_event(
-    ctx: FileContext, b: Batch, r: Record, decoder: RecordDecoder | None, decoder_name: str | None
+    ctx: FileContext,
+    b: Batch,
+    r: Record,
+    decoder: RecordDecoder | None,
+    decoder_name: str | None,
+    transaction_result: str | None = None,
 ) -> Event:
     ev: Event = {
         "type": "record",
@@ -73,6 +145,7 @@ def _record_event(
         "value": r.value,
         "headers": [{"key": h.key, "value": h.value} for h in r.headers],
         "sequence": r.sequence,
+        "transaction_result": transaction_result,
     }
     try:
         if b.is_control:
@@ -154,6 +227,7 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
     crc_bad: list[Finding] = []
     started = ts_r is None or ts_r.first is None
     walk = iter_batches_from(reader, plan.position, end=end, window=DEFAULT_WINDOW if seeking else None)
+    outcomes = _Outcomes(ctx) if ctx.info.kind is FileKind.LOG else None
     try:
         for b in walk:
             valid_end = b.position + b.size
@@ -166,7 +240,7 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
                 if b.max_timestamp < ts_r.first:  # type: ignore[union-attr]
                     continue
                 started = True
-            ev = _batch_event(ctx, b, opts.verify_crc)
+            ev = _batch_event(ctx, b, opts.verify_crc, outcomes)
             yield ev
             stats["batches"] += 1
             if stats["first_offset"] is None:
@@ -200,7 +274,7 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
                         if ts_r is not None and not ts_r.contains(r.timestamp):
                             continue
                         stats["records"] += 1
-                        yield _record_event(ctx, b, r, decoder, decoder_name)
+                        yield _record_event(ctx, b, r, decoder, decoder_name, ev["transaction_result"])
                 except FormatError as e:
                     if ctx.failure is None:
                         ctx.failure = format_failure(ctx.path, e)

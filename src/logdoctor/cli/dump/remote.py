@@ -20,7 +20,7 @@ from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
 from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT
 from logdoctor.errors import FormatError
-from logdoctor.logdir.refs import SegmentRef
+from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.remote_tier import RemoteOptions, RemoteSegment, RemoteTierError
 from logdoctor.logdir.storage import Storage, is_uri
 
@@ -61,6 +61,11 @@ def _object_ref(arg: str, opts: RemoteOptions) -> SegmentRef:
     )
 
 
+#: the partition (remote tier and local log) of each remote segment named through its partition folder, by
+#: the segment's location: where dump finds the markers that end its transactions
+PARTITIONS: dict[str, PartitionRef] = {}
+
+
 def remote_segments(args: list[str], opts: RemoteOptions) -> Iterator[SegmentRef | DumpFailure]:
     """The remote segments FILES name (see the module doc), or a failure per FILE that names none, and
     for a partition folder one per remote segment the plan names as not there (read_plan)."""
@@ -75,6 +80,7 @@ def remote_segments(args: list[str], opts: RemoteOptions) -> Iterator[SegmentRef
                 # remote log metadata of the partition's log dir; what is not there is named
                 plan = plan_read([arg], opts.to_options(), keep_local_copies=True)
                 segs = [s for r in plan.refs for s in r.segments if s.remote is not None]
+                PARTITIONS.update({s.path: r for r in plan.refs for s in r.segments if s.remote is not None})
                 if not segs and not plan.not_read:
                     yield DumpFailure(
                         f"{arg}: no remote segment of this partition in {opts.storage}", EX_NOINPUT

@@ -277,9 +277,8 @@ class TextSink(Sink):
             )
 
     def _batch(self, ev: Event) -> None:
-        flags = "+".join(
-            f for f, on in (("txn", ev["is_transactional"]), ("control", ev["is_control"])) if on
-        )
+        txn = "txn" if not ev.get("transaction_result") else f"txn({ev['transaction_result']})"
+        flags = "+".join(f for f, on in ((txn, ev["is_transactional"]), ("control", ev["is_control"])) if on)
         crc = "-" if ev["crc_valid"] is None else ("ok" if ev["crc_valid"] else "BAD")
         seq = "-" if ev["base_sequence"] < 0 else f"{ev['base_sequence']}..{ev['last_sequence']}"
         self.table.row(
@@ -312,6 +311,8 @@ class TextSink(Sink):
         ]
         if ev["sequence"] >= 0:
             parts.append(f"seq {ev['sequence']}")
+        if ev.get("transaction_result"):
+            parts.append(f"transaction {ev['transaction_result']}")
         if ev["headers"]:
             parts.append("headers [" + ", ".join(h["key"] for h in ev["headers"]) + "]")
         decoded = ev.get("decoded")

@@ -142,8 +142,15 @@ def run_table_export(
     (:mod:`.orphans`)."""
     import logdoctor
     from logdoctor.logdir.outputs import absolute_location, check_output_location
+    from logdoctor.spark.consumer_view import transaction_summary
     from logdoctor.spark.export import ExportError, raise_if_no_space, skipped_ranges
-    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices, read_plan
+    from logdoctor.spark.planning import (
+        pack_slices,
+        parse_read_options,
+        plan_slices,
+        plan_transactions,
+        read_plan,
+    )
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
     if mode not in TABLE_MODES:
@@ -175,7 +182,8 @@ def run_table_export(
         add_columns = []
     above = table.offsets() if exists and mode == "append" else {}
     opts = _with_start(opts, above)
-    slices = plan_slices(refs, opts)
+    txns = plan_transactions(refs, opts)
+    slices = plan_slices(refs, opts, txns)
     groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
     layout = FileLayout(
         data_uri=table.data_uri,
@@ -267,6 +275,8 @@ def run_table_export(
         mode=mode,
         uncommitted=uncommitted,
         left_out=list(plan.left_out),
+        transactions=transaction_summary(refs, txns, opts),
+        isolation_level=opts.isolation_level,
     )
 
 
