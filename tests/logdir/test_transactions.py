@@ -225,3 +225,35 @@ def test_dump_json_and_text_say_each_records_outcome() -> None:
     assert got == labels
     text = _logdoctor("dump", str(logs(ptx())[0]))
     assert "txn(aborted)" in text and "txn(committed)+control" in text
+
+
+def test_markers_in_the_remote_tier_decide(tmp_path: Path) -> None:
+    """ptx-0 tiered by hand in Kafka's LocalTieredStorage layout: segment 0 split at offset 126 into two
+    remote segments (producer 8102's aborted transaction starts in the first, its ABORT marker is in the
+    second), segment 202 left local. Every output reads the remote tier first: the same answers."""
+    logdir = realworld.writable_copy(ptx().parent, tmp_path / "kafka-logs")
+    remote = tmp_path / "remote" / "kafka-tiered-storage" / "ptx-0-O2qKgRJ9ygc0FhpkvqukMA"
+    remote.mkdir(parents=True)
+    data = (logdir / "ptx-0" / "00000000000000000000.log").read_bytes()
+    (remote / f"{0:020d}-AAAAAAAAAAAAAAAAAAAAAA.log").write_bytes(data[:8788])
+    (remote / f"{126:020d}-BBBBBBBBBBBBBBBBBBBBBB.log").write_bytes(data[8788:])
+    for suffix in (".log", ".index", ".timeindex", ".txnindex"):
+        (logdir / "ptx-0" / f"00000000000000000000{suffix}").unlink()
+    labels, committed, _ = kp_oracle.consumer_view(logs(ptx()))
+    options = {"remoteStorage": str(tmp_path / "remote"), "topics": "ptx"}
+
+    def read(**more: str) -> list[dict]:
+        from logdoctor.spark.planning import read_plan
+
+        opts = parse_read_options(options | more)
+        plan = read_plan([str(logdir)], options | more)
+        assert [s.remote is not None for r in plan.refs for s in r.segments] == [True, True, False]
+        out = []
+        for sl in plan_slices(plan.refs, opts):
+            for rb in read_slice(sl, opts):
+                out.extend(rb.select(["offset", "transaction_result"]).to_pylist())
+        return out
+
+    assert [r["offset"] for r in read()] == committed
+    got = read(**{"kafka.isolation.level": "read_uncommitted"})
+    assert {r["offset"]: r["transaction_result"] for r in got} == labels

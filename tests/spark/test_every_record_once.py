@@ -72,6 +72,7 @@ def _cli_args(options: dict[str, str]) -> list[str]:
         "remoteStorage": "--remote-storage",
         "remotePrivateKey": "--remote-private-key",
         "topics": "--topics",
+        "kafka.isolation.level": "--isolation-level",
     }
     return [x for k, v in options.items() for x in (names[k], v)]
 
@@ -157,6 +158,23 @@ def inputs(tmp_path_factory, s3) -> dict[str, Input]:
         damage=f"remote segment {second}",
         damage_path=str(folder / f"{648:020d}-{second}.log"),
     )
+    # issue 45: committed, aborted and open transactions (../shared/semantics ptx-0), as each isolation
+    # level's consumer reads them: Kafka's consumer recomputed from kafka-python (kp_oracle.consumer_view)
+    import kp_oracle
+
+    ptx = realworld.require_semantics() / "kafka-logs" / "ptx-0"
+    records = _records(ptx, "ptx", 0)
+    _labels, committed, _lso = kp_oracle.consumer_view(sorted(ptx.glob("*.log")))
+    data = {k: v for k, v in records.items() if k[2] in _labels}  # the data records, no markers
+    assert (len(committed), len(data)) == (230, 372)
+    read_committed = {k: v for k, v in data.items() if k[2] in set(committed)}
+    out["transactions"] = Input([str(ptx.parent)], {"topics": "ptx"}, read_committed)
+    out["transactions-uncommitted"] = Input(
+        [str(ptx.parent)], {"topics": "ptx", "kafka.isolation.level": "read_uncommitted"}, data
+    )
+    out["transactions-s3"] = Input(
+        [s3.upload(ptx.parent, "matrix/semantics/kafka-logs")], {"topics": "ptx"}, read_committed
+    )
     return out
 
 
@@ -169,6 +187,9 @@ INPUTS = (
     "corrupt-batch",
     "remote-missing",
     "remote-twice",
+    "transactions",
+    "transactions-uncommitted",
+    "transactions-s3",
 )
 
 

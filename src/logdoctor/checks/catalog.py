@@ -1066,8 +1066,10 @@ _ENTRIES = (
         "log to offset {truncate_to} and loses {records_lost} records, offsets {first} to {last}{times}, "
         "written in leader epoch(s) {epochs}",
         "Before this broker starts, save what it would lose: `logdoctor export {path} --out {lost_out} "
-        "--starting-offsets {lost_from} --ending-offsets {log_end_offset} --include-control` (Parquet of "
-        "exactly those offsets). Then start the broker (it truncates and fetches the leader's records), or, "
+        "--starting-offsets {lost_from} --ending-offsets {log_end_offset} --include-control "
+        "--isolation-level read_uncommitted` (Parquet of exactly those offsets, aborted and open "
+        "transactions included, each labelled in transaction_result). Then start the broker (it truncates "
+        "and fetches the leader's records), or, "
         "while this copy still holds them, make this replica the leader instead (stop the other replicas' "
         "brokers, start this one first and elect it with kafka-leader-election.sh --election-type unclean) "
         "and let the others truncate.",

@@ -259,7 +259,8 @@ def diverged_findings(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             )
             command = (
                 f"logdoctor export {r['path']} --out {lost_records_out(r['path'], t.lacks_from, end)} "
-                f"--starting-offsets {t.lacks_from} --ending-offsets {end} --include-control"
+                f"--starting-offsets {t.lacks_from} --ending-offsets {end} --include-control "
+                "--isolation-level read_uncommitted"
             )
             out.append(
                 {
