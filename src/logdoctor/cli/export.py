@@ -196,6 +196,15 @@ def export_command(
             "replica's checkpointed high watermark).",
         ),
     ] = "log-end",
+    view: Annotated[
+        str,
+        typer.Option(
+            "--view",
+            help="history (default: every record) or latest (a compacted topic as a table: the latest record "
+            "of each key per partition, keys whose latest record is a tombstone left out; README \"Compacted "
+            "topics as tables\").",
+        ),
+    ] = "history",
     include_internal: Annotated[
         bool,
         typer.Option(
@@ -248,6 +257,7 @@ def export_command(
         overwrite_refusal,
         run_export,
     )
+    from logdoctor.spark.latest import latest_lines
     from logdoctor.spark.planning import PlanningError
     from logdoctor.spark.session import SparkUnavailableError, get_spark, parse_conf
 
@@ -267,6 +277,7 @@ def export_command(
         "includeControl": "true" if include_control else "false",
         "kafka.isolation.level": isolation_level,
         "upTo": upto,
+        "view": view,
         "includeInternal": "true" if include_internal else None,
         "decoder": decoder,
         "maxPartitionBytes": max_partition_bytes,
@@ -274,6 +285,10 @@ def export_command(
         "remoteLayout": remote_layout,
         "remotePrivateKey": remote_private_key,
     }
+    if mode == "append" and view.strip().lower() == "latest":  # before Spark starts
+        from logdoctor.spark.latest import APPEND_REFUSAL
+
+        usage_error(APPEND_REFUSAL)
     if partition_by is not None and is_table_format(fmt, writer):  # refused, never silently ignored
         usage_error(
             f"--partition-by applies to the Parquet export; a {fmt} table is partitioned by topic "
@@ -374,6 +389,8 @@ def export_command(
             console.print(f"Left out: {plan.left_out_text()}", soft_wrap=True, markup=False)
         for line in summary_lines(result.transactions):
             console.print(f"Transactions: {line}", soft_wrap=True, markup=False)
+        for line in latest_lines(result.latest):
+            console.print(f"Latest: {line}", soft_wrap=True, markup=False)
         for line in not_read:
             console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
     raise typer.Exit(EX_WARNINGS if result.skipped or not_read else EX_OK)

@@ -181,6 +181,10 @@ def table_export_cli(
 
         for line in summary_lines(result.transactions):
             console.print(f"Transactions: {line}", soft_wrap=True, markup=False)
+        from logdoctor.spark.latest import latest_lines
+
+        for line in latest_lines(result.latest):
+            console.print(f"Latest: {line}", soft_wrap=True, markup=False)
         for line in result.uncommitted.lines() if result.uncommitted is not None else ():
             console.print(f"Storage: {line}", soft_wrap=True, markup=False)
     for line in not_read:  # a tiered partition's remote tier not read (cli/export.remote_tier_not_read)

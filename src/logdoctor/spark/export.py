@@ -193,6 +193,9 @@ class ExportResult:
     #: per partition, what the isolation level left out (logdoctor.spark.consumer_view)
     transactions: list[dict[str, Any]] = field(default_factory=list)
     isolation_level: str = "read_committed"
+    #: ``history`` or ``latest``; per partition what the latest view counted (logdoctor.spark.latest)
+    view: str = "history"
+    latest: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def records_per_s(self) -> float:
@@ -228,6 +231,8 @@ class ExportResult:
             "internal_topics_left_out": list(self.left_out),
             "isolation_level": self.isolation_level,
             "transactions": list(self.transactions),
+            "view": self.view,
+            "latest": list(self.latest),
         }
 
 
@@ -300,7 +305,8 @@ def write_slices(
     import pyarrow as pa
     import pyarrow.dataset as ds
 
-    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slice
+    from logdoctor.spark.latest import latest_json
+    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slices
 
     if attempt is None:
         from pyspark import TaskContext
@@ -338,15 +344,15 @@ def write_slices(
 
     problems: list[dict[str, Any]] = []
     undecodable: list[dict[str, Any]] = []
+    latest: dict[tuple[str, str, int], Any] = {}
     try:
-        for sl in slices:
-            for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
-                chunk.append(rb)
-                chunk_rows += rb.num_rows
-                chunk_bytes += rb.nbytes
-                rows += rb.num_rows
-                if chunk_rows >= ROWS_PER_FILE or chunk_bytes >= WRITE_FLUSH_BYTES:
-                    flush()
+        for rb in read_slices(slices, opts, undecodable=undecodable, problems=problems, latest=latest):
+            chunk.append(rb)
+            chunk_rows += rb.num_rows
+            chunk_bytes += rb.nbytes
+            rows += rb.num_rows
+            if chunk_rows >= ROWS_PER_FILE or chunk_bytes >= WRITE_FLUSH_BYTES:
+                flush()
         flush()
     except OSError as exc:
         if exc.errno != errno.ENOSPC:
@@ -355,7 +361,14 @@ def write_slices(
 
         shutil.rmtree(target, ignore_errors=True)  # a full disk: the task says so, the driver stops the job
         return {"task": task, "rows": 0, "dir": target, "no_space": f"{exc}"}
-    return {"task": task, "rows": rows, "dir": target, "skipped": problems, "undecodable": undecodable}
+    return {
+        "task": task,
+        "rows": rows,
+        "dir": target,
+        "skipped": problems,
+        "undecodable": undecodable,
+        "latest": latest_json(latest),
+    }
 
 
 def raise_if_no_space(out: str, done: Sequence[Mapping[str, Any]]) -> None:
@@ -488,7 +501,9 @@ def _export_arrow(
     fail_first_attempt: bool = False,
     check: Sequence[Any] = (),
     txns: Mapping[tuple[str, str, int], Any] | None = None,
-) -> tuple[int, list[str], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[
+    int, list[str], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]
+]:
     """The arrow writer's job: tasks write into attempt folders, the driver commits by rename.
 
     ``check``: the segments whose damage the export reports (the segments pass's); each is checked by a
@@ -498,11 +513,11 @@ def _export_arrow(
     """
     import uuid
 
-    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices
+    from logdoctor.spark.planning import parse_read_options, plan_slices, task_groups
 
     opts = parse_read_options(opts_map)
     slices = plan_slices(plan.refs, opts, txns)
-    groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
+    groups = task_groups(slices, opts)
     checks, extra = assign_checks(groups, check)
     created = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
@@ -541,7 +556,8 @@ def _export_arrow(
     undecodable = [u for d in done for u in d.get("undecodable") or ()]
     remote_skipped = [p for d in done for p in d.get("skipped", ())]
     damaged = sorted((r for d in done for r in d.get("damaged") or ()), key=lambda r: r["index"])
-    return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped, damaged
+    latest = [x for d in done for x in d.get("latest") or ()]
+    return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped, damaged, latest
 
 
 def not_read_ranges(plan: Any) -> list[SkippedRange]:
@@ -683,6 +699,10 @@ def run_export(
         raise ExportError(f"--format: not a data source name: {fmt!r}")
     if mode not in MODES:
         raise ExportError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
+    if mode == "append" and str((options or {}).get("view") or "").strip().lower() == "latest":
+        from logdoctor.spark.latest import APPEND_REFUSAL
+
+        raise ExportError(APPEND_REFUSAL)
     out = absolute_location(out_dir)  # Spark's workers do not run in this folder
     writer = choose_writer(spark, out, fmt, writer)
     opts = {k: str(v) for k, v in (options or {}).items() if v is not None}
@@ -713,11 +733,12 @@ def run_export(
         tracker.__enter__()
     undecodable: list[dict[str, Any]] = []
     damaged: list[dict[str, Any]] | None = None
+    latest: list[dict[str, Any]] = []
     try:
         if writer == "arrow":
             # the segments kafka-log-segments would list: the write tasks check them (no second job)
             check_plan = read_plan(items, segments_pass_options(opts, writer))
-            rows, committed, undecodable, remote_skipped, damaged = _export_arrow(
+            rows, committed, undecodable, remote_skipped, damaged, latest = _export_arrow(
                 spark, plan, _local(out), opts, partition_by, mode, fail_first_attempt,
                 check=[s for ref in check_plan.refs for s in ref.segments], txns=txns,
             )  # fmt: skip
@@ -769,4 +790,6 @@ def run_export(
         left_out=list(plan.left_out),
         transactions=transaction_summary(refs, txns, read_opts),
         isolation_level=read_opts.isolation_level,
+        view=read_opts.view,
+        latest=latest,
     )

@@ -71,6 +71,7 @@ __all__ = [
     "read_plan",
     "resolve_range",
     "split_points",
+    "task_groups",
     "topic_matcher",
 ]
 
@@ -149,6 +150,8 @@ class ReadOptions:
     isolation_level: str = READ_COMMITTED
     #: ``log-end`` (default: a dead broker's checkpoint lags its log) or ``high-watermark``
     upto: str = "log-end"
+    #: ``history`` (every record) or ``latest`` (the latest record per key, logdoctor.spark.latest)
+    view: str = "history"
 
     @property
     def decoded(self) -> bool:
@@ -228,6 +231,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         min_partitions=_positive_int("minPartitions", opts.get("minpartitions"), 2 * (os.cpu_count() or 1)),
         isolation_level=_choice("kafka.isolation.level", isolation, ISOLATION_LEVELS, READ_COMMITTED),
         upto=_choice("upTo", opts.get("upto"), UPTO, "log-end"),
+        view=_choice("view", opts.get("view"), ("history", "latest"), "history"),
     )
 
 
@@ -510,6 +514,16 @@ def _slice_bytes(sl: SegmentSlice) -> int:
     if sl.fetch_hint is not None:
         end = min(end, sl.fetch_hint)
     return max(0, end - sl.emit_from)
+
+
+def task_groups(slices: Sequence[SegmentSlice], opts: ReadOptions) -> list[tuple[SegmentSlice, ...]]:
+    """The slices of each task: packed by size (:func:`pack_slices`), or for ``view=latest`` all the slices of
+    one replica's partition in one task (:func:`logdoctor.spark.latest.partition_groups`)."""
+    if opts.view == "latest":
+        from logdoctor.spark.latest import partition_groups
+
+        return partition_groups(slices)
+    return pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
 
 
 def pack_slices(

@@ -105,17 +105,16 @@ class KafkaLogReader(DataSourceReader):
         self.read_options = parse_read_options(options)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.spark.planning import pack_slices, plan_slices, read_plan
+        from logdoctor.spark.planning import plan_slices, read_plan, task_groups
 
         opts = self.read_options
         slices = plan_slices(read_plan(_paths(self.options), self.options).refs, opts)
-        return [SlicePartition(g) for g in pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)]
+        return [SlicePartition(g) for g in task_groups(slices, opts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if partition is None or partition.value is None:  # no segment at all
             return
-        for sl in partition.value:
-            yield from read_slice(sl, self.read_options)
+        yield from read_slices(partition.value, self.read_options)
 
 
 _ZERO_ROWS_CACHE: dict[bool, Any] = {}
@@ -486,6 +485,31 @@ def _decode_windows(b: Any, path: str, bad: list[dict[str, Any]] | None) -> Iter
     except FormatError as exc:
         if bad is not None:
             bad.append(undecodable_batch(b, path, exc))
+
+
+def read_slices(
+    slices: Sequence[SegmentSlice],
+    opts: ReadOptions,
+    undecodable: list[dict[str, Any]] | None = None,
+    problems: list[dict[str, Any]] | None = None,
+    latest: Any = None,
+) -> Iterator[pa.RecordBatch]:
+    """The rows of one task's slices (:func:`logdoctor.spark.planning.task_groups`), as every output reads
+    them: each slice's records (:func:`read_slice`), or with ``view=latest`` the latest record of each key
+    of each partition (:func:`logdoctor.spark.latest.latest_rows`; ``latest``: a dict the per-partition
+    :class:`~logdoctor.spark.latest.LatestStats` go into, keyed by (log dir, topic, partition))."""
+    if opts.view != "latest":
+        for sl in slices:
+            yield from read_slice(sl, opts, undecodable=undecodable, problems=problems)
+        return
+    from logdoctor.spark.latest import LatestStats, latest_rows, partition_groups
+
+    for group in partition_groups(slices):
+        seg = group[0].segment
+        st = LatestStats()
+        yield from latest_rows(group, opts, stats=st, undecodable=undecodable, problems=problems)
+        if latest is not None:
+            latest[(row_log_dir(seg), seg.topic, seg.partition)] = st
 
 
 def read_slice(

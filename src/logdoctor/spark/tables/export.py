@@ -145,16 +145,20 @@ def run_table_export(
     from logdoctor.spark.consumer_view import transaction_summary
     from logdoctor.spark.export import ExportError, raise_if_no_space, skipped_ranges
     from logdoctor.spark.planning import (
-        pack_slices,
         parse_read_options,
         plan_slices,
         plan_transactions,
         read_plan,
+        task_groups,
     )
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
     if mode not in TABLE_MODES:
         raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
+    if mode == "append" and str((options or {}).get("view") or "").strip().lower() == "latest":
+        from logdoctor.spark.latest import APPEND_REFUSAL
+
+        raise ExportError(APPEND_REFUSAL)
     out = absolute_location(out)  # the table's locations must not depend on the folder it ran in
     opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
     opts = parse_read_options(opts_map)
@@ -184,7 +188,7 @@ def run_table_export(
     opts = _with_start(opts, above)
     txns = plan_transactions(refs, opts)
     slices = plan_slices(refs, opts, txns)
-    groups = pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
+    groups = task_groups(slices, opts)
     layout = FileLayout(
         data_uri=table.data_uri,
         job=new_job_id(),
@@ -277,6 +281,8 @@ def run_table_export(
         left_out=list(plan.left_out),
         transactions=transaction_summary(refs, txns, opts),
         isolation_level=opts.isolation_level,
+        view=opts.view,
+        latest=[x for d in done for x in d.get("latest") or ()],
     )
 
 

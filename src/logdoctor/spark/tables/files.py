@@ -216,7 +216,8 @@ def write_task(
     the task's files and rows."""
     import pyarrow as pa
 
-    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slice
+    from logdoctor.spark.latest import latest_json
+    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slices
 
     if attempt is None:
         from pyspark import TaskContext
@@ -240,14 +241,14 @@ def write_task(
     # remote-tier segments not read whole (spark.export.skipped_ranges turns both into skipped ranges)
     undecodable: list[dict[str, Any]] = []
     problems: list[dict[str, Any]] = []
+    latest: dict[tuple[str, str, int], Any] = {}
     try:
-        for sl in slices:
-            for rb in read_slice(sl, opts, undecodable=undecodable, problems=problems):
-                chunk.append(rb)
-                held += rb.num_rows
-                held_bytes += rb.nbytes
-                if held >= rows_per_file or held_bytes >= WRITE_FLUSH_BYTES:
-                    flush()
+        for rb in read_slices(slices, opts, undecodable=undecodable, problems=problems, latest=latest):
+            chunk.append(rb)
+            held += rb.num_rows
+            held_bytes += rb.nbytes
+            if held >= rows_per_file or held_bytes >= WRITE_FLUSH_BYTES:
+                flush()
         flush()
     except OSError as exc:
         import errno
@@ -265,6 +266,7 @@ def write_task(
         "files": files,
         "undecodable": undecodable,
         "skipped": problems,
+        "latest": latest_json(latest),
     }
 
 

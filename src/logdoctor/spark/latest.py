@@ -1,0 +1,161 @@
+"""A compacted topic as a table (issue 46): the latest record of each key of a partition, as log compaction
+would leave it once fully cleaned (K:storage/.../internals/log/LogCleaner.java, Cleaner.cleanInto and
+buildOffsetMap: a record is kept when its offset is the highest its key has; a tombstone, a null value,
+removes the key once ``delete.retention.ms`` has passed).
+
+One task reads all the slices of one replica's partition (:func:`partition_groups`) in two passes over
+:func:`logdoctor.spark.sources.read_slice`, the reader every output uses (the isolation level applies
+first: an aborted record never changes the state):
+
+1. the keys and offsets only: for each key its highest offset (pyarrow ``group_by``, merged batch by batch,
+   so the task holds one entry per distinct key of the partition, never a value);
+2. the records again: those whose offset is their key's highest, tombstones left out (kept, with
+   ``tombstones=True``, for an upsert to delete their key).
+
+Memory is bounded by the distinct keys of one partition (each key's bytes and an int64), whatever the
+partitioning of the job; nothing is collected on the driver. Records without a key cannot be compacted
+(the broker rejects them in a compacted topic: LogValidator ``validateKey``) and are left out and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "APPEND_REFUSAL",
+    "VIEWS",
+    "LatestStats",
+    "latest_json",
+    "latest_lines",
+    "latest_rows",
+    "partition_groups",
+]
+
+VIEWS = ("history", "latest")
+#: why ``--view latest --mode append`` is refused (nothing written): appended rows would hold a key twice
+APPEND_REFUSAL = (
+    "--view latest with --mode append would add a second row for every key that changed (the latest view is "
+    "a table of one row per key, not a log to append to): use --mode overwrite to rewrite it as of now "
+    "(nothing was written)"
+)
+
+
+@dataclass(slots=True)
+class LatestStats:
+    """What one partition's latest view counted: records read, without a key, tombstoned keys, rows."""
+
+    records: int = 0
+    null_keys: int = 0
+    keys: int = 0
+    tombstones: int = 0
+    rows: int = 0
+
+
+def partition_groups(slices: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The slices of each replica's partition together, in offset order (one task each)."""
+    groups: dict[tuple[str, str, int], list[Any]] = {}
+    for sl in slices:
+        seg = sl.segment
+        groups.setdefault((seg.log_dir, seg.topic, seg.partition), []).append(sl)
+    return [tuple(g) for g in groups.values()]
+
+
+def _latest_offsets(batches: Iterator[Any]) -> tuple[Any, int, int]:
+    """(the highest offset of each key, as an int64 array; records read; records without a key)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    table: pa.Table | None = None
+    records = null_keys = merged = 0
+    for rb in batches:
+        data = pc.invert(rb.column("is_control"))  # a marker is no record of the topic's table
+        n_data = pc.sum(data).as_py() or 0
+        keys = rb.column("key")
+        has_key = pc.and_(pc.is_valid(keys), data)
+        records += n_data
+        null_keys += n_data - (pc.sum(has_key).as_py() or 0)
+        part = pa.table({"key": keys, "offset": rb.column("offset")}).filter(has_key)
+        part = part.group_by("key").aggregate([("offset", "max")]).rename_columns(["key", "offset"])
+        table = part if table is None else pa.concat_tables([table, part])
+        if table.num_rows > 2 * merged + 65536:  # merge now and then: about one entry per key held
+            table = table.group_by("key").aggregate([("offset", "max")]).rename_columns(["key", "offset"])
+            merged = table.num_rows
+    if table is None:
+        return pa.array([], pa.int64()), records, null_keys
+    table = table.group_by("key").aggregate([("offset", "max")]).rename_columns(["key", "offset"])
+    return table.column("offset").combine_chunks(), records, null_keys
+
+
+def latest_rows(
+    slices: Sequence[Any],
+    opts: Any,
+    *,
+    tombstones: bool = False,
+    stats: LatestStats | None = None,
+    undecodable: list[dict[str, Any]] | None = None,
+    problems: list[dict[str, Any]] | None = None,
+) -> Iterator[Any]:
+    """The rows of the latest view of one partition (``slices``: all of its slices, in order)."""
+    import pyarrow.compute as pc
+
+    from logdoctor.spark.sources import read_slice
+
+    def read(first: bool) -> Iterator[Any]:
+        for sl in slices:
+            yield from read_slice(
+                sl, opts, undecodable=undecodable if first else None, problems=problems if first else None
+            )
+
+    winners, records, null_keys = _latest_offsets(
+        rb.select(["key", "offset", "is_control"]) for rb in read(True)
+    )
+    st = stats if stats is not None else LatestStats()
+    st.records += records
+    st.null_keys += null_keys
+    st.keys += len(winners)
+    for rb in read(False):
+        keep = pc.is_in(rb.column("offset"), value_set=winners)
+        if opts.include_control:
+            keep = pc.and_(keep, pc.invert(rb.column("is_control")))
+        out = rb.filter(keep)
+        dead = pc.is_null(out.column("value"))
+        st.tombstones += pc.sum(dead).as_py() or 0
+        if not tombstones:
+            out = out.filter(pc.invert(dead))
+        st.rows += out.num_rows
+        if out.num_rows:
+            yield out
+
+
+
+def latest_json(stats: dict[tuple[str, str, int], LatestStats]) -> list[dict[str, Any]]:
+    """Per partition, what its latest view counted (the export summary's ``latest``)."""
+    return [
+        {
+            "log_dir": log_dir,
+            "topic": topic,
+            "partition": partition,
+            "records": st.records,
+            "records_without_key": st.null_keys,
+            "keys": st.keys,
+            "keys_deleted": st.tombstones,
+            "rows": st.rows,
+        }
+        for (log_dir, topic, partition), st in sorted(stats.items())
+    ]
+
+
+def latest_lines(entries: Sequence[dict[str, Any]]) -> list[str]:
+    """The text summary of the latest view: one line per partition."""
+    lines = []
+    for e in entries:
+        line = (
+            f"{e['topic']}-{e['partition']} ({e['log_dir']}): {e['rows']:,} live key(s) of {e['keys']:,} "
+            f"({e['keys_deleted']:,} deleted by a tombstone), from {e['records']:,} record(s)"
+        )
+        if e["records_without_key"]:
+            line += f"; {e['records_without_key']:,} record(s) without a key left out (never compacted)"
+        lines.append(line)
+    return lines
