@@ -7,6 +7,7 @@ latest-per-key table computed here from kafka-python's decoding, through every o
 from __future__ import annotations
 
 import hashlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -134,13 +135,31 @@ def test_tables(spark, tmp_path, fmt):
     result = run_table_export(spark, [str(_kv().parent)], str(out), fmt=fmt, options=LATEST)
     assert result.rows == 434
     assert digest(as_state(tu.read_table(fmt, out))) == KV_STATE_SHA256
-    again = run_table_export(
-        spark, [str(_kv().parent)], str(out), fmt=fmt, mode="overwrite", options=LATEST
-    )
+    again = run_table_export(spark, [str(_kv().parent)], str(out), fmt=fmt, mode="overwrite", options=LATEST)
     assert again.rows == 434
     assert digest(as_state(tu.read_table(fmt, out))) == KV_STATE_SHA256
-    with pytest.raises(ExportError, match="--mode overwrite"):
-        run_table_export(spark, [str(_kv().parent)], str(out), fmt=fmt, mode="append", options=LATEST)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("fmt", tu.FORMATS)
+def test_two_runs_keep_the_table_as_the_topics_state(spark, tmp_path, fmt):
+    """Offsets up to 1500, then --mode append: the newer offsets as upserts and deletes in one commit, the
+    same table as one run over everything; a third run changes nothing."""
+    out = str(tmp_path / "table")
+    run_table_export(spark, [str(_kv().parent)], out, fmt=fmt, options={**LATEST, "endingOffsets": "1500"})
+    assert as_state(tu.read_table(fmt, out)) == kafka_python_latest(_kv(), below=1500)
+    assert json.loads(tu.properties(fmt, out)["logdoctor.latest_upto"]) == {"kv": {"0": 1500}}
+    version = tu.version(fmt, out)
+    run_table_export(spark, [str(_kv().parent)], out, fmt=fmt, mode="append", options=LATEST)
+    table = tu.read_table(fmt, out)
+    assert digest(as_state(table)) == KV_STATE_SHA256 and table.num_rows == 434
+    assert tu.version(fmt, out) != version
+    assert json.loads(tu.properties(fmt, out)["logdoctor.latest_upto"]) == {"kv": {"0": 3000}}
+    version = tu.version(fmt, out)
+    third = run_table_export(spark, [str(_kv().parent)], out, fmt=fmt, mode="append", options=LATEST)
+    assert third.rows == 0 and tu.version(fmt, out) == version
+    with pytest.raises(ExportError, match="holds the latest view"):
+        run_table_export(spark, [str(_kv().parent)], out, fmt=fmt, mode="append", options={"topics": "kv"})
 
 
 @pytest.mark.spark
@@ -158,5 +177,5 @@ def test_cli_refuses_append_before_spark(tmp_path):
          "--view", "latest", "--mode", "append"],
         capture_output=True, text=True, check=False,
     )  # fmt: skip
-    assert res.returncode == 64 and "--mode overwrite" in res.stderr
+    assert res.returncode == 64 and "--format iceberg or delta" in res.stderr
     assert not (tmp_path / "o").exists()

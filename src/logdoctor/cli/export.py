@@ -285,7 +285,7 @@ def export_command(
         "remoteLayout": remote_layout,
         "remotePrivateKey": remote_private_key,
     }
-    if mode == "append" and view.strip().lower() == "latest":  # before Spark starts
+    if mode == "append" and view.strip().lower() == "latest" and not is_table_format(fmt, writer):
         from logdoctor.spark.latest import APPEND_REFUSAL
 
         usage_error(APPEND_REFUSAL)

@@ -34,11 +34,11 @@ __all__ = [
 ]
 
 VIEWS = ("history", "latest")
-#: why ``--view latest --mode append`` is refused (nothing written): appended rows would hold a key twice
+#: why ``--view latest --mode append`` to Parquet is refused (nothing written): a key would have two rows
 APPEND_REFUSAL = (
-    "--view latest with --mode append would add a second row for every key that changed (the latest view is "
-    "a table of one row per key, not a log to append to): use --mode overwrite to rewrite it as of now "
-    "(nothing was written)"
+    "--view latest with --mode append to Parquet would add a second row for every key that changed (the "
+    "latest view is a table of one row per key): use --format iceberg or delta, whose append applies the "
+    "newer offsets as upserts and deletes in one commit, or --mode overwrite (nothing was written)"
 )
 
 

@@ -493,11 +493,13 @@ def read_slices(
     undecodable: list[dict[str, Any]] | None = None,
     problems: list[dict[str, Any]] | None = None,
     latest: Any = None,
+    tombstones: bool = False,
 ) -> Iterator[pa.RecordBatch]:
     """The rows of one task's slices (:func:`logdoctor.spark.planning.task_groups`), as every output reads
     them: each slice's records (:func:`read_slice`), or with ``view=latest`` the latest record of each key
     of each partition (:func:`logdoctor.spark.latest.latest_rows`; ``latest``: a dict the per-partition
-    :class:`~logdoctor.spark.latest.LatestStats` go into, keyed by (log dir, topic, partition))."""
+    :class:`~logdoctor.spark.latest.LatestStats` go into, keyed by (log dir, topic, partition);
+    ``tombstones``: keep the keys whose latest record is a tombstone, for an upsert to delete them)."""
     if opts.view != "latest":
         for sl in slices:
             yield from read_slice(sl, opts, undecodable=undecodable, problems=problems)
@@ -507,7 +509,9 @@ def read_slices(
     for group in partition_groups(slices):
         seg = group[0].segment
         st = LatestStats()
-        yield from latest_rows(group, opts, stats=st, undecodable=undecodable, problems=problems)
+        yield from latest_rows(
+            group, opts, stats=st, undecodable=undecodable, problems=problems, tombstones=tombstones
+        )
         if latest is not None:
             latest[(row_log_dir(seg), seg.topic, seg.partition)] = st
 

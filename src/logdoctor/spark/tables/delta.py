@@ -310,6 +310,66 @@ class DeltaLakeTable:
             ) from None
         self.load()
 
+    def properties(self) -> dict[str, str]:
+        """logdoctor's properties: the last commit's custom metadata (empty when the table does not exist)."""
+        if not self._loaded:
+            self.load()
+        if self._table is None:
+            return {}
+        history = self._table.history(1)
+        return {k: v for k, v in (history[0] if history else {}).items() if isinstance(v, str)}
+
+    def upsert(self, files: Sequence[WrittenFile], export_schema: Any, properties: Mapping[str, str]) -> None:
+        """The latest view's append (issue 46): delta-rs's MERGE of the new latest rows (``files``: the task
+        files of live rows and of tombstones, streamed, never held whole) on (topic, partition, key): a key
+        whose new latest record is a tombstone is deleted, one with a value updated or inserted; one
+        commit. The task files themselves are not added (the merge writes its own)."""
+        import pyarrow as pa
+        import pyarrow.dataset as ds
+        from deltalake import CommitProperties
+
+        from logdoctor.spark.tables.files import filesystem
+
+        schema = self.table_schema(export_schema)
+        if not self._loaded:
+            self.load()
+        if self._table is None:
+            raise TableError(f"delta table {self.location}: an upsert needs the table (nothing was written)")
+        if not files:
+            return
+        fs, root = filesystem(self.location)
+        rels = []
+        for f in files:
+            _fs, rel = filesystem(f.path)
+            rels.append(rel)
+        part = ds.partitioning(
+            pa.schema([(c, schema.field(c).type) for c in self.partition_by]), flavor="hive"
+        )
+        source = ds.dataset(rels, format="parquet", filesystem=fs, partitioning=part, partition_base_dir=root)
+        reader = source.scanner(columns=list(schema.names)).to_reader()
+        reader = pa.RecordBatchReader.from_batches(
+            schema, (b.cast(schema) if b.schema != schema else b for b in reader)
+        )
+        try:
+            (
+                self._table.merge(
+                    reader,
+                    predicate="t.topic = s.topic AND t.partition = s.partition AND t.key = s.key",
+                    source_alias="s",
+                    target_alias="t",
+                    commit_properties=CommitProperties(custom_metadata=dict(properties)),
+                )
+                .when_matched_update_all(predicate="s.value IS NOT NULL")
+                .when_matched_delete(predicate="s.value IS NULL")
+                .when_not_matched_insert_all(predicate="s.value IS NOT NULL")
+                .execute()
+            )
+        except Exception as exc:
+            raise TableError(
+                f"delta table {self.location}: upsert failed: {_one_line(exc)}; the table is unchanged"
+            ) from None
+        self.load()
+
     def _append(self, schema: Any, add_columns: Sequence[str]) -> tuple[str, Any, Any]:
         """``create_write_transaction`` arguments (mode, schema, partition filters) of an append on the
         version ``self._table`` holds.

@@ -110,6 +110,34 @@ def _with_start(opts: Any, above: Mapping[tuple[str, int], int]) -> Any:
     return dataclasses.replace(opts, starting_offsets=PerPartition(start.default, by))
 
 
+def read_upto(
+    refs: Sequence[Any],
+    opts: Any,
+    txns: Mapping[tuple[str, str, int], Any],
+    above: Mapping[tuple[str, int], int],
+) -> dict[str, dict[str, int]]:
+    """{topic: {partition: the offset the latest view was read to}}: the end the export asked for, else the
+    log end, capped by what the isolation level leaves out (a transaction open now comes in once its marker
+    is there); never below where this run started (``above`` + 1)."""
+    from logdoctor.spark.planning import resolve_range, txn_key
+
+    out: dict[str, dict[str, int]] = {}
+    for ref in refs:
+        t = txns.get(txn_key(ref))
+        if t is None or t.log_end_offset is None:
+            continue
+        bounds = [t.log_end_offset]
+        end = resolve_range(ref, opts).end_offset
+        if end is not None:
+            bounds.append(end)
+        stable = t.stable_end(opts.isolation_level, opts.upto_high_watermark)
+        if stable is not None:
+            bounds.append(stable)
+        start = above.get((ref.topic, ref.partition), -1) + 1
+        out.setdefault(ref.topic, {})[str(ref.partition)] = max(start, min(bounds))
+    return out
+
+
 def merged_offsets(before: Mapping[tuple[str, int], int], files: Sequence[Any]) -> dict[str, dict[str, int]]:
     """{topic: {partition: last offset}} the table holds after the commit."""
     last = dict(before)
@@ -155,10 +183,6 @@ def run_table_export(
 
     if mode not in TABLE_MODES:
         raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
-    if mode == "append" and str((options or {}).get("view") or "").strip().lower() == "latest":
-        from logdoctor.spark.latest import APPEND_REFUSAL
-
-        raise ExportError(APPEND_REFUSAL)
     out = absolute_location(out)  # the table's locations must not depend on the folder it ran in
     opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
     opts = parse_read_options(opts_map)
@@ -184,7 +208,20 @@ def run_table_export(
             )
     else:
         add_columns = []
-    above = table.offsets() if exists and mode == "append" else {}
+    view = opts.view
+    upsert = view == "latest" and exists and mode == "append"
+    if exists and mode == "append":
+        held = table.properties().get(f"{PROPERTY_PREFIX}view", "history")
+        if held != view:
+            raise ExportError(
+                f"{fmt} table {out} holds the {held} view, this export the {view} view: --mode append would "
+                f"mix them; give --view {held}, or --mode overwrite (nothing was written)"
+            )
+    if upsert:  # the offsets the latest view was read to (not its rows': superseded records leave none)
+        held_upto = json.loads(table.properties().get(f"{PROPERTY_PREFIX}latest_upto", "{}"))
+        above = {(t, int(p)): int(n) - 1 for t, parts in held_upto.items() for p, n in parts.items()}
+    else:
+        above = table.offsets() if exists and mode == "append" else {}
     opts = _with_start(opts, above)
     txns = plan_transactions(refs, opts)
     slices = plan_slices(refs, opts, txns)
@@ -216,7 +253,7 @@ def run_table_export(
             tasks = list(enumerate(groups))
 
             def run(t: tuple[int, Any]) -> dict[str, Any]:
-                result = write_task(t[0], t[1], opts, layout, above)
+                result = write_task(t[0], t[1], opts, layout, above, tombstones=upsert)
                 if fail_first_attempt:
                     from pyspark import TaskContext
 
@@ -233,9 +270,21 @@ def run_table_export(
             f"{PROPERTY_PREFIX}version": logdoctor.__version__,
             f"{PROPERTY_PREFIX}sources": json.dumps(items),
             f"{PROPERTY_PREFIX}offsets": json.dumps(offsets, separators=(",", ":")),
+            f"{PROPERTY_PREFIX}view": view,
         }
-        if not files and mode == "append":
+        dead = [f for d in sorted(done, key=lambda d: d["task"]) for f in d.get("tombstones") or ()]
+        if view == "latest":
+            upto = read_upto(refs, opts, txns, above)
+            properties[f"{PROPERTY_PREFIX}latest_upto"] = json.dumps(upto, separators=(",", ":"))
+        if not files and not dead and mode == "append":
             pass  # nothing above what the table holds: no commit, the table is unchanged
+        elif upsert and fmt == "iceberg":
+            paths = [f.path for f in files]
+            table.upsert(paths, [*paths, *(f.path for f in dead)], export_schema, properties, properties)
+            files = list(files)
+        elif upsert:
+            table.upsert([*files, *dead], export_schema, properties)
+            files = []  # the merge wrote files of its own: the task files are removed with the job's
         elif fmt == "iceberg":
             table.commit(
                 [f.path for f in files],

@@ -15,6 +15,7 @@ commit does not reference (:func:`remove_uncommitted`).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import uuid
@@ -210,10 +211,13 @@ def write_task(
     above: Mapping[tuple[str, int], int],
     attempt: int | None = None,
     rows_per_file: int = 1_000_000,
+    tombstones: bool = False,
 ) -> dict[str, Any]:
     """Executor side: read the slices, keep rows above ``above``, write them (at most about
     ``rows_per_file`` rows, or ``WRITE_FLUSH_BYTES`` of them, are held before they are written). Returns
-    the task's files and rows."""
+    the task's files and rows. ``tombstones`` (an upsert of the latest view): the keys whose latest record
+    is a tombstone are written too, into files of their own (``tombstones`` in the result, named
+    ``<job>-tomb-...``: never committed, they say which keys the commit deletes)."""
     import pyarrow as pa
 
     from logdoctor.spark.latest import latest_json
@@ -230,10 +234,19 @@ def write_task(
     held = held_bytes = 0
     rows = 0
 
+    dead_files: list[WrittenFile] = []
+    dead_layout = dataclasses.replace(layout, job=f"{layout.job}-tomb")
+
     def flush() -> None:
         nonlocal chunk, held, held_bytes
         if chunk:
             table = keep_above(pa.Table.from_batches(chunk), above)
+            if tombstones:
+                import pyarrow.compute as pc
+
+                dead = pc.is_null(table.column("value"))
+                dead_files.extend(write_table_files(table.filter(dead), dead_layout, task, attempt, fs, root))
+                table = table.filter(pc.invert(dead))
             files.extend(write_table_files(table, layout, task, attempt, fs, root))
         chunk, held, held_bytes = [], 0, 0
 
@@ -243,7 +256,9 @@ def write_task(
     problems: list[dict[str, Any]] = []
     latest: dict[tuple[str, str, int], Any] = {}
     try:
-        for rb in read_slices(slices, opts, undecodable=undecodable, problems=problems, latest=latest):
+        for rb in read_slices(
+            slices, opts, undecodable=undecodable, problems=problems, latest=latest, tombstones=tombstones
+        ):
             chunk.append(rb)
             held += rb.num_rows
             held_bytes += rb.nbytes
@@ -267,6 +282,7 @@ def write_task(
         "undecodable": undecodable,
         "skipped": problems,
         "latest": latest_json(latest),
+        "tombstones": dead_files,
     }
 
 

@@ -238,6 +238,59 @@ class IcebergTable:
                     "the table is unchanged"
                 ) from None
 
+    def properties(self) -> dict[str, str]:
+        """The table's properties (logdoctor's among them); empty when it does not exist."""
+        return dict(self._table.properties) if self._table is not None else {}
+
+    def upsert(
+        self,
+        live: Sequence[str],
+        keys_from: Sequence[str],
+        export_schema: Any,
+        properties: Mapping[str, str],
+        snapshot_properties: Mapping[str, str],
+    ) -> None:
+        """The latest view's append (issue 46): in one transaction, the rows of every (topic, partition, key)
+        in ``keys_from`` (the new latest rows' files and the tombstones' files) are deleted (pyiceberg's
+        overwrite-by-filter: the data files holding them rewritten without them) and the files ``live`` are
+        added. Only the keys are read here (three columns of the new files), never a value."""
+        import functools
+
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+        from pyiceberg.expressions import And, EqualTo, In, Or
+
+        from logdoctor.spark.tables.files import filesystem
+
+        parts = []
+        for path in keys_from:
+            fs, rel = filesystem(path)
+            parts.append(pq.read_table(rel, columns=["topic", "partition", "key"], filesystem=fs))
+        keys = pa.concat_tables(parts) if parts else None
+        try:
+            txn = self._transaction(export_schema, "append")
+            if keys is not None and keys.num_rows and self._table is not None:
+                by: dict[tuple[str, int], set[bytes]] = {}
+                cols = (keys.column(c).to_pylist() for c in ("topic", "partition", "key"))
+                for t, p, k in zip(*cols, strict=True):
+                    by.setdefault((t, int(p)), set()).add(k)
+                terms = [
+                    And(EqualTo("topic", t), EqualTo("partition", p), In("key", ks))
+                    for (t, p), ks in by.items()
+                ]
+                txn.delete(functools.reduce(Or, terms) if len(terms) > 1 else terms[0])
+            if live:
+                txn.add_files(list(live), snapshot_properties=dict(snapshot_properties))
+            txn.set_properties(dict(properties))
+            txn.commit_transaction()
+        except (TableError, TableSchemaError, TableExistsError):
+            raise
+        except Exception as exc:
+            raise TableError(
+                f"iceberg table {self.identifier}: upsert failed: {_one_line(exc)}; the table is unchanged"
+            ) from None
+        self.load()
+
     def _check_concurrent(self, first: Mapping[tuple[str, int], int] | None) -> None:
         """Another writer committed since the first :meth:`load`: a table it created meanwhile (its
         schema never checked) refuses the commit; an append whose offsets it added too is refused."""
