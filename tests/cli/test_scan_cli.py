@@ -67,7 +67,9 @@ def test_json_shape(realworld_dir: Path) -> None:
         "recovery_point",
         "high_watermark",
         "topic_config",
+        "cleaner",
     }
+    assert p["cleaner"]["min_cleanable_dirty_ratio"] == 0.5  # __consumer_offsets is compacted
     assert p["tiered"] is False and p["local_log_start_offset"] == p["log_start_offset"]
     # the retention settings used, and where they come from: __consumer_offsets is created compacted
     assert p["topic_config"]["cleanup.policy"]["value"] == ["compact"]

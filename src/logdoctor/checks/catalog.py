@@ -1086,6 +1086,28 @@ _ENTRIES = (
         },
     ),
     Entry(
+        "COMPACTION_BEHIND",
+        _W,
+        "a compacted partition the log cleaner should have cleaned long ago: its uncompacted bytes keep "
+        "growing until the disk fills",
+        "{topic}-{partition} has been cleanable for {behind_for} of its own time (since "
+        "{cleanable_since_iso}; its newest record {newest_iso}): {why}, yet the cleaner has not moved its "
+        "checkpoint past offset "
+        "{first_dirty_offset}; {cleanable_bytes} bytes from there to offset {first_uncleanable_offset} are "
+        "uncompacted ({clean_bytes} bytes are clean){growth}; min.cleanable.dirty.ratio = {config}",
+        "On the broker: the log cleaner's log (log-cleaner.log) says why it stopped (`Error due to`, `has "
+        "died`, `Marking partition ... uncleanable`); the metrics kafka.log:type=LogCleanerManager,"
+        "name=time-since-last-run-ms and uncleanable-partitions-count show it. A partition marked "
+        "uncleanable stays so until the broker restarts; a dead cleaner thread restarts with the broker or "
+        "when log.cleaner.threads is changed dynamically (kafka-configs.sh --bootstrap-server HOST:PORT "
+        "--entity-type brokers --entity-default --alter --add-config log.cleaner.threads=N: LogCleaner."
+        "reconfigure restarts the threads). A batch larger than the cleaner's buffer stops it for that "
+        "partition: raise log.cleaner.io.buffer.size or the topic's max.message.bytes.",
+        "K:storage/.../internals/log/LogCleanerManager.java (grabFilthiestCompactedLog, cleanableOffsets, "
+        "calculateCleanableBytes, maxCompactionDelay), LogToClean.java (cleanableRatio), LogCleaner.java "
+        "(CleanerThread, reconfigure)",
+    ),
+    Entry(
         "TRANSACTION_HANGING",
         _E,
         "a transaction still open after the transaction timeout: read_committed consumers see nothing "

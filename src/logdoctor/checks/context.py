@@ -75,6 +75,8 @@ class PartitionTask:
     transaction_timeout: tuple[int, str] | None = None
     #: keep the loaded producer state in the report (``__transaction_state`` is among the inputs)
     keep_producers: bool = False
+    #: the partition's cleaner-offset-checkpoint entry (None: none, or the file unreadable; checks.compaction)
+    cleaner_checkpoint: int | None = None
 
 
 @dataclass(slots=True)
@@ -135,6 +137,8 @@ class PartitionReport:
     #: producer id -> (epoch, last timestamp, first offset of its open transaction or -1), as the broker
     #: loads them (checks.transactions; only with ``PartitionTask.keep_producers``; not in the JSON)
     producers: dict[int, tuple[int, int, int]] = field(default_factory=dict)
+    #: where the log cleaner stands on a compacted partition (checks.compaction; None: not compacted)
+    cleaner: dict[str, Any] | None = None
 
     def to_json(self, configs: dict[int, Any] | None = None) -> dict[str, Any]:
         """``configs``: the JSON of each TopicConfig already made, by ``id`` (shared by the partitions of a
@@ -162,4 +166,5 @@ class PartitionReport:
             "recovery_point": self.recovery_point,
             "high_watermark": self.high_watermark,
             "topic_config": cfg_json,
+            "cleaner": self.cleaner,
         }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logdoctor.checks import deep, default, quick, transactions
+from logdoctor.checks import compaction, deep, default, quick, transactions
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.state import PartitionState
 from logdoctor.checks.tiered import tiering
@@ -48,6 +48,7 @@ def check_partition(task: PartitionTask) -> PartitionReport:
     if depth is not Depth.QUICK:
         transactions.check_hanging(st)
         transactions.check_txn_index(st, every_partition=depth is Depth.DEEP)
+        compaction.check_cleaner(st)
     rep = st.rep
     rep.segments = len(st.segments)
     rep.bytes = sum(i.size for i in st.infos.values())

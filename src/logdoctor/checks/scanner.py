@@ -48,6 +48,7 @@ from logdoctor.checks.topic_config import (
 )
 from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
+    CLEANER_OFFSET_CHECKPOINT,
     CONSUMER_OFFSETS_TOPIC,
     LOG_START_OFFSET_CHECKPOINT,
     METADATA_TOPIC,
@@ -292,13 +293,18 @@ def scan(
         user = options.broker_user or BrokerUser.owner_of(p)
         rep = LogDirReport(p, user)
         check_root(ld, rep)
-        rps, hws, lss = (
+        rps, hws, lss, cls = (
             ld.checkpoint(n)
-            for n in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
+            for n in (
+                RECOVERY_POINT_CHECKPOINT,
+                REPLICATION_OFFSET_CHECKPOINT,
+                LOG_START_OFFSET_CHECKPOINT,
+                CLEANER_OFFSET_CHECKPOINT,
+            )
         )
 
         # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
-        rp_of, hw_of, ls_of = (_usable_offsets(cp) for cp in (rps, hws, lss))
+        rp_of, hw_of, ls_of, cl_of = (_usable_offsets(cp) for cp in (rps, hws, lss, cls))
         clean = rep.clean_shutdown
         for part in ld.partitions:
             dn = part.dir_name  # its fields read directly: Partition's properties are per-call (50,000)
@@ -323,6 +329,7 @@ def scan(
                     remote_evidence=remote,
                     transaction_timeout=txn_timeout,
                     keep_producers=keep_producers,
+                    cleaner_checkpoint=None if meta_log else cl_of.get(tp),
                 )
             )
         rep.partitions = len(ld.partitions)

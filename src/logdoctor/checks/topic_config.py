@@ -87,6 +87,22 @@ LOCAL_RETENTION_MS = "local.retention.ms"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
 #: local.retention.* = -2: "as retention.ms / retention.bytes" (LogConfig.DEFAULT_LOCAL_RETENTION_MS/BYTES)
 LOCAL_RETENTION_AS_RETENTION = -2
+# the log cleaner's topic keys and their broker synonyms (K:storage/.../internals/log/LogConfig.java,
+# server-common/.../config/ServerTopicConfigSynonyms.java, CleanerConfig.java; defaults 0.5, 0, Long.MAX)
+MIN_CLEANABLE_DIRTY_RATIO = "min.cleanable.dirty.ratio"
+MIN_COMPACTION_LAG_MS = "min.compaction.lag.ms"
+MAX_COMPACTION_LAG_MS = "max.compaction.lag.ms"
+LOG_CLEANER_MIN_CLEANABLE_RATIO = "log.cleaner.min.cleanable.ratio"
+LOG_CLEANER_MIN_COMPACTION_LAG_MS = "log.cleaner.min.compaction.lag.ms"
+LOG_CLEANER_MAX_COMPACTION_LAG_MS = "log.cleaner.max.compaction.lag.ms"
+DEFAULT_MIN_CLEANABLE_DIRTY_RATIO = 0.5
+DEFAULT_MAX_COMPACTION_LAG_MS = 2**63 - 1
+_CLEANER_SYNONYMS = {
+    MIN_CLEANABLE_DIRTY_RATIO: LOG_CLEANER_MIN_CLEANABLE_RATIO,
+    MIN_COMPACTION_LAG_MS: LOG_CLEANER_MIN_COMPACTION_LAG_MS,
+    MAX_COMPACTION_LAG_MS: LOG_CLEANER_MAX_COMPACTION_LAG_MS,
+}
+_DOUBLE_KEYS = (MIN_CLEANABLE_DIRTY_RATIO, LOG_CLEANER_MIN_CLEANABLE_RATIO)
 #: the longest transaction timeout a producer may ask for; ProducerStateManager's late-transaction rule
 #: uses it (K:transaction-coordinator/.../TransactionStateManagerConfig.java, default 900000)
 TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
@@ -100,6 +116,9 @@ BROKER_KEYS = (
     REMOTE_LOG_STORAGE_SYSTEM_ENABLE,
     LOG_LOCAL_RETENTION_MS,
     LOG_LOCAL_RETENTION_BYTES,
+    LOG_CLEANER_MIN_CLEANABLE_RATIO,
+    LOG_CLEANER_MIN_COMPACTION_LAG_MS,
+    LOG_CLEANER_MAX_COMPACTION_LAG_MS,
 )
 TOPIC_KEYS = (
     RETENTION_MS,
@@ -108,6 +127,9 @@ TOPIC_KEYS = (
     REMOTE_STORAGE_ENABLE,
     LOCAL_RETENTION_MS,
     LOCAL_RETENTION_BYTES,
+    MIN_CLEANABLE_DIRTY_RATIO,
+    MIN_COMPACTION_LAG_MS,
+    MAX_COMPACTION_LAG_MS,
 )
 _BOOLEAN_KEYS = (REMOTE_LOG_STORAGE_SYSTEM_ENABLE, REMOTE_STORAGE_ENABLE)
 _RETENTION_TIME_SYNONYMS = (LOG_RETENTION_MS, LOG_RETENTION_MINUTES, LOG_RETENTION_HOURS)
@@ -163,6 +185,14 @@ class TopicConfig:
     local_retention_bytes: Setting | None = None
     #: the broker's remote.log.storage.system.enable (bool; source KAFKA_DEFAULT when not given)
     remote_storage_system_enable: Setting = Setting(False, REMOTE_LOG_STORAGE_SYSTEM_ENABLE, KAFKA_DEFAULT)
+    #: the log cleaner's settings (checks.compaction)
+    min_cleanable_dirty_ratio: Setting = Setting(
+        DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, MIN_CLEANABLE_DIRTY_RATIO, KAFKA_DEFAULT
+    )
+    min_compaction_lag_ms: Setting = Setting(0, MIN_COMPACTION_LAG_MS, KAFKA_DEFAULT)
+    max_compaction_lag_ms: Setting = Setting(
+        DEFAULT_MAX_COMPACTION_LAG_MS, MAX_COMPACTION_LAG_MS, KAFKA_DEFAULT
+    )
 
     @property
     def delete(self) -> bool:
@@ -202,7 +232,8 @@ class TopicConfig:
             if not d:
                 return None
             v = d["value"]
-            return Setting(v if isinstance(v, bool) else int(v), str(d["key"]), str(d["source"]))
+            value = v if isinstance(v, bool) else float(v) if name in _DOUBLE_KEYS else int(v)
+            return Setting(value, str(d["key"]), str(d["source"]))
 
         out = cls(topic, setting(RETENTION_MS), setting(RETENTION_BYTES), setting(CLEANUP_POLICY))
         extra = {
@@ -210,6 +241,9 @@ class TopicConfig:
             "local_retention_ms": optional(LOCAL_RETENTION_MS),
             "local_retention_bytes": optional(LOCAL_RETENTION_BYTES),
             "remote_storage_system_enable": optional(REMOTE_LOG_STORAGE_SYSTEM_ENABLE),
+            "min_cleanable_dirty_ratio": optional(MIN_CLEANABLE_DIRTY_RATIO),
+            "min_compaction_lag_ms": optional(MIN_COMPACTION_LAG_MS),
+            "max_compaction_lag_ms": optional(MAX_COMPACTION_LAG_MS),
         }
         return dataclasses.replace(out, **{k: v for k, v in extra.items() if v is not None})
 
@@ -222,6 +256,9 @@ class TopicConfig:
             (LOCAL_RETENTION_MS, self.local_retention_ms),
             (LOCAL_RETENTION_BYTES, self.local_retention_bytes),
             (REMOTE_LOG_STORAGE_SYSTEM_ENABLE, self.remote_storage_system_enable),
+            (MIN_CLEANABLE_DIRTY_RATIO, self.min_cleanable_dirty_ratio),
+            (MIN_COMPACTION_LAG_MS, self.min_compaction_lag_ms),
+            (MAX_COMPACTION_LAG_MS, self.max_compaction_lag_ms),
         ]
         return {
             name: {
@@ -248,6 +285,17 @@ def _parse_long(key: str, value: str) -> int:
     return n
 
 
+def _parse_double(key: str, value: str) -> float:
+    """ConfigDef.Type.DOUBLE (min.cleanable.dirty.ratio: between 0 and 1, ConfigDef.between(0, 1))."""
+    try:
+        x = float(value.strip())
+    except ValueError:
+        raise ValueError(f"{key}={value!r} is not a number") from None
+    if not 0.0 <= x <= 1.0:
+        raise ValueError(f"{key}={value!r} must be between 0 and 1")
+    return x
+
+
 def _parse_policy(key: str, value: str) -> tuple[str, ...]:
     items = tuple(p.strip() for p in value.split(",") if p.strip())
     bad = [p for p in items if p not in _POLICIES]
@@ -269,6 +317,8 @@ def _check(key: str, value: str) -> None:
         _parse_policy(key, value)
     elif key in _BOOLEAN_KEYS:
         _parse_bool(key, value)
+    elif key in _DOUBLE_KEYS:
+        _parse_double(key, value)
     else:
         _parse_long(key, value)
 
@@ -677,6 +727,15 @@ class TopicConfigResolver:
             LOG_LOCAL_RETENTION_BYTES, LOCAL_RETENTION_AS_RETENTION, _parse_long
         )
         remote = Setting(False, REMOTE_STORAGE_ENABLE, KAFKA_DEFAULT)
+        cleaner = {
+            MIN_CLEANABLE_DIRTY_RATIO: self._broker_setting(
+                LOG_CLEANER_MIN_CLEANABLE_RATIO, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, _parse_double
+            ),
+            MIN_COMPACTION_LAG_MS: self._broker_setting(LOG_CLEANER_MIN_COMPACTION_LAG_MS, 0, _parse_long),
+            MAX_COMPACTION_LAG_MS: self._broker_setting(
+                LOG_CLEANER_MAX_COMPACTION_LAG_MS, DEFAULT_MAX_COMPACTION_LAG_MS, _parse_long
+            ),
+        }
         layers: list[tuple[Mapping[str, str], Any]] = []
         internal = INTERNAL_TOPIC_CONFIGS.get(topic)
         if internal is not None:
@@ -717,6 +776,9 @@ class TopicConfigResolver:
                         local_ms = Setting(_parse_long(key, value), key, source_of(key))
                     elif key == LOCAL_RETENTION_BYTES:
                         local_bytes = Setting(_parse_long(key, value), key, source_of(key))
+                    elif key in _CLEANER_SYNONYMS:
+                        parse = _parse_double if key in _DOUBLE_KEYS else _parse_long
+                        cleaner[key] = Setting(parse(key, value), key, source_of(key))
                 except ValueError:
                     continue
         rlmm_ms = self.inputs.remote_log_metadata_retention_ms
@@ -731,6 +793,9 @@ class TopicConfigResolver:
             _local(local_ms, ms),
             _local(local_bytes, size),
             self.remote_storage_system_enable(),
+            cleaner[MIN_CLEANABLE_DIRTY_RATIO],
+            cleaner[MIN_COMPACTION_LAG_MS],
+            cleaner[MAX_COMPACTION_LAG_MS],
         )
         self._cache[topic] = out
         return out

@@ -117,6 +117,19 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
         f"{len(report.partitions)} partitions, {segs} segments, {size:,} bytes of log; read "
         f"{report.bytes_read:,} bytes in {report.elapsed_s:.2f} s"
     )
+    compacted = [p for p in report.partitions if p.cleaner is not None]
+    if compacted:  # where the log cleaner stands (checks.compaction; --json: each partition's "cleaner")
+        due = [p for p in compacted if p.cleaner["cleanable_now"]]
+        worst = max(compacted, key=lambda p: p.cleaner["cleanable_ratio"])
+        w = worst.cleaner
+        console.print(
+            f"log cleaner: {len(compacted)} compacted partition(s), {len(due)} cleanable now; dirtiest "
+            f"{worst.topic}-{worst.partition} (cleanable ratio {w['cleanable_ratio']:.2f} against "
+            f"min.cleanable.dirty.ratio {w['min_cleanable_dirty_ratio']}, {w['cleanable_bytes']:,} "
+            f"uncompacted bytes from offset {w['first_dirty_offset']}); --json: each one's cleaner state",
+            soft_wrap=True,
+            markup=False,
+        )
     render_tiered(console, report, verbose=verbose)
     if report.findings:
         console.print()

@@ -16,8 +16,8 @@ TopicConfigOption = Annotated[
         "--topic-config",
         metavar="TOPIC:KEY=VALUE",
         help="A topic's retention.ms, retention.bytes, cleanup.policy, remote.storage.enable, "
-        "local.retention.ms or local.retention.bytes (repeatable); wins over the topic configs found in "
-        "the KRaft metadata log.",
+        "local.retention.ms, local.retention.bytes, min.cleanable.dirty.ratio, min.compaction.lag.ms or "
+        "max.compaction.lag.ms (repeatable); wins over the topic configs found in the KRaft metadata log.",
     ),
 ]
 NowOption = Annotated[

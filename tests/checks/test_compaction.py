@@ -1,0 +1,152 @@
+"""Where the log cleaner stands (issue 46, item 3): the cleaner state of a compacted partition and
+COMPACTION_BEHIND, by LogCleanerManager's rules (cleanableOffsets, calculateCleanableBytes, LogToClean's
+cleanableRatio, maxCompactionDelay), each on a crafted log whose expected figures are worked out here from
+the segment files' own sizes and the timestamps written, never from logdoctor's code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from logdoctor.checks.context import ScanOptions
+from logdoctor.checks.scanner import scan
+from logdoctor.checks.topic_config import ConfigInputs
+from logdoctor.formats.record_types import RecordSpec
+from logdoctor.formats.writer import build_record_batch
+from logdoctor.sample.logdir import _Batch, _SegmentWriter
+
+T0 = 1_700_000_000_000
+HOUR = 3600 * 1000
+META = "version=0\nbroker.id=1\n"
+
+
+def _write(folder: Path, segments: list[list[int]], records_per_batch: int = 10) -> list[int]:
+    """One segment per list of batch timestamps (each batch ``records_per_batch`` keyed records, keys
+    cycling over 20); returns each segment's size."""
+    folder.mkdir(parents=True)
+    offset = 0
+    sizes = []
+    for k, stamps in enumerate(segments):
+        w = _SegmentWriter(offset, 4096)
+        for ts in stamps:
+            recs = [
+                RecordSpec(value=b"v" * 50, key=b"key-%d" % ((offset + i) % 20), timestamp=ts)
+                for i in range(records_per_batch)
+            ]
+            data = build_record_batch(recs, base_offset=offset, partition_leader_epoch=0)
+            w.append(_Batch(offset, offset + records_per_batch - 1, ts, offset, data, 0, -1, -1))
+            offset += records_per_batch
+        w.write(folder, closed=k + 1 < len(segments))
+        sizes.append(w.size)
+    return sizes
+
+
+def _logdir(tmp_path: Path, segments: list[list[int]], cleaner: int | None = None) -> tuple[Path, list[int]]:
+    root = tmp_path / "kafka-logs"
+    sizes = _write(root / "cdc-0", segments)
+    (root / "meta.properties").write_text(META)
+    (root / ".kafka_cleanshutdown").write_text("")
+    if cleaner is not None:
+        (root / "cleaner-offset-checkpoint").write_text(f"0\n1\ncdc 0 {cleaner}\n")
+    return root, sizes
+
+
+def _scan(root: Path, **config: str):
+    cfg = {"cleanup.policy": "compact", **config}
+    report = scan([root], ScanOptions(config_inputs=ConfigInputs(topic_overrides={"cdc": cfg})), jobs=1)
+    (part,) = report.partitions
+    return report, part
+
+
+def _behind(report) -> list:
+    return [f for f in report.findings if f.code == "COMPACTION_BEHIND"]
+
+
+def test_a_log_never_cleaned_for_hours_is_behind(tmp_path):
+    """4 segments an hour apart, no checkpoint: all 3 inactive ones dirty (ratio 1.0 > 0.5) since the second
+    segment rolled (its first batch, T0 + 1 h): cleanable for 2 hours at the newest record."""
+    root, sizes = _logdir(tmp_path, [[T0], [T0 + HOUR], [T0 + 2 * HOUR], [T0 + 3 * HOUR]])
+    report, part = _scan(root)
+    c = part.cleaner
+    assert c["first_dirty_offset"] == 0 and c["first_uncleanable_offset"] == 30  # the active segment's base
+    assert c["clean_bytes"] == 0 and c["cleanable_bytes"] == sum(sizes[:3])
+    assert c["cleanable_ratio"] == 1.0 and c["cleanable_now"]
+    assert c["cleanable_since"] == T0 + HOUR and c["now"] == T0 + 3 * HOUR
+    (f,) = _behind(report)
+    assert f.offset == 0 and "cdc-0 has been cleanable for 2.0 hours of its own time" in f.message
+
+
+def test_a_log_the_cleaner_keeps_up_with_is_not_behind(tmp_path):
+    """The checkpoint at the last inactive segment's base: clean 2 segments, dirty 1: ratio 1/3 < 0.5."""
+    root, sizes = _logdir(tmp_path, [[T0], [T0 + HOUR], [T0 + 2 * HOUR], [T0 + 3 * HOUR]], cleaner=20)
+    report, part = _scan(root)
+    c = part.cleaner
+    assert c["first_dirty_offset"] == 20 and not c["checkpoint_reset"]
+    # logSegments(-1, 20): the segments below the first dirty offset; cleanable: the one holding it
+    assert c["clean_bytes"] == sizes[0] + sizes[1] and c["cleanable_bytes"] == sizes[2]
+    assert c["cleanable_ratio"] == pytest.approx(sizes[2] / sum(sizes[:3]), abs=1e-4)
+    assert not c["cleanable_now"]
+    assert not _behind(report)
+
+
+def test_a_checkpoint_past_the_log_end_is_reset_to_the_log_start(tmp_path):
+    root, _sizes = _logdir(tmp_path, [[T0], [T0 + HOUR]], cleaner=999)
+    _report, part = _scan(root)
+    assert part.cleaner["checkpoint"] == 999
+    assert part.cleaner["first_dirty_offset"] == 0 and part.cleaner["checkpoint_reset"]
+
+
+def test_min_compaction_lag_keeps_recent_segments_uncleanable(tmp_path):
+    """min.compaction.lag.ms of 90 minutes: a segment whose largest timestamp is within it of now (T0 + 3 h)
+    cannot be cleaned: segment 10 (T0 + 1 h) is older than T0 + 1.5 h, segment 20 (T0 + 2 h) is the first
+    within the lag."""
+    root, sizes = _logdir(tmp_path, [[T0], [T0 + HOUR], [T0 + 2 * HOUR], [T0 + 3 * HOUR]])
+    _report, part = _scan(root, **{"min.compaction.lag.ms": str(90 * 60 * 1000)})
+    assert part.cleaner["first_uncleanable_offset"] == 20
+    assert part.cleaner["cleanable_bytes"] == sizes[0] + sizes[1]
+
+
+def test_max_compaction_lag_makes_a_clean_enough_log_due(tmp_path):
+    """A ratio under min.cleanable.dirty.ratio (0.9 here) but a dirty segment whose first batch is older than
+    max.compaction.lag.ms (30 min) at now: due since its first batch + 30 min; behind when that is over an
+    hour ago."""
+    root, _sizes = _logdir(tmp_path, [[T0], [T0 + HOUR], [T0 + 2 * HOUR], [T0 + 3 * HOUR]], cleaner=10)
+    report, part = _scan(
+        root, **{"min.cleanable.dirty.ratio": "0.9", "max.compaction.lag.ms": str(30 * 60 * 1000)}
+    )
+    c = part.cleaner
+    assert c["cleanable_ratio"] < 0.9
+    # maxCompactionDelay: now - maxLag - earliest first-batch timestamp of the dirty inactive segments
+    assert c["compaction_delay_ms"] == (T0 + 3 * HOUR) - 30 * 60 * 1000 - (T0 + HOUR)
+    assert c["cleanable_now"] and c["cleanable_since"] == T0 + HOUR + 30 * 60 * 1000
+    assert len(_behind(report)) == 1
+
+
+def test_a_topic_with_delete_only_has_no_cleaner_state(tmp_path):
+    root, _sizes = _logdir(tmp_path, [[T0], [T0 + HOUR]])
+    inputs = ConfigInputs(topic_overrides={"cdc": {"cleanup.policy": "delete"}})
+    report = scan([root], ScanOptions(config_inputs=inputs), jobs=1)
+    assert all(p.cleaner is None for p in report.partitions)
+
+
+def test_realworld_compacted_topics_say_where_the_cleaner_stands():
+    """The real log dirs' __consumer_offsets (compacted by the broker's own config): every such partition
+    with a log gets a cleaner state whose bytes are the segment files' sizes."""
+    import realworld
+
+    seen = 0
+    for log_dir in realworld.log_dirs():
+        if not any(log_dir.glob("__consumer_offsets-*")):
+            continue
+        report = scan([log_dir], ScanOptions(), jobs=1)
+        for p in report.partitions:
+            if p.topic != "__consumer_offsets" or not p.segments:
+                continue
+            folder = Path(p.path)
+            total = sum(f.stat().st_size for f in folder.glob("*.log") if not f.name.startswith("."))
+            c = p.cleaner
+            assert c is not None, p.path
+            assert c["clean_bytes"] + c["cleanable_bytes"] <= total
+            seen += 1
+    assert seen > 0
