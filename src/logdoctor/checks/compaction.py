@@ -113,7 +113,7 @@ def cleaner_state(st: PartitionState) -> CleanerState | None:
         now = int(last.max_timestamp) if last is not None else -1
     except (FormatError, OSError):
         now = -1
-    now = max(now, max((_largest_timestamp(s) for s in segs), default=-1))
+    now = max(now, max((_largest_timestamp(s) for s in segs[-2:]), default=-1))  # an empty active one
     from logdoctor.checks.transactions import open_transactions
 
     txns = open_transactions(st) or []
