@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from logdoctor.errors import CorruptRecordError, TruncatedError, UnsupportedError
+from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError, UnsupportedError
 from logdoctor.formats.internal._framing import as_bytes
 from logdoctor.formats.internal.layouts import candidates, for_writing, known_releases, read_exact
 from logdoctor.formats.internal.protocol import Message, read_message, write_message, write_uvarint
@@ -112,3 +112,45 @@ def encode_metadata_record(record: dict[str, Any]) -> bytes:
     write_uvarint(out, version)
     out += write_message(message, record.get("data") or {}, version)
     return bytes(out)
+
+
+def decode_as_newest_known(
+    value: bytes | bytearray | memoryview | None, *, source: str | None = None
+) -> dict[str, Any]:
+    """A record of a known type at a version *newer* than every definition here, read with the newest
+    known version's layout, and only if that reads it exactly to its last byte.
+
+    For records whose later versions add only tagged fields: a tagged field unknown to the older
+    version is kept raw under ``_unknown_tagged_fields`` (flexible versions, KIP-482), so nothing is
+    lost or guessed; an untagged addition makes the exact read fail (UnsupportedError, as for any
+    unknown version). The result is marked ``"read_as_version"``. Used by the metadata image for the
+    broker registrations of Kafka 4.3 (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3,
+    KIP-1066 cordoned log dirs), whose JSON definitions are not in ../shared.
+    """
+    try:
+        return decode_metadata_record(value, source=source)
+    except UnsupportedError:
+        if value is None:
+            raise
+        data = as_bytes(value)
+        frame_version, pos = _uvarint(data, 0, "frame version", source)
+        api_key, pos = _uvarint(data, pos, "record type", source)
+        version_at = pos
+        version, pos = _uvarint(data, pos, "record version", source)
+        name = METADATA_RECORD_NAMES.get(api_key)
+        message = METADATA_RECORDS.get(api_key)
+        if frame_version != FRAME_VERSION or name is None or message is None:
+            raise
+        known = message.valid_versions.high
+        if version <= known or known not in message.flexible_versions:
+            raise
+        try:
+            what = f"{WHAT} ({name} v{version} as v{known})"
+            fields, _ = read_exact(name, data, known, start=pos, what=what, source=source)
+        except FormatError as exc:
+            raise UnsupportedError(
+                f"{WHAT}: {name} v{version} read exactly as v{known}", source=source, position=version_at,
+                found=str(exc),
+            ) from None
+        return {"type": name, "api_key": api_key, "version": version, "frame_version": frame_version,
+                "data": fields, "read_as_version": known}
