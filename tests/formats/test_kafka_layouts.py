@@ -78,11 +78,15 @@ def test_unknown_type_and_version_name_what_is_known() -> None:
     out = decode_lenient(decode_consumer_offsets, "consumer-offsets", _key(18, "g"), struct.pack(">h", 0))
     assert out["type"] == "unknown type 18, version 0"
     assert "0-17, 19-23" in out["reason"] and "4.2.0" in out["reason"]
+    # the record types of the JSON files: 0-15 (4.0), 16 (4.0), 17 and 19-23 (4.1); 18 in none of them
+    assert out["known_types"] == "0-17, 19-23" and "known_versions" not in out
     out = decode_lenient(decode_consumer_offsets, "consumer-offsets", _key(16, "g") + b"\x00\x01r",
                          struct.pack(">h", 3) + b"\x00")
     assert out["type"] == "unknown type 16, version 3"
     assert "ConsumerGroupRegularExpressionValue" in out["reason"] and "4.2.0" in out["reason"]
+    assert (out["known_versions"], out["known_in"]) == ("0", "4.1.1, 4.2.0")
     value = bytes([1, 0, 9])  # RegisterBrokerRecord v9: not in any file
     out = decode_lenient(lambda k, v, source=None: decode_metadata_record(v, source=source),
                          "cluster-metadata", None, value)
     assert out["type"] == "unknown type 0, version 9" and "4.2.0" in out["reason"]
+    assert out["known_versions"] == "0-3" and out["known_types"] == "0-12, 14-29"  # 13: in none of the files

@@ -25,6 +25,7 @@ of ConsumerGroup*Value (same version 0, other fields) are not readable; 3.8+ lay
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from logdoctor.formats.internal.layouts import LAYOUTS, newest
@@ -105,7 +106,7 @@ def _coordinator_records(folder: str, names: dict[str, str] | None = None,
     return dict(sorted(out.items()))
 
 
-def known_types(records: dict[int, RecordType]) -> str:
+def known_types(records: Mapping[int, object]) -> str:
     """"0-17, 19-23": the record types of a table, as ranges."""
     spans: list[list[int]] = []
     for t in sorted(records):
