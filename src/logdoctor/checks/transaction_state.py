@@ -15,7 +15,10 @@ it writes the markers to every partition it lists on the way to CompleteCommit o
 - ``closed-in-log``: the coordinator has a transaction open that lists the partition, but the partition's
   producer state shows that producer (same epoch) wrote there after the transaction started and has no
   transaction open: the marker is already written (a coordinator that did not get to record the
-  completion, or a partition that went on without it).
+  completion, or a partition that went on without it). Under transactions V2 (KIP-890: the record's
+  ``client_transaction_version`` >= 2) the coordinator bumps the epoch when it ends a transaction and the
+  markers carry epoch + 1 (K:transaction-coordinator/.../TransactionMetadata.java ``prepareAbortOrCommit``,
+  server-common/.../TransactionVersion.java ``supportsEpochBump``), so the producer at epoch + 1 counts too.
 
 Only partitions among the inputs are judged, within one cluster (:func:`checks.consumer_groups.clusters_of`).
 """
@@ -51,6 +54,7 @@ class CoordinatorTxn:
     start_timestamp: int
     producer_ids: frozenset[int]  # the id and its previous/next ids (KIP-890 epoch overflow)
     source: str
+    client_transaction_version: int = 0  # TransactionLogValue tag 2 (>= 2: the epoch bump of KIP-890)
 
     @property
     def open(self) -> bool:
@@ -90,6 +94,7 @@ def coordinator_state(parts: list[PartitionReport]) -> dict[str, CoordinatorTxn]
                 v["transaction_start_timestamp_ms"],
                 frozenset(ids),
                 p.path,
+                v.get("client_transaction_version", 0),
             )
     return out
 
@@ -121,7 +126,10 @@ def transaction_state_mismatches(
                 if entry is None:
                     continue
                 epoch, last, first = entry
-                if first < 0 and epoch == t.producer_epoch and last >= t.start_timestamp:
+                marker_epochs = {t.producer_epoch}
+                if t.client_transaction_version >= 2:  # the marker's bumped epoch (module docstring)
+                    marker_epochs.add(t.producer_epoch + 1)
+                if first < 0 and epoch in marker_epochs and last >= t.start_timestamp:
                     out.append(_closed_in_log(p, t))
     return out
 
