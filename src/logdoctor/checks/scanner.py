@@ -391,9 +391,13 @@ def scan(
         clusters = clusters_of(groups)
         findings.extend(offsets_out_of_range(results, clusters))
         if TRANSACTION_STATE_TOPIC in topics:
-            from logdoctor.checks.transaction_state import transaction_state_mismatches
+            from logdoctor.checks.transaction_state import (
+                transaction_state_mismatches,
+                two_phase_commit_advice,
+            )
 
             findings.extend(transaction_state_mismatches(results, clusters))
+            findings = two_phase_commit_advice(findings, results, clusters)
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)
