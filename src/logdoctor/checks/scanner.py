@@ -385,6 +385,11 @@ def scan(
         findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
     topics = {r.topic for r in results} if options.depth is not Depth.QUICK else set()
     # each compares a coordinator's partitions with the logs: nothing without them
+    if "__share_group_state" in topics:
+        from logdoctor.checks.consumer_groups import clusters_of
+        from logdoctor.checks.share_groups import share_groups_behind_log_start
+
+        findings.extend(share_groups_behind_log_start(results, clusters_of(groups)))
     if CONSUMER_OFFSETS_TOPIC in topics or TRANSACTION_STATE_TOPIC in topics:
         from logdoctor.checks.consumer_groups import clusters_of, offsets_out_of_range
 
