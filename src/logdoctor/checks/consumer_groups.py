@@ -21,6 +21,12 @@ A consumer fetching below the log start or beyond the log end gets OFFSET_OUT_OF
 ``resetStrategy``): ``earliest`` resumes at the log start, ``latest`` at the log end. What each skips or
 reads again is counted in offsets (a compacted or transactional partition has fewer records than offsets).
 A committed offset of -1 (no offset) is not a commit.
+
+Kafka 4.1+ writes the topic id into every commit (OffsetCommitValue v4 ``topicId``). A commit whose topic id
+is not the partition's (``partition.metadata``) was made for an earlier topic of the same name: a consumer
+that fetches its offsets by topic id (OffsetFetch v10+) gets no offset for it and resets by
+``auto.offset.reset``; one that fetches by name gets this offset (K:group-coordinator/.../
+OffsetMetadataManager.java ``isMismatchedTopicId``, 4.2.0). Out-of-range findings name both topic ids then.
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ __all__ = [
 ]
 
 _OFFSET_COMMIT_TYPES = (0, 1)
+_ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID: no topic id
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +73,7 @@ class Commit:
     commit_timestamp: int
     record_offset: int  # where in __consumer_offsets-N the commit record is
     source: str  # the __consumer_offsets partition folder
+    topic_id: str | None = None  # the topic id the commit was made for (Kafka 4.1+), None: not written
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +83,7 @@ class OutOfRange:
     commit: Commit
     log_start_offset: int
     log_end_offset: int
+    topic_id: str | None = None  # the partition's topic id (partition.metadata), None: not known
 
     @property
     def below(self) -> bool:
@@ -115,7 +124,15 @@ class OutOfRange:
             "commit_timestamp": c.commit_timestamp,
             "consumer_offsets_partition": c.source,
             "commit_record_offset": c.record_offset,
+            **self._topic_ids(),
         }
+
+    def _topic_ids(self) -> dict[str, object]:
+        c = self.commit
+        if c.topic_id is None:
+            return {}
+        earlier = self.topic_id is not None and self.topic_id != c.topic_id
+        return {"commit_topic_id": c.topic_id, "topic_id": self.topic_id, "commit_for_earlier_topic": earlier}
 
 
 def judge(commit: Commit, log_start_offset: int, log_end_offset: int) -> OutOfRange | None:
@@ -161,7 +178,9 @@ def replay_records(
             for p in pending.values():
                 p.pop(k, None)
             continue
-        commit = Commit(k[0], k[1], k[2], v["offset"], v["commit_timestamp"], offset, source)
+        topic_id = v.get("topic_id")
+        commit = Commit(k[0], k[1], k[2], v["offset"], v["commit_timestamp"], offset, source,
+                        None if topic_id in (None, _ZERO_UUID) else topic_id)
         if pid < 0:
             offsets[k] = commit
         else:
@@ -291,7 +310,7 @@ def out_of_range(
                 continue
             o = judge(c, *rng)
             if o is not None:
-                out.append((o, target))
+                out.append((dataclasses.replace(o, topic_id=target.topic_id), target))
     return out
 
 
@@ -402,6 +421,9 @@ def finding(o: OutOfRange, path: str, logdir: str) -> Finding:
         where = "beyond the log range"
         earliest = f"resumes at {o.log_start_offset} and reads {o.earliest_rereads} offsets again"
         latest = f"resumes at {o.log_end_offset} (nothing skipped, nothing read again)"
+    if o.details().get("commit_for_earlier_topic"):
+        where += (f" (a commit for an earlier topic of this name, id {c.topic_id}: consumers fetching by "
+                  "topic id get no offset and reset)")
     return catalog.make(
         "CONSUMER_OFFSET_OUT_OF_RANGE",
         path,
