@@ -59,6 +59,10 @@ __all__ = [
 ]
 
 _OFFSET_COMMIT_TYPES = (0, 1)
+#: the record type of each kind of group's metadata record in __consumer_offsets (K:group-coordinator/
+#: src/main/resources/common/message/*Key.json, 4.2.0: GroupMetadataKey 2, ConsumerGroupMetadataKey 3,
+#: ShareGroupMetadataKey 11, StreamsGroupMetadataKey 17): the group type the census lists
+GROUP_TYPES = {2: "classic", 3: "consumer", 11: "share", 17: "streams"}
 _ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID: no topic id
 
 
@@ -146,10 +150,16 @@ _Key = tuple[str, str, int]
 
 
 def replay_records(
-    records: Iterable[tuple[int, int, bool, bytes | None, bytes | None, int]], source: str = ""
+    records: Iterable[tuple[int, int, bool, bytes | None, bytes | None, int]],
+    source: str = "",
+    group_types: dict[str, str] | None = None,
 ) -> dict[_Key, Commit]:
     """The coordinator's replay (the module docstring) over ``(record offset, producer id, is control, key,
-    value, control type)`` in log order (control type: 0 ABORT, 1 COMMIT, -1 for a data record)."""
+    value, control type)`` in log order (control type: 0 ABORT, 1 COMMIT, -1 for a data record).
+
+    ``group_types``, when given, gets group id -> its type (:data:`GROUP_TYPES`) from the last metadata
+    record of each group (a tombstone removes it): streams groups (KIP-1071), share groups, KIP-848 consumer
+    groups (those subscribing by regex too) and classic ones."""
     from logdoctor.formats.internal import decode_consumer_offsets
 
     offsets: dict[_Key, Commit] = {}
@@ -165,7 +175,19 @@ def replay_records(
             continue
         if key is None or len(key) < 2:
             continue
-        if int.from_bytes(key[:2], "big", signed=True) not in _OFFSET_COMMIT_TYPES:
+        record_type = int.from_bytes(key[:2], "big", signed=True)
+        if group_types is not None and record_type in GROUP_TYPES:
+            try:  # the key alone (a group id): the value's layout does not matter here
+                group = decode_consumer_offsets(key, None, source=source)["key"]["group" if record_type == 2
+                                                                              else "group_id"]
+            except FormatError:
+                continue
+            if value is None:
+                group_types.pop(group, None)
+            else:
+                group_types[group] = GROUP_TYPES[record_type]
+            continue
+        if record_type not in _OFFSET_COMMIT_TYPES:
             continue
         try:
             rec = decode_consumer_offsets(key, value, source=source, decode_protocol=False)
@@ -232,10 +254,12 @@ def records_of(path: str, log_start: int) -> Iterable[_Row]:
             return  # the coordinator's load stops at bad bytes too (LOG_CORRUPT says where)
 
 
-def committed_offsets(consumer_offsets_partitions: Iterable[PartitionReport]) -> list[Commit]:
+def committed_offsets(
+    consumer_offsets_partitions: Iterable[PartitionReport], group_types: dict[str, str] | None = None
+) -> list[Commit]:
     """Every committed offset of the given ``__consumer_offsets`` partition replicas (one per partition),
     replayed from each one's log start to its log end (a plan's new end: what the coordinator loads after
-    a truncation)."""
+    a truncation); ``group_types`` as :func:`replay_records` fills it."""
     out: list[Commit] = []
     for p in consumer_offsets_partitions:
         start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
@@ -243,7 +267,7 @@ def committed_offsets(consumer_offsets_partitions: Iterable[PartitionReport]) ->
         rows = records_of(p.path, start)
         if end is not None:
             rows = (r for r in rows if r[0] < end)
-        out.extend(replay_records(rows, p.path).values())
+        out.extend(replay_records(rows, p.path, group_types).values())
     return out
 
 
@@ -389,12 +413,14 @@ def commit_rows(parts: list[PartitionReport]) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     ordered = sorted(replicas.items(), key=lambda kv: kv[0][2])
     cos = [p for (_c, t, _n), p in ordered if t == CONSUMER_OFFSETS_TOPIC]
-    for c in committed_offsets(cos):
+    types: dict[str, str] = {}
+    for c in committed_offsets(cos, types):
         target = replicas.get((None, c.topic, c.partition))
         nbytes, ms = _lag_bytes_and_ms(target, c.offset) if target is not None else (None, None)
         out.append(
             {
                 "group": c.group,
+                "group_type": types.get(c.group),
                 "topic": c.topic,
                 "partition": c.partition,
                 "committed_offset": c.offset,
