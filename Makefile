@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed-$(SUM)
 # the installer: uv (pinned in scripts/install-env.sh, installed into .tools/uv), or pip
 INSTALLER ?= uv
 
-.PHONY: demo test test-fast fuzz asan-check lint bench clean env
+.PHONY: demo test test-fast fuzz asan-check lint bench clean env layouts
 
 env: $(STAMP)
 
@@ -90,6 +90,10 @@ bench: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_remote_tier.py --records 400000 --repeat 2
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_tables.py --records 200000 --repeat 2
 	$(PY) benchmarks/bench_disk_speed.py --gb 1 --partitions 50000 --repeat 3
+
+# The internal-record layout tables, from the Kafka JSON definitions in ../shared (read in place).
+layouts: $(STAMP)
+	$(PY) scripts/gen_kafka_layouts.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -32,6 +32,15 @@ SCHEMAS = Path(
 SKIP_REASON = (
     f"realworld: no Kafka JSON schemas at {SCHEMAS} (../shared/kafka-schemas exists only in the workspace)"
 )
+# Kafka 4.1.1/4.2.0 (and 4.0.0 / later trunk files under _4.0.0, _4.1.1, _stored-apache-kafka-trunk): see
+# its README.md. Same layout as Kafka's tree (metadata/src/main/resources/common/metadata/X.json).
+SCHEMAS_42 = Path(os.environ.get("LOGDOCTOR_KAFKA_SCHEMAS_42", SCHEMAS.parent / "kafka-schemas-4.2"))
+SKIP_REASON_42 = (
+    f"realworld: no Kafka 4.1/4.2 JSON schemas at {SCHEMAS_42} (../shared/kafka-schemas-4.2 exists only in"
+    " the workspace)"
+)
+# release label of each folder (as the README of kafka-schemas-4.2 names them)
+RELEASE_FOLDERS = {"_4.0.0": "4.0.0", "_4.1.1": "4.1.1", "_stored-apache-kafka-trunk": "trunk-4425e97"}
 MAX = 0x7FFF
 _FIXED = {
     "bool": ">?",
@@ -82,8 +91,36 @@ def _in(v: int, rng: tuple[int, int]) -> bool:
 @cache
 def load(relpath: str) -> dict[str, Any]:
     """One spec file (``metadata/PartitionRecord.json``), comments stripped."""
-    text = (SCHEMAS / relpath).read_text()
+    return load_path(SCHEMAS / relpath)
+
+
+@cache
+def load_path(path: Path) -> dict[str, Any]:
+    """One spec file by its path, comments stripped."""
+    text = path.read_text()
     return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+
+
+def available_42() -> bool:
+    return SCHEMAS_42.is_dir()
+
+
+def release_of(path: Path) -> str:
+    """The Kafka release a spec file of either folder is from ("4.0-SNAPSHOT", "4.0.0", "4.1.1",
+    "4.2.0", "trunk-4425e97")."""
+    if path.is_relative_to(SCHEMAS_42):
+        first = path.relative_to(SCHEMAS_42).parts[0]
+        return RELEASE_FOLDERS.get(first, "4.2.0")
+    return "4.0-SNAPSHOT"
+
+
+def every_spec_file() -> list[Path]:
+    """Every JSON spec of ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 (those present)."""
+    out: list[Path] = []
+    for root in (SCHEMAS, SCHEMAS_42):
+        if root.is_dir():
+            out += sorted(root.rglob("*.json"))
+    return out
 
 
 def all_specs() -> dict[str, dict[str, Any]]:

@@ -19,14 +19,16 @@ from logdoctor.checks.scanner import scan
 COMPLETE_ABORT, ONGOING = 5, 1
 
 
-def _txn_record(tid: str, pid: int, epoch: int, status: int, start_ms: int) -> tuple[bytes, bytes]:
+def _txn_record(
+    tid: str, pid: int, epoch: int, status: int, start_ms: int, timeout_ms: int = 60000
+) -> tuple[bytes, bytes]:
     key_spec = ks.Spec(ks.load("transaction-coordinator/TransactionLogKey.json"))
     value_spec = ks.Spec(ks.load("transaction-coordinator/TransactionLogValue.json"))
     key = struct.pack(">h", 0) + ks.write(key_spec, {"transactional_id": tid}, 0)
     value = {
         "producer_id": pid,
         "producer_epoch": epoch,
-        "transaction_timeout_ms": 60000,
+        "transaction_timeout_ms": timeout_ms,
         "transaction_status": status,
         "transaction_partitions": [{"topic": "billing", "partition_ids": [0]}],
         "transaction_last_update_timestamp_ms": start_ms,
@@ -90,3 +92,24 @@ def test_without_transaction_state_nothing_is_compared(tmp_path: Path) -> None:
     assert not [f for f in rep.findings if f.code == "TRANSACTION_STATE_MISMATCH"]
     # the producer state is kept only for this comparison
     assert all(not p.producers for p in rep.partitions)
+
+
+def test_a_hanging_two_phase_commit_transaction_gets_its_own_advice(tmp_path: Path) -> None:
+    """KIP-939: a transaction whose timeout is Integer.MAX_VALUE is never aborted by the coordinator
+    (TransactionStateManager.timedOutTransactions); its TRANSACTION_HANGING must not advise an abort."""
+    ks.require()
+    copy = _with_transaction_state(tmp_path, [_txn_record("billing-app", 7002, 5, ONGOING, 1709989200000)])
+    plain = {f.details["producer_id"]: f for f in scan([copy], ScanOptions(), jobs=1).findings
+             if f.code == "TRANSACTION_HANGING"}
+    assert "kafka-transactions.sh --bootstrap-server HOST:PORT abort" in plain[7002].fix
+    assert "two_phase_commit" not in plain[7002].details
+    two_pc = _with_transaction_state(
+        tmp_path / "2pc", [_txn_record("billing-app", 7002, 5, ONGOING, 1709989200000, timeout_ms=2**31 - 1)]
+    )
+    hanging = {f.details["producer_id"]: f for f in scan([two_pc], ScanOptions(), jobs=1).findings
+               if f.code == "TRANSACTION_HANGING"}
+    f = hanging[7002]
+    assert f.details["two_phase_commit"] is True and f.details["transactional_id"] == "billing-app"
+    assert "Do not abort it" in f.fix and "command_for_running_cluster" not in f.details
+    assert f.message == plain[7002].message.replace(str(tmp_path / "kafka-logs"),
+                                                    str(tmp_path / "2pc" / "kafka-logs"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import struct
 
 import pytest
@@ -47,7 +48,21 @@ def test_offset_commit_v4_is_flexible() -> None:
     key = struct.pack(">h", 1) + _kstr("g") + _kstr("t") + struct.pack(">i", 0)
     value = struct.pack(">hqi", 4, 7, 5) + b"\x01" + struct.pack(">q", 99) + b"\x00"
     d = decode_consumer_offsets(key, value)
-    assert d["value"] == {"offset": 7, "leader_epoch": 5, "metadata": "", "commit_timestamp": 99}
+    # topicId (tag 0, v4+: Kafka 4.1's OffsetCommitValue.json) absent: the zero uuid
+    assert d["value"] == {"offset": 7, "leader_epoch": 5, "metadata": "", "commit_timestamp": 99,
+                          "topic_id": "AAAAAAAAAAAAAAAAAAAAAA"}
+
+
+def test_offset_commit_v4_topic_id_tag_is_named() -> None:
+    """Kafka 4.1+ writes the topic id of every commit as tag 0 (OffsetCommitValue.json, KIP-848)."""
+    key = struct.pack(">h", 1) + _kstr("g") + _kstr("t") + struct.pack(">i", 0)
+    topic_id = bytes(range(1, 17))
+    value = (struct.pack(">hqi", 4, 7, 5) + b"\x01" + struct.pack(">q", 99)
+             + b"\x01" + b"\x00" + b"\x10" + topic_id)  # 1 tagged field: tag 0, 16 bytes
+    d = decode_consumer_offsets(key, value)
+    assert d["value"]["topic_id"] == base64.urlsafe_b64encode(topic_id).decode().rstrip("=")
+    assert "_unknown_tagged_fields" not in d["value"]
+    assert encode_consumer_offsets(d) == (key, value)
 
 
 def test_tombstone_has_no_value() -> None:

@@ -141,13 +141,16 @@ def _oracle_json(m: Message) -> dict[str, Any]:
                        if f.tag is None or f.nullable.empty or not isinstance(f.type, StructType)]}
 
 
-def _oracle_form(value: Any, t: Any) -> Any:
+def _oracle_form(value: Any, t: Any, nested: bool = False) -> Any:
     if value is None:
         return None
     if isinstance(t, ArrayOf):
-        return [_oracle_form(v, t.element) for v in value]
+        return [_oracle_form(v, t.element, True) for v in value]
     if isinstance(t, StructType):
-        return {f.name: _oracle_form(value[f.name], f.type) for f in t.fields if f.name in value}
+        # kafka-python's engine reads a nested struct's tagged field (StreamsGroup*Value's
+        # TaskIds.AssignmentEpochs, 4.2) only when absent: compare nested structs without them
+        return {f.name: _oracle_form(value[f.name], f.type, True) for f in t.fields
+                if f.name in value and not (nested and f.tag is not None)}
     if t == "uuid":  # kafka-python reads the zero uuid as None
         return uuid.UUID(bytes=uuid_from_text(value)) if value != "AAAAAAAAAAAAAAAAAAAAAA" else None
     if t == "bytes":
@@ -169,9 +172,22 @@ def test_kafka_python_schema_engine_reads_our_bytes_the_same(message: Message, v
     theirs = StructField(_oracle_json(message)).decode(io.BytesIO(raw), version=version, compact=flexible,
                                                        tagged=flexible)
     ours = _oracle_form(value, message.struct)
+    fields = {f.name: f for f in message.fields}
     for name, their_value in theirs.items():
         if name in ours:
-            assert ours[name] == their_value, name
+            assert ours[name] == _without_nested_tagged(their_value, fields[name].type), name
+
+
+def _without_nested_tagged(value: Any, t: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(t, ArrayOf):
+        return [_without_nested_tagged(v, t.element) for v in value]
+    if isinstance(t, StructType):
+        tagged = {f.name for f in t.fields if f.tag is not None}
+        types = {f.name: f.type for f in t.fields}
+        return {k: _without_nested_tagged(v, types.get(k)) for k, v in value.items() if k not in tagged}
+    return value
 
 
 # ------------------------------------------------------------------------------------------------

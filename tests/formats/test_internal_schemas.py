@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import random
 import struct
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -57,15 +58,27 @@ def _strip(d: Any) -> Any:
     return d
 
 
+def _id(path: Path) -> str:
+    return f"{ks.release_of(path)}:{_folder(path)}/{path.stem}"
+
+
+def _folder(path: Path) -> str:
+    """The Kafka module a spec file belongs to (metadata, storage, group-coordinator, ...)."""
+    for part in (path.relative_to(ks.SCHEMAS_42) if path.is_relative_to(ks.SCHEMAS_42)
+                 else path.relative_to(ks.SCHEMAS)).parts:
+        if part in ("metadata", "storage", "group-coordinator", "transaction-coordinator",
+                    "share-coordinator", "clients", "raft"):
+            return part
+    raise AssertionError(path)
+
+
 def _framed_cases() -> list:
     if not ks.available():
         return [pytest.param(None, id="no-schemas", marks=pytest.mark.skip(reason=ks.SKIP_REASON))]
     out = []
-    for folder in ("metadata", "storage"):
-        for p in sorted((ks.SCHEMAS / folder).glob("*.json")):
-            spec = ks.load(f"{folder}/{p.name}")
-            if "apiKey" in spec:
-                out.append(pytest.param(f"{folder}/{p.name}", id=f"{folder}/{p.stem}"))
+    for p in ks.every_spec_file():
+        if _folder(p) in ("metadata", "storage") and "apiKey" in ks.load_path(p):
+            out.append(pytest.param(p, id=_id(p)))
     return out
 
 
@@ -75,32 +88,85 @@ _FRAMED = {
 }
 
 
-@pytest.mark.parametrize("rel", _framed_cases())
-def test_framed_records_every_version(rel: str) -> None:
-    spec = ks.Spec(ks.load(rel))
-    decode, encode = _FRAMED[rel.split("/")[0]]
-    rng = random.Random(rel)
+@cache
+def _tagged_names() -> frozenset[str]:
+    """snake_case names of every tagged field of every spec file (both folders): the only fields a
+    newer layout may add to what an older release's file gives (at their defaults)."""
+    names: set[str] = set()
+
+    def walk(fields: list[dict[str, Any]], common: dict[str, Any]) -> None:
+        for f in fields:
+            if f.get("taggedVersions"):
+                names.add(ks.snake(f["name"]))
+            t = f["type"][2:] if f["type"].startswith("[]") else f["type"]
+            walk(f.get("fields") or common.get(t, []), {})
+
+    for p in ks.every_spec_file():
+        spec = ks.load_path(p)
+        walk(spec["fields"], {c["name"]: c["fields"] for c in spec.get("commonStructs", [])})
+    return frozenset(names)
+
+
+def _same(ours: Any, theirs: Any, where: str = "") -> None:
+    """``ours`` decodes to ``theirs``: the same fields and values, except tagged fields a newer release
+    added, which an older release's record lacks (ours holds them at their default)."""
+    if isinstance(theirs, dict):
+        assert isinstance(ours, dict), where
+        extra = set(ours) - set(theirs) - _EXTRA
+        assert extra <= _tagged_names(), (where, extra)
+        for k, v in theirs.items():
+            _same(ours.get(k, KeyError), v, f"{where}.{k}")
+    elif isinstance(theirs, list):
+        assert isinstance(ours, list) and len(ours) == len(theirs), where
+        for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
+            _same(a, b, f"{where}[{i}]")
+    else:
+        assert ours == theirs, where
+
+
+@pytest.mark.parametrize("path", _framed_cases())
+def test_framed_records_every_version(path: Path) -> None:
+    spec = ks.Spec(ks.load_path(path))
+    decode, encode = _FRAMED[_folder(path)]
+    rng = random.Random(str(path.relative_to(path.parents[2])))
     api_key = spec.raw["apiKey"]
     for version in spec.all_versions():
         for _ in range(SAMPLES):
             value = ks.random_value(spec, version, rng)
             data = _uvarint(1) + _uvarint(api_key) + _uvarint(version) + ks.write(spec, value, version)
             ours = decode(data)
-            assert (ours["api_key"], ours["version"]) == (api_key, version)
-            assert ours["data"] == value, (rel, version)
+            assert (ours["api_key"], ours["version"], ours["type"]) == (api_key, version, spec.name)
+            _same(ours["data"], value, f"{path.name} v{version}")
             assert encode(ours) == data  # our writer gives Kafka's bytes back
             again, end = ks.read(spec, data, version, pos=len(data) - len(ks.write(spec, value, version)))
             assert again == value and end == len(data)
+
+
+_COORDINATOR_FOLDERS = ("group-coordinator", "transaction-coordinator", "share-coordinator")
+
+
+def _key_for(value: Path) -> Path | None:
+    """The key spec of a value spec: beside it, else 4.2.0's, else the reference's (a file of
+    kafka-schemas-4.2/_4.0.0 or _4.1.1 holds only the value that changed)."""
+    name = value.name.replace("Value.json", "Key.json")
+    folder = _folder(value)
+    for candidate in (
+        value.with_name(name),
+        ks.SCHEMAS_42 / folder / "src/main/resources/common/message" / name,
+        ks.SCHEMAS / folder / name,
+    ):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 def _coordinator_cases() -> list:
     if not ks.available():
         return [pytest.param(None, None, id="no-schemas", marks=pytest.mark.skip(reason=ks.SKIP_REASON))]
     out = []
-    for folder in ("group-coordinator", "transaction-coordinator", "share-coordinator"):
-        for p in sorted((ks.SCHEMAS / folder).glob("*Key.json")):
-            value = p.with_name(p.name.replace("Key.json", "Value.json"))
-            out.append(pytest.param(f"{folder}/{p.name}", f"{folder}/{value.name}", id=f"{folder}/{p.stem}"))
+    for p in ks.every_spec_file():
+        if _folder(p) in _COORDINATOR_FOLDERS and p.name.endswith("Value.json"):
+            out.append(pytest.param(_key_for(p), p, id=_id(p)))
     return out
 
 
@@ -112,40 +178,56 @@ _COORDINATOR = {
     "transaction-coordinator": (decode_transaction_log, encode_transaction_log),
     "share-coordinator": (decode_share_group_state, encode_share_group_state),
 }
+# 4.1+ calls record type 0 LegacyOffsetCommit; we name both offset commit types OffsetCommit
+_TYPE_NAMES = {"LegacyOffsetCommit": "OffsetCommit"}
 
 
-@pytest.mark.parametrize(("key_rel", "value_rel"), _coordinator_cases())
-def test_coordinator_records_every_version(key_rel: str, value_rel: str) -> None:
-    key_spec, value_spec = ks.Spec(ks.load(key_rel)), ks.Spec(ks.load(value_rel))
-    decode, encode = _COORDINATOR[key_rel.split("/")[0]]
-    rng = random.Random(key_rel)
-    for record_type in key_spec.all_versions():  # the key's version is the record type
+@pytest.mark.parametrize(("key_path", "value_path"), _coordinator_cases())
+def test_coordinator_records_every_version(key_path: Path, value_path: Path) -> None:
+    """Records of every coordinator record type and version of every release's file decode to the
+    fields Kafka's JSON gives (the key's int16 prefix is the record type: its version in 4.0's files,
+    its ``apiKey`` with key version 0 in 4.1+'s)."""
+    assert key_path is not None, f"no key spec for {value_path}"
+    key_spec, value_spec = ks.Spec(ks.load_path(key_path)), ks.Spec(ks.load_path(value_path))
+    decode, encode = _COORDINATOR[_folder(value_path)]
+    rng = random.Random(str(value_path.relative_to(value_path.parents[2])))
+    if "apiKey" in key_spec.raw:
+        types = [(key_spec.raw["apiKey"], 0)]
+    else:
+        types = [(t, t) for t in key_spec.all_versions()]
+    release = ks.release_of(value_path)
+    base = value_spec.name[: -len("Value")]
+    for record_type, key_version in types:
         for version in value_spec.all_versions():
             for _ in range(SAMPLES):
-                k = ks.random_value(key_spec, record_type, rng)
+                k = ks.random_value(key_spec, key_version, rng)
                 v = ks.random_value(value_spec, version, rng)
-                key = struct.pack(">h", record_type) + ks.write(key_spec, k, record_type)
+                key = struct.pack(">h", record_type) + ks.write(key_spec, k, key_version)
                 value = struct.pack(">h", version) + ks.write(value_spec, v, version)
                 ours = decode(key, value)
                 assert (ours["key_version"], ours["version"]) == (record_type, version)
-                assert ours["key"] == k and _strip(ours["value"]) == v, (key_rel, record_type, version)
+                assert ours["type"] == _TYPE_NAMES.get(base, base)
+                assert ours["key"] == k
+                _same(ours["value"], v, f"{value_path.name} v{version} ({release})")
+                if "layout" in ours:  # a layout Kafka changed under the same version: this release's
+                    assert release in ours["layout"].split("/"), (ours["layout"], release)
                 assert encode(ours) == (key, value)
-            tomb = decode(struct.pack(">h", record_type) + ks.write(key_spec, k, record_type), None)
+            tomb = decode(struct.pack(">h", record_type) + ks.write(key_spec, k, key_version), None)
             assert tomb["value"] is None
 
 
-@pytest.mark.parametrize(
-    ("rel", "ours"),
-    [
-        ("clients/ConsumerProtocolSubscription.json", CONSUMER_PROTOCOL_SUBSCRIPTION),
-        ("clients/ConsumerProtocolAssignment.json", CONSUMER_PROTOCOL_ASSIGNMENT),
-    ],
-    ids=["subscription", "assignment"],
-)
-def test_consumer_protocol_every_version(rel, ours) -> None:
-    ks.require()
-    spec = ks.Spec(ks.load(rel))
-    rng = random.Random(rel)
+def _protocol_cases() -> list:
+    if not ks.available():
+        return [pytest.param(None, id="no-schemas", marks=pytest.mark.skip(reason=ks.SKIP_REASON))]
+    return [pytest.param(p, id=_id(p)) for p in ks.every_spec_file() if p.stem.startswith("ConsumerProtocol")]
+
+
+@pytest.mark.parametrize("path", _protocol_cases())
+def test_consumer_protocol_every_version(path: Path) -> None:
+    ours = {"ConsumerProtocolSubscription": CONSUMER_PROTOCOL_SUBSCRIPTION,
+            "ConsumerProtocolAssignment": CONSUMER_PROTOCOL_ASSIGNMENT}[path.stem]
+    spec = ks.Spec(ks.load_path(path))
+    rng = random.Random(path.name)
     for version in spec.all_versions():
         for _ in range(SAMPLES):
             value = ks.random_value(spec, version, rng)
@@ -153,23 +235,36 @@ def test_consumer_protocol_every_version(rel, ours) -> None:
             assert read_message(ours, data, version)[0] == value
 
 
+# file formats with their own parsers and tests, not internal-topic records
+_OTHERS = {
+    "KRaftVersionRecord", "LeaderChangeMessage", "SnapshotFooterRecord", "SnapshotHeaderRecord",
+    "VotersRecord", "QuorumStateData", "ProducerSnapshot", "EndTxnMarker",
+}
+
+
 def test_every_schema_file_is_covered() -> None:
-    """Each record spec of the files has a decoder here (control records, QuorumStateData and the
-    producer snapshot are file formats with their own parsers and tests)."""
+    """Each record spec of both folders is decoded by the tests above (control records, the
+    QuorumStateData file and the producer snapshot have their own parsers and tests), and the
+    generated layout tables (kafka_layouts.py) name every file: a new file fails here."""
     ks.require()
-    names = {rel for rel in ks.all_specs()}
+    files = set(ks.every_spec_file())
     covered = {c.values[0] for c in _framed_cases()} | {x for c in _coordinator_cases() for x in c.values}
-    covered |= {"clients/ConsumerProtocolSubscription.json", "clients/ConsumerProtocolAssignment.json"}
-    others = {
-        "clients/KRaftVersionRecord.json",
-        "clients/LeaderChangeMessage.json",
-        "clients/SnapshotFooterRecord.json",
-        "clients/SnapshotHeaderRecord.json",
-        "clients/VotersRecord.json",
-        "raft/QuorumStateData.json",
-        "storage/ProducerSnapshot.json",
-    }
-    assert names - covered == others
+    covered |= {c.values[0] for c in _protocol_cases()}
+    assert {p for p in files - covered if p.stem not in _OTHERS} == set()
+    assert {p.stem for p in files - covered} <= _OTHERS
+    from logdoctor.formats.internal.kafka_layouts import LAYOUTS
+
+    generated = {f for lays in LAYOUTS.values() for lay in lays for f in lay.files}
+    assert {str(p.relative_to(ks.SCHEMAS.parent)) for p in files} - generated == set()
+
+
+def test_kafka_42_schemas_are_among_the_cases() -> None:
+    """The 4.1/4.2 files are present and tested (else the canary would pass on 4.0 alone)."""
+    if not ks.available_42():
+        pytest.skip(ks.SKIP_REASON_42)
+    cases = {c.values[-1] for c in _framed_cases() + _coordinator_cases()}
+    releases = {ks.release_of(p) for p in cases}
+    assert {"4.0-SNAPSHOT", "4.0.0", "4.1.1", "4.2.0", "trunk-4425e97"} <= releases
 
 
 # --- every real record ------------------------------------------------------------------------------
@@ -223,7 +318,7 @@ def test_every_real_metadata_record_agrees_with_the_schemas(log_dir: Path) -> No
         assert end == len(value)
         ours = decode_metadata_record(value, source=str(f))
         assert (ours["api_key"], ours["version"]) == (api_key, version)
-        assert ours["data"] == theirs, (f, api_key, version)
+        _same(ours["data"], theirs, f"{f} {api_key} v{version}")
         n += 1
     assert n > 0
 
@@ -275,7 +370,8 @@ def test_every_real_consumer_offsets_record_agrees_with_the_schemas(path: Path) 
             if value is not None:
                 version = struct.unpack(">h", value[:2])[0]
                 their_value, end = ks.read(value_spec, value, version, pos=2)
-                assert end == len(value) and ours["value"] == their_value, (path, rec.offset)
+                assert end == len(value), (path, rec.offset)
+                _same(ours["value"], their_value, f"{path} {rec.offset}")
             n += 1
     assert n > 0
 

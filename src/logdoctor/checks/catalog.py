@@ -1174,6 +1174,22 @@ _ENTRIES = (
         "Fetcher (OFFSET_OUT_OF_RANGE, SubscriptionState.resetStrategy)",
     ),
     Entry(
+        "SHARE_GROUP_BEHIND_LOG_START",
+        _W,
+        "a share group's share-partition start offset below its partition's log start: records deleted "
+        "before the group delivered them",
+        "share group {group} starts {topic}-{partition} at offset {start_offset} ({source}), below the log "
+        "start offset {log_start_offset} of {path}: the {lost} offsets in between were deleted before the "
+        "group delivered and acknowledged them; at the group's next fetch the broker moves its start to the "
+        "log start and archives what it held below it",
+        "Nothing to repair on disk: the records are gone. If the group must not skip records, give the topic "
+        "a retention longer than the group's delivery delay (retention.ms / retention.bytes), and reprocess "
+        "the skipped range from a copy if one exists.",
+        "K:share-coordinator/.../ShareCoordinatorShard.java (replay, merge), core/.../server/share/"
+        "ShareFetchUtils.java (OFFSET_OUT_OF_RANGE: updateCacheAndOffsets(offsetForEarliestTimestamp)), "
+        "core/.../server/share/SharePartition.java updateCacheAndOffsets (KIP-932)",
+    ),
+    Entry(
         "REPLICA_LAG",
         _W,
         "a replica behind the most advanced copy of its partition (error: below the high watermark)",

@@ -21,6 +21,12 @@ A consumer fetching below the log start or beyond the log end gets OFFSET_OUT_OF
 ``resetStrategy``): ``earliest`` resumes at the log start, ``latest`` at the log end. What each skips or
 reads again is counted in offsets (a compacted or transactional partition has fewer records than offsets).
 A committed offset of -1 (no offset) is not a commit.
+
+Kafka 4.1+ writes the topic id into every commit (OffsetCommitValue v4 ``topicId``). A commit whose topic id
+is not the partition's (``partition.metadata``) was made for an earlier topic of the same name: a consumer
+that fetches its offsets by topic id (OffsetFetch v10+) gets no offset for it and resets by
+``auto.offset.reset``; one that fetches by name gets this offset (K:group-coordinator/.../
+OffsetMetadataManager.java ``isMismatchedTopicId``, 4.2.0). Out-of-range findings name both topic ids then.
 """
 
 from __future__ import annotations
@@ -53,6 +59,11 @@ __all__ = [
 ]
 
 _OFFSET_COMMIT_TYPES = (0, 1)
+#: the record type of each kind of group's metadata record in __consumer_offsets (K:group-coordinator/
+#: src/main/resources/common/message/*Key.json, 4.2.0: GroupMetadataKey 2, ConsumerGroupMetadataKey 3,
+#: ShareGroupMetadataKey 11, StreamsGroupMetadataKey 17): the group type the census lists
+GROUP_TYPES = {2: "classic", 3: "consumer", 11: "share", 17: "streams"}
+_ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID: no topic id
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +77,7 @@ class Commit:
     commit_timestamp: int
     record_offset: int  # where in __consumer_offsets-N the commit record is
     source: str  # the __consumer_offsets partition folder
+    topic_id: str | None = None  # the topic id the commit was made for (Kafka 4.1+), None: not written
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +87,7 @@ class OutOfRange:
     commit: Commit
     log_start_offset: int
     log_end_offset: int
+    topic_id: str | None = None  # the partition's topic id (partition.metadata), None: not known
 
     @property
     def below(self) -> bool:
@@ -115,7 +128,15 @@ class OutOfRange:
             "commit_timestamp": c.commit_timestamp,
             "consumer_offsets_partition": c.source,
             "commit_record_offset": c.record_offset,
+            **self._topic_ids(),
         }
+
+    def _topic_ids(self) -> dict[str, object]:
+        c = self.commit
+        if c.topic_id is None:
+            return {}
+        earlier = self.topic_id is not None and self.topic_id != c.topic_id
+        return {"commit_topic_id": c.topic_id, "topic_id": self.topic_id, "commit_for_earlier_topic": earlier}
 
 
 def judge(commit: Commit, log_start_offset: int, log_end_offset: int) -> OutOfRange | None:
@@ -129,10 +150,16 @@ _Key = tuple[str, str, int]
 
 
 def replay_records(
-    records: Iterable[tuple[int, int, bool, bytes | None, bytes | None, int]], source: str = ""
+    records: Iterable[tuple[int, int, bool, bytes | None, bytes | None, int]],
+    source: str = "",
+    group_types: dict[str, str] | None = None,
 ) -> dict[_Key, Commit]:
     """The coordinator's replay (the module docstring) over ``(record offset, producer id, is control, key,
-    value, control type)`` in log order (control type: 0 ABORT, 1 COMMIT, -1 for a data record)."""
+    value, control type)`` in log order (control type: 0 ABORT, 1 COMMIT, -1 for a data record).
+
+    ``group_types``, when given, gets group id -> its type (:data:`GROUP_TYPES`) from the last metadata
+    record of each group (a tombstone removes it): streams groups (KIP-1071), share groups, KIP-848 consumer
+    groups (those subscribing by regex too) and classic ones."""
     from logdoctor.formats.internal import decode_consumer_offsets
 
     offsets: dict[_Key, Commit] = {}
@@ -148,7 +175,19 @@ def replay_records(
             continue
         if key is None or len(key) < 2:
             continue
-        if int.from_bytes(key[:2], "big", signed=True) not in _OFFSET_COMMIT_TYPES:
+        record_type = int.from_bytes(key[:2], "big", signed=True)
+        if group_types is not None and record_type in GROUP_TYPES:
+            try:  # the key alone (a group id): the value's layout does not matter here
+                group = decode_consumer_offsets(key, None, source=source)["key"]["group" if record_type == 2
+                                                                              else "group_id"]
+            except FormatError:
+                continue
+            if value is None:
+                group_types.pop(group, None)
+            else:
+                group_types[group] = GROUP_TYPES[record_type]
+            continue
+        if record_type not in _OFFSET_COMMIT_TYPES:
             continue
         try:
             rec = decode_consumer_offsets(key, value, source=source, decode_protocol=False)
@@ -161,7 +200,9 @@ def replay_records(
             for p in pending.values():
                 p.pop(k, None)
             continue
-        commit = Commit(k[0], k[1], k[2], v["offset"], v["commit_timestamp"], offset, source)
+        topic_id = v.get("topic_id")
+        commit = Commit(k[0], k[1], k[2], v["offset"], v["commit_timestamp"], offset, source,
+                        None if topic_id in (None, _ZERO_UUID) else topic_id)
         if pid < 0:
             offsets[k] = commit
         else:
@@ -213,10 +254,12 @@ def records_of(path: str, log_start: int) -> Iterable[_Row]:
             return  # the coordinator's load stops at bad bytes too (LOG_CORRUPT says where)
 
 
-def committed_offsets(consumer_offsets_partitions: Iterable[PartitionReport]) -> list[Commit]:
+def committed_offsets(
+    consumer_offsets_partitions: Iterable[PartitionReport], group_types: dict[str, str] | None = None
+) -> list[Commit]:
     """Every committed offset of the given ``__consumer_offsets`` partition replicas (one per partition),
     replayed from each one's log start to its log end (a plan's new end: what the coordinator loads after
-    a truncation)."""
+    a truncation); ``group_types`` as :func:`replay_records` fills it."""
     out: list[Commit] = []
     for p in consumer_offsets_partitions:
         start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
@@ -224,7 +267,7 @@ def committed_offsets(consumer_offsets_partitions: Iterable[PartitionReport]) ->
         rows = records_of(p.path, start)
         if end is not None:
             rows = (r for r in rows if r[0] < end)
-        out.extend(replay_records(rows, p.path).values())
+        out.extend(replay_records(rows, p.path, group_types).values())
     return out
 
 
@@ -291,7 +334,7 @@ def out_of_range(
                 continue
             o = judge(c, *rng)
             if o is not None:
-                out.append((o, target))
+                out.append((dataclasses.replace(o, topic_id=target.topic_id), target))
     return out
 
 
@@ -370,12 +413,14 @@ def commit_rows(parts: list[PartitionReport]) -> list[dict[str, object]]:
     out: list[dict[str, object]] = []
     ordered = sorted(replicas.items(), key=lambda kv: kv[0][2])
     cos = [p for (_c, t, _n), p in ordered if t == CONSUMER_OFFSETS_TOPIC]
-    for c in committed_offsets(cos):
+    types: dict[str, str] = {}
+    for c in committed_offsets(cos, types):
         target = replicas.get((None, c.topic, c.partition))
         nbytes, ms = _lag_bytes_and_ms(target, c.offset) if target is not None else (None, None)
         out.append(
             {
                 "group": c.group,
+                "group_type": types.get(c.group),
                 "topic": c.topic,
                 "partition": c.partition,
                 "committed_offset": c.offset,
@@ -402,6 +447,9 @@ def finding(o: OutOfRange, path: str, logdir: str) -> Finding:
         where = "beyond the log range"
         earliest = f"resumes at {o.log_start_offset} and reads {o.earliest_rereads} offsets again"
         latest = f"resumes at {o.log_end_offset} (nothing skipped, nothing read again)"
+    if o.details().get("commit_for_earlier_topic"):
+        where += (f" (a commit for an earlier topic of this name, id {c.topic_id}: consumers fetching by "
+                  "topic id get no offset and reset)")
     return catalog.make(
         "CONSUMER_OFFSET_OUT_OF_RANGE",
         path,

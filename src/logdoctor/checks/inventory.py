@@ -61,6 +61,8 @@ INVENTORY_DDL = ", ".join(
         "local_log_start_offset bigint, remote_storage_enabled boolean",
         # version 3: consumer groups' committed offsets (the census's consumer_groups table)
         "group string, committed_offset bigint, commit_timestamp bigint, lag_bytes bigint, lag_ms bigint",
+        # within version 3: the group type (classic, consumer, share, streams; null: no metadata record)
+        "group_type string",
     )
 )
 

@@ -392,15 +392,24 @@ def scan(
         findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
     topics = {r.topic for r in results} if options.depth is not Depth.QUICK else set()
     # each compares a coordinator's partitions with the logs: nothing without them
+    if "__share_group_state" in topics:
+        from logdoctor.checks.consumer_groups import clusters_of
+        from logdoctor.checks.share_groups import share_groups_behind_log_start
+
+        findings.extend(share_groups_behind_log_start(results, clusters_of(groups)))
     if CONSUMER_OFFSETS_TOPIC in topics or TRANSACTION_STATE_TOPIC in topics:
         from logdoctor.checks.consumer_groups import clusters_of, offsets_out_of_range
 
         clusters = clusters_of(groups)
         findings.extend(offsets_out_of_range(results, clusters))
         if TRANSACTION_STATE_TOPIC in topics:
-            from logdoctor.checks.transaction_state import transaction_state_mismatches
+            from logdoctor.checks.transaction_state import (
+                transaction_state_mismatches,
+                two_phase_commit_advice,
+            )
 
             findings.extend(transaction_state_mismatches(results, clusters))
+            findings = two_phase_commit_advice(findings, results, clusters)
     findings.extend(check_disks(reports, results, options))
     findings.extend(kraft_findings)
     remote_md = remote_metadata_for_scan(paths, results, image, options.config_inputs)

@@ -15,9 +15,19 @@ it writes the markers to every partition it lists on the way to CompleteCommit o
 - ``closed-in-log``: the coordinator has a transaction open that lists the partition, but the partition's
   producer state shows that producer (same epoch) wrote there after the transaction started and has no
   transaction open: the marker is already written (a coordinator that did not get to record the
-  completion, or a partition that went on without it).
+  completion, or a partition that went on without it). Under transactions V2 (KIP-890: the record's
+  ``client_transaction_version`` >= 2) the coordinator bumps the epoch when it ends a transaction and the
+  markers carry epoch + 1 (K:transaction-coordinator/.../TransactionMetadata.java ``prepareAbortOrCommit``,
+  server-common/.../TransactionVersion.java ``supportsEpochBump``), so the producer at epoch + 1 counts too.
 
 Only partitions among the inputs are judged, within one cluster (:func:`checks.consumer_groups.clusters_of`).
+
+Two-phase commit (KIP-939, Kafka 4.1+): a transaction whose ``transaction_timeout_ms`` is Integer.MAX_VALUE
+is a distributed two-phase-commit transaction; the coordinator never times it out (K:transaction-coordinator/
+.../TransactionMetadata.java ``isDistributedTwoPhaseCommitTxn``, core/.../TransactionStateManager.scala
+``timedOutTransactions``): it ends when the external transaction manager decides. A TRANSACTION_HANGING
+of its producer, where ``__transaction_state`` is among the inputs, gets that advice instead of an abort
+(:func:`two_phase_commit_advice`).
 """
 
 from __future__ import annotations
@@ -33,10 +43,16 @@ from logdoctor.logdir.names import TRANSACTION_STATE_TOPIC
 
 __all__ = [
     "TRANSACTION_STATE_TOPIC",
+    "TWO_PHASE_COMMIT_TIMEOUT_MS",
     "CoordinatorTxn",
     "coordinator_state",
     "transaction_state_mismatches",
+    "two_phase_commit_advice",
 ]
+
+#: Integer.MAX_VALUE: the timeout of a two-phase-commit transaction (TransactionCoordinator.scala
+#: ``handleInitProducerId``: ``if (enableTwoPCFlag) Int.MaxValue``)
+TWO_PHASE_COMMIT_TIMEOUT_MS = 2**31 - 1
 
 _OPEN = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
 
@@ -51,6 +67,12 @@ class CoordinatorTxn:
     start_timestamp: int
     producer_ids: frozenset[int]  # the id and its previous/next ids (KIP-890 epoch overflow)
     source: str
+    client_transaction_version: int = 0  # TransactionLogValue tag 2 (>= 2: the epoch bump of KIP-890)
+    timeout_ms: int = 0
+
+    @property
+    def two_phase_commit(self) -> bool:
+        return self.timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS
 
     @property
     def open(self) -> bool:
@@ -90,6 +112,8 @@ def coordinator_state(parts: list[PartitionReport]) -> dict[str, CoordinatorTxn]
                 v["transaction_start_timestamp_ms"],
                 frozenset(ids),
                 p.path,
+                v.get("client_transaction_version", 0),
+                v["transaction_timeout_ms"],
             )
     return out
 
@@ -121,7 +145,10 @@ def transaction_state_mismatches(
                 if entry is None:
                     continue
                 epoch, last, first = entry
-                if first < 0 and epoch == t.producer_epoch and last >= t.start_timestamp:
+                marker_epochs = {t.producer_epoch}
+                if t.client_transaction_version >= 2:  # the marker's bumped epoch (module docstring)
+                    marker_epochs.add(t.producer_epoch + 1)
+                if first < 0 and epoch in marker_epochs and last >= t.start_timestamp:
                     out.append(_closed_in_log(p, t))
     return out
 
@@ -188,3 +215,53 @@ def _closed_in_log(p: PartitionReport, t: CoordinatorTxn) -> Finding:
             "transaction_state_partition": t.source,
         },
     )
+
+
+def two_phase_commit_advice(
+    findings: list[Finding], parts: list[PartitionReport], clusters: dict[str, str | None]
+) -> list[Finding]:
+    """``findings`` with each TRANSACTION_HANGING of a producer whose transactional id holds a
+    two-phase-commit transaction open (same cluster's ``__transaction_state``) given the two-phase-commit
+    advice: the coordinator never aborts it and an abort by hand may break what the external transaction
+    manager decided (the module docstring)."""
+    import dataclasses
+    import os
+
+    replicas = replicas_by_partition(parts, clusters)
+    cluster_of = {p.path: c for (c, _t, _n), p in replicas.items()}
+    states: dict[str | None, dict[str, CoordinatorTxn]] = {}
+    for (cluster, topic, _n), p in sorted(replicas.items(), key=lambda kv: (str(kv[0][0]), kv[0][2])):
+        if topic == TRANSACTION_STATE_TOPIC:
+            states.setdefault(cluster, {}).update(coordinator_state([p]))
+    two_pc = {
+        (cluster, pid): t
+        for cluster, state in states.items()
+        for t in state.values()
+        if t.open and t.two_phase_commit
+        for pid in t.producer_ids
+    }
+    if not two_pc:
+        return findings
+    out = []
+    for f in findings:
+        d = f.details or {}
+        t = None
+        if f.code == "TRANSACTION_HANGING":
+            t = two_pc.get((cluster_of.get(os.path.dirname(f.path)), d.get("producer_id")))
+        if t is None:
+            out.append(f)
+            continue
+        fix = (
+            f"Transactional id {t.transactional_id} holds a two-phase-commit transaction (KIP-939: its "
+            f"timeout is Integer.MAX_VALUE in {t.source}, state {t.state}): the coordinator never aborts it, "
+            "it waits for the external transaction manager's decision. Do not abort it with "
+            "kafka-transactions.sh: if that manager committed the other participants, an abort here breaks "
+            "the transaction's atomicity. Resolve it through the application that owns the transactional id "
+            "(its transaction manager commits or aborts it); only once that manager has decided to abort is "
+            "the abort command safe."
+        )
+        details = {**d, "two_phase_commit": True, "transactional_id": t.transactional_id,
+                   "coordinator_state": t.state, "transaction_state_partition": t.source}
+        details.pop("command_for_running_cluster", None)
+        out.append(dataclasses.replace(f, fix=fix, details=details))
+    return out

@@ -12,7 +12,16 @@ keeps what the log dir checks and procedures need:
   any other value bumps the leader epoch; null arrays mean no change; an all-MIGRATING or empty
   ``directories`` means MIGRATING for every replica);
 - brokers: their registered log dir ids (RegisterBrokerRecord v3+ ``log_dirs``,
-  BrokerRegistrationChangeRecord v2+; K:metadata/.../controller/ClusterControlManager.java replay);
+  BrokerRegistrationChangeRecord v2+; K:metadata/.../controller/ClusterControlManager.java replay).
+  Kafka 4.3's RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 (KIP-1066 cordoned log
+  dirs), whose definitions ../shared lacks, are read with the newest known version's layout when it
+  reads them exactly (their new field is tagged, kept raw): ``cluster_metadata.decode_as_newest_known``,
+  counted in :attr:`MetadataImage.read_as_older`; a skipped registration would lose the broker's dirs;
+- controllers (RegisterControllerRecord, UnregisterControllerRecord of metadata.version 4.4-IV2+);
+- ELRs (KIP-966): PartitionRecord/PartitionChangeRecord ``eligible_leader_replicas`` and
+  ``last_known_elr``; a ClearElrRecord (its topic, or every topic when its name is empty) clears
+  both of each partition that has any, as a PartitionChangeRecord merge: the partition epoch goes up
+  (K:metadata/.../image/TopicsDelta.java, TopicDelta.java ``maybeClearElr``, 4.2.0);
 - features (``metadata.version`` decides whether directory assignment is in use: 3.7-IV2, level 17,
   K:server-common/.../common/MetadataVersion.java ``isDirectoryAssignmentSupported``);
 - configs (ConfigRecord; a null value deletes the key, RemoveTopicRecord deletes the topic's
@@ -112,6 +121,8 @@ class PartitionState:
     adding_replicas: list[int] = field(default_factory=list)
     leader_recovery_state: int = 0
     offset: int = -1  # metadata offset of the record that last changed it
+    elr: list[int] = field(default_factory=list)  # eligible leader replicas (KIP-966)
+    last_known_elr: list[int] = field(default_factory=list)
 
     def directory(self, broker_id: int) -> str | None:
         """The directory id assigned to ``broker_id``'s replica; None when it is not a replica."""
@@ -170,6 +181,9 @@ class MetadataImage:
     records: int = 0  # metadata records applied
     record_types: Counter = field(default_factory=Counter)
     skipped: Counter = field(default_factory=Counter)  # "unknown type N, version V" -> count
+    # "RegisterBrokerRecord v4 as v3" -> count: newer registrations read with the newest known layout
+    read_as_older: Counter = field(default_factory=Counter)
+    controllers: dict[int, str] = field(default_factory=dict)  # controller id -> incarnation id
     errors: list[ReplayProblem] = field(default_factory=list)
     open_transaction: bool = False  # a metadata transaction began and did not end
     # KRaft control records: the voter set of the latest VotersRecord (kraft.version 1, KIP-853) and
@@ -251,6 +265,7 @@ class MetadataImage:
             "brokers": sorted(self.brokers),
             "records": self.records,
             "skipped": dict(self.skipped),
+            **({"read_as_older": dict(self.read_as_older)} if self.read_as_older else {}),
             "errors": [{"path": e.path, "position": e.position, "message": e.message} for e in self.errors],
         }
 
@@ -289,6 +304,8 @@ class MetadataImage:
                 list(d["adding_replicas"]),
                 d.get("leader_recovery_state", 0),
                 offset,
+                list(d.get("eligible_leader_replicas") or []),
+                list(d.get("last_known_elr") or []),
             )
         elif kind == "PartitionChangeRecord":
             st = self.partitions.get((d["topic_id"], d["partition_id"]))
@@ -309,8 +326,24 @@ class MetadataImage:
                 st.leader_epoch += 1
             if d.get("leader_recovery_state", -1) != -1:
                 st.leader_recovery_state = d["leader_recovery_state"]
+            if d.get("eligible_leader_replicas") is not None:
+                st.elr = list(d["eligible_leader_replicas"])
+            if d.get("last_known_elr") is not None:
+                st.last_known_elr = list(d["last_known_elr"])
             st.partition_epoch += 1
             st.offset = offset
+        elif kind == "ClearElrRecord":
+            name = d["topic_name"]
+            topic_ids = set(self.topic_names) if not name else {self.topics.get(name)}
+            for (tid, _p), st in self.partitions.items():
+                if tid in topic_ids and (st.elr or st.last_known_elr):
+                    st.elr, st.last_known_elr = [], []
+                    st.partition_epoch += 1
+                    st.offset = offset
+        elif kind == "RegisterControllerRecord":
+            self.controllers[d["controller_id"]] = d["incarnation_id"]
+        elif kind == "UnregisterControllerRecord":
+            self.controllers.pop(d["controller_id"], None)
         elif kind == "ConfigRecord":
             key = (d["resource_type"], d["resource_name"])
             if d["value"] is None:
@@ -357,8 +390,12 @@ class _Replayer:
         try:
             decoded = decode_metadata_record(value, source=path)
         except UnsupportedError:
-            self.image.skipped[_unknown_label(value)] += 1
-            return
+            decoded = _newer_registration(value, path)
+            if decoded is None:
+                self.image.skipped[_unknown_label(value)] += 1
+                return
+            label = f"{decoded['type']} v{decoded['version']} as v{decoded['read_as_version']}"
+            self.image.read_as_older[label] += 1
         except FormatError as e:
             self.image.errors.append(ReplayProblem(path, position, f"offset {offset}: {e}"))
             return
@@ -418,6 +455,21 @@ class _Replayer:
             self.image.errors.append(ReplayProblem(path, e.position, str(e)))
             return False
         return True
+
+
+_READ_AS_OLDER = ("RegisterBrokerRecord", "BrokerRegistrationChangeRecord")
+
+
+def _newer_registration(value: bytes | memoryview | None, path: str) -> dict[str, Any] | None:
+    """A broker registration of a version newer than the definitions here, read exactly with the newest
+    known layout (see the module docstring), or None."""
+    from logdoctor.formats.internal.cluster_metadata import decode_as_newest_known
+
+    try:
+        decoded = decode_as_newest_known(value, source=path)
+    except FormatError:
+        return None
+    return decoded if decoded["type"] in _READ_AS_OLDER and "read_as_version" in decoded else None
 
 
 def _unknown_label(value: bytes | memoryview | None) -> str:

@@ -58,6 +58,7 @@ COMMIT_DDL = ", ".join(
     (
         "broker string, broker_id int, cluster string, group string, topic string, partition int",
         "committed_offset bigint, commit_timestamp bigint, lag_bytes bigint, lag_ms bigint",
+        "group_type string",
     )
 )
 FINDING_DDL = ", ".join(

@@ -531,6 +531,7 @@ def census_frames(
 CONSUMER_GROUP_COLUMNS = (
     "cluster",
     "group",
+    "group_type",
     "topic",
     "partition",
     "committed_offset",
@@ -548,6 +549,9 @@ CONSUMER_GROUP_COLUMNS = (
 def consumer_group_table(commits: Any, partitions: Any) -> Any:
     """One row per consumer group and partition (of one cluster): its committed offset against the
     partition's log range across the fleet (the lowest log start, the highest log end of its replicas).
+    ``group_type``: classic, consumer (KIP-848, regex subscriptions too), share or streams (KIP-1071), from
+    the group's metadata record in ``__consumer_offsets`` (checks.consumer_groups.GROUP_TYPES; null without
+    one, and from inventories written before the column).
 
     ``lag_records``: log end - committed offset (offsets; null when the commit is outside the range:
     ``out_of_range``, CONSUMER_OFFSET_OUT_OF_RANGE); ``lag_bytes`` and ``lag_ms`` as the broker holding the

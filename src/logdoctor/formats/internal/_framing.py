@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from logdoctor.errors import CorruptRecordError, TruncatedError, UnsupportedError
+from logdoctor.formats.internal.layouts import candidates, for_writing, read_exact
 from logdoctor.formats.internal.protocol import Message, read_message, write_message
 
 _I16 = struct.Struct(">h")
@@ -48,8 +49,15 @@ def write_prefixed(message: Message, fields: dict[str, Any], version: int) -> by
     return _I16.pack(version) + write_message(message, fields, version)
 
 
-# record type (the key's version) -> (name, key message, value message)
-RecordTypes = Mapping[int, tuple[str, Message, Message]]
+# record type (the key's version) -> (name, key message, value message name): schemas.RecordType
+RecordTypes = Mapping[int, tuple[str, Message, str]]
+
+
+def key_read_version(key_spec: Message, record_type: int) -> int:
+    """The version a key is read at: its record type in 4.0's specs (validVersions = the type), 0 in
+    4.1+'s (``apiKey`` = the type, validVersions 0); the bytes are the same
+    (K: coordinator-common/.../runtime/CoordinatorRecordSerde.java)."""
+    return record_type if record_type in key_spec.valid_versions else 0
 
 
 def decode_typed_record(
@@ -72,11 +80,11 @@ def decode_typed_record(
     entry = records.get(record_type)
     if entry is None:
         raise unknown_type(key_what, record_type, known, source)
-    name, key_spec, value_spec = entry
+    name, key_spec, value_name = entry
     out: dict[str, Any] = {
         "type": name,
         "key_version": record_type,
-        "key": read_prefixed(key_spec, key_bytes, record_type, key_what, source),
+        "key": read_prefixed(key_spec, key_bytes, key_read_version(key_spec, record_type), key_what, source),
         "version": None,
         "value": None,
     }
@@ -86,7 +94,9 @@ def decode_typed_record(
     version = read_version_prefix(value_bytes, value_what, source)
     what = f"{value_what} ({name})" if name_value_errors else value_what
     out["version"] = version
-    out["value"] = read_prefixed(value_spec, value_bytes, version, what, source)
+    out["value"], layout = read_exact(value_name, value_bytes, version, start=2, what=what, source=source)
+    if len(candidates(value_name, version)) > 1:
+        out["layout"] = layout.label  # Kafka changed this layout under the same version
     return out
 
 
@@ -98,8 +108,11 @@ def encode_typed_record(
     entry = records.get(record_type)  # type: ignore[arg-type]
     if entry is None:
         raise UnsupportedError(what, found=str(record_type))
-    _name, key_spec, value_spec = entry
-    key = write_prefixed(key_spec, record.get("key") or {}, record_type)  # type: ignore[arg-type]
+    _name, key_spec, value_name = entry
+    key = _I16.pack(record_type) + write_message(  # type: ignore[arg-type]
+        key_spec, record.get("key") or {}, key_read_version(key_spec, record_type))  # type: ignore[arg-type]
     if record.get("value") is None:
         return key, None
-    return key, write_prefixed(value_spec, record["value"], int(record["version"]))
+    version = int(record["version"])
+    value_spec = for_writing(value_name, version, record.get("layout")).message
+    return key, write_prefixed(value_spec, record["value"], version)

@@ -6,17 +6,25 @@ unsigned varint version, then the record struct, with nothing after it
 Frame version 0 was KRaft's 2.8 preview, which Kafka itself refuses.
 
 Decoded form: {"type": "PartitionRecord", "api_key": 3, "version": 2, "frame_version": 1,
-"data": {...fields...}}.
+"data": {...fields...}}. Layouts generated from Kafka's metadata/src/main/resources/common/metadata/*.json
+(``kafka_layouts``: 4.0-SNAPSHOT to 4.2.0 and a later trunk's UnregisterControllerRecord); an api key or
+version none of them has is UnsupportedError (``decode_lenient``: an "unknown" record with its bytes).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from logdoctor.errors import CorruptRecordError, TruncatedError, UnsupportedError
+from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError, UnsupportedError
 from logdoctor.formats.internal._framing import as_bytes
-from logdoctor.formats.internal.protocol import read_message, write_message, write_uvarint
-from logdoctor.formats.internal.schemas import METADATA_RECORDS, METADATA_RECORDS_BY_NAME
+from logdoctor.formats.internal.layouts import candidates, for_writing, known_releases, read_exact
+from logdoctor.formats.internal.protocol import Message, read_message, write_message, write_uvarint
+from logdoctor.formats.internal.schemas import (
+    METADATA_RECORD_NAMES,
+    METADATA_RECORDS,
+    METADATA_RECORDS_BY_NAME,
+    PREVIEW_METADATA_RECORDS,
+)
 
 WHAT = "metadata record"
 FRAME_VERSION = 1
@@ -63,8 +71,22 @@ def decode_metadata_record(
     version, pos = _uvarint(data, pos, "record version", source)
     message = METADATA_RECORDS.get(api_key)
     if message is None:
-        raise UnsupportedError(f"{WHAT}: a known record type", source=source, position=api_key_at,
-                               found=str(api_key))
+        raise UnsupportedError(f"{WHAT}: a known record type ({', '.join(map(str, METADATA_RECORDS))})",
+                               source=source, position=api_key_at, found=str(api_key))
+    name = METADATA_RECORD_NAMES.get(api_key)
+    if name is None:  # a hand-written preview-era record
+        return _read_one(message, data, version, pos, version_at, frame_version, api_key, source)
+    if not candidates(name, version):
+        raise UnsupportedError(
+            f"{WHAT}: a version of {name} known to Kafka {known_releases(name)} ({message.valid_versions})",
+            source=source, position=version_at, found=str(version))
+    fields, _ = read_exact(name, data, version, start=pos, what=f"{WHAT} ({name})", source=source)
+    return {"type": name, "api_key": api_key, "version": version, "frame_version": frame_version,
+            "data": fields}
+
+
+def _read_one(message: Message, data: bytes, version: int, pos: int, version_at: int, frame_version: int,
+              api_key: int, source: str | None) -> dict[str, Any]:
     if version not in message.valid_versions:
         raise UnsupportedError(f"{WHAT}: a version of {message.name} in {message.valid_versions}",
                                source=source, position=version_at, found=str(version))
@@ -82,9 +104,53 @@ def encode_metadata_record(record: dict[str, Any]) -> bytes:
     if message is None:
         raise UnsupportedError("a known metadata record type", found=str(api_key or record.get("type")))
     version = int(record["version"])
+    if message.name not in PREVIEW_METADATA_RECORDS:
+        message = for_writing(message.name, version).message
     out = bytearray()
     write_uvarint(out, int(record.get("frame_version", FRAME_VERSION)))
     write_uvarint(out, message.api_key)  # type: ignore[arg-type]
     write_uvarint(out, version)
     out += write_message(message, record.get("data") or {}, version)
     return bytes(out)
+
+
+def decode_as_newest_known(
+    value: bytes | bytearray | memoryview | None, *, source: str | None = None
+) -> dict[str, Any]:
+    """A record of a known type at a version *newer* than every definition here, read with the newest
+    known version's layout, and only if that reads it exactly to its last byte.
+
+    For records whose later versions add only tagged fields: a tagged field unknown to the older
+    version is kept raw under ``_unknown_tagged_fields`` (flexible versions, KIP-482), so nothing is
+    lost or guessed; an untagged addition makes the exact read fail (UnsupportedError, as for any
+    unknown version). The result is marked ``"read_as_version"``. Used by the metadata image for the
+    broker registrations of Kafka 4.3 (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3,
+    KIP-1066 cordoned log dirs), whose JSON definitions are not in ../shared.
+    """
+    try:
+        return decode_metadata_record(value, source=source)
+    except UnsupportedError:
+        if value is None:
+            raise
+        data = as_bytes(value)
+        frame_version, pos = _uvarint(data, 0, "frame version", source)
+        api_key, pos = _uvarint(data, pos, "record type", source)
+        version_at = pos
+        version, pos = _uvarint(data, pos, "record version", source)
+        name = METADATA_RECORD_NAMES.get(api_key)
+        message = METADATA_RECORDS.get(api_key)
+        if frame_version != FRAME_VERSION or name is None or message is None:
+            raise
+        known = message.valid_versions.high
+        if version <= known or known not in message.flexible_versions:
+            raise
+        try:
+            what = f"{WHAT} ({name} v{version} as v{known})"
+            fields, _ = read_exact(name, data, known, start=pos, what=what, source=source)
+        except FormatError as exc:
+            raise UnsupportedError(
+                f"{WHAT}: {name} v{version} read exactly as v{known}", source=source, position=version_at,
+                found=str(exc),
+            ) from None
+        return {"type": name, "api_key": api_key, "version": version, "frame_version": frame_version,
+                "data": fields, "read_as_version": known}

@@ -1,6 +1,7 @@
 """Records of ``__consumer_offsets``: offset commits, classic group metadata, KIP-848/932 group records.
 
-Key = int16 record type (0/1 OffsetCommit, 2 GroupMetadata, 3.. newer group records) + the key
+Key = int16 record type (0/1 OffsetCommit, 2 GroupMetadata, 3-15 KIP-848/932 consumer and share group
+records, 16 ConsumerGroupRegularExpression, 17 and 19-23 KIP-1071 streams group records) + the key
 struct read at that version; value = int16 version + the value struct; a null value is a
 tombstone (K: group-coordinator/.../GroupCoordinatorRecordSerde.java, CoordinatorRecordSerde.java).
 
@@ -8,6 +9,9 @@ Decoded form::
 
     {"type": "OffsetCommit", "key_version": 1, "key": {"group": ..., "topic": ..., "partition": ...},
      "version": 3, "value": {"offset": ..., "leader_epoch": ..., ...}}     # value None: tombstone
+
+plus ``"layout": "4.0-SNAPSHOT/4.0.0"`` (or "4.1.1/4.2.0") for the share-group records whose layout
+Kafka 4.1 changed under the same version (see ``layouts``).
 
 For classic groups whose protocol type is "consumer", each member's ``subscription`` and
 ``assignment`` (and a KIP-848 classic member's supported protocol ``metadata``) are decoded into
@@ -20,11 +24,12 @@ from typing import Any
 
 from logdoctor.formats.internal import consumer_protocol
 from logdoctor.formats.internal._framing import decode_typed_record, encode_typed_record
-from logdoctor.formats.internal.schemas import CONSUMER_OFFSETS_RECORDS
+from logdoctor.formats.internal.schemas import CONSUMER_OFFSETS_RECORDS, known_text
 
 KEY = "consumer offsets key"
+KNOWN = known_text(CONSUMER_OFFSETS_RECORDS)
 VALUE = "consumer offsets value"
-_TYPE_IDS = {name: rt for rt, (name, _, _) in sorted(CONSUMER_OFFSETS_RECORDS.items(), reverse=True)}
+_TYPE_IDS = {rec.name: rt for rt, rec in sorted(CONSUMER_OFFSETS_RECORDS.items(), reverse=True)}
 
 
 def decode_consumer_offsets(
@@ -36,7 +41,7 @@ def decode_consumer_offsets(
 ) -> dict[str, Any]:
     """Decode one ``__consumer_offsets`` record; positions in errors are within the key or value."""
     out = decode_typed_record(
-        key, value, CONSUMER_OFFSETS_RECORDS, key_what=KEY, value_what=VALUE, known="0-15", source=source
+        key, value, CONSUMER_OFFSETS_RECORDS, key_what=KEY, value_what=VALUE, known=KNOWN, source=source
     )
     if decode_protocol and out["value"] is not None:
         _decode_embedded(out["type"], out["value"])

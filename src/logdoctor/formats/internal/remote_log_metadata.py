@@ -3,9 +3,10 @@
 A value is framed as a KRaft metadata record: unsigned varint frame version (1), unsigned varint
 api key, unsigned varint version, then the struct (K: storage/.../remote/metadata/storage/
 serialization/RemoteLogMetadataSerde.java over server-common/.../serialization/
-BytesApiMessageSerde.java, AbstractApiMessageSerde.java). Specs written from Kafka's
+BytesApiMessageSerde.java, AbstractApiMessageSerde.java). Layouts from Kafka's
 storage/src/main/resources/message/RemoteLogSegmentMetadata*Record.json and
-RemotePartitionDeleteMetadataRecord.json. Keys are not used by the serde (they may be null).
+RemotePartitionDeleteMetadataRecord.json, generated (``kafka_layouts``: 4.0 adds the tagged TxnIndexEmpty).
+Keys are not used by the serde (they may be null).
 
 Decoded form: {"type": "RemoteLogSegmentMetadataRecord", "api_key": 0, "version": 0,
 "frame_version": 1, "data": {...}}. RemoteLogSegmentState: 0 COPY_SEGMENT_STARTED, 1
@@ -20,91 +21,17 @@ from typing import Any
 from logdoctor.errors import CorruptRecordError, UnsupportedError
 from logdoctor.formats.internal._framing import as_bytes
 from logdoctor.formats.internal.cluster_metadata import _uvarint
-from logdoctor.formats.internal.protocol import Message, read_message, write_message, write_uvarint
-from logdoctor.formats.internal.schemas import A, F, M, S
+from logdoctor.formats.internal.layouts import candidates, for_writing, known_releases, newest, read_exact
+from logdoctor.formats.internal.protocol import Message, write_message, write_uvarint
+from logdoctor.formats.internal.schemas import REMOTE_LOG_METADATA_RECORD_NAMES
 
 WHAT = "remote log metadata record"
 FRAME_VERSION = 1  # AbstractApiMessageSerde.DEFAULT_FRAME_VERSION (the only one it reads)
 
-_TOPIC_ID_PARTITION = S(
-    "TopicIdPartitionEntry",
-    F("name", "string", "0+"),
-    F("id", "uuid", "0+"),
-    F("partition", "int32", "0+"),
-)
-_SEGMENT_ID = S(
-    "RemoteLogSegmentIdEntry",
-    F("topic_id_partition", _TOPIC_ID_PARTITION, "0+"),
-    F("id", "uuid", "0+"),
-)
-_LEADER_EPOCHS = F(
-    "segment_leader_epochs",
-    A(
-        S(
-            "SegmentLeaderEpochEntry",
-            F("leader_epoch", "int32", "0+"),
-            F("offset", "int64", "0+"),
-        )
-    ),
-    "0+",
-)
-_CUSTOM = F("custom_metadata", "bytes", "0+", nullable="0+", default=None)
-
-
-def _rec(api_key: int, name: str, *fields: Any) -> Message:
-    return M(name, "0", "0+", *fields, api_key=api_key)
-
-
+#: api key -> the newest layout (storage/src/main/resources/message/RemoteLogSegmentMetadata*Record.json,
+#: RemotePartitionDeleteMetadataRecord.json; the snapshot record is the snapshot files' record)
 REMOTE_LOG_METADATA_RECORDS: dict[int, Message] = {
-    m.api_key: m  # type: ignore[misc]
-    for m in (
-        _rec(
-            0,
-            "RemoteLogSegmentMetadataRecord",
-            F("remote_log_segment_id", _SEGMENT_ID, "0+"),
-            F("start_offset", "int64", "0+"),
-            F("end_offset", "int64", "0+"),
-            F("broker_id", "int32", "0+"),
-            F("max_timestamp_ms", "int64", "0+"),
-            F("event_timestamp_ms", "int64", "0+"),
-            _LEADER_EPOCHS,
-            F("segment_size_in_bytes", "int32", "0+"),
-            _CUSTOM,
-            F("remote_log_segment_state", "int8", "0+"),
-        ),
-        _rec(
-            1,
-            "RemoteLogSegmentMetadataUpdateRecord",
-            F("remote_log_segment_id", _SEGMENT_ID, "0+"),
-            F("broker_id", "int32", "0+"),
-            F("event_timestamp_ms", "int64", "0+"),
-            _CUSTOM,
-            F("remote_log_segment_state", "int8", "0+"),
-        ),
-        _rec(
-            2,
-            "RemotePartitionDeleteMetadataRecord",
-            F("topic_id_partition", _TOPIC_ID_PARTITION, "0+"),
-            F("broker_id", "int32", "0+"),
-            F("event_timestamp_ms", "int64", "0+"),
-            F("remote_partition_delete_state", "int8", "0+"),
-        ),
-        # the remote log metadata snapshot files' record (not written to the topic)
-        _rec(
-            3,
-            "RemoteLogSegmentMetadataSnapshotRecord",
-            F("segment_id", "uuid", "0+"),
-            F("start_offset", "int64", "0+"),
-            F("end_offset", "int64", "0+"),
-            F("broker_id", "int32", "0+"),
-            F("max_timestamp_ms", "int64", "0+"),
-            F("event_timestamp_ms", "int64", "0+"),
-            _LEADER_EPOCHS,
-            F("segment_size_in_bytes", "int32", "0+"),
-            _CUSTOM,
-            F("remote_log_segment_state", "int8", "0+"),
-        ),
-    )
+    api_key: newest(name) for api_key, name in REMOTE_LOG_METADATA_RECORD_NAMES.items()
 }
 _BY_NAME = {m.name: m for m in REMOTE_LOG_METADATA_RECORDS.values()}
 
@@ -130,16 +57,16 @@ def decode_remote_log_metadata(
         raise UnsupportedError(
             f"{WHAT}: a known record type (0-3)", source=source, position=api_key_at, found=str(api_key)
         )
-    if version not in message.valid_versions:
+    if not candidates(message.name, version):
         raise UnsupportedError(
-            f"{WHAT}: a version of {message.name} in {message.valid_versions}",
+            f"{WHAT}: a version of {message.name} known to Kafka {known_releases(message.name)}"
+            f" ({message.valid_versions})",
             source=source,
             position=version_at,
             found=str(version),
         )
-    fields, _ = read_message(
-        message, data, version, start=pos, what=f"{WHAT} ({message.name})", source=source
-    )
+    fields, _ = read_exact(message.name, data, version, start=pos, what=f"{WHAT} ({message.name})",
+                           source=source)
     return {
         "type": message.name,
         "api_key": api_key,
@@ -161,9 +88,10 @@ def encode_remote_log_metadata(record: dict[str, Any]) -> bytes:
         raise UnsupportedError(
             "a known remote log metadata record type", found=str(api_key or record.get("type"))
         )
+    version = int(record["version"])
     out = bytearray()
     write_uvarint(out, int(record.get("frame_version", FRAME_VERSION)))
     write_uvarint(out, message.api_key)  # type: ignore[arg-type]
-    write_uvarint(out, int(record["version"]))
-    out += write_message(message, record.get("data") or {}, int(record["version"]))
+    write_uvarint(out, version)
+    out += write_message(for_writing(message.name, version).message, record.get("data") or {}, version)
     return bytes(out)

@@ -3,14 +3,20 @@
 Key = int16 record type (0 ShareSnapshot, 1 ShareUpdate) + the key struct read at that version;
 value = int16 version + the value struct of the key's record type; a null value is a tombstone
 (K: share-coordinator/.../ShareCoordinatorRecordSerde.java, ShareCoordinator.java,
-coordinator-common/.../runtime/CoordinatorRecordSerde.java). Specs written from Kafka's
-share-coordinator/src/main/resources/common/message/Share{Snapshot,Update}{Key,Value}.json.
+coordinator-common/.../runtime/CoordinatorRecordSerde.java). Layouts generated from Kafka's
+share-coordinator/src/main/resources/common/message/Share{Snapshot,Update}{Key,Value}.json of 4.0, 4.1.1
+and 4.2.0 (``kafka_layouts``): 4.1 changed the value under the same version 0 (SnapshotEpoch uint16 ->
+int32, CreateTimestamp, WriteTimestamp; 4.2 adds the tagged DeliveryCompleteCount), so each value is
+read with the one layout that decodes it exactly (``layouts.read_exact``).
 
 Decoded form (as ``__consumer_offsets``)::
 
     {"type": "ShareSnapshot", "key_version": 0, "key": {"group_id": ..., "topic_id": ..., "partition": ...},
-     "version": 0, "value": {"snapshot_epoch": ..., "state_epoch": ..., "leader_epoch": ...,
-     "start_offset": ..., "state_batches": [...]}}
+     "version": 0, "layout": "4.1.1/4.2.0", "value": {"snapshot_epoch": ..., "state_epoch": ...,
+     "leader_epoch": ..., "start_offset": ..., "create_timestamp": ..., "write_timestamp": ...,
+     "delivery_complete_count": ..., "state_batches": [...]}}
+
+``layout`` names the Kafka releases whose layout read the value ("4.0-SNAPSHOT/4.0.0" for 4.0's).
 """
 
 from __future__ import annotations
@@ -18,59 +24,12 @@ from __future__ import annotations
 from typing import Any
 
 from logdoctor.formats.internal._framing import decode_typed_record, encode_typed_record
-from logdoctor.formats.internal.protocol import Message
-from logdoctor.formats.internal.schemas import A, F, M, S
+from logdoctor.formats.internal.schemas import SHARE_GROUP_STATE_RECORDS, known_text
 
 KEY = "share group state key"
 VALUE = "share group state value"
-
-_STATE_BATCH = S(
-    "StateBatch",
-    F("first_offset", "int64", "0"),
-    F("last_offset", "int64", "0"),
-    F("delivery_state", "int8", "0"),  # 0 Available, 2 Acked, 4 Archived
-    F("delivery_count", "int16", "0"),
-)
-
-
-def _key(name: str, version: str) -> Message:
-    return M(
-        name,
-        version,
-        "none",
-        F("group_id", "string", version),
-        F("topic_id", "uuid", version),
-        F("partition", "int32", version),
-    )
-
-
-SHARE_SNAPSHOT_KEY = _key("ShareSnapshotKey", "0")
-SHARE_SNAPSHOT_VALUE = M(
-    "ShareSnapshotValue",
-    "0",
-    "0+",
-    F("snapshot_epoch", "uint16", "0"),
-    F("state_epoch", "int32", "0+"),
-    F("leader_epoch", "int32", "0+"),
-    F("start_offset", "int64", "0"),
-    F("state_batches", A(_STATE_BATCH), "0"),
-)
-SHARE_UPDATE_KEY = _key("ShareUpdateKey", "1")
-SHARE_UPDATE_VALUE = M(
-    "ShareUpdateValue",
-    "0",
-    "0+",
-    F("snapshot_epoch", "uint16", "0"),
-    F("leader_epoch", "int32", "0+"),
-    F("start_offset", "int64", "0"),
-    F("state_batches", A(_STATE_BATCH), "0"),
-)
-#: record type (the key's int16 version) -> (type name, key spec, value spec)
-SHARE_GROUP_STATE_RECORDS: dict[int, tuple[str, Message, Message]] = {
-    0: ("ShareSnapshot", SHARE_SNAPSHOT_KEY, SHARE_SNAPSHOT_VALUE),
-    1: ("ShareUpdate", SHARE_UPDATE_KEY, SHARE_UPDATE_VALUE),
-}
-_TYPE_IDS = {name: rt for rt, (name, _k, _v) in SHARE_GROUP_STATE_RECORDS.items()}
+KNOWN = known_text(SHARE_GROUP_STATE_RECORDS)
+_TYPE_IDS = {rec.name: rt for rt, rec in SHARE_GROUP_STATE_RECORDS.items()}
 
 
 def decode_share_group_state(
@@ -81,7 +40,7 @@ def decode_share_group_state(
 ) -> dict[str, Any]:
     """Decode one ``__share_group_state`` record; positions in errors are within the key or value."""
     return decode_typed_record(
-        key, value, SHARE_GROUP_STATE_RECORDS, key_what=KEY, value_what=VALUE, known="0-1", source=source
+        key, value, SHARE_GROUP_STATE_RECORDS, key_what=KEY, value_what=VALUE, known=KNOWN, source=source
     )
 
 

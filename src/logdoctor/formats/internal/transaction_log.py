@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from logdoctor.formats.internal._framing import decode_typed_record, encode_typed_record
-from logdoctor.formats.internal.schemas import TRANSACTION_LOG_RECORDS, TRANSACTION_STATES
+from logdoctor.formats.internal.schemas import TRANSACTION_LOG_RECORDS, TRANSACTION_STATES, known_text
 
 KEY = "transaction log key"
 VALUE = "transaction log value"
@@ -29,7 +29,7 @@ def decode_transaction_log(
         TRANSACTION_LOG_RECORDS,
         key_what=KEY,
         value_what=VALUE,
-        known="0",
+        known=known_text(TRANSACTION_LOG_RECORDS),
         source=source,
         name_value_errors=False,
     )

@@ -67,7 +67,41 @@ def unknown_record(
         "version": version,
         "raw_key": _b64(key),
         "raw_value": _b64(value),
+        **known_of(framing, record_type),
     }
+
+
+def known_of(framing: str, record_type: int | None) -> dict[str, Any]:
+    """What the tables know of a topic's records: ``known_types`` ("0-17, 19-23"), and for a known
+    record type ``known_versions`` of its value (``"0-4"``) and the Kafka releases (``known_in``) whose
+    JSON definitions they follow (generated layouts, ``kafka_layouts``)."""
+    from logdoctor.formats.internal import schemas
+    from logdoctor.formats.internal.layouts import LAYOUTS
+
+    names: dict[int, str]
+    if framing == "cluster-metadata":
+        names = {**{k: m.name for k, m in schemas.METADATA_RECORDS.items()}, **schemas.METADATA_RECORD_NAMES}
+    elif framing == "remote-log-metadata":
+        names = schemas.REMOTE_LOG_METADATA_RECORD_NAMES
+    else:
+        table = {"consumer-offsets": schemas.CONSUMER_OFFSETS_RECORDS,
+                 "transactions": schemas.TRANSACTION_LOG_RECORDS,
+                 "share-group-state": schemas.SHARE_GROUP_STATE_RECORDS}.get(framing)
+        if table is None:
+            return {}
+        names = {t: rec.value for t, rec in table.items()}
+    out: dict[str, Any] = {"known_types": schemas.known_types(names)}
+    name = names.get(record_type) if record_type is not None else None
+    layouts = LAYOUTS.get(name or "", ())
+    if layouts:
+        versions = sorted({v for lay in layouts for v in range(lay.message.valid_versions.low,
+                                                               lay.message.valid_versions.high + 1)})
+        out["known_versions"] = schemas.known_types(dict.fromkeys(versions))
+        releases: list[str] = []
+        for lay in layouts:
+            releases.extend(r for r in lay.releases if r not in releases)
+        out["known_in"] = ", ".join(releases)
+    return out
 
 
 def decode_lenient(

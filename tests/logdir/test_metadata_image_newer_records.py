@@ -1,0 +1,159 @@
+"""The metadata image and the KRaft records of Kafka 4.0 to 4.3: ClearElrRecord (28),
+UnregisterControllerRecord (29), RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3.
+
+Records are written from Kafka's JSON files (tests/kafka_schemas.py's generic writer, ../shared) and
+appended to a generated broker's ``__cluster_metadata-0``. Expected states follow Kafka's replay:
+ClearElrRecord clears ELR and last known ELR of every partition of its topic (every topic when the name
+is empty) that has any, merged as a PartitionChangeRecord, so the partition epoch goes up
+(K: metadata/src/main/java/org/apache/kafka/image/TopicsDelta.java, TopicDelta.java ``maybeClearElr``,
+PartitionRegistration.java ``merge``, tag 4.2.0).
+"""
+
+from __future__ import annotations
+
+import base64
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import kafka_schemas as ks
+from logdoctor.formats.record_types import RecordSpec
+from logdoctor.formats.writer import build_record_batch
+from logdoctor.logdir.metadata_image import replay
+from logdoctor.sample.kraft import metadata_records, write_metadata_log
+from logdoctor.sample.logdir import BrokerSpec, FleetSpec, TopicSpec, generate_fleet
+
+pytestmark = pytest.mark.skipif(not ks.available_42(), reason=ks.SKIP_REASON_42)
+
+_METADATA = "metadata/src/main/resources/common/metadata"
+
+
+def _uvarint(v: int) -> bytes:
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
+
+
+def _spec(name: str) -> ks.Spec:
+    for root in (ks.SCHEMAS_42 / _METADATA, ks.SCHEMAS_42 / "_stored-apache-kafka-trunk" / _METADATA):
+        if (root / f"{name}.json").is_file():
+            return ks.Spec(ks.load_path(root / f"{name}.json"))
+    raise FileNotFoundError(name)
+
+
+def _record(name: str, version: int, **fields: Any) -> bytes:
+    """A metadata record value: frame 1, api key, version, the struct with ``fields`` over the defaults."""
+    spec = _spec(name)
+    value = {ks.snake(f["name"]): ks._default(f, spec, version) for f in spec.raw["fields"]
+             if ks._in(version, ks.fversions(f))}
+    value.update(fields)
+    return _uvarint(1) + _uvarint(spec.raw["apiKey"]) + _uvarint(version) + ks.write(spec, value, version)
+
+
+def _node(tmp_path: Path) -> tuple[Path, int]:
+    spec = FleetSpec(
+        topics=[TopicSpec("orders", partitions=2, records_per_partition=5),
+                TopicSpec("audit", partitions=1, records_per_partition=5)],
+        brokers=(BrokerSpec(1, kraft=True),),
+        seed=3,
+    )
+    fleet = generate_fleet(tmp_path / "fleet", spec)
+    recs = metadata_records(fleet, metadata_version=21)
+    return write_metadata_log(fleet, 1, records=recs, epoch=3), len(recs)
+
+
+def _append(mdir: Path, end: int, values: list[bytes]) -> None:
+    log = mdir / "00000000000000000000.log"
+    batch = build_record_batch([RecordSpec(v) for v in values], base_offset=end, partition_leader_epoch=3)
+    log.write_bytes(log.read_bytes() + batch)
+
+
+def _uuid(n: int) -> str:
+    return base64.urlsafe_b64encode(bytes([n % 256]) * 16).decode().rstrip("=")
+
+
+def test_clear_elr_clears_the_named_topic_and_bumps_its_partition_epochs(tmp_path: Path) -> None:
+    mdir, end = _node(tmp_path)
+    before = replay(mdir)
+    orders, audit = before.topics["orders"], before.topics["audit"]
+    elr = [_record("PartitionChangeRecord", 2, topic_id=t, partition_id=p, eligible_leader_replicas=[1],
+                   last_known_elr=[1]) for t, p in ((orders, 0), (audit, 0))]
+    _append(mdir, end, [*elr, _record("ClearElrRecord", 0, topic_name="orders")])
+    image = replay(mdir)
+    assert image.skipped == {} and image.errors == []
+    o0, o1, a0 = (image.partitions[(orders, 0)], image.partitions[(orders, 1)], image.partitions[(audit, 0)])
+    epochs = {k: before.partitions[k].partition_epoch for k in ((orders, 0), (orders, 1), (audit, 0))}
+    assert (o0.elr, o0.last_known_elr, o0.partition_epoch) == ([], [], epochs[(orders, 0)] + 2)
+    assert o0.offset == end + 2
+    assert o1.partition_epoch == epochs[(orders, 1)]  # no ELR: untouched
+    assert (a0.elr, a0.last_known_elr, a0.partition_epoch) == ([1], [1], epochs[(audit, 0)] + 1)
+    assert image.record_types["ClearElrRecord"] == 1
+
+
+def test_clear_elr_without_a_name_clears_every_topic(tmp_path: Path) -> None:
+    mdir, end = _node(tmp_path)
+    before = replay(mdir)
+    orders, audit = before.topics["orders"], before.topics["audit"]
+    elr = [_record("PartitionChangeRecord", 2, topic_id=t, partition_id=0, eligible_leader_replicas=[1])
+           for t in (orders, audit)]
+    _append(mdir, end, [*elr, _record("ClearElrRecord", 0, topic_name="")])
+    image = replay(mdir)
+    for t in (orders, audit):
+        st = image.partitions[(t, 0)]
+        assert (st.elr, st.partition_epoch) == ([], before.partitions[(t, 0)].partition_epoch + 2)
+
+
+def test_unregister_controller(tmp_path: Path) -> None:
+    mdir, end = _node(tmp_path)
+    register = [_record("RegisterControllerRecord", 0, controller_id=c, incarnation_id=_uuid(c))
+                for c in (3000, 3001)]
+    _append(mdir, end, [*register, _record("UnregisterControllerRecord", 0, controller_id=3000)])
+    image = replay(mdir)
+    assert image.controllers == {3001: _uuid(3001)} and image.skipped == {}
+
+
+def _registration_v4(broker_id: int, epoch: int, dirs: list[str], extra_tag: bytes) -> bytes:
+    """RegisterBrokerRecord as a 4.3 broker writes it: v3's fields (4.2.0's file), version 4, and one
+    more tagged field after LogDirs (tag 0), ``extra_tag`` (tag, size, payload)."""
+    v3 = _record("RegisterBrokerRecord", 3, broker_id=broker_id, broker_epoch=epoch, incarnation_id=_uuid(9),
+                 fenced=False)
+    head = _uvarint(1) + _uvarint(0) + _uvarint(3)
+    assert v3.startswith(head) and v3.endswith(b"\x00")  # no tagged field: LogDirs left at its default
+    dirs_payload = _uvarint(len(dirs) + 1) + b"".join(base64.urlsafe_b64decode(d + "==") for d in dirs)
+    tags = _uvarint(2) + _uvarint(0) + _uvarint(len(dirs_payload)) + dirs_payload + extra_tag
+    return _uvarint(1) + _uvarint(0) + _uvarint(4) + v3[len(head):-1] + tags
+
+
+def test_register_broker_v4_keeps_the_brokers_log_dirs(tmp_path: Path) -> None:
+    mdir, end = _node(tmp_path)
+    cordoned = _uvarint(2) + bytes([7]) * 16  # a compact array of one uuid
+    record = _registration_v4(7, 55, [_uuid(1), _uuid(2)], _uvarint(1) + _uvarint(len(cordoned)) + cordoned)
+    change = _record("BrokerRegistrationChangeRecord", 2, broker_id=7, broker_epoch=55, log_dirs=[_uuid(3)])
+    head = _uvarint(1) + _uvarint(17) + _uvarint(2)
+    change_v3 = _uvarint(1) + _uvarint(17) + _uvarint(3) + change[len(head):]
+    _append(mdir, end, [record])
+    image = replay(mdir)
+    assert image.skipped == {} and image.errors == []
+    assert image.brokers[7].log_dirs == [_uuid(1), _uuid(2)] and image.brokers[7].broker_epoch == 55
+    assert image.read_as_older == {"RegisterBrokerRecord v4 as v3": 1}
+    _append(mdir, end + 1, [change_v3])
+    image = replay(mdir)
+    assert image.brokers[7].log_dirs == [_uuid(3)]
+    assert image.read_as_older["BrokerRegistrationChangeRecord v3 as v2"] == 1
+
+
+def test_register_broker_v4_that_v3_cannot_read_exactly_is_skipped_not_an_error(tmp_path: Path) -> None:
+    mdir, end = _node(tmp_path)
+    good = _registration_v4(7, 55, [_uuid(1)], b"")
+    # an untagged field appended after v3's fields would shift the tagged section: not read as v3
+    head_len = len(_uvarint(1) + _uvarint(0) + _uvarint(4))
+    bad = good[:head_len] + struct.pack(">i", 12345) + good[head_len:]
+    _append(mdir, end, [bad])
+    image = replay(mdir)
+    assert 7 not in image.brokers and image.errors == []
+    assert image.skipped == {"unknown type 0, version 4": 1}
