@@ -1826,8 +1826,9 @@ crc_check_v2(PyObject *self, PyObject *args)
  * building a Python object (the --deep scan's record check: checks.state.walk_file).
  *
  * For the batches at positions[first:end] (native int64 start positions in buf: scan_v2's out), each
- * uncompressed one is read exactly as batch_records reads it (a record count of 0: nothing read, as
- * DefaultRecordBatch.iterator; a negative count: E_BAD_COUNT; count records through parse_record; then
+ * uncompressed one is read exactly as batch_records reads it (a record count of 0 with no records section:
+ * nothing read, as DefaultRecordBatch.iterator; a count of 0 with records, or one that disagrees with
+ * lastOffsetDelta: left to the Python path, RecordBatchV2.check_count; a negative count: E_BAD_COUNT; count records through parse_record; then
  * no bytes left: E_TRAILING). Stops at the first batch it leaves to the Python path (not a whole v2
  * batch inside buf, or compressed with records) or whose records fail.
  *
@@ -1854,8 +1855,13 @@ check_records_run(const uint8_t *p, Py_ssize_t n, const int64_t *positions, Py_s
         if (b[16] != 2 || length < 61 - 12 || (int64_t)length > (int64_t)n - start - 12)
             break;
         int32_t count = (int32_t)be32(b + 57);
-        if (count == 0)
+        int32_t delta = (int32_t)be32(b + 23);
+        if (count == 0 && length == 61 - 12)
             continue;
+        /* a count that disagrees with the offset range, or 0 with records behind it: the Python path's
+         * batch validation (RecordBatchV2.check_count) names it */
+        if (count == 0 || delta < 0 || (count > 0 && (int64_t)count > (int64_t)delta + 1))
+            break;
         if (b[22] & 0x07)
             break;
         Py_ssize_t pos = (Py_ssize_t)start + 61, rend = (Py_ssize_t)start + 12 + (Py_ssize_t)length;
