@@ -1269,6 +1269,13 @@ _DUMP = (
     ),
     ("LOG_CRC_MISMATCH", _E, "a batch whose CRC does not match (DLS 'isvalid: false')", "LOG_CORRUPT"),
     (
+        "LOG_OFFSET_BELOW_BASE",
+        _E,
+        "a batch whose offsets start below the segment's base offset (LogSegment.recover: "
+        "InvalidOffsetException)",
+        "SEGMENT_BASE_OFFSET_MISMATCH",
+    ),
+    (
         "LOG_NON_CONSECUTIVE_OFFSETS",
         _I,
         "offsets that skip (info: compaction) or go backwards (error) (DLS 'Non-consecutive offsets')",

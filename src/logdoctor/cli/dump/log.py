@@ -152,6 +152,8 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
     error: FormatError | None = None
     gaps: list[Finding] = []
     crc_bad: list[Finding] = []
+    below: list[Finding] = []  # batches below the segment's base offset (scan: SEGMENT_BASE_OFFSET_MISMATCH)
+    segment_base = ctx.info.base_offset if ctx.info.kind is FileKind.LOG else None
     started = ts_r is None or ts_r.first is None
     walk = iter_batches_from(reader, plan.position, end=end, window=DEFAULT_WINDOW if seeking else None)
     try:
@@ -168,6 +170,8 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
                 started = True
             ev = _batch_event(ctx, b, opts.verify_crc)
             yield ev
+            if segment_base is not None and b.base_offset is not None and b.base_offset < segment_base:
+                below.append(_below_base(ctx, b, segment_base))
             stats["batches"] += 1
             if stats["first_offset"] is None:
                 stats["first_offset"] = b.base_offset  # v0/v1: the (first inner) message's offset
@@ -217,6 +221,7 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
     except FormatError as e:
         if not (limited and isinstance(e, TruncatedError)):
             error = e
+    ctx.findings.extend(below[:1])  # the first (the scan reports the segment once)
     ctx.findings.extend(crc_bad)
     ctx.findings.extend(gaps)
     invalid = 0
@@ -254,6 +259,20 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
         size=reader.size,
         bytes_read=bytes_read,
         findings=len(ctx.findings),
+    )
+
+
+def _below_base(ctx: FileContext, b: Batch, base: int) -> Finding:
+    """A batch below the segment's base offset: LogSegment.recover's ensureOffsetInRange throws
+    InvalidOffsetException and the broker deletes the segment's data (issue 48: the scan said it, the dump
+    did not)."""
+    return Finding(
+        FindingCode.LOG_OFFSET_BELOW_BASE,
+        Severity.ERROR,
+        ctx.file,
+        f"the batch at position {b.position} starts at offset {b.base_offset}, below the segment's base "
+        f"offset {base} (from its file name): the broker's recovery deletes the segment's data",
+        log={"position": b.position, "base_offset": b.base_offset, "segment_base_offset": base},
     )
 
 
