@@ -61,3 +61,33 @@ def test_an_intact_segment_has_no_such_finding() -> None:
     res = CliRunner().invoke(app, ["dump", "--json", str(log)], terminal_width=200)
     assert res.exit_code == 0, res.output
     assert not _findings(res.output)
+
+
+# --- issue 48, item 5: a remote object that runs past its segment's end, into the next segment
+
+
+def test_dump_of_a_remote_object_running_into_the_next_segment_names_it_and_prints_each_offset_once(
+    tmp_path: Path,
+) -> None:
+    tiered = realworld.require_tiered()
+    copy = realworld.writable_copy(tiered / "kafka-local", tmp_path / "kafka-local")
+    [folder] = (copy / "remote" / "kafka-tiered-storage").glob("payments-0-*")
+    [first] = folder.glob(f"{0:020d}-*.log")
+    [second] = folder.glob(f"{324:020d}-*.log")
+    data = second.read_bytes()
+    size = struct.unpack_from(">i", data, 8)[0] + 12
+    assert struct.unpack_from(">q", data, 0)[0] == 324
+    with open(first, "ab") as fh:  # the object goes on with the next segment's first batch (324..377)
+        fh.write(data[:size])
+    partition = str(copy / "kafka-logs" / "payments-0")
+    args = ["dump", "--deep", "--json", "--remote-storage", str(copy / "remote"), partition]
+    res = CliRunner().invoke(app, args, terminal_width=200)
+    assert res.exit_code == 2, res.output
+    offsets: list[int] = []
+    for line in res.output.splitlines():
+        if line.startswith("{") and json.loads(line)["type"] == "record":
+            offsets.append(json.loads(line)["offset"])
+    assert offsets == list(range(1296))  # each offset once, in order
+    [found] = [f for f in _findings(res.output) if f["code"] == "LOG_PAST_REMOTE_SEGMENT"]
+    log = found["log"]
+    assert (log["base_offset"], log["last_offset"], log["end"]) == (324, 377, 323)

@@ -1276,6 +1276,13 @@ _DUMP = (
         "SEGMENT_BASE_OFFSET_MISMATCH",
     ),
     (
+        "LOG_PAST_REMOTE_SEGMENT",
+        _E,
+        "a remote segment's object holding offsets past the segment's last offset (its metadata's end, or "
+        "the next segment's start): those offsets are dumped once, from the segment that holds them",
+        "REMOTE_SEGMENTS_OVERLAP",
+    ),
+    (
         "LOG_NON_CONSECUTIVE_OFFSETS",
         _I,
         "offsets that skip (info: compaction) or go backwards (error) (DLS 'Non-consecutive offsets')",
