@@ -71,6 +71,7 @@ from logdoctor.formats.record_types import (
 )
 from logdoctor.formats.v2_twin import (
     _E_CODEC,
+    _E_WINDOW,
     RECORD_ERRORS,
     RecordError,
     check_records_py,
@@ -559,7 +560,7 @@ class RecordBatchV2(Batch):
 
 
 class SectionTooLargeError(Exception):
-    """Not a damage: ``decode_v2_run`` (and so ``decode_columns``) met a gzip or zstd batch whose records
+    """Not a damage: ``decode_v2_run`` (and so ``decode_columns``) met a compressed batch whose records
     decompress to more than a window (a decompression bomb, or a very large batch). Its records are to be
     read a window at a time with ``batch.record_windows()``; ``.batch`` is it."""
 
@@ -642,15 +643,27 @@ def decode_v2_run(run: list[RecordBatchV2], *, payload: bool = True) -> tuple:
         except dec.record_error as exc:
             code, _, _, k = exc.args
             batch = run[k]
+            if code == _E_WINDOW:  # an lz4 section of more than a window: never decompressed whole here
+                raise SectionTooLargeError(batch) from None
             if code != _E_CODEC:
                 raise batch._record_error(exc, bool(batch.attributes & COMPRESSION_CODEC_MASK)) from None
-        # an lz4 frame the C walker leaves to codecs.py (block checksums, or damage: then this raises)
+        # an lz4 frame the C walker leaves to codecs.py (block checksums, or damage: then this raises), a
+        # window at most: a larger one is read a window at a time (SectionTooLargeError)
         if sections is None:
             sections = [None] * len(run)
-        sections[k] = batch._records_data()[0]
+        sections[k] = _one_window(batch)
         for j in range(k + 1, len(run)):  # the same for later frames with block checksums
             later = run[j]
             if later.attributes & COMPRESSION_CODEC_MASK == Compression.LZ4 and later.record_count:
                 flg_at = later._start + RECORDS_OFFSET + 4
                 if flg_at < later._start + later.size and later._buf[flg_at] & 0x10:
-                    sections[j] = later._records_data()[0]
+                    sections[j] = _one_window(later)
+
+
+def _one_window(batch: RecordBatchV2) -> bytes:
+    """The decompressed records section of a compressed batch that fits one window; SectionTooLargeError
+    for a larger one (never decompressed whole)."""
+    data = batch.small_section()
+    if data is None:
+        raise SectionTooLargeError(batch)
+    return data

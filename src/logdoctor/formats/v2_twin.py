@@ -55,6 +55,7 @@ _E_TRAILING = 8
 _E_TRUNCATED_LENGTH = 9
 _E_BAD_COUNT = 10
 _E_CODEC = 100  # C walker: "decompress this batch with codecs.py" (never leaves this module)
+_E_WINDOW = 101  # C walker: an lz4 section of more than a window (batch_v2.SectionTooLargeError)
 
 RECORD_ERRORS: dict[int, tuple[str, str]] = {
     _E_FEWER_RECORDS: ("as many records as the batch's record count", "the records end at record {index}"),
