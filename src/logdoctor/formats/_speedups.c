@@ -1854,7 +1854,7 @@ crc_check_v2(PyObject *self, PyObject *args)
  * For the batches at positions[first:end] (native int64 start positions in buf: scan_v2's out), each
  * uncompressed one is read exactly as batch_records reads it (a record count of 0 with no records section:
  * nothing read, as DefaultRecordBatch.iterator; a count of 0 with records, or one that disagrees with
- * lastOffsetDelta: left to the Python path, RecordBatchV2.check_count; a negative count: E_BAD_COUNT; count records through parse_record; then
+ * lastOffsetDelta, or is negative: left to the Python path, RecordBatchV2.check_count; count records through parse_record; then
  * no bytes left: E_TRAILING). Stops at the first batch it leaves to the Python path (not a whole v2
  * batch inside buf, or compressed with records) or whose records fail.
  *
@@ -1884,19 +1884,13 @@ check_records_run(const uint8_t *p, Py_ssize_t n, const int64_t *positions, Py_s
         int32_t delta = (int32_t)be32(b + 23);
         if (count == 0 && length == 61 - 12)
             continue;
-        /* a count that disagrees with the offset range, or 0 with records behind it: the Python path's
-         * batch validation (RecordBatchV2.check_count) names it */
-        if (count == 0 || delta < 0 || (count > 0 && (int64_t)count > (int64_t)delta + 1))
+        /* a count that is negative, disagrees with the offset range, or 0 with records behind it: the
+         * Python path's batch validation (RecordBatchV2.check_count) names it */
+        if (count <= 0 || delta < 0 || (int64_t)count > (int64_t)delta + 1)
             break;
         if (b[22] & 0x07)
             break;
         Py_ssize_t pos = (Py_ssize_t)start + 61, rend = (Py_ssize_t)start + 12 + (Py_ssize_t)length;
-        if (count < 0) {
-            code = E_BAD_COUNT;
-            *errpos = pos;
-            *index = 0;
-            break;
-        }
         for (int32_t k = 0; k < count; k++) {
             rec_t rec;
             code = parse_record(p, &pos, rend, &rec, errpos);

@@ -239,7 +239,7 @@ def check_records_py(buf, positions, first: int, end: int) -> tuple[int, int, in
         delta = struct.unpack_from(">i", data, start + 23)[0]
         if count == 0 and length == _RECORDS_OFFSET - LOG_OVERHEAD:
             continue
-        if count == 0 or delta < 0 or (count > 0 and count > delta + 1):
+        if count <= 0 or delta < 0 or count > delta + 1:
             return i, 0, 0, 0  # for RecordBatchV2.check_count
         if data[start + 22] & _COMPRESSION_CODEC_MASK:
             return i, 0, 0, 0
