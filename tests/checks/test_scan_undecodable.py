@@ -259,7 +259,9 @@ def test_c_and_twin_agree_on_mutated_records(edits: list[tuple[int, int]]) -> No
         b = next(iter_batches(bytes(buf), start=s, end=s + int.from_bytes(buf[s + 8 : s + 12], "big") + 12))
         with pytest.raises(FormatError) as exc:
             b.record_list()
-        assert got_c[1] != 0
+        if got_c[1] == 0:  # left to the Python path: a count that disagrees (RecordBatchV2.check_count)
+            assert "Inconsistent batch offset range and count" in str(exc.value)
+            return
         assert str(exc.value) == str(b._record_error(batch_v2.NATIVE.record_error(*got_c[1:]), False))  # type: ignore[union-attr]
 
 

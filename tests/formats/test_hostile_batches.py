@@ -202,6 +202,7 @@ def _huge_batch(codec: int, count: int) -> mmap.mmap:
     buf = mmap.mmap(-1, length + 12)
     struct.pack_into(">i", data, 8, length)
     struct.pack_into(">i", data, 57, count)
+    struct.pack_into(">i", data, 23, count - 1)  # an offset range that fits the count (issue 48's check)
     buf[: len(data)] = bytes(data)
     return buf
 

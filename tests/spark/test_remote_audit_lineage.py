@@ -203,3 +203,15 @@ def test_kafkas_lineage_cases_give_the_same_findings(spark, tmp_path: Path, line
     found = _compare(spark, log_dir, store, tmp_path)
     codes = {f[0] for f in found}
     assert {"REMOTE_SEGMENTS_OVERLAP", "REMOTE_EPOCH_LINEAGE_BROKEN"} <= codes
+
+
+def test_a_short_log_object_gives_the_same_finding(spark, tmp_path: Path) -> None:
+    """Issue 48, item 6: a Kafka-layout .log object shorter than the size the metadata records is
+    REMOTE_SEGMENT_MISSING in the census as in the scan."""
+    log_dir, store, p0 = _copy(tmp_path / "short")
+    seg_id = _segments(p0)[324]
+    obj = p0 / f"00000000000000000324-{seg_id}.log"
+    with open(obj, "r+b") as fh:
+        fh.truncate(obj.stat().st_size - 1000)
+    [(code, ids, _)] = _compare(spark, log_dir, store, tmp_path / "short")  # the census says the same
+    assert code == "REMOTE_SEGMENT_MISSING" and ids[0] == seg_id

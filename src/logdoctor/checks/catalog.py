@@ -1309,6 +1309,20 @@ _DUMP = (
     ),
     ("LOG_CRC_MISMATCH", _E, "a batch whose CRC does not match (DLS 'isvalid: false')", "LOG_CORRUPT"),
     (
+        "LOG_OFFSET_BELOW_BASE",
+        _E,
+        "a batch whose offsets start below the segment's base offset (LogSegment.recover: "
+        "InvalidOffsetException)",
+        "SEGMENT_BASE_OFFSET_MISMATCH",
+    ),
+    (
+        "LOG_PAST_REMOTE_SEGMENT",
+        _E,
+        "a remote segment's object holding offsets past the segment's last offset (its metadata's end, or "
+        "the next segment's start): those offsets are dumped once, from the segment that holds them",
+        "REMOTE_SEGMENTS_OVERLAP",
+    ),
+    (
         "LOG_NON_CONSECUTIVE_OFFSETS",
         _I,
         "offsets that skip (info: compaction) or go backwards (error) (DLS 'Non-consecutive offsets')",

@@ -86,9 +86,32 @@ class SegmentObjects:
     def keys(self) -> list[str]:
         return sorted(o.key for o in self.files.values())
 
-    def missing(self) -> list[str]:
-        """The suffixes a read needs that the store lacks."""
-        return [s for s in REQUIRED[self.layout] if s not in self.files]
+    def missing(self, log_size: int | None = None) -> list[str]:
+        """The suffixes a read needs that the store lacks; with ``log_size`` (the size the remote log
+        metadata records), a Kafka-layout ``.log`` object shorter than that too, as :func:`short_log` words
+        it (LocalTieredStorage copies the segment file as it is: RemoteLogManager records
+        ``segment.log().sizeInBytes()`` in the COPY_SEGMENT_STARTED event; Aiven's object is transformed).
+        A read of the segment stops at the end of the object: its last batches are not there (issue 48)."""
+        out = [s for s in REQUIRED[self.layout] if s not in self.files]
+        log = self.files.get("log")
+        if self.layout == "kafka-local" and log is not None and log_size is not None and log.size < log_size:
+            out.append(short_log(log.size, log_size))
+        return out
+
+
+def short_log(listed: int, recorded: int) -> str:
+    """A ``missing`` entry for a Kafka-layout ``.log`` object shorter than the metadata says (issue 48)."""
+    return f"the end of .log ({listed:,} bytes listed where the remote log metadata records {recorded:,})"
+
+
+def missing_what(entry: str) -> str:
+    """How a finding names a ``missing`` entry: ``.index``, or ``short_log``'s words."""
+    return entry if entry.startswith("the end of .log") else f".{entry}"
+
+
+def missing_key(entry: str) -> str:
+    """The object suffix of a ``missing`` entry (``short_log``'s included)."""
+    return "log" if entry.startswith("the end of .log") else entry
 
 
 @dataclass(slots=True)
@@ -214,7 +237,7 @@ def audit_partition(
         return out
     for s in rp.copied:
         so = listed.get(s.segment_id)
-        miss = [ALL] if so is None else so.missing()
+        miss = [ALL] if so is None else so.missing(s.size)
         if miss:
             out.missing.append((s, miss))
     for s in rp.unfinished:

@@ -33,7 +33,15 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport, SegmentInfo
 from logdoctor.checks.findings import Finding, Severity
-from logdoctor.checks.remote_audit import ALL, EpochBreak, PartitionAudit, StoreIndex, audit_partition
+from logdoctor.checks.remote_audit import (
+    ALL,
+    EpochBreak,
+    PartitionAudit,
+    StoreIndex,
+    audit_partition,
+    missing_key,
+    missing_what,
+)
 from logdoctor.checks.remote_tier import ranges_text
 from logdoctor.checks.topic_config import RETENTION_MS
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata, RemoteSegment
@@ -221,11 +229,15 @@ def _findings(
         else:
             held = "the log dirs scanned do not hold the partition: its offsets are in no copy they know of"
             severity = Severity.ERROR
-        what = "every object of the segment" if miss == [ALL] else ", ".join(f".{s}" for s in miss)
+        what = "every object of the segment" if miss == [ALL] else ", ".join(missing_what(s) for s in miss)
         folder = index.partition(tip.topic_id, tip.partition)
         stem = f"{seg.start_offset:020d}-{seg.segment_id}"
         base = folder.folder if folder is not None else f"<{tp} folder of the store>"
-        keys = f"{base}/{stem}.<suffix>" if miss == [ALL] else ", ".join(f"{base}/{stem}.{s}" for s in miss)
+        keys = (
+            f"{base}/{stem}.<suffix>"
+            if miss == [ALL]
+            else ", ".join(f"{base}/{stem}.{missing_key(s)}" for s in miss)
+        )
         delete_json = json.dumps(
             {
                 "partitions": [

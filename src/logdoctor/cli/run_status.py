@@ -9,7 +9,15 @@ from contextlib import contextmanager
 from typing import Any
 
 from logdoctor.cli.error_lines import fail, os_error, refused, tool_failure, usage_error
-from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_DATAERR, EX_NOINPUT, EX_REFUSED, EX_TEMPFAIL, EX_USAGE
+from logdoctor.cli.exit_codes import (
+    EX_CANTCREAT,
+    EX_DATAERR,
+    EX_FAILED,
+    EX_NOINPUT,
+    EX_REFUSED,
+    EX_TEMPFAIL,
+    EX_USAGE,
+)
 from logdoctor.cli.lines import Lines
 
 
@@ -43,7 +51,8 @@ def run_errors(
     """Map what planning or applying raises to one stderr line and its exit code (:class:`ExitCode`).
 
     A path that is not a log dir -> 64 (66 when missing); ``usage`` -> 64; a broker holding the lock ->
-    75; no space -> 73; a log dir changed since planning -> 65; other ``refusals`` -> 78 (all four:
+    75; no space -> 73 (a disk that filled during the run and whose undo failed too: 2, the line names the
+    run's files on disk); a log dir changed since planning -> 65; other ``refusals`` -> 78 (all four:
     nothing written); what the file system refuses (read-only, no space: 73; permission: 77; I/O error:
     74; :func:`os_error`), one line; any other exception -> 70. ``typer.Exit`` passes through (typer is
     not imported here: a command run without the framework never imports it).
@@ -51,7 +60,7 @@ def run_errors(
     from logdoctor.errors import BrokerRunningError
     from logdoctor.logdir.recognize import NotALogDirError
     from logdoctor.repair.apply import PlanChangedError
-    from logdoctor.repair.backup import NoSpaceError
+    from logdoctor.repair.backup import NoSpaceError, PartlyWrittenError
     from logdoctor.repair.journal import EmptyJournalError
 
     try:
@@ -69,6 +78,8 @@ def run_errors(
         usage_error(str(e))
     except BrokerRunningError as e:
         refused(str(e), EX_TEMPFAIL)
+    except PartlyWrittenError as e:  # the disk filled and the undo failed too: files of the run stay
+        fail(f"failed (files of this run are in the log dirs): {e}", EX_FAILED)
     except NoSpaceError as e:
         refused(str(e), EX_CANTCREAT)
     except PlanChangedError as e:

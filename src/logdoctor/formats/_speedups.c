@@ -570,6 +570,12 @@ static lz4_decompress_safe_t lz4_decompress_safe = NULL;
  * limit and raises the typed error. */
 static Py_ssize_t max_decompressed = 0x7FFFFFFF - 61;
 
+/* The most bytes decode_batch_columns decompresses one lz4 records section to in its scratch buffer:
+ * codecs.WINDOW (set by configure_window). A larger section is left to the Python path, which reads its
+ * records a window at a time (batch_v2.SectionTooLargeError, as gzip and zstd sections): a batch that
+ * decompresses to 1 GiB is never whole in memory (issue 48). batch_records keeps max_decompressed. */
+static Py_ssize_t max_window = (Py_ssize_t)8 << 20;
+
 #define XXH_P1 0x9E3779B1u
 #define XXH_P2 0x85EBCA77u
 #define XXH_P3 0xC2B2AE3Du
@@ -625,9 +631,10 @@ scratch_reserve(scratch_t *s, Py_ssize_t need)
 }
 
 /* Decompress a Kafka lz4 frame into s; *out_len = bytes written. 0 ok, 1 not for this decoder
- * (corrupt, or a feature left to codecs.py), -1 with a Python exception (memory). */
+ * (corrupt, or a feature left to codecs.py), 2 more than ``window`` bytes (left to the windowed Python
+ * path; the scratch never holds more than window plus one block), -1 with a Python exception (memory). */
 static int
-lz4_frame_decode(const uint8_t *d, Py_ssize_t n, scratch_t *s, Py_ssize_t *out_len)
+lz4_frame_decode(const uint8_t *d, Py_ssize_t n, scratch_t *s, Py_ssize_t *out_len, Py_ssize_t window)
 {
     if (lz4_decompress_safe == NULL || n < 7)
         return 1;
@@ -675,10 +682,28 @@ lz4_frame_decode(const uint8_t *d, Py_ssize_t n, scratch_t *s, Py_ssize_t *out_l
         }
         if (out > max_decompressed)
             return 1; /* a decompression bomb: codecs.py raises the typed error */
+        if (out > window)
+            return 2; /* more than a window: read a window at a time by the Python path */
         pos += 4 + size;
     }
     *out_len = out;
     return 0;
+}
+
+/* configure_window(window) -> the previous value (see max_window) */
+static PyObject *
+configure_window(PyObject *self, PyObject *arg)
+{
+    Py_ssize_t v = PyLong_AsSsize_t(arg);
+    if (v == -1 && PyErr_Occurred())
+        return NULL;
+    if (v < 0) {
+        PyErr_SetString(PyExc_ValueError, "window must be >= 0");
+        return NULL;
+    }
+    Py_ssize_t old = max_window;
+    max_window = v;
+    return PyLong_FromSsize_t(old);
 }
 
 /* configure_limits(max_decompressed) -> the previous value */
@@ -746,7 +771,7 @@ batch_records(PyObject *self, PyObject *args)
         end = start + 12 + (Py_ssize_t)h.length;
     } else if (codec == 3) {
         Py_ssize_t out_len = 0;
-        int rc = lz4_frame_decode(buf + start + 61, records_size(&h), &s, &out_len);
+        int rc = lz4_frame_decode(buf + start + 61, records_size(&h), &s, &out_len, PY_SSIZE_T_MAX);
         if (rc < 0)
             goto done;
         if (rc > 0) {
@@ -788,6 +813,7 @@ done:
  * batch with codecs.py" (a frame this decoder leaves to it).
  */
 #define E_CODEC 100
+#define E_WINDOW 101 /* an lz4 section of more than max_window bytes: read it a window at a time */
 
 typedef struct {
     PyObject *obj;
@@ -979,11 +1005,11 @@ decode_batch_columns(PyObject *self, PyObject *args)
             end = start + 12 + (Py_ssize_t)h.length;
         } else if (codec == 3) {
             Py_ssize_t out_len = 0;
-            int rc = lz4_frame_decode(buf + start + 61, records_size(&h), &s, &out_len);
+            int rc = lz4_frame_decode(buf + start + 61, records_size(&h), &s, &out_len, max_window);
             if (rc < 0)
                 goto done;
             if (rc > 0) {
-                raise_batch_error(E_CODEC, 0, 0, b);
+                raise_batch_error(rc == 2 ? E_WINDOW : E_CODEC, 0, 0, b);
                 goto done;
             }
             p = (const uint8_t *)s.p;
@@ -1826,8 +1852,9 @@ crc_check_v2(PyObject *self, PyObject *args)
  * building a Python object (the --deep scan's record check: checks.state.walk_file).
  *
  * For the batches at positions[first:end] (native int64 start positions in buf: scan_v2's out), each
- * uncompressed one is read exactly as batch_records reads it (a record count of 0: nothing read, as
- * DefaultRecordBatch.iterator; a negative count: E_BAD_COUNT; count records through parse_record; then
+ * uncompressed one is read exactly as batch_records reads it (a record count of 0 with no records section:
+ * nothing read, as DefaultRecordBatch.iterator; a count of 0 with records, or one that disagrees with
+ * lastOffsetDelta, or is negative: left to the Python path, RecordBatchV2.check_count; count records through parse_record; then
  * no bytes left: E_TRAILING). Stops at the first batch it leaves to the Python path (not a whole v2
  * batch inside buf, or compressed with records) or whose records fail.
  *
@@ -1854,17 +1881,16 @@ check_records_run(const uint8_t *p, Py_ssize_t n, const int64_t *positions, Py_s
         if (b[16] != 2 || length < 61 - 12 || (int64_t)length > (int64_t)n - start - 12)
             break;
         int32_t count = (int32_t)be32(b + 57);
-        if (count == 0)
+        int32_t delta = (int32_t)be32(b + 23);
+        if (count == 0 && length == 61 - 12)
             continue;
+        /* a count that is negative, disagrees with the offset range, or 0 with records behind it: the
+         * Python path's batch validation (RecordBatchV2.check_count) names it */
+        if (count <= 0 || delta < 0 || (int64_t)count > (int64_t)delta + 1)
+            break;
         if (b[22] & 0x07)
             break;
         Py_ssize_t pos = (Py_ssize_t)start + 61, rend = (Py_ssize_t)start + 12 + (Py_ssize_t)length;
-        if (count < 0) {
-            code = E_BAD_COUNT;
-            *errpos = pos;
-            *index = 0;
-            break;
-        }
         for (int32_t k = 0; k < count; k++) {
             rec_t rec;
             code = parse_record(p, &pos, rend, &rec, errpos);
@@ -2382,6 +2408,8 @@ static PyMethodDef methods[] = {
     {"configure_batch", configure_batch, METH_O, "configure_batch(RecordBatchV2): learn its slot layout."},
     {"walk_v2", walk_v2, METH_VARARGS, "walk_v2(buf, pos, limit, source, base_position, max) -> (batches, pos)."},
     {"configure_lz4", configure_lz4, METH_O, "configure_lz4(address of LZ4_decompress_safe | None)."},
+    {"configure_window", configure_window, METH_O,
+     "configure_window(window) -> previous: the most bytes decode_batch_columns decompresses an lz4 section to."},
     {"configure_limits", configure_limits, METH_O,
      "configure_limits(max_decompressed) -> previous: the most bytes an lz4 records section decodes to."},
     {"batch_records", batch_records, METH_VARARGS, "The records of the batch at buf[start:] (none/lz4)."},

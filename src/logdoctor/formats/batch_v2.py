@@ -71,6 +71,7 @@ from logdoctor.formats.record_types import (
 )
 from logdoctor.formats.v2_twin import (
     _E_CODEC,
+    _E_WINDOW,
     RECORD_ERRORS,
     RecordError,
     check_records_py,
@@ -323,25 +324,48 @@ class RecordBatchV2(Batch):
         if computed != self.stored_crc:
             raise CrcMismatchError(self.stored_crc, computed, source=self.source, position=self.position)
         if deep:
-            self._check_header()
+            self.check_count()
             offsets = decode_v2_run([self], payload=False)[1]
             self._check_offset_deltas(offsets)
 
-    def _check_header(self) -> None:
-        if self.record_count < 0:
-            raise CorruptRecordError(
-                "a record count >= 0",
-                source=self.source,
-                position=self.position + RECORDS_OFFSET - 4,
-                found=str(self.record_count),
-            )
-        if self.last_offset_delta < 0 or self.record_count > self.last_offset_delta + 1:
-            raise CorruptRecordError(
-                "a last offset delta >= record count - 1",
-                source=self.source,
-                position=self.position + 23,
-                found=f"last offset delta {self.last_offset_delta}, {self.record_count} records",
-            )
+    def check_count(self) -> None:
+        """The one batch validation of the header's record count, which every reader of records goes through
+        (``record_list``, ``records``, ``record_windows``, ``small_section``, :func:`decode_v2_run` and so
+        ``decode_columns``, ``ensure_valid(deep=True)``; the C ``--deep`` check leaves such a batch to the
+        Python path, which calls this): raises CorruptRecordError unless the count is >= 0, fits the offset
+        range (``lastOffsetDelta + 1``) and a count of 0 comes with no records section.
+
+        Kafka's LogValidator.validateBatch refuses a produced batch whose count is not ``lastOffsetDelta + 1``
+        ("Inconsistent batch offset range and count"); on disk the log cleaner keeps a batch's
+        ``lastOffsetDelta`` when it drops records from it (MemoryRecords.filterTo) and writes a batch it
+        empties as the 61-byte header alone (DefaultRecordBatch.writeEmptyHeader), so a count below the
+        range is legal there, and the records decoded must then match the count (the decoders check that:
+        E_FEWER_RECORDS, E_TRAILING). A count of 0 with records behind it is what a decoder can never see:
+        DefaultRecordBatch.iterator returns nothing for a count of 0 without reading the bytes, so its
+        records would be dropped silently (issue 48)."""
+        count, delta = self.record_count, self.last_offset_delta
+        if count >= 0 and delta >= 0 and count <= delta + 1 and (count or self._holds_no_record()):
+            return
+        raise CorruptRecordError(
+            "a record count that agrees with the batch's offset range and records "
+            "(Kafka's LogValidator: Inconsistent batch offset range and count)",
+            source=self.source,
+            position=self.position + RECORDS_OFFSET,  # where the records start, as the decoders' errors
+            found=(
+                f"record count {count}, offsets {self.base_offset}..{self.last_offset} "
+                f"(last offset delta {delta}), {self.size - RECORD_BATCH_OVERHEAD} bytes of records"
+            ),
+        )
+
+    def _holds_no_record(self) -> bool:
+        """Whether a batch of count 0 holds no record: no records section (the cleaner's empty batch), or a
+        compressed one that decompresses to nothing (KafkaJS writes an empty batch so); one window at most."""
+        if self.size == RECORD_BATCH_OVERHEAD:
+            return True
+        if not self.attributes & COMPRESSION_CODEC_MASK:
+            return False
+        first, second, _ = self._section_windows()
+        return not first and second is None
 
     def _check_offset_deltas(self, offsets_bytes: bytes | bytearray) -> None:
         deltas = np.frombuffer(offsets_bytes, dtype=np.int64) - np.int64(self.base_offset)
@@ -392,6 +416,7 @@ class RecordBatchV2(Batch):
 
     def record_list(self) -> list[Record]:
         """Decode every record (absolute offsets and timestamps) into a list."""
+        self.check_count()
         if self.record_count == 0:
             return []
         dec = DECODERS
@@ -427,6 +452,7 @@ class RecordBatchV2(Batch):
         # batch whose records do not fit one window (codecs.WINDOW): those are decompressed and decoded
         # a window at a time as they are iterated (a decompression bomb is never whole in memory), and
         # a bad record raises when its window is reached, as Kafka's compressedIterator does.
+        self.check_count()
         if self.record_count == 0 or self.compression == Compression.NONE:
             return iter(self.record_list())
         return itertools.chain.from_iterable(self.record_windows())
@@ -457,6 +483,7 @@ class RecordBatchV2(Batch):
         """The records as lists of about a window (``codecs.WINDOW`` bytes) each: one list for a batch
         that is not compressed, or whose records fit one window (decoded by this call, so bad records
         raise here); else decompressed and decoded a window at a time as the lists are taken."""
+        self.check_count()
         if self.record_count == 0 or self.compression == Compression.NONE:
             return iter((self.record_list(),))
         first, second, windows = self._section_windows()
@@ -467,6 +494,7 @@ class RecordBatchV2(Batch):
     def small_section(self) -> bytes | None:
         """The decompressed records section of a compressed batch when it fits one window, else None
         (a batch whose records are to be read with :meth:`record_windows`)."""
+        self.check_count()
         first, second, _ = self._section_windows()
         return first if second is None else None
 
@@ -532,7 +560,7 @@ class RecordBatchV2(Batch):
 
 
 class SectionTooLargeError(Exception):
-    """Not a damage: ``decode_v2_run`` (and so ``decode_columns``) met a gzip or zstd batch whose records
+    """Not a damage: ``decode_v2_run`` (and so ``decode_columns``) met a compressed batch whose records
     decompress to more than a window (a decompression bomb, or a very large batch). Its records are to be
     read a window at a time with ``batch.record_windows()``; ``.batch`` is it."""
 
@@ -584,6 +612,12 @@ def decode_v2_run(run: list[RecordBatchV2], *, payload: bool = True) -> tuple:
     c_lz4 = dec.lz4_in_c
     sections: list | None = None
     for k, b in enumerate(run):  # batches the C walker does not decompress itself
+        try:
+            b.check_count()
+        except FormatError:
+            if k:  # an earlier batch's bad records come first
+                decode_v2_run(run[:k], payload=False)
+            raise
         codec = b.attributes & COMPRESSION_CODEC_MASK
         if codec == 0 or (codec == Compression.LZ4 and c_lz4) or b.record_count == 0:
             continue
@@ -609,15 +643,27 @@ def decode_v2_run(run: list[RecordBatchV2], *, payload: bool = True) -> tuple:
         except dec.record_error as exc:
             code, _, _, k = exc.args
             batch = run[k]
+            if code == _E_WINDOW:  # an lz4 section of more than a window: never decompressed whole here
+                raise SectionTooLargeError(batch) from None
             if code != _E_CODEC:
                 raise batch._record_error(exc, bool(batch.attributes & COMPRESSION_CODEC_MASK)) from None
-        # an lz4 frame the C walker leaves to codecs.py (block checksums, or damage: then this raises)
+        # an lz4 frame the C walker leaves to codecs.py (block checksums, or damage: then this raises), a
+        # window at most: a larger one is read a window at a time (SectionTooLargeError)
         if sections is None:
             sections = [None] * len(run)
-        sections[k] = batch._records_data()[0]
+        sections[k] = _one_window(batch)
         for j in range(k + 1, len(run)):  # the same for later frames with block checksums
             later = run[j]
             if later.attributes & COMPRESSION_CODEC_MASK == Compression.LZ4 and later.record_count:
                 flg_at = later._start + RECORDS_OFFSET + 4
                 if flg_at < later._start + later.size and later._buf[flg_at] & 0x10:
-                    sections[j] = later._records_data()[0]
+                    sections[j] = _one_window(later)
+
+
+def _one_window(batch: RecordBatchV2) -> bytes:
+    """The decompressed records section of a compressed batch that fits one window; SectionTooLargeError
+    for a larger one (never decompressed whole)."""
+    data = batch.small_section()
+    if data is None:
+        raise SectionTooLargeError(batch)
+    return data

@@ -497,7 +497,8 @@ def decompress(
     raise UnsupportedError("a codec id 0-4", source=source, position=position, found=repr(codec))
 
 
-#: the output window of :func:`decompress_windows`
+#: the output window of :func:`decompress_windows`; the C walker's lz4 frames stop at it too
+#: (``_speedups.configure_window``, the same 8 MiB by default: tests/formats/test_lz4_window.py)
 WINDOW = 8 << 20
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "RecordSpec",
     "ScanResult",
     "TimestampType",
+    "consecutive_offsets_error",
     "decode_columns",
     "iter_batches",
     "scan_batches",
@@ -306,3 +307,44 @@ def _crc_skip(batch: Batch, exc: CrcMismatchError) -> CrcSkip:
         stored_crc=int(exc.stored),
         computed_crc=int(exc.computed),
     )
+
+
+def consecutive_offsets_error(
+    buf, base_offset: int, *, source: str | None = None, base_position: int = 0
+) -> CorruptRecordError | None:
+    """The first batch of ``buf`` (whole v2 batches, as a walk framed them) whose offsets do not follow on:
+    the first must start at ``base_offset`` (the segment's, from its file name), each next one right after
+    the previous batch's last offset, and each batch's record count must fit its offset range
+    (:meth:`RecordBatchV2.check_count`, the header part). None when every batch follows on.
+
+    Kafka assigns a log's offsets one after another (LogValidator: "Inconsistent batch offset range and
+    count"; UnifiedLog.append: "Out of order offsets found"), and a topic with remote storage is never
+    compacted (UnifiedLog.isRemoteLogEnabled), so a segment of the remote tier holds every offset of its
+    range once, in order. What this checks is outside each batch's CRC (base offset) or inside it (count,
+    last offset delta): a segment that fails it would give a log whose offsets go backwards or skip
+    (issue 48: restore wrote one). Reads the batch headers only."""
+    expected = base_offset
+    for batch in iter_batches(buf, source=source, base_position=base_position):
+        if not isinstance(batch, RecordBatchV2):  # a v0/v1 entry: its first offset needs its records
+            expected = batch.last_offset + 1
+            continue
+        if batch.base_offset != expected:
+            return CorruptRecordError(
+                f"a batch starting at offset {expected} (right after the previous batch)"
+                if expected != base_offset
+                else f"a first batch starting at the segment's base offset {base_offset}",
+                source=source,
+                position=batch.position,
+                found=f"base offset {batch.base_offset} (offsets {batch.base_offset}..{batch.last_offset})",
+            )
+        count, delta = batch.record_count, batch.last_offset_delta
+        if count != delta + 1:
+            return CorruptRecordError(
+                "a record count that agrees with the batch's offset range "
+                "(Kafka's LogValidator: Inconsistent batch offset range and count)",
+                source=source,
+                position=batch.position,
+                found=f"record count {count}, offsets {batch.base_offset}..{batch.last_offset}",
+            )
+        expected = batch.last_offset + 1
+    return None

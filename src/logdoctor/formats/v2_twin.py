@@ -55,6 +55,7 @@ _E_TRAILING = 8
 _E_TRUNCATED_LENGTH = 9
 _E_BAD_COUNT = 10
 _E_CODEC = 100  # C walker: "decompress this batch with codecs.py" (never leaves this module)
+_E_WINDOW = 101  # C walker: an lz4 section of more than a window (batch_v2.SectionTooLargeError)
 
 RECORD_ERRORS: dict[int, tuple[str, str]] = {
     _E_FEWER_RECORDS: ("as many records as the batch's record count", "the records end at record {index}"),
@@ -235,8 +236,11 @@ def check_records_py(buf, positions, first: int, end: int) -> tuple[int, int, in
         ):
             return i, 0, 0, 0
         count = struct.unpack_from(">i", data, start + 57)[0]
-        if count == 0:
+        delta = struct.unpack_from(">i", data, start + 23)[0]
+        if count == 0 and length == _RECORDS_OFFSET - LOG_OVERHEAD:
             continue
+        if count <= 0 or delta < 0 or count > delta + 1:
+            return i, 0, 0, 0  # for RecordBatchV2.check_count
         if data[start + 22] & _COMPRESSION_CODEC_MASK:
             return i, 0, 0, 0
         try:

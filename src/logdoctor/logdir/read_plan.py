@@ -280,6 +280,12 @@ class OffsetOrder:
         self._end = end
         self.problems: list[str] = []
 
+    @property
+    def end(self) -> int | None:
+        """The segment's own last offset (a remote segment's: its metadata's end offset, or the next
+        segment's base - 1), None when unknown or for a local segment."""
+        return self._end
+
     def beyond(self, batch: Any) -> None:
         """A read that stops at ``batch`` because it starts past the range read: named when that is the
         segment's own last offset (an object that also holds the next segment's offsets)."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.errors import FormatError, TruncatedError
+from logdoctor.logdir.names import topic_name_problem
 from logdoctor.logdir.refs import RemoteSegment, SegmentRef
 from logdoctor.logdir.remote_tier import (
     KAFKA_LOCAL_ROOT,
@@ -77,21 +78,39 @@ def _dirs(storage: Storage, folder: str) -> list[str]:
 
 
 def find_store_partitions(
-    storage: Storage, root: str, layout: str | None = None, topics: Collection[str] | None = None
+    storage: Storage,
+    root: str,
+    layout: str | None = None,
+    topics: Collection[str] | None = None,
+    illegal: list[tuple[str, str]] | None = None,
 ) -> list[StorePartition]:
-    """Every partition folder of the store (of ``topics`` when given), in (topic, partition) order."""
+    """Every partition folder of the store (of ``topics`` when given), in (topic, partition) order.
+
+    A folder whose topic is no name Kafka accepts (K:clients/.../common/internals/Topic.java ``validate``:
+    :func:`logdoctor.logdir.names.topic_name_problem`) is never one: a store folder for topic ``..`` would
+    become ``LOGDIR/..-0``. Such folders are appended to ``illegal`` as (folder, why) when it is given
+    (issue 48)."""
     out: list[StorePartition] = []
+
+    def legal(topic: str, folder: str) -> bool:
+        why = topic_name_problem(topic)
+        if why is not None and illegal is not None:
+            illegal.append((folder, f"topic name {topic!r}: {why} (Kafka's Topic.validate)"))
+        return why is None
+
     if layout in (None, "kafka-local"):
         inner = storage.join(root, KAFKA_LOCAL_ROOT)
         base = inner if storage.info(inner) is not None else root
         for name in _dirs(storage, base):
             m = _KAFKA_LOCAL_DIR.match(name)
-            if m and (topics is None or m.group(1) in topics):
+            if m and (topics is None or m.group(1) in topics) and legal(m.group(1), storage.join(base, name)):
                 out.append(StorePartition(m.group(1), int(m.group(2)), m.group(3), "kafka-local", base))
     if layout in (None, "aiven"):
         for name in _dirs(storage, root):
             m = _AIVEN_TOPIC_DIR.match(name)
             if m is None or _KAFKA_LOCAL_DIR.match(name) or (topics is not None and m.group(1) not in topics):
+                continue
+            if not legal(m.group(1), storage.join(root, name)):
                 continue
             for part in _dirs(storage, storage.join(root, name)):
                 if part.isdigit():

@@ -927,6 +927,9 @@ def _check_restored(path: str, source: dict[str, Any], fetched: str) -> str:
       It covers every byte, the 21 bytes of each batch's header before its CRC'd part (base offset,
       length, partition leader epoch, magic, the CRC field itself) included, which no batch CRC covers;
       and it is the checksum the manifest keeps, by which resume, rollback and verify know the file.
+    - Offsets (:func:`logdoctor.formats.records.consecutive_offsets_error`): every batch's offsets right
+      after the previous one's, from the segment's base offset, each count fitting its offset range; the
+      base offset is outside the batch CRC, so a moved one passes the walk below (issue 48).
     - Batch walk, as LogSegment.recover walks a segment (formats.recovery.rebuild_indexes, its C lane
       without the GIL): whole record batches from the first byte to the last, every CRC matching. It
       checks the object itself (a segment damaged before or at upload, bytes after the last batch, a
@@ -935,6 +938,7 @@ def _check_restored(path: str, source: dict[str, Any], fetched: str) -> str:
       not check it."""
     from logdoctor.checks.state import crc_checked_prefix, read_buffer, release
     from logdoctor.formats.crc import crc32c
+    from logdoctor.formats.records import consecutive_offsets_error
     from logdoctor.formats.recovery import rebuild_indexes
 
     view, handle, _ = read_buffer(path)
@@ -946,10 +950,13 @@ def _check_restored(path: str, source: dict[str, Any], fetched: str) -> str:
             view, int(source["base_offset"]), source=source["log"], crc_checked_until=crc_checked_prefix(view)
         )
         size = len(view)
+        offsets = None
+        if built.error is None and built.valid_bytes == size:
+            offsets = consecutive_offsets_error(view, int(source["base_offset"]), source=source["log"])
     finally:
         release(view, handle)
-    if built.error is not None or built.valid_bytes != size:
-        why = built.error or f"whole batches end at byte {built.valid_bytes} of {size}"
+    if built.error is not None or built.valid_bytes != size or offsets is not None:
+        why = built.error or offsets or f"whole batches end at byte {built.valid_bytes} of {size}"
         raise StepStateError(f"{source['log']} (offsets from {source['base_offset']}): {why}; not restored")
     return digest
 

@@ -49,7 +49,7 @@ from logdoctor.logdir.names import LOCK_FILE
 from logdoctor.repair import backup as bk
 from logdoctor.repair import safety
 from logdoctor.repair import snapshot as snap
-from logdoctor.repair.actions import BEFORE, OTHER, StepContext, StepStateError, operation
+from logdoctor.repair.actions import BEFORE, OTHER, PARTIAL_SUFFIX, StepContext, StepStateError, operation
 from logdoctor.repair.journal import (
     JOURNAL_NAME,
     Journal,
@@ -577,11 +577,23 @@ def _undo(plan: Plan, journal: Journal, ctx: StepContext, begun: set[int], resul
 _FULL = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 
+#: files named by the line of a run left half-done (the rest: how many more)
+LEFT_SHOWN = 5
+
+
 def _undo_after_full(
-    plan: Plan, journal: Journal, ctx: StepContext, begun: list[int], e: OSError, result: RunResult
+    plan: Plan,
+    journal: Journal,
+    ctx: StepContext,
+    begun: list[int],
+    e: OSError,
+    result: RunResult,
+    command: str = "repair",
 ) -> bk.NoSpaceError:
     """A file system filled up while the run wrote (another writer took the space it had checked): undo
-    what this run did, so that nothing is left half-done, and say where it ran out."""
+    what this run did, so that nothing is left half-done, and say where it ran out. When the undo fails too
+    (the disk is still full): :class:`~logdoctor.repair.backup.PartlyWrittenError` saying which of the run's
+    files are on disk and the ``command``'s resume and rollback lines."""
     where = os.fsdecode(e.filename) if e.filename is not None else plan.backup_dir
     reason = f"{where}: {e.strerror or os.strerror(e.errno or 0)}"
     undone = RunResult("rolled-back", result.journal, plan.backup_dir, result.steps_total)
@@ -591,17 +603,43 @@ def _undo_after_full(
     except (OSError, StepStateError) as e2:
         with contextlib.suppress(OSError):
             journal.append({"t": "end", "status": "failed", "error": f"{reason}; undo: {e2}"})
-        return bk.NoSpaceError(
+        left = _left_on_disk(plan, journal, begun)
+        more = len(left) - LEFT_SHOWN
+        shown = ", ".join(left[:LEFT_SHOWN]) + (f" and {more} more" if more > 0 else "")
+        on_disk = (
+            f"the log dirs hold {len(left)} file(s) or folder(s) of this run: {shown}"
+            if left
+            else "none of this run's files is in the log dirs, its journal still lists its steps"
+        )
+        return bk.PartlyWrittenError(
             f"{reason} (step {begun[-1] if begun else 0} of {result.steps_total}); undoing the run failed "
-            "too "
-            f"({e2}): finish it with `logdoctor repair --resume {result.journal} --apply` or undo it with "
-            f"`logdoctor repair --rollback {result.journal} --apply` once there is space"
+            f"too ({e2}): {on_disk}. Finish it with `logdoctor {command} --resume {result.journal} --apply` "
+            f"or undo it with `logdoctor {command} --rollback {result.journal} --apply` once there is space",
+            left,
         )
     return bk.NoSpaceError(
         f"{reason} (step {begun[-1] if begun else 0} of {result.steps_total}); the {len(begun)} step(s) "
         f"begun were undone, the log dirs are as they were (journal {result.journal}, rolled back); free "
         "space or give --backup-dir on another file system, then plan again"
     )
+
+
+def _left_on_disk(plan: Plan, journal: Journal, begun: list[int]) -> list[str]:
+    """The paths of the steps begun and not undone (the journal's undo records) that exist on disk."""
+    try:
+        undone = read_journal(journal.path).undone
+    except (OSError, JournalError):
+        undone = set()
+    by_number = {s.number: s for s in plan.steps}
+    out: list[str] = []
+    for n in begun:
+        step = by_number.get(n)
+        if step is None or n in undone:
+            continue
+        for path in (step.path, step.path + PARTIAL_SUFFIX):
+            if os.path.lexists(path) and path not in out:
+                out.append(path)
+    return out
 
 
 def _hold_dir_locks(log_dirs: list[str]) -> contextlib.ExitStack:
@@ -698,7 +736,7 @@ def _apply(
                 _run_forward(plan, journal, ctx, set(), result, begun)
             except OSError as e:
                 if e.errno in _FULL:
-                    err = _undo_after_full(plan, journal, ctx, begun, e, result)
+                    err = _undo_after_full(plan, journal, ctx, begun, e, result, command)
                     if read_journal(journal.path).status == "rolled-back":
                         _drop_created_locks(created)
                     raise err from e

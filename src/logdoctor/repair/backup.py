@@ -38,6 +38,16 @@ class NoSpaceError(LogDoctorError):
     """The backup dir (or a log dir) lacks the free space a repair needs."""
 
 
+class PartlyWrittenError(NoSpaceError):
+    """A file system filled up while a run wrote and undoing the run failed too: files of the run stay in
+    the log dirs (``left``: those on disk), which its journal's ``--resume`` or ``--rollback`` finish or undo
+    (issue 48: the line said "refused (nothing written)")."""
+
+    def __init__(self, message: str, left: list[str]) -> None:
+        super().__init__(message)
+        self.left = left
+
+
 def utc_stamp(ms: int | None = None) -> str:
     moment = datetime.now(UTC) if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
     return moment.strftime("%Y%m%dT%H%M%SZ")

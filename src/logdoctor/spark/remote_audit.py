@@ -194,6 +194,7 @@ def _leaked(r: dict[str, Any], source: str) -> tuple[Any, ...]:
 
 def _missing(r: dict[str, Any], source: str) -> tuple[Any, ...]:
     from logdoctor.checks import catalog
+    from logdoctor.checks.remote_audit import missing_key, missing_what
     from logdoctor.checks.remote_store import _when
     from logdoctor.checks.remote_tier import ranges_text  # noqa: F401 (same wording as the scan)
 
@@ -206,7 +207,11 @@ def _missing(r: dict[str, Any], source: str) -> tuple[Any, ...]:
     )
     stem = f"{r['start_offset']:020d}-{r['segment_id']}"
     base = r["folder"] or f"<{r['topic']}-{r['partition']} folder of the store>"
-    keys = f"{base}/{stem}.<suffix>" if miss == ["all"] else ", ".join(f"{base}/{stem}.{s}" for s in miss)
+    keys = (
+        f"{base}/{stem}.<suffix>"
+        if miss == ["all"]
+        else ", ".join(f"{base}/{stem}.{missing_key(s)}" for s in miss)
+    )
     f = catalog.make(
         "REMOTE_SEGMENT_MISSING",
         base,
@@ -218,7 +223,7 @@ def _missing(r: dict[str, Any], source: str) -> tuple[Any, ...]:
         end_offset=r["end_offset"],
         time_range=time_range,
         metadata_partition=f"{REMOTE_LOG_METADATA_TOPIC}-{r['metadata_partition']}",
-        what="every object of the segment" if miss == ["all"] else ", ".join(f".{s}" for s in miss),
+        what="every object of the segment" if miss == ["all"] else ", ".join(missing_what(s) for s in miss),
         source=source,
         held="the census does not compare it with the brokers' local logs: see each broker's scan",
         keys=keys,
@@ -386,6 +391,7 @@ def audit_findings(
         F.first("folder").alias("folder"),
         F.first("start_offset").alias("start_offset"),
         F.collect_set("suffix").alias("suffixes"),
+        F.max(F.when(F.col("suffix") == "log", F.col("size"))).alias("log_size"),
         F.sum("size").alias("bytes"),
         F.count(F.lit(1)).alias("objects"),
         F.sort_array(F.collect_list("key")).alias("keys"),
@@ -428,13 +434,26 @@ def audit_findings(
     required = F.when(F.col("p_layout") == "aiven", F.array(*map(F.lit, REQUIRED["aiven"]))).otherwise(
         F.array(*map(F.lit, REQUIRED["kafka-local"]))
     )
-    present = per_seg.select("topic_id", "partition", "segment_id", "suffixes")
+    present = per_seg.select("topic_id", "partition", "segment_id", "suffixes", "log_size")
+    # a Kafka-layout .log object whose size is not the metadata's (checks.remote_audit.short_log's words)
+    short = F.when(
+        (F.coalesce(F.col("p_layout"), F.lit("kafka-local")) == "kafka-local")
+        & F.col("log_size").isNotNull()
+        & (F.col("log_size") < F.col("size")),
+        F.array(
+            F.format_string(
+                "the end of .log (%,d bytes listed where the remote log metadata records %,d)",
+                "log_size",
+                "size",
+            )
+        ),
+    ).otherwise(F.array().cast("array<string>"))
     missing = (
         ordered.join(present, ["topic_id", "partition", "segment_id"], "left")
         .withColumn(
             "missing",
             F.when(F.col("suffixes").isNull(), F.lit(None).cast("array<string>")).otherwise(
-                F.array_except(required, F.col("suffixes"))
+                F.concat(F.array_except(required, F.col("suffixes")), short)
             ),
         )
         .where(F.col("suffixes").isNull() | (F.size("missing") > 0))

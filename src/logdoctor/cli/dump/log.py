@@ -27,6 +27,7 @@ from logdoctor.cli.dump.kinds import FileKind
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats.record_types import Batch, Record
 from logdoctor.logdir import names
+from logdoctor.logdir.read_plan import OffsetOrder
 from logdoctor.logdir.reader import DEFAULT_WINDOW, LogReader, iter_batches_from
 from logdoctor.logdir.seek import SeekPlan, plan_offset_seek, plan_timestamp_seek
 
@@ -225,6 +226,12 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
     error: FormatError | None = None
     gaps: list[Finding] = []
     crc_bad: list[Finding] = []
+    below: list[Finding] = []  # batches below the segment's base offset (scan: SEGMENT_BASE_OFFSET_MISMATCH)
+    segment_base = ctx.info.base_offset if ctx.info.kind is FileKind.LOG else None
+    # a remote segment's own last offset: an object that runs on into the next segment is named and its
+    # offsets past the end dumped once, from the segment that holds them (issue 48, as export reads it)
+    remote_end = OffsetOrder(ctx.remote).end if ctx.remote is not None else None
+    past: list[Finding] = []
     started = ts_r is None or ts_r.first is None
     walk = iter_batches_from(reader, plan.position, end=end, window=DEFAULT_WINDOW if seeking else None)
     outcomes = _Outcomes(ctx) if ctx.info.kind is FileKind.LOG else None
@@ -236,12 +243,18 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
                     continue
                 if off_r.last is not None and b.magic >= 2 and b.base_offset > off_r.last:
                     break
+            if remote_end is not None and b.magic >= 2 and b.last_offset > remote_end:
+                past.append(_past_remote_end(ctx, b, remote_end))
+                if b.base_offset > remote_end:
+                    break
             if not started:
                 if b.max_timestamp < ts_r.first:  # type: ignore[union-attr]
                     continue
                 started = True
             ev = _batch_event(ctx, b, opts.verify_crc, outcomes)
             yield ev
+            if segment_base is not None and b.base_offset is not None and b.base_offset < segment_base:
+                below.append(_below_base(ctx, b, segment_base))
             stats["batches"] += 1
             if stats["first_offset"] is None:
                 stats["first_offset"] = b.base_offset  # v0/v1: the (first inner) message's offset
@@ -269,6 +282,8 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
                         if last_record_offset is not None and r.offset != last_record_offset + 1:
                             gaps.append(_gap(ctx, last_record_offset, r.offset))
                         last_record_offset = r.offset
+                        if remote_end is not None and r.offset > remote_end:
+                            continue  # the next segment's: dumped with it
                         if off_r is not None and not off_r.contains(r.offset):
                             continue
                         if ts_r is not None and not ts_r.contains(r.timestamp):
@@ -291,6 +306,8 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
     except FormatError as e:
         if not (limited and isinstance(e, TruncatedError)):
             error = e
+    ctx.findings.extend(below[:1])  # the first (the scan reports the segment once)
+    ctx.findings.extend(past[:1])  # the first batch past the end (the dump stops there)
     ctx.findings.extend(crc_bad)
     ctx.findings.extend(gaps)
     invalid = 0
@@ -328,6 +345,34 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
         size=reader.size,
         bytes_read=bytes_read,
         findings=len(ctx.findings),
+    )
+
+
+def _past_remote_end(ctx: FileContext, b: Batch, end: int) -> Finding:
+    """A remote segment's batch holding offsets past the segment's last offset (the remote log metadata's
+    end offset, or before the next segment): the object runs on into the next segment."""
+    return Finding(
+        FindingCode.LOG_PAST_REMOTE_SEGMENT,
+        Severity.ERROR,
+        ctx.file,
+        f"the batch at position {b.position} holds offsets {max(b.base_offset, end + 1)}-{b.last_offset}, "
+        f"past the segment's last offset {end} (its metadata's end, or the next segment's start): the object "
+        "runs on into the next segment; those offsets are dumped once, with the segment that holds them",
+        log={"position": b.position, "base_offset": b.base_offset, "last_offset": b.last_offset, "end": end},
+    )
+
+
+def _below_base(ctx: FileContext, b: Batch, base: int) -> Finding:
+    """A batch below the segment's base offset: LogSegment.recover's ensureOffsetInRange throws
+    InvalidOffsetException and the broker deletes the segment's data (issue 48: the scan said it, the dump
+    did not)."""
+    return Finding(
+        FindingCode.LOG_OFFSET_BELOW_BASE,
+        Severity.ERROR,
+        ctx.file,
+        f"the batch at position {b.position} starts at offset {b.base_offset}, below the segment's base "
+        f"offset {base} (from its file name): the broker's recovery deletes the segment's data",
+        log={"position": b.position, "base_offset": b.base_offset, "segment_base_offset": base},
     )
 
 

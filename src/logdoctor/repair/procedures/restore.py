@@ -44,6 +44,7 @@ import functools
 import itertools
 import os
 import re
+import struct
 from collections import deque
 from collections.abc import Callable, Collection, Iterator
 from dataclasses import dataclass, field
@@ -55,6 +56,7 @@ from logdoctor.formats.checkpoint import (
     parse_leader_epoch_checkpoint,
     write_leader_epoch_checkpoint,
 )
+from logdoctor.formats.index import IndexKind, SanityEra, real_entry_count, sanity_check
 from logdoctor.formats.partition_metadata import (
     PartitionMetadata,
     parse_partition_metadata,
@@ -122,6 +124,41 @@ def _local_logs(folder: str) -> dict[int, str]:
     except FileNotFoundError:
         return {}
     return {int(m.group(1)): os.path.join(folder, n) for n in names if (m := _LOG_NAME.match(n))}
+
+
+def _index_problem(
+    suffix: str, data: bytes | None, base: int, end: int, size: int, source: str
+) -> str | None:
+    """Why a stored ``.index`` / ``.timeindex`` cannot be restored beside its segment (offsets base..end,
+    ``size`` bytes), or None: what the broker's sanity check refuses (K:storage/.../log/OffsetIndex.java,
+    TimeIndex.java ``sanityCheck``: a length that is not whole entries, a last offset below the base), and
+    entries that cannot be the segment's (offsets outside base..end or not increasing; positions past its
+    size or not increasing; timestamps going back). Issue 48: a truncated ``.index`` was copied as it was."""
+    if not data:
+        return None
+    kind = IndexKind.OFFSET if suffix == "index" else IndexKind.TIME
+    verdict = sanity_check(kind, data, base, SanityEra.KAFKA_2_0, source=source)
+    if not verdict.passed:
+        return f"{verdict.exception}: {verdict.message}"
+    entry = 8 if kind is IndexKind.OFFSET else 12
+    n = real_entry_count(data, entry)
+    prev_off, prev_second = base - 1, -1
+    for j in range(n):
+        if kind is IndexKind.OFFSET:
+            rel, second = struct.unpack_from(">ii", data, j * entry)
+        else:
+            second, rel = struct.unpack_from(">qi", data, j * entry)
+        off = base + rel
+        if off > end or off < base or (j and off <= prev_off):
+            return f"entry {j}: offset {off} is not in {base}..{end} after the entry before ({prev_off})"
+        if kind is IndexKind.OFFSET and (second >= size or second < 0 or (j and second <= prev_second)):
+            return (
+                f"entry {j}: position {second} is not in 0..{size - 1} after the entry before ({prev_second})"
+            )
+        if kind is IndexKind.TIME and j and second < prev_second:
+            return f"entry {j}: timestamp {second} is below the entry before ({prev_second})"
+        prev_off, prev_second = off, second
+    return None
 
 
 def _source(seg: SegmentRef) -> dict[str, Any]:
@@ -297,6 +334,20 @@ def _plan_partition(
         if warning is not None:
             assert seg.remote is not None and seg.remote.indexes is not None
             _finding(plan, "restore-remote-object", seg.remote.indexes, warning, "warning")
+        sides = dict(sides)
+        for suffix in ("index", "timeindex"):
+            why = _index_problem(suffix, sides[suffix], seg.base_offset, end, size, f"{seg.path} (.{suffix})")
+            if why is not None:  # never copied as it is: rebuilt from the restored .log in the same run
+                sides[suffix] = None
+                _finding(
+                    plan,
+                    "restore-remote-object",
+                    seg.path,
+                    f"the stored .{suffix} of remote segment {seg.remote.segment_id if seg.remote else ''} "
+                    f"(offsets {seg.base_offset}-{end}) does not fit it: {why}; rebuilt from the restored "
+                    "segment instead",
+                    "warning",
+                )
         if log_start is not None and end < log_start:
             break  # below the log start offset: deleted data (and so is everything older)
         if local_start is not None and end >= local_start:
@@ -524,14 +575,17 @@ def plan_restore(
         log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
         safety.refuse_if_locked([log_dir])
     storage, root = open_store(opts)
-    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None)
-    if not partitions:
+    illegal: list[tuple[str, str]] = []
+    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None, illegal)
+    if not partitions and not illegal:
         raise RemoteTierError(
             f"remote storage {opts.storage}: no tiered partition"
             + (f" of {', '.join(sorted(topics))}" if topics else "")
             + " there (layouts: kafka-local, aiven)"
         )
     plan, names = new_plan([log_dir], backup_dir, log_dir)
+    for folder, why in illegal:
+        _finding(plan, "restore-topic-name", folder, f"{why}: the broker would never load it; not restored")
     starts = read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
     recovery = read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
     hw = read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)

@@ -134,10 +134,15 @@ def plan_restore_metadata(
         safety.refuse_if_locked([log_dir])
     count, count_source = metadata_partition_count(log_dir, server_properties)
     storage, root = open_store(opts)
-    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None)
-    if not partitions:
+    illegal: list[tuple[str, str]] = []
+    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None, illegal)
+    if not partitions and not illegal:
         raise RemoteTierError(f"remote storage {opts.storage}: no tiered partition there")
     plan, names = new_plan([log_dir], backup_dir, log_dir)
+    for folder, why in illegal:
+        plan.unrepaired.append(
+            Unrepaired("restore-topic-name", folder, f"{why}: no event written for it", "error")
+        )
     broker = _broker_id(log_dir)
     events: dict[int, list[MetadataEvent]] = {}
     rows: list[dict[str, Any]] = []
