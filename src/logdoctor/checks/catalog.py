@@ -1095,8 +1095,8 @@ _ENTRIES = (
         "records ({offsets_above} offsets) up to the log end offset {log_end_offset} are invisible to "
         "read_committed consumers",
         "A command for the running cluster (not for this host's files): "
-        "kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {topic} --partition {partition} "
-        "--start-offset {first_offset} (KIP-664; `kafka-transactions.sh --bootstrap-server HOST:PORT "
+        "`kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {topic} --partition {partition} "
+        "--start-offset {first_offset}` (KIP-664; `kafka-transactions.sh --bootstrap-server HOST:PORT "
         "find-hanging --broker-id ID` lists them). The abort writes the ABORT marker; read_committed "
         "consumers then move on.",
         "K:storage/.../log/ProducerStateManager.java (loadFromSnapshot, hasLateTransaction, "

@@ -1,0 +1,77 @@
+"""Issue 47: one judge for a broker and a fleet. The census of a set of brokers gives every finding the
+scan of their log dirs together gives, with the same code, path, offset, message (its numbers) and fix;
+it adds only fleet-wide findings (catalog scope "fleet"). On ../shared/forensics (diverged replicas and a
+hanging transaction) and on every realworld multi-broker set of one cluster. The census's fix command of
+each is the command the scan's fix gives (never `logdoctor scan`), and a diverged replica gets no
+REPLICA_LAG and no sync-replica advice."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+import realworld
+from logdoctor.checks import catalog
+from logdoctor.checks.context import Depth, ScanOptions
+from logdoctor.checks.scanner import scan
+from logdoctor.spark.census import run_census
+
+pytestmark = pytest.mark.spark
+
+NOW = 1_790_000_000_000
+FLEET = set(catalog.codes("fleet"))
+
+SETS = {
+    "forensics": None,
+    "tuyen-nnt": ("zk-3.0-tuyen-nnt-b0", "zk-3.0-tuyen-nnt-b1", "zk-3.0-tuyen-nnt-b2"),
+    "greenlemont": ("kraft-3.5-greenlemont-n1", "kraft-3.5-greenlemont-n2", "kraft-3.5-greenlemont-n3"),
+    "nikhildighe": ("zk-3.7-nikhildighe-b0", "zk-3.7-nikhildighe-b1"),
+}
+
+
+def _dirs(name: str) -> list[str]:
+    if SETS[name] is None:
+        root = realworld.require_forensics()
+        return [str(root / f"broker-{n}" / "kafka-logs") for n in (1, 2, 3)]
+    rw = realworld.require()
+    return [str(rw / n) for n in SETS[name]]
+
+
+def _key(code: str, path: str, offset: int | None, message: str, fix: str) -> tuple:
+    return (code, path, offset, message, fix)
+
+
+@pytest.mark.realworld
+@pytest.mark.parametrize("name", sorted(SETS))
+def test_census_gives_the_scans_findings(spark, tmp_path: Path, name: str) -> None:
+    dirs = _dirs(name)
+    report = scan(dirs, ScanOptions(Depth.DEFAULT, NOW), jobs=1)
+    scanned = Counter(_key(f.code, f.path, f.offset, f.message, f.fix) for f in report.findings)
+    result = run_census(spark, dirs, tmp_path / "census", now_ms=NOW)
+    rows = pq.read_table(result.tables["findings"]).to_pylist()
+    census = Counter(
+        _key(f["code"], f["path"], f["offset"], f["message"], f["fix"])
+        for f in rows
+        if f["code"] not in FLEET
+    )
+    assert census == scanned
+    assert "LOG_DIRS_OF_DIFFERENT_BROKERS" not in {f["code"] for f in rows}
+    for f in rows:
+        assert not (f["fix_command"] or "").startswith("logdoctor scan"), f
+    diverged = {f["path"] for f in rows if f["code"] == "REPLICA_DIVERGED"}
+    lag = [f for f in rows if f["code"] == "REPLICA_LAG" and f["path"] in diverged]
+    assert lag == []
+    assert not [f for f in rows if f["path"] in diverged and "sync-replica" in (f["fix_command"] or "")]
+    if name == "forensics":
+        assert len(diverged) == 2
+        hanging = [f for f in rows if f["code"] == "TRANSACTION_HANGING"]
+        (d,) = [f.details for f in report.findings if f.code == "TRANSACTION_HANGING"]
+        assert [f["fix_command"] for f in hanging] == [d["command_for_running_cluster"]]
+        for f in rows:
+            if f["code"] == "REPLICA_DIVERGED":
+                assert (
+                    f["fix_command"].startswith("logdoctor export ") and f"`{f['fix_command']}`" in f["fix"]
+                )
