@@ -7,6 +7,9 @@ REPLICA_LAG and no sync-replica advice."""
 
 from __future__ import annotations
 
+import shlex
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -75,3 +78,36 @@ def test_census_gives_the_scans_findings(spark, tmp_path: Path, name: str) -> No
                 assert (
                     f["fix_command"].startswith("logdoctor export ") and f"`{f['fix_command']}`" in f["fix"]
                 )
+
+
+def _run(line: str) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *shlex.split(line)[1:]]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+
+
+@pytest.mark.realworld
+@pytest.mark.parametrize("name", ["forensics", "tuyen-nnt"])
+def test_every_census_fix_runs_as_printed(spark, tmp_path: Path, name: str) -> None:
+    """Each fix command of the census, run as printed on a copy of the brokers: no usage error (64), no
+    refusal (78), no missing input (66), no tool failure (70). A command for the running cluster
+    (kafka-transactions.sh) is the scan's, word for word."""
+    dirs = []
+    for i, d in enumerate(_dirs(name)):
+        dirs.append(str(realworld.writable_copy(d, tmp_path / f"b{i}" / Path(d).name)))
+    report = scan(dirs, ScanOptions(Depth.DEFAULT, NOW), jobs=1)
+    for_cluster = {f.details.get("command_for_running_cluster") for f in report.findings} - {None}
+    result = run_census(spark, dirs, tmp_path / "census", now_ms=NOW)
+    ran = 0
+    for f in pq.read_table(result.tables["findings"]).to_pylist():
+        line = f["fix_command"] or ""
+        if line.startswith("kafka-"):
+            assert line in for_cluster, line
+            continue
+        if not line:
+            continue
+        assert line.startswith("logdoctor "), line
+        proc = _run(line)
+        assert proc.returncode not in (64, 66, 70, 78), (line, proc.stdout[-1500:], proc.stderr[-1500:])
+        ran += 1
+    if name == "forensics":
+        assert ran == 2 and for_cluster
