@@ -47,6 +47,13 @@ def _key(code: str, path: str, offset: int | None, message: str, fix: str) -> tu
     return (code, path, offset, message, fix)
 
 
+def _census_keys(result) -> Counter:
+    """The census's findings of the scan's rules (every code but the fleet's)."""
+    rows = pq.read_table(result.tables["findings"]).to_pylist()
+    keys = (_key(f["code"], f["path"], f["offset"], f["message"], f["fix"]) for f in rows)
+    return Counter(k for k in keys if k[0] not in FLEET)
+
+
 @pytest.mark.realworld
 @pytest.mark.parametrize("name", sorted(SETS))
 def test_census_gives_the_scans_findings(spark, tmp_path: Path, name: str) -> None:
@@ -111,3 +118,20 @@ def test_every_census_fix_runs_as_printed(spark, tmp_path: Path, name: str) -> N
         ran += 1
     if name == "forensics":
         assert ran == 2 and for_cluster
+
+
+def test_census_of_the_demo_fleet_gives_the_scans_findings(spark, tmp_path: Path) -> None:
+    """The demo fleet (three brokers of one cluster and a KRaft broker of its own cluster, planted faults,
+    simulated disks): the census's findings of scope scan are the scan's of every log dir together."""
+    from logdoctor.sample.fleet import generate_demo_fleet
+
+    demo = generate_demo_fleet(tmp_path / "fleet")
+    dirs = [str(d) for f in (demo.fleet, demo.kraft) if f for b in sorted(f.log_dirs) for d in f.log_dirs[b]]
+    now = demo.now_ms
+    options = ScanOptions(Depth.DEFAULT, now, simulated_disks=demo.simulated_disks)
+    report = scan(dirs, options, jobs=1)
+    scanned = Counter(_key(f.code, f.path, f.offset, f.message, f.fix) for f in report.findings)
+    disks = demo.simulated_disks
+    out = tmp_path / "census"
+    result = run_census(spark, [str(tmp_path / "fleet")], out, now_ms=now, simulated_disks=disks)
+    assert _census_keys(result) == scanned
