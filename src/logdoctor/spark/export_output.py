@@ -125,7 +125,9 @@ def foreign_objects(uri: str, fmt: str = "parquet") -> list[str] | None:
         infos = filesystem.get_file_info(pafs.FileSelector(root, recursive=True, allow_not_found=True))
     except Exception:  # no file system for the scheme here
         return None
-    files = {i.path[len(root) :].lstrip("/"): i.path for i in infos if i.type == pafs.FileType.File}
+    files = {
+        i.path[len(root) :].lstrip("/"): i.path for i in infos if i.type == pafs.FileType.File
+    }
     committed = SUCCESS in files
     foreign: list[str] = []
     for rel, full in sorted(files.items()):
