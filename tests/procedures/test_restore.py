@@ -231,6 +231,9 @@ def test_bad_objects_are_findings_naming_object_and_offsets(tmp_path, store, dam
         assert row["segments"] == 0
         return
     assert str(bad).rsplit(".", 1)[0] in text and "offsets 0-647 stay missing" in text, text
+    # a deleted object is missing, not truncated (issue 47); a cut one is truncated
+    said = (": missing: " in text, ": truncated: " in text)
+    assert said == (damage == "missing", damage == "truncated"), text
     # payments-0: only what is above the bad segment is restored (no gap), newest first
     assert row["offsets"][0] == 648, row
 
