@@ -373,10 +373,10 @@ _ENTRIES = (
         "several brokers scanned together, or one broker whose meta.properties disagree (it refuses to "
         "start). Partitions found in several of them are replicas, not duplicates: they were not "
         "reported as DUPLICATE_PARTITION",
-        "Scan the log dirs of one broker together and each broker on its own ({commands}); for a fleet, "
-        "the census command compares the brokers' replicas. If these really are the log.dirs of one "
-        "broker, restore the right meta.properties in the odd one (copy a sibling's, keeping its "
-        "directory.id).",
+        "This command works on one broker: give it the log dirs of one broker, each broker on its own "
+        "({commands}); a scan (or the census) of them all compares the brokers' replicas. If these really "
+        "are the log.dirs of one broker, restore the right meta.properties in the odd one (copy a "
+        "sibling's, keeping its directory.id).",
         "K:metadata/.../properties/MetaPropertiesEnsemble.java verify ('Stored node id ... doesn't match');"
         " core/.../log/LogManager.scala loadLog (partition folders are unique across one broker's dirs)",
     ),

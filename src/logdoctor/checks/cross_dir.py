@@ -180,7 +180,7 @@ def different_brokers(
         )
         + shared,
         listing=listing,
-        commands=", ".join(f"`logdoctor scan {' '.join(g.dirs)}`" for g in by_broker),
+        commands=", ".join(f"`logdoctor repair {' '.join(g.dirs)}`" for g in by_broker),
         details={"brokers": {key_name(g): list(g.dirs) for g in by_broker}},
     )
 
