@@ -132,3 +132,25 @@ def test_census_of_the_demo_fleet_gives_the_scans_findings(spark, tmp_path: Path
     out = tmp_path / "census"
     result = run_census(spark, [str(tmp_path / "fleet")], out, now_ms=now, simulated_disks=disks)
     assert _census_keys(result, scanned) == scanned
+
+
+def test_every_census_fix_of_the_demo_fleet_runs_as_printed(spark, tmp_path: Path) -> None:
+    """The demo fleet's planted faults (a lagging replica, a nearly full disk, corrupt indexes, ...): every
+    fix command the census prints runs as printed (their dry runs: nothing is changed)."""
+    from logdoctor.sample.fleet import generate_demo_fleet
+
+    demo = generate_demo_fleet(tmp_path / "fleet")
+    result = run_census(
+        spark,
+        [str(tmp_path / "fleet")],
+        tmp_path / "census",
+        now_ms=demo.now_ms,
+        simulated_disks=demo.simulated_disks,
+    )
+    lines = sorted(
+        {f["fix_command"] for f in result.findings if (f["fix_command"] or "").startswith("logdoctor ")}
+    )
+    assert any(" sync-replica " in line for line in lines), lines
+    for line in lines:
+        proc = _run(line)
+        assert proc.returncode not in (64, 66, 70, 78), (line, proc.stdout[-1500:], proc.stderr[-1500:])
