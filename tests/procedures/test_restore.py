@@ -234,6 +234,10 @@ def test_bad_objects_are_findings_naming_object_and_offsets(tmp_path, store, dam
     # a deleted object is missing, not truncated (issue 47); a cut one is truncated
     said = (": missing: " in text, ": truncated: " in text)
     assert said == (damage == "missing", damage == "truncated"), text
+    # the intact older segment (offsets 0-323) left out says why (issue 47: it was left out silently)
+    (left,) = [u for u in pp.plan.unrepaired if u.code == "restore-segment-left-out"]
+    assert left.path == str(_object(copy, 0, 0, "log")) and "offsets from 0" in left.why, left
+    assert "newer remote segment from 324 cannot be" in left.why and left.severity == "warning"
     # payments-0: only what is above the bad segment is restored (no gap), newest first
     assert row["offsets"][0] == 648, row
 
