@@ -344,7 +344,7 @@ def render_summary(result: CensusResult) -> str:
         f"Fleet census: {result.brokers} brokers, {len(result.log_dirs)} log dirs, "
         f"{result.total('partitions')} topic-partitions, {result.total('replicas')} replicas; "
         f"{c['error']} errors, {c['warning']} warnings, "
-        f"{c['info']} info ({result.elapsed_s:.1f} s)"
+        f"{c['info']} info (the census's work {result.elapsed_s:.1f} s, Spark's start not counted)"
     )
     lagging = [p for p in result.partitions if (p.get("max_lag_offsets") or 0) > 0]
     lines.append("")
