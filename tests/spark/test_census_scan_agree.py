@@ -77,6 +77,15 @@ def test_census_gives_the_scans_findings(spark, tmp_path: Path, name: str) -> No
         hanging = [f for f in rows if f["code"] == "TRANSACTION_HANGING"]
         (d,) = [f.details for f in report.findings if f.code == "TRANSACTION_HANGING"]
         assert [f["fix_command"] for f in hanging] == [d["command_for_running_cluster"]]
+        # nor is a diverged replica called lagging in the summary or the command's table
+        assert "Lagging replicas: 0" in (Path(result.out_dir) / "summary.txt").read_text()
+        from rich.console import Console
+
+        from logdoctor.cli.census import render_census
+
+        console = Console(record=True, width=250)
+        render_census(console, result)
+        assert "Every replica is at its partition's log end offset." in console.export_text()
         for f in rows:
             if f["code"] == "REPLICA_DIVERGED":
                 assert (

@@ -56,8 +56,10 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
         "in ISR?",
     ):
         lag.add_column(col)
+    # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, below)
+    diverged = {f["path"] for f in result.findings if f["code"] == "REPLICA_DIVERGED"}
     for r in result.replicas:
-        if (r.get("lag_offsets") or 0) > 0:
+        if (r.get("lag_offsets") or 0) > 0 and r.get("path") not in diverged:
             lag.add_row(
                 f"{r['topic']}-{r['partition']}",
                 r["broker"],

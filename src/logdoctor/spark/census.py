@@ -346,7 +346,15 @@ def render_summary(result: CensusResult) -> str:
         f"{c['error']} errors, {c['warning']} warnings, "
         f"{c['info']} info (the census's work {result.elapsed_s:.1f} s, Spark's start not counted)"
     )
-    lagging = [p for p in result.partitions if (p.get("max_lag_offsets") or 0) > 0]
+    # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, under findings)
+    diverged = {f["path"] for f in result.findings if f["code"] == "REPLICA_DIVERGED"}
+
+    def folder(p: dict[str, Any]) -> str:
+        return os.path.join(p.get("lagging_log_dir") or "", f"{p['topic']}-{p['partition']}")
+
+    lagging = [
+        p for p in result.partitions if (p.get("max_lag_offsets") or 0) > 0 and folder(p) not in diverged
+    ]
     lines.append("")
     lines.append(f"Lagging replicas: {len(lagging)}")
     for p in lagging:
