@@ -305,7 +305,7 @@ def export_command(
             table_export_cli(
                 spark, paths, out, fmt=fmt, mode=mode, options=options, by_day=partition_by_day,
                 catalog=catalog, table=table_name, json_out=json_out, console=console, err=err,
-                not_read=not_read,
+                not_read=not_read, started=started, spark_start_s=spark_start_s,
             )  # fmt: skip
         try:
             with spark_progress(err, "export", "tasks", disable=json_out) as progress:
