@@ -374,14 +374,18 @@ def shared_id_findings(replicas: Any) -> FindingSource:
     from pyspark.sql import functions as F
 
     rec = replicas.where(F.col("topic_id").isNotNull() & (F.col("kind") == "log"))
+    # the scan's words (checks.cross_dir._shared_topic_ids): per topic, its first three "t-p in log dir"
+    # in order; the first replica by (partition, log dir)
+    held = F.concat("topic", F.lit("-"), F.col("partition").cast("string"), F.lit(" in "), "log_dir")
     per_topic = rec.groupBy("cluster", "topic_id", "topic").agg(
-        F.min(F.struct("partition", "broker", "log_dir", "path")).alias("first"),
-        F.sort_array(F.collect_set("broker")).alias("brokers"),
+        F.min(F.struct("partition", "log_dir", "broker", "path")).alias("first"),
+        F.array_join(F.slice(F.sort_array(F.collect_set(held)), 1, 3), ", ").alias("held"),
     )
-    on_brokers = F.concat("topic", F.lit(" on "), F.array_join("brokers", ", "))
+    item = F.struct("topic", F.concat("topic", F.lit(": "), "held").alias("text"))
+    in_order = F.transform(F.sort_array(F.collect_list(item)), lambda x: x["text"])  # by topic name
     per_id = per_topic.groupBy("cluster", "topic_id").agg(
         F.array_join(F.sort_array(F.collect_list("topic")), ", ").alias("topics"),
-        F.array_join(F.sort_array(F.collect_list(on_brokers)), "; ").alias("where"),
+        F.array_join(in_order, "; ").alias("where"),
         F.min("topic").alias("first_topic"),
         F.count(F.lit(1)).alias("n"),
     )
