@@ -156,3 +156,29 @@ def test_census_words_read_back_as_the_scans_details() -> None:
         want, got = facts(view), facts(words)
         assert want is not None and got is not None
         assert {k: got[k] for k in got} == {k: want[k] for k in got}, f.code
+
+
+def test_an_inventorys_diverged_replica_reads_back_its_offsets() -> None:
+    """A census of inventories cannot read the records (the folder is on the broker's host): its words give
+    the offsets, and the records at risk count them."""
+    from logdoctor.checks import catalog
+    from logdoctor.report.model import finding_view
+    from logdoctor.report.who_loses import facts, records_at_risk
+
+    f = catalog.make(
+        "REPLICA_DIVERGED", "/d1/wallet-0", case="census", logdir="/d1", offset=800,
+        topic_partition="wallet-0", broker="broker-1", leader_broker="broker-3", leader_logdir="/d3",
+        leader_epoch=2, own_epoch=1,
+        truncate_to=800, first=800, last=1049, offsets=250, lost_out="/d1.lost-records/wallet-0-800-1049",
+        lost_from=800, log_end_offset=1050,
+    )  # fmt: skip
+    row = {"code": f.code, "path": f.path, "message": f.message, "fix": f.fix, "broker": "broker-1"}
+    view = finding_view(row)
+    d = facts(view)
+    assert d is not None
+    assert (d["topic"], d["partition"], d["truncate_to"], d["lost_offsets"], d["records_lost"]) == (
+        "wallet", 0, 800, [800, 1049], None
+    )
+    assert d["leader"] == "broker-3 (/d3)"
+    assert d["salvage_command"].startswith("logdoctor export /d1/wallet-0 ")
+    assert records_at_risk([view]).lost == 250
