@@ -58,3 +58,14 @@ def test_scan_help_says_several_brokers_find_divergence() -> None:
     res = runner.invoke(app, ["scan", "--help"], terminal_width=200)
     text = " ".join(res.stdout.split())
     assert "several brokers" in text and "divergence is found" in text
+
+
+def test_a_plan_with_nothing_to_do_names_no_backup_dir(tmp_path: Path) -> None:
+    """Issue 47: a repair whose findings it cannot change (a hanging transaction) printed "0 action(s), 0
+    step(s); backup dir: ...": it says there is nothing to do."""
+    root = realworld.require_forensics()
+    copy = realworld.writable_copy(root / "broker-1", tmp_path / "broker-1")
+    res = runner.invoke(app, ["repair", str(copy / "kafka-logs")], terminal_width=250)
+    assert "TRANSACTION_HANGING" in res.stdout
+    assert "0 action(s)" not in res.stdout and "backup dir" not in res.stdout
+    assert "Nothing to do: no action, no backup." in res.stdout
