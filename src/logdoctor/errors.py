@@ -61,6 +61,13 @@ class TruncatedError(FormatError):
     kind = "truncated"
 
 
+class MissingObjectError(TruncatedError):
+    """A file or remote object that is not there at all (a deleted remote ``.log``): missing, not truncated.
+    A TruncatedError still, for the callers that stop at the first byte they lack."""
+
+    kind = "missing"
+
+
 class CorruptRecordError(FormatError):
     """A structure is complete but its content is invalid (Kafka's CorruptRecordException)."""
 

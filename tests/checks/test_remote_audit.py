@@ -255,7 +255,10 @@ def test_stalled_uploads_past_local_retention(tmp_path: Path) -> None:
     assert [s["last_offset"] for s in p0.details["segments"]] == [1619, 1943]
     assert p0.details["highest_uploaded_offset"] == 1295
     sizes = [(log_dir / "payments-0" / f"{b:020d}.log").stat().st_size for b in (1296, 1620)]
-    assert p0.details["bytes_per_day"] > 0 and f"({sum(sizes)} bytes" in p0.message
+    assert f"({sum(sizes)} bytes" in p0.message
+    # its records are 1 ms apart: no write rate, no date the disk is full (issue 47: "full in 4.4 days")
+    assert "bytes_per_day" not in p0.details and "full_in_ms" not in p0.details
+    assert "the write rate is unknown (the segments' timestamps span" in p0.message
     # the records are newer than local.retention.ms at that time: nothing is stalled
     found = _audit(log_dir, store, now_ms=1710000000000, config_inputs=inputs)
     assert [f for f in found if f.code == "REMOTE_UPLOAD_STALLED"] == []
@@ -440,3 +443,23 @@ def test_the_topics_own_config_in_the_kraft_metadata_wins_and_the_printed_fix_cl
         log_dir, ("__remote_log_metadata", "retention.ms", "3600000"), (entity, key, value)
     )
     assert _retention_findings(log_dir, store) == []
+
+
+def test_a_disk_full_date_needs_a_real_time_span(tmp_path: Path) -> None:
+    """REMOTE_UPLOAD_STALLED's projection: segments an hour or more apart give a rate and a date; records
+    a few ms apart give none (issue 47: "full in 4.4 days" from records 1 ms apart)."""
+    from types import SimpleNamespace
+
+    from logdoctor.checks.remote_store import MIN_RATE_SPAN_MS, _fill
+
+    def segs(step_ms: int) -> list:
+        return [
+            SimpleNamespace(true_largest_ts=1_700_000_000_000 + i * step_ms, size=1_000_000) for i in range(3)
+        ]
+
+    text, facts = _fill(str(tmp_path), segs(MIN_RATE_SPAN_MS), 1_800_000_000_000)
+    assert facts["bytes_per_day"] == 2_000_000 * 86_400_000 // (2 * MIN_RATE_SPAN_MS)
+    assert "full_in_ms" in facts
+    assert "days (until" in text
+    text, facts = _fill(str(tmp_path), segs(1), 1_800_000_000_000)
+    assert set(facts) == {"free"} and "the write rate is unknown" in text and "days" not in text

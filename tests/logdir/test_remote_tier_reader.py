@@ -233,6 +233,7 @@ def test_missing_log_object(tmp_path: Path) -> None:
     assert (_first_remote(refs).base_offset, _first_remote(refs).size) == (0, 0)
     err = _read_error(_first_remote(refs))
     assert err.source == seg.path and "no such object" in str(err)
+    assert ": missing: " in str(err) and "truncated" not in str(err)  # deleted, not cut short (issue 47)
 
 
 def test_store_without_the_partitions_is_refused(tmp_path: Path) -> None:

@@ -231,6 +231,13 @@ def test_bad_objects_are_findings_naming_object_and_offsets(tmp_path, store, dam
         assert row["segments"] == 0
         return
     assert str(bad).rsplit(".", 1)[0] in text and "offsets 0-647 stay missing" in text, text
+    # a deleted object is missing, not truncated (issue 47); a cut one is truncated
+    said = (": missing: " in text, ": truncated: " in text)
+    assert said == (damage == "missing", damage == "truncated"), text
+    # the intact older segment (offsets 0-323) left out says why (issue 47: it was left out silently)
+    (left,) = [u for u in pp.plan.unrepaired if u.code == "restore-segment-left-out"]
+    assert left.path == str(_object(copy, 0, 0, "log")) and "offsets from 0" in left.why, left
+    assert "newer remote segment from 324 cannot be" in left.why and left.severity == "warning"
     # payments-0: only what is above the bad segment is restored (no gap), newest first
     assert row["offsets"][0] == 648, row
 
@@ -480,8 +487,18 @@ def test_cli_refusals(tmp_path):
     (not_a_log_dir / "pkg").mkdir(parents=True)
     (not_a_log_dir / "pkg" / "x.py").write_text("")
     assert _cli("restore", str(not_a_log_dir), "--remote-storage", store).returncode == 64
+    # a missing input is 66 (EX_NOINPUT), as for every command: the store, and the key file, in the dry run
+    # and with --apply alike, never a "corrupt" segment or "Nothing to repair" (issue 47)
     out = _cli("restore", str(log_dir), "--remote-storage", str(tmp_path / "nowhere"))
-    assert out.returncode == 78 and "nowhere" in out.stderr, out.stderr
+    assert out.returncode == 66 and "nowhere" in out.stderr, out.stderr
+    encrypted = str(tiered / "aiven/encrypted/storage")
+    for apply in ([], ["--apply", "--backup-dir", str(tmp_path / "b")]):
+        for key in (tmp_path / "no-key.pem", tmp_path):  # missing; a folder, not a file
+            args = ("restore", str(log_dir), "--remote-storage", encrypted, "--remote-private-key", str(key))
+            out = _cli(*args, *apply)
+            assert out.returncode == 66 and str(key) in out.stderr, (apply, out.stdout, out.stderr)
+            assert "corrupt" not in out.stdout + out.stderr and "Nothing to repair" not in out.stdout
+    assert sorted(p.name for p in log_dir.iterdir()) == [".lock"]
 
 
 def test_indexes_the_store_lacks_are_rebuilt_by_the_restore_itself(tmp_path):

@@ -224,3 +224,38 @@ def test_time_chart_labels_never_overlap(browser: Chromium, demo: DemoFleet, tmp
         assert not _overlap(boxes["cutoff"], boxes["now"]), (name, boxes)
         checked += 1
     assert checked >= 3 and console_errors(page) == []
+
+
+def test_who_loses_what_cells_in_the_browser(browser: Chromium, tmp_path: Path) -> None:
+    """../shared/forensics scanned together: the "Who loses what" tables as the browser lays them out, a
+    number per cell (README A and B), and the headline's records at risk."""
+    import realworld
+    from logdoctor.checks.context import ScanOptions
+    from logdoctor.checks.scanner import scan
+
+    root = realworld.require_forensics()
+    dirs = [root / f"broker-{b}" / "kafka-logs" for b in (1, 2, 3)]
+    report = write_scan_report(scan(dirs, ScanOptions(), jobs=1), tmp_path / "forensics.html")
+    page = load_report(browser, report)
+    assert_clean_offline_load(page, report)
+    rows = js(page, """
+        return Array.from(document.querySelectorAll('#who-loses-what table[data-table] tbody tr')).map(
+          function (tr) {
+            var row = {table: tr.closest('table').getAttribute('data-table')};
+            tr.querySelectorAll('td').forEach(function (td) {
+              row[td.getAttribute('data-col')] = td.innerText; });
+            row.visible = tr.getBoundingClientRect().height > 0;
+            return row; });""")
+    diverged = sorted((r for r in rows if r["table"] == "diverged"), key=lambda r: r["broker"])
+    assert [(r["broker"], r["truncate to"], r["records lost"], r["first offset"], r["last offset"],
+             r["first timestamp"], r["last timestamp"], r["epochs"]) for r in diverged] == [
+        ("broker 11", "800", "250", "800", "1049", "1710000000800", "1710000001049", "1"),
+        ("broker 12", "800", "120", "800", "919", "1710000000800", "1710000000919", "1"),
+    ]
+    assert all(r["visible"] and r["salvage command"].startswith("logdoctor export ") for r in diverged)
+    (hanging,) = [r for r in rows if r["table"] == "hanging"]
+    assert (hanging["producer"], hanging["epoch"], hanging["first offset"], hanging["last stable offset"],
+            hanging["records above"]) == ("7002", "5", "341", "341", "540")
+    assert hanging["abort (cluster)"].startswith("kafka-transactions.sh --bootstrap-server HOST:PORT abort")
+    verdict = page.evaluate("document.getElementById('verdict').innerText")
+    assert "910 record(s) at risk" in verdict

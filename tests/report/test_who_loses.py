@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from html.parser import HTMLParser
 
+import pytest
+
 import realworld
 from logdoctor.checks.context import ScanOptions
 from logdoctor.checks.scanner import scan
@@ -19,6 +21,10 @@ class _Tables(HTMLParser):
         super().__init__()
         self.sections: list[str] = []
         self.tables: dict[str, list[list[str]]] = {}
+        self.cells: dict[str, list[dict[str, str]]] = {}  # data-col -> text, per row
+        self.at_risk: str | None = None
+        self._col: str | None = None
+        self._risk: list[str] | None = None
         self.empty: set[str] = set()
         self._table: str | None = None
         self._row: list[str] | None = None
@@ -31,12 +37,17 @@ class _Tables(HTMLParser):
         if tag == "table" and a.get("data-table"):
             self._table = str(a["data-table"])
             self.tables[self._table] = []
+            self.cells[self._table] = []
         if tag == "p" and a.get("data-table"):
             self.empty.add(str(a["data-table"]))
         if tag == "tr" and self._table is not None and a.get("data-code"):
             self._row = []
+            self._cols: list[str] = []
         if tag == "td" and self._row is not None:
             self._cell = []
+            self._col = a.get("data-col")
+        if tag == "p" and a.get("class") == "at-risk":
+            self.at_risk = a.get("data-records")
 
     def handle_data(self, data: str) -> None:
         if self._cell is not None:
@@ -45,34 +56,129 @@ class _Tables(HTMLParser):
     def handle_endtag(self, tag: str) -> None:
         if tag == "td" and self._row is not None and self._cell is not None:
             self._row.append("".join(self._cell))
+            self._cols.append(self._col or "")
             self._cell = None
         elif tag == "tr" and self._row is not None and self._table is not None:
             self.tables[self._table].append(self._row)
+            self.cells[self._table].append(dict(zip(self._cols, self._row, strict=True)))
             self._row = None
+            self._cols = []
         elif tag == "table":
             self._table = None
 
 
-def test_forensics_report_says_who_loses_what_above_the_details() -> None:
-    root = realworld.require_forensics()
-    dirs = [root / f"broker-{b}" / "kafka-logs" for b in (1, 2, 3)]
-    rep = scan(dirs, ScanOptions(), jobs=1)
-    page = render_scan_report(rep, read_budget=0)
+#: README A and B, a cell each (broker: the scan's node id, the census's broker name)
+DIVERGED = {
+    "broker-1": {
+        "replica": "wallet-0", "truncate to": "800", "records lost": "250", "first offset": "800",
+        "last offset": "1049", "first timestamp": "1710000000800", "last timestamp": "1710000001049",
+        "epochs": "1",
+    },
+    "broker-2": {
+        "replica": "wallet-0", "truncate to": "800", "records lost": "120", "first offset": "800",
+        "last offset": "919", "first timestamp": "1710000000800", "last timestamp": "1710000000919",
+        "epochs": "1",
+    },
+}  # fmt: skip
+HANGING = {
+    "partition": "billing-0", "producer": "7002", "epoch": "5", "first offset": "341",
+    "last stable offset": "341", "records above": "540",
+    "abort (cluster)": "kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic billing "
+    "--partition 0 --start-offset 341",
+}  # fmt: skip
+
+
+def _check_forensics_page(page: str, dirs: list, brokers: dict[str, str]) -> None:
     p = _Tables()
     p.feed(page)
     assert "who-loses-what" in p.sections
     # above the per-broker details (the timeline and the findings table)
     first = p.sections.index("who-loses-what")
     assert all(first < p.sections.index(s) for s in p.sections if s != "who-loses-what")
-    # README A: broker-1 and broker-2 truncate to 800 and lose 250 and 120 records
-    assert {tuple(r[:5]) for r in p.tables["diverged"]} == {
-        ("wallet-0", str(dirs[2]), "800", "250", "800-1049"),
-        ("wallet-0", str(dirs[2]), "800", "120", "800-919"),
-    }
-    assert len(p.tables["diverged"]) == 2
-    # README B: producer 7002, epoch 5, first offset 341, LSO 341, 540 records above it
-    (hanging,) = p.tables["hanging"]
-    assert hanging[:5] == ["billing-0", "7002 (epoch 5)", "341", "341", "540"]
-    assert hanging[5].startswith("kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic billing")
+    rows = {r["broker"]: r for r in p.cells["diverged"]}
+    assert len(p.cells["diverged"]) == 2
+    assert set(rows) == {brokers["broker-1"], brokers["broker-2"]}
+    for name in ("broker-1", "broker-2"):
+        row = rows[brokers[name]]
+        assert {k: row[k] for k in DIVERGED[name]} == DIVERGED[name]
+        assert str(dirs[2]) in row["leader"]  # broker-3 leads
+        out = f"wallet-0-800-{DIVERGED[name]['last offset']}"
+        assert row["salvage command"].startswith(
+            f"logdoctor export {dirs[int(name[-1]) - 1]}/wallet-0 --out "
+        )
+        assert out in row["salvage command"] and row["salvage command"].endswith("--include-control")
+    (hanging,) = p.cells["hanging"]
+    assert {k: hanging[k] for k in HANGING} == HANGING
+    assert hanging["broker"] == brokers["broker-1"]
     # no __consumer_offsets among the inputs: no group
     assert "groups" in p.empty
+    # the headline counts records at risk: 250 + 120 lost, 540 invisible
+    assert p.at_risk == str(250 + 120 + 540)
+    assert 'id="card-at-risk"' in page and "910 record(s) at risk" in page
+
+
+def test_forensics_scan_report_says_who_loses_what_a_cell_each() -> None:
+    root = realworld.require_forensics()
+    dirs = [root / f"broker-{b}" / "kafka-logs" for b in (1, 2, 3)]
+    rep = scan(dirs, ScanOptions(), jobs=1)
+    page = render_scan_report(rep, read_budget=0)
+    _check_forensics_page(page, dirs, {"broker-1": "broker 11", "broker-2": "broker 12"})
+
+
+@pytest.mark.spark
+def test_forensics_census_report_says_who_loses_what_a_cell_each(spark, tmp_path) -> None:
+    from logdoctor.report.html import render_census_report
+    from logdoctor.spark.census import run_census
+
+    root = realworld.require_forensics()
+    dirs = [root / f"broker-{b}" / "kafka-logs" for b in (1, 2, 3)]
+    census = run_census(spark, [str(d) for d in dirs], tmp_path / "census", now_ms=1_790_000_000_000)
+    names = {f["broker"] for f in census.findings if f["code"] == "REPLICA_DIVERGED"}
+    assert len(names) == 2
+    page = render_census_report(census)
+    by_dir = {f["log_dir"]: f["broker"] for f in census.findings if f["broker"]}
+    brokers = {"broker-1": by_dir[str(dirs[0])], "broker-2": by_dir[str(dirs[1])]}
+    _check_forensics_page(page, dirs, brokers)
+    # no lag for a diverged replica: the headline does not call them lagging
+    assert "replica(s) of 1 partition(s) lagging" not in page
+
+
+def test_census_words_read_back_as_the_scans_details() -> None:
+    """A census's findings carry no details: their message and fix give the same cells."""
+    from logdoctor.report.model import finding_view
+    from logdoctor.report.who_loses import facts
+
+    root = realworld.require_forensics()
+    dirs = [root / f"broker-{b}" / "kafka-logs" for b in (1, 2, 3)]
+    for f in scan(dirs, ScanOptions(), jobs=1).findings:
+        view = finding_view(f)
+        words = finding_view({"code": f.code, "path": f.path, "message": f.message, "fix": f.fix})
+        want, got = facts(view), facts(words)
+        assert want is not None and got is not None
+        assert {k: got[k] for k in got} == {k: want[k] for k in got}, f.code
+
+
+def test_an_inventorys_diverged_replica_reads_back_its_offsets() -> None:
+    """A census of inventories cannot read the records (the folder is on the broker's host): its words give
+    the offsets, and the records at risk count them."""
+    from logdoctor.checks import catalog
+    from logdoctor.report.model import finding_view
+    from logdoctor.report.who_loses import facts, records_at_risk
+
+    f = catalog.make(
+        "REPLICA_DIVERGED", "/d1/wallet-0", case="census", logdir="/d1", offset=800,
+        topic_partition="wallet-0", broker="broker-1", leader_broker="broker-3", leader_logdir="/d3",
+        leader_epoch=2, own_epoch=1,
+        truncate_to=800, first=800, last=1049, offsets=250, lost_out="/d1.lost-records/wallet-0-800-1049",
+        lost_from=800, log_end_offset=1050,
+    )  # fmt: skip
+    row = {"code": f.code, "path": f.path, "message": f.message, "fix": f.fix, "broker": "broker-1"}
+    view = finding_view(row)
+    d = facts(view)
+    assert d is not None
+    assert (d["topic"], d["partition"], d["truncate_to"], d["lost_offsets"], d["records_lost"]) == (
+        "wallet", 0, 800, [800, 1049], None
+    )
+    assert d["leader"] == "broker-3 (/d3)"
+    assert d["salvage_command"].startswith("logdoctor export /d1/wallet-0 ")
+    assert records_at_risk([view]).lost == 250

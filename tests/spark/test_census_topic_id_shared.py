@@ -37,3 +37,13 @@ def test_census_finds_one_topic_id_on_two_topics_across_brokers(spark, tmp_path)
     assert f["severity"] == "error" and ID in f["message"]
     assert "topics orders, payments" in f["message"] and f["path"].endswith("payments-0/partition.metadata")
     assert not [f for f in result.findings if f["code"] == "TOPIC_RECREATED"]
+    # the same rule at fleet scale as the scan's (checks.cross_dir): the scan of every log dir together
+    from logdoctor.checks.context import Depth, ScanOptions
+    from logdoctor.checks.scanner import scan
+
+    dirs = [str(d) for b in sorted(fleet.log_dirs) for d in fleet.log_dirs[b]]
+    report = scan(dirs, ScanOptions(Depth.DEFAULT, NOW), jobs=1)
+    scanned = [g for g in report.findings if g.code == "TOPIC_ID_SHARED"]
+    assert [(g.code, g.path, g.message, g.fix) for g in scanned] == [
+        (s["code"], s["path"], s["message"], s["fix"]) for s in shared
+    ]

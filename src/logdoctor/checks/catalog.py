@@ -373,10 +373,10 @@ _ENTRIES = (
         "several brokers scanned together, or one broker whose meta.properties disagree (it refuses to "
         "start). Partitions found in several of them are replicas, not duplicates: they were not "
         "reported as DUPLICATE_PARTITION",
-        "Scan the log dirs of one broker together and each broker on its own ({commands}); for a fleet, "
-        "the census command compares the brokers' replicas. If these really are the log.dirs of one "
-        "broker, restore the right meta.properties in the odd one (copy a sibling's, keeping its "
-        "directory.id).",
+        "This command works on one broker: give it the log dirs of one broker, each broker on its own "
+        "({commands}); a scan (or the census) of them all compares the brokers' replicas. If these really "
+        "are the log.dirs of one broker, restore the right meta.properties in the odd one (copy a "
+        "sibling's, keeping its directory.id).",
         "K:metadata/.../properties/MetaPropertiesEnsemble.java verify ('Stored node id ... doesn't match');"
         " core/.../log/LogManager.scala loadLog (partition folders are unique across one broker's dirs)",
     ),
@@ -1119,8 +1119,8 @@ _ENTRIES = (
         "records ({offsets_above} offsets) up to the log end offset {log_end_offset} are invisible to "
         "read_committed consumers",
         "A command for the running cluster (not for this host's files): "
-        "kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {topic} --partition {partition} "
-        "--start-offset {first_offset} (KIP-664; `kafka-transactions.sh --bootstrap-server HOST:PORT "
+        "`kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {topic} --partition {partition} "
+        "--start-offset {first_offset}` (KIP-664; `kafka-transactions.sh --bootstrap-server HOST:PORT "
         "find-hanging --broker-id ID` lists them). The abort writes the ABORT marker; read_committed "
         "consumers then move on.",
         "K:storage/.../log/ProducerStateManager.java (loadFromSnapshot, hasLateTransaction, "

@@ -50,6 +50,10 @@ class ScanOptions:
     #: disks the demo and tests simulate, keyed by a log dir's absolute path (logdir.disk: never a file
     #: or an option a user can set; None: every log dir's real file system, statvfs)
     simulated_disks: Mapping[str, SimulatedDisk] | None = field(default=None, hash=False)
+    #: the command works on one broker (repair, the procedures): log dirs of several brokers given
+    #: together are one LOG_DIRS_OF_DIFFERENT_BROKERS error. False (scan, the census): several brokers'
+    #: dirs are how replicas are compared (REPLICA_DIVERGED), not an error.
+    one_broker: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -180,7 +180,7 @@ def different_brokers(
         )
         + shared,
         listing=listing,
-        commands=", ".join(f"`logdoctor scan {' '.join(g.dirs)}`" for g in by_broker),
+        commands=", ".join(f"`logdoctor repair {' '.join(g.dirs)}`" for g in by_broker),
         details={"brokers": {key_name(g): list(g.dirs) for g in by_broker}},
     )
 
@@ -190,15 +190,19 @@ def cross_dir(
     parts: list[PartitionReport],
     groups: list[BrokerGroup],
     images: dict[str, MetadataImage],
+    one_broker: bool = False,
 ) -> list[Finding]:
-    """Every check across the scanned log dirs. Dirs of different brokers are said so once, and the
+    """Every check across the scanned log dirs. Dirs of different brokers are said so once when the
+    command works on one broker (``one_broker``: repair, the procedures; a scan of several brokers' dirs
+    compares their replicas, no error), and the
     per-partition and per-dir comparisons, which assume one broker, are skipped for them; topic ids are
     checked per broker, against that broker's own metadata log only (``images``: metadata dir -> replay;
     another cluster's metadata says nothing about this broker's topics)."""
     out: list[Finding] = []
     brokers = different_brokers(groups, reports, parts)
     if brokers is not None:
-        out.append(brokers)
+        if one_broker:
+            out.append(brokers)
     else:
         _duplicate_partitions(parts, out)
         _meta_properties_across_dirs(reports, out)

@@ -26,7 +26,16 @@ from logdoctor.errors import FormatError
 from logdoctor.logdir.divergence import FollowerTruncation, ReplicaLog, follower_truncation, records_from
 from logdoctor.logdir.names import METADATA_TOPIC, DirKind
 
-__all__ = ["LostRecords", "lost_records", "lost_records_out", "replicas_diverged"]
+__all__ = [
+    "LostRecords",
+    "Replica",
+    "is_compared",
+    "lost_records",
+    "lost_records_out",
+    "partition_diverged",
+    "replica_of",
+    "replicas_diverged",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,15 +95,41 @@ def lost_records_out(path: str, start: int, end: int) -> str:
     return f"{logdir}.lost-records/{os.path.basename(path)}-{start}-{end - 1}"
 
 
-def _latest_epoch(p: PartitionReport) -> int:
-    return max(e for e, _ in p.leader_epochs)
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """What the divergence rule reads of one replica: from a scan's PartitionReport
+    (:func:`replica_of`) or from a census's replicas table row (an inventory's, whose folder may be on
+    another host). ``broker``: who holds it (a scan: the (cluster id, node id) of its broker group; a
+    census: the broker's name)."""
+
+    broker: object
+    broker_name: str | None
+    log_dir: str
+    path: str
+    topic: str
+    partition: int
+    topic_id: str | None
+    leader_epochs: tuple[tuple[int, int], ...]
+    log_start_offset: int
+    log_end_offset: int
+    high_watermark: int | None
+
+
+def replica_of(p: PartitionReport, broker: object, broker_name: str | None = None) -> Replica:
+    assert p.log_end_offset is not None
+    start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
+    return Replica(
+        broker, broker_name, p.log_dir, p.path, p.topic, p.partition, p.topic_id,
+        tuple(p.leader_epochs), start, p.log_end_offset, p.high_watermark,
+    )  # fmt: skip
 
 
 def replicas_diverged(
     parts: list[PartitionReport], groups: list[BrokerGroup], clusters: dict[str, str | None]
 ) -> list[Finding]:
     """One REPLICA_DIVERGED per replica that loses records. ``groups``: the scanned dirs by broker;
-    ``clusters``: log dir -> its cluster id."""
+    ``clusters``: log dir -> its cluster id. The rule itself is :func:`partition_diverged`, per
+    partition (the census runs it on each partition group of its fleet)."""
     # a broker is its (cluster id, node id); one of them twice (a docker-compose default cluster id and
     # node id, each with its own metadata log: checks.cross_dir.broker_groups) means clusters that cannot
     # be told apart: no replica is compared. Dirs without a readable meta.properties: not compared.
@@ -104,47 +139,58 @@ def replicas_diverged(
     broker_of = {d: g.key for g in groups if g.key is not None for d in g.dirs}
     if len(set(broker_of.values())) < 2:
         return []
-    log = DirKind.LOG.value
-    replicas: dict[tuple[str | None, str, int], list[PartitionReport]] = defaultdict(list)
+    replicas: dict[tuple[str | None, str, int], list[Replica]] = defaultdict(list)
     for p in parts:
-        if (
-            p.kind == log
-            and p.topic != METADATA_TOPIC  # the Raft log: KafkaRaftClient's own fetch rules, not this
-            and p.leader_epochs
-            and p.log_end_offset is not None
-            and p.log_dir in broker_of
-        ):
-            replicas[(clusters.get(p.log_dir), p.topic, p.partition)].append(p)
+        if is_compared(p.kind, p.topic, bool(p.leader_epochs), p.log_end_offset) and p.log_dir in broker_of:
+            key = (clusters.get(p.log_dir), p.topic, p.partition)
+            replicas[key].append(replica_of(p, broker_of[p.log_dir]))
     out: list[Finding] = []
     for _key, ps in sorted(replicas.items(), key=lambda kv: (kv[0][1], kv[0][2])):
-        if len({broker_of[p.log_dir] for p in ps}) < 2:
-            continue
-        if len({p.topic_id for p in ps}) > 1:
-            continue  # a topic deleted and created again, or an id known to one side only: not comparable
-        leader = max(ps, key=lambda p: (_latest_epoch(p), p.log_end_offset or 0))
-        lead_broker = broker_of[leader.log_dir]
-        for p in ps:
-            if broker_of[p.log_dir] == lead_broker:
-                continue
-            assert p.log_end_offset is not None and leader.log_end_offset is not None
-            t = follower_truncation(_replica_log(p), _replica_log(leader))
-            if t.lacks_from >= p.log_end_offset:  # only lags, or fetches back what it truncates
-                continue
-            out.append(_finding(p, leader, t))
+        out.extend(partition_diverged(ps))
     return out
 
 
-def _replica_log(p: PartitionReport) -> ReplicaLog:
-    assert p.log_end_offset is not None
-    start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
-    return ReplicaLog(tuple(p.leader_epochs), start, p.log_end_offset, p.high_watermark)
+def is_compared(kind: str, topic: str, has_epochs: bool, log_end_offset: int | None) -> bool:
+    """Whether a replica takes part in the comparison: a live log (never the metadata log, which
+    KafkaRaftClient fetches by its own rules) with a leader epoch cache and a log end offset."""
+    return kind == DirKind.LOG.value and topic != METADATA_TOPIC and has_epochs and log_end_offset is not None
 
 
-def _finding(p: PartitionReport, leader: PartitionReport, t: FollowerTruncation) -> Finding:
+def partition_diverged(ps: list[Replica]) -> list[Finding]:
+    """REPLICA_DIVERGED of the replicas of one partition (of one cluster): the leader is the replica with
+    the newest leader epoch (then the highest log end offset); every replica of another broker that
+    its truncation costs records gets one finding. Replicas of one broker only, or of different topic ids
+    (a topic deleted and created again), are not compared."""
+    if len({p.broker for p in ps}) < 2:
+        return []
+    if len({p.topic_id for p in ps}) > 1:
+        return []  # a topic deleted and created again, or an id known to one side only: not comparable
+    leader = max(ps, key=lambda p: (_latest_epoch(p), p.log_end_offset))
+    out: list[Finding] = []
+    for p in sorted(ps, key=lambda p: (p.log_dir, p.path)):
+        if p.broker == leader.broker:
+            continue
+        t = follower_truncation(_replica_log(p), _replica_log(leader))
+        if t.lacks_from >= p.log_end_offset:  # only lags, or fetches back what it truncates
+            continue
+        out.append(_finding(p, leader, t))
+    return out
+
+
+def _latest_epoch(p: Replica) -> int:
+    return max(e for e, _ in p.leader_epochs)
+
+
+def _replica_log(p: Replica) -> ReplicaLog:
+    return ReplicaLog(p.leader_epochs, p.log_start_offset, p.log_end_offset, p.high_watermark)
+
+
+def _finding(p: Replica, leader: Replica, t: FollowerTruncation) -> Finding:
     from logdoctor.checks.state import iso
 
-    assert p.log_end_offset is not None
-    lost = lost_records(p.path, t.lacks_from)
+    lost = lost_records(p.path, t.lacks_from) if os.path.isdir(p.path) else None
+    if lost is None:  # a census of inventories: the folder is on the broker's host, its records unread
+        return _finding_of_offsets(p, leader, t)
     first = lost.first_offset if lost.first_offset is not None else t.lacks_from
     last = lost.last_offset if lost.last_offset is not None else p.log_end_offset - 1
     tp = f"{p.topic}-{p.partition}"
@@ -187,5 +233,46 @@ def _finding(p: PartitionReport, leader: PartitionReport, t: FollowerTruncation)
             "lost_bytes": lost.bytes,
             "rule": t.rule,
             **({"unreadable": lost.error} if lost.error else {}),
+        },
+    )
+
+
+def _finding_of_offsets(p: Replica, leader: Replica, t: FollowerTruncation) -> Finding:
+    """The finding of a replica whose records cannot be read here (an inventory's): the offsets it loses;
+    its fix's export (run on the broker's host) says how many records they are."""
+    end = p.log_end_offset
+    return catalog.make(
+        "REPLICA_DIVERGED",
+        p.path,
+        case="census",
+        logdir=p.log_dir,
+        offset=t.offset,
+        topic_partition=f"{p.topic}-{p.partition}",
+        broker=p.broker_name or p.log_dir,
+        leader_broker=leader.broker_name or leader.log_dir,
+        leader_logdir=leader.log_dir,
+        leader_epoch=_latest_epoch(leader),
+        own_epoch=_latest_epoch(p),
+        truncate_to=t.offset,
+        first=t.lacks_from,
+        last=end - 1,
+        offsets=end - t.lacks_from,
+        lost_out=lost_records_out(p.path, t.lacks_from, end),
+        lost_from=t.lacks_from,
+        log_end_offset=end,
+        details={
+            "topic": p.topic,
+            "partition": p.partition,
+            "leader": leader.log_dir,
+            "leader_epoch": _latest_epoch(leader),
+            "leader_log_end_offset": leader.log_end_offset,
+            "log_end_offset": end,
+            "truncate_to": t.offset,
+            "records_lost": None,
+            "lost_offsets": [t.lacks_from, end - 1],
+            "lost_timestamps": [None, None],
+            "lost_leader_epochs": [],
+            "lost_bytes": None,
+            "rule": t.rule,
         },
     )

@@ -385,7 +385,7 @@ def scan(
             kraft_findings.append(metadata_not_scanned(group))
     for r in results:
         findings.extend(r.findings)
-    findings.extend(cross_dir(reports, results, groups, images))
+    findings.extend(cross_dir(reports, results, groups, images, options.one_broker))
     if len(groups) > 1:  # replicas of one broker only: none to compare (checks.divergence)
         from logdoctor.checks.divergence import replicas_diverged
 

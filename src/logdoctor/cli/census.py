@@ -56,8 +56,10 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
         "in ISR?",
     ):
         lag.add_column(col)
+    # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, below)
+    diverged = {f["path"] for f in result.findings if f["code"] == "REPLICA_DIVERGED"}
     for r in result.replicas:
-        if (r.get("lag_offsets") or 0) > 0:
+        if (r.get("lag_offsets") or 0) > 0 and r.get("path") not in diverged:
             lag.add_row(
                 f"{r['topic']}-{r['partition']}",
                 r["broker"],
@@ -90,7 +92,9 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
         console.print("[bold]Findings and the command that fixes each[/bold]")
     shown = []
     for f in result.findings:
-        if not f["fix_command"]:  # nothing to run (SEVERAL_CLUSTERS): the fix says what to do
+        if not f["fix_command"] or not f["fix_command"].startswith("logdoctor "):
+            # nothing to run (SEVERAL_CLUSTERS), or a command for the running cluster (TRANSACTION_HANGING's
+            # kafka-transactions.sh abort): the fix, which gives that command, says what to do
             f = {**f, "fix_command": f["fix"]}
         elif not command_exists(f["fix_command"]):
             note = f"{f['fix_command']} (not a command of this logdoctor yet; meanwhile: {f['fix']})"

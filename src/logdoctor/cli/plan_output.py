@@ -78,7 +78,10 @@ def print_plan(out: Lines, plan: Any, *, verbose: bool = False) -> None:
         out.line(f"Not repaired ({len(plan.unrepaired)}):", "bold")
         print_code_paths(out, [(u.code, u.path, u.why) for u in plan.unrepaired], verbose=verbose)
     out.line()
-    out.line(f"{len(plan.actions)} action(s), {len(plan.steps)} step(s); backup dir: {plan.backup_dir}")
+    if plan.actions or plan.steps:  # nothing to do: no backup dir to speak of
+        out.line(f"{len(plan.actions)} action(s), {len(plan.steps)} step(s); backup dir: {plan.backup_dir}")
+    else:
+        out.line("Nothing to do: no action, no backup.")
 
 
 def print_code_paths(

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
 import typer
@@ -34,3 +35,8 @@ def require_remote_inputs(storage: str | None, private_key: str | None) -> None:
         path = private_key_spec(private_key.strip())[1]
         if "://" not in path:
             require_input_file(path, "--remote-private-key")
+            if not os.access(path, os.R_OK):  # never "corrupt" segments: an input this user cannot read
+                from logdoctor.cli.error_lines import fail
+                from logdoctor.cli.exit_codes import EX_NOINPUT
+
+                fail(f"error: --remote-private-key {path} cannot be read", EX_NOINPUT)

@@ -48,7 +48,7 @@ def _depth(plan: Plan) -> Depth:
 
 
 def _post_scan(plan: Plan) -> ScanReport:
-    return scan(plan.log_dirs, ScanOptions(depth=_depth(plan)), jobs=None)
+    return scan(plan.log_dirs, ScanOptions(depth=_depth(plan), one_broker=True), jobs=None)
 
 
 def _remaining(

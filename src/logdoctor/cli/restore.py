@@ -98,6 +98,10 @@ def restore_command(
         usage_error("LOGDIR and --remote-storage are required")
     if log_dir is not None and os.path.exists(log_dir) and not os.path.isdir(log_dir):
         usage_error(f"{log_dir} is not a folder")
+    if planning:  # a missing store or key file: 66 before anything is read, dry run or --apply alike
+        from logdoctor.cli.remote_options import require_remote_inputs
+
+        require_remote_inputs(remote_storage, remote_private_key)
 
     def make() -> ProcedurePlan:
         assert log_dir is not None and remote_storage is not None

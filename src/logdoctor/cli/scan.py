@@ -28,7 +28,11 @@ def scan_command(
     log_dirs: Annotated[
         list[Path],
         typer.Argument(
-            metavar="LOGDIR", readable=False, help="Log dirs of one broker (entries of log.dirs)."
+            metavar="LOGDIR",
+            readable=False,
+            help="Log dirs of one broker (entries of log.dirs), or of several brokers of one cluster: "
+            "several brokers' dirs scanned together are how diverged replicas are found (REPLICA_DIVERGED, "
+            "with who loses which records), not an error.",
         ),
     ],
     quick: Annotated[
@@ -98,7 +102,10 @@ def scan_command(
         ),
     ] = None,
 ) -> None:
-    """Check log dirs offline for every failure the broker would hit at startup or later."""
+    """Check log dirs offline for every failure the broker would hit at startup or later.
+
+    Give several brokers' log dirs together to compare their replicas: that is how divergence is found.
+    """
     raise typer.Exit(
         run_scan(
             log_dirs,

@@ -16,7 +16,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from logdoctor.errors import FormatError, TruncatedError
+from logdoctor.errors import FormatError, MissingObjectError, TruncatedError
 from logdoctor.logdir.names import topic_name_problem
 from logdoctor.logdir.refs import RemoteSegment, SegmentRef
 from logdoctor.logdir.remote_tier import (
@@ -209,7 +209,7 @@ def _read_indexes(seg: SegmentRef, position: int, size: int) -> bytes:
     try:
         return seg.storage.read_range(remote.indexes, position, size)
     except FileNotFoundError:
-        raise TruncatedError(
+        raise MissingObjectError(
             "the .indexes object", source=remote.indexes, position=0, found="no such object"
         ) from None
 

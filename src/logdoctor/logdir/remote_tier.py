@@ -557,7 +557,9 @@ def attach_remote(
 
 
 def _missing(location: str, what: str) -> TruncatedError:
-    return TruncatedError(f"the {what} object", source=location, position=0, found="no such object")
+    from logdoctor.errors import MissingObjectError
+
+    return MissingObjectError(f"the {what} object", source=location, position=0, found="no such object")
 
 
 class _PlainReader:

@@ -273,7 +273,10 @@ def plan_repair(
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     if report is None:
         options = ScanOptions(
-            depth=Depth.DEEP if deep else Depth.DEFAULT, now_ms=now, config_inputs=config_inputs
+            depth=Depth.DEEP if deep else Depth.DEFAULT,
+            now_ms=now,
+            config_inputs=config_inputs,
+            one_broker=True,
         )
         report = scan(dirs, options, jobs=jobs)
     backup = os.path.abspath(backup_dir) if backup_dir else bk.default_backup_dir(dirs[0], now)

@@ -39,7 +39,7 @@ from logdoctor.report.model import (
 )
 from logdoctor.report.segments import DEFAULT_READ_BUDGET, ReadBudget, segment_views
 from logdoctor.report.templates import CSS, FINDINGS_BODY, JS, LAGGING_HEAD, TIMELINE_BODY
-from logdoctor.report.who_loses import who_loses_section
+from logdoctor.report.who_loses import records_at_risk, who_loses_section
 
 MAX_TIMELINE_PARTITIONS = 200
 MAX_FINDINGS = 2000
@@ -176,12 +176,19 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
 # --- the headline ----------------------------------------------------------------------------------
 
 
+def _folder(r: Any) -> str:
+    """A replica's partition folder (the path of its findings)."""
+    return os.path.join(r.log_dir, f"{r.topic}-{r.partition}")
+
+
 def summarize(data: ReportData) -> dict[str, Any]:
     """The figures of the "how bad is it" headline (over every finding, not only the embedded ones)."""
     sev = Counter(f.severity for f in data.findings)
     risk_segments = {f.details.get("segment") or f.path for f in data.findings if f.code == RISK_CODE}
     corrupt_files = {f.path for f in data.findings if f.code in CORRUPT_CODES}
-    lagging = [r for r in data.replicas if r.lag > 0]
+    # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, at risk below)
+    diverged = {f.path for f in data.findings if f.code == "REPLICA_DIVERGED"}
+    lagging = [r for r in data.replicas if r.lag > 0 and _folder(r) not in diverged]
     lagging_partitions = {(r.topic, r.partition) for r in lagging}
     full = [d for d in data.disks if d.fullness is not None]
     fullest = max(full, key=lambda d: d.fullness or 0.0) if full else None
@@ -193,6 +200,7 @@ def summarize(data: ReportData) -> dict[str, Any]:
         "fullest": fullest,
         "partitions": len(data.partitions), "bytes": sum(p.bytes for p in data.partitions),
         "log_dirs": len(data.disks), "brokers": len(data.brokers),
+        "at_risk": records_at_risk(data.findings),
     }
 
 
@@ -200,6 +208,11 @@ def _verdict(data: ReportData, s: dict[str, Any]) -> tuple[str, str, list[str]]:
     fullest = s["fullest"]
     full_frac = fullest.fullness if fullest is not None else 0.0
     lines: list[str] = []
+    risk = s["at_risk"]
+    if risk.records or risk.lost_replicas or risk.hanging:
+        lines.append(f"{risk.records:,} record(s) at risk: {risk.lost:,} lost when {risk.lost_replicas} "
+                     f"diverged replica(s) truncate, {risk.invisible:,} invisible to read_committed "
+                     f"consumers behind {risk.hanging} hanging transaction(s)")
     if s["risk_segments"]:
         lines.append(f"{s['risk_segments']} segment(s) would be deleted early by time retention "
                      "(RETENTION_RISK: the broker sees a wrong largest timestamp)")
@@ -210,7 +223,9 @@ def _verdict(data: ReportData, s: dict[str, Any]) -> tuple[str, str, list[str]]:
                      f"up to {s['max_lag']:,} offsets behind")
     if fullest is not None and full_frac >= 0.75:
         lines.append(f"fullest disk {fullest.used_percent}% full ({fullest.log_dir})")
-    headline_codes = CORRUPT_CODES | {RISK_CODE, "REPLICA_LAG", "LOG_DIR_NEARLY_FULL"}  # said above
+    # said above
+    headline_codes = CORRUPT_CODES | {RISK_CODE, "REPLICA_LAG", "LOG_DIR_NEARLY_FULL", "REPLICA_DIVERGED",
+                                      "TRANSACTION_HANGING"}
     in_headline = sum(1 for f in data.findings if f.severity == "error" and f.code in headline_codes)
     other_errors = s["errors"] - in_headline
     if other_errors > 0:
@@ -234,6 +249,8 @@ def _card(n: Any, label: str, kind: str = "", attrs: str = "") -> str:
 
 def _cards(s: dict[str, Any], data: ReportData) -> str:
     out = [
+        _card(f"{s['at_risk'].records:,}", "records at risk", "error" if s["at_risk"].records else "ok",
+              ' id="card-at-risk"'),
         _card(f"{s['errors']:,}", "errors", "error" if s["errors"] else "ok", ' id="card-errors"'),
         _card(f"{s['warnings']:,}", "warnings", "warning" if s["warnings"] else "ok"),
         _card(f"{s['risk_segments']:,}", "segments at RETENTION_RISK",
@@ -259,7 +276,11 @@ def _lagging_table(data: ReportData) -> str:
         if r.log_end_offset is not None:
             k = (r.topic, r.partition)
             best[k] = max(best.get(k, r.log_end_offset), r.log_end_offset)
-    lagging = sorted((r for r in data.replicas if r.lag > 0), key=lambda r: (-r.lag, r.topic, r.partition))
+    diverged = {f.path for f in data.findings if f.code == "REPLICA_DIVERGED"}  # they lose, not lag
+    lagging = sorted(
+        (r for r in data.replicas if r.lag > 0 and _folder(r) not in diverged),
+        key=lambda r: (-r.lag, r.topic, r.partition),
+    )
     if not lagging:
         return ('<p class="empty">No replica is behind: every replica of every partition has the same log '
                 "end offset.</p>")

@@ -198,7 +198,7 @@ def run_census(
         COLLECT_LIMIT,
         census_frames,
         consumer_group_table,
-        divergence_candidates,
+        divergence_findings,
         first_rows,
         severity_counts,
     )
@@ -220,13 +220,8 @@ def run_census(
             driver_scans=driver_scans if small else None,
         )
         several = clusters_finding(frames_in.all_brokers)
-        # a small census's first query (the divergence candidates, then their findings) runs while the
-        # tables' DataFrames are built, and is waited for when its findings join the findings table
-        diverged = run_jobs(
-            {"diverged": lambda: diverged_findings(divergence_candidates(frames_in.replicas))},
-            together=small,
-            wait=not small,
-        )["diverged"]
+        # REPLICA_DIVERGED first, by the scan's rule per partition group: its replicas get no REPLICA_LAG
+        diverged = divergence_findings(frames_in.replicas, on_driver=small)
         audit = None
         if remote_storage is not None or remote_inventory is not None:
             from logdoctor.spark.remote_audit import audit_findings
@@ -248,9 +243,10 @@ def run_census(
             frames_in.replicas,
             frames_in.log_dirs,
             scan_found,
-            lambda: [*([several] if several is not None else []), *diverged.result()],
+            [*([several] if several is not None else []), *diverged],
             more_findings=audit,
             on_driver=small,
+            diverged=[f["path"] for f in diverged],
         )
 
         out = Path(out_dir)
@@ -348,9 +344,17 @@ def render_summary(result: CensusResult) -> str:
         f"Fleet census: {result.brokers} brokers, {len(result.log_dirs)} log dirs, "
         f"{result.total('partitions')} topic-partitions, {result.total('replicas')} replicas; "
         f"{c['error']} errors, {c['warning']} warnings, "
-        f"{c['info']} info ({result.elapsed_s:.1f} s)"
+        f"{c['info']} info (the census's work {result.elapsed_s:.1f} s, Spark's start not counted)"
     )
-    lagging = [p for p in result.partitions if (p.get("max_lag_offsets") or 0) > 0]
+    # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, under findings)
+    diverged = {f["path"] for f in result.findings if f["code"] == "REPLICA_DIVERGED"}
+
+    def folder(p: dict[str, Any]) -> str:
+        return os.path.join(p.get("lagging_log_dir") or "", f"{p['topic']}-{p['partition']}")
+
+    lagging = [
+        p for p in result.partitions if (p.get("max_lag_offsets") or 0) > 0 and folder(p) not in diverged
+    ]
     lines.append("")
     lines.append(f"Lagging replicas: {len(lagging)}")
     for p in lagging:

@@ -204,78 +204,34 @@ def scan_broker(
 
 
 def diverged_findings(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """REPLICA_DIVERGED across the census's brokers (driver side), as the scan of several brokers' log dirs
-    says it (checks.divergence, the rule of logdoctor.logdir.divergence): ``rows`` are the live replicas
-    of the partitions whose replicas' latest leader epochs differ (census_sql.divergence_candidates), with
-    ``leader_epochs``. The records are not in an inventory: the finding gives the offsets lost, and its fix
-    the export that saves them (run on the broker's host)."""
-    from logdoctor.checks import catalog
-    from logdoctor.checks.divergence import lost_records_out
-    from logdoctor.logdir.divergence import ReplicaLog, follower_truncation
+    """REPLICA_DIVERGED across the census's brokers, by the scan's own rule
+    (:func:`logdoctor.checks.divergence.partition_diverged`) per partition group: ``rows`` are live
+    replicas (any number of partitions; census_sql.divergence_findings groups them on the executors) with
+    ``leader_epochs``. A replica whose folder is readable here (a census of log dirs) gets the scan's
+    finding, records lost, timestamps and epochs included; an inventory's (its folder on the broker's host)
+    the offsets it loses. The fix is the export that saves them."""
+    from logdoctor.checks.divergence import Replica, is_compared, partition_diverged
 
-    def epochs(r: dict[str, Any]) -> tuple[tuple[int, int], ...]:
-        return tuple((int(e["epoch"]), int(e["start_offset"])) for e in r.get("leader_epochs") or ())
-
-    def replica_log(r: dict[str, Any]) -> ReplicaLog:
+    def replica(r: dict[str, Any]) -> Replica:
+        epochs = tuple((int(e["epoch"]), int(e["start_offset"])) for e in r.get("leader_epochs") or ())
         start = r["log_start_offset"] if r["log_start_offset"] is not None else 0
-        return ReplicaLog(epochs(r), start, r["log_end_offset"], r["high_watermark"])
+        return Replica(
+            r["broker"], r["broker"], r["log_dir"], r["path"], r["topic"], int(r["partition"]), r["topic_id"],
+            epochs, start, int(r["log_end_offset"]), r["high_watermark"],
+        )  # fmt: skip
 
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for r in rows:
-        if epochs(r) and r["log_end_offset"] is not None:
-            groups.setdefault((r["cluster"], r["topic"], r["partition"], r["topic_id"]), []).append(r)
+        if is_compared(r.get("kind") or "log", r["topic"], bool(r.get("leader_epochs")), r["log_end_offset"]):
+            groups.setdefault((r.get("cluster") or "", r["topic"], r["partition"]), []).append(r)
     out: list[dict[str, Any]] = []
-    for (_c, topic, partition, _tid), reps in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][2])):
-        if len({r["broker"] for r in reps}) < 2:
-            continue
-        leader = max(reps, key=lambda r: (epochs(r)[-1][0], r["log_end_offset"], r["broker"]))
-        for r in reps:
-            if r["broker"] == leader["broker"]:
-                continue
-            t = follower_truncation(replica_log(r), replica_log(leader))
-            if t.lacks_from >= r["log_end_offset"]:
-                continue
-            tp = f"{topic}-{partition}"
-            end = r["log_end_offset"]
-            f = catalog.make(
-                "REPLICA_DIVERGED",
-                r["path"],
-                case="census",
-                logdir=r["log_dir"],
-                offset=t.offset,
-                topic_partition=tp,
-                broker=r["broker"],
-                leader_broker=leader["broker"],
-                leader_logdir=leader["log_dir"],
-                leader_epoch=epochs(leader)[-1][0],
-                own_epoch=epochs(r)[-1][0],
-                truncate_to=t.offset,
-                first=t.lacks_from,
-                last=end - 1,
-                offsets=end - t.lacks_from,
-                lost_out=lost_records_out(r["path"], t.lacks_from, end),
-                lost_from=t.lacks_from,
-                log_end_offset=end,
-            )
-            command = (
-                f"logdoctor export {r['path']} --out {lost_records_out(r['path'], t.lacks_from, end)} "
-                f"--starting-offsets {t.lacks_from} --ending-offsets {end} --include-control "
-                "--isolation-level read_uncommitted"
-            )
-            out.append(
-                {
-                    "broker": r["broker"],
-                    "log_dir": r["log_dir"],
-                    "code": f.code,
-                    "severity": f.severity.label,
-                    "path": f.path,
-                    "position": None,
-                    "offset": t.offset,
-                    "message": f.message,
-                    "fix": f.fix,
-                    "fix_command": command,
-                }
-            )
+    for _key, reps in sorted(groups.items(), key=lambda kv: (kv[0][1], kv[0][2], kv[0][0])):
+        by_path = {r["path"]: r for r in reps}
+        for f in partition_diverged([replica(r) for r in reps]):
+            r = by_path[f.path]
+            row = _finding(r["broker"], r["log_dir"], f, "", offset=f.offset)
+            row["fix_command"] = command_in_fix(f.code, f.fix) or ""
+            out.append(row)
     return out
 
 
@@ -515,23 +471,39 @@ def used_pct(log_dir_row: dict[str, Any]) -> str:
     return "?" if pct is None else f"{pct}%"
 
 
+#: a command in a fix's backticks: logdoctor's own, or one for the running cluster (kafka-*.sh)
+_BACKTICKED = re.compile(r"`((?:logdoctor|kafka-[a-z-]+\.sh) [^`]*)`")
+
+
+def command_in_fix(code: str, fix: str) -> str | None:
+    """The command a finding's fix gives, as it gives it (the first in backticks; for a finding whose fix
+    is a command for the running cluster, that one: TRANSACTION_HANGING's KIP-664 abort); None: the fix
+    names none (its text is the fix)."""
+    found = _BACKTICKED.findall(fix or "")
+    return found[0] if found else None
+
+
 def fix_command(finding: dict[str, Any], brokers: Sequence[BrokerInput]) -> str:
-    """The logdoctor command that fixes a scan finding (repair runs a dry run unless --apply)."""
+    """The command that fixes a scan finding, as the scan's fix gives it: the repair of its broker's log
+    dirs (a dry run unless --apply) for a repairable code, else the command the fix names (a procedure, an
+    export, a command for the running cluster); "" when the fix names none (its text is the fix: never
+    `logdoctor scan`, which fixes nothing)."""
     try:
         from logdoctor.repair.planner import REPAIRABLE
     except ImportError:  # pragma: no cover - the repair layer is part of the package
         REPAIRABLE = ()
     dirs = next((b.log_dirs for b in brokers if b.broker == finding["broker"]), ())
     target = " ".join(dirs) if dirs else (finding.get("log_dir") or finding["path"])
-    consent = re.search(r"`(logdoctor repair [^`]*--allow-metadata-loss)`", finding.get("fix") or "")
+    fix = finding.get("fix") or ""
+    consent = re.search(r"`(logdoctor repair [^`]*--allow-metadata-loss)`", fix)
     if consent is not None:  # the last voter's metadata log: the repair that says what it loses
         return consent.group(1)
-    procedure = re.search(r"`(logdoctor (?:move-partition|sync-replica) [^`]*)`", finding.get("fix") or "")
+    procedure = re.search(r"`(logdoctor (?:move-partition|sync-replica) [^`]*)`", fix)
     if procedure is not None and finding["code"] not in REPAIRABLE:
         return procedure.group(1)  # the operator procedure the finding's fix names (e.g. REPLICA_MISPLACED)
     if finding["code"] in REPAIRABLE:
         # a finding of a deep scan (an inventory at --depth deep) is repaired from a deep scan, which its fix
         # names (checks.default.log_corrupt_repair): a default-depth repair would not see it
-        deep = " --deep" if f"--only {finding['code']} --deep" in (finding.get("fix") or "") else ""
+        deep = " --deep" if f"--only {finding['code']} --deep" in fix else ""
         return f"logdoctor repair {target} --only {finding['code']}{deep}"
-    return f"logdoctor scan {target}"
+    return command_in_fix(finding["code"], fix) or ""

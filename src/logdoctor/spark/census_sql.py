@@ -288,17 +288,19 @@ def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def lag_findings(replicas: Any) -> FindingSource:
+def lag_findings(replicas: Any, diverged: Sequence[str] = ()) -> FindingSource:
     """REPLICA_LAG for every replica behind its partition's most advanced one (the most advanced replica
-    is :func:`replica_table`'s ``leader_*`` columns)."""
+    is :func:`replica_table`'s ``leader_*`` columns), except the replicas that diverged (``diverged``: their
+    paths): such a replica does not lag, it loses records when it fetches, and sync-replica would copy
+    the leader over them; its fix is REPLICA_DIVERGED's export."""
     from pyspark.sql import functions as F
 
     # the metadata log has no REPLICA_LAG: a Raft voter or observer fetches it from the leader and truncates
     # it itself (K:raft/.../KafkaRaftClient.java), and sync-replica refuses it
-    lagging = replicas.where((F.col("lag_offsets") > 0) & (F.col("topic") != METADATA_TOPIC)).select(
-        *_LAG_FINDING_COLUMNS
-    )
-    return lagging, _lag_finding
+    lagging = replicas.where((F.col("lag_offsets") > 0) & (F.col("topic") != METADATA_TOPIC))
+    if diverged:
+        lagging = lagging.where(~F.col("path").isin(sorted(set(diverged))))
+    return lagging.select(*_LAG_FINDING_COLUMNS), _lag_finding
 
 
 def _recreated_finding(row: dict[str, Any]) -> tuple[Any, ...]:
@@ -314,7 +316,7 @@ def _recreated_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )
     return (
         row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, None, f.message, f.fix,
-        f"logdoctor scan {row['log_dir']}",
+        "",  # no command fixes it: the fix's words do (a scan would only show the folder again)
     )  # fmt: skip
 
 
@@ -361,7 +363,7 @@ def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )
     return (
         row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, None, f.message, f.fix,
-        f"logdoctor scan {row['log_dir']}",
+        "",  # no command fixes it: the fix's words do (a scan would only show the folder again)
     )  # fmt: skip
 
 
@@ -372,14 +374,18 @@ def shared_id_findings(replicas: Any) -> FindingSource:
     from pyspark.sql import functions as F
 
     rec = replicas.where(F.col("topic_id").isNotNull() & (F.col("kind") == "log"))
+    # the scan's words (checks.cross_dir._shared_topic_ids): per topic, its first three "t-p in log dir"
+    # in order; the first replica by (partition, log dir)
+    held = F.concat("topic", F.lit("-"), F.col("partition").cast("string"), F.lit(" in "), "log_dir")
     per_topic = rec.groupBy("cluster", "topic_id", "topic").agg(
-        F.min(F.struct("partition", "broker", "log_dir", "path")).alias("first"),
-        F.sort_array(F.collect_set("broker")).alias("brokers"),
+        F.min(F.struct("partition", "log_dir", "broker", "path")).alias("first"),
+        F.array_join(F.slice(F.sort_array(F.collect_set(held)), 1, 3), ", ").alias("held"),
     )
-    on_brokers = F.concat("topic", F.lit(" on "), F.array_join("brokers", ", "))
+    item = F.struct("topic", F.concat("topic", F.lit(": "), "held").alias("text"))
+    in_order = F.transform(F.sort_array(F.collect_list(item)), lambda x: x["text"])  # by topic name
     per_id = per_topic.groupBy("cluster", "topic_id").agg(
         F.array_join(F.sort_array(F.collect_list("topic")), ", ").alias("topics"),
-        F.array_join(F.sort_array(F.collect_list(on_brokers)), "; ").alias("where"),
+        F.array_join(in_order, "; ").alias("where"),
         F.min("topic").alias("first_topic"),
         F.count(F.lit(1)).alias("n"),
     )
@@ -457,12 +463,14 @@ def census_frames(
     extra: Sequence[dict[str, Any]] | Callable[[], Sequence[dict[str, Any]]] = (),
     more_findings: Any = None,
     on_driver: bool = False,
+    diverged: Sequence[str] = (),
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
     """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
     made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS, or a function that returns them
     (called when they join the findings: they may still be in the making); ``more_findings``: a DataFrame of
     those columns made on the executors (the remote tier audit, :mod:`logdoctor.spark.remote_audit`).
-    ``on_driver`` (a small census): the findings made in Python are made here, from collected rows."""
+    ``on_driver`` (a small census): the findings made in Python are made here, from collected rows.
+    ``diverged``: the paths of the replicas with REPLICA_DIVERGED (no REPLICA_LAG for them)."""
     from pyspark.sql import functions as F
 
     replicas = replica_table(replicas_in).persist()
@@ -487,7 +495,7 @@ def census_frames(
         spark,
         (
             scan_findings(spark, scanned, broker_dirs, on_driver),
-            lag_findings(replicas),
+            lag_findings(replicas, diverged),
             recreated_findings(replicas),
             shared_id_findings(replicas),
         ),
@@ -566,16 +574,18 @@ def consumer_group_table(commits: Any, partitions: Any) -> Any:
     start = F.coalesce(F.min("min_log_start_offset"), F.lit(0).cast("bigint"))
     ranges = partitions.groupBy("cluster", "topic", "partition").agg(
         start.alias("log_start_offset"),
-        F.coalesce(
-            F.max("max_log_end_offset"), F.when(F.max("tiered_replicas") == 0, start)
-        ).alias("log_end_offset"),
+        F.coalesce(F.max("max_log_end_offset"), F.when(F.max("tiered_replicas") == 0, start)).alias(
+            "log_end_offset"
+        ),
     )
     pick = Window.partitionBy("cluster", "group", "topic", "partition").orderBy(
         F.col("commit_timestamp").desc_nulls_last(), F.col("lag_bytes").isNull(), "broker"
     )
-    one = commits.withColumn("cluster", F.coalesce("cluster", F.lit(""))).withColumn(
-        "_n", F.row_number().over(pick)
-    ).where(F.col("_n") == 1)
+    one = (
+        commits.withColumn("cluster", F.coalesce("cluster", F.lit("")))
+        .withColumn("_n", F.row_number().over(pick))
+        .where(F.col("_n") == 1)
+    )
     joined = one.join(ranges, ["cluster", "topic", "partition"], "left")
     inside = (F.col("committed_offset") >= F.col("log_start_offset")) & (
         F.col("committed_offset") <= F.col("log_end_offset")
@@ -588,10 +598,10 @@ def consumer_group_table(commits: Any, partitions: Any) -> Any:
     )
 
 
-def divergence_candidates(replicas: Any) -> list[dict[str, Any]]:
+def divergence_candidates(replicas: Any) -> Any:
     """The live replicas of the partitions whose replicas' latest leader epochs differ (a diverged replica
-    has an older latest epoch than the leader; replicas of one epoch can only lag), collected for
-    census_rules.diverged_findings: few rows (none in a healthy fleet)."""
+    has an older latest epoch than the leader; replicas of one epoch can only lag): the only partitions
+    the divergence rule can find anything in (none in a healthy fleet). A DataFrame."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -606,9 +616,29 @@ def divergence_candidates(replicas: Any) -> list[dict[str, Any]]:
             "broker", "log_dir", "path", "cluster", "topic", "partition", "topic_id", "log_start_offset",
             "log_end_offset", "high_watermark", "leader_epochs",
         )
-        .toArrow()
-        .to_pylist()
     )  # fmt: skip
+
+
+def divergence_findings(replicas: Any, on_driver: bool = False) -> list[dict[str, Any]]:
+    """REPLICA_DIVERGED by the scan's rule (checks.divergence.partition_diverged, through
+    census_rules.diverged_findings), one Spark task per group of candidate partitions
+    (:func:`divergence_candidates`): each reads its replicas' lost records where their folders are. A
+    small census (``on_driver``) runs the rule here on the collected candidates."""
+    from logdoctor.spark.census_rules import diverged_findings
+
+    candidates = divergence_candidates(replicas)
+    if on_driver:
+        return diverged_findings(candidates.toArrow().to_pylist())
+
+    def key(r: dict[str, Any]) -> tuple[str, str, int]:
+        return (r.get("cluster") or "", r["topic"], r["partition"])
+
+    return (
+        candidates.rdd.map(lambda row: row.asDict(recursive=True))
+        .groupBy(key)
+        .flatMap(lambda kv: diverged_findings(list(kv[1])))
+        .collect()
+    )
 
 
 def first_rows(

@@ -330,6 +330,17 @@ def _plan_partition(
                 + (f"{seg.next_base_offset - 1}" if seg.next_base_offset is not None else "(its end)")
                 + " stay missing",
             )
+            # every older segment left out says why: it may be intact, but a gap would not load
+            for older in newest_first[newest_first.index(seg) + 1 :]:
+                _finding(
+                    plan,
+                    "restore-segment-left-out",
+                    older.path,
+                    f"remote segment {older.remote.segment_id if older.remote else ''} (offsets from "
+                    f"{older.base_offset}) is not restored: the newer remote segment from {seg.base_offset} "
+                    "cannot be, and a log with a gap would not load",
+                    "warning",
+                )
             break
         if warning is not None:
             assert seg.remote is not None and seg.remote.indexes is not None

@@ -302,11 +302,13 @@ def _lost_text(lost: RecordsFrom) -> str:
 
 
 def export_command(partition_path: str, first: int, last: int, out: str) -> str:
-    """The `logdoctor export` that saves offsets [first, last] of one partition folder to Parquet: every
-    record, aborted and open transactions included (each labelled in transaction_result)."""
+    """The `logdoctor export` that saves offsets [first, last] of one partition folder to Parquet, control
+    records (transaction markers) included, as the scan's REPLICA_DIVERGED salvage does: exactly the
+    offsets the copy removes, aborted and open transactions included (each labelled in transaction_result)."""
     return (
         f"logdoctor export {shlex.quote(partition_path)} --starting-offsets {first} "
-        f"--ending-offsets {last + 1} --isolation-level read_uncommitted --out {shlex.quote(out)}"
+        f"--ending-offsets {last + 1} --isolation-level read_uncommitted --out {shlex.quote(out)} "
+        "--include-control"
     )
 
 
