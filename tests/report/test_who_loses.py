@@ -106,7 +106,8 @@ def _check_forensics_page(page: str, dirs: list, brokers: dict[str, str]) -> Non
         assert row["salvage command"].startswith(
             f"logdoctor export {dirs[int(name[-1]) - 1]}/wallet-0 --out "
         )
-        assert out in row["salvage command"] and row["salvage command"].endswith("--include-control")
+        assert out in row["salvage command"] and "--include-control" in row["salvage command"]
+        assert row["salvage command"].endswith("--isolation-level read_uncommitted")  # every record (#45)
     (hanging,) = p.cells["hanging"]
     assert {k: hanging[k] for k in HANGING} == HANGING
     assert hanging["broker"] == brokers["broker-1"]

@@ -1330,13 +1330,21 @@ _DUMP = (
     ),
 )
 
+#: scan codes that repair does not fix (the broker's own recovery, or the remote store, decides): a dump
+#: finding of theirs points to the scan's fix instead of a repair command
+_SCAN_ONLY = ("SEGMENT_BASE_OFFSET_MISMATCH", "REMOTE_SEGMENTS_OVERLAP")
+
 _ENTRIES += tuple(
     Entry(
         code,
         severity,
         title,
         "{problem}",
-        f"Stop the broker; {{repair}} (the scan reports this as {scan_code}).",
+        (
+            f"The scan reports this as {scan_code}: `logdoctor scan {{logdir}} --deep` gives it with its fix."
+            if scan_code in _SCAN_ONLY
+            else f"Stop the broker; {{repair}} (the scan reports this as {scan_code})."
+        ),
         "K:core/src/main/scala/kafka/tools/DumpLogSegments.scala (dumpIndex, dumpTimeIndex, dumpLog)",
         "dump",
     )

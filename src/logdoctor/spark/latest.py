@@ -3,7 +3,8 @@ would leave it once fully cleaned (K:storage/.../internals/log/LogCleaner.java, 
 buildOffsetMap: a record is kept when its offset is the highest its key has; a tombstone, a null value,
 removes the key once ``delete.retention.ms`` has passed).
 
-One task reads all the slices of one replica's partition (:func:`partition_groups`) in two passes over
+One task reads all the slices of one replica's partition (:func:`logdoctor.spark.planning.partition_groups`)
+in two passes over
 :func:`logdoctor.spark.sources.read_slice`, the reader every output uses (the isolation level applies
 first: an aborted record never changes the state):
 
@@ -30,7 +31,6 @@ __all__ = [
     "latest_json",
     "latest_lines",
     "latest_rows",
-    "partition_groups",
 ]
 
 VIEWS = ("history", "latest")
@@ -51,15 +51,6 @@ class LatestStats:
     keys: int = 0
     tombstones: int = 0
     rows: int = 0
-
-
-def partition_groups(slices: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """The slices of each replica's partition together, in offset order (one task each)."""
-    groups: dict[tuple[str, str, int], list[Any]] = {}
-    for sl in slices:
-        seg = sl.segment
-        groups.setdefault((seg.log_dir, seg.topic, seg.partition), []).append(sl)
-    return [tuple(g) for g in groups.values()]
 
 
 def _latest_offsets(batches: Iterator[Any]) -> tuple[Any, int, int]:
@@ -91,16 +82,16 @@ def _latest_offsets(batches: Iterator[Any]) -> tuple[Any, int, int]:
 def latest_rows(
     slices: Sequence[Any],
     opts: Any,
+    read_slice: Any,
     *,
     tombstones: bool = False,
     stats: LatestStats | None = None,
     undecodable: list[dict[str, Any]] | None = None,
     problems: list[dict[str, Any]] | None = None,
 ) -> Iterator[Any]:
-    """The rows of the latest view of one partition (``slices``: all of its slices, in order)."""
+    """The rows of the latest view of one partition (``slices``: all of its slices, in order), each slice read
+    with ``read_slice`` (:func:`logdoctor.spark.sources.read_slice`, the reader every output uses)."""
     import pyarrow.compute as pc
-
-    from logdoctor.spark.sources import read_slice
 
     def read(first: bool) -> Iterator[Any]:
         for sl in slices:

@@ -66,6 +66,7 @@ __all__ = [
     "pack_slices",
     "parse_per_partition",
     "parse_read_options",
+    "partition_groups",
     "plan_slices",
     "plan_transactions",
     "read_plan",
@@ -518,12 +519,19 @@ def _slice_bytes(sl: SegmentSlice) -> int:
 
 def task_groups(slices: Sequence[SegmentSlice], opts: ReadOptions) -> list[tuple[SegmentSlice, ...]]:
     """The slices of each task: packed by size (:func:`pack_slices`), or for ``view=latest`` all the slices of
-    one replica's partition in one task (:func:`logdoctor.spark.latest.partition_groups`)."""
+    one replica's partition in one task (:func:`partition_groups`)."""
     if opts.view == "latest":
-        from logdoctor.spark.latest import partition_groups
-
         return partition_groups(slices)
     return pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
+
+
+def partition_groups(slices: Sequence[SegmentSlice]) -> list[tuple[SegmentSlice, ...]]:
+    """The slices of each replica's partition together, in offset order (one task each)."""
+    groups: dict[tuple[str, str, int], list[SegmentSlice]] = {}
+    for sl in slices:
+        seg = sl.segment
+        groups.setdefault((seg.log_dir, seg.topic, seg.partition), []).append(sl)
+    return [tuple(g) for g in groups.values()]
 
 
 def pack_slices(

@@ -504,13 +504,20 @@ def read_slices(
         for sl in slices:
             yield from read_slice(sl, opts, undecodable=undecodable, problems=problems)
         return
-    from logdoctor.spark.latest import LatestStats, latest_rows, partition_groups
+    from logdoctor.spark.latest import LatestStats, latest_rows
+    from logdoctor.spark.planning import partition_groups
 
     for group in partition_groups(slices):
         seg = group[0].segment
         st = LatestStats()
         yield from latest_rows(
-            group, opts, stats=st, undecodable=undecodable, problems=problems, tombstones=tombstones
+            group,
+            opts,
+            read_slice,
+            stats=st,
+            undecodable=undecodable,
+            problems=problems,
+            tombstones=tombstones,
         )
         if latest is not None:
             latest[(row_log_dir(seg), seg.topic, seg.partition)] = st

@@ -47,6 +47,11 @@ def format_failure(path: Path, e: FormatError) -> DumpFailure:
 Event = dict[str, Any]
 
 
+#: the partition (remote tier and local log) of each remote segment named through its partition folder, by
+#: the segment's location (cli.dump.remote fills it): where dump finds the markers that end its transactions
+PARTITIONS: dict[str, Any] = {}
+
+
 @dataclass(slots=True)
 class FileContext:
     """One file being dumped: its kind, the options, and what the dump found on the way."""

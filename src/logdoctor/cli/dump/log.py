@@ -52,7 +52,7 @@ class _Outcomes:
         alone = False
         try:
             if ctx.remote is not None:
-                from logdoctor.cli.dump.remote import PARTITIONS
+                from logdoctor.cli.dump.context import PARTITIONS
 
                 seg = ctx.remote
                 ref = PARTITIONS.get(seg.path)

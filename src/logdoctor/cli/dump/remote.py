@@ -14,13 +14,20 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from logdoctor.cli.dump.context import DumpFailure, FileContext, finish_file, format_failure, os_failure
+from logdoctor.cli.dump.context import (
+    PARTITIONS,
+    DumpFailure,
+    FileContext,
+    finish_file,
+    format_failure,
+    os_failure,
+)
 from logdoctor.cli.dump.kinds import FileInfo, FileKind
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
 from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT
 from logdoctor.errors import FormatError
-from logdoctor.logdir.refs import PartitionRef, SegmentRef
+from logdoctor.logdir.refs import SegmentRef
 from logdoctor.logdir.remote_tier import RemoteOptions, RemoteSegment, RemoteTierError
 from logdoctor.logdir.storage import Storage, is_uri
 
@@ -59,11 +66,6 @@ def _object_ref(arg: str, opts: RemoteOptions) -> SegmentRef:
     return SegmentRef(
         "", "", -1, int(m.group(1)), log, 0 if info is None else info.size, None, storage, remote
     )
-
-
-#: the partition (remote tier and local log) of each remote segment named through its partition folder, by
-#: the segment's location: where dump finds the markers that end its transactions
-PARTITIONS: dict[str, PartitionRef] = {}
 
 
 def remote_segments(args: list[str], opts: RemoteOptions) -> Iterator[SegmentRef | DumpFailure]:

@@ -311,13 +311,29 @@ class DeltaLakeTable:
         self.load()
 
     def properties(self) -> dict[str, str]:
-        """logdoctor's properties: the last commit's custom metadata (empty when the table does not exist)."""
+        """logdoctor's properties: the string values of the current version's commitInfo (empty when the table
+        does not exist). Read from that version's log file itself: delta-rs's history() lists the log with
+        a start-after query some S3 servers do not answer."""
+        import json
+
+        from logdoctor.spark.tables.files import filesystem
+
         if not self._loaded:
             self.load()
         if self._table is None:
             return {}
-        history = self._table.history(1)
-        return {k: v for k, v in (history[0] if history else {}).items() if isinstance(v, str)}
+        fs, root = filesystem(self.location)
+        try:
+            with fs.open_input_stream(f"{root}/_delta_log/{self._table.version():020d}.json") as f:
+                lines = f.read().decode("utf-8").splitlines()
+        except OSError as exc:
+            raise TableError(f"delta table {self.location}: cannot be read: {_one_line(exc)}") from None
+        for line in lines:
+            action = json.loads(line) if line.strip() else {}
+            info = action.get("commitInfo")
+            if isinstance(info, dict):
+                return {k: v for k, v in info.items() if isinstance(v, str)}
+        return {}
 
     def upsert(self, files: Sequence[WrittenFile], export_schema: Any, properties: Mapping[str, str]) -> None:
         """The latest view's append (issue 46): delta-rs's MERGE of the new latest rows (``files``: the task
