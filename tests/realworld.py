@@ -170,32 +170,34 @@ def require_tiered() -> Path:
     return TIERED
 
 
+def _shared_data(name: str, env: str) -> tuple[Path, str]:
+    """A data set of ../shared read in place (``env`` overrides its location) and the reason a test skips
+    without it."""
+    path = Path(os.environ.get(env, REPO_ROOT.parent / "shared" / name))
+    return path, f"realworld: no {name} data at {path} (../shared/{name} exists only in the workspace)"
+
+
+def _require(path: Path, reason: str) -> Path:
+    """Return ``path`` or skip the calling test (CI turns this skip into a failure)."""
+    if not (path / "README.md").is_file():
+        pytest.skip(reason)
+    return path
+
+
 # ../shared/forensics: diverged replicas (wallet-0) and a hanging transaction (billing-0) on three
 # ZooKeeper-era brokers, written by Kafka's own storage classes (its README.md gives what the brokers
 # compute on it). Read in place; tests skip outside the workspace with a "realworld:" reason.
-FORENSICS = Path(os.environ.get("LOGDOCTOR_FORENSICS", REPO_ROOT.parent / "shared" / "forensics"))
-FORENSICS_SKIP_REASON = (
-    f"realworld: no forensics data at {FORENSICS} (../shared/forensics exists only in the workspace)"
-)
+FORENSICS, FORENSICS_SKIP_REASON = _shared_data("forensics", "LOGDOCTOR_FORENSICS")
+# ../shared/semantics: committed, aborted and open transactions (ptx-0), a compacted topic (kv-0) and plain
+# records (raw-0), written by Kafka's own storage classes (its README.md gives the facts Kafka computes).
+SEMANTICS, SEMANTICS_SKIP_REASON = _shared_data("semantics", "LOGDOCTOR_SEMANTICS")
 
 
 def require_forensics() -> Path:
     """Return ../shared/forensics or skip the calling test (CI turns this skip into a failure)."""
-    if not (FORENSICS / "README.md").is_file():
-        pytest.skip(FORENSICS_SKIP_REASON)
-    return FORENSICS
-
-
-# ../shared/semantics: committed, aborted and open transactions (ptx-0), a compacted topic (kv-0) and plain
-# records (raw-0), written by Kafka's own storage classes (its README.md gives the facts Kafka computes).
-SEMANTICS = Path(os.environ.get("LOGDOCTOR_SEMANTICS", REPO_ROOT.parent / "shared" / "semantics"))
-SEMANTICS_SKIP_REASON = (
-    f"realworld: no semantics data at {SEMANTICS} (../shared/semantics exists only in the workspace)"
-)
+    return _require(FORENSICS, FORENSICS_SKIP_REASON)
 
 
 def require_semantics() -> Path:
     """Return ../shared/semantics or skip the calling test (CI turns this skip into a failure)."""
-    if not (SEMANTICS / "README.md").is_file():
-        pytest.skip(SEMANTICS_SKIP_REASON)
-    return SEMANTICS
+    return _require(SEMANTICS, SEMANTICS_SKIP_REASON)
