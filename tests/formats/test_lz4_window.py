@@ -8,6 +8,7 @@ with block checksums, which the C walker leaves to codecs.py: a window at most, 
 
 from __future__ import annotations
 
+import os
 import struct
 import subprocess
 import sys
@@ -109,5 +110,8 @@ def test_the_exports_decoding_of_an_lz4_bomb_costs_what_a_gzip_one_does(tmp_path
     rows, gzip_mb = _peak(gzip_log)
     assert rows == 96
     # measured: lz4 426 MiB before (the whole section in the C scratch, its values copied), 203 after;
-    # gzip 191 (the windowed path)
-    assert lz4_mb < 1.25 * gzip_mb + 16 and lz4_mb < 300, (lz4_mb, gzip_mb)
+    # gzip 191 (the windowed path). Under ASan (make asan-check) shadow memory and quarantined frees inflate
+    # both alike (723 and 734 MiB): the comparison holds there, the absolute bound does not apply.
+    assert lz4_mb < 1.25 * gzip_mb + 16, (lz4_mb, gzip_mb)
+    if "asan" not in os.environ.get("LD_PRELOAD", ""):
+        assert lz4_mb < 300, (lz4_mb, gzip_mb)
