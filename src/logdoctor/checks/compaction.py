@@ -121,25 +121,17 @@ def cleaner_state(st: PartitionState) -> CleanerState | None:
     lso = min([hw, *(t.first_offset for t in txns)])
     active = len(segs) - 1
 
-    def holding(offset: int) -> int:
-        """The index of the segment holding ``offset`` (the floor segment)."""
-        k = 0
-        for i, b in enumerate(bases):
-            if b <= offset:
-                k = i
-        return k
-
     candidates = [lso, bases[active]]
     min_lag = max(int(cfg.min_compaction_lag_ms.value), 0)
-    dirty_from = holding(first_dirty)
+    dirty_from = st.segment_index(first_dirty)
     if min_lag > 0:
         for i in range(dirty_from, active):
             if _largest_timestamp(segs[i]) > now - min_lag:
                 candidates.append(bases[i])
                 break
     uncleanable = max(first_dirty, min(candidates))
-    fus = holding(uncleanable) if uncleanable < bases[active] else active  # firstUncleanableSegment
-    lo = holding(min(first_dirty, bases[fus]))
+    fus = st.segment_index(uncleanable) if uncleanable < bases[active] else active  # firstUncleanableSegment
+    lo = st.segment_index(min(first_dirty, bases[fus]))
     cleanable = sum(sizes[lo:fus])
     clean = sum(sz for b, sz in zip(bases, sizes, strict=True) if b < first_dirty)
     total = clean + cleanable
@@ -194,8 +186,7 @@ def check_cleaner(st: PartitionState) -> None:
     span = state.now - state.oldest_dirty_timestamp if state.oldest_dirty_timestamp else 0
     per_day = int(state.cleanable_bytes * 86_400_000 / span) if span > 0 else None
     growth = f", growing about {per_day:,} bytes a day" if per_day else ""
-    first = state.first_dirty_offset
-    seg = next((s for s in reversed(st.segments) if s.base_offset <= first), st.segments[0])
+    seg = st.segments[st.segment_index(state.first_dirty_offset)]
     if state.cleanable_ratio > state.min_cleanable_ratio:
         why = (
             f"its cleanable ratio {state.cleanable_ratio:.2f} exceeds min.cleanable.dirty.ratio "

@@ -109,6 +109,13 @@ class PartitionState:
     def add(self, finding: Finding) -> None:
         self.rep.findings.append(finding)
 
+    def segment_index(self, offset: int) -> int:
+        """The index in :attr:`segments` of the segment holding ``offset`` (the last whose base offset is at
+        or below it; the first when every base is above it). ``segments`` must not be empty."""
+        import bisect
+
+        return max(0, bisect.bisect_right([s.base_offset for s in self.segments], offset) - 1)
+
     def make(self, code: str, path: str, **kw: Any) -> None:
         from logdoctor.checks import catalog  # see TYPE_CHECKING above
 

@@ -162,7 +162,7 @@ def check_hanging(st: PartitionState) -> None:
         idle = newest - t.last_timestamp
         if not is_late(t.last_timestamp, newest, timeout):
             continue
-        seg = next((s for s in reversed(st.segments) if s.base_offset <= t.first_offset), st.segments[0])
+        seg = st.segments[st.segment_index(t.first_offset)]
         st.make(
             "TRANSACTION_HANGING",
             str(seg.log_path),
@@ -231,8 +231,8 @@ def check_txn_index(st: PartitionState, *, every_partition: bool = False) -> Non
         if data is None or len(data) % TXN_ENTRY_SIZE:
             continue  # INDEX_CORRUPT says it already
         indexed[seg.base_offset] = (seg, path, data)
-    if not every_partition and not any(len(d) for _, _, d in indexed.values()):
-        return
+    if not indexed or (not every_partition and not any(len(d) for _, _, d in indexed.values())):
+        return  # nothing to compare (Kafka writes a .txnindex only for a segment that has one)
     if any(
         f.code == "INDEX_CORRUPT" and f.path in {p for _, p, _ in indexed.values()} for f in st.rep.findings
     ):

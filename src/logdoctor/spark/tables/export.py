@@ -210,15 +210,16 @@ def run_table_export(
         add_columns = []
     view = opts.view
     upsert = view == "latest" and exists and mode == "append"
+    held_properties = table.properties() if exists and mode == "append" else {}
     if exists and mode == "append":
-        held = table.properties().get(f"{PROPERTY_PREFIX}view", "history")
+        held = held_properties.get(f"{PROPERTY_PREFIX}view", "history")
         if held != view:
             raise ExportError(
                 f"{fmt} table {out} holds the {held} view, this export the {view} view: --mode append would "
                 f"mix them; give --view {held}, or --mode overwrite (nothing was written)"
             )
     if upsert:  # the offsets the latest view was read to (not its rows': superseded records leave none)
-        held_upto = json.loads(table.properties().get(f"{PROPERTY_PREFIX}latest_upto", "{}"))
+        held_upto = json.loads(held_properties.get(f"{PROPERTY_PREFIX}latest_upto", "{}"))
         above = {(t, int(p)): int(n) - 1 for t, parts in held_upto.items() for p, n in parts.items()}
     else:
         above = table.offsets() if exists and mode == "append" else {}
