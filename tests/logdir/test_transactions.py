@@ -257,3 +257,29 @@ def test_markers_in_the_remote_tier_decide(tmp_path: Path) -> None:
     assert [r["offset"] for r in read()] == committed
     got = read(**{"kafka.isolation.level": "read_uncommitted"})
     assert {r["offset"]: r["transaction_result"] for r in got} == labels
+
+
+def test_a_txnindex_the_markers_contradict_is_found_and_repaired_as_printed(tmp_path: Path) -> None:
+    """The scan names a .txnindex that lists the committed transaction 60..75 as aborted and lacks the
+    aborted 76..201 (INDEX_CORRUPT); the fix it prints, run as printed, rebuilds Kafka's own bytes."""
+    import shlex
+
+    folder = _copy(tmp_path)
+    index = folder / "00000000000000000000.txnindex"
+    original = index.read_bytes()
+    index.write_bytes(struct.pack(">hqqqq", 0, 8101, 60, 75, 76))
+    out = subprocess.run(
+        [sys.executable, "-m", "logdoctor", "scan", str(folder.parent), "--json"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    (f,) = [f for f in json.loads(out.stdout)["findings"] if f["code"] == "INDEX_CORRUPT"]
+    assert f["path"] == str(index) and "COMMIT marker" in f["message"] and "76" in f["message"]
+    command = f["fix"].split("`")[1]
+    assert command.startswith("logdoctor repair ")
+    args = [sys.executable, "-m", "logdoctor", *shlex.split(command)[1:]]
+    dry = subprocess.run(args, capture_output=True, text=True, check=False)
+    assert "Dry run: nothing was written" in dry.stdout and index.read_bytes() != original
+    done = subprocess.run([*args, "--apply"], capture_output=True, text=True, check=False)
+    # its exit code is the scan's after the repair: the copy's checkpoint warnings (not selected) stay
+    assert done.returncode in (0, 1) and "applied: 1 of 1 step(s) run" in done.stdout, done.stdout
+    assert index.read_bytes() == original
