@@ -106,6 +106,62 @@ def test_a_segment_both_uploaded_and_still_local_is_read_once(spark, truth, tmp_
     _check_every_record_once(tmp_path / "out", truth)
 
 
+def _three_replicas(tiered: Path, root: Path) -> list[Path]:
+    """kafka-local's log dir as three brokers' replicas of one store; broker-2 still holds [972, 1296) of
+    payments-0 locally (its local log starts lower)."""
+    src = tiered / "kafka-local" / "kafka-logs"
+    dirs = [realworld.writable_copy(src, root / f"broker-{b}" / "kafka-logs") for b in (1, 2, 3)]
+    for suffix in (".log", ".index", ".timeindex"):
+        shutil.copyfile(
+            tiered / "original" / "kafka-logs" / "payments-0" / f"{972:020d}{suffix}",
+            dirs[1] / "payments-0" / f"{972:020d}{suffix}",
+        )
+    return dirs
+
+
+@pytest.mark.parametrize("writer", ["arrow", "spark"])
+def test_several_replicas_read_the_remote_tier_once(spark, truth, tmp_path, writer):
+    """Issue 47 item 4: three replicas of one tiered topic exported with their one store give each remote
+    offset once, named by the store, and each local offset once per replica; a replica's rows with the
+    store's are that replica's whole log, record for record as kafka-python reads the never-tiered one."""
+    from logdoctor.spark.export import run_export
+
+    tiered = realworld.require_tiered()
+    dirs = _three_replicas(tiered, tmp_path)
+    opts = _options(tiered, "kafka-local")
+    store = opts["remoteStorage"]
+    result = run_export(spark, [str(d) for d in dirs], tmp_path / "out", options=opts, writer=writer)
+    table = pq.read_table(
+        tmp_path / "out", columns=["log_dir", "partition", "offset", "key", "value", "timestamp"]
+    ).to_pydict()
+    rows: dict[str, dict[tuple[int, int], tuple]] = {}
+    for d, p, o, k, v, ts in zip(*table.values(), strict=True):
+        copy = rows.setdefault(d, {})
+        assert (int(p), o) not in copy, f"offset {o} of payments-{p} twice in the rows of {d}"
+        copy[(int(p), o)] = (k, v, int(ts.timestamp() * 1000))
+    local_from = {0: 1296, 1: 2289}
+    assert set(rows) == {store, *map(str, dirs)}
+    assert sorted(rows[store]) == sorted(k for k in truth if k[1] < local_from[k[0]])
+    for i, d in enumerate(dirs):
+        first = {0: 972 if i == 1 else 1296, 1: 2289}
+        assert sorted(rows[str(d)]) == sorted(k for k in truth if k[1] >= first[k[0]]), d
+        # the replica's whole log, each record as Kafka wrote it
+        assert {**rows[store], **rows[str(d)]} == truth
+    assert result.rows == len(table["offset"]) == sum(len(r) for r in rows.values())
+    # the store [0, 1296) and [0, 2289); brokers 1 and 3 [1296, 2000) and [2289, 4500); broker-2 from 972
+    assert len(table["offset"]) == (1296 + 2289) + 2 * (704 + 2211) + (1028 + 2211)
+    # the segments source lists each remote object once
+    segs = (
+        spark.read.format("kafka-log-segments")
+        .options(**opts)
+        .load(",".join(str(d) for d in dirs))
+        .where(f"log_dir = '{store}'")
+        .select("partition", "base_offset")
+        .collect()
+    )
+    assert len(segs) == len({(r["partition"], r["base_offset"]) for r in segs}) > 0
+
+
 @pytest.fixture(scope="module")
 def on_s3(s3):
     """{variant: (log dir URI, store URI)}: ../shared/tiered uploaded to the moto S3 server."""

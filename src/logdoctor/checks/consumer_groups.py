@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
@@ -47,10 +48,13 @@ __all__ = [
     "CONSUMER_OFFSETS_TOPIC",
     "Commit",
     "OutOfRange",
+    "choice_key",
     "clusters_of",
     "commit_rows",
     "committed_offsets",
+    "finding_of_row",
     "judge",
+    "log_range",
     "moved_out_of_range",
     "offsets_out_of_range",
     "plan_note",
@@ -285,10 +289,19 @@ def clusters_of(groups: list[BrokerGroup]) -> dict[str, str | None]:
     return out
 
 
+def choice_key(latest_epoch: int | None, log_end_offset: int | None, path: str) -> tuple[int, int, str]:
+    """The order in which a consumer's replica is chosen of several (the smallest first): the newest leader
+    epoch, then the longest log, then the path (replicas alike in both: one, always the same). The
+    census's SQL orders its replica rows by the same three (census_sql.consumer_ranges)."""
+    return (-(latest_epoch if latest_epoch is not None else -1), -(log_end_offset or 0), path)
+
+
 def _newest(ps: list[PartitionReport]) -> PartitionReport:
-    """Of several replicas of a partition, the leader's as far as the files tell: the newest leader epoch,
-    then the longest log."""
-    return max(ps, key=lambda p: (max((e for e, _ in p.leader_epochs), default=-1), p.log_end_offset or 0))
+    """Of several replicas of a partition, the leader's as far as the files tell (:func:`choice_key`)."""
+    return min(
+        ps,
+        key=lambda p: choice_key(max((e for e, _ in p.leader_epochs), default=-1), p.log_end_offset, p.path),
+    )
 
 
 def log_range(p: PartitionReport) -> tuple[int, int] | None:
@@ -427,9 +440,40 @@ def commit_rows(parts: list[PartitionReport]) -> list[dict[str, object]]:
                 "commit_timestamp": c.commit_timestamp,
                 "lag_bytes": nbytes,
                 "lag_ms": ms,
+                "commit_source": c.source,
+                "commit_record_offset": c.record_offset,
+                "commit_topic_id": c.topic_id,
             }
         )
     return out
+
+
+def out_of_range_of_row(row: Mapping[str, Any]) -> OutOfRange | None:
+    """The census's judgement of one consumer-group row (census_sql.consumer_group_table: a commit of the
+    chosen ``__consumer_offsets`` replica, and the log range of the replica :func:`choice_key` chooses for
+    its partition), by :func:`judge`, the scan's: None when in range or when the range is not known."""
+    start, end = row.get("log_start_offset"), row.get("log_end_offset")
+    if start is None or end is None or row.get("committed_offset") is None:
+        return None
+    commit = Commit(
+        str(row["group"]),
+        str(row["topic"]),
+        int(row["partition"]),
+        int(row["committed_offset"]),
+        int(row["commit_timestamp"] if row.get("commit_timestamp") is not None else -1),
+        int(row["commit_record_offset"] if row.get("commit_record_offset") is not None else -1),
+        str(row.get("commit_source") or ""),
+        row.get("commit_topic_id"),
+    )
+    o = judge(commit, int(start), int(end))
+    return None if o is None else dataclasses.replace(o, topic_id=row.get("topic_id"))
+
+
+def finding_of_row(row: Mapping[str, Any]) -> Finding | None:
+    """CONSUMER_OFFSET_OUT_OF_RANGE of a census consumer-group row, as the scan makes it (:func:`finding`,
+    on the chosen replica's folder and log dir); None: in range."""
+    o = out_of_range_of_row(row)
+    return None if o is None else finding(o, str(row["path"]), str(row["log_dir"]))
 
 
 def offsets_out_of_range(parts: list[PartitionReport], clusters: dict[str, str | None]) -> list[Finding]:

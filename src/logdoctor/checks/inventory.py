@@ -63,6 +63,11 @@ INVENTORY_DDL = ", ".join(
         "group string, committed_offset bigint, commit_timestamp bigint, lag_bytes bigint, lag_ms bigint",
         # within version 3: the group type (classic, consumer, share, streams; null: no metadata record)
         "group_type string",
+        # within version 3: where a commit is (its __consumer_offsets folder and record offset, the topic
+        # id it was made for) and the log range a consumer of a replica sees (checks.consumer_groups
+        # log_range): the census judges commits by the scan's rule (issue 47)
+        "commit_source string, commit_record_offset bigint, commit_topic_id string",
+        "consumer_log_start_offset bigint, consumer_log_end_offset bigint",
     )
 )
 
@@ -200,6 +205,10 @@ def broker_rows(
         return _broker_rows(log_dirs, options, identity, jobs=jobs, inventory=inventory)
 
 
+#: the scan's findings the census makes again across brokers (left out of a broker's rows)
+FLEET_JUDGED = frozenset({"LOG_DIR_NEARLY_FULL", "CONSUMER_OFFSET_OUT_OF_RANGE"})
+
+
 def _broker_rows(
     log_dirs: Sequence[str],
     options: ScanOptions,
@@ -208,6 +217,7 @@ def _broker_rows(
     jobs: int | None,
     inventory: bool,
 ) -> dict[str, Any]:
+    from logdoctor.checks.consumer_groups import log_range
     from logdoctor.checks.scanner import scan
 
     dirs_abs = [os.path.abspath(d) for d in log_dirs]
@@ -241,6 +251,8 @@ def _broker_rows(
         # as the scan read them (its findings say why a file is unreadable); the census compares them
         # across brokers (REPLICA_DIVERGED)
         row["leader_epochs"] = [{"epoch": e, "start_offset": s} for e, s in p.leader_epochs]
+        rng = log_range(p)
+        row["consumer_log_start_offset"], row["consumer_log_end_offset"] = rng if rng else (None, None)
         replicas.append(row)
     findings = [
         {
@@ -255,8 +267,10 @@ def _broker_rows(
             "fix": f.fix,
         }
         for f in report.findings
-        # the census makes its own from the log_dir rows, with the fleet's view (census_rules)
-        if f.code != "LOG_DIR_NEARLY_FULL"
+        # the census makes these with the fleet's view: LOG_DIR_NEARLY_FULL from the log_dir rows
+        # (census_rules), CONSUMER_OFFSET_OUT_OF_RANGE by the scan's rule over every broker's replicas and
+        # commits (census_sql.consumer_offset_findings)
+        if f.code not in FLEET_JUDGED
     ]
     dirs = []
     for d in report.log_dirs:

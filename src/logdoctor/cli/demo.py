@@ -187,9 +187,10 @@ def export_demo_table(fleet_dir: Path, table: Path, master: str | None, console:
     if console is not None:
         console.print(
             f"  {result.rows:,} records in {result.files} files, committed to the table "
-            f"logdoctor.records at {table} (catalog {table}.catalog.db): every replica's copy, so a "
+            f"logdoctor.records at {table} (catalog {table}.catalog.db): a row per replica, so a "
             "record of a partition with 3 replicas is there 3 times (column log_dir tells them apart; "
-            "SELECT DISTINCT topic, partition, offset, key, value for one copy). Read it with:"
+            "SELECT DISTINCT topic, partition, offset, key, value for one copy); the remote tier is one "
+            "copy, its rows' log_dir the store. Read it with:"
         )
         console.print(f"  {how_to_read('iceberg', str(table), None, {})}", soft_wrap=True, markup=False)
 

@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from logdoctor.logdir.discovery import DiscoveryError
@@ -46,6 +46,7 @@ __all__ = [
     "OffsetOrder",
     "ReadPlan",
     "is_internal_topic",
+    "one_remote_copy",
     "plan_read",
     "topic_matcher",
 ]
@@ -119,6 +120,43 @@ class ReadPlan:
             f"internal topics left out: {', '.join(self.left_out)} (name them in --topics, or give "
             "--include-internal, to export them)"
         )
+
+
+def _remote_key(ref: PartitionRef, seg: SegmentRef) -> tuple[str, int, str, str]:
+    assert seg.remote is not None
+    return (ref.topic, ref.partition, str(seg.remote.root), seg.path)
+
+
+def _local_from(ref: PartitionRef) -> float:
+    """The replica's first local offset (infinite without a local segment: it reads the whole remote tier)."""
+    local = [s.base_offset for s in ref.segments if s.remote is None]
+    return float(local[0]) if local else float("inf")
+
+
+def one_remote_copy(refs: Sequence[PartitionRef]) -> tuple[PartitionRef, ...]:
+    """``refs`` with the remote tier read once (issue 47): replicas of one partition (several brokers' log
+    dirs) read with one store list the same objects, each cut where its own local log takes over. The
+    replica whose local log starts highest (one with no local segment reads the whole remote tier) keeps
+    them, the others lose every remote segment the kept one holds; their rows are their local segments.
+    So each remote offset is read once (its rows' ``log_dir`` is the store) and each local offset once per
+    replica, and one replica's rows with the store's are that replica's whole log (a replica whose local
+    log starts lower holds the offsets between in its own rows too). In offset order, as ``refs``."""
+    holder: dict[tuple[str, int, str, str], tuple[float, int]] = {}
+    for i, ref in enumerate(refs):
+        reach = _local_from(ref)
+        for seg in ref.segments:
+            if seg.remote is not None:
+                key = _remote_key(ref, seg)
+                best = holder.get(key)
+                if best is None or reach > best[0]:
+                    holder[key] = (reach, i)
+    if not holder:
+        return tuple(refs)
+    out: list[PartitionRef] = []
+    for i, ref in enumerate(refs):
+        segs = tuple(s for s in ref.segments if s.remote is None or holder[_remote_key(ref, s)][1] == i)
+        out.append(ref if len(segs) == len(ref.segments) else replace(ref, segments=segs))
+    return tuple(out)
 
 
 def _named_directly(ref: PartitionRef, items: Sequence[str]) -> bool:

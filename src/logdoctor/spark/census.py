@@ -193,11 +193,14 @@ def run_census(
     (:mod:`logdoctor.spark.remote_audit`: a task per listing part, findings in the findings table).
     ``driver_scans``: the brokers' scans :func:`scan_ahead` started (for ``now_ms``), taken by a small census.
     """
+    from logdoctor.checks.inventory import FLEET_JUDGED
     from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs, session_confs
     from logdoctor.spark.census_sql import (
         COLLECT_LIMIT,
         census_frames,
+        consumer_group_rows,
         consumer_group_table,
+        consumer_offset_findings,
         divergence_findings,
         first_rows,
         severity_counts,
@@ -235,7 +238,10 @@ def run_census(
                 num_partitions=rlmm[0] if rlmm else None,
                 replicas=frames_in.replicas,
             )
-        scan_found = frames_in.findings
+        # the commits judged by the scan's rule across brokers (an older inventory's own judgement left out)
+        group_rows = consumer_group_rows(frames_in.commits, frames_in.replicas)
+        scan_found = frames_in.findings.where(~frames_in.findings["code"].isin(*sorted(FLEET_JUDGED)))
+        scan_found = scan_found.unionByName(consumer_offset_findings(group_rows, on_driver=small))
         if audit is not None:  # the audit reports dangling uploads with their objects: not twice
             scan_found = scan_found.where(scan_found["code"] != "REMOTE_UPLOAD_UNFINISHED")
         frames, log_dirs = census_frames(
@@ -278,10 +284,7 @@ def run_census(
             return first_rows(frames.findings, (), few=small)
 
         def groups_rows() -> tuple[list[dict[str, Any]], int]:
-            # a big census's from the written partitions table; a small one's from the partitions'
-            # DataFrame (a few rows of the cached replicas), so that it is written with the others
-            part = frames.partitions if small else read("partitions", frames.partitions)
-            groups_df = consumer_group_table(frames_in.commits, part)
+            groups_df = consumer_group_table(group_rows)
             write("consumer_groups", groups_df)
             return first_rows(read("consumer_groups", groups_df), (), few=small)
 

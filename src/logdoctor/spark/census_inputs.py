@@ -43,6 +43,7 @@ REPLICA_DDL = ", ".join(
         "remote_segments int, remote_bytes bigint, remote_log_start_offset bigint",
         "remote_log_end_offset bigint",
         "leader_epochs array<struct<epoch:int,start_offset:bigint>>",
+        "consumer_log_start_offset bigint, consumer_log_end_offset bigint",
     )
 )
 LOG_DIR_DDL = ", ".join(
@@ -58,7 +59,7 @@ COMMIT_DDL = ", ".join(
     (
         "broker string, broker_id int, cluster string, group string, topic string, partition int",
         "committed_offset bigint, commit_timestamp bigint, lag_bytes bigint, lag_ms bigint",
-        "group_type string",
+        "group_type string, commit_source string, commit_record_offset bigint, commit_topic_id string",
     )
 )
 FINDING_DDL = ", ".join(

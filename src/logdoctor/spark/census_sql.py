@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logdoctor.logdir.names import METADATA_TOPIC
+from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, METADATA_TOPIC
 from logdoctor.spark.census_inputs import FINDING_DDL, ddl_names
 
 #: rows of each table the driver keeps for the summary, the terminal and the HTML report
@@ -554,48 +554,117 @@ CONSUMER_GROUP_COLUMNS = (
 )
 
 
-def consumer_group_table(commits: Any, partitions: Any) -> Any:
-    """One row per consumer group and partition (of one cluster): its committed offset against the
-    partition's log range across the fleet (the lowest log start, the highest log end of its replicas).
-    ``group_type``: classic, consumer (KIP-848, regex subscriptions too), share or streams (KIP-1071), from
-    the group's metadata record in ``__consumer_offsets`` (checks.consumer_groups.GROUP_TYPES; null without
-    one, and from inventories written before the column).
-
-    ``lag_records``: log end - committed offset (offsets; null when the commit is outside the range:
-    ``out_of_range``, CONSUMER_OFFSET_OUT_OF_RANGE); ``lag_bytes`` and ``lag_ms`` as the broker holding the
-    ``__consumer_offsets`` replica measured them on its own replica of the partition
-    (checks.consumer_groups.commit_rows; null when it holds none). A commit seen in several replicas of
-    ``__consumer_offsets`` is one row: the latest commit, with the lag measured where there is one."""
+def consumer_ranges(replicas: Any) -> Any:
+    """Per (cluster, topic, partition), the replica a consumer group's commit is judged against and the log
+    range a consumer of it sees: the scan's choice (checks.consumer_groups ``choice_key``: the newest leader
+    epoch, then the longest log, then the path) over the replicas whose range is known
+    (``consumer_log_start_offset``/``_end_offset``, checks.consumer_groups ``log_range``; an inventory
+    written before those columns: its log start and end). A DataFrame (broker, path, log_dir, topic_id of the
+    chosen replica)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    # a replica folder without segments is loaded with one empty segment at its log start (0 without a
-    # checkpoint entry: checks.consumer_groups.log_range); a tiered one's end is in the remote tier
-    start = F.coalesce(F.min("min_log_start_offset"), F.lit(0).cast("bigint"))
-    ranges = partitions.groupBy("cluster", "topic", "partition").agg(
-        start.alias("log_start_offset"),
-        F.coalesce(F.max("max_log_end_offset"), F.when(F.max("tiered_replicas") == 0, start)).alias(
-            "log_end_offset"
-        ),
+    latest = F.coalesce(F.array_max(F.transform("leader_epochs", lambda e: e["epoch"])), F.lit(-1))
+    start = F.coalesce("consumer_log_start_offset", "log_start_offset")
+    end = F.coalesce("consumer_log_end_offset", "log_end_offset")
+    order = Window.partitionBy("cluster", "topic", "partition").orderBy(
+        latest.desc(), F.coalesce("log_end_offset", F.lit(0)).desc(), "path"
     )
+    known = replicas.where((F.col("kind") == "log") & start.isNotNull() & end.isNotNull())
+    return (
+        known.withColumn("_n", F.row_number().over(order))
+        .where(F.col("_n") == 1)
+        .select(
+            F.coalesce("cluster", F.lit("")).alias("cluster"), "topic", "partition", "broker", "path",
+            "log_dir", "topic_id", start.alias("log_start_offset"), end.alias("log_end_offset"),
+        )
+    )  # fmt: skip
+
+
+def consumer_group_rows(commits: Any, replicas: Any) -> Any:
+    """Each consumer group's commit per partition, as the scan of the brokers together judges it
+    (checks.consumer_groups ``out_of_range``): the commits of the ``__consumer_offsets`` replica chosen by
+    :func:`consumer_ranges` (every broker replays its own; an inventory written before ``commit_source``:
+    the latest commit), against the range of the replica chosen for their partition (``_path``,
+    ``_log_dir``, ``_broker``: that replica). The consumer-group table and CONSUMER_OFFSET_OUT_OF_RANGE are
+    both made of these rows."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    ranges = consumer_ranges(replicas)
+    chosen_co = ranges.where(F.col("topic") == CONSUMER_OFFSETS_TOPIC).select(
+        "cluster", "broker", F.col("path").alias("commit_source")
+    )
+    commits = commits.withColumn("cluster", F.coalesce("cluster", F.lit("")))
+    of_chosen = commits.join(chosen_co, ["cluster", "broker", "commit_source"], "left_semi")
+    unplaced = commits.where(F.col("commit_source").isNull())  # inventories written before the column
     pick = Window.partitionBy("cluster", "group", "topic", "partition").orderBy(
         F.col("commit_timestamp").desc_nulls_last(), F.col("lag_bytes").isNull(), "broker"
     )
     one = (
-        commits.withColumn("cluster", F.coalesce("cluster", F.lit("")))
-        .withColumn("_n", F.row_number().over(pick))
-        .where(F.col("_n") == 1)
+        of_chosen.unionByName(unplaced).withColumn("_n", F.row_number().over(pick)).where(F.col("_n") == 1)
     )
-    joined = one.join(ranges, ["cluster", "topic", "partition"], "left")
-    inside = (F.col("committed_offset") >= F.col("log_start_offset")) & (
-        F.col("committed_offset") <= F.col("log_end_offset")
+    target = ranges.select(
+        "cluster", "topic", "partition", "log_start_offset", "log_end_offset", "topic_id",
+        F.col("broker").alias("_broker"), F.col("path").alias("_path"), F.col("log_dir").alias("_log_dir"),
+    )  # fmt: skip
+    joined = one.join(target, ["cluster", "topic", "partition"], "left")
+    # the commit outside its range (checks.consumer_groups judge: a negative offset is no commit)
+    inside = (F.col("committed_offset") < 0) | (
+        (F.col("committed_offset") >= F.col("log_start_offset"))
+        & (F.col("committed_offset") <= F.col("log_end_offset"))
     )
-    return (
-        joined.withColumn("out_of_range", F.when(F.col("log_end_offset").isNotNull(), ~inside))
-        .withColumn("lag_records", F.when(inside, F.col("log_end_offset") - F.col("committed_offset")))
-        .orderBy("cluster", "group", "topic", "partition")
-        .select(*CONSUMER_GROUP_COLUMNS)
+    lag = F.col("log_end_offset") - F.col("committed_offset")
+    return joined.withColumn("out_of_range", F.when(F.col("log_end_offset").isNotNull(), ~inside)).withColumn(
+        "lag_records", F.when(inside & (F.col("committed_offset") >= 0), lag)
     )
+
+
+def consumer_group_table(rows: Any) -> Any:
+    """One row per consumer group and partition (of one cluster), from :func:`consumer_group_rows`: its
+    committed offset against the log range of its partition's chosen replica. ``group_type``: classic,
+    consumer (KIP-848, regex subscriptions too), share or streams (KIP-1071), from the group's metadata record
+    in ``__consumer_offsets`` (checks.consumer_groups.GROUP_TYPES; null without one, and from inventories
+    written before the column).
+
+    ``lag_records``: log end - committed offset (offsets; null when the commit is outside the range:
+    ``out_of_range``, CONSUMER_OFFSET_OUT_OF_RANGE); ``lag_bytes`` and ``lag_ms`` as the broker holding the
+    ``__consumer_offsets`` replica (``broker``) measured them on its own replica of the partition
+    (checks.consumer_groups.commit_rows; null when it holds none)."""
+    return rows.orderBy("cluster", "group", "topic", "partition").select(*CONSUMER_GROUP_COLUMNS)
+
+
+def consumer_offset_findings(rows: Any, on_driver: bool = False) -> Any:
+    """CONSUMER_OFFSET_OUT_OF_RANGE of :func:`consumer_group_rows`, each made by the scan's own function
+    (checks.consumer_groups ``finding_of_row``) on the executors (``on_driver``, a small census: here), on
+    the chosen replica's folder: a DataFrame of the census_inputs FINDING_DDL columns."""
+    from pyspark.sql import functions as F
+
+    cols = ddl_names(FINDING_DDL)
+    out = rows.where(F.col("out_of_range")).select(
+        "group", "topic", "partition", "committed_offset", "commit_timestamp", "commit_record_offset",
+        "commit_source", "commit_topic_id", "topic_id", "log_start_offset", "log_end_offset",
+        F.col("_path").alias("path"), F.col("_log_dir").alias("log_dir"), F.col("_broker").alias("broker"),
+    )  # fmt: skip
+
+    def made(r: dict[str, Any]) -> tuple[Any, ...] | None:
+        from logdoctor.checks.consumer_groups import finding_of_row
+
+        f = finding_of_row(r)
+        if f is None:
+            return None
+        row = {
+            "broker": r["broker"], "log_dir": r["log_dir"], "code": f.code, "severity": f.severity.label,
+            "path": f.path, "position": f.position, "offset": f.offset, "message": f.message, "fix": f.fix,
+        }  # fmt: skip
+        return tuple(row[c] for c in cols)
+
+    spark = rows.sparkSession
+    if on_driver:
+        found = [t for t in map(made, out.toArrow().to_pylist()) if t is not None]
+        return spark.createDataFrame(found, FINDING_DDL).coalesce(1)
+    made_rows = out.rdd.map(lambda row: made(row.asDict(recursive=True))).filter(lambda t: t is not None)
+    return spark.createDataFrame(made_rows, FINDING_DDL)
 
 
 def divergence_candidates(replicas: Any) -> Any:

@@ -690,6 +690,7 @@ def run_export(
     """
     from logdoctor.logdir.discovery import split_paths
     from logdoctor.logdir.outputs import absolute_location, check_output_location
+    from logdoctor.logdir.read_plan import one_remote_copy
     from logdoctor.spark.consumer_view import transaction_summary
     from logdoctor.spark.planning import parse_read_options, plan_transactions, read_plan
     from logdoctor.spark.schema import records_fields
@@ -740,7 +741,7 @@ def run_export(
             check_plan = read_plan(items, segments_pass_options(opts, writer))
             rows, committed, undecodable, remote_skipped, damaged, latest = _export_arrow(
                 spark, plan, _local(out), opts, partition_by, mode, fail_first_attempt,
-                check=[s for ref in check_plan.refs for s in ref.segments], txns=txns,
+                check=[s for ref in one_remote_copy(check_plan.refs) for s in ref.segments], txns=txns,
             )  # fmt: skip
             damaged += [r for r in map(not_read_row, check_plan.not_read) if r["error"] is not None]
             root = _local(out)

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from logdoctor.formats.index_lookup import IndexEntries
 from logdoctor.logdir.discovery import DiscoveryError
-from logdoctor.logdir.read_plan import ReadPlan, topic_matcher
+from logdoctor.logdir.read_plan import ReadPlan, one_remote_copy, topic_matcher
 from logdoctor.logdir.reader import ByteReader
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.seek import (
@@ -416,6 +416,8 @@ def plan_slices(
     match = topic_matcher(opts.topics)
     if txns is None:
         txns = plan_transactions(refs, opts)
+    if opts.view != "latest":  # a replica's latest view is its whole log, its remote part included
+        refs = one_remote_copy(refs)
     out: list[SegmentSlice] = []
     for ref in refs:
         if not match(ref.topic) or not ref.segments:

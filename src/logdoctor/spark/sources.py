@@ -690,10 +690,11 @@ class KafkaLogSegmentsReader(DataSourceReader):
         topic_matcher(options.get("topics"))  # validate early
 
     def partitions(self) -> Sequence[InputPartition]:
+        from logdoctor.logdir.read_plan import one_remote_copy
         from logdoctor.spark.planning import read_plan
 
         plan = read_plan(_paths(self.options), self.options)
-        segs = [s for ref in plan.refs for s in ref.segments]
+        segs = [s for ref in one_remote_copy(plan.refs) for s in ref.segments]
         groups = [SegmentPartition(g) for g in segment_groups(segs)]
         if plan.not_read:  # offsets the plan names as not read once: a row each (read_plan)
             groups.append(SegmentPartition(plan.not_read))  # type: ignore[arg-type]
