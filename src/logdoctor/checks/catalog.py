@@ -1112,16 +1112,17 @@ _ENTRIES = (
         _E,
         "damage in a segment the log cleaner reads: a cleaning round that meets it throws and the "
         "partition is compacted no more",
-        "{path} holds {what} at {where} ({damage_code}): the log cleaner reads this segment whenever it cleans "
-        "{topic}-{partition} (every segment below the first uncleanable offset {first_uncleanable_offset}), "
-        "and there its round throws (a batch that runs past the segment's end: CorruptRecordException 'Log "
-        "segment may be corrupt, batch size N > M bytes left in segment'; a header or records that do not "
-        "parse: CorruptRecordException or InvalidRecordException from the batch iterator). The broker then "
-        "marks the partition uncleanable ('Marking its partition ... as uncleanable'; Kafka 2.1 and later, "
-        "KIP-346; before 2.1 the cleaner thread dies and no compacted partition of the broker is cleaned) "
-        "and compacts it no more until it restarts, while its uncompacted bytes ({cleanable_bytes} now) "
-        "grow. At startup after an unclean shutdown the broker's recovery truncates damage above the "
-        "recovery point first; damage below it stays",
+        "{path} holds {what} at {where} ({damage_code}): the log cleaner reads this segment whenever it "
+        "cleans {topic}-{partition} (every segment below the first uncleanable offset "
+        "{first_uncleanable_offset}), and there its round throws (a batch that runs past the segment's "
+        "end: CorruptRecordException 'Log segment may be corrupt, batch size N > M bytes left in "
+        "segment'; a header or records that do not parse: CorruptRecordException or "
+        "InvalidRecordException from the batch iterator). The broker then marks the partition "
+        "uncleanable ('Marking its partition ... as uncleanable'; Kafka 2.1 and later, KIP-346; before "
+        "2.1 the cleaner thread dies and no compacted partition of the broker is cleaned) and compacts "
+        "it no more until it restarts, while its uncompacted bytes ({cleanable_bytes} now) grow. At "
+        "startup after an unclean shutdown the broker's recovery truncates damage above the recovery "
+        "point first; damage below it stays",
         "Stop the broker and remove the damage: {repair_damage}. A partition marked uncleanable is cleaned "
         "again after the broker restarts.",
         "K:storage/.../internals/log/Cleaner.java (doClean, cleanInto, growBuffersOrFail, "
@@ -1129,8 +1130,8 @@ _ENTRIES = (
         "cleanFilthiestLog), LogCleanerManager.java (markPartitionUncleanable)",
         cases={
             "crc": Case(
-                "{path} holds {what} at {where} ({damage_code}), in a segment the log cleaner reads whenever it "
-                "cleans {topic}-{partition} (every segment below the first uncleanable offset "
+                "{path} holds {what} at {where} ({damage_code}), in a segment the log cleaner reads "
+                "whenever it cleans {topic}-{partition} (every segment below the first uncleanable offset "
                 "{first_uncleanable_offset}): the cleaner checks no CRC, so it does not stop there; it "
                 "copies the batch as it is when it keeps all its records, and when it drops some it writes "
                 "the rest into a new batch with a new CRC over the damaged bytes: the damage then passes "

@@ -444,3 +444,27 @@ def _report_batches(st: PartitionState, state: CleanerState, seen: _Seen, limit:
             min_ratio=state.min_cleanable_ratio,
             details={"tombstones": seen.tombstones, "delete_horizon_ms": seen.horizon},
         )
+
+
+def compaction_row(p: Any) -> dict[str, Any] | None:
+    """The census's compaction row of one replica (a scan's PartitionReport; None: not compacted): where
+    the cleaner stands (:func:`cleaner_state`, run by the scan on the executor) and the codes of this
+    module's findings on it. ``dirty_bytes``: LogCleanerManager's cleanable bytes."""
+    c = p.cleaner
+    if c is None:
+        return None
+    return {
+        "topic": p.topic,
+        "partition": p.partition,
+        "path": p.path,
+        "cleaner_checkpoint": c["checkpoint"],
+        "first_dirty_offset": c["first_dirty_offset"],
+        "first_uncleanable_offset": c["first_uncleanable_offset"],
+        "clean_bytes": c["clean_bytes"],
+        "dirty_bytes": c["cleanable_bytes"],
+        "cleanable_ratio": c["cleanable_ratio"],
+        "min_cleanable_dirty_ratio": c["min_cleanable_dirty_ratio"],
+        "cleanable_now": c["cleanable_now"],
+        "oldest_dirty_timestamp": c["oldest_dirty_timestamp"],
+        "compaction_findings": sorted({f.code for f in p.findings if f.code in COMPACTION_CODES}),
+    }

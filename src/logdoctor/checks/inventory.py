@@ -39,7 +39,7 @@ SCHEMA_VERSION = 3  # 3: commit rows (consumer groups); 2: tiered storage (local
 #: the versions this logdoctor reads (a version 2 file has no commit rows: its groups are unknown)
 READABLE_VERSIONS = (2, 3)
 METADATA_KEY = b"logdoctor.inventory.schema_version"
-RECORD_KINDS = ("broker", "log_dir", "replica", "finding", "commit")
+RECORD_KINDS = ("broker", "log_dir", "replica", "finding", "commit", "compaction")
 
 #: Spark DDL of an inventory row (Parquet and JSON Lines alike); docs/inventory.md explains each column.
 INVENTORY_DDL = ", ".join(
@@ -63,6 +63,10 @@ INVENTORY_DDL = ", ".join(
         "group string, committed_offset bigint, commit_timestamp bigint, lag_bytes bigint, lag_ms bigint",
         # within version 3: the group type (classic, consumer, share, streams; null: no metadata record)
         "group_type string",
+        # within version 3: compaction rows, where the log cleaner stands (checks.compaction.compaction_row)
+        "cleaner_checkpoint bigint, first_dirty_offset bigint, first_uncleanable_offset bigint",
+        "clean_bytes bigint, dirty_bytes bigint, cleanable_ratio double, min_cleanable_dirty_ratio double",
+        "cleanable_now boolean, oldest_dirty_timestamp bigint, compaction_findings array<string>",
     )
 )
 
@@ -282,7 +286,14 @@ def _broker_rows(
             row["directory_id"] = meta_identity(d.path)[2]
             row["checkpoints"] = _checkpoints(d.path)
         dirs.append(row)
+    from logdoctor.checks.compaction import compaction_row
     from logdoctor.checks.consumer_groups import commit_rows
+
+    compaction = []
+    for p in report.partitions:
+        row = compaction_row(p)
+        if row is not None:
+            compaction.append({"broker": who.label, "broker_id": who.broker_id, "log_dir": p.log_dir, **row})
 
     commits = [
         {"broker": who.label, "broker_id": who.broker_id, **c}
@@ -292,6 +303,7 @@ def _broker_rows(
         "replicas": replicas,
         "findings": findings,
         "commits": commits,
+        "compaction": compaction,
         "log_dirs": dirs,
         "bytes_read": report.bytes_read,
         "broker_running": any(d.locked for d in report.log_dirs),
@@ -395,7 +407,12 @@ def _build_inventory(
     # every column, in order (None: absent)
     rows = [dict(zip(names, map(r.get, names), strict=True)) for r in rows]
     template = dict.fromkeys(names)
-    kinds = (("replica", res["replicas"]), ("finding", res["findings"]), ("commit", res["commits"]))
+    kinds = (
+        ("replica", res["replicas"]),
+        ("finding", res["findings"]),
+        ("commit", res["commits"]),
+        ("compaction", res["compaction"]),
+    )
     for record, found in kinds:
         for r in found:  # {**r, **base, "record": ...} with every column, made in place (50,000 replicas)
             row = template.copy()
