@@ -104,6 +104,8 @@ def arrow_schema() -> Any:
             fields.append(pa.field(name, checkpoints))
         elif name == "leader_epochs":
             fields.append(pa.field(name, epochs))
+        elif typ == "array<string>":
+            fields.append(pa.field(name, pa.list_(pa.string())))
         else:
             fields.append(pa.field(name, scalar[typ]))
     return pa.schema(fields, metadata={METADATA_KEY: str(SCHEMA_VERSION).encode()})
