@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logdoctor.checks.context import ScanOptions
+from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.formats.record_types import RecordSpec
@@ -151,3 +151,135 @@ def test_realworld_compacted_topics_say_where_the_cleaner_stands():
             assert c["clean_bytes"] + c["cleanable_bytes"] <= total
             seen += 1
     assert seen > 0
+
+
+# --- what the cleaner meets in the segments it reads (--deep; COMPACTION_DAMAGE at every depth) ----------
+
+
+def _deep(root: Path, server: dict[str, str] | None = None, **config: str):
+    cfg = {"cleanup.policy": "compact", **config}
+    inputs = ConfigInputs(server_properties=server or {}, topic_overrides={"cdc": cfg})
+    report = scan([root], ScanOptions(depth=Depth.DEEP, config_inputs=inputs), jobs=1)
+    (part,) = report.partitions
+    return report, part
+
+
+def _codes(report, code: str) -> list:
+    return [f for f in report.findings if f.code == code]
+
+
+def _segments(folder: Path, segments: list[list[bytes]]) -> list[int]:
+    """One segment per list of batches (their bytes, built at the offsets they say); their sizes."""
+    folder.mkdir(parents=True)
+    sizes = []
+    for k, batches in enumerate(segments):
+        first = int.from_bytes(batches[0][:8], "big")
+        w = _SegmentWriter(first, 4096)
+        for data in batches:
+            base = int.from_bytes(data[:8], "big")
+            kp = _kp_batch(data)
+            w.append(_Batch(base, kp.last_offset, kp.max_timestamp, base, data, 0, -1, -1))
+        w.write(folder, closed=k + 1 < len(segments))
+        sizes.append(w.size)
+    return sizes
+
+
+def _kp_batch(data: bytes):
+    """kafka-python's reading of one v2 batch (the test's own decoder, independent of logdoctor's)."""
+    from kafka.record.default_records import DefaultRecordBatch
+
+    b = DefaultRecordBatch(data)
+    return type(
+        "B", (), {"last_offset": b.base_offset + b.last_offset_delta, "max_timestamp": b.max_timestamp}
+    )
+
+
+def _batch(base: int, n: int, ts: int, *, key=lambda i: b"k-%d" % i, value=b"v" * 50, **kw) -> bytes:
+    recs = [RecordSpec(value=value, key=key(base + i), timestamp=ts) for i in range(n)]
+    return build_record_batch(recs, base_offset=base, partition_leader_epoch=0, **kw)
+
+
+def _kafka_logdir(tmp_path: Path, segments: list[list[bytes]], cleaner: int | None = None):
+    root = tmp_path / "kafka-logs"
+    sizes = _segments(root / "cdc-0", segments)
+    (root / "meta.properties").write_text(META)
+    (root / ".kafka_cleanshutdown").write_text("")
+    if cleaner is not None:
+        (root / "cleaner-offset-checkpoint").write_text(f"0\n1\ncdc 0 {cleaner}\n")
+    return root, sizes
+
+
+def test_a_batch_larger_than_the_old_cleaners_largest_buffer(tmp_path):
+    """Cleaner.growBuffers before Kafka 2.0: the buffers grow to max(topic max.message.bytes, broker
+    message.max.bytes) and no further; a batch of the inactive segment bigger than both is found, one in
+    the active segment (never cleaned) is not."""
+    big = _batch(10, 1, T0 + HOUR, value=b"x" * 3000)
+    root, _ = _kafka_logdir(
+        tmp_path, [[_batch(0, 10, T0), big], [_batch(11, 1, T0 + 2 * HOUR, value=b"y" * 3000)]]
+    )
+    report, _part = _deep(root, {"message.max.bytes": "2000"}, **{"max.message.bytes": "1500"})
+    (f,) = _codes(report, "COMPACTION_BATCH_TOO_LARGE")
+    assert f.offset == 10 and f.details["limit"] == 2000 and f.details["largest"] == len(big)
+    assert f.path.endswith("00000000000000000000.log") and f.position == len(_batch(0, 10, T0))
+    assert f"max.message.bytes={len(big)}" in f.fix
+    # the limit is the larger of the two: raising the topic's above the batch leaves nothing to report
+    report, _part = _deep(root, {"message.max.bytes": "2000"}, **{"max.message.bytes": str(len(big))})
+    assert not _codes(report, "COMPACTION_BATCH_TOO_LARGE")
+
+
+def test_records_without_a_key_below_the_first_uncleanable_offset(tmp_path):
+    """Cleaner.shouldRetainRecord drops a record without a key from every segment it cleans: the 3 keyless
+    records of the inactive segment are counted (the active segment's are not: never cleaned), and the fix
+    exports exactly the offsets the cleaner reads, run as printed."""
+    keyless = _batch(10, 3, T0 + HOUR, key=lambda i: None)
+    root, _ = _kafka_logdir(
+        tmp_path, [[_batch(0, 10, T0), keyless], [_batch(13, 2, T0 + 2 * HOUR, key=lambda i: None)]]
+    )
+    report, part = _deep(root)
+    (f,) = _codes(report, "COMPACTION_KEYLESS_RECORDS")
+    assert f.offset == 10 and f.details["records"] == 3
+    assert part.cleaner["first_uncleanable_offset"] == 13
+    assert "--starting-offsets 10 --ending-offsets 13" in f.fix
+    # the default depth decodes no record: nothing said there
+    report, _part = _scan(root)
+    assert not _codes(report, "COMPACTION_KEYLESS_RECORDS")
+
+
+def test_tombstones_past_their_delete_horizon_in_the_cleaned_range(tmp_path):
+    """KIP-534: a v2 batch's delete horizon (set by the cleaning that kept its tombstones) lets the next
+    cleaning drop them once it has passed. Cleaned range [0, 20): one batch whose horizon passed before the
+    newest record (T0 + 3 h), one whose horizon is after it, one without a horizon (kept, the next cleaning
+    sets one); the dirty range's tombstones are not the finding's."""
+    tomb = {"key": lambda i: b"k-%d" % i, "value": None}
+    passed = _batch(0, 2, T0, delete_horizon_ms=T0 + HOUR, **tomb)
+    later = _batch(2, 3, T0, delete_horizon_ms=T0 + 5 * HOUR, **tomb)
+    none = _batch(5, 4, T0, **tomb)
+    fill = _batch(9, 11, T0)
+    dirty = _batch(20, 2, T0 + 2 * HOUR, **tomb)
+    root, _ = _kafka_logdir(
+        tmp_path, [[passed, later, none, fill], [dirty], [_batch(22, 1, T0 + 3 * HOUR)]], cleaner=20
+    )
+    report, part = _deep(root)
+    assert part.cleaner["first_dirty_offset"] == 20 and part.cleaner["now"] == T0 + 3 * HOUR
+    (f,) = _codes(report, "COMPACTION_TOMBSTONES_EXPIRED")
+    assert f.offset == 0 and f.details == {"tombstones": 2, "delete_horizon_ms": T0 + HOUR}
+    assert "passed 2.0 hours before the newest record" in f.message
+
+
+def test_damage_in_a_segment_the_cleaner_reads(tmp_path):
+    """A zero-filled tail in the inactive segment (below the first uncleanable offset): the scan's
+    LOG_CORRUPT, and COMPACTION_DAMAGE at the same place with the cleaner's consequence and LOG_CORRUPT's
+    repair; the same damage in the active segment (never cleaned) gives none."""
+    root, _ = _kafka_logdir(
+        tmp_path, [[_batch(0, 10, T0)], [_batch(10, 1, T0 + HOUR)], [_batch(11, 1, T0 + 2 * HOUR)]]
+    )
+    seg = root / "cdc-0" / "00000000000000000000.log"
+    with seg.open("ab") as fh:
+        fh.write(b"\0" * 100)
+    report, _part = _deep(root)  # the default depth walks no segment below the recovery point
+    corrupt = [f for f in report.findings if f.code == "LOG_CORRUPT" and f.path == str(seg)]
+    assert corrupt, [f.code for f in report.findings]
+    (f,) = _codes(report, "COMPACTION_DAMAGE")
+    assert f.path == str(seg) and f.position == corrupt[0].position and "uncleanable" in f.message
+    assert f"logdoctor repair {root} --only LOG_CORRUPT" in f.fix
+    assert f.details == {"damage": "LOG_CORRUPT", "kind": corrupt[0].details["kind"]}

@@ -39,7 +39,7 @@ SCHEMA_VERSION = 3  # 3: commit rows (consumer groups); 2: tiered storage (local
 #: the versions this logdoctor reads (a version 2 file has no commit rows: its groups are unknown)
 READABLE_VERSIONS = (2, 3)
 METADATA_KEY = b"logdoctor.inventory.schema_version"
-RECORD_KINDS = ("broker", "log_dir", "replica", "finding", "commit")
+RECORD_KINDS = ("broker", "log_dir", "replica", "finding", "commit", "compaction")
 
 #: Spark DDL of an inventory row (Parquet and JSON Lines alike); docs/inventory.md explains each column.
 INVENTORY_DDL = ", ".join(
@@ -68,6 +68,10 @@ INVENTORY_DDL = ", ".join(
         # log_range): the census judges commits by the scan's rule (issue 47)
         "commit_source string, commit_record_offset bigint, commit_topic_id string",
         "consumer_log_start_offset bigint, consumer_log_end_offset bigint",
+        # within version 3: compaction rows, where the log cleaner stands (checks.compaction.compaction_row)
+        "cleaner_checkpoint bigint, first_dirty_offset bigint, first_uncleanable_offset bigint",
+        "clean_bytes bigint, dirty_bytes bigint, cleanable_ratio double, min_cleanable_dirty_ratio double",
+        "cleanable_now boolean, oldest_dirty_timestamp bigint, compaction_findings array<string>",
     )
 )
 
@@ -105,6 +109,8 @@ def arrow_schema() -> Any:
             fields.append(pa.field(name, checkpoints))
         elif name == "leader_epochs":
             fields.append(pa.field(name, epochs))
+        elif typ == "array<string>":
+            fields.append(pa.field(name, pa.list_(pa.string())))
         else:
             fields.append(pa.field(name, scalar[typ]))
     return pa.schema(fields, metadata={METADATA_KEY: str(SCHEMA_VERSION).encode()})
@@ -296,7 +302,14 @@ def _broker_rows(
             row["directory_id"] = meta_identity(d.path)[2]
             row["checkpoints"] = _checkpoints(d.path)
         dirs.append(row)
+    from logdoctor.checks.compaction import compaction_row
     from logdoctor.checks.consumer_groups import commit_rows
+
+    compaction = []
+    for p in report.partitions:
+        row = compaction_row(p)
+        if row is not None:
+            compaction.append({"broker": who.label, "broker_id": who.broker_id, "log_dir": p.log_dir, **row})
 
     commits = [
         {"broker": who.label, "broker_id": who.broker_id, **c}
@@ -306,6 +319,7 @@ def _broker_rows(
         "replicas": replicas,
         "findings": findings,
         "commits": commits,
+        "compaction": compaction,
         "log_dirs": dirs,
         "bytes_read": report.bytes_read,
         "broker_running": any(d.locked for d in report.log_dirs),
@@ -409,7 +423,12 @@ def _build_inventory(
     # every column, in order (None: absent)
     rows = [dict(zip(names, map(r.get, names), strict=True)) for r in rows]
     template = dict.fromkeys(names)
-    kinds = (("replica", res["replicas"]), ("finding", res["findings"]), ("commit", res["commits"]))
+    kinds = (
+        ("replica", res["replicas"]),
+        ("finding", res["findings"]),
+        ("commit", res["commits"]),
+        ("compaction", res["compaction"]),
+    )
     for record, found in kinds:
         for r in found:  # {**r, **base, "record": ...} with every column, made in place (50,000 replicas)
             row = template.copy()

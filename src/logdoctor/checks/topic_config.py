@@ -97,10 +97,21 @@ LOG_CLEANER_MIN_COMPACTION_LAG_MS = "log.cleaner.min.compaction.lag.ms"
 LOG_CLEANER_MAX_COMPACTION_LAG_MS = "log.cleaner.max.compaction.lag.ms"
 DEFAULT_MIN_CLEANABLE_DIRTY_RATIO = 0.5
 DEFAULT_MAX_COMPACTION_LAG_MS = 2**63 - 1
+# how long the cleaner keeps a tombstone (LogConfig DEFAULT_DELETE_RETENTION_MS, one day) and the largest
+# batch a topic takes (max.message.bytes; the broker's message.max.bytes, default 1048588:
+# K:server-common/.../config/ServerLogConfigs.java, LogConfig.java)
+DELETE_RETENTION_MS = "delete.retention.ms"
+LOG_CLEANER_DELETE_RETENTION_MS = "log.cleaner.delete.retention.ms"
+MAX_MESSAGE_BYTES = "max.message.bytes"
+MESSAGE_MAX_BYTES = "message.max.bytes"
+DEFAULT_DELETE_RETENTION_MS = 86_400_000
+DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
 _CLEANER_SYNONYMS = {
     MIN_CLEANABLE_DIRTY_RATIO: LOG_CLEANER_MIN_CLEANABLE_RATIO,
     MIN_COMPACTION_LAG_MS: LOG_CLEANER_MIN_COMPACTION_LAG_MS,
     MAX_COMPACTION_LAG_MS: LOG_CLEANER_MAX_COMPACTION_LAG_MS,
+    DELETE_RETENTION_MS: LOG_CLEANER_DELETE_RETENTION_MS,
+    MAX_MESSAGE_BYTES: MESSAGE_MAX_BYTES,
 }
 _DOUBLE_KEYS = (MIN_CLEANABLE_DIRTY_RATIO, LOG_CLEANER_MIN_CLEANABLE_RATIO)
 #: the longest transaction timeout a producer may ask for; ProducerStateManager's late-transaction rule
@@ -119,6 +130,8 @@ BROKER_KEYS = (
     LOG_CLEANER_MIN_CLEANABLE_RATIO,
     LOG_CLEANER_MIN_COMPACTION_LAG_MS,
     LOG_CLEANER_MAX_COMPACTION_LAG_MS,
+    LOG_CLEANER_DELETE_RETENTION_MS,
+    MESSAGE_MAX_BYTES,
 )
 TOPIC_KEYS = (
     RETENTION_MS,
@@ -130,6 +143,8 @@ TOPIC_KEYS = (
     MIN_CLEANABLE_DIRTY_RATIO,
     MIN_COMPACTION_LAG_MS,
     MAX_COMPACTION_LAG_MS,
+    DELETE_RETENTION_MS,
+    MAX_MESSAGE_BYTES,
 )
 _BOOLEAN_KEYS = (REMOTE_LOG_STORAGE_SYSTEM_ENABLE, REMOTE_STORAGE_ENABLE)
 _RETENTION_TIME_SYNONYMS = (LOG_RETENTION_MS, LOG_RETENTION_MINUTES, LOG_RETENTION_HOURS)
@@ -193,6 +208,11 @@ class TopicConfig:
     max_compaction_lag_ms: Setting = Setting(
         DEFAULT_MAX_COMPACTION_LAG_MS, MAX_COMPACTION_LAG_MS, KAFKA_DEFAULT
     )
+    delete_retention_ms: Setting = Setting(DEFAULT_DELETE_RETENTION_MS, DELETE_RETENTION_MS, KAFKA_DEFAULT)
+    #: the topic's max.message.bytes (or the broker's message.max.bytes it defaults to)
+    max_message_bytes: Setting = Setting(DEFAULT_MESSAGE_MAX_BYTES, MAX_MESSAGE_BYTES, KAFKA_DEFAULT)
+    #: the broker's own message.max.bytes (the cleaner's maxIoBufferSize: LogCleaner.CleanerThread)
+    broker_message_max_bytes: Setting = Setting(DEFAULT_MESSAGE_MAX_BYTES, MESSAGE_MAX_BYTES, KAFKA_DEFAULT)
 
     @property
     def delete(self) -> bool:
@@ -244,6 +264,9 @@ class TopicConfig:
             "min_cleanable_dirty_ratio": optional(MIN_CLEANABLE_DIRTY_RATIO),
             "min_compaction_lag_ms": optional(MIN_COMPACTION_LAG_MS),
             "max_compaction_lag_ms": optional(MAX_COMPACTION_LAG_MS),
+            "delete_retention_ms": optional(DELETE_RETENTION_MS),
+            "max_message_bytes": optional(MAX_MESSAGE_BYTES),
+            "broker_message_max_bytes": optional(MESSAGE_MAX_BYTES),
         }
         return dataclasses.replace(out, **{k: v for k, v in extra.items() if v is not None})
 
@@ -259,6 +282,9 @@ class TopicConfig:
             (MIN_CLEANABLE_DIRTY_RATIO, self.min_cleanable_dirty_ratio),
             (MIN_COMPACTION_LAG_MS, self.min_compaction_lag_ms),
             (MAX_COMPACTION_LAG_MS, self.max_compaction_lag_ms),
+            (DELETE_RETENTION_MS, self.delete_retention_ms),
+            (MAX_MESSAGE_BYTES, self.max_message_bytes),
+            (MESSAGE_MAX_BYTES, self.broker_message_max_bytes),
         ]
         return {
             name: {
@@ -735,7 +761,14 @@ class TopicConfigResolver:
             MAX_COMPACTION_LAG_MS: self._broker_setting(
                 LOG_CLEANER_MAX_COMPACTION_LAG_MS, DEFAULT_MAX_COMPACTION_LAG_MS, _parse_long
             ),
+            DELETE_RETENTION_MS: self._broker_setting(
+                LOG_CLEANER_DELETE_RETENTION_MS, DEFAULT_DELETE_RETENTION_MS, _parse_long
+            ),
+            MAX_MESSAGE_BYTES: self._broker_setting(
+                MESSAGE_MAX_BYTES, DEFAULT_MESSAGE_MAX_BYTES, _parse_long
+            ),
         }
+        broker_max = cleaner[MAX_MESSAGE_BYTES]
         layers: list[tuple[Mapping[str, str], Any]] = []
         internal = INTERNAL_TOPIC_CONFIGS.get(topic)
         if internal is not None:
@@ -796,6 +829,9 @@ class TopicConfigResolver:
             cleaner[MIN_CLEANABLE_DIRTY_RATIO],
             cleaner[MIN_COMPACTION_LAG_MS],
             cleaner[MAX_COMPACTION_LAG_MS],
+            cleaner[DELETE_RETENTION_MS],
+            cleaner[MAX_MESSAGE_BYTES],
+            broker_max,
         )
         self._cache[topic] = out
         return out

@@ -303,6 +303,58 @@ def _lagging_table(data: ReportData) -> str:
     return LAGGING_HEAD + "".join(rows) + "</tbody></table>" + more
 
 
+MAX_COMPACTION_ROWS = 200
+
+
+def _compaction_section(data: ReportData) -> str:
+    """The census's compaction table: where each compacted replica's log cleaner stands (the most dirty
+    bytes first) and its compaction findings (their messages and fixes are in the findings table)."""
+    e = html.escape
+    comp = sorted(data.compaction or [], key=lambda r: (-(r.get("dirty_bytes") or 0), str(r.get("topic")),
+                                                         r.get("partition") or 0, str(r.get("broker"))))
+    note = ("Each compacted replica as its broker's scan saw it (LogCleanerManager's rules): the cleaner "
+            "checkpoint, the first dirty and first uncleanable offsets, the clean and dirty (cleanable) "
+            "bytes, the cleanable ratio against min.cleanable.dirty.ratio, the oldest dirty record and the "
+            "compaction findings. The most dirty bytes first.")
+    if not comp:
+        return (f'<section id="compaction"><h2>Compaction</h2><p class="note">{e(note)}</p>'
+                '<p class="empty">No compacted replica.</p></section>')
+    head = ('<table class="compaction"><thead><tr><th>partition</th><th class="num">broker</th>'
+            '<th>log dir</th>'
+            '<th class="num">checkpoint</th><th class="num">first dirty</th><th class="num">first uncleanable'
+            '</th><th class="num">clean bytes</th><th class="num">dirty bytes</th><th class="num">ratio / min'
+            '</th><th>oldest dirty record</th><th>findings</th></tr></thead><tbody>')
+    out = []
+    for r in comp[:MAX_COMPACTION_ROWS]:
+        name = e(f"{r.get('topic')}-{r.get('partition')}")
+        codes = r.get("compaction_findings") or []
+        badges = " ".join(f'<span class="badge">{e(str(c))}</span>' for c in codes)
+        ratio = r.get("cleanable_ratio")
+        mn = r.get("min_cleanable_dirty_ratio")
+        cp = r.get("cleaner_checkpoint")
+
+        def num(v: Any) -> str:
+            return "" if v is None else f"{int(v):,}"
+
+        out.append(
+            f'<tr class="compacted-replica" data-partition="{name}" data-broker="{e(str(r.get("broker")))}">'
+            f'<td class="code">{name}</td><td class="num">{e(str(r.get("broker")))}</td>'
+            f'<td class="where">{e(str(r.get("log_dir") or ""))}</td><td class="num">{num(cp)}</td>'
+            f'<td class="num">{num(r.get("first_dirty_offset"))}</td>'
+            f'<td class="num">{num(r.get("first_uncleanable_offset"))}</td>'
+            f'<td class="num">{num(r.get("clean_bytes"))}</td>'
+            f'<td class="num">{num(r.get("dirty_bytes"))}</td>'
+            f'<td class="num">{"" if ratio is None else f"{ratio:.2f}"} / {"" if mn is None else mn}</td>'
+            f'<td>{e(_iso(r.get("oldest_dirty_timestamp")))}</td><td>{badges}</td></tr>'
+        )
+    more = ""
+    if len(comp) > MAX_COMPACTION_ROWS:
+        more = (f'<p class="note">{len(comp) - MAX_COMPACTION_ROWS:,} more compacted replica(s) not '
+                "listed.</p>")
+    return (f'<section id="compaction"><h2>Compaction</h2><p class="note">{e(note)}</p>' + head + "".join(out)
+            + "</tbody></table>" + more + "</section>")
+
+
 def _figure(fig: Any, div_id: str) -> str:
     return pio.to_html(fig, include_plotlyjs=False, full_html=False, div_id=div_id, config=figures.CONFIG,
                        default_width="100%")
@@ -393,6 +445,8 @@ def render_report(
             "highest one.</p>" + _figure(figures.replica_offsets(data), "fig-replicas") + _lagging_table(data)
             + "</section>"
         )
+    if data.compaction is not None:
+        body.append(_compaction_section(data))
     body.append(_timeline_section(data, parts))
     body.append('<section id="topics">' + _figure(figures.topic_usage(data), "fig-topics") + "</section>")
     body.append(_findings_section(data, max_findings))

@@ -179,6 +179,8 @@ class ReportData:
     replicas: list[ReplicaView] = field(default_factory=list)
     brokers: list[Broker] = field(default_factory=list)
     depth: str | None = None
+    #: a census's compaction table (checks.compaction.compaction_row per compacted replica); None: none given
+    compaction: list[dict[str, Any]] | None = None
 
 
 # --- generic row access ---------------------------------------------------------------------------
@@ -673,9 +675,10 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
     resolve_topic_configs(partitions, config_inputs, dirs_of, explicit_retention)
     sort_findings(findings)
     attach_findings(partitions, findings)
+    comp = _field(census, "compaction")
     return ReportData("fleet", title or f"logdoctor census: {len(brokers)} broker(s)", now,
                       _retention_ms(retention), partitions, disks, findings, replicas=replicas,
-                      brokers=brokers)
+                      brokers=brokers, compaction=None if comp is None else rows(comp))
 
 
 def _lag(v: Any) -> int:

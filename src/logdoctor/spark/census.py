@@ -17,7 +17,11 @@ with Spark SQL and writes four Parquet tables under ``--out``:
   each with the logdoctor command that fixes it;
 - ``consumer_groups``: one row per consumer group and partition: its committed offset, the partition's
   log range, the lag in records, bytes and time, and whether the group will reset
-  (:func:`logdoctor.spark.census_sql.consumer_group_table`).
+  (:func:`logdoctor.spark.census_sql.consumer_group_table`);
+- ``compaction``: one row per compacted replica: where its log cleaner stands (first dirty and first
+  uncleanable offsets, clean and dirty bytes, cleanable ratio, the oldest dirty record) and the codes of
+  its compaction findings, as each broker's scan computed them on the executor
+  (:func:`logdoctor.checks.compaction.compaction_row`; the findings themselves are in ``findings``).
 
 ``summary.json`` and ``summary.txt`` hold the readable summary.
 """
@@ -92,6 +96,7 @@ class CensusResult:
     finding_counts: dict[str, int] | None = None
     inventories: int = 0  # how many of the inputs were inventories
     consumer_groups: list[dict[str, Any]] = field(default_factory=list)  # the table's first rows
+    compaction: list[dict[str, Any]] = field(default_factory=list)  # the table's first rows
 
     def counts(self) -> dict[str, int]:
         if self.finding_counts is not None:
@@ -115,6 +120,7 @@ class CensusResult:
             "replicas": self.replicas,
             "findings": self.findings,
             "consumer_groups": self.consumer_groups,
+            "compaction": self.compaction,
             "summary": {
                 **self.counts(),
                 "elapsed_s": round(self.elapsed_s, 3),
@@ -257,7 +263,7 @@ def run_census(
 
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        names = ("partitions", "replicas", "log_dirs", "findings", "consumer_groups")
+        names = ("partitions", "replicas", "log_dirs", "findings", "consumer_groups", "compaction")
         tables = {name: str(out / name) for name in names}
 
         def write(name: str, df: Any) -> None:
@@ -288,7 +294,14 @@ def run_census(
             write("consumer_groups", groups_df)
             return first_rows(read("consumer_groups", groups_df), (), few=small)
 
-        # a small census's five tables at once (a thread each: jobs of a task whose time is the driver's
+        def compaction_rows() -> tuple[list[dict[str, Any]], int]:
+            comp = frames_in.compaction
+            write("compaction", comp)
+            order = ("broker", "topic", "partition", "log_dir")
+            written = read("compaction", comp)
+            return first_rows(written, order, (written["dirty_bytes"].desc_nulls_last(), *order), few=small)
+
+        # a small census's six tables at once (a thread each: jobs of a task whose time is the driver's
         # planning and commit); a big one's one after the other, the consumer groups last
         done = run_jobs(
             {
@@ -297,12 +310,14 @@ def run_census(
                 "log_dirs": lambda: write("log_dirs", frames.log_dirs),
                 "findings": findings_rows,
                 "consumer_groups": groups_rows,
+                "compaction": compaction_rows,
             },
             together=small,
         )
         (replicas, n_replicas), (partitions, n_partitions), (findings, n_findings), (groups, _n_groups) = (
             done[name].result() for name in ("replicas", "partitions", "findings", "consumer_groups")
         )
+        compaction, _n_compaction = done["compaction"].result()
         # every finding collected: counted here, else by Spark
         if n_findings > len(findings):
             counts = severity_counts(read("findings", frames.findings))
@@ -326,6 +341,7 @@ def run_census(
         finding_counts=counts,
         inventories=len(frames_in.inventories),
         consumer_groups=groups,
+        compaction=compaction,
     )
     (out / "summary.json").write_text(json.dumps(result.to_json(), indent=2, default=str) + "\n")
     (out / "summary.txt").write_text(render_summary(result) + "\n")

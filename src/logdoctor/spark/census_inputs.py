@@ -62,6 +62,15 @@ COMMIT_DDL = ", ".join(
         "group_type string, commit_source string, commit_record_offset bigint, commit_topic_id string",
     )
 )
+#: where the log cleaner stands on one compacted replica (checks.compaction.compaction_row, run by the scan)
+COMPACTION_DDL = ", ".join(
+    (
+        "broker string, broker_id int, log_dir string, topic string, partition int, path string",
+        "cleaner_checkpoint bigint, first_dirty_offset bigint, first_uncleanable_offset bigint",
+        "clean_bytes bigint, dirty_bytes bigint, cleanable_ratio double, min_cleanable_dirty_ratio double",
+        "cleanable_now boolean, oldest_dirty_timestamp bigint, compaction_findings array<string>",
+    )
+)
 FINDING_DDL = ", ".join(
     (
         "broker string, log_dir string, code string, severity string, path string, position bigint",
@@ -363,6 +372,7 @@ class InputFrames:
     unreadable: list[tuple[str, str]]
     cached: list[Any] = field(default_factory=list)
     commits: Any = None  # the consumer groups' committed offsets (COMMIT_DDL; version 2 inventories: none)
+    compaction: Any = None  # where the cleaner stands per compacted replica (COMPACTION_DDL)
 
     def unpersist(self) -> None:
         for item in self.cached:
@@ -389,13 +399,20 @@ def load_inputs(
 
     from logdoctor.spark.census_rules import BrokerInput, name_brokers, scan_broker
 
-    replica_cols, dir_cols, finding_cols, commit_cols = (
+    replica_cols, dir_cols, finding_cols, commit_cols, compaction_cols = (
         ddl_names(REPLICA_DDL),
         ddl_names(LOG_DIR_DDL),
         ddl_names(FINDING_DDL),
         ddl_names(COMMIT_DDL),
+        ddl_names(COMPACTION_DDL),
     )
-    frames: dict[str, list[Any]] = {"replicas": [], "log_dirs": [], "findings": [], "commits": []}
+    frames: dict[str, list[Any]] = {
+        "replicas": [],
+        "log_dirs": [],
+        "findings": [],
+        "commits": [],
+        "compaction": [],
+    }
     cached: list[Any] = []
     raw = inputs.brokers()
     if progress is not None:
@@ -433,6 +450,7 @@ def load_inputs(
         ("log_dirs", dir_cols, LOG_DIR_DDL),
         ("findings", finding_cols, FINDING_DDL),
         ("commits", commit_cols, COMMIT_DDL),
+        ("compaction", compaction_cols, COMPACTION_DDL),
     )
     if brokers and on_driver:
         results = (
@@ -496,6 +514,7 @@ def load_inputs(
                 ("replicas", replica_cols, "replica"),
                 ("findings", finding_cols, "finding"),
                 ("commits", commit_cols, "commit"),
+                ("compaction", compaction_cols, "compaction"),
             ):
                 frames[name].append(df.where(df.record == record).select(*cols))
     if unreadable:
@@ -506,6 +525,7 @@ def load_inputs(
         "log_dirs": LOG_DIR_DDL,
         "findings": FINDING_DDL,
         "commits": COMMIT_DDL,
+        "compaction": COMPACTION_DDL,
     }
     out: dict[str, Any] = {}
     for name, dfs in frames.items():
@@ -528,11 +548,13 @@ def load_inputs(
         unreadable,
         cached,
         out["commits"],
+        out["compaction"],
     )
 
 
 __all__ = [
     "COMMIT_DDL",
+    "COMPACTION_DDL",
     "FINDING_DDL",
     "LOG_DIR_DDL",
     "REPLICA_DDL",

@@ -200,7 +200,7 @@ def scan_broker(
     )
     for r in (*res["replicas"], *res["commits"]):
         r["cluster"] = broker.cluster
-    return {k: res[k] for k in ("replicas", "findings", "log_dirs", "commits", "bytes_read")}
+    return {k: res[k] for k in ("replicas", "findings", "log_dirs", "commits", "compaction", "bytes_read")}
 
 
 def diverged_findings(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
