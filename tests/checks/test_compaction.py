@@ -283,3 +283,31 @@ def test_damage_in_a_segment_the_cleaner_reads(tmp_path):
     assert f.path == str(seg) and f.position == corrupt[0].position and "uncleanable" in f.message
     assert f"logdoctor repair {root} --only LOG_CORRUPT" in f.fix
     assert f.details == {"damage": "LOG_CORRUPT", "kind": corrupt[0].details["kind"]}
+
+
+def test_scan_of_a_real_log_dir_says_where_each_cleaner_stands():
+    """Issue 46's "done when": `logdoctor scan` of a real log dir with compacted topics (zk-2.8-seanorth:
+    __consumer_offsets, cleaned by a real broker) prints the log cleaner's line, and --json gives every
+    compacted partition its cleaner state; the count is the folders' own (each __consumer_offsets
+    partition with a segment)."""
+    import json
+
+    from typer.testing import CliRunner
+
+    import realworld
+    from logdoctor.cli import commands  # noqa: F401  (registers every command)
+    from logdoctor.cli.main import app
+
+    rw = realworld.require()
+    log_dir = rw / "zk-2.8-seanorth"
+    folders = [f for f in log_dir.glob("__consumer_offsets-*") if any(f.glob("*.log"))]
+    assert folders
+    text = CliRunner().invoke(app, ["scan", str(log_dir), "--now", "2026-01-01T00:00:00Z"]).output
+    line = next(x for x in text.splitlines() if x.startswith("log cleaner:"))
+    assert line.startswith(f"log cleaner: {len(folders)} compacted partition(s), ")
+    out = CliRunner().invoke(app, ["scan", str(log_dir), "--json", "--now", "2026-01-01T00:00:00Z"]).output
+    parts = json.loads(out)["partitions"]
+    cleaners = {f"{p['topic']}-{p['partition']}": p["cleaner"] for p in parts if p.get("cleaner") is not None}
+    assert set(cleaners) == {f.name for f in folders}
+    for c in cleaners.values():
+        assert c["first_dirty_offset"] <= c["first_uncleanable_offset"]

@@ -106,6 +106,8 @@ def test_the_spark_sql_join_agrees_with_the_python_rules(demo):
     assert len(spark_rows) == len(python)
     for r in python:
         got = spark_rows[(r["broker"], r["log_dir"], r["topic"], r["partition"])]
+        # the consumer log range is an input of the consumer-group rule, not a column of the table
+        r = {k: v for k, v in r.items() if not k.startswith("consumer_log_")}
         assert {k: got[k] for k in r} == r
     spark_parts = {(p["topic"], p["partition"]): p for p in table(root / "from-dirs", "partitions")}
     for p in partition_rows(python):
