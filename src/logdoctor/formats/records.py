@@ -338,6 +338,13 @@ def consecutive_offsets_error(
                 position=batch.position,
                 found=f"base offset {batch.base_offset} (offsets {batch.base_offset}..{batch.last_offset})",
             )
+        if batch.partition_leader_epoch < -1:  # RecordBatchV2.check_count's rule
+            return CorruptRecordError(
+                "a partition leader epoch >= 0, or -1 (RecordBatch.NO_PARTITION_LEADER_EPOCH)",
+                source=source,
+                position=batch.position + 12,
+                found=f"{batch.partition_leader_epoch} (offsets {batch.base_offset}..{batch.last_offset})",
+            )
         count, delta = batch.record_count, batch.last_offset_delta
         if count != delta + 1:
             return CorruptRecordError(
