@@ -1882,6 +1882,9 @@ check_records_run(const uint8_t *p, Py_ssize_t n, const int64_t *positions, Py_s
             break;
         int32_t count = (int32_t)be32(b + 57);
         int32_t delta = (int32_t)be32(b + 23);
+        /* a partition leader epoch below -1 (NO_PARTITION_LEADER_EPOCH): RecordBatchV2.check_count names it */
+        if ((int32_t)be32(b + 12) < -1)
+            break;
         if (count == 0 && length == 61 - 12)
             continue;
         /* a count that is negative, disagrees with the offset range, or 0 with records behind it: the

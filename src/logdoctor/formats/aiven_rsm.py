@@ -45,8 +45,10 @@ if TYPE_CHECKING:
 __all__ = [
     "IV_SIZE",
     "MAX_CHUNKS",
+    "STREAM_ABOVE",
     "SUPPORTED_VERSIONS",
     "Chunk",
+    "ChunkStream",
     "SegmentManifest",
     "build_manifest",
     "decode_chunk_sizes",
@@ -66,6 +68,10 @@ _JAVA_INT_MAX = 2**31 - 1  # AbstractChunkIndex: originalChunkSize, originalFile
 #: the most chunks a manifest may declare (a 2 GiB segment in chunks of 512 bytes): the chunk table is
 #: built whole, and a hostile originalFileSize / originalChunkSize must not size it (issue 31)
 MAX_CHUNKS = 1 << 22
+#: a chunk of more original bytes than this is never detransformed whole: it is read as a
+#: :class:`ChunkStream`, a window at a time (issue 48: a 58 KB frame declaring 1 GiB, whose size the manifest
+#: agrees with, cost ``dump`` 3.1 GiB); chunks up to it (Aiven's chunk.size is a few MiB) are read whole
+STREAM_ABOVE = 16 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -501,6 +507,95 @@ def detransform_chunk_into(
         if found == expected:
             out[:] = data
     _check_size(expected, found, source, position)
+
+
+class ChunkStream:
+    """One transformed chunk's original bytes, forward only and never whole: :meth:`readinto` hands out the
+    next bytes (zstd's streaming decompressor: what a read asks for, never the size the frame declares).
+
+    What is held: the chunk's transformed bytes as stored (``data``, the object's bytes: a hostile frame
+    cannot declare them larger than they are) and, for an encrypted chunk, its plaintext: AES-GCM checks its
+    tag over the whole ciphertext before any plaintext may be used, so an encrypted chunk is decrypted whole
+    (bounded by its stored size, never by what it declares) and only its decompression streams. The checks
+    are :func:`detransform_chunk`'s: the frame's declared size is the chunk's original size (checked before
+    anything is decompressed), the frame ends there (checked when the stream reaches its end), a frame that
+    does not decompress is a CorruptRecordError."""
+
+    def __init__(
+        self,
+        data: Buffer,
+        manifest: SegmentManifest,
+        data_key: bytes | None,
+        *,
+        expected_size: int,
+        compressed: bool | None = None,
+        source: str | None = None,
+        position: int | None = None,
+    ) -> None:
+        import zstandard
+
+        self.size = expected_size
+        self.done = 0
+        self._source, self._position = source, position
+        if manifest.encrypted:
+            data = _decrypt(data, manifest, data_key, source, position)
+        self._reader: zstandard.ZstdDecompressionReader | None = None
+        self._plain: memoryview | None = None
+        if manifest.compression if compressed is None else compressed:
+            try:
+                declared = _frame_size(data, source=source, what="compressed chunk", limit=expected_size)
+            except zstandard.ZstdError as exc:
+                raise CorruptRecordError(
+                    "a zstd frame (compressed chunk)", source=source, found=str(exc)
+                ) from None
+            _check_size(expected_size, declared, source, position)
+            self._reader = zstandard.ZstdDecompressor().stream_reader(data, read_across_frames=False)
+        else:
+            _check_size(expected_size, len(data), source, position)
+            self._plain = memoryview(data)
+
+    def readinto(self, out: memoryview) -> int:
+        """The next ``len(out)`` bytes (fewer at the chunk's end: 0 there) written into ``out``."""
+        import zstandard
+
+        want = min(len(out), self.size - self.done)
+        if want <= 0:
+            return 0
+        if self._plain is not None:
+            out[:want] = self._plain[self.done : self.done + want]
+            self.done += want
+            return want
+        assert self._reader is not None
+        try:
+            got = 0
+            while got < want:
+                n = self._reader.readinto(out[got:want])
+                if not n:
+                    raise CorruptRecordError(
+                        f"a zstd frame of {self.size} bytes, as declared (compressed chunk)",
+                        source=self._source,
+                        position=self._position,
+                        found=f"{self.done + got}",
+                    )
+                got += n
+            self.done += got
+            if self.done == self.size and self._reader.read(1):  # to the frame's end: its checksum verified
+                raise CorruptRecordError(
+                    f"a zstd frame of {self.size} bytes, as declared (compressed chunk)",
+                    source=self._source,
+                    found="more",
+                )
+            return got
+        except zstandard.ZstdError as exc:
+            raise CorruptRecordError(
+                "a zstd frame (compressed chunk)", source=self._source, found=str(exc)
+            ) from None
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        self._plain = None
 
 
 # --- writing (for generated test and benchmark data; checked against the plugin's own manifests) -----

@@ -63,6 +63,7 @@ from logdoctor.formats.crc import crc32c
 from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.record_types import (
     LOG_OVERHEAD,
+    NO_PARTITION_LEADER_EPOCH,
     NO_SEQUENCE,
     Batch,
     Compression,
@@ -342,7 +343,25 @@ class RecordBatchV2(Batch):
         range is legal there, and the records decoded must then match the count (the decoders check that:
         E_FEWER_RECORDS, E_TRAILING). A count of 0 with records behind it is what a decoder can never see:
         DefaultRecordBatch.iterator returns nothing for a count of 0 without reading the bytes, so its
-        records would be dropped silently (issue 48)."""
+        records would be dropped silently (issue 48).
+
+        The same validation names a partition leader epoch below -1: the leader stamps every batch it
+        appends with its epoch, >= 0 (LogValidator's setPartitionLeaderEpoch; the KRaft log's BatchBuilder
+        likewise), and -1 (RecordBatch.NO_PARTITION_LEADER_EPOCH) is the only negative value Kafka writes
+        (a batch converted from v0/v1). The field is outside the batch's CRC, so a damaged one passes
+        ``ensureValid``; LogSegment.recover skips negative epochs for the leader-epoch cache, and a
+        consumer takes the batch's epoch for its records' ``leaderEpoch`` (CompletedFetch.maybeLeaderEpoch:
+        only -1 means none). Timestamps are not checked here: LogValidator.validateTimestamp compares them
+        with the append time, which a log at rest does not have, and accepts negative ones under the
+        default ``message.timestamp.before.max.ms``."""
+        epoch = self.partition_leader_epoch
+        if epoch < NO_PARTITION_LEADER_EPOCH:
+            raise CorruptRecordError(
+                "a partition leader epoch >= 0, or -1 (RecordBatch.NO_PARTITION_LEADER_EPOCH)",
+                source=self.source,
+                position=self.position + PARTITION_LEADER_EPOCH_OFFSET,
+                found=f"{epoch} (offsets {self.base_offset}..{self.last_offset})",
+            )
         count, delta = self.record_count, self.last_offset_delta
         if count >= 0 and delta >= 0 and count <= delta + 1 and (count or self._holds_no_record()):
             return

@@ -67,6 +67,7 @@ __all__ = [
     "iter_batches",
     "scan_batches",
     "skip_crc_mismatches",
+    "zero_run",
 ]
 
 # LegacyRecord.RECORD_OVERHEAD_V0: the smallest size field any entry can have; FileLogInputStream
@@ -92,7 +93,7 @@ def _as_view(buf) -> memoryview:
 ZERO_PROBE_BYTES = 1 << 20
 
 
-def _zero_run(mv: memoryview, remaining: int) -> str:
+def zero_run(mv: memoryview | bytes, remaining: int) -> str:
     """What the zero header at ``mv[0]`` starts: a zero-filled tail, zeros then data, or (past the
     probe) a zero-filled run whose end was not read."""
     probe = mv[: min(remaining, ZERO_PROBE_BYTES)]
@@ -154,7 +155,7 @@ def iter_batches(
                     "a batch (offset, size >= 14)",
                     source=source,
                     position=where,
-                    found=_zero_run(mv[pos:limit], remaining),
+                    found=zero_run(mv[pos:limit], remaining),
                 )
             raise CorruptRecordError(
                 f"an entry size >= {MIN_ENTRY_SIZE} (minimum record overhead)",
@@ -336,6 +337,13 @@ def consecutive_offsets_error(
                 source=source,
                 position=batch.position,
                 found=f"base offset {batch.base_offset} (offsets {batch.base_offset}..{batch.last_offset})",
+            )
+        if batch.partition_leader_epoch < -1:  # RecordBatchV2.check_count's rule
+            return CorruptRecordError(
+                "a partition leader epoch >= 0, or -1 (RecordBatch.NO_PARTITION_LEADER_EPOCH)",
+                source=source,
+                position=batch.position + 12,
+                found=f"{batch.partition_leader_epoch} (offsets {batch.base_offset}..{batch.last_offset})",
             )
         count, delta = batch.record_count, batch.last_offset_delta
         if count != delta + 1:

@@ -14,12 +14,12 @@ import os
 from collections.abc import Iterator
 from typing import Protocol
 
-from logdoctor.errors import TruncatedError
+from logdoctor.errors import CorruptRecordError, TruncatedError
 from logdoctor.formats.record_types import LOG_OVERHEAD
-from logdoctor.formats.records import Batch, iter_batches
+from logdoctor.formats.records import ZERO_PROBE_BYTES, Batch, iter_batches, zero_run
 from logdoctor.logdir.files import map_file
 
-__all__ = ["DEFAULT_WINDOW", "MAX_WINDOW", "ByteReader", "LogReader", "iter_batches_from"]
+__all__ = ["DEFAULT_WINDOW", "MAX_WINDOW", "ByteReader", "LogReader", "RangedLogReader", "iter_batches_from"]
 
 #: First read window of a walk (doubles while the walk goes on, up to MAX_WINDOW).
 DEFAULT_WINDOW = 16 * 1024
@@ -42,6 +42,9 @@ class LogReader:
     handed out (a seek and the walk after it read some ranges twice): never more than ``size``.
     Build one over a path (mmap) or over an in-memory buffer (tests, Spark tasks).
     """
+
+    #: a read of the whole rest costs nothing (a map): :func:`iter_batches_from`'s ``window=None`` does it
+    whole_reads = True
 
     def __init__(self, data: memoryview | bytes, *, source: str | None = None) -> None:
         self._view = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
@@ -94,6 +97,28 @@ class LogReader:
         self._view = memoryview(b"")
 
 
+class RangedLogReader(LogReader):
+    """A :class:`LogReader` over a reader by byte ranges (``size``, ``read_at``: a remote segment's original
+    bytes): each read is a ranged read of what it asks for, and :func:`iter_batches_from` walks it in
+    windows even when asked for the whole rest at once, so that a segment is never held whole (issue 48: an
+    Aiven segment of one chunk declaring 1 GiB). The caller closes ``ranged``."""
+
+    whole_reads = False
+
+    def __init__(self, ranged: ByteReader, *, source: str | None = None) -> None:
+        super().__init__(b"", source=source)
+        self._ranged = ranged
+        self.size = ranged.size
+
+    def read(self, position: int, length: int) -> memoryview:
+        position = max(0, min(position, self.size))
+        end = min(self.size, position + max(0, length))
+        self.bytes_read += end - position
+        self._note(position, end)
+        self.reads += 1
+        return memoryview(self._ranged.read_at(position, end - position) if end > position else b"")
+
+
 def iter_batches_from(
     reader: LogReader,
     position: int = 0,
@@ -111,6 +136,8 @@ def iter_batches_from(
     """
     end = reader.size if end is None else min(end, reader.size)
     pos = position
+    if window is None and not reader.whole_reads:
+        window = MAX_WINDOW
     win = (end - pos) if window is None else window
     while pos < end:
         length = min(max(win, LOG_OVERHEAD), end - pos)
@@ -133,6 +160,13 @@ def iter_batches_from(
             pos = last_end
             win = min(max(win * 2, need), max(MAX_WINDOW, need))
             continue
+        except CorruptRecordError as exc:
+            if not at_end and exc.position is not None and exc.found and exc.found.startswith("zero-filled"):
+                # a zero run at a window's edge: named over the rest of the file, not of the window
+                rest = end - exc.position
+                exc.found = zero_run(reader.read(exc.position, min(rest, ZERO_PROBE_BYTES)), rest)
+                exc.args = (exc._render(),)
+            raise
         if last_end <= pos:
             return  # an empty range
         pos = last_end

@@ -40,10 +40,11 @@ import threading
 from collections import deque
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError
+from logdoctor.formats.aiven_rsm import STREAM_ABOVE
 from logdoctor.logdir.refs import PartitionRef, RemoteSegment, SegmentRef
 from logdoctor.logdir.storage import RangeReader, Storage
 
@@ -715,6 +716,20 @@ def _span_buffers(raw: int, original: int) -> Iterator[tuple[memoryview, memoryv
                 _FREE_BUFFERS.append(pair)
 
 
+#: what a chunk's stream is read ahead by (and skipped through)
+_STREAM_PIECE = 1 << 20
+
+
+@dataclass(slots=True)
+class _OpenStream:
+    """A large chunk's stream and the bytes from ``start`` (in the chunk) it last handed out and after."""
+
+    index: int
+    stream: Any
+    start: int = 0
+    held: bytearray = field(default_factory=bytearray)
+
+
 class AivenLogReader:
     """The original bytes of an Aiven ``.log`` object, read by position: each read fetches (in one ranged
     read) only the transformed chunks it needs and detransforms them; the last chunks are kept, so
@@ -749,6 +764,7 @@ class AivenLogReader:
             )
         self._cache: dict[int, bytes | memoryview] = {}
         self._pair: tuple[bytearray, bytearray] | None = None
+        self._stream: _OpenStream | None = None  # the chunk larger than STREAM_ABOVE read last
 
     def _chunk_range(self, first: int, last: int) -> None:
         """Chunks ``first``-``last`` detransformed into the cache: read (one ranged read) and detransformed
@@ -815,14 +831,110 @@ class AivenLogReader:
             return b""
         size = self.manifest.original_chunk_size
         first, last = offset // size, (offset + length - 1) // size
-        self._chunk_range(first, last)
+        streamed = self._chunks[first].original_size > STREAM_ABOVE or (
+            self._chunks[last].original_size > STREAM_ABOVE
+        )  # every chunk but the last has the first's size
+        if not streamed:
+            self._chunk_range(first, last)
         parts = []
         for i in range(first, last + 1):
             c = self._chunks[i]
             lo = max(offset, c.original_position) - c.original_position
             hi = min(offset + length, c.original_position + c.original_size) - c.original_position
-            parts.append(self._cache[i][lo:hi])
-        return b"".join(parts)
+            if c.original_size > STREAM_ABOVE:
+                parts.append(self._streamed(c, lo, hi))
+            else:
+                if streamed:
+                    self._chunk_range(i, i)
+                parts.append(self._cache[i][lo:hi])
+        return parts[0] if len(parts) == 1 and isinstance(parts[0], bytes) else b"".join(parts)
+
+    def _open_stream(self, c: Chunk) -> Any:
+        """A :class:`~logdoctor.formats.aiven_rsm.ChunkStream` of chunk ``c``: its stored bytes read (one
+        ranged read: what is held is what the object holds, never what the chunk declares)."""
+        from logdoctor.formats.aiven_rsm import ChunkStream
+
+        raw = bytearray(c.transformed_size)
+        got = self._reader.read_into(c.transformed_position, memoryview(raw))
+        if got != c.transformed_size:
+            raise TruncatedError(
+                f"chunk {c.index} ({c.transformed_size} bytes)",
+                source=self.source,
+                position=c.transformed_position,
+                found=f"{got} bytes",
+            )
+        try:
+            return ChunkStream(
+                raw,
+                self.manifest,
+                self._key,
+                expected_size=c.original_size,
+                source=self.source,
+                position=c.transformed_position,
+            )
+        except FormatError as exc:
+            _name_chunk(exc, c)
+            raise
+
+    def _stream_into(self, stream: Any, c: Chunk, out: memoryview) -> int:
+        try:
+            return int(stream.readinto(out))
+        except FormatError as exc:
+            _name_chunk(exc, c)
+            raise
+
+    def _streamed(self, c: Chunk, lo: int, hi: int) -> bytes:
+        """Bytes ``lo``-``hi`` of a chunk larger than :data:`STREAM_ABOVE`, from its stream: read on from
+        where the last read of it ended (reads that walk the chunk decompress it once), reopened from the
+        chunk's start for a read behind that. What is held: the bytes from the last read's start on."""
+        st = self._stream
+        if st is None or st.index != c.index or lo < st.start:
+            if st is not None:
+                st.stream.close()
+            st = self._stream = _OpenStream(c.index, self._open_stream(c))
+        if lo >= st.start + len(st.held):  # skip to ``lo``, a piece at a time
+            skip = lo - st.start - len(st.held)
+            st.start, st.held = lo, bytearray()
+            scratch = memoryview(bytearray(min(skip, _STREAM_PIECE) or 1))
+            while skip:
+                n = self._stream_into(st.stream, c, scratch[: min(skip, len(scratch))])
+                if not n:
+                    break
+                skip -= n
+        else:
+            del st.held[: lo - st.start]
+            st.start = lo
+        while st.start + len(st.held) < hi:
+            piece = bytearray(max(_STREAM_PIECE, hi - st.start - len(st.held)))
+            n = self._stream_into(st.stream, c, memoryview(piece))
+            if not n:
+                break
+            st.held += memoryview(piece)[:n]
+        return bytes(st.held[: hi - lo])
+
+    def _streamed_spans(
+        self,
+        c: Chunk,
+        work: Callable[[int, memoryview], _T],
+        done: Callable[[int, int, _T], None],
+        span: int,
+    ) -> None:
+        """:meth:`for_each_span` over one chunk larger than :data:`STREAM_ABOVE`: its stream in pieces of
+        ``span`` bytes into one buffer, on the caller's thread (a stream is read in order)."""
+        stream = self._open_stream(c)
+        try:
+            with _span_buffers(0, min(span, c.original_size)) as (_, out):
+                pos = c.original_position
+                while pos < c.original_position + c.original_size:
+                    n = self._stream_into(
+                        stream, c, out[: min(span, c.original_position + c.original_size - pos)]
+                    )
+                    if not n:
+                        break
+                    done(pos, n, work(pos, out[:n]))
+                    pos += n
+        finally:
+            stream.close()
 
     def for_each_span(
         self,
@@ -839,10 +951,32 @@ class AivenLogReader:
         with the span's original bytes (``view`` is valid only during the call); ``done(position, length,
         result)`` on the caller's, span by span in order of position. Errors are :meth:`read_at`'s (a
         short read, a chunk that does not detransform, named by object, chunk and original bytes), the
-        first raised once no thread is still working."""
+        first raised once no thread is still working. A chunk larger than :data:`STREAM_ABOVE` is read as a
+        stream, ``span`` bytes at a time on the caller's thread: never whole."""
+        spans = _spans(self._chunks, span)
+        if any(g[0].original_size > STREAM_ABOVE for g in spans):  # such a chunk is a group of its own
+            run: list[list[Chunk]] = []
+            for group in [*spans, []]:
+                if group and group[0].original_size <= STREAM_ABOVE:
+                    run.append(group)
+                    continue
+                if run:
+                    self._for_spans(run, work, done, workers)
+                    run = []
+                if group:
+                    self._streamed_spans(group[0], work, done, span)
+            return
+        self._for_spans(spans, work, done, workers)
+
+    def _for_spans(
+        self,
+        spans: list[list[Chunk]],
+        work: Callable[[int, memoryview], _T],
+        done: Callable[[int, int, _T], None],
+        workers: int,
+    ) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        spans = _spans(self._chunks, span)
         if len(spans) == 1 or workers < 2:  # nothing to overlap: no thread to hand over to
             for group in spans:
                 done(group[0].original_position, _original_size(group), self._span(group, work))
@@ -902,6 +1036,9 @@ class AivenLogReader:
 
     def close(self) -> None:
         self._reader.close()
+        if self._stream is not None:
+            self._stream.stream.close()
+            self._stream = None
         pair, self._pair = self._pair, None
         self._cache = {}  # views of the buffers given back
         if pair is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 from logdoctor.checks.verify_index import (
@@ -168,14 +169,15 @@ def _index(ctx: FileContext, suffix: str) -> bytes | None:
     return read_optional(sibling(ctx.path, suffix))
 
 
-def _open(ctx: FileContext) -> LogReader:
-    """The file mapped; a remote-tier segment's original bytes read from its store (whole)."""
+def _open(ctx: FileContext, stack: ExitStack) -> LogReader:
+    """The file mapped; a remote-tier segment's original bytes read from its store by byte ranges, a window
+    at a time, never whole (the remote reader closed with ``stack``)."""
     if ctx.remote is None:
         return LogReader.open(ctx.path)
+    from logdoctor.logdir.reader import RangedLogReader
     from logdoctor.logdir.remote_tier import open_remote_log
 
-    with open_remote_log(ctx.remote) as remote:
-        return LogReader(remote.read_at(0, remote.size), source=ctx.file)
+    return RangedLogReader(stack.enter_context(open_remote_log(ctx.remote)), source=ctx.file)
 
 
 def _log_plan(ctx: FileContext, reader: LogReader) -> SeekPlan:
@@ -198,8 +200,12 @@ def _log_plan(ctx: FileContext, reader: LogReader) -> SeekPlan:
 
 def dump_log(ctx: FileContext) -> Iterator[Event]:
     """A ``.log`` segment or a KRaft ``.checkpoint`` snapshot: batches, records, findings."""
+    with ExitStack() as stack:
+        yield from _dump_log(ctx, _open(ctx, stack))
+
+
+def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
     opts = ctx.opts
-    reader = _open(ctx)
     header = file_event(ctx, reader.size)
     if ctx.remote is not None:
         header["remote_segment_id"] = ctx.remote.remote.segment_id
