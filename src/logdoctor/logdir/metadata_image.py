@@ -40,11 +40,14 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.errors import FormatError
 from logdoctor.logdir.identity import MIGRATING, find_metadata_dir
-from logdoctor.logdir.names import parse_kraft_snapshot, parse_segment_file
+from logdoctor.logdir.names import BOOTSTRAP_CHECKPOINT_FILE, parse_kraft_snapshot, parse_segment_file
+
+if TYPE_CHECKING:
+    from logdoctor.formats.internal.layouts import ClusterFeatures
 
 __all__ = [
     "DIRECTORY_ASSIGNMENT_LEVEL",
@@ -52,6 +55,8 @@ __all__ = [
     "MetadataImage",
     "PartitionState",
     "ReplayProblem",
+    "bootstrap_features",
+    "cluster_features",
     "find_metadata_dir",
     "metadata_version_name",
     "replay",
@@ -154,6 +159,7 @@ class BrokerRegistration:
     log_dirs: list[str]  # registered directory ids ([] before 3.7-IV2)
     fenced: bool | None = None
     offset: int = -1
+    max_metadata_version: int | None = None  # the highest metadata.version it supports (its release)
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +212,23 @@ class MetadataImage:
         """metadata.version >= 3.7-IV2: replicas are assigned to directory ids."""
         mv = self.metadata_version
         return mv is not None and mv >= DIRECTORY_ASSIGNMENT_LEVEL
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        """The feature levels the internal-topic decoders choose layouts by (``layouts.ClusterFeatures``):
+        finalized ``metadata.version`` and ``share.version`` (0 when the image has none) and each
+        registered broker's highest supported metadata.version; None when the image has no
+        metadata.version (nothing replayed)."""
+        from logdoctor.formats.internal.layouts import ClusterFeatures
+
+        if self.metadata_version is None:
+            return None
+        return ClusterFeatures(
+            self.metadata_version,
+            self.features.get("share.version", 0),
+            tuple(b.max_metadata_version for b in self.brokers.values()
+                  if b.max_metadata_version is not None),
+            self.metadata_dir,
+        )
 
     def topic_id(self, topic: str) -> str | None:
         return self.topics.get(topic)
@@ -353,8 +376,14 @@ class MetadataImage:
             else:
                 self.configs.setdefault(key, {})[d["name"]] = (d["value"], offset)
         elif kind == "RegisterBrokerRecord":
+            mv_max = next(
+                (f["max_supported_version"] for f in d.get("features") or ()
+                 if f["name"] == "metadata.version"),
+                None,
+            )
             self.brokers[d["broker_id"]] = BrokerRegistration(
-                d["broker_id"], d["broker_epoch"], list(d.get("log_dirs") or []), d.get("fenced"), offset
+                d["broker_id"], d["broker_epoch"], list(d.get("log_dirs") or []), d.get("fenced"), offset,
+                mv_max,
             )
         elif kind == "BrokerRegistrationChangeRecord":
             reg = self.brokers.get(d["broker_id"])
@@ -546,3 +575,48 @@ def replay(metadata_dir: str | os.PathLike[str]) -> MetadataImage:
         if not replayer.batches(buf, path, start):
             break
     return image
+
+
+def bootstrap_features(path: str | os.PathLike[str]) -> ClusterFeatures | None:
+    """The feature levels of a ``bootstrap.checkpoint`` (its FeatureLevelRecords: the cluster's initial
+    metadata.version and features, K:metadata/.../bootstrap/BootstrapDirectory.java), or None when the
+    file is missing, unreadable or names no metadata.version."""
+    from logdoctor.formats.internal.cluster_metadata import decode_metadata_record
+    from logdoctor.formats.internal.layouts import ClusterFeatures
+    from logdoctor.formats.kraft_snapshot import parse_kraft_snapshot as parse_snapshot
+    from logdoctor.formats.records import iter_batches
+    from logdoctor.logdir.files import read_file
+
+    features: dict[str, int] = {}
+    try:
+        data = read_file(Path(path))
+        parse_snapshot(data, name=None, source=str(path))  # header, footer and CRCs as Kafka checks them
+        for batch in iter_batches(data, source=str(path)):
+            if batch.is_control:
+                continue
+            for rec in batch.records():
+                d = decode_metadata_record(rec.value, source=str(path))
+                if d["type"] == "FeatureLevelRecord":
+                    features[d["data"]["name"]] = d["data"]["feature_level"]
+    except (OSError, FormatError):
+        return None
+    mv = features.get("metadata.version")
+    if not mv:
+        return None
+    return ClusterFeatures(mv, features.get("share.version", 0), (), os.fspath(path))
+
+
+def cluster_features(
+    metadata_dir: str | os.PathLike[str], image: MetadataImage | None = None
+) -> ClusterFeatures | None:
+    """The cluster's feature levels for the internal-topic decoders: from the replayed metadata log of
+    ``metadata_dir`` (a ``__cluster_metadata-0`` folder; ``image`` when already replayed), else from the
+    ``bootstrap.checkpoint`` of its log dir (the initial levels: a cluster upgraded since has higher
+    ones, and the log, when present, says so). None when neither names a metadata.version."""
+    if image is None:
+        image = replay(metadata_dir)
+    found = image.cluster_features()
+    if found is not None:
+        return found
+    return bootstrap_features(os.path.join(os.path.dirname(os.path.abspath(os.fspath(metadata_dir))),
+                                           BOOTSTRAP_CHECKPOINT_FILE))
