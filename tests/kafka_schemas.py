@@ -40,6 +40,9 @@ SKIP_REASON_42 = (
     " the workspace)"
 )
 # release label of each folder (as the README of kafka-schemas-4.2 names them)
+#: the repo's committed supplement: Kafka 4.3's registration records, which ../shared lacks (its README.md)
+SUPPLEMENT = Path(__file__).resolve().parents[1] / "schemas" / "kafka-4.3"
+SUPPLEMENT_RELEASE = "trunk-6be48c6"
 RELEASE_FOLDERS = {"_4.0.0": "4.0.0", "_4.1.1": "4.1.1", "_stored-apache-kafka-trunk": "trunk-4425e97"}
 MAX = 0x7FFF
 _FIXED = {
@@ -108,6 +111,8 @@ def available_42() -> bool:
 def release_of(path: Path) -> str:
     """The Kafka release a spec file of either folder is from ("4.0-SNAPSHOT", "4.0.0", "4.1.1",
     "4.2.0", "trunk-4425e97")."""
+    if path.is_relative_to(SUPPLEMENT):
+        return SUPPLEMENT_RELEASE
     if path.is_relative_to(SCHEMAS_42):
         first = path.relative_to(SCHEMAS_42).parts[0]
         return RELEASE_FOLDERS.get(first, "4.2.0")
@@ -115,12 +120,30 @@ def release_of(path: Path) -> str:
 
 
 def every_spec_file() -> list[Path]:
-    """Every JSON spec of ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 (those present)."""
+    """Every JSON spec of ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 (those present), and of
+    the repo's supplement (schemas/kafka-4.3) when ../shared's are present."""
     out: list[Path] = []
     for root in (SCHEMAS, SCHEMAS_42):
         if root.is_dir():
             out += sorted(root.rglob("*.json"))
+    if out:
+        out += sorted(SUPPLEMENT.rglob("*.json"))
     return out
+
+
+def layout_file_name(path: Path) -> str:
+    """How the generated tables name a spec file: relative to ../shared, or ``repo:`` + relative to the
+    repo for the supplement (scripts/gen_kafka_layouts.py ``file_name``)."""
+    if path.is_relative_to(SUPPLEMENT):
+        return "repo:" + str(path.relative_to(SUPPLEMENT.parents[1]))
+    return str(path.relative_to(SCHEMAS.parent))
+
+
+def path_of_layout_file(name: str) -> Path:
+    """The file a generated layout names (the inverse of :func:`layout_file_name`)."""
+    if name.startswith("repo:"):
+        return SUPPLEMENT.parents[1] / name[len("repo:"):]
+    return SCHEMAS.parent / name
 
 
 def all_specs() -> dict[str, dict[str, Any]]:

@@ -12,11 +12,13 @@ keeps what the log dir checks and procedures need:
   any other value bumps the leader epoch; null arrays mean no change; an all-MIGRATING or empty
   ``directories`` means MIGRATING for every replica);
 - brokers: their registered log dir ids (RegisterBrokerRecord v3+ ``log_dirs``,
-  BrokerRegistrationChangeRecord v2+; K:metadata/.../controller/ClusterControlManager.java replay).
-  Kafka 4.3's RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 (KIP-1066 cordoned log
-  dirs), whose definitions ../shared lacks, are read with the newest known version's layout when it
-  reads them exactly (their new field is tagged, kept raw): ``cluster_metadata.decode_as_newest_known``,
-  counted in :attr:`MetadataImage.read_as_older`; a skipped registration would lose the broker's dirs;
+  BrokerRegistrationChangeRecord v2+; K:metadata/.../controller/ClusterControlManager.java replay) and
+  cordoned ones (KIP-1066, Kafka 4.3: RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3
+  ``cordoned_log_dirs``, null = no change; definitions in the repo's schemas/kafka-4.3). A registration
+  of a version newer than every definition is read with the newest known layout when that reads it
+  exactly (a tagged addition, kept raw): ``cluster_metadata.decode_as_newest_known``, counted in
+  :attr:`MetadataImage.read_as_older`. One that cannot be read keeps the broker's last known
+  registration (never drops its log dirs) and is named in :attr:`MetadataImage.unread_registrations`;
 - controllers (RegisterControllerRecord, UnregisterControllerRecord of metadata.version 4.4-IV2+);
 - ELRs (KIP-966): PartitionRecord/PartitionChangeRecord ``eligible_leader_replicas`` and
   ``last_known_elr``; a ClearElrRecord (its topic, or every topic when its name is empty) clears
@@ -160,6 +162,7 @@ class BrokerRegistration:
     fenced: bool | None = None
     offset: int = -1
     max_metadata_version: int | None = None  # the highest metadata.version it supports (its release)
+    cordoned_log_dirs: list[str] | None = None  # KIP-1066 (4.3); None: not given
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +192,9 @@ class MetadataImage:
     skipped: Counter = field(default_factory=Counter)  # "unknown type N, version V" -> count
     # "RegisterBrokerRecord v4 as v3" -> count: newer registrations read with the newest known layout
     read_as_older: Counter = field(default_factory=Counter)
+    # broker id -> "RegisterBrokerRecord v5 at offset N": a registration too new to read; the broker's last
+    # known registration (log dirs) is kept and may be stale
+    unread_registrations: dict[int, str] = field(default_factory=dict)
     controllers: dict[int, str] = field(default_factory=dict)  # controller id -> incarnation id
     errors: list[ReplayProblem] = field(default_factory=list)
     open_transaction: bool = False  # a metadata transaction began and did not end
@@ -289,6 +295,8 @@ class MetadataImage:
             "records": self.records,
             "skipped": dict(self.skipped),
             **({"read_as_older": dict(self.read_as_older)} if self.read_as_older else {}),
+            **({"unread_registrations": {str(k): v for k, v in self.unread_registrations.items()}}
+               if self.unread_registrations else {}),
             "errors": [{"path": e.path, "position": e.position, "message": e.message} for e in self.errors],
         }
 
@@ -383,13 +391,16 @@ class MetadataImage:
             )
             self.brokers[d["broker_id"]] = BrokerRegistration(
                 d["broker_id"], d["broker_epoch"], list(d.get("log_dirs") or []), d.get("fenced"), offset,
-                mv_max,
+                mv_max, None if d.get("cordoned_log_dirs") is None else list(d["cordoned_log_dirs"]),
             )
+            self.unread_registrations.pop(d["broker_id"], None)
         elif kind == "BrokerRegistrationChangeRecord":
             reg = self.brokers.get(d["broker_id"])
             if reg is not None:
                 if d.get("log_dirs"):
                     reg.log_dirs = list(d["log_dirs"])
+                if d.get("cordoned_log_dirs") is not None:
+                    reg.cordoned_log_dirs = list(d["cordoned_log_dirs"])
                 reg.offset = offset
         elif kind == "UnregisterBrokerRecord":
             self.brokers.pop(d["broker_id"], None)
@@ -422,6 +433,9 @@ class _Replayer:
             decoded = _newer_registration(value, path)
             if decoded is None:
                 self.image.skipped[_unknown_label(value)] += 1
+                unread = _unread_registration(value)
+                if unread is not None:  # the broker keeps its last registration, marked as maybe stale
+                    self.image.unread_registrations[unread[0]] = f"{unread[1]} at offset {offset}"
                 return
             label = f"{decoded['type']} v{decoded['version']} as v{decoded['read_as_version']}"
             self.image.read_as_older[label] += 1
@@ -499,6 +513,26 @@ def _newer_registration(value: bytes | memoryview | None, path: str) -> dict[str
     except FormatError:
         return None
     return decoded if decoded["type"] in _READ_AS_OLDER and "read_as_version" in decoded else None
+
+
+def _unread_registration(value: bytes | memoryview | None) -> tuple[int, str] | None:
+    """(broker id, "RegisterBrokerRecord v5") of a broker registration record too new to read: BrokerId is
+    the first field, int32, of every version of both records (RegisterBrokerRecord.json,
+    BrokerRegistrationChangeRecord.json: "versions": "0+", first); None for other records."""
+    label = _unknown_label(value)
+    if not label.startswith("unknown type "):
+        return None
+    api_key, version = (int(x.split()[-1]) for x in label.split(","))
+    name = {0: "RegisterBrokerRecord", 17: "BrokerRegistrationChangeRecord"}.get(api_key)
+    data = bytes(value or b"")
+    pos = 0
+    for _ in range(3):  # frame version, api key, version (uvarints)
+        while pos < len(data) and data[pos] & 0x80:
+            pos += 1
+        pos += 1
+    if name is None or pos + 4 > len(data):
+        return None
+    return int.from_bytes(data[pos:pos + 4], "big", signed=True), f"{name} v{version}"
 
 
 def _unknown_label(value: bytes | memoryview | None) -> str:
