@@ -70,7 +70,7 @@ NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader default (K:metadata/.../Le
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
 
-# MetadataVersion feature levels (K:server-common/.../common/MetadataVersion.java)
+# MetadataVersion feature levels (K:server-common/.../common/MetadataVersion.java, branch 4.4 of 2026)
 _MV_NAMES = dict(
     enumerate(
         (
@@ -100,6 +100,14 @@ _MV_NAMES = dict(
             "4.0-IV1",
             "4.0-IV2",
             "4.0-IV3",
+            "4.1-IV0",
+            "4.1-IV1",
+            "4.2-IV0",
+            "4.2-IV1",
+            "4.3-IV0",  # cordoned log dirs (KIP-1066): RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3
+            "4.4-IV0",
+            "4.4-IV1",
+            "4.4-IV2",  # controller unregistration (UnregisterControllerRecord)
         )
     )
 )
