@@ -104,7 +104,7 @@ _MV_NAMES = dict(
             "4.1-IV1",
             "4.2-IV0",
             "4.2-IV1",
-            "4.3-IV0",  # cordoned log dirs (KIP-1066): RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3
+            "4.3-IV0",  # cordoned log dirs (KIP-1066): RegisterBrokerRecord v4
             "4.4-IV0",
             "4.4-IV1",
             "4.4-IV2",  # controller unregistration (UnregisterControllerRecord)
