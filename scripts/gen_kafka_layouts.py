@@ -8,9 +8,10 @@ Usage::
 It reads, in place (never copied into the repo), the JSON message specs of every Kafka release the
 workspace holds (``../shared/kafka-schemas``: apache/kafka 1eb7644, 4.0.0-SNAPSHOT;
 ``../shared/kafka-schemas-4.2``: 4.2.0, with ``_4.0.0``/``_4.1.1`` for files that changed in between
-and ``_stored-apache-kafka-trunk`` for records newer than 4.2), and the repo's own small supplement
-``schemas/kafka-4.3`` (Kafka 4.3's RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3, apache/kafka
-6be48c6e, which ../shared lacks; see its README.md), and writes one Python table of every
+and ``_stored-apache-kafka-trunk`` for records newer than 4.2), plus the project's own statement of
+Kafka 4.3's delta (scripts/kafka_schema_supplement.py: RegisterBrokerRecord v4 and
+BrokerRegistrationChangeRecord v3, apache/kafka 6be48c6e, which ../shared lacks) applied to ../shared's
+newest definition of each of those records, and writes one Python table of every
 distinct layout of every message: each version, each field (snake_case), nullable and tagged
 versions, tags, defaults, and the release(s) and file(s) the layout was read from. A message whose
 layout changed under the same version (the 4.0 -> 4.1 share-group records) gets one entry per
@@ -30,11 +31,13 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO / "scripts") not in sys.path:
+    sys.path.insert(0, str(REPO / "scripts"))
+import kafka_schema_supplement as supplement  # noqa: E402  (scripts/, beside this script)
+
 OUT = REPO / "src" / "logdoctor" / "formats" / "internal" / "kafka_layouts.py"
 
-REPO_PREFIX = "repo:"  # a folder of this repo (the committed supplement), not of the shared folder
-
-# (release label, folder relative to the shared folder (or REPO_PREFIX + relative to the repo), skip sub-folders starting with "_", provenance)
+# (release label, folder relative to the shared folder, skip sub-folders starting with "_", provenance)
 ROOTS: tuple[tuple[str, str, bool, str], ...] = (
     ("4.0-SNAPSHOT", "kafka-schemas", False, "apache/kafka 1eb7644 (4.0.0-SNAPSHOT, 2024-10)"),
     ("4.0.0", "kafka-schemas-4.2/_4.0.0", False, "apache/kafka tag 4.0.0 (985bc995, 2025-03-14)"),
@@ -42,8 +45,6 @@ ROOTS: tuple[tuple[str, str, bool, str], ...] = (
     ("4.2.0", "kafka-schemas-4.2", True, "apache/kafka tag 4.2.0-rc1 (6eef6636, 2026-01-19)"),
     ("trunk-4425e97", "kafka-schemas-4.2/_stored-apache-kafka-trunk", False,
      "apache/kafka trunk 4425e970 (metadata.version 4.4-IV2)"),
-    ("trunk-6be48c6", f"{REPO_PREFIX}schemas/kafka-4.3", False,
-     "apache/kafka trunk 6be48c6e (2026-05-04; = branch 4.3, metadata.version 4.3-IV0)"),
 )
 _PRIMITIVES = {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid", "string",
                "bytes", "records"}
@@ -68,7 +69,7 @@ def spec_files(shared: Path) -> list[tuple[tuple[str, ...], str, Path]]:
     in_411 = {str(p.relative_to(shared / "kafka-schemas-4.2/_4.1.1"))
               for p in (shared / "kafka-schemas-4.2/_4.1.1").rglob("*.json")}
     for release, folder, skip_underscore, _ in ROOTS:
-        root = root_of(shared, folder)
+        root = shared / folder
         if not root.is_dir():
             raise SystemExit(f"gen_kafka_layouts: no folder {root}")
         for p in sorted(root.rglob("*.json")):
@@ -78,17 +79,27 @@ def spec_files(shared: Path) -> list[tuple[tuple[str, ...], str, Path]]:
             releases = (release,)
             if release == "4.2.0" and str(rel) not in in_411:
                 releases = ("4.1.1", "4.2.0")
-            out.append((releases, file_name(shared, p), p))
+            out.append((releases, str(p.relative_to(shared)), p))
     return out
 
 
-def root_of(shared: Path, folder: str) -> Path:
-    return REPO / folder[len(REPO_PREFIX):] if folder.startswith(REPO_PREFIX) else shared / folder
-
-
-def file_name(shared: Path, path: Path) -> str:
-    """How a layout names its file: relative to the shared folder, or ``repo:`` + relative to the repo."""
-    return REPO_PREFIX + str(path.relative_to(REPO)) if path.is_relative_to(REPO) else str(path.relative_to(shared))
+def specs(shared: Path) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    """(releases, file, spec) of every JSON spec (:func:`spec_files`, oldest release first), then one
+    entry per record of scripts/kafka_schema_supplement.py: its delta applied to the newest of ../shared's
+    definitions of that record, named ``scripts/kafka_schema_supplement.py:<that file>``."""
+    out = [(releases, rel, load(path)) for releases, rel, path in spec_files(shared)]
+    for name in supplement.DELTAS:
+        base = [(rel, spec) for _releases, rel, spec in out if spec["name"] == name]
+        if not base:
+            raise SystemExit(f"gen_kafka_layouts: {supplement.FILE} names {name}, which no JSON file defines")
+        rel, spec = base[-1]
+        try:
+            patched = supplement.supplement(spec)
+        except ValueError as e:
+            raise SystemExit(f"gen_kafka_layouts: {e} (newest definition: {rel})") from e
+        assert patched is not None
+        out.append(((supplement.RELEASE,), f"{supplement.FILE}:{rel}", patched))
+    return out
 
 
 def _default(f: dict[str, Any], t: str) -> str | None:
@@ -156,8 +167,9 @@ HEADER = '''\
 """GENERATED by scripts/gen_kafka_layouts.py from Kafka's JSON message definitions: do not edit.
 
 Every distinct layout of every message spec in ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 (and
-the repo's supplement schemas/kafka-4.3, files named ``repo:...``), oldest first, with the releases and
-files it was read from (../shared's JSON files are not in this repo).
+of Kafka 4.3's delta, scripts/kafka_schema_supplement.py, applied to ../shared's newest definition: files
+named ``scripts/kafka_schema_supplement.py:<that file>``), oldest first, with the releases and files it
+was read from (the JSON files are not in this repo).
 Field names are the specs' names in snake_case; versions, nullable and tagged versions, tags and
 defaults as in the specs (K: generator/src/main/java/org/apache/kafka/message/FieldSpec.java).
 Regenerate with ``python scripts/gen_kafka_layouts.py``; tests/formats/test_kafka_layouts.py checks it.
@@ -186,7 +198,8 @@ class Layout:
     """One layout of a message spec: ``kind`` is the spec's ``type`` (metadata, coordinator-key,
     coordinator-value, data), ``api_key`` its apiKey (None in 4.0's coordinator specs, whose record
     type is the key's version), ``releases`` the Kafka releases whose file has this layout and
-    ``files`` those files (relative to ../shared)."""
+    ``files`` those files (relative to ../shared; ``scripts/kafka_schema_supplement.py:<file>`` for
+    Kafka 4.3's delta applied to that file)."""
 
     message: Message
     kind: str
@@ -226,8 +239,7 @@ def _l(built: tuple[Message, str, int | None], releases: tuple[str, ...], files:
 
 def generate(shared: Path) -> str:
     by_name: dict[str, list[tuple[str, list[str], list[str]]]] = {}  # name -> [(src, releases, files)]
-    for file_releases, rel, path in spec_files(shared):
-        spec = load(path)
+    for file_releases, rel, spec in specs(shared):
         src = layout_src(spec)
         entries = by_name.setdefault(spec["name"], [])
         for existing_src, releases, files in entries:
@@ -240,8 +252,9 @@ def generate(shared: Path) -> str:
     out = [HEADER]
     out.append("#: release label -> where its JSON files come from\nSOURCES: dict[str, str] = {\n")
     for release, folder, _skip, provenance in ROOTS:
-        where = folder[len(REPO_PREFIX):] if folder.startswith(REPO_PREFIX) else f"../shared/{folder}"
-        out.append(f"    {release!r}: {f'{provenance}, {where}'!r},\n")
+        out.append(f"    {release!r}: {f'{provenance}, ../shared/{folder}'!r},\n")
+    where = f"{supplement.PROVENANCE}, {supplement.FILE} (on ../shared's newest definition)"
+    out.append(f"    {supplement.RELEASE!r}: {where!r},\n")
     out.append("}\n\n#: message name -> its layouts, oldest first\n")
     out.append("LAYOUTS: dict[str, tuple[Layout, ...]] = {\n")
     for name in sorted(by_name):

@@ -117,13 +117,10 @@ def test_unregister_controller(tmp_path: Path) -> None:
     assert image.controllers == {3001: _uuid(3001)} and image.skipped == {}
 
 
-def _supplement(name: str) -> ks.Spec:
-    return ks.Spec(ks.load_path(ks.SUPPLEMENT / _METADATA / f"{name}.json"))
-
-
 def _record_43(name: str, version: int, **fields: Any) -> bytes:
-    """A record written from Kafka 4.3's file (the repo's schemas/kafka-4.3, apache/kafka 6be48c6e)."""
-    spec = _supplement(name)
+    """A record written from Kafka 4.3's definition: the project's statement of the delta
+    (scripts/kafka_schema_supplement.py, apache/kafka 6be48c6e) on ../shared's newest file."""
+    spec = ks.Spec(ks.load_path(ks.supplemented_file(name)))
     value = {ks.snake(f["name"]): ks._default(f, spec, version) for f in spec.raw["fields"]
              if ks._in(version, ks.fversions(f))}
     value.update(fields)
