@@ -14,12 +14,15 @@ Values: field names in snake_case (``LeaderEpoch`` -> ``leader_epoch``), uuids i
 from __future__ import annotations
 
 import base64
+import importlib.util
 import json
 import os
 import re
 import struct
+import sys
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -41,6 +44,28 @@ SKIP_REASON_42 = (
 )
 # release label of each folder (as the README of kafka-schemas-4.2 names them)
 RELEASE_FOLDERS = {"_4.0.0": "4.0.0", "_4.1.1": "4.1.1", "_stored-apache-kafka-trunk": "trunk-4425e97"}
+RELEASES = ("4.0-SNAPSHOT", "4.0.0", "4.1.1", "4.2.0", "trunk-4425e97")  # oldest first
+_REPO = Path(__file__).resolve().parents[1]
+#: The project's statement of Kafka 4.3's delta (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3),
+#: which ../shared lacks; the generator reads the same. The 4.3 definition of a record is addressed as
+#: ``SUPPLEMENT / <file relative to ../shared>``: no such file; :func:`load_path` applies the delta to
+#: that file, ../shared's newest definition of the record (:func:`supplemented_file`).
+SUPPLEMENT = _REPO / "scripts" / "kafka_schema_supplement.py"
+
+
+def _load_supplement() -> ModuleType:
+    name = "kafka_schema_supplement"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, SUPPLEMENT)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+supplement = _load_supplement()
+SUPPLEMENT_RELEASE: str = supplement.RELEASE
 MAX = 0x7FFF
 _FIXED = {
     "bool": ">?",
@@ -96,7 +121,12 @@ def load(relpath: str) -> dict[str, Any]:
 
 @cache
 def load_path(path: Path) -> dict[str, Any]:
-    """One spec file by its path, comments stripped."""
+    """One spec file by its path, comments stripped; under :data:`SUPPLEMENT`, Kafka 4.3's definition:
+    the delta applied to the ../shared file it names."""
+    if path.is_relative_to(SUPPLEMENT):
+        out = supplement.supplement(load_path(SCHEMAS.parent / path.relative_to(SUPPLEMENT)))
+        assert out is not None, path
+        return out
     text = path.read_text()
     return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
 
@@ -107,7 +137,9 @@ def available_42() -> bool:
 
 def release_of(path: Path) -> str:
     """The Kafka release a spec file of either folder is from ("4.0-SNAPSHOT", "4.0.0", "4.1.1",
-    "4.2.0", "trunk-4425e97")."""
+    "4.2.0", "trunk-4425e97"; :data:`SUPPLEMENT_RELEASE` for a supplemented definition)."""
+    if path.is_relative_to(SUPPLEMENT):
+        return SUPPLEMENT_RELEASE
     if path.is_relative_to(SCHEMAS_42):
         first = path.relative_to(SCHEMAS_42).parts[0]
         return RELEASE_FOLDERS.get(first, "4.2.0")
@@ -115,12 +147,52 @@ def release_of(path: Path) -> str:
 
 
 def every_spec_file() -> list[Path]:
-    """Every JSON spec of ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 (those present)."""
+    """Every JSON spec of ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 (those present), then,
+    when ../shared's are present, the 4.3 definition of each record the supplement names."""
+    return [*_shared_spec_files(), *_supplemented_files()]
+
+
+@cache
+def _shared_spec_files() -> tuple[Path, ...]:
     out: list[Path] = []
     for root in (SCHEMAS, SCHEMAS_42):
         if root.is_dir():
             out += sorted(root.rglob("*.json"))
-    return out
+    return tuple(out)
+
+
+@cache
+def _supplemented_files() -> tuple[Path, ...]:
+    if not _shared_spec_files():
+        return ()
+    return tuple(supplemented_file(name) for name in supplement.DELTAS)
+
+
+def supplemented_file(name: str) -> Path:
+    """The address of record ``name``'s 4.3 definition: :data:`SUPPLEMENT` / ../shared's newest file
+    defining ``name`` (newest by release, as :data:`RELEASES` orders them)."""
+    files = [p for p in _shared_spec_files() if load_path(p)["name"] == name]
+    if not files:
+        raise FileNotFoundError(f"no JSON file of ../shared defines {name}")
+    newest = max(files, key=lambda p: RELEASES.index(release_of(p)))
+    return SUPPLEMENT / newest.relative_to(SCHEMAS.parent)
+
+
+def layout_file_name(path: Path) -> str:
+    """How the generated tables name a spec file: relative to ../shared, or for a supplemented
+    definition ``scripts/kafka_schema_supplement.py:<the ../shared file>``."""
+    if path.is_relative_to(SUPPLEMENT):
+        return f"{supplement.FILE}:{path.relative_to(SUPPLEMENT)}"
+    return str(path.relative_to(SCHEMAS.parent))
+
+
+def path_of_layout_file(name: str) -> Path:
+    """The file a generated layout names (the inverse of :func:`layout_file_name`; :func:`load_path`
+    reads either)."""
+    prefix = f"{supplement.FILE}:"
+    if name.startswith(prefix):
+        return SUPPLEMENT / name[len(prefix):]
+    return SCHEMAS.parent / name
 
 
 def all_specs() -> dict[str, dict[str, Any]]:

@@ -64,8 +64,8 @@ def _id(path: Path) -> str:
 
 def _folder(path: Path) -> str:
     """The Kafka module a spec file belongs to (metadata, storage, group-coordinator, ...)."""
-    for part in (path.relative_to(ks.SCHEMAS_42) if path.is_relative_to(ks.SCHEMAS_42)
-                 else path.relative_to(ks.SCHEMAS)).parts:
+    base = next(b for b in (ks.SUPPLEMENT, ks.SCHEMAS_42, ks.SCHEMAS) if path.is_relative_to(b))
+    for part in path.relative_to(base).parts:
         if part in ("metadata", "storage", "group-coordinator", "transaction-coordinator",
                     "share-coordinator", "clients", "raft"):
             return part
@@ -255,7 +255,7 @@ def test_every_schema_file_is_covered() -> None:
     from logdoctor.formats.internal.kafka_layouts import LAYOUTS
 
     generated = {f for lays in LAYOUTS.values() for lay in lays for f in lay.files}
-    assert {str(p.relative_to(ks.SCHEMAS.parent)) for p in files} - generated == set()
+    assert {ks.layout_file_name(p) for p in files} - generated == set()
 
 
 def test_kafka_42_schemas_are_among_the_cases() -> None:
@@ -264,7 +264,7 @@ def test_kafka_42_schemas_are_among_the_cases() -> None:
         pytest.skip(ks.SKIP_REASON_42)
     cases = {c.values[-1] for c in _framed_cases() + _coordinator_cases()}
     releases = {ks.release_of(p) for p in cases}
-    assert {"4.0-SNAPSHOT", "4.0.0", "4.1.1", "4.2.0", "trunk-4425e97"} <= releases
+    assert {"4.0-SNAPSHOT", "4.0.0", "4.1.1", "4.2.0", "trunk-4425e97", ks.SUPPLEMENT_RELEASE} <= releases
 
 
 # --- every real record ------------------------------------------------------------------------------

@@ -117,43 +117,69 @@ def test_unregister_controller(tmp_path: Path) -> None:
     assert image.controllers == {3001: _uuid(3001)} and image.skipped == {}
 
 
-def _registration_v4(broker_id: int, epoch: int, dirs: list[str], extra_tag: bytes) -> bytes:
-    """RegisterBrokerRecord as a 4.3 broker writes it: v3's fields (4.2.0's file), version 4, and one
-    more tagged field after LogDirs (tag 0), ``extra_tag`` (tag, size, payload)."""
-    v3 = _record("RegisterBrokerRecord", 3, broker_id=broker_id, broker_epoch=epoch, incarnation_id=_uuid(9),
-                 fenced=False)
-    head = _uvarint(1) + _uvarint(0) + _uvarint(3)
-    assert v3.startswith(head) and v3.endswith(b"\x00")  # no tagged field: LogDirs left at its default
-    dirs_payload = _uvarint(len(dirs) + 1) + b"".join(base64.urlsafe_b64decode(d + "==") for d in dirs)
-    tags = _uvarint(2) + _uvarint(0) + _uvarint(len(dirs_payload)) + dirs_payload + extra_tag
-    return _uvarint(1) + _uvarint(0) + _uvarint(4) + v3[len(head):-1] + tags
+def _record_43(name: str, version: int, **fields: Any) -> bytes:
+    """A record written from Kafka 4.3's definition: the project's statement of the delta
+    (scripts/kafka_schema_supplement.py, apache/kafka 6be48c6e) on ../shared's newest file."""
+    spec = ks.Spec(ks.load_path(ks.supplemented_file(name)))
+    value = {ks.snake(f["name"]): ks._default(f, spec, version) for f in spec.raw["fields"]
+             if ks._in(version, ks.fversions(f))}
+    value.update(fields)
+    return _uvarint(1) + _uvarint(spec.raw["apiKey"]) + _uvarint(version) + ks.write(spec, value, version)
 
 
-def test_register_broker_v4_keeps_the_brokers_log_dirs(tmp_path: Path) -> None:
+def test_register_broker_v4_and_change_v3_of_kafka_4_3(tmp_path: Path) -> None:
+    """KIP-1066: RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 carry CordonedLogDirs
+    (nullable; null in a change = no change); the log dirs are kept, nothing is read as an older version."""
     mdir, end = _node(tmp_path)
-    cordoned = _uvarint(2) + bytes([7]) * 16  # a compact array of one uuid
-    record = _registration_v4(7, 55, [_uuid(1), _uuid(2)], _uvarint(1) + _uvarint(len(cordoned)) + cordoned)
-    change = _record("BrokerRegistrationChangeRecord", 2, broker_id=7, broker_epoch=55, log_dirs=[_uuid(3)])
-    head = _uvarint(1) + _uvarint(17) + _uvarint(2)
-    change_v3 = _uvarint(1) + _uvarint(17) + _uvarint(3) + change[len(head):]
-    _append(mdir, end, [record])
+    reg = _record_43("RegisterBrokerRecord", 4, broker_id=7, broker_epoch=55, incarnation_id=_uuid(9),
+                     fenced=False, log_dirs=[_uuid(1), _uuid(2)], cordoned_log_dirs=[_uuid(2)])
+    keep = _record_43("BrokerRegistrationChangeRecord", 3, broker_id=7, broker_epoch=55, log_dirs=[_uuid(3)])
+    cordon = _record_43("BrokerRegistrationChangeRecord", 3, broker_id=7, broker_epoch=55,
+                        cordoned_log_dirs=[_uuid(3)])
+    _append(mdir, end, [reg])
     image = replay(mdir)
-    assert image.skipped == {} and image.errors == []
-    assert image.brokers[7].log_dirs == [_uuid(1), _uuid(2)] and image.brokers[7].broker_epoch == 55
-    assert image.read_as_older == {"RegisterBrokerRecord v4 as v3": 1}
-    _append(mdir, end + 1, [change_v3])
+    assert image.skipped == {} and image.errors == [] and image.read_as_older == {}
+    b = image.brokers[7]
+    assert (b.log_dirs, b.cordoned_log_dirs, b.broker_epoch) == ([_uuid(1), _uuid(2)], [_uuid(2)], 55)
+    _append(mdir, end + 1, [keep, cordon])
     image = replay(mdir)
-    assert image.brokers[7].log_dirs == [_uuid(3)]
-    assert image.read_as_older["BrokerRegistrationChangeRecord v3 as v2"] == 1
+    b = image.brokers[7]
+    assert (b.log_dirs, b.cordoned_log_dirs) == ([_uuid(3)], [_uuid(3)])
+    assert image.record_types["BrokerRegistrationChangeRecord"] == 2 and image.unread_registrations == {}
 
 
-def test_register_broker_v4_that_v3_cannot_read_exactly_is_skipped_not_an_error(tmp_path: Path) -> None:
+def _as_version(record: bytes, api_key: int, old: int, new: int) -> bytes:
+    head = _uvarint(1) + _uvarint(api_key) + _uvarint(old)
+    assert record.startswith(head)
+    return _uvarint(1) + _uvarint(api_key) + _uvarint(new) + record[len(head):]
+
+
+def test_a_registration_newer_than_every_definition_read_as_v4_when_exact(tmp_path: Path) -> None:
+    """A v5 whose bytes v4's layout reads exactly (a tagged addition, kept raw) is read as v4."""
     mdir, end = _node(tmp_path)
-    good = _registration_v4(7, 55, [_uuid(1)], b"")
-    # an untagged field appended after v3's fields would shift the tagged section: not read as v3
+    v4 = _record_43("RegisterBrokerRecord", 4, broker_id=7, broker_epoch=55, incarnation_id=_uuid(9),
+                    fenced=False, log_dirs=[_uuid(1)])
+    assert v4.endswith(b"\x01" + _uvarint(0) + _uvarint(17) + _uvarint(2) + bytes([1]) * 16)
+    tagged = _uvarint(2) + v4[-19:] + _uvarint(5) + _uvarint(1) + b"\x2a"  # LogDirs, then tag 5: 1 byte
+    v5 = _as_version(v4[:-20] + tagged, 0, 4, 5)
+    _append(mdir, end, [v5])
+    image = replay(mdir)
+    assert image.read_as_older == {"RegisterBrokerRecord v5 as v4": 1} and image.errors == []
+    assert image.brokers[7].log_dirs == [_uuid(1)] and image.unread_registrations == {}
+
+
+def test_an_unreadable_newer_registration_keeps_the_brokers_last_one(tmp_path: Path) -> None:
+    """A v5 that v4's layout cannot read exactly (an untagged addition) is skipped, not an error: the
+    broker keeps its v4 registration and its log dirs (the JBOD and stray-replica checks' input), and
+    the image names the registration it could not read."""
+    mdir, end = _node(tmp_path)
+    v4 = _record_43("RegisterBrokerRecord", 4, broker_id=7, broker_epoch=55, incarnation_id=_uuid(9),
+                    fenced=False, log_dirs=[_uuid(1)])
     head_len = len(_uvarint(1) + _uvarint(0) + _uvarint(4))
-    bad = good[:head_len] + struct.pack(">i", 12345) + good[head_len:]
-    _append(mdir, end, [bad])
+    bad = _as_version(v4[:head_len + 4] + struct.pack(">i", 12345) + v4[head_len + 4:], 0, 4, 5)
+    _append(mdir, end, [v4, bad])
     image = replay(mdir)
-    assert 7 not in image.brokers and image.errors == []
-    assert image.skipped == {"unknown type 0, version 4": 1}
+    assert image.errors == [] and image.skipped == {"unknown type 0, version 5": 1}
+    assert image.brokers[7].log_dirs == [_uuid(1)] and image.brokers[7].broker_epoch == 55
+    assert image.unread_registrations == {7: f"RegisterBrokerRecord v5 at offset {end + 1}"}
+    assert image.summary()["unread_registrations"] == {"7": f"RegisterBrokerRecord v5 at offset {end + 1}"}

@@ -395,8 +395,15 @@ def scan(
     if "__share_group_state" in topics:
         from logdoctor.checks.consumer_groups import clusters_of
         from logdoctor.checks.share_groups import share_groups_behind_log_start
+        from logdoctor.logdir.metadata_image import cluster_features
 
-        findings.extend(share_groups_behind_log_start(results, clusters_of(groups)))
+        levels = {  # each broker's log dirs: its cluster's feature levels choose the share-group layouts
+            d: cluster_features(g.metadata_dir, image_of(g.metadata_dir))
+            for g in groups
+            if g.metadata_dir is not None
+            for d in g.dirs
+        }
+        findings.extend(share_groups_behind_log_start(results, clusters_of(groups), levels))
     if CONSUMER_OFFSETS_TOPIC in topics or TRANSACTION_STATE_TOPIC in topics:
         from logdoctor.checks.consumer_groups import clusters_of, offsets_out_of_range
 

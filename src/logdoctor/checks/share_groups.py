@@ -6,7 +6,9 @@ The share coordinator's state is replayed from each ``__share_group_state`` part
 tag 4.2.0): a ShareSnapshot record is the whole state of its (group, topic id, partition), a null value
 deletes it; a ShareUpdate merges into it, its start offset replacing the state's unless it is -1
 (``merge``). Records of every layout Kafka wrote (4.0's and 4.1+'s share-group state) are read
-(``formats.internal.share_group_state``).
+(``formats.internal.share_group_state``), the layout chosen by the cluster's feature levels where the
+broker's metadata log (or bootstrap.checkpoint) gives them (``features``: log dir -> ``ClusterFeatures``,
+``layouts.ClusterFeatures.share_group_writer``), else by the one exact read.
 
 A share-partition start offset below the log start offset of its partition (the partition found by its
 topic id, ``partition.metadata``) means the records from there to the log start were deleted before the
@@ -19,13 +21,18 @@ OFFSET_OUT_OF_RANGE, moves the share partition's start to the log start and arch
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from logdoctor.checks import catalog
 from logdoctor.checks.consumer_groups import log_range, records_of, replicas_by_partition
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
+
+if TYPE_CHECKING:
+    from logdoctor.formats.internal.layouts import ClusterFeatures
 
 __all__ = ["SHARE_GROUP_STATE_TOPIC", "ShareState", "share_groups_behind_log_start", "share_state"]
 
@@ -44,18 +51,22 @@ class ShareState:
     record_offset: int  # the record that last set the start offset
 
 
-def share_state(parts: list[PartitionReport]) -> dict[_Key, ShareState]:
-    """(group, topic id, partition) -> its state, replayed from the given ``__share_group_state`` replicas."""
+def share_state(
+    parts: list[PartitionReport], features: Mapping[str, ClusterFeatures | None] | None = None
+) -> dict[_Key, ShareState]:
+    """(group, topic id, partition) -> its state, replayed from the given ``__share_group_state`` replicas;
+    ``features``: the cluster's feature levels by log dir (None or missing: the exact read decides)."""
     from logdoctor.formats.internal import decode_share_group_state
 
     out: dict[_Key, ShareState] = {}
     for p in parts:
+        levels = (features or {}).get(p.log_dir)
         start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
         for offset, _pid, control, key, value, _ct in records_of(p.path, start):
             if control or key is None:
                 continue
             try:
-                rec = decode_share_group_state(key, value, source=p.path)
+                rec = decode_share_group_state(key, value, source=p.path, features=levels)
             except FormatError:
                 continue  # a record the coordinator could not load either (or one newer than our tables)
             k = (rec["key"]["group_id"], rec["key"]["topic_id"], rec["key"]["partition"])
@@ -71,7 +82,9 @@ def share_state(parts: list[PartitionReport]) -> dict[_Key, ShareState]:
 
 
 def share_groups_behind_log_start(
-    parts: list[PartitionReport], clusters: dict[str, str | None]
+    parts: list[PartitionReport],
+    clusters: dict[str, str | None],
+    features: Mapping[str, ClusterFeatures | None] | None = None,
 ) -> list[Finding]:
     """One SHARE_GROUP_BEHIND_LOG_START per share partition whose start offset is below its log start."""
     replicas = replicas_by_partition(parts, clusters)
@@ -84,7 +97,7 @@ def share_groups_behind_log_start(
     for (cluster, topic, _n), sp in sorted(replicas.items(), key=lambda kv: (str(kv[0][0]), kv[0][2])):
         if topic != SHARE_GROUP_STATE_TOPIC:
             continue
-        for s in share_state([sp]).values():
+        for s in share_state([sp], features).values():
             target = by_id.get((cluster, s.topic_id, s.partition))
             rng = None if target is None else log_range(target)
             if target is None or rng is None or s.start_offset < 0 or s.start_offset >= rng[0]:

@@ -12,11 +12,13 @@ keeps what the log dir checks and procedures need:
   any other value bumps the leader epoch; null arrays mean no change; an all-MIGRATING or empty
   ``directories`` means MIGRATING for every replica);
 - brokers: their registered log dir ids (RegisterBrokerRecord v3+ ``log_dirs``,
-  BrokerRegistrationChangeRecord v2+; K:metadata/.../controller/ClusterControlManager.java replay).
-  Kafka 4.3's RegisterBrokerRecord v4 and BrokerRegistrationChangeRecord v3 (KIP-1066 cordoned log
-  dirs), whose definitions ../shared lacks, are read with the newest known version's layout when it
-  reads them exactly (their new field is tagged, kept raw): ``cluster_metadata.decode_as_newest_known``,
-  counted in :attr:`MetadataImage.read_as_older`; a skipped registration would lose the broker's dirs;
+  BrokerRegistrationChangeRecord v2+; K:metadata/.../controller/ClusterControlManager.java replay) and
+  cordoned ones (KIP-1066, Kafka 4.3: RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3
+  ``cordoned_log_dirs``, null = no change; the delta in scripts/kafka_schema_supplement.py). A registration
+  of a version newer than every definition is read with the newest known layout when that reads it
+  exactly (a tagged addition, kept raw): ``cluster_metadata.decode_as_newest_known``, counted in
+  :attr:`MetadataImage.read_as_older`. One that cannot be read keeps the broker's last known
+  registration (never drops its log dirs) and is named in :attr:`MetadataImage.unread_registrations`;
 - controllers (RegisterControllerRecord, UnregisterControllerRecord of metadata.version 4.4-IV2+);
 - ELRs (KIP-966): PartitionRecord/PartitionChangeRecord ``eligible_leader_replicas`` and
   ``last_known_elr``; a ClearElrRecord (its topic, or every topic when its name is empty) clears
@@ -40,11 +42,14 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.errors import FormatError
 from logdoctor.logdir.identity import MIGRATING, find_metadata_dir
-from logdoctor.logdir.names import parse_kraft_snapshot, parse_segment_file
+from logdoctor.logdir.names import BOOTSTRAP_CHECKPOINT_FILE, parse_kraft_snapshot, parse_segment_file
+
+if TYPE_CHECKING:
+    from logdoctor.formats.internal.layouts import ClusterFeatures
 
 __all__ = [
     "DIRECTORY_ASSIGNMENT_LEVEL",
@@ -52,6 +57,8 @@ __all__ = [
     "MetadataImage",
     "PartitionState",
     "ReplayProblem",
+    "bootstrap_features",
+    "cluster_features",
     "find_metadata_dir",
     "metadata_version_name",
     "replay",
@@ -63,7 +70,7 @@ NO_LEADER_CHANGE = -2  # PartitionChangeRecord.leader default (K:metadata/.../Le
 TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER
 
-# MetadataVersion feature levels (K:server-common/.../common/MetadataVersion.java)
+# MetadataVersion feature levels (K:server-common/.../common/MetadataVersion.java, branch 4.4 of 2026)
 _MV_NAMES = dict(
     enumerate(
         (
@@ -93,6 +100,14 @@ _MV_NAMES = dict(
             "4.0-IV1",
             "4.0-IV2",
             "4.0-IV3",
+            "4.1-IV0",
+            "4.1-IV1",
+            "4.2-IV0",
+            "4.2-IV1",
+            "4.3-IV0",  # cordoned log dirs (KIP-1066): RegisterBrokerRecord v4
+            "4.4-IV0",
+            "4.4-IV1",
+            "4.4-IV2",  # controller unregistration (UnregisterControllerRecord)
         )
     )
 )
@@ -154,6 +169,8 @@ class BrokerRegistration:
     log_dirs: list[str]  # registered directory ids ([] before 3.7-IV2)
     fenced: bool | None = None
     offset: int = -1
+    max_metadata_version: int | None = None  # the highest metadata.version it supports (its release)
+    cordoned_log_dirs: list[str] | None = None  # KIP-1066 (4.3); None: not given
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +200,9 @@ class MetadataImage:
     skipped: Counter = field(default_factory=Counter)  # "unknown type N, version V" -> count
     # "RegisterBrokerRecord v4 as v3" -> count: newer registrations read with the newest known layout
     read_as_older: Counter = field(default_factory=Counter)
+    # broker id -> "RegisterBrokerRecord v5 at offset N": a registration too new to read; the broker's last
+    # known registration (log dirs) is kept and may be stale
+    unread_registrations: dict[int, str] = field(default_factory=dict)
     controllers: dict[int, str] = field(default_factory=dict)  # controller id -> incarnation id
     errors: list[ReplayProblem] = field(default_factory=list)
     open_transaction: bool = False  # a metadata transaction began and did not end
@@ -206,6 +226,23 @@ class MetadataImage:
         """metadata.version >= 3.7-IV2: replicas are assigned to directory ids."""
         mv = self.metadata_version
         return mv is not None and mv >= DIRECTORY_ASSIGNMENT_LEVEL
+
+    def cluster_features(self) -> ClusterFeatures | None:
+        """The feature levels the internal-topic decoders choose layouts by (``layouts.ClusterFeatures``):
+        finalized ``metadata.version`` and ``share.version`` (0 when the image has none) and each
+        registered broker's highest supported metadata.version; None when the image has no
+        metadata.version (nothing replayed)."""
+        from logdoctor.formats.internal.layouts import ClusterFeatures
+
+        if self.metadata_version is None:
+            return None
+        return ClusterFeatures(
+            self.metadata_version,
+            self.features.get("share.version", 0),
+            tuple(b.max_metadata_version for b in self.brokers.values()
+                  if b.max_metadata_version is not None),
+            self.metadata_dir,
+        )
 
     def topic_id(self, topic: str) -> str | None:
         return self.topics.get(topic)
@@ -266,6 +303,8 @@ class MetadataImage:
             "records": self.records,
             "skipped": dict(self.skipped),
             **({"read_as_older": dict(self.read_as_older)} if self.read_as_older else {}),
+            **({"unread_registrations": {str(k): v for k, v in self.unread_registrations.items()}}
+               if self.unread_registrations else {}),
             "errors": [{"path": e.path, "position": e.position, "message": e.message} for e in self.errors],
         }
 
@@ -353,14 +392,23 @@ class MetadataImage:
             else:
                 self.configs.setdefault(key, {})[d["name"]] = (d["value"], offset)
         elif kind == "RegisterBrokerRecord":
-            self.brokers[d["broker_id"]] = BrokerRegistration(
-                d["broker_id"], d["broker_epoch"], list(d.get("log_dirs") or []), d.get("fenced"), offset
+            mv_max = next(
+                (f["max_supported_version"] for f in d.get("features") or ()
+                 if f["name"] == "metadata.version"),
+                None,
             )
+            self.brokers[d["broker_id"]] = BrokerRegistration(
+                d["broker_id"], d["broker_epoch"], list(d.get("log_dirs") or []), d.get("fenced"), offset,
+                mv_max, None if d.get("cordoned_log_dirs") is None else list(d["cordoned_log_dirs"]),
+            )
+            self.unread_registrations.pop(d["broker_id"], None)
         elif kind == "BrokerRegistrationChangeRecord":
             reg = self.brokers.get(d["broker_id"])
             if reg is not None:
                 if d.get("log_dirs"):
                     reg.log_dirs = list(d["log_dirs"])
+                if d.get("cordoned_log_dirs") is not None:
+                    reg.cordoned_log_dirs = list(d["cordoned_log_dirs"])
                 reg.offset = offset
         elif kind == "UnregisterBrokerRecord":
             self.brokers.pop(d["broker_id"], None)
@@ -393,6 +441,9 @@ class _Replayer:
             decoded = _newer_registration(value, path)
             if decoded is None:
                 self.image.skipped[_unknown_label(value)] += 1
+                unread = _unread_registration(value)
+                if unread is not None:  # the broker keeps its last registration, marked as maybe stale
+                    self.image.unread_registrations[unread[0]] = f"{unread[1]} at offset {offset}"
                 return
             label = f"{decoded['type']} v{decoded['version']} as v{decoded['read_as_version']}"
             self.image.read_as_older[label] += 1
@@ -472,6 +523,26 @@ def _newer_registration(value: bytes | memoryview | None, path: str) -> dict[str
     return decoded if decoded["type"] in _READ_AS_OLDER and "read_as_version" in decoded else None
 
 
+def _unread_registration(value: bytes | memoryview | None) -> tuple[int, str] | None:
+    """(broker id, "RegisterBrokerRecord v5") of a broker registration record too new to read: BrokerId is
+    the first field, int32, of every version of both records (RegisterBrokerRecord.json,
+    BrokerRegistrationChangeRecord.json: "versions": "0+", first); None for other records."""
+    label = _unknown_label(value)
+    if not label.startswith("unknown type "):
+        return None
+    api_key, version = (int(x.split()[-1]) for x in label.split(","))
+    name = {0: "RegisterBrokerRecord", 17: "BrokerRegistrationChangeRecord"}.get(api_key)
+    data = bytes(value or b"")
+    pos = 0
+    for _ in range(3):  # frame version, api key, version (uvarints)
+        while pos < len(data) and data[pos] & 0x80:
+            pos += 1
+        pos += 1
+    if name is None or pos + 4 > len(data):
+        return None
+    return int.from_bytes(data[pos:pos + 4], "big", signed=True), f"{name} v{version}"
+
+
 def _unknown_label(value: bytes | memoryview | None) -> str:
     """``unknown type N, version V`` from the record's frame (uvarints), or ``unreadable frame``."""
     data = bytes(value or b"")
@@ -546,3 +617,48 @@ def replay(metadata_dir: str | os.PathLike[str]) -> MetadataImage:
         if not replayer.batches(buf, path, start):
             break
     return image
+
+
+def bootstrap_features(path: str | os.PathLike[str]) -> ClusterFeatures | None:
+    """The feature levels of a ``bootstrap.checkpoint`` (its FeatureLevelRecords: the cluster's initial
+    metadata.version and features, K:metadata/.../bootstrap/BootstrapDirectory.java), or None when the
+    file is missing, unreadable or names no metadata.version."""
+    from logdoctor.formats.internal.cluster_metadata import decode_metadata_record
+    from logdoctor.formats.internal.layouts import ClusterFeatures
+    from logdoctor.formats.kraft_snapshot import parse_kraft_snapshot as parse_snapshot
+    from logdoctor.formats.records import iter_batches
+    from logdoctor.logdir.files import read_file
+
+    features: dict[str, int] = {}
+    try:
+        data = read_file(Path(path))
+        parse_snapshot(data, name=None, source=str(path))  # header, footer and CRCs as Kafka checks them
+        for batch in iter_batches(data, source=str(path)):
+            if batch.is_control:
+                continue
+            for rec in batch.records():
+                d = decode_metadata_record(rec.value, source=str(path))
+                if d["type"] == "FeatureLevelRecord":
+                    features[d["data"]["name"]] = d["data"]["feature_level"]
+    except (OSError, FormatError):
+        return None
+    mv = features.get("metadata.version")
+    if not mv:
+        return None
+    return ClusterFeatures(mv, features.get("share.version", 0), (), os.fspath(path))
+
+
+def cluster_features(
+    metadata_dir: str | os.PathLike[str], image: MetadataImage | None = None
+) -> ClusterFeatures | None:
+    """The cluster's feature levels for the internal-topic decoders: from the replayed metadata log of
+    ``metadata_dir`` (a ``__cluster_metadata-0`` folder; ``image`` when already replayed), else from the
+    ``bootstrap.checkpoint`` of its log dir (the initial levels: a cluster upgraded since has higher
+    ones, and the log, when present, says so). None when neither names a metadata.version."""
+    if image is None:
+        image = replay(metadata_dir)
+    found = image.cluster_features()
+    if found is not None:
+        return found
+    return bootstrap_features(os.path.join(os.path.dirname(os.path.abspath(os.fspath(metadata_dir))),
+                                           BOOTSTRAP_CHECKPOINT_FILE))

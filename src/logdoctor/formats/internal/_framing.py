@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from logdoctor.errors import CorruptRecordError, TruncatedError, UnsupportedError
-from logdoctor.formats.internal.layouts import candidates, for_writing, read_exact
+from logdoctor.formats.internal.layouts import ClusterFeatures, candidates, for_writing, read_chosen
 from logdoctor.formats.internal.protocol import Message, read_message, write_message
 
 _I16 = struct.Struct(">h")
@@ -70,11 +70,14 @@ def decode_typed_record(
     known: str,
     source: str | None,
     name_value_errors: bool = True,
+    features: ClusterFeatures | None = None,
 ) -> dict[str, Any]:
     """A coordinator record whose key's version prefix is its record type (``__consumer_offsets``,
     ``__transaction_state``, ``__share_group_state``): {"type", "key_version", "key", "version",
     "value"}, value None for a tombstone. ``name_value_errors`` names the record type in the value's
-    decoding errors. Positions in errors are within the key or value."""
+    decoding errors. Positions in errors are within the key or value. Where Kafka changed the value's layout
+under its version, ``"layout"`` names the releases of the layout read and ``"layout_by"`` what chose it:
+the cluster's ``features`` when given and decisive, else the one exact read (``layouts.read_chosen``)."""
     key_bytes = require_key(key, key_what, source)
     record_type = read_version_prefix(key_bytes, key_what, source)
     entry = records.get(record_type)
@@ -94,9 +97,12 @@ def decode_typed_record(
     version = read_version_prefix(value_bytes, value_what, source)
     what = f"{value_what} ({name})" if name_value_errors else value_what
     out["version"] = version
-    out["value"], layout = read_exact(value_name, value_bytes, version, start=2, what=what, source=source)
+    out["value"], layout, how = read_chosen(
+        value_name, value_bytes, version, start=2, what=what, source=source, features=features
+    )
     if len(candidates(value_name, version)) > 1:
         out["layout"] = layout.label  # Kafka changed this layout under the same version
+        out["layout_by"] = how
     return out
 
 

@@ -7,8 +7,10 @@ Frame version 0 was KRaft's 2.8 preview, which Kafka itself refuses.
 
 Decoded form: {"type": "PartitionRecord", "api_key": 3, "version": 2, "frame_version": 1,
 "data": {...fields...}}. Layouts generated from Kafka's metadata/src/main/resources/common/metadata/*.json
-(``kafka_layouts``: 4.0-SNAPSHOT to 4.2.0 and a later trunk's UnregisterControllerRecord); an api key or
-version none of them has is UnsupportedError (``decode_lenient``: an "unknown" record with its bytes).
+(``kafka_layouts``: 4.0-SNAPSHOT to 4.2.0, a later trunk's UnregisterControllerRecord, and 4.3's
+RegisterBrokerRecord v4 / BrokerRegistrationChangeRecord v3 from the project's statement of that delta,
+scripts/kafka_schema_supplement.py); an api key or version none of them has is UnsupportedError
+(``decode_lenient``: an "unknown" record with its bytes).
 """
 
 from __future__ import annotations
@@ -123,9 +125,9 @@ def decode_as_newest_known(
     For records whose later versions add only tagged fields: a tagged field unknown to the older
     version is kept raw under ``_unknown_tagged_fields`` (flexible versions, KIP-482), so nothing is
     lost or guessed; an untagged addition makes the exact read fail (UnsupportedError, as for any
-    unknown version). The result is marked ``"read_as_version"``. Used by the metadata image for the
-    broker registrations of Kafka 4.3 (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3,
-    KIP-1066 cordoned log dirs), whose JSON definitions are not in ../shared.
+    unknown version). The result is marked ``"read_as_version"``. Used by the metadata image for broker
+    registrations newer than every definition here (past RegisterBrokerRecord v4 and
+    BrokerRegistrationChangeRecord v3 of Kafka 4.3).
     """
     try:
         return decode_metadata_record(value, source=source)

@@ -24,6 +24,7 @@ from typing import Any
 
 from logdoctor.formats.internal import consumer_protocol
 from logdoctor.formats.internal._framing import decode_typed_record, encode_typed_record
+from logdoctor.formats.internal.layouts import ClusterFeatures
 from logdoctor.formats.internal.schemas import CONSUMER_OFFSETS_RECORDS, known_text
 
 KEY = "consumer offsets key"
@@ -37,11 +38,13 @@ def decode_consumer_offsets(
     value: bytes | bytearray | memoryview | None,
     *,
     source: str | None = None,
+    features: ClusterFeatures | None = None,
     decode_protocol: bool = True,
 ) -> dict[str, Any]:
     """Decode one ``__consumer_offsets`` record; positions in errors are within the key or value."""
     out = decode_typed_record(
-        key, value, CONSUMER_OFFSETS_RECORDS, key_what=KEY, value_what=VALUE, known=KNOWN, source=source
+        key, value, CONSUMER_OFFSETS_RECORDS, key_what=KEY, value_what=VALUE, known=KNOWN, source=source,
+        features=features,
     )
     if decode_protocol and out["value"] is not None:
         _decode_embedded(out["type"], out["value"])

@@ -24,6 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from logdoctor.formats.internal._framing import decode_typed_record, encode_typed_record
+from logdoctor.formats.internal.layouts import ClusterFeatures
 from logdoctor.formats.internal.schemas import SHARE_GROUP_STATE_RECORDS, known_text
 
 KEY = "share group state key"
@@ -37,10 +38,12 @@ def decode_share_group_state(
     value: bytes | bytearray | memoryview | None,
     *,
     source: str | None = None,
+    features: ClusterFeatures | None = None,
 ) -> dict[str, Any]:
     """Decode one ``__share_group_state`` record; positions in errors are within the key or value."""
     return decode_typed_record(
-        key, value, SHARE_GROUP_STATE_RECORDS, key_what=KEY, value_what=VALUE, known=KNOWN, source=source
+        key, value, SHARE_GROUP_STATE_RECORDS, key_what=KEY, value_what=VALUE, known=KNOWN, source=source,
+        features=features,
     )
 
 
