@@ -14,7 +14,7 @@ STAMP  := $(VENV)/.installed-$(SUM)
 # the installer: uv (pinned in scripts/install-env.sh, installed into .tools/uv), or pip
 INSTALLER ?= uv
 
-.PHONY: demo test test-fast fuzz asan-check lint bench clean env layouts
+.PHONY: demo test test-fast docs fuzz asan-check lint bench clean env layouts
 
 env: $(STAMP)
 
@@ -44,9 +44,14 @@ XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 # (~4 s of CPU per process).
 PYTEST := PYTHONDONTWRITEBYTECODE= PYSPARK_PYTHON=$(abspath $(PY)) $(PY) -m pytest
 
-# The whole test suite (ruff + pytest). CI runs exactly this. The oracles and tools the tests need
-# (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium) are installed on first use.
-test: $(STAMP)
+# The documentation site (docs/, mkdocs.yml; its home page is README.md) built with --strict: a broken
+# link or anchor, in README.md or any page, fails it. Into .site/ (git-ignored); make test runs it.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict --quiet
+
+# The whole test suite (docs site, ruff, pytest). CI runs exactly this. The oracles and tools the tests
+# need (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium) are installed on first use.
+test: $(STAMP) docs
 	bash scripts/ensure-kafkajs.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	-bash scripts/ensure-chromium.sh
@@ -57,19 +62,19 @@ test: $(STAMP)
 # oracle over every real record, browser rendering, the long matrices' cases but one and the real log dirs
 # but realworld.FAST_LOG_DIRS) nor those that start Spark (marked spark), and each property test with a
 # quarter of its examples (tests/tiers.py), in parallel as make test: what a developer runs between changes.
-test-fast: $(STAMP)
+test-fast: $(STAMP) docs
 	bash scripts/ensure-kafkajs.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	LOGDOCTOR_TEST_TIER=fast $(PYTEST) -q $(XDIST) -m "not slow and not spark"
 
-# The long fuzz run (README "Reliability"): FUZZ_EXAMPLES mutated real files per parser test, a
+# The long fuzz run (docs/reliability.md): FUZZ_EXAMPLES mutated real files per parser test, a
 # twentieth of that many mutated log dirs through scan --deep. CI runs the default 300.
 FUZZ_EXAMPLES ?= 30000
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/fuzz -p no:cacheprovider
 
-# The C extension under ASan + UBSan (README "Reliability"): built with the sanitizers in a temporary
+# The C extension under ASan + UBSan (docs/reliability.md): built with the sanitizers in a temporary
 # copy of src/ (the .so of this checkout is left alone), then tests/formats and tests/fuzz (FUZZ_EXAMPLES,
 # 300 by default) run against it; any sanitizer report fails. CI runs it after `make test`.
 asan-check: $(STAMP)
@@ -96,4 +101,4 @@ layouts: $(STAMP)
 	$(PY) scripts/gen_kafka_layouts.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis .site

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# ASan + UBSan over the C extension (README "Reliability"; `make asan-check`, CI runs it after
+# ASan + UBSan over the C extension (docs/reliability.md; `make asan-check`, CI runs it after
 # `make test`). The extension is built once with -fsanitize=address,undefined in a temporary copy
 # of src/ (this checkout's files as they are, uncommitted changes included; its own .so is never
 # touched), then the format tests and the fuzz suite (tests/formats tests/fuzz, FUZZ_EXAMPLES as

@@ -1,4 +1,4 @@
-"""The reliability figures of README "Reliability", measured the way the audit of issue 24 measured them.
+"""The reliability figures of docs/reliability.md, measured the way the audit of issue 24 measured them.
 
     .venv/bin/python scripts/reliability.py bombs   [--mib 256]        decompression memory
     .venv/bin/python scripts/reliability.py sparse  [--gib 4]          a .log with a hole

@@ -1,5 +1,5 @@
 """The import graph of ``src/logdoctor``, read with ``ast`` (nothing is imported): no cycles between
-modules, and no module importing from a layer above its own (README "Design").
+modules, and no module importing from a layer above its own (docs/design.md).
 
 Every import counts, at module level or inside a function (a lazy import is still a dependency).
 An edge goes to the module named: ``import a.b.c`` and ``from a.b import c`` (c a module) depend on

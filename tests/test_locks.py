@@ -1,11 +1,11 @@
 """The two locks `make` installs with --no-deps (scripts/install-env.sh) are complete and agree.
 
-requirements-run-lock.txt (`make demo`) must hold every package that kafka-logdoctor and its extras
-other than ``test`` need, at the versions of requirements-lock.txt (`make env`, `make test`), which must
-hold everything the project needs with every extra. What each package needs is read from the packages'
-own metadata (``Requires-Dist`` of the installed distributions, markers evaluated here), not from the
-locks: a dependency added to pyproject.toml, or a new release's new requirement, that a lock misses
-fails here instead of at run time (--no-deps installs only what a lock names)."""
+requirements-run-lock.txt (`make demo`) must hold every package that kafka-logdoctor and its extras other
+than ``test`` and ``docs`` need, at the versions of requirements-lock.txt (`make env`, `make test`),
+which must hold everything the project needs with every extra. What each package needs is read from the
+packages' own metadata (``Requires-Dist`` of the installed distributions, markers evaluated here), not
+from the locks: a dependency added to pyproject.toml, or a new release's new requirement, that a lock
+misses fails here instead of at run time (--no-deps installs only what a lock names)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_EXTRAS = ("spark", "report", "tables")
-ALL_EXTRAS = (*RUN_EXTRAS, "test")
+ALL_EXTRAS = (*RUN_EXTRAS, "test", "docs")
 # built into the venv by the installer or needed only to build this checkout (--no-build-isolation)
 BUILD_ONLY = {"setuptools"}
 

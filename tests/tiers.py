@@ -1,4 +1,4 @@
-"""Which cases of a long matrix `make test-fast` runs (README "Quick start", "Between changes"): one, named
+"""Which cases of a long matrix `make test-fast` runs (docs/install.md, "Between changes"): one, named
 here at the matrix; every other case is marked ``slow`` and runs in `make test` (CI). The real log dirs are
 tiered the same way in tests/realworld.py (:data:`realworld.FAST_LOG_DIRS`). A property test (hypothesis)
 tries a quarter of its examples in test-fast (:func:`examples`, and the ``test-fast`` profile of

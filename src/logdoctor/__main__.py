@@ -1,4 +1,4 @@
-"""``python -m logdoctor ...``: the CLI, also the entry for ``spark-submit`` (see README "On a cluster")."""
+"""``python -m logdoctor ...``: the CLI, also the entry for ``spark-submit`` (see docs/cluster.md)."""
 
 from __future__ import annotations
 

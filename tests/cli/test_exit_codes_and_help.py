@@ -1,5 +1,5 @@
-"""One table of exit codes (README) = one enum (ExitCode); each command's error paths exit with it; and
-help that reads like kafka-dump-log's: metavars, never Python types, required options said so."""
+"""One table of exit codes (docs/exit-codes.md) = one enum (ExitCode); each command's error paths exit
+with it; and help that reads like kafka-dump-log's: metavars, never Python types, required options said so."""
 
 from __future__ import annotations
 
@@ -32,15 +32,15 @@ def invoke(*args: object):
 # --- the table ---------------------------------------------------------------------------------------
 
 
-def _readme_table() -> dict[int, tuple[str, str]]:
-    text = (REPO / "README.md").read_text()
-    section = text.split("### Exit codes", 1)[1]
+def _docs_table() -> dict[int, tuple[str, str]]:
+    text = (REPO / "docs" / "exit-codes.md").read_text()
+    section = text.split("# Exit codes", 1)[1]
     rows = re.findall(r"^\| (\d+) \| `([A-Z_]+)` \| (.+?) \|$", section, re.MULTILINE)
     return {int(code): (name, meaning) for code, name, meaning in rows}
 
 
-def test_the_readme_table_is_the_enum() -> None:
-    table = _readme_table()
+def test_the_docs_table_is_the_enum() -> None:
+    table = _docs_table()
     assert table == {int(c): (c.name, c.meaning) for c in ExitCode}
 
 
@@ -190,7 +190,7 @@ def test_required_options_are_marked() -> None:
     ids=lambda a: a[0],
 )
 def test_a_log_dir_this_user_cannot_list_exits_77_not_usage(argv: list[str]) -> None:
-    """An unreadable log dir is a permission problem (77, the README's NO_PERMISSION), not a usage error
+    """An unreadable log dir is a permission problem (77, NO_PERMISSION), not a usage error
     (64, what the CLI framework's own readable check said) and not a tool failure (70)."""
     import tempfile
 

@@ -1,4 +1,4 @@
-"""Failures that end cleanly (issue 24): the exit code of each failure is the README table's (sysexits.h
+"""Failures that end cleanly (issue 24): the exit code of each failure is docs/exit-codes.md's (sysexits.h
 for what went wrong with the call or the tool), with one line saying what happened and nothing else."""
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def test_an_unknown_command_is_a_usage_error_64() -> None:
 def test_logdoctor_alone_prints_the_commands_on_stderr_and_exits_64() -> None:
     out = logdoctor()
     assert out.returncode == ExitCode.USAGE
-    assert out.stdout == ""  # the README: "prints the list of commands on stderr"
+    assert out.stdout == ""  # docs/commands.md: "prints the list of commands on stderr"
     assert "Usage: logdoctor" in out.stderr and "repair" in out.stderr
 
 

@@ -1,6 +1,6 @@
 """Mutated real files of every kind through every public parser, and mutated real log dirs through
 `scan --deep`: only logdoctor's typed errors may come out (tests/fuzz/harness.py says how files are
-mutated). A short run here; `make fuzz` runs FUZZ_EXAMPLES of each (README "Reliability")."""
+mutated). A short run here; `make fuzz` runs FUZZ_EXAMPLES of each (docs/reliability.md)."""
 
 from __future__ import annotations
 

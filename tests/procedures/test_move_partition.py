@@ -344,7 +344,7 @@ def test_cli_dry_run_json_apply_and_resume_after_kill(tmp_path):
     assert out.returncode == -signal.SIGKILL, out.stderr
     assert helpers.other_dirs(dst)  # a partial copy was left
     # without --apply, --resume and --rollback print the steps they would run and write nothing
-    # (README: every writing command writes only with --apply)
+    # (docs/safety.md: every writing command writes only with --apply)
     killed = helpers.tree(tmp_path)
     for command, mode in (("repair", "--resume"), ("move-partition", "--rollback"), ("repair", "--rollback")):
         dry = _cli(command, mode, str(backup / "journal.jsonl"))

@@ -128,7 +128,7 @@ def _scan_findings(log_dir: Path) -> set[tuple[str, str]]:
 def test_scan_of_the_restored_log_dirs_is_clean(tmp_path):
     """The project's twins of Kafka's load-time checks (LogLoader, the indexes' sanity checks) find
     nothing in the restored partitions: into an empty dir only the two findings of any new log dir (no
-    meta.properties yet, no clean-shutdown marker: README "Restoring from the remote tier"); into the
+    meta.properties yet, no clean-shutdown marker: docs/restore.md); into the
     broker's dir nothing the unrestored dir did not have."""
     tiered = realworld.require_tiered()
     log_dir = tmp_path / "logs"

@@ -192,7 +192,7 @@ def test_refusals(tmp_path):
     _refused(tmp_path, leader, follower, ProcedureRefused, "both dirs belong to broker 0")
 
 
-@pytest.mark.slow  # a crash matrix (README: make test runs it, make test-fast does not)
+@pytest.mark.slow  # a crash matrix (docs/install.md: make test runs it, make test-fast does not)
 @pytest.mark.parametrize("finish", ["resume", "rollback"])
 def test_kill_at_every_step(tmp_path, finish):
     leader0, follower0 = _fleet(tmp_path / "base")

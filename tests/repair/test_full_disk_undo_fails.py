@@ -2,7 +2,7 @@
 10; about 1 in 60 of the audit's disk-full restores): the line said "refused (nothing written)" while
 files of the run stayed in the log dir, and pointed to ``logdoctor repair --resume`` for a restore's
 journal. Now :class:`PartlyWrittenError` names the run's files on disk and the command's own resume and
-rollback lines, and the CLI says "failed", exit 2 (README "Exit codes": a step failed)."""
+rollback lines, and the CLI says "failed", exit 2 (docs/exit-codes.md: a step failed)."""
 
 from __future__ import annotations
 

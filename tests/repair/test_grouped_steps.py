@@ -85,7 +85,7 @@ def test_uninterrupted_run_journals_each_group_at_once(tmp_path):
     assert not list(log_dir.rglob(".*.tmp"))
 
 
-@pytest.mark.slow  # a crash matrix (README: make test runs it, make test-fast does not)
+@pytest.mark.slow  # a crash matrix (docs/install.md: make test runs it, make test-fast does not)
 @pytest.mark.parametrize("then", ["resume", "rollback"])
 def test_kill_at_every_phase_then_resume_or_rollback(tmp_path, then):
     ref_root = tmp_path / "ref"

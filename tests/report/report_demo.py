@@ -1,4 +1,4 @@
-"""The demo fleet for the report tests and the README screenshot.
+"""The demo fleet for the report tests and the screenshot docs/report-demo.png.
 
 The fleet is :func:`logdoctor.sample.fleet.generate_demo_fleet` (three brokers with planted faults:
 an out-of-ISR replica, a corrupt offset index, a zeroed time index, a nearly full disk). Its census is
@@ -82,7 +82,7 @@ def build_demo_fleet(root: Path, spark: Any) -> DemoFleet:
 
 
 def main(argv: list[str]) -> None:
-    """``python tests/report/report_demo.py OUT.png``: the README screenshot (needs /usr/bin/chromium)."""
+    """``python tests/report/report_demo.py OUT.png``: docs/report-demo.png (needs /usr/bin/chromium)."""
     import subprocess
     import tempfile
 

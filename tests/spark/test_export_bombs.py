@@ -1,7 +1,7 @@
 """Issue 24, from the audit: a decompression bomb cost ``export`` 8.1 GB across its processes for 1 GiB
 of records. The kafka-log source now reads a gzip or zstd batch whose records are more than a window
 (``codecs.WINDOW``) a window at a time: Arrow batches of a window each, the section never whole in
-memory. The rows are kafka-python's; the end-to-end figures are in README "Reliability"
+memory. The rows are kafka-python's; the end-to-end figures are in docs/reliability.md
 (scripts/reliability.py bombs)."""
 
 from __future__ import annotations

@@ -1051,8 +1051,7 @@ _ENTRIES = (
         "Events "
         "already deleted are gone from the topic: their segments' objects show as REMOTE_OBJECTS_LEAKED; "
         "rebuild their events from the store's objects before deleting any of them (brokers stopped: "
-        "`logdoctor restore LOGDIR --remote-storage URI --remote-log-metadata`, README \"Restoring from the "
-        "remote tier\").",
+        "`logdoctor restore LOGDIR --remote-storage URI --remote-log-metadata`, docs/restore.md).",
         "K:storage/.../remote/metadata/storage/TopicBasedRemoteLogMetadataManagerConfig.java "
         "(remote.log.metadata.topic.retention.ms, default -1); KAFKA-15632",
     ),

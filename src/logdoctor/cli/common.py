@@ -72,7 +72,7 @@ class LogdoctorGroup(TyperGroup):
             from logdoctor.cli.exit_codes import EX_USAGE
 
             # typer's rich help prints itself on stdout: a call without a command is a bad call, so the
-            # help it gets goes where errors go (README "Commands")
+            # help it gets goes where errors go (docs/commands.md)
             with contextlib.redirect_stdout(sys.stderr):
                 typer.echo(ctx.get_help(), err=True, nl=False)
             raise typer.Exit(EX_USAGE)

@@ -163,7 +163,7 @@ def demo_command(
 
 
 def export_demo_table(fleet_dir: Path, table: Path, master: str | None, console: Console | None) -> None:
-    """Step 3: the fleet's records into an Iceberg table (README "Export to tables"), replaced on each run,
+    """Step 3: the fleet's records into an Iceberg table (docs/tables.md), replaced on each run,
     and how to read it with pyiceberg."""
     from logdoctor.cli.export_tables import how_to_read
     from logdoctor.sample.remote_tier import REMOTE_STORE_DIR

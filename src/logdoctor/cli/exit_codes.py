@@ -8,7 +8,7 @@ import enum
 
 
 class ExitCode(enum.IntEnum):
-    """Every exit code of every command (README.md "Exit codes" has the same table; a test checks both).
+    """Every exit code of every command (docs/exit-codes.md has the same table; a test checks both).
 
     0-2 follow fsck (what the data is like); 64 and up follow BSD sysexits.h (what went wrong with the
     call or the tool), so a script can tell bad data (2) from a bad call (64) or a tool failure (70).

@@ -50,7 +50,7 @@ def _human(n: int) -> str:
 def remote_tier_not_read(refs: list, topics: str | None = None) -> list[str]:
     """Partitions whose ``log-start-offset-checkpoint`` entry is below their first local segment and whose
     remote tier is not being read: offsets [entry, first local segment) are in the remote tier of a tiered
-    partition (KIP-405; README "Tiered storage") and would be missing from the export without a word
+    partition (KIP-405; docs/tiered-storage.md) and would be missing from the export without a word
     (issue 23). One line each, said before Spark starts. Only the partitions of the topics exported
     (``topics``, the ``--topics`` value): another topic's remote tier is not missing from this export."""
     from logdoctor.logdir.model import LogDir
@@ -144,8 +144,8 @@ def export_command(
         str,
         typer.Option(
             "--format",
-            help="parquet (default); iceberg or delta (a table committed by pyiceberg / deltalake, README "
-            "'Export to tables'); or, with --writer spark, the name of any data source Spark has or is "
+            help="parquet (default); iceberg or delta (a table committed by pyiceberg / deltalake, "
+            "docs/tables.md); or, with --writer spark, the name of any data source Spark has or is "
             "given jars for with --conf spark.jars.packages=... (none is bundled).",
         ),
     ] = "parquet",
@@ -185,7 +185,7 @@ def export_command(
             help="read_committed (default: what Kafka's read_committed consumers, Kafka Streams and every "
             "exactly-once pipeline read: no record of an aborted transaction, nothing at or above the last "
             "stable offset) or read_uncommitted (every data record). Every row says its transaction's "
-            'outcome in transaction_result (README "Transactions").',
+            'outcome in transaction_result (docs/transactions.md).',
         ),
     ] = "read_committed",
     upto: Annotated[
@@ -202,8 +202,8 @@ def export_command(
         typer.Option(
             "--view",
             help="history (default: every record) or latest (a compacted topic as a table: the latest record "
-            "of each key per partition, keys whose latest record is a tombstone left out; README \"Compacted "
-            "topics as tables\").",
+            "of each key per partition, keys whose latest record is a tombstone left out; "
+            "docs/compacted-topics.md).",
         ),
     ] = "history",
     include_internal: Annotated[

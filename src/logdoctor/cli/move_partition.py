@@ -5,7 +5,7 @@ broker. Without --apply: print the plan and write nothing. ``--resume JOURNAL --
 ``--rollback JOURNAL --apply`` finish or undo a run (``logdoctor repair --resume/--rollback`` do the same;
 without --apply both print the steps they would run).
 
-Exit codes (README "Exit codes"): 0 done (or plan printed), 2 a step failed or the final
+Exit codes (docs/exit-codes.md): 0 done (or plan printed), 2 a step failed or the final
 verification found a difference, 64 usage (or a path that is not a log dir), 65 a file changed
 since planning or since the journal recorded it (or the journal is rolled back already, or another
 run's journal of a dir is unfinished or later), 66 a missing log dir or journal, 70 tool failure, 73

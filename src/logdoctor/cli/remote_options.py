@@ -1,4 +1,4 @@
-"""The remote-tier options `dump` and `export` share (README "Reading the remote tier"; the readers are
+"""The remote-tier options `dump` and `export` share (docs/remote-tier.md; the readers are
 :mod:`logdoctor.logdir.remote_tier`). ``--remote-storage`` says per command what its FILES or PATHS are."""
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ undoes one (without --apply both print the steps they would run and write nothin
 ``--deep`` plans from a ``scan --deep`` (every batch's CRC), so a CRC mismatch in a segment the
 broker does not re-read at startup is truncated as the broker's recovery would.
 
-Exit codes (the README's table): a plan printed (dry run) 0; "Nothing to repair" 0 only when the
+Exit codes (docs/exit-codes.md): a plan printed (dry run) 0; "Nothing to repair" 0 only when the
 scan at the same depth is clean, else 1 (warnings remain) or 2 (errors remain), each listed with why
 it is not repaired offline; after --apply, the exit code of the scan at the same depth (0 clean,
 1 warnings only, 2 errors), or 2 when a step failed; 64 usage, 65 a file changed since planning or

@@ -6,7 +6,7 @@ LOGDIR as the broker's own files (:mod:`logdoctor.repair.procedures.restore`). W
 restore_metadata`). Without --apply: print the plan and write nothing. ``--resume JOURNAL --apply`` /
 ``--rollback JOURNAL --apply`` finish or undo a run.
 
-Exit codes (README "Exit codes"): 0 done (or plan printed), 2 a step failed or the final verification
+Exit codes (docs/exit-codes.md): 0 done (or plan printed), 2 a step failed or the final verification
 found a difference (or a remote object could not be restored), 64 usage, 65 the log dir changed since
 planning, 66 a missing journal, 70 tool failure, 73 not enough space, 75 a broker holds the log dir's
 lock, 78 refused (a store that is not there or holds no tiered partition; see the message).

@@ -18,7 +18,7 @@ ConfOption = Annotated[
 ]
 RemoteOption = Annotated[
     str | None,
-    typer.Option("--remote", metavar="sc://HOST:PORT", help="Spark Connect server (see README)."),
+    typer.Option("--remote", metavar="sc://HOST:PORT", help="Spark Connect server (docs/cluster.md)."),
 ]
 
 

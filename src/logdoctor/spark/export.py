@@ -52,7 +52,8 @@ FORMAT_UNAVAILABLE = (
     "--format {fmt}: Spark has no data source named {fmt!r} (nothing was written). logdoctor bundles no "
     "data source jars: give Spark the format's jars and the confs it needs, e.g. --conf "
     "spark.jars.packages=GROUP:ARTIFACT:VERSION (fetched from Maven Central when the session starts) or "
-    "--conf spark.jars=/path/to/a.jar,/path/to/b.jar (see README, Export formats), or use --format parquet"
+    "--conf spark.jars=/path/to/a.jar,/path/to/b.jar (docs/cluster.md, Export formats), or use "
+    "--format parquet"
 )
 
 

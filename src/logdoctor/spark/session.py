@@ -225,7 +225,7 @@ def get_spark(
     - Otherwise a session is built with ``master`` (default ``local[*]``). The driver is pinned
       to 127.0.0.1 only for a ``local[...]`` master.
     - ``remote`` (``sc://host:port``) connects to a Spark Connect server instead (the server
-      needs logdoctor installed; see README "On a cluster" for what works there).
+      needs logdoctor installed; see docs/cluster.md for what works there).
 
     ``conf``: Spark confs (``--conf key=value``), applied last so they override the defaults.
     """

@@ -682,7 +682,7 @@ def plan_restore(
         notes.append(f"{log_dir} does not exist: --apply creates it (an empty log dir)")
     notes.append(
         "a topic that stays tiered: the broker deletes restored segments again once they are past local "
-        'retention (README "Restoring from the remote tier")'
+        'retention (docs/restore.md)'
     )
     return ProcedurePlan(PROCEDURE, plan, summary, notes)
 
