@@ -54,6 +54,10 @@ class ScanOptions:
     #: together are one LOG_DIRS_OF_DIFFERENT_BROKERS error. False (scan, the census): several brokers'
     #: dirs are how replicas are compared (REPLICA_DIVERGED), not an error.
     one_broker: bool = False
+    #: keep every partition's producer state (PartitionReport.producers) though no __transaction_state
+    #: partition is among the log dirs: the census and the inventory judge the coordinator's state across
+    #: brokers (checks.transaction_state), so each broker's rows carry its replicas' producers
+    keep_producers: bool = False
 
 
 @dataclass(frozen=True, slots=True)

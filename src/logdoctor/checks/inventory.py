@@ -24,6 +24,7 @@ One flat table, a row per thing, told apart by ``record``:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import time
@@ -39,7 +40,7 @@ SCHEMA_VERSION = 3  # 3: commit rows (consumer groups); 2: tiered storage (local
 #: the versions this logdoctor reads (a version 2 file has no commit rows: its groups are unknown)
 READABLE_VERSIONS = (2, 3)
 METADATA_KEY = b"logdoctor.inventory.schema_version"
-RECORD_KINDS = ("broker", "log_dir", "replica", "finding", "commit", "compaction")
+RECORD_KINDS = ("broker", "log_dir", "replica", "finding", "commit", "compaction", "txn", "producer")
 
 #: Spark DDL of an inventory row (Parquet and JSON Lines alike); docs/inventory.md explains each column.
 INVENTORY_DDL = ", ".join(
@@ -72,6 +73,12 @@ INVENTORY_DDL = ", ".join(
         "cleaner_checkpoint bigint, first_dirty_offset bigint, first_uncleanable_offset bigint",
         "clean_bytes bigint, dirty_bytes bigint, cleanable_ratio double, min_cleanable_dirty_ratio double",
         "cleanable_now boolean, oldest_dirty_timestamp bigint, compaction_findings array<string>",
+        # within version 3: the transaction coordinator's state (txn rows: one per transactional id of the
+        # broker's __transaction_state replicas, checks.transaction_state.txn_to_json) and each replica's
+        # producer state (producer rows), which the census judges across brokers; producer_id is also
+        # a TRANSACTION_HANGING finding's producer
+        "coordinator_txn string, producer_id bigint, producer_epoch int, producer_last_timestamp bigint",
+        "txn_first_offset bigint",
     )
 )
 
@@ -212,7 +219,9 @@ def broker_rows(
 
 
 #: the scan's findings the census makes again across brokers (left out of a broker's rows)
-FLEET_JUDGED = frozenset({"LOG_DIR_NEARLY_FULL", "CONSUMER_OFFSET_OUT_OF_RANGE"})
+FLEET_JUDGED = frozenset(
+    {"LOG_DIR_NEARLY_FULL", "CONSUMER_OFFSET_OUT_OF_RANGE", "TRANSACTION_STATE_MISMATCH"}
+)
 
 
 def _broker_rows(
@@ -228,7 +237,8 @@ def _broker_rows(
 
     dirs_abs = [os.path.abspath(d) for d in log_dirs]
     who = identity or broker_identity(dirs_abs)
-    report = scan(dirs_abs, options, jobs=jobs)
+    # the coordinator's state is judged across brokers (transaction_rows): every replica's producers kept
+    report = scan(dirs_abs, dataclasses.replace(options, keep_producers=True), jobs=jobs)
     replicas = []
     remote = report.remote
     # no remote log metadata replayed: every replica's remote columns are the same nulls (made once)
@@ -272,6 +282,7 @@ def _broker_rows(
             "message": f.message,
             "fix": f.fix,
         }
+        | ({"producer_id": (f.details or {}).get("producer_id")} if f.code == "TRANSACTION_HANGING" else {})
         for f in report.findings
         # the census makes these with the fleet's view: LOG_DIR_NEARLY_FULL from the log_dir rows
         # (census_rules), CONSUMER_OFFSET_OUT_OF_RANGE by the scan's rule over every broker's replicas and
@@ -315,16 +326,48 @@ def _broker_rows(
         {"broker": who.label, "broker_id": who.broker_id, **c}
         for c in (commit_rows(report.partitions) if report.depth is not Depth.QUICK else [])
     ]
+    txns, producers = transaction_rows(report, who)
     return {
         "replicas": replicas,
         "findings": findings,
         "commits": commits,
         "compaction": compaction,
+        "txns": txns,
+        "producers": producers,
         "log_dirs": dirs,
         "bytes_read": report.bytes_read,
         "broker_running": any(d.locked for d in report.log_dirs),
         "identity": who,
     }
+
+
+def transaction_rows(report: Any, who: BrokerIdentity) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The inputs of TRANSACTION_STATE_MISMATCH the census judges across brokers (checks.transaction_state
+    ``mismatches``): ``txn`` rows, the coordinator's state of each of the broker's ``__transaction_state``
+    replicas (the one a consumer fetches from of each, as the scan's rule takes), and ``producer`` rows, the
+    producer state of each live replica (kept with ScanOptions.keep_producers)."""
+    from logdoctor.checks.consumer_groups import replicas_by_partition
+    from logdoctor.checks.transaction_state import coordinator_state, txn_to_json
+    from logdoctor.logdir.names import TRANSACTION_STATE_TOPIC
+
+    base = {"broker": who.label, "broker_id": who.broker_id}
+    txns: list[dict[str, Any]] = []
+    producers: list[dict[str, Any]] = []
+    if report.depth is Depth.QUICK:
+        return txns, producers
+    chosen = sorted(replicas_by_partition(report.partitions, {}).items(), key=lambda kv: kv[0][2])
+    for (_c, topic, n), p in chosen:
+        if topic != TRANSACTION_STATE_TOPIC:
+            continue
+        for t in coordinator_state([p]).values():
+            txns.append({**base, "log_dir": p.log_dir, "topic": topic, "partition": n, "path": p.path,
+                         "coordinator_txn": txn_to_json(t)})  # fmt: skip
+    for p in report.partitions:
+        for pid, (epoch, last, first) in sorted(p.producers.items()):
+            producers.append({**base, "log_dir": p.log_dir, "topic": p.topic, "partition": p.partition,
+                              "path": p.path, "producer_id": pid, "producer_epoch": epoch,
+                              "producer_last_timestamp": last, "txn_first_offset": first})  # fmt: skip
+    return txns, producers
 
 
 def remote_columns(
@@ -428,6 +471,8 @@ def _build_inventory(
         ("finding", res["findings"]),
         ("commit", res["commits"]),
         ("compaction", res["compaction"]),
+        ("txn", res["txns"]),
+        ("producer", res["producers"]),
     )
     for record, found in kinds:
         for r in found:  # {**r, **base, "record": ...} with every column, made in place (50,000 replicas)

@@ -282,10 +282,13 @@ def scan(
     tasks: list[PartitionTask] = []
     configs = topic_config_resolver(paths, options)
     txn_timeout = _transaction_timeout(configs)
-    keep_producers = options.depth is not Depth.QUICK and any(
-        parse_partition_dir(n) is not None and n.startswith(TRANSACTION_STATE_TOPIC + "-")
-        for p in paths
-        for n in _names(p)
+    keep_producers = options.depth is not Depth.QUICK and (
+        options.keep_producers
+        or any(
+            parse_partition_dir(n) is not None and n.startswith(TRANSACTION_STATE_TOPIC + "-")
+            for p in paths
+            for n in _names(p)
+        )
     )
     remote = broker_remote_evidence(paths)
     for p in paths:

@@ -32,7 +32,9 @@ of its producer, where ``__transaction_state`` is among the inputs, gets that ad
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from logdoctor.checks import catalog
 from logdoctor.checks.consumer_groups import records_of, replicas_by_partition
@@ -45,9 +47,14 @@ __all__ = [
     "TRANSACTION_STATE_TOPIC",
     "TWO_PHASE_COMMIT_TIMEOUT_MS",
     "CoordinatorTxn",
+    "ReplicaRef",
     "coordinator_state",
+    "mismatches",
     "transaction_state_mismatches",
     "two_phase_commit_advice",
+    "two_phase_commit_fix",
+    "txn_from_json",
+    "txn_to_json",
 ]
 
 #: Integer.MAX_VALUE: the timeout of a two-phase-commit transaction (TransactionCoordinator.scala
@@ -118,10 +125,35 @@ def coordinator_state(parts: list[PartitionReport]) -> dict[str, CoordinatorTxn]
     return out
 
 
+class Judged(Protocol):
+    """A partition replica the rule judges: a PartitionReport, or a census row (:class:`ReplicaRef`)."""
+
+    path: str
+    log_dir: str
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaRef:
+    """A replica the census judges (its rows carry no PartitionReport)."""
+
+    path: str
+    log_dir: str
+    topic: str
+    partition: int
+
+
+#: a producer's state in a partition as the broker loads it: (epoch, last timestamp, open txn's first offset)
+ProducerEntry = tuple[int, int, int]
+
+
 def transaction_state_mismatches(
     parts: list[PartitionReport], clusters: dict[str, str | None]
 ) -> list[Finding]:
-    """One finding per disagreement (the module docstring's two cases)."""
+    """One finding per disagreement (the module docstring's two cases), each cluster's coordinator state
+    against the replica of each partition a consumer fetches from (checks.consumer_groups
+    ``replicas_by_partition``)."""
     replicas = replicas_by_partition(parts, clusters)
     by_cluster: dict[str | None, list[PartitionReport]] = {}
     for (cluster, topic, _n), p in replicas.items():
@@ -130,31 +162,64 @@ def transaction_state_mismatches(
     out: list[Finding] = []
     for cluster, logs in sorted(by_cluster.items(), key=lambda kv: str(kv[0])):
         state = coordinator_state(sorted(logs, key=lambda p: p.partition))
-        open_ids = {pid: t for t in state.values() if t.open for pid in t.producer_ids}
-        for (c, topic, n), p in sorted(replicas.items(), key=lambda kv: (kv[0][1], kv[0][2])):
-            if c != cluster or topic == TRANSACTION_STATE_TOPIC:
-                continue
-            for pid, (epoch, _last, first) in sorted(p.producers.items()):
-                if first >= 0 and pid not in open_ids:
-                    known = next((t for t in state.values() if pid in t.producer_ids), None)
-                    out.append(_open_in_log(p, pid, epoch, first, known))
-            for t in state.values():
-                if not t.open or (topic, n) not in t.partitions:
-                    continue
-                entry = next((p.producers[i] for i in t.producer_ids if i in p.producers), None)
-                if entry is None:
-                    continue
-                epoch, last, first = entry
-                marker_epochs = {t.producer_epoch}
-                if t.client_transaction_version >= 2:  # the marker's bumped epoch (module docstring)
-                    marker_epochs.add(t.producer_epoch + 1)
-                if first < 0 and epoch in marker_epochs and last >= t.start_timestamp:
-                    out.append(_closed_in_log(p, t))
+        targets = [
+            (p, p.producers)
+            for (c, topic, _n), p in sorted(replicas.items(), key=lambda kv: (kv[0][1], kv[0][2]))
+            if c == cluster and topic != TRANSACTION_STATE_TOPIC
+        ]
+        out += mismatches(state, targets)
     return out
 
 
+def mismatches(
+    state: Mapping[str, CoordinatorTxn], targets: Iterable[tuple[Judged, Mapping[int, ProducerEntry]]]
+) -> list[Finding]:
+    """The rule itself: one cluster's coordinator state (:func:`coordinator_state`) against each judged
+    replica's producer state. The scan (:func:`transaction_state_mismatches`) and the census
+    (census_sql.transaction_state_findings, each partition on the executors) both run it."""
+    open_ids = {pid: t for t in state.values() if t.open for pid in t.producer_ids}
+    out: list[Finding] = []
+    for p, producers in targets:
+        for pid, (epoch, _last, first) in sorted(producers.items()):
+            if first >= 0 and pid not in open_ids:
+                known = next((t for t in state.values() if pid in t.producer_ids), None)
+                out.append(_open_in_log(p, pid, epoch, first, known))
+        for t in state.values():
+            if not t.open or (p.topic, p.partition) not in t.partitions:
+                continue
+            entry = next((producers[i] for i in t.producer_ids if i in producers), None)
+            if entry is None:
+                continue
+            epoch, last, first = entry
+            marker_epochs = {t.producer_epoch}
+            if t.client_transaction_version >= 2:  # the marker's bumped epoch (module docstring)
+                marker_epochs.add(t.producer_epoch + 1)
+            if first < 0 and epoch in marker_epochs and last >= t.start_timestamp:
+                out.append(_closed_in_log(p, t))
+    return out
+
+
+def txn_to_json(t: CoordinatorTxn) -> str:
+    """A coordinator transaction as the inventory's ``coordinator_txn`` column holds it (JSON)."""
+    import json
+
+    d = {f: getattr(t, f) for f in t.__dataclass_fields__}
+    d["partitions"] = [list(x) for x in t.partitions]
+    d["producer_ids"] = sorted(t.producer_ids)
+    return json.dumps(d, sort_keys=True)
+
+
+def txn_from_json(text: str) -> CoordinatorTxn:
+    import json
+
+    d = json.loads(text)
+    d["partitions"] = tuple((str(a), int(b)) for a, b in d["partitions"])
+    d["producer_ids"] = frozenset(int(x) for x in d["producer_ids"])
+    return CoordinatorTxn(**d)
+
+
 def _open_in_log(
-    p: PartitionReport, pid: int, epoch: int, first: int, known: CoordinatorTxn | None
+    p: Judged, pid: int, epoch: int, first: int, known: CoordinatorTxn | None
 ) -> Finding:
     said = (
         f"transactional id {known.transactional_id} is in state {known.state} there ({known.source})"
@@ -191,7 +256,7 @@ def _open_in_log(
     )
 
 
-def _closed_in_log(p: PartitionReport, t: CoordinatorTxn) -> Finding:
+def _closed_in_log(p: Judged, t: CoordinatorTxn) -> Finding:
     return catalog.make(
         "TRANSACTION_STATE_MISMATCH",
         p.path,
@@ -251,17 +316,23 @@ def two_phase_commit_advice(
         if t is None:
             out.append(f)
             continue
-        fix = (
-            f"Transactional id {t.transactional_id} holds a two-phase-commit transaction (KIP-939: its "
-            f"timeout is Integer.MAX_VALUE in {t.source}, state {t.state}): the coordinator never aborts it, "
-            "it waits for the external transaction manager's decision. Do not abort it with "
-            "kafka-transactions.sh: if that manager committed the other participants, an abort here breaks "
-            "the transaction's atomicity. Resolve it through the application that owns the transactional id "
-            "(its transaction manager commits or aborts it); only once that manager has decided to abort is "
-            "the abort command safe."
-        )
+        fix = two_phase_commit_fix(t)
         details = {**d, "two_phase_commit": True, "transactional_id": t.transactional_id,
                    "coordinator_state": t.state, "transaction_state_partition": t.source}
         details.pop("command_for_running_cluster", None)
         out.append(dataclasses.replace(f, fix=fix, details=details))
     return out
+
+
+def two_phase_commit_fix(t: CoordinatorTxn) -> str:
+    """TRANSACTION_HANGING's fix for a producer whose transactional id holds a two-phase-commit transaction
+    open (the module docstring): the scan's and the census's."""
+    return (
+        f"Transactional id {t.transactional_id} holds a two-phase-commit transaction (KIP-939: its "
+        f"timeout is Integer.MAX_VALUE in {t.source}, state {t.state}): the coordinator never aborts it, "
+        "it waits for the external transaction manager's decision. Do not abort it with "
+        "kafka-transactions.sh: if that manager committed the other participants, an abort here breaks "
+        "the transaction's atomicity. Resolve it through the application that owns the transactional id "
+        "(its transaction manager commits or aborts it); only once that manager has decided to abort is "
+        "the abort command safe."
+    )

@@ -210,6 +210,8 @@ def run_census(
         divergence_findings,
         first_rows,
         severity_counts,
+        transaction_state_findings,
+        two_phase_commit_fixes,
     )
     from logdoctor.spark.jobs import run_jobs
 
@@ -248,6 +250,11 @@ def run_census(
         group_rows = consumer_group_rows(frames_in.commits, frames_in.replicas)
         scan_found = frames_in.findings.where(~frames_in.findings["code"].isin(*sorted(FLEET_JUDGED)))
         scan_found = scan_found.unionByName(consumer_offset_findings(group_rows, on_driver=small))
+        # the coordinator's state against the partitions' producers, by the scan's rule across brokers
+        txn_found, two_pc = transaction_state_findings(
+            frames_in.replicas, frames_in.txns, frames_in.producers, on_driver=small
+        )
+        scan_found = two_phase_commit_fixes(scan_found.unionByName(txn_found), frames_in.hanging, two_pc)
         if audit is not None:  # the audit reports dangling uploads with their objects: not twice
             scan_found = scan_found.where(scan_found["code"] != "REMOTE_UPLOAD_UNFINISHED")
         frames, log_dirs = census_frames(

@@ -71,6 +71,17 @@ COMPACTION_DDL = ", ".join(
         "cleanable_now boolean, oldest_dirty_timestamp bigint, compaction_findings array<string>",
     )
 )
+#: the transaction coordinator's state: one transactional id of a __transaction_state replica (its JSON:
+#: checks.transaction_state.txn_to_json), and a replica's producer state (checks.inventory.transaction_rows)
+TXN_DDL = "broker string, cluster string, path string, coordinator_txn string"
+PRODUCER_DDL = ", ".join(
+    (
+        "broker string, cluster string, log_dir string, topic string, partition int, path string",
+        "producer_id bigint, producer_epoch int, producer_last_timestamp bigint, txn_first_offset bigint",
+    )
+)
+#: the producer of each TRANSACTION_HANGING finding (a two-phase-commit transaction changes its fix)
+HANGING_DDL = "broker string, cluster string, path string, offset bigint, producer_id bigint"
 FINDING_DDL = ", ".join(
     (
         "broker string, log_dir string, code string, severity string, path string, position bigint",
@@ -373,6 +384,9 @@ class InputFrames:
     cached: list[Any] = field(default_factory=list)
     commits: Any = None  # the consumer groups' committed offsets (COMMIT_DDL; version 2 inventories: none)
     compaction: Any = None  # where the cleaner stands per compacted replica (COMPACTION_DDL)
+    txns: Any = None  # the coordinator's state (TXN_DDL)
+    producers: Any = None  # each replica's producer state (PRODUCER_DDL)
+    hanging: Any = None  # TRANSACTION_HANGING's producers (HANGING_DDL)
 
     def unpersist(self) -> None:
         for item in self.cached:
@@ -406,12 +420,16 @@ def load_inputs(
         ddl_names(COMMIT_DDL),
         ddl_names(COMPACTION_DDL),
     )
+    txn_cols, producer_cols, hanging_cols = (ddl_names(d) for d in (TXN_DDL, PRODUCER_DDL, HANGING_DDL))
     frames: dict[str, list[Any]] = {
         "replicas": [],
         "log_dirs": [],
         "findings": [],
         "commits": [],
         "compaction": [],
+        "txns": [],
+        "producers": [],
+        "hanging": [],
     }
     cached: list[Any] = []
     raw = inputs.brokers()
@@ -451,6 +469,9 @@ def load_inputs(
         ("findings", finding_cols, FINDING_DDL),
         ("commits", commit_cols, COMMIT_DDL),
         ("compaction", compaction_cols, COMPACTION_DDL),
+        ("txns", txn_cols, TXN_DDL),
+        ("producers", producer_cols, PRODUCER_DDL),
+        ("hanging", hanging_cols, HANGING_DDL),
     )
     if brokers and on_driver:
         results = (
@@ -515,8 +536,12 @@ def load_inputs(
                 ("findings", finding_cols, "finding"),
                 ("commits", commit_cols, "commit"),
                 ("compaction", compaction_cols, "compaction"),
+                ("txns", txn_cols, "txn"),
+                ("producers", producer_cols, "producer"),
             ):
                 frames[name].append(df.where(df.record == record).select(*cols))
+            hanging = (df.record == "finding") & (df.code == "TRANSACTION_HANGING")
+            frames["hanging"].append(df.where(hanging & df.producer_id.isNotNull()).select(*hanging_cols))
     if unreadable:
         rows = [tuple(unreadable_finding(p, e).get(c) for c in finding_cols) for p, e in unreadable]
         frames["findings"].append(spark.createDataFrame(rows, FINDING_DDL))
@@ -526,6 +551,9 @@ def load_inputs(
         "findings": FINDING_DDL,
         "commits": COMMIT_DDL,
         "compaction": COMPACTION_DDL,
+        "txns": TXN_DDL,
+        "producers": PRODUCER_DDL,
+        "hanging": HANGING_DDL,
     }
     out: dict[str, Any] = {}
     for name, dfs in frames.items():
@@ -549,6 +577,9 @@ def load_inputs(
         cached,
         out["commits"],
         out["compaction"],
+        out["txns"],
+        out["producers"],
+        out["hanging"],
     )
 
 
@@ -556,8 +587,11 @@ __all__ = [
     "COMMIT_DDL",
     "COMPACTION_DDL",
     "FINDING_DDL",
+    "HANGING_DDL",
     "LOG_DIR_DDL",
+    "PRODUCER_DDL",
     "REPLICA_DDL",
+    "TXN_DDL",
     "CensusInputs",
     "InputFrames",
     "check_inventory",

@@ -198,9 +198,15 @@ def scan_broker(
     res = broker_rows(
         list(broker.log_dirs), options, BrokerIdentity(broker.broker, broker.broker_id, broker.cluster_id)
     )
-    for r in (*res["replicas"], *res["commits"]):
+    hanging = [
+        {"broker": f["broker"], "path": f["path"], "offset": f["offset"], "producer_id": f["producer_id"]}
+        for f in res["findings"]
+        if f["code"] == "TRANSACTION_HANGING" and f.get("producer_id") is not None
+    ]
+    for r in (*res["replicas"], *res["commits"], *res["txns"], *res["producers"], *hanging):
         r["cluster"] = broker.cluster
-    return {k: res[k] for k in ("replicas", "findings", "log_dirs", "commits", "compaction", "bytes_read")}
+    keys = ("replicas", "findings", "log_dirs", "commits", "compaction", "txns", "producers", "bytes_read")
+    return {**{k: res[k] for k in keys}, "hanging": hanging}
 
 
 def diverged_findings(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, METADATA_TOPIC
+from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from logdoctor.spark.census_inputs import FINDING_DDL, ddl_names
 
 #: rows of each table the driver keeps for the summary, the terminal and the HTML report
@@ -665,6 +665,105 @@ def consumer_offset_findings(rows: Any, on_driver: bool = False) -> Any:
         return spark.createDataFrame(found, FINDING_DDL).coalesce(1)
     made_rows = out.rdd.map(lambda row: made(row.asDict(recursive=True))).filter(lambda t: t is not None)
     return spark.createDataFrame(made_rows, FINDING_DDL)
+
+
+def transaction_state_findings(
+    replicas: Any, txns: Any, producers: Any, on_driver: bool = False
+) -> tuple[Any, dict[tuple[str, int], Any]]:
+    """TRANSACTION_STATE_MISMATCH across brokers, by the scan's rule (checks.transaction_state
+    ``mismatches``): each cluster's coordinator state is that of its ``__transaction_state`` replicas chosen
+    as a consumer's (:func:`consumer_ranges`; their ``txn`` rows, collected: one per transactional id), and
+    each partition's producer state that of its chosen replica (``producer`` rows), judged per partition on
+    the executors (``on_driver``, a small census: here). Returns (the findings as a DataFrame of the
+    census_inputs FINDING_DDL columns, the open two-phase-commit transactions by (cluster, producer id)).
+    No ``__transaction_state`` among the inputs: no finding, as the scan."""
+    from pyspark.sql import functions as F
+
+    from logdoctor.checks.transaction_state import ReplicaRef, mismatches, txn_from_json
+
+    spark = replicas.sparkSession
+    ranges = consumer_ranges(replicas).select("cluster", "topic", "partition", "broker", "path", "log_dir")
+    chosen_ts = ranges.where(F.col("topic") == TRANSACTION_STATE_TOPIC).select("cluster", "broker", "path")
+    txns = txns.withColumn("cluster", F.coalesce("cluster", F.lit("")))
+    rows = txns.join(chosen_ts, ["cluster", "broker", "path"], "left_semi").toArrow().to_pylist()
+    cols = ddl_names(FINDING_DDL)
+    if not rows:
+        return spark.createDataFrame([], FINDING_DDL), {}
+    state: dict[str, dict[str, Any]] = {}
+    for r in sorted(rows, key=lambda r: r["path"]):
+        t = txn_from_json(r["coordinator_txn"])
+        state.setdefault(r["cluster"], {})[t.transactional_id] = t
+    two_pc = {
+        (cluster, pid): t
+        for cluster, st in state.items()
+        for t in st.values()
+        if t.open and t.two_phase_commit
+        for pid in t.producer_ids
+    }
+    judged = (
+        producers.withColumn("cluster", F.coalesce("cluster", F.lit("")))
+        .where(F.col("topic") != TRANSACTION_STATE_TOPIC)
+        .join(ranges.select("cluster", "broker", "path"), ["cluster", "broker", "path"], "left_semi")
+        .where(F.col("cluster").isin(*sorted(state)))
+    )
+
+    def judge(key: tuple[str, str, str, str, int], entries: Any, state: Any = state) -> list[tuple[Any, ...]]:
+        cluster, broker, path, log_dir, partition = key
+        entries = list(entries)
+        producers = {
+            int(e["producer_id"]): (int(e["producer_epoch"]), int(e["producer_last_timestamp"]),
+                                    int(e["txn_first_offset"]))
+            for e in entries
+        }  # fmt: skip
+        ref = ReplicaRef(path, log_dir, entries[0]["topic"], partition)
+        out = []
+        for f in mismatches(state[cluster], [(ref, producers)]):
+            row = {"broker": broker, "log_dir": log_dir, "code": f.code, "severity": f.severity.label,
+                   "path": f.path, "position": f.position, "offset": f.offset, "message": f.message,
+                   "fix": f.fix}  # fmt: skip
+            out.append(tuple(row[c] for c in cols))
+        return out
+
+    def key(r: dict[str, Any]) -> tuple[str, str, str, str, int]:
+        return (r["cluster"], r["broker"], r["path"], r["log_dir"], int(r["partition"]))
+
+    if on_driver:
+        groups: dict[tuple[str, str, str, str, int], list[dict[str, Any]]] = {}
+        for r in judged.toArrow().to_pylist():
+            groups.setdefault(key(r), []).append(r)
+        found = [t for k in sorted(groups) for t in judge(k, groups[k])]
+        return spark.createDataFrame(found, FINDING_DDL).coalesce(1), two_pc
+    made = (
+        judged.rdd.map(lambda row: row.asDict())
+        .groupBy(key)
+        .flatMap(lambda kv: judge(kv[0], kv[1]))
+    )
+    return spark.createDataFrame(made, FINDING_DDL), two_pc
+
+
+def two_phase_commit_fixes(findings: Any, hanging: Any, two_pc: dict[tuple[str, int], Any]) -> Any:
+    """``findings`` with each TRANSACTION_HANGING of a producer whose transactional id holds a
+    two-phase-commit transaction open (anywhere in its cluster: :func:`transaction_state_findings`) given the
+    scan's two-phase-commit fix (checks.transaction_state ``two_phase_commit_fix``)."""
+    from pyspark.sql import functions as F
+
+    from logdoctor.checks.transaction_state import two_phase_commit_fix
+
+    if not two_pc:
+        return findings
+    spark = findings.sparkSession
+    fixes = spark.createDataFrame(
+        [(c, pid, two_phase_commit_fix(t)) for (c, pid), t in sorted(two_pc.items())],
+        "cluster string, producer_id bigint, _fix string",
+    )
+    which = (
+        hanging.withColumn("cluster", F.coalesce("cluster", F.lit("")))
+        .join(F.broadcast(fixes), ["cluster", "producer_id"])
+        .select("broker", "path", "offset", "_fix")
+        .withColumn("code", F.lit("TRANSACTION_HANGING"))
+    )
+    joined = findings.join(which, ["broker", "path", "offset", "code"], "left")
+    return joined.withColumn("fix", F.coalesce("_fix", "fix")).select(*findings.columns)
 
 
 def divergence_candidates(replicas: Any) -> Any:
