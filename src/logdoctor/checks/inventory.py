@@ -40,7 +40,9 @@ SCHEMA_VERSION = 3  # 3: commit rows (consumer groups); 2: tiered storage (local
 #: the versions this logdoctor reads (a version 2 file has no commit rows: its groups are unknown)
 READABLE_VERSIONS = (2, 3)
 METADATA_KEY = b"logdoctor.inventory.schema_version"
-RECORD_KINDS = ("broker", "log_dir", "replica", "finding", "commit", "compaction", "txn", "producer")
+RECORD_KINDS = (
+    "broker", "log_dir", "replica", "finding", "commit", "compaction", "txn", "producer", "share"
+)  # fmt: skip
 
 #: Spark DDL of an inventory row (Parquet and JSON Lines alike); docs/inventory.md explains each column.
 INVENTORY_DDL = ", ".join(
@@ -79,6 +81,10 @@ INVENTORY_DDL = ", ".join(
         # a TRANSACTION_HANGING finding's producer
         "coordinator_txn string, producer_id bigint, producer_epoch int, producer_last_timestamp bigint",
         "txn_first_offset bigint",
+        # within version 3: share rows, the share-partition states of the broker's __share_group_state
+        # replicas (checks.share_groups.share_rows), judged by the census against the fleet's log starts
+        "share_group string, share_topic_id string, share_partition int, share_start_offset bigint",
+        "share_record_offset bigint",
     )
 )
 
@@ -220,7 +226,12 @@ def broker_rows(
 
 #: the scan's findings the census makes again across brokers (left out of a broker's rows)
 FLEET_JUDGED = frozenset(
-    {"LOG_DIR_NEARLY_FULL", "CONSUMER_OFFSET_OUT_OF_RANGE", "TRANSACTION_STATE_MISMATCH"}
+    {
+        "LOG_DIR_NEARLY_FULL",
+        "CONSUMER_OFFSET_OUT_OF_RANGE",
+        "TRANSACTION_STATE_MISMATCH",
+        "SHARE_GROUP_BEHIND_LOG_START",
+    }
 )
 
 
@@ -327,6 +338,12 @@ def _broker_rows(
         for c in (commit_rows(report.partitions) if report.depth is not Depth.QUICK else [])
     ]
     txns, producers = transaction_rows(report, who)
+    from logdoctor.checks.share_groups import share_rows
+
+    shares = [
+        {"broker": who.label, "broker_id": who.broker_id, **r}
+        for r in (share_rows(report.partitions, report.features) if report.depth is not Depth.QUICK else [])
+    ]
     return {
         "replicas": replicas,
         "findings": findings,
@@ -334,6 +351,7 @@ def _broker_rows(
         "compaction": compaction,
         "txns": txns,
         "producers": producers,
+        "shares": shares,
         "log_dirs": dirs,
         "bytes_read": report.bytes_read,
         "broker_running": any(d.locked for d in report.log_dirs),
@@ -473,6 +491,7 @@ def _build_inventory(
         ("compaction", res["compaction"]),
         ("txn", res["txns"]),
         ("producer", res["producers"]),
+        ("share", res["shares"]),
     )
     for record, found in kinds:
         for r in found:  # {**r, **base, "record": ...} with every column, made in place (50,000 replicas)

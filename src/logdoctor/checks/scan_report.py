@@ -59,6 +59,9 @@ class ScanReport:
     metadata: MetadataImage | None = None  # the replay of the broker's __cluster_metadata-0, if scanned
     #: the replay of the __remote_log_metadata partitions in the log dirs (None: no sign of remote storage)
     remote: RemoteLogMetadata | None = None
+    #: each log dir's cluster feature levels (the share-group layouts: checks.share_groups), where the
+    #: broker's metadata log gives them
+    features: dict[str, Any] = field(default_factory=dict)
 
     @property
     def exit_code(self) -> int:

@@ -394,6 +394,7 @@ def scan(
 
         findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
     topics = {r.topic for r in results} if options.depth is not Depth.QUICK else set()
+    levels: dict[str, Any] = {}
     # each compares a coordinator's partitions with the logs: nothing without them
     if "__share_group_state" in topics:
         from logdoctor.checks.consumer_groups import clusters_of
@@ -444,6 +445,7 @@ def scan(
         bytes_read=sum(r.bytes_read for r in results),
         metadata=image,
         remote=remote_md,
+        features=levels,
     )
 
 

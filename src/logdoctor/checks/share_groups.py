@@ -29,12 +29,20 @@ from logdoctor.checks import catalog
 from logdoctor.checks.consumer_groups import log_range, records_of, replicas_by_partition
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.replica_ref import Judged
 from logdoctor.errors import FormatError
 
 if TYPE_CHECKING:
     from logdoctor.formats.internal.layouts import ClusterFeatures
 
-__all__ = ["SHARE_GROUP_STATE_TOPIC", "ShareState", "share_groups_behind_log_start", "share_state"]
+__all__ = [
+    "SHARE_GROUP_STATE_TOPIC",
+    "ShareState",
+    "behind",
+    "share_groups_behind_log_start",
+    "share_rows",
+    "share_state",
+]
 
 SHARE_GROUP_STATE_TOPIC = "__share_group_state"
 
@@ -100,13 +108,46 @@ def share_groups_behind_log_start(
         for s in share_state([sp], features).values():
             target = by_id.get((cluster, s.topic_id, s.partition))
             rng = None if target is None else log_range(target)
-            if target is None or rng is None or s.start_offset < 0 or s.start_offset >= rng[0]:
-                continue
-            out.append(_finding(s, target, rng[0]))
+            if target is not None and rng is not None and (f := behind(s, target, rng[0])) is not None:
+                out.append(f)
     return out
 
 
-def _finding(s: ShareState, target: PartitionReport, log_start: int) -> Finding:
+def behind(s: ShareState, target: Judged, log_start: int) -> Finding | None:
+    """The rule: a share partition's start offset below its partition's log start (the log start a
+    consumer of ``target`` sees, checks.consumer_groups ``log_range``). The scan
+    (:func:`share_groups_behind_log_start`) and the census (census_sql.share_group_findings) both run it."""
+    if s.start_offset < 0 or s.start_offset >= log_start:
+        return None
+    return _finding(s, target, log_start)
+
+
+def share_rows(
+    parts: list[PartitionReport], features: Mapping[str, ClusterFeatures | None] | None = None
+) -> list[dict[str, object]]:
+    """The share-partition states of one broker's ``__share_group_state`` replicas (the one a consumer
+    fetches from of each: as the scan's rule takes), as the census's ``share`` rows."""
+    replicas = replicas_by_partition(parts, {})
+    out: list[dict[str, object]] = []
+    for (_c, topic, _n), sp in sorted(replicas.items(), key=lambda kv: kv[0][2]):
+        if topic != SHARE_GROUP_STATE_TOPIC:
+            continue
+        for s in share_state([sp], features).values():
+            out.append(
+                {
+                    "log_dir": sp.log_dir,
+                    "path": sp.path,
+                    "share_group": s.group,
+                    "share_topic_id": s.topic_id,
+                    "share_partition": s.partition,
+                    "share_start_offset": s.start_offset,
+                    "share_record_offset": s.record_offset,
+                }
+            )
+    return out
+
+
+def _finding(s: ShareState, target: Judged, log_start: int) -> Finding:
     return catalog.make(
         "SHARE_GROUP_BEHIND_LOG_START",
         target.path,

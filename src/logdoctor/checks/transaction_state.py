@@ -34,12 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from logdoctor.checks import catalog
 from logdoctor.checks.consumer_groups import records_of, replicas_by_partition
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.checks.replica_ref import Judged, ReplicaRef
 from logdoctor.errors import FormatError
 from logdoctor.logdir.names import TRANSACTION_STATE_TOPIC
 
@@ -123,25 +123,6 @@ def coordinator_state(parts: list[PartitionReport]) -> dict[str, CoordinatorTxn]
                 v["transaction_timeout_ms"],
             )
     return out
-
-
-class Judged(Protocol):
-    """A partition replica the rule judges: a PartitionReport, or a census row (:class:`ReplicaRef`)."""
-
-    path: str
-    log_dir: str
-    topic: str
-    partition: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReplicaRef:
-    """A replica the census judges (its rows carry no PartitionReport)."""
-
-    path: str
-    log_dir: str
-    topic: str
-    partition: int
 
 
 #: a producer's state in a partition as the broker loads it: (epoch, last timestamp, open txn's first offset)

@@ -210,6 +210,7 @@ def run_census(
         divergence_findings,
         first_rows,
         severity_counts,
+        share_group_findings,
         transaction_state_findings,
         two_phase_commit_fixes,
     )
@@ -255,6 +256,7 @@ def run_census(
             frames_in.replicas, frames_in.txns, frames_in.producers, on_driver=small
         )
         scan_found = two_phase_commit_fixes(scan_found.unionByName(txn_found), frames_in.hanging, two_pc)
+        scan_found = scan_found.unionByName(share_group_findings(frames_in.replicas, frames_in.shares, small))
         if audit is not None:  # the audit reports dangling uploads with their objects: not twice
             scan_found = scan_found.where(scan_found["code"] != "REMOTE_UPLOAD_UNFINISHED")
         frames, log_dirs = census_frames(

@@ -80,6 +80,13 @@ PRODUCER_DDL = ", ".join(
         "producer_id bigint, producer_epoch int, producer_last_timestamp bigint, txn_first_offset bigint",
     )
 )
+#: a share partition's state in a __share_group_state replica (checks.share_groups.share_rows)
+SHARE_DDL = ", ".join(
+    (
+        "broker string, cluster string, log_dir string, path string, share_group string",
+        "share_topic_id string, share_partition int, share_start_offset bigint, share_record_offset bigint",
+    )
+)
 #: the producer of each TRANSACTION_HANGING finding (a two-phase-commit transaction changes its fix)
 HANGING_DDL = "broker string, cluster string, path string, offset bigint, producer_id bigint"
 FINDING_DDL = ", ".join(
@@ -387,6 +394,7 @@ class InputFrames:
     txns: Any = None  # the coordinator's state (TXN_DDL)
     producers: Any = None  # each replica's producer state (PRODUCER_DDL)
     hanging: Any = None  # TRANSACTION_HANGING's producers (HANGING_DDL)
+    shares: Any = None  # share-partition states (SHARE_DDL)
 
     def unpersist(self) -> None:
         for item in self.cached:
@@ -420,7 +428,9 @@ def load_inputs(
         ddl_names(COMMIT_DDL),
         ddl_names(COMPACTION_DDL),
     )
-    txn_cols, producer_cols, hanging_cols = (ddl_names(d) for d in (TXN_DDL, PRODUCER_DDL, HANGING_DDL))
+    txn_cols, producer_cols, hanging_cols, share_cols = (
+        ddl_names(d) for d in (TXN_DDL, PRODUCER_DDL, HANGING_DDL, SHARE_DDL)
+    )
     frames: dict[str, list[Any]] = {
         "replicas": [],
         "log_dirs": [],
@@ -430,6 +440,7 @@ def load_inputs(
         "txns": [],
         "producers": [],
         "hanging": [],
+        "shares": [],
     }
     cached: list[Any] = []
     raw = inputs.brokers()
@@ -472,6 +483,7 @@ def load_inputs(
         ("txns", txn_cols, TXN_DDL),
         ("producers", producer_cols, PRODUCER_DDL),
         ("hanging", hanging_cols, HANGING_DDL),
+        ("shares", share_cols, SHARE_DDL),
     )
     if brokers and on_driver:
         results = (
@@ -538,6 +550,7 @@ def load_inputs(
                 ("compaction", compaction_cols, "compaction"),
                 ("txns", txn_cols, "txn"),
                 ("producers", producer_cols, "producer"),
+                ("shares", share_cols, "share"),
             ):
                 frames[name].append(df.where(df.record == record).select(*cols))
             hanging = (df.record == "finding") & (df.code == "TRANSACTION_HANGING")
@@ -554,6 +567,7 @@ def load_inputs(
         "txns": TXN_DDL,
         "producers": PRODUCER_DDL,
         "hanging": HANGING_DDL,
+        "shares": SHARE_DDL,
     }
     out: dict[str, Any] = {}
     for name, dfs in frames.items():
@@ -580,6 +594,7 @@ def load_inputs(
         out["txns"],
         out["producers"],
         out["hanging"],
+        out["shares"],
     )
 
 
@@ -591,6 +606,7 @@ __all__ = [
     "LOG_DIR_DDL",
     "PRODUCER_DDL",
     "REPLICA_DDL",
+    "SHARE_DDL",
     "TXN_DDL",
     "CensusInputs",
     "InputFrames",

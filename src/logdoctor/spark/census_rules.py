@@ -203,9 +203,10 @@ def scan_broker(
         for f in res["findings"]
         if f["code"] == "TRANSACTION_HANGING" and f.get("producer_id") is not None
     ]
-    for r in (*res["replicas"], *res["commits"], *res["txns"], *res["producers"], *hanging):
+    for r in (*res["replicas"], *res["commits"], *res["txns"], *res["producers"], *res["shares"], *hanging):
         r["cluster"] = broker.cluster
-    keys = ("replicas", "findings", "log_dirs", "commits", "compaction", "txns", "producers", "bytes_read")
+    keys = ("replicas", "findings", "log_dirs", "commits", "compaction", "txns", "producers", "shares")
+    keys += ("bytes_read",)
     return {**{k: res[k] for k in keys}, "hanging": hanging}
 
 

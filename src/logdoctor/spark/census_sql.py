@@ -741,6 +741,57 @@ def transaction_state_findings(
     return spark.createDataFrame(made, FINDING_DDL), two_pc
 
 
+def share_group_findings(replicas: Any, shares: Any, on_driver: bool = False) -> Any:
+    """SHARE_GROUP_BEHIND_LOG_START across brokers, by the scan's rule (checks.share_groups ``behind``): the
+    share-partition states of each cluster's ``__share_group_state`` replicas chosen as a consumer's
+    (:func:`consumer_ranges`; their ``share`` rows), each against the log start of its partition's chosen
+    replica (found by topic id), made on the executors (``on_driver``, a small census: here). A DataFrame of
+    the census_inputs FINDING_DDL columns."""
+    from pyspark.sql import functions as F
+
+    from logdoctor.checks.share_groups import SHARE_GROUP_STATE_TOPIC
+
+    ranges = consumer_ranges(replicas)
+    chosen = ranges.where(F.col("topic") == SHARE_GROUP_STATE_TOPIC).select("cluster", "broker", "path")
+    states = shares.withColumn("cluster", F.coalesce("cluster", F.lit(""))).join(
+        chosen, ["cluster", "broker", "path"], "left_semi"
+    )
+    targets = ranges.where(
+        (F.col("topic") != SHARE_GROUP_STATE_TOPIC) & F.col("topic_id").isNotNull()
+    ).select(
+        "cluster", F.col("topic_id").alias("share_topic_id"), F.col("partition").alias("share_partition"),
+        F.col("topic").alias("_topic"), F.col("path").alias("_path"), F.col("log_dir").alias("_log_dir"),
+        F.col("broker").alias("_broker"), F.col("log_start_offset").alias("_log_start"),
+    )  # fmt: skip
+    behind = states.join(targets, ["cluster", "share_topic_id", "share_partition"]).where(
+        (F.col("share_start_offset") >= 0) & (F.col("share_start_offset") < F.col("_log_start"))
+    )
+    cols = ddl_names(FINDING_DDL)
+
+    def made(r: dict[str, Any]) -> tuple[Any, ...] | None:
+        from logdoctor.checks.replica_ref import ReplicaRef
+        from logdoctor.checks.share_groups import ShareState, behind
+
+        s = ShareState(
+            r["share_group"], r["share_topic_id"], int(r["share_partition"]), int(r["share_start_offset"]),
+            r["path"], int(r["share_record_offset"]),
+        )  # fmt: skip
+        target = ReplicaRef(r["_path"], r["_log_dir"], r["_topic"], int(r["share_partition"]))
+        f = behind(s, target, int(r["_log_start"]))
+        if f is None:
+            return None
+        row = {"broker": r["_broker"], "log_dir": r["_log_dir"], "code": f.code, "severity": f.severity.label,
+               "path": f.path, "position": f.position, "offset": f.offset, "message": f.message, "fix": f.fix}
+        return tuple(row[c] for c in cols)
+
+    spark = replicas.sparkSession
+    if on_driver:
+        found = [t for t in map(made, behind.toArrow().to_pylist()) if t is not None]
+        return spark.createDataFrame(found, FINDING_DDL).coalesce(1)
+    rows = behind.rdd.map(lambda row: made(row.asDict())).filter(lambda t: t is not None)
+    return spark.createDataFrame(rows, FINDING_DDL)
+
+
 def two_phase_commit_fixes(findings: Any, hanging: Any, two_pc: dict[tuple[str, int], Any]) -> Any:
     """``findings`` with each TRANSACTION_HANGING of a producer whose transactional id holds a
     two-phase-commit transaction open (anywhere in its cluster: :func:`transaction_state_findings`) given the
