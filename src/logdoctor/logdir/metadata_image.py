@@ -57,6 +57,7 @@ __all__ = [
     "MetadataImage",
     "PartitionState",
     "ReplayProblem",
+    "UnreadRegistration",
     "bootstrap_features",
     "cluster_features",
     "find_metadata_dir",
@@ -174,6 +175,22 @@ class BrokerRegistration:
 
 
 @dataclass(frozen=True, slots=True)
+class UnreadRegistration:
+    """A broker registration record (RegisterBrokerRecord, BrokerRegistrationChangeRecord) of a version newer
+    than every known definition that no known layout reads exactly: where it is and what it is. The image
+    keeps the broker's registration from before it (if any)."""
+
+    broker_id: int
+    record: str  # "RegisterBrokerRecord"
+    version: int
+    offset: int
+    path: str  # the segment (.log) or snapshot (.checkpoint) holding it
+
+    def __str__(self) -> str:
+        return f"{self.record} v{self.version} at offset {self.offset}"
+
+
+@dataclass(frozen=True, slots=True)
 class ReplayProblem:
     path: str
     position: int | None
@@ -200,9 +217,9 @@ class MetadataImage:
     skipped: Counter = field(default_factory=Counter)  # "unknown type N, version V" -> count
     # "RegisterBrokerRecord v4 as v3" -> count: newer registrations read with the newest known layout
     read_as_older: Counter = field(default_factory=Counter)
-    # broker id -> "RegisterBrokerRecord v5 at offset N": a registration too new to read; the broker's last
-    # known registration (log dirs) is kept and may be stale
-    unread_registrations: dict[int, str] = field(default_factory=dict)
+    # broker id -> the last registration too new to read (str: "RegisterBrokerRecord v5 at offset N"); the
+    # broker's last known registration (log dirs) is kept and may be stale
+    unread_registrations: dict[int, UnreadRegistration] = field(default_factory=dict)
     controllers: dict[int, str] = field(default_factory=dict)  # controller id -> incarnation id
     errors: list[ReplayProblem] = field(default_factory=list)
     open_transaction: bool = False  # a metadata transaction began and did not end
@@ -303,7 +320,7 @@ class MetadataImage:
             "records": self.records,
             "skipped": dict(self.skipped),
             **({"read_as_older": dict(self.read_as_older)} if self.read_as_older else {}),
-            **({"unread_registrations": {str(k): v for k, v in self.unread_registrations.items()}}
+            **({"unread_registrations": {str(k): str(v) for k, v in self.unread_registrations.items()}}
                if self.unread_registrations else {}),
             "errors": [{"path": e.path, "position": e.position, "message": e.message} for e in self.errors],
         }
@@ -412,6 +429,7 @@ class MetadataImage:
                 reg.offset = offset
         elif kind == "UnregisterBrokerRecord":
             self.brokers.pop(d["broker_id"], None)
+            self.unread_registrations.pop(d["broker_id"], None)  # the registration it named is gone too
         elif kind == "FeatureLevelRecord":
             if d["feature_level"] == 0:
                 self.features.pop(d["name"], None)
@@ -443,7 +461,10 @@ class _Replayer:
                 self.image.skipped[_unknown_label(value)] += 1
                 unread = _unread_registration(value)
                 if unread is not None:  # the broker keeps its last registration, marked as maybe stale
-                    self.image.unread_registrations[unread[0]] = f"{unread[1]} at offset {offset}"
+                    broker, record, version = unread
+                    self.image.unread_registrations[broker] = UnreadRegistration(
+                        broker, record, version, offset, path
+                    )
                 return
             label = f"{decoded['type']} v{decoded['version']} as v{decoded['read_as_version']}"
             self.image.read_as_older[label] += 1
@@ -523,8 +544,8 @@ def _newer_registration(value: bytes | memoryview | None, path: str) -> dict[str
     return decoded if decoded["type"] in _READ_AS_OLDER and "read_as_version" in decoded else None
 
 
-def _unread_registration(value: bytes | memoryview | None) -> tuple[int, str] | None:
-    """(broker id, "RegisterBrokerRecord v5") of a broker registration record too new to read: BrokerId is
+def _unread_registration(value: bytes | memoryview | None) -> tuple[int, str, int] | None:
+    """(broker id, "RegisterBrokerRecord", 5) of a broker registration record too new to read: BrokerId is
     the first field, int32, of every version of both records (RegisterBrokerRecord.json,
     BrokerRegistrationChangeRecord.json: "versions": "0+", first); None for other records."""
     label = _unknown_label(value)
@@ -540,7 +561,7 @@ def _unread_registration(value: bytes | memoryview | None) -> tuple[int, str] | 
         pos += 1
     if name is None or pos + 4 > len(data):
         return None
-    return int.from_bytes(data[pos:pos + 4], "big", signed=True), f"{name} v{version}"
+    return int.from_bytes(data[pos:pos + 4], "big", signed=True), name, version
 
 
 def _unknown_label(value: bytes | memoryview | None) -> str:
