@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,6 +62,7 @@ __all__ = [
     "bootstrap_features",
     "cluster_features",
     "find_metadata_dir",
+    "log_dir_features",
     "metadata_version_name",
     "replay",
 ]
@@ -683,3 +685,38 @@ def cluster_features(
         return found
     return bootstrap_features(os.path.join(os.path.dirname(os.path.abspath(os.fspath(metadata_dir))),
                                            BOOTSTRAP_CHECKPOINT_FILE))
+
+
+def log_dir_features(log_dirs: Sequence[str]) -> dict[str, ClusterFeatures]:
+    """log dir -> its cluster's feature levels (:func:`cluster_features`), for the local ``log_dirs`` given
+    (a URI is left out). A log dir's own ``__cluster_metadata-0`` gives them; a log dir without one takes
+    its broker's: the one metadata log among the given dirs of the same (cluster.id, node.id) in
+    meta.properties (none or several: not known, K:core/.../server/KafkaRaftServer.scala keeps one metadata
+    log per node); else its own ``bootstrap.checkpoint``. A log dir for which none names a metadata.version
+    is left out (the decoders then read by the one exact layout)."""
+    from logdoctor.logdir.identity import read_identity
+
+    local = [os.path.abspath(d) for d in log_dirs if "://" not in d and os.path.isdir(d)]
+    mdirs = {d: find_metadata_dir([d]) for d in local}
+    node_of: dict[str, tuple[str | None, int] | None] = {}
+    for d in local:
+        ident = read_identity(d)
+        known = ident.readable and ident.node_id is not None
+        node_of[d] = (ident.cluster_id, ident.node_id) if known else None  # type: ignore[assignment]
+    by_mdir: dict[str, ClusterFeatures | None] = {}
+    out: dict[str, ClusterFeatures] = {}
+    for d in local:
+        mdir = mdirs[d]
+        if mdir is None and node_of[d] is not None:
+            siblings = {mdirs[s] for s in local if mdirs[s] is not None and node_of[s] == node_of[d]}
+            mdir = siblings.pop() if len(siblings) == 1 else None
+        if mdir is not None:
+            if mdir not in by_mdir:
+                by_mdir[mdir] = cluster_features(mdir)
+            found = by_mdir[mdir]
+        else:
+            boot = os.path.join(d, BOOTSTRAP_CHECKPOINT_FILE)
+            found = bootstrap_features(boot) if os.path.isfile(boot) else None
+        if found is not None:
+            out[d] = found
+    return out
