@@ -379,6 +379,20 @@ def write(spec: Spec, value: dict[str, Any], version: int) -> bytes:
     return bytes(out)
 
 
+def metadata_record_43(name: str, version: int, **fields: Any) -> bytes:
+    """A KRaft metadata record value written from Kafka 4.3's definition of ``name`` (the project's
+    statement of the delta, scripts/kafka_schema_supplement.py, on ../shared's newest file): frame version 1,
+    api key, version (uvarints), then the struct with ``fields`` over the spec's defaults."""
+    spec = Spec(load_path(supplemented_file(name)))
+    value = {snake(f["name"]): _default(f, spec, version) for f in spec.raw["fields"]
+             if _in(version, fversions(f))}
+    value.update(fields)
+    out = bytearray()
+    for v in (1, spec.raw["apiKey"], version):
+        _uvarint(out, v)
+    return bytes(out) + write(spec, value, version)
+
+
 def _write_struct(
     spec: Spec, out: bytearray, fields: list[dict], value: dict, version: int, flexible: bool
 ) -> None:

@@ -120,11 +120,7 @@ def test_unregister_controller(tmp_path: Path) -> None:
 def _record_43(name: str, version: int, **fields: Any) -> bytes:
     """A record written from Kafka 4.3's definition: the project's statement of the delta
     (scripts/kafka_schema_supplement.py, apache/kafka 6be48c6e) on ../shared's newest file."""
-    spec = ks.Spec(ks.load_path(ks.supplemented_file(name)))
-    value = {ks.snake(f["name"]): ks._default(f, spec, version) for f in spec.raw["fields"]
-             if ks._in(version, ks.fversions(f))}
-    value.update(fields)
-    return _uvarint(1) + _uvarint(spec.raw["apiKey"]) + _uvarint(version) + ks.write(spec, value, version)
+    return ks.metadata_record_43(name, version, **fields)
 
 
 def test_register_broker_v4_and_change_v3_of_kafka_4_3(tmp_path: Path) -> None:
@@ -181,5 +177,7 @@ def test_an_unreadable_newer_registration_keeps_the_brokers_last_one(tmp_path: P
     image = replay(mdir)
     assert image.errors == [] and image.skipped == {"unknown type 0, version 5": 1}
     assert image.brokers[7].log_dirs == [_uuid(1)] and image.brokers[7].broker_epoch == 55
-    assert image.unread_registrations == {7: f"RegisterBrokerRecord v5 at offset {end + 1}"}
+    unread = image.unread_registrations[7]
+    assert (unread.record, unread.version, unread.offset) == ("RegisterBrokerRecord", 5, end + 1)
+    assert unread.path == str(mdir / "00000000000000000000.log") and set(image.unread_registrations) == {7}
     assert image.summary()["unread_registrations"] == {"7": f"RegisterBrokerRecord v5 at offset {end + 1}"}

@@ -697,6 +697,37 @@ _ENTRIES = (
     ),
     # --- the KRaft metadata log -----------------------------------------------------------------
     Entry(
+        "METADATA_RECORD_UNREAD",
+        _W,
+        "a broker registration record newer than every definition logdoctor knows: the broker's last "
+        "known registration was used",
+        "{path}: the {record} v{version} at offset {offset} (broker {broker}) is newer than every "
+        "definition logdoctor knows ({record} versions {known_versions}, from Kafka {known_in}) and no known "
+        "layout reads it exactly, so the replay skipped it. A controller writes a record version only at a "
+        "metadata.version every broker supports (metadata.version here: {metadata_version}): the cluster "
+        "runs a Kafka newer than these definitions. The image kept broker {broker}'s last known "
+        "registration (metadata offset {kept_offset}, log dirs {log_dirs}): the checks that compare broker "
+        "{broker}'s log dirs with its registered directory ids (DIRECTORY_ID_DUPLICATE's fix, which "
+        "metadata log a log dir belongs to) used those, and they may be stale",
+        "Nothing on disk is wrong. Install a newer logdoctor, one whose definitions include {record} "
+        "v{version}, and scan again; until then `logdoctor dump {path} --print-data --offsets {offset}` "
+        "shows the record with its raw bytes.",
+        "K:metadata/src/main/resources/common/metadata/RegisterBrokerRecord.json, "
+        "BrokerRegistrationChangeRecord.json; metadata/.../controller/ClusterControlManager.java replay; "
+        "server-common/.../common/MetadataVersion.java",
+        cases={
+            "no-earlier": Case(
+                "{path}: the {record} v{version} at offset {offset} (broker {broker}) is newer than every "
+                "definition logdoctor knows ({record} versions {known_versions}, from Kafka {known_in}) and "
+                "no known layout reads it exactly, so the replay skipped it. A controller writes a record "
+                "version only at a metadata.version every broker supports (metadata.version here: "
+                "{metadata_version}): the cluster runs a Kafka newer than these definitions. Broker "
+                "{broker} has no earlier registration in this metadata log: its registered log dirs are "
+                "unknown, and the checks that compare its log dirs with them had nothing to compare",
+            ),
+        },
+    ),
+    Entry(
         "METADATA_SNAPSHOT_CORRUPT",
         _E,
         "a KRaft snapshot (*.checkpoint) that cannot be read: CRC, header, footer (warning: not the latest)",

@@ -47,7 +47,7 @@ from logdoctor.logdir.names import META_PROPERTIES_FILE, METADATA_TOPIC, PARTITI
 if TYPE_CHECKING:  # an image exists only where a broker's metadata log was replayed (the module is loaded)
     from logdoctor.logdir.metadata_image import MetadataImage
 
-__all__ = ["KraftContext", "check_kraft", "metadata_not_scanned"]
+__all__ = ["KraftContext", "check_kraft", "metadata_not_scanned", "unread_registration_findings"]
 
 _NOT_PLACED = (MIGRATING, UNASSIGNED)
 
@@ -418,15 +418,72 @@ def _stray_findings(ctx: KraftContext, paths: list[str]) -> list[Finding]:
     return out
 
 
+def _release_text(label: str) -> str:
+    """A release label of the generated tables, with the branch or metadata.version a trunk commit stands
+    for (from its SOURCES line): ``trunk-6be48c6 (branch 4.3)``."""
+    import re
+
+    from logdoctor.formats.internal.layouts import SOURCES
+
+    m = re.search(r"branch (\d+\.\d+)|metadata\.version (\d+\.\d+-IV\d+)", SOURCES.get(label, ""))
+    if not label.startswith("trunk-") or m is None:
+        return label
+    return f"{label} (branch {m[1]})" if m[1] else f"{label} (metadata.version {m[2]})"
+
+
+def unread_registration_findings(image: MetadataImage) -> list[Finding]:
+    """METADATA_RECORD_UNREAD for each broker registration of the image too new to read
+    (:attr:`MetadataImage.unread_registrations`): where it is, what it is, the versions whose definitions
+    are known, and the registration the image kept for that broker instead."""
+    from logdoctor.formats.internal.layouts import known_releases, newest
+
+    out: list[Finding] = []
+    for broker, unread in sorted(image.unread_registrations.items()):
+        kept = image.brokers.get(broker)
+        facts = {
+            "record": unread.record,
+            "version": unread.version,
+            "broker": broker,
+            "known_versions": str(newest(unread.record).valid_versions),
+            "known_in": ", ".join(_release_text(r) for r in known_releases(unread.record).split(", ")),
+            "metadata_version": (
+                f"{image.metadata_version_name} (level {image.metadata_version})"
+                if image.metadata_version is not None
+                else "unknown (no FeatureLevelRecord replayed)"
+            ),
+        }
+        if kept is not None:
+            facts.update(kept_offset=kept.offset, log_dirs=", ".join(kept.log_dirs) or "none")
+        out.append(
+            catalog.make(
+                "METADATA_RECORD_UNREAD",
+                unread.path,
+                case=None if kept is not None else "no-earlier",
+                offset=unread.offset,
+                logdir=os.path.dirname(image.metadata_dir),
+                **facts,
+                details={
+                    **facts,
+                    "offset": unread.offset,
+                    "kept_log_dirs": list(kept.log_dirs) if kept is not None else None,
+                },
+            )
+        )
+    return out
+
+
 def check_kraft(
     paths: list[str], parts: list[PartitionReport], image: MetadataImage | None
 ) -> tuple[KraftContext, list[Finding]]:
-    """Directory identity, directory assignment and stray findings of one broker's log dirs."""
+    """Directory identity, directory assignment and stray findings of one broker's log dirs, and the
+    broker registrations of its metadata log that could not be read."""
     identities = read_identities(paths)
     ctx = KraftContext(identities, image, _node_id(identities))
     findings = _identity_findings(ctx, parts)
     findings += _assignment_findings(ctx, parts)
     findings += _stray_findings(ctx, paths)
+    if image is not None:
+        findings += unread_registration_findings(image)
     return ctx, findings
 
 

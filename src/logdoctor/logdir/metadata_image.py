@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,9 +58,11 @@ __all__ = [
     "MetadataImage",
     "PartitionState",
     "ReplayProblem",
+    "UnreadRegistration",
     "bootstrap_features",
     "cluster_features",
     "find_metadata_dir",
+    "log_dir_features",
     "metadata_version_name",
     "replay",
 ]
@@ -174,6 +177,22 @@ class BrokerRegistration:
 
 
 @dataclass(frozen=True, slots=True)
+class UnreadRegistration:
+    """A broker registration record (RegisterBrokerRecord, BrokerRegistrationChangeRecord) of a version newer
+    than every known definition that no known layout reads exactly: where it is and what it is. The image
+    keeps the broker's registration from before it (if any)."""
+
+    broker_id: int
+    record: str  # "RegisterBrokerRecord"
+    version: int
+    offset: int
+    path: str  # the segment (.log) or snapshot (.checkpoint) holding it
+
+    def __str__(self) -> str:
+        return f"{self.record} v{self.version} at offset {self.offset}"
+
+
+@dataclass(frozen=True, slots=True)
 class ReplayProblem:
     path: str
     position: int | None
@@ -200,9 +219,9 @@ class MetadataImage:
     skipped: Counter = field(default_factory=Counter)  # "unknown type N, version V" -> count
     # "RegisterBrokerRecord v4 as v3" -> count: newer registrations read with the newest known layout
     read_as_older: Counter = field(default_factory=Counter)
-    # broker id -> "RegisterBrokerRecord v5 at offset N": a registration too new to read; the broker's last
-    # known registration (log dirs) is kept and may be stale
-    unread_registrations: dict[int, str] = field(default_factory=dict)
+    # broker id -> the last registration too new to read (str: "RegisterBrokerRecord v5 at offset N"); the
+    # broker's last known registration (log dirs) is kept and may be stale
+    unread_registrations: dict[int, UnreadRegistration] = field(default_factory=dict)
     controllers: dict[int, str] = field(default_factory=dict)  # controller id -> incarnation id
     errors: list[ReplayProblem] = field(default_factory=list)
     open_transaction: bool = False  # a metadata transaction began and did not end
@@ -303,7 +322,7 @@ class MetadataImage:
             "records": self.records,
             "skipped": dict(self.skipped),
             **({"read_as_older": dict(self.read_as_older)} if self.read_as_older else {}),
-            **({"unread_registrations": {str(k): v for k, v in self.unread_registrations.items()}}
+            **({"unread_registrations": {str(k): str(v) for k, v in self.unread_registrations.items()}}
                if self.unread_registrations else {}),
             "errors": [{"path": e.path, "position": e.position, "message": e.message} for e in self.errors],
         }
@@ -412,6 +431,7 @@ class MetadataImage:
                 reg.offset = offset
         elif kind == "UnregisterBrokerRecord":
             self.brokers.pop(d["broker_id"], None)
+            self.unread_registrations.pop(d["broker_id"], None)  # the registration it named is gone too
         elif kind == "FeatureLevelRecord":
             if d["feature_level"] == 0:
                 self.features.pop(d["name"], None)
@@ -443,7 +463,10 @@ class _Replayer:
                 self.image.skipped[_unknown_label(value)] += 1
                 unread = _unread_registration(value)
                 if unread is not None:  # the broker keeps its last registration, marked as maybe stale
-                    self.image.unread_registrations[unread[0]] = f"{unread[1]} at offset {offset}"
+                    broker, record, version = unread
+                    self.image.unread_registrations[broker] = UnreadRegistration(
+                        broker, record, version, offset, path
+                    )
                 return
             label = f"{decoded['type']} v{decoded['version']} as v{decoded['read_as_version']}"
             self.image.read_as_older[label] += 1
@@ -523,8 +546,8 @@ def _newer_registration(value: bytes | memoryview | None, path: str) -> dict[str
     return decoded if decoded["type"] in _READ_AS_OLDER and "read_as_version" in decoded else None
 
 
-def _unread_registration(value: bytes | memoryview | None) -> tuple[int, str] | None:
-    """(broker id, "RegisterBrokerRecord v5") of a broker registration record too new to read: BrokerId is
+def _unread_registration(value: bytes | memoryview | None) -> tuple[int, str, int] | None:
+    """(broker id, "RegisterBrokerRecord", 5) of a broker registration record too new to read: BrokerId is
     the first field, int32, of every version of both records (RegisterBrokerRecord.json,
     BrokerRegistrationChangeRecord.json: "versions": "0+", first); None for other records."""
     label = _unknown_label(value)
@@ -540,7 +563,7 @@ def _unread_registration(value: bytes | memoryview | None) -> tuple[int, str] | 
         pos += 1
     if name is None or pos + 4 > len(data):
         return None
-    return int.from_bytes(data[pos:pos + 4], "big", signed=True), f"{name} v{version}"
+    return int.from_bytes(data[pos:pos + 4], "big", signed=True), name, version
 
 
 def _unknown_label(value: bytes | memoryview | None) -> str:
@@ -662,3 +685,38 @@ def cluster_features(
         return found
     return bootstrap_features(os.path.join(os.path.dirname(os.path.abspath(os.fspath(metadata_dir))),
                                            BOOTSTRAP_CHECKPOINT_FILE))
+
+
+def log_dir_features(log_dirs: Sequence[str]) -> dict[str, ClusterFeatures]:
+    """log dir -> its cluster's feature levels (:func:`cluster_features`), for the local ``log_dirs`` given
+    (a URI is left out). A log dir's own ``__cluster_metadata-0`` gives them; a log dir without one takes
+    its broker's: the one metadata log among the given dirs of the same (cluster.id, node.id) in
+    meta.properties (none or several: not known, K:core/.../server/KafkaRaftServer.scala keeps one metadata
+    log per node); else its own ``bootstrap.checkpoint``. A log dir for which none names a metadata.version
+    is left out (the decoders then read by the one exact layout)."""
+    from logdoctor.logdir.identity import read_identity
+
+    local = [os.path.abspath(d) for d in log_dirs if "://" not in d and os.path.isdir(d)]
+    mdirs = {d: find_metadata_dir([d]) for d in local}
+    node_of: dict[str, tuple[str | None, int] | None] = {}
+    for d in local:
+        ident = read_identity(d)
+        known = ident.readable and ident.node_id is not None
+        node_of[d] = (ident.cluster_id, ident.node_id) if known else None  # type: ignore[assignment]
+    by_mdir: dict[str, ClusterFeatures | None] = {}
+    out: dict[str, ClusterFeatures] = {}
+    for d in local:
+        mdir = mdirs[d]
+        if mdir is None and node_of[d] is not None:
+            siblings = {mdirs[s] for s in local if mdirs[s] is not None and node_of[s] == node_of[d]}
+            mdir = siblings.pop() if len(siblings) == 1 else None
+        if mdir is not None:
+            if mdir not in by_mdir:
+                by_mdir[mdir] = cluster_features(mdir)
+            found = by_mdir[mdir]
+        else:
+            boot = os.path.join(d, BOOTSTRAP_CHECKPOINT_FILE)
+            found = bootstrap_features(boot) if os.path.isfile(boot) else None
+        if found is not None:
+            out[d] = found
+    return out

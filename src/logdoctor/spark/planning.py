@@ -32,6 +32,7 @@ import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from logdoctor.formats.index_lookup import IndexEntries
 from logdoctor.logdir.discovery import DiscoveryError
@@ -272,6 +273,9 @@ class SegmentSlice:
     fetch_hint: int | None = None
     # the transactions overlapping the segment and the stable end (logdoctor.logdir.transactions)
     txn: SegmentTransactions | None = None
+    # the cluster's feature levels (formats.internal.layouts.ClusterFeatures) for the decoder of a topic
+    # whose records Kafka changed under one version (the 4.1 share-group records): :func:`plan_slices`
+    features: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -418,10 +422,12 @@ def plan_slices(
         txns = plan_transactions(refs, opts)
     if opts.view != "latest":  # a replica's latest view is its whole log, its remote part included
         refs = one_remote_copy(refs)
+    levels = _decoder_features(refs, opts)
     out: list[SegmentSlice] = []
     for ref in refs:
         if not match(ref.topic) or not ref.segments:
             continue
+        features = levels.get(os.path.abspath(ref.log_dir)) if ref.topic in LAYOUT_BY_FEATURES else None
         whole = resolve_range(ref, opts)
         partition_txns = txns.get(txn_key(ref))
         views = (
@@ -474,6 +480,7 @@ def plan_slices(
                         rng.end_offset,
                         fetch_hint=hint,
                         txn=view,
+                        features=features,
                     )
                 )
                 continue
@@ -494,9 +501,28 @@ def plan_slices(
                         k,
                         n,
                         txn=view,
+                        features=features,
                     )
                 )
     return out
+
+
+#: the topics whose records' layout the cluster's feature levels choose (ShareGroupMetadataValue and
+#: ShareGroupStatePartitionMetadataValue in __consumer_offsets, ShareSnapshotValue and ShareUpdateValue in
+#: __share_group_state: formats.internal.layouts)
+LAYOUT_BY_FEATURES = ("__consumer_offsets", "__share_group_state")
+
+
+def _decoder_features(refs: Sequence[PartitionRef], opts: ReadOptions) -> dict[str, Any]:
+    """log dir -> its cluster's feature levels (:func:`logdoctor.logdir.metadata_image.log_dir_features`)
+    where the records of :data:`LAYOUT_BY_FEATURES` are decoded; the local log dirs of the partitions read,
+    one replay per metadata log, here on the driver."""
+    if not opts.decoded or not any(r.topic in LAYOUT_BY_FEATURES for r in refs):
+        return {}
+    from logdoctor.logdir.metadata_image import log_dir_features
+
+    dirs = sorted({r.log_dir for r in refs if r.storage.is_local})
+    return log_dir_features(dirs)
 
 
 def _end_hint(entries: IndexEntries, end_offset: int) -> int | None:

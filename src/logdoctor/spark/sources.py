@@ -120,11 +120,21 @@ class KafkaLogReader(DataSourceReader):
 _ZERO_ROWS_CACHE: dict[bool, Any] = {}
 
 
-def _decoder_for(name: str, topic: str):
-    """The internal-topic decoder ``(key, value) -> dict`` for option ``decoder`` and this topic."""
+def _decoder_for(name: str, topic: str, features: Any = None):
+    """The internal-topic decoder ``(key, value) -> dict`` for option ``decoder`` and this topic; ``features``
+    (the cluster's feature levels, :attr:`SegmentSlice.features`) choose the layouts Kafka changed under one
+    version, for the decoders that take them (``__consumer_offsets``, ``__share_group_state``)."""
+    import functools
+
     from logdoctor.formats import internal
 
-    return internal.decoder_by_name(name, topic)
+    fn = internal.decoder_by_name(name, topic)
+    if fn is not None and features is not None and fn in (
+        internal.decode_consumer_offsets,
+        internal.decode_share_group_state,
+    ):
+        return functools.partial(fn, features=features)
+    return fn
 
 
 def _decode_json(decode, keys: list, values: list, control: list[bool]) -> list[str | None]:
@@ -253,6 +263,7 @@ def _build_arrow(
     start_offset: int | None,
     end_offset: int | None,
     txn: SegmentTransactions | None = None,
+    features: Any = None,
 ) -> pa.RecordBatch | None:
     """Arrow rows for the decoded records of ``batches`` (columns from decode_columns).
 
@@ -318,7 +329,7 @@ def _build_arrow(
     else:
         arrays.append(pa.nulls(n, pa.string()))
     if opts.decoded:
-        decode = _decoder_for(opts.decoder, seg.topic)
+        decode = _decoder_for(opts.decoder, seg.topic, features)
         arrays.append(
             pa.array(
                 _decode_json(decode, cols.keys.to_pylist(), cols.values.to_pylist(), control.tolist()),
@@ -594,7 +605,7 @@ def read_slice(
             rows += batch.record_count
             if rows >= opts.batch_rows:
                 for good, cols in _decode(pending, seg.path, undecodable):
-                    out = _build_arrow(seg, good, cols, opts, start, end, sl.txn)
+                    out = _build_arrow(seg, good, cols, opts, start, end, sl.txn, sl.features)
                     if out is not None:
                         yield out
                 pending, rows = [], 0
@@ -638,7 +649,7 @@ def read_slice(
         problems.append({"path": seg.path, "valid_bytes": walked_end, "size_bytes": seg.size, "error": gap})  # type: ignore[union-attr]
     if pending:
         for good, cols in _decode(pending, seg.path, undecodable):
-            out = _build_arrow(seg, good, cols, opts, start, end, sl.txn)
+            out = _build_arrow(seg, good, cols, opts, start, end, sl.txn, sl.features)
             if out is not None:
                 yield out
 
