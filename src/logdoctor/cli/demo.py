@@ -159,7 +159,28 @@ def demo_command(
         now_ms=demo.now_ms,
     )
     export_demo_table(fleet_dir, out / "records", master, console if not json_out else None)
+    hint = path_hint()
+    if hint is not None and not json_out:
+        console.print(f"\n{hint}", soft_wrap=True, markup=False)
     raise typer.Exit(0)
+
+
+def path_hint() -> str | None:
+    """How to put ``logdoctor`` on PATH when it is not (``make demo`` runs .venv/bin/logdoctor): every
+    command the demo prints starts with ``logdoctor``, and runs as printed once it is. None: it is."""
+    import sys
+
+    here = os.path.join(os.path.dirname(sys.executable), "logdoctor")
+    found = shutil.which("logdoctor")
+    if found is not None and os.path.realpath(found) == os.path.realpath(here):
+        return None
+    venv = os.path.relpath(os.path.dirname(os.path.dirname(here))) if os.path.exists(here) else None
+    if venv is None:
+        return None
+    return (
+        f"logdoctor is in {venv}/bin, not on PATH: run `. {venv}/bin/activate` first, and every command "
+        "printed above runs as printed."
+    )
 
 
 def export_demo_table(fleet_dir: Path, table: Path, master: str | None, console: Console | None) -> None:

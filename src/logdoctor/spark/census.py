@@ -207,6 +207,7 @@ def run_census(
         consumer_group_rows,
         consumer_group_table,
         consumer_offset_findings,
+        consumer_ranges,
         divergence_findings,
         first_rows,
         severity_counts,
@@ -248,15 +249,17 @@ def run_census(
                 replicas=frames_in.replicas,
             )
         # the commits judged by the scan's rule across brokers (an older inventory's own judgement left out)
-        group_rows = consumer_group_rows(frames_in.commits, frames_in.replicas)
+        # the replica a consumer fetches from of each partition: what the cross-broker rules judge against
+        ranges = consumer_ranges(frames_in.replicas).persist()
+        group_rows = consumer_group_rows(frames_in.commits, ranges)
         scan_found = frames_in.findings.where(~frames_in.findings["code"].isin(*sorted(FLEET_JUDGED)))
         scan_found = scan_found.unionByName(consumer_offset_findings(group_rows, on_driver=small))
         # the coordinator's state against the partitions' producers, by the scan's rule across brokers
         txn_found, two_pc = transaction_state_findings(
-            frames_in.replicas, frames_in.txns, frames_in.producers, on_driver=small
+            ranges, frames_in.txns, frames_in.producers, on_driver=small
         )
         scan_found = two_phase_commit_fixes(scan_found.unionByName(txn_found), frames_in.hanging, two_pc)
-        scan_found = scan_found.unionByName(share_group_findings(frames_in.replicas, frames_in.shares, small))
+        scan_found = scan_found.unionByName(share_group_findings(ranges, frames_in.shares, small))
         if audit is not None:  # the audit reports dangling uploads with their objects: not twice
             scan_found = scan_found.where(scan_found["code"] != "REMOTE_UPLOAD_UNFINISHED")
         frames, log_dirs = census_frames(
@@ -335,6 +338,7 @@ def run_census(
         brokers = len({d["broker"] for d in log_dirs} | {b.broker for b in frames_in.brokers})
         frames_in.unpersist()
         frames.unpersist()
+        ranges.unpersist()
     truncated = max(n_replicas, n_partitions, n_findings) >= COLLECT_LIMIT
     result = CensusResult(
         out_dir=str(out),

@@ -581,7 +581,7 @@ def consumer_ranges(replicas: Any) -> Any:
     )  # fmt: skip
 
 
-def consumer_group_rows(commits: Any, replicas: Any) -> Any:
+def consumer_group_rows(commits: Any, ranges: Any) -> Any:
     """Each consumer group's commit per partition, as the scan of the brokers together judges it
     (checks.consumer_groups ``out_of_range``): the commits of the ``__consumer_offsets`` replica chosen by
     :func:`consumer_ranges` (every broker replays its own; an inventory written before ``commit_source``:
@@ -591,7 +591,6 @@ def consumer_group_rows(commits: Any, replicas: Any) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    ranges = consumer_ranges(replicas)
     chosen_co = ranges.where(F.col("topic") == CONSUMER_OFFSETS_TOPIC).select(
         "cluster", "broker", F.col("path").alias("commit_source")
     )
@@ -668,7 +667,7 @@ def consumer_offset_findings(rows: Any, on_driver: bool = False) -> Any:
 
 
 def transaction_state_findings(
-    replicas: Any, txns: Any, producers: Any, on_driver: bool = False
+    ranges: Any, txns: Any, producers: Any, on_driver: bool = False
 ) -> tuple[Any, dict[tuple[str, int], Any]]:
     """TRANSACTION_STATE_MISMATCH across brokers, by the scan's rule (checks.transaction_state
     ``mismatches``): each cluster's coordinator state is that of its ``__transaction_state`` replicas chosen
@@ -681,8 +680,8 @@ def transaction_state_findings(
 
     from logdoctor.checks.transaction_state import ReplicaRef, mismatches, txn_from_json
 
-    spark = replicas.sparkSession
-    ranges = consumer_ranges(replicas).select("cluster", "topic", "partition", "broker", "path", "log_dir")
+    spark = ranges.sparkSession
+    ranges = ranges.select("cluster", "topic", "partition", "broker", "path", "log_dir")
     chosen_ts = ranges.where(F.col("topic") == TRANSACTION_STATE_TOPIC).select("cluster", "broker", "path")
     txns = txns.withColumn("cluster", F.coalesce("cluster", F.lit("")))
     rows = txns.join(chosen_ts, ["cluster", "broker", "path"], "left_semi").toArrow().to_pylist()
@@ -741,7 +740,7 @@ def transaction_state_findings(
     return spark.createDataFrame(made, FINDING_DDL), two_pc
 
 
-def share_group_findings(replicas: Any, shares: Any, on_driver: bool = False) -> Any:
+def share_group_findings(ranges: Any, shares: Any, on_driver: bool = False) -> Any:
     """SHARE_GROUP_BEHIND_LOG_START across brokers, by the scan's rule (checks.share_groups ``behind``): the
     share-partition states of each cluster's ``__share_group_state`` replicas chosen as a consumer's
     (:func:`consumer_ranges`; their ``share`` rows), each against the log start of its partition's chosen
@@ -751,7 +750,6 @@ def share_group_findings(replicas: Any, shares: Any, on_driver: bool = False) ->
 
     from logdoctor.checks.share_groups import SHARE_GROUP_STATE_TOPIC
 
-    ranges = consumer_ranges(replicas)
     chosen = ranges.where(F.col("topic") == SHARE_GROUP_STATE_TOPIC).select("cluster", "broker", "path")
     states = shares.withColumn("cluster", F.coalesce("cluster", F.lit(""))).join(
         chosen, ["cluster", "broker", "path"], "left_semi"
@@ -784,7 +782,7 @@ def share_group_findings(replicas: Any, shares: Any, on_driver: bool = False) ->
                "path": f.path, "position": f.position, "offset": f.offset, "message": f.message, "fix": f.fix}
         return tuple(row[c] for c in cols)
 
-    spark = replicas.sparkSession
+    spark = ranges.sparkSession
     if on_driver:
         found = [t for t in map(made, behind.toArrow().to_pylist()) if t is not None]
         return spark.createDataFrame(found, FINDING_DDL).coalesce(1)
