@@ -533,3 +533,24 @@ def _random_field(spec: Spec, f: dict, version: int, rng: Any, depth: int, t: st
             ]
         return [random_value(spec, version, rng, spec.fields_of(f), depth + 1) for _ in range(n)]
     return random_value(spec, version, rng, spec.fields_of(f), depth + 1)
+
+
+def txn_record(
+    tid: str, pid: int, epoch: int, status: int, start_ms: int, timeout_ms: int = 60000
+) -> tuple[bytes, bytes]:
+    """A ``__transaction_state`` record (TransactionLogKey/Value version 0 from Kafka's JSON schemas) of
+    transactional id ``tid``: producer ``pid`` at ``epoch`` in ``status`` (1 Ongoing, 4 CompleteCommit, 5
+    CompleteAbort), listing billing-0 (../shared/forensics' transactional partition)."""
+    key_spec = Spec(load("transaction-coordinator/TransactionLogKey.json"))
+    value_spec = Spec(load("transaction-coordinator/TransactionLogValue.json"))
+    key = struct.pack(">h", 0) + write(key_spec, {"transactional_id": tid}, 0)
+    value = {
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "transaction_timeout_ms": timeout_ms,
+        "transaction_status": status,
+        "transaction_partitions": [{"topic": "billing", "partition_ids": [0]}],
+        "transaction_last_update_timestamp_ms": start_ms,
+        "transaction_start_timestamp_ms": start_ms,
+    }
+    return key, struct.pack(">h", 0) + write(value_spec, value, 0)

@@ -6,35 +6,17 @@ write the marker at 881 (timestamps 1710000000000 + offset)."""
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 import kafka_schemas as ks
 import realworld
+from kafka_schemas import txn_record
 from logdoctor.checks.context import ScanOptions
 from logdoctor.checks.scanner import scan
 
 COMPLETE_ABORT, ONGOING = 5, 1
-
-
-def _txn_record(
-    tid: str, pid: int, epoch: int, status: int, start_ms: int, timeout_ms: int = 60000
-) -> tuple[bytes, bytes]:
-    key_spec = ks.Spec(ks.load("transaction-coordinator/TransactionLogKey.json"))
-    value_spec = ks.Spec(ks.load("transaction-coordinator/TransactionLogValue.json"))
-    key = struct.pack(">h", 0) + ks.write(key_spec, {"transactional_id": tid}, 0)
-    value = {
-        "producer_id": pid,
-        "producer_epoch": epoch,
-        "transaction_timeout_ms": timeout_ms,
-        "transaction_status": status,
-        "transaction_partitions": [{"topic": "billing", "partition_ids": [0]}],
-        "transaction_last_update_timestamp_ms": start_ms,
-        "transaction_start_timestamp_ms": start_ms,
-    }
-    return key, struct.pack(">h", 0) + ks.write(value_spec, value, 0)
 
 
 def _with_transaction_state(tmp_path: Path, records: list[tuple[bytes, bytes]]) -> Path:
@@ -57,7 +39,7 @@ def _mismatches(copy: Path) -> list:
 def test_the_coordinator_done_with_a_transaction_the_log_holds_open(tmp_path: Path) -> None:
     ks.require()
     # billing-app: producer 7002 completed (aborted) for the coordinator, open in billing-0 since 341
-    done = _txn_record("billing-app", 7002, 5, COMPLETE_ABORT, 1709989200000)
+    done = txn_record("billing-app", 7002, 5, COMPLETE_ABORT, 1709989200000)
     copy = _with_transaction_state(tmp_path, [done])
     (f,) = _mismatches(copy)
     d = f.details
@@ -71,11 +53,11 @@ def test_the_coordinator_open_with_the_marker_already_written(tmp_path: Path) ->
     ks.require()
     records = [
         # 7002 still open for the coordinator too: agreement, nothing
-        _txn_record("billing-app", 7002, 5, ONGOING, 1709989200000),
+        txn_record("billing-app", 7002, 5, ONGOING, 1709989200000),
         # 7001 open for the coordinator since before its last commit in billing-0: the marker is there
-        _txn_record("payments", 7001, 0, ONGOING, 1710000000860),
+        txn_record("payments", 7001, 0, ONGOING, 1710000000860),
         # a producer that never wrote to billing-0: nothing to compare
-        _txn_record("other", 9999, 0, ONGOING, 1710000000860),
+        txn_record("other", 9999, 0, ONGOING, 1710000000860),
     ]
     copy = _with_transaction_state(tmp_path, records)
     (f,) = _mismatches(copy)
@@ -98,13 +80,13 @@ def test_a_hanging_two_phase_commit_transaction_gets_its_own_advice(tmp_path: Pa
     """KIP-939: a transaction whose timeout is Integer.MAX_VALUE is never aborted by the coordinator
     (TransactionStateManager.timedOutTransactions); its TRANSACTION_HANGING must not advise an abort."""
     ks.require()
-    copy = _with_transaction_state(tmp_path, [_txn_record("billing-app", 7002, 5, ONGOING, 1709989200000)])
+    copy = _with_transaction_state(tmp_path, [txn_record("billing-app", 7002, 5, ONGOING, 1709989200000)])
     plain = {f.details["producer_id"]: f for f in scan([copy], ScanOptions(), jobs=1).findings
              if f.code == "TRANSACTION_HANGING"}
     assert "kafka-transactions.sh --bootstrap-server HOST:PORT abort" in plain[7002].fix
     assert "two_phase_commit" not in plain[7002].details
     two_pc = _with_transaction_state(
-        tmp_path / "2pc", [_txn_record("billing-app", 7002, 5, ONGOING, 1709989200000, timeout_ms=2**31 - 1)]
+        tmp_path / "2pc", [txn_record("billing-app", 7002, 5, ONGOING, 1709989200000, timeout_ms=2**31 - 1)]
     )
     hanging = {f.details["producer_id"]: f for f in scan([two_pc], ScanOptions(), jobs=1).findings
                if f.code == "TRANSACTION_HANGING"}

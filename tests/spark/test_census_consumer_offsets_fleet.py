@@ -21,17 +21,15 @@ with [0, 1200), broker-1 [0, 1050), broker-2 [0, 920); billing-0 [0, 882) on bro
 
 from __future__ import annotations
 
-from collections import Counter
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 import kafka_schemas as ks
-import realworld
+from census_agree import census_findings, census_of_inventories, finding_keys, forensics_copies, scan_keys
 from consumer_offsets_oracle import batch, offset_commit_record
 from logdoctor.checks.context import Depth, ScanOptions
-from logdoctor.checks.inventory import build_inventory, write_inventory
 from logdoctor.checks.scanner import scan
 from logdoctor.spark.census import run_census
 
@@ -43,11 +41,7 @@ CODE = "CONSUMER_OFFSET_OUT_OF_RANGE"
 
 def _brokers(tmp_path: Path) -> list[str]:
     ks.require()
-    root = realworld.require_forensics()
-    dirs = [
-        realworld.writable_copy(root / f"broker-{n}" / "kafka-logs", tmp_path / f"broker-{n}" / "kafka-logs")
-        for n in (1, 2, 3)
-    ]
+    dirs = forensics_copies(tmp_path)
     first = [
         offset_commit_record("at-leader-end", "wallet", 0, 1200),
         offset_commit_record("beyond", "wallet", 0, 1300),
@@ -62,24 +56,16 @@ def _brokers(tmp_path: Path) -> list[str]:
     return [str(d) for d in dirs]
 
 
-def _keys(findings) -> Counter:
-    keys = ((f["code"], f["path"], f["offset"], f["message"], f["fix"]) for f in findings)
-    return Counter(k for k in keys if k[0] == CODE)
-
-
 def test_census_judges_commits_as_the_scan_of_the_brokers_together(spark, tmp_path: Path) -> None:
     dirs = _brokers(tmp_path)
     report = scan(dirs, ScanOptions(Depth.DEFAULT, NOW), jobs=1)
-    scanned = _keys(
-        {"code": f.code, "path": f.path, "offset": f.offset, "message": f.message, "fix": f.fix}
-        for f in report.findings
-    )
+    scanned = scan_keys(report, [CODE])
     # the facts above, independently of both: two commits out of range, on the replica a consumer fetches
     wallet3 = str(Path(dirs[2]) / "wallet-0")
     billing1 = str(Path(dirs[0]) / "billing-0")
     assert sorted((k[1], k[2]) for k in scanned) == sorted([(wallet3, 1300), (billing1, 5000)])
     from_dirs = run_census(spark, dirs, tmp_path / "census", now_ms=NOW)
-    assert _keys(pq.read_table(from_dirs.tables["findings"]).to_pylist()) == scanned
+    assert finding_keys(census_findings(from_dirs), [CODE]) == scanned
     groups = {
         r["group"]: r for r in pq.read_table(from_dirs.tables["consumer_groups"]).to_pylist()
     }
@@ -92,12 +78,8 @@ def test_census_judges_commits_as_the_scan_of_the_brokers_together(spark, tmp_pa
     }  # fmt: skip
     assert groups["rewound"]["committed_offset"] == 600 and groups["rewound"]["broker"] == "broker-11"
     # the same from each broker's inventory
-    inv = tmp_path / "inventories"
-    inv.mkdir()
-    for i, d in enumerate(dirs):
-        write_inventory(build_inventory([d], Depth.DEFAULT, now_ms=NOW), str(inv / f"b{i}.parquet"))
-    from_inv = run_census(spark, [str(inv)], tmp_path / "census-inv", now_ms=NOW)
-    assert _keys(pq.read_table(from_inv.tables["findings"]).to_pylist()) == scanned
+    from_inv = census_of_inventories(spark, dirs, tmp_path, NOW)
+    assert finding_keys(census_findings(from_inv), [CODE]) == scanned
     inv_groups = pq.read_table(from_inv.tables["consumer_groups"]).to_pylist()
     expected = {g: r["out_of_range"] for g, r in groups.items()}
     assert {r["group"]: r["out_of_range"] for r in inv_groups} == expected

@@ -14,16 +14,14 @@ from __future__ import annotations
 import base64
 import random
 import struct
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pyarrow.parquet as pq
 import pytest
 
 import kafka_schemas as ks
+from census_agree import census_findings, census_of_inventories, finding_keys, scan_keys
 from logdoctor.checks.context import Depth, ScanOptions
-from logdoctor.checks.inventory import build_inventory, write_inventory
 from logdoctor.checks.scanner import scan
 from logdoctor.formats.record_types import RecordSpec
 from logdoctor.formats.writer import build_record_batch
@@ -74,25 +72,13 @@ def _brokers(tmp_path: Path) -> list[str]:
     return [str(d) for d in dirs]
 
 
-def _keys(findings) -> Counter:
-    keys = ((f["code"], f["path"], f["offset"], f["message"], f["fix"]) for f in findings)
-    return Counter(k for k in keys if k[0] == CODE)
-
-
 def test_census_judges_share_groups_as_the_scan_of_the_brokers_together(spark, tmp_path: Path) -> None:
     dirs = _brokers(tmp_path)
     report = scan(dirs, ScanOptions(Depth.DEFAULT, NOW), jobs=1)
     found = [f for f in report.findings if f.code == CODE]
     assert [(f.path, f.details["offsets_never_delivered"]) for f in found] == [(f"{dirs[1]}/orders-0", 45)]
-    scanned = _keys(
-        {"code": f.code, "path": f.path, "offset": f.offset, "message": f.message, "fix": f.fix}
-        for f in found
-    )
+    scanned = scan_keys(report, [CODE])
     from_dirs = run_census(spark, dirs, tmp_path / "census", now_ms=NOW)
-    assert _keys(pq.read_table(from_dirs.tables["findings"]).to_pylist()) == scanned
-    inv = tmp_path / "inventories"
-    inv.mkdir()
-    for i, d in enumerate(dirs):
-        write_inventory(build_inventory([d], Depth.DEFAULT, now_ms=NOW), str(inv / f"b{i}.parquet"))
-    from_inv = run_census(spark, [str(inv)], tmp_path / "census-inv", now_ms=NOW)
-    assert _keys(pq.read_table(from_inv.tables["findings"]).to_pylist()) == scanned
+    assert finding_keys(census_findings(from_dirs), [CODE]) == scanned
+    from_inv = census_of_inventories(spark, dirs, tmp_path, NOW)
+    assert finding_keys(census_findings(from_inv), [CODE]) == scanned

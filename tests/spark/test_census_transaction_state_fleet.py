@@ -23,18 +23,15 @@ closed-in-log case, and advised the abort.
 
 from __future__ import annotations
 
-import struct
-from collections import Counter
 from pathlib import Path
 
-import pyarrow.parquet as pq
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 import kafka_schemas as ks
-import realworld
+from census_agree import census_findings, census_of_inventories, finding_keys, forensics_copies, scan_keys
+from kafka_schemas import txn_record
 from logdoctor.checks.context import Depth, ScanOptions
-from logdoctor.checks.inventory import build_inventory, write_inventory
 from logdoctor.checks.scanner import scan
 from logdoctor.spark.census import run_census
 
@@ -44,22 +41,6 @@ NOW = 1_790_000_000_000
 CODES = ("TRANSACTION_STATE_MISMATCH", "TRANSACTION_HANGING")
 ONGOING, COMPLETE_COMMIT = 1, 4
 TWO_PC = 2**31 - 1
-
-
-def _txn(tid: str, pid: int, epoch: int, status: int, start_ms: int, timeout_ms: int = 60000):
-    key_spec = ks.Spec(ks.load("transaction-coordinator/TransactionLogKey.json"))
-    value_spec = ks.Spec(ks.load("transaction-coordinator/TransactionLogValue.json"))
-    key = struct.pack(">h", 0) + ks.write(key_spec, {"transactional_id": tid}, 0)
-    value = {
-        "producer_id": pid,
-        "producer_epoch": epoch,
-        "transaction_timeout_ms": timeout_ms,
-        "transaction_status": status,
-        "transaction_partitions": [{"topic": "billing", "partition_ids": [0]}],
-        "transaction_last_update_timestamp_ms": start_ms,
-        "transaction_start_timestamp_ms": start_ms,
-    }
-    return key, struct.pack(">h", 0) + ks.write(value_spec, value, 0)
 
 
 def _write(folder: Path, records) -> None:
@@ -72,25 +53,16 @@ def _write(folder: Path, records) -> None:
 
 def _brokers(tmp_path: Path) -> list[str]:
     ks.require()
-    root = realworld.require_forensics()
-    dirs = [
-        realworld.writable_copy(root / f"broker-{n}" / "kafka-logs", tmp_path / f"broker-{n}" / "kafka-logs")
-        for n in (1, 2, 3)
-    ]
+    dirs = forensics_copies(tmp_path)
     _write(
         dirs[1] / "__transaction_state-0",
         [
-            _txn("billing-app", 7002, 5, ONGOING, 1709989200000, TWO_PC),
-            _txn("payments", 7001, 0, ONGOING, 1710000000860),
+            txn_record("billing-app", 7002, 5, ONGOING, 1709989200000, TWO_PC),
+            txn_record("payments", 7001, 0, ONGOING, 1710000000860),
         ],
     )
-    _write(dirs[0] / "__transaction_state-1", [_txn("other", 9999, 0, COMPLETE_COMMIT, 1710000000860)])
+    _write(dirs[0] / "__transaction_state-1", [txn_record("other", 9999, 0, COMPLETE_COMMIT, 1710000000860)])
     return [str(d) for d in dirs]
-
-
-def _keys(findings) -> Counter:
-    keys = ((f["code"], f["path"], f["offset"], f["message"], f["fix"]) for f in findings)
-    return Counter(k for k in keys if k[0] in CODES)
 
 
 def test_census_judges_the_coordinators_state_as_the_scan_of_the_brokers_together(spark, tmp_path: Path):
@@ -105,20 +77,13 @@ def test_census_judges_the_coordinators_state_as_the_scan_of_the_brokers_togethe
     ]
     (hanging,) = [f for f in found if f.code == "TRANSACTION_HANGING"]
     assert "two-phase-commit" in hanging.fix and "billing-app" in hanging.fix
-    scanned = _keys(
-        {"code": f.code, "path": f.path, "offset": f.offset, "message": f.message, "fix": f.fix}
-        for f in found
-    )
+    scanned = scan_keys(report, CODES)
     from_dirs = run_census(spark, dirs, tmp_path / "census", now_ms=NOW)
-    rows = pq.read_table(from_dirs.tables["findings"]).to_pylist()
-    assert _keys(rows) == scanned
+    rows = census_findings(from_dirs)
+    assert finding_keys(rows, CODES) == scanned
     # the census's command for the hanging transaction is no abort: the advice is the application's
     (row,) = [r for r in rows if r["code"] == "TRANSACTION_HANGING"]
     assert "kafka-transactions.sh" not in (row["fix_command"] or "")
     # the same from each broker's inventory
-    inv = tmp_path / "inventories"
-    inv.mkdir()
-    for i, d in enumerate(dirs):
-        write_inventory(build_inventory([d], Depth.DEFAULT, now_ms=NOW), str(inv / f"b{i}.parquet"))
-    from_inv = run_census(spark, [str(inv)], tmp_path / "census-inv", now_ms=NOW)
-    assert _keys(pq.read_table(from_inv.tables["findings"]).to_pylist()) == scanned
+    from_inv = census_of_inventories(spark, dirs, tmp_path, NOW)
+    assert finding_keys(census_findings(from_inv), CODES) == scanned

@@ -39,7 +39,7 @@ from logdoctor.checks import catalog
 from logdoctor.checks.consumer_groups import records_of, replicas_by_partition
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding, Severity
-from logdoctor.checks.replica_ref import Judged, ReplicaRef
+from logdoctor.checks.replica_ref import Judged
 from logdoctor.errors import FormatError
 from logdoctor.logdir.names import TRANSACTION_STATE_TOPIC
 
@@ -47,9 +47,9 @@ __all__ = [
     "TRANSACTION_STATE_TOPIC",
     "TWO_PHASE_COMMIT_TIMEOUT_MS",
     "CoordinatorTxn",
-    "ReplicaRef",
     "coordinator_state",
     "mismatches",
+    "open_two_phase_commits",
     "transaction_state_mismatches",
     "two_phase_commit_advice",
     "two_phase_commit_fix",
@@ -279,13 +279,7 @@ def two_phase_commit_advice(
     for (cluster, topic, _n), p in sorted(replicas.items(), key=lambda kv: (str(kv[0][0]), kv[0][2])):
         if topic == TRANSACTION_STATE_TOPIC:
             states.setdefault(cluster, {}).update(coordinator_state([p]))
-    two_pc = {
-        (cluster, pid): t
-        for cluster, state in states.items()
-        for t in state.values()
-        if t.open and t.two_phase_commit
-        for pid in t.producer_ids
-    }
+    two_pc = open_two_phase_commits(states)
     if not two_pc:
         return findings
     out = []
@@ -317,3 +311,17 @@ def two_phase_commit_fix(t: CoordinatorTxn) -> str:
         "(its transaction manager commits or aborts it); only once that manager has decided to abort is "
         "the abort command safe."
     )
+
+
+def open_two_phase_commits(
+    states: Mapping[str | None, Mapping[str, CoordinatorTxn]],
+) -> dict[tuple[str | None, int], CoordinatorTxn]:
+    """(cluster, producer id) -> the open two-phase-commit transaction of that producer, of each cluster's
+    coordinator state: the producers whose TRANSACTION_HANGING gets :func:`two_phase_commit_fix`."""
+    return {
+        (cluster, pid): t
+        for cluster, state in states.items()
+        for t in state.values()
+        if t.open and t.two_phase_commit
+        for pid in t.producer_ids
+    }

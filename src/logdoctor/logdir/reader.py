@@ -86,6 +86,9 @@ class LogReader:
         self.bytes_read += end - position
         self._note(position, end)
         self.reads += 1
+        return self._bytes(position, end)
+
+    def _bytes(self, position: int, end: int) -> memoryview:
         return self._view[position:end]
 
     def read_at(self, offset: int, length: int) -> memoryview:
@@ -110,12 +113,7 @@ class RangedLogReader(LogReader):
         self._ranged = ranged
         self.size = ranged.size
 
-    def read(self, position: int, length: int) -> memoryview:
-        position = max(0, min(position, self.size))
-        end = min(self.size, position + max(0, length))
-        self.bytes_read += end - position
-        self._note(position, end)
-        self.reads += 1
+    def _bytes(self, position: int, end: int) -> memoryview:
         return memoryview(self._ranged.read_at(position, end - position) if end > position else b"")
 
 

@@ -678,7 +678,12 @@ def transaction_state_findings(
     No ``__transaction_state`` among the inputs: no finding, as the scan."""
     from pyspark.sql import functions as F
 
-    from logdoctor.checks.transaction_state import ReplicaRef, mismatches, txn_from_json
+    from logdoctor.checks.replica_ref import ReplicaRef
+    from logdoctor.checks.transaction_state import (
+        mismatches,
+        open_two_phase_commits,
+        txn_from_json,
+    )
 
     spark = ranges.sparkSession
     ranges = ranges.select("cluster", "topic", "partition", "broker", "path", "log_dir")
@@ -692,13 +697,7 @@ def transaction_state_findings(
     for r in sorted(rows, key=lambda r: r["path"]):
         t = txn_from_json(r["coordinator_txn"])
         state.setdefault(r["cluster"], {})[t.transactional_id] = t
-    two_pc = {
-        (cluster, pid): t
-        for cluster, st in state.items()
-        for t in st.values()
-        if t.open and t.two_phase_commit
-        for pid in t.producer_ids
-    }
+    two_pc = open_two_phase_commits(state)
     judged = (
         producers.withColumn("cluster", F.coalesce("cluster", F.lit("")))
         .where(F.col("topic") != TRANSACTION_STATE_TOPIC)
