@@ -7,6 +7,7 @@ typer command (:mod:`logdoctor.cli.scan`) parses every other call and runs the s
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # rich (25 ms) is imported to print a report: `scan --json` n
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 __all__ = ["render_report", "render_tiered", "run_scan"]
+
 
 def run_scan(
     log_dirs: list[Path],
@@ -79,15 +81,21 @@ def run_scan(
         from logdoctor.report import write_scan_report
 
         write_scan_report(report, html_out, config_inputs=inputs)
-    if json_out:
-        with no_automatic_collections():  # a dict per partition, then its line (checks.gc_pause)
+    # The output is the run's last work: it is made without automatic collections (a dict per partition
+    # and its line, or the report's modules and table; checks.gc_pause), and what the scan keeps is frozen
+    # before the collector is on again, as main() freezes it at exit. Turned back on, the collector ran
+    # its first full collection at once and walked every object of the scan for no garbage: 0.3-0.7 s of
+    # a text `scan --quick` of 50,000 partitions (BENCHMARKS.md, session 47).
+    with no_automatic_collections():
+        if json_out:
             print_json_rows(report.to_json(), shared_last="topic_config")  # one per topic
-    else:
-        from logdoctor.cli.output import text_console
+        else:
+            from logdoctor.cli.output import text_console
 
-        render_report(text_console(), report, verbose=verbose)
-        if html_out is not None:
-            text_console(stderr=True).print(f"HTML report: {html_out}")
+            render_report(text_console(), report, verbose=verbose)
+            if html_out is not None:
+                text_console(stderr=True).print(f"HTML report: {html_out}")
+        gc.freeze()
     return report.exit_code
 
 
