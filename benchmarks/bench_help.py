@@ -10,6 +10,11 @@ anchors, side by side in one hyperfine run each (issue 49, goal 4):
   each: repeatable where wall times are not, on a machine shared with other jobs).
 
     .venv/bin/python benchmarks/bench_help.py [--runs 30] [--partitions 50000] [--scan-runs 5] [--callgrind]
+        [--before SRC]
+
+``--before SRC`` adds `scan --quick` rows of another checkout's ``src`` run with this interpreter
+(``PYTHONPATH``; copy the built ``_speedups*.so`` into its ``src/logdoctor/formats``), e.g. the code before a
+change (``git archive BASE src | tar -x -C /tmp/before``).
 
 hyperfine is required (``apt-get install hyperfine``). Output: one row per command with hyperfine's median
 and minimum wall time, its mean CPU (user + system), and the ratio of the median wall and of the CPU to the
@@ -86,6 +91,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=0, help="also scan --quick of N empty partitions")
     ap.add_argument("--scan-runs", type=int, default=5)
     ap.add_argument("--callgrind", action="store_true")
+    ap.add_argument("--before", type=Path, default=None, help="another checkout's src for scan rows")
     args = ap.parse_args()
     if shutil.which("hyperfine") is None:
         raise SystemExit("hyperfine is required: apt-get install hyperfine")
@@ -144,6 +150,15 @@ def main() -> None:
                 [str(LOGDOCTOR), "scan", "--quick", "--json", str(d)]
             ),
         }
+        if args.before is not None:
+            entry = "import sys; from logdoctor.cli.main import main; sys.argv[0] = 'logdoctor'; main()"
+            before = ["env", f"PYTHONPATH={args.before.resolve()}", sys.executable, "-c", entry]
+            scans[f"logdoctor scan --quick, before ({args.before})"] = shlex.join(
+                [*before, "scan", "--quick", str(d)]
+            )
+            scans[f"logdoctor scan --quick --json, before ({args.before})"] = shlex.join(
+                [*before, "scan", "--quick", "--json", str(d)]
+            )
         print(f"\nload before: {_load()}")
         results = _hyperfine(scans, args.scan_runs, 1, env)
         print(f"load after: {_load()}\n")
