@@ -70,23 +70,26 @@ def run_scan(
     )
     require_log_dirs(log_dirs)
     refuse_overlapping_outputs([html_out], log_dirs)
-    try:
-        with progress_bar(not json_out, "scanning partitions") as progress:
-            report = scan(log_dirs, options, jobs=jobs, progress=progress)
-    except ScanUsageError as e:
-        usage_error(str(e))
-    except Exception as e:  # a bug or an environment failure, never a finding
-        tool_failure("scan", e)
+    # The scan and its output are the run's work, then it ends: they run without automatic collections
+    # (checks.gc_pause), and what the scan keeps is frozen once it is done, as main() freezes it at exit.
+    # The scan collects its young generations itself only where partitions left cycles (checks.scanner);
+    # turned back on after it, the collector walked every object of the scan for no garbage: a young
+    # collection of all of them, or the full collection the scan's own had counted towards (0.3-0.7 s of a
+    # text `scan --quick` of 50,000 partitions; BENCHMARKS.md, session 47).
+    with no_automatic_collections():
+        try:
+            with progress_bar(not json_out, "scanning partitions") as progress:
+                report = scan(log_dirs, options, jobs=jobs, progress=progress)
+        except ScanUsageError as e:
+            usage_error(str(e))
+        except Exception as e:  # a bug or an environment failure, never a finding
+            tool_failure("scan", e)
+        gc.freeze()
     if html_out is not None:
         from logdoctor.report import write_scan_report
 
         write_scan_report(report, html_out, config_inputs=inputs)
-    # The output is the run's last work: it is made without automatic collections (a dict per partition
-    # and its line, or the report's modules and table; checks.gc_pause), and what the scan keeps is frozen
-    # before the collector is on again, as main() freezes it at exit. Turned back on, the collector ran
-    # its first full collection at once and walked every object of the scan for no garbage: 0.3-0.7 s of
-    # a text `scan --quick` of 50,000 partitions (BENCHMARKS.md, session 47).
-    with no_automatic_collections():
+    with no_automatic_collections():  # a dict per partition and its line, or the report's modules and table
         if json_out:
             print_json_rows(report.to_json(), shared_last="topic_config")  # one per topic
         else:
