@@ -115,11 +115,13 @@ def replay(argv: list[str]) -> bool:
     """Write the help text kept for this very call, unchanged code and terminal; False (nothing written)
     when there is none."""
     folder = _folder()
-    if folder is None:
+    if folder is None or sys.stdout is None:  # no stdout (closed): typer says what it says
         return False
     key = _key(argv)
     try:
         with open(_path(folder, key), encoding="utf-8", errors="surrogateescape", newline="") as f:
+            if os.fstat(f.fileno()).st_uid != os.geteuid():  # only a text this user's runs kept
+                return False
             data = f.read()
     except (OSError, UnicodeError):
         return False
