@@ -23,8 +23,9 @@ from __future__ import annotations
 import os
 import sys
 
-__all__ = ["HELP_CACHE_ENV", "cacheable", "record", "replay"]
-# logdoctor.cli.main.main decides without importing this module: the same test as cacheable()
+__all__ = ["HELP_CACHE_ENV", "record", "replay"]
+# which calls are kept (``--help`` of the app or of one word, the cache not turned off) is decided by
+# logdoctor.cli.main._help_call, without importing this module when the cache is off
 
 HELP_CACHE_ENV = "LOGDOCTOR_HELP_CACHE"
 _MAGIC = "logdoctor-help-cache 1\n"
@@ -55,12 +56,6 @@ _ENVIRONMENT = (
     "LC_ALL",
     "LC_CTYPE",
 )
-
-
-def cacheable(argv: list[str]) -> bool:
-    """``logdoctor --help`` or ``logdoctor WORD --help`` (whatever WORD is: typer says what it says), with
-    the cache not turned off."""
-    return len(argv) in (2, 3) and argv[-1] == "--help" and os.environ.get(HELP_CACHE_ENV) != "0"
 
 
 def _folder() -> str | None:
