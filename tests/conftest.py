@@ -23,6 +23,11 @@ if tiers.TEST_FAST:
         raise RuntimeError("LOGDOCTOR_TEST_TIER=fast is make test-fast's: CI (make test) tries every example")
     settings.load_profile("test-fast")
 
+# Every `logdoctor --help` a test starts renders its help with typer, as the tests compare it, and writes
+# nothing to the user's cache folder (cli/helpcache.py; tests/cli/test_help_cache.py turns it on in a
+# temporary folder of its own)
+os.environ["LOGDOCTOR_HELP_CACHE"] = "0"
+
 _realworld_skips: list[str] = []
 
 

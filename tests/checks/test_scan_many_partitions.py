@@ -72,6 +72,23 @@ def test_the_cyclic_garbage_of_checked_partitions_is_freed_during_the_scan(
     assert peak < 100, peak
 
 
+def test_partitions_that_leave_no_cycle_are_not_collected_for(tmp_path: Path) -> None:
+    """Session 47: the scan's own young collections come after partitions with segments only (each walks
+    every object made since the last, the kept reports too: 3,125 collections in a scan of 50,000 empty
+    partitions, for 193 objects of garbage in all). 3,000 empty partitions: none; the test above checks
+    that partitions with segments are still collected for."""
+    d = _log_dir(tmp_path, PARTITIONS)
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        before = gc.get_stats()[1]["collections"]
+        rep = scan([d], ScanOptions(depth=Depth.QUICK), jobs=1)
+        assert gc.get_stats()[1]["collections"] == before
+    finally:
+        (gc.enable if was else gc.disable)()
+    assert len(rep.partitions) == PARTITIONS and not any(p.segments for p in rep.partitions)
+
+
 def test_the_root_is_listed_and_each_checkpoint_parsed_once_per_scan(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -109,7 +109,10 @@ def _worker_init(parent: int) -> None:
 
 _P = ParamSpec("_P")
 
-# collect cyclic garbage (Partition <-> Segment) of the partitions checked in this process every N results
+# collect cyclic garbage (Partition <-> Segment) of the partitions checked in this process after every N
+# partitions that had segments: a partition without one leaves no cycle (50,000 empty partitions: 193 objects
+# in all), and each collection walks every object made since the last one, the reports kept too (3,125
+# collections, 0.10-0.29 s of `scan --quick` of 50,000 empty partitions; BENCHMARKS.md, session 47)
 _COLLECT_EVERY = 16
 
 
@@ -117,8 +120,8 @@ def _young_collections_only(fn: Callable[_P, ScanReport]) -> Callable[_P, ScanRe
     """Run ``fn`` with the automatic garbage collector off. A scan keeps tens of thousands of long-lived
     objects (tasks, reports, findings) and each automatic full collection walks all of them again:
     with 50,000 partitions that was half of the CPU time of ``scan --quick``. The scan collects the
-    young generations itself (every ``_COLLECT_EVERY`` partitions), so the cyclic garbage of checked
-    partitions is still freed as it goes."""
+    young generations itself (after every ``_COLLECT_EVERY`` partitions with segments), so the cyclic
+    garbage of checked partitions is still freed as it goes."""
 
     @functools.wraps(fn)
     def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> ScanReport:
@@ -340,10 +343,14 @@ def scan(
         dirs.append(ld)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     results: list[PartitionReport] = []
+    with_segments = 0  # partitions with segments since the last collection (see _COLLECT_EVERY)
     for rep_p in _run(tasks, jobs):
         results.append(rep_p)
-        if len(results) % _COLLECT_EVERY == 0:
-            gc.collect(1)
+        if rep_p.segments:
+            with_segments += 1
+            if with_segments == _COLLECT_EVERY:
+                gc.collect(1)
+                with_segments = 0
         if progress is not None:
             progress(len(results), len(tasks))
     by_dir: dict[str, list[PartitionReport]] = defaultdict(list)

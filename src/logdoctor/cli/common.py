@@ -60,6 +60,12 @@ class LogdoctorCommand(TyperCommand):
 
         return humanize(super().get_params(ctx))
 
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from logdoctor.cli.helptext import fold_long_words
+
+        fold_long_words()  # long words go on over the next line, never cut with "…"
+        super().format_help(ctx, formatter)
+
 
 class LogdoctorGroup(TyperGroup):
     """The ``logdoctor`` group: no command prints the help on stderr and exits 64, as does an unknown
@@ -106,6 +112,12 @@ class LogdoctorGroup(TyperGroup):
         from logdoctor.cli.helptext import humanize
 
         return humanize(super().get_params(ctx))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from logdoctor.cli.helptext import fold_long_words
+
+        fold_long_words()  # long words go on over the next line, never cut with "…"
+        super().format_help(ctx, formatter)
 
 
 UsageExit64 = LogdoctorCommand  # the old name

@@ -5,6 +5,10 @@ Typer prints each parameter's Python type (``<bool>`` on ``--help`` itself, ``<l
 command once, before its help or a usage error is printed: flags show no value; an option shows its
 metavar (given by the command, else derived from its type and name); an argument shows its metavar
 (``LOGDIR...``, ``[DIR]``) in the usage line and the table.
+
+:func:`fold_long_words`: a word wider than its column (``min.cleanable.dirty.ratio``, an option's long
+name at 80 columns) goes on over the next lines of its cell, never cut with "…" (rich's default for a
+table column).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import enum
 from pathlib import Path
 from typing import Any
 
-__all__ = ["argument_metavar", "humanize", "option_metavar"]
+__all__ = ["argument_metavar", "fold_long_words", "humanize", "option_metavar"]
 
 _ARGUMENT_NAMES = {
     "log_dirs": "LOGDIR",
@@ -107,3 +111,31 @@ def _humanize_argument(p: Any) -> None:
     p.display_type = lambda ctx: ""
     p._rich_display_name = lambda: label
     p._usage_display_name = lambda: usage
+
+
+def fold_long_words() -> None:
+    """The tables of typer's rich help (options, arguments, commands) fold a word wider than its column
+    onto the next lines instead of cutting it with an ellipsis: a rich ``Column`` cuts by default
+    (``overflow="ellipsis"``), so at 80 columns ``--help`` printed ``min.cleanable.dirty.ra…``. Only
+    columns that wrap are changed (a ``no_wrap`` column keeps rich's cut), and the texts of an option's
+    help cell (a ``Columns`` of its own, whose inner table would cut them); the words, and the layout of
+    every help that fitted, are the same. Idempotent; typer's module is changed in this process only."""
+    from typer import rich_utils
+
+    if getattr(rich_utils.Table, "_logdoctor_folds", False):
+        return
+
+    class FoldingTable(rich_utils.Table):  # type: ignore[name-defined,misc]
+        _logdoctor_folds = True
+
+        def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+            super().add_row(*renderables, **kwargs)
+            for column in self.columns:
+                if not column.no_wrap:
+                    column.overflow = "fold"
+            for cell in renderables:  # an option's help: its texts laid out by a Columns of their own
+                for text in getattr(cell, "renderables", ()):
+                    if getattr(text, "overflow", "") is None:
+                        text.overflow = "fold"
+
+    rich_utils.Table = FoldingTable

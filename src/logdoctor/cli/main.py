@@ -4,9 +4,11 @@ runs loaded (:mod:`logdoctor.cli.registry`), or, for ``--help``, every command's
 from __future__ import annotations
 
 import gc
-import signal
 import sys
-from typing import Any
+
+TYPE_CHECKING = False  # typing (and signal: enum) not imported before a replayed --help needs them
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["app", "main"]  # noqa: F822 - app: module __getattr__
 
@@ -81,6 +83,11 @@ def _load_uncollected(load: Any, entry: Any) -> Any:
 
 
 def main() -> None:
+    help_call = _help_call(sys.argv)
+    if help_call and _replay_help(sys.argv):
+        raise SystemExit(0)
+    import signal
+
     try:
         from logdoctor.cli import registry
 
@@ -100,7 +107,12 @@ def main() -> None:
     from logdoctor.cli.app import app
 
     try:
-        app()
+        if help_call:
+            from logdoctor.cli import helpcache
+
+            helpcache.record(sys.argv, app)
+        else:
+            app()
     finally:
         # The process ends here: what is left to the collector is frozen, so that the interpreter's last
         # collection at exit does not walk it. A scan of 50,000 partitions leaves ~200,000 objects in
@@ -108,6 +120,28 @@ def main() -> None:
         # walking them, ~0.2 s of the run's exit in all, for memory the OS takes back anyway. Files are
         # closed by the commands themselves (with blocks), never by the collector at exit.
         gc.freeze()
+
+
+def _help_call(argv: list[str]) -> bool:
+    """``--help`` of the app or of one command, whose text :mod:`logdoctor.cli.helpcache` keeps."""
+    import os  # imported by the interpreter's start (site) already
+
+    return len(argv) in (2, 3) and argv[-1] == "--help" and os.environ.get("LOGDOCTOR_HELP_CACHE") != "0"
+
+
+def _replay_help(argv: list[str]) -> bool:
+    from logdoctor.cli import helpcache
+
+    try:
+        return helpcache.replay(argv)
+    except BrokenPipeError:
+        if len(argv) == 3 and _quiet_on_closed_pipe(argv[1], argv[2:]):
+            import os
+            import signal
+
+            signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # ends as the typer path does (main())
+            os.kill(os.getpid(), signal.SIGPIPE)
+        raise
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ typer command (:mod:`logdoctor.cli.scan`) parses every other call and runs the s
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,7 @@ if TYPE_CHECKING:  # rich (25 ms) is imported to print a report: `scan --json` n
 _STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 __all__ = ["render_report", "render_tiered", "run_scan"]
+
 
 def run_scan(
     log_dirs: list[Path],
@@ -68,26 +70,35 @@ def run_scan(
     )
     require_log_dirs(log_dirs)
     refuse_overlapping_outputs([html_out], log_dirs)
-    try:
-        with progress_bar(not json_out, "scanning partitions") as progress:
-            report = scan(log_dirs, options, jobs=jobs, progress=progress)
-    except ScanUsageError as e:
-        usage_error(str(e))
-    except Exception as e:  # a bug or an environment failure, never a finding
-        tool_failure("scan", e)
+    # The scan and its output are the run's work, then it ends: they run without automatic collections
+    # (checks.gc_pause), and what the scan keeps is frozen once it is done, as main() freezes it at exit.
+    # The scan collects its young generations itself only where partitions left cycles (checks.scanner);
+    # turned back on after it, the collector walked every object of the scan for no garbage: a young
+    # collection of all of them, or the full collection the scan's own had counted towards (0.3-0.7 s of a
+    # text `scan --quick` of 50,000 partitions; BENCHMARKS.md, session 47).
+    with no_automatic_collections():
+        try:
+            with progress_bar(not json_out, "scanning partitions") as progress:
+                report = scan(log_dirs, options, jobs=jobs, progress=progress)
+        except ScanUsageError as e:
+            usage_error(str(e))
+        except Exception as e:  # a bug or an environment failure, never a finding
+            tool_failure("scan", e)
+        gc.freeze()
     if html_out is not None:
         from logdoctor.report import write_scan_report
 
         write_scan_report(report, html_out, config_inputs=inputs)
-    if json_out:
-        with no_automatic_collections():  # a dict per partition, then its line (checks.gc_pause)
+    with no_automatic_collections():  # a dict per partition and its line, or the report's modules and table
+        if json_out:
             print_json_rows(report.to_json(), shared_last="topic_config")  # one per topic
-    else:
-        from logdoctor.cli.output import text_console
+        else:
+            from logdoctor.cli.output import text_console
 
-        render_report(text_console(), report, verbose=verbose)
-        if html_out is not None:
-            text_console(stderr=True).print(f"HTML report: {html_out}")
+            render_report(text_console(), report, verbose=verbose)
+            if html_out is not None:
+                text_console(stderr=True).print(f"HTML report: {html_out}")
+        gc.freeze()
     return report.exit_code
 
 
