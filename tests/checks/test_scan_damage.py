@@ -256,10 +256,13 @@ def test_crc_mismatch_found_by_deep_only(logdir: Path) -> None:
     assert codes_at(report, log) == set()
     code, report = run_scan("--deep", str(logdir))
     assert code == 2
-    hits = [f for f in report["findings"] if f["path"] == str(log)]
+    hits = [f for f in report["findings"] if f["path"] == str(log) and not f.get("caused_by")]
     assert [f["code"] for f in hits] == ["LOG_CORRUPT"]
     assert hits[0]["position"] == second
     assert "CRC mismatch" in hits[0]["message"]
+    # the cleaner of the compacted __consumer_offsets would carry the damage on: listed under it
+    linked = [(f["code"], f["caused_by"]["code"]) for f in report["findings"] if f.get("caused_by")]
+    assert linked == [("COMPACTION_DAMAGE", "LOG_CORRUPT")]
 
 
 def test_zero_filled_tail_of_a_log(logdir: Path) -> None:
@@ -568,8 +571,11 @@ def test_crc_error_below_the_recovery_point_after_an_unclean_shutdown(logdir: Pa
     log.write_bytes(bytes(data))
     code, report = run_scan(str(logdir))  # default depth: what recovery reads
     assert code == 2
-    hits = [f for f in report["findings"] if f["path"] == str(log)]
+    hits = [f for f in report["findings"] if f["path"] == str(log) and not f.get("caused_by")]
     assert [(f["code"], f["position"]) for f in hits] == [("LOG_CORRUPT", second)]
+    # __consumer_offsets is compacted: the damage also stops its cleaner, one problem listed under it
+    (cleaner,) = [f for f in report["findings"] if f["path"] == str(log) and f.get("caused_by")]
+    assert cleaner["code"] == "COMPACTION_DAMAGE" and cleaner["caused_by"]["code"] == "LOG_CORRUPT"
     assert f"truncates {SEG0}.log to {second} bytes" in hits[0]["message"]
     assert "deletes the 1 later segment(s)" in hits[0]["message"]
 

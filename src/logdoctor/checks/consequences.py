@@ -91,6 +91,9 @@ def link_consequences(findings: Iterable[Finding]) -> list[Finding]:
     ]
     seen: dict[tuple[str, str, int | None], Finding] = {}
     per_file: dict[str, Finding] = {}
+    # what stops the cleaner at a damaged batch is that damage (checks.compaction: COMPACTION_DAMAGE follows
+    # the scan's finding at the same file and byte position)
+    damage = {(f.path, f.position): f for f in out if f.code in ("LOG_CORRUPT", "LOG_RECORDS_UNDECODABLE")}
 
     for i, f in enumerate(out):
         if f.code in _TRUNCATION_CONSEQUENCES:
@@ -113,6 +116,9 @@ def link_consequences(findings: Iterable[Finding]) -> list[Finding]:
             if root is not None:
                 cause[i] = root
                 continue
+        if f.code == "COMPACTION_DAMAGE" and (f.path, f.position) in damage:
+            cause[i] = damage[(f.path, f.position)]
+            continue
         if f.code == "META_PROPERTIES_MISMATCH":
             first = per_file.setdefault(f.path, f)
             if first is not f:
