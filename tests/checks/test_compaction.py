@@ -45,11 +45,16 @@ def _write(folder: Path, segments: list[list[int]], records_per_batch: int = 10)
 def _logdir(tmp_path: Path, segments: list[list[int]], cleaner: int | None = None) -> tuple[Path, list[int]]:
     root = tmp_path / "kafka-logs"
     sizes = _write(root / "cdc-0", segments)
+    return _closed(root, cleaner), sizes
+
+
+def _closed(root: Path, cleaner: int | None) -> Path:
+    """``root`` as a cleanly shut down log dir, with cdc-0's cleaner checkpoint entry when given."""
     (root / "meta.properties").write_text(META)
     (root / ".kafka_cleanshutdown").write_text("")
     if cleaner is not None:
         (root / "cleaner-offset-checkpoint").write_text(f"0\n1\ncdc 0 {cleaner}\n")
-    return root, sizes
+    return root
 
 
 def _scan(root: Path, **config: str):
@@ -202,11 +207,7 @@ def _batch(base: int, n: int, ts: int, *, key=lambda i: b"k-%d" % i, value=b"v" 
 def _kafka_logdir(tmp_path: Path, segments: list[list[bytes]], cleaner: int | None = None):
     root = tmp_path / "kafka-logs"
     sizes = _segments(root / "cdc-0", segments)
-    (root / "meta.properties").write_text(META)
-    (root / ".kafka_cleanshutdown").write_text("")
-    if cleaner is not None:
-        (root / "cleaner-offset-checkpoint").write_text(f"0\n1\ncdc 0 {cleaner}\n")
-    return root, sizes
+    return _closed(root, cleaner), sizes
 
 
 def test_a_batch_larger_than_the_old_cleaners_largest_buffer(tmp_path):
