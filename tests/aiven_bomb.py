@@ -91,6 +91,8 @@ def run_measured(args: list[str], out: Path, timeout: float = 900) -> tuple[int,
     """(exit code, output, peak MiB) of ``python -m logdoctor ARGS`` in a process of its own: the peak is
     the larger of the process tree's resident set summed, polled every 20 ms, and the largest single
     process's own peak (RUSAGE_CHILDREN's ru_maxrss of a wrapper that waits for the command only)."""
+    import os
+    import signal
     import subprocess
     import sys
     import time
@@ -100,13 +102,15 @@ def run_measured(args: list[str], out: Path, timeout: float = 900) -> tuple[int,
         stdout=subprocess.PIPE,
         text=True,
         cwd=out,
+        start_new_session=True,  # its whole tree (Spark's JVM, workers) is stopped with it on a timeout
     )
     polled = 0
     deadline = time.monotonic() + timeout
     while wrapper.poll() is None:
         polled = max(polled, _tree_rss_kb(wrapper.pid))
         if time.monotonic() > deadline:
-            wrapper.kill()
+            os.killpg(wrapper.pid, signal.SIGKILL)
+            wrapper.wait()
             raise TimeoutError(args)
         time.sleep(0.02)
     rc, single = map(int, wrapper.stdout.read().split())  # type: ignore[union-attr]

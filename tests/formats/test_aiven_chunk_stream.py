@@ -24,8 +24,10 @@ from logdoctor.formats.aiven_rsm import ChunkStream, build_manifest, detransform
 from logdoctor.logdir.discovery import discover
 from logdoctor.logdir.remote_tier import AivenLogReader, RemoteOptions, attach_remote
 
-SIZE = 1 << 30
 _ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
+#: what the bomb chunk declares: 1 GiB; under ASan (make asan-check, where memory is no measure and every
+#: byte walked costs many times over) 64 MiB, still above aiven_rsm.STREAM_ABOVE: the same streamed path
+SIZE = (64 << 20) if _ASAN else (1 << 30)
 
 
 def _manifest(size: int):
@@ -140,6 +142,11 @@ def test_dump_and_restore_of_a_chunk_declaring_1_gib_hold_a_window(tmp_path: Pat
 def test_export_of_a_chunk_declaring_1_gib_stays_under_1_gib(tmp_path: Path) -> None:
     """Over the process tree (the driver, Spark's JVM and its Python workers). Measured with --writer
     arrow: 2,886 MiB before, 941 after (801 for the same store without the bomb: mostly the JVM)."""
+    if _ASAN:  # not a realworld or required skip: CI runs this test in make test, outside ASan
+        pytest.skip(
+            "under ASan (make asan-check) Spark's launcher script hangs in `ps` with libasan preloaded; the "
+            "streamed chunk path runs under ASan in the dump and restore test"
+        )
     logs, store, log = aiven_bomb.build(tmp_path, SIZE, 0)
     args = ["export", str(logs), "--out", str(tmp_path / "out"), "--remote-storage", str(store),
             "--topics", "payments", "--master", "local[2]", "--writer", "arrow", "--json"]  # fmt: skip
