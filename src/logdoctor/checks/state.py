@@ -74,6 +74,10 @@ def duration(ms: int) -> str:
     return f"{s} s"
 
 
+#: :attr:`PartitionState.open_txns` not computed yet
+NOT_REPLAYED = object()
+
+
 class PartitionState:
     def __init__(self, task: PartitionTask, partition: Partition, segments: list[Segment]) -> None:
         """``partition`` is listed with ``stat_files=True``; ``segments`` its segments ([] when the
@@ -104,6 +108,9 @@ class PartitionState:
         self.offsets_checked: set[int] = set()
         self.last_index_slot: dict[int, bytes] = {}  # base offset -> last .index slot, once read
         self.last_time_slot: dict[int, bytes] = {}  # base offset -> last .timeindex slot, once read
+        #: the open transactions of the loaded producer state, once replayed (checks.transactions
+        #: open_transactions: the hanging-transaction and cleaner checks both ask)
+        self.open_txns: Any = NOT_REPLAYED
 
     # findings ------------------------------------------------------------------------------------
     def add(self, finding: Finding) -> None:

@@ -60,7 +60,16 @@ class OpenTransaction:
 def open_transactions(st: PartitionState) -> list[OpenTransaction] | None:
     """The transactions open in the producer state the broker loads (first offset order); None when it
     cannot be known here (no log end, an unreadable snapshot or batch). With ``keep_producers`` the whole
-    producer state goes into the report (``PartitionReport.producers``)."""
+    producer state goes into the report (``PartitionReport.producers``). Replayed once per partition
+    (:attr:`PartitionState.open_txns`)."""
+    from logdoctor.checks.state import NOT_REPLAYED
+
+    if st.open_txns is NOT_REPLAYED:
+        st.open_txns = _replay_producer_state(st)
+    return st.open_txns  # type: ignore[no-any-return]
+
+
+def _replay_producer_state(st: PartitionState) -> list[OpenTransaction] | None:
     leo = st.log_end_offset
     if leo is None or not st.segments:
         return None

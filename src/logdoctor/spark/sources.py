@@ -124,17 +124,9 @@ def _decoder_for(name: str, topic: str, features: Any = None):
     """The internal-topic decoder ``(key, value) -> dict`` for option ``decoder`` and this topic; ``features``
     (the cluster's feature levels, :attr:`SegmentSlice.features`) choose the layouts Kafka changed under one
     version, for the decoders that take them (``__consumer_offsets``, ``__share_group_state``)."""
-    import functools
-
     from logdoctor.formats import internal
 
-    fn = internal.decoder_by_name(name, topic)
-    if fn is not None and features is not None and fn in (
-        internal.decode_consumer_offsets,
-        internal.decode_share_group_state,
-    ):
-        return functools.partial(fn, features=features)
-    return fn
+    return internal.decoder_by_name(name, topic, features)
 
 
 def _decode_json(decode, keys: list, values: list, control: list[bool]) -> list[str | None]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,21 +23,13 @@ def _topic_of(path: Path) -> str | None:
 
 
 def _features_of(path: Path) -> Any:
-    """The feature levels of the cluster of the log dir holding ``path`` (a segment in a partition folder):
-    its ``__cluster_metadata-0`` replayed, else its bootstrap.checkpoint; None without either. They
-    choose between the layouts Kafka changed under one version (the 4.1 share-group records)."""
-    from logdoctor.logdir.identity import find_metadata_dir
+    """The feature levels of the cluster of the log dir holding ``path`` (a segment in a partition folder),
+    as every reader finds them (:func:`logdoctor.logdir.metadata_image.log_dir_features`); None: not known.
+    They choose between the layouts Kafka changed under one version (the 4.1 share-group records)."""
+    from logdoctor.logdir.metadata_image import log_dir_features
 
-    log_dir = path.resolve().parent.parent
-    mdir = find_metadata_dir([str(log_dir)])
-    if mdir is not None:
-        from logdoctor.logdir.metadata_image import cluster_features
-
-        return cluster_features(mdir)
-    from logdoctor.logdir.metadata_image import bootstrap_features
-
-    boot = log_dir / names.BOOTSTRAP_CHECKPOINT_FILE
-    return bootstrap_features(boot) if boot.is_file() else None
+    log_dir = str(path.resolve().parent.parent)
+    return log_dir_features([log_dir]).get(log_dir)
 
 
 def pick_decoder(choice: DecoderChoice, path: Path) -> tuple[str | None, RecordDecoder | None]:
@@ -60,14 +51,11 @@ def pick_decoder(choice: DecoderChoice, path: Path) -> tuple[str | None, RecordD
             return None, None
     else:
         name = choice.value
-    fn = internal.decoder_by_name(name)
+    levels = _features_of(path) if name in internal.FEATURE_DECODERS else None
+    fn = internal.decoder_by_name(name, features=levels)
     if fn is None:
         return None, None
     source = str(path)
-    if name in ("consumer-offsets", "share-group-state"):
-        levels = _features_of(path)
-        if levels is not None:
-            fn = functools.partial(fn, features=levels)
 
     def decode(record: Record) -> dict[str, Any]:
         # a record type or version newer than our tables: "unknown type N, version V" + raw bytes

@@ -18,6 +18,7 @@ bad bytes ``TruncatedError``/``CorruptRecordError`` with the position within the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any
@@ -37,6 +38,7 @@ Decoder = Callable[..., dict[str, Any]]
 
 __all__ = [
     "DECODER_NAMES",
+    "FEATURE_DECODERS",
     "Decoder",
     "decode_consumer_offsets",
     "decode_lenient",
@@ -80,12 +82,22 @@ def decoder_for_topic(topic: str) -> Decoder | None:
     return entry[1] if entry else None
 
 
-def decoder_by_name(name: str, topic: str | None = None) -> Decoder | None:
-    """``auto`` (needs ``topic``), ``none`` (None), or one of :data:`DECODER_NAMES`."""
+#: the decoders whose layouts the cluster's feature levels choose (``features=``: Kafka changed the 4.1
+#: share-group records under one version, :mod:`.layouts`)
+FEATURE_DECODERS = ("consumer-offsets", "share-group-state")
+
+
+def decoder_by_name(name: str, topic: str | None = None, features: Any = None) -> Decoder | None:
+    """``auto`` (needs ``topic``), ``none`` (None), or one of :data:`DECODER_NAMES`; ``features`` (the
+    cluster's ``layouts.ClusterFeatures``, None: not known) go to the decoders of :data:`FEATURE_DECODERS`."""
     if name == "none":
         return None
     if name == "auto":
-        return decoder_for_topic(topic) if topic else None
-    if name not in DECODER_NAMES:
+        fn = decoder_for_topic(topic) if topic else None
+    elif name not in DECODER_NAMES:
         raise ValueError(f"unknown decoder {name!r}: auto, none, {', '.join(DECODER_NAMES)}")
-    return DECODER_NAMES[name]
+    else:
+        fn = DECODER_NAMES[name]
+    if fn is not None and features is not None and any(fn is DECODER_NAMES[n] for n in FEATURE_DECODERS):
+        return functools.partial(fn, features=features)
+    return fn
