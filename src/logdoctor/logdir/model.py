@@ -497,8 +497,9 @@ class Partition:
     def kind(self) -> DirKind:
         return self.dir_name.kind
 
-    @property
+    @_cached
     def name(self) -> str:
+        """The folder's name (given by the root's listing for its partitions: no basename for 50,000)."""
         return os.path.basename(self.path_str)
 
     @property
@@ -836,18 +837,24 @@ class LogDir:
 
     @_cached
     def _partition_dirs(self) -> list[Partition]:
-        parts = [
-            Partition(self, p, re.partition)
+        folder = RootEntryKind.PARTITION
+        names = sorted(
+            (dn.topic, dn.partition, dn.kind.value, dn.uuid or "", p, dn, re.name)
             for re, p in self.listing
-            if re.kind is RootEntryKind.PARTITION and re.partition is not None
-        ]
-        parts.sort(key=lambda x: (x.topic, x.partition, x.kind.value, x.dir_name.uuid or ""))
+            if re.kind is folder and (dn := re.partition) is not None
+        )  # the folder's path decides between equal names' keys (two folders never have one path)
+        parts = []
+        for *_key, p, dn, name in names:
+            part = Partition(self, p, dn)
+            part.__dict__["name"] = name  # its path's basename, as listed
+            parts.append(part)
         return parts
 
     @_cached
     def partitions(self) -> list[Partition]:
         """Live partition folders (``<topic>-<p>``, including ``__cluster_metadata-0``), sorted."""
-        return [p for p in self._partition_dirs if p.kind is DirKind.LOG]
+        log = DirKind.LOG
+        return [p for p in self._partition_dirs if p.dir_name.kind is log]
 
     @_cached
     def _by_tp(self) -> dict[tuple[str, int], Partition]:
@@ -874,14 +881,15 @@ class LogDir:
             Orphan(p.path, _ORPHAN_DIR_KIND[p.kind], _ORPHAN_DIR_REASON[p.kind], p)
             for p in self.orphan_partitions
         ]
+        unknown, tmp = RootEntryKind.UNKNOWN, RootEntryKind.TMP
         for re, p in self.listing:
-            if re.kind is RootEntryKind.UNKNOWN:
+            if re.kind is unknown:
                 path = Path(p)
                 is_dir = path.is_dir()
                 kind = "unknown-dir" if is_dir else "unknown-file"
                 reason = "not a topic-partition folder" if is_dir else "not a file Kafka writes here"
                 out.append(Orphan(path, kind, reason))
-            elif re.kind is RootEntryKind.TMP:
+            elif re.kind is tmp:
                 out.append(Orphan(Path(p), "tmp-file", "left by an interrupted atomic write"))
         out.sort(key=lambda o: o.path.name)
         return out
