@@ -839,7 +839,7 @@ class LogDir:
     def _partition_dirs(self) -> list[Partition]:
         folder = RootEntryKind.PARTITION
         names = sorted(
-            (dn.topic, dn.partition, dn.kind.value, dn.uuid or "", p, dn, re.name)
+            (dn.topic, dn.partition, dn.kind, dn.uuid or "", p, dn, re.name)  # a StrEnum: sorts as its value
             for re, p in self.listing
             if re.kind is folder and (dn := re.partition) is not None
         )  # the folder's path decides between equal names' keys (two folders never have one path)
@@ -872,7 +872,8 @@ class LogDir:
     @_cached
     def orphan_partitions(self) -> list[Partition]:
         """``-delete``, ``-future`` and ``-stray`` folders (as partitions, to inspect them)."""
-        return [p for p in self._partition_dirs if p.kind is not DirKind.LOG]
+        log = DirKind.LOG
+        return [p for p in self._partition_dirs if p.dir_name.kind is not log]
 
     @_cached
     def orphans(self) -> list[Orphan]:
