@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import itertools
 import operator
 import os
 import signal
@@ -319,17 +320,16 @@ def scan(
         # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
         rp_of, hw_of, ls_of, cl_of = (_usable_offsets(cp) for cp in (rps, hws, lss, cls))
         clean = rep.clean_shutdown
-        log_kind = DirKind.LOG.value  # ld.partitions: the live folders (no enum lookup for each of 50,000)
-        for part in ld.partitions:
-            dn = part.dir_name  # its fields read directly: Partition's properties are per-call (50,000)
+        log_kind = DirKind.LOG.value  # the live folders (no enum lookup for each of 50,000)
+        for dn, path, name in ld.partition_folders:  # no Partition made for each (50,000)
             topic, partition = dn.topic, dn.partition
             meta_log = topic == METADATA_TOPIC
             tp = (topic, partition)
             tasks.append(
                 PartitionTask(
                     log_dir=p,
-                    path=part.path_str,
-                    name=part.name,
+                    path=path,
+                    name=name,
                     topic=topic,
                     partition=partition,
                     kind=log_kind,
@@ -348,7 +348,7 @@ def scan(
             )
         here = tasks[len(listed) :]
         listed.extend(listing.of(here) if listing is not None else [None] * len(here))
-        rep.partitions = len(ld.partitions)
+        rep.partitions = len(ld.partition_folders)
         reports.append(rep)
         dirs.append(ld)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
@@ -403,8 +403,7 @@ def scan(
             _metadata_log_damage(mdir, group_image, results)
         elif group.mode == "kraft":
             kraft_findings.append(metadata_not_scanned(group))
-    for r in results:
-        findings.extend(r.findings)
+    findings.extend(itertools.chain.from_iterable(map(operator.attrgetter("findings"), results)))
     findings.extend(cross_dir(reports, results, groups, images, options.one_broker))
     if len(groups) > 1:  # replicas of one broker only: none to compare (checks.divergence)
         from logdoctor.checks.divergence import replicas_diverged

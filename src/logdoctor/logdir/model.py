@@ -836,25 +836,33 @@ class LogDir:
         return self._scandir[1]
 
     @_cached
-    def _partition_dirs(self) -> list[Partition]:
+    def _partition_folders(self) -> list[tuple[PartitionDirName, str, str]]:
+        """``(dir name, path as listed, name)`` of every topic-partition folder, sorted."""
         folder = RootEntryKind.PARTITION
         names = sorted(
             (dn.topic, dn.partition, dn.kind, dn.uuid or "", p, dn, re.name)  # a StrEnum: sorts as its value
             for re, p in self.listing
             if re.kind is folder and (dn := re.partition) is not None
         )  # the folder's path decides between equal names' keys (two folders never have one path)
-        parts = []
-        for *_key, p, dn, name in names:
-            part = Partition(self, p, dn)
-            part.__dict__["name"] = name  # its path's basename, as listed
-            parts.append(part)
-        return parts
+        return [(dn, p, name) for *_key, p, dn, name in names]
+
+    def _partition(self, folder: tuple[PartitionDirName, str, str]) -> Partition:
+        dn, p, name = folder
+        part = Partition(self, p, dn)
+        part.__dict__["name"] = name  # its path's basename, as listed
+        return part
+
+    @_cached
+    def partition_folders(self) -> list[tuple[PartitionDirName, str, str]]:
+        """:attr:`partitions` as ``(dir name, path as listed, name)``, without a :class:`Partition` made for
+        each (a scan of 50,000 partitions needs none)."""
+        log = DirKind.LOG
+        return [f for f in self._partition_folders if f[0].kind is log]
 
     @_cached
     def partitions(self) -> list[Partition]:
         """Live partition folders (``<topic>-<p>``, including ``__cluster_metadata-0``), sorted."""
-        log = DirKind.LOG
-        return [p for p in self._partition_dirs if p.dir_name.kind is log]
+        return [self._partition(f) for f in self.partition_folders]
 
     @_cached
     def _by_tp(self) -> dict[tuple[str, int], Partition]:
@@ -873,7 +881,7 @@ class LogDir:
     def orphan_partitions(self) -> list[Partition]:
         """``-delete``, ``-future`` and ``-stray`` folders (as partitions, to inspect them)."""
         log = DirKind.LOG
-        return [p for p in self._partition_dirs if p.dir_name.kind is not log]
+        return [self._partition(f) for f in self._partition_folders if f[0].kind is not log]
 
     @_cached
     def orphans(self) -> list[Orphan]:
