@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from logdoctor.checks import scanner
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 from logdoctor.logdir import model
@@ -129,7 +130,8 @@ def test_the_root_is_listed_and_each_checkpoint_parsed_once_per_scan(
 
 def test_the_log_dir_level_stats_no_partition_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The root-file permission check knows a partition folder is a folder from the listing: the only stat of
-    a partition folder in a scan is the partition check's own (its permissions), once."""
+    a partition folder in a scan is the partition check's own (its permissions), once: the fstat of the log
+    dir's listing of its folders, or without it one os.stat."""
     d = _log_dir(tmp_path, 300)
     stats: list[str] = []
     real_stat = os.stat
@@ -142,4 +144,9 @@ def test_the_log_dir_level_stats_no_partition_folder(tmp_path: Path, monkeypatch
     rep = scan([d], ScanOptions(depth=Depth.QUICK), jobs=1)
     assert len(rep.partitions) == 300
     folder = str(d / "bench.t1-7")
+    # the log dir's one listing (formats.folders: an fstat of each folder) holds the check's stat
+    assert stats.count(folder) == 0, stats.count(folder)
+    monkeypatch.setattr(scanner._Listing, "begin", classmethod(lambda cls, ld: None))
+    stats.clear()
+    rep = scan([d], ScanOptions(depth=Depth.QUICK), jobs=1)
     assert stats.count(folder) == 1, stats.count(folder)

@@ -179,3 +179,41 @@ def test_every_realworld_name_is_classified(realworld_dir):
                     assert classify_partition_file(f.name).kind is not PartitionFileKind.UNKNOWN, f
     assert seen_files > 1000
 
+
+
+def _parse_partition_dir_by_regex(name: str) -> PartitionDirName | None:
+    """parse_partition_dir as it was before its fast lanes (issue 49: every name through both regexes)."""
+    import re
+
+    from logdoctor.logdir.names import DirKind
+
+    if not name or "-" not in name:
+        return None
+    kind, uuid = DirKind.LOG, None
+    m = re.match(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$", name)
+    if m is not None:
+        kind = DirKind(m.group(4))
+        stem, _, tail = name.rpartition(".")
+        uuid = tail[: -len(kind.value) - 1]
+    elif name.endswith(("-delete", "-future", "-stray")):
+        return None
+    else:
+        stem = name
+    topic, _, number = stem.rpartition("-")
+    if not topic or not re.fullmatch(r"[0-9]+", number) or int(number) > 2**31 - 1:
+        return None
+    if kind is DirKind.LOG and f"{topic}-{int(number)}" != name:
+        return None
+    return PartitionDirName(topic, int(number), kind, uuid)
+
+
+def test_partition_dir_parse_matches_the_regex_reading() -> None:
+    """The suffix test before the pattern and the digit test without one take the same names (a last
+    newline, where the pattern's ``$`` also matches; non-ASCII digits, which ``isdigit`` alone takes)."""
+    import itertools
+
+    pieces = ["t", "-", ".", "0", "7", "٣", "²", "\n", " ", "delete", "-stray", ".u-future", "-delete\n"]
+    pieces.append("00")
+    names = ["".join(c) for k in range(1, 5) for c in itertools.product(pieces, repeat=k)]
+    names += ["a.b-3", "t-2147483647", "t-2147483648", "t-0.abc-delete\n", "x-1.y-z-stray", "-1", "t-"]
+    assert [parse_partition_dir(n) for n in names] == [_parse_partition_dir_by_regex(n) for n in names]

@@ -16,6 +16,10 @@ import os
 import pwd
 import stat
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from logdoctor.formats.folders import FolderStat
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +50,7 @@ class BrokerUser:
         return cls.of_uid(os.stat(path).st_uid)
 
 
-def missing_access(st: os.stat_result, user: BrokerUser, need: str) -> str:
+def missing_access(st: os.stat_result | FolderStat, user: BrokerUser, need: str) -> str:
     """The letters of ``need`` ("r", "w", "x") the user lacks on a file with this stat ('' = none)."""
     if user.uid == 0:
         # root bypasses r/w checks; x on a regular file needs at least one x bit (irrelevant here)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import gc
+import itertools
+import operator
 import os
 import signal
 import threading
@@ -27,7 +29,7 @@ from logdoctor.checks.cross_dir import broker_groups, cross_dir
 from logdoctor.checks.disk_space import check_disks
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.kraft import check_kraft, metadata_not_scanned
-from logdoctor.checks.partition import check_partition
+from logdoctor.checks.partition import Tiers, check_partition
 from logdoctor.checks.remote_tier import check_remote_tier, remote_metadata_for_scan
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
@@ -46,6 +48,7 @@ from logdoctor.checks.topic_config import (
     ConfigInputs,
     TopicConfigResolver,
 )
+from logdoctor.formats.folders import Listed, list_folders
 from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -56,6 +59,7 @@ from logdoctor.logdir.names import (
     REPLICATION_OFFSET_CHECKPOINT,
     TRANSACTION_STATE_TOPIC,
     DirKind,
+    RootEntryKind,
     parse_partition_dir,
 )
 from logdoctor.logdir.offsets import log_start_offsets
@@ -163,20 +167,22 @@ def __getattr__(name: str) -> Any:
     return pool
 
 
-def _run(tasks: list[PartitionTask], jobs: int) -> Iterator[PartitionReport]:
+def _run(tasks: list[PartitionTask], jobs: int, listed: list[Listed | None]) -> Iterator[PartitionReport]:
     """Check every task: here while checks are cheap (the median time of the last few is below
-    ``_POOL_MIN_S_PER_PARTITION``), the rest in a pool of ``jobs`` processes once they are not."""
+    ``_POOL_MIN_S_PER_PARTITION``), the rest in a pool of ``jobs`` processes once they are not.
+    ``listed``: each task's folder as listed before (see :func:`_listed`), for the checks made here."""
+    tiers: Tiers = {}
     if jobs <= 1 or len(tasks) <= 1:
-        for t in tasks:
-            yield check_partition(t)
+        for t, lt in zip(tasks, listed, strict=True):
+            yield check_partition(t, lt, tiers)
         return
     done, window, first = 0, _PROBE, True
     while done < len(tasks):
         batch = tasks[done : done + window]
         times = []
-        for t in batch:
+        for i, t in enumerate(batch, done):
             started = time.thread_time()  # CPU: other processes on the cores do not make a check look costly
-            rep = check_partition(t)
+            rep = check_partition(t, listed[i], tiers)
             times.append(time.thread_time() - started)
             yield rep
         done += len(batch)
@@ -283,6 +289,7 @@ def scan(
     reports: list[LogDirReport] = []
     dirs: list[LogDir] = []
     tasks: list[PartitionTask] = []
+    listed: list[Listed | None] = []
     configs = topic_config_resolver(paths, options)
     txn_timeout = _transaction_timeout(configs)
     keep_producers = options.depth is not Depth.QUICK and (
@@ -296,6 +303,7 @@ def scan(
     remote = broker_remote_evidence(paths)
     for p in paths:
         ld = LogDir.shared(p)
+        listing = _Listing.begin(ld) if options.depth is Depth.QUICK else None
         user = options.broker_user or BrokerUser.owner_of(p)
         rep = LogDirReport(p, user)
         check_root(ld, rep)
@@ -312,19 +320,19 @@ def scan(
         # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
         rp_of, hw_of, ls_of, cl_of = (_usable_offsets(cp) for cp in (rps, hws, lss, cls))
         clean = rep.clean_shutdown
-        for part in ld.partitions:
-            dn = part.dir_name  # its fields read directly: Partition's properties are per-call (50,000)
+        log_kind = DirKind.LOG.value  # the live folders (no enum lookup for each of 50,000)
+        for dn, path, name in ld.partition_folders:  # no Partition made for each (50,000)
             topic, partition = dn.topic, dn.partition
             meta_log = topic == METADATA_TOPIC
             tp = (topic, partition)
             tasks.append(
                 PartitionTask(
                     log_dir=p,
-                    path=part.path_str,
-                    name=part.name,
+                    path=path,
+                    name=name,
                     topic=topic,
                     partition=partition,
-                    kind=dn.kind.value,
+                    kind=log_kind,
                     recovery_point=None if meta_log else rp_of.get(tp),
                     log_start_checkpoint=None if meta_log else ls_of.get(tp),
                     high_watermark=None if meta_log else hw_of.get(tp),
@@ -338,13 +346,15 @@ def scan(
                     cleaner_checkpoint=None if meta_log else cl_of.get(tp),
                 )
             )
-        rep.partitions = len(ld.partitions)
+        here = tasks[len(listed) :]
+        listed.extend(listing.of(here) if listing is not None else [None] * len(here))
+        rep.partitions = len(ld.partition_folders)
         reports.append(rep)
         dirs.append(ld)
     jobs = jobs if jobs is not None else (os.cpu_count() or 1)
     results: list[PartitionReport] = []
     with_segments = 0  # partitions with segments since the last collection (see _COLLECT_EVERY)
-    for rep_p in _run(tasks, jobs):
+    for rep_p in _run(tasks, jobs, listed):
         results.append(rep_p)
         if rep_p.segments:
             with_segments += 1
@@ -393,8 +403,7 @@ def scan(
             _metadata_log_damage(mdir, group_image, results)
         elif group.mode == "kraft":
             kraft_findings.append(metadata_not_scanned(group))
-    for r in results:
-        findings.extend(r.findings)
+    findings.extend(itertools.chain.from_iterable(map(operator.attrgetter("findings"), results)))
     findings.extend(cross_dir(reports, results, groups, images, options.one_broker))
     if len(groups) > 1:  # replicas of one broker only: none to compare (checks.divergence)
         from logdoctor.checks.divergence import replicas_diverged
@@ -441,7 +450,10 @@ def scan(
     findings.extend(_remote_audit(paths, results, remote_md, options, index))
     findings.sort(key=lambda f: (_dir_index(f.path, order), *f.sort_key()))
     findings = link_consequences(findings)
-    results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
+    if len(order) == 1:  # one log dir: its order is the same for all (attrgetter: no Python call each)
+        results.sort(key=operator.attrgetter("topic", "partition", "path"))
+    else:
+        results.sort(key=lambda r: (order.get(r.log_dir, 0), r.topic, r.partition, r.path))
     return ScanReport(
         depth=options.depth,
         now_ms=options.now_ms,
@@ -454,6 +466,46 @@ def scan(
         remote=remote_md,
         features=levels,
     )
+
+
+class _Listing(threading.Thread):
+    """The live partition folders of a quick scan's log dir listed in one call (formats.folders: each
+    folder's stat and names, its empty folders then reported without their full check, checks.partition),
+    on a thread: the call makes its system calls without the GIL, while this thread checks the root and
+    makes the tasks (50,000 folders: ~0.2 s of system calls beside ~0.3 s of Python)."""
+
+    def __init__(self, root: str, names: list[str]) -> None:
+        super().__init__(name="logdoctor-listing", daemon=True)
+        self.root, self.names = root, names
+        self.got: dict[str, Listed] = {}
+
+    @classmethod
+    def begin(cls, ld: LogDir) -> _Listing | None:
+        """Started on the root's listing (None: the root cannot be listed; its checks say why)."""
+        folder, log = RootEntryKind.PARTITION, DirKind.LOG
+        try:
+            names = [
+                re.name
+                for re, _p in ld.listing
+                if re.kind is folder and re.partition is not None and re.partition.kind is log
+            ]
+        except OSError:
+            return None
+        listing = cls(str(ld.path), names)
+        listing.start()
+        return listing
+
+    def run(self) -> None:
+        try:
+            self.got = dict(zip(self.names, list_folders(self.root, self.names), strict=True))
+        except (OSError, MemoryError):  # each folder's check lists it, and says what it finds
+            self.got = {}
+
+    def of(self, tasks: list[PartitionTask]) -> list[Listed | None]:
+        """Each task's folder as listed (None: not listed)."""
+        self.join()
+        got = self.got
+        return [got.get(t.name) for t in tasks]
 
 
 def _names(path: str) -> list[str]:

@@ -19,6 +19,12 @@
 #include <string.h>
 #include <errno.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <sys/stat.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#endif
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
@@ -2402,6 +2408,222 @@ populate_read(PyObject *self, PyObject *args, PyObject *kwargs)
     return PyBool_FromLong(advised);
 }
 
+/* list_folders' results, gathered without the GIL: each folder's errno or stat, and its entries' names
+ * (NUL-terminated, one after another in ``names``). */
+typedef struct {
+    int err;
+    unsigned long mode, uid, gid;
+    size_t first, count; /* its names: ``count`` strings from byte ``first`` of ``names`` */
+} folder_t;
+
+typedef struct {
+    char *buf;
+    size_t len, cap;
+} names_t;
+
+static int
+names_add(names_t *n, const char *s, size_t len)
+{
+    if (n->len + len + 1 > n->cap) {
+        size_t cap = n->cap ? n->cap : 65536;
+        while (n->len + len + 1 > cap)
+            cap *= 2;
+        char *grown = realloc(n->buf, cap);
+        if (grown == NULL)
+            return -1;
+        n->buf = grown;
+        n->cap = cap;
+    }
+    memcpy(n->buf + n->len, s, len + 1);
+    n->len += len + 1;
+    return 0;
+}
+
+/* The names of the entries of the open folder ``fd`` added to ``n`` ("." and ".." left out): 0, an errno
+ * (the read failed), or -1 (out of memory). On Linux getdents64 straight into one buffer (an empty folder: two calls;
+ * opendir's DIR would add an fstat and a fcntl per folder). Called without the GIL. */
+static int
+read_entries(int fd, names_t *n, size_t *count)
+{
+#if defined(__linux__)
+    char buf[32768];
+    for (;;) {
+        long got = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (got < 0)
+            return errno;
+        if (got == 0)
+            return 0;
+        for (long at = 0; at < got;) {
+            struct linux_dirent64 {
+                uint64_t d_ino;
+                int64_t d_off;
+                unsigned short d_reclen;
+                unsigned char d_type;
+                char d_name[];
+            } *d = (struct linux_dirent64 *)(buf + at);
+            at += d->d_reclen;
+            const char *dn = d->d_name;
+            if (dn[0] == '.' && (dn[1] == '\0' || (dn[1] == '.' && dn[2] == '\0')))
+                continue;
+            if (names_add(n, dn, strlen(dn)) < 0)
+                return -1;
+            (*count)++;
+        }
+    }
+#else
+    int dup_fd = dup(fd);
+    if (dup_fd < 0)
+        return errno;
+    DIR *dir = fdopendir(dup_fd);
+    if (dir == NULL) {
+        int err = errno;
+        close(dup_fd);
+        return err;
+    }
+    int err = 0;
+    for (;;) {
+        errno = 0;
+        struct dirent *d = readdir(dir);
+        if (d == NULL) {
+            err = errno;
+            break;
+        }
+        const char *dn = d->d_name;
+        if (dn[0] == '.' && (dn[1] == '\0' || (dn[1] == '.' && dn[2] == '\0')))
+            continue;
+        if (names_add(n, dn, strlen(dn)) < 0) {
+            err = -1;
+            break;
+        }
+        (*count)++;
+    }
+    closedir(dir);
+    return err;
+#endif
+}
+
+/*
+ * list_folders(root, names) -> [(st_mode, st_uid, st_gid, [entry names]) | errno, ...]: each folder
+ * root/name opened (symlinks followed, as os.scandir and os.stat do), fstat'ed and read to its end, for a
+ * scan of tens of thousands of partition folders (checks.scanner). Every system call is made in one pass
+ * without the GIL (a thread lists while the scan's Python goes on), the results built after it. An
+ * entry's name is decoded as os.listdir decodes it (the file system encoding, surrogateescape); "." and
+ * ".." are left out; the order is readdir's. A folder that cannot be opened, stat'ed or read gives its
+ * errno instead. The root that cannot be opened raises OSError. formats/folders.py has the pure-Python
+ * twin (os.open, os.fstat, os.listdir).
+ */
+static PyObject *
+list_folders(PyObject *self, PyObject *args)
+{
+    PyObject *rootobj, *rootbytes = NULL, *names, *seq = NULL, *encoded = NULL, *out = NULL;
+    folder_t *folders = NULL;
+    const char **paths = NULL;
+    names_t found = {NULL, 0, 0};
+    int rootfd = -1, root_err = 0, nomem = 0;
+
+    if (!PyArg_ParseTuple(args, "OO", &rootobj, &names))
+        return NULL;
+    if (!PyUnicode_FSConverter(rootobj, &rootbytes))
+        return NULL;
+    seq = PySequence_Fast(names, "names must be a sequence");
+    if (seq == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    encoded = PyList_New(n);
+    folders = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof *folders);
+    paths = PyMem_RawCalloc((size_t)(n ? n : 1), sizeof *paths);
+    if (encoded == NULL || folders == NULL || paths == NULL) {
+        if (!PyErr_Occurred())
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *b = NULL;
+        if (!PyUnicode_FSConverter(PySequence_Fast_GET_ITEM(seq, i), &b))
+            goto done;
+        PyList_SET_ITEM(encoded, i, b);
+        paths[i] = PyBytes_AS_STRING(b);
+    }
+    const char *root = PyBytes_AS_STRING(rootbytes);
+    Py_BEGIN_ALLOW_THREADS
+    rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0)
+        root_err = errno;
+    for (Py_ssize_t i = 0; rootfd >= 0 && i < n && !nomem; i++) {
+        folder_t *f = &folders[i];
+        struct stat st;
+        int fd = openat(rootfd, paths[i], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0) {
+            f->err = errno;
+            continue;
+        }
+        if (fstat(fd, &st) != 0) {
+            f->err = errno;
+        } else {
+            f->mode = (unsigned long)st.st_mode;
+            f->uid = (unsigned long)st.st_uid;
+            f->gid = (unsigned long)st.st_gid;
+            f->first = found.len;
+            f->err = read_entries(fd, &found, &f->count);
+            if (f->err < 0)
+                nomem = 1;
+        }
+        close(fd);
+    }
+    if (rootfd >= 0)
+        close(rootfd);
+    Py_END_ALLOW_THREADS
+    if (root_err != 0) {
+        errno = root_err;
+        PyErr_SetFromErrnoWithFilenameObject(PyExc_OSError, rootobj);
+        goto done;
+    }
+    if (nomem) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    out = PyList_New(n);
+    if (out == NULL)
+        goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        folder_t *f = &folders[i];
+        PyObject *item;
+        if (f->err != 0) {
+            item = PyLong_FromLong(f->err);
+        } else {
+            PyObject *entries = PyList_New((Py_ssize_t)f->count);
+            if (entries == NULL)
+                goto fail;
+            const char *at = found.buf + f->first;
+            for (size_t k = 0; k < f->count; k++) {
+                size_t len = strlen(at);
+                PyObject *name = PyUnicode_DecodeFSDefaultAndSize(at, (Py_ssize_t)len);
+                if (name == NULL) {
+                    Py_DECREF(entries);
+                    goto fail;
+                }
+                PyList_SET_ITEM(entries, (Py_ssize_t)k, name);
+                at += len + 1;
+            }
+            item = Py_BuildValue("(kkkN)", f->mode, f->uid, f->gid, entries);
+        }
+        if (item == NULL)
+            goto fail;
+        PyList_SET_ITEM(out, i, item);
+    }
+    goto done;
+fail:
+    Py_CLEAR(out);
+done:
+    free(found.buf);
+    PyMem_RawFree(paths);
+    PyMem_RawFree(folders);
+    Py_XDECREF(encoded);
+    Py_XDECREF(seq);
+    Py_XDECREF(rootbytes);
+    return out;
+}
+
 static PyMethodDef methods[] = {
     {"index_real_entries", index_real_entries, METH_VARARGS, "index_real_entries(data, entry_size) -> real entries."},
     {"index_entry_checks", index_entry_checks, METH_VARARGS, "The first bad entry of an index's checks (see _speedups.c)."},
@@ -2431,6 +2653,8 @@ static PyMethodDef methods[] = {
      "decode_batch_columns(buf, starts, sections, payload): many batches as Arrow-ready columns."},
     {"populate_read", (PyCFunction)(void (*)(void))populate_read, METH_VARARGS | METH_KEYWORDS,
      "populate_read(buf, advise=True, refused=0) -> whether madvise populated the pages (else they were read)."},
+    {"list_folders", list_folders, METH_VARARGS,
+     "list_folders(root, names) -> [(st_mode, st_uid, st_gid, [names]) | errno]: each folder root/name listed."},
     {NULL, NULL, 0, NULL},
 };
 

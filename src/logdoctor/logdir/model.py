@@ -497,8 +497,9 @@ class Partition:
     def kind(self) -> DirKind:
         return self.dir_name.kind
 
-    @property
+    @_cached
     def name(self) -> str:
+        """The folder's name (given by the root's listing for its partitions: no basename for 50,000)."""
         return os.path.basename(self.path_str)
 
     @property
@@ -835,19 +836,33 @@ class LogDir:
         return self._scandir[1]
 
     @_cached
-    def _partition_dirs(self) -> list[Partition]:
-        parts = [
-            Partition(self, p, re.partition)
+    def _partition_folders(self) -> list[tuple[PartitionDirName, str, str]]:
+        """``(dir name, path as listed, name)`` of every topic-partition folder, sorted."""
+        folder = RootEntryKind.PARTITION
+        names = sorted(
+            (dn.topic, dn.partition, dn.kind, dn.uuid or "", p, dn, re.name)  # a StrEnum: sorts as its value
             for re, p in self.listing
-            if re.kind is RootEntryKind.PARTITION and re.partition is not None
-        ]
-        parts.sort(key=lambda x: (x.topic, x.partition, x.kind.value, x.dir_name.uuid or ""))
-        return parts
+            if re.kind is folder and (dn := re.partition) is not None
+        )  # the folder's path decides between equal names' keys (two folders never have one path)
+        return [(dn, p, name) for *_key, p, dn, name in names]
+
+    def _partition(self, folder: tuple[PartitionDirName, str, str]) -> Partition:
+        dn, p, name = folder
+        part = Partition(self, p, dn)
+        part.__dict__["name"] = name  # its path's basename, as listed
+        return part
+
+    @_cached
+    def partition_folders(self) -> list[tuple[PartitionDirName, str, str]]:
+        """:attr:`partitions` as ``(dir name, path as listed, name)``, without a :class:`Partition` made for
+        each (a scan of 50,000 partitions needs none)."""
+        log = DirKind.LOG
+        return [f for f in self._partition_folders if f[0].kind is log]
 
     @_cached
     def partitions(self) -> list[Partition]:
         """Live partition folders (``<topic>-<p>``, including ``__cluster_metadata-0``), sorted."""
-        return [p for p in self._partition_dirs if p.kind is DirKind.LOG]
+        return [self._partition(f) for f in self.partition_folders]
 
     @_cached
     def _by_tp(self) -> dict[tuple[str, int], Partition]:
@@ -865,7 +880,8 @@ class LogDir:
     @_cached
     def orphan_partitions(self) -> list[Partition]:
         """``-delete``, ``-future`` and ``-stray`` folders (as partitions, to inspect them)."""
-        return [p for p in self._partition_dirs if p.kind is not DirKind.LOG]
+        log = DirKind.LOG
+        return [self._partition(f) for f in self._partition_folders if f[0].kind is not log]
 
     @_cached
     def orphans(self) -> list[Orphan]:
@@ -874,14 +890,15 @@ class LogDir:
             Orphan(p.path, _ORPHAN_DIR_KIND[p.kind], _ORPHAN_DIR_REASON[p.kind], p)
             for p in self.orphan_partitions
         ]
+        unknown, tmp = RootEntryKind.UNKNOWN, RootEntryKind.TMP
         for re, p in self.listing:
-            if re.kind is RootEntryKind.UNKNOWN:
+            if re.kind is unknown:
                 path = Path(p)
                 is_dir = path.is_dir()
                 kind = "unknown-dir" if is_dir else "unknown-file"
                 reason = "not a topic-partition folder" if is_dir else "not a file Kafka writes here"
                 out.append(Orphan(path, kind, reason))
-            elif re.kind is RootEntryKind.TMP:
+            elif re.kind is tmp:
                 out.append(Orphan(Path(p), "tmp-file", "left by an interrupted atomic write"))
         out.sort(key=lambda o: o.path.name)
         return out

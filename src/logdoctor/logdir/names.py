@@ -102,7 +102,7 @@ class DirKind(enum.StrEnum):
 
 
 _SUFFIXED_DIR = re.compile(r"^(\S+)-(\S+)\.(\S+)-(delete|future|stray)$")
-_PARTITION_NUMBER = re.compile(r"[0-9]+")
+_SUFFIXED_ENDS = tuple(f"-{k.value}{nl}" for k in DirKind if k is not DirKind.LOG for nl in ("", "\n"))
 _INT32_MAX = 2**31 - 1
 
 
@@ -144,7 +144,8 @@ def parse_partition_dir(name: str) -> PartitionDirName | None:
         return None
     kind = DirKind.LOG
     uuid: str | None = None
-    m = _SUFFIXED_DIR.match(name)
+    # the pattern ends with the kind (``$`` also before a last newline): no other name can match it
+    m = _SUFFIXED_DIR.match(name) if name.endswith(_SUFFIXED_ENDS) else None
     if m is not None:
         kind = DirKind(m.group(4))
         stem, _, tail = name.rpartition(".")
@@ -154,7 +155,7 @@ def parse_partition_dir(name: str) -> PartitionDirName | None:
     else:
         stem = name
     topic, _, number = stem.rpartition("-")
-    if not topic or not _PARTITION_NUMBER.fullmatch(number):
+    if not topic or not (number.isascii() and number.isdigit()):  # [0-9]+, without a regex (50,000 names)
         return None
     partition = int(number)
     if partition > _INT32_MAX:

@@ -25,6 +25,7 @@ import enum
 import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 from logdoctor.errors import LogDirError
@@ -183,18 +184,23 @@ def log_dir_evidence(entries: Sequence[Any], partition_file: Callable[[Any], str
     file in that subfolder (:func:`first_partition_file` of its listing), or None."""
     probes = 0
     weak = []
-    for e in sorted(entries, key=lambda e: e.name):
-        if _is_dir(e):
-            # a folder is a marker only as the index cache (classify_root_entry): no name parse for
-            # each of 50,000 partition folders
-            if e.name == REMOTE_LOG_INDEX_CACHE_DIR:
-                weak.append(e.name)
+    # a folder is a marker only as the index cache (classify_root_entry): the files and that folder alone
+    # sorted and classified, not each of 50,000 partition folders
+    marks = []
+    for e in entries:
+        is_dir = _is_dir(e)
+        if not is_dir or e.name == REMOTE_LOG_INDEX_CACHE_DIR:
+            marks.append((e.name, is_dir))
+    marks.sort(key=itemgetter(0))
+    for name, is_dir in marks:
+        if is_dir:
+            weak.append(name)
             continue
-        root = classify_root_entry(e.name, False)
+        root = classify_root_entry(name, False)
         if root.kind in _ROOT_MARKERS:
-            return f"has {e.name}"
+            return f"has {name}"
         if root.kind in _WEAK_MARKERS:
-            weak.append(e.name)
+            weak.append(name)
     if weak and len(weak) == len(entries):
         return f"has {', '.join(weak)} and nothing else"
     for e in sorted(entries, key=lambda e: e.name):
