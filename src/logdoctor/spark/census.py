@@ -233,8 +233,14 @@ def run_census(
             driver_scans=driver_scans if small else None,
         )
         several = clusters_finding(frames_in.all_brokers)
-        # REPLICA_DIVERGED first, by the scan's rule per partition group: its replicas get no REPLICA_LAG
-        diverged = divergence_findings(frames_in.replicas, on_driver=small)
+        empty = frames_in.empty
+        # REPLICA_DIVERGED first, by the scan's rule per partition group: its replicas get no REPLICA_LAG.
+        # A small census collects it, and the cross-broker rules' rows below, at once (a thread each)
+        ahead = run_jobs(
+            {"diverged": lambda: divergence_findings(frames_in.replicas, on_driver=small)},
+            together=small,
+            wait=not small,
+        )
         audit = None
         if remote_storage is not None or remote_inventory is not None:
             from logdoctor.spark.remote_audit import audit_findings
@@ -249,28 +255,44 @@ def run_census(
                 replicas=frames_in.replicas,
             )
         # the commits judged by the scan's rule across brokers (an older inventory's own judgement left out)
-        # the replica a consumer fetches from of each partition: what the cross-broker rules judge against
+        # the replica a consumer fetches from of each partition: what the cross-broker rules judge against;
+        # a rule whose input rows are known to be none (a small census's) runs no query: it finds nothing
         ranges = consumer_ranges(frames_in.replicas).persist()
         group_rows = consumer_group_rows(frames_in.commits, ranges)
+        cross: dict[str, Any] = {}
+        if "commits" not in empty:
+            cross["commits"] = lambda: consumer_offset_findings(group_rows, on_driver=small)
+        if "txns" not in empty:
+            # the coordinator's state against the partitions' producers, by the scan's rule across brokers
+            cross["txns"] = lambda: transaction_state_findings(
+                ranges, frames_in.txns, frames_in.producers, on_driver=small
+            )
+        if "shares" not in empty:
+            cross["shares"] = lambda: share_group_findings(ranges, frames_in.shares, small)
+        found = run_jobs(cross, together=small)
         scan_found = frames_in.findings.where(~frames_in.findings["code"].isin(*sorted(FLEET_JUDGED)))
-        scan_found = scan_found.unionByName(consumer_offset_findings(group_rows, on_driver=small))
-        # the coordinator's state against the partitions' producers, by the scan's rule across brokers
-        txn_found, two_pc = transaction_state_findings(
-            ranges, frames_in.txns, frames_in.producers, on_driver=small
-        )
-        scan_found = two_phase_commit_fixes(scan_found.unionByName(txn_found), frames_in.hanging, two_pc)
-        scan_found = scan_found.unionByName(share_group_findings(ranges, frames_in.shares, small))
+        if "commits" in found:
+            scan_found = scan_found.unionByName(found["commits"].result())
+        if "txns" in found:
+            txn_found, two_pc = found["txns"].result()
+            scan_found = two_phase_commit_fixes(scan_found.unionByName(txn_found), frames_in.hanging, two_pc)
+        if "shares" in found:
+            scan_found = scan_found.unionByName(found["shares"].result())
         if audit is not None:  # the audit reports dangling uploads with their objects: not twice
             scan_found = scan_found.where(scan_found["code"] != "REMOTE_UPLOAD_UNFINISHED")
+
+        def diverged() -> list[dict[str, Any]]:
+            return ahead["diverged"].result()
+
         frames, log_dirs = census_frames(
             spark,
             frames_in.replicas,
             frames_in.log_dirs,
             scan_found,
-            [*([several] if several is not None else []), *diverged],
+            lambda: [*([several] if several is not None else []), *diverged()],
             more_findings=audit,
             on_driver=small,
-            diverged=[f["path"] for f in diverged],
+            diverged=lambda: [f["path"] for f in diverged()],
         )
 
         out = Path(out_dir)
@@ -303,6 +325,8 @@ def run_census(
 
         def groups_rows() -> tuple[list[dict[str, Any]], int]:
             groups_df = consumer_group_table(group_rows)
+            if "commits" in empty:  # no commit: no row, and no query of the replicas' ranges for none
+                groups_df = spark.createDataFrame([], groups_df.schema)
             write("consumer_groups", groups_df)
             return first_rows(read("consumer_groups", groups_df), (), few=small)
 

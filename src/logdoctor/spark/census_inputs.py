@@ -395,6 +395,9 @@ class InputFrames:
     producers: Any = None  # each replica's producer state (PRODUCER_DDL)
     hanging: Any = None  # TRANSACTION_HANGING's producers (HANGING_DDL)
     shares: Any = None  # share-partition states (SHARE_DDL)
+    #: the names of the frames above known to hold no row (a small census's, made of the driver's scans):
+    #: their queries need not run
+    empty: frozenset[str] = frozenset()
 
     def unpersist(self) -> None:
         for item in self.cached:
@@ -443,6 +446,7 @@ def load_inputs(
         "shares": [],
     }
     cached: list[Any] = []
+    rowless: set[str] = set()
     raw = inputs.brokers()
     if progress is not None:
         progress(0, len(raw) + len(inputs.inventories))
@@ -495,6 +499,8 @@ def load_inputs(
             raise AssertionError(f"{len(results)} driver scans for {len(brokers)} brokers")
         for name, cols, ddl in tables:
             local = [tuple(r.get(c) for c in cols) for res in results for r in res[name]]
+            if not local and not inputs.inventories:
+                rowless.add(name)
             # one partition: a task, not one per core, for a few hundred rows
             frames[name].append(spark.createDataFrame(local, ddl).coalesce(1))
     elif brokers:
@@ -595,6 +601,7 @@ def load_inputs(
         out["producers"],
         out["hanging"],
         out["shares"],
+        frozenset(rowless),
     )
 
 

@@ -463,14 +463,16 @@ def census_frames(
     extra: Sequence[dict[str, Any]] | Callable[[], Sequence[dict[str, Any]]] = (),
     more_findings: Any = None,
     on_driver: bool = False,
-    diverged: Sequence[str] = (),
+    diverged: Sequence[str] | Callable[[], Sequence[str]] = (),
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
     """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
     made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS, or a function that returns them
     (called when they join the findings: they may still be in the making); ``more_findings``: a DataFrame of
     those columns made on the executors (the remote tier audit, :mod:`logdoctor.spark.remote_audit`).
     ``on_driver`` (a small census): the findings made in Python are made here, from collected rows.
-    ``diverged``: the paths of the replicas with REPLICA_DIVERGED (no REPLICA_LAG for them)."""
+    ``diverged``: the paths of the replicas with REPLICA_DIVERGED (no REPLICA_LAG for them), or a function
+    that returns them: on the driver it is called once the lag findings' rows are in, and those of the
+    diverged replicas are dropped there (the divergence query may run meanwhile)."""
     from pyspark.sql import functions as F
 
     replicas = replica_table(replicas_in).persist()
@@ -490,17 +492,24 @@ def census_frames(
             dirs.setdefault(d["broker"], []).append(d["log_dir"])
         return {broker: sorted(v) for broker, v in dirs.items()}
 
+    # on the driver the lag findings are made from collected rows: the diverged replicas' are dropped after
+    later = callable(diverged) and on_driver
+    diverged_now = None if later else (diverged() if callable(diverged) else diverged)
     scanned = findings_in.where(F.col("code") != "TOPIC_ID_SHARED")
     scans, lag, recreated, shared = finding_frames(
         spark,
         (
             scan_findings(spark, scanned, broker_dirs, on_driver),
-            lag_findings(replicas, diverged),
+            lag_findings(replicas, () if later else diverged_now),
             recreated_findings(replicas),
             shared_id_findings(replicas),
         ),
         on_driver,
     )
+    if later:
+        gone = set(diverged())  # type: ignore[operator]
+        if gone:
+            lag = lag.where(~F.col("path").isin(sorted(gone)))
     log_dirs = collecting.result()
     # the table is written from these rows: no second scan of the inputs and the replicas for it
     log_dirs_df = spark.createDataFrame(
