@@ -51,12 +51,13 @@ docs: $(STAMP)
 
 # The whole test suite (docs site, ruff, pytest). CI runs exactly this. The oracles and tools the tests
 # need (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium) are installed on first use.
+# --durations: the slowest test phases listed at the end, where the suite's minutes go (BENCHMARKS.md).
 test: $(STAMP) docs
 	bash scripts/ensure-kafkajs.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	-bash scripts/ensure-chromium.sh
 	$(VENV)/bin/ruff check src tests benchmarks
-	$(PYTEST) -q $(XDIST)
+	$(PYTEST) -q $(XDIST) --durations=40
 
 # The suite without the tests marked slow (crash matrices, every real segment damaged, the Spark
 # oracle over every real record, browser rendering, the long matrices' cases but one and the real log dirs
