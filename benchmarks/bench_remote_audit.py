@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import datetime as dt
 import gzip
 import hashlib
@@ -44,6 +45,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -256,7 +258,14 @@ def _cluster_pids(master: str) -> list[int]:
 
 
 def run(
-    log_dir: Path, manifest: Path, out: Path, *, master: str, env: dict[str, str], conf: list[str]
+    log_dir: Path,
+    manifest: Path,
+    out: Path,
+    *,
+    master: str,
+    env: dict[str, str],
+    conf: list[str],
+    timeout: float | None = None,
 ) -> dict[str, object]:
     env = dict(env, PYSPARK_PYTHON=str(PY))
     shutil.rmtree(out, ignore_errors=True)
@@ -289,11 +298,23 @@ def run(
 
     t = threading.Thread(target=sample, daemon=True)
     t.start()
-    stdout, err = proc.communicate()
+    try:
+        stdout, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:  # stopped: the peaks so far, the profile is in the event log
+        for p in reversed(_tree(proc.pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p, signal.SIGKILL)
+        proc.communicate()
+        stop.set()
+        t.join()
+        return {
+            "wall": time.perf_counter() - t0, **{k: v / 2**20 for k, v in peak.items()}, "codes": "stopped",
+            "cmd": " ".join(cmd), "digest": "-",
+        }  # fmt: skip
     wall = time.perf_counter() - t0
     stop.set()
     t.join()
-    if proc.returncode not in (0, 1, 2):
+    if proc.returncode not in (0, 1, 2) or not stdout.strip():
         raise SystemExit(f"census failed ({proc.returncode}): {err.decode()[-3000:]}")
     findings = json.loads(stdout)["findings"]
     codes: dict[str, int] = {}
@@ -312,8 +333,6 @@ def run(
 
 
 def main() -> None:
-    import contextlib
-
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--objects", type=int, nargs="+", default=[1_000_000])
     ap.add_argument("--files", type=int, default=20, help="inventory data files (Spark tasks)")
@@ -326,6 +345,7 @@ def main() -> None:
     ap.add_argument("--conf", action="append", default=[], help="a Spark conf for every run (key=value)")
     ap.add_argument("--event-log", action="store_true", help="write Spark event logs to BENCH_TMP/eventlog")
     ap.add_argument("--generate-only", action="store_true")
+    ap.add_argument("--timeout", type=float, help="stop a census after this many seconds (its peaks so far)")
     args = ap.parse_args()
     print(machine())
     print(f"load average at start: {os.getloadavg()}")
@@ -361,11 +381,18 @@ def main() -> None:
             for name, master in masters.items():
                 load = os.getloadavg()[0]
                 r = run(
-                    log_dir, manifest, BENCH_TMP / f"remote-audit-out-{n}", master=master, env=env, conf=conf
+                    log_dir,
+                    manifest,
+                    BENCH_TMP / f"remote-audit-out-{n}",
+                    master=master,
+                    env=env,
+                    conf=conf,
+                    timeout=args.timeout,
                 )
                 codes = r["codes"]
                 ok = (
-                    codes.get("REMOTE_OBJECTS_LEAKED") == LEAKED
+                    isinstance(codes, dict)
+                    and codes.get("REMOTE_OBJECTS_LEAKED") == LEAKED
                     and codes.get("REMOTE_SEGMENT_MISSING") == MISSING
                     and codes.get("REMOTE_SEGMENTS_OVERLAP") == TWICE
                 )
