@@ -23,7 +23,7 @@ import hashlib
 import io
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote_plus
@@ -38,6 +38,7 @@ __all__ = [
     "list_store",
     "read_inventory_file",
     "read_inventory_manifest",
+    "read_inventory_sizes",
 ]
 
 
@@ -156,10 +157,7 @@ def inventory_file_location(manifest: InventoryManifest, key: str) -> str:
     return f"s3://{manifest.destination_bucket}/{key}"
 
 
-def read_inventory_file(
-    manifest: InventoryManifest, key: str, *, verify_md5: bool = True
-) -> Iterator[StoreObject]:
-    """The objects one data file of the report lists (keys as ``s3://<source bucket>/<key>``)."""
+def _read_data_file(manifest: InventoryManifest, key: str, verify_md5: bool) -> tuple[str, bytes]:
     where = inventory_file_location(manifest, key)
     storage, loc = Storage.of(where)
     try:
@@ -171,24 +169,119 @@ def read_inventory_file(
         raise InventoryError(
             f"{where}: MD5 {hashlib.md5(raw).hexdigest()} differs from the manifest's MD5checksum {expected}"
         )
-    prefix = f"s3://{manifest.source_bucket}/"
+    return where, raw
+
+
+def _read_table(manifest: InventoryManifest, raw: bytes, columns: Sequence[str] | None = None) -> Any:
+    """A Parquet or ORC data file as an Arrow table (``columns``: only those of these names that it has,
+    matched in any case)."""
     fmt = manifest.file_format.upper()
-    if fmt == "CSV":
-        yield from _csv_objects(raw, manifest.columns, prefix, where)
-        return
     if fmt == "PARQUET":
         import pyarrow.parquet as pq
 
-        table = pq.read_table(io.BytesIO(raw))
+        pf = pq.ParquetFile(io.BytesIO(raw))
+        names = pf.schema_arrow.names
     elif fmt == "ORC":
         import pyarrow.orc as po
 
-        table = po.ORCFile(io.BytesIO(raw)).read()
+        pf = po.ORCFile(io.BytesIO(raw))
+        names = pf.schema.names
     else:
         raise InventoryError(
             f"{manifest.location}: fileFormat {manifest.file_format!r} (CSV, Parquet or ORC)"
         )
-    yield from _table_objects(table, prefix, where)
+    wanted = None if columns is None else [n for n in names if n.lower() in columns]
+    return pf.read(columns=wanted)
+
+
+def read_inventory_file(
+    manifest: InventoryManifest, key: str, *, verify_md5: bool = True
+) -> Iterator[StoreObject]:
+    """The objects one data file of the report lists (keys as ``s3://<source bucket>/<key>``)."""
+    where, raw = _read_data_file(manifest, key, verify_md5)
+    prefix = f"s3://{manifest.source_bucket}/"
+    if manifest.file_format.upper() == "CSV":
+        yield from _csv_objects(raw, manifest.columns, prefix, where)
+        return
+    yield from _table_objects(_read_table(manifest, raw), prefix, where)
+
+
+#: the columns :func:`read_inventory_sizes` needs (the rest of a Parquet or ORC file is not read)
+_SIZE_COLUMNS = ("key", "size", "is_latest", "is_delete_marker")
+
+
+def read_inventory_sizes(
+    manifest: InventoryManifest, key: str, *, verify_md5: bool = True
+) -> tuple[list[str], list[int]]:
+    """The keys and sizes of the objects one data file lists: the same as ``(o.key, o.size)`` of
+    :func:`read_inventory_file` in its order, read by column (Arrow's CSV reader for a CSV file, only
+    the key, size and version columns of a Parquet or ORC file; nothing per object but the key's
+    URL-decoding is done in Python). A CSV file Arrow does not read as the fileSchema says is read row by
+    row, which names the faulty line."""
+    where, raw = _read_data_file(manifest, key, verify_md5)
+    prefix = f"s3://{manifest.source_bucket}/"
+    if manifest.file_format.upper() == "CSV":
+        got = _csv_sizes(raw, manifest.columns, prefix)
+        if got is None:  # what Arrow refuses, the row reader explains (or reads)
+            objs = list(_csv_objects(raw, manifest.columns, prefix, where))
+            return [o.key for o in objs], [o.size for o in objs]
+        return got
+    table = _read_table(manifest, raw, _SIZE_COLUMNS)
+    names = {c.lower(): c for c in table.column_names}
+    if "key" not in names or "size" not in names:  # the whole file's columns named
+        list(_table_objects(_read_table(manifest, raw), prefix, where))
+    keys = [prefix + str(k) for k in table.column(names["key"]).to_pylist()]
+    sizes = [int(s or 0) for s in table.column(names["size"]).to_pylist()]
+    return _latest(table, names, keys, sizes)
+
+
+def _latest(
+    table: Any, names: dict[str, str], keys: list[str], sizes: list[int]
+) -> tuple[list[str], list[int]]:
+    """``keys`` and ``sizes`` of the rows :func:`_keep` keeps (all of them without version columns)."""
+    if "is_latest" not in names and "is_delete_marker" not in names:
+        return keys, sizes
+
+    def col(name: str) -> list[Any]:
+        return table.column(names[name]).to_pylist() if name in names else [None] * table.num_rows
+
+    kept = [_keep(la, dm) for la, dm in zip(col("is_latest"), col("is_delete_marker"), strict=True)]
+    return (
+        [k for k, ok in zip(keys, kept, strict=True) if ok],
+        [s for s, ok in zip(sizes, kept, strict=True) if ok],
+    )
+
+
+def _csv_sizes(raw: bytes, columns: tuple[str, ...], prefix: str) -> tuple[list[str], list[int]] | None:
+    """(keys, sizes) of a gzip'd CSV data file by Arrow's reader; None when Arrow cannot read it as
+    :func:`_csv_objects` does (the caller reads it row by row)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.csv as pcsv
+
+    if "key" not in columns or "size" not in columns or len(set(columns)) != len(columns):
+        return None
+    try:
+        text = gzip.decompress(raw)
+        table = pcsv.read_csv(
+            io.BytesIO(text),
+            read_options=pcsv.ReadOptions(column_names=list(columns), use_threads=False),
+            parse_options=pcsv.ParseOptions(newlines_in_values=True, ignore_empty_lines=False),
+            convert_options=pcsv.ConvertOptions(
+                column_types={c: pa.string() for c in columns},
+                include_columns=[c for c in columns if c in _SIZE_COLUMNS],
+                strings_can_be_null=False,
+                quoted_strings_can_be_null=False,
+            ),
+        )
+        size_col = table.column("size")
+        sizes = pc.cast(pc.if_else(pc.equal(size_col, ""), "0", size_col), pa.int64()).to_pylist()
+    except (OSError, EOFError, pa.ArrowException):
+        return None
+    keys = [
+        prefix + (unquote_plus(k) if "%" in k or "+" in k else k) for k in table.column("key").to_pylist()
+    ]
+    return _latest(table, {c: c for c in table.column_names}, keys, sizes)
 
 
 def _ms(value: Any) -> int | None:

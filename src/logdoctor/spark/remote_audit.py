@@ -98,10 +98,49 @@ def _object_rows(objects: Any) -> Iterator[tuple[Any, ...]]:
         )  # fmt: skip
 
 
-def _inventory_part(manifest: Any, key: str) -> Iterator[tuple[Any, ...]]:
-    from logdoctor.logdir.store_listing import read_inventory_file
+#: rows of an inventory data file per Arrow batch sent to the JVM (bounds a Python worker's memory)
+BATCH_ROWS = 65_536
 
-    yield from _object_rows(read_inventory_file(manifest, key))
+
+def _object_batch(keys: list[str], sizes: list[int]) -> Any:
+    """The OBJECT_DDL rows (an Arrow record batch) of the segment objects among ``keys``: those
+    :func:`logdoctor.logdir.remote_tier.parse_object_key` names, as :func:`_object_rows` makes them."""
+    import pyarrow as pa
+
+    from logdoctor.logdir.remote_tier import parse_object_key
+
+    cols: list[list[Any]] = [[] for _ in range(10)]
+    (tid, topic, part, layout, folder, seg, start, suffix, key, size) = cols
+    for k, n in zip(keys, sizes, strict=True):
+        p = parse_object_key(k)
+        if p is None:
+            continue
+        tid.append(p.topic_id)
+        topic.append(p.topic)
+        part.append(p.partition)
+        layout.append(p.layout)
+        folder.append(k[: k.rfind("/")])
+        seg.append(p.segment_id)
+        start.append(p.start_offset)
+        suffix.append(p.suffix)
+        key.append(k)
+        size.append(n)
+    s, i32, i64 = pa.string(), pa.int32(), pa.int64()
+    types = (s, s, i32, s, s, s, i64, s, s, i64)  # OBJECT_DDL's
+    names = [f.split()[0] for f in OBJECT_DDL.split(", ")]
+    arrays = [pa.array(c, t) for c, t in zip(cols, types, strict=True)]
+    return pa.RecordBatch.from_arrays(arrays, names=names)
+
+
+def _inventory_batches(manifest: Any, batches: Iterator[Any]) -> Iterator[Any]:
+    """mapInArrow: the segment objects of the data files named in ``batches`` (column ``file``)."""
+    from logdoctor.logdir.store_listing import read_inventory_sizes
+
+    for b in batches:
+        for file_key in b.column(0).to_pylist():
+            keys, sizes = read_inventory_sizes(manifest, file_key)
+            for i in range(0, max(len(keys), 1), BATCH_ROWS):
+                yield _object_batch(keys[i : i + BATCH_ROWS], sizes[i : i + BATCH_ROWS])
 
 
 def _listing(store: str) -> Iterator[tuple[Any, ...]]:
@@ -117,8 +156,9 @@ def object_frame(spark: Any, *, remote_storage: str | None, remote_inventory: st
         from logdoctor.logdir.store_listing import read_inventory_manifest
 
         manifest = read_inventory_manifest(remote_inventory)  # small: the list of data files
-        keys = [k for k, _s, _m in manifest.files]
-        rdd = sc.parallelize(keys, max(1, len(keys))).flatMap(lambda k: _inventory_part(manifest, k))
+        keys = [(k,) for k, _s, _m in manifest.files]
+        files = spark.createDataFrame(sc.parallelize(keys, max(1, len(keys))), "file string")
+        return files.mapInArrow(lambda it: _inventory_batches(manifest, it), OBJECT_DDL)
     else:
         assert remote_storage is not None
         rdd = sc.parallelize([remote_storage], 1).flatMap(_listing)
@@ -153,12 +193,37 @@ def _replay_part(item: tuple[int, str, int]) -> Iterator[tuple[Any, ...]]:
             )  # fmt: skip
 
 
+def _arrow_batches(rows: Iterator[tuple[Any, ...]], schema: Any) -> Iterator[Any]:
+    """``rows`` (tuples in ``schema``'s column order; structs as tuples) as Arrow record batches of at most
+    BATCH_ROWS rows."""
+    import itertools
+
+    import pyarrow as pa
+
+    while chunk := list(itertools.islice(rows, BATCH_ROWS)):
+        cols = zip(*chunk, strict=True)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)], schema=schema
+        )
+
+
+def _replay_batches(items: Iterator[Any], schema: Any) -> Iterator[Any]:
+    """mapInArrow: the SEGMENT_DDL rows of the metadata partitions named in ``items`` (mp, folder, n)."""
+    for b in items:
+        for item in zip(*(b.column(i).to_pylist() for i in range(3)), strict=True):
+            yield from _arrow_batches(_replay_part(item), schema)
+
+
 def segment_frame(spark: Any, folders: dict[int, str], num_partitions: int) -> Any:
     """The remote segments of every metadata partition in ``folders`` (a task each); the rows with
     ``partition = -1`` say which metadata partitions were read whole (``epochs`` "read") or not."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
     items = [(mp, folder, num_partitions) for mp, folder in sorted(folders.items())]
-    rdd = spark.sparkContext.parallelize(items, max(1, len(items))).flatMap(_replay_part)
-    return spark.createDataFrame(rdd, SEGMENT_DDL)
+    rdd = spark.sparkContext.parallelize(items, max(1, len(items)))
+    frame = spark.createDataFrame(rdd, "mp int, folder string, n int")
+    schema = to_arrow_schema(spark.createDataFrame([], SEGMENT_DDL).schema)
+    return frame.mapInArrow(lambda it: _replay_batches(it, schema), SEGMENT_DDL)
 
 
 # --- findings (made on the executors) ------------------------------------------------------------------
@@ -377,25 +442,28 @@ def audit_findings(
     stamps = [r["event_timestamp_ms"] for r in status if r["event_timestamp_ms"] is not None]
     newest = max(stamps, default=None)  # the time the metadata read shows (dangling uploads)
     segs = segs_all.where(F.col("partition") >= 0)
-    # read once (a task per listing part), used by the four comparisons
-    objs = object_frame(spark, remote_storage=remote_storage, remote_inventory=remote_inventory).persist()
-
+    # read once (a task per listing part) into one row per segment, which the four comparisons use: the
+    # objects themselves are not kept (a tenth of the rows at 5 objects per segment)
+    objs = object_frame(spark, remote_storage=remote_storage, remote_inventory=remote_inventory)
+    per_seg = (
+        objs.groupBy("topic_id", "partition", "segment_id")
+        .agg(
+            F.first("topic").alias("topic"),
+            F.first("layout").alias("layout"),
+            F.first("folder").alias("folder"),
+            F.first("start_offset").alias("start_offset"),
+            F.collect_set("suffix").alias("suffixes"),
+            F.max(F.when(F.col("suffix") == "log", F.col("size"))).alias("log_size"),
+            F.sum("size").alias("bytes"),
+            F.count(F.lit(1)).alias("objects"),
+            F.sort_array(F.collect_list("key")).alias("keys"),
+        )
+        .persist()
+    )
     mp_of = F.udf(lambda t, p: metadata_partition_for(t, p, n), T.IntegerType())
-    parts = objs.select("topic_id", "partition").distinct()
+    parts = per_seg.select("topic_id", "partition").distinct()
     parts = parts.withColumn("metadata_partition", mp_of("topic_id", "partition"))
     covered_parts = parts.where(F.col("metadata_partition").isin(complete))
-
-    per_seg = objs.groupBy("topic_id", "partition", "segment_id").agg(
-        F.first("topic").alias("topic"),
-        F.first("layout").alias("layout"),
-        F.first("folder").alias("folder"),
-        F.first("start_offset").alias("start_offset"),
-        F.collect_set("suffix").alias("suffixes"),
-        F.max(F.when(F.col("suffix") == "log", F.col("size"))).alias("log_size"),
-        F.sum("size").alias("bytes"),
-        F.count(F.lit(1)).alias("objects"),
-        F.sort_array(F.collect_list("key")).alias("keys"),
-    )
     live = segs.where(
         (F.col("state") != int(SegmentState.DELETE_SEGMENT_FINISHED)) & ~F.col("partition_deleted")
     ).select("topic_id", "partition", "segment_id")
@@ -427,7 +495,7 @@ def audit_findings(
     ).where(F.col("metadata_partition").isin(complete))
     w = Window.partitionBy("topic_id", "partition").orderBy("start_offset", "end_offset", "segment_id")
     ordered = finished.withColumn("prev_max_timestamp_ms", F.lag("max_timestamp_ms").over(w))
-    folder_of = objs.groupBy("topic_id", "partition").agg(
+    folder_of = per_seg.groupBy("topic_id", "partition").agg(
         F.first("folder").alias("folder"), F.first("layout").alias("p_layout")
     )
     ordered = ordered.join(folder_of, ["topic_id", "partition"], "left")
