@@ -459,6 +459,30 @@ def _decrypt(
         ) from None
 
 
+def _decrypt_into(
+    data: Buffer,
+    manifest: SegmentManifest,
+    data_key: bytes | None,
+    out: memoryview,
+    source: str | None,
+    position: int | None,
+) -> None:
+    """:func:`_decrypt` into ``out`` (``len(data) - IV_SIZE - TAG_SIZE`` bytes, a buffer the caller
+    reuses): no copy of the ciphertext, no new buffer for the plaintext (fresh memory's page faults cost
+    more than AES-GCM). On a bad tag the same error, ``out`` holding bytes that must not be used."""
+    from cryptography.exceptions import InvalidTag
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+    if data_key is None:
+        raise ValueError("an encrypted segment needs its data key")
+    try:
+        AESGCM(data_key).decrypt_into(bytes(data[:IV_SIZE]), data[IV_SIZE:], manifest.aad, out)
+    except InvalidTag:
+        raise CorruptRecordError(
+            "an AES-GCM chunk whose tag verifies", source=source, position=position, found="a bad tag"
+        ) from None
+
+
 def _check_size(expected_size: int | None, found: int, source: str | None, position: int | None) -> None:
     if expected_size is not None and found != expected_size:
         raise CorruptRecordError(
@@ -494,12 +518,23 @@ def detransform_chunk_into(
     *,
     source: str | None = None,
     position: int | None = None,
+    scratch: memoryview | None = None,
 ) -> None:
     """:func:`detransform_chunk` of a segment's chunk of ``len(out)`` original bytes, written into ``out``
-    (a buffer the caller reuses): the same checks, the same errors."""
+    (a buffer the caller reuses): the same checks, the same errors. An encrypted chunk is decrypted into
+    ``out`` (not compressed, of the expected size) or into ``scratch`` (compressed: a buffer of at least the
+    chunk's stored size the caller reuses), else (neither fits) into a new buffer."""
     expected = len(out)
     if manifest.encrypted:
-        data = _decrypt(data, manifest, data_key, source, position)
+        plain = len(data) - IV_SIZE - TAG_SIZE
+        if not manifest.compression and plain == expected:
+            _decrypt_into(data, manifest, data_key, out, source, position)
+            return
+        if manifest.compression and scratch is not None and 0 <= plain <= len(scratch):
+            _decrypt_into(data, manifest, data_key, scratch[:plain], source, position)
+            data = scratch[:plain]
+        else:
+            data = _decrypt(data, manifest, data_key, source, position)
     if manifest.compression:
         found = _zstd_frame_into(data, out, source=source, what="compressed chunk")
     else:
