@@ -3,13 +3,17 @@ from moto's S3 server, against `cp` (local store) and pyarrow's `copy_files` (S3
 
 Data: bench_remote_tier.py's stores (generated once into /tmp/logdoctor-bench): a topic of 2 partitions
 whose older segments (4 MiB each) are in a LocalTieredStorage store (the segment files as they are) and an
-Aiven store (4 MiB zstd chunks). Each run restores every remote segment into a new empty log dir through
+Aiven store (4 MiB zstd chunks), and, built from the first (_aiven_variants.py), Aiven stores of the
+plugin's other transforms: ``aiven-plain`` (none), ``aiven-encrypted`` (AES-GCM chunks, the data key
+wrapped with a generated RSA key pair, whose private key the restore is given as ``--remote-private-key``
+is) and ``aiven-encrypted-compressed`` (zstd, then AES-GCM); the same for 4 segments of 64 MiB.
+Each run restores every remote segment into a new empty log dir through
 the apply engine (plan, stage, journal, fetch each `.log` streamed in ranged reads, hash, fsync, read back,
 rename; write its indexes; checkpoints), timed from planning to the end of the apply. The copy baselines
 copy the same objects (`.log`, `.index`, `.timeindex`; Aiven: `.log`, `.indexes`, `.rsm-manifest`) to a new
 folder, then `sync` (the restore fsyncs every file). Best of ``--repeat``.
 
-Usage: .venv/bin/python benchmarks/bench_restore.py [--records 400000] [--repeat 3]
+Usage: .venv/bin/python benchmarks/bench_restore.py [--records 400000] [--repeat 3] [--layouts aiven,...]
 """
 
 from __future__ import annotations
