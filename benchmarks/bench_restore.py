@@ -14,6 +14,7 @@ copy the same objects (`.log`, `.index`, `.timeindex`; Aiven: `.log`, `.indexes`
 folder, then `sync` (the restore fsyncs every file). Best of ``--repeat``.
 
 Usage: .venv/bin/python benchmarks/bench_restore.py [--records 400000] [--repeat 3] [--layouts aiven,...]
+       [--local-only]
 """
 
 from __future__ import annotations
@@ -155,6 +156,7 @@ def main() -> None:
     ap.add_argument("--segment-mib", type=int, default=64)
     ap.add_argument("--segments", type=int, default=4)
     ap.add_argument("--layouts", default="all", help="comma-separated layouts (default: every one)")
+    ap.add_argument("--local-only", action="store_true", help="the local-store rows only (no S3)")
     args = ap.parse_args()
     from s3server import BUCKET, apply_env, aws_test_env, free_port
 
@@ -195,12 +197,13 @@ def main() -> None:
             if wanted is not None and layout not in wanted:
                 continue
             key = f"restore-{label.split()[0]}-{layout}"
-            fs.copy_files(
-                str(local),
-                f"{BUCKET}/{key}",
-                source_filesystem=fs.LocalFileSystem(),
-                destination_filesystem=s3,
-            )
+            if not args.local_only:
+                fs.copy_files(
+                    str(local),
+                    f"{BUCKET}/{key}",
+                    source_filesystem=fs.LocalFileSystem(),
+                    destination_filesystem=s3,
+                )
             copy_bytes = _bytes(local)
             t_restore, restored = _restore(str(local), args.repeat, keys.get(local))
             t_cp = _cp(local, args.repeat)
@@ -213,6 +216,8 @@ def main() -> None:
                     t_cp,
                 )
             )
+            if args.local_only:
+                continue
             uri = f"s3://{BUCKET}/{key}"
             t_restore, restored = _restore(uri, args.repeat, keys.get(local))
             t_cp = _s3_copy(uri, args.repeat)
