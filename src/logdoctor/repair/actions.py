@@ -906,34 +906,6 @@ def _local_object(source: dict[str, Any]) -> str | None:
     return storage.path(local_path(source["log"])) if storage.is_local else None
 
 
-def _untransformed_object(step: Step, source: dict[str, Any]) -> str | None:
-    """The path of an Aiven segment's ``.log`` object in a local store when the plugin stored it as the
-    segment's bytes (no compression, no encryption, every chunk stored as its original bytes: the object
-    is the segment, byte for byte): copied by the kernel as :func:`_local_object`'s. The manifest is the
-    one planning read (else read, not its key); None for any other, or when it cannot be read (the
-    streamed fetch reports why)."""
-    from logdoctor.errors import FormatError
-    from logdoctor.formats.aiven_rsm import parse_manifest
-    from logdoctor.logdir.storage import Storage, local_path
-
-    if source.get("layout") != "aiven" or not source.get("manifest"):
-        return None
-    storage, _ = Storage.of(source["storage"])
-    if not storage.is_local:
-        return None
-    with _PLANNED_LOCK:
-        loaded = _PLANNED_READS.get(_planned_key(step), (None, None))[0]
-    try:
-        manifest = loaded[0] if loaded is not None else parse_manifest(storage.read(source["manifest"]))
-    except (OSError, FormatError):
-        return None
-    if manifest.encrypted or manifest.compression:
-        return None
-    if manifest.transformed_sizes != tuple(c.original_size for c in manifest.chunks()):
-        return None
-    return storage.path(local_path(source["log"]))
-
-
 def _buffer_crc(path: str) -> str:
     """:func:`fetched_checksum` read through one mapping (no copy into Python's memory)."""
     from logdoctor.checks.state import read_buffer, release
@@ -1129,12 +1101,9 @@ class FetchRemote(Operation):
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
         try:
             try:
-                local = _local_object(source) or _untransformed_object(step, source)
+                local = _local_object(source)
                 if local is not None and _kernel_copy(local, fd, size, step, ctx):
                     fetched = None
-                    opened = _take_planned_read(step)[1]  # not needed: the object was the segment's bytes
-                    if opened is not None:
-                        opened.close()
                 else:
                     local, fetched = None, self._stream(step, ctx, fd, source, size)
                 if barrier is None:
