@@ -3,13 +3,18 @@ from moto's S3 server, against `cp` (local store) and pyarrow's `copy_files` (S3
 
 Data: bench_remote_tier.py's stores (generated once into /tmp/logdoctor-bench): a topic of 2 partitions
 whose older segments (4 MiB each) are in a LocalTieredStorage store (the segment files as they are) and an
-Aiven store (4 MiB zstd chunks). Each run restores every remote segment into a new empty log dir through
+Aiven store (4 MiB zstd chunks), and, built from the first (_aiven_variants.py), Aiven stores of the
+plugin's other transforms: ``aiven-plain`` (none), ``aiven-encrypted`` (AES-GCM chunks, the data key
+wrapped with a generated RSA key pair, whose private key the restore is given as ``--remote-private-key``
+is) and ``aiven-encrypted-compressed`` (zstd, then AES-GCM); the same for 4 segments of 64 MiB.
+Each run restores every remote segment into a new empty log dir through
 the apply engine (plan, stage, journal, fetch each `.log` streamed in ranged reads, hash, fsync, read back,
 rename; write its indexes; checkpoints), timed from planning to the end of the apply. The copy baselines
 copy the same objects (`.log`, `.index`, `.timeindex`; Aiven: `.log`, `.indexes`, `.rsm-manifest`) to a new
 folder, then `sync` (the restore fsyncs every file). Best of ``--repeat``.
 
-Usage: .venv/bin/python benchmarks/bench_restore.py [--records 400000] [--repeat 3]
+Usage: .venv/bin/python benchmarks/bench_restore.py [--records 400000] [--repeat 3] [--layouts aiven,...]
+       [--local-only]
 """
 
 from __future__ import annotations
@@ -27,8 +32,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "spark"))
 
+from _aiven_variants import make_variants  # noqa: E402
 from _common import BENCH_TMP, machine  # noqa: E402
-from bench_remote_tier import _segment_id, _upload_aiven, _upload_kafka_local, make_data  # noqa: E402
+from bench_remote_tier import CHUNK, _segment_id, _upload_aiven, _upload_kafka_local, make_data  # noqa: E402
 
 
 def make_big_stores(segment_mib: int, segments: int, small: Path) -> dict[str, Path]:
@@ -79,7 +85,7 @@ def make_big_stores(segment_mib: int, segments: int, small: Path) -> dict[str, P
     return stores
 
 
-def _restore(store: str, repeat: int) -> tuple[float, int]:
+def _restore(store: str, repeat: int, key: Path | None = None) -> tuple[float, int]:
     from logdoctor.logdir.remote_tier import RemoteOptions
     from logdoctor.repair.procedures import run
     from logdoctor.repair.procedures.restore import plan_restore
@@ -91,7 +97,8 @@ def _restore(store: str, repeat: int) -> tuple[float, int]:
         shutil.rmtree(str(target) + ".backup", ignore_errors=True)
         target.mkdir(parents=True)
         t = time.perf_counter()
-        pp = plan_restore(target, RemoteOptions(store), backup_dir=str(target) + ".backup")
+        options = RemoteOptions(store, private_key=str(key) if key else None)
+        pp = plan_restore(target, options, backup_dir=str(target) + ".backup")
         result = run.apply(pp.plan)
         best = min(best, time.perf_counter() - t)
         assert result.status == "applied", result.error
@@ -148,12 +155,20 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--segment-mib", type=int, default=64)
     ap.add_argument("--segments", type=int, default=4)
+    ap.add_argument("--layouts", default="all", help="comma-separated layouts (default: every one)")
+    ap.add_argument("--local-only", action="store_true", help="the local-store rows only (no S3)")
     args = ap.parse_args()
     from s3server import BUCKET, apply_env, aws_test_env, free_port
 
     full, _tiered, small_stores = make_data(args.records)
     big = make_big_stores(args.segment_mib, args.segments, next(full.glob("bench-0")))
     datasets = [("4 MiB segments", small_stores), (f"{args.segment_mib} MiB segments", big)]
+    keys: dict[Path, Path] = {}
+    for _, stores in datasets:
+        variants, pem = make_variants(stores["kafka-local"], stores["kafka-local"].parent, CHUNK)
+        stores.update(variants)
+        keys.update({v: pem for k, v in variants.items() if "encrypted" in k})
+    wanted = None if args.layouts == "all" else set(args.layouts.split(","))
     port = free_port()
     apply_env(aws_test_env(port))
     server = subprocess.Popen(
@@ -179,15 +194,18 @@ def main() -> None:
         )
         s3.create_dir(BUCKET)
         for (label, _stores), (layout, local) in ((d, item) for d in datasets for item in d[1].items()):
+            if wanted is not None and layout not in wanted:
+                continue
             key = f"restore-{label.split()[0]}-{layout}"
-            fs.copy_files(
-                str(local),
-                f"{BUCKET}/{key}",
-                source_filesystem=fs.LocalFileSystem(),
-                destination_filesystem=s3,
-            )
+            if not args.local_only:
+                fs.copy_files(
+                    str(local),
+                    f"{BUCKET}/{key}",
+                    source_filesystem=fs.LocalFileSystem(),
+                    destination_filesystem=s3,
+                )
             copy_bytes = _bytes(local)
-            t_restore, restored = _restore(str(local), args.repeat)
+            t_restore, restored = _restore(str(local), args.repeat, keys.get(local))
             t_cp = _cp(local, args.repeat)
             rows.append(
                 (
@@ -198,8 +216,10 @@ def main() -> None:
                     t_cp,
                 )
             )
+            if args.local_only:
+                continue
             uri = f"s3://{BUCKET}/{key}"
-            t_restore, restored = _restore(uri, args.repeat)
+            t_restore, restored = _restore(uri, args.repeat, keys.get(local))
             t_cp = _s3_copy(uri, args.repeat)
             rows.append(
                 (

@@ -784,7 +784,8 @@ class AivenLogReader:
         if len(self._cache) + (hi - lo + 1) > self._KEEP:
             self._cache = {k: v for k, v in self._cache.items() if first <= k <= last}  # this read's
         self._cache = {k: bytes(v) for k, v in self._cache.items()}  # out of the buffers reused below
-        raw, out = self._buffers(end - start, original)
+        scratch = self._scratch_size(lo, hi)
+        raw, out = self._buffers(end - start + scratch, original)
         got = self._reader.read_into(start, raw[: end - start])
         if got != end - start:
             raise TruncatedError(
@@ -805,12 +806,20 @@ class AivenLogReader:
                     dest,
                     source=self.source,
                     position=c.transformed_position,
+                    scratch=raw[end - start : end - start + scratch] if scratch else None,
                 )
             except FormatError as exc:
                 self._cache.pop(i, None)
                 _name_chunk(exc, c)
                 raise
             self._cache[i] = dest
+
+    def _scratch_size(self, lo: int, hi: int) -> int:
+        """The room after a read's transformed bytes that chunks ``lo``-``hi`` are decrypted into before
+        they are decompressed (encrypted and compressed chunks; else 0)."""
+        if not (self.manifest.encrypted and self.manifest.compression):
+            return 0
+        return max(self._chunks[i].transformed_size for i in range(lo, hi + 1))
 
     def _buffers(self, raw: int, original: int) -> tuple[memoryview, memoryview]:
         """This reader's pair of buffers (transformed, original bytes), taken from the pool of
@@ -1002,7 +1011,8 @@ class AivenLogReader:
 
         start = group[0].transformed_position
         length = group[-1].transformed_position + group[-1].transformed_size - start
-        with _span_buffers(length, _original_size(group)) as (raw, out):
+        scratch = self._scratch_size(group[0].index, group[-1].index)
+        with _span_buffers(length + scratch, _original_size(group)) as (raw, out):
             got = self._reader.read_into(start, raw[:length])
             if got != length:
                 lo, hi = group[0].index, group[-1].index
@@ -1023,6 +1033,7 @@ class AivenLogReader:
                         out[c.original_position - base : c.original_position - base + c.original_size],
                         source=self.source,
                         position=c.transformed_position,
+                        scratch=raw[length : length + scratch] if scratch else None,
                     )
                 except FormatError as exc:
                     _name_chunk(exc, c)
