@@ -226,14 +226,17 @@ def _rss(pid: int) -> tuple[str, int]:
 
 
 def _executors() -> list[int]:
-    """The standalone cluster's executor JVMs (CoarseGrainedExecutorBackend), whoever started them."""
+    """This benchmark's standalone cluster's executor JVMs (CoarseGrainedExecutorBackend, run in its workers'
+    work dirs: another cluster's on the machine are not counted)."""
     out = []
+    work = str(BENCH_TMP / "standalone")
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if b"CoarseGrainedExecutorBackend" in fh.read():
-                        out.append(int(entry))
+                    executor = b"CoarseGrainedExecutorBackend" in fh.read()
+                if executor and os.readlink(f"/proc/{entry}/cwd").startswith(work):
+                    out.append(int(entry))
             except OSError:
                 continue
     return out
