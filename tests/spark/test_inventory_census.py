@@ -14,8 +14,9 @@ import pytest
 
 import realworld
 from logdoctor.checks.context import Depth
-from logdoctor.checks.inventory import build_inventory, write_inventory
+from logdoctor.checks.inventory import RECORD_KINDS, build_inventory, write_inventory
 from logdoctor.sample.fleet import generate_demo_fleet
+from logdoctor.spark import census_inputs
 from logdoctor.spark.census import discover_brokers, partition_rows, replica_lag, run_census, scan_broker
 
 pytestmark = pytest.mark.spark
@@ -92,6 +93,50 @@ def test_inventories_give_every_row_of_every_table(demo):
         "REPLICA_MISPLACED",
     } <= codes
     assert from_inv.counts() == from_dirs.counts() and from_inv.brokers == from_dirs.brokers == 4
+
+
+ALL_TABLES = ("replicas", "partitions", "log_dirs", "findings", "consumer_groups", "compaction")
+
+
+def test_each_inventory_check_names_the_kinds_of_record_it_holds(demo):
+    root = demo[0]
+    for path in sorted((root / "inventories").glob("*.parquet")):
+        _path, error, fmt, _dirs, kinds = census_inputs.check_inventory(str(path))
+        assert error is None and fmt == "parquet"
+        assert kinds == sorted(set(pq.read_table(path, columns=["record"]).column(0).to_pylist()))
+        assert {"broker", "log_dir", "replica"} <= set(kinds)
+
+
+def test_a_kind_of_record_no_inventory_holds_is_not_read_and_the_tables_are_the_same(
+    spark, demo, tmp_path, monkeypatch
+):
+    """Inventories without commit, txn, producer and share rows: their frames are made empty on the driver
+    (no consumer ranges, no transaction-state query); the census writes the same rows as one that reads
+    every kind (the check made to claim that every inventory holds every kind)."""
+    root = demo[0]
+    folder = tmp_path / "no-consumers"
+    folder.mkdir()
+    dropped = ("commit", "txn", "producer", "share")
+    gone = 0
+    for path in sorted((root / "inventories").glob("*.parquet")):
+        t = pq.read_table(path)
+        keep = [r not in dropped for r in t.column("record").to_pylist()]
+        gone += keep.count(False)
+        pq.write_table(t.filter(keep), folder / path.name)
+    assert gone > 0  # the demo fleet's inventories hold such rows
+    skipped = run_census(spark, [str(folder)], tmp_path / "skipped", now_ms=NOW)
+    check = census_inputs.check_inventory
+
+    def every_kind(path: str) -> Any:
+        return (*check(path)[:4], list(RECORD_KINDS))
+
+    monkeypatch.setattr(census_inputs, "check_inventory", every_kind)
+    read = run_census(spark, [str(folder)], tmp_path / "read", now_ms=NOW)
+    for name in ALL_TABLES:
+        assert table(tmp_path / "skipped", name) == table(tmp_path / "read", name), name
+        schemas = [pq.read_table(tmp_path / run / name).schema for run in ("skipped", "read")]
+        assert schemas[0] == schemas[1], name
+    assert skipped.counts() == read.counts() and skipped.findings == read.findings
 
 
 def test_the_spark_sql_join_agrees_with_the_python_rules(demo):

@@ -228,10 +228,12 @@ def classify(paths: Sequence[str], *, check: Callable[[list[str]], None] | None 
     return out
 
 
-def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any]]]:
-    """(path, error or None, "parquet" | "json", its log-dir rows): read the whole file as a reader
-    would (executor side). The log-dir rows (a few per broker, :data:`LOG_DIR_DDL`'s columns) come back
-    with the verdict, so the census needs no scan of every inventory for them."""
+def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any]], list[str]]:
+    """(path, error or None, "parquet" | "json", its log-dir rows, the kinds of record it holds): read the
+    whole file as a reader would (executor side). The log-dir rows (a few per broker, :data:`LOG_DIR_DDL`'s
+    columns) come back with the verdict, so the census needs no scan of every inventory for them; the
+    record kinds (:data:`logdoctor.checks.inventory.RECORD_KINDS` found in its ``record`` column) tell the
+    census which of its queries have rows to read (none of a kind no inventory holds)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -239,7 +241,7 @@ def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any
 
     try:
         if _is_parquet(path):
-            return path, None, "parquet", _check_parquet(path)
+            return path, None, "parquet", *_check_parquet(path)
         rows = read_inventory_rows(path)
         if not rows or rows[0].get("record") != "broker":
             raise ValueError("not an inventory: its first row is not a broker row")
@@ -247,15 +249,16 @@ def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any
         # this file unreadable (a finding), where Spark's JSON reader would make it null without a word
         table = pa.Table.from_pylist(rows, schema=arrow_schema())
         log_dirs = table.filter(pc.equal(table.column("record"), "log_dir"))
-        return path, None, "json", log_dirs.select(ddl_names(LOG_DIR_DDL)).to_pylist()
+        kinds = sorted(k for k in pc.unique(table.column("record")).to_pylist() if k is not None)
+        return path, None, "json", log_dirs.select(ddl_names(LOG_DIR_DDL)).to_pylist(), kinds
     except Exception as exc:  # any failure to read is the finding
-        return path, f"{type(exc).__name__}: {exc}", "", []
+        return path, f"{type(exc).__name__}: {exc}", "", [], []
 
 
-def _check_parquet(path: str) -> list[dict[str, Any]]:
+def _check_parquet(path: str) -> tuple[list[dict[str, Any]], list[str]]:
     """A Parquet inventory: its footer (a truncated file has none), schema version and columns, and
     every page of the columns the census reads decoded (a corrupt page fails here, not in Spark).
-    Returns its log-dir rows."""
+    Returns its log-dir rows and the kinds of record it holds."""
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -264,6 +267,7 @@ def _check_parquet(path: str) -> list[dict[str, Any]]:
     filesystem, p = _filesystem(path)
     dir_cols = ddl_names(LOG_DIR_DDL)
     dirs: list[dict[str, Any]] = []
+    kinds: set[str] = set()
     with filesystem.open_input_file(p) as fh:
         pf = pq.ParquetFile(fh)
         version = int((pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0"))
@@ -284,7 +288,8 @@ def _check_parquet(path: str) -> list[dict[str, Any]]:
             group = pf.read_row_group(i, columns=wanted)
             log_dirs = group.filter(pc.equal(group.column("record"), "log_dir"))
             dirs.extend(log_dirs.select(dir_cols).to_pylist())
-    return dirs
+            kinds.update(k for k in pc.unique(group.column("record")).to_pylist() if k is not None)
+    return dirs, sorted(kinds)
 
 
 def _is_parquet(path: str) -> bool:
@@ -453,13 +458,13 @@ def load_inputs(
     checked = (
         spark.sparkContext.parallelize(inputs.inventories, _slices(spark, len(inputs.inventories)))
         .map(check_inventory)
-        .collect()  # (path, error, format, log dirs): a few short rows per inventory
+        .collect()  # (path, error, format, log dirs, record kinds): a few short rows per inventory
         if inputs.inventories
         else []
     )
     # every input broker, log dirs and inventories alike, named together: a broker is (cluster id, node
     # id), and replicas are compared only within its cluster (census_rules.name_brokers)
-    readable = [(path, dirs) for path, error, _fmt, dirs in checked if error is None]
+    readable = [(path, dirs) for path, error, _fmt, dirs, _kinds in checked if error is None]
     named = name_brokers(
         [
             *raw,
@@ -518,10 +523,12 @@ def load_inputs(
     if inputs.inventories:
         good: dict[str, list[str]] = {"parquet": [], "json": [], "remote": []}
         log_dir_rows: list[dict[str, Any]] = []
-        for path, error, fmt, dirs in checked:
+        held: set[str] = set()  # the kinds of record the readable inventories hold
+        for path, error, fmt, dirs, kinds in checked:
             if error is not None:
                 unreadable.append((path, error))
                 continue
+            held.update(kinds)
             log_dir_rows.extend(dict(d, broker=of_inventory[path].broker) for d in dirs)
             if is_uri(path) and not path.startswith("file://"):
                 good["remote"].append(path)
@@ -558,9 +565,13 @@ def load_inputs(
                 ("producers", producer_cols, "producer"),
                 ("shares", share_cols, "share"),
             ):
-                frames[name].append(df.where(df.record == record).select(*cols))
-            hanging = (df.record == "finding") & (df.code == "TRANSACTION_HANGING")
-            frames["hanging"].append(df.where(hanging & df.producer_id.isNotNull()).select(*hanging_cols))
+                # a kind no inventory holds: no query over them (its frame is empty, made here: Spark's
+                # optimizer drops the joins and windows over it, and the consumer ranges are never made)
+                if record in held:
+                    frames[name].append(df.where(df.record == record).select(*cols))
+            if "finding" in held:
+                hanging = (df.record == "finding") & (df.code == "TRANSACTION_HANGING")
+                frames["hanging"].append(df.where(hanging & df.producer_id.isNotNull()).select(*hanging_cols))
     if unreadable:
         rows = [tuple(unreadable_finding(p, e).get(c) for c in finding_cols) for p, e in unreadable]
         frames["findings"].append(spark.createDataFrame(rows, FINDING_DDL))
@@ -578,7 +589,9 @@ def load_inputs(
     out: dict[str, Any] = {}
     for name, dfs in frames.items():
         if not dfs:
-            out[name] = spark.createDataFrame([], empty[name])
+            # a false filter: Spark's optimizer knows it empty (a local list is an RDD it cannot see into),
+            # and so drops every join, window and shuffle made over it (PropagateEmptyRelation)
+            out[name] = spark.createDataFrame([], empty[name]).where(F.lit(False))
             continue
         df = dfs[0]
         for other in dfs[1:]:

@@ -844,6 +844,24 @@ def divergence_candidates(replicas: Any) -> Any:
     )  # fmt: skip
 
 
+def any_epoch_spread(replicas: Any) -> bool:
+    """Whether any partition's live replicas differ in their latest leader epoch: whether
+    :func:`divergence_candidates` has any row. An aggregation per partition of one number (partial on the
+    map side: a narrow shuffle, no sort of whole replicas as the candidates' window needs); one row or
+    none comes back to the driver."""
+    from pyspark.sql import functions as F
+
+    latest = F.element_at(F.col("leader_epochs"), -1).getField("epoch")
+    live = replicas.where((F.col("kind") == "log") & (F.size("leader_epochs") > 0))
+    spread = (
+        live.select("cluster", "topic", "partition", latest.alias("_latest"))
+        .groupBy("cluster", "topic", "partition")
+        .agg((F.max("_latest") - F.min("_latest")).alias("_spread"))
+        .where(F.col("_spread") > 0)
+    )
+    return spread.limit(1).toArrow().num_rows > 0
+
+
 def divergence_findings(replicas: Any, on_driver: bool = False) -> list[dict[str, Any]]:
     """REPLICA_DIVERGED by the scan's rule (checks.divergence.partition_diverged, through
     census_rules.diverged_findings), one Spark task per group of candidate partitions
@@ -854,6 +872,8 @@ def divergence_findings(replicas: Any, on_driver: bool = False) -> list[dict[str
     candidates = divergence_candidates(replicas)
     if on_driver:
         return diverged_findings(candidates.toArrow().to_pylist())
+    if not any_epoch_spread(replicas):
+        return []  # no partition whose replicas' latest epochs differ: no candidate (a healthy fleet)
 
     def key(r: dict[str, Any]) -> tuple[str, str, int]:
         return (r.get("cluster") or "", r["topic"], r["partition"])
