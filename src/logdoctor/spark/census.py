@@ -235,14 +235,17 @@ def run_census(
         several = clusters_finding(frames_in.all_brokers)
         empty = frames_in.empty
         # REPLICA_DIVERGED first, by the scan's rule per partition group: its replicas get no REPLICA_LAG.
-        # A small census collects it, and the cross-broker rules' rows below, at once (a thread each)
+        # A small census collects it, and the cross-broker rules' rows below, at once (a thread each); so
+        # does a remote audit, whose metadata replay (a task per metadata partition) then runs while the
+        # brokers' scans (a task per broker) do, instead of after them
+        auditing = remote_storage is not None or remote_inventory is not None
         ahead = run_jobs(
             {"diverged": lambda: divergence_findings(frames_in.replicas, on_driver=small)},
-            together=small,
-            wait=not small,
+            together=small or auditing,
+            wait=not (small or auditing),
         )
         audit = None
-        if remote_storage is not None or remote_inventory is not None:
+        if auditing:
             from logdoctor.spark.remote_audit import audit_findings
 
             rlmm = getattr(config_inputs, "remote_log_metadata_partitions", None)

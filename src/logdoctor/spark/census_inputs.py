@@ -512,7 +512,12 @@ def load_inputs(
         scans = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
             lambda b: scan_broker(b, now_ms, config_inputs, simulated_disks)
         )
-        scans = scans.persist()
+        # each census table reads the scan results again: kept on disk when the memory is wanted (the
+        # remote audit's cached frames), so that none is evicted and the broker scanned again (RDD.persist
+        # is MEMORY_ONLY: an evicted block is recomputed, here one task re-scanning the whole broker)
+        from pyspark import StorageLevel
+
+        scans = scans.persist(StorageLevel.MEMORY_AND_DISK)
         cached.append(scans)
         for name, cols, ddl in tables:
             rows = scans.flatMap(

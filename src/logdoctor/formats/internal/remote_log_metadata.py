@@ -23,6 +23,7 @@ from logdoctor.formats.internal._framing import as_bytes
 from logdoctor.formats.internal.cluster_metadata import _uvarint
 from logdoctor.formats.internal.layouts import candidates, for_writing, known_releases, newest, read_exact
 from logdoctor.formats.internal.protocol import Message, write_message, write_uvarint
+from logdoctor.formats.internal.remote_segment_records import read_plain_segment_record
 from logdoctor.formats.internal.schemas import REMOTE_LOG_METADATA_RECORD_NAMES
 
 WHAT = "remote log metadata record"
@@ -65,8 +66,10 @@ def decode_remote_log_metadata(
             position=version_at,
             found=str(version),
         )
-    fields, _ = read_exact(message.name, data, version, start=pos, what=f"{WHAT} ({message.name})",
-                           source=source)
+    fields = read_plain_segment_record(data, api_key, version, pos)  # the two segment records, plain
+    if fields is None:
+        fields, _ = read_exact(message.name, data, version, start=pos, what=f"{WHAT} ({message.name})",
+                               source=source)
     return {
         "type": message.name,
         "api_key": api_key,
