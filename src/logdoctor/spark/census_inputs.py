@@ -504,10 +504,14 @@ def load_inputs(
             raise AssertionError(f"{len(results)} driver scans for {len(brokers)} brokers")
         for name, cols, ddl in tables:
             local = [tuple(r.get(c) for c in cols) for res in results for r in res[name]]
-            if not local and not inputs.inventories:
-                rowless.add(name)
-            # one partition: a task, not one per core, for a few hundred rows
-            frames[name].append(spark.createDataFrame(local, ddl).coalesce(1))
+            # one partition: a task, not one per core, for a few hundred rows; none: a frame the optimizer
+            # knows empty (as a kind no inventory holds, below), so nothing over it runs
+            frame = spark.createDataFrame(local, ddl).coalesce(1)
+            if not local:
+                frame = frame.where(F.lit(False))
+                if not inputs.inventories:
+                    rowless.add(name)
+            frames[name].append(frame)
     elif brokers:
         scans = spark.sparkContext.parallelize(brokers, max(1, len(brokers))).map(
             lambda b: scan_broker(b, now_ms, config_inputs, simulated_disks)

@@ -823,6 +823,15 @@ def two_phase_commit_fixes(findings: Any, hanging: Any, two_pc: dict[tuple[str, 
     return joined.withColumn("fix", F.coalesce("_fix", "fix")).select(*findings.columns)
 
 
+def _live_latest_epochs(replicas: Any) -> tuple[Any, Any]:
+    """(the live replicas with a leader epoch, the column of each one's latest epoch): what
+    :func:`divergence_candidates` and :func:`any_epoch_spread` compare across a partition's replicas."""
+    from pyspark.sql import functions as F
+
+    live = replicas.where((F.col("kind") == "log") & (F.size("leader_epochs") > 0))
+    return live, F.element_at(F.col("leader_epochs"), -1).getField("epoch")
+
+
 def divergence_candidates(replicas: Any) -> Any:
     """The live replicas of the partitions whose replicas' latest leader epochs differ (a diverged replica
     has an older latest epoch than the leader; replicas of one epoch can only lag): the only partitions
@@ -830,9 +839,8 @@ def divergence_candidates(replicas: Any) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    latest = F.element_at(F.col("leader_epochs"), -1).getField("epoch")
+    live, latest = _live_latest_epochs(replicas)
     w = Window.partitionBy("cluster", "topic", "partition")
-    live = replicas.where((F.col("kind") == "log") & (F.size("leader_epochs") > 0))
     return (
         live.withColumn("_latest", latest)
         .withColumn("_spread", F.max("_latest").over(w) - F.min("_latest").over(w))
@@ -851,8 +859,7 @@ def any_epoch_spread(replicas: Any) -> bool:
     none comes back to the driver."""
     from pyspark.sql import functions as F
 
-    latest = F.element_at(F.col("leader_epochs"), -1).getField("epoch")
-    live = replicas.where((F.col("kind") == "log") & (F.size("leader_epochs") > 0))
+    live, latest = _live_latest_epochs(replicas)
     spread = (
         live.select("cluster", "topic", "partition", latest.alias("_latest"))
         .groupBy("cluster", "topic", "partition")
