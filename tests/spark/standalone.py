@@ -3,21 +3,31 @@
 ``spark-class org.apache.spark.deploy.master.Master`` and ``...deploy.worker.Worker`` (one core
 each, their own work dirs) run as child processes; :func:`standalone_cluster` yields the master
 URL once every worker has registered, and stops them all at the end.
+
+Every daemon binds port 0 and the master's ports are read from its log: a port picked free
+beforehand can be taken by another test's server before the daemon binds it (Spark then moves
+to the next port, and the cluster would be polled on a stranger's). The master's REST
+submission server (a fixed port, 6066) is off.
 """
 
 from __future__ import annotations
 
 import contextlib
+import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def spark_home() -> str:
@@ -46,6 +56,19 @@ def cluster_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+_MASTER_URL = re.compile(rb"Starting Spark master at (spark://[0-9.]+:[0-9]+)")
+_MASTER_UI = re.compile(rb"Successfully started service 'MasterUI' on port ([0-9]+)")
+
+
+def _master_ports(log: Path) -> tuple[str, int] | None:
+    """The master's URL and web UI port as its log states them, once both are there."""
+    text = log.read_bytes()
+    url, ui = _MASTER_URL.search(text), _MASTER_UI.search(text)
+    if url is None or ui is None:
+        return None
+    return url.group(1).decode(), int(ui.group(1))
+
+
 def _alive_workers(ui_port: int) -> int:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never through a proxy
     with opener.open(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as resp:
@@ -56,8 +79,7 @@ def _alive_workers(ui_port: int) -> int:
 def standalone_cluster(work: Path, workers: int = 2, timeout_s: float = 120) -> Iterator[str]:
     """Start a master and ``workers`` workers (1 core, 1 GiB each); yield ``spark://127.0.0.1:PORT``."""
     spark_class = os.path.join(spark_home(), "bin", "spark-class")
-    port, ui = free_port(), free_port()
-    env = cluster_env()
+    env = cluster_env({"SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"})
     procs: list[subprocess.Popen[bytes]] = []
     logs = []
 
@@ -70,21 +92,24 @@ def standalone_cluster(work: Path, workers: int = 2, timeout_s: float = 120) -> 
             )
         )
 
+    def wait_for(what: str, ready: Callable[[], T | None]) -> T:
+        while True:
+            if any(p.poll() is not None for p in procs):
+                raise RuntimeError(f"a Spark daemon exited early; see the logs in {work}")
+            with contextlib.suppress(OSError, ValueError, http.client.HTTPException):
+                got = ready()
+                if got is not None:
+                    return got
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{what} did not come up in {timeout_s} s; logs in {work}")
+            time.sleep(0.5)
+
     work.mkdir(parents=True, exist_ok=True)
-    master = f"spark://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
     try:
-        start(
-            "master",
-            [
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(ui),
-            ],
-        )
+        master_class = "org.apache.spark.deploy.master.Master"
+        start("master", [master_class, "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"])
+        master, ui = wait_for("the standalone master", lambda: _master_ports(work / "master.log"))
         for i in range(workers):
             wdir = work / f"worker-{i}"
             wdir.mkdir(exist_ok=True)
@@ -102,20 +127,10 @@ def standalone_cluster(work: Path, workers: int = 2, timeout_s: float = 120) -> 
                     "--work-dir",
                     str(wdir),
                     "--webui-port",
-                    str(free_port()),
+                    "0",
                 ],
             )
-        deadline = time.monotonic() + timeout_s
-        while True:
-            dead = [p for p in procs if p.poll() is not None]
-            if dead:
-                raise RuntimeError(f"a Spark daemon exited early; see the logs in {work}")
-            with contextlib.suppress(OSError, ValueError):
-                if _alive_workers(ui) >= workers:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"the standalone cluster did not come up in {timeout_s} s; logs in {work}")
-            time.sleep(0.5)
+        wait_for(f"{workers} workers", lambda: True if _alive_workers(ui) >= workers else None)
         yield master
     finally:
         for p in reversed(procs):
