@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-from collections import Counter
 from pathlib import Path
 
 import helpers
@@ -17,11 +16,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import realworld
-from logdoctor.formats import aiven_rsm
 from logdoctor.formats.aiven_rsm import parse_manifest
 from logdoctor.formats.crc import crc32c, crc32c_combine
 from logdoctor.logdir.remote_tier import RemoteOptions
-from logdoctor.repair import actions, copies
+from logdoctor.repair import copies
 from logdoctor.repair.procedures import run
 from logdoctor.repair.procedures.restore import plan_restore
 
@@ -144,82 +142,3 @@ def test_a_truncated_indexes_object_names_the_part_it_cuts(tmp_path):
     )
     row = next(r for r in pp.summary["partitions"] if r["partition"] == "payments-0")
     assert row["offsets"][0] == 648, row
-
-
-def _counting_detransform(monkeypatch) -> Counter[tuple[str, int]]:
-    """Every ``detransform_chunk_into`` call counted by (object, transformed position): one per chunk
-    detransformed, by the plan's tail walk or by the fetch."""
-    calls: Counter[tuple[str, int]] = Counter()
-    real = aiven_rsm.detransform_chunk_into
-
-    def counted(data, manifest, key, out, *, source, position, **kw):  # type: ignore[no-untyped-def]
-        calls[(source, position)] += 1
-        return real(data, manifest, key, out, source=source, position=position, **kw)
-
-    monkeypatch.setattr(aiven_rsm, "detransform_chunk_into", counted)
-    return calls
-
-
-def _restored_chunks(store: Path, target: Path) -> set[tuple[str, int]]:
-    """(object, transformed position) of every chunk of every segment restored into ``target``."""
-    out = set()
-    for log in target.glob("*/*.log"):
-        base = int(log.stem)
-        part = log.parent.name.rsplit("-", 1)[1]
-        (manifest,) = [p for p in store.rglob(f"{base:020d}-*.rsm-manifest") if f"/{part}/" in str(p)]
-        obj = str(manifest.with_suffix(".log"))
-        out.update((obj, c.transformed_position) for c in parse_manifest(manifest.read_bytes()).chunks())
-    return out
-
-
-@pytest.mark.parametrize(("store", "key"), VARIANTS, ids=[v[0].split("/")[1] for v in VARIANTS])
-def test_each_chunk_is_detransformed_once_by_plan_and_fetch(tmp_path, monkeypatch, store, key):
-    """The plan's tail walk detransforms each segment's last chunks (its end offset); the fetch writes
-    those as the plan held them and detransforms only the others: every chunk of every restored segment
-    once, the restored bytes ``original/``'s. With no room to hold any (``PLANNED_CHUNK_BYTES`` 0) the
-    last chunks are detransformed twice (the oracle that the count sees the plan's), same bytes."""
-    tiered = realworld.require_tiered()
-    opts = RemoteOptions(str(tiered / store), None, str(tiered / key) if key else None)
-    original = tiered / "original" / "kafka-logs"
-    for room in (actions.PLANNED_CHUNK_BYTES, 0):
-        monkeypatch.setattr(actions, "PLANNED_CHUNK_BYTES", room)
-        calls = _counting_detransform(monkeypatch)
-        target = tmp_path / f"logs{room}"
-        target.mkdir()
-        pp = plan_restore(target, opts, backup_dir=tmp_path / f"b{room}")
-        planned = sum(calls.values())
-        assert planned > 0  # the tail walks
-        result = run.apply(pp.plan)
-        assert result.status == "applied", result.error
-        chunks = _restored_chunks(tiered / store, target)
-        assert len(chunks) > 8  # segments of 8 chunks, several of them
-        assert set(calls) == chunks
-        if room:
-            assert all(n == 1 for n in calls.values()), [k for k, n in calls.items() if n > 1]
-        else:
-            assert sum(calls.values()) == len(chunks) + planned
-        logs = sorted(target.glob("*/*.log"))
-        for log in logs:
-            assert log.read_bytes() == (original / log.parent.name / log.name).read_bytes(), log
-        assert actions._planned_chunk_bytes == 0  # every fetch took what its plan held
-
-
-def test_what_the_plan_holds_stays_within_its_room(tmp_path, monkeypatch):
-    """Room for two chunks of 8192 bytes: the plan holds at most that (the other segments' last chunks
-    are detransformed again by their fetches), and the restore is ``original/``'s bytes."""
-    tiered = realworld.require_tiered()
-    store = "aiven/compressed/storage"
-    monkeypatch.setattr(actions, "PLANNED_CHUNK_BYTES", 2 * 8192)
-    calls = _counting_detransform(monkeypatch)
-    target = tmp_path / "logs"
-    target.mkdir()
-    pp = plan_restore(target, RemoteOptions(str(tiered / store), None, None), backup_dir=tmp_path / "b")
-    held = [v[2] for v in actions._PLANNED_READS.values() if v[2]]
-    assert held and sum(len(d) for h in held for d in h.values()) == actions._planned_chunk_bytes <= 2 * 8192
-    result = run.apply(pp.plan)
-    assert result.status == "applied", result.error
-    chunks = _restored_chunks(tiered / store, target)
-    assert set(calls) == chunks and sum(calls.values()) > len(chunks)
-    original = tiered / "original" / "kafka-logs"
-    for log in sorted(target.glob("*/*.log")):
-        assert log.read_bytes() == (original / log.parent.name / log.name).read_bytes(), log

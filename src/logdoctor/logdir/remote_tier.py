@@ -742,21 +742,10 @@ class AivenLogReader:
         seg: SegmentRef,
         loaded: tuple[Any, bytes | None] | None = None,
         opened: RangeReader | None = None,
-        decoded: Mapping[int, bytes] | None = None,
     ) -> None:
         self.source = seg.path
         self.manifest, self._key = loaded if loaded is not None else _load_manifest(seg)
         self._chunks = self.manifest.chunks()
-        # chunks an earlier reader of this manifest detransformed (:meth:`decoded_chunks`): taken by
-        # :meth:`for_each_span` instead of being read and detransformed again; none without ``loaded``
-        # (a manifest read afresh may not be the one they were detransformed by)
-        self._decoded: dict[int, bytes] = {
-            i: data
-            for i, data in (decoded or {}).items()
-            if loaded is not None
-            and 0 <= i < len(self._chunks)
-            and len(data) == self._chunks[i].original_size
-        }
         self.size = self.manifest.original_file_size
         try:
             self._reader = opened if opened is not None else seg.storage.open(seg.path)
@@ -824,16 +813,6 @@ class AivenLogReader:
                 _name_chunk(exc, c)
                 raise
             self._cache[i] = dest
-
-    def decoded_size(self) -> int:
-        """The bytes of the chunks :meth:`decoded_chunks` would give."""
-        return sum(len(v) for v in self._cache.values())
-
-    def decoded_chunks(self) -> dict[int, bytes]:
-        """The chunks this reader's reads detransformed and still keeps (the last ones read; a chunk read
-        as a stream is never kept), copied out of its buffers: for another reader of the segment with the
-        same manifest and key (:func:`open_remote_log`'s ``decoded``)."""
-        return {i: bytes(v) for i, v in self._cache.items()}
 
     def _scratch_size(self, lo: int, hi: int) -> int:
         """The room after a read's transformed bytes that chunks ``lo``-``hi`` are decrypted into before
@@ -1030,28 +1009,21 @@ class AivenLogReader:
     def _span(self, group: list[Chunk], work: Callable[[int, memoryview], _T]) -> _T:
         from logdoctor.formats.aiven_rsm import detransform_chunk_into
 
-        base = group[0].original_position
-        if len(group) == 1 and group[0].index in self._decoded:  # detransformed already: as it is
-            return work(base, memoryview(self._decoded.pop(group[0].index)))
-        todo = [c for c in group if c.index not in self._decoded]  # the rest copied in
-        start = todo[0].transformed_position if todo else 0
-        length = todo[-1].transformed_position + todo[-1].transformed_size - start if todo else 0
-        scratch = self._scratch_size(todo[0].index, todo[-1].index) if todo else 0
+        start = group[0].transformed_position
+        length = group[-1].transformed_position + group[-1].transformed_size - start
+        scratch = self._scratch_size(group[0].index, group[-1].index)
         with _span_buffers(length + scratch, _original_size(group)) as (raw, out):
-            got = self._reader.read_into(start, raw[:length]) if todo else 0
+            got = self._reader.read_into(start, raw[:length])
             if got != length:
-                lo, hi = todo[0].index, todo[-1].index
+                lo, hi = group[0].index, group[-1].index
                 raise TruncatedError(
                     f"chunks {lo}-{hi} ({length} bytes)",
                     source=self.source,
                     position=start,
                     found=f"{got} bytes",
                 )
+            base = group[0].original_position
             for c in group:
-                held = self._decoded.pop(c.index, None)
-                if held is not None:
-                    out[c.original_position - base : c.original_position - base + c.original_size] = held
-                    continue
                 at = c.transformed_position - start
                 try:
                     detransform_chunk_into(
@@ -1093,22 +1065,17 @@ class AivenLogReader:
 
 
 def open_remote_log(
-    seg: SegmentRef,
-    loaded: tuple[Any, bytes | None] | None = None,
-    opened: RangeReader | None = None,
-    decoded: Mapping[int, bytes] | None = None,
+    seg: SegmentRef, loaded: tuple[Any, bytes | None] | None = None, opened: RangeReader | None = None
 ) -> Any:
     """A reader (``size``, ``read_at``, ``close``; a context manager) of a remote segment's original
     ``.log`` bytes. Raises FormatError naming the object for a missing or bad object or key, OSError
     when the store cannot be read. What this process already read of the segment, so that no object is
     asked for twice in one run: ``loaded``, Aiven's manifest and data key (:func:`load_manifest`);
     ``opened``, the ``.log`` object opened by an earlier reader (its ``detach``: no second HEAD request;
-    the reader owns it now); ``decoded``, Aiven chunks an earlier reader with ``loaded`` detransformed
-    (its ``decoded_chunks``: :meth:`AivenLogReader.for_each_span` does not detransform them again). The
-    size checks run on the object again, and every read's short-read check."""
+    the reader owns it now). The size checks run on it again, and every read's short-read check."""
     assert seg.remote is not None
     if seg.remote.layout == "aiven":
-        return AivenLogReader(seg, loaded, opened, decoded)
+        return AivenLogReader(seg, loaded, opened)
     return _PlainReader(seg, opened)
 
 

@@ -991,12 +991,8 @@ def _kernel_copy(src: str, fd: int, size: int, step: Step, ctx: StepContext) -> 
 
 
 #: what planning read of a segment to fetch, for the fetch in the same process (:func:`hold_planned_read`)
-_PLANNED_READS: dict[tuple[str, str, str, str], tuple[Any, Any, dict[int, bytes] | None]] = {}
+_PLANNED_READS: dict[tuple[str, str, str, str], tuple[Any, Any]] = {}
 _PLANNED_LOCK = threading.Lock()
-#: the detransformed Aiven chunks planning holds for the fetches, all segments together, at most (a
-#: segment's whose would pass it are not held: its fetch detransforms them again)
-PLANNED_CHUNK_BYTES = 64 << 20
-_planned_chunk_bytes = 0
 
 
 def _planned_key(step: Step) -> tuple[str, str, str, str]:
@@ -1004,56 +1000,21 @@ def _planned_key(step: Step) -> tuple[str, str, str, str]:
     return (step.path, str(source["storage"]), str(source["log"]), str(source.get("segment_id")))
 
 
-def _chunk_bytes(decoded: dict[int, bytes] | None) -> int:
-    return sum(len(d) for d in decoded.values()) if decoded else 0
-
-
-def planned_chunk_room(size: int) -> bool:
-    """Whether ``size`` more bytes of detransformed chunks fit in what planning holds now
-    (:data:`PLANNED_CHUNK_BYTES`): planning copies a segment's chunks out of its reader only then."""
-    with _PLANNED_LOCK:
-        return _planned_chunk_bytes + size <= PLANNED_CHUNK_BYTES
-
-
-def hold_planned_read(step: Step, loaded: Any, opened: Any, decoded: dict[int, bytes] | None = None) -> None:
+def hold_planned_read(step: Step, loaded: Any, opened: Any) -> None:
     """Keep, in this process's memory, what planning read of a ``fetch-remote`` step's segment (Aiven's
     manifest and data key ``loaded``; the ``.log`` object of a remote store ``opened``, a RangeReader: its
-    size as the store answered, no file descriptor; ``decoded``, the Aiven chunks its tail walk
-    detransformed, by chunk index, held while all held together stay within :data:`PLANNED_CHUNK_BYTES`):
-    the step's fetch in this process takes it (once) instead of asking the store again, and writes the
-    held chunks instead of detransforming them again (a 4 MiB segment in 4 MiB chunks: the whole segment,
-    decrypted and decompressed once). A journal resumed in another process has none: its fetch reads the
-    manifest and opens the object afresh, with every check. Either way the fetched bytes are checked
-    (short reads, each chunk, the read-back CRC-32C, the batch walk: :func:`_check_restored`)."""
-    global _planned_chunk_bytes
-    size = _chunk_bytes(decoded)
+    size as the store answered, no file descriptor): the step's fetch in this process takes it (once)
+    instead of asking the store again. A journal resumed in
+    another process has none: its fetch reads the manifest and opens the object afresh, with every check.
+    Either way the fetched bytes are checked (short reads, each chunk, the read-back CRC-32C, the batch
+    walk: :func:`_check_restored`)."""
     with _PLANNED_LOCK:
-        key = _planned_key(step)
-        before = _PLANNED_READS.pop(key, None)
-        if before is not None:
-            _planned_chunk_bytes -= _chunk_bytes(before[2])
-        if size and (loaded is None or _planned_chunk_bytes + size > PLANNED_CHUNK_BYTES):
-            decoded, size = None, 0
-        _planned_chunk_bytes += size
-        _PLANNED_READS[key] = (loaded, opened, decoded)
+        _PLANNED_READS[_planned_key(step)] = (loaded, opened)
 
 
-def forget_planned_chunks() -> None:
-    """Drop the detransformed chunks every plan made so far holds (a new plan's start: those of a plan
-    never applied would otherwise keep its room)."""
-    global _planned_chunk_bytes
+def _take_planned_read(step: Step) -> tuple[Any, Any]:
     with _PLANNED_LOCK:
-        for key, (loaded, opened, _) in _PLANNED_READS.items():
-            _PLANNED_READS[key] = (loaded, opened, None)
-        _planned_chunk_bytes = 0
-
-
-def _take_planned_read(step: Step) -> tuple[Any, Any, dict[int, bytes] | None]:
-    global _planned_chunk_bytes
-    with _PLANNED_LOCK:
-        got = _PLANNED_READS.pop(_planned_key(step), (None, None, None))
-        _planned_chunk_bytes -= _chunk_bytes(got[2])
-        return got
+        return _PLANNED_READS.pop(_planned_key(step), (None, None))
 
 
 class FetchRemote(Operation):
@@ -1509,12 +1470,10 @@ __all__ = [
     "copy_tree",
     "delete_with_backup",
     "fingerprint_ok",
-    "forget_planned_chunks",
     "hold_planned_read",
     "manifest_rel",
     "matches_manifest",
     "operation",
-    "planned_chunk_room",
     "read_manifest",
     "rename_path",
     "report_copied",

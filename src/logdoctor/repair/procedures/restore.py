@@ -79,13 +79,7 @@ from logdoctor.logdir.remote_partitions import (
     side_files,
     stored_segments,
 )
-from logdoctor.logdir.remote_tier import (
-    AivenLogReader,
-    RemoteOptions,
-    RemoteTierError,
-    load_manifest,
-    open_remote_log,
-)
+from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, load_manifest, open_remote_log
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
 from logdoctor.repair.actions import (
@@ -93,10 +87,8 @@ from logdoctor.repair.actions import (
     delete_with_backup,
     fetch_remote,
     fetched_checksum,
-    forget_planned_chunks,
     hold_planned_read,
     make_dir,
-    planned_chunk_room,
     rebuild_index,
     write_file,
 )
@@ -189,14 +181,12 @@ def _source(seg: SegmentRef) -> dict[str, Any]:
 
 def _segment_end(
     seg: SegmentRef, index: bytes | None, loaded: tuple[Any, bytes | None] | None = None
-) -> tuple[int, int, list[tuple[int, int]], Any, dict[int, bytes] | None]:
+) -> tuple[int, int, list[tuple[int, int]], Any]:
     """(end offset, original size, leader epochs) of a remote segment: its last batches walked from the
     offset index's last entry (a torn or short object raises FormatError here, at planning). The epochs
     (epoch, start offset), as the broker's epoch cache assigns them from batches, when the walk started at
-    the first batch (no offset index), else []; the ``.log`` object of a remote store, left open for
-    the fetch (None for a local store); and the Aiven chunks the walk detransformed, for the fetch, when
-    they fit in what planning holds (:func:`~logdoctor.repair.actions.planned_chunk_room`), else None.
-    ``loaded``: Aiven's manifest and data key, already read."""
+    the first batch (no offset index), else []; and the ``.log`` object of a remote store, left open for
+    the fetch (None for a local store). ``loaded``: Aiven's manifest and data key, already read."""
     from logdoctor.formats.index import offset_index_array
     from logdoctor.logdir.ranged import iter_ranged_batches
 
@@ -218,11 +208,6 @@ def _segment_end(
             if start == 0 and epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
                 epochs.append((epoch, batch.base_offset))
         opened = None if seg.storage.is_local else reader.detach()  # a remote object: no fd held open
-        decoded = None
-        if loaded is not None and isinstance(reader, AivenLogReader) and planned_chunk_room(
-            reader.decoded_size()
-        ):
-            decoded = reader.decoded_chunks() or None
     if last is None:
         if opened is not None:
             opened.close()
@@ -234,7 +219,7 @@ def _segment_end(
             position=size,
             found=f"last offset {last}",
         )
-    return last, size, epochs, opened, decoded
+    return last, size, epochs, opened
 
 
 def _remote_checksum(seg: SegmentRef) -> str:
@@ -334,7 +319,7 @@ def _plan_partition(
                     )
             continue
         try:
-            sides, warning, (end, size, walked, opened, decoded), loaded = next(reads)()
+            sides, warning, (end, size, walked, opened), loaded = next(reads)()
         except (FormatError, OSError) as e:
             _finding(
                 plan,
@@ -386,7 +371,7 @@ def _plan_partition(
                 f"(from {local_start}); not restored",
             )
             break
-        todo.append((seg, end, size, sides, walked, (loaded, opened, decoded)))
+        todo.append((seg, end, size, sides, walked, (loaded, opened)))
     reads.close()  # the reads of segments past a stop cancelled
     todo.reverse()
     if not todo:
@@ -485,7 +470,7 @@ def _side_files(
 _Read = tuple[
     dict[str, bytes | None],
     str | None,
-    tuple[int, int, list[tuple[int, int]], Any, dict[int, bytes] | None],
+    tuple[int, int, list[tuple[int, int]], Any],
     tuple[Any, bytes | None] | None,
 ]
 
@@ -601,7 +586,6 @@ def plan_restore(
         log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
         safety.refuse_if_locked([log_dir])
     storage, root = open_store(opts)
-    forget_planned_chunks()  # an earlier plan's, never applied, would keep their room
     illegal: list[tuple[str, str]] = []
     partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None, illegal)
     if not partitions and not illegal:
