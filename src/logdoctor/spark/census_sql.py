@@ -367,13 +367,28 @@ def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )  # fmt: skip
 
 
-def shared_id_findings(replicas: Any) -> FindingSource:
+def shared_id_findings(replicas: Any, on_driver: bool = False) -> FindingSource:
     """TOPIC_ID_SHARED: one per topic after the first of a (cluster, topic id) whose replicas are of
     several topics (the scans' own TOPIC_ID_SHARED, of one broker's dirs, are left out: this is the
-    fleet's view of the same rule, :func:`logdoctor.checks.cross_dir`)."""
+    fleet's view of the same rule, :func:`logdoctor.checks.cross_dir`). ``on_driver`` (a small census: few
+    rows, in one query, no broadcast job) makes the rule's words for every topic."""
     from pyspark.sql import functions as F
 
     rec = replicas.where(F.col("topic_id").isNotNull() & (F.col("kind") == "log"))
+    if not on_driver:
+        # the (cluster, topic id)s of several topics first (a hash aggregation of their distinct topics: a
+        # few rows per topic), and the words below made of their replicas only (none in a healthy fleet),
+        # not a sorted set of strings made of every replica of every topic (a sort-based aggregation that
+        # spilled); the rows the join below keeps are the same
+        shared = (
+            rec.select("cluster", "topic_id", "topic")
+            .distinct()
+            .groupBy("cluster", "topic_id")
+            .count()
+            .where(F.col("count") > 1)
+            .select("cluster", "topic_id")
+        )
+        rec = rec.join(F.broadcast(shared), ["cluster", "topic_id"], "left_semi")
     # the scan's words (checks.cross_dir._shared_topic_ids): per topic, its first three "t-p in log dir"
     # in order; the first replica by (partition, log dir)
     held = F.concat("topic", F.lit("-"), F.col("partition").cast("string"), F.lit(" in "), "log_dir")
@@ -502,7 +517,7 @@ def census_frames(
             scan_findings(spark, scanned, broker_dirs, on_driver),
             lag_findings(replicas, () if later else diverged_now),
             recreated_findings(replicas),
-            shared_id_findings(replicas),
+            shared_id_findings(replicas, on_driver),
         ),
         on_driver,
     )
