@@ -56,8 +56,9 @@ def cluster_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-_MASTER_URL = re.compile(rb"Starting Spark master at (spark://[0-9.]+:[0-9]+)")
-_MASTER_UI = re.compile(rb"Successfully started service 'MasterUI' on port ([0-9]+)")
+# whole lines only (a port's digits are followed by the line's end): the log may be read mid-write
+_MASTER_URL = re.compile(rb"Starting Spark master at (spark://[0-9.]+:[0-9]+)\s")
+_MASTER_UI = re.compile(rb"Successfully started service 'MasterUI' on port ([0-9]+)\.")
 
 
 def _master_ports(log: Path) -> tuple[str, int] | None:
