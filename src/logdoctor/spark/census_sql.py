@@ -84,18 +84,17 @@ def _topic_keys(F: Any, Window: Any, live: Any) -> Any:
     )
 
 
-def _partition_window(Window: Any) -> tuple[Any, Any]:
-    """The window of a partition's replicas (per topic id of a recreated topic), ordered by broker and log
-    dir: ``frame`` spans the whole partition (its aggregates are the partition's), ``ordered`` numbers
-    the replicas. Both share one sort, so every window function of the census runs after one shuffle."""
-    keys = ("cluster", "topic", "topic_key", "partition")  # a partition of one cluster
-    ordered = Window.partitionBy(*keys).orderBy("broker", "log_dir")
-    frame = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    return frame, ordered
-
-
-#: the sort the window leaves each shuffle partition in (and the written tables keep)
+#: the sort the window leaves each shuffle partition in (and the written tables keep); its first four
+#: columns are a partition's key (a partition of one cluster, per topic id of a recreated topic)
 _WINDOW_ORDER = ("cluster", "topic", "topic_key", "partition", "broker", "log_dir")
+_PARTITION_KEYS = _WINDOW_ORDER[:4]
+
+
+def _partition_window(Window: Any) -> Any:
+    """The window of a partition's replicas in the (broker, log dir) order, spanning the whole partition:
+    its aggregates are the partition's, computed after one shuffle and one sort."""
+    ordered = Window.partitionBy(*_PARTITION_KEYS).orderBy(*_WINDOW_ORDER[4:])
+    return ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
 
 
 def replica_table(replicas: Any) -> Any:
@@ -108,7 +107,7 @@ def replica_table(replicas: Any) -> Any:
     from pyspark.sql import functions as F
 
     live = _topic_keys(F, Window, replicas.where(F.col("kind") == "log"))
-    w, _ordered = _partition_window(Window)
+    w = _partition_window(Window)
     leo = F.col("log_end_offset")
     size = F.coalesce("bytes", F.lit(0)).cast("bigint")
     hw = F.max("high_watermark").over(w)
@@ -152,7 +151,7 @@ def partition_table(replicas: Any) -> Any:
         lag.alias("lag"),
         "lag_bytes",
     )
-    agg = replicas.groupBy(*_WINDOW_ORDER[:4]).agg(
+    agg = replicas.groupBy(*_PARTITION_KEYS).agg(
         # the same on every replica of the partition (window aggregates)
         F.count(F.lit(1)).cast("int").alias("replicas"),
         F.max("max_log_end_offset").alias("max_log_end_offset"),
@@ -551,9 +550,10 @@ def census_frames(
         findings = findings.coalesce(1)
     findings = findings.withColumn("severity_rank", rank).persist()  # few rows, used three times
     frames = CensusFrames(
-        # in the order the window left them (Spark drops these sorts as redundant): no sort of the replicas
+        # the replicas in the order the window left them (Spark drops that sort as redundant); the
+        # partitions, an aggregation's rows (one per partition), sorted by their key within each part
         replicas.sortWithinPartitions(*_WINDOW_ORDER).select(*REPLICA_COLUMNS),
-        partitions.sortWithinPartitions(*_WINDOW_ORDER[:4]).select(*PARTITION_COLUMNS),
+        partitions.sortWithinPartitions(*_PARTITION_KEYS).select(*PARTITION_COLUMNS),
         log_dirs_df,  # made from the collected rows, in their order
         findings.orderBy("severity_rank", F.coalesce("broker", F.lit("")), "path", "code").select(
             *FINDING_COLUMNS
