@@ -191,6 +191,10 @@ FORENSICS, FORENSICS_SKIP_REASON = _shared_data("forensics", "LOGDOCTOR_FORENSIC
 # ../shared/semantics: committed, aborted and open transactions (ptx-0), a compacted topic (kv-0) and plain
 # records (raw-0), written by Kafka's own storage classes (its README.md gives the facts Kafka computes).
 SEMANTICS, SEMANTICS_SKIP_REASON = _shared_data("semantics", "LOGDOCTOR_SEMANTICS")
+# ../shared/typed: a log dir with Schema Registry's _schemas and topics of registry-framed Avro, Protobuf and
+# JSON Schema, Kafka Connect JSON and Debezium; facts/ gives every record as independent decoders decoded it
+# (the Apache avro package, protoc-compiled classes, json + jsonschema) and the CDC topics' final tables.
+TYPED, TYPED_SKIP_REASON = _shared_data("typed", "LOGDOCTOR_TYPED")
 
 
 def require_forensics() -> Path:
@@ -201,3 +205,8 @@ def require_forensics() -> Path:
 def require_semantics() -> Path:
     """Return ../shared/semantics or skip the calling test (CI turns this skip into a failure)."""
     return _require(SEMANTICS, SEMANTICS_SKIP_REASON)
+
+
+def require_typed() -> Path:
+    """Return ../shared/typed or skip the calling test (CI turns this skip into a failure)."""
+    return _require(TYPED, TYPED_SKIP_REASON)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import shutil
 import time
@@ -240,6 +241,25 @@ def export_command(
     ] = None,
     remote_layout: RemoteLayoutOption = None,
     remote_private_key: RemotePrivateKeyOption = None,
+    typed: Annotated[
+        bool,
+        typer.Option(
+            "--typed",
+            help="One typed table per topic at OUT/<topic>: keys and values decoded (Avro, Protobuf, JSON "
+            "Schema, Kafka Connect JSON) with the schemas of the _schemas topic among the inputs and "
+            "--schemas; records that do not decode go to OUT/_undecoded with their reason "
+            "(docs/typed-tables.md).",
+        ),
+    ] = False,
+    schemas: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--schemas",
+            metavar="PATH",
+            help="With --typed: more places holding a _schemas topic (another broker's log dir, a partition "
+            "folder, a URI); repeat for several.",
+        ),
+    ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     catalog: CatalogOption = None,
     table_name: TableNameOption = None,
@@ -285,7 +305,13 @@ def export_command(
         "remoteStorage": remote_storage,
         "remoteLayout": remote_layout,
         "remotePrivateKey": remote_private_key,
+        "typed": "true" if typed else None,
+        "schemas": json.dumps(list(schemas)) if schemas else None,
     }
+    if schemas and not typed:
+        usage_error("--schemas names where the registry's schemas are: it goes with --typed")
+    if typed and partition_by is not None:
+        usage_error("--partition-by applies to the records export; --typed writes one table per topic")
     if mode == "append" and view.strip().lower() == "latest" and not is_table_format(fmt, writer):
         from logdoctor.spark.latest import APPEND_REFUSAL
 
@@ -397,4 +423,12 @@ def export_command(
             console.print(f"Latest: {line}", soft_wrap=True, markup=False)
         for line in not_read:
             console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
-    raise typer.Exit(EX_WARNINGS if result.skipped or not_read else EX_OK)
+        for line in typed_lines(result.typed):
+            console.print(f"Typed: {line}", soft_wrap=True, markup=False)
+    undecoded = result.typed is not None and result.typed.undecoded > 0
+    raise typer.Exit(EX_WARNINGS if result.skipped or not_read or undecoded else EX_OK)
+
+
+def typed_lines(summary: object) -> list[str]:
+    """The typed export's lines (none without --typed)."""
+    return [] if summary is None else summary.lines()  # type: ignore[attr-defined]

@@ -83,6 +83,24 @@ def export_to_table(
     from logdoctor.spark.tables.export import run_table_export
 
     try:
+        if options.get("typed"):  # one table per topic (logdoctor.spark.tables.typed_export)
+            from logdoctor.spark.tables.typed_export import run_typed_table_export
+
+            if by_day:
+                usage_error(
+                    "--partition-by-day applies to the records table; typed tables are not partitioned"
+                )
+            return run_typed_table_export(
+                spark,
+                list(paths),
+                out,
+                fmt=fmt,
+                mode=mode,
+                options={k: str(v) for k, v in options.items() if v is not None},
+                catalog=catalog,
+                table_name=table,
+                progress=progress,
+            )
         return run_table_export(
             spark,
             list(paths),
@@ -160,7 +178,16 @@ def table_export_cli(
             table=table,
             progress=progress,
         )
-    read = how_to_read(fmt, out, table, props)
+    typed = getattr(result, "typed", None)
+    if typed is not None:  # one table per topic: read any of them the same way
+        from logdoctor.spark.tables.typed_export import table_identifier
+
+        first = next(iter(sorted(typed.tables)), None)
+        location = typed.tables[first] if first is not None else out
+        name = table_identifier(table, first) if first is not None else table
+        read = how_to_read(fmt, location, name, props or _typed_catalog(fmt, out))
+    else:
+        read = how_to_read(fmt, out, table, props)
     if json_out:
         print_json({**result.to_json(), "read_with": read, "remote_tier_not_read": list(not_read)}, indent=2)
     else:
@@ -197,6 +224,18 @@ def table_export_cli(
             console.print(f"Latest: {line}", soft_wrap=True, markup=False)
         for line in result.uncommitted.lines() if result.uncommitted is not None else ():
             console.print(f"Storage: {line}", soft_wrap=True, markup=False)
+        for line in typed.lines() if typed is not None else ():
+            console.print(f"Typed: {line}", soft_wrap=True, markup=False)
     for line in not_read:  # a tiered partition's remote tier not read (cli/export.remote_tier_not_read)
         console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
-    raise typer.Exit(EX_WARNINGS if result.skipped or not_read else EX_OK)
+    undecoded = typed is not None and typed.undecoded > 0
+    raise typer.Exit(EX_WARNINGS if result.skipped or not_read or undecoded else EX_OK)
+
+
+def _typed_catalog(fmt: str, out: str) -> dict[str, str]:
+    """The embedded catalog of typed Iceberg tables: one for the export, beside ``out``."""
+    if fmt != "iceberg":
+        return {}
+    from logdoctor.spark.tables.iceberg import catalog_properties
+
+    return {k: v for k, v in catalog_properties(out, None).items() if k != "init_catalog_tables"}

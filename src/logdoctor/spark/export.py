@@ -197,6 +197,8 @@ class ExportResult:
     #: ``history`` or ``latest``; per partition what the latest view counted (logdoctor.spark.latest)
     view: str = "history"
     latest: list[dict[str, Any]] = field(default_factory=list)
+    #: --typed: per topic what was decoded and sent to the side table (logdoctor.spark.typed_job.TypedSummary)
+    typed: Any = None
 
     @property
     def records_per_s(self) -> float:
@@ -234,6 +236,7 @@ class ExportResult:
             "transactions": list(self.transactions),
             "view": self.view,
             "latest": list(self.latest),
+            **({"typed": self.typed.to_json()} if self.typed is not None else {}),
         }
 
 
@@ -300,9 +303,11 @@ def write_slices(
     partition_by: Sequence[str],
     job: str = "0",
     attempt: int | None = None,
+    typed: Any = None,
 ) -> dict[str, Any]:
     """Executor side of the ``arrow`` writer: read the slices, write Parquet files into this task
-    attempt's own folder (:func:`attempt_dir`); the driver commits them (:func:`commit_attempts`)."""
+    attempt's own folder (:func:`attempt_dir`); the driver commits them (:func:`commit_attempts`).
+    ``typed`` (a :class:`logdoctor.spark.typed.TypedPlan`): one folder per topic and ``_undecoded``."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
@@ -321,40 +326,64 @@ def write_slices(
         shutil.rmtree(target)
 
     rows = 0
-    chunk: list[pa.RecordBatch] = []
-    chunk_rows = chunk_bytes = 0
-    part = 0
+    # one chunk per table: the export's one table (key None), or with ``typed`` one per topic and the side
+    # table (logdoctor.spark.typed), each written into its own folder of the attempt
+    chunks: dict[str | None, list[pa.RecordBatch]] = {}
+    held_rows: dict[str | None, int] = {}
+    held_bytes: dict[str | None, int] = {}
+    parts: dict[str | None, int] = {}
 
-    def flush() -> None:
-        nonlocal chunk, chunk_rows, chunk_bytes, part
+    def flush(name: str | None) -> None:
+        chunk = chunks.pop(name, None)
+        held_rows.pop(name, None)
+        held_bytes.pop(name, None)
         if not chunk:
             return
         table = pa.Table.from_batches(chunk)
+        part = parts.get(name, 0)
+        parts[name] = part + 1
+        hive = name is None and bool(partition_by)
         ds.write_dataset(
             table,
-            target,
+            target if name is None else os.path.join(target, name),
             format="parquet",
-            partitioning=list(partition_by) or None,
-            partitioning_flavor="hive" if partition_by else None,
+            partitioning=list(partition_by) if hive else None,
+            partitioning_flavor="hive" if hive else None,
             basename_template=f"part-{task:05d}-{job}-{part:04d}-{{i}}.parquet",
             existing_data_behavior="overwrite_or_ignore",
             max_rows_per_group=128 * 1024,
         )
-        part += 1
-        chunk, chunk_rows, chunk_bytes = [], 0, 0
+
+    def hold(name: str | None, rb: pa.RecordBatch) -> None:
+        nonlocal rows
+        chunks.setdefault(name, []).append(rb)
+        held_rows[name] = held_rows.get(name, 0) + rb.num_rows
+        held_bytes[name] = held_bytes.get(name, 0) + rb.nbytes
+        if held_rows[name] >= ROWS_PER_FILE or sum(held_bytes.values()) >= WRITE_FLUSH_BYTES:
+            flush(max(held_bytes, key=lambda k: held_bytes[k]))
 
     problems: list[dict[str, Any]] = []
     undecodable: list[dict[str, Any]] = []
     latest: dict[tuple[str, str, int], Any] = {}
+    splitter = None
+    if typed is not None:
+        from logdoctor.spark.typed import UNDECODED, TypedBatches
+
+        splitter = TypedBatches(typed)
     try:
         for rb in read_slices(slices, opts, undecodable=undecodable, problems=problems, latest=latest):
-            chunk.append(rb)
-            chunk_rows += rb.num_rows
-            chunk_bytes += rb.nbytes
-            rows += rb.num_rows
-            if chunk_rows >= ROWS_PER_FILE or chunk_bytes >= WRITE_FLUSH_BYTES:
-                flush()
-        flush()
+            if splitter is None:
+                rows += rb.num_rows
+                hold(None, rb)
+                continue
+            topic, good, bad = splitter.split(rb)
+            if good is not None and good.num_rows:
+                rows += good.num_rows
+                hold(topic, good)
+            if bad is not None and bad.num_rows:
+                hold(UNDECODED, bad)
+        for name in list(chunks):
+            flush(name)
     except OSError as exc:
         if exc.errno != errno.ENOSPC:
             raise
@@ -362,7 +391,7 @@ def write_slices(
 
         shutil.rmtree(target, ignore_errors=True)  # a full disk: the task says so, the driver stops the job
         return {"task": task, "rows": 0, "dir": target, "no_space": f"{exc}"}
-    return {
+    result = {
         "task": task,
         "rows": rows,
         "dir": target,
@@ -370,6 +399,11 @@ def write_slices(
         "undecodable": undecodable,
         "latest": latest_json(latest),
     }
+    if splitter is not None:
+        from logdoctor.spark.typed import counts_json
+
+        result["typed"] = counts_json(splitter.counts)
+    return result
 
 
 def raise_if_no_space(out: str, done: Sequence[Mapping[str, Any]]) -> None:
@@ -502,6 +536,8 @@ def _export_arrow(
     fail_first_attempt: bool = False,
     check: Sequence[Any] = (),
     txns: Mapping[tuple[str, str, int], Any] | None = None,
+    typed: Any = None,
+    typed_counts: list[Mapping[str, Any]] | None = None,
 ) -> tuple[
     int, list[str], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]
 ]:
@@ -529,7 +565,7 @@ def _export_arrow(
         tasks = list(enumerate(zip([*groups, *[()] * len(extra)], [*checks, *extra], strict=True)))
 
         def run(t: tuple[int, Any]) -> dict[str, Any]:
-            result = write_slices(t[0], t[1][0], opts, out, cols, job)
+            result = write_slices(t[0], t[1][0], opts, out, cols, job, typed=typed)
             if not result.get("no_space"):
                 result["damaged"] = damaged_segments(t[1][1])
             if fail_first_attempt:
@@ -558,6 +594,8 @@ def _export_arrow(
     remote_skipped = [p for d in done for p in d.get("skipped", ())]
     damaged = sorted((r for d in done for r in d.get("damaged") or ()), key=lambda r: r["index"])
     latest = [x for d in done for x in d.get("latest") or ()]
+    if typed_counts is not None:
+        typed_counts.extend(d["typed"] for d in done if d.get("typed"))
     return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped, damaged, latest
 
 
@@ -730,6 +768,19 @@ def run_export(
     remote_skipped: list[dict[str, Any]] = []
     started = time.perf_counter()
     txns = plan_transactions(refs, read_opts)  # the arrow writer's slices carry them; the summary says them
+    typed_plan = loaded = None
+    typed_parts: list[Mapping[str, Any]] = []
+    if read_opts.typed:  # one table per topic: the registry, then the first pass (logdoctor.spark.typed)
+        from logdoctor.spark.typed_job import load_typed_registry, survey_job
+
+        if writer != "arrow":
+            raise ExportError(
+                "--typed writes Parquet with the arrow writer (a local[...] master, a local --out) or "
+                "--format iceberg|delta tables on any cluster (pyarrow tasks, one commit per table)"
+            )
+        loaded = load_typed_registry(items, read_opts, opts)
+        typed_plan = survey_job(spark, refs, read_opts, txns, loaded.registry)
+        partition_by = ()
     tracker = StageProgress(spark, progress) if progress is not None else None
     if tracker is not None:
         tracker.__enter__()
@@ -743,6 +794,7 @@ def run_export(
             rows, committed, undecodable, remote_skipped, damaged, latest = _export_arrow(
                 spark, plan, _local(out), opts, partition_by, mode, fail_first_attempt,
                 check=[s for ref in one_remote_copy(check_plan.refs) for s in ref.segments], txns=txns,
+                typed=typed_plan, typed_counts=typed_parts,
             )  # fmt: skip
             damaged += [r for r in map(not_read_row, check_plan.not_read) if r["error"] is not None]
             root = _local(out)
@@ -794,4 +846,13 @@ def run_export(
         isolation_level=read_opts.isolation_level,
         view=read_opts.view,
         latest=latest,
+        typed=None if typed_plan is None else typed_summary(out, typed_plan, typed_parts, loaded),
     )
+
+
+def typed_summary(out: str, plan: Any, parts: Sequence[Mapping[str, Any]], loaded: Any) -> Any:
+    """The typed export's summary: per topic its counts and its table ``OUT/<topic>``."""
+    from logdoctor.spark.typed_job import summary_of
+
+    tables = {t: f"{out.rstrip('/')}/{t}" for t in plan.topics}
+    return summary_of(parts, loaded, tables)

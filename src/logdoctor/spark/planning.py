@@ -154,6 +154,10 @@ class ReadOptions:
     upto: str = "log-end"
     #: ``history`` (every record) or ``latest`` (the latest record per key, logdoctor.spark.latest)
     view: str = "history"
+    #: typed tables (docs/typed-tables.md): keys and values decoded with the registry rebuilt from the
+    #: ``_schemas`` partitions among the inputs and under ``schemas`` (more paths or URIs)
+    typed: bool = False
+    schemas: tuple[str, ...] = ()
 
     @property
     def decoded(self) -> bool:
@@ -234,7 +238,34 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         isolation_level=_choice("kafka.isolation.level", isolation, ISOLATION_LEVELS, READ_COMMITTED),
         upto=_choice("upTo", opts.get("upto"), UPTO, "log-end"),
         view=_choice("view", opts.get("view"), ("history", "latest"), "history"),
+        typed=_typed(opts.get("typed")),
+        schemas=_paths_list(opts.get("schemas")),
     )
+
+
+def _typed(text: str | None) -> bool:
+    """Option ``typed``: true, false, or ``undecoded`` (the ``kafka-log`` frame of the side table)."""
+    if text is not None and str(text).strip().lower() == "undecoded":
+        return True
+    return _bool("typed", text, False)
+
+
+def _paths_list(text: str | None) -> tuple[str, ...]:
+    """Option ``schemas``: paths or URIs separated by commas (or a JSON list, for paths with commas)."""
+    if text is None or not str(text).strip():
+        return ()
+    raw = str(text).strip()
+    if raw.startswith("["):
+        try:
+            items = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise PlanningError(
+                f"schemas: expected paths separated by commas or a JSON list, got {raw!r}"
+            ) from exc
+        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+            raise PlanningError(f"schemas: expected a JSON list of paths, got {raw!r}")
+        return tuple(items)
+    return tuple(p.strip() for p in raw.split(",") if p.strip())
 
 
 def _positive_int(name: str, text: str | None, default: int) -> int:

@@ -87,11 +87,16 @@ class KafkaLogDataSource(DataSource):
     def name(cls) -> str:
         return "kafka-log"
 
-    def schema(self) -> str:
+    def schema(self) -> Any:
         from logdoctor.spark.planning import parse_read_options
         from logdoctor.spark.schema import records_ddl
 
-        return records_ddl(parse_read_options(self.options).decoded)
+        opts = parse_read_options(self.options)
+        if opts.typed:  # one topic's typed rows (logdoctor.spark.typed_frame)
+            from logdoctor.spark.typed_frame import spark_schema, typed_frame
+
+            return spark_schema(typed_frame(_paths(self.options), self.options))
+        return records_ddl(opts.decoded)
 
     def reader(self, schema: Any) -> DataSourceReader:
         return KafkaLogReader(dict(self.options))
@@ -103,6 +108,11 @@ class KafkaLogReader(DataSourceReader):
 
         self.options = options
         self.read_options = parse_read_options(options)
+        self.typed_frame: Any = None
+        if self.read_options.typed:  # planned here, in the planning worker; pickled to the tasks with it
+            from logdoctor.spark.typed_frame import typed_frame
+
+            self.typed_frame = typed_frame(_paths(options), options)
 
     def partitions(self) -> Sequence[InputPartition]:
         from logdoctor.spark.planning import plan_slices, read_plan, task_groups
@@ -114,7 +124,11 @@ class KafkaLogReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if partition is None or partition.value is None:  # no segment at all
             return
-        yield from read_slices(partition.value, self.read_options)
+        rows = read_slices(partition.value, self.read_options)
+        if self.typed_frame is not None:
+            yield from self.typed_frame.rows(rows)
+            return
+        yield from rows
 
 
 _ZERO_ROWS_CACHE: dict[bool, Any] = {}

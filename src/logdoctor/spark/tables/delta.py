@@ -101,10 +101,12 @@ class DeltaLakeTable:
 
     format = "delta"
 
-    def __init__(self, location: str, by_day: bool = False) -> None:
+    def __init__(self, location: str, by_day: bool = False, partition_topic: bool = True) -> None:
         self.location = location.rstrip("/")
         self.uri = _uri(self.location)
         self.by_day = by_day
+        #: the records table is partitioned by topic; a typed table (one topic) is not
+        self.partition_topic = partition_topic
         self.options = storage_options(self.uri)
         self._table: Any = None
         self._loaded = False
@@ -115,6 +117,8 @@ class DeltaLakeTable:
 
     @property
     def partition_by(self) -> list[str]:
+        if not self.partition_topic:
+            return []
         return ["topic", DAY_COLUMN] if self.by_day else ["topic"]
 
     def table_schema(self, export_schema: Any) -> Any:
@@ -407,6 +411,9 @@ class DeltaLakeTable:
         want = {f.name: f for f in Schema.from_arrow(schema).fields}
         new = [Field(n, want[n].type, nullable=True) for n in add_columns if n not in have]
         if not new:
+            return "append", Schema.from_arrow(schema), None
+        if not self.partition_topic:  # no partition to filter on: the columns are added first, then the data
+            self._table.alter.add_columns(new)
             return "append", Schema.from_arrow(schema), None
         return "overwrite", Schema(fields + new), [("topic", "in", [])]
 

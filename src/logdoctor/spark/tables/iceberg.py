@@ -79,10 +79,13 @@ class IcebergTable:
         identifier: str | None = None,
         catalog: Mapping[str, str] | None = None,
         by_day: bool = False,
+        partition_topic: bool = True,
     ) -> None:
         self.location = location.rstrip("/")
         self.identifier = identifier or DEFAULT_IDENTIFIER
         self.by_day = by_day
+        #: the records table is partitioned by topic; a typed table (one topic) is not
+        self.partition_topic = partition_topic
         self.props = catalog_properties(self.location, catalog)
         self._catalog: Any = None
         self._table: Any = None
@@ -323,7 +326,8 @@ class IcebergTable:
                 properties={"write.metadata.metrics.column.topic": "full"},
             )
             with txn.update_spec() as spec:
-                spec.add_identity("topic")
+                if self.partition_topic:
+                    spec.add_identity("topic")
                 if self.by_day:
                     spec.add_field("timestamp", _day_transform(), "timestamp_day")
             return txn

@@ -1,0 +1,348 @@
+"""Typed tables as Iceberg or Delta tables: one table per topic at ``OUT/<topic>``, and ``OUT/_undecoded``.
+
+The same steps as the records table export (:mod:`.export`), per table: before anything is written the
+output must not overlap an input and ``--mode error`` refuses existing tables; the first pass plans each
+topic's table type (:mod:`logdoctor.spark.typed_job`); one Spark task per group of segment slices decodes
+its rows (:class:`logdoctor.spark.typed.TypedBatches`) and writes Parquet files with pyarrow into each
+table's data folder; the driver then commits each table's files in one transaction of the format's
+library (each table on its own: a failure leaves every table not yet committed as it was), and deletes
+every file of the job no commit references.
+
+``--mode append`` reads the offsets each table holds from its ``logdoctor.offsets`` property and exports
+only the offsets above them; a topic whose writer schemas changed evolves its table's schema (Iceberg's
+``union_by_name``; Delta: columns added).
+
+Each table holds the types its format has (:func:`logdoctor.spark.typed.format_type`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from logdoctor.spark.tables.files import FileLayout, WrittenFile, filesystem, join_uri
+from logdoctor.spark.typed import format_schema
+
+PROPERTY_PREFIX = "logdoctor."
+
+
+def to_format(batch: pa.Table, schema: pa.Schema) -> pa.Table:
+    """The rows of ``batch`` in the format's types (``schema``: :func:`format_schema` of theirs)."""
+    if batch.schema.equals(schema):
+        return batch
+    cols = []
+    for f in schema:
+        col = batch.column(f.name)
+        if pa.types.is_duration(col.type):
+            col = col.cast(pa.int64())
+        cols.append(col.cast(f.type))
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def table_identifier(base: str | None, topic: str) -> str:
+    """The Iceberg identifier of a topic's table: ``NAMESPACE.TOPIC`` (characters Iceberg catalogs do not
+    take in a name, such as ``.`` and ``-``, as ``_``)."""
+    namespace = (base or "logdoctor").split(".")[0]
+    return f"{namespace}.{re.sub(r'[^A-Za-z0-9_]', '_', topic)}"
+
+
+def open_typed_table(
+    fmt: str, out: str, topic: str, catalog: Mapping[str, str] | None, table_name: str | None
+) -> Any:
+    location = f"{out.rstrip('/')}/{topic}"
+    if fmt == "iceberg":
+        from logdoctor.spark.tables.iceberg import IcebergTable, catalog_properties
+
+        props = catalog_properties(out, catalog)  # one catalog for the export's tables, beside OUT
+        return IcebergTable(location, table_identifier(table_name, topic), props, partition_topic=False)
+    from logdoctor.spark.tables.delta import DeltaLakeTable
+
+    if catalog:
+        from logdoctor.spark.export import ExportError
+
+        raise ExportError("--catalog is for --format iceberg (a Delta table is its folder or URI)")
+    return DeltaLakeTable(location, partition_topic=False)
+
+
+def _kafka_offsets(rows: pa.Table, topic: str) -> dict[tuple[str, int], tuple[int, int]]:
+    kafka = rows.column("kafka").combine_chunks()
+    t = pa.table({"partition": kafka.field("partition"), "offset": kafka.field("offset")})
+    g = t.group_by(["partition"]).aggregate([("offset", "min"), ("offset", "max")])
+    return {(topic, int(r["partition"])): (int(r["offset_min"]), int(r["offset_max"])) for r in g.to_pylist()}
+
+
+def _raw_offsets(rows: pa.Table) -> dict[tuple[str, int], tuple[int, int]]:
+    g = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
+    return {(r["topic"], int(r["partition"])): (r["offset_min"], r["offset_max"]) for r in g.to_pylist()}
+
+
+def write_file(
+    rows: pa.Table,
+    layout: FileLayout,
+    task: int,
+    attempt: int,
+    offsets: dict[tuple[str, int], tuple[int, int]],
+) -> WrittenFile:
+    """One Parquet file of ``rows`` in the table's data folder, with Delta's statistics."""
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    from logdoctor.spark.tables.files import ROW_GROUP_ROWS, _stats
+
+    fs, root = filesystem(layout.data_uri)
+    name = f"{layout.job}-{task:05d}-{attempt}-{uuid.uuid4().hex[:8]}.parquet"
+    fs.create_dir(root, recursive=True)
+    with fs.open_output_stream(f"{root}/{name}") as sink:
+        pq.write_table(rows, sink, row_group_size=ROW_GROUP_ROWS, compression="snappy")
+    mins, maxs, nulls = _stats(rows)
+    return WrittenFile(
+        path=join_uri(layout.data_uri, name),
+        size=int(fs.get_file_info(f"{root}/{name}").size),
+        rows=rows.num_rows,
+        partition={},
+        min_values=mins,
+        max_values=maxs,
+        null_counts=nulls,
+        offsets=offsets,
+    )
+
+
+def write_typed_task(
+    task: int,
+    slices: Sequence[Any],
+    opts: Any,
+    plan: Any,
+    layouts: Mapping[str, FileLayout],
+    schemas: Mapping[str, pa.Schema],
+    above: Mapping[tuple[str, int], int],
+    attempt: int | None = None,
+) -> dict[str, Any]:
+    """Executor side: read the slices, keep the rows above ``above``, decode, write each table's files."""
+    from logdoctor.spark.latest import latest_json
+    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slices
+    from logdoctor.spark.tables.files import keep_above
+    from logdoctor.spark.typed import UNDECODED, TypedBatches, counts_json
+
+    if attempt is None:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        attempt = ctx.attemptNumber() if ctx is not None else 0
+    splitter = TypedBatches(plan)
+    files: dict[str, list[WrittenFile]] = {}
+    chunks: dict[str, list[pa.RecordBatch]] = {}
+    held = 0
+
+    def flush() -> None:
+        nonlocal held
+        for name, chunk in chunks.items():
+            rows = to_format(pa.Table.from_batches(chunk), schemas[name])
+            offsets = _raw_offsets(rows) if name == UNDECODED else _kafka_offsets(rows, name)
+            files.setdefault(name, []).append(write_file(rows, layouts[name], task, attempt, offsets))
+        chunks.clear()
+        held = 0
+
+    undecodable: list[dict[str, Any]] = []
+    problems: list[dict[str, Any]] = []
+    latest: dict[tuple[str, str, int], Any] = {}
+    try:
+        for raw in read_slices(slices, opts, undecodable=undecodable, problems=problems, latest=latest):
+            if above:
+                kept = keep_above(pa.Table.from_batches([raw]), above)
+                if kept.num_rows == 0:
+                    continue
+                raw = kept.combine_chunks().to_batches()[0]
+            topic, good, bad = splitter.split(raw)
+            for name, rb in ((topic, good), (UNDECODED, bad)):
+                if rb is not None and rb.num_rows:
+                    chunks.setdefault(name, []).append(rb)  # type: ignore[arg-type]
+                    held += rb.nbytes
+            if held >= WRITE_FLUSH_BYTES:
+                flush()
+        flush()
+    except OSError as exc:
+        import errno
+
+        if exc.errno != errno.ENOSPC:
+            raise
+        return {"task": task, "attempt": attempt, "rows": 0, "files": {}, "no_space": f"{exc}"}
+    return {
+        "task": task,
+        "attempt": attempt,
+        "rows": sum(f.rows for n, fs in files.items() if n != UNDECODED for f in fs),
+        "files": files,
+        "undecodable": undecodable,
+        "skipped": problems,
+        "latest": latest_json(latest),
+        "typed": counts_json(splitter.counts),
+    }
+
+
+def run_typed_table_export(
+    spark: Any,
+    paths: Sequence[str] | str,
+    out: str,
+    *,
+    fmt: str,
+    mode: str = "error",
+    options: Mapping[str, str] | None = None,
+    catalog: Mapping[str, str] | None = None,
+    table_name: str | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Any:
+    """Export PATHS as one ``fmt`` table per topic under ``out`` (see the module doc)."""
+    import logdoctor
+    from logdoctor.logdir.outputs import absolute_location, check_output_location
+    from logdoctor.spark.consumer_view import transaction_summary
+    from logdoctor.spark.export import ExportError, StageProgress, raise_if_no_space, skipped_ranges
+    from logdoctor.spark.planning import (
+        parse_read_options,
+        plan_slices,
+        plan_transactions,
+        read_plan,
+        task_groups,
+    )
+    from logdoctor.spark.tables import TABLE_MODES, TableError, TableExistsError
+    from logdoctor.spark.tables.export import TableExportResult, _with_start, merged_offsets
+    from logdoctor.spark.tables.files import new_job_id, probe_writable, remove_uncommitted
+    from logdoctor.spark.typed import UNDECODED, undecoded_schema
+    from logdoctor.spark.typed_job import load_typed_registry, summary_of, survey_job
+
+    if mode not in TABLE_MODES:
+        raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
+    out = absolute_location(out)
+    opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
+    opts = parse_read_options(opts_map)
+    if opts.view == "latest" and mode == "append":
+        raise ExportError(
+            "--typed --view latest --mode append: the typed tables' append adds rows; give --mode overwrite "
+            "for the latest view as typed tables (nothing was written)"
+        )
+    plan = read_plan(paths, opts_map)
+    items = list(plan.items)
+    refs = plan.refs
+    check_output_location(out, [*items, *plan.log_dirs])
+    loaded = load_typed_registry(items, opts, opts_map)
+    txns = plan_transactions(refs, opts)
+    started = time.perf_counter()
+    typed = survey_job(spark, refs, opts, txns, loaded.registry)
+    names = [*typed.topics, UNDECODED]
+    tables = {n: open_typed_table(fmt, out, n, catalog, table_name) for n in names}
+    existing = [n for n, t in tables.items() if t.exists()]
+    if existing and mode == "error":
+        raise TableExistsError(
+            f"{fmt} table(s) {', '.join(f'{out}/{n}' for n in existing)} exist: choose another --out, or "
+            "--mode append / overwrite (nothing was written)"
+        )
+    above: dict[tuple[str, int], int] = {}  # what the tables hold together: each offset is in one of them
+    held_by: dict[str, dict[tuple[str, int], int]] = {}
+    if mode == "append":
+        for n in existing:
+            held = json.loads(tables[n].properties().get(f"{PROPERTY_PREFIX}offsets", "{}"))
+            held_by[n] = {(t, int(p)): int(last) for t, parts in held.items() for p, last in parts.items()}
+            for key, last in held_by[n].items():
+                above[key] = max(above.get(key, -1), last)
+    opts = _with_start(opts, above)
+    txns = plan_transactions(refs, opts)
+    groups = task_groups(plan_slices(refs, opts, txns), opts)
+    job = new_job_id()
+    schemas = {n: format_schema(tp.schema(), fmt) for n, tp in typed.topics.items()}
+    schemas[UNDECODED] = format_schema(undecoded_schema(), fmt)
+    layouts = {n: FileLayout(data_uri=t.data_uri, job=job) for n, t in tables.items()}
+    if groups:
+        try:
+            for layout in layouts.values():
+                probe_writable(layout.data_uri, job)
+        except Exception as exc:
+            raise TableError(
+                f"{fmt} tables under {out} cannot be written: {' '.join(str(exc).split())[:300]} "
+                "(nothing was written; the tables are unchanged)"
+            ) from None
+    tracker = StageProgress(spark, progress) if progress is not None else None
+    if tracker is not None:
+        tracker.__enter__()
+    done: list[dict[str, Any]] = []
+    committed: dict[str, list[str]] = {}
+    try:
+        if groups:
+            tasks = list(enumerate(groups))
+
+            def run(t: tuple[int, Any]) -> dict[str, Any]:
+                return write_typed_task(t[0], t[1], opts, typed, layouts, schemas, above)
+
+            done = spark.sparkContext.parallelize(tasks, len(tasks)).map(run).collect()
+        raise_if_no_space(out, done)
+        for name in names:
+            files = [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"].get(name, ())]
+            if not files and (name in existing or name == UNDECODED):
+                continue  # nothing new: no commit, the table is unchanged (no empty side table is made)
+            offsets = merged_offsets(held_by.get(name, {}), files)
+            properties = {
+                f"{PROPERTY_PREFIX}version": logdoctor.__version__,
+                f"{PROPERTY_PREFIX}sources": json.dumps(items),
+                f"{PROPERTY_PREFIX}offsets": json.dumps(offsets, separators=(",", ":")),
+                f"{PROPERTY_PREFIX}view": f"typed-{opts.view}",
+            }
+            table = tables[name]
+            if fmt == "iceberg":
+                table.commit(
+                    [f.path for f in files],
+                    schemas[name],
+                    mode,
+                    properties,
+                    {f"{PROPERTY_PREFIX}rows": str(sum(f.rows for f in files)), **properties},
+                )
+            else:
+                add = [f.name for f in schemas[name] if name in existing and f.name not in _columns(table)]
+                table.commit(files, schemas[name], mode, properties, add)
+            committed[name] = [f.path for f in files]
+    finally:
+        if tracker is not None:
+            tracker.__exit__(None, None, None)
+        for name, layout in layouts.items():
+            with contextlib.suppress(Exception):  # best effort: the tables are already right
+                remove_uncommitted(layout, committed.get(name, ()))
+    elapsed = time.perf_counter() - started
+    segs = [s for ref in refs for s in ref.segments]
+    skipped = skipped_ranges(
+        spark,
+        items,
+        opts_map,
+        "arrow",
+        [u for d in done for u in d.get("undecodable") or ()],
+        [p for d in done for p in d.get("skipped") or ()],
+        plan,
+    )
+    written = [f for d in done for n, fs in d["files"].items() for f in fs]
+    locations = {n: tables[n].location for n in typed.topics}
+    return TableExportResult(
+        out_dir=out,
+        format=fmt,
+        rows=sum(int(d["rows"]) for d in done),
+        files=sum(len(v) for v in committed.values()),
+        bytes_out=sum(f.size for f in written),
+        bytes_in=sum(s.size for s in segs),
+        segments=len(segs),
+        skipped=skipped,
+        elapsed_s=elapsed,
+        writer="arrow",
+        mode=mode,
+        left_out=list(plan.left_out),
+        transactions=transaction_summary(refs, txns, opts),
+        isolation_level=opts.isolation_level,
+        view=opts.view,
+        latest=[x for d in done for x in d.get("latest") or ()],
+        typed=summary_of([d["typed"] for d in done if d.get("typed")], loaded, locations),
+    )
+
+
+def _columns(table: Any) -> set[str]:
+    t = table.load()
+    return {f.name for f in t.schema().fields} if t is not None else set()

@@ -1,0 +1,533 @@
+"""Typed tables: the rows every output reads (:func:`logdoctor.spark.sources.read_slices`), decoded with the
+registry rebuilt from ``_schemas`` into one table per topic, and every record that does not decode in the
+side table ``_undecoded`` with its reason (docs/typed-tables.md).
+
+Two passes over the same slices, each a Spark job of the export (or, for the ``kafka-log`` DataFrame, the
+planning worker's first pass):
+
+1. :func:`survey_batch`: which writer schemas each topic's keys and values name (a registry schema id with
+   its Protobuf message-index path, or a Kafka Connect schema carried inline). No payload is decoded.
+2. :func:`plan_topics` (driver): per topic the table type, the union of its writer types by Avro's
+   resolution rules (:mod:`logdoctor.formats.registry.arrow_union`): a column only some writers have is
+   null elsewhere. :class:`TypedBatches` (executors) then decodes each raw batch, one decoder call per writer
+   schema per batch, into rows of that type.
+
+A topic's values are typed when any of them names a schema (a framing or a Connect envelope); a topic none
+of whose values does keeps them as the binary column ``value`` (and likewise its keys, in ``kafka.key``), so
+that plain topics are neither lost nor all sent to the side table. In a typed topic every value that does
+not decode, or whose key does not in a topic of typed keys, goes to ``_undecoded``, with the raw export's
+columns and its reason; a null value is a tombstone row (its value columns null). Control records are not
+data: typed tables leave them out, as consumers never see them.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from logdoctor.formats.registry.writers import Decoders, Resolved, WriterKey, is_framed, writer_of
+
+if TYPE_CHECKING:
+    from logdoctor.formats.registry.store import SchemaRegistry
+
+KAFKA_COLUMN = "kafka"
+UNDECODED = "_undecoded"
+KEY_HEADER = "__key_schema_id"
+VALUE_HEADER = "__value_schema_id"
+_TS = pa.timestamp("us", tz="UTC")
+_HEADERS = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+
+
+@dataclass(slots=True)
+class TopicSurvey:
+    """What the first pass found of one topic: the writer schemas its keys and values name."""
+
+    value_writers: set[WriterKey] = field(default_factory=set)
+    key_writers: set[WriterKey] = field(default_factory=set)
+    values_framed: bool = False
+    keys_framed: bool = False
+
+    def merge(self, other: TopicSurvey) -> None:
+        self.value_writers |= other.value_writers
+        self.key_writers |= other.key_writers
+        self.values_framed |= other.values_framed
+        self.keys_framed |= other.keys_framed
+
+
+@dataclass(slots=True)
+class TopicPlan:
+    """One topic's table: the value's type (its fields are the columns) and the key's type.
+
+    ``values_typed`` False: no value of the topic names a schema, the column ``value`` holds the bytes.
+    ``unbuildable``: writer schemas the format's library refused (their records go to the side table)."""
+
+    topic: str
+    values_typed: bool
+    keys_typed: bool
+    value_type: pa.DataType
+    key_type: pa.DataType
+    value_writers: tuple[WriterKey, ...] = ()
+    key_writers: tuple[WriterKey, ...] = ()
+    unbuildable: dict[WriterKey, str] = field(default_factory=dict)
+
+    def value_columns(self) -> list[pa.Field]:
+        """The table's value columns: a struct's fields (a field named ``kafka`` becomes ``value_kafka``),
+        else one column ``value``."""
+        if self.values_typed and pa.types.is_struct(self.value_type):
+            return [_value_field(self.value_type.field(i)) for i in range(self.value_type.num_fields)]
+        return [pa.field("value", self.value_type)]
+
+    def kafka_type(self) -> pa.StructType:
+        return pa.struct(
+            [
+                pa.field("topic", pa.string()),
+                pa.field("partition", pa.int32()),
+                pa.field("offset", pa.int64()),
+                pa.field("timestamp", _TS),
+                pa.field("timestamp_type", pa.int32()),
+                pa.field("key", self.key_type),
+                pa.field("headers", _HEADERS),
+                pa.field("log_dir", pa.string()),
+                pa.field("transaction_result", pa.string()),
+                pa.field("key_schema_id", pa.int32()),
+                pa.field("value_schema_id", pa.int32()),
+                pa.field("schema_deleted", pa.bool_()),
+            ]
+        )
+
+    def schema(self) -> pa.Schema:
+        return pa.schema([*self.value_columns(), pa.field(KAFKA_COLUMN, self.kafka_type())])
+
+
+def _value_field(f: pa.Field) -> pa.Field:
+    return f.with_name("value_kafka") if f.name == KAFKA_COLUMN else f
+
+
+@dataclass(slots=True)
+class TypedPlan:
+    """The registry and every topic's table: what the executors need to decode (picklable)."""
+
+    registry: SchemaRegistry | None
+    topics: dict[str, TopicPlan] = field(default_factory=dict)
+
+
+def format_type(t: pa.DataType, fmt: str) -> pa.DataType:
+    """``t`` as the output ``fmt`` can hold it, nested types too (docs/typed-tables.md, "Per output"):
+    Parquet holds every type of the mapping. Iceberg has no 8/16-bit or unsigned integers, no time in
+    milliseconds and no duration: int8/int16/uint8/uint16 -> int32, uint32 -> int64, time32 -> time64 (us),
+    duration -> int64 (microseconds). Delta has no time type and no duration: a time is its text
+    (``HH:MM:SS.fff``), a duration int64 microseconds. A Spark DataFrame (``spark``): time32 -> time64
+    (us)."""
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(format_type(f.type, fmt)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(format_type(t.key_type, fmt), format_type(t.item_type, fmt))
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return pa.list_(t.value_field.with_type(format_type(t.value_type, fmt)))
+    if pa.types.is_duration(t) and fmt in ("iceberg", "delta"):
+        return pa.int64()
+    if fmt == "iceberg":
+        if t in (pa.int8(), pa.int16(), pa.uint8(), pa.uint16()):
+            return pa.int32()
+        if t == pa.uint32():
+            return pa.int64()
+        if pa.types.is_time(t):
+            return pa.time64("us")
+    if fmt == "delta" and pa.types.is_time(t):
+        return pa.string()
+    if fmt == "spark" and pa.types.is_time32(t):
+        return pa.time64("us")
+    return t
+
+
+def format_schema(schema: pa.Schema, fmt: str) -> pa.Schema:
+    return pa.schema([f.with_type(format_type(f.type, fmt)) for f in schema])
+
+
+# --- per row: which writer schema ---------------------------------------------------------------------
+
+
+def _header_values(rb: pa.RecordBatch, name: str) -> list[bytes | None] | None:
+    """Per row, the value of the record header ``name`` (the last one), or None when no row has it."""
+    import pyarrow.compute as pc
+
+    headers = rb.column("headers")
+    flat = pc.list_flatten(headers)
+    if len(flat) == 0:
+        return None
+    hit = pc.equal(flat.field("key"), name)
+    if not pc.any(hit).as_py():
+        return None
+    out: list[bytes | None] = [None] * rb.num_rows
+    parents = pc.list_parent_indices(headers).to_numpy()
+    values = flat.field("value")
+    for i in pc.indices_nonzero(hit).to_pylist():
+        out[int(parents[i])] = values[i].as_py()
+    return out
+
+
+class _Resolver:
+    """:func:`writer_of` for every key or value of a column, with the frames of non-Protobuf ids kept."""
+
+    def __init__(self, registry: SchemaRegistry | None) -> None:
+        self.registry = registry
+        self._prefix: dict[bytes, Resolved | str] = {}
+
+    def column(self, data: Sequence[bytes | None], headers: Sequence[bytes | None] | None) -> list[Any]:
+        out: list[Any] = []
+        append = out.append
+        cache = self._prefix
+        registry = self.registry
+        for i, d in enumerate(data):
+            h = None if headers is None else headers[i]
+            if d is None:
+                append(None)
+                continue
+            if h is None and d[:1] == b"\x00" and len(d) >= 5:
+                p = d[:5]
+                hit = cache.get(p)
+                if hit is not None:
+                    append(hit)
+                    continue
+                r = writer_of(d, None, registry)
+                if isinstance(r, str) or (isinstance(r, Resolved) and not r.writer.message_indexes):
+                    cache[p] = r
+                append(r)
+                continue
+            append(writer_of(d, h, registry))
+        return out
+
+
+def _resolve(
+    rb: pa.RecordBatch, resolver: _Resolver, column: str, header: str
+) -> tuple[list[bytes | None], list[Any]]:
+    data = rb.column(column).to_pylist()
+    return data, resolver.column(data, _header_values(rb, header))
+
+
+def _data_rows(rb: pa.RecordBatch) -> pa.RecordBatch:
+    import pyarrow.compute as pc
+
+    control = rb.column("is_control")
+    if control.null_count == 0 and not pc.any(control).as_py():
+        return rb
+    return rb.filter(pc.invert(pc.fill_null(control, False)))
+
+
+def survey_batch(rb: pa.RecordBatch, resolver: _Resolver, into: dict[str, TopicSurvey]) -> None:
+    """Add what the raw batch ``rb`` (rows of one topic-partition) says of its topic's writer schemas."""
+    rb = _data_rows(rb)
+    if rb.num_rows == 0:
+        return
+    topic = rb.column("topic")[0].as_py()
+    s = into.setdefault(topic, TopicSurvey())
+    for column, header, writers, attr in (
+        ("value", VALUE_HEADER, s.value_writers, "values_framed"),
+        ("key", KEY_HEADER, s.key_writers, "keys_framed"),
+    ):
+        _, resolved = _resolve(rb, resolver, column, header)
+        for r in resolved:
+            if isinstance(r, Resolved):
+                writers.add(r.writer)
+        if not getattr(s, attr) and any(is_framed(r) for r in resolved):
+            setattr(s, attr, True)
+
+
+def survey(batches: Iterable[pa.RecordBatch], registry: SchemaRegistry | None) -> dict[str, TopicSurvey]:
+    """The first pass over raw batches (one task's, or all of them)."""
+    out: dict[str, TopicSurvey] = {}
+    resolver = _Resolver(registry)
+    for rb in batches:
+        survey_batch(rb, resolver, out)
+    return out
+
+
+def merge_surveys(parts: Iterable[Mapping[str, TopicSurvey]]) -> dict[str, TopicSurvey]:
+    out: dict[str, TopicSurvey] = {}
+    for part in parts:
+        for topic, s in part.items():
+            out.setdefault(topic, TopicSurvey()).merge(s)
+    return out
+
+
+def _table_type(writers: Sequence[WriterKey], decoders: Decoders, bad: dict[WriterKey, str]) -> pa.DataType:
+    from logdoctor.formats.registry.arrow_union import union_type
+
+    types = []
+    for w in writers:
+        d = decoders.get(w)
+        if isinstance(d, Exception):
+            bad[w] = str(d)
+        else:
+            types.append(d.arrow_type)
+    return union_type(types) if types else pa.binary()
+
+
+def plan_topics(surveys: Mapping[str, TopicSurvey], registry: SchemaRegistry | None) -> TypedPlan:
+    """Driver side: each topic's table type from its writer schemas (ordered by id, then Connect's)."""
+    decoders = Decoders(registry)
+    plan = TypedPlan(registry)
+    for topic in sorted(surveys):
+        s = surveys[topic]
+        vw = tuple(sorted(s.value_writers, key=WriterKey.sort_key))
+        kw = tuple(sorted(s.key_writers, key=WriterKey.sort_key))
+        bad: dict[WriterKey, str] = {}
+        plan.topics[topic] = TopicPlan(
+            topic=topic,
+            values_typed=s.values_framed,
+            keys_typed=s.keys_framed,
+            value_type=_table_type(vw, decoders, bad) if s.values_framed else pa.binary(),
+            key_type=_table_type(kw, decoders, bad) if s.keys_framed else pa.binary(),
+            value_writers=vw,
+            key_writers=kw,
+            unbuildable=bad,
+        )
+    return plan
+
+
+# --- per batch: decode -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TopicCounts:
+    """What a topic's rows became: decoded (``schema_deleted`` of them with a soft-deleted schema),
+    tombstones, raw (values of an untyped topic), and per reason those sent to the side table."""
+
+    records: int = 0
+    decoded: int = 0
+    schema_deleted: int = 0
+    tombstones: int = 0
+    raw: int = 0
+    undecoded: collections.Counter[str] = field(default_factory=collections.Counter)
+
+    def add(self, other: TopicCounts) -> None:
+        self.records += other.records
+        self.decoded += other.decoded
+        self.schema_deleted += other.schema_deleted
+        self.tombstones += other.tombstones
+        self.raw += other.raw
+        self.undecoded.update(other.undecoded)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "decoded": self.decoded,
+            "schema_deleted": self.schema_deleted,
+            "tombstones": self.tombstones,
+            "raw": self.raw,
+            "undecoded": dict(sorted(self.undecoded.items())),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> TopicCounts:
+        c = cls(int(d["records"]), int(d["decoded"]), int(d["schema_deleted"]), int(d["tombstones"]))
+        c.raw = int(d.get("raw", 0))
+        c.undecoded.update({str(k): int(v) for k, v in (d.get("undecoded") or {}).items()})
+        return c
+
+
+def undecoded_schema() -> pa.Schema:
+    """The side table's columns: the raw export's, then why (``reason``, ``detail``: which of key and
+    value, and the library's words) and the schema id the record named (null when none)."""
+    from logdoctor.spark.schema import records_arrow_schema
+
+    return records_arrow_schema().append(pa.field("reason", pa.string())).append(
+        pa.field("detail", pa.string())
+    ).append(pa.field("schema_id", pa.int32()))
+
+
+class TypedBatches:
+    """Executor side: raw batches in, per topic typed batches and side-table batches out."""
+
+    def __init__(self, plan: TypedPlan) -> None:
+        self.plan = plan
+        self.decoders = Decoders(plan.registry)
+        self.resolver = _Resolver(plan.registry)
+        self.counts: dict[str, TopicCounts] = {}
+
+    def split(self, rb: pa.RecordBatch) -> tuple[str | None, pa.RecordBatch | None, pa.RecordBatch | None]:
+        """(topic, its typed rows, its side-table rows) of one raw batch (rows of one topic-partition)."""
+        rb = _data_rows(rb)
+        if rb.num_rows == 0:
+            return None, None, None
+        topic = rb.column("topic")[0].as_py()
+        tp = self.plan.topics.get(topic)
+        if tp is None:  # a topic the first pass did not see (its data changed since): untyped
+            tp = TopicPlan(topic, False, False, pa.binary(), pa.binary())
+            self.plan.topics[topic] = tp
+        counts = self.counts.setdefault(topic, TopicCounts())
+        n = rb.num_rows
+        counts.records += n
+        reasons: list[str | None] = [None] * n
+        details: list[str | None] = [None] * n
+        ids: list[int | None] = [None] * n
+        value, value_ids, deleted = self._column(rb, tp, "value", reasons, details, ids)
+        key, key_ids, _ = self._column(rb, tp, "key", reasons, details, ids)
+        ok = [r is None for r in reasons]
+        typed = None
+        if any(ok):
+            typed = self._typed(rb, tp, value, key, value_ids, key_ids, deleted, ok, counts)
+        bad = None
+        if not all(ok):
+            kept = [i for i in range(n) if not ok[i]]
+            for i in kept:
+                counts.undecoded[reasons[i]] += 1  # type: ignore[index]
+            raw = rb.filter(pa.array([not o for o in ok]))
+            side = undecoded_schema()
+            cols = [raw.column(f.name) for f in side if f.name in raw.schema.names]
+            cols += [
+                pa.array([reasons[i] for i in kept], pa.string()),
+                pa.array([details[i] for i in kept], pa.string()),
+                pa.array([ids[i] for i in kept], pa.int32()),
+            ]
+            bad = pa.RecordBatch.from_arrays(cols, schema=side)
+        return topic, typed, bad
+
+    def _column(
+        self,
+        rb: pa.RecordBatch,
+        tp: TopicPlan,
+        column: str,
+        reasons: list[str | None],
+        details: list[str | None],
+        ids: list[int | None],
+    ) -> tuple[pa.Array, list[int | None], list[bool]]:
+        """The decoded key or value column (the table's type), the schema id of each row, and whether it
+        was decoded with a soft-deleted schema; rows that do not decode get their reason."""
+        from logdoctor.formats.registry.arrow_union import cast_to
+
+        n = rb.num_rows
+        typed = tp.values_typed if column == "value" else tp.keys_typed
+        target = tp.value_type if column == "value" else tp.key_type
+        row_ids: list[int | None] = [None] * n
+        deleted = [False] * n
+        if not typed:
+            return rb.column(column), row_ids, deleted
+        header = VALUE_HEADER if column == "value" else KEY_HEADER
+        data, resolved = _resolve(rb, self.resolver, column, header)
+        groups: dict[WriterKey, list[int]] = {}
+        for i, r in enumerate(resolved):
+            if r is None:
+                continue
+            if isinstance(r, str):
+                if reasons[i] is None:
+                    reasons[i], details[i] = r, f"{column}: {r}"
+                    ids[i] = _named_id(data[i])
+                continue
+            groups.setdefault(r.writer, []).append(i)
+            row_ids[i] = r.writer.schema_id
+            deleted[i] = r.deleted
+        pieces: list[pa.Array] = []
+        order: list[int] = []
+        for writer, rows in groups.items():
+            dec = self.decoders.get(writer)
+            if isinstance(dec, Exception):
+                from logdoctor.formats.registry.writers import UNBUILDABLE
+
+                for i in rows:
+                    if reasons[i] is None:
+                        reasons[i], details[i], ids[i] = UNBUILDABLE, f"{column}: {dec}", writer.schema_id
+                continue
+            payloads = [data[i][resolved[i].payload :] for i in rows]  # type: ignore[index,union-attr]
+            decoded = dec.decode(payloads)
+            for j, why in enumerate(decoded.reasons):
+                if why is not None:
+                    i = rows[j]
+                    if reasons[i] is None:
+                        reasons[i], details[i], ids[i] = why, f"{column}: {why}", writer.schema_id
+            pieces.append(cast_to(decoded.values, target))
+            order.extend(rows)
+        taken = set(order)
+        rest = [i for i in range(n) if i not in taken] if len(order) < n else []
+        if rest:
+            pieces.append(pa.nulls(len(rest), target))
+            order.extend(rest)
+        whole = pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
+        if order != list(range(n)):
+            import numpy as np
+
+            inverse = np.empty(n, dtype=np.int64)
+            inverse[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+            whole = whole.take(pa.array(inverse))
+        return whole, row_ids, deleted
+
+    def _typed(
+        self,
+        rb: pa.RecordBatch,
+        tp: TopicPlan,
+        value: pa.Array,
+        key: pa.Array,
+        value_ids: list[int | None],
+        key_ids: list[int | None],
+        deleted: list[bool],
+        ok: list[bool],
+        counts: TopicCounts,
+    ) -> pa.RecordBatch:
+        mask = pa.array(ok)
+        all_ok = all(ok)
+        v = value if all_ok else value.filter(mask)
+        k = key if all_ok else key.filter(mask)
+        kept = rb if all_ok else rb.filter(mask)
+        sel = range(len(ok)) if all_ok else [i for i, o in enumerate(ok) if o]
+        dels = [deleted[i] for i in sel]
+        vids = [value_ids[i] for i in sel]
+        kids = [key_ids[i] for i in sel]
+        tombstones = kept.column("value").null_count
+        counts.tombstones += tombstones
+        if tp.values_typed:
+            counts.decoded += kept.num_rows - tombstones
+            counts.schema_deleted += sum(dels)
+        else:
+            counts.raw += kept.num_rows - tombstones
+        kafka = pa.StructArray.from_arrays(
+            [
+                kept.column("topic"),
+                kept.column("partition"),
+                kept.column("offset"),
+                kept.column("timestamp"),
+                kept.column("timestampType"),
+                k,
+                kept.column("headers"),
+                kept.column("log_dir"),
+                kept.column("transaction_result"),
+                pa.array(kids, pa.int32()),
+                pa.array(vids, pa.int32()),
+                pa.array(dels, pa.bool_()),
+            ],
+            fields=list(tp.kafka_type()),
+        )
+        if tp.values_typed and pa.types.is_struct(tp.value_type):
+            children = v.flatten() if isinstance(v, pa.StructArray) else pa.StructArray.from_arrays([], [])
+            columns = [*children, kafka]
+        else:
+            columns = [v, kafka]
+        return pa.RecordBatch.from_arrays(columns, schema=tp.schema())
+
+    def batches(
+        self, raw: Iterable[pa.RecordBatch]
+    ) -> Iterator[tuple[str | None, pa.RecordBatch | None, pa.RecordBatch | None]]:
+        for rb in raw:
+            yield self.split(rb)
+
+
+def _named_id(data: bytes | None) -> int | None:
+    """The schema id a value's Confluent frame names (for the side table), None when it names none."""
+    if data is not None and len(data) >= 5 and data[0] == 0:
+        return int.from_bytes(data[1:5], "big", signed=True)
+    return None
+
+
+def counts_json(counts: Mapping[str, TopicCounts]) -> dict[str, dict[str, Any]]:
+    return {t: c.to_json() for t, c in sorted(counts.items())}
+
+
+def merge_counts(parts: Iterable[Mapping[str, Mapping[str, Any]]]) -> dict[str, TopicCounts]:
+    out: dict[str, TopicCounts] = {}
+    for part in parts:
+        for topic, d in part.items():
+            out.setdefault(topic, TopicCounts()).add(TopicCounts.from_json(d))
+    return out

@@ -1,0 +1,93 @@
+"""The ``kafka-log`` DataFrame with ``typed=true``: one topic's typed rows (or with ``typed=undecoded`` the
+rows that did not decode, with their reason), planned in the planning worker.
+
+``spark.read.format("kafka-log").option("typed", "true").option("topics", "orders").load(PATH)``: the frame's
+schema is the topic's table type (:mod:`logdoctor.spark.typed`), found by the first pass over the slices in
+the planning worker itself (it reads the inputs once more than an untyped frame). Several topics are one
+frame only when their tables have one schema; else the read is refused with an error naming them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from logdoctor.spark.typed import TypedBatches, TypedPlan, format_schema, undecoded_schema
+
+_CACHE: dict[str, TypedFrame] = {}
+
+
+@dataclass(slots=True)
+class TypedFrame:
+    """What a typed ``kafka-log`` frame reads: the plan, and the frame's Arrow schema."""
+
+    plan: TypedPlan
+    schema: pa.Schema
+    undecoded: bool
+
+    def rows(self, raw: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The frame's rows of a task's raw batches."""
+        splitter = TypedBatches(self.plan)
+        for rb in raw:
+            _, good, bad = splitter.split(rb)
+            rows = bad if self.undecoded else good
+            if rows is not None and rows.num_rows:
+                yield pa.Table.from_batches([rows]).cast(self.schema).combine_chunks().to_batches()[0]
+
+
+def typed_frame(paths: str, options: Mapping[str, str]) -> TypedFrame:
+    """The plan of a typed frame (kept per process: Spark asks for the schema, then for the reader)."""
+    from logdoctor.spark.planning import (
+        PlanningError,
+        parse_read_options,
+        plan_slices,
+        read_plan,
+        task_groups,
+    )
+    from logdoctor.spark.sources import read_slices
+    from logdoctor.spark.typed import plan_topics, survey
+    from logdoctor.spark.typed_job import load_typed_registry
+
+    key = json.dumps([paths, sorted((str(k).lower(), str(v)) for k, v in options.items())])
+    found = _CACHE.get(key)
+    if found is not None:
+        return found
+    opts = parse_read_options(options)
+    plan = read_plan(paths, options)
+    loaded = load_typed_registry(list(plan.items), opts, dict(options))
+    slices = plan_slices(plan.refs, opts)
+    raw = (rb for group in task_groups(slices, opts) for rb in read_slices(group, opts))
+    typed = plan_topics(survey(raw, loaded.registry), loaded.registry)
+    undecoded = str({str(k).lower(): v for k, v in options.items()}.get("typed", "")).lower() == "undecoded"
+    if undecoded:
+        schema = format_schema(undecoded_schema(), "spark")
+    else:
+        schemas = {t: format_schema(tp.schema(), "spark") for t, tp in typed.topics.items()}
+        distinct = {s.to_string(): s for s in schemas.values()}
+        if len(distinct) > 1:
+            raise PlanningError(
+                "typed: the topics "
+                + ", ".join(sorted(schemas))
+                + " have tables of different schemas; read one topic per frame (option topics), or export "
+                "them with export --typed (one table per topic)"
+            )
+        schema = next(iter(distinct.values())) if distinct else format_schema(_empty_plan_schema(), "spark")
+    frame = TypedFrame(typed, schema, undecoded)
+    _CACHE[key] = frame
+    return frame
+
+
+def _empty_plan_schema() -> pa.Schema:
+    from logdoctor.spark.typed import TopicPlan
+
+    return TopicPlan("", False, False, pa.binary(), pa.binary()).schema()
+
+
+def spark_schema(frame: TypedFrame) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(frame.schema)

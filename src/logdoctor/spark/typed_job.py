@@ -1,0 +1,114 @@
+"""The driver side of typed tables: the registry of the inputs, the first pass as a Spark job, the summary.
+
+(:mod:`logdoctor.spark.typed` holds what the executors run.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from logdoctor.spark.typed import (
+    TopicCounts,
+    TypedPlan,
+    merge_counts,
+    merge_surveys,
+    plan_topics,
+    survey,
+)
+
+#: the common causes of schema ids the registry does not have, said with any record sent away for one
+MISSING_SCHEMA_CAUSES = (
+    "the registry is rebuilt from the _schemas partitions among the inputs and --schemas: a schema id it "
+    "does not have means _schemas lived on another cluster (give its log dir with --schemas PATH) or was "
+    "compacted or cleaned after the schema was deleted"
+)
+
+
+@dataclass(slots=True)
+class TypedSummary:
+    """What a typed export made of each topic, and of the registry it used."""
+
+    counts: dict[str, TopicCounts] = field(default_factory=dict)
+    tables: dict[str, str] = field(default_factory=dict)  # topic -> table location
+    registry_sources: list[str] = field(default_factory=list)
+    registry_notes: list[str] = field(default_factory=list)
+    schemas: int = 0
+
+    @property
+    def undecoded(self) -> int:
+        return sum(sum(c.undecoded.values()) for c in self.counts.values())
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "registry": {
+                "sources": list(self.registry_sources),
+                "schemas": self.schemas,
+                "notes": list(self.registry_notes),
+            },
+            "topics": {
+                t: {**c.to_json(), "table": self.tables.get(t)} for t, c in sorted(self.counts.items())
+            },
+            "undecoded": self.undecoded,
+        }
+
+    def lines(self) -> list[str]:
+        """One line per topic for the text summary (and the causes when a schema id was missing)."""
+        out = []
+        for topic, c in sorted(self.counts.items()):
+            parts = [f"{c.decoded:,} decoded"]
+            if c.schema_deleted:
+                parts.append(f"{c.schema_deleted:,} of them by a soft-deleted schema (kafka.schema_deleted)")
+            if c.tombstones:
+                parts.append(f"{c.tombstones:,} tombstones")
+            if c.raw:
+                parts.append(f"{c.raw:,} values without a schema (kept as bytes in column value)")
+            if c.undecoded:
+                why = ", ".join(f"{r} {n:,}" for r, n in sorted(c.undecoded.items()))
+                parts.append(f"{sum(c.undecoded.values()):,} to _undecoded ({why})")
+            where = self.tables.get(topic)
+            out.append(f"{topic}: {'; '.join(parts)}" + (f" -> {where}" if where else ""))
+        reasons = {r for c in self.counts.values() for r in c.undecoded}
+        if reasons & {"unknown_schema_id", "unknown_schema_guid", "schema_hard_deleted"}:
+            out.append(MISSING_SCHEMA_CAUSES)
+        return out
+
+
+def load_typed_registry(items: Sequence[str], opts: Any, options: Mapping[str, str]) -> Any:
+    """The registry of the ``_schemas`` partitions among ``items`` and under ``opts.schemas``
+    (:func:`logdoctor.logdir.schemas_store.load_registry`)."""
+    from logdoctor.logdir.schemas_store import load_registry
+
+    remote = {k: v for k, v in options.items() if k in ("remoteStorage", "remoteLayout", "remotePrivateKey")}
+    return load_registry(list(items), list(opts.schemas), **({"options": remote} if remote else {}))
+
+
+def survey_job(spark: Any, refs: Sequence[Any], opts: Any, txns: Any, registry: Any) -> TypedPlan:
+    """The first pass: one Spark task per group of slices (the groups the write job uses) says which writer
+    schemas its topics name; the driver plans each topic's table
+    (:func:`logdoctor.spark.typed.plan_topics`)."""
+    from logdoctor.spark.planning import plan_slices, task_groups
+
+    groups = task_groups(plan_slices(refs, opts, txns), opts)
+    if not groups:
+        return plan_topics({}, registry)
+
+    def run(group: Any) -> Any:
+        from logdoctor.spark.sources import read_slices
+
+        return survey(read_slices(group, opts), registry)
+
+    parts = spark.sparkContext.parallelize(list(groups), len(groups)).map(run).collect()
+    return plan_topics(merge_surveys(parts), registry)
+
+
+def summary_of(parts: Sequence[Mapping[str, Any]], loaded: Any, tables: Mapping[str, str]) -> TypedSummary:
+    registry = getattr(loaded, "registry", None)
+    return TypedSummary(
+        counts=merge_counts(parts),
+        tables=dict(tables),
+        registry_sources=list(getattr(loaded, "sources", []) or []),
+        registry_notes=list(getattr(loaded, "notes", []) or []),
+        schemas=len(registry.schemas) if registry is not None else 0,
+    )
