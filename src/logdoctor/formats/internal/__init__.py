@@ -6,6 +6,8 @@
   :func:`encode_metadata_record`
 - ``__share_group_state``: :func:`decode_share_group_state` / :func:`encode_share_group_state`
 - ``__remote_log_metadata``: :func:`decode_remote_log_metadata` / :func:`encode_remote_log_metadata`
+- ``_schemas`` (Confluent Schema Registry's store): the key's and value's JSON
+  (:func:`logdoctor.formats.registry.store.decode_store_record`)
 
 :func:`decode_lenient` never raises for a record type or version newer than these tables: it
 returns ``{"type": "unknown type N, version V", ...}`` with the raw key and value (base64).
@@ -33,6 +35,7 @@ from logdoctor.formats.internal.remote_log_metadata import (
 from logdoctor.formats.internal.share_group_state import decode_share_group_state, encode_share_group_state
 from logdoctor.formats.internal.transaction_log import decode_transaction_log, encode_transaction_log
 from logdoctor.formats.internal.unknown import decode_lenient, unknown_record
+from logdoctor.formats.registry.store import decode_store_record
 
 Decoder = Callable[..., dict[str, Any]]
 
@@ -68,6 +71,7 @@ _BY_TOPIC: dict[str, tuple[str, Decoder]] = {
     "__cluster_metadata": ("cluster-metadata", _metadata_key_value),
     "__share_group_state": ("share-group-state", decode_share_group_state),
     "__remote_log_metadata": ("remote-log-metadata", decode_remote_log_metadata),
+    "_schemas": ("schemas", decode_store_record),  # Schema Registry's default kafkastore.topic
 }
 DECODER_NAMES: dict[str, Decoder] = {name: fn for name, fn in _BY_TOPIC.values()}
 
