@@ -362,3 +362,17 @@ def test_merge_of_copies_and_of_two_registries() -> None:
         and "a/_schemas-0" in str(err.value)
         and "b/_schemas-0" in str(err.value)
     )
+
+
+def test_a_damaged_batch_of_the_store_is_named_and_left_out_alone(tmp_path: Path) -> None:
+    rf.require()
+    copy = tmp_path / "kafka-logs" / "_schemas-0"
+    shutil.copytree(rf.LOG_DIR / "_schemas-0", copy)
+    log = copy / "00000000000000000000.log"
+    data = bytearray(log.read_bytes())
+    data[2166 + 120] ^= 0xFF  # inside the batch of offset 5 (money.proto, id 3): its CRC no longer matches
+    log.write_bytes(bytes(data))
+    loaded = load_registry([str(copy.parent)])
+    assert sorted(loaded.registry.schemas) == [i for i in range(1, 14) if i != 3]
+    assert any(str(log) in n and "2166" in n for n in loaded.notes), loaded.notes
+    assert any("26 records of offsets 0-26: records not read" in n for n in loaded.notes)

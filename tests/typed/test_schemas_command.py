@@ -11,7 +11,7 @@ import registry_facts as rf
 from typer.testing import CliRunner
 
 from logdoctor.cli.commands import app
-from logdoctor.formats.internal import decoder_by_name, decoder_for_topic
+from logdoctor.formats.internal import decode_schemas_record, decoder_by_name, decoder_for_topic
 from logdoctor.formats.record_types import RecordSpec
 from logdoctor.formats.registry.store import decode_store_record
 from logdoctor.formats.writer import build_record_batch
@@ -104,8 +104,15 @@ def test_dump_decodes_schemas_records() -> None:
 
 
 def test_the_schemas_decoder_by_topic_and_by_name(tmp_path: Path) -> None:
-    assert decoder_for_topic("_schemas") is decoder_for_topic("_schemas-0") is decode_store_record
-    assert decoder_by_name("schemas") is decode_store_record and decoder_for_topic("schemas-0") is None
+    assert decoder_for_topic("_schemas") is decoder_for_topic("_schemas-0") is decode_schemas_record
+    assert decoder_by_name("schemas") is decode_schemas_record and decoder_for_topic("schemas-0") is None
+    record = (b'{"keytype":"MODE","magic":0}', b'{"mode":"READONLY"}')
+    assert decode_schemas_record(*record) == decode_store_record(*record)
+    assert decode_store_record(*record) == {
+        "keytype": "MODE",
+        "key": {"keytype": "MODE", "magic": 0},
+        "value": {"mode": "READONLY"},
+    }
     # a record that is not JSON: a decode error on its line, the dump goes on
     folder = tmp_path / "_schemas-0"
     folder.mkdir()

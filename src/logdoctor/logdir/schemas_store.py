@@ -182,9 +182,10 @@ def load_registry(
                     "(the first schemas registered among them) are gone"
                 )
             if offsets[-1] - offsets[0] + 1 != len(offsets):
+                why = "records not read (named above), or compacted" if problems else "compacted"
                 notes.append(
-                    f"{ref.path}: compacted ({len(offsets)} records of offsets {offsets[0]}-"
-                    f"{offsets[-1]}): versions hard-deleted before the cleaning are gone"
+                    f"{ref.path}: {len(offsets)} records of offsets {offsets[0]}-{offsets[-1]}: {why} "
+                    "(a compaction removes the versions hard-deleted before it)"
                 )
     registry = merge(parts)
     notes.extend(registry.notes)
