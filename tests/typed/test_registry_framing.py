@@ -14,6 +14,7 @@ import registry_facts as rf
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tiers
 from logdoctor.errors import CorruptRecordError, TruncatedError
 from logdoctor.formats.registry.decoder import (
     DECODE_ERROR_SCHEMA_MISMATCH,
@@ -135,7 +136,7 @@ def _check(values: list[bytes | None], arr: pa.Array) -> None:
             assert m == (-1 if not v or v[0] in (0, 1) else v[0])
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=tiers.examples(200), deadline=None)
 @given(st.lists(_elements, max_size=40), st.integers(0, 5), st.booleans())
 def test_prefix_ids_agree_with_read_frame(values: list[bytes | None], cut: int, large: bool) -> None:
     arr = pa.array(values, pa.large_binary() if large else pa.binary())
