@@ -292,13 +292,14 @@ def test_unknown_key_types_are_notes_and_bad_json_errors_naming_the_offset() -> 
             (5, skey("s", 1), b'{"subject":"s","version":1,"id":1,"sch'),
             (6, skey("s", 1, magic=2), sval("s", 1, 1, A)),
             (7, None, b"{}"),
+            (7, b'{"subject":"s"}', b"{}"),
             (8, skey("s", 1), _j({"subject": "s", "version": 1, "schema": A})),  # no id
             (9, skey("s", 1), sval("s", 1, 1, A)),  # the replay goes on
         ],
         source="dir/_schemas-0",
     )
     assert list(reg.schemas) == [1] and reg.by_id(1).status == LIVE
-    assert [e.split(":")[0] for e in reg.errors] == [f"dir/_schemas-0 offset {o}" for o in (4, 5, 6, 7, 8)]
+    assert [e.split(":")[0] for e in reg.errors] == [f"dir/_schemas-0 offset {o}" for o in (4, 5, 6, 7, 7, 8)]
     assert "not a JSON object" in reg.errors[0] and "magic 2" in reg.errors[2]
     assert len(reg.notes) == 2
     assert "key type CONTEXT" in reg.notes[0] and "key type SOMETHING_NEW" in reg.notes[1]

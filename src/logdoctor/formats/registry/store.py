@@ -323,10 +323,13 @@ class _Replay:
             self.errors.append(f"{self.where(offset)}: the key is not a JSON object ({exc}): skipped")
             return
         keytype = k.get("keytype")
+        if not isinstance(keytype, str):
+            self.errors.append(f"{self.where(offset)}: a key with no keytype: skipped")
+            return
         if keytype == "NOOP":
             return  # the reader's "reached the end" marker (SR:KafkaStoreReaderThread.java noopKey)
         if keytype not in KEY_TYPES:
-            self.skipped.setdefault(str(keytype), []).append(offset)
+            self.skipped.setdefault(keytype, []).append(offset)
             return
         v: dict[str, Any] | None = None
         if value is not None:
