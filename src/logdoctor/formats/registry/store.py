@@ -369,8 +369,7 @@ class _Replay:
                 self.notes.append(
                     f"{self.where(offset)}: schema id {schema_id} for {subject} version {version} has "
                     "another schema than the id's registered one: not applied (Schema Registry: \"Found a "
-                    "schema with "
-                    'duplicate ID")'
+                    'schema with duplicate ID")'
                 )
                 return
             self.notes.append(
