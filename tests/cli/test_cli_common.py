@@ -32,6 +32,7 @@ OPERATOR_ORDER = [
     "dump",
     "scan",
     "retention",
+    "schemas",
     "repair",
     "move-partition",
     "sync-replica",

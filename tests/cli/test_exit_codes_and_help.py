@@ -70,7 +70,7 @@ def test_an_unknown_option_is_a_usage_error(command: str) -> None:
     assert r.exit_code == ExitCode.USAGE, r.output
 
 
-@pytest.mark.parametrize("command", ["dump", "scan", "retention", "export", "census", "repair"])
+@pytest.mark.parametrize("command", ["dump", "scan", "retention", "schemas", "export", "census", "repair"])
 def test_no_argument_is_a_usage_error(command: str) -> None:
     r = invoke(command)
     assert r.exit_code == ExitCode.USAGE, r.output
@@ -82,6 +82,8 @@ def test_no_argument_is_a_usage_error(command: str) -> None:
         lambda m: ["dump", m / "00000000000000000000.log"],
         lambda m: ["scan", m],
         lambda m: ["retention", m],
+        lambda m: ["schemas", m],
+        lambda m: ["schemas", m.parent, "--schemas", m],
         lambda m: ["repair", m],
         lambda m: ["repair", "--resume", m / "journal.jsonl"],
         lambda m: ["repair", "--rollback", m / "journal.jsonl"],
@@ -146,6 +148,7 @@ def test_help_shows_metavars_never_python_types(command: str | None) -> None:
         ("dump", "logdoctor dump [OPTIONS] FILE..."),
         ("scan", "logdoctor scan [OPTIONS] LOGDIR..."),
         ("retention", "logdoctor retention [OPTIONS] LOGDIR..."),
+        ("schemas", "logdoctor schemas [OPTIONS] PATH..."),
         ("repair", "logdoctor repair [OPTIONS] [LOGDIR]..."),
         ("move-partition", "logdoctor move-partition --from LOGDIR --to LOGDIR [OPTIONS]"),
         ("sync-replica", "logdoctor sync-replica --leader LOGDIR --follower LOGDIR [OPTIONS]"),

@@ -50,6 +50,12 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "Simulate Kafka's retention (log start offset, size, time) like UnifiedLog.deleteOldSegments.",
     ),
     CommandEntry(
+        "schemas",
+        "schemas",
+        INSPECT,
+        "List the Schema Registry of the _schemas topic: ids, subjects, versions, deletes, GUIDs, configs.",
+    ),
+    CommandEntry(
         "repair",
         "repair",
         FIX,

@@ -60,7 +60,8 @@ def dump(
         DecoderChoice,
         typer.Option(
             "--decoder",
-            help="Decode internal topics' keys and values; auto picks by the partition folder name.",
+            help="Decode internal topics' keys and values (and Schema Registry's _schemas); auto picks by "
+            "the partition folder name.",
         ),
     ] = DecoderChoice.AUTO,
     verify_index: Annotated[

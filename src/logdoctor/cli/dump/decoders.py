@@ -46,6 +46,7 @@ def pick_decoder(choice: DecoderChoice, path: Path) -> tuple[str | None, RecordD
             names.METADATA_TOPIC: "cluster-metadata",
             "__share_group_state": "share-group-state",
             "__remote_log_metadata": "remote-log-metadata",
+            "_schemas": "schemas",
         }.get(topic or "")
         if name is None:
             return None, None

@@ -17,6 +17,7 @@ class DecoderChoice(enum.StrEnum):
     CLUSTER_METADATA = "cluster-metadata"
     SHARE_GROUP_STATE = "share-group-state"
     REMOTE_LOG_METADATA = "remote-log-metadata"
+    SCHEMAS = "schemas"
 
 
 @dataclass(frozen=True, slots=True)

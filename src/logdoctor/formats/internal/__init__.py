@@ -6,6 +6,8 @@
   :func:`encode_metadata_record`
 - ``__share_group_state``: :func:`decode_share_group_state` / :func:`encode_share_group_state`
 - ``__remote_log_metadata``: :func:`decode_remote_log_metadata` / :func:`encode_remote_log_metadata`
+- ``_schemas`` (Confluent Schema Registry's store): the key's and value's JSON
+  (:func:`decode_schemas_record`)
 
 :func:`decode_lenient` never raises for a record type or version newer than these tables: it
 returns ``{"type": "unknown type N, version V", ...}`` with the raw key and value (base64).
@@ -44,6 +46,7 @@ __all__ = [
     "decode_lenient",
     "decode_metadata_record",
     "decode_remote_log_metadata",
+    "decode_schemas_record",
     "decode_share_group_state",
     "decode_transaction_log",
     "decoder_by_name",
@@ -62,12 +65,21 @@ def _metadata_key_value(key: Any, value: Any, *, source: str | None = None) -> d
     return decode_metadata_record(value, source=source)
 
 
+def decode_schemas_record(key: Any, value: Any, *, source: str | None = None) -> dict[str, Any]:
+    """A ``_schemas`` record: :func:`logdoctor.formats.registry.store.decode_store_record` (imported on the
+    first such record: a scan of Kafka's own topics never loads the registry's modules)."""
+    from logdoctor.formats.registry.store import decode_store_record
+
+    return decode_store_record(key, value, source=source)
+
+
 _BY_TOPIC: dict[str, tuple[str, Decoder]] = {
     "__consumer_offsets": ("consumer-offsets", decode_consumer_offsets),
     "__transaction_state": ("transactions", decode_transaction_log),
     "__cluster_metadata": ("cluster-metadata", _metadata_key_value),
     "__share_group_state": ("share-group-state", decode_share_group_state),
     "__remote_log_metadata": ("remote-log-metadata", decode_remote_log_metadata),
+    "_schemas": ("schemas", decode_schemas_record),  # Schema Registry's default kafkastore.topic
 }
 DECODER_NAMES: dict[str, Decoder] = {name: fn for name, fn in _BY_TOPIC.values()}
 

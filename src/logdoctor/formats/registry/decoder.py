@@ -21,21 +21,15 @@ if TYPE_CHECKING:
 #: type maps to (an output written with another version may need its tables rewritten).
 TYPE_MAPPING_VERSION = 1
 
-UNKNOWN_SCHEMA_ID = "unknown_schema_id"
-UNKNOWN_SCHEMA_GUID = "unknown_schema_guid"
-NO_MAGIC_BYTE = "no_magic_byte"  # also: shorter than a frame
-DECODE_ERROR_TRUNCATED = "decode_error_truncated"  # the payload ends early
-DECODE_ERROR_SCHEMA_MISMATCH = "decode_error_schema_mismatch"  # bad enum / union index, bytes left over...
-SCHEMA_HARD_DELETED = "schema_hard_deleted"
-
-#: why a record went to the side table ``OUT/_undecoded``, in the order the summary lists them
-REASONS = (
-    UNKNOWN_SCHEMA_ID,
-    UNKNOWN_SCHEMA_GUID,
-    NO_MAGIC_BYTE,
-    DECODE_ERROR_TRUNCATED,
+# the side-table reasons (a module of their own: :mod:`.store` names them too, and this module imports it)
+from logdoctor.formats.registry.reasons import (  # noqa: E402, F401
     DECODE_ERROR_SCHEMA_MISMATCH,
+    DECODE_ERROR_TRUNCATED,
+    NO_MAGIC_BYTE,
+    REASONS,
     SCHEMA_HARD_DELETED,
+    UNKNOWN_SCHEMA_GUID,
+    UNKNOWN_SCHEMA_ID,
 )
 
 

@@ -1,0 +1,174 @@
+"""Where a record's key or value names its schema: Confluent's frames.
+
+Restated from confluentinc/schema-registry ``schema-serializer/src/main/java/io/confluent/kafka/serializers/
+schema/id/`` (``SchemaId.java``, ``HeaderSchemaIdSerializer.java``, ``DualSchemaIdDeserializer.java``) and
+``protobuf-provider/.../protobuf/MessageIndexes.java``:
+
+- **prefix**: the bytes start with magic byte 0 and the 4-byte big-endian schema id (``MAGIC_BYTE_V0``,
+  read with ``getInt``: signed), or magic byte 1 and the 16-byte GUID (``MAGIC_BYTE_V1``: two big-endian
+  longs, most significant first, as ``java.util.UUID``); the payload follows (for Protobuf, first its
+  message indexes: the decoder reads them with :func:`read_message_indexes`, knowing the schema's type).
+- **header**: the record's last header ``__value_schema_id`` (``__key_schema_id`` for the key) with a
+  non-null value names the schema with the same bytes (the serializer writes byte 1 + GUID; the
+  deserializer reads byte 0 + id too), followed for Protobuf by the message indexes; the key or value is
+  then the bare payload, from its first byte. A header with a null value is as if absent.
+- **message indexes** (Protobuf): a zig-zag varint count (Kafka's ``ByteUtils.readVarint``) then that many
+  zig-zag varint indexes; a count of 0 is the path ``[0]`` (the first message), written as the single byte
+  ``00``.
+
+What is not a frame (no magic byte 0 or 1, fewer bytes than the frame) is the side-table reason
+``no_magic_byte``.
+"""
+
+from __future__ import annotations
+
+import struct
+import uuid
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from logdoctor.errors import CorruptRecordError, FormatError, TruncatedError
+from logdoctor.formats.registry.reasons import (
+    DECODE_ERROR_SCHEMA_MISMATCH,
+    DECODE_ERROR_TRUNCATED,
+    NO_MAGIC_BYTE,
+)
+from logdoctor.formats.varint import read_varint
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
+__all__ = [
+    "GUID_FRAME",
+    "ID_FRAME",
+    "KEY_SCHEMA_ID_HEADER",
+    "MAGIC_GUID",
+    "MAGIC_ID",
+    "VALUE_SCHEMA_ID_HEADER",
+    "Frame",
+    "prefix_ids",
+    "read_frame",
+    "read_message_indexes",
+]
+
+KEY_SCHEMA_ID_HEADER = "__key_schema_id"
+VALUE_SCHEMA_ID_HEADER = "__value_schema_id"
+MAGIC_ID = 0  # SchemaId.MAGIC_BYTE_V0: a 4-byte id follows
+MAGIC_GUID = 1  # SchemaId.MAGIC_BYTE_V1: a 16-byte GUID follows
+ID_FRAME = 5  # bytes of a magic-0 frame
+GUID_FRAME = 17  # bytes of a magic-1 frame
+
+_INT32 = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """What a frame says: the schema's ``schema_id`` or ``guid`` (canonical UUID text), where the payload
+    starts in the key or value (``payload``: 5 or 17 after a prefix, 0 with a header), the framing
+    (``source``: ``"prefix"`` or ``"header"``), and the message indexes a header gives after the id
+    (``message_indexes``; None when it gives none, and always for a prefix: they are then the payload's
+    first bytes)."""
+
+    schema_id: int | None
+    guid: str | None
+    payload: int
+    source: str
+    message_indexes: tuple[int, ...] | None = None
+
+
+def _id_or_guid(data: bytes | memoryview) -> tuple[int | None, str | None, int] | None:
+    """(id, guid, frame size) of the frame at the start of ``data``, None when there is none."""
+    if len(data) >= ID_FRAME and data[0] == MAGIC_ID:
+        return _INT32.unpack_from(data, 1)[0], None, ID_FRAME
+    if len(data) >= GUID_FRAME and data[0] == MAGIC_GUID:
+        return None, str(uuid.UUID(bytes=bytes(data[1:GUID_FRAME]))), GUID_FRAME
+    return None
+
+
+def read_frame(data: bytes | memoryview | None, header: bytes | memoryview | None) -> Frame | str:
+    """The frame of a key or value ``data`` whose record has ``header`` (the value of its last
+    ``__value_schema_id`` header, ``__key_schema_id`` for a key; None when it has none, or its value is
+    null), or a side-table reason: ``no_magic_byte`` (no frame, or fewer bytes than one; also for a null
+    ``data`` without a header), and for a header whose message indexes end early or do not parse
+    ``decode_error_truncated`` / ``decode_error_schema_mismatch``."""
+    if header is not None:
+        found = _id_or_guid(header)
+        if found is None:
+            return NO_MAGIC_BYTE
+        schema_id, guid, size = found
+        indexes = None
+        if len(header) > size:
+            try:
+                indexes, end = read_message_indexes(header, size)
+            except TruncatedError:
+                return DECODE_ERROR_TRUNCATED
+            except FormatError:
+                return DECODE_ERROR_SCHEMA_MISMATCH
+            if end != len(header):
+                return DECODE_ERROR_SCHEMA_MISMATCH
+        return Frame(schema_id, guid, 0, "header", indexes)
+    if data is None:
+        return NO_MAGIC_BYTE
+    found = _id_or_guid(data)
+    if found is None:
+        return NO_MAGIC_BYTE
+    schema_id, guid, size = found
+    return Frame(schema_id, guid, size, "prefix")
+
+
+def read_message_indexes(data: bytes | memoryview, pos: int) -> tuple[tuple[int, ...], int]:
+    """Protobuf's message-index path at ``data[pos:]`` and the position after it (MessageIndexes.java
+    ``readFrom``): a count of 0 is ``(0,)``. Raises :class:`~logdoctor.errors.TruncatedError` when the data
+    ends first, :class:`~logdoctor.errors.CorruptRecordError` for a negative count or an overlong varint."""
+    count, pos = read_varint(data, pos)
+    if count == 0:
+        return (0,), pos
+    if count < 0:
+        raise CorruptRecordError("a message-index count of 0 or more", position=pos, found=str(count))
+    if count > len(data) - pos:  # each index takes a byte at least
+        raise TruncatedError(f"{count} message indexes", position=pos, found=f"{len(data) - pos} bytes left")
+    indexes = []
+    for _ in range(count):
+        index, pos = read_varint(data, pos)
+        indexes.append(index)
+    return tuple(indexes), pos
+
+
+def prefix_ids(values: pa.BinaryArray | pa.LargeBinaryArray) -> tuple[np.ndarray, np.ndarray]:
+    """The prefix frame of every element of ``values``, without a Python loop: ``(magic, ids)``, two numpy
+    arrays of ``len(values)``. ``magic`` (int16): the first byte where it starts a whole frame (0 with 5
+    bytes or more, 1 with 17 or more), any other first byte as it is, -1 for a null, an empty element or a
+    0/1 with fewer bytes than its frame; ``ids`` (int32): the big-endian id after a magic 0 (signed, as
+    Java's ``getInt``), 0 elsewhere. An element ``read_frame`` gives a frame has magic 0 or 1 here; the
+    others ``no_magic_byte``."""
+    import numpy as np
+    import pyarrow as pa
+
+    n = len(values)
+    magic = np.full(n, -1, dtype=np.int16)
+    ids = np.zeros(n, dtype=np.int32)
+    if n == 0:
+        return magic, ids
+    bufs = values.buffers()
+    off_type = np.int64 if pa.types.is_large_binary(values.type) else np.int32
+    offsets = np.frombuffer(bufs[1], dtype=off_type)[values.offset : values.offset + n + 1].astype(np.int64)
+    starts = offsets[:-1]
+    lengths = offsets[1:] - starts
+    usable = lengths > 0
+    if values.null_count:
+        usable &= values.is_valid().to_numpy(zero_copy_only=False)
+    if not usable.any() or bufs[2] is None:
+        return magic, ids
+    data = np.frombuffer(bufs[2], dtype=np.uint8)
+    first = np.zeros(n, dtype=np.int16)
+    first[usable] = data[starts[usable]]
+    short = ((first == MAGIC_ID) & (lengths < ID_FRAME)) | ((first == MAGIC_GUID) & (lengths < GUID_FRAME))
+    usable &= ~short
+    magic[usable] = first[usable]
+    with_id = np.flatnonzero(magic == MAGIC_ID)
+    if len(with_id):
+        at = starts[with_id][:, None] + np.arange(1, ID_FRAME)
+        b = data[at].astype(np.uint32)
+        ids[with_id] = ((b[:, 0] << 24) | (b[:, 1] << 16) | (b[:, 2] << 8) | b[:, 3]).view(np.int32)
+    return magic, ids

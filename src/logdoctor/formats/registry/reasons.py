@@ -1,0 +1,24 @@
+"""Why a record went to the side table ``OUT/_undecoded``: the reasons every module of the package names.
+
+A module of its own so that :mod:`.store` (which :mod:`.decoder` imports) and :mod:`.framing` name the same
+strings as :mod:`.decoder`, which re-exports them.
+"""
+
+from __future__ import annotations
+
+UNKNOWN_SCHEMA_ID = "unknown_schema_id"
+UNKNOWN_SCHEMA_GUID = "unknown_schema_guid"
+NO_MAGIC_BYTE = "no_magic_byte"  # also: shorter than a frame
+DECODE_ERROR_TRUNCATED = "decode_error_truncated"  # the payload ends early
+DECODE_ERROR_SCHEMA_MISMATCH = "decode_error_schema_mismatch"  # bad enum / union index, bytes left over...
+SCHEMA_HARD_DELETED = "schema_hard_deleted"
+
+#: why a record went to the side table ``OUT/_undecoded``, in the order the summary lists them
+REASONS = (
+    UNKNOWN_SCHEMA_ID,
+    UNKNOWN_SCHEMA_GUID,
+    NO_MAGIC_BYTE,
+    DECODE_ERROR_TRUNCATED,
+    DECODE_ERROR_SCHEMA_MISMATCH,
+    SCHEMA_HARD_DELETED,
+)

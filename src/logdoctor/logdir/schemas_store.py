@@ -1,0 +1,193 @@
+"""The Schema Registry of a set of inputs: every ``_schemas`` partition found, read and replayed.
+
+:func:`load_registry` finds the registry's store topic (``_schemas``, Schema Registry's ``kafkastore.topic``
+default) among the inputs as every reader finds partitions (:func:`logdoctor.logdir.discovery.discover`: log
+dirs, folders holding them, partition folders, ``.log`` files, URIs), plus the ``schemas`` inputs (another
+broker's log dir, a partition folder of any topic name: a copy of the store kept under another name). Each
+partition's records are read in offset order with the readers' own batch checks (the walk of
+:func:`logdoctor.logdir.seek.segment_batches`, a batch whose CRC does not match left out alone by
+:func:`logdoctor.formats.records.skip_crc_mismatches`, each offset once by
+:class:`logdoctor.logdir.read_plan.OffsetOrder`, control batches skipped), as the registry's
+``read_uncommitted`` consumer reads them (its producer is not transactional), replayed
+(:func:`logdoctor.formats.registry.store.replay_records`) and the partitions merged
+(:func:`~logdoctor.formats.registry.store.merge`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from logdoctor.errors import FormatError
+from logdoctor.formats.registry.store import SchemaRegistry, merge, replay_records
+from logdoctor.logdir.refs import PartitionRef
+
+__all__ = ["SCHEMAS_TOPIC", "LoadedRegistry", "load_registry", "missing_ids_text", "store_records"]
+
+#: Schema Registry's default ``kafkastore.topic``
+SCHEMAS_TOPIC = "_schemas"
+
+#: why framed records may name ids the registry read does not have
+MISSING_IDS_CAUSES = (
+    "the registry's _schemas topic lived on another cluster or another broker's log dir (give it with "
+    "--schemas), records were produced through another registry, or compaction or retention removed the "
+    "records of hard-deleted versions"
+)
+
+# the options of the remote tier and of the topic choice: the store topic is compacted, never tiered
+# (K:storage/.../UnifiedLog.java remoteLogEnabled needs cleanup.policy=delete), and is read whatever the
+# topics exported
+_NOT_PASSED = frozenset(
+    {"remotestorage", "remotelayout", "remoteprivatekey", "topics", "subscribe", "subscribepattern"}
+)
+
+
+@dataclass(slots=True)
+class LoadedRegistry:
+    """The registry of the inputs (``registry``), the partition folders read (``sources``), and ``notes``:
+    no store found, records that did not parse, partitions whose early records are gone."""
+
+    registry: SchemaRegistry
+    sources: tuple[str, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+
+def missing_ids_text(ids: Iterable[int], loaded: LoadedRegistry) -> str:
+    """One line for framed records whose schema ids the registry does not have, with the common causes."""
+    listed = sorted(set(ids))
+    shown = ", ".join(map(str, listed[:20])) + (f" and {len(listed) - 20} more" if len(listed) > 20 else "")
+    where = ", ".join(loaded.sources) if loaded.sources else "no _schemas partition among the inputs"
+    return f"schema ids not in the registry read ({where}): {shown}; common causes: {MISSING_IDS_CAUSES}"
+
+
+def _norm(path: str, local: bool) -> str:
+    return os.path.abspath(os.path.normpath(path)) if local and "://" not in path else path.rstrip("/")
+
+
+def _named_directly(ref: PartitionRef, item: str) -> bool:
+    """The partition folder, or one of its segment files, is the input ``item`` itself."""
+    local = ref.storage.is_local
+    given, path = _norm(item, local), _norm(ref.path, local)
+    return given == path or os.path.dirname(given) == path
+
+
+def _store_partitions(
+    paths: Sequence[str], schemas: Sequence[str], options: Mapping[str, Any] | None, topic: str
+) -> list[PartitionRef]:
+    from logdoctor.logdir.discovery import discover, split_paths
+
+    opts = {k: v for k, v in (options or {}).items() if str(k).lower() not in _NOT_PASSED}
+    found: dict[str, PartitionRef] = {}
+    items = split_paths(list(paths), opts) if paths else []
+    if items:
+        for ref in discover(items, opts):
+            if ref.topic == topic:
+                found.setdefault(_norm(ref.path, ref.storage.is_local), ref)
+    for item in split_paths(list(schemas), opts) if schemas else []:
+        for ref in discover([item], opts):
+            if ref.topic == topic or _named_directly(ref, item):
+                found.setdefault(_norm(ref.path, ref.storage.is_local), ref)
+    return sorted(found.values(), key=lambda r: (r.log_dir, r.topic, r.partition, r.path))
+
+
+def store_records(ref: PartitionRef, problems: list[str]) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """The ``(offset, key, value)`` data records of a partition in offset order, each offset once. What is
+    not read (a batch whose CRC does not match, a batch whose records do not decode, a segment's damaged
+    tail, a file that cannot be read) is named in ``problems``."""
+    from logdoctor.formats.records import CrcSkip, skip_crc_mismatches
+    from logdoctor.logdir.read_plan import OffsetOrder
+    from logdoctor.logdir.seek import segment_batches
+
+    for seg in ref.segments:
+        skipped: list[CrcSkip] = []
+        walk = segment_batches(seg, 0, verify_crc=False)
+        batches = skip_crc_mismatches(walk, skipped)
+        order = OffsetOrder(seg)
+        told = 0
+        try:
+            for batch in batches:
+                while told < len(skipped):
+                    order.passed(skipped[told].last_offset)
+                    told += 1
+                if not order.admit(batch) or batch.is_control:
+                    continue
+                try:
+                    records = [(r.offset, r.key, r.value) for r in batch.records()]
+                except FormatError as exc:
+                    problems.append(
+                        f"{seg.path}@{batch.position}: records of offsets {batch.base_offset}-"
+                        f"{batch.last_offset} not read: {exc}"
+                    )
+                    continue
+                for offset, key, value in records:
+                    yield offset, None if key is None else bytes(key), None if value is None else bytes(value)
+        except FormatError as exc:
+            problems.append(f"{seg.path}: the rest of the segment not read: {exc}")
+        except OSError as exc:
+            problems.append(f"{seg.path}: not read: {exc}")
+        finally:
+            batches.close()
+            walk.close()
+        problems.extend(c.describe(seg.path) for c in skipped)
+        problems.extend(order.problems)
+
+
+def _counted(
+    records: Iterator[tuple[int, bytes | None, bytes | None]], offsets: list[int]
+) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """``records``, their offsets appended to ``offsets`` as they go by."""
+    for rec in records:
+        offsets.append(rec[0])
+        yield rec
+
+
+def load_registry(
+    paths: Sequence[str],
+    schemas: Sequence[str] = (),
+    *,
+    options: Mapping[str, Any] | None = None,
+    topic: str = SCHEMAS_TOPIC,
+) -> LoadedRegistry:
+    """The registry of every ``topic`` partition among ``paths`` and ``schemas`` (where a partition folder
+    named directly is read whatever its topic). ``options``: the file systems' (``s3.region``, ...), as for
+    the readers. Raises :class:`~logdoctor.logdir.discovery.DiscoveryError` for a path that is not there or
+    holds no log dir, :class:`~logdoctor.formats.registry.store.RegistryConflictError` for two registries."""
+    refs = _store_partitions(paths, schemas, options, topic)
+    if not refs:
+        return LoadedRegistry(
+            SchemaRegistry(),
+            (),
+            [
+                f"no {topic} partition found among the inputs: no framed record can be typed (the registry's "
+                "topic may be on another broker or cluster: give its log dir or partition folder with "
+                "--schemas)"
+            ],
+        )
+    notes: list[str] = []
+    parts: list[tuple[str, SchemaRegistry]] = []
+    for ref in refs:
+        problems: list[str] = []
+        offsets: list[int] = []
+        reg = replay_records(_counted(store_records(ref, problems), offsets), ref.path)
+        parts.append((ref.path, reg))
+        notes.extend(problems)
+        if not offsets:
+            notes.append(f"{ref.path}: no records")
+        else:
+            if offsets[0] > 0:
+                notes.append(
+                    f"{ref.path}: the first record is at offset {offsets[0]}: the records before it "
+                    "(the first schemas registered among them) are gone"
+                )
+            if offsets[-1] - offsets[0] + 1 != len(offsets):
+                why = "records not read (named above), or compacted" if problems else "compacted"
+                notes.append(
+                    f"{ref.path}: {len(offsets)} records of offsets {offsets[0]}-{offsets[-1]}: {why} "
+                    "(a compaction removes the versions hard-deleted before it)"
+                )
+    registry = merge(parts)
+    notes.extend(registry.notes)
+    notes.extend(registry.errors)
+    return LoadedRegistry(registry, tuple(ref.path for ref in refs), notes)
