@@ -34,6 +34,7 @@ from logdoctor.formats.registry.writers import Decoders, Resolved, WriterKey, is
 if TYPE_CHECKING:
     from logdoctor.formats.registry.store import SchemaRegistry
 
+_MISSING = ("unknown_schema_id", "schema_hard_deleted")
 KAFKA_COLUMN = "kafka"
 UNDECODED = "_undecoded"
 KEY_HEADER = "__key_schema_id"
@@ -303,8 +304,11 @@ class TopicCounts:
     tombstones: int = 0
     raw: int = 0
     undecoded: collections.Counter[str] = field(default_factory=collections.Counter)
+    #: the schema ids named by records sent away as unknown or hard-deleted
+    missing_ids: set[int] = field(default_factory=set)
 
     def add(self, other: TopicCounts) -> None:
+        self.missing_ids |= other.missing_ids
         self.records += other.records
         self.decoded += other.decoded
         self.schema_deleted += other.schema_deleted
@@ -320,6 +324,7 @@ class TopicCounts:
             "tombstones": self.tombstones,
             "raw": self.raw,
             "undecoded": dict(sorted(self.undecoded.items())),
+            "missing_schema_ids": sorted(self.missing_ids),
         }
 
     @classmethod
@@ -327,6 +332,7 @@ class TopicCounts:
         c = cls(int(d["records"]), int(d["decoded"]), int(d["schema_deleted"]), int(d["tombstones"]))
         c.raw = int(d.get("raw", 0))
         c.undecoded.update({str(k): int(v) for k, v in (d.get("undecoded") or {}).items()})
+        c.missing_ids.update(int(i) for i in d.get("missing_schema_ids") or ())
         return c
 
 
@@ -376,6 +382,8 @@ class TypedBatches:
             kept = [i for i in range(n) if not ok[i]]
             for i in kept:
                 counts.undecoded[reasons[i]] += 1  # type: ignore[index]
+                if reasons[i] in _MISSING and ids[i] is not None:
+                    counts.missing_ids.add(ids[i])  # type: ignore[arg-type]
             raw = rb.filter(pa.array([not o for o in ok]))
             side = undecoded_schema()
             cols = [raw.column(f.name) for f in side if f.name in raw.schema.names]

@@ -18,13 +18,6 @@ from logdoctor.spark.typed import (
     survey,
 )
 
-#: the common causes of schema ids the registry does not have, said with any record sent away for one
-MISSING_SCHEMA_CAUSES = (
-    "the registry is rebuilt from the _schemas partitions among the inputs and --schemas: a schema id it "
-    "does not have means _schemas lived on another cluster (give its log dir with --schemas PATH) or was "
-    "compacted or cleaned after the schema was deleted"
-)
-
 
 @dataclass(slots=True)
 class TypedSummary:
@@ -69,9 +62,11 @@ class TypedSummary:
                 parts.append(f"{sum(c.undecoded.values()):,} to _undecoded ({why})")
             where = self.tables.get(topic)
             out.append(f"{topic}: {'; '.join(parts)}" + (f" -> {where}" if where else ""))
-        reasons = {r for c in self.counts.values() for r in c.undecoded}
-        if reasons & {"unknown_schema_id", "unknown_schema_guid", "schema_hard_deleted"}:
-            out.append(MISSING_SCHEMA_CAUSES)
+        missing = {i for c in self.counts.values() for i in c.missing_ids}
+        if missing:
+            from logdoctor.logdir.schemas_store import LoadedRegistry, missing_ids_text
+
+            out.append(missing_ids_text(missing, LoadedRegistry(None, tuple(self.registry_sources))))  # type: ignore[arg-type]
         return out
 
 
