@@ -23,7 +23,7 @@ import json
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import Any
 
 import pyarrow as pa
@@ -181,7 +181,7 @@ def variable_scale_decimal(value: Mapping[str, Any] | None) -> Decimal | None:
     if value is None or value.get("value") is None or value.get("scale") is None:
         return None
     unscaled = int.from_bytes(bytes(value["value"]), "big", signed=True)
-    return Decimal(unscaled).scaleb(-int(value["scale"]))
+    return Decimal(f"{unscaled}E{-int(value['scale'])}")  # exact: no context rounds it
 
 
 def variable_scale_decimals(values: Sequence[Mapping[str, Any] | None]) -> tuple[pa.DataType, list]:
@@ -190,14 +190,18 @@ def variable_scale_decimals(values: Sequence[Mapping[str, Any] | None]) -> tuple
     present = [d for d in decimals if d is not None]
     scale = max([0, *(-d.as_tuple().exponent for d in present)])  # type: ignore[operator]
     if scale <= 38 and all(_digits_at(d, scale) <= 38 for d in present):
-        return pa.decimal128(38, scale), [
-            None if d is None else d.quantize(Decimal(1).scaleb(-scale)) for d in decimals
-        ]
+        quantum = Decimal(f"1E{-scale}")
+        exact = [None if d is None else d.quantize(quantum, context=_EXACT) for d in decimals]
+        return pa.decimal128(38, scale), exact
     return pa.string(), [None if d is None else format(d, "f") for d in decimals]
 
 
+#: a context wide enough that no arithmetic here rounds (the default one keeps 28 digits)
+_EXACT = Context(prec=10_000)
+
+
 def _digits_at(value: Decimal, scale: int) -> int:
-    return len(str(abs(int(value.scaleb(scale)))))
+    return len(str(abs(int(value.scaleb(scale, context=_EXACT)))))
 
 
 # --- the placeholder -------------------------------------------------------------------------------------
