@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import pickle
 from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
@@ -18,7 +19,14 @@ import pyarrow as pa
 import pytest
 
 from logdoctor.formats.registry.debezium import DEFAULT_PLACEHOLDER
-from logdoctor.spark.cdc import Compaction, FoldOptions, fold_topic
+from logdoctor.spark.cdc import (
+    Compaction,
+    FoldOptions,
+    PartitionFold,
+    build_table,
+    fold_topic,
+    merge_partitions,
+)
 
 # --- the canonical JSON of the README ("Canonical JSON", "Final table") -------------------------------------
 
@@ -345,3 +353,23 @@ def test_compacted_topic_says_what_the_cleaner_may_have_removed() -> None:
     assert not result.stats.point_in_time_in_cleaned_range
     assert log.fold(compaction=Compaction({0: 4}), ending_offsets={0: 2}).stats.point_in_time_in_cleaned_range
     assert Log().event("r", 1).fold().stats.deletes_in_cleaned_range == 0
+
+
+def test_partitions_folded_apart_then_merged() -> None:
+    """The partitions' folds travel (pickled, as from Spark tasks) and merge into the same table."""
+    log = (
+        _timeline()
+        .event("c", 9, name="p1", lsn=35, ts=350, partition=1)
+        .event("t", None, lsn=25, partition=2)
+    )
+    whole = log.fold()
+    results = []
+    for partition, batch_rows in log.rows.items():
+        fold = PartitionFold(partition, VALUE)
+        fold.feed(ci.batch_of(ENVELOPE, KEY, batch_rows))
+        results.append(pickle.loads(pickle.dumps(fold.result())))
+    merged, stats = merge_partitions(results)
+    table = build_table(merged, VALUE, SOURCE, stats)
+    assert table.equals(whole.table)
+    assert sorted(rows(whole)) == [2, 9]  # key 1: deleted at lsn 40; the truncate at lsn 25 is before both
+    assert stats == whole.stats

@@ -254,11 +254,12 @@ class PartitionFold:
             tombstone = pc.and_kleene(tombstone, batch.column(n).is_null())
         tombs = tombstone.to_pylist()
         ops = batch.column("op").to_pylist()
-        afters = batch.column("after")
+        after_column = batch.column("after")
+        afters = after_column.to_pylist()
         sources = batch.column("source").to_pylist()
         transactions = batch.column("transaction").to_pylist() if "transaction" in names else None
         kafka = batch.column(PROVENANCE_COLUMN).to_pylist()
-        after_names = [afters.type.field(i).name for i in range(afters.type.num_fields)]
+        after_names = [after_column.type.field(i).name for i in range(after_column.type.num_fields)]
         stray = [n for n in after_names if n not in self._index]
         if stray:
             raise ValueError(
@@ -289,7 +290,7 @@ class PartitionFold:
             op = ops[i]
             transaction = transactions[i] if transactions is not None else None
             if op in (READ, CREATE, UPDATE):
-                after = afters[i].as_py()
+                after = afters[i]
                 if after is None:
                     self.stats.events_ignored += 1
                     continue
