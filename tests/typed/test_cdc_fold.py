@@ -373,3 +373,30 @@ def test_partitions_folded_apart_then_merged() -> None:
     assert table.equals(whole.table)
     assert sorted(rows(whole)) == [2, 9]  # key 1: deleted at lsn 40; the truncate at lsn 25 is before both
     assert stats == whole.stats
+
+
+def test_primary_key_change_across_partitions() -> None:
+    """The new key hashes to another partition: the create's placeholder takes the old key's value there."""
+    log = (
+        Log()
+        .event("r", 1, name="a", notes="long text", lsn=10, partition=0)
+        .event("u", 1, name="b", notes=DEFAULT_PLACEHOLDER, lsn=20, partition=0)
+        .event("d", 1, lsn=30, partition=0, headers={"__debezium.newkey": '{"id":2}'})
+        .tombstone(1, partition=0, headers={"__debezium.newkey": '{"id":2}'})
+        .event(
+            "c",
+            2,
+            name="b",
+            notes=DEFAULT_PLACEHOLDER,
+            lsn=30,
+            partition=1,
+            headers={"__debezium.oldkey": '{"id":1}'},
+        )
+        .event("u", 2, name="c", notes=DEFAULT_PLACEHOLDER, lsn=40, partition=1)
+    )
+    result = log.fold()
+    got = rows(result)
+    assert sorted(got) == [2]
+    assert (got[2]["name"], got[2]["notes"]) == ("c", "long text")
+    assert result.stats.partial_rows == 0 and result.stats.placeholder_cells_null == 0
+    assert result.stats.placeholder_cells_resolved == 2  # the update of key 1, then the move

@@ -172,6 +172,9 @@ class _Row:
     position: dict | None
     order: tuple | None
     txid: str | None
+    #: the old key of a primary-key change whose delete this partition did not see (another partition has
+    #: it): the merge takes the ``unresolved`` columns from that key's row there
+    moved_from: Any = None
 
 
 @dataclass(slots=True)
@@ -195,13 +198,16 @@ class _Truncate:
 
 @dataclass
 class PartitionResult:
-    """One partition folded: its live rows and deleted keys by key, its truncates, its counts."""
+    """One partition folded: its live rows and deleted keys by key, its truncates, its counts, and the rows
+    its primary-key-change deletes moved away (new key -> (old key, the row)) that no create of this
+    partition took."""
 
     partition: int
     live: dict[Any, _Row]
     gone: dict[Any, _Gone]
     truncates: list[_Truncate]
     stats: CdcStats
+    moved: dict[Any, tuple[Any, _Row]] = field(default_factory=dict)
 
 
 class NotAnEnvelope(ValueError):
@@ -352,12 +358,15 @@ class PartitionFold:
         previous = self.live.get(key)
         base = previous
         origin = (previous.origin, previous.origin_offset) if previous else (op, meta["offset"])
+        moved_from = previous.moved_from if previous else None
         if previous is None and op == CREATE:
             old_key = _header_key(meta, OLDKEY_HEADER)
             stash = self.moved.pop(key, None)
             if old_key is not None and stash is not None and stash[0] == old_key:
                 base = stash[1]  # a primary-key change: the old key's row, as the delete found it
                 origin = (base.origin, base.origin_offset)
+            else:
+                moved_from = old_key  # its delete is in another partition (or absent): the merge looks
         unresolved: set[int] = set()
         for index, is_placeholder in self._tests:
             value = values[index]
@@ -376,6 +385,7 @@ class PartitionFold:
             origin[0],
             origin[1],
             **self._provenance(meta, op, source, transaction),
+            moved_from=moved_from if unresolved else None,
         )
         self.stats.events_folded += 1
 
@@ -426,7 +436,7 @@ class PartitionFold:
 
     def result(self) -> PartitionResult:
         """The partition's folded state (call after the last :meth:`feed`)."""
-        return PartitionResult(self.partition, self.live, self.gone, self.truncates, self.stats)
+        return PartitionResult(self.partition, self.live, self.gone, self.truncates, self.stats, self.moved)
 
 
 def _header_key(meta: Mapping[str, Any], name: str) -> Any:
@@ -474,7 +484,28 @@ def merge_partitions(results: Sequence[PartitionResult]) -> tuple[list[tuple[Any
         rows = list(results[0].live.items())
     else:
         rows = _merge_many(results, stats)
+        _resolve_moved(rows, results, stats)
     return rows, stats
+
+
+def _resolve_moved(rows: list[tuple[Any, _Row]], results: Sequence[PartitionResult], stats: CdcStats) -> None:
+    """Fill the placeholder cells of rows a primary-key change moved between partitions from the old key's
+    row, as the delete in the other partition found it."""
+    for key, row in rows:
+        if row.moved_from is None or not row.unresolved:
+            continue
+        for r in results:
+            stash = r.moved.get(key)
+            if r.partition == row.partition or stash is None or stash[0] != row.moved_from:
+                continue
+            old = stash[1]
+            filled = {i for i in row.unresolved if i not in old.unresolved}
+            for i in filled:
+                row.values[i] = old.values[i]
+            stats.placeholder_cells_resolved += len(filled)
+            row.unresolved = row.unresolved - filled
+            row.moved_from = None
+            break
 
 
 def _merge_many(results: Sequence[PartitionResult], stats: CdcStats) -> list[tuple[Any, _Row]]:
