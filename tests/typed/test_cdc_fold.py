@@ -400,3 +400,9 @@ def test_primary_key_change_across_partitions() -> None:
     assert (got[2]["name"], got[2]["notes"]) == ("c", "long text")
     assert result.stats.partial_rows == 0 and result.stats.placeholder_cells_null == 0
     assert result.stats.placeholder_cells_resolved == 2  # the update of key 1, then the move
+
+
+def test_a_table_folds_as_its_batches() -> None:
+    batches = ci.topic_batches(ci.ORDERS, batch_size=7)
+    as_table = {p: [pa.Table.from_batches(b)] for p, b in batches.items()}
+    assert fold_topic(as_table).table.equals(fold_topic(batches).table)

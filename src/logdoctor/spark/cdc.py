@@ -31,8 +31,10 @@ The rules (docs/cdc.md), with the Debezium source each restates (github:debezium
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -169,9 +171,8 @@ class _Row:
     offset: int
     op: str
     ts_ms: int | None
-    position: dict | None
-    order: tuple | None
-    txid: str | None
+    position: tuple | None  # the source's position fields (PartitionResult.position_names)
+    txid: Any  # transaction.id, else source.txId, else source.gtid
     #: the old key of a primary-key change whose delete this partition did not see (another partition has
     #: it): the merge takes the ``unresolved`` columns from that key's row there
     moved_from: Any = None
@@ -185,7 +186,7 @@ class _Gone:
     offset: int
     op: str
     ts_ms: int | None
-    order: tuple | None
+    position: tuple | None
 
 
 @dataclass(slots=True)
@@ -193,14 +194,14 @@ class _Truncate:
     partition: int
     offset: int
     ts_ms: int | None
-    order: tuple | None
+    position: tuple | None
 
 
 @dataclass
 class PartitionResult:
-    """One partition folded: its live rows and deleted keys by key, its truncates, its counts, and the rows
-    its primary-key-change deletes moved away (new key -> (old key, the row)) that no create of this
-    partition took."""
+    """One partition folded: its live rows and deleted keys by key, its truncates, its counts, the rows its
+    primary-key-change deletes moved away (new key -> (old key, the row)) that no create of this partition
+    took, and what its events' positions are (``source.connector``, the names of the position fields)."""
 
     partition: int
     live: dict[Any, _Row]
@@ -208,6 +209,31 @@ class PartitionResult:
     truncates: list[_Truncate]
     stats: CdcStats
     moved: dict[Any, tuple[Any, _Row]] = field(default_factory=dict)
+    connector: str | None = None
+    position_names: tuple[str, ...] = ()
+
+    def order(self, event: _Row | _Gone | _Truncate) -> tuple | None:
+        """The event's place in the database's log
+        (:func:`~logdoctor.formats.registry.debezium.position_key`), or None when it has none."""
+        if event.position is None:
+            return None
+        source = dict(zip(self.position_names, event.position, strict=True))
+        source["connector"] = self.connector
+        return debezium.position_key(source)
+
+
+@contextmanager
+def _without_cyclic_gc() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector: the fold makes millions of small objects that live on (one
+    row per key) and form no cycles, and the collector would scan them all again and again (half the fold's
+    time). Reference counting still frees everything; the collector's previous state is restored."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 class NotAnEnvelope(ValueError):
@@ -237,6 +263,8 @@ class PartitionFold:
         self.moved: dict[Any, tuple[Any, _Row]] = {}  # new key -> (old key, the old key's row)
         self.truncates: list[_Truncate] = []
         self.stats = CdcStats()
+        self.connector: str | None = None
+        self.position_names: tuple[str, ...] = ()
         self._stopped = False
         ends = self.options.ending_offsets or {}
         self._end_offset = ends.get(partition)
@@ -249,118 +277,72 @@ class PartitionFold:
 
     def feed(self, batch: pa.RecordBatch | pa.Table) -> None:
         """Fold a batch of this partition's events (the next ones in offset order)."""
+        if isinstance(batch, pa.Table):
+            for part in batch.to_batches():
+                self.feed(part)
+            return
         if self.stats.refused:
             return
-        names = batch.schema.names
-        if not debezium.is_envelope([batch.schema.field(n) for n in names if n != PROVENANCE_COLUMN]):
-            raise NotAnEnvelope(f"partition {self.partition}: columns {names} are not a Debezium envelope")
-        envelope = [n for n in names if n != PROVENANCE_COLUMN]
-        tombstone = batch.column(envelope[0]).is_null()
-        for n in envelope[1:]:
-            tombstone = pc.and_kleene(tombstone, batch.column(n).is_null())
-        tombs = tombstone.to_pylist()
-        ops = batch.column("op").to_pylist()
-        after_column = batch.column("after")
-        afters = after_column.to_pylist()
-        sources = batch.column("source").to_pylist()
-        transactions = batch.column("transaction").to_pylist() if "transaction" in names else None
-        kafka = batch.column(PROVENANCE_COLUMN).to_pylist()
-        after_names = [after_column.type.field(i).name for i in range(after_column.type.num_fields)]
-        stray = [n for n in after_names if n not in self._index]
-        if stray:
-            raise ValueError(
-                f"partition {self.partition}: columns {stray} of `after` are not in the table's type"
-            )
+        with _without_cyclic_gc():
+            self._feed(batch)
+
+    def _feed(self, batch: pa.RecordBatch) -> None:
+        events = _Events(batch, self)
+        end_ts = self.options.ending_timestamp_ms
         for i in range(batch.num_rows):
-            meta = kafka[i]
-            offset = meta["offset"]
+            offset = events.offsets[i]
             if self._stopped or (self._end_offset is not None and offset >= self._end_offset):
                 self._stopped = True
                 self.stats.events_after_end += 1
                 continue
-            if meta.get("transaction_result") in UNCOMMITTED:
+            if events.results is not None and events.results[i] in UNCOMMITTED:
                 self.stats.events_uncommitted += 1
                 continue
-            if tombs[i]:
-                self._tombstone(meta)
+            if events.tombstones[i]:
+                self._tombstone(events, i)
                 continue
-            source = sources[i]
-            ts_ms = source.get("ts_ms") if source else None
-            end_ts = self.options.ending_timestamp_ms
+            ts_ms = events.ts_ms[i]
             if end_ts is not None and ts_ms is not None and ts_ms > end_ts:
                 self._stopped = True
                 self.stats.events_after_end += 1
                 if offset < self._cleaned_to:
                     self.stats.point_in_time_in_cleaned_range = True
                 continue
-            op = ops[i]
-            transaction = transactions[i] if transactions is not None else None
+            op = events.ops[i]
             if op in (READ, CREATE, UPDATE):
-                after = afters[i]
-                if after is None:
+                if events.after_valid[i]:
+                    self._upsert(events, i, op)
+                else:
                     self.stats.events_ignored += 1
-                    continue
-                self._upsert(op, meta, after, source, transaction)
             elif op == DELETE:
-                self._delete(meta, source, transaction)
+                self._delete(events, i)
             elif op == TRUNCATE:
-                self._truncate(meta, source)
+                self._truncate(events, i)
             else:
                 self.stats.events_ignored += 1
+            if self.stats.refused:
+                return
 
-    def _key(self, meta: Mapping[str, Any]) -> Any:
-        key = meta.get("key")
-        if isinstance(key, dict):
-            return tuple(key.values())
-        return key
-
-    def _refuse(self, meta: Mapping[str, Any]) -> None:
+    def _refuse(self, offset: int) -> None:
         self.stats.refused = (
-            f"no primary key: the change event at partition {self.partition} offset {meta['offset']} has a "
+            f"no primary key: the change event at partition {self.partition} offset {offset} has a "
             "null key (Debezium keys events by the table's primary key or message.key.columns; without one "
             "the topic is a create-only stream whose rows cannot be told apart)"
         )
 
-    def _provenance(
-        self,
-        meta: Mapping[str, Any],
-        op: str,
-        source: Mapping[str, Any] | None,
-        transaction: Mapping[str, Any] | None,
-    ) -> dict[str, Any]:
-        return {
-            "partition": self.partition,
-            "offset": meta["offset"],
-            "op": op,
-            "ts_ms": source.get("ts_ms") if source else None,
-            "position": {k: v for k, v in source.items() if k in debezium.ALL_POSITION_FIELDS}
-            if source
-            else None,
-            "order": debezium.position_key(source),
-            "txid": debezium.transaction_id(source, transaction),
-        }
-
-    def _upsert(
-        self,
-        op: str,
-        meta: Mapping[str, Any],
-        after: Mapping[str, Any],
-        source: Mapping[str, Any] | None,
-        transaction: Mapping[str, Any] | None,
-    ) -> None:
-        key = self._key(meta)
+    def _upsert(self, events: _Events, i: int, op: str) -> None:
+        key = events.keys[i]
+        offset = events.offsets[i]
         if key is None:
-            self._refuse(meta)
+            self._refuse(offset)
             return
-        values = [None] * len(self.names)
-        for name, value in after.items():
-            values[self._index[name]] = value
+        values = events.values(i)
         previous = self.live.get(key)
         base = previous
-        origin = (previous.origin, previous.origin_offset) if previous else (op, meta["offset"])
+        origin = (previous.origin, previous.origin_offset) if previous else (op, offset)
         moved_from = previous.moved_from if previous else None
         if previous is None and op == CREATE:
-            old_key = _header_key(meta, OLDKEY_HEADER)
+            old_key = events.header_key(i, OLDKEY_HEADER)
             stash = self.moved.pop(key, None)
             if old_key is not None and stash is not None and stash[0] == old_key:
                 base = stash[1]  # a primary-key change: the old key's row, as the delete found it
@@ -384,77 +366,181 @@ class PartitionFold:
             frozenset(unresolved),
             origin[0],
             origin[1],
-            **self._provenance(meta, op, source, transaction),
-            moved_from=moved_from if unresolved else None,
+            self.partition,
+            offset,
+            op,
+            events.ts_ms[i],
+            events.position(i),
+            events.transaction_id(i),
+            moved_from if unresolved else None,
         )
         self.stats.events_folded += 1
 
-    def _delete(
-        self, meta: Mapping[str, Any], source: Mapping[str, Any] | None, transaction: Mapping[str, Any] | None
-    ) -> None:
-        key = self._key(meta)
+    def _delete(self, events: _Events, i: int) -> None:
+        key = events.keys[i]
+        offset = events.offsets[i]
         if key is None:
-            self._refuse(meta)
+            self._refuse(offset)
             return
         previous = self.live.pop(key, None)
         if previous is None:
             self.stats.deletes_without_row += 1
         else:
-            new_key = _header_key(meta, NEWKEY_HEADER)
+            new_key = events.header_key(i, NEWKEY_HEADER)
             if new_key is not None:
                 self.moved[new_key] = (key, previous)
-        prov = self._provenance(meta, DELETE, source, transaction)
-        self.gone[key] = _Gone(self.partition, meta["offset"], DELETE, prov["ts_ms"], prov["order"])
-        if meta["offset"] < self._cleaned_to:
+        self.gone[key] = _Gone(self.partition, offset, DELETE, events.ts_ms[i], events.position(i))
+        if offset < self._cleaned_to:
             self.stats.deletes_in_cleaned_range += 1
         self.stats.events_folded += 1
 
-    def _tombstone(self, meta: Mapping[str, Any]) -> None:
-        key = self._key(meta)
+    def _tombstone(self, events: _Events, i: int) -> None:
+        key = events.keys[i]
+        offset = events.offsets[i]
         if key is None:
             self.stats.events_ignored += 1
             return
         previous = self.live.pop(key, None)
         if previous is not None:
             # a tombstone with no delete before it: it deletes the row all the same
-            self.gone[key] = _Gone(self.partition, meta["offset"], TOMBSTONE, previous.ts_ms, None)
-            if meta["offset"] < self._cleaned_to:
+            self.gone[key] = _Gone(self.partition, offset, TOMBSTONE, previous.ts_ms, None)
+            if offset < self._cleaned_to:
                 self.stats.deletes_in_cleaned_range += 1
         elif key not in self.gone:
             self.stats.deletes_without_row += 1
-            self.gone[key] = _Gone(self.partition, meta["offset"], TOMBSTONE, None, None)
+            self.gone[key] = _Gone(self.partition, offset, TOMBSTONE, None, None)
         self.stats.events_folded += 1
 
-    def _truncate(self, meta: Mapping[str, Any], source: Mapping[str, Any] | None) -> None:
+    def _truncate(self, events: _Events, i: int) -> None:
         self.live.clear()
         self.gone.clear()
         self.moved.clear()
-        ts_ms = source.get("ts_ms") if source else None
-        self.truncates.append(_Truncate(self.partition, meta["offset"], ts_ms, debezium.position_key(source)))
+        self.truncates.append(
+            _Truncate(self.partition, events.offsets[i], events.ts_ms[i], events.position(i))
+        )
         self.stats.truncates += 1
         self.stats.events_folded += 1
 
     def result(self) -> PartitionResult:
         """The partition's folded state (call after the last :meth:`feed`)."""
-        return PartitionResult(self.partition, self.live, self.gone, self.truncates, self.stats, self.moved)
+        return PartitionResult(
+            self.partition,
+            self.live,
+            self.gone,
+            self.truncates,
+            self.stats,
+            self.moved,
+            self.connector,
+            self.position_names,
+        )
 
 
-def _header_key(meta: Mapping[str, Any], name: str) -> Any:
-    """The key a ``__debezium.newkey`` / ``__debezium.oldkey`` header names, as :meth:`PartitionFold._key`
-    makes keys (Connect's SimpleHeaderConverter writes the key struct as JSON text: ``{"id":1010}``), or None
-    when the header is absent or does not parse."""
-    for header in meta.get("headers") or ():
-        if header.get("key") != name or header.get("value") is None:
-            continue
-        try:
-            parsed = json.loads(bytes(header["value"]).decode())
-        except (UnicodeDecodeError, ValueError):
+class _Events:
+    """A batch's events as Python lists, a column at a time (the rows' values built only for upserts)."""
+
+    def __init__(self, batch: pa.RecordBatch, fold: PartitionFold) -> None:
+        schema = batch.schema
+        envelope = [n for n in schema.names if n != PROVENANCE_COLUMN]
+        if PROVENANCE_COLUMN not in schema.names or not debezium.is_envelope(
+            [schema.field(n) for n in envelope]
+        ):
+            raise NotAnEnvelope(
+                f"partition {fold.partition}: columns {schema.names} are not a Debezium envelope and `kafka`"
+            )
+        n = batch.num_rows
+        kafka = batch.column(PROVENANCE_COLUMN)
+        kafka_names = {kafka.type.field(j).name for j in range(kafka.type.num_fields)}
+        self.offsets: list[int] = kafka.field("offset").to_pylist()
+        self.results = (
+            kafka.field("transaction_result").to_pylist() if "transaction_result" in kafka_names else None
+        )
+        self._headers = kafka.field("headers") if "headers" in kafka_names else None
+        key = kafka.field("key")
+        self.key_names: list[str] | None = None
+        if pa.types.is_struct(key.type):
+            self.key_names = [key.type.field(j).name for j in range(key.type.num_fields)]
+            children = zip(*(key.field(j).to_pylist() for j in range(key.type.num_fields)), strict=True)
+            valid = key.is_valid().to_pylist()
+            self.keys: list[Any] = [k if ok else None for k, ok in zip(children, valid, strict=True)]
+        else:
+            self.keys = key.to_pylist()
+        nulls = batch.column(envelope[0]).is_null()
+        for name in envelope[1:]:
+            nulls = pc.and_kleene(nulls, batch.column(name).is_null())
+        self.tombstones: list[bool] = nulls.to_pylist()
+        self.ops: list[str | None] = batch.column("op").to_pylist()
+        source = batch.column("source")
+        source_names = [source.type.field(j).name for j in range(source.type.num_fields)]
+        self.ts_ms: list[int | None] = (
+            source.field("ts_ms").to_pylist() if "ts_ms" in source_names else [None] * n
+        )
+        fold.position_names = tuple(f.name for f in debezium.position_fields(source.type))
+        self._positions = [source.field(name).to_pylist() for name in fold.position_names]
+        if fold.connector is None and "connector" in source_names:
+            present = [c for c in pc.unique(source.field("connector")).to_pylist() if c is not None]
+            fold.connector = present[0] if present else None
+        self._tx_ids = []  # the first of these that is not null is the event's transaction id
+        if "transaction" in schema.names:
+            transaction = batch.column("transaction")
+            if pa.types.is_struct(transaction.type) and transaction.type.get_field_index("id") >= 0:
+                ids = transaction.field("id").to_pylist()
+                valid = transaction.is_valid().to_pylist()
+                self._tx_ids.append([t if ok else None for t, ok in zip(ids, valid, strict=True)])
+        for name in ("txId", "gtid"):
+            if name in source_names:
+                self._tx_ids.append(source.field(name).to_pylist())
+        after = batch.column("after")
+        self.after_valid: list[bool] = after.is_valid().to_pylist()
+        after_names = [after.type.field(j).name for j in range(after.type.num_fields)]
+        stray = [name for name in after_names if name not in fold._index]
+        if stray:
+            raise ValueError(
+                f"partition {fold.partition}: columns {stray} of `after` are not in the table's type"
+            )
+        self._width = len(fold.names)
+        self._slots = None if after_names == fold.names else [fold._index[name] for name in after_names]
+        self._rows = list(
+            zip(*(after.field(j).to_pylist() for j in range(after.type.num_fields)), strict=True)
+        )
+
+    def values(self, i: int) -> list:
+        """Row ``i``'s ``after`` in the table's column order."""
+        row = self._rows[i]
+        if self._slots is None:
+            return list(row)
+        values = [None] * self._width
+        for slot, value in zip(self._slots, row, strict=True):
+            values[slot] = value
+        return values
+
+    def position(self, i: int) -> tuple | None:
+        if not self._positions:
             return None
-        key = meta.get("key")
-        if isinstance(parsed, dict) and isinstance(key, dict) and set(parsed) == set(key):
-            return tuple(parsed[k] for k in key)
+        return tuple(column[i] for column in self._positions)
+
+    def transaction_id(self, i: int) -> Any:
+        for column in self._tx_ids:
+            if column[i] is not None:
+                return column[i]
         return None
-    return None
+
+    def header_key(self, i: int, name: str) -> Any:
+        """The key a ``__debezium.newkey`` / ``__debezium.oldkey`` header of event ``i`` names, as the fold
+        makes keys (Connect's SimpleHeaderConverter writes the key struct as JSON text: ``{"id":1010}``), or
+        None when the header is absent or does not parse as the key's fields."""
+        if self._headers is None or self.key_names is None:
+            return None
+        for header in self._headers[i].as_py() or ():
+            if header.get("key") != name or header.get("value") is None:
+                continue
+            try:
+                parsed = json.loads(bytes(header["value"]).decode())
+            except (UnicodeDecodeError, ValueError):
+                return None
+            if isinstance(parsed, dict) and set(parsed) == set(self.key_names):
+                return tuple(parsed[k] for k in self.key_names)
+            return None
+        return None
 
 
 # --- the merge across partitions and the table ----------------------------------------------------------
@@ -509,30 +595,30 @@ def _resolve_moved(rows: list[tuple[Any, _Row]], results: Sequence[PartitionResu
 
 
 def _merge_many(results: Sequence[PartitionResult], stats: CdcStats) -> list[tuple[Any, _Row]]:
-    states: dict[Any, list[_Row | _Gone]] = {}
+    states: dict[Any, list[tuple[_Row | _Gone, tuple | None]]] = {}
     for r in results:
         for key, row in r.live.items():
-            states.setdefault(key, []).append(row)
+            states.setdefault(key, []).append((row, r.order(row)))
         for key, gone in r.gone.items():
-            states.setdefault(key, []).append(gone)
-    truncates = [t for r in results for t in r.truncates]
+            states.setdefault(key, []).append((gone, r.order(gone)))
+    truncates = [(t, r.order(t)) for r in results for t in r.truncates]
     rows: list[tuple[Any, _Row]] = []
     for key, candidates in states.items():
-        winner = candidates[0]
-        for other in candidates[1:]:
-            later = _later(other.order, winner.order)
+        winner, winner_order = candidates[0]
+        for other, other_order in candidates[1:]:
+            later = _later(other_order, winner_order)
             if later is None:
                 _unordered(stats, other, winner, "no source position to order two events of one key")
                 later = (other.ts_ms or 0) > (winner.ts_ms or 0)
             if later:
-                winner = other
+                winner, winner_order = other, other_order
         if not isinstance(winner, _Row):
             continue
         truncated = False
-        for t in truncates:
+        for t, t_order in truncates:
             if t.partition == winner.partition:
                 continue  # its own partition's truncates were applied in offset order
-            later = _later(t.order, winner.order)
+            later = _later(t_order, winner_order)
             if later is None:
                 _unordered(stats, winner, t, "no source position to order a row against a truncate")
             elif later:
@@ -599,6 +685,7 @@ def build_table(
         arrays.append(array)
     prov_type = provenance_type(source_type)
     has_position = prov_type.get_field_index("position") >= 0
+    position_names = [f.name for f in debezium.position_fields(source_type)]
     provenance = []
     for _, row in ordered:
         item = {
@@ -607,10 +694,12 @@ def build_table(
             "op": row.op,
             "source_ts_ms": row.ts_ms,
             "source_ts": None if row.ts_ms is None else row.ts_ms * 1000,
-            "transaction_id": row.txid,
+            "transaction_id": None if row.txid is None else str(row.txid),
         }
         if has_position:
-            item["position"] = row.position
+            item["position"] = (
+                None if row.position is None else dict(zip(position_names, row.position, strict=True))
+            )
         provenance.append(item)
     prov_array = _provenance_array(provenance, prov_type)
     name = PROVENANCE_COLUMN if PROVENANCE_COLUMN not in value_type.names else "__" + PROVENANCE_COLUMN
@@ -685,5 +774,6 @@ def fold_topic(
     rows, stats = merge_partitions(results)
     if stats.refused:
         return CdcResult(None, stats)
-    table = build_table(rows, value_type, source_type, stats, options.compaction)
+    with _without_cyclic_gc():
+        table = build_table(rows, value_type, source_type, stats, options.compaction)
     return CdcResult(table, stats)
