@@ -80,6 +80,17 @@ def test_facts_final_table(topic: str) -> None:
     assert result.stats.events_uncommitted == aborted
     counts = json.loads((ci.require() / "facts" / "counts.json").read_text())["cdc"][topic]
     assert result.stats.rows_written == counts["final_rows"]
+    committed = [r for r in ci.records() if r["topic"] == topic and not r["aborted"]]
+    assert result.stats.events_folded == len(committed)
+    placeholders = sum(
+        1
+        for r in committed
+        if r["value_decoded"] and r["value_decoded"]["after"]
+        for v in r["value_decoded"]["after"].values()
+        if v == DEFAULT_PLACEHOLDER
+    )
+    assert result.stats.placeholder_cells_resolved == placeholders  # every key has a snapshot or insert
+    assert (result.stats.partial_rows, result.stats.placeholder_cells_null) == (0, 0)
 
 
 def test_facts_customers_provenance() -> None:
