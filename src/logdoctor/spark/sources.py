@@ -95,7 +95,7 @@ class KafkaLogDataSource(DataSource):
         if opts.typed:  # one topic's typed rows (logdoctor.spark.typed_frame)
             from logdoctor.spark.typed_frame import spark_schema, typed_frame
 
-            return spark_schema(typed_frame(_paths(self.options), self.options))
+            return spark_schema(typed_frame(_paths(self.options), self.options, read_slices))
         return records_ddl(opts.decoded)
 
     def reader(self, schema: Any) -> DataSourceReader:
@@ -112,7 +112,7 @@ class KafkaLogReader(DataSourceReader):
         if self.read_options.typed:  # planned here, in the planning worker; pickled to the tasks with it
             from logdoctor.spark.typed_frame import typed_frame
 
-            self.typed_frame = typed_frame(_paths(options), options)
+            self.typed_frame = typed_frame(_paths(options), options, read_slices)
 
     def partitions(self) -> Sequence[InputPartition]:
         from logdoctor.spark.planning import plan_slices, read_plan, task_groups

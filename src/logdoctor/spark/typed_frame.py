@@ -10,7 +10,7 @@ frame only when their tables have one schema; else the read is refused with an e
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,8 +39,11 @@ class TypedFrame:
                 yield pa.Table.from_batches([rows]).cast(self.schema).combine_chunks().to_batches()[0]
 
 
-def typed_frame(paths: str, options: Mapping[str, str]) -> TypedFrame:
-    """The plan of a typed frame (kept per process: Spark asks for the schema, then for the reader)."""
+def typed_frame(
+    paths: str, options: Mapping[str, str], read_slices: Callable[..., Iterator[pa.RecordBatch]]
+) -> TypedFrame:
+    """The plan of a typed frame (kept per process: Spark asks for the schema, then for the reader);
+    ``read_slices``: :func:`logdoctor.spark.sources.read_slices`, the rows every output reads."""
     from logdoctor.spark.planning import (
         PlanningError,
         parse_read_options,
@@ -48,9 +51,7 @@ def typed_frame(paths: str, options: Mapping[str, str]) -> TypedFrame:
         read_plan,
         task_groups,
     )
-    from logdoctor.spark.sources import read_slices
-    from logdoctor.spark.typed import plan_topics, survey
-    from logdoctor.spark.typed_job import load_typed_registry
+    from logdoctor.spark.typed import load_typed_registry, plan_topics, survey
 
     key = json.dumps([paths, sorted((str(k).lower(), str(v)) for k, v in options.items())])
     found = _CACHE.get(key)

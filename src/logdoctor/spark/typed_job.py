@@ -9,9 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from logdoctor.spark.typed import (
+from logdoctor.spark.typed import (  # noqa: F401 (load_typed_registry: the driver's entry point)
     TopicCounts,
     TypedPlan,
+    load_typed_registry,
     merge_counts,
     merge_surveys,
     plan_topics,
@@ -68,15 +69,6 @@ class TypedSummary:
 
             out.append(missing_ids_text(missing, LoadedRegistry(None, tuple(self.registry_sources))))  # type: ignore[arg-type]
         return out
-
-
-def load_typed_registry(items: Sequence[str], opts: Any, options: Mapping[str, str]) -> Any:
-    """The registry of the ``_schemas`` partitions among ``items`` and under ``opts.schemas``
-    (:func:`logdoctor.logdir.schemas_store.load_registry`)."""
-    from logdoctor.logdir.schemas_store import load_registry
-
-    remote = {k: v for k, v in options.items() if k in ("remoteStorage", "remoteLayout", "remotePrivateKey")}
-    return load_registry(list(items), list(opts.schemas), **({"options": remote} if remote else {}))
 
 
 def survey_job(spark: Any, refs: Sequence[Any], opts: Any, txns: Any, registry: Any) -> TypedPlan:
