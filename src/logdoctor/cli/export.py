@@ -202,9 +202,10 @@ def export_command(
         str,
         typer.Option(
             "--view",
-            help="history (default: every record) or latest (a compacted topic as a table: the latest record "
+            help="history (default: every record), latest (a compacted topic as a table: the latest record "
             "of each key per partition, keys whose latest record is a tombstone left out; "
-            "docs/compacted-topics.md).",
+            "docs/compacted-topics.md) or cdc (each Debezium topic folded into the table it describes, at "
+            "OUT/<topic>; docs/cdc.md).",
         ),
     ] = "history",
     include_internal: Annotated[
@@ -258,6 +259,15 @@ def export_command(
             metavar="PATH",
             help="With --typed: more places holding a _schemas topic (another broker's log dir, a partition "
             "folder, a URI); repeat for several.",
+        ),
+    ] = None,
+    placeholder: Annotated[
+        str | None,
+        typer.Option(
+            "--unavailable-value-placeholder",
+            metavar="TEXT",
+            help="With --view cdc: Debezium's unavailable.value.placeholder, if the connector set another "
+            "than __debezium_unavailable_value.",
         ),
     ] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
@@ -349,6 +359,16 @@ def export_command(
         refusal = overwrite_refusal(out, fmt)
         if refusal is not None:
             fail(f"refused: {refusal}", EX_CANTCREAT)
+    if placeholder is not None and view.strip().lower() != "cdc":
+        usage_error("--unavailable-value-placeholder goes with --view cdc")
+    if view.strip().lower() == "cdc":
+        if partition_by is not None:
+            usage_error("--partition-by applies to the records export; --view cdc writes one table per topic")
+        cdc_export_cli(
+            paths, out, fmt=fmt, mode=mode, options=options, placeholder=placeholder, master=master,
+            confs=confs, remote=remote, catalog=catalog, table=table_name, json_out=json_out,
+            console=console, err=err, not_read=not_read,
+        )  # fmt: skip
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
     fresh = outputs_this_run_creates(out, fmt, writer, catalog)
@@ -432,3 +452,89 @@ def export_command(
 def typed_lines(summary: object) -> list[str]:
     """The typed export's lines (none without --typed)."""
     return [] if summary is None else summary.lines()  # type: ignore[attr-defined]
+
+
+def cdc_export_cli(
+    paths: Sequence[str],
+    out: str,
+    *,
+    fmt: str,
+    mode: str,
+    options: dict[str, object],
+    placeholder: str | None,
+    master: str | None,
+    confs: dict[str, str],
+    remote: str | None,
+    catalog: Sequence[str] | None,
+    table: str | None,
+    json_out: bool,
+    console: object,
+    err: object,
+    not_read: Sequence[str],
+) -> None:
+    """``export --view cdc``: the Debezium topics folded into their tables (logdoctor.spark.cdc_job); exits."""
+    from logdoctor.cli.export_tables import parse_catalog
+    from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.spark.cdc_job import run_cdc_export
+    from logdoctor.spark.export import ExportError, OutputExistsError
+    from logdoctor.spark.planning import PlanningError
+    from logdoctor.spark.session import SparkUnavailableError, get_spark
+    from logdoctor.spark.tables import TableError, TableExistsError, TableSchemaError
+
+    started = time.perf_counter()
+    fresh = outputs_this_run_creates(out, fmt, None, catalog)
+    with (
+        spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"),
+        no_space_exits_73(out, fresh),
+    ):
+        try:
+            with err.status("starting Spark…"):  # type: ignore[attr-defined]
+                spark = get_spark(master, "logdoctor export", conf=confs, remote=remote, sql=False)
+        except SparkUnavailableError as exc:
+            fail(f"error: {exc}", EX_UNAVAILABLE)
+        try:
+            with spark_progress(err, "export", "tasks", disable=json_out) as progress:
+                result = run_cdc_export(
+                    spark,
+                    list(paths),
+                    out,
+                    fmt=fmt,
+                    mode=mode,
+                    options={k: str(v) for k, v in options.items() if v is not None},
+                    placeholder=placeholder,
+                    catalog=parse_catalog(catalog) if fmt == "iceberg" else None,
+                    table_name=table,
+                    progress=progress,
+                )
+        except (OutputOverlapsInputError, OutputExistsError, TableExistsError, TableSchemaError) as exc:
+            fail(f"refused: {exc}", EX_CANTCREAT)
+        except TableError as exc:
+            fail(f"error: {exc}", EX_CANTCREAT)
+        except (ExportError, PlanningError) as exc:
+            usage_error(str(exc))
+    summary = result.typed
+    if json_out:
+        print_json({**result.to_json(), "remote_tier_not_read": list(not_read)}, indent=2)
+    else:
+        console.print(  # type: ignore[attr-defined]
+            f"Folded {sum(s.events_folded for s in summary.stats.values()):,} change events into "
+            f"{result.rows:,} rows of {len(summary.tables)} table(s) under {out} as {fmt}, in "
+            f"{time.perf_counter() - started:.1f} s",
+            soft_wrap=True,
+            markup=False,
+        )
+        for s in result.skipped:
+            console.print(  # type: ignore[attr-defined]
+                f"  skipped: {s.path} {s.describe()} ({s.skipped_bytes:,} bytes): {s.error}",
+                soft_wrap=True,
+                markup=False,
+            )
+        for line in summary.lines():
+            console.print(f"CDC: {line}", soft_wrap=True, markup=False)  # type: ignore[attr-defined]
+        for line in not_read:
+            console.print(  # type: ignore[attr-defined]
+                f"Not exported: {line}", soft_wrap=True, markup=False
+            )
+    refused = any(s.refused for s in summary.stats.values())
+    warn = result.skipped or not_read or summary.undecoded or refused
+    raise typer.Exit(EX_WARNINGS if warn else EX_OK)

@@ -152,7 +152,8 @@ class ReadOptions:
     isolation_level: str = READ_COMMITTED
     #: ``log-end`` (default: a dead broker's checkpoint lags its log) or ``high-watermark``
     upto: str = "log-end"
-    #: ``history`` (every record) or ``latest`` (the latest record per key, logdoctor.spark.latest)
+    #: ``history`` (every record), ``latest`` (the latest record per key, logdoctor.spark.latest) or ``cdc``
+    #: (a Debezium topic's events folded into its table, logdoctor.spark.cdc: the rows read are the history's)
     view: str = "history"
     #: typed tables (docs/typed-tables.md): keys and values decoded with the registry rebuilt from the
     #: ``_schemas`` partitions among the inputs and under ``schemas`` (more paths or URIs)
@@ -237,7 +238,7 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         min_partitions=_positive_int("minPartitions", opts.get("minpartitions"), 2 * (os.cpu_count() or 1)),
         isolation_level=_choice("kafka.isolation.level", isolation, ISOLATION_LEVELS, READ_COMMITTED),
         upto=_choice("upTo", opts.get("upto"), UPTO, "log-end"),
-        view=_choice("view", opts.get("view"), ("history", "latest"), "history"),
+        view=_choice("view", opts.get("view"), ("history", "latest", "cdc"), "history"),
         typed=_typed(opts.get("typed")),
         schemas=_paths_list(opts.get("schemas")),
     )
@@ -579,7 +580,7 @@ def _slice_bytes(sl: SegmentSlice) -> int:
 def task_groups(slices: Sequence[SegmentSlice], opts: ReadOptions) -> list[tuple[SegmentSlice, ...]]:
     """The slices of each task: packed by size (:func:`pack_slices`), or for ``view=latest`` all the slices of
     one replica's partition in one task (:func:`partition_groups`)."""
-    if opts.view == "latest":
+    if opts.view in ("latest", "cdc"):  # a partition's records in one task, in offset order
         return partition_groups(slices)
     return pack_slices(slices, opts.max_partition_bytes, opts.min_partitions)
 

@@ -92,6 +92,10 @@ class KafkaLogDataSource(DataSource):
         from logdoctor.spark.schema import records_ddl
 
         opts = parse_read_options(self.options)
+        if opts.view == "cdc":
+            from logdoctor.spark.planning import PlanningError
+
+            raise PlanningError("view cdc is an export of tables, not a frame: logdoctor export --view cdc")
         if opts.typed:  # one topic's typed rows (logdoctor.spark.typed_frame)
             from logdoctor.spark.typed_frame import spark_schema, typed_frame
 
