@@ -472,7 +472,8 @@ def cdc_export_cli(
     err: object,
     not_read: Sequence[str],
 ) -> None:
-    """``export --view cdc``: the Debezium topics folded into their tables (logdoctor.spark.cdc_job); exits."""
+    """``export --view cdc``: the Debezium topics folded into their tables (logdoctor.spark.cdc_job);
+    exits."""
     from logdoctor.cli.export_tables import parse_catalog
     from logdoctor.errors import OutputOverlapsInputError
     from logdoctor.spark.cdc_job import run_cdc_export

@@ -92,8 +92,8 @@ class CdcSummary:
             if s.deletes_in_cleaned_range or s.rows_in_cleaned_range:
                 parts.append(
                     f"compacted: {s.rows_in_cleaned_range:,} rows and {s.deletes_in_cleaned_range:,} "
-                    "deletes in the range the log cleaner has cleaned (deletes it removed with their tombstones are "
-                    "not known)"
+                    "deletes in the range the log cleaner has cleaned (deletes it removed with their "
+                    "tombstones are not known)"
                 )
             if s.unordered_events:
                 n = len(s.unordered_events)
