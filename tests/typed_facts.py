@@ -102,3 +102,36 @@ def key_value(row: dict[str, Any], schema: pa.Schema) -> Any:
     if pa.types.is_binary(t):
         return None if key is None else key.decode("utf-8")
     return canonical(key, t)
+
+
+def _cdc_value(value: Any) -> Any:
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")  # the column's scale: Arrow's decimal keeps it
+    if isinstance(value, dt.datetime):
+        return _iso_ms(value)
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dict):
+        return {k: _cdc_value(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_cdc_value(v) for v in value]
+    return value
+
+
+def cdc_canonical(table: pa.Table) -> bytes:
+    """A CDC table's rows (``after``'s columns, not the provenance column ``kafka``), sorted by primary key
+    ``id``, as the README's canonical JSON lines ("Final table")."""
+    columns = [n for n in table.column_names if n != "kafka"]
+    rows = sorted(table.select(columns).to_pylist(), key=lambda r: r["id"])
+    dumps = json.dumps
+    lines = [dumps(_cdc_value(r), sort_keys=True, separators=(",", ":"), ensure_ascii=False) for r in rows]
+    return "".join(line + "\n" for line in lines).encode()
+
+
+def cdc_final(topic: str) -> tuple[bytes, str]:
+    """facts/cdc's final table of ``topic`` (its bytes) and its SHA-256."""
+    facts = realworld.require_typed() / "facts" / "cdc"
+    sha = (facts / f"{topic}.final.sha256").read_text().split()[0]
+    return (facts / f"{topic}.final.jsonl").read_bytes(), sha
