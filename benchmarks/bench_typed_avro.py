@@ -61,12 +61,20 @@ def _order(i: int, rnd: random.Random) -> dict:
         "gift": rnd.random() < 0.3,
         "signature": rnd.randbytes(rnd.randrange(2, 8)),
         "status": rnd.choice(["NEW", "PAID", "SHIPPED", "CANCELLED"]),
-        "items": [{"sku": f"SKU-{rnd.randrange(10_000)}", "qty": rnd.randrange(1, 5)} for _ in range(rnd.randrange(4))],
+        "items": [
+            {"sku": f"SKU-{rnd.randrange(10_000)}", "qty": rnd.randrange(1, 5)}
+            for _ in range(rnd.randrange(4))
+        ],
         "attributes": {k: rnd.choice("ab") for k in rnd.sample(["channel", "lang", "ab"], rnd.randrange(4))},
-        "shipping": {"street": f"{rnd.randrange(999)} Main St", "city": "Tartu", "zip": f"{rnd.randrange(99_999):05d}"},
+        "shipping": {
+            "street": f"{rnd.randrange(999)} Main St",
+            "city": "Tartu",
+            "zip": f"{rnd.randrange(99_999):05d}",
+        },
         "billing": None if rnd.random() < 0.5 else {"street": "14 Side Rd", "city": "Bergen", "zip": "78948"},
         "total": decimal.Decimal(rnd.randrange(10**8)).scaleb(-2),
-        "created_at": dt.datetime(2025, 11, 24, tzinfo=dt.UTC) + dt.timedelta(milliseconds=rnd.randrange(10**9)),
+        "created_at": dt.datetime(2025, 11, 24, tzinfo=dt.UTC)
+        + dt.timedelta(milliseconds=rnd.randrange(10**9)),
         "delivery_date": dt.date(2025, 12, 1) + dt.timedelta(days=rnd.randrange(60)),
         "trace_id": str(uuid.UUID(int=rnd.getrandbits(128))),
     }
@@ -140,9 +148,13 @@ def main() -> None:
     assert n_ours == n_anchor == len(values), (n_ours, n_anchor)
     print("| decoder | records/s | time | vs fastavro loop |")
     print("|---|---|---|---|")
-    print(f"| fastavro schemaless_reader loop (anchor) | {n_anchor / t_anchor:,.0f} | {t_anchor:.2f} s | 1x |")
-    print(f"| AvroDecoder.decode -> Arrow, batches of {args.batch} | {n_ours / t_ours:,.0f} | {t_ours:.2f} s "
-          f"| {t_anchor / t_ours:.2f}x |")
+    print(
+        f"| fastavro schemaless_reader loop (anchor) | {n_anchor / t_anchor:,.0f} | {t_anchor:.2f} s | 1x |"
+    )
+    print(
+        f"| AvroDecoder.decode -> Arrow, batches of {args.batch} | {n_ours / t_ours:,.0f} | {t_ours:.2f} s "
+        f"| {t_anchor / t_ours:.2f}x |"
+    )
 
 
 if __name__ == "__main__":

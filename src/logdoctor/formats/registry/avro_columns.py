@@ -124,9 +124,11 @@ def _long(cur: Cursor, rows: np.ndarray) -> np.ndarray:
 def _int(cur: Cursor, rows: np.ndarray) -> np.ndarray:
     """An int as Java's ``BinaryDecoder.readInt`` reads it: at most 5 bytes, the low 32 bits kept."""
     raw = _varint(cur, rows, 5) & np.uint64(0xFFFFFFFF)
-    return (((raw >> np.uint64(1)) ^ (np.uint64(0) - (raw & np.uint64(1)))) & np.uint64(0xFFFFFFFF)).astype(
-        np.uint32
-    ).view(np.int32)
+    return (
+        (((raw >> np.uint64(1)) ^ (np.uint64(0) - (raw & np.uint64(1)))) & np.uint64(0xFFFFFFFF))
+        .astype(np.uint32)
+        .view(np.int32)
+    )
 
 
 # -- fixed-size and length-prefixed bytes ----------------------------------------------------------------
@@ -161,7 +163,9 @@ def _binary_array(cur: Cursor, starts: np.ndarray, lens: np.ndarray, type_: pa.D
     else:
         values = np.zeros(0, np.uint8)
     if total < 2**31:
-        return pa.Array.from_buffers(type_, n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(values)])
+        return pa.Array.from_buffers(
+            type_, n, [None, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(values)]
+        )
     large = pa.large_string() if type_ == pa.string() else pa.large_binary()
     return pa.Array.from_buffers(large, n, [None, pa.py_buffer(offsets), pa.py_buffer(values)]).cast(type_)
 
@@ -258,7 +262,10 @@ def _fixed(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
         return _decimal(node, cur, rows, starts, lens)
     if node.logical == "uuid":
         return pa.array(
-            [str(uuid.UUID(bytes=cur.raw[s : s + 16])) if n else "" for s, n in zip(starts, lens, strict=True)],
+            [
+                str(uuid.UUID(bytes=cur.raw[s : s + 16])) if n else ""
+                for s, n in zip(starts, lens, strict=True)
+            ],
             pa.string(),
         )
     return _binary_array(cur, starts, lens, pa.binary())

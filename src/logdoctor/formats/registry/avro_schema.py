@@ -142,7 +142,11 @@ def connect_metadata(schema: Any) -> dict[bytes, bytes]:
     for key in CONNECT_PROPERTIES:
         if key in schema:
             value = schema[key]
-            text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            text = (
+                value
+                if isinstance(value, str)
+                else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+            )
             out[key.encode()] = text.encode()
     return out
 
@@ -170,18 +174,29 @@ class _Builder:
         if kind == "record" or kind == "error":
             return self.record(schema, stack)
         if kind == "enum":
-            return Node("enum", pa.string(), connect_metadata(schema), name=schema["name"],
-                        symbols=tuple(schema["symbols"]))
+            return Node(
+                "enum",
+                pa.string(),
+                connect_metadata(schema),
+                name=schema["name"],
+                symbols=tuple(schema["symbols"]),
+            )
         if kind == "array":
             items = self.node(schema["items"], stack)
-            return Node("array", pa.list_(pa.field("item", items.arrow, metadata=items.metadata or None)),
-                        connect_metadata(schema), items=items)
+            return Node(
+                "array",
+                pa.list_(pa.field("item", items.arrow, metadata=items.metadata or None)),
+                connect_metadata(schema),
+                items=items,
+            )
         if kind == "map":
             values = self.node(schema["values"], stack)
             value_field = pa.field("value", values.arrow, metadata=values.metadata or None)
             return Node("map", pa.map_(pa.string(), value_field), connect_metadata(schema), items=values)
         if kind == "fixed":
-            node = Node("fixed", pa.binary(), connect_metadata(schema), name=schema["name"], size=schema["size"])
+            node = Node(
+                "fixed", pa.binary(), connect_metadata(schema), name=schema["name"], size=schema["size"]
+            )
             return self.logical(node, schema)
         if kind in PRIMITIVES:
             return self.logical(Node(kind, _PRIMITIVE_ARROW[kind], connect_metadata(schema)), schema)
@@ -198,10 +213,17 @@ class _Builder:
             fits = node.kind == "bytes" or (
                 isinstance(precision, int) and precision <= len(str(2 ** (8 * node.size - 1) - 1)) - 1
             )
-            if (isinstance(precision, int) and isinstance(scale, int) and 0 < precision <= 76
-                    and 0 <= scale <= precision and fits):
+            if (
+                isinstance(precision, int)
+                and isinstance(scale, int)
+                and 0 < precision <= 76
+                and 0 <= scale <= precision
+                and fits
+            ):
                 node.logical, node.precision, node.scale = "decimal", precision, scale
-                node.arrow = pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+                node.arrow = (
+                    pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+                )
             return node
         if logical == "uuid" and node.kind == "fixed" and node.size != 16:
             return node
@@ -238,6 +260,5 @@ def branch_names(branches: tuple[Node, ...]) -> list[str]:
     name (its full name where two branches share a short name)."""
     short = [b.name.rsplit(".", 1)[-1] if b.name else b.kind for b in branches]
     return [
-        s if short.count(s) == 1 or b.name is None else b.name
-        for s, b in zip(short, branches, strict=True)
+        s if short.count(s) == 1 or b.name is None else b.name for s, b in zip(short, branches, strict=True)
     ]
