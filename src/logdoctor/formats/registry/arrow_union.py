@@ -154,19 +154,27 @@ def cast_to(array: pa.Array, target: pa.DataType) -> pa.Array:
         ]
         return pa.StructArray.from_arrays(children, fields=list(target), mask=_nulls(array))
     if pa.types.is_map(target):
+        offsets, start, stop = _offsets(array)
         return pa.MapArray.from_arrays(
-            array.offsets,
-            cast_to(array.keys, target.key_type),
-            cast_to(array.items, target.item_type),
+            offsets,
+            cast_to(array.keys.slice(start, stop - start), target.key_type),
+            cast_to(array.items.slice(start, stop - start), target.item_type),
             type=target,
             mask=_nulls(array),
         )
     if pa.types.is_list(target):
-        return pa.ListArray.from_arrays(
-            array.offsets, cast_to(array.values, target.value_type), type=target, mask=_nulls(array)
-        )
+        offsets, start, stop = _offsets(array)
+        values = cast_to(array.values.slice(start, stop - start), target.value_type)
+        return pa.ListArray.from_arrays(offsets, values, type=target, mask=_nulls(array))
     # numbers: Avro's int/long -> float/double may round (safe=False), as the promotion does in Avro
     return pc.cast(array, target, safe=not (pa.types.is_integer(source) and pa.types.is_floating(target)))
+
+
+def _offsets(array: pa.Array) -> tuple[pa.Array, int, int]:
+    """A list's or map's offsets from 0 (a slice's start at its values' start), and its values' range."""
+    offsets = array.offsets.to_numpy()
+    start, stop = int(offsets[0]), int(offsets[-1])
+    return pa.array(offsets - start, pa.int32()), start, stop
 
 
 def _nulls(array: pa.Array) -> pa.Array | None:
