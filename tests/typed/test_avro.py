@@ -517,6 +517,31 @@ def test_broken_payloads(payload: bytes, reason: str | None) -> None:
     assert (decoded.values.to_pylist()[0] is None) == (reason is not None)
 
 
+def _zigzag(n: int) -> bytes:
+    z, out = (n << 1) ^ (n >> 63), bytearray()
+    while z >= 0x80:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    return bytes([*out, z])
+
+
+def test_collection_limits() -> None:
+    nulls = _decoder({"type": "array", "items": "null"})
+    ok = nulls.decode([_zigzag(3) + _zigzag(-2) + _zigzag(0) + b"\x00", _zigzag(2**20) + b"\x00"])
+    assert ok.reasons == [None, None]
+    assert ok.values.to_pylist()[0] == [None] * 5
+    assert len(ok.values.to_pylist()[1]) == 2**20
+    assert nulls.decode([_zigzag(2**20) + _zigzag(1) + b"\x00"]).reasons == [MISMATCH]
+    ints = _decoder({"type": "array", "items": "int"})
+    # Java's SystemLimitException before any item is read (not a truncation)
+    assert ints.decode([_zigzag(2**31 - 8) + b"\x00"]).reasons == [MISMATCH]
+    assert ints.decode([_zigzag(2**31 - 9) + b"\x00"]).reasons == [TRUNC]
+    assert ints.decode([_zigzag(-(2**63)) + b"\x00\x00"]).reasons == [MISMATCH]
+    empty = {"type": "record", "name": "E", "fields": []}
+    records = _decoder({"type": "array", "items": empty})
+    assert records.decode([_zigzag(2) + _zigzag(1) + b"\x00"]).values.to_pylist() == [[{}, {}, {}]]
+
+
 @pytest.mark.parametrize(
     ("schema", "payload", "reason"),
     [

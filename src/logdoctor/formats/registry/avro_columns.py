@@ -33,9 +33,12 @@ from logdoctor.formats.registry.avro_schema import Node
 
 OK, TRUNCATED, MISMATCH = 0, 1, 2
 _PAD = 16  # zero bytes after the buffer: a read a few bytes past a payload's end stays in bounds
-#: the most items one array or map of zero-byte items (nulls, empty records) may claim, as Java's
-#: ``SystemLimitException`` bounds a collection (org.apache.avro.limits.collectionItems.maxLength)
-MAX_ZERO_SIZE_ITEMS = 2**31 - 9
+#: the most items one array or map may hold, as Java's ``SystemLimitException`` bounds a collection
+#: (org.apache.avro.limits.collectionItems.maxLength, default Integer.MAX_VALUE - 8): more is a mismatch
+MAX_ITEMS = 2**31 - 9
+#: the most items one array of zero-byte items (nulls, empty records) may claim here (they take no bytes,
+#: so nothing else bounds them): more is a mismatch
+MAX_ZERO_SIZE_ITEMS = 2**20
 _MS_OF_DAY = 86_400_000
 _US_OF_DAY = 86_400_000_000
 _I64_MAX_MS = (2**63 - 1) // 1000
@@ -47,8 +50,8 @@ class Cursor:
     def __init__(self, payloads: Sequence[bytes | memoryview]) -> None:
         n = len(payloads)
         lens = np.fromiter(map(len, payloads), np.int64, n)
-        self.raw = b"".join(payloads)
-        self.data = np.frombuffer(self.raw + bytes(_PAD), np.uint8)
+        self.raw = b"".join([*payloads, bytes(_PAD)])  # slices of it stop at a payload's end
+        self.data = np.frombuffer(self.raw, np.uint8)
         self.end = np.cumsum(lens)
         self.pos = self.end - lens
         self.err = np.zeros(n, np.int8)
@@ -85,34 +88,37 @@ def decode(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
 
 
 def _varint(cur: Cursor, rows: np.ndarray, max_bytes: int) -> np.ndarray:
-    """The raw (zig-zag) varints at ``rows`` as uint64: more than ``max_bytes`` bytes is a mismatch."""
-    out = np.zeros(rows.size, np.uint64)
+    """The raw (zig-zag) varints at ``rows`` as uint64: more than ``max_bytes`` bytes is a mismatch, one
+    that runs past the payload's end truncated (whichever a sequential reader meets first). The bytes are
+    read unchecked (at most ``max_bytes`` past a position, within the padding) and the end checked once."""
     pos = cur.pos[rows]
-    live = np.flatnonzero(cur.live(rows))
-    p = pos[live]
-    e = cur.end[rows[live]]
-    shift = 0
-    while live.size:
+    b = cur.data[pos]
+    out = (b & 0x7F).astype(np.uint64)
+    q = pos + 1
+    more = np.flatnonzero(b >= 0x80)
+    shift = 7
+    while more.size:
         if shift == 7 * max_bytes:
-            cur.fail(rows[live], MISMATCH)
+            overlong = np.zeros(rows.size, bool)
+            overlong[more] = True
             break
-        short = p >= e
-        if short.any():
-            cur.fail(rows[live[short]], TRUNCATED)
-            keep = ~short
-            live, p, e = live[keep], p[keep], e[keep]
-        b = cur.data[p]
-        if shift:
-            out[live] |= (b & 0x7F).astype(np.uint64) << np.uint64(shift)
-        else:
-            out[live] = b & 0x7F
-        p = p + 1
-        more = b >= 0x80
-        done = ~more
-        pos[live[done]] = p[done]
-        live, p, e = live[more], p[more], e[more]
+        at = q[more]
+        b = cur.data[at]
+        out[more] |= (b & 0x7F).astype(np.uint64) << np.uint64(shift)
+        q[more] = at + 1
+        more = more[b >= 0x80]
         shift += 7
-    cur.pos[rows] = pos
+    else:
+        overlong = None
+    end = cur.end[rows]
+    if overlong is None:
+        short = q > end
+    else:  # the byte after the last one Java reads is past the end: truncated first
+        short = (q > end) | (overlong & (pos + max_bytes > end))
+        cur.fail(rows[overlong & ~short], MISMATCH)
+    if short.any():
+        cur.fail(rows[short], TRUNCATED)
+    cur.pos[rows] = np.where(cur.live(rows), q, pos)
     return out
 
 
@@ -360,22 +366,28 @@ def _items(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
     is_map = node.kind == "map"
     counts = np.zeros(n, np.int64)
     chunks: list[tuple[np.ndarray, np.ndarray, pa.Array, pa.Array | None]] = []
+    zero_size = node.items is not None and node.items.min_size == 0 and not is_map
     pending = np.flatnonzero(cur.live(rows))
     while pending.size:
         count = _long(cur, rows[pending])
         negative = count < 0
         if negative.any():
             _long(cur, rows[pending[negative]])  # the block's size in bytes, not needed
-            count = np.abs(count)
+            count = np.abs(count)  # -2**63 stays negative: over the limit below
         live = cur.live(rows[pending])
-        if node.items is not None and node.items.min_size == 0 and not is_map:
-            huge = live & (count > MAX_ZERO_SIZE_ITEMS)
-            cur.fail(rows[pending[huge]], MISMATCH)
-            live &= ~huge
-        count = np.where(live, count, 0)
+        limit = MAX_ZERO_SIZE_ITEMS if zero_size else MAX_ITEMS
+        over = live & ((count < 0) | (count > limit - counts[pending]))
+        cur.fail(rows[pending[over]], MISMATCH)
+        count = np.where(live & ~over, count, 0)
         more = count > 0
         active, remaining = pending[more], count[more]
         pending = active
+        if zero_size and active.size:  # items that take no bytes: all of a block at once
+            at = np.repeat(active, remaining)
+            seq = np.repeat(counts[active] - np.cumsum(remaining) + remaining, remaining) + np.arange(at.size)
+            chunks.append((at, seq, decode(node.items, cur, rows[at]), None))
+            counts[active] += remaining
+            active = active[:0]
         while active.size:
             keys = _string(node, cur, rows[active]) if is_map else None
             values = decode(node.items, cur, rows[active])
@@ -531,7 +543,7 @@ def read_value(node: Node, buf: bytes, p: int, end: int) -> tuple[Any, int]:
             unscaled = int.from_bytes(raw, "big", signed=True)
             if abs(unscaled) >= 10**node.precision:
                 raise DecodeError(MISMATCH)
-            return str(decimal.Decimal(unscaled).scaleb(-node.scale)), p
+            return f"{decimal.Decimal(unscaled).scaleb(-node.scale):f}", p
         if node.logical == "uuid":
             return str(uuid.UUID(bytes=raw)), p
         return raw.hex(), p
@@ -550,6 +562,7 @@ def read_value(node: Node, buf: bytes, p: int, end: int) -> tuple[Any, int]:
     assert node.items is not None
     items: list[Any] = []
     entries: dict[str, Any] = {}
+    total = 0
     while True:
         count, p = _read_long(buf, p, end)
         if count == 0:
@@ -557,7 +570,9 @@ def read_value(node: Node, buf: bytes, p: int, end: int) -> tuple[Any, int]:
         if count < 0:
             count = -count
             _, p = _read_long(buf, p, end)
-        if node.items.min_size == 0 and kind == "array" and count > MAX_ZERO_SIZE_ITEMS:
+        total += count
+        zero_size = node.items.min_size == 0 and kind == "array"
+        if total > (MAX_ZERO_SIZE_ITEMS if zero_size else MAX_ITEMS):
             raise DecodeError(MISMATCH)
         for _ in range(count):
             if kind == "map":
