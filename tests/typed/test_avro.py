@@ -656,3 +656,40 @@ def test_valid_payloads_equal_fastavro(values: list[dict], rnd: random.Random) -
         )
         want["m"] = list(want["m"].items())
         assert got == want
+
+
+@settings(max_examples=tiers.examples(100), deadline=None)
+@given(
+    st.lists(_ORDER_VALUES, min_size=1, max_size=8),
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255))),
+)
+def test_mutated_payloads_never_crash_and_a_decoded_one_is_fastavros(values: list[dict], edits: list) -> None:
+    """Bytes changed at random: each payload decodes or gets a reason, never an exception; one that
+    decodes is what fastavro reads from all of its bytes."""
+    payloads = [bytearray(p) for p in _write(_ORDER, values)]
+    for at, byte in edits:
+        p = payloads[at % len(payloads)]
+        p[at % len(p)] = byte
+    payloads = [bytes(p) for p in payloads] + [memoryview(bytes(payloads[0]))[1:]]
+    decoded = _decoder(_ORDER).decode(payloads)
+    parsed = fastavro.parse_schema(_ORDER)
+    assert set(decoded.reasons) <= {None, TRUNC, MISMATCH}
+    for got, payload, reason in zip(decoded.values.to_pylist(), payloads, decoded.reasons, strict=True):
+        if reason is not None:
+            assert got is None
+            continue
+        fo = io.BytesIO(bytes(payload))
+        want = fastavro.schemaless_reader(fo, parsed)
+        assert fo.tell() == len(payload)
+        u = want["u"]
+        want["u"] = (
+            None
+            if u is None
+            else {"int": u if isinstance(u, int) else None, "string": u if isinstance(u, str) else None}
+        )
+        want["m"] = list(want["m"].items())
+        for key in ("f", "d"):  # a NaN of the mutation compares unequal to itself
+            if want[key] != want[key]:
+                assert got[key] != got[key]
+                want[key] = got[key] = None
+        assert got == want
