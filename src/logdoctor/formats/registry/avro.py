@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from logdoctor.formats.registry import avro_columns, avro_schema
-from logdoctor.formats.registry.decoder import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED, Decoded
+from logdoctor.formats.registry.results import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED, Decoded
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
 _REASONS = {

@@ -21,7 +21,7 @@ from typing import Any
 import fastavro
 import pyarrow as pa
 
-from logdoctor.formats.registry.decoder import SchemaError
+from logdoctor.formats.registry.results import SchemaError
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaReference, SchemaRegistry
 
 PRIMITIVES = ("null", "boolean", "int", "long", "float", "double", "bytes", "string")
