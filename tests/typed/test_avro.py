@@ -693,3 +693,8 @@ def test_mutated_payloads_never_crash_and_a_decoded_one_is_fastavros(values: lis
                 assert got[key] != got[key]
                 want[key] = got[key] = None
         assert got == want
+
+
+def test_an_empty_batch() -> None:
+    decoded = _decoder(_ORDER).decode([])
+    assert (len(decoded.values), decoded.values.type, decoded.reasons) == (0, _decoder(_ORDER).arrow_type, [])
