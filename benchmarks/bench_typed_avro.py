@@ -180,11 +180,12 @@ def main() -> None:
     print("| decoder | records/s | time | vs fastavro loop |")
     print("|---|---|---|---|")
     print(
-        f"| (a) fastavro schemaless_reader loop (anchor) | {n_anchor / t_anchor:,.0f} | {t_anchor:.2f} s | 1x |"
+        f"| (a) fastavro schemaless_reader loop (anchor) | {n_anchor / t_anchor:,.0f} "
+        f"| {t_anchor:.2f} s | 1x |"
     )
     print(
-        f"| (b) AvroDecoder.decode -> Arrow, batches of {args.batch} | {n_ours / t_ours:,.0f} | {t_ours:.2f} s "
-        f"| {t_anchor / t_ours:.2f}x |"
+        f"| (b) AvroDecoder.decode -> Arrow, batches of {args.batch} | {n_ours / t_ours:,.0f} "
+        f"| {t_ours:.2f} s | {t_anchor / t_ours:.2f}x |"
     )
     print(
         f"| (c) fastavro.reader over container blocks of {args.batch} (dicts, not exact) "
