@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tiers
+from logdoctor.formats.registry import avro
 from logdoctor.formats.registry.avro import AvroDecoder
 from logdoctor.formats.registry.decoder import (
     DECODE_ERROR_SCHEMA_MISMATCH,
@@ -31,6 +32,14 @@ from logdoctor.formats.registry.store import RegisteredSchema, SchemaReference, 
 
 TRUNC, MISMATCH = DECODE_ERROR_TRUNCATED, DECODE_ERROR_SCHEMA_MISMATCH
 AVRO_TOPICS = ("orders", "mixed", "dbserver1.inventory.customers")
+
+
+@pytest.fixture(autouse=True, params=["columns", "one_at_a_time"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test runs with each of the decoder's two readers: the column decoder for any batch, then
+    the sequential reader for any batch."""
+    monkeypatch.setattr(avro, "COLUMNS_FROM", 0 if request.param == "columns" else 2**62)
+    return request.param
 
 
 # -- the typed set -------------------------------------------------------------------------------------

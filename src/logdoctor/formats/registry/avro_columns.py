@@ -12,36 +12,33 @@ range); a payload with bytes left over after the value is :data:`MISMATCH` too (
 
 Logical types are converted on whole columns: timestamp-millis x 1000 to microseconds, date's ints as
 date32, decimal's big-endian two's-complement bytes sign-extended into decimal128/256 little-endian words.
-Where a record recurses into itself, the value is read by :func:`read_value`, a plain sequential reader
-(the same rules), and held as a JSON string.
+Where a record recurses into itself, the value is read by :mod:`.avro_values`' sequential reader (the
+same rules) and held as a JSON string.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import decimal
-import json
-import struct
 import uuid
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from logdoctor.formats.registry.avro_schema import Node
+from logdoctor.formats.registry.avro_values import (
+    I64_MAX_MS,
+    MAX_ITEMS,
+    MAX_ZERO_SIZE_ITEMS,
+    MISMATCH,
+    MS_OF_DAY,
+    OK,
+    TRUNCATED,
+    US_OF_DAY,
+    DecodeError,
+    json_text,
+)
 
-OK, TRUNCATED, MISMATCH = 0, 1, 2
 _PAD = 16  # zero bytes after the buffer: a read a few bytes past a payload's end stays in bounds
-#: the most items one array or map may hold, as Java's ``SystemLimitException`` bounds a collection
-#: (org.apache.avro.limits.collectionItems.maxLength, default Integer.MAX_VALUE - 8): more is a mismatch
-MAX_ITEMS = 2**31 - 9
-#: the most items one array of zero-byte items (nulls, empty records) may claim here (they take no bytes,
-#: so nothing else bounds them): more is a mismatch
-MAX_ZERO_SIZE_ITEMS = 2**20
-_MS_OF_DAY = 86_400_000
-_US_OF_DAY = 86_400_000_000
-_I64_MAX_MS = (2**63 - 1) // 1000
 
 
 class Cursor:
@@ -74,7 +71,7 @@ def decode_column(root: Node, payloads: Sequence[bytes | memoryview]) -> tuple[p
     cur.fail(np.flatnonzero(cur.pos != cur.end), MISMATCH)  # bytes left over after the value
     bad = cur.err != OK
     if bad.any():
-        values = values.take(pa.array(np.arange(n, dtype=np.int64), mask=bad))
+        values = values.take(_arrow(np.arange(n, dtype=np.int64), pa.int64(), valid=~bad))
     return values, cur.err
 
 
@@ -206,18 +203,31 @@ def _boolean(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
     b = cur.data[starts]
     bad = (lens == 1) & (b > 1)
     cur.fail(rows[bad], MISMATCH)
-    return pa.array(b == 1)
+    return _arrow(b == 1, pa.bool_())
+
+
+def _arrow(values: np.ndarray, type_: pa.DataType, valid: np.ndarray | None = None) -> pa.Array:
+    """A numpy array of fixed-width values (or bools) as an Arrow array of ``type_`` (null where ``valid``
+    is False), from its buffers (``pa.array`` on a numpy array costs far more for small ones)."""
+    n = values.size
+    if type_ == pa.bool_():
+        data = pa.py_buffer(np.packbits(values, bitorder="little"))
+    else:
+        data = pa.py_buffer(np.ascontiguousarray(values))
+    if valid is None or valid.all():
+        return pa.Array.from_buffers(type_, n, [None, data])
+    bitmap = pa.py_buffer(np.packbits(valid, bitorder="little"))
+    return pa.Array.from_buffers(type_, n, [bitmap, data], null_count=int(n - np.count_nonzero(valid)))
 
 
 def _numeric(values: np.ndarray, type_: pa.DataType) -> pa.Array:
-    arr = pa.array(values)
-    return arr if arr.type == type_ else arr.view(type_)
+    return _arrow(values, type_)
 
 
 def _int_kind(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
     v = _int(cur, rows)
     if node.logical == "time-millis":
-        out = cur.live(rows) & ((v < 0) | (v >= _MS_OF_DAY))
+        out = cur.live(rows) & ((v < 0) | (v >= MS_OF_DAY))
         cur.fail(rows[out], MISMATCH)
         v = np.where(out, 0, v).astype(np.int32)
     return _numeric(v, node.arrow)
@@ -226,11 +236,11 @@ def _int_kind(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
 def _long_kind(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
     v = _long(cur, rows)
     if node.logical in ("timestamp-millis", "local-timestamp-millis"):
-        out = cur.live(rows) & (np.abs(v) > _I64_MAX_MS)  # not a timestamp in microseconds
+        out = cur.live(rows) & (np.abs(v) > I64_MAX_MS)  # not a timestamp in microseconds
         cur.fail(rows[out], MISMATCH)
         v = np.where(out, 0, v) * 1000
     elif node.logical == "time-micros":
-        out = cur.live(rows) & ((v < 0) | (v >= _US_OF_DAY))
+        out = cur.live(rows) & ((v < 0) | (v >= US_OF_DAY))
         cur.fail(rows[out], MISMATCH)
         v = np.where(out, 0, v)
     return _numeric(v, node.arrow)
@@ -247,7 +257,7 @@ def _double(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
 def _ieee(cur: Cursor, rows: np.ndarray, size: int, dtype: str) -> pa.Array:
     starts, _ = _advance(cur, rows, size)
     block = cur.data[starts[:, None] + np.arange(size)]
-    return pa.array(block.view(dtype).reshape(rows.size))
+    return _arrow(block.view(dtype).reshape(rows.size), pa.float32() if size == 4 else pa.float64())
 
 
 def _bytes(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
@@ -319,7 +329,7 @@ def _enum(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
     if not node.symbols:
         return pa.nulls(rows.size, pa.string())
     index = np.where(cur.live(rows), index, 0)
-    return pa.array(node.symbols, pa.string()).take(pa.array(index))
+    return pa.array(node.symbols, pa.string()).take(_arrow(index, pa.int32()))
 
 
 def _scatter(arr: pa.Array, sel: np.ndarray, n: int) -> pa.Array:
@@ -328,7 +338,7 @@ def _scatter(arr: pa.Array, sel: np.ndarray, n: int) -> pa.Array:
         return arr
     at = np.full(n, -1, np.int64)
     at[sel] = np.arange(sel.size)
-    return arr.take(pa.array(at, mask=at < 0))
+    return arr.take(_arrow(at, pa.int64(), valid=at >= 0))
 
 
 def _union(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
@@ -349,7 +359,7 @@ def _union(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
         return columns[0]
     if not columns:
         return pa.nulls(n, node.arrow)
-    return pa.StructArray.from_arrays(columns, fields=list(node.arrow), mask=pa.array(~present))
+    return pa.StructArray.from_arrays(columns, fields=list(node.arrow), mask=_arrow(~present, pa.bool_()))
 
 
 def _record(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
@@ -399,11 +409,11 @@ def _items(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
         pending = pending[cur.live(rows[pending])]
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
-    offsets_arr = pa.array(offsets.astype(np.int32))
+    offsets_arr = _arrow(offsets.astype(np.int32), pa.int32())
     value_type = node.arrow.item_type if is_map else node.arrow.value_type
     if chunks:
         order = np.lexsort((np.concatenate([c[1] for c in chunks]), np.concatenate([c[0] for c in chunks])))
-        take = pa.array(order)
+        take = _arrow(order, pa.int64())
         values = pa.concat_arrays([c[2] for c in chunks]).take(take)
     else:
         values = pa.array([], value_type)
@@ -414,7 +424,7 @@ def _items(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
 
 
 def _json(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
-    """A recursive record's value, read by :func:`read_value`, as a JSON string."""
+    """A recursive record's value, read a payload at a time (:mod:`.avro_values`), as JSON text."""
     out: list[str | None] = []
     assert node.target is not None
     for r in rows:
@@ -422,12 +432,11 @@ def _json(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
             out.append(None)
             continue
         try:
-            value, cur.pos[r] = read_value(node.target, cur.raw, int(cur.pos[r]), int(cur.end[r]))
+            text, cur.pos[r] = json_text(node.target, cur.raw, int(cur.pos[r]), int(cur.end[r]))
         except DecodeError as e:
             cur.err[r] = e.code
-            out.append(None)
-            continue
-        out.append(json.dumps(value, separators=(",", ":"), ensure_ascii=False))
+            text = None
+        out.append(text)
     return pa.array(out, pa.string())
 
 
@@ -448,174 +457,3 @@ _DECODERS = {
     "map": _items,
     "json": _json,
 }
-
-
-# -- the sequential reader (recursive records) ------------------------------------------------------------
-
-
-class DecodeError(Exception):
-    """A payload that does not decode: ``code`` is :data:`TRUNCATED` or :data:`MISMATCH`."""
-
-    def __init__(self, code: int) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-_F32 = struct.Struct("<f")
-_F64 = struct.Struct("<d")
-_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-
-
-def _read_varint(buf: bytes, p: int, end: int, max_bytes: int) -> tuple[int, int]:
-    raw = shift = 0
-    for _ in range(max_bytes):
-        if p >= end:
-            raise DecodeError(TRUNCATED)
-        b = buf[p]
-        p += 1
-        raw |= (b & 0x7F) << shift
-        if b < 0x80:
-            return raw, p
-        shift += 7
-    raise DecodeError(MISMATCH)
-
-
-def _read_long(buf: bytes, p: int, end: int) -> tuple[int, int]:
-    raw, p = _read_varint(buf, p, end, 10)
-    raw &= 2**64 - 1
-    return (raw >> 1) ^ -(raw & 1), p
-
-
-def _read_int(buf: bytes, p: int, end: int) -> tuple[int, int]:
-    raw, p = _read_varint(buf, p, end, 5)
-    raw &= 0xFFFFFFFF
-    v = (raw >> 1) ^ -(raw & 1)
-    return (v + 2**31) % 2**32 - 2**31, p
-
-
-def _take(buf: bytes, p: int, end: int, size: int) -> tuple[bytes, int]:
-    if size > end - p:
-        raise DecodeError(TRUNCATED)
-    return buf[p : p + size], p + size
-
-
-def _length(buf: bytes, p: int, end: int) -> tuple[bytes, int]:
-    size, p = _read_long(buf, p, end)
-    if size < 0:
-        raise DecodeError(MISMATCH)
-    return _take(buf, p, end, size)
-
-
-def read_value(node: Node, buf: bytes, p: int, end: int) -> tuple[Any, int]:
-    """The value of ``node`` at ``buf[p:end]`` as canonical JSON data (decimals as strings with their scale,
-    bytes as hex, timestamps and dates in ISO 8601, enums by symbol, unions unwrapped) and the position
-    after it; raises :class:`DecodeError` under the rules of the column decoder."""
-    kind = node.kind
-    if kind == "null":
-        return None, p
-    if kind == "boolean":
-        b, p = _take(buf, p, end, 1)
-        if b[0] > 1:
-            raise DecodeError(MISMATCH)
-        return b[0] == 1, p
-    if kind == "int" or kind == "enum":
-        v, p = _read_int(buf, p, end)
-        if kind == "enum":
-            if not 0 <= v < len(node.symbols):
-                raise DecodeError(MISMATCH)
-            return node.symbols[v], p
-        return _logical_int(node, v), p
-    if kind == "long":
-        v, p = _read_long(buf, p, end)
-        return _logical_long(node, v), p
-    if kind == "float" or kind == "double":
-        raw, p = _take(buf, p, end, 4 if kind == "float" else 8)
-        v = (_F32 if kind == "float" else _F64).unpack(raw)[0]
-        return v, p
-    if kind in ("bytes", "string", "fixed"):
-        raw, p = _take(buf, p, end, node.size) if kind == "fixed" else _length(buf, p, end)
-        if kind == "string":
-            try:
-                return raw.decode(), p
-            except UnicodeDecodeError:
-                raise DecodeError(MISMATCH) from None
-        if node.logical == "decimal":
-            unscaled = int.from_bytes(raw, "big", signed=True)
-            if abs(unscaled) >= 10**node.precision:
-                raise DecodeError(MISMATCH)
-            return f"{decimal.Decimal(unscaled).scaleb(-node.scale):f}", p
-        if node.logical == "uuid":
-            return str(uuid.UUID(bytes=raw)), p
-        return raw.hex(), p
-    if kind == "union":
-        b, p = _read_int(buf, p, end)
-        if not 0 <= b < len(node.branches):
-            raise DecodeError(MISMATCH)
-        return read_value(node.branches[b], buf, p, end)
-    if kind == "record" or kind == "json":
-        record = node.target if kind == "json" else node
-        assert record is not None
-        out = {}
-        for name, f in record.fields:
-            out[name], p = read_value(f, buf, p, end)
-        return out, p
-    assert node.items is not None
-    items: list[Any] = []
-    entries: dict[str, Any] = {}
-    total = 0
-    while True:
-        count, p = _read_long(buf, p, end)
-        if count == 0:
-            return (entries if kind == "map" else items), p
-        if count < 0:
-            count = -count
-            _, p = _read_long(buf, p, end)
-        total += count
-        zero_size = node.items.min_size == 0 and kind == "array"
-        if total > (MAX_ZERO_SIZE_ITEMS if zero_size else MAX_ITEMS):
-            raise DecodeError(MISMATCH)
-        for _ in range(count):
-            if kind == "map":
-                key, p = _length(buf, p, end)
-                try:
-                    text = key.decode()
-                except UnicodeDecodeError:
-                    raise DecodeError(MISMATCH) from None
-                entries[text], p = read_value(node.items, buf, p, end)
-            else:
-                value, p = read_value(node.items, buf, p, end)
-                items.append(value)
-
-
-def _logical_int(node: Node, v: int) -> Any:
-    if node.logical == "date":
-        return (dt.date(1970, 1, 1) + dt.timedelta(days=v)).isoformat() if -719162 <= v <= 2932896 else v
-    if node.logical == "time-millis":
-        if not 0 <= v < _MS_OF_DAY:
-            raise DecodeError(MISMATCH)
-        return (dt.datetime.min + dt.timedelta(milliseconds=v)).time().isoformat(timespec="milliseconds")
-    return v
-
-
-def _logical_long(node: Node, v: int) -> Any:
-    logical = node.logical
-    if logical in ("timestamp-millis", "local-timestamp-millis"):
-        if abs(v) > _I64_MAX_MS:
-            raise DecodeError(MISMATCH)
-        return _iso(v * 1000, logical.startswith("local"), "milliseconds")
-    if logical in ("timestamp-micros", "local-timestamp-micros"):
-        return _iso(v, logical.startswith("local"), "microseconds")
-    if logical == "time-micros":
-        if not 0 <= v < _US_OF_DAY:
-            raise DecodeError(MISMATCH)
-        return (dt.datetime.min + dt.timedelta(microseconds=v)).time().isoformat(timespec="microseconds")
-    return v
-
-
-def _iso(micros: int, local: bool, timespec: str) -> Any:
-    try:
-        t = _EPOCH + dt.timedelta(microseconds=micros)
-    except OverflowError:
-        return micros
-    text = t.replace(tzinfo=None).isoformat(timespec=timespec)
-    return text if local else text + "Z"

@@ -49,6 +49,7 @@ __all__ = [
 #: type maps to (an output written with another version may need its tables rewritten).
 TYPE_MAPPING_VERSION = 1
 
+
 class WriterDecoder(Protocol):
     """The decoder of one writer schema."""
 
