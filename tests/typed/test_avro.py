@@ -707,3 +707,150 @@ def test_mutated_payloads_never_crash_and_a_decoded_one_is_fastavros(values: lis
 def test_an_empty_batch() -> None:
     decoded = _decoder(_ORDER).decode([])
     assert (len(decoded.values), decoded.values.type, decoded.reasons) == (0, _decoder(_ORDER).arrow_type, [])
+
+
+# -- random schemas against fastavro ------------------------------------------------------------------------
+
+_LEAF_SCHEMAS = st.sampled_from(
+    [
+        "boolean",
+        "int",
+        "long",
+        "float",
+        "double",
+        "bytes",
+        "string",
+        {"type": "fixed", "size": 3},
+        {"type": "enum", "symbols": ["A", "B", "C"]},
+        {"type": "bytes", "logicalType": "decimal", "precision": 15, "scale": 4},
+        {"type": "fixed", "size": 9, "logicalType": "decimal", "precision": 20, "scale": 0},
+        {"type": "long", "logicalType": "timestamp-millis"},
+        {"type": "long", "logicalType": "timestamp-micros"},
+        {"type": "int", "logicalType": "date"},
+        {"type": "long", "logicalType": "time-micros"},
+        {"type": "string", "logicalType": "uuid"},
+    ]
+)
+# union branches fastavro tells apart by the value's Python type
+_UNION_BRANCHES = ["null", "long", "string", "bytes", {"type": "array", "items": "int"}]
+
+
+def _schema_tree(children: st.SearchStrategy) -> st.SearchStrategy:
+    return st.one_of(
+        children.map(lambda t: {"type": "array", "items": t}),
+        children.map(lambda t: {"type": "map", "values": t}),
+        st.lists(children, min_size=1, max_size=4).map(
+            lambda ts: {"type": "record", "fields": [{"name": f"f{i}", "type": t} for i, t in enumerate(ts)]}
+        ),
+        children.map(lambda t: ["null", t]),
+        st.lists(st.sampled_from(range(len(_UNION_BRANCHES))), min_size=2, max_size=4, unique=True).map(
+            lambda ix: [_UNION_BRANCHES[i] for i in sorted(ix)]
+        ),
+    )
+
+
+def _named(schema: object, counter: list[int]) -> object:
+    """``schema`` with a name of its own for every record, enum and fixed."""
+    if isinstance(schema, list):
+        return [_named(b, counter) for b in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = dict(schema)
+    if out["type"] in ("record", "enum", "fixed"):
+        counter[0] += 1
+        out["name"] = f"N{counter[0]}"
+    if "fields" in out:
+        out["fields"] = [{**f, "type": _named(f["type"], counter)} for f in out["fields"]]
+    for key in ("items", "values"):
+        if key in out:
+            out[key] = _named(out[key], counter)
+    return out
+
+
+RANDOM_SCHEMAS = st.recursive(_LEAF_SCHEMAS, _schema_tree, max_leaves=10).map(
+    lambda s: {"type": "record", "name": "Top", "fields": [{"name": "v", "type": _named(s, [0])}]}
+)
+
+
+def _avro_values(schema: object) -> st.SearchStrategy:
+    if isinstance(schema, list):
+        return st.one_of([_avro_values(b) for b in schema])
+    if isinstance(schema, str):
+        return {
+            "null": st.none(),
+            "boolean": st.booleans(),
+            "int": st.integers(-(2**31), 2**31 - 1),
+            "long": st.integers(-(2**63), 2**63 - 1),
+            "float": st.floats(width=32, allow_nan=False),
+            "double": st.floats(allow_nan=False),
+            "bytes": st.binary(max_size=6),
+            "string": st.text(max_size=6),
+        }[schema]
+    t, logical = schema["type"], schema.get("logicalType")
+    if logical == "decimal":
+        digits = schema["precision"] - schema["scale"]
+        return st.decimals(-(10**digits) + 1, 10**digits - 1, places=schema["scale"], allow_nan=False)
+    if logical == "timestamp-millis":
+        return st.datetimes(dt.datetime(1800, 1, 1), dt.datetime(2200, 1, 1), timezones=st.just(UTC)).map(
+            lambda d: d.replace(microsecond=d.microsecond // 1000 * 1000)
+        )
+    if logical == "timestamp-micros":
+        return st.datetimes(dt.datetime(1800, 1, 1), dt.datetime(2200, 1, 1), timezones=st.just(UTC))
+    if logical == "date":
+        return st.dates()
+    if logical == "time-micros":
+        return st.times()
+    if logical == "uuid":
+        return st.uuids().map(str)
+    if t == "fixed":
+        return st.binary(min_size=schema["size"], max_size=schema["size"])
+    if t == "enum":
+        return st.sampled_from(schema["symbols"])
+    if t == "array":
+        return st.lists(_avro_values(schema["items"]), max_size=3)
+    if t == "map":
+        return st.dictionaries(st.text(max_size=3), _avro_values(schema["values"]), max_size=3)
+    if t == "record":
+        return st.fixed_dictionaries({f["name"]: _avro_values(f["type"]) for f in schema["fields"]})
+    return _avro_values(t)
+
+
+def _as_arrow(schema: object, value: object) -> object:
+    """fastavro's reading of ``value`` as the decoder's to_pylist gives it (the type mapping)."""
+    if value is None:
+        return None
+    if isinstance(schema, list):
+        non_null = [b for b in schema if b != "null"]
+        if len(schema) == 2 and len(non_null) == 1:
+            return _as_arrow(non_null[0], value)
+        kinds = {type(None): "null", int: "long", str: "string", bytes: "bytes", list: "array"}
+        names = [b if isinstance(b, str) else b["type"] for b in non_null]
+        (at,) = [i for i, name in enumerate(names) if name == kinds[type(value)]]
+        return {name: (_as_arrow(non_null[i], value) if i == at else None) for i, name in enumerate(names)}
+    if isinstance(schema, str):
+        return value
+    t = schema["type"]
+    if schema.get("logicalType") == "uuid":
+        return str(value)
+    if t == "array":
+        return [_as_arrow(schema["items"], v) for v in value]
+    if t == "map":
+        return [(k, _as_arrow(schema["values"], v)) for k, v in value.items()]
+    if t == "record":
+        return {f["name"]: _as_arrow(f["type"], value[f["name"]]) for f in schema["fields"]}
+    return value
+
+
+@settings(max_examples=tiers.examples(150), deadline=None)
+@given(st.data(), RANDOM_SCHEMAS)
+def test_random_schemas_equal_fastavro(data: st.DataObject, schema: dict) -> None:
+    values = data.draw(st.lists(_avro_values(schema), max_size=5))
+    payloads = _write(schema, values)
+    decoded = _decoder(schema).decode(payloads)
+    assert decoded.reasons == [None] * len(values)
+    parsed = fastavro.parse_schema(schema)
+    want = [_as_arrow(schema, fastavro.schemaless_reader(io.BytesIO(p), parsed)) for p in payloads]
+    assert decoded.values.to_pylist() == want
+    for p in payloads:  # every strict prefix is truncated, one more byte left over
+        assert set(_decoder(schema).decode([p[:n] for n in range(len(p))]).reasons) <= {TRUNC}
+        assert _decoder(schema).decode([p + b"\x00"]).reasons == [MISMATCH]
