@@ -8,7 +8,8 @@ first error in a payload is the one kept: reading past its end is :data:`TRUNCAT
 does not decode with the schema is :data:`MISMATCH` (an enum or union index out of range, a negative
 length, a varint longer than Java's ``BinaryDecoder`` reads (5 bytes for an int, 10 for a long), a boolean
 byte other than 0 or 1, a string that is not UTF-8, a decimal beyond its precision, a time of day out of
-range); a payload with bytes left over after the value is :data:`MISMATCH` too (:func:`decode_column`).
+range, a timestamp-millis beyond int64 microseconds, a collection over Java's limit); a payload with bytes
+left over after the value is :data:`MISMATCH` too (:func:`decode_column`).
 
 Logical types are converted on whole columns: timestamp-millis x 1000 to microseconds, date's ints as
 date32, decimal's big-endian two's-complement bytes sign-extended into decimal128/256 little-endian words.
@@ -220,17 +221,13 @@ def _arrow(values: np.ndarray, type_: pa.DataType, valid: np.ndarray | None = No
     return pa.Array.from_buffers(type_, n, [bitmap, data], null_count=int(n - np.count_nonzero(valid)))
 
 
-def _numeric(values: np.ndarray, type_: pa.DataType) -> pa.Array:
-    return _arrow(values, type_)
-
-
 def _int_kind(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
     v = _int(cur, rows)
     if node.logical == "time-millis":
         out = cur.live(rows) & ((v < 0) | (v >= MS_OF_DAY))
         cur.fail(rows[out], MISMATCH)
         v = np.where(out, 0, v).astype(np.int32)
-    return _numeric(v, node.arrow)
+    return _arrow(v, node.arrow)
 
 
 def _long_kind(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
@@ -243,7 +240,7 @@ def _long_kind(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
         out = cur.live(rows) & ((v < 0) | (v >= US_OF_DAY))
         cur.fail(rows[out], MISMATCH)
         v = np.where(out, 0, v)
-    return _numeric(v, node.arrow)
+    return _arrow(v, node.arrow)
 
 
 def _float(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
