@@ -854,3 +854,37 @@ def test_random_schemas_equal_fastavro(data: st.DataObject, schema: dict) -> Non
     for p in payloads:  # every strict prefix is truncated, one more byte left over
         assert set(_decoder(schema).decode([p[:n] for n in range(len(p))]).reasons) <= {TRUNC}
         assert _decoder(schema).decode([p + b"\x00"]).reasons == [MISMATCH]
+
+
+def test_connect_metadata_on_items_values_branches_and_the_value() -> None:
+    dated = {"type": "int", "connect.name": "io.debezium.time.Date", "connect.version": 1}
+    schema = [
+        "null",
+        {
+            "type": "record",
+            "name": "R",
+            "connect.name": "x.R",
+            "connect.parameters": {"a": "1"},
+            "fields": [
+                {"name": "days", "type": {"type": "array", "items": dated}},
+                {"name": "by", "type": {"type": "map", "values": dated}},
+                {"name": "u", "type": [dated, "string"]},
+                {"name": "plain", "type": "int"},
+            ],
+        },
+    ]
+    d = _decoder(schema)
+    date_meta = {b"connect.name": b"io.debezium.time.Date", b"connect.version": b"1"}
+    assert d.field_metadata == {b"connect.name": b"x.R", b"connect.parameters": b'{"a":"1"}'}
+    assert d.record_name is None  # a union at the top, as AvroSchema.name() says
+    t = d.arrow_type
+    assert t.field("days").type.value_field.metadata == date_meta
+    assert t.field("by").type.item_field.metadata == date_meta
+    assert t.field("u").type.field("int").metadata == date_meta
+    assert t.field("plain").metadata is None
+    assert d.decode(
+        _write(schema, [None, {"days": [1], "by": {"k": 2}, "u": "s", "plain": 3}])
+    ).values.to_pylist() == [
+        None,
+        {"days": [1], "by": [("k", 2)], "u": {"int": None, "string": "s"}, "plain": 3},
+    ]
