@@ -8,10 +8,14 @@ One module per concern, each citing the Schema Registry / Kafka Connect source i
 - :mod:`.framing`: where a key's or value's schema is named: Confluent's byte 0 + 4-byte id, byte 1 +
   16-byte GUID, the ``__key_schema_id`` / ``__value_schema_id`` headers, Protobuf's message-index path.
 - :mod:`.decoder`: the one protocol every format's decoder follows (:class:`~.decoder.WriterDecoder`), the
-  side-table reasons, and :func:`~.decoder.decoder_for` that picks the format's decoder for a schema.
+  side-table reasons, and :func:`~.decoder.decoder_for` that picks the format's decoder for a schema;
+  :mod:`.results`: what a decoder gives back (``Decoded``, the reasons, ``SchemaError``), which the format
+  modules import (not :mod:`.decoder`, which imports them).
 - :mod:`.avro`, :mod:`.protobuf`, :mod:`.json_schema`, :mod:`.connect_json`: one decoder per format, each
   from the format's own library (fastavro; protobuf with protoc from grpcio-tools; jsonschema; json),
-  decoding a batch of payloads into one Arrow array of the writer schema's Arrow type.
+  decoding a batch of payloads into one Arrow array of the writer schema's Arrow type. Avro's in three:
+  :mod:`.avro_schema` (the schema with its references, its Arrow type), :mod:`.avro_columns` (payloads
+  decoded column by column with numpy, exactly), :mod:`.avro` (the decoder).
 - :mod:`.arrow_union`: the table type of several writer types (Avro's schema resolution rules), and a
   writer type's array cast to it.
 

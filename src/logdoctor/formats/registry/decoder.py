@@ -9,20 +9,11 @@ not decode why (:data:`REASONS`): the array holds null there.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:
-    import pyarrow as pa
-
-    from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
-
-#: The version of the type mapping of docs/typed-tables.md: raised on any change of an Arrow type a schema
-#: type maps to (an output written with another version may need its tables rewritten).
-TYPE_MAPPING_VERSION = 1
-
-# the side-table reasons (a module of their own: :mod:`.store` names them too, and this module imports it)
-from logdoctor.formats.registry.reasons import (  # noqa: E402, F401
+# what every decoder gives back lives in .results, which the format modules import (this module imports
+# them in decoder_for: they cannot import it back without a cycle); named here too for the callers
+from logdoctor.formats.registry.results import (
     DECODE_ERROR_SCHEMA_MISMATCH,
     DECODE_ERROR_TRUNCATED,
     NO_MAGIC_BYTE,
@@ -30,21 +21,33 @@ from logdoctor.formats.registry.reasons import (  # noqa: E402, F401
     SCHEMA_HARD_DELETED,
     UNKNOWN_SCHEMA_GUID,
     UNKNOWN_SCHEMA_ID,
+    Decoded,
+    SchemaError,
 )
 
+if TYPE_CHECKING:
+    import pyarrow as pa
 
-class SchemaError(ValueError):
-    """A registered schema that cannot be parsed or compiled (its id and the library's words)."""
+    from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
+__all__ = [
+    "DECODE_ERROR_SCHEMA_MISMATCH",
+    "DECODE_ERROR_TRUNCATED",
+    "NO_MAGIC_BYTE",
+    "REASONS",
+    "SCHEMA_HARD_DELETED",
+    "TYPE_MAPPING_VERSION",
+    "UNKNOWN_SCHEMA_GUID",
+    "UNKNOWN_SCHEMA_ID",
+    "Decoded",
+    "SchemaError",
+    "WriterDecoder",
+    "decoder_for",
+]
 
-@dataclass(slots=True)
-class Decoded:
-    """What a decoder made of a batch of payloads: ``values`` (an array of the decoder's ``arrow_type``,
-    one element per payload, null where it did not decode) and ``reasons`` (None where it decoded, else one
-    of :data:`REASONS`)."""
-
-    values: pa.Array
-    reasons: list[str | None]
+#: The version of the type mapping of docs/typed-tables.md: raised on any change of an Arrow type a schema
+#: type maps to (an output written with another version may need its tables rewritten).
+TYPE_MAPPING_VERSION = 1
 
 
 class WriterDecoder(Protocol):
