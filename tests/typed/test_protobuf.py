@@ -10,9 +10,9 @@ import pickle
 
 import pyarrow as pa
 import pytest
+import typed_set
 from google.protobuf import json_format
 
-import typed_set
 from logdoctor.formats.registry.decoder import (
     DECODE_ERROR_SCHEMA_MISMATCH,
     DECODE_ERROR_TRUNCATED,
@@ -63,7 +63,9 @@ def _registry_with(*schemas: RegisteredSchema) -> SchemaRegistry:
     return reg
 
 
-def _proto(sid: int, text: str, subject: str = "", refs: tuple[SchemaReference, ...] = ()) -> RegisteredSchema:
+def _proto(
+    sid: int, text: str, subject: str = "", refs: tuple[SchemaReference, ...] = ()
+) -> RegisteredSchema:
     subject = subject or f"s{sid}"
     return RegisteredSchema(sid, "PROTOBUF", text, refs, subject, 1, ((subject, 1),))
 
@@ -131,13 +133,14 @@ def _walk(message) -> dict:
     out = {}
     for field in message.DESCRIPTOR.fields:
         value = getattr(message, field.name)
-        if field.containing_oneof is not None and message.WhichOneof(field.containing_oneof.name) != field.name:
+        oneof = field.containing_oneof
+        if oneof is not None and message.WhichOneof(oneof.name) != field.name:
             continue
         if field.type == field.TYPE_MESSAGE and not field.is_repeated:
             if not message.HasField(field.name):
                 out[field.name] = None
             elif field.message_type.full_name == "google.protobuf.Timestamp":
-                out[field.name] = _iso_ms(value.ToDatetime(tzinfo=dt.timezone.utc))
+                out[field.name] = _iso_ms(value.ToDatetime(tzinfo=dt.UTC))
             else:
                 out[field.name] = _walk(value)
         elif field.type == field.TYPE_MESSAGE and field.message_type.GetOptions().map_entry:
@@ -246,13 +249,15 @@ def test_a_chain_of_two_imports_by_reference() -> None:
     c = _proto(1, 'syntax = "proto3";\npackage c;\nmessage C { int64 n = 1; uint64 u = 2; }\n', "c-value")
     b = _proto(
         2,
-        'syntax = "proto3";\npackage b;\nimport "deps/c.proto";\nmessage B { c.C inner = 1; string t = 2; }\n',
+        'syntax = "proto3";\npackage b;\nimport "deps/c.proto";\n'
+        "message B { c.C inner = 1; string t = 2; }\n",
         "b-value",
         (SchemaReference("deps/c.proto", "c-value", 1),),
     )
     a = _proto(
         3,
-        'syntax = "proto3";\npackage a;\nimport "b.proto";\nmessage A { b.B b = 1; repeated b.B more = 2; }\n',
+        'syntax = "proto3";\npackage a;\nimport "b.proto";\n'
+        "message A { b.B b = 1; repeated b.B more = 2; }\n",
         "a-value",
         (SchemaReference("b.proto", "b-value", 1),),
     )
@@ -348,7 +353,7 @@ def test_every_kind_of_field_maps_to_its_arrow_type_and_value() -> None:
     out = decoder.decode(payloads)
     assert out.reasons == [None, None, None]
     got = out.values.to_pylist()
-    utc = dt.timezone.utc
+    utc = dt.UTC
     assert got[0] == {
         "i32": -1, "s32": -2, "sf32": -3, "i64": -4, "s64": -5, "sf64": -6, "u32": 4294967295, "f32": 7,
         "u64": 18446744073709551615, "f64": 9, "fl": 1.5, "db": 2.25, "ok": True, "st": "é",

@@ -49,7 +49,9 @@ def registry() -> SchemaRegistry:
         key, value = r["key_decoded"], r["value_decoded"]
         if key.get("keytype") != "SCHEMA" or not value:
             continue
-        refs = tuple(SchemaReference(x["name"], x["subject"], x["version"]) for x in value.get("references", []))
+        refs = tuple(
+            SchemaReference(x["name"], x["subject"], x["version"]) for x in value.get("references", [])
+        )
         sid = value["id"]
         known = reg.schemas.get(sid)
         versions = ((value["subject"], value["version"]),)

@@ -105,7 +105,8 @@ class ProtobufDecoder:
                 reasons.append(None)
             except DecodeError:
                 messages.append(None)
-                reasons.append(DECODE_ERROR_TRUNCATED if ends_early(payload) else DECODE_ERROR_SCHEMA_MISMATCH)
+                truncated = ends_early(payload)
+                reasons.append(DECODE_ERROR_TRUNCATED if truncated else DECODE_ERROR_SCHEMA_MISMATCH)
                 failed = True
         mask = None
         if failed:
@@ -191,7 +192,9 @@ def _message_converter(descriptor: Descriptor, path: tuple[str, ...]) -> tuple[p
     return struct_type, convert
 
 
-def _field_column(field: FieldDescriptor, path: tuple[str, ...]) -> tuple[pa.DataType, Callable[[list], pa.Array]]:
+def _field_column(
+    field: FieldDescriptor, path: tuple[str, ...]
+) -> tuple[pa.DataType, Callable[[list], pa.Array]]:
     """The Arrow type of ``field`` and the function reading its column out of a list of messages."""
     get = attrgetter(field.name)
     if _is_map(field):

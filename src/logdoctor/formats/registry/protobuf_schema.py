@@ -5,8 +5,9 @@ The registered ``.proto`` text and the texts of its references (each reference's
 ``import`` names; its subject and version give the text, transitively) are written into a private temporary
 folder and compiled by the protoc that grpcio-tools ships (``python -m grpc_tools.protoc``, whose include path
 holds ``google/protobuf/*.proto``: the well-known types need no reference) into a FileDescriptorSet
-(``--include_imports``), which is loaded into a fresh :class:`~google.protobuf.descriptor_pool.DescriptorPool`.
-Compiled pools are kept per schema (id and texts) for the life of the process.
+(``--include_imports``), which is loaded into a fresh
+:class:`~google.protobuf.descriptor_pool.DescriptorPool`. Compiled pools are kept per schema (id and texts)
+for the life of the process.
 
 The message-index path is Confluent's (``ProtobufSchema.toMessageName`` and ``MessageIndexes`` in
 confluentinc/schema-registry protobuf-provider): the first index is the position of a top-level message among
