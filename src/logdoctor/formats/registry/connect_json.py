@@ -20,8 +20,8 @@ docs/typed-tables.md), as ``JsonConverter.toConnectData`` reads them:
   ``Timestamp`` (int64 ms) timestamp[us, UTC].
 
 A schema's ``name``, ``version`` and ``parameters`` go into its Arrow field's metadata as
-``connect.name``, ``connect.version`` and ``connect.parameters`` (JSON text); the whole value's in
-:attr:`ConnectJsonDecoder.field_metadata`.
+``connect.name``, ``connect.version`` and ``connect.parameters`` (JSON text, keys sorted); the whole
+value's in :attr:`ConnectJsonDecoder.field_metadata`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import base64
 import binascii
 import json
 from collections.abc import Callable, Sequence
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Any
 
 import pyarrow as pa
@@ -47,6 +47,7 @@ _INT_RANGES = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
 _INT_TYPES = {"int8": pa.int8(), "int16": pa.int16(), "int32": pa.int32(), "int64": pa.int64()}
 _TIMESTAMP_US = pa.timestamp("us", tz="UTC")
 _MS_PER_DAY = 86_400_000
+_EXACT = Context(prec=200)  # no rounding of a decimal of up to 76 digits (the default context keeps 28)
 
 #: a JSON value (non-null) -> the Python value of the Arrow type (raises _Mismatch)
 Convert = Callable[[Any], Any]
@@ -131,7 +132,9 @@ def metadata(schema: dict) -> dict[bytes, bytes]:
     if schema.get("version") is not None:
         out[b"connect.version"] = str(schema["version"]).encode()
     if isinstance(schema.get("parameters"), dict):
-        out[b"connect.parameters"] = json.dumps(schema["parameters"], separators=(",", ":")).encode()
+        parameters = schema["parameters"]
+        text = json.dumps(parameters, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        out[b"connect.parameters"] = text.encode()
     return out
 
 
@@ -244,7 +247,7 @@ def _decimal(schema: dict) -> tuple[pa.DataType, Convert]:
             unscaled = int.from_bytes(_base64(value), "big", signed=True)
         elif isinstance(value, int | Decimal) and not isinstance(value, bool):  # NUMERIC
             try:
-                scaled = Decimal(value).scaleb(scale)
+                scaled = Decimal(value).scaleb(scale, context=_EXACT)
             except InvalidOperation:
                 raise _Mismatch("not a decimal") from None
             if scaled != scaled.to_integral_value():
@@ -254,7 +257,7 @@ def _decimal(schema: dict) -> tuple[pa.DataType, Convert]:
             raise _Mismatch("a Decimal is neither base64 bytes nor a number")
         if abs(unscaled) >= limit:
             raise _Mismatch(f"more than {precision} digits")
-        return Decimal(unscaled).scaleb(-scale)
+        return Decimal(unscaled).scaleb(-scale, context=_EXACT)
 
     return arrow_type, convert
 
