@@ -35,7 +35,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from logdoctor.formats.registry.decoder import DECODE_ERROR_SCHEMA_MISMATCH, Decoded, SchemaError
+from logdoctor.formats.registry.decoded import DECODE_ERROR_SCHEMA_MISMATCH, Decoded, SchemaError
 from logdoctor.formats.registry.json_text import NotJson, loads
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"

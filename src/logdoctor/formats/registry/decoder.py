@@ -9,8 +9,21 @@ not decode why (:data:`REASONS`): the array holds null there.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
+
+# the side-table reasons, SchemaError and Decoded are defined in .decoded, which the format decoders import
+# (they cannot import this module: decoder_for imports them); given here too
+from logdoctor.formats.registry.decoded import (  # noqa: F401
+    DECODE_ERROR_SCHEMA_MISMATCH,
+    DECODE_ERROR_TRUNCATED,
+    NO_MAGIC_BYTE,
+    REASONS,
+    SCHEMA_HARD_DELETED,
+    UNKNOWN_SCHEMA_GUID,
+    UNKNOWN_SCHEMA_ID,
+    Decoded,
+    SchemaError,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -20,38 +33,6 @@ if TYPE_CHECKING:
 #: The version of the type mapping of docs/typed-tables.md: raised on any change of an Arrow type a schema
 #: type maps to (an output written with another version may need its tables rewritten).
 TYPE_MAPPING_VERSION = 1
-
-UNKNOWN_SCHEMA_ID = "unknown_schema_id"
-UNKNOWN_SCHEMA_GUID = "unknown_schema_guid"
-NO_MAGIC_BYTE = "no_magic_byte"  # also: shorter than a frame
-DECODE_ERROR_TRUNCATED = "decode_error_truncated"  # the payload ends early
-DECODE_ERROR_SCHEMA_MISMATCH = "decode_error_schema_mismatch"  # bad enum / union index, bytes left over...
-SCHEMA_HARD_DELETED = "schema_hard_deleted"
-
-#: why a record went to the side table ``OUT/_undecoded``, in the order the summary lists them
-REASONS = (
-    UNKNOWN_SCHEMA_ID,
-    UNKNOWN_SCHEMA_GUID,
-    NO_MAGIC_BYTE,
-    DECODE_ERROR_TRUNCATED,
-    DECODE_ERROR_SCHEMA_MISMATCH,
-    SCHEMA_HARD_DELETED,
-)
-
-
-class SchemaError(ValueError):
-    """A registered schema that cannot be parsed or compiled (its id and the library's words)."""
-
-
-@dataclass(slots=True)
-class Decoded:
-    """What a decoder made of a batch of payloads: ``values`` (an array of the decoder's ``arrow_type``,
-    one element per payload, null where it did not decode) and ``reasons`` (None where it decoded, else one
-    of :data:`REASONS`)."""
-
-    values: pa.Array
-    reasons: list[str | None]
-
 
 class WriterDecoder(Protocol):
     """The decoder of one writer schema."""

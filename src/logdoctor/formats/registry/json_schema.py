@@ -29,7 +29,7 @@ import referencing.jsonschema
 from jsonschema import Draft7Validator, validators
 from jsonschema.exceptions import SchemaError as JsonSchemaSchemaError
 
-from logdoctor.formats.registry.decoder import DECODE_ERROR_SCHEMA_MISMATCH, Decoded, SchemaError
+from logdoctor.formats.registry.decoded import DECODE_ERROR_SCHEMA_MISMATCH, Decoded, SchemaError
 from logdoctor.formats.registry.json_text import NotJson, loads
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from logdoctor.formats.registry.decoder import (
+from logdoctor.formats.registry.decoded import (
     DECODE_ERROR_SCHEMA_MISMATCH,
     DECODE_ERROR_TRUNCATED,
     Decoded,

@@ -31,7 +31,7 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 from google.protobuf.descriptor import Descriptor
 from google.protobuf.message import Message
 
-from logdoctor.formats.registry.decoder import SchemaError
+from logdoctor.formats.registry.decoded import SchemaError
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
 #: the file name the registered schema itself is compiled under (never an import path of a reference: those
