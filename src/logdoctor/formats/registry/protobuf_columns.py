@@ -78,7 +78,7 @@ def payload_reader(
     and, per payload, whether protobuf rejected it (then its value is null; ``empty`` stands in for it)."""
     code = _Code()
     code.namespace.update(parse=parse, empty=empty, DecodeError=DecodeError)
-    struct_type, lines, finish = _struct(code, descriptor, (descriptor.full_name,), "m", "        ")
+    struct_type, lines, _, finish = _struct(code, descriptor, (descriptor.full_name,), "m")
     failed = code.column()
     loop = [
         "    for p in payloads:",
@@ -88,7 +88,8 @@ def payload_reader(
         "        except DecodeError:",
         f"            m = empty; a{failed}(True)",
     ]
-    read = code.build(f"<protobuf payload reader of {descriptor.full_name}>", "payloads", loop, lines)
+    title = f"<protobuf payload reader of {descriptor.full_name}>"
+    read = code.build(title, "payloads", loop, _indent8(lines))
 
     def decode(payloads: Iterable[bytes | memoryview]) -> tuple[pa.Array, list[bool]]:
         columns = read(payloads)
@@ -103,9 +104,9 @@ def message_converter(descriptor: Descriptor, path: tuple[str, ...]) -> tuple[pa
     """The struct type of ``descriptor`` and the converter of a list of its (parsed) messages. ``path``: the
     messages from the top down to this one (a field of a message type on the path starts a recursion)."""
     code = _Code()
-    struct_type, lines, finish = _struct(code, descriptor, path, "m", "        ")
+    struct_type, lines, _, finish = _struct(code, descriptor, path, "m")
     loop = ["    for m in messages:"]
-    read = code.build(f"<protobuf reader of {descriptor.full_name}>", "messages", loop, lines)
+    read = code.build(f"<protobuf reader of {descriptor.full_name}>", "messages", loop, _indent8(lines))
 
     def convert(messages: list, mask: np.ndarray | None) -> pa.Array:
         return finish(read(messages), mask)
@@ -145,22 +146,38 @@ class _Code:
         return self.namespace["read"]
 
 
+def _indent8(lines: list[str]) -> list[str]:
+    """``lines`` in the body of the generated function's loop."""
+    return ["        " + line for line in lines]
+
+
 def _read(var: str, name: str) -> str:
     if name.isidentifier() and not keyword.iskeyword(name):
         return f"{var}.{name}"
     return f"getattr({var}, {name!r})"
 
 
-def _struct(
-    code: _Code, descriptor: Descriptor, path: tuple[str, ...], var: str, indent: str
-) -> tuple[pa.DataType, list[str], Callable[[list[list], np.ndarray | None], pa.Array]]:
-    """The struct type of ``descriptor``, the lines reading every field of the message in ``var``, and the
-    function making the struct array (with a null mask) of the lists they fill."""
+#: what reads one field: its Arrow type, the lines reading its value, the lines appending what an absent
+#: field holds (guarded by its presence), the function making its array (with a null mask)
+_FieldCode = tuple[pa.DataType, list[str], list[str], Callable[[list[list], "np.ndarray | None"], pa.Array]]
+
+
+def _indented(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
+
+
+def _struct(code: _Code, descriptor: Descriptor, path: tuple[str, ...], var: str) -> _FieldCode:
+    """The struct type of ``descriptor``, the lines reading every field of the message in ``var`` (a field
+    with presence read only when set), the lines of an absent message, and the function making the struct
+    array (with a null mask) of the lists they fill. Lines are indented from column 0."""
     fields: list[pa.Field] = []
     finishers: list[Finisher] = []
     lines: list[str] = []
+    unset: list[str] = []
     oneofs: dict[str, str] = {}
     for field in descriptor.fields:
+        read = _read(var, field.name)
+        arrow_type, field_lines, field_unset, finish = _field(code, field, path, read)
         nulls = None
         if field.has_presence and not field.is_repeated:
             nulls = code.column()
@@ -168,19 +185,24 @@ def _struct(
             if oneof is not None:
                 if oneof.name not in oneofs:
                     oneofs[oneof.name] = code.temp()
-                    lines.append(f"{indent}{oneofs[oneof.name]} = {var}.WhichOneof({oneof.name!r})")
-                lines.append(f"{indent}a{nulls}({oneofs[oneof.name]} != {field.name!r})")
+                    lines.append(f"{oneofs[oneof.name]} = {var}.WhichOneof({oneof.name!r})")
+                present = f"{oneofs[oneof.name]} == {field.name!r}"
             else:
-                lines.append(f"{indent}a{nulls}(not {var}.HasField({field.name!r}))")
-        arrow_type, field_lines, finish = _field(code, field, path, _read(var, field.name), indent)
-        lines.extend(field_lines)
+                present = f"{var}.HasField({field.name!r})"
+            lines.extend([f"if {present}:", f"    a{nulls}(False)", *_indented(field_lines)])
+            lines.extend(["else:", f"    a{nulls}(True)", *_indented(field_unset)])
+            unset.extend([f"a{nulls}(True)", *field_unset])
+        else:
+            lines.extend(field_lines)
+            unset.extend(field_unset)
         fields.append(pa.field(field.name, arrow_type))
         finishers.append(_with_nulls(finish, nulls))
     struct_type = pa.struct(fields)
     counter = -1
     if not fields:  # something to count the messages by
         counter = code.column()
-        lines.append(f"{indent}a{counter}(None)")
+        lines.append(f"a{counter}(None)")
+        unset.append(f"a{counter}(None)")
 
     def finish_struct(columns: list[list], mask: np.ndarray | None) -> pa.Array:
         if not fields:  # a message with no fields: an empty struct per message
@@ -191,7 +213,7 @@ def _struct(
             arrays, fields=fields, mask=None if mask is None else pa.array(mask, pa.bool_())
         )
 
-    return struct_type, lines, finish_struct
+    return struct_type, lines, unset, finish_struct
 
 
 def _with_nulls(finish: Callable[[list[list], np.ndarray | None], pa.Array], nulls: int | None) -> Finisher:
@@ -206,54 +228,53 @@ def _with_nulls(finish: Callable[[list[list], np.ndarray | None], pa.Array], nul
     return finish_nullable
 
 
-def _field(
-    code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str, indent: str
-) -> tuple[pa.DataType, list[str], Callable[[list[list], np.ndarray | None], pa.Array]]:
-    """The Arrow type of ``field``, the lines reading it (``read``: the expression of its value) and the
-    function making its array (with a null mask, None for a field with no presence)."""
+def _field(code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str) -> _FieldCode:
+    """How ``field`` is read (``read``: the expression of its value); see :data:`_FieldCode`."""
     if _is_map(field):
-        return _map(code, field, path, read, indent)
+        return _map(code, field, path, read)
     if field.is_repeated:
         value_type, convert = _element_converter(field, path)
         lengths, elements = code.column(), code.column()
         list_type = pa.list_(value_type)
         x = code.temp()
-        lines = [f"{indent}{x} = {read}; a{lengths}(len({x})); e{elements}({x})"]
+        lines = [f"{x} = {read}; a{lengths}(len({x})); e{elements}({x})"]
 
         def finish_list(columns: list[list], mask: np.ndarray | None) -> pa.Array:
             return pa.ListArray.from_arrays(
                 _offsets(columns[lengths]), convert(columns[elements], None), type=list_type
             )
 
-        return list_type, lines, finish_list
+        return list_type, lines, [f"a{lengths}(0)"], finish_list
     message = field.message_type if field.type in (_F.TYPE_MESSAGE, _F.TYPE_GROUP) else None
     name = message.full_name if message is not None else ""
     if message is not None and name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
         arrow_type = _TIMESTAMP_US if name == "google.protobuf.Timestamp" else _DURATION_US
         seconds, nanos, x = code.column(), code.column(), code.temp()
-        lines = [f"{indent}{x} = {read}; a{seconds}({x}.seconds); a{nanos}({x}.nanos)"]
+        lines = [f"{x} = {read}; a{seconds}({x}.seconds); a{nanos}({x}.nanos)"]
 
         def finish_micros(columns: list[list], mask: np.ndarray | None) -> pa.Array:
             return _micros(columns[seconds], columns[nanos], mask, arrow_type)
 
-        return arrow_type, lines, finish_micros
+        return arrow_type, lines, [f"a{seconds}(0); a{nanos}(0)"], finish_micros
     if message is not None and name in _WRAPPERS:
         scalar = _SCALARS[_WRAPPERS[name]]
         values = code.column()
-        convert = _scalar_converter(scalar)
-        return scalar, [f"{indent}a{values}({read}.value)"], _finish_values(values, convert)
+        default = code.bind(message.fields_by_name["value"].default_value)
+        finish = _finish_values(values, _scalar_converter(scalar))
+        return scalar, [f"a{values}({read}.value)"], [f"a{values}({default})"], finish
     if message is not None and (name in _JSON_MESSAGES or name in path):
         values = code.column()
         to_json = code.bind(_to_json)
-        lines = [f"{indent}a{values}({to_json}({read}))"]
-        return pa.string(), lines, _finish_values(values, _scalar_converter(pa.string()))
+        finish = _finish_values(values, _scalar_converter(pa.string()))
+        return pa.string(), [f"a{values}({to_json}({read}))"], [f"a{values}(None)"], finish
     if message is not None:
         x = code.temp()
-        struct_type, lines, finish_struct = _struct(code, message, (*path, name), x, indent)
-        return struct_type, [f"{indent}{x} = {read}", *lines], finish_struct
+        struct_type, lines, unset, finish_struct = _struct(code, message, (*path, name), x)
+        return struct_type, [f"{x} = {read}", *lines], unset, finish_struct
     value_type, convert = _element_converter(field, path)
     values = code.column()
-    return value_type, [f"{indent}a{values}({read})"], _finish_values(values, convert)
+    default = code.bind(field.default_value)
+    return value_type, [f"a{values}({read})"], [f"a{values}({default})"], _finish_values(values, convert)
 
 
 def _finish_values(values: int, convert: Converter) -> Callable[[list[list], np.ndarray | None], pa.Array]:
@@ -267,9 +288,7 @@ def _is_map(field: FieldDescriptor) -> bool:
     return field.is_repeated and field.type == _F.TYPE_MESSAGE and field.message_type.GetOptions().map_entry
 
 
-def _map(
-    code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str, indent: str
-) -> tuple[pa.DataType, list[str], Callable[[list[list], np.ndarray | None], pa.Array]]:
+def _map(code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str) -> _FieldCode:
     entry = field.message_type
     key_type, key_convert = _element_converter(entry.fields_by_name["key"], path)
     value_type, value_convert = _element_converter(entry.fields_by_name["value"], path)
@@ -277,9 +296,9 @@ def _map(
     lengths, pairs, x = code.column(), code.column(), code.temp()
     # dict() of a protobuf map is read in C; its items() view key by key in Python
     lines = [
-        f"{indent}{x} = {read}",
-        f"{indent}if {x}: {x} = dict({x}); a{lengths}(len({x})); e{pairs}(sorted({x}.items()))",
-        f"{indent}else: a{lengths}(0)",
+        f"{x} = {read}",
+        f"if {x}: {x} = dict({x}); a{lengths}(len({x})); e{pairs}(sorted({x}.items()))",
+        f"else: a{lengths}(0)",
     ]
 
     def finish_map(columns: list[list], mask: np.ndarray | None) -> pa.Array:
@@ -288,7 +307,7 @@ def _map(
         values = value_convert([v for _, v in entries], None)
         return pa.MapArray.from_arrays(_offsets(columns[lengths]), keys, values, type=map_type)
 
-    return map_type, lines, finish_map
+    return map_type, lines, [f"a{lengths}(0)"], finish_map
 
 
 def _offsets(lengths: list[int]) -> pa.Array:
