@@ -293,19 +293,24 @@ def _map(code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str) 
     key_type, key_convert = _element_converter(entry.fields_by_name["key"], path)
     value_type, value_convert = _element_converter(entry.fields_by_name["value"], path)
     map_type = pa.map_(key_type, value_type)
-    lengths, pairs, x = code.column(), code.column(), code.temp()
-    # dict() of a protobuf map is read in C; its items() view key by key in Python
+    lengths, keys, values = code.column(), code.column(), code.column()
+    x, k = code.temp(), code.temp()
+    # the sorted keys, then the values by key (a protobuf map's dict() and items() go key by key through
+    # Python's Mapping methods: slower)
     lines = [
         f"{x} = {read}",
-        f"if {x}: {x} = dict({x}); a{lengths}(len({x})); e{pairs}(sorted({x}.items()))",
+        f"if {x}: {k} = sorted({x}); a{lengths}(len({k})); e{keys}({k}); "
+        f"e{values}(map({x}.__getitem__, {k}))",
         f"else: a{lengths}(0)",
     ]
 
     def finish_map(columns: list[list], mask: np.ndarray | None) -> pa.Array:
-        entries = columns[pairs]
-        keys = key_convert([k for k, _ in entries], None)
-        values = value_convert([v for _, v in entries], None)
-        return pa.MapArray.from_arrays(_offsets(columns[lengths]), keys, values, type=map_type)
+        return pa.MapArray.from_arrays(
+            _offsets(columns[lengths]),
+            key_convert(columns[keys], None),
+            value_convert(columns[values], None),
+            type=map_type,
+        )
 
     return map_type, lines, [f"a{lengths}(0)"], finish_map
 
