@@ -237,7 +237,8 @@ def _field(code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str
         lengths, elements = code.column(), code.column()
         list_type = pa.list_(value_type)
         x = code.temp()
-        lines = [f"{x} = {read}; a{lengths}(len({x})); e{elements}({x})"]
+        # a slice of a repeated field is made in C; iterating it goes through Python's Sequence methods
+        lines = [f"{x} = {read}; a{lengths}(len({x})); e{elements}({x}[:])"]
 
         def finish_list(columns: list[list], mask: np.ndarray | None) -> pa.Array:
             return pa.ListArray.from_arrays(
