@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import json
 import keyword
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from google.protobuf import json_format
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import DecodeError
@@ -73,29 +74,31 @@ Finisher = Callable[[list[list]], pa.Array]
 
 def payload_reader(
     descriptor: Descriptor, parse: Callable[[bytes | memoryview], Any], empty: Any
-) -> tuple[pa.DataType, Callable[[Iterable[bytes | memoryview]], tuple[pa.Array, list[bool]]]]:
+) -> tuple[pa.DataType, Callable[[Sequence[bytes | memoryview]], tuple[pa.Array, list[bool]]]]:
     """The struct type of ``descriptor`` and a function parsing payloads with ``parse`` into one struct array
     and, per payload, whether protobuf rejected it (then its value is null; ``empty`` stands in for it)."""
     code = _Code()
     code.namespace.update(parse=parse, empty=empty, DecodeError=DecodeError)
     struct_type, lines, _, finish = _struct(code, descriptor, (descriptor.full_name,), "m")
-    failed = code.column()
+    # the payloads protobuf rejects (few): kept apart, told by identity after the pass
     loop = [
         "    for p in payloads:",
         "        try:",
         "            m = parse(p)",
-        f"            a{failed}(False)",
         "        except DecodeError:",
-        f"            m = empty; a{failed}(True)",
+        "            m = empty; rejected(p)",
     ]
     title = f"<protobuf payload reader of {descriptor.full_name}>"
-    read = code.build(title, "payloads", loop, _indent8(lines))
+    read = code.build(title, "payloads, rejected", loop, _indent8(lines))
 
-    def decode(payloads: Iterable[bytes | memoryview]) -> tuple[pa.Array, list[bool]]:
-        columns = read(payloads)
-        rejected = columns[failed]
-        mask = np.array(rejected, dtype=bool) if any(rejected) else None
-        return finish(columns, mask), rejected
+    def decode(payloads: Sequence[bytes | memoryview]) -> tuple[pa.Array, list[bool]]:
+        bad: list = []
+        columns = read(payloads, bad.append)
+        if not bad:
+            return finish(columns, None), [False] * len(payloads)
+        bad_ids = set(map(id, bad))  # the same object twice: the same bytes, rejected twice
+        rejected = [id(p) in bad_ids for p in payloads]
+        return finish(columns, np.array(rejected, dtype=bool)), rejected
 
     return struct_type, decode
 
@@ -174,29 +177,35 @@ def _struct(code: _Code, descriptor: Descriptor, path: tuple[str, ...], var: str
     finishers: list[Finisher] = []
     lines: list[str] = []
     unset: list[str] = []
-    oneofs: dict[str, str] = {}
+    oneofs: dict[str, tuple[str, int]] = {}
     for field in descriptor.fields:
         read = _read(var, field.name)
         arrow_type, field_lines, field_unset, finish = _field(code, field, path, read)
-        nulls = None
-        if field.has_presence and not field.is_repeated:
+        oneof = field.containing_oneof
+        if oneof is not None:  # the oneof's set member's name, one column for all its members
+            if oneof.name not in oneofs:
+                which = code.column()
+                oneofs[oneof.name] = (code.temp(), which)
+                temp = oneofs[oneof.name][0]
+                lines.append(f"{temp} = {var}.WhichOneof({oneof.name!r}); a{which}({temp})")
+                unset.append(f"a{which}(None)")
+            temp, which = oneofs[oneof.name]
+            lines.extend([f"if {temp} == {field.name!r}:", *_indented(field_lines)])
+            lines.extend(["else:", *_indented(field_unset)])
+            unset.extend(field_unset)
+            finishers.append(_with_which(finish, which, field.name))
+        elif field.has_presence and not field.is_repeated:
             nulls = code.column()
-            oneof = field.containing_oneof
-            if oneof is not None:
-                if oneof.name not in oneofs:
-                    oneofs[oneof.name] = code.temp()
-                    lines.append(f"{oneofs[oneof.name]} = {var}.WhichOneof({oneof.name!r})")
-                present = f"{oneofs[oneof.name]} == {field.name!r}"
-            else:
-                present = f"{var}.HasField({field.name!r})"
+            present = f"{var}.HasField({field.name!r})"
             lines.extend([f"if {present}:", f"    a{nulls}(False)", *_indented(field_lines)])
             lines.extend(["else:", f"    a{nulls}(True)", *_indented(field_unset)])
             unset.extend([f"a{nulls}(True)", *field_unset])
+            finishers.append(_with_nulls(finish, nulls))
         else:
             lines.extend(field_lines)
             unset.extend(field_unset)
+            finishers.append(_with_nulls(finish, None))
         fields.append(pa.field(field.name, arrow_type))
-        finishers.append(_with_nulls(finish, nulls))
     struct_type = pa.struct(fields)
     counter = -1
     if not fields:  # something to count the messages by
@@ -226,6 +235,18 @@ def _with_nulls(finish: Callable[[list[list], np.ndarray | None], pa.Array], nul
         return finish(columns, mask if mask.any() else None)
 
     return finish_nullable
+
+
+def _with_which(
+    finish: Callable[[list[list], np.ndarray | None], pa.Array], which: int, name: str
+) -> Finisher:
+    """``finish`` of oneof member ``name``, null where column ``which`` (the set member) names another."""
+
+    def finish_member(columns: list[list]) -> pa.Array:
+        mask = np.array(columns[which], dtype=object) != name
+        return finish(columns, mask if mask.any() else None)
+
+    return finish_member
 
 
 def _field(code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str) -> _FieldCode:
@@ -371,8 +392,18 @@ def _uint64_converter(values: list, mask: np.ndarray | None) -> pa.Array:
 
 def _enum_converter(field: FieldDescriptor) -> Converter:
     names = {v.number: v.name for v in field.enum_type.values}
+    # the names by number, when the numbers are small and not negative: a take from them
+    size = max(names) + 1 if names and min(names) >= 0 and max(names) < 4096 else 0
+    table = pa.array([names.get(n) for n in range(size)], pa.string())
+    gaps = size - len(names)
 
     def convert(values: list, mask: np.ndarray | None) -> pa.Array:
+        if size:
+            numbers = np.array(values, dtype=np.int64)
+            if not len(numbers) or (numbers.min() >= 0 and numbers.max() < size):
+                taken = table.take(pa.array(numbers))
+                if not gaps or taken.null_count == 0:
+                    return taken if mask is None else pc.if_else(pa.array(mask), None, taken)
         return pa.array([names.get(v) or str(v) for v in values], pa.string(), mask=mask)
 
     return convert
