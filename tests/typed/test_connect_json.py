@@ -113,6 +113,10 @@ def test_envelope_schema_is_canonical_and_only_of_envelopes() -> None:
     a = b'{"schema":{"type":"int32","optional":false},"payload":1}'
     b = b'{"payload":2,"schema":{"optional":false,"type":"int32"}}'
     assert envelope_schema(a) == envelope_schema(b) == '{"optional":false,"type":"int32"}'
+    with_default = b'{"schema":{"type":"double","optional":true,"default":1.50},"payload":null}'
+    text = envelope_schema(with_default)
+    assert text == '{"default":1.5,"optional":true,"type":"double"}'
+    assert ConnectJsonDecoder(text).decode([with_default]).values.to_pylist() == [1.5]
     for not_one in [b"", b"{", b"[1]", b'{"payload":1}', b'{"schema":null,"payload":1}',
                     b'{"schema":{"type":"int32"},"payload":1,"x":0}', b"\xff", None]:  # fmt: skip
         assert envelope_schema(not_one) is None

@@ -72,7 +72,14 @@ def envelope_schema(value: bytes | memoryview | None) -> str | None:
 
 
 def canonical(schema: Any) -> str:
-    return json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """A Connect schema as text: keys sorted, no spaces (a number with a fraction written as a float)."""
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_number)
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, Decimal):
+        return float(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def _envelope(parsed: Any) -> dict | None:
