@@ -15,7 +15,10 @@ One module per concern, each citing the Schema Registry / Kafka Connect source i
   from the format's own library (fastavro; protobuf with protoc from grpcio-tools; jsonschema; json),
   decoding a batch of payloads into one Arrow array of the writer schema's Arrow type. Avro's in three:
   :mod:`.avro_schema` (the schema with its references, its Arrow type), :mod:`.avro_columns` (payloads
-  decoded column by column with numpy, exactly), :mod:`.avro` (the decoder).
+  decoded column by column with numpy, exactly), :mod:`.avro` (the decoder);
+  :mod:`.protobuf_schema` (protoc, message-index paths) and :mod:`.protobuf_columns` (parsed messages
+  into Arrow columns) for Protobuf; :mod:`.json_text` (JSON parsed, truncated text told apart) for both
+  JSON formats.
 - :mod:`.arrow_union`: the table type of several writer types (Avro's schema resolution rules), and a
   writer type's array cast to it.
 

@@ -1,0 +1,427 @@
+"""Parsed Protobuf messages read into Arrow columns (type mapping of docs/typed-tables.md).
+
+A batch is read in one pass: a function generated per message type (Python source compiled once) parses
+each payload and at once reads every field of it, nested messages inline, into one Python list per leaf
+column, as a hand-written parse-and-read loop would (reading a message right after parsing it, while its
+bytes are in the CPU's cache, costs far less than a second pass over kept messages). The lists then become
+Arrow arrays. Repeated messages and maps with message values are read in a second pass over their elements
+by the same kind of generated function.
+
+Values: a scalar of a field with no presence (proto3) is its default when unset; a field with presence
+(a message, a oneof member, an ``optional`` proto3 or a proto2 scalar) is null when unset; an enum value is
+its name (a number the enum does not name: the number as text); ``google.protobuf.Timestamp`` and
+``Duration`` are microseconds (sub-microsecond nanos dropped; a value out of Arrow's range: null); the
+wrappers ``google.protobuf.*Value`` are nullable scalars; ``Struct`` / ``Value`` / ``ListValue`` and a
+message where a recursion starts are JSON text (protobuf's JSON mapping, fields by their ``.proto`` names).
+Map entries are sorted by key.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from google.protobuf import json_format
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import DecodeError
+
+_TIMESTAMP_US = pa.timestamp("us", tz="UTC")
+_DURATION_US = pa.duration("us")
+_UINT64 = pa.decimal128(20, 0)
+_MAX_SECONDS = 9_223_372_036_000  # |seconds| below this: microseconds fit in int64
+
+_F = FieldDescriptor
+_SCALARS: dict[int, pa.DataType] = {
+    _F.TYPE_INT32: pa.int32(),
+    _F.TYPE_SINT32: pa.int32(),
+    _F.TYPE_SFIXED32: pa.int32(),
+    _F.TYPE_INT64: pa.int64(),
+    _F.TYPE_SINT64: pa.int64(),
+    _F.TYPE_SFIXED64: pa.int64(),
+    _F.TYPE_UINT32: pa.int64(),
+    _F.TYPE_FIXED32: pa.int64(),
+    _F.TYPE_UINT64: _UINT64,
+    _F.TYPE_FIXED64: _UINT64,
+    _F.TYPE_FLOAT: pa.float32(),
+    _F.TYPE_DOUBLE: pa.float64(),
+    _F.TYPE_BOOL: pa.bool_(),
+    _F.TYPE_STRING: pa.string(),
+    _F.TYPE_BYTES: pa.binary(),
+}
+_WRAPPERS = {
+    "google.protobuf.DoubleValue": _F.TYPE_DOUBLE,
+    "google.protobuf.FloatValue": _F.TYPE_FLOAT,
+    "google.protobuf.Int64Value": _F.TYPE_INT64,
+    "google.protobuf.UInt64Value": _F.TYPE_UINT64,
+    "google.protobuf.Int32Value": _F.TYPE_INT32,
+    "google.protobuf.UInt32Value": _F.TYPE_UINT32,
+    "google.protobuf.BoolValue": _F.TYPE_BOOL,
+    "google.protobuf.StringValue": _F.TYPE_STRING,
+    "google.protobuf.BytesValue": _F.TYPE_BYTES,
+}
+_JSON_MESSAGES = frozenset({"google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue"})
+
+#: values (Python scalars or messages) and a null mask (True = null; None: none) -> an Arrow array
+Converter = Callable[[list, "np.ndarray | None"], pa.Array]
+#: the generated function's lists (by column number) -> an Arrow array
+Finisher = Callable[[list[list]], pa.Array]
+
+
+def payload_reader(
+    descriptor: Descriptor, parse: Callable[[bytes | memoryview], Any], empty: Any
+) -> tuple[pa.DataType, Callable[[Sequence[bytes | memoryview]], tuple[pa.Array, list[bool]]]]:
+    """The struct type of ``descriptor`` and a function parsing payloads with ``parse`` into one struct array
+    and, per payload, whether protobuf rejected it (then its value is null; ``empty`` stands in for it)."""
+    code = _Code()
+    code.namespace.update(parse=parse, empty=empty, DecodeError=DecodeError)
+    struct_type, lines, _, finish = _struct(code, descriptor, (descriptor.full_name,), "m")
+    # the payloads protobuf rejects (few): kept apart, told by identity after the pass
+    loop = [
+        "    for p in payloads:",
+        "        try:",
+        "            m = parse(p)",
+        "        except DecodeError:",
+        "            m = empty; rejected(p)",
+    ]
+    title = f"<protobuf payload reader of {descriptor.full_name}>"
+    read = code.build(title, "payloads, rejected", loop, _indent8(lines))
+
+    def decode(payloads: Sequence[bytes | memoryview]) -> tuple[pa.Array, list[bool]]:
+        bad: list = []
+        columns = read(payloads, bad.append)
+        if not bad:
+            return finish(columns, None), [False] * len(payloads)
+        bad_ids = set(map(id, bad))  # the same object twice: the same bytes, rejected twice
+        rejected = [id(p) in bad_ids for p in payloads]
+        return finish(columns, np.array(rejected, dtype=bool)), rejected
+
+    return struct_type, decode
+
+
+def message_converter(descriptor: Descriptor, path: tuple[str, ...]) -> tuple[pa.DataType, Converter]:
+    """The struct type of ``descriptor`` and the converter of a list of its (parsed) messages. ``path``: the
+    messages from the top down to this one (a field of a message type on the path starts a recursion)."""
+    code = _Code()
+    struct_type, lines, _, finish = _struct(code, descriptor, path, "m")
+    loop = ["    for m in messages:"]
+    read = code.build(f"<protobuf reader of {descriptor.full_name}>", "messages", loop, _indent8(lines))
+
+    def convert(messages: list, mask: np.ndarray | None) -> pa.Array:
+        return finish(read(messages), mask)
+
+    return struct_type, convert
+
+
+class _Code:
+    """The source of one generated reading function: its lists (``c<n>``, appended to by ``a<n>``, extended
+    by ``e<n>``), its temporaries and the objects it names."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.temps = 0
+        self.namespace: dict[str, Any] = {}
+
+    def column(self) -> int:
+        self.count += 1
+        return self.count - 1
+
+    def temp(self) -> str:
+        self.temps += 1
+        return f"t{self.temps}"
+
+    def bind(self, obj: Any) -> str:
+        name = f"o{len(self.namespace)}"
+        self.namespace[name] = obj
+        return name
+
+    def build(
+        self, title: str, argument: str, loop: list[str], body: list[str]
+    ) -> Callable[[Any], list[list]]:
+        setup = [f"    c{i} = []; a{i} = c{i}.append; e{i} = c{i}.extend" for i in range(self.count)]
+        columns = ", ".join(f"c{i}" for i in range(self.count))
+        source = "\n".join([f"def read({argument}):", *setup, *loop, *body, f"    return [{columns}]", ""])
+        exec(compile(source, title, "exec"), self.namespace)
+        return self.namespace["read"]
+
+
+def _indent8(lines: list[str]) -> list[str]:
+    """``lines`` in the body of the generated function's loop."""
+    return ["        " + line for line in lines]
+
+
+def _read(var: str, name: str) -> str:
+    if name.isidentifier() and not keyword.iskeyword(name):
+        return f"{var}.{name}"
+    return f"getattr({var}, {name!r})"
+
+
+#: what reads one field: its Arrow type, the lines reading its value, the lines appending what an absent
+#: field holds (guarded by its presence), the function making its array (with a null mask)
+_FieldCode = tuple[pa.DataType, list[str], list[str], Callable[[list[list], "np.ndarray | None"], pa.Array]]
+
+
+def _indented(lines: list[str]) -> list[str]:
+    return ["    " + line for line in lines]
+
+
+def _struct(code: _Code, descriptor: Descriptor, path: tuple[str, ...], var: str) -> _FieldCode:
+    """The struct type of ``descriptor``, the lines reading every field of the message in ``var`` (a field
+    with presence read only when set), the lines of an absent message, and the function making the struct
+    array (with a null mask) of the lists they fill. Lines are indented from column 0."""
+    fields: list[pa.Field] = []
+    finishers: list[Finisher] = []
+    lines: list[str] = []
+    unset: list[str] = []
+    oneofs: dict[str, tuple[str, int]] = {}
+    for field in descriptor.fields:
+        read = _read(var, field.name)
+        arrow_type, field_lines, field_unset, finish = _field(code, field, path, read)
+        oneof = field.containing_oneof
+        if oneof is not None:  # the oneof's set member's name, one column for all its members
+            if oneof.name not in oneofs:
+                which = code.column()
+                oneofs[oneof.name] = (code.temp(), which)
+                temp = oneofs[oneof.name][0]
+                lines.append(f"{temp} = {var}.WhichOneof({oneof.name!r}); a{which}({temp})")
+                unset.append(f"a{which}(None)")
+            temp, which = oneofs[oneof.name]
+            lines.extend([f"if {temp} == {field.name!r}:", *_indented(field_lines)])
+            lines.extend(["else:", *_indented(field_unset)])
+            unset.extend(field_unset)
+            finishers.append(_with_which(finish, which, field.name))
+        elif field.has_presence and not field.is_repeated:
+            nulls = code.column()
+            present = f"{var}.HasField({field.name!r})"
+            lines.extend([f"if {present}:", f"    a{nulls}(False)", *_indented(field_lines)])
+            lines.extend(["else:", f"    a{nulls}(True)", *_indented(field_unset)])
+            unset.extend([f"a{nulls}(True)", *field_unset])
+            finishers.append(_with_nulls(finish, nulls))
+        else:
+            lines.extend(field_lines)
+            unset.extend(field_unset)
+            finishers.append(_with_nulls(finish, None))
+        fields.append(pa.field(field.name, arrow_type))
+    struct_type = pa.struct(fields)
+    counter = -1
+    if not fields:  # something to count the messages by
+        counter = code.column()
+        lines.append(f"a{counter}(None)")
+        unset.append(f"a{counter}(None)")
+
+    def finish_struct(columns: list[list], mask: np.ndarray | None) -> pa.Array:
+        if not fields:  # a message with no fields: an empty struct per message
+            nulls = [False] * len(columns[counter]) if mask is None else mask.tolist()
+            return pa.array([None if null else {} for null in nulls], struct_type)
+        arrays = [finish(columns) for finish in finishers]
+        return pa.StructArray.from_arrays(
+            arrays, fields=fields, mask=None if mask is None else pa.array(mask, pa.bool_())
+        )
+
+    return struct_type, lines, unset, finish_struct
+
+
+def _with_nulls(finish: Callable[[list[list], np.ndarray | None], pa.Array], nulls: int | None) -> Finisher:
+    """``finish`` given the null mask of column ``nulls`` (None: a field with no presence, never null)."""
+
+    def finish_nullable(columns: list[list]) -> pa.Array:
+        if nulls is None:
+            return finish(columns, None)
+        mask = np.array(columns[nulls], dtype=bool)
+        return finish(columns, mask if mask.any() else None)
+
+    return finish_nullable
+
+
+def _with_which(
+    finish: Callable[[list[list], np.ndarray | None], pa.Array], which: int, name: str
+) -> Finisher:
+    """``finish`` of oneof member ``name``, null where column ``which`` (the set member) names another."""
+
+    def finish_member(columns: list[list]) -> pa.Array:
+        mask = np.array(columns[which], dtype=object) != name
+        return finish(columns, mask if mask.any() else None)
+
+    return finish_member
+
+
+def _field(code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str) -> _FieldCode:
+    """How ``field`` is read (``read``: the expression of its value); see :data:`_FieldCode`."""
+    if _is_map(field):
+        return _map(code, field, path, read)
+    if field.is_repeated:
+        value_type, convert = _element_converter(field, path)
+        lengths, elements = code.column(), code.column()
+        list_type = pa.list_(value_type)
+        x = code.temp()
+        # a slice of a repeated field is made in C; iterating it goes through Python's Sequence methods
+        lines = [f"{x} = {read}; a{lengths}(len({x})); e{elements}({x}[:])"]
+
+        def finish_list(columns: list[list], mask: np.ndarray | None) -> pa.Array:
+            return pa.ListArray.from_arrays(
+                _offsets(columns[lengths]), convert(columns[elements], None), type=list_type
+            )
+
+        return list_type, lines, [f"a{lengths}(0)"], finish_list
+    message = field.message_type if field.type in (_F.TYPE_MESSAGE, _F.TYPE_GROUP) else None
+    name = message.full_name if message is not None else ""
+    if message is not None and name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+        arrow_type = _TIMESTAMP_US if name == "google.protobuf.Timestamp" else _DURATION_US
+        seconds, nanos, x = code.column(), code.column(), code.temp()
+        lines = [f"{x} = {read}; a{seconds}({x}.seconds); a{nanos}({x}.nanos)"]
+
+        def finish_micros(columns: list[list], mask: np.ndarray | None) -> pa.Array:
+            return _micros(columns[seconds], columns[nanos], mask, arrow_type)
+
+        return arrow_type, lines, [f"a{seconds}(0); a{nanos}(0)"], finish_micros
+    if message is not None and name in _WRAPPERS:
+        scalar = _SCALARS[_WRAPPERS[name]]
+        values = code.column()
+        default = code.bind(message.fields_by_name["value"].default_value)
+        finish = _finish_values(values, _scalar_converter(scalar))
+        return scalar, [f"a{values}({read}.value)"], [f"a{values}({default})"], finish
+    if message is not None and (name in _JSON_MESSAGES or name in path):
+        values = code.column()
+        to_json = code.bind(_to_json)
+        finish = _finish_values(values, _scalar_converter(pa.string()))
+        return pa.string(), [f"a{values}({to_json}({read}))"], [f"a{values}(None)"], finish
+    if message is not None:
+        x = code.temp()
+        struct_type, lines, unset, finish_struct = _struct(code, message, (*path, name), x)
+        return struct_type, [f"{x} = {read}", *lines], unset, finish_struct
+    value_type, convert = _element_converter(field, path)
+    values = code.column()
+    default = code.bind(field.default_value)
+    return value_type, [f"a{values}({read})"], [f"a{values}({default})"], _finish_values(values, convert)
+
+
+def _finish_values(values: int, convert: Converter) -> Callable[[list[list], np.ndarray | None], pa.Array]:
+    def finish(columns: list[list], mask: np.ndarray | None) -> pa.Array:
+        return convert(columns[values], mask)
+
+    return finish
+
+
+def _is_map(field: FieldDescriptor) -> bool:
+    return field.is_repeated and field.type == _F.TYPE_MESSAGE and field.message_type.GetOptions().map_entry
+
+
+def _map(code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str) -> _FieldCode:
+    entry = field.message_type
+    key_type, key_convert = _element_converter(entry.fields_by_name["key"], path)
+    value_type, value_convert = _element_converter(entry.fields_by_name["value"], path)
+    map_type = pa.map_(key_type, value_type)
+    lengths, keys, values = code.column(), code.column(), code.column()
+    x, k = code.temp(), code.temp()
+    # the sorted keys, then the values by key (a protobuf map's dict() and items() go key by key through
+    # Python's Mapping methods: slower)
+    lines = [
+        f"{x} = {read}",
+        f"if {x}: {k} = sorted({x}); a{lengths}(len({k})); e{keys}({k}); "
+        f"e{values}(map({x}.__getitem__, {k}))",
+        f"else: a{lengths}(0)",
+    ]
+
+    def finish_map(columns: list[list], mask: np.ndarray | None) -> pa.Array:
+        return pa.MapArray.from_arrays(
+            _offsets(columns[lengths]),
+            key_convert(columns[keys], None),
+            value_convert(columns[values], None),
+            type=map_type,
+        )
+
+    return map_type, lines, [f"a{lengths}(0)"], finish_map
+
+
+def _offsets(lengths: list[int]) -> pa.Array:
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(np.array(lengths, dtype=np.int32), out=offsets[1:])
+    return pa.array(offsets)
+
+
+def _element_converter(field: FieldDescriptor, path: tuple[str, ...]) -> tuple[pa.DataType, Converter]:
+    """The Arrow type of one value of ``field`` (an element when repeated) and its converter."""
+    if field.type == _F.TYPE_ENUM:
+        return pa.string(), _enum_converter(field)
+    if field.type in (_F.TYPE_MESSAGE, _F.TYPE_GROUP):
+        message = field.message_type
+        name = message.full_name
+        if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+            arrow_type = _TIMESTAMP_US if name == "google.protobuf.Timestamp" else _DURATION_US
+
+            def convert_micros(values: list, mask: np.ndarray | None) -> pa.Array:
+                seconds, nanos = [v.seconds for v in values], [v.nanos for v in values]
+                return _micros(seconds, nanos, mask, arrow_type)
+
+            return arrow_type, convert_micros
+        if name in _WRAPPERS:
+            scalar = _SCALARS[_WRAPPERS[name]]
+            inner = _scalar_converter(scalar)
+
+            def convert_wrapped(values: list, mask: np.ndarray | None) -> pa.Array:
+                return inner([v.value for v in values], mask)
+
+            return scalar, convert_wrapped
+        if name in _JSON_MESSAGES or name in path:
+            return pa.string(), _json_converter
+        return message_converter(message, (*path, name))
+    return _scalar_type_converter(_SCALARS[field.type])
+
+
+def _scalar_type_converter(arrow_type: pa.DataType) -> tuple[pa.DataType, Converter]:
+    return arrow_type, _scalar_converter(arrow_type)
+
+
+def _scalar_converter(arrow_type: pa.DataType) -> Converter:
+    if arrow_type == _UINT64:
+        return _uint64_converter
+
+    def convert(values: list, mask: np.ndarray | None) -> pa.Array:
+        return pa.array(values, arrow_type, mask=mask)
+
+    return convert
+
+
+def _uint64_converter(values: list, mask: np.ndarray | None) -> pa.Array:
+    return pa.array(values, pa.uint64(), mask=mask).cast(_UINT64)
+
+
+def _enum_converter(field: FieldDescriptor) -> Converter:
+    names = {v.number: v.name for v in field.enum_type.values}
+    # the names by number, when the numbers are small and not negative: a take from them
+    size = max(names) + 1 if names and min(names) >= 0 and max(names) < 4096 else 0
+    table = pa.array([names.get(n) for n in range(size)], pa.string())
+    gaps = size - len(names)
+
+    def convert(values: list, mask: np.ndarray | None) -> pa.Array:
+        if size:
+            numbers = np.array(values, dtype=np.int64)
+            if not len(numbers) or (numbers.min() >= 0 and numbers.max() < size):
+                taken = table.take(pa.array(numbers))
+                if not gaps or taken.null_count == 0:
+                    return taken if mask is None else pc.if_else(pa.array(mask), None, taken)
+        return pa.array([names.get(v) or str(v) for v in values], pa.string(), mask=mask)
+
+    return convert
+
+
+def _micros(seconds: list, nanos: list, mask: np.ndarray | None, arrow_type: pa.DataType) -> pa.Array:
+    s = np.array(seconds, dtype=np.int64)
+    in_range = np.abs(s) < _MAX_SECONDS
+    micros = np.where(in_range, s, 0) * 1_000_000 + np.array(nanos, dtype=np.int64) // 1000
+    if not in_range.all():
+        mask = ~in_range if mask is None else mask | ~in_range
+    return pa.array(micros, arrow_type, mask=mask)
+
+
+def _json_converter(values: list, mask: np.ndarray | None) -> pa.Array:
+    return pa.array([_to_json(v) for v in values], pa.string(), mask=mask)
+
+
+def _to_json(message: Any) -> str:
+    value = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
