@@ -76,3 +76,23 @@ def marker_without_txn_bit(dst: Path) -> Path:
     logs = copy_log_dir(dst)
     patch_batch(logs / "ptx-0" / SEGMENT_202, ABORT_323_POSITION, clear_txn=True)
     return logs
+
+
+# ../shared/semantics/README.md, kv-0: 3,000 records, key key-<offset mod 450>, a tombstone at every offset
+# whose offset % 29 == 28; 450 keys, 16 of them with a tombstone latest, 434 live
+KV_SEGMENT_2200 = "00000000000000002200.log"
+KV_BATCH_2300_POSITION = 7168  # offsets 2300..2349 (bytes 7168..10694 of segment 2200)
+KV_BATCH_2300_END = 10694
+KV_COPY_BASE = 2750
+
+
+def kv_duplicated_offsets(dst: Path) -> Path:
+    """Item 4: a copy of kv-0's batch at 2,300 appended to segment 2,200 under base offset 2,750 (the base
+    offset is outside the CRC), so offsets 2,750-2,799 appear twice: once there, once in segment 2,750."""
+    logs = copy_log_dir(dst)
+    seg = logs / "kv-0" / KV_SEGMENT_2200
+    data = seg.read_bytes()
+    batch = bytearray(data[KV_BATCH_2300_POSITION:KV_BATCH_2300_END])
+    struct.pack_into(">q", batch, 0, KV_COPY_BASE)
+    seg.write_bytes(data + bytes(batch))
+    return logs

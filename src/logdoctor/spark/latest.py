@@ -13,6 +13,12 @@ first: an aborted record never changes the state):
 2. the records again: those whose offset is their key's highest, tombstones left out (kept, with
    ``tombstones=True``, for an upsert to delete their key).
 
+One row per key holds whatever the bytes: an offset seen twice (a batch copied into an earlier segment
+under a later base offset, so that two segments hold the same offsets) is read once, from its first copy in
+the log's order, as the per-segment reader reads a segment's batches (:class:`logdoctor.logdir.read_plan.
+OffsetOrder`) and as a consumer fetching on from the earlier segment would get it; the overlap is named
+(``problems``: the segment, its offsets read already; ``offsets_read_twice`` in the summary).
+
 Memory is bounded by the distinct keys of one partition (each key's bytes and an int64), whatever the
 partitioning of the job; nothing is collected on the driver. Records without a key cannot be compacted
 (the broker rejects them in a compacted topic: LogValidator ``validateKey``) and are left out and counted.
@@ -51,6 +57,62 @@ class LatestStats:
     keys: int = 0
     tombstones: int = 0
     rows: int = 0
+    #: records of offsets an earlier segment of the partition held already: read once, from that one
+    repeated: int = 0
+
+
+class _ReadOnce:
+    """The rows of one partition's slices (in order) with every offset once: a row whose offset is at or
+    below the highest read so far is dropped (its first copy was read), and each run of such rows named."""
+
+    __slots__ = ("high", "overlaps")
+
+    def __init__(self) -> None:
+        self.high = -1
+        #: (segment path, first offset, last offset, records) of each run dropped
+        self.overlaps: list[tuple[str, int, int, int]] = []
+
+    def rows(self, path: str, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow.compute as pc
+
+        for rb in batches:
+            if not rb.num_rows:
+                continue
+            offsets = rb.column("offset")
+            bounds = pc.min_max(offsets)
+            low, top = bounds["min"].as_py(), bounds["max"].as_py()
+            if low > self.high:
+                self.high = top
+                yield rb
+                continue
+            again = pc.less_equal(offsets, self.high)
+            seen = pc.min_max(pc.filter(offsets, again))
+            first, last, n = seen["min"].as_py(), seen["max"].as_py(), pc.sum(again).as_py() or 0
+            prev = self.overlaps[-1] if self.overlaps else None
+            if prev is not None and prev[0] == path and prev[2] < first:
+                self.overlaps[-1] = (path, prev[1], last, prev[3] + n)
+            else:
+                self.overlaps.append((path, first, last, n))
+            self.high = max(self.high, top)
+            out = rb.filter(pc.invert(again))
+            if out.num_rows:
+                yield out
+
+    def problems(self) -> list[dict[str, Any]]:
+        """One problem per run of offsets read twice (the export's skipped ranges)."""
+        return [
+            {
+                "path": path,
+                "valid_bytes": 0,
+                "size_bytes": 0,
+                "error": (
+                    f"offsets {first}-{last} ({n:,} record(s)) are held by an earlier segment of the "
+                    "partition too (two segments hold the same offsets: scan calls the log LOG_CORRUPT): the "
+                    "latest view read them once, from their first copy"
+                ),
+            }
+            for path, first, last, n in self.overlaps
+        ]
 
 
 def _latest_offsets(batches: Iterator[Any]) -> tuple[Any, int, int]:
@@ -94,15 +156,24 @@ def latest_rows(
     import pyarrow.compute as pc
 
     def read(first: bool) -> Iterator[Any]:
+        once = _ReadOnce()  # each pass: the same rows, each offset once
         for sl in slices:
-            yield from read_slice(
-                sl, opts, undecodable=undecodable if first else None, problems=problems if first else None
+            yield from once.rows(
+                sl.segment.path,
+                read_slice(
+                    sl, opts, undecodable=undecodable if first else None, problems=problems if first else None
+                ),
             )
+        if first:
+            st.repeated += sum(n for *_, n in once.overlaps)
+            if problems is not None:
+                problems.extend(once.problems())
+
+    st = stats if stats is not None else LatestStats()
 
     winners, records, null_keys = _latest_offsets(
         rb.select(["key", "offset", "is_control"]) for rb in read(True)
     )
-    st = stats if stats is not None else LatestStats()
     st.records += records
     st.null_keys += null_keys
     st.keys += len(winners)
@@ -120,7 +191,6 @@ def latest_rows(
             yield out
 
 
-
 def latest_json(stats: dict[tuple[str, str, int], LatestStats]) -> list[dict[str, Any]]:
     """Per partition, what its latest view counted (the export summary's ``latest``)."""
     return [
@@ -133,6 +203,7 @@ def latest_json(stats: dict[tuple[str, str, int], LatestStats]) -> list[dict[str
             "keys": st.keys,
             "keys_deleted": st.tombstones,
             "rows": st.rows,
+            "offsets_read_twice": st.repeated,
         }
         for (log_dir, topic, partition), st in sorted(stats.items())
     ]
@@ -148,5 +219,10 @@ def latest_lines(entries: Sequence[dict[str, Any]]) -> list[str]:
         )
         if e["records_without_key"]:
             line += f"; {e['records_without_key']:,} record(s) without a key left out (never compacted)"
+        if e.get("offsets_read_twice"):
+            line += (
+                f"; {e['offsets_read_twice']:,} offset(s) held by two segments read once, from the first "
+                "(named among the skipped ranges)"
+            )
         lines.append(line)
     return lines
