@@ -177,6 +177,8 @@ class PartitionTransactions:
     high_watermark: int | None = None
     #: the first damage that ended a segment's batches (the walk went on at the next segment, as the rows do)
     error: str | None = None
+    #: the base offset of the segment that damage cut first (its markers after the damage are not known)
+    damaged_from: int | None = None
     #: the markers Kafka's validation refuses that decided their transaction (named by every reader)
     invalid_markers: list[InvalidMarker] = field(default_factory=list)
     #: the newest record timestamp of the partition (the last moment its log shows; -1: none)
@@ -301,7 +303,7 @@ def _segment_cap(seg: SegmentRef) -> int | None:
 
 
 def _walk(
-    segments: Sequence[SegmentRef], damage: list[str] | None = None
+    segments: Sequence[SegmentRef], damage: list[tuple[SegmentRef, str]] | None = None
 ) -> Iterator[tuple[SegmentRef, object]]:
     """Every batch of the partition once, in offset order, with its segment, headers only (no CRC: the
     callers check the CRC of the few batches that change a transaction's state, as the readers leave a
@@ -327,7 +329,7 @@ def _walk(
                 yield seg, batch
         except (FormatError, OSError) as exc:
             if damage is not None:
-                damage.append(str(exc))
+                damage.append((seg, str(exc)))
         finally:
             walk.close()
 
@@ -350,7 +352,7 @@ def partition_transactions(
         out.high_watermark = _read_high_watermark(ref)
     ongoing: dict[int, Transaction] = {}
     leo: int | None = None
-    damage: list[str] = []
+    damage: list[tuple[SegmentRef, str]] = []
     try:
         for seg, batch in _walk(ref.segments, damage):
             b = batch
@@ -391,11 +393,11 @@ def partition_transactions(
             txn.last_timestamp = b.max_timestamp  # type: ignore[attr-defined]
             txn.records += b.record_count  # type: ignore[attr-defined]
             txn.in_range += _records_in(b, start, end)
-    except FormatError as exc:
-        damage.append(str(exc))
-    except OSError as exc:
-        damage.append(f"{exc}")
-    out.error = damage[0] if damage else None
+    except (FormatError, OSError) as exc:
+        damage.append((seg, str(exc)))
+    if damage:
+        out.damaged_from = damage[0][0].base_offset
+        out.error = damage[0][1]
     out.log_end_offset = leo
     out.transactions.sort(key=lambda t: t.first_offset)
     return out
