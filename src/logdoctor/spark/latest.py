@@ -9,9 +9,11 @@ in two passes over
 first: an aborted record never changes the state):
 
 1. the keys and offsets only: for each key its highest offset (pyarrow ``group_by``, merged batch by batch,
-   so the task holds one entry per distinct key of the partition, never a value);
-2. the records again: those whose offset is their key's highest, tombstones left out (kept, with
-   ``tombstones=True``, for an upsert to delete their key).
+   never a value; past a fixed number of keys spilled to disk as sorted runs and merged:
+   :mod:`logdoctor.spark.latest_spill`);
+2. the records again: those whose offset is their key's highest (the winners walked in ascending order
+   alongside the rows), tombstones left out (kept, with ``tombstones=True``, for an upsert to delete their
+   key).
 
 One row per key holds whatever the bytes: an offset seen twice (a batch copied into an earlier segment
 under a later base offset, so that two segments hold the same offsets) is read once, from its first copy in
@@ -19,8 +21,9 @@ the log's order, as the per-segment reader reads a segment's batches (:class:`lo
 OffsetOrder`) and as a consumer fetching on from the earlier segment would get it; the overlap is named
 (``problems``: the segment, its offsets read already; ``offsets_read_twice`` in the summary).
 
-Memory is bounded by the distinct keys of one partition (each key's bytes and an int64), whatever the
-partitioning of the job; nothing is collected on the driver. Records without a key cannot be compacted
+Memory is bounded by a fixed budget (:data:`logdoctor.spark.latest_spill.RUN_ENTRIES` keys and offsets, the
+merge's blocks), whatever the number of keys and the partitioning of the job; nothing is collected on the
+driver. Records without a key cannot be compacted
 (the broker rejects them in a compacted topic: LogValidator ``validateKey``) and are left out and counted.
 """
 
@@ -28,7 +31,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from logdoctor.spark.latest_spill import KeyOffsets, Winners
 
 __all__ = [
     "APPEND_REFUSAL",
@@ -115,13 +121,13 @@ class _ReadOnce:
         ]
 
 
-def _latest_offsets(batches: Iterator[Any]) -> tuple[Any, int, int]:
-    """(the highest offset of each key, as an int64 array; records read; records without a key)."""
+def _latest_offsets(batches: Iterator[Any], held: KeyOffsets) -> tuple[Winners, int, int]:
+    """(the highest offset of each key, :class:`~logdoctor.spark.latest_spill.Winners`; records read;
+    records without a key). ``held``: where the (key, offset) pairs are kept (spilled past its budget)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table: pa.Table | None = None
-    records = null_keys = merged = 0
+    records = null_keys = 0
     for rb in batches:
         data = pc.invert(rb.column("is_control"))  # a marker is no record of the topic's table
         n_data = pc.sum(data).as_py() or 0
@@ -129,16 +135,8 @@ def _latest_offsets(batches: Iterator[Any]) -> tuple[Any, int, int]:
         has_key = pc.and_(pc.is_valid(keys), data)
         records += n_data
         null_keys += n_data - (pc.sum(has_key).as_py() or 0)
-        part = pa.table({"key": keys, "offset": rb.column("offset")}).filter(has_key)
-        part = part.group_by("key").aggregate([("offset", "max")]).rename_columns(["key", "offset"])
-        table = part if table is None else pa.concat_tables([table, part])
-        if table.num_rows > 2 * merged + 65536:  # merge now and then: about one entry per key held
-            table = table.group_by("key").aggregate([("offset", "max")]).rename_columns(["key", "offset"])
-            merged = table.num_rows
-    if table is None:
-        return pa.array([], pa.int64()), records, null_keys
-    table = table.group_by("key").aggregate([("offset", "max")]).rename_columns(["key", "offset"])
-    return table.column("offset").combine_chunks(), records, null_keys
+        held.add(pa.table({"key": keys, "offset": rb.column("offset")}).filter(has_key))
+    return held.winners(), records, null_keys
 
 
 def latest_rows(
@@ -153,7 +151,10 @@ def latest_rows(
 ) -> Iterator[Any]:
     """The rows of the latest view of one partition (``slices``: all of its slices, in order), each slice read
     with ``read_slice`` (:func:`logdoctor.spark.sources.read_slice`, the reader every output uses)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
+
+    from logdoctor.spark.latest_spill import AscendingMatch, KeyOffsets
 
     def read(first: bool) -> Iterator[Any]:
         once = _ReadOnce()  # each pass: the same rows, each offset once
@@ -170,25 +171,29 @@ def latest_rows(
                 problems.extend(once.problems())
 
     st = stats if stats is not None else LatestStats()
-
-    winners, records, null_keys = _latest_offsets(
-        rb.select(["key", "offset", "is_control"]) for rb in read(True)
-    )
-    st.records += records
-    st.null_keys += null_keys
-    st.keys += len(winners)
-    for rb in read(False):
-        keep = pc.is_in(rb.column("offset"), value_set=winners)
-        if opts.include_control:
-            keep = pc.and_(keep, pc.invert(rb.column("is_control")))
-        out = rb.filter(keep)
-        dead = pc.is_null(out.column("value"))
-        st.tombstones += pc.sum(dead).as_py() or 0
-        if not tombstones:
-            out = out.filter(pc.invert(dead))
-        st.rows += out.num_rows
-        if out.num_rows:
-            yield out
+    held = KeyOffsets()
+    try:
+        winners, records, null_keys = _latest_offsets(
+            (rb.select(["key", "offset", "is_control"]) for rb in read(True)), held
+        )
+        st.records += records
+        st.null_keys += null_keys
+        st.keys += winners.count
+        match = AscendingMatch(winners.ascending())  # the rows come in ascending offsets (_ReadOnce)
+        for rb in read(False):
+            keep = pa.array(match.keep(rb.column("offset").to_numpy()))
+            if opts.include_control:
+                keep = pc.and_(keep, pc.invert(rb.column("is_control")))
+            out = rb.filter(keep)
+            dead = pc.is_null(out.column("value"))
+            st.tombstones += pc.sum(dead).as_py() or 0
+            if not tombstones:
+                out = out.filter(pc.invert(dead))
+            st.rows += out.num_rows
+            if out.num_rows:
+                yield out
+    finally:
+        held.close()
 
 
 def latest_json(stats: dict[tuple[str, str, int], LatestStats]) -> list[dict[str, Any]]:
