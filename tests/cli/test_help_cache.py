@@ -274,3 +274,18 @@ def test_a_planted_symlink_is_not_followed(
     assert victim.read_bytes() == b"the victim's own file\n"
     assert link.is_symlink() and os.readlink(link) == str(victim)
     assert sorted(os.listdir(folder)) == [link.name]  # nothing written, nothing renamed
+
+
+def test_a_cache_folder_an_earlier_version_made_is_made_private(tmp_path: Path) -> None:
+    """The folder as earlier versions made it (mode 0755, only the cache's own texts in it): the next call
+    is not replayed from it, renders with typer, makes the folder 0700 and keeps its text; the call after
+    replays it."""
+    env = _env(tmp_path, cache=True)
+    _, text, _ = _logdoctor(["--help"], env)
+    folder = tmp_path / "cache" / "logdoctor" / "help"
+    folder.chmod(0o755)
+    code, again, modules = _logdoctor(["--help"], env)
+    assert code in (0, None) and again == text and "typer" in modules  # refused while others can open it
+    assert folder.stat().st_mode & 0o777 == 0o700
+    code, again, modules = _logdoctor(["--help"], env)
+    assert code == 0 and again == text and "typer" not in modules

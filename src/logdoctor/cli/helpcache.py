@@ -20,7 +20,9 @@ followed), owned by the user, with no access for group or others; every file is 
 folder's descriptor, with ``O_NOFOLLOW`` (the temporary file also ``O_EXCL``: a name already there, a
 planted symlink included, is never opened for writing); a text is replaced and the oldest pruned only
 when the name is one the cache gives (eight hex digits, ``.txt``) and the file a regular file of the user
-that starts with the cache's header. A folder of the user's notes is never touched.
+that starts with the cache's header. A folder of the user's notes is never touched. A folder of the user's
+that others may open and that holds nothing but the cache's own names (as earlier versions made it, 0755)
+is made 0700 by the next call that writes a text.
 
 ``LOGDOCTOR_HELP_CACHE=0`` turns it off. ``tests/cli/test_help_cache.py`` compares the replayed text with
 typer's for every command, widths and terminals.
@@ -139,15 +141,37 @@ def _open_folder(folder: str, create: bool) -> int | None:
     except OSError:  # missing, not a folder, or a symlink (ELOOP)
         return None
     st = os.fstat(fd)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        os.close(fd)
+        return None
+    if st.st_mode & 0o077 and not (create and _made_private(fd)):
         os.close(fd)
         return None
     return fd
 
 
+def _made_private(folder_fd: int) -> bool:
+    """A folder of this user that others may open, holding nothing but names the cache gives (the folder
+    as an earlier version made it, mode 0755): made 0700 (True). Anything else in it: left as it is."""
+    try:
+        names = os.listdir(folder_fd)
+        if not all(_is_cache_name(n) or _is_temporary_name(n) for n in names):
+            return False
+        os.fchmod(folder_fd, 0o700)
+    except OSError:
+        return False
+    return True
+
+
 def _is_cache_name(name: str) -> bool:
     stem, _, ext = name.partition(".")
     return ext == "txt" and len(stem) == 8 and all(c in "0123456789abcdef" for c in stem)
+
+
+def _is_temporary_name(name: str) -> bool:
+    """``<crc>.txt.<pid>.tmp``: a text being written (:func:`_write`)."""
+    text, sep, rest = name.partition(".txt.")
+    return bool(sep) and _is_cache_name(text + ".txt") and rest.endswith(".tmp") and rest[:-4].isdigit()
 
 
 def _read_own(folder_fd: int, name: str, limit: int = -1) -> bytes | None:
