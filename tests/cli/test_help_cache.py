@@ -191,3 +191,101 @@ def test_no_help_cuts_a_word(columns: int) -> None:
                     assert word in joined, (name, param.name, word)
         folded += any(len(w) > 24 for p in command.params for w in (p.help or "").split())
     assert folded  # the words that were cut are among those checked
+
+
+def _notes(folder: Path) -> dict[str, bytes]:
+    """A folder of the user's own notes: 70 ``*.txt`` named as the cache names its texts (eight hex
+    digits) and 10 others, all older than any text the cache writes."""
+    folder.mkdir(parents=True, exist_ok=True)
+    notes = {f"{i:08x}.txt": f"note {i}\n".encode() for i in range(70)}
+    notes |= {f"note-{i}.txt": f"other note {i}\n".encode() for i in range(10)}
+    for name, data in notes.items():
+        (folder / name).write_bytes(data)
+        os.utime(folder / name, ns=(10**18, 10**18))
+    return notes
+
+
+def _unchanged(folder: Path, notes: dict[str, bytes]) -> None:
+    for name, data in notes.items():
+        assert (folder / name).read_bytes() == data, name
+
+
+@pytest.mark.parametrize("layout", ["symlink", "private-folder", "open-folder"])
+def test_a_folder_of_notes_loses_nothing(tmp_path: Path, layout: str) -> None:
+    """The help folder being, or linking to, a folder of the user's notes: `scan --help` prints typer's
+    text, and no note is removed or changed (issue 57 item 7: the oldest ``*.txt`` past 64 were removed).
+    A symlink and a folder others can read are refused; a private folder keeps the cache's own text beside
+    the notes."""
+    help_folder = tmp_path / "cache" / "logdoctor" / "help"
+    notes_folder = tmp_path / "notes" if layout == "symlink" else help_folder
+    notes = _notes(notes_folder)
+    if layout == "symlink":
+        help_folder.parent.mkdir(parents=True)
+        help_folder.symlink_to(notes_folder)
+    notes_folder.chmod(0o700 if layout == "private-folder" else 0o755)
+    _, typer_text, _ = _logdoctor(["scan", "--help"], _env(tmp_path, cache=False))
+    for _ in range(2):
+        code, text, _ = _logdoctor(["scan", "--help"], _env(tmp_path, cache=True))
+        assert code in (0, None) and text == typer_text
+    _unchanged(notes_folder, notes)
+    added = sorted(set(os.listdir(notes_folder)) - set(notes))
+    assert len(added) == (1 if layout == "private-folder" else 0)
+
+
+def _plant(tmp_path: Path, argv: list[str], folder_mode: int, owner: int | None) -> tuple[Path, Path, Path]:
+    """The help folder, as another user may leave it, with a symlink at the temporary name this process
+    will use pointing at a file of the victim's; the folder, the symlink and the victim file."""
+    folder = tmp_path / "cache" / "logdoctor" / "help"
+    folder.mkdir(parents=True)
+    name = Path(helpcache._path(str(folder), helpcache._key(argv))).name
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"the victim's own file\n")
+    link = folder / f"{name}.{os.getpid()}.tmp"
+    link.symlink_to(victim)
+    folder.chmod(folder_mode)
+    if owner is not None:
+        os.chown(folder, owner, owner)
+    return folder, link, victim
+
+
+_FOREIGN = pytest.mark.skipif(os.geteuid() != 0, reason="giving the folder to another user needs root")
+
+
+@pytest.mark.parametrize(
+    ("folder_mode", "owner"),
+    [
+        (0o700, None),
+        (0o777, None),
+        pytest.param(0o755, 65534, marks=_FOREIGN),
+        pytest.param(0o700, 65534, marks=_FOREIGN),
+    ],
+)
+def test_a_planted_symlink_is_not_followed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder_mode: int, owner: int | None
+) -> None:
+    """A symlink planted at the temporary name (``<crc>.txt.<pid>.tmp``) is never written through: the
+    victim's file keeps its bytes and the symlink stays (issue 57 item 8: it was opened with
+    ``O_CREAT|O_TRUNC`` and the victim's file overwritten with help text). A folder others can write in,
+    or another user's, is not used at all."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    argv = ["logdoctor", "scan", "--help"]
+    folder, link, victim = _plant(tmp_path, argv, folder_mode, owner)
+    helpcache.record(argv, lambda: sys.stdout.write("the help text\n"))
+    assert victim.read_bytes() == b"the victim's own file\n"
+    assert link.is_symlink() and os.readlink(link) == str(victim)
+    assert sorted(os.listdir(folder)) == [link.name]  # nothing written, nothing renamed
+
+
+def test_a_cache_folder_an_earlier_version_made_is_made_private(tmp_path: Path) -> None:
+    """The folder as earlier versions made it (mode 0755, only the cache's own texts in it): the next call
+    is not replayed from it, renders with typer, makes the folder 0700 and keeps its text; the call after
+    replays it."""
+    env = _env(tmp_path, cache=True)
+    _, text, _ = _logdoctor(["--help"], env)
+    folder = tmp_path / "cache" / "logdoctor" / "help"
+    folder.chmod(0o755)
+    code, again, modules = _logdoctor(["--help"], env)
+    assert code in (0, None) and again == text and "typer" in modules  # refused while others can open it
+    assert folder.stat().st_mode & 0o777 == 0o700
+    code, again, modules = _logdoctor(["--help"], env)
+    assert code == 0 and again == text and "typer" not in modules

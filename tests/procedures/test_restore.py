@@ -772,3 +772,25 @@ def test_the_segments_checksums_in_one_file_a_torn_line_then_resume(tmp_path):
     for s in plan.steps:
         s.path = s.path.replace(str(reference), str(log_dir))
     assert verify_restore(plan) == []
+
+
+def test_a_fifo_as_the_newest_object_says_what_stays_missing(tmp_path):
+    """A FIFO in the store at the newest segment of payments-0 (offsets from 972, no next segment): the
+    finding never says "offsets 0-(its end)" as if that segment started at 0; it names the segment's own
+    start, that its last offset is not known, and the older segments left out with it (issue 57)."""
+    copy = _store_copy(tmp_path, "aiven/plain/storage")
+    bad = _object(copy, 0, 972, "log")
+    bad.unlink()
+    os.mkfifo(bad)
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    pp = plan_restore(log_dir, RemoteOptions(str(copy), None, None), backup_dir=tmp_path / "b")
+    (finding,) = [u for u in pp.plan.unrepaired if u.code == "restore-remote-object"]
+    assert finding.path == str(bad) and "FIFO" in finding.why, finding
+    assert "(its end)" not in finding.why
+    assert (
+        "offsets from 0 to the last offset of the segment from 972 (not known: the segment cannot be read) "
+        "stay missing: the segment from 972 and 3 older one(s) under it"
+    ) in finding.why, finding.why
+    left = [u for u in pp.plan.unrepaired if u.code == "restore-segment-left-out"]
+    assert sorted(int(Path(u.path).name.split("-")[0]) for u in left) == [0, 324, 648]

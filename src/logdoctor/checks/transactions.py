@@ -251,7 +251,6 @@ def check_txn_index(st: PartitionState, *, every_partition: bool = False) -> Non
     except OSError:
         return
     by_marker = {t.marker_offset: t for t in txns.transactions if t.marker_offset is not None}
-    leo = txns.log_end_offset
     bases = [s.base_offset for s in st.segments]
     for i, seg in enumerate(st.segments):
         entry = indexed.get(seg.base_offset)
@@ -259,8 +258,8 @@ def check_txn_index(st: PartitionState, *, every_partition: bool = False) -> Non
             continue
         _seg, path, data = entry
         nxt = bases[i + 1] if i + 1 < len(bases) else None
-        if txns.error is not None and (leo is None or (nxt is not None and nxt > leo)):
-            break  # the walk stopped in this segment: its markers are not all known
+        if txns.damaged_from is not None and seg.base_offset >= txns.damaged_from:
+            break  # damage cut this segment: its markers are not all known (nor what later ones end)
         entries = parse_txn_index(data, strict=False, source=path)
         problems: list[str] = []
         for e in entries:

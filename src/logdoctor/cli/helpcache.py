@@ -14,6 +14,16 @@ every one of those files is unchanged (a stat each, ~0.5 ms), importing nothing 
 again. Anything unexpected (no cache folder, a torn or foreign file, an unwritable home) falls back to the
 typer rendering, and a failure to write the cache is never an error of the run.
 
+The folder is the user's own and private, and nothing in it but the cache's own files is ever written or
+removed: it is created with mode 0700 and used only when it is a real folder (a symlink is refused, not
+followed), owned by the user, with no access for group or others; every file is opened relative to that
+folder's descriptor, with ``O_NOFOLLOW`` (the temporary file also ``O_EXCL``: a name already there, a
+planted symlink included, is never opened for writing); a text is replaced and the oldest pruned only
+when the name is one the cache gives (eight hex digits, ``.txt``) and the file a regular file of the user
+that starts with the cache's header. A folder of the user's notes is never touched. A folder of the user's
+that others may open and that holds nothing but the cache's own names (as earlier versions made it, 0755)
+is made 0700 by the next call that writes a text.
+
 ``LOGDOCTOR_HELP_CACHE=0`` turns it off. ``tests/cli/test_help_cache.py`` compares the replayed text with
 typer's for every command, widths and terminals.
 """
@@ -21,6 +31,7 @@ typer's for every command, widths and terminals.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 __all__ = ["HELP_CACHE_ENV", "record", "replay"]
@@ -100,10 +111,101 @@ def _key(argv: list[str]) -> str:
     return repr(parts)
 
 
-def _path(folder: str, key: str) -> str:
+def _name(key: str) -> str:
     import zlib
 
-    return os.path.join(folder, f"{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.txt")
+    return f"{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.txt"
+
+
+def _path(folder: str, key: str) -> str:
+    return os.path.join(folder, _name(key))
+
+
+_OPEN_FLAGS = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+
+
+def _open_folder(folder: str, create: bool) -> int | None:
+    """A descriptor of the cache folder when it is a private folder of this user (a real folder, not a
+    symlink; owned by the user; no permission for group or others); None otherwise. ``create``: made
+    first when missing, mode 0700 (its parents as ``os.makedirs`` makes them)."""
+    if create:
+        try:
+            os.makedirs(os.path.dirname(folder), mode=0o700, exist_ok=True)
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        except OSError:
+            return None
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _OPEN_FLAGS)
+    except OSError:  # missing, not a folder, or a symlink (ELOOP)
+        return None
+    st = os.fstat(fd)
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid():
+        os.close(fd)
+        return None
+    if st.st_mode & 0o077 and not (create and _made_private(fd)):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _made_private(folder_fd: int) -> bool:
+    """A folder of this user that others may open, holding nothing but names the cache gives (the folder
+    as an earlier version made it, mode 0755): made 0700 (True). Anything else in it: left as it is."""
+    try:
+        names = os.listdir(folder_fd)
+        if not all(_is_cache_name(n) or _is_temporary_name(n) for n in names):
+            return False
+        os.fchmod(folder_fd, 0o700)
+    except OSError:
+        return False
+    return True
+
+
+def _is_cache_name(name: str) -> bool:
+    stem, _, ext = name.partition(".")
+    return ext == "txt" and len(stem) == 8 and all(c in "0123456789abcdef" for c in stem)
+
+
+def _is_temporary_name(name: str) -> bool:
+    """``<crc>.txt.<pid>.tmp``: a text being written (:func:`_write`)."""
+    text, sep, rest = name.partition(".txt.")
+    return bool(sep) and _is_cache_name(text + ".txt") and rest.endswith(".tmp") and rest[:-4].isdigit()
+
+
+def _read_own(folder_fd: int, name: str, limit: int = -1) -> bytes | None:
+    """The bytes of ``name`` in the folder (the first ``limit``; all when -1) when it is a regular file of
+    this user, opened without following a symlink; None otherwise."""
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _OPEN_FLAGS, dir_fd=folder_fd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return None
+        chunks = []
+        left = st.st_size if limit < 0 else min(limit, st.st_size)
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def _is_own_text(folder_fd: int, name: str) -> bool:
+    """``name`` is a text this cache wrote: its name and its header."""
+    if not _is_cache_name(name):
+        return False
+    head = _read_own(folder_fd, name, len(_MAGIC))
+    return head == _MAGIC.encode()
 
 
 def replay(argv: list[str]) -> bool:
@@ -113,13 +215,16 @@ def replay(argv: list[str]) -> bool:
     if folder is None or sys.stdout is None:  # no stdout (closed): typer says what it says
         return False
     key = _key(argv)
-    try:
-        with open(_path(folder, key), encoding="utf-8", errors="surrogateescape", newline="") as f:
-            if os.fstat(f.fileno()).st_uid != os.geteuid():  # only a text this user's runs kept
-                return False
-            data = f.read()
-    except (OSError, UnicodeError):
+    folder_fd = _open_folder(folder, create=False)
+    if folder_fd is None:
         return False
+    try:
+        raw = _read_own(folder_fd, _name(key))  # only a text this user's runs kept
+    finally:
+        os.close(folder_fd)
+    if raw is None:
+        return False
+    data = raw.decode("utf-8", "surrogateescape")
     head, sep, text = data.partition("\n\n")
     lines = head.split("\n")
     if not sep or len(lines) < 3 or lines[0] + "\n" != _MAGIC or lines[1] != key:
@@ -204,27 +309,56 @@ def _write(folder: str, key: str, text: str) -> None:
     stamps = _stamps()
     if stamps is None or not text:
         return
-    path = _path(folder, key)
-    tmp = f"{path}.{os.getpid()}.tmp"
+    folder_fd = _open_folder(folder, create=True)
+    if folder_fd is None:  # a symlink, someone else's folder, one others can write in: no cache
+        return
+    import contextlib  # the write's own: a replay imports nothing but os, stat, sys and zlib
+
+    name = _name(key)
+    tmp = f"{name}.{os.getpid()}.tmp"
+    made = False
     try:
-        os.makedirs(folder, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8", errors="surrogateescape", newline="") as f:
+        if _exists(folder_fd, name) and not _is_own_text(folder_fd, name):
+            return  # the name holds something the cache did not write (a note, a symlink): kept
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _OPEN_FLAGS, 0o600, dir_fd=folder_fd)
+        made = True
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape", newline="") as f:
             f.write(_MAGIC + key + "\n" + "\n".join(stamps) + "\n\n" + text)
-        os.replace(tmp, path)
-        _prune(folder)
+        os.replace(tmp, name, src_dir_fd=folder_fd, dst_dir_fd=folder_fd)
+        made = False
+        _prune(folder_fd)
     except OSError:
-        import contextlib  # the write's own: a replay imports nothing but os, sys and zlib
+        if made:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=folder_fd)
+    finally:
+        os.close(folder_fd)
 
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+
+def _exists(folder_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=folder_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
-def _prune(folder: str) -> None:
+def _prune(folder_fd: int) -> None:
+    """Past :data:`_MAX_FILES` texts of the cache's own, the oldest are removed; nothing else is."""
     import contextlib
 
-    with os.scandir(folder) as it:
-        entries = [(e.stat().st_mtime_ns, e.path) for e in it if e.name.endswith(".txt")]
+    entries = []
+    with os.scandir(folder_fd) as it:
+        for e in it:
+            if not _is_cache_name(e.name):
+                continue
+            with contextlib.suppress(OSError):
+                st = e.stat(follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode) and _is_own_text(folder_fd, e.name):
+                    entries.append((st.st_mtime_ns, e.name))
     entries.sort()
-    for _, path in entries[: max(0, len(entries) - _MAX_FILES)]:
+    for _, name in entries[: max(0, len(entries) - _MAX_FILES)]:
         with contextlib.suppress(OSError):
-            os.unlink(path)
+            os.unlink(name, dir_fd=folder_fd)

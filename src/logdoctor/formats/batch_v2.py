@@ -464,6 +464,31 @@ class RecordBatchV2(Batch):
         except dec.record_error as exc:
             raise self._record_error(exc, decompressed) from None
 
+    def control_record(self) -> Record | None:
+        """The first record of a control batch as Kafka's producer state reads it, None when the header
+        counts none: ``ProducerAppendInfo.append`` takes ``batch.iterator().next()`` and the batch's base
+        offset (K:storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java),
+        and that iterator checks neither the offset range nor the count against it. The one reader that
+        goes past :meth:`check_count`: the transaction walk, which names a marker this check refuses and
+        lets it decide its transaction as Kafka's producer state does. Raises CorruptRecordError when the
+        record itself does not decode."""
+        if self.record_count <= 0:
+            return None
+        data, pos, end, decompressed = self._records_data()
+        length, body = _varint_at(bytearray(data[pos : min(end, pos + 5)]), 0)
+        if length is not None and length >= 0:
+            end = min(end, pos + body + length)  # the first record alone
+        lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
+        dec = DECODERS
+        try:
+            (first,) = dec.decode_records(
+                data, pos, end, 1, self.base_offset, self.base_timestamp, lat, self.base_sequence,
+                self.timestamp_type,
+            )  # fmt: skip
+        except dec.record_error as exc:
+            raise self._record_error(exc, decompressed) from None
+        return first
+
     def records(self) -> Iterator[Record]:
         # Kafka returns an empty iterator for a count of 0 without looking at the bytes
         # (DefaultRecordBatch.iterator). The whole batch is decoded by this call (a list iterator

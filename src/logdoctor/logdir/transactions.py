@@ -1,12 +1,27 @@
 """What a consumer would have read: the outcome of every transaction of a partition, from its markers.
 
 One walk of a partition's batch headers, remote tier first, then the log dir's segments, each offset once
-(as the readers read them), finds every transaction and how it ended:
+(as the readers read them), finds every transaction and how it ended. It reads what the readers read:
+damage that breaks a segment's framing ends that segment's batches and the walk goes on at the next
+segment (:attr:`PartitionTransactions.error` names the first such damage), as the rows do, so that every
+intact marker still decides its transaction. Its rules are Kafka's producer state's, rule for rule
+(K:storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java ``append``, which
+``ProducerStateManager`` runs for every batch with a producer id):
 
 - a transactional data batch of a producer with no transaction open starts one at its base offset
-  (K:storage/.../internals/log/ProducerAppendInfo.java, ``currentTxnFirstOffset``);
-- the next control batch of that producer ends it: ``committed`` for a COMMIT marker, ``aborted`` for an
-  ABORT marker, whatever the marker's producer epoch. With transaction version 2 (KIP-890) the coordinator
+  (``appendDataBatch``, ``currentTxnFirstOffset``); a data batch without the transactional bit starts none;
+- the next control batch of that producer ends it, whether or not its transactional bit is set
+  (``append`` asks ``batch.isControlBatch()`` alone), at the control batch's base offset, from its first
+  record as the batch's iterator gives it: ``committed`` for a COMMIT marker, ``aborted`` for an ABORT
+  marker, whatever the marker's producer epoch. A control batch with no record ends nothing (``append``:
+  "an empty control batch means the entire transaction has been cleaned from the log");
+- a marker whose header Kafka's validation refuses (its record count does not fit its offset range, e.g.
+  a ``lastOffsetDelta`` of -1: K:storage/.../internals/log/LogValidator.java ``validateBatch``;
+  :meth:`logdoctor.formats.batch_v2.RecordBatchV2.check_count`) still decides its transaction as the
+  producer state does, and is named (:attr:`PartitionTransactions.invalid_markers`): every reader that
+  says what it read names it (``export``: a skipped range and exit 1; ``scan --deep``:
+  ``LOG_RECORDS_UNDECODABLE``), never a silent cut;
+- the marker's producer epoch is not compared: with transaction version 2 (KIP-890) the coordinator
   bumps the epoch at every transaction end and writes the marker with the bumped epoch; the broker checks
   that a marker's epoch is not below the producer's (ProducerAppendInfo.checkProducerEpoch), so a marker in
   a log always has an epoch at or above its data's, and Kafka's consumer matches markers by producer id
@@ -42,6 +57,7 @@ __all__ = [
     "READ_UNCOMMITTED",
     "RESULTS",
     "UPTO",
+    "InvalidMarker",
     "LeftOut",
     "PartitionTransactions",
     "SegmentTransactions",
@@ -125,6 +141,29 @@ class LeftOut:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class InvalidMarker:
+    """A control batch whose header Kafka's validation refuses, which still decided its transaction (the
+    module doc): where it is and why."""
+
+    path: str
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    error: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.path,
+            "position": self.position,
+            "size": self.size,
+            "base_offset": self.base_offset,
+            "last_offset": self.last_offset,
+            "error": self.error,
+        }
+
+
 @dataclass(slots=True)
 class PartitionTransactions:
     """The transactions of one partition (first offset order) and the offsets that bound what a consumer
@@ -136,8 +175,12 @@ class PartitionTransactions:
     transactions: list[Transaction] = field(default_factory=list)
     log_end_offset: int | None = None
     high_watermark: int | None = None
-    #: the walk stopped early (damage): markers after it are not known
+    #: the first damage that ended a segment's batches (the walk went on at the next segment, as the rows do)
     error: str | None = None
+    #: the base offset of the segment that damage cut first (its markers after the damage are not known)
+    damaged_from: int | None = None
+    #: the markers Kafka's validation refuses that decided their transaction (named by every reader)
+    invalid_markers: list[InvalidMarker] = field(default_factory=list)
     #: the newest record timestamp of the partition (the last moment its log shows; -1: none)
     newest_timestamp: int = -1
 
@@ -207,16 +250,27 @@ class SegmentTransactions:
 
 
 def _control_type(batch: object) -> int | None:
-    """The control type of a control batch's first record (None: an empty batch, or unreadable)."""
+    """The control type of a control batch's first record as Kafka's producer state reads it (None: an
+    empty batch, or unreadable): :meth:`~logdoctor.formats.batch_v2.RecordBatchV2.control_record`."""
     from logdoctor.formats.control import parse_control_key
 
     try:
-        first = next(iter(batch.records()), None)  # type: ignore[attr-defined]
+        first = batch.control_record()  # type: ignore[attr-defined]
         if first is None:
             return None
         return parse_control_key(first.key)[1]
     except FormatError:
         return None
+
+
+def _refused_header(batch: object) -> str | None:
+    """Why Kafka's validation refuses the batch's header (its count against its offset range, its leader
+    epoch: :meth:`~logdoctor.formats.batch_v2.RecordBatchV2.check_count`), None when it does not."""
+    try:
+        batch.check_count()  # type: ignore[attr-defined]
+    except FormatError as exc:
+        return str(exc)
+    return None
 
 
 def _read_high_watermark(ref: PartitionRef) -> int | None:
@@ -248,10 +302,15 @@ def _segment_cap(seg: SegmentRef) -> int | None:
     return min(caps) if caps else None
 
 
-def _walk(segments: Sequence[SegmentRef]) -> Iterator[object]:
-    """Every batch of the partition once, in offset order, headers only (no CRC: the callers check the CRC
-    of the few batches that change a transaction's state, as the readers leave a batch whose CRC does not
-    match out alone); a segment's batches stop at its first framing damage."""
+def _walk(
+    segments: Sequence[SegmentRef], damage: list[tuple[SegmentRef, str]] | None = None
+) -> Iterator[tuple[SegmentRef, object]]:
+    """Every batch of the partition once, in offset order, with its segment, headers only (no CRC: the
+    callers check the CRC of the few batches that change a transaction's state, as the readers leave a
+    batch whose CRC does not match out alone). A segment's batches stop at its first framing damage (or a
+    file that cannot be read), appended to ``damage``, and the walk goes on at the next segment, as the
+    readers' rows do (:mod:`logdoctor.spark.sources`). A batch whose header's offset range is impossible
+    (its last offset below its base) stands at its base offset, as Kafka's producer state takes it."""
     from logdoctor.logdir.seek import segment_batches
 
     next_offset = -1
@@ -260,12 +319,17 @@ def _walk(segments: Sequence[SegmentRef]) -> Iterator[object]:
         walk = segment_batches(seg, 0, verify_crc=False)
         try:
             for batch in walk:
-                if cap is not None and batch.base_offset >= cap:  # type: ignore[attr-defined]
+                base, last = batch.base_offset, batch.last_offset  # type: ignore[attr-defined]
+                if cap is not None and base >= cap:
                     break
-                if batch.last_offset < next_offset:  # type: ignore[attr-defined]
+                top = max(base, last)
+                if top < next_offset:
                     continue  # a second copy of offsets read already
-                next_offset = batch.last_offset + 1  # type: ignore[attr-defined]
-                yield batch
+                next_offset = top + 1
+                yield seg, batch
+        except (FormatError, OSError) as exc:
+            if damage is not None:
+                damage.append((seg, str(exc)))
         finally:
             walk.close()
 
@@ -288,17 +352,24 @@ def partition_transactions(
         out.high_watermark = _read_high_watermark(ref)
     ongoing: dict[int, Transaction] = {}
     leo: int | None = None
+    damage: list[tuple[SegmentRef, str]] = []
     try:
-        for batch in _walk(ref.segments):
+        for seg, batch in _walk(ref.segments, damage):
             b = batch
-            leo = b.last_offset + 1  # type: ignore[attr-defined]
+            leo = max(b.base_offset, b.last_offset) + 1  # type: ignore[attr-defined]
             out.newest_timestamp = max(out.newest_timestamp, b.max_timestamp)  # type: ignore[attr-defined]
-            if b.magic < 2 or b.producer_id < 0 or not b.is_transactional:  # type: ignore[attr-defined]
-                continue
+            if b.magic < 2 or b.producer_id < 0:  # type: ignore[attr-defined]
+                continue  # ProducerStateManager appends only batches with a producer id
             pid = b.producer_id  # type: ignore[attr-defined]
             if b.is_control:  # type: ignore[attr-defined]
+                # any control batch, its transactional bit set or not (ProducerAppendInfo.append)
                 if not _crc_ok(b):
                     continue  # left out by every reader: it ends nothing
+                refused = _refused_header(b)
+                if refused is not None:
+                    out.invalid_markers.append(
+                        InvalidMarker(seg.path, b.position, b.size, b.base_offset, b.last_offset, refused)  # type: ignore[attr-defined]
+                    )
                 ctype = _control_type(b)
                 txn = ongoing.pop(pid, None)
                 if txn is None:
@@ -306,9 +377,11 @@ def partition_transactions(
                 txn.marker_offset = b.base_offset  # type: ignore[attr-defined]
                 txn.marker_epoch = b.producer_epoch  # type: ignore[attr-defined]
                 txn.result = COMMITTED if ctype == _COMMIT else ABORTED if ctype == _ABORT else OPEN
-                if txn.result == OPEN:  # an unknown control type ends nothing: keep it open
+                if txn.result == OPEN:  # an empty batch or an unknown control type ends nothing
                     txn.marker_offset = txn.marker_epoch = None
                     ongoing[pid] = txn
+                continue
+            if not b.is_transactional:  # type: ignore[attr-defined]
                 continue
             txn = ongoing.get(pid)
             if txn is None:
@@ -320,10 +393,11 @@ def partition_transactions(
             txn.last_timestamp = b.max_timestamp  # type: ignore[attr-defined]
             txn.records += b.record_count  # type: ignore[attr-defined]
             txn.in_range += _records_in(b, start, end)
-    except FormatError as exc:
-        out.error = str(exc)
-    except OSError as exc:
-        out.error = f"{exc}"
+    except (FormatError, OSError) as exc:
+        damage.append((seg, str(exc)))
+    if damage:
+        out.damaged_from = damage[0][0].base_offset
+        out.error = damage[0][1]
     out.log_end_offset = leo
     out.transactions.sort(key=lambda t: t.first_offset)
     return out
@@ -387,7 +461,7 @@ def count_left_out(
         if k + 1 == len(ref.segments) or ref.segments[k + 1].base_offset > tail_from
     ]
     try:
-        for b in _walk(segs):
+        for _seg, b in _walk(segs):
             if b.magic >= 2 and b.is_control:  # type: ignore[attr-defined]
                 continue
             if b.last_offset < tail_from:  # type: ignore[attr-defined]

@@ -24,7 +24,8 @@ def transaction_summary(
     refs: Sequence[PartitionRef], txns: Mapping[tuple[str, str, int], PartitionTransactions], opts: Any
 ) -> list[dict[str, Any]]:
     """One entry per partition read that holds transactions, records above its high watermark, or whose
-    walk stopped at damage (the markers after it unknown); ``opts``: the export's ReadOptions."""
+    walk met damage (it went on at the next segment, as the rows do); ``opts``: the export's ReadOptions.
+    ``invalid_markers``: the markers Kafka's validation refuses that still decided their transaction."""
     from logdoctor.checks.transactions import is_late
     from logdoctor.spark.planning import resolve_range, txn_key
 
@@ -75,6 +76,7 @@ def transaction_summary(
                     for x in t.open_transactions()
                 ],
                 "error": t.error,
+                "invalid_markers": [m.to_json() for m in t.invalid_markers],
             }
         )
     return out
@@ -111,7 +113,16 @@ def summary_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
                 "(--upto high-watermark leaves them out, as a consumer would)"
             )
         if e["error"]:
-            text += f"; the markers after the damage at {e['error']} are not known"
+            text += (
+                f"; damage at {e['error']}: that segment's markers after it are not known, the next "
+                "segments' decide their transactions"
+            )
+        for m in e.get("invalid_markers") or ():
+            text += (
+                f"; the marker at offset {m['base_offset']} ({m['path']}@{m['position']}) is one Kafka's "
+                "validation refuses: it decided its transaction from its base offset, as Kafka's producer "
+                "state does"
+            )
         lines.append(text)
         for o in e["open_transactions"]:
             finding = f" ({o['finding']}: logdoctor scan {shlex.quote(e['log_dir'])})" if o["finding"] else ""

@@ -619,6 +619,7 @@ def skipped_ranges(
     remote_skipped: Sequence[Mapping[str, Any]],
     plan: Any = None,
     damaged: Sequence[Mapping[str, Any]] | None = None,
+    txns: Mapping[Any, Any] | None = None,
 ) -> list[SkippedRange]:
     """Every range an export could not read, named: the corrupt ranges of ``kafka-log-segments`` over the
     same segments, the remote-tier segments the arrow writer's tasks could not read (``remote_skipped``),
@@ -627,7 +628,11 @@ def skipped_ranges(
     export and the table export (:mod:`logdoctor.spark.tables.export`).
 
     ``damaged``: the ``kafka-log-segments`` rows with an error, already found by the arrow writer's tasks
-    (:func:`damaged_segments`, in the segments pass's order): then no segments pass runs."""
+    (:func:`damaged_segments`, in the segments pass's order): then no segments pass runs.
+
+    ``txns`` (:func:`logdoctor.spark.planning.plan_transactions`): the markers Kafka's validation refuses
+    that decided their transaction (``PartitionTransactions.invalid_markers``, :func:`invalid_marker_ranges`)
+    are named too, once."""
     skipped: list[SkippedRange] = []
     # The arrow writer's tasks reported the remote-tier segments they could not read: the segments pass
     # then lists the log dirs' segments only (the remote tier is not read twice).
@@ -676,8 +681,33 @@ def skipped_ranges(
                 last_offset=u["last_offset"],
             )
         )
+    named = {(s.path, s.range_start) for s in skipped}
+    skipped.extend(r for r in invalid_marker_ranges(txns or {}) if (r.path, r.range_start) not in named)
     skipped.sort(key=lambda s: (s.path, s.range_start))
     return skipped
+
+
+def invalid_marker_ranges(txns: Mapping[Any, Any]) -> list[SkippedRange]:
+    """The transaction markers whose header Kafka's validation refuses, one range each: the marker still
+    decided its transaction, as Kafka's producer state takes it (:mod:`logdoctor.logdir.transactions`),
+    and is named, never a silent cut."""
+    out = []
+    for t in txns.values():
+        for m in t.invalid_markers:
+            out.append(
+                SkippedRange(
+                    m.path,
+                    m.position,
+                    m.position + m.size,
+                    "a transaction marker Kafka's validation refuses (it still decided its transaction, "
+                    f"from its base offset, as Kafka's producer state does): {m.error}",
+                    start=m.position,
+                    end=m.position + m.size,
+                    base_offset=m.base_offset,
+                    last_offset=m.last_offset,
+                )
+            )
+    return out
 
 
 def session_is_local(spark: Any) -> bool:
@@ -828,7 +858,7 @@ def run_export(
             tracker.__exit__(None, None, None)
     elapsed = time.perf_counter() - started
     segs = [s for ref in refs for s in ref.segments]
-    skipped = skipped_ranges(spark, items, opts, writer, undecodable, remote_skipped, plan, damaged)
+    skipped = skipped_ranges(spark, items, opts, writer, undecodable, remote_skipped, plan, damaged, txns)
     return ExportResult(
         out_dir=out,
         format=fmt,

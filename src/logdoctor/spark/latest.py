@@ -9,12 +9,21 @@ in two passes over
 first: an aborted record never changes the state):
 
 1. the keys and offsets only: for each key its highest offset (pyarrow ``group_by``, merged batch by batch,
-   so the task holds one entry per distinct key of the partition, never a value);
-2. the records again: those whose offset is their key's highest, tombstones left out (kept, with
-   ``tombstones=True``, for an upsert to delete their key).
+   never a value; past a fixed number of keys spilled to disk as sorted runs and merged:
+   :mod:`logdoctor.spark.latest_spill`);
+2. the records again: those whose offset is their key's highest (the winners walked in ascending order
+   alongside the rows), tombstones left out (kept, with ``tombstones=True``, for an upsert to delete their
+   key).
 
-Memory is bounded by the distinct keys of one partition (each key's bytes and an int64), whatever the
-partitioning of the job; nothing is collected on the driver. Records without a key cannot be compacted
+One row per key holds whatever the bytes: an offset seen twice (a batch copied into an earlier segment
+under a later base offset, so that two segments hold the same offsets) is read once, from its first copy in
+the log's order, as the per-segment reader reads a segment's batches (:class:`logdoctor.logdir.read_plan.
+OffsetOrder`) and as a consumer fetching on from the earlier segment would get it; the overlap is named
+(``problems``: the segment, its offsets read already; ``offsets_read_twice`` in the summary).
+
+Memory is bounded by a fixed budget (:data:`logdoctor.spark.latest_spill.RUN_ENTRIES` keys and offsets, the
+merge's blocks), whatever the number of keys and the partitioning of the job; nothing is collected on the
+driver. Records without a key cannot be compacted
 (the broker rejects them in a compacted topic: LogValidator ``validateKey``) and are left out and counted.
 """
 
@@ -22,7 +31,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from logdoctor.spark.latest_spill import KeyOffsets, Winners
 
 __all__ = [
     "APPEND_REFUSAL",
@@ -51,15 +63,71 @@ class LatestStats:
     keys: int = 0
     tombstones: int = 0
     rows: int = 0
+    #: records of offsets an earlier segment of the partition held already: read once, from that one
+    repeated: int = 0
 
 
-def _latest_offsets(batches: Iterator[Any]) -> tuple[Any, int, int]:
-    """(the highest offset of each key, as an int64 array; records read; records without a key)."""
+class _ReadOnce:
+    """The rows of one partition's slices (in order) with every offset once: a row whose offset is at or
+    below the highest read so far is dropped (its first copy was read), and each run of such rows named."""
+
+    __slots__ = ("high", "overlaps")
+
+    def __init__(self) -> None:
+        self.high = -1
+        #: (segment path, first offset, last offset, records) of each run dropped
+        self.overlaps: list[tuple[str, int, int, int]] = []
+
+    def rows(self, path: str, batches: Iterator[Any]) -> Iterator[Any]:
+        import pyarrow.compute as pc
+
+        for rb in batches:
+            if not rb.num_rows:
+                continue
+            offsets = rb.column("offset")
+            bounds = pc.min_max(offsets)
+            low, top = bounds["min"].as_py(), bounds["max"].as_py()
+            if low > self.high:
+                self.high = top
+                yield rb
+                continue
+            again = pc.less_equal(offsets, self.high)
+            seen = pc.min_max(pc.filter(offsets, again))
+            first, last, n = seen["min"].as_py(), seen["max"].as_py(), pc.sum(again).as_py() or 0
+            prev = self.overlaps[-1] if self.overlaps else None
+            if prev is not None and prev[0] == path and prev[2] < first:
+                self.overlaps[-1] = (path, prev[1], last, prev[3] + n)
+            else:
+                self.overlaps.append((path, first, last, n))
+            self.high = max(self.high, top)
+            out = rb.filter(pc.invert(again))
+            if out.num_rows:
+                yield out
+
+    def problems(self) -> list[dict[str, Any]]:
+        """One problem per run of offsets read twice (the export's skipped ranges)."""
+        return [
+            {
+                "path": path,
+                "valid_bytes": 0,
+                "size_bytes": 0,
+                "error": (
+                    f"offsets {first}-{last} ({n:,} record(s)) are held by an earlier segment of the "
+                    "partition too (two segments hold the same offsets: scan calls the log LOG_CORRUPT): the "
+                    "latest view read them once, from their first copy"
+                ),
+            }
+            for path, first, last, n in self.overlaps
+        ]
+
+
+def _latest_offsets(batches: Iterator[Any], held: KeyOffsets) -> tuple[Winners, int, int]:
+    """(the highest offset of each key, :class:`~logdoctor.spark.latest_spill.Winners`; records read;
+    records without a key). ``held``: where the (key, offset) pairs are kept (spilled past its budget)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    table: pa.Table | None = None
-    records = null_keys = merged = 0
+    records = null_keys = 0
     for rb in batches:
         data = pc.invert(rb.column("is_control"))  # a marker is no record of the topic's table
         n_data = pc.sum(data).as_py() or 0
@@ -67,16 +135,8 @@ def _latest_offsets(batches: Iterator[Any]) -> tuple[Any, int, int]:
         has_key = pc.and_(pc.is_valid(keys), data)
         records += n_data
         null_keys += n_data - (pc.sum(has_key).as_py() or 0)
-        part = pa.table({"key": keys, "offset": rb.column("offset")}).filter(has_key)
-        part = part.group_by("key").aggregate([("offset", "max")]).rename_columns(["key", "offset"])
-        table = part if table is None else pa.concat_tables([table, part])
-        if table.num_rows > 2 * merged + 65536:  # merge now and then: about one entry per key held
-            table = table.group_by("key").aggregate([("offset", "max")]).rename_columns(["key", "offset"])
-            merged = table.num_rows
-    if table is None:
-        return pa.array([], pa.int64()), records, null_keys
-    table = table.group_by("key").aggregate([("offset", "max")]).rename_columns(["key", "offset"])
-    return table.column("offset").combine_chunks(), records, null_keys
+        held.add(pa.table({"key": keys, "offset": rb.column("offset")}).filter(has_key))
+    return held.winners(), records, null_keys
 
 
 def latest_rows(
@@ -91,34 +151,49 @@ def latest_rows(
 ) -> Iterator[Any]:
     """The rows of the latest view of one partition (``slices``: all of its slices, in order), each slice read
     with ``read_slice`` (:func:`logdoctor.spark.sources.read_slice`, the reader every output uses)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
+    from logdoctor.spark.latest_spill import AscendingMatch, KeyOffsets
+
     def read(first: bool) -> Iterator[Any]:
+        once = _ReadOnce()  # each pass: the same rows, each offset once
         for sl in slices:
-            yield from read_slice(
-                sl, opts, undecodable=undecodable if first else None, problems=problems if first else None
+            yield from once.rows(
+                sl.segment.path,
+                read_slice(
+                    sl, opts, undecodable=undecodable if first else None, problems=problems if first else None
+                ),
             )
+        if first:
+            st.repeated += sum(n for *_, n in once.overlaps)
+            if problems is not None:
+                problems.extend(once.problems())
 
-    winners, records, null_keys = _latest_offsets(
-        rb.select(["key", "offset", "is_control"]) for rb in read(True)
-    )
     st = stats if stats is not None else LatestStats()
-    st.records += records
-    st.null_keys += null_keys
-    st.keys += len(winners)
-    for rb in read(False):
-        keep = pc.is_in(rb.column("offset"), value_set=winners)
-        if opts.include_control:
-            keep = pc.and_(keep, pc.invert(rb.column("is_control")))
-        out = rb.filter(keep)
-        dead = pc.is_null(out.column("value"))
-        st.tombstones += pc.sum(dead).as_py() or 0
-        if not tombstones:
-            out = out.filter(pc.invert(dead))
-        st.rows += out.num_rows
-        if out.num_rows:
-            yield out
-
+    held = KeyOffsets()
+    try:
+        winners, records, null_keys = _latest_offsets(
+            (rb.select(["key", "offset", "is_control"]) for rb in read(True)), held
+        )
+        st.records += records
+        st.null_keys += null_keys
+        st.keys += winners.count
+        match = AscendingMatch(winners.ascending())  # the rows come in ascending offsets (_ReadOnce)
+        for rb in read(False):
+            keep = pa.array(match.keep(rb.column("offset").to_numpy()))
+            if opts.include_control:
+                keep = pc.and_(keep, pc.invert(rb.column("is_control")))
+            out = rb.filter(keep)
+            dead = pc.is_null(out.column("value"))
+            st.tombstones += pc.sum(dead).as_py() or 0
+            if not tombstones:
+                out = out.filter(pc.invert(dead))
+            st.rows += out.num_rows
+            if out.num_rows:
+                yield out
+    finally:
+        held.close()
 
 
 def latest_json(stats: dict[tuple[str, str, int], LatestStats]) -> list[dict[str, Any]]:
@@ -133,6 +208,7 @@ def latest_json(stats: dict[tuple[str, str, int], LatestStats]) -> list[dict[str
             "keys": st.keys,
             "keys_deleted": st.tombstones,
             "rows": st.rows,
+            "offsets_read_twice": st.repeated,
         }
         for (log_dir, topic, partition), st in sorted(stats.items())
     ]
@@ -148,5 +224,10 @@ def latest_lines(entries: Sequence[dict[str, Any]]) -> list[str]:
         )
         if e["records_without_key"]:
             line += f"; {e['records_without_key']:,} record(s) without a key left out (never compacted)"
+        if e.get("offsets_read_twice"):
+            line += (
+                f"; {e['offsets_read_twice']:,} offset(s) held by two segments read once, from the first "
+                "(named among the skipped ranges)"
+            )
         lines.append(line)
     return lines

@@ -297,6 +297,28 @@ def _file_action(plan: Plan, names: BackupNames, path: str, data: bytes, kind: s
     plan.actions.append(Action(kind, path, reason, steps=[step], changes=[Change(path, None, len(data))]))
 
 
+def _missing_offsets(first: int, seg: SegmentRef, older: int) -> str:
+    """What stays missing when ``seg`` cannot be restored: its offsets and those of the ``older`` remote
+    segments below it (left out: a log with a gap would not load), from ``first``. Its last offset is the
+    next segment's base - 1, else the remote log metadata's end offset; else it is not known (the segment
+    cannot be read), and the text says so instead of implying that the segment starts at ``first``."""
+    last = None
+    if seg.next_base_offset is not None:
+        last = seg.next_base_offset - 1
+    elif seg.remote is not None and seg.remote.end_offset is not None:
+        last = seg.remote.end_offset
+    if last is not None:
+        span = f"offsets {first}-{last}"
+    else:
+        span = (
+            f"offsets from {first} to the last offset of the segment from {seg.base_offset} (not known: the "
+            "segment cannot be read)"
+        )
+    if older:
+        return f"{span} stay missing: the segment from {seg.base_offset} and {older} older one(s) under it"
+    return f"{span} stay missing"
+
+
 def _plan_partition(
     plan: Plan,
     names: BackupNames,
@@ -361,9 +383,10 @@ def _plan_partition(
                 "restore-remote-object",
                 seg.path,
                 f"remote segment {seg.remote.segment_id if seg.remote else ''} (offsets from "
-                f"{seg.base_offset}) cannot be restored: {e}; offsets {segments[0].base_offset}-"
-                + (f"{seg.next_base_offset - 1}" if seg.next_base_offset is not None else "(its end)")
-                + " stay missing",
+                f"{seg.base_offset}) cannot be restored: {e}; "
+                + _missing_offsets(
+                    segments[0].base_offset, seg, len(newest_first) - newest_first.index(seg) - 1
+                ),
             )
             # every older segment left out says why: it may be intact, but a gap would not load
             for older in newest_first[newest_first.index(seg) + 1 :]:
@@ -717,7 +740,7 @@ def plan_restore(
         notes.append(f"{log_dir} does not exist: --apply creates it (an empty log dir)")
     notes.append(
         "a topic that stays tiered: the broker deletes restored segments again once they are past local "
-        'retention (docs/restore.md)'
+        "retention (docs/restore.md)"
     )
     return ProcedurePlan(PROCEDURE, plan, summary, notes)
 

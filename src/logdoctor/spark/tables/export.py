@@ -314,6 +314,7 @@ def run_table_export(
         [u for d in done for u in d.get("undecodable") or ()],
         [p for d in done for p in d.get("skipped") or ()],
         plan,
+        txns=txns,
     )
     return TableExportResult(
         out_dir=out,
