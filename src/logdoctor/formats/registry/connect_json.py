@@ -35,8 +35,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from logdoctor.formats.registry.results import DECODE_ERROR_SCHEMA_MISMATCH, Decoded, SchemaError
 from logdoctor.formats.registry.json_text import NotJson, loads
+from logdoctor.formats.registry.results import DECODE_ERROR_SCHEMA_MISMATCH, Decoded, SchemaError
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 DATE = "org.apache.kafka.connect.data.Date"

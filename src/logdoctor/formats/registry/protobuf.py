@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from logdoctor.formats.registry.protobuf_columns import payload_reader
+from logdoctor.formats.registry.protobuf_schema import compile_schema
 from logdoctor.formats.registry.results import (
     DECODE_ERROR_SCHEMA_MISMATCH,
     DECODE_ERROR_TRUNCATED,
     Decoded,
 )
-from logdoctor.formats.registry.protobuf_columns import payload_reader
-from logdoctor.formats.registry.protobuf_schema import compile_schema
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
 
