@@ -52,6 +52,11 @@ def _iso_ms(value: dt.datetime) -> str:
     return value.strftime("%Y-%m-%dT%H:%M:%S.") + f"{value.microsecond // 1000:03d}Z"
 
 
+def _is_bytes(t: pa.DataType) -> bool:
+    """Binary of any layout (a Delta table reads back as binary_view)."""
+    return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t)
+
+
 def canonical(value: Any, t: pa.DataType) -> Any:
     """An Arrow value (``to_pylist``'s Python value) of type ``t`` as canonical JSON."""
     if value is None:
@@ -66,7 +71,7 @@ def canonical(value: Any, t: pa.DataType) -> Any:
         return out
     if pa.types.is_map(t):
         return {str(k): canonical(v, t.item_type) for k, v in value}
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
         return [canonical(v, t.value_type) for v in value]
     if pa.types.is_timestamp(t):
         return _iso_ms(value)
@@ -74,7 +79,7 @@ def canonical(value: Any, t: pa.DataType) -> Any:
         return value.isoformat()
     if pa.types.is_time(t):
         return value.strftime("%H:%M:%S.") + f"{value.microsecond // 1000:03d}"
-    if pa.types.is_binary(t) or pa.types.is_large_binary(t):
+    if _is_bytes(t):
         return value.hex()
     if pa.types.is_decimal(t):
         assert isinstance(value, decimal.Decimal)
@@ -99,7 +104,7 @@ def key_value(row: dict[str, Any], schema: pa.Schema) -> Any:
     """The canonical ``kafka.key``: a decoded key, or the raw key's UTF-8 text (facts give plain keys so)."""
     t = schema.field("kafka").type.field("key").type
     key = row["kafka"]["key"]
-    if pa.types.is_binary(t):
+    if _is_bytes(t):
         return None if key is None else key.decode("utf-8")
     return canonical(key, t)
 

@@ -194,4 +194,5 @@ def test_cli_done_when(tmp_path) -> None:
     assert proc.returncode == 1, proc.stderr
     summary = json.loads(proc.stdout)
     check_counts(summary["typed"])
-    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted([*tf.topics(), SIDE])
+    # _schemas is a topic too: its values name no schema, its table keeps them as bytes (column value)
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted([*tf.topics(), SIDE, "_schemas"])

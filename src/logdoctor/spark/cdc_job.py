@@ -146,7 +146,7 @@ def compaction_of(refs: Sequence[Any]) -> dict[str, Any]:
 def fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """Executor side: one partition's records decoded and folded; its undecoded rows as Arrow IPC bytes."""
     from logdoctor.formats.registry import debezium
-    from logdoctor.spark.cdc import FoldOptions, PartitionFold
+    from logdoctor.spark.cdc import FoldOptions, PartitionFold, envelope_types
     from logdoctor.spark.sources import read_slices
     from logdoctor.spark.typed import counts_json
 
@@ -173,7 +173,8 @@ def fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str, 
                 envelope = False
                 continue
             base: FoldOptions = options.get(name) or options.get("") or FoldOptions()
-            fold = PartitionFold(partition, tp.value_type, base)
+            after_type, _ = envelope_types(pa.schema(list(tp.value_columns())))
+            fold = PartitionFold(partition, after_type, base)
         if fold is not None:
             fold.feed(good)
     sink = pa.BufferOutputStream()
@@ -277,7 +278,12 @@ def run_cdc_export(
     base = dataclasses.replace(fold_options(opts, placeholder), ending_timestamp_ms=point_in_time)
     per_topic = {t: dataclasses.replace(base, compaction=c) for t, c in compactions.items()}
     per_topic[""] = base
-    groups = task_groups(plan_slices(refs, opts, txns), opts)
+    from logdoctor.formats.registry.debezium import is_envelope
+
+    cdc_topics = {t for t, tp in typed.topics.items() if tp.values_typed and is_envelope(tp.value_type)}
+    left_out = {t: NOT_AN_ENVELOPE for t in typed.topics if t not in cdc_topics}
+    cdc_refs = [r for r in refs if r.topic in cdc_topics]
+    groups = task_groups(plan_slices(cdc_refs, opts, txns), opts)
     tracker = StageProgress(spark, progress) if progress is not None else None
     if tracker is not None:
         tracker.__enter__()
@@ -292,7 +298,7 @@ def run_cdc_export(
     finally:
         if tracker is not None:
             tracker.__exit__(None, None, None)
-    summary = CdcSummary(counts=merge_counts(d["typed"] for d in done if d.get("typed")))
+    summary = CdcSummary(counts=merge_counts(d["typed"] for d in done if d.get("typed")), left_out=left_out)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for d in done:
         if d["topic"] is not None:

@@ -72,8 +72,10 @@ def _stat_value(v: Any) -> Any:
 def stats_json(f: WrittenFile, partition_columns: Sequence[str]) -> str:
     """Delta's per-file statistics (numRecords, minValues, maxValues, nullCount) of the data columns."""
     keep = [c for c in f.null_counts if c not in partition_columns]
-    mins = {c: _stat_value(f.min_values[c]) for c in keep if c in f.min_values and not _is_bool(f, c)}
-    maxs = {c: _stat_value(f.max_values[c]) for c in keep if c in f.max_values and not _is_bool(f, c)}
+    # min and max only of the types whose JSON value is exact here (a decimal, a time: no data skipping)
+    ranged = [c for c in keep if c in f.min_values and not _is_bool(f, c) and _exact(f.min_values[c])]
+    mins = {c: _stat_value(f.min_values[c]) for c in ranged}
+    maxs = {c: _stat_value(f.max_values[c]) for c in ranged if c in f.max_values}
     return json.dumps(
         {
             "numRecords": f.rows,
@@ -82,6 +84,12 @@ def stats_json(f: WrittenFile, partition_columns: Sequence[str]) -> str:
             "nullCount": {c: f.null_counts[c] for c in keep},
         }
     )
+
+
+def _exact(v: Any) -> bool:
+    import datetime as dt
+
+    return isinstance(v, int | float | str | dt.datetime | dt.date) and not isinstance(v, dt.time)
 
 
 def _is_bool(f: WrittenFile, c: str) -> bool:
