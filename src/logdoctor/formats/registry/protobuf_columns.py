@@ -177,7 +177,7 @@ def _struct(code: _Code, descriptor: Descriptor, path: tuple[str, ...], var: str
     finishers: list[Finisher] = []
     lines: list[str] = []
     unset: list[str] = []
-    oneofs: dict[str, tuple[str, int]] = {}
+    oneofs: dict[str, tuple[str, int, list]] = {}
     for field in descriptor.fields:
         read = _read(var, field.name)
         arrow_type, field_lines, field_unset, finish = _field(code, field, path, read)
@@ -185,15 +185,15 @@ def _struct(code: _Code, descriptor: Descriptor, path: tuple[str, ...], var: str
         if oneof is not None:  # the oneof's set member's name, one column for all its members
             if oneof.name not in oneofs:
                 which = code.column()
-                oneofs[oneof.name] = (code.temp(), which)
+                oneofs[oneof.name] = (code.temp(), which, [])
                 temp = oneofs[oneof.name][0]
                 lines.append(f"{temp} = {var}.WhichOneof({oneof.name!r}); a{which}({temp})")
                 unset.append(f"a{which}(None)")
-            temp, which = oneofs[oneof.name]
+            temp, which, _ = oneofs[oneof.name]
             lines.extend([f"if {temp} == {field.name!r}:", *_indented(field_lines)])
             lines.extend(["else:", *_indented(field_unset)])
             unset.extend(field_unset)
-            finishers.append(_with_which(finish, which, field.name))
+            finishers.append(_with_which(finish, which, field.name, oneofs[oneof.name][2]))
         elif field.has_presence and not field.is_repeated:
             nulls = code.column()
             present = f"{var}.HasField({field.name!r})"
@@ -238,12 +238,18 @@ def _with_nulls(finish: Callable[[list[list], np.ndarray | None], pa.Array], nul
 
 
 def _with_which(
-    finish: Callable[[list[list], np.ndarray | None], pa.Array], which: int, name: str
+    finish: Callable[[list[list], np.ndarray | None], pa.Array], which: int, name: str, last: list
 ) -> Finisher:
-    """``finish`` of oneof member ``name``, null where column ``which`` (the set member) names another."""
+    """``finish`` of oneof member ``name``, null where column ``which`` (the set member) names another.
+    ``last``: shared by the oneof's members, the last batch's column and its Arrow array (made once)."""
 
     def finish_member(columns: list[list]) -> pa.Array:
-        mask = np.array(columns[which], dtype=object) != name
+        names = columns[which]
+        seen = last[0] if last else None
+        if seen is None or seen[0] is not names:
+            seen = (names, pa.array(names, pa.string()))
+            last[:] = [seen]
+        mask = pc.not_equal(seen[1], name).fill_null(True).to_numpy(zero_copy_only=False)
         return finish(columns, mask if mask.any() else None)
 
     return finish_member
