@@ -381,3 +381,20 @@ def test_the_decoder_pickles_for_executors() -> None:
     reg = _registry_with(_proto(1, 'syntax = "proto3";\nmessage M { string s = 1; }\n'))
     decoder = pickle.loads(pickle.dumps(ProtobufDecoder(reg, reg.by_id(1), (0,))))
     assert decoder.decode([b"\x0a\x01z"]).values.to_pylist() == [{"s": "z"}]
+
+
+def test_enums_unset_in_a_oneof_and_numbers_no_value_names() -> None:
+    text = (
+        'syntax = "proto3";\nenum E { ZERO = 0; TWO = 2; }\n'
+        "message M { oneof o { E e = 1; string s = 2; } repeated E many = 3; optional E maybe = 4; }\n"
+    )
+    reg = _registry_with(_proto(1, text))
+    decoder = ProtobufDecoder(reg, reg.by_id(1), (0,))
+    # e=TWO; s="x" (e unset); many=[0, 2, 1 (no name), 7 (no name)], maybe=ZERO (set)
+    out = decoder.decode([b"\x08\x02", b"\x12\x01x", b"\x1a\x04\x00\x02\x01\x07\x20\x00"])
+    assert out.reasons == [None, None, None]
+    assert out.values.to_pylist() == [
+        {"e": "TWO", "s": None, "many": [], "maybe": None},
+        {"e": None, "s": "x", "many": [], "maybe": None},
+        {"e": None, "s": None, "many": ["ZERO", "TWO", "1", "7"], "maybe": "ZERO"},
+    ]

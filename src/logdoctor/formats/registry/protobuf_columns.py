@@ -118,8 +118,9 @@ def message_converter(descriptor: Descriptor, path: tuple[str, ...]) -> tuple[pa
 
 
 class _Code:
-    """The source of one generated reading function: its lists (``c<n>``, appended to by ``a<n>``, extended
-    by ``e<n>``), its temporaries and the objects it names."""
+    """The source of one generated reading function: its columns (lists ``c<n>``, appended to by ``a<n>``,
+    extended by ``e<n>``, returned by number), its temporaries (``t<n>``) and the objects it names
+    (``o<n>``: default values, functions)."""
 
     def __init__(self) -> None:
         self.count = 0
@@ -344,6 +345,7 @@ def _map(code: _Code, field: FieldDescriptor, path: tuple[str, ...], read: str) 
 
 
 def _offsets(lengths: list[int]) -> pa.Array:
+    """The offsets of a list (or map) array of ``lengths``."""
     offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
     np.cumsum(np.array(lengths, dtype=np.int32), out=offsets[1:])
     return pa.array(offsets)
@@ -375,10 +377,7 @@ def _element_converter(field: FieldDescriptor, path: tuple[str, ...]) -> tuple[p
         if name in _JSON_MESSAGES or name in path:
             return pa.string(), _json_converter
         return message_converter(message, (*path, name))
-    return _scalar_type_converter(_SCALARS[field.type])
-
-
-def _scalar_type_converter(arrow_type: pa.DataType) -> tuple[pa.DataType, Converter]:
+    arrow_type = _SCALARS[field.type]
     return arrow_type, _scalar_converter(arrow_type)
 
 
