@@ -286,6 +286,17 @@ def test_a_schema_protoc_rejects_is_a_schema_error_with_protocs_words() -> None:
     reg = _registry_with(_proto(9, 'syntax = "proto3";\nmessage M { strin s = 1; }\n'))
     with pytest.raises(SchemaError, match=r"schema id 9: protoc: .*strin"):
         ProtobufDecoder(reg, reg.by_id(9), (0,))
+    up = SchemaReference("../x.proto", "x", 1)
+    escaping = _proto(10, 'syntax = "proto3";\nimport "../x.proto";\n', refs=(up,))
+    with pytest.raises(SchemaError, match="not a usable import path"):
+        ProtobufDecoder(_registry_with(escaping), escaping, (0,))
+
+
+def test_compiled_schemas_are_kept_per_schema() -> None:
+    reg = _registry_with(_proto(12, 'syntax = "proto3";\nmessage M { string s = 1; }\n'))
+    assert compile_schema(reg, reg.by_id(12)) is compile_schema(reg, reg.by_id(12))
+    other = _registry_with(_proto(12, 'syntax = "proto3";\nmessage M { int32 s = 1; }\n'))
+    assert compile_schema(other, other.by_id(12)) is not compile_schema(reg, reg.by_id(12))
 
 
 _MAPPING = """syntax = "proto3";
