@@ -286,6 +286,17 @@ def test_a_schema_protoc_rejects_is_a_schema_error_with_protocs_words() -> None:
     reg = _registry_with(_proto(9, 'syntax = "proto3";\nmessage M { strin s = 1; }\n'))
     with pytest.raises(SchemaError, match=r"schema id 9: protoc: .*strin"):
         ProtobufDecoder(reg, reg.by_id(9), (0,))
+    up = SchemaReference("../x.proto", "x", 1)
+    escaping = _proto(10, 'syntax = "proto3";\nimport "../x.proto";\n', refs=(up,))
+    with pytest.raises(SchemaError, match="not a usable import path"):
+        ProtobufDecoder(_registry_with(escaping), escaping, (0,))
+
+
+def test_compiled_schemas_are_kept_per_schema() -> None:
+    reg = _registry_with(_proto(12, 'syntax = "proto3";\nmessage M { string s = 1; }\n'))
+    assert compile_schema(reg, reg.by_id(12)) is compile_schema(reg, reg.by_id(12))
+    other = _registry_with(_proto(12, 'syntax = "proto3";\nmessage M { int32 s = 1; }\n'))
+    assert compile_schema(other, other.by_id(12)) is not compile_schema(reg, reg.by_id(12))
 
 
 _MAPPING = """syntax = "proto3";
@@ -381,3 +392,20 @@ def test_the_decoder_pickles_for_executors() -> None:
     reg = _registry_with(_proto(1, 'syntax = "proto3";\nmessage M { string s = 1; }\n'))
     decoder = pickle.loads(pickle.dumps(ProtobufDecoder(reg, reg.by_id(1), (0,))))
     assert decoder.decode([b"\x0a\x01z"]).values.to_pylist() == [{"s": "z"}]
+
+
+def test_enums_unset_in_a_oneof_and_numbers_no_value_names() -> None:
+    text = (
+        'syntax = "proto3";\nenum E { ZERO = 0; TWO = 2; }\n'
+        "message M { oneof o { E e = 1; string s = 2; } repeated E many = 3; optional E maybe = 4; }\n"
+    )
+    reg = _registry_with(_proto(1, text))
+    decoder = ProtobufDecoder(reg, reg.by_id(1), (0,))
+    # e=TWO; s="x" (e unset); many=[0, 2, 1 (no name), 7 (no name)], maybe=ZERO (set)
+    out = decoder.decode([b"\x08\x02", b"\x12\x01x", b"\x1a\x04\x00\x02\x01\x07\x20\x00"])
+    assert out.reasons == [None, None, None]
+    assert out.values.to_pylist() == [
+        {"e": "TWO", "s": None, "many": [], "maybe": None},
+        {"e": None, "s": "x", "many": [], "maybe": None},
+        {"e": None, "s": None, "many": ["ZERO", "TWO", "1", "7"], "maybe": "ZERO"},
+    ]
