@@ -196,3 +196,11 @@ def test_cli_done_when(tmp_path) -> None:
     check_counts(summary["typed"])
     # _schemas is a topic too: its values name no schema, its table keeps them as bytes (column value)
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == sorted([*tf.topics(), SIDE, "_schemas"])
+
+
+def test_spark_writer_tables_equal_the_facts(spark, tmp_path) -> None:
+    """--writer spark: each topic's frame and the side table written by Spark's committer, same rows."""
+    out = tmp_path / "out"
+    result = run_export(spark, [str(tf.logs())], str(out), options={"typed": "true"}, writer="spark")
+    check_export(out, read_parquet_table)
+    check_counts(result.to_json()["typed"])

@@ -803,11 +803,6 @@ def run_export(
     if read_opts.typed:  # one table per topic: the registry, then the first pass (logdoctor.spark.typed)
         from logdoctor.spark.typed_job import load_typed_registry, survey_job
 
-        if writer != "arrow":
-            raise ExportError(
-                "--typed writes Parquet with the arrow writer (a local[...] master, a local --out) or "
-                "--format iceberg|delta tables on any cluster (pyarrow tasks, one commit per table)"
-            )
         loaded = load_typed_registry(items, read_opts, opts)
         typed_plan = survey_job(spark, refs, read_opts, txns, loaded.registry)
         partition_by = ()
@@ -829,6 +824,14 @@ def run_export(
             damaged += [r for r in map(not_read_row, check_plan.not_read) if r["error"] is not None]
             root = _local(out)
             sizes = {rel: os.path.getsize(os.path.join(root, rel)) for rel in committed}
+        elif typed_plan is not None:  # one frame per topic and the side table, each by Spark's committer
+            from logdoctor.spark.sources import register
+            from logdoctor.spark.typed_job import write_with_spark
+
+            register(spark)
+            rows, typed_parts = write_with_spark(spark, items, opts, typed_plan, out, fmt, mode)
+            after = _list_files(out)
+            sizes = {rel: size for rel, size in after.items() if rel not in before}
         else:
             from pyspark.sql import Observation
             from pyspark.sql import functions as F

@@ -121,8 +121,8 @@ def format_type(t: pa.DataType, fmt: str) -> pa.DataType:
     Parquet holds every type of the mapping. Iceberg has no 8/16-bit or unsigned integers, no time in
     milliseconds and no duration: int8/int16/uint8/uint16 -> int32, uint32 -> int64, time32 -> time64 (us),
     duration -> int64 (microseconds). Delta has no time type and no duration: a time is its text
-    (``HH:MM:SS.fff``), a duration int64 microseconds. A Spark DataFrame (``spark``): time32 -> time64
-    (us)."""
+    (``HH:MM:SS.fff``), a duration int64 microseconds. A Spark DataFrame (``spark``; and so the spark
+    writer's Parquet): Spark 4.1 writes no TIME, a time is its text as in Delta."""
     if pa.types.is_struct(t):
         return pa.struct([f.with_type(format_type(f.type, fmt)) for f in t])
     if pa.types.is_map(t):
@@ -138,10 +138,8 @@ def format_type(t: pa.DataType, fmt: str) -> pa.DataType:
             return pa.int64()
         if pa.types.is_time(t):
             return pa.time64("us")
-    if fmt == "delta" and pa.types.is_time(t):
+    if fmt in ("delta", "spark") and pa.types.is_time(t):
         return pa.string()
-    if fmt == "spark" and pa.types.is_time32(t):
-        return pa.time64("us")
     return t
 
 

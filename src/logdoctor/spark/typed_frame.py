@@ -19,6 +19,26 @@ import pyarrow as pa
 from logdoctor.spark.typed import TypedBatches, TypedPlan, format_schema, undecoded_schema
 
 _CACHE: dict[str, TypedFrame] = {}
+#: the option a typed export hands its first pass's plan to each topic's frame with (base64 of its pickle;
+#: logdoctor's own: the export makes it)
+PLAN_OPTION = "logdoctor.typedPlan"
+
+
+def encode_plan(plan: TypedPlan) -> str:
+    import base64
+    import pickle
+
+    return base64.b64encode(pickle.dumps(plan, protocol=pickle.HIGHEST_PROTOCOL)).decode("ascii")
+
+
+def decode_plan(text: str) -> TypedPlan:
+    import base64
+    import pickle
+
+    plan = pickle.loads(base64.b64decode(text))
+    if not isinstance(plan, TypedPlan):
+        raise TypeError(f"option {PLAN_OPTION}: not a typed plan")
+    return plan
 
 
 @dataclass(slots=True)
@@ -58,12 +78,22 @@ def typed_frame(
     if found is not None:
         return found
     opts = parse_read_options(options)
-    plan = read_plan(paths, options)
-    loaded = load_typed_registry(list(plan.items), opts, dict(options))
-    slices = plan_slices(plan.refs, opts)
-    raw = (rb for group in task_groups(slices, opts) for rb in read_slices(group, opts))
-    typed = plan_topics(survey(raw, loaded.registry), loaded.registry)
-    undecoded = str({str(k).lower(): v for k, v in options.items()}.get("typed", "")).lower() == "undecoded"
+    lowered = {str(k).lower(): v for k, v in options.items()}
+    given = lowered.get(PLAN_OPTION.lower())
+    if given:  # the export's first pass, done once for every topic's frame
+        typed = decode_plan(str(given))
+    else:
+        plan = read_plan(paths, options)
+        loaded = load_typed_registry(list(plan.items), opts, dict(options))
+        slices = plan_slices(plan.refs, opts)
+        raw = (rb for group in task_groups(slices, opts) for rb in read_slices(group, opts))
+        typed = plan_topics(survey(raw, loaded.registry), loaded.registry)
+    if given and opts.topics:  # only the topics this frame reads
+        from logdoctor.logdir.read_plan import topic_matcher
+
+        wanted = topic_matcher(opts.topics)
+        typed = TypedPlan(typed.registry, {t: tp for t, tp in typed.topics.items() if wanted(t)})
+    undecoded = str(lowered.get("typed", "")).lower() == "undecoded"
     if undecoded:
         schema = format_schema(undecoded_schema(), "spark")
     else:

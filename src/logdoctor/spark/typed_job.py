@@ -99,3 +99,67 @@ def summary_of(parts: Sequence[Mapping[str, Any]], loaded: Any, tables: Mapping[
         registry_notes=list(getattr(loaded, "notes", []) or []),
         schemas=len(registry.schemas) if registry is not None else 0,
     )
+
+
+def write_with_spark(
+    spark: Any, items: Sequence[str], opts: Mapping[str, str], plan: TypedPlan, out: str, fmt: str, mode: str
+) -> tuple[int, list[dict[str, Any]]]:
+    """The spark writer's typed export: each topic's ``kafka-log`` frame (``typed=true``, the first pass's
+    plan handed over) written to ``OUT/<topic>`` and the side table to ``OUT/_undecoded``, each committed by
+    Spark's committer. Returns the rows written and the counts per topic
+    (:meth:`logdoctor.spark.typed.TopicCounts.to_json` form)."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    from logdoctor.spark.typed import UNDECODED
+    from logdoctor.spark.typed_frame import PLAN_OPTION, encode_plan
+
+    encoded = encode_plan(plan)
+    base = {**opts, PLAN_OPTION: encoded}
+    spark_mode = "errorifexists" if mode == "error" else mode
+    counts: dict[str, TopicCounts] = {}
+    rows = 0
+    untyped = {k: v for k, v in opts.items() if k.lower() not in ("typed", "schemas")}
+    raw = (
+        spark.read.format("kafka-log")
+        .options(**untyped)
+        .load(list(items))
+        .where("not is_control")
+        .groupBy("topic")
+        .agg(
+            F.count(F.lit(1)).alias("records"),
+            F.sum(F.col("value").isNull().cast("long")).alias("tombstones"),
+        )
+        .collect()
+    )
+    totals = {r["topic"]: (int(r["records"]), int(r["tombstones"] or 0)) for r in raw}
+    for n, topic in enumerate(sorted(plan.topics)):
+        obs = Observation(f"logdoctor-typed-{n}")
+        reader = spark.read.format("kafka-log").options(**{**base, "topics": topic, "typed": "true"})
+        df = reader.load(list(items))
+        df = df.observe(
+            obs,
+            F.count(F.lit(1)).alias("rows"),
+            F.sum(F.col("kafka.schema_deleted").cast("long")).alias("deleted"),
+        )
+        df.write.mode(spark_mode).format(fmt).save(f"{out.rstrip('/')}/{topic}")
+        got = obs.get
+        written = int(got.get("rows") or 0)
+        rows += written
+        records, tombstones = totals.get(topic, (written, 0))
+        c = counts.setdefault(topic, TopicCounts())
+        c.records, c.tombstones = records, tombstones
+        if plan.topics[topic].values_typed:
+            c.decoded, c.schema_deleted = written - tombstones, int(got.get("deleted") or 0)
+        else:
+            c.raw = written - tombstones
+    side = f"{out.rstrip('/')}/{UNDECODED}"
+    spark.read.format("kafka-log").options(**{**base, "typed": "undecoded"}).load(list(items)).write.mode(
+        spark_mode
+    ).format(fmt).save(side)
+    for r in spark.read.format(fmt).load(side).groupBy("topic", "reason", "schema_id").count().collect():
+        c = counts.setdefault(r["topic"], TopicCounts())
+        c.undecoded[r["reason"]] += int(r["count"])
+        if r["reason"] in ("unknown_schema_id", "schema_hard_deleted") and r["schema_id"] is not None:
+            c.missing_ids.add(int(r["schema_id"]))
+    return rows, [{t: c.to_json() for t, c in counts.items()}]
