@@ -205,7 +205,7 @@ def export_command(
             help="history (default: every record), latest (a compacted topic as a table: the latest record "
             "of each key per partition, keys whose latest record is a tombstone left out; "
             "docs/compacted-topics.md) or cdc (each Debezium topic folded into the table it describes, at "
-            "OUT/<topic>; docs/cdc.md).",
+            "OUT/TOPIC; docs/cdc.md).",
         ),
     ] = "history",
     include_internal: Annotated[
@@ -246,7 +246,7 @@ def export_command(
         bool,
         typer.Option(
             "--typed",
-            help="One typed table per topic at OUT/<topic>: keys and values decoded (Avro, Protobuf, JSON "
+            help="One typed table per topic at OUT/TOPIC: keys and values decoded (Avro, Protobuf, JSON "
             "Schema, Kafka Connect JSON) with the schemas of the _schemas topic among the inputs and "
             "--schemas; records that do not decode go to OUT/_undecoded with their reason "
             "(docs/typed-tables.md).",
@@ -264,8 +264,8 @@ def export_command(
     placeholder: Annotated[
         str | None,
         typer.Option(
-            "--unavailable-value-placeholder",
-            metavar="TEXT",
+            "--placeholder",
+            metavar="VALUE",
             help="With --view cdc: Debezium's unavailable.value.placeholder, if the connector set another "
             "than __debezium_unavailable_value.",
         ),
@@ -360,7 +360,7 @@ def export_command(
         if refusal is not None:
             fail(f"refused: {refusal}", EX_CANTCREAT)
     if placeholder is not None and view.strip().lower() != "cdc":
-        usage_error("--unavailable-value-placeholder goes with --view cdc")
+        usage_error("--placeholder goes with --view cdc")
     if view.strip().lower() == "cdc":
         if partition_by is not None:
             usage_error("--partition-by applies to the records export; --view cdc writes one table per topic")
