@@ -204,3 +204,38 @@ def test_spark_writer_tables_equal_the_facts(spark, tmp_path) -> None:
     result = run_export(spark, [str(tf.logs())], str(out), options={"typed": "true"}, writer="spark")
     check_export(out, read_parquet_table)
     check_counts(result.to_json()["typed"])
+
+
+@pytest.mark.parametrize("fmt", ["iceberg", "delta"])
+def test_append_evolves_the_schema(spark, tmp_path, fmt) -> None:
+    """orders' first offsets are all of writer schema v1 (id 2); v2 (id 12) adds ``coupon``. A table made of
+    the first offsets lacks the column; an append of the rest adds it, null in the earlier rows."""
+    from logdoctor.spark.tables.typed_export import run_typed_table_export
+
+    out = tmp_path / "out"
+    first = {"typed": "true", "topics": "orders", "endingOffsets": "300"}
+    run_typed_table_export(spark, [str(tf.logs())], str(out), fmt=fmt, options=first)
+    early = [f for f in tf.data_records("orders") if f["offset"] < 300]
+    assert {f["schema_id"] for f in early} == {2}
+    rest = {"typed": "true", "topics": "orders"}
+    result = run_typed_table_export(spark, [str(tf.logs())], str(out), fmt=fmt, mode="append", options=rest)
+    assert result.rows == 2000 - len(early)
+    if fmt == "delta":
+        from deltalake import DeltaTable, QueryBuilder
+
+        query = QueryBuilder().register("t", DeltaTable(str(out / "orders")))
+        table = pa.table(query.execute("SELECT * FROM t").read_all())
+    else:
+        from pyiceberg.catalog import load_catalog
+
+        from logdoctor.spark.tables.iceberg import catalog_properties
+
+        catalog = load_catalog("logdoctor", **catalog_properties(str(out), None))
+        table = catalog.load_table("logdoctor.orders").scan().to_arrow()
+    assert "coupon" in table.column_names
+    rows = {(r["kafka"]["partition"], r["kafka"]["offset"]): r for r in table.to_pylist()}
+    assert len(rows) == 2000
+    for fact in tf.data_records("orders"):
+        row = rows[(fact["partition"], fact["offset"])]
+        assert row["coupon"] == fact["value_decoded"].get("coupon")
+        assert row["order_id"] == fact["value_decoded"]["order_id"]

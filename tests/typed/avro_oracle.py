@@ -8,14 +8,13 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import json
-import os
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+import realworld
+import typed_facts
 from logdoctor.formats.records import iter_batches
 from logdoctor.formats.registry.store import (
     HARD_DELETED,
@@ -27,21 +26,18 @@ from logdoctor.formats.registry.store import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TYPED = Path(os.environ.get("LOGDOCTOR_TYPED", REPO_ROOT.parent / "shared" / "typed"))
-SKIP_REASON = f"realworld: no typed set at {TYPED} (../shared/typed exists only in the workspace)"
+TYPED = realworld.TYPED
+SKIP_REASON = realworld.TYPED_SKIP_REASON
 _STATUS = {"live": LIVE, "soft_deleted": SOFT_DELETED, "hard_deleted": HARD_DELETED}
 
 
 def require() -> Path:
-    if not (TYPED / "facts" / "records.jsonl").is_file():
-        pytest.skip(SKIP_REASON)
-    return TYPED
+    return realworld.require_typed()
 
 
-@cache
-def facts() -> list[dict]:
-    with (require() / "facts" / "records.jsonl").open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f]
+def facts() -> tuple[dict, ...]:
+    """Every line of facts/records.jsonl (tests/typed_facts.py)."""
+    return typed_facts.records()
 
 
 @cache

@@ -12,7 +12,6 @@ batches of hand-made events for the rule tests (:func:`batch_of`).
 from __future__ import annotations
 
 import json
-import os
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from functools import cache
@@ -20,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
+
+import realworld
+import typed_facts
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TYPED = Path(os.environ.get("LOGDOCTOR_TYPED", REPO_ROOT.parent / "shared" / "typed"))
-SKIP_REASON = f"typed: no typed facts at {TYPED} (../shared/typed exists only in the workspace)"
+TYPED = realworld.TYPED
+SKIP_REASON = realworld.TYPED_SKIP_REASON
 
 CUSTOMERS = "dbserver1.inventory.customers"
 ORDERS = "dbserver1.inventory.orders"
@@ -33,15 +34,12 @@ TIMESTAMP_UTC = pa.timestamp("us", tz="UTC")
 
 def require() -> Path:
     """The typed set's folder, or skip the calling test."""
-    if not (TYPED / "facts" / "records.jsonl").is_file():
-        pytest.skip(SKIP_REASON)
-    return TYPED
+    return realworld.require_typed()
 
 
-@cache
 def records() -> tuple[dict, ...]:
-    with open(require() / "facts" / "records.jsonl", encoding="utf-8") as f:
-        return tuple(json.loads(line) for line in f)
+    """Every line of facts/records.jsonl (tests/typed_facts.py)."""
+    return typed_facts.records()
 
 
 # --- writer schemas to Arrow (the type mapping, version 1) ------------------------------------------------

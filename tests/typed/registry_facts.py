@@ -8,17 +8,16 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-import pytest
+import realworld
+import typed_facts
 
-TYPED = Path(__file__).resolve().parents[2].parent / "shared" / "typed"
+TYPED = realworld.TYPED
 LOG_DIR = TYPED / "kafka-logs"
-SKIP_REASON = f"typed: no typed data set at {TYPED} (../shared/typed exists only in the workspace)"
+SKIP_REASON = realworld.TYPED_SKIP_REASON
 
 
 def require() -> Path:
-    if not (TYPED / "facts" / "counts.json").is_file():
-        pytest.skip(SKIP_REASON)
-    return TYPED
+    return realworld.require_typed()
 
 
 @cache
@@ -26,11 +25,9 @@ def counts() -> dict:
     return json.loads((require() / "facts" / "counts.json").read_text())
 
 
-@cache
-def facts() -> list[dict]:
-    """Every line of facts/records.jsonl."""
-    with (require() / "facts" / "records.jsonl").open() as f:
-        return [json.loads(line) for line in f]
+def facts() -> tuple[dict, ...]:
+    """Every line of facts/records.jsonl (tests/typed_facts.py)."""
+    return typed_facts.records()
 
 
 def raw_records(partition_dir: Path) -> Iterator[tuple[int, bytes | None, bytes | None, list]]:

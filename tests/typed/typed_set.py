@@ -9,31 +9,26 @@ turns into a failure (tests/conftest.py).
 from __future__ import annotations
 
 import json
-import os
 from functools import cache
 from pathlib import Path
 
-import pytest
-
+import realworld
+import typed_facts
 from logdoctor.formats.records import iter_batches
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaReference, SchemaRegistry
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-TYPED = Path(os.environ.get("LOGDOCTOR_TYPED", REPO_ROOT.parent / "shared" / "typed"))
-SKIP_REASON = f"realworld: no typed records set at {TYPED} (../shared/typed exists only in the workspace)"
+TYPED = realworld.TYPED
+SKIP_REASON = realworld.TYPED_SKIP_REASON
 
 
 def require() -> Path:
-    if not (TYPED / "facts" / "records.jsonl").is_file():
-        pytest.skip(SKIP_REASON)
-    return TYPED
+    return realworld.require_typed()
 
 
-@cache
 def facts() -> tuple[dict, ...]:
-    """Every line of facts/records.jsonl."""
-    with open(require() / "facts" / "records.jsonl", encoding="utf-8") as f:
-        return tuple(json.loads(line) for line in f)
+    """Every line of facts/records.jsonl (tests/typed_facts.py)."""
+    return typed_facts.records()
 
 
 def topic_facts(topic: str) -> list[dict]:
