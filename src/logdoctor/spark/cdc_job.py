@@ -30,7 +30,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from logdoctor.spark.typed import UNDECODED, TopicCounts, TypedBatches, merge_counts
+from logdoctor.spark.typed import UNDECODED, TopicCounts, TypedBatches, merge_counts, undecoded_total
 
 #: what an export of the cdc view says of a topic it writes no table for
 NOT_AN_ENVELOPE = "its values are not Debezium change events (no op, before, after and source)"
@@ -49,7 +49,7 @@ class CdcSummary:
 
     @property
     def undecoded(self) -> int:
-        return sum(sum(c.undecoded.values()) for c in self.counts.values())
+        return undecoded_total(self.counts)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -412,20 +412,12 @@ def _write_tables(
     table_name: str | None,
     items: Sequence[str],
 ) -> dict[str, str]:
-    import logdoctor
-    from logdoctor.spark.tables import TableExistsError
     from logdoctor.spark.tables.files import FileLayout, new_job_id, remove_uncommitted
-    from logdoctor.spark.tables.typed_export import open_typed_table, to_format, write_file
+    from logdoctor.spark.tables.typed_export import open_typed_tables, table_properties, to_format, write_file
     from logdoctor.spark.typed import format_schema
 
     job = new_job_id()
-    opened = {n: open_typed_table(fmt, out, n, catalog, table_name) for n in tables}
-    existing = [n for n, t in opened.items() if t.exists()]
-    if existing and mode == "error":
-        raise TableExistsError(
-            f"{fmt} table(s) {', '.join(f'{out}/{n}' for n in existing)} exist: choose another --out, or "
-            "--mode append / overwrite (nothing was written)"
-        )
+    opened, existing = open_typed_tables(fmt, out, list(tables), mode, catalog, table_name)
     locations: dict[str, str] = {}
     for name, rows in tables.items():
         table = opened[name]
@@ -440,12 +432,7 @@ def _write_tables(
         rows = to_format(rows, schema)
         layout = FileLayout(data_uri=table.data_uri, job=job)
         written = write_file(rows, layout, 0, 0, {})
-        properties = {
-            "logdoctor.version": logdoctor.__version__,
-            "logdoctor.sources": json.dumps(list(items)),
-            "logdoctor.offsets": json.dumps(offsets, separators=(",", ":")),
-            "logdoctor.view": "cdc",
-        }
+        properties = table_properties(items, offsets, "cdc")
         # the table is the fold of the whole log: it replaces what the table held (the side table too)
         commit_mode = "overwrite" if name in existing else "error"
         committed: list[str] = []

@@ -536,6 +536,11 @@ def _named_id(data: bytes | None) -> int | None:
     return None
 
 
+def undecoded_total(counts: Mapping[str, TopicCounts]) -> int:
+    """How many records of all topics went to the side table."""
+    return sum(sum(c.undecoded.values()) for c in counts.values())
+
+
 def counts_json(counts: Mapping[str, TopicCounts]) -> dict[str, dict[str, Any]]:
     return {t: c.to_json() for t, c in sorted(counts.items())}
 

@@ -17,6 +17,7 @@ from logdoctor.spark.typed import (  # noqa: F401 (load_typed_registry: the driv
     merge_surveys,
     plan_topics,
     survey,
+    undecoded_total,
 )
 
 
@@ -32,7 +33,7 @@ class TypedSummary:
 
     @property
     def undecoded(self) -> int:
-        return sum(sum(c.undecoded.values()) for c in self.counts.values())
+        return undecoded_total(self.counts)
 
     def to_json(self) -> dict[str, Any]:
         return {

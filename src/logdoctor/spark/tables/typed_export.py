@@ -70,6 +70,40 @@ def open_typed_table(
     return DeltaLakeTable(location, partition_topic=False)
 
 
+def open_typed_tables(
+    fmt: str,
+    out: str,
+    names: Sequence[str],
+    mode: str,
+    catalog: Mapping[str, str] | None,
+    table_name: str | None,
+) -> tuple[dict[str, Any], list[str]]:
+    """The tables of ``names`` under ``out`` and those of them that exist; ``--mode error`` refuses any
+    existing one (:class:`~logdoctor.spark.tables.TableExistsError`, nothing written)."""
+    from logdoctor.spark.tables import TableExistsError
+
+    tables = {n: open_typed_table(fmt, out, n, catalog, table_name) for n in names}
+    existing = [n for n, t in tables.items() if t.exists()]
+    if existing and mode == "error":
+        raise TableExistsError(
+            f"{fmt} table(s) {', '.join(f'{out}/{n}' for n in existing)} exist: choose another --out, or "
+            "--mode append / overwrite (nothing was written)"
+        )
+    return tables, existing
+
+
+def table_properties(items: Sequence[str], offsets: Mapping[str, Any], view: str) -> dict[str, str]:
+    """logdoctor's properties of a typed or CDC table: version, sources, the offsets it holds, its view."""
+    import logdoctor
+
+    return {
+        f"{PROPERTY_PREFIX}version": logdoctor.__version__,
+        f"{PROPERTY_PREFIX}sources": json.dumps(list(items)),
+        f"{PROPERTY_PREFIX}offsets": json.dumps(offsets, separators=(",", ":")),
+        f"{PROPERTY_PREFIX}view": view,
+    }
+
+
 def _kafka_offsets(rows: pa.Table, topic: str) -> dict[tuple[str, int], tuple[int, int]]:
     kafka = rows.column("kafka").combine_chunks()
     t = pa.table({"partition": kafka.field("partition"), "offset": kafka.field("offset")})
@@ -198,7 +232,6 @@ def run_typed_table_export(
     progress: Callable[[int, int], None] | None = None,
 ) -> Any:
     """Export PATHS as one ``fmt`` table per topic under ``out`` (see the module doc)."""
-    import logdoctor
     from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.spark.consumer_view import transaction_summary
     from logdoctor.spark.export import ExportError, StageProgress, raise_if_no_space, skipped_ranges
@@ -209,7 +242,7 @@ def run_typed_table_export(
         read_plan,
         task_groups,
     )
-    from logdoctor.spark.tables import TABLE_MODES, TableError, TableExistsError
+    from logdoctor.spark.tables import TABLE_MODES, TableError
     from logdoctor.spark.tables.export import TableExportResult, _with_start, merged_offsets
     from logdoctor.spark.tables.files import new_job_id, probe_writable, remove_uncommitted
     from logdoctor.spark.typed import UNDECODED, undecoded_schema
@@ -234,13 +267,7 @@ def run_typed_table_export(
     started = time.perf_counter()
     typed = survey_job(spark, refs, opts, txns, loaded.registry)
     names = [*typed.topics, UNDECODED]
-    tables = {n: open_typed_table(fmt, out, n, catalog, table_name) for n in names}
-    existing = [n for n, t in tables.items() if t.exists()]
-    if existing and mode == "error":
-        raise TableExistsError(
-            f"{fmt} table(s) {', '.join(f'{out}/{n}' for n in existing)} exist: choose another --out, or "
-            "--mode append / overwrite (nothing was written)"
-        )
+    tables, existing = open_typed_tables(fmt, out, names, mode, catalog, table_name)
     above: dict[tuple[str, int], int] = {}  # what the tables hold together: each offset is in one of them
     held_by: dict[str, dict[tuple[str, int], int]] = {}
     if mode == "append":
@@ -284,12 +311,7 @@ def run_typed_table_export(
             if not files and (name in existing or name == UNDECODED):
                 continue  # nothing new: no commit, the table is unchanged (no empty side table is made)
             offsets = merged_offsets(held_by.get(name, {}), files)
-            properties = {
-                f"{PROPERTY_PREFIX}version": logdoctor.__version__,
-                f"{PROPERTY_PREFIX}sources": json.dumps(items),
-                f"{PROPERTY_PREFIX}offsets": json.dumps(offsets, separators=(",", ":")),
-                f"{PROPERTY_PREFIX}view": f"typed-{opts.view}",
-            }
+            properties = table_properties(items, offsets, f"typed-{opts.view}")
             table = tables[name]
             if fmt == "iceberg":
                 table.commit(
