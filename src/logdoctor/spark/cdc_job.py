@@ -290,9 +290,12 @@ def run_cdc_export(
     try:
         done: list[dict[str, Any]] = []
         if groups:
+            from logdoctor.spark.typed import broadcast, shipped
+
+            plan_b = broadcast(spark, typed)  # the registry and the topics' types: once per executor
             done = (
                 spark.sparkContext.parallelize(list(groups), len(groups))
-                .map(lambda g: fold_task(g, opts, typed, per_topic))
+                .map(lambda g: fold_task(g, opts, shipped(plan_b), per_topic))
                 .collect()
             )
     finally:

@@ -562,10 +562,13 @@ def _export_arrow(
     cols = tuple(partition_by)
     done: list[dict[str, Any]] = []
     if groups or extra:
+        from logdoctor.spark.typed import broadcast, shipped
+
+        typed_b = broadcast(spark, typed)  # the registry and the topics' types: once per executor
         tasks = list(enumerate(zip([*groups, *[()] * len(extra)], [*checks, *extra], strict=True)))
 
         def run(t: tuple[int, Any]) -> dict[str, Any]:
-            result = write_slices(t[0], t[1][0], opts, out, cols, job, typed=typed)
+            result = write_slices(t[0], t[1][0], opts, out, cols, job, typed=shipped(typed_b))
             if not result.get("no_space"):
                 result["damaged"] = damaged_segments(t[1][1])
             if fail_first_attempt:

@@ -536,6 +536,24 @@ def _named_id(data: bytes | None) -> int | None:
     return None
 
 
+def broadcast(spark: Any, value: Any) -> Any:
+    """``value`` (the registry, a typed plan) shipped once to each executor (a Spark broadcast variable), or
+    as is without a SparkContext (Spark Connect, plain calls): :func:`shipped` gives it back in a task."""
+    if value is None:
+        return None
+    try:
+        return spark.sparkContext.broadcast(value)
+    except Exception:
+        return value
+
+
+def shipped(value: Any) -> Any:
+    """The value :func:`broadcast` shipped."""
+    from pyspark import Broadcast
+
+    return value.value if isinstance(value, Broadcast) else value
+
+
 def undecoded_total(counts: Mapping[str, TopicCounts]) -> int:
     """How many records of all topics went to the side table."""
     return sum(sum(c.undecoded.values()) for c in counts.values())

@@ -12,10 +12,12 @@ from typing import Any
 from logdoctor.spark.typed import (  # noqa: F401 (load_typed_registry: the driver's entry point)
     TopicCounts,
     TypedPlan,
+    broadcast,
     load_typed_registry,
     merge_counts,
     merge_surveys,
     plan_topics,
+    shipped,
     survey,
     undecoded_total,
 )
@@ -82,10 +84,12 @@ def survey_job(spark: Any, refs: Sequence[Any], opts: Any, txns: Any, registry: 
     if not groups:
         return plan_topics({}, registry)
 
+    registry_b = broadcast(spark, registry)
+
     def run(group: Any) -> Any:
         from logdoctor.spark.sources import read_slices
 
-        return survey(read_slices(group, opts), registry)
+        return survey(read_slices(group, opts), shipped(registry_b))
 
     parts = spark.sparkContext.parallelize(list(groups), len(groups)).map(run).collect()
     return plan_topics(merge_surveys(parts), registry)

@@ -299,10 +299,13 @@ def run_typed_table_export(
     committed: dict[str, list[str]] = {}
     try:
         if groups:
+            from logdoctor.spark.typed import broadcast, shipped
+
+            plan_b = broadcast(spark, typed)  # the registry and the topics' types: once per executor
             tasks = list(enumerate(groups))
 
             def run(t: tuple[int, Any]) -> dict[str, Any]:
-                return write_typed_task(t[0], t[1], opts, typed, layouts, schemas, above)
+                return write_typed_task(t[0], t[1], opts, shipped(plan_b), layouts, schemas, above)
 
             done = spark.sparkContext.parallelize(tasks, len(tasks)).map(run).collect()
         raise_if_no_space(out, done)
