@@ -95,6 +95,15 @@ def dump(
     ] = None,
     remote_layout: RemoteLayoutOption = None,
     remote_private_key: RemotePrivateKeyOption = None,
+    schemas: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--schemas",
+            metavar="PATH",
+            help="The Schema Registry's _schemas partition (a log dir, or a partition folder of any name) "
+            "that types the keys and values shown by --print-data; by default the dumped log dir's own.",
+        ),
+    ] = None,
 ) -> None:
     """Dump log-dir files like Kafka's DumpLogSegments, and more."""
     try:
@@ -108,6 +117,7 @@ def dump(
             verify_index=verify_index,
             verify_index_only=verify_index_only,
             no_crc=no_crc,
+            schemas=tuple(schemas or ()),
         )
     except UsageProblem as e:
         fail(f"logdoctor dump: {e}", EX_USAGE)
@@ -126,4 +136,12 @@ def dump(
         except RemoteTierError as e:
             fail(f"logdoctor dump: {e}", EX_USAGE)
         require_remote_inputs(remote_storage, remote_private_key)
+    if opts.schemas:  # read once here: a path that holds no _schemas partition is a usage error
+        from logdoctor.cli.dump.typed import registry_for
+        from logdoctor.logdir.discovery import DiscoveryError
+
+        try:
+            registry_for(None, opts.schemas)
+        except DiscoveryError as e:
+            fail(f"logdoctor dump: --schemas: {e}", EX_USAGE)
     raise typer.Exit(run(files, opts, json_out=json_out, remote=remote))
