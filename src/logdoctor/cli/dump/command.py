@@ -61,7 +61,8 @@ def dump(
         typer.Option(
             "--decoder",
             help="Decode internal topics' keys and values (and Schema Registry's _schemas); auto picks by "
-            "the partition folder name.",
+            "the partition folder name, and with --print-data types a data topic's keys and values with the "
+            "Schema Registry of its log dir's _schemas partition or --schemas (typed: always).",
         ),
     ] = DecoderChoice.AUTO,
     verify_index: Annotated[
