@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -94,3 +95,68 @@ def test_schemas_from_another_place(spark, tmp_path) -> None:
     run_export(spark, inputs, str(bare), options={"typed": "true"})
     reasons = Counter(r["reason"] for r in read_parquet_table(bare / SIDE).to_pylist())
     assert reasons["unknown_schema_id"] >= len(tf.data_records("orders")) + len(tf.data_records("payments"))
+
+
+def _tier_first_segment(logs: Path, store: Path, topic: str, partition: int) -> int:
+    """Tier the first segment of ``topic``-``partition`` of the log dir copy ``logs`` as Kafka's
+    LocalTieredStorage leaves it (sample.remote_tier's layout: the segment's files under ``store``, its
+    COPY_SEGMENT_STARTED / FINISHED events in the ``__remote_log_metadata`` partition of the log dir, the
+    local copy deleted by local retention); returns the tiered segment's next offset."""
+    from logdoctor.formats.checkpoint import new_leader_epoch_checkpoint, write_leader_epoch_checkpoint
+    from logdoctor.formats.partition_metadata import parse_partition_metadata
+    from logdoctor.formats.records import iter_batches
+    from logdoctor.logdir.remote_metadata import SegmentState, TopicIdPartition, metadata_partition_for
+    from logdoctor.sample.remote_tier import (
+        MetadataEvent,
+        metadata_batches,
+        segment_metadata,
+        segment_update,
+        write_local_tiered_segment,
+    )
+
+    folder = logs / f"{topic}-{partition}"
+    topic_id = parse_partition_metadata((folder / "partition.metadata").read_bytes()).topic_id
+    tip = TopicIdPartition(topic_id, topic, partition)
+    log = folder / f"{0:020d}.log"
+    batches = list(iter_batches(log.read_bytes()))
+    end = batches[-1].last_offset + 1
+    files = {s: (folder / f"{0:020d}.{s}").read_bytes() for s in ("log", "index", "timeindex")}
+    files["snapshot"] = (folder / f"{end:020d}.snapshot").read_bytes()
+    files["leader_epoch_checkpoint"] = write_leader_epoch_checkpoint(new_leader_epoch_checkpoint([(0, 0)]))
+    seg_id = "AAAAAAAAAAAAAAAAAAAAAQ"
+    write_local_tiered_segment(store / "kafka-tiered-storage", tip, seg_id, 0, files)
+    t = max(b.max_timestamp for b in batches) + 100
+    kw = {"broker_id": 1, "event_timestamp_ms": t}
+    size = len(files["log"])
+    started = segment_metadata(tip, seg_id, 0, end - 1, max_timestamp_ms=t - 100, leader_epochs=[(0, 0)],
+                               size=size, **kw)  # fmt: skip
+    finished = segment_update(tip, seg_id, SegmentState.COPY_SEGMENT_FINISHED, **kw)
+    events = [MetadataEvent(started, t), MetadataEvent(finished, t)]
+    meta = logs / f"__remote_log_metadata-{metadata_partition_for(topic_id, partition)}"
+    meta.mkdir()
+    (meta / f"{0:020d}.log").write_bytes(metadata_batches(events, base_offset=0))
+    for s in ("log", "index", "timeindex"):
+        (folder / f"{0:020d}.{s}").unlink()
+    return end
+
+
+def test_remote_tier(spark, tmp_path) -> None:
+    """``orders``-1's first segment in the remote tier (the typed set's log dir, tiered here): the table
+    holds every record of the facts, read from the remote tier and the local log."""
+    logs = tmp_path / "kafka-logs"
+    shutil.copytree(tf.logs(), logs)
+    for p in logs.rglob("*"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    store = tmp_path / "remote"
+    tiered_end = _tier_first_segment(logs, store, "orders", 1)
+    assert tiered_end > 0 and not (logs / "orders-1" / f"{0:020d}.log").exists()
+    out = tmp_path / "out"
+    options = {"typed": "true", "remoteStorage": str(store), "topics": "orders"}
+    run_export(spark, [str(logs)], str(out), options=options)
+    table = read_parquet_table(out / "orders")
+    assert not list((out / SIDE).glob("*.parquet"))  # orders: every record decodes
+    check_topic_table("orders", table, {}, committed=True)
+    rows = table.to_pylist()
+    remote = [r for r in rows if r["kafka"]["partition"] == 1 and r["kafka"]["offset"] < tiered_end]
+    assert len(remote) == tiered_end
+    assert {r["kafka"]["log_dir"] for r in remote} == {str(store)}
