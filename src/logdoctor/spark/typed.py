@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from logdoctor.formats.registry.reasons import DECODE_ERROR_TRUNCATED
 from logdoctor.formats.registry.writers import Decoders, Resolved, WriterKey, is_framed, writer_of
 
 if TYPE_CHECKING:
@@ -179,16 +180,22 @@ def _header_values(rb: pa.RecordBatch, name: str) -> list[bytes | None] | None:
 
 
 class _Resolver:
-    """:func:`writer_of` for every key or value of a column, with the frames of non-Protobuf ids kept."""
+    """:func:`writer_of` for every key or value of a column, with the frames seen kept: a prefix frame of a
+    non-Protobuf id by its 5 bytes, a Protobuf one with its message indexes by those bytes too (the same
+    bytes, the same writer schema and payload start). A reason that depends on more than the frame's bytes
+    (Protobuf's message indexes cut short) is not kept."""
 
     def __init__(self, registry: SchemaRegistry | None) -> None:
         self.registry = registry
         self._prefix: dict[bytes, Resolved | str] = {}
+        # Protobuf: the frames with their message indexes (b"\0" + id + indexes) -> the writer schema
+        self._framed: dict[bytes, Resolved] = {}
 
     def column(self, data: Sequence[bytes | None], headers: Sequence[bytes | None] | None) -> list[Any]:
         out: list[Any] = []
         append = out.append
         cache = self._prefix
+        framed = self._framed
         registry = self.registry
         for i, d in enumerate(data):
             h = None if headers is None else headers[i]
@@ -201,8 +208,18 @@ class _Resolver:
                 if hit is not None:
                     append(hit)
                     continue
+                if framed:  # the usual paths: [0] (one byte 00) and one index below 64 (two bytes)
+                    got = framed.get(d[:6]) or framed.get(d[:7])
+                    if got is not None:
+                        append(got)
+                        continue
                 r = writer_of(d, None, registry)
-                if isinstance(r, str) or (isinstance(r, Resolved) and not r.writer.message_indexes):
+                if isinstance(r, Resolved):
+                    if not r.writer.message_indexes:
+                        cache[p] = r
+                    elif r.payload <= 7:
+                        framed[d[: r.payload]] = r
+                elif isinstance(r, str) and r != DECODE_ERROR_TRUNCATED:
                     cache[p] = r
                 append(r)
                 continue

@@ -200,5 +200,8 @@ def run(files: list[str], opts: DumpOptions, *, json_out: bool, remote: RemoteOp
     except BrokenPipeError:  # `| head`: stop quietly
         sys.stderr.close()
         return EX_OK
+    finally:
+        if "logdoctor.cli.dump.typed" in sys.modules:  # the registries read for typed values
+            sys.modules["logdoctor.cli.dump.typed"].forget_registries()
     sink.close()
     return code

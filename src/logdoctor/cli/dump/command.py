@@ -61,7 +61,8 @@ def dump(
         typer.Option(
             "--decoder",
             help="Decode internal topics' keys and values (and Schema Registry's _schemas); auto picks by "
-            "the partition folder name.",
+            "the partition folder name, and with --print-data types a data topic's keys and values with the "
+            "Schema Registry of its log dir's _schemas partition or --schemas (typed: always).",
         ),
     ] = DecoderChoice.AUTO,
     verify_index: Annotated[
@@ -95,6 +96,15 @@ def dump(
     ] = None,
     remote_layout: RemoteLayoutOption = None,
     remote_private_key: RemotePrivateKeyOption = None,
+    schemas: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--schemas",
+            metavar="PATH",
+            help="The Schema Registry's _schemas partition (a log dir, or a partition folder of any name) "
+            "that types the keys and values shown by --print-data; by default the dumped log dir's own.",
+        ),
+    ] = None,
 ) -> None:
     """Dump log-dir files like Kafka's DumpLogSegments, and more."""
     try:
@@ -108,6 +118,7 @@ def dump(
             verify_index=verify_index,
             verify_index_only=verify_index_only,
             no_crc=no_crc,
+            schemas=tuple(schemas or ()),
         )
     except UsageProblem as e:
         fail(f"logdoctor dump: {e}", EX_USAGE)
@@ -126,4 +137,12 @@ def dump(
         except RemoteTierError as e:
             fail(f"logdoctor dump: {e}", EX_USAGE)
         require_remote_inputs(remote_storage, remote_private_key)
+    if opts.schemas:  # read once here: a path that holds no _schemas partition is a usage error
+        from logdoctor.cli.dump.typed import registry_for
+        from logdoctor.logdir.discovery import DiscoveryError
+
+        try:
+            registry_for(None, opts.schemas)
+        except DiscoveryError as e:
+            fail(f"logdoctor dump: --schemas: {e}", EX_USAGE)
     raise typer.Exit(run(files, opts, json_out=json_out, remote=remote))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,29 @@ def _features_of(path: Path) -> Any:
     return log_dir_features([log_dir]).get(log_dir)
 
 
-def pick_decoder(choice: DecoderChoice, path: Path) -> tuple[str | None, RecordDecoder | None]:
-    """(name, decoder) for the records of ``path``: ``auto`` goes by the partition folder's topic."""
+def _typed(path: Path, schemas: Sequence[str], force: bool) -> tuple[str | None, RecordDecoder | None]:
+    """The Schema Registry's decoder of a data topic (:mod:`logdoctor.cli.dump.typed`), when there is a
+    registry (a ``_schemas`` partition in the log dir, or ``schemas``) or ``force``."""
+    if not force and not schemas and not any(path.resolve().parent.parent.glob("_schemas-*")):
+        return None, None  # nothing to type with: the registry's code is not imported
+    from logdoctor.cli.dump.typed import TYPED, typed_decoder
+
+    decoder = typed_decoder(path, schemas, force)
+    return (TYPED, decoder) if decoder is not None else (None, None)
+
+
+def pick_decoder(
+    choice: DecoderChoice, path: Path, schemas: Sequence[str] = (), *, typed: bool = True
+) -> tuple[str | None, RecordDecoder | None]:
+    """(name, decoder) for the records of ``path``: ``auto`` goes by the partition folder's topic, and
+    (with ``typed``: ``--print-data``) types a data topic's keys and values when its log dir holds a
+    ``_schemas`` partition or ``schemas`` (``--schemas``) names one."""
     from logdoctor.formats import internal
 
     if choice is DecoderChoice.NONE:
         return None, None
+    if choice is DecoderChoice.TYPED:
+        return _typed(path, schemas, True)
     if choice is DecoderChoice.AUTO:
         topic = _topic_of(path)
         name = {
@@ -49,7 +66,7 @@ def pick_decoder(choice: DecoderChoice, path: Path) -> tuple[str | None, RecordD
             "_schemas": "schemas",
         }.get(topic or "")
         if name is None:
-            return None, None
+            return _typed(path, schemas, False) if typed and topic is not None else (None, None)
     else:
         name = choice.value
     levels = _features_of(path) if name in internal.FEATURE_DECODERS else None

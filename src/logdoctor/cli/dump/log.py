@@ -216,7 +216,7 @@ def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
         header["bootstrap"] = ctx.path.name == names.BOOTSTRAP_CHECKPOINT_FILE
     else:
         header["base_offset"] = ctx.info.base_offset
-    decoder_name, decoder = pick_decoder(opts.decoder, ctx.path)
+    decoder_name, decoder = pick_decoder(opts.decoder, ctx.path, opts.schemas, typed=opts.print_data)
     header["decoder"] = decoder_name
     yield header
 

@@ -18,6 +18,8 @@ class DecoderChoice(enum.StrEnum):
     SHARE_GROUP_STATE = "share-group-state"
     REMOTE_LOG_METADATA = "remote-log-metadata"
     SCHEMAS = "schemas"
+    # a data topic's keys and values with the Schema Registry (cli.dump.typed)
+    TYPED = "typed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,8 @@ class DumpOptions:
     # DumpLogSegments --verify-index-only: .index/.timeindex verified against their .log without
     # printing their entries (findings and the summary only); other files are dumped as usual
     verify_index_only: bool = False
+    # --schemas: where the Schema Registry's _schemas partition is, for typed keys and values (cli.dump.typed)
+    schemas: tuple[str, ...] = ()
 
 
 def dump_options(
@@ -55,6 +59,7 @@ def dump_options(
     verify_index: bool = False,
     verify_index_only: bool = False,
     no_crc: bool = False,
+    schemas: tuple[str, ...] = (),
 ) -> DumpOptions:
     """The command line's options as :class:`DumpOptions`: ``--print-data`` and a named decoder imply
     ``--deep``, ``--verify-index-only`` implies ``--verify-index``. Raises :class:`UsageProblem`."""
@@ -69,6 +74,7 @@ def dump_options(
         verify_index=verify_index or verify_index_only,
         verify_crc=not no_crc,
         verify_index_only=verify_index_only,
+        schemas=tuple(schemas),
     )
 
 

@@ -1,0 +1,220 @@
+"""``export --typed`` end to end against the formats' own decoding loops, in the same run (issue 55 goal 6).
+
+    .venv/bin/python benchmarks/bench_typed_export.py --records 1000000
+
+Generates (once, cached in /tmp/logdoctor-bench) two log dirs, each with a ``_schemas`` partition holding
+the typed set's schemas (ids 1-4: ``orders-key``, ``orders-value`` v1, ``money.proto``, ``payments-value``)
+and one data topic of ``--records`` registry-framed values (byte 0 + 4-byte id; Protobuf's message index
+``[0]`` after it), in batches of 1,000 records, codec none, plain UTF-8 keys:
+
+  avro:   ``orders``: ``com.shop.orders.Order`` v1 (id 2), the payloads of bench_typed_avro.py;
+  proto:  ``payments``: ``shop.payments.Payment`` (id 4), the payloads of bench_typed_protobuf.py.
+
+Then, in one process, each measured ``--repeat`` times after one warm-up run (the Python workers start):
+
+  anchor:  fastavro's ``schemaless_reader`` over each payload (one core), protobuf's ``FromString`` plus
+           every field read (one core);
+  typed:   ``run_export`` with ``typed=true`` into Parquet (arrow writer, ``--master``, default local[2]):
+           planning, reading, decoding into Arrow, writing, the side table;
+  raw:     the same export without ``typed`` (the raw columns: key and value as bytes), for scale.
+
+The export's time is its own (``ExportResult.elapsed_s``: not the session's start). Goal: typed >= anchor
+in records/s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import struct
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import fastavro
+
+import bench_typed_avro as avro_bench
+import bench_typed_protobuf as proto_bench
+from _common import BENCH_TMP, command, machine
+from logdoctor.formats.record_types import RecordSpec
+from logdoctor.formats.writer import build_record_batch
+
+BATCH = 1000
+T0 = 1_764_000_000_000  # the records' first timestamp (ms)
+
+
+def _store_records() -> list[tuple[bytes, bytes | None]]:
+    """The ``_schemas`` records (key, value) of ids 1-4, as Schema Registry's KafkaStore writes them."""
+
+    def schema(subject: str, version: int, sid: int, text: str, kind: str | None = None, refs=None):
+        key = {"keytype": "SCHEMA", "subject": subject, "version": version, "magic": 1}
+        value: dict = {"subject": subject, "version": version, "id": sid}
+        if kind is not None:
+            value["schemaType"] = kind
+        if refs:
+            value["references"] = refs
+        value.update({"schema": text, "deleted": False})
+        compact = (",", ":")
+        return json.dumps(key, separators=compact).encode(), json.dumps(value, separators=compact).encode()
+
+    noop = (b'{"keytype":"NOOP","magic":0}', None)
+    return [
+        noop,
+        schema("orders-key", 1, 1, '"string"'),
+        schema("orders-value", 1, 2, avro_bench.ORDERS_V1),
+        schema("money.proto", 1, 3, proto_bench.MONEY, "PROTOBUF"),
+        schema(
+            "payments-value",
+            1,
+            4,
+            proto_bench.PAYMENTS,
+            "PROTOBUF",
+            [{"name": "money.proto", "subject": "money.proto", "version": 1}],
+        ),
+        noop,
+    ]
+
+
+def _write_partition(folder: Path, records: Sequence[tuple[bytes | None, bytes | None]]) -> None:
+    """One segment of ``records`` (key, value) in batches of :data:`BATCH`."""
+    folder.mkdir(parents=True)
+    with open(folder / "00000000000000000000.log", "wb") as f:
+        for start in range(0, len(records), BATCH):
+            chunk = records[start : start + BATCH]
+            specs = [RecordSpec(value=v, key=k, timestamp=T0 + start + i) for i, (k, v) in enumerate(chunk)]
+            f.write(build_record_batch(specs, base_offset=start))
+
+
+def log_dir(name: str, topic: str, records: int, payloads: Callable[[], list[bytes]], frame: bytes) -> Path:
+    """A generated log dir (cached) of ``_schemas`` and ``topic``'s ``frame + payload`` values."""
+    root = BENCH_TMP / f"typed-export-{name}-{records}"
+    logs = root / "kafka-logs"
+    if (root / ".complete").exists():
+        return logs
+    if root.exists():
+        shutil.rmtree(root)
+    t0 = time.perf_counter()
+    logs.mkdir(parents=True)
+    (logs / "meta.properties").write_text("version=0\nbroker.id=1\n")
+    _write_partition(logs / "_schemas-0", _store_records())
+    values = payloads()
+    _write_partition(logs / f"{topic}-0", [(f"k-{i:07d}".encode(), frame + v) for i, v in enumerate(values)])
+    (root / ".complete").write_text("")
+    size = (logs / f"{topic}-0" / "00000000000000000000.log").stat().st_size
+    print(f"  generated {logs} ({size / 1e6:.0f} MB) in {time.perf_counter() - t0:.1f}s", flush=True)
+    return logs
+
+
+def anchor_avro(values: list[bytes]) -> float:
+    """Seconds of fastavro's schemaless_reader over ``values``."""
+    parsed = fastavro.parse_schema(avro_bench._schema())
+    reader = fastavro.schemaless_reader
+    t0 = time.perf_counter()
+    for v in values:
+        reader(io.BytesIO(v), parsed)
+    return time.perf_counter() - t0
+
+
+def anchor_proto(values: list[bytes]) -> float:
+    reg, payments = proto_bench.registry()
+    from logdoctor.formats.registry.protobuf_schema import compile_schema
+
+    parse = compile_schema(reg, payments).message_class([0]).FromString
+    t0 = time.perf_counter()
+    n = proto_bench.anchor(parse, values)
+    assert n == len(values)
+    return time.perf_counter() - t0
+
+
+def export_seconds(spark, logs: Path, typed: bool, expect: int) -> float:
+    from logdoctor.spark.export import run_export
+
+    out = BENCH_TMP / f"typed-export-out-{logs.parent.name}-{'typed' if typed else 'raw'}"
+    shutil.rmtree(out, ignore_errors=True)  # typed tables are not an earlier raw export's: not overwritten
+    res = run_export(
+        spark,
+        [str(logs)],
+        str(out),
+        writer="arrow",
+        options={"typed": "true"} if typed else None,
+    )
+    assert res.rows >= expect, (res.rows, expect)
+    if typed:
+        assert res.typed.undecoded == 0, res.to_json()["typed"]
+    return res.elapsed_s
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=2, help="measured runs of each (best kept)")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--only", choices=["avro", "protobuf"], help="one format only")
+    args = ap.parse_args()
+    n = args.records
+    print(f"# {command()}\n# {machine()}")
+    print(f"# load before: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+
+    avro_values: list[bytes] = []
+    proto_values: list[bytes] = []
+
+    def avro_payloads() -> list[bytes]:
+        avro_values[:] = avro_bench.payloads(n)
+        return avro_values
+
+    def proto_payloads() -> list[bytes]:
+        reg, payments = proto_bench.registry()
+        from logdoctor.formats.registry.protobuf_schema import compile_schema
+
+        proto_values[:] = proto_bench.generate(compile_schema(reg, payments).message_class([0]), n)
+        return proto_values
+
+    formats = [
+        ("avro", "orders", avro_payloads, b"\x00" + struct.pack(">i", 2), anchor_avro, avro_values),
+        ("protobuf", "payments", proto_payloads, b"\x00" + struct.pack(">i", 4) + b"\x00", anchor_proto,
+         proto_values),
+    ]  # fmt: skip
+    if args.only:
+        formats = [f for f in formats if f[0] == args.only]
+    dirs = {}
+    for name, topic, payloads, frame, _anchor, values in formats:
+        dirs[name] = log_dir(name, topic, n, payloads, frame)
+        if not values:
+            payloads()
+
+    from logdoctor.spark.session import get_spark
+
+    spark = get_spark(args.master, "bench-typed-export")
+    rows = []
+    for name, _topic, _payloads, _frame, anchor, values in formats:
+        logs = dirs[name]
+        export_seconds(spark, logs, True, n)  # warm-up: the Python workers start
+        timings: dict[str, list[float]] = {"anchor": [], "typed": [], "raw": []}
+        for _ in range(args.repeat):  # interleaved: each under the same load
+            timings["anchor"].append(anchor(values))
+            timings["typed"].append(export_seconds(spark, logs, True, n))
+            timings["raw"].append(export_seconds(spark, logs, False, n))
+        best = {k: min(v) for k, v in timings.items()}
+        rows.append((name, best))
+        print(f"{name}: " + ", ".join(f"{k} {n / s:,.0f} records/s ({s:.2f} s)" for k, s in best.items()))
+        print(f"{name}: typed / anchor {best['anchor'] / best['typed']:.2f}x, "
+              f"typed / raw {best['raw'] / best['typed']:.2f}x", flush=True)  # fmt: skip
+    spark.stop()
+    print(f"# load after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
+    print("| format | anchor (one core) | export --typed | export (raw) | typed / anchor | typed / raw |")
+    print("|---|---|---|---|---|---|")
+    for name, best in rows:
+        print(
+            f"| {name} | {n / best['anchor']:,.0f}/s | {n / best['typed']:,.0f}/s | {n / best['raw']:,.0f}/s "
+            f"| {best['anchor'] / best['typed']:.2f}x | {best['raw'] / best['typed']:.2f}x |"
+        )
+
+
+if __name__ == "__main__":
+    main()
