@@ -697,6 +697,11 @@ def test_mutated_payloads_never_crash_and_a_decoded_one_is_fastavros(values: lis
             else {"int": u if isinstance(u, int) else None, "string": u if isinstance(u, str) else None}
         )
         want["m"] = list(want["m"].items())
+        # a mutated 5-byte int varint: Java's BinaryDecoder.readInt (the reference reader) keeps its low 32
+        # bits, fastavro all of them (the decoder reads as Java does)
+        want["q"] = (want["q"] + 2**31) % 2**32 - 2**31
+        if want["u"] is not None and want["u"]["int"] is not None:
+            want["u"]["int"] = (want["u"]["int"] + 2**31) % 2**32 - 2**31
         for key in ("f", "d"):  # a NaN of the mutation compares unequal to itself
             if want[key] != want[key]:
                 assert got[key] != got[key]
