@@ -496,8 +496,10 @@ class RecordBatchV2(Batch):
         # batch whose records do not fit one window (codecs.WINDOW): those are decompressed and decoded
         # a window at a time as they are iterated (a decompression bomb is never whole in memory), and
         # a bad record raises when its window is reached, as Kafka's compressedIterator does.
+        # An uncompressed batch of more than a window is decoded a window at a time too, as Kafka's
+        # uncompressedIterator reads it (its record values are never all copied out at once).
         self.check_count()
-        if self.record_count == 0 or self.compression == Compression.NONE:
+        if self.record_count == 0 or (self.compression == Compression.NONE and not self._plain_over_window()):
             return iter(self.record_list())
         return itertools.chain.from_iterable(self.record_windows())
 
@@ -528,12 +530,30 @@ class RecordBatchV2(Batch):
         that is not compressed, or whose records fit one window (decoded by this call, so bad records
         raise here); else decompressed and decoded a window at a time as the lists are taken."""
         self.check_count()
-        if self.record_count == 0 or self.compression == Compression.NONE:
-            return iter((self.record_list(),))
+        if self.record_count == 0:
+            return iter(([],))
+        if self.compression == Compression.NONE:
+            if not self._plain_over_window():
+                return iter((self.record_list(),))
+            windows = self._plain_windows()
+            return self._windowed_records(next(windows), next(windows), windows, decompressed=False)
         first, second, windows = self._section_windows()
         if second is None:  # the usual case: one window holds every record
             return iter((self._decode_section(first, 0, len(first), self.record_count, 0),))
         return self._windowed_records(first, second, windows)
+
+    def _plain_over_window(self) -> bool:
+        from logdoctor.formats.codecs import WINDOW
+
+        return self.size - RECORDS_OFFSET > WINDOW
+
+    def _plain_windows(self) -> Iterator[bytes]:
+        """The records section of an uncompressed batch as copies of a window each."""
+        from logdoctor.formats.codecs import WINDOW
+
+        start, end = self._start + RECORDS_OFFSET, self._start + self.size
+        for at in range(start, end, WINDOW):
+            yield bytes(self._buf[at : min(end, at + WINDOW)])
 
     def small_section(self) -> bytes | None:
         """The decompressed records section of a compressed batch when it fits one window, else None
@@ -543,10 +563,11 @@ class RecordBatchV2(Batch):
         return first if second is None else None
 
     def _decode_section(
-        self, data: bytes | bytearray, pos: int, end: int, count: int, skipped: int
+        self, data: bytes | bytearray, pos: int, end: int, count: int, skipped: int, decompressed: bool = True
     ) -> list[Record]:
         """``count`` whole records of decompressed ``data[pos:end]`` (``skipped`` bytes of the section
-        came before ``data``: error positions are within the whole section)."""
+        came before ``data``: error positions are within the whole section; ``decompressed`` False: ``data``
+        is a copy of part of an uncompressed section, error positions are the batch's bytes')."""
         dec = DECODERS
         lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         try:
@@ -556,12 +577,13 @@ class RecordBatchV2(Batch):
             )  # fmt: skip
         except dec.record_error as exc:
             code, at, index = exc.args[:3]
+            at += skipped if decompressed else skipped + self._start + RECORDS_OFFSET
             raise self._record_error(
-                dec.record_error(code, at + skipped, index + (self.record_count - count)), True
+                dec.record_error(code, at, index + (self.record_count - count)), decompressed
             ) from None
 
     def _windowed_records(
-        self, first: bytes, second: bytes, windows: Iterator[bytes]
+        self, first: bytes, second: bytes, windows: Iterator[bytes], decompressed: bool = True
     ) -> Iterator[list[Record]]:
         from logdoctor.formats.codecs import WINDOW
 
@@ -582,7 +604,7 @@ class RecordBatchV2(Batch):
                     group, n = body + length, n + 1
                 if n == 0:
                     break
-                yield self._decode_section(buf, pos, group, n, skipped)
+                yield self._decode_section(buf, pos, group, n, skipped, decompressed)
                 pos, left = group, left - n
             del buf[:pos]
             skipped += pos
@@ -590,11 +612,11 @@ class RecordBatchV2(Batch):
                 for piece in windows:
                     buf += piece
                 if buf:  # bytes after the last record
-                    self._decode_section(buf, 0, len(buf), 0, skipped)
+                    self._decode_section(buf, 0, len(buf), 0, skipped, decompressed)
                 return
             if (length is not None and length < 0) or not more:
                 # a bad length, or no more input: the decoder names what is wrong with the rest
-                yield self._decode_section(buf, 0, len(buf), left, skipped)
+                yield self._decode_section(buf, 0, len(buf), left, skipped, decompressed)
                 return
             piece = next(windows, None)
             if piece is None:
