@@ -93,3 +93,28 @@ def test_the_upsert_of_2_million_changed_keys_stays_far_under_1_gib(tmp_path):
     assert found, out.stdout + out.stderr
     assert found.group(1) == "1,800,000"  # every tenth key's new latest record is a tombstone
     assert int(found.group(2)) < 640, out.stdout
+
+
+def test_an_upsert_racing_another_writer_commits_nothing(tmp_path, monkeypatch):
+    """Another writer commits while the upsert matches its keys (after the upsert read the table): the one
+    commit is refused (pyiceberg's requirement on the snapshot read) and the table is as the other writer
+    left it."""
+    from logdoctor.spark.tables import TableError
+
+    table = IcebergTable(str(tmp_path / "t"))
+    first = _write(table, "old.parquet", [("a", 0, b"k1", 1, b"v1"), ("a", 0, b"k2", 2, b"v2")])
+    table.commit([first], records_arrow_schema(False), "error", {}, {})
+    other = IcebergTable(str(tmp_path / "t"))
+    theirs = _write(table, "theirs.parquet", [("a", 0, b"k5", 5, b"v5")])
+    rewrite = iceberg_rows.rewrite
+
+    def racing(*args, **kw):
+        other.load().add_files([theirs])
+        return rewrite(*args, **kw)
+
+    monkeypatch.setattr(iceberg_rows, "rewrite", racing)
+    live = [_write(table, "new.parquet", [("a", 0, b"k1", 9, b"V1")])]
+    with pytest.raises(TableError, match="upsert failed"):
+        table.upsert(live, live, records_arrow_schema(False), {}, {})
+    got = other.load().scan(selected_fields=("key", "offset")).to_arrow().to_pylist()
+    assert sorted((r["key"], r["offset"]) for r in got) == [(b"k1", 1), (b"k2", 2), (b"k5", 5)]
