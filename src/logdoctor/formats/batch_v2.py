@@ -61,6 +61,7 @@ from logdoctor.errors import (
 from logdoctor.formats import native
 from logdoctor.formats.crc import crc32c
 from logdoctor.formats.lazy_numpy import np
+from logdoctor.formats.ranged_bytes import RangedBytes
 from logdoctor.formats.record_types import (
     LOG_OVERHEAD,
     NO_PARTITION_LEADER_EPOCH,
@@ -203,7 +204,23 @@ class RecordBatchV2(Batch):
         mv = buf if isinstance(buf, memoryview) else memoryview(buf)
         if mv.ndim != 1 or mv.itemsize != 1:
             mv = mv.cast("B")
-        avail = len(mv) - start
+        return cls._checked(mv, start, len(mv) - start, mv, source, base_position)
+
+    @classmethod
+    def parse_ranged(
+        cls, data: RangedBytes, *, source: str | None = None, base_position: int = 0
+    ) -> RecordBatchV2:
+        """The batch that ``data`` holds whole (a batch larger than any window, read by byte ranges as it
+        is used: its CRC and records a window at a time); the checks of :meth:`parse`, on its header."""
+        head = memoryview(data[: min(len(data), RECORD_BATCH_OVERHEAD)])  # type: ignore[arg-type]
+        return cls._checked(head, 0, len(data), data, source, base_position)  # type: ignore[arg-type]
+
+    @classmethod
+    def _checked(
+        cls, mv: memoryview, start: int, avail: int, buf: memoryview, source: str | None, base_position: int
+    ) -> RecordBatchV2:
+        """The one check of a v2 batch's header (``mv[start:]``, ``avail`` bytes of the batch's buffer
+        ``buf`` there) before it is made."""
         where = base_position + start
         if avail < LOG_OVERHEAD:
             raise TruncatedError(
@@ -223,7 +240,7 @@ class RecordBatchV2(Batch):
             raise CorruptRecordError(
                 "magic 2", source=source, position=where + 16, found=f"magic {header[3]}"
             )
-        return cls(mv, start, header, source=source, base_position=base_position)
+        return cls(buf, start, header, source=source, base_position=base_position)
 
     # --- derived header fields ---------------------------------------------------------------
 
@@ -306,6 +323,11 @@ class RecordBatchV2(Batch):
         return self._buf[self._start + RECORDS_OFFSET : self._start + self.size]
 
     def compute_crc(self) -> int:
+        if isinstance(self._buf, RangedBytes):  # over the stream, a window at a time
+            value = 0
+            for piece in self._buf.windows(self._start + ATTRIBUTES_OFFSET, self._start + self.size):
+                value = crc32c(piece, value)
+            return value
         return crc32c(self._buf[self._start + ATTRIBUTES_OFFSET : self._start + self.size])
 
     def crc_valid(self) -> bool:
@@ -438,6 +460,8 @@ class RecordBatchV2(Batch):
         self.check_count()
         if self.record_count == 0:
             return []
+        if isinstance(self._buf, RangedBytes):
+            return [r for window in self.record_windows() for r in window]
         dec = DECODERS
         if dec.batch_records is not None:
             # uncompressed and lz4 batches: one C call reads the header, decompresses, builds the list
@@ -673,6 +697,8 @@ def decode_v2_run(run: list[RecordBatchV2], *, payload: bool = True) -> tuple:
     if not run:
         return decode_batch_columns_py(b"", [], None, payload)
     buf = run[0]._buf
+    if isinstance(buf, RangedBytes):  # a batch over any window, alone in its run: read a window at a time
+        raise SectionTooLargeError(run[0])
     starts = [b._start for b in run]
     decode = dec.decode_batch_columns
     c_lz4 = dec.lz4_in_c
