@@ -5,6 +5,8 @@ latest rows for the same keys (every tenth a tombstone) are upserted by ``Iceber
 of its own. Prints the rows the table holds after, the upsert process's peak RSS (its ``VmHWM``)
 and its time.
 
+``--delta``: the same over a Delta table, upserted by ``DeltaTable.upsert`` (delta-rs's MERGE).
+
 Comparisons: run the same file with ``PYTHONPATH`` at another checkout's ``src``."""
 
 from __future__ import annotations
@@ -59,6 +61,48 @@ def write(folder: Path, name: str, table: pa.Table) -> str:
     return str(path)
 
 
+def build_delta(root: Path, n: int) -> tuple[list[str], list[str]]:
+    """``--delta``: the same as a Delta table (files without the partition column ``topic``)."""
+    from logdoctor.spark.tables.delta import DeltaLakeTable
+    from logdoctor.spark.tables.files import WrittenFile
+
+    table = DeltaLakeTable(str(root / "table"))
+    data = Path(table.data_uri) / "topic=t"
+    step = -(-n // FILES)
+
+    def written(name: str, rows_: pa.Table) -> WrittenFile:
+        path = write(data, name, rows_.drop_columns(["topic"]))
+        return WrittenFile(path, Path(path).stat().st_size, rows_.num_rows, {"topic": "t"})
+
+    spans = list(enumerate(range(0, n, step)))
+    old = [written(f"old-{i}.parquet", rows(lo, min(n, lo + step), 0)) for i, lo in spans]
+    table.commit(old, records_arrow_schema(False), "error", {})
+    live, dead = [], []
+    for i, lo in enumerate(range(0, n, step)):
+        new = rows(lo, min(n, lo + step), n, tombstone_every=10)
+        is_dead = pa.compute.is_null(new.column("value"))
+        live.append(written(f"new-{i}.parquet", new.filter(pa.compute.invert(is_dead))).path)
+        dead.append(written(f"dead-{i}.parquet", new.filter(is_dead)).path)
+    return live, dead
+
+
+def upsert_delta(root: Path, live: list[str], dead: list[str]) -> None:
+    from logdoctor.spark.tables.delta import DeltaLakeTable
+    from logdoctor.spark.tables.files import WrittenFile
+
+    table = DeltaLakeTable(str(root / "table"))
+    table.load()
+    files = [WrittenFile(p, Path(p).stat().st_size, 0, {"topic": "t"}) for p in [*live, *dead]]
+    t = time.perf_counter()
+    table.upsert(files, records_arrow_schema(False), {})
+    took = time.perf_counter() - t
+    with open("/proc/self/status") as fh:
+        peak = next(int(x.split()[1]) for x in fh if x.startswith("VmHWM:")) / 1024
+    held = table.load().to_pyarrow_dataset().count_rows()
+    changed = sum(pq.ParquetFile(p).metadata.num_rows for p in [*live, *dead])
+    print(f"delta upsert of {changed:,} changed keys: {held:,} rows after, peak {peak:.0f} MiB, {took:.1f} s")
+
+
 def build(root: Path, n: int) -> tuple[list[str], list[str]]:
     """The table of n rows; (the new live files, the new tombstone files) of the upsert, not yet added."""
     table = IcebergTable(str(root / "table"))
@@ -95,16 +139,20 @@ def upsert(root: Path, live: list[str], dead: list[str]) -> None:
 
 
 def main() -> None:
-    if sys.argv[1] == "--upsert":
-        root, files = Path(sys.argv[2]), sys.argv[3:]
+    delta = "--delta" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--delta"]
+    if args[0] == "--upsert":
+        root, files = Path(args[1]), args[2:]
         half = files.index("--")
-        upsert(root, files[:half], files[half + 1 :])
+        (upsert_delta if delta else upsert)(root, files[:half], files[half + 1 :])
         return
-    n = int(sys.argv[1])
-    with tempfile.TemporaryDirectory(dir=sys.argv[2] if len(sys.argv) > 2 else None) as tmp:
-        live, dead = build(Path(tmp), n)
+    n = int(args[0])
+    with tempfile.TemporaryDirectory(dir=args[1] if len(args) > 1 else None) as tmp:
+        live, dead = (build_delta if delta else build)(Path(tmp), n)
         wrap = os.environ.get("BENCH_WRAP", "").split()  # e.g. a profiler's script
-        subprocess.run([sys.executable, *wrap, __file__, "--upsert", tmp, *live, "--", *dead], check=True)
+        flag = ["--delta"] if delta else []
+        cmd = [sys.executable, *wrap, __file__, *flag, "--upsert", tmp, *live, "--", *dead]
+        subprocess.run(cmd, check=True)
 
 
 if __name__ == "__main__":
