@@ -22,6 +22,20 @@ from logdoctor.formats.records import iter_batches
 from logdoctor.logdir.reader import MAX_WINDOW, RangedLogReader, iter_batches_from
 
 
+@pytest.fixture(params=["native", "pure"])
+def decoders(request, monkeypatch):
+    """Each test with the C decoders and with their pure-Python twin."""
+    from logdoctor.formats import batch_v2
+
+    if request.param == "native":
+        if batch_v2.NATIVE is None:
+            pytest.skip("the C extension is not built")
+        monkeypatch.setattr(batch_v2, "DECODERS", batch_v2.NATIVE)
+    else:
+        monkeypatch.setattr(batch_v2, "DECODERS", batch_v2.PURE_PYTHON)
+    return request.param
+
+
 def _batch(count: int, value_size: int, fill: int = 0) -> bytes:
     header, pieces, size = aiven_bomb.big_batch(1000, count, value_size, fill)
     data = header + b"".join(pieces())
@@ -29,7 +43,7 @@ def _batch(count: int, value_size: int, fill: int = 0) -> bytes:
     return data
 
 
-def test_an_uncompressed_batch_over_a_window_is_decoded_a_window_at_a_time() -> None:
+def test_an_uncompressed_batch_over_a_window_is_decoded_a_window_at_a_time(decoders) -> None:
     data = _batch(20, 1 << 20, 0x41)  # 20 MiB: more than codecs.WINDOW (8 MiB)
     assert len(data) > 2 * WINDOW
     (batch,) = iter_batches(data, verify_crc=True)
@@ -41,7 +55,7 @@ def test_an_uncompressed_batch_over_a_window_is_decoded_a_window_at_a_time() -> 
     assert [r.offset for r in batch.records()] == list(range(1000, 1020))
 
 
-def test_a_bad_record_in_a_large_uncompressed_batch_is_named_as_the_whole_batch_names_it() -> None:
+def test_a_bad_record_in_a_large_uncompressed_batch_is_named_as_the_whole_batch_names_it(decoders) -> None:
     """The record after the tenth cut short by a length that runs past the section: the windowed decoder
     names the same position and record as the one-call decoder (``record_list``) of the whole batch."""
     import crc32c
@@ -85,7 +99,7 @@ def _segment(batch: bytes) -> bytes:
     return small + batch + small
 
 
-def test_a_batch_over_any_window_of_a_ranged_reader_is_read_a_window_at_a_time() -> None:
+def test_a_batch_over_any_window_of_a_ranged_reader_is_read_a_window_at_a_time(decoders) -> None:
     data = _batch(24, 1 << 20, 0x43)  # 24 MiB: more than logdir.reader.MAX_WINDOW (16 MiB)
     assert len(data) > MAX_WINDOW
     ranges = _Ranges(_segment(data))
