@@ -13,7 +13,9 @@ from __future__ import annotations
 import base64
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import realworld
 
@@ -117,3 +119,86 @@ def run_measured(args: list[str], out: Path, timeout: float = 900) -> tuple[int,
     wrapper.stdout.close()  # type: ignore[union-attr]
     text = (out / "-c.out").read_text()
     return rc, text, max(polled, single) / 1024
+
+
+def _varint(n: int) -> bytes:
+    """Kafka's zig-zag varint (DefaultRecord.java's ByteUtils.writeVarint)."""
+    z = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while z & ~0x7F:
+        out.append((z & 0x7F) | 0x80)
+        z >>= 7
+    out.append(z)
+    return bytes(out)
+
+
+def big_batch(base_offset: int, count: int, value_size: int, fill: int = 0) -> tuple[bytes, Any, int]:
+    """(the 61-byte header, a function giving the records section's pieces, the batch's size) of one valid
+    uncompressed v2 batch of ``count`` records whose values are ``value_size`` bytes of ``fill``, never held
+    whole: the CRC-32C is taken over the pieces."""
+    import struct
+
+    import crc32c
+
+    block = bytes([fill]) * min(value_size, 1 << 20)
+
+    def record_head(i: int) -> bytes:
+        body = b"\x00" + _varint(0) + _varint(i) + _varint(-1) + _varint(value_size)
+        return _varint(len(body) + value_size + 1) + body
+
+    def pieces() -> Iterator[bytes]:
+        for i in range(count):
+            yield record_head(i)
+            left = value_size
+            while left:
+                yield block[: min(left, len(block))]
+                left -= min(left, len(block))
+            yield b"\x00"  # no headers
+
+    section = sum(len(record_head(i)) + value_size + 1 for i in range(count))
+    size = 61 + section
+    after_crc = struct.pack(
+        ">hiqqqhii", 0, count - 1, 1_700_000_000_000, 1_700_000_000_000, -1, -1, -1, count
+    )
+    crc = crc32c.crc32c(after_crc)
+    for piece in pieces():
+        crc = crc32c.crc32c(piece, crc)
+    head = struct.pack(">qiibI", base_offset, size - 12, 0, 2, crc) + after_crc
+    return head, pieces, size
+
+
+def build_batch_bomb(
+    tmp_path: Path, count: int = 1024, value_size: int = 1 << 20
+) -> tuple[Path, Path, Path, int]:
+    """Like :func:`build`, but the chunk holds the segment's real bytes then ONE valid batch (offset 648,
+    after the segment's last) of ``count`` records of ``value_size`` zero bytes: 1 GiB by default. (log dir,
+    store, the ``.log`` object, the batch's size)."""
+    import zstandard
+
+    from logdoctor.formats.aiven_rsm import encode_chunk_sizes
+
+    tiered = realworld.require_tiered()
+    store = realworld.writable_copy(tiered / "aiven" / "compressed" / "storage", tmp_path / "store")
+    folder = store / TOPIC_DIR / "0"
+    (log,) = folder.glob(f"{SEGMENT:020d}-*.log")
+    (manifest_path,) = folder.glob(f"{SEGMENT:020d}-*.rsm-manifest")
+    original = (tiered / "original" / "kafka-logs" / "payments-0" / f"{SEGMENT:020d}.log").read_bytes()
+    header, pieces, batch_size = big_batch(648, count, value_size)
+    size = len(original) + batch_size
+    out = io.BytesIO()
+    with zstandard.ZstdCompressor(level=3).stream_writer(out, size=size, closefd=False) as w:
+        w.write(original)
+        w.write(header)
+        for piece in pieces():
+            w.write(piece)
+    frame = out.getvalue()
+    log.write_bytes(frame)
+    obj = json.loads(manifest_path.read_text())
+    packed = zstandard.ZstdCompressor().compress(encode_chunk_sizes([len(frame)]))
+    obj["chunkIndex"].update(
+        originalChunkSize=size,
+        originalFileSize=size,
+        transformedChunks=base64.b64encode(packed).decode(),
+    )
+    manifest_path.write_text(json.dumps(obj))
+    return tiered / "aiven" / "compressed" / "kafka-logs", store, log, batch_size

@@ -61,6 +61,7 @@ from logdoctor.errors import (
 from logdoctor.formats import native
 from logdoctor.formats.crc import crc32c
 from logdoctor.formats.lazy_numpy import np
+from logdoctor.formats.ranged_bytes import RangedBytes
 from logdoctor.formats.record_types import (
     LOG_OVERHEAD,
     NO_PARTITION_LEADER_EPOCH,
@@ -203,7 +204,23 @@ class RecordBatchV2(Batch):
         mv = buf if isinstance(buf, memoryview) else memoryview(buf)
         if mv.ndim != 1 or mv.itemsize != 1:
             mv = mv.cast("B")
-        avail = len(mv) - start
+        return cls._checked(mv, start, len(mv) - start, mv, source, base_position)
+
+    @classmethod
+    def parse_ranged(
+        cls, data: RangedBytes, *, source: str | None = None, base_position: int = 0
+    ) -> RecordBatchV2:
+        """The batch that ``data`` holds whole (a batch larger than any window, read by byte ranges as it
+        is used: its CRC and records a window at a time); the checks of :meth:`parse`, on its header."""
+        head = memoryview(data[: min(len(data), RECORD_BATCH_OVERHEAD)])  # type: ignore[arg-type]
+        return cls._checked(head, 0, len(data), data, source, base_position)  # type: ignore[arg-type]
+
+    @classmethod
+    def _checked(
+        cls, mv: memoryview, start: int, avail: int, buf: memoryview, source: str | None, base_position: int
+    ) -> RecordBatchV2:
+        """The one check of a v2 batch's header (``mv[start:]``, ``avail`` bytes of the batch's buffer
+        ``buf`` there) before it is made."""
         where = base_position + start
         if avail < LOG_OVERHEAD:
             raise TruncatedError(
@@ -223,7 +240,7 @@ class RecordBatchV2(Batch):
             raise CorruptRecordError(
                 "magic 2", source=source, position=where + 16, found=f"magic {header[3]}"
             )
-        return cls(mv, start, header, source=source, base_position=base_position)
+        return cls(buf, start, header, source=source, base_position=base_position)
 
     # --- derived header fields ---------------------------------------------------------------
 
@@ -306,6 +323,11 @@ class RecordBatchV2(Batch):
         return self._buf[self._start + RECORDS_OFFSET : self._start + self.size]
 
     def compute_crc(self) -> int:
+        if isinstance(self._buf, RangedBytes):  # over the stream, a window at a time
+            value = 0
+            for piece in self._buf.windows(self._start + ATTRIBUTES_OFFSET, self._start + self.size):
+                value = crc32c(piece, value)
+            return value
         return crc32c(self._buf[self._start + ATTRIBUTES_OFFSET : self._start + self.size])
 
     def crc_valid(self) -> bool:
@@ -438,6 +460,8 @@ class RecordBatchV2(Batch):
         self.check_count()
         if self.record_count == 0:
             return []
+        if isinstance(self._buf, RangedBytes):
+            return [r for window in self.record_windows() for r in window]
         dec = DECODERS
         if dec.batch_records is not None:
             # uncompressed and lz4 batches: one C call reads the header, decompresses, builds the list
@@ -496,8 +520,10 @@ class RecordBatchV2(Batch):
         # batch whose records do not fit one window (codecs.WINDOW): those are decompressed and decoded
         # a window at a time as they are iterated (a decompression bomb is never whole in memory), and
         # a bad record raises when its window is reached, as Kafka's compressedIterator does.
+        # An uncompressed batch of more than a window is decoded a window at a time too, as Kafka's
+        # uncompressedIterator reads it (its record values are never all copied out at once).
         self.check_count()
-        if self.record_count == 0 or self.compression == Compression.NONE:
+        if self.record_count == 0 or (self.compression == Compression.NONE and not self._plain_over_window()):
             return iter(self.record_list())
         return itertools.chain.from_iterable(self.record_windows())
 
@@ -528,12 +554,30 @@ class RecordBatchV2(Batch):
         that is not compressed, or whose records fit one window (decoded by this call, so bad records
         raise here); else decompressed and decoded a window at a time as the lists are taken."""
         self.check_count()
-        if self.record_count == 0 or self.compression == Compression.NONE:
-            return iter((self.record_list(),))
+        if self.record_count == 0:
+            return iter(([],))
+        if self.compression == Compression.NONE:
+            if not self._plain_over_window():
+                return iter((self.record_list(),))
+            windows = self._plain_windows()
+            return self._windowed_records(next(windows), next(windows), windows, decompressed=False)
         first, second, windows = self._section_windows()
         if second is None:  # the usual case: one window holds every record
             return iter((self._decode_section(first, 0, len(first), self.record_count, 0),))
         return self._windowed_records(first, second, windows)
+
+    def _plain_over_window(self) -> bool:
+        from logdoctor.formats.codecs import WINDOW
+
+        return self.size - RECORDS_OFFSET > WINDOW
+
+    def _plain_windows(self) -> Iterator[bytes]:
+        """The records section of an uncompressed batch as copies of a window each."""
+        from logdoctor.formats.codecs import WINDOW
+
+        start, end = self._start + RECORDS_OFFSET, self._start + self.size
+        for at in range(start, end, WINDOW):
+            yield bytes(self._buf[at : min(end, at + WINDOW)])
 
     def small_section(self) -> bytes | None:
         """The decompressed records section of a compressed batch when it fits one window, else None
@@ -543,10 +587,11 @@ class RecordBatchV2(Batch):
         return first if second is None else None
 
     def _decode_section(
-        self, data: bytes | bytearray, pos: int, end: int, count: int, skipped: int
+        self, data: bytes | bytearray, pos: int, end: int, count: int, skipped: int, decompressed: bool = True
     ) -> list[Record]:
         """``count`` whole records of decompressed ``data[pos:end]`` (``skipped`` bytes of the section
-        came before ``data``: error positions are within the whole section)."""
+        came before ``data``: error positions are within the whole section; ``decompressed`` False: ``data``
+        is a copy of part of an uncompressed section, error positions are the batch's bytes')."""
         dec = DECODERS
         lat = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
         try:
@@ -556,12 +601,13 @@ class RecordBatchV2(Batch):
             )  # fmt: skip
         except dec.record_error as exc:
             code, at, index = exc.args[:3]
+            at += skipped if decompressed else skipped + self._start + RECORDS_OFFSET
             raise self._record_error(
-                dec.record_error(code, at + skipped, index + (self.record_count - count)), True
+                dec.record_error(code, at, index + (self.record_count - count)), decompressed
             ) from None
 
     def _windowed_records(
-        self, first: bytes, second: bytes, windows: Iterator[bytes]
+        self, first: bytes, second: bytes, windows: Iterator[bytes], decompressed: bool = True
     ) -> Iterator[list[Record]]:
         from logdoctor.formats.codecs import WINDOW
 
@@ -582,7 +628,7 @@ class RecordBatchV2(Batch):
                     group, n = body + length, n + 1
                 if n == 0:
                     break
-                yield self._decode_section(buf, pos, group, n, skipped)
+                yield self._decode_section(buf, pos, group, n, skipped, decompressed)
                 pos, left = group, left - n
             del buf[:pos]
             skipped += pos
@@ -590,11 +636,11 @@ class RecordBatchV2(Batch):
                 for piece in windows:
                     buf += piece
                 if buf:  # bytes after the last record
-                    self._decode_section(buf, 0, len(buf), 0, skipped)
+                    self._decode_section(buf, 0, len(buf), 0, skipped, decompressed)
                 return
             if (length is not None and length < 0) or not more:
                 # a bad length, or no more input: the decoder names what is wrong with the rest
-                yield self._decode_section(buf, 0, len(buf), left, skipped)
+                yield self._decode_section(buf, 0, len(buf), left, skipped, decompressed)
                 return
             piece = next(windows, None)
             if piece is None:
@@ -651,6 +697,8 @@ def decode_v2_run(run: list[RecordBatchV2], *, payload: bool = True) -> tuple:
     if not run:
         return decode_batch_columns_py(b"", [], None, payload)
     buf = run[0]._buf
+    if isinstance(buf, RangedBytes):  # a batch over any window, alone in its run: read a window at a time
+        raise SectionTooLargeError(run[0])
     starts = [b._start for b in run]
     decode = dec.decode_batch_columns
     c_lz4 = dec.lz4_in_c

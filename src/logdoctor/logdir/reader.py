@@ -155,6 +155,11 @@ def iter_batches_from(
             need = LOG_OVERHEAD + int.from_bytes(head[8:12], "big", signed=True) if len(head) == 12 else 0
             if last_end == pos and need <= length:
                 raise  # nothing fits even in a window this large: the error is real
+            big = _ranged_batch(reader, last_end, need, end, verify_crc)
+            if big is not None:
+                yield big
+                pos = last_end + need
+                continue
             pos = last_end
             win = min(max(win * 2, need), max(MAX_WINDOW, need))
             continue
@@ -169,3 +174,26 @@ def iter_batches_from(
             return  # an empty range
         pos = last_end
         win = min(win * 2, MAX_WINDOW)
+
+
+def _ranged_batch(reader: LogReader, position: int, size: int, end: int, verify_crc: bool) -> Batch | None:
+    """A v2 batch of ``size`` bytes at ``position``, larger than any window, of a reader by byte ranges
+    (``whole_reads`` False: a remote segment): made over :class:`~logdoctor.formats.ranged_bytes.RangedBytes`
+    so that its CRC and records are read a window at a time and the batch is never held whole (issue 57
+    item 6). None for any other (read whole, as before): a mapped file, a batch within a window, one that
+    runs past ``end``, or an entry that is not magic 2. Its header is checked as every batch's is
+    (``RecordBatchV2.parse_ranged``); ``verify_crc``: its CRC too, as ``iter_batches`` checks it."""
+    from logdoctor.formats.batch_v2 import MAGIC_VALUE_V2, RecordBatchV2
+    from logdoctor.formats.ranged_bytes import RangedBytes
+
+    if reader.whole_reads or size <= MAX_WINDOW or position + size > end:
+        return None
+    magic = reader.read(position + 16, 1)
+    if len(magic) != 1 or magic[0] != MAGIC_VALUE_V2:
+        return None
+    batch = RecordBatchV2.parse_ranged(
+        RangedBytes(reader.read, position, size), source=reader.source, base_position=position
+    )
+    if verify_crc:
+        batch.ensure_valid()
+    return batch

@@ -856,7 +856,7 @@ class AivenLogReader:
                 if streamed:
                     self._chunk_range(i, i)
                 parts.append(self._cache[i][lo:hi])
-        return parts[0] if len(parts) == 1 and isinstance(parts[0], bytes) else b"".join(parts)
+        return parts[0] if len(parts) == 1 and isinstance(parts[0], (bytes, bytearray)) else b"".join(parts)
 
     def _open_stream(self, c: Chunk) -> Any:
         """A :class:`~logdoctor.formats.aiven_rsm.ChunkStream` of chunk ``c``: its stored bytes read (one
@@ -892,17 +892,23 @@ class AivenLogReader:
             _name_chunk(exc, c)
             raise
 
-    def _streamed(self, c: Chunk, lo: int, hi: int) -> bytes:
+    def _streamed(self, c: Chunk, lo: int, hi: int) -> bytes | bytearray:
         """Bytes ``lo``-``hi`` of a chunk larger than :data:`STREAM_ABOVE`, from its stream: read on from
         where the last read of it ended (reads that walk the chunk decompress it once), reopened from the
-        chunk's start for a read behind that. What is held: the bytes from the last read's start on."""
+        chunk's start for a read behind that. What is held: the bytes from the last read's start on (a
+        piece read ahead after a small read). A read of more than a piece is decompressed straight into the
+        one buffer it returns, which is also what is held (never resized afterwards): a batch of 1 GiB is
+        in memory once, not four times (issue 57 item 6)."""
         st = self._stream
         if st is None or st.index != c.index or lo < st.start:
             if st is not None:
                 st.stream.close()
             st = self._stream = _OpenStream(c.index, self._open_stream(c))
-        if lo >= st.start + len(st.held):  # skip to ``lo``, a piece at a time
-            skip = lo - st.start - len(st.held)
+        held_end = st.start + len(st.held)
+        if hi <= held_end:  # held already
+            return bytes(memoryview(st.held)[lo - st.start : hi - st.start])
+        if lo >= held_end:  # skip to ``lo``, a piece at a time
+            skip = lo - held_end
             st.start, st.held = lo, bytearray()
             scratch = memoryview(bytearray(min(skip, _STREAM_PIECE) or 1))
             while skip:
@@ -910,16 +916,27 @@ class AivenLogReader:
                 if not n:
                     break
                 skip -= n
-        else:
-            del st.held[: lo - st.start]
-            st.start = lo
-        while st.start + len(st.held) < hi:
-            piece = bytearray(max(_STREAM_PIECE, hi - st.start - len(st.held)))
-            n = self._stream_into(st.stream, c, memoryview(piece))
+            held_end = lo
+        want = hi - lo
+        size = max(want, min(_STREAM_PIECE, c.original_size - lo))
+        out = bytearray(size)
+        kept = held_end - lo  # the held bytes from ``lo`` on (fewer than ``want``)
+        if kept:
+            out[:kept] = memoryview(st.held)[lo - st.start :]
+        filled = kept
+        view = memoryview(out)
+        while filled < size:
+            n = self._stream_into(st.stream, c, view[filled:])
             if not n:
                 break
-            st.held += memoryview(piece)[:n]
-        return bytes(st.held[: hi - lo])
+            filled += n
+        view.release()
+        if filled < size:
+            del out[filled:]
+        st.start, st.held = lo, out
+        if want > _STREAM_PIECE and len(out) <= want:
+            return out  # shared with what is held: never resized while held
+        return bytes(out[:want])
 
     def _streamed_spans(
         self,

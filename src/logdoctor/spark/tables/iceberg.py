@@ -254,34 +254,34 @@ class IcebergTable:
         snapshot_properties: Mapping[str, str],
     ) -> None:
         """The latest view's append (issue 46): in one transaction, the rows of every (topic, partition, key)
-        in ``keys_from`` (the new latest rows' files and the tombstones' files) are deleted (pyiceberg's
-        overwrite-by-filter: the data files holding them rewritten without them) and the files ``live`` are
-        added. Only the keys are read here (three columns of the new files), never a value."""
-        import functools
+        in ``keys_from`` (the new latest rows' files and the tombstones' files) are deleted (copy-on-write:
+        the data files holding them rewritten without them, in one overwrite snapshot) and the files ``live``
+        are added. The keys are read in chunks of a bounded size and matched in Arrow (:mod:`.iceberg_rows`):
+        memory does not grow with the number of changed keys. Only the keys of the new files are read, never
+        a value."""
+        from pyiceberg.expressions import AlwaysTrue
+        from pyiceberg.io.pyarrow import ArrowScan
+        from pyiceberg.table import DataScan
 
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-        from pyiceberg.expressions import And, EqualTo, In, Or
+        from logdoctor.spark.tables import iceberg_rows
 
-        from logdoctor.spark.tables.files import filesystem
-
-        parts = []
-        for path in keys_from:
-            fs, rel = filesystem(path)
-            parts.append(pq.read_table(rel, columns=["topic", "partition", "key"], filesystem=fs))
-        keys = pa.concat_tables(parts) if parts else None
         try:
             txn = self._transaction(export_schema, "append")
-            if keys is not None and keys.num_rows and self._table is not None:
-                by: dict[tuple[str, int], set[bytes]] = {}
-                cols = (keys.column(c).to_pylist() for c in ("topic", "partition", "key"))
-                for t, p, k in zip(*cols, strict=True):
-                    by.setdefault((t, int(p)), set()).add(k)
-                terms = [
-                    And(EqualTo("topic", t), EqualTo("partition", p), In("key", ks))
-                    for (t, p), ks in by.items()
-                ]
-                txn.delete(functools.reduce(Or, terms) if len(terms) > 1 else terms[0])
+            if keys_from and self._table is not None and self._table.current_snapshot() is not None:
+                meta, io = txn.table_metadata, self._table.io
+                keys_schema = meta.schema().select("topic", "partition", "key")
+
+                def plan(groups: Any) -> Any:
+                    where = iceberg_rows.key_filter(groups)
+                    return DataScan(table_metadata=meta, io=io, row_filter=where).plan_files()
+
+                def read_keys(task: Any) -> Any:
+                    scan = ArrowScan(meta, io, projected_schema=keys_schema, row_filter=AlwaysTrue())
+                    return scan.to_table(tasks=[task])
+
+                chunks = iceberg_rows.key_chunks(keys_from)
+                tasks, masks = iceberg_rows.rows_to_delete(chunks, plan, read_keys)
+                iceberg_rows.rewrite(txn, io, tasks, masks)
             if live:
                 txn.add_files(list(live), snapshot_properties=dict(snapshot_properties))
             txn.set_properties(dict(properties))
