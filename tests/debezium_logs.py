@@ -154,7 +154,7 @@ class TopicWriter:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.segment = self.folder / "00000000000000000000.log"
         self.next_offset = 0
-        self._data = bytearray()
+        self.segment.write_bytes(b"")
 
     def plain(self, *events: Event) -> None:
         """One non-transactional batch of ``events``."""
@@ -174,6 +174,7 @@ class TopicWriter:
         )
 
     def _write(self, specs: list[RecordSpec], **kwargs: Any) -> None:
-        self._data += build_record_batch(specs, base_offset=self.next_offset, **kwargs)
+        data = build_record_batch(specs, base_offset=self.next_offset, **kwargs)
+        with self.segment.open("ab") as f:
+            f.write(data)
         self.next_offset += len(specs)
-        self.segment.write_bytes(bytes(self._data))
