@@ -105,7 +105,8 @@ def main() -> None:
     started = time.perf_counter()
     root = make_topic(args.events, args.keys)
     size = sum(p.stat().st_size for p in root.rglob("*.log"))
-    print(f"topic: {args.events:,} events, {size / 1e6:,.0f} MB ({time.perf_counter() - started:.1f} s to make)")
+    made = time.perf_counter() - started
+    print(f"topic: {args.events:,} events, {size / 1e6:,.0f} MB ({made:.1f} s to make)")
     spark = get_spark(args.master, "bench-cdc")
     out = BENCH_TMP / "cdc-out"
 
