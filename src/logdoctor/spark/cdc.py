@@ -784,7 +784,13 @@ def fold_topic(
 ) -> CdcResult:
     """Fold every partition of one topic (each one's batches in offset order) into the topic's table.
     Every batch has one schema (the decoders' table type of the topic)."""
-    options = options or FoldOptions()
+    with _without_cyclic_gc():  # once for the whole topic: re-enabled per batch, it would scan every row kept
+        return _fold_topic(partitions, options or FoldOptions())
+
+
+def _fold_topic(
+    partitions: Mapping[int, Iterable[pa.RecordBatch | pa.Table]], options: FoldOptions
+) -> CdcResult:
     results: list[PartitionResult] = []
     value_type: pa.StructType | None = None
     source_type: pa.StructType | None = None
@@ -804,6 +810,5 @@ def fold_topic(
     rows, stats = merge_partitions(results)
     if stats.refused:
         return CdcResult(None, stats)
-    with _without_cyclic_gc():
-        table = build_table(rows, value_type, source_type, stats, options.compaction)
+    table = build_table(rows, value_type, source_type, stats, options.compaction)
     return CdcResult(table, stats)

@@ -161,6 +161,13 @@ def compaction_of(refs: Sequence[Any]) -> dict[str, Any]:
 
 def fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """Executor side: one partition's records decoded and folded; its undecoded rows as Arrow IPC bytes."""
+    from logdoctor.spark.cdc import _without_cyclic_gc
+
+    with _without_cyclic_gc():  # once for the partition: per batch, each re-enable would scan every row kept
+        return _fold_task(group, opts, plan, options)
+
+
+def _fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     from logdoctor.formats.registry import debezium
     from logdoctor.spark.cdc import FoldOptions, PartitionFold, envelope_types
     from logdoctor.spark.sources import read_slices
