@@ -57,6 +57,7 @@ PROVENANCE_COLUMN = "kafka"
 #: kafka.transaction_result values whose events never change the table
 UNCOMMITTED = ("aborted", "open")
 TOMBSTONE = "tombstone"
+_NONE: frozenset[int] = frozenset()  # the unresolved columns of a row with none (shared)
 
 
 @dataclass(frozen=True)
@@ -365,7 +366,7 @@ class PartitionFold:
                 moved_from = old_key  # its delete is in another partition (or absent): the merge looks
                 if old_key is not None and not self.truncates:
                     open_key = old_key
-        unresolved: set[int] = set()
+        unresolved: set[int] | frozenset[int] = _NONE
         for index, is_placeholder in self._tests:
             value = values[index]
             if value is None or not is_placeholder(value):
@@ -375,11 +376,13 @@ class PartitionFold:
                 self.stats.placeholder_cells_resolved += 1
             else:
                 values[index] = None
+                if unresolved is _NONE:
+                    unresolved = set()
                 unresolved.add(index)
         self.gone.pop(key, None)
         self.live[key] = _Row(
             values,
-            frozenset(unresolved),
+            frozenset(unresolved) if unresolved else _NONE,
             origin[0],
             origin[1],
             self.partition,
@@ -493,7 +496,8 @@ class _Events:
             source.field("ts_ms").to_pylist() if "ts_ms" in source_names else [None] * n
         )
         fold.position_names = tuple(f.name for f in debezium.position_fields(source.type))
-        self._positions = [source.field(name).to_pylist() for name in fold.position_names]
+        positions = [source.field(name).to_pylist() for name in fold.position_names]
+        self._positions: list[tuple] | None = list(zip(*positions, strict=True)) if positions else None
         if fold.connector is None and "connector" in source_names:
             present = [c for c in pc.unique(source.field("connector")).to_pylist() if c is not None]
             fold.connector = present[0] if present else None
@@ -532,9 +536,9 @@ class _Events:
         return values
 
     def position(self, i: int) -> tuple | None:
-        if not self._positions:
+        if self._positions is None:
             return None
-        return tuple(column[i] for column in self._positions)
+        return self._positions[i]
 
     def transaction_id(self, i: int) -> Any:
         for column in self._tx_ids:
