@@ -13,6 +13,11 @@ envelopes decoded into their typed columns, every event a row); (b) ``--view cdc
 decoding, then the fold: one row per live key). Goal: (b) <= 1.3 x (a). Then the fold alone on one core
 (:func:`logdoctor.spark.cdc.fold_topic` over (a)'s Parquet, which holds the columns the fold reads), in
 events/s. Prints the machine and its load (``uptime``), which the figures depend on (shared cores).
+
+Measured (2 cores shared with other jobs, load average 7, 1,000,000 events, 1,672 MB): (a) 314.7 s,
+(b) 216.2 s, ratio 0.69: the JSON decoding dominates both, and (b) writes one row per live key where (a)
+writes every event. The fold alone: 125,542 events/s (it was half that while the cyclic garbage collector
+was re-enabled after each batch: each re-enable scanned every row kept).
 """
 
 from __future__ import annotations
