@@ -57,6 +57,7 @@ PROVENANCE_COLUMN = "kafka"
 #: kafka.transaction_result values whose events never change the table
 UNCOMMITTED = ("aborted", "open")
 TOMBSTONE = "tombstone"
+_NONE: frozenset[int] = frozenset()  # the unresolved columns of a row with none (shared)
 
 
 @dataclass(frozen=True)
@@ -176,6 +177,10 @@ class _Row:
     #: the old key of a primary-key change whose delete this partition did not see (another partition has
     #: it): the merge takes the ``unresolved`` columns from that key's row there
     moved_from: Any = None
+    #: the key whose row in the table this fold continues (``--mode append``) holds the earlier values of the
+    #: ``unresolved`` columns: the key had no event before in this fold (no delete, no truncate before it);
+    #: None when no earlier value can exist
+    open_key: Any = None
 
 
 @dataclass(slots=True)
@@ -211,6 +216,8 @@ class PartitionResult:
     moved: dict[Any, tuple[Any, _Row]] = field(default_factory=dict)
     connector: str | None = None
     position_names: tuple[str, ...] = ()
+    #: the names of the key's fields (the primary key's columns), None when the key is not a struct
+    key_names: tuple[str, ...] | None = None
 
     def order(self, event: _Row | _Gone | _Truncate) -> tuple | None:
         """The event's place in the database's log
@@ -265,6 +272,7 @@ class PartitionFold:
         self.stats = CdcStats()
         self.connector: str | None = None
         self.position_names: tuple[str, ...] = ()
+        self.key_names: tuple[str, ...] | None = None
         self._stopped = False
         ends = self.options.ending_offsets or {}
         self._end_offset = ends.get(partition)
@@ -288,6 +296,8 @@ class PartitionFold:
 
     def _feed(self, batch: pa.RecordBatch) -> None:
         events = _Events(batch, self)
+        if events.key_names is not None:
+            self.key_names = tuple(events.key_names)
         end_ts = self.options.ending_timestamp_ms
         for i in range(batch.num_rows):
             offset = events.offsets[i]
@@ -341,15 +351,22 @@ class PartitionFold:
         base = previous
         origin = (previous.origin, previous.origin_offset) if previous else (op, offset)
         moved_from = previous.moved_from if previous else None
+        if previous is not None:
+            open_key = previous.open_key
+        else:
+            open_key = key if not self.truncates and key not in self.gone else None
         if previous is None and op == CREATE:
             old_key = events.header_key(i, OLDKEY_HEADER)
             stash = self.moved.pop(key, None)
             if old_key is not None and stash is not None and stash[0] == old_key:
                 base = stash[1]  # a primary-key change: the old key's row, as the delete found it
                 origin = (base.origin, base.origin_offset)
+                open_key = base.open_key
             else:
                 moved_from = old_key  # its delete is in another partition (or absent): the merge looks
-        unresolved: set[int] = set()
+                if old_key is not None and not self.truncates:
+                    open_key = old_key
+        unresolved: set[int] | frozenset[int] = _NONE
         for index, is_placeholder in self._tests:
             value = values[index]
             if value is None or not is_placeholder(value):
@@ -359,11 +376,13 @@ class PartitionFold:
                 self.stats.placeholder_cells_resolved += 1
             else:
                 values[index] = None
+                if unresolved is _NONE:
+                    unresolved = set()
                 unresolved.add(index)
         self.gone.pop(key, None)
         self.live[key] = _Row(
             values,
-            frozenset(unresolved),
+            frozenset(unresolved) if unresolved else _NONE,
             origin[0],
             origin[1],
             self.partition,
@@ -373,6 +392,7 @@ class PartitionFold:
             events.position(i),
             events.transaction_id(i),
             moved_from if unresolved else None,
+            open_key if unresolved else None,
         )
         self.stats.events_folded += 1
 
@@ -432,6 +452,7 @@ class PartitionFold:
             self.moved,
             self.connector,
             self.position_names,
+            self.key_names,
         )
 
 
@@ -475,7 +496,8 @@ class _Events:
             source.field("ts_ms").to_pylist() if "ts_ms" in source_names else [None] * n
         )
         fold.position_names = tuple(f.name for f in debezium.position_fields(source.type))
-        self._positions = [source.field(name).to_pylist() for name in fold.position_names]
+        positions = [source.field(name).to_pylist() for name in fold.position_names]
+        self._positions: list[tuple] | None = list(zip(*positions, strict=True)) if positions else None
         if fold.connector is None and "connector" in source_names:
             present = [c for c in pc.unique(source.field("connector")).to_pylist() if c is not None]
             fold.connector = present[0] if present else None
@@ -514,9 +536,9 @@ class _Events:
         return values
 
     def position(self, i: int) -> tuple | None:
-        if not self._positions:
+        if self._positions is None:
             return None
-        return tuple(column[i] for column in self._positions)
+        return self._positions[i]
 
     def transaction_id(self, i: int) -> Any:
         for column in self._tx_ids:
@@ -572,6 +594,18 @@ def merge_partitions(results: Sequence[PartitionResult]) -> tuple[list[tuple[Any
         rows = _merge_many(results, stats)
         _resolve_moved(rows, results, stats)
     return rows, stats
+
+
+def deleted_keys(results: Sequence[PartitionResult], rows: Sequence[tuple[Any, _Row]]) -> list[Any]:
+    """The keys the partitions' folds deleted (a delete or a tombstone) that hold no row at the end: what an
+    append removes from the table it continues."""
+    live = {key for key, _ in rows}
+    gone: dict[Any, None] = {}
+    for r in results:
+        for key in r.gone:
+            if key not in live:
+                gone[key] = None
+    return list(gone)
 
 
 def _resolve_moved(rows: list[tuple[Any, _Row]], results: Sequence[PartitionResult], stats: CdcStats) -> None:
@@ -754,7 +788,13 @@ def fold_topic(
 ) -> CdcResult:
     """Fold every partition of one topic (each one's batches in offset order) into the topic's table.
     Every batch has one schema (the decoders' table type of the topic)."""
-    options = options or FoldOptions()
+    with _without_cyclic_gc():  # once for the whole topic: re-enabled per batch, it would scan every row kept
+        return _fold_topic(partitions, options or FoldOptions())
+
+
+def _fold_topic(
+    partitions: Mapping[int, Iterable[pa.RecordBatch | pa.Table]], options: FoldOptions
+) -> CdcResult:
     results: list[PartitionResult] = []
     value_type: pa.StructType | None = None
     source_type: pa.StructType | None = None
@@ -774,6 +814,5 @@ def fold_topic(
     rows, stats = merge_partitions(results)
     if stats.refused:
         return CdcResult(None, stats)
-    with _without_cyclic_gc():
-        table = build_table(rows, value_type, source_type, stats, options.compaction)
+    table = build_table(rows, value_type, source_type, stats, options.compaction)
     return CdcResult(table, stats)

@@ -12,10 +12,13 @@ so the driver's memory holds one row per live key of one topic at a time.
 ``--ending-timestamp T``: the table as it stood at T by the events' ``source.ts_ms`` (not the records'
 Kafka timestamps: the read is not cut by it); ``--ending-offsets``: as of those offsets (exclusive).
 
-``--mode append`` into Iceberg or Delta: when the log holds offsets above those the table was folded to
-(its ``logdoctor.offsets`` property), the table is folded again from the log and replaced in one commit of
-the format's library (the rows that did not change are written again); else nothing is committed and the
-table is unchanged. A driver killed before or during the commit leaves the previous table.
+``--mode append`` into Iceberg or Delta continues the table: only the events above the offsets it was folded
+to (its ``logdoctor.offsets`` property, per partition) are read and folded, starting from the table's rows
+(:func:`append_change`: a placeholder with no earlier value among the new events takes the table's value of
+the key); the rows they changed are upserted by primary key and the keys they deleted removed, in one commit
+of the format's library (:mod:`logdoctor.spark.tables.cdc_commit`; a truncate among them empties the table
+in the same commit). With no change, nothing is committed. A driver killed before or during the commit
+leaves the previous table.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class CdcSummary:
     left_out: dict[str, str] = field(default_factory=dict)
     counts: dict[str, TopicCounts] = field(default_factory=dict)
     unchanged: list[str] = field(default_factory=list)
+    #: per topic appended to (``--mode append``): rows upserted, keys deleted, whether a truncate emptied it
+    appended: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def undecoded(self) -> int:
@@ -54,7 +59,12 @@ class CdcSummary:
     def to_json(self) -> dict[str, Any]:
         return {
             "topics": {
-                t: {**s.to_json(), "table": self.tables.get(t), "unchanged": t in self.unchanged}
+                t: {
+                    **s.to_json(),
+                    "table": self.tables.get(t),
+                    "unchanged": t in self.unchanged,
+                    "appended": self.appended.get(t),
+                }
                 for t, s in sorted(self.stats.items())
             },
             "left_out": dict(sorted(self.left_out.items())),
@@ -70,7 +80,13 @@ class CdcSummary:
                 continue
             parts = [f"{s.events_folded:,} events folded into {s.rows_written:,} rows"]
             if topic in self.unchanged:
-                parts.append("no event newer than the table's: unchanged")
+                parts.append("no change newer than the table's: unchanged")
+            if topic in self.appended:
+                a = self.appended[topic]
+                parts.append(
+                    f"appended: {a['upserted']:,} rows upserted, {a['deleted']:,} keys deleted"
+                    + (", the table truncated first" if a["truncated"] else "")
+                )
             if s.events_uncommitted:
                 parts.append(f"{s.events_uncommitted:,} events of aborted or open transactions not applied")
             if s.events_after_end:
@@ -145,6 +161,13 @@ def compaction_of(refs: Sequence[Any]) -> dict[str, Any]:
 
 def fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     """Executor side: one partition's records decoded and folded; its undecoded rows as Arrow IPC bytes."""
+    from logdoctor.spark.cdc import _without_cyclic_gc
+
+    with _without_cyclic_gc():  # once for the partition: per batch, each re-enable would scan every row kept
+        return _fold_task(group, opts, plan, options)
+
+
+def _fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     from logdoctor.formats.registry import debezium
     from logdoctor.spark.cdc import FoldOptions, PartitionFold, envelope_types
     from logdoctor.spark.sources import read_slices
@@ -197,9 +220,7 @@ def fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str, 
 
 
 def _side_table(done: Sequence[Mapping[str, Any]]) -> pa.Table | None:
-    parts = [
-        pa.ipc.open_stream(pa.py_buffer(d["undecoded"])).read_all() for d in done if d.get("undecoded")
-    ]
+    parts = [pa.ipc.open_stream(pa.py_buffer(d["undecoded"])).read_all() for d in done if d.get("undecoded")]
     return pa.concat_tables(parts) if parts else None
 
 
@@ -283,6 +304,20 @@ def run_cdc_export(
     cdc_topics = {t for t, tp in typed.topics.items() if tp.values_typed and is_envelope(tp.value_type)}
     left_out = {t: NOT_AN_ENVELOPE for t in typed.topics if t not in cdc_topics}
     cdc_refs = [r for r in refs if r.topic in cdc_topics]
+    appending: dict[str, Any] = {}
+    held: dict[str, dict[str, int]] = {}
+    if mode == "append":
+        if point_in_time is not None:
+            raise ExportError(
+                "--view cdc: --mode append continues a table with every newer event; --ending-timestamp "
+                "would leave some out for good (nothing was written)"
+            )
+        appending, held = _tables_to_continue(fmt, out, sorted(cdc_topics), catalog, table_name)
+        from logdoctor.spark.tables.export import _with_start
+
+        above = {(t, int(p)): last for t, parts in held.items() for p, last in parts.items()}
+        opts = _with_start(opts, above)
+        txns = plan_transactions(refs, opts)
     groups = task_groups(plan_slices(cdc_refs, opts, txns), opts)
     tracker = StageProgress(spark, progress) if progress is not None else None
     if tracker is not None:
@@ -307,24 +342,41 @@ def run_cdc_export(
         if d["topic"] is not None:
             by_topic.setdefault(d["topic"], []).append(d)
     tables: dict[str, pa.Table] = {}
+    changes: dict[str, AppendChange] = {}
     ends: dict[str, dict[str, int]] = {}
     for topic, parts in sorted(by_topic.items()):
-        if not all(p["envelope"] for p in parts) or not any(p["result"] is not None for p in parts):
+        if topic not in appending and (
+            not all(p["envelope"] for p in parts) or not any(p["result"] is not None for p in parts)
+        ):
             summary.left_out[topic] = NOT_AN_ENVELOPE
             continue
-        from logdoctor.spark.cdc import build_table, envelope_types
+        from logdoctor.spark.cdc import CdcStats, build_table, envelope_types
 
+        results = [p["result"] for p in parts if p["result"] is not None]
+        if not results:  # appending: the newer records change nothing (aborted, or not change events)
+            summary.stats[topic] = CdcStats()
+            continue
         tp = typed.topics[topic]
         value_type, source_type = envelope_types(pa.schema(list(tp.value_columns())))
-        rows, stats = merge_partitions([p["result"] for p in parts if p["result"] is not None])
+        rows, stats = merge_partitions(results)
         summary.stats[topic] = stats
         if stats.refused:
             continue
         compaction = per_topic.get(topic, base).compaction
-        tables[topic] = build_table(rows, value_type, source_type, stats, compaction)
-        ends[topic] = {str(p["partition"]): int(p["last_offset"]) for p in parts}
+        ends[topic] = dict(held.get(topic, {}))
+        for p in parts:  # a partition whose newer records all left out keeps the offset the table holds
+            key = str(p["partition"])
+            ends[topic][key] = max(int(p["last_offset"]), ends[topic].get(key, -1))
+        if topic in appending:
+            changes[topic] = append_change(rows, results, value_type, source_type, stats, compaction)
+        else:
+            tables[topic] = build_table(rows, value_type, source_type, stats, compaction)
+    for topic in appending:
+        summary.stats.setdefault(topic, CdcStats())
     side = _side_table(done)
     locations = _write(fmt, out, mode, tables, side, ends, summary, catalog, table_name, items)
+    if appending:
+        locations.update(_append_tables(fmt, appending, changes, ends, summary, items))
     summary.tables = locations
     elapsed = time.perf_counter() - started
     segs = [s for ref in refs for s in ref.segments]
@@ -436,8 +488,14 @@ def _write_tables(
         layout = FileLayout(data_uri=table.data_uri, job=job)
         written = write_file(rows, layout, 0, 0, {})
         properties = table_properties(items, offsets, "cdc")
-        # the table is the fold of the whole log: it replaces what the table held (the side table too)
-        commit_mode = "overwrite" if name in existing else "error"
+        # a new table, or the fold of the whole log replacing what the table held; the undecoded events of
+        # an append are new ones: added to the side table
+        if name not in existing:
+            commit_mode = "error"
+        elif name == UNDECODED and mode == "append":
+            commit_mode = "append"
+        else:
+            commit_mode = "overwrite"
         committed: list[str] = []
         try:
             if fmt == "iceberg":
@@ -449,4 +507,175 @@ def _write_tables(
             remove_uncommitted(layout, committed)
         if name != UNDECODED:
             locations[name] = table.location
+    return locations
+
+
+def _tables_to_continue(
+    fmt: str, out: str, topics: Sequence[str], catalog: Mapping[str, str] | None, table_name: str | None
+) -> tuple[dict[str, Any], dict[str, dict[str, int]]]:
+    """The existing tables of ``topics`` an append continues, and per topic the offsets each was folded to
+    ({partition: last offset read}, its ``logdoctor.offsets``). A table of another view is refused."""
+    from logdoctor.spark.export import ExportError
+    from logdoctor.spark.tables.typed_export import open_typed_table
+
+    opened: dict[str, Any] = {}
+    held: dict[str, dict[str, int]] = {}
+    for topic in topics:
+        table = open_typed_table(fmt, out, topic, catalog, table_name)
+        if not table.exists():
+            continue
+        props = table.properties()
+        view = props.get("logdoctor.view", "history")
+        if view != "cdc":
+            raise ExportError(
+                f"{fmt} table {table.location} holds the {view} view, this export the cdc view: --mode "
+                "append would mix them; give another --out, or --mode overwrite (nothing was written)"
+            )
+        opened[topic] = table
+        offsets = json.loads(props.get("logdoctor.offsets", "{}")).get(topic, {})
+        held[topic] = {str(p): int(n) for p, n in offsets.items()}
+    return opened, held
+
+
+@dataclass
+class AppendChange:
+    """What the newer events of a topic do to the table they continue: ``rows``, the rows they changed
+    (the fold's table, :func:`logdoctor.spark.cdc.build_table`, in its column order); ``deleted``, the keys
+    they deleted (physical values, as the fold keys rows); whether a truncate is among them; the key's
+    columns; and per row of ``rows`` whose placeholder cells had no earlier value among the new events, the
+    key whose row in the table holds it and those columns (``opens``: row index, key, column indexes)."""
+
+    rows: pa.Table
+    deleted: list[Any]
+    truncate: bool
+    key_names: tuple[str, ...]
+    value_type: pa.StructType
+    opens: list[tuple[int, Any, list[int]]]
+    stats: Any
+
+
+def append_change(
+    rows: Sequence[tuple[Any, Any]],
+    results: Sequence[Any],
+    value_type: pa.StructType,
+    source_type: pa.StructType,
+    stats: Any,
+    compaction: Any,
+) -> AppendChange:
+    """The :class:`AppendChange` of the newer events' fold (``rows`` and ``results``: the merge's)."""
+    from logdoctor.spark.cdc import _sort_key, build_table, deleted_keys
+    from logdoctor.spark.export import ExportError
+
+    key_names = next((r.key_names for r in results if r.key_names), None)
+    if key_names is None or not set(key_names) <= set(value_type.names):
+        raise ExportError(
+            f"--view cdc --mode append: the events' key {key_names or '(not a struct)'} does not name "
+            "columns of the table; give --mode overwrite (nothing was written)"
+        )
+    ordered = sorted(rows, key=lambda kv: _sort_key(kv[0]))  # build_table's order
+    opens = [
+        (i, row.open_key, sorted(row.unresolved))
+        for i, (_, row) in enumerate(ordered)
+        if row.unresolved and row.open_key is not None
+    ]
+    truncate = any(r.truncates for r in results)
+    table = build_table(ordered, value_type, source_type, stats, compaction)
+    return AppendChange(table, deleted_keys(results, rows), truncate, key_names, value_type, opens, stats)
+
+
+def key_table(keys: Sequence[Any], change: AppendChange, schema: pa.Schema) -> pa.Table:
+    """``keys`` (as the fold keys rows) as the table's key columns, in ``schema``'s types."""
+    from logdoctor.formats.registry import debezium
+
+    columns = []
+    for j, name in enumerate(change.key_names):
+        physical = change.value_type.field(name)
+        values = [k[j] if isinstance(k, tuple) else k for k in keys]
+        _, array, _ = debezium.convert_column(physical, pa.array(values, physical.type))
+        columns.append(array.cast(schema.field(name).type))
+    return pa.Table.from_arrays(columns, names=list(change.key_names))
+
+
+def _current_rows(fmt: str, table: Any, schema: pa.Schema) -> pa.Table:
+    """The rows ``table`` holds now, in ``schema``'s types."""
+    if fmt == "iceberg":
+        held = table._table.scan().to_arrow()
+    else:
+        held = table._table.to_pyarrow_dataset().to_table()
+    return pa.Table.from_arrays([held.column(f.name).cast(f.type) for f in schema], schema=schema)
+
+
+def fill_open_cells(fmt: str, table: Any, rows: pa.Table, change: AppendChange) -> pa.Table:
+    """``rows`` with each open placeholder cell (:class:`AppendChange`) taken from the table's row of its
+    key (null when the table has none, or holds null there); the counts of the fold's stats follow."""
+    if not change.opens:
+        return rows
+    current = _current_rows(fmt, table, rows.schema)
+    index = {
+        k: i
+        for i, k in enumerate(zip(*(current.column(n).to_pylist() for n in change.key_names), strict=True))
+    }
+    wanted = key_table([key for _, key, _ in change.opens], change, rows.schema)
+    wanted_keys = list(zip(*(wanted.column(n).to_pylist() for n in change.key_names), strict=True))
+    names = [change.value_type.field(j).name for j in range(change.value_type.num_fields)]
+    out = rows.to_pylist()
+    old = current.to_pylist()
+    stats = change.stats
+    for (i, _, columns), key in zip(change.opens, wanted_keys, strict=True):
+        j = index.get(key)
+        if j is None:
+            continue
+        filled = [c for c in columns if old[j][names[c]] is not None]
+        for c in filled:
+            out[i][names[c]] = old[j][names[c]]
+        stats.placeholder_cells_resolved += len(filled)
+        stats.placeholder_cells_null -= len(filled)
+        if len(filled) == len(columns):
+            stats.partial_rows -= 1
+    return pa.Table.from_pylist(out, schema=rows.schema)
+
+
+def _append_tables(
+    fmt: str,
+    appending: Mapping[str, Any],
+    changes: Mapping[str, AppendChange],
+    ends: Mapping[str, Mapping[str, int]],
+    summary: CdcSummary,
+    items: Sequence[str],
+) -> dict[str, str]:
+    """Each continued table: its change committed (:mod:`logdoctor.spark.tables.cdc_commit`), or nothing
+    when the newer events change nothing."""
+    import logdoctor
+    from logdoctor.spark.tables.cdc_commit import commit_delta, commit_iceberg
+    from logdoctor.spark.tables.export import _pause
+    from logdoctor.spark.tables.files import FileLayout, new_job_id
+    from logdoctor.spark.tables.typed_export import to_format
+    from logdoctor.spark.typed import format_schema
+
+    locations: dict[str, str] = {}
+    for topic, table in sorted(appending.items()):
+        locations[topic] = table.location
+        change = changes.get(topic)
+        if change is None or not (change.rows.num_rows or change.deleted or change.truncate):
+            summary.unchanged.append(topic)
+            continue
+        schema = format_schema(change.rows.schema, fmt)
+        rows = fill_open_cells(fmt, table, to_format(change.rows, schema), change)
+        deleted = key_table(change.deleted, change, schema)
+        properties = {
+            "logdoctor.version": logdoctor.__version__,
+            "logdoctor.sources": json.dumps(list(items)),
+            "logdoctor.offsets": json.dumps({topic: dict(ends.get(topic, {}))}, separators=(",", ":")),
+            "logdoctor.view": "cdc",
+        }
+        if fmt == "iceberg":
+            layout = FileLayout(data_uri=table.data_uri, job=new_job_id())
+            commit_iceberg(table, layout, rows, deleted, change.truncate, schema, properties, _pause)
+        else:
+            commit_delta(table, rows, deleted, change.truncate, properties, _pause)
+        summary.appended[topic] = {
+            "upserted": rows.num_rows,
+            "deleted": deleted.num_rows,
+            "truncated": change.truncate,
+        }
     return locations
