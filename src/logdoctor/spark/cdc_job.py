@@ -645,11 +645,10 @@ def _append_tables(
 ) -> dict[str, str]:
     """Each continued table: its change committed (:mod:`logdoctor.spark.tables.cdc_commit`), or nothing
     when the newer events change nothing."""
-    import logdoctor
     from logdoctor.spark.tables.cdc_commit import commit_delta, commit_iceberg
     from logdoctor.spark.tables.export import _pause
     from logdoctor.spark.tables.files import FileLayout, new_job_id
-    from logdoctor.spark.tables.typed_export import to_format
+    from logdoctor.spark.tables.typed_export import table_properties, to_format
     from logdoctor.spark.typed import format_schema
 
     locations: dict[str, str] = {}
@@ -662,12 +661,7 @@ def _append_tables(
         schema = format_schema(change.rows.schema, fmt)
         rows = fill_open_cells(fmt, table, to_format(change.rows, schema), change)
         deleted = key_table(change.deleted, change, schema)
-        properties = {
-            "logdoctor.version": logdoctor.__version__,
-            "logdoctor.sources": json.dumps(list(items)),
-            "logdoctor.offsets": json.dumps({topic: dict(ends.get(topic, {}))}, separators=(",", ":")),
-            "logdoctor.view": "cdc",
-        }
+        properties = table_properties(items, {topic: dict(ends.get(topic, {}))}, "cdc")
         if fmt == "iceberg":
             layout = FileLayout(data_uri=table.data_uri, job=new_job_id())
             commit_iceberg(table, layout, rows, deleted, change.truncate, schema, properties, _pause)
