@@ -59,7 +59,10 @@ def missing_ids_text(ids: Iterable[int], loaded: LoadedRegistry) -> str:
     listed = sorted(set(ids))
     shown = ", ".join(map(str, listed[:20])) + (f" and {len(listed) - 20} more" if len(listed) > 20 else "")
     where = ", ".join(loaded.sources) if loaded.sources else "no _schemas partition among the inputs"
-    return f"schema ids not in the registry read ({where}): {shown}; common causes: {MISSING_IDS_CAUSES}"
+    return (
+        f"schema ids the registry read ({where}) does not have or has hard-deleted: {shown}; common causes: "
+        f"{MISSING_IDS_CAUSES}"
+    )
 
 
 def _norm(path: str, local: bool) -> str:
