@@ -474,13 +474,9 @@ def cdc_export_cli(
 ) -> None:
     """``export --view cdc``: the Debezium topics folded into their tables (logdoctor.spark.cdc_job);
     exits."""
-    from logdoctor.cli.export_tables import parse_catalog
-    from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.cli.export_tables import parse_catalog, table_failures_exit
     from logdoctor.spark.cdc_job import run_cdc_export
-    from logdoctor.spark.export import ExportError, OutputExistsError
-    from logdoctor.spark.planning import PlanningError
     from logdoctor.spark.session import SparkUnavailableError, get_spark
-    from logdoctor.spark.tables import TableError, TableExistsError, TableSchemaError
 
     started = time.perf_counter()
     fresh = outputs_this_run_creates(out, fmt, None, catalog)
@@ -493,26 +489,19 @@ def cdc_export_cli(
                 spark = get_spark(master, "logdoctor export", conf=confs, remote=remote, sql=False)
         except SparkUnavailableError as exc:
             fail(f"error: {exc}", EX_UNAVAILABLE)
-        try:
-            with spark_progress(err, "export", "tasks", disable=json_out) as progress:
-                result = run_cdc_export(
-                    spark,
-                    list(paths),
-                    out,
-                    fmt=fmt,
-                    mode=mode,
-                    options={k: str(v) for k, v in options.items() if v is not None},
-                    placeholder=placeholder,
-                    catalog=parse_catalog(catalog) if fmt == "iceberg" else None,
-                    table_name=table,
-                    progress=progress,
-                )
-        except (OutputOverlapsInputError, OutputExistsError, TableExistsError, TableSchemaError) as exc:
-            fail(f"refused: {exc}", EX_CANTCREAT)
-        except TableError as exc:
-            fail(f"error: {exc}", EX_CANTCREAT)
-        except (ExportError, PlanningError) as exc:
-            usage_error(str(exc))
+        with table_failures_exit(), spark_progress(err, "export", "tasks", disable=json_out) as progress:
+            result = run_cdc_export(
+                spark,
+                list(paths),
+                out,
+                fmt=fmt,
+                mode=mode,
+                options={k: str(v) for k, v in options.items() if v is not None},
+                placeholder=placeholder,
+                catalog=parse_catalog(catalog) if fmt == "iceberg" else None,
+                table_name=table,
+                progress=progress,
+            )
     summary = result.typed
     if json_out:
         print_json({**result.to_json(), "remote_tier_not_read": list(not_read)}, indent=2)

@@ -7,8 +7,9 @@ written or a commit that lost to other writers more often than the library retri
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Annotated, Any, NoReturn
 
 import typer
@@ -76,13 +77,11 @@ def export_to_table(
     progress: Callable[[int, int], None] | None,
 ) -> Any:
     """Run the table export; a refusal or a table failure exits with one line naming the cause."""
-    from logdoctor.errors import OutputOverlapsInputError
-    from logdoctor.spark.export import ExportError
-    from logdoctor.spark.planning import PlanningError
-    from logdoctor.spark.tables import TableError, TableExistsError, TableSchemaError
     from logdoctor.spark.tables.export import run_table_export
 
-    try:
+    given = {k: str(v) for k, v in options.items() if v is not None}
+    common = {"fmt": fmt, "mode": mode, "options": given, "catalog": catalog, "table_name": table}
+    with table_failures_exit():
         if options.get("typed"):  # one table per topic (logdoctor.spark.tables.typed_export)
             from logdoctor.spark.tables.typed_export import run_typed_table_export
 
@@ -90,30 +89,22 @@ def export_to_table(
                 usage_error(
                     "--partition-by-day applies to the records table; typed tables are not partitioned"
                 )
-            return run_typed_table_export(
-                spark,
-                list(paths),
-                out,
-                fmt=fmt,
-                mode=mode,
-                options={k: str(v) for k, v in options.items() if v is not None},
-                catalog=catalog,
-                table_name=table,
-                progress=progress,
-            )
-        return run_table_export(
-            spark,
-            list(paths),
-            out,
-            fmt=fmt,
-            mode=mode,
-            options={k: str(v) for k, v in options.items() if v is not None},
-            by_day=by_day,
-            catalog=catalog,
-            table_name=table,
-            progress=progress,
-        )
-    except (OutputOverlapsInputError, TableExistsError, TableSchemaError) as exc:
+            return run_typed_table_export(spark, list(paths), out, progress=progress, **common)
+        return run_table_export(spark, list(paths), out, by_day=by_day, progress=progress, **common)
+
+
+@contextlib.contextmanager
+def table_failures_exit() -> Iterator[None]:
+    """An export's refusal or a table's failure: one line naming the cause and the exit code (73 for a
+    refusal or a table that cannot be written, 64 for a bad option)."""
+    from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.spark.export import ExportError, OutputExistsError
+    from logdoctor.spark.planning import PlanningError
+    from logdoctor.spark.tables import TableError, TableExistsError, TableSchemaError
+
+    try:
+        yield
+    except (OutputOverlapsInputError, OutputExistsError, TableExistsError, TableSchemaError) as exc:
         fail(f"refused: {exc}", EX_CANTCREAT)
     except TableError as exc:
         fail(f"error: {exc}", EX_CANTCREAT)
