@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from logdoctor.sample.records import RecordDataSpec, write_segment
+from update_table import MARKER
 
 BENCH_TMP = Path(os.environ.get("LOGDOCTOR_BENCH_TMP", "/tmp/logdoctor-bench"))
 
@@ -106,7 +107,7 @@ class TableRows:
     def print(self) -> None:
         if not self.rows:
             return
-        print("\nBENCHMARKS.md rows (benchmarks/update_table.py puts them in place):")
+        print(f"\n{MARKER} (benchmarks/update_table.py puts them in place):")
         print("| what | figure | anchor (same run) | ratio | command | load | commit |")
         print("|---|---|---|---|---|---|---|")
         for line in self.lines():

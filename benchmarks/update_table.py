@@ -5,9 +5,11 @@ commit |``.
     .venv/bin/python benchmarks/bench_help.py --partitions 50000 | tee /tmp/rows.txt
     .venv/bin/python benchmarks/update_table.py /tmp/rows.txt        # or: ... | update_table.py -
 
-Lines of the input that are not such rows (the benchmark's own output) are skipped. A row whose "what" is in
-no table is named on stderr and left out (add it to its table by hand once: the area is the reader's call),
-and the exit status is 1; a "what" that two rows of BENCHMARKS.md share is an error, nothing is written.
+The rows taken are those under the line ``BENCHMARKS.md rows`` a benchmark prints before them (up to the
+next blank line), or every such row of the input when it has no such line (a file of rows). A row whose
+"what" is in no table is named on stderr and left out (add it to its table by hand once: the area is the
+reader's call), and the exit status is 1; a "what" that two rows of BENCHMARKS.md share is an error,
+nothing is written.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import sys
 from pathlib import Path
 
 CELLS = 7  # what, figure, anchor (same run), ratio, command, load, commit
+MARKER = "BENCHMARKS.md rows"  # the line a benchmark prints above its rows (_common.TableRows)
 BENCHMARKS = Path(__file__).resolve().parents[1] / "BENCHMARKS.md"
 _SPLIT = re.compile(r"(?<!\\)\|")
 
@@ -32,6 +35,23 @@ def cells(line: str) -> list[str] | None:
     if len(parts) != CELLS or parts[0] == "what" or set(parts[0]) <= set("-: "):
         return None
     return parts
+
+
+def printed_rows(output: str) -> list[str]:
+    """The rows of a benchmark's output: those under a :data:`MARKER` line, up to the next blank line; every
+    row of ``output`` if it has no such line."""
+    lines = output.splitlines()
+    if not any(line.startswith(MARKER) for line in lines):
+        return [line for line in lines if cells(line) is not None]
+    rows, under = [], False
+    for line in lines:
+        if line.startswith(MARKER):
+            under = True
+        elif not line.strip():
+            under = False
+        elif under and cells(line) is not None:
+            rows.append(line)
+    return rows
 
 
 def replace_rows(text: str, rows: list[str]) -> tuple[str, list[str]]:
@@ -64,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--file", type=Path, default=BENCHMARKS, help="the markdown file to update")
     args = ap.parse_args(argv)
     source = sys.stdin.read() if args.rows == "-" else Path(args.rows).read_text()
-    rows = [line for line in source.splitlines() if cells(line) is not None]
+    rows = printed_rows(source)
     try:
         text, missing = replace_rows(args.file.read_text(), rows)
     except ValueError as e:

@@ -82,6 +82,14 @@ def test_an_escaped_pipe_stays_in_its_cell() -> None:
     assert missing == [] and row in text.split("\n")
 
 
+def test_only_the_rows_under_the_marker_are_taken_from_a_benchmarks_output() -> None:
+    row = "| `scan --deep` of 1 GiB | 0.20 s | `cat` 0.21 s | 0.95x | `x` | 0.4 | abc1234 |"
+    own = "| 4 MiB segments, kafka-local, local store | 75,434,436 | 0.17 | 443 | cp -r | 0.08 | 2.19x |"
+    output = f"| run | a | b | c | d | e | f |\n{own}\n\n{update_table.MARKER} (...):\n{row}\n\n{own}\n"
+    assert update_table.printed_rows(output) == [row]
+    assert update_table.printed_rows(f"{own}\n{row}\n") == [own, row]  # a file of rows
+
+
 def test_a_what_given_twice_in_the_page_is_an_error() -> None:
     dup = PAGE.replace("Goals: met.", "| `scan --deep` of 1 GiB | 1 | 2 | 3 | 4 | 5 | 6 |")
     with pytest.raises(ValueError, match="scan --deep"):
