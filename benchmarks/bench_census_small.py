@@ -255,8 +255,8 @@ def main() -> None:
     if args.c1_floor:
         c1_note = f" (with the census's C1-only JVM option: {min(runs['floor C1']):.2f} s)"
     table.add(
-        f"census of 3 small brokers (8 partitions each), best of {args.repeat}",
-        f"{c:.2f} s",
+        "census of 3 small brokers (8 partitions each)",
+        f"{c:.2f} s best of {args.repeat}",
         f"Spark's floor: a bare `SparkSession`, `range(1).count()`, stop: {f:.2f} s{c1_note}",
         f"{c / f:.2f}x (floor + {c - f:.2f} s)",
     )
