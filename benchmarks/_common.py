@@ -1,5 +1,5 @@
 """Helpers shared by the benchmarks: machine description, timing, cached sample data in /tmp (segments,
-the 100,000-segment log dir)."""
+the 100,000-segment log dir), and the BENCHMARKS.md rows a run prints (:class:`TableRows`)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import os
 import platform
 import resource
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from logdoctor.sample.records import RecordDataSpec, write_segment
+from update_table import MARKER
 
 BENCH_TMP = Path(os.environ.get("LOGDOCTOR_BENCH_TMP", "/tmp/logdoctor-bench"))
 
@@ -35,6 +37,81 @@ def machine() -> str:
 
 def command() -> str:
     return " ".join([".venv/bin/python", *sys.argv])
+
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def load_average() -> str:
+    """The 1-minute load average now, as BENCHMARKS.md's load column gives it (``/proc/loadavg``)."""
+    try:
+        return Path("/proc/loadavg").read_text().split()[0]
+    except OSError:
+        return "?"
+
+
+def head_commit() -> str:
+    """``git rev-parse --short HEAD`` of this checkout, with "+" when ``src/`` or ``benchmarks/`` has changes
+    not committed (the tree measured is then not that commit's)."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "src", "benchmarks"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return "?"
+    return head + ("+" if dirty else "")
+
+
+def ratio(figure: float, anchor: float) -> str:
+    """BENCHMARKS.md's ratio cell: the figure over its anchor, in the figure's unit."""
+    return f"{figure / anchor:.2f}x" if anchor else "-"
+
+
+def table_row(*cells: str) -> str:
+    """One markdown table row; a ``|`` inside a cell is escaped."""
+    return "| " + " | ".join(str(c).replace("|", "\\|") for c in cells) + " |"
+
+
+def row_command() -> str:
+    """This run's command line as BENCHMARKS.md's command column gives it: from the repository's root,
+    through the venv's interpreter."""
+    script = Path(sys.argv[0])
+    if script.resolve().is_relative_to(REPO):
+        script = script.resolve().relative_to(REPO)
+    return "`" + " ".join([".venv/bin/python", str(script), *sys.argv[1:]]) + "`"
+
+
+class TableRows:
+    """The BENCHMARKS.md rows of one benchmark run: ``| what | figure | anchor (same run) | ratio | command
+    | load | commit |``. Made when the run starts (the load noted then), a row added per figure, printed at
+    the end (with the load then); ``benchmarks/update_table.py`` replaces BENCHMARKS.md's rows of the same
+    "what" with them. The "what" of a row is its key: keep it the same from run to run."""
+
+    def __init__(self) -> None:
+        self.load_start = load_average()
+        self.rows: list[tuple[str, str, str, str]] = []
+
+    def add(self, what: str, figure: str, anchor: str = "-", ratio: str = "-") -> None:
+        self.rows.append((what, figure, anchor, ratio))
+
+    def lines(self) -> list[str]:
+        load = f"{self.load_start} / {load_average()}"
+        cmd, commit = row_command(), head_commit()
+        return [table_row(*row, cmd, load, commit) for row in self.rows]
+
+    def print(self) -> None:
+        if not self.rows:
+            return
+        print(f"\n{MARKER} (benchmarks/update_table.py puts them in place):")
+        print("| what | figure | anchor (same run) | ratio | command | load | commit |")
+        print("|---|---|---|---|---|---|---|")
+        for line in self.lines():
+            print(line, flush=True)
 
 
 def segment(spec: RecordDataSpec, name: str) -> Path:

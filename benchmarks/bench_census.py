@@ -25,6 +25,7 @@ and N one-core workers on 127.0.0.1) the executors are JVMs of their own (Coarse
 the workers), summed apart, with their Python workers. The executors import logdoctor from the src the driver
 imports (PYTHONPATH, and ``spark.executorEnv.PYTHONPATH``); the run prints which src their workers had.
 ``--conf KEY=VALUE`` passes a Spark conf to the census, ``--event-log DIR`` turns on Spark's event log there.
+The rows of BENCHMARKS.md's "Census" table follow (``benchmarks/update_table.py`` puts them in place).
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_TMP, machine, many_segments_dir
+from _common import BENCH_TMP, TableRows, machine, many_segments_dir
 
 REPO = Path(__file__).resolve().parent.parent
 PY = Path(sys.executable)
@@ -340,6 +341,7 @@ def main() -> None:
     ap.add_argument("--skip-census", action="store_true")
     args = ap.parse_args()
     print(machine())
+    table = TableRows()
     conf = list(args.conf)
     if args.event_log:
         args.event_log.mkdir(parents=True, exist_ok=True)
@@ -383,6 +385,10 @@ def main() -> None:
                         f"| {r['rc']} |",
                         flush=True,
                     )
+                    table.add(
+                        f"census of {brokers:,} brokers x {args.replicas:,} replicas, {name}",
+                        f"{r['wall']:.1f} s; Python driver {r['py']:.0f} MiB, driver JVM {r['jvm']:.0f} MiB",
+                    )
                     if r["executor_src"]:
                         print(f"  executors' Python workers import from {r['executor_src']}", file=sys.stderr)
     if not args.skip_inventory:
@@ -390,6 +396,10 @@ def main() -> None:
         print("|---|---|")
         for depth, best in inventory_times(args.repeat):
             print(f"| --depth {depth} | {best:.2f} s |", flush=True)
+            table.add(
+                f"`inventory --depth {depth}` of 100,000 segments", f"{best:.2f} s best of {args.repeat}"
+            )
+    table.print()
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
     PYSPARK_PYTHON=$PWD/.venv/bin/python .venv/bin/python benchmarks/bench_census_small.py --repeat 3
 
 Fleet (issue 35's row): three brokers, one topic of 8 partitions with three replicas (8 partitions on each
-broker, 100 records each), written by logdoctor.sample (cached in /tmp/logdoctor-bench).
+broker, 100 records each), written by logdoctor.sample (cached in /tmp/logdoctor-bench). The census's row of
+BENCHMARKS.md's "Census" table is printed after the round's table (``benchmarks/update_table.py``).
 
 Measured, interleaved in each round (the machine is shared: best of ``--repeat``, and the ratios):
 
@@ -35,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_TMP, machine
+from _common import BENCH_TMP, TableRows, machine
 
 PY = Path(sys.executable)
 LOGDOCTOR = PY.parent / "logdoctor"
@@ -218,6 +219,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     print(machine())
+    table = TableRows()
     fleet = small_fleet()
     out = BENCH_TMP / "census-small-out"
     runs: dict[str, list[float]] = {"floor": [], "census": [], **({"before": []} if args.before else {})}
@@ -248,6 +250,17 @@ def main() -> None:
             f"\nfloor with C1 only (the small census's JVM option): {c1:.2f} s; "
             f"census - that floor: {c - c1:.2f} s"
         )
+    c = min(runs["census"])
+    c1_note = ""
+    if args.c1_floor:
+        c1_note = f" (with the census's C1-only JVM option: {min(runs['floor C1']):.2f} s)"
+    table.add(
+        "census of 3 small brokers (8 partitions each)",
+        f"{c:.2f} s best of {args.repeat}",
+        f"Spark's floor: a bare `SparkSession`, `range(1).count()`, stop: {f:.2f} s{c1_note}",
+        f"{c / f:.2f}x (floor + {c - f:.2f} s)",
+    )
+    table.print()
     if not args.no_timeline:
         timeline(fleet, out)
 

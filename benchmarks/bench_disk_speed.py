@@ -25,7 +25,9 @@ Rows (wall time, best and median of ``--repeat`` runs, page cache warm):
 - ``logdoctor inventory --depth quick`` (Parquet, and ``--json``) of the same ``--partitions`` folders;
 - the fixed cost of a run, measured apart: ``python -c pass``, ``import logdoctor.cli.main`` and
   ``logdoctor --help``.
-GB/s figures are bytes of the .log files / wall seconds; ratios are logdoctor's time over the limit's.
+GB/s figures are bytes of the .log files / wall seconds; ratios are logdoctor's time over the limit's. The
+rows of BENCHMARKS.md's "Scan", "Repair" and "Census" tables follow (``scan --deep``, ``repair --apply`` and
+``inventory`` against ``cat`` or ``find``, medians; not with ``--src``, whose tree is not this commit's).
 Data is generated once with logdoctor.sample into /tmp/logdoctor-bench (never into the repo).
 """
 
@@ -43,7 +45,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_TMP, Timing, command, machine, timed, timed_interleaved
+from _common import BENCH_TMP, TableRows, Timing, command, machine, ratio, timed, timed_interleaved
 from logdoctor.formats.checkpoint import new_offset_checkpoint, write_offset_checkpoint
 from logdoctor.formats.recovery import rebuild_indexes
 from logdoctor.sample.records import RecordDataSpec, write_segment
@@ -180,7 +182,9 @@ def _check_rebuilt(src: Path, dst: Path, logs: list[Path]) -> None:
             assert rebuilt == (src / f"{TOPIC}-0" / name).read_bytes(), f"{name} differs"
 
 
-def _interleaved(args: argparse.Namespace, d: Path, logs: list[Path], size: int) -> list[str]:
+def _interleaved(
+    args: argparse.Namespace, d: Path, logs: list[Path], size: int, table: TableRows, labels: tuple[str, str]
+) -> list[str]:
     """``cat``, then ``scan --deep`` and ``repair --apply`` of ``--before``'s src and of this one, in turn."""
     before = {**ENV, "PYTHONPATH": str(args.before.resolve())}
     dst = _repair_copy(d)
@@ -210,7 +214,19 @@ def _interleaved(args: argparse.Namespace, d: Path, logs: list[Path], size: int)
             f"|  |  |  |  | after / before: best wall {t[key].best / t[f'{key} before'].best:.2f}, least CPU "
             f"{least_cpu[key] / least_cpu[f'{key} before']:.2f} |"
         )
+    for key, label in zip(("deep", "repair"), labels, strict=True):
+        _table_rows(table, label, t[key], size, cat)
     return rows
+
+
+def _table_rows(table: TableRows, label: str, t: Timing, size: int, cat: Timing) -> None:
+    """A BENCHMARKS.md row of a run over the .log files against ``cat`` of them, by their medians."""
+    table.add(
+        label,
+        f"{t.median:.2f} s median, {t.best:.2f} s best ({size / t.median / 1e9:.2f} GB/s)",
+        f"`cat` of the .log files > /dev/null {cat.median:.2f} s median ({size / cat.median / 1e9:.2f} GB/s)",
+        ratio(t.median, cat.median),
+    )
 
 
 def _row(label: str, t: Timing, size: int | None, limit: Timing | None, limit_name: str = "") -> str:
@@ -248,10 +264,13 @@ def main() -> None:
     size = sum(p.stat().st_size for p in logs)
     load_before = Path("/proc/loadavg").read_text().split()[:3]
     rows: list[str] = []
+    table = TableRows()
+    deep_label = f"`scan --deep --json` of {args.gb:g} GiB ({len(logs)} segments of 1 KiB records)"
+    repair_label = f"`repair --apply` of {args.gb:g} GiB ({len(logs)} segments), every index removed"
     cat = crc = None
     subprocess.run(["cat", *map(str, logs)], stdout=subprocess.DEVNULL, check=True)  # warm the page cache
     if args.before is not None:
-        rows.extend(_interleaved(args, d, logs, size))
+        rows.extend(_interleaved(args, d, logs, size, table, (deep_label, repair_label)))
         only -= {"limits", "deep", "repair"}
     if only & {"limits", "deep", "repair"}:
         cat = timed(args.repeat, lambda: _run(["cat", *map(str, logs)]))
@@ -275,6 +294,7 @@ def main() -> None:
         label = f"`logdoctor scan --deep --json` ({args.gb:g} GiB, {len(logs)} segments)"
         rows.append(_row(label, t, size, cat, "cat"))
         rows.append(f"|  |  |  |  | {t.best / crc.best:.1f} x crc32c |")
+        _table_rows(table, deep_label, t, size, cat)
     if "repair" in only:
         dst = _repair_copy(d)
         backup = d.parent / "repair-backup"
@@ -284,6 +304,7 @@ def main() -> None:
         rows.append(_row("`logdoctor repair --apply`, every index removed (rebuilt byte-identical)", t, size,
                          cat, "cat"))
         rows.append(f"|  |  |  |  | {t.best / crc.best:.1f} x crc32c |")
+        _table_rows(table, repair_label, t, size, cat)
     if only & {"quick", "inventory"}:
         e = empty_partitions_dir(args.partitions)
         ls = timed(args.repeat, lambda: _run(["find", str(e), "-mindepth", "1", "-maxdepth", "2"]))
@@ -303,6 +324,13 @@ def main() -> None:
             flag = " --json" if fmt else ""
             label = f"`logdoctor inventory --depth quick{flag}`, {args.partitions:,} empty partitions"
             rows.append(_row(label, t, None, ls, "find"))
+            if not fmt:
+                table.add(
+                    f"`inventory --depth quick` of {args.partitions:,} empty partitions (Parquet)",
+                    f"{t.median:.2f} s median, {t.best:.2f} s best",
+                    f"`find -maxdepth 2` {ls.median:.2f} s median",
+                    ratio(t.median, ls.median),
+                )
     load_after = Path("/proc/loadavg").read_text().split()[:3]
     print(f"command: {command()}" + (f" (PYTHONPATH={ENV['PYTHONPATH']})" if args.src else ""))
     print(f"machine: {machine()}")
@@ -313,6 +341,8 @@ def main() -> None:
     print("|---|---|---|---|---|" + ("---|" if least else ""))
     for r in rows:
         print(r)
+    if args.src is None:
+        table.print()
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ KRaft metadata log kraft-3.5-greenlemont-n1/__cluster_metadata-0/000000000000000
 small metadata records, decoded with the cluster-metadata decoder). Modes: batches (no flag), --deep
 (every record) and -p (--print-data: keys, values, decoded records). The last column is text time /
 JSON CPU time (user + sys of the logdoctor process, steadier than wall time on a shared machine): at
-most 1.0 means text is at least as fast as JSON. Times include the CLI's start (~1 s of imports).
+most 1.0 means text is at least as fast as JSON. Times include the CLI's start (~1 s of imports). The
+rows of BENCHMARKS.md's "Dump" table follow (``benchmarks/update_table.py`` puts them in place).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import command, machine, segment
+from _common import TableRows, command, machine, ratio, segment
 from logdoctor.formats.record_types import Compression
 from logdoctor.sample.records import RecordDataSpec
 
@@ -74,6 +75,7 @@ def main() -> None:
     files = [("generated, uncompressed, 512 B JSON values", segment(spec, "dump"))]
     if METADATA_LOG.exists():
         files.append(("real KRaft metadata log (kraft-3.5-greenlemont-n1)", METADATA_LOG))
+    table = TableRows()
     print(f"# {machine()}\n# {command()}\n")
     print("| file | size | mode | text: wall, CPU | --json: wall, CPU | text / json (CPU) |")
     print("|---|---|---|---|---|---|")
@@ -90,6 +92,13 @@ def main() -> None:
                 f"| {c_text / c_json:.2f} |",
                 flush=True,
             )
+            table.add(
+                f"`dump` text vs `--json`, {label}, {mode}",
+                f"{c_text:.2f} s CPU ({w_text:.2f} s wall, {size / 1e6:.1f} MB)",
+                f"`--json` {c_json:.2f} s CPU",
+                ratio(c_text, c_json),
+            )
+    table.print()
 
 
 if __name__ == "__main__":

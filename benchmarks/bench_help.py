@@ -18,7 +18,8 @@ change (``git archive BASE src | tar -x -C /tmp/before``).
 
 hyperfine is required (``apt-get install hyperfine``). Output: one row per command with hyperfine's median
 and minimum wall time, its mean CPU (user + system), and the ratio of the median wall and of the CPU to the
-anchor's; the load average before and after each run.
+anchor's; the load average before and after each run; then the rows of BENCHMARKS.md's "CLI start" and
+"Scan" tables (``benchmarks/update_table.py`` puts them in place).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import command, machine
+from _common import TableRows, command, machine, ratio
 from bench_disk_speed import empty_partitions_dir
 
 BIN = Path(sys.executable).parent
@@ -67,6 +68,35 @@ def _rows(results: dict[str, dict], anchor: str) -> list[str]:
             f"| {r['median'] / base['median']:.2f}x | {cpu / base_cpu:.2f}x |"
         )
     return rows
+
+
+def _median(r: dict) -> str:
+    return f"{r['median'] * 1000:.1f} ms median"
+
+
+def _help_rows(table: TableRows, results: dict[str, dict]) -> None:
+    base = results["python -c pass"]
+    anchor = f"`python -c pass` {_median(base)}"
+    main = results["logdoctor --help"]
+    table.add(
+        "`logdoctor --help` (replayed from the help cache)", _median(main), anchor,
+        ratio(main["median"], base["median"]),
+    )  # fmt: skip
+    commands = [
+        n for n in results if n.startswith("logdoctor ") and n != "logdoctor --help" and "typer" not in n
+    ]
+    each = [results[n]["median"] for n in commands]
+    table.add(
+        "each command's `--help` (replayed from the help cache)",
+        f"{min(each) * 1000:.1f}-{max(each) * 1000:.1f} ms median",
+        anchor,
+        f"{min(each) / base['median']:.2f}-{max(each) / base['median']:.2f}x",
+    )
+    typer = results["logdoctor --help (typer: LOGDOCTOR_HELP_CACHE=0)"]
+    table.add(
+        "`logdoctor --help` rendered by typer (a first call, or `LOGDOCTOR_HELP_CACHE=0`)",
+        _median(typer), anchor, ratio(typer["median"], base["median"]),
+    )  # fmt: skip
 
 
 def _callgrind(argv: list[str], env: dict[str, str]) -> int:
@@ -113,6 +143,7 @@ def main() -> None:
         if name in ("logdoctor --help", "logdoctor scan --help", "logdoctor export --help")
     }
 
+    table = TableRows()
     print(f"# {command()}")
     print(f"# {machine()}")
     header = "| command | median wall | min wall | CPU (mean user + sys) | wall x anchor | CPU x anchor |"
@@ -122,6 +153,7 @@ def main() -> None:
     print(header)
     print("|---|---|---|---|---|---|")
     print("\n".join(_rows(results, "python -c pass")))
+    _help_rows(table, results)
 
     if args.callgrind:
         print(f"\ncallgrind (instructions, one run each; load {_load()}):\n")
@@ -165,6 +197,22 @@ def main() -> None:
         print(header.replace("anchor", "find"))
         print("|---|---|---|---|---|---|")
         print("\n".join(_rows(results, next(iter(scans)))))
+        find, quick, quick_json = (results[name] for name in list(scans)[:3])
+        anchor = f"`find DIR -mindepth 1 -maxdepth 2` {find['median']:.3f} s median"
+        cpu = quick["user"] + quick["system"]
+        table.add(
+            f"`scan --quick` of {args.partitions:,} empty partitions",
+            f"{quick['median']:.3f} s median, {quick['min']:.3f} s min (CPU {cpu:.2f} s)",
+            anchor,
+            ratio(quick["median"], find["median"]),
+        )
+        table.add(
+            f"`scan --quick --json` of {args.partitions:,} empty partitions",
+            f"{quick_json['median']:.3f} s median",
+            anchor,
+            ratio(quick_json["median"], find["median"]),
+        )
+    table.print()
     shutil.rmtree(cache, ignore_errors=True)
 
 

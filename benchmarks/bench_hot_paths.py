@@ -5,7 +5,8 @@ index rebuild; CPU seconds, best of ``--repeat``.
     .venv/bin/python benchmarks/bench_hot_paths.py SEGMENT.log [--repeat 5]
     PYTHONPATH=/tmp/before/src .venv/bin/python benchmarks/bench_hot_paths.py SEGMENT.log   # other code
 
-Run both, interleaved, in one session (BENCHMARKS.md, "Refactors: the hot paths before and after").
+Run both, interleaved, in one sitting on the same machine: a refactor's check that the hot paths kept their
+speed (the figures go with the change that needs them; BENCHMARKS.md holds the current figures only).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a `logdoctor` command spends importing: the sums of ``python -X importtime``'s self column
 (logdoctor's own modules, and all), median of ``--repeat`` runs; ``--python`` another checkout's
-interpreter (its editable install: main's ``.venv/bin/python`` for the "before" column of BENCHMARKS.md).
+interpreter (its editable install: main's ``.venv/bin/python`` for the figures of the code before a change).
 
     .venv/bin/python benchmarks/bench_import_time.py [--repeat 15] [--python PY] -- scan --deep --json LOGDIR
 """

@@ -3,7 +3,8 @@
 2 N records (``--distinct``: N records, each key once), fed in 64 Ki-record Arrow batches to
 ``logdoctor.spark.latest._latest_offsets`` (what one task holds for one partition: the keys spilled as sorted
 runs past ``latest_spill.RUN_ENTRIES``), then the winning offsets walked in ascending order as the second pass
-walks them. Prints the distinct keys found, the records, the process's peak RSS and its RSS before.
+walks them. Prints the distinct keys found, the records, the process's peak RSS and its RSS before, then the
+row of BENCHMARKS.md's "Export" table (``benchmarks/update_table.py`` puts it in place).
 
 ``--before SRC``-style comparisons: run the same file with ``PYTHONPATH`` at another checkout's ``src``
 whose ``_latest_offsets`` takes the batches alone (it then holds every key in memory)."""
@@ -12,6 +13,7 @@ import inspect
 import resource
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -51,7 +53,15 @@ else:
     finally:
         held.close()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+elapsed = time.perf_counter() - t
 print(
     f"{count:,} distinct keys ({walked:,} winners walked), {rec:,} records: peak {peak:.0f} MiB "
-    f"(before {base / 1024:.0f} MiB), {time.perf_counter() - t:.1f} s"
+    f"(before {base / 1024:.0f} MiB), {elapsed:.1f} s"
 )
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import TableRows  # noqa: E402
+
+table = TableRows()
+keys = f"{count:,} distinct keys" if DISTINCT else f"{N:,} keys drawn over {2 * N:,} records"
+table.add(f"latest view of one partition, {keys}, peak RSS", f"{peak:.0f} MiB, {elapsed:.1f} s")
+table.print()

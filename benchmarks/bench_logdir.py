@@ -6,7 +6,8 @@ partition with its log start and log end offsets.
 The log dir is generated once (cached in /tmp/logdoctor-bench, never in the repo) with
 logdoctor.sample.logdir: tiny segments of one small batch each (a roll per batch), with their
 .index/.timeindex, a producer snapshot at each log end, checkpoints and meta.properties.
-Timings are wall time, warm page cache, best and median of ``--repeat`` runs, each on a fresh LogDir.
+Timings are wall time, warm page cache, best and median of ``--repeat`` runs, each on a fresh LogDir. The
+rows of BENCHMARKS.md's "Records" table follow (``benchmarks/update_table.py`` puts them in place).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import command, machine, many_segments_dir, timed
+from _common import TableRows, command, machine, many_segments_dir, timed
 from logdoctor.logdir import LogDir
 
 
@@ -54,6 +55,16 @@ def main() -> None:
         ("list partitions + log start/end offsets", t_offsets),
     ):
         print(f"{label:<44} best {t.best:.2f} s, median {t.median:.2f} s")
+    table = TableRows()
+    table.add(
+        f"log dir model: list {n_parts:,} partitions and their {n_segs:,} segments",
+        f"{t_list.best:.2f} s best, {t_list.median:.2f} s median",
+    )
+    table.add(
+        f"log dir model: list {n_parts:,} partitions with their log start and end offsets",
+        f"{t_offsets.best:.2f} s best, {t_offsets.median:.2f} s median",
+    )
+    table.print()
 
 
 if __name__ == "__main__":

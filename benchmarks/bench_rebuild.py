@@ -8,7 +8,8 @@ JSON values), plus small batches (1 KiB, what a lightly loaded producer with lin
 per-batch cost dominates) and transactional lz4 (4 producers, markers every few batches: the Python
 walk handles every marker). Columns: rebuild_indexes (C lane for plain v2 batches, Python walk for the
 rest), the same with ``recovery.FAST_LANE`` off (the Python walk alone, as before the C lane), then the parts
-that bound it: the batch walk with CRCs (iter_batches) and the CRC alone over the whole file.
+that bound it: the batch walk with CRCs (iter_batches) and the CRC alone over the whole file. The rows of
+BENCHMARKS.md's "Repair" table follow (``benchmarks/update_table.py`` puts them in place).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_of, command, machine, segment
+from _common import TableRows, best_of, command, machine, ratio, segment
 from logdoctor.formats import recovery
 from logdoctor.formats.crc import crc32c
 from logdoctor.formats.record_types import Compression
@@ -50,6 +51,7 @@ def main() -> None:
     ap.add_argument("--only", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
     args = ap.parse_args()
     target = int(args.gb * (1 << 30))
+    table = TableRows()
     print(f"# {machine()}\n# {command()}\n")
     print("| segment | size | batches | rebuild_indexes | Python walk alone | walk + CRC only | CRC only |")
     print("|---|---|---|---|---|---|---|")
@@ -95,8 +97,15 @@ def main() -> None:
             f"| {gb / t_walk:.2f} GB/s | {gb / t_crc:.2f} GB/s |",
             flush=True,
         )
+        table.add(
+            f"`rebuild_indexes` of {args.gb:g} GiB, {LABELS[name]}, one core",
+            f"{gb / t_rebuild:.2f} GB/s ({t_rebuild:.2f} s)",
+            f"crc32c over the same bytes {gb / t_crc:.2f} GB/s",
+            ratio(t_crc, t_rebuild),
+        )
         del view
     print(f"\n(page cache warm; {os.cpu_count()} cores present, one used)")
+    table.print()
 
 
 if __name__ == "__main__":

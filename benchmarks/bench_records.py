@@ -10,7 +10,8 @@ one core, side by side with kafka-python's MemoryRecords / DefaultRecordBatch:
   (b) full record decode (records/s): our per-Record iterator, our columnar path
       (decode_columns, Arrow/numpy), and kafka-python's record iterator.
 
-Goals: (a) >= 1 GB/s, (b) >= 10x kafka-python.
+Goals: (a) >= 1 GB/s, (b) >= 10x kafka-python. The rows of BENCHMARKS.md's "Records" table follow
+(``benchmarks/update_table.py`` puts them in place).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kafka.record.memory_records import MemoryRecords
 
-from _common import best_of, command, machine, segment
+from _common import TableRows, best_of, command, machine, ratio, segment
 from logdoctor.formats.columns import decode_columns
 from logdoctor.formats.record_types import Compression
 from logdoctor.formats.records import iter_batches
@@ -81,7 +82,7 @@ def kp_records(buf: bytes) -> int:
     return n
 
 
-def run(codec: Compression, size_mb: int, repeat: int, kp_repeat: int) -> list[str]:
+def run(codec: Compression, size_mb: int, repeat: int, kp_repeat: int, table: TableRows) -> list[str]:
     spec = RecordDataSpec(
         seed=42,
         record_count=None,
@@ -117,6 +118,18 @@ def run(codec: Compression, size_mb: int, repeat: int, kp_repeat: int) -> list[s
         f"| {krecords / t_krec / 1e6:.3f} M rec/s "
         f"| {t_krec:.2f} s | 1x |",
     ]
+    on = f"{codec.label}, {size_mb} MB segment"
+    table.add(
+        f"(a) header scan + CRC, {on}",
+        f"{gb / t_scan:.2f} GB/s ({t_scan:.2f} s)",
+        f"kafka-python `next_batch` + `validate_crc` {gb / t_kscan:.2f} GB/s ({t_kscan:.2f} s)",
+        ratio(t_kscan, t_scan),
+    )
+    kp = f"kafka-python record iterator {krecords / t_krec / 1e6:.3f} M rec/s ({t_krec:.2f} s)"
+    for name, t in (("Record iterator", t_rec), ("columnar", t_col)):
+        table.add(
+            f"(b) decode, {name}, {on}", f"{records / t / 1e6:.2f} M rec/s ({t:.2f} s)", kp, ratio(t_krec, t)
+        )
     print(f"   {batches} batches, {records} records")
     for r in rows:
         print(r, flush=True)
@@ -135,9 +148,11 @@ def main() -> None:
     header = ["| codec | measurement | implementation | throughput | time | vs kafka-python |",
               "|---|---|---|---|---|---|"]
     rows: list[str] = []
+    table = TableRows()
     for name in args.codecs.split(","):
-        rows += run(Compression[name.strip().upper()], args.size_mb, args.repeat, args.kp_repeat)
+        rows += run(Compression[name.strip().upper()], args.size_mb, args.repeat, args.kp_repeat, table)
     print("\n" + "\n".join(header + rows))
+    table.print()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ rename; write its indexes; checkpoints), timed from planning to the end of the a
 copy the same objects (`.log`, `.index`, `.timeindex`; Aiven: `.log`, `.indexes`, `.rsm-manifest`) to a new
 folder, then `sync` (the restore fsyncs every file). Best of ``--repeat``.
 
+The rows of BENCHMARKS.md's "Restore" table follow (``benchmarks/update_table.py`` puts them in place).
+
 Usage: .venv/bin/python benchmarks/bench_restore.py [--records 400000] [--repeat 3] [--layouts aiven,...]
        [--local-only]
 """
@@ -33,7 +35,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests" / "spark"))
 
 from _aiven_variants import make_variants  # noqa: E402
-from _common import BENCH_TMP, machine  # noqa: E402
+from _common import BENCH_TMP, TableRows, machine, ratio  # noqa: E402
 from bench_remote_tier import CHUNK, _segment_id, _upload_aiven, _upload_kafka_local, make_data  # noqa: E402
 
 
@@ -182,6 +184,7 @@ def main() -> None:
     assert server.stdout is not None and server.stdin is not None
     assert server.stdout.readline().strip() == "ready"
     rows = []
+    table = TableRows()
     try:
         from pyarrow import fs
 
@@ -242,7 +245,10 @@ def main() -> None:
             f"| {name} | {restored:,} | {t_r:.2f} | {restored / t_r / 1e6:.0f} | {base} | {t_c:.2f} | "
             f"{t_r / t_c:.2f}x |"
         )
+        copy = "`cp -r` + `sync -f`" if base.startswith("cp ") else "pyarrow `copy_files` + `sync -f`"
+        table.add(f"restore, {name}", f"{t_r:.2f} s", f"{copy} {t_c:.2f} s", ratio(t_r, t_c))
     print(json.dumps({"rows": rows}))
+    table.print()
 
 
 if __name__ == "__main__":

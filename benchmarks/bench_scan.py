@@ -10,7 +10,8 @@ Log dirs are generated once and cached in /tmp/logdoctor-bench (never in the rep
   (uncompressed and lz4, ~16 KB batches, logdoctor.sample.records), with indexes rebuilt as
   LogSegment.recover would (logdoctor.formats.recovery).
 Timings are wall time with a warm page cache, all cores (one worker process per core), best and
-median of ``--repeat`` runs; the CLI row includes interpreter start-up and JSON output.
+median of ``--repeat`` runs; the CLI row includes interpreter start-up and JSON output. The rows of
+BENCHMARKS.md's "Scan" table follow (``benchmarks/update_table.py`` puts them in place).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import BENCH_TMP, command, machine, many_segments_dir, segment, timed
+from _common import BENCH_TMP, TableRows, command, machine, many_segments_dir, ratio, segment, timed
 from logdoctor.formats.checkpoint import new_offset_checkpoint, write_offset_checkpoint
 from logdoctor.formats.records import Compression
 from logdoctor.formats.recovery import rebuild_indexes
@@ -81,6 +82,8 @@ def main() -> None:
     jobs = os.cpu_count() or 1
     now = int(time.time() * 1000)
     path = many_segments_dir(args.partitions, args.segments)
+    table = TableRows()
+    depth_names = {Depth.QUICK: "`--quick`", Depth.DEFAULT: "default depth", Depth.DEEP: "`--deep`"}
     rows = []
     for depth in (Depth.QUICK, Depth.DEFAULT, Depth.DEEP):
         best, median, cpu, rep = timed(
@@ -90,6 +93,10 @@ def main() -> None:
         assert len(rep.partitions) == args.partitions and segs == args.partitions * args.segments
         assert rep.exit_code == 0, rep.findings[:3]
         rows.append((f"{depth.name.lower()} (scanner API)", best, median, cpu, rep.bytes_read))
+        table.add(
+            f"scanner API {depth_names[depth]}, {args.partitions:,} partitions x {args.segments} segments",
+            f"{best:.2f} s best, {median:.2f} s median (CPU {cpu:.2f} s; {rep.bytes_read / 1e6:.1f} MB read)",
+        )
     cli = REPO / ".venv" / "bin" / "logdoctor"
     for flag in ("--quick", None):
         cmd = [str(cli), "scan", "--json", *([flag] if flag else []), str(path)]
@@ -109,9 +116,11 @@ def main() -> None:
             f"{'' if read is None else f'{read / 1e6:.1f} MB'} |"
         )
     if args.skip_deep:
+        table.print()
         return
     d = deep_dir()
     total = sum((d / p / "00000000000000000000.log").stat().st_size for p in ("bench.deep-0", "bench.deep-1"))
+    one_worker = None
     for j in (1, jobs):
         best, median, cpu, rep = timed(
             args.repeat, lambda j=j: scan([d], ScanOptions(depth=Depth.DEEP, now_ms=now), jobs=j)
@@ -122,6 +131,16 @@ def main() -> None:
             f"{median:.2f} s ({total / median / 1e9:.2f} GB/s) | {cpu:.2f} s ({total / cpu / 1e9:.2f} GB per "
             f"CPU-s) | {rep.bytes_read / 1e9:.2f} GB |"
         )
+        if j == 1:
+            one_worker = best
+        elif one_worker is not None:
+            table.add(
+                f"scanner API `--deep`, 2 x 1 GiB segments, {j} workers",
+                f"{best:.2f} s best ({total / best / 1e9:.2f} GB/s)",
+                f"the same on 1 worker: {one_worker:.2f} s ({total / one_worker / 1e9:.2f} GB/s)",
+                ratio(best, one_worker),
+            )
+    table.print()
 
 
 if __name__ == "__main__":

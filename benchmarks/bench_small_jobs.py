@@ -9,7 +9,8 @@ export - floor. Then a timeline of one export (``--timeline``): the driver's ste
         [--repeat 5] [--records 8000] [--src PATH] [--timeline]
 
 A second floor is what the arrow writer's export starts: logdoctor's local session (SparkContext only,
-``get_spark(sql=False)``), one trivial Python task, stop (this checkout's code).
+``get_spark(sql=False)``), one trivial Python task, stop (this checkout's code). The export's row of
+BENCHMARKS.md's "Export" table follows (``benchmarks/update_table.py`` puts it in place).
 
 ``--src`` adds the same export run with another checkout's ``src`` (PYTHONPATH; copy the built
 ``_speedups*.so`` into its ``src/logdoctor/formats``), e.g. the code before a change: the "before" column.
@@ -31,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_TMP, command, machine
+from _common import BENCH_TMP, TableRows, command, machine, ratio
 
 FLOOR = (
     "from pyspark.sql import SparkSession\n"
@@ -189,6 +190,7 @@ def main() -> None:
         timeline_child(*args.timeline_child)
         return
     BENCH_TMP.mkdir(parents=True, exist_ok=True)
+    table = TableRows()
     log_dir = small_log_dir(args.records)
     env = dict(os.environ)
     env.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -220,6 +222,14 @@ def main() -> None:
     for name, w in walls.items():
         best, median = min(w), sorted(w)[len(w) // 2]
         print(f"| {name} | {best:.2f} s | {median:.2f} s | {best / floor:.2f}x | {best - floor:+.2f} s |")
+    w = walls["export (this checkout)"]
+    table.add(
+        f"`export` of one {args.records:,}-record partition to Parquet, whole process",
+        f"{min(w):.2f} s best of {args.repeat} (median {sorted(w)[len(w) // 2]:.2f} s)",
+        f"Spark's floor: a bare `SparkSession`, `range(1).count()`, stop: {floor:.2f} s",
+        ratio(min(w), floor),
+    )
+    table.print()
     if args.timeline:
         timeline(log_dir, env)
 

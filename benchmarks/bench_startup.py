@@ -6,7 +6,8 @@
 
 ``--src`` runs another checkout's ``src`` with this interpreter (PYTHONPATH), e.g. the code before
 a change (``git worktree add /tmp/before <commit>``; copy the built ``_speedups*.so`` into its
-``src/logdoctor/formats``): the "before" column of BENCHMARKS.md.
+``src/logdoctor/formats``): figures of the code before a change. Without ``--src`` the rows of
+BENCHMARKS.md's "CLI start" table follow (``benchmarks/update_table.py`` puts them in place).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import command, machine
+from _common import TableRows, command, machine, ratio
 from logdoctor.formats.checkpoint import OffsetCheckpoint, write_offset_checkpoint
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 
@@ -46,6 +47,7 @@ def main() -> None:
     ap.add_argument("--src", type=Path, default=None)
     args = ap.parse_args()
 
+    table = TableRows()
     work = Path(tempfile.mkdtemp(prefix="logdoctor-startup-"))
     checkpoint = work / "recovery-point-offset-checkpoint"
     checkpoint.write_bytes(write_offset_checkpoint(OffsetCheckpoint(0, [("orders", 3, 8365023)])))
@@ -83,6 +85,17 @@ def main() -> None:
             f"{name:32} {min(walls[name]) * 1e3:8.0f}ms {wm * 1e3:10.0f}ms "
             f"{statistics.median(cpus[name]) * 1e3:9.0f}ms {wm / base:7.1f}"
         )
+    anchor = min(walls["python -c pass"])
+    for name in ("logdoctor dump CHECKPOINT", "logdoctor dump --json CHECKPOINT"):
+        cpu = statistics.median(cpus[name])
+        table.add(
+            f"`{name}`",
+            f"{min(walls[name]) * 1e3:.0f} ms best wall, {cpu * 1e3:.0f} ms CPU median",
+            f"`python -c pass` {anchor * 1e3:.0f} ms best wall",
+            ratio(min(walls[name]), anchor),
+        )
+    if args.src is None:
+        table.print()
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@ values, 16 KiB batches; /tmp, never the repo). Side by side in one run, page cac
 - the records of every slice as a Spark task reads them (``read_slice``), with ``read_uncommitted`` and
   with ``read_committed`` (the labels and the filter), and with the slices planned without transactions
   (what the readers did before issue 45).
+
+The rows of BENCHMARKS.md's "Records" table follow (``benchmarks/update_table.py`` puts them in place).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BENCH_TMP, best_of, command, machine
+from _common import BENCH_TMP, TableRows, best_of, command, machine, ratio
 from logdoctor.formats.record_types import Compression
 from logdoctor.sample.records import RecordDataSpec, write_segment
 
@@ -52,6 +54,7 @@ def main() -> None:
     from logdoctor.spark.planning import parse_read_options, plan_slices, plan_transactions
     from logdoctor.spark.sources import read_slice
 
+    table = TableRows()
     folder = partition(args.mb)
     logs = sorted(str(p) for p in folder.glob("*.log"))
     size = sum(os.path.getsize(p) for p in logs)
@@ -88,6 +91,28 @@ def main() -> None:
     ):
         print(f"| {name} | {t:.3f} s | {t / t_cat:.2f}x | {'' if n is None else f'{n:,}'} |")
     print(f"walk + read_committed over the plain read: {(t_walk + t_com) / t_before:.3f}x")
+    table.add(
+        f"transaction outcomes of {args.mb} MiB (`plan_transactions`, the header walk)",
+        f"{t_walk:.3f} s",
+        f"`cat` of the segments {t_cat:.3f} s",
+        ratio(t_walk, t_cat),
+    )
+    plain = f"the plain read without a transaction walk {t_before:.3f} s ({n_all:,} records)"
+    table.add(
+        f"{args.mb} MiB of transactional records read `read_committed` "
+        "(walk, labels, no aborted batch decoded)",
+        f"{t_com:.3f} s ({n_com:,} records)",
+        plain,
+        ratio(t_com, t_before),
+    )
+    table.add(
+        f"{args.mb} MiB of transactional records read `read_uncommitted` "
+        "(walk and `transaction_result` labels)",
+        f"{t_unc:.3f} s",
+        plain,
+        ratio(t_unc, t_before),
+    )
+    table.print()
 
 
 if __name__ == "__main__":

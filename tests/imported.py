@@ -1,5 +1,5 @@
 """What a fresh interpreter has imported after running the real command line (a start-up guard by listing
-modules, not by timing: BENCHMARKS.md "CLI start-up")."""
+modules, not by timing: BENCHMARKS.md, "CLI start")."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ SERIAL_GROUPS = {
 # The longest work units, longest first; a unit not named here comes after them, the one with the most
 # tests first (pytest-xdist's own order). The figures: setup + call + teardown summed per module, of a
 # whole `make test` (the Spark modules, test_move_partition, test_dump_remote, test_inventory_census) and
-# of a `make test-fast` at load 6-13 (the others: BENCHMARKS.md, "The test suite"). A module of few long
+# of a `make test-fast` at load 6-13 (the others: BENCHMARKS.md, "Test suite and demo"). A module of few long
 # tests left unnamed would be handed out last, after every module of many short ones, and run alone
 # at the end while the other worker has nothing left to do (test_xdist_terminal.py did: 174 s).
 LONGEST: list[str] = [

@@ -74,7 +74,7 @@ def test_the_cyclic_garbage_of_checked_partitions_is_freed_during_the_scan(
 
 
 def test_partitions_that_leave_no_cycle_are_not_collected_for(tmp_path: Path) -> None:
-    """Session 47: the scan's own young collections come after partitions with segments only (each walks
+    """Issue 49 goal 4: the scan's own young collections come after partitions with segments only (each walks
     every object made since the last, the kept reports too: 3,125 collections in a scan of 50,000 empty
     partitions, for 193 objects of garbage in all). 3,000 empty partitions: none; the test above checks
     that partitions with segments are still collected for."""

@@ -58,7 +58,7 @@ def test_the_command_modules_load_without_collections_and_stay_frozen(tmp_path, 
     automatic garbage collector off and frozen after, so that no collection walks them, while they
     load or later in the run (before, a `repair` of 1 GiB ran ~140 collections while it loaded and
     one full collection after, ~0.05-0.09 s); the collector is on again after them (a scan turns it off
-    for its own work and output: cli.scan_run, session 47)."""
+    for its own work and output: cli.scan_run, issue 49 goal 4)."""
     argv = [sys.executable, "-c", COLLECTIONS, "scan", "--quick", "--json", *jobs, str(tmp_path)]
     r = subprocess.run(argv, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -95,7 +95,7 @@ AFTER_SCAN = (
 
 @pytest.mark.parametrize("fmt", [[], ["--json"]], ids=["text", "json"])
 def test_no_full_collection_walks_the_scan_before_the_exit(tmp_path, fmt) -> None:
-    """Session 47: the scan's output is made with the automatic collector off and what the scan keeps is
+    """Issue 49 goal 4: the scan's output is made with the automatic collector off and what the scan keeps is
     frozen before it is on again (cli.scan_run). Before, turning it back on after the text report started
     a full collection at once (the scan's own young collections had counted towards it), which walked
     every object of the scan for no garbage: 0.3-0.7 s of a `scan --quick` of 50,000 partitions. 400

@@ -2,7 +2,7 @@
 the app and every command, off a terminal, at another width and in colour; it is rendered again when the
 code or the terminal changes; and no help cuts a word with "…" (cli/helptext.fold_long_words).
 
-Start-up time is in BENCHMARKS.md ("Session 47"), never measured here."""
+Start-up time is in BENCHMARKS.md ("CLI start"), never measured here."""
 
 from __future__ import annotations
 

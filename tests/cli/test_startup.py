@@ -1,6 +1,6 @@
 """What `logdoctor` imports before any work (guarded by listing modules, not by timing): ``--help``
 imports no command module, and ``dump`` of a small file none of the record, index or Spark code.
-Timings are in BENCHMARKS.md ("Start-up")."""
+Timings are in BENCHMARKS.md ("CLI start")."""
 
 from __future__ import annotations
 

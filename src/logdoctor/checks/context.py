@@ -65,7 +65,7 @@ class PartitionTask:
     """Everything a worker needs for one partition folder (no shared state across processes). Never
     changed once made, though not ``frozen``: a frozen dataclass sets each of its 17 fields through
     ``object.__setattr__``, 3.8 us a task against 1.1 us, 0.14 s of CPU in a scan of 50,000 partitions
-    (BENCHMARKS.md, session 47)."""
+    (issue 49 goal 4; BENCHMARKS.md, "Scan", row "`scan --quick` of 50,000 empty partitions")."""
 
     log_dir: str
     path: str

@@ -116,7 +116,8 @@ _P = ParamSpec("_P")
 # collect cyclic garbage (Partition <-> Segment) of the partitions checked in this process after every N
 # partitions that had segments: a partition without one leaves no cycle (50,000 empty partitions: 193 objects
 # in all), and each collection walks every object made since the last one, the reports kept too (3,125
-# collections, 0.10-0.29 s of `scan --quick` of 50,000 empty partitions; BENCHMARKS.md, session 47)
+# collections, 0.10-0.29 s of `scan --quick` of 50,000 empty partitions; issue 49 goal 4, BENCHMARKS.md
+# "Scan")
 _COLLECT_EVERY = 16
 
 

@@ -1,7 +1,7 @@
 """``logdoctor --help`` and ``logdoctor COMMAND --help`` at the interpreter's own start-up cost.
 
 typer renders help through click, pydantic and rich: ~0.1-0.2 s of imports and layout before the first
-line, 11-13x ``python -c pass`` (BENCHMARKS.md, "CLI start-up"; issue 49). The text it prints depends only
+line, 11-13x ``python -c pass`` (BENCHMARKS.md, "CLI start"; issue 49). The text it prints depends only
 on the code that rendered it, the line and the terminal: its width (``COLUMNS``, else the size of the
 terminal on stdin, stdout or stderr, as rich asks), whether stdout is one, the colour and terminal
 variables rich and typer read, and the output encoding. So the first run of each such call renders it with

@@ -1,5 +1,5 @@
 """Lines of text for people, each with a style: written through rich on a terminal, and as they are off
-one, without importing rich (~20 ms of a ~300 ms ``repair --apply``; BENCHMARKS.md, session 44).
+one, without importing rich (~20 ms of a ~300 ms ``repair --apply``; BENCHMARKS.md, "Repair").
 
 A command's report of its plan and run (``repair``, ``move-partition``, ``sync-replica``:
 :mod:`logdoctor.cli.plan_output`, :mod:`logdoctor.cli.run_status`) is whole lines of text, each of one

@@ -1,7 +1,7 @@
 """rich's text off a terminal, without importing rich: the small tables and ``key: value`` lines of
 ``logdoctor dump`` written to a pipe or a file (an operator's ``for f in */*checkpoint; do logdoctor
 dump "$f"; done > out.txt``), where rich's import and console cost more than the dump itself (~25 ms of a
-~75 ms run; BENCHMARKS.md "CLI start-up").
+~75 ms run; BENCHMARKS.md, "CLI start").
 
 Only the cases whose layout is plain arithmetic are taken: the stream is not a terminal and nothing in
 the environment makes rich treat it as one or narrows it (``TTY_COMPATIBLE``, ``FORCE_COLOR``,

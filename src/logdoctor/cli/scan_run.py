@@ -75,7 +75,7 @@ def run_scan(
     # The scan collects its young generations itself only where partitions left cycles (checks.scanner);
     # turned back on after it, the collector walked every object of the scan for no garbage: a young
     # collection of all of them, or the full collection the scan's own had counted towards (0.3-0.7 s of a
-    # text `scan --quick` of 50,000 partitions; BENCHMARKS.md, session 47).
+    # text `scan --quick` of 50,000 partitions; issue 49 goal 4, BENCHMARKS.md "Scan").
     with no_automatic_collections():
         try:
             with progress_bar(not json_out, "scanning partitions") as progress:
