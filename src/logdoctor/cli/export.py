@@ -40,12 +40,9 @@ from logdoctor.cli.spark_options import ConfOption, RemoteOption
 
 
 def _human(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
+    from logdoctor.logdir.disk import human_bytes
+
+    return human_bytes(n)
 
 
 def remote_tier_not_read(refs: list, topics: str | None = None) -> list[str]:

@@ -40,13 +40,9 @@ def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
 
 
 def human_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} PiB"
+    from logdoctor.logdir.disk import human_bytes as human
+
+    return "?" if n is None else human(n)
 
 
 def findings_by_code(data: ReportData) -> go.Figure:
