@@ -105,3 +105,14 @@ def test_a_fix_argv_runs_as_printed_on_a_path_with_a_space(tmp_path: Path) -> No
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Dry run" in run.stdout
     assert sorted(p.name for p in d.rglob("*")) == before
+
+
+def test_counts_agree_with_their_nouns(tmp_path: Path) -> None:
+    """ "1 log dirs", "1 findings": the inventory's line says each count with its noun agreeing."""
+    d = realworld.REALWORLD / "zk-3.0-tuyen-nnt-b1"
+    run = _run("inventory", str(d), "--out", str(tmp_path / "b1.parquet"))
+    assert run.returncode == 0, run.stderr
+    line = " ".join(run.stderr.split())
+    assert ": 1 log dir, " in line, line
+    for n, noun in re.findall(r"(\d[\d,]*) (log dirs?|replicas?|findings?)\b", line):
+        assert (n == "1") == (not noun.endswith("s")), line
