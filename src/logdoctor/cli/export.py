@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated
 
 import typer
@@ -22,7 +22,7 @@ from rich.text import Text
 
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, usage_error
-from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOINPUT, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOINPUT, EX_NOPERM, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
 from logdoctor.cli.export_tables import (
     CatalogOption,
     PartitionByDayOption,
@@ -274,7 +274,7 @@ def export_command(
 ) -> None:
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
-    from logdoctor.logdir.discovery import InputNotFoundError
+    from logdoctor.logdir.discovery import InputNotFoundError, InputPermissionError
     from logdoctor.logdir.outputs import absolute_location
     from logdoctor.spark.consumer_view import summary_lines
     from logdoctor.spark.export import (
@@ -339,11 +339,17 @@ def export_command(
         refs = list(plan.found)
     except InputNotFoundError as exc:  # a URI that names nothing: 66 too
         fail(f"error: {exc}", EX_NOINPUT)
+    except InputPermissionError as exc:  # an input named directly that this user cannot read: 77
+        fail(f"error: {exc}", EX_NOPERM)
     except PlanningError as exc:
         usage_error(str(exc))
     not_read = remote_tier_not_read(list(plan.refs), topics)
     for line in not_read:
         err.print(f"warning: {line}", soft_wrap=True, markup=False)
+    # what this user cannot read is named now and left out; the rest is exported, and the exit is 77
+    denied = [p for p in plan.not_read if p.permission]
+    for p in denied:
+        err.print(f"warning: {p.error}", soft_wrap=True, markup=False)
     # Before Spark starts: never write or delete at, inside or above an input (exit 73).
     refuse_overlapping_outputs([out], [*split_paths(paths), *sorted({r.log_dir for r in refs})])
     if mode == "error" and output_has_data(out):  # refused before Spark starts (it takes 8-22 s)
@@ -369,8 +375,15 @@ def export_command(
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
     fresh = outputs_this_run_creates(out, fmt, writer, catalog)
+    stopped: str | Callable[[], str] = f"logdoctor export was stopped; its output {out} is incomplete"
+    watch = None
+    if is_table_format(fmt, writer) and not typed:  # one commit: the table says whether it landed
+        from logdoctor.spark.tables.outcome import CommitWatch
+
+        watch = CommitWatch(mode)
+        stopped = lambda: f"logdoctor export was stopped: {watch.line()}"  # noqa: E731
     with (
-        spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"),
+        spark_interruptible(stopped),
         no_space_exits_73(out, fresh),
     ):
         started = time.perf_counter()  # the printed time includes Spark's start, and says how much it took
@@ -385,7 +398,8 @@ def export_command(
             table_export_cli(
                 spark, paths, out, fmt=fmt, mode=mode, options=options, by_day=partition_by_day,
                 catalog=catalog, table=table_name, json_out=json_out, console=console, err=err,
-                not_read=not_read, started=started, spark_start_s=spark_start_s,
+                not_read=not_read, started=started, spark_start_s=spark_start_s, watch=watch,
+                denied=bool(denied),
             )  # fmt: skip
         try:
             with spark_progress(err, "export", "tasks", disable=json_out) as progress:
@@ -443,6 +457,8 @@ def export_command(
         for line in typed_lines(result.typed):
             console.print(f"Typed: {line}", soft_wrap=True, markup=False)
     undecoded = result.typed is not None and result.typed.undecoded > 0
+    if denied:
+        raise typer.Exit(EX_NOPERM)
     raise typer.Exit(EX_WARNINGS if result.skipped or not_read or undecoded else EX_OK)
 
 
