@@ -82,7 +82,8 @@ def test_an_export_goes_on_past_what_it_cannot_read_and_names_it() -> None:
         ) in done.stderr, said
         for text in ("Errno", "Traceback", "last stable offset None"):
             assert text not in said, said
-        assert f"skipped: {folder}" in done.stdout and f"skipped: {log}" in done.stdout, said
+        for path in (folder, log):  # among the skipped ranges, once each
+            assert done.stdout.count(f"skipped: {path} ") == 1, said
         # the partition it could read is in the table, as the format's own library reads it back
         rows = tu.iceberg_table(out).scan().to_arrow()
         assert rows.num_rows > 0 and set(rows.column("topic").to_pylist()) == {"twitter"}

@@ -664,7 +664,9 @@ def skipped_ranges(
             undecodable.extend({"path": r["path"], **u.asDict()} for u in r["undecodable"] or ())
             undecodable.extend({"path": r["path"], **u.asDict()} for u in r["crc_mismatches"] or ())
     if writer == "arrow" and plan is not None:  # the segments pass did not plan the remote tier
-        skipped.extend(not_read_ranges(plan))
+        # (what it did plan, a local file or folder this user cannot read, it named already: once)
+        seen = {(s.path, s.error) for s in skipped}
+        skipped.extend(r for r in not_read_ranges(plan) if (r.path, r.error) not in seen)
     for p in remote_skipped:  # remote-tier segments the arrow writer's tasks could not read
         skipped.append(SkippedRange(p["path"], int(p["valid_bytes"]), int(p["size_bytes"]), p["error"]))
     for u in undecodable:
