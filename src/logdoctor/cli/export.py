@@ -29,6 +29,7 @@ from logdoctor.cli.export_tables import (
     TableNameOption,
     is_table_format,
     table_export_cli,
+    time_parts,
 )
 from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_inputs_exist
 from logdoctor.cli.interrupts import spark_interruptible
@@ -429,8 +430,7 @@ def export_command(
                 (f"{result.rows:,}", "bold"),
                 f" records from {result.segments:,} segments ({_human(result.bytes_in)} of logs) to "
                 f"{result.out_dir} as {result.format}: {result.files} files, {_human(result.bytes_out)}, in "
-                f"{time.perf_counter() - started:.1f} s ({spark_start_s:.1f} s of it starting Spark; the "
-                f"export {result.elapsed_s:.1f} s, {result.records_per_s:,.0f} records/s)",
+                + time_parts(time.perf_counter() - started, spark_start_s, result),
             )
         )
         if result.skipped:

@@ -236,7 +236,8 @@ _PHASE_WORDS = {
     "planning": "planning (the read plan; the table opened and checked)",
     "writing": "writing and committing",
     "sweep": "sweeping earlier runs' uncommitted files",
-    "skipped ranges": "listing the skipped ranges (a Spark pass over the segments)",
+    "skipped ranges": "naming the skipped ranges",
+    "segments pass": "a Spark pass over the segments naming the skipped ranges",
 }
 
 

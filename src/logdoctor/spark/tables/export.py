@@ -22,7 +22,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.spark.export import ExportResult, StageProgress
@@ -53,16 +53,10 @@ class TableExportResult(ExportResult):
     """:class:`ExportResult` and the files earlier exports left uncommitted (:mod:`.orphans`)."""
 
     uncommitted: Orphans | None = None
-    #: seconds of each part of the run, in order: "planning" (the read plan, opening and checking the
-    #: table), "writing" (the tasks, the commit and removing the job's other files: ``elapsed_s``),
-    #: "sweep" (what earlier exports left uncommitted, removed) and "skipped ranges" (the Spark pass over
-    #: the segments that names the corrupt ranges not exported)
-    phases: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         out = ExportResult.to_json(self)
         out["uncommitted_files"] = None if self.uncommitted is None else self.uncommitted.to_json()
-        out["phases_s"] = {k: round(v, 3) for k, v in self.phases.items()}
         return out
 
 
@@ -360,7 +354,7 @@ def run_table_export(
             "planning": started - begun,
             "writing": elapsed,
             "sweep": swept - started - elapsed,
-            "skipped ranges": time.perf_counter() - swept,
+            "segments pass": time.perf_counter() - swept,
         },
     )
 
