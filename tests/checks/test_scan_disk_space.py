@@ -201,3 +201,15 @@ def test_census_moves_only_to_another_file_system_with_room(other, moves):
     f = next(x for x in fleet_findings([replica], [full, other]) if x["log_dir"] == "/a")
     expected = "logdoctor move-partition orders-0 --from /a --to /b" if moves else "logdoctor retention /a"
     assert f["fix_command"] == expected
+
+
+def test_sizes_in_the_text_are_read_as_people_do(tmp_path: Path) -> None:
+    """Issue 59 item 10: the message says "27.9 GiB of 931.3 GiB free", not "30000000000 of
+    1000000000000 bytes free" (df -h's units, binary), and the fix's command is its argv too."""
+    full_dir, other = _two_dir_broker(tmp_path)
+    disks = {full_dir: SimulatedDisk(10**12, 3 * 10**10), other: SimulatedDisk(10**12, 6 * 10**11)}
+    report = scan([full_dir, other], ScanOptions(Depth.DEFAULT, simulated_disks=disks), jobs=1)
+    (full,) = [f for f in report.findings if f.code == "LOG_DIR_NEARLY_FULL"]
+    assert "(27.9 GiB of 931.3 GiB free, from " in full.message, full.message
+    assert "bytes free" not in full.message + full.fix
+    assert full.fix_argv == (("logdoctor", "retention", full_dir),)

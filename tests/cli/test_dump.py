@@ -138,7 +138,7 @@ def test_every_real_file_dumps(dumped_dir):
     stderr_lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(stderr_lines) == len(errors)
     for line, e in zip(stderr_lines, errors, strict=True):
-        assert line.startswith(e["file"]) and "@0" in line
+        assert line.startswith(f"error: {e['file']}") and "@0" in line
     assert run.exit_code == (2 if errors else 0)
     # every file was dumped: a summary or a single-object dump or an error for each
     per_file = {o.get("file") for o in objects}

@@ -31,7 +31,7 @@ def log_copy(tmp_path, realworld_dir) -> Path:
 def _one_error_line(run, path: Path) -> str:
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, run.stderr
-    assert lines[0].startswith(str(path)), lines[0]
+    assert lines[0].startswith(f"error: {path}"), lines[0]  # as every command's error line starts
     return lines[0]
 
 

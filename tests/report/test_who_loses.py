@@ -67,16 +67,19 @@ class _Tables(HTMLParser):
             self._table = None
 
 
-#: README A and B, a cell each (broker: the scan's node id, the census's broker name)
+#: README A and B, a cell each (broker: the scan's node id, the census's broker name); the record
+#: timestamps as UTC dates (issue 59 item 10: the table showed the epoch milliseconds 1710000000800)
 DIVERGED = {
     "broker-1": {
         "replica": "wallet-0", "truncate to": "800", "records lost": "250", "first offset": "800",
-        "last offset": "1049", "first timestamp": "1710000000800", "last timestamp": "1710000001049",
+        "last offset": "1049", "first timestamp": "2024-03-09T16:00:00.800Z",
+        "last timestamp": "2024-03-09T16:00:01.049Z",
         "epochs": "1",
     },
     "broker-2": {
         "replica": "wallet-0", "truncate to": "800", "records lost": "120", "first offset": "800",
-        "last offset": "919", "first timestamp": "1710000000800", "last timestamp": "1710000000919",
+        "last offset": "919", "first timestamp": "2024-03-09T16:00:00.800Z",
+        "last timestamp": "2024-03-09T16:00:00.919Z",
         "epochs": "1",
     },
 }  # fmt: skip
@@ -178,7 +181,11 @@ def test_an_inventorys_diverged_replica_reads_back_its_offsets() -> None:
     d = facts(view)
     assert d is not None
     assert (d["topic"], d["partition"], d["truncate_to"], d["lost_offsets"], d["records_lost"]) == (
-        "wallet", 0, 800, [800, 1049], None
+        "wallet",
+        0,
+        800,
+        [800, 1049],
+        None,
     )
     assert d["leader"] == "broker-3 (/d3)"
     assert d["salvage_command"].startswith("logdoctor export /d1/wallet-0 ")

@@ -16,7 +16,9 @@ source it follows is named (K: = path in apache/kafka).
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
+import re
+import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -70,14 +72,44 @@ META_PROPERTIES_EMPTY_BY_VERSION = (
 )
 
 
+class CommandText(str):
+    """A fix text (or a part of one) that names commands a script can run: the text as people read it,
+    each command in it rendered from its argv (``shlex.join``), and the argvs themselves (``argvs``), so
+    that the two never drift apart. A template field given one contributes its argvs to the finding's
+    ``fix_argv`` (:func:`make`)."""
+
+    argvs: tuple[tuple[str, ...], ...]
+
+    def __new__(cls, text: str, argvs: Sequence[Sequence[str]] = ()) -> CommandText:
+        self = super().__new__(cls, text)
+        self.argvs = tuple(tuple(a) for a in argvs)
+        return self
+
+
+def command(argv: Sequence[str]) -> CommandText:
+    """One command: its argv, quoted for the shell (``shlex.join``)."""
+    return CommandText(shlex.join(argv), [argv])
+
+
+def command_phrase(template: str, argv: Sequence[str]) -> CommandText:
+    """``template`` with ``{command}`` the command of ``argv`` (quoted, in backticks)."""
+    return CommandText(template.format(command=f"`{shlex.join(argv)}`"), [argv])
+
+
+def repair_argv(code: str, logdir: str, *extra: str) -> list[str]:
+    """The dry-run repair of ``code`` findings in ``logdir`` (add --apply to make the changes)."""
+    return ["logdoctor", "repair", logdir, "--only", code, *extra]
+
+
 def repair_command(code: str, logdir: str) -> str:
-    """The dry-run command that repairs ``code`` findings in ``logdir`` (add --apply to make the changes)."""
-    return f"logdoctor repair {logdir} --only {code}"
+    """:func:`repair_argv`, quoted for the shell."""
+    return shlex.join(repair_argv(code, logdir))
 
 
-def repair_hint(code: str, logdir: str) -> str:
-    """A fix phrase around :func:`repair_command` (the ``{repair}`` template field)."""
-    return f"`{repair_command(code, logdir)}` prints the plan, add --apply to make it"
+def repair_hint(code: str, logdir: str, *extra: str) -> CommandText:
+    """A fix phrase around :func:`repair_argv` (the ``{repair}`` template field)."""
+    argv = repair_argv(code, logdir, *extra)
+    return command_phrase("{command} prints the plan, add --apply to make it", argv)
 
 
 _ENTRIES = (
@@ -1325,7 +1357,7 @@ _ENTRIES = (
         _W,
         "a log dir whose disk is nearly full, as df prints it: warning from 85%, error from 95% (scan: the "
         "log dirs given; census: the fleet's)",
-        "the disk of {logdir} is {used} full ({available} of {total} bytes free, from {disk_source}); a "
+        "the disk of {logdir} is {used} full ({available} of {total} free, from {disk_source}); a "
         "full disk takes the log dir offline",
         "{fix}",
         "K:core/.../log/LogManager.scala handleLogDirFailure (an IOException takes the dir offline)",
@@ -1516,16 +1548,44 @@ def make(
     if case is not None:
         chosen = entry.cases[case]
         message, fix = chosen.message, chosen.fix if chosen.fix is not None else entry.fix
+    fix_text, fix_argv = render_fix(fix, values)
     return Finding(
         code=code,
         severity=entry.severity if severity is None else severity,
         path=path,
         message=message.format_map(values),
-        fix=fix.format_map(values),
+        fix=fix_text,
         position=position,
         offset=offset,
         details=dict(details or {}),
+        fix_argv=fix_argv,
     )
+
+
+_FIELD = re.compile(r"\{(\w+)\}")
+
+
+def render_fix(template: str, values: Mapping[str, Any]) -> tuple[str, tuple[tuple[str, ...], ...]]:
+    """A fix template's text and the argvs of the commands in it, in the order the text names them.
+
+    A backticked ``logdoctor ...`` span of the template with fields in it is a command: each of its
+    words is formatted alone (a path with a space stays one argument) and the span is the argv quoted
+    (``shlex.join``). A field whose value is a :class:`CommandText` brings its argvs. Other spans (a log
+    line to look for, another tool's command with placeholders such as ``HOST:PORT``, a shell glob) are
+    prose."""
+    text: list[str] = []
+    argvs: list[tuple[str, ...]] = []
+    for i, part in enumerate(template.split("`")):
+        if i % 2 and part.startswith("logdoctor ") and _FIELD.search(part) and "*" not in part:
+            argv = tuple(word.format_map(values) for word in part.split())
+            argvs.append(argv)
+            text.append(shlex.join(argv))
+            continue
+        for name in _FIELD.findall(part):
+            value = values.get(name)
+            argvs.extend(value.argvs if isinstance(value, CommandText) else ())
+        text.append(part.format_map(values))
+    return "`".join(text), tuple(argvs)
 
 
 def codes(scope: str | None = None) -> list[str]:

@@ -304,10 +304,10 @@ def _check_damage(st: PartitionState, state: CleanerState) -> None:
 
 
 def _repair_of(code: str, logdir: str) -> str:
-    from logdoctor.checks.catalog import repair_command
+    from logdoctor.checks.catalog import repair_hint
 
     if code == "LOG_CORRUPT":
-        return f"`{repair_command(code, logdir)}` prints the plan, add --apply to make it"
+        return repair_hint(code, logdir)
     return "the LOG_RECORDS_UNDECODABLE fix (the batch cannot be repaired in place)"
 
 

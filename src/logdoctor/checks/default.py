@@ -116,10 +116,8 @@ def log_corrupt_repair(st: PartitionState) -> str:
     from logdoctor.checks import catalog
     from logdoctor.checks.context import Depth
 
-    command = catalog.repair_command("LOG_CORRUPT", st.task.log_dir)
-    if st.task.options.depth >= Depth.DEEP:
-        command += " --deep"
-    return f"`{command}` prints the plan, add --apply to make it"
+    deep = ("--deep",) if st.task.options.depth >= Depth.DEEP else ()
+    return catalog.repair_hint("LOG_CORRUPT", st.task.log_dir, *deep)
 
 
 def truncation_effects(st: PartitionState, i: int, walk: WalkResult) -> str:

@@ -15,7 +15,7 @@ from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport, ScanOptions
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.checks.scan_report import LogDirReport
-from logdoctor.logdir.disk import DiskUsage, disk_usage
+from logdoctor.logdir.disk import DiskUsage, disk_usage, human_bytes
 
 NEARLY_FULL_WARN = 0.85
 NEARLY_FULL_ERROR = 0.95
@@ -75,18 +75,19 @@ def check_disks(
         target = min(others, key=lambda o: usage[o.path].used_fraction or 1.0, default=None)
         if target is not None and big is not None:
             tp = f"{big.topic}-{big.partition}"
-            command = f"logdoctor move-partition {tp} --from {rep.path} --to {target.path}"
-            fix = (
-                f"Move a large partition ({tp}, {big.bytes:,} bytes) to {target.path}, on another file "
+            fix = catalog.command_phrase(
+                f"Move a large partition ({tp}, {human_bytes(big.bytes)}) to {target.path}, on another file "
                 f"system ({usage[target.path].used_percent}% used, "
-                f"{usage[target.path].available_bytes:,} bytes free), with the broker stopped: `{command}` "
-                "prints the plan and whether it fits, add --apply to make it; or use "
-                "kafka-reassign-partitions with log dirs (KIP-113) while it runs."
+                f"{human_bytes(usage[target.path].available_bytes)} free), with the broker stopped: "
+                "{command} prints the plan and whether it fits, add --apply to make it; or use "
+                "kafka-reassign-partitions with log dirs (KIP-113) while it runs.",
+                ["logdoctor", "move-partition", tp, "--from", rep.path, "--to", target.path],
             )
         else:
-            fix = (
-                f"Add a log dir on another disk, lower retention (`logdoctor retention {rep.path}` shows "
-                "what retention deletes), or reassign partitions to other brokers."
+            fix = catalog.command_phrase(
+                "Add a log dir on another disk, lower retention ({command} shows what retention deletes), or "
+                "reassign partitions to other brokers.",
+                ["logdoctor", "retention", rep.path],
             )
         out.append(
             catalog.make(
@@ -95,8 +96,8 @@ def check_disks(
                 severity=Severity.ERROR if used >= NEARLY_FULL_ERROR else None,
                 logdir=rep.path,
                 used=f"{u.used_percent}%",
-                available=u.available_bytes,
-                total=u.total_bytes,
+                available=human_bytes(u.available_bytes),
+                total=human_bytes(u.total_bytes),
                 disk_source=u.source,
                 fix=fix,
             )

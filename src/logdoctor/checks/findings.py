@@ -55,6 +55,8 @@ class Finding:
     offset: int | None = None
     details: dict[str, Any] = field(default_factory=dict)
     caused_by: FindingRef | None = None
+    #: the commands of ``fix`` as argv lists (``fix`` quotes each with ``shlex.join``; checks.catalog.make)
+    fix_argv: tuple[tuple[str, ...], ...] = ()
 
     @property
     def ref(self) -> FindingRef:
@@ -72,6 +74,7 @@ class Finding:
             "offset": self.offset,
             "message": self.message,
             "fix": self.fix,
+            "fix_argv": [list(argv) for argv in self.fix_argv],
         }
         if self.details:
             out["details"] = self.details
@@ -91,6 +94,7 @@ class Finding:
             offset=obj.get("offset"),
             details=dict(obj.get("details") or {}),
             caused_by=FindingRef.from_json(obj["caused_by"]) if obj.get("caused_by") else None,
+            fix_argv=tuple(tuple(argv) for argv in obj.get("fix_argv") or ()),
         )
 
 

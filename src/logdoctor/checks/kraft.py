@@ -311,8 +311,10 @@ def _assignment_findings(ctx: KraftContext, parts: list[PartitionReport]) -> lis
             )
             severity = Severity.INFO
         back = (
-            f" To put it where the metadata says instead: `logdoctor move-partition {tp} --from {p.log_dir} "
-            f"--to {assigned_dir}`."
+            catalog.command_phrase(
+                " To put it where the metadata says instead: {command}.",
+                ["logdoctor", "move-partition", tp, "--from", p.log_dir, "--to", assigned_dir],
+            )
             if assigned_dir is not None
             else ""
         )

@@ -413,4 +413,7 @@ def metadata_log_corrupt(
 
 def metadata_loss_command(logdir: str, *, deep: bool = False) -> str:
     """The repair that truncates the last voter's metadata log, with the consent it needs."""
-    return f"logdoctor repair {logdir} --only LOG_CORRUPT{' --deep' if deep else ''} --allow-metadata-loss"
+    from logdoctor.checks.catalog import command, repair_argv
+
+    deep_flag = ("--deep",) if deep else ()
+    return command(repair_argv("LOG_CORRUPT", logdir, *deep_flag, "--allow-metadata-loss"))

@@ -4,6 +4,8 @@ orders the help; :mod:`logdoctor.cli.main` is the entry point."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from logdoctor.cli.common import LogdoctorGroup
@@ -17,6 +19,20 @@ app = typer.Typer(
 )
 
 
+def _print_version(given: bool) -> None:
+    """``logdoctor --version``: the installed package's version (its metadata, as pip shows it)."""
+    if given:
+        from importlib.metadata import version
+
+        typer.echo(f"logdoctor {version('kafka-logdoctor')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    _version: Annotated[
+        bool,
+        typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit."),
+    ] = False,
+) -> None:
     """Read, check, repair and extract Apache Kafka broker log directories, offline."""

@@ -22,6 +22,7 @@ from logdoctor.cli.findings_output import VerboseOption, render_findings
 from logdoctor.cli.input_checks import refuse_overlapping_outputs
 from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.jsonout import print_json
+from logdoctor.cli.lines import counted
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
 from logdoctor.cli.spark_options import ConfOption, RemoteOption
@@ -40,10 +41,12 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
 
     c = result.counts()
     console.print(
-        f"[bold]Fleet census[/bold]: {result.brokers} brokers, {len(result.log_dirs)} log dirs, "
-        f"{_total(result, 'partitions')} topic-partitions, {_total(result, 'replicas')} replicas; "
-        f"[bold red]{c['error']} errors[/bold red], [yellow]{c['warning']} warnings[/yellow], "
-        f"{c['info']} info"
+        f"[bold]Fleet census[/bold]: {counted(result.brokers, 'broker')}, "
+        f"{counted(len(result.log_dirs), 'log dir')}, "
+        f"{counted(_total(result, 'partitions'), 'topic-partition')}, "
+        f"{counted(_total(result, 'replicas'), 'replica')}; "
+        f"[bold red]{counted(c['error'], 'error')}[/bold red], "
+        f"[yellow]{counted(c['warning'], 'warning')}[/yellow], {c['info']} info"
     )
     lag = Table(title="Replicas behind the most advanced one")
     for col in (

@@ -16,6 +16,7 @@ from rich.text import Text
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail
 from logdoctor.cli.exit_codes import EX_CANTCREAT
+from logdoctor.cli.lines import counted
 from logdoctor.cli.output import text_console
 from logdoctor.cli.timeparse import parse_now
 
@@ -92,7 +93,7 @@ def collect_inventories(
         if console is not None:
             console.print(
                 f"  logdoctor inventory {' '.join(dirs)} --out {target} --now {now_ms}   "
-                f"# {inv.count('replica')} replicas, {inv.count('finding')} findings"
+                f"# {counted(inv.count('replica'), 'replica')}, {counted(inv.count('finding'), 'finding')}"
             )
     if console is not None:
         console.print("[bold]Step 2[/bold]: the census of every inventory together, on Spark.")

@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Annotated
 
 import typer
@@ -22,13 +22,14 @@ from rich.text import Text
 
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, usage_error
-from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOINPUT, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOINPUT, EX_NOPERM, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
 from logdoctor.cli.export_tables import (
     CatalogOption,
     PartitionByDayOption,
     TableNameOption,
     is_table_format,
     table_export_cli,
+    time_parts,
 )
 from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_inputs_exist
 from logdoctor.cli.interrupts import spark_interruptible
@@ -40,12 +41,9 @@ from logdoctor.cli.spark_options import ConfOption, RemoteOption
 
 
 def _human(n: int) -> str:
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if value < 1024 or unit == "TiB":
-            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
+    from logdoctor.logdir.disk import human_bytes
+
+    return human_bytes(n)
 
 
 def remote_tier_not_read(refs: list, topics: str | None = None) -> list[str]:
@@ -277,7 +275,7 @@ def export_command(
 ) -> None:
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
-    from logdoctor.logdir.discovery import InputNotFoundError
+    from logdoctor.logdir.discovery import InputNotFoundError, InputPermissionError
     from logdoctor.logdir.outputs import absolute_location
     from logdoctor.spark.consumer_view import summary_lines
     from logdoctor.spark.export import (
@@ -342,11 +340,17 @@ def export_command(
         refs = list(plan.found)
     except InputNotFoundError as exc:  # a URI that names nothing: 66 too
         fail(f"error: {exc}", EX_NOINPUT)
+    except InputPermissionError as exc:  # an input named directly that this user cannot read: 77
+        fail(f"error: {exc}", EX_NOPERM)
     except PlanningError as exc:
         usage_error(str(exc))
     not_read = remote_tier_not_read(list(plan.refs), topics)
     for line in not_read:
         err.print(f"warning: {line}", soft_wrap=True, markup=False)
+    # what this user cannot read is named now and left out; the rest is exported, and the exit is 77
+    denied = [p for p in plan.not_read if p.permission]
+    for p in denied:
+        err.print(f"warning: {p.error}", soft_wrap=True, markup=False)
     # Before Spark starts: never write or delete at, inside or above an input (exit 73).
     refuse_overlapping_outputs([out], [*split_paths(paths), *sorted({r.log_dir for r in refs})])
     if mode == "error" and output_has_data(out):  # refused before Spark starts (it takes 8-22 s)
@@ -372,8 +376,15 @@ def export_command(
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
     fresh = outputs_this_run_creates(out, fmt, writer, catalog)
+    stopped: str | Callable[[], str] = f"logdoctor export was stopped; its output {out} is incomplete"
+    watch = None
+    if is_table_format(fmt, writer) and not typed:  # one commit: the table says whether it landed
+        from logdoctor.spark.tables.outcome import CommitWatch
+
+        watch = CommitWatch(mode)
+        stopped = lambda: f"logdoctor export was stopped: {watch.line()}"  # noqa: E731
     with (
-        spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"),
+        spark_interruptible(stopped),
         no_space_exits_73(out, fresh),
     ):
         started = time.perf_counter()  # the printed time includes Spark's start, and says how much it took
@@ -388,7 +399,8 @@ def export_command(
             table_export_cli(
                 spark, paths, out, fmt=fmt, mode=mode, options=options, by_day=partition_by_day,
                 catalog=catalog, table=table_name, json_out=json_out, console=console, err=err,
-                not_read=not_read, started=started, spark_start_s=spark_start_s,
+                not_read=not_read, started=started, spark_start_s=spark_start_s, watch=watch,
+                denied=bool(denied),
             )  # fmt: skip
         try:
             with spark_progress(err, "export", "tasks", disable=json_out) as progress:
@@ -418,8 +430,7 @@ def export_command(
                 (f"{result.rows:,}", "bold"),
                 f" records from {result.segments:,} segments ({_human(result.bytes_in)} of logs) to "
                 f"{result.out_dir} as {result.format}: {result.files} files, {_human(result.bytes_out)}, in "
-                f"{time.perf_counter() - started:.1f} s ({spark_start_s:.1f} s of it starting Spark; the "
-                f"export {result.elapsed_s:.1f} s, {result.records_per_s:,.0f} records/s)",
+                + time_parts(time.perf_counter() - started, spark_start_s, result),
             )
         )
         if result.skipped:
@@ -446,6 +457,8 @@ def export_command(
         for line in typed_lines(result.typed):
             console.print(f"Typed: {line}", soft_wrap=True, markup=False)
     undecoded = result.typed is not None and result.typed.undecoded > 0
+    if denied:
+        raise typer.Exit(EX_NOPERM)
     raise typer.Exit(EX_WARNINGS if result.skipped or not_read or undecoded else EX_OK)
 
 

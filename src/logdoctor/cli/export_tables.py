@@ -15,9 +15,10 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from logdoctor.cli.error_lines import fail, usage_error
-from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_OK, EX_WARNINGS
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOPERM, EX_OK, EX_WARNINGS
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.progress import spark_progress
+from logdoctor.logdir.disk import human_bytes
 
 CatalogOption = Annotated[
     list[str] | None,
@@ -75,6 +76,7 @@ def export_to_table(
     catalog: Mapping[str, str],
     table: str | None,
     progress: Callable[[int, int], None] | None,
+    watch: Any = None,
 ) -> Any:
     """Run the table export; a refusal or a table failure exits with one line naming the cause."""
     from logdoctor.spark.tables.export import run_table_export
@@ -90,7 +92,9 @@ def export_to_table(
                     "--partition-by-day applies to the records table; typed tables are not partitioned"
                 )
             return run_typed_table_export(spark, list(paths), out, progress=progress, **common)
-        return run_table_export(spark, list(paths), out, by_day=by_day, progress=progress, **common)
+        return run_table_export(
+            spark, list(paths), out, by_day=by_day, progress=progress, watch=watch, **common
+        )
 
 
 @contextlib.contextmanager
@@ -151,6 +155,8 @@ def table_export_cli(
     not_read: Sequence[str] = (),
     started: float | None = None,
     spark_start_s: float = 0.0,
+    watch: Any = None,
+    denied: bool = False,
 ) -> NoReturn:
     """``export --format iceberg|delta``: run, print the summary and how to read the table, exit.
     ``started`` (time.perf_counter() before Spark started) and ``spark_start_s``: the time printed is the
@@ -168,6 +174,7 @@ def table_export_cli(
             catalog=props,
             table=table,
             progress=progress,
+            watch=watch,
         )
     typed = getattr(result, "typed", None)
     if typed is not None:  # one table per topic: read any of them the same way
@@ -184,11 +191,10 @@ def table_export_cli(
     else:
         console.print(
             f"Committed [bold]{result.rows:,}[/bold] records from {result.segments:,} segments to the "
-            f"{fmt} table {out} ({_MODE_WORDS.get(mode, mode)}): {result.files} files, {result.bytes_out:,} "
-            "bytes, in "
+            f"{fmt} table {out} ({_MODE_WORDS.get(mode, mode)}): {result.files} files, "
+            f"{human_bytes(result.bytes_out)}, in "
             + (
-                f"{time.perf_counter() - started:.1f} s ({spark_start_s:.1f} s of it starting Spark; the "
-                f"export {result.elapsed_s:.1f} s, {result.records_per_s:,.0f} records/s)"
+                time_parts(time.perf_counter() - started, spark_start_s, result)
                 if started is not None
                 else f"{result.elapsed_s:.1f} s ({result.records_per_s:,.0f} records/s)"
             )
@@ -220,7 +226,35 @@ def table_export_cli(
     for line in not_read:  # a tiered partition's remote tier not read (cli/export.remote_tier_not_read)
         console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
     undecoded = typed is not None and typed.undecoded > 0
+    if denied:  # what this user cannot read was named (skipped) and the rest exported: 77
+        raise typer.Exit(EX_NOPERM)
     raise typer.Exit(EX_WARNINGS if result.skipped or not_read or undecoded else EX_OK)
+
+
+#: what each of TableExportResult.phases is, as the summary line names it
+_PHASE_WORDS = {
+    "planning": "planning (the read plan; the table opened and checked)",
+    "writing": "writing and committing",
+    "sweep": "sweeping earlier runs' uncommitted files",
+    "skipped ranges": "naming the skipped ranges",
+    "segments pass": "a Spark pass over the segments naming the skipped ranges",
+}
+
+
+def time_parts(total_s: float, spark_start_s: float, result: Any) -> str:
+    """``22.8 s: 4.7 s starting Spark, ...``: the run's time and every part of it, the parts adding up to
+    it (what no part measured is said as "other", never left out)."""
+    parts = [("starting Spark", spark_start_s)]
+    phases = getattr(result, "phases", None) or {"writing": result.elapsed_s}
+    for name, seconds in phases.items():
+        words = _PHASE_WORDS.get(name, name)
+        if name == "writing":
+            words += f", {result.records_per_s:,.0f} records/s"
+        parts.append((words, seconds))
+    rest = total_s - sum(s for _, s in parts)
+    if rest >= 0.05:
+        parts.append(("other (Python and the summary)", rest))
+    return f"{total_s:.1f} s: " + ", ".join(f"{s:.1f} s {words}" for words, s in parts)
 
 
 def _typed_catalog(fmt: str, out: str) -> dict[str, str]:

@@ -116,10 +116,12 @@ def _humanize_argument(p: Any) -> None:
 def fold_long_words() -> None:
     """The tables of typer's rich help (options, arguments, commands) fold a word wider than its column
     onto the next lines instead of cutting it with an ellipsis: a rich ``Column`` cuts by default
-    (``overflow="ellipsis"``), so at 80 columns ``--help`` printed ``min.cleanable.dirty.ra…``. Only
-    columns that wrap are changed (a ``no_wrap`` column keeps rich's cut), and the texts of an option's
-    help cell (a ``Columns`` of its own, whose inner table would cut them); the words, and the layout of
-    every help that fitted, are the same. Idempotent; typer's module is changed in this process only."""
+    (``overflow="ellipsis"``), so at 80 columns ``--help`` printed ``min.cleanable.dirty.ra…``. A column
+    of option names never wraps (at 80 columns rich split ``--max-partition-byte s``: the help column
+    beside it gives up the width instead). Only columns that wrap are changed (a ``no_wrap`` column keeps
+    rich's cut), and the texts of an option's help cell (a ``Columns`` of its own, whose inner table would
+    cut them); the words, and the layout of every help that fitted, are the same. Idempotent; typer's
+    module is changed in this process only."""
     from typer import rich_utils
 
     if getattr(rich_utils.Table, "_logdoctor_folds", False):
@@ -130,6 +132,9 @@ def fold_long_words() -> None:
 
         def add_row(self, *renderables: Any, **kwargs: Any) -> None:
             super().add_row(*renderables, **kwargs)
+            for column, cell in zip(self.columns, renderables, strict=False):
+                if str(getattr(cell, "plain", "")).startswith("-"):  # an option's names: never split
+                    column.no_wrap = True
             for column in self.columns:
                 if not column.no_wrap:
                     column.overflow = "fold"

@@ -22,7 +22,7 @@ import logging
 import os
 import shlex
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, NoReturn
 
@@ -106,9 +106,10 @@ def run_interrupts(command: str) -> Iterator[RunInterrupts]:
 
 
 @contextmanager
-def spark_interruptible(what: str) -> Iterator[None]:
+def spark_interruptible(what: str | Callable[[], str]) -> Iterator[None]:
     """Ctrl-C while a Spark command runs: ``interrupted: WHAT``, exit 130, no py4j traceback, and the
-    gateway JVM stopped (:func:`_stop_gateway`).
+    gateway JVM stopped (:func:`_stop_gateway`). ``what`` may be a function, called once the JVM is
+    stopped (a table export reads its table then: :mod:`logdoctor.spark.tables.outcome`).
 
     Our SIGINT handler only raises :class:`KeyboardInterrupt`; while the block runs, PySpark's
     SparkContext is kept from putting its own in place (it calls the JVM from inside the handler,
@@ -146,8 +147,9 @@ def spark_interruptible(what: str) -> Iterator[None]:
             raise
         real_signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut the line short
         _quiet_accumulator_server()
+        _quiet_spark_log()
         _stop_gateway()
-        interrupted(what)
+        interrupted(what() if callable(what) else what)
     finally:
         signal.signal = real_signal  # type: ignore[assignment]
         if not hit:
@@ -184,6 +186,28 @@ def _quiet_accumulator_server() -> None:
     server = getattr(context, "_accumulatorServer", None)
     if server is not None:
         server.handle_error = lambda request, client_address: None
+
+
+def _quiet_spark_log(wait_s: float = 5.0) -> None:
+    """Spark's log level OFF before its JVM is stopped: the tasks the stop kills are the interrupt's, yet
+    each running one logged an ``ERROR Executor: Exception in task ...`` (or a Delta/Iceberg writer's
+    error) under the one line. Through a fresh py4j call in a thread of its own, given ``wait_s`` at
+    most: a JVM that does not answer is stopped anyway."""
+    import sys
+    import threading
+
+    pyspark = sys.modules.get("pyspark")
+    context = getattr(getattr(pyspark, "SparkContext", None), "_active_spark_context", None)
+    if context is None:
+        return
+
+    def off() -> None:
+        with contextlib.suppress(Exception):
+            context.setLogLevel("OFF")
+
+    worker = threading.Thread(target=off, name="logdoctor-quiet-spark", daemon=True)
+    worker.start()
+    worker.join(wait_s)
 
 
 def _stop_gateway(grace_s: float = 15.0) -> None:

@@ -24,6 +24,7 @@ from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, os_error, tool_failure, usage_error
 from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_OK
 from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_log_dirs
+from logdoctor.cli.lines import counted
 from logdoctor.cli.output import text_console
 from logdoctor.cli.timeparse import parse_now
 from logdoctor.cli.topic_options import (
@@ -99,7 +100,8 @@ def inventory_command(
         "running (its .lock is held; nothing was locked or written)" if inv.broker_running else "stopped"
     )
     text_console(stderr=True).print(
-        f"inventory of {inv.broker}: {inv.count('log_dir')} log dirs, {inv.count('replica')} replicas, "
-        f"{inv.count('finding')} findings ({depth}); broker {running}; {inv.elapsed_s:.2f} s -> {written}"
+        f"inventory of {inv.broker}: {counted(inv.count('log_dir'), 'log dir')}, "
+        f"{counted(inv.count('replica'), 'replica')}, {counted(inv.count('finding'), 'finding')} ({depth}); "
+        f"broker {running}; {inv.elapsed_s:.2f} s -> {written}"
     )
     raise typer.Exit(EX_OK)

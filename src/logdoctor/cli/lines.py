@@ -20,7 +20,13 @@ from typing import IO, Any, Protocol
 
 from logdoctor.cli.plain import WIDE, is_plain_stream
 
-__all__ = ["EXAMPLES", "Lines", "PlainLines", "RichLines", "lines_for", "wrap"]
+
+def counted(n: int, noun: str, plural: str | None = None) -> str:
+    """``1 finding``, ``2 findings``, ``1,024 log dirs``: a count and its noun, agreeing."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
+__all__ = ["EXAMPLES", "Lines", "PlainLines", "RichLines", "counted", "lines_for", "wrap"]
 
 EXAMPLES = 3  # of many items of one kind (findings, actions, paths), how many are shown in full
 

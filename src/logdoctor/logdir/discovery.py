@@ -10,6 +10,7 @@ rules (:mod:`logdoctor.logdir.names`) and the same log-dir test (:mod:`logdoctor
 
 from __future__ import annotations
 
+import errno
 import glob
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -46,6 +47,18 @@ class DiscoveryError(ValueError):
 
 class InputNotFoundError(DiscoveryError):
     """A path given does not exist (the CLI exits 66 for it, as for a local path)."""
+
+
+class InputPermissionError(DiscoveryError):
+    """A path given cannot be read by this user (the CLI exits 77 for it)."""
+
+
+def _denied(exc: OSError) -> bool:
+    return isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM)
+
+
+#: what a partition folder this user cannot list is said as (the read plan names it as not read)
+UNLISTABLE = "permission denied: this user cannot list the folder (run as the broker's user or as root)"
 
 
 def split_paths(paths: str | Sequence[str] | None, options: Mapping[str, Any] | None = None) -> list[str]:
@@ -167,6 +180,8 @@ def _is_partition_dir(path: str, storage: Storage) -> bool:
         try:
             has_segments = bool(Partition(None, Path(path), parsed).segments)
         except OSError as exc:
+            if _denied(exc):
+                raise InputPermissionError(f"{path}: {UNLISTABLE}") from exc
             raise DiscoveryError(f"cannot list {path}: {exc.strerror or exc}") from exc
     else:
         has_segments = bool(_segment_logs(path, storage))
@@ -222,7 +237,14 @@ def log_dir_partitions(
             try:
                 out.append(p.ref(log_dir))
             except OSError as exc:
-                raise DiscoveryError(f"cannot list {p.path}: {exc.strerror or exc}") from exc
+                if not _denied(exc):
+                    raise DiscoveryError(f"cannot list {p.path}: {exc.strerror or exc}") from exc
+                # one folder this user cannot list: the others are read, this one named (issue 59 item 8)
+                out.append(
+                    PartitionRef(
+                        log_dir, p.topic, p.partition, str(p.path), p.kind.value, unreadable=UNLISTABLE
+                    )
+                )
         return out
     refs = (
         _partition_ref(storage.join(log_dir, name), log_dir, storage) for name in _subdirs(log_dir, storage)
@@ -274,6 +296,8 @@ def discover(
             path = os.path.normpath(loc) if storage.is_local else loc
             entry = storage.info(path)
         except (OSError, ValueError) as exc:
+            if isinstance(exc, OSError) and _denied(exc):
+                raise InputPermissionError(f"{item}: permission denied") from exc
             raise DiscoveryError(f"{item}: {getattr(exc, 'strerror', None) or exc}") from exc
         if entry is None:
             raise InputNotFoundError(f"{item}: no such file or folder")

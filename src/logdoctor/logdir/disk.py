@@ -103,3 +103,14 @@ def disk_usage(path: str, simulated: Mapping[str, SimulatedDisk] | None = None) 
 
 
 __all__ = ["DiskUsage", "SimulatedDisk", "disk_usage"]
+
+
+def human_bytes(n: float) -> str:
+    """A size as people read it, in binary units: ``"512 B"``, ``"15.0 GiB"`` (the one formatter of sizes
+    of every text: findings, the export's summary, the report)."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:,.0f} {unit}" if unit == "B" else f"{value:,.1f} {unit}"
+        value /= 1024
+    return f"{value:,.1f} TiB"  # pragma: no cover - the loop returns at TiB

@@ -244,6 +244,46 @@ def _uncovered(ref: PartitionRef, named: Sequence[ListingProblem]) -> list[Listi
     return out
 
 
+def _readable_only(refs: list[PartitionRef]) -> tuple[list[PartitionRef], list[ListingProblem]]:
+    """The refs with what this user cannot read taken out, and each named (issue 59 item 8): a partition
+    folder it cannot list (read nothing of it), a local .log it cannot open (that segment's offsets, up to
+    the next segment's base offset). Reading them anyway failed the whole export (exit 64, or Python's
+    "[Errno 13]" from the transaction planning); the readable partitions are still exported. One
+    ``access`` call per local segment (the real user's rights, as open() checks them)."""
+    kept: list[PartitionRef] = []
+    named: list[ListingProblem] = []
+    for ref in refs:
+        if ref.unreadable is not None:
+            named.append(
+                ListingProblem(
+                    ref.topic, ref.partition, ref.path, 0, None,
+                    f"{ref.topic}-{ref.partition}: not read: {ref.path}: {ref.unreadable}", permission=True,
+                )
+            )  # fmt: skip
+            kept.append(ref)  # no segments: nothing of it is read
+            continue
+        if not ref.storage.is_local:
+            kept.append(ref)
+            continue
+        segs = []
+        for s in ref.segments:
+            if s.remote is None and not os.access(s.path, os.R_OK):
+                last = s.next_base_offset - 1 if s.next_base_offset is not None else None
+                offsets = f"offsets {s.base_offset}" + (f"-{last}" if last is not None else " and after")
+                named.append(
+                    ListingProblem(
+                        ref.topic, ref.partition, s.path, s.base_offset, last,
+                        f"{ref.topic}-{ref.partition}: {offsets} not read: {s.path}: permission denied: this "
+                        "user cannot read the file (run as the broker's user or as root)",
+                        permission=True,
+                    )
+                )  # fmt: skip
+                continue
+            segs.append(s)
+        kept.append(ref if len(segs) == len(ref.segments) else replace(ref, segments=tuple(segs)))
+    return kept, named
+
+
 def plan_read(
     paths: str | Sequence[str],
     options: Mapping[str, object] | None = None,
@@ -282,8 +322,10 @@ def plan_read(
             left_out.add(ref.topic)
             continue
         refs.append(ref)
+    refs, unreadable = _readable_only(refs)
     chosen = {(r.topic, r.partition) for r in refs}
     not_read = [p for p in problems if (p.topic, p.partition) in chosen]
+    not_read.extend(unreadable)
     if not keep_local_copies:
         for ref in refs:
             named = [p for p in not_read if (p.topic, p.partition) == (ref.topic, ref.partition) and p.lost]

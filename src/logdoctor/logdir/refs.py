@@ -87,6 +87,9 @@ class PartitionRef:
     kind: str
     segments: tuple[SegmentRef, ...] = ()
     storage: Storage = LOCAL
+    #: why the folder could not be listed (permission denied): its segments are unknown, none is read,
+    #: and the read plan names it as not read (:mod:`logdoctor.logdir.read_plan`)
+    unreadable: str | None = None
 
 
 def segment_refs(

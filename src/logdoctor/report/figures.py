@@ -12,7 +12,14 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from logdoctor.report.model import SEVERITY_RANK, Broker, ReportData, broker_key, broker_label
+from logdoctor.report.model import (
+    SEVERITY_RANK,
+    Broker,
+    ReportData,
+    broker_key,
+    broker_label,
+    high_watermark_text,
+)
 
 SEVERITY_COLOR = {"error": "#c62828", "warning": "#e08a00", "info": "#78909c"}
 OK_COLOR = "#2e7d32"
@@ -40,13 +47,9 @@ def _layout(fig: go.Figure, title: str, height: int) -> go.Figure:
 
 
 def human_bytes(n: float | None) -> str:
-    if n is None:
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:,.0f} {unit}" if unit == "B" else f"{n:,.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} PiB"
+    from logdoctor.logdir.disk import human_bytes as human
+
+    return "?" if n is None else human(n)
 
 
 def findings_by_code(data: ReportData) -> go.Figure:
@@ -189,8 +192,10 @@ def replica_offsets(data: ReportData, top: int = 40) -> go.Figure:
                        f"log end offset {r.log_end_offset}<br>log start offset {r.log_start_offset}<br>"
                        + (f"local log start offset {r.local_log_start_offset} (tiered: below it the "
                           "remote tier)<br>" if r.tiered else "") +
-                       f"this replica's checkpointed high watermark {r.high_watermark}<br>"
-                       f"partition's high watermark {r.partition_high_watermark}<br>lag {r.lag:,}")
+                       "this replica's checkpointed high watermark "
+                       f"{high_watermark_text(r.high_watermark)}<br>"
+                       f"partition's high watermark {high_watermark_text(r.partition_high_watermark)}<br>"
+                       f"lag {r.lag:,}")
     zmax = max([v for line in z for v in line if v is not None] + [1])
     fig = go.Figure(go.Heatmap(
         z=z, x=[broker_label(b) for b in brokers], y=[f"{t}-{p}" for t, p in keys], text=text,

@@ -36,6 +36,7 @@ from logdoctor.report.model import (
     flag_segments,
     from_census,
     from_scan,
+    high_watermark_text,
 )
 from logdoctor.report.segments import DEFAULT_READ_BUDGET, ReadBudget, segment_views
 from logdoctor.report.templates import CSS, FINDINGS_BODY, JS, LAGGING_HEAD, TIMELINE_BODY
@@ -287,8 +288,8 @@ def _lagging_table(data: ReportData) -> str:
     rows = []
     for r in lagging[:MAX_LAGGING_ROWS]:
         name = html.escape(f"{r.topic}-{r.partition}")
-        hw = "" if r.high_watermark is None else f"{r.high_watermark:,}"
-        phw = "" if r.partition_high_watermark is None else f"{r.partition_high_watermark:,}"
+        hw = html.escape(high_watermark_text(r.high_watermark))
+        phw = html.escape(high_watermark_text(r.partition_high_watermark))
         rows.append(
             f'<tr class="lagging-replica" data-partition="{name}" data-broker="{html.escape(str(r.broker))}">'
             f'<td class="code">{name}</td><td class="num">{html.escape(broker_label(r.broker))}</td>'

@@ -274,6 +274,15 @@ def _broker(v: Any) -> Broker:
     return int(text) if text.isdigit() else text
 
 
+#: a replica without a replication-offset-checkpoint entry: its high watermark is not known offline
+NO_HIGH_WATERMARK = "unknown (no replication-offset-checkpoint entry)"
+
+
+def high_watermark_text(hw: int | None) -> str:
+    """A checkpointed high watermark as a page shows it: the offset, or why there is none."""
+    return NO_HIGH_WATERMARK if hw is None else f"{hw:,}"
+
+
 def broker_label(b: Broker) -> str:
     if b is None:
         return "?"

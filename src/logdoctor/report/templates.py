@@ -486,7 +486,9 @@ JS = r"""
     item('log start', fmt(p.lso));
     if (p.tier) { item('local log start (tiered: the remote tier holds the offsets below)', fmt(p.llso)); }
     item('log end', fmt(p.leo));
-    item("this replica's checkpointed high watermark", fmt(p.hw));
+    item("this replica's checkpointed high watermark",
+         p.hw === null || p.hw === undefined ? 'unknown (no replication-offset-checkpoint entry)'
+           : fmt(p.hw));
     if (p.phw !== null && p.phw !== undefined && p.phw !== p.hw) {
       item("partition's high watermark (highest replica checkpoint)", fmt(p.phw));
     }

@@ -186,12 +186,19 @@ def _groups(f: FindingView, d: dict[str, Any]) -> list[Any]:
     ]  # fmt: skip
 
 
+def _time(ms: Any) -> Any:
+    """A record timestamp (epoch ms) as a UTC date, as the rest of the page shows times."""
+    from logdoctor.checks.state import iso
+
+    return iso(ms) if isinstance(ms, int) else ms
+
+
 def _diverged(f: FindingView, d: dict[str, Any]) -> list[Any]:
     first, last = _pair(d.get("lost_offsets"))
     t1, t2 = _pair(d.get("lost_timestamps"))
     return [
         f"{d.get('topic', '')}-{d.get('partition', '')}", _where(f), d.get("leader", ""),
-        d.get("truncate_to", ""), d.get("records_lost", ""), first, last, t1, t2,
+        d.get("truncate_to", ""), d.get("records_lost", ""), first, last, _time(t1), _time(t2),
         ", ".join(map(str, d.get("lost_leader_epochs") or [])), d.get("salvage_command", ""),
     ]  # fmt: skip
 
@@ -234,8 +241,8 @@ _TABLES: tuple[tuple[str, str, tuple[str, ...], Sequence[str], _Row], ...] = (
 )  # fmt: skip
 
 _NUMERIC = {"partition", "committed offset", "log start", "log end", "earliest: skips", "earliest: re-reads",
-            "latest: skips", "truncate to", "records lost", "first offset", "last offset", "first timestamp",
-            "last timestamp", "producer", "epoch", "last stable offset", "records above"}  # fmt: skip
+            "latest: skips", "truncate to", "records lost", "first offset", "last offset", "producer",
+            "epoch", "last stable offset", "records above"}  # fmt: skip
 
 
 _NUM = ' class="num"'

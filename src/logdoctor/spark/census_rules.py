@@ -15,6 +15,7 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN  # the one threshold, scan's
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.names import METADATA_TOPIC
 from logdoctor.spark.census_input_checks import CensusError, refuse_remote_log_dirs
 
@@ -423,9 +424,10 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
                 f"--to {target['log_dir']}"
             )
             fix = (
-                f"Move a large partition ({big['topic']}-{big['partition']}, {big['bytes']:,} bytes) to "
-                f"{target['log_dir']}, on another file system ({used_pct(target)} used, "
-                f"{target.get('disk_available_bytes') or 0:,} bytes free), with the broker stopped: "
+                f"Move a large partition ({big['topic']}-{big['partition']}, "
+                f"{human_bytes(big['bytes'] or 0)}) to {target['log_dir']}, on another file system "
+                f"({used_pct(target)} used, "
+                f"{human_bytes(target.get('disk_available_bytes') or 0)} free), with the broker stopped: "
                 f"`{command}` prints the plan and whether it fits, add --apply to make it; "
                 "or use kafka-reassign-partitions with log dirs (KIP-113) while it runs."
             )
@@ -441,13 +443,17 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
             severity=Severity.ERROR if used >= NEARLY_FULL_ERROR else None,
             logdir=d["log_dir"],
             used=used_pct(d),
-            available=d.get("disk_available_bytes"),
-            total=d.get("disk_total_bytes"),
+            available=_size(d.get("disk_available_bytes")),
+            total=_size(d.get("disk_total_bytes")),
             disk_source=d.get("disk_source"),
             fix=fix,
         )
         out.append(_finding(d["broker"], d["log_dir"], f, command))
     return out
+
+
+def _size(n: int | None) -> str:
+    return "an unknown number of bytes" if n is None else human_bytes(n)
 
 
 def _frees_space_on(full: dict[str, Any], other: dict[str, Any], nbytes: int) -> bool:

@@ -199,6 +199,12 @@ class ExportResult:
     latest: list[dict[str, Any]] = field(default_factory=list)
     #: --typed: per topic what was decoded and sent to the side table (logdoctor.spark.typed_job.TypedSummary)
     typed: Any = None
+    #: seconds of each part of the run, in order: "planning" (the read plan, the output checked; a table
+    #: opened and checked), "writing" (the tasks and the commit: ``elapsed_s``), "sweep" (a table's
+    #: files earlier exports left uncommitted, removed) and "skipped ranges" (naming the ranges not
+    #: exported; a table export's is "segments pass": a Spark pass over the segments, as its tasks do
+    #: not check them)
+    phases: dict[str, float] = field(default_factory=dict)
 
     @property
     def records_per_s(self) -> float:
@@ -237,6 +243,7 @@ class ExportResult:
             "view": self.view,
             "latest": list(self.latest),
             **({"typed": self.typed.to_json()} if self.typed is not None else {}),
+            "phases_s": {k: round(v, 3) for k, v in self.phases.items()},
         }
 
 
@@ -664,7 +671,9 @@ def skipped_ranges(
             undecodable.extend({"path": r["path"], **u.asDict()} for u in r["undecodable"] or ())
             undecodable.extend({"path": r["path"], **u.asDict()} for u in r["crc_mismatches"] or ())
     if writer == "arrow" and plan is not None:  # the segments pass did not plan the remote tier
-        skipped.extend(not_read_ranges(plan))
+        # (what it did plan, a local file or folder this user cannot read, it named already: once)
+        seen = {(s.path, s.error) for s in skipped}
+        skipped.extend(r for r in not_read_ranges(plan) if (r.path, r.error) not in seen)
     for p in remote_skipped:  # remote-tier segments the arrow writer's tasks could not read
         skipped.append(SkippedRange(p["path"], int(p["valid_bytes"]), int(p["size_bytes"]), p["error"]))
     for u in undecodable:
@@ -776,6 +785,7 @@ def run_export(
         from logdoctor.spark.latest import APPEND_REFUSAL
 
         raise ExportError(APPEND_REFUSAL)
+    begun = time.perf_counter()
     out = absolute_location(out_dir)  # Spark's workers do not run in this folder
     writer = choose_writer(spark, out, fmt, writer)
     opts = {k: str(v) for k, v in (options or {}).items() if v is not None}
@@ -865,6 +875,11 @@ def run_export(
     elapsed = time.perf_counter() - started
     segs = [s for ref in refs for s in ref.segments]
     skipped = skipped_ranges(spark, items, opts, writer, undecodable, remote_skipped, plan, damaged, txns)
+    phases = {
+        "planning": started - begun,
+        "writing": elapsed,
+        "skipped ranges": time.perf_counter() - started - elapsed,
+    }
     return ExportResult(
         out_dir=out,
         format=fmt,
@@ -883,6 +898,7 @@ def run_export(
         view=read_opts.view,
         latest=latest,
         typed=None if typed_plan is None else typed_summary(out, typed_plan, typed_parts, loaded),
+        phases=phases,
     )
 
 

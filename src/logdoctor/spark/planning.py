@@ -334,6 +334,9 @@ def read_plan(paths: str | Sequence[str], options: Mapping[str, str] | None = No
     by_key = {(r.topic, r.partition): r for r in plan.refs}
     kept = []
     for p in plan.not_read:
+        if p.permission:  # a folder or file this user cannot read: named whatever the range
+            kept.append(p)
+            continue
         rng = resolve_range(by_key[(p.topic, p.partition)], opts)
         last = p.last_offset
         if rng.end_offset is not None and p.first_offset >= rng.end_offset:

@@ -139,6 +139,8 @@ def dump_one(path: Path, opts: DumpOptions, sink: Sink) -> int:
     if info is None:
         if path.is_dir():
             failure = os_failure(path, IsADirectoryError(errno.EISDIR, "is a directory"))
+        elif not os.path.lexists(path):  # nothing there: missing (66), whatever its name
+            failure = os_failure(path, FileNotFoundError(errno.ENOENT, "no such file"))
         else:
             failure = DumpFailure(
                 f"{path}: unknown file kind (decided by the name, as DumpLogSegments does): "

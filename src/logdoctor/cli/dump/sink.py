@@ -17,7 +17,8 @@ class Sink:
         raise NotImplementedError
 
     def error(self, path: Path, failure: DumpFailure) -> None:
-        print(printable(failure.line, keep_newlines=True), file=sys.stderr, flush=True)
+        # "error: " as every command's error line starts (cli.error_lines), the JSON message without it
+        print(printable(f"error: {failure.line}", keep_newlines=True), file=sys.stderr, flush=True)
 
     def warning(self, line: str) -> None:
         print(printable(f"warning: {line}", keep_newlines=True), file=sys.stderr, flush=True)

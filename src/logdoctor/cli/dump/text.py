@@ -457,4 +457,4 @@ class TextSink(Sink):
         from rich.text import Text
 
         self.out.file.flush()
-        self.err.print(Text(failure.line, style="bold red"))
+        self.err.print(Text(f"error: {failure.line}", style="bold red"))

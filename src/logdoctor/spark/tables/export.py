@@ -43,6 +43,7 @@ from logdoctor.spark.tables.files import (
     write_task,
 )
 from logdoctor.spark.tables.orphans import MIN_AGE_S, Orphans, sweep
+from logdoctor.spark.tables.outcome import CommitWatch
 
 PROPERTY_PREFIX = "logdoctor."
 
@@ -164,10 +165,12 @@ def run_table_export(
     progress: Callable[[int, int], None] | None = None,
     fail_first_attempt: bool = False,
     orphan_min_age_s: float = MIN_AGE_S,
+    watch: CommitWatch | None = None,
 ) -> TableExportResult:
     """Export PATHS into the ``fmt`` table at ``out`` (see the module doc). After the commit, the files
     earlier exports of the table left uncommitted that are older than ``orphan_min_age_s`` are removed
-    (:mod:`.orphans`)."""
+    (:mod:`.orphans`). ``watch``: told the table once it is opened, to say after a Ctrl-C whether the
+    commit landed (:mod:`.outcome`)."""
     import logdoctor
     from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.spark.consumer_view import transaction_summary
@@ -181,6 +184,7 @@ def run_table_export(
     )
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
+    begun = time.perf_counter()
     if mode not in TABLE_MODES:
         raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
     out = absolute_location(out)  # the table's locations must not depend on the folder it ran in
@@ -194,6 +198,8 @@ def run_table_export(
     export_schema = records_arrow_schema(opts.decoded)
     known = [name for name, _, _ in records_fields(True)]
     exists = table.exists()
+    if watch is not None:
+        watch.opened(table)
     if exists:
         if mode == "error":
             raise TableExistsError(
@@ -249,6 +255,7 @@ def run_table_export(
     if tracker is not None:
         tracker.__enter__()
     committed: list[str] = []
+    interrupted = False
     try:
         if groups:
             tasks = list(enumerate(groups))
@@ -299,12 +306,21 @@ def run_table_export(
         else:
             table.commit(files, export_schema, mode, properties, add_columns, pause=_pause)
         committed = [f.path for f in files]
+    except KeyboardInterrupt:
+        # Ctrl-C: the commit may have landed without ``committed`` set (between the library's commit and
+        # the line above), so nothing is deleted here: the files no commit references are named and
+        # removed by the next export's sweep (.orphans), and the CLI says from the table itself whether
+        # the commit landed (.outcome)
+        interrupted = True
+        raise
     finally:
         if tracker is not None:
             tracker.__exit__(None, None, None)
-        _cleanup(spark, layout, committed)
+        if not interrupted:
+            _cleanup(spark, layout, committed)
     elapsed = time.perf_counter() - started
     uncommitted = _sweep(table, layout, orphan_min_age_s)
+    swept = time.perf_counter()
     segs = [s for ref in refs for s in ref.segments]
     skipped = skipped_ranges(
         spark,
@@ -334,6 +350,12 @@ def run_table_export(
         isolation_level=opts.isolation_level,
         view=opts.view,
         latest=[x for d in done for x in d.get("latest") or ()],
+        phases={
+            "planning": started - begun,
+            "writing": elapsed,
+            "sweep": swept - started - elapsed,
+            "segments pass": time.perf_counter() - swept,
+        },
     )
 
 
