@@ -271,11 +271,16 @@ _ENTRIES = (
     ),
     Entry(
         "BROKER_RUNNING",
-        _E,
-        "a broker holds the log dir's lock",
-        "{path} is locked{holder}: a broker is running on {logdir}; files change under the scan and "
-        "nothing may be repaired",
-        "Stop the broker before trusting this scan or repairing anything.",
+        _I,
+        "a broker holds the log dir's lock: the dir is live (information, not damage)",
+        "{path} is locked{holder}: a broker is running on {logdir}. Each partition was read as of one "
+        "moment, when its check began (its files listed, the log end taken there); what the broker does "
+        "meanwhile (appends, a roll, a deletion, its preallocated active indexes, the recovery point "
+        "behind the log end) is its normal state, not a finding. The commands that write to a log dir "
+        "(repair, move-partition, sync-replica, restore with --apply) refuse it while the lock is held "
+        "(exit 75)",
+        "Nothing to fix: reads are safe next to a running broker (docs/live-broker.md). Stop the broker "
+        "before repairing anything.",
         "K:server-common/.../util/FileLock.java (tryLock on .lock)",
     ),
     Entry(

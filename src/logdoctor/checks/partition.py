@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from logdoctor.checks import compaction, deep, default, quick, transactions
+from logdoctor.checks import compaction, deep, default, live, quick, transactions
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.state import PartitionState
@@ -22,7 +22,22 @@ def check_partition(
 ) -> PartitionReport:
     """``listed``: the folder as :func:`logdoctor.formats.folders.list_folders` listed it (None: not
     listed yet): an empty folder of a quick scan is reported from it alone (:func:`_empty_quick`), its
-    tiering decided once per topic in ``tiers`` (one dict for the partitions of one scan)."""
+    tiering decided once per topic in ``tiers`` (one dict for the partitions of one scan).
+
+    A partition of a live log dir (``task.live``) is read as of one moment, its listing; when a segment
+    file listed then is gone before it is read (a running broker's retention), it is read again as of a
+    new moment, at most :data:`logdoctor.checks.live.READS` times (checks.live)."""
+    if not task.live:
+        return _check_partition(task, listed, tiers)
+    for _ in range(live.READS - 1):
+        try:
+            return _check_partition(task, None, tiers)
+        except FileNotFoundError:
+            continue
+    return _check_partition(task, None, tiers)
+
+
+def _check_partition(task: PartitionTask, listed: Listed | None, tiers: Tiers | None) -> PartitionReport:
     if (
         listed is not None
         and not isinstance(listed, int)
