@@ -217,3 +217,24 @@ def test_the_trace_sees_a_write_and_a_lock(live_dir: Path, tmp_path: Path) -> No
     bad = _violations([line for line in trace.read_text().splitlines() if str(live_dir) in line])
     assert any("F_OFD_SETLK" in line or "F_SETLK" in line for line in bad)
     assert any("O_RDWR" in line for line in bad)
+
+
+def test_export_names_a_segment_removed_since_the_plan(live_dir: Path) -> None:
+    """export plans its segments, then reads them: one renamed .deleted meanwhile is read there; one removed
+    is named as removed by the broker, not as corrupt or unreadable."""
+    from logdoctor.spark.planning import discover_refs, parse_read_options, plan_slices
+    from logdoctor.spark.sources import read_slice, segment_summary
+
+    with LiveBroker(live_dir, WRITTEN[:1]) as broker:
+        broker.wait_for("roll", 2)
+    opts = parse_read_options({})
+    planned = plan_slices(discover_refs([str(live_dir)], {}), opts)
+    slices = [s for s in planned if WRITTEN[0] in s.segment.path]
+    first, second = slices[0], slices[1]
+    rows = sum(rb.num_rows for rb in read_slice(first, opts))
+    os.rename(first.segment.path, first.segment.path + ".deleted")  # retention's rename
+    assert sum(rb.num_rows for rb in read_slice(first, opts)) == rows > 0
+    assert segment_summary(first.segment)["error"] is None
+    os.remove(second.segment.path)  # and its removal file.delete.delay.ms later
+    error = segment_summary(second.segment)["error"]
+    assert error.endswith("removed since the plan (a running broker's retention or log cleaner)")
