@@ -160,7 +160,7 @@ def _traced(log_dir: Path, argv: list[str], trace: Path) -> list[str]:
 def _violations(lines: list[str]) -> list[str]:
     bad = []
     for line in lines:
-        call = line.split(" ", 1)[-1]
+        call = line.split(None, 1)[-1]  # after the pid (strace -f pads it)
         opened_to_write = re.match(r"(open|openat|creat)\(", call) and _WRITE_FLAGS.search(call)
         wrote = re.match(r"(write|pwrite64|writev)\(", call)
         locked = re.match(r"(fcntl|flock)\(", call) and _LOCK_SET.search(call)
@@ -238,3 +238,36 @@ def test_export_names_a_segment_removed_since_the_plan(live_dir: Path) -> None:
     os.remove(second.segment.path)  # and its removal file.delete.delay.ms later
     error = segment_summary(second.segment)["error"]
     assert error.endswith("removed since the plan (a running broker's retention or log cleaner)")
+
+
+def test_a_partition_is_read_again_when_a_segment_is_removed_under_it(live_dir: Path, monkeypatch) -> None:
+    """A segment removed between the listing and its read: the partition is read again as of a new moment;
+    removed every time (a broker rolling and expiring within seconds): a note, never a crash (exit 70)."""
+    from logdoctor.checks import partition
+
+    real = partition._check_partition
+    calls: list[str] = []
+
+    def removed_once(task, listed, tiers):
+        calls.append(task.name)
+        if task.name == WRITTEN[0] and calls.count(task.name) == 1:
+            raise FileNotFoundError(2, "No such file or directory", f"{task.path}/00000000000000000000.log")
+        return real(task, listed, tiers)
+
+    with LiveBroker(live_dir, []):
+        monkeypatch.setattr(partition, "_check_partition", removed_once)
+        code, report = _scan("--jobs", "1", str(live_dir))
+        assert code == 0 and calls.count(WRITTEN[0]) == 2
+        assert _not_normal(report) == []
+
+        def removed_always(task, listed, tiers):
+            if task.name == WRITTEN[0]:
+                raise FileNotFoundError(2, "No such file or directory", f"{task.path}/0.log")
+            return real(task, listed, tiers)
+
+        monkeypatch.setattr(partition, "_check_partition", removed_always)
+        code, report = _scan("--jobs", "1", str(live_dir))
+    assert _not_normal(report) == [], _not_normal(report)
+    assert code == 0
+    (note,) = [f for f in report["findings"] if f["code"] == "PARTITION_CHANGED_WHILE_READ"]
+    assert note["severity"] == "info" and note["path"] == str(live_dir / WRITTEN[0])

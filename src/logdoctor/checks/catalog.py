@@ -284,6 +284,17 @@ _ENTRIES = (
         "K:server-common/.../util/FileLock.java (tryLock on .lock)",
     ),
     Entry(
+        "PARTITION_CHANGED_WHILE_READ",
+        _I,
+        "a running broker removed segments of a partition faster than it could be read",
+        "{path}: a segment listed when the partition's check began was removed by the running broker "
+        "(retention or the log cleaner) before it was read, {reads} times in a row: the partition is not "
+        "checked (no damage is implied)",
+        "Scan it again; a broker removes a segment file.delete.delay.ms (60 s by default) after renaming it "
+        ".deleted, so this happens only when segments roll and expire within seconds.",
+        "K:storage/.../log/LogSegment.java changeFileSuffixes; UnifiedLog.deleteSegmentFiles",
+    ),
+    Entry(
         "ORPHAN_FILE",
         _W,
         "a leftover the broker deletes or renames at startup",

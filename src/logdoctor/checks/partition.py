@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from logdoctor.checks import compaction, deep, default, live, quick, transactions
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
@@ -29,12 +31,17 @@ def check_partition(
     new moment, at most :data:`logdoctor.checks.live.READS` times (checks.live)."""
     if not task.live:
         return _check_partition(task, listed, tiers)
-    for _ in range(live.READS - 1):
+    for _ in range(live.READS):
         try:
             return _check_partition(task, None, tiers)
         except FileNotFoundError:
             continue
-    return _check_partition(task, None, tiers)
+    folder = PartitionDirName(task.topic, task.partition, DirKind(task.kind))
+    st = PartitionState(task, Partition(None, task.path, folder), [])
+    st.make("PARTITION_CHANGED_WHILE_READ", task.path, reads=live.READS)
+    with contextlib.suppress(OSError):
+        quick.check_small_files(st)  # its topic id and leader epochs: the replica is still the broker's
+    return st.rep
 
 
 def _check_partition(task: PartitionTask, listed: Listed | None, tiers: Tiers | None) -> PartitionReport:
