@@ -32,7 +32,8 @@ The process prints one line per event (``append``, ``roll``, ``delete``, ``check
 count, so a test waits for events, never for time. ``stop`` on its stdin ends it after the step under way
 (the dir is left as a live broker leaves it at that moment: lock released, no clean-shutdown marker).
 
-Run: ``python tests/live_broker.py LOG_DIR PARTITION [PARTITION ...]`` (a test uses :class:`LiveBroker`).
+Run: ``python tests/live_broker.py ROLL_BYTES LOG_DIR PARTITION [PARTITION ...]`` (a test uses
+:class:`LiveBroker`).
 """
 
 from __future__ import annotations
@@ -223,7 +224,7 @@ def _write_checkpoint(log_dir: Path, name: str, values: dict[str, int]) -> None:
     os.replace(tmp, path)
 
 
-def run(log_dir: Path, folders: list[str]) -> None:
+def run(log_dir: Path, folders: list[str], roll_bytes: int = ROLL_BYTES) -> None:
     lock = os.open(log_dir / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
     fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # FileLock.tryLock: fcntl F_SETLK F_WRLCK 0..EOF
     (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
@@ -244,7 +245,7 @@ def run(log_dir: Path, folders: list[str]) -> None:
             now_ms += 1000
             _append(p, now_ms)
             event("append")
-            if p.log_size >= ROLL_BYTES:
+            if p.log_size >= roll_bytes:
                 _roll(p)
                 event("roll")
                 if len(p.segments) > KEEP_SEGMENTS:
@@ -265,7 +266,10 @@ class LiveBroker:
     folder names), ready when the lock is held and the indexes preallocated; stopped at the end. A thread
     reads its events as they come, so the writer never waits on a full pipe while a command runs."""
 
-    def __init__(self, log_dir: str | os.PathLike[str], folders: list[str]) -> None:
+    def __init__(
+        self, log_dir: str | os.PathLike[str], folders: list[str], *, roll_bytes: int = ROLL_BYTES
+    ) -> None:
+        self.roll_bytes = roll_bytes  # a segment rolls once its .log holds this many bytes (segment.bytes)
         self.log_dir = Path(log_dir)
         self.folders = folders
         self.counts = {"append": 0, "roll": 0, "delete": 0, "checkpoint": 0}
@@ -275,7 +279,7 @@ class LiveBroker:
 
     def __enter__(self) -> LiveBroker:
         self._proc = subprocess.Popen(
-            [sys.executable, __file__, str(self.log_dir), *self.folders],
+            [sys.executable, __file__, str(self.roll_bytes), str(self.log_dir), *self.folders],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -328,4 +332,4 @@ class LiveBroker:
 
 
 if __name__ == "__main__":
-    run(Path(sys.argv[1]), sys.argv[2:])
+    run(Path(sys.argv[2]), sys.argv[3:], int(sys.argv[1]))

@@ -20,7 +20,7 @@ import pytest
 from typer.testing import CliRunner
 
 import realworld
-from live_broker import LiveBroker
+from live_broker import ROLL_BYTES, LiveBroker
 from logdoctor.checks.inventory import read_inventory_rows
 from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)
 from logdoctor.cli.main import app
@@ -71,15 +71,18 @@ def test_scan_of_a_live_dir_reports_no_damage(live_dir: Path, depth: str) -> Non
 
 
 def test_dump_and_inventory_of_a_live_dir(live_dir: Path, tmp_path: Path) -> None:
-    """dump of the active segment (growing, its indexes preallocated); inventory of the dir."""
-    with LiveBroker(live_dir, WRITTEN) as broker:
-        broker.wait_for("roll", 2)
+    """dump of the active segment (growing, its indexes preallocated: before, its .timeindex failed Kafka's
+    sanity check, exit 2, as DumpLogSegments does on a live broker); inventory of the dir."""
+    with LiveBroker(live_dir, WRITTEN, roll_bytes=4 << 20) as broker:  # no roll while dump runs
+        broker.wait_for("append", 100)  # more than one index entry
         for i in range(ROUNDS):
             folder = live_dir / WRITTEN[0]
             active = sorted(folder.glob("*.log"))[-1]
-            index = active.with_suffix(".index")
-            r = CliRunner().invoke(app, ["dump", str(active), str(index), "--json"])
+            files = [str(active.with_suffix(s)) for s in (".log", ".index", ".timeindex")]
+            r = CliRunner().invoke(app, ["dump", *files])
             assert r.exit_code == 0, r.output
+            assert "the active segment of a running broker (.lock held): read as of its" in r.output
+            assert "the active segment's index of a running broker (.lock held): preallocated" in r.output
             out = tmp_path / f"inv{i}.jsonl"
             r = CliRunner().invoke(app, ["inventory", str(live_dir), "--out", str(out)])
             assert r.exit_code in (0, 1), r.output
@@ -175,7 +178,7 @@ def _violations(lines: list[str]) -> list[str]:
     [
         ["scan", "--deep", "--json", "{d}"],
         ["scan", "--quick", "--json", "{d}"],
-        ["dump", "--json", "{active}", "{index}"],
+        ["dump", "--json", "{active}", "{index}", "{timeindex}"],
         ["inventory", "{d}", "--out", "{out}"],
     ],
     ids=["scan-deep", "scan-quick", "dump", "inventory"],
@@ -184,13 +187,15 @@ def test_read_only_commands_never_write_nor_lock_a_live_dir(live_dir: Path, tmp_
     """Before: nothing proved it. strace -f of the whole run (its worker processes too) on a live dir: no name
     created, changed or removed, no file opened for writing, no byte written, no lock set in the log dir
     (the broker's lock is only asked about: F_OFD_GETLK)."""
-    with LiveBroker(live_dir, WRITTEN) as broker:
-        broker.wait_for("roll", 2)
+    dump = argv[0] == "dump"  # of the active segment: it must not roll away before the traced run opens it
+    with LiveBroker(live_dir, WRITTEN, roll_bytes=(4 << 20) if dump else ROLL_BYTES) as broker:
+        broker.wait_for("append", 100) if dump else broker.wait_for("roll", 2)
         active = sorted((live_dir / WRITTEN[0]).glob("*.log"))[-1]
         values = {
             "d": str(live_dir),
             "active": str(active),
             "index": str(active.with_suffix(".index")),
+            "timeindex": str(active.with_suffix(".timeindex")),
             "out": str(tmp_path / "inventory.jsonl"),
         }
         lines = _traced(live_dir, [a.format(**values) for a in argv], tmp_path / "trace")

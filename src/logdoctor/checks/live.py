@@ -29,14 +29,19 @@ broker (only renamed and removed).
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from logdoctor.logdir.lock import lock_holder
+from logdoctor.logdir.names import FileState, SegmentFileType, match_segment_file
 
 if TYPE_CHECKING:
     from logdoctor.checks.findings import Finding
     from logdoctor.logdir.model import Segment
 
-__all__ = ["READS", "TRANSIENT_ORPHANS", "Moment"]
+__all__ = ["READS", "TRANSIENT_ORPHANS", "Moment", "active_segment_of_live_dir"]
 
 #: orphan kinds (logdir.model's Orphan.kind) that a running broker makes and removes itself
 TRANSIENT_ORPHANS = frozenset(
@@ -84,3 +89,26 @@ class Moment:
             return True
         at = finding.position
         return finding.path == self.active_log and at is not None and at >= self.log_size
+
+
+def active_segment_of_live_dir(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a file of the active segment (no later ``.log`` beside it) of a partition folder
+    whose log dir's ``.lock`` is held: a file the running broker is writing (``dump``'s note and its
+    index rule). Only asks: the lock is probed (F_OFD_GETLK), the folder listed."""
+    p = Path(path)
+    seg = match_segment_file(p.name)
+    if seg is None:
+        return False
+    try:
+        if lock_holder(p.parent.parent) is None:
+            return False
+        names = os.listdir(p.parent)
+    except OSError:
+        return False
+    for name in names:
+        other = match_segment_file(name)
+        if other is None or other[1] is not SegmentFileType.LOG or other[2] is not FileState.LIVE:
+            continue
+        if other[0] > seg[0]:
+            return False
+    return True
