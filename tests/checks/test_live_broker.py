@@ -276,3 +276,20 @@ def test_a_partition_is_read_again_when_a_segment_is_removed_under_it(live_dir: 
     assert code == 0
     (note,) = [f for f in report["findings"] if f["code"] == "PARTITION_CHANGED_WHILE_READ"]
     assert note["severity"] == "info" and note["path"] == str(live_dir / WRITTEN[0])
+
+
+@pytest.mark.spark
+def test_census_of_a_live_dir_reports_no_damage(live_dir: Path, tmp_path: Path, spark) -> None:
+    """The census reads a live dir with the scan's checks on its executors: the broker's work in progress is
+    no finding there either (before: BROKER_RUNNING an error, and what the scan reported)."""
+    import pyarrow.parquet as pq
+
+    from logdoctor.spark.census import run_census
+
+    with LiveBroker(live_dir, WRITTEN) as broker:
+        broker.wait_for("delete")
+        result = run_census(spark, [str(live_dir)], tmp_path / "census")
+        assert broker.wait_for("roll") > 1
+    rows = pq.read_table(result.tables["findings"]).to_pylist()
+    assert [r for r in rows if r["severity"] != "info" and r["code"] not in TRUE_OF_THE_DATA] == []
+    assert [r["severity"] for r in rows if r["code"] == "BROKER_RUNNING"] == ["info"]
