@@ -50,12 +50,14 @@ docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet
 
 # The whole test suite (docs site, ruff, pytest). CI runs exactly this. The oracles and tools the tests
-# need (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium) are installed on first use.
+# need (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium and strace) are installed on first
+# use.
 # --durations: the slowest test phases listed at the end, where the suite's minutes go (BENCHMARKS.md).
 test: $(STAMP) docs
 	bash scripts/ensure-kafkajs.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	-bash scripts/ensure-chromium.sh
+	bash scripts/ensure-strace.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PYTEST) -q $(XDIST) --durations=40
 

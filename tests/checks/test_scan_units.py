@@ -33,7 +33,7 @@ def test_catalog_has_the_required_codes_with_fix_and_source() -> None:
 
 def test_make_fills_templates_and_keeps_position() -> None:
     f = catalog.make("BROKER_RUNNING", "/d/.lock", holder=" (by pid 7)", logdir="/d")
-    assert f.severity is Severity.ERROR and f.position is None
+    assert f.severity is Severity.INFO and f.position is None  # a live dir is no damage (issue 58)
     assert f.message.startswith("/d/.lock is locked (by pid 7): a broker is running on /d")
     g = catalog.make(
         "CHECKPOINT_MISMATCH",

@@ -78,7 +78,8 @@ def test_verbose_lists_every_finding() -> None:
 
 def test_a_few_findings_are_shown_in_full_worst_first() -> None:
     few = _index_missing(2, 1)
-    err = catalog.make("BROKER_RUNNING", "/data/kafka-logs/.lock", holder="", logdir="/data/kafka-logs")
+    lock, logdir = "/data/kafka-logs/.lock", "/data/kafka-logs"
+    err = catalog.make("BROKER_RUNNING", lock, holder="", logdir=logdir, severity=catalog.Severity.ERROR)
     console, buf = _console()
     render_findings(console, [*few, err])
     text = buf.getvalue()

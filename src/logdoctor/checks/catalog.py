@@ -303,12 +303,28 @@ _ENTRIES = (
     ),
     Entry(
         "BROKER_RUNNING",
-        _E,
-        "a broker holds the log dir's lock",
-        "{path} is locked{holder}: a broker is running on {logdir}; files change under the scan and "
-        "nothing may be repaired",
-        "Stop the broker before trusting this scan or repairing anything.",
+        _I,
+        "a broker holds the log dir's lock: the dir is live (information, not damage)",
+        "{path} is locked{holder}: a broker is running on {logdir}. Each partition was read as of one "
+        "moment, when its check began (its files listed with their sizes); what the broker does "
+        "meanwhile (appends, a roll, a deletion, its preallocated active indexes, the recovery point "
+        "behind the log end) is its normal state, not a finding. The commands that write to a log dir "
+        "(repair, move-partition, sync-replica, restore with --apply) refuse it while the lock is held "
+        "(exit 75)",
+        "Nothing to fix: reads are safe next to a running broker (docs/live-broker.md). Stop the broker "
+        "before repairing anything.",
         "K:server-common/.../util/FileLock.java (tryLock on .lock)",
+    ),
+    Entry(
+        "PARTITION_CHANGED_WHILE_READ",
+        _I,
+        "a running broker removed segments of a partition faster than it could be read",
+        "{path}: a segment listed when the partition's check began was removed by the running broker "
+        "(retention or the log cleaner) before it was read, {reads} times in a row: the partition is not "
+        "checked (no damage is implied)",
+        "Scan it again; a broker removes a segment file.delete.delay.ms (60 s by default) after renaming it "
+        ".deleted, so this happens only when segments roll and expire within seconds.",
+        "K:storage/.../log/LogSegment.java changeFileSuffixes; UnifiedLog.deleteSegmentFiles",
     ),
     Entry(
         "ORPHAN_FILE",

@@ -88,6 +88,9 @@ class PartitionTask:
     keep_producers: bool = False
     #: the partition's cleaner-offset-checkpoint entry (None: none, or the file unreadable; checks.compaction)
     cleaner_checkpoint: int | None = None
+    #: a broker holds the log dir's lock: what a running broker changes while the partition is read is its
+    #: normal state, not a finding (checks.live)
+    live: bool = False
 
 
 @dataclass(slots=True)

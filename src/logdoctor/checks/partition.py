@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from logdoctor.checks import compaction, deep, default, quick, transactions
+import contextlib
+
+from logdoctor.checks import compaction, deep, default, live, quick, transactions
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.state import PartitionState
@@ -22,7 +24,27 @@ def check_partition(
 ) -> PartitionReport:
     """``listed``: the folder as :func:`logdoctor.formats.folders.list_folders` listed it (None: not
     listed yet): an empty folder of a quick scan is reported from it alone (:func:`_empty_quick`), its
-    tiering decided once per topic in ``tiers`` (one dict for the partitions of one scan)."""
+    tiering decided once per topic in ``tiers`` (one dict for the partitions of one scan).
+
+    A partition of a live log dir (``task.live``) is read as of one moment, its listing; when a segment
+    file listed then is gone before it is read (a running broker's retention), it is read again as of a
+    new moment, at most :data:`logdoctor.checks.live.READS` times (checks.live)."""
+    if not task.live:
+        return _check_partition(task, listed, tiers)
+    for _ in range(live.READS):
+        try:
+            return _check_partition(task, None, tiers)
+        except FileNotFoundError:
+            continue
+    folder = PartitionDirName(task.topic, task.partition, DirKind(task.kind))
+    st = PartitionState(task, Partition(None, task.path, folder), [])
+    st.make("PARTITION_CHANGED_WHILE_READ", task.path, reads=live.READS)
+    with contextlib.suppress(OSError):
+        quick.check_small_files(st)  # its topic id and leader epochs: the replica is still the broker's
+    return st.rep
+
+
+def _check_partition(task: PartitionTask, listed: Listed | None, tiers: Tiers | None) -> PartitionReport:
     if (
         listed is not None
         and not isinstance(listed, int)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 
+from logdoctor.checks import live
 from logdoctor.checks.context import Depth
 from logdoctor.checks.default import check_offsets, check_segment_indexes, mark_recovered, report_damage
 from logdoctor.checks.indexes import tail_check
@@ -51,6 +52,8 @@ def check_listing(st: PartitionState) -> None:
         st.add(f)
     for orphan in st.partition.orphan_files:
         path = str(orphan.path)
+        if st.task.live and orphan.kind in live.TRANSIENT_ORPHANS:
+            continue  # a running broker's work in progress (checks.live)
         if orphan.kind == "unknown-file":
             st.make("UNKNOWN_FILE", path, where="partition folder")
             continue

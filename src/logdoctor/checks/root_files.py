@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from functools import partial
 
-from logdoctor.checks import catalog
+from logdoctor.checks import catalog, live
 from logdoctor.checks.access import describe, missing_access
 from logdoctor.checks.findings import Severity
 from logdoctor.checks.irregular import irregular_findings
@@ -261,6 +261,8 @@ def _root_leftovers(ld: LogDir, rep: LogDirReport) -> None:
         op = str(orphan.path)
         if orphan.kind == "stray-dir":
             continue  # STRAY_REPLICA_LEFT (checks.kraft), with what the cluster metadata says
+        if rep.locked and orphan.kind in live.TRANSIENT_ORPHANS:
+            continue  # a running broker's work in progress (checks.live)
         if orphan.kind == "unknown-dir":
             add(make("INVALID_DIR_NAME", op))
         elif orphan.kind == "unknown-file":

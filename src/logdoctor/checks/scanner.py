@@ -345,6 +345,7 @@ def scan(
                     transaction_timeout=txn_timeout,
                     keep_producers=keep_producers,
                     cleaner_checkpoint=None if meta_log else cl_of.get(tp),
+                    live=rep.locked,
                 )
             )
         here = tasks[len(listed) :]

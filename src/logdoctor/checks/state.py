@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from logdoctor.checks import live
 from logdoctor.checks.access import describe, missing_access
 from logdoctor.checks.undecodable import Undecodable, undecodable_batches
 from logdoctor.checks.walk_ahead import (
@@ -111,9 +112,13 @@ class PartitionState:
         #: the open transactions of the loaded producer state, once replayed (checks.transactions
         #: open_transactions: the hanging-transaction and cleaner checks both ask)
         self.open_txns: Any = NOT_REPLAYED
+        #: a live log dir's partition: what the broker is writing at the moment (checks.live.Moment)
+        self.moment = live.Moment.of(segments) if task.live else None
 
     # findings ------------------------------------------------------------------------------------
     def add(self, finding: Finding) -> None:
+        if self.moment is not None and self.moment.being_written(finding):
+            return  # the running broker's work in progress, not damage (checks.live)
         self.rep.findings.append(finding)
 
     def segment_index(self, offset: int) -> int:
@@ -174,6 +179,8 @@ class PartitionState:
             return None
         except OSError as e:
             if e.errno == errno.ENOENT:
+                if self.task.live:
+                    raise  # removed by the broker since the listing: read again (checks.live)
                 return None
             self.denied(path, "r", what, f"read failed: {e.strerror}")
             self.unreadable.add(path)
@@ -196,6 +203,10 @@ class PartitionState:
         except PermissionError as e:
             self.denied(path, "r", what, f"open failed: {e.strerror}")
             self.unreadable.add(path)
+            return None
+        except FileNotFoundError:
+            if self.task.live:
+                raise  # removed by the broker since the listing: read again (checks.live)
             return None
         except OSError:
             return None

@@ -20,6 +20,7 @@ from logdoctor.checks.state import PartitionState, duration, iso
 from logdoctor.checks.topic_config import TopicConfig, TopicConfigResolver
 from logdoctor.formats.index import TIME_ENTRY_SIZE
 from logdoctor.logdir.model import Segment
+from logdoctor.logdir.names import SegmentFileType
 
 #: a broker timestamp this much older than the records is "far older" (not clock noise)
 RISK_TOLERANCE_MS = 60_000
@@ -39,7 +40,8 @@ def broker_largest_timestamp(st: PartitionState, seg: Segment, info: SegmentInfo
         )
     path = str(tpath)
     try:
-        tst = os.stat(path)
+        # a live dir's as listed (checks.live): the broker may have renamed it .deleted since
+        tst = seg.listed_stat(SegmentFileType.TIMEINDEX) if st.task.live else os.stat(path)
     except OSError:
         tst = None
     if path in st.unreadable or (tst is not None and "r" in missing_access(tst, st.task.broker_user, "r")):

@@ -63,8 +63,32 @@ def _refuse(path: str | os.PathLike[str], mode: int) -> NotRegularFileError:
     return NotRegularFileError(code, f"a {kind}, not a regular file: not opened", os.fspath(path))
 
 
+# the files of a segment a running broker renames for deletion (LogSegment.changeFileSuffixes) and removes
+# file.delete.delay.ms later: a segment listed a moment ago is read under its new name meanwhile
+_RENAMED_FOR_DELETION = (".log", ".index", ".timeindex", ".txnindex")
+_DELETED_SUFFIX = ".deleted"
+
+
 def open_regular(path: str | os.PathLike[str]) -> int:
-    """A read-only fd of the regular file ``path`` (not through a final symlink); see the module doc."""
+    """A read-only fd of the regular file ``path`` (not through a final symlink); see the module doc.
+
+    A segment file (``.log``, ``.index``, ``.timeindex``, ``.txnindex``) gone since it was listed but
+    present as ``<name>.deleted`` is opened there: the same file, renamed by a running broker's
+    retention or log cleaner (the bytes of a renamed file are unchanged). Otherwise FileNotFoundError."""
+    try:
+        return _open_regular(path)
+    except FileNotFoundError:
+        name = os.fspath(path)
+        if not isinstance(name, str) or not name.endswith(_RENAMED_FOR_DELETION):
+            raise
+        try:
+            return _open_regular(name + _DELETED_SUFFIX)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _open_regular(path: str | os.PathLike[str]) -> int:
     st = os.lstat(path)
     if not stat.S_ISREG(st.st_mode):
         raise _refuse(path, st.st_mode)

@@ -274,6 +274,12 @@ class Segment:
         """The ``.log`` file's name (``<20-digit base offset>.log``)."""
         return self._entries[SegmentFileType.LOG].name
 
+    def listed_stat(self, t: SegmentFileType) -> os.stat_result | None:
+        """The stat of the segment's file of type ``t`` as listed (cached by the listing); None: no such
+        file."""
+        e = self._entries.get(t)
+        return e.stat() if e is not None else None
+
     def _size(self, t: SegmentFileType) -> int | None:
         e = self._entries.get(t)
         return e.stat().st_size if e is not None else None

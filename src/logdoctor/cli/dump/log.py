@@ -6,6 +6,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 
+from logdoctor.checks.live import active_segment_of_live_dir
 from logdoctor.checks.verify_index import (
     Finding,
     FindingCode,
@@ -207,6 +208,11 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
 def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
     opts = ctx.opts
     header = file_event(ctx, reader.size)
+    if ctx.remote is None and active_segment_of_live_dir(ctx.path):
+        ctx.warnings.append(
+            f"{ctx.file}: the active segment of a running broker (.lock held): read as of its "
+            f"{reader.size:,} bytes when opened; the broker appends after"
+        )
     if ctx.remote is not None:
         header["remote_segment_id"] = ctx.remote.remote.segment_id
         header["remote_layout"] = ctx.remote.remote.layout
