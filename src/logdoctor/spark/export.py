@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 WRITERS = ("arrow", "spark")
-REMOTE_OPTIONS = ("remoteStorage", "remoteLayout", "remotePrivateKey")  # logdir.remote_tier
+REMOTE_OPTIONS = ("remoteStorage", "remoteLayout", "remotePrivateKey")  # logdir.remote_store.RemoteOptions
 MODES = ("error", "overwrite", "append")
 TEMPORARY = "_temporary"
 ROWS_PER_FILE = 1_000_000
