@@ -25,6 +25,7 @@ import struct
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from _common import BENCH_TMP, TableRows, load_average, machine
 
@@ -42,6 +43,21 @@ def alternate(cases: dict[str, Callable[[], object]], repeat: int) -> dict[str, 
         for name, fn in cases.items():
             best[name] = min(best[name], _cpu(fn))
     return best
+
+
+def general_only(module: Any, name: str, stand_in: Any, fn: Callable[[], object]) -> Callable[[], object]:
+    """``fn`` run with ``module.name`` (a fast path's entry) replaced by ``stand_in``, which declines every
+    input: the general path alone. The fast path is ``fn`` itself."""
+
+    def run() -> object:
+        fast = getattr(module, name)
+        setattr(module, name, stand_in)
+        try:
+            return fn()
+        finally:
+            setattr(module, name, fast)
+
+    return run
 
 
 def _uuid(rng: random.Random) -> str:
@@ -94,27 +110,9 @@ def bench_metadata(segments: int, repeat: int, rows: TableRows) -> None:
         for b in iter_batches((folder / "00000000000000000000.log").read_bytes())
         for r in b.records()
     ]
-    direct = rlm.read_plain_segment_record
-
-    def general_only(*_a: object) -> None:
-        return None
-
-    def with_direct(fn: Callable[[], object]) -> Callable[[], object]:
-        def run() -> object:
-            rlm.read_plain_segment_record = direct
-            return fn()
-
-        return run
 
     def schema_only(fn: Callable[[], object]) -> Callable[[], object]:
-        def run() -> object:
-            rlm.read_plain_segment_record = general_only  # type: ignore[assignment]
-            try:
-                return fn()
-            finally:
-                rlm.read_plain_segment_record = direct
-
-        return run
+        return general_only(rlm, "read_plain_segment_record", lambda *_a: None, fn)  # "not plain": schema
 
     def replay() -> object:
         md = replay_metadata_folders({0: str(folder)}, num_partitions=1)  # every partition in -0
@@ -126,12 +124,12 @@ def bench_metadata(segments: int, repeat: int, rows: TableRows) -> None:
             rlm.decode_remote_log_metadata(None, v)
 
     # the same answer either way (tests/formats/test_remote_segment_records.py checks it field by field)
-    assert with_direct(replay)().summary() == schema_only(replay)().summary()  # type: ignore[attr-defined]
+    assert replay().summary() == schema_only(replay)().summary()  # type: ignore[attr-defined]
     best = alternate(
         {
-            "replay direct": with_direct(replay),
+            "replay direct": replay,
             "replay schema": schema_only(replay),
-            "decode direct": with_direct(decode),
+            "decode direct": decode,
             "decode schema": schema_only(decode),
         },
         repeat,
@@ -168,11 +166,6 @@ def bench_index_fit(repeat: int, rows: TableRows) -> None:
     from logdoctor.formats.index import real_entry_count
     from logdoctor.repair.procedures import restore
 
-    numpy_check = restore._entries_fit
-
-    def walk_only(*_a: object) -> bool:
-        return False  # "does not fit": _index_problem walks every entry with _first_bad_entry
-
     for label, entries in (("4 MiB segment", 1024), ("1 GiB segment", 262_144)):
         size = (entries + 1) * 4096
         base = 1_000_000
@@ -194,28 +187,13 @@ def bench_index_fit(repeat: int, rows: TableRows) -> None:
 
             return run
 
-        def numpy_path(fn: Callable[[], object]) -> Callable[[], object]:
-            def run() -> object:
-                restore._entries_fit = numpy_check
-                return fn()
-
-            return run
-
-        def walk_path(fn: Callable[[], object]) -> Callable[[], object]:
-            def run() -> object:
-                restore._entries_fit = walk_only  # type: ignore[assignment]
-                try:
-                    return fn()
-                finally:
-                    restore._entries_fit = numpy_check
-
-            return run
-
-        numpy_path(check("index", inputs[0][1], 1))()  # numpy imported before the clocks run
+        check("index", inputs[0][1], 1)()  # numpy imported before the clocks run
         cases: dict[str, Callable[[], object]] = {}
         for suffix, data in inputs:
-            cases[f"{suffix} numpy"] = numpy_path(check(suffix, data))
-            cases[f"{suffix} walk"] = walk_path(check(suffix, data))
+            cases[f"{suffix} numpy"] = check(suffix, data)
+            # "does not fit": _index_problem walks every entry with _first_bad_entry
+            walk = general_only(restore, "_entries_fit", lambda *_a: False, check(suffix, data))
+            cases[f"{suffix} walk"] = walk
         best = alternate(cases, repeat)
         for suffix, _data in inputs:
             fast, slow = best[f"{suffix} numpy"] / calls, best[f"{suffix} walk"] / calls
