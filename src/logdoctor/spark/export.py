@@ -240,18 +240,6 @@ class ExportResult:
         }
 
 
-def _parquet_stats(out_dir: str) -> tuple[int, int, int]:
-    """(rows, files, bytes) of the Parquet files under ``out_dir`` (from their footers)."""
-    import pyarrow.parquet as pq
-
-    rows = files = size = 0
-    for path in Path(out_dir).rglob("*.parquet"):
-        files += 1
-        size += path.stat().st_size
-        rows += pq.ParquetFile(path).metadata.num_rows
-    return rows, files, size
-
-
 class StageProgress:
     """Polls Spark's status tracker in a thread and reports (done, total) tasks of the running job."""
 
