@@ -58,6 +58,8 @@ class ListingProblem:
     last_offset: int | None
     error: str
     lost: bool = True
+    #: this user may not read it (permission denied): the CLI exits 77 (NO_PERMISSION) for it
+    permission: bool = False
 
 
 def _offsets(first: int, last: int | None) -> str:
