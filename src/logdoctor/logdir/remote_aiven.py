@@ -4,11 +4,11 @@ by position (:class:`AivenLogReader`). The bytes themselves (chunks, compression
 :mod:`logdoctor.formats.aiven_rsm`'s.
 
 Invariants: only the chunks a read needs are fetched, each span of them in one ranged read; a chunk larger
-than :data:`~logdoctor.formats.aiven_rsm.STREAM_ABOVE` is read as a stream, never whole; memory is a few
-pairs of reused buffers per process (:func:`_span_buffers`), not new memory per chunk. Bad objects raise
-:class:`~logdoctor.errors.FormatError` naming the object key and, for a chunk, its original bytes (a
-missing or truncated object, a chunk that does not decompress or decrypt, a wrong private key, a manifest
-version other than 1), never a silent gap.
+than :data:`~logdoctor.formats.aiven_rsm.STREAM_ABOVE` is read as a stream, never whole; chunks are
+detransformed into pairs of buffers reused from a small pool (:func:`_span_buffers`), not new memory per
+chunk. Bad objects raise :class:`~logdoctor.errors.FormatError` naming the object key and, for a chunk, its
+original bytes (a missing or truncated object, a chunk that does not decompress or decrypt, a wrong private
+key, a manifest version other than 1), never a silent gap.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@ bytes, by position) and :func:`remote_index_bytes` (its offset or time index). A
 segment's bytes as the broker wrote them; an Aiven one is read by
 :class:`~logdoctor.logdir.remote_aiven.AivenLogReader`.
 
-Invariants: a read never asks the store for more than the bytes it needs, and never for an object this
-process already opened when the caller hands it over (``loaded``, ``opened``); bad objects raise
-:class:`~logdoctor.errors.FormatError` naming the object key, never a silent gap: callers stop that
-segment's rows there and report the offsets. An index that cannot be read is empty (it only makes seeks
+Invariants: a read asks the store for the byte range it needs only (Aiven: the chunks that hold it), and never
+again for an object this process already opened when the caller hands it over (``loaded``, ``opened``); bad
+objects raise :class:`~logdoctor.errors.FormatError` naming the object key, never a silent gap: callers stop
+that segment's rows there and report the offsets. An index that cannot be read is empty (it only makes seeks
 shorter).
 """
 
