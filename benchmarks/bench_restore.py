@@ -88,7 +88,7 @@ def make_big_stores(segment_mib: int, segments: int, small: Path) -> dict[str, P
 
 
 def _restore(store: str, repeat: int, key: Path | None = None) -> tuple[float, int]:
-    from logdoctor.logdir.remote_tier import RemoteOptions
+    from logdoctor.logdir.remote_store import RemoteOptions
     from logdoctor.repair.procedures import run
     from logdoctor.repair.procedures.restore import plan_restore
 

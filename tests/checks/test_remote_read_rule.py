@@ -1,5 +1,5 @@
 """One rule for which of two overlapping finished remote segments is read: the export's read plan
-(logdoctor.logdir.remote_tier.attach_remote) and scan --remote-storage's audit choose as the broker does
+(logdoctor.logdir.remote_attach.attach_remote) and scan --remote-storage's audit choose as the broker does
 (logdoctor.logdir.remote_lineage: the segment within the leader-epoch lineage, RemoteLogMetadataCache),
 on a copy of ../shared/tiered (kafka-local: payments-0 remote [0, 1296) in 4 segments of 324 offsets,
 local from 1296, leader-epoch-checkpoint 0@0) with a duplicate segment planted in the store AND in

@@ -22,7 +22,9 @@ from logdoctor.errors import CorruptRecordError
 from logdoctor.formats import aiven_rsm
 from logdoctor.formats.aiven_rsm import ChunkStream, build_manifest, detransform_chunk, parse_manifest
 from logdoctor.logdir.discovery import discover
-from logdoctor.logdir.remote_tier import AivenLogReader, RemoteOptions, attach_remote
+from logdoctor.logdir.remote_aiven import AivenLogReader
+from logdoctor.logdir.remote_attach import attach_remote
+from logdoctor.logdir.remote_store import RemoteOptions
 
 _ASAN = "asan" in os.environ.get("LD_PRELOAD", "")
 #: what the bomb chunk declares: 1 GiB; under ASan (make asan-check, where memory is no measure and every

@@ -182,8 +182,9 @@ def test_a_segment_finished_twice_in_the_metadata_is_read_once_and_named(tmp_pat
     """The same segment uploaded twice and both COPY_SEGMENT_FINISHED (a leader change, KAFKA-15168):
     its offsets are read from one of the two, the other named."""
     from logdoctor.logdir.discovery import discover
+    from logdoctor.logdir.remote_attach import attach_remote
     from logdoctor.logdir.remote_metadata import replay_remote_log_metadata
-    from logdoctor.logdir.remote_tier import RemoteOptions, attach_remote
+    from logdoctor.logdir.remote_store import RemoteOptions
 
     logs, folder = _store(tmp_path)
     metadata = replay_remote_log_metadata([str(logs)])

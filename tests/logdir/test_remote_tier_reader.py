@@ -1,7 +1,8 @@
-"""logdir.remote_tier and formats.aiven_rsm over ../shared/tiered: the remote tier written by Kafka's
-LocalTieredStorage and by Aiven's plugin v1.0.0 (plain, zstd, zstd + AES-GCM with an RSA-wrapped key),
-read back byte for byte against the same partitions never tiered (the truth Kafka's classes wrote), and
-bad objects (truncated, a chunk's bytes deleted, a wrong key, manifest version 99) on copies."""
+"""logdir.remote_attach, remote_reader, remote_aiven and formats.aiven_rsm over ../shared/tiered: the
+remote tier written by Kafka's LocalTieredStorage and by Aiven's plugin v1.0.0 (plain, zstd, zstd + AES-GCM
+with an RSA-wrapped key), read back byte for byte against the same partitions never tiered (the truth
+Kafka's classes wrote), and bad objects (truncated, a chunk's bytes deleted, a wrong key, manifest version 99)
+on copies."""
 
 from __future__ import annotations
 
@@ -16,14 +17,10 @@ from logdoctor.errors import FormatError, UnsupportedError
 from logdoctor.formats.records import iter_batches
 from logdoctor.logdir.discovery import discover
 from logdoctor.logdir.ranged import iter_ranged_batches
-from logdoctor.logdir.remote_tier import (
-    AivenLogReader,
-    RemoteOptions,
-    RemoteTierError,
-    attach_remote,
-    open_remote_log,
-    remote_index_bytes,
-)
+from logdoctor.logdir.remote_aiven import AivenLogReader
+from logdoctor.logdir.remote_attach import attach_remote
+from logdoctor.logdir.remote_reader import open_remote_log, remote_index_bytes
+from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
 
 # variant -> (log dir, store, private key), relative to ../shared/tiered
 VARIANTS = {

@@ -18,7 +18,7 @@ from kafka.record import MemoryRecords
 
 import realworld
 import tiers
-from logdoctor.logdir.remote_tier import RemoteOptions
+from logdoctor.logdir.remote_store import RemoteOptions
 from logdoctor.repair.procedures import run
 from logdoctor.repair.procedures.restore import plan_restore
 
@@ -150,7 +150,7 @@ def test_topics_option_and_a_broker_holding_the_lock(tmp_path):
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
     opts = _opts(tiered, "kafka-local/remote", None)
-    from logdoctor.logdir.remote_tier import RemoteTierError
+    from logdoctor.logdir.remote_store import RemoteTierError
 
     with pytest.raises(RemoteTierError, match="no tiered partition of audit"):
         plan_restore(log_dir, opts, topics=["audit"], backup_dir=tmp_path / "b")

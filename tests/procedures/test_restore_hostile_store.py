@@ -25,7 +25,7 @@ import helpers
 import pytest
 
 import realworld
-from logdoctor.logdir.remote_tier import RemoteOptions
+from logdoctor.logdir.remote_store import RemoteOptions
 from logdoctor.repair.procedures import run
 from logdoctor.repair.procedures.restore import plan_restore
 

@@ -18,7 +18,7 @@ import pytest
 
 import realworld
 import tiers
-from logdoctor.logdir.remote_tier import RemoteOptions
+from logdoctor.logdir.remote_store import RemoteOptions
 from logdoctor.repair.procedures import run
 from logdoctor.repair.procedures.restore import plan_restore
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import realworld
 from logdoctor.formats.aiven_rsm import parse_manifest
 from logdoctor.formats.crc import crc32c, crc32c_combine
-from logdoctor.logdir.remote_tier import RemoteOptions
+from logdoctor.logdir.remote_store import RemoteOptions
 from logdoctor.repair import copies
 from logdoctor.repair.procedures import run
 from logdoctor.repair.procedures.restore import plan_restore

@@ -15,7 +15,7 @@ import typer
 
 import realworld
 from logdoctor.cli.run_status import run_errors
-from logdoctor.logdir.remote_tier import RemoteOptions
+from logdoctor.logdir.remote_store import RemoteOptions
 from logdoctor.repair import apply as apply_mod
 from logdoctor.repair.backup import NoSpaceError, PartlyWrittenError
 from logdoctor.repair.procedures.restore import plan_restore

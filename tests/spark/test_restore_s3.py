@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import realworld
-from logdoctor.logdir.remote_tier import RemoteOptions
+from logdoctor.logdir.remote_store import RemoteOptions
 from logdoctor.repair.procedures import run
 from logdoctor.repair.procedures.restore import plan_restore
 

@@ -3,7 +3,7 @@
 One comparison for every caller (the scan's findings, the census, the export's read-once check): what
 the replay of ``__remote_log_metadata`` (:mod:`logdoctor.logdir.remote_metadata`) says exists, what a
 listing of the store holds (:mod:`logdoctor.logdir.store_listing`: a direct listing or an S3 Inventory
-report; keys parsed by :func:`logdoctor.logdir.remote_tier.parse_object_key`, both layouts), and the
+report; keys parsed by :func:`logdoctor.logdir.remote_layouts.parse_object_key`, both layouts), and the
 partition's local leader-epoch lineage. Pure data in, data out: no finding, no I/O.
 
 - :class:`StoreIndex` groups listed objects by partition (topic id, partition) and segment id;
@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from logdoctor.logdir.remote_layouts import parse_object_key
 from logdoctor.logdir.remote_lineage import first_epoch, last_epoch, readable_segments, within_leader_epochs
 from logdoctor.logdir.remote_metadata import (
     RemoteLogMetadata,
@@ -38,7 +39,6 @@ from logdoctor.logdir.remote_metadata import (
     SegmentState,
     TopicIdPartition,
 )
-from logdoctor.logdir.remote_tier import parse_object_key
 from logdoctor.logdir.store_listing import StoreObject
 
 __all__ = [

@@ -36,7 +36,6 @@ non-zero bytes after the zero tail, and each era's sanity-check verdict.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -353,8 +352,3 @@ def _batch_max_timestamp(batch: Batch) -> int:
         return max((r.timestamp for r in batch.records()), default=NO_TIMESTAMP)
     except FormatError:
         return batch.max_timestamp
-
-
-def iter_findings(*lists: list[Finding]) -> Iterator[Finding]:
-    for lst in lists:
-        yield from lst

@@ -1,5 +1,5 @@
 """The remote-tier options `dump` and `export` share (docs/remote-tier.md; the readers are
-:mod:`logdoctor.logdir.remote_tier`). ``--remote-storage`` says per command what its FILES or PATHS are."""
+:mod:`logdoctor.logdir.remote_store`). ``--remote-storage`` says per command what its FILES or PATHS are."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ def require_remote_inputs(storage: str | None, private_key: str | None) -> None:
 
     if storage is not None:
         require_inputs_exist([storage])
-    from logdoctor.logdir.remote_tier import private_key_spec
+    from logdoctor.logdir.remote_store import private_key_spec
 
     if private_key is not None:
         path = private_key_spec(private_key.strip())[1]

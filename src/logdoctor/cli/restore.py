@@ -86,7 +86,7 @@ def restore_command(
     rollback_journal: _Rollback = None,
 ) -> None:
     """Restore tiered partitions, or their lost remote log metadata, from the remote tier."""
-    from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError
+    from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
     from logdoctor.repair.procedures.common import ProcedureRefused
 
     planning = bool(log_dir or remote_storage)

@@ -76,13 +76,6 @@ def read_unsigned_varint(
     return _read_unsigned(buf, pos, MAX_VARINT_SIZE, _MASK32, "unsigned varint", source, base_position)
 
 
-def read_unsigned_varlong(
-    buf: Buffer, pos: int, *, source: str | None = None, base_position: int = 0
-) -> tuple[int, int]:
-    """Read an unsigned varlong (uint64, at most 10 bytes)."""
-    return _read_unsigned(buf, pos, MAX_VARLONG_SIZE, _MASK64, "unsigned varlong", source, base_position)
-
-
 def read_varint(
     buf: Buffer, pos: int, *, source: str | None = None, base_position: int = 0
 ) -> tuple[int, int]:
@@ -103,12 +96,6 @@ def encode_unsigned_varint(value: int) -> bytes:
     """Encode an uint32 (0 <= value < 2**32) as an unsigned varint."""
     if not 0 <= value <= _MASK32:
         raise OverflowError(f"{value} does not fit in an unsigned varint")
-    return _encode_unsigned(value)
-
-
-def encode_unsigned_varlong(value: int) -> bytes:
-    if not 0 <= value <= _MASK64:
-        raise OverflowError(f"{value} does not fit in an unsigned varlong")
     return _encode_unsigned(value)
 
 

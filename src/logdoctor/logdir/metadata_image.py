@@ -270,9 +270,6 @@ class MetadataImage:
         tid = self.topics.get(topic)
         return self.partitions.get((tid, partition)) if tid is not None else None
 
-    def partition_name(self, state: PartitionState) -> str:
-        return f"{self.topic_names.get(state.topic_id, state.topic_id)}-{state.partition}"
-
     def replicas_of(self, broker_id: int) -> dict[tuple[str, int], PartitionState]:
         """(topic name, partition) -> state, for every partition listing ``broker_id`` as a replica."""
         out: dict[tuple[str, int], PartitionState] = {}

@@ -6,7 +6,7 @@ Every way records leave logdoctor (Parquet with either writer, Iceberg, Delta, t
 :func:`plan_read`, so that an input kind (a log dir at a URI, the remote tier) reaches them all or none:
 
 1. discovery of the paths (:func:`logdoctor.logdir.discovery.discover`);
-2. the remote tier attached (:func:`logdoctor.logdir.remote_tier.attach_remote`, options
+2. the remote tier attached (:func:`logdoctor.logdir.remote_attach.attach_remote`, options
    ``remoteStorage``/``remoteLayout``/``remotePrivateKey``), its listing checked against the remote log
    metadata where ``__remote_log_metadata`` partitions are in the inputs' log dirs
    (:mod:`logdoctor.logdir.remote_metadata`): a copied segment with no object is a named gap, a second
@@ -38,7 +38,7 @@ from typing import Any
 
 from logdoctor.logdir.discovery import DiscoveryError
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
-from logdoctor.logdir.remote_tier import ListingProblem
+from logdoctor.logdir.remote_attach import ListingProblem
 
 __all__ = [
     "INTERNAL_TOPIC_PREFIX",
@@ -54,7 +54,7 @@ __all__ = [
 #: Kafka's internal topics and every other ``__`` topic (MirrorMaker 2's default exclude ``__.*``)
 INTERNAL_TOPIC_PREFIX = "__"
 
-#: offsets that will not be read once (see :class:`~logdoctor.logdir.remote_tier.ListingProblem`)
+#: offsets that will not be read once (see :class:`~logdoctor.logdir.remote_attach.ListingProblem`)
 NotRead = ListingProblem
 
 
@@ -292,9 +292,10 @@ def plan_read(
 ) -> ReadPlan:
     """The read plan of ``paths`` with the data-source ``options`` (see the module doc). Raises
     :class:`~logdoctor.logdir.discovery.DiscoveryError` for a bad path or option (a bad remote-tier
-    option or store: :class:`~logdoctor.logdir.remote_tier.RemoteTierError`)."""
+    option or store: :class:`~logdoctor.logdir.remote_store.RemoteTierError`)."""
     from logdoctor.logdir.discovery import discover, split_paths
-    from logdoctor.logdir.remote_tier import RemoteOptions, attach_remote
+    from logdoctor.logdir.remote_attach import attach_remote
+    from logdoctor.logdir.remote_store import RemoteOptions
 
     opts = {str(k).lower(): v for k, v in (options or {}).items() if v is not None}
     items = split_paths(paths, options)

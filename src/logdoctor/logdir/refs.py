@@ -22,7 +22,7 @@ _LOG = SegmentFileType.LOG.value
 
 @dataclass(frozen=True, slots=True)
 class RemoteSegment:
-    """How to read one segment of the remote tier (:mod:`logdoctor.logdir.remote_tier`): plain values."""
+    """How to read one segment of the remote tier (:mod:`logdoctor.logdir.remote_reader`): plain values."""
 
     layout: str
     segment_id: str
@@ -54,7 +54,7 @@ class SegmentRef:
     next_base_offset: int | None = None  # base offset of the next segment of the partition
     storage: Storage = LOCAL  # where ``path`` is (a local path, or a URI on that file system)
     # a segment of the remote tier (``path`` is its .log object in the store): how to read it
-    # (:mod:`logdoctor.logdir.remote_tier`); None for a segment of a log dir
+    # (:mod:`logdoctor.logdir.remote_attach`); None for a segment of a log dir
     remote: RemoteSegment | None = None
 
     @property

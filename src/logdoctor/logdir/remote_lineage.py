@@ -3,7 +3,7 @@
 Pure data over the replayed remote log metadata (:mod:`logdoctor.logdir.remote_metadata`) and a
 partition's leader-epoch lineage (its ``leader-epoch-checkpoint`` entries), shared by every caller that
 chooses among overlapping finished segments: the read plan
-(:func:`logdoctor.logdir.remote_tier.attach_remote`: what an export reads) and the remote tier audit
+(:func:`logdoctor.logdir.remote_attach.attach_remote`: what an export reads) and the remote tier audit
 (:mod:`logdoctor.checks.remote_audit`: which of two overlapping segments it names as the second copy).
 K: = path in apache/kafka.
 

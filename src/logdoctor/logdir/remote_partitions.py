@@ -2,8 +2,8 @@
 
 Lists the tiered partitions a store holds (from its folder names: LocalTieredStorage's
 ``<topic>-<partition>-<topicId>``, Aiven's ``<topic>-<topicId>/<partition>``; the layouts are described in
-:mod:`logdoctor.logdir.remote_tier`), their segments as remote :class:`~logdoctor.logdir.refs.SegmentRef`
-values that :func:`logdoctor.logdir.remote_tier.open_remote_log` reads, each segment's side files (its
+:mod:`logdoctor.logdir.remote_layouts`), their segments as remote :class:`~logdoctor.logdir.refs.SegmentRef`
+values that :func:`logdoctor.logdir.remote_reader.open_remote_log` reads, each segment's side files (its
 indexes, the producer snapshot at its end and its leader-epoch checkpoint: LocalTieredStorage's own files,
 the parts of Aiven's ``.indexes`` object) and the facts ``__remote_log_metadata`` records of a segment
 (:func:`segment_facts`). Errors are :class:`~logdoctor.errors.FormatError` naming the object.
@@ -19,13 +19,16 @@ from typing import Any
 from logdoctor.errors import FormatError, MissingObjectError, TruncatedError
 from logdoctor.logdir.names import topic_name_problem
 from logdoctor.logdir.refs import RemoteSegment, SegmentRef
-from logdoctor.logdir.remote_tier import (
+from logdoctor.logdir.remote_aiven import load_manifest
+from logdoctor.logdir.remote_layouts import (
+    AIVEN_TOPIC_DIR,
+    KAFKA_LOCAL_DIR,
     KAFKA_LOCAL_ROOT,
-    RemoteOptions,
+    SEGMENT_ID,
     list_remote_segments,
-    open_remote_log,
-    open_store,
 )
+from logdoctor.logdir.remote_reader import open_remote_log
+from logdoctor.logdir.remote_store import RemoteOptions, open_store
 from logdoctor.logdir.storage import Storage
 
 __all__ = [
@@ -41,9 +44,6 @@ __all__ = [
     "stored_segments",
 ]
 
-_ID = r"[A-Za-z0-9_-]{22}"
-_KAFKA_LOCAL_DIR = re.compile(rf"^(.+)-(\d+)-({_ID})$")
-_AIVEN_TOPIC_DIR = re.compile(rf"^(.+)-({_ID})$")
 
 #: side file suffix (the broker's, or LocalTieredStorage's) -> the index type in Aiven's manifest
 SIDE_FILES = {
@@ -102,13 +102,13 @@ def find_store_partitions(
         inner = storage.join(root, KAFKA_LOCAL_ROOT)
         base = inner if storage.info(inner) is not None else root
         for name in _dirs(storage, base):
-            m = _KAFKA_LOCAL_DIR.match(name)
+            m = KAFKA_LOCAL_DIR.match(name)
             if m and (topics is None or m.group(1) in topics) and legal(m.group(1), storage.join(base, name)):
                 out.append(StorePartition(m.group(1), int(m.group(2)), m.group(3), "kafka-local", base))
     if layout in (None, "aiven"):
         for name in _dirs(storage, root):
-            m = _AIVEN_TOPIC_DIR.match(name)
-            if m is None or _KAFKA_LOCAL_DIR.match(name) or (topics is not None and m.group(1) not in topics):
+            m = AIVEN_TOPIC_DIR.match(name)
+            if m is None or KAFKA_LOCAL_DIR.match(name) or (topics is not None and m.group(1) not in topics):
                 continue
             if not legal(m.group(1), storage.join(root, name)):
                 continue
@@ -142,7 +142,9 @@ def stored_segments(
     return out
 
 
-_SIDE_NAME = re.compile(rf"^(\d{{20}})-({_ID})\.(index|timeindex|txnindex|snapshot|leader_epoch_checkpoint)$")
+_SIDE_NAME = re.compile(
+    rf"^(\d{{20}})-({SEGMENT_ID})\.(index|timeindex|txnindex|snapshot|leader_epoch_checkpoint)$"
+)
 
 
 def _with_missing_logs(
@@ -164,12 +166,6 @@ def _with_missing_logs(
     return sorted([*listed, *extra])
 
 
-def _manifest(seg: SegmentRef):
-    from logdoctor.logdir.remote_tier import _load_manifest
-
-    return _load_manifest(seg)
-
-
 def side_file(seg: SegmentRef, suffix: str) -> bytes | None:
     """The bytes of one side file of a remote segment (``suffix``: a key of :data:`SIDE_FILES`); None
     when the store has none. FormatError for an unreadable one (naming the object), OSError for a store
@@ -181,7 +177,8 @@ def side_files(
     seg: SegmentRef, suffixes: Collection[str], loaded: tuple[Any, bytes | None] | None = None
 ) -> dict[str, bytes | None]:
     """:func:`side_file` of each of ``suffixes``, Aiven's manifest read (and its data key unwrapped) once,
-    or taken from ``loaded`` (``remote_tier.load_manifest``'s, already read by the caller)."""
+    or taken from ``loaded`` (:func:`~logdoctor.logdir.remote_aiven.load_manifest`'s, already read by the
+    caller)."""
     remote = seg.remote
     assert remote is not None
     if remote.layout == "kafka-local":
@@ -192,7 +189,7 @@ def side_files(
             except FileNotFoundError:
                 out[suffix] = None
         return out
-    manifest, key = loaded if loaded is not None else _manifest(seg)
+    manifest, key = loaded if loaded is not None else load_manifest(seg)
     parts = [w for s in suffixes if (w := manifest.indexes.get(SIDE_FILES[s])) is not None and w[1] > 0]
     span = None
     if (

@@ -293,8 +293,8 @@ def _read_small(location: str, storage: Storage) -> bytes:
 
 
 def _index_bytes(seg: SegmentRef, kind: str) -> bytes:
-    if seg.remote is not None:  # a remote-tier segment: its store's index (logdir.remote_tier)
-        from logdoctor.logdir.remote_tier import remote_index_bytes
+    if seg.remote is not None:  # a remote-tier segment: its store's index (logdir.remote_reader)
+        from logdoctor.logdir.remote_reader import remote_index_bytes
 
         return remote_index_bytes(seg, kind)
     return _read_small(seg.index_path if kind == "offset" else seg.time_index_path, seg.storage)
@@ -346,7 +346,7 @@ class _LazyRemote:
 def _open_ranged(seg: SegmentRef) -> Any:
     """A reader by byte ranges of a file at a URI or of a remote-tier segment's original bytes."""
     if seg.remote is not None:
-        from logdoctor.logdir.remote_tier import open_remote_log
+        from logdoctor.logdir.remote_reader import open_remote_log
 
         return open_remote_log(seg)
     return seg.storage.open(seg.path)

@@ -1019,7 +1019,7 @@ def _take_planned_read(step: Step) -> tuple[Any, Any]:
 
 class FetchRemote(Operation):
     """Write a new file with a remote-tier segment's original ``.log`` bytes (a restore), streamed in
-    ranged reads (:func:`logdoctor.logdir.remote_tier.open_remote_log`: never the whole object in
+    ranged reads (:func:`logdoctor.logdir.remote_reader.open_remote_log`: never the whole object in
     memory; an object on this machine's file system that is the segment's bytes: ``os.copy_file_range``),
     made under ``<path>.logdoctor-partial``, fsynced, read back and walked (:func:`_check_restored`), its
     checksum (:func:`fetched_checksum`) saved in the backup dir (a line of :data:`FETCHED_REL`), then
@@ -1147,7 +1147,8 @@ class FetchRemote(Operation):
         """Stream the segment's original bytes into ``fd`` in ranged reads; their CRC-32C (hex)."""
         from logdoctor.errors import FormatError
         from logdoctor.formats.crc import crc32c
-        from logdoctor.logdir.remote_tier import AivenLogReader, open_remote_log
+        from logdoctor.logdir.remote_aiven import AivenLogReader
+        from logdoctor.logdir.remote_reader import open_remote_log
 
         crc = 0
         try:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 WRITERS = ("arrow", "spark")
-REMOTE_OPTIONS = ("remoteStorage", "remoteLayout", "remotePrivateKey")  # logdir.remote_tier
+REMOTE_OPTIONS = ("remoteStorage", "remoteLayout", "remotePrivateKey")  # logdir.remote_store.RemoteOptions
 MODES = ("error", "overwrite", "append")
 TEMPORARY = "_temporary"
 ROWS_PER_FILE = 1_000_000
@@ -245,18 +245,6 @@ class ExportResult:
             **({"typed": self.typed.to_json()} if self.typed is not None else {}),
             "phases_s": {k: round(v, 3) for k, v in self.phases.items()},
         }
-
-
-def _parquet_stats(out_dir: str) -> tuple[int, int, int]:
-    """(rows, files, bytes) of the Parquet files under ``out_dir`` (from their footers)."""
-    import pyarrow.parquet as pq
-
-    rows = files = size = 0
-    for path in Path(out_dir).rglob("*.parquet"):
-        files += 1
-        size += path.stat().st_size
-        rows += pq.ParquetFile(path).metadata.num_rows
-    return rows, files, size
 
 
 class StageProgress:

@@ -12,7 +12,7 @@ Every path is a local path or a URI of a file system pyarrow opens (``s3://``, `
 ``abfs://``; :mod:`logdoctor.logdir.storage`): listings, index reads and header reads go through the
 :class:`~logdoctor.logdir.storage.Storage` of the path, which each ref carries to the executors.
 With the options ``remoteStorage`` (``remoteLayout``, ``remotePrivateKey``) the partitions' remote-tier
-segments come first (:mod:`logdoctor.logdir.remote_tier`, :func:`discover_refs`), each read up to the
+segments come first (:mod:`logdoctor.logdir.remote_attach`, :func:`discover_refs`), each read up to the
 partition's first local offset, so that every offset is read once.
 A local segment larger than ``maxPartitionBytes`` is split at offset-index positions; a remote one is
 not (a split's task walks the segment from its start to stop at its first invalid batch, which would
@@ -322,7 +322,7 @@ def read_plan(paths: str | Sequence[str], options: Mapping[str, str] | None = No
     metadata, the topics, the offsets named as not read once), with the offsets not read clipped to the
     range the options ask for. Every output plans with it; a bad path or option: :data:`PlanningError`."""
     from logdoctor.logdir.read_plan import plan_read
-    from logdoctor.logdir.remote_tier import RemoteTierError
+    from logdoctor.logdir.remote_store import RemoteTierError
 
     try:
         plan = plan_read(paths, options)

@@ -5,7 +5,7 @@ DataFrames built on executors, so that nothing proportional to the store comes t
 
 - ``objects``: one row per segment object, a task per listing part (an S3 Inventory data file; a direct
   listing is one recursive list of the store's root in one task: never a LIST per partition), the key
-  parsed by :func:`logdoctor.logdir.remote_tier.parse_object_key`;
+  parsed by :func:`logdoctor.logdir.remote_layouts.parse_object_key`;
 - ``segments``: one row per remote segment after the replay of ``__remote_log_metadata``, a task per
   metadata partition (one copy of each, from the brokers' log dirs);
 
@@ -85,7 +85,7 @@ def metadata_folders(log_dirs: Sequence[str]) -> dict[int, str]:
 
 
 def _object_rows(objects: Any) -> Iterator[tuple[Any, ...]]:
-    from logdoctor.logdir.remote_tier import parse_object_key
+    from logdoctor.logdir.remote_layouts import parse_object_key
 
     for obj in objects:
         k = parse_object_key(obj.key)
@@ -104,10 +104,10 @@ BATCH_ROWS = 65_536
 
 def _object_batch(keys: list[str], sizes: list[int]) -> Any:
     """The OBJECT_DDL rows (an Arrow record batch) of the segment objects among ``keys``: those
-    :func:`logdoctor.logdir.remote_tier.parse_object_key` names, as :func:`_object_rows` makes them."""
+    :func:`logdoctor.logdir.remote_layouts.parse_object_key` names, as :func:`_object_rows` makes them."""
     import pyarrow as pa
 
-    from logdoctor.logdir.remote_tier import parse_object_key
+    from logdoctor.logdir.remote_layouts import parse_object_key
 
     cols: list[list[Any]] = [[] for _ in range(10)]
     (tid, topic, part, layout, folder, seg, start, suffix, key, size) = cols

@@ -332,14 +332,3 @@ class ContextOnly:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.session(), name)
-
-
-def stop_spark() -> None:
-    from pyspark import SparkContext
-    from pyspark.sql import SparkSession
-
-    active = SparkSession.getActiveSession()
-    if active is not None:
-        active.stop()
-    elif SparkContext._active_spark_context is not None:  # a ContextOnly's
-        SparkContext._active_spark_context.stop()

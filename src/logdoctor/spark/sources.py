@@ -778,7 +778,7 @@ def broker_time_index_max(path: str, storage: Storage | None = None) -> int | No
 def _remote_time_index_max(seg: SegmentRef) -> int | None:
     """The last time-index slot's timestamp of a remote-tier segment (its index from the store)."""
     from logdoctor.formats.index import TIME_ENTRY_SIZE
-    from logdoctor.logdir.remote_tier import remote_index_bytes
+    from logdoctor.logdir.remote_reader import remote_index_bytes
 
     data = remote_index_bytes(seg, "timestamp")
     slots = len(data) // TIME_ENTRY_SIZE
@@ -1004,7 +1004,7 @@ def segment_summary(
     elif seg.remote is not None:  # a remote-tier segment: its object(s) may be bad before any batch
         from logdoctor.errors import FormatError
         from logdoctor.logdir.ranged import iter_ranged_batches
-        from logdoctor.logdir.remote_tier import open_remote_log
+        from logdoctor.logdir.remote_reader import open_remote_log
 
         try:
             with open_remote_log(seg) as reader:

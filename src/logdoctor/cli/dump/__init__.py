@@ -54,7 +54,7 @@ from logdoctor.logdir.files import file_kind
 from logdoctor.logdir.names import parse_partition_dir
 
 if TYPE_CHECKING:
-    from logdoctor.logdir.remote_tier import RemoteOptions
+    from logdoctor.logdir.remote_store import RemoteOptions
 
 __all__ = [
     "DUMPERS",

@@ -124,7 +124,7 @@ def dump(
         fail(f"logdoctor dump: {e}", EX_USAGE)
     remote = None
     if remote_storage is not None or remote_layout is not None or remote_private_key is not None:
-        from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError
+        from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
 
         try:
             remote = RemoteOptions.from_options(

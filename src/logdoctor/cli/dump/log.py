@@ -164,7 +164,7 @@ def _record_event(
 def _index(ctx: FileContext, suffix: str) -> bytes | None:
     """The segment's ``.index``/``.timeindex``: its sibling file, or a remote segment's from its store."""
     if ctx.remote is not None:
-        from logdoctor.logdir.remote_tier import remote_index_bytes
+        from logdoctor.logdir.remote_reader import remote_index_bytes
 
         return remote_index_bytes(ctx.remote, "offset" if suffix == ".index" else "timestamp") or None
     return read_optional(sibling(ctx.path, suffix))
@@ -176,7 +176,7 @@ def _open(ctx: FileContext, stack: ExitStack) -> LogReader:
     if ctx.remote is None:
         return LogReader.open(ctx.path)
     from logdoctor.logdir.reader import RangedLogReader
-    from logdoctor.logdir.remote_tier import open_remote_log
+    from logdoctor.logdir.remote_reader import open_remote_log
 
     return RangedLogReader(stack.enter_context(open_remote_log(ctx.remote)), source=ctx.file)
 

@@ -3,7 +3,7 @@
 Each FILE is then a remote segment's object (its ``.log`` or, for Aiven's layout, ``.rsm-manifest``: a
 path or URI, or a key relative to the store's root) or a partition folder of a log dir, which stands for
 every remote segment of that partition (the partition's remote part, found by its topic id in the
-store; :mod:`logdoctor.logdir.remote_tier`). The segment is dumped as a ``.log`` file is, its original
+store; :mod:`logdoctor.logdir.remote_reader`). The segment is dumped as a ``.log`` file is, its original
 bytes read from the store (decompressed and decrypted for Aiven's layout), indexes from the store too.
 """
 
@@ -27,8 +27,8 @@ from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
 from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT
 from logdoctor.errors import FormatError
-from logdoctor.logdir.refs import SegmentRef
-from logdoctor.logdir.remote_tier import RemoteOptions, RemoteSegment, RemoteTierError
+from logdoctor.logdir.refs import RemoteSegment, SegmentRef
+from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
 from logdoctor.logdir.storage import Storage, is_uri
 
 __all__ = ["dump_remote", "remote_segments"]

@@ -42,7 +42,6 @@ NEWKEY_HEADER = "__debezium.newkey"
 OLDKEY_HEADER = "__debezium.oldkey"
 
 CONNECT_NAME = b"connect.name"
-CONNECT_PARAMETERS = b"connect.parameters"
 
 TIMESTAMP_UTC = pa.timestamp("us", tz="UTC")
 

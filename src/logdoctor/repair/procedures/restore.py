@@ -72,6 +72,7 @@ from logdoctor.logdir.names import (
     REPLICATION_OFFSET_CHECKPOINT,
 )
 from logdoctor.logdir.refs import SegmentRef
+from logdoctor.logdir.remote_aiven import load_manifest
 from logdoctor.logdir.remote_partitions import (
     StorePartition,
     find_store_partitions,
@@ -79,7 +80,8 @@ from logdoctor.logdir.remote_partitions import (
     side_files,
     stored_segments,
 )
-from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError, load_manifest, open_remote_log
+from logdoctor.logdir.remote_reader import open_remote_log
+from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
 from logdoctor.repair.actions import (

@@ -56,7 +56,7 @@ from logdoctor.logdir.remote_partitions import (
     segment_facts,
     stored_segments,
 )
-from logdoctor.logdir.remote_tier import RemoteOptions, RemoteTierError
+from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
 from logdoctor.repair import safety
 from logdoctor.repair.actions import make_dir, write_file
 from logdoctor.repair.plan import Action, Change, Unrepaired

@@ -153,9 +153,6 @@ class DeltaLakeTable:
     def exists(self) -> bool:
         return self.load() is not None
 
-    def has_rows(self) -> bool:
-        return self._table is not None and len(self._table.file_uris()) > 0
-
     def schema_difference(self, export_schema: Any, known: Sequence[str]) -> tuple[list[str], list[str]]:
         from deltalake import Schema
 

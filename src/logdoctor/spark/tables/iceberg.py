@@ -169,10 +169,6 @@ class IcebergTable:
             raise TableError(f"iceberg table {self.identifier}: cannot be read: {_one_line(exc)}") from None
         return _max_offsets(rows)
 
-    def has_rows(self) -> bool:
-        snap = self._table.current_snapshot() if self._table is not None else None
-        return snap is not None and int(snap.summary.get("total-records", "0") or 0) > 0
-
     def referenced_file_names(self) -> set[str]:
         """The file name of every data file any snapshot of the table references (every snapshot's
         manifests, deleted entries included: a file an older snapshot holds stays for time travel)."""
