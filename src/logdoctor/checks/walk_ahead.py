@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from logdoctor.formats import extension
+from logdoctor.logdir import page_cache, read_rate
 from logdoctor.logdir.files import open_regular
 from logdoctor.logdir.sparse import is_sparse
 
@@ -126,7 +127,7 @@ def read_walk(
         walk = walker()
         if st.st_size < min_size or is_sparse(st) or walk is None:
             return None
-        got = walk(fd, st.st_size, buf, verify_crc, with_positions, MAX_BATCH_READ)
+        got = _disciplined_walk(walk, fd, st.st_size, buf, verify_crc, with_positions)
         if got is None:
             return None
         *found, aside = got
@@ -137,6 +138,38 @@ def read_walk(
         return e
     finally:
         os.close(fd)
+
+
+def _disciplined_walk(
+    walk: Callable[..., Any],
+    fd: int,
+    size: int,
+    buf: mmap.mmap | bytearray,
+    verify_crc: bool,
+    with_positions: bool,
+) -> Any:
+    """The C walk of ``fd``, with the command's read discipline applied a chunk at a time: the page cache left
+    as found (:mod:`logdoctor.logdir.page_cache`: noted a window ahead of the walk, dropped behind it) and
+    the reads paced (:mod:`logdoctor.logdir.read_rate`). Without either, the walk as it always ran."""
+    guard = page_cache.guard(fd, size)
+    if guard is None and read_rate.limited() is None:
+        return walk(fd, size, buf, verify_crc, with_positions, MAX_BATCH_READ)
+    paced = [0]  # bytes read and paced so far
+
+    def each(done: int, read: int) -> None:
+        if guard is not None:
+            guard.drop_behind(done)
+            guard.note_ahead(done)
+        read_rate.pace(read - paced[0])
+        paced[0] = read
+
+    if guard is not None:
+        guard.note_ahead(0)
+    try:
+        return walk(fd, size, buf, verify_crc, with_positions, MAX_BATCH_READ, each)
+    finally:
+        if guard is not None:
+            guard.close()
 
 
 def _aside_undecodable(fd: int, aside: bytes, path: str) -> bool:

@@ -31,6 +31,9 @@ def run_fast(args: Sequence[str]) -> int | None:
     if got is None:
         return None
     log_dirs, flags = got
+    from logdoctor.logdir import page_cache
+
+    page_cache.leave_as_found(True)  # the typer command's default (no --keep-cache), before the early walks
     from logdoctor.cli.main import _load_uncollected  # the modules loaded as main() loads a command's
 
     walking = flags.get("deep") and not flags.get("quick") and _load_uncollected(_start_early_walks, log_dirs)
