@@ -17,6 +17,7 @@ from typing import Protocol
 from logdoctor.errors import CorruptRecordError, TruncatedError
 from logdoctor.formats.record_types import LOG_OVERHEAD
 from logdoctor.formats.records import ZERO_PROBE_BYTES, Batch, iter_batches, zero_run
+from logdoctor.logdir import read_rate
 from logdoctor.logdir.files import map_file
 
 __all__ = ["DEFAULT_WINDOW", "MAX_WINDOW", "ByteReader", "LogReader", "RangedLogReader", "iter_batches_from"]
@@ -86,6 +87,7 @@ class LogReader:
         self.bytes_read += end - position
         self._note(position, end)
         self.reads += 1
+        read_rate.pace(end - position)  # --max-read-rate: what is handed out is what the walk touches
         return self._bytes(position, end)
 
     def _bytes(self, position: int, end: int) -> memoryview:

@@ -41,4 +41,7 @@ def run_fast(args: Sequence[str]) -> int | None:
     from logdoctor.cli.dump.options import dump_options
 
     json_out = flags.pop("json_out", False)
+    from logdoctor.logdir import page_cache
+
+    page_cache.leave_as_found(True)  # the typer command's default (no --keep-cache)
     return run(files, dump_options(**flags), json_out=json_out)
