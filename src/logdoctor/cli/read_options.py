@@ -13,7 +13,13 @@ import typer
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.logdir import page_cache, read_rate
 
-__all__ = ["KeepCacheOption", "MaxReadRateOption", "apply_read_discipline", "parse_read_rate"]
+__all__ = [
+    "KeepCacheOption",
+    "MaxReadRateOption",
+    "apply_read_discipline",
+    "parse_read_rate",
+    "task_read_rate",
+]
 
 KeepCacheOption = Annotated[
     bool,
@@ -51,3 +57,22 @@ def apply_read_discipline(keep_cache: bool, max_read_rate: str | None) -> int | 
     page_cache.leave_as_found(not keep_cache)
     read_rate.limit(rate)
     return rate
+
+
+def task_read_rate(rate: int, master: str | None) -> int:
+    """Each Spark task's share of an export's ``--max-read-rate``: the rate divided among the tasks a local
+    master runs at once (``local``: 1, ``local[N]``: N, ``local[*]`` and the default: the cores). A cluster's
+    master: the rate is each task's (its executors read their own disks)."""
+    import os
+    import re
+
+    m = re.fullmatch(r"local(?:\[(\d+|\*)(?:,\s*\d+)?\])?", (master or "local[*]").strip())
+    if m is None:
+        return rate
+    if m.group(1) is None and master is not None:
+        tasks = 1  # "local": one thread
+    elif m.group(1) in (None, "*"):
+        tasks = os.cpu_count() or 1
+    else:
+        tasks = int(m.group(1))
+    return max(1, rate // tasks)
