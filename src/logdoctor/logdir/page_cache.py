@@ -37,12 +37,15 @@ __all__ = [
     "guard",
     "leave_as_found",
     "leaving_as_found",
+    "readahead_bytes",
     "resident_pages",
     "watch_mapping",
 ]
 
 #: the bytes a reader notes ahead of itself and drops behind itself at a time
 WINDOW = 32 << 20
+#: how far back of where the last drop ended the next one starts (a large folio astride that end)
+FOLIO_LAG = 4 << 20
 #: files smaller than this are not guarded (their pages weigh less than the system calls cost)
 MIN_GUARDED = 1 << 20
 PAGE = mmap.PAGESIZE
@@ -115,6 +118,9 @@ class CacheGuard:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        # how far ahead of a reader to note: two windows, or twice the file system's readahead when that is
+        # more (pages its readahead brought in before they were noted would be taken as cached before)
+        self.ahead = max(2 * WINDOW, 2 * readahead_bytes(os.fstat(fd).st_dev))
         self.noted_end = 0  # every page below this was noted (reads go forward; a range behind is not asked)
         self._runs: list[tuple[int, int]] = []  # [start, end) byte runs not resident when noted, sorted
         self._dropped_to = 0  # drop() done below this
@@ -145,11 +151,11 @@ class CacheGuard:
                 runs.append((lo, hi))
             at = stop
 
-    def note_ahead(self, position: int, window: int = WINDOW) -> None:
-        """A reader at ``position`` going forward: what lies within two windows ahead of it noted now, a
-        window at a time (before the kernel's readahead brings it in)."""
-        while self.noted_end < position + 2 * window:
-            self.note(self.noted_end, window)
+    def note_ahead(self, position: int) -> None:
+        """A reader at ``position`` going forward: what lies within ``ahead`` bytes of it noted now, a
+        :data:`WINDOW` at a time (before the kernel's readahead brings it in)."""
+        while self.noted_end < position + self.ahead:
+            self.note(self.noted_end, WINDOW)
 
     def drop(self, start: int, end: int) -> None:
         """Advise away the pages of ``[start, end)`` that were not resident when noted."""
@@ -163,16 +169,30 @@ class CacheGuard:
                 os.posix_fadvise(self.fd, lo, hi - lo, os.POSIX_FADV_DONTNEED)
 
     def drop_behind(self, position: int) -> None:
-        """A reader done with everything below ``position``: what it brought in there dropped, once."""
+        """A reader done with everything below ``position``: what it brought in there dropped. Each drop
+        starts :data:`FOLIO_LAG` bytes before where the last one ended: the kernel keeps a large folio (the
+        page cache's unit, up to a few MiB) that a drop's range covers only in part, so the one astride
+        the last drop's end is dropped by the next."""
         position -= position % PAGE
         if position > self._dropped_to:
-            self.drop(self._dropped_to, position)
+            self.drop(max(0, self._dropped_to - FOLIO_LAG), position)
             self._dropped_to = position
 
     def close(self) -> None:
         """Everything noted and not resident before dropped (the kernel's readahead past the reads too)."""
         self.drop(0, max(self.noted_end, self._runs[-1][1] if self._runs else 0))
         self._runs = []
+
+
+@cache
+def readahead_bytes(device: int) -> int:
+    """The readahead of the file system on ``device`` (an ``st_dev``: its backing device's
+    ``read_ahead_kb``), 0 when not known."""
+    try:
+        with open(f"/sys/class/bdi/{os.major(device)}:{os.minor(device)}/read_ahead_kb") as f:
+            return int(f.read()) << 10
+    except (OSError, ValueError):
+        return 0
 
 
 def guard(fd: int, size: int) -> CacheGuard | None:
