@@ -1,39 +1,49 @@
 """Reads paced to a rate (``--max-read-rate BYTES/s``, issue 58): a scan of a running broker's disks that
 never takes more of their bandwidth than it was given.
 
-One pacer per process (:func:`limit` sets it; forked scan workers and each Spark task set their own from the
-read options): every read of a file's bytes calls :func:`pace` with the bytes it read, and :func:`pace`
-sleeps until the bytes read since the pacer started, at the rate given, are due. The average rate over
-any stretch longer than :data:`BURST` bytes' worth of time stays at or under the limit; a pause of the
-reader (decoding, writing the output) is not saved up beyond :data:`BURST` bytes for a burst after it.
-Threads of one process share the one pacer (the scan's walk threads: their reads add up on one disk).
+One pacer (:func:`limit` sets it; each Spark task sets its own from the read options): every read of a
+file's bytes calls :func:`pace` with the bytes it read, and :func:`pace` sleeps until the bytes read since
+the pacer started, at the rate given, are due. The average rate over any stretch longer than :data:`BURST`
+bytes' worth of time stays at or under the limit; a pause of the reader (decoding, writing the output) is
+not saved up beyond :data:`BURST` bytes for a burst after it. Threads of one process and the processes it
+forks share the one pacer (the scan's walk threads and its workers: their reads add up on the same disks).
+Spark's tasks run in processes of their own, each paced to its share (``maxReadRate``).
 """
 
 from __future__ import annotations
 
+import mmap
 import re
-import threading
+import struct
 import time
 
 __all__ = ["BURST", "limit", "limited", "pace", "parse_size"]
 
 #: the bytes a reader may read at once without waiting after a pause (the read chunk of a walk: 512 KiB)
 BURST = 1 << 20
+_DUE = struct.Struct("d")
 
 
 class _Pacer:
+    """The time by which the bytes read so far are paid for at the rate, in memory shared with the processes
+    forked after it was made (a scan's workers: their reads add up on the same disks), under a lock they
+    share too (CLOCK_MONOTONIC is the same clock in every process)."""
+
     def __init__(self, rate: int) -> None:
+        import multiprocessing
+
         self.rate = rate
-        self.lock = threading.Lock()
-        self.due = time.monotonic()  # when the bytes read so far are paid for at the rate
+        self.lock = multiprocessing.get_context("fork").Lock()
+        self.shared = mmap.mmap(-1, 8)  # anonymous and MAP_SHARED: the same page in forked children
+        _DUE.pack_into(self.shared, 0, time.monotonic())
 
     def pace(self, nbytes: int) -> None:
         with self.lock:
             now = time.monotonic()
-            self.due = max(self.due, now - BURST / self.rate) + nbytes / self.rate
-            wait = self.due - now
-        if wait > 0:
-            time.sleep(wait)
+            due = max(_DUE.unpack_from(self.shared, 0)[0], now - BURST / self.rate) + nbytes / self.rate
+            _DUE.pack_into(self.shared, 0, due)
+        if due > now:
+            time.sleep(due - now)
 
 
 _pacer: _Pacer | None = None

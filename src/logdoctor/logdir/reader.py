@@ -85,9 +85,13 @@ class LogReader:
         position = max(0, min(position, self.size))
         end = min(self.size, position + max(0, length))
         self.bytes_read += end - position
-        self._note(position, end)
+        if read_rate.limited() is None:
+            self._note(position, end)
+        else:  # --max-read-rate: the bytes handed out for the first time are those the walk reads from disk
+            before = self.distinct_bytes_read
+            self._note(position, end)
+            read_rate.pace(self.distinct_bytes_read - before)
         self.reads += 1
-        read_rate.pace(end - position)  # --max-read-rate: what is handed out is what the walk touches
         return self._bytes(position, end)
 
     def _bytes(self, position: int, end: int) -> memoryview:
