@@ -12,33 +12,21 @@ import pytest
 from typer.testing import CliRunner
 
 import realworld
+from live_reads import discipline_reset, small_log_dir
 from logdoctor.checks import walk_ahead
 from logdoctor.cli import commands  # noqa: F401  (registers every command)
 from logdoctor.cli.main import app
-from logdoctor.logdir import page_cache, read_rate
-from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+from logdoctor.logdir import read_rate
 
 METADATA_LOG = "kraft-3.5-greenlemont-n1/__cluster_metadata-0/00000000000000000000.log"
 
-
-@pytest.fixture(autouse=True)
-def _discipline_reset():
-    yield
-    page_cache.leave_as_found(False)
-    read_rate.limit(None)
+pytestmark = pytest.mark.usefixtures(discipline_reset.__name__)
 
 
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory) -> Path:
     """Two partitions of ~3 MiB each: a scan's two workers read them at once."""
-    root = tmp_path_factory.mktemp("read-rate")
-    spec = TopicSpec(
-        "paced.topic", partitions=2, records_per_partition=1500, records_per_batch=10, value_size=2000,
-        segment_bytes=64 << 20,
-    )  # fmt: skip
-    generate_log_dir(root, [spec])
-    (logs,) = root.glob("*/kafka-logs-0")
-    return logs
+    return small_log_dir(tmp_path_factory.mktemp("read-rate"), "paced.topic", 2, 1500)
 
 
 def _timed(*args: str | Path) -> tuple[int, float]:

@@ -5,26 +5,17 @@ not cached is left not cached (util-linux ``fincore``), and with ``keepCache`` i
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
+import gc
 from pathlib import Path
 
 import pytest
 
-from logdoctor.logdir import page_cache, read_rate
-from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+from live_reads import FINCORE, discipline_reset, resident, small_log_dir, uncache
+from logdoctor.logdir import page_cache
 from logdoctor.spark.planning import PlanningError, parse_read_options, plan_slices, read_plan
 from logdoctor.spark.sources import read_slices
 
-FINCORE = shutil.which("fincore")
-
-
-@pytest.fixture(autouse=True)
-def _discipline_reset():
-    yield
-    page_cache.leave_as_found(False)
-    read_rate.limit(None)
+pytestmark = pytest.mark.usefixtures(discipline_reset.__name__)
 
 
 def test_the_options_parse():
@@ -38,22 +29,7 @@ def test_the_options_parse():
 
 @pytest.fixture(scope="module")
 def log_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("export-cache")
-    spec = TopicSpec(
-        "exported", records_per_partition=3000, records_per_batch=10, value_size=2000, segment_bytes=64 << 20
-    )
-    generate_log_dir(root, [spec])
-    (logs,) = root.glob("*/kafka-logs-0")
-    subprocess.run(["sync"], check=True)
-    return logs
-
-
-def _resident(path: Path) -> int:
-    out = subprocess.run(
-        [FINCORE, "--bytes", "--noheadings", "--output", "RES", str(path)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    return int(out.stdout.split()[0])
+    return small_log_dir(tmp_path_factory.mktemp("export-cache"), "exported", 1, 3000)
 
 
 def _read_all(log_dir: Path, options: dict[str, str]) -> int:
@@ -61,8 +37,6 @@ def _read_all(log_dir: Path, options: dict[str, str]) -> int:
     page_cache.leave_as_found(not opts.keep_cache)  # the driver's planning reads too: `export` sets it first
     slices = plan_slices(read_plan([str(log_dir)], options).refs, opts)
     rows = sum(rb.num_rows for rb in read_slices(slices, opts))
-    import gc
-
     gc.collect()  # the task's mappings gone (as when a task ends): their pages can be dropped
     return rows
 
@@ -71,16 +45,10 @@ def _read_all(log_dir: Path, options: dict[str, str]) -> int:
 @pytest.mark.parametrize(("options", "stays"), [({}, False), ({"keepCache": "true"}, True)])
 def test_a_task_leaves_the_cache_as_found(log_dir, options, stays):
     (log,) = log_dir.glob("exported-0/*.log")
-    fd = os.open(log, os.O_RDONLY)
-    try:
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-    finally:
-        os.close(fd)
-    if _resident(log) > 0:
-        pytest.skip("the page cache cannot be dropped here (tmpfs?)")
+    uncache(log)
     assert _read_all(log_dir, options) == 3000
     size = log.stat().st_size
     if stays:
-        assert _resident(log) >= 0.99 * size
+        assert resident(log) >= 0.99 * size
     else:
-        assert _resident(log) <= 0.05 * size
+        assert resident(log) <= 0.05 * size

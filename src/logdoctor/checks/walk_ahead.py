@@ -52,6 +52,9 @@ READ_CHUNK = 512 << 10
 #: the biggest batch :func:`read_walk` reads, into a buffer of its own when bigger than the chunk (Kafka's
 #: default message.max.bytes is 1 MiB); a bigger one, or damage claiming so: the mapped walk
 MAX_BATCH_READ = 64 << 20
+#: the bytes the C walk reads between two calls of its read discipline (:func:`_disciplined_walk`): each call
+#: waits for the GIL, which the importing or scanning thread holds (every chunk: ~2,000 waits a GiB)
+DISCIPLINE_EVERY = 8 << 20
 #: a file whose last change (its ctime) is at least this old when it is stat'ed: any later change gives it
 #: another ctime (the file system's clock is coarse, a tick of a few ms: a change within the same tick as
 #: the one before could leave the ctime as it was)
@@ -155,6 +158,9 @@ def _disciplined_walk(
     if guard is None and read_rate.limited() is None:
         return walk(fd, size, buf, verify_crc, with_positions, MAX_BATCH_READ)
     paced = [0]  # bytes read and paced so far
+    rate = read_rate.limited()
+    # paced at least ten times a second: a burst at full speed between two paces is a tenth of a second's
+    every = DISCIPLINE_EVERY if rate is None else max(READ_CHUNK, min(DISCIPLINE_EVERY, rate // 10))
 
     def each(done: int, read: int) -> None:
         if guard is not None:
@@ -166,7 +172,7 @@ def _disciplined_walk(
     if guard is not None:
         guard.note_ahead(0)
     try:
-        return walk(fd, size, buf, verify_crc, with_positions, MAX_BATCH_READ, each)
+        return walk(fd, size, buf, verify_crc, with_positions, MAX_BATCH_READ, each, every)
     finally:
         if guard is not None:
             guard.close()

@@ -1950,7 +1950,7 @@ check_records_v2(PyObject *self, PyObject *args)
  * with_positions, the --deep walk), the whole file in one call without the GIL: a `scan --deep`'s early
  * walks run on their threads while the main thread imports the scan's modules, never waiting for it.
  *
- * walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch, each=None)
+ * walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch, each=None, each_every=0)
  *   -> None | (batches, records, first_base, first_last, last, max_ts, max_ts_offset, positions,
  *              last_offsets, aside)
  * fd: open for reading, size: its size (bytes read: [0, size)), buf: a writable buffer of at least 61
@@ -1961,10 +1961,11 @@ check_records_v2(PyObject *self, PyObject *args)
  * growing offsets to its end, or a record does not decode (with_positions), or a batch is bigger than
  * max_batch bytes, or the file is shorter than size; OSError for a read error. A batch bigger than buf
  * (up to max_batch) is read into a buffer of its own, used for the rest of the file.
- * each: None, or a callable each(done, read) called with the GIL after every chunk is walked: done, the file
- * position the walk has finished with (it reads on from there), read, the bytes read so far (the read
- * discipline of logdir.read_window: the page cache left as found, the read rate paced). An exception it
- * raises stops the walk and is raised.
+ * each: None, or a callable each(done, read) called with the GIL after a chunk is walked, once the walk has
+ * gone each_every bytes past the last call (and after the last chunk): done, the file position the walk has
+ * finished with (it reads on from there), read, the bytes read so far (the read discipline of
+ * checks.walk_ahead: the page cache left as found, the read rate paced). Rarely: every call waits for the
+ * GIL, which a thread importing or scanning holds. An exception it raises stops the walk and is raised.
  */
 typedef struct {
     int64_t *v;
@@ -1999,9 +2000,11 @@ walk_read_v2(PyObject *self, PyObject *args)
     int fd, verify_crc, with_positions;
     Py_ssize_t n, max_batch;
     PyObject *bufobj, *each = Py_None;
+    Py_ssize_t each_every = 0;
     Py_buffer view;
 
-    if (!PyArg_ParseTuple(args, "inOppn|O", &fd, &n, &bufobj, &verify_crc, &with_positions, &max_batch, &each))
+    if (!PyArg_ParseTuple(args, "inOppn|On", &fd, &n, &bufobj, &verify_crc, &with_positions, &max_batch, &each,
+                          &each_every))
         return NULL;
     if (each != Py_None && !PyCallable_Check(each)) {
         PyErr_SetString(PyExc_TypeError, "walk_read_v2: each must be callable or None");
@@ -2026,6 +2029,7 @@ walk_read_v2(PyObject *self, PyObject *args)
     int64_t first_base = 0, first_last = 0;
     int taken = 1, nomem = 0, read_errno = 0, failed = 0; /* failed: each raised */
     Py_ssize_t at = 0, batches = 0; /* at: the file position of buf[0] */
+    Py_ssize_t each_at = 0;         /* at when each was last called */
     long long read_total = 0;
 
     Py_BEGIN_ALLOW_THREADS
@@ -2114,7 +2118,8 @@ walk_read_v2(PyObject *self, PyObject *args)
             buf = big = grown;
         } else
             taken = 0; /* not a whole batch here (damage, v0/v1, bigger than max_batch), or the file's end */
-        if (taken && each != Py_None) {
+        if (taken && each != Py_None && (at - each_at >= each_every || at >= n)) {
+            each_at = at;
             Py_BLOCK_THREADS
             PyObject *r = PyObject_CallFunction(each, "nL", at, read_total);
             failed = r == NULL;
@@ -2667,7 +2672,8 @@ static PyMethodDef methods[] = {
     {"crc_check_v2", crc_check_v2, METH_VARARGS,
      "crc_check_v2(buf, positions, first, end) -> index of the first batch whose CRC-32C fails, or end."},
     {"walk_read_v2", walk_read_v2, METH_VARARGS,
-     "walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch, each=None) -> None | (batches, ...)."},
+     "walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch, each=None, each_every=0) -> None | "
+     "(batches, ...)."},
     {"check_records_v2", check_records_v2, METH_VARARGS,
      "check_records_v2(buf, positions, first, end) -> (i, code, errpos, index): the records check of --deep."},
     {"decode_batch_columns", decode_batch_columns, METH_VARARGS,
