@@ -2,14 +2,14 @@
 it brought into the cache itself and keeps those that were cached before it.
 
 A :class:`CacheGuard` is taken around the reads of one open file. Before a range is read,
-:meth:`~CacheGuard.note` asks the kernel which of its pages are resident (``mincore(2)`` over a mapping of
-that range made for the question only, never populated); after it was read, :meth:`~CacheGuard.drop` advises
-the kernel that the pages of the range that were *not* resident are not needed
-(``posix_fadvise(POSIX_FADV_DONTNEED)``), and :meth:`~CacheGuard.close` does so for every range noted (the
-kernel's readahead past the last read too). Pages that were cached before stay: the broker's hot data (a
-consumer's tail, the active segment) is not pushed out by a scan. A reader that goes on through a big file
-notes ahead of itself and drops behind itself a window at a time (:data:`WINDOW`), so the cache it fills
-stays bounded by a few windows.
+:meth:`~CacheGuard.note` asks the kernel which of its pages are resident (``cachestat(2)`` counts them a
+window at a time; for a window cached in part, ``mincore(2)`` over a mapping of that range made for the
+question only, never populated); after it was read, :meth:`~CacheGuard.drop` advises the kernel that the
+pages of the range that were *not* resident are not needed (``posix_fadvise(POSIX_FADV_DONTNEED)``), and
+:meth:`~CacheGuard.close` does so for every range noted (the kernel's readahead past the last read too).
+Pages that were cached before stay: the broker's hot data (a consumer's tail, the active segment) is not
+pushed out by a scan. A reader that goes on through a big file notes ahead of itself and drops behind itself
+a window at a time (:data:`WINDOW`), so the cache it fills stays bounded by a few windows.
 
 The guard is in force while :func:`leave_as_found` is on (the read-only commands turn it on; ``--keep-cache``
 leaves it off): otherwise :func:`guard` gives None and nothing is asked or dropped. Only files of
