@@ -98,7 +98,9 @@ _ENTRIES = (
         _W,
         "a .log without its .index (or .timeindex)",
         "{path} has no {missing}: {effect}",
-        "Nothing is lost; to rebuild the indexes before the broker starts: {repair}.",
+        "The indexes are rebuilt from the .log, which loses none of its valid records (damage in the .log "
+        "is LOG_CORRUPT, said apart: the default scan reads such a segment whole, as the broker's start "
+        "does); to rebuild them before the broker starts: {repair}.",
         "K:storage/.../log/LogLoader.java loadSegmentFiles, LogSegment.sanityCheck",
     ),
     Entry(

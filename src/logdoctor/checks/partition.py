@@ -60,6 +60,8 @@ def check_partition(
     else:
         default.check_all_indexes(st)
         default.check_recovery(st)
+        if depth is Depth.DEFAULT:
+            default.check_tails(st)
         if depth is Depth.DEEP:
             deep.check_all_logs(st)
         else:
