@@ -125,6 +125,23 @@ _ENTRIES = (
         "K:UnifiedLog deletableSegments (stops at the first segment not deletable); KAFKA-18929",
     ),
     Entry(
+        "RETENTION_DUE",
+        _I,
+        "segments the broker's next retention check deletes",
+        "{tp}: the broker's next retention check (log.retention.check.interval.ms after it starts, 5 minutes "
+        "by default) deletes {segments} segment(s), {bytes} bytes holding offsets {first} to {last} "
+        "({offsets} offsets): {why}. {moves}{also} (topic config used: {config})",
+        "Nothing to do if this is the retention you meant: `logdoctor retention {logdir}` lists each "
+        "segment and why it goes. To keep these records, copy the partition folder elsewhere before the "
+        "broker starts (and raise the topic's retention.ms / retention.bytes, or correct the partition's "
+        "entry in log-start-offset-checkpoint if it was moved by mistake).",
+        "K:storage/.../log/UnifiedLog.java deleteOldSegments (deleteLogStartOffsetBreachedSegments, "
+        "deleteRetentionSizeBreachedSegments, deleteRetentionMsBreachedSegments), LogManager "
+        "log.retention.check.interval.ms. A note: deleting what retention says is Kafka working as "
+        "configured, and records below the log start offset are already unreadable (OffsetOutOfRange); "
+        "the report counts its offsets among the records at risk",
+    ),
+    Entry(
         "CHECKPOINT_MISMATCH",
         _W,
         "a checkpoint file that disagrees with itself or with the log dir",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from logdoctor.checks import compaction, deep, default, quick, transactions
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
+from logdoctor.checks.retention_due import retention_due
 from logdoctor.checks.state import PartitionState
 from logdoctor.checks.tiered import Tiering, tiering
 from logdoctor.formats.folders import FolderStat, Listed
@@ -82,6 +83,9 @@ def check_partition(
     rep.remote_log_enabled, rep.tiering_evidence = tier.remote_log_enabled, tier.evidence
     rep.log_start_offset, rep.local_log_start_offset = log_start_offsets(cp, first, tier.remote_log_enabled)
     rep.segment_infos = [st.infos[s.base_offset] for s in st.segments]
+    due = retention_due(rep, task.options.now_ms)
+    if due is not None:
+        rep.findings.append(due)
     rep.findings.sort(key=lambda f: f.sort_key())
     return rep
 
