@@ -78,11 +78,13 @@ def errors(report: dict) -> list[dict]:
 def logdir(tmp_path: Path) -> Path:
     d = copy_logdir(DIR, tmp_path / "kafka-logs")
     _code, report = run_scan(str(d))
-    # the undamaged copy: only the .tmp leftover of the real dir (a warning)
+    # the undamaged copy: only the .tmp leftover of the real dir (a warning), and at NOW (2027) the notes
+    # of what retention deletes of its 2024 delete topics (RETENTION_DUE)
     assert errors(report) == []
-    assert {(f["code"], f["path"]) for f in report["findings"]} == {
+    assert {(f["code"], f["path"]) for f in report["findings"] if f["code"] != "RETENTION_DUE"} == {
         ("ORPHAN_FILE", str(d / "cleaner-offset-checkpoint.tmp"))
     }
+    assert {f["severity"] for f in report["findings"] if f["code"] == "RETENTION_DUE"} <= {"info"}
     return d
 
 
@@ -372,7 +374,7 @@ def test_a_finding_never_stops_the_scan(logdir: Path) -> None:
     assert len(report["partitions"]) == MANIFEST["n_partitions"]
     assert codes_at(report, logdir / "demo-0" / "partition.metadata") == {"PARTITION_METADATA_INVALID"}
     assert "INDEX_CORRUPT" in codes_at(report, logdir / PART / f"{SEG0}.timeindex")
-    assert codes_at(report, log) == {"LOG_CORRUPT"}
+    assert codes_at(report, log) == {"LOG_CORRUPT", "RETENTION_DUE"}  # at NOW its 2024 records go too
 
 
 def _demote_and_scan(logdir: Path, write_fd: int) -> None:
@@ -558,7 +560,9 @@ def test_missing_timeindex_uses_the_log_mtime(logdir: Path) -> None:
     log = logdir / PART / f"{SEG0}.log"
     os.utime(log, (1_600_000_000, 1_600_000_000))
     _code, report = run_scan(*AS_DELETE, str(logdir))
-    assert codes_at(report, log) == {"INDEX_MISSING", "RETENTION_RISK"}
+    # at NOW (2027) its 2024 records are past retention by their own timestamps too: deleted at the next
+    # retention check (RETENTION_DUE)
+    assert codes_at(report, log) == {"INDEX_MISSING", "RETENTION_RISK", "RETENTION_DUE"}
     missing = next(f for f in report["findings"] if f["code"] == "INDEX_MISSING")
     assert missing["details"]["missing"] == [".timeindex"] and "mtime" in missing["message"]
 

@@ -227,6 +227,7 @@ def check_tails(st: PartitionState) -> None:
     CRCs, for the finding's figures (the first damage, what a truncation keeps), and its indexes are
     checked against its batches (INDEX_CORRUPT, as ``--deep``: a tail that does not walk from a clean
     log's last index entry is that entry's fault)."""
+    suspect: list[int] = []
     for i, seg in enumerate(st.segments[:-1]):  # the active segment: quick.check_active
         base = seg.base_offset
         info = st.infos[base]
@@ -236,21 +237,25 @@ def check_tails(st: PartitionState) -> None:
             continue
         walked = st.walks.get(base)
         if seg.index_file is None or (walked is not None and not walked.clean):
-            damaged = True
+            suspect.append(i)
         else:
             tail = walk_tail(st, seg, info)
-            damaged = tail is not None and not tail.clean
-        if not damaged:
-            continue
-        w = st.walk(seg, verify_crc=True, with_positions=True)
+            if tail is not None and not tail.clean:
+                suspect.append(i)
+    if not suspect:
+        return
+    # walked whole at once on the walk threads (each only reads its own .log: the same results)
+    walks = st.walk_all([st.segments[i] for i in suspect], verify_crc=True, with_positions=True)
+    from logdoctor.checks.deep import cross_check_indexes  # deep imports this module
+
+    for i, w in zip(suspect, walks, strict=True):
         if w is None:
             continue
+        seg = st.segments[i]
         check_offsets(st, seg, w)
         report_damage(st, i, w)
         # the indexes against the batches: a tail that did not walk from the last entry of a clean log is
         # that entry's fault (not at a batch start), and a torn log leaves entries past its end
-        from logdoctor.checks.deep import cross_check_indexes  # deep imports this module
-
         cross_check_indexes(st, seg, w)
 
 

@@ -61,12 +61,11 @@ def check_partition(
     else:
         default.check_all_indexes(st)
         default.check_recovery(st)
-        if depth is Depth.DEFAULT:
-            default.check_tails(st)
         if depth is Depth.DEEP:
             deep.check_all_logs(st)
         else:
             default.check_retention(st, walk_all=task.options.true_timestamps)
+            default.check_tails(st)  # after: the tails its time-index check read, the walks it made
     quick.check_small_files(st)
     if depth is not Depth.QUICK:
         transactions.check_hanging(st)
