@@ -1,7 +1,9 @@
-"""The cost of the default scan's tail walks (issue 59 item 2): `scan` at the default depth with and
-without :func:`logdoctor.checks.default.check_tails` (each inactive segment's .log read with CRCs from its
-offset index's last entry to its end), side by side in one run (interleaved rounds), and ``--deep`` (what a
-user would run instead to find a torn inactive segment) beside them.
+"""The cost of the default scan's tail walks and retention notes (issue 59 items 2 and 4): `scan` at the
+default depth without :func:`logdoctor.checks.default.check_tails` (each inactive segment's .log read with
+CRCs from its offset index's last entry to its end) and :func:`logdoctor.checks.retention_due.retention_due`
+(the next retention round of each partition) as before them, with the tail walks alone, and with both, side
+by side in one run (interleaved rounds), and ``--deep`` (what a user would run instead to find a torn
+inactive segment) beside them.
 
     .venv/bin/python benchmarks/bench_scan_tails.py --partitions 1000 --segments 40
 
@@ -23,25 +25,27 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import command, machine, many_segments_dir, timed_interleaved
-from logdoctor.checks import default
+from logdoctor.checks import default, partition
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 
 REALWORLD = Path(__file__).resolve().parent.parent.parent / "shared" / "realworld"
 
 
-def scans(dirs: list[Path], depth: Depth, tails: bool, jobs: int) -> Callable[[], int]:
+def scans(dirs: list[Path], depth: Depth, tails: bool, due: bool, jobs: int) -> Callable[[], int]:
     """A run: each log dir scanned alone; returns the bytes read in all."""
 
     def run() -> int:
-        kept = default.check_tails
+        kept = default.check_tails, partition.retention_due
         if not tails:
             default.check_tails = lambda st: None  # as the default depth was before issue 59 item 2
+        if not due:
+            partition.retention_due = lambda rep, now_ms: None  # before issue 59 item 4
         try:
             now = int(time.time() * 1000)
             return sum(scan([d], ScanOptions(depth=depth, now_ms=now), jobs=jobs).bytes_read for d in dirs)
         finally:
-            default.check_tails = kept
+            default.check_tails, partition.retention_due = kept
 
     return run
 
@@ -62,20 +66,21 @@ def main() -> None:
     print(f"command: {command()}")
     print(f"machine: {machine()}")
     print(f"load average before: {os.getloadavg()[0]:.2f}\n")
-    print("| input | run | best wall | median wall | CPU (least) | bytes read | wall vs before |")
-    print("|---|---|---|---|---|---|---|")
+    print("| input | run | best wall | median wall | CPU (least) | bytes read | wall vs before | CPU vs before |")
+    print("|---|---|---|---|---|---|---|---|")
     for label, dirs in inputs.items():
         fns: dict[str, Callable[[], Any]] = {
-            "default, no tail walks (before)": scans(dirs, Depth.DEFAULT, False, jobs),
-            "default, tail walks (after)": scans(dirs, Depth.DEFAULT, True, jobs),
-            "--deep (the alternative)": scans(dirs, Depth.DEEP, True, jobs),
+            "default, before": scans(dirs, Depth.DEFAULT, False, False, jobs),
+            "default, tail walks": scans(dirs, Depth.DEFAULT, True, False, jobs),
+            "default, tail walks and RETENTION_DUE (after)": scans(dirs, Depth.DEFAULT, True, True, jobs),
+            "--deep (the alternative)": scans(dirs, Depth.DEEP, True, True, jobs),
         }
         got = timed_interleaved(args.repeat, fns)
-        anchor = got["default, no tail walks (before)"][0].best
+        anchor, anchor_cpu = got["default, before"][0].best, got["default, before"][1]
         for run, (t, cpu) in got.items():
             print(
                 f"| {label} | {run} | {t.best:.3f} s | {t.median:.3f} s | {cpu:.3f} s | "
-                f"{t.result / 1e6:.3f} MB | {t.best / anchor:.2f}x |"
+                f"{t.result / 1e6:.3f} MB | {t.best / anchor:.2f}x | {cpu / anchor_cpu:.2f}x |"
             )
     print(f"\nload average after: {os.getloadavg()[0]:.2f}")
 
