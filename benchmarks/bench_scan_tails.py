@@ -66,7 +66,8 @@ def main() -> None:
     print(f"command: {command()}")
     print(f"machine: {machine()}")
     print(f"load average before: {os.getloadavg()[0]:.2f}\n")
-    head = ("input", "run", "best wall", "median wall", "CPU (least)", "bytes read", "wall vs before", "CPU vs before")
+    head = ("input", "run", "best wall", "median wall", "CPU (least)", "bytes read")
+    head += ("wall vs before", "CPU vs before")
     print("| " + " | ".join(head) + " |")
     print("|---|---|---|---|---|---|---|---|")
     for label, dirs in inputs.items():
