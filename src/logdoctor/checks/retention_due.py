@@ -36,8 +36,26 @@ def retention_due(rep: PartitionReport, now_ms: int) -> Finding | None:
     if cfg is None or rep.topic == METADATA_TOPIC or rep.remote_log_enabled or not rep.segment_infos:
         return None
     # `logdoctor retention` imports the scanner, which imports the checks of a partition
+    from logdoctor.checks.retention import (
+        LOG_START_OFFSET_BREACH,
+        RETENTION_MS_BREACH,
+        partition_retention,
+        retention_timestamp,
+    )
+
+    # each pass of the round stops at the first segment it may not delete: when the first segment is safe
+    # from all three, the round deletes nothing (most partitions: the round itself is not run)
+    infos = rep.segment_infos
+    head = infos[0]
+    start = rep.log_start_offset
+    below_start = len(infos) > 1 and start is not None and infos[1].base_offset <= start
+    ms, size = cfg.retention_ms.value, cfg.retention_bytes.value
+    ts = retention_timestamp(head.broker_largest_ts, head.true_largest_ts, head.mtime_ms, head.recovered)
+    by_time = cfg.delete and ms >= 0 and now_ms - ts > ms
+    by_size = cfg.delete and 0 <= size <= sum(i.size for i in infos)
+    if not (below_start or by_time or by_size):
+        return None
     from logdoctor.checks import catalog
-    from logdoctor.checks.retention import LOG_START_OFFSET_BREACH, RETENTION_MS_BREACH, partition_retention
     from logdoctor.checks.state import duration
 
     pr, _risks = partition_retention(rep, cfg, now_ms)
