@@ -120,6 +120,5 @@ def retention_due(rep: PartitionReport, now_ms: int) -> Finding | None:
             "log_start_offset": pr.log_start_offset,
             "new_log_start_offset": end,
             "rolls": pr.rolls,
-            "now_ms": now_ms,
         },
     )
