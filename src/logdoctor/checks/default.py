@@ -346,9 +346,9 @@ TAIL_LIMIT = 8 * 1024 * 1024
 def stale_time_index(st: PartitionState, seg: Segment, info: SegmentInfo) -> str | None:
     """Is the time index's last entry older than the last batches of the log? (a truncated .timeindex)
 
-    Reads only the log's tail from the offset index's last entry (:func:`walk_tail`, which
-    :func:`check_tails` walked already): the batches there must not be newer than the segment's recorded
-    max.
+    Reads only the log's tail from the offset index's last entry (:func:`walk_tail`, with CRCs: the same
+    walk :func:`check_tails` takes after it): the batches there must not be newer than the segment's
+    recorded max.
     """
     if info.broker_ts_source != "timeindex" or info.broker_largest_ts is None or info.size == 0:
         return None
