@@ -220,7 +220,7 @@ def test_the_records_retention_deletes_are_at_risk(tmp_path) -> None:
     ends = {f"{p['topic']}-{p['partition']}": p["log_end_offset"] for p in told["partitions"]}
     assert ends == {"billing-0": 882, "stable-0": 600, "wallet-0": 1050}
     assert {f.path.split("/")[-2]: f.details["offsets"] for f in due} == ends
-    assert {f.severity for f in due} == {Severity.INFO}  # retention as configured: a note, exit code unchanged
+    assert {f.severity for f in due} == {Severity.INFO}  # retention as configured: a note, same exit code
     page = render_scan_report(rep, read_budget=0)
     p = _Tables()
     p.feed(page)
