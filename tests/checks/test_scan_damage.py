@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
 import stat
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -74,11 +78,13 @@ def errors(report: dict) -> list[dict]:
 def logdir(tmp_path: Path) -> Path:
     d = copy_logdir(DIR, tmp_path / "kafka-logs")
     _code, report = run_scan(str(d))
-    # the undamaged copy: only the .tmp leftover of the real dir (a warning)
+    # the undamaged copy: only the .tmp leftover of the real dir (a warning), and at NOW (2027) the notes
+    # of what retention deletes of its 2024 delete topics (RETENTION_DUE)
     assert errors(report) == []
-    assert {(f["code"], f["path"]) for f in report["findings"]} == {
+    assert {(f["code"], f["path"]) for f in report["findings"] if f["code"] != "RETENTION_DUE"} == {
         ("ORPHAN_FILE", str(d / "cleaner-offset-checkpoint.tmp"))
     }
+    assert {f["severity"] for f in report["findings"] if f["code"] == "RETENTION_DUE"} <= {"info"}
     return d
 
 
@@ -368,7 +374,7 @@ def test_a_finding_never_stops_the_scan(logdir: Path) -> None:
     assert len(report["partitions"]) == MANIFEST["n_partitions"]
     assert codes_at(report, logdir / "demo-0" / "partition.metadata") == {"PARTITION_METADATA_INVALID"}
     assert "INDEX_CORRUPT" in codes_at(report, logdir / PART / f"{SEG0}.timeindex")
-    assert codes_at(report, log) == {"LOG_CORRUPT"}
+    assert codes_at(report, log) == {"LOG_CORRUPT", "RETENTION_DUE"}  # at NOW its 2024 records go too
 
 
 def _demote_and_scan(logdir: Path, write_fd: int) -> None:
@@ -554,7 +560,9 @@ def test_missing_timeindex_uses_the_log_mtime(logdir: Path) -> None:
     log = logdir / PART / f"{SEG0}.log"
     os.utime(log, (1_600_000_000, 1_600_000_000))
     _code, report = run_scan(*AS_DELETE, str(logdir))
-    assert codes_at(report, log) == {"INDEX_MISSING", "RETENTION_RISK"}
+    # at NOW (2027) its 2024 records are past retention by their own timestamps too: deleted at the next
+    # retention check (RETENTION_DUE)
+    assert codes_at(report, log) == {"INDEX_MISSING", "RETENTION_RISK", "RETENTION_DUE"}
     missing = next(f for f in report["findings"] if f["code"] == "INDEX_MISSING")
     assert missing["details"]["missing"] == [".timeindex"] and "mtime" in missing["message"]
 
@@ -603,3 +611,81 @@ def test_future_timestamps_block_retention(logdir: Path) -> None:
     tindex = logdir / PART / f"{SEG0}.timeindex"
     assert codes_at(report, tindex) == {"RETENTION_BLOCKED"}
     assert result.exit_code == 1
+
+
+def _scan_as_printed(*args: str) -> subprocess.CompletedProcess[str]:
+    """`logdoctor scan ARGS` as a user types it (a new process: the installed command's own code path)."""
+    return subprocess.run(
+        [sys.executable, "-m", "logdoctor", "scan", *args], capture_output=True, text=True, check=False
+    )
+
+
+def test_torn_inactive_segment_found_by_the_default_scan(logdir: Path) -> None:
+    """Issue 59 item 2: `truncate -s -777` of an inactive segment after a clean shutdown. The broker never
+    re-reads it at startup; a consumer reading its end gets CorruptRecordException. The default scan walks
+    each inactive segment's tail from its last index entry, and finds what `--deep` finds (it used to report
+    only the ORPHAN_FILE of the copy)."""
+    log = logdir / PART / f"{SEG0}.log"
+    subprocess.run(["truncate", "-s", "-777", str(log)], check=True)  # the issue's command, as printed
+    r = _scan_as_printed(str(logdir))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "ERROR   LOG_CORRUPT" in r.stdout and "CorruptRecordException" in r.stdout
+    _code, default = run_scan(str(logdir))
+    _code, deep = run_scan("--deep", str(logdir))
+
+    def damage(report: dict) -> set[tuple[str, str, int | None]]:
+        return {
+            (f["code"], f["path"], f["position"])
+            for f in report["findings"]
+            if f["code"] in ("LOG_CORRUPT", "INDEX_CORRUPT")
+        }
+
+    # the same findings as the deep scan's full walk: the torn batch where the 64548-byte file was cut
+    assert damage(default) == damage(deep)
+    size = log.stat().st_size
+    (hit,) = [f for f in default["findings"] if f["code"] == "LOG_CORRUPT"]
+    assert hit["path"] == str(log) and hit["details"]["kind"] == "truncated"
+    assert 0 < hit["position"] < size < 64548
+    assert ("INDEX_CORRUPT", str(logdir / PART / f"{SEG0}.timeindex"), 168) in damage(default)
+    # and the repair it prints, run as printed on the copy, leaves nothing to find
+    fix = re.search(r"`(logdoctor repair [^`]+)`", hit["fix"])
+    assert fix is not None
+    argv = shlex.split(fix.group(1))[1:]
+    assert CliRunner().invoke(app, [*argv, "--apply"]).exit_code == 1  # the copy's ORPHAN_FILE is left
+    _code, after = run_scan(str(logdir))
+    assert damage(after) == set()
+
+
+def test_torn_segment_without_its_indexes_is_read_whole(logdir: Path) -> None:
+    """The same torn segment with its .index and .timeindex deleted: the broker's start recovers it whole
+    to rebuild the index (LogLoader.loadSegmentFiles), truncating the torn batch; the default scan reads it
+    as the broker does, and no longer says only "Nothing is lost" (INDEX_MISSING)."""
+    log = logdir / PART / f"{SEG0}.log"
+    subprocess.run(["truncate", "-s", "-777", str(log)], check=True)
+    (logdir / PART / f"{SEG0}.index").unlink()
+    (logdir / PART / f"{SEG0}.timeindex").unlink()
+    code, report = run_scan(str(logdir))
+    assert code == 2
+    (hit,) = [f for f in report["findings"] if f["code"] == "LOG_CORRUPT"]
+    assert hit["path"] == str(log)
+    assert "recovers this segment to rebuild its missing offset index" in hit["message"]
+    _code, deep = run_scan("--deep", str(logdir))
+    assert [(f["code"], f["position"]) for f in deep["findings"] if f["code"] == "LOG_CORRUPT"] == [
+        ("LOG_CORRUPT", hit["position"])
+    ]
+    (missing,) = [f for f in report["findings"] if f["code"] == "INDEX_MISSING"]
+    assert "Nothing is lost" not in missing["fix"]
+
+
+def test_default_scan_reads_only_the_tails_of_inactive_segments(logdir: Path) -> None:
+    """Never the whole file: of the inactive segment 0 the default scan reads the bytes from its offset
+    index's last entry to its end, its active segment whole, and the small files."""
+    index = (logdir / PART / f"{SEG0}.index").read_bytes()
+    last_position = struct.unpack_from(">i", index, len(index) - 4)[0]
+    tail = (logdir / PART / f"{SEG0}.log").stat().st_size - last_position
+    assert 0 < tail < 4096 + 1024  # index.interval.bytes and one batch
+    everything = sum(f.stat().st_size for f in logdir.rglob("*") if f.is_file())
+    _code, report = run_scan(str(logdir))
+    # every other file of the log dir read whole at most, segment 0's .log only from its last index entry
+    seg0 = (logdir / PART / f"{SEG0}.log").stat().st_size
+    assert report["summary"]["bytes_read"] <= everything - seg0 + tail

@@ -37,12 +37,37 @@ def test_usage_errors_exit_64(tmp_path: Path) -> None:
     assert invoke("scan", "--broker-user", "no-such-user-xyz", str(tmp_path)).exit_code == 64
 
 
-def test_empty_dir_is_clean(tmp_path: Path) -> None:
-    r = invoke("scan", "--json", str(tmp_path))
-    assert r.exit_code == 0
-    out = json.loads(r.stdout)
-    assert out["findings"] == [] and out["partitions"] == []
-    assert out["log_dirs"][0]["path"] == str(tmp_path)
+def test_empty_dir_is_no_log_dir(tmp_path: Path) -> None:
+    """Issue 59 item 7: `mkdir EMPTY && logdoctor scan EMPTY` (an unmounted mount point looks so) is refused
+    with "no log dir here" and the usage code 64, as `export` refuses it (docs/exit-codes.md); it used to
+    exit 0 with "0 error(s)"."""
+    empty = tmp_path / "EMPTY"
+    empty.mkdir()
+    for args in (("scan", str(empty)), ("scan", "--json", str(empty)), ("scan", "--quick", str(empty))):
+        r = invoke(*args)
+        assert r.exit_code == 64, r.output
+        assert f"{empty}: no log dir here: an empty folder" in r.output
+        assert "0 error(s)" not in r.output
+    # one empty folder among real log dirs (a JBOD disk not mounted) refuses the whole scan
+    ld = tmp_path / "ld"
+    ld.mkdir()
+    (ld / "meta.properties").write_text("version=0\nbroker.id=1\n")
+    assert invoke("scan", str(ld)).exit_code == 0
+    assert invoke("scan", str(ld), str(empty)).exit_code == 64
+
+
+def test_empty_dir_refused_as_printed(tmp_path: Path) -> None:
+    """The printed command of the issue, run as a user runs it (the installed entry point)."""
+    import subprocess
+    import sys
+
+    empty = tmp_path / "EMPTY"
+    empty.mkdir()
+    r = subprocess.run(
+        [sys.executable, "-m", "logdoctor", "scan", str(empty)], capture_output=True, text=True, check=False
+    )
+    assert r.returncode == 64, r.stdout + r.stderr
+    assert "no log dir here" in r.stderr and r.stdout == ""
 
 
 @pytest.mark.realworld

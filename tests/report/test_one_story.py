@@ -93,6 +93,23 @@ def test_retention_report_and_scan_agree_at_the_demo_now(demo) -> None:
     assert deleted == [(zt.broker_id, name, risk_seg.base_offset, RETENTION_MS_BREACH)]
 
 
+def test_the_segment_deleted_early_is_counted_at_risk(demo) -> None:
+    """Issue 59 item 4: the demo's report said "0 records at risk" beside "1 segment(s) would be deleted
+    early". The planted segment goes at the next retention check (RETENTION_DUE, its RETENTION_RISK told
+    as the cause): its offsets, up to the next segment's base, are records at risk in the headline."""
+    zt = next(f for f in demo.fleet.spec.faults if isinstance(f, ZeroedTimeIndex))
+    replica = demo.fleet.replica(zt.broker_id, zt.topic, zt.partition)
+    seg, nxt = replica.segments[zt.segment], replica.segments[zt.segment + 1]
+    report = scan(demo.fleet.log_dirs[zt.broker_id], ScanOptions(Depth.DEFAULT, NOW), jobs=1)
+    (due,) = [f for f in report.findings if f.code == "RETENTION_DUE"]
+    assert due.details["segments"] == [seg.base_offset] and due.details["early"] == 1
+    assert "only because of a wrong largest timestamp (RETENTION_RISK)" in due.message
+    offsets = nxt.base_offset - seg.base_offset
+    page = render_scan_report(report)
+    assert f"{offsets:,} record(s) at risk" in page and offsets > 0
+    assert "1 segment(s) would be deleted early" in page
+
+
 def test_a_month_later_the_active_segment_goes_too_in_both(demo) -> None:
     later = NOW + 30 * DAY
     said, shown, _findings = _stories(demo, 1, later)

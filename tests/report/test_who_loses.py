@@ -10,6 +10,7 @@ import pytest
 
 import realworld
 from logdoctor.checks.context import ScanOptions
+from logdoctor.checks.findings import Severity
 from logdoctor.checks.scanner import scan
 from logdoctor.report.html import render_scan_report
 
@@ -91,6 +92,13 @@ HANGING = {
 }  # fmt: skip
 
 
+#: a day after the forensics data was written (2024-03-09): within the default 7-day retention, so the next
+#: retention check deletes nothing and the headline counts only the README's losses (RETENTION_DUE below)
+WITHIN_RETENTION = 1_710_028_800_000  # 2024-03-10T00:00:00Z
+#: half a year after: the default retention.ms (7 days) has passed for every segment
+PAST_RETENTION = 1_725_000_000_000  # 2024-08-30
+
+
 def _check_forensics_page(page: str, dirs: list, brokers: dict[str, str]) -> None:
     p = _Tables()
     p.feed(page)
@@ -124,7 +132,7 @@ def _check_forensics_page(page: str, dirs: list, brokers: dict[str, str]) -> Non
 def test_forensics_scan_report_says_who_loses_what_a_cell_each() -> None:
     root = realworld.require_forensics()
     dirs = [root / f"broker-{b}" / "kafka-logs" for b in (1, 2, 3)]
-    rep = scan(dirs, ScanOptions(), jobs=1)
+    rep = scan(dirs, ScanOptions(now_ms=WITHIN_RETENTION), jobs=1)
     page = render_scan_report(rep, read_budget=0)
     _check_forensics_page(page, dirs, {"broker-1": "broker 11", "broker-2": "broker 12"})
 
@@ -136,7 +144,7 @@ def test_forensics_census_report_says_who_loses_what_a_cell_each(spark, tmp_path
 
     root = realworld.require_forensics()
     dirs = [root / f"broker-{b}" / "kafka-logs" for b in (1, 2, 3)]
-    census = run_census(spark, [str(d) for d in dirs], tmp_path / "census", now_ms=1_790_000_000_000)
+    census = run_census(spark, [str(d) for d in dirs], tmp_path / "census", now_ms=WITHIN_RETENTION)
     names = {f["broker"] for f in census.findings if f["code"] == "REPLICA_DIVERGED"}
     assert len(names) == 2
     page = render_census_report(census)
@@ -190,3 +198,57 @@ def test_an_inventorys_diverged_replica_reads_back_its_offsets() -> None:
     assert d["leader"] == "broker-3 (/d3)"
     assert d["salvage_command"].startswith("logdoctor export /d1/wallet-0 ")
     assert records_at_risk([view]).lost == 250
+
+
+def test_the_records_retention_deletes_are_at_risk(tmp_path) -> None:
+    """Issue 59 item 4: `logdoctor retention` says all 9 segments (246,425 bytes) of broker-1 go at the
+    broker's next check; the scan states it (RETENTION_DUE, a note per partition) and its report's headline
+    counts their offsets among the records at risk (it said 0 beside them). A log start offset raised
+    into the log (wallet 900: the 3 segments below it go) is stated too, at a time within retention."""
+    import json
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from logdoctor.cli import commands  # noqa: F401
+    from logdoctor.cli.main import app
+
+    root = realworld.require_forensics()
+    d = root / "broker-1" / "kafka-logs"
+    now = str(PAST_RETENTION)
+    r = CliRunner().invoke(app, ["retention", "--json", "--now", now, str(d)])
+    told = json.loads(r.stdout)
+    assert (told["summary"]["deleted_segments"], told["summary"]["deleted_bytes"]) == (9, 246_425)
+    rep = scan([d], ScanOptions(now_ms=PAST_RETENTION), jobs=1)
+    due = [f for f in rep.findings if f.code == "RETENTION_DUE"]
+    assert sum(len(f.details["segments"]) for f in due) == 9
+    assert sum(f.details["bytes"] for f in due) == 246_425
+    # every offset of the three partitions goes: their log ends (as `retention` reads them) are the count
+    ends = {f"{p['topic']}-{p['partition']}": p["log_end_offset"] for p in told["partitions"]}
+    assert ends == {"billing-0": 882, "stable-0": 600, "wallet-0": 1050}
+    assert {f.path.split("/")[-2]: f.details["offsets"] for f in due} == ends
+    assert {f.severity for f in due} == {Severity.INFO}  # retention as configured: a note, same exit code
+    page = render_scan_report(rep, read_budget=0)
+    p = _Tables()
+    p.feed(page)
+    hanging = 540  # billing-0's open transaction (README), the other count of this broker's headline
+    assert p.at_risk == str(sum(ends.values()) + hanging)
+    assert "deleted by the next retention check of 3 partition(s) (RETENTION_DUE)" in page
+    # the fix it prints, run as printed
+    (cmd,) = {f.fix.split("`")[1] for f in due}
+    assert cmd == f"logdoctor retention {d}"
+    assert CliRunner().invoke(app, cmd.split()[1:]).exit_code in (0, 1)
+
+    # a log-start-offset-checkpoint raised to 900 in wallet-0, seen within retention: 3 segments go
+    copy = tmp_path / "kafka-logs"
+    shutil.copytree(d, copy)
+    (copy / "log-start-offset-checkpoint").write_text("0\n1\nwallet 0 900\n")
+    assert not [f for f in scan([d], ScanOptions(now_ms=WITHIN_RETENTION), jobs=1).findings
+                if f.code == "RETENTION_DUE"]  # fmt: skip
+    rep = scan([copy], ScanOptions(now_ms=WITHIN_RETENTION), jobs=1)
+    (f,) = [f for f in rep.findings if f.code == "RETENTION_DUE"]
+    assert f.path == str(copy / "wallet-0" / "00000000000000000000.log")
+    assert f.details["segments"] == [0, 300, 600] and f.details["offsets"] == 900
+    assert "3 wholly below the log start offset 900 (log-start-offset-checkpoint)" in f.message
+    r = CliRunner().invoke(app, ["retention", "--json", "--now", str(WITHIN_RETENTION), str(copy)])
+    assert json.loads(r.stdout)["summary"]["deleted_segments"] == 3

@@ -130,7 +130,9 @@ _ENTRIES = (
         _W,
         "a .log without its .index (or .timeindex)",
         "{path} has no {missing}: {effect}",
-        "Nothing is lost; to rebuild the indexes before the broker starts: {repair}.",
+        "The indexes are rebuilt from the .log, which loses none of its valid records (damage in the .log "
+        "is LOG_CORRUPT, said apart: the default scan reads such a segment whole, as the broker's start "
+        "does); to rebuild them before the broker starts: {repair}.",
         "K:storage/.../log/LogLoader.java loadSegmentFiles, LogSegment.sanityCheck",
     ),
     Entry(
@@ -153,6 +155,23 @@ _ENTRIES = (
         "Find the producer that writes future CreateTime timestamps, or set "
         "message.timestamp.after.max.ms / use LogAppendTime for the topic.",
         "K:UnifiedLog deletableSegments (stops at the first segment not deletable); KAFKA-18929",
+    ),
+    Entry(
+        "RETENTION_DUE",
+        _I,
+        "segments the broker's next retention check deletes",
+        "{tp}: the broker's next retention check (log.retention.check.interval.ms after it starts, 5 minutes "
+        "by default) deletes {segments} segment(s), {bytes} bytes holding offsets {first} to {last} "
+        "({offsets} offsets): {why}. {moves}{also} (topic config used: {config})",
+        "Nothing to do if this is the retention you meant: `logdoctor retention {logdir}` lists each "
+        "segment and why it goes. To keep these records, copy the partition folder elsewhere before the "
+        "broker starts (and raise the topic's retention.ms / retention.bytes, or correct the partition's "
+        "entry in log-start-offset-checkpoint if it was moved by mistake).",
+        "K:storage/.../log/UnifiedLog.java deleteOldSegments (deleteLogStartOffsetBreachedSegments, "
+        "deleteRetentionSizeBreachedSegments, deleteRetentionMsBreachedSegments), LogManager "
+        "log.retention.check.interval.ms. A note: deleting what retention says is Kafka working as "
+        "configured, and records below the log start offset are already unreadable (OffsetOutOfRange); "
+        "the report counts its offsets among the records at risk",
     ),
     Entry(
         "CHECKPOINT_MISMATCH",

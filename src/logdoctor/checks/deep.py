@@ -39,7 +39,7 @@ def check_all_logs(st: PartitionState) -> None:
         report_damage(st, i, w)
         _report_undecodable(st, seg, w)
         check_offsets(st, seg, w)
-        _cross_check_indexes(st, seg, w)
+        cross_check_indexes(st, seg, w)
     # offsets across segments: each segment must end before the next one's base offset
     for i in range(len(st.segments) - 1):
         w = walks[i]
@@ -98,7 +98,7 @@ def _report_undecodable(st: PartitionState, seg: Segment, w: WalkResult) -> None
     )
 
 
-def _cross_check_indexes(st: PartitionState, seg: Segment, w: WalkResult) -> None:
+def cross_check_indexes(st: PartitionState, seg: Segment, w: WalkResult) -> None:
     """Every real index entry must point where a lookup can use it (DumpLogSegments --verify-index-only)."""
     if w.positions is None or w.last_offsets is None or w.batches == 0:
         return

@@ -4,6 +4,10 @@
   order, inside the segment, pointing inside the .log), K: OffsetIndex/TimeIndex/TransactionIndex;
 - after an unclean shutdown, what LogLoader.recoverLog does: re-read (with CRCs) every segment from
   the one holding the recovery point to the end;
+- the tail of every other inactive segment, from its offset index's last entry to its end, with CRCs
+  (a few KiB: index.interval.bytes plus one batch); a torn tail is LOG_CORRUPT (consumers and followers
+  reading it get CorruptRecordException), and a segment without an offset index is read whole, as the
+  broker's start reads it to rebuild the index;
 - the timestamp time retention would use for every inactive segment (RETENTION_RISK), reading a
   .log only when its time index looks wrong.
 """
@@ -69,10 +73,20 @@ def report_damage(st: PartitionState, i: int, walk: WalkResult) -> None:
         return
     st.damage_reported.add(seg.base_offset)
     recovered = not st.task.clean_shutdown and i >= first_recovered(st)
+    rebuilt = not recovered and seg.index_file is None and i < len(st.segments) - 1
     later = st.segments[i + 1 :]
     dropped = truncation_effects(st, i, walk)
     for k, d in enumerate(walk.damage):
-        if k == 0 and recovered:
+        if k == 0 and rebuilt:
+            lost_off = (walk.valid_last_offset + 1) if walk.valid_last_offset is not None else seg.base_offset
+            consequence = (
+                f". At the next start the broker recovers this segment to rebuild its missing offset index "
+                f"(LogLoader.loadSegmentFiles: 'Could not find offset index file'), which truncates "
+                f"{seg.log_name} to {walk.valid_bytes} bytes, losing the data from offset {lost_off} on; "
+                f"until then consumers and followers reading from position {d.position} get "
+                "CorruptRecordException"
+            )
+        elif k == 0 and recovered:
             lost_off = (walk.valid_last_offset + 1) if walk.valid_last_offset is not None else seg.base_offset
             consequence = (
                 f". At the next start (no clean shutdown) the broker's recovery truncates {seg.log_name} to "
@@ -201,6 +215,81 @@ def check_recovery(st: PartitionState) -> None:
             break  # recovery stops here: it deletes every later segment
 
 
+def check_tails(st: PartitionState) -> None:
+    """LOG_CORRUPT in the inactive segments no walk with CRCs has read (after a clean shutdown, or below
+    the recovery point): the broker never re-reads them at startup, and a consumer or follower reading a
+    torn one gets CorruptRecordException. Each is walked from its offset index's last entry to its end
+    (:func:`walk_tail`: index.interval.bytes plus one batch in a healthy segment, never the whole file);
+    one without an offset index whole, as the broker's start recovers it to rebuild the index (LogLoader
+    loadSegmentFiles). Only a segment whose tail (or earlier walk) shows damage is then walked whole with
+    CRCs, for the finding's figures (the first damage, what a truncation keeps), and its indexes are
+    checked against its batches (INDEX_CORRUPT, as ``--deep``: a tail that does not walk from a clean
+    log's last index entry is that entry's fault)."""
+    suspect: list[int] = []
+    for i, seg in enumerate(st.segments[:-1]):  # the active segment: quick.check_active
+        base = seg.base_offset
+        info = st.infos[base]
+        if info.size == 0 or base in st.damage_reported or st.walk_crc.get(base):
+            continue  # empty, or read with CRCs already
+        if seg.log_file in st.unreadable:
+            continue
+        walked = st.walks.get(base)
+        if seg.index_file is None or (walked is not None and not walked.clean):
+            suspect.append(i)
+        else:
+            tail = walk_tail(st, seg, info)
+            if tail is not None and not tail.clean:
+                suspect.append(i)
+    if not suspect:
+        return
+    # walked whole at once on the walk threads (each only reads its own .log: the same results)
+    walks = st.walk_all([st.segments[i] for i in suspect], verify_crc=True, with_positions=True)
+    from logdoctor.checks.deep import cross_check_indexes  # deep imports this module
+
+    for i, w in zip(suspect, walks, strict=True):
+        if w is None:
+            continue
+        seg = st.segments[i]
+        check_offsets(st, seg, w)
+        report_damage(st, i, w)
+        # the indexes against the batches: a tail that did not walk from the last entry of a clean log is
+        # that entry's fault (not at a batch start), and a torn log leaves entries past its end
+        cross_check_indexes(st, seg, w)
+
+
+def tail_start(st: PartitionState, seg: Segment, size: int) -> int:
+    """Where :func:`walk_tail` starts: the position of the offset index's last entry; 0 (the whole
+    segment, up to :data:`TAIL_LIMIT`) for an index without one (a segment under index.interval.bytes),
+    without a readable offset index, or when the entry points outside the .log (INDEX_CORRUPT says so)."""
+    slots = (seg.index_size or 0) // OFFSET_ENTRY_SIZE
+    if seg.index_file is None or not slots:  # an index under one entry has no last entry
+        return 0
+    last = st.last_index_slot.get(seg.base_offset)
+    if last is None:
+        last = st.read_range(seg.index_file, (slots - 1) * OFFSET_ENTRY_SIZE, OFFSET_ENTRY_SIZE, "")
+    if last is None or len(last) != OFFSET_ENTRY_SIZE:
+        return 0
+    pos = int.from_bytes(last[4:8], "big", signed=True)
+    return pos if 0 <= pos < size else 0
+
+
+def walk_tail(st: PartitionState, seg: Segment, info: SegmentInfo) -> WalkResult | None:
+    """The walk with CRCs of the segment's .log from :func:`tail_start` to its end, positions and valid
+    bytes relative to that start (cached in ``st.tails``); None when the tail is longer than
+    :data:`TAIL_LIMIT` (an index that stops early: ``--deep`` reads the rest)."""
+    base = seg.base_offset
+    if base in st.tails:
+        return st.tails[base]
+    start = tail_start(st, seg, info.size)
+    tail = None
+    if info.size - start <= TAIL_LIMIT:
+        data = st.read_range(seg.log_file, start, info.size - start, "the broker cannot load this segment")
+        if data:
+            tail = walk(data, base, verify_crc=True)
+    st.tails[base] = tail
+    return tail
+
+
 def mark_recovered(st: PartitionState) -> None:
     """Segments LogLoader.recoverLog re-reads at the next start (no clean shutdown): their indexes,
     and so their largest timestamps, are rebuilt from the log, so a bad time index there is harmless."""
@@ -248,34 +337,22 @@ def check_retention(st: PartitionState, walk_all: bool) -> None:
             check_retention_risk(st, seg, info, cause)
 
 
-#: read at most this much of a .log's tail to confirm its time index's last entry
+#: read at most this much of a .log's tail (:func:`walk_tail`: its offset index's last entry to its end)
 TAIL_LIMIT = 8 * 1024 * 1024
 
 
 def stale_time_index(st: PartitionState, seg: Segment, info: SegmentInfo) -> str | None:
     """Is the time index's last entry older than the last batches of the log? (a truncated .timeindex)
 
-    Reads only the log's tail from the offset index's last entry (at most index.interval.bytes plus one
-    append in a healthy segment): the batches there must not be newer than the segment's recorded max.
+    Reads only the log's tail from the offset index's last entry (:func:`walk_tail`, with CRCs: the same
+    walk :func:`check_tails` takes after it): the batches there must not be newer than the segment's
+    recorded max.
     """
     if info.broker_ts_source != "timeindex" or info.broker_largest_ts is None or info.size == 0:
         return None
-    start = 0
-    slots = (seg.index_size or 0) // OFFSET_ENTRY_SIZE
-    if seg.index_file is not None and slots:  # an index under one entry has no last entry
-        last = st.last_index_slot.get(seg.base_offset)
-        if last is None:
-            last = st.read_range(seg.index_file, (slots - 1) * OFFSET_ENTRY_SIZE, OFFSET_ENTRY_SIZE, "")
-        if last is not None and len(last) == OFFSET_ENTRY_SIZE:
-            pos = int.from_bytes(last[4:8], "big", signed=True)
-            if 0 <= pos < info.size:
-                start = pos
-    if info.size - start > TAIL_LIMIT:
+    tail = walk_tail(st, seg, info)
+    if tail is None or not tail.batches:
         return None
-    data = st.read_range(seg.log_file, start, info.size - start, "the broker cannot load this segment")
-    if not data:
-        return None
-    tail = walk(data, seg.base_offset, verify_crc=False)
     if tail.max_timestamp > info.broker_largest_ts + RISK_TOLERANCE_MS:
         return (
             f"the last entry of {seg.timeindex_file} (timestamp {info.broker_largest_ts}) is older than the "

@@ -7,6 +7,7 @@ import contextlib
 from logdoctor.checks import compaction, deep, default, live, quick, transactions
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
+from logdoctor.checks.retention_due import retention_due
 from logdoctor.checks.state import PartitionState
 from logdoctor.checks.tiered import Tiering, tiering
 from logdoctor.formats.folders import FolderStat, Listed
@@ -86,6 +87,7 @@ def _check_partition(task: PartitionTask, listed: Listed | None, tiers: Tiers | 
             deep.check_all_logs(st)
         else:
             default.check_retention(st, walk_all=task.options.true_timestamps)
+            default.check_tails(st)  # after: the tails its time-index check read, the walks it made
     quick.check_small_files(st)
     if depth is not Depth.QUICK:
         transactions.check_hanging(st)
@@ -102,6 +104,9 @@ def _check_partition(task: PartitionTask, listed: Listed | None, tiers: Tiers | 
     rep.remote_log_enabled, rep.tiering_evidence = tier.remote_log_enabled, tier.evidence
     rep.log_start_offset, rep.local_log_start_offset = log_start_offsets(cp, first, tier.remote_log_enabled)
     rep.segment_infos = [st.infos[s.base_offset] for s in st.segments]
+    due = retention_due(rep, task.options.now_ms)
+    if due is not None:
+        rep.findings.append(due)
     rep.findings.sort(key=lambda f: f.sort_key())
     return rep
 

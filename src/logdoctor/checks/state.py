@@ -110,6 +110,9 @@ class PartitionState:
         self.offsets_checked: set[int] = set()
         self.last_index_slot: dict[int, bytes] = {}  # base offset -> last .index slot, once read
         self.last_time_slot: dict[int, bytes] = {}  # base offset -> last .timeindex slot, once read
+        #: base offset -> the walk (with CRCs) of an inactive segment's tail from its offset index's last
+        #: entry, positions relative to that entry's (checks.default.walk_tail; None: not walked, see there)
+        self.tails: dict[int, WalkResult | None] = {}
         #: the open transactions of the loaded producer state, once replayed (checks.transactions
         #: open_transactions: the hanging-transaction and cleaner checks both ask)
         self.open_txns: Any = NOT_REPLAYED

@@ -38,7 +38,10 @@ _MEANING = {
     ExitCode.OK: "clean (info only); a plan printed; a run completed",
     ExitCode.WARNINGS: "warnings only",
     ExitCode.ERRORS: "errors found in the data; repair/procedures: a step failed or findings remain",
-    ExitCode.USAGE: "bad call: unknown or missing option, a path that is not a log dir, no command",
+    ExitCode.USAGE: (
+        "bad call: unknown or missing option, a path that is not a log dir (for `scan` and `export`, an "
+        'empty folder too: "no log dir here", as an unmounted mount point is), no command'
+    ),
     ExitCode.CHANGED: "refused (nothing written): a file is not as the plan or the journal recorded it "
     "(changed since planning or since the run), the journal was rolled back already, or another run's "
     "journal of the log dir is unfinished or later (the message names the file or journal)",

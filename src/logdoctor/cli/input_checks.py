@@ -15,8 +15,15 @@ if TYPE_CHECKING:
 
 # --- inputs and outputs ---------------------------------------------------------------------------
 
+#: the refusal of an empty folder given as a log dir to a command that judges one (``require_log_dirs``)
+EMPTY_DIR_REFUSAL = (
+    "{path}: no log dir here: an empty folder (an unmounted mount point, or a log.dirs entry the broker "
+    "has not started with yet), nothing to check; give the log dir itself (a broker writes "
+    "meta.properties and its checkpoint files into each log dir at its first start)"
+)
 
-def require_log_dirs(paths: Iterable[str | os.PathLike[str]]) -> None:
+
+def require_log_dirs(paths: Iterable[str | os.PathLike[str]], *, refuse_empty: bool = False) -> None:
     """Refuse, before anything is read, a LOGDIR argument that is not a log dir (or an empty folder).
 
     What each path is comes from :func:`logdoctor.logdir.recognize.recognize`: a missing path exits 66;
@@ -24,6 +31,10 @@ def require_log_dirs(paths: Iterable[str | os.PathLike[str]]) -> None:
     and what to give instead; a log dir this user may not list exits 77 (nothing in it can be checked;
     what the broker's own user may read is what the scan's PERMISSION_DENIED findings are about).
     Nothing is scanned, so no advice is printed for what is not a log dir.
+
+    ``refuse_empty``: an empty folder exits 64 too, "no log dir here" as ``export`` says of it (a command
+    that judges a log dir's health: an unmounted mount point is empty, and must not pass as a clean log
+    dir). Commands that write into a log dir (a move's or a restore's destination) accept one.
     """
     from logdoctor.logdir.recognize import PathKind, recognize
 
@@ -33,6 +44,8 @@ def require_log_dirs(paths: Iterable[str | os.PathLike[str]]) -> None:
             fail(f"error: {r.refusal()}", EX_NOINPUT)
         if not r.is_log_dir:
             usage_error(r.refusal())
+        if refuse_empty and r.kind is PathKind.EMPTY_DIR:
+            usage_error(EMPTY_DIR_REFUSAL.format(path=os.fspath(path)))
         if not os.access(path, os.R_OK | os.X_OK):
             fail(
                 f"error: {os.fspath(path)}: permission denied: this user cannot list the log dir "

@@ -68,7 +68,7 @@ def run_scan(
         remote_storage=remote_storage,
         remote_inventory=remote_inventory,
     )
-    require_log_dirs(log_dirs)
+    require_log_dirs(log_dirs, refuse_empty=True)
     refuse_overlapping_outputs([html_out], log_dirs)
     # The scan and its output are the run's work, then it ends: they run without automatic collections
     # (checks.gc_pause), and what the scan keeps is frozen once it is done, as main() freezes it at exit.

@@ -210,10 +210,11 @@ def _verdict(data: ReportData, s: dict[str, Any]) -> tuple[str, str, list[str]]:
     full_frac = fullest.fullness if fullest is not None else 0.0
     lines: list[str] = []
     risk = s["at_risk"]
-    if risk.records or risk.lost_replicas or risk.hanging:
+    if risk.records or risk.lost_replicas or risk.hanging or risk.retention_partitions:
         lines.append(f"{risk.records:,} record(s) at risk: {risk.lost:,} lost when {risk.lost_replicas} "
                      f"diverged replica(s) truncate, {risk.invisible:,} invisible to read_committed "
-                     f"consumers behind {risk.hanging} hanging transaction(s)")
+                     f"consumers behind {risk.hanging} hanging transaction(s), {risk.retention:,} deleted by "
+                     f"the next retention check of {risk.retention_partitions} partition(s) (RETENTION_DUE)")
     if s["risk_segments"]:
         lines.append(f"{s['risk_segments']} segment(s) would be deleted early by time retention "
                      "(RETENTION_RISK: the broker sees a wrong largest timestamp)")
@@ -250,8 +251,9 @@ def _card(n: Any, label: str, kind: str = "", attrs: str = "") -> str:
 
 def _cards(s: dict[str, Any], data: ReportData) -> str:
     out = [
-        _card(f"{s['at_risk'].records:,}", "records at risk", "error" if s["at_risk"].records else "ok",
-              ' id="card-at-risk"'),
+        _card(f"{s['at_risk'].records:,}", "records at risk",
+              "error" if s["at_risk"].lost or s["at_risk"].invisible
+              else "warning" if s["at_risk"].records else "ok", ' id="card-at-risk"'),
         _card(f"{s['errors']:,}", "errors", "error" if s["errors"] else "ok", ' id="card-errors"'),
         _card(f"{s['warnings']:,}", "warnings", "warning" if s["warnings"] else "ok"),
         _card(f"{s['risk_segments']:,}", "segments at RETENTION_RISK",

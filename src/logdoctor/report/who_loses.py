@@ -44,6 +44,11 @@ _GROUP = re.compile(
     rf"^group (?P<group>.+?) committed offset {_N} for (?P<tp>\S+), .* \(log start offset {_N}, log end "
     rf"offset {_N}\): "
 )
+#: RETENTION_DUE's words (checks/catalog.py): what the next retention check deletes
+_DUE = re.compile(
+    r"deletes (?P<segments>\d+) segment\(s\), (?P<bytes>[\d,]+) bytes holding offsets (?P<first>\d+) to "
+    r"(?P<last>\d+) \((?P<offsets>[\d,]+) offsets\)"
+)
 _EXPORT = re.compile(r"`(logdoctor export [^`]*)`")
 _ABORT = re.compile(r"`?(kafka-transactions\.sh [^`(]*? abort [^`(]*?)`?(?: \(|$)")
 
@@ -103,6 +108,17 @@ def facts(f: FindingView) -> dict[str, Any] | None:
             "first_offset": first, "last_stable_offset": lso, "records_above": above,
             "offsets_above": offsets, "log_end_offset": leo,
         }  # fmt: skip
+    if f.code == "RETENTION_DUE":
+        if "offsets" in d:
+            return d
+        m = _DUE.search(f.message)
+        if m is None:
+            return None
+        return d | {
+            "bytes": int(m.group("bytes").replace(",", "")),
+            "first_offset": int(m.group("first")), "last_offset": int(m.group("last")),
+            "offsets": int(m.group("offsets").replace(",", "")),
+        }  # fmt: skip
     if f.code == "CONSUMER_OFFSET_OUT_OF_RANGE":
         if "committed_offset" in d:
             return d
@@ -125,27 +141,33 @@ def facts(f: FindingView) -> dict[str, Any] | None:
 class RecordsAtRisk:
     """What the headline counts: records the diverged replicas' truncation deletes (offsets where an
     inventory's records were not read), records above hanging transactions' last stable offsets (invisible
-    to read_committed consumers), and consumer groups that will reset."""
+    to read_committed consumers), the offsets the brokers' next retention check deletes (RETENTION_DUE:
+    retention as configured, or below the log start offset), and consumer groups that will reset."""
 
     lost: int = 0
     lost_replicas: int = 0
     invisible: int = 0
     hanging: int = 0
     groups: int = 0
+    retention: int = 0
+    retention_partitions: int = 0
 
     @property
     def records(self) -> int:
-        return self.lost + self.invisible
+        return self.lost + self.invisible + self.retention
 
 
 def records_at_risk(findings: Sequence[FindingView]) -> RecordsAtRisk:
-    lost = replicas = invisible = hanging = groups = 0
+    lost = replicas = invisible = hanging = groups = retention = retained = 0
     for f in findings:
         if not _wanted(f, ("REPLICA_DIVERGED", "TRANSACTION_HANGING", "TRANSACTION_STATE_MISMATCH",
-                           "CONSUMER_OFFSET_OUT_OF_RANGE")):  # fmt: skip
+                           "CONSUMER_OFFSET_OUT_OF_RANGE", "RETENTION_DUE")):  # fmt: skip
             continue
         d = facts(f) or {}
-        if f.code == "REPLICA_DIVERGED":
+        if f.code == "RETENTION_DUE":
+            retained += 1
+            retention += int(d.get("offsets") or 0)
+        elif f.code == "REPLICA_DIVERGED":
             replicas += 1
             n = d.get("records_lost")
             if n is None and d.get("lost_offsets") and None not in d["lost_offsets"]:
@@ -156,7 +178,7 @@ def records_at_risk(findings: Sequence[FindingView]) -> RecordsAtRisk:
         else:
             hanging += 1
             invisible += int(d.get("records_above") or 0)
-    return RecordsAtRisk(lost, replicas, invisible, hanging, groups)
+    return RecordsAtRisk(lost, replicas, invisible, hanging, groups, retention, retained)
 
 
 # --- the tables -----------------------------------------------------------------------------------------
@@ -266,8 +288,9 @@ def who_loses_section(findings: Sequence[FindingView], *, fleet: bool = False) -
         "transactions that hold back read_committed consumers (docs/who-loses-what.md).</p>",
         f'<p class="at-risk" data-records="{risk.records}">{risk.records:,} record(s) at risk: '
         f"{risk.lost:,} lost by {risk.lost_replicas} diverged replica(s), {risk.invisible:,} invisible "
-        f"behind {risk.hanging} hanging transaction(s); {risk.groups} consumer group partition(s) will "
-        "reset</p>",
+        f"behind {risk.hanging} hanging transaction(s), {risk.retention:,} deleted by the next retention "
+        f"check of {risk.retention_partitions} partition(s) (RETENTION_DUE); {risk.groups} consumer group "
+        "partition(s) will reset</p>",
     ]
     for key, title, head, codes, row in _TABLES:
         rows = [f for f in findings if _wanted(f, codes)]
