@@ -28,6 +28,11 @@ nothing changed), ``backed-up`` (original saved), ``temp-written`` (atomic write
 fsynced, not renamed), ``owner-set`` (a chmod step's new owner set, its mode not yet), ``applied``
 (change made, not verified), ``synced`` (a group of steps that share their durability, ``_run_group``:
 all prepared and fsynced, none renamed into place), ``verified``, ``journaled``.
+
+Lock testing: ``LOGDOCTOR_PAUSE_LOCKED=FIFO`` makes a writing command stop right after it took every log
+dir's own lock (:func:`hold_dir_locks`, before its planning scan) until the FIFO's writer closes it: the
+test opens the FIFO for writing (which returns once this run holds the locks), runs a second command, and
+closes it to let this one go on. Two runs are thus made to overlap by the kernel, not by timing.
 """
 
 from __future__ import annotations
@@ -64,6 +69,7 @@ from logdoctor.repair.plan import Plan, Step
 
 CRASH_AFTER_STEP_ENV = "LOGDOCTOR_CRASH_AFTER_STEP"
 CRASH_AT_ENV = "LOGDOCTOR_CRASH_AT"
+PAUSE_LOCKED_ENV = "LOGDOCTOR_PAUSE_LOCKED"
 PHASES = ("begin", "backed-up", "temp-written", "owner-set", "applied", "synced", "verified", "journaled")
 
 
@@ -656,7 +662,25 @@ def _hold_dir_locks(log_dirs: list[str]) -> contextlib.ExitStack:
 def hold_dir_locks(log_dirs: list[str | os.PathLike[str]]) -> contextlib.ExitStack:
     """logdoctor's own lock on each log dir (logdir.lock.hold_dir_lock), for a writing command to hold
     from before its planning scan to its end: a second writing run of the same dir is refused (75)."""
-    return _hold_dir_locks([os.path.abspath(d) for d in log_dirs])
+    stack = _hold_dir_locks([os.path.abspath(d) for d in log_dirs])
+    fifo = os.environ.get(PAUSE_LOCKED_ENV)
+    if fifo:
+        try:
+            _pause_locked(fifo)
+        except BaseException:
+            stack.close()
+            raise
+    return stack
+
+
+def _pause_locked(fifo: str) -> None:
+    """Wait, holding the locks, until the writer of ``fifo`` closes it (module doc: lock testing)."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_CLOEXEC)  # returns once the test opened it for writing
+    try:
+        while os.read(fd, 4096):
+            pass
+    finally:
+        os.close(fd)
 
 
 def apply_plan(
@@ -856,6 +880,7 @@ def steps_of(plan: Plan) -> list[Step]:
 __all__ = [
     "CRASH_AFTER_STEP_ENV",
     "CRASH_AT_ENV",
+    "PAUSE_LOCKED_ENV",
     "PHASES",
     "CrashHook",
     "FilesChangedError",
