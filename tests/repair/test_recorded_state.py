@@ -269,8 +269,8 @@ def test_a_repair_started_while_another_holds_the_lock_is_refused(tmp_path, bigg
 
 FILL_WRAPPER = """
 import sys
-from logdoctor.repair import backup
-backup.check_space = lambda needs: None  # the space was there when checked; another writer took it since
+from logdoctor.repair import space
+space.check = lambda plan: None  # the space was there when checked; another writer took it since
 from logdoctor.cli.main import main
 sys.argv[0] = "logdoctor"
 main()

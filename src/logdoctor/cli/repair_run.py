@@ -228,6 +228,11 @@ def run_repair(
                 _print_remaining(out, remaining, plan.depth)
             return code
         if not do_apply:
+            from logdoctor.repair import space
+
+            fit = space.fits(plan)
+            if not fit["fits"]:
+                plan.notes.append(f"DOES NOT FIT: {fit['text']}")
             if json_out:
                 print_json({"plan": plan.to_json(), "applied": False})
             else:

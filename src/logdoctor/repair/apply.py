@@ -6,7 +6,7 @@ Apply, in order, writing nothing until every check passed:
    another process (a broker), when a step would touch a path outside the log dirs, when the backup
    dir is in a log dir or not empty, when the targets are no longer as planned, when another run's
    journal of the same log dir is unfinished (:func:`check_journals`), or when the backup dir (or a
-   log dir) lacks the space (os.statvfs);
+   log dir) lacks the space the steps need, in order (:mod:`logdoctor.repair.space`);
 2. take a snapshot of every path the steps watch (:mod:`logdoctor.repair.snapshot`);
 3. stage new contents in the backup dir, then write the journal's plan record with the snapshots
    (the commit point);
@@ -52,7 +52,7 @@ from logdoctor.logdir.atomic import SyncBarrier, fsync_dir
 from logdoctor.logdir.lock import hold_dir_lock, hold_lock
 from logdoctor.logdir.names import LOCK_FILE
 from logdoctor.repair import backup as bk
-from logdoctor.repair import safety
+from logdoctor.repair import safety, space
 from logdoctor.repair import snapshot as snap
 from logdoctor.repair.actions import BEFORE, OTHER, PARTIAL_SUFFIX, StepContext, StepStateError, operation
 from logdoctor.repair.journal import (
@@ -185,21 +185,6 @@ def _check_paths(plan: Plan) -> None:
     for step in plan.steps:
         for p in step.touched():
             safety.resolve_inside(p, plan.log_dirs)
-
-
-def _space_needs(plan: Plan) -> list[tuple[str, int]]:
-    backup_need = 0
-    live_need: dict[str, int] = {}
-    for step in plan.steps:
-        op = operation(step)
-        backup_need += op.backup_cost(step, plan.backup_dir)
-        live = op.live_cost(step)
-        if live:
-            d = os.path.dirname(step.params.get("dst") or step.path)
-            live_need[d] = max(live_need.get(d, 0), live)
-    needs = [(plan.backup_dir, backup_need)]
-    needs.extend(live_need.items())
-    return needs
 
 
 def check_preconditions(plan: Plan) -> None:
@@ -713,7 +698,7 @@ def _apply(
         raise RefusedError(f"backup dir {plan.backup_dir} exists and is not empty")
     check_preconditions(plan)
     check_journals(plan, allow_unfinished=allow_unfinished)
-    bk.check_space(_space_needs(plan))
+    space.check(plan)
     snapshots = commit_snapshots(plan)
     journal_path = os.path.join(plan.backup_dir, JOURNAL_NAME)
     result.journal = journal_path

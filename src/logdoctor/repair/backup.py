@@ -21,7 +21,6 @@ import errno
 import os
 import shutil
 import stat
-from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -268,29 +267,6 @@ def free_bytes(path: str | os.PathLike[str]) -> int:
     return st.f_bavail * st.f_frsize
 
 
-def check_space(needs: Iterable[tuple[str, int]]) -> None:
-    """NoSpaceError unless each location (nearest existing folder) has the bytes asked (+ margin).
-
-    Several needs on one file system add up. Writes nothing.
-    """
-    by_dev: dict[int, tuple[str, int]] = {}
-    for where, n in needs:
-        p = Path(where)
-        while not p.exists():
-            p = p.parent
-        dev = os.stat(p).st_dev
-        prev = by_dev.get(dev)
-        by_dev[dev] = (str(p), n + (prev[1] if prev else 0))
-    for where, n in by_dev.values():
-        need = n + SPACE_MARGIN_BYTES
-        have = free_bytes(where)
-        if have < need:
-            raise NoSpaceError(
-                f"{where} has {have:,} bytes free but the repair needs {need:,} (backups, staged files, "
-                "temp files); give --backup-dir on a file system with more space"
-            )
-
-
 README_TEXT = """This folder was written by `logdoctor repair`. Do not put it inside a Kafka log dir.
 
 journal.jsonl  what was planned and done, step by step (the first line is the whole plan)
@@ -306,7 +282,6 @@ Undo everything it did:          logdoctor repair --rollback {journal} --apply
 
 __all__ = [
     "NoSpaceError",
-    "check_space",
     "copy_file_durable",
     "copy_range_durable",
     "copy_tree_durable",
