@@ -38,6 +38,7 @@ from logdoctor.logdir.names import (
     classify_partition_file,
     classify_root_entry,
     logdoctor_folder,
+    logdoctor_output,
     parse_partition_dir,
 )
 
@@ -47,6 +48,7 @@ __all__ = [
     "Recognition",
     "first_partition_file",
     "log_dir_evidence",
+    "own_output",
     "recognize",
     "require_log_dir",
     "within_logdoctor_folder",
@@ -236,6 +238,24 @@ def within_logdoctor_folder(path: str, entries: Sequence[Any] | None = None) -> 
             why = logdoctor_folder(os.path.basename(p.rstrip(os.sep)), present)
             if why is not None:
                 return f"{why}: {p}"
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return None
+
+
+def own_output(path: str) -> str | None:
+    """Why the local folder ``path`` is, or lies within, a folder logdoctor wrote, by its marker files
+    alone (:func:`logdoctor.logdir.names.logdoctor_output`: a backup dir's journal and README, an
+    export's ``_SUCCESS``; a name proves nothing), looking up to two levels above it (a backup dir's
+    ``files/<n>-<log dir>``); else None."""
+    p = os.path.abspath(path)
+    for _level in range(_SEARCH_DEPTH + 1):
+        present = [n for n in LOGDOCTOR_MARKER_FILES if os.path.isfile(os.path.join(p, n))]
+        why = logdoctor_output(present)
+        if why is not None:
+            return f"{why}: {p}"
         parent = os.path.dirname(p)
         if parent == p:
             break

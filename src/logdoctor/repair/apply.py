@@ -162,11 +162,32 @@ def _drop_created_locks(dirs: list[str]) -> None:
             fsync_dir(d)
 
 
-def _remove_staged(backup_dir: str, made: bool) -> None:
+def _first_missing(path: str) -> str | None:
+    """The topmost folder of ``path`` that does not exist yet (``path`` itself, or a parent), else None."""
+    top = None
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        top = p
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return top
+
+
+def _remove_staged(backup_dir: str, made: str | None) -> None:
     """Before the commit point only what this run staged is in the backup dir (it had to be new or
-    empty): remove the folder it made, or empty the one it was given."""
+    empty): remove the folders it made (``made``: the topmost), or empty the one it was given."""
     if made:
         shutil.rmtree(backup_dir, ignore_errors=True)
+        p = os.path.dirname(os.path.abspath(backup_dir))
+        top = os.path.abspath(made)
+        while len(p) >= len(top):  # the parents it made, each only when empty (another run may use one)
+            try:
+                os.rmdir(p)
+            except OSError:
+                break
+            p = os.path.dirname(p)
         return
     try:
         names = os.listdir(backup_dir)
@@ -709,7 +730,7 @@ def _apply(
     # Ctrl-C or a failure while staging (before the commit point): only what this run staged is removed.
     # Everything from the first staged byte to the journal's birth is one stretch: Ctrl-C anywhere in it
     # (the plan record of many steps takes milliseconds to build) leaves nothing staged behind.
-    made_backup_dir = not os.path.lexists(plan.backup_dir)
+    made_backup_dir = _first_missing(plan.backup_dir)  # what this run creates (.logdoctor-backups too)
     try:
         bk.makedirs_durable(plan.backup_dir)
         with SyncBarrier() as barrier:  # the staged bytes and the README fsynced at once, then their folders

@@ -1,7 +1,8 @@
 """The backup dir: where originals, removed bytes and staged new contents are kept.
 
-Layout (default ``<first log dir>.logdoctor-backup-<UTC timestamp>/``, beside the log dir, never
-inside a partition folder or a log dir where the broker would see it)::
+Layout (default ``<parent>/.logdoctor-backups/<first log dir's name>.logdoctor-backup-<UTC time to the
+nanosecond>Z-<pid>/`` (:func:`default_backup_dir`), beside the log dir in a hidden folder, never inside a
+partition folder or a log dir where the broker would see it)::
 
     journal.jsonl                      the journal (first record: the plan)
     README.txt                         what this folder is and how to resume / roll back
@@ -21,6 +22,7 @@ import errno
 import os
 import shutil
 import stat
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -28,6 +30,7 @@ from logdoctor.errors import LogDoctorError
 from logdoctor.logdir import sparse
 from logdoctor.logdir.atomic import SyncBarrier, fsync_dir, naming
 from logdoctor.logdir.files import open_regular
+from logdoctor.logdir.names import BACKUP_DIR_INFIX, BACKUPS_FOLDER
 
 SPACE_MARGIN_BYTES = 4 << 20  # journal, README, folder entries
 _CHUNK = 4 << 20
@@ -52,9 +55,23 @@ def utc_stamp(ms: int | None = None) -> str:
     return moment.strftime("%Y%m%dT%H%M%SZ")
 
 
+def unique_stamp(ms: int | None = None) -> str:
+    """``<UTC time>.<nanoseconds>Z-<pid>``: the moment ``ms`` (now when None) to the nanosecond (the
+    sub-millisecond digits from the clock), and this process: no two runs on one host share it."""
+    ns = time.time_ns()
+    if ms is not None:
+        ns = ms * 1_000_000 + ns % 1_000_000
+    moment = datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC)
+    return f"{moment.strftime('%Y%m%dT%H%M%S')}.{ns % 1_000_000_000:09d}Z-{os.getpid()}"
+
+
 def default_backup_dir(log_dir: str | os.PathLike[str], ms: int | None = None) -> str:
+    """``<parent>/.logdoctor-backups/<log dir name>.logdoctor-backup-<unique stamp>``: beside the log dir
+    (on its file system: moves into it are renames), in a hidden folder that no glob of log dirs matches
+    (``kafka-logs-*``, ``broker-*/kafka-logs-*``), under a name no other run takes (:func:`unique_stamp`)."""
     p = os.path.abspath(os.fspath(log_dir)).rstrip(os.sep)
-    return f"{p}.logdoctor-backup-{utc_stamp(ms)}"
+    parent, name = os.path.split(p)
+    return os.path.join(parent, BACKUPS_FOLDER, f"{name or 'root'}{BACKUP_DIR_INFIX}{unique_stamp(ms)}")
 
 
 def dir_label(index: int, log_dir: str) -> str:
@@ -295,6 +312,7 @@ __all__ = [
     "sha256_bytes",
     "sha256_file",
     "tree_hashes",
+    "unique_stamp",
     "utc_stamp",
     "write_durable",
 ]

@@ -190,15 +190,10 @@ def delete_dir_name(tp: TopicPartition) -> str:
 
 
 def default_backup_dir(log_dir: str, ms: int) -> str:
-    """Beside ``log_dir`` (the engine's naming), with ``-2``, ``-3``... when that name is taken."""
+    """Beside ``log_dir``: the engine's (:func:`logdoctor.repair.backup.default_backup_dir`, unique)."""
     from logdoctor.repair.backup import default_backup_dir as engine_default
 
-    base = engine_default(log_dir, ms)
-    name, k = base, 1
-    while os.path.lexists(name):
-        k += 1
-        name = f"{base}-{k}"
-    return name
+    return engine_default(log_dir, ms)
 
 
 def new_plan(
