@@ -99,6 +99,11 @@ def test_an_old_backup_beside_the_log_dirs_is_left_out_with_a_note(tmp_path, tem
         r = wr.cli(*args)
         assert r.returncode in (0, 1, 2), (args, r.returncode, r.stderr[-2000:])
         assert note in r.stderr, (args, r.stderr[-2000:])
+    from logdoctor.spark.census_inputs import classify  # census's door (no Spark started)
+
+    classified = classify(inputs)
+    assert str(old) not in classified.items
+    assert classified.left_out == [f"{note[len('note: ') :]}: {old}, not a log dir"]
     refs = discover(inputs)  # export's door
     assert {r.log_dir for r in refs} == {str(log_dir), str(root / "broker-1" / "kafka-logs-1")}
     assert not [r for r in refs if ".logdoctor" in r.path]

@@ -110,7 +110,7 @@ def leave_out_own(
         if why is None:
             kept.append(item)
         else:
-            notes.append(f"left out {item}: it is {why.split(': ')[0]}, not a log dir")
+            notes.append(f"left out {item}: it is {why}, not a log dir")
     return kept, notes
 
 
