@@ -72,12 +72,19 @@ def needs(plan: Plan) -> list[DeviceNeed]:
     """What ``plan`` needs on each file system it writes to, in plan order (see the module doc)."""
     by_dev: dict[int, DeviceNeed] = {}
     running: dict[int, int] = {}
+    devices: dict[str, int] = {}  # folder -> its file system (a stat per folder, not per step)
+
+    def dev_of(path: str) -> int:
+        dev = devices.get(path)
+        if dev is None:
+            dev = devices[path] = os.stat(_existing(path)).st_dev
+        return dev
 
     def device(path: str) -> DeviceNeed:
-        where = _existing(path)
-        dev = os.stat(where).st_dev
+        dev = dev_of(path)
         need = by_dev.get(dev)
         if need is None:
+            where = _existing(path)
             need = by_dev[dev] = DeviceNeed(where, os.statvfs(where).f_frsize or 4096)
             running[dev] = 0
         return need
@@ -94,7 +101,7 @@ def needs(plan: Plan) -> list[DeviceNeed]:
             target = step.params.get("dst") or step.path
             folder = os.path.dirname(target)
             need = device(folder)
-            dev = os.stat(_existing(folder)).st_dev
+            dev = dev_of(folder)
             files = op.live_files(step)
             add = _blocks(live, need.block) + (files - 1) * need.block
             if folder not in need.folders:
@@ -106,7 +113,7 @@ def needs(plan: Plan) -> list[DeviceNeed]:
         freed = op.live_freed(step, plan.backup_dir)
         if freed:
             need = device(os.path.dirname(step.path))
-            dev = os.stat(_existing(os.path.dirname(step.path))).st_dev
+            dev = dev_of(os.path.dirname(step.path))
             running[dev] -= freed // need.block * need.block  # whole blocks: never more than it frees
     return list(by_dev.values())
 
