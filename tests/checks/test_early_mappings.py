@@ -40,7 +40,7 @@ pytestmark = pytest.mark.skipif(native.populate_read is None, reason="needs the 
 
 MIB = 1 << 20
 _ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "120"}
-_CREATED = re.compile(r'"created_ms": \d+|logdoctor-backup-\d{8}T\d{6}Z')
+_CREATED = re.compile(r'"created_ms": \d+|logdoctor-backup-\d{8}T\d{6}\.\d{9}Z-\d+')
 
 
 @pytest.fixture

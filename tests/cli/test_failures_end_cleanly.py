@@ -359,10 +359,10 @@ def test_repair_on_a_read_only_file_system_is_one_line(tmp_path: Path) -> None:
     before = _tree(log_dir)
     out = _on_read_only(tmp_path, "repair", "--apply", log_dir)
     assert out.returncode == ExitCode.CANT_CREATE, out.stderr  # was 70 with a raw OSError
-    # one line naming the first thing that could not be written: the backup dir beside the log dir (the
-    # journal, with its plan, is written before any .lock is taken: repair/apply.py)
+    # one line naming the first thing that could not be written: the backup dir's folder beside the log dir
+    # (the journal, with its plan, is written before any .lock is taken: repair/apply.py)
     [line] = out.stderr.splitlines()
-    assert line.startswith(f"refused (nothing written): {log_dir}.logdoctor-backup-"), line
+    assert line.startswith(f"refused (nothing written): {log_dir.parent}/.logdoctor-backups"), line
     assert line.endswith(": Read-only file system"), line
     assert _tree(log_dir) == before
 

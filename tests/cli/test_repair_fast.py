@@ -34,7 +34,7 @@ _THROUGH_MAIN = (
     "main()\n"
 )
 # the plan's time of making, and the default backup dir's name made of it: not compared
-_CREATED = re.compile(r'"created_ms": \d+|logdoctor-backup-\d{8}T\d{6}Z')
+_CREATED = re.compile(r'"created_ms": \d+|logdoctor-backup-\d{8}T\d{6}\.\d{9}Z-\d+')
 
 
 _ENV = {"PATH": "/usr/bin:/bin", "COLUMNS": "120"}

@@ -38,7 +38,8 @@ def _damage_and_repair(broker: Path, *extra: str) -> Path:
         index.write_bytes(b"\xff" * 24)
     result = CliRunner().invoke(app, ["repair", *map(str, dirs), "--apply", *extra], terminal_width=250)
     assert result.exit_code in (0, 1), result.output
-    (backup,) = [p for p in broker.iterdir() if p.name != "kafka-logs-0" and p.name != "kafka-logs-1"]
+    beside = [*broker.iterdir(), *broker.glob(".logdoctor-backups/*")]  # the default's hidden folder
+    (backup,) = [p for p in beside if p.name not in ("kafka-logs-0", "kafka-logs-1", ".logdoctor-backups")]
     kept = list((backup / "files").iterdir())
     assert kept and any(any(k.glob("*-*/*.index")) for k in kept)  # partition folders, as a log dir
     return backup

@@ -95,7 +95,7 @@ def test_repair_refuses_the_last_voters_log_without_consent_and_the_printed_comm
     applied = _logdoctor(*words, "--apply")
     assert applied.returncode in (0, 1, 2), applied.stdout + applied.stderr
     assert seg.stat().st_size == position  # cut before the broken batch, the rest in the backup
-    backups = list(tmp_path.glob("*.logdoctor-backup-*"))
+    backups = list(tmp_path.glob(".logdoctor-backups/*.logdoctor-backup-*"))
     assert len(backups) == 1 and list(backups[0].rglob("__cluster_metadata-0/*"))
 
 

@@ -4,12 +4,14 @@ printed."""
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import shlex
 import stat
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +36,7 @@ def cli_argv(*args: object) -> list[str]:
 
 def cli_env(**extra: str) -> dict[str, str]:
     env = {**os.environ, "PYTHONPATH": str(SRC), **extra}
-    for var in ("LOGDOCTOR_CRASH_AT", "LOGDOCTOR_CRASH_AFTER_STEP"):
+    for var in ("LOGDOCTOR_CRASH_AT", "LOGDOCTOR_CRASH_AFTER_STEP", "LOGDOCTOR_PAUSE_LOCKED"):
         if var not in extra:
             env.pop(var, None)
     return env
@@ -43,6 +45,25 @@ def cli_env(**extra: str) -> dict[str, str]:
 def cli(*args: object, **env: str) -> subprocess.CompletedProcess[str]:
     """The real command line, in a subprocess (``env``: extra variables, e.g. the crash hook)."""
     return subprocess.run(cli_argv(*args), env=cli_env(**env), capture_output=True, text=True, timeout=300)
+
+
+def start_holding_lock(fifo: Path, *args: object) -> tuple[subprocess.Popen[str], int]:
+    """The command line started with ``LOGDOCTOR_PAUSE_LOCKED`` (logdoctor.repair.apply): returned once
+    it holds its log dirs' own locks and waits, with the write end of ``fifo``, whose close lets it go on
+    (``communicate`` it then). Fails when the run ends without waiting."""
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(cli_argv(*args), env=cli_env(LOGDOCTOR_PAUSE_LOCKED=str(fifo)),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    while True:
+        try:  # ENXIO until the run opened the FIFO for reading (it holds the locks then)
+            return proc, os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as e:
+            if e.errno != errno.ENXIO:
+                raise
+        if proc.poll() is not None:
+            _, err = proc.communicate()
+            raise AssertionError(f"the run ended ({proc.returncode}): {err[-2000:]}")
+        time.sleep(0.01)
 
 
 def run_printed(command: str) -> subprocess.CompletedProcess[str]:

@@ -7,6 +7,7 @@ above an input.
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
@@ -202,6 +203,8 @@ def run_census_cli(
                 [i for i in items if not is_uri(i) and not _is_inventory(i)]
             ),
         )
+        for note in classified.left_out:
+            print(f"note: {note}", file=sys.stderr)
         brokers = classified.brokers()
     except (CensusError, PlanningError) as exc:
         usage_error(str(exc))

@@ -31,7 +31,7 @@ from logdoctor.cli.export_tables import (
     table_export_cli,
     time_parts,
 )
-from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_inputs_exist
+from logdoctor.cli.input_checks import leave_out_own, refuse_overlapping_outputs, require_inputs_exist
 from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
@@ -346,6 +346,7 @@ def export_command(
 
         parse_read_options({k: str(v) for k, v in options.items() if v is not None})
         require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command
+        leave_out_own(split_paths(paths))  # logdoctor's own backups are no input: a note each (discover)
         require_remote_inputs(remote_storage, remote_private_key)
         plan = read_plan(paths, {k: str(v) for k, v in options.items() if v is not None})
         refs = list(plan.found)

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from logdoctor.cli.error_lines import fail, usage_error
 from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_IOERR, EX_NOINPUT, EX_NOPERM
 
 if TYPE_CHECKING:
     from logdoctor.checks.topic_config import ConfigInputs
+
+P = TypeVar("P", str, Path)
 
 # --- inputs and outputs ---------------------------------------------------------------------------
 
@@ -52,6 +55,25 @@ def require_log_dirs(paths: Iterable[str | os.PathLike[str]], *, refuse_empty: b
                 "(run logdoctor as the broker's user or as root)",
                 EX_NOPERM,
             )
+
+
+def leave_out_own(paths: Iterable[P]) -> list[P]:
+    """``paths`` without logdoctor's own folders (a backup dir, an export's output, recognised by their
+    marker files: :func:`logdoctor.logdir.discovery.leave_out_own`), a ``note:`` line on stderr for each
+    one left out; a usage error (64) when nothing else is left."""
+    from logdoctor.logdir.discovery import leave_out_own as own
+
+    items = list(paths)
+    kept, notes = own([os.fspath(p) for p in items])
+    if not notes:
+        return items
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
+    keep = set(kept)
+    left = [p for p in items if os.fspath(p) in keep]
+    if not left:
+        usage_error("no log dir given besides logdoctor's own folders")
+    return left
 
 
 def require_inputs_exist(paths: Iterable[str | os.PathLike[str]]) -> None:
@@ -127,6 +149,7 @@ def read_config_inputs(
 
 
 __all__ = [
+    "leave_out_own",
     "read_config_inputs",
     "refuse_overlapping_outputs",
     "require_input_file",

@@ -23,7 +23,7 @@ from logdoctor.checks.context import Depth
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, os_error, tool_failure, usage_error
 from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_OK
-from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_log_dirs
+from logdoctor.cli.input_checks import leave_out_own, refuse_overlapping_outputs, require_log_dirs
 from logdoctor.cli.lines import counted
 from logdoctor.cli.output import text_console
 from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
@@ -78,6 +78,7 @@ def inventory_command(
 
     if depth not in _DEPTHS:
         usage_error(f"--depth must be one of {', '.join(_DEPTHS)}, not {depth!r}")
+    log_dirs = leave_out_own(log_dirs)
     require_log_dirs(log_dirs)
     refuse_overlapping_outputs([out], log_dirs)
     owner = broker_identity([str(p) for p in log_dirs])

@@ -17,7 +17,12 @@ from logdoctor.checks.scanner import ScanReport, scan
 from logdoctor.checks.state import mappings_kept, unmap_ahead
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.exit_codes import EX_FAILED
-from logdoctor.cli.input_checks import read_config_inputs, require_input_file, require_log_dirs
+from logdoctor.cli.input_checks import (
+    leave_out_own,
+    read_config_inputs,
+    require_input_file,
+    require_log_dirs,
+)
 from logdoctor.cli.interrupts import run_interrupts
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.lines import Lines, lines_for
@@ -194,6 +199,7 @@ def run_repair(
         # the planning scan, the index rebuild and the scan after read the same segments: each mapped once
         held.enter_context(mappings_kept())
         codes = parse_only(only)
+        log_dirs = leave_out_own(log_dirs)
         require_log_dirs(log_dirs)
         if do_apply:
             # a broker holding a lock refuses --apply (75) before planning, whatever the plan; and so does
@@ -228,6 +234,11 @@ def run_repair(
                 _print_remaining(out, remaining, plan.depth)
             return code
         if not do_apply:
+            from logdoctor.repair import space
+
+            fit = space.fits(plan)
+            if not fit["fits"]:
+                plan.notes.append(f"DOES NOT FIT: {fit['text']}")
             if json_out:
                 print_json({"plan": plan.to_json(), "applied": False})
             else:

@@ -17,7 +17,7 @@ from logdoctor.cli.app import app
 from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import tool_failure, usage_error
 from logdoctor.cli.findings_output import VerboseOption, render_findings
-from logdoctor.cli.input_checks import require_log_dirs
+from logdoctor.cli.input_checks import leave_out_own, require_log_dirs
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import progress_bar
@@ -151,6 +151,7 @@ def retention_command(
     """Simulate Kafka's retention (log start offset, size, time) like UnifiedLog.deleteOldSegments."""
     inputs = read_config_inputs(topic_config, server_properties, retention_ms, retention_bytes)
     now_ms = parse_now(now)
+    log_dirs = leave_out_own(log_dirs)
     require_log_dirs(log_dirs)
     try:
         with progress_bar(not json_out, "reading segments") as progress:

@@ -18,7 +18,12 @@ from logdoctor.checks.findings import Severity
 from logdoctor.checks.gc_pause import no_automatic_collections
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
 from logdoctor.cli.error_lines import tool_failure, usage_error
-from logdoctor.cli.input_checks import read_config_inputs, refuse_overlapping_outputs, require_log_dirs
+from logdoctor.cli.input_checks import (
+    leave_out_own,
+    read_config_inputs,
+    refuse_overlapping_outputs,
+    require_log_dirs,
+)
 from logdoctor.cli.jsonout import print_json_rows
 from logdoctor.cli.progress import progress_bar
 from logdoctor.cli.timeparse import parse_now
@@ -68,6 +73,7 @@ def run_scan(
         remote_storage=remote_storage,
         remote_inventory=remote_inventory,
     )
+    log_dirs = leave_out_own(log_dirs)
     require_log_dirs(log_dirs, refuse_empty=True)
     refuse_overlapping_outputs([html_out], log_dirs)
     # The scan and its output are the run's work, then it ends: they run without automatic collections

@@ -22,6 +22,7 @@ from logdoctor.logdir.names import (
     FileState,
     SegmentFileType,
     logdoctor_folder,
+    logdoctor_output,
     parse_partition_dir,
     parse_segment_file,
 )
@@ -34,6 +35,7 @@ __all__ = [
     "discover",
     "find_log_dirs",
     "is_log_dir",
+    "leave_out_own",
     "log_dir_partitions",
     "split_paths",
 ]
@@ -92,6 +94,37 @@ def split_paths(paths: str | Sequence[str] | None, options: Mapping[str, Any] | 
             else:
                 out.append(part)
     return out
+
+
+def leave_out_own(
+    items: Sequence[str], options: Mapping[str, Any] | None = None
+) -> tuple[list[str], list[str]]:
+    """(``items`` without logdoctor's own folders, a note for each one left out). A folder logdoctor wrote
+    (a backup dir of ``repair``, ``move-partition`` or ``sync-replica``, or anything inside one; an
+    export's output) is recognised by its marker files (its journal and README, ``_SUCCESS``), never by its
+    name alone, and is no input: a glob of log dirs that matches an old backup beside them
+    (``kafka-logs-*`` and ``kafka-logs-0.logdoctor-backup-<time>``) reads the log dirs. Missing paths
+    and files are kept (the caller says what they are)."""
+    kept: list[str] = []
+    notes: list[str] = []
+    for item in items:
+        why = None
+        try:
+            storage, loc = Storage.of(item, options)
+            if storage.is_local:
+                from logdoctor.logdir.recognize import own_output
+
+                if os.path.isdir(loc):
+                    why = own_output(loc)
+            elif (entry := storage.info(loc)) is not None and entry.is_dir():
+                why = logdoctor_output(e.name for e in storage.list(loc) if not e.is_dir())
+        except (OSError, ValueError):
+            why = None
+        if why is None:
+            kept.append(item)
+        else:
+            notes.append(f"left out {item}: it is {why}, not a log dir")
+    return kept, notes
 
 
 # --- listings -----------------------------------------------------------------------------------------
@@ -273,13 +306,17 @@ def discover(
 
     A log dir contributes its ``<topic>-<p>`` folders (not ``-delete``/``-future``/``-stray`` ones,
     which the broker does not serve); a partition folder or .log file named directly is read
-    whatever its kind. The same file named twice is read once. Each path is a local path or a URI
+    whatever its kind; logdoctor's own folders (a backup dir, an export's output) are left out
+    (:func:`leave_out_own`). The same file named twice is read once. Each path is a local path or a URI
     (``options``: a data source's, for the file system's ``s3.region`` / ``s3.endpoint``).
     Raises :class:`DiscoveryError` (:class:`InputNotFoundError` for a path that does not exist).
     """
     items = split_paths(paths, options)
     if not items:
         raise DiscoveryError("no path given: load(PATH) with a log dir, a partition folder or a .log file")
+    items, left_out = leave_out_own(items, options)
+    if not items:
+        raise DiscoveryError("; ".join(left_out) + ": no other path given")
     out: dict[tuple[str, str], PartitionRef] = {}
 
     def add(ref: PartitionRef | None) -> None:

@@ -69,8 +69,11 @@ QUORUM_STATE_FILE = "quorum-state"
 TMP_SUFFIX = ".tmp"  # CheckpointFile / PropertiesUtils / FileQuorumStateStore write <name>.tmp then move
 
 # logdoctor's own folders, never a log dir (issue 32): a backup dir of repair, move-partition or
-# sync-replica (its journal and README beside staged/, files/, tails/; by default named
-# <log dir>.logdoctor-backup-<UTC time>) and an export's output folder (_SUCCESS and its part files)
+# sync-replica (its journal and README beside staged/, files/, tails/; by default
+# <parent of the log dir>/.logdoctor-backups/<log dir name>.logdoctor-backup-<UTC time, ns>Z-<pid>: a
+# hidden folder, so that no glob of log dirs (kafka-logs-*, broker-*/kafka-logs-*) matches it, issue 59)
+# and an export's output folder (_SUCCESS and its part files)
+BACKUPS_FOLDER = ".logdoctor-backups"
 BACKUP_JOURNAL_FILE = "journal.jsonl"
 BACKUP_README_FILE = "README.txt"
 BACKUP_DIR_INFIX = ".logdoctor-backup-"
@@ -79,17 +82,24 @@ EXPORT_SUCCESS_FILE = "_SUCCESS"
 LOGDOCTOR_MARKER_FILES = (BACKUP_JOURNAL_FILE, BACKUP_README_FILE, EXPORT_SUCCESS_FILE)
 
 
-def logdoctor_folder(name: str, file_names: Iterable[str]) -> str | None:
-    """Why the folder ``name`` holding the files ``file_names`` is one logdoctor wrote (a backup dir or
-    an export's output), else None: never a log dir, nor searched for one."""
+def logdoctor_output(file_names: Iterable[str]) -> str | None:
+    """Why a folder holding the files ``file_names`` is one logdoctor wrote, by its marker files alone (a
+    backup dir's journal and README, an export's ``_SUCCESS``), else None: an input of a command that is
+    one is left out with a note (:func:`logdoctor.logdir.discovery.leave_out_own`)."""
     files = set(file_names)
-    if BACKUP_DIR_INFIX in name or RECORDS_DIR_INFIX in name:
-        return "a logdoctor backup dir (by its name)"
     if BACKUP_JOURNAL_FILE in files and BACKUP_README_FILE in files:
         return f"a logdoctor backup dir (it holds {BACKUP_JOURNAL_FILE} and {BACKUP_README_FILE})"
     if EXPORT_SUCCESS_FILE in files:
         return f"a logdoctor export's output (it holds {EXPORT_SUCCESS_FILE})"
     return None
+
+
+def logdoctor_folder(name: str, file_names: Iterable[str]) -> str | None:
+    """Why the folder ``name`` holding the files ``file_names`` is one logdoctor wrote (a backup dir or
+    an export's output), else None: never a log dir, nor searched for one."""
+    if BACKUP_DIR_INFIX in name or RECORDS_DIR_INFIX in name or name == BACKUPS_FOLDER:
+        return "a logdoctor backup dir (by its name)"
+    return logdoctor_output(file_names)
 
 # --- partition folders (LocalLog.parseTopicPartitionName) ----------------------------------------
 

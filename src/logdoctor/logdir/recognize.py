@@ -38,6 +38,7 @@ from logdoctor.logdir.names import (
     classify_partition_file,
     classify_root_entry,
     logdoctor_folder,
+    logdoctor_output,
     parse_partition_dir,
 )
 
@@ -47,6 +48,7 @@ __all__ = [
     "Recognition",
     "first_partition_file",
     "log_dir_evidence",
+    "own_output",
     "recognize",
     "require_log_dir",
     "within_logdoctor_folder",
@@ -221,19 +223,23 @@ def _logdoctor_folder(path: str, entries: Sequence[Any]) -> str | None:
     return logdoctor_folder(os.path.basename(path.rstrip(os.sep)), files)
 
 
-def within_logdoctor_folder(path: str, entries: Sequence[Any] | None = None) -> str | None:
+def within_logdoctor_folder(
+    path: str, entries: Sequence[Any] | None = None, *, by_name: bool = True
+) -> str | None:
     """Why the local folder ``path`` (listed as ``entries``) is, or lies within, a folder logdoctor wrote
     (a backup dir's ``files/<n>-<log dir>`` holds partition folders, as a log dir does), else None. The
-    folders above are probed for the marker files by name (a few stats, no listing)."""
+    folders above are probed for the marker files by name (a few stats, no listing). ``by_name=False``:
+    by the marker files alone (:func:`logdoctor.logdir.names.logdoctor_output`), a name proving nothing."""
     p = os.path.abspath(path)
-    if entries is not None:
+    if entries is not None and by_name:
         why = _logdoctor_folder(p, entries)
         if why is not None:
             return f"{why}: {p}"
     for level in range(_SEARCH_DEPTH + 1):
-        if level or entries is None:
+        if level or entries is None or not by_name:
             present = [n for n in LOGDOCTOR_MARKER_FILES if os.path.isfile(os.path.join(p, n))]
-            why = logdoctor_folder(os.path.basename(p.rstrip(os.sep)), present)
+            name = os.path.basename(p.rstrip(os.sep))
+            why = logdoctor_folder(name, present) if by_name else logdoctor_output(present)
             if why is not None:
                 return f"{why}: {p}"
         parent = os.path.dirname(p)
@@ -241,6 +247,13 @@ def within_logdoctor_folder(path: str, entries: Sequence[Any] | None = None) -> 
             break
         p = parent
     return None
+
+
+def own_output(path: str) -> str | None:
+    """Why the local folder ``path`` is, or lies within, a folder logdoctor wrote, by its marker files
+    alone (a backup dir's journal and README, an export's ``_SUCCESS``; a name proves nothing), looking up
+    to two levels above it (a backup dir's ``files/<n>-<log dir>``); else None."""
+    return within_logdoctor_folder(path, by_name=False)
 
 
 def _find_log_dirs(path: str) -> list[str]:

@@ -61,7 +61,9 @@ A new step kind (a new writing command's own operation) is a subclass of :class:
                        and refuses any apply, resume or rollback that finds one different
                        (:func:`logdoctor.repair.apply.check_recorded`): a step never needs its own check
                        against changes made after it ran.
-``backup_cost``, ``live_cost``   (default 0) bytes it needs, for the space check before the run.
+``backup_cost``, ``live_cost``, ``live_files``, ``live_freed``   bytes it needs in the backup dir and
+                       in the log dirs, and frees there, for the space check before the run
+                       (:mod:`logdoctor.repair.space`).
 
 Builders (:func:`write_file`, :func:`truncate_file`, :func:`delete_with_backup`, :func:`rename_path`,
 :func:`set_owner_mode`, :func:`copy_tree`, :func:`copy_partition`, :func:`remove_copied`) create the
@@ -267,7 +269,18 @@ class Operation:
         return 0
 
     def live_cost(self, step: Step) -> int:
-        """Transient bytes on the log dir's file system (temp files)."""
+        """Bytes of the new file(s) it writes in a log dir (under a temp name first, beside the target:
+        ``params["dst"]`` or the step's path)."""
+        return 0
+
+    def live_files(self, step: Step) -> int:
+        """How many new files :meth:`live_cost` counts (each takes whole blocks)."""
+        return 1
+
+    def live_freed(self, step: Step, backup_dir: str) -> int:
+        """Bytes it frees on the file system of the step's path once done (a replaced original, a cut
+        tail, a folder moved to another file system): :mod:`logdoctor.repair.space` counts them for the
+        steps after it."""
         return 0
 
 
@@ -366,6 +379,9 @@ class WriteFile(Operation):
     def live_cost(self, step: Step) -> int:
         return int(step.params["size_after"])
 
+    def live_freed(self, step: Step, backup_dir: str) -> int:
+        return int(step.params.get("size_before") or 0)  # the original, unlinked by the rename
+
 
 class TruncateFile(Operation):
     """params: size_before, size_after, tail_sha, backup (rel of the tail file)."""
@@ -447,6 +463,9 @@ class TruncateFile(Operation):
         finally:
             os.close(fd)
 
+    def live_freed(self, step: Step, backup_dir: str) -> int:
+        return int(step.params["size_before"]) - int(step.params["size_after"])
+
 
 class MoveToBackup(Operation):
     """Delete with backup. params: backup (rel), size, is_dir."""
@@ -491,6 +510,9 @@ class MoveToBackup(Operation):
         if os.path.lexists(step.path) and bk.same_device(step.path, backup_dir):
             return 0
         return int(step.params.get("size") or 0)
+
+    def live_freed(self, step: Step, backup_dir: str) -> int:
+        return self.backup_cost(step, backup_dir)  # moved to another file system: freed here
 
 
 class RenamePath(Operation):
@@ -739,6 +761,9 @@ class CopyTree(Operation):
     def live_cost(self, step: Step) -> int:
         return int(step.params.get("size") or 0)
 
+    def live_files(self, step: Step) -> int:
+        return max(1, len(step.params.get("fingerprint") or {}))
+
 
 RESTORE_SUFFIX = ".logdoctor-restore"
 
@@ -783,6 +808,9 @@ class RemoveCopied(Operation):
             ctx.crash(step.number, "temp-written")
         copies.remove_tree(step.params["trash"])
         ctx.crash(step.number, "applied")
+
+    def live_freed(self, step: Step, backup_dir: str) -> int:
+        return sum(int(v[0]) for v in (step.params.get("fingerprint") or {}).values())
 
     def undo(self, step: Step, ctx: StepContext) -> None:
         s = self.state(step, ctx)

@@ -6,7 +6,7 @@ Apply, in order, writing nothing until every check passed:
    another process (a broker), when a step would touch a path outside the log dirs, when the backup
    dir is in a log dir or not empty, when the targets are no longer as planned, when another run's
    journal of the same log dir is unfinished (:func:`check_journals`), or when the backup dir (or a
-   log dir) lacks the space (os.statvfs);
+   log dir) lacks the space the steps need, in order (:mod:`logdoctor.repair.space`);
 2. take a snapshot of every path the steps watch (:mod:`logdoctor.repair.snapshot`);
 3. stage new contents in the backup dir, then write the journal's plan record with the snapshots
    (the commit point);
@@ -28,6 +28,11 @@ nothing changed), ``backed-up`` (original saved), ``temp-written`` (atomic write
 fsynced, not renamed), ``owner-set`` (a chmod step's new owner set, its mode not yet), ``applied``
 (change made, not verified), ``synced`` (a group of steps that share their durability, ``_run_group``:
 all prepared and fsynced, none renamed into place), ``verified``, ``journaled``.
+
+Lock testing: ``LOGDOCTOR_PAUSE_LOCKED=FIFO`` makes a writing command stop right after it took every log
+dir's own lock (:func:`hold_dir_locks`, before its planning scan) until the FIFO's writer closes it: the
+test opens the FIFO for writing (which returns once this run holds the locks), runs a second command, and
+closes it to let this one go on. Two runs are thus made to overlap by the kernel, not by timing.
 """
 
 from __future__ import annotations
@@ -47,7 +52,7 @@ from logdoctor.logdir.atomic import SyncBarrier, fsync_dir
 from logdoctor.logdir.lock import hold_dir_lock, hold_lock
 from logdoctor.logdir.names import LOCK_FILE
 from logdoctor.repair import backup as bk
-from logdoctor.repair import safety
+from logdoctor.repair import safety, space
 from logdoctor.repair import snapshot as snap
 from logdoctor.repair.actions import BEFORE, OTHER, PARTIAL_SUFFIX, StepContext, StepStateError, operation
 from logdoctor.repair.journal import (
@@ -64,6 +69,7 @@ from logdoctor.repair.plan import Plan, Step
 
 CRASH_AFTER_STEP_ENV = "LOGDOCTOR_CRASH_AFTER_STEP"
 CRASH_AT_ENV = "LOGDOCTOR_CRASH_AT"
+PAUSE_LOCKED_ENV = "LOGDOCTOR_PAUSE_LOCKED"
 PHASES = ("begin", "backed-up", "temp-written", "owner-set", "applied", "synced", "verified", "journaled")
 
 
@@ -156,11 +162,32 @@ def _drop_created_locks(dirs: list[str]) -> None:
             fsync_dir(d)
 
 
-def _remove_staged(backup_dir: str, made: bool) -> None:
+def _first_missing(path: str) -> str | None:
+    """The topmost folder of ``path`` that does not exist yet (``path`` itself, or a parent), else None."""
+    top = None
+    p = os.path.abspath(path)
+    while not os.path.lexists(p):
+        top = p
+        parent = os.path.dirname(p)
+        if parent == p:
+            break
+        p = parent
+    return top
+
+
+def _remove_staged(backup_dir: str, made: str | None) -> None:
     """Before the commit point only what this run staged is in the backup dir (it had to be new or
-    empty): remove the folder it made, or empty the one it was given."""
+    empty): remove the folders it made (``made``: the topmost), or empty the one it was given."""
     if made:
         shutil.rmtree(backup_dir, ignore_errors=True)
+        p = os.path.dirname(os.path.abspath(backup_dir))
+        top = os.path.abspath(made)
+        while len(p) >= len(top):  # the parents it made, each only when empty (another run may use one)
+            try:
+                os.rmdir(p)
+            except OSError:
+                break
+            p = os.path.dirname(p)
         return
     try:
         names = os.listdir(backup_dir)
@@ -179,21 +206,6 @@ def _check_paths(plan: Plan) -> None:
     for step in plan.steps:
         for p in step.touched():
             safety.resolve_inside(p, plan.log_dirs)
-
-
-def _space_needs(plan: Plan) -> list[tuple[str, int]]:
-    backup_need = 0
-    live_need: dict[str, int] = {}
-    for step in plan.steps:
-        op = operation(step)
-        backup_need += op.backup_cost(step, plan.backup_dir)
-        live = op.live_cost(step)
-        if live:
-            d = os.path.dirname(step.params.get("dst") or step.path)
-            live_need[d] = max(live_need.get(d, 0), live)
-    needs = [(plan.backup_dir, backup_need)]
-    needs.extend(live_need.items())
-    return needs
 
 
 def check_preconditions(plan: Plan) -> None:
@@ -656,7 +668,25 @@ def _hold_dir_locks(log_dirs: list[str]) -> contextlib.ExitStack:
 def hold_dir_locks(log_dirs: list[str | os.PathLike[str]]) -> contextlib.ExitStack:
     """logdoctor's own lock on each log dir (logdir.lock.hold_dir_lock), for a writing command to hold
     from before its planning scan to its end: a second writing run of the same dir is refused (75)."""
-    return _hold_dir_locks([os.path.abspath(d) for d in log_dirs])
+    stack = _hold_dir_locks([os.path.abspath(d) for d in log_dirs])
+    fifo = os.environ.get(PAUSE_LOCKED_ENV)
+    if fifo:
+        try:
+            _pause_locked(fifo)
+        except BaseException:
+            stack.close()
+            raise
+    return stack
+
+
+def _pause_locked(fifo: str) -> None:
+    """Wait, holding the locks, until the writer of ``fifo`` closes it (module doc: lock testing)."""
+    fd = os.open(fifo, os.O_RDONLY | os.O_CLOEXEC)  # returns once the test opened it for writing
+    try:
+        while os.read(fd, 4096):
+            pass
+    finally:
+        os.close(fd)
 
 
 def apply_plan(
@@ -689,7 +719,7 @@ def _apply(
         raise RefusedError(f"backup dir {plan.backup_dir} exists and is not empty")
     check_preconditions(plan)
     check_journals(plan, allow_unfinished=allow_unfinished)
-    bk.check_space(_space_needs(plan))
+    space.check(plan)
     snapshots = commit_snapshots(plan)
     journal_path = os.path.join(plan.backup_dir, JOURNAL_NAME)
     result.journal = journal_path
@@ -700,7 +730,7 @@ def _apply(
     # Ctrl-C or a failure while staging (before the commit point): only what this run staged is removed.
     # Everything from the first staged byte to the journal's birth is one stretch: Ctrl-C anywhere in it
     # (the plan record of many steps takes milliseconds to build) leaves nothing staged behind.
-    made_backup_dir = not os.path.lexists(plan.backup_dir)
+    made_backup_dir = _first_missing(plan.backup_dir)  # what this run creates (.logdoctor-backups too)
     try:
         bk.makedirs_durable(plan.backup_dir)
         with SyncBarrier() as barrier:  # the staged bytes and the README fsynced at once, then their folders
@@ -856,6 +886,7 @@ def steps_of(plan: Plan) -> list[Step]:
 __all__ = [
     "CRASH_AFTER_STEP_ENV",
     "CRASH_AT_ENV",
+    "PAUSE_LOCKED_ENV",
     "PHASES",
     "CrashHook",
     "FilesChangedError",

@@ -1,7 +1,8 @@
 """The backup dir: where originals, removed bytes and staged new contents are kept.
 
-Layout (default ``<first log dir>.logdoctor-backup-<UTC timestamp>/``, beside the log dir, never
-inside a partition folder or a log dir where the broker would see it)::
+Layout (default ``<parent>/.logdoctor-backups/<first log dir's name>.logdoctor-backup-<UTC time to the
+nanosecond>Z-<pid>/`` (:func:`default_backup_dir`), beside the log dir in a hidden folder, never inside a
+partition folder or a log dir where the broker would see it)::
 
     journal.jsonl                      the journal (first record: the plan)
     README.txt                         what this folder is and how to resume / roll back
@@ -21,7 +22,7 @@ import errno
 import os
 import shutil
 import stat
-from collections.abc import Iterable
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,6 +30,7 @@ from logdoctor.errors import LogDoctorError
 from logdoctor.logdir import sparse
 from logdoctor.logdir.atomic import SyncBarrier, fsync_dir, naming
 from logdoctor.logdir.files import open_regular
+from logdoctor.logdir.names import BACKUP_DIR_INFIX, BACKUPS_FOLDER
 
 SPACE_MARGIN_BYTES = 4 << 20  # journal, README, folder entries
 _CHUNK = 4 << 20
@@ -53,9 +55,23 @@ def utc_stamp(ms: int | None = None) -> str:
     return moment.strftime("%Y%m%dT%H%M%SZ")
 
 
+def unique_stamp(ms: int | None = None) -> str:
+    """``<UTC time>.<nanoseconds>Z-<pid>``: the moment ``ms`` (now when None) to the nanosecond (the
+    sub-millisecond digits from the clock), and this process: no two runs on one host share it."""
+    ns = time.time_ns()
+    if ms is not None:
+        ns = ms * 1_000_000 + ns % 1_000_000
+    moment = datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC)
+    return f"{moment.strftime('%Y%m%dT%H%M%S')}.{ns % 1_000_000_000:09d}Z-{os.getpid()}"
+
+
 def default_backup_dir(log_dir: str | os.PathLike[str], ms: int | None = None) -> str:
+    """``<parent>/.logdoctor-backups/<log dir name>.logdoctor-backup-<unique stamp>``: beside the log dir
+    (on its file system: moves into it are renames), in a hidden folder that no glob of log dirs matches
+    (``kafka-logs-*``, ``broker-*/kafka-logs-*``), under a name no other run takes (:func:`unique_stamp`)."""
     p = os.path.abspath(os.fspath(log_dir)).rstrip(os.sep)
-    return f"{p}.logdoctor-backup-{utc_stamp(ms)}"
+    parent, name = os.path.split(p)
+    return os.path.join(parent, BACKUPS_FOLDER, f"{name or 'root'}{BACKUP_DIR_INFIX}{unique_stamp(ms)}")
 
 
 def dir_label(index: int, log_dir: str) -> str:
@@ -268,29 +284,6 @@ def free_bytes(path: str | os.PathLike[str]) -> int:
     return st.f_bavail * st.f_frsize
 
 
-def check_space(needs: Iterable[tuple[str, int]]) -> None:
-    """NoSpaceError unless each location (nearest existing folder) has the bytes asked (+ margin).
-
-    Several needs on one file system add up. Writes nothing.
-    """
-    by_dev: dict[int, tuple[str, int]] = {}
-    for where, n in needs:
-        p = Path(where)
-        while not p.exists():
-            p = p.parent
-        dev = os.stat(p).st_dev
-        prev = by_dev.get(dev)
-        by_dev[dev] = (str(p), n + (prev[1] if prev else 0))
-    for where, n in by_dev.values():
-        need = n + SPACE_MARGIN_BYTES
-        have = free_bytes(where)
-        if have < need:
-            raise NoSpaceError(
-                f"{where} has {have:,} bytes free but the repair needs {need:,} (backups, staged files, "
-                "temp files); give --backup-dir on a file system with more space"
-            )
-
-
 README_TEXT = """This folder was written by `logdoctor repair`. Do not put it inside a Kafka log dir.
 
 journal.jsonl  what was planned and done, step by step (the first line is the whole plan)
@@ -306,7 +299,6 @@ Undo everything it did:          logdoctor repair --rollback {journal} --apply
 
 __all__ = [
     "NoSpaceError",
-    "check_space",
     "copy_file_durable",
     "copy_range_durable",
     "copy_tree_durable",
@@ -320,6 +312,7 @@ __all__ = [
     "sha256_bytes",
     "sha256_file",
     "tree_hashes",
+    "unique_stamp",
     "utc_stamp",
     "write_durable",
 ]

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from logdoctor.logdir.atomic import fsync_dir, naming
+from logdoctor.logdir.names import BACKUPS_FOLDER
 
 JOURNAL_NAME = "journal.jsonl"
 
@@ -219,11 +220,14 @@ def journal_info(path: str | os.PathLike[str]) -> JournalInfo:
 
 
 def journals_near(folders: Iterable[str | os.PathLike[str]]) -> list[JournalInfo]:
-    """The journals in the sub-folders of ``folders`` (``<folder>/*/journal.jsonl``): where the default
-    backup dirs go (beside each log dir) and where ``--backup-dir`` is usually given. Unreadable or
-    empty journals are left out (they record no change)."""
+    """The journals in the sub-folders of ``folders`` and of their hidden ``.logdoctor-backups``
+    (``<folder>/*/journal.jsonl``, ``<folder>/.logdoctor-backups/*/journal.jsonl``): where the default
+    backup dirs go (beside each log dir; before issue 59 as ``<log dir>.logdoctor-backup-<time>``) and
+    where ``--backup-dir`` is usually given. Unreadable or empty journals are left out (they record no
+    change)."""
     out: dict[str, JournalInfo] = {}
-    for folder in {os.path.realpath(f) for f in folders}:
+    real = {os.path.realpath(f) for f in folders}
+    for folder in real | {os.path.join(f, BACKUPS_FOLDER) for f in real}:
         try:
             entries = list(os.scandir(folder))
         except OSError:

@@ -107,12 +107,15 @@ class CensusInputs:
 
     ``items``: every PATH, commas split and local globs expanded (URIs as given); ``log_dir_paths``: those
     holding log dirs, with the log dirs found under each in ``found``; ``inventories``: inventory files
-    (local or URI). :meth:`brokers` groups the log dirs by broker (once)."""
+    (local or URI); ``left_out``: a note for each PATH that is one of logdoctor's own folders
+    (:func:`logdoctor.logdir.discovery.leave_out_own`). :meth:`brokers` groups the log dirs by broker
+    (once)."""
 
     log_dir_paths: list[str] = field(default_factory=list)
     inventories: list[str] = field(default_factory=list)
     items: list[str] = field(default_factory=list)
     found: dict[str, list[str]] = field(default_factory=dict)
+    left_out: list[str] = field(default_factory=list)  # a note for each of logdoctor's own folders given
     _brokers: list[Any] | None = None
 
     def brokers(self) -> list[Any]:
@@ -167,7 +170,7 @@ def classify(paths: Sequence[str], *, check: Callable[[list[str]], None] | None 
 
     ``check`` (the CLI's refusals) is given every PATH, split and expanded, before any is classified.
     Raises ``CensusError`` for a path that does not exist or holds neither log dirs nor inventories."""
-    from logdoctor.logdir.discovery import find_log_dirs
+    from logdoctor.logdir.discovery import find_log_dirs, leave_out_own
     from logdoctor.spark.census_input_checks import CensusError, refuse_remote_log_dirs
 
     out = CensusInputs()
@@ -188,6 +191,9 @@ def classify(paths: Sequence[str], *, check: Callable[[list[str]], None] | None 
                 items.append(part)
     if not items:
         raise CensusError("no path given")
+    items, out.left_out = leave_out_own(items)  # logdoctor's own backups and exports: a note each
+    if not items:
+        raise CensusError("; ".join(out.left_out) + ": no other path given")
     if check is not None:
         check(list(items))
     out.items = list(items)

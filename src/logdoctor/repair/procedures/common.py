@@ -190,15 +190,10 @@ def delete_dir_name(tp: TopicPartition) -> str:
 
 
 def default_backup_dir(log_dir: str, ms: int) -> str:
-    """Beside ``log_dir`` (the engine's naming), with ``-2``, ``-3``... when that name is taken."""
+    """Beside ``log_dir``: the engine's (:func:`logdoctor.repair.backup.default_backup_dir`, unique)."""
     from logdoctor.repair.backup import default_backup_dir as engine_default
 
-    base = engine_default(log_dir, ms)
-    name, k = base, 1
-    while os.path.lexists(name):
-        k += 1
-        name = f"{base}-{k}"
-    return name
+    return engine_default(log_dir, ms)
 
 
 def new_plan(
@@ -227,19 +222,10 @@ def check_free_space(where: str, need: int, what: str) -> dict[str, int]:
 
 
 def apply_space(plan: Plan) -> dict[str, Any]:
-    """Whether ``--apply`` of ``plan`` will find the space it needs, judged now by the apply engine's own
-    rule (its backups, staged and temp files, per file system, plus its margin): ``fits`` and the text
-    that says so (a dry run says it, instead of an --apply refused for space)."""
-    from logdoctor.repair import backup as bk
-    from logdoctor.repair.apply import _space_needs
+    """Whether ``--apply`` of ``plan`` will find the space it needs (:func:`logdoctor.repair.space.fits`)."""
+    from logdoctor.repair import space
 
-    try:
-        bk.check_space(_space_needs(plan))
-    except NoSpaceError as e:
-        return {"fits": False, "text": f"--apply will be refused (no space, 73): {e}"}
-    except OSError as e:
-        return {"fits": False, "text": f"the free space could not be read: {e}"}
-    return {"fits": True, "text": "the space --apply needs is free (backups, copies and margin)"}
+    return space.fits(plan)
 
 
 @dataclass(slots=True)
