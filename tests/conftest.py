@@ -162,3 +162,14 @@ def spark(aws_env):
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_fleet(tmp_path_factory: pytest.TempPathFactory):
+    """The demo fleet (:func:`logdoctor.sample.fleet.generate_demo_fleet`, dated at the current time),
+    generated once per pytest process (per worker in a parallel run) for every test that reads it: the
+    census tests, the cluster's census, the report tests. Read only: a test that changes the fleet's files
+    works on a copy of them (``shutil.copytree(demo_fleet.root, ...)``)."""
+    from logdoctor.sample.fleet import generate_demo_fleet
+
+    return generate_demo_fleet(tmp_path_factory.mktemp("demo-fleet") / "fleet")
