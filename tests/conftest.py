@@ -22,6 +22,12 @@ if tiers.TEST_FAST:
     if IN_CI:
         raise RuntimeError("LOGDOCTOR_TEST_TIER=fast is make test-fast's: CI (make test) tries every example")
     settings.load_profile("test-fast")
+if os.environ.get("LOGDOCTOR_SANITIZED"):
+    # make asan-check (scripts/asan-check.sh): every example runs under ASan + UBSan, several times slower,
+    # beside the other worker's; hypothesis's deadline (200 ms an example) is a run-time bound, and a
+    # sanitized run keeps only the result checks
+    settings.register_profile("sanitized", parent=settings.default, deadline=None)
+    settings.load_profile("sanitized")
 
 # Every `logdoctor --help` a test starts renders its help with typer, as the tests compare it, and writes
 # nothing to the user's cache folder (cli/helpcache.py; tests/cli/test_help_cache.py turns it on in a

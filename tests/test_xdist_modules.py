@@ -1,5 +1,6 @@
-"""How ``make test`` hands out the suite (tests/xdist_modules.py) and the standalone cluster the cluster
-modules share (tests/spark/conftest.py): the order and the fixture's life, without running Spark."""
+"""How ``make test`` hands out the suite (tests/xdist_modules.py), the standalone cluster the cluster
+modules share (tests/spark/conftest.py): the order and the fixture's life, without running Spark; and
+``make asan-check`` in the same workers (a sanitized run keeps no run-time bound)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from xdist_modules import LONGEST, _LongestFirst
 
@@ -97,3 +100,43 @@ def test_the_cluster_modules_share_one_cluster_stopped_after_the_last_that_uses_
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     expected = ["start", "a", "a", "b", "b", "stop", "other", "start", "d", "d", "stop"]
     assert log.read_text().split() == expected
+
+
+SLOW_EXAMPLES = """
+import time
+
+from hypothesis import given, settings, strategies as st
+
+
+@settings(max_examples=2)
+@given(st.integers())
+def test_slow_examples(n):
+    time.sleep(0.3)
+"""
+
+
+@pytest.mark.parametrize("sanitized", [False, True], ids=["make-test", "asan-check"])
+def test_a_sanitized_run_has_no_deadline_per_example(tmp_path: Path, sanitized: bool) -> None:
+    """make asan-check runs tests/formats and tests/fuzz under ASan + UBSan in make test's two workers: an
+    example several times slower than in make test, beside the other worker's, is no failure there
+    (hypothesis's 200 ms deadline failed property tests of tests/formats/test_index.py so, on a loaded
+    machine); make test keeps the deadline. Outside CI: with ``CI`` set hypothesis loads its own ``ci``
+    profile, which has no deadline."""
+    probe = TESTS / f"test_zz_sanitized_probe_{os.getpid()}_{sanitized}.py"
+    probe.write_text(SLOW_EXAMPLES)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "LOGDOCTOR_")) and k != "CI"}
+    env.update(LOGDOCTOR_REALWORLD=str(tmp_path))
+    if sanitized:
+        env["LOGDOCTOR_SANITIZED"] = "1"
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+             "--basetemp", str(tmp_path / "base"), str(probe.relative_to(TESTS.parent))],
+            cwd=TESTS.parent, env=env, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+    finally:
+        probe.unlink()
+    if sanitized:
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    else:
+        assert done.returncode == 1 and "DeadlineExceeded" in done.stdout, done.stdout[-3000:]
