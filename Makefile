@@ -79,10 +79,11 @@ fuzz: $(STAMP)
 
 # The C extension under ASan + UBSan (docs/reliability.md): built with the sanitizers in a temporary
 # copy of src/ (the .so of this checkout is left alone), then tests/formats and tests/fuzz (FUZZ_EXAMPLES,
-# 300 by default) run against it; any sanitizer report fails. CI runs it after `make test`.
+# 300 by default) run against it, in PYTEST_WORKERS processes as make test (each loads the sanitizers);
+# any sanitizer report fails. CI runs it after `make test`.
 asan-check: $(STAMP)
 	bash scripts/ensure-kafkajs.sh
-	bash scripts/asan-check.sh $(abspath $(PY))
+	bash scripts/asan-check.sh $(abspath $(PY)) $(XDIST) tests/formats tests/fuzz
 
 # Every benchmark of BENCHMARKS.md with its default (full) size; data goes to /tmp/logdoctor-bench.
 bench: $(STAMP)

@@ -22,6 +22,12 @@ if tiers.TEST_FAST:
     if IN_CI:
         raise RuntimeError("LOGDOCTOR_TEST_TIER=fast is make test-fast's: CI (make test) tries every example")
     settings.load_profile("test-fast")
+if os.environ.get("LOGDOCTOR_SANITIZED"):
+    # make asan-check (scripts/asan-check.sh): every example runs under ASan + UBSan, several times slower,
+    # beside the other worker's; hypothesis's deadline (200 ms an example) is a run-time bound, and a
+    # sanitized run keeps only the result checks
+    settings.register_profile("sanitized", parent=settings.default, deadline=None)
+    settings.load_profile("sanitized")
 
 # Every `logdoctor --help` a test starts renders its help with typer, as the tests compare it, and writes
 # nothing to the user's cache folder (cli/helpcache.py; tests/cli/test_help_cache.py turns it on in a
@@ -162,3 +168,14 @@ def spark(aws_env):
     )
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def demo_fleet(tmp_path_factory: pytest.TempPathFactory):
+    """The demo fleet (:func:`logdoctor.sample.fleet.generate_demo_fleet`, dated at the current time),
+    generated once per pytest process (per worker in a parallel run) for every test that reads it: the
+    census tests, the cluster's census, the report tests. Read only: a test that changes the fleet's files
+    works on a copy of them (``shutil.copytree(demo_fleet.root, ...)``)."""
+    from logdoctor.sample.fleet import generate_demo_fleet
+
+    return generate_demo_fleet(tmp_path_factory.mktemp("demo-fleet") / "fleet")

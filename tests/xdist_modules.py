@@ -23,12 +23,15 @@ SERIAL_GROUPS = {
     "tests/spark/test_tables_cluster.py": "spark-standalone",
 }
 
-# The longest work units, longest first; a unit not named here comes after them, the one with the most
-# tests first (pytest-xdist's own order). The figures: setup + call + teardown summed per module, of a
-# whole `make test` (the Spark modules, test_move_partition, test_dump_remote, test_inventory_census) and
-# of a `make test-fast` at load 6-13 (the others: BENCHMARKS.md, "Test suite and demo"). A module of few long
-# tests left unnamed would be handed out last, after every module of many short ones, and run alone
-# at the end while the other worker has nothing left to do (test_xdist_terminal.py did: 174 s).
+# The longest work units, longest first; a unit not named here comes after them: first those of
+# :data:`SPARK_DIR` (each test a Spark job or a CLI run that starts its own JVM: seconds to a minute a
+# test, so a module of one or two such tests is long), then the rest; in each, the one with the most tests
+# first (pytest-xdist's own order). The figures: setup + call + teardown summed per module, of a whole
+# `make test` (the Spark modules, test_move_partition, test_dump_remote, test_inventory_census) and of a
+# `make test-fast` at load 6-13 (the others: BENCHMARKS.md, "Test suite and demo"). A module of few long tests
+# left unnamed would be handed out last, after every module of many short ones, and run alone at the end
+# while the other worker has nothing left to do (test_xdist_terminal.py did: 174 s; a Spark module added
+# without a figure here is handed out before the unnamed others for the same reason).
 LONGEST: list[str] = [
     "tests/spark/test_tables_commit.py",  # 476 s
     "tests/spark/test_object_storage.py",  # 372 s
@@ -79,11 +82,14 @@ LONGEST: list[str] = [
 ]
 
 
-def _rank(scope: str, tests: int) -> tuple[int, int]:
+SPARK_DIR = "tests/spark/"
+
+
+def _rank(scope: str, tests: int) -> tuple[int, int, int]:
     try:
-        return LONGEST.index(scope), 0
+        return LONGEST.index(scope), 0, 0
     except ValueError:
-        return len(LONGEST), -tests
+        return len(LONGEST), 0 if scope.startswith(SPARK_DIR) else 1, -tests
 
 
 class _LongestFirst(OrderedDict):

@@ -25,6 +25,7 @@ from logdoctor.sample.fleet import (
     OutOfIsrReplica,
     generate_demo_fleet,
 )
+from logdoctor.sample.fleet import DemoFleet as SampleDemoFleet
 from logdoctor.sample.logdir import GeneratedFleet, ZeroedTimeIndex
 from logdoctor.spark.census import CensusResult, run_census
 
@@ -52,9 +53,12 @@ def _faults(fleet: GeneratedFleet) -> dict[type, Any]:
     return {type(f): f for f in fleet.spec.faults}
 
 
-def build_demo_fleet(root: Path, spark: Any) -> DemoFleet:
-    """Generate the demo fleet under ``root`` and run the census over it with ``spark``."""
-    demo = generate_demo_fleet(root)
+def build_demo_fleet(root: Path, spark: Any, demo: SampleDemoFleet | None = None) -> DemoFleet:
+    """Generate the demo fleet under ``root`` (or take ``demo``, one generated already, whose root is
+    ``root``) and run the census over it with ``spark``."""
+    if demo is None:
+        demo = generate_demo_fleet(root)
+    assert demo.root == root
     fleet = demo.fleet
     faults = _faults(fleet)
     zt: ZeroedTimeIndex = faults[ZeroedTimeIndex]

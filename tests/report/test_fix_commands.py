@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 import typer
 import typer.main
-from report_demo import build_demo_fleet
 
 from logdoctor.checks import catalog
 from logdoctor.checks.context import Depth, ScanOptions
@@ -128,11 +127,6 @@ def test_repair_hints_name_codes_the_repair_command_accepts(cli: Any) -> None:
         assert target in REPAIRABLE, (entry.code, target)
         ctx = check(cli, catalog.repair_command(target, "/data/kafka-logs"), _SAMPLE_DIRS)
         assert parse_only(ctx.params["only"]) == {target}
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory, spark):
-    return build_demo_fleet(tmp_path_factory.mktemp("fix-commands") / "fleet", spark)
 
 
 def test_fixes_of_a_real_scan_and_the_census_commands_parse(cli: Any, demo) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from chromium_cdp import CHROMIUM, Chromium, Page, console_errors, load_report, requested_urls
-from report_demo import DemoFleet, build_demo_fleet
+from report_demo import DemoFleet
 
 from logdoctor.report import write_census_report, write_scan_report
 
@@ -48,11 +48,6 @@ def browser() -> Iterator[Chromium]:
     _ensure_chromium()
     with Chromium(width=1400, height=1000) as b:
         yield b
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory, spark) -> DemoFleet:
-    return build_demo_fleet(tmp_path_factory.mktemp("demo") / "fleet", spark)
 
 
 def js(page: Page, expr: str) -> Any:

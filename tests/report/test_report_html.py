@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 from plotly.offline import get_plotlyjs
-from report_demo import RETENTION_MS, DemoFleet, build_demo_fleet
+from report_demo import RETENTION_MS, DemoFleet
 
 from logdoctor.report import (
     census_from_scans,
@@ -47,11 +47,6 @@ def part(data: dict[str, Any], name: str, broker: str | None) -> dict[str, Any]:
     hits = [p for p in data["parts"] if p["n"] == name and p["br"] == broker]
     assert len(hits) == 1, [(p["n"], p["br"]) for p in data["parts"]]
     return hits[0]
-
-
-@pytest.fixture(scope="module")
-def demo(tmp_path_factory: pytest.TempPathFactory, spark) -> DemoFleet:
-    return build_demo_fleet(tmp_path_factory.mktemp("demo") / "fleet", spark)
 
 
 def test_scan_report_marks_the_planted_segments(demo: DemoFleet, tmp_path: Path) -> None:

@@ -1,8 +1,9 @@
 """A local S3 server for the Spark tests (their ``spark`` and ``aws_env`` fixtures are in
-tests/conftest.py, shared with tests/report)."""
+tests/conftest.py, shared with tests/report), and the standalone cluster the cluster modules share."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
@@ -24,3 +25,49 @@ def s3(aws_env):
     server.create_bucket()
     yield server
     server.stop()
+
+
+class _SharedCluster:
+    """One standalone cluster (standalone.py: a master and 2 one-core workers, 3 JVMs) for the tests of
+    every module that asks for ``standalone_master``: started by the first, stopped after the last test
+    that uses it when the next test does not (the cluster modules form one serial group,
+    tests/xdist_modules.py, so they run one after the other on one worker), and at the end of the run."""
+
+    def __init__(self) -> None:
+        self._stack: contextlib.ExitStack | None = None
+        self.url: str | None = None
+
+    def start(self, work: Path) -> str:
+        from standalone import standalone_cluster
+
+        if self._stack is None:
+            with contextlib.ExitStack() as stack:
+                self.url = stack.enter_context(standalone_cluster(work))
+                self._stack = stack.pop_all()
+        assert self.url is not None
+        return self.url
+
+    def stop(self) -> None:
+        stack, self._stack, self.url = self._stack, None, None
+        if stack is not None:
+            stack.close()
+
+
+_CLUSTER = _SharedCluster()
+
+
+@pytest.fixture
+def standalone_master(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """``spark://127.0.0.1:PORT`` of the shared standalone cluster (started on first use: ~10-30 s)."""
+    if _CLUSTER.url is None:
+        return _CLUSTER.start(tmp_path_factory.mktemp("standalone"))
+    return _CLUSTER.url
+
+
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    if _CLUSTER.url is not None and (nextitem is None or "standalone_master" not in nextitem.fixturenames):
+        _CLUSTER.stop()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    _CLUSTER.stop()

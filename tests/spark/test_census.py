@@ -7,17 +7,16 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from logdoctor.sample.fleet import generate_demo_fleet
 from logdoctor.spark.census import run_census
 
 pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def census(spark, tmp_path_factory):
+def census(spark, demo_fleet, tmp_path_factory):
     root = tmp_path_factory.mktemp("census")
-    demo = generate_demo_fleet(root / "fleet")
-    result = run_census(spark, [str(root / "fleet")], root / "out", simulated_disks=demo.simulated_disks)
+    demo = demo_fleet  # read only (tests/conftest.py)
+    result = run_census(spark, [str(demo.root)], root / "out", simulated_disks=demo.simulated_disks)
     return demo, result, root / "out"
 
 

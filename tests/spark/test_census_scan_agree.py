@@ -126,12 +126,10 @@ def test_every_census_fix_runs_as_printed(spark, tmp_path: Path, name: str) -> N
         assert ran == 2 and for_cluster
 
 
-def test_census_of_the_demo_fleet_gives_the_scans_findings(spark, tmp_path: Path) -> None:
+def test_census_of_the_demo_fleet_gives_the_scans_findings(spark, demo_fleet, tmp_path: Path) -> None:
     """The demo fleet (three brokers of one cluster and a KRaft broker of its own cluster, planted faults,
     simulated disks): the census's findings of scope scan are the scan's of every log dir together."""
-    from logdoctor.sample.fleet import generate_demo_fleet
-
-    demo = generate_demo_fleet(tmp_path / "fleet")
+    demo = demo_fleet  # read only (tests/conftest.py)
     dirs = [str(d) for f in (demo.fleet, demo.kraft) if f for b in sorted(f.log_dirs) for d in f.log_dirs[b]]
     now = demo.now_ms
     options = ScanOptions(Depth.DEFAULT, now, simulated_disks=demo.simulated_disks)
@@ -139,7 +137,7 @@ def test_census_of_the_demo_fleet_gives_the_scans_findings(spark, tmp_path: Path
     scanned = Counter(_key(f.code, f.path, f.offset, f.message, f.fix) for f in report.findings)
     disks = demo.simulated_disks
     out = tmp_path / "census"
-    result = run_census(spark, [str(tmp_path / "fleet")], out, now_ms=now, simulated_disks=disks)
+    result = run_census(spark, [str(demo.root)], out, now_ms=now, simulated_disks=disks)
     assert _census_keys(result, scanned) == scanned
 
 

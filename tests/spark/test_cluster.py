@@ -14,10 +14,9 @@ import sys
 import oracle
 import pyarrow.parquet as pq
 import pytest
-from standalone import cluster_env, spark_home, standalone_cluster
+from standalone import cluster_env, spark_home
 
 import logdoctor
-from logdoctor.sample.fleet import generate_demo_fleet
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 from logdoctor.spark.census import run_census
 from logdoctor.spark.export import run_export
@@ -27,10 +26,10 @@ NOW_MS = 1_767_225_600_000  # 2026-01-01, fixed so both census runs judge timest
 JOB_TIMEOUT_S = 420
 
 
-@pytest.fixture(scope="module")
-def master(tmp_path_factory):
-    with standalone_cluster(tmp_path_factory.mktemp("standalone")) as url:
-        yield url
+@pytest.fixture
+def master(standalone_master):
+    """The standalone cluster every cluster module shares (tests/spark/conftest.py)."""
+    return standalone_master
 
 
 @pytest.fixture(scope="module")
@@ -136,9 +135,8 @@ def test_export_with_spark_submit(master, logdir, tmp_path):
     assert _digest_table(out) == _oracle(logdir)
 
 
-def test_census_on_the_cluster_matches_local(spark, master, tmp_path):
-    demo_root = tmp_path / "fleet"
-    generate_demo_fleet(demo_root)
+def test_census_on_the_cluster_matches_local(spark, master, demo_fleet, tmp_path):
+    demo_root = demo_fleet.root  # read only (tests/conftest.py)
     proc = _cli(
         [
             "census",

@@ -10,17 +10,17 @@ import sys
 
 import pytest
 import tables_util as tu
-from standalone import cluster_env, standalone_cluster
+from standalone import cluster_env
 
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
-@pytest.fixture(scope="module")
-def master(tmp_path_factory):
-    with standalone_cluster(tmp_path_factory.mktemp("standalone-tables")) as url:
-        yield url
+@pytest.fixture
+def master(standalone_master):
+    """The standalone cluster every cluster module shares (tests/spark/conftest.py)."""
+    return standalone_master
 
 
 @pytest.mark.parametrize("fmt", tu.FORMATS)
