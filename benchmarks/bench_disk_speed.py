@@ -70,11 +70,11 @@ def _root_files(log_dir: Path, entries: list[tuple[str, int, int]]) -> None:
         (log_dir / name).write_text(text)
 
 
-def data_dir(gb: float) -> Path:
+def data_dir(gb: float, segments: int | None = None) -> Path:
     """A log dir of one partition: ``gb`` GiB of 1 KiB JSON records in four segments, offsets and
     timestamps continuing from one segment to the next, indexes as LogSegment.recover writes them. Four
-    segments, or as many 1 GiB segments as ``gb`` needs (10 GiB: ten)."""
-    root = BENCH_TMP / f"disk-speed-{gb:g}g"
+    segments, or as many 1 GiB segments as ``gb`` needs (10 GiB: ten), or ``segments``."""
+    root = BENCH_TMP / (f"disk-speed-{gb:g}g" + (f"-{segments}s" if segments else ""))
     log_dir = root / "logs"
     if (root / "DONE").exists():
         return log_dir
@@ -83,7 +83,7 @@ def data_dir(gb: float) -> Path:
     part.mkdir(parents=True)
     t0 = time.perf_counter()
     base, ts = 0, 1_700_000_000_000
-    segments = max(SEGMENTS, math.ceil(gb * (1 << 30) / SEGMENT_BYTES))
+    segments = segments or max(SEGMENTS, math.ceil(gb * (1 << 30) / SEGMENT_BYTES))
     for _ in range(segments):
         spec = RecordDataSpec(
             seed=base, record_count=None, target_bytes=int(gb * (1 << 30)) // segments, value_size=1024,

@@ -40,6 +40,7 @@ from logdoctor.formats import native
 from logdoctor.formats.crc import CRC32C_EXTENSION
 from logdoctor.formats.lazy_numpy import import_in_background
 from logdoctor.formats.records import RECORD_BATCH_OVERHEAD, iter_batches
+from logdoctor.logdir import page_cache, read_rate
 from logdoctor.logdir.files import NotRegularFileError, open_regular, read_fd, read_file
 from logdoctor.logdir.sparse import data_extents, is_sparse
 
@@ -721,11 +722,33 @@ def read_buffer(
             kept = _map_kept(fd, st) if extents is None else None
             if kept is not None:
                 return memoryview(kept), None, None
+            # the command's read discipline: the pages it brings in dropped once unmapped (logdir.page_cache),
+            # and with a read rate, the pages faulted in a paced chunk at a time instead of all at once
+            attach = page_cache.watch_mapping(fd, size)
+            paced = read_rate.limited() is not None and POPULATE is not None
+            if paced:
+                flags &= ~getattr(mmap, "MAP_POPULATE", 0)
             mm = mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
-            return memoryview(mm), mm, extents
+            if attach is not None:
+                attach(mm)
+            view = memoryview(mm)
+            if paced:
+                _populate_paced(view, extents)
+            return view, mm, extents
         return memoryview(read_fd(fd)), None, None
     finally:
         os.close(fd)
+
+
+def _populate_paced(view: memoryview, extents: list[tuple[int, int]] | None) -> None:
+    """The pages of a mapped file (its data, not its holes) faulted in ``read_rate.BURST`` bytes at a time,
+    each chunk paced (:func:`logdoctor.logdir.read_rate.pace`)."""
+    for start, end in extents if extents is not None else [(0, len(view))]:
+        for at in range(start, min(end, len(view)), read_rate.BURST):
+            chunk = view[at : min(at + read_rate.BURST, end, len(view))]
+            POPULATE(chunk, False)
+            read_rate.pace(len(chunk))
+            chunk.release()
 
 
 def release(view: memoryview, handle: object | None) -> None:

@@ -24,6 +24,7 @@ from functools import cache
 from typing import Any, NamedTuple
 
 from logdoctor.formats import extension
+from logdoctor.logdir import page_cache, read_rate
 from logdoctor.logdir.files import open_regular
 from logdoctor.logdir.sparse import is_sparse
 
@@ -51,6 +52,9 @@ READ_CHUNK = 512 << 10
 #: the biggest batch :func:`read_walk` reads, into a buffer of its own when bigger than the chunk (Kafka's
 #: default message.max.bytes is 1 MiB); a bigger one, or damage claiming so: the mapped walk
 MAX_BATCH_READ = 64 << 20
+#: the bytes the C walk reads between two calls of its read discipline (:func:`_disciplined_walk`): each call
+#: waits for the GIL, which the importing or scanning thread holds (every chunk: ~2,000 waits a GiB)
+DISCIPLINE_EVERY = 8 << 20
 #: a file whose last change (its ctime) is at least this old when it is stat'ed: any later change gives it
 #: another ctime (the file system's clock is coarse, a tick of a few ms: a change within the same tick as
 #: the one before could leave the ctime as it was)
@@ -126,7 +130,7 @@ def read_walk(
         walk = walker()
         if st.st_size < min_size or is_sparse(st) or walk is None:
             return None
-        got = walk(fd, st.st_size, buf, verify_crc, with_positions, MAX_BATCH_READ)
+        got = _disciplined_walk(walk, fd, st.st_size, buf, verify_crc, with_positions)
         if got is None:
             return None
         *found, aside = got
@@ -137,6 +141,41 @@ def read_walk(
         return e
     finally:
         os.close(fd)
+
+
+def _disciplined_walk(
+    walk: Callable[..., Any],
+    fd: int,
+    size: int,
+    buf: mmap.mmap | bytearray,
+    verify_crc: bool,
+    with_positions: bool,
+) -> Any:
+    """The C walk of ``fd``, with the command's read discipline applied a chunk at a time: the page cache left
+    as found (:mod:`logdoctor.logdir.page_cache`: noted a window ahead of the walk, dropped behind it) and
+    the reads paced (:mod:`logdoctor.logdir.read_rate`). Without either, the walk as it always ran."""
+    guard = page_cache.guard(fd, size)
+    if guard is None and read_rate.limited() is None:
+        return walk(fd, size, buf, verify_crc, with_positions, MAX_BATCH_READ)
+    paced = [0]  # bytes read and paced so far
+    rate = read_rate.limited()
+    # paced at least ten times a second: a burst at full speed between two paces is a tenth of a second's
+    every = DISCIPLINE_EVERY if rate is None else max(READ_CHUNK, min(DISCIPLINE_EVERY, rate // 10))
+
+    def each(done: int, read: int) -> None:
+        if guard is not None:
+            guard.drop_behind(done)
+            guard.note_ahead(done)
+        read_rate.pace(read - paced[0])
+        paced[0] = read
+
+    if guard is not None:
+        guard.note_ahead(0)
+    try:
+        return walk(fd, size, buf, verify_crc, with_positions, MAX_BATCH_READ, each, every)
+    finally:
+        if guard is not None:
+            guard.close()
 
 
 def _aside_undecodable(fd: int, aside: bytes, path: str) -> bool:

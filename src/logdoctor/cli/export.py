@@ -36,6 +36,12 @@ from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
+from logdoctor.cli.read_options import (
+    KeepCacheOption,
+    MaxReadRateOption,
+    apply_read_discipline,
+    task_read_rate,
+)
 from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
 from logdoctor.cli.spark_options import ConfOption, RemoteOption
 
@@ -272,6 +278,8 @@ def export_command(
     catalog: CatalogOption = None,
     table_name: TableNameOption = None,
     partition_by_day: PartitionByDayOption = False,
+    keep_cache: KeepCacheOption = False,
+    max_read_rate: MaxReadRateOption = None,
 ) -> None:
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
@@ -297,7 +305,10 @@ def export_command(
         confs = parse_conf(conf)
     except ValueError as exc:
         usage_error(str(exc))
+    rate = apply_read_discipline(keep_cache, max_read_rate)  # the driver's reads (indexes, listings)
     options = {
+        "keepCache": "true" if keep_cache else None,
+        "maxReadRate": str(task_read_rate(rate, master)) if rate is not None else None,
         "topics": topics,
         "startingOffsets": starting_offsets,
         "endingOffsets": ending_offsets,

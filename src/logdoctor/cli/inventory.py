@@ -26,6 +26,7 @@ from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_OK
 from logdoctor.cli.input_checks import refuse_overlapping_outputs, require_log_dirs
 from logdoctor.cli.lines import counted
 from logdoctor.cli.output import text_console
+from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
 from logdoctor.cli.timeparse import parse_now
 from logdoctor.cli.topic_options import (
     NowOption,
@@ -62,8 +63,11 @@ def inventory_command(
     now: NowOption = None,
     topic_config: TopicConfigOption = None,
     server_properties: ServerPropertiesOption = None,
+    keep_cache: KeepCacheOption = False,
+    max_read_rate: MaxReadRateOption = None,
 ) -> None:
     """Collect one broker's inventory (offsets, disks, findings) for the fleet census; read only."""
+    apply_read_discipline(keep_cache, max_read_rate)
     from logdoctor.checks.inventory import (
         InventoryOutputError,
         broker_identity,

@@ -17,6 +17,7 @@ import typer
 from logdoctor.cli.app import app
 from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.findings_output import VerboseOption
+from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
 from logdoctor.cli.scan_run import render_report, render_tiered, run_scan
 from logdoctor.cli.topic_options import NowOption, ServerPropertiesOption, TopicConfigOption
 
@@ -101,11 +102,14 @@ def scan_command(
             "(a path or s3:// URI; its CSV, Parquet or ORC data files are read where it names them).",
         ),
     ] = None,
+    keep_cache: KeepCacheOption = False,
+    max_read_rate: MaxReadRateOption = None,
 ) -> None:
     """Check log dirs offline for every failure the broker would hit at startup or later.
 
     Give several brokers' log dirs together to compare their replicas: that is how divergence is found.
     """
+    apply_read_discipline(keep_cache, max_read_rate)
     raise typer.Exit(
         run_scan(
             log_dirs,

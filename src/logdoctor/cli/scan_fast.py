@@ -21,6 +21,7 @@ FLAGS: dict[str, str] = {
     "--json": "json_out",
     "--verbose": "verbose",
     "-v": "verbose",
+    "--keep-cache": "keep_cache",
 }
 
 
@@ -31,6 +32,10 @@ def run_fast(args: Sequence[str]) -> int | None:
     if got is None:
         return None
     log_dirs, flags = got
+    from logdoctor.logdir import page_cache
+
+    # as the typer command sets it (cli.read_options), before the early walks start reading
+    page_cache.leave_as_found(not flags.pop("keep_cache", False))
     from logdoctor.cli.main import _load_uncollected  # the modules loaded as main() loads a command's
 
     walking = flags.get("deep") and not flags.get("quick") and _load_uncollected(_start_early_walks, log_dirs)

@@ -1950,7 +1950,7 @@ check_records_v2(PyObject *self, PyObject *args)
  * with_positions, the --deep walk), the whole file in one call without the GIL: a `scan --deep`'s early
  * walks run on their threads while the main thread imports the scan's modules, never waiting for it.
  *
- * walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch)
+ * walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch, each=None, each_every=0)
  *   -> None | (batches, records, first_base, first_last, last, max_ts, max_ts_offset, positions,
  *              last_offsets, aside)
  * fd: open for reading, size: its size (bytes read: [0, size)), buf: a writable buffer of at least 61
@@ -1961,6 +1961,11 @@ check_records_v2(PyObject *self, PyObject *args)
  * growing offsets to its end, or a record does not decode (with_positions), or a batch is bigger than
  * max_batch bytes, or the file is shorter than size; OSError for a read error. A batch bigger than buf
  * (up to max_batch) is read into a buffer of its own, used for the rest of the file.
+ * each: None, or a callable each(done, read) called with the GIL after a chunk is walked, once the walk has
+ * gone each_every bytes past the last call (and after the last chunk): done, the file position the walk has
+ * finished with (it reads on from there), read, the bytes read so far (the read discipline of
+ * checks.walk_ahead: the page cache left as found, the read rate paced). Rarely: every call waits for the
+ * GIL, which a thread importing or scanning holds. An exception it raises stops the walk and is raised.
  */
 typedef struct {
     int64_t *v;
@@ -1994,11 +1999,17 @@ walk_read_v2(PyObject *self, PyObject *args)
 {
     int fd, verify_crc, with_positions;
     Py_ssize_t n, max_batch;
-    PyObject *bufobj;
+    PyObject *bufobj, *each = Py_None;
+    Py_ssize_t each_every = 0;
     Py_buffer view;
 
-    if (!PyArg_ParseTuple(args, "inOppn", &fd, &n, &bufobj, &verify_crc, &with_positions, &max_batch))
+    if (!PyArg_ParseTuple(args, "inOppn|On", &fd, &n, &bufobj, &verify_crc, &with_positions, &max_batch, &each,
+                          &each_every))
         return NULL;
+    if (each != Py_None && !PyCallable_Check(each)) {
+        PyErr_SetString(PyExc_TypeError, "walk_read_v2: each must be callable or None");
+        return NULL;
+    }
     if (verify_crc && crc32c_fn == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "_speedups.configure_crc32c was not called");
         return NULL;
@@ -2016,8 +2027,10 @@ walk_read_v2(PyObject *self, PyObject *args)
     scan_carry_t c = {0, 0, -1, -1};
     long long records = 0;
     int64_t first_base = 0, first_last = 0;
-    int taken = 1, nomem = 0, read_errno = 0;
+    int taken = 1, nomem = 0, read_errno = 0, failed = 0; /* failed: each raised */
     Py_ssize_t at = 0, batches = 0; /* at: the file position of buf[0] */
+    Py_ssize_t each_at = 0;         /* at when each was last called */
+    long long read_total = 0;
 
     Py_BEGIN_ALLOW_THREADS
     while (taken && at < n) {
@@ -2033,6 +2046,7 @@ walk_read_v2(PyObject *self, PyObject *args)
             }
             got += k;
         }
+        read_total += got;
         if (!taken)
             break;
         Py_ssize_t pos = 0;
@@ -2104,13 +2118,25 @@ walk_read_v2(PyObject *self, PyObject *args)
             buf = big = grown;
         } else
             taken = 0; /* not a whole batch here (damage, v0/v1, bigger than max_batch), or the file's end */
+        if (taken && each != Py_None && (at - each_at >= each_every || at >= n)) {
+            each_at = at;
+            Py_BLOCK_THREADS
+            PyObject *r = PyObject_CallFunction(each, "nL", at, read_total);
+            failed = r == NULL;
+            Py_XDECREF(r);
+            Py_UNBLOCK_THREADS
+            if (failed)
+                break;
+        }
     }
     Py_END_ALLOW_THREADS
 
     PyMem_RawFree(big);
     PyBuffer_Release(&view);
     PyObject *result = NULL;
-    if (nomem)
+    if (failed)
+        ; /* each's exception is set */
+    else if (nomem)
         PyErr_NoMemory();
     else if (read_errno) {
         errno = read_errno;
@@ -2646,7 +2672,8 @@ static PyMethodDef methods[] = {
     {"crc_check_v2", crc_check_v2, METH_VARARGS,
      "crc_check_v2(buf, positions, first, end) -> index of the first batch whose CRC-32C fails, or end."},
     {"walk_read_v2", walk_read_v2, METH_VARARGS,
-     "walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch) -> None | (batches, ...)."},
+     "walk_read_v2(fd, size, buf, verify_crc, with_positions, max_batch, each=None, each_every=0) -> None | "
+     "(batches, ...)."},
     {"check_records_v2", check_records_v2, METH_VARARGS,
      "check_records_v2(buf, positions, first, end) -> (i, code, errpos, index): the records check of --deep."},
     {"decode_batch_columns", decode_batch_columns, METH_VARARGS,

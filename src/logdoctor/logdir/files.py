@@ -9,6 +9,10 @@ socket or device is not even opened: opening a FIFO for reading blocks until a w
 tape device rewinds), then opened with ``O_NOFOLLOW | O_NONBLOCK`` (a symlink or FIFO swapped in
 since the ``lstat`` fails or returns at once instead of being followed or blocking) and checked
 again with ``fstat``. Anything else raises :class:`NotRegularFileError`, an ``OSError``.
+
+Reads leave the page cache as they found it when the command asks (:mod:`logdoctor.logdir.page_cache`)
+and are paced to ``--max-read-rate`` (:mod:`logdoctor.logdir.read_rate`; a mapped file is paced by its
+reader, as it touches the pages).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import errno
 import mmap
 import os
 import stat
+
+from logdoctor.logdir import page_cache, read_rate
 
 __all__ = [
     "NotRegularFileError",
@@ -111,13 +117,21 @@ def _open_regular(path: str | os.PathLike[str]) -> int:
 def read_fd(fd: int) -> bytes:
     """Everything from ``fd``'s position to the end (one read when the size is right)."""
     size = os.fstat(fd).st_size
+    guard = page_cache.guard(fd, size)
+    if guard is not None:
+        guard.note(0, size)
     chunks = []
-    while True:
-        chunk = os.read(fd, max(size, 1 << 16))
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size = 1 << 16  # it grew: read on to the end
+    try:
+        while True:
+            chunk = os.read(fd, max(size, 1 << 16))
+            read_rate.pace(len(chunk))
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+            size = 1 << 16  # it grew: read on to the end
+    finally:
+        if guard is not None:
+            guard.close()
 
 
 def read_file(path: str | os.PathLike[str]) -> bytes:
@@ -137,7 +151,19 @@ def read_range(path: str | os.PathLike[str], start: int, length: int | None = No
         # allocated whole by pread before reading the few bytes there are (issue 31)
         left = max(0, os.fstat(fd).st_size - max(0, start))
         length = left if length is None else min(length, left)
-        return os.pread(fd, length, start) if length > 0 else b""
+        if length <= 0:
+            return b""
+        guard = page_cache.guard(fd, length)
+        if guard is None:
+            got = os.pread(fd, length, start)
+        else:
+            guard.note(start, length)
+            try:
+                got = os.pread(fd, length, start)
+            finally:
+                guard.close()
+        read_rate.pace(len(got))
+        return got
     finally:
         os.close(fd)
 
@@ -153,6 +179,10 @@ def map_file(path: str | os.PathLike[str]) -> memoryview:
         size = os.fstat(fd).st_size
         if size == 0:
             return _EMPTY
-        return memoryview(mmap.mmap(fd, size, access=mmap.ACCESS_READ))
+        attach = page_cache.watch_mapping(fd, size)
+        mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)
+        if attach is not None:
+            attach(mm)
+        return memoryview(mm)
     finally:
         os.close(fd)  # the map keeps its own reference to the file

@@ -17,6 +17,7 @@ from typing import Protocol
 from logdoctor.errors import CorruptRecordError, TruncatedError
 from logdoctor.formats.record_types import LOG_OVERHEAD
 from logdoctor.formats.records import ZERO_PROBE_BYTES, Batch, iter_batches, zero_run
+from logdoctor.logdir import read_rate
 from logdoctor.logdir.files import map_file
 
 __all__ = ["DEFAULT_WINDOW", "MAX_WINDOW", "ByteReader", "LogReader", "RangedLogReader", "iter_batches_from"]
@@ -84,7 +85,12 @@ class LogReader:
         position = max(0, min(position, self.size))
         end = min(self.size, position + max(0, length))
         self.bytes_read += end - position
-        self._note(position, end)
+        if read_rate.limited() is None:
+            self._note(position, end)
+        else:  # --max-read-rate: the bytes handed out for the first time are those the walk reads from disk
+            before = self.distinct_bytes_read
+            self._note(position, end)
+            read_rate.pace(self.distinct_bytes_read - before)
         self.reads += 1
         return self._bytes(position, end)
 

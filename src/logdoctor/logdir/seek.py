@@ -35,6 +35,7 @@ from logdoctor.errors import FormatError
 from logdoctor.formats.index_lookup import IndexEntries, offset_entries, time_entries
 from logdoctor.formats.record_types import MAGIC_POSITION
 from logdoctor.formats.records import Batch
+from logdoctor.logdir import read_rate
 from logdoctor.logdir.reader import ByteReader, LogReader, iter_batches_from
 from logdoctor.logdir.refs import SegmentRef
 from logdoctor.logdir.storage import Storage
@@ -418,7 +419,13 @@ def segment_batches(
     if not seg.ranged:
         from logdoctor.logdir.files import map_file
 
-        yield from iter_batches(map_file(seg.path), source=seg.path, start=start, verify_crc=verify_crc)
+        batches = iter_batches(map_file(seg.path), source=seg.path, start=start, verify_crc=verify_crc)
+        if read_rate.limited() is None:
+            yield from batches
+            return
+        for batch in batches:  # --max-read-rate: each batch's bytes paced as the walk reaches it
+            read_rate.pace(batch.size)
+            yield batch
         return
     from logdoctor.logdir.ranged import iter_ranged_batches
 

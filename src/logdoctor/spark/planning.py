@@ -37,6 +37,7 @@ from typing import Any
 from logdoctor.formats.index_lookup import IndexEntries
 from logdoctor.logdir.discovery import DiscoveryError
 from logdoctor.logdir.read_plan import ReadPlan, one_remote_copy, topic_matcher
+from logdoctor.logdir.read_rate import parse_size
 from logdoctor.logdir.reader import ByteReader
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.seek import (
@@ -159,6 +160,11 @@ class ReadOptions:
     #: ``_schemas`` partitions among the inputs and under ``schemas`` (more paths or URIs)
     typed: bool = False
     schemas: tuple[str, ...] = ()
+    #: ``keepCache``: leave the pages a task reads in the page cache (by default those it brought in are
+    #: dropped: logdoctor.logdir.page_cache); ``maxReadRate``: each task's reads paced to this many bytes a
+    #: second (logdoctor.logdir.read_rate; the tasks running at once add up)
+    keep_cache: bool = False
+    max_read_rate: int | None = None
 
     @property
     def decoded(self) -> bool:
@@ -187,13 +193,10 @@ def _bool(name: str, text: str | None, default: bool) -> bool:
 def _size(name: str, text: str | None, default: int) -> int:
     if text is None:
         return default
-    m = re.fullmatch(r"\s*(\d+)\s*([kmgt]?)b?\s*", str(text).lower())
-    if m is None:
-        raise PlanningError(f"{name}: expected a byte count like 134217728 or 128m, got {text!r}")
-    value = int(m.group(1)) * 1024 ** " kmgt".index(m.group(2) or " ")
-    if value <= 0:
-        raise PlanningError(f"{name}: must be positive")
-    return value
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise PlanningError(f"{name}: {exc}") from None
 
 
 def _choice(name: str, text: str | None, choices: Sequence[str], default: str) -> str:
@@ -241,6 +244,8 @@ def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
         view=_choice("view", opts.get("view"), ("history", "latest", "cdc"), "history"),
         typed=_typed(opts.get("typed")),
         schemas=_paths_list(opts.get("schemas")),
+        keep_cache=_bool("keepCache", opts.get("keepcache"), False),
+        max_read_rate=_size("maxReadRate", opts.get("maxreadrate"), 0) or None,
     )
 
 

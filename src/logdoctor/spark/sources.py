@@ -521,6 +521,11 @@ def read_slices(
     of each partition (:func:`logdoctor.spark.latest.latest_rows`; ``latest``: a dict the per-partition
     :class:`~logdoctor.spark.latest.LatestStats` go into, keyed by (log dir, topic, partition);
     ``tombstones``: keep the keys whose latest record is a tombstone, for an upsert to delete them)."""
+    from logdoctor.logdir import page_cache, read_rate
+
+    # the task's read discipline, from the read options (a Python worker runs many tasks: set for each)
+    page_cache.leave_as_found(not opts.keep_cache)
+    read_rate.limit(opts.max_read_rate)
     if opts.view != "latest":
         for sl in slices:
             yield from read_slice(sl, opts, undecodable=undecodable, problems=problems)

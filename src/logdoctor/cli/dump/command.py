@@ -14,6 +14,7 @@ from logdoctor.cli.dump import run
 from logdoctor.cli.dump.options import DecoderChoice, UsageProblem, dump_options
 from logdoctor.cli.error_lines import fail
 from logdoctor.cli.exit_codes import EX_USAGE
+from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
 from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
 
 __all__ = ["dump"]
@@ -38,6 +39,14 @@ def dump(
         int | None,
         typer.Option(
             "--max-bytes", min=1, help="Read at most N bytes of batches per log (from the seek position)."
+        ),
+    ] = None,
+    max_batches: Annotated[
+        int | None,
+        typer.Option(
+            "--max-batches",
+            min=1,
+            help="Read at most N batches per log (from the seek position), and only the bytes they need.",
         ),
     ] = None,
     offsets: Annotated[
@@ -105,13 +114,17 @@ def dump(
             "that types the keys and values shown by --print-data; by default the dumped log dir's own.",
         ),
     ] = None,
+    keep_cache: KeepCacheOption = False,
+    max_read_rate: MaxReadRateOption = None,
 ) -> None:
     """Dump log-dir files like Kafka's DumpLogSegments, and more."""
+    apply_read_discipline(keep_cache, max_read_rate)
     try:
         opts = dump_options(
             deep=deep,
             print_data=print_data,
             max_bytes=max_bytes,
+            max_batches=max_batches,
             offsets=offsets,
             timestamps=timestamps,
             decoder=decoder,

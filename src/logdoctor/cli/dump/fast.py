@@ -27,6 +27,7 @@ FLAGS: dict[str, str] = {
     "--verify-index-only": "verify_index_only",
     "--json": "json_out",
     "--no-crc": "no_crc",
+    "--keep-cache": "keep_cache",
 }
 
 
@@ -41,4 +42,7 @@ def run_fast(args: Sequence[str]) -> int | None:
     from logdoctor.cli.dump.options import dump_options
 
     json_out = flags.pop("json_out", False)
+    from logdoctor.logdir import page_cache
+
+    page_cache.leave_as_found(not flags.pop("keep_cache", False))  # as the typer command sets it
     return run(files, dump_options(**flags), json_out=json_out)

@@ -28,7 +28,7 @@ from logdoctor.cli.dump.decoders import RecordDecoder, decode_control, pick_deco
 from logdoctor.cli.dump.kinds import FileKind
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats.record_types import Batch, Record
-from logdoctor.logdir import names
+from logdoctor.logdir import names, read_rate
 from logdoctor.logdir.read_plan import OffsetOrder
 from logdoctor.logdir.reader import DEFAULT_WINDOW, LogReader, iter_batches_from
 from logdoctor.logdir.seek import SeekPlan, plan_offset_seek, plan_timestamp_seek
@@ -245,7 +245,10 @@ def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
     remote_end = OffsetOrder(ctx.remote).end if ctx.remote is not None else None
     past: list[Finding] = []
     started = ts_r is None or ts_r.first is None
-    walk = iter_batches_from(reader, plan.position, end=end, window=DEFAULT_WINDOW if seeking else None)
+    # a walk that may stop early (a seek, --max-batches) or is paced reads a window at a time (growing from
+    # DEFAULT_WINDOW): it reads little more than the batches it yields
+    windowed = seeking or opts.max_batches is not None or read_rate.limited() is not None
+    walk = iter_batches_from(reader, plan.position, end=end, window=DEFAULT_WINDOW if windowed else None)
     outcomes = _Outcomes(ctx) if ctx.info.kind is FileKind.LOG else None
     try:
         for b in walk:
@@ -315,6 +318,8 @@ def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
                 break
             if ts_r is not None and ts_r.last is not None and b.max_timestamp > ts_r.last:
                 break
+            if opts.max_batches is not None and stats["batches"] >= opts.max_batches:
+                break  # --max-batches: the rest is not read (an error past it is not looked for either)
     except FormatError as e:
         if not (limited and isinstance(e, TruncatedError)):
             error = e

@@ -36,6 +36,8 @@ class DumpOptions:
     deep: bool = False
     print_data: bool = False
     max_bytes: int | None = None
+    # --max-batches: at most this many batches per log from the seek position, read a window at a time
+    max_batches: int | None = None
     offsets: Range | None = None
     timestamps: Range | None = None
     decoder: DecoderChoice = DecoderChoice.AUTO
@@ -53,6 +55,7 @@ def dump_options(
     deep: bool = False,
     print_data: bool = False,
     max_bytes: int | None = None,
+    max_batches: int | None = None,
     offsets: str | None = None,
     timestamps: str | None = None,
     decoder: DecoderChoice = DecoderChoice.AUTO,
@@ -68,6 +71,7 @@ def dump_options(
         deep=deep or print_data or decoding,
         print_data=print_data or decoding,
         max_bytes=max_bytes,
+        max_batches=max_batches,
         offsets=parse_range(offsets, "offsets") if offsets is not None else None,
         timestamps=parse_range(timestamps, "timestamps", parse_time) if timestamps is not None else None,
         decoder=decoder,

@@ -1,0 +1,127 @@
+"""Issue 58 item 2: a read-only command leaves the page cache as it found it. Residency is measured with
+util-linux's ``fincore`` (an independent tool: it asks the kernel with its own mincore), before and after
+``logdoctor scan --deep`` and ``dump`` of a segment that was not cached, and of one that was: the pages the
+command brought in are gone, those cached before stay; ``--keep-cache`` leaves them all.
+
+The files live under pytest's tmp_path on a disk-backed file system (tmpfs pages cannot be dropped: the
+tests skip there)."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from live_reads import FINCORE, discipline_reset, resident, small_log_dir, uncache
+from logdoctor.checks import walk_ahead
+from logdoctor.cli import commands  # noqa: F401  (registers every command)
+from logdoctor.cli.main import app
+from logdoctor.logdir import page_cache
+
+pytestmark = [
+    pytest.mark.skipif(FINCORE is None, reason="util-linux fincore is not installed"),
+    pytest.mark.usefixtures(discipline_reset.__name__),
+]
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory) -> Path:
+    """One partition of one ~8 MiB segment."""
+    return small_log_dir(tmp_path_factory.mktemp("page-cache"), "live.topic", 1, 4000)
+
+
+def _segment(log_dir: Path) -> Path:
+    (log,) = log_dir.glob("live.topic-0/*.log")
+    assert log.stat().st_size > 4 << 20
+    return log
+
+
+def _cache(path: Path) -> None:
+    path.read_bytes()
+    assert resident(path) >= path.stat().st_size - 4096
+
+
+def _cli(*args: str | Path) -> int:
+    r = CliRunner().invoke(app, [*map(str, args)])
+    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
+    return r.exit_code
+
+
+@pytest.mark.parametrize("command", [("scan", "--deep"), ("dump", "--deep")])
+@pytest.mark.parametrize("cached", [False, True])
+def test_the_cache_is_left_as_found(log_dir, command, cached):
+    """Not cached before: at most 5% cached after. Cached before: every page still cached."""
+    log = _segment(log_dir)
+    if cached:
+        _cache(log)
+    else:
+        uncache(log)
+    target = log_dir if command[0] == "scan" else log
+    assert _cli(*command, "--json", target) in (0, 1)
+    size = log.stat().st_size
+    assert resident(log) >= size - 4096 if cached else resident(log) <= 0.05 * size
+
+
+def test_keep_cache_leaves_what_was_read(log_dir):
+    log = _segment(log_dir)
+    uncache(log)
+    assert _cli("scan", "--deep", "--json", "--keep-cache", log_dir) in (0, 1)
+    assert resident(log) >= log.stat().st_size - 4096
+
+
+def test_half_cached_segment_keeps_its_cached_half(log_dir):
+    """Only the pages that were not resident are dropped: the first half read before stays cached."""
+    log = _segment(log_dir)
+    uncache(log)
+    half = log.stat().st_size // 2
+    with log.open("rb") as f:
+        f.read(half)
+        # the readahead of that read (still arriving) dropped: the cached half is exactly the first half
+        time.sleep(0.2)
+        os.posix_fadvise(f.fileno(), half, 0, os.POSIX_FADV_DONTNEED)
+    before = resident(log)
+    assert before >= half - 4096
+    assert _cli("scan", "--deep", "--json", log_dir) in (0, 1)
+    after = resident(log)
+    assert half - 4096 <= after <= before + (256 << 10)  # the cached half (and a folio astride its end)
+
+
+@pytest.fixture(scope="module")
+def big_log(tmp_path_factory) -> Path:
+    """A 48 MiB segment: several windows of the walk."""
+    from logdoctor.sample.records import RecordDataSpec, write_segment
+
+    path = tmp_path_factory.mktemp("page-cache-big") / "00000000000000000000.log"
+    write_segment(path, RecordDataSpec(record_count=None, target_bytes=48 << 20, value_size=1024))
+    return path
+
+
+def test_chunked_walk_drops_behind_itself(big_log, monkeypatch):
+    """The C walk read a chunk at a time (scan --deep of a big .log): its pages noted ahead of it (at least
+    twice the file system's readahead) and dropped behind it, so the cache it fills stays bounded while it
+    reads, not the whole file until its end."""
+    if walk_ahead.walker() is None:
+        pytest.skip("without the C extension the walk is the mapped one")
+    log, size = big_log, big_log.stat().st_size
+    uncache(log)
+    page_cache.leave_as_found(True)
+    monkeypatch.setattr(page_cache, "WINDOW", 4 << 20)
+    monkeypatch.setattr(walk_ahead, "DISCIPLINE_EVERY", 1 << 20)
+    resident_during: list[int] = []
+    real_drop_behind = page_cache.CacheGuard.drop_behind
+
+    def drop_behind(self, position):
+        real_drop_behind(self, position)
+        resident_during.append(sum(page_cache.resident_pages(self.fd, 0, size) or b"") * page_cache.PAGE)
+
+    monkeypatch.setattr(page_cache.CacheGuard, "drop_behind", drop_behind)
+    got = walk_ahead.read_walk(str(log), True, True, walk_ahead.new_chunk(512 << 10), 0)
+    assert isinstance(got, walk_ahead.RawWalk) and got.size == size
+    ahead = max(2 * page_cache.WINDOW, 2 * page_cache.readahead_bytes(log.stat().st_dev))
+    assert len(resident_during) > 10
+    # the walk's neighbourhood (its readahead, a large folio behind it), never the file
+    assert max(resident_during) <= min(ahead + page_cache.FOLIO_LAG + walk_ahead.DISCIPLINE_EVERY, size // 2)
+    assert resident(log) <= 0.05 * size
