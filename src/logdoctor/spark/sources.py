@@ -995,7 +995,8 @@ def segment_summary(
     size = 0
     if not seg.ranged:
         try:
-            buf = map_file(seg.path)  # a segment renamed .deleted since the plan is read there (map_file)
+            # up to its planned size; a segment renamed .deleted since the plan is read there (map_file)
+            buf = map_file(seg.path, seg.size)
         except FileNotFoundError:
             buf = memoryview(b"")
             # a running broker's retention or log cleaner removed it since the plan: no damage, and its
