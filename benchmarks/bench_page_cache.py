@@ -12,6 +12,8 @@ Rows:
 - resident bytes and pages of the .log before and after ``scan --deep --json`` (the default: the page cache
   left as found), from not cached and from cached;
 - the same with ``--keep-cache`` (the scan as it was before issue 58: every page it read stays cached);
+- the CPU and wall time of the ``--deep`` walk of the .log alone in this process, guard off and on,
+  alternated;
 - the time of ``scan --deep --json`` with ``--keep-cache`` (the walk exactly as before: no guard, no
   callback) against the default, each from not cached and from cached, alternated in one run
   (``--rounds`` rounds, one run of each in turn), whole processes; best and median wall seconds and the
@@ -109,6 +111,8 @@ def main() -> None:
             start(log_dir)
             runs.setdefault(label, []).append(scan(log_dir, *extra))
 
+    walks = walk_alone(log_dir, log, args.rounds)
+
     print(f"command: {command()}")
     print(f"machine: {machine()}; load before: {' '.join(load)}; after: "
           f"{' '.join(Path('/proc/loadavg').read_text().split()[:3])}")
@@ -125,6 +129,41 @@ def main() -> None:
         anchor = min(runs[plan[i - i % 2][0]])
         best = min(runs[label])
         print(f"| {label} | {best:.2f} | {statistics.median(runs[label]):.2f} | {best / anchor:.3f} |")
+
+    print(f"\nthe --deep walk of the .log alone (checks.walk_ahead.read_walk) in this process, {args.rounds} "
+          "rounds alternated: CPU seconds of this process (user + system: what the guard's system calls "
+          "cost, less sensitive to the machine's load than wall time)\n")
+    print("| run | best CPU | median CPU | best wall | best CPU / as before |")
+    print("|---|---|---|---|---|")
+    for label, cpus_walls in walks.items():
+        cpus = [c for c, _w in cpus_walls]
+        anchor = min(c for c, _w in walks[label.replace("left as found", "as before")])
+        print(f"| {label} | {min(cpus):.3f} | {statistics.median(cpus):.3f} | "
+              f"{min(w for _c, w in cpus_walls):.2f} | {min(cpus) / anchor:.3f} |")
+
+
+def walk_alone(log_dir: Path, log: Path, rounds: int) -> dict[str, list[tuple[float, float]]]:
+    """CPU and wall seconds of the walk of ``log`` with the page cache's guard off (as before) and on."""
+    from logdoctor.checks import walk_ahead
+    from logdoctor.logdir import page_cache
+
+    buf = walk_ahead.new_chunk()
+    out: dict[str, list[tuple[float, float]]] = {}
+    for _ in range(rounds):
+        for label, start, on in [
+            ("not cached, as before", uncache, False),
+            ("not cached, left as found", uncache, True),
+            ("cached, as before", cache, False),
+            ("cached, left as found", cache, True),
+        ]:
+            start(log_dir)
+            page_cache.leave_as_found(on)
+            c0, t0 = time.process_time(), time.perf_counter()
+            got = walk_ahead.read_walk(str(log), True, True, buf, 0)
+            out.setdefault(label, []).append((time.process_time() - c0, time.perf_counter() - t0))
+            assert isinstance(got, walk_ahead.RawWalk), got
+    page_cache.leave_as_found(False)
+    return out
 
 
 if __name__ == "__main__":

@@ -125,3 +125,18 @@ def test_chunked_walk_drops_behind_itself(big_log, monkeypatch):
     # the walk's neighbourhood (its readahead, a large folio behind it), never the file
     assert max(resident_during) <= min(ahead + page_cache.FOLIO_LAG + walk_ahead.DISCIPLINE_EVERY, size // 2)
     assert resident(log) <= 0.05 * size
+
+
+def test_the_kernels_two_answers_agree_with_fincore(log_dir):
+    """What the guard asks (cachestat's count, mincore's page vector) is what fincore reports."""
+    log = _segment(log_dir)
+    size = log.stat().st_size
+    uncache(log)
+    with log.open("rb") as f:
+        f.read(size // 3)
+        time.sleep(0.2)
+        os.posix_fadvise(f.fileno(), size // 3, 0, os.POSIX_FADV_DONTNEED)
+        vec = page_cache.resident_pages(f.fileno(), 0, size)
+        counted = page_cache.cached_pages(f.fileno(), 0, size)
+    assert vec is not None and sum(vec) * page_cache.PAGE == resident(log)
+    assert counted is None or counted == sum(vec)

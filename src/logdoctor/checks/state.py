@@ -211,11 +211,19 @@ class PartitionState:
             return None
         except OSError:
             return None
+        guard = page_cache.guard(fd, sum(length for _start, length in ranges))
         try:
+            if guard is not None:
+                for start, length in ranges:
+                    guard.note(start, length)
             out = [os.pread(fd, length, start) for start, length in ranges]
         finally:
+            if guard is not None:
+                guard.close()
             os.close(fd)
-        self.rep.bytes_read += sum(len(b) for b in out)
+        read = sum(len(b) for b in out)
+        read_rate.pace(read)
+        self.rep.bytes_read += read
         return out
 
     def walk(self, seg: Segment, *, verify_crc: bool, with_positions: bool = False) -> WalkResult | None:

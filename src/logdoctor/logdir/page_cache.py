@@ -2,14 +2,14 @@
 it brought into the cache itself and keeps those that were cached before it.
 
 A :class:`CacheGuard` is taken around the reads of one open file. Before a range is read,
-:meth:`~CacheGuard.note` asks the kernel which of its pages are resident (``mincore(2)`` over a mapping of
-that range made for the question only, never populated); after it was read, :meth:`~CacheGuard.drop` advises
-the kernel that the pages of the range that were *not* resident are not needed
-(``posix_fadvise(POSIX_FADV_DONTNEED)``), and :meth:`~CacheGuard.close` does so for every range noted (the
-kernel's readahead past the last read too). Pages that were cached before stay: the broker's hot data (a
-consumer's tail, the active segment) is not pushed out by a scan. A reader that goes on through a big file
-notes ahead of itself and drops behind itself a window at a time (:data:`WINDOW`), so the cache it fills
-stays bounded by a few windows.
+:meth:`~CacheGuard.note` asks the kernel which of its pages are resident (``cachestat(2)`` counts them a
+window at a time; for a window cached in part, ``mincore(2)`` over a mapping of that range made for the
+question only, never populated); after it was read, :meth:`~CacheGuard.drop` advises the kernel that the
+pages of the range that were *not* resident are not needed (``posix_fadvise(POSIX_FADV_DONTNEED)``), and
+:meth:`~CacheGuard.close` does so for every range noted (the kernel's readahead past the last read too).
+Pages that were cached before stay: the broker's hot data (a consumer's tail, the active segment) is not
+pushed out by a scan. A reader that goes on through a big file notes ahead of itself and drops behind itself
+a window at a time (:data:`WINDOW`), so the cache it fills stays bounded by a few windows.
 
 The guard is in force while :func:`leave_as_found` is on (the read-only commands turn it on; ``--keep-cache``
 leaves it off): otherwise :func:`guard` gives None and nothing is asked or dropped. Only files of
@@ -34,6 +34,7 @@ __all__ = [
     "MIN_GUARDED",
     "WINDOW",
     "CacheGuard",
+    "cached_pages",
     "guard",
     "leave_as_found",
     "leaving_as_found",
@@ -78,6 +79,7 @@ def _libc() -> Any:
                               ctypes.c_long]
         libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
         libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+        libc.syscall.restype = ctypes.c_long
         return libc
     except (OSError, AttributeError):
         return None
@@ -109,6 +111,28 @@ def resident_pages(fd: int, start: int, length: int) -> bytes | None:
         libc.munmap(addr, span)
 
 
+_CACHESTAT = 451  # cachestat(2) (Linux 6.5): the same number on every architecture
+_cachestat_works = True
+
+
+def cached_pages(fd: int, start: int, length: int) -> int | None:
+    """How many pages of ``[start, start + length)`` of ``fd`` are in the page cache (``cachestat(2)``:
+    counted by the kernel, ~100 times cheaper than :func:`resident_pages`' map and vector); None where the
+    kernel has no cachestat (before Linux 6.5)."""
+    global _cachestat_works
+    libc = _libc()
+    if libc is None or not _cachestat_works:
+        return None
+    import ctypes
+
+    rng = (ctypes.c_uint64 * 2)(start, length)
+    stat = (ctypes.c_uint64 * 5)()  # nr_cache, nr_dirty, nr_writeback, nr_evicted, nr_recently_evicted
+    if libc.syscall(_CACHESTAT, fd, rng, stat, 0) != 0:
+        _cachestat_works = ctypes.get_errno() not in (38, 1)  # ENOSYS, EPERM (a seccomp filter)
+        return None
+    return int(stat[0])
+
+
 class CacheGuard:
     """The pages of one open file that were not in the page cache before it was read, dropped after.
 
@@ -118,9 +142,11 @@ class CacheGuard:
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
+        st = os.fstat(fd)
+        self.size = st.st_size
         # how far ahead of a reader to note: two windows, or twice the file system's readahead when that is
         # more (pages its readahead brought in before they were noted would be taken as cached before)
-        self.ahead = max(2 * WINDOW, 2 * readahead_bytes(os.fstat(fd).st_dev))
+        self.ahead = max(2 * WINDOW, 2 * readahead_bytes(st.st_dev))
         self.noted_end = 0  # every page below this was noted (reads go forward; a range behind is not asked)
         self._runs: list[tuple[int, int]] = []  # [start, end) byte runs not resident when noted, sorted
         self._dropped_to = 0  # drop() done below this
@@ -131,12 +157,27 @@ class CacheGuard:
         end = start + length
         if length <= 0 or end <= self.noted_end:
             return
-        vec = resident_pages(self.fd, start, end - start)
         first = start - start % PAGE
         self.noted_end = end
+        runs = self._runs
+        # the common cases counted, not mapped: every page cached (nothing to note), or none (one run)
+        pages = (min(end, self.size) - first + PAGE - 1) // PAGE
+        if pages <= 0:
+            return  # past the end of the file
+        cached = cached_pages(self.fd, first, end - first)
+        if cached is not None and cached >= pages:
+            return
+        if cached == 0:
+            lo, hi = first, first + pages * PAGE
+            if runs and runs[-1][1] == lo:
+                runs[-1] = (runs[-1][0], hi)
+            else:
+                runs.append((lo, hi))
+            return
+        vec = resident_pages(self.fd, start, end - start)
         if vec is None:
             return
-        runs, at = self._runs, 0
+        at = 0
         n = len(vec)
         while at < n:
             hole = vec.find(0, at)
