@@ -774,7 +774,7 @@ _buffers = threading.local()  # the chunk of each walk thread's _walk_read
 
 
 def _walk_read(
-    path: str, verify_crc: bool, with_positions: bool, end: int | None
+    path: str, verify_crc: bool, with_positions: bool, end: int | None = None
 ) -> WalkResult | OSError | None:
     """:func:`walk` of a big .log read a chunk at a time (``READ_CHUNK``, into a buffer of this thread that
     stays in the core's cache: :func:`logdoctor.checks.walk_ahead.read_walk`), for a file whose every batch
