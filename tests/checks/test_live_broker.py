@@ -393,3 +393,26 @@ def test_export_reads_what_it_planned_of_a_live_partition(live_dir: Path) -> Non
         summary = segment_summary(active.segment)
         assert summary["error"] is None
         assert summary["size_bytes"] == active.segment.size < os.path.getsize(active.segment.path)
+
+
+def test_dump_of_a_live_active_segment_opened_mid_write(live_dir: Path) -> None:
+    """dump of the active segment opened while the broker writes a batch (half of it in the file): the batch
+    torn at the moment's edge is not yet written, a note, not invalid bytes (before: LOG_INVALID_BYTES,
+    exit 2); the batches before it are dumped, the log end is theirs."""
+    from live_broker import begin_append, open_partition
+
+    folder = live_dir / WRITTEN[0]
+    with LiveBroker(live_dir, []):
+        p = open_partition(folder)
+        for i in range(3):
+            begin_append(p, 1_800_000_000_000 + 1000 * i, 1.0)()
+        under_way = begin_append(p, 1_800_000_003_000, 0.5)
+        active = folder / f"{p.base:020d}.log"
+        r = CliRunner().invoke(app, ["dump", "--json", str(active)])
+        under_way()
+    assert r.exit_code == 0, r.output
+    events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    (summary,) = [e for e in events if e.get("type") == "summary"]
+    assert summary["last_offset"] == p.next_offset - 20 - 1  # the batch under way (20 records) not dumped
+    assert summary["invalid_bytes"] == 0
+    assert "was being written when the file was opened" in r.output
