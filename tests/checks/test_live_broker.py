@@ -295,7 +295,27 @@ def test_census_of_a_live_dir_reports_no_damage(live_dir: Path, tmp_path: Path, 
     assert [r["severity"] for r in rows if r["code"] == "BROKER_RUNNING"] == ["info"]
 
 
-class _AppendsAfterTheListing:
+class _Writer:
+    """The broker's appends to one partition made in this process (tests/live_broker.py's), on its own clock:
+    ``append(part)`` begins one (``part`` of its batch written) and returns what ends it."""
+
+    def __init__(self, folder: Path) -> None:
+        from live_broker import begin_append, open_partition
+
+        self.begin = begin_append
+        self.p = open_partition(folder)
+        self.now = 1_800_000_000_000
+
+    def append(self, part: float = 1.0):
+        self.now += 1000
+        return self.begin(self.p, self.now, part)
+
+    def appended(self, batches: int) -> None:
+        for _ in range(batches):
+            self.append()()
+
+
+class _AppendsAfterTheListing(_Writer):
     """The broker of demo-topic-0 in this process, its appends placed between a read's listing of the
     partition and its read, without a sleep: ``torn()`` begins an append (half the batch written: the dir
     is listed with a batch torn at the active segment's end); the hook on checks.live.Moment.of (taken
@@ -304,12 +324,9 @@ class _AppendsAfterTheListing:
     active .log's size as listed."""
 
     def __init__(self, folder: Path, monkeypatch) -> None:
-        from live_broker import begin_append, open_partition
         from logdoctor.checks import live
 
-        self.folder, self.begin = folder, begin_append
-        self.p = open_partition(folder)
-        self.now = 1_800_000_000_000
+        super().__init__(folder)
         self.pending: list = []
         self.seen: list[tuple[int, int]] = []
         real = live.Moment.of.__func__
@@ -319,15 +336,10 @@ class _AppendsAfterTheListing:
             if self.pending and segments and segments[-1].log_file.startswith(f"{folder}/"):
                 self.seen.append((self.p.next_offset, segments[-1].size))
                 self.pending.pop()()  # the append under way ends
-                for _ in range(3):
-                    self.append(1.0)()
+                self.appended(3)
             return moment
 
         monkeypatch.setattr(live.Moment, "of", classmethod(of))
-
-    def append(self, part: float):
-        self.now += 1000
-        return self.begin(self.p, self.now, part)
 
     def torn(self) -> None:
         self.pending.append(self.append(0.5))
@@ -341,8 +353,7 @@ def test_a_live_partition_is_read_as_of_its_listing(live_dir: Path, tmp_path: Pa
     folder = live_dir / WRITTEN[0]
     with LiveBroker(live_dir, []):  # the lock held; demo-topic-0 appended to in this process
         w = _AppendsAfterTheListing(folder, monkeypatch)
-        for _ in range(5):
-            w.append(1.0)()
+        w.appended(5)
         for depth in (["--quick"], [], ["--deep"]):
             w.torn()
             code, report = _scan(*depth, "--jobs", "1", str(live_dir))
@@ -370,26 +381,23 @@ def test_export_reads_what_it_planned_of_a_live_partition(live_dir: Path) -> Non
     """export's Spark task reads a segment up to its size in the read plan: batches the broker appended
     after the plan are not exported (before: read to the file's end at the task's time), and a batch it
     was writing when the plan listed the size (torn at the plan's edge) is not yet written, no error."""
-    from live_broker import begin_append, open_partition
     from logdoctor.spark.planning import discover_refs, parse_read_options, plan_slices
     from logdoctor.spark.sources import read_slice, segment_summary
 
     folder = live_dir / WRITTEN[0]
     with LiveBroker(live_dir, []):
-        p = open_partition(folder)
-        for i in range(5):
-            begin_append(p, 1_800_000_000_000 + 1000 * i, 1.0)()
-        under_way = begin_append(p, 1_800_000_005_000, 0.5)
+        w = _Writer(folder)
+        w.appended(5)
+        under_way = w.append(0.5)
         opts = parse_read_options({})
         refs = discover_refs([str(live_dir)], {})
         planned = [s for s in plan_slices(refs, opts) if str(folder) in s.segment.path]
-        at_plan = p.next_offset
+        at_plan = w.p.next_offset
         under_way()
-        for i in range(3):
-            begin_append(p, 1_800_000_010_000 + 1000 * i, 1.0)()
+        w.appended(3)
         active = planned[-1]
         offsets = [o for rb in read_slice(active, opts) for o in rb.column("offset").to_pylist()]
-        assert offsets[-1] == at_plan - 1 < p.next_offset - 1
+        assert offsets[-1] == at_plan - 1 < w.p.next_offset - 1
         summary = segment_summary(active.segment)
         assert summary["error"] is None
         assert summary["size_bytes"] == active.segment.size < os.path.getsize(active.segment.path)
@@ -399,20 +407,17 @@ def test_dump_of_a_live_active_segment_opened_mid_write(live_dir: Path) -> None:
     """dump of the active segment opened while the broker writes a batch (half of it in the file): the batch
     torn at the moment's edge is not yet written, a note, not invalid bytes (before: LOG_INVALID_BYTES,
     exit 2); the batches before it are dumped, the log end is theirs."""
-    from live_broker import begin_append, open_partition
-
     folder = live_dir / WRITTEN[0]
     with LiveBroker(live_dir, []):
-        p = open_partition(folder)
-        for i in range(3):
-            begin_append(p, 1_800_000_000_000 + 1000 * i, 1.0)()
-        under_way = begin_append(p, 1_800_000_003_000, 0.5)
-        active = folder / f"{p.base:020d}.log"
+        w = _Writer(folder)
+        w.appended(3)
+        under_way = w.append(0.5)
+        active = folder / f"{w.p.base:020d}.log"
         r = CliRunner().invoke(app, ["dump", "--json", str(active)])
         under_way()
     assert r.exit_code == 0, r.output
     events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
     (summary,) = [e for e in events if e.get("type") == "summary"]
-    assert summary["last_offset"] == p.next_offset - 20 - 1  # the batch under way (20 records) not dumped
+    assert summary["last_offset"] == w.p.next_offset - 20 - 1  # the batch under way (20 records) not dumped
     assert summary["invalid_bytes"] == 0
     assert "was being written when the file was opened" in r.output
