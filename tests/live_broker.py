@@ -46,6 +46,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,7 +90,7 @@ class _Partition:
         return self.folder / _name(base, suffix)
 
 
-def _open_partition(folder: Path) -> _Partition:
+def open_partition(folder: Path) -> _Partition:
     """The partition as a broker reopens it at startup: its log end from the last batch of its last segment
     (the project's own reader), the active segment's indexes resized to the preallocated size."""
     bases = sorted(int(p.name[:-4]) for p in folder.glob("*.log"))
@@ -132,6 +133,13 @@ def _real_entries(raw: bytes, entry: int) -> int:
 
 
 def _append(p: _Partition, now_ms: int) -> None:
+    begin_append(p, now_ms, 1.0)()
+
+
+def begin_append(p: _Partition, now_ms: int, part: float) -> Callable[[], None]:
+    """One append begun: the first ``part`` of the batch's bytes written to the ``.log`` (what a reader sees
+    while the broker's write of the batch is under way: a batch torn at the file's end). The function
+    returned ends it: the rest of the bytes, then the index entries (LogSegment.append)."""
     records = [
         RecordSpec(
             value=(b"v%d-" % (p.next_offset + i)).ljust(VALUE_BYTES, b"x"),
@@ -141,10 +149,18 @@ def _append(p: _Partition, now_ms: int) -> None:
         for i in range(RECORDS_PER_BATCH)
     ]
     batch = build_record_batch(records, base_offset=p.next_offset)
+    cut = int(len(batch) * part)
+    with open(p.path(p.base, ".log"), "ab") as f:  # the log bytes first
+        f.write(batch[:cut])
+    return lambda: _end_append(p, now_ms, batch, cut)
+
+
+def _end_append(p: _Partition, now_ms: int, batch: bytes, cut: int) -> None:
+    if cut < len(batch):
+        with open(p.path(p.base, ".log"), "ab") as f:
+            f.write(batch[cut:])
     last = p.next_offset + RECORDS_PER_BATCH - 1
     position = p.log_size
-    with open(p.path(p.base, ".log"), "ab") as f:  # the log bytes first
-        f.write(batch)
     p.log_size += len(batch)
     p.next_offset = last + 1
     if now_ms + RECORDS_PER_BATCH - 1 > p.max_ts:
@@ -228,7 +244,7 @@ def run(log_dir: Path, folders: list[str], roll_bytes: int = ROLL_BYTES) -> None
     lock = os.open(log_dir / ".lock", os.O_CREAT | os.O_RDWR, 0o644)
     fcntl.lockf(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # FileLock.tryLock: fcntl F_SETLK F_WRLCK 0..EOF
     (log_dir / ".kafka_cleanshutdown").unlink(missing_ok=True)
-    parts = [_open_partition(log_dir / f) for f in folders]
+    parts = [open_partition(log_dir / f) for f in folders]
     counts = {"append": 0, "roll": 0, "delete": 0, "checkpoint": 0}
 
     def event(kind: str) -> None:

@@ -293,3 +293,131 @@ def test_census_of_a_live_dir_reports_no_damage(live_dir: Path, tmp_path: Path, 
     rows = pq.read_table(result.tables["findings"]).to_pylist()
     assert [r for r in rows if r["severity"] != "info" and r["code"] not in TRUE_OF_THE_DATA] == []
     assert [r["severity"] for r in rows if r["code"] == "BROKER_RUNNING"] == ["info"]
+
+
+class _Writer:
+    """The broker's appends to one partition made in this process (tests/live_broker.py's), on its own clock:
+    ``append(part)`` begins one (``part`` of its batch written) and returns what ends it."""
+
+    def __init__(self, folder: Path) -> None:
+        from live_broker import begin_append, open_partition
+
+        self.begin = begin_append
+        self.p = open_partition(folder)
+        self.now = 1_800_000_000_000
+
+    def append(self, part: float = 1.0):
+        self.now += 1000
+        return self.begin(self.p, self.now, part)
+
+    def appended(self, batches: int) -> None:
+        for _ in range(batches):
+            self.append()()
+
+
+class _AppendsAfterTheListing(_Writer):
+    """The broker of demo-topic-0 in this process, its appends placed between a read's listing of the
+    partition and its read, without a sleep: ``torn()`` begins an append (half the batch written: the dir
+    is listed with a batch torn at the active segment's end); the hook on checks.live.Moment.of (taken
+    right after the listing, before any read) ends it and appends three batches more. ``seen``: per read,
+    the log end as listed (the offset after the last whole batch then, as the writer knows it) and the
+    active .log's size as listed."""
+
+    def __init__(self, folder: Path, monkeypatch) -> None:
+        from logdoctor.checks import live
+
+        super().__init__(folder)
+        self.pending: list = []
+        self.seen: list[tuple[int, int]] = []
+        real = live.Moment.of.__func__
+
+        def of(cls, segments):
+            moment = real(cls, segments)
+            if self.pending and segments and segments[-1].log_file.startswith(f"{folder}/"):
+                self.seen.append((self.p.next_offset, segments[-1].size))
+                self.pending.pop()()  # the append under way ends
+                self.appended(3)
+            return moment
+
+        monkeypatch.setattr(live.Moment, "of", classmethod(of))
+
+    def torn(self) -> None:
+        self.pending.append(self.append(0.5))
+
+
+def test_a_live_partition_is_read_as_of_its_listing(live_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """scan at every depth and inventory report the log end as of the listing while the broker appends
+    between the listing and the read: the offset after the last whole batch within the active segment's
+    listed size, a batch torn at that edge no finding; the JSON gives the size listed. Before: the log end
+    was where the read ended (the batches appended after the listing read too)."""
+    folder = live_dir / WRITTEN[0]
+    with LiveBroker(live_dir, []):  # the lock held; demo-topic-0 appended to in this process
+        w = _AppendsAfterTheListing(folder, monkeypatch)
+        w.appended(5)
+        for depth in (["--quick"], [], ["--deep"]):
+            w.torn()
+            code, report = _scan(*depth, "--jobs", "1", str(live_dir))
+            leo, listed = w.seen[-1]
+            assert w.p.next_offset > leo  # the broker appended between the listing and the read
+            assert _not_normal(report) == [], json.dumps(_not_normal(report), indent=1)
+            assert code in (0, 1)
+            (part,) = [p for p in report["partitions"] if p["topic"] == "demo-topic" and p["partition"] == 0]
+            assert part["log_end_offset"] == leo, depth
+            assert part["read_as_of_bytes"] == listed
+            assert listed < os.path.getsize(sorted(folder.glob("*.log"))[-1])
+        w.torn()
+        out = tmp_path / "inv.jsonl"
+        r = CliRunner().invoke(app, ["inventory", "--jobs", "1", str(live_dir), "--out", str(out)])
+        assert r.exit_code in (0, 1), r.output
+        leo, _ = w.seen[-1]
+        assert w.p.next_offset > leo
+        rows = read_inventory_rows(str(out))
+        (row,) = [x for x in rows if x["record"] == "replica" and x["path"] == str(folder)]
+        assert row["log_end_offset"] == leo
+        assert [x for x in rows if x["record"] == "finding" and x.get("severity") != "info"] == []
+
+
+def test_export_reads_what_it_planned_of_a_live_partition(live_dir: Path) -> None:
+    """export's Spark task reads a segment up to its size in the read plan: batches the broker appended
+    after the plan are not exported (before: read to the file's end at the task's time), and a batch it
+    was writing when the plan listed the size (torn at the plan's edge) is not yet written, no error."""
+    from logdoctor.spark.planning import discover_refs, parse_read_options, plan_slices
+    from logdoctor.spark.sources import read_slice, segment_summary
+
+    folder = live_dir / WRITTEN[0]
+    with LiveBroker(live_dir, []):
+        w = _Writer(folder)
+        w.appended(5)
+        under_way = w.append(0.5)
+        opts = parse_read_options({})
+        refs = discover_refs([str(live_dir)], {})
+        planned = [s for s in plan_slices(refs, opts) if str(folder) in s.segment.path]
+        at_plan = w.p.next_offset
+        under_way()
+        w.appended(3)
+        active = planned[-1]
+        offsets = [o for rb in read_slice(active, opts) for o in rb.column("offset").to_pylist()]
+        assert offsets[-1] == at_plan - 1 < w.p.next_offset - 1
+        summary = segment_summary(active.segment)
+        assert summary["error"] is None
+        assert summary["size_bytes"] == active.segment.size < os.path.getsize(active.segment.path)
+
+
+def test_dump_of_a_live_active_segment_opened_mid_write(live_dir: Path) -> None:
+    """dump of the active segment opened while the broker writes a batch (half of it in the file): the batch
+    torn at the moment's edge is not yet written, a note, not invalid bytes (before: LOG_INVALID_BYTES,
+    exit 2); the batches before it are dumped, the log end is theirs."""
+    folder = live_dir / WRITTEN[0]
+    with LiveBroker(live_dir, []):
+        w = _Writer(folder)
+        w.appended(3)
+        under_way = w.append(0.5)
+        active = folder / f"{w.p.base:020d}.log"
+        r = CliRunner().invoke(app, ["dump", "--json", str(active)])
+        under_way()
+    assert r.exit_code == 0, r.output
+    events = [json.loads(line) for line in r.stdout.splitlines() if line.startswith("{")]
+    (summary,) = [e for e in events if e.get("type") == "summary"]
+    assert summary["last_offset"] == w.p.next_offset - 20 - 1  # the batch under way (20 records) not dumped
+    assert summary["invalid_bytes"] == 0
+    assert "was being written when the file was opened" in r.output

@@ -93,7 +93,9 @@ def test_json_shape(realworld_dir: Path) -> None:
         "high_watermark",
         "topic_config",
         "cleaner",
+        "read_as_of_bytes",  # a live dir's: the active .log's size as listed (docs/live-broker.md)
     }
+    assert p["read_as_of_bytes"] is None  # a stopped broker's dir
     assert p["cleaner"]["min_cleanable_dirty_ratio"] == 0.5  # __consumer_offsets is compacted
     assert p["tiered"] is False and p["local_log_start_offset"] == p["log_start_offset"]
     # the retention settings used, and where they come from: __consumer_offsets is created compacted

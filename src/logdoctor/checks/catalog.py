@@ -325,7 +325,9 @@ _ENTRIES = (
         _I,
         "a broker holds the log dir's lock: the dir is live (information, not damage)",
         "{path} is locked{holder}: a broker is running on {logdir}. Each partition was read as of one "
-        "moment, when its check began (its files listed with their sizes); what the broker does "
+        "moment, when its check began (its files listed with their sizes): each .log up to its listed "
+        "size, so the log end offsets and record counts reported are that moment's (the JSON gives each "
+        "partition's active .log size as listed, read_as_of_bytes); what the broker does "
         "meanwhile (appends, a roll, a deletion, its preallocated active indexes, the recovery point "
         "behind the log end) is its normal state, not a finding. The commands that write to a log dir "
         "(repair, move-partition, sync-replica, restore with --apply) refuse it while the lock is held "

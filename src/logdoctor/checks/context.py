@@ -153,6 +153,10 @@ class PartitionReport:
     producers: dict[int, tuple[int, int, int]] = field(default_factory=dict)
     #: where the log cleaner stands on a compacted partition (checks.compaction; None: not compacted)
     cleaner: dict[str, Any] | None = None
+    #: a live dir's partition: the size of its active segment's .log as listed, the moment it was read as of
+    #: (every .log read up to its listed size: the log end offset is that moment's; checks.live). None: a
+    #: stopped broker's dir
+    read_as_of_bytes: int | None = None
 
     def to_json(self, configs: dict[int, Any] | None = None) -> dict[str, Any]:
         """``configs``: the JSON of each TopicConfig already made, by ``id`` (shared by the partitions of a
@@ -181,4 +185,5 @@ class PartitionReport:
             "high_watermark": self.high_watermark,
             "topic_config": cfg_json,
             "cleaner": self.cleaner,
+            "read_as_of_bytes": self.read_as_of_bytes,
         }

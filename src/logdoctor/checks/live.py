@@ -4,7 +4,12 @@ A broker holding ``.lock`` (K:server-common/.../util/FileLock.java) changes its 
 read. Its normal state, each not a finding of a read-only command (docs/live-broker.md):
 
 - the active segment grows: each partition is read as of one moment, when its check began (its files
-  listed with their sizes: the log end taken there);
+  listed with their sizes): every segment's ``.log`` is read up to its listed size, no further
+  (checks.state.walk_file's ``end``, as Kafka's FileRecords.slice reads a segment up to the size taken
+  when the read began), so the log end and the record counts reported are those of that moment. A batch
+  the broker was writing when the size was listed ends past it: torn at the moment's edge, it is a batch
+  not yet written (Kafka's readers, FileRecords' batch iterator, stop at a partial trailing batch), not
+  damage;
 - the active segment's ``.index`` and ``.timeindex`` are preallocated to ``log.index.size.max.bytes`` and
   zero past their last entry (AbstractIndex), are the broker's working copies (memory-mapped, an entry
   written after the log bytes it points at: LogSegment.append), trimmed at the roll
@@ -83,12 +88,15 @@ class Moment:
 
     def being_written(self, finding: Finding) -> bool:
         """A finding about what the broker writes after the moment or in its working copies: the active
-        segment's indexes, or the active ``.log`` past its size as listed (bytes appended since: a batch
-        being written is torn until its write ends)."""
+        segment's indexes, the active ``.log`` past its size as listed, or the batch torn at that size's
+        edge (the walk's ``truncated`` damage: a batch whose write had not ended when the size was
+        listed; K:clients/.../record/FileLogInputStream.nextBatch returns no batch for a partial one)."""
         if finding.path in self.working_indexes:
             return True
         at = finding.position
-        return finding.path == self.active_log and at is not None and at >= self.log_size
+        if finding.path != self.active_log or at is None:
+            return False
+        return at >= self.log_size or (finding.details or {}).get("kind") == "truncated"
 
 
 def active_segment_of_live_dir(path: str | os.PathLike[str]) -> bool:

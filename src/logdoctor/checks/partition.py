@@ -97,6 +97,8 @@ def _check_partition(task: PartitionTask, listed: Listed | None, tiers: Tiers | 
     rep.segments = len(st.segments)
     rep.bytes = sum(i.size for i in st.infos.values())
     rep.log_end_offset = st.log_end_offset
+    if st.moment is not None and st.moment.active_log is not None:
+        rep.read_as_of_bytes = st.moment.log_size
     first = st.segments[0].base_offset if st.segments else None
     rep.first_base_offset = first
     cp = task.log_start_checkpoint

@@ -235,7 +235,7 @@ class PartitionState:
             return self.walks[seg.base_offset]
         if seg.log_file in self.unreadable:
             return None
-        return self._keep(seg, walk_file(seg.log_file, verify_crc, with_positions), verify_crc)
+        return self._keep(seg, walk_file(seg.log_file, verify_crc, with_positions, seg.size), verify_crc)
 
     def walk_all(
         self, segments: list[Segment], *, verify_crc: bool, with_positions: bool = False
@@ -248,12 +248,12 @@ class PartitionState:
             for s in segments
             if not self._cached(s, verify_crc, with_positions) and s.log_file not in self.unreadable
         ]
-        early = {s.base_offset: _take_early(s.log_file, verify_crc, with_positions) for s in todo}
+        early = {s.base_offset: _take_early(s.log_file, verify_crc, with_positions, s.size) for s in todo}
         todo = [s for s in todo if early[s.base_offset] is None]
         outcomes: dict[int, WalkResult | OSError] = dict(
             zip(
                 (s.base_offset for s in todo),
-                walk_files([s.log_file for s in todo], verify_crc, with_positions),
+                walk_files([s.log_file for s in todo], verify_crc, with_positions, [s.size for s in todo]),
                 strict=True,
             )
         )
@@ -275,7 +275,7 @@ class PartitionState:
         is in the order given."""
         todo = [(s, c) for s, c in items if not self._cached(s, c, False)]
         todo = [(s, c) for s, c in todo if s.log_file not in self.unreadable]
-        walked = in_walk_threads(lambda item: walk_file(item[0].log_file, item[1], False), todo)
+        walked = in_walk_threads(lambda item: walk_file(item[0].log_file, item[1], False, item[0].size), todo)
         for (seg, crc), outcome in zip(todo, walked, strict=True):
             self._keep(seg, outcome, crc)
 
@@ -709,19 +709,24 @@ def crc_walked_unchanged(path: str | os.PathLike[str]) -> Callable[[], bool] | N
 
 
 def read_buffer(
-    path: str | os.PathLike[str], *, numpy_ahead: bool = False
+    path: str | os.PathLike[str], *, numpy_ahead: bool = False, end: int | None = None
 ) -> tuple[memoryview, object | None, list[tuple[int, int]] | None]:
-    """The whole file as a memoryview (mmap for large or sparse files), and where it holds data when
-    it has holes (None: no holes, all data). Release it with :func:`release` when done (which closes
-    the returned handle; a mapping kept by :func:`mappings_kept` has no handle). ``numpy_ahead``: the
-    caller's work after reading a big file wants numpy (the --deep walk's index cross-check without the C
-    extension), imported meanwhile on a thread of its own; with the extension no reader needs it (the
-    index checks run in C: ``checks.indexes.first_bad_entry``)."""
+    """The whole file as a memoryview (mmap for large or sparse files), and where it holds data when it has
+    holes (None: no holes, all data). With ``end`` (the size the file was listed with: the moment its
+    partition is read as of, ``Segment.size``), its first ``end`` bytes at most: bytes appended since are
+    not read, as Kafka's FileRecords.slice reads a segment up to the size taken when the read began.
+    Release it with :func:`release` when done (which closes the returned handle; a mapping kept by
+    :func:`mappings_kept` has no handle). ``numpy_ahead``: the caller's work after reading a big file wants
+    numpy (the --deep walk's index cross-check without the C extension), imported meanwhile on a thread of
+    its own; with the extension no reader needs it (the index checks run in C:
+    ``checks.indexes.first_bad_entry``)."""
     fd = open_regular(path)
     try:
         st = os.fstat(fd)
-        size = st.st_size
+        size = st.st_size if end is None else min(st.st_size, end)
         extents = data_extents(fd) if is_sparse(st) else None
+        if extents is not None and size < st.st_size:
+            extents = [(a, min(b, size)) for a, b in extents if a < size]
         if size >= MMAP_THRESHOLD or extents is not None:
             # MAP_POPULATE: fault the whole file in at once instead of page by page during the walk;
             # never for a file with holes (it would fault in the holes: issue 24's 10 GiB hole cost 10 GB)
@@ -730,7 +735,7 @@ def read_buffer(
                 return memoryview(b""), None, extents
             if numpy_ahead:
                 import_in_background()  # a big segment's walk ahead: its index cross-check wants numpy
-            kept = _map_kept(fd, st) if extents is None else None
+            kept = _map_kept(fd, st) if extents is None and size == st.st_size else None
             if kept is not None:
                 return memoryview(kept), None, None
             # the command's read discipline: the pages it brings in dropped once unmapped (logdir.page_cache),
@@ -739,14 +744,14 @@ def read_buffer(
             paced = read_rate.limited() is not None and POPULATE is not None
             if paced:
                 flags &= ~getattr(mmap, "MAP_POPULATE", 0)
-            mm = mmap.mmap(fd, 0, flags=flags, prot=mmap.PROT_READ)
+            mm = mmap.mmap(fd, size, flags=flags, prot=mmap.PROT_READ)
             if attach is not None:
                 attach(mm)
             view = memoryview(mm)
             if paced:
                 _populate_paced(view, extents)
             return view, mm, extents
-        return memoryview(read_fd(fd)), None, None
+        return memoryview(read_fd(fd, end)), None, None
     finally:
         os.close(fd)
 
@@ -771,7 +776,9 @@ def release(view: memoryview, handle: object | None) -> None:
 _buffers = threading.local()  # the chunk of each walk thread's _walk_read
 
 
-def _walk_read(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError | None:
+def _walk_read(
+    path: str, verify_crc: bool, with_positions: bool, end: int | None = None
+) -> WalkResult | OSError | None:
     """:func:`walk` of a big .log read a chunk at a time (``READ_CHUNK``, into a buffer of this thread that
     stays in the core's cache: :func:`logdoctor.checks.walk_ahead.read_walk`), for a file whose every batch
     the C walk takes: the same result as :func:`walk` of the mapped file, without mapping it (mapping a
@@ -782,7 +789,7 @@ def _walk_read(path: str, verify_crc: bool, with_positions: bool) -> WalkResult 
     decode): the caller then walks the mapped file, which finds and words it as always."""
     if len(getattr(_buffers, "chunk", b"")) != READ_CHUNK:
         _buffers.chunk = new_chunk(READ_CHUNK)
-    got = read_walk(path, verify_crc, with_positions, _buffers.chunk, MMAP_THRESHOLD)
+    got = read_walk(path, verify_crc, with_positions, _buffers.chunk, MMAP_THRESHOLD, end)
     return _walk_result(got, with_positions) if isinstance(got, RawWalk) else got
 
 
@@ -810,21 +817,26 @@ def _walk_result(raw: RawWalk, with_positions: bool) -> WalkResult:
     return res
 
 
-def walk_file(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | OSError:
-    """:func:`walk` of one .log, mapped and released again; an OSError (NotRegularFileError included)
-    is returned, not raised: the caller records it (PartitionState._keep). Safe in any thread. With
-    ``with_positions`` (the --deep walk) the records of every batch are decoded too
-    (:func:`logdoctor.checks.undecodable.undecodable_batches`, while the file is mapped). A big file is
-    read a chunk at a time instead (:func:`_walk_read`) when its CRCs would not be checked on every walk
-    thread anyway and no :func:`mappings_kept` keeps its mapping for a later read."""
+def walk_file(
+    path: str, verify_crc: bool, with_positions: bool, end: int | None = None
+) -> WalkResult | OSError:
+    """:func:`walk` of one .log, mapped and released again, up to ``end`` (its listed size: the segment as of
+    the moment its partition was listed, :func:`read_buffer`; None: to its end now); an OSError
+    (NotRegularFileError included) is returned, not raised: the caller records it (PartitionState._keep). Safe
+    in any thread. With ``with_positions`` (the --deep walk) the records of every batch are decoded too
+    (:func:`logdoctor.checks.undecodable.undecodable_batches`, while the file is mapped). A big file is read a
+    chunk at a time instead (:func:`_walk_read`) when its CRCs would not be checked on every walk thread
+    anyway and no :func:`mappings_kept` keeps its mapping for a later read."""
     if FAST_WALK is not None and not (verify_crc and _crc_on_threads(MMAP_THRESHOLD)) and not _keeping():
-        got = _walk_read(path, verify_crc, with_positions)
+        got = _walk_read(path, verify_crc, with_positions, end)
         if got is not None:
             return got
     try:
         # stat'ed before it is read: a clean CRC walk over a kept mapping is noted (crc_walked_unchanged)
         before = os.stat(path) if verify_crc and _keeping() else None
-        view, handle, extents = read_buffer(path, numpy_ahead=with_positions and native.speedups is None)
+        view, handle, extents = read_buffer(
+            path, numpy_ahead=with_positions and native.speedups is None, end=end
+        )
     except OSError as e:  # NotRegularFileError is one
         return e
     try:
@@ -889,22 +901,25 @@ def _walk_pool() -> ThreadPoolExecutor:
     return _pool[1]
 
 
-def _take_early(path: str, verify_crc: bool, with_positions: bool) -> WalkResult | None:
+def _take_early(path: str, verify_crc: bool, with_positions: bool, end: int | None) -> WalkResult | None:
     """The early walk of ``path`` (:func:`logdoctor.checks.walk_ahead.take`: a ``scan --deep``'s, started
     before its modules loaded) when it is the walk asked for (with CRCs and positions) and the file is
     unchanged since it was read; None otherwise: the caller walks it."""
     if not (verify_crc and with_positions):
         return None
     raw = _take_raw(path)
-    return None if raw is None else _walk_result(raw, True)
+    return None if raw is None or (end is not None and raw.size != end) else _walk_result(raw, True)
 
 
-def walk_files(paths: list[str], verify_crc: bool, with_positions: bool) -> list[WalkResult | OSError]:
-    """:func:`walk_file` of every path, in order, on :func:`walk_threads` threads: each reads (in chunks)
-    or maps one file at a time (memory: one segment per thread at most) and spends its time in the C
-    fast lane without the GIL.
-    One file, or one core: in this thread."""
-    return list(in_walk_threads(lambda p: walk_file(p, verify_crc, with_positions), paths))
+def walk_files(
+    paths: list[str], verify_crc: bool, with_positions: bool, ends: list[int] | None = None
+) -> list[WalkResult | OSError]:
+    """:func:`walk_file` of every path (up to its end in ``ends``: its listed size), in order, on
+    :func:`walk_threads` threads: each reads (in chunks) or maps one file at a time (memory: one segment per
+    thread at most) and spends its time in the C fast lane without the GIL. One file, or one core: in this
+    thread."""
+    items = list(zip(paths, ends if ends is not None else [None] * len(paths), strict=True))
+    return list(in_walk_threads(lambda p: walk_file(p[0], verify_crc, with_positions, p[1]), items))
 
 
 def _fast_lane(

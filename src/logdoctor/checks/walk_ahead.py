@@ -111,7 +111,12 @@ def walker() -> Callable[..., Any] | None:
 
 
 def read_walk(
-    path: str, verify_crc: bool, with_positions: bool, buf: mmap.mmap | bytearray, min_size: int
+    path: str,
+    verify_crc: bool,
+    with_positions: bool,
+    buf: mmap.mmap | bytearray,
+    min_size: int,
+    end: int | None = None,
 ) -> RawWalk | OSError | None:
     """The walk of the regular file ``path`` (``checks.state.walk``: batches framed, CRC-32Cs checked with
     ``verify_crc``, with ``with_positions`` every batch's position kept and every record decoded, the
@@ -120,23 +125,26 @@ def read_walk(
     file under ``min_size`` or with holes, without the extension; a batch the C walk stops at: damage,
     v0/v1, a torn end, a batch bigger than :data:`MAX_BATCH_READ`; with ``with_positions``, a batch whose
     records do not decode): the caller then walks the mapped file, which
-    finds and words it as always. An OSError (NotRegularFileError is one) is returned, not raised."""
+    finds and words it as always. ``end``: the file walked up to there at most (its listed size: the moment
+    its partition is read as of; the C walk's end, as FileRecords.slice's). An OSError (NotRegularFileError
+    is one) is returned, not raised."""
     try:
         fd = open_regular(path)
     except OSError as e:
         return e
     try:
         st = os.fstat(fd)
+        size = st.st_size if end is None else min(st.st_size, end)
         walk = walker()
-        if st.st_size < min_size or is_sparse(st) or walk is None:
+        if size < min_size or is_sparse(st) or walk is None:
             return None
-        got = _disciplined_walk(walk, fd, st.st_size, buf, verify_crc, with_positions)
+        got = _disciplined_walk(walk, fd, size, buf, verify_crc, with_positions)
         if got is None:
             return None
         *found, aside = got
         if aside and _aside_undecodable(fd, aside, path):
             return None  # worded with the file's positions by the mapped walk
-        return RawWalk(st.st_size, *found)
+        return RawWalk(size, *found)
     except OSError as e:
         return e
     finally:

@@ -114,20 +114,28 @@ def _open_regular(path: str | os.PathLike[str]) -> int:
     return fd
 
 
-def read_fd(fd: int) -> bytes:
-    """Everything from ``fd``'s position to the end (one read when the size is right)."""
+def read_fd(fd: int, end: int | None = None) -> bytes:
+    """Everything from ``fd``'s position to the end (one read when the size is right); with ``end``, to
+    ``end`` bytes at most (a file read as of its size when listed: bytes appended since are not read)."""
     size = os.fstat(fd).st_size
+    if end is not None:
+        size = min(size, end)
     guard = page_cache.guard(fd, size)
     if guard is not None:
         guard.note(0, size)
     chunks = []
+    left = end  # bytes still to read up to ``end`` (None: to the file's end)
     try:
         while True:
-            chunk = os.read(fd, max(size, 1 << 16))
+            chunk = os.read(fd, max(size, 1 << 16) if left is None else min(max(size, 1 << 16), left))
             read_rate.pace(len(chunk))
             if not chunk:
                 return b"".join(chunks)
             chunks.append(chunk)
+            if left is not None:
+                left -= len(chunk)
+                if left <= 0:
+                    return b"".join(chunks)
             size = 1 << 16  # it grew: read on to the end
     finally:
         if guard is not None:
@@ -168,16 +176,18 @@ def read_range(path: str | os.PathLike[str], start: int, length: int | None = No
         os.close(fd)
 
 
-def map_file(path: str | os.PathLike[str]) -> memoryview:
-    """A read-only memoryview of the whole file, backed by mmap (pages load on first touch).
+def map_file(path: str | os.PathLike[str], end: int | None = None) -> memoryview:
+    """A read-only memoryview of the whole file, backed by mmap (pages load on first touch); with ``end``,
+    of its first ``end`` bytes at most (a segment as of its size when listed: a running broker's appends
+    since are not read, as Kafka's FileRecords.slice reads up to the size taken when its read began).
 
     An empty file gives an empty view (mmap of length 0 is an error). The map stays alive as
     long as the view (or a slice of it) does, and is unmapped when the last one is released.
     """
     fd = open_regular(path)
     try:
-        size = os.fstat(fd).st_size
-        if size == 0:
+        size = os.fstat(fd).st_size if end is None else min(os.fstat(fd).st_size, end)
+        if size <= 0:
             return _EMPTY
         attach = page_cache.watch_mapping(fd, size)
         mm = mmap.mmap(fd, size, access=mmap.ACCESS_READ)

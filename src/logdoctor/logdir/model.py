@@ -312,8 +312,9 @@ class Segment:
 
     # contents
     def map_log(self) -> memoryview:
-        """The ``.log`` bytes as a read-only mmap view (empty view for an empty file)."""
-        return files.map_file(self.log_path)
+        """The ``.log`` bytes as a read-only mmap view (empty view for an empty file), up to its size as
+        listed (:attr:`size`: bytes a running broker appended since are not read)."""
+        return files.map_file(self.log_path, end=self.size)
 
     def offset_index(self, *, include_zero_slots: bool = False) -> list[OffsetEntry]:
         """Entries of the ``.index`` (absolute offsets); [] when missing.
@@ -395,7 +396,8 @@ class Segment:
         err: FormatError | None = None
         if pos > 0:
             # one positioned read of the tail: no map, no file descriptor kept open
-            last, err = self._last_batch_from(files.read_range(self.log_path, pos), 0, base_position=pos)
+            tail = files.read_range(self.log_path, pos, size - pos)  # up to the size as listed
+            last, err = self._last_batch_from(tail, 0, base_position=pos)
             if last is None or (err is not None and err.position == pos):
                 pos = 0  # the index points at garbage: walk from the start
         if pos == 0:

@@ -361,7 +361,7 @@ def segment_reader(seg: SegmentRef) -> Iterator[ByteReader]:
         from logdoctor.logdir.files import map_file
 
         try:
-            data = map_file(seg.path)
+            data = map_file(seg.path, seg.size)  # as planned: the size listed
         except OSError:
             data = memoryview(b"")
         yield LogReader(data, source=seg.path)
@@ -419,7 +419,9 @@ def segment_batches(
     if not seg.ranged:
         from logdoctor.logdir.files import map_file
 
-        batches = iter_batches(map_file(seg.path), source=seg.path, start=start, verify_crc=verify_crc)
+        # up to the planned size (the size listed): a running broker's appends since are not read
+        data = map_file(seg.path, seg.size)
+        batches = iter_batches(data, source=seg.path, start=start, verify_crc=verify_crc)
         if read_rate.limited() is None:
             yield from batches
             return

@@ -979,6 +979,22 @@ def not_read_row(p: Any) -> dict[str, Any]:
     }
 
 
+def _torn_at_the_plans_edge(seg: SegmentRef, error: Exception | None) -> bool:
+    """Whether ``error`` is a batch torn at the planned end of a live partition's active segment (the last
+    one planned, its log dir's ``.lock`` held): a batch the broker was in the middle of writing when the
+    plan listed the size. Kafka's reader takes a partial batch at the end as not yet written
+    (K:clients/.../record/FileLogInputStream.nextBatch), so it is no damage (docs/live-broker.md)."""
+    from logdoctor.errors import TruncatedError
+    from logdoctor.logdir.lock import lock_holder
+
+    if not isinstance(error, TruncatedError) or seg.ranged or seg.next_base_offset is not None:
+        return False
+    try:
+        return lock_holder(seg.log_dir) is not None
+    except OSError:
+        return False
+
+
 def segment_summary(
     seg: SegmentRef, scan_findings: list[Any] | None = None, check_records: bool = False
 ) -> dict[str, Any]:
@@ -995,7 +1011,8 @@ def segment_summary(
     size = 0
     if not seg.ranged:
         try:
-            buf = map_file(seg.path)  # a segment renamed .deleted since the plan is read there (map_file)
+            # up to its planned size; a segment renamed .deleted since the plan is read there (map_file)
+            buf = map_file(seg.path, seg.size)
         except FileNotFoundError:
             buf = memoryview(b"")
             # a running broker's retention or log cleaner removed it since the plan: no damage, and its
@@ -1006,6 +1023,8 @@ def segment_summary(
             error_text = f"{seg.path}: cannot read: {exc.strerror}"
         size = len(buf)
         summary.walk(iter_batches(buf, source=seg.path, verify_crc=False))
+        if _torn_at_the_plans_edge(seg, summary.error):
+            summary.error = None  # a batch a running broker was writing at the plan's moment: not yet written
     elif seg.remote is not None:  # a remote-tier segment: its object(s) may be bad before any batch
         from logdoctor.errors import FormatError
         from logdoctor.logdir.ranged import iter_ranged_batches

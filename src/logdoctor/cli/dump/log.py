@@ -208,7 +208,8 @@ def dump_log(ctx: FileContext) -> Iterator[Event]:
 def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
     opts = ctx.opts
     header = file_event(ctx, reader.size)
-    if ctx.remote is None and active_segment_of_live_dir(ctx.path):
+    live = ctx.remote is None and active_segment_of_live_dir(ctx.path)
+    if live:
         ctx.warnings.append(
             f"{ctx.file}: the active segment of a running broker (.lock held): read as of its "
             f"{reader.size:,} bytes when opened; the broker appends after"
@@ -321,7 +322,16 @@ def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
             if opts.max_batches is not None and stats["batches"] >= opts.max_batches:
                 break  # --max-batches: the rest is not read (an error past it is not looked for either)
     except FormatError as e:
-        if not (limited and isinstance(e, TruncatedError)):
+        if not isinstance(e, TruncatedError):
+            error = e
+        elif live and not limited:
+            # a batch the broker was writing when the file was opened (its moment): not yet written, as
+            # Kafka's reader takes a partial batch at the end (FileLogInputStream.nextBatch)
+            ctx.warnings.append(
+                f"{ctx.file}: the batch at position {valid_end:,} was being written when the file was opened "
+                f"({reader.size - valid_end:,} bytes of it then): not yet written, not dumped"
+            )
+        elif not limited:
             error = e
     ctx.findings.extend(below[:1])  # the first (the scan reports the segment once)
     ctx.findings.extend(past[:1])  # the first batch past the end (the dump stops there)
