@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from logdoctor.checks import catalog
+from logdoctor.checks.catalog.checkpoint_files import META_PROPERTIES_EMPTY_BY_VERSION
 from logdoctor.cli import commands  # noqa: F401  (registers every command)
 from logdoctor.cli.main import app
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
@@ -74,4 +74,4 @@ def test_the_per_version_text_holds_in_kafkas_source() -> None:
         assert "setClusterId(_clusterId)" in server, tag
     # KRaft: no node id in an empty file
     assert "node ID not found in" in _kafka("HEAD", "core/src/main/scala/kafka/server/KafkaRaftServer.scala")
-    assert "Kafka 0.9 to 2.7" in catalog.META_PROPERTIES_EMPTY_BY_VERSION
+    assert "Kafka 0.9 to 2.7" in META_PROPERTIES_EMPTY_BY_VERSION

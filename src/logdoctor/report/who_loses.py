@@ -44,7 +44,7 @@ _GROUP = re.compile(
     rf"^group (?P<group>.+?) committed offset {_N} for (?P<tp>\S+), .* \(log start offset {_N}, log end "
     rf"offset {_N}\): "
 )
-#: RETENTION_DUE's words (checks/catalog.py): what the next retention check deletes
+#: RETENTION_DUE's words (checks/catalog/retention_compaction.py): what the next retention check deletes
 _DUE = re.compile(
     r"deletes (?P<segments>\d+) segment\(s\), (?P<bytes>[\d,]+) bytes holding offsets (?P<first>\d+) to "
     r"(?P<last>\d+) \((?P<offsets>[\d,]+) offsets\)"

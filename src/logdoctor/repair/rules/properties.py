@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-from logdoctor.checks import catalog
+from logdoctor.checks.catalog.checkpoint_files import META_PROPERTIES_EMPTY_BY_VERSION
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.scanner import ScanReport
 from logdoctor.formats.partition_metadata import (
@@ -43,7 +43,7 @@ _RESTORE = (
     "dir keeps its own directory.id)"
 )
 META_PROPERTIES_WHY = (
-    _NEVER_WRITTEN + "; for an empty one: " + catalog.META_PROPERTIES_EMPTY_BY_VERSION
+    _NEVER_WRITTEN + "; for an empty one: " + META_PROPERTIES_EMPTY_BY_VERSION
     + ". Where the broker would not rewrite it, " + _RESTORE
 )
 #: a missing file is not an empty one (K:metadata/.../properties/MetaPropertiesEnsemble.java Loader: a dir
