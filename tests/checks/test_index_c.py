@@ -1,8 +1,9 @@
 """The C index checks (``_speedups.index_real_entries``, ``index_entry_checks``, ``index_cross_check``:
-formats.index.real_entry_count, checks.indexes.first_bad_entry and checks.deep._big_mismatch, which a `scan
---deep` runs without importing numpy) give what their numpy twins give (formats.index.real_entry_count_numpy,
-the masks of checks.indexes._OFFSET_CHECKS / _TIME_CHECKS, checks.deep._MISMATCH), on generated indexes
-(hypothesis) and on every real index of ../shared/realworld, as found and with bytes flipped."""
+formats.index.real_entry_count, checks.indexes.first_bad_entry and
+checks.index_cross_check._big_mismatch, which a `scan --deep` runs without importing numpy) give what
+their numpy twins give (formats.index.real_entry_count_numpy, the masks of checks.indexes._OFFSET_CHECKS /
+_TIME_CHECKS, checks.index_cross_check._MISMATCH), on generated indexes (hypothesis) and on every real
+index of ../shared/realworld, as found and with bytes flipped."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import realworld
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 import tiers
-from logdoctor.checks import deep, indexes
+from logdoctor.checks import index_cross_check, indexes
 from logdoctor.checks.state import walk_file
 from logdoctor.formats.index import IndexKind, real_entry_count, real_entry_count_numpy
 from logdoctor.formats.native import speedups
@@ -82,7 +83,7 @@ def _numpy(fn, *args):  # type: ignore[no-untyped-def]
     """``fn(*args)`` with the numpy twins (as without the C extension)."""
     with pytest.MonkeyPatch.context() as m:
         m.setattr(indexes, "speedups", None)
-        m.setattr(deep, "speedups", None)
+        m.setattr(index_cross_check, "speedups", None)
         return fn(*args)
 
 
@@ -98,7 +99,7 @@ def _agree(
     if w.positions:
         seg = SimpleNamespace(base_offset=base, log_name="00000000000000000000.log")
         args2 = (kind, data, seg, w)
-        assert deep._big_mismatch(*args2) == _numpy(deep._big_mismatch, *args2)
+        assert index_cross_check._big_mismatch(*args2) == _numpy(index_cross_check._big_mismatch, *args2)
 
 
 @settings(max_examples=tiers.examples(400), deadline=None)

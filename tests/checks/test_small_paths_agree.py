@@ -1,4 +1,4 @@
-"""The plain-Python paths for small inputs (checks.deep's index cross-check, the producer snapshot
+"""The plain-Python paths for small inputs (checks.index_cross_check, the producer snapshot
 reader) give what their numpy paths give, on random and edge-case inputs."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from logdoctor.checks import deep
+from logdoctor.checks import index_cross_check
 from logdoctor.checks.indexes import Entries
 from logdoctor.formats import producer_snapshot as ps
 from logdoctor.formats.index import IndexKind
@@ -39,7 +39,7 @@ def _index(kind: IndexKind, rng: random.Random, base: int, lasts: list[int], pos
 def _numpy_path(kind: IndexKind, data: bytes, seg: SimpleNamespace, w: SimpleNamespace):
     batches = (np.frombuffer(w.positions, dtype=np.int64), np.frombuffer(w.last_offsets, dtype=np.int64))
     entries = Entries(kind, data, seg.base_offset, log_name=seg.log_name)
-    found = deep._MISMATCH[kind](entries, *batches, w.max_timestamp)
+    found = index_cross_check._MISMATCH[kind](entries, *batches, w.max_timestamp)
     return None if found is None else (*found, int(entries.offsets[found[0]]))
 
 
@@ -63,7 +63,7 @@ def test_small_index_cross_check_agrees_with_numpy(seed: int, kind: IndexKind) -
     )
     for _ in range(25):
         data = _index(kind, rng, base, lasts, positions)
-        small = deep._SMALL_MISMATCH[kind](deep._small_entries(kind, data), seg, w)
+        small = index_cross_check._SMALL_MISMATCH[kind](index_cross_check._small_entries(kind, data), seg, w)
         assert small == _numpy_path(kind, data, seg, w), data.hex()
 
 

@@ -244,7 +244,7 @@ def check_tails(st: PartitionState) -> None:
         return
     # walked whole at once on the walk threads (each only reads its own .log: the same results)
     walks = st.walk_all([st.segments[i] for i in suspect], verify_crc=True, with_positions=True)
-    from logdoctor.checks.deep import cross_check_indexes  # deep imports this module
+    from logdoctor.checks.index_cross_check import cross_check_indexes
 
     for i, w in zip(suspect, walks, strict=True):
         if w is None:

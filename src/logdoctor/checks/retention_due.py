@@ -21,6 +21,12 @@ import os
 from typing import TYPE_CHECKING
 
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.retention_round import (
+    LOG_START_OFFSET_BREACH,
+    RETENTION_MS_BREACH,
+    partition_retention,
+    retention_timestamp,
+)
 from logdoctor.logdir.names import METADATA_TOPIC
 
 if TYPE_CHECKING:
@@ -35,14 +41,6 @@ def retention_due(rep: PartitionReport, now_ms: int) -> Finding | None:
     cfg = rep.topic_config
     if cfg is None or rep.topic == METADATA_TOPIC or rep.remote_log_enabled or not rep.segment_infos:
         return None
-    # `logdoctor retention` imports the scanner, which imports the checks of a partition
-    from logdoctor.checks.retention import (
-        LOG_START_OFFSET_BREACH,
-        RETENTION_MS_BREACH,
-        partition_retention,
-        retention_timestamp,
-    )
-
     # each pass of the round stops at the first segment it may not delete: when the first segment is safe
     # from all three, the round deletes nothing (most partitions: the round itself is not run)
     infos = rep.segment_infos

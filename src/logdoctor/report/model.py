@@ -403,7 +403,7 @@ def flag_segments(part: PartitionView, findings: list[FindingView], now_ms: int)
 
 def retention_verdicts(part: PartitionView, now_ms: int) -> list[str | None]:
     """Why the next retention round deletes each segment (None: kept; all None when it cannot be judged)."""
-    from logdoctor.checks.retention import RetentionConfig, partition_verdicts, retention_timestamp
+    from logdoctor.checks.retention_round import RetentionConfig, partition_verdicts, retention_timestamp
 
     segs = part.segments or []
     cfg = part.topic_config

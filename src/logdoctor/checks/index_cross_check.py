@@ -1,0 +1,166 @@
+"""Every entry of a segment's .index and .timeindex checked against the batches of its walked .log:
+what `scan --deep` runs on every segment, and the default depth on a segment whose tail walk found damage.
+
+An entry must point at a batch boundary whose offsets and timestamps agree with it (the rules of
+K:storage/.../log/LogSegment.java recover, which rebuilds the indexes from the batches); the first entry
+that does not is reported with the reason, as INDEX_CORRUPT.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+
+from logdoctor.checks.indexes import _SMALL, C_OFFSET_MAX, ENTRY_SIZE, Entries, report_corrupt
+from logdoctor.checks.state import PartitionState, WalkResult
+from logdoctor.formats.index import IndexKind, real_entry_count
+from logdoctor.formats.lazy_numpy import np
+from logdoctor.formats.native import speedups
+from logdoctor.logdir.model import Segment
+
+__all__ = ["cross_check_indexes"]
+
+
+def cross_check_indexes(st: PartitionState, seg: Segment, w: WalkResult) -> None:
+    """Every real index entry must point where a lookup can use it (DumpLogSegments --verify-index-only)."""
+    if w.positions is None or w.last_offsets is None or w.batches == 0:
+        return
+    for kind, path in ((IndexKind.OFFSET, seg.index_file), (IndexKind.TIME, seg.timeindex_file)):
+        if path is None or path in st.unreadable:
+            continue
+        data = st.read_small(path, "the broker cannot open this index")
+        if data is None or len(data) % ENTRY_SIZE[kind]:
+            continue
+        if len(data) <= _SMALL * ENTRY_SIZE[kind]:
+            found = _SMALL_MISMATCH[kind](_small_entries(kind, data), seg, w)
+        else:
+            found = _big_mismatch(kind, data, seg, w)
+        if found is not None:
+            j, why, offset = found
+            problem = f"entry {j} of {path} does not match the log: {why}"
+            report_corrupt(st, seg, path, kind, data, problem, j * ENTRY_SIZE[kind], offset)
+
+
+def _big_mismatch(kind: IndexKind, data: bytes, seg: Segment, w: WalkResult) -> _Found:
+    """The first entry of an index of more than _SMALL entries that does not match the walk: in C over the
+    whole buffer (``_speedups.index_cross_check``: a `scan --deep` never imports numpy), else with numpy
+    (:data:`_MISMATCH`, which the C twin is tested against: tests/checks/test_index_c.py)."""
+    assert w.positions is not None and w.last_offsets is not None
+    last_offset = w.last_offsets[-1]
+    if speedups is not None and 0 <= seg.base_offset <= C_OFFSET_MAX:
+        real = real_entry_count(data, ENTRY_SIZE[kind])
+        got = speedups.index_cross_check(
+            data, ENTRY_SIZE[kind], real, seg.base_offset, w.positions, w.last_offsets, w.max_timestamp
+        )
+        if got is None:
+            return None
+        if kind is IndexKind.OFFSET:
+            j, not_start, pos, off, batch_last = got
+            return j, _offset_why(bool(not_start), pos, off, batch_last, last_offset, seg.log_name), off
+        j, off, ts = got
+        return j, _time_why(off, ts, last_offset, w.max_timestamp), off
+    entries = Entries(kind, data, seg.base_offset, log_name=seg.log_name)
+    batches = np.frombuffer(w.positions, dtype=np.int64), np.frombuffer(w.last_offsets, dtype=np.int64)
+    found = _MISMATCH[kind](entries, *batches, w.max_timestamp)
+    return None if found is None else (*found, int(entries.offsets[found[0]]))
+
+
+def _offset_why(not_start: bool, pos: int, off: int, batch_last: int, last_offset: int, log_name: str) -> str:
+    """Why a .index entry at position ``pos`` for offset ``off`` is wrong (``batch_last``: the last
+    offset of the batch at ``pos``, when there is one)."""
+    if not_start:
+        return f"position {pos} is not the start of a batch in {log_name}"
+    if batch_last > off:
+        return f"the batch at position {pos} ends at offset {batch_last}, after the entry's offset {off}"
+    return f"offset {off} is past the segment's last offset {last_offset}"
+
+
+def _time_why(off: int, ts: int, last_offset: int, max_timestamp: int) -> str:
+    if off > last_offset:
+        return f"offset {off} is past the segment's last offset {last_offset}"
+    return f"timestamp {ts} is above every record timestamp (max {max_timestamp})"
+
+
+def _offset_mismatch(
+    e: Entries, positions: np.ndarray, lasts: np.ndarray, _max_timestamp: int
+) -> tuple[int, str] | None:
+    """The first .index entry that is not at a batch start, is before its batch's end, or past the log."""
+    offs, pos, last_offset = e.offsets, e.positions, int(lasts[-1])
+    k = np.searchsorted(positions, pos)
+    k_clip = np.minimum(k, len(positions) - 1)
+    not_start = (k >= len(positions)) | (positions[k_clip] != pos)
+    wrong = ~not_start & (lasts[k_clip] > offs)
+    past = offs > last_offset
+    bad = np.flatnonzero(not_start | wrong | past)
+    if not bad.size:
+        return None
+    j = int(bad[0])
+    batch_last = int(lasts[k_clip[j]])
+    return j, _offset_why(bool(not_start[j]), int(pos[j]), int(offs[j]), batch_last, last_offset, e.log_name)
+
+
+def _time_mismatch(
+    e: Entries, _positions: np.ndarray, lasts: np.ndarray, max_timestamp: int
+) -> tuple[int, str] | None:
+    """The first .timeindex entry past the log's last offset or above every record timestamp."""
+    offs, ts, last_offset = e.offsets, e.timestamps, int(lasts[-1])
+    bad = np.flatnonzero((offs > last_offset) | (ts > max(max_timestamp, -1)))
+    if not bad.size or max_timestamp < 0:
+        return None
+    j = int(bad[0])
+    return j, _time_why(int(offs[j]), int(ts[j]), last_offset, max_timestamp)
+
+
+_MISMATCH = {IndexKind.OFFSET: _offset_mismatch, IndexKind.TIME: _time_mismatch}
+
+
+# --- the same checks in plain Python, for indexes of up to _SMALL entries (most of a log dir's): numpy's
+# per-call cost dominates there, and a scan of small partitions then never imports numpy at all
+
+
+def _small_entries(kind: IndexKind, data: bytes) -> list[tuple[int, int]]:
+    """The real entries of a small index as (relative offset, position or timestamp) pairs:
+    :func:`logdoctor.formats.index.real_entry_count`'s rule (stop at the first slot i > 0 whose relative
+    offset is 0; none when slot 0 is all zero)."""
+    if kind is IndexKind.OFFSET:
+        ents = [(rel, pos) for rel, pos in struct.iter_unpack(">ii", data)]
+    else:
+        ents = [(rel, ts) for ts, rel in struct.iter_unpack(">qi", data)]
+    if not ents or ents[0] == (0, 0):
+        return []
+    for i in range(1, len(ents)):
+        if ents[i][0] == 0:
+            return ents[:i]
+    return ents
+
+
+def _small_offset_mismatch(ents: list[tuple[int, int]], seg: Segment, w: WalkResult) -> _Found:
+    """:func:`_offset_mismatch` of a small .index."""
+    positions, lasts = w.positions, w.last_offsets
+    assert positions is not None and lasts is not None
+    n, last_offset, base = len(positions), lasts[-1], seg.base_offset
+    for j, (rel, pos) in enumerate(ents):
+        off = base + rel
+        k = bisect.bisect_left(positions, pos)
+        not_start = k >= n or positions[k] != pos
+        batch_last = lasts[min(k, n - 1)]
+        if not_start or batch_last > off or off > last_offset:
+            return j, _offset_why(not_start, pos, off, batch_last, last_offset, seg.log_name), off
+    return None
+
+
+def _small_time_mismatch(ents: list[tuple[int, int]], seg: Segment, w: WalkResult) -> _Found:
+    """:func:`_time_mismatch` of a small .timeindex."""
+    assert w.last_offsets is not None
+    last_offset, max_timestamp, base = w.last_offsets[-1], w.max_timestamp, seg.base_offset
+    if max_timestamp < 0:
+        return None
+    for j, (rel, ts) in enumerate(ents):
+        off = base + rel
+        if off > last_offset or ts > max_timestamp:
+            return j, _time_why(off, ts, last_offset, max_timestamp), off
+    return None
+
+
+_Found = tuple[int, str, int] | None  # (entry, why, its offset)
+_SMALL_MISMATCH = {IndexKind.OFFSET: _small_offset_mismatch, IndexKind.TIME: _small_time_mismatch}

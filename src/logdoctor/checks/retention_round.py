@@ -1,0 +1,501 @@
+"""One retention round of a partition, as the broker's next retention check runs it: the rules of
+`logdoctor retention` (:mod:`logdoctor.checks.retention`, which scans and runs this round on each partition)
+and of the scan's RETENTION_DUE (:mod:`logdoctor.checks.retention_due`).
+
+Follows K:core/src/main/scala/kafka/log/UnifiedLog.scala deleteOldSegments; :mod:`logdoctor.checks.retention`
+says the rules and the tiered case. This module imports neither the scanner nor the remote log metadata: a
+partition's check runs it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from logdoctor.checks import catalog
+from logdoctor.checks.context import PartitionReport, SegmentInfo
+from logdoctor.checks.findings import Finding, exit_code
+from logdoctor.checks.state import duration, iso
+from logdoctor.checks.timestamps import ROOT_CAUSE_ALSO
+from logdoctor.checks.topic_config import DEFAULT_RETENTION_MS, TopicConfig
+
+__all__ = [
+    "DEFAULT_RETENTION_MS",
+    "LOG_START_OFFSET_BREACH",
+    "REMOTE_RETENTION",
+    "RETENTION_MS_BREACH",
+    "RETENTION_SIZE_BREACH",
+    "WAITS_FOR_UPLOAD",
+    "PartitionRetention",
+    "RetentionConfig",
+    "RetentionReport",
+    "SegmentVerdict",
+    "partition_retention",
+    "partition_verdicts",
+    "retention_timestamp",
+    "simulate",
+]
+
+
+LOG_START_OFFSET_BREACH = "log_start_offset_breach"
+#: a tiered partition's segment that local retention would delete, kept until it is uploaded
+WAITS_FOR_UPLOAD = "local retention waits for upload"
+REMOTE_RETENTION = (
+    "retention.ms/retention.bytes apply to the remote tier: RemoteLogManager deletes remote segments "
+    "past them and moves the log start offset (RLMExpirationTask); not simulated here"
+)
+RETENTION_SIZE_BREACH = "retention_size_breach"
+RETENTION_MS_BREACH = "retention_ms_breach"
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionConfig:
+    """The three numbers the simulation needs (resolved per topic by :mod:`logdoctor.checks.topic_config`)."""
+
+    retention_ms: int = DEFAULT_RETENTION_MS  # -1: no time limit
+    retention_bytes: int = -1  # -1: no size limit
+    delete: bool = True  # cleanup.policy contains "delete"
+    #: a remote log: retention_ms/bytes are then local.retention.ms/.bytes, and a segment goes only once
+    #: it is uploaded (UnifiedLog.deletableSegments)
+    remote: bool = False
+
+    @classmethod
+    def of(cls, cfg: TopicConfig, remote: bool = False) -> RetentionConfig:
+        if remote and cfg.local_retention_ms is not None and cfg.local_retention_bytes is not None:
+            return cls(cfg.local_retention_ms.value, cfg.local_retention_bytes.value, cfg.delete, True)
+        return cls(cfg.retention_ms.value, cfg.retention_bytes.value, cfg.delete, remote)
+
+
+@dataclass(slots=True)
+class SegmentVerdict:
+    base_offset: int
+    size: int
+    broker_largest_timestamp: int | None
+    broker_timestamp_source: str
+    true_largest_timestamp: int | None
+    reason: str | None = None  # why the broker would delete it (None: kept)
+    reason_if_true_timestamps: str | None = None  # the same with the true timestamps
+    active: bool = False
+    #: a tiered partition's segment local retention would delete for this reason once it is uploaded
+    waits_for_upload: str | None = None
+
+    @property
+    def at_risk(self) -> bool:
+        return self.reason == RETENTION_MS_BREACH and self.reason_if_true_timestamps is None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "base_offset": self.base_offset,
+            "size": self.size,
+            "active": self.active,
+            "broker_largest_timestamp": self.broker_largest_timestamp,
+            "broker_timestamp_source": self.broker_timestamp_source,
+            "true_largest_timestamp": self.true_largest_timestamp,
+            "deleted": self.reason is not None,
+            "reason": self.reason,
+            "deleted_with_true_timestamps": self.reason_if_true_timestamps is not None,
+            "retention_risk": self.at_risk,
+            "waits_for_upload": self.waits_for_upload,
+        }
+
+
+@dataclass(slots=True)
+class PartitionRetention:
+    topic: str
+    partition: int
+    log_dir: str
+    path: str
+    topic_config: TopicConfig
+    log_start_offset: int | None
+    log_end_offset: int | None
+    high_watermark: int | None
+    high_watermark_source: str
+    new_log_start_offset: int | None
+    rolls: bool
+    segments: list[SegmentVerdict] = field(default_factory=list)
+    #: the first local offset (UnifiedLog.localLogStartOffset); the same as the log start when not tiered
+    local_log_start_offset: int | None = None
+    #: the local log start after this round (a tiered partition's deletions move it, not the log start)
+    new_local_log_start_offset: int | None = None
+    tiered: bool = False
+    tiered_evidence: str = ""
+    #: UnifiedLog.highestOffsetInRemoteStorage from the remote log metadata (None: not known offline)
+    highest_remote_offset: int | None = None
+    #: where the upload state comes from, in words (tiered partitions only)
+    upload_state: str = ""
+
+    @property
+    def upload_known(self) -> bool:
+        return self.highest_remote_offset is not None
+
+    @property
+    def config(self) -> RetentionConfig:
+        return RetentionConfig.of(self.topic_config, self.tiered)
+
+    @property
+    def waiting(self) -> list[SegmentVerdict]:
+        return [s for s in self.segments if s.waits_for_upload is not None]
+
+    @property
+    def deleted(self) -> list[SegmentVerdict]:
+        return [s for s in self.segments if s.reason is not None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "log_dir": self.log_dir,
+            "retention_ms": self.config.retention_ms,
+            "retention_bytes": self.config.retention_bytes,
+            "cleanup_policy_delete": self.config.delete,
+            "topic_config": self.topic_config.to_json(),
+            "log_start_offset": self.log_start_offset,
+            "local_log_start_offset": self.local_log_start_offset,
+            "log_end_offset": self.log_end_offset,
+            "high_watermark": self.high_watermark,
+            "high_watermark_source": self.high_watermark_source,
+            "new_log_start_offset": self.new_log_start_offset,
+            "new_local_log_start_offset": self.new_local_log_start_offset,
+            "tiered": self.tiered,
+            "tiered_evidence": self.tiered_evidence,
+            "remote_retention": REMOTE_RETENTION if self.tiered else None,
+            "highest_remote_offset": self.highest_remote_offset,
+            "upload_state": self.upload_state if self.tiered else None,
+            "waiting_for_upload_segments": len(self.waiting),
+            "rolls_new_active_segment": self.rolls,
+            "deleted_segments": len(self.deleted),
+            "deleted_bytes": sum(s.size for s in self.deleted),
+            "segments": [s.to_json() for s in self.segments],
+        }
+
+
+@dataclass(slots=True)
+class RetentionReport:
+    now_ms: int
+    partitions: list[PartitionRetention]
+    findings: list[Finding]
+    #: the consumer groups this round moves below their partition's new log start (checks.consumer_groups;
+    #: each ``OutOfRange.details()``), as a plan lists them
+    consumer_groups: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code(self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "now_ms": self.now_ms,
+            "partitions": [p.to_json() for p in self.partitions],
+            "findings": [f.to_json() for f in self.findings],
+            "consumer_groups": self.consumer_groups,
+            "summary": {
+                "deleted_segments": sum(len(p.deleted) for p in self.partitions),
+                "deleted_bytes": sum(s.size for p in self.partitions for s in p.deleted),
+                "retention_risk_segments": sum(1 for p in self.partitions for s in p.segments if s.at_risk),
+                "exit_code": self.exit_code,
+            },
+        }
+
+
+# --- the simulation (pure) -------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Seg:
+    base: int
+    size: int
+    ts: int
+
+
+def simulate(
+    segments: list[tuple[int, int, int]],
+    *,
+    log_start_offset: int,
+    log_end_offset: int,
+    high_watermark: int,
+    config: RetentionConfig,
+    now_ms: int,
+    highest_remote_offset: int | None = None,
+    remote_log_start_offset: int | None = None,
+    waiting: dict[int, str] | None = None,
+) -> tuple[list[str | None], int, bool]:
+    """One retention round of UnifiedLog.deleteOldSegments over ``(base offset, size, largest timestamp)``.
+
+    Returns the reason each segment is deleted (None: kept), the new log start offset and whether the
+    broker rolls a new active segment first (every segment deleted).
+
+    ``config.remote``: a remote log; ``log_start_offset`` is then its LOCAL log start offset (what the
+    log-start pass compares with, and what deletions move), ``remote_log_start_offset`` its log start
+    offset, ``highest_remote_offset`` the highest offset uploaded (None: unknown, nothing counts as
+    uploaded). A segment the predicate accepts but not yet uploaded stops the pass, as in the broker,
+    and goes into ``waiting`` (base offset -> the reason it would be deleted for).
+    """
+    live = [_Seg(b, s, t) for b, s, t in segments]
+    reasons: dict[int, str] = {}
+    log_start = log_start_offset
+    rolled = False
+
+    def deletable(pred: Callable[[_Seg, _Seg | None], bool]) -> list[_Seg]:
+        out: list[_Seg] = []
+        for i, seg in enumerate(live):
+            nxt = live[i + 1] if i + 1 < len(live) else None
+            last_and_empty = nxt is None and seg.size == 0
+            upper = nxt.base if nxt is not None else log_end_offset
+            ok = high_watermark >= upper and pred(seg, nxt)
+            if ok and not last_and_empty and eligible(nxt, upper):
+                out.append(seg)
+            else:
+                if ok and not last_and_empty and waiting is not None and current:
+                    waiting.setdefault(seg.base, current[0])
+                break
+        return out
+
+    current: list[str] = []
+
+    def eligible(nxt: _Seg | None, upper: int) -> bool:
+        """UnifiedLog.deletableSegments isSegmentEligibleForDeletion."""
+        if not config.remote:
+            return True
+        if nxt is not None and remote_log_start_offset is not None and remote_log_start_offset >= nxt.base:
+            return True  # allowDeletionDueToLogStartOffsetIncremented
+        return highest_remote_offset is not None and upper > 0 and upper - 1 <= highest_remote_offset
+
+    def pass_(pred: Callable[[_Seg, _Seg | None], bool], reason: str) -> None:
+        current[:] = [reason]
+        delete(deletable(pred), reason)
+
+    def delete(segs: list[_Seg], reason: str) -> None:
+        nonlocal log_start, rolled, live
+        if not segs:
+            return
+        if len(segs) == len(live):
+            rolled = True
+            live.append(_Seg(log_end_offset, 0, -1))  # roll(): a new empty active segment at the log end
+        for s in segs:
+            reasons[s.base] = reason
+        live = live[len(segs) :]
+        log_start = max(log_start, live[0].base)
+
+    pass_(lambda seg, nxt: nxt is not None and nxt.base <= log_start, LOG_START_OFFSET_BREACH)
+    if config.delete:
+        if config.retention_bytes >= 0:
+            total = sum(s.size for s in live)
+            if total >= config.retention_bytes:
+                diff = total - config.retention_bytes
+
+                def size_pred(seg: _Seg, nxt: _Seg | None) -> bool:
+                    nonlocal diff
+                    if diff - seg.size >= 0:
+                        diff -= seg.size
+                        return True
+                    return False
+
+                pass_(size_pred, RETENTION_SIZE_BREACH)
+        if config.retention_ms >= 0:
+            pass_(lambda seg, nxt: now_ms - seg.ts > config.retention_ms, RETENTION_MS_BREACH)
+    return [reasons.get(b) for b, _s, _t in segments], log_start, rolled
+
+
+def partition_verdicts(
+    segments: list[tuple[int, int, int]],
+    *,
+    log_start_offset: int,
+    log_end_offset: int,
+    high_watermark: int | None,
+    config: RetentionConfig,
+    now_ms: int,
+    remote_log_start_offset: int | None = None,
+    highest_remote_offset: int | None = None,
+    waiting: dict[int, str] | None = None,
+) -> tuple[list[str | None], int, bool, int, str]:
+    """:func:`simulate` with the partition's high watermark as the broker would have it: the checkpointed
+    one kept within [log start, log end] (a missing one taken as the log end offset: a leader whose
+    followers are caught up). Returns reasons, new log start offset, roll, the high watermark used and
+    where it came from. `retention` and the report both judge segments here."""
+    hw_source = "replication-offset-checkpoint"
+    hw = high_watermark
+    if hw is None:
+        hw, hw_source = log_end_offset, "log end offset (not in replication-offset-checkpoint)"
+    hw = min(max(hw, log_start_offset), log_end_offset)
+    reasons, new_lso, rolls = simulate(
+        segments,
+        log_start_offset=log_start_offset,
+        log_end_offset=log_end_offset,
+        high_watermark=hw,
+        config=config,
+        now_ms=now_ms,
+        remote_log_start_offset=remote_log_start_offset,
+        highest_remote_offset=highest_remote_offset,
+        waiting=waiting,
+    )
+    return reasons, new_lso, rolls, hw, hw_source
+
+
+def retention_timestamp(broker_ts: int | None, true_ts: int | None, mtime_ms: int, recovered: bool) -> int:
+    """The largest timestamp time retention compares: LogSegment.largestTimestamp (time index, else the
+    .log mtime), or the log's own when recovery rebuilds the time index at the next start."""
+    if recovered and true_ts is not None:
+        return true_ts
+    if broker_ts is not None:
+        return broker_ts
+    return mtime_ms
+
+
+# --- over log dirs ---------------------------------------------------------------------------------------
+
+
+def _broker_ts(info: SegmentInfo) -> int:
+    return retention_timestamp(info.broker_largest_ts, info.true_largest_ts, info.mtime_ms, info.recovered)
+
+
+def _true_ts(info: SegmentInfo) -> int:
+    # no timestamp in the records (v0): the broker's own fallback is the truth we can know
+    return info.true_largest_ts if info.true_largest_ts is not None else _broker_ts(info)
+
+
+def partition_retention(
+    part: PartitionReport,
+    topic_config: TopicConfig,
+    now_ms: int,
+    highest_remote_offset: int | None = None,
+    upload_state: str = "",
+) -> tuple[PartitionRetention, list[Finding]]:
+    """One partition's retention round at ``now_ms`` with its topic's settings, and its RETENTION_RISKs.
+
+    ``highest_remote_offset``: a tiered partition's highest offset in remote storage (:func:`upload_state`;
+    None: unknown, nothing counts as uploaded)."""
+    tiered = part.remote_log_enabled
+    if not tiered:
+        highest_remote_offset, upload_state = None, ""
+    config = RetentionConfig.of(topic_config, tiered)
+    infos = part.segment_infos
+    leo = part.log_end_offset
+    lso = part.log_start_offset
+    local = part.local_log_start_offset if part.local_log_start_offset is not None else lso
+    hw = part.high_watermark
+    tier = {
+        "local_log_start_offset": local,
+        "tiered": tiered,
+        "tiered_evidence": part.tiering_evidence,
+        "highest_remote_offset": highest_remote_offset,
+        "upload_state": upload_state,
+    }
+    if leo is None or lso is None or local is None or not infos:
+        return PartitionRetention(
+            part.topic,
+            part.partition,
+            part.log_dir,
+            part.path,
+            topic_config,
+            lso,
+            leo,
+            hw,
+            "unknown",
+            lso,
+            False,
+            [],
+            new_local_log_start_offset=local,
+            **tier,
+        ), []
+    segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
+    true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
+    kw: dict[str, Any] = {
+        # a remote log's passes work on its local log (UnifiedLog.deleteLogStartOffsetBreachedSegments)
+        "log_start_offset": local if tiered else lso,
+        "log_end_offset": leo,
+        "high_watermark": hw,
+        "config": config,
+        "now_ms": now_ms,
+        "remote_log_start_offset": lso if tiered else None,
+        "highest_remote_offset": highest_remote_offset,
+    }
+    waiting: dict[int, str] = {}
+    reasons, new_start, rolls, hw, hw_source = partition_verdicts(segs, **kw, waiting=waiting)
+    true_reasons, *_ = partition_verdicts(true_segs, **kw)
+    out = PartitionRetention(
+        part.topic,
+        part.partition,
+        part.log_dir,
+        part.path,
+        topic_config,
+        lso,
+        leo,
+        hw,
+        hw_source,
+        lso if tiered else new_start,  # local deletions never move a remote log's log start
+        rolls,
+        new_local_log_start_offset=new_start,
+        **tier,
+    )
+    findings: list[Finding] = []
+    for k, info in enumerate(infos):
+        v = SegmentVerdict(
+            info.base_offset,
+            info.size,
+            segs[k][2],
+            "recovery" if info.recovered and info.true_largest_ts is not None else info.broker_ts_source,
+            info.true_largest_ts,
+            reasons[k],
+            true_reasons[k],
+            active=k == len(infos) - 1,
+            waits_for_upload=waiting.get(info.base_offset),
+        )
+        out.segments.append(v)
+        if v.at_risk:
+            log_path = os.path.join(part.path, f"{info.base_offset:020d}.log")
+            tpath = os.path.join(part.path, f"{info.base_offset:020d}.timeindex")
+            path = tpath if info.broker_ts_source != "mtime" and os.path.exists(tpath) else log_path
+            broker = segs[k][2]
+            true = true_segs[k][2]
+            # the scan's finding for this segment names the root cause (a zeroed time index: one finding)
+            scanned = next(
+                (f for f in part.findings if f.code == "RETENTION_RISK" and f.offset == info.base_offset),
+                None,
+            )
+            root = {k2: v for k2, v in (scanned.details if scanned else {}).items() if k2 in _ROOT_KEYS}
+            cause = (
+                scanned.details["cause"]
+                if root and scanned is not None and scanned.details.get("cause")
+                else f"Time retention would use the {info.broker_ts_source or 'broker'} timestamp of "
+                f"{log_path}"
+            )
+            findings.append(
+                catalog.make(
+                    "RETENTION_RISK",
+                    path,
+                    logdir=part.log_dir,
+                    offset=info.base_offset,
+                    position=scanned.position if root and scanned is not None else None,
+                    also=ROOT_CAUSE_ALSO.format(rejected=_rejected(root)) if root else "",
+                    cause=cause[0].upper() + cause[1:],
+                    broker_ts=broker,
+                    broker_ts_iso=iso(broker),
+                    true_ts=true,
+                    true_ts_iso=iso(true),
+                    retention_ms=config.retention_ms,
+                    config=topic_config.describe(),
+                    when=f"now ({iso(now_ms)}), {duration(now_ms - broker - config.retention_ms)} past "
+                    "retention by its "
+                    f"clock, while its records are retained until {iso(true + config.retention_ms)}",
+                    segment=log_path,
+                    details={
+                        "segment": log_path,
+                        "broker_largest_timestamp": broker,
+                        "true_largest_timestamp": true,
+                        "broker_timestamp_source": info.broker_ts_source,
+                        "topic_config": topic_config.to_json(),
+                        **root,
+                    },
+                )
+            )
+    return out, findings
+
+
+_ROOT_KEYS = ("root_cause", "consequences")
+
+
+def _rejected(root: dict[str, Any]) -> str:
+    rejected = (root.get("root_cause") or {}).get("rejected_by") or []
+    return f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
