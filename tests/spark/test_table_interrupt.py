@@ -170,12 +170,17 @@ def _typed_table(fmt: str, out: Path, location: str):
     return tu.read_table(fmt, location).num_rows, DeltaTable(location).version()
 
 
-def _check_each(fmt: str, out: Path, stderr: str, committed: int) -> dict[str, tuple[int, int] | None]:
-    """Every table the line names holds what it says (read back); ``committed`` of them have a commit."""
+def _check_each(
+    fmt: str, out: Path, stderr: str, committed: int, before: dict[str, tuple[int, int]] | None = None
+) -> dict[str, tuple[int, int] | None]:
+    """Every table the line names holds what it says, read back: its commit's rows and snapshot/version,
+    or (nothing committed) what it held ``before`` the export (none: no table); ``committed`` of them
+    have a commit."""
     each = _each_table(stderr)
     assert all(loc.startswith(f"{out}/") for loc in each), each
     for location, said in each.items():
-        assert _typed_table(fmt, out, location) == said, (location, stderr)
+        expected = said if said is not None else (before or {}).get(location)
+        assert _typed_table(fmt, out, location) == expected, (location, stderr)
     assert sum(v is not None for v in each.values()) == committed, stderr
     assert "incomplete" not in stderr and " ERROR " not in stderr, stderr
     return each
@@ -222,7 +227,7 @@ def test_ctrl_c_of_a_cdc_append_says_what_the_table_holds(
     w.plain(dl.delete(2, 60, 6), dl.tombstone(2), dl.upsert("c", 4, "d", "n4", 70, 7))
     code, stderr, _ = _interrupted_at(tmp_path, fmt, stage, root, ("--view", "cdc", "--mode", "append"))
     assert code == 130, stderr
-    each = _check_each(fmt, out, stderr, committed=1 if stage == "after" else 0)
+    each = _check_each(fmt, out, stderr, 1 if stage == "after" else 0, {location: before})
     if stage == "after":
         assert each[location] is not None and each[location][0] == 3  # 1, 3 and 4: 2 deleted
         assert each[location][1] != before[1]
@@ -251,7 +256,10 @@ if any(a.endswith(".daemon") or a == "pyspark.worker" for a in getattr(sys, "ori
 
 def test_ctrl_c_while_a_task_runs_prints_no_spark_error(tmp_path: Path) -> None:
     """The Delta export, stopped by a terminal's Ctrl-C (the whole process group) while its Spark task
-    runs: Spark's executor used to log ``ERROR Executor: Exception in task ...`` under the one line."""
+    runs: Spark's executor used to log ``ERROR Executor: Exception in task ...`` under the one line.
+    With the log level left as it was, the line shows in about half the runs (the executor's task thread
+    sees its Python worker gone while the stopped JVM exits: a race this test cannot force); with it OFF
+    before the JVM is stopped, it never does."""
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(_BLOCK_THE_TASK)
