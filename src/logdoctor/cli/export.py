@@ -13,7 +13,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Annotated
 
 import typer
@@ -27,6 +27,7 @@ from logdoctor.cli.export_tables import (
     CatalogOption,
     PartitionByDayOption,
     TableNameOption,
+    interrupted_line,
     is_table_format,
     table_export_cli,
     time_parts,
@@ -388,13 +389,7 @@ def export_command(
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
     fresh = outputs_this_run_creates(out, fmt, writer, catalog)
-    stopped: str | Callable[[], str] = f"logdoctor export was stopped; its output {out} is incomplete"
-    watch = None
-    if is_table_format(fmt, writer) and not typed:  # one commit: the table says whether it landed
-        from logdoctor.spark.tables.outcome import CommitWatch
-
-        watch = CommitWatch(mode)
-        stopped = lambda: f"logdoctor export was stopped: {watch.line()}"  # noqa: E731
+    watch, stopped = interrupted_line(out, is_table_format(fmt, writer), mode)
     with (
         spark_interruptible(stopped),
         no_space_exits_73(out, fresh),
@@ -505,8 +500,9 @@ def cdc_export_cli(
 
     started = time.perf_counter()
     fresh = outputs_this_run_creates(out, fmt, None, catalog)
+    watch, stopped = interrupted_line(out, fmt != "parquet", mode)
     with (
-        spark_interruptible(f"logdoctor export was stopped; its output {out} is incomplete"),
+        spark_interruptible(stopped),
         no_space_exits_73(out, fresh),
     ):
         try:
@@ -526,6 +522,7 @@ def cdc_export_cli(
                 catalog=parse_catalog(catalog) if fmt == "iceberg" else None,
                 table_name=table,
                 progress=progress,
+                watch=watch,
             )
     summary = result.typed
     if json_out:

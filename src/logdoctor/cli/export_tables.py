@@ -91,10 +91,23 @@ def export_to_table(
                 usage_error(
                     "--partition-by-day applies to the records table; typed tables are not partitioned"
                 )
-            return run_typed_table_export(spark, list(paths), out, progress=progress, **common)
+            return run_typed_table_export(spark, list(paths), out, progress=progress, watch=watch, **common)
         return run_table_export(
             spark, list(paths), out, by_day=by_day, progress=progress, watch=watch, **common
         )
+
+
+def interrupted_line(out: str, table_format: bool, mode: str) -> tuple[Any, str | Callable[[], str]]:
+    """What a Ctrl-C of an export says (for :func:`logdoctor.cli.interrupts.spark_interruptible`) and the
+    :class:`~logdoctor.spark.tables.outcome.CommitWatch` the export tells each table it opens (None for
+    Parquet): of tables, what each holds, read from it once the JVM is stopped; of Parquet, that the output
+    is incomplete."""
+    if not table_format:
+        return None, f"logdoctor export was stopped; its output {out} is incomplete"
+    from logdoctor.spark.tables.outcome import CommitWatch
+
+    watch = CommitWatch(mode)
+    return watch, lambda: f"logdoctor export was stopped: {watch.line()}"
 
 
 @contextlib.contextmanager

@@ -236,8 +236,11 @@ def run_cdc_export(
     catalog: Mapping[str, str] | None = None,
     table_name: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    watch: Any = None,
 ) -> Any:
-    """Fold every Debezium topic of PATHS into its table under ``out`` (the module doc)."""
+    """Fold every Debezium topic of PATHS into its table under ``out`` (the module doc). ``watch``
+    (:class:`~logdoctor.spark.tables.outcome.CommitWatch`): told each table once opened, to say after a
+    Ctrl-C what each holds."""
     from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.spark.cdc import merge_partitions
     from logdoctor.spark.consumer_view import transaction_summary
@@ -313,6 +316,9 @@ def run_cdc_export(
                 "would leave some out for good (nothing was written)"
             )
         appending, held = _tables_to_continue(fmt, out, sorted(cdc_topics), catalog, table_name)
+        if watch is not None:  # each continued by one MERGE (upserts and deletes): the rows it then holds
+            for table in appending.values():
+                watch.opened(table, table.location, "merge")
         from logdoctor.spark.tables.export import _with_start
 
         above = {(t, int(p)): last for t, parts in held.items() for p, last in parts.items()}
@@ -374,7 +380,7 @@ def run_cdc_export(
     for topic in appending:
         summary.stats.setdefault(topic, CdcStats())
     side = _side_table(done)
-    locations = _write(fmt, out, mode, tables, side, ends, summary, catalog, table_name, items)
+    locations = _write(fmt, out, mode, tables, side, ends, summary, catalog, table_name, items, watch)
     if appending:
         locations.update(_append_tables(fmt, appending, changes, ends, summary, items))
     summary.tables = locations
@@ -420,14 +426,16 @@ def _write(
     catalog: Mapping[str, str] | None,
     table_name: str | None,
     items: Sequence[str],
+    watch: Any = None,
 ) -> dict[str, str]:
-    """Write each table (and the side table): Parquet committed by rename, or one commit per table."""
+    """Write each table (and the side table): Parquet committed by rename, or one commit per table
+    (``watch``: told each table once opened, :mod:`logdoctor.spark.tables.outcome`)."""
     everything = dict(tables)
     if side is not None and side.num_rows:
         everything[UNDECODED] = side
     if fmt == "parquet":
         return _write_parquet(out, mode, everything)
-    return _write_tables(fmt, out, mode, everything, ends, summary, catalog, table_name, items)
+    return _write_tables(fmt, out, mode, everything, ends, summary, catalog, table_name, items, watch)
 
 
 def _write_parquet(out: str, mode: str, tables: Mapping[str, pa.Table]) -> dict[str, str]:
@@ -466,13 +474,19 @@ def _write_tables(
     catalog: Mapping[str, str] | None,
     table_name: str | None,
     items: Sequence[str],
+    watch: Any = None,
 ) -> dict[str, str]:
+    from logdoctor.spark.tables.export import _pause
     from logdoctor.spark.tables.files import FileLayout, new_job_id, remove_uncommitted
     from logdoctor.spark.tables.typed_export import open_typed_tables, table_properties, to_format, write_file
     from logdoctor.spark.typed import format_schema
 
     job = new_job_id()
     opened, existing = open_typed_tables(fmt, out, list(tables), mode, catalog, table_name)
+    if watch is not None:
+        for name, table in opened.items():
+            side_append = name == UNDECODED and mode == "append" and name in existing
+            watch.opened(table, table.location, "append" if side_append else "overwrite")
     locations: dict[str, str] = {}
     for name, rows in tables.items():
         table = opened[name]
@@ -496,15 +510,19 @@ def _write_tables(
             commit_mode = "append"
         else:
             commit_mode = "overwrite"
-        committed: list[str] = []
+        committed: list[str] | None = []
         try:
             if fmt == "iceberg":
-                table.commit([written.path], schema, commit_mode, properties, properties)
+                table.commit([written.path], schema, commit_mode, properties, properties, pause=_pause)
             else:
-                table.commit([written], schema, commit_mode, properties, [])
+                table.commit([written], schema, commit_mode, properties, [], pause=_pause)
             committed = [written.path]
+        except KeyboardInterrupt:  # the commit may have landed: its file is kept (the next sweep removes it)
+            committed = None
+            raise
         finally:
-            remove_uncommitted(layout, committed)
+            if committed is not None:
+                remove_uncommitted(layout, committed)
         if name != UNDECODED:
             locations[name] = table.location
     return locations

@@ -54,7 +54,7 @@ def commit_iceberg(
     from logdoctor.spark.tables.typed_export import write_file
 
     written = write_file(rows, layout, 0, 0, {}) if rows.num_rows else None
-    committed: list[str] = []
+    committed: list[str] | None = []
     try:
         if pause is not None:
             pause("before")
@@ -73,13 +73,17 @@ def commit_iceberg(
             pause("after")
     except TableError:
         raise
+    except KeyboardInterrupt:  # the commit may have landed: its file is kept (the next sweep removes it)
+        committed = None
+        raise
     except Exception as exc:
         raise TableError(
             f"iceberg table {table.identifier}: the cdc append failed: {' '.join(str(exc).split())[:300]}; "
             "the table is unchanged"
         ) from None
     finally:
-        remove_uncommitted(layout, committed)
+        if committed is not None:
+            remove_uncommitted(layout, committed)
     table.load()
 
 

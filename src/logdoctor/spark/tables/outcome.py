@@ -1,9 +1,11 @@
-"""What an interrupted table export left in its table, read from the table itself: its one commit, or
-nothing. The commit is one atomic step of the format's library (a catalog swap, a ``_delta_log`` entry),
-so a Ctrl-C lands either before it (nothing was committed: the table is as it was) or after it (the table
-has the commit, whole); the export's other files are never part of the table either way. The table's
-current snapshot (Iceberg) or version (Delta) when the export opened it is compared with the one after
-the interrupt."""
+"""What an interrupted table export left in its tables, read from the tables themselves: per table, its one
+commit, or nothing. A commit is one atomic step of the format's library (a catalog swap, a ``_delta_log``
+entry), so a Ctrl-C lands either before it (nothing was committed: the table is as it was) or after it (the
+table has the commit, whole); the export's other files are never part of a table either way. Each table's
+current snapshot (Iceberg) or version (Delta) when the export opened it is compared with the one after the
+interrupt. An export of several tables (``--typed``, ``--view cdc``) commits each on its own: the line
+names each table the export opened and what it holds; a table the export had not opened yet was not
+touched."""
 
 from __future__ import annotations
 
@@ -13,38 +15,55 @@ __all__ = ["NOTHING_COMMITTED", "CommitWatch"]
 
 NOTHING_COMMITTED = "nothing was committed; the table is as it was"
 
+#: the commit modes whose rows are the table's after it (a MERGE: upserts and deletes in one commit)
+_HOLDS = "merge"
+
 
 class CommitWatch:
-    """The table an export opened and its state then (:meth:`opened`), for :meth:`line` after a Ctrl-C."""
+    """The tables an export opened and their state then (:meth:`opened`), for :meth:`line` after a
+    Ctrl-C."""
 
     def __init__(self, mode: str) -> None:
         self.mode = mode
-        self.table: Any = None
-        self.before: tuple[int | None, int] = (None, 0)
+        #: name -> [table, (snapshot or version, rows) when opened, commit mode]; "" for the one table
+        self.tables: dict[str, list[Any]] = {}
 
-    def opened(self, table: Any) -> None:
+    def opened(self, table: Any, name: str = "", mode: str | None = None) -> None:
         """``table`` (an :class:`~.iceberg.IcebergTable` or :class:`~.delta.DeltaLakeTable`, loaded) is the
-        export's: its snapshot or version now is the one a commit of this export would follow."""
-        self.before = _state(table)
-        self.table = table
+        export's (``name``: its name among several, shown in the line): its snapshot or version now is the
+        one a commit of this export would follow. ``mode``: this table's commit when not the export's
+        (``append``, ``overwrite``, or ``merge``: the rows said are those the table holds after it)."""
+        if name in self.tables:  # opened again (a CDC append's table): the first state is the one before
+            return
+        self.tables[name] = [table, _state(table), mode or self.mode]
 
     def line(self) -> str:
-        """``the table has its commit of N rows (snapshot S)`` or :data:`NOTHING_COMMITTED`."""
-        if self.table is None:  # stopped before the table was opened: the commit comes after
+        """One table: ``the table has its commit of N rows (snapshot S)`` or :data:`NOTHING_COMMITTED`.
+        Several: ``table T: ...`` for each, joined by ``; ``."""
+        if not self.tables:  # stopped before a table was opened: every commit comes after
             return NOTHING_COMMITTED
-        try:
-            self.table.load()
-            version, total = _state(self.table)
-        except Exception as exc:  # the table cannot be read now: say so, never guess
-            why = " ".join(str(exc).split())
-            return f"whether its commit landed is unknown: the table cannot be read ({why})"
-        if version is None or version == self.before[0]:
-            return NOTHING_COMMITTED
-        rows = _added_rows(self.table)
-        if rows is None:
-            rows = total - self.before[1] if self.mode == "append" else total
-        word = "snapshot" if _is_iceberg(self.table) else "version"
-        return f"the table has its commit of {rows:,} rows ({word} {version})"
+        if list(self.tables) == [""]:
+            return _line(*self.tables[""])
+        parts = [f"table {name}: {_line(*entry)}" for name, entry in sorted(self.tables.items())]
+        return "; ".join(parts)
+
+
+def _line(table: Any, before: tuple[int | None, int], mode: str) -> str:
+    try:
+        table.load()
+        version, total = _state(table)
+    except Exception as exc:  # the table cannot be read now: say so, never guess
+        why = " ".join(str(exc).split())
+        return f"whether its commit landed is unknown: the table cannot be read ({why})"
+    if version is None or version == before[0]:
+        return NOTHING_COMMITTED
+    word = "snapshot" if _is_iceberg(table) else "version"
+    if mode == _HOLDS:
+        return f"the table has its commit ({word} {version}) and holds {total:,} rows"
+    rows = _added_rows(table)
+    if rows is None:
+        rows = total - before[1] if mode == "append" else total
+    return f"the table has its commit of {rows:,} rows ({word} {version})"
 
 
 def _is_iceberg(table: Any) -> bool:

@@ -230,8 +230,11 @@ def run_typed_table_export(
     catalog: Mapping[str, str] | None = None,
     table_name: str | None = None,
     progress: Callable[[int, int], None] | None = None,
+    watch: Any = None,
 ) -> Any:
-    """Export PATHS as one ``fmt`` table per topic under ``out`` (see the module doc)."""
+    """Export PATHS as one ``fmt`` table per topic under ``out`` (see the module doc). ``watch``
+    (:class:`~logdoctor.spark.tables.outcome.CommitWatch`): told each table once opened, to say after a
+    Ctrl-C what each holds."""
     from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.spark.consumer_view import transaction_summary
     from logdoctor.spark.export import ExportError, StageProgress, raise_if_no_space, skipped_ranges
@@ -243,7 +246,7 @@ def run_typed_table_export(
         task_groups,
     )
     from logdoctor.spark.tables import TABLE_MODES, TableError
-    from logdoctor.spark.tables.export import TableExportResult, _with_start, merged_offsets
+    from logdoctor.spark.tables.export import TableExportResult, _pause, _with_start, merged_offsets
     from logdoctor.spark.tables.files import new_job_id, probe_writable, remove_uncommitted
     from logdoctor.spark.typed import UNDECODED, undecoded_schema
     from logdoctor.spark.typed_job import load_typed_registry, summary_of, survey_job
@@ -268,6 +271,9 @@ def run_typed_table_export(
     typed = survey_job(spark, refs, opts, txns, loaded.registry)
     names = [*typed.topics, UNDECODED]
     tables, existing = open_typed_tables(fmt, out, names, mode, catalog, table_name)
+    if watch is not None:
+        for table in tables.values():
+            watch.opened(table, table.location)
     above: dict[tuple[str, int], int] = {}  # what the tables hold together: each offset is in one of them
     held_by: dict[str, dict[tuple[str, int], int]] = {}
     if mode == "append":
@@ -297,6 +303,7 @@ def run_typed_table_export(
         tracker.__enter__()
     done: list[dict[str, Any]] = []
     committed: dict[str, list[str]] = {}
+    interrupted = False
     try:
         if groups:
             from logdoctor.spark.typed import broadcast, shipped
@@ -323,15 +330,24 @@ def run_typed_table_export(
                     mode,
                     properties,
                     {f"{PROPERTY_PREFIX}rows": str(sum(f.rows for f in files)), **properties},
+                    pause=_pause,
                 )
             else:
                 add = [f.name for f in schemas[name] if name in existing and f.name not in _columns(table)]
-                table.commit(files, schemas[name], mode, properties, add)
+                table.commit(files, schemas[name], mode, properties, add, pause=_pause)
             committed[name] = [f.path for f in files]
+    except KeyboardInterrupt:
+        # Ctrl-C: a table's commit may have landed before ``committed`` names its files, so nothing is
+        # deleted here (the next export's sweep removes what no commit references); the CLI says from the
+        # tables what each holds (.outcome)
+        interrupted = True
+        raise
     finally:
         if tracker is not None:
             tracker.__exit__(None, None, None)
         for name, layout in layouts.items():
+            if interrupted:
+                break
             with contextlib.suppress(Exception):  # best effort: the tables are already right
                 remove_uncommitted(layout, committed.get(name, ()))
     elapsed = time.perf_counter() - started
