@@ -257,33 +257,16 @@ _LAG_FINDING_COLUMNS = _names(
 
 
 def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
-    """REPLICA_LAG of one lagging replica (executor side), as census.fleet_findings makes it."""
-    from logdoctor.checks import catalog
-    from logdoctor.checks.findings import Severity
+    """REPLICA_LAG of one lagging replica (executor side), by the scan's rule (checks.replica_lag)."""
+    from logdoctor.checks.replica_lag import lag_finding
 
-    below = bool(row["below_high_watermark"])
-    state = (
-        f"below the partition's high watermark {row['partition_high_watermark']}, so it is out of the ISR"
-        if below
-        else "behind the most advanced replica"
-    )
-    tp = f"{row['topic']}-{row['partition']}"
-    f = catalog.make(
-        "REPLICA_LAG",
-        row["path"],
-        severity=Severity.ERROR if below else None,
-        topic_partition=tp,
-        broker=row["broker"],
-        log_end_offset=row["log_end_offset"],
-        lag=row["lag_offsets"],
-        lag_bytes=row["lag_bytes"] or 0,
-        leader_broker=row["leader_broker"],
-        leader_log_end_offset=row["leader_log_end_offset"],
-        state=state,
-        leader_logdir=row["leader_log_dir"],
-        logdir=row["log_dir"],
-    )
-    command = f"logdoctor sync-replica {tp} --leader {row['leader_log_dir']} --follower {row['log_dir']}"
+    f, command = lag_finding(
+        broker=row["broker"], log_dir=row["log_dir"], path=row["path"], topic=row["topic"],
+        partition=row["partition"], log_end_offset=row["log_end_offset"], lag=row["lag_offsets"],
+        lag_bytes=row["lag_bytes"] or 0, below_high_watermark=bool(row["below_high_watermark"]),
+        partition_high_watermark=row["partition_high_watermark"], leader_broker=row["leader_broker"],
+        leader_log_dir=row["leader_log_dir"], leader_log_end_offset=row["leader_log_end_offset"],
+    )  # fmt: skip
     return (
         row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, row["log_end_offset"],
         f.message, f.fix, command,
