@@ -40,15 +40,17 @@ _STATVFS = (
 )
 
 
-def fixtures() -> dict[str, dict[str, Any]]:
-    """name -> the census's arguments (``paths`` and ``simulated_disks``), inputs written under INPUTS."""
+def fixtures(only: str | None = None) -> dict[str, dict[str, Any]]:
+    """name -> the census's arguments (``paths`` and ``simulated_disks``), inputs written under INPUTS
+    (``only``: that fixture's inputs, the others' left unwritten if they are not yet)."""
     out: dict[str, dict[str, Any]] = {}
     from logdoctor.sample.fleet import generate_demo_fleet
 
-    demo_root = INPUTS / "demo"
-    shutil.rmtree(demo_root, ignore_errors=True)  # byte-identical each time (its clock fixed)
-    demo = generate_demo_fleet(demo_root, now_ms=NOW)
-    out["demo"] = {"paths": [str(demo_root)], "simulated_disks": demo.simulated_disks}
+    if only in (None, "demo"):
+        demo_root = INPUTS / "demo"
+        shutil.rmtree(demo_root, ignore_errors=True)  # byte-identical each time (its clock fixed)
+        demo = generate_demo_fleet(demo_root, now_ms=NOW)
+        out["demo"] = {"paths": [str(demo_root)], "simulated_disks": demo.simulated_disks}
     forensics = SHARED / "forensics"
     if forensics.is_dir():
         dirs = [str(forensics / f"broker-{n}" / "kafka-logs") for n in (1, 2, 3)]
@@ -68,7 +70,8 @@ def fixtures() -> dict[str, dict[str, Any]]:
     for name, sets in REALWORLD_SETS.items():
         if all((realworld / n).is_dir() for n in sets):
             out[name] = {"paths": [str(realworld / n) for n in sets]}
-    out["fleet-20x400"] = {"paths": [str(generated_fleet(20, 400))]}
+    if only in (None, "fleet-20x400"):
+        out["fleet-20x400"] = {"paths": [str(generated_fleet(20, 400))]}
     return out
 
 

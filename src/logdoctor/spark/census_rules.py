@@ -15,7 +15,6 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN  # the one threshold, scan's
 from logdoctor.checks.findings import Finding, Severity
-from logdoctor.logdir.names import METADATA_TOPIC
 from logdoctor.spark.census_input_checks import CensusError, refuse_remote_log_dirs
 
 
@@ -270,10 +269,6 @@ def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             r["lag_bytes"] = lag.lag_bytes
             r["partition_high_watermark"] = lag.partition_high_watermark
             r["below_high_watermark"] = lag.below_high_watermark
-            if lag.leader is not None:
-                r["leader_broker"] = lag.leader.broker
-                r["leader_log_dir"] = lag.leader.log_dir
-                r["leader_log_end_offset"] = lag.leader.log_end_offset
     live.sort(key=lambda r: (r["topic"], r["partition"], r.get("cluster") or "", r["broker"], r["log_dir"]))
     return live
 
@@ -282,8 +277,8 @@ def _lag_replica(r: dict[str, Any]) -> Any:
     from logdoctor.checks.replica_lag import LagReplica
 
     return LagReplica(
-        r["broker"], r["log_dir"], r["path"], r["topic"], int(r["partition"]), r["log_end_offset"],
-        r["bytes"] or 0, r["high_watermark"],
+        r["broker"], r["log_dir"], r["path"], r["topic"], int(r["partition"]), r.get("log_end_offset"),
+        r.get("bytes") or 0, r.get("high_watermark"),
     )  # fmt: skip
 
 
@@ -368,21 +363,17 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
 
     Codes (catalog scope "fleet"): REPLICA_LAG, LOG_DIR_NEARLY_FULL.
     """
-    from logdoctor.checks.replica_lag import lag_finding
+    from logdoctor.checks.replica_lag import lagging, partition_lag
 
     out: list[dict[str, Any]] = []
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in replicas:
-        lag = r.get("lag_offsets")
-        if not lag or lag <= 0 or r["topic"] == METADATA_TOPIC:
-            continue  # the metadata log: a Raft voter or observer fetches and truncates it itself
-        f, command = lag_finding(
-            broker=r["broker"], log_dir=r["log_dir"], path=r["path"], topic=r["topic"],
-            partition=r["partition"], log_end_offset=r["log_end_offset"], lag=lag,
-            lag_bytes=r.get("lag_bytes") or 0, below_high_watermark=bool(r.get("below_high_watermark")),
-            partition_high_watermark=r.get("partition_high_watermark"), leader_broker=r["leader_broker"],
-            leader_log_dir=r["leader_log_dir"], leader_log_end_offset=r["leader_log_end_offset"],
-        )  # fmt: skip
-        out.append(_finding(r["broker"], r["log_dir"], f, command, offset=r["log_end_offset"]))
+        groups.setdefault(_pkey(r), []).append(r)
+    for reps in groups.values():
+        by_path = {r["path"]: r for r in reps}
+        for f, command in lagging(partition_lag([_lag_replica(r) for r in reps])):
+            r = by_path[f.path]
+            out.append(_finding(r["broker"], r["log_dir"], f, command, offset=r["log_end_offset"]))
     by_broker: dict[str, list[dict[str, Any]]] = {}
     for d in log_dirs:
         by_broker.setdefault(d["broker"], []).append(d)
