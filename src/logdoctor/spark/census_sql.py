@@ -226,18 +226,17 @@ FindingSource = tuple[Any, Callable[[dict[str, Any]], tuple[Any, ...]]]
 
 
 def finding_frames(spark: Any, sources: Sequence[FindingSource], on_driver: bool = False) -> list[Any]:
-    """The findings of each source, made on the executors; or (``on_driver``, a small census: few rows)
-    here, from the rows of every source collected by one query (each row as JSON, nulls kept), with no
-    Python worker started for them."""
+    """The findings of each source, made on the executors (in Arrow batches of rows); or (``on_driver``, a
+    small census: few rows) here, from the rows of every source collected by one query (each row as JSON,
+    nulls kept), with no Python worker started for them."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
-    if not on_driver:
-        return [
-            spark.createDataFrame(rows.rdd.map(lambda r, make=make: make(r.asDict())), FINDING_OUT_DDL)
-            for rows, make in sources
-        ]
+    if not on_driver:  # each rule's function over Arrow batches of its rows (mapInArrow), not rdd.map
+        from logdoctor.spark.arrow_rows import map_rows
+
+        return [map_rows(rows, make, FINDING_OUT_DDL) for rows, make in sources]
     as_json = {"ignoreNullFields": "false"}
     tagged = [
         rows.select(F.lit(i).alias("source"), F.to_json(F.struct(*rows.columns), as_json).alias("row"))
