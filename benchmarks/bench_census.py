@@ -318,7 +318,9 @@ def run_floor(folder: Path, out: Path) -> dict[str, Any]:
     shutil.rmtree(out, ignore_errors=True)
     load0 = os.getloadavg()[0]
     t0 = time.perf_counter()
-    subprocess.run([str(PY), "-c", FLOOR, str(folder), str(out)], check=True, capture_output=True)
+    # the inventory files only (the folder also holds the generator's DONE mark)
+    files = str(folder / "*.parquet")
+    subprocess.run([str(PY), "-c", FLOOR, files, str(out)], check=True, capture_output=True)
     return {"wall": time.perf_counter() - t0, "load": (load0, os.getloadavg()[0])}
 
 
