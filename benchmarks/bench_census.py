@@ -1,10 +1,11 @@
 """`logdoctor census` over generated inventories (~4,000 replicas per broker) on local[2] and on a Spark
 standalone cluster, and `logdoctor inventory` on bench_scan.py's 100,000-segment log dir at --depth quick
-and default.
+and default; with ``--floor``, the census on local[2] against its floor, alternated.
 
     .venv/bin/python benchmarks/bench_census.py --brokers 100 1000 --replicas 4000
     .venv/bin/python benchmarks/bench_census.py --brokers 100 1000 3000 --master --standalone 2 \
         --skip-inventory
+    .venv/bin/python benchmarks/bench_census.py --brokers 1000 --floor --repeat 2
 
 Fleet: ``--brokers`` brokers, each with two log dirs and ~``--replicas`` replicas; partitions have three
 replicas on brokers i, i+1, i+2 (mod brokers), 100 partitions per topic, topic ids and the cluster id from
@@ -297,6 +298,60 @@ def run_census(
     }  # fmt: skip
 
 
+#: the census's floor (issue 60): a fresh ``local[2]`` session reads every inventory once, groups the replica
+#: rows by partition and writes the result as Parquet; the process's wall, Spark's start included
+FLOOR = """
+import sys
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+s = SparkSession.builder.master("local[2]").getOrCreate()
+rep = s.read.parquet(sys.argv[1]).where(F.col("record") == "replica")
+rep.groupBy("cluster_id", "topic", "partition").agg(
+    F.count(F.lit(1)).alias("replicas"), F.max("log_end_offset").alias("max_log_end_offset"),
+    F.min("log_end_offset").alias("min_log_end_offset"), F.sum("bytes").alias("bytes"),
+).write.mode("overwrite").parquet(sys.argv[2])
+s.stop()
+"""
+
+
+def run_floor(folder: Path, out: Path) -> dict[str, Any]:
+    """The floor's process (:data:`FLOOR`) on the inventories in ``folder``: its wall and load."""
+    shutil.rmtree(out, ignore_errors=True)
+    load0 = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    # the inventory files only (the folder also holds the generator's DONE mark)
+    files = str(folder / "*.parquet")
+    subprocess.run([str(PY), "-c", FLOOR, files, str(out)], check=True, capture_output=True)
+    return {"wall": time.perf_counter() - t0, "load": (load0, os.getloadavg()[0])}
+
+
+def floor_rows(
+    brokers: Sequence[int], replicas: int, repeat: int, jobs: int, env: dict[str, str], conf: Sequence[str]
+) -> None:
+    """The census on ``local[2]`` and its floor, alternated ``repeat`` times per fleet size: a row each, and
+    the ratio of each census to the floor run beside it; with confs (``--conf``), the census with them too,
+    in each round."""
+    print(
+        "\n| brokers | replicas | run | census | census wall | floor wall | ratio | load (census; floor) "
+        "| driver JVM |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    extra = [c for c in conf if not c.startswith(("spark.executorEnv.", "spark.eventLog."))]
+    variants = {"as is": [c for c in conf if c not in extra], **({" ".join(extra): conf} if extra else {})}
+    for n in brokers:
+        folder = fleet_inventories(n, replicas, jobs=jobs)
+        for i in range(repeat):
+            for name, confs in variants.items():
+                c = run_census(folder, BENCH_TMP / f"census-out-{n}", "local[2]", confs, env)
+                f = run_floor(folder, BENCH_TMP / f"census-floor-{n}")
+                print(
+                    f"| {n:,} | ~{n * replicas:,} | {i + 1} | {name} | {c['wall']:.1f} s | {f['wall']:.1f} s "
+                    f"| {c['wall'] / f['wall']:.2f}x | {c['load'][0]:.1f}/{c['load'][1]:.1f}; "
+                    f"{f['load'][0]:.1f}/{f['load'][1]:.1f} | {c['jvm']:.0f} MiB |",
+                    flush=True,
+                )
+
+
 def _python_path(pid: int) -> str:
     """The PYTHONPATH entry of a worktree's src an executor's Python worker runs with ('' if none)."""
     try:
@@ -339,6 +394,10 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2, help="processes that generate the inventories")
     ap.add_argument("--skip-inventory", action="store_true")
     ap.add_argument("--skip-census", action="store_true")
+    ap.add_argument(
+        "--floor", action="store_true",
+        help="only the census on local[2] against its floor (a session: read, group, write), alternated",
+    )  # fmt: skip
     args = ap.parse_args()
     print(machine())
     table = TableRows()
@@ -352,6 +411,9 @@ def main() -> None:
     src = str(Path(logdoctor.__file__).resolve().parent.parent)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")])))
     conf.append(f"spark.executorEnv.PYTHONPATH={env['PYTHONPATH']}")
+    if args.floor:
+        floor_rows(args.brokers, args.replicas, args.repeat, args.jobs, env, conf)
+        return
     if not args.skip_census:
         with contextlib.ExitStack() as stack:
             masters = {m: m for m in args.master}

@@ -77,15 +77,21 @@ def test_census_gives_the_scans_findings(spark, tmp_path: Path, name: str) -> No
         hanging = [f for f in rows if f["code"] == "TRANSACTION_HANGING"]
         (d,) = [f.details for f in report.findings if f.code == "TRANSACTION_HANGING"]
         assert [f["fix_command"] for f in hanging] == [d["command_for_running_cluster"]]
-        # nor is a diverged replica called lagging in the summary or the command's table
-        assert "Lagging replicas: 0" in (Path(result.out_dir) / "summary.txt").read_text()
+        # nor is a diverged replica called lagging in the summary or the command's table: it is named as
+        # diverged, never as "every replica at its log end offset" (issue 59 item 3)
+        summary = (Path(result.out_dir) / "summary.txt").read_text()
+        assert "Lagging replicas: 0" in summary
+        assert "Diverged replicas (REPLICA_DIVERGED: they lose records on fetching): 2" in summary
+        assert all(f"  {p}" in summary for p in diverged)
         from rich.console import Console
 
         from logdoctor.cli.census import render_census
 
-        console = Console(record=True, width=250)
+        console = Console(record=True, width=400)
         render_census(console, result)
-        assert "Every replica is at its partition's log end offset." in console.export_text()
+        text = console.export_text()
+        assert "Every replica is at its partition's log end offset." not in text
+        assert "2 diverged replica(s), not lagging" in text and all(p in text for p in diverged)
         for f in rows:
             if f["code"] == "REPLICA_DIVERGED":
                 assert (

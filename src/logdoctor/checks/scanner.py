@@ -409,8 +409,13 @@ def scan(
     findings.extend(cross_dir(reports, results, groups, images, options.one_broker))
     if len(groups) > 1:  # replicas of one broker only: none to compare (checks.divergence)
         from logdoctor.checks.divergence import replicas_diverged
+        from logdoctor.checks.replica_lag import replicas_lagging
 
-        findings.extend(replicas_diverged(results, groups, {r.path: r.cluster_id for r in reports}))
+        clusters = {r.path: r.cluster_id for r in reports}
+        diverged = replicas_diverged(results, groups, clusters)
+        findings.extend(diverged)
+        # the census's lag rule, on the same replicas: a diverged replica does not lag, it loses records
+        findings.extend(replicas_lagging(results, groups, clusters, {f.path for f in diverged}))
     topics = {r.topic for r in results} if options.depth is not Depth.QUICK else set()
     levels: dict[str, Any] = {}
     # each compares a coordinator's partitions with the logs: nothing without them

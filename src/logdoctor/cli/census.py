@@ -75,8 +75,17 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
             )
     if lag.row_count:
         console.print(lag)
+    elif diverged:
+        console.print("No replica lags behind its partition's most advanced one but the diverged ones below.")
     else:
         console.print("Every replica is at its partition's log end offset.")
+    if diverged:
+        console.print(
+            f"{len(diverged)} diverged replica(s), not lagging: they lose records when they fetch "
+            "(REPLICA_DIVERGED, under findings): " + ", ".join(sorted(diverged)),
+            markup=False,
+            emoji=False,
+        )
     dirs = Table(title="Log dirs")
     for col in ("broker", "log dir", "partitions", "bytes", "disk used", "from"):
         dirs.add_column(col, overflow="fold")

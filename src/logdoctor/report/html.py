@@ -197,6 +197,7 @@ def summarize(data: ReportData) -> dict[str, Any]:
         "errors": sev["error"], "warnings": sev["warning"], "info": sev["info"],
         "risk_segments": len(risk_segments), "corrupt_files": len(corrupt_files),
         "lagging_replicas": len(lagging), "lagging_partitions": len(lagging_partitions),
+        "diverged_replicas": len(diverged),
         "max_lag": max((r.lag for r in lagging), default=0),
         "fullest": fullest,
         "partitions": len(data.partitions), "bytes": sum(p.bytes for p in data.partitions),
@@ -263,6 +264,8 @@ def _cards(s: dict[str, Any], data: ReportData) -> str:
     if data.kind == "fleet":
         out.append(_card(f"{s['lagging_replicas']:,}", f"lagging replicas (max {s['max_lag']:,})",
                          "warning" if s["lagging_replicas"] else "ok"))
+        if s["diverged_replicas"]:  # behind the leader too, but they lose records: never "0 behind" alone
+            out.append(_card(f"{s['diverged_replicas']:,}", "diverged replicas (REPLICA_DIVERGED)", "error"))
     f = s["fullest"]
     if f is not None:
         frac = f.fullness or 0.0
@@ -284,9 +287,16 @@ def _lagging_table(data: ReportData) -> str:
         (r for r in data.replicas if r.lag > 0 and _folder(r) not in diverged),
         key=lambda r: (-r.lag, r.topic, r.partition),
     )
-    if not lagging:
+    if not lagging and not diverged:
         return ('<p class="empty">No replica is behind: every replica of every partition has the same log '
                 "end offset.</p>")
+    gone = (f'<p class="note diverged-replicas">{len(diverged):,} diverged replica(s), not lagging: their '
+            "logs went another way than their partition's leader's, and they lose records when they fetch "
+            "(REPLICA_DIVERGED, under findings: " + html.escape(", ".join(sorted(diverged))) + ").</p>"
+            if diverged else "")
+    if not lagging:
+        return gone + '<p class="empty">No other replica is behind its partition\'s most advanced one.</p>'
+
     rows = []
     for r in lagging[:MAX_LAGGING_ROWS]:
         name = html.escape(f"{r.topic}-{r.partition}")
@@ -303,7 +313,7 @@ def _lagging_table(data: ReportData) -> str:
     more = ""
     if len(lagging) > MAX_LAGGING_ROWS:
         more = f'<p class="note">{len(lagging) - MAX_LAGGING_ROWS:,} more lagging replica(s) not listed.</p>'
-    return LAGGING_HEAD + "".join(rows) + "</tbody></table>" + more
+    return gone + LAGGING_HEAD + "".join(rows) + "</tbody></table>" + more
 
 
 MAX_COMPACTION_ROWS = 200

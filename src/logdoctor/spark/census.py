@@ -421,6 +421,9 @@ def render_summary(result: CensusResult) -> str:
             f"{p['min_log_end_offset']}..{p['max_log_end_offset']}, "
             f"high watermark {p['high_watermark']})"
         )
+    if diverged:  # behind their partition's leader too: named as what they are, never as "no lag"
+        lines.append(f"Diverged replicas (REPLICA_DIVERGED: they lose records on fetching): {len(diverged)}")
+        lines.extend(f"  {path}" for path in sorted(diverged))
     lines.append("")
     lines.append("Log dirs:")
     for d in result.log_dirs:

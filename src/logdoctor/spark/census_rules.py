@@ -16,7 +16,6 @@ from logdoctor.checks import catalog
 from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN  # the one threshold, scan's
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.logdir.disk import human_bytes
-from logdoctor.logdir.names import METADATA_TOPIC
 from logdoctor.spark.census_input_checks import CensusError, refuse_remote_log_dirs
 
 
@@ -256,28 +255,32 @@ def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     before the partition's high watermark (the largest in any replica's checkpoint): such a replica
     cannot be in the ISR.
     """
+    from logdoctor.checks.replica_lag import partition_lag
+
     # leader_epochs: an input of REPLICA_DIVERGED (diverged_findings), no column of the replicas table
     live = [{k: v for k, v in r.items() if k != "leader_epochs"} for r in rows if r["kind"] == "log"]
     groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in live:
         groups.setdefault(_pkey(r), []).append(r)
     for reps in groups.values():
-        leo = max((r["log_end_offset"] for r in reps if r["log_end_offset"] is not None), default=None)
-        most = max((r["bytes"] or 0 for r in reps), default=0)
-        hw = max((r["high_watermark"] for r in reps if r["high_watermark"] is not None), default=None)
-        for r in reps:
-            r["max_log_end_offset"] = leo
-            r["replica_count"] = len(reps)
-            r["lag_offsets"] = (
-                None if leo is None or r["log_end_offset"] is None else leo - r["log_end_offset"]
-            )
-            r["lag_bytes"] = max(0, most - (r["bytes"] or 0))
-            r["partition_high_watermark"] = hw
-            r["below_high_watermark"] = bool(
-                hw is not None and r["log_end_offset"] is not None and r["log_end_offset"] < hw
-            )
+        for r, lag in zip(reps, partition_lag([_lag_replica(r) for r in reps]), strict=True):
+            r["max_log_end_offset"] = lag.max_log_end_offset
+            r["replica_count"] = lag.replica_count
+            r["lag_offsets"] = lag.lag_offsets
+            r["lag_bytes"] = lag.lag_bytes
+            r["partition_high_watermark"] = lag.partition_high_watermark
+            r["below_high_watermark"] = lag.below_high_watermark
     live.sort(key=lambda r: (r["topic"], r["partition"], r.get("cluster") or "", r["broker"], r["log_dir"]))
     return live
+
+
+def _lag_replica(r: dict[str, Any]) -> Any:
+    from logdoctor.checks.replica_lag import LagReplica
+
+    return LagReplica(
+        r["broker"], r["log_dir"], r["path"], r["topic"], int(r["partition"]), r.get("log_end_offset"),
+        r.get("bytes") or 0, r.get("high_watermark"),
+    )  # fmt: skip
 
 
 def partition_rows(replicas: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -361,44 +364,17 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
 
     Codes (catalog scope "fleet"): REPLICA_LAG, LOG_DIR_NEARLY_FULL.
     """
+    from logdoctor.checks.replica_lag import lagging, partition_lag
+
     out: list[dict[str, Any]] = []
-    leaders: dict[tuple[str, str, int], dict[str, Any]] = {}
+    groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in replicas:
-        key = _pkey(r)
-        best = leaders.get(key)
-        if r["log_end_offset"] is not None and (
-            best is None or r["log_end_offset"] > (best["log_end_offset"] or -1)
-        ):
-            leaders[key] = r
-    for r in replicas:
-        lag = r.get("lag_offsets")
-        if not lag or lag <= 0 or r["topic"] == METADATA_TOPIC:
-            continue  # the metadata log: a Raft voter or observer fetches and truncates it itself
-        src = leaders[_pkey(r)]
-        hw = r.get("partition_high_watermark")
-        state = (
-            f"below the partition's high watermark {hw}, so it is out of the ISR"
-            if r.get("below_high_watermark")
-            else "behind the most advanced replica"
-        )
-        tp = f"{r['topic']}-{r['partition']}"
-        f = catalog.make(
-            "REPLICA_LAG",
-            r["path"],
-            severity=Severity.ERROR if r.get("below_high_watermark") else None,
-            topic_partition=tp,
-            broker=r["broker"],
-            log_end_offset=r["log_end_offset"],
-            lag=lag,
-            lag_bytes=r.get("lag_bytes") or 0,
-            leader_broker=src["broker"],
-            leader_log_end_offset=src["log_end_offset"],
-            state=state,
-            leader_logdir=src["log_dir"],
-            logdir=r["log_dir"],
-        )
-        command = f"logdoctor sync-replica {tp} --leader {src['log_dir']} --follower {r['log_dir']}"
-        out.append(_finding(r["broker"], r["log_dir"], f, command, offset=r["log_end_offset"]))
+        groups.setdefault(_pkey(r), []).append(r)
+    for reps in groups.values():
+        by_path = {r["path"]: r for r in reps}
+        for f, command in lagging(partition_lag([_lag_replica(r) for r in reps])):
+            r = by_path[f.path]
+            out.append(_finding(r["broker"], r["log_dir"], f, command, offset=r["log_end_offset"]))
     by_broker: dict[str, list[dict[str, Any]]] = {}
     for d in log_dirs:
         by_broker.setdefault(d["broker"], []).append(d)

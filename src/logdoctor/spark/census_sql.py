@@ -226,18 +226,17 @@ FindingSource = tuple[Any, Callable[[dict[str, Any]], tuple[Any, ...]]]
 
 
 def finding_frames(spark: Any, sources: Sequence[FindingSource], on_driver: bool = False) -> list[Any]:
-    """The findings of each source, made on the executors; or (``on_driver``, a small census: few rows)
-    here, from the rows of every source collected by one query (each row as JSON, nulls kept), with no
-    Python worker started for them."""
+    """The findings of each source, made on the executors (in Arrow batches of rows); or (``on_driver``, a
+    small census: few rows) here, from the rows of every source collected by one query (each row as JSON,
+    nulls kept), with no Python worker started for them."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
-    if not on_driver:
-        return [
-            spark.createDataFrame(rows.rdd.map(lambda r, make=make: make(r.asDict())), FINDING_OUT_DDL)
-            for rows, make in sources
-        ]
+    if not on_driver:  # each rule's function over Arrow batches of its rows (mapInArrow), not rdd.map
+        from logdoctor.spark.arrow_rows import map_rows
+
+        return [map_rows(rows, make, FINDING_OUT_DDL) for rows, make in sources]
     as_json = {"ignoreNullFields": "false"}
     tagged = [
         rows.select(F.lit(i).alias("source"), F.to_json(F.struct(*rows.columns), as_json).alias("row"))
@@ -257,33 +256,16 @@ _LAG_FINDING_COLUMNS = _names(
 
 
 def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
-    """REPLICA_LAG of one lagging replica (executor side), as census.fleet_findings makes it."""
-    from logdoctor.checks import catalog
-    from logdoctor.checks.findings import Severity
+    """REPLICA_LAG of one lagging replica (executor side), by the scan's rule (checks.replica_lag)."""
+    from logdoctor.checks.replica_lag import lag_finding
 
-    below = bool(row["below_high_watermark"])
-    state = (
-        f"below the partition's high watermark {row['partition_high_watermark']}, so it is out of the ISR"
-        if below
-        else "behind the most advanced replica"
-    )
-    tp = f"{row['topic']}-{row['partition']}"
-    f = catalog.make(
-        "REPLICA_LAG",
-        row["path"],
-        severity=Severity.ERROR if below else None,
-        topic_partition=tp,
-        broker=row["broker"],
-        log_end_offset=row["log_end_offset"],
-        lag=row["lag_offsets"],
-        lag_bytes=row["lag_bytes"] or 0,
-        leader_broker=row["leader_broker"],
-        leader_log_end_offset=row["leader_log_end_offset"],
-        state=state,
-        leader_logdir=row["leader_log_dir"],
-        logdir=row["log_dir"],
-    )
-    command = f"logdoctor sync-replica {tp} --leader {row['leader_log_dir']} --follower {row['log_dir']}"
+    f, command = lag_finding(
+        broker=row["broker"], log_dir=row["log_dir"], path=row["path"], topic=row["topic"],
+        partition=row["partition"], log_end_offset=row["log_end_offset"], lag=row["lag_offsets"],
+        lag_bytes=row["lag_bytes"] or 0, below_high_watermark=bool(row["below_high_watermark"]),
+        partition_high_watermark=row["partition_high_watermark"], leader_broker=row["leader_broker"],
+        leader_log_dir=row["leader_log_dir"], leader_log_end_offset=row["leader_log_end_offset"],
+    )  # fmt: skip
     return (
         row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, row["log_end_offset"],
         f.message, f.fix, command,

@@ -37,6 +37,7 @@ from logdoctor.logdir.remote_metadata import (
     SegmentState,
     metadata_partition_for,
 )
+from logdoctor.spark.arrow_rows import BATCH_ROWS, arrow_batches
 
 __all__ = ["OBJECT_DDL", "SEGMENT_DDL", "audit_findings", "metadata_folders", "object_frame", "segment_frame"]
 
@@ -98,8 +99,6 @@ def _object_rows(objects: Any) -> Iterator[tuple[Any, ...]]:
         )  # fmt: skip
 
 
-#: rows of an inventory data file per Arrow batch sent to the JVM (bounds a Python worker's memory)
-BATCH_ROWS = 65_536
 
 
 def _object_batch(keys: list[str], sizes: list[int]) -> Any:
@@ -193,25 +192,11 @@ def _replay_part(item: tuple[int, str, int]) -> Iterator[tuple[Any, ...]]:
             )  # fmt: skip
 
 
-def _arrow_batches(rows: Iterator[tuple[Any, ...]], schema: Any) -> Iterator[Any]:
-    """``rows`` (tuples in ``schema``'s column order; structs as tuples) as Arrow record batches of at most
-    BATCH_ROWS rows."""
-    import itertools
-
-    import pyarrow as pa
-
-    while chunk := list(itertools.islice(rows, BATCH_ROWS)):
-        cols = zip(*chunk, strict=True)
-        yield pa.RecordBatch.from_arrays(
-            [pa.array(c, f.type) for c, f in zip(cols, schema, strict=True)], schema=schema
-        )
-
-
 def _replay_batches(items: Iterator[Any], schema: Any) -> Iterator[Any]:
     """mapInArrow: the SEGMENT_DDL rows of the metadata partitions named in ``items`` (mp, folder, n)."""
     for b in items:
         for item in zip(*(b.column(i).to_pylist() for i in range(3)), strict=True):
-            yield from _arrow_batches(_replay_part(item), schema)
+            yield from arrow_batches(_replay_part(item), schema)
 
 
 def segment_frame(spark: Any, folders: dict[int, str], num_partitions: int) -> Any:
