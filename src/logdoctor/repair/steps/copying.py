@@ -114,12 +114,10 @@ def _append_fetched(
 
 
 def read_manifest(ctx: StepContext, step: Step) -> dict[str, str] | None:
-    from logdoctor.repair.steps.fetch_remote import FetchRemote  # it imports this module
-
     try:
         data = json.loads(Path(ctx.backup_path(manifest_rel(step))).read_text())
     except (OSError, ValueError):
-        if step.op != FetchRemote.op:
+        if step.op != "fetch-remote":  # FetchRemote.op (its module imports this one)
             return None
         return _fetched_records(ctx.backup_path(FETCHED_REL)).get(step.number)
     return data.get("checksums") if isinstance(data, dict) else None
