@@ -666,12 +666,13 @@ def test_kill_inside_the_group_then_resume_or_rollback(tmp_path, uninterrupted, 
 
 
 def test_the_read_back_and_the_batch_walk_each_catch_what_the_other_cannot(tmp_path):
-    """The two checks of a restored segment (actions._check_restored), on a real segment of
+    """The two checks of a restored segment (steps.fetch_remote._check_restored), on a real segment of
     ``original/``: a changed partition leader epoch (a batch-header byte no batch CRC covers) passes the
     walk and fails the read-back against the source's CRC-32C; bytes after the last batch (present in
     the object too: both CRCs agree) fail the walk; the segment as it is passes both."""
     from logdoctor.formats.crc import crc32c
-    from logdoctor.repair.actions import StepStateError, _check_restored
+    from logdoctor.repair.steps.base import StepStateError
+    from logdoctor.repair.steps.fetch_remote import _check_restored
 
     tiered = realworld.require_tiered()
     data = (tiered / "original" / "kafka-logs" / "payments-0" / f"{324:020d}.log").read_bytes()
@@ -693,7 +694,7 @@ def test_the_read_back_and_the_batch_walk_each_catch_what_the_other_cannot(tmp_p
 
 def test_a_segment_that_fails_its_check_while_the_next_is_fetched(tmp_path):
     """A segment's checks (read-back CRC-32C, batch walk) run on a thread while the group fetches the next
-    segment (actions.StepContext.check_behind): a bit flipped inside a batch of the second segment of
+    segment (steps.base.StepContext.check_behind): a bit flipped inside a batch of the second segment of
     payments-0 fails the apply naming the object; neither it nor the segment fetched meanwhile (648) is
     left in the log dir, renamed or partial, and nothing is renamed into place. --rollback then leaves
     the log dir as it was; or, once the object is right again, --resume of the failed run restores

@@ -13,9 +13,11 @@ import pytest
 
 import realworld
 from logdoctor.repair import apply_plan, rollback
-from logdoctor.repair.actions import AFTER, BEFORE, OTHER, StepContext, copy_tree, operation
 from logdoctor.repair.apply import FilesChangedError, PlanChangedError
 from logdoctor.repair.plan import Action, Plan
+from logdoctor.repair.steps.base import AFTER, BEFORE, OTHER, StepContext
+from logdoctor.repair.steps.registry import operation
+from logdoctor.repair.steps.verified_copy import copy_tree
 
 
 def _log_dir(tmp_path: Path, realworld_dir: Path) -> Path:

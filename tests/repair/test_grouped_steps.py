@@ -18,9 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "procedures"))
 
 import helpers
 
-from logdoctor.repair.actions import BackupNames, make_dir, write_file
 from logdoctor.repair.apply import PHASES, CrashHook, _groups, apply_plan, resume, rollback
 from logdoctor.repair.plan import Action, Plan
+from logdoctor.repair.steps.base import BackupNames
+from logdoctor.repair.steps.mkdir import make_dir
+from logdoctor.repair.steps.write import write_file
 
 
 def _dir(root: Path) -> Path:

@@ -1,6 +1,6 @@
 """logdoctor repair: plan, apply, resume and roll back changes to broker log dirs, nothing lost.
 
-Layers: :mod:`plan` (data), :mod:`actions` (reversible primitive operations and builders),
+Layers: :mod:`plan` (data), :mod:`steps` (reversible primitive operations and builders, one module per kind),
 :mod:`journal` (append-only, fsynced), :mod:`backup` (layout, durable copies, space),
 :mod:`safety` (containment, broker lock), :mod:`apply` (engine), :mod:`planner` (findings -> plan).
 """

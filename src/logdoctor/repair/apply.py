@@ -17,7 +17,7 @@ A file system that fills up while steps run (another writer took the space check
 run's steps and raises NoSpaceError naming the path: nothing is left half-done.
 
 Resume and rollback pass one check before they write anything, for every step of every command's
-plan (repair, move-partition, sync-replica, and any operation added to ``actions.OPERATIONS``):
+plan (repair, move-partition, sync-replica, and any operation added to ``steps.registry.OPERATIONS``):
 the journal is not rolled back already, no later run of the same log dir stands on it, no broker
 holds a lock, and every watched path is in the state the journal recorded (:func:`check_recorded`);
 else the whole run is refused (:class:`PlanChangedError`, exit 65) naming the file and what differs.
@@ -54,7 +54,6 @@ from logdoctor.logdir.names import LOCK_FILE
 from logdoctor.repair import backup as bk
 from logdoctor.repair import safety, space
 from logdoctor.repair import snapshot as snap
-from logdoctor.repair.actions import BEFORE, OTHER, PARTIAL_SUFFIX, StepContext, StepStateError, operation
 from logdoctor.repair.journal import (
     JOURNAL_NAME,
     Journal,
@@ -66,6 +65,8 @@ from logdoctor.repair.journal import (
     read_journal,
 )
 from logdoctor.repair.plan import Plan, Step
+from logdoctor.repair.steps.base import BEFORE, OTHER, PARTIAL_SUFFIX, StepContext, StepStateError
+from logdoctor.repair.steps.registry import operation
 
 CRASH_AFTER_STEP_ENV = "LOGDOCTOR_CRASH_AFTER_STEP"
 CRASH_AT_ENV = "LOGDOCTOR_CRASH_AT"
@@ -430,7 +431,7 @@ def _stage(plan: Plan, barrier: SyncBarrier | None = None) -> None:
     made durable at once (one file and folder fsync before the journal's plan record, the commit point,
     names them; now, or when ``barrier`` is flushed): one file created and fsynced for a plan of many small
     writes (a restore's indexes and checkpoints), not one each. A step's bytes are checked against its
-    ``sha_after`` when read back (:meth:`~logdoctor.repair.actions.StepContext.staged_bytes`)."""
+    ``sha_after`` when read back (:meth:`~logdoctor.repair.steps.base.StepContext.staged_bytes`)."""
     parts: list[bytes] = []
     pos = 0
     for step in plan.steps:
@@ -527,7 +528,7 @@ def _run_group(
     group: list[Step], journal: Journal, ctx: StepContext, result: RunResult, begun: list[int] | None
 ) -> None:
     """Run ``group`` with its durability shared: one journal record of all their ``begin``s (one
-    fsync), each step's first half (:meth:`~logdoctor.repair.actions.Operation.prepare`: new files under
+    fsync), each step's first half (:meth:`~logdoctor.repair.steps.base.Operation.prepare`: new files under
     temp names, each fsynced from a thread as soon as it is written while the next is made), one barrier
     (those fsyncs awaited, their folders fsynced), the second halves (the renames into place), one
     barrier for the folders, each step verified, one record of all their ``done``s. The journal and the

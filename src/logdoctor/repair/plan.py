@@ -1,7 +1,7 @@
 """What a repair (or any operator procedure) will do: a Plan of Actions, each a list of Steps.
 
 A :class:`Step` is one primitive, journaled, reversible file operation on one path (see
-:mod:`logdoctor.repair.actions` for the operations: ``write``, ``truncate``, ``move``,
+:mod:`logdoctor.repair.steps` for the operations: ``write``, ``truncate``, ``move``,
 ``rename``, ``chmod``, ``copy-tree``). An :class:`Action` groups the steps of one repair
 ("rebuild the indexes of segment 42") with why (the findings) and what changes (sizes, a diff).
 A :class:`Plan` is everything, in order, plus where the backup goes. Plans are plain data: they

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from logdoctor.repair import backup as bk
-from logdoctor.repair.actions import operation
 from logdoctor.repair.plan import Plan
+from logdoctor.repair.steps.registry import operation
 
 __all__ = ["DeviceNeed", "check", "fits", "needs"]
 

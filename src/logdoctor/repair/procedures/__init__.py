@@ -3,7 +3,7 @@
 - :mod:`move_partition`: move partitions to another log dir of the same broker (a full disk).
 - :mod:`sync_replica`: replace a lagging follower's copy of a partition with the leader's.
 - Their engine operations ``copy-partition`` and ``remove-copied`` live with the others in
-  :mod:`logdoctor.repair.actions`; durable copies with checksums in :mod:`logdoctor.repair.copies`.
+  :mod:`logdoctor.repair.steps`; durable copies with checksums in :mod:`logdoctor.repair.copies`.
 """
 
 from logdoctor.repair.procedures.common import (

@@ -22,9 +22,10 @@ from logdoctor.logdir.names import META_PROPERTIES_FILE, DirKind, parse_partitio
 from logdoctor.logdir.recognize import require_log_dir
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
-from logdoctor.repair.actions import BackupNames, write_file
 from logdoctor.repair.backup import NoSpaceError
 from logdoctor.repair.plan import Action, Change, Plan
+from logdoctor.repair.steps.base import BackupNames
+from logdoctor.repair.steps.write import write_file
 
 TopicPartition = tuple[str, int]
 

@@ -43,7 +43,6 @@ from logdoctor.logdir.names import (
     DirKind,
 )
 from logdoctor.repair import copies as cp
-from logdoctor.repair.actions import BackupNames, copy_partition, remove_copied, rename_path
 from logdoctor.repair.plan import Action, Change, Plan
 from logdoctor.repair.procedures import kraft
 from logdoctor.repair.procedures.common import (
@@ -62,6 +61,9 @@ from logdoctor.repair.procedures.common import (
     read_checkpoint,
     tp_name,
 )
+from logdoctor.repair.steps.base import BackupNames
+from logdoctor.repair.steps.rename import rename_path
+from logdoctor.repair.steps.verified_copy import copy_partition, remove_copied
 
 PROCEDURE = "move-partition"
 MOVED_CHECKPOINTS = (

@@ -84,16 +84,6 @@ from logdoctor.logdir.remote_reader import open_remote_log
 from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
-from logdoctor.repair.actions import (
-    BackupNames,
-    delete_with_backup,
-    fetch_remote,
-    fetched_checksum,
-    hold_planned_read,
-    make_dir,
-    rebuild_index,
-    write_file,
-)
 from logdoctor.repair.plan import Action, Change, Plan, Unrepaired
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -103,6 +93,12 @@ from logdoctor.repair.procedures.common import (
     new_plan,
     read_checkpoint,
 )
+from logdoctor.repair.steps.base import BackupNames
+from logdoctor.repair.steps.fetch_remote import fetch_remote, fetched_checksum, hold_planned_read
+from logdoctor.repair.steps.mkdir import make_dir
+from logdoctor.repair.steps.move import delete_with_backup
+from logdoctor.repair.steps.rebuild_index import rebuild_index
+from logdoctor.repair.steps.write import write_file
 
 __all__ = ["PROCEDURE", "plan_restore", "verify_restore"]
 
@@ -260,7 +256,8 @@ def _segment_end(
 
 
 def _remote_checksum(seg: SegmentRef) -> str:
-    """The remote segment's :func:`~logdoctor.repair.actions.fetched_checksum`, read as a restore reads it."""
+    """The remote segment's :func:`~logdoctor.repair.steps.fetch_remote.fetched_checksum`, read as a restore
+    reads it."""
     from logdoctor.formats.crc import crc32c
 
     crc = 0
@@ -538,7 +535,7 @@ _Read = tuple[
 def _read_segment(seg: SegmentRef) -> _Read:
     """What the plan reads of a remote segment: its side files (and the warning to give), its end
     (:func:`_segment_end`), and Aiven's manifest and data key (read once here, for all three and for the
-    fetch: :func:`~logdoctor.repair.actions.hold_planned_read`)."""
+    fetch: :func:`~logdoctor.repair.steps.fetch_remote.hold_planned_read`)."""
     loaded = load_manifest(seg) if seg.remote is not None and seg.remote.layout == "aiven" else None
     sides, warning = _side_files(seg, loaded)
     return sides, warning, _segment_end(seg, sides["index"], loaded), loaded
@@ -754,7 +751,8 @@ def verify_restore(plan: Plan) -> list[str]:
     problems: list[str] = []
     for step in plan.steps:
         if step.op == "fetch-remote":
-            from logdoctor.repair.actions import StepContext, read_manifest
+            from logdoctor.repair.steps.base import StepContext
+            from logdoctor.repair.steps.copying import read_manifest
 
             try:
                 want = (read_manifest(StepContext(plan.backup_dir), step) or {}).get(".")
@@ -771,7 +769,8 @@ def verify_restore(plan: Plan) -> list[str]:
             except OSError as e:
                 problems.append(f"{step.path}: {e}")
         elif step.op == "rebuild-index":
-            from logdoctor.repair.actions import AFTER, StepContext, operation
+            from logdoctor.repair.steps.base import AFTER, StepContext
+            from logdoctor.repair.steps.registry import operation
 
             if operation(step).state(step, StepContext(plan.backup_dir)) != AFTER:
                 problems.append(f"{step.path} is not as rebuilt")

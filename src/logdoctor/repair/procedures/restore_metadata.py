@@ -58,7 +58,6 @@ from logdoctor.logdir.remote_partitions import (
 )
 from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
 from logdoctor.repair import safety
-from logdoctor.repair.actions import make_dir, write_file
 from logdoctor.repair.plan import Action, Change, Unrepaired
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -68,6 +67,8 @@ from logdoctor.repair.procedures.common import (
     new_plan,
     read_checkpoint,
 )
+from logdoctor.repair.steps.mkdir import make_dir
+from logdoctor.repair.steps.write import write_file
 
 __all__ = ["METADATA_TOPIC", "NUM_PARTITIONS_KEY", "metadata_partition_count", "plan_restore_metadata"]
 

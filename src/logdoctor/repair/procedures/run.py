@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 from logdoctor.repair import copies as cp
-from logdoctor.repair.actions import copy_progress
 from logdoctor.repair.apply import CrashHook, RunResult, apply_plan, load_journal, resume, rollback
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.procedures.move_partition import PROCEDURE as MOVE
@@ -13,6 +12,7 @@ from logdoctor.repair.procedures.move_partition import verify_move
 from logdoctor.repair.procedures.restore import PROCEDURE as RESTORE
 from logdoctor.repair.procedures.restore import verify_restore
 from logdoctor.repair.procedures.sync_replica import verify_sync
+from logdoctor.repair.steps.copying import copy_progress
 
 
 def procedure_of(plan: Plan) -> str | None:

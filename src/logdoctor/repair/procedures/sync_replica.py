@@ -53,7 +53,6 @@ from logdoctor.logdir.names import (
     DirKind,
 )
 from logdoctor.repair import copies as cp
-from logdoctor.repair.actions import BackupNames, copy_partition, delete_with_backup, rename_path
 from logdoctor.repair.plan import Action, Change, Plan
 from logdoctor.repair.procedures import kraft
 from logdoctor.repair.procedures.common import (
@@ -70,6 +69,10 @@ from logdoctor.repair.procedures.common import (
     read_checkpoint,
     tp_name,
 )
+from logdoctor.repair.steps.base import BackupNames
+from logdoctor.repair.steps.move import delete_with_backup
+from logdoctor.repair.steps.rename import rename_path
+from logdoctor.repair.steps.verified_copy import copy_partition
 
 PROCEDURE = "sync-replica"
 INCOMING_SUFFIX = ".logdoctor-incoming"

@@ -18,8 +18,10 @@ from logdoctor.checks.tiered import BrokerRemoteEvidence
 from logdoctor.logdir import files
 from logdoctor.logdir.model import Partition
 from logdoctor.logdir.names import parse_segment_file
-from logdoctor.repair import actions as act
 from logdoctor.repair.plan import Action, Change, Plan, Step, Unrepaired
+from logdoctor.repair.steps.base import BackupNames
+from logdoctor.repair.steps.move import delete_with_backup
+from logdoctor.repair.steps.write import write_file
 
 _DIFF_LIMIT = 64 << 10
 INDEX_SUFFIXES = (".index", ".timeindex", ".txnindex")
@@ -103,7 +105,7 @@ class PlanContext:
         self.backup_dir = backup_dir
         self.codes = codes
         self.interval = index_interval_bytes
-        self.names = act.BackupNames(log_dirs)
+        self.names = BackupNames(log_dirs)
         self.plan = Plan(log_dirs, backup_dir, created_ms=int(time.time() * 1000), depth=depth.name.lower())
         self.written: dict[str, Step] = {}  # live path -> its write step (one per path)
         self.moved: set[str] = set()
@@ -168,7 +170,7 @@ class PlanContext:
             return False
         if path in self.written:
             raise AssertionError(f"{path} written twice in one plan")
-        step = act.write_file(path, data, self.names, meta_after=meta_after if before is None else None)
+        step = write_file(path, data, self.names, meta_after=meta_after if before is None else None)
         self.written[path] = step
         action.steps.append(step)
         action.changes.append(
@@ -188,7 +190,7 @@ class PlanContext:
         if os.path.islink(path) and self.left_alone(path):
             return
         self.moved.add(path)
-        step = act.delete_with_backup(path, self.names)
+        step = delete_with_backup(path, self.names)
         action.steps.append(step)
         action.changes.append(
             Change(path, int(step.params["size"]), None, None, note or "moved to the backup dir")

@@ -20,9 +20,9 @@ from logdoctor.errors import FormatError
 from logdoctor.formats.records import iter_batches
 from logdoctor.logdir import files
 from logdoctor.logdir.names import parse_segment_file
-from logdoctor.repair import actions as act
 from logdoctor.repair.plan import Action, Change, Unrepaired
 from logdoctor.repair.rules.context import PartitionPlan, PlanContext
+from logdoctor.repair.steps.rename import rename_path
 
 CODES = ("ORPHAN_FILE",)
 
@@ -144,7 +144,7 @@ def swaps(ctx: PlanContext, pp: PartitionPlan, action: Action) -> None:
         dst = src[: -len(".swap")]
         if os.path.lexists(dst) and dst not in ctx.moved:
             ctx.move_step(action, dst, "replaced by its .swap file")
-        action.steps.append(act.rename_path(src, dst))
+        action.steps.append(rename_path(src, dst))
         action.changes.append(Change(dst, None, os.path.getsize(src), None, f"renamed from {n}"))
         parsed = parse_segment_file(os.path.basename(dst))
         if parsed is not None:

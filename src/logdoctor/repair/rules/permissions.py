@@ -13,9 +13,9 @@ import os
 import stat
 
 from logdoctor.checks.findings import Finding
-from logdoctor.repair import actions as act
 from logdoctor.repair.plan import Action, Change
 from logdoctor.repair.rules.context import PlanContext, sibling_mode
+from logdoctor.repair.steps.chmod import set_owner_mode
 
 CODES = ("PERMISSION_DENIED",)
 
@@ -44,7 +44,7 @@ def permission(ctx: PlanContext, f: Finding) -> None:
         return
     if (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (uid, gid, mode):
         return
-    step = act.set_owner_mode(path, uid, gid, mode)
+    step = set_owner_mode(path, uid, gid, mode)
     before = step.params["meta_before"]
     ctx.add(
         Action(

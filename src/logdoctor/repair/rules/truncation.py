@@ -25,10 +25,10 @@ from logdoctor.errors import FormatError
 from logdoctor.formats.recovery import rebuild_indexes
 from logdoctor.logdir.model import Segment
 from logdoctor.logdir.names import METADATA_TOPIC
-from logdoctor.repair import actions as act
 from logdoctor.repair.plan import Action, Change
 from logdoctor.repair.rules.context import INDEX_SUFFIXES, PartitionPlan, PlanContext, segment_base
 from logdoctor.repair.rules.indexes import rebuilt, write_indexes
+from logdoctor.repair.steps.truncate import truncate_file
 
 CODES = ("LOG_CORRUPT",)
 
@@ -120,7 +120,7 @@ def truncate(ctx: PlanContext, pp: PartitionPlan, seg: Segment, fs: list[Finding
         ["LOG_CORRUPT"],
         [f.path for f in fs],
     )
-    step = act.truncate_file(str(seg.log_path), r.valid_bytes, ctx.names)
+    step = truncate_file(str(seg.log_path), r.valid_bytes, ctx.names)
     action.steps.append(step)
     later_logs = [str(x.log_path) for x in pp.part.segments if x.base_offset > seg.base_offset]
     from logdoctor.repair.removed_records import removed_records  # only where a log is cut (issue 35)
