@@ -114,7 +114,10 @@ def test_many_segments_with_mixed_damage_plan_the_same_on_threads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, deep: bool
 ) -> None:
     log_dir = _mixed_damage(tmp_path)
-    assert _assert_same_plan(log_dir, tmp_path, monkeypatch, deep=deep) >= (2 if deep else 4)
+    # at least two rebuilds on the walk threads at either depth: the default scan walks a segment without
+    # its .index whole with CRCs (issue 59 item 2), as --deep walks every segment, and the rebuild of such a
+    # segment goes where --deep's goes
+    assert _assert_same_plan(log_dir, tmp_path, monkeypatch, deep=deep) >= 2
     plan, _ = plan_repair([str(log_dir)], backup_dir=str(tmp_path / "backup"), now_ms=NOW_MS, deep=deep)
     kinds = {a.kind for a in plan.actions}
     assert "rebuild-indexes" in kinds  # the damage is planned for (not a comparison of two empty plans)
