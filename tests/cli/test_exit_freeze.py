@@ -16,8 +16,17 @@ PROBE = (
 )
 
 
+def _log_dir(path) -> None:
+    """A clean log dir with no partition yet (an empty folder is no log dir: the scan refuses it, issue 59
+    item 7): a ZooKeeper-era broker's meta.properties and the recovery-point checkpoint it writes at its
+    first start, version 0 and no entry."""
+    (path / "meta.properties").write_text("version=0\nbroker.id=0\n")
+    (path / "recovery-point-offset-checkpoint").write_text("0\n0\n")
+
+
 @pytest.mark.parametrize(("where", "code"), [("", 0), ("missing", 66)])
 def test_a_run_ends_with_its_objects_frozen(tmp_path, where, code) -> None:
+    _log_dir(tmp_path)
     argv = [sys.executable, "-c", PROBE, "scan", "--quick", str(tmp_path / where)]
     r = subprocess.run(argv, capture_output=True, text=True)
     assert r.returncode == code, r.stderr  # a failed command freezes too (main's finally)
@@ -59,6 +68,7 @@ def test_the_command_modules_load_without_collections_and_stay_frozen(tmp_path, 
     load or later in the run (before, a `repair` of 1 GiB ran ~140 collections while it loaded and
     one full collection after, ~0.05-0.09 s); the collector is on again after them (a scan turns it off
     for its own work and output: cli.scan_run, issue 49 goal 4)."""
+    _log_dir(tmp_path)
     argv = [sys.executable, "-c", COLLECTIONS, "scan", "--quick", "--json", *jobs, str(tmp_path)]
     r = subprocess.run(argv, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr

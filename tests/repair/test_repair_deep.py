@@ -117,13 +117,14 @@ def _deep_codes(root: Path) -> set[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("timeindex", [False, True], ids=["index", "index+timeindex"])
 def test_default_repair_does_not_claim_a_clean_end(tmp_path, realworld_dir, timeindex):
+    """A CRC mismatch in a segment whose .index does not fit: the default depth walks that segment whole
+    with CRCs (issue 59 item 2), so the default repair cuts it as recovery does and no LOG_CORRUPT is left;
+    a follow-up run on one code never says "Nothing to repair" with 0 while an error is there."""
     d = _damaged(tmp_path, realworld_dir, timeindex=timeindex)
     assert "LOG_CORRUPT" in _deep_codes(d["root"])
     r = _cli("repair", str(d["root"]), "--apply", "--backup-dir", str(tmp_path / "b1"))
-    assert r.exit_code == 2, r.output
-    assert f"still found: ERROR LOG_CORRUPT {d['log']}" in r.output
-    assert "repair --deep" in r.output
-    # the follow-up run on one code: never "Nothing to repair" with 0 while the error is there
+    assert "truncate-log" in r.output and "still found: ERROR LOG_CORRUPT" not in r.output, r.output
+    assert "LOG_CORRUPT" not in _deep_codes(d["root"])
     r2 = _cli(
         "repair", str(d["root"]), "--only", "RETENTION_RISK", "--apply", "--backup-dir", str(tmp_path / "b2")
     )
@@ -131,9 +132,6 @@ def test_default_repair_does_not_claim_a_clean_end(tmp_path, realworld_dir, time
     assert r2.exit_code == max(default_code, 0), r2.output
     if default_code:
         assert "still found:" in r2.output
-    r3 = _cli("repair", str(d["root"]), "--deep", "--only", "RETENTION_RISK")
-    assert r3.exit_code == 2, r3.output
-    assert "still found: ERROR LOG_CORRUPT" in r3.output and "not selected by --only" in r3.output
 
 
 @pytest.mark.slow

@@ -249,8 +249,10 @@ def test_who_loses_what_cells_in_the_browser(browser: Chromium, tmp_path: Path) 
     diverged = sorted((r for r in rows if r["table"] == "diverged"), key=lambda r: r["broker"])
     assert [(r["broker"], r["truncate to"], r["records lost"], r["first offset"], r["last offset"],
              r["first timestamp"], r["last timestamp"], r["epochs"]) for r in diverged] == [
-        ("broker 11", "800", "250", "800", "1049", "1710000000800", "1710000001049", "1"),
-        ("broker 12", "800", "120", "800", "919", "1710000000800", "1710000000919", "1"),
+        ("broker 11", "800", "250", "800", "1049", "2024-03-09T16:00:00.800Z", "2024-03-09T16:00:01.049Z",
+         "1"),
+        ("broker 12", "800", "120", "800", "919", "2024-03-09T16:00:00.800Z", "2024-03-09T16:00:00.919Z",
+         "1"),
     ]
     assert all(r["visible"] and r["salvage command"].startswith("logdoctor export ") for r in diverged)
     (hanging,) = [r for r in rows if r["table"] == "hanging"]
