@@ -34,6 +34,14 @@ if os.environ.get("LOGDOCTOR_SANITIZED"):
 # temporary folder of its own)
 os.environ["LOGDOCTOR_HELP_CACHE"] = "0"
 
+# Every local Spark JVM the tests start (each worker's session, and each CLI a test runs in a process of its
+# own: a kill, a command run as printed) compiles with C1 only, as a short job's does
+# (logdoctor.spark.session.SHORT_JOB_JAVA_OPTIONS): a test's Spark job is seconds of small queries, where
+# C2's compilations cost more CPU than they save; a CLI export of 400 records took 25 s of CPU against 38 s
+# with both tiers (BENCHMARKS.md, "Test suite and demo"). spark-submit, which starts a local driver's JVM,
+# adds SPARK_SUBMIT_OPTS to its command line. The JIT tier changes how fast the JVM runs, not what it does.
+os.environ["SPARK_SUBMIT_OPTS"] = f"{os.environ.get('SPARK_SUBMIT_OPTS', '')} -XX:TieredStopAtLevel=1".strip()
+
 _realworld_skips: list[str] = []
 
 
