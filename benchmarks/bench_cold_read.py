@@ -6,9 +6,9 @@ with and without logdoctor, so that a cold `scan --deep` figure can be told apar
 Each row is one whole process started after ``sync; echo 3 > /proc/sys/vm/drop_caches`` (root only):
 - ``cat`` of the .log files to /dev/null (the kernel copies every page: its cost is system time);
 - a 20-line reader with no logdoctor code: each .log mapped, CRC-32C (the ``crc32c`` package) over the
-  map, on two threads, with each way of mapping: ``MAP_POPULATE`` (what ``checks.state.read_buffer``
-  does for a large file), a plain map (pages fault in as the CRC reads them), ``MADV_SEQUENTIAL`` and
-  ``MADV_WILLNEED``;
+  map, on two threads, with each way of mapping: ``MAP_POPULATE`` (what
+  ``checks.state.file_records.read_buffer`` does for a large file), a plain map (pages fault in as the CRC
+  reads them), ``MADV_SEQUENTIAL`` and ``MADV_WILLNEED``;
 - ``logdoctor scan --deep --json`` of the same log dir;
 - first, once, the cost of touching 1 GiB of fresh anonymous memory (how much the virtual machine's
   host charges for memory the guest touches for the first time after it was freed).

@@ -59,7 +59,7 @@ def deep_dir() -> Path:
         rebuilt = rebuild_indexes(data, 0, source=str(log))
         (part / "00000000000000000000.index").write_bytes(rebuilt.offset_index)
         (part / "00000000000000000000.timeindex").write_bytes(rebuilt.time_index)
-        from logdoctor.checks.state import walk
+        from logdoctor.checks.state.segment_walk import walk
 
         end = walk(data, 0, verify_crc=False).last_offset
         entries.append((part.name.rsplit("-", 1)[0], i, (end or -1) + 1))

@@ -2,7 +2,7 @@
 ``_speedups.scan_v2``, which releases the GIL) and reports exactly what the serial Python walk
 reports: the same findings in the same order, the same JSON, the same walk results.
 
-The reference is the serial walk of the Python loop alone (``state.FAST_WALK = None``, one thread), the
+The reference is the serial walk of the Python loop alone (``fast_lane.FAST_WALK = None``, one thread), the
 walk every release before this one ran; the data is real (../shared/realworld, Kafka's bytes) and the
 same data damaged."""
 
@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repair"))
 
 import damage
 
-from logdoctor.checks import state
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
+from logdoctor.checks.state import fast_lane, file_records, partition, segment_walk
 from logdoctor.formats import native
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 
@@ -40,10 +40,10 @@ def _scan_json(
 ) -> str:
     with monkeypatch.context() as m:
         if parallel:
-            m.setattr(state, "walk_threads", lambda: 4)  # more threads than segments or cores
+            m.setattr(fast_lane, "walk_threads", lambda: 4)  # more threads than segments or cores
         else:
-            m.setattr(state, "FAST_WALK", None)
-            m.setattr(state, "walk_threads", lambda: 1)
+            m.setattr(fast_lane, "FAST_WALK", None)
+            m.setattr(fast_lane, "walk_threads", lambda: 1)
         rep = scan([log_dir], ScanOptions(depth=depth, now_ms=NOW_MS), jobs=1)
     out = rep.to_json()
     for d in out["log_dirs"]:
@@ -140,13 +140,14 @@ def test_default_scan_walks_segments_without_usable_time_indexes_on_every_core(
     codes = {f["code"] for f in json.loads(serial)["findings"]}
     assert {"INDEX_MISSING", "RETENTION_RISK"} <= codes
     threads: list[str] = []
-    walk_file = state.walk_file
+    walk_file = file_records.walk_file
 
     def recorded(*args):
         threads.append(threading.current_thread().name)
         return walk_file(*args)
 
-    monkeypatch.setattr(state, "walk_file", recorded)
+    monkeypatch.setattr(partition, "walk_file", recorded)
+    monkeypatch.setattr(file_records, "walk_file", recorded)
     assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch, depth=Depth.DEFAULT) == serial
     assert sum(t.startswith("logdoctor-walk") for t in threads) >= 5
 
@@ -170,23 +171,23 @@ def test_deep_scan_walks_every_segment_once_and_all_at_once(
     serial = _scan_json(log_dir, parallel=False, monkeypatch=monkeypatch)
     assert "LOG_CORRUPT" in {f["code"] for f in json.loads(serial)["findings"]}
     calls: list[list[str]] = []
-    walk_files = state.walk_files
+    walk_files = file_records.walk_files
 
     def recorded(paths, *args):
         calls.append(list(paths))
         return walk_files(paths, *args)
 
-    monkeypatch.setattr(state, "walk_files", recorded)
+    monkeypatch.setattr(partition, "walk_files", recorded)
     assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch) == serial
     walked = [p for c in calls for p in c]
     assert sorted(walked) == sorted(map(str, logs))  # each once
     assert calls[0] == [str(p) for p in logs]  # all at once, in segment order
 
 
-def _serial_walk(data: bytes, monkeypatch: pytest.MonkeyPatch) -> state.WalkResult:
+def _serial_walk(data: bytes, monkeypatch: pytest.MonkeyPatch) -> segment_walk.WalkResult:
     with monkeypatch.context() as m:
-        m.setattr(state, "FAST_WALK", None)
-        return state.walk(data, verify_crc=True, with_positions=True)
+        m.setattr(fast_lane, "FAST_WALK", None)
+        return segment_walk.walk(data, verify_crc=True, with_positions=True)
 
 
 def _real_logs() -> list[Path]:
@@ -207,15 +208,15 @@ def test_fast_lane_walk_of_mutated_real_segments_equals_the_python_walk(
     to the serial CRC walk."""
     checked = [0]
     if split_crc:
-        crc_check = state.FAST_CRC
+        crc_check = fast_lane.FAST_CRC
 
         def counted(*args):
             checked[0] += 1
             return crc_check(*args)
 
-        monkeypatch.setattr(state, "SPLIT_CRC_BYTES", 0)
-        monkeypatch.setattr(state, "walk_threads", lambda: 3)
-        monkeypatch.setattr(state, "FAST_CRC", counted)
+        monkeypatch.setattr(fast_lane, "SPLIT_CRC_BYTES", 0)
+        monkeypatch.setattr(fast_lane, "walk_threads", lambda: 3)
+        monkeypatch.setattr(fast_lane, "FAST_CRC", counted)
     rng = random.Random(26)
     header_fields = [0, 3, 7, 8, 11, 16, 17, 20, 23, 26, 35, 42, 57, 60, 61, 70]
     compared = 0
@@ -230,19 +231,19 @@ def test_fast_lane_walk_of_mutated_real_segments_equals_the_python_walk(
                 m[at] ^= 1 << rng.randrange(8)
             cases.append(bytes(m))
         for case in cases:
-            fast = state.walk(case, verify_crc=True, with_positions=True)
+            fast = segment_walk.walk(case, verify_crc=True, with_positions=True)
             assert fast == _serial_walk(case, monkeypatch), log
             # without positions and without CRCs too
-            assert state.walk(case, verify_crc=False) == _walk_without(case, monkeypatch)
+            assert segment_walk.walk(case, verify_crc=False) == _walk_without(case, monkeypatch)
             compared += 1
     assert compared > 60
     assert (checked[0] > 100) is split_crc  # the slices were really checked on the threads
 
 
-def _walk_without(data: bytes, monkeypatch: pytest.MonkeyPatch) -> state.WalkResult:
+def _walk_without(data: bytes, monkeypatch: pytest.MonkeyPatch) -> segment_walk.WalkResult:
     with monkeypatch.context() as m:
-        m.setattr(state, "FAST_WALK", None)
-        return state.walk(data, verify_crc=False)
+        m.setattr(fast_lane, "FAST_WALK", None)
+        return segment_walk.walk(data, verify_crc=False)
 
 
 def test_gil_free_walk_from_many_threads_gives_the_serial_results(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -256,10 +257,10 @@ def test_gil_free_walk_from_many_threads_gives_the_serial_results(monkeypatch: p
         failures = []
         for order in on_threads.shuffled_rounds(list(buffers), seed):
             for path in order:
-                got = state.walk(buffers[path], verify_crc=True, with_positions=True)
+                got = segment_walk.walk(buffers[path], verify_crc=True, with_positions=True)
                 if got != expected[path]:
                     failures.append(path)
-            for path, got in zip(order, state.walk_files(order, True, True), strict=True):
+            for path, got in zip(order, file_records.walk_files(order, True, True), strict=True):
                 if got != expected[path]:
                     failures.append(f"walk_files {path}")
         return failures
@@ -279,8 +280,8 @@ def test_scan_pool_workers_walk_one_segment_at_a_time() -> None:
     with ProcessPoolExecutor(
         1, mp_context=ctx, initializer=scanner._worker_init, initargs=(os.getpid(),)
     ) as ex:
-        assert ex.submit(state.walk_threads).result() == 1
-    assert state.walk_threads() == len(os.sched_getaffinity(0))
+        assert ex.submit(fast_lane.walk_threads).result() == 1
+    assert fast_lane.walk_threads() == len(os.sched_getaffinity(0))
 
 
 @pytest.mark.parametrize("depth", [Depth.DEEP, Depth.DEFAULT])
@@ -305,14 +306,15 @@ def test_walks_started_ahead_skip_a_log_the_broker_cannot_read(
                 os.chown(os.path.join(root, name), 65534, 65534)
     os.chmod(hidden, 0o600)  # root's: the broker (the log dir's owner, nobody) cannot read it
     walked: list[str] = []
-    walk_file = state.walk_file
+    walk_file = file_records.walk_file
 
     def recorded(path, *args):
         walked.append(path)
         return walk_file(path, *args)
 
-    monkeypatch.setattr(state, "walk_file", recorded)
-    monkeypatch.setattr(state, "walk_threads", lambda: 4)
+    monkeypatch.setattr(partition, "walk_file", recorded)
+    monkeypatch.setattr(file_records, "walk_file", recorded)
+    monkeypatch.setattr(fast_lane, "walk_threads", lambda: 4)
     rep = scan([log_dir], ScanOptions(depth=depth, now_ms=NOW_MS), jobs=1)
     assert str(hidden) not in walked
     assert len(walked) >= 3
@@ -337,13 +339,14 @@ def test_default_scan_walks_the_active_segment_beside_the_retention_walks(
     codes = {f["code"] for f in json.loads(serial)["findings"]}
     assert {"INDEX_MISSING", "LOG_CORRUPT"} <= codes, codes
     walked: list[tuple[str, str]] = []
-    walk_file = state.walk_file
+    walk_file = file_records.walk_file
 
     def recorded(path, *args):
         walked.append((path, threading.current_thread().name))
         return walk_file(path, *args)
 
-    monkeypatch.setattr(state, "walk_file", recorded)
+    monkeypatch.setattr(partition, "walk_file", recorded)
+    monkeypatch.setattr(file_records, "walk_file", recorded)
     assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch, depth=Depth.DEFAULT) == serial
     assert sorted(p for p, _ in walked) == sorted(map(str, [*logs[1:4], logs[-1]]))  # each once
     assert all(t.startswith("logdoctor-walk") for _, t in walked)

@@ -1,9 +1,9 @@
 """Issue 35: `logdoctor repair LOGDIR...` maps its big .log files on a thread while its modules load
-(state.map_early, chosen by checks.early_walk.early_logs, populated by _speedups.populate_read without the
-GIL), and its planning scan's kept mappings (state.mappings_kept) adopt them instead of mapping the files
-again. The repair must do exactly what it does without them (real log dirs, and a generated one of big
-segments), adopt a mapping only for the same inode at the same size, never map early a file the broker's
-user cannot read, and leave nothing of one run to the next in the same process."""
+(early_mappings.map_early, chosen by checks.early_walk.early_logs, populated by _speedups.populate_read
+without the GIL), and its planning scan's kept mappings (kept_mappings.mappings_kept) adopt them instead of
+mapping the files again. The repair must do exactly what it does without them (real log dirs, and a generated
+one of big segments), adopt a mapping only for the same inode at the same size, never map early a file the
+broker's user cannot read, and leave nothing of one run to the next in the same process."""
 
 from __future__ import annotations
 
@@ -30,7 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repair"))
 import cli_in_process
 import damage
 
-from logdoctor.checks import early_walk, state
+from logdoctor.checks import early_walk
+from logdoctor.checks.state import early_mappings, file_records, kept_mappings
 from logdoctor.cli import registry
 from logdoctor.cli.main import _without_the_framework
 from logdoctor.formats import native
@@ -55,8 +56,10 @@ def maps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
             made.append(os.readlink(f"/proc/self/fd/{fd}"))
         return real(fd, *args, **kwargs)
 
-    monkeypatch.setattr(state, "MMAP_THRESHOLD", 1)
-    monkeypatch.setattr(state, "SETTLED_NS", 0)  # the files just written count as settled
+    monkeypatch.setattr(early_mappings, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(file_records, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(early_mappings, "SETTLED_NS", 0)  # the files just written count as settled
+    monkeypatch.setattr(kept_mappings, "SETTLED_NS", 0)
     monkeypatch.setattr(early_walk, "MMAP_THRESHOLD", 1)
     monkeypatch.setattr(early_walk, "EARLY_PARTITIONS", 10**6)
     monkeypatch.setattr(mmap, "mmap", counted)
@@ -67,7 +70,7 @@ def maps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def adopted(monkeypatch: pytest.MonkeyPatch) -> list[mmap.mmap]:
     """The early mappings the kept mappings adopt, recorded."""
     got: list[mmap.mmap] = []
-    adopt = state._adopt_early
+    adopt = early_mappings._adopt_early
 
     def recorded(key: tuple[int, int, int]) -> mmap.mmap | None:
         mm = adopt(key)
@@ -75,12 +78,12 @@ def adopted(monkeypatch: pytest.MonkeyPatch) -> list[mmap.mmap]:
             got.append(mm)
         return mm
 
-    monkeypatch.setattr(state, "_adopt_early", recorded)
+    monkeypatch.setattr(kept_mappings, "_adopt_early", recorded)
     return got
 
 
 def _early_thread_done() -> None:
-    early = state._early_maps
+    early = early_mappings._early_maps
     assert early is not None and early.thread is not None
     early.thread.join()
 
@@ -96,33 +99,33 @@ def test_early_mappings_are_adopted_once_and_closed_on_leaving(
     tmp_path: Path, maps: list[str], adopted: list[mmap.mmap]
 ) -> None:
     files = _segments(tmp_path)
-    assert state.map_early([str(f) for f in files]) == 3
+    assert early_mappings.map_early([str(f) for f in files]) == 3
     _early_thread_done()
     assert maps == [str(f) for f in files]  # mapped early, each once
-    early = list(state._early_maps.maps.values())  # type: ignore[union-attr]
-    with state.mappings_kept():
+    early = list(early_mappings._early_maps.maps.values())  # type: ignore[union-attr]
+    with kept_mappings.mappings_kept():
         for f in files * 2:
             assert read_through_state(f) == (f.read_bytes(), True)
         assert maps == [str(f) for f in files]  # not mapped again: the early mappings are the kept ones
-        assert state._kept is not None and list(state._kept.maps.values()) == early == adopted
-        assert state._kept.bytes == 3 * 2 * MIB  # counted against the kept limit
-    assert state._early_maps is None and all(mm.closed for mm in early)
+        assert kept_mappings._kept is not None and list(kept_mappings._kept.maps.values()) == early == adopted
+        assert kept_mappings._kept.bytes == 3 * 2 * MIB  # counted against the kept limit
+    assert early_mappings._early_maps is None and all(mm.closed for mm in early)
 
 
 def test_a_file_replaced_cut_or_grown_since_its_early_mapping_is_mapped_anew(
     tmp_path: Path, maps: list[str], adopted: list[mmap.mmap]
 ) -> None:
     replaced, cut, grown, same = _segments(tmp_path, 4)
-    state.map_early([str(f) for f in (replaced, cut, grown, same)])
+    early_mappings.map_early([str(f) for f in (replaced, cut, grown, same)])
     _early_thread_done()
-    early = list(state._early_maps.maps.values())  # type: ignore[union-attr]
+    early = list(early_mappings._early_maps.maps.values())  # type: ignore[union-attr]
     new = tmp_path / "new.tmp"
     new.write_bytes(os.urandom(2 * MIB))
     os.replace(new, replaced)  # the same size, another inode
     os.truncate(cut, MIB)
     with open(grown, "ab") as w:
         w.write(b"\x07" * 4096)
-    with state.mappings_kept():
+    with kept_mappings.mappings_kept():
         for f in (replaced, cut, grown, same):
             assert read_through_state(f) == (f.read_bytes(), True)
         assert len(adopted) == 1 and adopted[0] is early[3]
@@ -134,22 +137,23 @@ def test_room_is_counted_and_what_does_not_fit_is_not_mapped_early(
     tmp_path: Path, maps: list[str], adopted: list[mmap.mmap]
 ) -> None:
     files = _segments(tmp_path)
-    state.map_early([str(f) for f in files], limit=5 * MIB)
+    early_mappings.map_early([str(f) for f in files], limit=5 * MIB)
     _early_thread_done()
     assert maps == [str(files[0]), str(files[1])]  # the third would pass the limit
-    with state.mappings_kept(limit=3 * MIB):
+    with kept_mappings.mappings_kept(limit=3 * MIB):
         for f in files:
             assert read_through_state(f)[0] == f.read_bytes()
         assert len(adopted) == 1  # the second has no room: read as outside (mapped, unmapped)
         assert maps[2:] == [str(files[1]), str(files[2])]
-    assert state._early_maps is None
+    assert early_mappings._early_maps is None
 
 
 def _early_with_a_waiting_populate(
     f: Path, monkeypatch: pytest.MonkeyPatch, populating: Callable[[memoryview], object], result: bool
 ) -> threading.Event:
-    """``f`` mapped early with a populate (state.POPULATE) that holds its buffer as the C one does and waits
-    for the returned event before ``populating(buffer)`` and returning ``result``; returns once it waits."""
+    """``f`` mapped early with a populate (early_mappings.POPULATE) that holds its buffer as the C one does
+    and waits for the returned event before ``populating(buffer)`` and returning ``result``; returns once it
+    waits."""
     holding, go = threading.Event(), threading.Event()
 
     def slow_populate(buffer: mmap.mmap | memoryview, advise: bool) -> bool:
@@ -159,8 +163,9 @@ def _early_with_a_waiting_populate(
             populating(view)
         return result
 
-    monkeypatch.setattr(state, "POPULATE", slow_populate)
-    state.map_early([str(f)])
+    monkeypatch.setattr(early_mappings, "POPULATE", slow_populate)
+    monkeypatch.setattr(file_records, "POPULATE", slow_populate)
+    early_mappings.map_early([str(f)])
     holding.wait()
     return go
 
@@ -180,7 +185,7 @@ def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
         seen.append(bytes(view[:64]))  # read after the wait, the buffer held all along
 
     go = _early_with_a_waiting_populate(f, monkeypatch, populating, True)
-    with state.mappings_kept():
+    with kept_mappings.mappings_kept():
         try:
             assert read_through_state(f) == (f.read_bytes(), True)
             assert len(adopted) == 1
@@ -188,27 +193,27 @@ def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
             threading.Timer(0.05, go.set).start()
     assert adopted[0].closed and seen == [f.read_bytes()[:64]]
     # the thread at a lower priority than the importing one (this one's is left as it was)
-    assert nice == [os.getpriority(os.PRIO_PROCESS, 0) + state.EARLY_NICE] or nice == [19]
+    assert nice == [os.getpriority(os.PRIO_PROCESS, 0) + early_mappings.EARLY_NICE] or nice == [19]
 
 
 def test_unmap_ahead_stops_the_populate_within_a_chunk(
     tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Before a repair's apply (state.unmap_ahead) the thread is stopped after the chunk it is populating,
-    then joined, and the mapping unmapped."""
+    """Before a repair's apply (kept_mappings.unmap_ahead) the thread is stopped after the chunk it is
+    populating, then joined, and the mapping unmapped."""
     (f,) = _segments(tmp_path, 1)
-    monkeypatch.setattr(state, "EARLY_POPULATE_CHUNK", 4096)
+    monkeypatch.setattr(early_mappings, "EARLY_POPULATE_CHUNK", 4096)
     calls: list[int] = []
     go = _early_with_a_waiting_populate(f, monkeypatch, lambda view: calls.append(len(view)), False)
-    with state.mappings_kept():
+    with kept_mappings.mappings_kept():
         try:
             assert read_through_state(f) == (f.read_bytes(), True)
         finally:
             threading.Timer(0.05, go.set).start()
-        state.unmap_ahead()
+        kept_mappings.unmap_ahead()
         assert calls == [4096]  # the first of 512 chunks, then stopped
-        assert state._kept is not None
-        for thread in state._kept.behind:
+        assert kept_mappings._kept is not None
+        for thread in kept_mappings._kept.behind:
             thread.join()
         assert adopted[0].closed
 
@@ -217,21 +222,21 @@ def test_another_process_and_a_later_run_never_see_them(
     tmp_path: Path, maps: list[str], adopted: list[mmap.mmap]
 ) -> None:
     (f,) = _segments(tmp_path, 1)
-    state.map_early([str(f)])
+    early_mappings.map_early([str(f)])
     _early_thread_done()
     pid = os.fork()
     if pid == 0:  # a forked pool worker: maps as without them
         try:
-            with state.mappings_kept():
+            with kept_mappings.mappings_kept():
                 ok = read_through_state(f) == (f.read_bytes(), True) and not adopted
         finally:
             os._exit(0 if ok else 1)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    early = list(state._early_maps.maps.values())  # type: ignore[union-attr]
-    state.drop_early_mappings()  # a run that ended before its planning scan
-    assert state._early_maps is None and early[0].closed
-    with state.mappings_kept():
+    early = list(early_mappings._early_maps.maps.values())  # type: ignore[union-attr]
+    early_mappings.drop_early_mappings()  # a run that ended before its planning scan
+    assert early_mappings._early_maps is None and early[0].closed
+    with kept_mappings.mappings_kept():
         assert read_through_state(f) == (f.read_bytes(), True)
     assert not adopted and maps == [str(f), str(f)]
 
@@ -241,19 +246,21 @@ def test_a_file_being_written_is_not_mapped_early(
 ) -> None:
     """A file changed within SETTLED_NS (a broker's active segment being appended to: its size would
     differ by the scan, and a cut under the mapping would make a read of it SIGBUS) is left to the scan."""
-    monkeypatch.setattr(state, "SETTLED_NS", 10**12)
-    assert state.map_early([str(f) for f in _segments(tmp_path)]) == 3
+    monkeypatch.setattr(early_mappings, "SETTLED_NS", 10**12)
+    monkeypatch.setattr(kept_mappings, "SETTLED_NS", 10**12)
+    assert early_mappings.map_early([str(f) for f in _segments(tmp_path)]) == 3
     _early_thread_done()
-    assert maps == [] and not state._early_maps.maps  # type: ignore[union-attr]
-    state.drop_early_mappings()
+    assert maps == [] and not early_mappings._early_maps.maps  # type: ignore[union-attr]
+    early_mappings.drop_early_mappings()
 
 
 def test_without_the_c_populate_nothing_is_mapped_early(
     tmp_path: Path, maps: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(state, "POPULATE", None)
-    assert state.map_early([str(f) for f in _segments(tmp_path)]) == 0
-    assert state._early_maps is None and maps == []
+    monkeypatch.setattr(early_mappings, "POPULATE", None)
+    monkeypatch.setattr(file_records, "POPULATE", None)
+    assert early_mappings.map_early([str(f) for f in _segments(tmp_path)]) == 0
+    assert early_mappings._early_maps is None and maps == []
 
 
 # --- the command line: the same repair with and without early mappings ---------------------------------
@@ -289,10 +296,11 @@ def _with_and_without(
                 p.unlink()
         with monkeypatch.context() as m:
             if not early:
-                m.setattr(state, "POPULATE", None)
+                m.setattr(early_mappings, "POPULATE", None)
+                m.setattr(file_records, "POPULATE", None)
             out = _repair([*flags, "--backup-dir", str(here / "backup"), str(log_dir)], here)
         got.append((out, _files(log_dir)))
-        assert state._early_maps is None
+        assert early_mappings._early_maps is None
         # with them, adopted (and only then), when there is a .log to map
         assert bool(adopted) == (early and any(p.stat().st_size for p in log_dir.rglob("*.log")))
     return got
@@ -317,9 +325,10 @@ def test_repair_of_big_segments_with_early_mappings(
         TopicSpec("t", partitions=1, records_per_partition=340_000, value_size=200, segment_bytes=72 * MIB)
     ]
     src, _ = generate_log_dir(tmp_path / "fleet", topics)
-    monkeypatch.setattr(state, "SETTLED_NS", 0)  # the copies just written count as settled
+    monkeypatch.setattr(early_mappings, "SETTLED_NS", 0)  # the copies just written count as settled
+    monkeypatch.setattr(kept_mappings, "SETTLED_NS", 0)
     logs = sorted((src / "t-0").glob("*.log"))
-    assert len(logs) == 2 and logs[0].stat().st_size >= state.MMAP_THRESHOLD
+    assert len(logs) == 2 and logs[0].stat().st_size >= file_records.MMAP_THRESHOLD
     indexes = {str(p.relative_to(src)): p.read_bytes() for p in sorted(src.rglob("*index"))}
     without, with_them = _with_and_without(src, tmp_path / "run", ["--apply"], monkeypatch, adopted)
     assert with_them == without and without[0][0] == 0
@@ -370,11 +379,11 @@ def test_the_command_line_maps_early_and_puts_the_switch_interval_back(
     code, out, _ = _repair(["--json", str(log_dir)], tmp_path)
     assert code == 0 and "\"applied\": false" in out
     assert intervals == [scan_fast.WALKING_SWITCH_INTERVAL_S, before] and sys.getswitchinterval() == before
-    assert len(logs) > 2 and len(adopted) == len(logs) and state._early_maps is None
+    assert len(logs) > 2 and len(adopted) == len(logs) and early_mappings._early_maps is None
     intervals.clear()
     made = len(maps)
     code, _, _ = _repair(["--json", str(tmp_path / "missing")], tmp_path)  # not a log dir: nothing mapped
-    assert code == 66 and intervals == [before] and len(maps) == made and state._early_maps is None
+    assert code == 66 and intervals == [before] and len(maps) == made and early_mappings._early_maps is None
 
 
 @pytest.mark.needs_root
@@ -389,4 +398,4 @@ def test_a_log_the_broker_cannot_read_is_not_mapped_early(tmp_path: Path, maps: 
     assert early_walk.start_mappings([str(log_dir)]) == len(logs) - 1
     _early_thread_done()
     assert sorted(maps) == sorted(str(p) for p in logs if p != hidden)
-    state.drop_early_mappings()
+    early_mappings.drop_early_mappings()

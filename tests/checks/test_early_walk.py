@@ -21,9 +21,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "repair"))
 
 import damage
 
-from logdoctor.checks import early_walk, state, walk_ahead
+from logdoctor.checks import early_walk, walk_ahead
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
+from logdoctor.checks.state import early_mappings, file_records, partition, segment_walk
 from logdoctor.formats import native
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 
@@ -36,7 +37,8 @@ NOW_MS = 1_800_000_000_000
 def small_is_big(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every .log counts as big (walked in chunks, walked early), on two walk threads, any number of
     partitions (the scans here run with jobs=1: every partition in this process)."""
-    monkeypatch.setattr(state, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(early_mappings, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(file_records, "MMAP_THRESHOLD", 1)
     monkeypatch.setattr(early_walk, "MMAP_THRESHOLD", 1)
     monkeypatch.setattr(early_walk, "EARLY_PARTITIONS", 10**6)
     monkeypatch.setattr(walk_ahead, "cores", lambda: 2)
@@ -62,29 +64,29 @@ def _walked(path: Path) -> walk_ahead.RawWalk | None:
 def _taken(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The paths whose early walk the scan takes, recorded."""
     taken: list[str] = []
-    take = state._take_early
+    take = file_records._take_early
 
-    def recorded(path: str, *args: bool) -> state.WalkResult | None:
+    def recorded(path: str, *args: bool) -> segment_walk.WalkResult | None:
         got = take(path, *args)
         if got is not None:
             taken.append(path)
         return got
 
-    monkeypatch.setattr(state, "_take_early", recorded)
+    monkeypatch.setattr(partition, "_take_early", recorded)
     return taken
 
 
 @pytest.fixture(scope="module")
 def settled(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The log dirs of the tests below, made at once and then left alone for state.SETTLED_NS (only files
-    that have not changed for that long are walked early): one wait for the module instead of one a test.
-    Each test has a dir of its own (they damage them)."""
+    """The log dirs of the tests below, made at once and then left alone for walk_ahead.SETTLED_NS (only files
+    that have not changed for that long are walked early): one wait for the module instead of one a test. Each
+    test has a dir of its own (they damage them)."""
     root = tmp_path_factory.mktemp("early")
     made = {"damaged-v2": _damaged_v2_copy(root / "damaged")} if realworld.available() else {}
     for name, records in (("changed", 400), ("being-written", 200), ("command-line", 300)):
         topics = [TopicSpec("t", records_per_partition=records, value_size=100, segment_bytes=16 * 1024)]
         made[name], _ = generate_log_dir(root / name / "fleet", topics)
-    time.sleep(state.SETTLED_NS / 1e9 + 0.05)
+    time.sleep(walk_ahead.SETTLED_NS / 1e9 + 0.05)
     return made
 
 

@@ -23,7 +23,7 @@ import realworld
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "cli"))
 import tiers
 from logdoctor.checks import index_cross_check, indexes
-from logdoctor.checks.state import walk_file
+from logdoctor.checks.state.file_records import walk_file
 from logdoctor.formats.index import IndexKind, real_entry_count, real_entry_count_numpy
 from logdoctor.formats.native import speedups
 

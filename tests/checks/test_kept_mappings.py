@@ -1,6 +1,6 @@
-"""Issue 35: ``state.mappings_kept`` (used by `repair`, whose planning scan, index rebuild and scan after
-read the same segments): a big file is mapped once and its mapping handed out again, only while it is the
-same inode at the same size; the bytes seen are always the file's bytes as they are now."""
+"""Issue 35: ``kept_mappings.mappings_kept`` (used by `repair`, whose planning scan, index rebuild and scan
+after read the same segments): a big file is mapped once and its mapping handed out again, only while it is
+the same inode at the same size; the bytes seen are always the file's bytes as they are now."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from state_reads import read_through_state
 from typer.testing import CliRunner
 
-from logdoctor.checks import state
+from logdoctor.checks.state import early_mappings, file_records, kept_mappings
 from logdoctor.cli import commands  # noqa: F401
 from logdoctor.cli.main import app
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
@@ -31,7 +31,8 @@ def maps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         made.append(os.readlink(f"/proc/self/fd/{fd}"))
         return real(fd, *args, **kwargs)
 
-    monkeypatch.setattr(state, "MMAP_THRESHOLD", MIB)
+    monkeypatch.setattr(early_mappings, "MMAP_THRESHOLD", MIB)
+    monkeypatch.setattr(file_records, "MMAP_THRESHOLD", MIB)
     monkeypatch.setattr(mmap, "mmap", counted)
     return made
 
@@ -39,7 +40,7 @@ def maps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_same_file_mapped_once_while_same_inode_and_size(tmp_path: Path, maps: list[str]) -> None:
     f = tmp_path / "a.log"
     f.write_bytes(os.urandom(2 * MIB))
-    with state.mappings_kept():
+    with kept_mappings.mappings_kept():
         assert read_through_state(f) == (f.read_bytes(), True)
         assert read_through_state(f) == (f.read_bytes(), True)
         assert maps == [str(f)]
@@ -72,14 +73,14 @@ def test_kept_bytes_are_limited_and_unmapped_on_leaving(
     for f in files:
         f.write_bytes(os.urandom(2 * MIB))
     kept: list[mmap.mmap] = []
-    with state.mappings_kept(limit=5 * MIB):
-        assert state._kept is not None
+    with kept_mappings.mappings_kept(limit=5 * MIB):
+        assert kept_mappings._kept is not None
         for f in files * 2:
             assert read_through_state(f)[0] == f.read_bytes()
-        kept = list(state._kept.maps.values())
+        kept = list(kept_mappings._kept.maps.values())
         assert len(kept) == 2  # the first two fit the limit, the third is mapped and unmapped each time
         assert maps == [str(files[0]), str(files[1]), str(files[2]), str(files[2])]
-    assert state._kept is None
+    assert kept_mappings._kept is None
     assert all(m.closed for m in kept)
 
 
@@ -90,18 +91,18 @@ def test_small_and_sparse_files_are_never_kept(tmp_path: Path, maps: list[str]) 
     with open(sparse, "wb") as w:
         w.write(b"y" * 4096)
         w.truncate(4 * MIB)  # a hole after the first page
-    with state.mappings_kept():
+    with kept_mappings.mappings_kept():
         assert read_through_state(small)[0] == small.read_bytes()  # read, not mapped
         # mapped without MAP_POPULATE, not kept
         assert read_through_state(sparse) == (sparse.read_bytes(), False)
         assert maps == [str(sparse)]
-        assert state._kept is not None and not state._kept.maps
+        assert kept_mappings._kept is not None and not kept_mappings._kept.maps
 
 
 def test_forked_child_maps_as_outside(tmp_path: Path, maps: list[str]) -> None:
     f = tmp_path / "a.log"
     f.write_bytes(os.urandom(2 * MIB))
-    with state.mappings_kept():
+    with kept_mappings.mappings_kept():
         pid = os.fork()
         if pid == 0:  # a pool worker forked while the parent keeps mappings
             try:
@@ -142,7 +143,8 @@ def test_repair_maps_each_segment_once(tmp_path: Path, maps: list[str]) -> None:
 @pytest.fixture
 def settled(monkeypatch: pytest.MonkeyPatch) -> float:
     """Files count as settled 50 ms after their last change (not 1 s): the seconds a test sleeps."""
-    monkeypatch.setattr(state, "SETTLED_NS", 50_000_000)
+    monkeypatch.setattr(early_mappings, "SETTLED_NS", 50_000_000)
+    monkeypatch.setattr(kept_mappings, "SETTLED_NS", 50_000_000)
     return 0.1
 
 
@@ -165,23 +167,23 @@ def test_a_clean_crc_walk_is_known_while_the_file_is_unchanged(
 
     _, log = _segment(tmp_path)
     time.sleep(settled)
-    with state.mappings_kept():
-        assert state.crc_walked_unchanged(log) is None  # nothing walked yet
-        assert state.walk_file(str(log), False, False).clean
-        assert state.crc_walked_unchanged(log) is None  # walked without CRCs
-        assert state.walk_file(str(log), True, False).clean
-        unchanged = state.crc_walked_unchanged(log)
+    with kept_mappings.mappings_kept():
+        assert kept_mappings.crc_walked_unchanged(log) is None  # nothing walked yet
+        assert file_records.walk_file(str(log), False, False).clean
+        assert kept_mappings.crc_walked_unchanged(log) is None  # walked without CRCs
+        assert file_records.walk_file(str(log), True, False).clean
+        unchanged = kept_mappings.crc_walked_unchanged(log)
         assert unchanged is not None and unchanged()
         # one byte of a batch changed in place, the mtime put back as it was: its ctime is not
         st = _flip_a_middle_byte_keeping_mtime(log)
         assert log.stat().st_mtime_ns == st.st_mtime_ns and log.stat().st_size == st.st_size
         assert not unchanged()
-        assert state.crc_walked_unchanged(log) is None
+        assert kept_mappings.crc_walked_unchanged(log) is None
         # and its CRC walk now finds the damage: never noted as clean
         time.sleep(settled)
-        assert not state.walk_file(str(log), True, False).clean
-        assert state.crc_walked_unchanged(log) is None
-    assert state.crc_walked_unchanged(log) is None  # outside mappings_kept: nothing known
+        assert not file_records.walk_file(str(log), True, False).clean
+        assert kept_mappings.crc_walked_unchanged(log) is None
+    assert kept_mappings.crc_walked_unchanged(log) is None  # outside mappings_kept: nothing known
 
 
 def _flip_a_middle_byte_keeping_mtime(path: str | os.PathLike[str]) -> os.stat_result:
@@ -201,9 +203,9 @@ def test_a_file_changed_just_before_its_walk_is_never_known_clean(tmp_path: Path
     """A change within SETTLED_NS of the walk (here: the file was just written) could share its ctime with
     a later change (the file system's clock ticks coarsely): such a walk is not noted."""
     _, log = _segment(tmp_path)
-    with state.mappings_kept():
-        assert state.walk_file(str(log), True, False).clean
-        assert state.crc_walked_unchanged(log) is None
+    with kept_mappings.mappings_kept():
+        assert file_records.walk_file(str(log), True, False).clean
+        assert kept_mappings.crc_walked_unchanged(log) is None
 
 
 def test_repair_rebuilds_the_active_segment_without_its_crcs_again_or_checks_them_when_changed(
@@ -282,18 +284,18 @@ def test_unmap_ahead_keeps_only_the_mappings_walked_clean_with_crcs(
     active, other = logs[-1], logs[0]
     if active.stat().st_size < MIB:
         active = logs[-2]
-    with state.mappings_kept():
-        assert state.walk_file(str(active), True, False).clean  # noted: its CRCs walked clean
+    with kept_mappings.mappings_kept():
+        assert file_records.walk_file(str(active), True, False).clean  # noted: its CRCs walked clean
         assert read_through_state(other) == (other.read_bytes(), True)
-        kept = state._kept
+        kept = kept_mappings._kept
         assert kept is not None and len(kept.maps) == 2
         other_map = next(mm for key, mm in kept.maps.items() if key not in kept.crc_clean)
-        state.unmap_ahead()
+        kept_mappings.unmap_ahead()
         assert len(kept.maps) == 1 and len(kept.behind) == 1
         kept.behind[0].join()
         assert other_map.closed
-        assert state.crc_walked_unchanged(active) is not None  # still kept, still known
+        assert kept_mappings.crc_walked_unchanged(active) is not None  # still kept, still known
         assert read_through_state(active) == (active.read_bytes(), True)
         assert read_through_state(other) == (other.read_bytes(), True)  # mapped anew
         assert maps.count(str(other)) == 2 and maps.count(str(active)) == 1
-    state.unmap_ahead()  # outside mappings_kept: nothing
+    kept_mappings.unmap_ahead()  # outside mappings_kept: nothing

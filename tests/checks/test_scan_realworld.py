@@ -18,9 +18,9 @@ import pytest
 import kafka_schemas
 import realworld
 from consumer_offsets_oracle import expected_out_of_range
-from logdoctor.checks import state as walker  # the scan's segment walk
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
+from logdoctor.checks.state import segment_walk as walker  # the scan's segment walk
 from logdoctor.logdir.names import parse_partition_dir
 
 NOW = 1_800_000_000_000

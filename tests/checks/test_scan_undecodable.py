@@ -21,7 +21,7 @@ from typer.testing import CliRunner
 
 import realworld
 import tiers
-from logdoctor.checks.state import walk_file
+from logdoctor.checks.state.file_records import walk_file
 from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)
 from logdoctor.cli.main import app
 from logdoctor.errors import FormatError
@@ -204,7 +204,7 @@ def test_real_logs_decode_and_scan_agrees_with_dump() -> None:
 
 
 def _walk_bytes(data: bytes):
-    from logdoctor.checks.state import walk
+    from logdoctor.checks.state.segment_walk import walk
     from logdoctor.checks.undecodable import undecodable_batches
 
     w = walk(data, verify_crc=True, with_positions=True)

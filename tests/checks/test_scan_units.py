@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 import realworld
 import tiers
 from logdoctor.checks import catalog
-from logdoctor.checks import state as walker  # the scan's segment walk
 from logdoctor.checks.findings import Finding, Severity, exit_code
+from logdoctor.checks.state import segment_walk as walker  # the scan's segment walk
 
 REQUIRED = {
     "INDEX_CORRUPT",

@@ -1,5 +1,5 @@
 """Issue 35: a big .log walked by a walk thread is read a chunk at a time into a buffer of the thread's
-(``state._walk_read``) instead of being mapped. Its results are those of the walk of the mapped file
+(``file_records._walk_read``) instead of being mapped. Its results are those of the walk of the mapped file
 (``walk_file`` as before: ``read_buffer`` + ``walk`` + the records check) on real segments (Kafka's bytes:
 compressed batches, v0/v1 messages, transactions) and generated ones, clean and damaged (bit flips in
 batch headers, cut tails, zero tails, a batch whose records do not decode), with chunks so small that
@@ -26,7 +26,8 @@ import damage
 from state_reads import mapped_walk
 from test_scan_undecodable import _segment, fix_crc, shorten_first_record
 
-from logdoctor.checks import state, walk_ahead
+from logdoctor.checks import walk_ahead
+from logdoctor.checks.state import early_mappings, file_records
 from logdoctor.formats import native
 from logdoctor.formats.record_types import Compression
 from logdoctor.sample.records import RecordDataSpec, write_segment
@@ -44,19 +45,20 @@ def _in_a_thread(fn, *args):
 
 def _compare(paths: list[Path], monkeypatch: pytest.MonkeyPatch, chunk: int) -> tuple[int, int]:
     """Every path walked both ways, with and without CRCs and positions; (read whole in chunks, sent back)."""
-    monkeypatch.setattr(state, "MMAP_THRESHOLD", 1)
-    monkeypatch.setattr(state, "READ_CHUNK", chunk)
+    monkeypatch.setattr(early_mappings, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(file_records, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(file_records, "READ_CHUNK", chunk)
     read = back = 0
     for p in paths:
         for crc, pos in ((True, True), (True, False), (False, False)):
             expected = mapped_walk(str(p), crc, pos)
-            got = _in_a_thread(state._walk_read, str(p), crc, pos)
+            got = _in_a_thread(file_records._walk_read, str(p), crc, pos)
             if got is None:
                 back += 1
             else:
                 read += 1
                 assert got == expected, (p, crc, pos)
-            assert _in_a_thread(state.walk_file, str(p), crc, pos) == expected, (p, crc, pos)
+            assert _in_a_thread(file_records.walk_file, str(p), crc, pos) == expected, (p, crc, pos)
     return read, back
 
 
@@ -144,7 +146,7 @@ def test_compressed_batch_whose_records_do_not_decode_is_sent_back(
     bad.write_bytes(_segment(compression, damaged=True))
     read, back = _compare([clean, bad], monkeypatch, 4096)
     assert (read, back) == (5, 1)
-    assert _in_a_thread(state._walk_read, str(bad), True, True) is None
+    assert _in_a_thread(file_records._walk_read, str(bad), True, True) is None
     assert len(mapped_walk(str(bad), True, True).undecodable) == 1
 
 
@@ -177,16 +179,17 @@ def test_deep_scan_reading_in_chunks_reports_what_the_serial_walk_reports(
     log_dir = _damaged_v2_copy(tmp_path)
     serial = _scan_json(log_dir, parallel=False, monkeypatch=monkeypatch)
     read: list[bool] = []
-    walk_read = state._walk_read
+    walk_read = file_records._walk_read
 
     def recorded(*args):
         got = walk_read(*args)
         read.append(got is not None)
         return got
 
-    monkeypatch.setattr(state, "MMAP_THRESHOLD", 1)
-    monkeypatch.setattr(state, "READ_CHUNK", 16384)
-    monkeypatch.setattr(state, "_walk_read", recorded)
+    monkeypatch.setattr(early_mappings, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(file_records, "MMAP_THRESHOLD", 1)
+    monkeypatch.setattr(file_records, "READ_CHUNK", 16384)
+    monkeypatch.setattr(file_records, "_walk_read", recorded)
     assert _scan_json(log_dir, parallel=True, monkeypatch=monkeypatch) == serial
     assert True in read and False in read  # the clean segment read in chunks, the damaged ones mapped
 

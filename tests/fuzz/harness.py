@@ -113,7 +113,7 @@ def _records(data: bytes) -> None:
 
 
 def _walk(data: bytes) -> None:
-    from logdoctor.checks.state import walk
+    from logdoctor.checks.state.segment_walk import walk
 
     walk(data, 0, verify_crc=True, with_positions=True)
 

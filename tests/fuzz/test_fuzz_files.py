@@ -24,7 +24,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "checks"))
 
 from state_reads import mapped_walk
 
-from logdoctor.checks import state, walk_ahead
+from logdoctor.checks import walk_ahead
+from logdoctor.checks.state import early_mappings, file_records
 from logdoctor.formats import native
 
 EXAMPLES = int(os.environ["FUZZ_EXAMPLES"]) if "FUZZ_EXAMPLES" in os.environ else tiers.examples(300)
@@ -138,9 +139,10 @@ def test_the_harness_can_see_an_untyped_error(monkeypatch) -> None:
 def test_chunked_read_of_a_mutated_log_is_the_mapped_walk_or_sent_back(
     tmp_path_factory, seed: int, steps: int, chunk: int, max_batch: int
 ) -> None:
-    """A mutated real .log walked a chunk at a time in C (``state._walk_read``: ``_speedups.walk_read_v2``,
-    batches bigger than the chunk read into a buffer of their own up to ``MAX_BATCH_READ``) gives the walk
-    of the mapped file, or sends the file back to it (None), with and without CRCs and positions."""
+    """A mutated real .log walked a chunk at a time in C (``file_records._walk_read``:
+    ``_speedups.walk_read_v2``, batches bigger than the chunk read into a buffer of their own up to
+    ``MAX_BATCH_READ``) gives the walk of the mapped file, or sends the file back to it (None), with and
+    without CRCs and positions."""
     if native.scan_v2 is None:
         pytest.skip("needs the C extension and crc32c")
     rng = random.Random(seed)
@@ -148,10 +150,11 @@ def test_chunked_read_of_a_mutated_log_is_the_mapped_walk_or_sent_back(
     path = tmp_path_factory.mktemp("walk") / "00000000000000000000.log"
     path.write_bytes(harness.mutate(src.read_bytes(), rng, steps))
     with pytest.MonkeyPatch.context() as m, bounded(PER_INPUT_SECONDS):
-        m.setattr(state, "MMAP_THRESHOLD", 1)
-        m.setattr(state, "READ_CHUNK", chunk)
+        m.setattr(early_mappings, "MMAP_THRESHOLD", 1)
+        m.setattr(file_records, "MMAP_THRESHOLD", 1)
+        m.setattr(file_records, "READ_CHUNK", chunk)
         m.setattr(walk_ahead, "MAX_BATCH_READ", max_batch)
         for crc, positions in ((True, True), (True, False), (False, False)):
-            got = state._walk_read(str(path), crc, positions)
+            got = file_records._walk_read(str(path), crc, positions)
             if got is not None:
                 assert got == mapped_walk(str(path), crc, positions), (src, seed, steps, crc, positions)

@@ -16,7 +16,7 @@ import time
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from logdoctor.checks.state import walk
+from logdoctor.checks.state.segment_walk import walk
 from logdoctor.errors import LogDoctorError
 from logdoctor.formats import checkpoint as cp
 from logdoctor.formats.partition_metadata import parse_partition_metadata

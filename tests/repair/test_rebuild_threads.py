@@ -17,7 +17,7 @@ import pytest
 
 import on_threads
 import realworld
-from logdoctor.checks import state
+from logdoctor.checks.state import fast_lane
 from logdoctor.formats import native
 from logdoctor.formats.recovery import rebuild_indexes
 from logdoctor.repair.planner import plan_repair
@@ -42,10 +42,10 @@ def _plan(
     with monkeypatch.context() as m:
         m.setattr(indexes, "rebuild_indexes", recorded)
         if parallel:
-            m.setattr(state, "walk_threads", lambda: 4)  # more threads than cores, fewer than segments
+            m.setattr(fast_lane, "walk_threads", lambda: 4)  # more threads than cores, fewer than segments
         else:
-            m.setattr(state, "FAST_WALK", None)
-            m.setattr(state, "walk_threads", lambda: 1)
+            m.setattr(fast_lane, "FAST_WALK", None)
+            m.setattr(fast_lane, "walk_threads", lambda: 1)
         plan, _ = plan_repair([str(log_dir)], backup_dir=str(tmp_path / "backup"), now_ms=NOW_MS, deep=deep)
     steps = [(s.op, s.path, s.data) for a in plan.actions for s in a.steps]
     out = plan.to_json()
@@ -128,7 +128,7 @@ def test_many_segments_with_mixed_damage_plan_the_same_on_threads(
 def test_in_walk_threads_keeps_order_and_a_bounded_backlog(monkeypatch: pytest.MonkeyPatch) -> None:
     """Results come in the items' order, and no more than two per thread wait to be taken beyond those
     running: memory does not grow with the number of segments."""
-    monkeypatch.setattr(state, "walk_threads", lambda: 3)
+    monkeypatch.setattr(fast_lane, "walk_threads", lambda: 3)
     lock = threading.Lock()
     done = taken = most = 0
     rng = random.Random(7)
@@ -143,7 +143,7 @@ def test_in_walk_threads_keeps_order_and_a_bounded_backlog(monkeypatch: pytest.M
         return i
 
     out = []
-    for x in state.in_walk_threads(work, range(300)):
+    for x in fast_lane.in_walk_threads(work, range(300)):
         with lock:
             taken += 1
         out.append(x)
@@ -191,8 +191,8 @@ def test_a_segment_rebuilt_alone_checks_its_crcs_on_threads_and_rebuilds_the_sam
     """crc_checked_prefix (CRCs checked in slices on the walk threads) then rebuild_indexes told not to
     check them again: the same result as the serial rebuild on every real segment, as it is and with a
     batch's CRC broken (the prefix ends at that batch, and the rebuild stops there as recovery would)."""
-    monkeypatch.setattr(state, "SPLIT_CRC_BYTES", 0)
-    monkeypatch.setattr(state, "walk_threads", lambda: 3)
+    monkeypatch.setattr(fast_lane, "SPLIT_CRC_BYTES", 0)
+    monkeypatch.setattr(fast_lane, "walk_threads", lambda: 3)
     realworld.require()
     logs = [p for d in realworld.log_dirs() for p in sorted(d.rglob("*.log")) if p.stat().st_size > 0]
     compared = damaged = 0
@@ -203,7 +203,7 @@ def test_a_segment_rebuilt_alone_checks_its_crcs_on_threads_and_rebuilds_the_sam
         if data[16] == 2 and len(data) > 2000:
             cases.append(_flip_crc_of_batch(data, 3))
         for case, bad in cases:
-            prefix = state.crc_checked_prefix(case)
+            prefix = fast_lane.crc_checked_prefix(case)
             if bad is not None:
                 assert prefix == bad
                 damaged += 1
@@ -251,14 +251,14 @@ def test_a_partition_of_one_segment_plans_the_same_with_its_crcs_on_threads(
     for p in log.parent.glob("*index"):
         p.unlink()
     checked: list[int] = []
-    prefix = state.crc_checked_prefix
+    prefix = fast_lane.crc_checked_prefix
 
     def recorded(buf):
         checked.append(prefix(buf))
         return checked[-1]
 
     monkeypatch.setattr(indexes, "crc_checked_prefix", recorded)
-    monkeypatch.setattr(state, "SPLIT_CRC_BYTES", 0)
+    monkeypatch.setattr(fast_lane, "SPLIT_CRC_BYTES", 0)
     serial, serial_steps, _ = _plan(log_dir, tmp_path, parallel=False, monkeypatch=monkeypatch)
     assert checked == [0]  # serial: nothing checked ahead
     par, par_steps, _ = _plan(log_dir, tmp_path, parallel=True, monkeypatch=monkeypatch)

@@ -1,8 +1,9 @@
 """Issue 35: the writing commands the suite runs hundreds of times (and an operator runs once, waiting)
 import no numpy (~45 ms of a ~190 ms start): a damaged log dir's `repair --apply` (its zero-filled tails
-found without numpy: checks.state._all_zero), `move-partition --copy --apply` and `sync-replica --apply`
-(the last batch of a segment found from its offset index's last entry: formats.index.real_entry_count in
-C, parse_offset_index with struct for a few entries). Each run is checked to have done its work."""
+found without numpy: checks.state.segment_walk._all_zero), `move-partition --copy --apply` and
+`sync-replica --apply` (the last batch of a segment found from its offset index's last entry:
+formats.index.real_entry_count in C, parse_offset_index with struct for a few entries). Each run is checked
+to have done its work."""
 
 from __future__ import annotations
 

@@ -43,7 +43,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.checks.context import Depth
-from logdoctor.checks.state import PartitionState, duration, iso
+from logdoctor.checks.state.partition import PartitionState
+from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.errors import FormatError
 
 __all__ = ["BEHIND_AFTER_MS", "COMPACTION_CODES", "CleanerState", "check_cleaner", "cleaner_state"]
@@ -56,7 +57,7 @@ COMPACTION_CODES = (
     "COMPACTION_KEYLESS_RECORDS",
     "COMPACTION_TOMBSTONES_EXPIRED",
 )
-#: the walk's damage kinds whose bytes the cleaner cannot parse (Damage.kind, checks.state)
+#: the walk's damage kinds whose bytes the cleaner cannot parse (Damage.kind, checks.state.segment_walk)
 _UNPARSABLE = {"truncated": "a batch runs past the end of the segment", "zero_tail": "zero bytes where a "
                "batch header belongs", "corrupt": "a batch header that does not parse"}  # fmt: skip
 

@@ -1,7 +1,7 @@
 """--deep: every batch's CRC, every record decoded, every index entry against the log, offsets across
 segments.
 
-Costs one read of every .log; the walk is :func:`logdoctor.checks.state.walk` (formats.records
+Costs one read of every .log; the walk is :func:`logdoctor.checks.state.segment_walk.walk` (formats.records
 batches made in C, C CRCs).
 """
 
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from logdoctor.checks.default import check_offsets, check_retention, log_corrupt_repair, report_damage
 from logdoctor.checks.index_cross_check import cross_check_indexes
-from logdoctor.checks.state import PartitionState, WalkResult
+from logdoctor.checks.state.partition import PartitionState
+from logdoctor.checks.state.segment_walk import WalkResult
 from logdoctor.logdir.model import Segment
 
 

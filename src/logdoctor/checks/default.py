@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from logdoctor.checks.context import SegmentInfo
 from logdoctor.checks.indexes import ENTRY_SIZE, analyze_index, analyze_txn_index
-from logdoctor.checks.state import PartitionState, WalkResult, walk
+from logdoctor.checks.state.partition import PartitionState
+from logdoctor.checks.state.segment_walk import WalkResult, walk
 from logdoctor.checks.timestamps import RISK_TOLERANCE_MS, broker_largest_timestamp, check_retention_risk
 from logdoctor.formats.index import OFFSET_ENTRY_SIZE, IndexKind
 from logdoctor.logdir.model import Segment

@@ -186,7 +186,7 @@ def _replica_log(p: Replica) -> ReplicaLog:
 
 
 def _finding(p: Replica, leader: Replica, t: FollowerTruncation) -> Finding:
-    from logdoctor.checks.state import iso
+    from logdoctor.checks.state.time_words import iso
 
     lost = lost_records(p.path, t.lacks_from) if os.path.isdir(p.path) else None
     if lost is None:  # a census of inventories: the folder is on the broker's host, its records unread

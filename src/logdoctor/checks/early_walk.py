@@ -10,12 +10,12 @@ before it may hand partitions to a pool of processes, which would walk them agai
 walked in chunks), and only those the broker's user can read (the log dir's owner, as the scan takes it
 without ``--broker-user``: :func:`logdoctor.checks.access.missing_access`, the rule of the scan's
 permission check, so that a file the broker cannot read is never read early either). What the walk
-finds is used only when it is the scan's own walk of the same bytes (``state._take_early``). This module
-imports none of checks.state: the walks start before it loads.
+finds is used only when it is the scan's own walk of the same bytes (``file_records._take_early``). This
+module imports none of checks.state: the walks start before it loads.
 
 The same files are those a ``logdoctor repair LOGDIR...`` maps early (:func:`start_mappings`,
-:func:`logdoctor.checks.state.map_early`): mapped and populated while its modules load, then adopted by
-its planning scan's kept mappings."""
+:func:`logdoctor.checks.state.early_mappings.map_early`): mapped and populated while its modules load, then
+adopted by its planning scan's kept mappings."""
 
 from __future__ import annotations
 
@@ -88,8 +88,8 @@ def start(log_dirs: Sequence[str]) -> int:
 
 
 def start_mappings(log_dirs: Sequence[str]) -> int:
-    """Start the early mappings (a ``repair``'s: :func:`logdoctor.checks.state.map_early`) of
+    """Start the early mappings (a ``repair``'s: :func:`logdoctor.checks.state.early_mappings.map_early`) of
     :func:`early_logs`; how many files (0: none, or no C extension)."""
-    from logdoctor.checks.state import map_early
+    from logdoctor.checks.state.early_mappings import map_early
 
     return map_early(early_logs(log_dirs))

@@ -12,7 +12,8 @@ import bisect
 import struct
 
 from logdoctor.checks.indexes import _SMALL, C_OFFSET_MAX, ENTRY_SIZE, Entries, report_corrupt
-from logdoctor.checks.state import PartitionState, WalkResult
+from logdoctor.checks.state.partition import PartitionState
+from logdoctor.checks.state.segment_walk import WalkResult
 from logdoctor.formats.index import IndexKind, real_entry_count
 from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.native import speedups

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from logdoctor.checks.state import PartitionState
+from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.timestamps import topic_config
 from logdoctor.formats.index import (
     OFFSET_ENTRY_SIZE,

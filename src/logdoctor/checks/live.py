@@ -5,8 +5,8 @@ read. Its normal state, each not a finding of a read-only command (docs/live-bro
 
 - the active segment grows: each partition is read as of one moment, when its check began (its files
   listed with their sizes): every segment's ``.log`` is read up to its listed size, no further
-  (checks.state.walk_file's ``end``, as Kafka's FileRecords.slice reads a segment up to the size taken
-  when the read began), so the log end and the record counts reported are those of that moment. A batch
+  (checks.state.file_records.walk_file's ``end``, as Kafka's FileRecords.slice reads a segment up to the size
+  taken when the read began), so the log end and the record counts reported are those of that moment. A batch
   the broker was writing when the size was listed ends past it: torn at the moment's edge, it is a batch
   not yet written (Kafka's readers, FileRecords' batch iterator, stop at a partial trailing batch), not
   damage;

@@ -8,7 +8,7 @@ from logdoctor.checks import compaction, deep, default, live, quick, transaction
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import Depth, PartitionReport, PartitionTask, SegmentInfo
 from logdoctor.checks.retention_due import retention_due
-from logdoctor.checks.state import PartitionState
+from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.tiered import Tiering, tiering
 from logdoctor.formats.folders import FolderStat, Listed
 from logdoctor.logdir.model import Partition

@@ -15,7 +15,7 @@ from logdoctor.checks.context import Depth
 from logdoctor.checks.default import check_offsets, check_segment_indexes, mark_recovered, report_damage
 from logdoctor.checks.indexes import tail_check
 from logdoctor.checks.irregular import irregular_findings
-from logdoctor.checks.state import PartitionState
+from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.timestamps import (
     broker_largest_timestamp,
     check_retention_risk,
@@ -148,7 +148,7 @@ def check_index_headers(st: PartitionState) -> None:
 
 
 def _iso(ms: int | None) -> str:
-    from logdoctor.checks.state import iso
+    from logdoctor.checks.state.time_words import iso
 
     return iso(ms)
 

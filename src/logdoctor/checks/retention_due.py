@@ -54,7 +54,7 @@ def retention_due(rep: PartitionReport, now_ms: int) -> Finding | None:
     if not (below_start or by_time or by_size):
         return None
     from logdoctor.checks import catalog
-    from logdoctor.checks.state import duration
+    from logdoctor.checks.state.time_words import duration
 
     pr, _risks = partition_retention(rep, cfg, now_ms)
     gone = pr.deleted

@@ -17,7 +17,7 @@ from typing import Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport, SegmentInfo
 from logdoctor.checks.findings import Finding, exit_code
-from logdoctor.checks.state import duration, iso
+from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.checks.timestamps import ROOT_CAUSE_ALSO
 from logdoctor.checks.topic_config import DEFAULT_RETENTION_MS, TopicConfig
 

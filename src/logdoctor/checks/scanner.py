@@ -33,7 +33,7 @@ from logdoctor.checks.partition import Tiers, check_partition
 from logdoctor.checks.remote_tier import check_remote_tier, remote_metadata_for_scan
 from logdoctor.checks.root_files import check_root
 from logdoctor.checks.scan_report import LogDirReport, ScanReport, ScanUsageError
-from logdoctor.checks.state import limit_walk_threads
+from logdoctor.checks.state.fast_lane import limit_walk_threads
 from logdoctor.checks.tiered import (
     BrokerRemoteEvidence,
     broker_remote_evidence,

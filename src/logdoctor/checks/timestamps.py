@@ -16,7 +16,8 @@ from typing import Any
 
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import SegmentInfo
-from logdoctor.checks.state import PartitionState, duration, iso
+from logdoctor.checks.state.partition import PartitionState
+from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.checks.topic_config import TopicConfig, TopicConfigResolver
 from logdoctor.formats.index import TIME_ENTRY_SIZE
 from logdoctor.logdir.model import Segment

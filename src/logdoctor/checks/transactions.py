@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from logdoctor.checks.state import PartitionState, duration, iso
+from logdoctor.checks.state.partition import PartitionState
+from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 from logdoctor.formats.record_types import Batch
@@ -62,7 +63,7 @@ def open_transactions(st: PartitionState) -> list[OpenTransaction] | None:
     cannot be known here (no log end, an unreadable snapshot or batch). With ``keep_producers`` the whole
     producer state goes into the report (``PartitionReport.producers``). Replayed once per partition
     (:attr:`PartitionState.open_txns`)."""
-    from logdoctor.checks.state import NOT_REPLAYED
+    from logdoctor.checks.state.partition import NOT_REPLAYED
 
     if st.open_txns is NOT_REPLAYED:
         st.open_txns = _replay_producer_state(st)

@@ -7,10 +7,10 @@ deep walk of 1 GiB takes ~0.1 s on both. :mod:`logdoctor.checks.early_walk` choo
 :func:`start` walks them on threads of their own, which spend the whole walk of a file in C and never wait
 for the GIL the importing thread holds. This module is light to import (os, threading, the extension not
 yet configured with its types): nothing of the scan, no dataclasses, so the walks start ~15 ms earlier
-than the scan's own walk threads could (BENCHMARKS.md, issue 35). :mod:`logdoctor.checks.state` walks with
-:func:`read_walk` too (``state._walk_read``) and takes an early walk instead of walking the file again
-(``state._take_early``) only when it is the same walk of the same bytes: with CRCs and positions, of a file
-that had not changed for :data:`SETTLED_NS` when it was read and is unchanged since.
+than the scan's own walk threads could (BENCHMARKS.md, issue 35). :mod:`logdoctor.checks.state.file_records`
+walks with :func:`read_walk` too (``file_records._walk_read``) and takes an early walk instead of walking the
+file again (``file_records._take_early``) only when it is the same walk of the same bytes: with CRCs and
+positions, of a file that had not changed for :data:`SETTLED_NS` when it was read and is unchanged since.
 """
 
 from __future__ import annotations
@@ -62,10 +62,11 @@ SETTLED_NS = 1_000_000_000
 
 
 class RawWalk(NamedTuple):
-    """What :func:`read_walk` found in a file whose every batch it took (``checks.state.WalkResult`` is
-    made of it): the file's size, its batches and records, the first batch's first and last offsets, the
-    last batch's last offset, the largest maxTimestamp with its batch's last offset, and (walked with
-    positions) every batch's file position and last offset as native int64s."""
+    """What :func:`read_walk` found in a file whose every batch it took
+    (``checks.state.segment_walk.WalkResult`` is made of it): the file's size, its batches and records, the
+    first batch's first and last offsets, the last batch's last offset, the largest maxTimestamp with its
+    batch's last offset, and (walked with positions) every batch's file position and last offset as native
+    int64s."""
 
     size: int
     batches: int
@@ -102,7 +103,7 @@ def new_chunk(size: int = READ_CHUNK) -> mmap.mmap:
 @cache
 def walker() -> Callable[..., Any] | None:
     """``_speedups.walk_read_v2`` with the CRC-32C function configured; None without the C extension or
-    without a usable CRC-32C function (the walks are then the Python ones of checks.state)."""
+    without a usable CRC-32C function (the walks are then the Python ones of checks.state.segment_walk)."""
     ext = extension.load()
     if ext is None or not ext.configure_crc32c(extension.crc32c_address()):
         return None
@@ -118,9 +119,9 @@ def read_walk(
     min_size: int,
     end: int | None = None,
 ) -> RawWalk | OSError | None:
-    """The walk of the regular file ``path`` (``checks.state.walk``: batches framed, CRC-32Cs checked with
-    ``verify_crc``, with ``with_positions`` every batch's position kept and every record decoded, the
-    --deep walk) read a chunk of ``len(buf)`` bytes at a time into ``buf`` (a batch bigger than that into
+    """The walk of the regular file ``path`` (``checks.state.segment_walk.walk``: batches framed, CRC-32Cs
+    checked with ``verify_crc``, with ``with_positions`` every batch's position kept and every record decoded,
+    the --deep walk) read a chunk of ``len(buf)`` bytes at a time into ``buf`` (a batch bigger than that into
     a buffer of its own), when the C walk takes every batch of it. None, at once, for anything else (a
     file under ``min_size`` or with holes, without the extension; a batch the C walk stops at: damage,
     v0/v1, a torn end, a batch bigger than :data:`MAX_BATCH_READ`; with ``with_positions``, a batch whose

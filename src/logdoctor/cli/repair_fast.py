@@ -60,7 +60,7 @@ def run_fast(args: Sequence[str]) -> int | None:
         code: int = repair_run.run_repair([Path(d) for d in log_dirs], **options)
     finally:
         if mapping:  # those not adopted (an error before the planning scan): never seen by a later run
-            from logdoctor.checks.state import drop_early_mappings
+            from logdoctor.checks.state.early_mappings import drop_early_mappings
 
             drop_early_mappings()
     return code

@@ -14,7 +14,7 @@ from typing import Any
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Finding, Severity, exit_code
 from logdoctor.checks.scanner import ScanReport, scan
-from logdoctor.checks.state import mappings_kept, unmap_ahead
+from logdoctor.checks.state.kept_mappings import mappings_kept, unmap_ahead
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.exit_codes import EX_FAILED
 from logdoctor.cli.input_checks import (

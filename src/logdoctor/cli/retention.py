@@ -12,7 +12,7 @@ from rich.text import Text
 
 from logdoctor.checks.retention import REMOTE_RETENTION, WAITS_FOR_UPLOAD, RetentionReport, retention
 from logdoctor.checks.scanner import ScanUsageError
-from logdoctor.checks.state import iso
+from logdoctor.checks.state.time_words import iso
 from logdoctor.cli.app import app
 from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import tool_failure, usage_error

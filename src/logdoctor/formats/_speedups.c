@@ -1656,7 +1656,8 @@ done:
 }
 
 /* ------------------------------------------------------------------------------------------
- * scan_v2: the fast lane of checks.state.walk (the --deep walk of a segment), with the GIL released.
+ * scan_v2: the fast lane of checks.state.segment_walk.walk (the --deep walk of a segment), with the GIL
+ * released.
  *
  * From pos, for as long as the entry there is a whole v2 batch (what walk_v2 accepts: magic 2, size
  * at least 61, inside limit) whose CRC-32C matches (with verify_crc) and whose base offset is above the
@@ -1807,9 +1808,9 @@ get_framed(PyObject *bufobj, PyObject *posobj, Py_ssize_t first, Py_ssize_t end,
 
 /* ------------------------------------------------------------------------------------------
  * crc_check_v2: the CRC-32C of the v2 batches at the given positions, without the GIL, so that the
- * batches of one big segment are checked on several threads at once (checks.state: scan_v2 frames the
- * batches without CRCs, then threads check slices of them; any mismatch sends the walk back to the
- * serial scan_v2, which finds it as before).
+ * batches of one big segment are checked on several threads at once (checks.state.fast_lane: scan_v2
+ * frames the batches without CRCs, then threads check slices of them; any mismatch sends the walk back to
+ * the serial scan_v2, which finds it as before).
  *
  * crc_check_v2(buf, positions, first, end) -> the index (first <= i < end) of the first batch whose
  * stored CRC does not match, or end when all match. positions: native int64 batch start positions
@@ -1855,7 +1856,7 @@ crc_check_v2(PyObject *self, PyObject *args)
 
 /* ------------------------------------------------------------------------------------------
  * check_records_v2: whether every record of framed v2 batches decodes, without the GIL and without
- * building a Python object (the --deep scan's record check: checks.state.walk_file).
+ * building a Python object (the --deep scan's record check: checks.state.file_records.walk_file).
  *
  * For the batches at positions[first:end] (native int64 start positions in buf: scan_v2's out), each
  * uncompressed one is read exactly as batch_records reads it (a record count of 0 with no records section:
@@ -2356,20 +2357,20 @@ done:
 /* ------------------------------------------------------------------------------------------
  * populate_read: fault in the pages of a buffer (a big .log mapped without MAP_POPULATE) without the
  * GIL, so that `repair` maps its segments on a thread while the interpreter imports its modules
- * (checks.state.map_early: Python's mmap.mmap() holds the GIL during a MAP_POPULATE mapping, and the
- * imports waited for it). It only reads: no byte of the buffer changes.
+ * (checks.state.early_mappings.map_early: Python's mmap.mmap() holds the GIL during a MAP_POPULATE
+ * mapping, and the imports waited for it). It only reads: no byte of the buffer changes.
  *
  * advise (the default): madvise(MADV_POPULATE_READ) (Linux >= 5.14) of the page-aligned range that holds
  * the buffer; where the kernel refuses it (EINVAL: an older kernel or a mapping it does not populate,
  * ENOSYS), one byte of each page of the buffer is read instead. Any other error of madvise (EFAULT: a
  * page past the end of a file truncated since it was mapped, which a read would turn into SIGBUS; ENOMEM,
  * EINTR, ...) is raised as OSError, nothing read.
- * advise=False: one byte of each page read, at once. What checks.state.map_early uses: the kernel
- * populates a range (madvise, and MAP_POPULATE alike) holding the process's mmap lock, which a reader may
- * take again ahead of a waiting writer for up to a scheduler tick (the rwsem's handoff timeout), so every
- * mmap/munmap of another thread (the interpreter's allocator, dlopen: the imports) waited ~4 ms, even with
- * the range advised 64 KiB at a time: the imports of `repair` took 190 ms instead of 85 (the CPU time
- * the same). A read faults its pages under the mapping's own lock (per-VMA locks) and leaves the other
+ * advise=False: one byte of each page read, at once. What checks.state.early_mappings.map_early uses: the
+ * kernel populates a range (madvise, and MAP_POPULATE alike) holding the process's mmap lock, which a
+ * reader may take again ahead of a waiting writer for up to a scheduler tick (the rwsem's handoff timeout),
+ * so every mmap/munmap of another thread (the interpreter's allocator, dlopen: the imports) waited ~4 ms,
+ * even with the range advised 64 KiB at a time: the imports of `repair` took 190 ms instead of 85 (the CPU
+ * time the same). A read faults its pages under the mapping's own lock (per-VMA locks) and leaves the other
  * thread alone (~50% more CPU than madvise, on the idle core).
  *
  * populate_read(buf, advise=True, refused=0) -> True when madvise populated it, False when the pages were
@@ -2668,7 +2669,8 @@ static PyMethodDef methods[] = {
      "configure_crc32c(address of a crc32c(crc, data, length) | None) -> whether it passed the check."},
     {"configure_recovery", configure_recovery, METH_VARARGS, "configure_recovery(OffsetEntry, TimeEntry)."},
     {"recover_v2", recover_v2, METH_VARARGS, "The fast lane of recovery.rebuild_indexes (see _speedups.c)."},
-    {"scan_v2", scan_v2, METH_VARARGS, "The GIL-free fast lane of checks.state.walk (see _speedups.c)."},
+    {"scan_v2", scan_v2, METH_VARARGS,
+     "The GIL-free fast lane of checks.state.segment_walk.walk (see _speedups.c)."},
     {"crc_check_v2", crc_check_v2, METH_VARARGS,
      "crc_check_v2(buf, positions, first, end) -> index of the first batch whose CRC-32C fails, or end."},
     {"walk_read_v2", walk_read_v2, METH_VARARGS,

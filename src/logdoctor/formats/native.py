@@ -78,11 +78,11 @@ if speedups is not None and speedups.configure_crc32c(extension.crc32c_address()
     recover_v2 = speedups.recover_v2
 
 scan_v2: Any = speedups.scan_v2 if recover_v2 is not None else None  # type: ignore[union-attr]
-"""The C fast lane of checks.state.walk (see _speedups.c ``scan_v2``; it releases the GIL), under the
-same conditions as ``recover_v2``; None: the Python walk alone."""
+"""The C fast lane of checks.state.segment_walk.walk (see _speedups.c ``scan_v2``; it releases the GIL), under
+the same conditions as ``recover_v2``; None: the Python walk alone."""
 crc_check_v2: Any = speedups.crc_check_v2 if recover_v2 is not None else None  # type: ignore[union-attr]
 """The CRC-32C check of v2 batches at given positions, without the GIL (see _speedups.c
-``crc_check_v2``): checks.state splits a big segment's CRCs over the walk threads with it."""
+``crc_check_v2``): checks.state.fast_lane splits a big segment's CRCs over the walk threads with it."""
 
 populate_read: Any = speedups.populate_read if speedups is not None else None
 """The pages of a buffer (a big .log mapped without MAP_POPULATE) faulted in without the GIL (see

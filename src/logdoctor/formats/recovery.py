@@ -129,7 +129,7 @@ def rebuild_indexes(
     this segment. Never raises on bad bytes: the walk stops and ``error`` says why.
 
     ``crc_checked_until``: the bytes before this position are whole v2 batches whose CRC-32C was
-    checked already (``checks.state.crc_checked_prefix`` checks them on every core): the C lane does
+    checked already (``checks.state.fast_lane.crc_checked_prefix`` checks them on every core): the C lane does
     not check them again. Pass only what that function returns; 0 (the default) checks every batch.
 
     Runs of plain v2 batches go through the C fast lane (``_speedups.recover_v2``: header, CRC and

@@ -210,7 +210,7 @@ def _groups(f: FindingView, d: dict[str, Any]) -> list[Any]:
 
 def _time(ms: Any) -> Any:
     """A record timestamp (epoch ms) as a UTC date, as the rest of the page shows times."""
-    from logdoctor.checks.state import iso
+    from logdoctor.checks.state.time_words import iso
 
     return iso(ms) if isinstance(ms, int) else ms
 

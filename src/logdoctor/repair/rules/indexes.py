@@ -18,13 +18,9 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from logdoctor.checks.findings import Finding, Severity
-from logdoctor.checks.state import (
-    crc_checked_prefix,
-    crc_walked_unchanged,
-    in_walk_threads,
-    read_buffer,
-    release,
-)
+from logdoctor.checks.state.fast_lane import crc_checked_prefix, in_walk_threads
+from logdoctor.checks.state.file_records import read_buffer, release
+from logdoctor.checks.state.kept_mappings import crc_walked_unchanged
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 from logdoctor.formats.recovery import RebuiltIndexes, rebuild_indexes

@@ -91,7 +91,7 @@ def _local_object(source: dict[str, Any]) -> str | None:
 
 def _buffer_crc(path: str) -> str:
     """:func:`fetched_checksum` read through one mapping (no copy into Python's memory)."""
-    from logdoctor.checks.state import read_buffer, release
+    from logdoctor.checks.state.file_records import read_buffer, release
     from logdoctor.formats.crc import crc32c
 
     view, handle, _ = read_buffer(path)
@@ -119,7 +119,8 @@ def _check_restored(path: str, source: dict[str, Any], fetched: str) -> str:
       torn last batch), which the read-back cannot see (both sides are the same damaged bytes), so
       that such a segment is never restored below the broker's recovery point, where the broker would
       not check it."""
-    from logdoctor.checks.state import crc_checked_prefix, read_buffer, release
+    from logdoctor.checks.state.fast_lane import crc_checked_prefix
+    from logdoctor.checks.state.file_records import read_buffer, release
     from logdoctor.formats.crc import crc32c
     from logdoctor.formats.records import consecutive_offsets_error
     from logdoctor.formats.recovery import rebuild_indexes

@@ -122,7 +122,8 @@ def _txn_key(path: str, interval: int, txns: dict[int, int]) -> str:
 
 
 def _walk(path: str, base_offset: int, interval: int, txns: dict[int, int]) -> Any:
-    from logdoctor.checks.state import crc_checked_prefix, read_buffer, release
+    from logdoctor.checks.state.fast_lane import crc_checked_prefix
+    from logdoctor.checks.state.file_records import read_buffer, release
     from logdoctor.formats.recovery import rebuild_indexes
 
     view, handle, _ = read_buffer(path)
