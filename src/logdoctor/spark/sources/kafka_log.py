@@ -2,8 +2,9 @@
 
 Spark runs ``partitions()`` in a planning worker and ``read()`` in executor Python workers: the reader
 pickles (its options and their parsed form), the heavy imports happen inside the methods, and the rows
-are :func:`logdoctor.spark.sources.slice_reader.read_slices`', as every output reads them, in the types
-of :mod:`logdoctor.spark.schema`.
+are those of :func:`logdoctor.spark.sources.slice_reader.read_slices`, as every output reads them, in the
+types of :mod:`logdoctor.spark.schema` (with option ``typed``, one topic's typed rows:
+:mod:`logdoctor.spark.typed_frame`).
 """
 
 from __future__ import annotations

@@ -19,9 +19,6 @@ if TYPE_CHECKING:
     from logdoctor.spark.planning import ReadOptions
 
 
-_ZERO_ROWS_CACHE: dict[bool, Any] = {}
-
-
 def _decoder_for(name: str, topic: str, features: Any = None):
     """The internal-topic decoder ``(key, value) -> dict`` for option ``decoder`` and this topic; ``features``
     (the cluster's feature levels, :attr:`SegmentSlice.features`) choose the layouts Kafka changed under one
