@@ -222,7 +222,7 @@ def export_parquet_one_process(slices: Any, opts: Any, target: Path) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from logdoctor.spark.sources import read_slice
+    from logdoctor.spark.sources.slice_reader import read_slice
 
     shutil.rmtree(target, ignore_errors=True)
     target.mkdir(parents=True)

@@ -48,7 +48,7 @@ def first_batch(path: str, null_headers: bool = False):
 
     from logdoctor.logdir.discovery import discover
     from logdoctor.spark.planning import parse_read_options, plan_slices
-    from logdoctor.spark.sources import read_slice
+    from logdoctor.spark.sources.slice_reader import read_slice
 
     opts = parse_read_options({})
     batch = next(read_slice(plan_slices(discover(path), opts)[0], opts))

@@ -52,7 +52,7 @@ def main() -> None:
     args = ap.parse_args()
     from logdoctor.logdir.discovery import discover
     from logdoctor.spark.planning import parse_read_options, plan_slices, plan_transactions
-    from logdoctor.spark.sources import read_slice
+    from logdoctor.spark.sources.slice_reader import read_slice
 
     table = TableRows()
     folder = partition(args.mb)

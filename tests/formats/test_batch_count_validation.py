@@ -146,7 +146,7 @@ def test_scan_deep_names_the_batch(lying_count: Path) -> None:
 
 
 def test_the_exports_decoding_names_the_batch_not_exported(lying_count: Path) -> None:
-    from logdoctor.spark.sources import _decode
+    from logdoctor.spark.sources.batch_decode import _decode
 
     log = lying_count / "audit-0" / f"{0:020d}.log"
     data = log.read_bytes()

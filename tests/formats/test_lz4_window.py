@@ -66,7 +66,7 @@ def test_an_lz4_batch_larger_than_a_window_is_read_a_window_at_a_time(block_chec
     windows = [len(w) for w in second.record_windows()]
     assert sum(windows) == 24 and len(windows) > 1
 
-    from logdoctor.spark.sources import _decode  # the export's reading of a run of batches
+    from logdoctor.spark.sources.batch_decode import _decode  # the export's reading of a run of batches
 
     parts = list(_decode([first, second], "x.log", bad := []))
     assert not bad
@@ -76,7 +76,7 @@ def test_an_lz4_batch_larger_than_a_window_is_read_a_window_at_a_time(block_chec
 _PEAK = """
 import sys
 from logdoctor.formats.records import iter_batches
-from logdoctor.spark.sources import _decode
+from logdoctor.spark.sources.batch_decode import _decode
 data = open(sys.argv[1], "rb").read()
 rows = sum(len(cols) for _, cols in _decode(list(iter_batches(data, verify_crc=True)), "x.log", []))
 hwm = next(int(x.split()[1]) for x in open("/proc/self/status") if x.startswith("VmHWM:"))

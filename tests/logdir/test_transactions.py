@@ -23,7 +23,7 @@ from logdoctor.logdir.discovery import discover
 from logdoctor.logdir.transactions import partition_transactions
 from logdoctor.spark.consumer_view import summary_lines, transaction_summary
 from logdoctor.spark.planning import parse_read_options, plan_slices, plan_transactions
-from logdoctor.spark.sources import read_slice
+from logdoctor.spark.sources.slice_reader import read_slice
 
 pytestmark = [pytest.mark.realworld]
 

@@ -16,7 +16,7 @@ from logdoctor.logdir.transactions import partition_transactions
 from logdoctor.spark.consumer_view import summary_lines, transaction_summary
 from logdoctor.spark.export import invalid_marker_ranges
 from logdoctor.spark.planning import parse_read_options, plan_slices, plan_transactions
-from logdoctor.spark.sources import read_slice
+from logdoctor.spark.sources.slice_reader import read_slice
 
 pytestmark = [pytest.mark.realworld]
 

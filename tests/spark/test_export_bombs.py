@@ -15,7 +15,7 @@ from kafka.record import MemoryRecords
 
 from logdoctor.formats import codecs
 from logdoctor.formats.records import scan_batches
-from logdoctor.spark.sources import _decode
+from logdoctor.spark.sources.batch_decode import _decode
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "formats"))
 

@@ -24,7 +24,7 @@ from logdoctor.logdir.seek import offset_for_timestamp
 from logdoctor.logdir.storage import Storage
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 from logdoctor.spark.planning import parse_read_options, plan_slices
-from logdoctor.spark.sources import read_slice
+from logdoctor.spark.sources.slice_reader import read_slice
 
 pytestmark = pytest.mark.spark
 

@@ -18,7 +18,7 @@ from logdoctor.spark.planning import (
     plan_slices,
 )
 from logdoctor.spark.session import SparkUnavailableError, check_java, parse_java_major
-from logdoctor.spark.sources import read_slice
+from logdoctor.spark.sources.slice_reader import read_slice
 
 pytestmark = pytest.mark.spark
 
@@ -126,7 +126,8 @@ def test_the_log_dir_column_is_absolute_for_a_relative_path(tmp_path, monkeypatc
     for remote ones; rows of the same log dir read from two folders did not compare."""
     from logdoctor.sample.logdir import TopicSpec, generate_log_dir
     from logdoctor.spark.planning import discover_refs
-    from logdoctor.spark.sources import read_slice, segment_summary
+    from logdoctor.spark.sources.segment_summary import segment_summary
+    from logdoctor.spark.sources.slice_reader import read_slice
 
     root, _ = generate_log_dir(tmp_path / "logs", [TopicSpec("t", partitions=1, records_per_partition=10)])
     monkeypatch.chdir(tmp_path)

@@ -1,7 +1,7 @@
 """The read discipline reaches the export's tasks through the one read-options path (issue 58): ``keepCache``
-and ``maxReadRate`` are read options, and :func:`logdoctor.spark.sources.read_slices` (every output's task
-reads through it) applies them. Checked without a Spark session, on the task's own function: a segment
-not cached is left not cached (util-linux ``fincore``), and with ``keepCache`` it stays cached."""
+and ``maxReadRate`` are read options, and :func:`logdoctor.spark.sources.slice_reader.read_slices` (every
+output's task reads through it) applies them. Checked without a Spark session, on the task's own function: a
+segment not cached is left not cached (util-linux ``fincore``), and with ``keepCache`` it stays cached."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from live_reads import FINCORE, discipline_reset, resident, small_log_dir, uncache
 from logdoctor.logdir import page_cache
 from logdoctor.spark.planning import PlanningError, parse_read_options, plan_slices, read_plan
-from logdoctor.spark.sources import read_slices
+from logdoctor.spark.sources.slice_reader import read_slices
 
 pytestmark = pytest.mark.usefixtures(discipline_reset.__name__)
 

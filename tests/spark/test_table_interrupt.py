@@ -243,14 +243,14 @@ _BLOCK_THE_TASK = """
 import os, sys, time
 
 if any(a.endswith(".daemon") or a == "pyspark.worker" for a in getattr(sys, "orig_argv", ())):
-    import logdoctor.spark.sources as sources
+    import logdoctor.spark.sources.slice_reader as slice_reader
 
     def read_slices(*args, **kwargs):
         open(os.environ["LOGDOCTOR_TEST_TASK_BEGUN"], "w").close()
         time.sleep(600)
         yield from ()
 
-    sources.read_slices = read_slices
+    slice_reader.read_slices = read_slices
 """
 
 

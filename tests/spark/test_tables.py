@@ -312,7 +312,7 @@ def test_a_concurrent_iceberg_commit_is_retried_on_the_new_snapshot(spark, logdi
     layout = FileLayout(data_uri=table.data_uri, job="ldconcurrent", int16_as_int32=True)
     from logdoctor.logdir.discovery import discover
     from logdoctor.spark.planning import parse_read_options, plan_slices
-    from logdoctor.spark.sources import read_slice
+    from logdoctor.spark.sources.slice_reader import read_slice
 
     opts = parse_read_options({"topics": LONG_TOPIC})
     batches = [rb for sl in plan_slices(discover([str(logdir)]), opts) for rb in read_slice(sl, opts)]

@@ -309,8 +309,9 @@ def _walk(
     callers check the CRC of the few batches that change a transaction's state, as the readers leave a
     batch whose CRC does not match out alone). A segment's batches stop at its first framing damage (or a
     file that cannot be read), appended to ``damage``, and the walk goes on at the next segment, as the
-    readers' rows do (:mod:`logdoctor.spark.sources`). A batch whose header's offset range is impossible
-    (its last offset below its base) stands at its base offset, as Kafka's producer state takes it."""
+    readers' rows do (:mod:`logdoctor.spark.sources.slice_reader`). A batch whose header's offset range is
+    impossible (its last offset below its base) stands at its base offset, as Kafka's producer state takes
+    it."""
     from logdoctor.logdir.seek import segment_batches
 
     next_offset = -1

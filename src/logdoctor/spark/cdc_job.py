@@ -3,8 +3,9 @@
 the events that do not decode go to ``OUT/_undecoded`` as ``--typed`` sends them (docs/cdc.md).
 
 One Spark task per topic-partition (``view=cdc`` plans the slices of each partition into one task, as the
-latest view does) reads its records as every output reads them (:func:`logdoctor.spark.sources.read_slices`:
-the isolation level first), decodes them (:class:`logdoctor.spark.typed.TypedBatches`) and folds them
+latest view does) reads its records as every output reads them
+(:func:`logdoctor.spark.sources.slice_reader.read_slices`: the isolation level first), decodes them
+(:class:`logdoctor.spark.typed.TypedBatches`) and folds them
 (:class:`logdoctor.spark.cdc.PartitionFold`): it returns the partition's live rows, one per key, never the
 events. The driver merges the partitions of each topic and writes its table: the output holds the table,
 so the driver's memory holds one row per live key of one topic at a time.
@@ -170,7 +171,7 @@ def fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str, 
 def _fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str, Any]) -> dict[str, Any]:
     from logdoctor.formats.registry import debezium
     from logdoctor.spark.cdc import FoldOptions, PartitionFold, envelope_types
-    from logdoctor.spark.sources import read_slices
+    from logdoctor.spark.sources.slice_reader import read_slices
     from logdoctor.spark.typed import counts_json
 
     splitter = TypedBatches(plan)

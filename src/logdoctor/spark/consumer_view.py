@@ -1,6 +1,7 @@
 """What an export left out as a consumer of its isolation level would, per partition (issue 45).
 
-The readers apply the rule (:mod:`logdoctor.logdir.transactions`, :func:`logdoctor.spark.sources.read_slice`);
+The readers apply the rule (:mod:`logdoctor.logdir.transactions`,
+:func:`logdoctor.spark.sources.slice_reader.read_slice`);
 this says what it left out, from the same transactions the slices were planned with: per partition the
 records of aborted transactions, the open transactions (producer id, epoch, first offset, records: with
 ``TRANSACTION_HANGING`` where the scan's rule, :func:`logdoctor.checks.transactions.is_late`, finds the

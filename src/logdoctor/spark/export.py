@@ -307,7 +307,7 @@ def write_slices(
     import pyarrow.dataset as ds
 
     from logdoctor.spark.latest import latest_json
-    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slices
+    from logdoctor.spark.sources.slice_reader import WRITE_FLUSH_BYTES, read_slices
 
     if attempt is None:
         from pyspark import TaskContext
@@ -486,9 +486,9 @@ def segments_pass_options(opts: Mapping[str, str], writer: str) -> dict[str, str
 
 def damaged_segments(checks: Sequence[tuple[int, Any]]) -> list[dict[str, Any]]:
     """Executor side: of ``checks`` ((index, segment) pairs), the segments whose ``kafka-log-segments``
-    row (:func:`logdoctor.spark.sources.segment_summary`, the same code) has an error, as
+    row (:func:`logdoctor.spark.sources.segment_summary.segment_summary`, the same code) has an error, as
     {index, path, valid_bytes, size_bytes, error}."""
-    from logdoctor.spark.sources import segment_summary
+    from logdoctor.spark.sources.segment_summary import segment_summary
 
     out: list[dict[str, Any]] = []
     for index, seg in checks:
@@ -505,7 +505,7 @@ def assign_checks(
     """Which write task checks which segment of the segments pass (``segs``): the task that reads its
     first slice (its bytes are then in the page cache), else extra tasks grouped as ``kafka-log-segments``
     groups them. Returns (the checks of each group, the extra tasks' checks)."""
-    from logdoctor.spark.sources import segment_groups
+    from logdoctor.spark.sources.kafka_log_segments import segment_groups
 
     owner: dict[str, int] = {}
     for g, group in enumerate(groups):
@@ -763,7 +763,7 @@ def run_export(
     from logdoctor.spark.consumer_view import transaction_summary
     from logdoctor.spark.planning import parse_read_options, plan_transactions, read_plan
     from logdoctor.spark.schema import records_fields
-    from logdoctor.spark.sources import not_read_row
+    from logdoctor.spark.sources.segment_summary import not_read_row
 
     if not fmt or not fmt.replace("_", "").replace("-", "").replace(".", "").isalnum():
         raise ExportError(f"--format: not a data source name: {fmt!r}")

@@ -5,8 +5,8 @@ removes the key once ``delete.retention.ms`` has passed).
 
 One task reads all the slices of one replica's partition (:func:`logdoctor.spark.planning.partition_groups`)
 in two passes over
-:func:`logdoctor.spark.sources.read_slice`, the reader every output uses (the isolation level applies
-first: an aborted record never changes the state):
+:func:`logdoctor.spark.sources.slice_reader.read_slice`, the reader every output uses (the isolation level
+applies first: an aborted record never changes the state):
 
 1. the keys and offsets only: for each key its highest offset (pyarrow ``group_by``, merged batch by batch,
    never a value; past a fixed number of keys spilled to disk as sorted runs and merged:
@@ -150,7 +150,8 @@ def latest_rows(
     problems: list[dict[str, Any]] | None = None,
 ) -> Iterator[Any]:
     """The rows of the latest view of one partition (``slices``: all of its slices, in order), each slice read
-    with ``read_slice`` (:func:`logdoctor.spark.sources.read_slice`, the reader every output uses)."""
+    with ``read_slice`` (:func:`logdoctor.spark.sources.slice_reader.read_slice`, the reader every output
+    uses)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 

@@ -27,7 +27,8 @@ def write_removed_records(removed: RemovedRecords) -> int:
     from logdoctor.logdir.refs import SegmentRef
     from logdoctor.spark.planning import ReadOptions
     from logdoctor.spark.schema import records_arrow_schema
-    from logdoctor.spark.sources import _build_arrow, _decode
+    from logdoctor.spark.sources.batch_decode import _decode
+    from logdoctor.spark.sources.records_arrow import _build_arrow
 
     opts = ReadOptions(include_control=True)
     parts: list[pa.RecordBatch] = []

@@ -1,6 +1,6 @@
-"""Typed tables: the rows every output reads (:func:`logdoctor.spark.sources.read_slices`), decoded with the
-registry rebuilt from ``_schemas`` into one table per topic, and every record that does not decode in the
-side table ``_undecoded`` with its reason (docs/typed-tables.md).
+"""Typed tables: the rows every output reads (:func:`logdoctor.spark.sources.slice_reader.read_slices`),
+decoded with the registry rebuilt from ``_schemas`` into one table per topic, and every record that does
+not decode in the side table ``_undecoded`` with its reason (docs/typed-tables.md).
 
 Two passes over the same slices, each a Spark job of the export (or, for the ``kafka-log`` DataFrame, the
 planning worker's first pass):

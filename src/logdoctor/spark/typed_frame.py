@@ -63,7 +63,7 @@ def typed_frame(
     paths: str, options: Mapping[str, str], read_slices: Callable[..., Iterator[pa.RecordBatch]]
 ) -> TypedFrame:
     """The plan of a typed frame (kept per process: Spark asks for the schema, then for the reader);
-    ``read_slices``: :func:`logdoctor.spark.sources.read_slices`, the rows every output reads."""
+    ``read_slices``: :func:`logdoctor.spark.sources.slice_reader.read_slices`, the rows every output reads."""
     from logdoctor.spark.planning import (
         PlanningError,
         parse_read_options,

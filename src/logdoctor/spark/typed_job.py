@@ -87,7 +87,7 @@ def survey_job(spark: Any, refs: Sequence[Any], opts: Any, txns: Any, registry: 
     registry_b = broadcast(spark, registry)
 
     def run(group: Any) -> Any:
-        from logdoctor.spark.sources import read_slices
+        from logdoctor.spark.sources.slice_reader import read_slices
 
         return survey(read_slices(group, opts), shipped(registry_b))
 

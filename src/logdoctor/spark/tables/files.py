@@ -221,7 +221,7 @@ def write_task(
     import pyarrow as pa
 
     from logdoctor.spark.latest import latest_json
-    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slices
+    from logdoctor.spark.sources.slice_reader import WRITE_FLUSH_BYTES, read_slices
 
     if attempt is None:
         from pyspark import TaskContext

@@ -160,7 +160,7 @@ def write_typed_task(
 ) -> dict[str, Any]:
     """Executor side: read the slices, keep the rows above ``above``, decode, write each table's files."""
     from logdoctor.spark.latest import latest_json
-    from logdoctor.spark.sources import WRITE_FLUSH_BYTES, read_slices
+    from logdoctor.spark.sources.slice_reader import WRITE_FLUSH_BYTES, read_slices
     from logdoctor.spark.tables.files import keep_above
     from logdoctor.spark.typed import UNDECODED, TypedBatches, counts_json
 
