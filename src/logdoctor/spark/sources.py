@@ -88,10 +88,10 @@ class KafkaLogDataSource(DataSource):
         return "kafka-log"
 
     def schema(self) -> Any:
-        from logdoctor.spark.planning import parse_read_options
+        from logdoctor.logdir.read_options import ReadOptions
         from logdoctor.spark.schema import records_ddl
 
-        opts = parse_read_options(self.options)
+        opts = ReadOptions.from_options(self.options)
         if opts.view == "cdc":
             from logdoctor.spark.planning import PlanningError
 
@@ -99,7 +99,7 @@ class KafkaLogDataSource(DataSource):
         if opts.typed:  # one topic's typed rows (logdoctor.spark.typed_frame)
             from logdoctor.spark.typed_frame import spark_schema, typed_frame
 
-            return spark_schema(typed_frame(_paths(self.options), self.options, read_slices))
+            return spark_schema(typed_frame(_paths(self.options), opts, read_slices))
         return records_ddl(opts.decoded)
 
     def reader(self, schema: Any) -> DataSourceReader:
@@ -108,21 +108,21 @@ class KafkaLogDataSource(DataSource):
 
 class KafkaLogReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
-        from logdoctor.spark.planning import parse_read_options
+        from logdoctor.logdir.read_options import ReadOptions
 
         self.options = options
-        self.read_options = parse_read_options(options)
+        self.read_options = ReadOptions.from_options(options)
         self.typed_frame: Any = None
         if self.read_options.typed:  # planned here, in the planning worker; pickled to the tasks with it
             from logdoctor.spark.typed_frame import typed_frame
 
-            self.typed_frame = typed_frame(_paths(options), options, read_slices)
+            self.typed_frame = typed_frame(_paths(options), self.read_options, read_slices)
 
     def partitions(self) -> Sequence[InputPartition]:
         from logdoctor.spark.planning import plan_slices, read_plan, task_groups
 
         opts = self.read_options
-        slices = plan_slices(read_plan(_paths(self.options), self.options).refs, opts)
+        slices = plan_slices(read_plan(_paths(self.options), opts).refs, opts)
         return [SlicePartition(g) for g in task_groups(slices, opts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -710,16 +710,16 @@ def segment_groups(segs: Sequence[SegmentRef]) -> list[tuple[SegmentRef, ...]]:
 
 class KafkaLogSegmentsReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
-        from logdoctor.spark.planning import topic_matcher
+        from logdoctor.logdir.read_options import ReadOptions
 
         self.options = options
-        topic_matcher(options.get("topics"))  # validate early
+        self.read_options = ReadOptions.from_options(options)  # validated early
 
     def partitions(self) -> Sequence[InputPartition]:
         from logdoctor.logdir.read_plan import one_remote_copy
         from logdoctor.spark.planning import read_plan
 
-        plan = read_plan(_paths(self.options), self.options)
+        plan = read_plan(_paths(self.options), self.read_options)
         segs = [s for ref in one_remote_copy(plan.refs) for s in ref.segments]
         groups = [SegmentPartition(g) for g in segment_groups(segs)]
         if plan.not_read:  # offsets the plan names as not read once: a row each (read_plan)
@@ -735,8 +735,7 @@ class KafkaLogSegmentsReader(DataSourceReader):
         if partition is None or partition.value is None:
             return
         scans: dict[str, list[Any] | None] = {}
-        opts = {str(k).lower(): str(v) for k, v in self.options.items()}  # Spark's option keys ignore case
-        check_records = opts.get("checkrecords", "false").strip().lower() in ("true", "1", "yes")
+        check_records = self.read_options.check_records
         rows = []
         for s in partition.value:
             if isinstance(s, NotRead):
