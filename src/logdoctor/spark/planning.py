@@ -4,7 +4,8 @@ Everything here runs in Spark's planning worker (``DataSourceReader.partitions()
 driver, never per record. The partitions come from :func:`logdoctor.logdir.discovery.discover` as
 :class:`~logdoctor.logdir.refs.PartitionRef` values (for a local log dir, produced by the model,
 :mod:`logdoctor.logdir.model`); where to start in a segment comes from :mod:`logdoctor.logdir.seek`,
-the seeking ``dump --offsets/--timestamps`` uses too. What is Spark's is here: the read options, the
+the seeking ``dump --offsets/--timestamps`` uses too; the read options are one typed object
+(:class:`~logdoctor.logdir.read_options.ReadOptions`, made once at each edge). What is Spark's is here: the
 offset range per partition, the slices of segments and their packing into tasks. The results are small
 picklable dataclasses handed to the executors.
 
