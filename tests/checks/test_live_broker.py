@@ -234,7 +234,7 @@ def test_export_names_a_segment_removed_since_the_plan(live_dir: Path) -> None:
     with LiveBroker(live_dir, WRITTEN[:1]) as broker:
         broker.wait_for("roll", 2)
     opts = parse_read_options({})
-    planned = plan_slices(discover_refs([str(live_dir)], {}), opts)
+    planned = plan_slices(discover_refs([str(live_dir)]), opts)
     slices = [s for s in planned if WRITTEN[0] in s.segment.path]
     first, second = slices[0], slices[1]
     rows = sum(rb.num_rows for rb in read_slice(first, opts))
@@ -392,7 +392,7 @@ def test_export_reads_what_it_planned_of_a_live_partition(live_dir: Path) -> Non
         w.appended(5)
         under_way = w.append(0.5)
         opts = parse_read_options({})
-        refs = discover_refs([str(live_dir)], {})
+        refs = discover_refs([str(live_dir)])
         planned = [s for s in plan_slices(refs, opts) if str(folder) in s.segment.path]
         at_plan = w.p.next_offset
         under_way()

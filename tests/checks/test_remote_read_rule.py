@@ -14,6 +14,7 @@ from pathlib import Path
 import realworld
 from logdoctor.checks.context import ScanOptions
 from logdoctor.checks.scanner import scan
+from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.logdir.read_plan import plan_read
 from logdoctor.logdir.remote_metadata import SegmentState, TopicIdPartition
 from logdoctor.sample.remote_tier import (
@@ -79,7 +80,9 @@ def test_the_duplicate_outside_the_lineage_is_not_read_though_larger_and_both_na
     tmp_path: Path,
 ) -> None:
     logs, store, folder, original = _planted(tmp_path)
-    plan = plan_read([str(logs)], {"remoteStorage": str(store), "topics": "payments"})
+    plan = plan_read(
+        [str(logs)], ReadOptions.from_options({"remoteStorage": str(store), "topics": "payments"})
+    )
     [ref] = [r for r in plan.refs if r.partition == 0]
     remote = {s.base_offset: s.remote.segment_id for s in ref.segments if s.remote is not None}
     assert remote[648] == original  # the one within the lineage, not the larger object

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 import realworld
+from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.logdir.read_plan import plan_read
 
 KRAFT = "kraft-3.5-greenlemont-n1"  # __cluster_metadata-0 and __consumer_offsets beside user topics
@@ -31,16 +32,16 @@ def test_internal_topics_are_left_out_and_said() -> None:
     assert set(plan.left_out) == internal
     assert "__consumer_offsets" in (plan.left_out_text() or "")
     # named in topics (a list, or a regex starting with __), asked for, or given as a folder: exported
-    named = plan_read([str(log_dir)], {"topics": "__consumer_offsets"})
+    named = plan_read([str(log_dir)], ReadOptions.from_options({"topics": "__consumer_offsets"}))
     assert {r.topic for r in named.refs} == {"__consumer_offsets"} and named.left_out == ()
-    regex = plan_read([str(log_dir)], {"topics": "__.*"})
+    regex = plan_read([str(log_dir)], ReadOptions.from_options({"topics": "__.*"}))
     assert {r.topic for r in regex.refs} == internal
-    everything = plan_read([str(log_dir)], {"includeInternal": "true"})
+    everything = plan_read([str(log_dir)], ReadOptions.from_options({"includeInternal": "true"}))
     assert {r.topic for r in everything.refs} == on_disk and everything.left_out == ()
     folder = plan_read([str(log_dir / "__cluster_metadata-0")])
     assert [r.topic for r in folder.refs] == ["__cluster_metadata"]
     # a regex that does not start with __ matches them but does not name them
-    dotall = plan_read([str(log_dir)], {"topics": ".*"})
+    dotall = plan_read([str(log_dir)], ReadOptions.from_options({"topics": ".*"}))
     assert {r.topic for r in dotall.refs} == on_disk - internal and set(dotall.left_out) == internal
 
 
@@ -59,12 +60,14 @@ def _remote_segments(plan, partition: int = 0) -> list[tuple[int, str, int | Non
 
 def test_a_segment_stored_twice_is_read_once_and_named(tmp_path: Path) -> None:
     logs, folder = _store(tmp_path)
-    original = _remote_segments(plan_read([str(logs)], {"remoteStorage": str(folder.parent.parent)}))
+    original = _remote_segments(
+        plan_read([str(logs)], ReadOptions.from_options({"remoteStorage": str(folder.parent.parent)}))
+    )
     [seg_id] = [s[1] for s in original if s[0] == 648]
     for f in folder.glob(f"{648:020d}-{seg_id}.*"):
         f.with_name(f.name.replace(seg_id, "BBBBBBBBBBBBBBBBBBBBBB")).write_bytes(f.read_bytes())
     opts = {"remoteStorage": str(folder.parent.parent), "topics": "payments"}
-    plan = plan_read([str(logs)], opts)
+    plan = plan_read([str(logs)], ReadOptions.from_options(opts))
     assert _remote_segments(plan) == original  # the metadata's segment, once
     [named] = plan.not_read
     assert not named.lost and named.path == str(folder / f"{648:020d}-BBBBBBBBBBBBBBBBBBBBBB.log")
@@ -75,7 +78,7 @@ def test_a_segment_stored_twice_is_read_once_and_named(tmp_path: Path) -> None:
         import shutil
 
         shutil.rmtree(d)
-    plan = plan_read([str(bare)], opts)
+    plan = plan_read([str(bare)], ReadOptions.from_options(opts))
     assert [s[0] for s in _remote_segments(plan)] == [0, 324, 648, 972]
     [named] = plan.not_read
     assert not named.lost and (named.first_offset, named.last_offset) == (648, 971)
@@ -87,7 +90,10 @@ def test_a_copied_segment_with_no_object_is_a_named_gap(tmp_path: Path) -> None:
     [log] = folder.glob(f"{0:020d}-*.log")
     for f in folder.glob(log.name[:-4] + ".*"):
         f.unlink()  # the first segment: no later segment shows the gap by where it starts
-    plan = plan_read([str(logs)], {"remoteStorage": str(folder.parent.parent), "topics": "payments"})
+    plan = plan_read(
+        [str(logs)],
+        ReadOptions.from_options({"remoteStorage": str(folder.parent.parent), "topics": "payments"}),
+    )
     [gap] = plan.not_read
     assert gap.lost and (gap.first_offset, gap.last_offset) == (0, 323) and gap.path == str(log)
     assert "offsets 0-323 not read" in gap.error
@@ -97,7 +103,10 @@ def test_a_copied_segment_with_no_object_is_a_named_gap(tmp_path: Path) -> None:
     bare = realworld.writable_copy(logs, tmp_path / "kafka-logs")
     for d in bare.glob("__remote_log_metadata-*"):
         shutil.rmtree(d)
-    plan = plan_read([str(bare)], {"remoteStorage": str(folder.parent.parent), "topics": "payments"})
+    plan = plan_read(
+        [str(bare)],
+        ReadOptions.from_options({"remoteStorage": str(folder.parent.parent), "topics": "payments"}),
+    )
     [gap] = plan.not_read
     assert gap.lost and (gap.first_offset, gap.last_offset) == (0, 323)
     assert "log-start-offset-checkpoint" in gap.error
@@ -107,7 +116,10 @@ def test_a_copied_segment_with_no_object_is_a_named_gap(tmp_path: Path) -> None:
 def test_the_real_stores_have_nothing_to_name(variant: str) -> None:
     tiered = realworld.require_tiered()
     store = "kafka-local/remote" if variant == "kafka-local" else "aiven/encrypted/storage"
-    plan = plan_read([str(tiered / variant / "kafka-logs")], {"remoteStorage": str(tiered / store)})
+    plan = plan_read(
+        [str(tiered / variant / "kafka-logs")],
+        ReadOptions.from_options({"remoteStorage": str(tiered / store)}),
+    )
     assert plan.not_read == () and plan.left_out == ("__remote_log_metadata",)
 
 
@@ -157,7 +169,10 @@ def test_a_remote_batch_moved_past_its_segment_is_read_once_and_named(tmp_path: 
     [log] = folder.glob(f"{648:020d}-*.log")
     position, first, last = _move_batch(log, -1, 54)
     assert (first, last) == (918, 971)  # kafka-python: the segment's last batch
-    plan = plan_read([str(logs)], {"remoteStorage": str(folder.parent.parent), "topics": "payments"})
+    plan = plan_read(
+        [str(logs)],
+        ReadOptions.from_options({"remoteStorage": str(folder.parent.parent), "topics": "payments"}),
+    )
     got, problems = _read_offsets(plan)
     p0 = sorted(o for p, o in got if p == 0)
     assert len(p0) == len(set(p0))  # never twice
@@ -170,7 +185,7 @@ def test_a_local_batch_whose_base_offset_goes_back_is_not_read_twice(tmp_path: P
     logs = realworld.writable_copy(tiered / "original" / "kafka-logs", tmp_path / "kafka-logs")
     log = logs / "audit-0" / f"{0:020d}.log"
     position, first, last = _move_batch(log, 1, -5)  # its base offset 5 below where it starts
-    plan = plan_read([str(logs)], {"topics": "audit"})
+    plan = plan_read([str(logs)], ReadOptions.from_options({"topics": "audit"}))
     got, problems = _read_offsets(plan)
     offsets = sorted(o for _p, o in got)
     assert len(offsets) == len(set(offsets))

@@ -246,7 +246,7 @@ def test_markers_in_the_remote_tier_decide(tmp_path: Path) -> None:
         from logdoctor.spark.planning import read_plan
 
         opts = parse_read_options(options | more)
-        plan = read_plan([str(logdir)], options | more)
+        plan = read_plan([str(logdir)], opts)
         assert [s.remote is not None for r in plan.refs for s in r.segments] == [True, True, False]
         out = []
         for sl in plan_slices(plan.refs, opts):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(not ks.available_42(), reason=ks.SKIP_REASON_42)
 def _decoded(paths: list[Path]) -> list[dict]:
     options = {"decoder": "auto", "topics": "__share_group_state"}
     opts = parse_read_options(options)
-    slices = plan_slices(read_plan([str(p) for p in paths], options).refs, opts)
+    slices = plan_slices(read_plan([str(p) for p in paths], opts).refs, opts)
     return [json.loads(v) for rb in read_slices(slices, opts) for v in rb.column("decoded").to_pylist()]
 
 

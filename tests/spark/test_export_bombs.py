@@ -80,7 +80,7 @@ for index in log.parent.glob("*index"):
     index.unlink()
 log.write_bytes(bomb("gzip", count={count}, value_size=64 * 1024))
 opts = parse_read_options({{}})
-slices = plan_slices(discover_refs([str(root)], {{}}), opts)
+slices = plan_slices(discover_refs([str(root)]), opts)
 {call}
 # the task's own peak: VmHWM, its address space's since exec (RUSAGE_SELF's ru_maxrss keeps the test
 # process's peak across fork and exec, and RUSAGE_CHILDREN there is the max over all its children), and

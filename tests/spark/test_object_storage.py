@@ -250,9 +250,9 @@ def test_s3_options_name_the_endpoint_and_region(s3, remote, monkeypatch):
     local, uri = remote["generated"]
     monkeypatch.delenv("AWS_ENDPOINT_URL")
     options = {"S3.Endpoint": s3.endpoint, "s3.region": "us-east-1"}
-    refs = discover(f"{uri}/zipped-0", options)
-    assert "endpoint_override=" in refs[0].storage.fs_uri
     opts = parse_read_options(options)
+    refs = discover(f"{uri}/zipped-0", opts)
+    assert "endpoint_override=" in refs[0].storage.fs_uri
     slices = pickle.loads(pickle.dumps(plan_slices(refs, opts)))
     monkeypatch.setattr(storage_module, "_FILESYSTEMS", {})
     assert _rows(slices, opts) == _rows(plan_slices(discover(str(local / "zipped-0")), opts), opts)

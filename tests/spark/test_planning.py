@@ -133,7 +133,7 @@ def test_the_log_dir_column_is_absolute_for_a_relative_path(tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     relative = os.path.relpath(root, tmp_path)
     opts = parse_read_options({})
-    slices = plan_slices(discover_refs([relative], {}), opts)
+    slices = plan_slices(discover_refs([relative]), opts)
     (rb,) = list(read_slice(slices[0], opts))
     assert set(rb.column("log_dir").to_pylist()) == {str(root)}
     assert segment_summary(slices[0].segment)["log_dir"] == str(root)

@@ -35,7 +35,7 @@ def log_dir(tmp_path_factory) -> Path:
 def _read_all(log_dir: Path, options: dict[str, str]) -> int:
     opts = parse_read_options(options)
     page_cache.leave_as_found(not opts.keep_cache)  # the driver's planning reads too: `export` sets it first
-    slices = plan_slices(read_plan([str(log_dir)], options).refs, opts)
+    slices = plan_slices(read_plan([str(log_dir)], opts).refs, opts)
     rows = sum(rb.num_rows for rb in read_slices(slices, opts))
     gc.collect()  # the task's mappings gone (as when a task ends): their pages can be dropped
     return rows

@@ -188,6 +188,7 @@ def export_demo_table(fleet_dir: Path, table: Path, master: str | None, console:
     """Step 3: the fleet's records into an Iceberg table (docs/tables.md), replaced on each run,
     and how to read it with pyiceberg."""
     from logdoctor.cli.export_tables import how_to_read
+    from logdoctor.logdir.read_options import ReadOptions
     from logdoctor.sample.remote_tier import REMOTE_STORE_DIR
     from logdoctor.spark.session import get_spark
     from logdoctor.spark.tables.export import run_table_export
@@ -203,9 +204,8 @@ def export_demo_table(fleet_dir: Path, table: Path, master: str | None, console:
             soft_wrap=True,
         )
     spark = get_spark(master, "logdoctor demo")
-    result = run_table_export(
-        spark, [log_dirs], str(table), fmt="iceberg", mode="overwrite", options={"remoteStorage": store}
-    )
+    options = ReadOptions.from_options({"remoteStorage": store})
+    result = run_table_export(spark, [log_dirs], str(table), fmt="iceberg", mode="overwrite", options=options)
     if console is not None:
         console.print(
             f"  {result.rows:,} records in {result.files} files, committed to the table "

@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator, Sequence
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -45,6 +45,9 @@ from logdoctor.cli.read_options import (
 )
 from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
 from logdoctor.cli.spark_options import ConfOption, RemoteOption
+
+if TYPE_CHECKING:
+    from logdoctor.logdir.read_options import ReadOptions
 
 
 def _human(n: int) -> str:
@@ -307,27 +310,6 @@ def export_command(
     except ValueError as exc:
         usage_error(str(exc))
     rate = apply_read_discipline(keep_cache, max_read_rate)  # the driver's reads (indexes, listings)
-    options = {
-        "keepCache": "true" if keep_cache else None,
-        "maxReadRate": str(task_read_rate(rate, master)) if rate is not None else None,
-        "topics": topics,
-        "startingOffsets": starting_offsets,
-        "endingOffsets": ending_offsets,
-        "startingTimestamp": starting_timestamp,
-        "endingTimestamp": ending_timestamp,
-        "includeControl": "true" if include_control else "false",
-        "kafka.isolation.level": isolation_level,
-        "upTo": upto,
-        "view": view,
-        "includeInternal": "true" if include_internal else None,
-        "decoder": decoder,
-        "maxPartitionBytes": max_partition_bytes,
-        "remoteStorage": remote_storage,
-        "remoteLayout": remote_layout,
-        "remotePrivateKey": remote_private_key,
-        "typed": "true" if typed else None,
-        "schemas": json.dumps(list(schemas)) if schemas else None,
-    }
     if schemas and not typed:
         usage_error("--schemas names where the registry's schemas are: it goes with --typed")
     if typed and partition_by is not None:
@@ -343,13 +325,21 @@ def export_command(
         )
     try:
         from logdoctor.logdir.discovery import split_paths
-        from logdoctor.spark.planning import parse_read_options, read_plan
+        from logdoctor.spark.planning import read_plan
 
-        parse_read_options({k: str(v) for k, v in options.items() if v is not None})
+        options = export_read_options(  # the one typed object every layer below takes, validated once
+            topics=topics, starting_offsets=starting_offsets, ending_offsets=ending_offsets,
+            starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp,
+            include_control=include_control, isolation_level=isolation_level, upto=upto, view=view,
+            include_internal=include_internal, decoder=decoder, max_partition_bytes=max_partition_bytes,
+            remote_storage=remote_storage, remote_layout=remote_layout, remote_private_key=remote_private_key,
+            typed=typed, schemas=schemas, keep_cache=keep_cache,
+            task_read_rate=task_read_rate(rate, master) if rate is not None else None,
+        )  # fmt: skip
         require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command
         leave_out_own(split_paths(paths))  # logdoctor's own backups are no input: a note each (discover)
         require_remote_inputs(remote_storage, remote_private_key)
-        plan = read_plan(paths, {k: str(v) for k, v in options.items() if v is not None})
+        plan = read_plan(paths, options)
         refs = list(plan.found)
     except InputNotFoundError as exc:  # a URI that names nothing: 66 too
         fail(f"error: {exc}", EX_NOINPUT)
@@ -357,7 +347,7 @@ def export_command(
         fail(f"error: {exc}", EX_NOPERM)
     except PlanningError as exc:
         usage_error(str(exc))
-    not_read = remote_tier_not_read(list(plan.refs), topics)
+    not_read = remote_tier_not_read(list(plan.refs), options.topics)
     for line in not_read:
         err.print(f"warning: {line}", soft_wrap=True, markup=False)
     # what this user cannot read is named now and left out; the rest is exported, and the exit is 77
@@ -376,9 +366,9 @@ def export_command(
         refusal = overwrite_refusal(out, fmt)
         if refusal is not None:
             fail(f"refused: {refusal}", EX_CANTCREAT)
-    if placeholder is not None and view.strip().lower() != "cdc":
+    if placeholder is not None and options.view != "cdc":
         usage_error("--placeholder goes with --view cdc")
-    if view.strip().lower() == "cdc":
+    if options.view == "cdc":
         if partition_by is not None:
             usage_error("--partition-by applies to the records export; --view cdc writes one table per topic")
         cdc_export_cli(
@@ -469,6 +459,58 @@ def export_command(
     raise typer.Exit(EX_WARNINGS if result.skipped or not_read or undecoded else EX_OK)
 
 
+def export_read_options(
+    *,
+    topics: str | None,
+    starting_offsets: str | None,
+    ending_offsets: str | None,
+    starting_timestamp: int | None,
+    ending_timestamp: int | None,
+    include_control: bool,
+    isolation_level: str,
+    upto: str,
+    view: str,
+    include_internal: bool,
+    decoder: str,
+    max_partition_bytes: str | None,
+    remote_storage: str | None,
+    remote_layout: str | None,
+    remote_private_key: str | None,
+    typed: bool,
+    schemas: Sequence[str] | None,
+    keep_cache: bool,
+    task_read_rate: int | None,
+) -> ReadOptions:
+    """The export's read options from its parameters: one :class:`~logdoctor.logdir.read_options.ReadOptions`,
+    validated once. Each parameter is read as the data-source option of the same meaning
+    (:meth:`ReadOptions.from_options`), so that a bad value is the same error, in the same words, from the
+    command and from ``spark.read.format("kafka-log")``. Raises ``PlanningError``."""
+    from logdoctor.logdir.read_options import ReadOptions
+
+    given: dict[str, object] = {
+        "topics": topics,
+        "startingOffsets": starting_offsets,
+        "endingOffsets": ending_offsets,
+        "startingTimestamp": starting_timestamp,
+        "endingTimestamp": ending_timestamp,
+        "includeControl": include_control,
+        "kafka.isolation.level": isolation_level,
+        "upTo": upto,
+        "view": view,
+        "includeInternal": include_internal,
+        "decoder": decoder,
+        "maxPartitionBytes": max_partition_bytes,
+        "remoteStorage": remote_storage,
+        "remoteLayout": remote_layout,
+        "remotePrivateKey": remote_private_key,
+        "typed": typed,
+        "schemas": json.dumps(list(schemas)) if schemas else None,
+        "keepCache": keep_cache,
+        "maxReadRate": task_read_rate,
+    }
+    return ReadOptions.from_options(given)
+
+
 def typed_lines(summary: object) -> list[str]:
     """The typed export's lines (none without --typed)."""
     return [] if summary is None else summary.lines()  # type: ignore[attr-defined]
@@ -480,7 +522,7 @@ def cdc_export_cli(
     *,
     fmt: str,
     mode: str,
-    options: dict[str, object],
+    options: ReadOptions,
     placeholder: str | None,
     master: str | None,
     confs: dict[str, str],
@@ -517,7 +559,7 @@ def cdc_export_cli(
                 out,
                 fmt=fmt,
                 mode=mode,
-                options={k: str(v) for k, v in options.items() if v is not None},
+                options=options,
                 placeholder=placeholder,
                 catalog=parse_catalog(catalog) if fmt == "iceberg" else None,
                 table_name=table,

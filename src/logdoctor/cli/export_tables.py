@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -19,6 +19,9 @@ from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOPERM, EX_OK, EX_WARNINGS
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.progress import spark_progress
 from logdoctor.logdir.disk import human_bytes
+
+if TYPE_CHECKING:
+    from logdoctor.logdir.read_options import ReadOptions
 
 CatalogOption = Annotated[
     list[str] | None,
@@ -71,7 +74,7 @@ def export_to_table(
     *,
     fmt: str,
     mode: str,
-    options: Mapping[str, Any],
+    options: ReadOptions,
     by_day: bool,
     catalog: Mapping[str, str],
     table: str | None,
@@ -81,10 +84,9 @@ def export_to_table(
     """Run the table export; a refusal or a table failure exits with one line naming the cause."""
     from logdoctor.spark.tables.export import run_table_export
 
-    given = {k: str(v) for k, v in options.items() if v is not None}
-    common = {"fmt": fmt, "mode": mode, "options": given, "catalog": catalog, "table_name": table}
+    common = {"fmt": fmt, "mode": mode, "options": options, "catalog": catalog, "table_name": table}
     with table_failures_exit():
-        if options.get("typed"):  # one table per topic (logdoctor.spark.tables.typed_export)
+        if options.typed:  # one table per topic (logdoctor.spark.tables.typed_export)
             from logdoctor.spark.tables.typed_export import run_typed_table_export
 
             if by_day:
@@ -158,7 +160,7 @@ def table_export_cli(
     *,
     fmt: str,
     mode: str,
-    options: Mapping[str, Any],
+    options: ReadOptions,
     by_day: bool,
     catalog: Sequence[str] | None,
     table: str | None,

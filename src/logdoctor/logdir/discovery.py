@@ -13,9 +13,9 @@ from __future__ import annotations
 import errno
 import glob
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from logdoctor.logdir.names import (
     DirKind,
@@ -26,8 +26,12 @@ from logdoctor.logdir.names import (
     parse_partition_dir,
     parse_segment_file,
 )
+from logdoctor.logdir.read_errors import DiscoveryError, InputNotFoundError, InputPermissionError
 from logdoctor.logdir.refs import PartitionRef, segment_refs
 from logdoctor.logdir.storage import LOCAL, Entry, Storage, is_uri
+
+if TYPE_CHECKING:
+    from logdoctor.logdir.read_options import ReadOptions
 
 __all__ = [
     "DiscoveryError",
@@ -43,18 +47,6 @@ __all__ = [
 _MAX_SEARCH_DEPTH = 4
 
 
-class DiscoveryError(ValueError):
-    """A bad path given to a reader of log dirs (shown to the user as is)."""
-
-
-class InputNotFoundError(DiscoveryError):
-    """A path given does not exist (the CLI exits 66 for it, as for a local path)."""
-
-
-class InputPermissionError(DiscoveryError):
-    """A path given cannot be read by this user (the CLI exits 77 for it)."""
-
-
 def _denied(exc: OSError) -> bool:
     return isinstance(exc, PermissionError) or exc.errno in (errno.EACCES, errno.EPERM)
 
@@ -63,11 +55,16 @@ def _denied(exc: OSError) -> bool:
 UNLISTABLE = "permission denied: this user cannot list the folder (run as the broker's user or as root)"
 
 
-def split_paths(paths: str | Sequence[str] | None, options: Mapping[str, Any] | None = None) -> list[str]:
+def _file_systems(opts: ReadOptions | None) -> tuple[tuple[str, str], ...]:
+    """The file systems' options of a read (``s3.region``, ``s3.endpoint``: :meth:`Storage.of`)."""
+    return () if opts is None else opts.storage
+
+
+def split_paths(paths: str | Sequence[str] | None, opts: ReadOptions | None = None) -> list[str]:
     """``"a,b"`` or ``["a", "b"]`` -> ["a", "b"]; globs are expanded, order kept.
 
     A glob in a URI (``s3://bucket/brokers/*/kafka-logs``) is matched against the file system's
-    listings (``options``: a data source's, for ``s3.region`` / ``s3.endpoint``)."""
+    listings (``opts``: a read's options, for ``s3.region`` / ``s3.endpoint``)."""
     if paths is None:
         return []
     items = [paths] if isinstance(paths, str) else list(paths)
@@ -79,7 +76,7 @@ def split_paths(paths: str | Sequence[str] | None, options: Mapping[str, Any] | 
                 continue
             if is_uri(part) and glob.has_magic(part.split("://", 1)[1].split("?", 1)[0]):
                 try:
-                    storage, pattern = Storage.of(part, options)
+                    storage, pattern = Storage.of(part, _file_systems(opts))
                     matches = storage.glob(pattern)
                 except (OSError, ValueError) as exc:
                     raise DiscoveryError(f"{part}: {exc}") from exc
@@ -96,9 +93,7 @@ def split_paths(paths: str | Sequence[str] | None, options: Mapping[str, Any] | 
     return out
 
 
-def leave_out_own(
-    items: Sequence[str], options: Mapping[str, Any] | None = None
-) -> tuple[list[str], list[str]]:
+def leave_out_own(items: Sequence[str], opts: ReadOptions | None = None) -> tuple[list[str], list[str]]:
     """(``items`` without logdoctor's own folders, a note for each one left out). A folder logdoctor wrote
     (a backup dir of ``repair``, ``move-partition`` or ``sync-replica``, or anything inside one; an
     export's output) is recognised by its marker files (its journal and README, ``_SUCCESS``), never by its
@@ -110,7 +105,7 @@ def leave_out_own(
     for item in items:
         why = None
         try:
-            storage, loc = Storage.of(item, options)
+            storage, loc = Storage.of(item, _file_systems(opts))
             if storage.is_local:
                 from logdoctor.logdir.recognize import own_output
 
@@ -299,22 +294,20 @@ def _merge(prev: PartitionRef, ref: PartitionRef) -> PartitionRef:
     )
 
 
-def discover(
-    paths: str | Sequence[str] | None, options: Mapping[str, Any] | None = None
-) -> list[PartitionRef]:
+def discover(paths: str | Sequence[str] | None, opts: ReadOptions | None = None) -> list[PartitionRef]:
     """Partitions named by PATHS: log dirs (or folders holding them), partition folders, .log files.
 
     A log dir contributes its ``<topic>-<p>`` folders (not ``-delete``/``-future``/``-stray`` ones,
     which the broker does not serve); a partition folder or .log file named directly is read
     whatever its kind; logdoctor's own folders (a backup dir, an export's output) are left out
     (:func:`leave_out_own`). The same file named twice is read once. Each path is a local path or a URI
-    (``options``: a data source's, for the file system's ``s3.region`` / ``s3.endpoint``).
+    (``opts``: a read's options, for the file system's ``s3.region`` / ``s3.endpoint``).
     Raises :class:`DiscoveryError` (:class:`InputNotFoundError` for a path that does not exist).
     """
-    items = split_paths(paths, options)
+    items = split_paths(paths, opts)
     if not items:
         raise DiscoveryError("no path given: load(PATH) with a log dir, a partition folder or a .log file")
-    items, left_out = leave_out_own(items, options)
+    items, left_out = leave_out_own(items, opts)
     if not items:
         raise DiscoveryError("; ".join(left_out) + ": no other path given")
     out: dict[tuple[str, str], PartitionRef] = {}
@@ -329,7 +322,7 @@ def discover(
 
     for item in items:
         try:
-            storage, loc = Storage.of(item, options)
+            storage, loc = Storage.of(item, _file_systems(opts))
             path = os.path.normpath(loc) if storage.is_local else loc
             entry = storage.info(path)
         except (OSError, ValueError) as exc:

@@ -31,12 +31,11 @@ readers; together with :attr:`ReadPlan.not_read` that is every offset not export
 from __future__ import annotations
 
 import os
-import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from logdoctor.logdir.discovery import DiscoveryError
+from logdoctor.logdir.read_options import INTERNAL_TOPIC_PREFIX, ReadOptions, names_internal, topic_matcher
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.remote_attach import ListingProblem
 
@@ -51,49 +50,12 @@ __all__ = [
     "topic_matcher",
 ]
 
-#: Kafka's internal topics and every other ``__`` topic (MirrorMaker 2's default exclude ``__.*``)
-INTERNAL_TOPIC_PREFIX = "__"
-
 #: offsets that will not be read once (see :class:`~logdoctor.logdir.remote_attach.ListingProblem`)
 NotRead = ListingProblem
 
 
 def is_internal_topic(topic: str) -> bool:
     return topic.startswith(INTERNAL_TOPIC_PREFIX)
-
-
-def _is_list(text: str) -> bool:
-    return re.fullmatch(r"[A-Za-z0-9._\-]+(\s*,\s*[A-Za-z0-9._\-]+)*", text) is not None
-
-
-def topic_matcher(topics: str | None) -> Callable[[str], bool]:
-    """``topics``: a comma list of names, or a regex (anything with regex metacharacters)."""
-    if topics is None or not topics.strip():
-        return lambda _t: True
-    text = topics.strip()
-    if _is_list(text):
-        names = {t.strip() for t in text.split(",")}
-        return lambda t: t in names
-    try:
-        pattern = re.compile(text)
-    except re.error as exc:
-        raise DiscoveryError(
-            f"topics: {text!r} is neither a comma list of topics nor a valid regex: {exc}"
-        ) from exc
-    return lambda t: pattern.fullmatch(t) is not None
-
-
-def _names_internal(topics: str | None) -> bool:
-    """Whether ``topics`` asks for internal topics by name: a comma list (it lists them, or the matcher
-    leaves them out anyway) or a regex that starts with ``__``."""
-    if topics is None or not topics.strip():
-        return False
-    text = topics.strip()
-    return _is_list(text) or text.startswith(INTERNAL_TOPIC_PREFIX)
-
-
-def _truthy(value: object) -> bool:
-    return str(value).strip().lower() in ("true", "1", "yes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -286,34 +248,30 @@ def _readable_only(refs: list[PartitionRef]) -> tuple[list[PartitionRef], list[L
 
 def plan_read(
     paths: str | Sequence[str],
-    options: Mapping[str, object] | None = None,
+    opts: ReadOptions | None = None,
     *,
     keep_local_copies: bool = False,
 ) -> ReadPlan:
-    """The read plan of ``paths`` with the data-source ``options`` (see the module doc). Raises
-    :class:`~logdoctor.logdir.discovery.DiscoveryError` for a bad path or option (a bad remote-tier
-    option or store: :class:`~logdoctor.logdir.remote_store.RemoteTierError`)."""
+    """The read plan of ``paths`` with the read options ``opts`` (see the module doc). Raises
+    :class:`~logdoctor.logdir.discovery.DiscoveryError` for a bad path (a store that cannot be used:
+    :class:`~logdoctor.logdir.remote_store.RemoteTierError`)."""
     from logdoctor.logdir.discovery import discover, split_paths
     from logdoctor.logdir.remote_attach import attach_remote
-    from logdoctor.logdir.remote_store import RemoteOptions
 
-    opts = {str(k).lower(): v for k, v in (options or {}).items() if v is not None}
-    items = split_paths(paths, options)
-    remote = RemoteOptions.from_options(options)
-    found = discover(items, options) if options is not None else discover(items)
+    opts = opts if opts is not None else ReadOptions()
+    items = split_paths(paths, opts)
+    found = discover(items, opts)
     problems: list[ListingProblem] = []
-    if remote is not None:
+    if opts.remote is not None:
         found = attach_remote(
             found,
-            remote,
+            opts.remote,
             metadata=_metadata(found),
             problems=problems,
             keep_local_copies=keep_local_copies,
         )
-    topics = opts.get("topics") or opts.get("subscribe") or opts.get("subscribepattern")
-    topics = None if topics is None else str(topics)
-    match = topic_matcher(topics)
-    internal_ok = _truthy(opts.get("includeinternal", "false")) or _names_internal(topics)
+    match = topic_matcher(opts.topics)
+    internal_ok = opts.include_internal or names_internal(opts.topics)
     refs: list[PartitionRef] = []
     left_out: set[str] = set()
     for ref in found:

@@ -16,12 +16,12 @@ partition's records are read in offset order with the readers' own batch checks 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from logdoctor.errors import FormatError
 from logdoctor.formats.registry.store import SchemaRegistry, merge, replay_records
+from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.logdir.refs import PartitionRef
 
 __all__ = ["SCHEMAS_TOPIC", "LoadedRegistry", "load_registry", "missing_ids_text", "store_records"]
@@ -35,14 +35,6 @@ MISSING_IDS_CAUSES = (
     "--schemas), records were produced through another registry, or compaction or retention removed the "
     "records of hard-deleted versions"
 )
-
-# the options of the remote tier and of the topic choice: the store topic is compacted, never tiered
-# (K:storage/.../UnifiedLog.java remoteLogEnabled needs cleanup.policy=delete), and is read whatever the
-# topics exported
-_NOT_PASSED = frozenset(
-    {"remotestorage", "remotelayout", "remoteprivatekey", "topics", "subscribe", "subscribepattern"}
-)
-
 
 @dataclass(slots=True)
 class LoadedRegistry:
@@ -77,11 +69,13 @@ def _named_directly(ref: PartitionRef, item: str) -> bool:
 
 
 def _store_partitions(
-    paths: Sequence[str], schemas: Sequence[str], options: Mapping[str, Any] | None, topic: str
+    paths: Sequence[str], schemas: Sequence[str], read_options: ReadOptions | None, topic: str
 ) -> list[PartitionRef]:
     from logdoctor.logdir.discovery import discover, split_paths
 
-    opts = {k: v for k, v in (options or {}).items() if str(k).lower() not in _NOT_PASSED}
+    # only the file systems' options: the store topic is compacted, never tiered (K:storage/.../
+    # UnifiedLog.java remoteLogEnabled needs cleanup.policy=delete), and is read whatever the topics read
+    opts = None if read_options is None else ReadOptions(storage=read_options.storage)
     found: dict[str, PartitionRef] = {}
     items = split_paths(list(paths), opts) if paths else []
     if items:
@@ -150,13 +144,14 @@ def load_registry(
     paths: Sequence[str],
     schemas: Sequence[str] = (),
     *,
-    options: Mapping[str, Any] | None = None,
+    options: ReadOptions | None = None,
     topic: str = SCHEMAS_TOPIC,
 ) -> LoadedRegistry:
     """The registry of every ``topic`` partition among ``paths`` and ``schemas`` (where a partition folder
-    named directly is read whatever its topic). ``options``: the file systems' (``s3.region``, ...), as for
-    the readers. Raises :class:`~logdoctor.logdir.discovery.DiscoveryError` for a path that is not there or
-    holds no log dir, :class:`~logdoctor.formats.registry.store.RegistryConflictError` for two registries."""
+    named directly is read whatever its topic). ``options``: the read's, of which the file systems'
+    (``s3.region``, ...) are used, as for the readers. Raises
+    :class:`~logdoctor.logdir.discovery.DiscoveryError` for a path that is not there or holds no log dir,
+    :class:`~logdoctor.formats.registry.store.RegistryConflictError` for two registries."""
     refs = _store_partitions(paths, schemas, options, topic)
     if not refs:
         return LoadedRegistry(

@@ -27,7 +27,7 @@ import fnmatch
 import os
 import posixpath
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
@@ -69,10 +69,14 @@ def local_path(location: str | os.PathLike[str]) -> str:
     return text
 
 
-def storage_options(options: Mapping[str, Any] | None) -> tuple[tuple[str, str], ...]:
-    """The file-system options (:data:`OPTIONS`) among data-source ``options`` (names case-insensitive)."""
+def storage_options(
+    options: Mapping[str, Any] | Iterable[tuple[str, str]] | None,
+) -> tuple[tuple[str, str], ...]:
+    """The file-system options (:data:`OPTIONS`) among data-source ``options`` (names case-insensitive;
+    a mapping, or the pairs :attr:`logdoctor.logdir.read_options.ReadOptions.storage` holds)."""
     out: dict[str, str] = {}
-    for key, value in (options or {}).items():
+    pairs = options.items() if isinstance(options, Mapping) else (options or ())
+    for key, value in pairs:
         name = str(key).strip().lower()
         if name in OPTIONS and value is not None and str(value).strip():
             out[name] = str(value).strip()
@@ -226,7 +230,9 @@ class Storage:
 
     @classmethod
     def of(
-        cls, location: str | os.PathLike[str], options: Mapping[str, Any] | None = None
+        cls,
+        location: str | os.PathLike[str],
+        options: Mapping[str, Any] | Iterable[tuple[str, str]] | None = None,
     ) -> tuple[Storage, str]:
         """The storage of ``location`` and the location as the storage's methods take it.
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.spark.typed import UNDECODED, TopicCounts, TypedBatches, merge_counts, undecoded_total
 
 #: what an export of the cdc view says of a topic it writes no table for
@@ -232,7 +233,7 @@ def run_cdc_export(
     *,
     fmt: str = "parquet",
     mode: str = "error",
-    options: Mapping[str, str] | None = None,
+    options: ReadOptions | Mapping[str, str] | None = None,
     placeholder: str | None = None,
     catalog: Mapping[str, str] | None = None,
     table_name: str | None = None,
@@ -256,7 +257,6 @@ def run_cdc_export(
     )
     from logdoctor.spark.planning import (
         PerPartition,
-        parse_read_options,
         plan_slices,
         plan_transactions,
         read_plan,
@@ -279,14 +279,13 @@ def run_cdc_export(
         raise ExportError(
             "--view cdc writes Parquet to a local folder; give --format iceberg|delta for a URI"
         )
-    opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
-    opts = parse_read_options(opts_map)
+    opts = ReadOptions.of(options)
     point_in_time = opts.ending_timestamps.default
     if opts.ending_timestamps.by_partition:
         raise ExportError("--view cdc: --ending-timestamp is one moment for the whole table (epoch ms)")
     # the point in time is the fold's (source.ts_ms), never a cut of the read by Kafka timestamps
     opts = dataclasses.replace(opts, ending_timestamps=PerPartition(), view="cdc")
-    plan = read_plan(paths, {k: v for k, v in opts_map.items() if k.lower() != "endingtimestamp"})
+    plan = read_plan(paths, opts)
     items = list(plan.items)
     refs = plan.refs
     check_output_location(out, [*items, *plan.log_dirs])
@@ -295,7 +294,7 @@ def run_cdc_export(
             f"output {out} exists and is not empty: choose another --out, or --mode overwrite "
             "(nothing was written or deleted)"
         )
-    loaded = load_typed_registry(items, opts, opts_map)
+    loaded = load_typed_registry(items, opts)
     txns = plan_transactions(refs, opts)
     started = time.perf_counter()
     typed = survey_job(spark, refs, opts, txns, loaded.registry)
@@ -390,7 +389,7 @@ def run_cdc_export(
     skipped = skipped_ranges(
         spark,
         items,
-        opts_map,
+        opts,
         "arrow",
         [u for d in done for u in d.get("undecodable") or ()],
         [p for d in done for p in d.get("skipped") or ()],

@@ -34,6 +34,7 @@ them (named with both CRCs), come from the arrow writer's tasks, or for the spar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import threading
@@ -43,8 +44,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from logdoctor.logdir.read_options import ReadOptions
+
 WRITERS = ("arrow", "spark")
-REMOTE_OPTIONS = ("remoteStorage", "remoteLayout", "remotePrivateKey")  # logdir.remote_store.RemoteOptions
 MODES = ("error", "overwrite", "append")
 TEMPORARY = "_temporary"
 ROWS_PER_FILE = 1_000_000
@@ -471,17 +473,13 @@ def _clear_output(out_dir: str) -> None:
     export_output(out_dir).clear()
 
 
-def segments_pass_options(opts: Mapping[str, str], writer: str) -> dict[str, str]:
+def segments_pass_options(opts: ReadOptions, writer: str) -> ReadOptions:
     """The options of the ``kafka-log-segments`` pass that finds an export's damaged segments: the
     topics, and for the spark writer the remote tier and ``checkRecords`` (the arrow writer's tasks
     report the remote segments and the batches skipped alone themselves)."""
-    passed = (
-        ("topics", "includeInternal") if writer == "arrow" else ("topics", "includeInternal", *REMOTE_OPTIONS)
-    )
-    seg_opts = {k: v for k, v in opts.items() if k in passed}
-    if writer != "arrow":
-        seg_opts["checkRecords"] = "true"
-    return seg_opts
+    if writer == "arrow":
+        return opts.only("topics", "include_internal")
+    return dataclasses.replace(opts.only("topics", "include_internal", "remote"), check_records=True)
 
 
 def damaged_segments(checks: Sequence[tuple[int, Any]]) -> list[dict[str, Any]]:
@@ -525,7 +523,7 @@ def _export_arrow(
     spark: Any,
     plan: Any,
     out: str,
-    opts_map: Mapping[str, str],
+    opts: ReadOptions,
     partition_by: Sequence[str],
     mode: str = "error",
     fail_first_attempt: bool = False,
@@ -545,9 +543,8 @@ def _export_arrow(
     """
     import uuid
 
-    from logdoctor.spark.planning import parse_read_options, plan_slices, task_groups
+    from logdoctor.spark.planning import plan_slices, task_groups
 
-    opts = parse_read_options(opts_map)
     slices = plan_slices(plan.refs, opts, txns)
     groups = task_groups(slices, opts)
     checks, extra = assign_checks(groups, check)
@@ -611,7 +608,7 @@ def not_read_ranges(plan: Any) -> list[SkippedRange]:
 def skipped_ranges(
     spark: Any,
     items: Sequence[str],
-    opts: Mapping[str, str],
+    opts: ReadOptions,
     writer: str,
     undecodable: list[dict[str, Any]],
     remote_skipped: Sequence[Mapping[str, Any]],
@@ -643,7 +640,7 @@ def skipped_ranges(
         register(spark)  # idempotent: a session built without the sources (get_spark(sql=False))
         bad_rows = (
             spark.read.format("kafka-log-segments")
-            .options(**seg_opts)
+            .options(**seg_opts.to_options())
             .load(items)
             .where(
                 "error is not null"
@@ -743,7 +740,7 @@ def run_export(
     *,
     fmt: str = "parquet",
     partition_by: Sequence[str] = ("topic", "partition"),
-    options: Mapping[str, str] | None = None,
+    options: ReadOptions | Mapping[str, str] | None = None,
     progress: Callable[[int, int], None] | None = None,
     writer: str | None = None,
     mode: str = "error",
@@ -761,7 +758,7 @@ def run_export(
     from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.logdir.read_plan import one_remote_copy
     from logdoctor.spark.consumer_view import transaction_summary
-    from logdoctor.spark.planning import parse_read_options, plan_transactions, read_plan
+    from logdoctor.spark.planning import plan_transactions, read_plan
     from logdoctor.spark.schema import records_fields
     from logdoctor.spark.sources.segment_summary import not_read_row
 
@@ -769,22 +766,21 @@ def run_export(
         raise ExportError(f"--format: not a data source name: {fmt!r}")
     if mode not in MODES:
         raise ExportError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
-    if mode == "append" and str((options or {}).get("view") or "").strip().lower() == "latest":
+    read_opts = ReadOptions.of(options)
+    if mode == "append" and read_opts.view == "latest":
         from logdoctor.spark.latest import APPEND_REFUSAL
 
         raise ExportError(APPEND_REFUSAL)
     begun = time.perf_counter()
     out = absolute_location(out_dir)  # Spark's workers do not run in this folder
     writer = choose_writer(spark, out, fmt, writer)
-    opts = {k: str(v) for k, v in (options or {}).items() if v is not None}
     items = split_paths(paths)
     known = {name for name, _, _ in records_fields(True)}
     bad = [c for c in partition_by if c not in known]
     if bad:
         raise ExportError(f"--partition-by: unknown column(s) {', '.join(bad)}")
-    plan = read_plan(items, opts)
+    plan = read_plan(items, read_opts)
     refs = plan.refs
-    read_opts = parse_read_options(opts)
     # Never write or delete at, inside or above an input (the items and the log dirs found in them).
     check_output_location(out, [*items, *plan.log_dirs])
     if mode == "error" and output_has_data(out):
@@ -804,7 +800,7 @@ def run_export(
     if read_opts.typed:  # one table per topic: the registry, then the first pass (logdoctor.spark.typed)
         from logdoctor.spark.typed_job import load_typed_registry, survey_job
 
-        loaded = load_typed_registry(items, read_opts, opts)
+        loaded = load_typed_registry(items, read_opts)
         typed_plan = survey_job(spark, refs, read_opts, txns, loaded.registry)
         partition_by = ()
     tracker = StageProgress(spark, progress) if progress is not None else None
@@ -816,9 +812,9 @@ def run_export(
     try:
         if writer == "arrow":
             # the segments kafka-log-segments would list: the write tasks check them (no second job)
-            check_plan = read_plan(items, segments_pass_options(opts, writer))
+            check_plan = read_plan(items, segments_pass_options(read_opts, writer))
             rows, committed, undecodable, remote_skipped, damaged, latest = _export_arrow(
-                spark, plan, _local(out), opts, partition_by, mode, fail_first_attempt,
+                spark, plan, _local(out), read_opts, partition_by, mode, fail_first_attempt,
                 check=[s for ref in one_remote_copy(check_plan.refs) for s in ref.segments], txns=txns,
                 typed=typed_plan, typed_counts=typed_parts,
             )  # fmt: skip
@@ -830,7 +826,7 @@ def run_export(
             from logdoctor.spark.typed_job import write_with_spark
 
             register(spark)
-            rows, typed_parts = write_with_spark(spark, items, opts, typed_plan, out, fmt, mode)
+            rows, typed_parts = write_with_spark(spark, items, read_opts, typed_plan, out, fmt, mode)
             after = _list_files(out)
             sizes = {rel: size for rel, size in after.items() if rel not in before}
         else:
@@ -841,7 +837,7 @@ def run_export(
 
             register(spark)  # idempotent: a session built without the sources (get_spark(sql=False))
             observation = Observation("logdoctor-export")
-            df = spark.read.format("kafka-log").options(**opts).load(items)
+            df = spark.read.format("kafka-log").options(**read_opts.to_options()).load(items)
             df = df.observe(observation, F.count(F.lit(1)).alias("rows"))
             w = df.write.mode("errorifexists" if mode == "error" else mode)
             if mode == "overwrite":  # replace the whole output, not only the partitions written
@@ -862,7 +858,9 @@ def run_export(
             tracker.__exit__(None, None, None)
     elapsed = time.perf_counter() - started
     segs = [s for ref in refs for s in ref.segments]
-    skipped = skipped_ranges(spark, items, opts, writer, undecodable, remote_skipped, plan, damaged, txns)
+    skipped = skipped_ranges(
+        spark, items, read_opts, writer, undecodable, remote_skipped, plan, damaged, txns
+    )
     phases = {
         "planning": started - begun,
         "writing": elapsed,

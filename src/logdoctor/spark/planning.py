@@ -4,7 +4,8 @@ Everything here runs in Spark's planning worker (``DataSourceReader.partitions()
 driver, never per record. The partitions come from :func:`logdoctor.logdir.discovery.discover` as
 :class:`~logdoctor.logdir.refs.PartitionRef` values (for a local log dir, produced by the model,
 :mod:`logdoctor.logdir.model`); where to start in a segment comes from :mod:`logdoctor.logdir.seek`,
-the seeking ``dump --offsets/--timestamps`` uses too. What is Spark's is here: the read options, the
+the seeking ``dump --offsets/--timestamps`` uses too; the read options are one typed object
+(:class:`~logdoctor.logdir.read_options.ReadOptions`, made once at each edge). What is Spark's is here: the
 offset range per partition, the slices of segments and their packing into tasks. The results are small
 picklable dataclasses handed to the executors.
 
@@ -27,17 +28,23 @@ offset whose record timestamp is >= T (Kafka's ListOffsets by timestamp:
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.formats.index_lookup import IndexEntries
 from logdoctor.logdir.discovery import DiscoveryError
-from logdoctor.logdir.read_plan import ReadPlan, one_remote_copy, topic_matcher
-from logdoctor.logdir.read_rate import parse_size
+from logdoctor.logdir.read_options import (
+    DEFAULT_MAX_PARTITION_BYTES,
+    EARLIEST,
+    LATEST,
+    PerPartition,
+    ReadOptions,
+    parse_per_partition,
+    topic_matcher,
+)
+from logdoctor.logdir.read_plan import ReadPlan, one_remote_copy
 from logdoctor.logdir.reader import ByteReader
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.seek import (
@@ -47,13 +54,7 @@ from logdoctor.logdir.seek import (
     segment_offset_entries,
     segment_reader,
 )
-from logdoctor.logdir.transactions import (
-    ISOLATION_LEVELS,
-    READ_COMMITTED,
-    UPTO,
-    PartitionTransactions,
-    SegmentTransactions,
-)
+from logdoctor.logdir.transactions import PartitionTransactions, SegmentTransactions
 
 __all__ = [
     "DEFAULT_MAX_PARTITION_BYTES",
@@ -78,212 +79,14 @@ __all__ = [
     "topic_matcher",
 ]
 
-EARLIEST = -2
-LATEST = -1
-DEFAULT_MAX_PARTITION_BYTES = 128 * 1024 * 1024
-
-#: A bad path (found by :mod:`logdoctor.logdir.discovery`) or a bad option (found here), shown to the
-#: user as is: one kind of error for the data sources' users (the CLI exits 66 for its subclass
+#: A bad path (found by :mod:`logdoctor.logdir.discovery`) or a bad option (found by
+#: :meth:`logdoctor.logdir.read_options.ReadOptions.from_options`), shown to the user as is: one kind of
+#: error for the data sources' users (the CLI exits 66 for its subclass
 #: :class:`logdoctor.logdir.discovery.InputNotFoundError`, a path that does not exist).
 PlanningError = DiscoveryError
 
-
-# --- options ----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class PerPartition:
-    """An option that is one value for every partition, or a {topic: {partition: value}} map."""
-
-    default: int | None = None
-    by_partition: Mapping[tuple[str, int], int] = field(default_factory=dict)
-
-    def get(self, topic: str, partition: int) -> int | None:
-        return self.by_partition.get((topic, partition), self.default)
-
-
-def parse_per_partition(
-    name: str, text: str | None, *, named: Mapping[str, int] | None = None
-) -> PerPartition:
-    """A number, a name (``earliest``/``latest`` where allowed) or Spark-Kafka JSON ``{"t":{"0":23}}``."""
-    if text is None or not str(text).strip():
-        return PerPartition()
-    raw = str(text).strip()
-    if named and raw.lower() in named:
-        return PerPartition(named[raw.lower()])
-    if re.fullmatch(r"-?\d+", raw):
-        return PerPartition(int(raw))
-    try:
-        obj = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise PlanningError(
-            f'{name}: expected a number or JSON like {{"topic":{{"0":23}}}}, got {raw!r}'
-        ) from exc
-    if isinstance(obj, int) and not isinstance(obj, bool):
-        return PerPartition(obj)
-    if not isinstance(obj, dict):
-        raise PlanningError(f"{name}: expected a JSON object of topics, got {raw!r}")
-    by: dict[tuple[str, int], int] = {}
-    for topic, parts in obj.items():
-        if not isinstance(parts, dict):
-            raise PlanningError(f"{name}: topic {topic!r} must map partition numbers to values")
-        for p, value in parts.items():
-            try:
-                by[(str(topic), int(p))] = int(value)
-            except (TypeError, ValueError) as exc:
-                raise PlanningError(f"{name}: bad entry {topic!r}/{p!r}: {value!r}") from exc
-    return PerPartition(None, by)
-
-
-@dataclass(frozen=True, slots=True)
-class ReadOptions:
-    topics: str | None = None
-    starting_offsets: PerPartition = field(default_factory=PerPartition)
-    ending_offsets: PerPartition = field(default_factory=PerPartition)
-    starting_timestamps: PerPartition = field(default_factory=PerPartition)
-    ending_timestamps: PerPartition = field(default_factory=PerPartition)
-    include_control: bool = False
-    decoder: str = "none"
-    max_partition_bytes: int = DEFAULT_MAX_PARTITION_BYTES
-    verify_crc: bool = True
-    batch_rows: int = 65536
-    min_partitions: int = field(default_factory=lambda: 2 * (os.cpu_count() or 1))
-    #: what a consumer of this ``isolation.level`` reads (logdoctor.logdir.transactions): read_committed by
-    #: default, as Kafka Streams and every exactly-once pipeline read
-    isolation_level: str = READ_COMMITTED
-    #: ``log-end`` (default: a dead broker's checkpoint lags its log) or ``high-watermark``
-    upto: str = "log-end"
-    #: ``history`` (every record), ``latest`` (the latest record per key, logdoctor.spark.latest) or ``cdc``
-    #: (a Debezium topic's events folded into its table, logdoctor.spark.cdc: the rows read are the history's)
-    view: str = "history"
-    #: typed tables (docs/typed-tables.md): keys and values decoded with the registry rebuilt from the
-    #: ``_schemas`` partitions among the inputs and under ``schemas`` (more paths or URIs)
-    typed: bool = False
-    schemas: tuple[str, ...] = ()
-    #: ``keepCache``: leave the pages a task reads in the page cache (by default those it brought in are
-    #: dropped: logdoctor.logdir.page_cache); ``maxReadRate``: each task's reads paced to this many bytes a
-    #: second (logdoctor.logdir.read_rate; the tasks running at once add up)
-    keep_cache: bool = False
-    max_read_rate: int | None = None
-
-    @property
-    def decoded(self) -> bool:
-        return self.decoder != "none"
-
-    @property
-    def upto_high_watermark(self) -> bool:
-        return self.upto == "high-watermark"
-
-
-DECODERS = ("none", "auto", "consumer-offsets", "transactions", "cluster-metadata")
-_OFFSET_NAMES = {"earliest": EARLIEST, "latest": LATEST}
-
-
-def _bool(name: str, text: str | None, default: bool) -> bool:
-    if text is None:
-        return default
-    v = str(text).strip().lower()
-    if v in ("true", "1", "yes"):
-        return True
-    if v in ("false", "0", "no"):
-        return False
-    raise PlanningError(f"{name}: expected true or false, got {text!r}")
-
-
-def _size(name: str, text: str | None, default: int) -> int:
-    if text is None:
-        return default
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise PlanningError(f"{name}: {exc}") from None
-
-
-def _choice(name: str, text: str | None, choices: Sequence[str], default: str) -> str:
-    """One of ``choices`` (case-insensitive; ``-`` and ``_`` alike), ``default`` when not given."""
-    if text is None or not str(text).strip():
-        return default
-    value = str(text).strip().lower().replace("-", "_")
-    for choice in choices:
-        if choice.replace("-", "_") == value:
-            return choice
-    raise PlanningError(f"{name}: expected one of {', '.join(choices)}, got {text!r}")
-
-
-def parse_read_options(options: Mapping[str, str]) -> ReadOptions:
-    """Options of ``kafka-log`` (names as in Spark's Kafka source; case-insensitive)."""
-    opts = {str(k).lower(): v for k, v in options.items()}
-    isolation = opts.get("kafka.isolation.level", opts.get("isolationlevel"))
-    decoder = str(opts.get("decoder", "none")).strip().lower()
-    if decoder not in DECODERS:
-        raise PlanningError(f"decoder: expected one of {', '.join(DECODERS)}, got {decoder!r}")
-    start_ts = opts.get("startingtimestamp")
-    end_ts = opts.get("endingtimestamp")
-    return ReadOptions(
-        topics=opts.get("topics") or opts.get("subscribe") or opts.get("subscribepattern"),
-        starting_offsets=parse_per_partition(
-            "startingOffsets", opts.get("startingoffsets"), named=_OFFSET_NAMES
-        ),
-        ending_offsets=parse_per_partition("endingOffsets", opts.get("endingoffsets"), named=_OFFSET_NAMES),
-        # Spark: startingTimestamp wins over startingOffsetsByTimestamp, which wins over startingOffsets
-        starting_timestamps=parse_per_partition(
-            "startingTimestamp", start_ts if start_ts is not None else opts.get("startingoffsetsbytimestamp")
-        ),
-        ending_timestamps=parse_per_partition(
-            "endingTimestamp", end_ts if end_ts is not None else opts.get("endingoffsetsbytimestamp")
-        ),
-        include_control=_bool("includeControl", opts.get("includecontrol"), False),
-        decoder=decoder,
-        max_partition_bytes=_size(
-            "maxPartitionBytes", opts.get("maxpartitionbytes"), DEFAULT_MAX_PARTITION_BYTES
-        ),
-        verify_crc=_bool("verifyCrc", opts.get("verifycrc"), True),
-        min_partitions=_positive_int("minPartitions", opts.get("minpartitions"), 2 * (os.cpu_count() or 1)),
-        isolation_level=_choice("kafka.isolation.level", isolation, ISOLATION_LEVELS, READ_COMMITTED),
-        upto=_choice("upTo", opts.get("upto"), UPTO, "log-end"),
-        view=_choice("view", opts.get("view"), ("history", "latest", "cdc"), "history"),
-        typed=_typed(opts.get("typed")),
-        schemas=_paths_list(opts.get("schemas")),
-        keep_cache=_bool("keepCache", opts.get("keepcache"), False),
-        max_read_rate=_size("maxReadRate", opts.get("maxreadrate"), 0) or None,
-    )
-
-
-def _typed(text: str | None) -> bool:
-    """Option ``typed``: true, false, or ``undecoded`` (the ``kafka-log`` frame of the side table)."""
-    if text is not None and str(text).strip().lower() == "undecoded":
-        return True
-    return _bool("typed", text, False)
-
-
-def _paths_list(text: str | None) -> tuple[str, ...]:
-    """Option ``schemas``: paths or URIs separated by commas (or a JSON list, for paths with commas)."""
-    if text is None or not str(text).strip():
-        return ()
-    raw = str(text).strip()
-    if raw.startswith("["):
-        try:
-            items = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise PlanningError(
-                f"schemas: expected paths separated by commas or a JSON list, got {raw!r}"
-            ) from exc
-        if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
-            raise PlanningError(f"schemas: expected a JSON list of paths, got {raw!r}")
-        return tuple(items)
-    return tuple(p.strip() for p in raw.split(",") if p.strip())
-
-
-def _positive_int(name: str, text: str | None, default: int) -> int:
-    if text is None:
-        return default
-    try:
-        value = int(str(text).strip())
-    except ValueError as exc:
-        raise PlanningError(f"{name}: expected a positive integer, got {text!r}") from exc
-    if value <= 0:
-        raise PlanningError(f"{name}: expected a positive integer, got {text!r}")
-    return value
+#: the data sources' options parsed (:meth:`ReadOptions.from_options`), by its older name
+parse_read_options = ReadOptions.from_options
 
 
 # --- input partitions -------------------------------------------------------------------------------
@@ -321,7 +124,7 @@ class PartitionRange:
     end_offset: int | None
 
 
-def read_plan(paths: str | Sequence[str], options: Mapping[str, str] | None = None) -> ReadPlan:
+def read_plan(paths: str | Sequence[str], opts: ReadOptions | None = None) -> ReadPlan:
     """The read plan of ``paths`` (:func:`logdoctor.logdir.read_plan.plan_read`: discovery, the remote tier
     of the options ``remoteStorage``/``remoteLayout``/``remotePrivateKey`` checked against the remote log
     metadata, the topics, the offsets named as not read once), with the offsets not read clipped to the
@@ -329,13 +132,13 @@ def read_plan(paths: str | Sequence[str], options: Mapping[str, str] | None = No
     from logdoctor.logdir.read_plan import plan_read
     from logdoctor.logdir.remote_store import RemoteTierError
 
+    opts = opts if opts is not None else ReadOptions()
     try:
-        plan = plan_read(paths, options)
+        plan = plan_read(paths, opts)
     except RemoteTierError as exc:
         raise PlanningError(str(exc)) from None
     if not plan.not_read:
         return plan
-    opts = parse_read_options(options or {})
     by_key = {(r.topic, r.partition): r for r in plan.refs}
     kept = []
     for p in plan.not_read:
@@ -352,9 +155,9 @@ def read_plan(paths: str | Sequence[str], options: Mapping[str, str] | None = No
     return dataclasses.replace(plan, not_read=tuple(kept))
 
 
-def discover_refs(paths: str | Sequence[str], options: Mapping[str, str] | None = None) -> list[PartitionRef]:
+def discover_refs(paths: str | Sequence[str], opts: ReadOptions | None = None) -> list[PartitionRef]:
     """The partitions :func:`read_plan` reads (remote tier attached, topics chosen)."""
-    return list(read_plan(paths, options).refs)
+    return list(read_plan(paths, opts).refs)
 
 
 def resolve_range(ref: PartitionRef, opts: ReadOptions) -> PartitionRange:

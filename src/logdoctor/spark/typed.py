@@ -34,6 +34,7 @@ from logdoctor.formats.registry.writers import Decoders, Resolved, WriterKey, is
 
 if TYPE_CHECKING:
     from logdoctor.formats.registry.store import SchemaRegistry
+    from logdoctor.logdir.read_options import ReadOptions
 
 _MISSING = ("unknown_schema_id", "schema_hard_deleted")
 KAFKA_COLUMN = "kafka"
@@ -148,13 +149,12 @@ def format_schema(schema: pa.Schema, fmt: str) -> pa.Schema:
     return pa.schema([f.with_type(format_type(f.type, fmt)) for f in schema])
 
 
-def load_typed_registry(items: Sequence[str], opts: Any, options: Mapping[str, str]) -> Any:
+def load_typed_registry(items: Sequence[str], opts: ReadOptions) -> Any:
     """The registry of the ``_schemas`` partitions among ``items`` and under ``opts.schemas``
     (:func:`logdoctor.logdir.schemas_store.load_registry`)."""
     from logdoctor.logdir.schemas_store import load_registry
 
-    remote = {k: v for k, v in options.items() if k in ("remoteStorage", "remoteLayout", "remotePrivateKey")}
-    return load_registry(list(items), list(opts.schemas), **({"options": remote} if remote else {}))
+    return load_registry(list(items), list(opts.schemas), options=opts)
 
 
 # --- per row: which writer schema ---------------------------------------------------------------------

@@ -10,18 +10,19 @@ frame only when their tables have one schema; else the read is refused with an e
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
+from logdoctor.logdir.read_options import TYPED_PLAN_OPTION, ReadOptions
 from logdoctor.spark.typed import TypedBatches, TypedPlan, format_schema, undecoded_schema
 
 _CACHE: dict[str, TypedFrame] = {}
 #: the option a typed export hands its first pass's plan to each topic's frame with (base64 of its pickle;
 #: logdoctor's own: the export makes it)
-PLAN_OPTION = "logdoctor.typedPlan"
+PLAN_OPTION = TYPED_PLAN_OPTION
 
 
 def encode_plan(plan: TypedPlan) -> str:
@@ -60,31 +61,23 @@ class TypedFrame:
 
 
 def typed_frame(
-    paths: str, options: Mapping[str, str], read_slices: Callable[..., Iterator[pa.RecordBatch]]
+    paths: str, opts: ReadOptions, read_slices: Callable[..., Iterator[pa.RecordBatch]]
 ) -> TypedFrame:
     """The plan of a typed frame (kept per process: Spark asks for the schema, then for the reader);
     ``read_slices``: :func:`logdoctor.spark.sources.slice_reader.read_slices`, the rows every output reads."""
-    from logdoctor.spark.planning import (
-        PlanningError,
-        parse_read_options,
-        plan_slices,
-        read_plan,
-        task_groups,
-    )
+    from logdoctor.spark.planning import PlanningError, plan_slices, read_plan, task_groups
     from logdoctor.spark.typed import load_typed_registry, plan_topics, survey
 
-    key = json.dumps([paths, sorted((str(k).lower(), str(v)) for k, v in options.items())])
+    key = json.dumps([paths, sorted(opts.to_options().items())])
     found = _CACHE.get(key)
     if found is not None:
         return found
-    opts = parse_read_options(options)
-    lowered = {str(k).lower(): v for k, v in options.items()}
-    given = lowered.get(PLAN_OPTION.lower())
+    given = opts.typed_plan
     if given:  # the export's first pass, done once for every topic's frame
-        typed = decode_plan(str(given))
+        typed = decode_plan(given)
     else:
-        plan = read_plan(paths, options)
-        loaded = load_typed_registry(list(plan.items), opts, dict(options))
+        plan = read_plan(paths, opts)
+        loaded = load_typed_registry(list(plan.items), opts)
         slices = plan_slices(plan.refs, opts)
         raw = (rb for group in task_groups(slices, opts) for rb in read_slices(group, opts))
         typed = plan_topics(survey(raw, loaded.registry), loaded.registry)
@@ -93,7 +86,7 @@ def typed_frame(
 
         wanted = topic_matcher(opts.topics)
         typed = TypedPlan(typed.registry, {t: tp for t, tp in typed.topics.items() if wanted(t)})
-    undecoded = str(lowered.get("typed", "")).lower() == "undecoded"
+    undecoded = opts.undecoded
     if undecoded:
         schema = format_schema(undecoded_schema(), "spark")
     else:

@@ -5,10 +5,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.spark.typed import (  # noqa: F401 (load_typed_registry: the driver's entry point)
     TopicCounts,
     TypedPlan,
@@ -107,7 +109,7 @@ def summary_of(parts: Sequence[Mapping[str, Any]], loaded: Any, tables: Mapping[
 
 
 def write_with_spark(
-    spark: Any, items: Sequence[str], opts: Mapping[str, str], plan: TypedPlan, out: str, fmt: str, mode: str
+    spark: Any, items: Sequence[str], opts: ReadOptions, plan: TypedPlan, out: str, fmt: str, mode: str
 ) -> tuple[int, list[dict[str, Any]]]:
     """The spark writer's typed export: each topic's ``kafka-log`` frame (``typed=true``, the first pass's
     plan handed over) written to ``OUT/<topic>`` and the side table to ``OUT/_undecoded``, each committed by
@@ -117,17 +119,16 @@ def write_with_spark(
     from pyspark.sql import functions as F
 
     from logdoctor.spark.typed import UNDECODED
-    from logdoctor.spark.typed_frame import PLAN_OPTION, encode_plan
+    from logdoctor.spark.typed_frame import encode_plan
 
-    encoded = encode_plan(plan)
-    base = {**opts, PLAN_OPTION: encoded}
+    base = dataclasses.replace(opts, typed_plan=encode_plan(plan), typed=True)
     spark_mode = "errorifexists" if mode == "error" else mode
     counts: dict[str, TopicCounts] = {}
     rows = 0
-    untyped = {k: v for k, v in opts.items() if k.lower() not in ("typed", "schemas")}
+    untyped = dataclasses.replace(opts, typed=False, undecoded=False, schemas=())
     raw = (
         spark.read.format("kafka-log")
-        .options(**untyped)
+        .options(**untyped.to_options())
         .load(list(items))
         .where("not is_control")
         .groupBy("topic")
@@ -140,7 +141,8 @@ def write_with_spark(
     totals = {r["topic"]: (int(r["records"]), int(r["tombstones"] or 0)) for r in raw}
     for n, topic in enumerate(sorted(plan.topics)):
         obs = Observation(f"logdoctor-typed-{n}")
-        reader = spark.read.format("kafka-log").options(**{**base, "topics": topic, "typed": "true"})
+        frame = dataclasses.replace(base, topics=topic, undecoded=False)
+        reader = spark.read.format("kafka-log").options(**frame.to_options())
         df = reader.load(list(items))
         df = df.observe(
             obs,
@@ -159,7 +161,8 @@ def write_with_spark(
         else:
             c.raw = written - tombstones
     side = f"{out.rstrip('/')}/{UNDECODED}"
-    spark.read.format("kafka-log").options(**{**base, "typed": "undecoded"}).load(list(items)).write.mode(
+    side_options = dataclasses.replace(base, undecoded=True).to_options()
+    spark.read.format("kafka-log").options(**side_options).load(list(items)).write.mode(
         spark_mode
     ).format(fmt).save(side)
     for r in spark.read.format(fmt).load(side).groupBy("topic", "reason", "schema_id").count().collect():

@@ -46,6 +46,7 @@ class _Outcomes:
 
     def _find(self) -> object:
         from logdoctor.logdir.discovery import DiscoveryError
+        from logdoctor.logdir.read_options import ReadOptions
         from logdoctor.logdir.read_plan import plan_read
         from logdoctor.logdir.refs import PartitionRef
         from logdoctor.logdir.transactions import READ_UNCOMMITTED, partition_transactions, segment_views
@@ -63,7 +64,7 @@ class _Outcomes:
                     ref = PartitionRef(seg.log_dir, seg.topic, seg.partition, seg.path, "remote", (seg,))
                 refs = [ref]
             elif names.parse_partition_dir(ctx.path.parent.name) is not None:
-                refs = list(plan_read([str(ctx.path.parent)], {"includeInternal": "true"}).refs)
+                refs = list(plan_read([str(ctx.path.parent)], ReadOptions(include_internal=True)).refs)
             else:
                 return None
         except (OSError, DiscoveryError, FormatError) as exc:

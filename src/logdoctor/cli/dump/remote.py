@@ -73,6 +73,7 @@ def remote_segments(args: list[str], opts: RemoteOptions) -> Iterator[SegmentRef
     for a partition folder one per remote segment the plan names as not there (read_plan)."""
     from logdoctor.logdir.discovery import DiscoveryError
     from logdoctor.logdir.names import parse_partition_dir
+    from logdoctor.logdir.read_options import ReadOptions
     from logdoctor.logdir.read_plan import plan_read
 
     for arg in args:
@@ -80,7 +81,7 @@ def remote_segments(args: list[str], opts: RemoteOptions) -> Iterator[SegmentRef
             if os.path.isdir(arg) and parse_partition_dir(os.path.basename(os.path.abspath(arg))) is not None:
                 # the read plan every output uses (logdir.read_plan): the listing checked against the
                 # remote log metadata of the partition's log dir; what is not there is named
-                plan = plan_read([arg], opts.to_options(), keep_local_copies=True)
+                plan = plan_read([arg], ReadOptions(remote=opts), keep_local_copies=True)
                 segs = [s for r in plan.refs for s in r.segments if s.remote is not None]
                 PARTITIONS.update({s.path: r for r in plan.refs for s in r.segments if s.remote is not None})
                 if not segs and not plan.not_read:

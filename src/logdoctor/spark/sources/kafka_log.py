@@ -29,10 +29,10 @@ class KafkaLogDataSource(DataSource):
         return "kafka-log"
 
     def schema(self) -> Any:
-        from logdoctor.spark.planning import parse_read_options
+        from logdoctor.logdir.read_options import ReadOptions
         from logdoctor.spark.schema import records_ddl
 
-        opts = parse_read_options(self.options)
+        opts = ReadOptions.from_options(self.options)
         if opts.view == "cdc":
             from logdoctor.spark.planning import PlanningError
 
@@ -40,7 +40,7 @@ class KafkaLogDataSource(DataSource):
         if opts.typed:  # one topic's typed rows (logdoctor.spark.typed_frame)
             from logdoctor.spark.typed_frame import spark_schema, typed_frame
 
-            return spark_schema(typed_frame(_paths(self.options), self.options, read_slices))
+            return spark_schema(typed_frame(_paths(self.options), opts, read_slices))
         return records_ddl(opts.decoded)
 
     def reader(self, schema: Any) -> DataSourceReader:
@@ -49,21 +49,21 @@ class KafkaLogDataSource(DataSource):
 
 class KafkaLogReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
-        from logdoctor.spark.planning import parse_read_options
+        from logdoctor.logdir.read_options import ReadOptions
 
         self.options = options
-        self.read_options = parse_read_options(options)
+        self.read_options = ReadOptions.from_options(options)
         self.typed_frame: Any = None
         if self.read_options.typed:  # planned here, in the planning worker; pickled to the tasks with it
             from logdoctor.spark.typed_frame import typed_frame
 
-            self.typed_frame = typed_frame(_paths(options), options, read_slices)
+            self.typed_frame = typed_frame(_paths(options), self.read_options, read_slices)
 
     def partitions(self) -> Sequence[InputPartition]:
         from logdoctor.spark.planning import plan_slices, read_plan, task_groups
 
         opts = self.read_options
-        slices = plan_slices(read_plan(_paths(self.options), self.options).refs, opts)
+        slices = plan_slices(read_plan(_paths(self.options), opts).refs, opts)
         return [SlicePartition(g) for g in task_groups(slices, opts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

@@ -62,16 +62,16 @@ def segment_groups(segs: Sequence[SegmentRef]) -> list[tuple[SegmentRef, ...]]:
 
 class KafkaLogSegmentsReader(DataSourceReader):
     def __init__(self, options: dict[str, str]) -> None:
-        from logdoctor.spark.planning import topic_matcher
+        from logdoctor.logdir.read_options import ReadOptions
 
         self.options = options
-        topic_matcher(options.get("topics"))  # validate early
+        self.read_options = ReadOptions.from_options(options)  # validated early
 
     def partitions(self) -> Sequence[InputPartition]:
         from logdoctor.logdir.read_plan import one_remote_copy
         from logdoctor.spark.planning import read_plan
 
-        plan = read_plan(_paths(self.options), self.options)
+        plan = read_plan(_paths(self.options), self.read_options)
         segs = [s for ref in one_remote_copy(plan.refs) for s in ref.segments]
         groups = [SegmentPartition(g) for g in segment_groups(segs)]
         if plan.not_read:  # offsets the plan names as not read once: a row each (read_plan)
@@ -87,8 +87,7 @@ class KafkaLogSegmentsReader(DataSourceReader):
         if partition is None or partition.value is None:
             return
         scans: dict[str, list[Any] | None] = {}
-        opts = {str(k).lower(): str(v) for k, v in self.options.items()}  # Spark's option keys ignore case
-        check_records = opts.get("checkrecords", "false").strip().lower() in ("true", "1", "yes")
+        check_records = self.read_options.check_records
         rows = []
         for s in partition.value:
             if isinstance(s, NotRead):

@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.spark.export import ExportResult, StageProgress
 from logdoctor.spark.tables import (
     PAUSE_ENV,
@@ -158,7 +159,7 @@ def run_table_export(
     *,
     fmt: str,
     mode: str = "error",
-    options: Mapping[str, str] | None = None,
+    options: ReadOptions | Mapping[str, str] | None = None,
     by_day: bool = False,
     catalog: Mapping[str, str] | None = None,
     table_name: str | None = None,
@@ -175,22 +176,15 @@ def run_table_export(
     from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.spark.consumer_view import transaction_summary
     from logdoctor.spark.export import ExportError, raise_if_no_space, skipped_ranges
-    from logdoctor.spark.planning import (
-        parse_read_options,
-        plan_slices,
-        plan_transactions,
-        read_plan,
-        task_groups,
-    )
+    from logdoctor.spark.planning import plan_slices, plan_transactions, read_plan, task_groups
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
     begun = time.perf_counter()
     if mode not in TABLE_MODES:
         raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
     out = absolute_location(out)  # the table's locations must not depend on the folder it ran in
-    opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
-    opts = parse_read_options(opts_map)
-    plan = read_plan(paths, opts_map)  # the remote tier too (issue 31: tables lost it)
+    opts = ReadOptions.of(options)
+    plan = read_plan(paths, opts)  # the remote tier too (issue 31: tables lost it)
     items = list(plan.items)
     refs = plan.refs
     check_output_location(out, [*items, *plan.log_dirs])
@@ -325,7 +319,7 @@ def run_table_export(
     skipped = skipped_ranges(
         spark,
         items,
-        opts_map,
+        opts,
         "arrow",
         [u for d in done for u in d.get("undecodable") or ()],
         [p for d in done for p in d.get("skipped") or ()],

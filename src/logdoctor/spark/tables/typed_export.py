@@ -26,6 +26,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.spark.tables.files import FileLayout, WrittenFile, filesystem, join_uri
 from logdoctor.spark.typed import format_schema
 
@@ -226,7 +227,7 @@ def run_typed_table_export(
     *,
     fmt: str,
     mode: str = "error",
-    options: Mapping[str, str] | None = None,
+    options: ReadOptions | Mapping[str, str] | None = None,
     catalog: Mapping[str, str] | None = None,
     table_name: str | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -239,7 +240,6 @@ def run_typed_table_export(
     from logdoctor.spark.consumer_view import transaction_summary
     from logdoctor.spark.export import ExportError, StageProgress, raise_if_no_space, skipped_ranges
     from logdoctor.spark.planning import (
-        parse_read_options,
         plan_slices,
         plan_transactions,
         read_plan,
@@ -254,18 +254,17 @@ def run_typed_table_export(
     if mode not in TABLE_MODES:
         raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
     out = absolute_location(out)
-    opts_map = {k: str(v) for k, v in (options or {}).items() if v is not None}
-    opts = parse_read_options(opts_map)
+    opts = ReadOptions.of(options)
     if opts.view == "latest" and mode == "append":
         raise ExportError(
             "--typed --view latest --mode append: the typed tables' append adds rows; give --mode overwrite "
             "for the latest view as typed tables (nothing was written)"
         )
-    plan = read_plan(paths, opts_map)
+    plan = read_plan(paths, opts)
     items = list(plan.items)
     refs = plan.refs
     check_output_location(out, [*items, *plan.log_dirs])
-    loaded = load_typed_registry(items, opts, opts_map)
+    loaded = load_typed_registry(items, opts)
     txns = plan_transactions(refs, opts)
     started = time.perf_counter()
     typed = survey_job(spark, refs, opts, txns, loaded.registry)
@@ -355,7 +354,7 @@ def run_typed_table_export(
     skipped = skipped_ranges(
         spark,
         items,
-        opts_map,
+        opts,
         "arrow",
         [u for d in done for u in d.get("undecodable") or ()],
         [p for d in done for p in d.get("skipped") or ()],
