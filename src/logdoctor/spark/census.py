@@ -42,15 +42,16 @@ from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the censu
     NEARLY_FULL_WARN,
     BrokerInput,
     CensusError,
+    FixCommand,
     clusters_finding,
     discover_brokers,
     diverged_findings,
-    fix_command,
     fleet_findings,
     log_dir_rows,
     partition_rows,
     replica_lag,
     scan_broker,
+    scan_fix,
     used_pct,
 )
 
