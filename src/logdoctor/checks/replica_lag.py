@@ -28,6 +28,7 @@ from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.names import METADATA_TOPIC, DirKind
 
 __all__ = ["Lag", "LagReplica", "broker_names", "lag_finding", "partition_lag", "replicas_lagging"]
@@ -118,12 +119,13 @@ def lag_finding(
         broker=broker,
         log_end_offset=log_end_offset,
         lag=lag,
-        lag_bytes=lag_bytes or 0,
+        lag_size=human_bytes(lag_bytes or 0),
         leader_broker=leader_broker,
         leader_log_end_offset=leader_log_end_offset,
         state=state,
         leader_logdir=leader_log_dir,
         logdir=log_dir,
+        details={"lag_offsets": lag, "lag_bytes": lag_bytes or 0},
     )
 
 

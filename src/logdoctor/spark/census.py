@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the census API)
     NEARLY_FULL_ERROR,
     NEARLY_FULL_WARN,
@@ -418,7 +419,7 @@ def render_summary(result: CensusResult) -> str:
     for p in lagging:
         lines.append(
             f"  {p['topic']}-{p['partition']}: {p['lagging_broker']} is {p['max_lag_offsets']} offsets / "
-            f"{p['max_lag_bytes']} bytes behind (log end offsets "
+            f"{human_bytes(p['max_lag_bytes'] or 0)} behind (log end offsets "
             f"{p['min_log_end_offset']}..{p['max_log_end_offset']}, "
             f"high watermark {p['high_watermark']})"
         )
@@ -429,7 +430,7 @@ def render_summary(result: CensusResult) -> str:
     lines.append("Log dirs:")
     for d in result.log_dirs:
         lines.append(
-            f"  {d['broker']:<10} {d['log_dir']}: {d.get('bytes') or 0} bytes in "
+            f"  {d['broker']:<10} {d['log_dir']}: {human_bytes(d.get('bytes') or 0)} in "
             f"{d.get('folders') or 0} folders, "
             f"disk {used_pct(d)} used ({d.get('disk_source')})"
         )

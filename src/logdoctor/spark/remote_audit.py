@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from logdoctor.checks.remote_audit import REQUIRED
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.remote_metadata import (
     DEFAULT_METADATA_PARTITIONS,
     REMOTE_LOG_METADATA_TOPIC,
@@ -234,7 +235,7 @@ def _leaked(r: dict[str, Any], source: str) -> tuple[Any, ...]:
         topic_id=r["topic_id"],
         count=r["segments"],
         objects=r["objects"],
-        bytes=r["bytes"],
+        size=human_bytes(r["bytes"]),
         source=source,
         metadata_partition=f"{REMOTE_LOG_METADATA_TOPIC}-{r['metadata_partition']}",
         why=r["why"],
@@ -335,7 +336,7 @@ def _dangling(
         segment_id=seg.segment_id,
         start_offset=seg.start_offset,
         end_offset=seg.end_offset,
-        size=seg.size,
+        size=human_bytes(seg.size),
         broker_id=ev.broker_id,
         started=_when(ev.event_timestamp_ms),
         dangling=why,
