@@ -397,6 +397,8 @@ def _severities(findings: list[dict[str, Any]]) -> dict[str, int]:
 
 def render_summary(result: CensusResult) -> str:
     """A plain-text summary: the fleet in numbers, lagging replicas, disks, findings with fix commands."""
+    from logdoctor.report.model import high_watermark_text
+
     lines: list[str] = []
     c = result.counts()
     lines.append(
@@ -421,7 +423,7 @@ def render_summary(result: CensusResult) -> str:
             f"  {p['topic']}-{p['partition']}: {p['lagging_broker']} is {p['max_lag_offsets']} offsets / "
             f"{human_bytes(p['max_lag_bytes'] or 0)} behind (log end offsets "
             f"{p['min_log_end_offset']}..{p['max_log_end_offset']}, "
-            f"high watermark {p['high_watermark']})"
+            f"high watermark {high_watermark_text(p['high_watermark'])})"
         )
     if diverged:  # behind their partition's leader too: named as what they are, never as "no lag"
         lines.append(f"Diverged replicas (REPLICA_DIVERGED: they lose records on fetching): {len(diverged)}")
