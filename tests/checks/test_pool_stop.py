@@ -9,11 +9,13 @@ import multiprocessing
 import sys
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
 from logdoctor.checks import scanner
+from patience import patience
 
 
 def _sleep(seconds: float) -> float:
@@ -38,13 +40,22 @@ def thread_exceptions(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return seen
 
 
+def _until(done: Callable[[], object], seconds: float = 30.0) -> None:
+    """Wait for ``done()`` (a hang guard of :func:`patience` scaled ``seconds``: under load the manager
+    thread may take longer than any fixed sleep to see its workers dead)."""
+    deadline = time.monotonic() + patience(seconds)
+    while not done() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def _shutdown_late(ex: ProcessPoolExecutor) -> None:
-    """The pool's own shutdown, 0.5 s late: the manager thread sees its workers dead before it sees the
-    shutdown, the order in which the error happens (it happened in ~1 stop in 10 without the wait)."""
+    """The pool's own shutdown once its manager thread has seen its workers dead (the pool marked broken):
+    the order in which the error happens (it happened in ~1 stop in 10 without the wait). A fixed 0.5 s
+    was not always enough on a loaded machine."""
     real = ex.shutdown
 
     def late(*args: object, **kwargs: object) -> None:
-        time.sleep(0.5)
+        _until(lambda: ex._broken)  # type: ignore[attr-defined]
         real(*args, **kwargs)
 
     ex.shutdown = late  # type: ignore[method-assign]
@@ -55,7 +66,7 @@ def test_without_the_guard_the_manager_thread_raises(thread_exceptions: list[str
     ex = _pool_with_cancelled_futures()
     for worker in list(ex._processes.values()):  # type: ignore[union-attr]
         worker.terminate()
-    time.sleep(0.5)
+    _until(lambda: thread_exceptions)  # the manager thread's error, however late under load
     ex.shutdown(wait=True, cancel_futures=True)
     assert thread_exceptions == ["InvalidStateError"]
 
@@ -65,6 +76,8 @@ def test_stop_pool_leaves_no_thread_exception(thread_exceptions: list[str]) -> N
         ex = _pool_with_cancelled_futures()
         _shutdown_late(ex)
         scanner._stop_pool(ex)
+        # terminated (SIGTERM) workers exit when the kernel runs them: waited for, a hang guard's time
+        _until(lambda: not any(p.is_alive() for p in multiprocessing.active_children()))
         assert not any(p.is_alive() for p in multiprocessing.active_children())
     assert thread_exceptions == []
     assert threading.excepthook is not None and threading.excepthook.__name__ == "<lambda>"  # put back

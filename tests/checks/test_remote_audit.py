@@ -22,6 +22,7 @@ from logdoctor.checks.context import ScanOptions
 from logdoctor.checks.scanner import scan
 from logdoctor.checks.topic_config import config_inputs
 from logdoctor.formats.records import iter_batches
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.remote_metadata import SegmentState, TopicIdPartition
 from logdoctor.sample.remote_tier import (
     append_metadata_events,
@@ -255,7 +256,8 @@ def test_stalled_uploads_past_local_retention(tmp_path: Path) -> None:
     assert [s["last_offset"] for s in p0.details["segments"]] == [1619, 1943]
     assert p0.details["highest_uploaded_offset"] == 1295
     sizes = [(log_dir / "payments-0" / f"{b:020d}.log").stat().st_size for b in (1296, 1620)]
-    assert f"({sum(sizes)} bytes" in p0.message
+    assert f"({human_bytes(sum(sizes))}, offsets" in p0.message  # the exact count in details
+    assert sum(s["size"] for s in p0.details["segments"]) == sum(sizes)
     # its records are 1 ms apart: no write rate, no date the disk is full (issue 47: "full in 4.4 days")
     assert "bytes_per_day" not in p0.details and "full_in_ms" not in p0.details
     assert "the write rate is unknown (the segments' timestamps span" in p0.message

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
+from patience import patience
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux /proc")
 
@@ -55,7 +56,7 @@ def test_kill_9_of_a_parallel_scan_takes_its_workers_with_it(tmp_path: Path) -> 
         stderr=subprocess.DEVNULL,
     )
     workers: set[int] = set()
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + patience(60)
     while time.monotonic() < deadline and len(workers) < 2 and proc.poll() is None:
         workers = _children(proc.pid)
         time.sleep(0.01)
@@ -64,7 +65,7 @@ def test_kill_9_of_a_parallel_scan_takes_its_workers_with_it(tmp_path: Path) -> 
     assert len(workers) >= 2
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + patience(60)  # a hang guard: they die as they see their parent gone
     while time.monotonic() < deadline and any(_alive(w) for w in workers):
         time.sleep(0.05)
     left = sorted(w for w in workers if _alive(w))

@@ -23,9 +23,11 @@ from logdoctor.sample.logdir import TopicSpec, generate_log_dir
 SRC = Path(__file__).resolve().parents[2] / "src"
 HOLE = 4 << 30  # 4 GiB of hole after the real batches
 MAX_RSS_MB = 400  # the tool's own footprint is ~60 MB; reading the hole cost more than 4,000
-MAX_SECONDS = 30  # ~2 s here; the hole cost 39 s
+# CPU seconds of the command (user + system), not wall time: reading the hole is CPU (the kernel zero-fills
+# each page read), and wall time on a loaded machine (two suites at once) is the load's, not the tool's
+MAX_CPU_SECONDS = 30  # ~2 s here; the hole cost 39 s
 
-# the command, then its peak memory (MB) and wall time on the last line of stderr
+# the command, then its peak memory (MB), wall time and CPU time on the last line of stderr
 MEASURED = """
 import json, resource, subprocess, sys, time
 t = time.monotonic()
@@ -33,8 +35,10 @@ p = subprocess.run([sys.executable, "-m", "logdoctor", *sys.argv[1:]], capture_o
 took = time.monotonic() - t
 sys.stdout.write(p.stdout)
 sys.stderr.write(p.stderr)
-rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-sys.stderr.write("\\n" + json.dumps({"rc": p.returncode, "rss_mb": rss, "seconds": took}) + "\\n")
+use = resource.getrusage(resource.RUSAGE_CHILDREN)
+cpu = use.ru_utime + use.ru_stime
+figures = {"rc": p.returncode, "rss_mb": use.ru_maxrss / 1024, "seconds": took, "cpu_seconds": cpu}
+sys.stderr.write("\\n" + json.dumps(figures) + "\\n")
 """
 
 
@@ -66,7 +70,7 @@ def sparse_dir(tmp_path) -> tuple[Path, Path, int]:
 
 def _bounded(figures: dict) -> None:
     assert figures["rss_mb"] < MAX_RSS_MB, figures
-    assert figures["seconds"] < MAX_SECONDS, figures
+    assert figures["cpu_seconds"] < MAX_CPU_SECONDS, figures
 
 
 @pytest.mark.parametrize("depth", [["--quick"], [], ["--deep"]])

@@ -116,3 +116,42 @@ def test_counts_agree_with_their_nouns(tmp_path: Path) -> None:
     assert ": 1 log dir, " in line, line
     for n, noun in re.findall(r"(\d[\d,]*) (log dirs?|replicas?|findings?)\b", line):
         assert (n == "1") == (not noun.endswith("s")), line
+
+
+_RAW_BYTES = re.compile(r"\d[\d,]* bytes\b")
+
+
+@pytest.mark.realworld
+def test_text_output_gives_sizes_in_binary_units_json_exact_bytes() -> None:
+    """ "134460 bytes", "246,425 bytes would be deleted", "71,905 bytes of log": the text of scan, retention
+    and the findings (RETENTION_DUE on ../shared/forensics broker-1, whose 9 segments retention deletes)
+    says sizes as people read them (logdir.disk.human_bytes); --json keeps the exact byte counts."""
+    from logdoctor.logdir.disk import human_bytes
+
+    d = str(realworld.require_forensics() / "broker-1" / "kafka-logs")
+    env = {**os.environ, "COLUMNS": "200"}
+    texts = {cmd: _run(cmd, d, env=env) for cmd in ("scan", "retention")}
+    for cmd, run in texts.items():
+        assert run.returncode in (0, 1, 2), run.stderr
+        assert not _RAW_BYTES.findall(run.stdout), (cmd, _RAW_BYTES.findall(run.stdout))
+    due = [f for f in _scan_json(d)["findings"] if f["code"] == "RETENTION_DUE"]
+    assert due and all(isinstance(f["details"]["bytes"], int) for f in due)
+    assert all(human_bytes(f["details"]["bytes"]) in f["message"] for f in due)
+    total = sum(f["details"]["bytes"] for f in due)
+    assert f"{human_bytes(total)} would be deleted" in " ".join(texts["retention"].stdout.split())
+
+
+def test_replica_lag_says_its_lag_in_binary_units() -> None:
+    """REPLICA_LAG's text said "134460 bytes" (the scan of several brokers and the census run this rule):
+    the lag in binary units in the text, exact in details."""
+    from logdoctor.checks.replica_lag import lag_finding
+
+    f = lag_finding(
+        broker="broker-3", log_dir="/data/kafka-logs", path="/data/kafka-logs/orders-1", topic="orders",
+        partition=1, log_end_offset=900, lag=600, lag_bytes=134460, below_high_watermark=False,
+        partition_high_watermark=None, leader_broker="broker-1", leader_log_dir="/data/b1",
+        leader_log_end_offset=1500,
+    )  # fmt: skip
+    assert "600 offsets and 131.3 KiB behind broker-1" in f.message, f.message
+    assert not _RAW_BYTES.findall(f.message)
+    assert f.details == {"lag_offsets": 600, "lag_bytes": 134460}

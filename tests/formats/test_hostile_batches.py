@@ -37,6 +37,7 @@ from logdoctor.formats.columns import decode_columns
 from logdoctor.formats.crc import crc32c
 from logdoctor.formats.record_types import Compression
 from logdoctor.formats.records import iter_batches
+from patience import patience
 
 C = Compression
 INT32_MAX = 2**31 - 1
@@ -296,8 +297,10 @@ def test_header_lengths_that_change_between_the_passes(how: str, tmp_path: Path)
         assert writer.stdout is not None and writer.stdout.readline() == b"go\n"
         with seg.open("rb") as f:  # (the mapping goes with the last view of it)
             mv = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
-            deadline = time.monotonic() + 1.5
-            while time.monotonic() < deadline:
+            # 1.5 s of decodes, and on until the writer was seen at work (a typed error): under load the
+            # writer may get no CPU in the first 1.5 s; the deadline guards a writer that never runs
+            soon, deadline = time.monotonic() + 1.5, time.monotonic() + patience(60)
+            while time.monotonic() < soon or (typed == 0 and time.monotonic() < deadline):
                 (batch,) = iter_batches(mv, source=str(seg))
                 try:
                     if how == "record_list":

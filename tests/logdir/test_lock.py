@@ -18,6 +18,7 @@ import pytest
 
 from logdoctor.errors import BrokerRunningError
 from logdoctor.logdir.lock import hold_lock, is_locked, lock_holder
+from patience import patience
 
 PY_HOLDER = textwrap.dedent(
     """
@@ -161,13 +162,14 @@ def test_a_flock_in_this_process_is_seen_and_not_released_by_the_probe(tmp_path)
 
 PROBE_LOOP = textwrap.dedent(
     """
-    import sys, time
+    import os, sys, time
     from logdoctor.logdir.lock import hold_lock, is_locked
-    log_dir, what, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+    log_dir, what, flag = sys.argv[1], sys.argv[2], sys.argv[4]
+    n, seconds = int(sys.argv[3]), float(sys.argv[5])
     print("READY", flush=True)
     runs = seen = 0
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
+    end = time.monotonic() + seconds  # a hang guard only
+    while (runs < n or not os.path.exists(flag)) and time.monotonic() < end:
         runs += 1
         if what == "probe":
             seen += is_locked(log_dir)
@@ -182,17 +184,22 @@ PROBE_LOOP = textwrap.dedent(
 )
 
 
-def _loop_beside(tmp_path, what: str, seconds: float):
-    """Run PROBE_LOOP's ``what`` in a child for ``seconds`` while this process probes the same log dir
-    as fast as it can; (the child's runs, the child's locked/refused count, this process's probes and
-    how many saw a lock)."""
-    proc = subprocess.Popen([sys.executable, "-c", PROBE_LOOP, str(tmp_path), what, str(seconds)],
-                            stdout=subprocess.PIPE, text=True)
+def _loop_beside(tmp_path, what: str, n: int):
+    """Run PROBE_LOOP's ``what`` in a child while this process probes the same log dir as fast as it can,
+    each at least ``n`` times and each until the other has (the child goes on until this process flags
+    its ``n`` probes done; this process until the child ends): they overlap by iterations, not for a
+    fixed time, which a loaded machine filled with a few hundred of them. (the child's runs, the child's
+    locked/refused count, this process's probes and how many saw a lock)."""
+    flag = tmp_path.parent / f"{tmp_path.name}.probed"
+    argv = [sys.executable, "-c", PROBE_LOOP, str(tmp_path), what, str(n), str(flag), str(patience(120))]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True)
     assert proc.stdout.readline().strip() == "READY"
     probes = seen = 0
     while proc.poll() is None:
         probes += 1
         seen += is_locked(tmp_path)
+        if probes == n:
+            flag.touch()
     runs, child_seen = map(int, proc.stdout.read().split())
     return runs, child_seen, probes, seen
 
@@ -202,14 +209,14 @@ def test_two_runs_probing_at_once_do_not_see_each_other(tmp_path):
     The flock probe takes flock(LOCK_EX|LOCK_NB) for a moment, and the other's probe saw that moment
     as a holder: 1.5-5% of probes did, two processes probing in a loop."""
     (tmp_path / ".lock").write_bytes(b"")
-    runs, child_seen, probes, seen = _loop_beside(tmp_path, "probe", 0.25)
-    assert runs > 1000 and probes > 1000  # enough overlap for the old probe to fail by hundreds
+    runs, child_seen, probes, seen = _loop_beside(tmp_path, "probe", 1000)
+    assert runs >= 1000 and probes >= 1000  # enough overlap for the old probe to fail by hundreds
     assert (child_seen, seen) == (0, 0)
 
 
 def test_hold_lock_is_not_refused_because_a_scan_probes_at_that_moment(tmp_path):
-    runs, refused, probes, _seen = _loop_beside(tmp_path, "hold", 0.25)
-    assert runs > 200 and probes > 200
+    runs, refused, probes, _seen = _loop_beside(tmp_path, "hold", 200)
+    assert runs >= 200 and probes >= 200
     assert refused == 0
     assert not is_locked(tmp_path)
 

@@ -142,10 +142,13 @@ def test_held_lock_refuses_without_writing(tmp_path, realworld_dir):
             sys.executable,
             "-c",
             "import sys, time\nfrom logdoctor.logdir.lock import hold_lock\n"
-            f"with hold_lock({str(root)!r}):\n    print('held', flush=True)\n    time.sleep(120)\n",
+            # held until the test is done with it (its stdin closed, or killed), not for a fixed time a
+            # loaded machine can outlast
+            f"with hold_lock({str(root)!r}):\n    print('held', flush=True)\n    sys.stdin.read()\n",
         ],
         env={**os.environ, "PYTHONPATH": str(SRC)},
         stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == b"held"

@@ -17,7 +17,7 @@ import realworld
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 from logdoctor.formats.records import iter_batches
-from logdoctor.spark.census_rules import BrokerInput, fix_command
+from logdoctor.spark.census_rules import BrokerInput, scan_fix
 
 NOW = 1_800_000_000_000
 SEGMENT = "__cluster_metadata-0/00000000000000000000.log"
@@ -72,8 +72,9 @@ def test_single_node_metadata_log_advice_names_voters_snapshot_and_loss(tmp_path
     assert f"`logdoctor repair {d} --only LOG_CORRUPT --allow-metadata-loss`" in f.fix
     # the census prints that command (not `sync-replica`, not a repair that refuses)
     row = {"broker": "broker-1", "code": f.code, "fix": f.fix, "path": f.path, "log_dir": str(d)}
-    command = fix_command(row, [BrokerInput("broker-1", 1, (str(d),))])
-    assert command == f"logdoctor repair {d} --only LOG_CORRUPT --allow-metadata-loss"
+    fix = scan_fix(row, [BrokerInput("broker-1", 1, (str(d),))])
+    assert fix.command == f"logdoctor repair {d} --only LOG_CORRUPT --allow-metadata-loss"
+    assert fix.argv == [["logdoctor", "repair", str(d), "--only", "LOG_CORRUPT", "--allow-metadata-loss"]]
 
 
 @pytest.mark.realworld

@@ -355,16 +355,17 @@ def test_the_census_fix_of_a_deep_inventorys_log_corrupt_is_the_deep_repair(tmp_
     """An inventory collected at --depth deep carries the deep scan's LOG_CORRUPT; the census's fix command
     for it is the repair that plans from a deep scan (the printed one runs and plans the truncation)."""
     from logdoctor.checks.inventory import build_inventory
-    from logdoctor.spark.census_rules import BrokerInput, fix_command
+    from logdoctor.spark.census_rules import BrokerInput, scan_fix
 
     d = _damaged(tmp_path, realworld_dir, timeindex=False)
     root = d["root"]
     inv = build_inventory([str(root)], Depth.DEEP, jobs=1)
     rows = [r for r in inv.rows if r["record"] == "finding" and r["code"] == "LOG_CORRUPT"]
     assert rows
-    command = fix_command(rows[0], [BrokerInput(rows[0]["broker"], None, (str(root),))])
-    assert command == f"logdoctor repair {root} --only LOG_CORRUPT --deep"
-    dry = _cli(*shlex.split(command)[1:], "--json")
+    fix = scan_fix(rows[0], [BrokerInput(rows[0]["broker"], None, (str(root),))])
+    assert fix.command == f"logdoctor repair {root} --only LOG_CORRUPT --deep"
+    assert fix.argv == [shlex.split(fix.command)]
+    dry = _cli(*fix.argv[0][1:], "--json")
     assert dry.exit_code == 0, dry.output
     assert "truncate-log" in {a["kind"] for a in json.loads(dry.output)["plan"]["actions"]}
 

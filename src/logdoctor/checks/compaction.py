@@ -46,6 +46,7 @@ from logdoctor.checks.context import Depth
 from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.errors import FormatError
+from logdoctor.logdir.disk import human_bytes
 
 __all__ = ["BEHIND_AFTER_MS", "COMPACTION_CODES", "CleanerState", "check_cleaner", "cleaner_state"]
 
@@ -222,7 +223,7 @@ def _check_behind(st: PartitionState, state: CleanerState) -> None:
     assert cfg is not None
     span = state.now - state.oldest_dirty_timestamp if state.oldest_dirty_timestamp else 0
     per_day = int(state.cleanable_bytes * 86_400_000 / span) if span > 0 else None
-    growth = f", growing about {per_day:,} bytes a day" if per_day else ""
+    growth = f", growing about {human_bytes(per_day)} a day" if per_day else ""
     seg = st.segments[st.segment_index(state.first_dirty_offset)]
     if state.cleanable_ratio > state.min_cleanable_ratio:
         why = (
@@ -244,8 +245,8 @@ def _check_behind(st: PartitionState, state: CleanerState) -> None:
         newest_iso=iso(state.now),
         first_dirty_offset=state.first_dirty_offset,
         first_uncleanable_offset=state.first_uncleanable_offset,
-        cleanable_bytes=f"{state.cleanable_bytes:,}",
-        clean_bytes=f"{state.clean_bytes:,}",
+        cleanable_size=human_bytes(state.cleanable_bytes),
+        clean_size=human_bytes(state.clean_bytes),
         growth=growth,
         config=cfg.min_cleanable_dirty_ratio.describe(),
         details={"cleaner": state.to_json(), "bytes_per_day": per_day},
@@ -298,7 +299,7 @@ def _check_damage(st: PartitionState, state: CleanerState) -> None:
             topic=st.task.topic,
             partition=st.task.partition,
             first_uncleanable_offset=state.first_uncleanable_offset,
-            cleanable_bytes=f"{state.cleanable_bytes:,}",
+            cleanable_size=human_bytes(state.cleanable_bytes),
             repair_damage=_repair_of(f.code, st.task.log_dir),
             details={"damage": f.code, "kind": kind},
         )

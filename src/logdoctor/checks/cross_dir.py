@@ -14,6 +14,7 @@ from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.scan_report import LogDirReport
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.identity import find_metadata_dir
 from logdoctor.logdir.names import (
     META_PROPERTIES_FILE,
@@ -268,7 +269,8 @@ def _duplicate_partitions(parts: list[PartitionReport], out: list[Finding]) -> N
                         count=len(ps),
                         where=where,
                         log_end_offset=p.log_end_offset,
-                        bytes=p.bytes,
+                        size=human_bytes(p.bytes or 0),
+                        details={"log_end_offset": p.log_end_offset, "bytes": p.bytes},
                         logdir=p.log_dir,
                         logdirs=" ".join(sorted({q.log_dir for q in ps})),
                     )

@@ -32,6 +32,7 @@ from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.identity import (
     LOST,
     MIGRATING,
@@ -412,7 +413,7 @@ def _stray_findings(ctx: KraftContext, paths: list[str]) -> list[Finding]:
                     str(sp.path),
                     logdir=path,
                     partition=tp,
-                    bytes=size,
+                    size=human_bytes(size),
                     state=state,
                     details={"topic": sp.topic, "partition": sp.partition, "bytes": size, "topic_id": tid},
                 )

@@ -44,6 +44,7 @@ from logdoctor.checks.remote_audit import (
 )
 from logdoctor.checks.remote_tier import ranges_text
 from logdoctor.checks.topic_config import RETENTION_MS
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata, RemoteSegment
 from logdoctor.logdir.store_listing import (
     list_store,
@@ -185,7 +186,7 @@ def _findings(
                 topic_id=tip.topic_id,
                 count=len(a.leaked),
                 objects=len(keys),
-                bytes=a.leaked_bytes,
+                size=human_bytes(a.leaked_bytes),
                 source=index.source,
                 metadata_partition=mp,
                 why="; ".join(f"{n} segment{'s' if n != 1 else ''}: {w}" for w, n in whys.items()),
@@ -337,7 +338,7 @@ def overlap_finding(
         second_range=f"{second.start_offset}-{second.end_offset}",
         second_epochs=_epochs(second),
         shared=f"{shared[0]}-{shared[1]}",
-        bytes=second_bytes,
+        size=human_bytes(second_bytes),
         details={
             "segment_ids": [first.segment_id, second.segment_id],
             "shared": list(shared),
@@ -477,7 +478,7 @@ def check_upload_stalled(
                 logdir=r.log_dir,
                 topic_partition=f"{r.topic}-{r.partition}",
                 count=len(stalled),
-                bytes=sum(s.size for s, _l, _w in stalled),
+                size=human_bytes(sum(s.size for s, _l, _w in stalled)),
                 ranges=ranges_text([(s.base_offset, last + 1) for s, last, _w in stalled]),
                 retention=retention,
                 remote_end=highest + 1,

@@ -38,6 +38,7 @@ from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
 from logdoctor.checks.tiered import REMOTE_LOG_METADATA_TOPIC
 from logdoctor.checks.topic_config import ConfigInputs
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import LOG_START_OFFSET_CHECKPOINT, RootEntryKind
 
@@ -343,7 +344,7 @@ def _partition_findings(
                     logdir=logdir,
                     topic_partition=tp,
                     count=len(below),
-                    bytes=sum(s.size for s in below),
+                    size=human_bytes(sum(s.size for s in below)),
                     ranges=ranges_text([(s.start_offset, s.end_offset + 1) for s in below]),
                     log_start_offset=log_start,
                     states=", ".join(f"{n} {k}" for k, n in sorted(states.items())),
@@ -477,7 +478,7 @@ def _unfinished(
         segment_id=seg.segment_id,
         start_offset=seg.start_offset,
         end_offset=seg.end_offset,
-        size=seg.size,
+        size=human_bytes(seg.size),
         broker_id=ev.broker_id,
         started=_when(ev.event_timestamp_ms),
         dangling=why,

@@ -28,6 +28,7 @@ from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.names import METADATA_TOPIC, DirKind
 
 __all__ = ["Lag", "LagReplica", "broker_names", "lag_finding", "partition_lag", "replicas_lagging"]
@@ -85,11 +86,6 @@ def partition_lag(replicas: Sequence[LagReplica]) -> list[Lag]:
     return out
 
 
-def sync_command(topic_partition: str, leader_log_dir: str, log_dir: str) -> str:
-    """The fix: the leader's copy over this one, with both brokers stopped (a dry run unless --apply)."""
-    return f"logdoctor sync-replica {topic_partition} --leader {leader_log_dir} --follower {log_dir}"
-
-
 def lag_finding(
     *,
     broker: str,
@@ -105,15 +101,16 @@ def lag_finding(
     leader_broker: str,
     leader_log_dir: str,
     leader_log_end_offset: int | None,
-) -> tuple[Finding, str]:
-    """REPLICA_LAG of one lagging replica, and the command that fixes it (:func:`sync_command`)."""
+) -> Finding:
+    """REPLICA_LAG of one lagging replica; its ``fix_argv`` is the command that fixes it: the leader's copy
+    over this one with both brokers stopped (``logdoctor sync-replica``, a dry run unless --apply)."""
     state = (
         f"below the partition's high watermark {partition_high_watermark}, so it is out of the ISR"
         if below_high_watermark
         else "behind the most advanced replica"
     )
     tp = f"{topic}-{partition}"
-    f = catalog.make(
+    return catalog.make(
         "REPLICA_LAG",
         path,
         severity=Severity.ERROR if below_high_watermark else None,
@@ -122,18 +119,18 @@ def lag_finding(
         broker=broker,
         log_end_offset=log_end_offset,
         lag=lag,
-        lag_bytes=lag_bytes or 0,
+        lag_size=human_bytes(lag_bytes or 0),
         leader_broker=leader_broker,
         leader_log_end_offset=leader_log_end_offset,
         state=state,
         leader_logdir=leader_log_dir,
         logdir=log_dir,
+        details={"lag_offsets": lag, "lag_bytes": lag_bytes or 0},
     )
-    return f, sync_command(tp, leader_log_dir, log_dir)
 
 
-def lagging(lags: Iterable[Lag], diverged: Collection[str] = ()) -> list[tuple[Finding, str]]:
-    """REPLICA_LAG (and its command) of each lagging replica of ``lags``, but the metadata log's and the
+def lagging(lags: Iterable[Lag], diverged: Collection[str] = ()) -> list[Finding]:
+    """REPLICA_LAG of each lagging replica of ``lags``, but the metadata log's and the
     diverged replicas' (``diverged``: their paths)."""
     out = []
     for x in lags:
@@ -205,5 +202,5 @@ def replicas_lagging(
     out: list[Finding] = []
     for _key, reps in sorted(by_partition.items(), key=lambda kv: (kv[0][1], kv[0][3], kv[0][0], kv[0][2])):
         reps.sort(key=lambda r: (r.broker, r.log_dir))
-        out.extend(f for f, _command in lagging(partition_lag(reps), diverged))
+        out.extend(lagging(partition_lag(reps), diverged))
     return out

@@ -27,6 +27,7 @@ from logdoctor.checks.retention_round import (
     partition_retention,
     retention_timestamp,
 )
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.names import METADATA_TOPIC
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ def retention_due(rep: PartitionReport, now_ms: int) -> Finding | None:
         offset=first,
         tp=f"{rep.topic}-{rep.partition}",
         segments=len(gone),
-        bytes=f"{sum(s.size for s in gone):,}",
+        size=human_bytes(sum(s.size for s in gone)),
         first=first,
         last=end - 1,
         offsets=f"{offsets:,}",

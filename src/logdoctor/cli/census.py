@@ -38,6 +38,7 @@ from logdoctor.cli.topic_options import (
 
 def render_census(console: Console, result: Any, *, verbose: bool = False) -> None:
     """Tables for people: lagging replicas, log dirs, findings with the command that fixes each."""
+    from logdoctor.logdir.disk import human_bytes
     from logdoctor.spark.census import used_pct
 
     c = result.counts()
@@ -56,7 +57,7 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
         "log end offset",
         "leader's",
         "lag (offsets)",
-        "lag (bytes)",
+        "lag (size)",
         "in ISR?",
     ):
         lag.add_column(col)
@@ -70,7 +71,7 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
                 str(r["log_end_offset"]),
                 str(r["max_log_end_offset"]),
                 f"{r['lag_offsets']:,}",
-                f"{r['lag_bytes']:,}",
+                human_bytes(r["lag_bytes"] or 0),
                 "[red]no (below HW)[/red]" if r.get("below_high_watermark") else "maybe",
             )
     if lag.row_count:
@@ -87,7 +88,7 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
             emoji=False,
         )
     dirs = Table(title="Log dirs")
-    for col in ("broker", "log dir", "partitions", "bytes", "disk used", "from"):
+    for col in ("broker", "log dir", "partitions", "size", "disk used", "from"):
         dirs.add_column(col, overflow="fold")
     for d in result.log_dirs:
         used = d.get("disk_used_fraction")
@@ -96,7 +97,7 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
             d["broker"],
             d["log_dir"],
             str(d.get("partitions") or 0),
-            f"{d.get('bytes') or 0:,}",
+            human_bytes(d.get("bytes") or 0),
             f"[{style}]{used_pct(d)}[/{style}]" if style else used_pct(d),
             d.get("disk_source") or "",
         )

@@ -23,6 +23,7 @@ from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import progress_bar
 from logdoctor.cli.timeparse import parse_now
 from logdoctor.cli.topic_options import ServerPropertiesOption, TopicConfigOption, read_config_inputs
+from logdoctor.logdir.disk import human_bytes
 
 
 def render(console: Console, report: RetentionReport, show_all: bool, verbose: bool = False) -> None:
@@ -85,7 +86,7 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
         console.print(table)
     j = report.to_json()["summary"]
     console.print(
-        f"{j['deleted_segments']} segment(s), {j['deleted_bytes']:,} bytes would be deleted; "
+        f"{j['deleted_segments']} segment(s), {human_bytes(j['deleted_bytes'])} would be deleted; "
         f"{j['retention_risk_segments']} only because of a wrong largest timestamp (RETENTION_RISK)"
     )
     unknown = sum(len(p.waiting) for p in report.partitions if not p.upload_known)

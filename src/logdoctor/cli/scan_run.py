@@ -27,7 +27,7 @@ from logdoctor.cli.input_checks import (
 from logdoctor.cli.jsonout import print_json_rows
 from logdoctor.cli.progress import progress_bar
 from logdoctor.cli.timeparse import parse_now
-from logdoctor.logdir.disk import DiskUsage
+from logdoctor.logdir.disk import DiskUsage, human_bytes
 
 if TYPE_CHECKING:  # rich (25 ms) is imported to print a report: `scan --json` never needs it
     from rich.console import Console
@@ -131,8 +131,8 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
     segs = sum(p.segments for p in report.partitions)
     size = sum(p.bytes for p in report.partitions)
     console.print(
-        f"{len(report.partitions)} partitions, {segs} segments, {size:,} bytes of log; read "
-        f"{report.bytes_read:,} bytes in {report.elapsed_s:.2f} s"
+        f"{len(report.partitions)} partitions, {segs} segments, {human_bytes(size)} of log; read "
+        f"{human_bytes(report.bytes_read)} in {report.elapsed_s:.2f} s"
     )
     compacted = [p for p in report.partitions if p.cleaner is not None]
     if compacted:  # where the log cleaner stands (checks.compaction; --json: each partition's "cleaner")
@@ -142,8 +142,9 @@ def render_report(console: Console, report: ScanReport, *, verbose: bool = False
         console.print(
             f"log cleaner: {len(compacted)} compacted partition(s), {len(due)} cleanable now; dirtiest "
             f"{worst.topic}-{worst.partition} (cleanable ratio {w['cleanable_ratio']:.2f} against "
-            f"min.cleanable.dirty.ratio {w['min_cleanable_dirty_ratio']}, {w['cleanable_bytes']:,} "
-            f"uncompacted bytes from offset {w['first_dirty_offset']}); --json: each one's cleaner state",
+            f"min.cleanable.dirty.ratio {w['min_cleanable_dirty_ratio']}, "
+            f"{human_bytes(w['cleanable_bytes'])} uncompacted from offset {w['first_dirty_offset']}); "
+            "--json: each one's cleaner state",
             soft_wrap=True,
             markup=False,
         )

@@ -37,20 +37,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.spark.census_rules import (  # noqa: F401 (re-exported: the census API)
     NEARLY_FULL_ERROR,
     NEARLY_FULL_WARN,
     BrokerInput,
     CensusError,
+    FixCommand,
     clusters_finding,
     discover_brokers,
     diverged_findings,
-    fix_command,
     fleet_findings,
     log_dir_rows,
     partition_rows,
     replica_lag,
     scan_broker,
+    scan_fix,
     used_pct,
 )
 
@@ -395,6 +397,8 @@ def _severities(findings: list[dict[str, Any]]) -> dict[str, int]:
 
 def render_summary(result: CensusResult) -> str:
     """A plain-text summary: the fleet in numbers, lagging replicas, disks, findings with fix commands."""
+    from logdoctor.report.model import high_watermark_text
+
     lines: list[str] = []
     c = result.counts()
     lines.append(
@@ -417,9 +421,9 @@ def render_summary(result: CensusResult) -> str:
     for p in lagging:
         lines.append(
             f"  {p['topic']}-{p['partition']}: {p['lagging_broker']} is {p['max_lag_offsets']} offsets / "
-            f"{p['max_lag_bytes']} bytes behind (log end offsets "
+            f"{human_bytes(p['max_lag_bytes'] or 0)} behind (log end offsets "
             f"{p['min_log_end_offset']}..{p['max_log_end_offset']}, "
-            f"high watermark {p['high_watermark']})"
+            f"high watermark {high_watermark_text(p['high_watermark'])})"
         )
     if diverged:  # behind their partition's leader too: named as what they are, never as "no lag"
         lines.append(f"Diverged replicas (REPLICA_DIVERGED: they lose records on fetching): {len(diverged)}")
@@ -428,7 +432,7 @@ def render_summary(result: CensusResult) -> str:
     lines.append("Log dirs:")
     for d in result.log_dirs:
         lines.append(
-            f"  {d['broker']:<10} {d['log_dir']}: {d.get('bytes') or 0} bytes in "
+            f"  {d['broker']:<10} {d['log_dir']}: {human_bytes(d.get('bytes') or 0)} in "
             f"{d.get('folders') or 0} folders, "
             f"disk {used_pct(d)} used ({d.get('disk_source')})"
         )

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from logdoctor.checks import catalog
 from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN  # the one threshold, scan's
@@ -176,7 +177,7 @@ def clusters_finding(brokers: Sequence[BrokerInput]) -> dict[str, Any] | None:
         "offset": None,
         "message": f.message,
         "fix": f.fix,
-        "fix_command": "",
+        **NO_COMMAND.columns(),
     }
 
 
@@ -236,9 +237,7 @@ def diverged_findings(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         by_path = {r["path"]: r for r in reps}
         for f in partition_diverged([replica(r) for r in reps]):
             r = by_path[f.path]
-            row = _finding(r["broker"], r["log_dir"], f, "", offset=f.offset)
-            row["fix_command"] = command_in_fix(f.code, f.fix) or ""
-            out.append(row)
+            out.append(_finding(r["broker"], r["log_dir"], f, finding_fix(f), offset=f.offset))
     return out
 
 
@@ -343,7 +342,7 @@ _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 def _finding(
-    broker: str, log_dir: str, f: Finding, command: str, offset: int | None = None
+    broker: str, log_dir: str, f: Finding, fix: FixCommand, offset: int | None = None
 ) -> dict[str, Any]:
     return {
         "broker": broker,
@@ -355,7 +354,7 @@ def _finding(
         "offset": offset,
         "message": f.message,
         "fix": f.fix,
-        "fix_command": command,
+        **fix.columns(),
     }
 
 
@@ -372,9 +371,9 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
         groups.setdefault(_pkey(r), []).append(r)
     for reps in groups.values():
         by_path = {r["path"]: r for r in reps}
-        for f, command in lagging(partition_lag([_lag_replica(r) for r in reps])):
+        for f in lagging(partition_lag([_lag_replica(r) for r in reps])):
             r = by_path[f.path]
-            out.append(_finding(r["broker"], r["log_dir"], f, command, offset=r["log_end_offset"]))
+            out.append(_finding(r["broker"], r["log_dir"], f, finding_fix(f), offset=r["log_end_offset"]))
     by_broker: dict[str, list[dict[str, Any]]] = {}
     for d in log_dirs:
         by_broker.setdefault(d["broker"], []).append(d)
@@ -395,22 +394,23 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
         ]
         target = min(others, key=lambda o: o.get("disk_used_fraction") or 0.0, default=None)
         if target is not None and big is not None:
-            command = (
-                f"logdoctor move-partition {big['topic']}-{big['partition']} --from {d['log_dir']} "
-                f"--to {target['log_dir']}"
-            )
+            argv = [
+                "logdoctor", "move-partition", f"{big['topic']}-{big['partition']}", "--from", d["log_dir"],
+                "--to", target["log_dir"],
+            ]  # fmt: skip
+            command = FixCommand.of(argv)
             fix = (
                 f"Move a large partition ({big['topic']}-{big['partition']}, "
                 f"{human_bytes(big['bytes'] or 0)}) to {target['log_dir']}, on another file system "
                 f"({used_pct(target)} used, "
                 f"{human_bytes(target.get('disk_available_bytes') or 0)} free), with the broker stopped: "
-                f"`{command}` prints the plan and whether it fits, add --apply to make it; "
+                f"`{command.command}` prints the plan and whether it fits, add --apply to make it; "
                 "or use kafka-reassign-partitions with log dirs (KIP-113) while it runs."
             )
         else:
-            command = f"logdoctor retention {d['log_dir']}"
+            command = FixCommand.of(["logdoctor", "retention", d["log_dir"]])
             fix = (
-                "Add a log dir on another disk, lower retention (`" + command + "` shows what retention "
+                f"Add a log dir on another disk, lower retention (`{command.command}` shows what retention "
                 "deletes), or reassign partitions to other brokers."
             )
         f = catalog.make(
@@ -460,6 +460,26 @@ def used_pct(log_dir_row: dict[str, Any]) -> str:
     return "?" if pct is None else f"{pct}%"
 
 
+class FixCommand(NamedTuple):
+    """The command that fixes a census finding, as its two columns: ``fix_command`` (the line a person
+    pastes: the argv quoted for a shell, ``shlex.join``; or a command for the running cluster, which is no
+    argv of logdoctor's) and ``fix_argv`` (the argvs a script runs without a shell, as the scan's
+    ``fix_argv``: the one of ``fix_command``, or none)."""
+
+    command: str
+    argv: list[list[str]]
+
+    @classmethod
+    def of(cls, argv: Sequence[str] | None) -> FixCommand:
+        """The fix whose command is ``argv`` (None: no command, the fix's words are the fix)."""
+        return cls(shlex.join(argv), [list(argv)]) if argv else NO_COMMAND
+
+    def columns(self) -> dict[str, Any]:
+        return {"fix_command": self.command, "fix_argv": self.argv}
+
+
+NO_COMMAND = FixCommand("", [])
+
 #: a command in a fix's backticks: logdoctor's own, or one for the running cluster (kafka-*.sh)
 _BACKTICKED = re.compile(r"`((?:logdoctor|kafka-[a-z-]+\.sh) [^`]*)`")
 
@@ -472,27 +492,46 @@ def command_in_fix(code: str, fix: str) -> str | None:
     return found[0] if found else None
 
 
-def fix_command(finding: dict[str, Any], brokers: Sequence[BrokerInput]) -> str:
-    """The command that fixes a scan finding, as the scan's fix gives it: the repair of its broker's log
-    dirs (a dry run unless --apply) for a repairable code, else the command the fix names (a procedure, an
-    export, a command for the running cluster); "" when the fix names none (its text is the fix: never
-    `logdoctor scan`, which fixes nothing)."""
+def _fix_in_text(command: str | None) -> FixCommand:
+    """A command a fix text gives: a logdoctor one is its argv quoted (catalog.render_fix), so
+    ``shlex.split`` gives the argv back; another (kafka-*.sh, with placeholders) is no argv of ours."""
+    if command is None:
+        return NO_COMMAND
+    if command.startswith("logdoctor "):
+        return FixCommand.of(shlex.split(command))
+    return FixCommand(command, [])
+
+
+def finding_fix(f: Finding) -> FixCommand:
+    """The command of a finding the census makes itself with the scan's rule: the first its fix names
+    (its ``fix_argv``), else a command for the running cluster its text gives."""
+    if f.fix_argv:
+        return FixCommand.of(f.fix_argv[0])
+    return _fix_in_text(command_in_fix(f.code, f.fix))
+
+
+def scan_fix(finding: dict[str, Any], brokers: Sequence[BrokerInput]) -> FixCommand:
+    """The command that fixes a scan finding (a row: an inventory keeps the fix's text, not its argvs), as
+    the scan's fix gives it: the repair of its broker's log dirs (a dry run unless --apply) for a
+    repairable code, else the command the fix names (a procedure, an export, a command for the running
+    cluster); none when the fix names none (its text is the fix: never `logdoctor scan`, which fixes
+    nothing)."""
     try:
         from logdoctor.repair.planner import REPAIRABLE
     except ImportError:  # pragma: no cover - the repair layer is part of the package
         REPAIRABLE = ()
     dirs = next((b.log_dirs for b in brokers if b.broker == finding["broker"]), ())
-    target = " ".join(dirs) if dirs else (finding.get("log_dir") or finding["path"])
+    targets = list(dirs) if dirs else [finding.get("log_dir") or finding["path"]]
     fix = finding.get("fix") or ""
     consent = re.search(r"`(logdoctor repair [^`]*--allow-metadata-loss)`", fix)
     if consent is not None:  # the last voter's metadata log: the repair that says what it loses
-        return consent.group(1)
+        return _fix_in_text(consent.group(1))
     procedure = re.search(r"`(logdoctor (?:move-partition|sync-replica) [^`]*)`", fix)
     if procedure is not None and finding["code"] not in REPAIRABLE:
-        return procedure.group(1)  # the operator procedure the finding's fix names (e.g. REPLICA_MISPLACED)
+        return _fix_in_text(procedure.group(1))  # the operator procedure the fix names (REPLICA_MISPLACED)
     if finding["code"] in REPAIRABLE:
         # a finding of a deep scan (an inventory at --depth deep) is repaired from a deep scan, which its fix
         # names (checks.default.log_corrupt_repair): a default-depth repair would not see it
-        deep = " --deep" if f"--only {finding['code']} --deep" in fix else ""
-        return f"logdoctor repair {target} --only {finding['code']}{deep}"
-    return command_in_fix(finding["code"], fix) or ""
+        deep = ["--deep"] if f"--only {finding['code']} --deep" in fix else []
+        return FixCommand.of(["logdoctor", "repair", *targets, "--only", finding["code"], *deep])
+    return _fix_in_text(command_in_fix(finding["code"], fix))

@@ -53,8 +53,10 @@ LOG_DIR_COLUMNS = _names(
     "disk_total_bytes, disk_used_bytes, disk_available_bytes, disk_used_fraction, disk_used_percent, "
     "disk_source, bytes, folders"
 )
-FINDING_COLUMNS = [*ddl_names(FINDING_DDL), "fix_command"]
-FINDING_OUT_DDL = FINDING_DDL + ", fix_command string"
+#: a finding's fix as its command (a line to paste) and as argvs (a script's, as the scan's ``fix_argv``):
+#: census_rules.FixCommand
+FINDING_COLUMNS = [*ddl_names(FINDING_DDL), "fix_command", "fix_argv"]
+FINDING_OUT_DDL = FINDING_DDL + ", fix_command string, fix_argv array<array<string>>"
 
 
 @dataclass(slots=True)
@@ -258,8 +260,9 @@ _LAG_FINDING_COLUMNS = _names(
 def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     """REPLICA_LAG of one lagging replica (executor side), by the scan's rule (checks.replica_lag)."""
     from logdoctor.checks.replica_lag import lag_finding
+    from logdoctor.spark.census_rules import finding_fix
 
-    f, command = lag_finding(
+    f = lag_finding(
         broker=row["broker"], log_dir=row["log_dir"], path=row["path"], topic=row["topic"],
         partition=row["partition"], log_end_offset=row["log_end_offset"], lag=row["lag_offsets"],
         lag_bytes=row["lag_bytes"] or 0, below_high_watermark=bool(row["below_high_watermark"]),
@@ -268,7 +271,7 @@ def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )  # fmt: skip
     return (
         row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, row["log_end_offset"],
-        f.message, f.fix, command,
+        f.message, f.fix, *finding_fix(f),
     )  # fmt: skip
 
 
@@ -300,7 +303,7 @@ def _recreated_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )
     return (
         row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, None, f.message, f.fix,
-        "",  # no command fixes it: the fix's words do (a scan would only show the folder again)
+        "", [],  # no command fixes it: the fix's words do (a scan would only show the folder again)
     )  # fmt: skip
 
 
@@ -347,7 +350,7 @@ def _shared_id_finding(row: dict[str, Any]) -> tuple[Any, ...]:
     )
     return (
         row["broker"], row["log_dir"], f.code, f.severity.label, f.path, None, None, f.message, f.fix,
-        "",  # no command fixes it: the fix's words do (a scan would only show the folder again)
+        "", [],  # no command fixes it: the fix's words do (a scan would only show the folder again)
     )  # fmt: skip
 
 
@@ -405,14 +408,13 @@ def shared_id_findings(replicas: Any, on_driver: bool = False) -> FindingSource:
 
 
 def _scan_fix(row: dict[str, Any], dirs: dict[str, list[str]]) -> tuple[Any, ...]:
-    from logdoctor.spark.census_rules import BrokerInput, fix_command
+    from logdoctor.spark.census_rules import BrokerInput, FixCommand, scan_fix
 
     if row["code"] == "INVENTORY_UNREADABLE":
-        command = "logdoctor inventory"  # run on the broker's host, with its log dirs
+        fix = FixCommand.of(["logdoctor", "inventory"])  # run on the broker's host, with its log dirs
     else:
-        brokers = [BrokerInput(row["broker"], None, tuple(dirs.get(row["broker"] or "", ())))]
-        command = fix_command(row, brokers)
-    return (*(row[c] for c in FINDING_COLUMNS[:-1]), command)
+        fix = scan_fix(row, [BrokerInput(row["broker"], None, tuple(dirs.get(row["broker"] or "", ())))])
+    return (*(row[c] for c in FINDING_COLUMNS[:-2]), *fix)
 
 
 def scan_findings(

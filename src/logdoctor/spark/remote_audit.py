@@ -31,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from logdoctor.checks.remote_audit import REQUIRED
+from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.remote_metadata import (
     DEFAULT_METADATA_PARTITIONS,
     REMOTE_LOG_METADATA_TOPIC,
@@ -214,8 +215,9 @@ def segment_frame(spark: Any, folders: dict[int, str], num_partitions: int) -> A
 # --- findings (made on the executors) ------------------------------------------------------------------
 
 
-def _row(f: Any, command: str) -> tuple[Any, ...]:
-    return (None, None, f.code, f.severity.label, f.path, f.position, f.offset, f.message, f.fix, command)
+def _row(f: Any) -> tuple[Any, ...]:
+    """An audit finding as a census findings row: no command (its fix's words say what to do)."""
+    return (None, None, f.code, f.severity.label, f.path, f.position, f.offset, f.message, f.fix, "", [])
 
 
 def _leaked(r: dict[str, Any], source: str) -> tuple[Any, ...]:
@@ -233,13 +235,13 @@ def _leaked(r: dict[str, Any], source: str) -> tuple[Any, ...]:
         topic_id=r["topic_id"],
         count=r["segments"],
         objects=r["objects"],
-        bytes=r["bytes"],
+        size=human_bytes(r["bytes"]),
         source=source,
         metadata_partition=f"{REMOTE_LOG_METADATA_TOPIC}-{r['metadata_partition']}",
         why=r["why"],
         delete=delete,
     )
-    return _row(f, "")
+    return _row(f)
 
 
 def _missing(r: dict[str, Any], source: str) -> tuple[Any, ...]:
@@ -288,7 +290,7 @@ def _missing(r: dict[str, Any], source: str) -> tuple[Any, ...]:
             separators=(",", ":"),
         ),
     )
-    return _row(f, "")
+    return _row(f)
 
 
 def _remote_partition(r: dict[str, Any]) -> Any:
@@ -334,7 +336,7 @@ def _dangling(
         segment_id=seg.segment_id,
         start_offset=seg.start_offset,
         end_offset=seg.end_offset,
-        size=seg.size,
+        size=human_bytes(seg.size),
         broker_id=ev.broker_id,
         started=_when(ev.event_timestamp_ms),
         dangling=why,
@@ -343,7 +345,7 @@ def _dangling(
         "log dirs with --remote-storage",
         list_hint="",
     )
-    return _row(f, "")
+    return _row(f)
 
 
 def _partition_rows(r: dict[str, Any], newest_ms: int | None, source: str) -> Iterator[tuple[Any, ...]]:
@@ -375,14 +377,14 @@ def _partition_rows(r: dict[str, Any], newest_ms: int | None, source: str) -> It
             first, second, where=where, logdir=logdir, topic_partition=tp, metadata_partition=mp,
             second_bytes=so["bytes"] if so is not None else second.size,
         )  # fmt: skip
-        yield _row(f, "")
+        yield _row(f)
     lineage_source, lineage_str = lineage_text(r["path"], lineage or [])
     for br in breaks:
         f = epoch_break_finding(
             br, where=where, logdir=logdir, topic_partition=tp, lineage_source=lineage_source,
             lineage=lineage_str,
         )  # fmt: skip
-        yield _row(f, "")
+        yield _row(f)
     for seg, why in dangling_uploads(rp, newest_ms):
         yield _dangling(r, seg, why, objs.get(seg.segment_id), r["folder"] or tp, source)
 

@@ -92,7 +92,7 @@ ENTRIES: tuple[Entry, ...] = (
         "the same partition in two log dirs of one broker",
         "{partition} is in {count} log dirs of this broker ({where}): the broker refuses to start "
         "('Duplicate log directories for {partition} are found'). This copy: log end offset "
-        "{log_end_offset}, {bytes} bytes",
+        "{log_end_offset}, {size}",
         "Keep the copy with the higher log end offset (compare with `logdoctor scan {logdirs} --json`), "
         "move the other folder out of the log dirs, then start the broker.",
         "K:core/.../log/LogManager.scala loadLog ('Duplicate log directories for ... are found')",

@@ -142,7 +142,7 @@ ENTRIES: tuple[Entry, ...] = (
         "STRAY_REPLICA_LEFT",
         _W,
         "a -stray partition folder: a replica Kafka moved aside and keeps, never served and never deleted",
-        "{path} is a replica of {partition} ({bytes:,} bytes) that Kafka moved aside as a stray (no longer "
+        "{path} is a replica of {partition} ({size}) that Kafka moved aside as a stray (no longer "
         "assigned to this broker){state}: Kafka keeps it forever, never serves it and never deletes it",
         "Make sure the data is held elsewhere (kafka-topics --describe; `logdoctor dump {path}/*.log` "
         "reads its segments), then delete it while the broker is stopped: `rm -r {path}`.",

@@ -45,7 +45,7 @@ ENTRIES: tuple[Entry, ...] = (
         "REPLICA_LAG",
         _W,
         "a replica behind the most advanced copy of its partition (error: below the high watermark)",
-        "{topic_partition} on {broker} ends at offset {log_end_offset}, {lag} offsets and {lag_bytes} bytes "
+        "{topic_partition} on {broker} ends at offset {log_end_offset}, {lag} offsets and {lag_size} "
         "behind {leader_broker} (log end offset {leader_log_end_offset}); {state}",
         "Let the broker re-fetch from the leader; or, with both brokers stopped, replace this copy with the "
         "leader's and set the three checkpoint entries: `logdoctor sync-replica {topic_partition} --leader "

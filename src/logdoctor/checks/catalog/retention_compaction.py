@@ -37,7 +37,7 @@ ENTRIES: tuple[Entry, ...] = (
         _I,
         "segments the broker's next retention check deletes",
         "{tp}: the broker's next retention check (log.retention.check.interval.ms after it starts, 5 minutes "
-        "by default) deletes {segments} segment(s), {bytes} bytes holding offsets {first} to {last} "
+        "by default) deletes {segments} segment(s), {size} holding offsets {first} to {last} "
         "({offsets} offsets): {why}. {moves}{also} (topic config used: {config})",
         "Nothing to do if this is the retention you meant: `logdoctor retention {logdir}` lists each "
         "segment and why it goes. To keep these records, copy the partition folder elsewhere before the "
@@ -57,8 +57,8 @@ ENTRIES: tuple[Entry, ...] = (
         "{topic}-{partition} has been cleanable for {behind_for} of its own time (since "
         "{cleanable_since_iso}; its newest record {newest_iso}): {why}, yet the cleaner has not moved its "
         "checkpoint past offset "
-        "{first_dirty_offset}; {cleanable_bytes} bytes from there to offset {first_uncleanable_offset} are "
-        "uncompacted ({clean_bytes} bytes are clean){growth}; min.cleanable.dirty.ratio = {config}",
+        "{first_dirty_offset}; {cleanable_size} from there to offset {first_uncleanable_offset} are "
+        "uncompacted ({clean_size} are clean){growth}; min.cleanable.dirty.ratio = {config}",
         "On the broker: the log cleaner's log (log-cleaner.log) says why it stopped (`Error due to`, `has "
         "died`, `Marking partition ... uncleanable`); the metrics kafka.log:type=LogCleanerManager,"
         "name=time-since-last-run-ms and uncleanable-partitions-count show it. A partition marked "
@@ -84,7 +84,7 @@ ENTRIES: tuple[Entry, ...] = (
         "InvalidRecordException from the batch iterator). The broker then marks the partition "
         "uncleanable ('Marking its partition ... as uncleanable'; Kafka 2.1 and later, KIP-346; before "
         "2.1 the cleaner thread dies and no compacted partition of the broker is cleaned) and compacts "
-        "it no more until it restarts, while its uncompacted bytes ({cleanable_bytes} now) grow. At "
+        "it no more until it restarts, while its uncompacted bytes ({cleanable_size} now) grow. At "
         "startup after an unclean shutdown the broker's recovery truncates damage above the recovery "
         "point first; damage below it stays",
         "Stop the broker and remove the damage: {repair_damage}. A partition marked uncleanable is cleaned "

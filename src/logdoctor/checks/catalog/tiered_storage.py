@@ -41,7 +41,7 @@ ENTRIES: tuple[Entry, ...] = (
         _W,
         "a remote segment upload that started and never finished (COPY_SEGMENT_STARTED only), and is not "
         "in progress",
-        "{topic_partition}: remote segment {segment_id} (offsets {start_offset}-{end_offset}, {size} bytes) "
+        "{topic_partition}: remote segment {segment_id} (offsets {start_offset}-{end_offset}, {size}) "
         "was started by broker {broker_id} at {started} and never finished ({dangling}); {objects}",
         "Nothing to repair in the log dir: the broker never reads a segment whose upload did not finish, "
         "and its RemoteLogManager uploads the local segment again under a new segment id ({covered}). The "
@@ -56,7 +56,7 @@ ENTRIES: tuple[Entry, ...] = (
         "REMOTE_SEGMENT_BELOW_LOG_START",
         _W,
         "remote segments below a tiered partition's log start offset that are not deleted yet",
-        "{topic_partition}: {count} remote segments ({bytes} bytes, offsets {ranges}) end below the log "
+        "{topic_partition}: {count} remote segments ({size}, offsets {ranges}) end below the log "
         "start offset {log_start_offset} and are still in the remote tier ({states})",
         "Nothing to repair in the log dir: the leader's RemoteLogManager deletes them when its expiration "
         "task next runs (remote.log.manager.task.interval.ms; RLMExpirationTask "
@@ -166,7 +166,7 @@ ENTRIES: tuple[Entry, ...] = (
         _W,
         "objects in the remote store no live remote segment names (they cost storage; nothing reads them)",
         "{topic_partition} (topic id {topic_id}): {count} remote segments in the store ({objects} objects, "
-        "{bytes} bytes; from {source}) are named by no live segment of {metadata_partition}: {why}",
+        "{size}; from {source}) are named by no live segment of {metadata_partition}: {why}",
         "Nothing reads these objects: the broker knows a remote segment only from {metadata_partition}, and "
         "its expiration task deletes only the segments it knows (KAFKA-16511). Unless {metadata_partition} "
         "lost events (retention below the topic's: REMOTE_METADATA_RETENTION_SHORT), they are leftovers of "
@@ -202,7 +202,7 @@ ENTRIES: tuple[Entry, ...] = (
         "Nothing to repair offline: the broker reads each offset from one segment of the leader-epoch "
         "lineage (RemoteLogMetadataCache keeps one segment per epoch and start offset; KAFKA-15168), and its "
         "expiration task deletes the segment that is not within the lineage. Both sets of objects stay in "
-        "the store until then ({bytes} bytes of {second_id}); if both are within the lineage the second "
+        "the store until then ({size} of {second_id}); if both are within the lineage the second "
         "copy stays until retention deletes it.",
         "K:core/.../log/remote/RemoteLogManager.java isRemoteSegmentWithinLeaderEpochs, RLMExpirationTask; "
         "storage/.../remote/metadata/storage/RemoteLogLeaderEpochState.java; KAFKA-15168",
@@ -251,7 +251,7 @@ ENTRIES: tuple[Entry, ...] = (
         "REMOTE_UPLOAD_STALLED",
         _W,
         "local segments of a tiered partition past local retention that are not uploaded",
-        "{topic_partition}: {count} local segments ({bytes} bytes, offsets {ranges}) are past local "
+        "{topic_partition}: {count} local segments ({size}, offsets {ranges}) are past local "
         "retention ({retention}) but not in the remote tier, which ends at offset {remote_end} "
         "({metadata_partition}): uploads stalled, and local retention cannot delete them; {fill}",
         "Local retention deletes only uploaded segments (UnifiedLog.deletableSegments: "
