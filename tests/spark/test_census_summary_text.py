@@ -1,6 +1,6 @@
 """Issue 59 item 10: the census's summary.txt (spark.census.render_summary) says sizes in binary units
-("134460 bytes behind" was a raw count) and a missing high watermark as what it is ("high watermark
-None")."""
+("134460 bytes behind" was a raw count), a missing high watermark as what it is ("high watermark
+None") and its counts with their nouns agreeing ("1 brokers")."""
 
 from __future__ import annotations
 
@@ -21,5 +21,8 @@ def test_the_summary_gives_sizes_in_binary_units_and_names_a_missing_high_waterm
     text = render_summary(result)
     assert "broker-3 is 600 offsets / 131.3 KiB behind" in text, text
     assert "/data/b3: 4.8 MiB in 4 folders" in text, text
+    # counts and their nouns agree (issue 59 item 10: "1 brokers, 1 log dirs, 1 errors")
+    head = "Fleet census: 1 broker, 1 log dir, 1 topic-partition, 0 replicas; 0 errors, 0 warnings, 0 info"
+    assert text.startswith(head), text
     assert "high watermark unknown (no replication-offset-checkpoint entry)" in text, text
     assert not re.findall(r"\d bytes\b|\bNone\b", text), text

@@ -19,12 +19,7 @@ import textwrap
 from typing import IO, Any, Protocol
 
 from logdoctor.cli.plain import WIDE, is_plain_stream
-
-
-def counted(n: int, noun: str, plural: str | None = None) -> str:
-    """``1 finding``, ``2 findings``, ``1,024 log dirs``: a count and its noun, agreeing."""
-    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
-
+from logdoctor.logdir.words import counted
 
 __all__ = ["EXAMPLES", "Lines", "PlainLines", "RichLines", "counted", "lines_for", "wrap"]
 

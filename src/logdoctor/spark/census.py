@@ -397,15 +397,17 @@ def _severities(findings: list[dict[str, Any]]) -> dict[str, int]:
 
 def render_summary(result: CensusResult) -> str:
     """A plain-text summary: the fleet in numbers, lagging replicas, disks, findings with fix commands."""
+    from logdoctor.logdir.words import counted
     from logdoctor.report.model import high_watermark_text
 
     lines: list[str] = []
     c = result.counts()
     lines.append(
-        f"Fleet census: {result.brokers} brokers, {len(result.log_dirs)} log dirs, "
-        f"{result.total('partitions')} topic-partitions, {result.total('replicas')} replicas; "
-        f"{c['error']} errors, {c['warning']} warnings, "
-        f"{c['info']} info (the census's work {result.elapsed_s:.1f} s, Spark's start not counted)"
+        f"Fleet census: {counted(result.brokers, 'broker')}, {counted(len(result.log_dirs), 'log dir')}, "
+        f"{counted(result.total('partitions'), 'topic-partition')}, "
+        f"{counted(result.total('replicas'), 'replica')}; {counted(c['error'], 'error')}, "
+        f"{counted(c['warning'], 'warning')}, "
+        f"{c['info']:,} info (the census's work {result.elapsed_s:.1f} s, Spark's start not counted)"
     )
     # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, under findings)
     diverged = {f["path"] for f in result.findings if f["code"] == "REPLICA_DIVERGED"}
@@ -433,7 +435,7 @@ def render_summary(result: CensusResult) -> str:
     for d in result.log_dirs:
         lines.append(
             f"  {d['broker']:<10} {d['log_dir']}: {human_bytes(d.get('bytes') or 0)} in "
-            f"{d.get('folders') or 0} folders, "
+            f"{counted(d.get('folders') or 0, 'folder')}, "
             f"disk {used_pct(d)} used ({d.get('disk_source')})"
         )
     lines.append("")
