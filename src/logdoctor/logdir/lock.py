@@ -15,19 +15,21 @@ process holds through :func:`hold_lock`, and a probe in the same process still s
 
 Another process may hold ``.lock`` with flock(2) instead (a script, a wrapper, a second copy of
 logdoctor from before it took both): on a local Linux file system flock locks and fcntl locks do not
-see each other, so the probe asks both. flock has no "get": when no fcntl lock is held we try
-``flock(LOCK_EX | LOCK_NB)`` on our own fresh open file and release it at once (it conflicts with any
-other holder, shared or exclusive, and not with a broker's fcntl lock). The holder's pid comes from
-``/proc/locks`` when the kernel shows it. :func:`hold_lock` takes both kinds, so neither a broker nor
-a flock user can take the dir while we repair.
+see each other, so the probe asks both. flock has no "get". When no fcntl lock is held, the probe tries
+``flock(LOCK_SH | LOCK_NB)`` on its own fresh open file and releases it at once: only an exclusive
+flock refuses it, and no probe ever takes an exclusive one, so two probes never see each other's
+moment as a holder, however long either is preempted inside it (with exclusive moments, 1.5-5% of
+probes from two processes probing in a loop did, and on a loaded core a moment outlasted any retry).
+The refusal is tried again after 0.5, 2, 8 and 32 ms (:func:`_try_flock`) before it counts.
 
-That moment's flock is itself seen by a second probe of the same ``.lock`` (two scans at once, a
-monitoring loop beside an operator, ``hold_lock`` of a repair while a scan probes): 1.5-5% of probes
-from two processes probing in a loop saw the other as a holder. A probe holds its flock for a few
-microseconds and a holder for as long as it runs, so a conflict counts only when it lasts: it is tried
-again after 0.5, 2, 8 and 32 ms (:func:`_try_flock`) before the lock counts as held. A real holder
-costs the probe those ~43 ms; no conflict costs nothing. Whether that holder's flock is shared is then
-one try of a shared flock: a probe's moment of an exclusive flock cannot overlap a lock held all along.
+A shared holder lets the probe's shared flock through, so it is read from ``/proc/locks``: a FLOCK
+lock on the file held by another process. Another probe's shared moment shows there too, for a few
+microseconds, so a shared holder counts only when the same process holds it at every look over
+~0.7 s (:data:`_SHARED_HOLDER_DELAYS`); no shared lock costs one read of ``/proc/locks``. Without a
+readable ``/proc/locks`` the probe falls back to an exclusive try with retries. The holder's pid comes
+from ``/proc/locks`` when the kernel shows it. :func:`hold_lock` takes both kinds, so neither a broker
+nor a flock user can take the dir while we repair; its exclusive flock waits out a probe's shared
+moment with the same retries.
 
 A ``.lock`` that is not a regular file (a FIFO, a symlink: never followed) is neither probed nor
 taken: :func:`lock_file_problem` says what it is, :func:`lock_holder` answers None without opening
@@ -98,18 +100,8 @@ def _get_lock(fd: int) -> LockInfo | None:
 
 def _flock_pid(fd: int) -> int:
     """The pid /proc/locks gives for a FLOCK lock on ``fd``'s file; -1 when it cannot say."""
-    st = os.fstat(fd)
-    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
-    try:
-        with open("/proc/locks", encoding="ascii", errors="replace") as f:
-            for line in f:
-                fields = line.split()
-                # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; waiters have "->" after the number
-                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == dev:
-                    return int(fields[4]) if fields[4].isdigit() and int(fields[4]) > 0 else -1
-    except OSError:
-        pass
-    return -1
+    held = _flock_holders(fd)
+    return max(held) if held else -1
 
 
 _BUSY = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES)
@@ -135,22 +127,56 @@ def _try_flock(fd: int, operation: int, delays: tuple[float, ...] = _FLOCK_RETRY
     raise AssertionError("unreachable")
 
 
+def _flock_holders(fd: int) -> set[int] | None:
+    """The pids (-1 where the kernel hides it) that ``/proc/locks`` shows holding a FLOCK lock on
+    ``fd``'s file, waiters left out; None when ``/proc/locks`` cannot be read."""
+    st = os.fstat(fd)
+    dev = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"
+    try:
+        with open("/proc/locks", encoding="ascii", errors="replace") as f:
+            return {
+                int(fields[4]) if fields[4].isdigit() and int(fields[4]) > 0 else -1
+                for fields in (line.split() for line in f)
+                if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == dev
+            }
+    except OSError:
+        return None
+
+
+# when to look again at a shared flock seen in /proc/locks: another probe's moment lasts microseconds
+# (or as long as that probe is preempted inside it), a holder's as long as it runs (module docstring)
+_SHARED_HOLDER_DELAYS = (0.0005, 0.002, 0.008, 0.032, 0.128, 0.512)
+
+
+def _shared_holder(fd: int) -> int | None:
+    """The pid of a process that holds a shared flock on ``fd``'s file at every look (None: none)."""
+    held = _flock_holders(fd)
+    if held is None:  # no /proc/locks: an exclusive try, retried, tells a holder from a moment
+        if _try_flock(fd, fcntl.LOCK_EX):
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return None
+        return _flock_pid(fd)
+    for delay in _SHARED_HOLDER_DELAYS:
+        if not held:
+            return None
+        time.sleep(delay)
+        held &= _flock_holders(fd) or set()
+    return next(iter(sorted(held, reverse=True)), None)
+
+
 def _get_flock(fd: int) -> LockInfo | None:
     """A flock(2) lock another open file holds on ``fd``'s file (ours is a fresh open file, so a lock
     :func:`hold_lock` holds in this process is seen too)."""
     try:
-        if _try_flock(fd, fcntl.LOCK_EX):
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            return None
-        # a shared holder lets a shared lock be taken; the holder is known to be there: one try
-        exclusive = not _try_flock(fd, fcntl.LOCK_SH, delays=())
+        if not _try_flock(fd, fcntl.LOCK_SH):  # only an exclusive holder refuses it (module docstring)
+            return LockInfo(_flock_pid(fd), True)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        pid = _shared_holder(fd)
     except OSError as e:
         if e.errno in (errno.ENOLCK, errno.EINVAL, errno.EOPNOTSUPP):  # no flock on this file system
             return None
         raise
-    if not exclusive:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-    return LockInfo(_flock_pid(fd), exclusive)
+    return None if pid is None else LockInfo(pid, False)
 
 
 _NO_FOLLOW = os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
