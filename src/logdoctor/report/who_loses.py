@@ -46,7 +46,8 @@ _GROUP = re.compile(
 )
 #: RETENTION_DUE's words (checks/catalog/retention_compaction.py): what the next retention check deletes
 _DUE = re.compile(
-    r"deletes (?P<segments>\d+) segment\(s\), (?P<bytes>[\d,]+) bytes holding offsets (?P<first>\d+) to "
+    r"deletes (?P<segments>\d+) segment\(s\), (?P<size>[\d,.]+ (?:B|KiB|MiB|GiB|TiB)) holding offsets "
+    r"(?P<first>\d+) to "
     r"(?P<last>\d+) \((?P<offsets>[\d,]+) offsets\)"
 )
 _EXPORT = re.compile(r"`(logdoctor export [^`]*)`")
@@ -114,8 +115,7 @@ def facts(f: FindingView) -> dict[str, Any] | None:
         m = _DUE.search(f.message)
         if m is None:
             return None
-        return d | {
-            "bytes": int(m.group("bytes").replace(",", "")),
+        return d | {  # the words give the size in binary units: the exact bytes are the details' only
             "first_offset": int(m.group("first")), "last_offset": int(m.group("last")),
             "offsets": int(m.group("offsets").replace(",", "")),
         }  # fmt: skip
