@@ -40,9 +40,14 @@ class _SharedCluster:
     def start(self, work: Path) -> str:
         from standalone import standalone_cluster
 
+        from logdoctor.spark.session import SHORT_JOB_JAVA_OPTIONS
+
         if self._stack is None:
             with contextlib.ExitStack() as stack:
-                self.url = stack.enter_context(standalone_cluster(work))
+                # C1 only (a short job's JIT), as every local JVM of the tests (tests/conftest.py's
+                # SPARK_SUBMIT_OPTS): the master, the workers and the executors of the tests' short jobs
+                cluster = standalone_cluster(work, java_options=SHORT_JOB_JAVA_OPTIONS)
+                self.url = stack.enter_context(cluster)
                 self._stack = stack.pop_all()
         assert self.url is not None
         return self.url
