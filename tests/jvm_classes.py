@@ -1,8 +1,8 @@
 """One archive of the Spark classes a test's JVM loads (the JVM's class data sharing, CDS), made once per
 run and mapped by every local Spark JVM the tests start after it is there: a JVM then reads those classes
-already parsed and verified instead of loading each from Spark's jars, the most of its start's CPU (a bare
-session's JVM took 8.0 s of CPU with the archive against 13.4 s without; a CLI `export --format delta`
-12.4 s against 17.0 s: BENCHMARKS.md, "Test suite and demo").
+already parsed and verified instead of loading each from Spark's jars (a bare session's JVM took 8.4 s of
+CPU with the archive against 15.5 s without, a CLI `export --format delta` 15.3 s against 20.9 s; making
+the archive 46.5 s, once: benchmarks/bench_test_jvms.py).
 
 tests/conftest.py names the archive in ``SPARK_SUBMIT_OPTS`` before any JVM starts (every process of the
 run inherits it: the workers, the CLIs a test runs, a pytest a test runs); the first ``spark`` fixture of
