@@ -83,6 +83,7 @@ def test_the_cluster_modules_share_one_cluster_stopped_after_the_last_that_uses_
     suite = tmp_path / "suite"
     suite.mkdir()
     shutil.copy(TESTS / "spark" / "conftest.py", suite / "conftest.py")
+    shutil.copy(TESTS / "jvm_classes.py", suite / "jvm_classes.py")
     (suite / "standalone.py").write_text(FAKE_CLUSTER)
     (suite / "test_a.py").write_text(USES.format(name="a"))
     (suite / "test_b.py").write_text(USES.format(name="b"))
@@ -90,7 +91,8 @@ def test_the_cluster_modules_share_one_cluster_stopped_after_the_last_that_uses_
     (suite / "test_d.py").write_text(USES.format(name="d"))
     (suite / "pytest.ini").write_text("[pytest]\n")
     log = tmp_path / "cluster.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    # (no archive of Spark's classes named: tests/jvm_classes.py)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "SPARK_SUBMIT_OPTS"}
     env["CLUSTER_LOG"] = str(log)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
