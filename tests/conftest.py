@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -10,6 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hypothesis import settings
 
+import jvm_classes
 import realworld
 import tiers
 
@@ -57,6 +59,9 @@ def pytest_configure(config):
     port = free_port()
     config._s3_env_saved = apply_env(aws_test_env(port))  # restored in pytest_unconfigure
     config._s3_port = port
+    if not hasattr(config, "workerinput"):  # the controller (or the one process): before any worker starts
+        # the run's archive of Spark's classes (tests/jvm_classes.py), named for every JVM of the run
+        config._jvm_classes = jvm_classes.name_archive()
 
 
 _TERMINAL_VARS = ("COLUMNS", "LINES")
@@ -88,6 +93,9 @@ def _terminal_as_the_controllers(config) -> None:
 
 
 def pytest_unconfigure(config):
+    archive = getattr(config, "_jvm_classes", None)
+    if archive is not None:
+        shutil.rmtree(archive.parent, ignore_errors=True)
     saved = getattr(config, "_s3_env_saved", None)
     if saved is not None:
         from s3server import restore_env
@@ -164,6 +172,8 @@ def spark(aws_env):
     (see tests/spark/s3server.py), and this checks that the JVM has them."""
     from logdoctor.spark.session import SparkUnavailableError, get_spark
 
+    # the first session of the run makes the JVMs' archive of Spark's classes beside its own start
+    dump = jvm_classes.start_dump()
     try:
         session = get_spark("local[2]", "logdoctor-tests")
     except SparkUnavailableError as exc:  # no Java 17+: say so (CI has one)
@@ -176,6 +186,8 @@ def spark(aws_env):
     )
     yield session
     session.stop()
+    if dump is not None:
+        dump.stop()
 
 
 @pytest.fixture(scope="session")

@@ -42,9 +42,9 @@ import os
 
 
 @contextlib.contextmanager
-def standalone_cluster(work):
+def standalone_cluster(work, java_options=""):
     with open(os.environ["CLUSTER_LOG"], "a") as log:
-        log.write("start\\n")
+        log.write(f"start:{java_options}\\n")
     try:
         yield "spark://127.0.0.1:1"
     finally:
@@ -83,6 +83,7 @@ def test_the_cluster_modules_share_one_cluster_stopped_after_the_last_that_uses_
     suite = tmp_path / "suite"
     suite.mkdir()
     shutil.copy(TESTS / "spark" / "conftest.py", suite / "conftest.py")
+    shutil.copy(TESTS / "jvm_classes.py", suite / "jvm_classes.py")
     (suite / "standalone.py").write_text(FAKE_CLUSTER)
     (suite / "test_a.py").write_text(USES.format(name="a"))
     (suite / "test_b.py").write_text(USES.format(name="b"))
@@ -90,7 +91,8 @@ def test_the_cluster_modules_share_one_cluster_stopped_after_the_last_that_uses_
     (suite / "test_d.py").write_text(USES.format(name="d"))
     (suite / "pytest.ini").write_text("[pytest]\n")
     log = tmp_path / "cluster.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    # (no archive of Spark's classes named: tests/jvm_classes.py)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k != "SPARK_SUBMIT_OPTS"}
     env["CLUSTER_LOG"] = str(log)
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
@@ -98,7 +100,9 @@ def test_the_cluster_modules_share_one_cluster_stopped_after_the_last_that_uses_
         capture_output=True, text=True, cwd=suite, env=env, timeout=120, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    expected = ["start", "a", "a", "b", "b", "stop", "other", "start", "d", "d", "stop"]
+    # the cluster's JVMs compile with C1 only, as every local JVM of the tests
+    start = "start:-XX:TieredStopAtLevel=1"
+    expected = [start, "a", "a", "b", "b", "stop", "other", start, "d", "d", "stop"]
     assert log.read_text().split() == expected
 
 

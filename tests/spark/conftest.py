@@ -40,9 +40,21 @@ class _SharedCluster:
     def start(self, work: Path) -> str:
         from standalone import standalone_cluster
 
+        import jvm_classes
+        from logdoctor.spark.session import SHORT_JOB_JAVA_OPTIONS
+
         if self._stack is None:
             with contextlib.ExitStack() as stack:
-                self.url = stack.enter_context(standalone_cluster(work))
+                # C1 only (a short job's JIT), as every local JVM of the tests (tests/conftest.py's
+                # SPARK_SUBMIT_OPTS): the master, the workers and the executors of the tests' short jobs;
+                # and the run's archive of Spark's classes when it is there (the daemons and executors
+                # have the drivers' class path)
+                java_options = SHORT_JOB_JAVA_OPTIONS
+                archive = jvm_classes.named_archive()
+                if archive is not None and archive.exists():
+                    java_options += " " + jvm_classes.USE.format(archive)
+                cluster = standalone_cluster(work, java_options=java_options)
+                self.url = stack.enter_context(cluster)
                 self._stack = stack.pop_all()
         assert self.url is not None
         return self.url

@@ -77,10 +77,19 @@ def _alive_workers(ui_port: int) -> int:
 
 
 @contextlib.contextmanager
-def standalone_cluster(work: Path, workers: int = 2, timeout_s: float = 120) -> Iterator[str]:
-    """Start a master and ``workers`` workers (1 core, 1 GiB each); yield ``spark://127.0.0.1:PORT``."""
+def standalone_cluster(
+    work: Path, workers: int = 2, timeout_s: float = 120, java_options: str = ""
+) -> Iterator[str]:
+    """Start a master and ``workers`` workers (1 core, 1 GiB each); yield ``spark://127.0.0.1:PORT``.
+
+    ``java_options``: options of every JVM of the cluster, the daemons' and the executors' they start (the
+    JVM reads ``JAVA_TOOL_OPTIONS`` from its environment, and a worker starts its executors with its own);
+    none by default, as a user's cluster would run."""
     spark_class = os.path.join(spark_home(), "bin", "spark-class")
-    env = cluster_env({"SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"})
+    extra = {"SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
+    if java_options:
+        extra["JAVA_TOOL_OPTIONS"] = f"{os.environ.get('JAVA_TOOL_OPTIONS', '')} {java_options}".strip()
+    env = cluster_env(extra)
     procs: list[subprocess.Popen[bytes]] = []
     logs = []
 
