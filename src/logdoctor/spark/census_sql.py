@@ -157,9 +157,10 @@ def persisted_replica_table(replicas: Any) -> Any:
 
 def partition_table(replicas: Any) -> Any:
     """One row per partition (per topic id of a recreated topic), as :func:`census.partition_rows`, from
-    :func:`replica_table`'s rows: an aggregation by the window's keys (``collect_list`` makes it an object
-    hash aggregation, which falls back to sorting beyond 128 partitions per task: cheaper than carrying
-    the partition's columns on every replica through the window). The most lagging replica is the
+    :func:`replica_table`'s rows: an aggregation by the window's keys (cheaper than carrying the partition's
+    columns on every replica through the window); written with :data:`PARTITION_WRITE_CONFS`, it is a sort
+    aggregation that streams over the :func:`persisted_replica_table`'s parts, already split and sorted by
+    those keys. The most lagging replica is the
     smallest (-lag, -lag bytes, broker, log dir); the brokers are in the window's (broker, log dir)
     order."""
     from pyspark.sql import functions as F
