@@ -205,6 +205,7 @@ def run_census(
     from logdoctor.spark.census_inputs import CensusInputs, classify, load_inputs, session_confs
     from logdoctor.spark.census_sql import (
         COLLECT_LIMIT,
+        PARTITION_WRITE_CONFS,
         census_frames,
         consumer_group_rows,
         consumer_group_table,
@@ -212,6 +213,7 @@ def run_census(
         consumer_ranges,
         divergence_findings,
         first_rows,
+        persisted_replica_table,
         severity_counts,
         share_group_findings,
         transaction_state_findings,
@@ -241,8 +243,15 @@ def run_census(
         # does a remote audit, whose metadata replay (a task per metadata partition) then runs while the
         # brokers' scans (a task per broker) do, instead of after them
         auditing = remote_storage is not None or remote_inventory is not None
+        # a big census's replicas' window, persisted first: the divergence check reads it (its first job),
+        # not the inputs again, and the tables below are made of it
+        replica_rows = None if small or auditing else persisted_replica_table(frames_in.replicas)
         ahead = run_jobs(
-            {"diverged": lambda: divergence_findings(frames_in.replicas, on_driver=small)},
+            {
+                "diverged": lambda: divergence_findings(
+                    frames_in.replicas, on_driver=small, replica_rows=replica_rows
+                )
+            },
             together=small or auditing,
             wait=not (small or auditing),
         )
@@ -298,6 +307,7 @@ def run_census(
             more_findings=audit,
             on_driver=small,
             diverged=lambda: [f["path"] for f in diverged()],
+            replica_rows=replica_rows,
         )
 
         out = Path(out_dir)
@@ -319,7 +329,9 @@ def run_census(
             return first_rows(rep, order, (rep["lag_offsets"].desc_nulls_last(), *order), few=small)
 
         def partitions_rows() -> tuple[list[dict[str, Any]], int]:
-            write("partitions", frames.partitions)
+            # a big census's tables are written one after the other: the confs are this write's alone
+            with session_confs(spark, {} if small else PARTITION_WRITE_CONFS):
+                write("partitions", frames.partitions)
             part = read("partitions", frames.partitions)
             order = ("topic", "partition", "topic_id")
             return first_rows(part, order, (part["max_lag_offsets"].desc_nulls_last(), *order), few=small)

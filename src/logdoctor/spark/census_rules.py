@@ -370,10 +370,12 @@ def fleet_findings(replicas: list[dict[str, Any]], log_dirs: list[dict[str, Any]
     for r in replicas:
         groups.setdefault(_pkey(r), []).append(r)
     for reps in groups.values():
-        by_path = {r["path"]: r for r in reps}
-        for f in lagging(partition_lag([_lag_replica(r) for r in reps])):
-            r = by_path[f.path]
-            out.append(_finding(r["broker"], r["log_dir"], f, finding_fix(f), offset=r["log_end_offset"]))
+        # a replica by its broker and path: brokers on hosts of their own often share their log dirs' paths
+        by_path = {(r["broker"], r["path"]): r for r in reps}
+        for lag in partition_lag([_lag_replica(r) for r in reps]):
+            for f in lagging([lag]):
+                r = by_path[(lag.replica.broker, f.path)]
+                out.append(_finding(r["broker"], r["log_dir"], f, finding_fix(f), offset=r["log_end_offset"]))
     by_broker: dict[str, list[dict[str, Any]]] = {}
     for d in log_dirs:
         by_broker.setdefault(d["broker"], []).append(d)

@@ -131,14 +131,36 @@ def replica_table(replicas: Any) -> Any:
         F.col("leader.broker").alias("leader_broker"),
         F.col("leader.log_dir").alias("leader_log_dir"),
         F.col("leader.log_end_offset").alias("leader_log_end_offset"),
+        _latest_epoch(F).alias("latest_epoch"),  # :func:`any_epoch_spread`'s number, read with the rest
     )
+
+
+#: the confs the replicas' window is persisted with (:func:`persisted_replica_table`): its cached plan
+#: keeps the partitioning and order the window leaves (an adaptive plan's are unknown to the queries over the
+#: cache), so the partitions' aggregation streams over each part with no shuffle and no sort, and the
+#: replicas table is written with no sort again
+_PERSIST_CONFS = {"spark.sql.adaptive.enabled": "false"}
+#: the confs :func:`partition_table`'s rows are written with: ``collect_list`` (the brokers) and ``min`` of a
+#: struct (the most lagging replica) planned as a sort aggregation, whose input the persisted window leaves
+#: sorted by the partition's key (an object hash aggregation falls back to sorting every replica beyond 128
+#: partitions per task: at 4 million replicas ~2 GB spilled in the 1 GiB local JVM)
+PARTITION_WRITE_CONFS = {"spark.sql.execution.useObjectHashAggregateExec": "false"}
+
+
+def persisted_replica_table(replicas: Any) -> Any:
+    """:func:`replica_table` of ``replicas``, persisted with :data:`_PERSIST_CONFS` (not yet computed)."""
+    from logdoctor.spark.census_inputs import session_confs
+
+    with session_confs(replicas.sparkSession, _PERSIST_CONFS):
+        return replica_table(replicas).persist()
 
 
 def partition_table(replicas: Any) -> Any:
     """One row per partition (per topic id of a recreated topic), as :func:`census.partition_rows`, from
-    :func:`replica_table`'s rows: an aggregation by the window's keys (``collect_list`` makes it an object
-    hash aggregation, which falls back to sorting beyond 128 partitions per task: cheaper than carrying
-    the partition's columns on every replica through the window). The most lagging replica is the
+    :func:`replica_table`'s rows: an aggregation by the window's keys (cheaper than carrying the partition's
+    columns on every replica through the window); written with :data:`PARTITION_WRITE_CONFS`, it is a sort
+    aggregation that streams over the :func:`persisted_replica_table`'s parts, already split and sorted by
+    those keys. The most lagging replica is the
     smallest (-lag, -lag bytes, broker, log dir); the brokers are in the window's (broker, log dir)
     order."""
     from pyspark.sql import functions as F
@@ -465,6 +487,7 @@ def census_frames(
     more_findings: Any = None,
     on_driver: bool = False,
     diverged: Sequence[str] | Callable[[], Sequence[str]] = (),
+    replica_rows: Any = None,
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
     """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
     made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS, or a function that returns them
@@ -473,10 +496,11 @@ def census_frames(
     ``on_driver`` (a small census): the findings made in Python are made here, from collected rows.
     ``diverged``: the paths of the replicas with REPLICA_DIVERGED (no REPLICA_LAG for them), or a function
     that returns them: on the driver it is called once the lag findings' rows are in, and those of the
-    diverged replicas are dropped there (the divergence query may run meanwhile)."""
+    diverged replicas are dropped there (the divergence query may run meanwhile). ``replica_rows``: the
+    replicas' :func:`persisted_replica_table`, when the caller made it (else made here)."""
     from pyspark.sql import functions as F
 
-    replicas = replica_table(replicas_in).persist()
+    replicas = persisted_replica_table(replicas_in) if replica_rows is None else replica_rows
     partitions = partition_table(replicas)
     from logdoctor.spark.jobs import run_jobs
 
@@ -825,13 +849,18 @@ def two_phase_commit_fixes(findings: Any, hanging: Any, two_pc: dict[tuple[str, 
     return joined.withColumn("fix", F.coalesce("_fix", "fix")).select(*findings.columns)
 
 
+def _latest_epoch(F: Any) -> Any:
+    """A replica's latest leader epoch (its leader-epoch checkpoint's last entry); null without one."""
+    return F.when(F.size("leader_epochs") > 0, F.element_at(F.col("leader_epochs"), -1).getField("epoch"))
+
+
 def _live_latest_epochs(replicas: Any) -> tuple[Any, Any]:
     """(the live replicas with a leader epoch, the column of each one's latest epoch): what
     :func:`divergence_candidates` and :func:`any_epoch_spread` compare across a partition's replicas."""
     from pyspark.sql import functions as F
 
     live = replicas.where((F.col("kind") == "log") & (F.size("leader_epochs") > 0))
-    return live, F.element_at(F.col("leader_epochs"), -1).getField("epoch")
+    return live, _latest_epoch(F)
 
 
 def divergence_candidates(replicas: Any) -> Any:
@@ -854,14 +883,18 @@ def divergence_candidates(replicas: Any) -> Any:
     )  # fmt: skip
 
 
-def any_epoch_spread(replicas: Any) -> bool:
+def any_epoch_spread(replicas: Any, replica_rows: Any = None) -> bool:
     """Whether any partition's live replicas differ in their latest leader epoch: whether
     :func:`divergence_candidates` has any row. An aggregation per partition of one number (partial on the
     map side: a narrow shuffle, no sort of whole replicas as the candidates' window needs); one row or
-    none comes back to the driver."""
+    none comes back to the driver. ``replica_rows``: the live replicas' :func:`persisted_replica_table`
+    (its ``latest_epoch``), read in place of the inputs (which are not read again for this)."""
     from pyspark.sql import functions as F
 
-    live, latest = _live_latest_epochs(replicas)
+    if replica_rows is not None:
+        live, latest = replica_rows.where(F.col("latest_epoch").isNotNull()), F.col("latest_epoch")
+    else:
+        live, latest = _live_latest_epochs(replicas)
     spread = (
         live.select("cluster", "topic", "partition", latest.alias("_latest"))
         .groupBy("cluster", "topic", "partition")
@@ -871,17 +904,21 @@ def any_epoch_spread(replicas: Any) -> bool:
     return spread.limit(1).toArrow().num_rows > 0
 
 
-def divergence_findings(replicas: Any, on_driver: bool = False) -> list[dict[str, Any]]:
+def divergence_findings(
+    replicas: Any, on_driver: bool = False, replica_rows: Any = None
+) -> list[dict[str, Any]]:
     """REPLICA_DIVERGED by the scan's rule (checks.divergence.partition_diverged, through
     census_rules.diverged_findings), one Spark task per group of candidate partitions
     (:func:`divergence_candidates`): each reads its replicas' lost records where their folders are. A
-    small census (``on_driver``) runs the rule here on the collected candidates."""
+    small census (``on_driver``) runs the rule here on the collected candidates. ``replica_rows``: the
+    replicas' :func:`persisted_replica_table`, which says whether there is any candidate
+    (:func:`any_epoch_spread`) without reading the inputs again."""
     from logdoctor.spark.census_rules import diverged_findings
 
     candidates = divergence_candidates(replicas)
     if on_driver:
         return diverged_findings(candidates.toArrow().to_pylist())
-    if not any_epoch_spread(replicas):
+    if not any_epoch_spread(replicas, replica_rows):
         return []  # no partition whose replicas' latest epochs differ: no candidate (a healthy fleet)
 
     def key(r: dict[str, Any]) -> tuple[str, str, int]:
