@@ -96,3 +96,34 @@ def test_stop_pool_passes_other_threads_exceptions_on(thread_exceptions: list[st
     ex.shutdown = with_another_thread_failing  # type: ignore[method-assign]
     scanner._stop_pool(ex)
     assert thread_exceptions == ["ZeroDivisionError"]
+
+
+_TORN: dict[str, ProcessPoolExecutor] = {}
+
+
+def _write_half_a_result() -> None:
+    """In a worker: the first bytes of a result message (its length says 100 bytes, 10 follow), then
+    nothing, as a worker terminated in the middle of sending its result leaves the pipe."""
+    import os
+    import struct
+
+    fd = _TORN["ex"]._result_queue._writer.fileno()  # type: ignore[attr-defined]
+    os.write(fd, struct.pack("!i", 100) + b"x" * 10)
+    time.sleep(600)
+
+
+def test_stop_pool_ends_when_a_worker_was_stopped_inside_a_result() -> None:
+    """A worker terminated while it wrote its result leaves part of a message in the result pipe; the
+    manager thread that began reading it waits for the rest. ``_stop_pool`` still returns, at once (it
+    hung there for ever: `scan --deep -j 2` interrupted, 1 run in 10 at load 7)."""
+    ex = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork"))
+    _TORN["ex"] = ex
+    try:
+        ex.submit(_write_half_a_result)
+        time.sleep(1.0)  # the manager thread is inside recv(), waiting for the other 90 bytes
+        stopper = threading.Thread(target=scanner._stop_pool, args=(ex,), daemon=True)
+        stopper.start()
+        stopper.join(timeout=patience(30))
+        assert not stopper.is_alive(), "the pool never stopped: its manager thread waits for a torn result"
+    finally:
+        _TORN.clear()

@@ -247,8 +247,20 @@ def _stop_pool(ex: Any) -> None:
 
     threading.excepthook = hook
     try:
-        for worker in list((getattr(ex, "_processes", None) or {}).values()):
+        workers = list((getattr(ex, "_processes", None) or {}).values())
+        for worker in workers:
             worker.terminate()
+        for worker in workers:
+            worker.join()
+        # A worker terminated while it wrote a result leaves part of a message in the result pipe, and the
+        # pool's manager thread, which had begun reading it, waits for the rest for ever: the pipe never
+        # ends while this process holds a write end of it too (Python 3.11's concurrent/futures/process.py,
+        # wait_result_broken_or_wakeup; Ctrl-C hung 1 scan in 10 at load 7 here). With the workers gone,
+        # closing that write end ends the pipe: the read fails, and the manager marks the pool broken and
+        # stops. Nothing in this process writes results.
+        writer = getattr(getattr(ex, "_result_queue", None), "_writer", None)
+        if writer is not None:
+            writer.close()
         ex.shutdown(wait=True, cancel_futures=True)  # joins the manager thread: its exceptions are past
     finally:
         threading.excepthook = previous
