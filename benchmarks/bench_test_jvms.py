@@ -32,8 +32,8 @@ from _common import BENCH_TMP, REPO, TableRows, machine, ratio
 sys.path.insert(0, str(REPO / "tests"))
 
 import jvm_classes
+from logdoctor.spark.session import SHORT_JOB_JAVA_OPTIONS as C1  # the tests' JVMs: C1 only
 
-C1 = "-XX:TieredStopAtLevel=1"
 PR_SET_CHILD_SUBREAPER = 36
 BARE = """
 from logdoctor.spark.session import get_spark
