@@ -79,6 +79,7 @@ def test_fix_argv_is_the_printed_command_on_real_dirs() -> None:
     """Every argv of ``fix_argv`` is a command the fix text prints (``shlex.split`` of a backticked span,
     in order), and every ``logdoctor`` command the text prints with this finding's log dir or file in it
     is one of them."""
+    realworld.require()
     seen = 0
     for d in realworld.log_dirs():
         for f in _scan_json(str(d))["findings"]:
@@ -95,7 +96,7 @@ def test_fix_argv_is_the_printed_command_on_real_dirs() -> None:
 def test_a_fix_argv_runs_as_printed_on_a_path_with_a_space(tmp_path: Path) -> None:
     """The argv runs as it is (no shell) and the text's command, pasted, is the same argv: a log dir
     whose path has a space and a quote was split in two by the unquoted text."""
-    d = realworld.writable_copy(realworld.REALWORLD / "zk-3.0-tuyen-nnt-b1", tmp_path / "kafka logs 'b1'")
+    d = realworld.writable_copy(realworld.require() / "zk-3.0-tuyen-nnt-b1", tmp_path / "kafka logs 'b1'")
     (f, *_) = [f for f in _scan_json(str(d))["findings"] if f["fix_argv"]]
     argv = f["fix_argv"][0]
     assert argv[:2] == ["logdoctor", "repair"] and str(d) in argv
@@ -109,7 +110,7 @@ def test_a_fix_argv_runs_as_printed_on_a_path_with_a_space(tmp_path: Path) -> No
 
 def test_counts_agree_with_their_nouns(tmp_path: Path) -> None:
     """ "1 log dirs", "1 findings": the inventory's line says each count with its noun agreeing."""
-    d = realworld.REALWORLD / "zk-3.0-tuyen-nnt-b1"
+    d = realworld.require() / "zk-3.0-tuyen-nnt-b1"
     run = _run("inventory", str(d), "--out", str(tmp_path / "b1.parquet"))
     assert run.returncode == 0, run.stderr
     line = " ".join(run.stderr.split())
