@@ -56,7 +56,12 @@ def _interrupted_at(
         try:
             _run_until(proc, f"pausing {stage} the commit", timeout=900)
             proc.send_signal(signal.SIGINT)
-            code = proc.wait(timeout=120)
+            try:
+                code = proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.send_signal(signal.SIGUSR1)  # the CLI's threads' stacks to its stderr: where it waits
+                time.sleep(2)
+                raise AssertionError(f"no exit 120 s after Ctrl-C; its stderr:\n{err.read_text()}") from None
         finally:
             if proc.poll() is None:
                 proc.kill()

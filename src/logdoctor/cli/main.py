@@ -86,7 +86,13 @@ def main() -> None:
     help_call = _help_call(sys.argv)
     if help_call and _replay_help(sys.argv):
         raise SystemExit(0)
+    import faulthandler
     import signal
+
+    # `kill -USR1 PID`: every thread's Python stack to stderr, the command going on (where a command that
+    # seems stuck waits: a Ctrl-C that does not end it, a commit, the JVM's stop)
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     try:
         from logdoctor.cli import registry
