@@ -11,6 +11,9 @@ multiplied by the run queue per core (1-minute load average / CPUs), at least 1 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+from pathlib import Path
 
 MAX_FACTOR = 20.0
 
@@ -27,3 +30,36 @@ def load_factor() -> float:
 def patience(seconds: float) -> float:
     """``seconds`` (the bound on a quiet machine) scaled by :func:`load_factor`."""
     return seconds * load_factor()
+
+
+def exit_after_ctrl_c(
+    proc: subprocess.Popen[str], *, stderr_file: Path | None = None, seconds: float = 120
+) -> tuple[str, str]:
+    """The ``(stdout, stderr)`` of ``proc``, a logdoctor CLI just sent its Ctrl-C, once it has exited.
+
+    A CLI still running :func:`patience` (``seconds``) after its Ctrl-C hangs: it is sent SIGUSR1, on which
+    logdoctor prints every thread's Python stack to its stderr (``cli/main.py``), and the test fails with
+    that stderr, so the hang says where it waits. ``stderr_file``: where its stderr goes, when not to a
+    pipe; its stdout is then the caller's to read (``""`` here), and this only waits for its exit.
+    """
+
+    def ended(timeout: float) -> tuple[str, str]:
+        if stderr_file is None:
+            out, err = proc.communicate(timeout=timeout)
+            return out or "", err or ""
+        proc.wait(timeout=timeout)
+        return "", stderr_file.read_text()
+
+    bound = patience(seconds)
+    try:
+        return ended(bound)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)
+        try:
+            _out, err = ended(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _out, err = ended(60)
+        raise AssertionError(
+            f"no exit {bound:.0f} s after Ctrl-C; its stderr, its threads' stacks last:\n{err}"
+        ) from None

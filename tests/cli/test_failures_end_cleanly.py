@@ -12,6 +12,7 @@ import pytest
 
 import realworld
 from logdoctor.cli.common import ExitCode
+from patience import exit_after_ctrl_c
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests" / "procedures"))
@@ -227,7 +228,7 @@ def _interrupt_when(argv: list[object], ready, *, timeout: float = 240) -> subpr
             assert time.monotonic() < deadline, "never reached the moment to interrupt it"
             time.sleep(0.005)
         os.killpg(proc.pid, signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
+        out, err = exit_after_ctrl_c(proc)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -544,7 +545,7 @@ def test_ctrl_c_during_a_scan_is_one_line_and_130(tmp_path: Path) -> None:
     else:
         raise AssertionError("the scan ended three times before its workers were seen")
     os.killpg(proc.pid, signal.SIGINT)
-    _out, err = proc.communicate(timeout=120)
+    _out, err = exit_after_ctrl_c(proc)
     assert proc.returncode == ExitCode.INTERRUPTED, err
     assert err == "interrupted: logdoctor scan was stopped by Ctrl-C\n"
 

@@ -15,6 +15,7 @@ import pytest
 
 import realworld
 from logdoctor.cli.common import ExitCode
+from patience import exit_after_ctrl_c
 
 pytestmark = pytest.mark.spark
 
@@ -80,6 +81,7 @@ def test_ctrl_c_during_a_spark_command_is_one_line_and_130(tmp_path: Path, comma
     )
     try:
         deadline = time.monotonic() + 600
+
         # Spark runs: a Python worker of a Spark task exists in the group (export); the census of three
         # brokers scans them on the driver and starts no Python worker (census.SMALL_FLEET_BROKERS): its
         # Spark JVM
@@ -94,7 +96,7 @@ def test_ctrl_c_during_a_spark_command_is_one_line_and_130(tmp_path: Path, comma
             time.sleep(0.05)
         not_ignoring = _sigint_not_ignored(_group(proc.pid))
         os.killpg(proc.pid, signal.SIGINT)
-        _out, err = proc.communicate(timeout=120)
+        _out, err = exit_after_ctrl_c(proc)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

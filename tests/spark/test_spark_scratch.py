@@ -61,3 +61,42 @@ def test_an_export_leaves_no_spark_scratch_files(tmp_path):
     assert not os.path.exists(scratch)
     left = [p.name for p in tmp.iterdir() if not p.name.startswith("logdoctor-log4j2-")]
     assert left == []
+
+
+SCRATCH_THEN = """
+import os, signal, sys
+from logdoctor.spark.session import scratch_dir
+print(scratch_dir(), flush=True)
+if sys.argv[1] == "killed":
+    os.kill(os.getpid(), signal.SIGKILL)  # no exit handler runs
+sys.stdin.read()  # alive until the test closes its stdin
+"""
+
+
+def test_a_killed_commands_scratch_folder_goes_at_the_next_start_a_live_ones_stays(tmp_path):
+    """A command killed by a signal leaves its scratch folder (its exit handler never runs; the test suite
+    left hundreds under /tmp). The next command to start a local Spark removes it, and never the folder of
+    a command still running, nor a folder without the lock file (not made by this scheme)."""
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+
+    def start(how: str) -> tuple[subprocess.Popen[str], Path]:
+        proc = subprocess.Popen([sys.executable, "-c", SCRATCH_THEN, how], env=env, text=True,
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE)  # fmt: skip
+        assert proc.stdout is not None
+        return proc, Path(proc.stdout.readline().strip())
+
+    killed, killed_dir = start("killed")
+    assert killed.wait(timeout=60) == -9
+    (killed_dir / "blockmgr-1").mkdir()  # what a JVM had left there
+    foreign = tmp_path / "logdoctor-spark-made-otherwise"
+    foreign.mkdir()
+    live, live_dir = start("live")
+    try:
+        assert killed_dir.parent == tmp_path and not killed_dir.exists()  # swept by the live one's start
+        assert live_dir.is_dir() and foreign.is_dir()
+        third, third_dir = start("live")
+        third.communicate("", timeout=60)
+        assert live_dir.is_dir() and not third_dir.exists()  # the running one's kept; the third's own exit
+    finally:
+        live.communicate("", timeout=60)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [foreign.name]

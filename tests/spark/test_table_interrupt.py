@@ -22,6 +22,7 @@ import debezium_logs as dl
 import realworld
 import typed_facts as tf
 from logdoctor.spark.tables import PAUSE_ENV
+from patience import exit_after_ctrl_c
 
 pytestmark = pytest.mark.spark
 
@@ -56,12 +57,8 @@ def _interrupted_at(
         try:
             _run_until(proc, f"pausing {stage} the commit", timeout=900)
             proc.send_signal(signal.SIGINT)
-            try:
-                code = proc.wait(timeout=120)
-            except subprocess.TimeoutExpired:
-                proc.send_signal(signal.SIGUSR1)  # the CLI's threads' stacks to its stderr: where it waits
-                time.sleep(2)
-                raise AssertionError(f"no exit 120 s after Ctrl-C; its stderr:\n{err.read_text()}") from None
+            exit_after_ctrl_c(proc, stderr_file=err)
+            code = proc.returncode
         finally:
             if proc.poll() is None:
                 proc.kill()
@@ -280,7 +277,7 @@ def test_ctrl_c_while_a_task_runs_prints_no_spark_error(tmp_path: Path) -> None:
             assert time.monotonic() < deadline, "the task never began"
             time.sleep(0.1)
         os.killpg(proc.pid, signal.SIGINT)
-        _out, stderr = proc.communicate(timeout=180)
+        _out, stderr = exit_after_ctrl_c(proc, seconds=180)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)

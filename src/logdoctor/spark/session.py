@@ -139,23 +139,73 @@ def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
 
 
 _SCRATCH: str | None = None
+_SCRATCH_LOCKS: list[int] = []  # the descriptor of the scratch folder's lock, open for the process's life
+
+
+#: the scratch folder's lock file: its process holds an exclusive ``flock`` on it for its whole life
+SCRATCH_OWNER = "owner.lock"
+_SCRATCH_PREFIX = "logdoctor-spark-"
 
 
 def scratch_dir() -> str:
     """This process's folder for a local Spark's scratch files (``spark.local.dir``: block manager and
     shuffle folders; the JVM's ``java.io.tmpdir``: lz4-java's and snappy-java's native libraries, which
     they extract there at every start): made once, removed when the process exits (every export left
-    about 41 ``spark-*``/``blockmgr-*`` paths and ``liblz4-java*.so`` files under /tmp; issue 31)."""
+    about 41 ``spark-*``/``blockmgr-*`` paths and ``liblz4-java*.so`` files under /tmp; issue 31).
+
+    A process killed by a signal skips its exit handlers and leaves its folder; the next one to make its
+    own removes every such folder (:func:`_sweep_scratch`)."""
     global _SCRATCH
     if _SCRATCH is None:
         import atexit
         import shutil
         import tempfile
 
-        _SCRATCH = tempfile.mkdtemp(prefix="logdoctor-spark-")
+        scratch = tempfile.mkdtemp(prefix=_SCRATCH_PREFIX)
+        _hold_scratch(scratch)
+        _sweep_scratch(os.path.dirname(scratch), keep=scratch)
+        _SCRATCH = scratch
         # registered before the session exists, so it runs after PySpark's own exit handlers stop the JVM
         atexit.register(shutil.rmtree, _SCRATCH, True)
     return _SCRATCH
+
+
+def _hold_scratch(scratch: str) -> None:
+    """Lock ``scratch``'s :data:`SCRATCH_OWNER` for this process's life (the descriptor stays open; the
+    kernel lets the lock go when the process ends, by any signal). It is locked before it has its name,
+    so a sweep never sees it unlocked while its process lives."""
+    import fcntl
+
+    fd = os.open(os.path.join(scratch, f".{SCRATCH_OWNER}"), os.O_WRONLY | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    os.rename(os.path.join(scratch, f".{SCRATCH_OWNER}"), os.path.join(scratch, SCRATCH_OWNER))
+    _SCRATCH_LOCKS.append(fd)
+
+
+def _sweep_scratch(parent: str, keep: str) -> None:
+    """Remove every ``logdoctor-spark-*`` folder in ``parent`` whose process has ended: its
+    :data:`SCRATCH_OWNER` can be locked (a flock, not a pid: right across PID namespaces and pid reuse).
+    A folder with no lock file (its process is making it, or it is someone else's) is left alone."""
+    import fcntl
+
+    try:
+        entries = [e for e in os.scandir(parent) if e.name.startswith(_SCRATCH_PREFIX) and e.path != keep]
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            fd = os.open(os.path.join(entry.path, SCRATCH_OWNER), os.O_RDONLY)
+        except OSError:  # no lock file (or not ours to read): not ours to judge
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # held: its process is alive
+            os.close(fd)
+            continue
+        try:
+            shutil.rmtree(entry.path, ignore_errors=True)
+        finally:
+            os.close(fd)
 
 
 #: the local JVM's options for a short job (:func:`get_spark` ``short_job``): its JIT compiles with C1 only.
