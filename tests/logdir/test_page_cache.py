@@ -61,16 +61,12 @@ class Seen:
         return pages
 
 
-def _dropped_while(log: Path, monkeypatch, *args: str | Path) -> list[tuple[int, int]]:
-    """The ranges of ``log`` the command ``args`` advised away (:class:`Seen`)."""
-    return _seen_while(log, monkeypatch, *args).dropped
-
-
 def _seen_while(log: Path, monkeypatch, *args: str | Path) -> Seen:
     """:class:`Seen` of ``log`` while the command ``args`` runs: the tool's own part of what leaves the
     cache, apart from the kernel's reclaim (on a loaded machine it evicts a page or two of a file read once,
     before the command or ``fincore`` looks)."""
-    inode = log.stat().st_ino
+    st = log.stat()
+    inode, size = st.st_ino, st.st_size
     seen = Seen()
     real_fadvise = os.posix_fadvise
     real_cached, real_resident = page_cache.cached_pages, page_cache.resident_pages
@@ -87,7 +83,7 @@ def _seen_while(log: Path, monkeypatch, *args: str | Path) -> Seen:
     def cached_pages(fd: int, start: int, length: int) -> int | None:
         n = real_cached(fd, start, length)
         if n == 0 and ours(fd):
-            seen.absent.update(range(start - start % page, min(start + length, log.stat().st_size), page))
+            seen.absent.update(range(start - start % page, min(start + length, size), page))
         return n
 
     def resident_pages(fd: int, start: int, length: int) -> bytes | None:
@@ -138,7 +134,7 @@ def test_the_cache_is_left_as_found(log_dir, command, cached, monkeypatch):
 def test_keep_cache_leaves_what_was_read(log_dir, monkeypatch):
     log = _segment(log_dir)
     uncache(log)
-    assert _dropped_while(log, monkeypatch, "scan", "--deep", "--json", "--keep-cache", log_dir) == []
+    assert _seen_while(log, monkeypatch, "scan", "--deep", "--json", "--keep-cache", log_dir).dropped == []
     assert resident(log) >= 0.95 * log.stat().st_size
 
 

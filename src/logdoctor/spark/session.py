@@ -158,7 +158,6 @@ def scratch_dir() -> str:
     global _SCRATCH
     if _SCRATCH is None:
         import atexit
-        import shutil
         import tempfile
 
         scratch = tempfile.mkdtemp(prefix=_SCRATCH_PREFIX)
