@@ -16,7 +16,7 @@ import avro_oracle as oracle
 import fastavro
 import pyarrow as pa
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import tiers
@@ -625,6 +625,20 @@ _ORDER = {
         {"name": "amount", "type": {"type": "bytes", "logicalType": "decimal", "precision": 20, "scale": 3}},
     ],
 }
+_ZERO_ORDER = {
+    "id": "",
+    "n": 0,
+    "q": 0,
+    "f": 0.0,
+    "d": 0.0,
+    "b": False,
+    "raw": b"",
+    "e": "A",
+    "items": [],
+    "m": {},
+    "u": None,
+    "amount": decimal.Decimal("0.000"),
+}
 _TEXT = st.text(max_size=12)
 _ORDER_VALUES = st.fixed_dictionaries(
     {
@@ -667,10 +681,48 @@ def test_valid_payloads_equal_fastavro(values: list[dict], rnd: random.Random) -
         assert got == want
 
 
+def _java_int(v: int) -> int:
+    """fastavro's value of an Avro ``int`` as Java's ``BinaryDecoder.readInt`` (the reference reader) reads
+    it. A mutation can make an int's varint 5 bytes with bits above the 32nd set: fastavro keeps them
+    all, Java's ``readInt`` drops them from the zigzag varint itself, before it undoes the zigzag. So
+    fastavro's value is zigzagged back to its varint, cut to 32 bits and undone again."""
+    raw = ((v << 1) ^ (v >> 63)) & 0xFFFFFFFF
+    return (raw >> 1) ^ -(raw & 1)
+
+
+def test_java_int_folds_the_varint_not_the_value() -> None:
+    # the varint 80 80 80 80 10 is 2**32: Java's int keeps 0 of it, so 0; fastavro reads 2**31
+    assert _decoder("int").decode([b"\x80\x80\x80\x80\x10"]).values.to_pylist() == [0]
+    assert fastavro.schemaless_reader(io.BytesIO(b"\x80\x80\x80\x80\x10"), "int") == 2**31
+    assert _java_int(2**31) == 0
+    # the varint fe ff ff ff 1f is 0x1fffffffe: Java keeps 0xfffffffe, 2**31 - 1; fastavro reads 2**32 - 1
+    assert _decoder("int").decode([b"\xfe\xff\xff\xff\x1f"]).values.to_pylist() == [2**31 - 1]
+    assert fastavro.schemaless_reader(io.BytesIO(b"\xfe\xff\xff\xff\x1f"), "int") == 2**32 - 1
+    assert _java_int(2**32 - 1) == 2**31 - 1
+    for v in (0, 1, -1, 2**31 - 1, -(2**31)):
+        assert _java_int(v) == v
+
+
 @settings(max_examples=tiers.examples(100), deadline=None)
 @given(
     st.lists(_ORDER_VALUES, min_size=1, max_size=8),
     st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255))),
+)
+@example(
+    # the 5-byte varint 80 80 80 80 10 of q: 2**32, whose low 32 bits Java keeps (0), fastavro all (2**31)
+    [
+        {
+            **_ZERO_ORDER,
+            "id": "00000",
+            "n": 17_179_869_184,
+            "q": 1024,
+            "raw": b"\x00",
+            "m": {"0000000": 8192},
+            "amount": decimal.Decimal("0.128"),
+        }
+    ]
+    + [_ZERO_ORDER] * 7,
+    [(126480, 128), (1000000, 0)],
 )
 def test_mutated_payloads_never_crash_and_a_decoded_one_is_fastavros(values: list[dict], edits: list) -> None:
     """Bytes changed at random: each payload decodes or gets a reason, never an exception; one that
@@ -697,11 +749,9 @@ def test_mutated_payloads_never_crash_and_a_decoded_one_is_fastavros(values: lis
             else {"int": u if isinstance(u, int) else None, "string": u if isinstance(u, str) else None}
         )
         want["m"] = list(want["m"].items())
-        # a mutated 5-byte int varint: Java's BinaryDecoder.readInt (the reference reader) keeps its low 32
-        # bits, fastavro all of them (the decoder reads as Java does)
-        want["q"] = (want["q"] + 2**31) % 2**32 - 2**31
+        want["q"] = _java_int(want["q"])
         if want["u"] is not None and want["u"]["int"] is not None:
-            want["u"]["int"] = (want["u"]["int"] + 2**31) % 2**32 - 2**31
+            want["u"]["int"] = _java_int(want["u"]["int"])
         for key in ("f", "d"):  # a NaN of the mutation compares unequal to itself
             if want[key] != want[key]:
                 assert got[key] != got[key]
