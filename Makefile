@@ -50,11 +50,13 @@ docs: $(STAMP)
 	$(VENV)/bin/mkdocs build --strict --quiet
 
 # The whole test suite (docs site, ruff, pytest). CI runs exactly this. The oracles and tools the tests
-# need (kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium and strace) are installed on first
+# need (the real Kafka brokers of brokers/*/pom.xml from Maven Central, checked against brokers/jars.lock;
+# kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium and strace) are installed on first
 # use.
 # --durations: the slowest test phases listed at the end, where the suite's minutes go (BENCHMARKS.md).
 test: $(STAMP) docs
 	bash scripts/ensure-kafkajs.sh
+	bash scripts/ensure-kafka.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	-bash scripts/ensure-chromium.sh
 	bash scripts/ensure-strace.sh
