@@ -65,13 +65,14 @@ test: $(STAMP) docs
 
 # The suite without the tests marked slow (crash matrices, every real segment damaged, the Spark
 # oracle over every real record, browser rendering, the long matrices' cases but one and the real log dirs
-# but realworld.FAST_LOG_DIRS) nor those that start Spark (marked spark), and each property test with a
+# but realworld.FAST_LOG_DIRS) nor those that start Spark (marked spark) or real Kafka brokers (marked kafka:
+# `pytest tests/brokers` runs those alone), and each property test with a
 # quarter of its examples (tests/tiers.py), in parallel as make test: what a developer runs between changes.
 test-fast: $(STAMP) docs
 	bash scripts/ensure-kafkajs.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	$(VENV)/bin/ruff check src tests benchmarks
-	LOGDOCTOR_TEST_TIER=fast $(PYTEST) -q $(XDIST) -m "not slow and not spark"
+	LOGDOCTOR_TEST_TIER=fast $(PYTEST) -q $(XDIST) -m "not slow and not spark and not kafka"
 
 # The long fuzz run (docs/reliability.md): FUZZ_EXAMPLES mutated real files per parser test, a
 # twentieth of that many mutated log dirs through scan --deep. CI runs the default 300.

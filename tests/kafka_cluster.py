@@ -242,6 +242,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+class NodeExited(AssertionError):
+    """A Kafka process the harness waits on has exited: no use waiting longer."""
+
+
 def wait_until(what: str, check: Callable[[], object], timeout: float = 60.0, every: float = 0.2) -> object:
     """``check()`` until it returns something true (returned), failing with ``what`` after ``timeout``."""
     deadline = time.monotonic() + timeout
@@ -318,14 +322,30 @@ class Node:
             self.wait_started(timeout)
 
     def wait_started(self, timeout: float = 120.0) -> None:
+        """Until the node's log says it started. A ZooKeeper-era broker killed with SIGKILL and started
+        again at once finds its old registration (an ephemeral ``/brokers/ids/N``) until ZooKeeper expires
+        the dead session (``zookeeper.session.timeout.ms``) and exits with ``NodeExistsException``, as it
+        would for an operator: it is started again until the old session is gone."""
         started = re.compile(r"Kafka Server started|\[KafkaServer id=\d+\] started")
-        wait_until(
-            f"node {self.node_id} to start", lambda: self._alive() and started.search(self.log()), timeout
-        )
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                wait_until(
+                    f"node {self.node_id} to start",
+                    lambda: self._alive() and started.search(self.log()),
+                    max(1.0, deadline - time.monotonic()),
+                )
+                return
+            except NodeExited:
+                stale = self.roles == "zk-broker" and "NodeExistsException" in self.log()
+                if not stale or time.monotonic() > deadline:
+                    raise
+            time.sleep(1.0)
+            self.start(wait=False)
 
     def _alive(self) -> bool:
         if self.proc is not None and self.proc.poll() is not None:
-            raise AssertionError(
+            raise NodeExited(
                 f"node {self.node_id} exited with {self.proc.returncode}; "
                 f"the end of its log:\n{self.log()[-4000:]}"
                 f"\n{(self.folder / 'stdout.log').read_text(errors='replace')[-2000:]}"
@@ -491,7 +511,7 @@ class KafkaCluster:
                         "zookeeper.connect": f"127.0.0.1:{self.zookeeper_port}",
                         "listeners": f"PLAINTEXT://127.0.0.1:{port}",
                         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-                        "zookeeper.session.timeout.ms": 18000,
+                        "zookeeper.session.timeout.ms": 6000,
                     }
                 )
             config.update(self.broker_config)
@@ -782,9 +802,13 @@ class KafkaCluster:
             }
         )
         try:
-            if end is None:
-                _low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
-                end = high
+            if end is None:  # the partition's end once it has a leader (a restarted broker may lead it later)
+                end = wait_until(
+                    f"{topic}-{partition}'s end offset",
+                    lambda: 1 + consumer.get_watermark_offsets(TopicPartition(topic, partition), 10)[1],
+                    timeout,
+                )
+                end -= 1
             consumer.assign([TopicPartition(topic, partition, start)])
             out: list[tuple[int, bytes | None, bytes | None]] = []
             deadline = time.monotonic() + timeout
