@@ -850,10 +850,15 @@ def _strs(config: dict[str, object]) -> dict[str, str]:
 
 
 def _kafka_uuid() -> str:
-    """A random Kafka ``Uuid`` in its base64 form (what ``kafka-storage.sh random-uuid`` prints)."""
+    """A random Kafka ``Uuid`` in its base64 form, as ``kafka-storage.sh random-uuid`` prints it: never one
+    that starts with ``-`` (K:clients/.../common/Uuid.java randomUuid draws again, since a command line
+    would take it for an option)."""
     import base64
 
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 # -- printed commands ----------
