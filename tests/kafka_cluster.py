@@ -687,7 +687,8 @@ class KafkaCluster:
         from confluent_kafka.admin import NewTopic
 
         if assignment is not None:
-            topic = NewTopic(name, replica_assignment=assignment, config=_strs(config or {}))
+            # confluent-kafka 2.16 takes the partition count with the assignment (not the default -1)
+            topic = NewTopic(name, len(assignment), replica_assignment=assignment, config=_strs(config or {}))
         else:
             topic = NewTopic(
                 name, partitions, replication or min(len(self.broker_nodes), 3), config=_strs(config or {})
@@ -888,12 +889,15 @@ def run_printed(
 
 
 def logdoctor(*args: str, timeout: float = 600.0) -> subprocess.CompletedProcess:
-    """``logdoctor ARGS`` in a process of its own (this environment's)."""
+    """``logdoctor ARGS`` in a process of its own (this environment's), with ``os.environ`` as it is: not
+    the process environment behind it, where readline may have put ``COLUMNS=80`` (tests/conftest.py) and
+    the text output would wrap a printed command over lines."""
     return subprocess.run(
         [sys.executable, "-m", "logdoctor", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
+        env=dict(os.environ),
         stdin=subprocess.DEVNULL,
     )
 

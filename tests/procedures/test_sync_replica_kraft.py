@@ -14,7 +14,9 @@ from logdoctor.sample.kraft import metadata_records, write_metadata_log
 from logdoctor.sample.logdir import BrokerSpec, FleetSpec, LaggingReplica, TopicSpec, generate_fleet
 
 
-def _pair(tmp_path: Path, *, edit=None, leader_epoch: int = 2, metadata_in=(0, 1)):
+def _pair(
+    tmp_path: Path, *, edit=None, leader_epoch: int = 2, metadata_in=(0, 1), metadata_version: int = 21
+):
     spec = FleetSpec(
         topics=[
             TopicSpec(
@@ -26,7 +28,7 @@ def _pair(tmp_path: Path, *, edit=None, leader_epoch: int = 2, metadata_in=(0, 1
         seed=4,
     )
     fleet = generate_fleet(tmp_path / "fleet", spec)
-    recs = metadata_records(fleet, metadata_version=21, leader_epoch=leader_epoch)
+    recs = metadata_records(fleet, metadata_version=metadata_version, leader_epoch=leader_epoch)
     if edit:
         edit(recs)
     for b in metadata_in:
@@ -81,3 +83,24 @@ def test_without_metadata_log_says_so(tmp_path):
     pp = plan_sync(("orders", 0), leader, follower, backup_dir=tmp_path / "b")
     assert pp.summary["metadata"] is None
     assert any("__cluster_metadata-0" in n for n in pp.notes)
+
+
+@pytest.mark.parametrize("elr", [[0], [1]])
+def test_a_leader_dir_in_the_elr_is_noted_as_holding_every_committed_record(tmp_path, elr):
+    """Every broker of a min.insync.replicas=2 partition stopped cleanly (Kafka 4.1+, KIP-966): the
+    controller leaves leader -1, ISR [] and the ELR holding the last ISR members; an ELR member's copy has
+    every committed record (tests/brokers/test_broker_sync_replica.py shows a 4.4 controller doing it)."""
+
+    def edit(recs):
+        _partition_record(recs, 0)["data"].update(isr=[], leader=-1, eligible_leader_replicas=elr)
+
+    # PartitionRecord v2 (metadata.version 22+, 4.0-IV1) carries the ELR
+    _fleet, leader, follower = _pair(tmp_path, edit=edit, metadata_version=22)
+    pp = plan_sync(("orders", 0), leader, follower, backup_dir=tmp_path / "b")
+    assert pp.summary["metadata"]["elr"] == elr and pp.summary["metadata"]["isr"] == []
+    note = next(n for n in pp.notes if "names broker -1" in n)
+    assert f"ISR [], ELR {elr}" in note
+    if 0 in elr:  # the leader dir is broker 0's
+        assert "broker 0 is in the ELR" in note and "NOT in the ISR" not in note
+    else:
+        assert "broker 0 is NOT in the ISR: its copy may miss committed records" in note

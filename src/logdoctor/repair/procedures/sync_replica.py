@@ -26,6 +26,9 @@ replayed by :mod:`logdoctor.logdir.metadata_image`) must list both brokers as re
 partition with the folders' topic id (otherwise the follower's broker treats the copy as a stray at
 startup: K:core/.../log/LogManager.scala ``isStrayKraftReplica``), and the leader copy's latest
 leader epoch (leader-epoch-checkpoint) is compared with the partition's leader epoch in the metadata.
+When the metadata names another leader, a note says whether the leader dir's broker is in the ISR or
+in the ELR (KIP-966: every broker of a min.insync.replicas=2 partition stopped cleanly leaves ISR []
+and its last members in the ELR, whose copies hold every committed record), or in neither.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from logdoctor.logdir.divergence import (
     records_from,
     replica_log,
 )
+from logdoctor.logdir.metadata_image import PartitionState
 from logdoctor.logdir.model import LogDir, Partition
 from logdoctor.logdir.names import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -388,15 +392,11 @@ def _check_metadata(
     epochs = lp.leader_epochs
     copy_epoch = epochs[-1][0] if epochs else None
     if st.leader != l_meta.node_id:
-        state = (
-            "in the ISR"
-            if l_meta.node_id in st.isr
-            else "NOT in the ISR: its copy may miss committed records"
-        )
+        elr = f", ELR {st.elr}" if st.elr else ""
         notes.append(
             f"the cluster metadata ({im.metadata_dir}, offset {im.end_offset}) names broker {st.leader} as "
-            f"the leader of {tp_name(tp)} (leader epoch {st.leader_epoch}, ISR {st.isr}); the leader dir's "
-            f"broker {l_meta.node_id} is {state}"
+            f"the leader of {tp_name(tp)} (leader epoch {st.leader_epoch}, ISR {st.isr}{elr}); the leader "
+            f"dir's broker {l_meta.node_id} is {_membership(st, l_meta.node_id)}"
         )
     if copy_epoch is not None and copy_epoch > st.leader_epoch:
         notes.append(
@@ -410,11 +410,33 @@ def _check_metadata(
         "topic_id": st.topic_id,
         "replicas": st.replicas,
         "isr": st.isr,
+        "elr": st.elr,
         "leader": st.leader,
         "leader_epoch": st.leader_epoch,
         "leader_copy_epoch": copy_epoch,
         "follower_directory": st.directory(f_meta.node_id),
     }
+
+
+def _membership(st: PartitionState, node_id: int) -> str:
+    """Whether broker ``node_id``'s copy holds every committed record, as the partition's ISR and ELR say.
+
+    An ELR member (KIP-966 eligible leader replicas, Kafka 4.0+, on by default for clusters made from 4.1)
+    was in the ISR when the ISR shrank below min.insync.replicas (and did not shut down uncleanly); the
+    high watermark does not advance while the ISR is below min.insync.replicas, so an ELR member holds
+    every committed record, and the controller elects a leader from the ELR when the ISR is empty: all
+    the brokers of a min.insync.replicas=2 partition stopped cleanly leave ISR [] and the ELR holding its
+    last two ISR members (K:metadata/.../controller/PartitionChangeBuilder.java, maybePopulateTargetElr
+    and isValidNewLeader; a real 4.4 controller does it in tests/brokers/test_broker_sync_replica.py)."""
+    if node_id in st.isr:
+        return "in the ISR"
+    if node_id in st.elr:
+        return (
+            "in the ELR (eligible leader replicas, KIP-966: it was in the ISR when the ISR shrank below "
+            "min.insync.replicas, and the high watermark does not advance while it is below, so its copy "
+            "holds every committed record)"
+        )
+    return "NOT in the ISR: its copy may miss committed records"
 
 
 def verify_sync(plan: Plan) -> list[str]:
