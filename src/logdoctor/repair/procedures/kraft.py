@@ -24,8 +24,16 @@ is in the 3.7.0 and 3.8.0 tags):
    (K:server/.../AssignmentsManager.java, AssignReplicasToDirs), which writes a
    PartitionChangeRecord with it (K:metadata/.../controller/ReplicationControlManager.java
    ``handleAssignReplicasToDirs``). The data is never moved back.
+5. The controller elects a leader only in a directory the broker's registration has online
+   (ReplicationControlManager ``LeaderAcceptor``), and ``handleAssignReplicasToDirs`` judges it by
+   the assignment before the change. A broker started without the dir its replicas were assigned to
+   (the source of a move removed from log.dirs) is elected for them at its unfencing
+   (``handleBrokerUnfenced``) only if its report of the new dir was recorded before; otherwise the new
+   dir is recorded but no leader elected, until the broker's next restart. A race: a real 4.4.0 broker
+   showed both outcomes (tests/brokers/test_broker_move_partition.py).
 
-So a move between two online log dirs of a stopped broker is safe: the broker adopts the new dir.
+So a move between two online log dirs of a stopped broker is safe: the broker adopts the new dir,
+provided the source dir stays in log.dirs for the first start after the move.
 The procedures refuse what would stop the broker or make it drop the replica (duplicate or reserved
 directory ids, a replica the metadata no longer assigns to the broker, a topic id the metadata does
 not know) and print what the broker will do.

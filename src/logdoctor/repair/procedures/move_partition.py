@@ -18,7 +18,8 @@ which the broker ignores; ``--resume`` or ``--rollback`` finishes or undoes the 
 KRaft brokers (:mod:`logdoctor.repair.procedures.kraft` cites what the broker does): the cluster
 metadata assigns each replica to a directory id (Kafka 3.7+, metadata.version 3.7-IV2). The move
 leaves the metadata as it is: at its next start the broker loads the replica from the destination
-and reports the destination's directory id to the controller itself. The plan refuses what would
+and reports the destination's directory id to the controller itself (the source dir must stay in
+log.dirs for that start: see the plan's note). The plan refuses what would
 stop the broker or make it drop the replica (duplicate or reserved directory ids, a replica the
 metadata does not assign to this broker or a topic id it does not know) and says the rest.
 """
@@ -426,10 +427,16 @@ def _kraft_advice(
             "AssignmentsManager -> AssignReplicasToDirs), which records it: no data moves back"
         )
         notes.append(
-            f"start the broker with {dst_dir} in log.dirs. Keep {src_dir} online in log.dirs until the "
-            f"controller has recorded the new directory (kafka-log-dirs.sh --describe lists the replicas "
-            f"under {dst_dir}), or remove it from log.dirs altogether: a broker with an offline log dir "
-            "does not open a replica whose assigned dir is offline (Partition.createLogInAssignedDirectoryId)"
+            f"start the broker with {dst_dir} in log.dirs, and keep {src_dir} in log.dirs for the broker's "
+            "first start after the move, online, until the controller has recorded the new directory (an "
+            "offline `logdoctor scan` of the stopped broker then finds no REPLICA_MISPLACED): started "
+            f"without it, the broker registers without directory {src_id or '(its id)'}, and the "
+            "controller elects no leader for a replica assigned to a directory the broker does not have "
+            "online: unfenced before its report of the new directory is recorded, the broker is not "
+            "elected for the moved partitions, nor when the report arrives (ReplicationControlManager "
+            "handleAssignReplicasToDirs judges the leader by the old assignment, LeaderAcceptor), and they "
+            "stay offline until the broker's next restart. A broker with an offline log dir does not even "
+            "open a replica whose assigned dir is offline (Partition.createLogInAssignedDirectoryId)"
         )
     if src_id is None:
         notes.append(f"{src_dir} has no directory.id: the broker writes one at startup")
