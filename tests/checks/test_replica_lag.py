@@ -56,3 +56,27 @@ def test_the_scans_lag_fix_runs_as_printed(demo) -> None:
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
     assert proc.returncode == 0, (line, proc.stdout[-2000:], proc.stderr[-2000:])
     assert "dry run" in (proc.stdout + proc.stderr).lower()
+
+
+def test_the_reference_replica_is_the_newest_leader_epochs_not_the_longest() -> None:
+    """After an unclean election the longest log is the diverged one (broker 1: 1500 offsets in epoch 0);
+    the replica that leads with the newest leader epoch (broker 2: epoch 2, 1300 offsets) is the reference
+    (logdir.divergence.reference_key): broker 3 lags 300 behind broker 2, broker 2 lags behind nobody, and
+    the high watermark the diverged copy checkpointed (1500) is not the partition's. The real incident:
+    tests/brokers/test_broker_unclean_election.py."""
+    from logdoctor.checks.replica_lag import LagReplica, lagging, partition_lag
+
+    def rep(broker: str, leo: int, hw: int, epoch: int) -> LagReplica:
+        return LagReplica(broker, f"/{broker}", f"/{broker}/t-0", "t", 0, leo, leo * 10, hw, epoch)
+
+    lags = partition_lag(
+        [rep("broker-1", 1500, 1500, 0), rep("broker-2", 1300, 1300, 2), rep("broker-3", 1000, 1000, 0)]
+    )
+    assert {x.replica.broker: x.leader.broker for x in lags if x.leader} == dict.fromkeys(
+        ("broker-1", "broker-2", "broker-3"), "broker-2"
+    )
+    assert [x.lag_offsets for x in lags] == [0, 0, 300]
+    assert lags[2].partition_high_watermark == 1300
+    findings = lagging(lags, diverged={"/broker-1/t-0"})
+    assert [f.path for f in findings] == ["/broker-3/t-0"]
+    assert findings[0].fix_argv[0][-4:] == ("--leader", "/broker-2", "--follower", "/broker-3")

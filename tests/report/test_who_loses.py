@@ -182,7 +182,8 @@ def test_an_inventorys_diverged_replica_reads_back_its_offsets() -> None:
         topic_partition="wallet-0", broker="broker-1", leader_broker="broker-3", leader_logdir="/d3",
         leader_epoch=2, own_epoch=1,
         truncate_to=800, first=800, last=1049, offsets=250, lost_out="/d1.lost-records/wallet-0-800-1049",
-        lost_from=800, log_end_offset=1050,
+        lost_from=800, log_end_offset=1050, topic="wallet", partition=0, restart_broker="broker 3",
+        leader_node="3", reverse="if this replica is elected, the replica in /d3 loses offsets 800 to 999",
     )  # fmt: skip
     row = {"code": f.code, "path": f.path, "message": f.message, "fix": f.fix, "broker": "broker-1"}
     view = finding_view(row)

@@ -289,11 +289,14 @@ def clusters_of(groups: list[BrokerGroup]) -> dict[str, str | None]:
     return out
 
 
-def choice_key(latest_epoch: int | None, log_end_offset: int | None, path: str) -> tuple[int, int, str]:
-    """The order in which a consumer's replica is chosen of several (the smallest first): the newest leader
-    epoch, then the longest log, then the path (replicas alike in both: one, always the same). The
-    census's SQL orders its replica rows by the same three (census_sql.consumer_ranges)."""
-    return (-(latest_epoch if latest_epoch is not None else -1), -(log_end_offset or 0), path)
+def choice_key(latest_epoch: int | None, log_end_offset: int | None, path: str) -> tuple[object, ...]:
+    """The order in which a consumer's replica is chosen of several (the smallest first): the reference
+    replica's order (:func:`logdoctor.logdir.divergence.reference_key`: the newest leader epoch, then the
+    longest log), then the path (replicas alike in both: one, always the same). The census's SQL orders its
+    replica rows by the same three (census_sql.consumer_ranges)."""
+    from logdoctor.logdir.divergence import reference_key
+
+    return reference_key(latest_epoch, log_end_offset, path)
 
 
 def _newest(ps: list[PartitionReport]) -> PartitionReport:

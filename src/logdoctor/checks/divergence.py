@@ -3,7 +3,8 @@ election), and exactly what each follower loses when the brokers start.
 
 The replica with the newest leader epoch (the last entry of its leader-epoch-checkpoint) is the leader:
 the controller raised the epoch when it elected it (K:core/.../cluster/Partition.scala makeLeader); of
-several with that epoch, the one with the highest log end offset. Every other replica is truncated by the
+several with that epoch, the one with the highest log end offset (the reference replica of every rule:
+:func:`logdoctor.logdir.divergence.reference_key`). Every other replica is truncated by the
 follower's leader-epoch rule (:func:`logdoctor.logdir.divergence.follower_truncation`); what lies
 between that offset and its log end offset is gone for good once it fetches. A replica that only lags
 (truncated at its log end) gets no finding. Replicas are compared only across brokers
@@ -23,7 +24,13 @@ from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
-from logdoctor.logdir.divergence import FollowerTruncation, ReplicaLog, follower_truncation, records_from
+from logdoctor.logdir.divergence import (
+    FollowerTruncation,
+    ReplicaLog,
+    follower_truncation,
+    records_from,
+    reference_key,
+)
 from logdoctor.logdir.names import METADATA_TOPIC, DirKind
 
 __all__ = [
@@ -165,7 +172,7 @@ def partition_diverged(ps: list[Replica]) -> list[Finding]:
         return []
     if len({p.topic_id for p in ps}) > 1:
         return []  # a topic deleted and created again, or an id known to one side only: not comparable
-    leader = max(ps, key=lambda p: (_latest_epoch(p), p.log_end_offset))
+    leader = min(ps, key=lambda p: reference_key(_latest_epoch(p), p.log_end_offset, p.log_dir, p.path))
     out: list[Finding] = []
     for p in sorted(ps, key=lambda p: (p.log_dir, p.path)):
         if p.broker == leader.broker:
@@ -179,6 +186,43 @@ def partition_diverged(ps: list[Replica]) -> list[Finding]:
 
 def _latest_epoch(p: Replica) -> int:
     return max(e for e, _ in p.leader_epochs)
+
+
+def _node(p: Replica) -> str:
+    """The node id of a replica's broker as kafka-topics.sh prints it (``Leader: N``): a scan's broker is
+    its (cluster id, node id); a census names it ``broker-N`` (checks.replica_lag.broker_names)."""
+    if isinstance(p.broker, tuple) and len(p.broker) == 2:
+        return str(p.broker[1])
+    name = p.broker_name or str(p.broker)
+    return name.removeprefix("broker-").split("@")[0]
+
+
+def _restart_fields(p: Replica, leader: Replica) -> dict[str, object]:
+    """The restart order's words: who leads, and what the reference replica loses if this one is elected
+    instead (the follower rule the other way round: the reference replica fetching from this one, which
+    answers its own log end for any epoch at or above its latest, K:storage/.../epoch/
+    LeaderEpochFileCache.java endOffsetFor)."""
+    back = follower_truncation(_replica_log(leader), _replica_log(p))
+    if back.lacks_from < leader.log_end_offset:
+        end = leader.log_end_offset
+        reverse = (
+            f"if this replica is elected, the replica in {leader.log_dir} truncates to {back.offset} and "
+            f"loses offsets {back.lacks_from} to {end - 1} ({end - back.lacks_from} offsets, written "
+            "while it led), and if another stale replica is elected both lose theirs"
+        )
+    else:
+        reverse = (
+            f"if another stale replica is elected, this one still loses its records, and the replica in "
+            f"{leader.log_dir} loses whatever it holds beyond the new leader's log"
+        )
+    node = _node(leader)
+    return {
+        "topic": p.topic,
+        "partition": p.partition,
+        "reverse": reverse,
+        "restart_broker": f"broker {node}" if node.isdigit() else node,
+        "leader_node": node,
+    }
 
 
 def _replica_log(p: Replica) -> ReplicaLog:
@@ -218,6 +262,7 @@ def _finding(p: Replica, leader: Replica, t: FollowerTruncation) -> Finding:
         lost_from=t.lacks_from,
         lost_out=lost_records_out(p.path, t.lacks_from, p.log_end_offset),
         log_end_offset=p.log_end_offset,
+        **_restart_fields(p, leader),
         details={
             "topic": p.topic,
             "partition": p.partition,
@@ -260,6 +305,7 @@ def _finding_of_offsets(p: Replica, leader: Replica, t: FollowerTruncation) -> F
         lost_out=lost_records_out(p.path, t.lacks_from, end),
         lost_from=t.lacks_from,
         log_end_offset=end,
+        **_restart_fields(p, leader),
         details={
             "topic": p.topic,
             "partition": p.partition,

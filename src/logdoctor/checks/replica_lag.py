@@ -1,16 +1,21 @@
-"""REPLICA_LAG: a replica behind the most advanced replica of its partition, on another broker. One rule,
+"""REPLICA_LAG: a replica behind the reference replica of its partition, on another broker. One rule,
 run by the scan of several brokers' log dirs (:func:`replicas_lagging`, over its partition reports) and by
 the census (:mod:`logdoctor.spark.census_sql` computes the same numbers in Spark SQL over the fleet's
 replicas and makes each finding with :func:`lag_finding`; :mod:`logdoctor.spark.census_rules` is its
 Python reference, over :func:`partition_lag`).
 
 The numbers, per partition (of one cluster, and of one topic id when a topic's replicas carry several:
-a topic deleted and created again is two topics): the most advanced replica is the one with the highest
-log end offset (ties: the first by broker name, then log dir); a replica's lag is that offset minus its
-own, its lag in bytes the most advanced replica's bytes minus its own (0 at least: a compacted leader may
-hold fewer), and it is below the partition's high watermark (the largest any replica's checkpoint holds)
-when its log ends before it: such a replica cannot be in the ISR (K:core/.../cluster/Partition.scala,
-``maybeExpandIsr`` requires a follower to reach the high watermark), an error; else a warning.
+a topic deleted and created again is two topics): the reference replica is the one that leads with the
+newest leader epoch, then the highest log end offset (ties: the first by broker name, then log dir:
+:func:`logdoctor.logdir.divergence.reference_key`, the order every rule takes its reference in); never the
+longest log as such: after an unclean election the longest is the diverged one (REPLICA_DIVERGED), and
+syncing from it would overwrite the records the new leader acknowledged. A replica's lag is the reference
+replica's log end offset minus its own (0 at least), its lag in bytes the reference replica's bytes minus
+its own (0 at least: a compacted leader may hold fewer), and it is below the partition's high watermark
+(the largest any replica's checkpoint holds, at most the reference replica's log end: a diverged
+replica's high watermark goes with its truncation) when its log ends before it: such a replica cannot be
+in the ISR (K:core/.../cluster/Partition.scala, ``maybeExpandIsr`` requires a follower to reach the high
+watermark), an error; else a warning.
 
 No finding for the metadata log (a Raft voter or observer fetches it from the leader and truncates it
 itself, K:raft/.../KafkaRaftClient.java; sync-replica refuses it), nor for a replica that diverged
@@ -29,6 +34,7 @@ from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.logdir.disk import human_bytes
+from logdoctor.logdir.divergence import latest_epoch, reference_key
 from logdoctor.logdir.names import METADATA_TOPIC, DirKind
 
 __all__ = ["Lag", "LagReplica", "broker_names", "lag_finding", "partition_lag", "replicas_lagging"]
@@ -46,12 +52,14 @@ class LagReplica:
     log_end_offset: int | None
     bytes: int
     high_watermark: int | None
+    latest_epoch: int | None = None  # the last leader-epoch-checkpoint entry's epoch (None: no entry)
 
 
 @dataclass(frozen=True, slots=True)
 class Lag:
-    """One replica's place in its partition: the most advanced replica (``leader``; None when no replica
-    knows its log end offset) and how far behind it this one is."""
+    """One replica's place in its partition: the reference replica (``leader``, :func:`reference_key`;
+    None when no replica knows its log end offset) and how far behind it this one is
+    (``max_log_end_offset``: the highest log end offset of any replica, the diverged ones' included)."""
 
     replica: LagReplica
     leader: LagReplica | None
@@ -66,17 +74,24 @@ class Lag:
 def partition_lag(replicas: Sequence[LagReplica]) -> list[Lag]:
     """The lag of each replica of one partition (the replicas given: one partition's of one cluster)."""
     known = [r for r in replicas if r.log_end_offset is not None]
-    leader = min(known, key=lambda r: (-(r.log_end_offset or 0), r.broker, r.log_dir), default=None)
+    leader = min(
+        known,
+        key=lambda r: reference_key(r.latest_epoch, r.log_end_offset, r.broker, r.log_dir),
+        default=None,
+    )
     leo = leader.log_end_offset if leader is not None else None
-    most = max((r.bytes for r in replicas), default=0)
+    most = leader.bytes if leader is not None else max((r.bytes for r in replicas), default=0)
     hw = max((r.high_watermark for r in replicas if r.high_watermark is not None), default=None)
+    if hw is not None and leo is not None:
+        hw = min(hw, leo)
+    top = max((r.log_end_offset for r in known), default=None)
     out = []
     for r in replicas:
         own = r.log_end_offset
         out.append(
             Lag(
-                r, leader, leo,
-                None if leo is None or own is None else leo - own,
+                r, leader, top,
+                None if leo is None or own is None else max(0, leo - own),
                 max(0, most - r.bytes),
                 hw,
                 hw is not None and own is not None and own < hw,
@@ -107,7 +122,7 @@ def lag_finding(
     state = (
         f"below the partition's high watermark {partition_high_watermark}, so it is out of the ISR"
         if below_high_watermark
-        else "behind the most advanced replica"
+        else "behind the replica that leads with the newest leader epoch"
     )
     tp = f"{topic}-{partition}"
     return catalog.make(
@@ -196,7 +211,7 @@ def replicas_lagging(
         by_partition[(cluster, p.topic, key, p.partition)].append(
             LagReplica(
                 names[p.log_dir], p.log_dir, p.path, p.topic, p.partition, p.log_end_offset, p.bytes or 0,
-                p.high_watermark,
+                p.high_watermark, latest_epoch(p.leader_epochs),
             )
         )  # fmt: skip
     out: list[Finding] = []

@@ -44,7 +44,9 @@ __all__ = [
     "RecordsFrom",
     "ReplicaLog",
     "follower_truncation",
+    "latest_epoch",
     "records_from",
+    "reference_key",
     "replica_log",
 ]
 
@@ -185,6 +187,28 @@ def follower_truncation(follower: ReplicaLog, leader: ReplicaLog) -> FollowerTru
             continue
         offset = min(f_epoch_end, l_end, end)
         return FollowerTruncation(offset, "leader-epoch", l_epoch, f_end, hw, leader_end)
+
+
+def latest_epoch(leader_epochs: Iterable[tuple[int, int]]) -> int | None:
+    """A replica's latest leader epoch: the largest epoch of its leader-epoch-checkpoint entries (epoch,
+    start offset), its last one; None without entries."""
+    return max((e for e, _ in leader_epochs), default=None)
+
+
+def reference_key(latest: int | None, log_end_offset: int | None, *ties: str) -> tuple[object, ...]:
+    """THE order in which the replicas of one partition are taken as the reference, smallest first: the
+    one every rule that compares replicas, names a leader or a copy to sync from, or reads a partition as a
+    consumer would, takes (REPLICA_DIVERGED, REPLICA_LAG, the consumer groups' log range; the census's SQL
+    orders its rows by the same keys, spark.census_sql).
+
+    The newest leader epoch first: the controller raised the epoch when it elected that replica's broker,
+    which assigned it at its log end (K:core/.../cluster/Partition.scala makeLeader), so it is the last
+    leader and every other replica truncates to it when it fetches (:func:`follower_truncation`); a
+    replica with an older epoch and a longer log diverged (an unclean election), it never leads by being
+    longer. Then the longest log (replicas of one epoch: the leader and its followers, which only lag);
+    then ``ties`` (broker, log dir, path: one, always the same). A replica without leader epochs (a log of
+    message format v0/v1, or an empty one) comes after every replica with one."""
+    return (-(latest if latest is not None else -1), -(log_end_offset or 0), *ties)
 
 
 def replica_log(partition: Partition) -> ReplicaLog:

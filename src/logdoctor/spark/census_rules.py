@@ -247,22 +247,29 @@ def _pkey(r: dict[str, Any]) -> tuple[str, str, int]:
 
 
 def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Add to each live replica its lag behind the most advanced replica of its partition.
+    """Add to each live replica its lag behind the reference replica of its partition.
 
-    ``lag_offsets`` = max log end offset - this log end offset; ``lag_bytes`` = the most advanced
-    replica's bytes - this replica's bytes (0 at least); ``below_high_watermark`` when this log ends
-    before the partition's high watermark (the largest in any replica's checkpoint): such a replica
-    cannot be in the ISR.
+    ``lag_offsets`` = the reference replica's log end offset - this log end offset (0 at least; the
+    reference replica: :func:`logdoctor.logdir.divergence.reference_key`, newest leader epoch first);
+    ``lag_bytes`` = the reference replica's bytes - this replica's bytes (0 at least);
+    ``below_high_watermark`` when this log ends before the partition's high watermark (the largest in
+    any replica's checkpoint, at most the reference replica's log end): such a replica cannot be in the
+    ISR.
     """
     from logdoctor.checks.replica_lag import partition_lag
 
-    # leader_epochs: an input of REPLICA_DIVERGED (diverged_findings), no column of the replicas table
+    # leader_epochs: an input of REPLICA_DIVERGED (diverged_findings) and of the reference replica's choice
+    # (its latest epoch, census_sql.replica_table's ``latest_epoch``), no column of the replicas table
     live = [{k: v for k, v in r.items() if k != "leader_epochs"} for r in rows if r["kind"] == "log"]
+    epochs = {
+        id(r): _latest_epoch_of(o) for r, o in zip(live, (o for o in rows if o["kind"] == "log"), strict=True)
+    }
     groups: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
     for r in live:
         groups.setdefault(_pkey(r), []).append(r)
     for reps in groups.values():
-        for r, lag in zip(reps, partition_lag([_lag_replica(r) for r in reps]), strict=True):
+        lags = partition_lag([_lag_replica(r, epochs[id(r)]) for r in reps])
+        for r, lag in zip(reps, lags, strict=True):
             r["max_log_end_offset"] = lag.max_log_end_offset
             r["replica_count"] = lag.replica_count
             r["lag_offsets"] = lag.lag_offsets
@@ -273,12 +280,22 @@ def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return live
 
 
-def _lag_replica(r: dict[str, Any]) -> Any:
+def _latest_epoch_of(r: dict[str, Any]) -> int | None:
+    """A replica row's latest leader epoch: its ``latest_epoch`` (a replicas table row), else the largest
+    of its ``leader_epochs`` (an inventory's or a scan's row); None without either."""
+    if r.get("latest_epoch") is not None:
+        return int(r["latest_epoch"])
+    return max((int(e["epoch"]) for e in r.get("leader_epochs") or ()), default=None)
+
+
+def _lag_replica(r: dict[str, Any], latest: int | None = None) -> Any:
+    """A replica row as the lag rule reads it; its latest leader epoch ``latest``, else the row's own
+    (:func:`_latest_epoch_of`; a row without epochs: the reference is the longest log)."""
     from logdoctor.checks.replica_lag import LagReplica
 
     return LagReplica(
         r["broker"], r["log_dir"], r["path"], r["topic"], int(r["partition"]), r.get("log_end_offset"),
-        r.get("bytes") or 0, r.get("high_watermark"),
+        r.get("bytes") or 0, r.get("high_watermark"), latest if latest is not None else _latest_epoch_of(r),
     )  # fmt: skip
 
 

@@ -100,11 +100,12 @@ def _partition_window(Window: Any) -> Any:
 
 
 def replica_table(replicas: Any) -> Any:
-    """Live replicas with their lag behind the most advanced replica of their partition (as replica_lag),
-    and that replica (``leader_*``). Only what a replica's row needs: the partition's own columns are
-    :func:`partition_table`'s aggregation of this (persisted) table, not ~15 window aggregates carried
-    by every replica and kept on the first of each partition (at 4 million replicas: the window's stage
-    -17 s of CPU, its cache 429 -> 274 MB, the partitions table's aggregation +11 s)."""
+    """Live replicas with their lag behind the reference replica of their partition (as replica_lag: the
+    newest leader epoch, then the longest log), and that replica (``leader_*``). Only what a replica's row
+    needs: the partition's own columns are :func:`partition_table`'s aggregation of this (persisted) table,
+    not ~15 window aggregates carried by every replica and kept on the first of each partition (at 4
+    million replicas: the window's stage -17 s of CPU, its cache 429 -> 274 MB, the partitions table's
+    aggregation +11 s)."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -112,19 +113,36 @@ def replica_table(replicas: Any) -> Any:
     w = _partition_window(Window)
     leo = F.col("log_end_offset")
     size = F.coalesce("bytes", F.lit(0)).cast("bigint")
-    hw = F.max("high_watermark").over(w)
+    latest = _latest_epoch(F)
+    # the reference replica, in logdir.divergence.reference_key's order: the newest leader epoch (none: -1),
+    # the longest log, then the first by broker, log dir
+    key = F.struct(
+        (-F.coalesce(latest, F.lit(-1))).alias("e"),
+        (-leo).alias("k"),
+        "broker",
+        "log_dir",
+        "log_end_offset",
+        size.alias("size"),
+    )
     step = live.select(
         "*",
         F.max(leo).over(w).alias("max_log_end_offset"),
         F.count(F.lit(1)).over(w).cast("int").alias("replica_count"),
-        F.greatest(F.lit(0).cast("bigint"), F.max(size).over(w) - size).alias("lag_bytes"),
+        F.max("high_watermark").over(w).alias("_hw"),
+        F.max(size).over(w).alias("_most"),
+        F.min(F.when(leo.isNotNull(), key)).over(w).alias("leader"),
+    )
+    # the high watermark: the largest any checkpoint holds, at most the reference's log end (a diverged
+    # replica's goes with its truncation)
+    hw = F.when(F.col("_hw").isNotNull(), F.least(F.col("_hw"), F.col("leader.log_end_offset")))
+    lag = F.col("leader.log_end_offset") - leo
+    step = step.select(
+        "*",
+        F.greatest(F.lit(0).cast("bigint"), F.coalesce("leader.size", "_most") - size).alias("lag_bytes"),
         hw.alias("partition_high_watermark"),
         F.coalesce(hw.isNotNull() & leo.isNotNull() & (leo < hw), F.lit(False)).alias("below_high_watermark"),
-        # the most advanced replica (ties: the first by broker, log dir)
-        F.min(F.when(leo.isNotNull(), F.struct((-leo).alias("k"), "broker", "log_dir", "log_end_offset")))
-        .over(w)
-        .alias("leader"),
-    ).withColumn("lag_offsets", F.col("max_log_end_offset") - leo)
+        F.when(lag.isNotNull(), F.greatest(F.lit(0).cast("bigint"), lag)).alias("lag_offsets"),
+    )
     return step.select(
         *REPLICA_COLUMNS,
         "topic_key",
@@ -298,8 +316,8 @@ def _lag_finding(row: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def lag_findings(replicas: Any, diverged: Sequence[str] = ()) -> FindingSource:
-    """REPLICA_LAG for every replica behind its partition's most advanced one (the most advanced replica
-    is :func:`replica_table`'s ``leader_*`` columns), except the replicas that diverged (``diverged``: their
+    """REPLICA_LAG for every replica behind its partition's reference replica (the newest leader epoch's:
+    :func:`replica_table`'s ``leader_*`` columns), except the replicas that diverged (``diverged``: their
     paths): such a replica does not lag, it loses records when it fetches, and sync-replica would copy
     the leader over them; its fix is REPLICA_DIVERGED's export."""
     from pyspark.sql import functions as F

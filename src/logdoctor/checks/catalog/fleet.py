@@ -28,9 +28,22 @@ ENTRIES: tuple[Entry, ...] = (
         "and fetches the leader's records), or, "
         "while this copy still holds them, make this replica the leader instead (stop the other replicas' "
         "brokers, start this one first and elect it with kafka-leader-election.sh --election-type unclean) "
-        "and let the others truncate.",
+        "and let the others truncate. Restart order: while unclean.leader.election.enable is true for "
+        "{topic} (its topic config or the brokers' default), the controller makes the first of the "
+        "partition's brokers to register its leader, in the ISR or not, so starting all brokers at once "
+        "may elect this replica or another stale one: {reverse}. "
+        "The safe order: start {restart_broker} (the broker of {leader_logdir}) first and wait until it "
+        "leads (`kafka-topics.sh --bootstrap-server HOST:PORT --describe --topic {topic}` shows partition "
+        "{partition} with Leader: {leader_node}), then start the other brokers; or first turn unclean "
+        "election off (`kafka-configs.sh --bootstrap-controller HOST:PORT --alter --entity-type topics "
+        "--entity-name {topic} --add-config unclean.leader.election.enable=false`, and "
+        "unclean.leader.election.enable=false in every broker's server.properties), after which only a "
+        "replica of the ISR leads.",
         "K:core/.../server/AbstractFetcherThread.scala getOffsetTruncationState; storage/.../epoch/"
-        "LeaderEpochFileCache.java endOffsetFor; core/.../server/ReplicaManager.scala initialFetchOffset",
+        "LeaderEpochFileCache.java endOffsetFor; core/.../server/ReplicaManager.scala initialFetchOffset; "
+        "restart order: metadata/.../controller/ReplicationControlManager.java generateLeaderAndIsrUpdates "
+        "(a broker's unfencing elects it, Election.UNCLEAN when the topic allows it), "
+        "PartitionChangeBuilder.java electAnyLeader",
         cases={
             # the census knows the offsets (inventories carry no records): the export says how many records
             "census": Case(
@@ -44,7 +57,8 @@ ENTRIES: tuple[Entry, ...] = (
     Entry(
         "REPLICA_LAG",
         _W,
-        "a replica behind the most advanced copy of its partition (error: below the high watermark)",
+        "a replica behind the copy that leads its partition, the newest leader epoch's (error: below the "
+        "high watermark)",
         "{topic_partition} on {broker} ends at offset {log_end_offset}, {lag} offsets and {lag_size} "
         "behind {leader_broker} (log end offset {leader_log_end_offset}); {state}",
         "Let the broker re-fetch from the leader; or, with both brokers stopped, replace this copy with the "
