@@ -264,8 +264,9 @@ def test_cli_sync_json(tmp_path):
 
 def test_swapped_leader_and_follower_of_the_demo_fleet_is_refused(tmp_path):
     """Issue 32 item 2, the demo fleet's case: broker-3's orders-1 lags 600 records (below the high
-    watermark); synced the wrong way round (broker-3 as the leader), broker-1 would lose them: refused
-    with how many, which offsets (its log end minus the lagging one's) and the export that saves them."""
+    watermark); synced the wrong way round (broker-3 as the leader), broker-1 would lose them: refused,
+    even with --allow-record-loss, with the sync the right way round (broker-1's copy is the reference:
+    the same leader epoch and the longer log)."""
     from logdoctor.logdir.model import LogDir
     from logdoctor.sample.fleet import generate_demo_fleet
 
@@ -279,6 +280,10 @@ def test_swapped_leader_and_follower_of_the_demo_fleet_is_refused(tmp_path):
     with pytest.raises(ProcedureRefused) as refused:
         plan_sync(("orders", 1), lagging, good)
     said = str(refused.value)
-    assert f"600 record(s) at offsets [{l_end}, {g_end - 1}]" in said
-    assert f"logdoctor export {good / 'orders-1'} --starting-offsets {l_end} --ending-offsets {g_end}" in said
-    assert "--allow-record-loss" in said
+    # broker-1's copy is the reference (the same leader epoch, 600 records longer): the refusal names the
+    # sync the right way round, never --allow-record-loss, which would delete acknowledged records
+    assert f"logdoctor sync-replica orders-1 --leader {good} --follower {lagging}" in said
+    assert "swapped" in said and "--allow-record-loss" not in said
+    with pytest.raises(ProcedureRefused) as still:
+        plan_sync(("orders", 1), lagging, good, allow_record_loss=True)
+    assert "--allow-record-loss" not in str(still.value)

@@ -43,7 +43,9 @@ from logdoctor.logdir.divergence import (
     FollowerTruncation,
     RecordsFrom,
     follower_truncation,
+    latest_epoch,
     records_from,
+    reference_key,
     replica_log,
 )
 from logdoctor.logdir.metadata_image import PartitionState
@@ -123,6 +125,7 @@ def plan_sync(
     lp, fp = _live(ld, tp, "leader"), _live(fd, tp, "follower")
     _refuse_other_copies(fd, tp, lp, fp)
     truncation = follower_truncation(replica_log(fp), replica_log(lp))
+    _refuse_syncing_the_reference(tp, lp, fp, l_dir, f_dir)
     lost = _records_the_leader_lacks(tp, fp, l_dir, f_dir, truncation, allow_record_loss)
     l_id, f_id = lp.topic_id, fp.topic_id
     notes: list[str] = []
@@ -316,6 +319,39 @@ def export_command(partition_path: str, first: int, last: int, out: str) -> str:
         f"logdoctor export {shlex.quote(partition_path)} --starting-offsets {first} "
         f"--ending-offsets {last + 1} --isolation-level read_uncommitted --out {shlex.quote(out)} "
         "--include-control"
+    )
+
+
+def _refuse_syncing_the_reference(
+    tp: TopicPartition, lp: Partition, fp: Partition, l_dir: str, f_dir: str
+) -> None:
+    """Refused, whatever ``--allow-record-loss`` says, when the follower is the partition's reference
+    replica of the two (:func:`logdoctor.logdir.divergence.reference_key`: a newer leader epoch, or the same
+    epoch and a longer log): its broker led last, so its records are the acknowledged ones, and syncing it
+    from the other copy would replace them with a copy that lags or diverged. The refusal names the sync the
+    right way round, the one to run (after an unclean election the old leader holds a longer log of an
+    older epoch: the new leader is never synced from it). A follower without leader epochs is left to
+    :func:`_records_the_leader_lacks`."""
+    f_end, l_end = fp.log_end_offset or 0, lp.log_end_offset or 0
+    # the epochs each broker keeps at its next start: LogLoader drops the entries that start at or after
+    # the log end (K:storage/.../log/LogLoader.java load, LeaderEpochFileCache.truncateFromEndAsyncFlush),
+    # such as a leader's epoch in which it appended nothing, or one past a torn tail
+    f_epoch = latest_epoch(e for e in fp.leader_epochs if e[1] < f_end)
+    l_epoch = latest_epoch(e for e in lp.leader_epochs if e[1] < l_end)
+    if f_epoch is None or reference_key(f_epoch, f_end) >= reference_key(l_epoch, l_end):
+        # without leader epochs (message format v0/v1) a longer follower proves nothing: a broker of that
+        # era truncated to the high watermark when it became a follower, whichever was longer
+        return
+    why = (
+        f"its latest leader epoch {f_epoch} is newer than the leader copy's {l_epoch}: its broker led last"
+        if f_epoch != l_epoch
+        else f"both copies end in leader epoch {f_epoch} and it is longer ({f_end} against {l_end})"
+    )
+    swapped = shlex.join(["logdoctor", "sync-replica", tp_name(tp), "--leader", f_dir, "--follower", l_dir])
+    raise ProcedureRefused(
+        f"the follower {f_dir} is {tp_name(tp)}'s reference copy of the two: {why}, so its records are the "
+        f"acknowledged ones and syncing it from {l_dir} would replace them. --leader and --follower are "
+        f"swapped; the sync the right way round:\n  {swapped}"
     )
 
 
