@@ -22,7 +22,7 @@ from rich.text import Text
 
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, usage_error
-from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOINPUT, EX_NOPERM, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
+from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOPERM, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
 from logdoctor.cli.export_tables import (
     CatalogOption,
     PartitionByDayOption,
@@ -32,19 +32,12 @@ from logdoctor.cli.export_tables import (
     table_export_cli,
     time_parts,
 )
-from logdoctor.cli.input_checks import leave_out_own, refuse_overlapping_outputs, require_inputs_exist
+from logdoctor.cli.input_checks import refuse_overlapping_outputs
 from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
-from logdoctor.cli.read_options import (
-    KeepCacheOption,
-    MaxReadRateOption,
-    apply_read_discipline,
-    task_read_rate,
-)
-from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
-from logdoctor.cli.spark_options import ConfOption, RemoteOption
+from logdoctor.cli.record_options import RecordReadArgs, plan_records, reads_records
 
 if TYPE_CHECKING:
     from logdoctor.logdir.read_options import ReadOptions
@@ -54,39 +47,6 @@ def _human(n: int) -> str:
     from logdoctor.logdir.disk import human_bytes
 
     return human_bytes(n)
-
-
-def remote_tier_not_read(refs: list, topics: str | None = None) -> list[str]:
-    """Partitions whose ``log-start-offset-checkpoint`` entry is below their first local segment and whose
-    remote tier is not being read: offsets [entry, first local segment) are in the remote tier of a tiered
-    partition (KIP-405; docs/tiered-storage.md) and would be missing from the export without a word
-    (issue 23). One line each, said before Spark starts. Only the partitions of the topics exported
-    (``topics``, the ``--topics`` value): another topic's remote tier is not missing from this export."""
-    from logdoctor.logdir.model import LogDir
-    from logdoctor.spark.planning import topic_matcher
-
-    exported = topic_matcher(topics)
-    dirs: dict[str, LogDir] = {}
-    out = []
-    for ref in refs:
-        if not exported(ref.topic):
-            continue
-        segs = ref.segments
-        if not segs or any(s.remote is not None for s in segs) or not ref.storage.is_local:
-            continue
-        d = dirs.setdefault(ref.log_dir, LogDir(ref.log_dir))
-        try:
-            entry = d.partition(ref.topic, ref.partition).log_start_offset_checkpoint
-        except (OSError, KeyError, ValueError):
-            continue
-        first = segs[0].base_offset
-        if entry is not None and entry < first:
-            out.append(
-                f"{ref.topic}-{ref.partition} ({ref.log_dir}): offsets {entry}-{first - 1} are below its "
-                f"first local segment (its log start offset checkpoint says {entry}): the remote tier of a "
-                "tiered partition, not exported; give --remote-storage URI to read them"
-            )
-    return out
 
 
 def outputs_this_run_creates(
@@ -139,15 +99,21 @@ def no_space_exits_73(out: str, fresh: Sequence[str]) -> Iterator[None]:
         )
 
 
+#: ``export --help``'s order, as it always was: the read options (logdoctor.cli.record_options) among the
+#: export's own
+_HELP_ORDER = (
+    "paths", "out", "fmt", "mode", "partition_by", "master", "conf", "remote", "topics", "starting_offsets",
+    "ending_offsets", "starting_timestamp", "ending_timestamp", "include_control", "isolation_level", "upto",
+    "view", "include_internal", "decoder", "max_partition_bytes", "writer", "remote_storage", "remote_layout",
+    "remote_private_key", "typed", "schemas", "placeholder", "json_out", "catalog", "table_name",
+    "partition_by_day", "keep_cache", "max_read_rate",
+)  # fmt: skip
+
+
 @app.command("export")
+@reads_records(help_order=_HELP_ORDER)
 def export_command(
-    paths: Annotated[
-        list[str],
-        typer.Argument(
-            help="Log dirs, partition folders or .log files (globs allowed): local paths or URIs "
-            "(s3://, gs://, hdfs://, abfs://; credentials from the environment, e.g. AWS_*)."
-        ),
-    ],
+    read: RecordReadArgs,
     out: Annotated[str, typer.Option("--out", "-o", help="Output folder or URI (s3://..., hdfs://...).")],
     fmt: Annotated[
         str,
@@ -172,64 +138,9 @@ def export_command(
             "or Delta table is partitioned by topic (--partition-by-day adds the day).",
         ),
     ] = None,
-    master: Annotated[str | None, typer.Option("--master", help="Spark master (default local[*]).")] = None,
-    conf: ConfOption = None,
-    remote: RemoteOption = None,
-    topics: Annotated[str | None, typer.Option("--topics", help="Comma list or regex of topics.")] = None,
-    starting_offsets: Annotated[
-        str | None, typer.Option("--starting-offsets", help="Number or Spark-Kafka JSON.")
-    ] = None,
-    ending_offsets: Annotated[
-        str | None, typer.Option("--ending-offsets", help="Number or JSON (exclusive).")
-    ] = None,
-    starting_timestamp: Annotated[int | None, typer.Option("--starting-timestamp", help="Epoch ms.")] = None,
-    ending_timestamp: Annotated[
-        int | None, typer.Option("--ending-timestamp", help="Epoch ms (exclusive).")
-    ] = None,
-    include_control: Annotated[bool, typer.Option("--include-control", help="Keep control records.")] = False,
-    isolation_level: Annotated[
-        str,
-        typer.Option(
-            "--isolation-level",
-            help="read_committed (default: what Kafka's read_committed consumers, Kafka Streams and every "
-            "exactly-once pipeline read: no record of an aborted transaction, nothing at or above the last "
-            "stable offset) or read_uncommitted (every data record). Every row says its transaction's "
-            'outcome in transaction_result (docs/transactions.md).',
-        ),
-    ] = "read_committed",
-    upto: Annotated[
-        str,
-        typer.Option(
-            "--upto",
-            help="log-end (default: a dead broker's high watermark checkpoint lags its log) or "
-            "high-watermark (leave out what a consumer could not yet fetch: the records at or above the "
-            "replica's checkpointed high watermark).",
-        ),
-    ] = "log-end",
-    view: Annotated[
-        str,
-        typer.Option(
-            "--view",
-            help="history (default: every record), latest (a compacted topic as a table: the latest record "
-            "of each key per partition, keys whose latest record is a tombstone left out; "
-            "docs/compacted-topics.md) or cdc (each Debezium topic folded into the table it describes, at "
-            "OUT/TOPIC; docs/cdc.md).",
-        ),
-    ] = "history",
-    include_internal: Annotated[
-        bool,
-        typer.Option(
-            "--include-internal",
-            help="Export internal topics too (names starting with __: __consumer_offsets, "
-            "__transaction_state, __remote_log_metadata...), left out unless --topics names them.",
-        ),
-    ] = False,
     decoder: Annotated[
         str, typer.Option("--decoder", help="none|auto|consumer-offsets|transactions|cluster-metadata")
     ] = "none",
-    max_partition_bytes: Annotated[
-        str | None, typer.Option("--max-partition-bytes", help="Split size, e.g. 128m.")
-    ] = None,
     writer: Annotated[
         str | None,
         typer.Option(
@@ -239,17 +150,6 @@ def export_command(
             "local[...] master writing Parquet to a local folder).",
         ),
     ] = None,
-    remote_storage: Annotated[
-        str | None,
-        typer.Option(
-            "--remote-storage",
-            metavar="URI",
-            help="The remote tier of tiered partitions (folder, s3://, gs://, hdfs://...): their remote "
-            "segments are exported first, then the local ones, every offset once.",
-        ),
-    ] = None,
-    remote_layout: RemoteLayoutOption = None,
-    remote_private_key: RemotePrivateKeyOption = None,
     typed: Annotated[
         bool,
         typer.Option(
@@ -282,12 +182,10 @@ def export_command(
     catalog: CatalogOption = None,
     table_name: TableNameOption = None,
     partition_by_day: PartitionByDayOption = False,
-    keep_cache: KeepCacheOption = False,
-    max_read_rate: MaxReadRateOption = None,
 ) -> None:
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
-    from logdoctor.logdir.discovery import InputNotFoundError, InputPermissionError
+    from logdoctor.logdir.discovery import split_paths
     from logdoctor.logdir.outputs import absolute_location
     from logdoctor.spark.consumer_view import summary_lines
     from logdoctor.spark.export import (
@@ -300,21 +198,16 @@ def export_command(
     )
     from logdoctor.spark.latest import latest_lines
     from logdoctor.spark.planning import PlanningError
-    from logdoctor.spark.session import SparkUnavailableError, get_spark, parse_conf
+    from logdoctor.spark.session import SparkUnavailableError, get_spark
 
     err = text_console(stderr=True)
     console = text_console()
     out = absolute_location(out)  # what is written and printed works from any folder
-    try:
-        confs = parse_conf(conf)
-    except ValueError as exc:
-        usage_error(str(exc))
-    rate = apply_read_discipline(keep_cache, max_read_rate)  # the driver's reads (indexes, listings)
     if schemas and not typed:
         usage_error("--schemas names where the registry's schemas are: it goes with --typed")
     if typed and partition_by is not None:
         usage_error("--partition-by applies to the records export; --typed writes one table per topic")
-    if mode == "append" and view.strip().lower() == "latest" and not is_table_format(fmt, writer):
+    if mode == "append" and read.view.strip().lower() == "latest" and not is_table_format(fmt, writer):
         from logdoctor.spark.latest import APPEND_REFUSAL
 
         usage_error(APPEND_REFUSAL)
@@ -323,37 +216,16 @@ def export_command(
             f"--partition-by applies to the Parquet export; a {fmt} table is partitioned by topic "
             "(--partition-by-day adds the day of the record timestamp)"
         )
-    try:
-        from logdoctor.logdir.discovery import split_paths
-        from logdoctor.spark.planning import read_plan
-
-        options = export_read_options(  # the one typed object every layer below takes, validated once
-            topics=topics, starting_offsets=starting_offsets, ending_offsets=ending_offsets,
-            starting_timestamp=starting_timestamp, ending_timestamp=ending_timestamp,
-            include_control=include_control, isolation_level=isolation_level, upto=upto, view=view,
-            include_internal=include_internal, decoder=decoder, max_partition_bytes=max_partition_bytes,
-            remote_storage=remote_storage, remote_layout=remote_layout, remote_private_key=remote_private_key,
-            typed=typed, schemas=schemas, keep_cache=keep_cache,
-            task_read_rate=task_read_rate(rate, master) if rate is not None else None,
-        )  # fmt: skip
-        require_inputs_exist(split_paths(paths))  # a missing input exits 66, as for every command
-        leave_out_own(split_paths(paths))  # logdoctor's own backups are no input: a note each (discover)
-        require_remote_inputs(remote_storage, remote_private_key)
-        plan = read_plan(paths, options)
-        refs = list(plan.found)
-    except InputNotFoundError as exc:  # a URI that names nothing: 66 too
-        fail(f"error: {exc}", EX_NOINPUT)
-    except InputPermissionError as exc:  # an input named directly that this user cannot read: 77
-        fail(f"error: {exc}", EX_NOPERM)
-    except PlanningError as exc:
-        usage_error(str(exc))
-    not_read = remote_tier_not_read(list(plan.refs), options.topics)
-    for line in not_read:
-        err.print(f"warning: {line}", soft_wrap=True, markup=False)
-    # what this user cannot read is named now and left out; the rest is exported, and the exit is 77
-    denied = [p for p in plan.not_read if p.permission]
-    for p in denied:
-        err.print(f"warning: {p.error}", soft_wrap=True, markup=False)
+    # the read options checked (64), the inputs found (66, 77) and planned, the same for every command that
+    # reads records (logdoctor.cli.record_options); the export's own options that shape the read with them
+    records = plan_records(
+        read, extra=export_read_extra(decoder=decoder, typed=typed, schemas=schemas), err=err
+    )
+    paths, options, plan, confs = records.paths, records.options, records.plan, dict(records.confs)
+    master, remote = read.master, read.remote
+    refs = list(plan.found)
+    not_read = list(records.not_read)
+    denied = records.denied
     # Before Spark starts: never write or delete at, inside or above an input (exit 73).
     refuse_overlapping_outputs([out], [*split_paths(paths), *sorted({r.log_dir for r in refs})])
     if mode == "error" and output_has_data(out):  # refused before Spark starts (it takes 8-22 s)
@@ -459,56 +331,10 @@ def export_command(
     raise typer.Exit(EX_WARNINGS if result.skipped or not_read or undecoded else EX_OK)
 
 
-def export_read_options(
-    *,
-    topics: str | None,
-    starting_offsets: str | None,
-    ending_offsets: str | None,
-    starting_timestamp: int | None,
-    ending_timestamp: int | None,
-    include_control: bool,
-    isolation_level: str,
-    upto: str,
-    view: str,
-    include_internal: bool,
-    decoder: str,
-    max_partition_bytes: str | None,
-    remote_storage: str | None,
-    remote_layout: str | None,
-    remote_private_key: str | None,
-    typed: bool,
-    schemas: Sequence[str] | None,
-    keep_cache: bool,
-    task_read_rate: int | None,
-) -> ReadOptions:
-    """The export's read options from its parameters: one :class:`~logdoctor.logdir.read_options.ReadOptions`,
-    validated once. Each parameter is read as the data-source option of the same meaning
-    (:meth:`ReadOptions.from_options`), so that a bad value is the same error, in the same words, from the
-    command and from ``spark.read.format("kafka-log")``. Raises ``PlanningError``."""
-    from logdoctor.logdir.read_options import ReadOptions
-
-    given: dict[str, object] = {
-        "topics": topics,
-        "startingOffsets": starting_offsets,
-        "endingOffsets": ending_offsets,
-        "startingTimestamp": starting_timestamp,
-        "endingTimestamp": ending_timestamp,
-        "includeControl": include_control,
-        "kafka.isolation.level": isolation_level,
-        "upTo": upto,
-        "view": view,
-        "includeInternal": include_internal,
-        "decoder": decoder,
-        "maxPartitionBytes": max_partition_bytes,
-        "remoteStorage": remote_storage,
-        "remoteLayout": remote_layout,
-        "remotePrivateKey": remote_private_key,
-        "typed": typed,
-        "schemas": json.dumps(list(schemas)) if schemas else None,
-        "keepCache": keep_cache,
-        "maxReadRate": task_read_rate,
-    }
-    return ReadOptions.from_options(given)
+def export_read_extra(*, decoder: str, typed: bool, schemas: Sequence[str] | None) -> dict[str, object]:
+    """The export's own options that shape its read, by their data-source names (the ``extra`` of
+    :func:`logdoctor.cli.record_options.record_read_options`: read and checked with the shared ones)."""
+    return {"decoder": decoder, "typed": typed, "schemas": json.dumps(list(schemas)) if schemas else None}
 
 
 def typed_lines(summary: object) -> list[str]:

@@ -238,7 +238,7 @@ def table_export_cli(
             console.print(f"Storage: {line}", soft_wrap=True, markup=False)
         for line in typed.lines() if typed is not None else ():
             console.print(f"Typed: {line}", soft_wrap=True, markup=False)
-    for line in not_read:  # a tiered partition's remote tier not read (cli/export.remote_tier_not_read)
+    for line in not_read:  # a tiered partition's remote tier not read (record_options.remote_tier_not_read)
         console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
     undecoded = typed is not None and typed.undecoded > 0
     if denied:  # what this user cannot read was named (skipped) and the rest exported: 77
