@@ -6,7 +6,11 @@ storage/.../OffsetIndex.java today; evaluated by :func:`logdoctor.formats.index.
 CorruptIndexException ("no greater than", KAFKA-6324), 2.0 on ``lastOffset < baseOffset`` only
 (KAFKA-7076). Up to 2.2 Log.loadSegmentFiles ran these checks on every segment at startup and, on
 failure, deleted the segment's indexes and rebuilt them; since 2.3 (KAFKA-7283) startup only checks
-that the .index exists, so a bad inactive index is used as is.
+that the .index exists, so a bad inactive index is used as is, unless its segment is recovered at that start:
+after an unclean shutdown LogLoader.recoverLog recovers the segment holding the recovery point and every
+later one (K:storage/.../log/LogLoader.java recoverLog, LogSegments.values from the floor segment), and
+LogSegment.recover resets the segment's indexes and rebuilds them from the .log whatever they held
+(:func:`recovered_at_next_start`; tests/brokers/test_broker_corrupt_index.py has a 4.4 broker show both).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from logdoctor.checks.preallocated_index import Tail, classify_tail
 from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.timestamps import topic_config
 from logdoctor.formats.index import (
@@ -45,8 +50,45 @@ ENTRY_SIZE = {
 }
 
 
-def verdict_text(kind: IndexKind, data: bytes, base_offset: int, path: str) -> tuple[str, list[SanityEra]]:
-    """Which Kafka versions reject the file and what they do about it."""
+def recovered_at_next_start(st: PartitionState, seg: Segment) -> bool:
+    """Whether the broker's next start recovers ``seg``, rebuilding its indexes from the .log whatever they
+    hold: no clean-shutdown marker, and ``seg`` is the segment holding the partition's recovery point or a
+    later one (LogLoader.recoverLog walks ``LogSegments.values(recoveryPoint, ...)``, which starts at the
+    floor segment; no checkpoint entry is recovery point 0, every segment). Not said of a running broker's
+    dir (``live``): its next start follows a stop that may be clean."""
+    if st.task.clean_shutdown or st.task.live or not st.segments:
+        return False
+    rp = st.task.recovery_point or 0
+    floor = [s.base_offset for s in st.segments if s.base_offset <= rp]
+    return not floor or seg.base_offset >= floor[-1]
+
+
+def _recovery_clause(recovery_point: int | None, base_offset: int) -> str:
+    where = (
+        f"holds or follows the partition's recovery point ({recovery_point})"
+        if recovery_point is not None
+        else "has no recovery point entry, so recovery starts at its first segment"
+    )
+    return (
+        f"the log dir had no clean shutdown and this segment {where}: at the next start the broker "
+        f"recovers it (LogLoader.recoverLog: 'Recovering unflushed segment {base_offset}'), and "
+        "LogSegment.recover rebuilds its .index and .timeindex from the .log whatever they hold: the broker "
+        "does not use this file as it is"
+    )
+
+
+def verdict_text(
+    kind: IndexKind,
+    data: bytes,
+    base_offset: int,
+    path: str,
+    *,
+    recovered: bool = False,
+    recovery_point: int | None = None,
+) -> tuple[str, list[SanityEra]]:
+    """Which Kafka versions reject the file and what they do about it; ``recovered``: the segment is
+    recovered at the broker's next start (:func:`recovered_at_next_start`, ``recovery_point`` the
+    partition's), which rebuilds the file whatever it holds."""
     if kind is IndexKind.TXN:
         v = sanity_check(kind, data, base_offset, SanityEra.KAFKA_2_0, source=path)
         if v.passed:
@@ -58,6 +100,16 @@ def verdict_text(kind: IndexKind, data: bytes, base_offset: int, path: str) -> t
         )
     verdicts = sanity_check_all_eras(kind, data, base_offset, source=path)
     rejecting = [era for era, v in verdicts.items() if not v.passed]
+    if recovered:
+        clause = _recovery_clause(recovery_point, base_offset)
+        if not rejecting:
+            return f"No Kafka version's sanity check rejects it, but {clause}", []
+        first = verdicts[rejecting[0]]
+        eras = ", ".join(ERA_LABEL[e] for e in rejecting)
+        return (
+            f"Kafka {eras} reject it ({first.exception}: {first.message}); whatever the version, {clause}",
+            rejecting,
+        )
     if not rejecting:
         use = (
             "time lookups (offsetsForTimes) and time retention read its last entry as the segment's largest "
@@ -76,8 +128,10 @@ def verdict_text(kind: IndexKind, data: bytes, base_offset: int, path: str) -> t
     text = (
         f"Kafka {eras} reject it ({first.exception}: {first.message}): brokers up to 2.2 delete the "
         "segment's .index/.timeindex and rebuild them from the .log at startup (Log.loadSegmentFiles: "
-        "'Found a corrupted index file ... rebuilding index'); 2.3+ check it only during recovery "
-        "and in DumpLogSegments"
+        "'Found a corrupted index file ... rebuilding index'); 2.3+ do not check it at startup (KAFKA-7283) "
+        "and use it as is, rebuilding it only when they recover its segment (after an unclean shutdown, "
+        "from the recovery point on); DumpLogSegments --index-sanity-check "
+        "rejects it"
     )
     accepting = [e for e in SanityEra if e not in rejecting]
     if accepting:
@@ -99,7 +153,14 @@ def report_corrupt(
     extra: dict[str, Any] | None = None,
 ) -> None:
     """One INDEX_CORRUPT finding, with which Kafka eras reject the file."""
-    verdict, rejecting = verdict_text(kind, data, seg.base_offset, path)
+    verdict, rejecting = verdict_text(
+        kind,
+        data,
+        seg.base_offset,
+        path,
+        recovered=recovered_at_next_start(st, seg),
+        recovery_point=st.task.recovery_point,
+    )
     st.make(
         "INDEX_CORRUPT",
         path,
@@ -118,7 +179,15 @@ class Entries:
     :meth:`offset` is the same for one entry as a Python int (what the findings quote)."""
 
     __slots__ = (
-        "base", "log_name", "log_size", "next_base", "offsets", "path", "positions", "rel", "timestamps"
+        "base",
+        "log_name",
+        "log_size",
+        "next_base",
+        "offsets",
+        "path",
+        "positions",
+        "rel",
+        "timestamps",
     )
 
     def __init__(
@@ -159,8 +228,10 @@ _EntryCheck = tuple[Callable[[Entries], "np.ndarray | None"], Callable[[Entries,
 
 _NEXT_SEGMENT: _EntryCheck = (
     lambda e: None if e.next_base is None else e.offsets >= e.next_base,
-    lambda e, i: f"entry {i} of {e.path} points past the log: offset {e.offset(i)} belongs to the next "
-    f"segment (base offset {e.next_base})",
+    lambda e, i: (
+        f"entry {i} of {e.path} points past the log: offset {e.offset(i)} belongs to the next "
+        f"segment (base offset {e.next_base})"
+    ),
 )
 
 _OFFSET_CHECKS: tuple[_EntryCheck, ...] = (
@@ -170,14 +241,18 @@ _OFFSET_CHECKS: tuple[_EntryCheck, ...] = (
     ),
     (
         lambda e: _after_previous((np.diff(e.rel) <= 0) | (np.diff(e.positions) <= 0)),
-        lambda e, i: f"entries of {e.path} go backwards: entry {i} (offset {e.offset(i)}, position "
-        f"{int(e.positions[i])}) does not follow entry {i - 1} (offset {e.offset(i - 1)}, position "
-        f"{int(e.positions[i - 1])})",
+        lambda e, i: (
+            f"entries of {e.path} go backwards: entry {i} (offset {e.offset(i)}, position "
+            f"{int(e.positions[i])}) does not follow entry {i - 1} (offset {e.offset(i - 1)}, position "
+            f"{int(e.positions[i - 1])})"
+        ),
     ),
     (
         lambda e: (e.positions < 0) | (e.positions >= e.log_size),
-        lambda e, i: f"entry {i} of {e.path} points past the log: position {int(e.positions[i])} for offset "
-        f"{e.offset(i)}, but {e.log_name} is {e.log_size} bytes",
+        lambda e, i: (
+            f"entry {i} of {e.path} points past the log: position {int(e.positions[i])} for offset "
+            f"{e.offset(i)}, but {e.log_name} is {e.log_size} bytes"
+        ),
     ),
     _NEXT_SEGMENT,
 )  # with the zero-slot checks, every condition a sanity check of any era tests (size, last offset vs base)
@@ -190,9 +265,11 @@ _TIME_CHECKS: tuple[_EntryCheck, ...] = (
     (
         # timestamps compared, not subtracted: np.diff of int64 wraps (2**63 - 1 after -2**63 is a step up)
         lambda e: _after_previous((e.timestamps[1:] < e.timestamps[:-1]) | (np.diff(e.rel) < 0)),
-        lambda e, i: f"entries of {e.path} go backwards: entry {i} (timestamp {int(e.timestamps[i])}, offset "
-        f"{e.offset(i)}) does not follow entry {i - 1} (timestamp {int(e.timestamps[i - 1])}, offset "
-        f"{e.offset(i - 1)})",
+        lambda e, i: (
+            f"entries of {e.path} go backwards: entry {i} (timestamp {int(e.timestamps[i])}, offset "
+            f"{e.offset(i)}) does not follow entry {i - 1} (timestamp {int(e.timestamps[i - 1])}, offset "
+            f"{e.offset(i - 1)})"
+        ),
     ),
     _NEXT_SEGMENT,
 )  # with the zero-slot checks: the sanity checks (size, last timestamp vs first, last offset vs base)
@@ -345,12 +422,15 @@ def analyze_index(
     if n % size:
         report_corrupt(st, seg, path, kind, data, _size_problem(path, n, size), n - n % size)
         return slots, real
-    if slots > real:
+    # the zero slots after the real entries: one rule with dump's (checks.preallocated_index): the active
+    # segment's preallocated working copy is judged by its entries, an inactive one's is untrimmed
+    tail = classify_tail(data, size, active=st.is_active(seg), real=real)
+    if tail is not Tail.NONE:
         zeros = {"path": path, "real": real, "zeros": slots - real, "base": base}
-        if data.count(0, real * size) != n - real * size:  # a non-zero byte after the real entries
+        if tail is Tail.GARBAGE:  # a non-zero byte after the real entries
             report_corrupt(st, seg, path, kind, data, spec.zero_slot.format(**zeros), real * size, base)
             return slots, real
-        if not st.is_active(seg):
+        if tail is Tail.UNTRIMMED:
             st.rep.untrimmed_inactive_indexes += 1
             problem = spec.untrimmed.format(**zeros)
             extra: dict[str, Any] = {"zero_tail": True, "problem": problem}

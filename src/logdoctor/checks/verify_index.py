@@ -119,7 +119,19 @@ def scan_log_layout(reader: LogReader) -> LogLayout:
     return layout
 
 
-def _sanity(kind: IndexKind, data: bytes | memoryview, base_offset: int, file: str | None) -> list[Finding]:
+def _sanity(
+    kind: IndexKind,
+    data: bytes | memoryview,
+    base_offset: int,
+    file: str | None,
+    n_real: int,
+    preallocated: bool,
+) -> list[Finding]:
+    """The broker's sanity check (2.0 on) of the file, or of its ``n_real`` entries when it is the active
+    segment's preallocated working copy (``preallocated``: checks.preallocated_index, the rule scan and dump
+    share)."""
+    if preallocated:
+        data = data[: n_real * (OFFSET_ENTRY_SIZE if kind is IndexKind.OFFSET else TIME_ENTRY_SIZE)]
     verdict = sanity_check(kind, data, base_offset, SanityEra.KAFKA_2_0, source=file)
     if verdict.passed:
         return []
@@ -171,8 +183,10 @@ def verify_offset_index(
     *,
     file: str | None = None,
     annotations: dict[int, dict[str, Any]] | None = None,
+    preallocated: bool = False,
 ) -> list[Finding]:
-    """Check every real entry of an offset index against the log's batches.
+    """Check every real entry of an offset index against the log's batches (``preallocated``: the active
+    segment's preallocated working copy, whose sanity is that of its entries).
 
     ``annotations`` (if given) receives, per slot, what the log holds for entries that are valid
     but not one-batch entries (pre-KAFKA-806 append chunks).
@@ -269,7 +283,7 @@ def verify_offset_index(
             layout.describe(j),
         )
     findings.extend(_tail_findings(data, OFFSET_ENTRY_SIZE, n, file))
-    findings.extend(_sanity(IndexKind.OFFSET, data, base_offset, file))
+    findings.extend(_sanity(IndexKind.OFFSET, data, base_offset, file, n, preallocated))
     return findings
 
 
@@ -279,8 +293,10 @@ def verify_time_index(
     layout: LogLayout,
     *,
     file: str | None = None,
+    preallocated: bool = False,
 ) -> list[Finding]:
-    """Check every real entry of a time index against the log's batches (see the module doc)."""
+    """Check every real entry of a time index against the log's batches (see the module doc;
+    ``preallocated`` as for :func:`verify_offset_index`)."""
     findings: list[Finding] = []
     n = real_entry_count(data, TIME_ENTRY_SIZE)
     arr = time_index_array(data, strict=False)[:n]
@@ -340,7 +356,7 @@ def verify_time_index(
                 layout.describe(k) | {"max_timestamp": log_ts},
             )
     findings.extend(_tail_findings(data, TIME_ENTRY_SIZE, n, file))
-    findings.extend(_sanity(IndexKind.TIME, data, base_offset, file))
+    findings.extend(_sanity(IndexKind.TIME, data, base_offset, file, n, preallocated))
     return findings
 
 

@@ -62,6 +62,8 @@ class FileContext:
     findings: list[Finding] = field(default_factory=list)
     failure: DumpFailure | None = None
     warnings: list[str] = field(default_factory=list)
+    # what the dump says of a file that is as the broker left it, not a finding (the summary's ``note``)
+    notes: list[str] = field(default_factory=list)
     # a segment of the remote tier (--remote-storage): its ref, ``path`` then only its object's name
     remote: Any = None
 

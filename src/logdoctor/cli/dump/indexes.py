@@ -6,6 +6,12 @@ from collections.abc import Iterator
 from typing import Any
 
 from logdoctor.checks.live import active_segment_of_live_dir
+from logdoctor.checks.preallocated_index import (
+    Tail,
+    classify_tail,
+    is_active_segment_file,
+    what_the_broker_does,
+)
 from logdoctor.checks.verify_index import (
     Finding,
     FindingCode,
@@ -51,14 +57,10 @@ def _index_checks(ctx: FileContext, data: bytes, kind: IndexKind, entry_size: in
         )
     checked = data
     n = real_entry_count(data, entry_size)
-    if ctx.remote is None and n * entry_size < len(data) and active_segment_of_live_dir(ctx.path):
-        # the running broker's working copy: preallocated, zero past its entries (AbstractIndex), trimmed at
-        # the roll; its sanity is that of its entries (checks.live)
+    if _preallocated(ctx, data, entry_size, n):
+        # the active segment's preallocated working copy, zero past its entries (AbstractIndex): its sanity
+        # is that of its entries, as scan judges it (checks.preallocated_index, one rule for both)
         checked = data[: n * entry_size]
-        ctx.warnings.append(
-            f"{ctx.file}: the active segment's index of a running broker (.lock held): preallocated, "
-            f"zero past its {n} entries, read as of now; the broker trims it at the roll"
-        )
     verdict = sanity_check(kind, checked, ctx.info.base_offset or 0, SanityEra.KAFKA_2_0, source=ctx.file)
     if not verdict.passed:
         bad(FindingCode.INDEX_SANITY_CHECK_FAILED, f"corrupt index: {verdict.message}", None)
@@ -92,6 +94,27 @@ def _index_checks(ctx: FileContext, data: bytes, kind: IndexKind, entry_size: in
             return
 
 
+def _preallocated(ctx: FileContext, data: bytes, entry_size: int, n: int) -> bool:
+    """Whether the index is its segment's preallocated working copy (:attr:`Tail.PREALLOCATED`: the active
+    segment's, clean zero slots after its ``n`` entries); if so, says so once: a warning on a running
+    broker's dir (the file changes as it is read), else the summary's note of what the broker does with it."""
+    if ctx.remote is not None or n * entry_size >= len(data) - len(data) % entry_size:
+        return False
+    active = is_active_segment_file(ctx.path)
+    if classify_tail(data, entry_size, active=active, real=n) is not Tail.PREALLOCATED:
+        return False
+    if ctx.notes or any("preallocated" in w for w in ctx.warnings):
+        return True
+    if active_segment_of_live_dir(ctx.path):
+        ctx.warnings.append(
+            f"{ctx.file}: the active segment's index of a running broker (.lock held): preallocated, "
+            f"zero past its {n} entries, read as of now; the broker trims it at the roll"
+        )
+    else:
+        ctx.notes.append(what_the_broker_does(ctx.path.parent.name, n, len(data) // entry_size - n))
+    return True
+
+
 def _layout_for(ctx: FileContext) -> Any:
     log_path = sibling(ctx.path, ".log")
     try:
@@ -121,7 +144,10 @@ def _by_slot(findings: list[Finding]) -> dict[int, list[Finding]]:
 
 def _findings_and_summary(ctx: FileContext, entries: int, shown: int, zero_slots: int) -> Iterator[Event]:
     yield from (f.to_dict() for f in ctx.findings)
-    yield summary_event(ctx, entries=entries, shown=shown, zero_slots=zero_slots, findings=len(ctx.findings))
+    notes = {"note": " ".join(ctx.notes)} if ctx.notes else {}
+    yield summary_event(
+        ctx, entries=entries, shown=shown, zero_slots=zero_slots, findings=len(ctx.findings), **notes
+    )
 
 
 def dump_offset_index(ctx: FileContext) -> Iterator[Event]:
@@ -134,7 +160,14 @@ def dump_offset_index(ctx: FileContext) -> Iterator[Event]:
         layout = _layout_for(ctx)
         if layout is not None:
             ctx.findings.extend(
-                verify_offset_index(data, base, layout, file=ctx.file, annotations=annotations)
+                verify_offset_index(
+                    data,
+                    base,
+                    layout,
+                    file=ctx.file,
+                    annotations=annotations,
+                    preallocated=_preallocated(ctx, data, OFFSET_ENTRY_SIZE, n),
+                )
             )
         else:  # no log to verify against: at least what plain dump checks
             _index_checks(ctx, data, IndexKind.OFFSET, OFFSET_ENTRY_SIZE)
@@ -178,7 +211,15 @@ def dump_time_index(ctx: FileContext) -> Iterator[Event]:
     if ctx.opts.verify_index:
         layout = _layout_for(ctx)
         if layout is not None:
-            ctx.findings.extend(verify_time_index(data, base, layout, file=ctx.file))
+            ctx.findings.extend(
+                verify_time_index(
+                    data,
+                    base,
+                    layout,
+                    file=ctx.file,
+                    preallocated=_preallocated(ctx, data, TIME_ENTRY_SIZE, n),
+                )
+            )
         else:  # no log to verify against: at least what plain dump checks
             _index_checks(ctx, data, IndexKind.TIME, TIME_ENTRY_SIZE)
     else:

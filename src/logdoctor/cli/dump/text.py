@@ -421,7 +421,8 @@ class TextSink(Sink):
         else:
             text = f"{s.get('entries', 0)} entries"
         n = len(self.findings)
-        return f"  summary: {text}; {n} finding{'s' if n != 1 else ''}"
+        note = f"\n  note: {s['note']}" if s.get("note") else ""
+        return f"  summary: {text}; {n} finding{'s' if n != 1 else ''}{note}"
 
     def end_file(self, ctx: FileContext) -> None:
         if (self.rows or self.headers) and self.rows:
