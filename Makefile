@@ -70,6 +70,7 @@ test: $(STAMP) docs
 # quarter of its examples (tests/tiers.py), in parallel as make test: what a developer runs between changes.
 test-fast: $(STAMP) docs
 	bash scripts/ensure-kafkajs.sh
+	bash scripts/ensure-kafka.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	LOGDOCTOR_TEST_TIER=fast $(PYTEST) -q $(XDIST) -m "not slow and not spark and not kafka"
@@ -103,8 +104,10 @@ bench: $(STAMP)
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_tables.py --records 200000 --repeat 2
 	$(PY) benchmarks/bench_disk_speed.py --gb 1 --partitions 50000 --repeat 3
 
-# The internal-record layout tables, from the Kafka JSON definitions in ../shared (read in place).
+# The internal-record layout tables, from the Kafka JSON definitions in ../shared and inside the installed
+# Kafka jars (.tools/kafka: 4.3.1, 4.4.0), read in place.
 layouts: $(STAMP)
+	bash scripts/ensure-kafka.sh
 	$(PY) scripts/gen_kafka_layouts.py
 
 clean:

@@ -3,38 +3,46 @@
 
 Usage::
 
-    python scripts/gen_kafka_layouts.py [--shared ../shared] [--check]
+    python scripts/gen_kafka_layouts.py [--shared ../shared] [--kafka .tools/kafka] [--check]
 
-It reads, in place (never copied into the repo), the JSON message specs of every Kafka release the
-workspace holds (``../shared/kafka-schemas``: apache/kafka 1eb7644, 4.0.0-SNAPSHOT;
-``../shared/kafka-schemas-4.2``: 4.2.0, with ``_4.0.0``/``_4.1.1`` for files that changed in between
-and ``_stored-apache-kafka-trunk`` for records newer than 4.2), plus the project's own statement of
-Kafka 4.3's delta (scripts/kafka_schema_supplement.py: RegisterBrokerRecord v4 and
-BrokerRegistrationChangeRecord v3, apache/kafka 6be48c6e, which ../shared lacks) applied to ../shared's
-newest definition of each of those records, and writes one Python table of every
-distinct layout of every message: each version, each field (snake_case), nullable and tagged
-versions, tags, defaults, and the release(s) and file(s) the layout was read from. A message whose
-layout changed under the same version (the 4.0 -> 4.1 share-group records) gets one entry per
-layout, oldest first. Interpreted as Kafka's message generator does
+It reads, in place (never copied into the repo), the JSON message specs of every Kafka release it knows:
+
+- the workspace's (``../shared/kafka-schemas``: apache/kafka 1eb7644, 4.0.0-SNAPSHOT;
+  ``../shared/kafka-schemas-4.2``: 4.2.0, with ``_4.0.0``/``_4.1.1`` for files that changed in between
+  and ``_stored-apache-kafka-trunk`` for UnregisterControllerRecord from a later trunk);
+- the released jars of every 4.x release the tests install (:data:`JAR_RELEASES`: 4.3.1 and 4.4.0, from
+  Maven Central by scripts/ensure-kafka.sh into ``.tools/kafka/VERSION/lib``): the specs travel inside
+  them (``kafka-group-coordinator-V.jar!/common/message/*.json``, ``kafka-metadata-V.jar!/common/metadata/``,
+  ``kafka-storage-V.jar!/message/`` ...), read with zipfile; each jar's sha256 must be the one
+  brokers/jars.lock pins, so the committed module is reproducible from the lock.
+
+and writes one Python table of every distinct layout of every message: each version, each field
+(snake_case), nullable and tagged versions, tags, defaults, and the release(s) and file(s) the layout was
+read from. A message whose layout changed under the same version (the 4.0 -> 4.1 share-group records)
+gets one entry per layout, oldest first. Interpreted as Kafka's message generator does
 (K: generator/src/main/java/org/apache/kafka/message/FieldSpec.java, MessageSpec.java).
 
-``--check`` exits 1 when the committed module differs from what the JSON files give (CI / tests).
+The jars made the project's hand-written statement of Kafka 4.3's delta (scripts/kafka_schema_supplement.py:
+RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3, KIP-1066) unnecessary: 4.3.1's and 4.4.0's own
+files give the same layouts (checked before it was dropped; the generated tables name the jars' files).
+
+``--check`` exits 1 when the committed module differs from what the JSON files give (CI / tests). Without
+the jars (or ../shared) there is nothing to check against: it exits 2 naming what is missing (the tests
+skip with a ``required:`` reason, a failure in CI).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
+import zipfile
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO / "scripts") not in sys.path:
-    sys.path.insert(0, str(REPO / "scripts"))
-import kafka_schema_supplement as supplement  # noqa: E402  (scripts/, beside this script)
-
 OUT = REPO / "src" / "logdoctor" / "formats" / "internal" / "kafka_layouts.py"
 
 # (release label, folder relative to the shared folder, skip sub-folders starting with "_", provenance)
@@ -46,6 +54,26 @@ ROOTS: tuple[tuple[str, str, bool, str], ...] = (
     ("trunk-4425e97", "kafka-schemas-4.2/_stored-apache-kafka-trunk", False,
      "apache/kafka trunk 4425e970 (metadata.version 4.4-IV2)"),
 )
+#: (release, provenance) of the releases read from their jars (.tools/kafka/RELEASE/lib), oldest first: every
+#: 4.x release the tests install (brokers/RELEASE/pom.xml). 3.9.1, installed for ZooKeeper mode, is not
+#: read: a 3.9 broker writes nothing the 4.0-SNAPSHOT files lack, and its jars hold a share-group preview
+#: layout (ShareGroupPartitionMetadataValue) no 4.x broker reads (the canary test checks it holds no record
+#: type or version the tables miss).
+JAR_RELEASES: tuple[tuple[str, str], ...] = (
+    ("4.3.1", "Apache Kafka 4.3.1, the jars Maven Central serves (org.apache.kafka, brokers/jars.lock)"),
+    ("4.4.0", "Apache Kafka 4.4.0, the jars Maven Central serves (org.apache.kafka, brokers/jars.lock)"),
+)
+#: the jars of Kafka's modules whose JSON specs define what a broker writes in a log dir
+JAR_MODULES = ("clients", "group-coordinator", "share-coordinator", "transaction-coordinator", "metadata",
+               "raft", "storage")
+#: kafka-clients also carries the RPCs' and clients' own data: of its specs, the ones on disk (the KRaft
+#: control records, the transaction marker, the consumer protocol embedded in __consumer_offsets), the
+#: same ones ../shared holds. Another ``*Record`` there trips the canary test (tests/formats).
+CLIENTS_ON_DISK = frozenset({
+    "ConsumerProtocolAssignment", "ConsumerProtocolSubscription", "EndTxnMarker", "KRaftVersionRecord",
+    "LeaderChangeMessage", "SnapshotFooterRecord", "SnapshotHeaderRecord", "VotersRecord",
+})
+LOCK = REPO / "brokers" / "jars.lock"
 _PRIMITIVES = {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid", "string",
                "bytes", "records"}
 _INTS = {"int8", "int16", "uint16", "int32", "uint32", "int64"}
@@ -55,13 +83,18 @@ def snake(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).lower()
 
 
-def load(path: Path) -> dict[str, Any]:
-    text = path.read_text()
+def parse(text: str) -> dict[str, Any]:
+    """One JSON spec's text, its ``//`` license comment lines dropped."""
     return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
 
 
+def load(path: Path) -> dict[str, Any]:
+    return parse(path.read_text())
+
+
 def spec_files(shared: Path) -> list[tuple[tuple[str, ...], str, Path]]:
-    """(releases, path relative to the shared folder, file) of every JSON spec, oldest release first.
+    """(releases, path relative to the shared folder, file) of every JSON spec of ../shared, oldest release
+    first.
 
     kafka-schemas-4.2/README.md: ``_4.1.1`` holds the 4.1.1 files that changed again in 4.2, so a
     4.2.0 file without a ``_4.1.1`` counterpart is 4.1.1's file too."""
@@ -71,7 +104,7 @@ def spec_files(shared: Path) -> list[tuple[tuple[str, ...], str, Path]]:
     for release, folder, skip_underscore, _ in ROOTS:
         root = shared / folder
         if not root.is_dir():
-            raise SystemExit(f"gen_kafka_layouts: no folder {root}")
+            raise MissingSources(f"gen_kafka_layouts: no folder {root} (../shared: only in the workspace)")
         for p in sorted(root.rglob("*.json")):
             rel = p.relative_to(root)
             if skip_underscore and rel.parts[0].startswith("_"):
@@ -83,23 +116,65 @@ def spec_files(shared: Path) -> list[tuple[tuple[str, ...], str, Path]]:
     return out
 
 
-def specs(shared: Path) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
-    """(releases, file, spec) of every JSON spec (:func:`spec_files`, oldest release first), then one
-    entry per record of scripts/kafka_schema_supplement.py: its delta applied to the newest of ../shared's
-    definitions of that record, named ``scripts/kafka_schema_supplement.py:<that file>``."""
-    out = [(releases, rel, load(path)) for releases, rel, path in spec_files(shared)]
-    for name in supplement.DELTAS:
-        base = [(rel, spec) for _releases, rel, spec in out if spec["name"] == name]
-        if not base:
-            raise SystemExit(f"gen_kafka_layouts: {supplement.FILE} names {name}, which no JSON file defines")
-        rel, spec = base[-1]
-        try:
-            patched = supplement.supplement(spec)
-        except ValueError as e:
-            raise SystemExit(f"gen_kafka_layouts: {e} (newest definition: {rel})") from e
-        assert patched is not None
-        out.append(((supplement.RELEASE,), f"{supplement.FILE}:{rel}", patched))
+class MissingSources(Exception):
+    """The JSON files to generate from are not here (../shared, or a release's jars): exit status 2."""
+
+
+def _locked(lock: Path) -> dict[tuple[str, str], str]:
+    """(release, jar name) -> sha256, from brokers/jars.lock."""
+    out = {}
+    for line in lock.read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 3 and not line.startswith("#"):
+            out[(parts[0], parts[2])] = parts[1]
     return out
+
+
+def jar_name(release: str, module: str) -> str:
+    return f"kafka-{module}-{release}.jar"
+
+
+def missing_jars(kafka: Path) -> list[str]:
+    """The jars :func:`jar_specs` needs that ``kafka`` (.tools/kafka) does not hold, as paths."""
+    return [str(kafka / release / "lib" / jar_name(release, module))
+            for release, _ in JAR_RELEASES for module in JAR_MODULES
+            if not (kafka / release / "lib" / jar_name(release, module)).is_file()]
+
+
+def jar_specs(kafka: Path, lock: Path = LOCK) -> list[tuple[tuple[str, ...], str, dict[str, Any]]]:
+    """(releases, file, spec) of the on-disk specs inside the jars of :data:`JAR_RELEASES`, the file named
+    ``.tools/kafka/RELEASE/lib/JAR!/ENTRY`` (its path from the repo root when ``kafka`` is the project's).
+    Each jar is checked against brokers/jars.lock first."""
+    missing = missing_jars(kafka)
+    if missing:
+        raise MissingSources(f"gen_kafka_layouts: no {missing[0]} (and {len(missing) - 1} more): "
+                             "run bash scripts/ensure-kafka.sh (make test does)")
+    pinned = _locked(lock)
+    shown = Path(".tools/kafka") if kafka.resolve() == (REPO / ".tools" / "kafka").resolve() else kafka
+    out = []
+    for release, _ in JAR_RELEASES:
+        for module in JAR_MODULES:
+            jar = kafka / release / "lib" / jar_name(release, module)
+            digest = hashlib.sha256(jar.read_bytes()).hexdigest()
+            if pinned.get((release, jar.name)) != digest:
+                pin = pinned.get((release, jar.name), "nothing")
+                raise SystemExit(f"gen_kafka_layouts: {jar} has sha256 {digest}, brokers/jars.lock pins "
+                                 f"{pin}: run bash scripts/ensure-kafka.sh")
+            with zipfile.ZipFile(jar) as archive:
+                for entry in sorted(n for n in archive.namelist() if n.endswith(".json")):
+                    spec = parse(archive.read(entry).decode("utf-8"))
+                    if spec.get("type") in ("request", "response", "header"):
+                        continue
+                    if module == "clients" and spec["name"] not in CLIENTS_ON_DISK:
+                        continue
+                    out.append(((release,), f"{shown / release / 'lib' / jar.name}!/{entry}", spec))
+    return out
+
+
+def specs(shared: Path, kafka: Path = REPO / ".tools" / "kafka") -> list[tuple[tuple[str, ...], str, dict]]:
+    """(releases, file, spec) of every JSON spec: ../shared's (:func:`spec_files`, oldest release first),
+    then the jars' (:func:`jar_specs`)."""
+    return [*((releases, rel, load(path)) for releases, rel, path in spec_files(shared)), *jar_specs(kafka)]
 
 
 def _default(f: dict[str, Any], t: str) -> str | None:
@@ -166,10 +241,9 @@ def layout_src(spec: dict[str, Any]) -> str:
 HEADER = '''\
 """GENERATED by scripts/gen_kafka_layouts.py from Kafka's JSON message definitions: do not edit.
 
-Every distinct layout of every message spec in ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 (and
-of Kafka 4.3's delta, scripts/kafka_schema_supplement.py, applied to ../shared's newest definition: files
-named ``scripts/kafka_schema_supplement.py:<that file>``), oldest first, with the releases and files it
-was read from (the JSON files are not in this repo).
+Every distinct layout of every message spec in ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 and
+in the jars of Kafka 4.3.1 and 4.4.0 the tests install (files named ``.tools/kafka/V/lib/JAR!/ENTRY``),
+oldest first, with the releases and files it was read from (the JSON files are not in this repo).
 Field names are the specs' names in snake_case; versions, nullable and tagged versions, tags and
 defaults as in the specs (K: generator/src/main/java/org/apache/kafka/message/FieldSpec.java).
 Regenerate with ``python scripts/gen_kafka_layouts.py``; tests/formats/test_kafka_layouts.py checks it.
@@ -198,8 +272,8 @@ class Layout:
     """One layout of a message spec: ``kind`` is the spec's ``type`` (metadata, coordinator-key,
     coordinator-value, data), ``api_key`` its apiKey (None in 4.0's coordinator specs, whose record
     type is the key's version), ``releases`` the Kafka releases whose file has this layout and
-    ``files`` those files (relative to ../shared; ``scripts/kafka_schema_supplement.py:<file>`` for
-    Kafka 4.3's delta applied to that file)."""
+    ``files`` those files (relative to ../shared; ``.tools/kafka/V/lib/JAR!/ENTRY`` for a spec inside a
+    release's jar)."""
 
     message: Message
     kind: str
@@ -237,9 +311,9 @@ def _l(built: tuple[Message, str, int | None], releases: tuple[str, ...], files:
 '''
 
 
-def generate(shared: Path) -> str:
+def generate(shared: Path, kafka: Path = REPO / ".tools" / "kafka") -> str:
     by_name: dict[str, list[tuple[str, list[str], list[str]]]] = {}  # name -> [(src, releases, files)]
-    for file_releases, rel, spec in specs(shared):
+    for file_releases, rel, spec in specs(shared, kafka):
         src = layout_src(spec)
         entries = by_name.setdefault(spec["name"], [])
         for existing_src, releases, files in entries:
@@ -253,8 +327,9 @@ def generate(shared: Path) -> str:
     out.append("#: release label -> where its JSON files come from\nSOURCES: dict[str, str] = {\n")
     for release, folder, _skip, provenance in ROOTS:
         out.append(f"    {release!r}: {f'{provenance}, ../shared/{folder}'!r},\n")
-    where = f"{supplement.PROVENANCE}, {supplement.FILE} (on ../shared's newest definition)"
-    out.append(f"    {supplement.RELEASE!r}: {where!r},\n")
+    for release, provenance in JAR_RELEASES:
+        where = f"{provenance}, .tools/kafka/{release}/lib/kafka-*-{release}.jar"
+        out.append(f"    {release!r}: {where!r},\n")
     out.append("}\n\n#: message name -> its layouts, oldest first\n")
     out.append("LAYOUTS: dict[str, tuple[Layout, ...]] = {\n")
     for name in sorted(by_name):
@@ -269,9 +344,15 @@ def generate(shared: Path) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--shared", type=Path, default=REPO.parent / "shared")
+    parser.add_argument("--kafka", type=Path, default=REPO / ".tools" / "kafka",
+                        help="the installed Kafka releases (scripts/ensure-kafka.sh), VERSION/lib/*.jar")
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed module is stale")
     args = parser.parse_args(argv)
-    text = generate(args.shared)
+    try:
+        text = generate(args.shared, args.kafka)
+    except MissingSources as e:
+        print(e, file=sys.stderr)
+        return 2
     if args.check:
         if not OUT.exists() or OUT.read_text() != text:
             print(f"gen_kafka_layouts: {OUT} is not what the JSON files give; regenerate it", file=sys.stderr)

@@ -255,6 +255,8 @@ def wait_until(what: str, check: Callable[[], object], timeout: float = 60.0, ev
             got = check()
             if got:
                 return got
+        except NodeExited:
+            raise  # a process that exited will not start by waiting
         except Exception as exc:
             last_error = exc
         if time.monotonic() > deadline:

@@ -1,11 +1,13 @@
 """A small generic reader and writer driven by Kafka's own JSON message definitions (tests only).
 
-It reads ../shared/kafka-schemas in place (Kafka's ``*.json`` message specs, with their ``//``
-license comments) and interprets them the way Kafka's message generator does (MessageDataGenerator,
-FieldSpec): per-field ``versions``, ``nullableVersions``, ``taggedVersions``/``tag``, ``default``,
-the message's ``flexibleVersions`` (compact lengths and tagged-field sections), big-endian fixed
-types, ``uuid`` as 16 bytes. It shares no code with logdoctor.formats.internal, so our decoders
-are checked against an independent reading of Kafka's definitions.
+It reads ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 in place, and the specs inside the jars of
+the Kafka releases the tests install (.tools/kafka/VERSION/lib, with zipfile) (Kafka's ``*.json`` message
+specs, with their ``//`` license comments) and interprets them the way Kafka's message generator does
+(MessageDataGenerator, FieldSpec): per-field ``versions``, ``nullableVersions``,
+``taggedVersions``/``tag``, ``default``, the message's ``flexibleVersions`` (compact lengths and
+tagged-field sections), big-endian fixed types, ``uuid`` as 16 bytes. It shares no code with
+logdoctor.formats.internal, so our decoders are checked against an independent reading of Kafka's
+definitions.
 
 Values: field names in snake_case (``LeaderEpoch`` -> ``leader_epoch``), uuids in Kafka's text form
 (URL-safe base64, no padding), bytes/records as standard base64.
@@ -14,15 +16,13 @@ Values: field names in snake_case (``LeaderEpoch`` -> ``leader_epoch``), uuids i
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
 import re
 import struct
-import sys
+import zipfile
 from functools import cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -46,26 +46,18 @@ SKIP_REASON_42 = (
 RELEASE_FOLDERS = {"_4.0.0": "4.0.0", "_4.1.1": "4.1.1", "_stored-apache-kafka-trunk": "trunk-4425e97"}
 RELEASES = ("4.0-SNAPSHOT", "4.0.0", "4.1.1", "4.2.0", "trunk-4425e97")  # oldest first
 _REPO = Path(__file__).resolve().parents[1]
-#: The project's statement of Kafka 4.3's delta (RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3),
-#: which ../shared lacks; the generator reads the same. The 4.3 definition of a record is addressed as
-#: ``SUPPLEMENT / <file relative to ../shared>``: no such file; :func:`load_path` applies the delta to
-#: that file, ../shared's newest definition of the record (:func:`supplemented_file`).
-SUPPLEMENT = _REPO / "scripts" / "kafka_schema_supplement.py"
-
-
-def _load_supplement() -> ModuleType:
-    name = "kafka_schema_supplement"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, SUPPLEMENT)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-supplement = _load_supplement()
-SUPPLEMENT_RELEASE: str = supplement.RELEASE
+#: The Kafka releases whose specs are read from their jars, as scripts/gen_kafka_layouts.py reads them
+#: (JAR_RELEASES there); a spec inside a jar is addressed as ``<jar path>!/<entry>``
+#: (``.tools/kafka/4.3.1/lib/kafka-metadata-4.3.1.jar!/common/metadata/RegisterBrokerRecord.json``).
+KAFKA = Path(os.environ.get("LOGDOCTOR_KAFKA_TOOLS", _REPO / ".tools" / "kafka"))
+JAR_RELEASES = ("4.3.1", "4.4.0")
+JAR_MODULES = ("clients", "group-coordinator", "share-coordinator", "transaction-coordinator", "metadata",
+               "raft", "storage")
+#: kafka-clients' specs that are on disk (the rest are RPCs and clients' own data)
+CLIENTS_ON_DISK = frozenset({
+    "ConsumerProtocolAssignment", "ConsumerProtocolSubscription", "EndTxnMarker", "KRaftVersionRecord",
+    "LeaderChangeMessage", "SnapshotFooterRecord", "SnapshotHeaderRecord", "VotersRecord",
+})
 MAX = 0x7FFF
 _FIXED = {
     "bool": ">?",
@@ -121,14 +113,61 @@ def load(relpath: str) -> dict[str, Any]:
 
 @cache
 def load_path(path: Path) -> dict[str, Any]:
-    """One spec file by its path, comments stripped; under :data:`SUPPLEMENT`, Kafka 4.3's definition:
-    the delta applied to the ../shared file it names."""
-    if path.is_relative_to(SUPPLEMENT):
-        out = supplement.supplement(load_path(SCHEMAS.parent / path.relative_to(SUPPLEMENT)))
-        assert out is not None, path
-        return out
-    text = path.read_text()
+    """One spec file by its path, comments stripped; ``<jar>!/<entry>``: the entry inside that jar."""
+    jar, sep, entry = str(path).partition("!/")
+    if sep:
+        with zipfile.ZipFile(jar) as archive:
+            text = archive.read(entry).decode("utf-8")
+    else:
+        text = path.read_text()
     return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+
+
+def jar_of(release: str, module: str) -> Path:
+    return KAFKA / release / "lib" / f"kafka-{module}-{release}.jar"
+
+
+def jars_available(release: str | None = None) -> bool:
+    """Whether the jars of ``release`` (None: of every release of :data:`JAR_RELEASES`) are installed."""
+    return all(jar_of(r, m).is_file() for r in ((release,) if release else JAR_RELEASES) for m in JAR_MODULES)
+
+
+def require_jars(release: str | None = None) -> None:
+    if not jars_available(release):
+        pytest.skip(f"required: Kafka {release or ', '.join(JAR_RELEASES)}'s jars in {KAFKA}: run bash "
+                    "scripts/ensure-kafka.sh (make test does)")
+
+
+@cache
+def jar_spec_files(release: str) -> tuple[Path, ...]:
+    """``<jar>!/<entry>`` of every on-disk spec inside ``release``'s jars (not the RPCs'), () when they are
+    not installed."""
+    if not jars_available(release):
+        return ()
+    out: list[Path] = []
+    for module in JAR_MODULES:
+        jar = jar_of(release, module)
+        with zipfile.ZipFile(jar) as archive:
+            names = sorted(n for n in archive.namelist() if n.endswith(".json"))
+        for entry in names:
+            path = Path(f"{jar}!/{entry}")
+            spec = load_path(path)
+            if spec.get("type") in ("request", "response", "header"):
+                continue
+            if module == "clients" and spec["name"] not in CLIENTS_ON_DISK:
+                continue
+            out.append(path)
+    return tuple(out)
+
+
+def jar_file(release: str, name: str) -> Path:
+    """``<jar>!/<entry>`` of message ``name``'s spec in ``release``'s jars (the test skips with a
+    ``required:`` reason when they are not installed)."""
+    require_jars(release)
+    for path in jar_spec_files(release):
+        if path.stem == name:
+            return path
+    raise FileNotFoundError(f"no spec of {name} in Kafka {release}'s jars")
 
 
 def available_42() -> bool:
@@ -136,20 +175,35 @@ def available_42() -> bool:
 
 
 def release_of(path: Path) -> str:
-    """The Kafka release a spec file of either folder is from ("4.0-SNAPSHOT", "4.0.0", "4.1.1",
-    "4.2.0", "trunk-4425e97"; :data:`SUPPLEMENT_RELEASE` for a supplemented definition)."""
-    if path.is_relative_to(SUPPLEMENT):
-        return SUPPLEMENT_RELEASE
+    """The Kafka release a spec file is from ("4.0-SNAPSHOT", "4.0.0", "4.1.1", "4.2.0", "trunk-4425e97",
+    and "4.3.1", "4.4.0" for a spec inside a release's jar)."""
+    jar, sep, _ = str(path).partition("!/")
+    if sep:
+        return Path(jar).parent.parent.name
     if path.is_relative_to(SCHEMAS_42):
         first = path.relative_to(SCHEMAS_42).parts[0]
         return RELEASE_FOLDERS.get(first, "4.2.0")
     return "4.0-SNAPSHOT"
 
 
+def module_of(path: Path) -> str:
+    """The Kafka module a spec file belongs to (metadata, storage, group-coordinator, ...)."""
+    jar, sep, _ = str(path).partition("!/")
+    if sep:
+        found = re.fullmatch(r"kafka-(.+)-\d+\.\d+\.\d+\.jar", Path(jar).name)
+        assert found, path
+        return found.group(1)
+    base = next(b for b in (SCHEMAS_42, SCHEMAS) if path.is_relative_to(b))
+    for part in path.relative_to(base).parts:
+        if part in JAR_MODULES:
+            return part
+    raise AssertionError(path)
+
+
 def every_spec_file() -> list[Path]:
-    """Every JSON spec of ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 (those present), then,
-    when ../shared's are present, the 4.3 definition of each record the supplement names."""
-    return [*_shared_spec_files(), *_supplemented_files()]
+    """Every JSON spec of ../shared/kafka-schemas and ../shared/kafka-schemas-4.2 (those present), then the
+    on-disk specs of the jars of every release of :data:`JAR_RELEASES` that is installed."""
+    return [*_shared_spec_files(), *(p for r in JAR_RELEASES for p in jar_spec_files(r))]
 
 
 @cache
@@ -161,37 +215,20 @@ def _shared_spec_files() -> tuple[Path, ...]:
     return tuple(out)
 
 
-@cache
-def _supplemented_files() -> tuple[Path, ...]:
-    if not _shared_spec_files():
-        return ()
-    return tuple(supplemented_file(name) for name in supplement.DELTAS)
-
-
-def supplemented_file(name: str) -> Path:
-    """The address of record ``name``'s 4.3 definition: :data:`SUPPLEMENT` / ../shared's newest file
-    defining ``name`` (newest by release, as :data:`RELEASES` orders them)."""
-    files = [p for p in _shared_spec_files() if load_path(p)["name"] == name]
-    if not files:
-        raise FileNotFoundError(f"no JSON file of ../shared defines {name}")
-    newest = max(files, key=lambda p: RELEASES.index(release_of(p)))
-    return SUPPLEMENT / newest.relative_to(SCHEMAS.parent)
-
-
 def layout_file_name(path: Path) -> str:
-    """How the generated tables name a spec file: relative to ../shared, or for a supplemented
-    definition ``scripts/kafka_schema_supplement.py:<the ../shared file>``."""
-    if path.is_relative_to(SUPPLEMENT):
-        return f"{supplement.FILE}:{path.relative_to(SUPPLEMENT)}"
+    """How the generated tables name a spec file: relative to ../shared, or for a spec inside a jar of the
+    project's .tools/kafka ``.tools/kafka/V/lib/JAR!/ENTRY``."""
+    jar, sep, entry = str(path).partition("!/")
+    if sep:
+        return f"{Path(jar).relative_to(_REPO)}!/{entry}"
     return str(path.relative_to(SCHEMAS.parent))
 
 
 def path_of_layout_file(name: str) -> Path:
     """The file a generated layout names (the inverse of :func:`layout_file_name`; :func:`load_path`
     reads either)."""
-    prefix = f"{supplement.FILE}:"
-    if name.startswith(prefix):
-        return SUPPLEMENT / name[len(prefix):]
+    if name.startswith(".tools/kafka/"):
+        return _REPO / name
     return SCHEMAS.parent / name
 
 
@@ -380,10 +417,10 @@ def write(spec: Spec, value: dict[str, Any], version: int) -> bytes:
 
 
 def metadata_record_43(name: str, version: int, **fields: Any) -> bytes:
-    """A KRaft metadata record value written from Kafka 4.3's definition of ``name`` (the project's
-    statement of the delta, scripts/kafka_schema_supplement.py, on ../shared's newest file): frame version 1,
-    api key, version (uvarints), then the struct with ``fields`` over the spec's defaults."""
-    spec = Spec(load_path(supplemented_file(name)))
+    """A KRaft metadata record value written from Kafka 4.3.1's definition of ``name`` (inside its
+    kafka-metadata jar; the test skips with a ``required:`` reason without it): frame version 1, api key,
+    version (uvarints), then the struct with ``fields`` over the spec's defaults."""
+    spec = Spec(load_path(jar_file("4.3.1", name)))
     value = {snake(f["name"]): _default(f, spec, version) for f in spec.raw["fields"]
              if _in(version, fversions(f))}
     value.update(fields)

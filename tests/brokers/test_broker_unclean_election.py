@@ -22,18 +22,24 @@ What the broker's own behaviour then checks:
   predicts: broker 2 leads, broker 1 truncates to the offset the finding named
   (K:core/.../server/AbstractFetcherThread.scala truncation on OffsetsForLeaderEpoch / diverging epoch)
   and every record broker 2 acknowledged is served; the printed ``kafka-configs.sh --bootstrap-controller``
-  that turns unclean election off is accepted by the controller.
+  that turns unclean election off is accepted by the controller;
+- the finding's warning about the other orders (unclean election still on, the first broker to register
+  leads) holds for each unsafe order, run at once on copies of every node's folder (the controller's
+  metadata too) taken right after the incident: broker 1 first, broker 2 truncates to the offset the
+  warning names and its 300 records are gone; broker 3 first, both brokers' records are gone.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from kafka_cluster import KafkaCluster, logdoctor_json, run_printed, wait_until
+from kafka_cluster import KafkaCluster, Node, free_port, logdoctor_json, run_printed, wait_until
 
 pytestmark = pytest.mark.kafka
 
@@ -48,6 +54,7 @@ class Incident:
     acked: dict[str, list[int]]  # "before", "alone" (broker 1), "new" (broker 2): acknowledged offsets
     records: dict[str, list[tuple[bytes, bytes]]]
     scan: dict
+    copies: dict[int, Path] = field(default_factory=dict)  # first broker of an unsafe order -> its copy
 
 
 def _records(tag: str, count: int) -> list[tuple[bytes, bytes]]:
@@ -63,7 +70,12 @@ def incident(tmp_path_factory: pytest.TempPathFactory):
     cluster = KafkaCluster(tmp_path_factory.mktemp("unclean-election"), brokers=3)
     cluster.start()
     try:
-        yield _make_incident(cluster)
+        incident = _make_incident(cluster)
+        incident.copies = _copy_stopped(
+            cluster,
+            {first: tmp_path_factory.mktemp(f"unclean-first-{first}") / "cluster" for first in (1, 3)},
+        )
+        yield incident
     finally:
         cluster.kill()
 
@@ -102,6 +114,97 @@ def _make_incident(cluster: KafkaCluster) -> Incident:
     dirs = {i: str(cluster.broker(i).log_dirs[0]) for i in (1, 2, 3)}
     scan = logdoctor_json("scan", dirs[1], dirs[2], dirs[3])
     return Incident(cluster, dirs, acked, records, scan)
+
+
+def _copy_stopped(cluster: KafkaCluster, to: dict[int, Path]) -> dict[int, Path]:
+    """Copies of every node's folder as the incident left them (every broker down): the controller, whose
+    metadata holds the partition's leader and ISR, is stopped for the copy and started again (not waited
+    for: the next broker to start waits for it)."""
+    controller = cluster.controller
+    assert controller is not None and not any(n.running for n in cluster.broker_nodes)
+    controller.stop()
+    for root in to.values():
+        shutil.copytree(cluster.root, root, symlinks=True)
+    controller.start(wait=False)
+    return to
+
+
+def _cluster_on(cluster: KafkaCluster, root: Path) -> KafkaCluster:
+    """``cluster`` as it runs from its copy in ``root``: every node's folder, log dirs and configs moved
+    there, on ports of its own (so that it runs beside the original and the other copies)."""
+    copy = KafkaCluster.__new__(KafkaCluster)
+    copy.__dict__.update(cluster.__dict__)
+    copy.root = root
+    ports = {p: free_port() for n in cluster.nodes for p in (n.port, n.controller_port) if p}
+    copy.nodes = []
+    for node in cluster.nodes:
+        moved = Node(**{**node.__dict__, "proc": None, "_log_mark": 0})
+        moved.folder = root / node.folder.relative_to(cluster.root)
+        moved.log_dirs = [root / d.relative_to(cluster.root) for d in node.log_dirs]
+        moved.port, moved.controller_port = ports.get(node.port, 0), ports.get(node.controller_port, 0)
+        moved.config = {
+            k: re.sub(r"127\.0\.0\.1:(\d+)\b", lambda m: f"127.0.0.1:{ports[int(m[1])]}", v)
+            for k, v in ((k, v.replace(str(cluster.root), str(root))) for k, v in node.config.items())
+        }
+        copy.nodes.append(moved)
+    return copy
+
+
+@dataclass
+class Restart:
+    """What the brokers did after an unsafe restart order, read from them."""
+
+    leader: int
+    unclean: bool  # the controller logged the first broker's election as unclean
+    truncated: dict[int, list[int]]  # broker -> the offsets its log says it truncated to since its start
+    served: list[tuple[int, bytes | None, bytes | None]]  # what a read_committed consumer reads back
+
+
+def _restart_first(incident: Incident, first: int) -> Restart:
+    """On the copy for ``first``: the controller, broker ``first`` alone until it leads, then the others
+    until the ISR is whole; what the brokers then say and serve."""
+    cluster = _cluster_on(incident.cluster, incident.copies[first])
+    controller = cluster.controller
+    assert controller is not None
+    try:
+        controller.start(wait=False)  # the broker's start waits for it
+        leader = cluster.broker(first)
+        leader.start()
+        wait_until(f"broker {first} to lead", lambda: _describe_from(cluster, first)["leader"] == first, 120)
+        others = [n for n in cluster.broker_nodes if n is not leader]
+        for node in others:
+            node.start(wait=False)
+        for node in others:
+            node.wait_started()
+        wait_until(
+            f"the ISR [1, 2, 3] under broker {first}", lambda: _in_sync(cluster, first, [1, 2, 3]), 120
+        )
+        unclean = re.search(
+            rf"Setting new leader for topicId \S+, partition 0 to {first} using an unclean election",
+            controller.log(),
+        )
+        truncated = {
+            n.node_id: [
+                int(m)
+                for m in re.findall(
+                    rf"Truncating partition {TOPIC}-0 with TruncationState\(offset=(\d+)", n.log()
+                )
+            ]
+            for n in others
+        }
+        served = cluster.consume(TOPIC, 0, bootstrap=cluster.bootstrap_of([leader]))
+        return Restart(_describe_from(cluster, first)["leader"], unclean is not None, truncated, served)
+    finally:
+        cluster.kill()
+
+
+@pytest.fixture(scope="module")
+def unsafe_restarts(incident: Incident) -> dict[int, Restart]:
+    """Both unsafe orders at once, each on its own copy: broker 1 (the diverged replica) first, broker 3
+    (the stale one) first."""
+    with ThreadPoolExecutor(len(incident.copies)) as pool:
+        futures = {first: pool.submit(_restart_first, incident, first) for first in incident.copies}
+        return {first: f.result() for first, f in futures.items()}
 
 
 def _in_sync(cluster: KafkaCluster, leader: int, isr: list[int]) -> bool:
@@ -218,3 +321,66 @@ def test_restart_in_the_printed_safe_order(incident: Incident) -> None:
         "--entity-type", "topics", "--entity-name", TOPIC,
     ).stdout  # fmt: skip
     assert "unclean.leader.election.enable=false" in shown
+
+
+def _warning(incident: Incident) -> tuple[dict, dict[str, int]]:
+    """REPLICA_DIVERGED's details and what its restart-order warning says electing this replica (broker 1)
+    costs the reference replica (broker 2's): it truncates to ``to`` and loses offsets ``first`` to
+    ``last``; and that electing another stale replica costs both theirs."""
+    f = _findings(incident, "REPLICA_DIVERGED")[0]
+    said = re.search(
+        r"if this replica is elected, the replica in (\S+) truncates to (\d+) and loses offsets (\d+) to "
+        r"(\d+) \((\d+) offsets, written while it led\), "
+        r"and if another stale replica is elected both lose theirs",
+        f["fix"],
+    )
+    assert said, f["fix"]
+    assert said.group(1) == incident.dirs[2], f["fix"]
+    to, first, last, count = map(int, said.groups()[1:])
+    assert count == last - first + 1
+    return f["details"], {"to": to, "first": first, "last": last}
+
+
+def _acked(incident: Incident, *tags: str, lost: range = range(0)) -> list[tuple[int, bytes, bytes]]:
+    """The records acknowledged as ``tags``, offset, key and value, but for the offsets of ``lost``."""
+    return [
+        (o, k, v)
+        for tag in tags
+        for o, (k, v) in zip(incident.acked[tag], incident.records[tag], strict=True)
+        if o not in lost
+    ]
+
+
+def test_restart_with_the_diverged_replica_first(
+    incident: Incident, unsafe_restarts: dict[int, Restart]
+) -> None:
+    """Broker 1 (the diverged replica) first, alone, until it leads, then the others, unclean election still
+    on: as the warning says, the controller elects it uncleanly, broker 2 truncates to the offset the warning
+    names and the records broker 2 acknowledged there (offsets 1000-1299) are gone; broker 1's 500 are
+    served instead."""
+    details, lose = _warning(incident)
+    got = unsafe_restarts[1]
+    assert got.leader == 1 and got.unclean
+    assert min(got.truncated[2], default=None) == lose["to"] == BEFORE
+    lost = range(lose["first"], lose["last"] + 1)
+    assert lost == range(BEFORE, BEFORE + NEW)
+    assert got.served == _acked(incident, "before", "new", lost=lost) + _acked(incident, "alone")
+    assert [o for o, _k, _v in got.served][-1] == details["lost_offsets"][1]
+
+
+def test_restart_with_a_stale_replica_first(incident: Incident, unsafe_restarts: dict[int, Restart]) -> None:
+    """Broker 3 (stale: stopped before broker 1 took its 500 records) first, alone, until it leads, then the
+    others: as the warning says, both lose theirs: broker 1 truncates to the finding's offset (its 500,
+    offsets 1000-1499, gone) and broker 2 to the warning's (its 300, offsets 1000-1299, gone); only the 1000
+    records all three held are served."""
+    details, lose = _warning(incident)
+    got = unsafe_restarts[3]
+    assert got.leader == 3 and got.unclean
+    assert min(got.truncated[1], default=None) == details["truncate_to"] == BEFORE
+    assert min(got.truncated[2], default=None) == lose["to"] == BEFORE
+    lost_a = range(details["lost_offsets"][0], details["lost_offsets"][1] + 1)
+    lost_b = range(lose["first"], lose["last"] + 1)
+    assert got.served == _acked(incident, "before", "alone", lost=lost_a) + _acked(
+        incident, "new", lost=lost_b
+    )
+    assert got.served == _acked(incident, "before")

@@ -57,8 +57,8 @@ def test_the_crafted_record_is_read_exactly_by_both_layouts() -> None:
 @pytest.mark.parametrize(
     ("features", "start", "releases"),
     [
-        (ClusterFeatures(metadata_version=27), 0x050101, "4.1.1/4.2.0"),
-        (ClusterFeatures(metadata_version=25, share_version=1), 0x050101, "4.1.1/4.2.0"),
+        (ClusterFeatures(metadata_version=27), 0x050101, "4.1.1/4.2.0/4.3.1/4.4.0"),
+        (ClusterFeatures(metadata_version=25, share_version=1), 0x050101, "4.1.1/4.2.0/4.3.1/4.4.0"),
         (ClusterFeatures(25, 0, (25, 26)), 5, "4.0-SNAPSHOT/4.0.0"),
     ],
 )
@@ -85,7 +85,10 @@ def test_records_of_both_layouts_with_feature_levels_given() -> None:
     spec40 = ks.Spec(ks.load_path(ks.SCHEMAS_42 / "_4.0.0" / _SHARE / "ShareSnapshotValue.json"))
     v40 = struct.pack(">h", 0) + ks.write(spec40, {**ks.random_value(spec40, 0, rng), "start_offset": 17}, 0)
     new, old = ClusterFeatures(metadata_version=28), ClusterFeatures(25, 0, (25,))
-    for value, own, other, label in ((v41, new, old, "4.1.1/4.2.0"), (v40, old, new, "4.0-SNAPSHOT/4.0.0")):
+    for value, own, other, label in (
+        (v41, new, old, "4.1.1/4.2.0/4.3.1/4.4.0"),
+        (v40, old, new, "4.0-SNAPSHOT/4.0.0"),
+    ):
         mine = decode_share_group_state(key, value, features=own)
         theirs = decode_share_group_state(key, value, features=other)
         assert mine["value"] == theirs["value"] and mine["value"]["start_offset"] == 17

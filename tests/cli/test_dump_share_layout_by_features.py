@@ -30,6 +30,6 @@ def test_dump_names_the_feature_level_that_chose_the_layout(tmp_path: Path) -> N
     [chosen] = _decoded(with_levels)
     [exact] = _decoded(without)
     assert chosen["value"] == exact["value"] and chosen["value"]["start_offset"] == 17
-    assert chosen["layout"] == exact["layout"] == "4.1.1/4.2.0"
+    assert chosen["layout"] == exact["layout"] == "4.1.1/4.2.0/4.3.1/4.4.0"
     assert chosen["layout_by"] == "feature levels: share.version 1"
     assert "feature levels" not in exact["layout_by"]

@@ -63,13 +63,8 @@ def _id(path: Path) -> str:
 
 
 def _folder(path: Path) -> str:
-    """The Kafka module a spec file belongs to (metadata, storage, group-coordinator, ...)."""
-    base = next(b for b in (ks.SUPPLEMENT, ks.SCHEMAS_42, ks.SCHEMAS) if path.is_relative_to(b))
-    for part in path.relative_to(base).parts:
-        if part in ("metadata", "storage", "group-coordinator", "transaction-coordinator",
-                    "share-coordinator", "clients", "raft"):
-            return part
-    raise AssertionError(path)
+    """The Kafka module a spec file belongs to (metadata, storage, group-coordinator, ...; a jar's too)."""
+    return ks.module_of(path)
 
 
 def _framed_cases() -> list:
@@ -150,6 +145,8 @@ def _key_for(value: Path) -> Path | None:
     kafka-schemas-4.2/_4.0.0 or _4.1.1 holds only the value that changed)."""
     name = value.name.replace("Value.json", "Key.json")
     folder = _folder(value)
+    if "!/" in str(value):  # inside a release's jar: the key is beside it
+        return value.with_name(name) if value.with_name(name) in ks.every_spec_file() else None
     for candidate in (
         value.with_name(name),
         ks.SCHEMAS_42 / folder / "src/main/resources/common/message" / name,
@@ -259,12 +256,14 @@ def test_every_schema_file_is_covered() -> None:
 
 
 def test_kafka_42_schemas_are_among_the_cases() -> None:
-    """The 4.1/4.2 files are present and tested (else the canary would pass on 4.0 alone)."""
+    """The 4.1/4.2 files are present and tested (else the canary would pass on 4.0 alone), and so are the
+    files inside the jars of 4.3.1 and 4.4.0."""
     if not ks.available_42():
         pytest.skip(ks.SKIP_REASON_42)
+    ks.require_jars()
     cases = {c.values[-1] for c in _framed_cases() + _coordinator_cases()}
     releases = {ks.release_of(p) for p in cases}
-    assert {"4.0-SNAPSHOT", "4.0.0", "4.1.1", "4.2.0", "trunk-4425e97", ks.SUPPLEMENT_RELEASE} <= releases
+    assert {"4.0-SNAPSHOT", "4.0.0", "4.1.1", "4.2.0", "trunk-4425e97", *ks.JAR_RELEASES} <= releases
 
 
 # --- every real record ------------------------------------------------------------------------------

@@ -119,7 +119,7 @@ def test_unregister_controller(tmp_path: Path) -> None:
 
 def _record_43(name: str, version: int, **fields: Any) -> bytes:
     """A record written from Kafka 4.3's definition: the project's statement of the delta
-    (scripts/kafka_schema_supplement.py, apache/kafka 6be48c6e) on ../shared's newest file."""
+    (tests/kafka_schemas.metadata_record_43: the definition inside the installed 4.3.1 jars)."""
     return ks.metadata_record_43(name, version, **fields)
 
 

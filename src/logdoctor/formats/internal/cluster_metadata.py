@@ -7,10 +7,10 @@ Frame version 0 was KRaft's 2.8 preview, which Kafka itself refuses.
 
 Decoded form: {"type": "PartitionRecord", "api_key": 3, "version": 2, "frame_version": 1,
 "data": {...fields...}}. Layouts generated from Kafka's metadata/src/main/resources/common/metadata/*.json
-(``kafka_layouts``: 4.0-SNAPSHOT to 4.2.0, a later trunk's UnregisterControllerRecord, and 4.3's
-RegisterBrokerRecord v4 / BrokerRegistrationChangeRecord v3 from the project's statement of that delta,
-scripts/kafka_schema_supplement.py); an api key or version none of them has is UnsupportedError
-(``decode_lenient``: an "unknown" record with its bytes).
+(``kafka_layouts``: 4.0-SNAPSHOT to 4.2.0, a later trunk's UnregisterControllerRecord, and the files
+inside kafka-metadata-4.3.1.jar and kafka-metadata-4.4.0.jar: RegisterBrokerRecord v4 /
+BrokerRegistrationChangeRecord v3 with KIP-1066's cordoned log dirs); an api key or version none of them
+has is UnsupportedError (``decode_lenient``: an "unknown" record with its bytes).
 """
 
 from __future__ import annotations

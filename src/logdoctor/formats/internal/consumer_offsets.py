@@ -10,8 +10,8 @@ Decoded form::
     {"type": "OffsetCommit", "key_version": 1, "key": {"group": ..., "topic": ..., "partition": ...},
      "version": 3, "value": {"offset": ..., "leader_epoch": ..., ...}}     # value None: tombstone
 
-plus ``"layout": "4.0-SNAPSHOT/4.0.0"`` (or "4.1.1/4.2.0") for the share-group records whose layout
-Kafka 4.1 changed under the same version (see ``layouts``).
+plus ``"layout": "4.0-SNAPSHOT/4.0.0"`` (or "4.1.1/4.2.0/4.3.1/4.4.0") for the share-group records whose
+layout Kafka 4.1 changed under the same version (see ``layouts``).
 
 For classic groups whose protocol type is "consumer", each member's ``subscription`` and
 ``assignment`` (and a KIP-848 classic member's supported protocol ``metadata``) are decoded into

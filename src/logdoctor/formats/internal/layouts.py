@@ -85,7 +85,7 @@ class ClusterFeatures:
 @dataclass(frozen=True, slots=True)
 class Candidate:
     """A layout to read a version with: the newest of the layouts that share its untagged wire shape,
-    and the Kafka releases of all of them (``label``: "4.0-SNAPSHOT/4.0.0", "4.1.1/4.2.0")."""
+    and the Kafka releases of all of them (``label``: "4.0-SNAPSHOT/4.0.0", "4.1.1/4.2.0/4.3.1/4.4.0")."""
 
     message: Message
     releases: tuple[str, ...]
@@ -226,10 +226,16 @@ def read_chosen(
 
 def for_writing(name: str, version: int, label: str | None = None) -> Candidate:
     """The layout to write ``name`` at ``version`` with: the one of ``label`` (a decoded record's
-    ``"layout"``), else the newest. UnsupportedError for a version or label no layout has."""
+    ``"layout"``; a label written before newer releases joined it, "4.1.1/4.2.0" for
+    "4.1.1/4.2.0/4.3.1/4.4.0", names the layout holding those releases), else the newest.
+    UnsupportedError for a version or label no layout has."""
     found = candidates(name, version)
     for c in found:
         if label is None or c.label == label:
+            return c
+    wanted = set(label.split("/")) if label else set()
+    for c in found:
+        if wanted <= set(c.releases):
             return c
     raise UnsupportedError(
         f"a layout of {name} v{version} ({', '.join(c.label for c in found) or 'none'})",

@@ -2,7 +2,7 @@
 
 Built from ``kafka_layouts.py``, which scripts/gen_kafka_layouts.py generates from Kafka's JSON specs
 (../shared/kafka-schemas: 4.0.0-SNAPSHOT; ../shared/kafka-schemas-4.2: 4.0.0, 4.1.1, 4.2.0 and a
-later trunk; field names in snake_case):
+later trunk; the specs inside the jars of 4.3.1 and 4.4.0; field names in snake_case):
 
 - ``group-coordinator/src/main/resources/common/message/*.json``: the ``__consumer_offsets``
   records (OffsetCommit, GroupMetadata, the KIP-848 consumer group, KIP-932 share group and KIP-1071
@@ -25,6 +25,7 @@ of ConsumerGroup*Value (same version 0, other fields) are not readable; 3.8+ lay
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -78,6 +79,17 @@ def M(name: str, valid: str, flexible: str, *fields: Field, api_key: int | None 
     return Message(name, V(valid), V(flexible), tuple(fields), api_key)
 
 
+def in_module(file: str, module: str) -> bool:
+    """Whether a generated layout's file is one of Kafka module ``module`` (``group-coordinator``,
+    ``metadata``, ...): ../shared's paths follow Kafka's tree (``group-coordinator/src/main/...``), a file
+    inside a release's jar is ``.tools/kafka/V/lib/kafka-group-coordinator-V.jar!/common/message/...``."""
+    jar, inside, _ = file.partition("!/")
+    if inside:
+        name = jar.rsplit("/", 1)[-1]
+        return re.fullmatch(rf"kafka-{re.escape(module)}-\d+\.\d+\.\d+\.jar", name) is not None
+    return f"{module}/" in file
+
+
 class RecordType(NamedTuple):
     """A coordinator record type: its name, key message (read at the record type where the key's
     versions hold it, else at 0: 4.1+'s specs) and the name of its value message."""
@@ -92,7 +104,7 @@ def _coordinator_records(folder: str, names: dict[str, str] | None = None,
     """record type -> RecordType for every ``*Key`` spec of the generated files under ``folder``."""
     out: dict[int, RecordType] = {}
     for name, layouts in LAYOUTS.items():
-        if not name.endswith("Key") or not any(f"{folder}/" in f for lay in layouts for f in lay.files):
+        if not name.endswith("Key") or not any(in_module(f, folder) for lay in layouts for f in lay.files):
             continue
         base = name[: -len("Key")]
         for layout in layouts:
@@ -188,7 +200,7 @@ def _metadata_names(kind: str, folder: str) -> dict[int, str]:
     out = {}
     for name, layouts in LAYOUTS.items():
         lay = layouts[-1]
-        if lay.api_key is not None and lay.kind == kind and any(f"{folder}/" in f for f in lay.files):
+        if lay.api_key is not None and lay.kind == kind and any(in_module(f, folder) for f in lay.files):
             out[lay.api_key] = name
     return dict(sorted(out.items()))
 
@@ -205,13 +217,20 @@ PREVIEW_METADATA_RECORDS: dict[str, Message] = {m.name: m for m in _PREVIEW_META
 #: api key -> remote log metadata record name (storage/.../RemoteLogSegmentMetadata*Record.json ...)
 REMOTE_LOG_METADATA_RECORD_NAMES: dict[int, str] = _metadata_names("metadata", "storage")
 
-_DECODED_HERE = ("group-coordinator/", "transaction-coordinator/", "share-coordinator/", "metadata/",
-                 "ConsumerProtocol", "RemoteLogSegment", "RemotePartition")
+_DECODED_MODULES = ("group-coordinator", "transaction-coordinator", "share-coordinator", "metadata")
+_DECODED_NAMES = ("ConsumerProtocol", "RemoteLogSegment", "RemotePartition")
+
+
+def _decoded_here(file: str) -> bool:
+    return any(in_module(file, m) for m in _DECODED_MODULES) or any(n in file for n in _DECODED_NAMES)
+
+
+
 # Every layout of the records these decoders read (generated and hand-written), by name (older layouts
 # as "Name@releases"); tests walk them all.
 ALL_MESSAGES: dict[str, Message] = {
     **{(name if i == len(lays) - 1 else f"{name}@{'/'.join(lay.releases)}"): lay.message
        for name, lays in LAYOUTS.items() for i, lay in enumerate(lays)
-       if any(mark in f for f in lay.files for mark in _DECODED_HERE)},
+       if any(_decoded_here(f) for f in lay.files)},
     **PREVIEW_METADATA_RECORDS,
 }

@@ -4,15 +4,15 @@ Key = int16 record type (0 ShareSnapshot, 1 ShareUpdate) + the key struct read a
 value = int16 version + the value struct of the key's record type; a null value is a tombstone
 (K: share-coordinator/.../ShareCoordinatorRecordSerde.java, ShareCoordinator.java,
 coordinator-common/.../runtime/CoordinatorRecordSerde.java). Layouts generated from Kafka's
-share-coordinator/src/main/resources/common/message/Share{Snapshot,Update}{Key,Value}.json of 4.0, 4.1.1
-and 4.2.0 (``kafka_layouts``): 4.1 changed the value under the same version 0 (SnapshotEpoch uint16 ->
-int32, CreateTimestamp, WriteTimestamp; 4.2 adds the tagged DeliveryCompleteCount), so each value is
-read with the one layout that decodes it exactly (``layouts.read_exact``).
+share-coordinator/src/main/resources/common/message/Share{Snapshot,Update}{Key,Value}.json of 4.0, 4.1.1,
+4.2.0, and of the 4.3.1 and 4.4.0 jars (``kafka_layouts``): 4.1 changed the value under the same version 0
+(SnapshotEpoch uint16 -> int32, CreateTimestamp, WriteTimestamp; 4.2 adds the tagged DeliveryCompleteCount,
+KIP-1226), so each value is read with the one layout that decodes it exactly (``layouts.read_exact``).
 
 Decoded form (as ``__consumer_offsets``)::
 
     {"type": "ShareSnapshot", "key_version": 0, "key": {"group_id": ..., "topic_id": ..., "partition": ...},
-     "version": 0, "layout": "4.1.1/4.2.0", "value": {"snapshot_epoch": ..., "state_epoch": ...,
+     "version": 0, "layout": "4.1.1/4.2.0/4.3.1/4.4.0", "value": {"snapshot_epoch": ..., "state_epoch": ...,
      "leader_epoch": ..., "start_offset": ..., "create_timestamp": ..., "write_timestamp": ...,
      "delivery_complete_count": ..., "state_batches": [...]}}
 
