@@ -423,7 +423,8 @@ def _stray_findings(ctx: KraftContext, paths: list[str]) -> list[Finding]:
 
 def _release_text(label: str) -> str:
     """A release label of the generated tables, with the branch or metadata.version a trunk commit stands
-    for (from its SOURCES line), e.g. ``trunk-1eb7644 (4.0.0-SNAPSHOT)``; a release is its own label (``4.4.0``)."""
+    for (from its SOURCES line), e.g. ``trunk-1eb7644 (4.0.0-SNAPSHOT)``; a release is its own label
+    (``4.4.0``)."""
     import re
 
     from logdoctor.formats.internal.layouts import SOURCES
