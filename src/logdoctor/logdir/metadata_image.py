@@ -15,8 +15,8 @@ keeps what the log dir checks and procedures need:
   BrokerRegistrationChangeRecord v2+; K:metadata/.../controller/ClusterControlManager.java replay) and
   cordoned ones (KIP-1066, Kafka 4.3: RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3
   ``cordoned_log_dirs``, null = no change; Kafka 4.3.1's and 4.4.0's definitions, read from their jars).
-  A registration of a version newer than every definition is read with the newest known layout when that reads it
-  exactly (a tagged addition, kept raw): ``cluster_metadata.decode_as_newest_known``, counted in
+  A registration of a version newer than every definition is read with the newest known layout when that
+  reads it exactly (a tagged addition, kept raw): ``cluster_metadata.decode_as_newest_known``, counted in
   :attr:`MetadataImage.read_as_older`. One that cannot be read keeps the broker's last known
   registration (never drops its log dirs) and is named in :attr:`MetadataImage.unread_registrations`;
 - controllers (RegisterControllerRecord, UnregisterControllerRecord of metadata.version 4.4-IV2+);
