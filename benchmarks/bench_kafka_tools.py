@@ -46,17 +46,22 @@ from _common import BENCH_TMP, TableRows, command, machine, ratio  # noqa: E402
 LOGDOCTOR = ROOT / ".venv" / "bin" / "logdoctor"
 
 
-def measured(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, int]:
+def measured(
+    argv: list[str], env: dict[str, str] | None = None, ok_codes: tuple[int, ...] = (0,)
+) -> tuple[float, float, int, int]:
     """Wall seconds, CPU seconds (user + sys), peak RSS (KiB) and exit code of ``argv`` with stdout to
     /dev/null, measured with ``wait4`` (the process alone, not its tree's other children)."""
-    with open(os.devnull, "w") as sink:
+    import tempfile
+
+    with open(os.devnull, "w") as sink, tempfile.TemporaryFile() as errors:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(argv, stdout=sink, stderr=subprocess.PIPE, env=env)
+        proc = subprocess.Popen(argv, stdout=sink, stderr=errors, env=env)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    if proc.returncode not in (0, 1):
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        errors.seek(0)
+        err = errors.read().decode(errors="replace")
+    if proc.returncode not in ok_codes or "Exception in thread" in err:
         raise SystemExit(f"{' '.join(argv)} exited {proc.returncode}: {err[-2000:]}")
     return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss, proc.returncode
 
@@ -75,7 +80,8 @@ def _value(i: int) -> bytes:
 
 def dump_anchor(records: int, repeat: int, table: TableRows) -> None:
     work = BENCH_TMP / "kafka-tools-dump"
-    seg_copy = work / f"lz4-{records}.log"
+    # named by its base offset, as DumpLogSegments needs (it parses the offset from the name)
+    seg_copy = work / f"lz4-{records}" / "00000000000000000000.log"
     if not seg_copy.exists():
         cluster = _cluster(work / "cluster")
         with cluster:
@@ -86,7 +92,7 @@ def dump_anchor(records: int, repeat: int, table: TableRows) -> None:
             cluster.produce("bench", ((None, _value(i)) for i in range(records)), producer=producer)
             del producer  # closed while its broker runs
         seg = cluster.broker(1).log_dirs[0] / "bench-0" / "00000000000000000000.log"
-        work.mkdir(parents=True, exist_ok=True)
+        seg_copy.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(seg, seg_copy)
         shutil.rmtree(work / "cluster", ignore_errors=True)
     size = seg_copy.stat().st_size
@@ -165,7 +171,7 @@ def _copy_cluster(src: kafka_cluster.KafkaCluster, dst_root: Path) -> kafka_clus
 def _repair(dirs: list[Path]) -> float:
     # exit 1: warnings left, such as UNCLEAN_SHUTDOWN (repair rebuilds and truncates; the recovery point
     # stays where the broker left it, so the broker still re-reads those segments at its start)
-    wall, _cpu, _rss, _rc = measured([str(LOGDOCTOR), "repair", *map(str, dirs), "--apply"])
+    wall, _cpu, _rss, _rc = measured([str(LOGDOCTOR), "repair", *map(str, dirs), "--apply"], ok_codes=(0, 1))
     return wall
 
 

@@ -25,6 +25,7 @@ LAYERS: dict[str, int] = {
     "sample": 3,
     "checks": 4,
     "repair": 5,
+    "replay": 5,  # writes a log dir's records to a live cluster: beside repair, under the interfaces
     "spark": 6,
     "report": 6,
     "cli": 7,

@@ -38,6 +38,19 @@ LONGEST: list[str] = [
     "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s
     "tests/spark/test_every_record_once.py",  # 156 s
     "tests/procedures/test_restore.py",  # 144 s, 57 tests
+    # the real-broker modules (tests/brokers): their brokers start once per module; figures of a 2-worker
+    # run of tests/brokers alone at load 10-14 (docs/tests.md, "Real Kafka brokers")
+    "tests/brokers/test_broker_unclean_election.py",  # 3 brokers + controller, 3 restart orders
+    "tests/brokers/test_broker_files.py",  # 3 versions x 2 stops
+    "tests/brokers/test_broker_replay.py",  # two clusters, 3 kills
+    "tests/brokers/test_broker_sync_replica.py",  # 97 s, 2 tests (4.4.0, 3.9.1)
+    "tests/brokers/test_broker_harness.py",  # 90 s, 9 tests
+    "tests/brokers/test_broker_move_partition.py",  # 85 s, 12 tests
+    "tests/brokers/test_broker_corrupt_index.py",  # 62 s, 3 tests
+    "tests/brokers/test_broker_retention.py",  # 50 s, 7 tests
+    "tests/brokers/test_broker_transactions_and_groups.py",  # 47 s, 2 tests
+    "tests/brokers/test_broker_tiered_restore.py",  # 25 s, 5 tests
+    "tests/brokers/test_broker_layouts_44.py",  # 28 s, 3 tests
     "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s)
     "tests/repair/test_write_matrix.py",  # 103 s, 36 tests
     "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.formats.index_lookup import IndexEntries
+from logdoctor.logdir.batch_walk import PartitionRange, resolve_range
 from logdoctor.logdir.discovery import DiscoveryError
 from logdoctor.logdir.read_options import (
     DEFAULT_MAX_PARTITION_BYTES,
@@ -49,7 +50,6 @@ from logdoctor.logdir.reader import ByteReader
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.seek import (
     batch_start_at,
-    offset_for_timestamp,
     seek_offset,
     segment_offset_entries,
     segment_reader,
@@ -118,12 +118,6 @@ class SegmentSlice:
     features: Any = None
 
 
-@dataclass(frozen=True, slots=True)
-class PartitionRange:
-    start_offset: int | None
-    end_offset: int | None
-
-
 def read_plan(paths: str | Sequence[str], opts: ReadOptions | None = None) -> ReadPlan:
     """The read plan of ``paths`` (:func:`logdoctor.logdir.read_plan.plan_read`: discovery, the remote tier
     of the options ``remoteStorage``/``remoteLayout``/``remotePrivateKey`` checked against the remote log
@@ -158,37 +152,6 @@ def read_plan(paths: str | Sequence[str], opts: ReadOptions | None = None) -> Re
 def discover_refs(paths: str | Sequence[str], opts: ReadOptions | None = None) -> list[PartitionRef]:
     """The partitions :func:`read_plan` reads (remote tier attached, topics chosen)."""
     return list(read_plan(paths, opts).refs)
-
-
-def resolve_range(ref: PartitionRef, opts: ReadOptions) -> PartitionRange:
-    segs = ref.segments
-    start: int | None = None
-    end: int | None = None
-    s_ts = opts.starting_timestamps.get(ref.topic, ref.partition)
-    if s_ts is not None:
-        found = offset_for_timestamp(segs, s_ts)
-        start = found if found is not None else _log_end_bound(segs)
-    else:
-        s = opts.starting_offsets.get(ref.topic, ref.partition)
-        if s is not None and s >= 0:
-            start = s
-        elif s == LATEST:
-            start = _log_end_bound(segs)
-    e_ts = opts.ending_timestamps.get(ref.topic, ref.partition)
-    if e_ts is not None:
-        end = offset_for_timestamp(segs, e_ts)
-    else:
-        e = opts.ending_offsets.get(ref.topic, ref.partition)
-        if e is not None and e >= 0:
-            end = e
-        elif e == EARLIEST:
-            end = segs[0].base_offset if segs else 0
-    return PartitionRange(start, end)
-
-
-def _log_end_bound(segs: Sequence[SegmentRef]) -> int:
-    """An offset past every record (used for 'latest' as a start): no row will be read."""
-    return 2**63 - 1 if segs else 0
 
 
 def split_points(

@@ -90,9 +90,8 @@ def read_slice(
     read the remote tier a second time to find it."""
     from logdoctor.errors import FormatError
     from logdoctor.formats.records import CrcSkip, skip_crc_mismatches
-    from logdoctor.logdir.read_plan import OffsetOrder
+    from logdoctor.logdir.batch_walk import END, BatchAdmission
     from logdoctor.logdir.seek import segment_batches
-    from logdoctor.logdir.transactions import ABORTED_CODE, READ_COMMITTED
 
     seg = sl.segment
     start, end = sl.start_offset, sl.end_offset
@@ -110,10 +109,10 @@ def read_slice(
     batches = skip_crc_mismatches(walk, crc_skipped) if opts.verify_crc else walk
     walked_end, walked_last = sl.read_from, None
     whole = True  # read to the segment's end (a gap after it is then the store's)
-    order = OffsetOrder(seg)  # each offset once: a batch going back is named, not read twice
-    crc_told = 0
-    stable_end = None if sl.txn is None else sl.txn.stable_end
-    drop_aborted = sl.txn is not None and sl.txn.isolation == READ_COMMITTED and bool(sl.txn.spans)
+    # each offset once (a batch going back is named, not read twice), the range, the isolation level
+    admission = BatchAdmission(seg, start, end, sl.txn, opts.include_control, crc_skipped)
+    verdict = admission.verdict
+    order = admission.order
     try:
         for batch in batches:
             walked_end, walked_last = batch.position + batch.size, batch.last_offset
@@ -121,28 +120,12 @@ def read_slice(
                 continue  # walked (and CRC-checked) only: an earlier slice emits it
             if sl.emit_to is not None and batch.position >= sl.emit_to:
                 break
-            if end is not None and batch.last_offset >= end and batch.base_offset >= end:
-                whole = False
-                order.beyond(batch)
-                break
-            while crc_told < len(crc_skipped):  # batches left out alone before this one: named, no gap
-                order.passed(crc_skipped[crc_told].last_offset)
-                crc_told += 1
-            if not order.admit(batch):
-                continue
-            if start is not None and batch.last_offset < start:
-                continue
-            if stable_end is not None and batch.base_offset >= stable_end:
-                continue  # at or above the LSO (or the high watermark): never decoded
-            if batch.is_control and not opts.include_control:
-                continue
-            if (
-                drop_aborted
-                and batch.is_transactional
-                and not batch.is_control
-                and sl.txn.result_of(batch.producer_id, batch.base_offset) == ABORTED_CODE  # type: ignore[union-attr]
-            ):
-                continue  # read_committed: an aborted transaction's batch is never decoded
+            v = verdict(batch)
+            if v:
+                if v == END:
+                    whole = False
+                    break
+                continue  # left out; at or above the LSO (or the high watermark): never decoded, walked on
             pending.append(batch)
             rows += batch.record_count
             if rows >= opts.batch_rows:

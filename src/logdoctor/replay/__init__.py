@@ -1,0 +1,38 @@
+"""Replay: the records of log dirs back into a running cluster (issue 72), exactly once and resumable.
+
+Beside :mod:`logdoctor.repair` (it writes, to a cluster rather than a log dir); reads with
+:mod:`logdoctor.logdir` as every output does, never imports the CLI or Spark. The API:
+
+- :func:`plan_replay` (``logdoctor.replay.plan``): the plan, writing nothing;
+- :func:`apply_replay` (``logdoctor.replay.apply``): carries it out, exactly once;
+- :func:`offset_map`: the whole offset map of a replay, read back from the target and checked.
+"""
+
+from __future__ import annotations
+
+from logdoctor.replay.apply import (
+    ReplayFailed,
+    ReplayMismatch,
+    ReplayRefused,
+    ReplayResult,
+    apply_replay,
+    offset_map,
+    offset_map_schema,
+)
+from logdoctor.replay.plan import Conflict, PartitionPlan, ReplayPlan, TopicMap, TopicPlan, plan_replay
+
+__all__ = [
+    "Conflict",
+    "PartitionPlan",
+    "ReplayFailed",
+    "ReplayMismatch",
+    "ReplayPlan",
+    "ReplayRefused",
+    "ReplayResult",
+    "TopicMap",
+    "TopicPlan",
+    "apply_replay",
+    "offset_map",
+    "offset_map_schema",
+    "plan_replay",
+]

@@ -1,0 +1,609 @@
+"""Carrying out a replay plan: every record as it was (key, value, headers, partition, CreateTime timestamp,
+order within its partition; a tombstone stays one), exactly once, resumable after ``kill -9``.
+
+How (Kafka's exactly-once machinery, nothing of logdoctor's own on the target):
+
+- each target partition is written by one transactional producer whose ``transactional.id`` is derived
+  from the target cluster's id, topic and partition (:func:`logdoctor.replay.target.transactional_id`).
+  Its ``init_transactions`` fences any earlier producer of that id (a killed run's) and completes or aborts
+  the transaction it left (K:core/.../coordinator/transaction/TransactionCoordinator.scala
+  handleInitProducerId: an ongoing transaction is aborted, a prepared commit completed, before the new
+  epoch is handed out);
+- records go in transactions of at most ``txn_records`` records or ``txn_bytes`` bytes: memory is bounded
+  by one transaction's window, never by the input;
+- the replay's progress is committed in the same transaction as the records
+  (``send_offsets_to_transaction``) to the target topic's replay group: for the target partition, the next
+  target offset, with the next *source* offset, the first target offset and the count in the offset's
+  metadata (:class:`logdoctor.replay.target.Progress`). The group coordinator checks neither the offset
+  against the log nor the metadata but its size (K:group-coordinator/.../OffsetMetadataManager.java
+  commitTransactionalOffset: ``OFFSET_METADATA_TOO_LARGE`` past ``offset.metadata.max.bytes``, 4096 by
+  default). Records and progress are committed together or not at all, so a rerun reads the progress
+  (``require_stable``: a transaction still completing is waited for) and goes on from the next source
+  offset: nothing duplicated, nothing lost, and ``read_committed`` consumers never see a partial
+  transaction;
+- a replay holds a lease on each replay group while it runs: a consumer that is the group's member
+  (subscribed to the target topic, its partitions paused: it fetches nothing). A second replay into the
+  same target finds a member there and refuses (:class:`ReplayRefused`), after waiting up to ``lock_wait``
+  seconds for a killed run's member to expire (its session timeout). Two started at the same moment both
+  join: the member with the lower member id keeps the lease, the other leaves and refuses. The progress
+  is committed with the lease consumer's group metadata (member id, generation), so the coordinator fences
+  a commit of a stale member (K:group-coordinator/.../classic/ClassicGroup.java validateOffsetCommit:
+  ``ILLEGAL_GENERATION``), and the transactional.id fences a stale producer whatever happens to the lease.
+
+The offset map (source offset -> target offset) comes from the delivery reports, one Arrow record batch
+per committed transaction (:data:`OFFSET_MAP_SCHEMA`); :func:`offset_map` rebuilds the whole map of a
+replay from the target (after a kill, the rows of the killed run's last transaction were never handed
+out), checking every record against the source.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from logdoctor.replay.plan import PartitionPlan, ReplayPlan, check_partition
+from logdoctor.replay.source import PartitionSource, SourceRecord
+from logdoctor.replay.target import Progress, Target
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "DEFAULT_TXN_BYTES",
+    "DEFAULT_TXN_RECORDS",
+    "OFFSET_MAP_COLUMNS",
+    "PartitionResult",
+    "ReplayFailed",
+    "ReplayMismatch",
+    "ReplayRefused",
+    "ReplayResult",
+    "apply_replay",
+    "offset_map",
+    "offset_map_schema",
+]
+
+DEFAULT_TXN_RECORDS = 10_000
+DEFAULT_TXN_BYTES = 16 * 1024 * 1024
+DEFAULT_SESSION_TIMEOUT_MS = 10_000
+OFFSET_MAP_COLUMNS = (
+    "source_topic",
+    "source_partition",
+    "source_offset",
+    "target_topic",
+    "target_partition",
+    "target_offset",
+)
+
+
+class ReplayRefused(Exception):
+    """Nothing was written: a conflict of the plan not ignored, or another replay runs into the target."""
+
+
+class ReplayFailed(Exception):
+    """A transaction failed (aborted: nothing of it is visible). A rerun resumes after the last commit."""
+
+
+class ReplayMismatch(Exception):
+    """The target does not hold what the source's records are (:func:`offset_map`)."""
+
+
+def offset_map_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("source_topic", pa.string()),
+            ("source_partition", pa.int32()),
+            ("source_offset", pa.int64()),
+            ("target_topic", pa.string()),
+            ("target_partition", pa.int32()),
+            ("target_offset", pa.int64()),
+        ]
+    )
+
+
+@dataclass
+class PartitionResult:
+    name: str
+    target: str
+    resumed_from: int | None
+    records: int = 0
+    transactions: int = 0
+    progress: Progress | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.progress
+        return {
+            "source": self.name,
+            "target": self.target,
+            "resumed_from": self.resumed_from,
+            "records": self.records,
+            "transactions": self.transactions,
+            "next_source_offset": None if p is None else p.next_source_offset,
+            "replayed_records": None if p is None else p.records,
+        }
+
+
+@dataclass
+class ReplayResult:
+    partitions: list[PartitionResult] = field(default_factory=list)
+    created_topics: list[str] = field(default_factory=list)
+    #: this run's offset map rows (None when ``on_offsets`` took them)
+    offset_map: pa.Table | None = None
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def records(self) -> int:
+        return sum(p.records for p in self.partitions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "records": self.records,
+            "created_topics": self.created_topics,
+            "partitions": [p.to_json() for p in self.partitions],
+            "problems": self.problems,
+        }
+
+
+# --- the lease ----------------------------------------------------------------------------------------
+
+
+class _Lease:
+    """Membership of a replay group while the replay runs (see the module doc)."""
+
+    def __init__(
+        self, target: Target, group: str, topic: str, session_timeout_ms: int, timeout: float
+    ) -> None:
+        self.target, self.group, self.topic = target, group, topic
+        self.session_timeout_ms = session_timeout_ms
+        self.timeout = timeout
+        self.consumer: Any = None
+        self._assigned = False
+
+    def acquire(self, wait: float) -> None:
+        from confluent_kafka import Consumer
+
+        deadline = time.monotonic() + wait
+        while True:
+            members = self.target.group_members(self.group)
+            if not members:
+                break
+            if time.monotonic() > deadline:
+                raise ReplayRefused(
+                    f"another replay into {self.topic} runs: group {self.group} has members "
+                    f"{', '.join(members)} (waited {wait:.0f} s for a stopped run's member to expire)"
+                )
+            time.sleep(0.5)
+        client = f"logdoctor-replay@{socket.gethostname()}:{os.getpid()}"
+        self.consumer = Consumer(
+            self.target.client_config(
+                {
+                    "group.id": self.group,
+                    "client.id": client,
+                    "session.timeout.ms": self.session_timeout_ms,
+                    "heartbeat.interval.ms": max(100, self.session_timeout_ms // 6),
+                    "enable.auto.commit": False,
+                    "enable.auto.offset.store": False,
+                    "isolation.level": "read_committed",
+                }
+            )
+        )
+        self.consumer.subscribe([self.topic], on_assign=self._on_assign)
+        end = time.monotonic() + self.timeout
+        while not self._assigned:
+            if time.monotonic() > end:
+                self.close()
+                raise ReplayFailed(f"could not join group {self.group} within {self.timeout:.0f} s")
+            self.consumer.poll(0.2)
+        members = self.target.group_members(self.group)
+        mine = self.consumer.memberid()
+        ids = sorted(m.split(" ", 1)[0] for m in members)
+        if len(ids) > 1 and ids[0] != mine:
+            self.close()
+            raise ReplayRefused(
+                f"another replay into {self.topic} started at the same time: group {self.group} has members "
+                f"{', '.join(members)}; the one with the lowest member id goes on"
+            )
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        consumer.assign(partitions)
+        if partitions:
+            consumer.pause(partitions)  # a lease: it fetches nothing
+        self._assigned = True
+
+    def metadata(self) -> Any:
+        self.consumer.poll(0)  # serves a rebalance: the metadata carries the current generation
+        return self.consumer.consumer_group_metadata()
+
+    def close(self) -> None:
+        if self.consumer is not None:
+            with contextlib.suppress(Exception):  # closing what may be broken already
+                self.consumer.close()  # leaves the group at once: a rerun need not wait
+            self.consumer = None
+
+
+# --- apply ----------------------------------------------------------------------------------------------
+
+
+def _chunks(
+    records: Iterable[SourceRecord], max_records: int, max_bytes: int
+) -> Iterator[list[SourceRecord]]:
+    chunk: list[SourceRecord] = []
+    size = 0
+    for rec in records:
+        chunk.append(rec)
+        size += rec.size
+        if len(chunk) >= max_records or size >= max_bytes:
+            yield chunk
+            chunk, size = [], 0
+    if chunk:
+        yield chunk
+
+
+def _create_topics(plan: ReplayPlan, target: Target, timeout: float) -> list[str]:
+    from confluent_kafka.admin import NewTopic
+
+    wanted = [t for t in plan.topics if t.create and not t.exists]
+    if not wanted:
+        return []
+    new = [NewTopic(t.target_topic, t.partitions or 1, -1, config=dict(t.configs or {})) for t in wanted]
+    futures = target.admin.create_topics(new, operation_timeout=timeout, request_timeout=timeout)
+    created = []
+    for name, fut in futures.items():
+        try:
+            fut.result(timeout=timeout)
+            created.append(name)
+        except Exception as exc:
+            if "TOPIC_ALREADY_EXISTS" not in str(exc):
+                raise ReplayFailed(f"could not create topic {name}: {exc}") from exc
+    deadline = time.monotonic() + timeout
+    names = {t.target_topic for t in wanted}
+    while True:  # until every partition of the created topics has a leader
+        md = target.admin.list_topics(timeout=timeout)
+        ready = all(
+            n in md.topics
+            and md.topics[n].error is None
+            and md.topics[n].partitions
+            and all(p.leader >= 0 for p in md.topics[n].partitions.values())
+            for n in names
+        )
+        if ready:
+            break
+        if time.monotonic() > deadline:
+            raise ReplayFailed(f"created topics {sorted(names)} have no leaders after {timeout:.0f} s")
+        time.sleep(0.3)
+    return sorted(created)
+
+
+def apply_replay(
+    plan: ReplayPlan,
+    *,
+    producer_config: Mapping[str, Any] | None = None,
+    txn_records: int = DEFAULT_TXN_RECORDS,
+    txn_bytes: int = DEFAULT_TXN_BYTES,
+    ignore: Iterable[str] = (),
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS,
+    lock_wait: float | None = None,
+    on_offsets: Callable[[pa.RecordBatch], None] | None = None,
+    on_transaction: Callable[[PartitionPlan, Progress], None] | None = None,
+    timeout: float = 60.0,
+) -> ReplayResult:
+    """Carry out ``plan`` (see the module doc). Refuses (:class:`ReplayRefused`, nothing written) while the
+    plan has conflicts whose codes are not in ``ignore``, or another replay into the same target runs.
+    ``on_offsets``: each committed transaction's offset map rows (else collected in the result);
+    ``on_transaction``: called after each commit (progress reporting). ``lock_wait``: how long to wait for
+    a killed run's lease to expire (default: the session timeout and a margin)."""
+    import pyarrow as pa
+
+    from logdoctor.logdir.read_plan import plan_read
+
+    ignored = set(ignore)
+    blocking = [c for c in plan.all_conflicts() if c.code not in ignored]
+    if blocking:
+        raise ReplayRefused("; ".join(c.message for c in blocking))
+    target = Target(plan.bootstrap, plan.admin_config, timeout)
+    if target.cluster_id != plan.cluster_id:
+        raise ReplayRefused(
+            f"{plan.bootstrap} is cluster {target.cluster_id}, the plan's is {plan.cluster_id}"
+        )
+    result = ReplayResult(created_topics=_create_topics(plan, target, timeout))
+    if result.created_topics:  # checks that depend on the configs the created topics got
+        configs = target.topic_configs(result.created_topics)
+        created = [p for p in plan.partitions if p.target_topic in configs]
+        for pp in created:
+            check_partition(pp, configs[pp.target_topic])
+        blocking = [c for pp in created for c in pp.conflicts if c.code not in ignored]
+        if blocking:
+            raise ReplayRefused("; ".join(c.message for c in blocking))
+    refs = {
+        (r.topic, r.partition): r for r in plan_read(plan.paths, plan.opts).refs if r.kind not in _NOT_LIVE
+    }
+    wait = lock_wait if lock_wait is not None else session_timeout_ms / 1000 * 1.5 + 3
+    leases: dict[str, _Lease] = {}
+    rows: list[pa.RecordBatch] = []
+    sink = on_offsets if on_offsets is not None else rows.append
+    try:
+        for pp in plan.partitions:
+            if pp.group not in leases:
+                lease = _Lease(target, pp.group, pp.target_topic, session_timeout_ms, timeout)
+                lease.acquire(wait)
+                leases[pp.group] = lease
+            source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
+            res = _replay_partition(
+                pp, source, target, leases[pp.group], dict(producer_config or {}), txn_records, txn_bytes,
+                sink, on_transaction, timeout,
+            )  # fmt: skip
+            result.partitions.append(res)
+            result.problems.extend(source.problems)
+    finally:
+        for lease in leases.values():
+            lease.close()
+    if on_offsets is None:
+        result.offset_map = pa.Table.from_batches(rows, schema=offset_map_schema())
+    return result
+
+
+_NOT_LIVE = ("delete", "future", "stray")
+
+
+def _producer(target: Target, pp: PartitionPlan, config: Mapping[str, Any], max_batch: int) -> Any:
+    from confluent_kafka import Producer
+
+    conf = {
+        "transactional.id": pp.transactional_id,
+        "enable.idempotence": True,
+        "acks": "all",
+        "linger.ms": 10,
+        "message.max.bytes": max(1_000_000, max_batch + 1024),
+        **dict(config),
+    }
+    return Producer(target.client_config(conf))
+
+
+def _call(what: str, fn: Callable[[], Any], attempts: int = 5) -> Any:
+    """``fn()``, again while librdkafka says its error is retriable."""
+    from confluent_kafka import KafkaException
+
+    for attempt in range(attempts):
+        try:
+            return fn()
+        except KafkaException as exc:
+            err = exc.args[0]
+            if attempt + 1 < attempts and err.retriable():
+                time.sleep(0.5)
+                continue
+            raise ReplayFailed(f"{what}: {err}") from exc
+    return None
+
+
+def _replay_partition(
+    pp: PartitionPlan,
+    source: PartitionSource,
+    target: Target,
+    lease: _Lease,
+    producer_config: dict[str, Any],
+    txn_records: int,
+    txn_bytes: int,
+    sink: Callable[[pa.RecordBatch], None],
+    on_transaction: Callable[[PartitionPlan, Progress], None] | None,
+    timeout: float,
+) -> PartitionResult:
+    import pyarrow as pa
+    from confluent_kafka import KafkaException, TopicPartition
+
+    topic, partition = pp.target_topic, pp.target_partition
+    producer = _producer(target, pp, producer_config, pp.max_batch_bytes)
+    # fences every earlier producer of this id and ends the transaction it left (the module doc)
+    _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
+    prog = target.progress(pp.group, topic, [partition]).get(partition)
+    if prog is not None and (prog.source_topic, prog.source_partition) != (
+        pp.source_topic,
+        pp.source_partition,
+    ):
+        raise ReplayRefused(
+            f"{topic}-{partition} holds a replay of {prog.source_topic}-{prog.source_partition}, "
+            f"not of {pp.name}"
+        )
+    if prog is None and target.has_records(topic, partition):
+        low, high = target.watermarks(topic, partition)
+        raise ReplayRefused(
+            f"{topic}-{partition} is not empty (offsets {low}-{high - 1}) and holds no replay"
+        )
+    out = PartitionResult(pp.name, f"{topic}-{partition}", None if prog is None else prog.next_source_offset)
+    out.progress = prog
+    first = None if prog is None else prog.first_target_offset
+    count = 0 if prog is None else prog.records
+    records = source.records(from_offset=None if prog is None else prog.next_source_offset)
+    try:
+        for chunk in _chunks(records, txn_records, txn_bytes):
+            offsets: list[int | None] = [None] * len(chunk)
+            errors: list[str] = []
+
+            def report(
+                err: Any, msg: Any, i: int, offsets: list[int | None] = offsets, errors: list[str] = errors
+            ) -> None:
+                if err is not None:
+                    errors.append(str(err))
+                else:
+                    offsets[i] = msg.offset()
+
+            _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
+            try:
+                for i, rec in enumerate(chunk):
+                    extra: dict[str, Any] = {}
+                    if rec.headers:
+                        extra["headers"] = list(rec.headers)
+                    if rec.timestamp > 0:
+                        extra["timestamp"] = rec.timestamp
+                    while True:
+                        try:
+                            producer.produce(
+                                topic, value=rec.value, key=rec.key, partition=partition,
+                                on_delivery=lambda err, msg, i=i: report(err, msg, i), **extra,
+                            )  # fmt: skip
+                            break
+                        except BufferError:
+                            producer.poll(0.05)
+                    producer.poll(0)
+                left = producer.flush(timeout)
+                if left or errors or any(o is None for o in offsets):
+                    raise ReplayFailed(
+                        f"{pp.name} -> {topic}-{partition}: {left} records not delivered, errors {errors[:3]}"
+                    )
+                delivered = [int(o) for o in offsets if o is not None]
+                first = delivered[0] if first is None else first
+                count += len(chunk)
+                prog = Progress(
+                    pp.source_topic,
+                    pp.source_partition,
+                    chunk[-1].offset + 1,
+                    first,
+                    count,
+                    delivered[-1] + 1,
+                )
+                commit = [TopicPartition(topic, partition, prog.next_target_offset, prog.metadata())]
+                _call(
+                    f"{pp.transactional_id}: send_offsets_to_transaction",
+                    lambda commit=commit: producer.send_offsets_to_transaction(
+                        commit, lease.metadata(), timeout
+                    ),
+                )
+                _call(
+                    f"{pp.transactional_id}: commit_transaction", lambda: producer.commit_transaction(timeout)
+                )
+            except (ReplayFailed, KafkaException, BufferError) as exc:
+                with contextlib.suppress(KafkaException):  # fenced or fatal: the next run's init aborts it
+                    producer.abort_transaction(timeout)
+                if isinstance(exc, ReplayFailed):
+                    raise
+                raise ReplayFailed(f"{pp.name} -> {topic}-{partition}: {exc}") from exc
+            out.records += len(chunk)
+            out.transactions += 1
+            out.progress = prog
+            sink(
+                pa.RecordBatch.from_arrays(
+                    [
+                        pa.array([pp.source_topic] * len(chunk), pa.string()),
+                        pa.array([pp.source_partition] * len(chunk), pa.int32()),
+                        pa.array([r.offset for r in chunk], pa.int64()),
+                        pa.array([topic] * len(chunk), pa.string()),
+                        pa.array([partition] * len(chunk), pa.int32()),
+                        pa.array(delivered, pa.int64()),
+                    ],
+                    schema=offset_map_schema(),
+                )
+            )
+            if on_transaction is not None:
+                on_transaction(pp, prog)
+    finally:
+        producer.flush(1)
+    return out
+
+
+# --- the offset map of a whole replay -----------------------------------------------------------------
+
+
+def offset_map(
+    plan: ReplayPlan, *, consumer_config: Mapping[str, Any] | None = None, timeout: float = 60.0
+) -> Iterator[pa.RecordBatch]:
+    """The offset map of every record a replay committed so far (its progress in the replay groups), one
+    record batch per partition chunk, read back from the target (``read_committed``) and paired with the
+    source's records in order: each pair is checked (key, value, headers, CreateTime timestamp), a
+    difference raises :class:`ReplayMismatch`. Memory: one chunk of rows."""
+    import pyarrow as pa
+    from confluent_kafka import Consumer, TopicPartition
+
+    from logdoctor.logdir.read_plan import plan_read
+
+    target = Target(plan.bootstrap, plan.admin_config, timeout)
+    refs = {
+        (r.topic, r.partition): r for r in plan_read(plan.paths, plan.opts).refs if r.kind not in _NOT_LIVE
+    }
+    for pp in plan.partitions:
+        topic, partition = pp.target_topic, pp.target_partition
+        prog = target.progress(pp.group, topic, [partition]).get(partition)
+        if prog is None:
+            continue
+        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
+        consumer = Consumer(
+            target.client_config(
+                {
+                    "group.id": f"{pp.group}-check",
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                    "enable.partition.eof": True,
+                    **dict(consumer_config or {}),
+                }
+            )
+        )
+        try:
+            consumer.assign([TopicPartition(topic, partition, prog.first_target_offset)])
+            src = source.records()
+            src_off: list[int] = []
+            tgt_off: list[int] = []
+            paired = 0
+            last_source = -1
+            deadline = time.monotonic() + timeout
+            while paired < prog.records:
+                msg = consumer.poll(1.0)
+                if msg is None:
+                    if time.monotonic() > deadline:
+                        raise ReplayMismatch(
+                            f"{topic}-{partition}: {paired} of {prog.records} records read back"
+                        )
+                    continue
+                if msg.error() is not None:
+                    if msg.error().code() == -191:  # _PARTITION_EOF
+                        if time.monotonic() > deadline:
+                            raise ReplayMismatch(
+                                f"{topic}-{partition}: ends after {paired} of {prog.records} replayed records"
+                            )
+                        continue
+                    raise ReplayMismatch(f"{topic}-{partition}: {msg.error()}")
+                deadline = time.monotonic() + timeout
+                rec = next(src, None)
+                if rec is None:
+                    raise ReplayMismatch(f"{topic}-{partition}@{msg.offset()}: no source record left for it")
+                _same(rec, msg, pp)
+                src_off.append(rec.offset)
+                tgt_off.append(msg.offset())
+                last_source = rec.offset
+                paired += 1
+                if len(src_off) >= 65536 or paired == prog.records:
+                    n = len(src_off)
+                    yield pa.RecordBatch.from_arrays(
+                        [
+                            pa.array([pp.source_topic] * n, pa.string()),
+                            pa.array([pp.source_partition] * n, pa.int32()),
+                            pa.array(src_off, pa.int64()),
+                            pa.array([topic] * n, pa.string()),
+                            pa.array([partition] * n, pa.int32()),
+                            pa.array(tgt_off, pa.int64()),
+                        ],
+                        schema=offset_map_schema(),
+                    )
+                    src_off, tgt_off = [], []
+            if last_source + 1 != prog.next_source_offset:
+                raise ReplayMismatch(
+                    f"{pp.name}: its {prog.records} replayed records end at source offset {last_source}, the "
+                    f"progress says the next is {prog.next_source_offset}"
+                )
+        finally:
+            consumer.close()
+
+
+def _same(rec: SourceRecord, msg: Any, pp: PartitionPlan) -> None:
+    where = f"{pp.name}@{rec.offset} -> {pp.target_topic}-{pp.target_partition}@{msg.offset()}"
+    if msg.key() != rec.key or msg.value() != rec.value:
+        raise ReplayMismatch(f"{where}: key or value differ")
+    headers = tuple((k, v) for k, v in (msg.headers() or []))
+    if headers != rec.headers:
+        raise ReplayMismatch(f"{where}: headers differ: {headers!r} != {rec.headers!r}")
+    ts_type, ts = msg.timestamp()
+    if rec.timestamp > 0 and ts != rec.timestamp:
+        raise ReplayMismatch(f"{where}: timestamp {ts} (type {ts_type}) != {rec.timestamp}")

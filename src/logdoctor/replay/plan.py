@@ -1,0 +1,514 @@
+"""The plan of a replay, made before anything is written: for each source partition, the target topic and
+partition, the records and bytes to send (those already replayed by an earlier run left out), whether the
+target topic exists or would be created (partitions and configs from the source's KRaft metadata log where
+the log dir holds it, else unknown), and the conflicts that stop :func:`logdoctor.replay.apply.apply_replay`.
+
+Conflicts (codes; ``apply_replay(ignore=...)`` lets the operator accept some):
+
+- ``TARGET_NOT_EMPTY``: the target partition holds records and no progress of a replay of this source
+  partition (a rerun of the same replay resumes instead);
+- ``PROGRESS_OF_OTHER_SOURCE``: the target partition's replay progress names another source partition;
+- ``TOO_FEW_PARTITIONS``: the target topic has fewer partitions than the source partition's number needs;
+- ``RECORD_TOO_LARGE``: a record whose batch alone (uncompressed) is larger than the target topic's
+  ``max.message.bytes`` (K:storage/.../internals/log/LogValidator.java, UnifiedLog analyzeAndValidateRecords:
+  ``RecordTooLargeException``; a compressing producer may still get it through);
+- ``LOG_APPEND_TIME``: the target topic's ``message.timestamp.type`` is LogAppendTime: the broker stamps
+  its own time on every batch (LogValidator ``assignOffsetsNonCompressed``,
+  ``validateMessagesAndAssignOffsetsCompressed``) and the source's timestamps are lost;
+- ``TIMESTAMP_REJECTED``: records older than ``message.timestamp.before.max.ms`` or newer than
+  ``message.timestamp.after.max.ms`` allow (KIP-937; LogValidator ``validateTimestamp``): the broker refuses
+  their batch;
+- ``RETENTION_DELETES``: records older than the target topic's ``retention.ms`` (a ``delete`` policy): the
+  target's retention deletes their segments as soon as they are rolled, by their largest timestamp
+  (K:storage/.../internals/log/UnifiedLog.java deleteRetentionMsBreachedSegments);
+- ``NO_TIMESTAMP``: records with no timestamp (magic 0): they get the producer's time;
+- ``SEVERAL_REPLICAS``: the inputs hold the partition in several log dirs: give the one to replay;
+- ``BAD_TARGET_NAME``: the topic map makes a name Kafka refuses;
+- ``TARGET_MISSING``: the target topic does not exist and ``create`` is off.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from logdoctor.logdir.read_options import ReadOptions
+from logdoctor.replay.target import Progress, Target, legal_topic, replay_group, transactional_id
+
+__all__ = [
+    "DROPPED_CONFIGS",
+    "Conflict",
+    "PartitionPlan",
+    "ReplayPlan",
+    "TopicMap",
+    "TopicPlan",
+    "plan_replay",
+]
+
+#: topic configs of the source not given to a created target topic: they name the source cluster's brokers
+DROPPED_CONFIGS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
+_LONG_MAX = 2**63 - 1
+#: partition folders a replay never reads: scheduled for deletion, a move target, no longer assigned
+_NOT_LIVE = ("delete", "future", "stray")
+_TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    code: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"code": self.code, "message": self.message}
+
+
+class TopicMap:
+    """OLD -> NEW topic names: entries ``OLD=NEW`` (or pairs), the first that matches wins; OLD made only of
+    the characters of topic names is an exact name, anything else a regex matched whole, NEW then a
+    template of its groups (``\\1``, ``\\g<name>``). A topic no entry matches keeps its name."""
+
+    def __init__(self, entries: Iterable[str | tuple[str, str]] | Mapping[str, str] | None = None) -> None:
+        items: list[tuple[str, str]] = []
+        if isinstance(entries, Mapping):
+            items = [(str(k), str(v)) for k, v in entries.items()]
+        else:
+            for e in entries or ():
+                if isinstance(e, str):
+                    old, sep, new = e.rpartition("=")
+                    if not sep or not old or not new:
+                        raise ValueError(f"topic map entry {e!r}: expected OLD=NEW")
+                    items.append((old, new))
+                else:
+                    items.append((str(e[0]), str(e[1])))
+        self._rules: list[tuple[str, re.Pattern[str] | None, str]] = []
+        for old, new in items:
+            if _TOPIC_CHARS.fullmatch(old):
+                self._rules.append((old, None, new))
+            else:
+                try:
+                    self._rules.append((old, re.compile(old), new))
+                except re.error as exc:
+                    raise ValueError(f"topic map entry {old!r}={new!r}: not a valid regex: {exc}") from None
+        self.entries = tuple(items)
+
+    def __call__(self, topic: str) -> str:
+        for old, pattern, new in self._rules:
+            if pattern is None:
+                if topic == old:
+                    return new
+                continue
+            m = pattern.fullmatch(topic)
+            if m is not None:
+                return m.expand(new)
+        return topic
+
+
+@dataclass
+class PartitionPlan:
+    """One source partition's replay."""
+
+    log_dir: str
+    source_topic: str
+    source_partition: int
+    target_topic: str
+    target_partition: int
+    transactional_id: str
+    group: str
+    #: records and bytes (keys, values, headers) of the whole replay, and of what is left to send
+    records: int = 0
+    bytes: int = 0
+    remaining_records: int = 0
+    remaining_bytes: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    max_batch_bytes: int = 0
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
+    no_timestamp: int = 0
+    #: the progress of an earlier run (None: none)
+    progress: Progress | None = None
+    #: (log start, high watermark) of the target partition (None: the topic does not exist yet)
+    target_offsets: tuple[int, int] | None = None
+    conflicts: list[Conflict] = field(default_factory=list)
+    #: what is not read once (read problems of the source)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return f"{self.source_topic}-{self.source_partition}"
+
+    @property
+    def done(self) -> bool:
+        return self.remaining_records == 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "log_dir": self.log_dir,
+            "source": {"topic": self.source_topic, "partition": self.source_partition},
+            "target": {"topic": self.target_topic, "partition": self.target_partition},
+            "transactional_id": self.transactional_id,
+            "group": self.group,
+            "records": self.records,
+            "bytes": self.bytes,
+            "remaining_records": self.remaining_records,
+            "remaining_bytes": self.remaining_bytes,
+            "first_offset": self.first_offset,
+            "last_offset": self.last_offset,
+            "max_batch_bytes": self.max_batch_bytes,
+            "min_timestamp": self.min_timestamp,
+            "max_timestamp": self.max_timestamp,
+            "resume_from": None if self.progress is None else self.progress.next_source_offset,
+            "target_offsets": None if self.target_offsets is None else list(self.target_offsets),
+            "conflicts": [c.to_json() for c in self.conflicts],
+            "problems": self.problems,
+        }
+
+
+@dataclass
+class TopicPlan:
+    """One target topic: exists, or would be created with ``partitions`` and ``configs`` (None: unknown,
+    the target's defaults apply)."""
+
+    source_topic: str
+    target_topic: str
+    exists: bool
+    partitions: int | None
+    #: the source topic's partition count and replication factor (None: unknown)
+    source_partitions: int | None = None
+    replication_factor: int | None = None
+    #: the configs a created topic gets (the source's), or the existing target's (None: unknown)
+    configs: dict[str, str] | None = None
+    configs_from: str = "unknown"
+    create: bool = False
+    conflicts: list[Conflict] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source_topic": self.source_topic,
+            "target_topic": self.target_topic,
+            "exists": self.exists,
+            "create": self.create,
+            "partitions": self.partitions,
+            "source_partitions": self.source_partitions,
+            "replication_factor": self.replication_factor,
+            "configs": self.configs if self.configs is not None else "unknown",
+            "configs_from": self.configs_from,
+            "conflicts": [c.to_json() for c in self.conflicts],
+        }
+
+
+@dataclass
+class ReplayPlan:
+    """What :func:`plan_replay` found; :func:`logdoctor.replay.apply.apply_replay` carries it out."""
+
+    paths: tuple[str, ...]
+    opts: ReadOptions
+    bootstrap: str
+    cluster_id: str
+    topics: list[TopicPlan]
+    partitions: list[PartitionPlan]
+    admin_config: dict[str, Any] = field(default_factory=dict)
+    #: offsets not read once (the read plan's), and the internal topics left out
+    not_read: list[str] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+
+    def all_conflicts(self) -> list[Conflict]:
+        out = list(self.conflicts)
+        for t in self.topics:
+            out.extend(t.conflicts)
+        for p in self.partitions:
+            out.extend(p.conflicts)
+        return out
+
+    @property
+    def records(self) -> int:
+        return sum(p.records for p in self.partitions)
+
+    @property
+    def remaining_records(self) -> int:
+        return sum(p.remaining_records for p in self.partitions)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "bootstrap": self.bootstrap,
+            "cluster_id": self.cluster_id,
+            "records": self.records,
+            "remaining_records": self.remaining_records,
+            "topics": [t.to_json() for t in self.topics],
+            "partitions": [p.to_json() for p in self.partitions],
+            "not_read": self.not_read,
+            "left_out": self.left_out,
+            "conflicts": [c.to_json() for c in self.all_conflicts()],
+        }
+
+
+def _source_topics(
+    log_dirs: Sequence[str],
+) -> tuple[dict[str, tuple[int, int | None, dict[str, str]]], str | None]:
+    """topic -> (partitions, replication factor, dynamic configs) from the KRaft metadata log of one of
+    ``log_dirs`` (the image a broker rebuilds: :func:`logdoctor.logdir.metadata_image.replay`), and where
+    it was read; empty and None without one (a ZooKeeper-era log dir: its topics' configs are in
+    ZooKeeper)."""
+    from logdoctor.logdir.identity import find_metadata_dir
+    from logdoctor.logdir.metadata_image import replay
+
+    mdir = find_metadata_dir(list(log_dirs))
+    if mdir is None:
+        return {}, None
+    image = replay(mdir)
+    counts: dict[str, int] = {}
+    rf: dict[str, int] = {}
+    for (tid, _p), st in image.partitions.items():
+        name = image.topic_names.get(tid)
+        if name is None:
+            continue
+        counts[name] = counts.get(name, 0) + 1
+        rf.setdefault(name, len(st.replicas))
+    configs = image.topic_configs
+    out = {name: (n, rf.get(name), dict(configs.get(name, {}))) for name, n in counts.items()}
+    return out, mdir
+
+
+def check_partition(pp: PartitionPlan, configs: Mapping[str, str] | None, now_ms: int | None = None) -> None:
+    """The conflicts of ``pp`` that depend on its target topic's ``configs`` (None: unknown), added."""
+    if configs is None:
+        return
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    max_bytes = _int(configs.get("max.message.bytes"))
+    if max_bytes is not None and pp.max_batch_bytes > max_bytes:
+        pp.conflicts.append(
+            Conflict(
+                "RECORD_TOO_LARGE",
+                f"{pp.name}: a record makes a batch of {pp.max_batch_bytes} bytes, more than "
+                f"{pp.target_topic}'s max.message.bytes={max_bytes}",
+            )
+        )
+    if configs.get("message.timestamp.type", "CreateTime") == "LogAppendTime" and pp.records:
+        pp.conflicts.append(
+            Conflict(
+                "LOG_APPEND_TIME",
+                f"{pp.target_topic} has message.timestamp.type=LogAppendTime: the target broker stamps its "
+                f"own time on {pp.name}'s records, their timestamps are not kept",
+            )
+        )
+    retention = _int(configs.get("retention.ms"))
+    policy = configs.get("cleanup.policy", "delete")
+    if (
+        "delete" in policy
+        and retention is not None
+        and retention >= 0
+        and pp.min_timestamp is not None
+        and pp.min_timestamp < now_ms - retention
+    ):
+        pp.conflicts.append(
+            Conflict(
+                "RETENTION_DELETES",
+                f"{pp.name}: records as old as {pp.min_timestamp} are past {pp.target_topic}'s "
+                f"retention.ms={retention}: the target deletes them once their segment rolls",
+            )
+        )
+    before = _int(configs.get("message.timestamp.before.max.ms"))
+    after = _int(configs.get("message.timestamp.after.max.ms"))
+    oldest, newest = pp.min_timestamp, pp.max_timestamp
+    if before is not None and before < _LONG_MAX and oldest is not None and oldest < now_ms - before:
+        pp.conflicts.append(
+            Conflict(
+                "TIMESTAMP_REJECTED",
+                f"{pp.name}: records as old as {pp.min_timestamp} are older than {pp.target_topic}'s "
+                f"message.timestamp.before.max.ms={before} allows: the broker refuses them",
+            )
+        )
+    if after is not None and after < _LONG_MAX and newest is not None and newest > now_ms + after:
+        pp.conflicts.append(
+            Conflict(
+                "TIMESTAMP_REJECTED",
+                f"{pp.name}: records as new as {pp.max_timestamp} are newer than {pp.target_topic}'s "
+                f"message.timestamp.after.max.ms={after} allows: the broker refuses them",
+            )
+        )
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return None if text is None else int(text)
+    except ValueError:
+        return None
+
+
+def plan_replay(
+    paths: str | Sequence[str],
+    bootstrap: str,
+    *,
+    opts: ReadOptions | None = None,
+    topic_map: TopicMap | Callable[[str], str] | None = None,
+    admin_config: Mapping[str, Any] | None = None,
+    create: bool = True,
+    timeout: float = 60.0,
+) -> ReplayPlan:
+    """The plan of replaying the records of ``paths`` (log dirs, partition folders, as ``export`` takes
+    them, read with ``opts``) into the cluster at ``bootstrap``: one pass over the source's records (see
+    :mod:`logdoctor.replay.source`) and a few questions to the target (its cluster id, its topics and their
+    configs, each target partition's offsets, the replay groups' progress). Writes nothing."""
+    from logdoctor.logdir.read_plan import plan_read
+    from logdoctor.replay.source import PartitionSource, single_replicas
+
+    opts = opts if opts is not None else ReadOptions()
+    _check_options(opts)
+    mapping = topic_map if topic_map is not None else TopicMap()
+    read = plan_read(paths, opts)
+    target = Target(bootstrap, admin_config, timeout)
+    cluster_id = target.cluster_id
+    refs, several = single_replicas([r for r in read.refs if r.kind not in _NOT_LIVE])
+    plan = ReplayPlan(
+        tuple(read.items), opts, bootstrap, cluster_id, [], [], dict(admin_config or {}),
+        [p.message for p in read.not_read], list(read.left_out),
+    )  # fmt: skip
+    for (topic, partition), dirs in sorted(several.items()):
+        plan.conflicts.append(
+            Conflict(
+                "SEVERAL_REPLICAS",
+                f"{topic}-{partition} is in several log dirs ({', '.join(dirs)}): give the one to replay",
+            )
+        )
+    refs.sort(key=lambda r: (r.topic, r.partition))
+    source_meta, meta_dir = _source_topics(read.log_dirs)
+    existing = target.partition_counts()
+    by_source: dict[str, TopicPlan] = {}
+    targets_of: dict[str, str] = {}
+    for ref in refs:
+        if ref.topic in by_source:
+            continue
+        new = mapping(ref.topic)
+        tp = TopicPlan(ref.topic, new, new in existing, existing.get(new))
+        bad = legal_topic(new)
+        if bad is not None:
+            tp.conflicts.append(Conflict("BAD_TARGET_NAME", f"{ref.topic} -> {new!r}: {bad}"))
+        other = targets_of.get(new)
+        if other is not None:
+            tp.conflicts.append(
+                Conflict("BAD_TARGET_NAME", f"{ref.topic} and {other} would both be replayed into {new}")
+            )
+        targets_of[new] = ref.topic
+        known = source_meta.get(ref.topic)
+        if known is not None:
+            tp.source_partitions, tp.replication_factor = known[0], known[1]
+        seen = max(r.partition for r in refs if r.topic == ref.topic) + 1
+        if not tp.exists:
+            tp.create = create and bad is None
+            tp.partitions = max(seen, tp.source_partitions or 0)
+            if known is not None:
+                tp.configs = {k: v for k, v in known[2].items() if k not in DROPPED_CONFIGS}
+                tp.configs_from = f"the topic's ConfigRecords in {meta_dir}"
+            if not create:
+                tp.conflicts.append(Conflict("TARGET_MISSING", f"{new} does not exist on the target"))
+        by_source[ref.topic] = tp
+    plan.topics = list(by_source.values())
+    existing_topics = [t.target_topic for t in plan.topics if t.exists]
+    described = target.topic_configs(existing_topics)
+    for tp in plan.topics:
+        if tp.exists:
+            tp.configs = described.get(tp.target_topic)
+            tp.configs_from = "the target cluster"
+    progress: dict[str, dict[int, Progress]] = {}
+    for tp in plan.topics:
+        if tp.exists:
+            parts = sorted(r.partition for r in refs if r.topic == tp.source_topic)
+            progress[tp.target_topic] = target.progress(
+                replay_group(cluster_id, tp.target_topic), tp.target_topic, parts
+            )
+    for ref in refs:
+        tp = by_source[ref.topic]
+        pp = PartitionPlan(
+            ref.log_dir, ref.topic, ref.partition, tp.target_topic, ref.partition,
+            transactional_id(cluster_id, tp.target_topic, ref.partition),
+            replay_group(cluster_id, tp.target_topic),
+        )  # fmt: skip
+        pp.progress = progress.get(tp.target_topic, {}).get(ref.partition)
+        _count(pp, PartitionSource.of(ref, opts))
+        if tp.exists and tp.partitions is not None and ref.partition >= tp.partitions:
+            pp.conflicts.append(
+                Conflict(
+                    "TOO_FEW_PARTITIONS",
+                    f"{pp.name}: {tp.target_topic} has {tp.partitions} partitions, no partition "
+                    f"{ref.partition}",
+                )
+            )
+        elif tp.exists:
+            pp.target_offsets = target.watermarks(tp.target_topic, ref.partition)
+            _check_target(pp, target)
+        check_partition(pp, tp.configs if tp.exists else None)
+        plan.partitions.append(pp)
+    return plan
+
+
+def _check_options(opts: ReadOptions) -> None:
+    from logdoctor.logdir.discovery import DiscoveryError
+
+    if opts.view != "history":
+        raise DiscoveryError(f"view {opts.view}: a replay sends the records as they are (view history)")
+    if opts.typed or opts.decoded:
+        raise DiscoveryError(
+            "a replay sends keys and values as the bytes they are: no decoder, no typed tables"
+        )
+    if opts.include_control:
+        raise DiscoveryError("control records are never replayed: the target's transactions write their own")
+
+
+def _check_target(pp: PartitionPlan, target: Target) -> None:
+    """A target partition with records: ours to resume (the progress of this source partition), else a
+    conflict. Records no ``read_committed`` consumer reads (a killed first transaction's) are none."""
+    assert pp.target_offsets is not None
+    low, high = pp.target_offsets
+    prog = pp.progress
+    if prog is not None and (prog.source_topic, prog.source_partition) != (
+        pp.source_topic,
+        pp.source_partition,
+    ):
+        pp.conflicts.append(
+            Conflict(
+                "PROGRESS_OF_OTHER_SOURCE",
+                f"{pp.target_topic}-{pp.target_partition} holds a replay of {prog.source_topic}-"
+                f"{prog.source_partition} (group {pp.group}), not of {pp.name}",
+            )
+        )
+    elif prog is None and high > low and target.has_records(pp.target_topic, pp.target_partition):
+        pp.conflicts.append(
+            Conflict(
+                "TARGET_NOT_EMPTY",
+                f"{pp.target_topic}-{pp.target_partition} is not empty (offsets {low}-{high - 1}) and holds "
+                f"no replay of {pp.name}",
+            )
+        )
+
+
+def _count(pp: PartitionPlan, source: Any) -> None:
+    resume = pp.progress.next_source_offset if pp.progress is not None else None
+    for rec in source.records():
+        size = rec.size
+        pp.records += 1
+        pp.bytes += size
+        if resume is None or rec.offset >= resume:
+            pp.remaining_records += 1
+            pp.remaining_bytes += size
+        if pp.first_offset is None:
+            pp.first_offset = rec.offset
+        pp.last_offset = rec.offset
+        pp.max_batch_bytes = max(pp.max_batch_bytes, rec.batch_bytes)
+        if rec.timestamp <= 0:  # librdkafka sends 0 as "now": kept only from 1 ms after the epoch
+            pp.no_timestamp += 1
+            continue
+        pp.min_timestamp = rec.timestamp if pp.min_timestamp is None else min(pp.min_timestamp, rec.timestamp)
+        pp.max_timestamp = rec.timestamp if pp.max_timestamp is None else max(pp.max_timestamp, rec.timestamp)
+    pp.problems = list(source.problems)
+    if pp.no_timestamp:
+        pp.conflicts.append(
+            Conflict(
+                "NO_TIMESTAMP",
+                f"{pp.name}: {pp.no_timestamp} records have no timestamp (magic 0) or 0: they get the "
+                "producer's time",
+            )
+        )

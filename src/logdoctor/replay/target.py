@@ -1,0 +1,266 @@
+"""The target cluster, through confluent-kafka (librdkafka): its id, its topics and their configs, the
+partitions' offsets, and the replay's progress committed in its replay groups.
+
+Names a replay uses on the target (each derived from the target cluster's id and the target topic, so
+that two replays into the same target partition, from whatever source, share them and fence each other):
+
+- the transactional.id of the producer of a target partition: :func:`transactional_id`;
+- the replay group of a target topic, where each target partition's progress is committed in the same
+  transaction as its records: :func:`replay_group`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "PROGRESS_KEY",
+    "Progress",
+    "Target",
+    "replay_group",
+    "transactional_id",
+]
+
+#: the key of the JSON object a replay commits as its offsets' metadata
+PROGRESS_KEY = "logdoctor-replay"
+#: the most of a topic name kept in a readable id (the hash keeps them apart)
+_NAME_PART = 80
+
+
+def _digest(*parts: object) -> str:
+    return hashlib.sha256("/".join(str(p) for p in parts).encode()).hexdigest()[:16]
+
+
+def transactional_id(cluster_id: str, topic: str, partition: int) -> str:
+    """``logdoctor-replay-<topic>-<partition>-<hash of cluster id/topic/partition>``: readable in
+    ``kafka-transactions.sh list``, unique per target partition of a cluster."""
+    return f"logdoctor-replay-{topic[:_NAME_PART]}-{partition}-{_digest(cluster_id, topic, partition)}"
+
+
+def replay_group(cluster_id: str, topic: str) -> str:
+    """``logdoctor-replay-<topic>-<hash of cluster id/topic>``: the group of a target topic's progress."""
+    return f"logdoctor-replay-{topic[:_NAME_PART]}-{_digest(cluster_id, topic)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What a replay committed for one target partition (in the metadata of the offset it commits there,
+    whose value is the next target offset): the source partition it replays, the next source offset to
+    replay, the target offset of its first record and how many records it replayed."""
+
+    source_topic: str
+    source_partition: int
+    next_source_offset: int
+    first_target_offset: int
+    records: int
+    next_target_offset: int
+
+    def metadata(self) -> str:
+        return json.dumps(
+            {
+                PROGRESS_KEY: 1,
+                "source": [self.source_topic, self.source_partition],
+                "next": self.next_source_offset,
+                "first": self.first_target_offset,
+                "records": self.records,
+            },
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def parse(cls, offset: int, metadata: str | None) -> Progress | None:
+        """The progress of a committed offset (None: not a replay's)."""
+        try:
+            obj = json.loads(metadata or "")
+            topic, partition = obj["source"]
+            return cls(
+                str(topic), int(partition), int(obj["next"]), int(obj["first"]), int(obj["records"]), offset
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+class Target:
+    """One target cluster: an AdminClient (kept while its futures pend) and the configs to make clients."""
+
+    def __init__(self, bootstrap: str, admin_config: Mapping[str, Any] | None = None, timeout: float = 60.0):
+        from confluent_kafka.admin import AdminClient
+
+        self.bootstrap = bootstrap
+        self.admin_config = {str(k): v for k, v in (admin_config or {}).items()}
+        self.timeout = timeout
+        self.admin = AdminClient({"bootstrap.servers": bootstrap, **self.admin_config})
+        self._cluster_id: str | None = None
+
+    def client_config(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The admin config (security settings) with ``extra``, for a producer or consumer."""
+        return {"bootstrap.servers": self.bootstrap, **self.admin_config, **dict(extra or {})}
+
+    @property
+    def cluster_id(self) -> str:
+        if self._cluster_id is None:
+            desc = self.admin.describe_cluster(request_timeout=self.timeout).result(timeout=self.timeout)
+            self._cluster_id = str(desc.cluster_id)
+        return self._cluster_id
+
+    def partition_counts(self) -> dict[str, int]:
+        """Every topic of the target and its number of partitions."""
+        md = self.admin.list_topics(timeout=self.timeout)
+        return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
+
+    def topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
+        """Each of ``topics``' configs as the target describes them (every key, defaults included)."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        if not topics:
+            return {}
+        resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
+        futures = self.admin.describe_configs(resources, request_timeout=self.timeout)
+        out: dict[str, dict[str, str]] = {}
+        for res, fut in futures.items():
+            entries = fut.result(timeout=self.timeout)
+            out[res.name] = {k: e.value for k, e in entries.items() if e.value is not None}
+        return out
+
+    def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
+        """(log start, high watermark) of a target partition (read_uncommitted: an open transaction's
+        records count)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        consumer = Consumer(
+            self.client_config(
+                {"group.id": "logdoctor-replay-watermarks", "isolation.level": "read_uncommitted",
+                 "enable.auto.commit": False}
+            )
+        )  # fmt: skip
+        try:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout)
+        finally:
+            consumer.close()
+        return int(low), int(high)
+
+    def progress(
+        self, group: str, topic: str, partitions: list[int], *, stable: bool = True
+    ) -> dict[int, Progress]:
+        """The progress committed in ``group`` for ``topic``'s ``partitions``. ``stable``: a partition whose
+        offsets a transaction still holds pending is asked again until that transaction ends (KIP-447
+        ``require_stable``: the coordinator answers UNSTABLE_OFFSET_COMMIT meanwhile); else the last
+        committed progress is taken at once, whatever is pending (what a plan shows before the replay's
+        ``init_transactions`` ends a killed run's transaction)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        deadline = time.monotonic() + self.timeout
+        while True:
+            request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in partitions])]
+            got = _retrying(
+                lambda request=request: self.admin.list_consumer_group_offsets(
+                    request, require_stable=stable, request_timeout=self.timeout
+                )[group].result(timeout=self.timeout),
+                self.timeout,
+            )
+            out: dict[int, Progress] = {}
+            unstable = False
+            for tp in got.topic_partitions or []:
+                if tp.error is not None:
+                    if "UNSTABLE_OFFSET_COMMIT" in str(tp.error):
+                        unstable = True
+                        continue
+                    raise RuntimeError(f"{group}: the offset of {topic}-{tp.partition}: {tp.error}")
+                if tp.offset is None or tp.offset < 0:
+                    continue
+                parsed = Progress.parse(int(tp.offset), tp.metadata)
+                if parsed is not None:
+                    out[tp.partition] = parsed
+            if not unstable:
+                return out
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{group}: the offsets of {topic} stay pending in a transaction")
+            time.sleep(0.3)
+
+    def has_records(self, topic: str, partition: int) -> bool:
+        """Whether a ``read_committed`` consumer reads any record of the partition (aborted and open
+        transactions' records, and markers, are no records to it: what a killed replay left)."""
+        from confluent_kafka import Consumer, TopicPartition
+
+        low, high = self.watermarks(topic, partition)
+        if high <= low:
+            return False
+        consumer = Consumer(
+            self.client_config(
+                {"group.id": "logdoctor-replay-check", "isolation.level": "read_committed",
+                 "enable.auto.commit": False, "enable.partition.eof": True}
+            )
+        )  # fmt: skip
+        try:
+            consumer.assign([TopicPartition(topic, partition, low)])
+            deadline = time.monotonic() + self.timeout
+            eof_grace = time.monotonic() + 3.0
+            while time.monotonic() < deadline:
+                msg = consumer.poll(0.5)
+                if msg is None:
+                    continue
+                if msg.error() is None:
+                    return True
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    # at the high watermark, or at an open transaction's first offset (the last stable
+                    # offset: what follows is no committed record yet). librdkafka also says EOF after a
+                    # fetch of aborted batches alone: read on a moment before taking it for the end
+                    if msg.offset() >= high or time.monotonic() > eof_grace:
+                        return False
+                    continue
+                raise RuntimeError(f"{topic}-{partition}: {msg.error()}")
+            raise RuntimeError(f"{topic}-{partition}: nothing read within {self.timeout:.0f} s")
+        finally:
+            consumer.close()
+
+    def group_members(self, group: str) -> list[str]:
+        """The members of ``group`` now (``member id (client id@host)``; empty: none, or no such group)."""
+        try:
+            desc = _retrying(
+                lambda: self.admin.describe_consumer_groups([group], request_timeout=self.timeout)[
+                    group
+                ].result(timeout=self.timeout),
+                self.timeout,
+            )
+        except Exception as exc:  # no such group: librdkafka says GROUP_ID_NOT_FOUND on 4.x brokers
+            if "GROUP_ID_NOT_FOUND" in str(exc) or "not found" in str(exc).lower():
+                return []
+            raise
+        return sorted(f"{m.member_id} ({m.client_id}@{m.host})" for m in (desc.members or []))
+
+
+_RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "_TRANSPORT")
+
+
+def _retrying(call: Any, timeout: float) -> Any:
+    """``call()`` again while the group coordinator is loading or moving (retriable errors)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call()
+        except Exception as exc:
+            err = exc.args[0] if exc.args else None
+            retriable = getattr(err, "retriable", lambda: False)() or any(r in str(exc) for r in _RETRIABLE)
+            if not retriable or time.monotonic() > deadline:
+                raise
+            time.sleep(0.3)
+
+
+_LEGAL = re.compile(r"[a-zA-Z0-9._-]+")
+
+
+def legal_topic(name: str) -> str | None:
+    """Why ``name`` cannot be a topic (K:clients/.../common/internals/Topic.java validate), None if it can."""
+    if not name or name in (".", ".."):
+        return "empty, '.' or '..'"
+    if len(name) > 249:
+        return "longer than 249 characters"
+    if not _LEGAL.fullmatch(name):
+        return "characters other than ASCII letters, digits, '.', '_' and '-'"
+    return None

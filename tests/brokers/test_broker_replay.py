@@ -1,0 +1,330 @@
+"""Issue 72 with real brokers: a dead broker's topics replayed into a running cluster, exactly once.
+
+A source cluster (Kafka 4.4.0, one KRaft node) is written by real clients and stopped: its log dir is the
+dead broker's. What a ``read_committed`` consumer of it read while it ran (keys, values, headers,
+timestamps, in order) is the oracle. A second cluster (4.4.0) is the target:
+
+1. ``test_plan_and_apply``: the plan (nothing written) names each source partition's target, records and
+   bytes, the topics to create with the source's partition count and configs (from its KRaft metadata
+   log: the compacted topic's ``cleanup.policy``), and no conflict; applied, the target holds exactly the
+   oracle's records (headers, CreateTime timestamps, tombstones, order; a transactional topic with an
+   aborted and an open transaction: only what read_committed read; a compacted topic; a renamed topic),
+   the offset map of the run is the one read back from the target, and a second replay is a no-op.
+2. ``test_conflicts_refused``: a target topic with fewer partitions, a non-empty partition and
+   LogAppendTime: each is a conflict of the plan, and apply refuses, writing nothing.
+3. ``test_kill_and_resume``: a replay in a process of its own is killed with SIGKILL at random moments
+   during its transactions, several times, and run again until it ends; meanwhile a second replay into the
+   same target is refused. The target holds every record once, in order, and the offset map read back is
+   consistent with it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+import kafka_cluster as kc
+
+pytestmark = pytest.mark.kafka
+
+# CreateTime timestamps of an hour ago: within the target's retention (7 days by default; older records are
+# a RETENTION_DELETES conflict of the plan: the target would delete them once their segment rolls)
+BASE_TS = int(time.time() * 1000) - 3_600_000
+BIG = 3000  # records of the topic replayed under kills
+
+
+def _read_all(
+    bootstrap: str, topic: str, partition: int, isolation: str = "read_committed", *, to_end: bool = False
+) -> list[tuple]:
+    """Every record a consumer of ``isolation`` reads, up to the end it sees (LSO for read_committed;
+    ``to_end``: the high watermark, librdkafka says EOF after a fetch of aborted batches alone too):
+    (offset, key, value, headers, timestamp)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"oracle-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",  # never an empty read by a silent reset
+        }
+    )
+    out: list[tuple] = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10, cached=False)[
+                        1
+                    ]
+                    if not to_end or msg.offset() >= high:
+                        break
+                    continue
+                raise AssertionError(str(msg.error()))
+            out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()), msg.timestamp()[1]))
+    finally:
+        consumer.close()
+    return out
+
+
+def _produce(producer, topic: str, records: list[tuple], partition: int = 0) -> None:
+    for key, value, headers, ts in records:
+        producer.produce(topic, value=value, key=key, partition=partition, headers=headers, timestamp=ts)
+    assert producer.flush(60) == 0
+
+
+def _content(rows: list[tuple]) -> list[tuple]:
+    """What a replay keeps of each record (not its offset)."""
+    return [(k, v, h, ts) for _o, k, v, h, ts in rows]
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory):
+    """The dead broker: (its log dir, {(topic, partition): the read_committed oracle})."""
+    root = tmp_path_factory.mktemp("replay-source")
+    cluster = kc.KafkaCluster(root, broker_config={"log.cleaner.backoff.ms": 300})
+    cluster.start()
+    try:
+        cluster.create_topic("plain", 2)
+        cluster.create_topic("txn", 1)
+        cluster.create_topic(
+            "compacted",
+            1,
+            config={"cleanup.policy": "compact", "segment.ms": 100, "min.cleanable.dirty.ratio": 0.01},
+        )
+        cluster.create_topic("big", 1)
+        p = cluster.producer()
+        for part in (0, 1):
+            rows = []
+            for i in range(40):
+                headers = [("trace", f"t{part}-{i}".encode()), ("dup", b"1"), ("dup", b"2")] if i % 3 else []
+                value = None if i == 7 else (b"" if i == 8 else f"value-{part}-{i}".encode())
+                key = None if i == 9 else f"key-{i % 10}".encode()
+                rows.append((key, value, headers or None, BASE_TS + part * 1000 + i * 7))
+            _produce(p, "plain", rows, part)
+        # transactions: committed, aborted, plain records between, committed, then one left open and a
+        # committed one after it (above the last stable offset: read_committed never reads it)
+        t1 = cluster.producer(**{"transactional.id": "source-t1"})
+        t1.init_transactions(60)
+        t1.begin_transaction()
+        _produce(
+            t1,
+            "txn",
+            [(b"c1", b"committed-1", [("h", b"1")], BASE_TS + 1), (b"c2", b"committed-2", None, BASE_TS + 2)],
+        )
+        t1.commit_transaction(60)
+        t1.begin_transaction()
+        _produce(
+            t1, "txn", [(b"a1", b"aborted-1", None, BASE_TS + 3), (b"a2", b"aborted-2", None, BASE_TS + 4)]
+        )
+        t1.abort_transaction(60)
+        _produce(p, "txn", [(b"p1", b"plain-1", None, BASE_TS + 5)])
+        t1.begin_transaction()
+        _produce(t1, "txn", [(b"c3", b"committed-3", None, BASE_TS + 6)])
+        t1.commit_transaction(60)
+        t2 = cluster.producer(**{"transactional.id": "source-t2"})
+        t2.init_transactions(60)
+        t2.begin_transaction()
+        _produce(t2, "txn", [(b"o1", b"open-1", None, BASE_TS + 7)])  # never committed nor aborted
+        t1.begin_transaction()
+        _produce(t1, "txn", [(b"c4", b"committed-after-open", None, BASE_TS + 8)])
+        t1.commit_transaction(60)
+        # a compacted topic: rounds of the same keys, each in a segment of its own (segment.ms rolls by the
+        # records' timestamps: K:storage/.../internals/log/LogSegment.java shouldRoll), then cleaned
+        for rnd in range(6):
+            rows = [
+                (f"k{i}".encode(), f"r{rnd}-{i}".encode(), None, BASE_TS + rnd * 1000 + i) for i in range(5)
+            ]
+            _produce(p, "compacted", rows)
+        _produce(p, "compacted", [(b"k0", None, None, BASE_TS + 8000)])  # a tombstone
+        _produce(p, "compacted", [(b"roll", b"x", None, BASE_TS + 10000)])  # rolls the segment before
+        kc.wait_until(
+            "the cleaner to compact 'compacted'",
+            lambda: len(_read_all(cluster.bootstrap, "compacted", 0)) < 30,
+            60,
+        )
+        rows = [
+            (f"big-{i}".encode(), f"{i:06d}".encode() * 8, [("i", str(i).encode())], BASE_TS + i)
+            for i in range(BIG)
+        ]
+        _produce(p, "big", rows)
+        oracle = {
+            (topic, part): _read_all(cluster.bootstrap, topic, part)
+            for topic, part in (("plain", 0), ("plain", 1), ("txn", 0), ("compacted", 0), ("big", 0))
+        }
+        del t1, t2, p
+    finally:
+        cluster.stop()
+    assert [r[1] for r in oracle[("txn", 0)]] == [b"c1", b"c2", b"p1", b"c3"]
+    offsets = [r[0] for r in oracle[("compacted", 0)]]
+    assert offsets != list(range(len(offsets)))  # compacted: offsets gone
+    return cluster.broker(1).log_dirs[0], oracle
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory: pytest.TempPathFactory):
+    with kc.KafkaCluster(tmp_path_factory.mktemp("replay-target")) as cluster:
+        yield cluster
+
+
+def test_plan_and_apply(source, target) -> None:
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import TopicMap, apply_replay, offset_map, plan_replay
+
+    log_dir, oracle = source
+    opts = ReadOptions(topics="plain,txn,compacted")
+    mapping = TopicMap(["plain=plain-restored"])
+    plan = plan_replay([str(log_dir)], target.bootstrap, opts=opts, topic_map=mapping)
+    assert plan.all_conflicts() == []
+    topics = {t.source_topic: t for t in plan.topics}
+    assert topics["plain"].target_topic == "plain-restored" and topics["plain"].create
+    assert topics["plain"].partitions == 2 and topics["plain"].source_partitions == 2
+    assert topics["compacted"].configs["cleanup.policy"] == "compact"  # from the source's metadata log
+    counts = {(p.source_topic, p.source_partition): p.records for p in plan.partitions}
+    assert counts == {k: len(v) for k, v in oracle.items() if k[0] != "big"}
+    assert target.admin().list_topics(timeout=10).topics.keys().isdisjoint({"plain-restored", "txn"})
+
+    result = apply_replay(plan, txn_records=7)
+    assert result.records == sum(counts.values())
+    assert sorted(result.created_topics) == ["compacted", "plain-restored", "txn"]
+    for (topic, part), want in oracle.items():
+        if topic == "big":
+            continue
+        got = _read_all(target.bootstrap, mapping(topic), part, to_end=True)
+        assert _content(got) == _content(want), f"{topic}-{part}"
+        assert _content(
+            _read_all(target.bootstrap, mapping(topic), part, "read_uncommitted", to_end=True)
+        ) == _content(want)
+    admin = target.admin()  # kept while its futures pend
+    configs = admin.describe_configs([_topic_resource("compacted")])
+    assert next(iter(configs.values())).result(30)["cleanup.policy"].value == "compact"
+
+    rebuilt = __import__("pyarrow").Table.from_batches(list(offset_map(plan)))
+    run = result.offset_map
+    assert run.num_rows == rebuilt.num_rows == sum(counts.values())
+    key = ["source_topic", "source_partition", "source_offset"]
+    assert run.sort_by([(k, "ascending") for k in key]).equals(
+        rebuilt.sort_by([(k, "ascending") for k in key])
+    )
+    src_txn = [r for r in rebuilt.to_pylist() if r["source_topic"] == "txn"]
+    assert [r["source_offset"] for r in src_txn] == [r[0] for r in oracle[("txn", 0)]]
+
+    again = plan_replay([str(log_dir)], target.bootstrap, opts=opts, topic_map=mapping)
+    assert again.all_conflicts() == [] and again.remaining_records == 0
+    assert apply_replay(again).records == 0
+
+
+def _topic_resource(name: str):
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    return ConfigResource(ResourceType.TOPIC, name)
+
+
+def test_conflicts_refused(source, target) -> None:
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import ReplayRefused, TopicMap, apply_replay, plan_replay
+
+    log_dir, _oracle = source
+    target.create_topic("crowded", 1, config={"message.timestamp.type": "LogAppendTime"})
+    target.produce("crowded", [(b"k", b"already here")])
+    plan = plan_replay(
+        [str(log_dir)],
+        target.bootstrap,
+        opts=ReadOptions(topics="plain"),
+        topic_map=TopicMap({"plain": "crowded"}),
+    )
+    codes = sorted({c.code for c in plan.all_conflicts()})
+    assert codes == ["LOG_APPEND_TIME", "TARGET_NOT_EMPTY", "TOO_FEW_PARTITIONS"]
+    with pytest.raises(ReplayRefused):
+        apply_replay(plan)
+    assert len(_read_all(target.bootstrap, "crowded", 0)) == 1
+
+
+_ENTRY = """
+import json, sys, time
+from logdoctor.logdir.read_options import ReadOptions
+from logdoctor.replay import TopicMap, apply_replay, plan_replay
+args = json.loads(sys.argv[1])
+plan = plan_replay([args["log_dir"]], args["bootstrap"], opts=ReadOptions(topics="big"),
+                   topic_map=TopicMap({"big": args["topic"]}))
+def progress(pp, prog):
+    print("committed", prog.next_source_offset, prog.records, flush=True)
+    time.sleep(args["pause"])
+result = apply_replay(plan, txn_records=100, session_timeout_ms=6000, on_transaction=progress)
+print("done", result.records, flush=True)
+"""
+
+
+def _replay_process(log_dir: Path, target, topic: str, out: Path, pause: float) -> subprocess.Popen:
+    args = json.dumps(
+        {"log_dir": str(log_dir), "bootstrap": target.bootstrap, "topic": topic, "pause": pause}
+    )
+    return kc.spawn([sys.executable, "-c", _ENTRY, args], log=out)
+
+
+def test_kill_and_resume(source, target, tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import ReplayRefused, TopicMap, apply_replay, offset_map, plan_replay
+
+    log_dir, oracle = source
+    rng = random.Random(72)
+    topic = "big-restored"
+    out = tmp_path / "replay.log"
+    killed_mid = 0
+    for round_ in range(3):
+        before = out.read_text().count("committed") if out.exists() else 0
+        proc = _replay_process(log_dir, target, topic, out, 0.02)
+        kc.wait_until(
+            "the replay to commit a transaction",
+            lambda before=before, proc=proc: (
+                out.read_text().count("committed") > before or proc.poll() is not None
+            ),
+            120,
+        )
+        time.sleep(rng.uniform(0.0, 0.2))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        lines = [line.split() for line in out.read_text().splitlines() if line.startswith("committed")]
+        assert "done" not in out.read_text(), f"round {round_}: the replay ended before its kill"
+        killed_mid += bool(lines) and int(lines[-1][2]) < BIG
+    assert killed_mid == 3
+
+    plan = plan_replay(
+        [str(log_dir)], target.bootstrap, opts=ReadOptions(topics="big"), topic_map=TopicMap({"big": topic})
+    )
+    assert 0 < plan.partitions[0].remaining_records < BIG
+    proc = _replay_process(log_dir, target, topic, out, 1.0)
+    seen = out.read_text().count("committed")
+    kc.wait_until("the last run to commit", lambda: out.read_text().count("committed") > seen, 120)
+    with pytest.raises(ReplayRefused, match="another replay"):  # the running one holds the lease
+        apply_replay(plan, lock_wait=1.0)
+    assert proc.wait(180) == 0, out.read_text()[-3000:]
+    assert f"done {plan.partitions[0].remaining_records}" in out.read_text().splitlines()
+
+    want = oracle[("big", 0)]
+    got = _read_all(target.bootstrap, topic, 0, to_end=True)
+    assert _content(got) == _content(want)  # every record once, in order
+    rows = pa.Table.from_batches(list(offset_map(plan))).to_pylist()
+    assert [r["source_offset"] for r in rows] == [r[0] for r in want]
+    assert [r["target_offset"] for r in rows] == [r[0] for r in got]
+    final = plan_replay(
+        [str(log_dir)], target.bootstrap, opts=ReadOptions(topics="big"), topic_map=TopicMap({"big": topic})
+    )
+    assert final.remaining_records == 0 and final.all_conflicts() == []
