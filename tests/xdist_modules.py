@@ -43,6 +43,7 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_unclean_election.py",  # 3 brokers + controller, 3 restart orders
     "tests/brokers/test_broker_files.py",  # 3 versions x 2 stops
     "tests/brokers/test_broker_replay.py",  # two clusters, 3 kills
+    "tests/brokers/test_broker_replay_cli.py",  # 25-59 s, 2 tests
     "tests/brokers/test_broker_sync_replica.py",  # 97 s, 2 tests (4.4.0, 3.9.1)
     "tests/brokers/test_broker_harness.py",  # 90 s, 9 tests
     "tests/brokers/test_broker_move_partition.py",  # 85 s, 12 tests

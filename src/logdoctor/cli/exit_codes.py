@@ -47,7 +47,7 @@ _MEANING = {
     "journal of the log dir is unfinished or later (the message names the file or journal)",
     ExitCode.NO_INPUT: "an input (log dir, file, journal) does not exist, or is a folder where a file is "
     "needed",
-    ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+)",
+    ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+); replay: the target cluster cannot be reached",
     ExitCode.SOFTWARE: "a bug or an environment failure of logdoctor",
     ExitCode.CANT_CREATE: "refused (nothing written): not enough space, a read-only file system, an output "
     "that exists (not this command's), or an output at, inside or above an input",
@@ -55,8 +55,8 @@ _MEANING = {
     ExitCode.LOCKED: "refused (nothing written): a broker holds a log dir's .lock, or another logdoctor run "
     "writes to the log dir",
     ExitCode.NO_PERMISSION: "a file cannot be read or written (permission denied)",
-    ExitCode.REFUSED: "refused (nothing written): the log dirs' state does not allow it (the message says "
-    "why)",
+    ExitCode.REFUSED: "refused (nothing written): the log dirs' state does not allow it, or a replay's plan "
+    "has conflicts (the message says why)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C): one line says what was stopped and, for a run that writes, "
     "its journal and the commands that finish or undo it",
 }

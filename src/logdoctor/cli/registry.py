@@ -87,6 +87,12 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first).",
     ),
     CommandEntry(
+        "replay",
+        "replay",
+        EXTRACT,
+        "Replay log dirs' records into a live cluster, exactly once and resumable (plan unless --apply).",
+    ),
+    CommandEntry(
         "inventory",
         "inventory",
         EXTRACT,

@@ -1,0 +1,483 @@
+"""`logdoctor replay PATHS --bootstrap-server HOST:PORT`: a dead broker's records back into a live cluster
+(issue 72), on the engine of :mod:`logdoctor.replay`.
+
+Without ``--apply`` the plan is printed and nothing is written. Exit codes: 0 a clean plan printed, or a
+replay done; 2 a transaction failed (aborted: a rerun resumes) or the offset map read back does not match
+the source; 64 usage (``--view`` other than history, ``--include-control``, a Java-only client key...);
+66 a missing input or config file; 69 the target cluster cannot be reached; 73 ``--offset-map`` names a
+folder that holds something other than a Delta table, or inside an input; 77 an input this user cannot
+read; 78 the plan has conflicts (printed; nothing written), or another replay runs into the same target;
+130 Ctrl-C (the transactions committed stay, a rerun resumes).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from logdoctor.cli.app import app
+from logdoctor.cli.error_lines import fail, refused, usage_error
+from logdoctor.cli.exit_codes import (
+    EX_CANTCREAT,
+    EX_FAILED,
+    EX_NOINPUT,
+    EX_NOPERM,
+    EX_OK,
+    EX_REFUSED,
+    EX_UNAVAILABLE,
+    ExitCode,
+)
+from logdoctor.cli.jsonout import print_json
+from logdoctor.cli.lines import Lines, lines_for, wrap
+from logdoctor.cli.record_options import RecordReadArgs, plan_records, reads_records
+
+if TYPE_CHECKING:
+    from logdoctor.replay import ReplayPlan, ReplayResult
+
+__all__ = ["client_config", "replay_command"]
+
+#: keys of a producer config that the replay sets itself (exactly once: one transactional producer per
+#: target partition); ``bootstrap.servers`` is --bootstrap-server
+OWN_PRODUCER_KEYS = ("bootstrap.servers", "transactional.id", "enable.idempotence", "acks")
+_JAAS_MODULES = ("PlainLoginModule", "ScramLoginModule")
+_JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
+
+
+def client_config(path: str, option: str) -> dict[str, str]:
+    """The ``key=value`` pairs of a Kafka client properties file (``--admin-config``, ``--producer-config``),
+    for confluent-kafka (librdkafka): every key passed as it is, except the Java client's security keys
+    librdkafka does not know, mapped: ``sasl.jaas.config`` of a PLAIN or SCRAM login module ->
+    ``sasl.username``/``sasl.password``; ``ssl.truststore.location`` of ``ssl.truststore.type=PEM`` ->
+    ``ssl.ca.location``; ``ssl.keystore.type=PKCS12`` dropped (librdkafka's ``ssl.keystore.location`` is
+    PKCS#12). Any other of them (a JKS store, another JAAS login module) is a usage error naming the key.
+    ``sasl.mechanism`` is librdkafka's alias of ``sasl.mechanisms``, ``security.protocol`` and the other
+    ``ssl.*`` keys are the same in both clients. A missing file exits 66."""
+    from logdoctor.errors import FormatError
+    from logdoctor.formats.properties import parse_properties
+
+    if not os.path.isfile(path):
+        fail(f"error: {option} {path}: no such file", EX_NOINPUT)
+    try:
+        with open(path, "rb") as fh:
+            props = parse_properties(fh.read(), source=path)
+    except FormatError as exc:
+        usage_error(f"{option} {path}: {exc}")
+    except OSError as exc:
+        fail(f"error: {option} {path}: {exc.strerror or exc}", EX_NOPERM)
+    keys = props.keys()
+    conf = {k: props.get(k) or "" for k in keys}
+    return java_keys_mapped(conf, f"{option} {path}")
+
+
+def java_keys_mapped(conf: Mapping[str, str], where: str) -> dict[str, str]:
+    """``conf`` with the Java client's security keys mapped for librdkafka (see :func:`client_config`)."""
+    out = dict(conf)
+    jaas = out.pop("sasl.jaas.config", None)
+    if jaas is not None:
+        if not any(m in jaas for m in _JAAS_MODULES):
+            usage_error(
+                f"{where}: sasl.jaas.config: only a PlainLoginModule or ScramLoginModule (username, "
+                "password) is mapped for librdkafka; give librdkafka's keys instead (sasl.oauthbearer.*, "
+                "sasl.kerberos.*)"
+            )
+        opts = dict(_JAAS_OPTION.findall(jaas))
+        if "username" not in opts or "password" not in opts:
+            usage_error(f'{where}: sasl.jaas.config: no username="..." and password="..." in it')
+        out.setdefault("sasl.username", opts["username"])
+        out.setdefault("sasl.password", opts["password"])
+    store_type = (out.pop("ssl.truststore.type", None) or "JKS").upper()
+    trust = out.pop("ssl.truststore.location", None)
+    trust_password = out.pop("ssl.truststore.password", None)
+    if trust is not None:
+        if store_type != "PEM":
+            usage_error(
+                f"{where}: ssl.truststore.location: a {store_type} truststore is the Java client's; "
+                "librdkafka takes the CA certificates as a PEM file: ssl.ca.location"
+            )
+        if trust_password:
+            usage_error(f"{where}: ssl.truststore.password: a PEM truststore has no password for librdkafka")
+        out.setdefault("ssl.ca.location", trust)
+    key_type = out.pop("ssl.keystore.type", None)
+    if key_type is not None and key_type.upper() != "PKCS12":
+        usage_error(
+            f"{where}: ssl.keystore.type={key_type}: librdkafka reads a PKCS12 keystore "
+            "(ssl.keystore.location) or PEM files (ssl.certificate.location, ssl.key.location)"
+        )
+    for java_only in ("ssl.enabled.protocols", "ssl.protocol", "sasl.login.callback.handler.class"):
+        if java_only in out:
+            usage_error(f"{where}: {java_only} is a Java client key librdkafka does not know")
+    return out
+
+
+def _check_client_config(conf: Mapping[str, str], where: str) -> None:
+    """A key librdkafka does not know, or a value it refuses: a usage error naming it (the client checks
+    its config when it is made, before it connects)."""
+    from confluent_kafka import KafkaException, Producer
+
+    try:
+        Producer({"bootstrap.servers": "127.0.0.1:9", **conf})
+    except KafkaException as exc:
+        usage_error(f"{where}: {exc.args[0].str() if exc.args else exc}")
+
+
+_PLAN_LINE = "Plan only: nothing was written. Add --apply to replay."
+
+
+def _bytes(n: int) -> str:
+    from logdoctor.logdir.disk import human_bytes
+
+    return human_bytes(n)
+
+
+def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
+    """The plan for people: topics to create or existing, each partition's records and names, conflicts."""
+    out.line(
+        f"Replay into {plan.bootstrap} (cluster {plan.cluster_id}): {plan.remaining_records:,} of "
+        f"{plan.records:,} records of {len(plan.partitions)} partition(s) left to send",
+        "bold",
+    )
+    if plan.topics:
+        out.line("Topics:", "bold")
+    for t in plan.topics:
+        names = f"{t.source_topic} -> {t.target_topic}"
+        if t.exists:
+            out.line(f"  {names}: exists, {t.partitions} partition(s)")
+        else:
+            verb = "create" if t.create else "missing (not created)"
+            rf = "the target's default replication factor"
+            configs = (
+                ", ".join(f"{k}={v}" for k, v in sorted(t.configs.items())) or "none"
+                if t.configs is not None
+                else "unknown: the target's defaults"
+            )
+            out.line(f"  {names}: {verb}, {t.partitions} partition(s), {rf}")
+            wrap(out, f"configs ({t.configs_from}): {configs}", "      ", first="    ")
+    if plan.partitions:
+        out.line("Partitions:", "bold")
+    for p in plan.partitions:
+        offsets = f"offsets {p.first_offset}-{p.last_offset}" if p.first_offset is not None else "no records"
+        line = (
+            f"  {p.name} -> {p.target_topic}-{p.target_partition}: {p.records:,} records, "
+            f"{_bytes(p.bytes)} ({offsets})"
+        )
+        if p.progress is not None:
+            line += (
+                f"; replayed up to source offset {p.progress.next_source_offset}: "
+                f"{p.remaining_records:,} left" + (" (done)" if p.done else "")
+            )
+        out.line(line)
+        for problem in p.problems:
+            wrap(out, problem, "      ", "yellow", first="    not read: ")
+    for line in plan.not_read:
+        wrap(out, line, "    ", "yellow", first="not read: ")
+    if plan.left_out:
+        wrap(out, ", ".join(plan.left_out), "    ", "dim", first="left out: ")
+    conflicts = plan.all_conflicts()
+    if conflicts:
+        out.line(f"Conflicts ({len(conflicts)}):", "bold")
+        for c in conflicts:
+            style = "dim" if c.code in ignored else "red"
+            note = " (ignored: --ignore-conflict)" if c.code in ignored else ""
+            wrap(out, f"{c.code}{note}: {c.message}", "      ", style, first="  ")
+    else:
+        out.line("No conflict.")
+
+
+def _offset_map_location(location: str) -> str:
+    """``--offset-map`` as an absolute location; a local folder that holds something other than a Delta
+    table is refused (73): the replay writes its table there, never over other files."""
+    from logdoctor.logdir.outputs import absolute_location
+
+    where = absolute_location(location)
+    if "://" not in where and os.path.isdir(where) and os.listdir(where):
+        if not os.path.isdir(os.path.join(where, "_delta_log")):
+            fail(
+                f"refused: --offset-map {where} exists and is not a Delta table: choose another folder "
+                "(nothing was written)",
+                EX_CANTCREAT,
+            )
+    elif "://" not in where and os.path.exists(where) and not os.path.isdir(where):
+        fail(f"refused: --offset-map {where} is a file (nothing was written)", EX_CANTCREAT)
+    return where
+
+
+def write_offset_map(plan: ReplayPlan, location: str, timeout: float) -> dict[str, Any]:
+    """The whole offset map of the replay (every record replayed so far, by this run and earlier ones),
+    read back from the target and checked against the source (:func:`logdoctor.replay.offset_map`),
+    written as a Delta table at ``location`` by deltalake in one commit (``overwrite``: the table is the
+    map of the replay as it is now). Memory: one chunk of rows."""
+    import pyarrow as pa
+    from deltalake import DeltaTable, write_deltalake
+
+    from logdoctor.replay import offset_map, offset_map_schema
+    from logdoctor.spark.tables.delta import storage_options
+
+    rows = 0
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        nonlocal rows
+        for batch in offset_map(plan, timeout=timeout):
+            rows += batch.num_rows
+            yield batch
+
+    reader = pa.RecordBatchReader.from_batches(offset_map_schema(), counted())
+    opts = storage_options(location) or None
+    write_deltalake(location, reader, mode="overwrite", storage_options=opts)
+    version = DeltaTable(location, storage_options=opts).version()
+    return {"location": location, "format": "delta", "rows": rows, "version": version}
+
+
+def _progress(enabled: bool, plan: ReplayPlan) -> Any:
+    """A bar over the records to send (stderr on a terminal) and the ``on_transaction`` that moves it."""
+    from logdoctor.cli.progress import progress_bar
+
+    return progress_bar(enabled and plan.remaining_records > 0, "replay")
+
+
+def _on_transaction(plan: ReplayPlan, update: Callable[[int, int], None] | None) -> Any:
+    if update is None:
+        return None
+    base = {p.name: p.records - p.remaining_records for p in plan.partitions}
+    done: dict[str, int] = {}
+    total = plan.remaining_records
+
+    def on_transaction(pp: Any, prog: Any) -> None:
+        done[pp.name] = prog.records - base.get(pp.name, 0)
+        update(sum(done.values()), total)
+
+    return on_transaction
+
+
+def print_result(out: Lines, result: ReplayResult, seconds: float, offsets: Mapping[str, Any] | None) -> None:
+    out.line(
+        f"Replayed {result.records:,} records of {len(result.partitions)} partition(s) in {seconds:.1f} s"
+        + (f"; created {', '.join(result.created_topics)}" if result.created_topics else ""),
+        "bold",
+    )
+    for p in result.partitions:
+        resumed = f" (resumed from source offset {p.resumed_from})" if p.resumed_from is not None else ""
+        total = "" if p.progress is None else f"; {p.progress.records:,} replayed in all"
+        out.line(
+            f"  {p.name} -> {p.target}: {p.records:,} records, {p.transactions} transaction(s)"
+            + resumed
+            + total
+        )
+    for problem in result.problems:
+        wrap(out, problem, "    ", "yellow", first="not read: ")
+    if offsets is not None:
+        out.line(
+            f"Offset map: {offsets['rows']:,} rows (every record replayed, checked against the source) in "
+            f"the Delta table {offsets['location']} (version {offsets['version']})"
+        )
+
+
+@app.command("replay")
+@reads_records
+def replay_command(
+    read: RecordReadArgs,
+    bootstrap_server: Annotated[
+        str,
+        typer.Option(
+            "--bootstrap-server", metavar="HOST:PORT", help="The live (target) cluster: one or more brokers."
+        ),
+    ],
+    apply: Annotated[
+        bool,
+        typer.Option("--apply", help="Replay (without it the plan is printed and nothing is written)."),
+    ] = False,
+    topic_map: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--topic-map",
+            metavar="OLD=NEW",
+            help="Replay topic OLD into NEW; repeat for several, the first that matches wins. OLD made only "
+            "of topic-name characters is a name, anything else a regex matched whole (NEW may use its "
+            "groups: \\1, \\2...). Other topics keep their names.",
+        ),
+    ] = None,
+    offset_map_dir: Annotated[
+        str | None,
+        typer.Option(
+            "--offset-map",
+            metavar="DIR",
+            help="With --apply: write the offset map (source topic, partition, offset -> target topic, "
+            "partition, offset) of every record replayed so far, read back from the target and checked, "
+            "as a Delta table at DIR (a folder or URI; one commit that replaces the table's rows).",
+        ),
+    ] = None,
+    producer_config: Annotated[
+        str | None,
+        typer.Option(
+            "--producer-config",
+            metavar="FILE",
+            help="Kafka client properties for the producers (after --admin-config's). Keys go to "
+            "librdkafka as they are; of the Java client's: sasl.jaas.config (PLAIN, SCRAM) is mapped to "
+            "sasl.username/sasl.password, ssl.truststore.location of type PEM to ssl.ca.location, "
+            "ssl.keystore.type=PKCS12 dropped; any other (JKS stores) is refused, named. "
+            "transactional.id, enable.idempotence and acks are the replay's own.",
+        ),
+    ] = None,
+    admin_config: Annotated[
+        str | None,
+        typer.Option(
+            "--admin-config",
+            metavar="FILE",
+            help="Kafka client properties (security.protocol, sasl.mechanism, ssl.*...) for every client "
+            "of the target: admin, consumers and producers. Mapped as --producer-config.",
+        ),
+    ] = None,
+    ignore_conflict: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--ignore-conflict",
+            metavar="CODE",
+            help="Replay despite the plan's conflicts of CODE (e.g. NO_TIMESTAMP, RETENTION_DELETES); "
+            "repeat for several (docs/replay.md lists them).",
+        ),
+    ] = None,
+    no_create: Annotated[
+        bool, typer.Option("--no-create", help="Never create a topic: a missing one is a conflict.")
+    ] = False,
+    timeout: Annotated[
+        float, typer.Option("--timeout", metavar="SECONDS", help="Each request to the target.")
+    ] = 60.0,
+    json_out: Annotated[
+        bool, typer.Option("--json", help="Print the plan (and the result) as JSON.")
+    ] = False,
+) -> None:
+    """Replay log dirs' records into a live cluster, exactly once and resumable (plan unless --apply)."""
+    from logdoctor.cli.input_checks import refuse_overlapping_outputs
+    from logdoctor.logdir.discovery import split_paths
+
+    if read.view.strip().lower() != "history":
+        usage_error(f"--view {read.view}: a replay sends the records as they are (--view history)")
+    if read.include_control:
+        usage_error("--include-control: control records are never replayed (the target's transactions "
+                    "write their own)")  # fmt: skip
+    if read.master is not None or read.conf or read.remote is not None:
+        usage_error("--master, --conf and --remote choose a Spark: a replay reads without Spark")
+    if offset_map_dir is not None and not apply:
+        usage_error("--offset-map is written by --apply (the plan writes nothing)")
+    if timeout <= 0:
+        usage_error(f"--timeout {timeout}: must be more than 0")
+    try:
+        from logdoctor.replay import TopicMap
+
+        mapping = TopicMap(topic_map or [])
+    except ValueError as exc:
+        usage_error(f"--topic-map: {exc}")
+    admin = client_config(admin_config, "--admin-config") if admin_config is not None else {}
+    producer = client_config(producer_config, "--producer-config") if producer_config is not None else {}
+    own = [k for k in OWN_PRODUCER_KEYS if k in producer or k in admin]
+    if own:
+        usage_error(f"{', '.join(own)}: the replay sets it (--bootstrap-server; one transactional producer "
+                    "per target partition)")  # fmt: skip
+    if admin:
+        _check_client_config(admin, f"--admin-config {admin_config}")
+    if producer:
+        _check_client_config({**admin, **producer}, f"--producer-config {producer_config}")
+    records = plan_records(read, verb="replayed")  # 64 / 66 / 77 as export
+    location = None
+    if offset_map_dir is not None:
+        location = _offset_map_location(offset_map_dir)
+        if "://" not in location:
+            refuse_overlapping_outputs(
+                [location], [*split_paths(records.paths), *sorted({r.log_dir for r in records.plan.found})]
+            )
+    ignored = {c.strip().upper() for c in ignore_conflict or () if c.strip()}
+    out = lines_for()
+    try:
+        _run(
+            out, records, bootstrap_server, mapping, admin, producer, ignored, not no_create, timeout, apply,
+            json_out, location,
+        )  # fmt: skip
+    except KeyboardInterrupt:
+        fail(
+            "interrupted: logdoctor replay stopped; every transaction it committed stays on the target, the "
+            "one under way is aborted: run it again to resume",
+            ExitCode.INTERRUPTED,
+        )
+
+
+def _run(
+    out: Lines,
+    records: Any,
+    bootstrap: str,
+    mapping: Any,
+    admin: dict[str, str],
+    producer: dict[str, str],
+    ignored: set[str],
+    create: bool,
+    timeout: float,
+    apply: bool,
+    json_out: bool,
+    location: str | None,
+) -> None:
+    from confluent_kafka import KafkaException
+
+    from logdoctor.logdir.discovery import DiscoveryError
+    from logdoctor.replay import ReplayFailed, ReplayMismatch, ReplayRefused, apply_replay, plan_replay
+
+    try:
+        plan = plan_replay(
+            records.paths, bootstrap, opts=records.options, topic_map=mapping, admin_config=admin,
+            create=create, timeout=timeout,
+        )  # fmt: skip
+    except DiscoveryError as exc:
+        usage_error(str(exc))
+    except KafkaException as exc:
+        fail(f"error: {bootstrap}: the target cluster cannot be reached or refused: {exc}", EX_UNAVAILABLE)
+    blocking = [c for c in plan.all_conflicts() if c.code not in ignored]
+    denied = EX_NOPERM if records.denied else EX_OK
+    if not apply or blocking:
+        if json_out:
+            print_json({"plan": plan.to_json(), "ignored": sorted(ignored), "applied": False})
+        else:
+            print_replay_plan(out, plan, ignored)
+            if blocking:
+                out.line(
+                    f"Refused: {len(blocking)} conflict(s): nothing was written (resolve them, or "
+                    "--ignore-conflict CODE those to accept)",
+                    "red",
+                )
+            else:
+                out.line(_PLAN_LINE)
+        raise typer.Exit(EX_REFUSED if blocking else denied)
+    if not json_out:
+        print_replay_plan(out, plan, ignored)
+    started = time.monotonic()
+    offsets = None
+    try:
+        with _progress(not json_out, plan) as update:
+            result = apply_replay(
+                plan, producer_config=producer, ignore=ignored, timeout=timeout,
+                on_offsets=lambda _batch: None, on_transaction=_on_transaction(plan, update),
+            )  # fmt: skip
+        if location is not None:
+            offsets = write_offset_map(plan, location, timeout)
+    except ReplayRefused as exc:
+        refused(str(exc), EX_REFUSED)
+    except (ReplayFailed, ReplayMismatch) as exc:
+        fail(f"failed: {exc} (what was committed stays; run the replay again to resume)", EX_FAILED)
+    except KafkaException as exc:
+        fail(f"error: {bootstrap}: {exc}", EX_UNAVAILABLE)
+    seconds = time.monotonic() - started
+    if json_out:
+        print_json(
+            {
+                "plan": plan.to_json(),
+                "ignored": sorted(ignored),
+                "applied": True,
+                "result": result.to_json(),
+                "seconds": round(seconds, 3),
+                "offset_map": offsets,
+            }
+        )
+    else:
+        print_result(out, result, seconds, offsets)
+    raise typer.Exit(denied)
