@@ -38,6 +38,7 @@ OPERATOR_ORDER = [
     "sync-replica",
     "restore",
     "export",
+    "replay",
     "inventory",
     "census",
     "demo",
