@@ -38,20 +38,11 @@ LONGEST: list[str] = [
     "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s
     "tests/spark/test_every_record_once.py",  # 156 s
     "tests/procedures/test_restore.py",  # 144 s, 57 tests
-    # the real-broker modules (tests/brokers): their brokers start once per module; figures of a 2-worker
-    # run of tests/brokers alone at load 10-14 (docs/tests.md, "Real Kafka brokers")
-    "tests/brokers/test_broker_unclean_election.py",  # 3 brokers + controller, 3 restart orders
-    "tests/brokers/test_broker_files.py",  # 3 versions x 2 stops
-    "tests/brokers/test_broker_replay.py",  # two clusters, 3 kills
-    "tests/brokers/test_broker_replay_cli.py",  # 25-59 s, 2 tests
-    "tests/brokers/test_broker_sync_replica.py",  # 97 s, 2 tests (4.4.0, 3.9.1)
-    "tests/brokers/test_broker_harness.py",  # 90 s, 9 tests
-    "tests/brokers/test_broker_move_partition.py",  # 85 s, 12 tests
-    "tests/brokers/test_broker_corrupt_index.py",  # 62 s, 3 tests
-    "tests/brokers/test_broker_retention.py",  # 50 s, 7 tests
-    "tests/brokers/test_broker_transactions_and_groups.py",  # 47 s, 2 tests
-    "tests/brokers/test_broker_tiered_restore.py",  # 25 s, 5 tests
-    "tests/brokers/test_broker_layouts_44.py",  # 28 s, 3 tests
+    # the real-broker modules (tests/brokers): their brokers start once per module; setup + call + teardown
+    # of a 2-worker run of tests/brokers alone at load 1-5 (docs/tests.md, "Real Kafka brokers")
+    "tests/brokers/test_broker_files.py",  # 123 s
+    "tests/brokers/test_broker_harness.py",  # 99 s
+    "tests/brokers/test_broker_unclean_election.py",  # 96 s
     "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s)
     "tests/repair/test_write_matrix.py",  # 103 s, 36 tests
     "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)
@@ -61,6 +52,9 @@ LONGEST: list[str] = [
     "tests/cli/test_repair_fast.py",  # test-fast at load 10: 136 s, 46 tests (load 7: 46 s since a17d2a9)
     "tests/repair/test_repair_special_files.py",  # 88 s, 25 tests
     "tests/procedures/test_restore_rebuild.py",  # 85 s, 40 tests
+    "tests/brokers/test_broker_move_partition.py",  # 80 s
+    "tests/brokers/test_broker_replay.py",  # 75 s
+    "tests/brokers/test_broker_sync_replica.py",  # 64 s
     "tests/repair/test_recorded_state.py",  # 57 s, 9 tests
     "tests/procedures/test_sync_replica.py",  # 55 s, 10 tests
     "tests/checks/test_sparse_logs.py",  # 54 s, 5 tests
@@ -69,20 +63,26 @@ LONGEST: list[str] = [
     "tests/logdir/test_storage_and_ranged.py",  # 42 s, 6 tests
     "tests/formats/test_records_realworld.py",  # 41 s, 81 tests
     "tests/cli/test_failures_end_cleanly.py",  # 40 s, 35 tests
+    "tests/brokers/test_broker_corrupt_index.py",  # 49 s
     "tests/repair/test_rebuild_threads.py",  # 39 s, 8 tests
     "tests/repair/test_grouped_steps.py",  # 38 s, 4 tests
     "tests/checks/test_whole_index_ok.py",  # make test-fast at load 10: 33 s, 7 tests (600 examples)
     "tests/repair/test_repair_realworld.py",  # 35 s, 11 tests
     "tests/cli/test_dump.py",  # 34 s, 77 tests
     "tests/checks/test_forensics.py",  # 27 s, 4 tests
+    "tests/brokers/test_broker_retention.py",  # 31 s
+    "tests/brokers/test_broker_replay_cli.py",  # 31 s
+    "tests/brokers/test_broker_transactions_and_groups.py",  # 30 s
     "tests/test_ci_rule.py",  # 26 s, 3 tests
     "tests/spark/test_export_bombs.py",  # 25 s, 5 tests
     "tests/repair/test_hostile_runs.py",  # 24 s, 7 tests
     "tests/repair/test_external_kill.py",  # 22 s, 3 tests
+    "tests/brokers/test_broker_tiered_restore.py",  # 22 s
     "tests/checks/test_hostile_dirs.py",  # 22 s, 22 tests
     "tests/formats/test_kafkajs_oracle.py",  # 22 s, 104 tests
     "tests/checks/test_scan_damage.py",  # 19 s, 34 tests
     "tests/logdir/test_model_generated.py",  # 18 s, 10 tests
+    "tests/brokers/test_broker_layouts_44.py",  # 16 s
     "tests/fuzz/test_fuzz_files.py",  # 16 s, 4 tests
     "tests/checks/test_deep_parallel.py",  # 16 s, 37 tests
     "tests/formats/test_internal_protocol.py",  # 15 s, 185 tests
