@@ -236,10 +236,47 @@ def stop_all() -> None:
             proc.wait()
 
 
+# Ports for the brokers' listeners: below Linux's ephemeral range (ip_local_port_range, 32768-60999 by
+# default), where a port the kernel handed out for a bind to 0 and released may be taken by any client's
+# outgoing connection before the broker binds it; each port taken is reserved across the run's processes
+# (both pytest-xdist workers start clusters at once) by a file created with O_EXCL.
+PORT_RANGE = (20000, 32000)
+_PORT_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "logdoctor-test-ports"
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port on 127.0.0.1 no process listens on, in :data:`PORT_RANGE`, reserved for this process (a
+    reservation older than an hour is stale: its test run has ended)."""
+    import random
+
+    _PORT_DIR.mkdir(exist_ok=True)
+    for _ in range(1000):
+        port = random.randrange(*PORT_RANGE)
+        mark = _PORT_DIR / str(port)
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - mark.stat().st_mtime > 3600:
+                mark.unlink(missing_ok=True)
+        try:
+            os.close(os.open(mark, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue  # in use by another program: left reserved, tried by no one for an hour
+        _reserved.append(mark)
+        return port
+    raise RuntimeError(f"no free port in {PORT_RANGE} after 1000 tries")
+
+
+_reserved: list[Path] = []
+
+
+@atexit.register
+def _release_ports() -> None:
+    for mark in _reserved:
+        mark.unlink(missing_ok=True)
 
 
 class NodeExited(AssertionError):
