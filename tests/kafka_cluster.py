@@ -901,6 +901,47 @@ def _kafka_uuid() -> str:
             return text
 
 
+def read_all(
+    bootstrap: str, topic: str, partition: int, isolation: str = "read_committed", *, to_end: bool = False
+) -> list[tuple]:
+    """Every record of ``topic``/``partition`` a consumer of ``isolation`` reads from offset 0, up to the
+    end it sees (the LSO for read_committed; ``to_end``: the high watermark, for librdkafka says EOF after a
+    fetch of aborted batches alone too): (offset, key, value, headers, timestamp)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"oracle-{uuid.uuid4()}",
+            "enable.auto.commit": False,
+            "isolation.level": isolation,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error",  # never an empty read by a silent reset
+        }
+    )
+    out: list[tuple] = []
+    try:
+        consumer.assign([TopicPartition(topic, partition, 0)])
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            msg = consumer.poll(1.0)
+            if msg is None:
+                continue
+            if msg.error() is not None:
+                if msg.error().code() == -191:  # _PARTITION_EOF
+                    high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10, cached=False)[
+                        1
+                    ]
+                    if not to_end or msg.offset() >= high:
+                        break
+                    continue
+                raise AssertionError(str(msg.error()))
+            out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()), msg.timestamp()[1]))
+    finally:
+        consumer.close()
+    return out
+
+
 # -- printed commands ----------
 
 

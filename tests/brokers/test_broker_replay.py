@@ -26,7 +26,6 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
@@ -39,47 +38,6 @@ pytestmark = pytest.mark.kafka
 # a RETENTION_DELETES conflict of the plan: the target would delete them once their segment rolls)
 BASE_TS = int(time.time() * 1000) - 3_600_000
 BIG = 3000  # records of the topic replayed under kills
-
-
-def _read_all(
-    bootstrap: str, topic: str, partition: int, isolation: str = "read_committed", *, to_end: bool = False
-) -> list[tuple]:
-    """Every record a consumer of ``isolation`` reads, up to the end it sees (LSO for read_committed;
-    ``to_end``: the high watermark, librdkafka says EOF after a fetch of aborted batches alone too):
-    (offset, key, value, headers, timestamp)."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"oracle-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": isolation,
-            "enable.partition.eof": True,
-            "auto.offset.reset": "error",  # never an empty read by a silent reset
-        }
-    )
-    out: list[tuple] = []
-    try:
-        consumer.assign([TopicPartition(topic, partition, 0)])
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 10, cached=False)[
-                        1
-                    ]
-                    if not to_end or msg.offset() >= high:
-                        break
-                    continue
-                raise AssertionError(str(msg.error()))
-            out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()), msg.timestamp()[1]))
-    finally:
-        consumer.close()
-    return out
 
 
 def _produce(producer, topic: str, records: list[tuple], partition: int = 0) -> None:
@@ -155,7 +113,7 @@ def source(tmp_path_factory: pytest.TempPathFactory):
         _produce(p, "compacted", [(b"roll", b"x", None, BASE_TS + 10000)])  # rolls the segment before
         kc.wait_until(
             "the cleaner to compact 'compacted'",
-            lambda: len(_read_all(cluster.bootstrap, "compacted", 0)) < 30,
+            lambda: len(kc.read_all(cluster.bootstrap, "compacted", 0)) < 30,
             60,
         )
         rows = [
@@ -164,7 +122,7 @@ def source(tmp_path_factory: pytest.TempPathFactory):
         ]
         _produce(p, "big", rows)
         oracle = {
-            (topic, part): _read_all(cluster.bootstrap, topic, part)
+            (topic, part): kc.read_all(cluster.bootstrap, topic, part)
             for topic, part in (("plain", 0), ("plain", 1), ("txn", 0), ("compacted", 0), ("big", 0))
         }
         del t1, t2, p
@@ -205,10 +163,10 @@ def test_plan_and_apply(source, target) -> None:
     for (topic, part), want in oracle.items():
         if topic == "big":
             continue
-        got = _read_all(target.bootstrap, mapping(topic), part, to_end=True)
+        got = kc.read_all(target.bootstrap, mapping(topic), part, to_end=True)
         assert _content(got) == _content(want), f"{topic}-{part}"
         assert _content(
-            _read_all(target.bootstrap, mapping(topic), part, "read_uncommitted", to_end=True)
+            kc.read_all(target.bootstrap, mapping(topic), part, "read_uncommitted", to_end=True)
         ) == _content(want)
     admin = target.admin()  # kept while its futures pend
     configs = admin.describe_configs([_topic_resource("compacted")])
@@ -252,7 +210,7 @@ def test_conflicts_refused(source, target) -> None:
     assert codes == ["LOG_APPEND_TIME", "TARGET_NOT_EMPTY", "TOO_FEW_PARTITIONS"]
     with pytest.raises(ReplayRefused):
         apply_replay(plan)
-    assert len(_read_all(target.bootstrap, "crowded", 0)) == 1
+    assert len(kc.read_all(target.bootstrap, "crowded", 0)) == 1
 
 
 _ENTRY = """
@@ -319,7 +277,7 @@ def test_kill_and_resume(source, target, tmp_path: Path) -> None:
     assert f"done {plan.partitions[0].remaining_records}" in out.read_text().splitlines()
 
     want = oracle[("big", 0)]
-    got = _read_all(target.bootstrap, topic, 0, to_end=True)
+    got = kc.read_all(target.bootstrap, topic, 0, to_end=True)
     assert _content(got) == _content(want)  # every record once, in order
     rows = pa.Table.from_batches(list(offset_map(plan))).to_pylist()
     assert [r["source_offset"] for r in rows] == [r[0] for r in want]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 
 import pytest
 
@@ -24,38 +23,6 @@ import kafka_cluster as kc
 pytestmark = pytest.mark.kafka
 
 BASE_TS = int(time.time() * 1000) - 3_600_000  # within the target's retention
-
-
-def _read_all(bootstrap: str, topic: str, partition: int) -> list[tuple]:
-    """(offset, key, value, headers, timestamp) of every record a read_committed consumer reads."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": f"oracle-{uuid.uuid4()}",
-            "enable.auto.commit": False,
-            "isolation.level": "read_committed",
-            "enable.partition.eof": True,
-            "auto.offset.reset": "error",
-        }
-    )
-    out: list[tuple] = []
-    try:
-        consumer.assign([TopicPartition(topic, partition, 0)])
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                continue
-            if msg.error() is not None:
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    break
-                raise AssertionError(str(msg.error()))
-            out.append((msg.offset(), msg.key(), msg.value(), tuple(msg.headers() or ()), msg.timestamp()[1]))
-    finally:
-        consumer.close()
-    return out
 
 
 def _content(rows: list[tuple]) -> list[tuple]:
@@ -96,7 +63,7 @@ def source(tmp_path_factory: pytest.TempPathFactory):
         t.begin_transaction()
         _produce(t, "payments", [(b"p3", b"paid-3", None, BASE_TS + 4)])
         t.commit_transaction(60)
-        oracle = {topic: _read_all(cluster.bootstrap, topic, 0) for topic in ("orders", "payments")}
+        oracle = {topic: kc.read_all(cluster.bootstrap, topic, 0) for topic in ("orders", "payments")}
         del t, p
     finally:
         cluster.stop()
@@ -142,8 +109,8 @@ def test_plan_apply_rerun_offset_map(source, target, tmp_path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Replayed 28 records of 2 partition(s)" in done.stdout
     assert "Offset map: 28 rows" in done.stdout
-    assert _content(_read_all(target.bootstrap, "orders-restored", 0)) == _content(oracle["orders"])
-    got_payments = _read_all(target.bootstrap, "payments", 0)
+    assert _content(kc.read_all(target.bootstrap, "orders-restored", 0)) == _content(oracle["orders"])
+    got_payments = kc.read_all(target.bootstrap, "payments", 0)
     assert _content(got_payments) == _content(oracle["payments"])
 
     from deltalake import DeltaTable
@@ -158,7 +125,7 @@ def test_plan_apply_rerun_offset_map(source, target, tmp_path) -> None:
     again = kc.logdoctor_json("replay", *args, "--apply")
     assert again["applied"] is True and again["plan"]["remaining_records"] == 0
     assert again["result"]["records"] == 0 and again["result"]["created_topics"] == []
-    assert len(_read_all(target.bootstrap, "payments", 0)) == 3
+    assert len(kc.read_all(target.bootstrap, "payments", 0)) == 3
 
 
 def test_refusals(source, target) -> None:
@@ -173,7 +140,7 @@ def test_refusals(source, target) -> None:
     busy = kc.logdoctor("replay", *base, "--topics", "orders", "--topic-map", "orders=occupied", "--apply")
     assert busy.returncode == 78, busy.stdout + busy.stderr
     assert "TARGET_NOT_EMPTY" in busy.stdout and "Refused" in busy.stdout
-    assert len(_read_all(target.bootstrap, "occupied", 0)) == 1
+    assert len(kc.read_all(target.bootstrap, "occupied", 0)) == 1
 
     parsed = json.loads(kc.logdoctor("replay", *base, "--topics", "orders", "--topic-map", "orders=occupied",
                                      "--json").stdout)  # fmt: skip
