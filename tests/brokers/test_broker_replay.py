@@ -218,6 +218,22 @@ import json, sys, time
 from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.replay import TopicMap, apply_replay, plan_replay
 args = json.loads(sys.argv[1])
+if args.get("die_before_commit"):  # SIGKILL itself with a transaction's records and offsets sent, uncommitted
+    import os, signal
+    from logdoctor.replay import apply as replay_apply
+    real = replay_apply._producer
+    class Dying:
+        def __init__(self, producer):
+            self.producer, self.commits = producer, 0
+        def __getattr__(self, name):
+            return getattr(self.producer, name)
+        def commit_transaction(self, *a):
+            self.commits += 1
+            if self.commits >= args["die_before_commit"]:
+                print("dying", flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+            return self.producer.commit_transaction(*a)
+    replay_apply._producer = lambda *a, **k: Dying(real(*a, **k))
 plan = plan_replay([args["log_dir"]], args["bootstrap"], opts=ReadOptions(topics="big"),
                    topic_map=TopicMap({"big": args["topic"]}))
 def progress(pp, prog):
@@ -228,10 +244,13 @@ print("done", result.records, flush=True)
 """
 
 
-def _replay_process(log_dir: Path, target, topic: str, out: Path, pause: float) -> subprocess.Popen:
+def _replay_process(
+    log_dir: Path, target, topic: str, out: Path, pause: float, die_before_commit: int = 0
+) -> subprocess.Popen:
     args = json.dumps(
-        {"log_dir": str(log_dir), "bootstrap": target.bootstrap, "topic": topic, "pause": pause}
-    )
+        {"log_dir": str(log_dir), "bootstrap": target.bootstrap, "topic": topic, "pause": pause,
+         "die_before_commit": die_before_commit}
+    )  # fmt: skip
     return kc.spawn([sys.executable, "-c", _ENTRY, args], log=out)
 
 
@@ -263,11 +282,23 @@ def test_kill_and_resume(source, target, tmp_path: Path) -> None:
         assert "done" not in out.read_text(), f"round {round_}: the replay ended before its kill"
         killed_mid += bool(lines) and int(lines[-1][2]) < BIG
     assert killed_mid == 3
+    # the last kill leaves a transaction with the next progress pending in the group (after
+    # send_offsets_to_transaction, before commit_transaction): the plan shows the last committed progress
+    # at once (it does not wait out transaction.timeout.ms), and says that a transaction holds it
+    before = out.read_text().count("committed")
+    proc = _replay_process(log_dir, target, topic, out, 0.0, die_before_commit=2)
+    assert proc.wait(120) == -signal.SIGKILL, out.read_text()[-3000:]
+    assert out.read_text().count("committed") == before + 1 and out.read_text().endswith("dying\n")
+    committed = int(out.read_text().splitlines()[-2].split()[2])
 
+    started = time.monotonic()
     plan = plan_replay(
         [str(log_dir)], target.bootstrap, opts=ReadOptions(topics="big"), topic_map=TopicMap({"big": topic})
     )
-    assert 0 < plan.partitions[0].remaining_records < BIG
+    assert time.monotonic() - started < 20
+    assert plan.partitions[0].pending and plan.partitions[0].to_json()["pending_transaction"]
+    assert plan.partitions[0].progress.records == committed
+    assert plan.partitions[0].remaining_records == BIG - committed
     proc = _replay_process(log_dir, target, topic, out, 1.0)
     seen = out.read_text().count("committed")
     kc.wait_until("the last run to commit", lambda: out.read_text().count("committed") > seen, 120)

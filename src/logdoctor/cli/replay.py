@@ -171,6 +171,15 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
                 f"{p.remaining_records:,} left" + (" (done)" if p.done else "")
             )
         out.line(line)
+        if p.pending:
+            wrap(
+                out,
+                "a transaction of an earlier, killed run still holds this partition's progress: --apply "
+                "ends it first (aborted, unless its commit had begun) and goes on from what is committed",
+                "      ",
+                "yellow",
+                first="    pending: ",
+            )
         for problem in p.problems:
             wrap(out, problem, "      ", "yellow", first="    not read: ")
     for line in plan.not_read:

@@ -130,6 +130,10 @@ class PartitionPlan:
     no_timestamp: int = 0
     #: the progress of an earlier run (None: none)
     progress: Progress | None = None
+    #: a transaction of a killed run still holds this partition's next progress pending: ``progress`` is
+    #: the last committed one, and ``remaining_*`` count from it (``--apply`` ends that transaction first:
+    #: it is aborted unless its commit had begun, then the replay goes on from what is committed)
+    pending: bool = False
     #: (log start, high watermark) of the target partition (None: the topic does not exist yet)
     target_offsets: tuple[int, int] | None = None
     conflicts: list[Conflict] = field(default_factory=list)
@@ -161,6 +165,7 @@ class PartitionPlan:
             "min_timestamp": self.min_timestamp,
             "max_timestamp": self.max_timestamp,
             "resume_from": None if self.progress is None else self.progress.next_source_offset,
+            "pending_transaction": self.pending,
             "target_offsets": None if self.target_offsets is None else list(self.target_offsets),
             "conflicts": [c.to_json() for c in self.conflicts],
             "problems": self.problems,
@@ -413,11 +418,11 @@ def plan_replay(
         if tp.exists:
             tp.configs = described.get(tp.target_topic)
             tp.configs_from = "the target cluster"
-    progress: dict[str, dict[int, Progress]] = {}
+    progress: dict[str, tuple[dict[int, Progress], set[int]]] = {}
     for tp in plan.topics:
         if tp.exists:
             parts = sorted(r.partition for r in refs if r.topic == tp.source_topic)
-            progress[tp.target_topic] = target.progress(
+            progress[tp.target_topic] = target.committed_progress(
                 replay_group(cluster_id, tp.target_topic), tp.target_topic, parts
             )
     for ref in refs:
@@ -427,7 +432,8 @@ def plan_replay(
             transactional_id(cluster_id, tp.target_topic, ref.partition),
             replay_group(cluster_id, tp.target_topic),
         )  # fmt: skip
-        pp.progress = progress.get(tp.target_topic, {}).get(ref.partition)
+        committed, pending = progress.get(tp.target_topic, ({}, set()))
+        pp.progress, pp.pending = committed.get(ref.partition), ref.partition in pending
         _count(pp, PartitionSource.of(ref, opts))
         if tp.exists and tp.partitions is not None and ref.partition >= tp.partitions:
             pp.conflicts.append(

@@ -145,43 +145,59 @@ class Target:
             consumer.close()
         return int(low), int(high)
 
-    def progress(
-        self, group: str, topic: str, partitions: list[int], *, stable: bool = True
-    ) -> dict[int, Progress]:
-        """The progress committed in ``group`` for ``topic``'s ``partitions``. ``stable``: a partition whose
-        offsets a transaction still holds pending is asked again until that transaction ends (KIP-447
-        ``require_stable``: the coordinator answers UNSTABLE_OFFSET_COMMIT meanwhile); else the last
-        committed progress is taken at once, whatever is pending (what a plan shows before the replay's
-        ``init_transactions`` ends a killed run's transaction)."""
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-
+    def progress(self, group: str, topic: str, partitions: list[int]) -> dict[int, Progress]:
+        """The progress committed in ``group`` for ``topic``'s ``partitions``. A partition whose offsets a
+        transaction still holds pending is asked again until that transaction ends (KIP-447
+        ``require_stable``: the coordinator answers UNSTABLE_OFFSET_COMMIT meanwhile): what a replay asks
+        after its ``init_transactions`` has ended a killed run's transaction."""
         deadline = time.monotonic() + self.timeout
         while True:
-            request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in partitions])]
-            got = _retrying(
-                lambda request=request: self.admin.list_consumer_group_offsets(
-                    request, require_stable=stable, request_timeout=self.timeout
-                )[group].result(timeout=self.timeout),
-                self.timeout,
-            )
-            out: dict[int, Progress] = {}
-            unstable = False
-            for tp in got.topic_partitions or []:
-                if tp.error is not None:
-                    if "UNSTABLE_OFFSET_COMMIT" in str(tp.error):
-                        unstable = True
-                        continue
-                    raise RuntimeError(f"{group}: the offset of {topic}-{tp.partition}: {tp.error}")
-                if tp.offset is None or tp.offset < 0:
-                    continue
-                parsed = Progress.parse(int(tp.offset), tp.metadata)
-                if parsed is not None:
-                    out[tp.partition] = parsed
-            if not unstable:
+            out, pending = self._offsets(group, topic, partitions, stable=True)
+            if not pending:
                 return out
             if time.monotonic() > deadline:
                 raise RuntimeError(f"{group}: the offsets of {topic} stay pending in a transaction")
             time.sleep(0.3)
+
+    def committed_progress(
+        self, group: str, topic: str, partitions: list[int]
+    ) -> tuple[dict[int, Progress], set[int]]:
+        """The last committed progress of ``partitions``, at once, and the partitions whose next progress
+        a transaction still holds pending (a killed run's: it ends when the next run's
+        ``init_transactions`` fences it, or when the coordinator aborts it after ``transaction.timeout.ms``;
+        a commit the killed run had begun completes). What a plan shows, without waiting for either."""
+        out, pending = self._offsets(group, topic, partitions, stable=True)
+        if pending:
+            last, _ = self._offsets(group, topic, sorted(pending), stable=False)
+            out.update(last)
+        return out, pending
+
+    def _offsets(
+        self, group: str, topic: str, partitions: list[int], *, stable: bool
+    ) -> tuple[dict[int, Progress], set[int]]:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in partitions])]
+        got = _retrying(
+            lambda: self.admin.list_consumer_group_offsets(
+                request, require_stable=stable, request_timeout=self.timeout
+            )[group].result(timeout=self.timeout),
+            self.timeout,
+        )
+        out: dict[int, Progress] = {}
+        pending: set[int] = set()
+        for tp in got.topic_partitions or []:
+            if tp.error is not None:
+                if "UNSTABLE_OFFSET_COMMIT" in str(tp.error):
+                    pending.add(tp.partition)
+                    continue
+                raise RuntimeError(f"{group}: the offset of {topic}-{tp.partition}: {tp.error}")
+            if tp.offset is None or tp.offset < 0:
+                continue
+            parsed = Progress.parse(int(tp.offset), tp.metadata)
+            if parsed is not None:
+                out[tp.partition] = parsed
+        return out, pending
 
     def has_records(self, topic: str, partition: int) -> bool:
         """Whether a ``read_committed`` consumer reads any record of the partition (aborted and open
