@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 
 import kp_oracle
 import realworld
+from logdoctor.checks.timestamps import RISK_TOLERANCE_MS
 from logdoctor.checks.topic_config import config_inputs
 from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)
 from logdoctor.cli.main import app
@@ -611,6 +612,28 @@ def test_future_timestamps_block_retention(logdir: Path) -> None:
     tindex = logdir / PART / f"{SEG0}.timeindex"
     assert codes_at(report, tindex) == {"RETENTION_BLOCKED"}
     assert result.exit_code == 1
+
+
+def test_a_clock_a_moment_behind_the_producer_blocks_nothing(logdir: Path) -> None:
+    """Issue 75 item 4: a producer clock 300 ms ahead of the broker's (ordinary skew on a live broker) is
+    no RETENTION_BLOCKED: the same 60 s tolerance as RETENTION_RISK's, the other way. A minute and more is."""
+    tindex = logdir / PART / f"{SEG0}.timeindex"
+
+    def blocked(now_ms: int) -> list[dict]:
+        result = CliRunner().invoke(
+            app, ["scan", "--json", "--jobs", "1", "--now", str(now_ms), *AS_DELETE, str(logdir)]
+        )
+        return [
+            f
+            for f in json.loads(result.stdout)["findings"]
+            if f["code"] == "RETENTION_BLOCKED" and f["path"] == str(tindex)
+        ]
+
+    (seen,) = blocked(1_577_836_800_000)  # 2020: the 2024 records are years ahead
+    largest = seen["details"]["broker_largest_timestamp"]
+    assert blocked(largest - 300) == []
+    assert blocked(largest - RISK_TOLERANCE_MS) == []
+    assert len(blocked(largest - RISK_TOLERANCE_MS - 1_000)) == 1
 
 
 def _scan_as_printed(*args: str) -> subprocess.CompletedProcess[str]:

@@ -23,7 +23,8 @@ from logdoctor.formats.index import TIME_ENTRY_SIZE
 from logdoctor.logdir.model import Segment
 from logdoctor.logdir.names import SegmentFileType
 
-#: a broker timestamp this much older than the records is "far older" (not clock noise)
+#: a broker timestamp this much older than the records is "far older", and a timestamp this much ahead of
+#: now is "in the future" (not clock noise: a producer's clock ahead of the broker's)
 RISK_TOLERANCE_MS = 60_000
 
 
@@ -131,8 +132,7 @@ def permission_fix(st: PartitionState, info: SegmentInfo, path: str) -> str:
         return ""
     user = st.task.broker_user.name
     return (
-        f" First let the broker's user {user} read and write it: "
-        f"`chown {user} {path}`, `chmod u+rw {path}`."
+        f" First let the broker's user {user} read and write it: `chown {user} {path}`, `chmod u+rw {path}`."
     )
 
 
@@ -186,7 +186,9 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
                 **root,
             },
         )
-    elif broker > now > 0 and (true is None or true > now):
+    elif now > 0 and broker > now + RISK_TOLERANCE_MS and (true is None or true > now + RISK_TOLERANCE_MS):
+        # a producer's clock a moment ahead of the broker's is noise on a live broker, as RETENTION_RISK's
+        # tolerance is the other way: only a minute and more keeps the segment from time retention
         st.make(
             "RETENTION_BLOCKED",
             path,
