@@ -196,6 +196,28 @@ def test_a_populate_still_running_is_joined_before_its_mapping_is_closed(
     assert nice == [os.getpriority(os.PRIO_PROCESS, 0) + early_mappings.EARLY_NICE] or nice == [19]
 
 
+@pytest.mark.parametrize("outer", [0, 5, 15])
+def test_the_thread_is_niced_lower_than_the_process_never_higher(outer: int) -> None:
+    """Issue 77 item 6: run under ``nice -n 15`` (as root: it could raise its priority), the early mappings'
+    thread takes the process's nice value plus EARLY_NICE, capped at 19, never EARLY_NICE outright."""
+    code = (
+        "import os, threading\n"
+        "from logdoctor.checks.state import early_mappings as em\n"
+        "got = []\n"
+        "def run():\n"
+        "    em.lower_this_thread()\n"
+        "    got.append(os.getpriority(os.PRIO_PROCESS, threading.get_native_id()))\n"
+        "t = threading.Thread(target=run); t.start(); t.join()\n"
+        "print(os.getpriority(os.PRIO_PROCESS, 0), got[0])\n"
+    )
+    out = subprocess.run(
+        ["nice", "-n", str(outer), sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split()
+    process, thread = int(out[0]), int(out[1])
+    assert process == min(19, os.getpriority(os.PRIO_PROCESS, 0) + outer)
+    assert thread == min(19, process + early_mappings.EARLY_NICE)
+
+
 def test_unmap_ahead_stops_the_populate_within_a_chunk(
     tmp_path: Path, maps: list[str], adopted: list[mmap.mmap], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -377,7 +399,7 @@ def test_the_command_line_maps_early_and_puts_the_switch_interval_back(
     monkeypatch.setattr(sys, "setswitchinterval", lambda s: intervals.append(s) or set_interval(s))
     before = sys.getswitchinterval()
     code, out, _ = _repair(["--json", str(log_dir)], tmp_path)
-    assert code == 0 and "\"applied\": false" in out
+    assert code == 0 and '"applied": false' in out
     assert intervals == [scan_fast.WALKING_SWITCH_INTERVAL_S, before] and sys.getswitchinterval() == before
     assert len(logs) > 2 and len(adopted) == len(logs) and early_mappings._early_maps is None
     intervals.clear()

@@ -92,12 +92,20 @@ def map_early(paths: Sequence[str], limit: int = KEEP_MAPPED_BYTES) -> int:
     return len(paths)
 
 
+def lower_this_thread() -> None:
+    """This thread alone (Linux: a nice value per thread) :data:`EARLY_NICE` lower than it runs, at most 19:
+    lower, never higher (a process run under ``nice -n 15``, a batch job beside a live broker, keeps its
+    threads at 15 and more; as root, setting 10 outright would have raised the thread's priority)."""
+    with contextlib.suppress(OSError, AttributeError):
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + EARLY_NICE))
+
+
 def _map_and_populate(early: _EarlyMappings, paths: list[str], limit: int) -> None:
     """Map every file first (a few microseconds each: all of them there to adopt, whenever the scan asks),
     then fault each one's pages in, in order (reads, not madvise: see ``populate_read`` in _speedups.c,
     madvise made the imports wait). At a lower priority (:data:`EARLY_NICE`) than the thread importing."""
-    with contextlib.suppress(OSError, AttributeError):  # this thread alone (Linux: a nice value per thread)
-        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), EARLY_NICE)
+    lower_this_thread()
     try:
         _map_all(early, paths, limit)
     finally:
