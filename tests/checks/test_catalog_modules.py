@@ -127,3 +127,19 @@ def test_every_module_holding_entries_is_assembled() -> None:
 def test_the_codes_are_the_released_ones() -> None:
     assert set(catalog.CATALOG) == RELEASED
     assert set(catalog.codes()) == RELEASED
+
+
+def test_the_repair_phrase_ends_a_clause() -> None:
+    """``{repair}`` renders as "`logdoctor repair ...` prints the plan, add --apply to make it": a fix
+    template may follow it with punctuation or a parenthesis, never with more words of the same clause
+    (issue 77 item 5: "... add --apply to make it does the same")."""
+    import re
+
+    from logdoctor.checks.catalog import CATALOG
+
+    templates = [(e.code, e.fix) for e in CATALOG.values()]
+    templates += [
+        (f"{e.code}/{name}", c.fix) for e in CATALOG.values() for name, c in e.cases.items() if c.fix
+    ]
+    run_on = [(code, m.group(0)) for code, t in templates for m in re.finditer(r"\{repair\} +[a-z]\w*", t)]
+    assert run_on == []

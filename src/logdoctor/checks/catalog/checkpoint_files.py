@@ -205,7 +205,7 @@ ENTRIES: tuple[Entry, ...] = (
         "a leader-epoch-checkpoint entry starting beyond the log end offset",
         "{path}: epoch {epoch} starts at offset {offset}, beyond the log end offset {log_end_offset}: the "
         "broker drops it at startup (the segments holding it are gone)",
-        "The broker truncates the epoch cache at startup; {repair} does it offline. If this partition's "
+        "The broker truncates the epoch cache at startup; to do it offline: {repair}. If this partition's "
         "segments were removed by hand, also check the other checkpoints.",
         "K:storage/.../epoch/LeaderEpochFileCache.java truncateFromEndAsyncFlush; LogLoader.load",
     ),

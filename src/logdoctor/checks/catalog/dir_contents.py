@@ -83,7 +83,7 @@ ENTRIES: tuple[Entry, ...] = (
         "a file or folder the broker's user cannot read or write",
         "{path} is not {need} by {user} ({why}){consequence}",
         "Fix ownership and mode before starting the broker: `chown {user} {path}` and "
-        "`chmod u+{mode_fix} {path}` (or `chown -R` the whole log dir); {repair} does the same.",
+        "`chmod u+{mode_fix} {path}` (or `chown -R` the whole log dir); or with logdoctor: {repair}.",
         "K:storage/.../log/LogLoader.java ('Could not read file'); field report 002",
     ),
     Entry(

@@ -18,7 +18,7 @@ ENTRIES: tuple[Entry, ...] = (
         "{path} snapshots producer state at offset {offset}, beyond the log end offset {log_end_offset}: "
         "the broker deletes it at startup and rebuilds producer state from older snapshots and the log",
         "The broker deletes it at startup and rebuilds producer state from the log (slow for large "
-        "partitions); nothing to do unless segments were removed by hand ({repair} removes it offline).",
+        "partitions); nothing to do unless segments were removed by hand (to remove it offline: {repair}).",
         "K:storage/.../log/ProducerStateManager.java truncateAndReload / removeStraySnapshots",
     ),
     Entry(
