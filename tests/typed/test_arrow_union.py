@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -256,3 +257,27 @@ def test_cast_through_a_union_then_a_wider_one(
     arr = pa.array(data.draw(st.lists(_values(t), max_size=5)), t)
     once = cast_to(arr, narrow)
     assert cast_to(once, wide).to_pylist() == [_expect(v, narrow, wide) for v in once.to_pylist()]
+
+
+def test_a_time_is_written_to_delta_as_the_text_of_its_own_unit() -> None:
+    """docs/typed-tables.md, "Per output": Delta (and a Spark DataFrame) hold a time as its text, with the
+    fraction in the time's unit, as the typed frame's cast writes it (issue 77 item 5: documented as
+    ``HH:MM:SS.fff`` while a microsecond time was written with six digits)."""
+    import datetime as dt
+
+    import pyarrow as pa
+
+    from logdoctor.spark.typed import format_schema
+
+    t = dt.time(1, 2, 3, 456789)
+    table = pa.table(
+        {
+            "ms": pa.array([t.replace(microsecond=456000)], pa.time32("ms")),
+            "us": pa.array([t], pa.time64("us")),
+        }
+    )
+    for fmt in ("delta", "spark"):
+        out = table.cast(format_schema(table.schema, fmt)).to_pylist()
+        assert out == [{"ms": "01:02:03.456", "us": "01:02:03.456789"}]
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "typed-tables.md").read_text()
+    assert "`HH:MM:SS.fff` for a time in milliseconds" in docs and "`HH:MM:SS.ffffff` in microseconds" in docs
