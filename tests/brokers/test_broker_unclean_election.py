@@ -246,16 +246,18 @@ def test_scan_names_exactly_what_the_diverged_replica_loses(incident: Incident) 
     assert d["leader_log_end_offset"] == BEFORE + NEW
 
 
-def test_the_printed_salvage_export_holds_exactly_the_lost_records(incident: Incident) -> None:
+def test_the_printed_salvage_export_holds_exactly_the_lost_records(
+    incident: Incident, tmp_path: Path
+) -> None:
     """REPLICA_DIVERGED's export, run as printed: the Parquet holds broker 1's 500 acknowledged records,
-    offset for offset, key and value, and nothing else."""
+    offset for offset, key and value, and nothing else, under the directory it is run from."""
     import pyarrow.parquet as pq
 
     f = _findings(incident, "REPLICA_DIVERGED")[0]
     command = _printed(f["fix"], "logdoctor export ")
-    done = run_printed(command)
+    done = run_printed(command, cwd=tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
-    out = Path(command.split(" --out ")[1].split()[0])
+    out = tmp_path / command.split(" --out ")[1].split()[0]
     table = pq.read_table(out).to_pylist()
     got = sorted((r["offset"], r["key"], r["value"]) for r in table)
     want = [(o, k, v) for o, (k, v) in zip(incident.acked["alone"], incident.records["alone"], strict=True)]

@@ -67,7 +67,10 @@ def test_scan_reports_the_hanging_transaction_as_the_readme_says() -> None:
     d = hanging[0].details
     assert hanging[0].path.startswith(str(root / "broker-1" / "kafka-logs" / "billing-0"))
     assert (d["producer_id"], d["producer_epoch"], d["first_offset"], d["last_stable_offset"]) == (
-        7002, 5, 341, 341
+        7002,
+        5,
+        341,
+        341,
     )
     assert (d["records_above"], d["control_records_above"], d["offsets_above"]) == (540, 1, 541)
     command = (
@@ -110,10 +113,14 @@ def test_the_replica_diverged_fix_saves_exactly_the_lost_records(tmp_path: Path)
     (f,) = [f for f in rep.findings if f.code == "REPLICA_DIVERGED" and "/broker-1/" in f.path]
     (line,) = [c for c in f.fix.split("`") if c.startswith("logdoctor export ")]
     argv = [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *shlex.split(line)[1:]]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    here = tmp_path / "on-call"  # where the engineer runs it: the export writes under it (issue 77 item 3)
+    here.mkdir()
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False, cwd=here)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    out = Path(shlex.split(line)[shlex.split(line).index("--out") + 1])
-    assert out.is_relative_to(copy) and not out.is_relative_to(copy / "broker-1" / "kafka-logs")
+    printed = Path(shlex.split(line)[shlex.split(line).index("--out") + 1])
+    assert not printed.is_absolute() and printed.parts[0] == "lost-records", printed
+    out = here / printed
+    assert out.is_dir() and not any(p.name.endswith(".lost-records") for p in (copy / "broker-1").iterdir())
     table = pq.read_table(out).to_pydict()
     got = sorted(zip(table["offset"], table["timestamp"], table["key"], table["value"], strict=True))
     expected = [r for r in _kp_records(copy / "broker-1" / "kafka-logs" / "wallet-0") if r[0] >= 800]

@@ -63,7 +63,7 @@ def test_census_reports_the_diverged_replicas_from_log_dirs_and_inventories(spar
     printed = [c for c in from_dirs["broker-2"][2]["fix"].split("`") if c.startswith("logdoctor export")]
     assert printed == [line]
     argv = [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *shlex.split(line)[1:]]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
-    out = shlex.split(line)[shlex.split(line).index("--out") + 1]
+    out = tmp_path / shlex.split(line)[shlex.split(line).index("--out") + 1]
     assert sorted(pq.read_table(out).column("offset").to_pylist()) == list(range(800, 920))

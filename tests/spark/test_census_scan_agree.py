@@ -99,9 +99,10 @@ def test_census_gives_the_scans_findings(spark, tmp_path: Path, name: str) -> No
                 )
 
 
-def _run(line: str) -> subprocess.CompletedProcess[str]:
+def _run(line: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``line`` as printed, from ``cwd`` (a salvage export writes under the directory it is run from)."""
     argv = [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *shlex.split(line)[1:]]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False)
+    return subprocess.run(argv, capture_output=True, text=True, timeout=900, check=False, cwd=cwd)
 
 
 @pytest.mark.realworld
@@ -125,7 +126,7 @@ def test_every_census_fix_runs_as_printed(spark, tmp_path: Path, name: str) -> N
         if not line:
             continue
         assert line.startswith("logdoctor "), line
-        proc = _run(line)
+        proc = _run(line, tmp_path)
         assert proc.returncode not in (64, 66, 70, 78), (line, proc.stdout[-1500:], proc.stderr[-1500:])
         ran[f["code"]] += 1
     if name == "forensics":
@@ -168,5 +169,5 @@ def test_every_census_fix_of_the_demo_fleet_runs_as_printed(spark, tmp_path: Pat
     )
     assert any(" sync-replica " in line for line in lines), lines
     for line in lines:
-        proc = _run(line)
+        proc = _run(line, tmp_path)
         assert proc.returncode not in (64, 66, 70, 78), (line, proc.stdout[-1500:], proc.stderr[-1500:])

@@ -34,6 +34,7 @@ from logdoctor.logdir.divergence import (
 from logdoctor.logdir.names import METADATA_TOPIC, DirKind
 
 __all__ = [
+    "LOST_RECORDS_DIR",
     "LostRecords",
     "Replica",
     "is_compared",
@@ -95,11 +96,19 @@ def lost_records(path: str, start: int) -> LostRecords:
     return LostRecords(held.records, first, last, t_min, t_max, tuple(sorted(epochs)), held.bytes, error)
 
 
+#: the folder, under the directory a salvage export is run from, that its printed ``--out`` names
+LOST_RECORDS_DIR = "lost-records"
+
+
 def lost_records_out(path: str, start: int, end: int) -> str:
-    """Where the REPLICA_DIVERGED fix saves the offsets ``[start, end)`` of the partition folder ``path``:
-    beside its log dir (never inside it: the broker would take the folder for a partition)."""
-    logdir = os.path.dirname(path)
-    return f"{logdir}.lost-records/{os.path.basename(path)}-{start}-{end - 1}"
+    """Where a salvage export (REPLICA_DIVERGED's, COMPACTION_KEYLESS_RECORDS') saves the offsets ``[start,
+    end)`` of the partition folder ``path``: ``lost-records/<log dir as a name>/<partition>-<first>-<last>``,
+    relative, so under the directory the printed command is run from. Never beside or inside the log dir:
+    that is the disk being salvaged, perhaps full or failing, in folders the docs call read only (and a
+    folder inside it the broker would take for a partition). The log dir's whole path, its separators made
+    ``_``, keeps two brokers' salvages apart."""
+    logdir = os.path.dirname(os.path.normpath(path)).strip(os.sep).replace(os.sep, "_") or "root"
+    return f"{LOST_RECORDS_DIR}/{logdir}/{os.path.basename(os.path.normpath(path))}-{start}-{end - 1}"
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,7 +138,7 @@ ENTRIES: tuple[Entry, ...] = (
         "topic cannot accept message without key'): these were written while the topic was not compacted",
         "To keep them, save them before the broker cleans this log: `logdoctor export {folder} --out {out} "
         "--starting-offsets {offset} --ending-offsets {first_uncleanable_offset}` (every record of those "
-        "offsets, the keyless ones among them).",
+        "offsets, the keyless ones among them, into {out} under the directory you run it from).",
         "K:storage/.../internals/log/Cleaner.java (shouldRetainRecord: no key, stats.invalidMessage; "
         "buildOffsetMapForSegment), LogCleaner.java (recordStats), LogValidator.java (validateKey)",
     ),
