@@ -82,6 +82,7 @@ class Commit:
     record_offset: int  # where in __consumer_offsets-N the commit record is
     source: str  # the __consumer_offsets partition folder
     topic_id: str | None = None  # the topic id the commit was made for (Kafka 4.1+), None: not written
+    metadata: str | None = None  # the committing client's metadata string (OffsetCommitValue metadata)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,8 +183,9 @@ def replay_records(
         record_type = int.from_bytes(key[:2], "big", signed=True)
         if group_types is not None and record_type in GROUP_TYPES:
             try:  # the key alone (a group id): the value's layout does not matter here
-                group = decode_consumer_offsets(key, None, source=source)["key"]["group" if record_type == 2
-                                                                              else "group_id"]
+                group = decode_consumer_offsets(key, None, source=source)["key"][
+                    "group" if record_type == 2 else "group_id"
+                ]
             except FormatError:
                 continue
             if value is None:
@@ -205,8 +207,17 @@ def replay_records(
                 p.pop(k, None)
             continue
         topic_id = v.get("topic_id")
-        commit = Commit(k[0], k[1], k[2], v["offset"], v["commit_timestamp"], offset, source,
-                        None if topic_id in (None, _ZERO_UUID) else topic_id)
+        commit = Commit(
+            k[0],
+            k[1],
+            k[2],
+            v["offset"],
+            v["commit_timestamp"],
+            offset,
+            source,
+            None if topic_id in (None, _ZERO_UUID) else topic_id,
+            v.get("metadata"),
+        )
         if pid < 0:
             offsets[k] = commit
         else:
@@ -495,8 +506,10 @@ def finding(o: OutOfRange, path: str, logdir: str) -> Finding:
         earliest = f"resumes at {o.log_start_offset} and reads {o.earliest_rereads} offsets again"
         latest = f"resumes at {o.log_end_offset} (nothing skipped, nothing read again)"
     if o.details().get("commit_for_earlier_topic"):
-        where += (f" (a commit for an earlier topic of this name, id {c.topic_id}: consumers fetching by "
-                  "topic id get no offset and reset)")
+        where += (
+            f" (a commit for an earlier topic of this name, id {c.topic_id}: consumers fetching by "
+            "topic id get no offset and reset)"
+        )
     return catalog.make(
         "CONSUMER_OFFSET_OUT_OF_RANGE",
         path,

@@ -6,7 +6,8 @@ replay done; 2 a transaction failed (aborted: a rerun resumes) or the offset map
 the source; 64 usage (``--view`` other than history, ``--include-control``, a Java-only client key...);
 66 a missing input or config file; 69 the target cluster cannot be reached; 73 ``--offset-map`` names a
 folder that holds something other than a Delta table, or inside an input; 77 an input this user cannot
-read; 78 the plan has conflicts (printed; nothing written), or another replay runs into the same target;
+read; 78 the plan has conflicts (printed; nothing written), or another replay runs into the same target,
+or a ``--groups`` group gained members on the target before its commit (the records are replayed);
 130 Ctrl-C (the transactions committed stay, a rerun resumes).
 """
 
@@ -186,6 +187,8 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
         wrap(out, line, "    ", "yellow", first="not read: ")
     if plan.left_out:
         wrap(out, ", ".join(plan.left_out), "    ", "dim", first="left out: ")
+    if plan.groups is not None:
+        print_groups(out, plan.groups)
     conflicts = plan.all_conflicts()
     if conflicts:
         out.line(f"Conflicts ({len(conflicts)}):", "bold")
@@ -195,6 +198,32 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
             wrap(out, f"{c.code}{note}: {c.message}", "      ", style, first="  ")
     else:
         out.line("No conflict.")
+
+
+def print_groups(out: Lines, groups: list[Any], verb: str = "") -> None:
+    """Each consumer group carried over: its state on the target, each partition's before (the source's
+    committed offset) and after (the target offset, or after the replay), and what becomes of it."""
+    out.line(f"Consumer groups{verb} ({len(groups)}):" if groups else "Consumer groups: none to carry over",
+             "bold")  # fmt: skip
+    for g in groups:
+        members = f", {len(g.members)} member(s)" if g.members else ""
+        state = "no such group" if g.target_state in ("DEAD", "ABSENT") else g.target_state.lower()
+        out.line(f"  {g.group} (on the target: {state}{members})")
+        for p in g.partitions:
+            after = p.target_offset if p.target_offset is not None else "after the replay"
+            note = {
+                "commit": "to commit",
+                "after the replay": "committed once the partition is replayed",
+                "committed": "committed",
+                "kept": f"kept: the target group is at {p.target_committed}",
+                "active": "not committed: the group has active members",
+            }.get(p.status, p.status)
+            out.line(
+                f"    {p.source_topic}-{p.source_partition} -> {p.target_topic}-{p.target_partition}: "
+                f"{p.source_offset} -> {after} ({note})"
+            )
+        if g.not_replayed:
+            wrap(out, ", ".join(g.not_replayed), "      ", "dim", first="    not replayed: ")
 
 
 def _offset_map_location(location: str) -> str:
@@ -278,6 +307,8 @@ def print_result(out: Lines, result: ReplayResult, seconds: float, offsets: Mapp
         )
     for problem in result.problems:
         wrap(out, problem, "    ", "yellow", first="not read: ")
+    if result.groups is not None:
+        print_groups(out, result.groups, " after the replay")
     if offsets is not None:
         out.line(
             f"Offset map: {offsets['rows']:,} rows (every record replayed, checked against the source) in "
@@ -349,6 +380,17 @@ def replay_command(
             "repeat for several (docs/replay.md lists them).",
         ),
     ] = None,
+    groups: Annotated[
+        str | None,
+        typer.Option(
+            "--groups",
+            metavar="REGEX",
+            help="Carry over the source's consumer groups whose id REGEX matches whole ('.*': every group): "
+            "each group's last committed offset (from the log dirs' __consumer_offsets) on a replayed "
+            "partition, translated to the target offset of the next replayed record, is committed on the "
+            "target after that partition's records, while the group has no active member there.",
+        ),
+    ] = None,
     no_create: Annotated[
         bool, typer.Option("--no-create", help="Never create a topic: a missing one is a conflict.")
     ] = False,
@@ -374,6 +416,11 @@ def replay_command(
         usage_error("--offset-map is written by --apply (the plan writes nothing)")
     if timeout <= 0:
         usage_error(f"--timeout {timeout}: must be more than 0")
+    if groups is not None:
+        try:
+            re.compile(groups)
+        except re.error as exc:
+            usage_error(f"--groups {groups!r}: not a valid regex: {exc}")
     try:
         from logdoctor.replay import TopicMap
 
@@ -403,7 +450,7 @@ def replay_command(
     try:
         _run(
             out, records, bootstrap_server, mapping, admin, producer, ignored, not no_create, timeout, apply,
-            json_out, location,
+            json_out, location, groups,
         )  # fmt: skip
     except KeyboardInterrupt:
         fail(
@@ -426,17 +473,29 @@ def _run(
     apply: bool,
     json_out: bool,
     location: str | None,
+    groups: str | None = None,
 ) -> None:
     from confluent_kafka import KafkaException
 
     from logdoctor.logdir.discovery import DiscoveryError
-    from logdoctor.replay import ReplayFailed, ReplayMismatch, ReplayRefused, apply_replay, plan_replay
+    from logdoctor.replay import (
+        ReplayFailed,
+        ReplayMismatch,
+        ReplayRefused,
+        apply_replay,
+        plan_groups,
+        plan_replay,
+    )
 
     try:
         plan = plan_replay(
             records.paths, bootstrap, opts=records.options, topic_map=mapping, admin_config=admin,
             create=create, timeout=timeout,
         )  # fmt: skip
+        if groups is not None:
+            from logdoctor.replay.target import Target
+
+            plan_groups(plan, groups, Target(bootstrap, admin, timeout))
     except DiscoveryError as exc:
         usage_error(str(exc))
     except KafkaException as exc:
@@ -489,4 +548,11 @@ def _run(
         )
     else:
         print_result(out, result, seconds, offsets)
+    active = sorted({g.group for g in result.groups or () for p in g.partitions if p.status == "active"})
+    if active:
+        fail(
+            f"refused: consumer group(s) {', '.join(active)} not committed: active members on the target "
+            "(the records are replayed; stop their consumers and run the replay again to commit them)",
+            EX_REFUSED,
+        )
     raise typer.Exit(denied)

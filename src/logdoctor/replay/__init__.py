@@ -5,24 +5,32 @@ Beside :mod:`logdoctor.repair` (it writes, to a cluster rather than a log dir); 
 
 - :func:`plan_replay` (``logdoctor.replay.plan``): the plan, writing nothing;
 - :func:`apply_replay` (``logdoctor.replay.apply``): carries it out, exactly once;
-- :func:`offset_map`: the whole offset map of a replay, read back from the target and checked.
+- :func:`offset_map` (``logdoctor.replay.offset_map``): the whole offset map of a replay, read back from
+  the target and checked;
+- :func:`plan_groups` (``logdoctor.replay.groups``): the source's consumer groups carried over, planned on
+  top of a replay plan; ``apply_replay`` commits them after the records.
 """
 
 from __future__ import annotations
 
-from logdoctor.replay.apply import (
-    ReplayFailed,
-    ReplayMismatch,
-    ReplayRefused,
-    ReplayResult,
-    apply_replay,
-    offset_map,
-    offset_map_schema,
+from logdoctor.replay.apply import ReplayFailed, ReplayRefused, ReplayResult, apply_replay
+from logdoctor.replay.groups import plan_groups
+from logdoctor.replay.offset_map import ReplayMismatch, offset_map, offset_map_schema
+from logdoctor.replay.plan import (
+    Conflict,
+    GroupPartition,
+    GroupPlan,
+    PartitionPlan,
+    ReplayPlan,
+    TopicMap,
+    TopicPlan,
+    plan_replay,
 )
-from logdoctor.replay.plan import Conflict, PartitionPlan, ReplayPlan, TopicMap, TopicPlan, plan_replay
 
 __all__ = [
     "Conflict",
+    "GroupPartition",
+    "GroupPlan",
     "PartitionPlan",
     "ReplayFailed",
     "ReplayMismatch",
@@ -34,5 +42,6 @@ __all__ = [
     "apply_replay",
     "offset_map",
     "offset_map_schema",
+    "plan_groups",
     "plan_replay",
 ]

@@ -30,6 +30,9 @@ How (Kafka's exactly-once machinery, nothing of logdoctor's own on the target):
   a commit of a stale member (K:group-coordinator/.../classic/ClassicGroup.java validateOffsetCommit:
   ``ILLEGAL_GENERATION``), and the transactional.id fences a stale producer whatever happens to the lease.
 
+After the records, the plan's consumer groups (:mod:`logdoctor.replay.groups`) are committed on the
+partitions whose replay is complete.
+
 The offset map (source offset -> target offset) comes from the delivery reports, one Arrow record batch
 per committed transaction (:data:`OFFSET_MAP_SCHEMA`); :func:`offset_map` rebuilds the whole map of a
 replay from the target (after a kill, the rows of the killed run's last transaction were never handed
@@ -46,7 +49,13 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from logdoctor.replay.plan import PartitionPlan, ReplayPlan, check_partition
+from logdoctor.replay.offset_map import (
+    OFFSET_MAP_COLUMNS,
+    ReplayMismatch,
+    offset_map,
+    offset_map_schema,
+)
+from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, check_partition
 from logdoctor.replay.source import PartitionSource, SourceRecord
 from logdoctor.replay.target import Progress, Target
 
@@ -70,14 +79,6 @@ __all__ = [
 DEFAULT_TXN_RECORDS = 10_000
 DEFAULT_TXN_BYTES = 16 * 1024 * 1024
 DEFAULT_SESSION_TIMEOUT_MS = 10_000
-OFFSET_MAP_COLUMNS = (
-    "source_topic",
-    "source_partition",
-    "source_offset",
-    "target_topic",
-    "target_partition",
-    "target_offset",
-)
 
 
 class ReplayRefused(Exception):
@@ -86,25 +87,6 @@ class ReplayRefused(Exception):
 
 class ReplayFailed(Exception):
     """A transaction failed (aborted: nothing of it is visible). A rerun resumes after the last commit."""
-
-
-class ReplayMismatch(Exception):
-    """The target does not hold what the source's records are (:func:`offset_map`)."""
-
-
-def offset_map_schema() -> pa.Schema:
-    import pyarrow as pa
-
-    return pa.schema(
-        [
-            ("source_topic", pa.string()),
-            ("source_partition", pa.int32()),
-            ("source_offset", pa.int64()),
-            ("target_topic", pa.string()),
-            ("target_partition", pa.int32()),
-            ("target_offset", pa.int64()),
-        ]
-    )
 
 
 @dataclass
@@ -136,6 +118,8 @@ class ReplayResult:
     #: this run's offset map rows (None when ``on_offsets`` took them)
     offset_map: pa.Table | None = None
     problems: list[str] = field(default_factory=list)
+    #: the consumer groups as committed after the records (None: the plan carries none over)
+    groups: list[GroupPlan] | None = None
 
     @property
     def records(self) -> int:
@@ -147,6 +131,7 @@ class ReplayResult:
             "created_topics": self.created_topics,
             "partitions": [p.to_json() for p in self.partitions],
             "problems": self.problems,
+            "groups": None if self.groups is None else [g.to_json() for g in self.groups],
         }
 
 
@@ -296,6 +281,8 @@ def apply_replay(
     """Carry out ``plan`` (see the module doc). Refuses (:class:`ReplayRefused`, nothing written) while the
     plan has conflicts whose codes are not in ``ignore``, or another replay into the same target runs.
     ``on_offsets``: each committed transaction's offset map rows (else collected in the result);
+    the plan's consumer groups (:func:`logdoctor.replay.groups.plan_groups`), if any, are committed after
+    the records, on the partitions whose replay is complete (``result.groups``);
     ``on_transaction``: called after each commit (progress reporting). ``lock_wait``: how long to wait for
     a killed run's lease to expire (default: the session timeout and a margin)."""
     import pyarrow as pa
@@ -343,6 +330,10 @@ def apply_replay(
     finally:
         for lease in leases.values():
             lease.close()
+    if plan.groups is not None:  # after the records: only partitions whose replay is complete
+        from logdoctor.replay.groups import apply_groups
+
+        result.groups = apply_groups(plan, target)
     if on_offsets is None:
         result.offset_map = pa.Table.from_batches(rows, schema=offset_map_schema())
     return result
@@ -503,107 +494,3 @@ def _replay_partition(
     finally:
         producer.flush(1)
     return out
-
-
-# --- the offset map of a whole replay -----------------------------------------------------------------
-
-
-def offset_map(
-    plan: ReplayPlan, *, consumer_config: Mapping[str, Any] | None = None, timeout: float = 60.0
-) -> Iterator[pa.RecordBatch]:
-    """The offset map of every record a replay committed so far (its progress in the replay groups), one
-    record batch per partition chunk, read back from the target (``read_committed``) and paired with the
-    source's records in order: each pair is checked (key, value, headers, CreateTime timestamp), a
-    difference raises :class:`ReplayMismatch`. Memory: one chunk of rows."""
-    import pyarrow as pa
-    from confluent_kafka import Consumer, TopicPartition
-
-    from logdoctor.logdir.read_plan import plan_read
-
-    target = Target(plan.bootstrap, plan.admin_config, timeout)
-    refs = {
-        (r.topic, r.partition): r for r in plan_read(plan.paths, plan.opts).refs if r.kind not in _NOT_LIVE
-    }
-    for pp in plan.partitions:
-        topic, partition = pp.target_topic, pp.target_partition
-        prog = target.progress(pp.group, topic, [partition]).get(partition)
-        if prog is None:
-            continue
-        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
-        consumer = Consumer(
-            target.client_config(
-                {
-                    "group.id": f"{pp.group}-check",
-                    "enable.auto.commit": False,
-                    "isolation.level": "read_committed",
-                    "enable.partition.eof": True,
-                    **dict(consumer_config or {}),
-                }
-            )
-        )
-        try:
-            consumer.assign([TopicPartition(topic, partition, prog.first_target_offset)])
-            src = source.records()
-            src_off: list[int] = []
-            tgt_off: list[int] = []
-            paired = 0
-            last_source = -1
-            deadline = time.monotonic() + timeout
-            while paired < prog.records:
-                msg = consumer.poll(1.0)
-                if msg is None:
-                    if time.monotonic() > deadline:
-                        raise ReplayMismatch(
-                            f"{topic}-{partition}: {paired} of {prog.records} records read back"
-                        )
-                    continue
-                if msg.error() is not None:
-                    if msg.error().code() == -191:  # _PARTITION_EOF
-                        if time.monotonic() > deadline:
-                            raise ReplayMismatch(
-                                f"{topic}-{partition}: ends after {paired} of {prog.records} replayed records"
-                            )
-                        continue
-                    raise ReplayMismatch(f"{topic}-{partition}: {msg.error()}")
-                deadline = time.monotonic() + timeout
-                rec = next(src, None)
-                if rec is None:
-                    raise ReplayMismatch(f"{topic}-{partition}@{msg.offset()}: no source record left for it")
-                _same(rec, msg, pp)
-                src_off.append(rec.offset)
-                tgt_off.append(msg.offset())
-                last_source = rec.offset
-                paired += 1
-                if len(src_off) >= 65536 or paired == prog.records:
-                    n = len(src_off)
-                    yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array([pp.source_topic] * n, pa.string()),
-                            pa.array([pp.source_partition] * n, pa.int32()),
-                            pa.array(src_off, pa.int64()),
-                            pa.array([topic] * n, pa.string()),
-                            pa.array([partition] * n, pa.int32()),
-                            pa.array(tgt_off, pa.int64()),
-                        ],
-                        schema=offset_map_schema(),
-                    )
-                    src_off, tgt_off = [], []
-            if last_source + 1 != prog.next_source_offset:
-                raise ReplayMismatch(
-                    f"{pp.name}: its {prog.records} replayed records end at source offset {last_source}, the "
-                    f"progress says the next is {prog.next_source_offset}"
-                )
-        finally:
-            consumer.close()
-
-
-def _same(rec: SourceRecord, msg: Any, pp: PartitionPlan) -> None:
-    where = f"{pp.name}@{rec.offset} -> {pp.target_topic}-{pp.target_partition}@{msg.offset()}"
-    if msg.key() != rec.key or msg.value() != rec.value:
-        raise ReplayMismatch(f"{where}: key or value differ")
-    headers = tuple((k, v) for k, v in (msg.headers() or []))
-    if headers != rec.headers:
-        raise ReplayMismatch(f"{where}: headers differ: {headers!r} != {rec.headers!r}")
-    ts_type, ts = msg.timestamp()
-    if rec.timestamp > 0 and ts != rec.timestamp:
-        raise ReplayMismatch(f"{where}: timestamp {ts} (type {ts_type}) != {rec.timestamp}")

@@ -24,7 +24,9 @@ Conflicts (codes; ``apply_replay(ignore=...)`` lets the operator accept some):
 - ``NO_TIMESTAMP``: records with no timestamp (magic 0): they get the producer's time;
 - ``SEVERAL_REPLICAS``: the inputs hold the partition in several log dirs: give the one to replay;
 - ``BAD_TARGET_NAME``: the topic map makes a name Kafka refuses;
-- ``TARGET_MISSING``: the target topic does not exist and ``create`` is off.
+- ``TARGET_MISSING``: the target topic does not exist and ``create`` is off;
+- ``GROUP_ACTIVE``: a consumer group to carry over has active members on the target
+  (:mod:`logdoctor.replay.groups`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ from logdoctor.replay.target import Progress, Target, legal_topic, replay_group,
 __all__ = [
     "DROPPED_CONFIGS",
     "Conflict",
+    "GroupPartition",
+    "GroupPlan",
     "PartitionPlan",
     "ReplayPlan",
     "TopicMap",
@@ -205,6 +209,69 @@ class TopicPlan:
         }
 
 
+#: a partition's status in a group's plan
+COMMIT = "commit"  # its replay is complete: the translated offset is committed by --apply
+AFTER_REPLAY = "after the replay"  # its replay is not complete: translated and committed once it is
+COMMITTED = "committed"  # the target group holds the translated offset already
+KEPT = "kept"  # the target group holds another committed offset: left as it is
+ACTIVE = "active"  # (a result) the group had active members when it was to be committed
+
+
+@dataclass
+class GroupPartition:
+    """One committed offset of a source group on a replayed partition, and its translation."""
+
+    source_topic: str
+    source_partition: int
+    #: the source's committed offset (the next record the group reads) and the commit's metadata
+    source_offset: int
+    metadata: str | None
+    commit_timestamp: int
+    target_topic: str
+    target_partition: int
+    #: the translated offset (None: not known before the partition's replay is complete)
+    target_offset: int | None = None
+    status: str = AFTER_REPLAY
+    #: the target group's committed offset there before (None: none)
+    target_committed: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "source": {"topic": self.source_topic, "partition": self.source_partition},
+            "target": {"topic": self.target_topic, "partition": self.target_partition},
+            "before": self.source_offset,
+            "after": self.target_offset if self.target_offset is not None else AFTER_REPLAY,
+            "status": self.status,
+            "target_committed": self.target_committed,
+            "metadata": self.metadata,
+            "commit_timestamp": self.commit_timestamp,
+        }
+
+
+@dataclass
+class GroupPlan:
+    """One source group: its state on the target and each replayed partition's before and after."""
+
+    group: str
+    #: EMPTY, DEAD, STABLE, ... as the target describes it; ABSENT: no such group there
+    target_state: str
+    members: list[str] = field(default_factory=list)
+    partitions: list[GroupPartition] = field(default_factory=list)
+    #: its commits on partitions the replay does not replay (topic-partition)
+    not_replayed: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group,
+            "target_state": self.target_state,
+            "members": self.members,
+            "partitions": [p.to_json() for p in self.partitions],
+            "not_replayed": self.not_replayed,
+            "conflicts": [c.to_json() for c in self.conflicts],
+        }
+
+
 @dataclass
 class ReplayPlan:
     """What :func:`plan_replay` found; :func:`logdoctor.replay.apply.apply_replay` carries it out."""
@@ -220,6 +287,8 @@ class ReplayPlan:
     not_read: list[str] = field(default_factory=list)
     left_out: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+    #: the source's consumer groups carried over (:func:`logdoctor.replay.groups.plan_groups`; None: none)
+    groups: list[GroupPlan] | None = None
 
     def all_conflicts(self) -> list[Conflict]:
         out = list(self.conflicts)
@@ -227,6 +296,8 @@ class ReplayPlan:
             out.extend(t.conflicts)
         for p in self.partitions:
             out.extend(p.conflicts)
+        for g in self.groups or ():
+            out.extend(g.conflicts)
         return out
 
     @property
@@ -247,6 +318,7 @@ class ReplayPlan:
             "partitions": [p.to_json() for p in self.partitions],
             "not_read": self.not_read,
             "left_out": self.left_out,
+            "groups": None if self.groups is None else [g.to_json() for g in self.groups],
             "conflicts": [c.to_json() for c in self.all_conflicts()],
         }
 
@@ -357,7 +429,8 @@ def plan_replay(
     """The plan of replaying the records of ``paths`` (log dirs, partition folders, as ``export`` takes
     them, read with ``opts``) into the cluster at ``bootstrap``: one pass over the source's records (see
     :mod:`logdoctor.replay.source`) and a few questions to the target (its cluster id, its topics and their
-    configs, each target partition's offsets, the replay groups' progress). Writes nothing."""
+    configs, each target partition's offsets, the replay groups' progress). Writes nothing. The source's
+    consumer groups are planned on top of it (:func:`logdoctor.replay.groups.plan_groups`)."""
     from logdoctor.logdir.read_plan import plan_read
     from logdoctor.replay.source import PartitionSource, single_replicas
 

@@ -250,6 +250,64 @@ class Target:
             raise
         return sorted(f"{m.member_id} ({m.client_id}@{m.host})" for m in (desc.members or []))
 
+    def group_state(self, group: str) -> tuple[str, list[str]]:
+        """``group``'s state on the target (``EMPTY``, ``STABLE``, ``DEAD``...; ``ABSENT``: no such group)
+        and its members (as :meth:`group_members`)."""
+        try:
+            desc = _retrying(
+                lambda: self.admin.describe_consumer_groups([group], request_timeout=self.timeout)[
+                    group
+                ].result(timeout=self.timeout),
+                self.timeout,
+            )
+        except Exception as exc:  # no such group: librdkafka says GROUP_ID_NOT_FOUND on 4.x brokers
+            if "GROUP_ID_NOT_FOUND" in str(exc) or "not found" in str(exc).lower():
+                return "ABSENT", []
+            raise
+        state = getattr(desc.state, "name", str(desc.state))
+        members = sorted(f"{m.member_id} ({m.client_id}@{m.host})" for m in (desc.members or []))
+        return str(state), members
+
+    def group_offsets(self, group: str, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+        """``group``'s committed offsets of ``partitions`` on the target (those it has: 0 or more)."""
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        if not partitions:
+            return {}
+        request = [ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in partitions])]
+        got = _retrying(
+            lambda: self.admin.list_consumer_group_offsets(request, request_timeout=self.timeout)[
+                group
+            ].result(timeout=self.timeout),
+            self.timeout,
+        )
+        out: dict[tuple[str, int], int] = {}
+        for tp in got.topic_partitions or []:
+            if tp.error is not None:
+                raise RuntimeError(f"{group}: the offset of {tp.topic}-{tp.partition}: {tp.error}")
+            if tp.offset is not None and tp.offset >= 0:
+                out[(tp.topic, tp.partition)] = int(tp.offset)
+        return out
+
+    def alter_group_offsets(self, request: Any) -> dict[tuple[str, int], str | None]:
+        """Commit ``request`` (a ``ConsumerGroupTopicPartitions``) with the admin client (an OffsetCommit
+        without member: the coordinator takes it only while the group is empty); each partition's error
+        (None: committed)."""
+        group = request.group_id
+        try:
+            got = _retrying(
+                lambda: self.admin.alter_consumer_group_offsets([request], request_timeout=self.timeout)[
+                    group
+                ].result(timeout=self.timeout),
+                self.timeout,
+            )
+        except Exception as exc:  # the whole request refused (e.g. UNKNOWN_MEMBER_ID: the group has members)
+            return {(tp.topic, tp.partition): str(exc) for tp in request.topic_partitions}
+        return {
+            (tp.topic, tp.partition): None if tp.error is None else str(tp.error)
+            for tp in got.topic_partitions or []
+        }
+
 
 _RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "_TRANSPORT")
 
