@@ -223,26 +223,33 @@ message D {
 """
 
 
-def test_message_index_path_names_nested_messages_without_map_entries() -> None:
+def test_message_index_path_names_nested_messages_in_either_convention() -> None:
+    # Java's serializer does not count map entries, confluent-kafka-python's does (tests/typed/
+    # test_protobuf_message_indexes.py checks both with the real serializers)
     reg = _registry_with(_proto(7, _NESTED))
     names = {
         path: ProtobufDecoder(reg, reg.by_id(7), path).record_name
-        for path in [(0,), (0, 0), (0, 1), (1,), (1, 0), (1, 0, 0), (1, 1)]
+        for path in [(0,), (0, 0), (0, 2), (1,), (1, 0), (1, 0, 0), (1, 1), (1, 2)]
     }
     assert names == {
         (0,): "p.q.A",
-        (0, 0): "p.q.A.B",
-        (0, 1): "p.q.A.C",
+        (0, 0): "p.q.A.B",  # Python's [0, 0] is A.CountsEntry: no message
+        (0, 2): "p.q.A.C",  # Python's only
         (1,): "p.q.D",
         (1, 0): "p.q.D.E",
         (1, 0, 0): "p.q.D.E.F",
-        (1, 1): "p.q.D.G",
+        (1, 1): "p.q.D.G",  # Java's; Python's [1, 1] is D.ByNumberEntry
+        (1, 2): "p.q.D.G",  # Python's only
     }
     decoder = ProtobufDecoder(reg, reg.by_id(7), (1, 0))
     assert decoder.decode([b"\x0a\x02hi"]).values.to_pylist() == [{"e": "hi"}]
-    for bad in [(2,), (0, 2), (1, 0, 1)]:
+    for bad in [(2,), (0, 3), (1, 0, 1)]:
         with pytest.raises(SchemaError, match="name no message"):
             ProtobufDecoder(reg, reg.by_id(7), bad)
+    with pytest.raises(
+        SchemaError, match=r"\[0, 1\] name p\.q\.A\.C as Java's .* and p\.q\.A\.B as confluent"
+    ):
+        ProtobufDecoder(reg, reg.by_id(7), (0, 1))
 
 
 def test_a_chain_of_two_imports_by_reference() -> None:

@@ -11,16 +11,22 @@ the same kind of generated function. A field with presence is read only when set
 Values: a scalar of a field with no presence (proto3) is its default when unset; a field with presence
 (a message, a oneof member, an ``optional`` proto3 or a proto2 scalar) is null when unset; an enum value is
 its name (a number the enum does not name: the number as text); ``google.protobuf.Timestamp`` and
-``Duration`` are microseconds (sub-microsecond nanos dropped; a value out of Arrow's range: null); the
-wrappers ``google.protobuf.*Value`` are nullable scalars; ``Struct`` / ``Value`` / ``ListValue`` and a
+``Duration`` are microseconds (sub-microsecond nanos dropped toward zero, as protobuf's ``ToMicroseconds``);
+the wrappers ``google.protobuf.*Value`` are nullable scalars; ``Struct`` / ``Value`` / ``ListValue`` and a
 message where a recursion starts are JSON text (protobuf's JSON mapping, fields by their ``.proto`` names).
 Map entries are sorted by key.
+
+A ``Timestamp`` or ``Duration`` whose value protobuf calls invalid (:func:`_micros`: seconds out of range,
+nanos out of range or of the wrong sign) is no value: the payload holding it, at any depth (in a JSON-text
+field too, where protobuf's JSON mapping refuses it), is rejected (:func:`payload_reader`), found in the batch
+by halving it.
 """
 
 from __future__ import annotations
 
 import json
 import keyword
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,7 +40,18 @@ from google.protobuf.message import DecodeError
 _TIMESTAMP_US = pa.timestamp("us", tz="UTC")
 _DURATION_US = pa.duration("us")
 _UINT64 = pa.decimal128(20, 0)
-_MAX_SECONDS = 9_223_372_036_000  # |seconds| below this: microseconds fit in int64
+# protobuf's valid values of the well-known time types: timestamp.proto ("Must be from 0001-01-01T00:00:00Z to
+# 9999-12-31T23:59:59Z inclusive"; nanos "Must be from 0 to 999,999,999 inclusive") and duration.proto
+# (seconds "Must be from -315,576,000,000 to +315,576,000,000 inclusive", nanos from -999,999,999 to
+# +999,999,999, "For durations of one second or more, a non-zero value for the nanos field must be of the same
+# sign as the seconds field"), as Java's Timestamps.checkValid / Durations.checkValid and Python's
+# well_known_types (_CheckTimestampValid, _CheckDurationValid, which json_format applies) check them
+_TIMESTAMP_SECONDS = (-62_135_596_800, 253_402_300_799)
+_DURATION_SECONDS = 315_576_000_000
+_MAX_NANOS = 999_999_999
+
+#: per thread: how many invalid values the current read met (:func:`_micros`, :func:`_to_json`)
+_invalid = threading.local()
 
 _F = FieldDescriptor
 _SCALARS: dict[int, pa.DataType] = {
@@ -92,16 +109,49 @@ def payload_reader(
     title = f"<protobuf payload reader of {descriptor.full_name}>"
     read = code.build(title, "payloads, rejected", loop, _indent8(lines))
 
-    def decode(payloads: Sequence[bytes | memoryview]) -> tuple[pa.Array, list[bool]]:
+    def run(payloads: Sequence[Any]) -> tuple[pa.Array, list[bool], int]:
+        """The struct array, which payloads protobuf rejected, how many invalid values were met."""
+        _invalid.count = 0
         bad: list = []
         columns = read(payloads, bad.append)
         if not bad:
-            return finish(columns, None), [False] * len(payloads)
+            return finish(columns, None), [False] * len(payloads), _invalid.count
         bad_ids = set(map(id, bad))  # the same object twice: the same bytes, rejected twice
         rejected = [id(p) in bad_ids for p in payloads]
-        return finish(columns, np.array(rejected, dtype=bool)), rejected
+        return finish(columns, np.array(rejected, dtype=bool)), rejected, _invalid.count
+
+    def holding_invalid(payloads: Sequence[Any], start: int) -> list[int]:
+        """The positions (from ``start``) of the payloads holding an invalid value, in ``payloads``, which
+        hold one at least: by halves (a few in a batch cost a few reads of it)."""
+        if len(payloads) == 1:
+            return [start]
+        half = len(payloads) // 2
+        found = []
+        for part, at in ((payloads[:half], start), (payloads[half:], start + half)):
+            if run(part)[2]:
+                found.extend(holding_invalid(part, at))
+        return found
+
+    def decode(payloads: Sequence[bytes | memoryview]) -> tuple[pa.Array, list[bool]]:
+        values, rejected, invalid = run(payloads)
+        if invalid:
+            # the payloads holding one: walked one by one (the walk follows the reader's choices), then read
+            # again with them replaced by bytes protobuf rejects (null there); what the walk missed, if
+            # anything, found by halves
+            top = (descriptor.full_name,)
+            found = {i for i, p in enumerate(payloads) if not rejected[i] and _holds_invalid(parse(p), top)}
+            kept = [_REJECTED if i in found else p for i, p in enumerate(payloads)]
+            values, rejected, invalid = run(kept)
+            if invalid:
+                found.update(holding_invalid(kept, 0))
+                values, rejected, _ = run([_REJECTED if i in found else p for i, p in enumerate(payloads)])
+        return values, rejected
 
     return struct_type, decode
+
+
+#: bytes protobuf's parser rejects (wire type 7)
+_REJECTED = b"\x0f"
 
 
 def message_converter(descriptor: Descriptor, path: tuple[str, ...]) -> tuple[pa.DataType, Converter]:
@@ -416,18 +466,71 @@ def _enum_converter(field: FieldDescriptor) -> Converter:
 
 
 def _micros(seconds: list, nanos: list, mask: np.ndarray | None, arrow_type: pa.DataType) -> pa.Array:
+    """Timestamps or durations (``arrow_type``) in microseconds; a value protobuf calls invalid (see
+    ``_TIMESTAMP_SECONDS``) is counted in ``_invalid`` and null."""
     s = np.array(seconds, dtype=np.int64)
-    in_range = np.abs(s) < _MAX_SECONDS
-    micros = np.where(in_range, s, 0) * 1_000_000 + np.array(nanos, dtype=np.int64) // 1000
-    if not in_range.all():
-        mask = ~in_range if mask is None else mask | ~in_range
+    n = np.array(nanos, dtype=np.int64)
+    if arrow_type == _TIMESTAMP_US:
+        valid = (s >= _TIMESTAMP_SECONDS[0]) & (s <= _TIMESTAMP_SECONDS[1]) & (n >= 0) & (n <= _MAX_NANOS)
+    else:
+        valid = (np.abs(s) <= _DURATION_SECONDS) & (np.abs(n) <= _MAX_NANOS) & ~((s > 0) & (n < 0))
+        valid &= ~((s < 0) & (n > 0))
+    # toward zero, as protobuf's ToMicroseconds (a Timestamp's nanos are never negative)
+    micros = np.where(valid, s, 0) * 1_000_000 + np.where(n < 0, -(-n // 1000), n // 1000)
+    if not valid.all():
+        invalid = ~valid if mask is None else ~valid & ~mask
+        _invalid.count = getattr(_invalid, "count", 0) + int(invalid.sum())
+        mask = ~valid if mask is None else mask | ~valid
     return pa.array(micros, arrow_type, mask=mask)
+
+
+def _valid_time(message: Any, name: str) -> bool:
+    """Whether a ``Timestamp`` or ``Duration`` (``name``) holds a value protobuf calls valid (as
+    :func:`_micros` checks)."""
+    s, n = message.seconds, message.nanos
+    if name == "google.protobuf.Timestamp":
+        return _TIMESTAMP_SECONDS[0] <= s <= _TIMESTAMP_SECONDS[1] and 0 <= n <= _MAX_NANOS
+    return abs(s) <= _DURATION_SECONDS and abs(n) <= _MAX_NANOS and not (s > 0 > n or s < 0 < n)
+
+
+def _holds_invalid(message: Any, path: tuple[str, ...]) -> bool:
+    """Whether a parsed message holds a value the reader counts invalid, at any depth: a time value
+    (:func:`_micros`) or a message protobuf's JSON mapping refuses where the reader writes it as JSON text
+    (:func:`_to_json`). ``path``: as the reader's (the message types from the top down to this one)."""
+    for field, value in message.ListFields():
+        if field.type not in (_F.TYPE_MESSAGE, _F.TYPE_GROUP):
+            continue
+        if _is_map(field):
+            value_field = field.message_type.fields_by_name["value"]
+            if value_field.type not in (_F.TYPE_MESSAGE, _F.TYPE_GROUP):
+                continue
+            kind, values = value_field.message_type, list(value.values())
+        else:
+            kind, values = field.message_type, (list(value) if field.is_repeated else [value])
+        name = kind.full_name
+        if name in ("google.protobuf.Timestamp", "google.protobuf.Duration"):
+            if not all(_valid_time(v, name) for v in values):
+                return True
+        elif name in _WRAPPERS:
+            continue
+        elif name in _JSON_MESSAGES or name in path:
+            if any(_to_json(v) is None for v in values):
+                return True
+        elif any(_holds_invalid(v, (*path, name)) for v in values):
+            return True
+    return False
 
 
 def _json_converter(values: list, mask: np.ndarray | None) -> pa.Array:
     return pa.array([_to_json(v) for v in values], pa.string(), mask=mask)
 
 
-def _to_json(message: Any) -> str:
-    value = json_format.MessageToDict(message, preserving_proto_field_name=True)
+def _to_json(message: Any) -> str | None:
+    """``message`` in protobuf's JSON mapping; None (counted in ``_invalid``) where the mapping refuses a
+    value in it (an invalid Timestamp or Duration; an ``Any`` of a type the pool lacks)."""
+    try:
+        value = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    except (ValueError, TypeError, json_format.Error):
+        _invalid.count = getattr(_invalid, "count", 0) + 1
+        return None
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
