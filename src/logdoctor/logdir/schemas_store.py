@@ -11,6 +11,12 @@ partition's records are read in offset order with the readers' own batch checks 
 ``read_uncommitted`` consumer reads them (its producer is not transactional), replayed
 (:func:`logdoctor.formats.registry.store.replay_records`) and the partitions merged
 (:func:`~logdoctor.formats.registry.store.merge`).
+
+Beside ``_schemas``, the journal of an Apicurio Registry with KafkaSQL storage (``kafkasql-journal`` by
+default, any name) is found by its records: a partition whose first record has an Apicurio journal key and
+``mt`` header (:func:`logdoctor.formats.registry.apicurio_journal.is_journal_record`) is replayed as the
+registry replays it (:func:`~logdoctor.formats.registry.apicurio_journal.replay_journal`, which assigns the
+ids) and merged with the rest.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ MISSING_IDS_CAUSES = (
     "--schemas), records were produced through another registry, or compaction or retention removed the "
     "records of hard-deleted versions"
 )
+
 
 @dataclass(slots=True)
 class LoadedRegistry:
@@ -89,10 +96,49 @@ def _store_partitions(
     return sorted(found.values(), key=lambda r: (r.log_dir, r.topic, r.partition, r.path))
 
 
+def _is_journal(ref: PartitionRef) -> bool:
+    """Whether the partition's first data record is an Apicurio journal record (its first batch read only)."""
+    from logdoctor.formats.registry.apicurio_journal import is_journal_record
+
+    if ref.topic.startswith("__") or ref.topic == SCHEMAS_TOPIC:
+        return False
+    for _offset, key, _value, headers in _data_records(ref, []):
+        return is_journal_record(key, headers)
+    return False
+
+
+def _journal_partitions(
+    paths: Sequence[str], schemas: Sequence[str], read_options: ReadOptions | None
+) -> list[PartitionRef]:
+    """The Apicurio journal partitions among the inputs and ``schemas``, found by their first record."""
+    from logdoctor.logdir.discovery import discover, split_paths
+
+    opts = None if read_options is None else ReadOptions(storage=read_options.storage)
+    found: dict[str, PartitionRef] = {}
+    for group in (paths, schemas):
+        items = split_paths(list(group), opts) if group else []
+        for ref in discover(items, opts) if items else ():
+            key = _norm(ref.path, ref.storage.is_local)
+            if key not in found and ref.segments and _is_journal(ref):
+                found[key] = ref
+    return sorted(found.values(), key=lambda r: (r.log_dir, r.topic, r.partition, r.path))
+
+
 def store_records(ref: PartitionRef, problems: list[str]) -> Iterator[tuple[int, bytes | None, bytes | None]]:
     """The ``(offset, key, value)`` data records of a partition in offset order, each offset once. What is
     not read (a batch whose CRC does not match, a batch whose records do not decode, a segment's damaged
     tail, a file that cannot be read) is named in ``problems``."""
+    for offset, key, value, _headers in _data_records(ref, problems):
+        yield offset, key, value
+
+
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
+def _data_records(
+    ref: PartitionRef, problems: list[str]
+) -> Iterator[tuple[int, bytes | None, bytes | None, Headers]]:
+    """:func:`store_records` with each record's headers."""
     from logdoctor.formats.records import CrcSkip, skip_crc_mismatches
     from logdoctor.logdir.read_plan import OffsetOrder
     from logdoctor.logdir.seek import segment_batches
@@ -111,15 +157,19 @@ def store_records(ref: PartitionRef, problems: list[str]) -> Iterator[tuple[int,
                 if not order.admit(batch) or batch.is_control:
                     continue
                 try:
-                    records = [(r.offset, r.key, r.value) for r in batch.records()]
+                    records = [
+                        (r.offset, r.key, r.value, tuple((h.key, h.value) for h in r.headers))
+                        for r in batch.records()
+                    ]
                 except FormatError as exc:
                     problems.append(
                         f"{seg.path}@{batch.position}: records of offsets {batch.base_offset}-"
                         f"{batch.last_offset} not read: {exc}"
                     )
                     continue
-                for offset, key, value in records:
-                    yield offset, None if key is None else bytes(key), None if value is None else bytes(value)
+                for offset, key, value, headers in records:
+                    key = None if key is None else bytes(key)
+                    yield offset, key, None if value is None else bytes(value), headers
         except FormatError as exc:
             problems.append(f"{seg.path}: the rest of the segment not read: {exc}")
         except OSError as exc:
@@ -153,7 +203,10 @@ def load_registry(
     :class:`~logdoctor.logdir.discovery.DiscoveryError` for a path that is not there or holds no log dir,
     :class:`~logdoctor.formats.registry.store.RegistryConflictError` for two registries."""
     refs = _store_partitions(paths, schemas, options, topic)
-    if not refs:
+    journals = _journal_partitions(paths, schemas, options)
+    # a journal's partition folder given with --schemas is read as a journal, not as a copy of _schemas
+    refs = [r for r in refs if r.path not in {j.path for j in journals}]
+    if not refs and not journals:
         return LoadedRegistry(
             SchemaRegistry(),
             (),
@@ -185,7 +238,32 @@ def load_registry(
                     f"{ref.path}: {len(offsets)} records of offsets {offsets[0]}-{offsets[-1]}: {why} "
                     "(a compaction removes the versions hard-deleted before it)"
                 )
+    for ref in journals:
+        parts.append((ref.path, _replay_journal(ref, notes)))
     registry = merge(parts)
     notes.extend(registry.notes)
     notes.extend(registry.errors)
-    return LoadedRegistry(registry, tuple(ref.path for ref in refs), notes)
+    return LoadedRegistry(registry, tuple(ref.path for ref in [*refs, *journals]), notes)
+
+
+def _replay_journal(ref: PartitionRef, notes: list[str]) -> SchemaRegistry:
+    """The registry of one Apicurio journal partition; what was not read, or is gone, in ``notes``."""
+    from logdoctor.formats.registry.apicurio_journal import replay_journal
+
+    problems: list[str] = []
+    offsets: list[int] = []
+
+    def counted() -> Iterator[tuple[int, bytes | None, bytes | None, Headers]]:
+        for rec in _data_records(ref, problems):
+            offsets.append(rec[0])
+            yield rec
+
+    reg = replay_journal(counted(), ref.path)
+    notes.extend(problems)
+    if offsets and (offsets[0] > 0 or offsets[-1] - offsets[0] + 1 != len(offsets)):
+        notes.append(
+            f"{ref.path}: Apicurio journal records of offsets {offsets[0]}-{offsets[-1]}, {len(offsets)} "
+            "of them: records are missing, and the registry numbers its schemas by replaying every one, so "
+            "the ids given here may not be the registry's"
+        )
+    return reg
