@@ -35,7 +35,9 @@ GUID_BYTES = bytes.fromhex(GUID.replace("-", ""))
 
 def test_prefix_id_and_prefix_guid() -> None:
     assert read_frame(b"\x00\x00\x00\x00\x0c" + b"avro", None) == Frame(12, None, 5, "prefix")
-    assert read_frame(b"\x00\xff\xff\xff\xfe", None) == Frame(-2, None, 5, "prefix")  # Java's getInt
+    # Java's getInt reads -2; ids start at 1 (issue 75): no registered schema has it, so it is no frame
+    assert read_frame(b"\x00\xff\xff\xff\xfe", None) == NO_MAGIC_BYTE
+    assert read_frame(b"\x00\x00\x00\x00\x00\x00\x00\x07", None) == NO_MAGIC_BYTE  # LongSerializer's 7
     assert read_frame(b"\x01" + GUID_BYTES + b"x", None) == Frame(None, GUID, 17, "prefix")
 
 

@@ -7,12 +7,13 @@ PYSPARK_DRIVER_PYTHON are set to ``sys.executable`` before the JVM starts.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -214,6 +215,58 @@ def _sweep_scratch(parent: str, keep: str) -> None:
 SHORT_JOB_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 
 
+def user_without_passwd_entry(scratch: str | None) -> dict[str, str]:
+    """The confs (and, set in this process's environment, the variables) a JVM needs when this uid has no
+    ``/etc/passwd`` entry, as OpenShift and many Kubernetes setups run containers; {} when it has one.
+
+    Java then reads ``user.home`` and ``user.name`` as ``?`` (issue 75): spark-submit's Ivy setup refuses
+    the relative ``?/.ivy2.5.2`` before the driver starts (``MavenUtils.createRepoResolvers``), and Hadoop's
+    ``UserGroupInformation`` finds no name for the uid. Given here: the home of ``$HOME`` when it is an
+    absolute folder, else the scratch folder; the name of ``$HADOOP_USER_NAME``, ``$USER`` or ``$LOGNAME``,
+    else ``uid<N>``; ``HADOOP_USER_NAME`` and ``SPARK_USER`` (which Hadoop's login and Spark's
+    ``Utils.getCurrentUserName`` read before the OS); ``spark.jars.ivy`` under that home."""
+    import pwd
+
+    try:
+        pwd.getpwuid(os.getuid())
+        return {}
+    except KeyError:
+        pass
+    home = os.environ.get("HOME", "")
+    usable = os.path.isabs(home) and os.path.isdir(home) and os.access(home, os.W_OK)
+    if not usable or " " in home:  # a Java option's value: no blanks (the options are split on them)
+        import tempfile
+
+        home = scratch or tempfile.gettempdir()
+    name = next(
+        (v for v in (os.environ.get(k) for k in ("HADOOP_USER_NAME", "USER", "LOGNAME")) if v),
+        f"uid{os.getuid()}",
+    )
+    os.environ.setdefault("HADOOP_USER_NAME", name)
+    os.environ.setdefault("SPARK_USER", name)
+    props = f"-Duser.home={home} -Duser.name={name}"
+    opts = os.environ.get("SPARK_SUBMIT_OPTS", "")
+    if "-Duser.home=" not in opts:  # the launcher's own JVM (spark-submit) reads these too
+        os.environ["SPARK_SUBMIT_OPTS"] = f"{opts} {props}".strip()
+    return {"spark.jars.ivy": os.path.join(home, ".ivy2"), "spark.driver.extraJavaOptions": props}
+
+
+@contextlib.contextmanager
+def _launch_fails_unavailable() -> Iterator[None]:
+    """Spark's launcher exiting before its JVM answers (PySpark's ``JAVA_GATEWAY_EXITED``; the JVM's own
+    error is on stderr above) as :class:`SparkUnavailableError`: one line and exit 69, not a traceback."""
+    try:
+        yield
+    except Exception as exc:
+        condition = getattr(exc, "getCondition", None) or getattr(exc, "getErrorClass", None)
+        if condition is None or condition() != "JAVA_GATEWAY_EXITED":
+            raise
+        raise SparkUnavailableError(
+            "Spark's JVM exited before it started (its own error is above: java, its options, a home and a "
+            "user name for this uid, a writable temporary folder)"
+        ) from None
+
+
 def _defaults(local: bool, scratch: str | None = None, short_job: bool = False) -> dict[str, str]:
     """logdoctor's conf defaults; loopback pinning only for a ``local[...]`` master; ``scratch``: the
     folder of the local JVM's scratch files (:func:`scratch_dir`), when this process starts the JVM;
@@ -345,18 +398,25 @@ def get_spark(
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     confs = {**_defaults(local, scratch_dir() if local else None, short_job), **extra}
+    for key, value in user_without_passwd_entry(scratch_dir() if local else None).items():
+        if key == "spark.driver.extraJavaOptions":
+            confs[key] = f"{confs.get(key, '')} {value}".strip()
+        else:
+            confs.setdefault(key, value)
     if not sql:
         from pyspark import SparkConf, SparkContext
 
         spark_conf = SparkConf().setMaster(master).setAppName(app_name).setAll(list(confs.items()))
-        sc = SparkContext.getOrCreate(spark_conf)
+        with _launch_fails_unavailable():
+            sc = SparkContext.getOrCreate(spark_conf)
         if local:
             sc.setLogLevel("ERROR")
         return ContextOnly(sc)  # type: ignore[return-value]
     builder = SparkSession.builder.master(master).appName(app_name)
     for key, value in confs.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    with _launch_fails_unavailable():
+        spark = builder.getOrCreate()
     if local:
         spark.sparkContext.setLogLevel("ERROR")
     register(spark)

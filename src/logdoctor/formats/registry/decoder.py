@@ -47,7 +47,7 @@ __all__ = [
 
 #: The version of the type mapping of docs/typed-tables.md: raised on any change of an Arrow type a schema
 #: type maps to (an output written with another version may need its tables rewritten).
-TYPE_MAPPING_VERSION = 1
+TYPE_MAPPING_VERSION = 2
 
 
 class WriterDecoder(Protocol):

@@ -17,7 +17,11 @@ schema/id/`` (``SchemaId.java``, ``HeaderSchemaIdSerializer.java``, ``DualSchema
   ``00``.
 
 What is not a frame (no magic byte 0 or 1, fewer bytes than the frame) is the side-table reason
-``no_magic_byte``.
+``no_magic_byte``. So is a magic 0 followed by an id of 0 or less: Schema Registry gives ids from 1 up
+(``core/.../id/IncrementalIdGenerator.java``: a context's first id is 1; Confluent Cloud's start higher), so
+no registered schema has one, and such bytes are something else: a key written by Kafka's
+``LongSerializer`` (8 bytes big-endian) from 0 to 2^24 - 1 starts with five zero bytes. (Which topic's keys
+are frames at all is the typed tables' call: a topic whose keys never resolve keeps them as bytes.)
 """
 
 from __future__ import annotations
@@ -80,7 +84,8 @@ class Frame:
 def _id_or_guid(data: bytes | memoryview) -> tuple[int | None, str | None, int] | None:
     """(id, guid, frame size) of the frame at the start of ``data``, None when there is none."""
     if len(data) >= ID_FRAME and data[0] == MAGIC_ID:
-        return _INT32.unpack_from(data, 1)[0], None, ID_FRAME
+        schema_id = _INT32.unpack_from(data, 1)[0]
+        return (schema_id, None, ID_FRAME) if schema_id > 0 else None
     if len(data) >= GUID_FRAME and data[0] == MAGIC_GUID:
         return None, str(uuid.UUID(bytes=bytes(data[1:GUID_FRAME]))), GUID_FRAME
     return None
@@ -138,10 +143,10 @@ def read_message_indexes(data: bytes | memoryview, pos: int) -> tuple[tuple[int,
 def prefix_ids(values: pa.BinaryArray | pa.LargeBinaryArray) -> tuple[np.ndarray, np.ndarray]:
     """The prefix frame of every element of ``values``, without a Python loop: ``(magic, ids)``, two numpy
     arrays of ``len(values)``. ``magic`` (int16): the first byte where it starts a whole frame (0 with 5
-    bytes or more, 1 with 17 or more), any other first byte as it is, -1 for a null, an empty element or a
-    0/1 with fewer bytes than its frame; ``ids`` (int32): the big-endian id after a magic 0 (signed, as
-    Java's ``getInt``), 0 elsewhere. An element ``read_frame`` gives a frame has magic 0 or 1 here; the
-    others ``no_magic_byte``."""
+    bytes or more and an id above 0, 1 with 17 or more), any other first byte as it is, -1 for a null, an
+    empty element, a 0/1 with fewer bytes than its frame or a 0 whose id is 0 or less; ``ids`` (int32): the
+    big-endian id after a magic 0 that starts a frame, 0 elsewhere. An element ``read_frame`` gives a frame
+    has magic 0 or 1 here; the others ``no_magic_byte``."""
     import numpy as np
     import pyarrow as pa
 
@@ -171,4 +176,7 @@ def prefix_ids(values: pa.BinaryArray | pa.LargeBinaryArray) -> tuple[np.ndarray
         at = starts[with_id][:, None] + np.arange(1, ID_FRAME)
         b = data[at].astype(np.uint32)
         ids[with_id] = ((b[:, 0] << 24) | (b[:, 1] << 16) | (b[:, 2] << 8) | b[:, 3]).view(np.int32)
+        no_id = with_id[ids[with_id] <= 0]  # no registered schema has such an id: not a frame
+        magic[no_id] = -1
+        ids[no_id] = 0
     return magic, ids

@@ -12,6 +12,9 @@ NO_MAGIC_BYTE = "no_magic_byte"  # also: shorter than a frame
 DECODE_ERROR_TRUNCATED = "decode_error_truncated"  # the payload ends early
 DECODE_ERROR_SCHEMA_MISMATCH = "decode_error_schema_mismatch"  # bad enum / union index, bytes left over...
 SCHEMA_HARD_DELETED = "schema_hard_deleted"
+#: a Protobuf message-index path naming different messages as Java's and confluent-kafka-python's serializers
+#: count nested messages (protobuf_schema.py)
+AMBIGUOUS_MESSAGE_INDEXES = "ambiguous_message_indexes"
 
 #: why a record went to the side table ``OUT/_undecoded``, in the order the summary lists them
 REASONS = (
@@ -21,4 +24,5 @@ REASONS = (
     DECODE_ERROR_TRUNCATED,
     DECODE_ERROR_SCHEMA_MISMATCH,
     SCHEMA_HARD_DELETED,
+    AMBIGUOUS_MESSAGE_INDEXES,
 )

@@ -268,10 +268,21 @@ class _Text:
 
 
 def _json_object(data: bytes | memoryview) -> dict[str, Any]:
-    obj = json.loads(bytes(data))
+    obj = _json_loads(data)
     if not isinstance(obj, dict):
         raise ValueError(f"a JSON object, found {type(obj).__name__}")
     return obj
+
+
+def _json_loads(data: bytes | memoryview) -> Any:
+    """The JSON of a store record; raises ValueError (or UnicodeDecodeError) for one that is not JSON, and
+    for one nested deeper than Python's parser goes: Jackson refuses those too (its ``StreamReadConstraints``
+    allow 1,000 levels), so Schema Registry's reader logs and skips the record (SR:KafkaStoreReaderThread.java
+    ``doWork``: a ``SerializationException`` of SR:SchemaRegistrySerializer.java ``deserializeKey``)."""
+    try:
+        return json.loads(bytes(data))
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
 
 
 def _is_int(value: object) -> bool:
@@ -297,11 +308,15 @@ def _references(raw: object) -> tuple[SchemaReference, ...]:
 
 
 class _Replay:
-    """The store as the reader thread builds it, one record at a time."""
+    """The store as the reader thread builds it, one record at a time. Every record costs time in its own
+    subject only: ``versions`` indexes the store by subject, ``holders`` counts the entries of each id (a
+    DELETE_SUBJECT or CLEAR_SUBJECT touches its subject's versions, not the whole store)."""
 
     def __init__(self, source: str | None) -> None:
         self.source = source
         self.store: dict[tuple[str, int], _Entry] = {}
+        self.versions: dict[str, dict[int, _Entry]] = {}  # subject -> version -> the store's entry
+        self.holders: dict[int, int] = {}  # schema id -> how many entries of the store hold it
         self.texts: dict[int, _Text] = {}
         self.guids: dict[str, int] = {}
         self.config: dict[str | None, str] = {}
@@ -355,7 +370,7 @@ class _Replay:
         if not isinstance(subject, str) or not _is_int(version):
             raise ValueError("a SCHEMA key with a subject and a version")
         if v is None:  # a hard delete
-            self.store.pop((subject, version), None)
+            self._drop(subject, version)
             return
         schema_id, text = v["id"], v["schema"]
         if not _is_int(schema_id) or not isinstance(text, str):
@@ -365,7 +380,7 @@ class _Replay:
         deleted = bool(v.get("deleted", False))
         known = self.texts.get(schema_id)
         if known is not None and known.schema != text:
-            if any(e.id == schema_id for e in self.store.values()):
+            if self.holders.get(schema_id):
                 self.notes.append(
                     f"{self.where(offset)}: schema id {schema_id} for {subject} version {version} has "
                     "another schema than the id's registered one: not applied (Schema Registry: \"Found a "
@@ -385,7 +400,10 @@ class _Replay:
             known = self.texts[schema_id] = _Text(str(schema_type), text, refs, guid)
         if (subject, version) not in known.versions:
             known.versions.append((subject, version))
-        self.store[(subject, version)] = _Entry(schema_id, deleted)
+        self._drop(subject, version)
+        entry = self.store[(subject, version)] = _Entry(schema_id, deleted)
+        self.versions.setdefault(subject, {})[version] = entry
+        self.holders[schema_id] = self.holders.get(schema_id, 0) + 1
         if guid is not None:
             self.guids[guid] = schema_id
 
@@ -411,16 +429,32 @@ class _Replay:
         subject, upto = v.get("subject", k.get("subject")), v["version"]
         if not _is_int(upto):
             raise ValueError("a DELETE_SUBJECT value with an integer version")
-        for (s, version), entry in self.store.items():
-            if s == subject and version <= upto:
+        for version, entry in self.versions.get(subject, {}).items():
+            if version <= upto:
                 entry.deleted = True
 
     def _clear_subject(self, offset: int, k: dict[str, Any], v: dict[str, Any] | None) -> None:
         if v is None:
             return
         subject = v.get("subject", k.get("subject"))
-        for key in [key for key, e in self.store.items() if key[0] == subject and e.deleted]:
-            del self.store[key]
+        versions = self.versions.get(subject, {})
+        for version in [version for version, e in versions.items() if e.deleted]:
+            self._drop(subject, version)
+
+    def _drop(self, subject: str, version: int) -> None:
+        """The store's entry of (subject, version) removed, with its indexes."""
+        entry = self.store.pop((subject, version), None)
+        if entry is None:
+            return
+        versions = self.versions[subject]
+        del versions[version]
+        if not versions:
+            del self.versions[subject]
+        left = self.holders[entry.id] - 1
+        if left:
+            self.holders[entry.id] = left
+        else:
+            del self.holders[entry.id]
 
     def registry(self) -> SchemaRegistry:
         holders: dict[int, list[_Entry]] = {}
@@ -560,7 +594,7 @@ def decode_store_record(
             parts[name] = None
             continue
         try:
-            parts[name] = json.loads(bytes(data))
+            parts[name] = _json_loads(data)
         except (ValueError, UnicodeDecodeError) as exc:
             raise CorruptRecordError(
                 f"a Schema Registry {name}: JSON", source=source, found=f"{bytes(data[:40])!r} ({exc})"

@@ -133,3 +133,10 @@ class Decoders:
 
 #: a writer schema that does not build: its records go to the side table with this reason
 UNBUILDABLE = DECODE_ERROR_SCHEMA_MISMATCH
+
+
+def unbuildable_reason(error: Exception) -> str:
+    """The side-table reason of the records of a writer schema that does not build (``error``: what
+    :meth:`Decoders.get` gave): the error's own ``reason`` where it names one (a Protobuf message-index path
+    naming two messages: ``ambiguous_message_indexes``), else :data:`UNBUILDABLE`."""
+    return getattr(error, "reason", UNBUILDABLE)
