@@ -14,14 +14,27 @@ from logdoctor.spark.export import ExportError
 
 TABLE_FORMATS = ("iceberg", "delta")
 TABLE_MODES = ("error", "append", "overwrite")
-# Test seam only (tests/spark/test_tables_commit.py): "before:SECONDS" or "after:SECONDS" makes the driver
-# sleep right before or after the commit call, so that a test can SIGKILL it there. Never set it otherwise.
+# Test seam only (tests/spark/test_tables_commit.py, test_typed_commit_kill.py): "before:SECONDS" or
+# "after:SECONDS" makes the driver sleep right before or after the commit call, so that a test can SIGKILL it
+# there; "after@TABLE:SECONDS" only at that table's commit (an export of several tables). Never set it
+# otherwise.
 PAUSE_ENV = "LOGDOCTOR_TEST_PAUSE_COMMIT"
 
 
 class TableError(ExportError):
     """The table cannot be reached, read or committed (catalog down, storage not writable, conflict);
     the table is unchanged."""
+
+
+class CommitUnknownError(TableError):
+    """The commit call failed and the table could not be read to tell whether the commit landed: the
+    export's files are kept (a table that holds the commit needs them; the next export's sweep removes
+    those no commit references)."""
+
+
+#: the property (Delta: commitInfo; Iceberg: snapshot summary and table property) naming one commit, by which
+#: a commit call that failed is looked for in the table (:meth:`~.delta.DeltaLakeTable.commit`)
+COMMIT_PROPERTY = "logdoctor.commit"
 
 
 class TableSchemaError(ExportError):

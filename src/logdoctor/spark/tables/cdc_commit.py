@@ -13,10 +13,13 @@ A process killed before the catalog swap (Iceberg) or the log entry (Delta) leav
 from __future__ import annotations
 
 import functools
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
+
+from logdoctor.spark.tables import COMMIT_PROPERTY, CommitUnknownError
 
 #: the MERGE source's column telling a deleted key (true) from a changed row (false)
 DELETE_FLAG = "__logdoctor_delete"
@@ -55,6 +58,8 @@ def commit_iceberg(
 
     written = write_file(rows, layout, 0, 0, {}) if rows.num_rows else None
     committed: list[str] | None = []
+    marker = uuid.uuid4().hex
+    properties = {**properties, COMMIT_PROPERTY: marker}
     try:
         if pause is not None:
             pause("before")
@@ -77,14 +82,16 @@ def commit_iceberg(
         committed = None
         raise
     except Exception as exc:
-        raise TableError(
-            f"iceberg table {table.identifier}: the cdc append failed: {' '.join(str(exc).split())[:300]}; "
-            "the table is unchanged"
-        ) from None
+        try:  # landed anyway (a failure after the catalog swap): the commit is the table's, file and all
+            table._after_failed_commit(marker, "the cdc append", exc)
+        except CommitUnknownError:
+            committed = None
+            raise
+        committed = [written.path] if written is not None else []
     finally:
         if committed is not None:
             remove_uncommitted(layout, committed)
-    table.load()
+    table._reload()
 
 
 def merge_source(rows: pa.Table, deleted: pa.Table) -> pa.Table:
@@ -123,16 +130,18 @@ def commit_delta(
     on = " AND ".join(f't."{k}" = s."{k}"' for k in keys)
     if not table._loaded:
         table.load()
-    if pause is not None:
-        pause("before")
+    marker = uuid.uuid4().hex
+    first = table._table.version() + 1
     try:
+        if pause is not None:
+            pause("before")
         merger = (
             table._table.merge(
                 source,
                 predicate=on,
                 source_alias="s",
                 target_alias="t",
-                commit_properties=CommitProperties(custom_metadata=dict(properties)),
+                commit_properties=CommitProperties(custom_metadata={**properties, COMMIT_PROPERTY: marker}),
             )
             .when_matched_update_all(predicate=f's."{DELETE_FLAG}" = false', except_cols=[DELETE_FLAG])
             .when_matched_delete(predicate=f's."{DELETE_FLAG}" = true')
@@ -141,11 +150,10 @@ def commit_delta(
         if truncate:
             merger = merger.when_not_matched_by_source_delete()
         merger.execute()
-    except Exception as exc:
-        raise TableError(
-            f"delta table {table.location}: the cdc append failed: {' '.join(str(exc).split())[:300]}; "
-            "the table is unchanged"
-        ) from None
-    if pause is not None:
-        pause("after")
-    table.load()
+        if pause is not None:
+            pause("after")
+    except TableError:
+        raise
+    except Exception as exc:  # landed anyway (a failure after the log entry): the MERGE is the table's
+        table._after_failed_commit(marker, first, "the cdc append", exc)
+    table._reload()

@@ -21,15 +21,18 @@ deltalake 1.6 refuses a table ``configuration`` key outside ``delta.*`` ("Error 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
 import re
 import time
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote
 
-from logdoctor.spark.tables import TableError
+from logdoctor.spark.tables import COMMIT_PROPERTY, CommitUnknownError, TableError
 from logdoctor.spark.tables.files import DAY_COLUMN, WrittenFile
 
 COMMIT_RETRIES = 10
@@ -74,16 +77,24 @@ def stats_json(f: WrittenFile, partition_columns: Sequence[str]) -> str:
     keep = [c for c in f.null_counts if c not in partition_columns]
     # min and max only of the types whose JSON value is exact here (a decimal, a time: no data skipping)
     ranged = [c for c in keep if c in f.min_values and not _is_bool(f, c) and _exact(f.min_values[c])]
-    mins = {c: _stat_value(f.min_values[c]) for c in ranged}
-    maxs = {c: _stat_value(f.max_values[c]) for c in ranged if c in f.max_values}
+    mins = {c: _stat_value(f.min_values[c]) for c in ranged if _finite(f.min_values[c])}
+    maxs = {c: _stat_value(f.max_values[c]) for c in ranged if c in f.max_values and _finite(f.max_values[c])}
     return json.dumps(
         {
             "numRecords": f.rows,
             "minValues": mins,
             "maxValues": maxs,
             "nullCount": {c: f.null_counts[c] for c in keep},
-        }
+        },
+        allow_nan=False,  # JSON has no Infinity or NaN: delta-rs's kernel refuses such a log entry
     )
+
+
+def _finite(v: Any) -> bool:
+    """A bound JSON can hold: an infinite float has no JSON number (Python would write ``Infinity``,
+    which delta-rs's JSON reader refuses, making the table unreadable), so that side is left out: the
+    protocol's min and max are per column and optional, and a reader without one skips no file on it."""
+    return not isinstance(v, float) or math.isfinite(v)
 
 
 def _exact(v: Any) -> bool:
@@ -267,7 +278,10 @@ class DeltaLakeTable:
             )
             for f in files
         ]
-        commit = CommitProperties(custom_metadata=dict(properties), max_commit_retries=0)
+        marker = uuid.uuid4().hex
+        metadata = {**properties, COMMIT_PROPERTY: marker}
+        commit = CommitProperties(custom_metadata=metadata, max_commit_retries=0)
+        first = None if self._table is None else self._table.version() + 1
         try:
             if pause is not None:
                 pause("before")
@@ -314,10 +328,53 @@ class DeltaLakeTable:
         except TableError:
             raise
         except Exception as exc:
-            raise TableError(
-                f"delta table {self.location}: commit failed: {_one_line(exc)}; the table is unchanged"
+            self._after_failed_commit(marker, first, "commit", exc)
+        self._reload()
+
+    def _reload(self) -> None:
+        """The table after a commit that landed: one that cannot be read now keeps its last loaded
+        version here (the commit is in the table whatever this read says)."""
+        with contextlib.suppress(TableError):
+            self.load()
+
+    def _after_failed_commit(self, marker: str, first: int | None, what: str, exc: BaseException) -> None:
+        """A commit call raised ``exc``: the log entries from version ``first`` (0 for a new table) say
+        whether the commit landed anyway (delta-rs writes the entry, then reads the table again: a failure
+        after the put is not a failed commit). Landed: return (the commit is the table's, with every file it
+        references); not there: :class:`TableError`, the table unchanged; the log cannot be read:
+        :class:`CommitUnknownError` (the export keeps its files)."""
+        try:
+            landed = self.landed(marker, first or 0)
+        except Exception as read_exc:
+            raise CommitUnknownError(
+                f"delta table {self.location}: {what} failed: {_one_line(exc)}; whether it landed is unknown "
+                f"(the log cannot be read: {_one_line(read_exc)}); this export's files are kept"
             ) from None
-        self.load()
+        if not landed:
+            raise TableError(
+                f"delta table {self.location}: {what} failed: {_one_line(exc)}; the table is unchanged"
+            ) from None
+
+    def landed(self, marker: str, first: int = 0) -> bool:
+        """Whether a log entry from version ``first`` on is the commit whose commitInfo holds ``marker``
+        (:data:`~logdoctor.spark.tables.COMMIT_PROPERTY`). Raises OSError when the log cannot be read."""
+        import pyarrow.fs as pafs
+
+        from logdoctor.spark.tables.files import filesystem
+
+        fs, root = filesystem(self.uri)
+        entries = fs.get_file_info(pafs.FileSelector(f"{root}/_delta_log", allow_not_found=True))
+        versions = sorted(
+            int(i.base_name[:20]) for i in entries if re.fullmatch(r"\d{20}\.json", i.base_name)
+        )
+        for version in (v for v in versions if v >= first):
+            with fs.open_input_stream(f"{root}/_delta_log/{version:020d}.json") as stream:
+                for line in stream.read().decode("utf-8").splitlines():
+                    action = json.loads(line) if line.strip() else {}
+                    info = action.get("commitInfo")
+                    if isinstance(info, dict) and info.get(COMMIT_PROPERTY) == marker:
+                        return True
+        return False
 
     def properties(self) -> dict[str, str]:
         """logdoctor's properties: the string values of the current version's commitInfo (empty when the table
@@ -375,6 +432,8 @@ class DeltaLakeTable:
         reader = pa.RecordBatchReader.from_batches(
             schema, (b.cast(schema) if b.schema != schema else b for b in reader)
         )
+        marker = uuid.uuid4().hex
+        first = self._table.version() + 1
         try:
             (
                 self._table.merge(
@@ -382,7 +441,9 @@ class DeltaLakeTable:
                     predicate="t.topic = s.topic AND t.partition = s.partition AND t.key = s.key",
                     source_alias="s",
                     target_alias="t",
-                    commit_properties=CommitProperties(custom_metadata=dict(properties)),
+                    commit_properties=CommitProperties(
+                        custom_metadata={**properties, COMMIT_PROPERTY: marker}
+                    ),
                 )
                 .when_matched_update_all(predicate="s.value IS NOT NULL")
                 .when_matched_delete(predicate="s.value IS NULL")
@@ -390,10 +451,8 @@ class DeltaLakeTable:
                 .execute()
             )
         except Exception as exc:
-            raise TableError(
-                f"delta table {self.location}: upsert failed: {_one_line(exc)}; the table is unchanged"
-            ) from None
-        self.load()
+            self._after_failed_commit(marker, first, "upsert", exc)
+        self._reload()
 
     def _append(self, schema: Any, add_columns: Sequence[str]) -> tuple[str, Any, Any]:
         """``create_write_transaction`` arguments (mode, schema, partition filters) of an append on the

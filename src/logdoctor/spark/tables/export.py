@@ -31,6 +31,7 @@ from logdoctor.spark.tables import (
     PAUSE_ENV,
     TABLE_FORMATS,
     TABLE_MODES,
+    CommitUnknownError,
     TableError,
     TableExistsError,
     TableSchemaError,
@@ -85,12 +86,19 @@ def open_table(
     raise ValueError(f"not a table format: {fmt!r} (one of {', '.join(TABLE_FORMATS)})")
 
 
-def _pause(stage: str) -> None:
-    """The test seam of :data:`PAUSE_ENV` (tests only)."""
+def _pause(stage: str, table: str | None = None) -> None:
+    """The test seam of :data:`PAUSE_ENV` (tests only): ``STAGE:SECONDS``, or ``STAGE@TABLE:SECONDS`` at
+    the commit of the table ``table`` only (an export of several tables)."""
     spec = os.environ.get(PAUSE_ENV, "")
-    if spec.startswith(f"{stage}:"):
-        print(f"logdoctor-test: pausing {stage} the commit", flush=True)
-        time.sleep(float(spec.split(":", 1)[1]))
+    if not spec:
+        return
+    where, _, seconds = spec.rpartition(":")
+    want, _, only = where.partition("@")
+    if want != stage or (only and only != table):
+        return
+    at = f" of {table}" if table is not None else ""
+    print(f"logdoctor-test: pausing {stage} the commit{at}", flush=True)
+    time.sleep(float(seconds))
 
 
 def _with_start(opts: Any, above: Mapping[tuple[str, int], int]) -> Any:
@@ -305,6 +313,9 @@ def run_table_export(
         # the line above), so nothing is deleted here: the files no commit references are named and
         # removed by the next export's sweep (.orphans), and the CLI says from the table itself whether
         # the commit landed (.outcome)
+        interrupted = True
+        raise
+    except CommitUnknownError:  # the commit may have landed: its files are kept (as after a Ctrl-C)
         interrupted = True
         raise
     finally:

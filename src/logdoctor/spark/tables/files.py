@@ -132,7 +132,8 @@ def _groups(table: Any, layout: FileLayout) -> list[tuple[dict[str, str | None],
 
 
 def _stats(rows: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
-    """Min, max and null count of each top-level primitive column (Delta's file statistics)."""
+    """Min, max and null count of each top-level primitive column (Delta's file statistics). A float
+    column holding NaN has a null count only."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -145,6 +146,10 @@ def _stats(rows: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, int]]:
             continue
         nulls[name] = col.null_count
         if pa.types.is_binary(col.type) or col.null_count == len(col):
+            continue
+        if pa.types.is_floating(col.type) and pc.any(pc.is_nan(col)).as_py():
+            # no min or max: Arrow's leave NaN out, while Spark orders NaN above every number (a file
+            # holding NaN and at most 3 would be skipped for ``x > 5``, which NaN matches there)
             continue
         mm = pc.min_max(col)
         mins[name], maxs[name] = mm["min"].as_py(), mm["max"].as_py()

@@ -15,12 +15,20 @@ the catalog atomically, so a reader sees the old snapshot or the new one.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from logdoctor.spark.tables import TableError, TableExistsError, TableSchemaError
+from logdoctor.spark.tables import (
+    COMMIT_PROPERTY,
+    CommitUnknownError,
+    TableError,
+    TableExistsError,
+    TableSchemaError,
+)
 
 DEFAULT_IDENTIFIER = "logdoctor.records"
 COMMIT_RETRIES = 4
@@ -206,6 +214,9 @@ class IcebergTable:
         commit racing that last moment is not covered.)"""
         from pyiceberg.exceptions import CommitFailedException
 
+        marker = uuid.uuid4().hex
+        properties = {**properties, COMMIT_PROPERTY: marker}
+        snapshot_properties = {**snapshot_properties, COMMIT_PROPERTY: marker}
         for attempt in range(COMMIT_RETRIES + 1):
             try:
                 if pause is not None and attempt == 0:
@@ -220,7 +231,7 @@ class IcebergTable:
                 txn.commit_transaction()
                 if pause is not None:
                     pause("after")
-                self.load()
+                self._reload()
                 return
             except CommitFailedException as exc:  # another writer committed first: retry on its snapshot
                 if attempt == COMMIT_RETRIES:
@@ -232,10 +243,44 @@ class IcebergTable:
             except (TableError, TableSchemaError, TableExistsError):
                 raise
             except Exception as exc:
-                raise TableError(
-                    f"iceberg table {self.identifier}: commit failed: {_one_line(exc)}; "
-                    "the table is unchanged"
-                ) from None
+                self._after_failed_commit(marker, "commit", exc)
+                self._reload()
+                return
+
+    def _reload(self) -> None:
+        """The table after a commit that landed (one that cannot be read now keeps its last state here)."""
+        with contextlib.suppress(TableError):
+            self.load()
+
+    def _after_failed_commit(self, marker: str, what: str, exc: BaseException) -> None:
+        """A commit call raised ``exc``: the catalog's table says whether the swap happened anyway (a
+        catalog that committed and then failed to answer, a failure after the swap). Landed: return;
+        not there: :class:`TableError`, the table unchanged; the table cannot be read:
+        :class:`CommitUnknownError` (the export keeps its files)."""
+        try:
+            landed = self.landed(marker)
+        except Exception as read_exc:
+            raise CommitUnknownError(
+                f"iceberg table {self.identifier}: {what} failed: {_one_line(exc)}; whether it landed is "
+                f"unknown (the table cannot be read: {_one_line(read_exc)}); this export's files are kept"
+            ) from None
+        if not landed:
+            raise TableError(
+                f"iceberg table {self.identifier}: {what} failed: {_one_line(exc)}; the table is unchanged"
+            ) from None
+
+    def landed(self, marker: str) -> bool:
+        """Whether the catalog's table holds the commit marked ``marker`` (the table property
+        :data:`~logdoctor.spark.tables.COMMIT_PROPERTY` of its metadata, or a snapshot's summary)."""
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            table = self.catalog().load_table(self.identifier)
+        except NoSuchTableError:
+            return False
+        if table.properties.get(COMMIT_PROPERTY) == marker:
+            return True
+        return any(_summary_of(snap).get(COMMIT_PROPERTY) == marker for snap in table.metadata.snapshots)
 
     def properties(self) -> dict[str, str]:
         """The table's properties (logdoctor's among them); empty when it does not exist."""
@@ -261,6 +306,9 @@ class IcebergTable:
 
         from logdoctor.spark.tables import iceberg_rows
 
+        marker = uuid.uuid4().hex
+        properties = {**properties, COMMIT_PROPERTY: marker}
+        snapshot_properties = {**snapshot_properties, COMMIT_PROPERTY: marker}
         try:
             txn = self._transaction(export_schema, "append")
             if keys_from and self._table is not None and self._table.current_snapshot() is not None:
@@ -285,10 +333,8 @@ class IcebergTable:
         except (TableError, TableSchemaError, TableExistsError):
             raise
         except Exception as exc:
-            raise TableError(
-                f"iceberg table {self.identifier}: upsert failed: {_one_line(exc)}; the table is unchanged"
-            ) from None
-        self.load()
+            self._after_failed_commit(marker, "upsert", exc)
+        self._reload()
 
     def _check_concurrent(self, first: Mapping[tuple[str, int], int] | None) -> None:
         """Another writer committed since the first :meth:`load`: a table it created meanwhile (its
@@ -346,6 +392,13 @@ def _max_offsets(rows: Any) -> dict[tuple[str, int], int]:
         return {}
     grouped = rows.group_by(["topic", "partition"]).aggregate([("offset", "max")])
     return {(r["topic"], int(r["partition"])): int(r["offset_max"]) for r in grouped.to_pylist()}
+
+
+def _summary_of(snap: Any) -> dict[str, str]:
+    summary = snap.summary
+    if summary is None:
+        return {}
+    return dict(getattr(summary, "additional_properties", None) or {})
 
 
 def _one_line(exc: BaseException) -> str:

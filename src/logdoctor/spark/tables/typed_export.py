@@ -9,8 +9,10 @@ library (each table on its own: a failure leaves every table not yet committed a
 every file of the job no commit references.
 
 ``--mode append`` reads the offsets each table holds from its ``logdoctor.offsets`` property and exports
-only the offsets above them; a topic whose writer schemas changed evolves its table's schema (Iceberg's
-``union_by_name``; Delta: columns added).
+only the offsets above them (each topic from its own table's; ``_undecoded``, committed first, keeps only
+the rows above its own: :func:`commit_order`, so a run killed between two commits loses nothing); a topic
+whose writer schemas changed evolves its table's schema (Iceberg's ``union_by_name``; Delta: columns
+added).
 
 Each table holds the types its format has (:func:`logdoctor.spark.typed.format_type`).
 """
@@ -18,6 +20,7 @@ Each table holds the types its format has (:func:`logdoctor.spark.typed.format_t
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import re
 import time
@@ -158,8 +161,11 @@ def write_typed_task(
     schemas: Mapping[str, pa.Schema],
     above: Mapping[tuple[str, int], int],
     attempt: int | None = None,
+    side_above: Mapping[tuple[str, int], int] | None = None,
 ) -> dict[str, Any]:
-    """Executor side: read the slices, keep the rows above ``above``, decode, write each table's files."""
+    """Executor side: read the slices, keep the rows above ``above`` (what the topics' tables hold),
+    decode, keep the undecodable ones above ``side_above`` (what ``_undecoded`` holds), write each
+    table's files."""
     from logdoctor.spark.latest import latest_json
     from logdoctor.spark.sources.slice_reader import WRITE_FLUSH_BYTES, read_slices
     from logdoctor.spark.tables.files import keep_above
@@ -195,6 +201,8 @@ def write_typed_task(
                     continue
                 raw = kept.combine_chunks().to_batches()[0]
             topic, good, bad = splitter.split(raw)
+            if side_above and bad is not None and bad.num_rows:
+                bad = _side_above(bad, side_above)
             for name, rb in ((topic, good), (UNDECODED, bad)):
                 if rb is not None and rb.num_rows:
                     chunks.setdefault(name, []).append(rb)  # type: ignore[arg-type]
@@ -218,6 +226,41 @@ def write_typed_task(
         "latest": latest_json(latest),
         "typed": counts_json(splitter.counts),
     }
+
+
+def _side_above(rows: pa.RecordBatch, held: Mapping[tuple[str, int], int]) -> pa.RecordBatch:
+    """The undecodable rows ``_undecoded`` does not hold yet (a run killed after it committed and before a
+    topic's table did reads those records again: their rows are in ``_undecoded`` once)."""
+    from logdoctor.spark.tables.files import keep_above
+
+    kept = keep_above(pa.Table.from_batches([rows]), held)
+    return kept.combine_chunks().to_batches()[0] if kept.num_rows else rows.slice(0, 0)
+
+
+def commit_order(topics: Sequence[str]) -> list[str]:
+    """The order of the tables' commits: ``_undecoded`` first, then each topic's table. A topic table's
+    recorded offsets say where the next ``--mode append`` reads its topic from, so they may only cover
+    records whose undecodable rows are committed already: whatever the moment a run is killed, a record is
+    in its topic's table, in ``_undecoded``, or read again by the rerun (which keeps, for ``_undecoded``,
+    only the rows above what it holds)."""
+    from logdoctor.spark.typed import UNDECODED
+
+    return [UNDECODED, *(t for t in topics if t != UNDECODED)]
+
+
+def covered_offsets(
+    held: Mapping[tuple[str, int], int], topic: str, files: Sequence[WrittenFile], side: Sequence[WrittenFile]
+) -> dict[str, dict[str, int]]:
+    """A topic table's recorded offsets after its commit: per partition the last offset of the topic's
+    records this export put in the table or in ``_undecoded`` (committed before it, :func:`commit_order`)."""
+    from logdoctor.spark.tables.export import merged_offsets
+
+    last = dict(held)
+    for f in [*files, *side]:
+        for key, (_, hi) in f.offsets.items():
+            if key[0] == topic:
+                last[key] = max(last.get(key, -1), hi)
+    return merged_offsets(last, [])
 
 
 def run_typed_table_export(
@@ -245,7 +288,7 @@ def run_typed_table_export(
         read_plan,
         task_groups,
     )
-    from logdoctor.spark.tables import TABLE_MODES, TableError
+    from logdoctor.spark.tables import TABLE_MODES, CommitUnknownError, TableError
     from logdoctor.spark.tables.export import TableExportResult, _pause, _with_start, merged_offsets
     from logdoctor.spark.tables.files import new_job_id, probe_writable, remove_uncommitted
     from logdoctor.spark.typed import UNDECODED, undecoded_schema
@@ -273,14 +316,19 @@ def run_typed_table_export(
     if watch is not None:
         for table in tables.values():
             watch.opened(table, table.location)
-    above: dict[tuple[str, int], int] = {}  # what the tables hold together: each offset is in one of them
+    # where the read starts: what the topics' tables recorded (commit_order: their undecodable records are
+    # in _undecoded up to there); _undecoded's own rows are kept above what it holds (side_above)
+    above: dict[tuple[str, int], int] = {}
     held_by: dict[str, dict[tuple[str, int], int]] = {}
     if mode == "append":
         for n in existing:
             held = json.loads(tables[n].properties().get(f"{PROPERTY_PREFIX}offsets", "{}"))
             held_by[n] = {(t, int(p)): int(last) for t, parts in held.items() for p, last in parts.items()}
+            if n == UNDECODED:
+                continue
             for key, last in held_by[n].items():
                 above[key] = max(above.get(key, -1), last)
+    side_above = held_by.get(UNDECODED, {})
     opts = _with_start(opts, above)
     txns = plan_transactions(refs, opts)
     groups = task_groups(plan_slices(refs, opts, txns), opts)
@@ -311,17 +359,27 @@ def run_typed_table_export(
             tasks = list(enumerate(groups))
 
             def run(t: tuple[int, Any]) -> dict[str, Any]:
-                return write_typed_task(t[0], t[1], opts, shipped(plan_b), layouts, schemas, above)
+                return write_typed_task(
+                    t[0], t[1], opts, shipped(plan_b), layouts, schemas, above, side_above=side_above
+                )
 
             done = spark.sparkContext.parallelize(tasks, len(tasks)).map(run).collect()
         raise_if_no_space(out, done)
-        for name in names:
-            files = [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"].get(name, ())]
+
+        def files_of(name: str) -> list[WrittenFile]:
+            return [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"].get(name, ())]
+
+        for name in commit_order(list(typed.topics)):
+            files = files_of(name)
             if not files and (name in existing or name == UNDECODED):
                 continue  # nothing new: no commit, the table is unchanged (no empty side table is made)
-            offsets = merged_offsets(held_by.get(name, {}), files)
+            if name == UNDECODED:
+                offsets = merged_offsets(held_by.get(name, {}), files)
+            else:
+                offsets = covered_offsets(held_by.get(name, {}), name, files, files_of(UNDECODED))
             properties = table_properties(items, offsets, f"typed-{opts.view}")
             table = tables[name]
+            pause = functools.partial(_pause, table=name)
             if fmt == "iceberg":
                 table.commit(
                     [f.path for f in files],
@@ -329,12 +387,15 @@ def run_typed_table_export(
                     mode,
                     properties,
                     {f"{PROPERTY_PREFIX}rows": str(sum(f.rows for f in files)), **properties},
-                    pause=_pause,
+                    pause=pause,
                 )
             else:
                 add = [f.name for f in schemas[name] if name in existing and f.name not in _columns(table)]
-                table.commit(files, schemas[name], mode, properties, add, pause=_pause)
+                table.commit(files, schemas[name], mode, properties, add, pause=pause)
             committed[name] = [f.path for f in files]
+    except CommitUnknownError:  # that table's commit may have landed: no file is deleted (as after a Ctrl-C)
+        interrupted = True
+        raise
     except KeyboardInterrupt:
         # Ctrl-C: a table's commit may have landed before ``committed`` names its files, so nothing is
         # deleted here (the next export's sweep removes what no commit references); the CLI says from the
