@@ -65,26 +65,47 @@ def outputs_this_run_creates(
 def no_space_left(exc: BaseException) -> bool:
     """Whether ``exc`` (or what caused it: a Spark task's error comes back as a Py4J error whose text holds
     the Python worker's) is a full disk (ENOSPC)."""
+    return _unwritable(exc, None) == "no space left on device"
+
+
+#: what stops an export writing its output, by errno, and the words Python's and Java's errors use for it
+_UNWRITABLE = (
+    (errno.ENOSPC, ("No space left on device", "[Errno 28]"), "no space left on device"),
+    (errno.EROFS, ("Read-only file system", "[Errno 30]"), "read-only file system"),
+)
+
+
+def _unwritable(exc: BaseException, out: str | None) -> str | None:
+    """Why ``exc`` (or what caused it) says the output cannot be written, or None: a full disk, a read-only
+    file system, and (with ``out``) a permission denied on ``out`` or below it."""
     seen: set[int] = set()
     cur: BaseException | None = exc
     while cur is not None and id(cur) not in seen:
         seen.add(id(cur))
-        if isinstance(cur, OSError) and cur.errno == errno.ENOSPC:
-            return True
-        if "No space left on device" in str(cur) or "[Errno 28]" in str(cur):
-            return True
+        text = str(cur)
+        for code, words, why in _UNWRITABLE:
+            if (isinstance(cur, OSError) and cur.errno == code) or any(w in text for w in words):
+                return why
+        if out is not None and "://" not in out:
+            if isinstance(cur, PermissionError) and str(cur.filename or "").startswith(os.path.abspath(out)):
+                return "permission denied"
+            if ("Permission denied" in text or "AccessDenied" in text) and os.path.abspath(out) in text:
+                return "permission denied"
         cur = cur.__cause__ or cur.__context__
-    return False
+    return None
 
 
 @contextlib.contextmanager
 def no_space_exits_73(out: str, fresh: Sequence[str]) -> Iterator[None]:
-    """A full disk while the export writes: one line naming the output, exit 73, and what this run created
-    (``fresh``: :func:`outputs_this_run_creates`) removed, instead of Spark's and pyarrow's tracebacks."""
+    """A full disk, a read-only file system or a folder this user may not write, while the export writes:
+    one line naming the output, exit 73 (77 for a permission denied, docs/exit-codes.md), and what this run
+    created (``fresh``: :func:`outputs_this_run_creates`) removed, instead of Spark's and pyarrow's
+    tracebacks."""
     try:
         yield
     except Exception as exc:
-        if not no_space_left(exc):
+        why = _unwritable(exc, out)
+        if why is None:
             raise
         for path in fresh:
             if os.path.isdir(path) and not os.path.islink(path):
@@ -93,9 +114,11 @@ def no_space_exits_73(out: str, fresh: Sequence[str]) -> Iterator[None]:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
         fail(
-            f"error: {out}: no space left on device: the export stopped and removed what it had written "
-            "(nothing was exported; free space or choose another --out)",
-            EX_CANTCREAT,
+            f"error: {out}: {why}: the export stopped and removed what it had written "
+            "(nothing was exported; free space or choose another --out)"
+            if why == "no space left on device"
+            else f"error: {out}: {why}: nothing was exported (choose another --out)",
+            EX_NOPERM if why == "permission denied" else EX_CANTCREAT,
         )
 
 
@@ -165,8 +188,8 @@ def export_command(
         typer.Option(
             "--schemas",
             metavar="PATH",
-            help="With --typed: more places holding a _schemas topic (another broker's log dir, a partition "
-            "folder, a URI); repeat for several.",
+            help="With --typed or --view cdc: more places holding a _schemas topic (another broker's log "
+            "dir, a partition folder, a URI); repeat for several.",
         ),
     ] = None,
     placeholder: Annotated[
@@ -203,8 +226,8 @@ def export_command(
     err = text_console(stderr=True)
     console = text_console()
     out = absolute_location(out)  # what is written and printed works from any folder
-    if schemas and not typed:
-        usage_error("--schemas names where the registry's schemas are: it goes with --typed")
+    if schemas and not typed and read.view.strip().lower() != "cdc":  # --view cdc always decodes
+        usage_error("--schemas names where the registry's schemas are: it goes with --typed or --view cdc")
     if typed and partition_by is not None:
         usage_error("--partition-by applies to the records export; --typed writes one table per topic")
     if mode == "append" and read.view.strip().lower() == "latest" and not is_table_format(fmt, writer):

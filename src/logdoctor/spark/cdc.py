@@ -27,6 +27,16 @@ The rules (docs/cdc.md), with the Debezium source each restates (github:debezium
   the update's new tuple, where a placeholder means "as before the update").
 - Events of aborted or still-open transactions (``kafka.transaction_result`` "aborted" / "open") never change
   the table: read_committed has already dropped them; this fold refuses them again.
+- A redelivery (at-least-once: Kafka Connect restarted after a crash sends again the events after its last
+  committed offset, at later Kafka offsets): a streamed event whose source position is at or before the last
+  applied event of its key (or the partition's last truncate) is counted and skipped, and so is the tombstone
+  that follows a skipped delete (:func:`~logdoctor.formats.registry.debezium.redelivery_position`: PostgreSQL,
+  MySQL, MariaDB). A snapshot read (``r``) is never compared: its position is where the snapshot began; a
+  snapshot after streamed events starts a new basis (positions before it are not compared). Where
+  the connector's events carry no position compared here, offset order stands (``redeliveries_unchecked``).
+- A column whose Connect schema declares a default (JsonConverter: ``connect.default``) holds that default
+  where the row's last event's schema lacked the column (an ``ADD COLUMN ... DEFAULT`` after it): the
+  database filled the rows it had with the default (:func:`build_table`).
 """
 
 from __future__ import annotations
@@ -42,6 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from logdoctor.formats.registry import debezium
+from logdoctor.formats.registry.connect_json import field_default
 from logdoctor.formats.registry.debezium import (
     CREATE,
     DELETE,
@@ -57,6 +68,9 @@ PROVENANCE_COLUMN = "kafka"
 #: kafka.transaction_result values whose events never change the table
 UNCOMMITTED = ("aborted", "open")
 TOMBSTONE = "tombstone"
+#: the streamed ops whose source position places them in the database's log (a snapshot read's is where the
+#: snapshot began, not where the row was last changed)
+_POSITIONED = (CREATE, UPDATE, DELETE, TRUNCATE)
 _NONE: frozenset[int] = frozenset()  # the unresolved columns of a row with none (shared)
 
 
@@ -114,6 +128,12 @@ class CdcStats:
     events_after_end: int = 0
     #: ``m`` (logical decoding messages), unknown ops, keyless tombstones: nothing to apply
     events_ignored: int = 0
+    #: events at or before the last applied event of their key by source position (and the tombstones of
+    #: such deletes): a redelivery (at-least-once), not applied
+    events_redelivered: int = 0
+    #: why redeliveries could not be told (the events carry no source position this fold compares: offset
+    #: order stands), or None
+    redeliveries_unchecked: str | None = None
     #: truncates applied
     truncates: int = 0
     #: rows in the table
@@ -133,6 +153,9 @@ class CdcStats:
     rows_truncated_across_partitions: int = 0
     #: values that do not convert to their semantic type (a ZonedTimestamp that does not parse): null
     unconvertible_cells: int = 0
+    #: cells null in the row's last event whose column's schema declares a default (the event was written
+    #: before the column was added): the default
+    default_cells: int = 0
     #: a compacted topic: deletes and tombstones found below the cleaner's offset (the keys' earlier records
     #: were removed; a delete whose tombstone the cleaner has also removed leaves no trace, so a point in time
     #: before it cannot show the row)
@@ -154,6 +177,7 @@ class CdcStats:
                 setattr(self, name, getattr(self, name) + value)
         self.unordered_events.extend(other.unordered_events)
         self.refused = self.refused or other.refused
+        self.redeliveries_unchecked = self.redeliveries_unchecked or other.redeliveries_unchecked
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -274,6 +298,18 @@ class PartitionFold:
         self.position_names: tuple[str, ...] = ()
         self.key_names: tuple[str, ...] | None = None
         self._stopped = False
+        # redeliveries: whether this connector's positions are compared (None: not known yet), the highest
+        # position applied, the last truncate's, the keys whose delete was a redelivery (so is its tombstone)
+        self._checks: bool | None = None
+        self._ranker: Callable[[tuple], tuple | None] | None = None
+        self._high: tuple | None = None
+        self._truncated_at: tuple | None = None
+        # the offset where the latest snapshot began (its first ``r`` after a streamed event): positions of
+        # events before it are not compared with later ones (a database restored to an earlier point, or a
+        # binary log reset, gives lower positions; the connector then snapshots again)
+        self._basis_from = 0
+        self._streamed = False
+        self._stale_deletes: set[Any] = set()
         ends = self.options.ending_offsets or {}
         self._end_offset = ends.get(partition)
         cleaned = self.options.compaction.cleaned_to if self.options.compaction else {}
@@ -298,6 +334,8 @@ class PartitionFold:
         events = _Events(batch, self)
         if events.key_names is not None:
             self.key_names = tuple(events.key_names)
+        if self._checks is None and self.connector is not None:
+            self._decide_checks()
         end_ts = self.options.ending_timestamp_ms
         for i in range(batch.num_rows):
             offset = events.offsets[i]
@@ -309,6 +347,10 @@ class PartitionFold:
                 self.stats.events_uncommitted += 1
                 continue
             if events.tombstones[i]:
+                if self._stale_deletes and events.keys[i] in self._stale_deletes:
+                    self._stale_deletes.discard(events.keys[i])  # the tombstone of a redelivered delete
+                    self.stats.events_redelivered += 1
+                    continue
                 self._tombstone(events, i)
                 continue
             ts_ms = events.ts_ms[i]
@@ -319,6 +361,19 @@ class PartitionFold:
                     self.stats.point_in_time_in_cleaned_range = True
                 continue
             op = events.ops[i]
+            if self._stale_deletes:
+                self._stale_deletes.discard(events.keys[i])
+            if self._checks:
+                if op in _POSITIONED:
+                    if self._redelivered(events, i, op):
+                        self.stats.events_redelivered += 1
+                        if op == DELETE:
+                            self._stale_deletes.add(events.keys[i])
+                        continue
+                    self._streamed = True
+                elif op == READ and self._streamed:  # a new snapshot: a new basis of positions
+                    self._basis_from, self._streamed = offset, False
+                    self._high = self._truncated_at = None
             if op in (READ, CREATE, UPDATE):
                 if events.after_valid[i]:
                     self._upsert(events, i, op)
@@ -332,6 +387,56 @@ class PartitionFold:
                 self.stats.events_ignored += 1
             if self.stats.refused:
                 return
+
+    def _decide_checks(self) -> None:
+        """Whether this partition's events are checked for redeliveries (their connector's positions)."""
+        self._ranker = debezium.redelivery_ranker(self.connector, self.position_names)
+        if self._ranker is not None:
+            self._checks = True
+            return
+        self._checks = False
+        what = f"connector {self.connector!r}" if self.connector else "events without source.connector"
+        self.stats.redeliveries_unchecked = (
+            f"{what}: no source position this fold compares (PostgreSQL lsn/sequence, MySQL and MariaDB "
+            "binlog file/pos/row or gtid); events of a key are applied in offset order, a redelivered one "
+            "again"
+        )
+
+    def _position(self, position: tuple | None) -> tuple | None:
+        """The redelivery position (:func:`~logdoctor.formats.registry.debezium.redelivery_position`) of an
+        event's position fields."""
+        if position is None or self._ranker is None:
+            return None
+        return self._ranker(position)
+
+    def _redelivered(self, events: _Events, i: int, op: str) -> bool:
+        """Whether event ``i`` (a streamed ``c``, ``u``, ``d`` or ``t``) is at or before, by source position,
+        the last applied event of its key or the partition's last truncate (a truncate: at or before the
+        highest position applied): a redelivery. Updates the positions applied when it is not."""
+        here = self._position(events.position(i))
+        if here is None:
+            return False
+        if op == TRUNCATE:
+            if debezium.at_or_before(here, self._high):
+                return True
+            self._truncated_at = here
+        else:
+            key = events.keys[i]
+            last: _Row | _Gone | None = self.live.get(key)
+            if last is None:
+                last = self.gone.get(key)
+            if (
+                last is not None
+                and last.op in _POSITIONED
+                and last.offset >= self._basis_from
+                and debezium.at_or_before(here, self._position(last.position))
+            ):
+                return True
+            if debezium.at_or_before(here, self._truncated_at):
+                return True
+        if self._high is None or debezium.at_or_before(self._high, here) is not False:
+            self._high = here
+        return False
 
     def _refuse(self, offset: int) -> None:
         self.stats.refused = (
@@ -443,6 +548,8 @@ class PartitionFold:
 
     def result(self) -> PartitionResult:
         """The partition's folded state (call after the last :meth:`feed`)."""
+        if self._checks is None and self.stats.events_folded:
+            self._decide_checks()
         return PartitionResult(
             self.partition,
             self.live,
@@ -705,14 +812,29 @@ def build_table(
 ) -> pa.Table:
     """The table of the folded rows: ``after``'s columns with Debezium's semantic types mapped
     (:func:`~logdoctor.formats.registry.debezium.convert_column`), then the provenance column, rows sorted by
-    primary key. Fills the row counts of ``stats``."""
+    primary key. Fills the row counts of ``stats``.
+
+    A column whose schema declares a default (Kafka Connect JsonConverter's ``default``,
+    :func:`~logdoctor.formats.registry.connect_json.field_default`) holds it where the row's last event has
+    null and no placeholder put it there. The converter never writes null for such a column
+    (``replace.null.with.default``, true by default: a null is written, and read, as the default), so the
+    null comes from an event whose schema lacked the column: one written before ``ALTER TABLE ... ADD COLUMN
+    ... DEFAULT``, which gave the rows the database held the default (PostgreSQL and MariaDB alike). This is
+    the table read through the newest schema, as Avro's schema resolution reads an Avro topic."""
     cleaned_to = compaction.cleaned_to if compaction else {}
     ordered = sorted(rows, key=lambda kv: _sort_key(kv[0]))
     fields: list[pa.Field] = []
     arrays: list[pa.Array] = []
     for i in range(value_type.num_fields):
         physical = value_type.field(i)
-        column = pa.array([row.values[i] for _, row in ordered], physical.type)
+        values = [row.values[i] for _, row in ordered]
+        has_default, default = field_default(physical)
+        if has_default:
+            for j, (_, row) in enumerate(ordered):
+                if values[j] is None and i not in row.unresolved:
+                    values[j] = default
+                    stats.default_cells += 1
+        column = pa.array(values, physical.type)
         mapped, array, bad = debezium.convert_column(physical, column)
         stats.unconvertible_cells += bad
         fields.append(mapped)

@@ -41,6 +41,18 @@ from logdoctor.spark.typed import UNDECODED, TopicCounts, TypedBatches, merge_co
 NOT_AN_ENVELOPE = "its values are not Debezium change events (no op, before, after and source)"
 
 
+def not_an_envelope(tp: Any) -> str:
+    """Why a topic of the typed survey (:class:`logdoctor.spark.typed.TopicPlan`) is no Debezium topic: its
+    values name no schema, or decode to something else than an envelope (a record of other fields, a
+    primitive, a union of messages)."""
+    if not tp.values_typed:
+        return "its values name no schema (no registry frame, no Connect JSON envelope): not Debezium events"
+    typ = tp.value_type
+    if pa.types.is_struct(typ):
+        return "its values are records without op, before, after and source: not Debezium change events"
+    return f"its values are of type {typ}, not records: not Debezium change events"
+
+
 @dataclass(slots=True)
 class CdcSummary:
     """Per topic the fold's counts (:class:`logdoctor.spark.cdc.CdcStats`) and its table, the topics left
@@ -93,6 +105,18 @@ class CdcSummary:
                 parts.append(f"{s.events_uncommitted:,} events of aborted or open transactions not applied")
             if s.events_after_end:
                 parts.append(f"{s.events_after_end:,} events after the point in time not applied")
+            if s.events_redelivered:
+                parts.append(
+                    f"{s.events_redelivered:,} redelivered events not applied (at or before their key's last "
+                    "event by source position)"
+                )
+            if s.redeliveries_unchecked:
+                parts.append(f"redeliveries not checked: {s.redeliveries_unchecked}")
+            if s.default_cells:
+                parts.append(
+                    f"{s.default_cells:,} cells given their column's default (the row's last event predates "
+                    "the column)"
+                )
             if s.truncates:
                 parts.append(f"{s.truncates:,} truncates")
             if s.rows_without_snapshot:
@@ -119,7 +143,7 @@ class CdcSummary:
             where = self.tables.get(topic)
             out.append(f"{topic}: {'; '.join(parts)}" + (f" -> {where}" if where else ""))
         for topic, why in sorted(self.left_out.items()):
-            out.append(f"{topic}: left out: {why}")
+            out.append(f"{topic}: skipped, no table: {why}")
         for topic, c in sorted(self.counts.items()):
             if c.undecoded:
                 why = ", ".join(f"{r} {n:,}" for r, n in sorted(c.undecoded.items()))
@@ -305,7 +329,7 @@ def run_cdc_export(
     from logdoctor.formats.registry.debezium import is_envelope
 
     cdc_topics = {t for t, tp in typed.topics.items() if tp.values_typed and is_envelope(tp.value_type)}
-    left_out = {t: NOT_AN_ENVELOPE for t in typed.topics if t not in cdc_topics}
+    left_out = {t: not_an_envelope(tp) for t, tp in typed.topics.items() if t not in cdc_topics}
     cdc_refs = [r for r in refs if r.topic in cdc_topics]
     appending: dict[str, Any] = {}
     held: dict[str, dict[str, int]] = {}

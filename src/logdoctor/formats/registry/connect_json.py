@@ -20,8 +20,10 @@ docs/typed-tables.md), as ``JsonConverter.toConnectData`` reads them:
   ``Timestamp`` (int64 ms) timestamp[us, UTC].
 
 A schema's ``name``, ``version`` and ``parameters`` go into its Arrow field's metadata as
-``connect.name``, ``connect.version`` and ``connect.parameters`` (JSON text, keys sorted); the whole
-value's in :attr:`ConnectJsonDecoder.field_metadata`.
+``connect.name``, ``connect.version`` and ``connect.parameters`` (JSON text, keys sorted), and a scalar
+field's ``default`` as ``connect.default`` (its JSON text, as the schema writes it; :func:`field_default`
+reads it back as a value of the field's Arrow type); the whole value's in
+:attr:`ConnectJsonDecoder.field_metadata`.
 """
 
 from __future__ import annotations
@@ -142,7 +144,56 @@ def metadata(schema: dict) -> dict[bytes, bytes]:
         parameters = schema["parameters"]
         text = json.dumps(parameters, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         out[b"connect.parameters"] = text.encode()
+    if schema.get("default") is not None and schema.get("type") in _SCALARS:
+        out[DEFAULT_KEY] = canonical(schema["default"]).encode()
     return out
+
+
+#: the field metadata key of a scalar field's schema default (:func:`metadata`)
+DEFAULT_KEY = b"connect.default"
+_SCALARS = frozenset(
+    ("int8", "int16", "int32", "int64", "float", "float32", "double", "float64", "boolean", "string", "bytes")
+)
+
+
+def field_default(field: pa.Field) -> tuple[bool, Any]:
+    """Whether ``field`` (a column :func:`metadata` described) has a Connect schema default, and that default
+    as a value of the field's Arrow type (as ``to_pylist`` gives it). The schema is rebuilt from the Arrow
+    type and the ``connect.*`` metadata, and the default read as the decoder reads a null value of it
+    (``JsonConverter.convertToConnect``: a null takes the schema's default)."""
+    meta = field.metadata or {}
+    text = meta.get(DEFAULT_KEY)
+    kind = _connect_type(field.type)
+    if text is None or kind is None:
+        return False, None
+    schema: dict[str, Any] = {"type": kind, "optional": True}
+    if b"connect.name" in meta:
+        schema["name"] = meta[b"connect.name"].decode()
+    if b"connect.parameters" in meta:
+        schema["parameters"] = json.loads(meta[b"connect.parameters"])
+    try:
+        schema["default"] = loads(text, decimals=True)
+        arrow_type, convert = _node(schema)
+    except (NotJson, SchemaError):
+        return False, None
+    if arrow_type != field.type:
+        return False, None
+    return True, convert(None)
+
+
+def _connect_type(t: pa.DataType) -> str | None:
+    """The Connect schema type of a scalar Arrow type of the mapping (logical types by their physical)."""
+    for kind, arrow in _INT_TYPES.items():
+        if t == arrow:
+            return kind
+    if pa.types.is_date32(t) or pa.types.is_time32(t):
+        return "int32"
+    if pa.types.is_timestamp(t):
+        return "int64"
+    if pa.types.is_decimal(t) or pa.types.is_binary(t):
+        return "bytes"
+    names = {pa.float32(): "float", pa.float64(): "double", pa.bool_(): "boolean", pa.string(): "string"}
+    return names.get(t)
 
 
 # -- the Arrow type of a schema and the converter of its values --------------------------------------------

@@ -47,28 +47,30 @@ TIMESTAMP_UTC = pa.timestamp("us", tz="UTC")
 
 #: the source fields that place an event in the database's log (kept in the provenance column when the source
 #: struct has them): PostgreSQL ``lsn`` and ``sequence`` (postgresql/SourceInfo.java; AbstractSourceInfo
-#: SEQUENCE_KEY = [last commit LSN, LSN]), MySQL/MariaDB ``file``, ``pos``, ``row``
+#: SEQUENCE_KEY = [last commit LSN, LSN]), MySQL/MariaDB ``server_id``, ``gtid``, ``file``, ``pos``, ``row``
 #: (binlog/BinlogSourceInfo.java), Oracle ``scn``, ``commit_scn`` (oracle/SourceInfo.java), SQL Server
 #: ``change_lsn``, ``commit_lsn``, ``event_serial_no`` (sqlserver/SourceInfo.java)
 ALL_POSITION_FIELDS = (
     "lsn", "sequence",
-    "file", "pos", "row",
+    "server_id", "gtid", "file", "pos", "row",
     "scn", "commit_scn",
     "change_lsn", "commit_lsn", "event_serial_no",
 )  # fmt: skip
 
 
-def _fields(fields: pa.StructType | pa.Schema | Sequence[pa.Field]) -> list[pa.Field]:
+def _fields(fields: pa.DataType | pa.Schema | Sequence[pa.Field]) -> list[pa.Field]:
     if isinstance(fields, pa.StructType):
         return [fields.field(i) for i in range(fields.num_fields)]
+    if isinstance(fields, pa.DataType):
+        return []  # a value that is not a record (an Avro primitive, a union of Protobuf messages, bytes)
     return list(fields)
 
 
-def is_envelope(fields: pa.StructType | pa.Schema | Sequence[pa.Field]) -> bool:
-    """Whether these fields (a value's struct type, or a batch's top-level columns) are a Debezium envelope:
-    ``op`` a string, ``before`` and ``after`` structs of one type, ``source`` a struct (Envelope.FieldName;
+def is_envelope(fields: pa.DataType | pa.Schema | Sequence[pa.Field]) -> bool:
+    """Whether these fields (a value's type, or a batch's top-level columns) are a Debezium envelope: ``op``
+    a string, ``before`` and ``after`` structs of one type, ``source`` a struct (Envelope.FieldName;
     Envelope.isEnvelopeSchema also asks the schema name to end in ``.Envelope``, which a JSON-Schema'd or
-    renamed value may not keep: the fields decide here)."""
+    renamed value may not keep: the fields decide here). A type that is not a struct is no envelope."""
     by_name = {f.name: f for f in _fields(fields)}
     if not all(name in by_name for name in ENVELOPE_FIELDS):
         return False
@@ -251,7 +253,8 @@ def position_fields(source_type: pa.StructType) -> list[pa.Field]:
 def position_key(source: Mapping[str, Any] | None) -> tuple | None:
     """A value that orders events of one connector by where they are in the database's log, or None when the
     source names no position. PostgreSQL: ``sequence`` = [last commit LSN, LSN] (the stream is in commit
-    order, so the last commit LSN goes first), else ``lsn``; MySQL/MariaDB: (``file``, ``pos``, ``row``);
+    order, so the last commit LSN goes first), else ``lsn``; MySQL/MariaDB: (``file`` as its base name and
+    number, ``pos``, ``row``);
     Oracle: (``commit_scn`` or ``scn``, ``scn``); SQL Server: (``commit_lsn``, ``change_lsn``,
     ``event_serial_no``)."""
     if not source:
@@ -263,10 +266,11 @@ def position_key(source: Mapping[str, Any] | None) -> tuple | None:
         if sequence is not None:
             return sequence
         return None if lsn is None else (int(lsn), int(lsn))
-    if connector in ("mysql", "mariadb"):
+    if connector in BINLOG_CONNECTORS:
         if source.get("file") is None or source.get("pos") is None:
             return None
-        return (str(source["file"]), int(source["pos"]), int(source.get("row") or 0))
+        base, number = binlog_file(str(source["file"]))
+        return (base, number, int(source["pos"]), int(source.get("row") or 0))
     if connector == "oracle":
         scn = _int_or_none(source.get("scn"))
         if scn is None:
@@ -292,6 +296,134 @@ def _pg_sequence(text: Any) -> tuple[int, int] | None:
     if lsn is None:
         return None
     return (lsn if last_commit is None else last_commit, lsn)
+
+
+#: the connectors whose source position is the binary log's (binlog/BinlogSourceInfo.java)
+BINLOG_CONNECTORS = ("mysql", "mariadb")
+#: the connectors whose events of one key this fold orders by source position to tell a redelivery
+#: (:func:`redelivery_position`)
+REDELIVERY_CONNECTORS = ("postgresql", *BINLOG_CONNECTORS)
+
+
+def binlog_file(name: str) -> tuple[str, int]:
+    """A binary log file name as (base name, number): ``mysql-bin.000003`` -> (``mysql-bin``, 3). The number
+    orders the files of one base name (binlog/history/BinlogHistoryRecordComparator.BinlogFileName: files of
+    other base names are not comparable); a name without a numeric extension is (name, -1)."""
+    base, _, extension = name.rpartition(".")
+    if base and extension.isdigit():
+        return base, int(extension)
+    return name, -1
+
+
+def redelivery_position(source: Mapping[str, Any] | None) -> tuple[Any, Any] | None:
+    """Where a streamed change event is in the database's log, as ``(domain, place)``: two events of one key
+    are in the database's order by ``place`` when their ``domain`` is the same, and cannot be compared
+    otherwise. None when the event names no such position (another connector, a field left out).
+
+    Within one key the database serialises the changes (a row lock, the primary key's unique index), so the
+    position of its events grows with each change, and an event at or before the last applied one of its
+    key is that change delivered again: Kafka Connect redelivers from its last committed offset after a
+    crash, at later Kafka offsets, with the positions they had (Debezium's postgresql.adoc, "Kafka Connect
+    process crashes": "Consumers can keep track of this information, especially the LSN, to determine
+    whether an event is a duplicate").
+
+    - PostgreSQL (postgresql/SourceInfo.java, PostgresStreamingChangeEventSource.processReplicationMessages):
+      ``lsn``, the change's own WAL position (``sequence``'s second element when ``lsn`` is absent). Across
+      keys the WAL is not in commit order (two transactions interleave), but within one table the changes
+      of one row, and a truncate against every change, are serialised by their locks: the later change's
+      record is written after the earlier one's commit, so its LSN is higher. ``sequence``'s first element
+      (the last commit LSN before the event's transaction) orders the stream across keys
+      (:func:`position_key`); per key the LSN alone does, and is what a redelivery repeats.
+    - MySQL and MariaDB (binlog/BinlogSourceInfo.java, BinlogStreamingChangeEventSource.handleEvent): ``file``
+      and ``pos`` (the position of the binlog event that holds the row: ``setEventPosition``) and ``row``
+      (its index within that event), in one server's binary log (``server_id``, 0 in a snapshot) of one base
+      name (:func:`binlog_file`). With ``gtid`` (the transaction's GTID, when GTIDs are on): MySQL's
+      ``source_id:number`` and MariaDB's ``domain-server-sequence`` order the transactions of one source
+      (one domain) by their number, then (file number, pos, row) within a transaction.
+
+    ``source.ts_ms`` / ``ts_us`` / ``ts_ns`` are times, not positions (two changes share one, and a clock may
+    step back): they never decide a redelivery."""
+    if not source:
+        return None
+    connector = source.get("connector")
+    if connector == "postgresql":
+        lsn = _pg_lsn(source.get("lsn"), source.get("sequence"))
+        return None if lsn is None else (_PG_DOMAIN, lsn)
+    if connector not in BINLOG_CONNECTORS or source.get("file") is None or source.get("pos") is None:
+        return None
+    base, number = binlog_file(str(source["file"]))
+    place = (number, int(source["pos"]), int(source.get("row") or 0))
+    gtid = _gtid(connector, source.get("gtid"))
+    if gtid is not None:
+        origin, sequence = gtid
+        return (("gtid", connector, origin), (sequence, *place))
+    server = _int_or_none(source.get("server_id")) or 0
+    return (("binlog", connector, server, base), place)
+
+
+_PG_DOMAIN = ("postgresql",)
+
+
+def redelivery_ranker(connector: str | None, names: Sequence[str]) -> Callable[[tuple], tuple | None] | None:
+    """:func:`redelivery_position` of the position fields ``names`` (in that order: a row's
+    :func:`position_fields` values) of ``connector``'s events, made once for a batch's schema (the fold calls
+    it per event); None when the connector's positions are not compared."""
+    index = {name: i for i, name in enumerate(names)}
+    if connector == "postgresql" and ("lsn" in index or "sequence" in index):
+        at_lsn, at_seq = index.get("lsn"), index.get("sequence")
+
+        def postgresql(position: tuple) -> tuple | None:
+            lsn = _pg_lsn(
+                None if at_lsn is None else position[at_lsn], None if at_seq is None else position[at_seq]
+            )
+            return None if lsn is None else (_PG_DOMAIN, lsn)
+
+        return postgresql
+    if connector in BINLOG_CONNECTORS and "file" in index and "pos" in index:
+
+        def binlog(position: tuple) -> tuple | None:
+            return redelivery_position({"connector": connector, **dict(zip(names, position, strict=True))})
+
+        return binlog
+    return None
+
+
+def _pg_lsn(lsn: Any, sequence: Any) -> int | None:
+    """A PostgreSQL event's own WAL position: ``lsn``, else the second element of ``sequence``."""
+    if lsn is not None:
+        return int(lsn)
+    pair = _pg_sequence(sequence)
+    return None if pair is None else pair[1]
+
+
+def _gtid(connector: str, text: Any) -> tuple[str, int] | None:
+    """A GTID as (its source, its number): MySQL ``3E11FA47-...:23`` (also ``uuid:tag:23``), MariaDB
+    ``0-1-42`` (domain 0, server 1, sequence 42: the sequence grows within the domain)."""
+    if not isinstance(text, str) or not text:
+        return None
+    if connector == "mariadb":
+        parts = text.split("-")
+        if len(parts) == 3 and all(p.isdigit() for p in parts):
+            return parts[0], int(parts[2])
+        return None
+    origin, _, number = text.rpartition(":")
+    return (origin.lower(), int(number)) if origin and number.isdigit() else None
+
+
+def at_or_before(a: tuple[Any, Any] | None, b: tuple[Any, Any] | None) -> bool | None:
+    """Whether redelivery position ``a`` is at or before ``b`` (:func:`redelivery_position`); None when they
+    cannot be compared (either is None, or their domains differ). A server id of 0 (a snapshot's) matches
+    any."""
+    if a is None or b is None:
+        return None
+    (da, pa_), (db, pb) = a, b
+    snapshot_server = da[0] == db[0] == "binlog" and da[1] == db[1] and da[3] == db[3] and 0 in (da[2], db[2])
+    if da != db and not snapshot_server:
+        return None
+    try:
+        return pa_ <= pb
+    except TypeError:
+        return None
 
 
 def _int_or_none(value: Any) -> int | None:
