@@ -6,11 +6,14 @@ Two passes over the same slices, each a Spark job of the export (or, for the ``k
 planning worker's first pass):
 
 1. :func:`survey_batch`: which writer schemas each topic's keys and values name (a registry schema id with
-   its Protobuf message-index path, or a Kafka Connect schema carried inline). No payload is decoded.
-2. :func:`plan_topics` (driver): per topic the table type, the union of its writer types by Avro's
-   resolution rules (:mod:`logdoctor.formats.registry.arrow_union`): a column only some writers have is
-   null elsewhere. :class:`TypedBatches` (executors) then decodes each raw batch, one decoder call per writer
-   schema per batch, into rows of that type.
+   its Protobuf message-index path, or a Kafka Connect schema carried inline). A writer schema counts once
+   one of its payloads decodes with it (a task decodes a writer's payloads only until one does).
+2. :func:`plan_topics` (driver): per topic the table type: the newest of its Avro writer schemas where every
+   writer resolves to it by Avro's schema resolution (:mod:`logdoctor.formats.registry.avro_resolve`; each
+   record is then read with its writer schema and resolved), else the union of its writer types
+   (:mod:`logdoctor.formats.registry.arrow_union`: a column only some writers have is null elsewhere) and a
+   note saying why. :class:`TypedBatches` (executors) then decodes each raw batch, one decoder call per
+   writer schema per batch, into rows of that type.
 
 A topic's values are typed when any of them names a schema (a framing or a Connect envelope); a topic none
 of whose values does keeps them as the binary column ``value`` (and likewise its keys, in ``kafka.key``), so
@@ -30,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from logdoctor.formats.registry.reasons import DECODE_ERROR_TRUNCATED
-from logdoctor.formats.registry.writers import Decoders, Resolved, WriterKey, is_framed, writer_of
+from logdoctor.formats.registry.writers import REGISTRY, Decoders, Resolved, WriterKey, is_framed, writer_of
 
 if TYPE_CHECKING:
     from logdoctor.formats.registry.store import SchemaRegistry
@@ -76,6 +79,14 @@ class TopicPlan:
     value_writers: tuple[WriterKey, ...] = ()
     key_writers: tuple[WriterKey, ...] = ()
     unbuildable: dict[WriterKey, str] = field(default_factory=dict)
+    #: the reader schema the writers of the values (keys) resolve to by Avro's rules; None: their union
+    value_reader: WriterKey | None = None
+    key_reader: WriterKey | None = None
+    #: why a column's writers are a union and not resolved to one reader schema
+    notes: tuple[str, ...] = ()
+    #: some value writer's data contract encrypts fields (an ENCRYPT rule): the ``kafka`` struct then has
+    #: ``encrypted_fields``, each row's (issue 78; formats/registry/data_contract.py)
+    encrypted: bool = False
 
     def value_columns(self) -> list[pa.Field]:
         """The table's value columns: a struct's fields (a field named ``kafka`` becomes ``value_kafka``),
@@ -99,6 +110,7 @@ class TopicPlan:
                 pa.field("key_schema_id", pa.int32()),
                 pa.field("value_schema_id", pa.int32()),
                 pa.field("schema_deleted", pa.bool_()),
+                *([pa.field("encrypted_fields", pa.list_(pa.string()))] if self.encrypted else []),
             ]
         )
 
@@ -191,7 +203,12 @@ class _Resolver:
         # Protobuf: the frames with their message indexes (b"\0" + id + indexes) -> the writer schema
         self._framed: dict[bytes, Resolved] = {}
 
-    def column(self, data: Sequence[bytes | None], headers: Sequence[bytes | None] | None) -> list[Any]:
+    def column(
+        self, data: Sequence[bytes | None], headers: Sequence[bytes | None] | None, context: str | None = None
+    ) -> list[Any]:
+        if context is not None and context != ".":  # a topic of a Schema Registry context: its own ids
+            hs = headers or [None] * len(data)
+            return [writer_of(d, h, self.registry, context) for d, h in zip(data, hs, strict=True)]
         out: list[Any] = []
         append = out.append
         cache = self._prefix
@@ -231,7 +248,11 @@ def _resolve(
     rb: pa.RecordBatch, resolver: _Resolver, column: str, header: str
 ) -> tuple[list[bytes | None], list[Any]]:
     data = rb.column(column).to_pylist()
-    return data, resolver.column(data, _header_values(rb, header))
+    registry = resolver.registry
+    context = None  # the topic's Schema Registry context (an association's subject names it)
+    if registry is not None and registry.associations and rb.num_rows:
+        context = registry.context_of_topic(rb.column("topic")[0].as_py(), column == "key")
+    return data, resolver.column(data, _header_values(rb, header), context)
 
 
 def _data_rows(rb: pa.RecordBatch) -> pa.RecordBatch:
@@ -243,8 +264,15 @@ def _data_rows(rb: pa.RecordBatch) -> pa.RecordBatch:
     return rb.filter(pc.invert(pc.fill_null(control, False)))
 
 
-def survey_batch(rb: pa.RecordBatch, resolver: _Resolver, into: dict[str, TopicSurvey]) -> None:
-    """Add what the raw batch ``rb`` (rows of one topic-partition) says of its topic's writer schemas."""
+def survey_batch(
+    rb: pa.RecordBatch, resolver: _Resolver, into: dict[str, TopicSurvey], decoders: Decoders | None = None
+) -> None:
+    """Add what the raw batch ``rb`` (rows of one topic-partition) says of its topic's writer schemas.
+
+    With ``decoders``, a writer schema counts only once one of its payloads decodes with it (issue 75: a
+    damaged record whose frame names another subject's schema must not reshape the table): a writer not yet
+    counted has its payloads of the batch decoded until one does. A writer schema that does not build
+    counts at once (its records go to the side table; it adds no column)."""
     rb = _data_rows(rb)
     if rb.num_rows == 0:
         return
@@ -254,20 +282,43 @@ def survey_batch(rb: pa.RecordBatch, resolver: _Resolver, into: dict[str, TopicS
         ("value", VALUE_HEADER, s.value_writers, "values_framed"),
         ("key", KEY_HEADER, s.key_writers, "keys_framed"),
     ):
-        _, resolved = _resolve(rb, resolver, column, header)
-        for r in resolved:
-            if isinstance(r, Resolved):
-                writers.add(r.writer)
+        data, resolved = _resolve(rb, resolver, column, header)
+        pending: dict[WriterKey, list[bytes]] = {}
+        for d, r in zip(data, resolved, strict=True):
+            if isinstance(r, Resolved) and r.writer not in writers:
+                if decoders is None:
+                    writers.add(r.writer)
+                else:
+                    pending.setdefault(r.writer, []).append(d[r.payload :])  # type: ignore[index]
+        for writer, payloads in pending.items():
+            if _decodes_any(decoders, writer, payloads):  # type: ignore[arg-type]
+                writers.add(writer)
         if not getattr(s, attr) and any(is_framed(r) for r in resolved):
             setattr(s, attr, True)
 
 
+#: the survey decodes a writer's payloads in slices of this many until one decodes
+_SURVEY_SLICE = 64
+
+
+def _decodes_any(decoders: Decoders, writer: WriterKey, payloads: list[bytes]) -> bool:
+    dec = decoders.get(writer)
+    if isinstance(dec, Exception):
+        return True
+    for start in range(0, len(payloads), _SURVEY_SLICE):
+        if any(r is None for r in dec.decode(payloads[start : start + _SURVEY_SLICE]).reasons):
+            return True
+    return False
+
+
 def survey(batches: Iterable[pa.RecordBatch], registry: SchemaRegistry | None) -> dict[str, TopicSurvey]:
-    """The first pass over raw batches (one task's, or all of them)."""
+    """The first pass over raw batches (one task's, or all of them): the writer schemas that decoded at
+    least one of their records."""
     out: dict[str, TopicSurvey] = {}
     resolver = _Resolver(registry)
+    decoders = Decoders(registry)
     for rb in batches:
-        survey_batch(rb, resolver, out)
+        survey_batch(rb, resolver, out, decoders)
     return out
 
 
@@ -279,17 +330,50 @@ def merge_surveys(parts: Iterable[Mapping[str, TopicSurvey]]) -> dict[str, Topic
     return out
 
 
-def _table_type(writers: Sequence[WriterKey], decoders: Decoders, bad: dict[WriterKey, str]) -> pa.DataType:
+def _table_type(
+    writers: Sequence[WriterKey], decoders: Decoders, bad: dict[WriterKey, str], notes: list[str], side: str
+) -> tuple[pa.DataType, WriterKey | None]:
+    """The table type of a column's writer schemas, and the reader schema they resolve to (None: none).
+
+    Avro writers resolve to the newest of them (the highest schema id: the last registered) by Avro's
+    schema resolution (:mod:`logdoctor.formats.registry.avro_resolve`): the table has the reader's type.
+    Where one of them does not resolve to it (or they are not all Avro), the table is the union of the
+    writers' types (:mod:`logdoctor.formats.registry.arrow_union`), and ``notes`` says why."""
     from logdoctor.formats.registry.arrow_union import union_type
 
     types = []
+    built = []
     for w in writers:
         d = decoders.get(w)
         if isinstance(d, Exception):
             bad[w] = str(d)
         else:
             types.append(d.arrow_type)
-    return union_type(types) if types else pa.binary()
+            built.append((w, d))
+    if not types:
+        return pa.binary(), None
+    reader = _reader_schema(built, notes, side)
+    if reader is not None:
+        return decoders.get(reader).arrow_type, reader  # type: ignore[union-attr]
+    return union_type(types), None
+
+
+def _reader_schema(built: list[tuple[WriterKey, Any]], notes: list[str], side: str) -> WriterKey | None:
+    from logdoctor.formats.registry.avro import AvroDecoder
+    from logdoctor.formats.registry.avro_resolve import incompatibility
+
+    if len(built) < 2 or not all(isinstance(d, AvroDecoder) for _, d in built):
+        return None
+    reader_key, reader = max(built, key=lambda wd: wd[0].schema_id or 0)
+    for w, d in built:
+        why = None if w == reader_key else incompatibility(d.root, reader.root)
+        if why is not None:
+            notes.append(
+                f"{side}: schema id {w.schema_id} does not resolve to the newest, schema id "
+                f"{reader_key.schema_id} ({why}): the table is the union of the writers' types"
+            )
+            return None
+    return reader_key
 
 
 def plan_topics(surveys: Mapping[str, TopicSurvey], registry: SchemaRegistry | None) -> TypedPlan:
@@ -301,17 +385,39 @@ def plan_topics(surveys: Mapping[str, TopicSurvey], registry: SchemaRegistry | N
         vw = tuple(sorted(s.value_writers, key=WriterKey.sort_key))
         kw = tuple(sorted(s.key_writers, key=WriterKey.sort_key))
         bad: dict[WriterKey, str] = {}
+        notes: list[str] = []
+        value_type, value_reader = (
+            _table_type(vw, decoders, bad, notes, "value") if s.values_framed else (pa.binary(), None)
+        )
+        # keys are typed once one of them decodes (issue 75: LongSerializer keys look framed; a topic whose
+        # keys never resolve keeps them as bytes)
+        keys_typed = s.keys_framed and bool(kw)
+        key_type, key_reader = (
+            _table_type(kw, decoders, bad, notes, "key") if keys_typed else (pa.binary(), None)
+        )
         plan.topics[topic] = TopicPlan(
             topic=topic,
             values_typed=s.values_framed,
-            keys_typed=s.keys_framed,
-            value_type=_table_type(vw, decoders, bad) if s.values_framed else pa.binary(),
-            key_type=_table_type(kw, decoders, bad) if s.keys_framed else pa.binary(),
+            keys_typed=keys_typed,
+            value_type=value_type,
+            key_type=key_type,
             value_writers=vw,
             key_writers=kw,
             unbuildable=bad,
+            value_reader=value_reader,
+            key_reader=key_reader,
+            notes=tuple(notes),
+            encrypted=False,
         )
     return plan
+
+
+def _encrypted_fields(registry: SchemaRegistry | None, writer: WriterKey) -> tuple[str, ...]:
+    """The fields a registry writer schema's data contract encrypts (their values are ciphertext)."""
+    if registry is None or writer.kind != REGISTRY:
+        return ()
+    schema = registry.in_context(writer.context).get(writer.schema_id or 0)
+    return () if schema is None else schema.encrypted_fields
 
 
 # --- per batch: decode -------------------------------------------------------------------------------
@@ -330,9 +436,16 @@ class TopicCounts:
     undecoded: collections.Counter[str] = field(default_factory=collections.Counter)
     #: the schema ids named by records sent away as unknown or hard-deleted
     missing_ids: set[int] = field(default_factory=set)
+    #: the plan's notes on the table's type (:attr:`TopicPlan.notes`)
+    notes: list[str] = field(default_factory=list)
+    #: per reason, the keys of a typed-key topic that did not decode (the value decides the table: such a
+    #: record is in its table with a null key when its value decodes)
+    keys_undecoded: collections.Counter[str] = field(default_factory=collections.Counter)
 
     def add(self, other: TopicCounts) -> None:
+        self.keys_undecoded.update(other.keys_undecoded)
         self.missing_ids |= other.missing_ids
+        self.notes.extend(n for n in other.notes if n not in self.notes)
         self.records += other.records
         self.decoded += other.decoded
         self.schema_deleted += other.schema_deleted
@@ -349,6 +462,8 @@ class TopicCounts:
             "raw": self.raw,
             "undecoded": dict(sorted(self.undecoded.items())),
             "missing_schema_ids": sorted(self.missing_ids),
+            "notes": list(self.notes),
+            "keys_undecoded": dict(sorted(self.keys_undecoded.items())),
         }
 
     @classmethod
@@ -357,6 +472,8 @@ class TopicCounts:
         c.raw = int(d.get("raw", 0))
         c.undecoded.update({str(k): int(v) for k, v in (d.get("undecoded") or {}).items()})
         c.missing_ids.update(int(i) for i in d.get("missing_schema_ids") or ())
+        c.notes.extend(str(n) for n in d.get("notes") or ())
+        c.keys_undecoded.update({str(k): int(v) for k, v in (d.get("keys_undecoded") or {}).items()})
         return c
 
 
@@ -365,9 +482,12 @@ def undecoded_schema() -> pa.Schema:
     value, and the library's words) and the schema id the record named (null when none)."""
     from logdoctor.spark.schema import records_arrow_schema
 
-    return records_arrow_schema().append(pa.field("reason", pa.string())).append(
-        pa.field("detail", pa.string())
-    ).append(pa.field("schema_id", pa.int32()))
+    return (
+        records_arrow_schema()
+        .append(pa.field("reason", pa.string()))
+        .append(pa.field("detail", pa.string()))
+        .append(pa.field("schema_id", pa.int32()))
+    )
 
 
 class TypedBatches:
@@ -378,6 +498,7 @@ class TypedBatches:
         self.decoders = Decoders(plan.registry)
         self.resolver = _Resolver(plan.registry)
         self.counts: dict[str, TopicCounts] = {}
+        self._resolutions: dict[tuple[WriterKey, WriterKey], Any] = {}
 
     def split(self, rb: pa.RecordBatch) -> tuple[str | None, pa.RecordBatch | None, pa.RecordBatch | None]:
         """(topic, its typed rows, its side-table rows) of one raw batch (rows of one topic-partition)."""
@@ -389,14 +510,18 @@ class TypedBatches:
         if tp is None:  # a topic the first pass did not see (its data changed since): untyped
             tp = TopicPlan(topic, False, False, pa.binary(), pa.binary())
             self.plan.topics[topic] = tp
-        counts = self.counts.setdefault(topic, TopicCounts())
+        counts = self.counts.get(topic)
+        if counts is None:
+            counts = self.counts[topic] = TopicCounts(notes=list(tp.notes))
         n = rb.num_rows
         counts.records += n
         reasons: list[str | None] = [None] * n
         details: list[str | None] = [None] * n
         ids: list[int | None] = [None] * n
         value, value_ids, deleted = self._column(rb, tp, "value", reasons, details, ids)
-        key, key_ids, _ = self._column(rb, tp, "key", reasons, details, ids)
+        key_reasons: list[str | None] = [None] * n  # the value decides the table: the key's reason apart
+        key, key_ids, _ = self._column(rb, tp, "key", key_reasons, [None] * n, [None] * n)
+        counts.keys_undecoded.update(r for r in key_reasons if r is not None)
         ok = [r is None for r in reasons]
         typed = None
         if any(ok):
@@ -458,11 +583,12 @@ class TypedBatches:
         for writer, rows in groups.items():
             dec = self.decoders.get(writer)
             if isinstance(dec, Exception):
-                from logdoctor.formats.registry.writers import UNBUILDABLE
+                from logdoctor.formats.registry.writers import unbuildable_reason
 
                 for i in rows:
                     if reasons[i] is None:
-                        reasons[i], details[i], ids[i] = UNBUILDABLE, f"{column}: {dec}", writer.schema_id
+                        reasons[i], details[i] = unbuildable_reason(dec), f"{column}: {dec}"
+                        ids[i] = writer.schema_id
                 continue
             payloads = [data[i][resolved[i].payload :] for i in rows]  # type: ignore[index,union-attr]
             decoded = dec.decode(payloads)
@@ -471,7 +597,13 @@ class TypedBatches:
                     i = rows[j]
                     if reasons[i] is None:
                         reasons[i], details[i], ids[i] = why, f"{column}: {why}", writer.schema_id
-            pieces.append(cast_to(decoded.values, target))
+            reader = tp.value_reader if column == "value" else tp.key_reader
+            values = decoded.values
+            if values.null_count == len(values):  # none decoded: a writer the table was not shaped by
+                values = pa.nulls(len(values), target)
+            elif reader is not None and reader != writer:
+                values = self._resolution(writer, reader)(values)
+            pieces.append(cast_to(values, target))
             order.extend(rows)
         taken = set(order)
         rest = [i for i in range(n) if i not in taken] if len(order) < n else []
@@ -486,6 +618,35 @@ class TypedBatches:
             inverse[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
             whole = whole.take(pa.array(inverse))
         return whole, row_ids, deleted
+
+    def _resolution(self, writer: WriterKey, reader: WriterKey) -> Any:
+        """The function that resolves values of ``writer`` to ``reader`` (Avro's schema resolution)."""
+        found = self._resolutions.get((writer, reader))
+        if found is None:
+            from logdoctor.formats.registry.avro_resolve import resolve
+
+            w, r = self.decoders.get(writer), self.decoders.get(reader)
+
+            def found(values: pa.Array) -> pa.Array:
+                return resolve(values, w.root, r.root)  # type: ignore[union-attr]
+
+            self._resolutions[(writer, reader)] = found
+        return found
+
+    def _encrypted_column(self, kept: pa.RecordBatch, vids: list[int | None]) -> pa.Array:
+        """Each row's encrypted value fields (null: none), by its writer schema's data contract."""
+        registry = self.plan.registry
+        context = None
+        if registry is not None and registry.associations and kept.num_rows:
+            context = registry.context_of_topic(kept.column("topic")[0].as_py())
+        space = {} if registry is None else registry.in_context(context)
+        out = []
+        for vid in vids:
+            schema = None if vid is None else space.get(vid)
+            out.append(
+                list(schema.encrypted_fields) if schema is not None and schema.encrypted_fields else None
+            )
+        return pa.array(out, pa.list_(pa.string()))
 
     def _typed(
         self,
@@ -529,6 +690,7 @@ class TypedBatches:
                 pa.array(kids, pa.int32()),
                 pa.array(vids, pa.int32()),
                 pa.array(dels, pa.bool_()),
+                *([self._encrypted_column(kept, vids)] if tp.encrypted else []),
             ],
             fields=list(tp.kafka_type()),
         )

@@ -39,6 +39,19 @@ class TypedSummary:
     def undecoded(self) -> int:
         return undecoded_total(self.counts)
 
+    def table_of(self, topic: str) -> str | None:
+        """The table of ``topic``; None when none of its records went there (all in ``_undecoded``) and no
+        folder is there (the Parquet export writes none for it; issue 75). An Iceberg or Delta table is
+        made empty, and a table given by URI is named as it is."""
+        import os
+
+        where = self.tables.get(topic)
+        c = self.counts.get(topic)
+        all_sent_away = c is not None and c.records and c.records <= sum(c.undecoded.values())
+        if where and all_sent_away and "://" not in where and not os.path.exists(where):
+            return None
+        return where
+
     def to_json(self) -> dict[str, Any]:
         return {
             "registry": {
@@ -46,9 +59,7 @@ class TypedSummary:
                 "schemas": self.schemas,
                 "notes": list(self.registry_notes),
             },
-            "topics": {
-                t: {**c.to_json(), "table": self.tables.get(t)} for t, c in sorted(self.counts.items())
-            },
+            "topics": {t: {**c.to_json(), "table": self.table_of(t)} for t, c in sorted(self.counts.items())},
             "undecoded": self.undecoded,
         }
 
@@ -66,8 +77,12 @@ class TypedSummary:
             if c.undecoded:
                 why = ", ".join(f"{r} {n:,}" for r, n in sorted(c.undecoded.items()))
                 parts.append(f"{sum(c.undecoded.values()):,} to _undecoded ({why})")
-            where = self.tables.get(topic)
+            if c.keys_undecoded:
+                why = ", ".join(f"{r} {n:,}" for r, n in sorted(c.keys_undecoded.items()))
+                parts.append(f"{sum(c.keys_undecoded.values()):,} keys not decoded ({why}; kafka.key null)")
+            where = self.table_of(topic)
             out.append(f"{topic}: {'; '.join(parts)}" + (f" -> {where}" if where else ""))
+            out.extend(f"  {topic}: {note}" for note in c.notes)
         missing = {i for c in self.counts.values() for i in c.missing_ids}
         if missing:
             from logdoctor.logdir.schemas_store import LoadedRegistry, missing_ids_text
@@ -155,6 +170,7 @@ def write_with_spark(
         rows += written
         records, tombstones = totals.get(topic, (written, 0))
         c = counts.setdefault(topic, TopicCounts())
+        c.notes = list(plan.topics[topic].notes)
         c.records, c.tombstones = records, tombstones
         if plan.topics[topic].values_typed:
             c.decoded, c.schema_deleted = written - tombstones, int(got.get("deleted") or 0)
@@ -162,9 +178,9 @@ def write_with_spark(
             c.raw = written - tombstones
     side = f"{out.rstrip('/')}/{UNDECODED}"
     side_options = dataclasses.replace(base, undecoded=True).to_options()
-    spark.read.format("kafka-log").options(**side_options).load(list(items)).write.mode(
-        spark_mode
-    ).format(fmt).save(side)
+    spark.read.format("kafka-log").options(**side_options).load(list(items)).write.mode(spark_mode).format(
+        fmt
+    ).save(side)
     for r in spark.read.format(fmt).load(side).groupBy("topic", "reason", "schema_id").count().collect():
         c = counts.setdefault(r["topic"], TopicCounts())
         c.undecoded[r["reason"]] += int(r["count"])

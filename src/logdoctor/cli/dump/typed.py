@@ -94,18 +94,25 @@ def _text_or_b64(data: bytes) -> dict[str, Any] | str:
 class _Typed:
     """Decodes one record's key and value with a registry (None: Connect envelopes only)."""
 
-    def __init__(self, loaded: LoadedRegistry | None) -> None:
+    def __init__(self, loaded: LoadedRegistry | None, topic: str | None = None) -> None:
         from logdoctor.formats.registry.writers import Decoders
 
         self.registry = None if loaded is None else loaded.registry
         self.decoders = Decoders(self.registry)
+        # the Schema Registry context of the topic's keys and values (an association names it)
+        r, t = self.registry, topic
+        self.contexts = {
+            k: None if r is None or t is None else r.context_of_topic(t, k) for k in (True, False)
+        }
 
-    def _side(self, data: bytes | None, header: bytes | None) -> tuple[dict[str, Any], Any]:
+    def _side(
+        self, data: bytes | None, header: bytes | None, is_key: bool = False
+    ) -> tuple[dict[str, Any], Any]:
         """(what names the schema, the decoded value) of a key or value; a failure gives ``reason``."""
         from logdoctor.formats.registry.framing import read_frame
-        from logdoctor.formats.registry.writers import REGISTRY, UNBUILDABLE, Resolved, writer_of
+        from logdoctor.formats.registry.writers import REGISTRY, Resolved, unbuildable_reason, writer_of
 
-        resolved = writer_of(data, header, self.registry)
+        resolved = writer_of(data, header, self.registry, self.contexts[is_key])
         if resolved is None:
             return {}, None
         if isinstance(resolved, str):
@@ -119,20 +126,31 @@ class _Typed:
         assert isinstance(resolved, Resolved) and data is not None
         w = resolved.writer
         about = {"schema_id": w.schema_id} if w.kind == REGISTRY else {"schema": "connect"}
+        if w.context:
+            about["schema_context"] = w.context  # the id is of this Schema Registry context
         if w.message_indexes and w.message_indexes != (0,):
             about["message_indexes"] = list(w.message_indexes)
         if resolved.deleted:
             about["schema_deleted"] = True
+        schema = None if self.registry is None else self.registry.in_context(w.context).get(w.schema_id or 0)
+        if w.kind == REGISTRY and schema is not None and schema.encrypted_fields:
+            about["encrypted_fields"] = list(
+                schema.encrypted_fields
+            )  # their ciphertext, as the data contract says
         decoder = self.decoders.get(w)
         if isinstance(decoder, Exception):
-            about["reason"] = UNBUILDABLE
+            about["reason"] = unbuildable_reason(decoder)
             about["schema_error"] = str(decoder)
             return about, None
         got = decoder.decode([memoryview(data)[resolved.payload :]])
         if got.reasons[0] is not None:
             about["reason"] = got.reasons[0]
             return about, None
-        return about, json_value(got.values[0].as_py(), decoder.arrow_type)
+        try:
+            py = got.values[0].as_py()
+        except (OverflowError, ValueError):  # a timestamp or date past year 9999: Python's datetime has none
+            py = got.values.cast(_numbers_type(decoder.arrow_type))[0].as_py()
+        return about, json_value(py, decoder.arrow_type)
 
     def __call__(self, record: Record) -> dict[str, Any]:
         from logdoctor.formats.registry.reasons import NO_MAGIC_BYTE
@@ -140,7 +158,7 @@ class _Typed:
         key = None if record.key is None else bytes(record.key)
         value = None if record.value is None else bytes(record.value)
         out: dict[str, Any] = {}
-        key_about, key_value = self._side(key, _last_header(record, _KEY_HEADER))
+        key_about, key_value = self._side(key, _last_header(record, _KEY_HEADER), True)
         if key_about.get("reason") == NO_MAGIC_BYTE and key is not None:
             out["key"] = _text_or_b64(key)  # a plain key: its text, as kcat prints it
         else:
@@ -157,13 +175,55 @@ def typed_decoder(path: Path | None, schemas: Sequence[str], force: bool) -> Cal
     loaded = registry_for(path, schemas)
     if loaded is None and not force:
         return None
-    return _Typed(loaded)
+    topic = None if path is None else path.parent.name.rsplit("-", 1)[0]
+    return _Typed(loaded, topic)
 
 
 def _iso(value: dt.datetime | dt.time) -> str:
     """ISO-8601 with milliseconds, or microseconds when they are not whole milliseconds."""
     frac = f".{value.microsecond:06d}" if value.microsecond % 1000 else f".{value.microsecond // 1000:03d}"
     return value.strftime("%Y-%m-%dT%H:%M:%S" if isinstance(value, dt.datetime) else "%H:%M:%S") + frac
+
+
+def _numbers_type(t: pa.DataType) -> pa.DataType:
+    """``t`` with its timestamps as int64 and its dates as int32 (what ``as_py`` gives for any year)."""
+    import pyarrow as pa
+
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_numbers_type(f.type)) for f in t])
+    if pa.types.is_map(t):
+        return pa.map_(t.key_type, t.item_field.with_type(_numbers_type(t.item_type)))
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_numbers_type(t.value_type)))
+    if pa.types.is_timestamp(t):
+        return pa.int64()
+    if pa.types.is_date32(t):
+        return pa.int32()
+    return t
+
+
+def _wide_iso(count: int, unit: str) -> str:
+    """A timestamp (``count`` of ``unit`` since the epoch) or a date (days: ``unit`` ``d``) that Python's
+    datetime cannot hold (past year 9999, before year 1) as ISO-8601 text with a signed year of more than
+    four digits (as ISO 8601's expanded years and Java's ``Instant.toString``)."""
+    per_second = {"s": 1, "ms": 1000, "us": 1_000_000, "ns": 1_000_000_000, "d": 1}[unit]
+    seconds, frac = divmod(count, per_second) if unit != "d" else (count * 86400, 0)
+    days, secs = divmod(seconds, 86400)
+    z = days + 719468  # civil_from_days (H. Hinnant): proleptic Gregorian
+    era = z // 146097
+    doe = z - era * 146097
+    yoe = (doe - doe // 1460 + doe // 36524 - doe // 146096) // 365
+    doy = doe - (365 * yoe + yoe // 4 - yoe // 100)
+    mp = (5 * doy + 2) // 153
+    day = doy - (153 * mp + 2) // 5 + 1
+    month = mp + 3 if mp < 10 else mp - 9
+    year = yoe + era * 400 + (month <= 2)
+    text = f"{'+' if year > 9999 else '-' if year < 0 else ''}{abs(year):04d}-{month:02d}-{day:02d}"
+    if unit == "d":
+        return text
+    micros = frac * 1_000_000 // per_second
+    clock = f"{secs // 3600:02d}:{secs % 3600 // 60:02d}:{secs % 60:02d}"
+    return f"{text}T{clock}" + (f".{micros:06d}" if micros % 1000 else f".{micros // 1000:03d}")
 
 
 def json_value(value: Any, t: pa.DataType) -> Any:
@@ -184,9 +244,10 @@ def json_value(value: Any, t: pa.DataType) -> Any:
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t):
         return [json_value(v, t.value_type) for v in value]
     if pa.types.is_timestamp(t):
-        return _iso(value) + ("Z" if t.tz is not None else "")
+        text = _wide_iso(value, t.unit) if isinstance(value, int) else _iso(value)
+        return text + ("Z" if t.tz is not None else "")
     if pa.types.is_date(t):
-        return value.isoformat()
+        return _wide_iso(value, "d") if isinstance(value, int) else value.isoformat()
     if pa.types.is_time(t):
         return _iso(value)
     if pa.types.is_duration(t):

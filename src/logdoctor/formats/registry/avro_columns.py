@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from logdoctor.formats.registry.avro_schema import Node
 from logdoctor.formats.registry.avro_values import (
+    BATCH_ZERO_SIZE_ITEMS,
     I64_MAX_MS,
     MAX_ITEMS,
     MAX_ZERO_SIZE_ITEMS,
@@ -37,9 +38,14 @@ from logdoctor.formats.registry.avro_values import (
     US_OF_DAY,
     DecodeError,
     json_text,
+    read_items_rest,
 )
 
 _PAD = 16  # zero bytes after the buffer: a read a few bytes past a payload's end stays in bounds
+#: an array or map whose items are still being read for this few payloads (the others done) is read on a
+#: payload at a time (:func:`.avro_values.read_items_rest`): one large array in a batch costs one Python
+#: step per item, not a column pass per item (issue 75: 500,000 items in one record took 263 s and 2.3 GB)
+FEW_ROWS = 4
 
 
 class Cursor:
@@ -53,6 +59,8 @@ class Cursor:
         self.end = np.cumsum(lens)
         self.pos = self.end - lens
         self.err = np.zeros(n, np.int8)
+        #: the items that take no bytes this batch may still hold (:data:`BATCH_ZERO_SIZE_ITEMS`)
+        self.zero_budget = BATCH_ZERO_SIZE_ITEMS
 
     def fail(self, rows: np.ndarray, code: int) -> None:
         """Mark ``rows`` with ``code`` where they have no error yet (a payload keeps its first error)."""
@@ -385,17 +393,26 @@ def _items(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
         limit = MAX_ZERO_SIZE_ITEMS if zero_size else MAX_ITEMS
         over = live & ((count < 0) | (count > limit - counts[pending]))
         cur.fail(rows[pending[over]], MISMATCH)
+        if zero_size:  # items that take no bytes: the batch's budget of them, in row order
+            spent = np.cumsum(np.where(live & ~over, count, 0))
+            beyond = live & ~over & (spent > cur.zero_budget)
+            cur.fail(rows[pending[beyond]], MISMATCH)
+            over |= beyond
         count = np.where(live & ~over, count, 0)
         more = count > 0
         active, remaining = pending[more], count[more]
         pending = active
-        if zero_size and active.size:  # items that take no bytes: all of a block at once
-            at = np.repeat(active, remaining)
-            seq = np.repeat(counts[active] - np.cumsum(remaining) + remaining, remaining) + np.arange(at.size)
-            chunks.append((at, seq, decode(node.items, cur, rows[at]), None))
+        if zero_size and active.size:  # all of a block at once: each such item is the one value of its type
             counts[active] += remaining
+            cur.zero_budget -= int(remaining.sum())
             active = active[:0]
+        finished: list[int] = []
         while active.size:
+            if active.size <= FEW_ROWS and int(remaining.sum()) > FEW_ROWS:
+                for j, row in enumerate(active.tolist()):
+                    chunks.extend(_rest(node, cur, rows, row, int(remaining[j]), counts))
+                    finished.append(row)
+                break
             keys = _string(node, cur, rows[active]) if is_map else None
             values = decode(node.items, cur, rows[active])
             chunks.append((active, counts[active], values, keys))
@@ -403,12 +420,16 @@ def _items(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
             remaining = remaining - 1
             keep = (remaining > 0) & cur.live(rows[active])
             active, remaining = active[keep], remaining[keep]
+        if finished:
+            pending = np.setdiff1d(pending, np.asarray(finished, np.int64))
         pending = pending[cur.live(rows[pending])]
     offsets = np.zeros(n + 1, np.int64)
     np.cumsum(counts, out=offsets[1:])
     offsets_arr = _arrow(offsets.astype(np.int32), pa.int32())
     value_type = node.arrow.item_type if is_map else node.arrow.value_type
-    if chunks:
+    if zero_size:
+        values = constant(node.items, int(offsets[-1]))  # type: ignore[arg-type]
+    elif chunks:
         order = np.lexsort((np.concatenate([c[1] for c in chunks]), np.concatenate([c[0] for c in chunks])))
         take = _arrow(order, pa.int64())
         values = pa.concat_arrays([c[2] for c in chunks]).take(take)
@@ -418,6 +439,40 @@ def _items(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:
         return pa.ListArray.from_arrays(offsets_arr, values, type=node.arrow)
     keys = pa.concat_arrays([c[3] for c in chunks]).take(take) if chunks else pa.array([], pa.string())
     return pa.MapArray.from_arrays(offsets_arr, keys, values, type=node.arrow)
+
+
+def _rest(
+    node: Node, cur: Cursor, rows: np.ndarray, row: int, left: int, counts: np.ndarray
+) -> list[tuple[np.ndarray, np.ndarray, pa.Array, pa.Array | None]]:
+    """The rest of one payload's array or map (``left`` items of the block being read, then its further
+    blocks) read on a payload at a time, as chunks of :func:`_items`; its count moved on."""
+    r = int(rows[row])
+    out = []
+    try:
+        for values, keys, p in read_items_rest(
+            node, cur.raw, int(cur.pos[r]), int(cur.end[r]), left, int(counts[row])
+        ):
+            k = len(values)
+            out.append((np.full(k, row, np.int64), counts[row] + np.arange(k, dtype=np.int64), values, keys))
+            counts[row] += k
+            cur.pos[r] = p
+    except DecodeError as e:
+        cur.fail(rows[row : row + 1], e.code)
+    return out
+
+
+def constant(node: Node, n: int) -> pa.Array:
+    """``n`` values of a type that takes no bytes (null, a record of such fields, a fixed of size 0): the
+    one value such a type has, without a step per value."""
+    if node.kind == "record":
+        if not node.fields:
+            return pa.Array.from_buffers(node.arrow, n, [None])
+        return pa.StructArray.from_arrays([constant(f, n) for _, f in node.fields], fields=list(node.arrow))
+    if node.kind == "fixed":
+        return pa.Array.from_buffers(
+            node.arrow, n, [None, pa.py_buffer(np.zeros(n + 1, np.int32)), pa.py_buffer(b"")]
+        )
+    return pa.nulls(n, node.arrow)
 
 
 def _json(node: Node, cur: Cursor, rows: np.ndarray) -> pa.Array:

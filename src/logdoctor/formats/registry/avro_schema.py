@@ -72,6 +72,11 @@ class Node:
     fields: tuple[tuple[str, Node], ...] = ()  # record
     target: Node | None = None  # json: the record recursed into
     nullable_branch: int = -1  # union [null, T]: the index of T; -1 for any other union
+    aliases: tuple[str, ...] = ()  # a named type's aliases (full names)
+    #: record: per field, (has a default, the default's JSON value) and the field's aliases
+    defaults: tuple[tuple[bool, Any], ...] = ()
+    field_aliases: tuple[tuple[str, ...], ...] = ()
+    enum_default: str | None = None  # enum: the symbol a reader uses for a writer's unknown one
 
     @property
     def min_size(self) -> int:
@@ -174,12 +179,15 @@ class _Builder:
         if kind == "record" or kind == "error":
             return self.record(schema, stack)
         if kind == "enum":
+            default = schema.get("default")
             return Node(
                 "enum",
                 pa.string(),
                 connect_metadata(schema),
                 name=schema["name"],
                 symbols=tuple(schema["symbols"]),
+                aliases=_aliases(schema),
+                enum_default=default if isinstance(default, str) else None,
             )
         if kind == "array":
             items = self.node(schema["items"], stack)
@@ -195,7 +203,12 @@ class _Builder:
             return Node("map", pa.map_(pa.string(), value_field), connect_metadata(schema), items=values)
         if kind == "fixed":
             node = Node(
-                "fixed", pa.binary(), connect_metadata(schema), name=schema["name"], size=schema["size"]
+                "fixed",
+                pa.binary(),
+                connect_metadata(schema),
+                name=schema["name"],
+                size=schema["size"],
+                aliases=_aliases(schema),
             )
             return self.logical(node, schema)
         if kind in PRIMITIVES:
@@ -232,10 +245,14 @@ class _Builder:
         return node
 
     def record(self, schema: Mapping[str, Any], stack: tuple[tuple[str, Node], ...]) -> Node:
-        node = Node("record", pa.struct([]), connect_metadata(schema), name=schema["name"])
+        node = Node(
+            "record", pa.struct([]), connect_metadata(schema), name=schema["name"], aliases=_aliases(schema)
+        )
         inner = (*stack, (schema["name"], node))
         fields = tuple((f["name"], self.node(f["type"], inner)) for f in schema["fields"])
         node.fields = fields
+        node.defaults = tuple(("default" in f, f.get("default")) for f in schema["fields"])
+        node.field_aliases = tuple(tuple(f.get("aliases") or ()) for f in schema["fields"])
         node.arrow = pa.struct([pa.field(name, f.arrow, metadata=f.metadata or None) for name, f in fields])
         return node
 
@@ -253,6 +270,17 @@ class _Builder:
             if b.kind != "null"
         ]
         return Node("union", pa.struct(fields), {}, branches=branches)
+
+
+def _aliases(schema: Mapping[str, Any]) -> tuple[str, ...]:
+    """A named type's aliases as full names: a bare alias takes the type's namespace (the Avro spec)."""
+    name = schema["name"]
+    namespace = name.rsplit(".", 1)[0] if "." in name else ""
+    out = []
+    for alias in schema.get("aliases") or ():
+        if isinstance(alias, str):
+            out.append(alias if "." in alias or not namespace else f"{namespace}.{alias}")
+    return tuple(out)
 
 
 def branch_names(branches: tuple[Node, ...]) -> list[str]:

@@ -31,6 +31,12 @@ MAX_ITEMS = 2**31 - 9
 #: the most items one array of zero-byte items (nulls, empty records) may claim here (they take no bytes,
 #: so nothing else bounds them): more is a mismatch
 MAX_ZERO_SIZE_ITEMS = 2**20
+#: the most items that take no bytes all the payloads of one decode (a batch, or a window of one) may hold
+#: together: past it a payload is a mismatch (issue 75: 100 records of 5 bytes, each with 2**20 such items,
+#: took 5.1 GB in the export). The bound holds per batch, whatever the records' count.
+BATCH_ZERO_SIZE_ITEMS = 2**22
+#: the items of one array read on a payload at a time are made Arrow arrays this many at a time
+ITEMS_CHUNK = 65_536
 MS_OF_DAY = 86_400_000
 US_OF_DAY = 86_400_000_000
 I64_MAX_MS = (2**63 - 1) // 1000  # the largest timestamp-millis that fits in int64 microseconds
@@ -53,6 +59,7 @@ def decode_rows(root: Node, payloads: Sequence[bytes | memoryview]) -> tuple[pa.
     at a time; bytes left over after the value are a mismatch."""
     values: list[Any] = []
     codes = np.zeros(len(payloads), np.int8)
+    _ZERO_BUDGET[0] = BATCH_ZERO_SIZE_ITEMS
     for i, payload in enumerate(payloads):
         buf = bytes(payload)
         try:
@@ -66,11 +73,87 @@ def decode_rows(root: Node, payloads: Sequence[bytes | memoryview]) -> tuple[pa.
     return pa.array(values, root.arrow), codes
 
 
+_NESTED = ("record", "json", "union", "array", "map")
+
+
+def _tree_size(node: Node) -> int:
+    """How many nodes the type tree of ``node`` has (a recursion counted once)."""
+    seen: set[int] = set()
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        todo.extend(f for _, f in n.fields)
+        todo.extend(n.branches)
+        todo.extend(x for x in (n.items, n.target) if x is not None)
+    return len(seen)
+
+
 def json_text(node: Node, buf: bytes, p: int, end: int) -> tuple[str, int]:
     """The value at ``buf[p:end]`` as compact JSON text (:func:`read_value`'s JSON data), and the position
-    after it."""
-    value, p = read_value(node, buf, p, end)
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False), p
+    after it. Read without recursion (issue 75: a linked list 500 nodes deep was a RecursionError), so a
+    recursive value is read at any depth its bytes hold; the steps that read no byte (nulls, empty records,
+    a record that recurses with nothing to read) are bounded by the payload's length times the schema's
+    size, past which the value is a mismatch."""
+    out: list[str] = []
+    dumps = json.dumps
+    budget = (end - p + 1) * 4 * _tree_size(node) + 1024
+    stack: list[Any] = [node]
+    while stack:
+        budget -= 1
+        if budget < 0:
+            raise DecodeError(MISMATCH)
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        if isinstance(item, list):  # an array or map being read: [node, items left in the block, seen]
+            n, left, seen = item
+            assert n.items is not None
+            if left == 0:
+                count, p = _read_long(buf, p, end)
+                if count < 0:
+                    count = -count
+                    _, p = _read_long(buf, p, end)
+                if count == 0:
+                    out.append("}" if n.kind == "map" else "]")
+                    continue
+                limit = MAX_ZERO_SIZE_ITEMS if n.items.min_size == 0 and n.kind != "map" else MAX_ITEMS
+                if seen + count > limit:
+                    raise DecodeError(MISMATCH)
+                left = count
+            stack.append([n, left - 1, seen + 1])
+            if seen:
+                out.append(",")
+            if n.kind == "map":
+                key, p = _length(buf, p, end)
+                out.append(dumps(_utf8(key), ensure_ascii=False) + ":")
+            stack.append(n.items)
+            continue
+        kind = item.kind
+        if kind not in _NESTED:
+            value, p = read_value(item, buf, p, end)
+            out.append(dumps(value, ensure_ascii=False))
+        elif kind == "union":
+            b, p = _read_int(buf, p, end)
+            if not 0 <= b < len(item.branches):
+                raise DecodeError(MISMATCH)
+            stack.append(item.branches[b])
+        elif kind in ("array", "map"):
+            out.append("{" if kind == "map" else "[")
+            stack.append([item, 0, 0])
+        else:
+            record = item.target if kind == "json" else item
+            assert record is not None
+            stack.append("}")
+            for i in range(len(record.fields) - 1, -1, -1):
+                name, f = record.fields[i]
+                stack.append(f)
+                stack.append(("," if i else "") + dumps(name, ensure_ascii=False) + ":")
+            out.append("{")
+    return "".join(out), p
 
 
 def read_value(node: Node, buf: bytes, p: int, end: int, arrow: bool = False) -> tuple[Any, int]:
@@ -137,12 +220,50 @@ def read_value(node: Node, buf: bytes, p: int, end: int, arrow: bool = False) ->
     return _read_items(node, buf, p, end, arrow)
 
 
+#: what is left of :data:`BATCH_ZERO_SIZE_ITEMS` in the current :func:`decode_rows`
+_ZERO_BUDGET = [BATCH_ZERO_SIZE_ITEMS]
+
+
+def read_items_rest(node: Node, buf: bytes, p: int, end: int, left: int, total: int) -> Any:
+    """The rest of an array or map at ``buf[p:end]``: ``left`` items of the block being read, then the
+    blocks after it, ``total`` items read before; yields (values, keys or None, position after them) by
+    :data:`ITEMS_CHUNK` items as Arrow arrays. Raises :class:`DecodeError`."""
+    assert node.items is not None
+    is_map = node.kind == "map"
+    value_type = node.arrow.item_type if is_map else node.arrow.value_type
+    values: list[Any] = []
+    keys: list[str] = []
+    while True:
+        while left:
+            if is_map:
+                key, p = _length(buf, p, end)
+                keys.append(_utf8(key))
+            value, p = read_value(node.items, buf, p, end, True)
+            values.append(value)
+            left -= 1
+            if len(values) == ITEMS_CHUNK:
+                yield pa.array(values, value_type), (pa.array(keys, pa.string()) if is_map else None), p
+                values, keys = [], []
+        count, p = _read_long(buf, p, end)
+        if count == 0:
+            break
+        if count < 0:
+            count = -count
+            _, p = _read_long(buf, p, end)
+        total += count
+        if total > MAX_ITEMS:
+            raise DecodeError(MISMATCH)
+        left = count
+    yield pa.array(values, value_type), (pa.array(keys, pa.string()) if is_map else None), p
+
+
 def _read_items(node: Node, buf: bytes, p: int, end: int, arrow: bool) -> tuple[Any, int]:
     assert node.items is not None
     is_map = node.kind == "map"
     items: list[Any] = []
     total = 0
-    limit = MAX_ZERO_SIZE_ITEMS if node.items.min_size == 0 and not is_map else MAX_ITEMS
+    zero_size = node.items.min_size == 0 and not is_map
+    limit = MAX_ZERO_SIZE_ITEMS if zero_size else MAX_ITEMS
     while True:
         count, p = _read_long(buf, p, end)
         if count == 0:
@@ -153,6 +274,10 @@ def _read_items(node: Node, buf: bytes, p: int, end: int, arrow: bool) -> tuple[
         total += count
         if total > limit:
             raise DecodeError(MISMATCH)
+        if zero_size:
+            if count > _ZERO_BUDGET[0]:
+                raise DecodeError(MISMATCH)
+            _ZERO_BUDGET[0] -= count
         for _ in range(count):
             if is_map:
                 key, p = _length(buf, p, end)

@@ -1,0 +1,119 @@
+"""The Avro decoder's property (issue 75): for any bytes, with the registered Avro schemas of ../shared/typed
+and random schemas, each of its two readers gives a value or a reason, never a traceback, in bounded time;
+a payload it decodes, fastavro (an independent decoder) reads too, to the same value, using every byte."""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from typing import Any
+
+import avro_oracle as oracle
+import fastavro
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_avro_resolution import _decoder, plain, records, same, values
+
+from logdoctor.formats.registry import avro
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
+
+REASONS = {None, DECODE_ERROR_TRUNCATED, DECODE_ERROR_SCHEMA_MISMATCH}
+SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.function_scoped_fixture,
+    ],
+)
+
+
+@st.composite
+def mutated(draw: st.DrawFn, valid: bytes) -> bytes:
+    """A valid payload with bytes flipped, cut, inserted or repeated; or random bytes."""
+    how = draw(st.sampled_from(["flip", "cut", "insert", "random", "as is"]))
+    data = bytearray(valid)
+    if how == "flip" and data:
+        for _ in range(draw(st.integers(1, 3))):
+            data[draw(st.integers(0, len(data) - 1))] = draw(st.integers(0, 255))
+    elif how == "cut":
+        data = data[: draw(st.integers(0, len(data)))]
+    elif how == "insert":
+        at = draw(st.integers(0, len(data)))
+        data[at:at] = draw(st.binary(min_size=1, max_size=10))
+    elif how == "random":
+        data = bytearray(draw(st.binary(max_size=64)))
+    return bytes(data)
+
+
+def _decode_both(decoder: Any, payloads: list[bytes], monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    out = []
+    for columns_from in (0, 2**62):
+        monkeypatch.setattr(avro, "COLUMNS_FROM", columns_from)
+        t = time.perf_counter()
+        got = decoder.decode(payloads)
+        assert time.perf_counter() - t < 10 + 0.01 * sum(map(len, payloads))
+        assert set(got.reasons) <= REASONS
+        assert len(got.values) == len(payloads)
+        out.append((got.values.to_pylist(), got.reasons))
+    assert out[0] == out[1]  # the column decoder and the one-at-a-time reader agree
+    return out[0]
+
+
+@SETTINGS
+@given(data=st.data())
+def test_any_bytes_of_a_random_schema(data: st.DataObject, monkeypatch: pytest.MonkeyPatch) -> None:
+    schema = data.draw(records(0, []))
+    parsed = fastavro.parse_schema(schema)
+    payloads = []
+    for value in data.draw(st.lists(values(schema, {}), min_size=1, max_size=4)):
+        buf = io.BytesIO()
+        fastavro.schemaless_writer(buf, parsed, value)
+        payloads.append(data.draw(mutated(buf.getvalue())))
+    got, reasons = _decode_both(_decoder(schema, 1), payloads, monkeypatch)
+    for p, value, reason in zip(payloads, got, reasons, strict=True):
+        if reason is not None:
+            continue
+        stream = io.BytesIO(p)
+        expected = fastavro.schemaless_reader(stream, parsed, parsed)
+        assert stream.tell() == len(p)
+        assert same(plain(value, schema), expected), (plain(value, schema), expected)
+
+
+@pytest.mark.realworld
+@SETTINGS
+@given(data=st.data())
+def test_any_bytes_of_the_registered_schemas(data: st.DataObject, monkeypatch: pytest.MonkeyPatch) -> None:
+    oracle.require()
+    registry = oracle.registry()
+    ids = sorted(i for i, s in registry.schemas.items() if s.schema_type == "AVRO")
+    schema_id = data.draw(st.sampled_from(ids))
+    samples = _samples().get(schema_id) or [b""]
+    payloads = [
+        data.draw(mutated(data.draw(st.sampled_from(samples)))) for _ in range(data.draw(st.integers(1, 4)))
+    ]
+    decoder = avro.AvroDecoder(registry, registry.schemas[schema_id])
+    _, reasons = _decode_both(decoder, payloads, monkeypatch)
+    parsed = fastavro.parse_schema(json.loads(registry.schemas[schema_id].schema))
+    for p, reason in zip(payloads, reasons, strict=True):
+        if reason is None:  # fastavro reads it too, every byte
+            stream = io.BytesIO(p)
+            fastavro.schemaless_reader(stream, parsed, parsed)
+            assert stream.tell() == len(p)
+
+
+_SAMPLES: dict[int, list[bytes]] = {}
+
+
+def _samples() -> dict[int, list[bytes]]:
+    if not _SAMPLES:
+        for topic in ("orders", "mixed", "dbserver1.inventory.customers"):
+            for _, _, key, value in oracle.records(topic):
+                for data in (key, value):
+                    f = oracle.framed(data)
+                    if f is not None and len(_SAMPLES.setdefault(f[0], [])) < 20:
+                        _SAMPLES[f[0]].append(f[1])
+    return _SAMPLES
