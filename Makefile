@@ -51,15 +51,20 @@ docs: $(STAMP)
 
 # The whole test suite (docs site, ruff, pytest). CI runs exactly this. The oracles and tools the tests
 # need (the real Kafka brokers of brokers/*/pom.xml from Maven Central, checked against brokers/jars.lock;
-# kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium and strace) are installed on first
+# Apicurio Registry of registry/pom.xml, checked against registry/jars.lock;
+# kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium and strace; Debezium's connector plugins
+# of connect/pom.xml and Debian's PostgreSQL 15 and MariaDB 10.11 for the CDC tests) are installed on first
 # use.
 # --durations: the slowest test phases listed at the end, where the suite's minutes go (BENCHMARKS.md).
 test: $(STAMP) docs
 	bash scripts/ensure-kafkajs.sh
 	bash scripts/ensure-kafka.sh
+	bash scripts/ensure-apicurio.sh
 	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
 	-bash scripts/ensure-chromium.sh
 	bash scripts/ensure-strace.sh
+	bash scripts/ensure-debezium.sh
+	bash scripts/ensure-databases.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PYTEST) -q $(XDIST) --durations=40
 

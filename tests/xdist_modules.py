@@ -35,6 +35,10 @@ SERIAL_GROUPS = {
 LONGEST: list[str] = [
     "tests/spark/test_tables_commit.py",  # 476 s
     "tests/spark/test_object_storage.py",  # 372 s
+    "tests/spark/test_typed_commit_kill.py",  # 289 s at load (8 SIGKILLed CLI runs, each its own JVM)
+    # a broker, a database, a Connect worker (started 3 times), two CLI exports' Spark JVMs (tests/cdc_real)
+    "tests/cdc_real/test_debezium_postgres.py",  # 339 s at load 9-15 (53 s of CPU)
+    "tests/cdc_real/test_debezium_mariadb.py",  # 322 s at load 12 (55 s of CPU)
     "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s
     "tests/spark/test_every_record_once.py",  # 156 s
     "tests/procedures/test_restore.py",  # 144 s, 57 tests
@@ -43,7 +47,11 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_files.py",  # 123 s
     "tests/brokers/test_broker_harness.py",  # 99 s
     "tests/brokers/test_broker_unclean_election.py",  # 96 s
+    # a broker, Apicurio Registry started twice, and one typed export's Spark JVM (tests/producers)
+    "tests/producers/test_real_serializers.py",  # 133 s at load 17
+    "tests/typed/test_protobuf_property.py",  # 120 s at load 10 (make test-fast: 30 s)
     "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s)
+    "tests/spark/test_tables_commit_failures.py",  # 110 s at load, 12 tests
     "tests/repair/test_write_matrix.py",  # 103 s, 36 tests
     "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)
     "tests/spark/test_inventory_census.py",  # 91 s
@@ -54,6 +62,7 @@ LONGEST: list[str] = [
     "tests/procedures/test_restore_rebuild.py",  # 85 s, 40 tests
     "tests/brokers/test_broker_move_partition.py",  # 80 s
     "tests/brokers/test_broker_replay.py",  # 75 s
+    "tests/brokers/test_broker_replay_groups.py",  # 70 s
     "tests/brokers/test_broker_sync_replica.py",  # 64 s
     "tests/repair/test_recorded_state.py",  # 57 s, 9 tests
     "tests/procedures/test_sync_replica.py",  # 55 s, 10 tests
