@@ -15,7 +15,6 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 import pytest
-from plotly.offline import get_plotlyjs
 from report_demo import RETENTION_MS, DemoFleet
 
 from logdoctor.report import (
@@ -25,8 +24,10 @@ from logdoctor.report import (
     write_census_report,
     write_scan_report,
 )
+from logdoctor.report.html import plotly_js_gzip_base64
 from logdoctor.report.model import FLAG_ACTIVE, FLAG_CORRUPT, FLAG_EXPIRED, FLAG_RISK
 from logdoctor.report.segments import segment_views
+from logdoctor.report.templates import JS
 from logdoctor.spark.census import CensusResult
 
 PAYLOAD = re.compile(r'<script type="application/json" id="report-data">(.*?)</script>', re.S)
@@ -170,7 +171,9 @@ def test_self_contained(demo: DemoFleet, tmp_path: Path) -> None:
     assert not re.search(r"<link[^>]*href=\"(?!data:)", static)
     assert not re.search(r"(src|href)=\"(https?:)?//", static)
     assert '<link rel="icon" href="data:,">' in page  # no favicon request either
-    assert page.count(get_plotlyjs()[:2000]) == 1  # plotly.js inlined once
+    # plotly.js inlined once, gzip-compressed (the page unpacks it), never per figure
+    assert page.count(plotly_js_gzip_base64()[:2000]) == 1
+    assert "Plotly.newPlot" not in page.replace(JS, "")
 
 
 def test_untrusted_text_cannot_break_out_of_the_page(tmp_path: Path) -> None:
@@ -242,7 +245,7 @@ def _big_scan(n: int, findings: int) -> dict[str, Any]:
 
 
 def test_size_stays_bounded_for_10000_partitions(tmp_path: Path) -> None:
-    js = len(get_plotlyjs().encode())
+    js = len(plotly_js_gzip_base64())
     scan = _big_scan(10_000, 6_000)
     out = write_scan_report(scan, tmp_path / "big.html")
     size = out.stat().st_size

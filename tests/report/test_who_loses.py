@@ -24,6 +24,7 @@ class _Tables(HTMLParser):
         self.tables: dict[str, list[list[str]]] = {}
         self.cells: dict[str, list[dict[str, str]]] = {}  # data-col -> text, per row
         self.at_risk: str | None = None
+        self.routine: str | None = None
         self._col: str | None = None
         self._risk: list[str] | None = None
         self.empty: set[str] = set()
@@ -49,6 +50,8 @@ class _Tables(HTMLParser):
             self._col = a.get("data-col")
         if tag == "p" and a.get("class") == "at-risk":
             self.at_risk = a.get("data-records")
+        if tag == "p" and a.get("id") == "routine-retention":
+            self.routine = a.get("data-records")
 
     def handle_data(self, data: str) -> None:
         if self._cell is not None:
@@ -124,8 +127,9 @@ def _check_forensics_page(page: str, dirs: list, brokers: dict[str, str]) -> Non
     assert hanging["broker"] == brokers["broker-1"]
     # no __consumer_offsets among the inputs: no group
     assert "groups" in p.empty
-    # the headline counts records at risk: 250 + 120 lost, 540 invisible
+    # the headline counts records at risk: 250 + 120 lost, 540 invisible; no routine retention here
     assert p.at_risk == str(250 + 120 + 540)
+    assert 'id="routine-retention"' not in page
     assert 'id="card-at-risk"' in page and "910 record(s) at risk" in page
 
 
@@ -232,9 +236,10 @@ def test_the_records_retention_deletes_are_at_risk(tmp_path) -> None:
     page = render_scan_report(rep, read_budget=0)
     p = _Tables()
     p.feed(page)
-    hanging = 540  # billing-0's open transaction (README), the other count of this broker's headline
-    assert p.at_risk == str(sum(ends.values()) + hanging)
-    assert "deleted by the next retention check of 3 partition(s) (RETENTION_DUE)" in page
+    hanging = 540  # billing-0's open transaction (README), this broker's headline: routine retention apart
+    assert p.at_risk == str(hanging)
+    assert p.routine == str(sum(ends.values()))
+    assert f"deletes {sum(ends.values()):,} record(s) of 3 partition(s) as the topics' retention" in page
     # the fix it prints, run as printed
     (cmd,) = {f.fix.split("`")[1] for f in due}
     assert cmd == f"logdoctor retention {d}"

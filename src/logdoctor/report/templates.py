@@ -1,8 +1,9 @@
 """The page's style sheet and script (kept as constants so the package needs no data files).
 
-The script reads the embedded JSON (``#report-data``), draws the selected partition's timeline
-with plotly.js (already inlined once in the page), and runs the findings table (filters, pages,
-copy buttons). Every text from the data goes through ``textContent``, never ``innerHTML``.
+The script reads the embedded JSON (``#report-data``), unpacks plotly.js (inlined once in the page,
+gzip-compressed: the browser's DecompressionStream), draws the overview charts from the JSON and the
+selected partition's timeline, and runs the findings table (filters, pages, copy buttons). Every text
+from the data goes through ``textContent``, never ``innerHTML``.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ header.top .meta { color:var(--muted); font-size:12.5px; }
 .verdict.ok { background:linear-gradient(90deg,#1b5e20,#388e3c); }
 .verdict .level { font-size:26px; font-weight:700; white-space:nowrap; letter-spacing:.3px; }
 .verdict ul { margin:0; padding-left:18px; font-size:15px; }
-.verdict li { margin:1px 0; }
+.verdict li { margin:1px 0; overflow-wrap:anywhere; }
 .cards { display:grid; grid-template-columns:repeat(auto-fit,minmax(150px,1fr)); gap:10px;
   margin-bottom:18px; }
 .card { background:white; border-radius:8px; padding:10px 14px; border:1px solid var(--line);
@@ -34,10 +35,13 @@ header.top .meta { color:var(--muted); font-size:12.5px; }
 .card.error { border-top-color:var(--err); } .card.error .n { color:var(--err); }
 .card.warning { border-top-color:var(--warn); } .card.warning .n { color:var(--warn); }
 .card.ok { border-top-color:var(--ok); } .card.ok .n { color:var(--ok); }
+.card.routine { border-top-color:var(--expired); } .card.routine .n { color:var(--muted); }
+p.routine { margin:-8px 0 16px; padding:8px 14px; border-radius:8px; background:white;
+  border:1px solid var(--line); border-left:4px solid var(--expired); color:#455a64; font-size:13px; }
 section { background:white; border:1px solid var(--line); border-radius:10px; padding:14px 16px;
   margin-bottom:18px; }
 section h2 { font-size:16px; margin:0 0 8px; }
-section p.note { color:var(--muted); font-size:12.5px; margin:4px 0 8px; }
+section p.note { color:var(--muted); font-size:12.5px; margin:4px 0 8px; overflow-wrap:anywhere; }
 .grid2 { display:grid; grid-template-columns:1fr 1fr; gap:18px; }
 .grid2 > section { margin-bottom:0; }
 @media (max-width: 1000px) { .grid2 { grid-template-columns:1fr; } }
@@ -54,6 +58,7 @@ td.num, th.num { text-align:right; font-variant-numeric:tabular-nums; white-spac
 .badge.info { background:var(--info); } .badge.risk { background:var(--risk); }
 .badge.corrupt { background:var(--corrupt); } .badge.expired { background:var(--expired); color:#263238; }
 .badge.active { background:var(--seg); } .badge.lag { background:var(--warn); }
+#segments-table td .badge { white-space:normal; }
 .controls { display:flex; gap:10px; flex-wrap:wrap; align-items:center; margin:6px 0 10px; }
 .controls label { color:var(--muted); font-size:12.5px; }
 select, input[type=search] { font:inherit; padding:5px 8px; border:1px solid #b0bec5; border-radius:6px;
@@ -62,8 +67,14 @@ select, input[type=search] { font:inherit; padding:5px 8px; border:1px solid #b0
 .code { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:12px; }
 .where { font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:11.5px; color:#455a64;
   word-break:break-all; }
-.msg { max-width:520px; }
-.fix { max-width:460px; }
+.msg { max-width:520px; overflow-wrap:anywhere; }
+/* "Who loses what": every cell wraps inside the card, long paths and commands anywhere */
+table.who-loses th { white-space:normal; }
+table.who-loses td { overflow-wrap:anywhere; }
+table.who-loses td[data-col="leader"] { min-width:10em; }
+table.who-loses td[data-col="salvage command"], table.who-loses td[data-col="abort (cluster)"] {
+  font-family:ui-monospace,SFMono-Regular,Menlo,Consolas,monospace; font-size:11.5px; min-width:16em; }
+.fix { max-width:460px; overflow-wrap:anywhere; }
 .cmd { display:flex; gap:6px; align-items:flex-start; margin:4px 0; }
 .cmd code { background:#263238; color:#e0f2f1; padding:4px 8px; border-radius:5px; font-size:11.5px;
   word-break:break-all; flex:1; }
@@ -77,7 +88,7 @@ button.copy:hover { background:#eceff1; } button.copy.done { background:#c8e6c9;
 .legend span::before { content:''; display:inline-block; width:12px; height:12px; border-radius:2px;
   margin-right:5px; vertical-align:-2px; background:var(--c); }
 .legend span.hatch::before { background:repeating-linear-gradient(45deg,#8e24aa 0 2px,#e1bee7 2px 5px); }
-.partinfo { font-size:13px; color:#37474f; margin:4px 0 6px; }
+.partinfo { font-size:13px; color:#37474f; margin:4px 0 6px; overflow-wrap:anywhere; }
 .partinfo b { color:var(--ink); }
 tr.flag-risk td:first-child { border-left:4px solid var(--risk); }
 tr.flag-corrupt td:first-child { border-left:4px solid var(--corrupt); }
@@ -522,9 +533,43 @@ JS = r"""
     showPartition(0);
   }
 
-  setupTimeline();
+  // --- plotly.js: one gzip-compressed copy in the page, unpacked once, then every chart drawn ----
+  function unpackPlotly() {
+    if (window.Plotly) { return Promise.resolve(); }
+    var packed = document.getElementById('plotly-js-gz');
+    if (!packed || typeof DecompressionStream === 'undefined') {
+      return Promise.reject(new Error('this browser cannot unpack the charts (no DecompressionStream: ' +
+        'Chrome 80, Firefox 113 and Safari 16.4 have it)'));
+    }
+    var bin = atob(packed.textContent.trim()), raw = new Uint8Array(bin.length);
+    for (var i = 0; i < bin.length; i++) { raw[i] = bin.charCodeAt(i); }
+    var stream = new Blob([raw]).stream().pipeThrough(new DecompressionStream('gzip'));
+    return new Response(stream).text().then(function (src) {
+      var script = document.createElement('script');
+      script.textContent = src;
+      document.head.appendChild(script);
+    });
+  }
+  function drawFigures() {
+    Object.keys(D.figs || {}).forEach(function (id) {
+      var div = document.getElementById(id), fig = D.figs[id];
+      if (div) { Plotly.newPlot(div, fig.data, fig.layout, D.config); }
+    });
+  }
+  function chartsUnavailable(err) {
+    document.querySelectorAll('.plot, #timeline-plot').forEach(function (div) {
+      div.textContent = '';
+      div.appendChild(el('p', { 'class': 'empty' }, String(err && err.message ? err.message : err)));
+    });
+  }
+
   setupFindings();
-  document.body.setAttribute('data-report-ready', '1');
+  unpackPlotly().then(function () {
+    drawFigures();
+    setupTimeline();
+  }, chartsUnavailable).then(function () {
+    document.body.setAttribute('data-report-ready', '1');
+  });
 })();
 """
 

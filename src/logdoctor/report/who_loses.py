@@ -16,7 +16,8 @@ from typing import Any
 
 from logdoctor.report.model import FindingView, broker_label
 
-__all__ = ["SECTION_ID", "RecordsAtRisk", "facts", "records_at_risk", "who_loses_section"]
+__all__ = ["LOSS_CODES", "SECTION_ID", "RecordsAtRisk", "facts", "loss_words", "records_at_risk",
+           "who_loses_section"]
 
 SECTION_ID = "who-loses-what"
 
@@ -136,13 +137,23 @@ def facts(f: FindingView) -> dict[str, Any] | None:
 
 # --- records at risk (the headline) ---------------------------------------------------------------------
 
+#: LOG_CORRUPT's fix (checks/default.py truncation_effects): what the recovery's truncation takes
+_TORN = re.compile(r"([\d,]+)\+? record\(s\) leave the log")
+#: the codes whose records are lost against the operator's intent (the headline's number)
+LOSS_CODES = ("REPLICA_DIVERGED", "TRANSACTION_HANGING", "TRANSACTION_STATE_MISMATCH", "LOG_CORRUPT",
+              "RETENTION_RISK", "CONSUMER_OFFSET_OUT_OF_RANGE")  # fmt: skip
+
 
 @dataclass(frozen=True, slots=True)
 class RecordsAtRisk:
-    """What the headline counts: records the diverged replicas' truncation deletes (offsets where an
-    inventory's records were not read), records above hanging transactions' last stable offsets (invisible
-    to read_committed consumers), the offsets the brokers' next retention check deletes (RETENTION_DUE:
-    retention as configured, or below the log start offset), and consumer groups that will reset."""
+    """What the headline counts, the records lost against the operator's intent (:attr:`records`): the
+    records the diverged replicas' truncation deletes (offsets where an inventory's records were not read),
+    records above hanging transactions' last stable offsets (invisible to read_committed consumers), the
+    records a torn log's recovery truncates (LOG_CORRUPT), the offsets of segments time retention deletes
+    early because of a wrong largest timestamp (RETENTION_RISK, ``largestTime=0``), and the offsets consumer
+    groups committed out of range skip when they reset (to latest, Kafka's default ``auto.offset.reset``).
+    Apart, never in :attr:`records`: what the brokers' next retention check deletes as configured
+    (RETENTION_DUE, :attr:`retention`: retention as configured, or below the log start offset)."""
 
     lost: int = 0
     lost_replicas: int = 0
@@ -151,22 +162,50 @@ class RecordsAtRisk:
     groups: int = 0
     retention: int = 0
     retention_partitions: int = 0
+    torn: int = 0
+    torn_partitions: int = 0
+    early: int = 0
+    early_segments: int = 0
+    skipped: int = 0
 
     @property
     def records(self) -> int:
-        return self.lost + self.invisible + self.retention
+        return self.lost + self.invisible + self.torn + self.early + self.skipped
 
 
-def records_at_risk(findings: Sequence[FindingView]) -> RecordsAtRisk:
+def _segment_path(f: FindingView) -> str:
+    return str((f.details or {}).get("segment") or f.path)
+
+
+def records_at_risk(
+    findings: Sequence[FindingView], segment_offsets: Callable[[str], int | None] | None = None
+) -> RecordsAtRisk:
+    """``segment_offsets``: the offsets a segment (its ``.log`` path) holds, None where not known (a
+    RETENTION_RISK segment's records are then not counted, its segment is)."""
     lost = replicas = invisible = hanging = groups = retention = retained = 0
+    skipped = early = early_segments = 0
+    torn: dict[str, int] = {}
+    due: list[tuple[FindingView, int]] = []  # RETENTION_DUE and its offsets
+    risky: dict[str, int] = {}  # RETENTION_RISK segment -> its offsets (0: unknown)
     for f in findings:
+        if f.code == "RETENTION_RISK":
+            seg = _segment_path(f)
+            if seg not in risky:
+                n = segment_offsets(seg) if segment_offsets is not None else None
+                risky[seg] = n or 0
+            continue
+        if f.code == "LOG_CORRUPT":
+            # recovery truncates at a partition's first damage: the largest count of its findings
+            m = _TORN.search(f.fix or "") or _TORN.search(f.message)
+            folder = os.path.dirname(f.path)
+            torn[folder] = max(torn.get(folder, 0), int(m.group(1).replace(",", "")) if m else 0)
+            continue
         if not _wanted(f, ("REPLICA_DIVERGED", "TRANSACTION_HANGING", "TRANSACTION_STATE_MISMATCH",
                            "CONSUMER_OFFSET_OUT_OF_RANGE", "RETENTION_DUE")):  # fmt: skip
             continue
         d = facts(f) or {}
         if f.code == "RETENTION_DUE":
-            retained += 1
-            retention += int(d.get("offsets") or 0)
+            due.append((f, int(d.get("offsets") or 0)))
         elif f.code == "REPLICA_DIVERGED":
             replicas += 1
             n = d.get("records_lost")
@@ -175,10 +214,34 @@ def records_at_risk(findings: Sequence[FindingView]) -> RecordsAtRisk:
             lost += int(n or 0)
         elif f.code == "CONSUMER_OFFSET_OUT_OF_RANGE":
             groups += 1
+            skipped += int(d.get("latest_skips") or 0)
         else:
             hanging += 1
             invisible += int(d.get("records_above") or 0)
-    return RecordsAtRisk(lost, replicas, invisible, hanging, groups, retention, retained)
+    early_segments = len(risky)
+    early = sum(risky.values())
+    # a RETENTION_RISK segment the next check deletes is in its partition's RETENTION_DUE too: counted once,
+    # as a loss; a partition whose due segments are all early ones has no routine retention
+    for f, offsets in due:
+        routine = offsets - sum(n for seg, n in risky.items() if _due_in(f, seg))
+        if routine > 0:
+            retained += 1
+            retention += routine
+    return RecordsAtRisk(lost, replicas, invisible, hanging, groups, retention, retained, sum(torn.values()),
+                         sum(1 for n in torn.values() if n), early, early_segments, skipped)
+
+
+def _due_in(f: FindingView, segment: str) -> bool:
+    """Is ``segment`` among the segments RETENTION_DUE ``f`` deletes?"""
+    folder, name = os.path.split(segment)
+    base = name.split(".")[0]
+    if os.path.dirname(f.path) != folder or not base.isdigit():
+        return False
+    segs = (f.details or {}).get("segments")
+    if isinstance(segs, list):
+        return int(base) in segs
+    m = _DUE.search(f.message)  # a census's words: the segment is due when its offsets are
+    return m is not None and int(m.group("first")) <= int(base) <= int(m.group("last"))
 
 
 # --- the tables -----------------------------------------------------------------------------------------
@@ -277,21 +340,41 @@ def _wanted(f: FindingView, codes: Sequence[str]) -> bool:
     return f.code != "TRANSACTION_STATE_MISMATCH" or (f.details or {}).get("case") == "open-in-log"
 
 
-def who_loses_section(findings: Sequence[FindingView], *, fleet: bool = False) -> str:
+def loss_words(risk: RecordsAtRisk) -> str:
+    """The headline's number, part by part (what each code loses; the parts that lose nothing left out)."""
+    r = risk
+    parts = [
+        (r.lost_replicas, f"{r.lost:,} lost by {r.lost_replicas} diverged replica(s) (REPLICA_DIVERGED)"),
+        (r.torn_partitions, f"{r.torn:,} truncated from {r.torn_partitions} torn log(s) (LOG_CORRUPT)"),
+        (r.early_segments, f"{r.early:,} deleted early from {r.early_segments} segment(s) with a wrong "
+                           "largest timestamp (RETENTION_RISK)"),
+        (r.groups, f"{r.skipped:,} skipped by {r.groups} consumer group partition(s) that reset to latest "
+                   "(CONSUMER_OFFSET_OUT_OF_RANGE)"),
+        (r.hanging, f"{r.invisible:,} invisible to read_committed consumers behind {r.hanging} hanging "
+                    "transaction(s)"),
+    ]  # fmt: skip
+    return ", ".join(text for n, text in parts if n) or "none"
+
+
+def who_loses_section(findings: Sequence[FindingView], *, fleet: bool = False,
+                      risk: RecordsAtRisk | None = None) -> str:
     """The section's HTML (always there: an empty table says nothing was found). ``fleet``: a census's
     (the consumer groups' rows name the broker that holds the group's commits)."""
     e = html.escape
-    risk = records_at_risk(findings)
+    risk = risk if risk is not None else records_at_risk(findings)
     parts = [
         f'<section id="{SECTION_ID}"><h2>Who loses what</h2><p class="note">Consumer groups whose committed '
         "offset is outside their partition's log, replicas an unclean leader election left diverged, and "
         "transactions that hold back read_committed consumers (docs/who-loses-what.md).</p>",
-        f'<p class="at-risk" data-records="{risk.records}">{risk.records:,} record(s) at risk: '
-        f"{risk.lost:,} lost by {risk.lost_replicas} diverged replica(s), {risk.invisible:,} invisible "
-        f"behind {risk.hanging} hanging transaction(s), {risk.retention:,} deleted by the next retention "
-        f"check of {risk.retention_partitions} partition(s) (RETENTION_DUE); {risk.groups} consumer group "
-        "partition(s) will reset</p>",
+        f'<p class="at-risk" data-records="{risk.records}">{risk.records:,} record(s) at risk, lost '
+        f"against the operator's intent: {loss_words(risk)}</p>",
     ]
+    if risk.retention_partitions:
+        parts.append(
+            f'<p class="routine-retention note" data-records="{risk.retention}">Apart, not at risk: '
+            f"{risk.retention:,} record(s) of {risk.retention_partitions} partition(s) that the next "
+            "retention check deletes as the topic's retention is configured (RETENTION_DUE).</p>"
+        )
     for key, title, head, codes, row in _TABLES:
         rows = [f for f in findings if _wanted(f, codes)]
         cols = (("broker",) if fleet and key == "groups" else ()) + head
