@@ -63,6 +63,11 @@ REMOTE_LOG_INDEX_CACHE_DIR = "remote-log-index-cache"
 METADATA_TOPIC = "__cluster_metadata"
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
+#: Schema Registry's DEK registry store (dek-registry ``DekRegistryConfig.java`` ``dek.registry.topic``): the
+#: KEKs and encrypted DEKs of client-side field-level encryption; internal (left out of exports unless named)
+DEK_REGISTRY_TOPIC = "_dek_registry_keys"
+#: topics that are internal without Kafka's ``__`` prefix
+INTERNAL_TOPICS_UNPREFIXED = (DEK_REGISTRY_TOPIC,)
 LEADER_EPOCH_CHECKPOINT_FILE = "leader-epoch-checkpoint"
 PARTITION_METADATA_FILE = "partition.metadata"
 QUORUM_STATE_FILE = "quorum-state"
@@ -100,6 +105,7 @@ def logdoctor_folder(name: str, file_names: Iterable[str]) -> str | None:
     if BACKUP_DIR_INFIX in name or RECORDS_DIR_INFIX in name or name == BACKUPS_FOLDER:
         return "a logdoctor backup dir (by its name)"
     return logdoctor_output(file_names)
+
 
 # --- partition folders (LocalLog.parseTopicPartitionName) ----------------------------------------
 

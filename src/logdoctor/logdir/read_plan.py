@@ -15,7 +15,8 @@ Every way records leave logdoctor (Parquet with either writer, Iceberg, Delta, t
    Kafka's own ``__consumer_offsets``, ``__transaction_state``, ``__share_group_state``
    (K:clients/.../common/internals/Topic.java isInternal), ``__remote_log_metadata``,
    ``__cluster_metadata``, and whatever else MirrorMaker 2's default topic filter leaves out with
-   ``__.*``, K:connect/mirror/.../DefaultTopicFilter.java) are left out of a log dir, as Kafka's
+   ``__.*``, K:connect/mirror/.../DefaultTopicFilter.java; and Schema Registry's ``_dek_registry_keys``)
+   are left out of a log dir, as Kafka's
    consumers (``exclude.internal.topics``) and MirrorMaker 2 do, unless ``topics`` names them (a comma
    list that lists them, a regex that starts with ``__``), ``includeInternal`` is true, or their
    partition folder or segment file is itself an input. :attr:`ReadPlan.left_out` says what was left
@@ -35,6 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from logdoctor.logdir.names import INTERNAL_TOPICS_UNPREFIXED  # Schema Registry's _dek_registry_keys
 from logdoctor.logdir.read_options import INTERNAL_TOPIC_PREFIX, ReadOptions, names_internal, topic_matcher
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.remote_attach import ListingProblem
@@ -55,7 +57,7 @@ NotRead = ListingProblem
 
 
 def is_internal_topic(topic: str) -> bool:
-    return topic.startswith(INTERNAL_TOPIC_PREFIX)
+    return topic.startswith(INTERNAL_TOPIC_PREFIX) or topic in INTERNAL_TOPICS_UNPREFIXED
 
 
 @dataclass(frozen=True, slots=True)

@@ -407,7 +407,7 @@ def plan_topics(surveys: Mapping[str, TopicSurvey], registry: SchemaRegistry | N
             value_reader=value_reader,
             key_reader=key_reader,
             notes=tuple(notes),
-            encrypted=False,
+            encrypted=any(_encrypted_fields(registry, w) for w in vw),
         )
     return plan
 

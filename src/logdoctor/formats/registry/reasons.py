@@ -15,6 +15,8 @@ SCHEMA_HARD_DELETED = "schema_hard_deleted"
 #: a Protobuf message-index path naming different messages as Java's and confluent-kafka-python's serializers
 #: count nested messages (protobuf_schema.py)
 AMBIGUOUS_MESSAGE_INDEXES = "ambiguous_message_indexes"
+#: the payload is ciphertext: the writer schema's data contract has an ENCRYPT_PAYLOAD rule (data_contract.py)
+ENCRYPTED_PAYLOAD = "encrypted_payload"
 
 #: why a record went to the side table ``OUT/_undecoded``, in the order the summary lists them
 REASONS = (
@@ -25,4 +27,5 @@ REASONS = (
     DECODE_ERROR_SCHEMA_MISMATCH,
     SCHEMA_HARD_DELETED,
     AMBIGUOUS_MESSAGE_INDEXES,
+    ENCRYPTED_PAYLOAD,
 )

@@ -9,13 +9,25 @@ storage/`` (cited as SR:File):
   value deletes the key from the local store (``localStore.delete``), any other value replaces the key's
   (``localStore.put``).
 - SR:serialization/SchemaRegistrySerializer.java: keys and values are JSON; the key's ``keytype`` is one of
-  SR:SchemaRegistryKeyType.java (SCHEMA, CONFIG, MODE, NOOP, DELETE_SUBJECT, CLEAR_SUBJECT; CONTEXT and ASSOC
-  in 7.x/8.x, which name no schema and are skipped here with a note); a SCHEMA key's ``magic`` must be 0 or 1.
-  SR:SchemaKey.java, SR:ConfigKey.java (a global CONFIG/MODE key has no subject), SR:ModeKey.java,
-  SR:NoopKey.java, SR:DeleteSubjectKey.java, SR:ClearSubjectKey.java.
+  SR:SchemaRegistryKeyType.java (SCHEMA, CONFIG, MODE, NOOP, DELETE_SUBJECT, CLEAR_SUBJECT, CONTEXT, ASSOC);
+  a SCHEMA key's ``magic`` must be 0 or 1. SR:SchemaKey.java, SR:ConfigKey.java (a global CONFIG/MODE key has
+  no subject), SR:ModeKey.java, SR:NoopKey.java, SR:DeleteSubjectKey.java, SR:ClearSubjectKey.java.
+- Contexts (SR:ContextKey.java, SR:ContextValue.java: key ``{keytype: CONTEXT, tenant, context}``, value
+  ``{tenant, context}``; a tombstone drops it). A subject ``:.ctx:name`` is in context ``.ctx``, any other in
+  the default context ``.`` (client ``utils/QualifiedSubject.java``). Ids and GUIDs are per context
+  (SR:id/IncrementalIdGenerator.java ``maxIds`` by context; SR:InMemoryCache.java ``schemaKeyById``,
+  ``idByGuid`` look in one context), so is the duplicate-id check (SR:KafkaStoreMessageHandler.java
+  ``validateUpdate`` passes the subject's context).
+- Associations (8.x; SR:AssociationKey.java: key ``{keytype: ASSOC, tenant, resourceName,
+  resourceNamespace, resourceType, associationType, subject, magic: 0}``; SR:AssociationValue.java: value
+  ``{subject, guid, tenant, resourceName, resourceNamespace, resourceId, resourceType, associationType,
+  lifecycle: STRONG|WEAK, frozen, createTs}``; a tombstone drops the association,
+  SR:KafkaStoreMessageHandler.java ``handleAssociationUpdate``). A topic's association of type ``value`` or
+  ``key`` names the subject a serializer's ``AssociatedNameStrategy`` registers under (confluent-kafka-python
+  ``_sync/serde.py`` ``AssociatedNameStrategy``: one association, else the fallback strategy).
 - SR:SchemaValue.java: ``schemaType`` absent means AVRO (5.5-7.x write none for Avro; 8.x write
   ``"AVRO"``); ``references`` [{name, subject, version}] (SR:SchemaReference.java); ``deleted``; ``md5``,
-  ``metadata``, ``ruleSet`` (8.x).
+  ``metadata``, ``ruleSet`` (7.4+: the data contract, :mod:`.data_contract`).
 - SR:KafkaStoreMessageHandler.java: ``validateUpdate`` does not apply a SCHEMA value whose id a version of
   the store already holds with another schema text ("Found a schema with duplicate ID"); ``handleUpdate``:
   DELETE_SUBJECT marks each version 1..V of the subject deleted (the SCHEMA records are not rewritten),
@@ -35,8 +47,10 @@ not deleted, **soft_deleted** when every entry holding it is deleted (by its fla
 **hard_deleted** when no entry holds it any more (every version tombstoned, or cleared): its text is still
 known from the log, the registry no longer serves it.
 
-Ids are one space here: subjects of a non-default context (``:.ctx:subject``) share it, where Schema Registry
-keeps one per context.
+The ids a frame names are the default context's (a deserializer's lookup with an unqualified subject
+looks there: SR:InMemoryCache.java ``schemaKeyById``); a non-default context's id joins them unless another
+context holds it with another schema (then only :attr:`SchemaRegistry.contexts` has it, with a note), and
+:meth:`SchemaRegistry.resolve` takes the topic's context (:meth:`SchemaRegistry.context_of_topic`).
 """
 
 from __future__ import annotations
@@ -52,13 +66,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.errors import CorruptRecordError
-from logdoctor.formats.registry.reasons import SCHEMA_HARD_DELETED, UNKNOWN_SCHEMA_GUID, UNKNOWN_SCHEMA_ID
+from logdoctor.formats.registry.data_contract import encrypted_fields, payload_encrypted
+from logdoctor.formats.registry.reasons import (
+    ENCRYPTED_PAYLOAD,
+    SCHEMA_HARD_DELETED,
+    UNKNOWN_SCHEMA_GUID,
+    UNKNOWN_SCHEMA_ID,
+)
 
 __all__ = [
+    "DEFAULT_CONTEXT",
     "HARD_DELETED",
     "KEY_TYPES",
     "LIVE",
     "SOFT_DELETED",
+    "Association",
     "RegisteredSchema",
     "RegistryConflictError",
     "SchemaReference",
@@ -69,6 +91,7 @@ __all__ = [
     "replay",
     "replay_records",
     "schema_guid",
+    "split_subject",
 ]
 
 LIVE = "live"
@@ -76,8 +99,21 @@ SOFT_DELETED = "soft_deleted"
 HARD_DELETED = "hard_deleted"
 _STATUS_RANK = {LIVE: 0, SOFT_DELETED: 1, HARD_DELETED: 2}
 
-#: the key types the replay reads (SR:SchemaRegistryKeyType.java; CONTEXT and ASSOC are skipped with a note)
-KEY_TYPES = ("SCHEMA", "CONFIG", "MODE", "NOOP", "DELETE_SUBJECT", "CLEAR_SUBJECT")
+#: the key types the replay reads (SR:SchemaRegistryKeyType.java)
+KEY_TYPES = ("SCHEMA", "CONFIG", "MODE", "NOOP", "DELETE_SUBJECT", "CLEAR_SUBJECT", "CONTEXT", "ASSOC")
+#: Schema Registry's default context (client ``utils/QualifiedSubject.java`` ``DEFAULT_CONTEXT``)
+DEFAULT_CONTEXT = "."
+
+
+def split_subject(subject: str) -> tuple[str, str]:
+    """``(context, subject)`` of a qualified subject: ``:.ctx:name`` -> ``(".ctx", "name")``, ``:.ctx`` ->
+    ``(".ctx", "")``, any other -> ``(".", subject)`` (client ``utils/QualifiedSubject.java``)."""
+    if subject.startswith(":."):
+        ix = subject.find(":", 2)
+        if ix >= 0:
+            return subject[1:ix], subject[ix + 1 :]
+        return subject[1:], ""
+    return DEFAULT_CONTEXT, subject
 
 
 class RegistryConflictError(ValueError):
@@ -115,6 +151,29 @@ class RegisteredSchema:
     versions: tuple[tuple[str, int], ...] = ()  # every (subject, version) registered with this id
     status: str = LIVE  # live | soft_deleted | hard_deleted
     guid: str | None = None
+    context: str = DEFAULT_CONTEXT  # the context of its subjects (``.``: the default one)
+    metadata: dict[str, Any] | None = None  # the data contract's metadata (7.4+)
+    rule_set: dict[str, Any] | None = None  # the data contract's rule set (7.4+)
+    #: the field paths an ENCRYPT rule encrypts on write (:mod:`.data_contract`)
+    encrypted_fields: tuple[str, ...] = ()
+    #: whether an ENCRYPT_PAYLOAD rule encrypts the whole payload on write
+    payload_encrypted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Association:
+    """An association of a resource (a topic) with a subject (SR:AssociationValue.java; 8.x)."""
+
+    resource_name: str
+    resource_namespace: str
+    resource_type: str  # "topic"
+    association_type: str  # "value" | "key"
+    subject: str
+    resource_id: str = ""
+    guid: str = ""
+    lifecycle: str = "WEAK"  # STRONG | WEAK
+    frozen: bool = False
+    tenant: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +202,40 @@ class SchemaRegistry:
     guids: dict[str, int] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    #: every non-default context's schemas by id (SR keeps one id space per context)
+    contexts: dict[str, dict[int, RegisteredSchema]] = field(default_factory=dict)
+    #: the contexts of CONTEXT records (SR:ContextKey.java), sorted
+    context_names: tuple[str, ...] = ()
+    associations: tuple[Association, ...] = ()
+
+    def all_contexts(self) -> list[str]:
+        """The contexts of CONTEXT records and of subjects, sorted (the default one ``.`` not named)."""
+        return sorted(set(self.context_names) | set(self.contexts))
+
+    def associated_subject(self, topic: str, is_key: bool = False) -> str | None:
+        """The subject a serializer's ``AssociatedNameStrategy`` takes for ``topic``: its one association of
+        type ``key``/``value``; None for none or several (the client's fallback, or its error)."""
+        kind = "key" if is_key else "value"
+        found = {
+            a.subject
+            for a in self.associations
+            if a.resource_type == "topic" and a.resource_name == topic and a.association_type == kind
+        }
+        return found.pop() if len(found) == 1 else None
+
+    def context_of_topic(self, topic: str, is_key: bool = False) -> str:
+        """The context a topic's frames name ids of: its associated subject's (a deserializer with
+        ``AssociatedNameStrategy`` asks for the id with that subject: confluent-kafka-python
+        ``_sync/serde.py``; SR:InMemoryCache.java ``schemaKeyById`` looks in the subject's context), else
+        the default context (an unqualified subject's)."""
+        subject = self.associated_subject(topic, is_key)
+        return DEFAULT_CONTEXT if subject is None else split_subject(subject)[0]
+
+    def in_context(self, context: str | None) -> dict[int, RegisteredSchema]:
+        """The id space of ``context`` (None or ``.``: the ids frames name by default)."""
+        if context is None or context == DEFAULT_CONTEXT:
+            return self.schemas
+        return self.contexts.get(context, {})
 
     def by_id(self, schema_id: int) -> RegisteredSchema | None:
         return self.schemas.get(schema_id)
@@ -166,21 +259,30 @@ class SchemaRegistry:
                 return s
         return None
 
-    def resolve(self, schema_id: int | None = None, guid: str | None = None) -> RegisteredSchema | str:
-        """The schema a frame names (by ``guid`` when given, else by ``schema_id``), or why it does not
-        resolve: ``unknown_schema_guid``, ``unknown_schema_id``, ``schema_hard_deleted`` (the side-table
-        reasons of :mod:`.decoder`). A soft-deleted schema resolves (its records decode, flagged)."""
+    def resolve(
+        self, schema_id: int | None = None, guid: str | None = None, context: str | None = None
+    ) -> RegisteredSchema | str:
+        """The schema a frame names (by ``guid`` when given, else by ``schema_id``; in ``context``, None: the
+        ids frames name by default), or why it does not decode: ``unknown_schema_guid``,
+        ``unknown_schema_id``, ``schema_hard_deleted``, ``encrypted_payload`` (an ENCRYPT_PAYLOAD rule: the
+        payload is ciphertext) (the side-table reasons of :mod:`.decoder`). A soft-deleted schema resolves
+        (its records decode, flagged). A GUID only a non-default context has, under an id the default space
+        gives another schema, does not resolve here: a decoder finds its schema by id."""
+        space = self.in_context(context)
         if guid is not None:
-            found = self.by_guid(guid)
-            if found is None:
+            key = guid.lower()
+            found = next((s for s in space.values() if s.guid == key), None) if context else self.by_guid(key)
+            if found is None or space.get(found.id) is not found:
                 return UNKNOWN_SCHEMA_GUID
         elif schema_id is not None:
-            found = self.by_id(schema_id)
+            found = space.get(schema_id)
             if found is None:
                 return UNKNOWN_SCHEMA_ID
         else:
             raise ValueError("resolve needs a schema_id or a guid")
-        return SCHEMA_HARD_DELETED if found.status == HARD_DELETED else found
+        if found.status == HARD_DELETED:
+            return SCHEMA_HARD_DELETED
+        return ENCRYPTED_PAYLOAD if found.payload_encrypted else found
 
     def referenced(self, schema: RegisteredSchema) -> list[RegisteredSchema]:
         """The schemas ``schema``'s references name, and theirs, each once, every one after the schemas it
@@ -264,6 +366,8 @@ class _Text:
     schema: str
     references: tuple[SchemaReference, ...]
     guid: str | None
+    metadata: dict[str, Any] | None = None
+    rule_set: dict[str, Any] | None = None
     versions: list[tuple[str, int]] = field(default_factory=list)
 
 
@@ -316,9 +420,13 @@ class _Replay:
         self.source = source
         self.store: dict[tuple[str, int], _Entry] = {}
         self.versions: dict[str, dict[int, _Entry]] = {}  # subject -> version -> the store's entry
-        self.holders: dict[int, int] = {}  # schema id -> how many entries of the store hold it
-        self.texts: dict[int, _Text] = {}
-        self.guids: dict[str, int] = {}
+        self.holders: dict[
+            tuple[str, int], int
+        ] = {}  # (context, id) -> how many entries of the store hold it
+        self.texts: dict[tuple[str, int], _Text] = {}  # by (context, id): ids are per context
+        self.guids: dict[tuple[str, str], int] = {}  # (context, GUID) -> id
+        self.contexts: dict[tuple[str, str], None] = {}  # (tenant, context) of CONTEXT records
+        self.associations: dict[tuple[Any, ...], Association] = {}
         self.config: dict[str | None, str] = {}
         self.mode: dict[str | None, str] = {}
         self.notes: list[str] = []
@@ -378,9 +486,10 @@ class _Replay:
         schema_type = v.get("schemaType") or "AVRO"
         refs = _references(v.get("references"))
         deleted = bool(v.get("deleted", False))
-        known = self.texts.get(schema_id)
+        ctx = split_subject(subject)[0]
+        known = self.texts.get((ctx, schema_id))
         if known is not None and known.schema != text:
-            if self.holders.get(schema_id):
+            if self.holders.get((ctx, schema_id)):
                 self.notes.append(
                     f"{self.where(offset)}: schema id {schema_id} for {subject} version {version} has "
                     "another schema than the id's registered one: not applied (Schema Registry: \"Found a "
@@ -396,16 +505,58 @@ class _Replay:
             text, refs, md5=v.get("md5"), metadata=v.get("metadata") is not None,
             rule_set=v.get("ruleSet") is not None,
         )  # fmt: skip
+        metadata, rule_set = v.get("metadata"), v.get("ruleSet")
         if known is None:
-            known = self.texts[schema_id] = _Text(str(schema_type), text, refs, guid)
+            known = self.texts[(ctx, schema_id)] = _Text(
+                str(schema_type),
+                text,
+                refs,
+                guid,
+                metadata if isinstance(metadata, dict) else None,
+                rule_set if isinstance(rule_set, dict) else None,
+            )
         if (subject, version) not in known.versions:
             known.versions.append((subject, version))
         self._drop(subject, version)
         entry = self.store[(subject, version)] = _Entry(schema_id, deleted)
         self.versions.setdefault(subject, {})[version] = entry
-        self.holders[schema_id] = self.holders.get(schema_id, 0) + 1
+        self.holders[(ctx, schema_id)] = self.holders.get((ctx, schema_id), 0) + 1
         if guid is not None:
-            self.guids[guid] = schema_id
+            self.guids[(ctx, guid)] = schema_id
+
+    def _context(self, offset: int, k: dict[str, Any], v: dict[str, Any] | None) -> None:
+        context = k.get("context", (v or {}).get("context"))  # Jackson reads a key without one as null
+        if not isinstance(context, str):
+            return
+        name = (str(k.get("tenant") or ""), context)
+        if v is None:
+            self.contexts.pop(name, None)
+        else:
+            self.contexts[name] = None
+
+    def _assoc(self, offset: int, k: dict[str, Any], v: dict[str, Any] | None) -> None:
+        names = ("tenant", "resourceName", "resourceNamespace", "resourceType", "associationType", "subject")
+        key = tuple(k.get(n) for n in names)
+        if k.get("magic", 0) != 0 or not all(isinstance(x, str) for x in key[1:]):
+            raise ValueError("an ASSOC key with a resource name, namespace, type, association type, subject")
+        if v is None:
+            self.associations.pop(key, None)
+            return
+        for n in ("guid", "resourceId", "lifecycle"):
+            if not isinstance(v.get(n), str):
+                raise ValueError(f"an ASSOC value with a {n}")
+        self.associations[key] = Association(
+            str(v.get("resourceName", key[1])),
+            str(v.get("resourceNamespace", key[2])),
+            str(v.get("resourceType", key[3])),
+            str(v.get("associationType", key[4])),
+            str(v.get("subject", key[5])),
+            v["resourceId"],
+            v["guid"],
+            v["lifecycle"],
+            bool(v.get("frozen", False)),
+            str(v.get("tenant") or k.get("tenant") or ""),
+        )
 
     def _subject_setting(
         self, table: dict[str | None, str], field_name: str, k: dict[str, Any], v: dict[str, Any] | None
@@ -450,23 +601,25 @@ class _Replay:
         del versions[version]
         if not versions:
             del self.versions[subject]
-        left = self.holders[entry.id] - 1
+        held = (split_subject(subject)[0], entry.id)
+        left = self.holders[held] - 1
         if left:
-            self.holders[entry.id] = left
+            self.holders[held] = left
         else:
-            del self.holders[entry.id]
+            del self.holders[held]
 
     def registry(self) -> SchemaRegistry:
-        holders: dict[int, list[_Entry]] = {}
-        for entry in self.store.values():
-            holders.setdefault(entry.id, []).append(entry)
+        holders: dict[tuple[str, int], list[_Entry]] = {}
+        for (subject, _), entry in self.store.items():
+            holders.setdefault((split_subject(subject)[0], entry.id), []).append(entry)
         schemas: dict[int, RegisteredSchema] = {}
-        for schema_id in sorted(self.texts):
-            t = self.texts[schema_id]
-            held = holders.get(schema_id, [])
+        contexts: dict[str, dict[int, RegisteredSchema]] = {}
+        for ctx, schema_id in sorted(self.texts):
+            t = self.texts[(ctx, schema_id)]
+            held = holders.get((ctx, schema_id), [])
             status = HARD_DELETED if not held else LIVE if any(not e.deleted for e in held) else SOFT_DELETED
             subject, version = t.versions[0]
-            schemas[schema_id] = RegisteredSchema(
+            s = RegisteredSchema(
                 schema_id,
                 t.schema_type,
                 t.schema,
@@ -476,14 +629,38 @@ class _Replay:
                 tuple(t.versions),
                 status,
                 t.guid,
+                ctx,
+                t.metadata,
+                t.rule_set,
+                encrypted_fields(t.schema_type, t.schema, t.metadata, t.rule_set),
+                payload_encrypted(t.rule_set),
             )
+            (schemas if ctx == DEFAULT_CONTEXT else contexts.setdefault(ctx, {}))[schema_id] = s
         notes = list(self.notes)
-        for keytype, offsets in self.skipped.items():
-            why = (
-                "Schema Registry's contexts and associations: they register no schema"
-                if keytype in ("CONTEXT", "ASSOC")
-                else "a key type Schema Registry does not have (SchemaRegistryKeyType)"
+        guids = {g: i for (ctx, g), i in self.guids.items() if ctx == DEFAULT_CONTEXT}
+        others: dict[int, list[RegisteredSchema]] = {}
+        for space in contexts.values():
+            for schema_id, s in space.items():
+                others.setdefault(schema_id, []).append(s)
+        for schema_id, held_by in sorted(others.items()):
+            texts = {s.schema for s in held_by} | (
+                {schemas[schema_id].schema} if schema_id in schemas else set()
             )
+            if len(texts) > 1:
+                where = ", ".join(s.context for s in held_by)
+                notes.append(
+                    f"schema id {schema_id} is another schema in context(s) {where} than in "
+                    f"{'the default context' if schema_id in schemas else 'another context'}: a frame naming "
+                    "it resolves in its topic's context (an association names it), else in the default "
+                    "context's ids (Schema Registry keeps ids per context)"
+                )
+            elif schema_id not in schemas:
+                schemas[schema_id] = held_by[0]
+                if held_by[0].guid is not None:
+                    guids.setdefault(held_by[0].guid, schema_id)
+        schemas = dict(sorted(schemas.items()))
+        for keytype, offsets in self.skipped.items():
+            why = "a key type Schema Registry does not have (SchemaRegistryKeyType)"
             notes.append(
                 f"{len(offsets)} record(s) of key type {keytype} not read ({self.where(offsets[0])} "
                 f"first): {why}"
@@ -493,9 +670,12 @@ class _Replay:
             dict(self.config),
             dict(self.mode),
             {key: SubjectVersion(key[0], key[1], e.id, e.deleted) for key, e in sorted(self.store.items())},
-            dict(self.guids),
+            guids,
             notes,
             list(self.errors),
+            contexts,
+            tuple(sorted({c for _, c in self.contexts})),
+            tuple(self.associations[k] for k in sorted(self.associations, key=repr)),
         )
 
 
@@ -572,6 +752,11 @@ def merge(registries: Sequence[tuple[str, SchemaRegistry]]) -> SchemaRegistry:
                 table.setdefault(subject, setting)
         for guid, schema_id in reg.guids.items():
             out.guids.setdefault(guid, schema_id)
+        for ctx, space in reg.contexts.items():
+            for schema_id, s in space.items():
+                out.contexts.setdefault(ctx, {}).setdefault(schema_id, s)
+        out.context_names = tuple(sorted(set(out.context_names) | set(reg.context_names)))
+        out.associations = out.associations + tuple(a for a in reg.associations if a not in out.associations)
         out.notes.extend(reg.notes)
         out.errors.extend(reg.errors)
     out.schemas = dict(sorted(out.schemas.items()))

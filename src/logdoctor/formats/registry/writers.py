@@ -29,16 +29,24 @@ CONNECT = "connect"
 
 @dataclass(frozen=True, slots=True)
 class WriterKey:
-    """One writer schema: ``kind`` registry (``schema_id``, ``message_indexes`` for Protobuf) or connect
-    (``connect_schema``: the canonical text of the envelope's schema)."""
+    """One writer schema: ``kind`` registry (``schema_id``, ``message_indexes`` for Protobuf; ``context``:
+    the Schema Registry context whose ids ``schema_id`` is of, None: the ids frames name by default) or
+    connect (``connect_schema``: the canonical text of the envelope's schema)."""
 
     kind: str
     schema_id: int | None = None
     message_indexes: tuple[int, ...] = ()
     connect_schema: str | None = None
+    context: str | None = None
 
     def sort_key(self) -> tuple[Any, ...]:
-        return (self.kind, self.schema_id or 0, self.message_indexes, self.connect_schema or "")
+        return (
+            self.kind,
+            self.context or "",
+            self.schema_id or 0,
+            self.message_indexes,
+            self.connect_schema or "",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +59,13 @@ class Resolved:
 
 
 def writer_of(
-    data: bytes | None, header: bytes | None, registry: SchemaRegistry | None
+    data: bytes | None, header: bytes | None, registry: SchemaRegistry | None, context: str | None = None
 ) -> Resolved | str | None:
     """The writer schema of one key or value (``header``: the value of its ``__key_schema_id`` /
-    ``__value_schema_id`` record header, if any): a :class:`Resolved`, a reason of
-    :data:`~.decoder.REASONS` why it names none that decodes, or None for a null (a tombstone's value)."""
+    ``__value_schema_id`` record header, if any; ``context``: the Schema Registry context of its topic,
+    :meth:`~.store.SchemaRegistry.context_of_topic`, None or ``.``: the default): a :class:`Resolved`, a
+    reason of :data:`~.decoder.REASONS` why it names none that decodes, or None for a null (a tombstone's
+    value)."""
     if data is None:
         return None
     if data[:1] == b"{" and header is None:
@@ -73,7 +83,8 @@ def writer_of(
         from logdoctor.formats.registry.decoder import UNKNOWN_SCHEMA_GUID, UNKNOWN_SCHEMA_ID
 
         return UNKNOWN_SCHEMA_ID if frame.schema_id is not None else UNKNOWN_SCHEMA_GUID
-    schema = registry.resolve(schema_id=frame.schema_id, guid=frame.guid)
+    context = None if context == "." else context
+    schema = registry.resolve(schema_id=frame.schema_id, guid=frame.guid, context=context)
     if isinstance(schema, str):
         return schema
     payload = frame.payload
@@ -89,7 +100,8 @@ def writer_of(
         indexes = indexes or (0,)
     from logdoctor.formats.registry.store import SOFT_DELETED
 
-    return Resolved(WriterKey(REGISTRY, schema.id, indexes), payload, schema.status == SOFT_DELETED)
+    writer = WriterKey(REGISTRY, schema.id, indexes, context=context)
+    return Resolved(writer, payload, schema.status == SOFT_DELETED)
 
 
 def is_framed(resolved: Resolved | str | None) -> bool:
@@ -120,7 +132,11 @@ class Decoders:
             from logdoctor.formats.registry.connect_json import ConnectJsonDecoder
 
             return ConnectJsonDecoder(writer.connect_schema or "")
-        schema = None if self.registry is None else self.registry.by_id(writer.schema_id or 0)
+        schema = (
+            None
+            if self.registry is None
+            else self.registry.in_context(writer.context).get(writer.schema_id or 0)
+        )
         if schema is None:
             raise SchemaError(f"schema id {writer.schema_id} is not in the registry")
         try:
