@@ -199,9 +199,7 @@ def txn_from_json(text: str) -> CoordinatorTxn:
     return CoordinatorTxn(**d)
 
 
-def _open_in_log(
-    p: Judged, pid: int, epoch: int, first: int, known: CoordinatorTxn | None
-) -> Finding:
+def _open_in_log(p: Judged, pid: int, epoch: int, first: int, known: CoordinatorTxn | None) -> Finding:
     said = (
         f"transactional id {known.transactional_id} is in state {known.state} there ({known.source})"
         if known is not None
@@ -292,8 +290,13 @@ def two_phase_commit_advice(
             out.append(f)
             continue
         fix = two_phase_commit_fix(t)
-        details = {**d, "two_phase_commit": True, "transactional_id": t.transactional_id,
-                   "coordinator_state": t.state, "transaction_state_partition": t.source}
+        details = {
+            **d,
+            "two_phase_commit": True,
+            "transactional_id": t.transactional_id,
+            "coordinator_state": t.state,
+            "transaction_state_partition": t.source,
+        }
         details.pop("command_for_running_cluster", None)
         out.append(dataclasses.replace(f, fix=fix, details=details))
     return out
