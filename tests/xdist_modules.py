@@ -66,6 +66,7 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_sync_replica.py",  # 64 s
     "tests/repair/test_recorded_state.py",  # 57 s, 9 tests
     "tests/procedures/test_sync_replica.py",  # 55 s, 10 tests
+    "tests/brokers/test_broker_era_index.py",  # 54 s: a 1.0.2 and a 2.2.2 broker, each killed and restarted
     "tests/checks/test_sparse_logs.py",  # 54 s, 5 tests
     "tests/cli/test_seek_agreement.py",  # 53 s, 28 tests
     "tests/test_xdist_terminal.py",  # 15 s, 2 tests (a pytest of 3 processes each): once 174 s

@@ -419,13 +419,33 @@ def test_logdoctor_says_which_segments_go_only_because_of_the_damaged_time_index
         "retention", str(judged.copies["damaged"]), "--now", str(judged.now_ms)
     )
     risks = {
-        (f["path"].split(os.sep)[-2], f["offset"])
+        (f["severity"], f["path"].split(os.sep)[-2], f["offset"])
         for f in report["findings"]
         if f["code"] == "RETENTION_RISK"
     }
-    first = judged.layout.first_fresh
-    assert risks == {(f"{TOPIC}-{p}", first) for p in (1, 5, 6)}
+    first, second = judged.layout.first_fresh, judged.layout.second_fresh
+    # partition 4's zeroed index is behind the first fresh segment, which the broker kept, and so that one too
+    # (the pass stops at the first segment within retention): a warning with the date it goes (issue 77)
+    assert risks == {("error", f"{TOPIC}-{p}", first) for p in (1, 5, 6)} | {
+        ("warning", f"{TOPIC}-4", second)
+    }
+    held = next(f for f in report["findings"] if f["code"] == "RETENTION_RISK" and f["offset"] == second)
+    assert (
+        f"once segment {first} has gone" in held["message"]
+        and "next retention check keeps it" in held["message"]
+    )
     assert report["summary"]["retention_risk_segments"] == 3
+    # the scan at the same time says the same, word for word
+    scan = kafka_cluster.logdoctor_json("scan", str(judged.copies["damaged"]), "--now", str(judged.now_ms))
+
+    def said(r: dict) -> list[tuple[str, str, str, str]]:
+        return sorted(
+            (f["severity"], f["path"], f["message"], f["fix"])
+            for f in r["findings"]
+            if f["code"] == "RETENTION_RISK"
+        )
+
+    assert said(scan) == said(report)
 
 
 def test_the_printed_repair_makes_the_broker_delete_only_what_was_due(judged: Judged) -> None:

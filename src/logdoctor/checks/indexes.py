@@ -11,17 +11,22 @@ after an unclean shutdown LogLoader.recoverLog recovers the segment holding the 
 later one (K:storage/.../log/LogLoader.java recoverLog, LogSegments.values from the floor segment), and
 LogSegment.recover resets the segment's indexes and rebuilds them from the .log whatever they held
 (:func:`recovered_at_next_start`; tests/brokers/test_broker_corrupt_index.py has a 4.4 broker show both).
+
+INDEX_PREALLOCATED_UNCLEAN: the active segment's preallocated index after an unclean shutdown, which the
+brokers that check indexes at load (up to 2.2) reject and rebuild, logging field report 000's warning
+(:func:`report_preallocated_unclean`; tests/brokers/test_broker_era_index.py runs 1.0.2 and 2.2.2).
 """
 
 from __future__ import annotations
 
 import operator
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from logdoctor.checks.preallocated_index import Tail, classify_tail
+from logdoctor.checks.preallocated_index import METADATA_LOG_FOLDER, Tail, classify_tail
 from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.timestamps import topic_config
 from logdoctor.formats.index import (
@@ -30,6 +35,7 @@ from logdoctor.formats.index import (
     TXN_ENTRY_SIZE,
     IndexKind,
     SanityEra,
+    SanityVerdict,
     columns,
     offset_index_array,
     real_entry_count,
@@ -40,6 +46,7 @@ from logdoctor.formats.index import (
 from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.native import speedups
 from logdoctor.logdir.model import Segment
+from logdoctor.logdir.names import PARTITION_METADATA_FILE
 
 ERA_LABEL = {SanityEra.KAFKA_0_8: "0.8-1.0", SanityEra.KAFKA_1_1: "1.1", SanityEra.KAFKA_2_0: "2.0+"}
 _WHAT = {IndexKind.OFFSET: ".index", IndexKind.TIME: ".timeindex", IndexKind.TXN: ".txnindex"}
@@ -170,6 +177,80 @@ def report_corrupt(
         verdict=verdict,
         segment=seg.log_file,
         details={"index": _WHAT[kind], "rejected_by": [ERA_LABEL[e] for e in rejecting], **(extra or {})},
+    )
+
+
+#: the brokers that check every segment's indexes when they load a log, by sanity-check era: up to 2.2
+#: (K:core/src/main/scala/kafka/log/Log.scala loadSegmentFiles; since 2.3, KAFKA-7283, none)
+LOAD_CHECK_LABEL = {
+    SanityEra.KAFKA_0_8: "0.8-1.0",
+    SanityEra.KAFKA_1_1: "1.1",
+    SanityEra.KAFKA_2_0: "2.0-2.2",
+}
+
+
+def rejected_at_load(st: PartitionState, seg: Segment, kind: IndexKind, data: bytes) -> list[SanityVerdict]:
+    """The verdicts of the eras whose load rejects this index of ``seg`` as a broker of that era logs
+    them (the path absolute, as ``getAbsolutePath``). In the order a broker checks them: the ``.index``
+    first, the ``.timeindex`` only when the ``.index`` passed (1.0.2 Log.loadSegmentFiles,
+    LogSegment.sanityCheck 1.1-2.2), so a ``.timeindex`` is named only by the eras whose ``.index`` check
+    passes (its last slot is in ``st.last_index_slot`` by then: :func:`~logdoctor.checks.default.
+    check_segment_indexes` checks the ``.index`` first)."""
+    path = seg.index_file if kind is IndexKind.OFFSET else seg.timeindex_file
+    verdicts = sanity_check_all_eras(kind, data, seg.base_offset, source=os.path.abspath(str(path)))
+    rejecting = [v for v in verdicts.values() if not v.passed]
+    if kind is IndexKind.TIME and rejecting:
+        last = st.last_index_slot.get(seg.base_offset)
+        size = seg.index_size or 0
+        if seg.index_file is None or last is None or size % OFFSET_ENTRY_SIZE:
+            return []  # no .index, or one the broker cannot use: it rebuilds both without this check
+        rejecting = [
+            v for v in rejecting if sanity_check(IndexKind.OFFSET, last, seg.base_offset, v.era).passed
+        ]
+    return rejecting
+
+
+def _broker_words(seg: Segment, v: SanityVerdict) -> str:
+    """What a broker of ``v``'s era logs when its load rejects the index (Log.loadSegmentFiles)."""
+    if v.era is SanityEra.KAFKA_0_8:
+        return f"Found a corrupted index file due to {v.message}"
+    log = os.path.abspath(str(seg.log_file))
+    return f"Found a corrupted index file corresponding to log file {log} due to {v.message}"
+
+
+def report_preallocated_unclean(
+    st: PartitionState, seg: Segment, kind: IndexKind, path: str, data: bytes, real: int, slots: int
+) -> None:
+    """INDEX_PREALLOCATED_UNCLEAN: the active segment's preallocated index after an unclean shutdown, for
+    the brokers whose load rejects it (up to 2.2); said of a log dir such a broker could have written:
+    not a running broker's, not the KRaft metadata log, and no ``partition.metadata`` (topic ids, which
+    brokers write from 2.8)."""
+    if st.task.clean_shutdown or st.task.live or kind is IndexKind.TXN:
+        return
+    if st.task.name == METADATA_LOG_FOLDER or any(
+        e.name == PARTITION_METADATA_FILE for e in st.partition.entries
+    ):
+        return
+    rejecting = rejected_at_load(st, seg, kind, data)
+    if not rejecting:
+        return
+    eras = ", ".join(LOAD_CHECK_LABEL[v.era] for v in rejecting)
+    words = "; ".join(f"{LOAD_CHECK_LABEL[v.era]}: '{_broker_words(seg, v)}'" for v in rejecting)
+    st.make(
+        "INDEX_PREALLOCATED_UNCLEAN",
+        path,
+        position=real * ENTRY_SIZE[kind],
+        offset=seg.base_offset,
+        index=_WHAT[kind],
+        zeros=slots - real,
+        real=real,
+        eras=eras,
+        words=f"({words})",
+        details={
+            "index": _WHAT[kind],
+            "rejected_by": [LOAD_CHECK_LABEL[v.era] for v in rejecting],
+            "broker_log": [_broker_words(seg, v) for v in rejecting],
+        },
     )
 
 
@@ -430,6 +511,8 @@ def analyze_index(
         if tail is Tail.GARBAGE:  # a non-zero byte after the real entries
             report_corrupt(st, seg, path, kind, data, spec.zero_slot.format(**zeros), real * size, base)
             return slots, real
+        if tail is Tail.PREALLOCATED:
+            report_preallocated_unclean(st, seg, kind, path, data, real, slots)
         if tail is Tail.UNTRIMMED:
             st.rep.untrimmed_inactive_indexes += 1
             problem = spec.untrimmed.format(**zeros)

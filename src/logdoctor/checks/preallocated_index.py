@@ -23,7 +23,11 @@ indexes are that preallocated file: real entries, then zero slots. What each kin
   in 3.x) only closes its ``UnifiedLog`` (read in the 4.3.1 and 4.4.0 jars; a cleanly stopped 4.4.0 broker
   leaves the file so, a 4.3.1 broker trims it: ``tests/brokers/test_broker_files.py``). Either way the
   metadata log is opened with recovery point 0 and ``lastShutdownClean=false`` at every start, so its
-  segments are recovered and their indexes rebuilt from the ``.log`` each time. Kafka's ``DumpLogSegments``
+  segments are recovered and their indexes rebuilt from the ``.log`` each time. Brokers up to 2.2 checked
+  every index at load, reading every slot as an entry: after an unclean shutdown they reject this file and
+  rebuild it, logging "Found a corrupted index file" (field report 000's warning; ``scan``'s
+  ``INDEX_PREALLOCATED_UNCLEAN``, :func:`logdoctor.checks.indexes.report_preallocated_unclean`; tested
+  with real 1.0.2 and 2.2.2 brokers in tests/brokers/test_broker_era_index.py). Kafka's ``DumpLogSegments``
   lists such a file's entries and stops at the first zero slot (exit 0); only its ``--index-sanity-check``,
   which opens it the broker's way (every slot an entry, the last one a zero slot), calls the ``.timeindex``
   corrupt ("the last timestamp is 0 which is less than the first").

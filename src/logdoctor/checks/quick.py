@@ -21,6 +21,7 @@ from logdoctor.checks.timestamps import (
     check_retention_risk,
     permission_fix,
     root_cause_fields,
+    scan_risk_moment,
     topic_config,
 )
 from logdoctor.errors import FormatError
@@ -114,12 +115,15 @@ def check_index_headers(st: PartitionState) -> None:
         if cause is not None and not cfg.time_retention:
             continue  # compact-only or retention.ms=-1: time retention deletes nothing
         if cause is not None:
-            # --quick never reads an inactive .log: report the risk with the true timestamp unknown
+            # --quick never reads an inactive .log: report the risk with the true timestamp unknown, when
+            # time retention deletes the segment by the broker's timestamps (scan's and `retention`'s rule)
+            moment = scan_risk_moment(st, seg, true_known=False)
             path = seg.timeindex_file or seg.log_file
             cause, also, root, position = root_cause_fields(str(path), cause, st)
             st.make(
                 "RETENTION_RISK",
                 path,
+                severity=moment.severity,
                 position=position,
                 offset=seg.base_offset,
                 also=also,
@@ -130,7 +134,7 @@ def check_index_headers(st: PartitionState) -> None:
                 true_ts_iso="not read in --quick; run the default scan",
                 retention_ms=cfg.retention_ms.value,
                 config=cfg.describe(),
-                when="as soon as now - largestTimestamp > retention.ms",
+                when=moment.when(),
                 segment=seg.log_file,
                 permission=permission_fix(st, info, str(path)),
                 details={
@@ -140,6 +144,7 @@ def check_index_headers(st: PartitionState) -> None:
                     "true_largest_timestamp": None,
                     "topic_config": cfg.to_json(),
                     "cause": cause,
+                    **moment.to_json(),
                     **root,
                 },
             )

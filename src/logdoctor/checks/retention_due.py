@@ -80,9 +80,7 @@ def retention_due(rep: PartitionReport, now_ms: int) -> Finding | None:
         else:
             why.append(f"{n} past retention.bytes={cfg.retention_bytes.value}")
     early = sum(1 for s in gone if s.at_risk)
-    also = (
-        f"; {early} of them only because of a wrong largest timestamp (RETENTION_RISK)" if early else ""
-    )
+    also = f"; {early} of them only because of a wrong largest timestamp (RETENTION_RISK)" if early else ""
     if pr.rolls:
         also += (
             f"; every segment goes, so the broker first rolls a new empty segment at offset {end} and the "

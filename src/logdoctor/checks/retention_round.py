@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport, SegmentInfo
 from logdoctor.checks.findings import Finding, exit_code
-from logdoctor.checks.state.time_words import duration, iso
-from logdoctor.checks.timestamps import ROOT_CAUSE_ALSO
+from logdoctor.checks.retention_risk import RiskMoment, risk_fields, risk_moment, suspicious
+from logdoctor.checks.state.time_words import iso
 from logdoctor.checks.topic_config import DEFAULT_RETENTION_MS, TopicConfig
 
 __all__ = [
@@ -32,9 +32,11 @@ __all__ = [
     "RetentionConfig",
     "RetentionReport",
     "SegmentVerdict",
+    "moment_of",
     "partition_retention",
     "partition_verdicts",
     "retention_timestamp",
+    "round_arguments",
     "simulate",
 ]
 
@@ -48,6 +50,13 @@ REMOTE_RETENTION = (
 )
 RETENTION_SIZE_BREACH = "retention_size_breach"
 RETENTION_MS_BREACH = "retention_ms_breach"
+
+#: RETENTION_RISK's ``{also}`` when it carries the INDEX_CORRUPT of a zeroed time index (checks.timestamps)
+ROOT_CAUSE_ALSO = (
+    "; the same zeroed entry also gives time lookups (offsetsForTimes, ListOffsets by timestamp) a wrong "
+    "answer. One finding for both: the root cause is the damaged time index (INDEX_CORRUPT, {rejected}); "
+    "rebuilding it fixes both"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +89,8 @@ class SegmentVerdict:
     active: bool = False
     #: a tiered partition's segment local retention would delete for this reason once it is uploaded
     waits_for_upload: str | None = None
+    #: kept now, but deleted early later by a wrong largest timestamp (RETENTION_RISK, a warning): when
+    risk_at: int | None = None
 
     @property
     def at_risk(self) -> bool:
@@ -98,6 +109,7 @@ class SegmentVerdict:
             "deleted_with_true_timestamps": self.reason_if_true_timestamps is not None,
             "retention_risk": self.at_risk,
             "waits_for_upload": self.waits_for_upload,
+            "retention_risk_at": self.risk_at,
         }
 
 
@@ -369,7 +381,6 @@ def partition_retention(
     tiered = part.remote_log_enabled
     if not tiered:
         highest_remote_offset, upload_state = None, ""
-    config = RetentionConfig.of(topic_config, tiered)
     infos = part.segment_infos
     leo = part.log_end_offset
     lso = part.log_start_offset
@@ -401,16 +412,8 @@ def partition_retention(
         ), []
     segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
     true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
-    kw: dict[str, Any] = {
-        # a remote log's passes work on its local log (UnifiedLog.deleteLogStartOffsetBreachedSegments)
-        "log_start_offset": local if tiered else lso,
-        "log_end_offset": leo,
-        "high_watermark": hw,
-        "config": config,
-        "now_ms": now_ms,
-        "remote_log_start_offset": lso if tiered else None,
-        "highest_remote_offset": highest_remote_offset,
-    }
+    kw = round_arguments(lso, local, leo, hw, topic_config, tiered, highest_remote_offset)
+    kw["now_ms"] = now_ms
     waiting: dict[int, str] = {}
     reasons, new_start, rolls, hw, hw_source = partition_verdicts(segs, **kw, waiting=waiting)
     true_reasons, *_ = partition_verdicts(true_segs, **kw)
@@ -443,57 +446,122 @@ def partition_retention(
             waits_for_upload=waiting.get(info.base_offset),
         )
         out.segments.append(v)
-        if v.at_risk:
-            log_path = os.path.join(part.path, f"{info.base_offset:020d}.log")
-            tpath = os.path.join(part.path, f"{info.base_offset:020d}.timeindex")
-            path = tpath if info.broker_ts_source != "mtime" and os.path.exists(tpath) else log_path
-            broker = segs[k][2]
-            true = true_segs[k][2]
-            # the scan's finding for this segment names the root cause (a zeroed time index: one finding)
-            scanned = next(
-                (f for f in part.findings if f.code == "RETENTION_RISK" and f.offset == info.base_offset),
-                None,
-            )
-            root = {k2: v for k2, v in (scanned.details if scanned else {}).items() if k2 in _ROOT_KEYS}
-            cause = (
-                scanned.details["cause"]
-                if root and scanned is not None and scanned.details.get("cause")
-                else f"Time retention would use the {info.broker_ts_source or 'broker'} timestamp of "
-                f"{log_path}"
-            )
-            findings.append(
-                catalog.make(
-                    "RETENTION_RISK",
-                    path,
-                    logdir=part.log_dir,
-                    offset=info.base_offset,
-                    position=scanned.position if root and scanned is not None else None,
-                    also=ROOT_CAUSE_ALSO.format(rejected=_rejected(root)) if root else "",
-                    cause=cause[0].upper() + cause[1:],
-                    broker_ts=broker,
-                    broker_ts_iso=iso(broker),
-                    true_ts=true,
-                    true_ts_iso=iso(true),
-                    retention_ms=config.retention_ms,
-                    config=topic_config.describe(),
-                    when=f"now ({iso(now_ms)}), {duration(now_ms - broker - config.retention_ms)} past "
-                    "retention by its "
-                    f"clock, while its records are retained until {iso(true + config.retention_ms)}",
-                    segment=log_path,
-                    details={
-                        "segment": log_path,
-                        "broker_largest_timestamp": broker,
-                        "true_largest_timestamp": true,
-                        "broker_timestamp_source": info.broker_ts_source,
-                        "topic_config": topic_config.to_json(),
-                        **root,
-                    },
-                )
-            )
+        if k < len(infos) - 1 and not info.recovered:
+            f = _risk_finding(part, topic_config, k, segs, true_segs, kw)
+            if f is not None:
+                findings.append(f)
+                if v.reason is None:
+                    v.risk_at = f.details.get("deleted_at")
     return out, findings
 
 
 _ROOT_KEYS = ("root_cause", "consequences")
+
+
+def round_arguments(
+    log_start_offset: int,
+    local_log_start_offset: int,
+    log_end_offset: int,
+    high_watermark: int | None,
+    topic_config: TopicConfig,
+    tiered: bool,
+    highest_remote_offset: int | None = None,
+) -> dict[str, Any]:
+    """:func:`partition_verdicts`' arguments but ``now_ms`` for one partition: the `retention` command's
+    and the scan's RETENTION_RISK (:mod:`logdoctor.checks.retention_risk`) build them here alike."""
+    return {
+        # a remote log's passes work on its local log (UnifiedLog.deleteLogStartOffsetBreachedSegments)
+        "log_start_offset": local_log_start_offset if tiered else log_start_offset,
+        "log_end_offset": log_end_offset,
+        "high_watermark": high_watermark,
+        "config": RetentionConfig.of(topic_config, tiered),
+        "remote_log_start_offset": log_start_offset if tiered else None,
+        "highest_remote_offset": highest_remote_offset,
+    }
+
+
+def moment_of(
+    broker_segments: list[tuple[int, int, int]],
+    true_segments: list[tuple[int, int, int]] | None,
+    k: int,
+    now_ms: int,
+    round_kw: dict[str, Any],
+) -> RiskMoment:
+    """RETENTION_RISK's moment of ``segments[k]`` (:mod:`logdoctor.checks.retention_risk`) with this
+    partition's round (``round_kw``: :func:`round_arguments`): the scan and `retention` both ask here."""
+    config: RetentionConfig = round_kw["config"]
+
+    def round_(segments: list[tuple[int, int, int]], at: int) -> list[str | None]:
+        return partition_verdicts(segments, now_ms=at, **round_kw)[0]
+
+    return risk_moment(
+        broker_segments,
+        true_segments,
+        k,
+        now_ms=now_ms,
+        retention_ms=config.retention_ms,
+        delete=config.delete,
+        round_=round_,
+    )
+
+
+def _risk_finding(
+    part: PartitionReport,
+    topic_config: TopicConfig,
+    k: int,
+    segs: list[tuple[int, int, int]],
+    true_segs: list[tuple[int, int, int]],
+    kw: dict[str, Any],
+) -> Finding | None:
+    """Segment ``k``'s RETENTION_RISK by the scan's own rule (:mod:`logdoctor.checks.retention_risk`), its
+    cause, permission fix and root cause taken from the scan's finding of it when there is one."""
+    info = part.segment_infos[k]
+    scanned = next(
+        (f for f in part.findings if f.code == "RETENTION_RISK" and f.offset == info.base_offset), None
+    )
+    if not topic_config.time_retention or not suspicious(segs[k][2], info.true_largest_ts):
+        return None  # compact-only or retention.ms=-1: time retention deletes nothing, as the scan says
+    round_kw = {a: v for a, v in kw.items() if a != "now_ms"}
+    moment = moment_of(segs, true_segs, k, kw["now_ms"], round_kw)
+    log_path = os.path.join(part.path, f"{info.base_offset:020d}.log")
+    tpath = os.path.join(part.path, f"{info.base_offset:020d}.timeindex")
+    path = tpath if os.path.exists(tpath) else log_path  # the scan's: the time index, else the .log
+    broker, true = segs[k][2], true_segs[k][2]
+    sd = scanned.details if scanned is not None else {}
+    root = {k2: v for k2, v in sd.items() if k2 in _ROOT_KEYS}
+    cause = str(
+        sd.get("cause")
+        or f"Time retention would use the {info.broker_ts_source or 'broker'} timestamp of {log_path}"
+    )
+    made = catalog.make(
+        "RETENTION_RISK",
+        path,
+        logdir=part.log_dir,
+        offset=info.base_offset,
+        position=scanned.position if scanned is not None else None,
+        also=ROOT_CAUSE_ALSO.format(rejected=_rejected(root)) if root else "",
+        cause=cause[0].upper() + cause[1:],
+        broker_ts=broker,
+        broker_ts_iso=iso(broker),
+        true_ts=true,
+        true_ts_iso=iso(true),
+        retention_ms=kw["config"].retention_ms,
+        config=topic_config.describe(),
+        segment=log_path,
+        **risk_fields(moment),
+        details={
+            "segment": log_path,
+            "broker_largest_timestamp": broker,
+            "true_largest_timestamp": true,
+            "broker_timestamp_source": info.broker_ts_source,
+            "topic_config": topic_config.to_json(),
+            "cause": cause,
+            **moment.to_json(),
+            **root,
+        },
+    )
+    # the fix is the scan's: it names what the scan found wrong with the time index (a permission, damage)
+    return made if scanned is None else replace(made, fix=scanned.fix, fix_argv=scanned.fix_argv)
 
 
 def _rejected(root: dict[str, Any]) -> str:

@@ -6,7 +6,8 @@ last entry and an existing index file has ``length / 12`` entries (so a zero-pad
 gives 0). A missing time index is created empty (LogLoader: timeIndexFileNewlyCreated), giving
 NO_TIMESTAMP and the .log mtime. Field report 002: a time index the broker's user could not read
 gave largestTime=0 and the segment was deleted at once. UnifiedLog.deleteRetentionMsBreachedSegments
-deletes while ``now - largestTimestamp > retention.ms``.
+deletes while ``now - largestTimestamp > retention.ms``, from the oldest segment forward: when a segment
+goes, and what must go first, is :mod:`logdoctor.checks.retention_risk`'s rule (the `retention` command's).
 """
 
 from __future__ import annotations
@@ -16,16 +17,14 @@ from typing import Any
 
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import SegmentInfo
+from logdoctor.checks.retention_risk import RISK_TOLERANCE_MS, RiskMoment, suspicious
+from logdoctor.checks.retention_round import ROOT_CAUSE_ALSO, moment_of, retention_timestamp, round_arguments
 from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.checks.topic_config import TopicConfig, TopicConfigResolver
 from logdoctor.formats.index import TIME_ENTRY_SIZE
 from logdoctor.logdir.model import Segment
 from logdoctor.logdir.names import SegmentFileType
-
-#: a broker timestamp this much older than the records is "far older", and a timestamp this much ahead of
-#: now is "in the future" (not clock noise: a producer's clock ahead of the broker's)
-RISK_TOLERANCE_MS = 60_000
 
 
 def broker_largest_timestamp(st: PartitionState, seg: Segment, info: SegmentInfo) -> str | None:
@@ -95,13 +94,6 @@ def absorb_zeroed_time_index(st: PartitionState, path: str) -> tuple[str, dict[s
     return None
 
 
-ROOT_CAUSE_ALSO = (
-    "; the same zeroed entry also gives time lookups (offsetsForTimes, ListOffsets by timestamp) a wrong "
-    "answer. One finding for both: the root cause is the damaged time index (INDEX_CORRUPT, {rejected}); "
-    "rebuilding it fixes both"
-)
-
-
 def root_cause_fields(
     path: str, cause: str, st: PartitionState
 ) -> tuple[str, str, dict[str, Any], int | None]:
@@ -136,8 +128,71 @@ def permission_fix(st: PartitionState, info: SegmentInfo, path: str) -> str:
     )
 
 
+def sound_but_unreadable(st: PartitionState, info: SegmentInfo, path: str) -> bool:
+    """The broker's user cannot read the time index, but its entries are sound: this process reads it, its
+    size is whole entries and its last entry is the records' largest timestamp, and no INDEX_CORRUPT names
+    it. Then the permission is the whole fix (a rebuild would find nothing to repair)."""
+    true = info.true_largest_ts
+    if info.broker_ts_source != "unreadable .timeindex" or true is None or true < 0:
+        return False
+    if any(f.code == "INDEX_CORRUPT" and f.path == path for f in st.rep.findings):
+        return False
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size == 0 or size % TIME_ENTRY_SIZE:
+                return False
+            fh.seek(size - TIME_ENTRY_SIZE)
+            last = fh.read(TIME_ENTRY_SIZE)
+    except OSError:
+        return False
+    if len(last) != TIME_ENTRY_SIZE:
+        return False
+    ts = int.from_bytes(last[0:8], "big", signed=True)
+    return ts > 0 and abs(true - ts) <= RISK_TOLERANCE_MS
+
+
+def scan_risk_moment(st: PartitionState, seg: Segment, true_known: bool) -> RiskMoment:
+    """When time retention deletes ``seg`` (:mod:`logdoctor.checks.retention_risk`, the `retention` command's
+    rule), from what the scan knows of the partition: every segment's largest timestamp as the broker reads
+    it (the .log mtime where not read yet), the log start offset, the log end offset and high watermark."""
+    from logdoctor.checks.tiered import tiering
+    from logdoctor.logdir.offsets import log_start_offsets
+
+    task = st.task
+    infos = [st.infos[s.base_offset] for s in st.segments]
+    broker = [
+        (
+            i.base_offset,
+            i.size,
+            retention_timestamp(i.broker_largest_ts, i.true_largest_ts, i.mtime_ms, i.recovered),
+        )
+        for i in infos
+    ]
+    true = [
+        (b, size, i.true_largest_ts if i.true_largest_ts is not None else ts)
+        for (b, size, ts), i in zip(broker, infos, strict=True)
+    ]
+    first = st.segments[0].base_offset
+    cp = task.log_start_checkpoint
+    tier = tiering(task.topic, task.topic_config, task.remote_evidence, cp, first)
+    lso, local = log_start_offsets(cp, first, tier.remote_log_enabled)
+    leo = st.log_end_offset if st.log_end_offset is not None else st.segments[-1].base_offset
+    kw = round_arguments(
+        lso if lso is not None else first,
+        local if local is not None else first,
+        leo,
+        task.high_watermark,
+        topic_config(st),
+        tier.remote_log_enabled,
+    )
+    k = next(n for n, s in enumerate(st.segments) if s is seg)
+    return moment_of(broker, true if true_known else None, k, st.options.now_ms, kw)
+
+
 def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, cause: str | None) -> None:
-    """Compare the broker's largest timestamp with the true one (which must be known by now)."""
+    """Compare the broker's largest timestamp with the true one (which must be known by now), and say when
+    time retention deletes the segment (:func:`scan_risk_moment`)."""
     broker = info.broker_largest_ts
     true = info.true_largest_ts
     cfg = topic_config(st)
@@ -145,7 +200,8 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
         return  # compact-only or retention.ms=-1: time retention deletes nothing, whatever the timestamp
     now = st.options.now_ms
     path = seg.timeindex_file or seg.log_file
-    if true is not None and true >= 0 and (broker <= 0 or true - broker > RISK_TOLERANCE_MS):
+    if true is not None and suspicious(broker, true):
+        moment = scan_risk_moment(st, seg, true_known=True)
         if cause is None:
             cause = (
                 f"the last entry of {path} (timestamp {broker}) is older than the segment's records "
@@ -153,16 +209,14 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
                 if info.broker_ts_source == "timeindex"
                 else f"the .log mtime ({broker}) is older than the segment's records"
             )
+        sound = sound_but_unreadable(st, info, str(path))
         cause, also, root, position = root_cause_fields(str(path), cause, st)
         retention = cfg.retention_ms.value
-        due = broker + retention
-        if due <= now:
-            when = f"at the next retention check (already {duration(now - due)} past retention by its clock)"
-        else:
-            when = f"at {iso(due)} instead of {iso(true + retention)}"
         st.make(
             "RETENTION_RISK",
             path,
+            case="permission-only" if sound else None,
+            severity=moment.severity,
             position=position,
             offset=seg.base_offset,
             also=also,
@@ -173,9 +227,10 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
             true_ts_iso=iso(true),
             retention_ms=retention,
             config=cfg.describe(),
-            when=when,
+            when=moment.when(),
             segment=seg.log_file,
             permission=permission_fix(st, info, str(path)),
+            user=st.task.broker_user.name,
             details={
                 "segment": seg.log_file,
                 "broker_largest_timestamp": broker,
@@ -183,6 +238,8 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
                 "true_largest_timestamp": true,
                 "topic_config": cfg.to_json(),
                 "cause": cause,
+                "time_index_sound": sound,
+                **moment.to_json(),
                 **root,
             },
         )

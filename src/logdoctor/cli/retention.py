@@ -66,6 +66,9 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
                 style = "bold red"
             elif s.reason:
                 style = "yellow"
+            elif s.risk_at is not None:
+                verdict = f"kept; DELETED EARLY at {iso(s.risk_at)} (RETENTION_RISK)"
+                style = "red"
             elif s.waits_for_upload and p.upload_known:
                 verdict = (
                     f"kept: not in remote storage yet (highest uploaded offset {p.highest_remote_offset}); "

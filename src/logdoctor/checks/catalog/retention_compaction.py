@@ -10,17 +10,32 @@ from __future__ import annotations
 
 from logdoctor.checks.catalog.entry import _E, _I, _W, Case, Entry
 
+_RISK_MESSAGE = (
+    "{cause}: the broker would take largestTimestamp={broker_ts} ({broker_ts_iso}) for segment "
+    "{segment}, but its records go up to {true_ts} ({true_ts_iso}); with retention.ms={retention_ms} "
+    "(topic config used: {config}) it would delete the segment {when}{also}"
+)
+
 ENTRIES: tuple[Entry, ...] = (
     Entry(
         "RETENTION_RISK",
         _E,
         "time retention would use a wrong (too old) largest timestamp and delete the segment early",
-        "{cause}: the broker would take largestTimestamp={broker_ts} ({broker_ts_iso}) for segment "
-        "{segment}, but its records go up to {true_ts} ({true_ts_iso}); with retention.ms={retention_ms} "
-        "(topic config used: {config}) it would delete the segment {when}{also}",
+        _RISK_MESSAGE,
         "Before starting the broker, rebuild the time index: {repair}.{permission}",
         "K:storage/.../log/LogSegment.java largestTimestamp/maxTimestampSoFar, UnifiedLog "
-        "deleteRetentionMsBreachedSegments; KAFKA-10207; field report 002 (largestTime=0)",
+        "deleteRetentionMsBreachedSegments (from the oldest segment forward: deletableSegments stops at the "
+        "first segment it may not delete, so a segment goes only once every older one has; a WARNING when "
+        "older segments hold it, with the date); KAFKA-10207; field report 002 (largestTime=0)",
+        cases={
+            # the broker's user cannot read a time index whose entries are sound: the permission alone
+            "permission-only": Case(
+                _RISK_MESSAGE,
+                "Before starting the broker, let the broker's user {user} read and write the time index: "
+                "`chown {user} {path}`, `chmod u+rw {path}`. Nothing to rebuild: its entries are sound (its "
+                "last entry is the records' largest timestamp).",
+            ),
+        },
     ),
     Entry(
         "RETENTION_BLOCKED",

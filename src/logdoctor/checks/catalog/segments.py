@@ -24,6 +24,26 @@ ENTRIES: tuple[Entry, ...] = (
         "TimeIndex.java, TransactionIndex.java sanityCheck; Log.loadSegmentFiles / LogLoader",
     ),
     Entry(
+        "INDEX_PREALLOCATED_UNCLEAN",
+        _W,
+        "the active segment's preallocated index after an unclean shutdown, which brokers up to 2.2 reject "
+        "at load ('Found a corrupted index file')",
+        "{path} is the active segment's {index} as the unclean shutdown left it, preallocated: {zeros} zero "
+        "slots follow its {real} entries, and a broker that checks indexes when it loads a log reads every "
+        "slot as an entry, the last one a zero slot. Kafka {eras} reject it at load and log {words} "
+        "(Log.loadSegmentFiles), then delete the segment's indexes and rebuild them from the .log: no "
+        "record is lost and the broker starts. Since 2.3 (KAFKA-7283) no index is checked at load, and "
+        "every version recovers the active segment after an unclean shutdown (LogLoader.recoverLog), "
+        "rebuilding this file from the .log",
+        "Nothing to repair: the broker's next start rebuilds it from the .log (the warning above is that "
+        "rebuild, not a failure), and deleting it changes nothing. To stop leaving it behind, give the "
+        "broker time to stop cleanly (systemd TimeoutStopSec, controlled.shutdown): a clean stop trims the "
+        "active segment's indexes.",
+        "K:core/.../log/Log.scala loadSegmentFiles (1.0: index.sanityCheck, then timeIndex.sanityCheck; "
+        "1.1-2.2: LogSegment.sanityCheck; 2.3+, KAFKA-7283: neither), OffsetIndex.scala and TimeIndex.scala "
+        "sanityCheck, AbstractIndex (preallocated to segment.index.bytes, trimmed at roll and clean stop)",
+    ),
+    Entry(
         "INDEX_MISSING",
         _W,
         "a .log without its .index (or .timeindex)",
