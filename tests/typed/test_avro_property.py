@@ -59,7 +59,12 @@ def _decode_both(decoder: Any, payloads: list[bytes], monkeypatch: pytest.Monkey
         assert set(got.reasons) <= REASONS
         assert len(got.values) == len(payloads)
         out.append((got.values.to_pylist(), got.reasons))
-    assert out[0] == out[1]  # the column decoder and the one-at-a-time reader agree
+    # the column decoder and the one-at-a-time reader agree on every value and on which payloads they
+    # refuse; a payload damaged in two places may be refused for either damage (the column decoder checks
+    # some values, UTF-8 and uuids among them, over the whole column after reading it: a truncation further
+    # on is then found first), so the reasons of refused payloads need only both be reasons
+    assert out[0][0] == out[1][0]
+    assert [r is None for r in out[0][1]] == [r is None for r in out[1][1]]
     return out[0]
 
 
@@ -98,6 +103,13 @@ def test_any_bytes_of_the_registered_schemas(data: st.DataObject, monkeypatch: p
     decoder = avro.AvroDecoder(registry, registry.schemas[schema_id])
     _, reasons = _decode_both(decoder, payloads, monkeypatch)
     parsed = fastavro.parse_schema(json.loads(registry.schemas[schema_id].schema))
+    # a uuid is a string to Java's generic reader (no conversion registered: the text as written), and to
+    # the decoder; fastavro parses it into a UUID and refuses text that is none: read it as Java does
+    from fastavro import _read as fast_read
+    from fastavro import read as slow_read
+
+    for readers in (slow_read.LOGICAL_READERS, fast_read.LOGICAL_READERS):
+        monkeypatch.setitem(readers, "string-uuid", lambda data, *_args: data)
     for p, reason in zip(payloads, reasons, strict=True):
         if reason is None:  # fastavro reads it too, every byte
             stream = io.BytesIO(p)
