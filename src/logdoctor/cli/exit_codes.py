@@ -47,7 +47,8 @@ _MEANING = {
     "journal of the log dir is unfinished or later (the message names the file or journal)",
     ExitCode.NO_INPUT: "an input (log dir, file, journal) does not exist, or is a folder where a file is "
     "needed",
-    ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+); replay: the target cluster cannot be reached",
+    ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+, or its launcher's JVM exits before it answers); "
+    "replay: the target cluster cannot be reached",
     ExitCode.SOFTWARE: "a bug or an environment failure of logdoctor",
     ExitCode.CANT_CREATE: "refused (nothing written): not enough space, a read-only file system, an output "
     "that exists (not this command's), or an output at, inside or above an input",
