@@ -101,6 +101,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_scan.py --repeat 3
 	$(PY) benchmarks/bench_rebuild.py --repeat 5
 	$(PY) benchmarks/bench_dump.py --mb 100 --repeat 3
+	$(PY) benchmarks/bench_replay.py --records 1000000 --repeat 3
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark.py --records 600000
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_dataframe.py --records 600000 --repeat 3
 	PYSPARK_PYTHON=$(abspath $(PY)) $(PY) benchmarks/bench_spark_floor.py --rows 2400000 --repeat 2

@@ -6,8 +6,12 @@ what a ``read_committed`` consumer read of it while it ran is the oracle. A seco
 
 - the plan prints and writes nothing (the target has no new topic), exit 0; ``--json`` parses;
 - ``--apply`` replays: a ``read_committed`` consumer of the target reads exactly the oracle's records;
-  ``--offset-map`` writes a Delta table whose rows pair every source offset with its target offset;
-- a rerun is a no-op (nothing left to send, no new record);
+  ``--offset-map`` writes a Parquet file (the default) whose rows pair every source offset, as the source
+  broker gave them, with its target offset, as the target broker gives them;
+- a rerun is a no-op (nothing left to send, no new record); its ``--offset-map-format delta`` writes the same
+  pairs as a Delta table;
+- ``--max-rate``: the records arrive at the target (a ``read_uncommitted`` consumer reading while the
+  replay runs) no faster than the rate, within a tolerance;
 - ``--view cdc`` exits 64; a plan with a conflict (a non-empty target topic) exits 78.
 """
 
@@ -108,24 +112,97 @@ def test_plan_apply_rerun_offset_map(source, target, tmp_path) -> None:
     done = kc.logdoctor("replay", *args, "--apply", "--offset-map", str(table))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Replayed 28 records of 2 partition(s)" in done.stdout
-    assert "Offset map: 28 rows" in done.stdout
-    assert _content(kc.read_all(target.bootstrap, "orders-restored", 0)) == _content(oracle["orders"])
+    assert "Offset map: 28 rows" in done.stdout and "offset-map.parquet" in done.stdout
+    got_orders = kc.read_all(target.bootstrap, "orders-restored", 0)
+    assert _content(got_orders) == _content(oracle["orders"])
     got_payments = kc.read_all(target.bootstrap, "payments", 0)
     assert _content(got_payments) == _content(oracle["payments"])
+    # the pairs (source offset as the source broker gave it, target offset as the target broker gives it)
+    pairs = {
+        ("orders", s[0], "orders-restored", t[0]) for s, t in zip(oracle["orders"], got_orders, strict=True)
+    } | {("payments", s[0], "payments", t[0]) for s, t in zip(oracle["payments"], got_payments, strict=True)}
+
+    def pairs_of(rows: list[dict]) -> set[tuple]:
+        assert {(r["source_partition"], r["target_partition"]) for r in rows} == {(0, 0)}
+        return {(r["source_topic"], r["source_offset"], r["target_topic"], r["target_offset"]) for r in rows}
+
+    import pyarrow.parquet as pq
+
+    assert sorted(p.name for p in table.iterdir()) == ["offset-map.parquet"]
+    rows = pq.read_table(table / "offset-map.parquet").to_pylist()
+    assert len(rows) == 28 and pairs_of(rows) == pairs
+
+    delta = tmp_path / "offset-map-delta"
+    again = kc.logdoctor_json(
+        "replay", *args, "--apply", "--offset-map", str(delta), "--offset-map-format", "delta"
+    )
+    assert again["applied"] is True and again["plan"]["remaining_records"] == 0
+    assert again["result"]["records"] == 0 and again["result"]["created_topics"] == []
+    assert again["offset_map"]["format"] == "delta" and again["offset_map"]["rows"] == 28
+    assert len(kc.read_all(target.bootstrap, "payments", 0)) == 3
 
     from deltalake import DeltaTable
 
-    rows = DeltaTable(str(table)).to_pyarrow_table().to_pylist()
-    assert len(rows) == 28
-    pay = sorted((r for r in rows if r["source_topic"] == "payments"), key=lambda r: r["source_offset"])
-    assert [r["source_offset"] for r in pay] == [r[0] for r in oracle["payments"]]
-    assert [r["target_offset"] for r in pay] == [r[0] for r in got_payments]
-    assert {r["target_topic"] for r in rows} == {"orders-restored", "payments"}
+    rows = DeltaTable(str(delta)).to_pyarrow_table().to_pylist()
+    assert len(rows) == 28 and pairs_of(rows) == pairs
+    # a folder holding something else is refused, nothing written; an unknown format is a usage error
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "keep.txt").write_text("mine")
+    busy = kc.logdoctor("replay", *args, "--apply", "--offset-map", str(other))
+    assert busy.returncode == 73, busy.stdout + busy.stderr
+    assert sorted(p.name for p in other.iterdir()) == ["keep.txt"]
+    bad = kc.logdoctor("replay", *args, "--apply", "--offset-map", str(table), "--offset-map-format", "csv")
+    assert bad.returncode == 64 and "--offset-map-format" in bad.stderr
 
-    again = kc.logdoctor_json("replay", *args, "--apply")
-    assert again["applied"] is True and again["plan"]["remaining_records"] == 0
-    assert again["result"]["records"] == 0 and again["result"]["created_topics"] == []
-    assert len(kc.read_all(target.bootstrap, "payments", 0)) == 3
+
+def test_max_rate(source, target) -> None:
+    """``--max-rate 10`` over the 25 records of orders: a consumer reading the target while the replay
+    runs (read_uncommitted: a record is there once the producer sent it, before its transaction commits)
+    sees them arrive over at least ~2.4 s (the first at once, then one per 0.1 s), with a tolerance; the
+    whole run is no shorter. Without the rate they arrive within a fraction of that."""
+    import threading
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    log_dir, oracle = source
+    topic = "orders-rated"
+    target.create_topic(topic, 1)
+    arrivals: list[float] = []
+    stop = threading.Event()
+    consumer = Consumer(
+        {"bootstrap.servers": target.bootstrap, "group.id": "rate-check",
+         "isolation.level": "read_uncommitted", "enable.auto.commit": False, "fetch.wait.max.ms": 10}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(topic, 0, 0)])
+
+    def read() -> None:
+        while not stop.is_set() and len(arrivals) < 25:
+            msg = consumer.poll(0.05)
+            if msg is not None and msg.error() is None:
+                arrivals.append(time.monotonic())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        argv = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "orders"]
+        argv += ["--topic-map", f"orders={topic}", "--apply", "--max-rate", "10"]
+        t0 = time.monotonic()
+        done = kc.logdoctor("replay", *argv)
+        wall = time.monotonic() - t0
+        assert done.returncode == 0, done.stdout + done.stderr
+        reader.join(30)
+    finally:
+        stop.set()
+        reader.join(5)
+        consumer.close()
+    assert len(arrivals) == 25
+    span = arrivals[-1] - arrivals[0]
+    assert span >= 2.4 * 0.8, f"25 records at --max-rate 10 arrived within {span:.2f} s"
+    assert wall >= 2.4
+    assert _content(kc.read_all(target.bootstrap, topic, 0)) == _content(oracle["orders"])
+    bad = kc.logdoctor("replay", *argv[:-1], "0")
+    assert bad.returncode == 64 and "--max-rate" in bad.stderr
 
 
 def test_refusals(source, target) -> None:
@@ -145,3 +222,55 @@ def test_refusals(source, target) -> None:
     parsed = json.loads(kc.logdoctor("replay", *base, "--topics", "orders", "--topic-map", "orders=occupied",
                                      "--json").stdout)  # fmt: skip
     assert [c["code"] for c in parsed["plan"]["conflicts"]] == ["TARGET_NOT_EMPTY"]
+
+
+def _with_tty_stderr(*args: str) -> tuple[int, str, str]:
+    """``logdoctor ARGS`` with stderr on a pseudo-terminal (a progress bar's place) and stdout a pipe:
+    (exit code, stdout, what the terminal got)."""
+    import os
+    import pty
+    import subprocess
+    import sys
+    import threading
+
+    master, slave = pty.openpty()
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "120"}
+    env.pop("NO_COLOR", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logdoctor", *args], stdout=subprocess.PIPE, stderr=slave,
+        stdin=subprocess.DEVNULL, env=env,
+    )  # fmt: skip
+    os.close(slave)
+    seen: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:  # EIO: the child closed its end
+                return
+            if not data:
+                return
+            seen.append(data)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    out, _ = proc.communicate(timeout=300)
+    reader.join(10)
+    os.close(master)
+    return proc.returncode, out.decode(), b"".join(seen).decode(errors="replace")
+
+
+def test_progress_bar_on_a_terminal_and_clean_json(source, target) -> None:
+    """On a terminal (stderr a tty) ``--apply`` draws its bar there ("replay", records done of the total);
+    with ``--json`` it draws none and stdout is the JSON alone, whatever stderr is."""
+    log_dir, _oracle = source
+    base = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "orders", "--apply"]
+    code, out, tty = _with_tty_stderr("replay", *base, "--topic-map", "orders=orders-tty")
+    assert code == 0, out + tty
+    assert "Replayed 25 records" in out
+    assert "replay" in tty and "25/25" in tty, tty[-2000:]
+    code, out, tty = _with_tty_stderr("replay", *base, "--topic-map", "orders=orders-tty-json", "--json")
+    assert code == 0, out + tty
+    assert json.loads(out)["result"]["records"] == 25
+    assert "25/25" not in tty and "\x1b[?25l" not in tty, tty[-2000:]

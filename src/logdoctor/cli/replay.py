@@ -13,6 +13,7 @@ or a ``--groups`` group gained members on the target before its commit (the reco
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -226,16 +227,28 @@ def print_groups(out: Lines, groups: list[Any], verb: str = "") -> None:
             wrap(out, ", ".join(g.not_replayed), "      ", "dim", first="    not replayed: ")
 
 
-def _offset_map_location(location: str) -> str:
-    """``--offset-map`` as an absolute location; a local folder that holds something other than a Delta
-    table is refused (73): the replay writes its table there, never over other files."""
+#: the formats of ``--offset-map``: ``export``'s writers that need no catalog
+OFFSET_MAP_FORMATS = ("parquet", "delta")
+#: the one file of a Parquet offset map in its folder
+OFFSET_MAP_FILE = "offset-map.parquet"
+
+
+def _offset_map_location(location: str, fmt: str) -> str:
+    """``--offset-map`` as an absolute location; a local folder that holds something other than an offset
+    map of ``fmt`` (a Delta table; the Parquet map's one file) is refused (73): the replay writes its map
+    there, never over other files."""
     from logdoctor.logdir.outputs import absolute_location
 
     where = absolute_location(location)
     if "://" not in where and os.path.isdir(where) and os.listdir(where):
-        if not os.path.isdir(os.path.join(where, "_delta_log")):
+        if fmt == "delta":
+            ours = os.path.isdir(os.path.join(where, "_delta_log"))
+        else:
+            ours = set(os.listdir(where)) <= {OFFSET_MAP_FILE}
+        if not ours:
+            what = "a Delta table" if fmt == "delta" else f"a Parquet offset map (only {OFFSET_MAP_FILE})"
             fail(
-                f"refused: --offset-map {where} exists and is not a Delta table: choose another folder "
+                f"refused: --offset-map {where} exists and is not {what}: choose another folder "
                 "(nothing was written)",
                 EX_CANTCREAT,
             )
@@ -244,16 +257,17 @@ def _offset_map_location(location: str) -> str:
     return where
 
 
-def write_offset_map(plan: ReplayPlan, location: str, timeout: float) -> dict[str, Any]:
+def write_offset_map(plan: ReplayPlan, location: str, timeout: float, fmt: str = "parquet") -> dict[str, Any]:
     """The whole offset map of the replay (every record replayed so far, by this run and earlier ones),
     read back from the target and checked against the source (:func:`logdoctor.replay.offset_map`),
-    written as a Delta table at ``location`` by deltalake in one commit (``overwrite``: the table is the
-    map of the replay as it is now). Memory: one chunk of rows."""
+    written at ``location`` (a folder or URI) as ``export`` writes its tables: ``parquet``, one file
+    ``offset-map.parquet`` written by pyarrow through the table writer's file system
+    (:func:`logdoctor.spark.tables.files.filesystem`, snappy, its row groups) under a temporary name and
+    moved in place; ``delta``, a Delta table by deltalake in one commit. Either replaces the map before
+    (it is the map of the replay as it is now). Memory: one chunk of rows."""
     import pyarrow as pa
-    from deltalake import DeltaTable, write_deltalake
 
     from logdoctor.replay import offset_map, offset_map_schema
-    from logdoctor.spark.tables.delta import storage_options
 
     rows = 0
 
@@ -263,11 +277,38 @@ def write_offset_map(plan: ReplayPlan, location: str, timeout: float) -> dict[st
             rows += batch.num_rows
             yield batch
 
-    reader = pa.RecordBatchReader.from_batches(offset_map_schema(), counted())
-    opts = storage_options(location) or None
-    write_deltalake(location, reader, mode="overwrite", storage_options=opts)
-    version = DeltaTable(location, storage_options=opts).version()
-    return {"location": location, "format": "delta", "rows": rows, "version": version}
+    if fmt == "delta":
+        from deltalake import DeltaTable, write_deltalake
+
+        from logdoctor.spark.tables.delta import storage_options
+
+        reader = pa.RecordBatchReader.from_batches(offset_map_schema(), counted())
+        opts = storage_options(location) or None
+        write_deltalake(location, reader, mode="overwrite", storage_options=opts)
+        version = DeltaTable(location, storage_options=opts).version()
+        return {"location": location, "format": "delta", "rows": rows, "version": version}
+    import uuid
+
+    import pyarrow.parquet as pq
+
+    from logdoctor.spark.tables.files import ROW_GROUP_ROWS, filesystem, join_uri
+
+    fs, root = filesystem(location)
+    fs.create_dir(root, recursive=True)
+    tmp = f"{root}/.{OFFSET_MAP_FILE}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        with (
+            fs.open_output_stream(tmp) as sink,
+            pq.ParquetWriter(sink, offset_map_schema(), compression="snappy") as writer,
+        ):
+            for batch in counted():
+                writer.write_batch(batch, row_group_size=ROW_GROUP_ROWS)
+        fs.move(tmp, f"{root}/{OFFSET_MAP_FILE}")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            fs.delete_file(tmp)
+        raise
+    return {"location": join_uri(location, OFFSET_MAP_FILE), "format": "parquet", "rows": rows}
 
 
 def _progress(enabled: bool, plan: ReplayPlan) -> Any:
@@ -310,9 +351,14 @@ def print_result(out: Lines, result: ReplayResult, seconds: float, offsets: Mapp
     if result.groups is not None:
         print_groups(out, result.groups, " after the replay")
     if offsets is not None:
+        where = (
+            f"the Delta table {offsets['location']} (version {offsets['version']})"
+            if offsets["format"] == "delta"
+            else f"the Parquet file {offsets['location']}"
+        )
         out.line(
             f"Offset map: {offsets['rows']:,} rows (every record replayed, checked against the source) in "
-            f"the Delta table {offsets['location']} (version {offsets['version']})"
+            + where
         )
 
 
@@ -347,9 +393,18 @@ def replay_command(
             metavar="DIR",
             help="With --apply: write the offset map (source topic, partition, offset -> target topic, "
             "partition, offset) of every record replayed so far, read back from the target and checked, "
-            "as a Delta table at DIR (a folder or URI; one commit that replaces the table's rows).",
+            "at DIR (a folder or URI) in --offset-map-format; it replaces the map written before.",
         ),
     ] = None,
+    offset_map_format: Annotated[
+        str,
+        typer.Option(
+            "--offset-map-format",
+            metavar="FORMAT",
+            help="parquet (default: one file DIR/offset-map.parquet, moved in place whole) or delta (a "
+            "Delta table, one commit), written as export writes them.",
+        ),
+    ] = "parquet",
     producer_config: Annotated[
         str | None,
         typer.Option(
@@ -394,6 +449,16 @@ def replay_command(
     no_create: Annotated[
         bool, typer.Option("--no-create", help="Never create a topic: a missing one is a conflict.")
     ] = False,
+    max_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--max-rate",
+            metavar="RECORDS_PER_S",
+            help="With --apply: send at most this many records per second, over the whole replay (a token "
+            "bucket: bursts of at most a tenth of a second's records; each transaction at most ten "
+            "seconds of them). Default: as fast as the target takes them.",
+        ),
+    ] = None,
     timeout: Annotated[
         float, typer.Option("--timeout", metavar="SECONDS", help="Each request to the target.")
     ] = 60.0,
@@ -414,8 +479,13 @@ def replay_command(
         usage_error("--master, --conf and --remote choose a Spark: a replay reads without Spark")
     if offset_map_dir is not None and not apply:
         usage_error("--offset-map is written by --apply (the plan writes nothing)")
+    map_format = offset_map_format.strip().lower()
+    if map_format not in OFFSET_MAP_FORMATS:
+        usage_error(f"--offset-map-format {offset_map_format}: one of {', '.join(OFFSET_MAP_FORMATS)}")
     if timeout <= 0:
         usage_error(f"--timeout {timeout}: must be more than 0")
+    if max_rate is not None and not max_rate > 0:
+        usage_error(f"--max-rate {max_rate}: must be more than 0 records per second")
     if groups is not None:
         try:
             re.compile(groups)
@@ -440,7 +510,7 @@ def replay_command(
     records = plan_records(read, verb="replayed")  # 64 / 66 / 77 as export
     location = None
     if offset_map_dir is not None:
-        location = _offset_map_location(offset_map_dir)
+        location = _offset_map_location(offset_map_dir, map_format)
         if "://" not in location:
             refuse_overlapping_outputs(
                 [location], [*split_paths(records.paths), *sorted({r.log_dir for r in records.plan.found})]
@@ -450,7 +520,7 @@ def replay_command(
     try:
         _run(
             out, records, bootstrap_server, mapping, admin, producer, ignored, not no_create, timeout, apply,
-            json_out, location, groups,
+            json_out, location, groups, max_rate, map_format,
         )  # fmt: skip
     except KeyboardInterrupt:
         fail(
@@ -474,6 +544,8 @@ def _run(
     json_out: bool,
     location: str | None,
     groups: str | None = None,
+    max_rate: float | None = None,
+    map_format: str = "parquet",
 ) -> None:
     from confluent_kafka import KafkaException
 
@@ -524,10 +596,11 @@ def _run(
         with _progress(not json_out, plan) as update:
             result = apply_replay(
                 plan, producer_config=producer, ignore=ignored, timeout=timeout,
-                on_offsets=lambda _batch: None, on_transaction=_on_transaction(plan, update),
+                offset_rows=False, on_transaction=_on_transaction(plan, update),
+                max_rate=max_rate,
             )  # fmt: skip
         if location is not None:
-            offsets = write_offset_map(plan, location, timeout)
+            offsets = write_offset_map(plan, location, timeout, map_format)
     except ReplayRefused as exc:
         refused(str(exc), EX_REFUSED)
     except (ReplayFailed, ReplayMismatch) as exc:

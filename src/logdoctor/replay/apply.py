@@ -42,6 +42,7 @@ out), checking every record against the source.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import socket
 import time
@@ -67,6 +68,7 @@ __all__ = [
     "DEFAULT_TXN_RECORDS",
     "OFFSET_MAP_COLUMNS",
     "PartitionResult",
+    "RateLimit",
     "ReplayFailed",
     "ReplayMismatch",
     "ReplayRefused",
@@ -76,8 +78,11 @@ __all__ = [
     "offset_map_schema",
 ]
 
-DEFAULT_TXN_RECORDS = 10_000
-DEFAULT_TXN_BYTES = 16 * 1024 * 1024
+#: a transaction's records at most: each commit waits for every record's ack, then two round trips
+#: (the offsets, the commit); fewer, larger transactions keep the producer busy (benchmarks/bench_replay.py:
+#: 1,000,000 records of 100 B took 7.7 s in transactions of 10,000, 5.4 s of 100,000)
+DEFAULT_TXN_RECORDS = 100_000
+DEFAULT_TXN_BYTES = 64 * 1024 * 1024
 DEFAULT_SESSION_TIMEOUT_MS = 10_000
 
 
@@ -212,6 +217,45 @@ class _Lease:
             self.consumer = None
 
 
+# --- the rate ------------------------------------------------------------------------------------------
+
+
+class RateLimit:
+    """A token bucket over a whole replay: at most ``records_per_s`` records handed to the producers per
+    second on average, in bursts of at most a tenth of a second's records (at least one). :meth:`take`
+    waits for a token (``clock``/``sleep``: the test seams)."""
+
+    def __init__(
+        self,
+        records_per_s: float,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not records_per_s > 0:
+            raise ValueError(f"records_per_s {records_per_s}: must be more than 0")
+        self.rate = float(records_per_s)
+        self.burst = max(1.0, self.rate / 10)
+        self.clock, self.sleep = clock, sleep
+        self.tokens = 1.0  # the first record at once, then the rate (no burst at the start)
+        self.last = clock()
+
+    def take(self) -> None:
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens < 1.0:
+            wait = (1.0 - self.tokens) / self.rate
+            self.sleep(wait)
+            self.last = now + wait
+            self.tokens = 1.0
+        self.tokens -= 1.0
+
+    def transaction_records(self, txn_records: int) -> int:
+        """At most ten seconds of records per transaction: a slow replay still commits its progress
+        (and polls its lease) often, far within ``max.poll.interval.ms`` and ``transaction.timeout.ms``."""
+        return max(1, min(txn_records, int(self.rate * 10)))
+
+
 # --- apply ----------------------------------------------------------------------------------------------
 
 
@@ -277,6 +321,8 @@ def apply_replay(
     on_offsets: Callable[[pa.RecordBatch], None] | None = None,
     on_transaction: Callable[[PartitionPlan, Progress], None] | None = None,
     timeout: float = 60.0,
+    max_rate: float | None = None,
+    offset_rows: bool = True,
 ) -> ReplayResult:
     """Carry out ``plan`` (see the module doc). Refuses (:class:`ReplayRefused`, nothing written) while the
     plan has conflicts whose codes are not in ``ignore``, or another replay into the same target runs.
@@ -284,12 +330,16 @@ def apply_replay(
     the plan's consumer groups (:func:`logdoctor.replay.groups.plan_groups`), if any, are committed after
     the records, on the partitions whose replay is complete (``result.groups``);
     ``on_transaction``: called after each commit (progress reporting). ``lock_wait``: how long to wait for
-    a killed run's lease to expire (default: the session timeout and a margin)."""
-    import pyarrow as pa
-
+    a killed run's lease to expire (default: the session timeout and a margin). ``max_rate``: at most this
+    many records per second over the whole replay (:class:`RateLimit`; None: as fast as the target
+    takes them). ``offset_rows=False``: no offset map row is made (neither handed to ``on_offsets`` nor
+    kept; the map is read back with :func:`offset_map`): pyarrow is not even imported."""
     from logdoctor.logdir.read_plan import plan_read
 
     ignored = set(ignore)
+    limit = None if max_rate is None else RateLimit(max_rate)
+    if limit is not None:
+        txn_records = limit.transaction_records(txn_records)
     blocking = [c for c in plan.all_conflicts() if c.code not in ignored]
     if blocking:
         raise ReplayRefused("; ".join(c.message for c in blocking))
@@ -313,7 +363,7 @@ def apply_replay(
     wait = lock_wait if lock_wait is not None else session_timeout_ms / 1000 * 1.5 + 3
     leases: dict[str, _Lease] = {}
     rows: list[pa.RecordBatch] = []
-    sink = on_offsets if on_offsets is not None else rows.append
+    sink = None if not offset_rows else on_offsets if on_offsets is not None else rows.append
     try:
         for pp in plan.partitions:
             if pp.group not in leases:
@@ -323,7 +373,7 @@ def apply_replay(
             source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
             res = _replay_partition(
                 pp, source, target, leases[pp.group], dict(producer_config or {}), txn_records, txn_bytes,
-                sink, on_transaction, timeout,
+                sink, on_transaction, timeout, limit,
             )  # fmt: skip
             result.partitions.append(res)
             result.problems.extend(source.problems)
@@ -334,12 +384,16 @@ def apply_replay(
         from logdoctor.replay.groups import apply_groups
 
         result.groups = apply_groups(plan, target)
-    if on_offsets is None:
+    if on_offsets is None and offset_rows:
+        import pyarrow as pa
+
         result.offset_map = pa.Table.from_batches(rows, schema=offset_map_schema())
     return result
 
 
 _NOT_LIVE = ("delete", "future", "stray")
+#: the producer's delivery reports are served every this many records (and at each flush)
+_POLL_EVERY = 1000
 
 
 def _producer(target: Target, pp: PartitionPlan, config: Mapping[str, Any], max_batch: int) -> Any:
@@ -380,11 +434,11 @@ def _replay_partition(
     producer_config: dict[str, Any],
     txn_records: int,
     txn_bytes: int,
-    sink: Callable[[pa.RecordBatch], None],
+    sink: Callable[[pa.RecordBatch], None] | None,
     on_transaction: Callable[[PartitionPlan, Progress], None] | None,
     timeout: float,
+    limit: RateLimit | None = None,
 ) -> PartitionResult:
-    import pyarrow as pa
     from confluent_kafka import KafkaException, TopicPartition
 
     topic, partition = pp.target_topic, pp.target_partition
@@ -410,43 +464,62 @@ def _replay_partition(
     first = None if prog is None else prog.first_target_offset
     count = 0 if prog is None else prog.records
     records = source.records(from_offset=None if prog is None else prog.next_source_offset)
+    # delivery reports come in the order of the records for one partition: one list and one callback
+    # for the whole replay, no per-record closure (the hot path: see benchmarks/bench_replay.py). Without
+    # offset map rows to hand out, only the first and the last record of a transaction report: the
+    # partition is the replay's alone (its lease; TARGET_NOT_EMPTY before), so a transaction's records get
+    # consecutive offsets, checked (first, last, count); a failed record fails the commit anyway
+    every = sink is not None
+    delivered: list[int] = []
+    errors: list[str] = []
+
+    def report(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+        else:
+            delivered.append(msg.offset())
+
+    produce, poll = producer.produce, producer.poll
+    # a transaction's records (up to txn_records tuples of bytes, no reference cycle) would have the
+    # cyclic collector walk them again and again while they are made: off while records are sent
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         for chunk in _chunks(records, txn_records, txn_bytes):
-            offsets: list[int | None] = [None] * len(chunk)
-            errors: list[str] = []
-
-            def report(
-                err: Any, msg: Any, i: int, offsets: list[int | None] = offsets, errors: list[str] = errors
-            ) -> None:
-                if err is not None:
-                    errors.append(str(err))
-                else:
-                    offsets[i] = msg.offset()
-
+            delivered.clear()
+            errors.clear()
             _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
             try:
-                for i, rec in enumerate(chunk):
-                    extra: dict[str, Any] = {}
-                    if rec.headers:
-                        extra["headers"] = list(rec.headers)
-                    if rec.timestamp > 0:
-                        extra["timestamp"] = rec.timestamp
+                last = len(chunk)
+                for n, rec in enumerate(chunk, 1):
+                    if limit is not None:
+                        limit.take()
+                    ts = rec.timestamp if rec.timestamp > 0 else 0  # 0: the producer's time
                     while True:
                         try:
-                            producer.produce(
+                            produce(
                                 topic, value=rec.value, key=rec.key, partition=partition,
-                                on_delivery=lambda err, msg, i=i: report(err, msg, i), **extra,
+                                on_delivery=report if every or n == 1 or n == last else None,
+                                timestamp=ts, headers=rec.headers,
                             )  # fmt: skip
                             break
                         except BufferError:
-                            producer.poll(0.05)
-                    producer.poll(0)
+                            poll(0.05)
+                    if not n % _POLL_EVERY:
+                        poll(0)
                 left = producer.flush(timeout)
-                if left or errors or any(o is None for o in offsets):
+                reports = last if every else min(2, last)
+                if left or errors or len(delivered) != reports:
                     raise ReplayFailed(
-                        f"{pp.name} -> {topic}-{partition}: {left} records not delivered, errors {errors[:3]}"
+                        f"{pp.name} -> {topic}-{partition}: {left} records not delivered, "
+                        f"{len(delivered)} of {reports} delivery reports, errors {errors[:3]}"
                     )
-                delivered = [int(o) for o in offsets if o is not None]
+                if delivered[-1] - delivered[0] + 1 != last:
+                    raise ReplayFailed(
+                        f"{pp.name} -> {topic}-{partition}: the transaction's {last} records were written "
+                        f"at offsets {delivered[0]}-{delivered[-1]}: another producer writes into the "
+                        "partition"
+                    )
                 first = delivered[0] if first is None else first
                 count += len(chunk)
                 prog = Progress(
@@ -476,21 +549,30 @@ def _replay_partition(
             out.records += len(chunk)
             out.transactions += 1
             out.progress = prog
-            sink(
-                pa.RecordBatch.from_arrays(
-                    [
-                        pa.array([pp.source_topic] * len(chunk), pa.string()),
-                        pa.array([pp.source_partition] * len(chunk), pa.int32()),
-                        pa.array([r.offset for r in chunk], pa.int64()),
-                        pa.array([topic] * len(chunk), pa.string()),
-                        pa.array([partition] * len(chunk), pa.int32()),
-                        pa.array(delivered, pa.int64()),
-                    ],
-                    schema=offset_map_schema(),
-                )
-            )
+            if sink is not None:
+                sink(_offset_rows(pp, chunk, delivered))
             if on_transaction is not None:
                 on_transaction(pp, prog)
     finally:
+        if collecting:
+            gc.enable()
         producer.flush(1)
     return out
+
+
+def _offset_rows(pp: PartitionPlan, chunk: list[SourceRecord], delivered: list[int]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    topic, partition = pp.target_topic, pp.target_partition
+    n = len(chunk)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([pp.source_topic] * n, pa.string()),
+            pa.array([pp.source_partition] * n, pa.int32()),
+            pa.array([r.offset for r in chunk], pa.int64()),
+            pa.array([topic] * n, pa.string()),
+            pa.array([partition] * n, pa.int32()),
+            pa.array(delivered, pa.int64()),
+        ],
+        schema=offset_map_schema(),
+    )

@@ -149,8 +149,8 @@ def _same(rec: SourceRecord, msg: Any, pp: PartitionPlan) -> None:
     where = f"{pp.name}@{rec.offset} -> {pp.target_topic}-{pp.target_partition}@{msg.offset()}"
     if msg.key() != rec.key or msg.value() != rec.value:
         raise ReplayMismatch(f"{where}: key or value differ")
-    headers = tuple((k, v) for k, v in (msg.headers() or []))
-    if headers != rec.headers:
+    headers = [(k, v) for k, v in (msg.headers() or [])]
+    if headers != (rec.headers or []):
         raise ReplayMismatch(f"{where}: headers differ: {headers!r} != {rec.headers!r}")
     ts_type, ts = msg.timestamp()
     if rec.timestamp > 0 and ts != rec.timestamp:

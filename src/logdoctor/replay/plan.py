@@ -566,7 +566,7 @@ def _check_target(pp: PartitionPlan, target: Target) -> None:
 
 def _count(pp: PartitionPlan, source: Any) -> None:
     resume = pp.progress.next_source_offset if pp.progress is not None else None
-    for rec in source.records():
+    for rec in source.records(copy=False):
         size = rec.size
         pp.records += 1
         pp.bytes += size

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from logdoctor.errors import FormatError
 from logdoctor.logdir.batch_walk import SKIP, BatchAdmission, resolve_range
@@ -36,25 +37,24 @@ __all__ = ["BATCH_OVERHEAD", "PartitionSource", "SourceRecord"]
 BATCH_OVERHEAD = 61
 
 
-@dataclass(frozen=True, slots=True)
-class SourceRecord:
-    """One record to replay, as the source's consumer reads it."""
+#: a SourceRecord made from a tuple of its fields without the Python-level ``__new__`` (the hot path)
+_record = tuple.__new__
+
+
+class SourceRecord(NamedTuple):
+    """One record to replay, as the source's consumer reads it (a tuple: made once per record, the
+    replay's hot path)."""
 
     offset: int
     timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
+    #: None: no header (what the producer is given as it is)
+    headers: list[tuple[str, bytes | None]] | None = None
     #: 0 CreateTime, 1 LogAppendTime, -1 none (magic 0)
     timestamp_type: int = 0
-
-    @property
-    def size(self) -> int:
-        """Key, value and headers' bytes (what the bytes of a replay count)."""
-        n = len(self.key or b"") + len(self.value or b"")
-        for k, v in self.headers:
-            n += len(k.encode()) + len(v or b"")
-        return n
+    #: key, value and headers' bytes (what the bytes of a replay count)
+    size: int = 0
 
     @property
     def batch_bytes(self) -> int:
@@ -62,7 +62,7 @@ class SourceRecord:
         varints included (K:clients/.../record/DefaultRecord.java sizeInBytes): what the target broker
         compares with ``max.message.bytes`` when the producer sends it alone and uncompressed."""
         n = 1 + 10 + 5 + 5 + 5 + len(self.key or b"") + 5 + len(self.value or b"") + 5
-        for k, v in self.headers:
+        for k, v in self.headers or ():
             n += 5 + len(k.encode()) + 5 + len(v or b"")
         return BATCH_OVERHEAD + 5 + n
 
@@ -86,9 +86,10 @@ class PartitionSource:
         txns = partition_transactions(ref, start=start, end=end) if ref.segments else None
         return cls(ref, opts, start, end, txns)
 
-    def records(self, from_offset: int | None = None) -> Iterator[SourceRecord]:
+    def records(self, from_offset: int | None = None, *, copy: bool = True) -> Iterator[SourceRecord]:
         """Every record to replay at or after ``from_offset`` (None: from the range's start), in offset
-        order, each offset at most once."""
+        order, each offset at most once. ``copy=False``: key, value and header values are views into the
+        batch (valid while the next record is read: for counting, not for sending)."""
         ref = self.ref
         if not ref.segments or self.txns is None:
             return
@@ -111,13 +112,18 @@ class PartitionSource:
                 continue
             if end is not None and seg.base_offset >= end:
                 continue
-            for rec in self._segment(seg, view, start, end):
+            for rec in self._segment(seg, view, start, end, copy):
                 if rec.offset > last:
                     last = rec.offset
                     yield rec
 
     def _segment(
-        self, seg: SegmentRef, view: SegmentTransactions, start: int | None, end: int | None
+        self,
+        seg: SegmentRef,
+        view: SegmentTransactions,
+        start: int | None,
+        end: int | None,
+        copy: bool = True,
     ) -> Iterator[SourceRecord]:
         from logdoctor.formats.records import CrcSkip, skip_crc_mismatches
         from logdoctor.logdir.seek import seek_offset, segment_batches
@@ -138,22 +144,29 @@ class PartitionSource:
                         continue
                     break  # past the range's end, or at or above the LSO (or the high watermark)
                 ts_type = int(batch.timestamp_type)
+                # the first offset past the range, the LSO or the high watermark (None: none)
+                stop = min((o for o in (end, stable_end) if o is not None), default=None)
                 try:
                     for r in batch.records():
-                        if start is not None and r.offset < start:
+                        offset = r.offset
+                        if start is not None and offset < start:
                             continue
-                        if (end is not None and r.offset >= end) or (
-                            stable_end is not None and r.offset >= stable_end
-                        ):
+                        if stop is not None and offset >= stop:
                             break
-                        yield SourceRecord(
-                            r.offset,
-                            r.timestamp,
-                            None if r.key is None else bytes(r.key),
-                            None if r.value is None else bytes(r.value),
-                            tuple((h.key, None if h.value is None else bytes(h.value)) for h in r.headers),
-                            ts_type,
-                        )
+                        key, value = r.key, r.value
+                        if copy:
+                            key = None if key is None else bytes(key)
+                            value = None if value is None else bytes(value)
+                        size = (0 if key is None else len(key)) + (0 if value is None else len(value))
+                        headers = None
+                        if r.headers:
+                            headers = [
+                                (h.key, h.value if h.value is None or not copy else bytes(h.value))
+                                for h in r.headers
+                            ]
+                            for hk, hv in headers:
+                                size += len(hk.encode()) + (0 if hv is None else len(hv))
+                        yield _record(SourceRecord, (offset, r.timestamp, key, value, headers, ts_type, size))
                 except FormatError as exc:
                     self.problems.append(
                         f"{seg.path}@{batch.position}: offsets {batch.base_offset}-{batch.last_offset} not "

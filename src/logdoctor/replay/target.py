@@ -97,6 +97,7 @@ class Target:
         self.timeout = timeout
         self.admin = AdminClient({"bootstrap.servers": bootstrap, **self.admin_config})
         self._cluster_id: str | None = None
+        self._coordinated: set[str] = set()
 
     def client_config(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The admin config (security settings) with ``extra``, for a producer or consumer."""
@@ -177,6 +178,7 @@ class Target:
     ) -> tuple[dict[int, Progress], set[int]]:
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
+        self._coordinator_ready(group)
         request = [ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p) for p in partitions])]
         got = _retrying(
             lambda: self.admin.list_consumer_group_offsets(
@@ -235,6 +237,18 @@ class Target:
         finally:
             consumer.close()
 
+    def _coordinator_ready(self, group: str) -> None:
+        """Wait until ``group``'s coordinator answers (a DescribeGroups that is not refused as
+        COORDINATOR_LOAD_IN_PROGRESS / NOT_COORDINATOR), once per group, before the admin client's
+        first ListConsumerGroupOffsets of it: librdkafka (2.16.1 too) crashes the process (SIGSEGV in
+        ``rd_kafka_handle_OffsetFetch`` -> ``rd_kafka_cgrp_op`` with no consumer group handle) when an
+        admin OffsetFetch is answered NOT_COORDINATOR (confluentinc/librdkafka#5040), which a cluster
+        whose ``__consumer_offsets`` is just being created answers: the first replay into a new cluster
+        died so about one time in two."""
+        if group not in self._coordinated:
+            self.group_state(group)
+            self._coordinated.add(group)
+
     def group_members(self, group: str) -> list[str]:
         """The members of ``group`` now (``member id (client id@host)``; empty: none, or no such group)."""
         try:
@@ -274,6 +288,7 @@ class Target:
 
         if not partitions:
             return {}
+        self._coordinator_ready(group)
         request = [ConsumerGroupTopicPartitions(group, [TopicPartition(t, p) for t, p in partitions])]
         got = _retrying(
             lambda: self.admin.list_consumer_group_offsets(request, request_timeout=self.timeout)[
