@@ -1,7 +1,7 @@
 """Debezium change events of one table as the PostgreSQL, MySQL and MariaDB connectors write them through
 Kafka Connect's JsonConverter (schemas.enable=true), with the source position each connector gives its events:
 for the CDC tests of redeliveries and schema changes (tests/typed/test_cdc_redelivery.py,
-tests/spark/test_cdc_redelivery.py).
+tests/spark/test_cdc_redelivery_export.py).
 
 The layout restates github:debezium/debezium:
 

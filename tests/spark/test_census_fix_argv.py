@@ -79,7 +79,10 @@ def test_every_census_fix_runs_as_printed(census) -> None:
             run = subprocess.run(
                 [sys.executable, "-m", "logdoctor", *argv[1:]], capture_output=True, text=True, timeout=600
             )
-            assert run.returncode == 0, (argv, run.stdout, run.stderr)
+            # a dry run exits 0; `retention` is a report, and exits as scan does by what it finds (1
+            # warnings, 2 errors: the demo's planted largestTime=0 segment is one), never 64 and up
+            ok = (0, 1, 2) if argv[1] == "retention" else (0,)
+            assert run.returncode in ok, (argv, run.stdout, run.stderr)
             ran.add(argv[1])
     assert {"repair", "sync-replica", "move-partition", "retention"} <= ran
     assert _digest(demo.root) == before
