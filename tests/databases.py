@@ -47,26 +47,6 @@ def _required(paths: list[Path], what: str) -> None:
         )
 
 
-def _spawn_as(
-    argv: list[str], *, log: Path, user: pwd.struct_passwd | None, env: dict[str, str] | None = None
-):
-    """``argv`` as :func:`kafka_cluster.spawn` starts it (a session of its own, killed with this process),
-    as ``user``."""
-    ids = {} if user is None else {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            argv,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            env=env,
-            preexec_fn=kc._die_with_parent,  # after the user switch (it clears the death signal)
-            **ids,
-        )
-    kc._started.append(proc)
-    return proc
-
-
 def _stop(proc: subprocess.Popen | None, sig: int, timeout: float = 60.0) -> None:
     """``sig`` to ``proc``'s process group, then SIGKILL to what is left of it."""
     if proc is None:
@@ -163,7 +143,7 @@ class PostgresServer:
         argv = [str(PG_BIN / "postgres"), "-D", str(self.data)]
         for key, value in settings.items():
             argv += ["-c", f"{key}={value}"]
-        self.proc = _spawn_as(argv, log=self.folder / "postgres.log", user=self.user, env=self.env)
+        self.proc = kc.spawn(argv, log=self.folder / "postgres.log", user=self.user, env=self.env)
 
         def ready() -> bool:
             if self.proc.poll() is not None:
@@ -293,7 +273,7 @@ class MariaDBServer:
             "--character-set-server=utf8mb4",
             f"--log-error={self.folder / 'mariadbd.err'}",
         ]
-        self.proc = _spawn_as(argv, log=self.folder / "mariadbd.log", user=None)
+        self.proc = kc.spawn(argv, log=self.folder / "mariadbd.log")
 
         def ready() -> bool:
             if self.proc.poll() is not None:

@@ -29,6 +29,7 @@ import atexit
 import contextlib
 import ctypes
 import os
+import pwd
 import re
 import shlex
 import signal
@@ -212,10 +213,17 @@ def _die_with_parent() -> None:  # pragma: no cover - runs in the child between 
 
 
 def spawn(
-    argv: list[str], *, log: Path, env: dict[str, str] | None = None, cwd: Path | None = None
+    argv: list[str],
+    *,
+    log: Path,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    user: pwd.struct_passwd | None = None,
 ) -> subprocess.Popen:
     """``argv`` in a session of its own, killed when this process dies, stdout and stderr appended to
-    ``log``."""
+    ``log``; as ``user`` (a ``pwd.struct_passwd``) when given: Popen switches user before the death signal is
+    set (the switch clears it)."""
+    ids = {} if user is None else {"user": user.pw_uid, "group": user.pw_gid, "extra_groups": []}
     with open(log, "ab") as out:
         proc = subprocess.Popen(
             argv,
@@ -225,6 +233,7 @@ def spawn(
             env=env,
             cwd=cwd,
             preexec_fn=_die_with_parent,
+            **ids,
         )
     _started.append(proc)
     return proc

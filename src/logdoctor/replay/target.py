@@ -251,18 +251,7 @@ class Target:
 
     def group_members(self, group: str) -> list[str]:
         """The members of ``group`` now (``member id (client id@host)``; empty: none, or no such group)."""
-        try:
-            desc = _retrying(
-                lambda: self.admin.describe_consumer_groups([group], request_timeout=self.timeout)[
-                    group
-                ].result(timeout=self.timeout),
-                self.timeout,
-            )
-        except Exception as exc:  # no such group: librdkafka says GROUP_ID_NOT_FOUND on 4.x brokers
-            if "GROUP_ID_NOT_FOUND" in str(exc) or "not found" in str(exc).lower():
-                return []
-            raise
-        return sorted(f"{m.member_id} ({m.client_id}@{m.host})" for m in (desc.members or []))
+        return self.group_state(group)[1]
 
     def group_state(self, group: str) -> tuple[str, list[str]]:
         """``group``'s state on the target (``EMPTY``, ``STABLE``, ``DEAD``...; ``ABSENT``: no such group)
