@@ -10,7 +10,8 @@ verification found a difference, 64 usage (or a path that is not a log dir), 65 
 since planning or since the journal recorded it (or the journal is rolled back already, or another
 run's journal of a dir is unfinished or later), 66 a missing log dir or journal, 70 tool failure, 73
 not enough space, 75 a broker or another logdoctor run holds a log dir's lock, 78 refused for the
-state of the log dirs (see the message).
+state of the log dirs (see the message; e.g. a destination the broker has cordoned, KIP-1066, named by
+the metadata record that cordons it).
 """
 
 from __future__ import annotations

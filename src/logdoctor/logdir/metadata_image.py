@@ -14,7 +14,9 @@ keeps what the log dir checks and procedures need:
 - brokers: their registered log dir ids (RegisterBrokerRecord v3+ ``log_dirs``,
   BrokerRegistrationChangeRecord v2+; K:metadata/.../controller/ClusterControlManager.java replay) and
   cordoned ones (KIP-1066, Kafka 4.3: RegisterBrokerRecord v4, BrokerRegistrationChangeRecord v3
-  ``cordoned_log_dirs``, null = no change; Kafka 4.3.1's and 4.4.0's definitions, read from their jars).
+  ``cordoned_log_dirs``, null = no change; Kafka 4.3.1's and 4.4.0's definitions, read from their jars),
+  with the record that set them (:class:`RecordAt`: type, version, offset, file), as a real 4.4.0 broker
+  writes them (tests/brokers/test_broker_cordon_stray.py).
   A registration of a version newer than every definition is read with the newest known layout when that
   reads it exactly (a tagged addition, kept raw): ``cluster_metadata.decode_as_newest_known``, counted in
   :attr:`MetadataImage.read_as_older`. One that cannot be read keeps the broker's last known
@@ -57,6 +59,7 @@ __all__ = [
     "BrokerRegistration",
     "MetadataImage",
     "PartitionState",
+    "RecordAt",
     "ReplayProblem",
     "UnreadRegistration",
     "bootstrap_features",
@@ -174,6 +177,20 @@ class BrokerRegistration:
     offset: int = -1
     max_metadata_version: int | None = None  # the highest metadata.version it supports (its release)
     cordoned_log_dirs: list[str] | None = None  # KIP-1066 (4.3); None: not given
+    cordoned_by: RecordAt | None = None  # the record that set cordoned_log_dirs last
+
+
+@dataclass(frozen=True, slots=True)
+class RecordAt:
+    """One metadata record and where it is: type, version, offset and the file (segment or snapshot)."""
+
+    record: str  # "BrokerRegistrationChangeRecord"
+    version: int
+    offset: int
+    path: str
+
+    def __str__(self) -> str:
+        return f"{self.record} v{self.version} at offset {self.offset} of {self.path}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,11 +338,18 @@ class MetadataImage:
             **({"read_as_older": dict(self.read_as_older)} if self.read_as_older else {}),
             **({"unread_registrations": {str(k): str(v) for k, v in self.unread_registrations.items()}}
                if self.unread_registrations else {}),
+            **({"cordoned_log_dirs": cordoned} if (cordoned := self.cordoned_log_dirs()) else {}),
             "errors": [{"path": e.path, "position": e.position, "message": e.message} for e in self.errors],
         }
 
+    def cordoned_log_dirs(self) -> dict[str, list[str]]:
+        """broker id as text -> the directory ids it has cordoned (KIP-1066), for brokers with any."""
+        return {
+            str(b): list(r.cordoned_log_dirs) for b, r in sorted(self.brokers.items()) if r.cordoned_log_dirs
+        }
+
     # --- replay ----------------------------------------------------------------------------------
-    def _apply(self, decoded: dict[str, Any], offset: int) -> None:
+    def _apply(self, decoded: dict[str, Any], offset: int, path: str = "") -> None:
         kind = decoded["type"]
         d = decoded["data"]
         self.records += 1
@@ -417,6 +441,8 @@ class MetadataImage:
                 d["broker_id"], d["broker_epoch"], list(d.get("log_dirs") or []), d.get("fenced"), offset,
                 mv_max, None if d.get("cordoned_log_dirs") is None else list(d["cordoned_log_dirs"]),
             )
+            if d.get("cordoned_log_dirs") is not None:
+                self.brokers[d["broker_id"]].cordoned_by = RecordAt(kind, decoded["version"], offset, path)
             self.unread_registrations.pop(d["broker_id"], None)
         elif kind == "BrokerRegistrationChangeRecord":
             reg = self.brokers.get(d["broker_id"])
@@ -425,6 +451,7 @@ class MetadataImage:
                     reg.log_dirs = list(d["log_dirs"])
                 if d.get("cordoned_log_dirs") is not None:
                     reg.cordoned_log_dirs = list(d["cordoned_log_dirs"])
+                    reg.cordoned_by = RecordAt(kind, decoded["version"], offset, path)
                 reg.offset = offset
         elif kind == "UnregisterBrokerRecord":
             self.brokers.pop(d["broker_id"], None)
@@ -446,7 +473,7 @@ def _directories(dirs: list[str] | None, replicas: int) -> list[str]:
 class _Replayer:
     def __init__(self, image: MetadataImage) -> None:
         self.image = image
-        self.pending: list[tuple[dict[str, Any], int]] | None = None
+        self.pending: list[tuple[dict[str, Any], int, str]] | None = None
 
     def record(self, value: bytes | memoryview | None, offset: int, path: str, position: int) -> None:
         from logdoctor.errors import UnsupportedError
@@ -476,8 +503,8 @@ class _Replayer:
             self.image.open_transaction = True
             return
         if kind == "EndTransactionRecord":
-            for rec, off in self.pending or []:
-                self.image._apply(rec, off)
+            for rec, off, at in self.pending or []:
+                self.image._apply(rec, off, at)
             self.pending = None
             self.image.open_transaction = False
             return
@@ -486,9 +513,9 @@ class _Replayer:
             self.image.open_transaction = False
             return
         if self.pending is not None:
-            self.pending.append((decoded, offset))
+            self.pending.append((decoded, offset, path))
         else:
-            self.image._apply(decoded, offset)
+            self.image._apply(decoded, offset, path)
 
     def control(
         self, key: bytes | memoryview | None, value: bytes | memoryview | None, path: str, position: int

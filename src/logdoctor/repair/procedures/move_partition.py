@@ -34,6 +34,7 @@ from typing import Any
 from logdoctor.checks.tiered import REMOTE_TIER_RULE, partition_tiering
 from logdoctor.formats.checkpoint import OffsetCheckpoint
 from logdoctor.logdir.disk import DiskUsage, disk_usage
+from logdoctor.logdir.metadata_image import BROKER_RESOURCE
 from logdoctor.logdir.model import LogDir
 from logdoctor.logdir.names import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -67,6 +68,7 @@ from logdoctor.repair.steps.rename import rename_path
 from logdoctor.repair.steps.verified_copy import copy_partition, remove_copied
 
 PROCEDURE = "move-partition"
+CORDONED_LOG_DIRS = "cordoned.log.dirs"  # K:server-common/.../config/ServerLogConfigs.java (KIP-1066)
 MOVED_CHECKPOINTS = (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
@@ -169,6 +171,8 @@ def plan_move(
     _conflicts(dst, chosen)
     _topic_ids(src, dst, chosen)
     view = kraft.kraft_view([src_dir, dst_dir], metadata_log_dir) if src_meta.is_kraft else None
+    if view is not None:
+        _refuse_cordoned(view, src_meta.node_id, dst_dir)
     assignments, kraft_notes = _kraft_assignments(view, src, chosen, src_meta.node_id, src_dir, dst_dir)
     checkpoints = {(d, n): read_checkpoint(d, n) for d in (src_dir, dst_dir) for n in MOVED_CHECKPOINTS}
 
@@ -233,6 +237,41 @@ def plan_move(
         }
         notes.extend(kraft_notes)
     return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def _refuse_cordoned(view: kraft.KraftView, node_id: Any, dst_dir: str) -> None:
+    """ProcedureRefused when the metadata log says the broker cordoned ``dst_dir`` (KIP-1066, Kafka 4.3+).
+
+    The broker sends its cordoned directory ids (``cordoned.log.dirs``, static or dynamic) in its heartbeats
+    and the controller records them in a BrokerRegistrationChangeRecord v3 (a registration resets them:
+    RegisterBrokerRecord v4). A cordoned dir takes no new replica (LogManager.nextLogDirs) and
+    AlterReplicaLogDirs into it is refused (ReplicaManager.alterReplicaLogDirs, "Log directory ... is
+    cordoned"); an offline move there would do what the broker refuses."""
+    im, dst_id = view.image, view.directory_id(dst_dir)
+    reg = im.brokers.get(node_id) if im is not None and isinstance(node_id, int) else None
+    if im is None or reg is None or dst_id is None or dst_id not in (reg.cordoned_log_dirs or ()):
+        return
+    configs: list[str] = []
+    for name, whose in ((str(node_id), f"broker {node_id}"), ("", "the cluster default")):
+        found = im.configs.get((BROKER_RESOURCE, name), {}).get(CORDONED_LOG_DIRS)
+        if found is not None:
+            configs.append(
+                f"{whose}'s dynamic config {CORDONED_LOG_DIRS}={found[0]} (ConfigRecord at offset {found[1]})"
+            )
+    if configs:
+        source = "; set by " + " and ".join(configs)
+    else:
+        source = f"; no ConfigRecord sets {CORDONED_LOG_DIRS}: the broker's server.properties does"
+    raise ProcedureRefused(
+        f"{dst_dir} (directory {dst_id}) is cordoned: the cluster metadata records it for broker {node_id} "
+        f"in {reg.cordoned_by or 'its registration'}{source} (KIP-1066). The broker places no new replica in "
+        "a cordoned dir and refuses to move one there (AlterReplicaLogDirs: 'Log directory ... is "
+        "cordoned'); moved there offline anyway, the broker loads it from there at its next start and "
+        "reports that directory to the controller, which records it (Kafka 4.4.0): the replica stays in the "
+        "dir the operator cordoned. Choose another dir, or uncordon this one first while the broker runs "
+        f"(`kafka-configs.sh --bootstrap-server HOST:PORT --entity-type brokers --entity-name {node_id} "
+        "--alter --delete-config cordoned.log.dirs`, or drop it from server.properties and restart)"
+    )
 
 
 def _kraft_assignments(
