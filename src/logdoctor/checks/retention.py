@@ -23,6 +23,16 @@ replay of ``__remote_log_metadata`` when its partition is among the inputs, the 
 standing for UnifiedLog.highestOffsetInRemoteStorage, else unknown). ``retention.ms``/``retention.bytes``
 then apply to the remote tier (K:core/.../log/remote/RemoteLogManager.java RLMExpirationTask), which
 is said, not simulated here.
+
+By release (read from the 4.3.1 and 4.4.0 jars; docs/tiered-storage.md "Local retention by release"): local
+retention is the same in both. A segment whose largest timestamp is in the future is never time-breached,
+uploaded or not, and the time pass stops at it (named on the segment: ``kept_because``); KAFKA-20609, which
+ages such an uploaded segment by its file time, is in neither release. 4.4 adds delayed upload (KIP-1241,
+``remote.copy.lag.ms``/``.bytes``, :func:`logdoctor.checks.retention_round.upload_holds`): the copy task
+holds recent segments local only, which the segment says (``upload_held_by``). The release is the one the
+KRaft metadata log shows (:func:`release_rule`): the broker's registration (its highest supported
+metadata.version), else the finalized metadata.version; without a metadata log, or with a release it does
+not tell, remote.copy.lag.* apply where set (only a 4.4 controller accepts them).
 """
 
 from __future__ import annotations
@@ -72,6 +82,7 @@ __all__ = [
     "parse_topic_config",
     "partition_retention",
     "partition_verdicts",
+    "release_rule",
     "retention",
     "retention_timestamp",
     "simulate",
@@ -100,6 +111,54 @@ def upload_state(metadata: RemoteLogMetadata | None, part: PartitionReport) -> t
     return highest, f"{where}: highest offset in remote storage {highest} (COPY_SEGMENT_FINISHED)"
 
 
+#: metadata.version 4.4-IV0 (K:server-common/.../common/MetadataVersion.java): the first level of Kafka 4.4,
+#: whose brokers have delayed upload (KIP-1241)
+DELAYED_UPLOAD_LEVEL = 31
+
+
+def release_rule(image: Any, log_dirs: Iterable[str | os.PathLike[str]]) -> tuple[str, bool]:
+    """Which release's retention rules apply, in words, and whether that release has delayed upload
+    (remote.copy.lag.*): from this broker's registration in the KRaft metadata log (the highest
+    metadata.version its release supports), else the finalized metadata.version."""
+    from logdoctor.logdir.metadata_image import metadata_version_name
+    from logdoctor.logdir.model import LogDir
+
+    if image is None or image.metadata_version is None:
+        return (
+            "no KRaft metadata log among the inputs: the broker's release is unknown; Kafka 4.3/4.4 local "
+            "retention (the same in both), remote.copy.lag.* applied where set",
+            True,
+        )
+    node = None
+    for d in log_dirs:
+        try:
+            meta = LogDir(os.fspath(d)).meta_properties
+        except Exception:
+            continue
+        node = getattr(meta, "node_id", None)
+        if isinstance(node, int):
+            break
+    reg = image.brokers.get(node) if isinstance(node, int) else None
+    top = reg.max_metadata_version if reg is not None else None
+    mv = image.metadata_version
+    if top is not None:
+        said = (
+            f"broker {node}'s registration supports metadata.version up to {metadata_version_name(top)} "
+            f"(level {top})"
+        )
+        if top >= DELAYED_UPLOAD_LEVEL:
+            return f"{said}: Kafka 4.4 or later, with delayed upload (remote.copy.lag.*, KIP-1241)", True
+        return f"{said}: Kafka 4.3 or earlier, without delayed upload (remote.copy.lag.* ignored)", False
+    said = f"metadata.version {metadata_version_name(mv)} (level {mv})"
+    if mv >= DELAYED_UPLOAD_LEVEL:
+        return f"{said}: Kafka 4.4 or later, with delayed upload (remote.copy.lag.*, KIP-1241)", True
+    return (
+        f"{said}, no registration of this broker: its release may be newer than that level; "
+        "remote.copy.lag.* applied where set (only a 4.4 controller accepts them)",
+        True,
+    )
+
+
 def retention(
     log_dirs: Iterable[str | os.PathLike[str]],
     *,
@@ -113,7 +172,9 @@ def retention(
     options = ScanOptions(
         depth=Depth.DEFAULT, now_ms=now_ms, true_timestamps=True, config_inputs=config_inputs
     )
+    log_dirs = list(log_dirs)
     report = scan(log_dirs, options, jobs=jobs, progress=progress)
+    rule, delayed = release_rule(report.metadata, log_dirs)
     resolver: TopicConfigResolver | None = None
     partitions: list[PartitionRetention] = []
     findings: list[Finding] = []
@@ -125,7 +186,7 @@ def retention(
             resolver = resolver or topic_config_resolver([d.path for d in report.log_dirs], options)
             cfg = resolver.resolve(part.topic)
         highest, state = upload_state(report.remote, part) if part.remote_log_enabled else (None, "")
-        pr, fs = partition_retention(part, cfg, now_ms, highest, state)
+        pr, fs = partition_retention(part, cfg, now_ms, highest, state, rule, delayed)
         partitions.append(pr)
         findings.extend(fs)
     # the groups already out of range (the scan's), and those this round's deletions move out of range

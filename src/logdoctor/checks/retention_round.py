@@ -32,12 +32,14 @@ __all__ = [
     "RetentionConfig",
     "RetentionReport",
     "SegmentVerdict",
+    "future_timestamp_note",
     "moment_of",
     "partition_retention",
     "partition_verdicts",
     "retention_timestamp",
     "round_arguments",
     "simulate",
+    "upload_holds",
 ]
 
 
@@ -49,7 +51,23 @@ REMOTE_RETENTION = (
     "past them and moves the log start offset (RLMExpirationTask); not simulated here"
 )
 RETENTION_SIZE_BREACH = "retention_size_breach"
+#: Kafka 4.4's defaults of remote.copy.lag.ms / .bytes (RemoteLogManagerConfig DEFAULT_LOG_REMOTE_COPY_LAG_*)
+DEFAULT_COPY_LAG_MS = 0
+DEFAULT_COPY_LAG_BYTES = -1
 RETENTION_MS_BREACH = "retention_ms_breach"
+#: why local time retention keeps a segment whose largest timestamp is in the future (Kafka 4.3.1 and 4.4.0
+#: alike: UnifiedLog.deleteRetentionMsBreachedSegments; KAFKA-20609's file-time anchor is in neither jar)
+FUTURE_TIMESTAMP = (
+    "largest timestamp in the future ({ts_iso}, {ahead} ahead): time retention never deletes it "
+    "(UnifiedLog.deleteRetentionMsBreachedSegments: 'contains future timestamp(s), making it ineligible "
+    "to be deleted'){uploaded}, and its pass stops there, keeping every later segment too. Kafka "
+    "4.3.1 and 4.4.0 alike: KAFKA-20609 (the file time as the age of an uploaded future segment) is "
+    "in neither release"
+)
+BEHIND_FUTURE = (
+    "behind segment {base}, whose largest timestamp is in the future: time retention stops there "
+    "(deletableSegments takes segments oldest first, up to the first it keeps)"
+)
 
 #: RETENTION_RISK's ``{also}`` when it carries the INDEX_CORRUPT of a zeroed time index (checks.timestamps)
 ROOT_CAUSE_ALSO = (
@@ -69,12 +87,37 @@ class RetentionConfig:
     #: a remote log: retention_ms/bytes are then local.retention.ms/.bytes, and a segment goes only once
     #: it is uploaded (UnifiedLog.deletableSegments)
     remote: bool = False
+    #: delayed upload (KIP-1241, Kafka 4.4): LogConfig.remoteCopyLagMs / remoteCopyLagBytes, -1 resolved to
+    #: the local retention's; 0 in either: every rolled segment is eligible at once (no delay)
+    copy_lag_ms: int = 0
+    copy_lag_bytes: int = 0
+    #: the settings, in words (empty: no delayed upload)
+    copy_lag_source: str = ""
 
     @classmethod
-    def of(cls, cfg: TopicConfig, remote: bool = False) -> RetentionConfig:
+    def of(cls, cfg: TopicConfig, remote: bool = False, delayed_upload: bool = True) -> RetentionConfig:
+        """``delayed_upload``: the broker's release has remote.copy.lag.* (4.4 on); without it they are
+        ignored, as a 4.3 broker has no such config."""
         if remote and cfg.local_retention_ms is not None and cfg.local_retention_bytes is not None:
-            return cls(cfg.local_retention_ms.value, cfg.local_retention_bytes.value, cfg.delete, True)
+            out = cls(cfg.local_retention_ms.value, cfg.local_retention_bytes.value, cfg.delete, True)
+            lag_ms, lag_bytes = cfg.remote_copy_lag_ms, cfg.remote_copy_lag_bytes
+            if not delayed_upload or (lag_ms is None and lag_bytes is None):
+                return out
+            ms = DEFAULT_COPY_LAG_MS if lag_ms is None else lag_ms.value
+            size = DEFAULT_COPY_LAG_BYTES if lag_bytes is None else lag_bytes.value
+            # LogConfig.remoteCopyLagMs/Bytes: -1 is the effective local retention (itself -1: unlimited)
+            ms = out.retention_ms if ms == -1 else ms
+            size = out.retention_bytes if size == -1 else size
+            said = "; ".join(
+                s.describe().join((f"{s.key}=", "")) for s in (lag_ms, lag_bytes) if s is not None
+            )
+            return replace(out, copy_lag_ms=ms, copy_lag_bytes=size, copy_lag_source=said)
         return cls(cfg.retention_ms.value, cfg.retention_bytes.value, cfg.delete, remote)
+
+    @property
+    def delays_upload(self) -> bool:
+        """RLMCopyTask.isEligibleForUpload checks the lags only when neither is 0."""
+        return self.remote and self.copy_lag_ms != 0 and self.copy_lag_bytes != 0
 
 
 @dataclass(slots=True)
@@ -91,6 +134,12 @@ class SegmentVerdict:
     waits_for_upload: str | None = None
     #: kept now, but deleted early later by a wrong largest timestamp (RETENTION_RISK, a warning): when
     risk_at: int | None = None
+    #: its largest timestamp (the broker's) is after the round's time: time retention keeps it
+    future_timestamp: bool = False
+    #: why the round keeps it when that is not plain (a future timestamp, or behind one), in words
+    kept_because: str | None = None
+    #: a tiered segment delayed upload (remote.copy.lag.*, KIP-1241) keeps from remote storage, and until when
+    upload_held_by: str | None = None
 
     @property
     def at_risk(self) -> bool:
@@ -110,6 +159,9 @@ class SegmentVerdict:
             "retention_risk": self.at_risk,
             "waits_for_upload": self.waits_for_upload,
             "retention_risk_at": self.risk_at,
+            "future_timestamp": self.future_timestamp,
+            "kept_because": self.kept_because,
+            "upload_held_by": self.upload_held_by,
         }
 
 
@@ -137,6 +189,10 @@ class PartitionRetention:
     highest_remote_offset: int | None = None
     #: where the upload state comes from, in words (tiered partitions only)
     upload_state: str = ""
+    #: whose rules judged it: the broker release the metadata log shows, in words
+    release_rule: str = ""
+    #: the broker's release has delayed upload (remote.copy.lag.*, Kafka 4.4)
+    delayed_upload: bool = True
 
     @property
     def upload_known(self) -> bool:
@@ -144,7 +200,7 @@ class PartitionRetention:
 
     @property
     def config(self) -> RetentionConfig:
-        return RetentionConfig.of(self.topic_config, self.tiered)
+        return RetentionConfig.of(self.topic_config, self.tiered, self.delayed_upload)
 
     @property
     def waiting(self) -> list[SegmentVerdict]:
@@ -175,6 +231,16 @@ class PartitionRetention:
             "remote_retention": REMOTE_RETENTION if self.tiered else None,
             "highest_remote_offset": self.highest_remote_offset,
             "upload_state": self.upload_state if self.tiered else None,
+            "release_rule": self.release_rule,
+            "remote_copy_lag": (
+                {
+                    "ms": self.config.copy_lag_ms,
+                    "bytes": self.config.copy_lag_bytes,
+                    "configs": self.config.copy_lag_source,
+                }
+                if self.config.delays_upload
+                else None
+            ),
             "waiting_for_upload_segments": len(self.waiting),
             "rolls_new_active_segment": self.rolls,
             "deleted_segments": len(self.deleted),
@@ -355,6 +421,66 @@ def retention_timestamp(broker_ts: int | None, true_ts: int | None, mtime_ms: in
     return mtime_ms
 
 
+def upload_holds(
+    segments: list[tuple[int, int, int]],
+    *,
+    from_offset: int,
+    last_stable_offset: int,
+    config: RetentionConfig,
+    now_ms: int,
+) -> dict[int, str]:
+    """Delayed upload (KIP-1241, Kafka 4.4): the rolled segments RemoteLogManager's copy task does not upload
+    at ``now_ms``, base offset -> why, in words.
+
+    K:storage/.../remote/storage/RemoteLogManager.java RLMCopyTask.candidateLogSegments (4.4.0): over the
+    segments from the one holding ``from_offset`` (the highest uploaded offset + 1), each rolled segment whose
+    next segment starts at or below the last stable offset is eligible when ``remote.copy.lag.ms`` > 0 and its
+    age (now - largest timestamp) is negative or at least the lag, or ``remote.copy.lag.bytes`` > 0 and the
+    bytes after it (of those segments) are at least that lag; the first one that is not stops the list, so
+    every later one waits behind it. ``segments``: (base offset, size, largest timestamp), oldest first."""
+    if not config.delays_upload:
+        return {}
+    first = max((i for i, s in enumerate(segments) if s[0] <= from_offset), default=0)
+    segs = segments[first:]
+    total = sum(s[1] for s in segs)
+    cumulative = 0
+    held: dict[int, str] = {}
+    for i in range(1, len(segs)):
+        (base, size, ts), nxt = segs[i - 1], segs[i]
+        if nxt[0] > last_stable_offset:
+            break
+        if held:
+            held[base] = f"waits for upload behind segment {next(iter(held))} (the copy task stops there)"
+            continue
+        cumulative += size
+        age, after = now_ms - ts, total - cumulative
+        by_time = config.copy_lag_ms > 0 and (age < 0 or age >= config.copy_lag_ms)
+        by_size = config.copy_lag_bytes > 0 and after >= config.copy_lag_bytes
+        if by_time or by_size:
+            continue
+        why = [f"delayed upload ({config.copy_lag_source}): RemoteLogManager's copy task uploads it"]
+        if config.copy_lag_ms > 0:
+            why.append(
+                f"once its largest timestamp is {config.copy_lag_ms} ms old "
+                f"(at {iso(ts + config.copy_lag_ms)})"
+            )
+        if config.copy_lag_bytes > 0:
+            why.append(
+                f"{'or ' if config.copy_lag_ms > 0 else ''}once {config.copy_lag_bytes} bytes of newer "
+                f"local data follow it ({after} now)"
+            )
+        held[base] = " ".join(why) + ": until then it is local only"
+    return held
+
+
+def future_timestamp_note(ts: int, now_ms: int, uploaded: bool | None) -> str:
+    """:data:`FUTURE_TIMESTAMP` for a segment whose largest timestamp ``ts`` is after ``now_ms``."""
+    ahead = ts - now_ms
+    span = f"{ahead / 3_600_000:.1f} h" if ahead >= 3_600_000 else f"{ahead / 1000:.0f} s"
+    said = {True: " even though it is uploaded", False: "", None: ""}[uploaded]
+    return FUTURE_TIMESTAMP.format(ts_iso=iso(ts), ahead=span, uploaded=said)
+
+
 # --- over log dirs ---------------------------------------------------------------------------------------
 
 
@@ -373,6 +499,8 @@ def partition_retention(
     now_ms: int,
     highest_remote_offset: int | None = None,
     upload_state: str = "",
+    release_rule: str = "",
+    delayed_upload: bool = True,
 ) -> tuple[PartitionRetention, list[Finding]]:
     """One partition's retention round at ``now_ms`` with its topic's settings, and its RETENTION_RISKs.
 
@@ -392,6 +520,8 @@ def partition_retention(
         "tiered_evidence": part.tiering_evidence,
         "highest_remote_offset": highest_remote_offset,
         "upload_state": upload_state,
+        "release_rule": release_rule,
+        "delayed_upload": delayed_upload,
     }
     if leo is None or lso is None or local is None or not infos:
         return PartitionRetention(
@@ -412,7 +542,7 @@ def partition_retention(
         ), []
     segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
     true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
-    kw = round_arguments(lso, local, leo, hw, topic_config, tiered, highest_remote_offset)
+    kw = round_arguments(lso, local, leo, hw, topic_config, tiered, highest_remote_offset, delayed_upload)
     kw["now_ms"] = now_ms
     waiting: dict[int, str] = {}
     reasons, new_start, rolls, hw, hw_source = partition_verdicts(segs, **kw, waiting=waiting)
@@ -432,7 +562,15 @@ def partition_retention(
         new_local_log_start_offset=new_start,
         **tier,
     )
+    holds = upload_holds(
+        segs,
+        from_offset=max((highest_remote_offset if highest_remote_offset is not None else -1) + 1, local),
+        last_stable_offset=hw,
+        config=kw["config"],
+        now_ms=now_ms,
+    )
     findings: list[Finding] = []
+    future_at: int | None = None
     for k, info in enumerate(infos):
         v = SegmentVerdict(
             info.base_offset,
@@ -444,7 +582,11 @@ def partition_retention(
             true_reasons[k],
             active=k == len(infos) - 1,
             waits_for_upload=waiting.get(info.base_offset),
+            upload_held_by=holds.get(info.base_offset),
         )
+        _name_future(v, kw["config"], now_ms, future_at, highest_remote_offset if tiered else None, k, infos)
+        if v.future_timestamp and future_at is None and v.reason is None:
+            future_at = v.base_offset
         out.segments.append(v)
         if k < len(infos) - 1 and not info.recovered:
             f = _risk_finding(part, topic_config, k, segs, true_segs, kw)
@@ -453,6 +595,33 @@ def partition_retention(
                 if v.reason is None:
                     v.risk_at = f.details.get("deleted_at")
     return out, findings
+
+
+def _name_future(
+    v: SegmentVerdict,
+    config: RetentionConfig,
+    now_ms: int,
+    future_at: int | None,
+    highest_remote_offset: int | None,
+    k: int,
+    infos: list[SegmentInfo],
+) -> None:
+    """Name the future-timestamp case on a kept segment: its own largest timestamp after ``now_ms``, or a
+    segment kept behind one (time retention on, the segment not deleted by the round)."""
+    if v.reason is not None or not config.delete or config.retention_ms < 0:
+        return
+    ts = v.broker_largest_timestamp
+    if ts is not None and ts > now_ms:
+        v.future_timestamp = True
+        if future_at is None:
+            upper = infos[k + 1].base_offset if k + 1 < len(infos) else None
+            uploaded = (
+                None if highest_remote_offset is None or upper is None else upper - 1 <= highest_remote_offset
+            )
+            v.kept_because = future_timestamp_note(ts, now_ms, uploaded)
+            return
+    if future_at is not None:
+        v.kept_because = BEHIND_FUTURE.format(base=future_at)
 
 
 _ROOT_KEYS = ("root_cause", "consequences")
@@ -466,6 +635,7 @@ def round_arguments(
     topic_config: TopicConfig,
     tiered: bool,
     highest_remote_offset: int | None = None,
+    delayed_upload: bool = True,
 ) -> dict[str, Any]:
     """:func:`partition_verdicts`' arguments but ``now_ms`` for one partition: the `retention` command's
     and the scan's RETENTION_RISK (:mod:`logdoctor.checks.retention_risk`) build them here alike."""
@@ -474,7 +644,7 @@ def round_arguments(
         "log_start_offset": local_log_start_offset if tiered else log_start_offset,
         "log_end_offset": log_end_offset,
         "high_watermark": high_watermark,
-        "config": RetentionConfig.of(topic_config, tiered),
+        "config": RetentionConfig.of(topic_config, tiered, delayed_upload),
         "remote_log_start_offset": log_start_offset if tiered else None,
         "highest_remote_offset": highest_remote_offset,
     }

@@ -85,6 +85,11 @@ CLEANUP_POLICY = "cleanup.policy"
 REMOTE_STORAGE_ENABLE = "remote.storage.enable"
 LOCAL_RETENTION_MS = "local.retention.ms"
 LOCAL_RETENTION_BYTES = "local.retention.bytes"
+#: delayed upload (KIP-1241, Kafka 4.4): RemoteLogManagerConfig / LogConfig remoteCopyLagMs/Bytes
+REMOTE_COPY_LAG_MS = "remote.copy.lag.ms"
+REMOTE_COPY_LAG_BYTES = "remote.copy.lag.bytes"
+LOG_REMOTE_COPY_LAG_MS = "log.remote.copy.lag.ms"
+LOG_REMOTE_COPY_LAG_BYTES = "log.remote.copy.lag.bytes"
 #: local.retention.* = -2: "as retention.ms / retention.bytes" (LogConfig.DEFAULT_LOCAL_RETENTION_MS/BYTES)
 LOCAL_RETENTION_AS_RETENTION = -2
 # the log cleaner's topic keys and their broker synonyms (K:storage/.../internals/log/LogConfig.java,
@@ -213,6 +218,10 @@ class TopicConfig:
     max_message_bytes: Setting = Setting(DEFAULT_MESSAGE_MAX_BYTES, MAX_MESSAGE_BYTES, KAFKA_DEFAULT)
     #: the broker's own message.max.bytes (the cleaner's maxIoBufferSize: LogCleaner.CleanerThread)
     broker_message_max_bytes: Setting = Setting(DEFAULT_MESSAGE_MAX_BYTES, MESSAGE_MAX_BYTES, KAFKA_DEFAULT)
+    #: remote.copy.lag.ms / .bytes as set (-1 kept: checks.retention_round resolves it); None where
+    #: neither the topic nor the broker sets them (Kafka 4.4's defaults: 0 ms, -1 bytes)
+    remote_copy_lag_ms: Setting | None = None
+    remote_copy_lag_bytes: Setting | None = None
 
     @property
     def delete(self) -> bool:
@@ -267,6 +276,8 @@ class TopicConfig:
             "delete_retention_ms": optional(DELETE_RETENTION_MS),
             "max_message_bytes": optional(MAX_MESSAGE_BYTES),
             "broker_message_max_bytes": optional(MESSAGE_MAX_BYTES),
+            "remote_copy_lag_ms": optional(REMOTE_COPY_LAG_MS),
+            "remote_copy_lag_bytes": optional(REMOTE_COPY_LAG_BYTES),
         }
         return dataclasses.replace(out, **{k: v for k, v in extra.items() if v is not None})
 
@@ -285,6 +296,8 @@ class TopicConfig:
             (DELETE_RETENTION_MS, self.delete_retention_ms),
             (MAX_MESSAGE_BYTES, self.max_message_bytes),
             (MESSAGE_MAX_BYTES, self.broker_message_max_bytes),
+            (REMOTE_COPY_LAG_MS, self.remote_copy_lag_ms),
+            (REMOTE_COPY_LAG_BYTES, self.remote_copy_lag_bytes),
         ]
         return {
             name: {
@@ -753,6 +766,13 @@ class TopicConfigResolver:
             LOG_LOCAL_RETENTION_BYTES, LOCAL_RETENTION_AS_RETENTION, _parse_long
         )
         remote = Setting(False, REMOTE_STORAGE_ENABLE, KAFKA_DEFAULT)
+        copy_lag: dict[str, Setting | None] = {}
+        for key, broker_key in (
+            (REMOTE_COPY_LAG_MS, LOG_REMOTE_COPY_LAG_MS),
+            (REMOTE_COPY_LAG_BYTES, LOG_REMOTE_COPY_LAG_BYTES),
+        ):
+            lag = self._broker_setting(broker_key, None, _parse_long)
+            copy_lag[key] = None if lag.value is None else lag
         cleaner = {
             MIN_CLEANABLE_DIRTY_RATIO: self._broker_setting(
                 LOG_CLEANER_MIN_CLEANABLE_RATIO, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, _parse_double
@@ -809,6 +829,8 @@ class TopicConfigResolver:
                         local_ms = Setting(_parse_long(key, value), key, source_of(key))
                     elif key == LOCAL_RETENTION_BYTES:
                         local_bytes = Setting(_parse_long(key, value), key, source_of(key))
+                    elif key in copy_lag:
+                        copy_lag[key] = Setting(_parse_long(key, value), key, source_of(key))
                     elif key in _CLEANER_SYNONYMS:
                         parse = _parse_double if key in _DOUBLE_KEYS else _parse_long
                         cleaner[key] = Setting(parse(key, value), key, source_of(key))
@@ -832,6 +854,8 @@ class TopicConfigResolver:
             cleaner[DELETE_RETENTION_MS],
             cleaner[MAX_MESSAGE_BYTES],
             broker_max,
+            copy_lag[REMOTE_COPY_LAG_MS],
+            copy_lag[REMOTE_COPY_LAG_BYTES],
         )
         self._cache[topic] = out
         return out

@@ -41,12 +41,14 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
                 )
                 if s is not None
             )
+            if p.config.delays_upload:
+                local += f"; delayed upload: {p.config.copy_lag_source}"
             title = (
                 f"{p.topic}-{p.partition} ({p.log_dir}): TIERED ({p.tiered_evidence}); {local}; log start "
                 f"{p.log_start_offset} (kept: local deletions do not move it), local log start "
                 f"{p.local_log_start_offset} -> {p.new_local_log_start_offset}, end {p.log_end_offset}, high "
                 f"watermark {p.high_watermark} ({p.high_watermark_source}); upload state: {p.upload_state}; "
-                f"{cfg.describe()}: {REMOTE_RETENTION}"
+                f"{cfg.describe()}: {REMOTE_RETENTION}; rules: {p.release_rule}"
             )
         else:
             title = (
@@ -69,6 +71,12 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
             elif s.risk_at is not None:
                 verdict = f"kept; DELETED EARLY at {iso(s.risk_at)} (RETENTION_RISK)"
                 style = "red"
+            elif s.upload_held_by:
+                verdict = f"kept: not in remote storage: {s.upload_held_by}"
+                style = "cyan"
+            elif s.kept_because:
+                verdict = f"kept: {s.kept_because}"
+                style = "magenta" if s.future_timestamp else None
             elif s.waits_for_upload and p.upload_known:
                 verdict = (
                     f"kept: not in remote storage yet (highest uploaded offset {p.highest_remote_offset}); "
@@ -92,6 +100,18 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
         f"{j['deleted_segments']} segment(s), {human_bytes(j['deleted_bytes'])} would be deleted; "
         f"{j['retention_risk_segments']} only because of a wrong largest timestamp (RETENTION_RISK)"
     )
+    future = sum(1 for p in report.partitions for s in p.segments if s.future_timestamp and s.kept_because)
+    if future:
+        console.print(
+            f"{future} segment(s) have a largest timestamp in the future: time retention keeps them and "
+            "every segment after them (Kafka 4.3.1 and 4.4.0 alike, tiered or not)"
+        )
+    held = sum(1 for p in report.partitions for s in p.segments if s.upload_held_by)
+    if held:
+        console.print(
+            f"{held} segment(s) of tiered partitions are held local only by delayed upload "
+            "(remote.copy.lag.*, Kafka 4.4)"
+        )
     unknown = sum(len(p.waiting) for p in report.partitions if not p.upload_known)
     known = sum(len(p.waiting) for p in report.partitions if p.upload_known)
     if known:
