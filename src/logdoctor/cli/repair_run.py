@@ -249,12 +249,12 @@ def run_repair(
         if not json_out:
             print_plan(out, plan, verbose=verbose)
         skipped = {u.path for u in plan.unrepaired}
+        # (code, path) of every finding an action repairs: one set, not every action per finding
+        acted = {(c, p) for a in plan.actions for p in a.finding_paths for c in a.codes}
         targeted = {
             (f.code, f.path)
             for f in report.findings
-            if f.code in codes
-            and f.path not in skipped
-            and any(f.path in a.finding_paths and f.code in a.codes for a in plan.actions)
+            if f.code in codes and f.path not in skipped and (f.code, f.path) in acted
         }
         _save_removed_records(out, plan, json_out)
         interrupts.writing("--apply", os.path.join(plan.backup_dir, JOURNAL_NAME))

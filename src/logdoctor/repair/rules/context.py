@@ -60,31 +60,61 @@ def segment_base(path: str) -> int | None:
     return parsed.base_offset if parsed is not None else None
 
 
+class SiblingModes:
+    """The modes of a folder's entries, read once per folder (one scandir) for a whole plan: a plan is
+    built before anything is written, so the folder does not change while it is asked. Asking for each
+    of a partition's thousands of segments re-read the whole folder each time (quadratic in segments)."""
+
+    def __init__(self) -> None:
+        # folder -> (path -> (is a folder, owner, mode) of each entry, {(is a folder, owner): mode counts})
+        self._folders: dict[
+            str, tuple[dict[str, tuple[bool, int, int]], dict[tuple[bool, int], Counter[int]]]
+        ] = {}
+
+    def _read(
+        self, folder: str
+    ) -> tuple[dict[str, tuple[bool, int, int]], dict[tuple[bool, int], Counter[int]]]:
+        known = self._folders.get(folder)
+        if known is not None:
+            return known
+        entries: dict[str, tuple[bool, int, int]] = {}
+        counts: dict[tuple[bool, int], Counter[int]] = {}
+        try:
+            with os.scandir(folder) as it:
+                for e in it:
+                    if e.is_symlink():
+                        continue
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except OSError:
+                        continue
+                    is_dir, mode = stat.S_ISDIR(st.st_mode), stat.S_IMODE(st.st_mode)
+                    entries[e.path] = (is_dir, st.st_uid, mode)
+                    if mode & (0o700 if is_dir else 0o600) == (0o700 if is_dir else 0o600):
+                        counts.setdefault((is_dir, st.st_uid), Counter())[mode] += 1
+        except OSError:
+            pass
+        self._folders[folder] = (entries, counts)
+        return entries, counts
+
+    def mode(self, path: str, is_dir: bool, uid: int) -> int:
+        """The mode most siblings of ``path`` of its kind (file or folder) and owner have (default
+        755/644), ``path`` itself not counted."""
+        entries, counts = self._read(os.path.dirname(path))
+        modes = counts.get((is_dir, uid))
+        own = entries.get(path)
+        if modes is not None and own is not None and own[:2] == (is_dir, uid) and own[2] in modes:
+            modes = modes.copy()
+            modes[own[2]] -= 1
+        best = [(m, n) for m, n in (modes or Counter()).most_common() if n > 0]
+        if best:
+            return best[0][0]
+        return 0o755 if is_dir else 0o644
+
+
 def sibling_mode(path: str, is_dir: bool, uid: int) -> int:
     """The mode most siblings of ``path`` of its kind (file or folder) and owner have (default 755/644)."""
-    folder = os.path.dirname(path)
-    modes: Counter[int] = Counter()
-    need = 0o700 if is_dir else 0o600
-    try:
-        with os.scandir(folder) as it:
-            for e in it:
-                if e.path == path or e.is_symlink():
-                    continue
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if (
-                    stat.S_ISDIR(st.st_mode) == is_dir
-                    and st.st_uid == uid
-                    and stat.S_IMODE(st.st_mode) & need == need
-                ):
-                    modes[stat.S_IMODE(st.st_mode)] += 1
-    except OSError:
-        pass
-    if modes:
-        return modes.most_common(1)[0][0]
-    return 0o755 if is_dir else 0o644
+    return SiblingModes().mode(path, is_dir, uid)
 
 
 class PlanContext:
@@ -110,6 +140,7 @@ class PlanContext:
         self.written: dict[str, Step] = {}  # live path -> its write step (one per path)
         self.moved: set[str] = set()
         self.dir_owner: dict[str, tuple[int, int]] = {}
+        self.sibling_modes = SiblingModes()
         # what the scan tells of the log dirs (set by the planner before the rules run)
         self.image_topic_ids: dict[str, str] = {}
         self.topic_ids: dict[str, dict[str, str]] = {}  # topic -> {topic id: a partition.metadata holding it}

@@ -34,7 +34,6 @@ from logdoctor.repair.rules.context import (
     PlanContext,
     read,
     segment_base,
-    sibling_mode,
 )
 
 CODES = ("INDEX_CORRUPT", "INDEX_MISSING", "RETENTION_RISK")
@@ -132,7 +131,7 @@ def index_meta(ctx: PlanContext, seg: Segment) -> dict[str, int]:
     log_dir = ctx.log_dir_of(str(seg.log_path))
     assert log_dir is not None
     uid, gid = ctx.owner_of(log_dir)
-    return {"uid": uid, "gid": gid, "mode": sibling_mode(str(seg.log_path), False, uid) | 0o600}
+    return {"uid": uid, "gid": gid, "mode": ctx.sibling_modes.mode(str(seg.log_path), False, uid) | 0o600}
 
 
 def write_indexes(

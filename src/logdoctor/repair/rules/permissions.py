@@ -14,7 +14,7 @@ import stat
 
 from logdoctor.checks.findings import Finding
 from logdoctor.repair.plan import Action, Change
-from logdoctor.repair.rules.context import PlanContext, sibling_mode
+from logdoctor.repair.rules.context import PlanContext
 from logdoctor.repair.steps.chmod import set_owner_mode
 
 CODES = ("PERMISSION_DENIED",)
@@ -38,7 +38,7 @@ def permission(ctx: PlanContext, f: Finding) -> None:
         uid, gid = st.st_uid, st.st_gid  # the log dir's owner is the broker's user
         mode = stat.S_IMODE(st.st_mode) | 0o700
     else:
-        mode = sibling_mode(path, is_dir, uid) | (0o700 if is_dir else 0o600)
+        mode = ctx.sibling_modes.mode(path, is_dir, uid) | (0o700 if is_dir else 0o600)
     if (st.st_uid, st.st_gid) != (uid, gid) and os.geteuid() != 0:
         ctx.unrepaired(f, "changing the owner needs root")
         return
