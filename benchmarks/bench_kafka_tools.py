@@ -10,14 +10,17 @@ The broker is Kafka 4.4.0 as the tests start it (tests/kafka_cluster.py; `make t
   up to 64 KiB, 100-byte values), then `logdoctor dump --deep SEGMENT` against Kafka's
   `kafka-dump-log.sh --deep-iteration --files SEGMENT` (org.apache.kafka.tools.DumpLogSegments), each
   printing to /dev/null, in pairs (logdoctor, Kafka) ``--repeat`` times: the median wall time, CPU (user +
-  sys) and peak RSS (``wait4``) of each whole process, and records/s.
+  sys) and peak RSS (``wait4``) of each whole process, and records/s (logdoctor's output checked once,
+  untimed: a record line for every record).
 - **recovery**: a broker killed with SIGKILL while producing to 8 partitions; on one copy of its dir the
   broker's own recovery at the next start (its log's ``Loaded N logs in X ms``), on another `logdoctor repair
   DIR --apply` (whole process).
 - **startup**: a log dir of ``--segments`` segments (time-rolled: ``segment.ms`` small, one batch a
   segment) whose index files were lost; the broker's start (its log loading, which rebuilds every index: one
-  recovery thread per dir) against `logdoctor repair --apply` first and then the broker's start: KIP-263's
-  situation, many segments to check at startup.
+  recovery thread per dir) against `logdoctor repair --apply` first (whole process: wall and CPU) and then
+  the broker's start: KIP-263's situation, many segments to check at startup. Each start's own log says how
+  many segments it rebuilt (LogLoader.loadSegmentFiles: "Could not find offset index file") and recovered
+  as unflushed (recoverLog, from the recovery point on).
 
 The rows of BENCHMARKS.md's "Kafka's own tools" table follow at the end (``benchmarks/update_table.py``).
 """
@@ -78,6 +81,19 @@ def _value(i: int) -> bytes:
     return f'{{"id":{i},"user":"u{i * 7919 % 100003}","sig":"{digest}"}}'.encode().ljust(100, b" ")
 
 
+def _check_dump(segment: Path, records: int) -> None:
+    """What is timed prints every record: `dump --deep` of the segment (once, outside the timing) has one
+    record line a record and exits 0 (its record lines are written a batch at a time by
+    formats.record_lines: a fast dump that printed less would be no anchor). The output is read as it comes,
+    never held: this process's peak RSS is what each child forked from it starts with (Linux keeps the
+    high-water mark across exec), so a 100 MB output held here would show in every ``wait4`` figure."""
+    with subprocess.Popen([str(LOGDOCTOR), "dump", "--deep", str(segment)], stdout=subprocess.PIPE) as proc:
+        assert proc.stdout is not None
+        lines = sum(1 for line in proc.stdout if line.startswith(b"    | offset "))
+    if proc.returncode != 0 or lines != records:
+        raise SystemExit(f"dump --deep of {segment}: exit {proc.returncode}, {lines} record lines")
+
+
 def dump_anchor(records: int, repeat: int, table: TableRows) -> None:
     work = BENCH_TMP / "kafka-tools-dump"
     # named by its base offset, as DumpLogSegments needs (it parses the offset from the name)
@@ -96,6 +112,7 @@ def dump_anchor(records: int, repeat: int, table: TableRows) -> None:
         shutil.copy(seg, seg_copy)
         shutil.rmtree(work / "cluster", ignore_errors=True)
     size = seg_copy.stat().st_size
+    _check_dump(seg_copy, records)
     kafka_dump = str(kafka_cluster.kafka_bin(kafka_cluster.NEWEST) / "kafka-dump-log.sh")
     runs: dict[str, list[tuple[float, float, int, int]]] = {"logdoctor": [], "kafka": []}
     for _ in range(repeat):
@@ -222,6 +239,25 @@ def recovery_anchor(repeat: int, table: TableRows) -> None:
     )
 
 
+_REBUILT_AT_LOAD = re.compile(r"Could not find offset index file corresponding to log file \S*/bench-0/")
+_RECOVERED_UNFLUSHED = re.compile(r"partition=bench-0, .*Recovering unflushed segment")
+
+
+def _broker_start(cluster: kafka_cluster.KafkaCluster) -> tuple[float, float, int, int]:
+    """Start the cluster's broker on its dirs, then stop it: (wall time from the process's start to 'Kafka
+    Server started' in s, the broker's own log loading in ms, how many bench-0 segments its LogLoader
+    rebuilt the indexes of because they were missing (loadSegmentFiles), how many it recovered as
+    unflushed (recoverLog: from the recovery point on))."""
+    node = cluster.broker(1)
+    t0 = time.perf_counter()
+    node.start()
+    started = time.perf_counter() - t0
+    log = node.log()
+    node.stop()
+    loaded = float(sum(int(m.group(2)) for m in _LOADED.finditer(log)))
+    return started, loaded, len(_REBUILT_AT_LOAD.findall(log)), len(_RECOVERED_UNFLUSHED.findall(log))
+
+
 def startup_anchor(segments: int, repeat: int, table: TableRows) -> None:
     work = BENCH_TMP / "kafka-tools-startup"
     cluster = _cluster(work / "many", **{"log.roll.ms": 1})
@@ -235,7 +271,9 @@ def startup_anchor(segments: int, repeat: int, table: TableRows) -> None:
         del producer
     part = cluster.broker(1).log_dirs[0] / "bench-0"
     count = len(list(part.glob("*.log")))
-    broker_s, fixed_s, repair_s = [], [], []
+    alone: list[tuple[float, float, int, int]] = []
+    fixed: list[tuple[float, float, int, int]] = []
+    repair: list[tuple[float, float]] = []
     for i in range(repeat):
         for label in ("lost", "fixed"):
             copy = _copy_cluster(cluster, work / f"{label}-{i}")
@@ -243,19 +281,32 @@ def startup_anchor(segments: int, repeat: int, table: TableRows) -> None:
                 idx.unlink()
             (copy.broker(1).log_dirs[0] / ".kafka_cleanshutdown").unlink(missing_ok=True)
             if label == "fixed":
-                repair_s.append(_repair(copy.broker(1).log_dirs))
-                fixed_s.append(_broker_load_ms(copy)[1])
+                # exit 1: UNCLEAN_SHUTDOWN is left (nothing to repair: the marker is gone)
+                wall, cpu, _rss, _rc = measured(
+                    [str(LOGDOCTOR), "repair", *map(str, copy.broker(1).log_dirs), "--apply"], ok_codes=(0, 1)
+                )
+                repair.append((wall, cpu))
+                fixed.append(_broker_start(copy))
             else:
-                broker_s.append(_broker_load_ms(copy)[1])
-    b, f, r = statistics.median(broker_s), statistics.median(fixed_s), statistics.median(repair_s)
+                alone.append(_broker_start(copy))
+    med = statistics.median
+    b, b_ms = med(a[0] for a in alone), med(a[1] for a in alone)
+    f, f_ms = med(x[0] for x in fixed), med(x[1] for x in fixed)
+    r, r_cpu = med(x[0] for x in repair), med(x[1] for x in repair)
+    b_rebuilt, b_unflushed = alone[0][2], alone[0][3]
+    f_rebuilt, f_unflushed = fixed[0][2], fixed[0][3]
     print(
-        f"\n## {count} segments, every index lost: broker start {b:.2f} s; "
-        f"logdoctor repair {r:.2f} s, then broker start {f:.2f} s (medians of {repeat})"
+        f"\n## {count} segments, every index lost: broker start {b:.2f} s (log loading {b_ms:.0f} ms, "
+        f"indexes of {b_rebuilt} segments rebuilt, {b_unflushed} recovered as unflushed); "
+        f"logdoctor repair {r:.2f} s (CPU {r_cpu:.2f} s), then broker start {f:.2f} s (log loading "
+        f"{f_ms:.0f} ms, {f_rebuilt} rebuilt, {f_unflushed} recovered as unflushed) (medians of {repeat})"
     )
     table.add(
         f"broker 4.4.0 start, {count} segments whose indexes were lost, with `repair --apply` first",
-        f"{r:.2f} s repair + {f:.2f} s start",
-        f"start alone (the broker rebuilds) {b:.2f} s",
+        f"{r:.2f} s repair (CPU {r_cpu:.2f} s) + {f:.2f} s start (its log loading {f_ms / 1000:.2f} s: "
+        f"{f_rebuilt} segments rebuilt, {f_unflushed} recovered)",
+        f"start alone {b:.2f} s (its log loading {b_ms / 1000:.2f} s: {b_rebuilt} segments rebuilt, "
+        f"{b_unflushed} recovered)",
         ratio(r + f, b),
     )
 

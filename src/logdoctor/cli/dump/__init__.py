@@ -150,7 +150,7 @@ def dump_one(path: Path, opts: DumpOptions, sink: Sink) -> int:
             )
         sink.error(path, failure)
         return failure.code
-    ctx = FileContext(path, info, opts)
+    ctx = FileContext(path, info, opts, record_lines=sink.takes_record_lines)
     try:
         if path.is_dir():
             raise IsADirectoryError(errno.EISDIR, "is a directory")

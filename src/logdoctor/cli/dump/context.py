@@ -66,6 +66,9 @@ class FileContext:
     notes: list[str] = field(default_factory=list)
     # a segment of the remote tier (--remote-storage): its ref, ``path`` then only its object's name
     remote: Any = None
+    # the sink takes a batch's record lines as one ``record_lines`` event (text: cli.dump.text), written by
+    # formats.record_lines where it can; otherwise one ``record`` event a record
+    record_lines: bool = False
 
     @property
     def file(self) -> str:
@@ -92,8 +95,25 @@ def file_event(ctx: FileContext, size: int, **fields: Any) -> Event:
 
 
 def summary_event(ctx: FileContext, **fields: Any) -> Event:
-    """The ``summary`` event that closes a file's dump."""
+    """The ``summary`` event that closes a file's dump (of a ``-stray`` folder's file: its note says so)."""
+    stray = stray_note(ctx.path) if ctx.remote is None else None
+    if stray is not None:
+        fields["note"] = f"{stray} {fields['note']}" if fields.get("note") else stray
     return {"type": "summary", "file": ctx.file, "kind": ctx.info.kind.value, **fields}
+
+
+def stray_note(path: Path) -> str | None:
+    """What a file of a ``<topic>-<p>.<uuid>-stray`` folder is, or None for any other file."""
+    from logdoctor.logdir.names import DirKind, parse_partition_dir
+
+    folder = parse_partition_dir(path.parent.name)
+    if folder is None or folder.kind is not DirKind.STRAY:
+        return None
+    return (
+        f"{path.parent.name} is a -stray folder: a replica of {folder.topic}-{folder.partition} that KRaft "
+        "moved aside (no longer assigned to this broker, or of a topic id the metadata does not have; "
+        "K:storage/.../log/LogManager.java isStrayReplica); the broker never serves it: not the live copy."
+    )
 
 
 def finish_file(sink: Any, ctx: FileContext, where: Any) -> int:

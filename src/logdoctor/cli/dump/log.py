@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from logdoctor.checks.live import active_segment_of_live_dir
 from logdoctor.checks.verify_index import (
@@ -28,6 +29,9 @@ from logdoctor.cli.dump.decoders import RecordDecoder, decode_control, pick_deco
 from logdoctor.cli.dump.kinds import FileKind
 from logdoctor.errors import FormatError, TruncatedError
 from logdoctor.formats.record_types import Batch, Record
+
+if TYPE_CHECKING:
+    from logdoctor.formats.record_lines import RecordLines
 from logdoctor.logdir import names, read_rate
 from logdoctor.logdir.read_plan import OffsetOrder
 from logdoctor.logdir.reader import DEFAULT_WINDOW, LogReader, iter_batches_from
@@ -252,6 +256,7 @@ def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
     windowed = seeking or opts.max_batches is not None or read_rate.limited() is not None
     walk = iter_batches_from(reader, plan.position, end=end, window=DEFAULT_WINDOW if windowed else None)
     outcomes = _Outcomes(ctx) if ctx.info.kind is FileKind.LOG else None
+    lines = _lines_writer(ctx, decoder) if deep else None
     try:
         for b in walk:
             valid_end = b.position + b.size
@@ -291,7 +296,15 @@ def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
                         },
                     )
                 )
-            if deep:
+            got = lines(b, ev["transaction_result"]) if lines is not None else None
+            if got is not None:  # the batch's record lines at once (formats.record_lines)
+                if last_record_offset is not None and got.first_offset != last_record_offset + 1:
+                    gaps.append(_gap(ctx, last_record_offset, got.first_offset))
+                gaps.extend(_gap(ctx, prev, nxt) for prev, nxt in got.gaps)
+                last_record_offset = got.last_offset
+                stats["records"] += got.count
+                yield {"type": "record_lines", "file": ctx.file, "records": got.count, "text": got.text}
+            elif deep:
                 try:
                     for r in b.records():
                         if stats["first_offset"] is None:
@@ -374,6 +387,23 @@ def _dump_log(ctx: FileContext, reader: LogReader) -> Iterator[Event]:
         bytes_read=bytes_read,
         findings=len(ctx.findings),
     )
+
+
+def _lines_writer(
+    ctx: FileContext, decoder: RecordDecoder | None
+) -> Callable[..., RecordLines | None] | None:
+    """:func:`logdoctor.formats.record_lines.record_lines` when a batch's records may be printed as its
+    lines at once: a sink that takes them (text), no --print-data, no decoder (its errors show on the
+    record's line), no --offsets/--timestamps filter of records, not a remote segment; else None (one
+    ``record`` event a record)."""
+    opts = ctx.opts
+    if not ctx.record_lines or opts.print_data or decoder is not None or ctx.remote is not None:
+        return None
+    if opts.offsets is not None or opts.timestamps is not None:
+        return None
+    from logdoctor.formats import record_lines
+
+    return record_lines.record_lines if record_lines.available() else None
 
 
 def _past_remote_end(ctx: FileContext, b: Batch, end: int) -> Finding:

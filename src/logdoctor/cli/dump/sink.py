@@ -13,6 +13,10 @@ from logdoctor.cli.jsonvalues import JsonLinesWriter
 class Sink:
     """Where events go: JSON Lines (:class:`JsonSink`) or aligned text (:class:`TextSink`)."""
 
+    #: takes ``record_lines`` events (a batch's record lines as printed text) in place of ``record`` events
+    #: where the dumper can write them (``FileContext.record_lines``)
+    takes_record_lines = False
+
     def event(self, ev: Event) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 

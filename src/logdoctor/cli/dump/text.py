@@ -155,6 +155,10 @@ _MAX_INFO_LINES = 10
 class TextSink(Sink):
     """Aligned text for a terminal: a header and a summary line per file, one row per batch/entry."""
 
+    # a batch's record lines written at once (formats.record_lines: exactly what _record prints for each,
+    # printable ASCII, no style), one write a batch
+    takes_record_lines = True
+
     def __init__(self, opts: DumpOptions) -> None:
         self.opts = opts
         # off a terminal the lines are plain and rich is imported only for what only rich lays out
@@ -341,6 +345,8 @@ class TextSink(Sink):
             self._batch(ev)
         elif t == "record":
             self._record(ev)
+        elif t == "record_lines":
+            self.out.file.write(ev["text"])
         elif t == "index_entry":
             status = ev.get("status")
             tail = "" if status in (None, "ok") else status
