@@ -53,7 +53,8 @@ docs: $(STAMP)
 # need (the real Kafka brokers of brokers/*/pom.xml from Maven Central, checked against brokers/jars.lock;
 # Apicurio Registry of registry/pom.xml, checked against registry/jars.lock;
 # kafkajs from npm, the AWS CLI in .tools/awscli, Debian's chromium and strace; Debezium's connector plugins
-# of connect/pom.xml and Debian's PostgreSQL 15 and MariaDB 10.11 for the CDC tests) are installed on first
+# of connect/pom.xml and Debian's PostgreSQL 15 and MariaDB 10.11 for the CDC tests; Kafka Streams of
+# streams/pom.xml, checked against streams/jars.lock, for the streams-group tests) are installed on first
 # use.
 # --durations: the slowest test phases listed at the end, where the suite's minutes go (BENCHMARKS.md).
 test: $(STAMP) docs
@@ -64,6 +65,7 @@ test: $(STAMP) docs
 	-bash scripts/ensure-chromium.sh
 	bash scripts/ensure-strace.sh
 	bash scripts/ensure-debezium.sh
+	bash scripts/ensure-kafka-streams.sh
 	bash scripts/ensure-databases.sh
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PYTEST) -q $(XDIST) --durations=40
@@ -81,10 +83,13 @@ test-fast: $(STAMP) docs
 	LOGDOCTOR_TEST_TIER=fast $(PYTEST) -q $(XDIST) -m "not slow and not spark and not kafka"
 
 # The long fuzz run (docs/reliability.md): FUZZ_EXAMPLES mutated real files per parser test, a
-# twentieth of that many mutated log dirs through scan --deep. CI runs the default 300.
+# twentieth of that many mutated log dirs through scan --deep; and the typed decoders' property tests, about
+# 4 x FUZZ_EXAMPLES payloads per format (tests/typed/typed_fuzz.py). CI runs the default counts.
 FUZZ_EXAMPLES ?= 30000
+TYPED_FUZZ := tests/typed/test_avro_property.py tests/typed/test_protobuf_property.py tests/typed/test_json_hostile.py
 fuzz: $(STAMP)
 	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q tests/fuzz -p no:cacheprovider
+	FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(PY) -m pytest -q $(TYPED_FUZZ) -k any_bytes -p no:cacheprovider
 
 # The C extension under ASan + UBSan (docs/reliability.md): built with the sanitizers in a temporary
 # copy of src/ (the .so of this checkout is left alone), then tests/formats and tests/fuzz (FUZZ_EXAMPLES,

@@ -62,8 +62,12 @@ LONGEST: list[str] = [
     "tests/procedures/test_restore_rebuild.py",  # 85 s, 40 tests
     "tests/brokers/test_broker_move_partition.py",  # 80 s
     "tests/brokers/test_broker_replay.py",  # 75 s
+    "tests/brokers/test_broker_tiered_retention.py",  # 72 s: a 4.3.1 and a 4.4.0 node, each restarted
+    "tests/brokers/test_broker_cordon_stray.py",  # 71 s alone: 2 JBOD brokers + controller, 2 restarts
     "tests/brokers/test_broker_replay_groups.py",  # 70 s
+    "tests/brokers/test_broker_tv2.py",  # 55-73 s alone at load 6-9: a 4.4.0 node, 4 producers, an export
     "tests/brokers/test_broker_sync_replica.py",  # 64 s
+    "tests/repair/test_grouped_index_rebuild.py",  # 65 s at load 5-9, 4 tests (2 kill matrices)
     "tests/repair/test_recorded_state.py",  # 57 s, 9 tests
     "tests/procedures/test_sync_replica.py",  # 55 s, 10 tests
     "tests/brokers/test_broker_era_index.py",  # 54 s: a 1.0.2 and a 2.2.2 broker, each killed and restarted
@@ -80,6 +84,7 @@ LONGEST: list[str] = [
     "tests/repair/test_repair_realworld.py",  # 35 s, 11 tests
     "tests/cli/test_dump.py",  # 34 s, 77 tests
     "tests/checks/test_forensics.py",  # 27 s, 4 tests
+    "tests/brokers/test_broker_streams_groups.py",  # 24-34 s alone at load 6-7: one 4.4.0 node, Kafka Streams
     "tests/brokers/test_broker_retention.py",  # 31 s
     "tests/brokers/test_broker_replay_cli.py",  # 31 s
     "tests/brokers/test_broker_transactions_and_groups.py",  # 30 s

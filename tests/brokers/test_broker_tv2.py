@@ -1,0 +1,592 @@
+"""Transaction version 2 (KIP-890 part 2) as a real Kafka 4.4.0 broker writes it (issue 74): the coordinator
+bumps the producer epoch at every transaction end, so each COMMIT or ABORT marker carries the epoch of the
+transaction's data + 1 (K:transaction-coordinator/.../TransactionMetadata.java ``prepareAbortOrCommit``,
+server-common/.../TransactionVersion.java ``supportsEpochBump``).
+
+One KRaft broker, formatted by 4.4.0's ``StorageTool`` with its default features: ``transaction.version``
+2, as ``kafka-features.sh describe`` (FeatureCommand) says and the zero checkpoint's FeatureLevelRecord
+holds. Producers, each a real client:
+
+- Kafka's own Java producer (kafka-clients 4.4.0), which speaks TV2 when the broker finalizes it:
+  ``TransactionalMessageCopier`` (kafka-tools; the system tests' exactly-once copier) copies 100 records
+  in transactions of 5 (20 or more) with random aborts (one in three) and its consumer offsets sent to
+  the transaction (``sendOffsetsToTransaction``: transactional offset commits and markers in
+  ``__consumer_offsets``);
+  ``ProducerPerformance`` (``kafka-producer-perf-test.sh --transactional-id``) commits every 2 s and is
+  SIGKILLed mid-transaction, which the coordinator aborts when its ``transaction.timeout.ms`` (5 s) runs
+  out (the epoch fenced and bumped);
+- confluent-kafka 2.16.1 (librdkafka): three commits and an abort. Its ``__transaction_state`` records say
+  which transaction version it used (``ClientTransactionVersion``, tag 2 of TransactionLogValue); the
+  test checks its markers by that.
+
+Then one record stamped 50 minutes ahead is produced to each data partition: a transaction the offline
+walk took for open would be late at that newest timestamp (ProducerStateManager.hasLateTransaction) and
+named by TRANSACTION_HANGING. The broker is then SIGKILLed, so that its producer state is rebuilt from the
+log's batches and markers (no clean-shutdown marker, no snapshot at the log end: UnifiedLog
+``rebuildProducerState``), and its log dir is judged:
+
+- ``scan``: no TRANSACTION_HANGING, no TRANSACTION_STATE_MISMATCH (the coordinator's state against the
+  producer states of the partitions);
+- ``export --isolation-level read_committed`` gives, record for record (offset, key, value), what a real
+  ``read_committed`` consumer read from the running broker (the Spark records source's read_committed:
+  aborted transactions left out by their markers, nothing at or above the last stable offset);
+- ``dump --print-data --json`` of ``__transaction_state`` gives every field ``kafka-dump-log.sh
+  --transaction-log-decoder`` prints, and of every transactional partition each marker's offset,
+  producer id and epoch, type (COMMIT/ABORT) and coordinator epoch as its marker lines print them.
+
+Producer id rollover (``NextProducerId`` when the epoch is exhausted at Short.MAX_VALUE - 1) would take
+32767 transactions of one producer; instead the coordinator's state of one transactional id is moved to
+epoch 32764 by one record appended to its ``__transaction_state`` partition while the broker is stopped
+(:func:`_rollover`), and the real coordinator and Java producer do the rest: the ``roll`` partition holds
+the old id's last transactions and the new id's first, judged by every test here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from dump_agreement import agrees
+from kafka_cluster import KafkaCluster, kafka_libs, logdoctor, read_all, spawn, wait_until
+
+pytestmark = pytest.mark.kafka
+
+VERSION = "4.4.0"
+# the copier's, the killed producer's, confluent-kafka's, the rollover's
+TOPICS = ("out", "perf", "ck", "roll")
+NEAR_EXHAUSTION = 32764  # a producer epoch two transactions below exhaustion (Short.MAX_VALUE - 1)
+JAVA = ["java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+AHEAD_MS = 50 * 60_000  # within the broker's message.timestamp.after.max.ms (1 hour)
+
+
+@dataclass
+class Written:
+    cluster: KafkaCluster
+    log_dir: Path
+    features: str
+    committed: dict[str, list[tuple[int, bytes | None, bytes | None]]] = field(default_factory=dict)
+    listed: dict[str, dict[str, str]] = field(default_factory=dict)  # kafka-transactions.sh list
+
+
+def _java(cluster: KafkaCluster, main: str, *args: str) -> subprocess.CompletedProcess:
+    done = subprocess.run(
+        [*JAVA, "-cp", f"{kafka_libs(cluster.version)}/*", main, *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, (main, done.stdout[-2000:], done.stderr[-2000:])
+    return done
+
+
+def _confluent_transactions(cluster: KafkaCluster) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "ck-txn"})
+    producer.init_transactions(60)
+    for i in range(4):
+        producer.begin_transaction()
+        for j in range(3):
+            producer.produce("ck", key=b"ck-%d" % i, value=b"%d-%d" % (i, j), partition=0)
+        producer.flush(60)
+        if i == 2:
+            producer.abort_transaction(60)
+        else:
+            producer.commit_transaction(60)
+
+
+def _perf(cluster: KafkaCluster, topic: str, tid: str, records: int, *props: str) -> list[str]:
+    """ProducerPerformance's argv: ``records`` to ``topic`` at 20 a second in transactions of ``tid``."""
+    return [
+        *JAVA,
+        "-cp",
+        f"{kafka_libs(cluster.version)}/*",
+        "org.apache.kafka.tools.ProducerPerformance",
+        *("--topic", topic, "--num-records", str(records), "--record-size", "20", "--throughput", "20"),
+        *("--transactional-id", tid, "--producer-props", f"bootstrap.servers={cluster.bootstrap}", *props),
+    ]
+
+
+def _rollover(cluster: KafkaCluster) -> None:
+    """A producer id rollover by the real coordinator, cheaply: transactional id ``rollover`` is registered
+    (InitProducerId: its Empty record at epoch 0), the broker stopped, one record appended to its
+    ``__transaction_state`` partition that moves it to epoch NEAR_EXHAUSTION (the coordinator's state
+    is the last record of the id), the broker started again: it loads that state, and the Java producer's
+    InitProducerId (epoch + 1) and two TV2 transactions reach Short.MAX_VALUE - 1, where the coordinator
+    gives the producer a new id (K:transaction-coordinator/.../TransactionMetadata.java
+    ``isEpochExhausted``, ``prepareAbortOrCommit``: NextProducerId, the markers at the old id's epoch
+    32767, then the new id at epoch 0)."""
+    from confluent_kafka import Producer
+
+    from logdoctor.formats.internal import encode_transaction_log
+    from logdoctor.formats.record_types import RecordSpec
+    from logdoctor.formats.writer import build_record_batch
+
+    Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "rollover"}).init_transactions(60)
+    node = cluster.broker(1)
+    node.stop()
+    log = next(
+        p
+        for p in _partition_logs(node.log_dirs[0], "__transaction_state")
+        if any(r.get("decoded", {}).get("key") == {"transactional_id": "rollover"} for r in _dump([p])[p])
+    )
+    rows = _dump([log])[log]
+    last = [
+        r for r in rows if r["type"] == "record" and r["decoded"]["key"] == {"transactional_id": "rollover"}
+    ][-1]
+    batch = [r for r in rows if r["type"] == "batch"][-1]
+    decoded = last["decoded"]
+    assert decoded["value"]["transaction_status_name"] == "Empty", decoded
+    now = int(time.time() * 1000)
+    value = {k: v for k, v in decoded["value"].items() if k != "transaction_status_name"}
+    value.update(producer_epoch=NEAR_EXHAUSTION, transaction_last_update_timestamp_ms=now)
+    key, encoded = encode_transaction_log({**decoded, "value": value})
+    with open(log, "ab") as f:
+        f.write(
+            build_record_batch(
+                [RecordSpec(encoded, key, now)],
+                base_offset=batch["last_offset"] + 1,
+                partition_leader_epoch=batch["partition_leader_epoch"],
+            )
+        )
+    node.start()
+    cluster.wait_brokers_registered([node])
+    done = subprocess.run(
+        [
+            *_perf(cluster, "roll", "rollover", 40, "transaction.timeout.ms=10000"),
+            "--transaction-duration-ms",
+            "300",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+
+
+def _listed(cluster: KafkaCluster) -> dict[str, dict[str, str]]:
+    """transactional id -> its row of ``kafka-transactions.sh list`` (ProducerId, TransactionState)."""
+    text = cluster.tool("kafka-transactions.sh", "--bootstrap-server", cluster.bootstrap, "list").stdout
+    lines = [x.split() for x in text.splitlines() if x.strip()]
+    return {row[0]: dict(zip(lines[0], row, strict=True)) for row in lines[1:]}
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
+    root = tmp_path_factory.mktemp("tv2")
+    cluster = KafkaCluster(
+        root,
+        version=VERSION,
+        # the coordinator looks for timed-out transactions every second (default 10 s)
+        broker_config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000},
+    )
+    with cluster:
+        features = _java(
+            cluster,
+            "org.apache.kafka.tools.FeatureCommand",
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "describe",
+        ).stdout
+        for topic in ("in", *TOPICS):
+            cluster.create_topic(topic)
+        cluster.produce("in", [(b"k%03d" % i, b"v%03d" % i) for i in range(100)])
+        _rollover(cluster)
+        _java(
+            cluster,
+            "org.apache.kafka.tools.TransactionalMessageCopier",
+            *("--broker-list", cluster.bootstrap, "--input-topic", "in", "--input-partition", "0"),
+            *("--output-topic", "out", "--transactional-id", "copier", "--transaction-size", "5"),
+            *("--enable-random-aborts", "--use-group-metadata", "--consumer-group", "copier-group"),
+        )
+        perf_log = root / "perf.log"
+        perf = spawn(
+            [
+                *JAVA,
+                "-cp",
+                f"{kafka_libs(cluster.version)}/*",
+                "org.apache.kafka.tools.ProducerPerformance",
+                *("--topic", "perf", "--num-records", "1000000", "--record-size", "20", "--throughput", "50"),
+                *("--transactional-id", "perf-txn", "--transaction-duration-ms", "2000"),
+                *(
+                    "--producer-props",
+                    f"bootstrap.servers={cluster.bootstrap}",
+                    "transaction.timeout.ms=5000",
+                ),
+            ],
+            log=perf_log,
+        )
+        try:  # a commit, then killed while the next transaction is open
+            wait_until("the perf producer's first commit", lambda: _stable_offset(cluster, "perf") > 0, 90)
+            wait_until(  # its next transaction open, with records: killed well before it could commit
+                "the perf producer's next transaction",
+                lambda: _stable_offset(cluster, "perf") < _high_watermark(cluster, "perf"),
+                30,
+                every=0.05,
+            )
+        finally:
+            perf.send_signal(signal.SIGKILL)
+            perf.wait()
+        _confluent_transactions(cluster)
+        # the coordinator's timeout abort of the killed producer's transaction
+        wait_until(
+            "the coordinator to abort perf-txn's transaction",
+            lambda: _stable_offset(cluster, "perf") == _high_watermark(cluster, "perf"),
+            60,
+            every=0.5,
+        )
+        ahead = int(time.time() * 1000) + AHEAD_MS
+        for topic in TOPICS:
+            cluster.produce(topic, [(b"ahead", b"ahead")], timestamp=ahead)
+        out = Written(cluster, cluster.broker(1).log_dirs[0], features)
+        for topic in TOPICS:
+            out.committed[topic] = [(o, k, v) for o, k, v, *_ in read_all(cluster.bootstrap, topic, 0)]
+        out.listed = _listed(cluster)
+        # SIGKILL: no clean-shutdown marker, no producer snapshot at the log end: the broker (and the
+        # scan) rebuild the producer state from the log, marker by marker
+        cluster.kill()
+    return out
+
+
+def _stable_offset(cluster: KafkaCluster, topic: str, level: str = "READ_COMMITTED") -> int:
+    """The partition's last stable offset (high watermark: ``level`` READ_UNCOMMITTED), as ListOffsets
+    gives it."""
+    from confluent_kafka import IsolationLevel, TopicPartition
+    from confluent_kafka.admin import OffsetSpec
+
+    tp = TopicPartition(topic, 0)
+    admin = cluster.admin()  # kept while its future is pending: a collected client cancels it
+    futures = admin.list_offsets({tp: OffsetSpec.latest()}, isolation_level=getattr(IsolationLevel, level))
+    return int(futures[tp].result(timeout=30).offset)
+
+
+def _high_watermark(cluster: KafkaCluster, topic: str) -> int:
+    return _stable_offset(cluster, topic, "READ_UNCOMMITTED")
+
+
+# -- Kafka's own view of the files ----------
+
+_BATCH = re.compile(
+    r"^baseOffset: (\d+) lastOffset: (\d+) .*?producerId: (-?\d+) producerEpoch: (-?\d+) .*?"
+    r"isTransactional: (\w+) isControl: (\w+)"
+)
+_MARKER = re.compile(r"^\| offset: (\d+) .*endTxnMarker: (\w+) coordinatorEpoch: (\d+)")
+_PAYLOAD = re.compile(r"^\| offset: (\d+) .*? key: (\{.*\}) payload: (\{.*\}|<DELETE>)$")
+
+
+def _kafka_dump(cluster: KafkaCluster, files: list[Path], *options: str) -> dict[Path, list[str]]:
+    """file -> the lines ``kafka-dump-log.sh OPTIONS`` prints for it (one JVM for all)."""
+    text = cluster.tool("kafka-dump-log.sh", *options, "--files", ",".join(map(str, files))).stdout
+    out: dict[Path, list[str]] = {}
+    lines: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("Dumping "):
+            lines = out.setdefault(Path(line.removeprefix("Dumping ").strip()), [])
+        else:
+            lines.append(line)
+    assert set(out) == set(files), (sorted(out), files)
+    return out
+
+
+def _kafka_batches(lines: list[str]) -> list[dict[str, Any]]:
+    """Each batch as ``kafka-dump-log.sh --print-data-log`` prints it, a control batch with its marker."""
+    out: list[dict[str, Any]] = []
+    for line in lines:
+        if found := _BATCH.match(line):
+            base, last, pid, epoch, txn, control = found.groups()
+            out.append(
+                {
+                    "base_offset": int(base),
+                    "last_offset": int(last),
+                    "producer_id": int(pid),
+                    "producer_epoch": int(epoch),
+                    "is_transactional": txn == "true",
+                    "is_control": control == "true",
+                }
+            )
+        elif found := _MARKER.match(line):
+            out[-1]["marker"] = (int(found[1]), found[2], int(found[3]))
+    return out
+
+
+def _dump(files: list[Path]) -> dict[Path, list[dict[str, Any]]]:
+    """file -> the rows of ``logdoctor dump --print-data --json`` (one process for all)."""
+    done = logdoctor("dump", "--print-data", "--json", *map(str, files))
+    assert done.returncode == 0, done.stderr
+    out: dict[Path, list[dict[str, Any]]] = {f: [] for f in files}
+    for line in done.stdout.splitlines():
+        if line.strip():
+            row = json.loads(line)
+            out[Path(row["file"])].append(row)
+    return out
+
+
+def _partition_logs(log_dir: Path, *topics: str) -> list[Path]:
+    return [
+        p
+        for t in topics
+        for d in sorted(log_dir.glob(f"{t}-*"))
+        for p in sorted(d.glob("*.log"))
+        if p.stat().st_size
+    ]
+
+
+@pytest.fixture(scope="module")
+def transaction_log(written: Written) -> dict[Path, list[str]]:
+    """``kafka-dump-log.sh --transaction-log-decoder`` of every ``__transaction_state`` segment."""
+    files = _partition_logs(written.log_dir, "__transaction_state")
+    return _kafka_dump(written.cluster, files, "--transaction-log-decoder")
+
+
+def _client_versions(transaction_log: dict[Path, list[str]]) -> dict[str, set[int]]:
+    """transactional id -> the ClientTransactionVersion of its __transaction_state records (Kafka's
+    decoder; 0 where it prints none: the tag at its default)."""
+    out: dict[str, set[int]] = {}
+    for lines in transaction_log.values():
+        for line in lines:
+            if (found := _PAYLOAD.match(line)) and found[3] != "<DELETE>":
+                tid = json.loads(found[2])["data"]["transactionalId"]
+                data = json.loads(found[3])["data"]
+                if data["transactionStatus"] != "Empty":
+                    out.setdefault(tid, set()).add(data.get("clientTransactionVersion", 0))
+    return out
+
+
+# -- the tests ----------
+
+
+def test_transaction_version_2_is_finalized(written: Written, transaction_log: dict[Path, list[str]]) -> None:
+    """The broker runs TV2: FeatureCommand's describe, and the FeatureLevelRecord of the zero checkpoint
+    (Kafka's decoder and ours); the Java producers' transactions are TV2 ones (ClientTransactionVersion 2
+    in every record of theirs past Empty) and the killed producer's ended in the coordinator's abort."""
+    assert re.search(r"Feature: transaction\.version\s.*FinalizedVersionLevel: 2\s", written.features)
+    zero = written.log_dir / "__cluster_metadata-0" / "00000000000000000000-0000000000.checkpoint"
+    theirs = _kafka_dump(written.cluster, [zero], "--cluster-metadata-decoder")[zero]
+    assert any(re.search(r'"name":"transaction\.version","featureLevel":2', x) for x in theirs)
+    ours = [r["decoded"] for r in _dump([zero])[zero] if r.get("type") == "record" and "decoded" in r]
+    levels = {
+        r["data"]["name"]: r["data"]["feature_level"] for r in ours if r["type"] == "FeatureLevelRecord"
+    }
+    assert levels["transaction.version"] == 2
+    versions = _client_versions(transaction_log)
+    assert versions["copier"] == {2} and versions["perf-txn"] == {2}, versions
+    assert written.listed["perf-txn"]["TransactionState"] == "CompleteAbort", written.listed
+
+
+def test_markers_carry_the_bumped_epoch(written: Written, transaction_log: dict[Path, list[str]]) -> None:
+    """Every batch header and marker as Kafka's dump prints it is ours (offset, producer id and epoch,
+    flags, COMMIT/ABORT, coordinator epoch); each marker of a TV2 producer carries its transaction's data
+    epoch + 1, the coordinator's timeout abort included; the copier's random aborts, its offset commits'
+    markers in ``__consumer_offsets`` and the timeout abort are there. confluent-kafka's markers follow the
+    version its records name: epoch + 1 under TV2, the same epoch under TV1."""
+    versions = _client_versions(transaction_log)
+    tv2 = {int(written.listed[t]["ProducerId"]) for t, v in versions.items() if v == {2}}
+    assert len(tv2) >= 2
+    logs = _partition_logs(written.log_dir, *TOPICS, "__consumer_offsets")
+    theirs_all = _kafka_dump(written.cluster, logs, "--print-data-log")
+    ours_all = _dump(logs)
+    kinds: dict[str, set[str]] = {}
+    bumps: dict[int, set[int]] = {}  # producer id -> marker epoch - data epoch
+    for log in logs:
+        rows = ours_all[log]
+        ours_batches = {r["base_offset"]: r for r in rows if r["type"] == "batch"}
+        ours_markers = {
+            r["offset"]: r["decoded"]
+            for r in rows
+            if r["type"] == "record" and (r.get("decoded") or {}).get("type") == "control"
+        }
+        open_epoch: dict[int, int] = {}
+        for b in _kafka_batches(theirs_all[log]):
+            mine = ours_batches[b["base_offset"]]
+            for k in ("last_offset", "producer_id", "producer_epoch", "is_transactional", "is_control"):
+                assert mine[k] == b[k], (log, b, mine)
+            pid = b["producer_id"]
+            if not b["is_control"]:
+                if b["is_transactional"]:
+                    open_epoch.setdefault(pid, b["producer_epoch"])
+                continue
+            offset, kind, coordinator_epoch = b["marker"]
+            decoded = ours_markers[offset]
+            assert (decoded["control_type"], decoded["value"]["coordinator_epoch"]) == (
+                kind,
+                coordinator_epoch,
+            )
+            assert mine["transaction_result"] == ("committed" if kind == "COMMIT" else "aborted"), (
+                log,
+                offset,
+            )
+            kinds.setdefault(log.parent.name.rsplit("-", 1)[0], set()).add(kind)
+            bumps.setdefault(pid, set()).add(b["producer_epoch"] - open_epoch.pop(pid))
+    assert kinds["out"] == {"COMMIT", "ABORT"} and kinds["perf"] == {"COMMIT", "ABORT"}, kinds
+    assert "COMMIT" in kinds["__consumer_offsets"]
+    for pid in tv2:
+        assert bumps[pid] == {1}, (pid, bumps)
+    ck = int(written.listed["ck-txn"]["ProducerId"])
+    assert bumps[ck] == ({1} if versions["ck-txn"] == {2} else {0}), (versions["ck-txn"], bumps[ck])
+
+
+def test_transaction_state_dump_equals_kafkas_decoder(
+    written: Written, transaction_log: dict[Path, list[str]]
+) -> None:
+    """``dump --print-data --json`` of ``__transaction_state``: every field of every record as
+    ``kafka-dump-log.sh --transaction-log-decoder`` prints it (its ``transactionStatus`` is the state's
+    name: ours in ``transaction_status_name``, the number beside it)."""
+    seen = 0
+    statuses: set[str] = set()
+    ours_all = _dump(list(transaction_log))
+    for log, lines in transaction_log.items():
+        ours = {r["offset"]: r["decoded"] for r in ours_all[log] if r["type"] == "record"}
+        for line in lines:
+            found = _PAYLOAD.match(line)
+            if not found:
+                continue
+            offset, key, payload = int(found[1]), json.loads(found[2]), found[3]
+            mine = ours[offset]
+            where = f"{log.parent.name} offset {offset}"
+            assert mine["key_version"] == int(key["type"]), where
+            agrees(mine["key"], key["data"], f"{where} key")
+            if payload == "<DELETE>":
+                assert mine["value"] is None, where
+            else:
+                value = json.loads(payload)
+                assert mine["version"] == int(value["version"]), where
+                value_ours = dict(mine["value"])
+                value_ours["transaction_status"] = value_ours.pop("transaction_status_name")
+                agrees(value_ours, value["data"], f"{where} value")
+                statuses.add(value["data"]["transactionStatus"])
+            seen += 1
+    assert seen >= 20
+    assert {"Ongoing", "PrepareCommit", "CompleteCommit", "PrepareAbort", "CompleteAbort"} <= statuses
+
+
+def test_scan_finds_no_hanging_transaction(written: Written) -> None:
+    """Every transaction ended with a marker of a bumped epoch; each data partition's newest record is 50
+    minutes after its last transaction: any transaction the walk left open would be late there."""
+    node = written.cluster.broker(1)
+    assert not (written.log_dir / ".kafka_cleanshutdown").exists()
+    for topic in TOPICS:  # the producer state comes from the log itself
+        assert not list((written.log_dir / f"{topic}-0").glob("*.snapshot")), topic
+    done = logdoctor("scan", str(written.log_dir), "--server-properties", str(node.properties), "--json")
+    report = json.loads(done.stdout)
+    codes = [f["code"] for f in report["findings"]]
+    assert "TRANSACTION_HANGING" not in codes and "TRANSACTION_STATE_MISMATCH" not in codes, report[
+        "findings"
+    ]
+    assert not [f for f in report["findings"] if f["severity"] in ("error", "critical")], report["findings"]
+
+
+def _exported(
+    written: Written, level: str, out: Path
+) -> dict[str, list[tuple[int, bytes | None, bytes | None]]]:
+    done = logdoctor(
+        "export",
+        str(written.log_dir),
+        "--out",
+        str(out),
+        "--topics",
+        ",".join(TOPICS),
+        "--isolation-level",
+        level,
+        "--writer",
+        "arrow",
+        "--json",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = pq.read_table(out).to_pylist()
+    got: dict[str, list[tuple[int, bytes | None, bytes | None]]] = {}
+    for row in sorted(table, key=lambda r: (str(r["topic"]), r["offset"])):
+        got.setdefault(str(row["topic"]), []).append((row["offset"], row["key"], row["value"]))
+    return got
+
+
+def test_export_read_committed_equals_a_real_consumer(written: Written, tmp_path: Path) -> None:
+    """``export --isolation-level read_committed``: the records a real ``read_committed`` consumer read
+    from the running broker, offset, key and value, the copier's 100 records exactly once."""
+    committed = _exported(written, "read_committed", tmp_path / "committed")
+    assert committed == written.committed
+    copied = [k for _o, k, _v in written.committed["out"] if k != b"ahead"]
+    assert sorted(copied) == [b"k%03d" % i for i in range(100)]
+
+
+def test_scan_names_a_transaction_the_coordinator_lost_the_end_of(
+    written: Written, transaction_log: dict[Path, list[str]], tmp_path: Path
+) -> None:
+    """The other side of the epoch bump: ``__transaction_state`` cut at the copier's last PrepareCommit
+    (its tail lost, as by an unclean election of that partition) leaves the coordinator's state Ongoing at
+    the data's epoch, while the log holds the COMMIT markers at epoch + 1: the scan names that transaction
+    closed in the log (TRANSACTION_STATE_MISMATCH ``closed-in-log``) for the partitions it lists, and
+    nothing of the other transactional ids."""
+    cut: tuple[Path, int] | None = None
+    for log, lines in transaction_log.items():
+        position = -1
+        for line in lines:
+            if found := re.search(r" position: (\d+) ", line):
+                position = int(found[1])
+            elif (found := _PAYLOAD.match(line)) and found[3] != "<DELETE>":
+                tid = json.loads(found[2])["data"]["transactionalId"]
+                if tid == "copier" and json.loads(found[3])["data"]["transactionStatus"] == "PrepareCommit":
+                    cut = (log, position)
+    assert cut is not None
+    copy = tmp_path / "kafka-logs"
+    shutil.copytree(written.log_dir, copy)
+    with open(copy / cut[0].relative_to(written.log_dir), "r+b") as f:
+        f.truncate(cut[1])
+    report = json.loads(logdoctor("scan", str(copy), "--json").stdout)
+    named = {
+        (f["details"]["case"], f["details"].get("transactional_id"), f["details"]["topic"])
+        for f in report["findings"]
+        if f["code"] == "TRANSACTION_STATE_MISMATCH"
+    }
+    assert ("closed-in-log", "copier", "out") in named, report["findings"]
+    assert {t for _c, t, _p in named} == {"copier"}, named
+    assert "TRANSACTION_HANGING" not in {f["code"] for f in report["findings"]}
+
+
+def test_producer_id_rollover(written: Written, transaction_log: dict[Path, list[str]]) -> None:
+    """The coordinator's rollover as Kafka's decoder prints it: a PrepareCommit at epoch 32767 naming the
+    NextProducerId, then the new id at epoch 0 with the old one as PreviousProducerId; the old id's last
+    markers at 32766 and 32767, the new id's data from epoch 0 on, each marker at its data's epoch + 1. The
+    scan, export and dump tests above read these partitions too (``roll``)."""
+    states = []
+    for lines in transaction_log.values():
+        for line in lines:
+            found = _PAYLOAD.match(line)
+            if (
+                found
+                and found[3] != "<DELETE>"
+                and json.loads(found[2])["data"]["transactionalId"] == "rollover"
+            ):
+                states.append(json.loads(found[3])["data"])
+    rolled = [d for d in states if d.get("nextProducerId", -1) >= 0]
+    assert rolled and rolled[0]["producerEpoch"] == 32767, states
+    old, new = rolled[0]["producerId"], rolled[0]["nextProducerId"]
+    assert any(
+        d["producerId"] == new and d["previousProducerId"] == old and d["producerEpoch"] == 0 for d in states
+    )
+    assert int(written.listed["rollover"]["ProducerId"]) == new
+    # the markers and data of both ids in the topic the producer wrote
+    logs = _partition_logs(written.log_dir, "roll")
+    batches = [
+        b
+        for lines in _kafka_dump(written.cluster, logs, "--print-data-log").values()
+        for b in _kafka_batches(lines)
+    ]
+    markers = {(b["producer_id"], b["producer_epoch"]) for b in batches if b["is_control"]}
+    data = {
+        (b["producer_id"], b["producer_epoch"])
+        for b in batches
+        if b["is_transactional"] and not b["is_control"]
+    }
+    assert {(old, 32766), (old, 32767)} <= markers, markers
+    assert {(old, 32765), (old, 32766), (new, 0)} <= data, data
+    assert all((pid, epoch + 1) in markers for pid, epoch in data), (data, markers)
