@@ -8,7 +8,12 @@ and one data topic of ``--records`` registry-framed values (byte 0 + 4-byte id; 
 ``[0]`` after it), in batches of 1,000 records, codec none, plain UTF-8 keys:
 
   avro:   ``orders``: ``com.shop.orders.Order`` v1 (id 2), the payloads of bench_typed_avro.py;
-  proto:  ``payments``: ``shop.payments.Payment`` (id 4), the payloads of bench_typed_protobuf.py.
+  proto:  ``payments``: ``shop.payments.Payment`` (id 4), the payloads of bench_typed_protobuf.py;
+  avro-confluent (``--only avro-confluent``): the same records (bench_typed_avro's generator, same seed) as
+          confluent-kafka's own ``AvroSerializer`` writes them (the Confluent frame and payload, the schema
+          registered by the serializer in confluent-kafka's mock registry client, ``mock://``); the log
+          dir's ``_schemas`` holds what that registry answered (subject, version, id, schema), and the
+          anchor reads the serializer's payloads (the frame's 5 bytes off).
 
 Then, in one process, each measured ``--repeat`` times after one warm-up run (the Python workers start):
 
@@ -91,8 +96,65 @@ def _write_partition(folder: Path, records: Sequence[tuple[bytes | None, bytes |
             f.write(build_record_batch(specs, base_offset=start))
 
 
-def log_dir(name: str, topic: str, records: int, payloads: Callable[[], list[bytes]], frame: bytes) -> Path:
-    """A generated log dir (cached) of ``_schemas`` and ``topic``'s ``frame + payload`` values."""
+def confluent_avro(count: int) -> tuple[bytes, list[bytes], list[tuple[bytes, bytes | None]]]:
+    """``count`` Order records serialized by confluent-kafka's ``AvroSerializer`` against its mock registry:
+    the frame every value starts with (magic byte and the id the registry assigned), the payloads after it
+    (cached in /tmp), and the ``_schemas`` records of what the registry holds."""
+    import random
+
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    registry = SchemaRegistryClient.new_client({"url": "mock://bench-typed-export"})
+    serializer = AvroSerializer(registry, avro_bench.ORDERS_V1, conf={"auto.register.schemas": True})
+    ctx = SerializationContext("orders", MessageField.VALUE)
+    rnd = random.Random(55)
+    path = BENCH_TMP / f"typed-avro-orders-confluent-{count}.bin"
+    frame = serializer(avro_bench._order(0, rnd), ctx)[:5]  # registers the schema
+    if not path.exists():
+        t0 = time.perf_counter()
+        rnd = random.Random(55)
+        out = io.BytesIO()
+        for i in range(count):
+            value = serializer(avro_bench._order(i, rnd), ctx)
+            assert value[:5] == frame, (value[:5], frame)
+            out.write(struct.pack(">I", len(value) - 5) + value[5:])
+        tmp = path.with_suffix(".partial")
+        tmp.write_bytes(out.getvalue())
+        tmp.rename(path)
+        print(f"  serialized {count:,} records with confluent-kafka's AvroSerializer in "
+              f"{time.perf_counter() - t0:.1f}s", flush=True)  # fmt: skip
+    data = path.read_bytes()
+    payloads, p = [], 0
+    while p < len(data):
+        (n,) = struct.unpack_from(">I", data, p)
+        payloads.append(data[p + 4 : p + 4 + n])
+        p += 4 + n
+    registered = registry.get_latest_version("orders-value")
+    key = {"keytype": "SCHEMA", "subject": "orders-value", "version": registered.version, "magic": 1}
+    value = {"subject": "orders-value", "version": registered.version, "id": registered.schema_id,
+             "schema": registered.schema.schema_str, "deleted": False}  # fmt: skip
+    compact = (",", ":")
+    noop = (b'{"keytype":"NOOP","magic":0}', None)
+    store = [
+        noop,
+        (json.dumps(key, separators=compact).encode(), json.dumps(value, separators=compact).encode()),
+    ]
+    assert frame == b"\x00" + struct.pack(">i", registered.schema_id)
+    return frame, payloads, store
+
+
+def log_dir(
+    name: str,
+    topic: str,
+    records: int,
+    payloads: Callable[[], list[bytes]],
+    frame: bytes,
+    store: Sequence[tuple[bytes, bytes | None]] | None = None,
+) -> Path:
+    """A generated log dir (cached) of ``_schemas`` (``store``, else :func:`_store_records`) and ``topic``'s
+    ``frame + payload`` values."""
     root = BENCH_TMP / f"typed-export-{name}-{records}"
     logs = root / "kafka-logs"
     if (root / ".complete").exists():
@@ -102,7 +164,7 @@ def log_dir(name: str, topic: str, records: int, payloads: Callable[[], list[byt
     t0 = time.perf_counter()
     logs.mkdir(parents=True)
     (logs / "meta.properties").write_text("version=0\nbroker.id=1\n")
-    _write_partition(logs / "_schemas-0", _store_records())
+    _write_partition(logs / "_schemas-0", _store_records() if store is None else store)
     values = payloads()
     _write_partition(logs / f"{topic}-0", [(f"k-{i:07d}".encode(), frame + v) for i, v in enumerate(values)])
     (root / ".complete").write_text("")
@@ -155,7 +217,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=2, help="measured runs of each (best kept)")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--only", choices=["avro", "protobuf"], help="one format only")
+    ap.add_argument("--only", choices=["avro", "protobuf", "avro-confluent"], help="one format only")
     args = ap.parse_args()
     n = args.records
     print(f"# {command()}\n# {machine()}")
@@ -180,11 +242,18 @@ def main() -> None:
         ("protobuf", "payments", proto_payloads, b"\x00" + struct.pack(">i", 4) + b"\x00", anchor_proto,
          proto_values),
     ]  # fmt: skip
-    if args.only:
+    stores: dict[str, list] = {}
+    if args.only == "avro-confluent":  # confluent-kafka's serializer, its registry's answers in _schemas
+        confluent_values: list[bytes] = []
+        frame, confluent_values[:], stores["avro-confluent"] = confluent_avro(n)
+        formats = [
+            ("avro-confluent", "orders", lambda: confluent_values, frame, anchor_avro, confluent_values)
+        ]
+    elif args.only:
         formats = [f for f in formats if f[0] == args.only]
     dirs = {}
     for name, topic, payloads, frame, _anchor, values in formats:
-        dirs[name] = log_dir(name, topic, n, payloads, frame)
+        dirs[name] = log_dir(name, topic, n, payloads, frame, stores.get(name))
         if not values:
             payloads()
 

@@ -184,3 +184,43 @@ def quiet_instant() -> int:
 def after_quiet(t_ms: int) -> None:
     """Wait until the second after ``t_ms``'s second has begun."""
     time.sleep(max(0.0, (t_ms // 1000 + 1) - time.time() + 0.05))
+
+
+def split_in_redelivery(records: list[tuple], position: Callable[[dict], tuple | None]) -> int | None:
+    """The offset of the first redelivered create of a primary-key change (header ``__debezium.oldkey``) in
+    a topic's records, else of the first redelivered event: an export up to there (exclusive) folds the
+    originals and part of what Connect wrote again, an append the rest, whose key change then finds its old
+    key's row gone (moved by the original), the case where only the table's positions tell a redelivery."""
+    seen: set[tuple] = set()
+    first = None
+    for offset, key, value, headers, *_ in records:
+        if value is None:
+            continue
+        payload = json.loads(value)["payload"]
+        op = payload.get("op")
+        where = position(payload) if op in ("c", "u", "d", "t") else None
+        if where is None:
+            continue
+        event = (op, key, where)
+        if event in seen:
+            if first is None:
+                first = offset
+            if op == "c" and any(h[0] == "__debezium.oldkey" for h in headers or ()):
+                return offset
+        seen.add(event)
+    return first
+
+
+def export_then_append(log_dir: Path, out: Path, topic: str, split: int) -> tuple[pa.Table, dict, dict]:
+    """``logdoctor export --view cdc --format delta`` of ``topic`` up to offset ``split`` (exclusive), then
+    ``--mode append`` of the rest, as a user whose first export ran while Connect was writing again: the
+    Delta table read by delta-rs and both summaries."""
+    from deltalake import DeltaTable
+
+    summaries = []
+    for extra in (("--ending-offsets", str(split)), ("--mode", "append")):
+        done = kc.logdoctor("export", str(log_dir), "--view", "cdc", "--format", "delta", "--topics", topic,
+                            "--out", str(out), "--json", *extra)  # fmt: skip
+        assert done.returncode == 0 and done.stdout.strip(), (done.returncode, done.stderr[-4000:])
+        summaries.append(json.loads(done.stdout)["typed"]["topics"][topic])
+    return DeltaTable(str(out / topic)).to_pyarrow_table(), summaries[0], summaries[1]

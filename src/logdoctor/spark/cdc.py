@@ -34,16 +34,21 @@ The rules (docs/cdc.md), with the Debezium source each restates (github:debezium
   MySQL, MariaDB). A snapshot read (``r``) is never compared: its position is where the snapshot began; a
   snapshot after streamed events starts a new basis (positions before it are not compared). Where
   the connector's events carry no position compared here, offset order stands (``redeliveries_unchecked``).
+  An append (``--mode append``) continues the table's own state: a key's first event in the newer records
+  is compared with the position of the event that wrote the key's row in the table (its provenance column,
+  :class:`Applied`), and a truncate with the highest of those positions.
 - A column whose Connect schema declares a default (JsonConverter: ``connect.default``) holds that default
   where the row's last event's schema lacked the column (an ``ADD COLUMN ... DEFAULT`` after it): the
   database filled the rows it had with the default (:func:`build_table`).
+- The table as of a point in time has the columns of the schema of its last event applied (fed with each
+  event's writer columns, :meth:`PartitionFold.feed`): a column added after the point in time is not there.
 """
 
 from __future__ import annotations
 
 import gc
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -84,6 +89,20 @@ class Compaction:
 
 
 @dataclass(frozen=True)
+class Applied:
+    """What the table an append continues already holds (``--mode append``): per key (the table's key
+    columns, in its types, as a tuple), the partition and the source position fields (name -> value) of the
+    event that wrote its row (the table's provenance column). The fold compares a key's first newer event
+    with it, and a truncate with the highest position of the partition's rows: an event folded in an earlier
+    run and delivered again after it is a redelivery too. ``truncated``: per partition the position fields of
+    the last truncate the table's folds applied (its ``logdoctor.cdc.truncated`` property): an event at or
+    before it was folded before the truncate emptied the table."""
+
+    rows: Mapping[tuple, tuple[int, Mapping[str, Any]]]
+    truncated: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class FoldOptions:
     """How to fold.
 
@@ -95,12 +114,14 @@ class FoldOptions:
     - ``ending_offsets``: partition -> offset (exclusive) to fold up to; a partition not named is folded to
       its end.
     - ``compaction``: the cleaner's state, when the topic is compacted (:class:`Compaction`).
+    - ``applied``: the rows of the table an append continues, with their positions (:class:`Applied`).
     """
 
     placeholder: str = debezium.DEFAULT_PLACEHOLDER
     ending_timestamp_ms: int | None = None
     ending_offsets: Mapping[int, int] | None = None
     compaction: Compaction | None = None
+    applied: Applied | None = None
 
 
 @dataclass(frozen=True)
@@ -242,6 +263,10 @@ class PartitionResult:
     position_names: tuple[str, ...] = ()
     #: the names of the key's fields (the primary key's columns), None when the key is not a struct
     key_names: tuple[str, ...] | None = None
+    #: the columns of ``after`` in the writer schema of the last event applied, and its ``source.ts_ms``
+    #: (None: not known, the fold was not fed the writers' columns)
+    columns: frozenset[str] | None = None
+    columns_ts_ms: int | None = None
 
     def order(self, event: _Row | _Gone | _Truncate) -> tuple | None:
         """The event's place in the database's log
@@ -283,6 +308,7 @@ class PartitionFold:
         self.partition = partition
         self.options = options or FoldOptions()
         self.names = [value_type.field(i).name for i in range(value_type.num_fields)]
+        self._value_fields = [value_type.field(i) for i in range(value_type.num_fields)]
         self._index = {name: i for i, name in enumerate(self.names)}
         self._tests: list[tuple[int, Callable[[Any], bool]]] = []
         for i in range(value_type.num_fields):
@@ -310,6 +336,13 @@ class PartitionFold:
         self._basis_from = 0
         self._streamed = False
         self._stale_deletes: set[Any] = set()
+        # --mode append: the table's rows and their positions (Applied), used until a new snapshot here
+        self._applied = self.options.applied
+        if self._applied is not None:
+            self._streamed = True  # the table holds streamed events: a snapshot read here starts a new basis
+        self._key_fields: list[pa.Field] | None = None
+        self._columns: frozenset[str] | None = None
+        self._columns_ts: int | None = None
         ends = self.options.ending_offsets or {}
         self._end_offset = ends.get(partition)
         cleaned = self.options.compaction.cleaned_to if self.options.compaction else {}
@@ -319,18 +352,24 @@ class PartitionFold:
 
     # --- feeding -------------------------------------------------------------------------------------
 
-    def feed(self, batch: pa.RecordBatch | pa.Table) -> None:
-        """Fold a batch of this partition's events (the next ones in offset order)."""
+    def feed(
+        self, batch: pa.RecordBatch | pa.Table, columns: Sequence[frozenset[str] | None] | None = None
+    ) -> None:
+        """Fold a batch of this partition's events (the next ones in offset order). ``columns``: per event
+        the columns of ``after`` in its writer schema (the table's columns at its time), when known."""
         if isinstance(batch, pa.Table):
+            start = 0
             for part in batch.to_batches():
-                self.feed(part)
+                end = start + part.num_rows
+                self.feed(part, None if columns is None else columns[start:end])
+                start = end
             return
         if self.stats.refused:
             return
         with _without_cyclic_gc():
-            self._feed(batch)
+            self._feed(batch, columns)
 
-    def _feed(self, batch: pa.RecordBatch) -> None:
+    def _feed(self, batch: pa.RecordBatch, columns: Sequence[frozenset[str] | None] | None = None) -> None:
         events = _Events(batch, self)
         if events.key_names is not None:
             self.key_names = tuple(events.key_names)
@@ -374,6 +413,7 @@ class PartitionFold:
                 elif op == READ and self._streamed:  # a new snapshot: a new basis of positions
                     self._basis_from, self._streamed = offset, False
                     self._high = self._truncated_at = None
+                    self._applied = None
             if op in (READ, CREATE, UPDATE):
                 if events.after_valid[i]:
                     self._upsert(events, i, op)
@@ -385,6 +425,8 @@ class PartitionFold:
                 self._truncate(events, i)
             else:
                 self.stats.events_ignored += 1
+            if columns is not None and columns[i] is not None:
+                self._columns, self._columns_ts = columns[i], ts_ms
             if self.stats.refused:
                 return
 
@@ -393,6 +435,12 @@ class PartitionFold:
         self._ranker = debezium.redelivery_ranker(self.connector, self.position_names)
         if self._ranker is not None:
             self._checks = True
+            if self._applied is not None:  # a truncate at or before the table's newest row: a redelivery
+                for partition, source in self._applied.rows.values():
+                    here = self._applied_position(source) if partition == self.partition else None
+                    if here is not None and (self._high is None or debezium.at_or_before(self._high, here)):
+                        self._high = here
+                self._truncated_at = self._applied_position(self._applied.truncated.get(self.partition))
             return
         self._checks = False
         what = f"connector {self.connector!r}" if self.connector else "events without source.connector"
@@ -408,6 +456,34 @@ class PartitionFold:
         if position is None or self._ranker is None:
             return None
         return self._ranker(position)
+
+    def _applied_position(self, source: Mapping[str, Any] | None) -> tuple | None:
+        """The redelivery position of a table row's position fields (:class:`Applied`)."""
+        if source is None:
+            return None
+        return self._position(tuple(source.get(name) for name in self.position_names))
+
+    def _table_key(self, key: Any) -> Any:
+        """``key`` (physical values, as the fold keys rows) as the table holds it: its columns with their
+        semantic types (:func:`~logdoctor.formats.registry.debezium.convert_column`), as a tuple."""
+        if not isinstance(key, tuple):
+            return None
+        if self._key_fields is None:
+            self._key_fields = [self._value_fields[self._index[n]] for n in self.key_names or ()]
+        if len(self._key_fields) != len(key):
+            return None
+        out = []
+        for f, v in zip(self._key_fields, key, strict=True):
+            _, array, _ = debezium.convert_column(f, pa.array([v], f.type))
+            out.append(array[0].as_py())
+        return tuple(out)
+
+    def _earlier_run(self, key: Any) -> tuple | None:
+        """The position of the event that wrote ``key``'s row in the table an append continues, or None."""
+        if self._applied is None or not self._applied.rows:
+            return None
+        found = self._applied.rows.get(self._table_key(key))
+        return None if found is None else self._applied_position(found[1])
 
     def _redelivered(self, events: _Events, i: int, op: str) -> bool:
         """Whether event ``i`` (a streamed ``c``, ``u``, ``d`` or ``t``) is at or before, by source position,
@@ -431,6 +507,8 @@ class PartitionFold:
                 and last.offset >= self._basis_from
                 and debezium.at_or_before(here, self._position(last.position))
             ):
+                return True
+            if last is None and debezium.at_or_before(here, self._earlier_run(key)):
                 return True
             if debezium.at_or_before(here, self._truncated_at):
                 return True
@@ -560,6 +638,8 @@ class PartitionFold:
             self.connector,
             self.position_names,
             self.key_names,
+            self._columns,
+            self._columns_ts,
         )
 
 
@@ -809,10 +889,12 @@ def build_table(
     source_type: pa.StructType,
     stats: CdcStats,
     compaction: Compaction | None = None,
+    columns: Collection[str] | None = None,
 ) -> pa.Table:
     """The table of the folded rows: ``after``'s columns with Debezium's semantic types mapped
-    (:func:`~logdoctor.formats.registry.debezium.convert_column`), then the provenance column, rows sorted by
-    primary key. Fills the row counts of ``stats``.
+    (:func:`~logdoctor.formats.registry.debezium.convert_column`), only those named in ``columns`` when
+    given (the table's columns at a point in time, :func:`columns_at_end`), then the provenance column, rows
+    sorted by primary key. Fills the row counts of ``stats``.
 
     A column whose schema declares a default (Kafka Connect JsonConverter's ``default``,
     :func:`~logdoctor.formats.registry.connect_json.field_default`) holds it where the row's last event has
@@ -827,6 +909,8 @@ def build_table(
     arrays: list[pa.Array] = []
     for i in range(value_type.num_fields):
         physical = value_type.field(i)
+        if columns is not None and physical.name not in columns:
+            continue
         values = [row.values[i] for _, row in ordered]
         has_default, default = field_default(physical)
         if has_default:
@@ -873,6 +957,20 @@ def build_table(
     stats.rows_in_cleaned_range += cleaned
     stats.rows_written = len(ordered)
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+def columns_at_end(results: Sequence[PartitionResult]) -> frozenset[str] | None:
+    """The table's columns after the last event applied: those of its writer schema (the partition whose
+    last applied event is the latest by ``source.ts_ms``; the union of ties), None when not known."""
+    known = [r for r in results if r.columns is not None]
+    if not known or len(known) < len([r for r in results if r.stats.events_folded]):
+        return None
+    latest = max(-1 if r.columns_ts_ms is None else r.columns_ts_ms for r in known)
+    out: frozenset[str] = frozenset()
+    for r in known:
+        if (-1 if r.columns_ts_ms is None else r.columns_ts_ms) == latest:
+            out |= r.columns  # type: ignore[operator]
+    return out
 
 
 def _provenance_array(items: list[dict[str, Any]], typ: pa.StructType) -> pa.Array:

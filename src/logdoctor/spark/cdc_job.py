@@ -11,15 +11,20 @@ events. The driver merges the partitions of each topic and writes its table: the
 so the driver's memory holds one row per live key of one topic at a time.
 
 ``--ending-timestamp T``: the table as it stood at T by the events' ``source.ts_ms`` (not the records'
-Kafka timestamps: the read is not cut by it); ``--ending-offsets``: as of those offsets (exclusive).
+Kafka timestamps: the read is not cut by it), with the columns of the writer schema of its last event
+applied by then (a column added after T is not there); ``--ending-offsets``: as of those offsets
+(exclusive).
 
 ``--mode append`` into Iceberg or Delta continues the table: only the events above the offsets it was folded
 to (its ``logdoctor.offsets`` property, per partition) are read and folded, starting from the table's rows
 (:func:`append_change`: a placeholder with no earlier value among the new events takes the table's value of
-the key); the rows they changed are upserted by primary key and the keys they deleted removed, in one commit
-of the format's library (:mod:`logdoctor.spark.tables.cdc_commit`; a truncate among them empties the table
-in the same commit). With no change, nothing is committed. A driver killed before or during the commit
-leaves the previous table.
+the key; an event at or before, by source position, the event that wrote its key's row in the table is a
+redelivery of one an earlier run folded, skipped: :func:`applied_rows`); the rows they changed are
+upserted by primary key and the keys they deleted removed, in one commit of the format's library
+(:mod:`logdoctor.spark.tables.cdc_commit`; a truncate among them empties the table in the same commit).
+With no change, nothing is committed. A driver killed before or during the commit leaves the previous
+table; a commit whose outcome cannot be read keeps its data file (``CommitUnknownError``, as the typed
+tables' export).
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ import pyarrow as pa
 
 from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.spark.typed import UNDECODED, TopicCounts, TypedBatches, merge_counts, undecoded_total
+
+#: the table property holding, per partition, the source position fields of the last truncate folded into
+#: the table (JSON): an append compares redelivered events with it (:class:`logdoctor.spark.cdc.Applied`)
+TRUNCATED_PROPERTY = "logdoctor.cdc.truncated"
 
 #: what an export of the cdc view says of a topic it writes no table for
 NOT_AN_ENVELOPE = "its values are not Debezium change events (no op, before, after and source)"
@@ -200,6 +209,21 @@ def _fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str,
     from logdoctor.spark.typed import counts_json
 
     splitter = TypedBatches(plan)
+    writer_columns: dict[Any, frozenset[str] | None] = {}
+
+    def columns_of(writer: Any) -> frozenset[str] | None:
+        """The columns of ``after`` in a writer schema (the table's columns when it wrote)."""
+        if writer is None:
+            return None
+        if writer not in writer_columns:
+            dec = splitter.decoders.get(writer)
+            typ = getattr(dec, "arrow_type", None)
+            after = None
+            if typ is not None and pa.types.is_struct(typ) and typ.get_field_index("after") >= 0:
+                after = typ.field("after").type
+            writer_columns[writer] = frozenset(after.names) if pa.types.is_struct(after) else None
+        return writer_columns[writer]
+
     fold: PartitionFold | None = None
     topic = partition = None
     last = -1
@@ -225,7 +249,9 @@ def _fold_task(group: Sequence[Any], opts: Any, plan: Any, options: Mapping[str,
             after_type, _ = envelope_types(pa.schema(list(tp.value_columns())))
             fold = PartitionFold(partition, after_type, base)
         if fold is not None:
-            fold.feed(good)
+            writers = splitter.row_writers
+            columns = None if writers is None else [columns_of(w) for w in writers]
+            fold.feed(good, columns if columns is not None and len(columns) == good.num_rows else None)
     sink = pa.BufferOutputStream()
     if bad:
         with pa.ipc.new_stream(sink, bad[0].schema) as w:
@@ -347,6 +373,9 @@ def run_cdc_export(
 
         above = {(t, int(p)): last for t, parts in held.items() for p, last in parts.items()}
         opts = _with_start(opts, above)
+        for topic, table in appending.items():  # what each table holds: its rows' positions (redeliveries)
+            applied = applied_rows(fmt, table, typed.topics[topic].key_type)
+            per_topic[topic] = dataclasses.replace(per_topic.get(topic, base), applied=applied)
         txns = plan_transactions(refs, opts)
     groups = task_groups(plan_slices(cdc_refs, opts, txns), opts)
     tracker = StageProgress(spark, progress) if progress is not None else None
@@ -374,13 +403,14 @@ def run_cdc_export(
     tables: dict[str, pa.Table] = {}
     changes: dict[str, AppendChange] = {}
     ends: dict[str, dict[str, int]] = {}
+    marks: dict[str, dict[str, str]] = {}  # per topic its table's TRUNCATED_PROPERTY, when any
     for topic, parts in sorted(by_topic.items()):
         if topic not in appending and (
             not all(p["envelope"] for p in parts) or not any(p["result"] is not None for p in parts)
         ):
             summary.left_out[topic] = NOT_AN_ENVELOPE
             continue
-        from logdoctor.spark.cdc import CdcStats, build_table, envelope_types
+        from logdoctor.spark.cdc import CdcStats, build_table, columns_at_end, envelope_types
 
         results = [p["result"] for p in parts if p["result"] is not None]
         if not results:  # appending: the newer records change nothing (aborted, or not change events)
@@ -397,16 +427,24 @@ def run_cdc_export(
         for p in parts:  # a partition whose newer records all left out keeps the offset the table holds
             key = str(p["partition"])
             ends[topic][key] = max(int(p["last_offset"]), ends[topic].get(key, -1))
+        truncated = dict(getattr(per_topic.get(topic, base).applied, "truncated", None) or {})
+        for r in results:
+            if r.truncates and r.truncates[-1].position is not None:
+                truncated[r.partition] = dict(zip(r.position_names, r.truncates[-1].position, strict=True))
+        if truncated:
+            marks[topic] = {TRUNCATED_PROPERTY: json.dumps({str(p): v for p, v in sorted(truncated.items())})}
         if topic in appending:
             changes[topic] = append_change(rows, results, value_type, source_type, stats, compaction)
         else:
-            tables[topic] = build_table(rows, value_type, source_type, stats, compaction)
+            # as of a point in time: the columns the source table had then (its last event's writer schema)
+            columns = columns_at_end(results) if point_in_time is not None else None
+            tables[topic] = build_table(rows, value_type, source_type, stats, compaction, columns)
     for topic in appending:
         summary.stats.setdefault(topic, CdcStats())
     side = _side_table(done)
-    locations = _write(fmt, out, mode, tables, side, ends, summary, catalog, table_name, items, watch)
+    locations = _write(fmt, out, mode, tables, side, ends, summary, catalog, table_name, items, watch, marks)
     if appending:
-        locations.update(_append_tables(fmt, appending, changes, ends, summary, items))
+        locations.update(_append_tables(fmt, appending, changes, ends, summary, items, marks))
     summary.tables = locations
     elapsed = time.perf_counter() - started
     segs = [s for ref in refs for s in ref.segments]
@@ -451,15 +489,17 @@ def _write(
     table_name: str | None,
     items: Sequence[str],
     watch: Any = None,
+    marks: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, str]:
     """Write each table (and the side table): Parquet committed by rename, or one commit per table
-    (``watch``: told each table once opened, :mod:`logdoctor.spark.tables.outcome`)."""
+    (``watch``: told each table once opened, :mod:`logdoctor.spark.tables.outcome`; ``marks``: per table
+    more properties)."""
     everything = dict(tables)
     if side is not None and side.num_rows:
         everything[UNDECODED] = side
     if fmt == "parquet":
         return _write_parquet(out, mode, everything)
-    return _write_tables(fmt, out, mode, everything, ends, summary, catalog, table_name, items, watch)
+    return _write_tables(fmt, out, mode, everything, ends, summary, catalog, table_name, items, watch, marks)
 
 
 def _write_parquet(out: str, mode: str, tables: Mapping[str, pa.Table]) -> dict[str, str]:
@@ -499,9 +539,11 @@ def _write_tables(
     table_name: str | None,
     items: Sequence[str],
     watch: Any = None,
+    marks: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, str]:
+    from logdoctor.spark.tables.cdc_commit import keeping_files_unless_known
     from logdoctor.spark.tables.export import _pause
-    from logdoctor.spark.tables.files import FileLayout, new_job_id, remove_uncommitted
+    from logdoctor.spark.tables.files import FileLayout, new_job_id
     from logdoctor.spark.tables.typed_export import open_typed_tables, table_properties, to_format, write_file
     from logdoctor.spark.typed import format_schema
 
@@ -525,7 +567,7 @@ def _write_tables(
         rows = to_format(rows, schema)
         layout = FileLayout(data_uri=table.data_uri, job=job)
         written = write_file(rows, layout, 0, 0, {})
-        properties = table_properties(items, offsets, "cdc")
+        properties = {**table_properties(items, offsets, "cdc"), **(marks or {}).get(name, {})}
         # a new table, or the fold of the whole log replacing what the table held; the undecoded events of
         # an append are new ones: added to the side table
         if name not in existing:
@@ -534,19 +576,12 @@ def _write_tables(
             commit_mode = "append"
         else:
             commit_mode = "overwrite"
-        committed: list[str] | None = []
-        try:
+        with keeping_files_unless_known(layout) as committed:
             if fmt == "iceberg":
                 table.commit([written.path], schema, commit_mode, properties, properties, pause=_pause)
             else:
                 table.commit([written], schema, commit_mode, properties, [], pause=_pause)
-            committed = [written.path]
-        except KeyboardInterrupt:  # the commit may have landed: its file is kept (the next sweep removes it)
-            committed = None
-            raise
-        finally:
-            if committed is not None:
-                remove_uncommitted(layout, committed)
+            committed.append(written.path)
         if name != UNDECODED:
             locations[name] = table.location
     return locations
@@ -638,6 +673,48 @@ def key_table(keys: Sequence[Any], change: AppendChange, schema: pa.Schema) -> p
     return pa.Table.from_arrays(columns, names=list(change.key_names))
 
 
+def applied_rows(fmt: str, table: Any, key_type: pa.DataType) -> Any:
+    """What the table an append continues holds (:class:`logdoctor.spark.cdc.Applied`): per row its key
+    columns (``key_type``'s fields) and the partition and source position of the event that wrote it (the
+    provenance column); None when the table names no positions (the fold then compares nothing more)."""
+    from logdoctor.spark.cdc import PROVENANCE_COLUMN, Applied
+
+    if not pa.types.is_struct(key_type):
+        return None
+    keys = [key_type.field(i).name for i in range(key_type.num_fields)]
+    names = set(_table_columns(fmt, table))
+    provenance = "__" + PROVENANCE_COLUMN if "__" + PROVENANCE_COLUMN in names else PROVENANCE_COLUMN
+    if provenance not in names or not set(keys) <= names:
+        return None
+    held = _read_columns(fmt, table, [*keys, provenance])
+    prov = held.column(provenance).combine_chunks()
+    if prov.type.get_field_index("position") < 0:
+        return None
+    marked = json.loads(table.properties().get(TRUNCATED_PROPERTY, "{}"))
+    partitions = prov.field("partition").to_pylist()
+    positions = prov.field("position").to_pylist()
+    key_values = zip(*(held.column(k).to_pylist() for k in keys), strict=True)
+    rows = {
+        key: (int(part), where)
+        for key, part, where in zip(key_values, partitions, positions, strict=True)
+        if where is not None and part is not None
+    }
+    return Applied(rows, {int(p): where for p, where in marked.items()})
+
+
+def _table_columns(fmt: str, table: Any) -> list[str]:
+    if fmt == "iceberg":
+        return [f.name for f in table._table.schema().fields]
+    return list(table._table.schema().to_arrow().names)
+
+
+def _read_columns(fmt: str, table: Any, columns: list[str]) -> pa.Table:
+    """Only ``columns`` of the rows ``table`` holds now."""
+    if fmt == "iceberg":
+        return table._table.scan(selected_fields=tuple(columns)).to_arrow()
+    return table._table.to_pyarrow_dataset().to_table(columns=columns)
+
+
 def _current_rows(fmt: str, table: Any, schema: pa.Schema) -> pa.Table:
     """The rows ``table`` holds now, in ``schema``'s types."""
     if fmt == "iceberg":
@@ -684,6 +761,7 @@ def _append_tables(
     ends: Mapping[str, Mapping[str, int]],
     summary: CdcSummary,
     items: Sequence[str],
+    marks: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, str]:
     """Each continued table: its change committed (:mod:`logdoctor.spark.tables.cdc_commit`), or nothing
     when the newer events change nothing."""
@@ -703,7 +781,10 @@ def _append_tables(
         schema = format_schema(change.rows.schema, fmt)
         rows = fill_open_cells(fmt, table, to_format(change.rows, schema), change)
         deleted = key_table(change.deleted, change, schema)
-        properties = table_properties(items, {topic: dict(ends.get(topic, {}))}, "cdc")
+        properties = {
+            **table_properties(items, {topic: dict(ends.get(topic, {}))}, "cdc"),
+            **(marks or {}).get(topic, {}),
+        }
         if fmt == "iceberg":
             layout = FileLayout(data_uri=table.data_uri, job=new_job_id())
             commit_iceberg(table, layout, rows, deleted, change.truncate, schema, properties, _pause)

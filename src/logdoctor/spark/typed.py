@@ -499,6 +499,9 @@ class TypedBatches:
         self.resolver = _Resolver(plan.registry)
         self.counts: dict[str, TopicCounts] = {}
         self._resolutions: dict[tuple[WriterKey, WriterKey], Any] = {}
+        #: the value writer schema of each row of the last :meth:`split`'s typed rows (None: untyped values)
+        self.row_writers: list[WriterKey | None] | None = None
+        self._value_writers: list[WriterKey | None] | None = None
 
     def split(self, rb: pa.RecordBatch) -> tuple[str | None, pa.RecordBatch | None, pa.RecordBatch | None]:
         """(topic, its typed rows, its side-table rows) of one raw batch (rows of one topic-partition)."""
@@ -523,6 +526,8 @@ class TypedBatches:
         key, key_ids, _ = self._column(rb, tp, "key", key_reasons, [None] * n, [None] * n)
         counts.keys_undecoded.update(r for r in key_reasons if r is not None)
         ok = [r is None for r in reasons]
+        writers = self._value_writers if tp.values_typed else None
+        self.row_writers = None if writers is None else [w for w, o in zip(writers, ok, strict=True) if o]
         typed = None
         if any(ok):
             typed = self._typed(rb, tp, value, key, value_ids, key_ids, deleted, ok, counts)
@@ -566,6 +571,8 @@ class TypedBatches:
             return rb.column(column), row_ids, deleted
         header = VALUE_HEADER if column == "value" else KEY_HEADER
         data, resolved = _resolve(rb, self.resolver, column, header)
+        if column == "value":
+            self._value_writers = [r.writer if isinstance(r, Resolved) else None for r in resolved]
         groups: dict[WriterKey, list[int]] = {}
         for i, r in enumerate(resolved):
             if r is None:

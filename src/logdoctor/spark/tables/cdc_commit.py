@@ -8,13 +8,19 @@ primary key and the keys they deleted removed, in one commit of the format's lib
   deleted; with a truncate among the events, every row the source does not name is deleted too.
 
 A process killed before the catalog swap (Iceberg) or the log entry (Delta) leaves the previous version.
+Every commit of the cdc view's tables (these and the whole table's, ``cdc_job``) deletes the data files it
+wrote only when it knows they are not the table's (:func:`keeping_files_unless_known`): after a
+:class:`~logdoctor.spark.tables.CommitUnknownError` (the commit call failed and the table could not be
+read to tell whether it landed) or a Ctrl-C, they are kept, as the typed tables' export keeps them, and
+the error says so; the next export's sweep removes those no commit references.
 """
 
 from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -23,6 +29,27 @@ from logdoctor.spark.tables import COMMIT_PROPERTY, CommitUnknownError
 
 #: the MERGE source's column telling a deleted key (true) from a changed row (false)
 DELETE_FLAG = "__logdoctor_delete"
+
+
+@contextmanager
+def keeping_files_unless_known(layout: Any) -> Iterator[list[str]]:
+    """Around one commit of the files of ``layout``'s job: yields the list the caller fills with the paths
+    the commit references once it landed. On leaving, every other file of the job is deleted
+    (:func:`~logdoctor.spark.tables.files.remove_uncommitted`: a commit that failed and is known not to have
+    landed takes none), except after :class:`~logdoctor.spark.tables.CommitUnknownError` or a Ctrl-C, when
+    the commit may have landed: then nothing is deleted (a table that holds the commit needs its files)."""
+    from logdoctor.spark.tables.files import remove_uncommitted
+
+    committed: list[str] = []
+    keep = False
+    try:
+        yield committed
+    except (CommitUnknownError, KeyboardInterrupt):
+        keep = True
+        raise
+    finally:
+        if not keep:
+            remove_uncommitted(layout, committed)
 
 
 def key_filter(keys: pa.Table) -> Any:
@@ -53,44 +80,39 @@ def commit_iceberg(
     from pyiceberg.expressions import AlwaysTrue
 
     from logdoctor.spark.tables import TableError
-    from logdoctor.spark.tables.files import remove_uncommitted
     from logdoctor.spark.tables.typed_export import write_file
 
     written = write_file(rows, layout, 0, 0, {}) if rows.num_rows else None
-    committed: list[str] | None = []
     marker = uuid.uuid4().hex
     properties = {**properties, COMMIT_PROPERTY: marker}
-    try:
-        if pause is not None:
-            pause("before")
-        txn = table._transaction(schema, "append")
-        keys = pa.concat_tables([rows.select(deleted.column_names).cast(deleted.schema), deleted])
-        if truncate:
-            txn.delete(AlwaysTrue())
-        elif keys.num_rows:
-            txn.delete(key_filter(keys))
-        if written is not None:
-            txn.add_files([written.path], snapshot_properties=dict(properties))
-        txn.set_properties(dict(properties))
-        txn.commit_transaction()
-        committed = [written.path] if written is not None else []
-        if pause is not None:
-            pause("after")
-    except TableError:
-        raise
-    except KeyboardInterrupt:  # the commit may have landed: its file is kept (the next sweep removes it)
-        committed = None
-        raise
-    except Exception as exc:
-        try:  # landed anyway (a failure after the catalog swap): the commit is the table's, file and all
-            table._after_failed_commit(marker, "the cdc append", exc)
-        except CommitUnknownError:
-            committed = None
+    with keeping_files_unless_known(layout) as committed:
+        try:
+            if pause is not None:
+                pause("before")
+            txn = table._transaction(schema, "append")
+            keys = pa.concat_tables([rows.select(deleted.column_names).cast(deleted.schema), deleted])
+            if truncate:
+                txn.delete(AlwaysTrue())
+            elif keys.num_rows:
+                txn.delete(key_filter(keys))
+            if written is not None:
+                txn.add_files([written.path], snapshot_properties=dict(properties))
+            txn.set_properties(dict(properties))
+            txn.commit_transaction()
+            if written is not None:
+                committed.append(written.path)
+            if pause is not None:
+                pause("after")
+        except TableError:
             raise
-        committed = [written.path] if written is not None else []
-    finally:
-        if committed is not None:
-            remove_uncommitted(layout, committed)
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            # landed anyway (a failure after the catalog swap): the commit is the table's, file and all; the
+            # table unreadable to tell: CommitUnknownError, the file kept
+            table._after_failed_commit(marker, "the cdc append", exc)
+            if written is not None and written.path not in committed:
+                committed.append(written.path)
     table._reload()
 
 
