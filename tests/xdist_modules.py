@@ -49,6 +49,8 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_unclean_election.py",  # 96 s
     # a broker, Apicurio Registry started twice, and one typed export's Spark JVM (tests/producers)
     "tests/producers/test_real_serializers.py",  # 133 s at load 17
+    # a broker, Apicurio Registry, a database, a Connect worker (Avro converter), one CLI export's Spark JVM
+    "tests/cdc_real/test_debezium_avro.py",  # 78-107 s at load 6-11 (30 s of CPU)
     "tests/typed/test_protobuf_property.py",  # 120 s at load 10 (make test-fast: 30 s)
     "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s)
     "tests/spark/test_tables_commit_failures.py",  # 110 s at load, 12 tests
@@ -65,6 +67,7 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_tiered_retention.py",  # 72 s: a 4.3.1 and a 4.4.0 node, each restarted
     "tests/brokers/test_broker_cordon_stray.py",  # 71 s alone: 2 JBOD brokers + controller, 2 restarts
     "tests/brokers/test_broker_replay_groups.py",  # 70 s
+    "tests/brokers/test_broker_replay_partitioner.py",  # 88 s alone at load 4: a source and a target cluster
     "tests/brokers/test_broker_tv2.py",  # 55-73 s alone at load 6-9: a 4.4.0 node, 4 producers, an export
     "tests/brokers/test_broker_sync_replica.py",  # 64 s
     "tests/repair/test_grouped_index_rebuild.py",  # 65 s at load 5-9, 4 tests (2 kill matrices)

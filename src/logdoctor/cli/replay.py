@@ -163,10 +163,12 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
         out.line("Partitions:", "bold")
     for p in plan.partitions:
         offsets = f"offsets {p.first_offset}-{p.last_offset}" if p.first_offset is not None else "no records"
-        line = (
-            f"  {p.name} -> {p.target_topic}-{p.target_partition}: {p.records:,} records, "
-            f"{_bytes(p.bytes)} ({offsets})"
+        into = (
+            f"{p.target_topic} (keys over {p.target_partitions} partitions)"
+            if p.rehashed
+            else f"{p.target_topic}-{p.target_partition}"
         )
+        line = f"  {p.name} -> {into}: {p.records:,} records, {_bytes(p.bytes)} ({offsets})"
         if p.progress is not None:
             line += (
                 f"; replayed up to source offset {p.progress.next_source_offset}: "
@@ -446,6 +448,16 @@ def replay_command(
             "target after that partition's records, while the group has no active member there.",
         ),
     ] = None,
+    partitioner: Annotated[
+        str,
+        typer.Option(
+            "--partitioner",
+            metavar="NAME",
+            help="same (default): each record to its source partition's number. default: the key "
+            "re-hashed as the Java producer's default partitioner does (murmur2, over the target topic's "
+            "partitions; a null key keeps its source partition modulo their count); not with --groups.",
+        ),
+    ] = "same",
     no_create: Annotated[
         bool, typer.Option("--no-create", help="Never create a topic: a missing one is a conflict.")
     ] = False,
@@ -486,6 +498,15 @@ def replay_command(
         usage_error(f"--timeout {timeout}: must be more than 0")
     if max_rate is not None and not max_rate > 0:
         usage_error(f"--max-rate {max_rate}: must be more than 0 records per second")
+    from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS
+
+    chosen_partitioner = partitioner.strip().lower()
+    if chosen_partitioner not in PARTITIONERS:
+        usage_error(f"--partitioner {partitioner}: one of {', '.join(PARTITIONERS)}")
+    if groups is not None and chosen_partitioner == DEFAULT:
+        from logdoctor.replay.groups import REHASHED_GROUPS
+
+        usage_error(f"--groups with --partitioner default: {REHASHED_GROUPS}")
     if groups is not None:
         try:
             re.compile(groups)
@@ -520,7 +541,7 @@ def replay_command(
     try:
         _run(
             out, records, bootstrap_server, mapping, admin, producer, ignored, not no_create, timeout, apply,
-            json_out, location, groups, max_rate, map_format,
+            json_out, location, groups, max_rate, map_format, chosen_partitioner,
         )  # fmt: skip
     except KeyboardInterrupt:
         fail(
@@ -546,6 +567,7 @@ def _run(
     groups: str | None = None,
     max_rate: float | None = None,
     map_format: str = "parquet",
+    partitioner: str = "same",
 ) -> None:
     from confluent_kafka import KafkaException
 
@@ -562,7 +584,7 @@ def _run(
     try:
         plan = plan_replay(
             records.paths, bootstrap, opts=records.options, topic_map=mapping, admin_config=admin,
-            create=create, timeout=timeout,
+            create=create, timeout=timeout, partitioner=partitioner,
         )  # fmt: skip
         if groups is not None:
             from logdoctor.replay.target import Target

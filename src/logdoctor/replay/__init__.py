@@ -9,6 +9,9 @@ Beside :mod:`logdoctor.repair` (it writes, to a cluster rather than a log dir); 
   the target and checked;
 - :func:`plan_groups` (``logdoctor.replay.groups``): the source's consumer groups carried over, planned on
   top of a replay plan; ``apply_replay`` commits them after the records.
+
+``plan_replay(partitioner="default")`` re-hashes each record's key as the Java producer does
+(:mod:`logdoctor.replay.partitioner`); exactly once and resume then work per source partition.
 """
 
 from __future__ import annotations

@@ -30,6 +30,24 @@ How (Kafka's exactly-once machinery, nothing of logdoctor's own on the target):
   a commit of a stale member (K:group-coordinator/.../classic/ClassicGroup.java validateOffsetCommit:
   ``ILLEGAL_GENERATION``), and the transactional.id fences a stale producer whatever happens to the lease.
 
+Re-hashed (``--partitioner default``: :mod:`logdoctor.replay.partitioner`), a source partition's records go
+to many target partitions, each of which gets records of many source partitions, so the unit of exactly-once
+is the source partition: its producer's ``transactional.id`` and its replay group (the lease, and the
+progress: the next source offset and the count, committed on the target topic's partition 0, the only
+partition every topic has) are derived from the source partition and the target topic
+(:func:`logdoctor.replay.target.rehash_transactional_id`, :func:`~logdoctor.replay.target.rehash_group`).
+A transaction holds records for several target partitions and commits them all with the progress, or none.
+The lease is the target topic's replay group, as unhashed (one join per topic, not per source partition;
+a replay of either kind into the same topic refuses while another runs); the progress groups have no
+member, so the progress is committed with generation -1, which the coordinator takes while the group is
+empty (K:group-coordinator/.../OffsetMetadataManager.java validateTransactionalOffsetCommit: a missing
+group is created; ClassicGroup.java validateOffsetCommit); a stale producer is fenced by its
+transactional.id.
+Each record's target partition is computed (not left to the producer): the same on a rerun, and known to
+the offset map. Before a topic's first source partition, a target partition with records while none of the
+topic's source partitions has progress refuses (``TARGET_NOT_EMPTY``), and so does a target topic whose
+partition count is not the one the plan (or the progress) hashed over.
+
 After the records, the plan's consumer groups (:mod:`logdoctor.replay.groups`) are committed on the
 partitions whose replay is complete.
 
@@ -56,6 +74,7 @@ from logdoctor.replay.offset_map import (
     offset_map,
     offset_map_schema,
 )
+from logdoctor.replay.partitioner import partition_for
 from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, check_partition
 from logdoctor.replay.source import PartitionSource, SourceRecord
 from logdoctor.replay.target import Progress, Target
@@ -364,15 +383,21 @@ def apply_replay(
     leases: dict[str, _Lease] = {}
     rows: list[pa.RecordBatch] = []
     sink = None if not offset_rows else on_offsets if on_offsets is not None else rows.append
+    checked: set[str] = set()
     try:
         for pp in plan.partitions:
-            if pp.group not in leases:
-                lease = _Lease(target, pp.group, pp.target_topic, session_timeout_ms, timeout)
+            if pp.rehashed and pp.target_topic not in checked:
+                _check_rehashed_topic(plan, pp.target_topic, target)
+                checked.add(pp.target_topic)
+            held = pp.lease_group or pp.group
+            if held not in leases:
+                lease = _Lease(target, held, pp.target_topic, session_timeout_ms, timeout)
                 lease.acquire(wait)
-                leases[pp.group] = lease
+                leases[held] = lease
             source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
-            res = _replay_partition(
-                pp, source, target, leases[pp.group], dict(producer_config or {}), txn_records, txn_bytes,
+            replay = _replay_rehashed if pp.rehashed else _replay_partition
+            res = replay(
+                pp, source, target, leases[held], dict(producer_config or {}), txn_records, txn_bytes,
                 sink, on_transaction, timeout, limit,
             )  # fmt: skip
             result.partitions.append(res)
@@ -573,6 +598,178 @@ def _offset_rows(pp: PartitionPlan, chunk: list[SourceRecord], delivered: list[i
             pa.array([topic] * n, pa.string()),
             pa.array([partition] * n, pa.int32()),
             pa.array(delivered, pa.int64()),
+        ],
+        schema=offset_map_schema(),
+    )
+
+
+# --- re-hashed (the default partitioner) -----------------------------------------------------------------
+
+
+def _check_rehashed_topic(plan: ReplayPlan, topic: str, target: Target) -> None:
+    """Before a re-hashed topic's first source partition: the target topic has the partition count the
+    plan hashes over, and, while none of its source partitions has progress (committed, or pending in a
+    killed run's transaction), every target partition is empty to a ``read_committed`` consumer."""
+    pps = [p for p in plan.partitions if p.target_topic == topic]
+    counts = target.partition_counts()
+    want = pps[0].target_partitions
+    if counts.get(topic) != want:
+        raise ReplayRefused(
+            f"{topic} has {counts.get(topic)} partitions, the plan hashes the keys over {want}: plan again"
+        )
+    for pp in pps:
+        committed, pending = target.committed_progress(pp.group, topic, [0])
+        if committed or pending:
+            return
+    for partition in range(want or 0):
+        if target.has_records(topic, partition):
+            low, high = target.watermarks(topic, partition)
+            raise ReplayRefused(
+                f"{topic}-{partition} is not empty (offsets {low}-{high - 1}) and holds no re-hashed replay"
+            )
+
+
+def _replay_rehashed(
+    pp: PartitionPlan,
+    source: PartitionSource,
+    target: Target,
+    lease: _Lease,
+    producer_config: dict[str, Any],
+    txn_records: int,
+    txn_bytes: int,
+    sink: Callable[[pa.RecordBatch], None] | None,
+    on_transaction: Callable[[PartitionPlan, Progress], None] | None,
+    timeout: float,
+    limit: RateLimit | None = None,
+) -> PartitionResult:
+    """One source partition, each record's key re-hashed (the module doc). ``lease``: held on the target
+    topic, not used for the commits (the progress group is the source partition's, memberless)."""
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    topic, partitions, sp = pp.target_topic, pp.target_partitions, pp.source_partition
+    assert partitions is not None
+    producer = _producer(target, pp, producer_config, pp.max_batch_bytes)
+    _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
+    prog = target.progress(pp.group, topic, [0]).get(0)
+    if prog is not None and (prog.source_topic, prog.source_partition) != (pp.source_topic, sp):
+        raise ReplayRefused(f"group {pp.group} holds a replay of {prog.source_topic}-{prog.source_partition}")
+    if prog is not None and prog.partitions != partitions:
+        raise ReplayRefused(
+            f"{pp.name} was re-hashed over {prog.partitions} partitions of {topic}, now {partitions}"
+        )
+    out = PartitionResult(
+        pp.name,
+        f"{topic} (keys over {partitions} partitions)",
+        None if prog is None else prog.next_source_offset,
+    )
+    out.progress = prog
+    count = 0 if prog is None else prog.records
+    records = source.records(from_offset=None if prog is None else prog.next_source_offset)
+    # per target partition, the delivery reports come in the order of its records
+    delivered: dict[int, list[int]] = {}
+    errors: list[str] = []
+
+    def report(err: Any, msg: Any) -> None:
+        if err is not None:
+            errors.append(str(err))
+        else:
+            delivered.setdefault(msg.partition(), []).append(msg.offset())
+
+    produce, poll = producer.produce, producer.poll
+    # a consumer of the progress group that never joins it: its metadata is the group's id, generation -1
+    member = Consumer(target.client_config({"group.id": pp.group, "enable.auto.commit": False}))
+    group = member.consumer_group_metadata()
+    hashed: dict[bytes | None, int] = {}
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for chunk in _chunks(records, txn_records, txn_bytes):
+            lease.metadata()  # serves the lease consumer's rebalances and heartbeats' callbacks
+            delivered.clear()
+            errors.clear()
+            parts: list[int] = []
+            _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
+            try:
+                for n, rec in enumerate(chunk, 1):
+                    if limit is not None:
+                        limit.take()
+                    at = hashed.get(rec.key)
+                    if at is None:  # keys repeat: each is hashed once per _HASHED keys
+                        if len(hashed) >= _HASHED:
+                            hashed.clear()
+                        at = hashed[rec.key] = partition_for(rec.key, sp, partitions)
+                    parts.append(at)
+                    ts = rec.timestamp if rec.timestamp > 0 else 0
+                    while True:
+                        try:
+                            produce(
+                                topic, value=rec.value, key=rec.key, partition=at, on_delivery=report,
+                                timestamp=ts, headers=rec.headers,
+                            )  # fmt: skip
+                            break
+                        except BufferError:
+                            poll(0.05)
+                    if not n % _POLL_EVERY:
+                        poll(0)
+                left = producer.flush(timeout)
+                got = sum(len(v) for v in delivered.values())
+                if left or errors or got != len(chunk):
+                    raise ReplayFailed(
+                        f"{pp.name} -> {topic}: {left} records not delivered, {got} of {len(chunk)} delivery "
+                        f"reports, errors {errors[:3]}"
+                    )
+                count += len(chunk)
+                nxt = chunk[-1].offset + 1
+                prog = Progress(pp.source_topic, sp, nxt, -1, count, nxt, partitions)
+                commit = [TopicPartition(topic, 0, nxt, prog.metadata())]
+                _call(
+                    f"{pp.transactional_id}: send_offsets_to_transaction",
+                    lambda commit=commit: producer.send_offsets_to_transaction(commit, group, timeout),
+                )
+                _call(
+                    f"{pp.transactional_id}: commit_transaction", lambda: producer.commit_transaction(timeout)
+                )
+            except (ReplayFailed, KafkaException, BufferError) as exc:
+                with contextlib.suppress(KafkaException):
+                    producer.abort_transaction(timeout)
+                if isinstance(exc, ReplayFailed):
+                    raise
+                raise ReplayFailed(f"{pp.name} -> {topic}: {exc}") from exc
+            out.records += len(chunk)
+            out.transactions += 1
+            out.progress = prog
+            if sink is not None:
+                sink(_rehashed_rows(pp, chunk, parts, delivered))
+            if on_transaction is not None:
+                on_transaction(pp, prog)
+    finally:
+        if collecting:
+            gc.enable()
+        producer.flush(1)
+        with contextlib.suppress(Exception):
+            member.close()
+    return out
+
+
+#: the most keys whose partition a re-hashed replay remembers (then it forgets them all)
+_HASHED = 65536
+
+
+def _rehashed_rows(
+    pp: PartitionPlan, chunk: list[SourceRecord], parts: list[int], delivered: dict[int, list[int]]
+) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    taken = {p: iter(offsets) for p, offsets in delivered.items()}
+    n = len(chunk)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([pp.source_topic] * n, pa.string()),
+            pa.array([pp.source_partition] * n, pa.int32()),
+            pa.array([r.offset for r in chunk], pa.int64()),
+            pa.array([pp.target_topic] * n, pa.string()),
+            pa.array(parts, pa.int32()),
+            pa.array([next(taken[p]) for p in parts], pa.int64()),
         ],
         schema=offset_map_schema(),
     )

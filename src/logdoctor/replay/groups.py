@@ -100,6 +100,15 @@ def source_commits(paths: str | Sequence[str], opts: ReadOptions, groups: str) -
     return sorted(out, key=lambda c: (c.group, c.topic, c.partition))
 
 
+#: why no group is carried over by a re-hashed replay
+REHASHED_GROUPS = (
+    "consumer groups cannot be carried over by a replay that re-hashes the keys (--partitioner default): "
+    "a group's committed offset in a source partition has no counterpart in a target partition, which "
+    "holds records of every source partition; replay with the same partitions, or reset the groups on the "
+    "target (kafka-consumer-groups.sh --reset-offsets --to-datetime ...)"
+)
+
+
 # --- the plan ---------------------------------------------------------------------------------------------
 
 
@@ -108,9 +117,15 @@ def plan_groups(plan: ReplayPlan, groups: str, target: Target | None = None) -> 
     replayed partition of ``plan``: its state on the target, and each partition's before and after
     (translated where the partition's replay is complete). Sets ``plan.groups`` (what
     :func:`logdoctor.replay.apply.apply_replay` commits after the records) and returns it. Writes
-    nothing."""
+    nothing. Refuses (``ValueError``) a plan that re-hashes the keys (``partitioner`` default): a group's
+    position in a source partition has no counterpart in any one target partition, whose records come from
+    many source partitions in the order their transactions committed; a consumer resuming there would skip
+    records of the other source partitions or read some again."""
+    from logdoctor.replay.partitioner import DEFAULT
     from logdoctor.replay.target import Target
 
+    if plan.partitioner == DEFAULT:
+        raise ValueError(REHASHED_GROUPS)
     if target is None:
         target = Target(plan.bootstrap, plan.admin_config)
     by_source = {(pp.source_topic, pp.source_partition): pp for pp in plan.partitions}

@@ -2,6 +2,12 @@
 the target and checked against the source: :func:`offset_map`. The rows of a run are also handed out by
 :func:`logdoctor.replay.apply.apply_replay` as its transactions commit; after a kill, the rows of the
 killed run's last transaction were never handed out, so the whole map is rebuilt from the target.
+
+A re-hashed replay (``--partitioner default``) is mapped per target partition: its records are read back
+from the start, and each is paired with the next record, for that partition, of whichever of the topic's
+source partitions it equals (key, value, headers, timestamp): a merge that holds whatever order the source
+partitions' transactions were committed in. Two source partitions' records alike in all of that are
+interchangeable in the map. Each source partition is read once per target partition.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from logdoctor.replay.plan import PartitionPlan, ReplayPlan
 from logdoctor.replay.source import PartitionSource, SourceRecord
-from logdoctor.replay.target import Target
+from logdoctor.replay.target import Progress, Target
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -70,8 +76,15 @@ def offset_map(
         (r.topic, r.partition): r for r in plan_read(plan.paths, plan.opts).refs if r.kind not in _NOT_LIVE
     }
     chosen = None if only is None else set(only)
+    rehashed: dict[str, list[PartitionPlan]] = {}
     for pp in plan.partitions:
-        if chosen is not None and pp.name not in chosen:
+        if pp.rehashed:
+            rehashed.setdefault(pp.target_topic, []).append(pp)
+    for topic, pps in rehashed.items():
+        if chosen is None or any(pp.name in chosen for pp in pps):
+            yield from _rehashed_map(plan, topic, pps, target, refs, chosen, consumer_config, timeout)
+    for pp in plan.partitions:
+        if pp.rehashed or (chosen is not None and pp.name not in chosen):
             continue
         topic, partition = pp.target_topic, pp.target_partition
         prog = target.progress(pp.group, topic, [partition]).get(partition)
@@ -158,3 +171,107 @@ def _same(rec: SourceRecord, msg: Any, pp: PartitionPlan) -> None:
 
 
 _NOT_LIVE = ("delete", "future", "stray")
+
+
+def _rehashed_map(
+    plan: ReplayPlan,
+    topic: str,
+    pps: list[PartitionPlan],
+    target: Target,
+    refs: Mapping[tuple[str, int], Any],
+    chosen: set[str] | None,
+    consumer_config: Mapping[str, Any] | None,
+    timeout: float,
+) -> Iterator[pa.RecordBatch]:
+    """The map of one re-hashed target topic (the module doc)."""
+    import pyarrow as pa
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    from logdoctor.replay.partitioner import partition_for
+
+    done: list[tuple[PartitionPlan, Progress]] = []
+    for pp in pps:
+        prog = target.progress(pp.group, topic, [0]).get(0)
+        if prog is not None:
+            done.append((pp, prog))
+    if not done:
+        return
+    counts = {prog.partitions for _pp, prog in done}
+    if len(counts) != 1 or None in counts:
+        raise ReplayMismatch(
+            f"{topic}: its source partitions were hashed over {sorted(map(str, counts))} partitions"
+        )
+    partitions = int(next(iter(counts)))  # type: ignore[arg-type]
+
+    def for_partition(pp: PartitionPlan, prog: Progress, at: int) -> Iterator[SourceRecord]:
+        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
+        for rec in source.records():
+            if rec.offset >= prog.next_source_offset:
+                return
+            if partition_for(rec.key, pp.source_partition, partitions) == at:
+                yield rec
+
+    for at in range(partitions):
+        heads = [(pp, for_partition(pp, prog, at)) for pp, prog in done]
+        nexts: list[SourceRecord | None] = [next(gen, None) for _pp, gen in heads]
+        rows: list[list[tuple[int, int]]] = [[] for _ in heads]
+        consumer = Consumer(
+            target.client_config(
+                {
+                    "group.id": f"logdoctor-rehash-{topic}-check",
+                    "enable.auto.commit": False,
+                    "isolation.level": "read_committed",
+                    "enable.partition.eof": True,
+                    **dict(consumer_config or {}),
+                }
+            )
+        )
+        try:
+            consumer.assign([TopicPartition(topic, at, OFFSET_BEGINNING)])
+            deadline = time.monotonic() + timeout
+            while any(n is not None for n in nexts):
+                msg = consumer.poll(1.0)
+                if msg is None or (msg.error() is not None and msg.error().code() == -191):  # _PARTITION_EOF
+                    if time.monotonic() > deadline:
+                        left = sum(n is not None for n in nexts)
+                        raise ReplayMismatch(
+                            f"{topic}-{at}: ends with {left} source partitions' records unread"
+                        )
+                    continue
+                if msg.error() is not None:
+                    raise ReplayMismatch(f"{topic}-{at}: {msg.error()}")
+                deadline = time.monotonic() + timeout
+                for i, rec in enumerate(nexts):
+                    if rec is not None and _equal(rec, msg):
+                        rows[i].append((rec.offset, msg.offset()))
+                        nexts[i] = next(heads[i][1], None)
+                        break
+                else:
+                    raise ReplayMismatch(
+                        f"{topic}-{at}@{msg.offset()}: not the next record of any re-hashed source partition"
+                    )
+        finally:
+            consumer.close()
+        for (pp, _gen), pairs in zip(heads, rows, strict=True):
+            if not pairs or (chosen is not None and pp.name not in chosen):
+                continue
+            n = len(pairs)
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array([pp.source_topic] * n, pa.string()),
+                    pa.array([pp.source_partition] * n, pa.int32()),
+                    pa.array([o for o, _t in pairs], pa.int64()),
+                    pa.array([topic] * n, pa.string()),
+                    pa.array([at] * n, pa.int32()),
+                    pa.array([t for _o, t in pairs], pa.int64()),
+                ],
+                schema=offset_map_schema(),
+            )
+
+
+def _equal(rec: SourceRecord, msg: Any) -> bool:
+    if msg.key() != rec.key or msg.value() != rec.value:
+        return False
+    if [(k, v) for k, v in (msg.headers() or [])] != (rec.headers or []):
+        return False
+    return rec.timestamp <= 0 or msg.timestamp()[1] == rec.timestamp

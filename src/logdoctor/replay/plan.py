@@ -27,6 +27,15 @@ Conflicts (codes; ``apply_replay(ignore=...)`` lets the operator accept some):
 - ``TARGET_MISSING``: the target topic does not exist and ``create`` is off;
 - ``GROUP_ACTIVE``: a consumer group to carry over has active members on the target
   (:mod:`logdoctor.replay.groups`).
+
+With ``partitioner="default"`` (the keys re-hashed as the Java producer does:
+:mod:`logdoctor.replay.partitioner`) a source partition's records go to many target partitions and each
+target partition gets records of many source partitions, so the progress is the source partition's
+(:func:`logdoctor.replay.target.rehash_group`). Then ``TARGET_NOT_EMPTY`` is a target partition with records
+while no source partition of its topic has a replay's progress (a replay begun owns the whole topic),
+``TOO_FEW_PARTITIONS`` does not apply (any count is fine), and ``PARTITION_COUNT_CHANGED`` is a source
+partition whose progress was hashed over another partition count than the target topic has now (the rest
+of its keys would land elsewhere than the first part's).
 """
 
 from __future__ import annotations
@@ -38,7 +47,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.logdir.read_options import ReadOptions
-from logdoctor.replay.target import Progress, Target, legal_topic, replay_group, transactional_id
+from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS, SAME, partition_for
+from logdoctor.replay.target import (
+    Progress,
+    Target,
+    legal_topic,
+    rehash_group,
+    rehash_transactional_id,
+    replay_group,
+    transactional_id,
+)
 
 __all__ = [
     "DROPPED_CONFIGS",
@@ -118,6 +136,7 @@ class PartitionPlan:
     source_topic: str
     source_partition: int
     target_topic: str
+    #: the target partition (-1 with ``partitioner`` default: each record's key chooses it)
     target_partition: int
     transactional_id: str
     group: str
@@ -143,10 +162,29 @@ class PartitionPlan:
     conflicts: list[Conflict] = field(default_factory=list)
     #: what is not read once (read problems of the source)
     problems: list[str] = field(default_factory=list)
+    #: ``same`` or ``default`` (:mod:`logdoctor.replay.partitioner`)
+    partitioner: str = SAME
+    #: with ``default``: the target topic's partition count the keys are hashed over (None: unknown)
+    target_partitions: int | None = None
+    #: with ``default``: the records left to send per target partition
+    target_records: dict[int, int] = field(default_factory=dict)
+    #: the group whose membership is the replay's lease on the target topic (None: ``group``)
+    lease_group: str | None = None
 
     @property
     def name(self) -> str:
         return f"{self.source_topic}-{self.source_partition}"
+
+    @property
+    def rehashed(self) -> bool:
+        return self.partitioner == DEFAULT
+
+    def target_of(self, key: bytes | None) -> int:
+        """The target partition of a record of this source partition with ``key``."""
+        if not self.rehashed:
+            return self.target_partition
+        assert self.target_partitions is not None
+        return partition_for(key, self.source_partition, self.target_partitions)
 
     @property
     def done(self) -> bool:
@@ -156,7 +194,15 @@ class PartitionPlan:
         return {
             "log_dir": self.log_dir,
             "source": {"topic": self.source_topic, "partition": self.source_partition},
-            "target": {"topic": self.target_topic, "partition": self.target_partition},
+            "target": {
+                "topic": self.target_topic,
+                "partition": None if self.rehashed else self.target_partition,
+                "partitioner": self.partitioner,
+                "partitions": self.target_partitions,
+                "remaining_records_per_partition": {str(k): v for k, v in sorted(self.target_records.items())}
+                if self.rehashed
+                else None,
+            },
             "transactional_id": self.transactional_id,
             "group": self.group,
             "records": self.records,
@@ -289,6 +335,8 @@ class ReplayPlan:
     conflicts: list[Conflict] = field(default_factory=list)
     #: the source's consumer groups carried over (:func:`logdoctor.replay.groups.plan_groups`; None: none)
     groups: list[GroupPlan] | None = None
+    #: ``same`` or ``default`` (:mod:`logdoctor.replay.partitioner`)
+    partitioner: str = SAME
 
     def all_conflicts(self) -> list[Conflict]:
         out = list(self.conflicts)
@@ -312,6 +360,7 @@ class ReplayPlan:
         return {
             "bootstrap": self.bootstrap,
             "cluster_id": self.cluster_id,
+            "partitioner": self.partitioner,
             "records": self.records,
             "remaining_records": self.remaining_records,
             "topics": [t.to_json() for t in self.topics],
@@ -425,15 +474,20 @@ def plan_replay(
     admin_config: Mapping[str, Any] | None = None,
     create: bool = True,
     timeout: float = 60.0,
+    partitioner: str = SAME,
 ) -> ReplayPlan:
     """The plan of replaying the records of ``paths`` (log dirs, partition folders, as ``export`` takes
     them, read with ``opts``) into the cluster at ``bootstrap``: one pass over the source's records (see
     :mod:`logdoctor.replay.source`) and a few questions to the target (its cluster id, its topics and their
     configs, each target partition's offsets, the replay groups' progress). Writes nothing. The source's
-    consumer groups are planned on top of it (:func:`logdoctor.replay.groups.plan_groups`)."""
+    consumer groups are planned on top of it (:func:`logdoctor.replay.groups.plan_groups`).
+    ``partitioner``: ``same`` (each record to its source partition's number) or ``default`` (the key
+    re-hashed as the Java producer does: :mod:`logdoctor.replay.partitioner`)."""
     from logdoctor.logdir.read_plan import plan_read
     from logdoctor.replay.source import PartitionSource, single_replicas
 
+    if partitioner not in PARTITIONERS:
+        raise ValueError(f"partitioner {partitioner!r}: one of {', '.join(PARTITIONERS)}")
     opts = opts if opts is not None else ReadOptions()
     _check_options(opts)
     mapping = topic_map if topic_map is not None else TopicMap()
@@ -443,7 +497,7 @@ def plan_replay(
     refs, several = single_replicas([r for r in read.refs if r.kind not in _NOT_LIVE])
     plan = ReplayPlan(
         tuple(read.items), opts, bootstrap, cluster_id, [], [], dict(admin_config or {}),
-        [p.message for p in read.not_read], list(read.left_out),
+        [p.message for p in read.not_read], list(read.left_out), partitioner=partitioner,
     )  # fmt: skip
     for (topic, partition), dirs in sorted(several.items()):
         plan.conflicts.append(
@@ -491,6 +545,14 @@ def plan_replay(
         if tp.exists:
             tp.configs = described.get(tp.target_topic)
             tp.configs_from = "the target cluster"
+    if partitioner == DEFAULT:
+        for ref in refs:
+            plan.partitions.append(_rehashed_partition(ref, by_source[ref.topic], target, cluster_id, opts))
+        for tp in plan.topics:
+            _check_rehashed_target(
+                tp, [p for p in plan.partitions if p.source_topic == tp.source_topic], target
+            )
+        return plan
     progress: dict[str, tuple[dict[int, Progress], set[int]]] = {}
     for tp in plan.topics:
         if tp.exists:
@@ -522,6 +584,62 @@ def plan_replay(
         check_partition(pp, tp.configs if tp.exists else None)
         plan.partitions.append(pp)
     return plan
+
+
+def _rehashed_partition(
+    ref: Any, tp: TopicPlan, target: Target, cluster_id: str, opts: ReadOptions
+) -> PartitionPlan:
+    """One source partition's plan under the ``default`` partitioner: its progress in its own group."""
+    from logdoctor.replay.source import PartitionSource
+
+    pp = PartitionPlan(
+        ref.log_dir, ref.topic, ref.partition, tp.target_topic, -1,
+        rehash_transactional_id(cluster_id, ref.topic, ref.partition, tp.target_topic),
+        rehash_group(cluster_id, ref.topic, ref.partition, tp.target_topic),
+        partitioner=DEFAULT, target_partitions=tp.partitions,
+        lease_group=replay_group(cluster_id, tp.target_topic),
+    )  # fmt: skip
+    if tp.exists:
+        committed, pending = target.committed_progress(pp.group, tp.target_topic, [0])
+        pp.progress, pp.pending = committed.get(0), 0 in pending
+    prog = pp.progress
+    if prog is not None and (prog.source_topic, prog.source_partition) != (ref.topic, ref.partition):
+        pp.conflicts.append(
+            Conflict(
+                "PROGRESS_OF_OTHER_SOURCE",
+                f"group {pp.group} holds a replay of {prog.source_topic}-{prog.source_partition}, not of "
+                f"{pp.name}",
+            )
+        )
+    elif prog is not None and prog.partitions != tp.partitions:
+        pp.conflicts.append(
+            Conflict(
+                "PARTITION_COUNT_CHANGED",
+                f"{pp.name}: its first {prog.records} records were hashed over "
+                f"{prog.partitions if prog.partitions is not None else 'no'} partitions of "
+                f"{tp.target_topic}, which has {tp.partitions} now: the rest would land elsewhere",
+            )
+        )
+    _count(pp, PartitionSource.of(ref, opts))
+    check_partition(pp, tp.configs if tp.exists else None)
+    return pp
+
+
+def _check_rehashed_target(tp: TopicPlan, pps: list[PartitionPlan], target: Target) -> None:
+    """``TARGET_NOT_EMPTY`` for each target partition with records while no source partition of the topic
+    has a replay's progress (committed or pending): a re-hashed replay begun owns the whole topic."""
+    if not tp.exists or tp.partitions is None or any(p.progress is not None or p.pending for p in pps):
+        return
+    for partition in range(tp.partitions):
+        low, high = target.watermarks(tp.target_topic, partition)
+        if high > low and target.has_records(tp.target_topic, partition):
+            tp.conflicts.append(
+                Conflict(
+                    "TARGET_NOT_EMPTY",
+                    f"{tp.target_topic}-{partition} is not empty (offsets {low}-{high - 1}) and no source "
+                    f"partition of {tp.source_topic} holds a re-hashed replay's progress there",
+                )
+            )
 
 
 def _check_options(opts: ReadOptions) -> None:
@@ -566,6 +684,7 @@ def _check_target(pp: PartitionPlan, target: Target) -> None:
 
 def _count(pp: PartitionPlan, source: Any) -> None:
     resume = pp.progress.next_source_offset if pp.progress is not None else None
+    hashed: dict[bytes | None, int] = {}
     for rec in source.records(copy=False):
         size = rec.size
         pp.records += 1
@@ -573,6 +692,14 @@ def _count(pp: PartitionPlan, source: Any) -> None:
         if resume is None or rec.offset >= resume:
             pp.remaining_records += 1
             pp.remaining_bytes += size
+            if pp.rehashed and pp.target_partitions:
+                key = None if rec.key is None else bytes(rec.key)
+                at = hashed.get(key)
+                if at is None:  # keys repeat: each hashed once per 65536 keys
+                    if len(hashed) >= 65536:
+                        hashed.clear()
+                    at = hashed[key] = pp.target_of(key)
+                pp.target_records[at] = pp.target_records.get(at, 0) + 1
         if pp.first_offset is None:
             pp.first_offset = rec.offset
         pp.last_offset = rec.offset

@@ -7,6 +7,11 @@ that two replays into the same target partition, from whatever source, share the
 - the transactional.id of the producer of a target partition: :func:`transactional_id`;
 - the replay group of a target topic, where each target partition's progress is committed in the same
   transaction as its records: :func:`replay_group`.
+
+A replay that re-hashes the keys (``--partitioner default``) sends one source partition's records to many
+target partitions, and each target partition gets records of many source partitions: its producer and its
+progress are the source partition's (:func:`rehash_transactional_id`, :func:`rehash_group`, each derived
+from the target cluster's id, the source topic and partition and the target topic).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ __all__ = [
     "PROGRESS_KEY",
     "Progress",
     "Target",
+    "rehash_group",
+    "rehash_transactional_id",
     "replay_group",
     "transactional_id",
 ]
@@ -48,6 +55,25 @@ def replay_group(cluster_id: str, topic: str) -> str:
     return f"logdoctor-replay-{topic[:_NAME_PART]}-{_digest(cluster_id, topic)}"
 
 
+def rehash_transactional_id(
+    cluster_id: str, source_topic: str, source_partition: int, target_topic: str
+) -> str:
+    """``logdoctor-rehash-<target topic>-<source partition>-<hash of cluster id/source topic/source
+    partition/target topic>``: the producer of one source partition re-hashed into ``target_topic``."""
+    digest = _digest("rehash", cluster_id, source_topic, source_partition, target_topic)
+    return f"logdoctor-rehash-{target_topic[:_NAME_PART]}-{source_partition}-{digest}"
+
+
+def rehash_group(cluster_id: str, source_topic: str, source_partition: int, target_topic: str) -> str:
+    """``logdoctor-rehash-<target topic>-<source partition>-<hash>``: the group of one source partition's
+    progress when it is re-hashed into ``target_topic``. The progress is committed on ``target_topic``'s
+    partition 0: the coordinator takes offsets only of partitions the target has (K:core/.../server/
+    KafkaApis.scala handleTxnOffsetCommitRequest: UNKNOWN_TOPIC_OR_PARTITION for a topic or partition its
+    metadata cache does not hold), and the group is the source partition's alone."""
+    digest = _digest("rehash-group", cluster_id, source_topic, source_partition, target_topic)
+    return f"logdoctor-rehash-{target_topic[:_NAME_PART]}-{source_partition}-{digest}"
+
+
 @dataclass(frozen=True, slots=True)
 class Progress:
     """What a replay committed for one target partition (in the metadata of the offset it commits there,
@@ -60,18 +86,24 @@ class Progress:
     first_target_offset: int
     records: int
     next_target_offset: int
+    #: a re-hashed replay's (``--partitioner default``): the target topic's partition count the keys were
+    #: hashed over (None: the source partition's number is the target's). Its progress is the source
+    #: partition's, committed on the target topic's partition 0 with the next source offset as the offset:
+    #: ``first_target_offset`` is -1 and ``next_target_offset`` the next source offset
+    partitions: int | None = None
 
     def metadata(self) -> str:
-        return json.dumps(
-            {
-                PROGRESS_KEY: 1,
-                "source": [self.source_topic, self.source_partition],
-                "next": self.next_source_offset,
-                "first": self.first_target_offset,
-                "records": self.records,
-            },
-            separators=(",", ":"),
-        )
+        obj: dict[str, Any] = {
+            PROGRESS_KEY: 1,
+            "source": [self.source_topic, self.source_partition],
+            "next": self.next_source_offset,
+            "first": self.first_target_offset,
+            "records": self.records,
+        }
+        if self.partitions is not None:
+            obj["partitioner"] = "default"
+            obj["partitions"] = self.partitions
+        return json.dumps(obj, separators=(",", ":"))
 
     @classmethod
     def parse(cls, offset: int, metadata: str | None) -> Progress | None:
@@ -79,9 +111,11 @@ class Progress:
         try:
             obj = json.loads(metadata or "")
             topic, partition = obj["source"]
+            partitions = obj.get("partitions")
             return cls(
-                str(topic), int(partition), int(obj["next"]), int(obj["first"]), int(obj["records"]), offset
-            )
+                str(topic), int(partition), int(obj["next"]), int(obj["first"]), int(obj["records"]), offset,
+                None if partitions is None else int(partitions),
+            )  # fmt: skip
         except (ValueError, KeyError, TypeError):
             return None
 
