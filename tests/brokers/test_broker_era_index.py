@@ -113,13 +113,9 @@ def test_the_broker_logs_its_warning_for_the_files_scan_names(crashed) -> None:
         assert logged[named]["line"] in finding["details"]["broker_log"]
         codes = {f["code"] for f in report["findings"]}
         assert "UNCLEAN_SHUTDOWN" in codes
+        # --deep's cross-check too: 1.0.2 indexes each batch's first offset, 2.2.2 its last (KAFKA-6264),
+        # both sound (checks/index_cross_check.py; tests/brokers/test_broker_era_scan.py)
         corrupt = [f["message"] for f in report["findings"] if f["code"] == "INDEX_CORRUPT"]
-        if depth == "deep" and era == "0.8-1.0":
-            # --deep's cross-check wants each .index entry at its batch's last offset, as brokers index
-            # from 2.0 (KAFKA-6264); up to 1.1 LogSegment.append indexed the batch's first offset, which a
-            # lookup uses as well: a gap of the cross-check (checks/index_cross_check.py, its C twin), not
-            # of this finding
-            corrupt = [m for m in corrupt if "after the entry's offset" not in m]
         assert corrupt == []
 
 

@@ -55,10 +55,12 @@ def _indexes(draw: st.DrawFn) -> tuple[IndexKind, bytes, int, int, int | None, l
         pos += draw(st.sampled_from([61, 100, 4096]))
         off += 1
     ts0 = draw(st.sampled_from([0, 10**12, -5]))
+    # each batch's last offset (Kafka 2.0 on) or its first (up to 1.1: issue 71, KAFKA-6264)
+    first_offsets = draw(st.booleans())
     ents = []
     for k in sorted(draw(st.sets(st.integers(0, nb - 1), max_size=nb))):
         v = positions[k] if kind is IndexKind.OFFSET else ts0 + 10 * k
-        ents.append((lasts[k] - base, v))
+        ents.append((lasts[k] - (steps[k] if first_offsets else 0) - base, v))
     for _ in range(draw(st.integers(0, 3))):  # damage
         if not ents:
             break

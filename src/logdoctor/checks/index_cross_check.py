@@ -1,16 +1,33 @@
 """Every entry of a segment's .index and .timeindex checked against the batches of its walked .log:
 what `scan --deep` runs on every segment, and the default depth on a segment whose tail walk found damage.
 
-An entry must point at a batch boundary whose offsets and timestamps agree with it (the rules of
-K:storage/.../log/LogSegment.java recover, which rebuilds the indexes from the batches); the first entry
+An entry must point at a batch boundary whose offsets and timestamps agree with it; the first entry
 that does not is reported with the reason, as INDEX_CORRUPT.
+
+A ``.index`` entry (offset, position) is sound when a lookup through it finds every offset from its own
+on: the position is a batch start and the batch before it ends below the entry's offset (previous batch's
+last offset < offset <= the segment's last offset). That holds for what every era of broker wrote:
+
+- since 2.0 the last offset of the batch at the position (KAFKA-6264; K:core/src/main/scala/kafka/log/
+  LogSegment.scala at 2.0.0, ``append`` and ``recover``), or of the last batch of a multi-batch append
+  (before KAFKA-806: the entry's offset past the first batch's end, a lookup still starts early enough);
+- up to 1.1 the FIRST offset of the batch, or of the first batch of the append (LogSegment.scala at
+  1.1.1: ``offsetIndex.append(firstOffset, physicalPosition)`` and, in ``recover``, ``batch.baseOffset``),
+  the first record's offset for a v0/v1 message set.
+
+An entry below its batch's first offset (at or before the previous batch's last) is what breaks a lookup
+(OffsetIndex.lookup takes the last entry <= the target, then the log is read forward from its position:
+the records between the entry's offset and that position are skipped).
 """
 
 from __future__ import annotations
 
 import bisect
 import struct
+from collections.abc import Sequence
 
+from logdoctor.checks.catalog.entry import CommandText, repair_hint
+from logdoctor.checks.context import Depth
 from logdoctor.checks.indexes import _SMALL, C_OFFSET_MAX, ENTRY_SIZE, Entries, report_corrupt
 from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.state.segment_walk import WalkResult
@@ -39,7 +56,18 @@ def cross_check_indexes(st: PartitionState, seg: Segment, w: WalkResult) -> None
         if found is not None:
             j, why, offset = found
             problem = f"entry {j} of {path} does not match the log: {why}"
-            report_corrupt(st, seg, path, kind, data, problem, j * ENTRY_SIZE[kind], offset)
+            report_corrupt(
+                st, seg, path, kind, data, problem, j * ENTRY_SIZE[kind], offset, repair=_repair(st)
+            )
+
+
+def _repair(st: PartitionState) -> CommandText | None:
+    """The ``{repair}`` of a finding of this check at ``--deep``: the repair that plans from the same depth
+    (a default-depth repair walks only the segments whose tail shows damage, and would say "Nothing to
+    repair" of an index whose log is sound); None (the default repair) at the default depth."""
+    if st.task.options.depth < Depth.DEEP:
+        return None
+    return repair_hint("INDEX_CORRUPT", st.task.log_dir, "--deep")
 
 
 def _big_mismatch(kind: IndexKind, data: bytes, seg: Segment, w: WalkResult) -> _Found:
@@ -57,7 +85,9 @@ def _big_mismatch(kind: IndexKind, data: bytes, seg: Segment, w: WalkResult) -> 
             return None
         if kind is IndexKind.OFFSET:
             j, not_start, pos, off, batch_last = got
-            return j, _offset_why(bool(not_start), pos, off, batch_last, last_offset, seg.log_name), off
+            prev_last = _previous_last(w.positions, w.last_offsets, pos, seg.base_offset)
+            why = _offset_why(bool(not_start), pos, off, prev_last, batch_last, last_offset, seg.log_name)
+            return j, why, off
         j, off, ts = got
         return j, _time_why(off, ts, last_offset, w.max_timestamp), off
     entries = Entries(kind, data, seg.base_offset, log_name=seg.log_name)
@@ -66,14 +96,32 @@ def _big_mismatch(kind: IndexKind, data: bytes, seg: Segment, w: WalkResult) -> 
     return None if found is None else (*found, int(entries.offsets[found[0]]))
 
 
-def _offset_why(not_start: bool, pos: int, off: int, batch_last: int, last_offset: int, log_name: str) -> str:
-    """Why a .index entry at position ``pos`` for offset ``off`` is wrong (``batch_last``: the last
-    offset of the batch at ``pos``, when there is one)."""
+def _offset_why(
+    not_start: bool, pos: int, off: int, prev_last: int, batch_last: int, last_offset: int, log_name: str
+) -> str:
+    """Why a .index entry at position ``pos`` for offset ``off`` is wrong (``prev_last``, ``batch_last``:
+    the last offsets of the batch before the one at ``pos`` and of that one, when there is one)."""
     if not_start:
         return f"position {pos} is not the start of a batch in {log_name}"
-    if batch_last > off:
-        return f"the batch at position {pos} ends at offset {batch_last}, after the entry's offset {off}"
+    if off <= prev_last:
+        return (
+            f"the batch at position {pos} holds offsets {prev_last + 1} to {batch_last}, after the entry's "
+            f"offset {off} (the previous batch ends at {prev_last})"
+        )
     return f"offset {off} is past the segment's last offset {last_offset}"
+
+
+def _offset_sound(not_start: bool, off: int, prev_last: int, last_offset: int) -> bool:
+    """The rule of every era (see the module doc): at a batch start, after the previous batch's end,
+    within the segment."""
+    return not not_start and prev_last < off <= last_offset
+
+
+def _previous_last(positions: Sequence[int], lasts: Sequence[int], pos: int, base: int) -> int:
+    """The last offset of the batch before the first batch starting at or after ``pos`` (``base - 1``
+    when there is none: no entry may name an offset below the segment's base)."""
+    k = bisect.bisect_left(positions, pos)
+    return int(lasts[k - 1]) if k > 0 else base - 1
 
 
 def _time_why(off: int, ts: int, last_offset: int, max_timestamp: int) -> str:
@@ -85,19 +133,29 @@ def _time_why(off: int, ts: int, last_offset: int, max_timestamp: int) -> str:
 def _offset_mismatch(
     e: Entries, positions: np.ndarray, lasts: np.ndarray, _max_timestamp: int
 ) -> tuple[int, str] | None:
-    """The first .index entry that is not at a batch start, is before its batch's end, or past the log."""
+    """The first .index entry that is not at a batch start, is at or before the previous batch's end, or
+    past the log (:func:`_offset_sound`)."""
     offs, pos, last_offset = e.offsets, e.positions, int(lasts[-1])
     k = np.searchsorted(positions, pos)
     k_clip = np.minimum(k, len(positions) - 1)
     not_start = (k >= len(positions)) | (positions[k_clip] != pos)
-    wrong = ~not_start & (lasts[k_clip] > offs)
+    prev_lasts = np.where(k > 0, lasts[np.maximum(k - 1, 0)], e.base - 1)
+    wrong = ~not_start & (offs <= prev_lasts)
     past = offs > last_offset
     bad = np.flatnonzero(not_start | wrong | past)
     if not bad.size:
         return None
     j = int(bad[0])
-    batch_last = int(lasts[k_clip[j]])
-    return j, _offset_why(bool(not_start[j]), int(pos[j]), int(offs[j]), batch_last, last_offset, e.log_name)
+    why = _offset_why(
+        bool(not_start[j]),
+        int(pos[j]),
+        int(offs[j]),
+        int(prev_lasts[j]),
+        int(lasts[k_clip[j]]),
+        last_offset,
+        e.log_name,
+    )
+    return j, why
 
 
 def _time_mismatch(
@@ -144,9 +202,10 @@ def _small_offset_mismatch(ents: list[tuple[int, int]], seg: Segment, w: WalkRes
         off = base + rel
         k = bisect.bisect_left(positions, pos)
         not_start = k >= n or positions[k] != pos
-        batch_last = lasts[min(k, n - 1)]
-        if not_start or batch_last > off or off > last_offset:
-            return j, _offset_why(not_start, pos, off, batch_last, last_offset, seg.log_name), off
+        prev_last = lasts[k - 1] if k > 0 else base - 1
+        if not _offset_sound(not_start, off, prev_last, last_offset):
+            batch_last = lasts[min(k, n - 1)]
+            return j, _offset_why(not_start, pos, off, prev_last, batch_last, last_offset, seg.log_name), off
     return None
 
 

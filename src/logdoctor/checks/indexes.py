@@ -158,8 +158,10 @@ def report_corrupt(
     position: int | None,
     offset: int | None = None,
     extra: dict[str, Any] | None = None,
+    repair: Any = None,
 ) -> None:
-    """One INDEX_CORRUPT finding, with which Kafka eras reject the file."""
+    """One INDEX_CORRUPT finding, with which Kafka eras reject the file (``repair``: the ``{repair}`` of
+    its fix, when the default-depth repair would not see it)."""
     verdict, rejecting = verdict_text(
         kind,
         data,
@@ -177,6 +179,7 @@ def report_corrupt(
         verdict=verdict,
         segment=seg.log_file,
         details={"index": _WHAT[kind], "rejected_by": [ERA_LABEL[e] for e in rejecting], **(extra or {})},
+        **({} if repair is None else {"repair": repair}),
     )
 
 

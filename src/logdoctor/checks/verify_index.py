@@ -17,6 +17,15 @@ preallocated index, see :func:`logdoctor.formats.index.real_entry_count`).
 Where we differ from DumpLogSegments, on purpose, so that valid broker-written indexes are not
 called broken:
 
+- first-offset entries (Kafka up to 1.1): before KAFKA-6264 (2.0) an offset-index entry held the
+  FIRST offset of the batch at its position, or of an append's first batch, the message's offset
+  for a v0/v1 message set (K:core/src/main/scala/kafka/log/LogSegment.scala at 1.1.1, ``append``:
+  ``offsetIndex.append(firstOffset, physicalPosition)``; ``recover``: ``batch.baseOffset``). Any
+  offset of the batch at the position (after the previous batch's last offset, up to its own) is
+  accepted: a lookup through it (the last entry <= the target, then the log read forward from its
+  position) finds every offset from the entry's on, as :mod:`logdoctor.checks.index_cross_check`
+  (``scan --deep``) has it. An entry at or before the previous batch's last offset is a mismatch.
+
 - append chunks (KAFKA-806): before that fix (Feb 2025) a live append of several batches in one
   call added ONE offset-index entry: the last offset of the whole chunk at the position of its
   first batch (K:storage/.../log/LogSegment.java ``append``). DumpLogSegments reports such an
@@ -250,6 +259,8 @@ def verify_offset_index(
         first_last = layout.last_offsets[j]
         if first_last == offset:
             continue
+        if (layout.last_offsets[j - 1] if j > 0 else base_offset - 1) < offset < first_last:
+            continue  # a first-offset entry (up to Kafka 1.1): see the module doc
         if log_end_offset is not None and offset > log_end_offset:
             add(
                 FindingCode.INDEX_OFFSET_NOT_IN_LOG,

@@ -2270,7 +2270,7 @@ index_entry_checks(PyObject *self, PyObject *args)
 
 /* index_cross_check(data, entry_size, real, base, positions, lasts, max_timestamp) -> None or the
  * first of the ``real`` entries that does not match the walk's batches (positions, last offsets:
- * int64 buffers, positions ascending, at least one batch), as checks.deep._offset_mismatch:
+ * int64 buffers, positions ascending, at least one batch), as checks.index_cross_check._offset_mismatch:
  * (entry, not a batch start, position, offset, the last offset of the batch at or after it), or
  * _time_mismatch: (entry, offset, timestamp). */
 static PyObject *
@@ -2339,7 +2339,10 @@ index_cross_check(PyObject *self, PyObject *args)
             prev_at = at;
             int not_start = lo >= nb || pos[lo] != at;
             int64_t batch_last = lasts[lo < nb ? lo : nb - 1];
-            if (not_start || batch_last > off || off > last_offset) {
+            /* sound in every era (checks.index_cross_check): after the previous batch's end (an entry
+             * holds its batch's first offset up to Kafka 1.1, its last since 2.0), within the segment */
+            int64_t prev_last = lo > 0 ? lasts[(lo < nb ? lo : nb) - 1] : (int64_t)base - 1;
+            if (not_start || off <= prev_last || off > last_offset) {
                 result = Py_BuildValue("(niLLL)", j, not_start, (long long)at, (long long)off,
                                        (long long)batch_last);
                 goto done;
@@ -2651,6 +2654,297 @@ done:
     return out;
 }
 
+/* ------------------------------------------------------------------------------------------
+ * record_lines(buf, start, section, transaction_result) -> (text, count, first, last, gaps) | None
+ *
+ * The text lines `dump --deep` prints for the records of the v2 batch at buf[start:] (one
+ * "    | offset ..." line each, exactly cli.dump.text's TextSink._record without --print-data, a
+ * decoder or a control batch), written here in one pass: no Record object, no event dict, no
+ * string per field. section: None (the batch uncompressed, or lz4 decompressed here up to
+ * max_window) or its decompressed records section (other codecs, from codecs.py).
+ * transaction_result: None or the word of its transaction's outcome (printable ASCII).
+ * Returns the lines (an ASCII str, each line ending with "\n"), the record count, the first and
+ * last record offsets, and the (offset, next offset) pairs inside the batch that are not
+ * consecutive. None whenever the Python path must print the batch: a control batch, a codec or
+ * an lz4 frame left to codecs.py, a section past the window, a record that does not decode (the
+ * Python path then raises its typed error after the records before it), a header key that is not
+ * printable ASCII (the Python path decodes and escapes it). tests/cli/test_dump_record_lines.py
+ * compares both paths on what real brokers wrote.
+ */
+
+/* The largest epoch second Python's datetime shows (9999-12-31T23:59:59); text._iso prints the
+ * milliseconds as a number past it (ValueError), "-" below 0. */
+#define RL_MAX_SECONDS 253402300799LL
+
+typedef struct {
+    char *p;
+    Py_ssize_t n, cap;
+} rl_out_t;
+
+static int
+rl_reserve(rl_out_t *o, Py_ssize_t more)
+{
+    if (o->n + more <= o->cap)
+        return 0;
+    Py_ssize_t cap = o->cap * 2 > o->n + more ? o->cap * 2 : o->n + more;
+    char *q = PyMem_RawRealloc(o->p, (size_t)cap);
+    if (q == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    o->p = q;
+    o->cap = cap;
+    return 0;
+}
+
+static inline void
+rl_put(rl_out_t *o, const char *s, Py_ssize_t len)
+{
+    memcpy(o->p + o->n, s, (size_t)len);
+    o->n += len;
+}
+
+/* an int64 in decimal (no snprintf: four a record) */
+static inline void
+rl_int(rl_out_t *o, int64_t v)
+{
+    char tmp[24];
+    int k = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[k++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0)
+        o->p[o->n++] = '-';
+    while (k)
+        o->p[o->n++] = tmp[--k];
+}
+
+static inline void
+rl_digits(char *at, int64_t v, int width)
+{
+    for (int k = width - 1; k >= 0; k--) {
+        at[k] = (char)('0' + v % 10);
+        v /= 10;
+    }
+}
+
+/* "YYYY-MM-DDTHH:MM:SS" (19 characters) of an epoch second in [0, RL_MAX_SECONDS], proleptic
+ * Gregorian UTC (days to civil date: H. Hinnant's algorithm) */
+static void
+rl_iso_seconds(int64_t secs, char *out)
+{
+    int64_t days = secs / 86400, rem = secs % 86400;
+    int64_t z = days + 719468;
+    int64_t era = z / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t y = yoe + era * 400;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    int64_t d = doy - (153 * mp + 2) / 5 + 1;
+    int64_t m = mp < 10 ? mp + 3 : mp - 9;
+    if (m <= 2)
+        y++;
+    rl_digits(out, y, 4);
+    out[4] = '-';
+    rl_digits(out + 5, m, 2);
+    out[7] = '-';
+    rl_digits(out + 8, d, 2);
+    out[10] = 'T';
+    rl_digits(out + 11, rem / 3600, 2);
+    out[13] = ':';
+    rl_digits(out + 14, rem / 60 % 60, 2);
+    out[16] = ':';
+    rl_digits(out + 17, rem % 60, 2);
+}
+
+static PyObject *
+record_lines(PyObject *self, PyObject *args)
+{
+    Py_buffer view, sview;
+    Py_ssize_t start;
+    PyObject *section, *txn;
+    batch_hdr_t h;
+    scratch_t s = {NULL, 0};
+    rl_out_t o = {NULL, 0, 0};
+    PyObject *result = NULL, *gaps = NULL;
+    int have_section = 0;
+
+    if (!PyArg_ParseTuple(args, "y*nOO", &view, &start, &section, &txn))
+        return NULL;
+    const char *txn_s = NULL;
+    Py_ssize_t txn_len = 0;
+    if (txn != Py_None) {
+        if (!PyUnicode_Check(txn)) {
+            PyErr_SetString(PyExc_TypeError, "record_lines: transaction_result must be a str or None");
+            goto done;
+        }
+        txn_s = PyUnicode_AsUTF8AndSize(txn, &txn_len);
+        if (txn_s == NULL)
+            goto done;
+        for (Py_ssize_t k = 0; k < txn_len; k++)
+            if (txn_s[k] < 0x20 || txn_s[k] > 0x7e) {
+                result = Py_NewRef(Py_None);
+                goto done;
+            }
+    }
+    const uint8_t *buf = (const uint8_t *)view.buf;
+    if (read_batch_header(buf, view.len, start, &h) < 0)
+        goto done;
+    if (buf[start + 16] != 2 || (h.attributes & 0x20) || h.record_count <= 0) {
+        result = Py_NewRef(Py_None); /* not v2, a control batch, no records: the Python path */
+        goto done;
+    }
+    int codec = h.attributes & 0x07;
+    const uint8_t *p;
+    Py_ssize_t pos, end;
+    if (section != Py_None) {
+        if (PyObject_GetBuffer(section, &sview, PyBUF_SIMPLE) < 0)
+            goto done;
+        have_section = 1;
+        p = (const uint8_t *)sview.buf;
+        pos = 0;
+        end = sview.len;
+    } else if (codec == 0) {
+        p = buf;
+        pos = start + 61;
+        end = start + 12 + (Py_ssize_t)h.length;
+    } else if (codec == 3) {
+        Py_ssize_t out_len = 0;
+        int rc = lz4_frame_decode(buf + start + 61, records_size(&h), &s, &out_len, max_window);
+        if (rc < 0)
+            goto done;
+        if (rc > 0) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        p = (const uint8_t *)s.p;
+        pos = 0;
+        end = out_len;
+    } else {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    gaps = PyList_New(0);
+    if (gaps == NULL)
+        goto done;
+    int use_lat = (h.attributes & 0x08) != 0;
+    const char *ts_label = use_lat ? "LogAppendTime " : "CreateTime ";
+    Py_ssize_t ts_label_len = use_lat ? 14 : 11;
+    char iso[20];
+    int64_t iso_secs = -1; /* the second iso holds */
+    int64_t first = 0, prev = 0;
+    Py_ssize_t prefetched = pos;
+    for (Py_ssize_t n = 0; n < h.record_count; n++) {
+        rec_t rec;
+        Py_ssize_t errpos;
+        if (parse_record(p, &pos, end, &rec, &errpos)) {
+            result = Py_NewRef(Py_None); /* the Python path raises the typed error */
+            goto done;
+        }
+        prefetch_ahead(p, pos, end, &prefetched);
+        /* 4 numbers of at most 20 characters, the time (at most 24), the words: under 192 */
+        if (rl_reserve(&o, 192 + txn_len) < 0)
+            goto done;
+        int64_t offset = (int64_t)((uint64_t)h.base_offset + (uint64_t)(int64_t)rec.offset_delta);
+        int64_t ts = use_lat ? h.max_timestamp : (int64_t)((uint64_t)h.base_timestamp + (uint64_t)rec.ts_delta);
+        if (n == 0)
+            first = offset;
+        else if (prev == INT64_MAX || offset != prev + 1) {
+            PyObject *pair = Py_BuildValue("(LL)", (long long)prev, (long long)offset);
+            if (pair == NULL || PyList_Append(gaps, pair) < 0) {
+                Py_XDECREF(pair);
+                goto done;
+            }
+            Py_DECREF(pair);
+        }
+        prev = offset;
+        rl_put(&o, "    | offset ", 13);
+        rl_int(&o, offset);
+        rl_put(&o, "  ", 2);
+        rl_put(&o, ts_label, ts_label_len);
+        if (ts < 0)
+            rl_put(&o, "-", 1);
+        else if (ts / 1000 > RL_MAX_SECONDS)
+            rl_int(&o, ts);
+        else {
+            if (ts / 1000 != iso_secs) {
+                iso_secs = ts / 1000;
+                rl_iso_seconds(iso_secs, iso);
+            }
+            rl_put(&o, iso, 19);
+            o.p[o.n++] = '.';
+            rl_digits(o.p + o.n, ts % 1000, 3);
+            o.n += 3;
+            o.p[o.n++] = 'Z';
+        }
+        rl_put(&o, "  key ", 6);
+        rl_int(&o, rec.key_len < 0 ? -1 : rec.key_len);
+        rl_put(&o, " B  value ", 10);
+        rl_int(&o, rec.value_len < 0 ? -1 : rec.value_len);
+        rl_put(&o, " B", 2);
+        if (h.base_sequence >= 0) {
+            int32_t seq = increment_sequence(h.base_sequence, rec.offset_delta);
+            if (seq >= 0) {
+                rl_put(&o, "  seq ", 6);
+                rl_int(&o, seq);
+            }
+        }
+        if (txn_s != NULL && txn_len > 0) {
+            rl_put(&o, "  transaction ", 14);
+            rl_put(&o, txn_s, txn_len);
+        }
+        if (rec.header_count > 0) {
+            /* a second walk over the headers parse_record checked, each length checked again (a live
+             * segment's bytes may change in between: next_header); a key that is not printable ASCII
+             * leaves the batch to the Python path, which decodes and escapes it */
+            rl_put(&o, "  headers [", 11);
+            Py_ssize_t hi = rec.headers_pos;
+            for (int32_t k = 0; k < rec.header_count; k++) {
+                int32_t kl, vl;
+                Py_ssize_t kpos, vpos;
+                if (next_header(p, &hi, rec.end, &kl, &kpos, &vl, &vpos, &errpos) || rl_reserve(&o, kl + 4) < 0) {
+                    if (!PyErr_Occurred())
+                        result = Py_NewRef(Py_None);
+                    goto done;
+                }
+                if (k)
+                    rl_put(&o, ", ", 2);
+                for (int32_t c = 0; c < kl; c++) {
+                    uint8_t ch = p[kpos + c];
+                    if (ch < 0x20 || ch > 0x7e) {
+                        result = Py_NewRef(Py_None);
+                        goto done;
+                    }
+                    o.p[o.n++] = (char)ch;
+                }
+            }
+            o.p[o.n++] = ']';
+        }
+        o.p[o.n++] = '\n';
+    }
+    if (pos != end) { /* bytes after the last record: the Python path raises E_TRAILING */
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    PyObject *text = PyUnicode_New(o.n, 127);
+    if (text == NULL)
+        goto done;
+    if (o.n)
+        memcpy(PyUnicode_1BYTE_DATA(text), o.p, (size_t)o.n);
+    result = Py_BuildValue("(NiLLO)", text, (int)h.record_count, (long long)first, (long long)prev, gaps);
+done:
+    Py_XDECREF(gaps);
+    PyMem_RawFree(o.p);
+    PyMem_RawFree(s.p);
+    if (have_section)
+        PyBuffer_Release(&sview);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"index_real_entries", index_real_entries, METH_VARARGS, "index_real_entries(data, entry_size) -> real entries."},
     {"index_entry_checks", index_entry_checks, METH_VARARGS, "The first bad entry of an index's checks (see _speedups.c)."},
@@ -2684,6 +2978,9 @@ static PyMethodDef methods[] = {
      "populate_read(buf, advise=True, refused=0) -> whether madvise populated the pages (else they were read)."},
     {"list_folders", list_folders, METH_VARARGS,
      "list_folders(root, names) -> [(st_mode, st_uid, st_gid, [names]) | errno]: each folder root/name listed."},
+    {"record_lines", record_lines, METH_VARARGS,
+     "record_lines(buf, start, section, transaction_result) -> (text, count, first, last, gaps) | None: "
+     "dump --deep's lines of a batch's records."},
     {NULL, NULL, 0, NULL},
 };
 
