@@ -84,7 +84,7 @@ test-fast: $(STAMP) docs
 
 # The long fuzz run (docs/reliability.md): FUZZ_EXAMPLES mutated real files per parser test, a
 # twentieth of that many mutated log dirs through scan --deep; and the typed decoders' property tests, about
-# 4 x FUZZ_EXAMPLES payloads per format (tests/typed/typed_fuzz.py). CI runs the default counts.
+# 4-5 x FUZZ_EXAMPLES payloads per format (tests/typed/typed_fuzz.py). CI runs the default counts.
 FUZZ_EXAMPLES ?= 30000
 TYPED_FUZZ := tests/typed/test_avro_property.py tests/typed/test_protobuf_property.py tests/typed/test_json_hostile.py
 fuzz: $(STAMP)

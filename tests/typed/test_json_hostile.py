@@ -14,11 +14,11 @@ from pathlib import Path
 
 import crafted_topics as ct
 import pytest
+import typed_fuzz
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-import tiers
 from logdoctor.cli import commands  # noqa: F401  (registers every command)
 from logdoctor.cli.main import app
 from logdoctor.formats.registry.connect_json import ConnectJsonDecoder
@@ -137,14 +137,19 @@ def _oracle(payload: bytes):
     return REFUSED if _SURROGATE.search(json.dumps(value, ensure_ascii=False)) else value
 
 
-@settings(max_examples=tiers.examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# 4 x FUZZ_EXAMPLES in `make fuzz`: one payload an example (tests/typed/typed_fuzz.py)
+@settings(
+    max_examples=typed_fuzz.examples(300, 4), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 @given(
     _texts,
     st.integers(0, 300),
     st.sampled_from([b"", b'"\\ud800"', b"9" * 4400, b"1e99999999999999999999", b"[" * 3000, b"\xff", b'"']),
 )
+@typed_fuzz.timed
 def test_any_bytes_give_a_value_or_a_reason(base: bytes, cut: int, insert: bytes) -> None:
     payload = _mutate(base, cut, insert)
+    typed_fuzz.payloads(1)
     want = _oracle(payload)
     for schema, d in zip(_SCHEMAS, _DECODERS, strict=True):
         started = time.perf_counter()

@@ -23,13 +23,13 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+import typed_fuzz
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import tiers
 from logdoctor.formats.registry.decoder import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
 from logdoctor.formats.registry.protobuf import ProtobufDecoder
 from logdoctor.formats.registry.protobuf_schema import compile_schema
@@ -127,6 +127,7 @@ def _got(value: Any, t: pa.DataType) -> Any:
 
 def check(decoder: ProtobufDecoder, message_class: type, payloads: list[bytes]) -> None:
     """Decode ``payloads`` as one batch and check every one against protobuf's parser, and the bounds."""
+    typed_fuzz.payloads(len(payloads))
     started = time.monotonic()
     out = decoder.decode(payloads)
     took = time.monotonic() - started
@@ -205,11 +206,12 @@ def payments() -> tuple[SchemaRegistry, list[bytes]]:
 
 @pytest.mark.realworld
 @settings(
-    max_examples=tiers.examples(300),
+    max_examples=typed_fuzz.examples(300),  # FUZZ_EXAMPLES in `make fuzz`
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(data=st.data())
+@typed_fuzz.timed
 def test_the_registered_payments_schema_on_any_bytes(payments, data) -> None:
     registry, bodies = payments
     path = data.draw(st.sampled_from([(0,), (1,)]))
@@ -368,14 +370,17 @@ def _random_schema_case(data: st.DataObject, max_payloads: int) -> None:
     check(decoder, message_class, payloads)
 
 
-@settings(max_examples=tiers.examples(40), deadline=None)
+# a protoc compile an example: FUZZ_EXAMPLES / 20 in `make fuzz` (tests/typed/typed_fuzz.py)
+@settings(max_examples=typed_fuzz.examples(40, 1 / 20), deadline=None)
 @given(data=st.data())
+@typed_fuzz.timed
 def test_random_schemas_on_any_bytes(data) -> None:
     _random_schema_case(data, 12)
 
 
 @pytest.mark.slow
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=typed_fuzz.examples(200, 1 / 20), deadline=None)
 @given(data=st.data())
+@typed_fuzz.timed
 def test_random_schemas_on_any_bytes_long(data) -> None:
     _random_schema_case(data, 40)
