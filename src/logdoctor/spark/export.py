@@ -497,6 +497,29 @@ def damaged_segments(checks: Sequence[tuple[int, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: the segments pass of an arrow-writer export over local segments of at most this many bytes in all runs
+#: on the driver (:func:`driver_damaged`): milliseconds, where a Spark pass on a cold JVM costs seconds
+DRIVER_PASS_BYTES = 64 * 1024 * 1024
+
+
+def driver_damaged(
+    items: Sequence[str], seg_opts: ReadOptions, limit: int = DRIVER_PASS_BYTES
+) -> list[dict[str, Any]] | None:
+    """The rows with an error the ``kafka-log-segments`` pass over ``items`` would give (its plan, its
+    segments and its not-read rows, :func:`damaged_segments`' code), made on the driver; None (run the pass)
+    when a segment is read by byte ranges (a URI, the remote tier) or they are over ``limit`` bytes."""
+    from logdoctor.logdir.read_plan import one_remote_copy
+    from logdoctor.spark.planning import read_plan
+    from logdoctor.spark.sources.segment_summary import not_read_row
+
+    plan = read_plan(items, seg_opts)
+    segs = [s for ref in one_remote_copy(plan.refs) for s in ref.segments]
+    if any(s.ranged for s in segs) or sum(s.size for s in segs) > limit:
+        return None
+    rows = damaged_segments(list(enumerate(segs)))
+    return rows + [r for r in map(not_read_row, plan.not_read) if r["error"] is not None]
+
+
 def assign_checks(
     groups: Sequence[Sequence[Any]], segs: Sequence[Any]
 ) -> tuple[list[tuple[tuple[int, Any], ...]], list[tuple[tuple[int, Any], ...]]]:
@@ -632,6 +655,8 @@ def skipped_ranges(
     # The arrow writer's tasks reported the remote-tier segments they could not read: the segments pass
     # then lists the log dirs' segments only (the remote tier is not read twice).
     seg_opts = segments_pass_options(opts, writer)
+    if damaged is None and writer == "arrow":  # small local inputs: the same rows found on the driver
+        damaged = driver_damaged(items, seg_opts)
     if damaged is not None:
         bad_rows: Sequence[Any] = damaged
     else:

@@ -91,15 +91,32 @@ class TypedSummary:
         return out
 
 
+#: inputs of at most this many bytes (local segments) are surveyed by the driver itself: the same code on
+#: the same groups, milliseconds, where a Spark job on a cold JVM costs seconds (issue 76)
+DRIVER_SURVEY_BYTES = 64 * 1024 * 1024
+
+
+def surveyed_on_driver(groups: Sequence[Sequence[Any]], limit: int = DRIVER_SURVEY_BYTES) -> bool:
+    """Whether the first pass over ``groups`` runs on the driver: every slice a local segment (none read
+    by byte ranges: a URI or the remote tier) and their segments at most ``limit`` bytes in all."""
+    segs = {sl.segment.path: sl.segment for group in groups for sl in group}
+    return all(not s.ranged for s in segs.values()) and sum(s.size for s in segs.values()) <= limit
+
+
 def survey_job(spark: Any, refs: Sequence[Any], opts: Any, txns: Any, registry: Any) -> TypedPlan:
     """The first pass: one Spark task per group of slices (the groups the write job uses) says which writer
     schemas its topics name; the driver plans each topic's table
-    (:func:`logdoctor.spark.typed.plan_topics`)."""
+    (:func:`logdoctor.spark.typed.plan_topics`). Small local inputs (:func:`surveyed_on_driver`) are
+    surveyed group by group on the driver, no Spark job."""
     from logdoctor.spark.planning import plan_slices, task_groups
 
     groups = task_groups(plan_slices(refs, opts, txns), opts)
     if not groups:
         return plan_topics({}, registry)
+    if surveyed_on_driver(groups):
+        from logdoctor.spark.sources.slice_reader import read_slices
+
+        return plan_topics(merge_surveys(survey(read_slices(g, opts), registry) for g in groups), registry)
 
     registry_b = broadcast(spark, registry)
 
