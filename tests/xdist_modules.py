@@ -81,6 +81,7 @@ LONGEST: list[str] = [
     "tests/formats/test_records_realworld.py",  # 41 s, 81 tests
     "tests/cli/test_failures_end_cleanly.py",  # 40 s, 35 tests
     "tests/brokers/test_broker_corrupt_index.py",  # 49 s
+    "tests/brokers/test_broker_era_scan.py",  # 40 s alone: a 1.0.2 and a 2.2.2 broker, 2 restarts
     "tests/repair/test_rebuild_threads.py",  # 39 s, 8 tests
     "tests/repair/test_grouped_steps.py",  # 38 s, 4 tests
     "tests/checks/test_whole_index_ok.py",  # make test-fast at load 10: 33 s, 7 tests (600 examples)

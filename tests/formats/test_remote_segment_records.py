@@ -133,7 +133,7 @@ def test_other_records_left_to_the_schema_reader(value: bytes) -> None:
 def test_cut_or_damaged_bytes_never_read_differently(value: bytes) -> None:
     for n in range(PREFIX, len(value)):
         _same(value[:n])  # every prefix: both fail, or both read the same fields
-        _same(value + b"\x00")  # a byte left over
+    _same(value + b"\x00")  # a byte left over
     for i in range(PREFIX, len(value)):
         for b in (0x00, 0x01, 0x7F, 0x80, 0xFF):
             _same(value[:i] + bytes([b]) + value[i + 1 :])

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tiers
 from logdoctor.logdir.discovery import DiscoveryError
 from logdoctor.logdir.read_options import (
     DECODERS,
@@ -82,7 +83,7 @@ def read_options(draw: st.DrawFn) -> ReadOptions:
     )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=tiers.examples(300), deadline=None)
 @given(read_options())
 def test_the_options_spark_is_given_parse_to_the_same_object(opts: ReadOptions) -> None:
     given_to_spark = opts.to_options()

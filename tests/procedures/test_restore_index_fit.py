@@ -11,6 +11,7 @@ import struct
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tiers
 from logdoctor.formats.index import IndexKind
 from logdoctor.repair.procedures.restore import _entries_fit, _first_bad_entry, _index_problem
 
@@ -28,7 +29,7 @@ def _grow(rels: list[int], steps: list[int]) -> list[int]:
     return out
 
 
-@settings(max_examples=400, deadline=None)  # the first call imports the index arrays (numpy)
+@settings(max_examples=tiers.examples(400), deadline=None)  # the first call imports the index arrays (numpy)
 @given(
     base=_BASE,
     span=st.one_of(st.integers(-3, 60), st.just(1 << 40)),
@@ -47,7 +48,7 @@ def test_offset_index_fits_exactly_when_the_walk_finds_nothing(base, span, size,
         assert _entries_fit(IndexKind.OFFSET, data, n, base, end, size) == want, (n, rels, positions)
 
 
-@settings(max_examples=400, deadline=None)  # the first call imports the index arrays (numpy)
+@settings(max_examples=tiers.examples(400), deadline=None)  # the first call imports the index arrays (numpy)
 @given(
     base=_BASE,
     span=st.one_of(st.integers(-3, 60), st.just(1 << 40)),

@@ -17,6 +17,7 @@ import pytest
 from write_runs import Case, cli_argv, clone, move_case, repair_case, sync_case
 
 import realworld
+import tiers
 
 PLAIN = {"PATH": "/usr/bin:/bin"}
 RICH = {**PLAIN, "COLUMNS": "10000"}
@@ -66,7 +67,15 @@ def _both(case: Case, work: Path) -> list[tuple[int, str, str]]:
     return seen["plain"]
 
 
-@pytest.mark.parametrize("make_case", [repair_case, move_case, sync_case], ids=lambda f: f.__name__)
+# test-fast runs repair's case (and the real log dir's below); the lines themselves, plain against rich, are
+# tests/cli/test_lines.py's property tests: move-partition's and sync-replica's whole runs only in make test
+@pytest.mark.parametrize(
+    "make_case",
+    [
+        pytest.param(f, id=f.__name__, marks=tiers.marks(f is repair_case))
+        for f in (repair_case, move_case, sync_case)
+    ],
+)
 def test_the_writing_commands_print_the_same_lines_without_rich(tmp_path: Path, make_case) -> None:
     case = make_case(tmp_path / "case")
     out = _both(case, tmp_path / "w")

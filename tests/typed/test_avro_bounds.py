@@ -20,6 +20,7 @@ from typing import Any
 import fastavro
 import pytest
 
+import tiers
 from logdoctor.formats.registry import avro
 from logdoctor.formats.registry.avro import AvroDecoder
 from logdoctor.formats.registry.avro_values import BATCH_ZERO_SIZE_ITEMS
@@ -154,6 +155,11 @@ def test_arrays_of_zero_byte_items_share_the_batch_budget(reader: str) -> None:
     assert got["rss_mb"] < 600, got  # 5.1 GB before (issue 75)
 
 
+# test-fast: the column reader, whose batch reads the large array a payload at a time (item 13); the row
+# reader's case times that reader against itself alone, and its arrays are test_avro_property.py's: make test
+@pytest.mark.parametrize(
+    "reader", ["columns", pytest.param("one_at_a_time", marks=tiers.marks(False))], indirect=True
+)
 def test_one_large_array_is_read_in_time_and_memory_near_its_size(reader: str) -> None:
     item = {
         "type": "record",

@@ -19,6 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import tiers
 from logdoctor.formats.registry import avro
 from logdoctor.formats.registry.avro import AvroDecoder
 from logdoctor.formats.registry.avro_resolve import incompatibility, resolve
@@ -243,7 +244,7 @@ def _check_pair(writer: Any, reader: Any, data: list[Any]) -> None:
 
 @pytest.mark.parametrize("columns", [True, False])
 @settings(
-    max_examples=150,
+    max_examples=tiers.examples(150),
     deadline=None,
     suppress_health_check=[
         HealthCheck.too_slow,
