@@ -116,28 +116,33 @@ def is_valid_delete_transition(src: PartitionDeleteState | None, target: Partiti
 # --- the partitioner ------------------------------------------------------------------------------------
 
 
+_M = 0x5BD1E995
+_MASK = 0xFFFFFFFF
+_WORDS = struct.Struct("<I")
+
+
 def murmur2(data: bytes) -> int:
-    """Kafka's Utils.murmur2 (K:clients/.../common/utils/Utils.java) as a signed int32."""
-    m, r = 0x5BD1E995, 24
+    """Kafka's ``Utils.murmur2`` (K:clients/.../common/utils/Utils.java) of ``data``: the signed 32-bit int
+    Java computes (MurmurHash2, seed ``0x9747b28c``), in unsigned arithmetic masked to 32 bits (Java's
+    ``>>>`` is a shift of the unsigned value; its ``int`` multiplications wrap)."""
     length = len(data)
-    h = (0x9747B28C ^ length) & 0xFFFFFFFF
-    for i in range(length // 4):
-        k = int.from_bytes(data[4 * i : 4 * i + 4], "little")
-        k = (k * m) & 0xFFFFFFFF
-        k ^= k >> r
-        k = (k * m) & 0xFFFFFFFF
-        h = ((h * m) & 0xFFFFFFFF) ^ k
-    tail = length & ~3
+    h = (0x9747B28C ^ length) & _MASK
+    end = length - length % 4
+    for (k,) in _WORDS.iter_unpack(data[:end]):
+        k = (k * _M) & _MASK
+        k ^= k >> 24
+        k = (k * _M) & _MASK
+        h = ((h * _M) & _MASK) ^ k
     rest = length % 4
     if rest == 3:
-        h ^= data[tail + 2] << 16
+        h ^= data[end + 2] << 16
     if rest >= 2:
-        h ^= data[tail + 1] << 8
+        h ^= data[end + 1] << 8
     if rest >= 1:
-        h ^= data[tail]
-        h = (h * m) & 0xFFFFFFFF
+        h ^= data[end]
+        h = (h * _M) & _MASK
     h ^= h >> 13
-    h = (h * m) & 0xFFFFFFFF
+    h = (h * _M) & _MASK
     h ^= h >> 15
     return h - (1 << 32) if h & 0x80000000 else h
 

@@ -14,7 +14,7 @@ source partition stay together and in their order.
 
 from __future__ import annotations
 
-import struct
+from logdoctor.logdir.remote_metadata import murmur2
 
 __all__ = ["DEFAULT", "PARTITIONERS", "SAME", "murmur2", "partition_for"]
 
@@ -23,36 +23,6 @@ SAME = "same"
 #: the key re-hashed as the Java producer's default partitioner does
 DEFAULT = "default"
 PARTITIONERS = (SAME, DEFAULT)
-
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-_WORDS = struct.Struct("<I")
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` of ``data``: the signed 32-bit int Java computes (MurmurHash2, seed
-    ``0x9747b28c``), in unsigned arithmetic masked to 32 bits (Java's ``>>>`` is a shift of the unsigned
-    value; its ``int`` multiplications wrap)."""
-    length = len(data)
-    h = (0x9747B28C ^ length) & _MASK
-    end = length - length % 4
-    for (k,) in _WORDS.iter_unpack(data[:end]):
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    rest = length % 4
-    if rest == 3:
-        h ^= data[end + 2] << 16
-    if rest >= 2:
-        h ^= data[end + 1] << 8
-    if rest >= 1:
-        h ^= data[end]
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
 
 
 def partition_for(key: bytes | None, source_partition: int, partitions: int) -> int:
