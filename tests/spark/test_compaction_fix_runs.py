@@ -27,8 +27,9 @@ def test_the_keyless_records_fix_saves_them_as_printed(tmp_path: Path) -> None:
     (f,) = tc._codes(report, "COMPACTION_KEYLESS_RECORDS")
     (line,) = re.findall(r"`(logdoctor export [^`]+)`", f.fix)
     argv = [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *shlex.split(line)[1:]]
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False)
+    # run where an operator would, not in the checkout: the printed --out is relative (lost-records/...)
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    out = shlex.split(line)[shlex.split(line).index("--out") + 1]
+    out = tmp_path / shlex.split(line)[shlex.split(line).index("--out") + 1]
     table = pq.read_table(out, columns=["offset", "key"]).to_pydict()
     assert sorted(table["offset"]) == [10, 11, 12] and table["key"] == [None, None, None]
