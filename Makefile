@@ -57,16 +57,27 @@ docs: $(STAMP)
 # streams/pom.xml, checked against streams/jars.lock, for the streams-group tests) are installed on first
 # use.
 # --durations: the slowest test phases listed at the end, where the suite's minutes go (BENCHMARKS.md).
-test: $(STAMP) docs
+# The environment (then the docs) and the tools are installed side by side, in groups that share nothing
+# (each step a no-op when its tool is there): the kafkajs oracle (npm, its codecs compiled), the Maven
+# resolves one after the other (one local repository, .tools/m2), Debian's packages one after the other (one
+# dpkg lock; Chromium optional) and the AWS CLI; a group's output is printed whole when it ends.
+TEST_TOOLS := tools-kafkajs tools-maven tools-debian tools-awscli
+.PHONY: $(TEST_TOOLS)
+tools-kafkajs:
 	bash scripts/ensure-kafkajs.sh
+tools-maven:
 	bash scripts/ensure-kafka.sh
 	bash scripts/ensure-apicurio.sh
-	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
-	-bash scripts/ensure-chromium.sh
-	bash scripts/ensure-strace.sh
 	bash scripts/ensure-debezium.sh
 	bash scripts/ensure-kafka-streams.sh
+tools-debian:
+	-bash scripts/ensure-chromium.sh
+	bash scripts/ensure-strace.sh
 	bash scripts/ensure-databases.sh
+tools-awscli:
+	PYTHON=$(PYTHON) bash scripts/ensure-awscli.sh
+test:
+	$(MAKE) --no-print-directory -j5 --output-sync=target docs $(TEST_TOOLS)
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(PYTEST) -q $(XDIST) --durations=40
 
