@@ -9,6 +9,11 @@ folder that holds something other than a Delta table, or inside an input; 77 an 
 read; 78 the plan has conflicts (printed; nothing written), or another replay runs into the same target,
 or a ``--groups`` group gained members on the target before its commit (the records are replayed);
 130 Ctrl-C (the transactions committed stay, a rerun resumes).
+
+With ``--master`` (``local[N]``, ``spark://...``, any Spark master; ``--conf`` as ``export`` takes them)
+each source partition's replay is one Spark task (:mod:`logdoctor.spark.replay_job`), and ``--offset-map``
+is written by Spark through ``export``'s table writers; the plan, the topics, the conflicts and ``--groups``
+stay in this process, which prints the same result. Without ``--master`` no Spark is started.
 """
 
 from __future__ import annotations
@@ -235,10 +240,15 @@ OFFSET_MAP_FORMATS = ("parquet", "delta")
 OFFSET_MAP_FILE = "offset-map.parquet"
 
 
-def _offset_map_location(location: str, fmt: str) -> str:
+#: the files of a Parquet folder Spark's writer leaves (``--master``): part files, its marker, their checksums
+_SPARK_PARQUET = re.compile(r"\.?(part-.*\.parquet|_SUCCESS)(\.crc)?")
+
+
+def _offset_map_location(location: str, fmt: str, spark: bool = False) -> str:
     """``--offset-map`` as an absolute location; a local folder that holds something other than an offset
-    map of ``fmt`` (a Delta table; the Parquet map's one file) is refused (73): the replay writes its map
-    there, never over other files."""
+    map of ``fmt`` (a Delta table; the Parquet map's one file, or with ``spark`` (``--master``) that or
+    the files of Spark's Parquet writer) is refused (73): the replay writes its map there, never over other
+    files."""
     from logdoctor.logdir.outputs import absolute_location
 
     where = absolute_location(location)
@@ -246,7 +256,8 @@ def _offset_map_location(location: str, fmt: str) -> str:
         if fmt == "delta":
             ours = os.path.isdir(os.path.join(where, "_delta_log"))
         else:
-            ours = set(os.listdir(where)) <= {OFFSET_MAP_FILE}
+            names = set(os.listdir(where)) - {OFFSET_MAP_FILE}
+            ours = not names or (spark and all(_SPARK_PARQUET.fullmatch(n) for n in names))
         if not ours:
             what = "a Delta table" if fmt == "delta" else f"a Parquet offset map (only {OFFSET_MAP_FILE})"
             fail(
@@ -313,6 +324,20 @@ def write_offset_map(plan: ReplayPlan, location: str, timeout: float, fmt: str =
     return {"location": join_uri(location, OFFSET_MAP_FILE), "format": "parquet", "rows": rows}
 
 
+def _spark(master: str, confs: Mapping[str, str] | None, json_out: bool) -> Any:
+    """The Spark of ``--master`` (started as ``export`` starts it: :func:`logdoctor.spark.session.get_spark`);
+    one that cannot start exits 69, before anything is written."""
+    from logdoctor.cli.output import text_console
+    from logdoctor.spark.session import SparkUnavailableError, get_spark
+
+    err = text_console(stderr=True)
+    try:
+        with err.status("starting Spark…") if not json_out else contextlib.nullcontext():
+            return get_spark(master, "logdoctor replay", conf=dict(confs or {}), sql=False)
+    except SparkUnavailableError as exc:
+        fail(f"error: {exc}", EX_UNAVAILABLE)
+
+
 def _progress(enabled: bool, plan: ReplayPlan) -> Any:
     """A bar over the records to send (stderr on a terminal) and the ``on_transaction`` that moves it."""
     from logdoctor.cli.progress import progress_bar
@@ -356,6 +381,8 @@ def print_result(out: Lines, result: ReplayResult, seconds: float, offsets: Mapp
         where = (
             f"the Delta table {offsets['location']} (version {offsets['version']})"
             if offsets["format"] == "delta"
+            else f"the Parquet folder {offsets['location']} (written by Spark)"
+            if offsets.get("writer") == "spark"
             else f"the Parquet file {offsets['location']}"
         )
         out.line(
@@ -403,8 +430,9 @@ def replay_command(
         typer.Option(
             "--offset-map-format",
             metavar="FORMAT",
-            help="parquet (default: one file DIR/offset-map.parquet, moved in place whole) or delta (a "
-            "Delta table, one commit), written as export writes them.",
+            help="parquet (default: one file DIR/offset-map.parquet, moved in place whole; with --master, "
+            "Spark's Parquet writer's files in DIR) or delta (a Delta table, one commit), written as export "
+            "writes them.",
         ),
     ] = "parquet",
     producer_config: Annotated[
@@ -487,8 +515,13 @@ def replay_command(
     if read.include_control:
         usage_error("--include-control: control records are never replayed (the target's transactions "
                     "write their own)")  # fmt: skip
-    if read.master is not None or read.conf or read.remote is not None:
-        usage_error("--master, --conf and --remote choose a Spark: a replay reads without Spark")
+    if read.remote is not None:
+        usage_error("--remote: a replay runs its partitions as Spark tasks of a SparkContext, which Spark "
+                    "Connect has not: give the cluster's --master")  # fmt: skip
+    if read.conf and read.master is None:
+        usage_error("--conf goes with --master (without it a replay starts no Spark)")
+    if max_rate is not None and read.master is not None:
+        usage_error("--max-rate is a bucket over the whole replay in one process: not with --master")
     if offset_map_dir is not None and not apply:
         usage_error("--offset-map is written by --apply (the plan writes nothing)")
     map_format = offset_map_format.strip().lower()
@@ -531,7 +564,7 @@ def replay_command(
     records = plan_records(read, verb="replayed")  # 64 / 66 / 77 as export
     location = None
     if offset_map_dir is not None:
-        location = _offset_map_location(offset_map_dir, map_format)
+        location = _offset_map_location(offset_map_dir, map_format, spark=read.master is not None)
         if "://" not in location:
             refuse_overlapping_outputs(
                 [location], [*split_paths(records.paths), *sorted({r.log_dir for r in records.plan.found})]
@@ -541,7 +574,8 @@ def replay_command(
     try:
         _run(
             out, records, bootstrap_server, mapping, admin, producer, ignored, not no_create, timeout, apply,
-            json_out, location, groups, max_rate, map_format, chosen_partitioner,
+            json_out, location, groups, max_rate, map_format, chosen_partitioner, read.master,
+            dict(records.confs),
         )  # fmt: skip
     except KeyboardInterrupt:
         fail(
@@ -568,6 +602,8 @@ def _run(
     max_rate: float | None = None,
     map_format: str = "parquet",
     partitioner: str = "same",
+    master: str | None = None,
+    confs: Mapping[str, str] | None = None,
 ) -> None:
     from confluent_kafka import KafkaException
 
@@ -614,15 +650,31 @@ def _run(
         print_replay_plan(out, plan, ignored)
     started = time.monotonic()
     offsets = None
+    spark = _spark(master, confs, json_out) if master is not None else None
     try:
-        with _progress(not json_out, plan) as update:
+        if spark is not None:
+            from logdoctor.spark.replay_job import spark_runner, write_offset_map_table
+
             result = apply_replay(
-                plan, producer_config=producer, ignore=ignored, timeout=timeout,
-                offset_rows=False, on_transaction=_on_transaction(plan, update),
-                max_rate=max_rate,
+                plan, producer_config=producer, ignore=ignored, timeout=timeout, offset_rows=False,
+                runner=spark_runner(spark),
             )  # fmt: skip
-        if location is not None:
-            offsets = write_offset_map(plan, location, timeout, map_format)
+            if location is not None:
+                from logdoctor.spark.tables import TableError
+
+                try:
+                    offsets = write_offset_map_table(spark, plan, location, timeout, map_format)
+                except TableError as exc:
+                    fail(f"failed: --offset-map {location}: {exc} (the records are replayed)", EX_FAILED)
+        else:
+            with _progress(not json_out, plan) as update:
+                result = apply_replay(
+                    plan, producer_config=producer, ignore=ignored, timeout=timeout,
+                    offset_rows=False, on_transaction=_on_transaction(plan, update),
+                    max_rate=max_rate,
+                )  # fmt: skip
+            if location is not None:
+                offsets = write_offset_map(plan, location, timeout, map_format)
     except ReplayRefused as exc:
         refused(str(exc), EX_REFUSED)
     except (ReplayFailed, ReplayMismatch) as exc:

@@ -51,6 +51,12 @@ partition count is not the one the plan (or the progress) hashed over.
 After the records, the plan's consumer groups (:mod:`logdoctor.replay.groups`) are committed on the
 partitions whose replay is complete.
 
+One source partition's replay is a :class:`PartitionJob` (picklable) run by :func:`replay_partition`: the
+one apply engine. :func:`apply_replay` runs the jobs one after the other, or hands them all to a
+:data:`PartitionRunner` (``logdoctor.spark.replay_job``: one Spark task each) while it keeps the plan, the
+topics, the conflict checks, the leases (polled meanwhile; the jobs commit with their group metadata) and
+the groups. A job's transactional id and replay group are its partition plan's, wherever it runs.
+
 The offset map (source offset -> target offset) comes from the delivery reports, one Arrow record batch
 per committed transaction (:data:`OFFSET_MAP_SCHEMA`); :func:`offset_map` rebuilds the whole map of a
 replay from the target (after a kill, the rows of the killed run's last transaction were never handed
@@ -63,6 +69,7 @@ import contextlib
 import gc
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -82,11 +89,17 @@ from logdoctor.replay.target import Progress, Target
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.logdir.refs import PartitionRef
+
 __all__ = [
     "DEFAULT_TXN_BYTES",
     "DEFAULT_TXN_RECORDS",
     "OFFSET_MAP_COLUMNS",
+    "HeldLease",
+    "PartitionJob",
     "PartitionResult",
+    "PartitionRunner",
     "RateLimit",
     "ReplayFailed",
     "ReplayMismatch",
@@ -95,6 +108,7 @@ __all__ = [
     "apply_replay",
     "offset_map",
     "offset_map_schema",
+    "replay_partition",
 ]
 
 #: a transaction's records at most: each commit waits for every record's ack, then two round trips
@@ -121,6 +135,8 @@ class PartitionResult:
     records: int = 0
     transactions: int = 0
     progress: Progress | None = None
+    #: what was not read once from the source partition (:attr:`PartitionSource.problems`)
+    problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         p = self.progress
@@ -275,6 +291,99 @@ class RateLimit:
         return max(1, min(txn_records, int(self.rate * 10)))
 
 
+# --- one source partition: the unit of a replay ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionJob:
+    """Everything one source partition's replay needs, picklable: the local loop of :func:`apply_replay`
+    runs it in this process, a :data:`PartitionRunner` (``logdoctor.spark.replay_job``: one Spark task per
+    source partition) anywhere. The transactional id, the replay group and so the fencing are the
+    partition plan's: the same wherever the job runs, so a rerun (or a retried task) fences a zombie and
+    resumes from the committed progress."""
+
+    partition: PartitionPlan
+    ref: PartitionRef
+    opts: ReadOptions
+    bootstrap: str
+    admin_config: Mapping[str, Any]
+    producer_config: Mapping[str, Any]
+    txn_records: int = DEFAULT_TXN_RECORDS
+    txn_bytes: int = DEFAULT_TXN_BYTES
+    timeout: float = 60.0
+    #: the lease's group metadata (``consumer_group_metadata()``: bytes) when the lease is held by another
+    #: process (a Spark driver): the progress is committed with it, so the coordinator fences a commit of a
+    #: member that is no longer the group's
+    group_metadata: bytes | None = None
+
+
+class HeldLease:
+    """A lease held by another process (:attr:`PartitionJob.group_metadata`): its member's group metadata,
+    as :meth:`_Lease.metadata` gives it. That process keeps the member alive (it polls the consumer)."""
+
+    def __init__(self, metadata: Any) -> None:
+        self._metadata = metadata
+
+    def metadata(self) -> Any:
+        return self._metadata
+
+
+#: runs the jobs of a replay elsewhere (``logdoctor.spark.replay_job.spark_runner``: one Spark task each)
+#: and returns each job's result, in the jobs' order; each job is run with :func:`replay_partition`. Raises
+#: :class:`ReplayRefused` or :class:`ReplayFailed` as the local loop would.
+PartitionRunner = Callable[[list[PartitionJob]], list["PartitionResult"]]
+
+
+def replay_partition(
+    job: PartitionJob,
+    *,
+    target: Target | None = None,
+    lease: Any = None,
+    sink: Callable[[pa.RecordBatch], None] | None = None,
+    on_transaction: Callable[[PartitionPlan, Progress], None] | None = None,
+    limit: RateLimit | None = None,
+) -> PartitionResult:
+    """One source partition replayed, exactly once (the module doc): the one apply engine, run by the local
+    loop of :func:`apply_replay` and by each Spark task alike. ``target``, ``lease``: the caller's (the
+    local loop's); by default a target client of the job's own and the lease of its group metadata
+    (:class:`HeldLease`)."""
+    pp = job.partition
+    if target is None:
+        target = Target(job.bootstrap, job.admin_config, job.timeout)
+    if lease is None:
+        lease = HeldLease(job.group_metadata)
+    source = PartitionSource.of(job.ref, job.opts)
+    replay = _replay_rehashed if pp.rehashed else _replay_partition
+    res = replay(
+        pp, source, target, lease, dict(job.producer_config), job.txn_records, job.txn_bytes, sink,
+        on_transaction, job.timeout, limit,
+    )  # fmt: skip
+    res.problems = list(source.problems)
+    return res
+
+
+@contextlib.contextmanager
+def _serving(leases: Iterable[_Lease], every: float = 0.5) -> Iterator[None]:
+    """The leases' consumers polled in a thread while a runner's jobs run elsewhere: their members stay in
+    their groups (heartbeats, ``max.poll.interval.ms``). Nothing else touches them meanwhile."""
+    stop = threading.Event()
+    held = [lease for lease in leases if lease.consumer is not None]
+
+    def serve() -> None:
+        while not stop.wait(every):
+            for lease in held:
+                with contextlib.suppress(Exception):  # a broken lease: the tasks' commits are fenced
+                    lease.consumer.poll(0)
+
+    thread = threading.Thread(target=serve, name="logdoctor-replay-leases", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join()
+
+
 # --- apply ----------------------------------------------------------------------------------------------
 
 
@@ -342,6 +451,7 @@ def apply_replay(
     timeout: float = 60.0,
     max_rate: float | None = None,
     offset_rows: bool = True,
+    runner: PartitionRunner | None = None,
 ) -> ReplayResult:
     """Carry out ``plan`` (see the module doc). Refuses (:class:`ReplayRefused`, nothing written) while the
     plan has conflicts whose codes are not in ``ignore``, or another replay into the same target runs.
@@ -352,9 +462,17 @@ def apply_replay(
     a killed run's lease to expire (default: the session timeout and a margin). ``max_rate``: at most this
     many records per second over the whole replay (:class:`RateLimit`; None: as fast as the target
     takes them). ``offset_rows=False``: no offset map row is made (neither handed to ``on_offsets`` nor
-    kept; the map is read back with :func:`offset_map`): pyarrow is not even imported."""
+    kept; the map is read back with :func:`offset_map`): pyarrow is not even imported.
+
+    ``runner``: the source partitions' replays run by it (:data:`PartitionRunner`: one Spark task each)
+    instead of one after the other here. The plan, the topics' creation, the conflict checks, the leases
+    (held here, polled while the runner runs: the jobs commit with their group metadata) and the groups
+    stay here; ``on_offsets``, ``on_transaction`` and ``max_rate`` are the local loop's (not with a
+    runner), and no offset map row is made (``result.offset_map`` is None)."""
     from logdoctor.logdir.read_plan import plan_read
 
+    if runner is not None and (max_rate is not None or on_offsets is not None or on_transaction is not None):
+        raise ValueError("max_rate, on_offsets and on_transaction are the local loop's, not a runner's")
     ignored = set(ignore)
     limit = None if max_rate is None else RateLimit(max_rate)
     if limit is not None:
@@ -384,24 +502,41 @@ def apply_replay(
     rows: list[pa.RecordBatch] = []
     sink = None if not offset_rows else on_offsets if on_offsets is not None else rows.append
     checked: set[str] = set()
+
+    def job(pp: PartitionPlan, metadata: bytes | None = None) -> PartitionJob:
+        return PartitionJob(
+            pp, refs[(pp.source_topic, pp.source_partition)], plan.opts, plan.bootstrap, plan.admin_config,
+            dict(producer_config or {}), txn_records, txn_bytes, timeout, metadata,
+        )  # fmt: skip
+
+    def lease_of(pp: PartitionPlan) -> _Lease:
+        if pp.rehashed and pp.target_topic not in checked:
+            _check_rehashed_topic(plan, pp.target_topic, target)
+            checked.add(pp.target_topic)
+        held = pp.lease_group or pp.group
+        if held not in leases:
+            lease = _Lease(target, held, pp.target_topic, session_timeout_ms, timeout)
+            lease.acquire(wait)
+            leases[held] = lease
+        return leases[held]
+
     try:
-        for pp in plan.partitions:
-            if pp.rehashed and pp.target_topic not in checked:
-                _check_rehashed_topic(plan, pp.target_topic, target)
-                checked.add(pp.target_topic)
-            held = pp.lease_group or pp.group
-            if held not in leases:
-                lease = _Lease(target, held, pp.target_topic, session_timeout_ms, timeout)
-                lease.acquire(wait)
-                leases[held] = lease
-            source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
-            replay = _replay_rehashed if pp.rehashed else _replay_partition
-            res = replay(
-                pp, source, target, leases[held], dict(producer_config or {}), txn_records, txn_bytes,
-                sink, on_transaction, timeout, limit,
-            )  # fmt: skip
-            result.partitions.append(res)
-            result.problems.extend(source.problems)
+        if runner is None:
+            for pp in plan.partitions:
+                lease = lease_of(pp)
+                res = replay_partition(
+                    job(pp), target=target, lease=lease, sink=sink, on_transaction=on_transaction,
+                    limit=limit,
+                )  # fmt: skip
+                result.partitions.append(res)
+                result.problems.extend(res.problems)
+        else:
+            jobs = [job(pp, lease_of(pp).metadata()) for pp in plan.partitions]
+            with _serving(leases.values()):
+                done = runner(jobs)
+            for res in done:
+                result.partitions.append(res)
+                result.problems.extend(res.problems)
     finally:
         for lease in leases.values():
             lease.close()
@@ -409,7 +544,7 @@ def apply_replay(
         from logdoctor.replay.groups import apply_groups
 
         result.groups = apply_groups(plan, target)
-    if on_offsets is None and offset_rows:
+    if on_offsets is None and offset_rows and runner is None:
         import pyarrow as pa
 
         result.offset_map = pa.Table.from_batches(rows, schema=offset_map_schema())
