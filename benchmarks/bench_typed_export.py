@@ -19,6 +19,8 @@ Then, in one process, each measured ``--repeat`` times after one warm-up run (th
 
   anchor:  fastavro's ``schemaless_reader`` over each payload (one core), protobuf's ``FromString`` plus
            every field read (one core);
+  decoder: (Protobuf) ``ProtobufDecoder.decode`` alone over the same payloads in batches of 1,000 (one core:
+           the C decoder of formats/registry/protobuf_plan.py, Arrow arrays out);
   typed:   ``run_export`` with ``typed=true`` into Parquet (arrow writer, ``--master``, default local[2]):
            planning, reading, decoding into Arrow, writing, the side table;
   raw:     the same export without ``typed`` (the raw columns: key and value as bytes), for scale.
@@ -194,6 +196,18 @@ def anchor_proto(values: list[bytes]) -> float:
     return time.perf_counter() - t0
 
 
+def decoder_proto(values: list[bytes]) -> float:
+    """Seconds of ``ProtobufDecoder.decode`` alone over ``values`` in batches of 1,000 (one core)."""
+    reg, payments = proto_bench.registry()
+    from logdoctor.formats.registry.protobuf import ProtobufDecoder
+
+    decoder = ProtobufDecoder(reg, payments, (0,))
+    t0 = time.perf_counter()
+    n = proto_bench.ours(decoder, values, BATCH)
+    assert n == len(values)
+    return time.perf_counter() - t0
+
+
 def export_seconds(spark, logs: Path, typed: bool, expect: int) -> float:
     from logdoctor.spark.export import run_export
 
@@ -265,8 +279,12 @@ def main() -> None:
         logs = dirs[name]
         export_seconds(spark, logs, True, n)  # warm-up: the Python workers start
         timings: dict[str, list[float]] = {"anchor": [], "typed": [], "raw": []}
+        if name == "protobuf":
+            timings["decoder"] = []
         for _ in range(args.repeat):  # interleaved: each under the same load
             timings["anchor"].append(anchor(values))
+            if name == "protobuf":
+                timings["decoder"].append(decoder_proto(values))
             timings["typed"].append(export_seconds(spark, logs, True, n))
             timings["raw"].append(export_seconds(spark, logs, False, n))
         best = {k: min(v) for k, v in timings.items()}
@@ -274,6 +292,8 @@ def main() -> None:
         print(f"{name}: " + ", ".join(f"{k} {n / s:,.0f} records/s ({s:.2f} s)" for k, s in best.items()))
         print(f"{name}: typed / anchor {best['anchor'] / best['typed']:.2f}x, "
               f"typed / raw {best['raw'] / best['typed']:.2f}x", flush=True)  # fmt: skip
+        if "decoder" in best:
+            print(f"{name}: decoder alone / anchor {best['anchor'] / best['decoder']:.2f}x", flush=True)
     spark.stop()
     print(f"# load after: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f} {os.getloadavg()[2]:.2f}")
     print("| format | anchor (one core) | export --typed | export (raw) | typed / anchor | typed / raw |")

@@ -2945,6 +2945,964 @@ done:
     return result;
 }
 
+/* ======================================================================================================
+ * Protobuf payloads straight into Arrow-ready column buffers (formats/registry/protobuf_plan.py builds the
+ * plan and the Arrow arrays; this is its wire-format half).
+ *
+ * The plan is the message descriptor flattened depth first into entries, one per field instance: a
+ * field of a message type (a struct, a Timestamp or Duration, a wrapper) is followed by its own fields'
+ * entries (up to its `end`), whose columns are [col, col_end); a map field by its entry message's key and
+ * value entries. The parse of a payload fills one slot per entry:
+ *   - a scalar field seen twice keeps the last value; a repeated one appends (packed or not);
+ *   - a message field seen twice is merged (its fields read into the same slots again), as the Protobuf
+ *     encoding spec says for an embedded message that is not repeated;
+ *   - setting a member of a oneof clears the member set before it (its slots, its message's fields);
+ *   - a map's entries are kept in wire order, then sorted by key with the last of equal keys kept;
+ *   - each element of a repeated message is read into its entries' slots (cleared first) and written out
+ *     as it ends (pb_element); a oneof member cleared, or a payload refused, takes back what its repeated
+ *     messages wrote (the columns go back to their marks: the lengths at the start of the row, or of the
+ *     enclosing element);
+ *   - unknown fields (wire types 0, 1, 2, 5) are skipped.
+ * Only then are the slots written out as one row of every column. A payload is refused (left null, its
+ * flag set) on anything it does not read exactly as protobuf's own parser does: a truncated or overlong
+ * varint, a length past the end, a known field with a wire type other than its own (or length-delimited
+ * for a packable repeated one), a group, wire types 4, 6 or 7, field number 0, a string that is not
+ * UTF-8, a Timestamp or Duration protobuf calls invalid. The caller reads the refused payloads with the
+ * Python reader, which gives the current value or reason.
+ * ====================================================================================================== */
+
+enum {
+    PB_INT32 = 1, PB_INT64, PB_UINT32, PB_UINT64, PB_SINT32, PB_SINT64, PB_FIXED32, PB_FIXED64,
+    PB_SFIXED32, PB_SFIXED64, PB_FLOAT, PB_DOUBLE, PB_BOOL, PB_STRING, PB_BYTES, PB_ENUM,
+    PB_MESSAGE, PB_MAP, PB_TIMESTAMP, PB_DURATION,
+};
+
+typedef struct {
+    uint64_t v;
+    const uint8_t *p;
+    uint32_t len;
+} pb_val;
+
+typedef struct {
+    pb_val *v;
+    Py_ssize_t n, cap;
+} pb_vec;
+
+typedef struct {
+    char *p;
+    Py_ssize_t n, cap;
+} pb_buf;
+
+typedef struct {
+    int32_t number, kind, repeated, presence, parent, oneof, end, col;
+    int32_t col_end; /* a message's: the columns of its subtree are [col, col_end) */
+    int32_t node;  /* for a message or map entry: its node (children lookup), else -1 */
+} pb_entry;
+
+typedef struct {
+    int32_t *children; /* direct child entries */
+    int32_t nchildren;
+    int32_t *table;    /* field number -> entry (-1: unknown), numbers < tsize */
+    int32_t tsize;
+} pb_node;
+
+typedef struct {
+    int32_t nentries, nnodes, ncols, noneofs;
+    pb_entry *e;
+    pb_node *nodes; /* node 0: the top message */
+} pb_plan;
+
+#define PB_PLAN_CAPSULE "logdoctor.protobuf_plan"
+
+static void
+pb_plan_free(pb_plan *P)
+{
+    if (P == NULL)
+        return;
+    if (P->nodes) {
+        for (int i = 0; i < P->nnodes; i++) {
+            PyMem_Free(P->nodes[i].children);
+            PyMem_Free(P->nodes[i].table);
+        }
+    }
+    PyMem_Free(P->nodes);
+    PyMem_Free(P->e);
+    PyMem_Free(P);
+}
+
+static void
+pb_plan_capsule_free(PyObject *cap)
+{
+    pb_plan_free((pb_plan *)PyCapsule_GetPointer(cap, PB_PLAN_CAPSULE));
+}
+
+static inline int
+pb_is_message(int kind)
+{
+    return kind == PB_MESSAGE || kind == PB_MAP || kind == PB_TIMESTAMP || kind == PB_DURATION;
+}
+
+/* pb_plan(entries, ncols, noneofs) -> capsule; entries: tuples (number, kind, repeated, presence, parent,
+ * oneof, end, col), depth first, parent -1 for a field of the top message. */
+static PyObject *
+pb_plan_new(PyObject *self, PyObject *args)
+{
+    PyObject *seq;
+    int ncols, noneofs;
+    if (!PyArg_ParseTuple(args, "Oii", &seq, &ncols, &noneofs))
+        return NULL;
+    PyObject *fast = PySequence_Fast(seq, "entries must be a sequence");
+    if (fast == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    pb_plan *P = PyMem_Calloc(1, sizeof(pb_plan));
+    if (P == NULL) {
+        Py_DECREF(fast);
+        return PyErr_NoMemory();
+    }
+    P->nentries = (int32_t)n;
+    P->ncols = ncols;
+    P->noneofs = noneofs;
+    P->e = PyMem_Calloc((size_t)n + 1, sizeof(pb_entry));
+    P->nodes = PyMem_Calloc((size_t)n + 1, sizeof(pb_node));
+    if (P->e == NULL || P->nodes == NULL)
+        goto nomem;
+    P->nnodes = 1;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pb_entry *e = &P->e[i];
+        if (!PyArg_ParseTuple(PySequence_Fast_GET_ITEM(fast, i), "iiiiiiiii", &e->number, &e->kind, &e->repeated,
+                              &e->presence, &e->parent, &e->oneof, &e->end, &e->col, &e->col_end))
+            goto fail;
+        if (e->kind < PB_INT32 || e->kind > PB_DURATION || e->parent < -1 || e->parent >= i || e->end <= i ||
+            e->end > n || e->col < 0 || e->col >= ncols || e->oneof < -1 || e->oneof >= noneofs ||
+            e->col_end < e->col || e->col_end > ncols || e->number <= 0 || e->number >= (1 << 29) || (e->parent >= 0 && !pb_is_message(P->e[e->parent].kind)) ||
+            (!pb_is_message(e->kind) && e->end != i + 1)) {
+            PyErr_SetString(PyExc_ValueError, "bad protobuf plan entry");
+            goto fail;
+        }
+        e->node = pb_is_message(e->kind) ? P->nnodes++ : -1;
+    }
+    /* the children of each node */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int node = P->e[i].parent < 0 ? 0 : P->e[P->e[i].parent].node;
+        P->nodes[node].nchildren++;
+    }
+    for (int k = 0; k < P->nnodes; k++) {
+        P->nodes[k].children = PyMem_Calloc((size_t)P->nodes[k].nchildren + 1, sizeof(int32_t));
+        if (P->nodes[k].children == NULL)
+            goto nomem;
+        P->nodes[k].nchildren = 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        pb_node *nd = &P->nodes[P->e[i].parent < 0 ? 0 : P->e[P->e[i].parent].node];
+        nd->children[nd->nchildren++] = (int32_t)i;
+        if (P->e[i].number >= nd->tsize)
+            nd->tsize = P->e[i].number + 1;
+    }
+    for (int k = 0; k < P->nnodes; k++) {
+        pb_node *nd = &P->nodes[k];
+        if (nd->tsize > 4096)
+            nd->tsize = 4096; /* larger numbers: by a walk of the children */
+        nd->table = PyMem_Malloc(((size_t)nd->tsize + 1) * sizeof(int32_t));
+        if (nd->table == NULL)
+            goto nomem;
+        for (int j = 0; j < nd->tsize; j++)
+            nd->table[j] = -1;
+        for (int j = 0; j < nd->nchildren; j++) {
+            int32_t c = nd->children[j];
+            if (P->e[c].number < nd->tsize) {
+                if (nd->table[P->e[c].number] >= 0) {
+                    PyErr_SetString(PyExc_ValueError, "duplicate field number in protobuf plan");
+                    goto fail;
+                }
+                nd->table[P->e[c].number] = c;
+            }
+        }
+    }
+    Py_DECREF(fast);
+    PyObject *cap = PyCapsule_New(P, PB_PLAN_CAPSULE, pb_plan_capsule_free);
+    if (cap == NULL)
+        pb_plan_free(P);
+    return cap;
+nomem:
+    PyErr_NoMemory();
+fail:
+    Py_DECREF(fast);
+    pb_plan_free(P);
+    return NULL;
+}
+
+/* -- the per-call state -- */
+
+typedef struct {
+    const pb_plan *P;
+    pb_val *slots;    /* per entry */
+    uint8_t *has;     /* per entry */
+    pb_vec *reps;     /* per entry: a repeated field's values; a map's (key, value) pairs */
+    int32_t *oneof;   /* per oneof: the member set (-1: none) */
+    pb_buf *bufs;     /* per column */
+    int64_t *counts;  /* per entry: a repeated field's or map's values written so far (its offsets) */
+    /* where a cleared field's columns go back to: the lengths at the start of the row, or of the element of
+     * the repeated message enclosing it (elements are written as they end; a oneof member cleared takes
+     * back what its repeated messages wrote in this row or element) */
+    Py_ssize_t *mark_n; /* per column */
+    int64_t *mark_c;    /* per entry: counts */
+    Py_ssize_t *row_n;  /* per column, at the start of the row (a refused row goes back there) */
+    int64_t *row_c;
+    int64_t *stack;     /* the marks of the enclosing scopes, while an element is read */
+    Py_ssize_t sp, stack_cap;
+    int64_t *sorted;  /* scratch: map pair order */
+    Py_ssize_t sorted_cap;
+} pb_state;
+
+static int
+pb_buf_reserve(pb_buf *b, Py_ssize_t more)
+{
+    if (b->n + more <= b->cap)
+        return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->n + more) {
+        if (cap > PY_SSIZE_T_MAX / 2)
+            return -1;
+        cap *= 2;
+    }
+    char *p = PyMem_Realloc(b->p, (size_t)cap);
+    if (p == NULL)
+        return -1;
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static inline int
+pb_buf_put(pb_buf *b, const void *src, Py_ssize_t n)
+{
+    if (pb_buf_reserve(b, n) < 0)
+        return -1;
+    if (n)
+        memcpy(b->p + b->n, src, (size_t)n);
+    b->n += n;
+    return 0;
+}
+
+static inline int
+pb_vec_push(pb_vec *v, uint64_t x, const uint8_t *p, uint32_t len)
+{
+    if (v->n == v->cap) {
+        Py_ssize_t cap = v->cap ? v->cap * 2 : 16;
+        pb_val *q = PyMem_Realloc(v->v, (size_t)cap * sizeof(pb_val));
+        if (q == NULL)
+            return -1;
+        v->v = q;
+        v->cap = cap;
+    }
+    v->v[v->n].v = x;
+    v->v[v->n].p = p;
+    v->v[v->n].len = len;
+    v->n++;
+    return 0;
+}
+
+/* results of the parse of one payload */
+#define PB_OK 0
+#define PB_REFUSED 1
+#define PB_NOMEM 2
+
+static inline int
+pb_varint(const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    const uint8_t *p = *pp;
+    uint64_t r = 0;
+    for (int i = 0; i < 10; i++) {
+        if (p >= end)
+            return -1;
+        uint8_t b = *p++;
+        if (i == 9 && b > 1)
+            return -1; /* beyond 64 bits: refused (protobuf may read it; the Python reader decides) */
+        r |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (b < 0x80) {
+            *pp = p;
+            *out = r;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* RFC 3629 UTF-8 (no overlong forms, no surrogates, nothing past U+10FFFF), as protobuf checks a string */
+static int
+pb_utf8(const uint8_t *s, uint32_t n)
+{
+    uint32_t i = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        if (c >= 0xC2 && c <= 0xDF) {
+            if (i + 1 >= n || (s[i + 1] & 0xC0) != 0x80)
+                return 0;
+            i += 2;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            if (i + 2 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xE0 && s[i + 1] < 0xA0)
+                return 0;
+            if (c == 0xED && s[i + 1] >= 0xA0)
+                return 0;
+            i += 3;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            if (i + 3 >= n || (s[i + 1] & 0xC0) != 0x80 || (s[i + 2] & 0xC0) != 0x80 ||
+                (s[i + 3] & 0xC0) != 0x80)
+                return 0;
+            if (c == 0xF0 && s[i + 1] < 0x90)
+                return 0;
+            if (c == 0xF4 && s[i + 1] >= 0x90)
+                return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* the wire type a scalar kind is written with */
+static inline int
+pb_wire_type(int kind)
+{
+    switch (kind) {
+    case PB_FIXED64: case PB_SFIXED64: case PB_DOUBLE:
+        return 1;
+    case PB_FIXED32: case PB_SFIXED32: case PB_FLOAT:
+        return 5;
+    case PB_STRING: case PB_BYTES: case PB_MESSAGE: case PB_MAP: case PB_TIMESTAMP: case PB_DURATION:
+        return 2;
+    default:
+        return 0;
+    }
+}
+
+static void
+pb_clear(pb_state *S, int32_t from, int32_t to)
+{
+    for (int32_t i = from; i < to; i++) {
+        const pb_entry *e = &S->P->e[i];
+        S->counts[i] = S->mark_c[i];
+        if (pb_is_message(e->kind))
+            for (int32_t c = e->col; c < e->col_end; c++)
+                S->bufs[c].n = S->mark_n[c];
+        S->has[i] = 0;
+        S->slots[i].v = 0;
+        S->slots[i].p = NULL;
+        S->slots[i].len = 0;
+        S->reps[i].n = 0;
+        if (S->P->e[i].oneof >= 0)
+            S->oneof[S->P->e[i].oneof] = -1;
+    }
+}
+
+/* one scalar value of `kind` at *pp (wire type wt, already checked) */
+static inline int
+pb_scalar(int wt, const uint8_t **pp, const uint8_t *end, uint64_t *out)
+{
+    if (wt == 0)
+        return pb_varint(pp, end, out);
+    if (wt == 1) {
+        if (end - *pp < 8)
+            return -1;
+        uint64_t x;
+        memcpy(&x, *pp, 8);
+        *pp += 8;
+        *out = x; /* little-endian hosts (x86-64, aarch64) */
+        return 0;
+    }
+    if (end - *pp < 4)
+        return -1;
+    uint32_t x;
+    memcpy(&x, *pp, 4);
+    *pp += 4;
+    *out = x;
+    return 0;
+}
+
+static int pb_parse(pb_state *S, int node, const uint8_t *p, const uint8_t *end, int depth);
+static int pb_time_valid(pb_state *S, const pb_entry *e, int32_t ei);
+static int pb_emit(pb_state *S, int32_t ei, int present);
+
+/* one element of the repeated message `ei`: read with fresh slots, checked, written out at once (its own
+ * validity byte at col + 1, then its fields' columns), its marks the current lengths while it is read */
+static int
+pb_element(pb_state *S, int32_t ei, const uint8_t *p, const uint8_t *end, int depth)
+{
+    const pb_plan *P = S->P;
+    const pb_entry *e = &P->e[ei];
+    Py_ssize_t need = (Py_ssize_t)(e->end - ei - 1) + (Py_ssize_t)(e->col_end - e->col - 1);
+    if (S->sp + need > S->stack_cap) {
+        Py_ssize_t cap = S->stack_cap ? S->stack_cap : 64;
+        while (cap < S->sp + need)
+            cap *= 2;
+        int64_t *q = PyMem_Realloc(S->stack, (size_t)cap * sizeof(int64_t));
+        if (q == NULL)
+            return PB_NOMEM;
+        S->stack = q;
+        S->stack_cap = cap;
+    }
+    Py_ssize_t base = S->sp;
+    for (int32_t j = ei + 1; j < e->end; j++) {
+        S->stack[S->sp++] = S->mark_c[j];
+        S->mark_c[j] = S->counts[j];
+    }
+    for (int32_t c = e->col + 1; c < e->col_end; c++) {
+        S->stack[S->sp++] = (int64_t)S->mark_n[c];
+        S->mark_n[c] = S->bufs[c].n;
+    }
+    pb_clear(S, ei + 1, e->end);
+    int r = pb_parse(S, e->node, p, end, depth + 1);
+    if (r == PB_OK && (e->kind == PB_TIMESTAMP || e->kind == PB_DURATION) && !pb_time_valid(S, e, ei))
+        r = PB_REFUSED;
+    for (int32_t j = ei + 1; j < e->end && r == PB_OK; j++)
+        if ((P->e[j].kind == PB_TIMESTAMP || P->e[j].kind == PB_DURATION) && !P->e[j].repeated && S->has[j] &&
+            !pb_time_valid(S, &P->e[j], j))
+            r = PB_REFUSED;
+    if (r == PB_OK) {
+        uint8_t valid = 1;
+        const pb_node *nd = &P->nodes[e->node];
+        if (pb_buf_put(&S->bufs[e->col + 1], &valid, 1) < 0)
+            r = PB_NOMEM;
+        for (int j = 0; j < nd->nchildren && r == PB_OK; j++)
+            if (pb_emit(S, nd->children[j], 1) < 0)
+                r = PB_NOMEM;
+        S->counts[ei]++;
+    }
+    /* the enclosing scope's marks back */
+    S->sp = base;
+    for (int32_t j = ei + 1; j < e->end; j++)
+        S->mark_c[j] = S->stack[S->sp++];
+    for (int32_t c = e->col + 1; c < e->col_end; c++)
+        S->mark_n[c] = (Py_ssize_t)S->stack[S->sp++];
+    S->sp = base;
+    return r;
+}
+
+static int
+pb_parse(pb_state *S, int node, const uint8_t *p, const uint8_t *end, int depth)
+{
+    const pb_plan *P = S->P;
+    const pb_node *nd = &P->nodes[node];
+    if (depth > 100)
+        return PB_REFUSED;
+    while (p < end) {
+        uint64_t tag;
+        if (pb_varint(&p, end, &tag) < 0 || tag > 0xFFFFFFFFu)
+            return PB_REFUSED;
+        uint32_t number = (uint32_t)(tag >> 3);
+        int wt = (int)(tag & 7);
+        if (number == 0)
+            return PB_REFUSED;
+        int32_t ei = -1;
+        if (number < (uint32_t)nd->tsize)
+            ei = nd->table[number];
+        else
+            for (int j = 0; j < nd->nchildren; j++)
+                if ((uint32_t)P->e[nd->children[j]].number == number) {
+                    ei = nd->children[j];
+                    break;
+                }
+        uint64_t x, len = 0;
+        if (ei < 0) { /* an unknown field: skipped */
+            switch (wt) {
+            case 0:
+                if (pb_varint(&p, end, &x) < 0)
+                    return PB_REFUSED;
+                break;
+            case 1:
+                if (end - p < 8)
+                    return PB_REFUSED;
+                p += 8;
+                break;
+            case 2:
+                if (pb_varint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+                    return PB_REFUSED;
+                p += len;
+                break;
+            case 5:
+                if (end - p < 4)
+                    return PB_REFUSED;
+                p += 4;
+                break;
+            default:
+                return PB_REFUSED;
+            }
+            continue;
+        }
+        const pb_entry *e = &P->e[ei];
+        int own = pb_wire_type(e->kind);
+        if (wt == 2) {
+            if (pb_varint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+                return PB_REFUSED;
+        }
+        if (e->repeated && !pb_is_message(e->kind) && e->kind != PB_STRING && e->kind != PB_BYTES) {
+            pb_vec *v = &S->reps[ei];
+            if (wt == own) {
+                if (pb_scalar(wt, &p, end, &x) < 0)
+                    return PB_REFUSED;
+                if (pb_vec_push(v, x, NULL, 0) < 0)
+                    return PB_NOMEM;
+            } else if (wt == 2) { /* packed */
+                const uint8_t *q = p, *qend = p + len;
+                if ((own == 1 && len % 8) || (own == 5 && len % 4))
+                    return PB_REFUSED;
+                while (q < qend) {
+                    if (pb_scalar(own, &q, qend, &x) < 0)
+                        return PB_REFUSED;
+                    if (pb_vec_push(v, x, NULL, 0) < 0)
+                        return PB_NOMEM;
+                }
+                p = qend;
+            } else {
+                return PB_REFUSED;
+            }
+            continue;
+        }
+        if (wt != own)
+            return PB_REFUSED;
+        if (e->oneof >= 0 && S->oneof[e->oneof] != ei) {
+            int32_t was = S->oneof[e->oneof];
+            if (was >= 0)
+                pb_clear(S, was, P->e[was].end);
+            S->oneof[e->oneof] = ei;
+        }
+        if (e->kind == PB_STRING || e->kind == PB_BYTES) {
+            if (len > 0x7FFFFFFF)
+                return PB_REFUSED;
+            if (e->kind == PB_STRING && !pb_utf8(p, (uint32_t)len))
+                return PB_REFUSED;
+            if (e->repeated) {
+                if (pb_vec_push(&S->reps[ei], 0, p, (uint32_t)len) < 0)
+                    return PB_NOMEM;
+            } else {
+                S->slots[ei].p = p;
+                S->slots[ei].len = (uint32_t)len;
+                S->has[ei] = 1;
+            }
+            p += len;
+        } else if (e->kind == PB_MAP) {
+            /* the entry's key and value: fresh for each entry, then kept as a pair */
+            pb_clear(S, ei + 1, e->end);
+            int r = pb_parse(S, e->node, p, p + len, depth + 1);
+            if (r != PB_OK)
+                return r;
+            p += len;
+            int32_t k = P->nodes[e->node].nchildren == 2 ? P->nodes[e->node].children[0] : -1;
+            if (k < 0)
+                return PB_REFUSED;
+            int32_t vi = P->nodes[e->node].children[1];
+            if (P->e[k].number != 1) { /* key listed second */
+                int32_t t = k;
+                k = vi;
+                vi = t;
+            }
+            pb_vec *v = &S->reps[ei];
+            if (pb_vec_push(v, S->slots[k].v, S->slots[k].p, S->slots[k].len) < 0 ||
+                pb_vec_push(v, S->slots[vi].v, S->slots[vi].p, S->slots[vi].len) < 0)
+                return PB_NOMEM;
+        } else if (pb_is_message(e->kind) && e->repeated) {
+            int r = pb_element(S, ei, p, p + len, depth);
+            if (r != PB_OK)
+                return r;
+            p += len;
+        } else if (pb_is_message(e->kind)) {
+            S->has[ei] = 1;
+            int r = pb_parse(S, e->node, p, p + len, depth + 1);
+            if (r != PB_OK)
+                return r;
+            p += len;
+        } else {
+            if (pb_scalar(wt, &p, end, &x) < 0)
+                return PB_REFUSED;
+            S->slots[ei].v = x;
+            S->has[ei] = 1;
+        }
+    }
+    return PB_OK;
+}
+
+/* a Timestamp or Duration protobuf calls valid (protobuf_columns._micros's rule) */
+static int
+pb_time_valid(pb_state *S, const pb_entry *e, int32_t ei)
+{
+    int64_t s = 0, n = 0;
+    for (int32_t c = ei + 1; c < e->end; c++) {
+        if (S->P->e[c].parent != ei)
+            continue;
+        if (S->P->e[c].number == 1)
+            s = (int64_t)S->slots[c].v;
+        else if (S->P->e[c].number == 2)
+            n = (int32_t)(uint32_t)S->slots[c].v;
+    }
+    if (e->kind == PB_TIMESTAMP)
+        return s >= -62135596800LL && s <= 253402300799LL && n >= 0 && n <= 999999999;
+    if (s < -315576000000LL || s > 315576000000LL || n < -999999999 || n > 999999999)
+        return 0;
+    return !((s > 0 && n < 0) || (s < 0 && n > 0));
+}
+
+/* the value of a scalar as its column holds it: int32 (int32, sint32, sfixed32, enum), int64 (int64,
+ * sint64, sfixed64, uint32, fixed32), uint64 (uint64, fixed64), float, double, uint8 (bool) */
+static inline int
+pb_put_value(pb_buf *b, int kind, uint64_t v)
+{
+    switch (kind) {
+    case PB_INT32: case PB_SFIXED32: case PB_ENUM: {
+        int32_t x = (int32_t)(uint32_t)v;
+        return pb_buf_put(b, &x, 4);
+    }
+    case PB_SINT32: {
+        uint32_t u = (uint32_t)v;
+        int32_t x = (int32_t)((u >> 1) ^ (0u - (u & 1)));
+        return pb_buf_put(b, &x, 4);
+    }
+    case PB_INT64: case PB_SFIXED64: case PB_UINT64: case PB_FIXED64: case PB_DOUBLE:
+        return pb_buf_put(b, &v, 8);
+    case PB_SINT64: {
+        uint64_t x = (v >> 1) ^ (0 - (v & 1));
+        return pb_buf_put(b, &x, 8);
+    }
+    case PB_UINT32: case PB_FIXED32: {
+        int64_t x = (int64_t)(uint32_t)v;
+        return pb_buf_put(b, &x, 8);
+    }
+    case PB_FLOAT: {
+        uint32_t x = (uint32_t)v;
+        return pb_buf_put(b, &x, 4);
+    }
+    case PB_BOOL: {
+        uint8_t x = v != 0;
+        return pb_buf_put(b, &x, 1);
+    }
+    }
+    return -1;
+}
+
+/* a string value: its end offset, then its bytes */
+static inline int
+pb_put_string(pb_buf *offsets, pb_buf *data, const uint8_t *p, uint32_t len)
+{
+    if (data->n + (Py_ssize_t)len > 0x7FFFFFFF)
+        return -1;
+    if (pb_buf_put(data, p, len) < 0)
+        return -1;
+    int32_t o = (int32_t)data->n;
+    return pb_buf_put(offsets, &o, 4);
+}
+
+static inline int
+pb_put_one(pb_state *S, const pb_entry *e, uint64_t v, const uint8_t *p, uint32_t len, int col)
+{
+    if (e->kind == PB_STRING || e->kind == PB_BYTES)
+        return pb_put_string(&S->bufs[col], &S->bufs[col + 1], p, len);
+    return pb_put_value(&S->bufs[col], e->kind, v);
+}
+
+static inline int
+pb_put_offset(pb_state *S, int32_t ei, int col, Py_ssize_t added)
+{
+    S->counts[ei] += added;
+    if (S->counts[ei] > 0x7FFFFFFF)
+        return -1;
+    int32_t o = (int32_t)S->counts[ei];
+    return pb_buf_put(&S->bufs[col], &o, 4);
+}
+
+/* a map key's order: strings bytewise (UTF-8 order = code point order), numbers by value */
+static int pb_sort_kind;
+static const pb_val *pb_sort_pairs;
+
+static int
+pb_key_cmp(const void *a, const void *b)
+{
+    int64_t ia = *(const int64_t *)a, ib = *(const int64_t *)b;
+    const pb_val *x = &pb_sort_pairs[2 * ia], *y = &pb_sort_pairs[2 * ib];
+    int c = 0;
+    switch (pb_sort_kind) {
+    case PB_STRING: {
+        uint32_t m = x->len < y->len ? x->len : y->len;
+        c = m ? memcmp(x->p, y->p, m) : 0;
+        if (c == 0)
+            c = (x->len > y->len) - (x->len < y->len);
+        break;
+    }
+    case PB_BOOL:
+        c = (x->v != 0) - (y->v != 0);
+        break;
+    case PB_INT32: case PB_SFIXED32: {
+        int32_t u = (int32_t)(uint32_t)x->v, w = (int32_t)(uint32_t)y->v;
+        c = (u > w) - (u < w);
+        break;
+    }
+    case PB_SINT32: {
+        uint32_t su = (uint32_t)x->v, sw = (uint32_t)y->v;
+        int32_t u = (int32_t)((su >> 1) ^ (0u - (su & 1))), w = (int32_t)((sw >> 1) ^ (0u - (sw & 1)));
+        c = (u > w) - (u < w);
+        break;
+    }
+    case PB_INT64: case PB_SFIXED64: {
+        int64_t u = (int64_t)x->v, w = (int64_t)y->v;
+        c = (u > w) - (u < w);
+        break;
+    }
+    case PB_SINT64: {
+        int64_t u = (int64_t)((x->v >> 1) ^ (0 - (x->v & 1))), w = (int64_t)((y->v >> 1) ^ (0 - (y->v & 1)));
+        c = (u > w) - (u < w);
+        break;
+    }
+    case PB_UINT32: case PB_FIXED32: {
+        uint32_t u = (uint32_t)x->v, w = (uint32_t)y->v;
+        c = (u > w) - (u < w);
+        break;
+    }
+    default: { /* uint64, fixed64 */
+        c = (x->v > y->v) - (x->v < y->v);
+        break;
+    }
+    }
+    if (c == 0)
+        c = (ia > ib) - (ia < ib); /* stable: wire order */
+    return c;
+}
+
+static inline int
+pb_key_equal(int kind, const pb_val *x, const pb_val *y)
+{
+    switch (kind) {
+    case PB_STRING:
+        return x->len == y->len && (x->len == 0 || memcmp(x->p, y->p, x->len) == 0);
+    case PB_BOOL:
+        return (x->v != 0) == (y->v != 0);
+    case PB_INT32: case PB_SFIXED32: case PB_SINT32: case PB_UINT32: case PB_FIXED32:
+        return (uint32_t)x->v == (uint32_t)y->v;
+    default:
+        return x->v == y->v;
+    }
+}
+
+static int
+pb_emit(pb_state *S, int32_t ei, int present)
+{
+    const pb_plan *P = S->P;
+    const pb_entry *e = &P->e[ei];
+    int col = e->col;
+    int set = present && S->has[ei];
+    if (e->kind == PB_MAP) {
+        pb_vec *v = &S->reps[ei];
+        Py_ssize_t pairs = present ? v->n / 2 : 0;
+        int32_t k = P->nodes[e->node].children[0], vi = P->nodes[e->node].children[1];
+        if (P->e[k].number != 1) {
+            int32_t t = k;
+            k = vi;
+            vi = t;
+        }
+        if (pairs > S->sorted_cap) {
+            int64_t *q = PyMem_Realloc(S->sorted, (size_t)pairs * sizeof(int64_t));
+            if (q == NULL)
+                return -1;
+            S->sorted = q;
+            S->sorted_cap = pairs;
+        }
+        for (Py_ssize_t i = 0; i < pairs; i++)
+            S->sorted[i] = i;
+        if (pairs > 1) {
+            pb_sort_kind = P->e[k].kind;
+            pb_sort_pairs = v->v;
+            qsort(S->sorted, (size_t)pairs, sizeof(int64_t), pb_key_cmp);
+        }
+        Py_ssize_t kept = 0;
+        for (Py_ssize_t i = 0; i < pairs; i++) {
+            if (i + 1 < pairs && pb_key_equal(P->e[k].kind, &v->v[2 * S->sorted[i]], &v->v[2 * S->sorted[i + 1]]))
+                continue; /* an equal key later on the wire wins */
+            const pb_val *kv = &v->v[2 * S->sorted[i]], *vv = &v->v[2 * S->sorted[i] + 1];
+            if (pb_put_one(S, &P->e[k], kv->v, kv->p, kv->len, P->e[k].col) < 0 ||
+                pb_put_one(S, &P->e[vi], vv->v, vv->p, vv->len, P->e[vi].col) < 0)
+                return -1;
+            kept++;
+        }
+        return pb_put_offset(S, ei, col, kept);
+    }
+    if (pb_is_message(e->kind) && e->repeated) { /* its elements are written as they end */
+        if (S->counts[ei] > 0x7FFFFFFF)
+            return -1;
+        int32_t o = (int32_t)S->counts[ei];
+        return pb_buf_put(&S->bufs[col], &o, 4);
+    }
+    if (pb_is_message(e->kind)) {
+        uint8_t valid = (uint8_t)set;
+        if (pb_buf_put(&S->bufs[col], &valid, 1) < 0)
+            return -1;
+        const pb_node *nd = &P->nodes[e->node];
+        for (int j = 0; j < nd->nchildren; j++)
+            if (pb_emit(S, nd->children[j], set) < 0)
+                return -1;
+        return 0;
+    }
+    if (e->repeated) {
+        pb_vec *v = &S->reps[ei];
+        Py_ssize_t n = present ? v->n : 0;
+        for (Py_ssize_t i = 0; i < n; i++)
+            if (pb_put_one(S, e, v->v[i].v, v->v[i].p, v->v[i].len, col + 1) < 0)
+                return -1;
+        return pb_put_offset(S, ei, col, n);
+    }
+    if (e->presence) {
+        uint8_t valid = (uint8_t)set;
+        if (pb_buf_put(&S->bufs[col], &valid, 1) < 0)
+            return -1;
+        col++;
+    }
+    return pb_put_one(S, e, set ? S->slots[ei].v : 0, S->slots[ei].p, set ? S->slots[ei].len : 0, col);
+}
+
+/* pb_decode(plan, payloads) -> (columns: list of bytes, refused: bytes, one 0/1 per payload) | None when a
+ * column outgrows Arrow's 32-bit offsets or a payload is not one contiguous buffer */
+static PyObject *
+pb_decode(PyObject *self, PyObject *args)
+{
+    PyObject *cap, *seq;
+    if (!PyArg_ParseTuple(args, "OO", &cap, &seq))
+        return NULL;
+    const pb_plan *P = PyCapsule_GetPointer(cap, PB_PLAN_CAPSULE);
+    if (P == NULL)
+        return NULL;
+    PyObject *fast = PySequence_Fast(seq, "payloads must be a sequence");
+    if (fast == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject *result = NULL, *refused = NULL, *columns = NULL;
+    pb_state S;
+    memset(&S, 0, sizeof(S));
+    S.P = P;
+    int32_t ne = P->nentries;
+    S.slots = PyMem_Calloc((size_t)ne + 1, sizeof(pb_val));
+    S.has = PyMem_Calloc((size_t)ne + 1, 1);
+    S.reps = PyMem_Calloc((size_t)ne + 1, sizeof(pb_vec));
+    S.oneof = PyMem_Malloc(((size_t)P->noneofs + 1) * sizeof(int32_t));
+    S.bufs = PyMem_Calloc((size_t)P->ncols + 1, sizeof(pb_buf));
+    S.counts = PyMem_Calloc((size_t)ne + 1, sizeof(int64_t));
+    S.mark_c = PyMem_Calloc((size_t)ne + 1, sizeof(int64_t));
+    S.row_c = PyMem_Calloc((size_t)ne + 1, sizeof(int64_t));
+    S.mark_n = PyMem_Calloc((size_t)P->ncols + 1, sizeof(Py_ssize_t));
+    S.row_n = PyMem_Calloc((size_t)P->ncols + 1, sizeof(Py_ssize_t));
+    refused = PyBytes_FromStringAndSize(NULL, n);
+    if (!S.slots || !S.has || !S.reps || !S.oneof || !S.bufs || !S.counts || !S.mark_c || !S.row_c || !S.mark_n ||
+        !S.row_n) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (refused == NULL)
+        goto done;
+    uint8_t *ref = (uint8_t *)PyBytes_AS_STRING(refused);
+    /* every offsets column starts with 0 */
+    for (int32_t i = 0; i < ne; i++) {
+        const pb_entry *e = &P->e[i];
+        int32_t zero = 0;
+        int col = e->col + (e->presence && !e->repeated && !pb_is_message(e->kind) ? 1 : 0);
+        if (e->kind == PB_MAP || e->repeated) {
+            if (pb_buf_put(&S.bufs[e->col], &zero, 4) < 0)
+                goto nomem;
+            col = e->col + 1;
+        }
+        if ((e->kind == PB_STRING || e->kind == PB_BYTES) && pb_buf_put(&S.bufs[col], &zero, 4) < 0)
+            goto nomem;
+    }
+    const pb_node *top = &P->nodes[0];
+    for (Py_ssize_t r = 0; r < n; r++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(fast, r), &view, PyBUF_SIMPLE) < 0) {
+            /* not one contiguous buffer: the caller reads the batch another way */
+            PyErr_Clear();
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        for (int c = 0; c < P->ncols; c++)
+            S.row_n[c] = S.mark_n[c] = S.bufs[c].n;
+        for (int32_t i = 0; i < ne; i++)
+            S.row_c[i] = S.mark_c[i] = S.counts[i];
+        pb_clear(&S, 0, ne);
+        for (int j = 0; j < P->noneofs; j++)
+            S.oneof[j] = -1;
+        const uint8_t *p = view.buf;
+        int rc = pb_parse(&S, 0, p, p + view.len, 0);
+        if (rc == PB_OK) {
+            for (int32_t i = 0; i < ne; i++)
+                if ((P->e[i].kind == PB_TIMESTAMP || P->e[i].kind == PB_DURATION) && S.has[i] &&
+                    !pb_time_valid(&S, &P->e[i], i)) {
+                    rc = PB_REFUSED;
+                    break;
+                }
+        }
+        int present = rc == PB_OK;
+        if (!present) { /* what its repeated messages wrote taken back */
+            for (int c = 0; c < P->ncols; c++)
+                S.bufs[c].n = S.row_n[c];
+            for (int32_t i = 0; i < ne; i++)
+                S.counts[i] = S.row_c[i];
+            pb_clear(&S, 0, ne);
+        }
+        ref[r] = (uint8_t)!present;
+        int bad = 0;
+        for (int j = 0; j < top->nchildren && !bad; j++)
+            bad = pb_emit(&S, top->children[j], present) < 0;
+        PyBuffer_Release(&view);
+        if (rc == PB_NOMEM)
+            goto nomem;
+        if (bad) { /* out of memory, or past 32-bit offsets: the caller reads the batch another way */
+            if (PyErr_Occurred())
+                goto done;
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+    }
+    columns = PyList_New(P->ncols);
+    if (columns == NULL)
+        goto done;
+    for (int c = 0; c < P->ncols; c++) {
+        PyObject *b = PyBytes_FromStringAndSize(S.bufs[c].p ? S.bufs[c].p : "", S.bufs[c].n);
+        if (b == NULL)
+            goto done;
+        PyList_SET_ITEM(columns, c, b);
+        PyMem_Free(S.bufs[c].p);
+        S.bufs[c].p = NULL;
+    }
+    result = PyTuple_Pack(2, columns, refused);
+    goto done;
+nomem:
+    PyErr_NoMemory();
+done:
+    Py_XDECREF(columns);
+    Py_XDECREF(refused);
+    Py_DECREF(fast);
+    if (S.bufs)
+        for (int c = 0; c < P->ncols; c++)
+            PyMem_Free(S.bufs[c].p);
+    if (S.reps)
+        for (int32_t i = 0; i < ne; i++)
+            PyMem_Free(S.reps[i].v);
+    PyMem_Free(S.slots);
+    PyMem_Free(S.has);
+    PyMem_Free(S.reps);
+    PyMem_Free(S.oneof);
+    PyMem_Free(S.bufs);
+    PyMem_Free(S.counts);
+    PyMem_Free(S.mark_c);
+    PyMem_Free(S.row_c);
+    PyMem_Free(S.mark_n);
+    PyMem_Free(S.row_n);
+    PyMem_Free(S.stack);
+    PyMem_Free(S.sorted);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"index_real_entries", index_real_entries, METH_VARARGS, "index_real_entries(data, entry_size) -> real entries."},
     {"index_entry_checks", index_entry_checks, METH_VARARGS, "The first bad entry of an index's checks (see _speedups.c)."},
@@ -2981,6 +3939,10 @@ static PyMethodDef methods[] = {
     {"record_lines", record_lines, METH_VARARGS,
      "record_lines(buf, start, section, transaction_result) -> (text, count, first, last, gaps) | None: "
      "dump --deep's lines of a batch's records."},
+    {"pb_plan", pb_plan_new, METH_VARARGS,
+     "pb_plan(entries, ncols, noneofs) -> the compiled plan of a Protobuf message (protobuf_plan.py)."},
+    {"pb_decode", pb_decode, METH_VARARGS,
+     "pb_decode(plan, payloads) -> (column buffers, refused flags) | None: Protobuf payloads as columns."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from logdoctor.formats.registry.reasons import DECODE_ERROR_TRUNCATED
+from logdoctor.formats.registry.reasons import DECODE_ERROR_TRUNCATED, NO_MAGIC_BYTE
 from logdoctor.formats.registry.writers import REGISTRY, Decoders, Resolved, WriterKey, is_framed, writer_of
 
 if TYPE_CHECKING:
@@ -191,6 +191,11 @@ def _header_values(rb: pa.RecordBatch, name: str) -> list[bytes | None] | None:
     return out
 
 
+#: the first bytes of a key or value without a header that :func:`writer_of` reads further (a magic byte 0
+#: or 1 frame, a Connect JSON envelope): any other is ``no_magic_byte`` at once
+_MAY_BE_FRAMED = frozenset({b"\x00", b"\x01", b"{"})
+
+
 class _Resolver:
     """:func:`writer_of` for every key or value of a column, with the frames seen kept: a prefix frame of a
     non-Protobuf id by its 5 bytes, a Protobuf one with its message indexes by those bytes too (the same
@@ -218,6 +223,9 @@ class _Resolver:
             h = None if headers is None else headers[i]
             if d is None:
                 append(None)
+                continue
+            if h is None and d[:1] not in _MAY_BE_FRAMED:  # no frame, no envelope: writer_of's answer
+                append(NO_MAGIC_BYTE)
                 continue
             if h is None and d[:1] == b"\x00" and len(d) >= 5:
                 p = d[:5]
@@ -284,8 +292,13 @@ def survey_batch(
     ):
         data, resolved = _resolve(rb, resolver, column, header)
         pending: dict[WriterKey, list[bytes]] = {}
+        counted = None  # the last resolution whose writer was counted (the resolver repeats its objects)
         for d, r in zip(data, resolved, strict=True):
-            if isinstance(r, Resolved) and r.writer not in writers:
+            if r is counted or not isinstance(r, Resolved):
+                continue
+            if r.writer in writers:
+                counted = r
+            else:
                 if decoders is None:
                     writers.add(r.writer)
                 else:
@@ -574,7 +587,15 @@ class TypedBatches:
         if column == "value":
             self._value_writers = [r.writer if isinstance(r, Resolved) else None for r in resolved]
         groups: dict[WriterKey, list[int]] = {}
+        # the resolver repeats its objects: a row resolved as the one before it is grouped at once
+        last: Any = object()
+        last_rows: list[int] = []
         for i, r in enumerate(resolved):
+            if r is last:
+                last_rows.append(i)
+                row_ids[i] = r.writer.schema_id
+                deleted[i] = r.deleted
+                continue
             if r is None:
                 continue
             if isinstance(r, str):
@@ -582,7 +603,8 @@ class TypedBatches:
                     reasons[i], details[i] = r, f"{column}: {r}"
                     ids[i] = _named_id(data[i])
                 continue
-            groups.setdefault(r.writer, []).append(i)
+            last, last_rows = r, groups.setdefault(r.writer, [])
+            last_rows.append(i)
             row_ids[i] = r.writer.schema_id
             deleted[i] = r.deleted
         pieces: list[pa.Array] = []

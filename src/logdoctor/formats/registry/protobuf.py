@@ -1,10 +1,11 @@
 """Protobuf payloads of one registered message decoded into Arrow (type mapping of docs/typed-tables.md).
 
 The message classes come from protoc (:mod:`.protobuf_schema`); a payload (the bytes after the frame and the
-message indexes) is parsed by protobuf's own parser (the upb backend) and read into Arrow columns by
-:mod:`.protobuf_columns`. A payload protobuf rejects is ``decode_error_truncated`` when its wire format ends
-inside a field (:func:`ends_early`), else ``decode_error_schema_mismatch`` (invalid UTF-8 in a string, a bad
-wire type, ...).
+message indexes) is decoded by the C extension straight into Arrow columns where it covers the message
+(:mod:`.protobuf_plan`), else (and for every payload it refuses) parsed by protobuf's own parser (the upb
+backend) and read into Arrow columns by :mod:`.protobuf_columns`. A payload protobuf rejects is
+``decode_error_truncated`` when its wire format ends inside a field (:func:`ends_early`), else
+``decode_error_schema_mismatch`` (invalid UTF-8 in a string, a bad wire type, ...).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from logdoctor.formats.registry.protobuf_columns import payload_reader
+from logdoctor.formats.registry.protobuf_plan import fast_reader
 from logdoctor.formats.registry.protobuf_schema import compile_schema
 from logdoctor.formats.registry.results import (
     DECODE_ERROR_SCHEMA_MISMATCH,
@@ -34,7 +36,8 @@ class ProtobufDecoder:
         self.record_name: str | None = descriptor.full_name
         self.field_metadata: dict[bytes, bytes] = {}
         message_class = compiled.message_class(self.message_indexes)
-        self.arrow_type, self._read = payload_reader(descriptor, message_class.FromString, message_class())
+        self.arrow_type, read = payload_reader(descriptor, message_class.FromString, message_class())
+        self._read = fast_reader(descriptor, self.arrow_type, read)
 
     def __reduce__(self):
         return (ProtobufDecoder, (self._registry, self._schema, self.message_indexes))
