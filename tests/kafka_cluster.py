@@ -550,6 +550,10 @@ class KafkaCluster:
                     listeners += f",CONTROLLER://127.0.0.1:{controller_port}"
                 config.update(
                     {
+                        # a broker that leads partitions stops cleanly when a heartbeat's answer says its
+                        # controlled shutdown is done: the next heartbeat, 2 s later by default
+                        # (BrokerLifecycleManager's PENDING_CONTROLLED_SHUTDOWN); the session timeout stays
+                        "broker.heartbeat.interval.ms": 500,
                         "process.roles": roles,
                         "controller.quorum.voters": voters,
                         "listeners": listeners,
@@ -633,9 +637,10 @@ class KafkaCluster:
                 f"StorageTool format of node {node.node_id}: {done.stdout}{done.stderr}"
             )
 
-    def start(self, timeout: float = 180.0) -> KafkaCluster:
+    def start(self, timeout: float = 180.0, *, wait: bool = True) -> KafkaCluster:
         """Format (first time), start ZooKeeper or the controller, then every broker at once; wait until
-        every broker is registered and unfenced."""
+        every broker is registered and unfenced (``wait=False``: the caller does other work, then calls
+        :meth:`wait_started`)."""
         if not any(n.starts for n in self.nodes):
             self.format()
         if not self.kraft:
@@ -645,10 +650,15 @@ class KafkaCluster:
                 node.start(wait=False)
         for node in self.broker_nodes:
             node.start(wait=False)
+        if wait:
+            self.wait_started(timeout)
+        return self
+
+    def wait_started(self, timeout: float = 180.0) -> None:
+        """Until every node's log says it started and every broker is registered and unfenced."""
         for node in self.nodes:
             node.wait_started(timeout)
         self.wait_brokers_registered(self.broker_nodes, timeout)
-        return self
 
     def start_zookeeper(self) -> None:
         if self.zookeeper is not None and self.zookeeper.poll() is None:

@@ -10,9 +10,10 @@ Each column is compared as a value of its SQL type, read from both sides: the da
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -39,6 +40,20 @@ class Run:
         self.t_ms = 0
         self.figures: dict[str, Any] = {}
         self.records: dict[str, list[tuple]] = {}
+
+
+@contextlib.contextmanager
+def started_together(database: Any, cluster: kc.KafkaCluster) -> Iterator[None]:
+    """``database`` (``databases.PostgresServer`` or ``MariaDBServer``) started while the broker's JVM starts
+    (neither waits on the other; both in this thread: a process dies with the thread that started it), then
+    stopped as ``with database, cluster:`` stops them: the broker first; both killed after a failure."""
+    with contextlib.ExitStack() as stack:
+        stack.push(database)
+        stack.push(cluster)
+        cluster.start(wait=False)
+        database.start()
+        cluster.wait_started()
+        yield
 
 
 def cpu_seconds() -> float:

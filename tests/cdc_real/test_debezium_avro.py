@@ -30,7 +30,7 @@ import struct
 import time
 
 import pytest
-from cdc_verdict import Run, compare, cpu_seconds, export_cdc, read_table
+from cdc_verdict import Run, compare, cpu_seconds, export_cdc, read_table, started_together
 
 import kafka_cluster as kc
 from connect_cluster import POSTGRES_PLUGIN, ConnectWorker
@@ -98,9 +98,20 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     root = tmp_path_factory.mktemp("debezium-avro")
     result = Run()
     started, cpu = time.monotonic(), cpu_seconds()
-    with PostgresServer() as pg, kc.KafkaCluster(root / "kafka", version=kc.NEWEST) as cluster:
+    pg, cluster = PostgresServer(), kc.KafkaCluster(root / "kafka", version=kc.NEWEST)
+    with started_together(pg, cluster):
         registry = ApicurioRegistry(root / "registry", kafkasql=cluster.bootstrap)
-        with registry:
+        worker = ConnectWorker(
+            cluster,
+            root / "connect",
+            POSTGRES_PLUGIN,
+            CONVERTER_PLUGIN,
+            config=converter_config(registry),
+        )
+        # the worker starts while the registry reads its journal back: the converters ask the registry
+        # nothing before the connector's task converts its first event
+        with registry.start(wait=False), worker:
+            registry.wait_ready()
             pg.psql(
                 SCHEMA
                 + "".join(
@@ -112,42 +123,35 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
             # one sequence: the next new content's id is 3, not 2), which the journal's replay must give too
             for subject in ("unrelated-a", "unrelated-b"):
                 registry.request("POST", f"/subjects/{subject}/versions", {"schema": json.dumps("string")})
-            worker = ConnectWorker(
-                cluster,
-                root / "connect",
-                POSTGRES_PLUGIN,
-                CONVERTER_PLUGIN,
-                config=converter_config(registry),
+            worker.create_connector(PREFIX, connector(pg))
+            worker.wait_running(PREFIX)
+            worker.wait_for_records(TOPIC)
+            result.figures["first_event_s"] = round(time.monotonic() - started, 1)
+            result.figures["load_at_first_event"] = round(os.getloadavg()[0], 1)
+            pg.psql(
+                "".join(
+                    f"INSERT INTO customers VALUES ({i}, 'customer {i}', {i}.99, NULL);\n"
+                    for i in range(21, 31)
+                )
+                + "UPDATE customers SET name = name || ' (renamed)', balance = balance + 1 "
+                + "WHERE id BETWEEN 1 AND 8;\n"
+                + "DELETE FROM customers WHERE id IN (9, 10, 25);\n"
+                + "UPDATE customers SET id = 100 WHERE id = 11;\n"
+                + "INSERT INTO marker VALUES (1, 'phase 1');\n"
             )
-            with worker:
-                worker.create_connector(PREFIX, connector(pg))
-                worker.wait_running(PREFIX)
-                worker.wait_for_records(TOPIC)
-                result.figures["first_event_s"] = round(time.monotonic() - started, 1)
-                result.figures["load_at_first_event"] = round(os.getloadavg()[0], 1)
-                pg.psql(
-                    "".join(
-                        f"INSERT INTO customers VALUES ({i}, 'customer {i}', {i}.99, NULL);\n"
-                        for i in range(21, 31)
-                    )
-                    + "UPDATE customers SET name = name || ' (renamed)', balance = balance + 1 "
-                    + "WHERE id BETWEEN 1 AND 8;\n"
-                    + "DELETE FROM customers WHERE id IN (9, 10, 25);\n"
-                    + "UPDATE customers SET id = 100 WHERE id = 11;\n"
-                    + "INSERT INTO marker VALUES (1, 'phase 1');\n"
-                )
-                wait_phase(worker, 1)
-                # a column added with a default: the value schema's second version; rows changed after it
-                pg.psql(
-                    "ALTER TABLE customers ADD COLUMN score int NOT NULL DEFAULT 0;\n"
-                    "UPDATE customers SET score = 5 WHERE id IN (1, 2);\n"
-                    "UPDATE customers SET note = 'after the column' WHERE id = 3;\n"
-                    "INSERT INTO customers (id, name, balance) VALUES (40, 'after the column', 1.00);\n"
-                    "INSERT INTO customers VALUES (41, 'with a score', 2.00, NULL, 7);\n"
-                    "DELETE FROM customers WHERE id = 12;\n"
-                    "INSERT INTO marker VALUES (2, 'phase 2');\n"
-                )
-                wait_phase(worker, 2)
+            wait_phase(worker, 1)
+            # a column added with a default: the value schema's second version; rows changed after it
+            pg.psql(
+                "ALTER TABLE customers ADD COLUMN score int NOT NULL DEFAULT 0;\n"
+                "UPDATE customers SET score = 5 WHERE id IN (1, 2);\n"
+                "UPDATE customers SET note = 'after the column' WHERE id = 3;\n"
+                "INSERT INTO customers (id, name, balance) VALUES (40, 'after the column', 1.00);\n"
+                "INSERT INTO customers VALUES (41, 'with a score', 2.00, NULL, 7);\n"
+                "DELETE FROM customers WHERE id = 12;\n"
+                "INSERT INTO marker VALUES (2, 'phase 2');\n"
+            )
+            wait_phase(worker, 2)
+            worker.stop()
             result.final = {"customers": pg.rows("customers")}
             result.records[TOPIC] = kc.read_all(cluster.bootstrap, TOPIC, 0)
             # the registry's own answers: every version of the topic's subjects, its id on the Confluent API

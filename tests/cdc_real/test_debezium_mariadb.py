@@ -39,6 +39,7 @@ from cdc_verdict import (
     read_table,
     redeliveries,
     split_in_redelivery,
+    started_together,
     wait_marker,
 )
 
@@ -112,7 +113,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     started, cpu = time.monotonic(), cpu_seconds()
     topics = [f"{p}.cdc.{t}" for p in PREFIXES for t in (*TABLES, "marker")]
     markers = [f"{p}.cdc.marker" for p in PREFIXES]
-    with MariaDBServer() as db, kc.KafkaCluster(root / "kafka", version=kc.NEWEST) as cluster:
+    db, cluster = MariaDBServer(), kc.KafkaCluster(root / "kafka", version=kc.NEWEST)
+    with started_together(db, cluster):
         db.sql(SCHEMA)
         db.sql(
             "".join(

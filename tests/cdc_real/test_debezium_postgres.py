@@ -45,6 +45,7 @@ from cdc_verdict import (
     read_table,
     redeliveries,
     split_in_redelivery,
+    started_together,
     wait_marker,
 )
 
@@ -121,7 +122,8 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Run:
     started, cpu = time.monotonic(), cpu_seconds()
     topics = [f"{p}.public.{t}" for p in PREFIXES for t in (*TABLES, "marker")]
     markers = [f"{p}.public.marker" for p in PREFIXES]
-    with PostgresServer() as pg, kc.KafkaCluster(root / "kafka", version=kc.NEWEST) as cluster:
+    pg, cluster = PostgresServer(), kc.KafkaCluster(root / "kafka", version=kc.NEWEST)
+    with started_together(pg, cluster):
         pg.psql(SCHEMA)
         # the rows of the connectors' snapshot
         pg.psql(
