@@ -15,13 +15,20 @@ from pathlib import Path
 
 import pytest
 
+import cli_runs
 import realworld
 
 LOGDOCTOR = [sys.executable, "-m", "logdoctor"]
 
 
-def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([*LOGDOCTOR, *args], capture_output=True, text=True, env=env, timeout=300)
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The command in this process (tests/cli_runs.py), ``env`` over ``os.environ`` (each test's ``env`` is
+    ``os.environ`` and more); a printed command run as printed has a process of its own (:func:`_process`)."""
+    return cli_runs.logdoctor(*args, env=env)
 
 
 def test_version_is_the_package_metadata() -> None:
@@ -102,7 +109,7 @@ def test_a_fix_argv_runs_as_printed_on_a_path_with_a_space(tmp_path: Path) -> No
     assert argv[:2] == ["logdoctor", "repair"] and str(d) in argv
     assert shlex.split(_spans(f["fix"])[0]) == argv
     before = sorted(p.name for p in d.rglob("*"))
-    run = _run(*argv[1:])
+    run = _process(*argv[1:])
     assert run.returncode == 0, run.stdout + run.stderr
     assert "Dry run" in run.stdout
     assert sorted(p.name for p in d.rglob("*")) == before

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+import cli_runs
 import kp_oracle
 import realworld
 from logdoctor.formats.control import EndTxnMarker, control_record_spec
@@ -207,9 +208,8 @@ def test_bad_isolation_level_is_refused() -> None:
 
 
 def _logdoctor(*args: str) -> str:
-    res = subprocess.run(
-        [sys.executable, "-m", "logdoctor", *args], capture_output=True, text=True, check=False
-    )
+    """``logdoctor ARGS``'s stdout, run in this process (tests/cli_runs.py)."""
+    res = cli_runs.logdoctor(*args)
     assert res.returncode == 0, res.stderr
     return res.stdout
 
@@ -268,10 +268,7 @@ def test_a_txnindex_the_markers_contradict_is_found_and_repaired_as_printed(tmp_
     index = folder / "00000000000000000000.txnindex"
     original = index.read_bytes()
     index.write_bytes(struct.pack(">hqqqq", 0, 8101, 60, 75, 76))
-    out = subprocess.run(
-        [sys.executable, "-m", "logdoctor", "scan", str(folder.parent), "--json"],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
+    out = cli_runs.logdoctor("scan", str(folder.parent), "--json")  # the repair below runs as printed
     (f,) = [f for f in json.loads(out.stdout)["findings"] if f["code"] == "INDEX_CORRUPT"]
     assert f["path"] == str(index) and "COMMIT marker" in f["message"] and "76" in f["message"]
     command = f["fix"].split("`")[1]

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import helpers
 
+import cli_runs
 import realworld
 from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.findings import Severity
@@ -303,6 +304,10 @@ def test_kill_at_every_step(tmp_path, force_copy, finish):
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command in this process (tests/cli_runs.py); a run killed at a step (``LOGDOCTOR_CRASH_AT``:
+    SIGKILL) in a process of its own."""
+    if "LOGDOCTOR_CRASH_AT" not in (env or {}):
+        return cli_runs.logdoctor(*args, env=env)
     return subprocess.run(
         [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *args],
         capture_output=True,

@@ -16,6 +16,7 @@ import helpers
 import pytest
 from kafka.record import MemoryRecords
 
+import cli_runs
 import realworld
 import tiers
 from logdoctor.logdir.remote_store import RemoteOptions
@@ -266,6 +267,10 @@ def test_a_differing_local_segment_is_kept_and_named(tmp_path):
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command in this process (tests/cli_runs.py); a run killed at a step (``LOGDOCTOR_CRASH_AT``:
+    SIGKILL) in a process of its own."""
+    if "LOGDOCTOR_CRASH_AT" not in (env or {}):
+        return cli_runs.logdoctor(*args, env=env)
     return subprocess.run(
         [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *args],
         capture_output=True,

@@ -18,12 +18,12 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import helpers
 import pytest
 
+import cli_runs
 import realworld
 from logdoctor.logdir.remote_store import RemoteOptions
 from logdoctor.repair.procedures import run
@@ -31,9 +31,8 @@ from logdoctor.repair.procedures.restore import plan_restore
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "logdoctor", *args], capture_output=True, text=True, timeout=300, check=False
-    )
+    """``logdoctor ARGS`` in this process (tests/cli_runs.py)."""
+    return cli_runs.logdoctor(*args)
 
 
 def _store(tmp_path: Path, store: str) -> Path:

@@ -16,6 +16,7 @@ from pathlib import Path
 import helpers
 import pytest
 
+import cli_runs
 import realworld
 import tiers
 from logdoctor.logdir.remote_store import RemoteOptions
@@ -172,6 +173,10 @@ def test_missing_indexes_are_rebuilt_as_the_broker_wrote_them(tmp_path, variant,
 
 
 def _cli(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+    """The command in this process (tests/cli_runs.py); a run killed at a step (``LOGDOCTOR_CRASH_AT``:
+    SIGKILL) in a process of its own."""
+    if "LOGDOCTOR_CRASH_AT" not in (env or {}):
+        return cli_runs.logdoctor(*args, env=env)
     return subprocess.run(
         [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *args],
         capture_output=True,
