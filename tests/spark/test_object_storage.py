@@ -304,19 +304,21 @@ def test_timestamps_and_offsets_resolve_as_locally(remote, name):
 
 
 def digest(df) -> tuple[int, str]:
-    """Count and an order-independent SHA-256 of (topic, partition, offset, key, value, timestamp)."""
+    """Count and an order-independent SHA-256 of (topic, partition, offset, key, value, timestamp); the
+    rows come to the driver as Arrow (toArrow), not one pickled Row each (collect)."""
+    cols = df.select(*COLUMNS).toArrow().to_pydict()
     lines = sorted(
         "\t".join(
             [
-                r["topic"],
-                str(r["partition"]),
-                str(r["offset"]),
-                "-" if r["key"] is None else bytes(r["key"]).hex(),
-                "-" if r["value"] is None else bytes(r["value"]).hex(),
-                "-" if r["timestamp"] is None else r["timestamp"].isoformat(),
+                t,
+                str(p),
+                str(o),
+                "-" if k is None else bytes(k).hex(),
+                "-" if v is None else bytes(v).hex(),
+                "-" if ts is None else ts.isoformat(),
             ]
         )
-        for r in df.select(*COLUMNS).collect()
+        for t, p, o, k, v, ts in zip(*(cols[c] for c in COLUMNS), strict=True)
     )
     return len(lines), hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
@@ -437,16 +439,27 @@ def _table_digest(out):
     return len(lines), hashlib.sha256("\n".join(lines).encode()).hexdigest()
 
 
-@pytest.mark.parametrize("writer", ["arrow", "spark"])
-def test_export_from_s3_to_a_local_folder(spark, remote, tmp_path, writer):
+@pytest.fixture(scope="module")
+def local_export(spark, remote, tmp_path_factory):
+    """The export of the generated and damaged log dirs from the local file system (the default writer),
+    once for both writers' exports from S3: (its result, its digest)."""
     from logdoctor.spark.export import run_export
 
-    (local, uri), (broken, broken_uri) = remote["generated"], remote["damaged"]
+    out = tmp_path_factory.mktemp("local-export") / "expected"
+    expected = run_export(spark, [str(remote["generated"][0]), str(remote["damaged"][0])], out)
+    return expected, _table_digest(out)
+
+
+@pytest.mark.parametrize("writer", ["arrow", "spark"])
+def test_export_from_s3_to_a_local_folder(spark, remote, local_export, tmp_path, writer):
+    from logdoctor.spark.export import run_export
+
+    (_, uri), (_, broken_uri) = remote["generated"], remote["damaged"]
     result = run_export(spark, [uri, broken_uri], tmp_path / "out", writer=writer)
-    expected = run_export(spark, [str(local), str(broken)], tmp_path / "expected")
+    expected, expected_digest = local_export
     assert result.writer == writer and result.rows == expected.rows > 0
     assert result.bytes_in == expected.bytes_in and result.segments == expected.segments
-    assert _table_digest(tmp_path / "out") == _table_digest(tmp_path / "expected")
+    assert _table_digest(tmp_path / "out") == expected_digest
     assert [(s.valid_bytes, s.size_bytes) for s in result.skipped] == [
         (s.valid_bytes, s.size_bytes) for s in expected.skipped
     ]
