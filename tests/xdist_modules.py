@@ -33,15 +33,17 @@ SERIAL_GROUPS = {
 # while the other worker has nothing left to do (test_xdist_terminal.py did: 174 s; a Spark module added
 # without a figure here is handed out before the unnamed others for the same reason).
 LONGEST: list[str] = [
-    "tests/spark/test_tables_commit.py",  # 476 s
-    "tests/spark/test_object_storage.py",  # 372 s
-    "tests/spark/test_typed_commit_kill.py",  # 289 s at load (8 SIGKILLed CLI runs, each its own JVM)
-    # a broker, a database, a Connect worker (started 3 times), two CLI exports' Spark JVMs (tests/cdc_real)
-    "tests/cdc_real/test_debezium_postgres.py",  # 339 s at load 9-15 (53 s of CPU)
-    "tests/cdc_real/test_debezium_mariadb.py",  # 322 s at load 12 (55 s of CPU)
-    "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s
-    "tests/spark/test_every_record_once.py",  # 156 s
-    "tests/procedures/test_restore.py",  # 144 s, 57 tests
+    "tests/spark/test_tables_commit.py",  # 476 s; ~420 s since 2 kills fewer (alone, load 18-20: 777 -> 687)
+    "tests/spark/test_object_storage.py",  # 372 s; ~330 s since (alone: 993 s at load 18-27, 876 s at 25-27)
+    # 289 s at load with 8 SIGKILLed CLI runs (each its own JVM); 5 since: 519 -> 326 s alone at load 18-20
+    "tests/spark/test_typed_commit_kill.py",  # ~180 s (289 s x 326/519)
+    "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s (~45 s: 1 test)
+    "tests/spark/test_every_record_once.py",  # 156 s; ~131 s since 42 cells (alone, load 27-32: 763 -> 641 s)
+    # a broker, a database, a Connect worker (started 3 times), 4 CLI exports' Spark JVMs (tests/cdc_real);
+    # "before": with Connect's reflective plugin scan, 54-60 s of each worker start at load (connect_cluster)
+    "tests/cdc_real/test_debezium_mariadb.py",  # 152 s alone at load 18-24 (322 s at load 12 before)
+    "tests/cdc_real/test_debezium_postgres.py",  # 149 s alone at load 16-19, 32 s of CPU (363 s, 66 s before)
+    "tests/procedures/test_restore.py",  # 144 s, 57 tests (CLI in-process but the kills since issue 76)
     # the real-broker modules (tests/brokers): their brokers start once per module; setup + call + teardown
     # of a 2-worker run of tests/brokers alone at load 1-5 (docs/tests.md, "Real Kafka brokers")
     "tests/brokers/test_broker_files.py",  # 123 s
@@ -50,9 +52,9 @@ LONGEST: list[str] = [
     # a broker, Apicurio Registry started twice, and one typed export's Spark JVM (tests/producers)
     "tests/producers/test_real_serializers.py",  # 133 s at load 17
     # a broker, Apicurio Registry, a database, a Connect worker (Avro converter), one CLI export's Spark JVM
-    "tests/cdc_real/test_debezium_avro.py",  # 78-107 s at load 6-11 (30 s of CPU)
+    "tests/cdc_real/test_debezium_avro.py",  # 116 s alone at load 25-29, 26 s of CPU (169 s, 36 s before)
     "tests/typed/test_protobuf_property.py",  # 120 s at load 10 (make test-fast: 30 s)
-    "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s)
+    "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s; CLI in-process but the kill)
     "tests/spark/test_tables_commit_failures.py",  # 110 s at load, 12 tests
     "tests/repair/test_write_matrix.py",  # 103 s, 36 tests
     "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)
@@ -67,6 +69,7 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_tiered_retention.py",  # 72 s: a 4.3.1 and a 4.4.0 node, each restarted
     "tests/brokers/test_broker_cordon_stray.py",  # 71 s alone: 2 JBOD brokers + controller, 2 restarts
     "tests/brokers/test_broker_replay_groups.py",  # 70 s
+    "tests/brokers/test_broker_replay_spark.py",  # 151 s alone at load 16, its Spark session included
     "tests/brokers/test_broker_replay_partitioner.py",  # 88 s alone at load 4: a source and a target cluster
     "tests/brokers/test_broker_tv2.py",  # 55-73 s alone at load 6-9: a 4.4.0 node, 4 producers, an export
     "tests/brokers/test_broker_sync_replica.py",  # 64 s
