@@ -39,13 +39,7 @@ from logdoctor.replay.apply import (
 from logdoctor.replay.offset_map import ReplayMismatch, offset_map, offset_map_schema
 from logdoctor.replay.plan import ReplayPlan
 
-__all__ = ["OFFSET_MAP_DDL", "offset_map_units", "spark_runner", "write_offset_map_table"]
-
-#: :func:`logdoctor.replay.offset_map_schema` in Spark's words
-OFFSET_MAP_DDL = (
-    "source_topic string, source_partition int, source_offset bigint, "
-    "target_topic string, target_partition int, target_offset bigint"
-)
+__all__ = ["offset_map_units", "spark_runner", "write_offset_map_table"]
 
 _ERRORS: dict[str, type[Exception]] = {
     "refused": ReplayRefused,
@@ -138,6 +132,7 @@ def write_offset_map_table(
     if fmt != "parquet":
         raise ValueError(f"not an offset map format: {fmt!r}")
     import pyarrow.dataset as pads
+    from pyspark.sql.pandas.types import from_arrow_schema
 
     from logdoctor.spark.tables.files import filesystem
 
@@ -147,7 +142,7 @@ def write_offset_map_table(
                 yield from _unit_batches(plan, units[i], timeout)
 
     n = max(1, len(units))
-    frame = spark.range(0, len(units), 1, n).mapInArrow(batches, OFFSET_MAP_DDL)
+    frame = spark.range(0, len(units), 1, n).mapInArrow(batches, from_arrow_schema(offset_map_schema()))
     spark.sparkContext.setJobDescription("logdoctor replay: the offset map")
     try:
         frame.write.mode("overwrite").parquet(location)

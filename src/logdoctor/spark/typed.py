@@ -33,7 +33,15 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from logdoctor.formats.registry.reasons import DECODE_ERROR_TRUNCATED, NO_MAGIC_BYTE
-from logdoctor.formats.registry.writers import REGISTRY, Decoders, Resolved, WriterKey, is_framed, writer_of
+from logdoctor.formats.registry.writers import (
+    FRAME_STARTS,
+    REGISTRY,
+    Decoders,
+    Resolved,
+    WriterKey,
+    is_framed,
+    writer_of,
+)
 
 if TYPE_CHECKING:
     from logdoctor.formats.registry.store import SchemaRegistry
@@ -191,11 +199,6 @@ def _header_values(rb: pa.RecordBatch, name: str) -> list[bytes | None] | None:
     return out
 
 
-#: the first bytes of a key or value without a header that :func:`writer_of` reads further (a magic byte 0
-#: or 1 frame, a Connect JSON envelope): any other is ``no_magic_byte`` at once
-_MAY_BE_FRAMED = frozenset({b"\x00", b"\x01", b"{"})
-
-
 class _Resolver:
     """:func:`writer_of` for every key or value of a column, with the frames seen kept: a prefix frame of a
     non-Protobuf id by its 5 bytes, a Protobuf one with its message indexes by those bytes too (the same
@@ -224,7 +227,7 @@ class _Resolver:
             if d is None:
                 append(None)
                 continue
-            if h is None and d[:1] not in _MAY_BE_FRAMED:  # no frame, no envelope: writer_of's answer
+            if h is None and d[:1] not in FRAME_STARTS:  # no frame, no envelope: writer_of's answer
                 append(NO_MAGIC_BYTE)
                 continue
             if h is None and d[:1] == b"\x00" and len(d) >= 5:

@@ -116,6 +116,19 @@ def _bitmap(mask: np.ndarray | None, n: int) -> tuple[pa.Buffer | None, int]:
     return pa.py_buffer(np.packbits(~mask, bitorder="little")), int(mask.sum())
 
 
+def _list_of(col: int, element_type: pa.DataType, element_build: Builder) -> tuple[pa.DataType, Builder]:
+    """A repeated field's list column: its offsets in buffer ``col`` (int32, one more than the rows), the
+    elements built by ``element_build``."""
+    list_type = pa.list_(element_type)
+
+    def build_list(buffers: list[bytes], n: int, mask: np.ndarray | None) -> pa.Array:
+        offsets = np.frombuffer(buffers[col], np.int32)
+        values = element_build(buffers, int(offsets[-1]), None)
+        return pa.ListArray.from_arrays(pa.array(offsets), values, type=list_type)
+
+    return list_type, build_list
+
+
 def _scalar_builder(field: FieldDescriptor, col: int) -> tuple[pa.DataType, Builder]:
     """The values of a scalar (non-repeated, or a list's elements) whose buffers start at ``col``."""
     if field.type in _STRINGS:
@@ -199,30 +212,14 @@ def _field(plan: _Plan, field: FieldDescriptor, parent: int, oneof: int, path: t
             return _message_field(plan, field, parent, oneof, path, -1)
         # a list of messages: its offsets, then each element's validity (always valid) and fields
         list_col = plan.columns_of(1)
-        element_type, element_build = _message_field(plan, field, parent, -1, path, list_col)
-        list_type = pa.list_(element_type)
-
-        def build_messages(buffers: list[bytes], n: int, mask: np.ndarray | None) -> pa.Array:
-            offsets = np.frombuffer(buffers[list_col], np.int32)
-            values = element_build(buffers, int(offsets[-1]), None)
-            return pa.ListArray.from_arrays(pa.array(offsets), values, type=list_type)
-
-        return list_type, build_messages
+        return _list_of(list_col, *_message_field(plan, field, parent, -1, path, list_col))
     kind = _KINDS.get(field.type)
     if kind is None:
         raise Unsupported(field.full_name)
     if field.is_repeated:
         col = plan.columns_of(1)
         plan.entry(field, kind, parent, -1, col)
-        element_type, element_build = _scalar_builder(field, plan.columns_of(_width(field)))
-        list_type = pa.list_(element_type)
-
-        def build_list(buffers: list[bytes], n: int, mask: np.ndarray | None) -> pa.Array:
-            offsets = np.frombuffer(buffers[col], np.int32)
-            values = element_build(buffers, int(offsets[-1]), None)
-            return pa.ListArray.from_arrays(pa.array(offsets), values, type=list_type)
-
-        return list_type, build_list
+        return _list_of(col, *_scalar_builder(field, plan.columns_of(_width(field))))
     presence = field.has_presence
     col = plan.columns_of(1 if presence else 0)
     value_col = plan.columns_of(_width(field))

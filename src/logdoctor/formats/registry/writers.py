@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 REGISTRY = "registry"
 CONNECT = "connect"
 
+#: the first bytes of a key or value without a schema-id header that :func:`writer_of` reads further: a
+#: frame's magic byte (:data:`.framing.MAGIC_ID`, :data:`.framing.MAGIC_GUID`) or a Connect JSON envelope's
+#: ``{``; any other is :data:`~.decoder.NO_MAGIC_BYTE` at once
+FRAME_STARTS = frozenset({b"\x00", b"\x01", b"{"})
+
 
 @dataclass(frozen=True, slots=True)
 class WriterKey:
@@ -68,6 +73,8 @@ def writer_of(
     value)."""
     if data is None:
         return None
+    if header is None and data[:1] not in FRAME_STARTS:
+        return NO_MAGIC_BYTE
     if data[:1] == b"{" and header is None:
         from logdoctor.formats.registry.connect_json import envelope_schema
 
