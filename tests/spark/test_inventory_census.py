@@ -125,18 +125,57 @@ def test_a_kind_of_record_no_inventory_holds_is_not_read_and_the_tables_are_the_
         pq.write_table(t.filter(keep), folder / path.name)
     assert gone > 0  # the demo fleet's inventories hold such rows
     skipped = run_census(spark, [str(folder)], tmp_path / "skipped", now_ms=NOW)
-    check = census_inputs.check_inventory
+    check = census_inputs.inventory_check
 
     def every_kind(path: str) -> Any:
-        return (*check(path)[:4], list(RECORD_KINDS))
+        verdict, rows = check(path)
+        return (*verdict[:4], list(RECORD_KINDS)), rows
 
-    monkeypatch.setattr(census_inputs, "check_inventory", every_kind)
+    monkeypatch.setattr(census_inputs, "inventory_check", every_kind)
     read = run_census(spark, [str(folder)], tmp_path / "read", now_ms=NOW)
     for name in ALL_TABLES:
         assert table(tmp_path / "skipped", name) == table(tmp_path / "read", name), name
         schemas = [pq.read_table(tmp_path / run / name).schema for run in ("skipped", "read")]
         assert schemas[0] == schemas[1], name
     assert skipped.counts() == read.counts() and skipped.findings == read.findings
+
+
+def test_each_inventory_is_read_once_every_kind_but_the_replicas_from_its_check(
+    spark, demo, tmp_path, monkeypatch
+):
+    """Each inventory is checked once on an executor and its rows other than replicas (findings, log dirs,
+    commits, compaction, transaction and share rows) are the ones that check kept: no query reads the file
+    again for them. The check is made to drop each file's INDEX_CORRUPT and add a finding no file holds: the
+    census's tables follow the check, not the files; only the replicas come from Spark's read of them."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    root = demo[0]
+    check = census_inputs.inventory_check
+
+    def edited(path: str) -> Any:
+        verdict, rows = check(path)
+        kept = pc.fill_null(pc.not_equal(rows.column("code"), "INDEX_CORRUPT"), True)
+        rows = rows.filter(kept)
+        extra = {c: None for c in rows.column_names}
+        extra.update(
+            record="finding", code="SEGMENT_GAP", severity="error", path=f"{path}#planted",
+            message="planted by the check", fix="none", broker=verdict[3][0]["broker"],
+        )  # fmt: skip
+        return verdict, pa.concat_tables([rows, pa.Table.from_pylist([extra], schema=rows.schema)])
+
+    monkeypatch.setattr(census_inputs, "inventory_check", edited)
+    result = run_census(spark, [str(root / "inventories")], tmp_path / "edited", now_ms=NOW)
+    planted = [f for f in table(tmp_path / "edited", "findings") if f["path"].endswith("#planted")]
+    assert len(planted) == result.inventories == 4
+    assert {f["message"] for f in planted} == {"planted by the check"}
+    codes = [
+        {f["code"] for f in table(out, "findings") if not f["path"].endswith("#planted")}
+        for out in (tmp_path / "edited", root / "from-inv")
+    ]
+    assert "INDEX_CORRUPT" in codes[1] and codes[0] == codes[1] - {"INDEX_CORRUPT"}
+    for name in ("replicas", "partitions", "log_dirs", "consumer_groups", "compaction"):  # as before
+        assert table(tmp_path / "edited", name) == table(root / "from-inv", name), name
 
 
 def test_the_spark_sql_join_agrees_with_the_python_rules(demo):

@@ -17,7 +17,10 @@ Both give three DataFrames: ``replicas``, ``log_dirs`` and ``findings``, with th
 :data:`REPLICA_DDL`, :data:`LOG_DIR_DDL` and :data:`FINDING_DDL` (the rows of
 :func:`logdoctor.checks.inventory.broker_rows`). An inventory that cannot be read (truncated, corrupt,
 not an inventory, an unknown schema version) is checked on an executor first, left out, and becomes an
-``INVENTORY_UNREADABLE`` finding naming its path; the census goes on with the others.
+``INVENTORY_UNREADABLE`` finding naming its path; the census goes on with the others. That check
+(:func:`checked_frame`) keeps each file's rows other than replicas on the executors for the census's
+queries; Spark reads the files for the replicas alone: each inventory is read twice, by its check and by
+Spark's reader, whatever kinds of record it holds.
 """
 
 from __future__ import annotations
@@ -99,6 +102,47 @@ FINDING_DDL = ", ".join(
 
 def ddl_names(ddl: str) -> list[str]:
     return [part.strip().split(" ", 1)[0] for part in ddl.split(", ")]
+
+
+#: the columns the census reads of an inventory's rows other than its replicas (its log dirs, findings,
+#: commits, compaction, transaction and share rows), which the inventory's check brings back
+#: (:func:`checked_frame`): Spark reads the files for the replicas alone
+SMALL_COLUMNS = list(
+    dict.fromkeys(
+        c
+        for ddl in (
+            LOG_DIR_DDL,
+            FINDING_DDL,
+            HANGING_DDL,
+            COMMIT_DDL,
+            COMPACTION_DDL,
+            TXN_DDL,
+            PRODUCER_DDL,
+            SHARE_DDL,
+        )
+        for c in ("record", "cluster_id", *ddl_names(ddl))
+        if c != "cluster"  # the census's own key, no inventory column
+    )
+)
+#: the columns of each kind of record the census reads beyond a replica's, log dir's and finding's (a
+#: finding's producer: a TRANSACTION_HANGING's)
+_KIND_COLUMNS = {
+    "finding": ("producer_id",),
+    "commit": tuple(ddl_names(COMMIT_DDL)),
+    "compaction": tuple(ddl_names(COMPACTION_DDL)),
+    "txn": tuple(ddl_names(TXN_DDL)),
+    "producer": tuple(ddl_names(PRODUCER_DDL)),
+    "share": tuple(ddl_names(SHARE_DDL)),
+}
+#: an inventory's verdict among the rows its check brings back (``record``): its error (``_error``), format
+#: (``_format``) and the kinds of record it holds (``_kinds``)
+VERDICT = "_verdict"
+#: the rows an inventory's check brings back, each with its file (``_file``): :data:`SMALL_COLUMNS`, typed
+#: as the inventory's, and the verdict's own columns
+CHECKED_DDL = ", ".join(
+    [part for part in INVENTORY_DDL.split(", ") if part.split(" ", 1)[0] in SMALL_COLUMNS]
+    + ["_file string, _error string, _format string, _kinds array<string>"]
+)
 
 
 @dataclass(slots=True)
@@ -236,10 +280,21 @@ def classify(paths: Sequence[str], *, check: Callable[[list[str]], None] | None 
 
 def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any]], list[str]]:
     """(path, error or None, "parquet" | "json", its log-dir rows, the kinds of record it holds): read the
-    whole file as a reader would (executor side). The log-dir rows (a few per broker, :data:`LOG_DIR_DDL`'s
-    columns) come back with the verdict, so the census needs no scan of every inventory for them; the
-    record kinds (:data:`logdoctor.checks.inventory.RECORD_KINDS` found in its ``record`` column) tell the
-    census which of its queries have rows to read (none of a kind no inventory holds)."""
+    whole file as a reader would (executor side): :func:`inventory_check`'s verdict."""
+    return inventory_check(path)[0]
+
+
+def inventory_check(
+    path: str,
+) -> tuple[tuple[str, str | None, str, list[dict[str, Any]], list[str]], Any]:
+    """(the verdict, the rows other than replicas): read the whole file as a reader would (executor side).
+
+    The verdict: (path, error or None, "parquet" | "json", its log-dir rows, the kinds of record it holds).
+    The log-dir rows (a few per broker, :data:`LOG_DIR_DDL`'s columns) name the broker; the record kinds
+    (:data:`logdoctor.checks.inventory.RECORD_KINDS` found in its ``record`` column) tell the census which of
+    its queries have rows to read (none of a kind no inventory holds). The rows other than replicas (an
+    Arrow table of :data:`SMALL_COLUMNS`; None when the file is unreadable) are the census's rows of every
+    kind but the replicas: the check decodes them anyway, so no query reads the file again for them."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -247,7 +302,8 @@ def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any
 
     try:
         if _is_parquet(path):
-            return path, None, "parquet", *_check_parquet(path)
+            dirs, kinds, small = _check_parquet(path)
+            return (path, None, "parquet", dirs, kinds), small
         rows = read_inventory_rows(path)
         if not rows or rows[0].get("record") != "broker":
             raise ValueError("not an inventory: its first row is not a broker row")
@@ -256,15 +312,38 @@ def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any
         table = pa.Table.from_pylist(rows, schema=arrow_schema())
         log_dirs = table.filter(pc.equal(table.column("record"), "log_dir"))
         kinds = sorted(k for k in pc.unique(table.column("record")).to_pylist() if k is not None)
-        return path, None, "json", log_dirs.select(ddl_names(LOG_DIR_DDL)).to_pylist(), kinds
+        verdict = (path, None, "json", log_dirs.select(ddl_names(LOG_DIR_DDL)).to_pylist(), kinds)
+        return verdict, _small_rows(table)
     except Exception as exc:  # any failure to read is the finding
-        return path, f"{type(exc).__name__}: {exc}", "", [], []
+        return (path, f"{type(exc).__name__}: {exc}", "", [], []), None
 
 
-def _check_parquet(path: str) -> tuple[list[dict[str, Any]], list[str]]:
+def _small_rows(table: Any) -> Any:
+    """The rows of ``table`` (an inventory's) other than replicas, as :data:`SMALL_COLUMNS` (a column of a
+    version before it: nulls)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from logdoctor.checks.inventory import arrow_schema
+
+    schema = arrow_schema()
+    rows = table.filter(pc.invert(pc.fill_null(pc.equal(table.column("record"), "replica"), False)))
+    return pa.table(
+        {
+            c: rows.column(c).cast(schema.field(c).type)
+            if c in rows.column_names
+            else pa.nulls(rows.num_rows, schema.field(c).type)
+            for c in SMALL_COLUMNS
+        }
+    )
+
+
+def _check_parquet(path: str) -> tuple[list[dict[str, Any]], list[str], Any]:
     """A Parquet inventory: its footer (a truncated file has none), schema version and columns, and
     every page of the columns the census reads decoded (a corrupt page fails here, not in Spark).
-    Returns its log-dir rows and the kinds of record it holds."""
+    Returns its log-dir rows, the kinds of record it holds and its rows other than replicas
+    (:func:`_small_rows`)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
@@ -274,28 +353,36 @@ def _check_parquet(path: str) -> tuple[list[dict[str, Any]], list[str]]:
     dir_cols = ddl_names(LOG_DIR_DDL)
     dirs: list[dict[str, Any]] = []
     kinds: set[str] = set()
+    small: list[Any] = []
     with filesystem.open_input_file(p) as fh:
         pf = pq.ParquetFile(fh)
         version = int((pf.schema_arrow.metadata or {}).get(METADATA_KEY, b"0"))
         if version not in READABLE_VERSIONS:
             readable = " and ".join(map(str, READABLE_VERSIONS))
             raise ValueError(f"inventory schema version {version}, this logdoctor reads {readable}")
-        wanted = sorted(  # the census's own cluster key is no inventory column
+        required = sorted(  # the census's own cluster key is no inventory column
             (set(ddl_names(REPLICA_DDL) + ddl_names(LOG_DIR_DDL) + ddl_names(FINDING_DDL)) - {"cluster"})
             | {"record"}
         )
-        missing = [c for c in wanted if c not in pf.schema_arrow.names]
+        names = set(pf.schema_arrow.names)  # the property builds the schema again on each call
+        missing = [c for c in required if c not in names]
         if missing:
             raise ValueError(f"not an inventory: no column {', '.join(missing)}")
         first = pf.read_row_group(0, columns=["record"]) if pf.num_row_groups else None
         if first is None or first.num_rows == 0 or first.column(0)[0].as_py() != "broker":
             raise ValueError("not an inventory: its first row is not a broker row")
         for i in range(pf.num_row_groups):
+            # every column the census reads of the kinds of record this row group holds (a version 2 file
+            # has no commit, compaction, txn or share columns; a kind it does not hold is no query's)
+            held = pc.unique(pf.read_row_group(i, columns=["record"]).column(0)).to_pylist()
+            more = {c for k in held for c in _KIND_COLUMNS.get(k, ())}
+            wanted = sorted(set(required) | (more & names))
             group = pf.read_row_group(i, columns=wanted)
             log_dirs = group.filter(pc.equal(group.column("record"), "log_dir"))
             dirs.extend(log_dirs.select(dir_cols).to_pylist())
             kinds.update(k for k in pc.unique(group.column("record")).to_pylist() if k is not None)
-    return dirs, sorted(kinds)
+            small.append(_small_rows(group))
+    return dirs, sorted(kinds), pa.concat_tables(small) if small else None
 
 
 def _is_parquet(path: str) -> bool:
@@ -343,6 +430,80 @@ def _listing_tasks(spark: Any, tasks: int) -> Any:
     """Spark lists more than 32 input paths with a job of a task per path (each task's start costs more
     than a stat): a few tasks per core instead, for the DataFrames made inside (listing is eager)."""
     return session_confs(spark, {"spark.sql.sources.parallelPartitionDiscovery.parallelism": str(tasks)})
+
+
+def checked_frame(spark: Any, files: list[str]) -> Any:
+    """Each inventory of ``files`` checked (:func:`inventory_check`, looked up here: a test may replace it)
+    on the executors, a few files per task: a DataFrame of :data:`CHECKED_DDL`, its verdict row (record
+    :data:`VERDICT`) and its rows other than replicas, sent to the JVM as Arrow batches and persisted (memory
+    and disk), so that each file is checked once and the census's queries of every kind but the replicas
+    read these rows, not the file. Not yet computed: :func:`verdicts` is its first job."""
+    from pyspark import StorageLevel
+
+    check = inventory_check
+
+    def checked(batches: Iterator[Any], check: Callable[[str], Any] = check) -> Iterator[Any]:
+        import pyarrow as pa
+
+        schema = _checked_schema()
+        for batch in batches:
+            for path in batch.column(0).to_pylist():
+                (_p, error, fmt, _dirs, kinds), rows = check(path)
+                verdict = {"record": VERDICT, "_file": path, "_error": error, "_format": fmt, "_kinds": kinds}
+                yield from pa.Table.from_pylist([verdict], schema=schema).to_batches()
+                if rows is not None and rows.num_rows:
+                    n = rows.num_rows
+                    cols = {c: rows.column(c) for c in SMALL_COLUMNS}
+                    cols["_file"] = pa.array([path] * n, pa.string())
+                    table = pa.table([cols.get(f.name, pa.nulls(n, f.type)) for f in schema], schema=schema)
+                    yield from table.to_batches()
+
+    paths = spark.sparkContext.parallelize([(f,) for f in files], _slices(spark, len(files)))
+    frame = spark.createDataFrame(paths, "_file string").mapInArrow(checked, CHECKED_DDL)
+    return frame.persist(StorageLevel.MEMORY_AND_DISK)
+
+
+def _checked_schema() -> Any:
+    """:data:`CHECKED_DDL` as Arrow: the inventory's types of :data:`SMALL_COLUMNS`, then the verdict's."""
+    import pyarrow as pa
+
+    from logdoctor.checks.inventory import arrow_schema
+
+    inventory = arrow_schema()
+    return pa.schema(
+        [inventory.field(c) for c in ddl_names(CHECKED_DDL) if c in SMALL_COLUMNS]
+        + [
+            pa.field("_file", pa.string()),
+            pa.field("_error", pa.string()),
+            pa.field("_format", pa.string()),
+            pa.field("_kinds", pa.list_(pa.string())),
+        ]
+    )
+
+
+def verdicts(
+    checked: Any, files: list[str]
+) -> list[tuple[str, str | None, str, list[dict[str, Any]], list[str]]]:
+    """Each file's verdict from :func:`checked_frame`'s rows, in the order of ``files``: (path, error or
+    None, format, its log-dir rows, the kinds of record it holds), as :func:`check_inventory` gives it.
+    Only the verdict and log-dir rows come to the driver: a few per inventory."""
+    from pyspark.sql import functions as F
+
+    dir_cols = ddl_names(LOG_DIR_DDL)
+    rows = (
+        checked.where(F.col("record").isin(VERDICT, "log_dir"))
+        .select("_file", "record", "_error", "_format", "_kinds", *dir_cols)
+        .toArrow()
+        .to_pylist()
+    )
+    found: dict[str, tuple[str, str | None, str, list[dict[str, Any]], list[str]]] = {}
+    dirs: dict[str, list[dict[str, Any]]] = {}
+    for r in rows:
+        if r["record"] == VERDICT:
+            found[r["_file"]] = (r["_file"], r["_error"], r["_format"] or "", [], list(r["_kinds"] or []))
+        else:
+            dirs.setdefault(r["_file"], []).append({c: r[c] for c in dir_cols})
+    return [(*found[f][:3], dirs.get(f, []), found[f][4]) for f in files]
 
 
 def read_with_pyarrow(spark: Any, files: list[str]) -> Any:
@@ -461,13 +622,12 @@ def load_inputs(
     raw = inputs.brokers()
     if progress is not None:
         progress(0, len(raw) + len(inputs.inventories))
-    checked = (
-        spark.sparkContext.parallelize(inputs.inventories, _slices(spark, len(inputs.inventories)))
-        .map(check_inventory)
-        .collect()  # (path, error, format, log dirs, record kinds): a few short rows per inventory
-        if inputs.inventories
-        else []
-    )
+    # each inventory's check, once: its verdict and log dirs come to the driver (a few short rows per
+    # inventory), its rows other than replicas stay on the executors, kept for the census's queries
+    small = checked_frame(spark, inputs.inventories) if inputs.inventories else None
+    if small is not None:
+        cached.append(small)
+    checked = verdicts(small, inputs.inventories) if small is not None else []
     # every input broker, log dirs and inventories alike, named together: a broker is (cluster id, node
     # id), and replicas are compared only within its cluster (census_rules.name_brokers)
     readable = [(path, dirs) for path, error, _fmt, dirs, _kinds in checked if error is None]
@@ -556,8 +716,17 @@ def load_inputs(
             [(key, b.broker, b.cluster) for path, b in of_inventory.items() for key in _file_keys(path)],
             "_file string, _broker string, _cluster string",
         )
+
+        def with_names(df: Any) -> Any:
+            return (
+                df.join(F.broadcast(names), "_file", "left")
+                .withColumn("broker", F.coalesce("_broker", "broker"))
+                .withColumn("cluster", F.coalesce("_cluster", "cluster_id", F.lit("")))
+            )
+
+        # the replicas, read by Spark (the only query that reads the files after their check)
         for fmt, files in good.items():
-            if not files:
+            if not files or "replica" not in held:
                 continue
             reader = spark.read.schema(INVENTORY_DDL)
             if fmt == "remote":
@@ -566,13 +735,12 @@ def load_inputs(
                 with _listing_tasks(spark, _slices(spark, len(files))):
                     df = reader.parquet(*files) if fmt == "parquet" else reader.json(files)
                 df = df.withColumn("_file", F.input_file_name())
-            df = (
-                df.join(F.broadcast(names), "_file", "left")
-                .withColumn("broker", F.coalesce("_broker", "broker"))
-                .withColumn("cluster", F.coalesce("_cluster", "cluster_id", F.lit("")))
-            )
+            df = with_names(df)
+            frames["replicas"].append(df.where(df.record == "replica").select(*replica_cols))
+        # every other kind from the rows the checks kept (an unreadable inventory has none)
+        if small is not None and any(good.values()):
+            df = with_names(small.where(F.col("record") != VERDICT))
             for name, cols, record in (
-                ("replicas", replica_cols, "replica"),
                 ("findings", finding_cols, "finding"),
                 ("commits", commit_cols, "commit"),
                 ("compaction", compaction_cols, "compaction"),
