@@ -278,15 +278,17 @@ def classify(paths: Sequence[str], *, check: Callable[[list[str]], None] | None 
     return out
 
 
-def check_inventory(path: str) -> tuple[str, str | None, str, list[dict[str, Any]], list[str]]:
+#: an inventory's verdict: (path, error or None, "parquet" | "json", its log-dir rows, its kinds of record)
+Verdict = tuple[str, str | None, str, list[dict[str, Any]], list[str]]
+
+
+def check_inventory(path: str) -> Verdict:
     """(path, error or None, "parquet" | "json", its log-dir rows, the kinds of record it holds): read the
     whole file as a reader would (executor side): :func:`inventory_check`'s verdict."""
     return inventory_check(path)[0]
 
 
-def inventory_check(
-    path: str,
-) -> tuple[tuple[str, str | None, str, list[dict[str, Any]], list[str]], Any]:
+def inventory_check(path: str) -> tuple[Verdict, Any]:
     """(the verdict, the rows other than replicas): read the whole file as a reader would (executor side).
 
     The verdict: (path, error or None, "parquet" | "json", its log-dir rows, the kinds of record it holds).
@@ -313,20 +315,18 @@ def inventory_check(
         log_dirs = table.filter(pc.equal(table.column("record"), "log_dir"))
         kinds = sorted(k for k in pc.unique(table.column("record")).to_pylist() if k is not None)
         verdict = (path, None, "json", log_dirs.select(ddl_names(LOG_DIR_DDL)).to_pylist(), kinds)
-        return verdict, _small_rows(table)
+        return verdict, _small_rows(table, table.schema)
     except Exception as exc:  # any failure to read is the finding
         return (path, f"{type(exc).__name__}: {exc}", "", [], []), None
 
 
-def _small_rows(table: Any) -> Any:
-    """The rows of ``table`` (an inventory's) other than replicas, as :data:`SMALL_COLUMNS` (a column of a
-    version before it: nulls)."""
+def _small_rows(table: Any, schema: Any) -> Any:
+    """The rows of ``table`` (an inventory's) other than replicas, as :data:`SMALL_COLUMNS` typed as in
+    ``schema`` (the inventory's :func:`logdoctor.checks.inventory.arrow_schema`; a column of a version
+    before it: nulls)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from logdoctor.checks.inventory import arrow_schema
-
-    schema = arrow_schema()
     rows = table.filter(pc.invert(pc.fill_null(pc.equal(table.column("record"), "replica"), False)))
     return pa.table(
         {
@@ -347,7 +347,7 @@ def _check_parquet(path: str) -> tuple[list[dict[str, Any]], list[str], Any]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from logdoctor.checks.inventory import METADATA_KEY, READABLE_VERSIONS, _filesystem
+    from logdoctor.checks.inventory import METADATA_KEY, READABLE_VERSIONS, _filesystem, arrow_schema
 
     filesystem, p = _filesystem(path)
     dir_cols = ddl_names(LOG_DIR_DDL)
@@ -368,20 +368,23 @@ def _check_parquet(path: str) -> tuple[list[dict[str, Any]], list[str], Any]:
         missing = [c for c in required if c not in names]
         if missing:
             raise ValueError(f"not an inventory: no column {', '.join(missing)}")
-        first = pf.read_row_group(0, columns=["record"]) if pf.num_row_groups else None
-        if first is None or first.num_rows == 0 or first.column(0)[0].as_py() != "broker":
+        if not pf.num_row_groups:
             raise ValueError("not an inventory: its first row is not a broker row")
+        schema = arrow_schema()
         for i in range(pf.num_row_groups):
-            # every column the census reads of the kinds of record this row group holds (a version 2 file
-            # has no commit, compaction, txn or share columns; a kind it does not hold is no query's)
-            held = pc.unique(pf.read_row_group(i, columns=["record"]).column(0)).to_pylist()
+            record = pf.read_row_group(i, columns=["record"]).column(0)
+            if i == 0 and (len(record) == 0 or record[0].as_py() != "broker"):
+                raise ValueError("not an inventory: its first row is not a broker row")
+            # every other column the census reads of the kinds of record this row group holds (a version 2
+            # file has no commit, compaction, txn or share columns; a kind it does not hold is no query's)
+            held = [k for k in pc.unique(record).to_pylist() if k is not None]
             more = {c for k in held for c in _KIND_COLUMNS.get(k, ())}
-            wanted = sorted(set(required) | (more & names))
-            group = pf.read_row_group(i, columns=wanted)
+            wanted = sorted((set(required) | (more & names)) - {"record"})
+            group = pf.read_row_group(i, columns=wanted).append_column("record", record)
             log_dirs = group.filter(pc.equal(group.column("record"), "log_dir"))
             dirs.extend(log_dirs.select(dir_cols).to_pylist())
-            kinds.update(k for k in pc.unique(group.column("record")).to_pylist() if k is not None)
-            small.append(_small_rows(group))
+            kinds.update(held)
+            small.append(_small_rows(group, schema))
     return dirs, sorted(kinds), pa.concat_tables(small) if small else None
 
 
@@ -481,9 +484,7 @@ def _checked_schema() -> Any:
     )
 
 
-def verdicts(
-    checked: Any, files: list[str]
-) -> list[tuple[str, str | None, str, list[dict[str, Any]], list[str]]]:
+def verdicts(checked: Any, files: list[str]) -> list[Verdict]:
     """Each file's verdict from :func:`checked_frame`'s rows, in the order of ``files``: (path, error or
     None, format, its log-dir rows, the kinds of record it holds), as :func:`check_inventory` gives it.
     Only the verdict and log-dir rows come to the driver: a few per inventory."""
@@ -496,7 +497,7 @@ def verdicts(
         .toArrow()
         .to_pylist()
     )
-    found: dict[str, tuple[str, str | None, str, list[dict[str, Any]], list[str]]] = {}
+    found: dict[str, Verdict] = {}
     dirs: dict[str, list[dict[str, Any]]] = {}
     for r in rows:
         if r["record"] == VERDICT:
@@ -625,9 +626,10 @@ def load_inputs(
     # each inventory's check, once: its verdict and log dirs come to the driver (a few short rows per
     # inventory), its rows other than replicas stay on the executors, kept for the census's queries
     small = checked_frame(spark, inputs.inventories) if inputs.inventories else None
+    checked: list[Verdict] = []
     if small is not None:
         cached.append(small)
-    checked = verdicts(small, inputs.inventories) if small is not None else []
+        checked = verdicts(small, inputs.inventories)
     # every input broker, log dirs and inventories alike, named together: a broker is (cluster id, node
     # id), and replicas are compared only within its cluster (census_rules.name_brokers)
     readable = [(path, dirs) for path, error, _fmt, dirs, _kinds in checked if error is None]
