@@ -116,11 +116,18 @@ def load_path(path: Path) -> dict[str, Any]:
     """One spec file by its path, comments stripped; ``<jar>!/<entry>``: the entry inside that jar."""
     jar, sep, entry = str(path).partition("!/")
     if sep:
-        with zipfile.ZipFile(jar) as archive:
-            text = archive.read(entry).decode("utf-8")
+        text = _jar_json_texts(jar)[entry]
     else:
         text = path.read_text()
     return json.loads("\n".join(line for line in text.splitlines() if not line.lstrip().startswith("//")))
+
+
+@cache
+def _jar_json_texts(jar: str) -> dict[str, str]:
+    """Every ``.json`` entry of ``jar`` by its name, read with one opening of the jar (its central
+    directory, thousands of entries in the clients jar, parsed once: not once per spec)."""
+    with zipfile.ZipFile(jar) as archive:
+        return {n: archive.read(n).decode("utf-8") for n in archive.namelist() if n.endswith(".json")}
 
 
 def jar_of(release: str, module: str) -> Path:
@@ -147,9 +154,7 @@ def jar_spec_files(release: str) -> tuple[Path, ...]:
     out: list[Path] = []
     for module in JAR_MODULES:
         jar = jar_of(release, module)
-        with zipfile.ZipFile(jar) as archive:
-            names = sorted(n for n in archive.namelist() if n.endswith(".json"))
-        for entry in names:
+        for entry in sorted(_jar_json_texts(str(jar))):
             path = Path(f"{jar}!/{entry}")
             spec = load_path(path)
             if spec.get("type") in ("request", "response", "header"):

@@ -30,7 +30,8 @@ What it does, and the Kafka source each step follows:
 
 The process prints one line per event (``append``, ``roll``, ``delete``, ``checkpoint``) with a running
 count, so a test waits for events, never for time. ``stop`` on its stdin ends it after the step under way
-(the dir is left as a live broker leaves it at that moment: lock released, no clean-shutdown marker).
+(the dir is left as a live broker leaves it at that moment: lock released, no clean-shutdown marker);
+``roll`` rolls every partition after its next append (:meth:`LiveBroker.roll`), as ``segment.ms`` does.
 
 Run: ``python tests/live_broker.py ROLL_BYTES LOG_DIR PARTITION [PARTITION ...]`` (a test uses
 :class:`LiveBroker`).
@@ -254,14 +255,17 @@ def run(log_dir: Path, folders: list[str], roll_bytes: int = ROLL_BYTES) -> None
     print("ready", flush=True)
     now_ms = 1_700_000_000_000
     while True:
+        roll_now = False
         readable, _, _ = select.select([sys.stdin], [], [], 0.002)
         if readable:
-            break  # "stop" or the test's end (EOF)
+            if sys.stdin.readline().strip() != "roll":
+                break  # "stop" or the test's end (EOF)
+            roll_now = True
         for p in parts:
             now_ms += 1000
             _append(p, now_ms)
             event("append")
-            if p.log_size >= roll_bytes:
+            if p.log_size >= roll_bytes or roll_now:
                 _roll(p)
                 event("roll")
                 if len(p.segments) > KEEP_SEGMENTS:
@@ -324,16 +328,29 @@ class LiveBroker:
     def wait_for(self, kind: str, more: int = 1, timeout: float = 600.0) -> int:
         """Wait until ``more`` more events of ``kind`` happened (bounded by ``timeout``, far above what a
         loaded machine needs: the test waits for events, never for a time); the count of ``kind`` then."""
+        with self._changed:
+            return self._wait_until(kind, self.counts[kind] + more, timeout)
+
+    def _wait_until(self, kind: str, target: int, timeout: float = 600.0) -> int:
+        """Wait, holding ``_changed``, until the count of ``kind`` is at least ``target``."""
         assert self._proc is not None
         deadline = time.monotonic() + timeout
+        while self.counts[kind] < target:
+            left = deadline - time.monotonic()
+            if left <= 0 or self._proc.poll() is not None:
+                raise RuntimeError(f"live broker: no {kind} ({self.counts}, exit {self._proc.poll()})")
+            self._changed.wait(min(left, 1.0))
+        return self.counts[kind]
+
+    def roll(self) -> None:
+        """Roll every partition's active segment now (as ``segment.ms`` does: LogSegment.shouldRoll), after
+        one more append to it, and wait for the rolls."""
+        assert self._proc is not None and self._proc.stdin is not None
         with self._changed:
-            target = self.counts[kind] + more
-            while self.counts[kind] < target:
-                left = deadline - time.monotonic()
-                if left <= 0 or self._proc.poll() is not None:
-                    raise RuntimeError(f"live broker: no {kind} ({self.counts}, exit {self._proc.poll()})")
-                self._changed.wait(min(left, 1.0))
-            return self.counts[kind]
+            target = self.counts["roll"] + len(self.folders)
+            self._proc.stdin.write("roll\n")
+            self._proc.stdin.flush()
+            self._wait_until("roll", target)
 
     def __exit__(self, *exc: object) -> None:
         assert self._proc is not None and self._proc.stdin is not None

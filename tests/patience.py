@@ -16,6 +16,9 @@ import subprocess
 from pathlib import Path
 
 MAX_FACTOR = 20.0
+#: how long a hung CLI sent SIGUSR1 is given to write its threads' stacks (on a quiet machine) before it is
+#: killed: the handler (faulthandler's, in C) writes them the moment the process runs
+STACK_SECONDS = 1.0
 
 
 def load_factor() -> float:
@@ -55,8 +58,8 @@ def exit_after_ctrl_c(
         return ended(bound)
     except subprocess.TimeoutExpired:
         proc.send_signal(signal.SIGUSR1)
-        try:
-            _out, err = ended(10)
+        try:  # faulthandler's C handler writes the stacks at once; a hung CLI does not exit after them
+            _out, err = ended(patience(STACK_SECONDS))
         except subprocess.TimeoutExpired:
             proc.kill()
             _out, err = ended(60)

@@ -39,6 +39,7 @@ from logdoctor.cli.dump.context import (
     format_failure,
     os_failure,
 )
+from logdoctor.cli.dump.decoders import features_read_once
 from logdoctor.cli.dump.kinds import FileInfo, FileKind, classify
 from logdoctor.cli.dump.options import (
     DecoderChoice,
@@ -188,17 +189,18 @@ def run(files: list[str], opts: DumpOptions, *, json_out: bool, remote: RemoteOp
     sink: Sink = JsonSink() if json_out else TextSink(opts)
     code = EX_OK
     try:
-        if remote is not None:
-            from logdoctor.cli.dump.remote import dump_remote, remote_segments
+        with features_read_once():  # a log dir's metadata log replayed once for all its files
+            if remote is not None:
+                from logdoctor.cli.dump.remote import dump_remote, remote_segments
 
-            for item in remote_segments(list(files), remote):
-                if isinstance(item, DumpFailure):
-                    sink.error(Path(str(item)), item)
-                    code = max(code, item.code)
-                else:
-                    code = max(code, dump_remote(item, opts, sink))
-        for path in files if remote is None else ():
-            code = max(code, dump_one(Path(path), opts, sink))
+                for item in remote_segments(list(files), remote):
+                    if isinstance(item, DumpFailure):
+                        sink.error(Path(str(item)), item)
+                        code = max(code, item.code)
+                    else:
+                        code = max(code, dump_remote(item, opts, sink))
+            for path in files if remote is None else ():
+                code = max(code, dump_one(Path(path), opts, sink))
     except BrokenPipeError:  # `| head`: stop quietly
         sys.stderr.close()
         return EX_OK

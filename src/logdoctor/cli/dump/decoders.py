@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,12 @@ def _topic_of(path: Path) -> str | None:
     return parent.topic if parent is not None else None
 
 
+#: log dir -> its cluster's feature levels while a dump runs (:func:`features_read_once`; None: not kept):
+#: a dump of a log dir's every file replays its metadata log once, not once per file of an internal topic
+#: (a KRaft log dir's 50 ``__consumer_offsets`` folders: 50 replays of its metadata log)
+_FEATURES: dict[str, Any] | None = None
+
+
 def _features_of(path: Path) -> Any:
     """The feature levels of the cluster of the log dir holding ``path`` (a segment in a partition folder),
     as every reader finds them (:func:`logdoctor.logdir.metadata_image.log_dir_features`); None: not known.
@@ -29,7 +36,22 @@ def _features_of(path: Path) -> Any:
     from logdoctor.logdir.metadata_image import log_dir_features
 
     log_dir = str(path.resolve().parent.parent)
-    return log_dir_features([log_dir]).get(log_dir)
+    if _FEATURES is None:
+        return log_dir_features([log_dir]).get(log_dir)
+    if log_dir not in _FEATURES:
+        _FEATURES[log_dir] = log_dir_features([log_dir]).get(log_dir)
+    return _FEATURES[log_dir]
+
+
+@contextmanager
+def features_read_once() -> Iterator[None]:
+    """Within: each log dir's feature levels are read once (a dump's files), then forgotten."""
+    global _FEATURES
+    outer, _FEATURES = _FEATURES, {} if _FEATURES is None else _FEATURES
+    try:
+        yield
+    finally:
+        _FEATURES = outer
 
 
 def _typed(path: Path, schemas: Sequence[str], force: bool) -> tuple[str | None, RecordDecoder | None]:
