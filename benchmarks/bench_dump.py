@@ -2,6 +2,7 @@
 subprocess, stdout to /dev/null), wall time, best of N.
 
     .venv/bin/python benchmarks/bench_dump.py [--mb 150] [--repeat 3] [--modes batches,deep,print-data]
+    .venv/bin/python benchmarks/bench_dump.py --log-dirs [--before SRC] [--repeat 5]
 
 Files: a generated segment of ``--mb`` MB (logdoctor.sample.records: uncompressed, 512-byte JSON values
 in the producer's default 16 KiB batches, in /tmp) and, when ../shared/realworld is present, the real
@@ -11,6 +12,11 @@ small metadata records, decoded with the cluster-metadata decoder). Modes: batch
 JSON CPU time (user + sys of the logdoctor process, steadier than wall time on a shared machine): at
 most 1.0 means text is at least as fast as JSON. Times include the CLI's start (~1 s of imports). The
 rows of BENCHMARKS.md's "Dump" table follow (``benchmarks/update_table.py`` puts them in place).
+
+``--log-dirs``: every file of each real KRaft log dir of ../shared/realworld in one call
+(``dump -p FILE...``, as `logdoctor dump -p $(find DIR -type f)`), the whole process's CPU, best of
+``--repeat``; with ``--before SRC`` (the ``src`` folder of another checkout, its C extension built), the same
+calls with that tree's code, alternated with this one's in one run (the ratio column: this / before).
 """
 
 from __future__ import annotations
@@ -57,12 +63,59 @@ def run(args: list[str], path: Path, repeat: int) -> tuple[float, float]:
     return best_wall, best_cpu
 
 
+REALWORLD = ROOT.parent / "shared/realworld"
+
+
+def _dump_cpu(files: list[str], cwd: Path, src: str | None) -> float:
+    """CPU (user + sys) of one ``dump -p FILES`` process, with ``src``'s code first on its path."""
+    env = {**os.environ, "PYTHONPATH": src} if src else dict(os.environ)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(os.devnull, "w") as sink:
+        argv = [sys.executable, "-m", "logdoctor", "dump", "-p", *files]
+        rc = subprocess.run(argv, stdout=sink, cwd=cwd, env=env, check=False).returncode
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if rc not in (0, 1, 2):  # 2: a real dir's truncated small file
+        raise SystemExit(f"dump of {cwd} exited {rc}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def log_dirs(repeat: int, before: str | None) -> None:
+    """Every file of each real KRaft log dir dumped in one call, this tree against ``before``."""
+    table = TableRows()
+    print(f"# {machine()}\n# {command()}\n")
+    print("| log dir | files | this tree: CPU | before: CPU | this / before |")
+    print("|---|---|---|---|---|")
+    for folder in sorted(REALWORLD.glob("kraft-*")):
+        files = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+        now, old = [], []
+        for _ in range(repeat):  # alternated: the two trees see the same machine
+            now.append(_dump_cpu(files, folder, None))
+            if before:
+                old.append(_dump_cpu(files, folder, before))
+        ref = f"{min(old):.2f} s" if old else "-"
+        print(f"| {folder.name} | {len(files)} | {min(now):.2f} s | {ref} | "
+              f"{ratio(min(now), min(old)) if old else '-'} |", flush=True)  # fmt: skip
+        counted = f"{len(files)} file{'s' if len(files) != 1 else ''}"
+        table.add(
+            f"`dump -p` of every file of the real KRaft log dir {folder.name} ({counted}), one call",
+            f"{min(now):.2f} s CPU",
+            f"the code before: {ref} CPU" if old else "-",
+            ratio(min(now), min(old)) if old else "-",
+        )
+    table.print()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--log-dirs", action="store_true", help="every file of each real KRaft log dir, one call")
+    ap.add_argument("--before", help="with --log-dirs: another checkout's src folder, measured alternately")
     ap.add_argument("--mb", type=float, default=150.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--modes", default=",".join(MODES), help="comma-separated: " + ", ".join(MODES))
     args = ap.parse_args()
+    if args.log_dirs:
+        log_dirs(args.repeat, args.before)
+        return
     spec = RecordDataSpec(
         seed=11,
         record_count=None,

@@ -102,6 +102,16 @@ DELETE_HORIZON_FLAG_MASK = 0x40
 
 _INT32_MAX = 0x7FFFFFFF
 
+_CODECS: Any = None  # logdoctor.formats.codecs (its libraries' import: ~50 ms), imported at its first need
+
+
+def _codecs() -> Any:
+    """logdoctor.formats.codecs, imported once (an import statement per batch costs more than its check)."""
+    global _CODECS
+    if _CODECS is None:
+        from logdoctor.formats import codecs as _CODECS
+    return _CODECS
+
 
 @dataclass(frozen=True, slots=True)
 class Decoders:
@@ -431,8 +441,7 @@ class RecordBatchV2(Batch):
         codec = self.compression
         if codec is Compression.NONE:
             return self._buf, start, end, False
-        from logdoctor.formats import codecs
-
+        codecs = _codecs()
         where = self.position + RECORDS_OFFSET
         try:
             data = codecs.decompress(codec, self._buf[start:end], magic=2, source=self.source, position=where)
@@ -530,8 +539,7 @@ class RecordBatchV2(Batch):
     def _section_windows(self) -> tuple[bytes, bytes | None, Iterator[bytes]]:
         """The decompressed records section of a compressed batch as windows: (the first, the second
         or None when the first holds it all, the rest). Typed errors."""
-        from logdoctor.formats import codecs
-
+        codecs = _codecs()
         start, end = self._start + RECORDS_OFFSET, self._start + self.size
         where = self.position + RECORDS_OFFSET
         try:
@@ -567,14 +575,12 @@ class RecordBatchV2(Batch):
         return self._windowed_records(first, second, windows)
 
     def _plain_over_window(self) -> bool:
-        from logdoctor.formats.codecs import WINDOW
-
+        WINDOW = _codecs().WINDOW
         return self.size - RECORDS_OFFSET > WINDOW
 
     def _plain_windows(self) -> Iterator[bytes]:
         """The records section of an uncompressed batch as copies of a window each."""
-        from logdoctor.formats.codecs import WINDOW
-
+        WINDOW = _codecs().WINDOW
         start, end = self._start + RECORDS_OFFSET, self._start + self.size
         for at in range(start, end, WINDOW):
             yield bytes(self._buf[at : min(end, at + WINDOW)])
@@ -609,8 +615,7 @@ class RecordBatchV2(Batch):
     def _windowed_records(
         self, first: bytes, second: bytes, windows: Iterator[bytes], decompressed: bool = True
     ) -> Iterator[list[Record]]:
-        from logdoctor.formats.codecs import WINDOW
-
+        WINDOW = _codecs().WINDOW
         buf = bytearray(first)
         buf += second
         del first, second

@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from logdoctor.errors import CorruptRecordError, CrcMismatchError, FormatError, TruncatedError
 from logdoctor.formats.batch_v2 import (
@@ -190,11 +191,15 @@ def iter_batches(
         pos += size + LOG_OVERHEAD
 
 
-def _legacy_entry(mv: memoryview, pos: int, source: str | None, base_position: int) -> Batch:
-    from logdoctor.formats import legacy
+_legacy: Any = None  # logdoctor.formats.legacy, imported by the first message set read
 
+
+def _legacy_entry(mv: memoryview, pos: int, source: str | None, base_position: int) -> Batch:
+    global _legacy
+    if _legacy is None:  # imported at the first message set, then kept (an import per message: 5 us each)
+        from logdoctor.formats import legacy as _legacy
     try:
-        batch = legacy.parse_legacy_entry(mv[: pos + LOG_OVERHEAD + _size_at(mv, pos)], pos, source=source)
+        batch = _legacy.parse_legacy_entry(mv[: pos + LOG_OVERHEAD + _size_at(mv, pos)], pos, source=source)
     except FormatError as exc:
         if base_position and exc.position is not None:
             exc.position += base_position
