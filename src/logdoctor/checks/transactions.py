@@ -28,6 +28,7 @@ from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
 from logdoctor.formats.record_types import Batch
+from logdoctor.logdir.transactions import marker_result
 
 __all__ = [
     "DEFAULT_TRANSACTION_MAX_TIMEOUT_MS",
@@ -114,6 +115,8 @@ def _replay(st: PartitionState, producers: dict[int, _Producer], start: int, end
             pid = b.producer_id if b.magic >= 2 else -1
             if pid < 0:
                 continue
+            if b.is_control and marker_result(b) is None:
+                continue  # ends nothing and changes nothing (ProducerAppendInfo.append returns at once)
             p = producers.get(pid)
             if p is None:
                 p = producers[pid] = _Producer(b.producer_epoch, b.max_timestamp, -1)

@@ -63,6 +63,7 @@ __all__ = [
     "SegmentTransactions",
     "Transaction",
     "count_left_out",
+    "marker_result",
     "partition_transactions",
     "segment_views",
 ]
@@ -263,6 +264,16 @@ def _control_type(batch: object) -> int | None:
         return None
 
 
+def marker_result(batch: object) -> str | None:
+    """What a control batch does to its producer's open transaction, as Kafka's producer state reads it
+    (ProducerAppendInfo.append, from the batch's first record): :data:`COMMITTED` or :data:`ABORTED`; None
+    when it ends nothing (no record: "an empty control batch means the entire transaction has been cleaned
+    from the log", as the cleaner leaves a marker's header; an unknown control type; an unreadable record).
+    The one rule of the readers' walk here and of the scan's producer state (checks/transactions.py)."""
+    ctype = _control_type(batch)
+    return COMMITTED if ctype == _COMMIT else ABORTED if ctype == _ABORT else None
+
+
 def _refused_header(batch: object) -> str | None:
     """Why Kafka's validation refuses the batch's header (its count against its offset range, its leader
     epoch: :meth:`~logdoctor.formats.batch_v2.RecordBatchV2.check_count`), None when it does not."""
@@ -371,16 +382,15 @@ def partition_transactions(
                     out.invalid_markers.append(
                         InvalidMarker(seg.path, b.position, b.size, b.base_offset, b.last_offset, refused)  # type: ignore[attr-defined]
                     )
-                ctype = _control_type(b)
+                result = marker_result(b)
+                if result is None:
+                    continue  # an empty batch or an unknown control type ends nothing
                 txn = ongoing.pop(pid, None)
                 if txn is None:
                     continue  # a marker of no open transaction here (its data was cleaned or is before us)
                 txn.marker_offset = b.base_offset  # type: ignore[attr-defined]
                 txn.marker_epoch = b.producer_epoch  # type: ignore[attr-defined]
-                txn.result = COMMITTED if ctype == _COMMIT else ABORTED if ctype == _ABORT else OPEN
-                if txn.result == OPEN:  # an empty batch or an unknown control type ends nothing
-                    txn.marker_offset = txn.marker_epoch = None
-                    ongoing[pid] = txn
+                txn.result = result
                 continue
             if not b.is_transactional:  # type: ignore[attr-defined]
                 continue
