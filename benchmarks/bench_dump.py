@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -43,24 +44,25 @@ METADATA_LOG = (
 MODES = {"batches": [], "deep": ["--deep"], "print-data": ["-p"]}
 
 
+def _measured(argv: list[str], ok: tuple[int, ...], **popen: Any) -> tuple[float, float]:
+    """(wall, CPU: user + sys) of one process ``argv``, stdout to /dev/null; an exit code outside ``ok`` ends
+    the benchmark."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    with open(os.devnull, "w") as sink:
+        rc = subprocess.run(argv, stdout=sink, check=False, **popen).returncode
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if rc not in ok:
+        raise SystemExit(f"{' '.join(argv[:4])} ... exited {rc}")
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def run(args: list[str], path: Path, repeat: int) -> tuple[float, float]:
     """Best wall time and best CPU time (user + sys of the child) of ``repeat`` runs. On a shared
     machine the CPU time is the steadier figure: the ratio column uses it."""
-    best_wall, best_cpu = float("inf"), float("inf")
-    for _ in range(repeat):
-        before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        with open(os.devnull, "w") as sink:
-            rc = subprocess.run(
-                [str(LOGDOCTOR), "dump", *args, str(path)], stdout=sink, check=False
-            ).returncode
-        wall = time.perf_counter() - t0
-        after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        best_wall, best_cpu = min(best_wall, wall), min(best_cpu, cpu)
-        if rc not in (0, 1):
-            raise SystemExit(f"logdoctor dump {' '.join(args)} {path} exited {rc}")
-    return best_wall, best_cpu
+    runs = [_measured([str(LOGDOCTOR), "dump", *args, str(path)], (0, 1)) for _ in range(repeat)]
+    return min(w for w, _ in runs), min(c for _, c in runs)
 
 
 REALWORLD = ROOT.parent / "shared/realworld"
@@ -69,14 +71,8 @@ REALWORLD = ROOT.parent / "shared/realworld"
 def _dump_cpu(files: list[str], cwd: Path, src: str | None) -> float:
     """CPU (user + sys) of one ``dump -p FILES`` process, with ``src``'s code first on its path."""
     env = {**os.environ, "PYTHONPATH": src} if src else dict(os.environ)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    with open(os.devnull, "w") as sink:
-        argv = [sys.executable, "-m", "logdoctor", "dump", "-p", *files]
-        rc = subprocess.run(argv, stdout=sink, cwd=cwd, env=env, check=False).returncode
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if rc not in (0, 1, 2):  # 2: a real dir's truncated small file
-        raise SystemExit(f"dump of {cwd} exited {rc}")
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    argv = [sys.executable, "-m", "logdoctor", "dump", "-p", *files]
+    return _measured(argv, (0, 1, 2), cwd=cwd, env=env)[1]  # 2: a real dir's truncated small file
 
 
 def log_dirs(repeat: int, before: str | None) -> None:
