@@ -84,7 +84,8 @@ test:
 # The suite without the tests marked slow (crash matrices, every real segment damaged, the Spark
 # oracle over every real record, browser rendering, the long matrices' cases but one and the real log dirs
 # but realworld.FAST_LOG_DIRS) nor those that start Spark (marked spark) or real Kafka brokers (marked kafka:
-# `pytest tests/brokers` runs those alone), and each property test with a
+# `pytest tests/brokers` runs those alone), nor those over the tier's time budget (tests/fast_tier_budget.txt,
+# written by scripts/fast-tier-budget.py), and each property test with a
 # quarter of its examples (tests/tiers.py), in parallel as make test: what a developer runs between changes.
 test-fast: $(STAMP) docs
 	bash scripts/ensure-kafkajs.sh

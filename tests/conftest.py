@@ -137,9 +137,15 @@ def pytest_xdist_make_scheduler(config, log):
     return ModuleScheduling(config, log)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """``@pytest.mark.needs_root``: a test that gives files to other users (chown) or runs a command
+    """In test-fast, the tests over the tier's time budget (tests/tiers.py, ``tests/fast_tier_budget.txt``)
+    are marked ``slow`` before ``-m`` deselects; `make test` (CI) never reads the list.
+
+    ``@pytest.mark.needs_root``: a test that gives files to other users (chown) or runs a command
     as another user (setpriv) skips with its reason when not run as root (CI runs as root)."""
+    if tiers.TEST_FAST and tiers.BUDGET_ON:
+        tiers.apply_budget(items, tiers.over_budget())
     if os.geteuid() == 0:
         return
     reason = "needs root: it gives files to another user or runs as one (chown, setpriv)"

@@ -86,3 +86,55 @@ def test_property_tests_try_every_example_in_make_test_and_a_quarter_in_test_fas
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
                            f"{tests}/test_tiers.py"], capture_output=True, text=True, env=env)  # fmt: skip
     assert done.returncode != 0 and "CI (make test) tries every example" in done.stdout + done.stderr
+
+
+def test_the_budget_leaves_the_slow_tests_to_make_test_and_each_module_its_cheapest() -> None:
+    seconds = {
+        "tests/a/test_x.py::test_quick": 0.2,
+        "tests/a/test_x.py::test_slow[1]": 1.0,
+        "tests/a/test_x.py::test_slow[2]": 3.5,
+        "tests/b/test_y.py::TestK::test_one": 2.0,
+        "tests/b/test_y.py::TestK::test_two": 1.5,
+        "tests/c/test_z.py::test_only": 9.0,
+    }
+    assert tiers.choose_over_budget(seconds, 1.0) == {
+        "tests/a/test_x.py::test_slow[1]": 1.0,
+        "tests/a/test_x.py::test_slow[2]": 3.5,
+        "tests/b/test_y.py::TestK::test_one": 2.0,
+    }
+    assert tiers.choose_over_budget(seconds, 5.0) == {}
+
+
+def test_the_budget_marks_only_the_named_items_slow() -> None:
+    class Item:
+        def __init__(self, nodeid: str) -> None:
+            self.nodeid, self.marks = nodeid, []
+
+        def add_marker(self, mark) -> None:
+            self.marks.append(mark.name)
+
+    items = [Item("tests/a/test_x.py::test_slow[1]"), Item("tests/a/test_x.py::test_slow[10]")]
+    assert tiers.apply_budget(items, {"tests/a/test_x.py::test_slow[1]": 1.0}) == 1
+    assert [i.marks for i in items] == [["slow"], []]
+
+
+def test_every_test_the_budget_names_is_a_test_of_the_suite(tmp_path) -> None:
+    """The committed list names tests that exist (a renamed or removed test is a stale line: run
+    scripts/fast-tier-budget.py again), each at or over the budget, and a line reads back."""
+    root = Path(__file__).resolve().parent.parent
+    over = tiers.over_budget()
+    assert over, "tests/fast_tier_budget.txt is missing or empty"
+    sources: dict[str, str] = {}
+    for node, seconds in over.items():
+        module, *names = node.split("::")
+        if module not in sources:
+            path = root / module
+            assert path.is_file(), f"{node}: no module {module}"
+            sources[module] = path.read_text()
+        assert seconds >= tiers.BUDGET_SECONDS, node
+        function = names[-1].split("[", 1)[0]
+        assert f"def {function}(" in sources[module], f"{node}: no test {function} in {module}"
+    made = tmp_path / "budget.txt"
+    made.write_text("# a comment\ntests/a/test_x.py::test_slow[a b]\t1.25\n\n")
+    assert tiers.over_budget(made) == {"tests/a/test_x.py::test_slow[a b]": 1.25}
+    assert tiers.over_budget(tmp_path / "none.txt") == {}
