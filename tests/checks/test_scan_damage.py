@@ -391,8 +391,9 @@ def _demote_and_scan(logdir: Path, write_fd: int) -> None:
             ScanOptions(depth=Depth.DEFAULT, now_ms=int(NOW), config_inputs=AS_DELETE_INPUTS),
             jobs=1,
         )
-        payload = json.dumps(report.to_json()).encode()
-        os.write(write_fd, payload)
+        payload = memoryview(json.dumps(report.to_json()).encode())
+        while payload:  # a pipe write may be partial (a signal, e.g. a profiler's stop, ends it early)
+            payload = payload[os.write(write_fd, payload) :]
     finally:
         os.close(write_fd)
 
