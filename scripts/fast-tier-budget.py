@@ -23,9 +23,6 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import tiers  # noqa: E402
 
-# the Makefile's test-fast selection
-TIER = ["-m", "not slow and not spark and not kafka"]
-
 
 def node_id(classname: str, name: str) -> str:
     """A JUnit testcase's pytest node id: the longest dotted prefix of ``classname`` that is a module
@@ -51,7 +48,7 @@ def call_seconds(junit: Path) -> dict[str, float]:
 def measure(junit: Path) -> None:
     env = {**os.environ, "LOGDOCTOR_TEST_TIER": "fast", "LOGDOCTOR_TIER_BUDGET": "off"}
     argv = [sys.executable, "-m", "pytest", "-q", "-n", os.environ.get("PYTEST_WORKERS", "2"), "--dist",
-            "loadfile", *TIER, "-p", "no:randomly", "-o", "junit_duration_report=call",
+            "loadfile", *tiers.fast_tier_selection(), "-p", "no:randomly", "-o", "junit_duration_report=call",
             f"--junitxml={junit}"]  # fmt: skip
     done = subprocess.run(argv, cwd=ROOT, env=env)
     if done.returncode != 0:

@@ -68,12 +68,10 @@ def test_one_case_of_a_matrix_in_test_fast() -> None:
 
 def test_property_tests_try_every_example_in_make_test_and_a_quarter_in_test_fast(monkeypatch) -> None:
     """Only the Makefile's test-fast target sets LOGDOCTOR_TEST_TIER; make test (CI) runs as written."""
-    import re
     import subprocess
     import sys
 
-    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text()
-    targets = dict(re.findall(r"^([\w-]+):.*\n((?:\t.*\n)+)", makefile, re.M))
+    targets = tiers.make_targets()
     assert "LOGDOCTOR_TEST_TIER=fast" in targets["test-fast"]
     assert "LOGDOCTOR_TEST_TIER" not in targets["test"]
     monkeypatch.setattr(tiers, "TEST_FAST", False)

@@ -13,6 +13,8 @@ tier with no budget and writes the file again (docs/tests.md)."""
 from __future__ import annotations
 
 import os
+import re
+import shlex
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -24,6 +26,22 @@ TEST_FAST = os.environ.get("LOGDOCTOR_TEST_TIER") == "fast"
 BUDGET_ON = os.environ.get("LOGDOCTOR_TIER_BUDGET") != "off"
 BUDGET_SECONDS = 0.75
 BUDGET_FILE = Path(__file__).resolve().with_name("fast_tier_budget.txt")
+MAKEFILE = Path(__file__).resolve().parent.parent / "Makefile"
+
+
+def make_targets(makefile: Path = MAKEFILE) -> dict[str, str]:
+    """The Makefile's targets: name -> its recipe's lines, as written."""
+    return dict(re.findall(r"^([\w-]+):.*\n((?:\t.*\n)+)", makefile.read_text(), re.M))
+
+
+def fast_tier_selection(makefile: Path = MAKEFILE) -> list[str]:
+    """The ``-m`` selection of the Makefile's test-fast target as pytest arguments (``["-m", "not slow
+    ..."]``): what scripts/fast-tier-budget.py measures is the tier the Makefile runs."""
+    recipe = make_targets(makefile)["test-fast"]
+    found = re.search(r"""\s(-m\s+(?:"[^"]*"|'[^']*'))""", recipe)
+    if found is None:
+        raise ValueError(f"{makefile}: test-fast's recipe selects no marker expression (-m)")
+    return shlex.split(found.group(1))
 
 
 def examples(n: int) -> int:
