@@ -154,7 +154,9 @@ def test_half_cached_segment_keeps_its_cached_half(log_dir, monkeypatch):
         time.sleep(0.2)
         os.posix_fadvise(f.fileno(), half, 0, os.POSIX_FADV_DONTNEED)
     before = resident(log)
-    assert before >= half - 4096
+    # the first half cached, give or take the kernel's reclaim before fincore looked (CI, two suites at
+    # once: 4,026,368 of 4,048,200 bytes, five pages gone)
+    assert before >= 0.95 * half
     seen = _seen_while(log, monkeypatch, "scan", "--deep", "--json", log_dir)
     dropped = seen.dropped
     cached_end = half - half % 4096  # the page astride the half was read: cached too

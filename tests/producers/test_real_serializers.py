@@ -118,7 +118,6 @@ def _produce(
 def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     from confluent_kafka.schema_registry import (
         Schema,
-        SchemaRegistryClient,
         header_schema_id_serializer,
         record_subject_name_strategy,
         topic_record_subject_name_strategy,
@@ -135,7 +134,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
     registry = ApicurioRegistry(root / "registry", kafkasql=cluster.bootstrap, topic=JOURNAL)
     try:
         registry.start()
-        sr = SchemaRegistryClient({"url": registry.ccompat})
+        sr = registry.client()
         for topic in ("users", "orders", "events", "clicks", "gone"):
             cluster.create_topic(topic)
 
@@ -154,9 +153,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         )
         registry.request("PUT", "/config/users-value", {"compatibility": "BACKWARD"})
         with pytest.raises(Exception, match=r"409|ncompatible"):
-            SchemaRegistryClient({"url": registry.ccompat}).register_schema(
-                "users-value", Schema(json.dumps(USER_BAD), "AVRO")
-            )
+            registry.client().register_schema("users-value", Schema(json.dumps(USER_BAD), "AVRO"))
         users_v2 = AvroSerializer(sr, json.dumps(USER_V2))
         v2 = [({"id": 10 + i, "name": f"user-{10 + i}", "country": "FR"}, f"k{10 + i}") for i in range(3)]
         _produce(
@@ -211,7 +208,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> World:
         _produce(
             cluster, w, "gone", [(None, {"g": i}, None, ser(gone_ser, {"g": i}, "gone")) for i in range(2)]
         )
-        fresh = SchemaRegistryClient({"url": registry.ccompat})  # no cache of earlier registrations
+        fresh = registry.client()  # no cache of earlier registrations
         for subject, schema in (
             ("scratch-value", SCRATCH_V1),
             ("scratch-value", SCRATCH_V2),
@@ -267,14 +264,13 @@ def _versions(registry: ApicurioRegistry) -> dict[tuple[str, int], dict[str, Any
 
 
 def _deserialize_all(w: World, registry: ApicurioRegistry) -> None:
-    from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer
     from confluent_kafka.schema_registry.json_schema import JSONDeserializer
     from confluent_kafka.schema_registry.protobuf import ProtobufDeserializer
     from confluent_kafka.serialization import MessageField, SerializationContext
     from google.protobuf.json_format import MessageToDict
 
-    sr = SchemaRegistryClient({"url": registry.ccompat})
+    sr = registry.client()
     readers = {
         "users": AvroDeserializer(sr, json.dumps(USER_V2)),  # a reader of the newest schema: v1 rows resolved
         "orders": ProtobufDeserializer(_order_class(), {"use.deprecated.format": False}),
