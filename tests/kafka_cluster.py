@@ -800,10 +800,13 @@ class KafkaCluster:
         producer=None,
         headers: list | None = None,
         timestamp: int | None = None,
+        timestamps: Iterable[int] | None = None,
         **config: object,
     ) -> list[int]:
         """``records`` (key, value) to ``topic``/``partition`` with acks=all; the offsets the broker
-        acknowledged, in order (a record that was not acknowledged fails the call)."""
+        acknowledged, in order (a record that was not acknowledged fails the call). ``timestamp`` is every
+        record's CreateTime, ``timestamps`` one per record (else the producer's clock)."""
+        assert timestamp is None or timestamps is None
         own = producer is None
         producer = producer or self.producer(**config)
         acked: list[int] = []
@@ -821,7 +824,10 @@ class KafkaCluster:
         if timestamp is not None:
             extra["timestamp"] = timestamp
         count = 0
+        times = iter(timestamps) if timestamps is not None else None
         for key, value in records:
+            if times is not None:
+                extra["timestamp"] = next(times)
             while True:
                 try:
                     producer.produce(

@@ -43,6 +43,7 @@ import re
 import shlex
 import shutil
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -170,7 +171,12 @@ def crashed(tmp_path_factory: pytest.TempPathFactory) -> Crashed:
     try:
         cluster.create_topic(TOPIC, 1, 1, {"segment.bytes": SEGMENT_BYTES})
         records = [_record(n) for n in range(PHASE_A)]
-        offsets = cluster.produce(TOPIC, records, batch_size=8192)
+        # a CreateTime a millisecond apart for each record, so that every offset-index entry of these
+        # segments has a time-index entry beside it (the broker adds one only when the largest timestamp
+        # grew since the last: records made within a few milliseconds left as few as 3, and the zeroed run
+        # of _damage then was the file's tail, another finding)
+        first = int(time.time() * 1000) - PHASE_A
+        offsets = cluster.produce(TOPIC, records, batch_size=8192, timestamps=range(first, first + PHASE_A))
         assert offsets == list(range(PHASE_A))
         acked = dict(zip(offsets, records, strict=True))
         node = cluster.broker(1)
@@ -236,6 +242,7 @@ def _damage(partition_dir: Path, c: Crashed) -> list[Damage]:
         data = bytearray(path.read_bytes())
         entry = 8 if suffix == ".index" else 12
         start = (len(data) // entry // 4) * entry
+        assert start > 0 and start + 5 * entry <= len(data), f"{path}: {len(data) // entry} entries, too few"
         data[start : start + 4 * entry] = bytes(4 * entry)
         path.write_bytes(bytes(data))
         done.append(Damage(path, "zeroed", recovered))
