@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from logdoctor.logdir.divergence import reference_key
+from logdoctor.checks.replica_lag import partition_lag
 from logdoctor.spark.census_inputs import REPLICA_DDL, ddl_names
-from logdoctor.spark.census_rules import replica_lag
+from logdoctor.spark.census_rules import _lag_replica, replica_lag
 from logdoctor.spark.census_sql import replica_table
 
 pytestmark = pytest.mark.spark
@@ -112,17 +112,14 @@ def test_the_window_keeps_every_path_and_the_lag_rules_reference(spark) -> None:
     for key, row in got.items():
         assert row["path"] == want[key]["path"] and row["kind"] == "log", key
         assert {c: row[c] for c in LAG_COLUMNS} == {c: want[key][c] for c in LAG_COLUMNS}, key
-    # the reference replica (leader_*) of each partition: reference_key's smallest of those with a log end
+    # the reference replica (leader_*) of each partition: the lag rule's own (reference_key's smallest)
     for partition in (0, 1, 2):
-        reps = [r for r in live if r["partition"] == partition and r["log_end_offset"] is not None]
-        latest = {id(r): max((e["epoch"] for e in r["leader_epochs"] or ()), default=None) for r in reps}
-        ref = min(
-            reps, key=lambda r: reference_key(latest[id(r)], r["log_end_offset"], r["broker"], r["log_dir"])
-        )
+        ref = partition_lag([_lag_replica(r) for r in live if r["partition"] == partition])[0].leader
+        assert ref is not None
         for key, row in got.items():
             if key[2] == partition:
                 assert (row["leader_broker"], row["leader_log_dir"], row["leader_log_end_offset"]) == (
-                    ref["broker"], ref["log_dir"], ref["log_end_offset"]
+                    ref.broker, ref.log_dir, ref.log_end_offset
                 ), key  # fmt: skip
     assert got[("broker-1", "/d/a", 0)]["leader_log_dir"] == "/d/a"  # the tie: broker-1's first log dir
     assert {k: r["latest_epoch"] for k, r in got.items() if k[2] == 1} == {
