@@ -68,7 +68,13 @@ def _replay_producer_state(st: PartitionState) -> list[OpenTransaction] | None:
     if leo is None or not st.segments:
         return None
     state = ProducerState()
-    snaps = [(off, p) for off, p in st.partition.producer_snapshot_files if off <= leo]
+    # ProducerStateManager.truncateAndReload deletes the snapshots at or below the log start offset (the
+    # checkpoint's entry, 0 without one: what LogLoader passes) and above the log end, then loads the latest
+    # left (K:storage/.../log/ProducerStateManager.java). Producer id expiry (``isProducerExpired``) is not
+    # applied: it depends on the broker's clock at its next start, and never drops a producer with an open
+    # transaction, the only state the findings here judge.
+    log_start = st.task.log_start_checkpoint or 0
+    snaps = [(off, p) for off, p in st.partition.producer_snapshot_files if log_start < off <= leo]
     if snaps:
         off, path = snaps[-1]
         data = st.read_small(path, "the broker cannot load producer state")

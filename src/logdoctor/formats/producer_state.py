@@ -19,7 +19,17 @@ unknown type              IllegalArgumentException:
 non-transactional batch   raises (Kafka's              raises (the load fails)      changes no transaction
 inside an open            InvalidTxnStateException)
 transaction
+marker with a null key    raises (Kafka's NullPointer-  raises (the load fails)      ends nothing
+or value, or a value      or BufferUnderflowException:
+under 6 bytes             the load fails)
+marker Kafka's format     raises the record's error    raises (the load fails)      ends nothing
+refuses (a key under 4    (InvalidRecordException:
+bytes, a negative         recover truncates after the
+version)                  batch)
 ========================  ===========================  ===========================  =========================
+
+(Kafka 4.4.0's own ProducerStateManager decides each row: tests/formats/test_producer_state_kafka.py runs
+its table of cases through Kafka's classes and through this module and its callers.)
 
 and alike in every origin, as Kafka's ``AppendOrigin.REPLICATION`` has it (the only origin a log's own
 batches are appended with: LogSegment.recover, UnifiedLog.loadProducersFromRecords): a lower producer
@@ -234,21 +244,29 @@ class ProducerState:
             record = batch.control_record()  # type: ignore[attr-defined]
             if record is None:
                 return None  # an empty control batch: the transaction was cleaned away
-            _, ctype = parse_control_key(record.key, source=source, position=batch.position)
-            if ctype not in (_ABORT, _COMMIT):
+            # EndTransactionMarker.deserialize's order: the key, the type, then the value
+            raised = "NullPointerException" if record.key is None else None
+            ctype = (
+                None if raised else parse_control_key(record.key, source=source, position=batch.position)[1]
+            )
+            if ctype is not None and ctype not in (_ABORT, _COMMIT):
+                raised = "IllegalArgumentException"
+            elif ctype is not None and record.value is None:
+                raised = "NullPointerException"
+            elif ctype is not None and len(record.value) < 6:
+                raised = "BufferUnderflowException"
+            if raised is not None:
                 if origin is Origin.READ:
-                    return None
+                    return None  # ends nothing
                 raise ProducerStateError(
-                    "IllegalArgumentException",
-                    "an ABORT or COMMIT marker in a control batch with a producer id",
-                    f"control type {ctype}",
+                    raised,
+                    "an ABORT or COMMIT marker with a key and a 6-byte value",
+                    f"control type {ctype}, key {_size(record.key)}, value {_size(record.value)}",
                     batch=batch,
                     source=source,
                 )
-            marker = parse_end_txn_marker(ctype, record.value, source=source, position=batch.position)
-        except ProducerStateError:
-            raise
-        except FormatError:
+            marker = parse_end_txn_marker(ctype, record.value, source=source, position=batch.position)  # type: ignore[arg-type]
+        except FormatError:  # ours above, or Kafka's InvalidRecordException (recover truncates after it)
             if origin is Origin.READ:
                 return None
             raise
@@ -263,6 +281,10 @@ class ProducerState:
         if first is None:
             return None  # a marker of no open transaction: nothing to complete (an empty transaction)
         return CompletedTxn(pid, first, batch.base_offset, ctype == _ABORT)
+
+
+def _size(buf: object) -> str:
+    return "null" if buf is None else f"{len(buf)} bytes"  # type: ignore[arg-type]
 
 
 def crc_ok(batch: Batch) -> bool:
