@@ -41,11 +41,13 @@ only source here: a ``.txnindex`` is read by the scan, which compares it with wh
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_state import Origin, ProducerState, crc_ok
+from logdoctor.logdir.coordinator import CoordinatorDecisions
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 
 __all__ = [
@@ -64,6 +66,7 @@ __all__ = [
     "SegmentTransactions",
     "Transaction",
     "count_left_out",
+    "describe_without_marker",
     "partition_transactions",
     "segment_views",
 ]
@@ -102,11 +105,26 @@ class Transaction:
     result: str = OPEN
     #: the producer's last write to it (its last data batch's max timestamp: ProducerStateEntry.lastTimestamp)
     last_timestamp: int = -1
+    #: who decided a transaction left without a marker (the coordinator's state, or the read's policy:
+    #: :mod:`logdoctor.logdir.coordinator`); None: its marker did, or it is open
+    decided_by: str | None = None
 
     @property
     def end(self) -> int:
         """The last offset that belongs to it (its marker's; past everything while open)."""
         return _NEVER if self.marker_offset is None else self.marker_offset
+
+    def without_marker_json(self) -> dict[str, object]:
+        """A transaction left without a marker, as every summary gives it (``records``: those in the range
+        read; ``result``: ``open``, or as decided, by ``decided_by``)."""
+        return {
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "first_offset": self.first_offset,
+            "records": self.in_range,
+            "result": self.result,
+            "decided_by": self.decided_by,
+        }
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -119,6 +137,7 @@ class Transaction:
             "marker_epoch": self.marker_epoch,
             "result": self.result,
             "last_timestamp": self.last_timestamp,
+            "decided_by": self.decided_by,
         }
 
 
@@ -185,7 +204,7 @@ class PartitionTransactions:
 
     @property
     def first_unstable_offset(self) -> int | None:
-        return min((t.first_offset for t in self.transactions if t.marker_offset is None), default=None)
+        return min((t.first_offset for t in self.transactions if t.result == OPEN), default=None)
 
     def last_stable_offset(self, upto_high_watermark: bool = False) -> int | None:
         """The LSO: the first unstable offset, capped by the high watermark when reading up to it
@@ -203,7 +222,12 @@ class PartitionTransactions:
         return self.high_watermark if upto_high_watermark else None
 
     def open_transactions(self) -> list[Transaction]:
-        return [t for t in self.transactions if t.marker_offset is None]
+        return [t for t in self.transactions if t.result == OPEN]
+
+    def decided(self) -> list[Transaction]:
+        """The transactions left without a marker that the coordinator's state or the read's policy
+        decided (:mod:`logdoctor.logdir.coordinator`)."""
+        return [t for t in self.transactions if t.decided_by is not None]
 
 
 @dataclass(slots=True)
@@ -321,11 +345,19 @@ def _walk(
 
 
 def partition_transactions(
-    ref: PartitionRef, *, high_watermark: bool = True, start: int | None = None, end: int | None = None
+    ref: PartitionRef,
+    *,
+    high_watermark: bool = True,
+    start: int | None = None,
+    end: int | None = None,
+    decisions: CoordinatorDecisions | None = None,
 ) -> PartitionTransactions:
     """Every transaction of ``ref`` (its segments, the remote tier's first) from its markers, wherever
     they are (a marker past ``end`` too); the log end offset the walk reached and the checkpointed high
-    watermark (``high_watermark``: read it). Each transaction counts its records in [start, end)."""
+    watermark (``high_watermark``: read it). Each transaction counts its records in [start, end).
+    ``decisions``: the read plan's (:attr:`logdoctor.logdir.read_plan.ReadPlan.decisions`): a transaction
+    left without a marker is then what a consumer of the restarted cluster reads of it (committed,
+    aborted, or still open); None: open, as the markers alone say."""
     out = PartitionTransactions(ref.log_dir, ref.topic, ref.partition)
     if high_watermark and ref.segments and not all(s.remote is not None for s in ref.segments):
         out.high_watermark = _read_high_watermark(ref)
@@ -371,7 +403,25 @@ def partition_transactions(
         out.error = damage[0][1]
     out.log_end_offset = leo
     out.transactions.sort(key=lambda t: t.first_offset)
+    if decisions is not None:
+        for txn in out.open_transactions():
+            decided = decisions.decide(ref.log_dir, ref.topic, ref.partition, txn.producer_id)
+            if decided is not None:
+                txn.result, txn.decided_by = decided
     return out
+
+
+def describe_without_marker(t: Mapping[str, Any]) -> str:
+    """One line for a transaction left without a marker (:meth:`Transaction.without_marker_json`): the
+    summaries of export and replay alike."""
+    head = f"producer {t['producer_id']} epoch {t['producer_epoch']}, first offset {t['first_offset']}"
+    if t["result"] == OPEN:
+        return (
+            f"open transaction: {head}, {t['records']:,} record(s): read_committed stops at its first offset "
+            "(--open-transactions abort reads past it)"
+        )
+    records = f"{t['records']:,} record(s)"
+    return f"transaction without a marker: {head}, {records} {t['result']} ({t['decided_by']})"
 
 
 def segment_views(

@@ -72,9 +72,8 @@ def offset_map(
     from logdoctor.logdir.read_plan import plan_read
 
     target = Target(plan.bootstrap, plan.admin_config, timeout)
-    refs = {
-        (r.topic, r.partition): r for r in plan_read(plan.paths, plan.opts).refs if r.kind not in _NOT_LIVE
-    }
+    read = plan_read(plan.paths, plan.opts)
+    refs = {(r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE}
     chosen = None if only is None else set(only)
     rehashed: dict[str, list[PartitionPlan]] = {}
     for pp in plan.partitions:
@@ -82,7 +81,9 @@ def offset_map(
             rehashed.setdefault(pp.target_topic, []).append(pp)
     for topic, pps in rehashed.items():
         if chosen is None or any(pp.name in chosen for pp in pps):
-            yield from _rehashed_map(plan, topic, pps, target, refs, chosen, consumer_config, timeout)
+            yield from _rehashed_map(
+                plan, topic, pps, target, refs, chosen, consumer_config, timeout, read.decisions
+            )
     for pp in plan.partitions:
         if pp.rehashed or (chosen is not None and pp.name not in chosen):
             continue
@@ -90,7 +91,7 @@ def offset_map(
         prog = target.progress(pp.group, topic, [partition]).get(partition)
         if prog is None:
             continue
-        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
+        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts, read.decisions)
         consumer = Consumer(
             target.client_config(
                 {
@@ -182,6 +183,7 @@ def _rehashed_map(
     chosen: set[str] | None,
     consumer_config: Mapping[str, Any] | None,
     timeout: float,
+    decisions: Any,
 ) -> Iterator[pa.RecordBatch]:
     """The map of one re-hashed target topic (the module doc)."""
     import pyarrow as pa
@@ -204,7 +206,7 @@ def _rehashed_map(
     partitions = int(next(iter(counts)))  # type: ignore[arg-type]
 
     def for_partition(pp: PartitionPlan, prog: Progress, at: int) -> Iterator[SourceRecord]:
-        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
+        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts, decisions)
         for rec in source.records():
             if rec.offset >= prog.next_source_offset:
                 return
