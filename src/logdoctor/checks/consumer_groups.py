@@ -42,6 +42,7 @@ from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
+from logdoctor.formats.checkpoint import latest_epoch
 from logdoctor.logdir.internal_records import records_of
 from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, DirKind
 
@@ -271,7 +272,7 @@ def _newest(ps: list[PartitionReport]) -> PartitionReport:
     """Of several replicas of a partition, the leader's as far as the files tell (:func:`choice_key`)."""
     return min(
         ps,
-        key=lambda p: choice_key(max((e for e, _ in p.leader_epochs), default=-1), p.log_end_offset, p.path),
+        key=lambda p: choice_key(latest_epoch(p.leader_epochs), p.log_end_offset, p.path),
     )
 
 

@@ -250,16 +250,7 @@ def plan_slices(
             if seg.remote is not None:
                 # a remote segment: up to its last offset (an object that also holds the next segment's
                 # offsets gives them once); the offsets the local log still holds are read from it
-                caps = [
-                    c
-                    for c in (
-                        seg.remote.local_from,
-                        None if seg.remote.end_offset is None else seg.remote.end_offset + 1,
-                        whole.end_offset,
-                    )
-                    if c is not None
-                ]
-                rng = PartitionRange(whole.start_offset, min(caps) if caps else None)
+                rng = PartitionRange(whole.start_offset, seg.remote.read_end(whole.end_offset))
             if (
                 rng.start_offset is not None
                 and seg.next_base_offset is not None
