@@ -77,7 +77,7 @@ from logdoctor.formats.index import (
     write_txn_index,
 )
 from logdoctor.formats.producer_state import Origin, ProducerState
-from logdoctor.formats.record_types import Batch
+from logdoctor.formats.record_types import Batch, entry_length
 from logdoctor.formats.records import iter_batches
 
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
@@ -336,9 +336,9 @@ def _walk_fast(state: _Recovery, log: bytes | bytearray | memoryview) -> None:
         # (same errors and positions), until a v2 batch the C lane might take again.
         end = None
         if limit - pos >= _V2_HEADER and mv[pos + 16] == 2:
-            length = int.from_bytes(mv[pos + 8 : pos + 12], "big", signed=True)
-            if _V2_HEADER - 12 <= length <= limit - pos - 12:
-                end = pos + 12 + length
+            size = entry_length(mv, pos)
+            if _V2_HEADER <= size <= limit - pos:
+                end = pos + size
         for batch in iter_batches(mv, source=state.source, start=pos, end=end, verify_crc=True):
             state.step(batch)
             pos = batch.position + batch.size

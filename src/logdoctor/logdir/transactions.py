@@ -301,14 +301,7 @@ def _read_high_watermark(ref: PartitionRef) -> int | None:
 
 def _segment_cap(seg: SegmentRef) -> int | None:
     """Offsets at and after this are not read from ``seg`` (a remote segment's part the local log holds)."""
-    if seg.remote is None:
-        return None
-    caps = [
-        c
-        for c in (seg.remote.local_from, None if seg.remote.end_offset is None else seg.remote.end_offset + 1)
-        if c is not None
-    ]
-    return min(caps) if caps else None
+    return None if seg.remote is None else seg.remote.read_end()
 
 
 def _walk(
