@@ -394,6 +394,7 @@ def print_result(out: Lines, result: ReplayResult, seconds: float, offsets: Mapp
 @app.command("replay")
 @reads_records
 def replay_command(
+    ctx: typer.Context,
     read: RecordReadArgs,
     bootstrap_server: Annotated[
         str,
@@ -470,12 +471,15 @@ def replay_command(
         typer.Option(
             "--groups",
             metavar="REGEX",
-            help="Carry over the source's consumer groups whose id REGEX matches whole ('.*': every group): "
-            "each group's last committed offset (from the log dirs' __consumer_offsets) on a replayed "
-            "partition, translated to the target offset of the next replayed record, is committed on the "
-            "target after that partition's records, while the group has no active member there.",
+            help="Carry over the source's consumer groups whose id REGEX matches whole (--all-groups: every "
+            "group): each group's last committed offset (from the log dirs' __consumer_offsets) on a "
+            "replayed partition, translated to the target offset of the next replayed record, is committed "
+            "on the target after that partition's records, while the group has no active member there.",
         ),
     ] = None,
+    all_groups: Annotated[
+        bool, typer.Option("--all-groups", help="Carry over every consumer group: --groups '.*'.")
+    ] = False,
     partitioner: Annotated[
         str,
         typer.Option(
@@ -536,6 +540,12 @@ def replay_command(
     chosen_partitioner = partitioner.strip().lower()
     if chosen_partitioner not in PARTITIONERS:
         usage_error(f"--partitioner {partitioner}: one of {', '.join(PARTITIONERS)}")
+    if groups is not None and all_groups:
+        usage_error("--groups and --all-groups: give one")
+    if groups is not None and any(groups in (*p.opts, *p.secondary_opts) for p in ctx.command.params):
+        # ``--groups --apply``: the parser gave --groups the value "--apply"
+        usage_error(f"--groups {groups}: {groups} is an option, not a regex: --groups REGEX, or --all-groups")
+    groups = ".*" if all_groups else groups
     if groups is not None and chosen_partitioner == DEFAULT:
         from logdoctor.replay.groups import REHASHED_GROUPS
 
