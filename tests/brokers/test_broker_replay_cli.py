@@ -224,6 +224,43 @@ def test_refusals(source, target) -> None:
     assert [c["code"] for c in parsed["plan"]["conflicts"]] == ["TARGET_NOT_EMPTY"]
 
 
+def test_client_settings_and_connections_before_any_write(source, target, tmp_path) -> None:
+    """Every client setting is judged by the client library itself before anything is written (a
+    transactional producer refuses max.in.flight.requests.per.connection above 5: 64, naming it and its
+    file), and every client is heard from first: SASL settings against the PLAINTEXT listener, in either
+    file, and a bootstrap where nothing listens exit 69. Each with one line on stderr (librdkafka's own
+    log lines off) and no topic created."""
+    log_dir, _oracle = source
+    base = [str(log_dir), "--topics", "orders", "--topic-map", "orders=orders-settings", "--timeout", "5"]
+    inflight = tmp_path / "inflight.properties"
+    inflight.write_text("max.in.flight.requests.per.connection=10\n")
+    sasl = tmp_path / "sasl.properties"
+    sasl.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=u\nsasl.password=p\n"
+    )
+    before = _topics(target)
+    cases = [
+        (["--producer-config", str(inflight)], 64, ["--producer-config", "max.in.flight"]),
+        (["--admin-config", str(inflight)], 64, ["--admin-config", "max.in.flight"]),
+        (["--admin-config", str(sasl)], 69, ["cannot be reached", "admin client"]),
+        (["--producer-config", str(sasl)], 69, ["cannot be reached", "transactional producer"]),
+    ]
+    for extra, code, said in cases:
+        done = kc.logdoctor("replay", *base, "--bootstrap-server", target.bootstrap, *extra, "--apply")
+        assert done.returncode == code, (extra, done.stdout, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and all(s in done.stderr for s in said), done.stderr
+        # no topic made (the broker makes its __consumer_offsets when a consumer first asks for a group's
+        # coordinator, as any plan's consumers do)
+        assert _topics(target) - {"__consumer_offsets"} == before - {"__consumer_offsets"}
+    nobody = f"127.0.0.1:{kc.free_port()}"
+    gone = kc.logdoctor("replay", *base, "--bootstrap-server", nobody)
+    assert gone.returncode == 69, gone.stdout + gone.stderr
+    assert len(gone.stderr.strip().splitlines()) == 1, gone.stderr
+    assert gone.stderr.startswith(
+        f"error: {nobody}: the target cluster cannot be reached with these settings: the admin client: "
+    )  # librdkafka's "timed out", or no answer within --timeout, whichever ends first
+
+
 def _with_tty_stderr(*args: str) -> tuple[int, str, str]:
     """``logdoctor ARGS`` with stderr on a pseudo-terminal (a progress bar's place) and stdout a pipe:
     (exit code, stdout, what the terminal got)."""

@@ -3,8 +3,9 @@
 
 Without ``--apply`` the plan is printed and nothing is written. Exit codes: 0 a clean plan printed, or a
 replay done; 2 a transaction failed (aborted: a rerun resumes) or the offset map read back does not match
-the source; 64 usage (``--view`` other than history, ``--include-control``, a Java-only client key...);
-66 a missing input or config file; 69 the target cluster cannot be reached; 73 ``--offset-map`` names a
+the source; 64 usage (``--view`` other than history, ``--include-control``, a Java-only client key, a
+client setting librdkafka refuses...); 66 a missing input or config file; 69 the target cluster does not
+answer a client made with the given settings; 73 ``--offset-map`` names a
 folder that holds something other than a Delta table, or inside an input; 77 an input this user cannot
 read; 78 the plan has conflicts (printed; nothing written), or another replay runs into the same target,
 or a ``--groups`` group gained members on the target before its commit (the records are replayed);
@@ -121,15 +122,30 @@ def java_keys_mapped(conf: Mapping[str, str], where: str) -> dict[str, str]:
     return out
 
 
-def _check_client_config(conf: Mapping[str, str], where: str) -> None:
-    """A key librdkafka does not know, or a value it refuses: a usage error naming it (the client checks
-    its config when it is made, before it connects)."""
-    from confluent_kafka import KafkaException, Producer
+def _check_clients(
+    bootstrap: str,
+    admin: dict[str, str],
+    producer: dict[str, str],
+    timeout: float,
+    admin_file: str | None,
+    producer_file: str | None,
+) -> None:
+    """The replay's clients that write made with their settings and heard from before anything is written
+    (:func:`logdoctor.replay.check_clients`): a setting the client library refuses is a usage error (64)
+    naming the files it came from, a target that does not answer a client exits 69."""
+    from logdoctor.replay import ClientSettingsError, TargetUnreachable, check_clients
+    from logdoctor.replay.target import Target
 
     try:
-        Producer({"bootstrap.servers": "127.0.0.1:9", **conf})
-    except KafkaException as exc:
-        usage_error(f"{where}: {exc.args[0].str() if exc.args else exc}")
+        check_clients(Target(bootstrap, admin, timeout), producer)
+    except ClientSettingsError as exc:
+        files = [f"--admin-config {admin_file}"] if admin_file is not None else []
+        if exc.client == "transactional producer" and producer_file is not None:
+            files.append(f"--producer-config {producer_file}")
+        usage_error(f"{' and '.join(files) or bootstrap}: {exc}")
+    except TargetUnreachable as exc:
+        fail(f"error: {bootstrap}: the target cluster cannot be reached with these settings: {exc}",
+             EX_UNAVAILABLE)  # fmt: skip
 
 
 _PLAN_LINE = "Plan only: nothing was written. Add --apply to replay."
@@ -567,11 +583,11 @@ def replay_command(
     if own:
         usage_error(f"{', '.join(own)}: the replay sets it (--bootstrap-server; one transactional producer "
                     "per target partition)")  # fmt: skip
-    if admin:
-        _check_client_config(admin, f"--admin-config {admin_config}")
-    if producer:
-        _check_client_config({**admin, **producer}, f"--producer-config {producer_config}")
     records = plan_records(read, verb="replayed")  # 64 / 66 / 77 as export
+    # librdkafka's own log lines (each failed connection, again and again) off: the one line is ours
+    if not {"log_level", "debug"} & {*admin, *producer}:
+        admin = {"log_level": "2", **admin}
+    _check_clients(bootstrap_server, admin, producer, timeout, admin_config, producer_config)
     location = None
     if offset_map_dir is not None:
         location = _offset_map_location(offset_map_dir, map_format, spark=read.master is not None)
@@ -622,6 +638,7 @@ def _run(
         ReplayFailed,
         ReplayMismatch,
         ReplayRefused,
+        TargetUnreachable,
         apply_replay,
         plan_groups,
         plan_replay,
@@ -638,7 +655,7 @@ def _run(
             plan_groups(plan, groups, Target(bootstrap, admin, timeout))
     except DiscoveryError as exc:
         usage_error(str(exc))
-    except KafkaException as exc:
+    except (KafkaException, TimeoutError, TargetUnreachable) as exc:
         fail(f"error: {bootstrap}: the target cluster cannot be reached or refused: {exc}", EX_UNAVAILABLE)
     blocking = [c for c in plan.all_conflicts() if c.code not in ignored]
     denied = EX_NOPERM if records.denied else EX_OK
@@ -689,7 +706,7 @@ def _run(
         refused(str(exc), EX_REFUSED)
     except (ReplayFailed, ReplayMismatch) as exc:
         fail(f"failed: {exc} (what was committed stays; run the replay again to resume)", EX_FAILED)
-    except KafkaException as exc:
+    except (KafkaException, TimeoutError, TargetUnreachable) as exc:
         fail(f"error: {bootstrap}: {exc}", EX_UNAVAILABLE)
     seconds = time.monotonic() - started
     if json_out:
