@@ -261,6 +261,56 @@ def test_client_settings_and_connections_before_any_write(source, target, tmp_pa
     )  # librdkafka's "timed out", or no answer within --timeout, whichever ends first
 
 
+def _batches(segment) -> list[tuple[int, int, int, int]]:
+    """(position, base offset, last offset, size) of each batch of a v2 segment, read by hand (the
+    header's baseOffset, batchLength and lastOffsetDelta: K:clients/.../record/DefaultRecordBatch.java)."""
+    import struct
+
+    data, out, pos = segment.read_bytes(), [], 0
+    while pos + 12 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        (delta,) = struct.unpack_from(">i", data, pos + 23)
+        out.append((pos, base, base + delta, 12 + length))
+        pos += 12 + length
+    return out
+
+
+def test_records_left_out_exit_1(source, target, tmp_path) -> None:
+    """A torn tail (orders-0's last batch cut in half) and a CRC-damaged batch (the last byte of
+    payments-0's first batch flipped): the plan names both and exits 1, as ``export`` does for the ranges
+    it skips, and ``--json`` counts them; ``--apply`` replays every other record (a ``read_committed``
+    consumer of the target reads the source's oracle less those batches' records) and exits 1 too."""
+    import shutil
+
+    log_dir, oracle = source
+    damaged = tmp_path / "kafka-logs"
+    shutil.copytree(log_dir, damaged)
+    (orders,) = kc.segments(damaged / "orders-0")
+    torn = _batches(orders)[-1]
+    with open(orders, "r+b") as fh:
+        fh.truncate(torn[0] + torn[3] // 2)
+    (payments,) = kc.segments(damaged / "payments-0")
+    flipped = _batches(payments)[0]
+    data = bytearray(payments.read_bytes())
+    data[flipped[0] + flipped[3] - 1] ^= 0xFF
+    payments.write_bytes(bytes(data))
+    args = [str(damaged), "--bootstrap-server", target.bootstrap, "--topics", "orders,payments",
+            "--topic-map", "orders=orders-damaged", "--topic-map", "payments=payments-damaged"]  # fmt: skip
+
+    plan = kc.logdoctor("replay", *args)
+    assert plan.returncode == 1, plan.stdout + plan.stderr
+    assert "batches stop here" in plan.stdout and "CRC mismatch" in plan.stdout
+    assert kc.logdoctor_json("replay", *args)["ranges_not_replayed"] == 2
+    done = kc.logdoctor("replay", *args, "--apply", "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert json.loads(done.stdout)["ranges_not_replayed"] == 2
+    want_orders = [r for r in oracle["orders"] if r[0] < torn[1]]
+    assert _content(kc.read_all(target.bootstrap, "orders-damaged", 0)) == _content(want_orders)
+    want_payments = [r for r in oracle["payments"] if not flipped[1] <= r[0] <= flipped[2]]
+    assert [r[1] for r in want_payments] == [b"p3"]
+    assert _content(kc.read_all(target.bootstrap, "payments-damaged", 0)) == _content(want_payments)
+
+
 def _with_tty_stderr(*args: str) -> tuple[int, str, str]:
     """``logdoctor ARGS`` with stderr on a pseudo-terminal (a progress bar's place) and stdout a pipe:
     (exit code, stdout, what the terminal got)."""

@@ -15,7 +15,7 @@ class ExitCode(enum.IntEnum):
     """
 
     OK = 0  # clean (info only); a plan printed; a run completed
-    WARNINGS = 1  # warnings only (dump, scan, retention, census); export: corrupt ranges skipped
+    WARNINGS = 1  # warnings only (dump, scan, retention, census); export, replay: corrupt ranges skipped
     ERRORS = 2  # errors in the data; repair and procedures: a step failed or findings remain
     USAGE = 64  # EX_USAGE: a bad call (unknown option, a path that is not a log dir, no command)
     CHANGED = 65  # EX_DATAERR: a file not as the plan or journal records it; a journal finished or superseded
@@ -36,7 +36,8 @@ class ExitCode(enum.IntEnum):
 
 _MEANING = {
     ExitCode.OK: "clean (info only); a plan printed; a run completed",
-    ExitCode.WARNINGS: "warnings only",
+    ExitCode.WARNINGS: "warnings only; `export` and `replay`: done (or planned), but ranges of the input "
+    "left out (a torn tail, a CRC-bad batch: each named)",
     ExitCode.ERRORS: "errors found in the data; repair/procedures: a step failed or findings remain",
     ExitCode.USAGE: (
         "bad call: unknown or missing option, a path that is not a log dir (for `scan` and `export`, an "

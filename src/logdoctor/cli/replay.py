@@ -2,14 +2,15 @@
 (issue 72), on the engine of :mod:`logdoctor.replay`.
 
 Without ``--apply`` the plan is printed and nothing is written. Exit codes: 0 a clean plan printed, or a
-replay done; 2 a transaction failed (aborted: a rerun resumes) or the offset map read back does not match
-the source; 64 usage (``--view`` other than history, ``--include-control``, a Java-only client key, a
-client setting librdkafka refuses...); 66 a missing input or config file; 69 the target cluster does not
-answer a client made with the given settings; 73 ``--offset-map`` names a
-folder that holds something other than a Delta table, or inside an input; 77 an input this user cannot
-read; 78 the plan has conflicts (printed; nothing written), or another replay runs into the same target,
-or a ``--groups`` group gained members on the target before its commit (the records are replayed);
-130 Ctrl-C (the transactions committed stay, a rerun resumes).
+replay done; 1 the same with ranges of the source left out (torn, CRC-bad: named, counted); 2 a
+transaction failed (aborted: a rerun resumes) or the offset map read back does not match the source; 64
+usage (``--view`` other than history, ``--include-control``, a Java-only client key, a client setting
+librdkafka refuses...); 66 a missing input or config file; 69 the target cluster does not answer a client
+made with the given settings; 73 ``--offset-map`` names a folder that holds something other than a Delta
+table, or inside an input; 77 an input this user cannot read; 78 the plan has conflicts (printed; nothing
+written), or another replay runs into the same target, or a ``--groups`` group gained members on the
+target before its commit (the records are replayed); 130 Ctrl-C (the transactions committed stay, a rerun
+resumes).
 
 With ``--master`` (``local[N]``, ``spark://...``, any Spark master; ``--conf`` as ``export`` takes them)
 each source partition's replay is one Spark task (:mod:`logdoctor.spark.replay_job`), and ``--offset-map``
@@ -38,6 +39,7 @@ from logdoctor.cli.exit_codes import (
     EX_OK,
     EX_REFUSED,
     EX_UNAVAILABLE,
+    EX_WARNINGS,
     ExitCode,
 )
 from logdoctor.cli.jsonout import print_json
@@ -658,10 +660,13 @@ def _run(
     except (KafkaException, TimeoutError, TargetUnreachable) as exc:
         fail(f"error: {bootstrap}: the target cluster cannot be reached or refused: {exc}", EX_UNAVAILABLE)
     blocking = [c for c in plan.all_conflicts() if c.code not in ignored]
-    denied = EX_NOPERM if records.denied else EX_OK
+    left_out = _not_replayed(plan)
     if not apply or blocking:
         if json_out:
-            print_json({"plan": plan.to_json(), "ignored": sorted(ignored), "applied": False})
+            print_json(
+                {"plan": plan.to_json(), "ignored": sorted(ignored), "applied": False,
+                 "ranges_not_replayed": len(left_out)}
+            )  # fmt: skip
         else:
             print_replay_plan(out, plan, ignored)
             if blocking:
@@ -672,7 +677,7 @@ def _run(
                 )
             else:
                 out.line(_PLAN_LINE)
-        raise typer.Exit(EX_REFUSED if blocking else denied)
+        raise typer.Exit(EX_REFUSED if blocking else _done(records, left_out))
     if not json_out:
         print_replay_plan(out, plan, ignored)
     started = time.monotonic()
@@ -709,6 +714,7 @@ def _run(
     except (KafkaException, TimeoutError, TargetUnreachable) as exc:
         fail(f"error: {bootstrap}: {exc}", EX_UNAVAILABLE)
     seconds = time.monotonic() - started
+    left_out = _not_replayed(plan, result)
     if json_out:
         print_json(
             {
@@ -718,6 +724,7 @@ def _run(
                 "result": result.to_json(),
                 "seconds": round(seconds, 3),
                 "offset_map": offsets,
+                "ranges_not_replayed": len(left_out),
             }
         )
     else:
@@ -729,4 +736,18 @@ def _run(
             "(the records are replayed; stop their consumers and run the replay again to commit them)",
             EX_REFUSED,
         )
-    raise typer.Exit(denied)
+    raise typer.Exit(_done(records, left_out))
+
+
+def _not_replayed(plan: ReplayPlan, result: ReplayResult | None = None) -> list[str]:
+    """The source's ranges a replay leaves out, one line each: what the read plan does not read once and
+    what each partition's read skipped (a torn tail, a CRC-bad batch, records that do not decode), as
+    the plan found them, and what the run met besides."""
+    lines = [*plan.not_read, *(line for p in plan.partitions for line in p.problems)]
+    return lines + [line for line in (result.problems if result is not None else ()) if line not in lines]
+
+
+def _done(records: Any, left_out: list[str]) -> int:
+    """The exit code of a plan or replay carried out: 77 when an input could not be read, 1 when records
+    were left out (as ``export``'s skipped ranges: docs/exit-codes.md), else 0."""
+    return EX_NOPERM if records.denied else EX_WARNINGS if left_out else EX_OK
