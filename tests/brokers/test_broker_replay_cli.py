@@ -224,6 +224,93 @@ def test_refusals(source, target) -> None:
     assert [c["code"] for c in parsed["plan"]["conflicts"]] == ["TARGET_NOT_EMPTY"]
 
 
+def test_client_settings_and_connections_before_any_write(source, target, tmp_path) -> None:
+    """Every client setting is judged by the client library itself before anything is written (a
+    transactional producer refuses max.in.flight.requests.per.connection above 5: 64, naming it and its
+    file), and every client is heard from first: SASL settings against the PLAINTEXT listener, in either
+    file, and a bootstrap where nothing listens exit 69. Each with one line on stderr (librdkafka's own
+    log lines off) and no topic created."""
+    log_dir, _oracle = source
+    base = [str(log_dir), "--topics", "orders", "--topic-map", "orders=orders-settings", "--timeout", "5"]
+    inflight = tmp_path / "inflight.properties"
+    inflight.write_text("max.in.flight.requests.per.connection=10\n")
+    sasl = tmp_path / "sasl.properties"
+    sasl.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=u\nsasl.password=p\n"
+    )
+    before = _topics(target)
+    cases = [
+        (["--producer-config", str(inflight)], 64, ["--producer-config", "max.in.flight"]),
+        (["--admin-config", str(inflight)], 64, ["--admin-config", "max.in.flight"]),
+        (["--admin-config", str(sasl)], 69, ["cannot be reached", "admin client"]),
+        (["--producer-config", str(sasl)], 69, ["cannot be reached", "transactional producer"]),
+    ]
+    for extra, code, said in cases:
+        done = kc.logdoctor("replay", *base, "--bootstrap-server", target.bootstrap, *extra, "--apply")
+        assert done.returncode == code, (extra, done.stdout, done.stderr)
+        assert len(done.stderr.strip().splitlines()) == 1 and all(s in done.stderr for s in said), done.stderr
+        # no topic made (the broker makes its __consumer_offsets when a consumer first asks for a group's
+        # coordinator, as any plan's consumers do)
+        assert _topics(target) - {"__consumer_offsets"} == before - {"__consumer_offsets"}
+    nobody = f"127.0.0.1:{kc.free_port()}"
+    gone = kc.logdoctor("replay", *base, "--bootstrap-server", nobody)
+    assert gone.returncode == 69, gone.stdout + gone.stderr
+    assert len(gone.stderr.strip().splitlines()) == 1, gone.stderr
+    assert gone.stderr.startswith(
+        f"error: {nobody}: the target cluster cannot be reached with these settings: the admin client: "
+    )  # librdkafka's "timed out", or no answer within --timeout, whichever ends first
+
+
+def _batches(segment) -> list[tuple[int, int, int, int]]:
+    """(position, base offset, last offset, size) of each batch of a v2 segment, read by hand (the
+    header's baseOffset, batchLength and lastOffsetDelta: K:clients/.../record/DefaultRecordBatch.java)."""
+    import struct
+
+    data, out, pos = segment.read_bytes(), [], 0
+    while pos + 12 <= len(data):
+        base, length = struct.unpack_from(">qi", data, pos)
+        (delta,) = struct.unpack_from(">i", data, pos + 23)
+        out.append((pos, base, base + delta, 12 + length))
+        pos += 12 + length
+    return out
+
+
+def test_records_left_out_exit_1(source, target, tmp_path) -> None:
+    """A torn tail (orders-0's last batch cut in half) and a CRC-damaged batch (the last byte of
+    payments-0's first batch flipped): the plan names both and exits 1, as ``export`` does for the ranges
+    it skips, and ``--json`` counts them; ``--apply`` replays every other record (a ``read_committed``
+    consumer of the target reads the source's oracle less those batches' records) and exits 1 too."""
+    import shutil
+
+    log_dir, oracle = source
+    damaged = tmp_path / "kafka-logs"
+    shutil.copytree(log_dir, damaged)
+    (orders,) = kc.segments(damaged / "orders-0")
+    torn = _batches(orders)[-1]
+    with open(orders, "r+b") as fh:
+        fh.truncate(torn[0] + torn[3] // 2)
+    (payments,) = kc.segments(damaged / "payments-0")
+    flipped = _batches(payments)[0]
+    data = bytearray(payments.read_bytes())
+    data[flipped[0] + flipped[3] - 1] ^= 0xFF
+    payments.write_bytes(bytes(data))
+    args = [str(damaged), "--bootstrap-server", target.bootstrap, "--topics", "orders,payments",
+            "--topic-map", "orders=orders-damaged", "--topic-map", "payments=payments-damaged"]  # fmt: skip
+
+    plan = kc.logdoctor("replay", *args)
+    assert plan.returncode == 1, plan.stdout + plan.stderr
+    assert "batches stop here" in plan.stdout and "CRC mismatch" in plan.stdout
+    assert kc.logdoctor_json("replay", *args)["ranges_not_replayed"] == 2
+    done = kc.logdoctor("replay", *args, "--apply", "--json")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert json.loads(done.stdout)["ranges_not_replayed"] == 2
+    want_orders = [r for r in oracle["orders"] if r[0] < torn[1]]
+    assert _content(kc.read_all(target.bootstrap, "orders-damaged", 0)) == _content(want_orders)
+    want_payments = [r for r in oracle["payments"] if not flipped[1] <= r[0] <= flipped[2]]
+    assert [r[1] for r in want_payments] == [b"p3"]
+    assert _content(kc.read_all(target.bootstrap, "payments-damaged", 0)) == _content(want_payments)
+
+
 def _with_tty_stderr(*args: str) -> tuple[int, str, str]:
     """``logdoctor ARGS`` with stderr on a pseudo-terminal (a progress bar's place) and stdout a pipe:
     (exit code, stdout, what the terminal got)."""

@@ -306,6 +306,26 @@ def test_cli_groups(source, target) -> None:
     assert bad.returncode == 64 and "--groups" in bad.stderr
 
 
+def test_cli_groups_takes_a_regex_not_an_option(source, target) -> None:
+    """``--groups`` takes a value: ``--groups --apply`` is refused (64, one line, nothing written) instead of
+    planning the groups matching "--apply"; ``--all-groups`` is ``--groups '.*'``, not with ``--groups``."""
+    log_dir, _oracle, _metadata = source
+    args = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", TOPICS, "--topic-map",
+            "events=events-all", "--topic-map", "txn=txn-all"]  # fmt: skip
+    before = set(target.admin().list_topics(timeout=10).topics)
+    swallowed = kc.logdoctor("replay", *args, "--groups", "--apply")
+    assert swallowed.returncode == 64, swallowed.stdout + swallowed.stderr
+    assert swallowed.stderr.strip().count("\n") == 0 and "--groups --apply" in swallowed.stderr
+    assert set(target.admin().list_topics(timeout=10).topics) == before
+    every = kc.logdoctor_json("replay", *args, "--all-groups")
+    regex = kc.logdoctor_json("replay", *args, "--groups", ".*")
+    assert every["plan"]["groups"] == regex["plan"]["groups"]
+    assert {g["group"] for g in every["plan"]["groups"]} == {"mid", "aborted", "txn-aborted",
+                                                                 "txn-committed"}  # not gone: deleted
+    both = kc.logdoctor("replay", *args, "--all-groups", "--groups", ".*")
+    assert both.returncode == 64 and "--all-groups" in both.stderr
+
+
 def test_group_joined_before_commit(source, target) -> None:
     """A group with no member when planned, joined on the target before its commit: ``--apply`` asks again
     just before, commits nothing for it and says so (the CLI refuses with 78 while the member stays); once

@@ -15,7 +15,7 @@ class ExitCode(enum.IntEnum):
     """
 
     OK = 0  # clean (info only); a plan printed; a run completed
-    WARNINGS = 1  # warnings only (dump, scan, retention, census); export: corrupt ranges skipped
+    WARNINGS = 1  # warnings only (dump, scan, retention, census); export, replay: corrupt ranges skipped
     ERRORS = 2  # errors in the data; repair and procedures: a step failed or findings remain
     USAGE = 64  # EX_USAGE: a bad call (unknown option, a path that is not a log dir, no command)
     CHANGED = 65  # EX_DATAERR: a file not as the plan or journal records it; a journal finished or superseded
@@ -36,11 +36,14 @@ class ExitCode(enum.IntEnum):
 
 _MEANING = {
     ExitCode.OK: "clean (info only); a plan printed; a run completed",
-    ExitCode.WARNINGS: "warnings only",
+    ExitCode.WARNINGS: "warnings only; `export` and `replay`: done (or planned), but ranges of the input "
+    "left out (a torn tail, a CRC-bad batch: each named)",
     ExitCode.ERRORS: "errors found in the data; repair/procedures: a step failed or findings remain",
     ExitCode.USAGE: (
         "bad call: unknown or missing option, a path that is not a log dir (for `scan` and `export`, an "
-        'empty folder too: "no log dir here", as an unmounted mount point is), no command'
+        'empty folder too: "no log dir here", as an unmounted mount point is), no command; replay: an '
+        "option's value that is one of its options (`--groups --apply`), a client setting the client library "
+        "refuses"
     ),
     ExitCode.CHANGED: "refused (nothing written): a file is not as the plan or the journal recorded it "
     "(changed since planning or since the run), the journal was rolled back already, or another run's "
@@ -48,7 +51,8 @@ _MEANING = {
     ExitCode.NO_INPUT: "an input (log dir, file, journal) does not exist, or is a folder where a file is "
     "needed",
     ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+, or its launcher's JVM exits before it answers); "
-    "replay: the target cluster cannot be reached",
+    "replay: the target cluster does not answer one of its clients (nothing listens, or security settings "
+    "that do not fit the listener), before anything is written",
     ExitCode.SOFTWARE: "a bug or an environment failure of logdoctor",
     ExitCode.CANT_CREATE: "refused (nothing written): not enough space, a read-only file system, an output "
     "that exists (not this command's), or an output at, inside or above an input",

@@ -2,13 +2,15 @@
 (issue 72), on the engine of :mod:`logdoctor.replay`.
 
 Without ``--apply`` the plan is printed and nothing is written. Exit codes: 0 a clean plan printed, or a
-replay done; 2 a transaction failed (aborted: a rerun resumes) or the offset map read back does not match
-the source; 64 usage (``--view`` other than history, ``--include-control``, a Java-only client key...);
-66 a missing input or config file; 69 the target cluster cannot be reached; 73 ``--offset-map`` names a
-folder that holds something other than a Delta table, or inside an input; 77 an input this user cannot
-read; 78 the plan has conflicts (printed; nothing written), or another replay runs into the same target,
-or a ``--groups`` group gained members on the target before its commit (the records are replayed);
-130 Ctrl-C (the transactions committed stay, a rerun resumes).
+replay done; 1 the same with ranges of the source left out (torn, CRC-bad: named, counted); 2 a
+transaction failed (aborted: a rerun resumes) or the offset map read back does not match the source; 64
+usage (``--view`` other than history, ``--include-control``, a Java-only client key, a client setting
+librdkafka refuses...); 66 a missing input or config file; 69 the target cluster does not answer a client
+made with the given settings; 73 ``--offset-map`` names a folder that holds something other than a Delta
+table, or inside an input; 77 an input this user cannot read; 78 the plan has conflicts (printed; nothing
+written), or another replay runs into the same target, or a ``--groups`` group gained members on the
+target before its commit (the records are replayed); 130 Ctrl-C (the transactions committed stay, a rerun
+resumes).
 
 With ``--master`` (``local[N]``, ``spark://...``, any Spark master; ``--conf`` as ``export`` takes them)
 each source partition's replay is one Spark task (:mod:`logdoctor.spark.replay_job`), and ``--offset-map``
@@ -37,6 +39,7 @@ from logdoctor.cli.exit_codes import (
     EX_OK,
     EX_REFUSED,
     EX_UNAVAILABLE,
+    EX_WARNINGS,
     ExitCode,
 )
 from logdoctor.cli.jsonout import print_json
@@ -121,15 +124,30 @@ def java_keys_mapped(conf: Mapping[str, str], where: str) -> dict[str, str]:
     return out
 
 
-def _check_client_config(conf: Mapping[str, str], where: str) -> None:
-    """A key librdkafka does not know, or a value it refuses: a usage error naming it (the client checks
-    its config when it is made, before it connects)."""
-    from confluent_kafka import KafkaException, Producer
+def _check_clients(
+    bootstrap: str,
+    admin: dict[str, str],
+    producer: dict[str, str],
+    timeout: float,
+    admin_file: str | None,
+    producer_file: str | None,
+) -> None:
+    """The replay's clients that write made with their settings and heard from before anything is written
+    (:func:`logdoctor.replay.check_clients`): a setting the client library refuses is a usage error (64)
+    naming the files it came from, a target that does not answer a client exits 69."""
+    from logdoctor.replay import ClientSettingsError, TargetUnreachable, check_clients
+    from logdoctor.replay.target import Target
 
     try:
-        Producer({"bootstrap.servers": "127.0.0.1:9", **conf})
-    except KafkaException as exc:
-        usage_error(f"{where}: {exc.args[0].str() if exc.args else exc}")
+        check_clients(Target(bootstrap, admin, timeout), producer)
+    except ClientSettingsError as exc:
+        files = [f"--admin-config {admin_file}"] if admin_file is not None else []
+        if exc.client == "transactional producer" and producer_file is not None:
+            files.append(f"--producer-config {producer_file}")
+        usage_error(f"{' and '.join(files) or bootstrap}: {exc}")
+    except TargetUnreachable as exc:
+        fail(f"error: {bootstrap}: the target cluster cannot be reached with these settings: {exc}",
+             EX_UNAVAILABLE)  # fmt: skip
 
 
 _PLAN_LINE = "Plan only: nothing was written. Add --apply to replay."
@@ -396,6 +414,7 @@ def print_result(out: Lines, result: ReplayResult, seconds: float, offsets: Mapp
 @app.command("replay")
 @reads_records
 def replay_command(
+    ctx: typer.Context,
     read: RecordReadArgs,
     bootstrap_server: Annotated[
         str,
@@ -472,12 +491,15 @@ def replay_command(
         typer.Option(
             "--groups",
             metavar="REGEX",
-            help="Carry over the source's consumer groups whose id REGEX matches whole ('.*': every group): "
-            "each group's last committed offset (from the log dirs' __consumer_offsets) on a replayed "
-            "partition, translated to the target offset of the next replayed record, is committed on the "
-            "target after that partition's records, while the group has no active member there.",
+            help="Carry over the source's consumer groups whose id REGEX matches whole (--all-groups: every "
+            "group): each group's last committed offset (from the log dirs' __consumer_offsets) on a "
+            "replayed partition, translated to the target offset of the next replayed record, is committed "
+            "on the target after that partition's records, while the group has no active member there.",
         ),
     ] = None,
+    all_groups: Annotated[
+        bool, typer.Option("--all-groups", help="Carry over every consumer group: --groups '.*'.")
+    ] = False,
     partitioner: Annotated[
         str,
         typer.Option(
@@ -538,6 +560,12 @@ def replay_command(
     chosen_partitioner = partitioner.strip().lower()
     if chosen_partitioner not in PARTITIONERS:
         usage_error(f"--partitioner {partitioner}: one of {', '.join(PARTITIONERS)}")
+    if groups is not None and all_groups:
+        usage_error("--groups and --all-groups: give one")
+    if groups is not None and any(groups in (*p.opts, *p.secondary_opts) for p in ctx.command.params):
+        # ``--groups --apply``: the parser gave --groups the value "--apply"
+        usage_error(f"--groups {groups}: {groups} is an option, not a regex: --groups REGEX, or --all-groups")
+    groups = ".*" if all_groups else groups
     if groups is not None and chosen_partitioner == DEFAULT:
         from logdoctor.replay.groups import REHASHED_GROUPS
 
@@ -559,11 +587,11 @@ def replay_command(
     if own:
         usage_error(f"{', '.join(own)}: the replay sets it (--bootstrap-server; one transactional producer "
                     "per target partition)")  # fmt: skip
-    if admin:
-        _check_client_config(admin, f"--admin-config {admin_config}")
-    if producer:
-        _check_client_config({**admin, **producer}, f"--producer-config {producer_config}")
     records = plan_records(read, verb="replayed")  # 64 / 66 / 77 as export
+    # librdkafka's own log lines (each failed connection, again and again) off: the one line is ours
+    if not {"log_level", "debug"} & {*admin, *producer}:
+        admin = {"log_level": "2", **admin}
+    _check_clients(bootstrap_server, admin, producer, timeout, admin_config, producer_config)
     location = None
     if offset_map_dir is not None:
         location = _offset_map_location(offset_map_dir, map_format, spark=read.master is not None)
@@ -614,6 +642,7 @@ def _run(
         ReplayFailed,
         ReplayMismatch,
         ReplayRefused,
+        TargetUnreachable,
         apply_replay,
         plan_groups,
         plan_replay,
@@ -630,13 +659,16 @@ def _run(
             plan_groups(plan, groups, Target(bootstrap, admin, timeout))
     except DiscoveryError as exc:
         usage_error(str(exc))
-    except KafkaException as exc:
+    except (KafkaException, TimeoutError, TargetUnreachable) as exc:
         fail(f"error: {bootstrap}: the target cluster cannot be reached or refused: {exc}", EX_UNAVAILABLE)
     blocking = [c for c in plan.all_conflicts() if c.code not in ignored]
-    denied = EX_NOPERM if records.denied else EX_OK
+    left_out = _not_replayed(plan)
     if not apply or blocking:
         if json_out:
-            print_json({"plan": plan.to_json(), "ignored": sorted(ignored), "applied": False})
+            print_json(
+                {"plan": plan.to_json(), "ignored": sorted(ignored), "applied": False,
+                 "ranges_not_replayed": len(left_out)}
+            )  # fmt: skip
         else:
             print_replay_plan(out, plan, ignored)
             if blocking:
@@ -647,7 +679,7 @@ def _run(
                 )
             else:
                 out.line(_PLAN_LINE)
-        raise typer.Exit(EX_REFUSED if blocking else denied)
+        raise typer.Exit(EX_REFUSED if blocking else _done(records, left_out))
     if not json_out:
         print_replay_plan(out, plan, ignored)
     started = time.monotonic()
@@ -681,9 +713,10 @@ def _run(
         refused(str(exc), EX_REFUSED)
     except (ReplayFailed, ReplayMismatch) as exc:
         fail(f"failed: {exc} (what was committed stays; run the replay again to resume)", EX_FAILED)
-    except KafkaException as exc:
+    except (KafkaException, TimeoutError, TargetUnreachable) as exc:
         fail(f"error: {bootstrap}: {exc}", EX_UNAVAILABLE)
     seconds = time.monotonic() - started
+    left_out = _not_replayed(plan, result)
     if json_out:
         print_json(
             {
@@ -693,6 +726,7 @@ def _run(
                 "result": result.to_json(),
                 "seconds": round(seconds, 3),
                 "offset_map": offsets,
+                "ranges_not_replayed": len(left_out),
             }
         )
     else:
@@ -704,4 +738,18 @@ def _run(
             "(the records are replayed; stop their consumers and run the replay again to commit them)",
             EX_REFUSED,
         )
-    raise typer.Exit(denied)
+    raise typer.Exit(_done(records, left_out))
+
+
+def _not_replayed(plan: ReplayPlan, result: ReplayResult | None = None) -> list[str]:
+    """The source's ranges a replay leaves out, one line each: what the read plan does not read once and
+    what each partition's read skipped (a torn tail, a CRC-bad batch, records that do not decode), as
+    the plan found them, and what the run met besides."""
+    lines = [*plan.not_read, *(line for p in plan.partitions for line in p.problems)]
+    return lines + [line for line in (result.problems if result is not None else ()) if line not in lines]
+
+
+def _done(records: Any, left_out: list[str]) -> int:
+    """The exit code of a plan or replay carried out: 77 when an input could not be read, 1 when records
+    were left out (as ``export``'s skipped ranges: docs/exit-codes.md), else 0."""
+    return EX_NOPERM if records.denied else EX_WARNINGS if left_out else EX_OK

@@ -16,7 +16,7 @@ Beside :mod:`logdoctor.repair` (it writes, to a cluster rather than a log dir); 
 
 from __future__ import annotations
 
-from logdoctor.replay.apply import ReplayFailed, ReplayRefused, ReplayResult, apply_replay
+from logdoctor.replay.apply import ReplayFailed, ReplayRefused, ReplayResult, apply_replay, check_clients
 from logdoctor.replay.groups import plan_groups
 from logdoctor.replay.offset_map import ReplayMismatch, offset_map, offset_map_schema
 from logdoctor.replay.plan import (
@@ -29,8 +29,10 @@ from logdoctor.replay.plan import (
     TopicPlan,
     plan_replay,
 )
+from logdoctor.replay.target import ClientSettingsError, TargetUnreachable
 
 __all__ = [
+    "ClientSettingsError",
     "Conflict",
     "GroupPartition",
     "GroupPlan",
@@ -40,9 +42,11 @@ __all__ = [
     "ReplayPlan",
     "ReplayRefused",
     "ReplayResult",
+    "TargetUnreachable",
     "TopicMap",
     "TopicPlan",
     "apply_replay",
+    "check_clients",
     "offset_map",
     "offset_map_schema",
     "plan_groups",

@@ -107,6 +107,7 @@ __all__ = [
     "ReplayRefused",
     "ReplayResult",
     "apply_replay",
+    "check_clients",
     "offset_map",
     "offset_map_schema",
     "replay_partition",
@@ -440,6 +441,14 @@ def _create_topics(plan: ReplayPlan, target: Target, timeout: float) -> list[str
     return sorted(created)
 
 
+def check_clients(target: Target, producer_config: Mapping[str, Any] | None = None) -> None:
+    """The clients a replay writes with, the transactional producer with ``producer_config``, made and
+    heard from before anything is written (:meth:`Target.check_clients`): a setting the client library refuses
+    raises :class:`~logdoctor.replay.target.ClientSettingsError`, a client the target does not answer
+    :class:`~logdoctor.replay.target.TargetUnreachable`."""
+    target.check_clients(lambda: _producer(target, "logdoctor-replay-check", producer_config or {}, 0))
+
+
 def apply_replay(
     plan: ReplayPlan,
     *,
@@ -457,7 +466,8 @@ def apply_replay(
     runner: PartitionRunner | None = None,
 ) -> ReplayResult:
     """Carry out ``plan`` (see the module doc). Refuses (:class:`ReplayRefused`, nothing written) while the
-    plan has conflicts whose codes are not in ``ignore``, or another replay into the same target runs.
+    plan has conflicts whose codes are not in ``ignore``, or another replay into the same target runs;
+    the clients that write are made and heard from before anything is written (:func:`check_clients`).
     ``on_offsets``: each committed transaction's offset map rows (else collected in the result);
     the plan's consumer groups (:func:`logdoctor.replay.groups.plan_groups`), if any, are committed after
     the records, on the partitions whose replay is complete (``result.groups``);
@@ -488,6 +498,7 @@ def apply_replay(
         raise ReplayRefused(
             f"{plan.bootstrap} is cluster {target.cluster_id}, the plan's is {plan.cluster_id}"
         )
+    check_clients(target, producer_config)
     result = ReplayResult(created_topics=_create_topics(plan, target, timeout))
     if result.created_topics:  # checks that depend on the configs the created topics got
         configs = target.topic_configs(result.created_topics)
@@ -558,11 +569,11 @@ _NOT_LIVE = ("delete", "future", "stray")
 _POLL_EVERY = 1000
 
 
-def _producer(target: Target, pp: PartitionPlan, config: Mapping[str, Any], max_batch: int) -> Any:
+def _producer(target: Target, transactional_id: str, config: Mapping[str, Any], max_batch: int) -> Any:
     from confluent_kafka import Producer
 
     conf = {
-        "transactional.id": pp.transactional_id,
+        "transactional.id": transactional_id,
         "enable.idempotence": True,
         "acks": "all",
         "linger.ms": 10,
@@ -604,7 +615,7 @@ def _replay_partition(
     from confluent_kafka import KafkaException, TopicPartition
 
     topic, partition = pp.target_topic, pp.target_partition
-    producer = _producer(target, pp, producer_config, pp.max_batch_bytes)
+    producer = _producer(target, pp.transactional_id, producer_config, pp.max_batch_bytes)
     # fences every earlier producer of this id and ends the transaction it left (the module doc)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [partition]).get(partition)
@@ -785,7 +796,7 @@ def _replay_rehashed(
 
     topic, partitions, sp = pp.target_topic, pp.target_partitions, pp.source_partition
     assert partitions is not None
-    producer = _producer(target, pp, producer_config, pp.max_batch_bytes)
+    producer = _producer(target, pp.transactional_id, producer_config, pp.max_batch_bytes)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [0]).get(0)
     if prog is not None and (prog.source_topic, prog.source_partition) != (pp.source_topic, sp):

@@ -20,14 +20,16 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "PROGRESS_KEY",
+    "ClientSettingsError",
     "Progress",
     "Target",
+    "TargetUnreachable",
     "rehash_group",
     "rehash_transactional_id",
     "replay_group",
@@ -120,6 +122,30 @@ class Progress:
             return None
 
 
+class ClientSettingsError(ValueError):
+    """A setting the client library refuses when a client is made (librdkafka checks every setting then:
+    an unknown key, a value out of range, one the client's kind refuses). ``client``: which client."""
+
+    def __init__(self, client: str, message: str) -> None:
+        super().__init__(f"the {client} refuses a setting: {message}")
+        self.client = client
+
+
+class TargetUnreachable(Exception):
+    """The target cluster does not answer a client made with the replay's settings (not reachable, or
+    security settings that do not fit its listener)."""
+
+
+def made(client: str, make: Callable[[], Any]) -> Any:
+    """``make()``, a client; the library's refusal of its settings as :class:`ClientSettingsError`."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return make()
+    except KafkaException as exc:
+        raise ClientSettingsError(client, exc.args[0].str() if exc.args else str(exc)) from None
+
+
 class Target:
     """One target cluster: an AdminClient (kept while its futures pend) and the configs to make clients."""
 
@@ -129,7 +155,9 @@ class Target:
         self.bootstrap = bootstrap
         self.admin_config = {str(k): v for k, v in (admin_config or {}).items()}
         self.timeout = timeout
-        self.admin = AdminClient({"bootstrap.servers": bootstrap, **self.admin_config})
+        self.admin = made(
+            "admin client", lambda: AdminClient({"bootstrap.servers": bootstrap, **self.admin_config})
+        )
         self._cluster_id: str | None = None
         self._coordinated: set[str] = set()
 
@@ -139,10 +167,31 @@ class Target:
 
     @property
     def cluster_id(self) -> str:
+        """The cluster's id, the admin client's first question (:class:`TargetUnreachable`: no answer)."""
+        from confluent_kafka import KafkaException
+
         if self._cluster_id is None:
-            desc = self.admin.describe_cluster(request_timeout=self.timeout).result(timeout=self.timeout)
+            try:
+                desc = self.admin.describe_cluster(request_timeout=self.timeout).result(timeout=self.timeout)
+            except (KafkaException, TimeoutError) as exc:  # the future's wait may end before the request's
+                raise TargetUnreachable(f"the admin client: {_why(exc, self.timeout)}") from None
             self._cluster_id = str(desc.cluster_id)
         return self._cluster_id
+
+    def check_clients(self, producer: Callable[[], Any]) -> None:
+        """The clients that write, each made with its settings, then asked for the cluster's metadata,
+        before anything is written: the admin client (made with the target; its settings are the
+        consumers' too) and the producer ``producer()`` makes. A setting the library refuses is a
+        :class:`ClientSettingsError` (both are judged before any connection), a client the target does
+        not answer a :class:`TargetUnreachable`."""
+        from confluent_kafka import KafkaException
+
+        made_producer = made("transactional producer", producer)
+        self.cluster_id  # noqa: B018 - the admin client's answer
+        try:
+            made_producer.list_topics(timeout=self.timeout)
+        except KafkaException as exc:
+            raise TargetUnreachable(f"the transactional producer: {_why(exc, self.timeout)}") from None
 
     def partition_counts(self) -> dict[str, int]:
         """Every topic of the target and its number of partitions."""
@@ -345,6 +394,13 @@ class Target:
             (tp.topic, tp.partition): None if tp.error is None else str(tp.error)
             for tp in got.topic_partitions or []
         }
+
+
+def _why(exc: BaseException, timeout: float) -> str:
+    if isinstance(exc, TimeoutError) or not exc.args:
+        return f"no answer within {timeout:g} s"
+    err = exc.args[0]
+    return err.str() if hasattr(err, "str") else str(err)
 
 
 _RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "_TRANSPORT")
