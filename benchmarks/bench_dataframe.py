@@ -138,7 +138,7 @@ def measure(repeat: int, fn) -> dict[str, float]:
 
 def one_process(path: Path, repeat: int) -> dict[str, dict[str, float]]:
     from logdoctor.logdir.discovery import discover
-    from logdoctor.spark.planning import parse_read_options, plan_slices
+    from logdoctor.logdir.slices import parse_read_options, plan_slices
     from logdoctor.spark.sources.slice_reader import read_slice
 
     opts = parse_read_options({})

@@ -108,8 +108,8 @@ def timeline_child(out: str, event_dir: str, log_dir: str, marks_file: str) -> N
     import logdoctor.cli.main as cli_main
 
     mark("python: logdoctor.cli imported")
+    import logdoctor.logdir.slices as planning
     import logdoctor.spark.export as export
-    import logdoctor.spark.planning as planning
     import logdoctor.spark.session as session
 
     wrap(session, "get_spark", "get_spark")

@@ -60,7 +60,7 @@ def baselines(path: Path) -> dict[str, float]:
     from logdoctor.formats.records import iter_batches
     from logdoctor.logdir.discovery import discover
     from logdoctor.logdir.files import map_file
-    from logdoctor.spark.planning import parse_read_options, plan_slices
+    from logdoctor.logdir.slices import parse_read_options, plan_slices
     from logdoctor.spark.sources.slice_reader import read_slice
 
     opts = parse_read_options({})

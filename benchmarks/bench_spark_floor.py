@@ -47,7 +47,7 @@ def first_batch(path: str, null_headers: bool = False):
     import pyarrow.compute as pc
 
     from logdoctor.logdir.discovery import discover
-    from logdoctor.spark.planning import parse_read_options, plan_slices
+    from logdoctor.logdir.slices import parse_read_options, plan_slices
     from logdoctor.spark.sources.slice_reader import read_slice
 
     opts = parse_read_options({})

@@ -37,7 +37,7 @@ KINDS = ("iceberg", "delta", "spark")
 
 def one_process(path: Path) -> tuple[int, float]:
     from logdoctor.logdir.discovery import discover
-    from logdoctor.spark.planning import parse_read_options, plan_slices
+    from logdoctor.logdir.slices import parse_read_options, plan_slices
 
     opts = parse_read_options({})
     slices = plan_slices(discover(str(path)), opts)

@@ -51,7 +51,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     args = ap.parse_args()
     from logdoctor.logdir.discovery import discover
-    from logdoctor.spark.planning import parse_read_options, plan_slices, plan_transactions
+    from logdoctor.logdir.slices import parse_read_options, plan_slices, plan_transactions
     from logdoctor.spark.sources.slice_reader import read_slice
 
     table = TableRows()

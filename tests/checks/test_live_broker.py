@@ -227,7 +227,7 @@ def test_the_trace_sees_a_write_and_a_lock(live_dir: Path, tmp_path: Path) -> No
 def test_export_names_a_segment_removed_since_the_plan(live_dir: Path) -> None:
     """export plans its segments, then reads them: one renamed .deleted meanwhile is read there; one removed
     is named as removed by the broker, not as corrupt or unreadable."""
-    from logdoctor.spark.planning import discover_refs, parse_read_options, plan_slices
+    from logdoctor.logdir.slices import discover_refs, parse_read_options, plan_slices
     from logdoctor.spark.sources.segment_summary import segment_summary
     from logdoctor.spark.sources.slice_reader import read_slice
 
@@ -382,7 +382,7 @@ def test_export_reads_what_it_planned_of_a_live_partition(live_dir: Path) -> Non
     """export's Spark task reads a segment up to its size in the read plan: batches the broker appended
     after the plan are not exported (before: read to the file's end at the task's time), and a batch it
     was writing when the plan listed the size (torn at the plan's edge) is not yet written, no error."""
-    from logdoctor.spark.planning import discover_refs, parse_read_options, plan_slices
+    from logdoctor.logdir.slices import discover_refs, parse_read_options, plan_slices
     from logdoctor.spark.sources.segment_summary import segment_summary
     from logdoctor.spark.sources.slice_reader import read_slice
 

@@ -61,7 +61,7 @@ def _planted(tmp_path: Path) -> tuple[Path, Path, Path, str]:
 
 
 def _read_offsets(plan) -> tuple[list[int], list[str]]:
-    from logdoctor.spark.planning import parse_read_options, plan_slices
+    from logdoctor.logdir.slices import parse_read_options, plan_slices
     from logdoctor.spark.sources.slice_reader import read_slice
 
     opts = parse_read_options({})

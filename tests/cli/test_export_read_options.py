@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 import logdoctor.cli.export  # noqa: F401  (registers the command)
 from logdoctor.cli.app import app
+from logdoctor.logdir.slices import PlanningError
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
-from logdoctor.spark.planning import PlanningError
 from logdoctor.spark.sources.kafka_log import KafkaLogDataSource
 from logdoctor.spark.sources.kafka_log_segments import KafkaLogSegmentsDataSource
 

@@ -25,8 +25,8 @@ from logdoctor.formats.writer import build_record_batch
 from logdoctor.logdir.discovery import discover
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.seek import offset_for_timestamp, seek_timestamp
+from logdoctor.logdir.slices import parse_read_options, plan_slices, resolve_range
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
-from logdoctor.spark.planning import parse_read_options, plan_slices, resolve_range
 from logdoctor.spark.sources.slice_reader import read_slice
 
 SPAN = 5  # offsets read per offset probe

@@ -147,7 +147,7 @@ def _move_batch(log: Path, index: int, delta: int) -> tuple[int, int, int]:
 
 
 def _read_offsets(plan) -> tuple[list[tuple[int, int]], list[str]]:
-    from logdoctor.spark.planning import parse_read_options, plan_slices
+    from logdoctor.logdir.slices import parse_read_options, plan_slices
     from logdoctor.spark.sources.slice_reader import read_slice
 
     opts = parse_read_options({})

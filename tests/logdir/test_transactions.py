@@ -20,10 +20,10 @@ import realworld
 from logdoctor.formats.control import EndTxnMarker, control_record_spec
 from logdoctor.formats.record_types import RecordSpec
 from logdoctor.formats.writer import build_record_batch
+from logdoctor.logdir.consumer_view import summary_lines, transaction_summary
 from logdoctor.logdir.discovery import discover
+from logdoctor.logdir.slices import parse_read_options, plan_slices, plan_transactions
 from logdoctor.logdir.transactions import partition_transactions
-from logdoctor.spark.consumer_view import summary_lines, transaction_summary
-from logdoctor.spark.planning import parse_read_options, plan_slices, plan_transactions
 from logdoctor.spark.sources.slice_reader import read_slice
 
 pytestmark = [pytest.mark.realworld]
@@ -197,7 +197,7 @@ def test_upto_high_watermark_leaves_out_what_a_consumer_could_not_fetch(tmp_path
 
 
 def test_bad_isolation_level_is_refused() -> None:
-    from logdoctor.spark.planning import PlanningError
+    from logdoctor.logdir.slices import PlanningError
 
     with pytest.raises(PlanningError, match="read_committed"):
         parse_read_options({"kafka.isolation.level": "serializable"})
@@ -243,7 +243,7 @@ def test_markers_in_the_remote_tier_decide(tmp_path: Path) -> None:
     options = {"remoteStorage": str(tmp_path / "remote"), "topics": "ptx"}
 
     def read(**more: str) -> list[dict]:
-        from logdoctor.spark.planning import read_plan
+        from logdoctor.logdir.slices import read_plan
 
         opts = parse_read_options(options | more)
         plan = read_plan([str(logdir)], opts)

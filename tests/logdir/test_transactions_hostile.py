@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import hostile_semantics as hs
+from logdoctor.logdir.consumer_view import summary_lines, transaction_summary
 from logdoctor.logdir.discovery import discover
+from logdoctor.logdir.slices import parse_read_options, plan_slices, plan_transactions
 from logdoctor.logdir.transactions import partition_transactions
-from logdoctor.spark.consumer_view import summary_lines, transaction_summary
 from logdoctor.spark.export import invalid_marker_ranges
-from logdoctor.spark.planning import parse_read_options, plan_slices, plan_transactions
 from logdoctor.spark.sources.slice_reader import read_slice
 
 pytestmark = [pytest.mark.realworld]

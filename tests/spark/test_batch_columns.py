@@ -13,7 +13,7 @@ import kp_oracle
 import realworld
 from logdoctor.formats.record_types import Compression
 from logdoctor.logdir.discovery import discover
-from logdoctor.spark.planning import parse_read_options, plan_slices
+from logdoctor.logdir.slices import parse_read_options, plan_slices
 from logdoctor.spark.sources.slice_reader import read_slice
 
 pytestmark = [pytest.mark.realworld]

@@ -11,8 +11,8 @@ import pytest
 
 from logdoctor.formats.record_types import Compression
 from logdoctor.logdir.discovery import discover
+from logdoctor.logdir.slices import parse_read_options, plan_slices
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
-from logdoctor.spark.planning import parse_read_options, plan_slices
 
 pytestmark = pytest.mark.spark
 

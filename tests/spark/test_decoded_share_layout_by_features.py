@@ -12,7 +12,7 @@ import pytest
 
 import kafka_schemas as ks
 from logdoctor.logdir.metadata_image import log_dir_features
-from logdoctor.spark.planning import parse_read_options, plan_slices, read_plan
+from logdoctor.logdir.slices import parse_read_options, plan_slices, read_plan
 from logdoctor.spark.sources.slice_reader import read_slices
 from share_state_data import share_snapshot, share_state_log_dir
 

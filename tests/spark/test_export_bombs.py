@@ -71,7 +71,7 @@ sys.path.insert(0, {formats!r})
 from pathlib import Path
 from test_decompression_windows import bomb
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
-from logdoctor.spark.planning import discover_refs, parse_read_options, plan_slices
+from logdoctor.logdir.slices import discover_refs, parse_read_options, plan_slices
 from logdoctor.spark.{module} import {function}
 tmp = Path({tmp!r})
 root, _ = generate_log_dir(tmp / "logs", [TopicSpec("b", partitions=1, records_per_partition=1)])

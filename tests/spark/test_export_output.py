@@ -195,7 +195,7 @@ def test_failed_task_attempt_leaves_no_files(spark, logdir, tmp_path):
 def test_commit_takes_only_the_reported_attempt(logdir, tmp_path):
     """A failed first attempt and a speculative duplicate wrote files; only the reported attempts commit."""
     from logdoctor.logdir.discovery import discover
-    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices
+    from logdoctor.logdir.slices import pack_slices, parse_read_options, plan_slices
 
     opts = parse_read_options({})
     groups = pack_slices(plan_slices(discover([str(logdir)]), opts), 64 * 1024, 2)

@@ -19,8 +19,8 @@ from kafka.record import MemoryRecords
 
 import realworld
 from logdoctor.logdir.discovery import discover
+from logdoctor.logdir.slices import parse_read_options, plan_slices, task_groups
 from logdoctor.spark.export import ExportError, run_export
-from logdoctor.spark.planning import parse_read_options, plan_slices, task_groups
 from logdoctor.spark.sources.slice_reader import read_slices
 from logdoctor.spark.tables.export import run_table_export
 

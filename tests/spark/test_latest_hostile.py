@@ -16,9 +16,9 @@ from kafka.record import MemoryRecords
 
 import hostile_semantics as hs
 from logdoctor.logdir.discovery import discover
+from logdoctor.logdir.slices import parse_read_options, plan_slices
 from logdoctor.spark.export import run_export
 from logdoctor.spark.latest import LatestStats, latest_rows
-from logdoctor.spark.planning import parse_read_options, plan_slices
 from logdoctor.spark.sources.slice_reader import read_slice
 
 pytestmark = [pytest.mark.realworld]

@@ -13,9 +13,9 @@ import pytest
 
 import realworld
 from logdoctor.logdir.discovery import discover
+from logdoctor.logdir.slices import parse_read_options, plan_slices
 from logdoctor.spark import latest_spill
 from logdoctor.spark.latest import LatestStats, latest_rows
-from logdoctor.spark.planning import parse_read_options, plan_slices
 from logdoctor.spark.sources.slice_reader import read_slice
 
 

@@ -21,9 +21,9 @@ from logdoctor.formats.records import Compression, iter_batches
 from logdoctor.logdir import storage as storage_module
 from logdoctor.logdir.discovery import InputNotFoundError, discover
 from logdoctor.logdir.seek import offset_for_timestamp
+from logdoctor.logdir.slices import parse_read_options, plan_slices
 from logdoctor.logdir.storage import Storage
 from logdoctor.sample.logdir import TopicSpec, generate_log_dir
-from logdoctor.spark.planning import parse_read_options, plan_slices
 from logdoctor.spark.sources.slice_reader import read_slice
 
 pytestmark = pytest.mark.spark

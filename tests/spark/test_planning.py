@@ -12,7 +12,7 @@ import pytest
 
 import realworld
 from logdoctor.logdir.discovery import discover
-from logdoctor.spark.planning import (
+from logdoctor.logdir.slices import (
     PlanningError,
     parse_read_options,
     plan_slices,
@@ -124,8 +124,8 @@ def test_the_session_uses_this_python(spark):
 def test_the_log_dir_column_is_absolute_for_a_relative_path(tmp_path, monkeypatch):
     """Issue 31 item 10: ``log_dir`` was relative for local rows read through a relative path and absolute
     for remote ones; rows of the same log dir read from two folders did not compare."""
+    from logdoctor.logdir.slices import discover_refs
     from logdoctor.sample.logdir import TopicSpec, generate_log_dir
-    from logdoctor.spark.planning import discover_refs
     from logdoctor.spark.sources.segment_summary import segment_summary
     from logdoctor.spark.sources.slice_reader import read_slice
 

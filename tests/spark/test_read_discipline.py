@@ -12,7 +12,7 @@ import pytest
 
 from live_reads import FINCORE, discipline_reset, resident, small_log_dir, uncache
 from logdoctor.logdir import page_cache
-from logdoctor.spark.planning import PlanningError, parse_read_options, plan_slices, read_plan
+from logdoctor.logdir.slices import PlanningError, parse_read_options, plan_slices, read_plan
 from logdoctor.spark.sources.slice_reader import read_slices
 
 pytestmark = pytest.mark.usefixtures(discipline_reset.__name__)

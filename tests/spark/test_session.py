@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from logdoctor.spark.session import _defaults, is_local_master, parse_conf
+from logdoctor.cli.spark_options import parse_conf
+from logdoctor.spark.session import _defaults, is_local_master
 
 
 @pytest.mark.parametrize(

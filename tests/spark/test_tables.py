@@ -226,7 +226,7 @@ def test_only_the_reported_attempts_are_committed_the_others_removed(logdir, tmp
     """A failed first attempt and a speculative duplicate wrote files: the commit takes the reported
     attempt of each task and the rest of the job's files are deleted."""
     from logdoctor.logdir.discovery import discover
-    from logdoctor.spark.planning import pack_slices, parse_read_options, plan_slices
+    from logdoctor.logdir.slices import pack_slices, parse_read_options, plan_slices
     from logdoctor.spark.tables.iceberg import IcebergTable
 
     opts = parse_read_options({})
@@ -311,7 +311,7 @@ def test_a_concurrent_iceberg_commit_is_retried_on_the_new_snapshot(spark, logdi
 
     layout = FileLayout(data_uri=table.data_uri, job="ldconcurrent", int16_as_int32=True)
     from logdoctor.logdir.discovery import discover
-    from logdoctor.spark.planning import parse_read_options, plan_slices
+    from logdoctor.logdir.slices import parse_read_options, plan_slices
     from logdoctor.spark.sources.slice_reader import read_slice
 
     opts = parse_read_options({"topics": LONG_TOPIC})

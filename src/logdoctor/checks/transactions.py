@@ -26,21 +26,20 @@ from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
-from logdoctor.formats.producer_state import Origin, ProducerState
+from logdoctor.formats.producer_state import (
+    DEFAULT_TRANSACTION_MAX_TIMEOUT_MS,
+    Origin,
+    ProducerState,
+    is_late,
+)
 from logdoctor.formats.record_types import Batch
 
 __all__ = [
-    "DEFAULT_TRANSACTION_MAX_TIMEOUT_MS",
-    "LATE_TRANSACTION_BUFFER_MS",
     "OpenTransaction",
     "check_hanging",
     "check_txn_index",
-    "is_late",
     "open_transactions",
 ]
-
-DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # TransactionStateManagerConfig transaction.max.timeout.ms
-LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000  # ProducerStateManager.LATE_TRANSACTION_BUFFER_MS
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,14 +124,6 @@ def _batches(st: PartitionState, start: int) -> Iterator[Batch]:
         for b in seg.batches():
             if b.last_offset >= start:
                 yield b
-
-
-def is_late(last_timestamp: int, newest_timestamp: int, timeout_ms: int | None = None) -> bool:
-    """Whether a transaction whose producer last wrote at ``last_timestamp`` is late at ``newest_timestamp``
-    (ProducerStateManager.hasLateTransaction: idle for more than ``transaction.max.timeout.ms`` plus
-    LATE_TRANSACTION_BUFFER_MS). The one rule of TRANSACTION_HANGING, for the scan and the export alike."""
-    timeout = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS if timeout_ms is None else timeout_ms
-    return last_timestamp > 0 and newest_timestamp - last_timestamp > timeout + LATE_TRANSACTION_BUFFER_MS
 
 
 def check_hanging(st: PartitionState) -> None:

@@ -183,13 +183,13 @@ def run_census_cli(
     remote_storage: str | None = None,
     remote_inventory: str | None = None,
 ) -> Any:
+    from logdoctor.cli.spark_options import parse_conf
+    from logdoctor.logdir.slices import PlanningError
     from logdoctor.spark.census import CensusError, run_census, scan_ahead, small_inputs
-    from logdoctor.spark.planning import PlanningError
     from logdoctor.spark.session import (
         SparkUnavailableError,
         get_spark,
         is_local_master,
-        parse_conf,
         under_spark_submit,
     )
 

@@ -209,9 +209,10 @@ def export_command(
 ) -> None:
     """Export the records of Kafka log dirs to Parquet (one row per record, Spark's Kafka columns first)."""
     from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.logdir.consumer_view import summary_lines
     from logdoctor.logdir.discovery import split_paths
     from logdoctor.logdir.outputs import absolute_location
-    from logdoctor.spark.consumer_view import summary_lines
+    from logdoctor.logdir.slices import PlanningError
     from logdoctor.spark.export import (
         ExportError,
         FormatUnavailableError,
@@ -221,7 +222,6 @@ def export_command(
         run_export,
     )
     from logdoctor.spark.latest import latest_lines
-    from logdoctor.spark.planning import PlanningError
     from logdoctor.spark.session import SparkUnavailableError, get_spark
 
     err = text_console(stderr=True)

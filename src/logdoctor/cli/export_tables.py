@@ -117,8 +117,8 @@ def table_failures_exit() -> Iterator[None]:
     """An export's refusal or a table's failure: one line naming the cause and the exit code (73 for a
     refusal or a table that cannot be written, 64 for a bad option)."""
     from logdoctor.errors import OutputOverlapsInputError
+    from logdoctor.logdir.slices import PlanningError
     from logdoctor.spark.export import ExportError, OutputExistsError
-    from logdoctor.spark.planning import PlanningError
     from logdoctor.spark.tables import TableError, TableExistsError, TableSchemaError
 
     try:
@@ -226,7 +226,7 @@ def table_export_cli(
                 markup=False,
             )
         console.print(f"Read it with:\n  {read}", soft_wrap=True, markup=False)
-        from logdoctor.spark.consumer_view import summary_lines
+        from logdoctor.logdir.consumer_view import summary_lines
 
         for line in summary_lines(result.transactions):
             console.print(f"Transactions: {line}", soft_wrap=True, markup=False)

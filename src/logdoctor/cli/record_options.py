@@ -345,9 +345,9 @@ def plan_records(
     from logdoctor.cli.output import text_console
     from logdoctor.cli.read_options import apply_read_discipline, task_read_rate
     from logdoctor.cli.remote_options import require_remote_inputs
+    from logdoctor.cli.spark_options import parse_conf
     from logdoctor.logdir.discovery import InputNotFoundError, InputPermissionError, split_paths
-    from logdoctor.spark.planning import PlanningError, read_plan
-    from logdoctor.spark.session import parse_conf
+    from logdoctor.logdir.slices import PlanningError, read_plan
 
     try:
         confs = parse_conf(args.conf)
@@ -390,7 +390,7 @@ def remote_tier_not_read(refs: list, topics: str | None = None, *, verb: str = "
     (``topics``, the ``--topics`` value): another topic's remote tier is not missing from this read.
     ``verb``: what the command does with the records (``exported``, ``replayed``)."""
     from logdoctor.logdir.model import LogDir
-    from logdoctor.spark.planning import topic_matcher
+    from logdoctor.logdir.slices import topic_matcher
 
     chosen = topic_matcher(topics)
     dirs: dict[str, LogDir] = {}

@@ -1,7 +1,8 @@
-"""The Spark session options of the commands that start Spark (export, census, demo)."""
+"""The Spark session options of the commands that start Spark (export, census, demo), and `--conf`'s parse."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated
 
 import typer
@@ -25,4 +26,16 @@ RemoteOption = Annotated[
 __all__ = [
     "ConfOption",
     "RemoteOption",
+    "parse_conf",
 ]
+
+
+def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
+    """``["k=v", ...]`` (the values of repeated ``--conf``) as a dict; ValueError on a pair without ``=``."""
+    out: dict[str, str] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--conf expects key=value, got {pair!r}")
+        out[key.strip()] = value
+    return out

@@ -60,14 +60,19 @@ from logdoctor.formats.record_types import Batch
 
 __all__ = [
     "DEFAULT_PRODUCER_ID_EXPIRATION_MS",
+    "DEFAULT_TRANSACTION_MAX_TIMEOUT_MS",
+    "LATE_TRANSACTION_BUFFER_MS",
     "CompletedTxn",
     "Origin",
     "ProducerEntry",
     "ProducerState",
     "ProducerStateError",
     "crc_ok",
+    "is_late",
 ]
 
+DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # TransactionStateManagerConfig transaction.max.timeout.ms
+LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000  # ProducerStateManager.LATE_TRANSACTION_BUFFER_MS
 #: ``producer.id.expiration.ms``'s default (K:storage/.../log/ProducerStateManagerConfig.java: one day)
 DEFAULT_PRODUCER_ID_EXPIRATION_MS = 86_400_000
 NO_PRODUCER_EPOCH = -1  # RecordBatch.NO_PRODUCER_EPOCH
@@ -285,6 +290,14 @@ class ProducerState:
 
 def _size(buf: object) -> str:
     return "null" if buf is None else f"{len(buf)} bytes"  # type: ignore[arg-type]
+
+
+def is_late(last_timestamp: int, newest_timestamp: int, timeout_ms: int | None = None) -> bool:
+    """Whether a transaction whose producer last wrote at ``last_timestamp`` is late at ``newest_timestamp``
+    (ProducerStateManager.hasLateTransaction: idle for more than ``transaction.max.timeout.ms`` plus
+    LATE_TRANSACTION_BUFFER_MS). The one rule of TRANSACTION_HANGING, for the scan and the export alike."""
+    timeout = DEFAULT_TRANSACTION_MAX_TIMEOUT_MS if timeout_ms is None else timeout_ms
+    return last_timestamp > 0 and newest_timestamp - last_timestamp > timeout + LATE_TRANSACTION_BUFFER_MS
 
 
 def crc_ok(batch: Batch) -> bool:

@@ -9,9 +9,11 @@ The coordinator's state is the last record per transactional id of each ``__tran
 - ``PrepareCommit``: it sends the COMMIT markers again to every partition the transaction lists (the load's
   ``transactionsPendingForCompletion``): **committed**;
 - ``PrepareAbort``: likewise with ABORT markers: **aborted**;
-- ``Ongoing``: aborted once its timeout passes (``timedOutTransactions``, ``abortTimedOutTransactions``;
-  a log read offline is older than any timeout when the cluster comes back): **aborted**, except a
-  two-phase-commit transaction (KIP-939: timeout Integer.MAX_VALUE), which it never times out;
+- ``Ongoing``: aborted once its timeout has passed since the transaction started
+  (``timedOutTransactions``: ``txnStartTimestamp + txnTimeoutMs < now``, then
+  ``abortTimedOutTransactions``): **aborted** when that is so at the read's moment (the clock when the read
+  is planned: a dead broker's log is past it, a log read while its producer's transaction may still end is
+  not), except a two-phase-commit transaction (KIP-939: timeout Integer.MAX_VALUE), never timed out;
 - every other state (``Empty``, ``CompleteCommit``, ``CompleteAbort``, ``Dead``; ``PrepareEpochFence`` is
   never written), a transaction that does not list the partition, or a producer id no transactional id
   holds: the coordinator sends no marker, and the partition's last stable offset stays at the
@@ -24,6 +26,7 @@ Only coordinator state of the same cluster decides (the cluster id of the log di
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -72,14 +75,15 @@ class CoordinatorTxn:
     def open(self) -> bool:
         return self.state in _OPEN
 
-    def decision(self, topic: str, partition: int) -> str | None:
-        """What the restarted coordinator writes to ``topic``-``partition`` for this transaction:
-        ``"committed"``, ``"aborted"``, or None (no marker: the module doc)."""
+    def decision(self, topic: str, partition: int, now_ms: int) -> str | None:
+        """What the coordinator, restarted at ``now_ms``, writes to ``topic``-``partition`` for this
+        transaction: ``"committed"``, ``"aborted"``, or None (no marker: the module doc)."""
         if (topic, partition) not in self.partitions:
             return None
         if self.state == "PrepareCommit":
             return "committed"
-        if self.state == "PrepareAbort" or (self.state == "Ongoing" and not self.two_phase_commit):
+        timed_out = not self.two_phase_commit and self.start_timestamp + self.timeout_ms < now_ms
+        if self.state == "PrepareAbort" or (self.state == "Ongoing" and timed_out):
             return "aborted"
         return None
 
@@ -130,6 +134,8 @@ class CoordinatorDecisions:
     dir's cluster, and the policy for what no coordinator ends; picklable, handed to every reader."""
 
     policy: str = HOLD
+    #: the moment the coordinator is taken to restart at (epoch ms: the read plan's clock)
+    now_ms: int = 0
     #: (the partition's log dir, its folder) of every ``__transaction_state`` partition found
     sources: tuple[tuple[str, str], ...] = ()
     #: log dir -> its cluster id (None: not known)
@@ -151,7 +157,7 @@ class CoordinatorDecisions:
         """(result, why) for a transaction of ``producer_id`` left without a marker in that partition of
         ``log_dir``; None: it stays open (``hold`` and no coordinator ends it)."""
         for t in self._state().get(self.clusters.get(log_dir), {}).get(producer_id, ()):
-            result = t.decision(topic, partition)
+            result = t.decision(topic, partition, self.now_ms)
             if result is not None:
                 return result, f"coordinator: transactional id {t.transactional_id} is {t.state} ({t.source})"
         if self.policy == ABORT:
@@ -199,4 +205,4 @@ def coordinator_decisions(refs: Sequence[PartitionRef], policy: str = HOLD) -> C
             (d, str(p.path)) for p in parts if p.topic == TRANSACTION_STATE_TOPIC and p.kind is DirKind.LOG
         ]
     clusters = {d: _cluster_id(d) for d in dirs} if sources else {}
-    return CoordinatorDecisions(policy, tuple(sources), clusters)
+    return CoordinatorDecisions(policy, int(time.time() * 1000), tuple(sources), clusters)

@@ -293,9 +293,16 @@ def run_cdc_export(
     """Fold every Debezium topic of PATHS into its table under ``out`` (the module doc). ``watch``
     (:class:`~logdoctor.spark.tables.outcome.CommitWatch`): told each table once opened, to say after a
     Ctrl-C what each holds."""
+    from logdoctor.logdir.consumer_view import transaction_summary
     from logdoctor.logdir.outputs import absolute_location, check_output_location
+    from logdoctor.logdir.slices import (
+        PerPartition,
+        plan_slices,
+        plan_transactions,
+        read_plan,
+        task_groups,
+    )
     from logdoctor.spark.cdc import merge_partitions
-    from logdoctor.spark.consumer_view import transaction_summary
     from logdoctor.spark.export import (
         ExportError,
         ExportResult,
@@ -304,13 +311,6 @@ def run_cdc_export(
         is_local_path,
         output_has_data,
         skipped_ranges,
-    )
-    from logdoctor.spark.planning import (
-        PerPartition,
-        plan_slices,
-        plan_transactions,
-        read_plan,
-        task_groups,
     )
     from logdoctor.spark.typed import load_typed_registry
     from logdoctor.spark.typed_job import survey_job

@@ -193,7 +193,7 @@ class ExportResult:
     mode: str = "error"
     #: internal topics the export left out (logdoctor.logdir.read_plan)
     left_out: list[str] = field(default_factory=list)
-    #: per partition, what the isolation level left out (logdoctor.spark.consumer_view)
+    #: per partition, what the isolation level left out (logdoctor.logdir.consumer_view)
     transactions: list[dict[str, Any]] = field(default_factory=list)
     isolation_level: str = "read_committed"
     #: ``history`` or ``latest``; per partition what the latest view counted (logdoctor.spark.latest)
@@ -509,7 +509,7 @@ def driver_damaged(
     segments and its not-read rows, :func:`damaged_segments`' code), made on the driver; None (run the pass)
     when a segment is read by byte ranges (a URI, the remote tier) or they are over ``limit`` bytes."""
     from logdoctor.logdir.read_plan import one_remote_copy
-    from logdoctor.spark.planning import read_plan
+    from logdoctor.logdir.slices import read_plan
     from logdoctor.spark.sources.segment_summary import not_read_row
 
     plan = read_plan(items, seg_opts)
@@ -566,7 +566,7 @@ def _export_arrow(
     """
     import uuid
 
-    from logdoctor.spark.planning import plan_slices, task_groups
+    from logdoctor.logdir.slices import plan_slices, task_groups
 
     slices = plan_slices(plan.refs, opts, txns)
     groups = task_groups(slices, opts)
@@ -648,7 +648,7 @@ def skipped_ranges(
     ``damaged``: the ``kafka-log-segments`` rows with an error, already found by the arrow writer's tasks
     (:func:`damaged_segments`, in the segments pass's order): then no segments pass runs.
 
-    ``txns`` (:func:`logdoctor.spark.planning.plan_transactions`): the markers Kafka's validation refuses
+    ``txns`` (:func:`logdoctor.logdir.slices.plan_transactions`): the markers Kafka's validation refuses
     that decided their transaction (``PartitionTransactions.invalid_markers``, :func:`invalid_marker_ranges`)
     are named too, once."""
     skipped: list[SkippedRange] = []
@@ -779,11 +779,11 @@ def run_export(
     input, and :class:`OutputExistsError` for ``mode="error"`` and an existing output, in both cases
     before anything is written or deleted.
     """
+    from logdoctor.logdir.consumer_view import transaction_summary
     from logdoctor.logdir.discovery import split_paths
     from logdoctor.logdir.outputs import absolute_location, check_output_location
     from logdoctor.logdir.read_plan import one_remote_copy
-    from logdoctor.spark.consumer_view import transaction_summary
-    from logdoctor.spark.planning import plan_transactions, read_plan
+    from logdoctor.logdir.slices import plan_transactions, read_plan
     from logdoctor.spark.schema import records_fields
     from logdoctor.spark.sources.segment_summary import not_read_row
 

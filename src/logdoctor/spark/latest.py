@@ -3,7 +3,7 @@ would leave it once fully cleaned (K:storage/.../internals/log/LogCleaner.java, 
 buildOffsetMap: a record is kept when its offset is the highest its key has; a tombstone, a null value,
 removes the key once ``delete.retention.ms`` has passed).
 
-One task reads all the slices of one replica's partition (:func:`logdoctor.spark.planning.partition_groups`)
+One task reads all the slices of one replica's partition (:func:`logdoctor.logdir.slices.partition_groups`)
 in two passes over
 :func:`logdoctor.spark.sources.slice_reader.read_slice`, the reader every output uses (the isolation level
 applies first: an aborted record never changes the state):

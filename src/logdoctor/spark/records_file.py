@@ -25,7 +25,7 @@ def write_removed_records(removed: RemovedRecords) -> int:
     from logdoctor.logdir.atomic import fsync_dir
     from logdoctor.logdir.names import parse_segment_file
     from logdoctor.logdir.refs import SegmentRef
-    from logdoctor.spark.planning import ReadOptions
+    from logdoctor.logdir.slices import ReadOptions
     from logdoctor.spark.schema import records_arrow_schema
     from logdoctor.spark.sources.batch_decode import _decode
     from logdoctor.spark.sources.records_arrow import _build_arrow

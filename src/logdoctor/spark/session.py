@@ -13,7 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -126,17 +126,6 @@ def under_spark_submit() -> bool:
     SparkConf holds everything ``spark-submit`` was given (master, deploy mode, --conf, --jars).
     """
     return bool(os.environ.get("PYSPARK_GATEWAY_PORT"))
-
-
-def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
-    """``["k=v", ...]`` (the values of repeated ``--conf``) as a dict; ValueError on a pair without ``=``."""
-    out: dict[str, str] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--conf expects key=value, got {pair!r}")
-        out[key.strip()] = value
-    return out
 
 
 _SCRATCH: str | None = None

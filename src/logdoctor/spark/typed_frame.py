@@ -65,7 +65,7 @@ def typed_frame(
 ) -> TypedFrame:
     """The plan of a typed frame (kept per process: Spark asks for the schema, then for the reader);
     ``read_slices``: :func:`logdoctor.spark.sources.slice_reader.read_slices`, the rows every output reads."""
-    from logdoctor.spark.planning import PlanningError, plan_slices, plan_transactions, read_plan, task_groups
+    from logdoctor.logdir.slices import PlanningError, plan_slices, plan_transactions, read_plan, task_groups
     from logdoctor.spark.typed import load_typed_registry, plan_topics, survey
 
     key = json.dumps([paths, sorted(opts.to_options().items())])

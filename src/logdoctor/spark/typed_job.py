@@ -108,7 +108,7 @@ def survey_job(spark: Any, refs: Sequence[Any], opts: Any, txns: Any, registry: 
     schemas its topics name; the driver plans each topic's table
     (:func:`logdoctor.spark.typed.plan_topics`). Small local inputs (:func:`surveyed_on_driver`) are
     surveyed group by group on the driver, no Spark job."""
-    from logdoctor.spark.planning import plan_slices, task_groups
+    from logdoctor.logdir.slices import plan_slices, task_groups
 
     groups = task_groups(plan_slices(refs, opts, txns), opts)
     if not groups:

@@ -2,7 +2,7 @@
 
 Spark runs ``partitions()`` in a planning worker and ``read()`` in executor Python workers, so
 everything here pickles (small dataclasses: the model's refs, :mod:`logdoctor.logdir.refs`, and the
-slices of :mod:`logdoctor.spark.planning`) and the heavy imports happen inside the methods. Readers
+slices of :mod:`logdoctor.logdir.slices`) and the heavy imports happen inside the methods. Readers
 yield ``pyarrow.RecordBatch`` objects whose types are
 exactly the ones of :mod:`logdoctor.spark.schema`.
 

@@ -2,7 +2,7 @@
 or groups of segments), and the paths a ``load()`` names.
 
 Spark pickles an InputPartition from the planning worker to the task's Python worker: these carry only
-small picklable dataclasses (:mod:`logdoctor.logdir.refs`, the slices of :mod:`logdoctor.spark.planning`).
+small picklable dataclasses (:mod:`logdoctor.logdir.refs`, the slices of :mod:`logdoctor.logdir.slices`).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pyspark.sql.datasource import InputPartition
 
 if TYPE_CHECKING:
     from logdoctor.logdir.refs import SegmentRef
-    from logdoctor.spark.planning import SegmentSlice
+    from logdoctor.logdir.slices import SegmentSlice
 
 
 class SlicePartition(InputPartition):

@@ -34,7 +34,7 @@ class KafkaLogDataSource(DataSource):
 
         opts = ReadOptions.from_options(self.options)
         if opts.view == "cdc":
-            from logdoctor.spark.planning import PlanningError
+            from logdoctor.logdir.slices import PlanningError
 
             raise PlanningError("view cdc is an export of tables, not a frame: logdoctor export --view cdc")
         if opts.typed:  # one topic's typed rows (logdoctor.spark.typed_frame)
@@ -60,7 +60,7 @@ class KafkaLogReader(DataSourceReader):
             self.typed_frame = typed_frame(_paths(options), self.read_options, read_slices)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.spark.planning import plan_slices, plan_transactions, read_plan, task_groups
+        from logdoctor.logdir.slices import plan_slices, plan_transactions, read_plan, task_groups
 
         opts = self.read_options
         plan = read_plan(_paths(self.options), opts)

@@ -69,7 +69,7 @@ class KafkaLogSegmentsReader(DataSourceReader):
 
     def partitions(self) -> Sequence[InputPartition]:
         from logdoctor.logdir.read_plan import one_remote_copy
-        from logdoctor.spark.planning import read_plan
+        from logdoctor.logdir.slices import read_plan
 
         plan = read_plan(_paths(self.options), self.read_options)
         segs = [s for ref in one_remote_copy(plan.refs) for s in ref.segments]

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from logdoctor.logdir.refs import SegmentRef
+    from logdoctor.logdir.slices import ReadOptions
     from logdoctor.logdir.transactions import SegmentTransactions
-    from logdoctor.spark.planning import ReadOptions
 
 
 def _decoder_for(name: str, topic: str, features: Any = None):

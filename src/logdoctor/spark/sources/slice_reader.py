@@ -27,7 +27,7 @@ from logdoctor.spark.sources.remote_gaps import remote_error_text, remote_gap_te
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from logdoctor.spark.planning import ReadOptions, SegmentSlice
+    from logdoctor.logdir.slices import ReadOptions, SegmentSlice
 
 
 #: what a writing task holds of Arrow rows before it writes them (besides a row count): a decompression
@@ -43,7 +43,7 @@ def read_slices(
     latest: Any = None,
     tombstones: bool = False,
 ) -> Iterator[pa.RecordBatch]:
-    """The rows of one task's slices (:func:`logdoctor.spark.planning.task_groups`), as every output reads
+    """The rows of one task's slices (:func:`logdoctor.logdir.slices.task_groups`), as every output reads
     them: each slice's records (:func:`read_slice`), or with ``view=latest`` the latest record of each key
     of each partition (:func:`logdoctor.spark.latest.latest_rows`; ``latest``: a dict the per-partition
     :class:`~logdoctor.spark.latest.LatestStats` go into, keyed by (log dir, topic, partition);
@@ -57,8 +57,8 @@ def read_slices(
         for sl in slices:
             yield from read_slice(sl, opts, undecodable=undecodable, problems=problems)
         return
+    from logdoctor.logdir.slices import partition_groups
     from logdoctor.spark.latest import LatestStats, latest_rows
-    from logdoctor.spark.planning import partition_groups
 
     for group in partition_groups(slices):
         seg = group[0].segment

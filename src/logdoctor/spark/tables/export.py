@@ -105,7 +105,7 @@ def _with_start(opts: Any, above: Mapping[tuple[str, int], int]) -> Any:
     """ReadOptions whose starting offsets begin after what the table holds (when no timestamp start)."""
     import dataclasses
 
-    from logdoctor.spark.planning import EARLIEST, LATEST, PerPartition
+    from logdoctor.logdir.slices import EARLIEST, LATEST, PerPartition
 
     if not above or opts.starting_timestamps.default is not None or opts.starting_timestamps.by_partition:
         return opts
@@ -129,7 +129,7 @@ def read_upto(
     """{topic: {partition: the offset the latest view was read to}}: the end the export asked for, else the
     log end, capped by what the isolation level leaves out (a transaction open now comes in once its marker
     is there); never below where this run started (``above`` + 1)."""
-    from logdoctor.spark.planning import resolve_range, txn_key
+    from logdoctor.logdir.slices import resolve_range, txn_key
 
     out: dict[str, dict[str, int]] = {}
     for ref in refs:
@@ -181,10 +181,10 @@ def run_table_export(
     (:mod:`.orphans`). ``watch``: told the table once it is opened, to say after a Ctrl-C whether the
     commit landed (:mod:`.outcome`)."""
     import logdoctor
+    from logdoctor.logdir.consumer_view import transaction_summary
     from logdoctor.logdir.outputs import absolute_location, check_output_location
-    from logdoctor.spark.consumer_view import transaction_summary
+    from logdoctor.logdir.slices import plan_slices, plan_transactions, read_plan, task_groups
     from logdoctor.spark.export import ExportError, raise_if_no_space, skipped_ranges
-    from logdoctor.spark.planning import plan_slices, plan_transactions, read_plan, task_groups
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
     begun = time.perf_counter()

@@ -279,15 +279,15 @@ def run_typed_table_export(
     """Export PATHS as one ``fmt`` table per topic under ``out`` (see the module doc). ``watch``
     (:class:`~logdoctor.spark.tables.outcome.CommitWatch`): told each table once opened, to say after a
     Ctrl-C what each holds."""
+    from logdoctor.logdir.consumer_view import transaction_summary
     from logdoctor.logdir.outputs import absolute_location, check_output_location
-    from logdoctor.spark.consumer_view import transaction_summary
-    from logdoctor.spark.export import ExportError, StageProgress, raise_if_no_space, skipped_ranges
-    from logdoctor.spark.planning import (
+    from logdoctor.logdir.slices import (
         plan_slices,
         plan_transactions,
         read_plan,
         task_groups,
     )
+    from logdoctor.spark.export import ExportError, StageProgress, raise_if_no_space, skipped_ranges
     from logdoctor.spark.tables import TABLE_MODES, CommitUnknownError, TableError
     from logdoctor.spark.tables.export import TableExportResult, _pause, _with_start, merged_offsets
     from logdoctor.spark.tables.files import new_job_id, probe_writable, remove_uncommitted

@@ -1,13 +1,15 @@
-"""Driver side of the data sources: which segments to read, from where, in how many pieces.
+"""The slices of a read: which segments to read, from where, in how many pieces, with the transactions
+each reader needs. No Spark here: ``dump``, ``export``, ``replay`` and the data sources share it (it
+moved out of ``spark/``, issue 86); Spark's data sources and jobs only hand its slices to their tasks.
 
-Everything here runs in Spark's planning worker (``DataSourceReader.partitions()``) or in the export
-driver, never per record. The partitions come from :func:`logdoctor.logdir.discovery.discover` as
-:class:`~logdoctor.logdir.refs.PartitionRef` values (for a local log dir, produced by the model,
-:mod:`logdoctor.logdir.model`); where to start in a segment comes from :mod:`logdoctor.logdir.seek`,
-the seeking ``dump --offsets/--timestamps`` uses too; the read options are one typed object
-(:class:`~logdoctor.logdir.read_options.ReadOptions`, made once at each edge). What is Spark's is here: the
-offset range per partition, the slices of segments and their packing into tasks. The results are small
-picklable dataclasses handed to the executors.
+Everything here runs in Spark's planning worker (``DataSourceReader.partitions()``), in the export driver or
+in a command's own process, never per record. The partitions come from
+:func:`logdoctor.logdir.discovery.discover` as :class:`~logdoctor.logdir.refs.PartitionRef` values (for a
+local log dir, produced by the model, :mod:`logdoctor.logdir.model`); where to start in a segment comes from
+:mod:`logdoctor.logdir.seek`, the seeking ``dump --offsets/--timestamps`` uses too; the read options are one
+typed object (:class:`~logdoctor.logdir.read_options.ReadOptions`, made once at each edge). Here: the offset
+range per partition, the slices of segments and their packing into tasks. The results are small picklable
+dataclasses handed to the executors.
 
 Every path is a local path or a URI of a file system pyarrow opens (``s3://``, ``gs://``, ``hdfs://``,
 ``abfs://``; :mod:`logdoctor.logdir.storage`): listings, index reads and header reads go through the

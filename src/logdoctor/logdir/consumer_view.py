@@ -4,7 +4,7 @@ The readers apply the rule (:mod:`logdoctor.logdir.transactions`,
 :func:`logdoctor.spark.sources.slice_reader.read_slice`);
 this says what it left out, from the same transactions the slices were planned with: per partition the
 records of aborted transactions, the open transactions (producer id, epoch, first offset, records: with
-``TRANSACTION_HANGING`` where the scan's rule, :func:`logdoctor.checks.transactions.is_late`, finds the
+``TRANSACTION_HANGING`` where the scan's rule, :func:`logdoctor.formats.producer_state.is_late`, finds the
 transaction late), the last stable offset, and the records at or above the checkpointed high watermark
 (left out with ``upTo=high-watermark``, counted always).
 """
@@ -32,8 +32,8 @@ def transaction_summary(
     """One entry per partition read that holds transactions, records above its high watermark, or whose
     walk met damage (it went on at the next segment, as the rows do); ``opts``: the export's ReadOptions.
     ``invalid_markers``: the markers Kafka's validation refuses that still decided their transaction."""
-    from logdoctor.checks.transactions import is_late
-    from logdoctor.spark.planning import resolve_range, txn_key
+    from logdoctor.formats.producer_state import is_late
+    from logdoctor.logdir.slices import resolve_range, txn_key
 
     out: list[dict[str, Any]] = []
     upto_hw = opts.upto_high_watermark
