@@ -82,7 +82,7 @@ from logdoctor.replay.offset_map import (
     offset_map_schema,
 )
 from logdoctor.replay.partitioner import partition_for
-from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, check_partition
+from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, check_partition, other_source
 from logdoctor.replay.source import PartitionSource, SourceRecord
 from logdoctor.replay.target import Progress, Target
 
@@ -606,14 +606,8 @@ def _replay_partition(
     # fences every earlier producer of this id and ends the transaction it left (the module doc)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [partition]).get(partition)
-    if prog is not None and (prog.source_topic, prog.source_partition) != (
-        pp.source_topic,
-        pp.source_partition,
-    ):
-        raise ReplayRefused(
-            f"{topic}-{partition} holds a replay of {prog.source_topic}-{prog.source_partition}, "
-            f"not of {pp.name}"
-        )
+    if prog is not None and prog.of_other_source(pp.source_topic, pp.source_partition, pp.source_id):
+        raise ReplayRefused(other_source(pp, prog))
     if prog is None and target.has_records(topic, partition):
         low, high = target.watermarks(topic, partition)
         raise ReplayRefused(
@@ -689,6 +683,7 @@ def _replay_partition(
                     first,
                     count,
                     delivered[-1] + 1,
+                    source_id=pp.source_id,
                 )
                 commit = [TopicPartition(topic, partition, prog.next_target_offset, prog.metadata())]
                 _call(
@@ -786,8 +781,8 @@ def _replay_rehashed(
     producer = _producer(target, pp, producer_config, pp.max_batch_bytes)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [0]).get(0)
-    if prog is not None and (prog.source_topic, prog.source_partition) != (pp.source_topic, sp):
-        raise ReplayRefused(f"group {pp.group} holds a replay of {prog.source_topic}-{prog.source_partition}")
+    if prog is not None and prog.of_other_source(pp.source_topic, sp, pp.source_id):
+        raise ReplayRefused(other_source(pp, prog))
     if prog is not None and prog.partitions != partitions:
         raise ReplayRefused(
             f"{pp.name} was re-hashed over {prog.partitions} partitions of {topic}, now {partitions}"
@@ -855,7 +850,7 @@ def _replay_rehashed(
                     )
                 count += len(chunk)
                 nxt = chunk[-1].offset + 1
-                prog = Progress(pp.source_topic, sp, nxt, -1, count, nxt, partitions)
+                prog = Progress(pp.source_topic, sp, nxt, -1, count, nxt, partitions, pp.source_id)
                 commit = [TopicPartition(topic, 0, nxt, prog.metadata())]
                 _call(
                     f"{pp.transactional_id}: send_offsets_to_transaction",

@@ -7,7 +7,9 @@ Conflicts (codes; ``apply_replay(ignore=...)`` lets the operator accept some):
 
 - ``TARGET_NOT_EMPTY``: the target partition holds records and no progress of a replay of this source
   partition (a rerun of the same replay resumes instead);
-- ``PROGRESS_OF_OTHER_SOURCE``: the target partition's replay progress names another source partition;
+- ``PROGRESS_OF_OTHER_SOURCE``: the target partition's replay progress names another source partition: another
+  topic or partition, or the same names of another cluster or topic id (a progress names its source's
+  cluster id and topic id: :class:`logdoctor.replay.target.Progress`);
 - ``TOO_FEW_PARTITIONS``: the target topic has fewer partitions than the source partition's number needs;
 - ``RECORD_TOO_LARGE``: a record whose batch alone (uncompressed) is larger than the target topic's
   ``max.message.bytes`` (K:storage/.../internals/log/LogValidator.java, UnifiedLog analyzeAndValidateRecords:
@@ -51,6 +53,7 @@ from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS, SAME, partition_
 from logdoctor.replay.target import (
     Progress,
     Target,
+    describe_source,
     legal_topic,
     rehash_group,
     rehash_transactional_id,
@@ -170,6 +173,9 @@ class PartitionPlan:
     target_records: dict[int, int] = field(default_factory=dict)
     #: the group whose membership is the replay's lease on the target topic (None: ``group``)
     lease_group: str | None = None
+    #: whose partition the source is: (cluster id, topic id) of its log dir
+    #: (:func:`logdoctor.logdir.identity.source_of`), named in the progress the replay commits
+    source_id: tuple[str | None, str | None] = (None, None)
 
     @property
     def name(self) -> str:
@@ -193,7 +199,12 @@ class PartitionPlan:
     def to_json(self) -> dict[str, Any]:
         return {
             "log_dir": self.log_dir,
-            "source": {"topic": self.source_topic, "partition": self.source_partition},
+            "source": {
+                "topic": self.source_topic,
+                "partition": self.source_partition,
+                "cluster_id": self.source_id[0],
+                "topic_id": self.source_id[1],
+            },
             "target": {
                 "topic": self.target_topic,
                 "partition": None if self.rehashed else self.target_partition,
@@ -483,6 +494,7 @@ def plan_replay(
     consumer groups are planned on top of it (:func:`logdoctor.replay.groups.plan_groups`).
     ``partitioner``: ``same`` (each record to its source partition's number) or ``default`` (the key
     re-hashed as the Java producer does: :mod:`logdoctor.replay.partitioner`)."""
+    from logdoctor.logdir.identity import source_of
     from logdoctor.logdir.read_plan import plan_read
     from logdoctor.replay.source import PartitionSource, single_replicas
 
@@ -565,7 +577,7 @@ def plan_replay(
         pp = PartitionPlan(
             ref.log_dir, ref.topic, ref.partition, tp.target_topic, ref.partition,
             transactional_id(cluster_id, tp.target_topic, ref.partition),
-            replay_group(cluster_id, tp.target_topic),
+            replay_group(cluster_id, tp.target_topic), source_id=source_of(ref),
         )  # fmt: skip
         committed, pending = progress.get(tp.target_topic, ({}, set()))
         pp.progress, pp.pending = committed.get(ref.partition), ref.partition in pending
@@ -590,6 +602,7 @@ def _rehashed_partition(
     ref: Any, tp: TopicPlan, target: Target, cluster_id: str, opts: ReadOptions
 ) -> PartitionPlan:
     """One source partition's plan under the ``default`` partitioner: its progress in its own group."""
+    from logdoctor.logdir.identity import source_of
     from logdoctor.replay.source import PartitionSource
 
     pp = PartitionPlan(
@@ -597,20 +610,14 @@ def _rehashed_partition(
         rehash_transactional_id(cluster_id, ref.topic, ref.partition, tp.target_topic),
         rehash_group(cluster_id, ref.topic, ref.partition, tp.target_topic),
         partitioner=DEFAULT, target_partitions=tp.partitions,
-        lease_group=replay_group(cluster_id, tp.target_topic),
+        lease_group=replay_group(cluster_id, tp.target_topic), source_id=source_of(ref),
     )  # fmt: skip
     if tp.exists:
         committed, pending = target.committed_progress(pp.group, tp.target_topic, [0])
         pp.progress, pp.pending = committed.get(0), 0 in pending
     prog = pp.progress
-    if prog is not None and (prog.source_topic, prog.source_partition) != (ref.topic, ref.partition):
-        pp.conflicts.append(
-            Conflict(
-                "PROGRESS_OF_OTHER_SOURCE",
-                f"group {pp.group} holds a replay of {prog.source_topic}-{prog.source_partition}, not of "
-                f"{pp.name}",
-            )
-        )
+    if prog is not None and prog.of_other_source(ref.topic, ref.partition, pp.source_id):
+        pp.conflicts.append(Conflict("PROGRESS_OF_OTHER_SOURCE", other_source(pp, prog)))
     elif prog is not None and prog.partitions != tp.partitions:
         pp.conflicts.append(
             Conflict(
@@ -661,17 +668,8 @@ def _check_target(pp: PartitionPlan, target: Target) -> None:
     assert pp.target_offsets is not None
     low, high = pp.target_offsets
     prog = pp.progress
-    if prog is not None and (prog.source_topic, prog.source_partition) != (
-        pp.source_topic,
-        pp.source_partition,
-    ):
-        pp.conflicts.append(
-            Conflict(
-                "PROGRESS_OF_OTHER_SOURCE",
-                f"{pp.target_topic}-{pp.target_partition} holds a replay of {prog.source_topic}-"
-                f"{prog.source_partition} (group {pp.group}), not of {pp.name}",
-            )
-        )
+    if prog is not None and prog.of_other_source(pp.source_topic, pp.source_partition, pp.source_id):
+        pp.conflicts.append(Conflict("PROGRESS_OF_OTHER_SOURCE", other_source(pp, prog)))
     elif prog is None and high > low and target.has_records(pp.target_topic, pp.target_partition):
         pp.conflicts.append(
             Conflict(
@@ -680,6 +678,20 @@ def _check_target(pp: PartitionPlan, target: Target) -> None:
                 f"no replay of {pp.name}",
             )
         )
+
+
+def other_source(pp: PartitionPlan, prog: Progress) -> str:
+    """What ``PROGRESS_OF_OTHER_SOURCE`` says (the plan's conflict, and apply's refusal when the progress
+    changed since the plan)."""
+    where = (
+        f"group {pp.group} ({pp.target_topic})"
+        if pp.rehashed
+        else f"{pp.target_topic}-{pp.target_partition} (group {pp.group})"
+    )
+    return (
+        f"{where} holds the replay of {prog.source_text()}, not of {pp.name} of "
+        f"{describe_source(pp.source_id)}: replay into another topic (--topic-map {pp.source_topic}=NEW)"
+    )
 
 
 def _count(pp: PartitionPlan, source: Any) -> None:
