@@ -1,4 +1,5 @@
-"""Issue 87 item 1 with real brokers (Kafka 4.4.0): whose records a replay's progress is.
+"""Issue 87 items 1 and 2 with real brokers (Kafka 4.4.0): whose records a replay's progress is, and which
+copy of a partition held in several log dirs a replay sends.
 
 1. ``test_another_cluster_same_names``: two dead clusters, A and B, each with a topic ``orders`` (their own
    cluster id and topic id; B with more records). A's ``orders`` is replayed into the target; B's planned
@@ -8,6 +9,12 @@
 2. ``test_progress_without_source_resumes``: a progress committed as the replay committed it before it
    named its source (version 1: the topic and partition alone, written here with the admin client) is
    resumed by a rerun of the same source, which then commits the source's names.
+3. ``test_several_replicas_reference``: a real unclean election (two brokers, a controller of their own):
+   broker 1 holds the longer log in the older leader epoch, broker 2, elected uncleanly, the shorter one in
+   the newer epoch. Replaying both log dirs is ``SEVERAL_REPLICAS``; accepted (``--ignore-conflict
+   SEVERAL_REPLICAS --apply``), broker 2's copy is replayed (the replica rules' reference: the newest
+   leader epoch, then the longest log), every record a consumer of broker 2 read, and the plan and the
+   result name that copy. Before, neither copy was replayed ("Replayed 0 records", exit 0).
 """
 
 from __future__ import annotations
@@ -139,3 +146,86 @@ def test_progress_without_source_resumes(sources, target) -> None:
     final = _plan(a_dir, target, topic)
     assert final.all_conflicts() == [] and final.remaining_records == 0
     assert final.partitions[0].progress.source_id == pp.source_id  # the source named from now on
+
+
+# --- item 2: the same partition in two log dirs ------------------------------------------------------------
+
+TOPIC = "dup"
+BEFORE, ALONE, NEW = 20, 15, 5  # on both brokers; on broker 1 alone; on broker 2 after its election
+
+
+def _describe_from(cluster: kc.KafkaCluster, broker: int) -> dict:
+    return cluster.describe(TOPIC, bootstrap=cluster.bootstrap_of([cluster.broker(broker)]))[0]
+
+
+def _records(tag: str, count: int, at: int) -> tuple[list[tuple[bytes, bytes]], list[int]]:
+    return [(f"{tag}-{i}".encode(), f"{tag}-value-{i}".encode()) for i in range(count)], [
+        BASE_TS + at + i for i in range(count)
+    ]
+
+
+@pytest.fixture(scope="module")
+def unclean(tmp_path_factory: pytest.TempPathFactory):
+    """Broker 1's and broker 2's log dirs after an unclean election of broker 2, and what a consumer of
+    broker 2 (the last leader) read."""
+    cluster = kc.KafkaCluster(tmp_path_factory.mktemp("replay-unclean"), brokers=2)
+    cluster.start()
+    try:
+        one, two = cluster.broker(1), cluster.broker(2)
+        cluster.tool(
+            "kafka-topics.sh", "--bootstrap-server", cluster.bootstrap, "--create", "--topic", TOPIC,
+            "--replica-assignment", "1:2", "--config", "min.insync.replicas=1",
+            "--config", "unclean.leader.election.enable=true",
+        )  # fmt: skip
+
+        def in_sync(leader: int, isr: list[int]) -> bool:
+            d = _describe_from(cluster, leader)
+            return d["leader"] == leader and sorted(d["isr"]) == isr
+
+        kc.wait_until("broker 1 to lead with the ISR [1, 2]", lambda: in_sync(1, [1, 2]), 90)
+        recs, ts = _records("before", BEFORE, 0)
+        cluster.produce(TOPIC, recs, timestamps=ts)
+        kc.wait_until("both in sync", lambda: in_sync(1, [1, 2]), 90)
+        two.stop()
+        kc.wait_until("the ISR to shrink to [1]", lambda: _describe_from(cluster, 1)["isr"] == [1], 90)
+        recs, ts = _records("alone", ALONE, 1000)
+        cluster.produce(TOPIC, recs, timestamps=ts, bootstrap_servers=cluster.bootstrap_of([one]))
+        one.kill()
+        two.start()
+        kc.wait_until("broker 2 to lead", lambda: _describe_from(cluster, 2)["leader"] == 2, 120)
+        recs, ts = _records("new", NEW, 2000)
+        cluster.produce(TOPIC, recs, timestamps=ts, bootstrap_servers=cluster.bootstrap_of([two]))
+        oracle = kc.read_all(cluster.bootstrap_of([two]), TOPIC, 0)
+    finally:
+        cluster.stop()
+    assert [r[1] for r in oracle] == [f"before-{i}".encode() for i in range(BEFORE)] + [
+        f"new-{i}".encode() for i in range(NEW)
+    ]
+    return str(cluster.broker(1).log_dirs[0]), str(cluster.broker(2).log_dirs[0]), oracle
+
+
+def test_several_replicas_reference(unclean, target) -> None:
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import ReplayRefused, apply_replay, plan_replay
+
+    one, two, oracle = unclean
+    # broker 1's copy first, and the longer one (older epoch): neither the first nor the longest is the
+    # reference
+    done = kc.logdoctor("replay", one, two, "--bootstrap-server", target.bootstrap, "--topics", TOPIC,
+                        "--ignore-conflict", "SEVERAL_REPLICAS", "--apply")  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    text = " ".join(done.stdout.split())  # the lines as printed, unwrapped
+    assert f"Replayed {BEFORE + NEW} records of 1 partition(s)" in text
+    assert _content(kc.read_all(target.bootstrap, TOPIC, 0, to_end=True)) == _content(oracle)
+    assert f"copy: {two}'s, the reference of the copies in" in text
+    assert f"{TOPIC}-0 -> {TOPIC}-0: {BEFORE + NEW} records" in text and f"the copy in {two}" in text
+
+    plan = plan_replay([one, two], target.bootstrap, opts=ReadOptions(topics=TOPIC))
+    conflicts = plan.all_conflicts()
+    assert [c.code for c in conflicts] == ["SEVERAL_REPLICAS"], conflicts
+    assert f"replays the copy in {two} " in conflicts[0].message
+    [pp] = plan.partitions
+    assert pp.log_dir == two and pp.copies == sorted([one, two]) and pp.records == BEFORE + NEW
+    assert pp.remaining_records == 0  # the rerun resumes the same copy: nothing left
+    with pytest.raises(ReplayRefused):  # not accepted: refused
+        apply_replay(plan)

@@ -180,6 +180,14 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
                 f"{p.remaining_records:,} left" + (" (done)" if p.done else "")
             )
         out.line(line)
+        if p.copies:
+            wrap(
+                out,
+                f"{p.log_dir}'s, the reference of the copies in {', '.join(p.copies)} (the newest leader "
+                "epoch, then the longest log)",
+                "      ",
+                first="    copy: ",
+            )
         if p.pending:
             wrap(
                 out,
@@ -368,10 +376,12 @@ def print_result(out: Lines, result: ReplayResult, seconds: float, offsets: Mapp
     for p in result.partitions:
         resumed = f" (resumed from source offset {p.resumed_from})" if p.resumed_from is not None else ""
         total = "" if p.progress is None else f"; {p.progress.records:,} replayed in all"
+        copy = "" if p.copy is None else f"; the copy in {p.copy}"
         out.line(
             f"  {p.name} -> {p.target}: {p.records:,} records, {p.transactions} transaction(s)"
             + resumed
             + total
+            + copy
         )
     for problem in result.problems:
         wrap(out, problem, "    ", "yellow", first="not read: ")

@@ -137,11 +137,14 @@ class PartitionResult:
     progress: Progress | None = None
     #: what was not read once from the source partition (:attr:`PartitionSource.problems`)
     problems: list[str] = field(default_factory=list)
+    #: the log dir of the copy replayed, when the inputs held several (:attr:`PartitionPlan.copies`)
+    copy: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         p = self.progress
         return {
             "source": self.name,
+            "copy": self.copy,
             "target": self.target,
             "resumed_from": self.resumed_from,
             "records": self.records,
@@ -359,6 +362,7 @@ def replay_partition(
         on_transaction, job.timeout, limit,
     )  # fmt: skip
     res.problems = list(source.problems)
+    res.copy = pp.log_dir if pp.copies else None
     return res
 
 
@@ -494,8 +498,10 @@ def apply_replay(
         blocking = [c for pp in created for c in pp.conflicts if c.code not in ignored]
         if blocking:
             raise ReplayRefused("; ".join(c.message for c in blocking))
-    refs = {
-        (r.topic, r.partition): r for r in plan_read(plan.paths, plan.opts).refs if r.kind not in _NOT_LIVE
+    refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
+        (r.log_dir, r.topic, r.partition): r
+        for r in plan_read(plan.paths, plan.opts).refs
+        if r.kind not in _NOT_LIVE
     }
     wait = lock_wait if lock_wait is not None else session_timeout_ms / 1000 * 1.5 + 3
     leases: dict[str, _Lease] = {}
@@ -505,8 +511,8 @@ def apply_replay(
 
     def job(pp: PartitionPlan, metadata: bytes | None = None) -> PartitionJob:
         return PartitionJob(
-            pp, refs[(pp.source_topic, pp.source_partition)], plan.opts, plan.bootstrap, plan.admin_config,
-            dict(producer_config or {}), txn_records, txn_bytes, timeout, metadata,
+            pp, refs[(pp.log_dir, pp.source_topic, pp.source_partition)], plan.opts, plan.bootstrap,
+            plan.admin_config, dict(producer_config or {}), txn_records, txn_bytes, timeout, metadata,
         )  # fmt: skip
 
     def lease_of(pp: PartitionPlan) -> _Lease:

@@ -72,8 +72,10 @@ def offset_map(
     from logdoctor.logdir.read_plan import plan_read
 
     target = Target(plan.bootstrap, plan.admin_config, timeout)
-    refs = {
-        (r.topic, r.partition): r for r in plan_read(plan.paths, plan.opts).refs if r.kind not in _NOT_LIVE
+    refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
+        (r.log_dir, r.topic, r.partition): r
+        for r in plan_read(plan.paths, plan.opts).refs
+        if r.kind not in _NOT_LIVE
     }
     chosen = None if only is None else set(only)
     rehashed: dict[str, list[PartitionPlan]] = {}
@@ -90,7 +92,7 @@ def offset_map(
         prog = target.progress(pp.group, topic, [partition]).get(partition)
         if prog is None:
             continue
-        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
+        source = PartitionSource.of(refs[(pp.log_dir, pp.source_topic, pp.source_partition)], plan.opts)
         consumer = Consumer(
             target.client_config(
                 {
@@ -178,7 +180,7 @@ def _rehashed_map(
     topic: str,
     pps: list[PartitionPlan],
     target: Target,
-    refs: Mapping[tuple[str, int], Any],
+    refs: Mapping[tuple[str, str, int], Any],
     chosen: set[str] | None,
     consumer_config: Mapping[str, Any] | None,
     timeout: float,
@@ -204,7 +206,7 @@ def _rehashed_map(
     partitions = int(next(iter(counts)))  # type: ignore[arg-type]
 
     def for_partition(pp: PartitionPlan, prog: Progress, at: int) -> Iterator[SourceRecord]:
-        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts)
+        source = PartitionSource.of(refs[(pp.log_dir, pp.source_topic, pp.source_partition)], plan.opts)
         for rec in source.records():
             if rec.offset >= prog.next_source_offset:
                 return

@@ -24,7 +24,8 @@ Conflicts (codes; ``apply_replay(ignore=...)`` lets the operator accept some):
   target's retention deletes their segments as soon as they are rolled, by their largest timestamp
   (K:storage/.../internals/log/UnifiedLog.java deleteRetentionMsBreachedSegments);
 - ``NO_TIMESTAMP``: records with no timestamp (magic 0): they get the producer's time;
-- ``SEVERAL_REPLICAS``: the inputs hold the partition in several log dirs: give the one to replay;
+- ``SEVERAL_REPLICAS``: the inputs hold the partition in several log dirs: give the one to replay; accepted,
+  the reference copy of the replica rules is replayed (:func:`logdoctor.replay.source.single_replicas`);
 - ``BAD_TARGET_NAME``: the topic map makes a name Kafka refuses;
 - ``TARGET_MISSING``: the target topic does not exist and ``create`` is off;
 - ``GROUP_ACTIVE``: a consumer group to carry over has active members on the target
@@ -176,6 +177,9 @@ class PartitionPlan:
     #: whose partition the source is: (cluster id, topic id) of its log dir
     #: (:func:`logdoctor.logdir.identity.source_of`), named in the progress the replay commits
     source_id: tuple[str | None, str | None] = (None, None)
+    #: the log dirs of every copy of the source partition among the inputs when there are several
+    #: (``SEVERAL_REPLICAS``): ``log_dir`` is the one replayed, the reference copy; empty: one copy
+    copies: list[str] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -199,6 +203,7 @@ class PartitionPlan:
     def to_json(self) -> dict[str, Any]:
         return {
             "log_dir": self.log_dir,
+            "copies": self.copies,
             "source": {
                 "topic": self.source_topic,
                 "partition": self.source_partition,
@@ -511,11 +516,19 @@ def plan_replay(
         tuple(read.items), opts, bootstrap, cluster_id, [], [], dict(admin_config or {}),
         [p.message for p in read.not_read], list(read.left_out), partitioner=partitioner,
     )  # fmt: skip
-    for (topic, partition), dirs in sorted(several.items()):
+    for (topic, partition), (dirs, chosen) in sorted(several.items()):
+        accepted = (
+            f"--ignore-conflict SEVERAL_REPLICAS replays the copy in {chosen.log_dir} (the reference: the "
+            "newest leader epoch, then the longest log)"
+            if chosen is not None
+            else "no copy's log end is known here (not a local log dir): --ignore-conflict SEVERAL_REPLICAS "
+            "replays none of them"
+        )
         plan.conflicts.append(
             Conflict(
                 "SEVERAL_REPLICAS",
-                f"{topic}-{partition} is in several log dirs ({', '.join(dirs)}): give the one to replay",
+                f"{topic}-{partition} is in several log dirs ({', '.join(dirs)}): give the one to replay; "
+                + accepted,
             )
         )
     refs.sort(key=lambda r: (r.topic, r.partition))
@@ -559,7 +572,9 @@ def plan_replay(
             tp.configs_from = "the target cluster"
     if partitioner == DEFAULT:
         for ref in refs:
-            plan.partitions.append(_rehashed_partition(ref, by_source[ref.topic], target, cluster_id, opts))
+            pp = _rehashed_partition(ref, by_source[ref.topic], target, cluster_id, opts)
+            pp.copies = several.get((ref.topic, ref.partition), ([], None))[0]
+            plan.partitions.append(pp)
         for tp in plan.topics:
             _check_rehashed_target(
                 tp, [p for p in plan.partitions if p.source_topic == tp.source_topic], target
@@ -581,6 +596,7 @@ def plan_replay(
         )  # fmt: skip
         committed, pending = progress.get(tp.target_topic, ({}, set()))
         pp.progress, pp.pending = committed.get(ref.partition), ref.partition in pending
+        pp.copies = several.get((ref.topic, ref.partition), ([], None))[0]
         _count(pp, PartitionSource.of(ref, opts))
         if tp.exists and tp.partitions is not None and ref.partition >= tp.partitions:
             pp.conflicts.append(
