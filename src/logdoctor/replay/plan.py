@@ -29,7 +29,11 @@ Conflicts (codes; ``apply_replay(ignore=...)`` lets the operator accept some):
 - ``BAD_TARGET_NAME``: the topic map makes a name Kafka refuses;
 - ``TARGET_MISSING``: the target topic does not exist and ``create`` is off;
 - ``GROUP_ACTIVE``: a consumer group to carry over has active members on the target
-  (:mod:`logdoctor.replay.groups`).
+  (:mod:`logdoctor.replay.groups`);
+- ``GROUP_COMMITTED_ON_TARGET``: a consumer group to carry over has a committed offset on a replayed target
+  partition that no replay committed (its consumers' on the target, or someone's by hand): its consumers
+  resume there, skipping replayed records or reading some again (``overwrite``: moved to the translated
+  offset instead).
 
 With ``partitioner="default"`` (the keys re-hashed as the Java producer does:
 :mod:`logdoctor.replay.partitioner`) a source partition's records go to many target partitions and each
@@ -275,7 +279,8 @@ class TopicPlan:
 COMMIT = "commit"  # its replay is complete: the translated offset is committed by --apply
 AFTER_REPLAY = "after the replay"  # its replay is not complete: translated and committed once it is
 COMMITTED = "committed"  # the target group holds the translated offset already
-KEPT = "kept"  # the target group holds another committed offset: left as it is
+KEPT = "kept"  # the target group moved on since the replay committed it: left as it is
+OTHER = "committed on the target"  # no replay committed it, records between: left (moved with ``overwrite``)
 ACTIVE = "active"  # (a result) the group had active members when it was to be committed
 
 
@@ -296,6 +301,22 @@ class GroupPartition:
     status: str = AFTER_REPLAY
     #: the target group's committed offset there before (None: none)
     target_committed: int | None = None
+    #: the offset a replay committed there for the group (its ledger: ``carried_group``; None: never)
+    carried: int | None = None
+    #: with ``target_committed`` no replay committed: the replayed records its consumers skip (it is past
+    #: ``target_offset``) or read again (before it); None: not known before the partition's replay is done
+    skipped: int | None = None
+    read_again: int | None = None
+
+    @property
+    def foreign(self) -> bool:
+        """A committed offset on the target that no replay committed, with replayed records between it and
+        the translated one (or any, before the partition's replay is done)."""
+        return (
+            self.target_committed is not None
+            and self.carried is None
+            and (self.status == OTHER or self.target_offset is None)
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -305,6 +326,8 @@ class GroupPartition:
             "after": self.target_offset if self.target_offset is not None else AFTER_REPLAY,
             "status": self.status,
             "target_committed": self.target_committed,
+            "skipped": self.skipped,
+            "read_again": self.read_again,
             "metadata": self.metadata,
             "commit_timestamp": self.commit_timestamp,
         }
@@ -322,6 +345,8 @@ class GroupPlan:
     #: its commits on partitions the replay does not replay (topic-partition)
     not_replayed: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+    #: move the offsets no replay committed (``GROUP_COMMITTED_ON_TARGET``) to the translated ones
+    overwrite: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -331,6 +356,7 @@ class GroupPlan:
             "partitions": [p.to_json() for p in self.partitions],
             "not_replayed": self.not_replayed,
             "conflicts": [c.to_json() for c in self.conflicts],
+            "overwrite": self.overwrite,
         }
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "PROGRESS_KEY",
     "Progress",
     "Target",
+    "carried_group",
     "describe_source",
     "rehash_group",
     "rehash_transactional_id",
@@ -73,6 +74,14 @@ def rehash_group(cluster_id: str, source_topic: str, source_partition: int, targ
     metadata cache does not hold), and the group is the source partition's alone."""
     digest = _digest("rehash-group", cluster_id, source_topic, source_partition, target_topic)
     return f"logdoctor-rehash-{target_topic[:_NAME_PART]}-{source_partition}-{digest}"
+
+
+def carried_group(cluster_id: str, group: str, topic: str) -> str:
+    """``logdoctor-carried-<topic>-<hash of cluster id/group/topic>``: the ledger of the offsets a replay
+    committed for consumer ``group`` on the target topic (each partition's committed offset there is the one
+    the replay committed for the group), so that a rerun tells a group that moved on since the replay's
+    commit from one whose offset someone else committed first."""
+    return f"logdoctor-carried-{topic[:_NAME_PART]}-{_digest('carried', cluster_id, group, topic)}"
 
 
 @dataclass(frozen=True, slots=True)
