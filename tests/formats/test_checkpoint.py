@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import random
+import subprocess
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kafka_cluster import JVM_OPTIONS, kafka_libs
 from logdoctor.errors import FormatError, UnsupportedError
 from logdoctor.formats import checkpoint as cp
 from logdoctor.formats.checkpoint import LeaderEpochCheckpoint, OffsetCheckpoint
@@ -111,3 +115,49 @@ def test_arbitrary_bytes_never_escape_untyped(data):
 def test_offsets_mapping_later_duplicate_wins():
     ckpt = OffsetCheckpoint(0, [("a", 0, 1), ("a", 0, 7)])
     assert ckpt.offsets() == {("a", 0): 7}
+
+
+#: Kafka 4.4.0's own leader-epoch cache loads each file named: its latest epoch and its entries
+EPOCH_CACHE_JAVA = """
+import java.io.File;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.storage.internals.checkpoint.LeaderEpochCheckpointFile;
+import org.apache.kafka.storage.internals.epoch.LeaderEpochFileCache;
+import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
+public class EpochCache {
+  public static void main(String[] files) throws Exception {
+    for (String f : files) {
+      LeaderEpochFileCache c = new LeaderEpochFileCache(new TopicPartition("t", 0),
+          new LeaderEpochCheckpointFile(new File(f), new LogDirFailureChannel(1)), null);
+      StringBuilder line = new StringBuilder(String.valueOf(c.latestEpoch().orElse(-1)));
+      c.epochEntries().forEach(e -> line.append(" ").append(e.epoch()).append("@").append(e.startOffset()));
+      System.out.println(line);
+    }
+  }
+}
+"""
+
+
+def test_latest_epoch_and_loaded_cache_are_kafkas(tmp_path):
+    """formats.checkpoint.loaded_epochs and latest_epoch against LeaderEpochFileCache loading the same files:
+    in order, out of order (the last entry is not the largest epoch), an epoch twice, offsets going back."""
+    rng = random.Random(86)
+    cases = [[], [(0, 0), (3, 52)], [(5, 0), (3, 10)], [(3, 0), (2, 10), (5, 20)], [(1, 100), (2, 50)]]
+    cases += [[(2, 5), (2, 9), (2, 1)], [(4, 7), (4, 7), (1, 7)]]
+    cases += [[(rng.randrange(8), rng.randrange(60)) for _ in range(rng.randrange(1, 8))] for _ in range(60)]
+    files = []
+    for i, entries in enumerate(cases):
+        files.append(tmp_path / f"leader-epoch-checkpoint-{i}")
+        files[-1].write_bytes(cp.write_leader_epoch_checkpoint(cp.new_leader_epoch_checkpoint(entries)))
+    src = tmp_path / "EpochCache.java"
+    src.write_text(EPOCH_CACHE_JAVA)
+    run = subprocess.run(
+        ["java", *JVM_OPTIONS, "-cp", f"{kafka_libs('4.4.0')}/*", str(src), *map(str, files)],
+        capture_output=True, text=True, timeout=300, check=True,
+    )  # fmt: skip
+    kafka = run.stdout.splitlines()
+    assert len(kafka) == len(cases), run.stderr
+    for entries, line in zip(cases, kafka, strict=True):
+        latest, *loaded = line.split()
+        assert cp.latest_epoch(entries) == (None if latest == "-1" else int(latest)), (entries, line)
+        assert [f"{e}@{s}" for e, s in cp.loaded_epochs(entries)] == loaded, (entries, line)

@@ -17,11 +17,11 @@ import pytest
 from kafka.partitioner.default import murmur2 as kp_murmur2
 
 import realworld
+from logdoctor.formats.murmur2 import murmur2
 from logdoctor.logdir.remote_metadata import (
     RemoteLogMetadataReplay,
     SegmentState,
     metadata_partition_for,
-    murmur2,
     replay_remote_log_metadata,
 )
 

@@ -15,7 +15,7 @@ import pytest
 from logdoctor.checks.replica_lag import partition_lag
 from logdoctor.spark.census_inputs import REPLICA_DDL, ddl_names
 from logdoctor.spark.census_rules import _lag_replica, replica_lag
-from logdoctor.spark.census_sql import replica_table
+from logdoctor.spark.census_sql import consumer_ranges, replica_table
 
 pytestmark = pytest.mark.spark
 
@@ -98,6 +98,10 @@ ROWS = [
     # t-2: no epochs at all (a v0/v1 log): the longest log leads; a path that only looks alike
     _row("broker-1", "/d/a", "t", 2, log_end_offset=7, bytes=70, leader_epochs=[], path="/d/a/t-2.bak"),
     _row("broker-2", "/d/a", "t", 2, log_end_offset=9, bytes=90, leader_epochs=None),
+    # t-4: a checkpoint whose last entry is not its largest epoch: the broker loads only the last (formats.
+    # checkpoint.latest_epoch, tests/formats/test_checkpoint.py against Kafka's class), so broker-2 leads
+    _row("broker-1", "/d/b", "t", 4, log_end_offset=90, bytes=900, leader_epochs=_epochs(5, 3)),
+    _row("broker-2", "/d/a", "t", 4, log_end_offset=60, bytes=600, leader_epochs=_epochs(4)),
     # a replica that is not live: not in the table
     _row("broker-2", "/d/a", "t", 3, log_end_offset=9, kind="future", path="/d/a/t-3.0123-future"),
 ]
@@ -113,7 +117,7 @@ def test_the_window_keeps_every_path_and_the_lag_rules_reference(spark) -> None:
         assert row["path"] == want[key]["path"] and row["kind"] == "log", key
         assert {c: row[c] for c in LAG_COLUMNS} == {c: want[key][c] for c in LAG_COLUMNS}, key
     # the reference replica (leader_*) of each partition: the lag rule's own (reference_key's smallest)
-    for partition in (0, 1, 2):
+    for partition in (0, 1, 2, 4):
         ref = partition_lag([_lag_replica(r) for r in live if r["partition"] == partition])[0].leader
         assert ref is not None
         for key, row in got.items():
@@ -125,3 +129,14 @@ def test_the_window_keeps_every_path_and_the_lag_rules_reference(spark) -> None:
     assert {k: r["latest_epoch"] for k, r in got.items() if k[2] == 1} == {
         ("broker-1", "/d/a/", 1): 1, ("broker-2", "/d/a", 1): 2, ("broker-3", "/d/a", 1): 2
     }  # fmt: skip
+    assert {k: (r["latest_epoch"], r["leader_broker"]) for k, r in got.items() if k[2] == 4} == {
+        ("broker-1", "/d/b", 4): (3, "broker-2"), ("broker-2", "/d/a", 4): (4, "broker-2")
+    }  # fmt: skip
+
+
+def test_consumer_ranges_choose_the_reference_replica(spark) -> None:
+    """The replica census_sql.consumer_ranges judges a partition's commits against (checks.consumer_groups
+    choice_key's: the newest latest epoch, the longest log, the path) of the replicas with a log range."""
+    frame = spark.createDataFrame([tuple(r[c] for c in ddl_names(REPLICA_DDL)) for r in ROWS], REPLICA_DDL)
+    got = {r["partition"]: r["path"] for r in consumer_ranges(frame).toArrow().to_pylist()}
+    assert got == {0: "/d/a/t-0", 1: "/mnt/elsewhere/t-1", 2: "/d/a/t-2", 4: "/d/a/t-4"}

@@ -42,6 +42,8 @@ from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
+from logdoctor.formats.checkpoint import latest_epoch
+from logdoctor.logdir.internal_records import records_of
 from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, DirKind
 
 __all__ = [
@@ -225,50 +227,6 @@ def replay_records(
     return offsets
 
 
-_Row = tuple[int, int, bool, bytes | None, bytes | None, int]
-
-
-def records_of(path: str, log_start: int) -> Iterable[_Row]:
-    """``(offset, producer id (-1 outside a transaction), is control, key, value, control type)`` of every
-    record of a partition folder from ``log_start``, in log order, stopping at the first bad batch."""
-    from logdoctor.logdir.model import Partition
-    from logdoctor.logdir.names import parse_partition_dir
-
-    name = parse_partition_dir(os.path.basename(path))
-    if name is None:
-        return
-    for seg in Partition(None, path, name).segments:
-        try:
-            for b in seg.batches():
-                if b.last_offset < log_start:
-                    continue
-                pid = b.producer_id if b.magic >= 2 else -1
-                control = b.magic >= 2 and b.is_control
-                for r in b.records():
-                    if r.offset < log_start:
-                        continue
-                    if control:
-                        # the control records' module (~5 ms of dataclasses) only where a log has one
-                        from logdoctor.formats.control import parse_control_key
-
-                        try:
-                            _v, ctype = parse_control_key(r.key)
-                        except FormatError:
-                            continue
-                        yield r.offset, pid, True, None, None, ctype
-                    else:
-                        yield (
-                            r.offset,
-                            pid if b.is_transactional else -1,
-                            False,
-                            None if r.key is None else bytes(r.key),
-                            None if r.value is None else bytes(r.value),
-                            -1,
-                        )
-        except (FormatError, OSError):
-            return  # the coordinator's load stops at bad bytes too (LOG_CORRUPT says where)
-
-
 def committed_offsets(
     consumer_offsets_partitions: Iterable[PartitionReport], group_types: dict[str, str] | None = None
 ) -> list[Commit]:
@@ -314,7 +272,7 @@ def _newest(ps: list[PartitionReport]) -> PartitionReport:
     """Of several replicas of a partition, the leader's as far as the files tell (:func:`choice_key`)."""
     return min(
         ps,
-        key=lambda p: choice_key(max((e for e, _ in p.leader_epochs), default=-1), p.log_end_offset, p.path),
+        key=lambda p: choice_key(latest_epoch(p.leader_epochs), p.log_end_offset, p.path),
     )
 
 

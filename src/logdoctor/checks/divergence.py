@@ -24,6 +24,7 @@ from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
+from logdoctor.formats.checkpoint import latest_epoch
 from logdoctor.logdir.divergence import (
     FollowerTruncation,
     ReplicaLog,
@@ -181,7 +182,9 @@ def partition_diverged(ps: list[Replica]) -> list[Finding]:
         return []
     if len({p.topic_id for p in ps}) > 1:
         return []  # a topic deleted and created again, or an id known to one side only: not comparable
-    leader = min(ps, key=lambda p: reference_key(_latest_epoch(p), p.log_end_offset, p.log_dir, p.path))
+    leader = min(
+        ps, key=lambda p: reference_key(latest_epoch(p.leader_epochs), p.log_end_offset, p.log_dir, p.path)
+    )
     out: list[Finding] = []
     for p in sorted(ps, key=lambda p: (p.log_dir, p.path)):
         if p.broker == leader.broker:
@@ -191,10 +194,6 @@ def partition_diverged(ps: list[Replica]) -> list[Finding]:
             continue
         out.append(_finding(p, leader, t))
     return out
-
-
-def _latest_epoch(p: Replica) -> int:
-    return max(e for e, _ in p.leader_epochs)
 
 
 def _node(p: Replica) -> str:
@@ -260,8 +259,8 @@ def _finding(p: Replica, leader: Replica, t: FollowerTruncation) -> Finding:
         offset=t.offset,
         topic_partition=tp,
         leader_logdir=leader.log_dir,
-        leader_epoch=_latest_epoch(leader),
-        own_epoch=_latest_epoch(p),
+        leader_epoch=latest_epoch(leader.leader_epochs),
+        own_epoch=latest_epoch(p.leader_epochs),
         truncate_to=t.offset,
         records_lost=lost.records,
         first=first,
@@ -276,7 +275,7 @@ def _finding(p: Replica, leader: Replica, t: FollowerTruncation) -> Finding:
             "topic": p.topic,
             "partition": p.partition,
             "leader": leader.log_dir,
-            "leader_epoch": _latest_epoch(leader),
+            "leader_epoch": latest_epoch(leader.leader_epochs),
             "leader_log_end_offset": leader.log_end_offset,
             "log_end_offset": p.log_end_offset,
             "truncate_to": t.offset,
@@ -305,8 +304,8 @@ def _finding_of_offsets(p: Replica, leader: Replica, t: FollowerTruncation) -> F
         broker=p.broker_name or p.log_dir,
         leader_broker=leader.broker_name or leader.log_dir,
         leader_logdir=leader.log_dir,
-        leader_epoch=_latest_epoch(leader),
-        own_epoch=_latest_epoch(p),
+        leader_epoch=latest_epoch(leader.leader_epochs),
+        own_epoch=latest_epoch(p.leader_epochs),
         truncate_to=t.offset,
         first=t.lacks_from,
         last=end - 1,
@@ -319,7 +318,7 @@ def _finding_of_offsets(p: Replica, leader: Replica, t: FollowerTruncation) -> F
             "topic": p.topic,
             "partition": p.partition,
             "leader": leader.log_dir,
-            "leader_epoch": _latest_epoch(leader),
+            "leader_epoch": latest_epoch(leader.leader_epochs),
             "leader_log_end_offset": leader.log_end_offset,
             "log_end_offset": end,
             "truncate_to": t.offset,

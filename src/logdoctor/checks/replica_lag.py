@@ -33,8 +33,9 @@ from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.cross_dir import BrokerGroup
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.formats.checkpoint import latest_epoch
 from logdoctor.logdir.disk import human_bytes
-from logdoctor.logdir.divergence import latest_epoch, reference_key
+from logdoctor.logdir.divergence import reference_key
 from logdoctor.logdir.names import METADATA_TOPIC, DirKind
 
 __all__ = ["Lag", "LagReplica", "broker_names", "lag_finding", "partition_lag", "replicas_lagging"]

@@ -33,14 +33,13 @@ of its producer, where ``__transaction_state`` is among the inputs, gets that ad
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
 from logdoctor.checks import catalog
-from logdoctor.checks.consumer_groups import records_of, replicas_by_partition
+from logdoctor.checks.consumer_groups import replicas_by_partition
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding, Severity
 from logdoctor.checks.replica_ref import Judged
-from logdoctor.errors import FormatError
+from logdoctor.logdir.coordinator import TWO_PHASE_COMMIT_TIMEOUT_MS, CoordinatorTxn, coordinator_state_of
 from logdoctor.logdir.names import TRANSACTION_STATE_TOPIC
 
 __all__ = [
@@ -57,72 +56,12 @@ __all__ = [
     "txn_to_json",
 ]
 
-#: Integer.MAX_VALUE: the timeout of a two-phase-commit transaction (TransactionCoordinator.scala
-#: ``handleInitProducerId``: ``if (enableTwoPCFlag) Int.MaxValue``)
-TWO_PHASE_COMMIT_TIMEOUT_MS = 2**31 - 1
-
-_OPEN = {"Ongoing", "PrepareCommit", "PrepareAbort", "PrepareEpochFence"}
-
-
-@dataclass(frozen=True, slots=True)
-class CoordinatorTxn:
-    transactional_id: str
-    producer_id: int
-    producer_epoch: int
-    state: str
-    partitions: tuple[tuple[str, int], ...]
-    start_timestamp: int
-    producer_ids: frozenset[int]  # the id and its previous/next ids (KIP-890 epoch overflow)
-    source: str
-    client_transaction_version: int = 0  # TransactionLogValue tag 2 (>= 2: the epoch bump of KIP-890)
-    timeout_ms: int = 0
-
-    @property
-    def two_phase_commit(self) -> bool:
-        return self.timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS
-
-    @property
-    def open(self) -> bool:
-        return self.state in _OPEN
-
-
 def coordinator_state(parts: list[PartitionReport]) -> dict[str, CoordinatorTxn]:
     """transactional id -> its last state in the given ``__transaction_state`` replicas (one each)."""
-    from logdoctor.formats.internal import decode_transaction_log
-
-    out: dict[str, CoordinatorTxn] = {}
-    for p in parts:
-        start = p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0)
-        for _off, _pid, control, key, value, _ct in records_of(p.path, start):
-            if control or key is None:
-                continue
-            try:
-                rec = decode_transaction_log(key, value, source=p.path)
-            except FormatError:
-                continue
-            tid = rec["key"]["transactional_id"]
-            v = rec["value"]
-            if v is None:
-                out.pop(tid, None)
-                continue
-            listed = tuple(
-                (t["topic"], n) for t in v.get("transaction_partitions") or () for n in t["partition_ids"]
-            )
-            ids = {v["producer_id"], v.get("previous_producer_id", -1), v.get("next_producer_id", -1)}
-            ids.discard(-1)
-            out[tid] = CoordinatorTxn(
-                tid,
-                v["producer_id"],
-                v["producer_epoch"],
-                v["transaction_status_name"],
-                listed,
-                v["transaction_start_timestamp_ms"],
-                frozenset(ids),
-                p.path,
-                v.get("client_transaction_version", 0),
-                v["transaction_timeout_ms"],
-            )
-    return out
+    return coordinator_state_of(
+        (p.path, p.log_start_offset if p.log_start_offset is not None else (p.first_base_offset or 0))
+        for p in parts
+    )
 
 
 #: a producer's state in a partition as the broker loads it: (epoch, last timestamp, open txn's first offset)

@@ -3,11 +3,10 @@ snapshots as the broker loads them.
 
 The producer state a starting broker loads (K:storage/.../log/UnifiedLog.java rebuildProducerState,
 ProducerStateManager.truncateAndReload / loadFromSnapshot): the latest producer snapshot at or below the
-log end offset, then the batches from its offset to the log end (ProducerAppendInfo: a producer's epoch and
-last timestamp follow each of its batches; a transactional data batch of a producer without an open
-transaction opens one at the batch's base offset; a COMMIT or ABORT marker closes it). Without any snapshot
-after a clean shutdown the broker loads nothing (it writes empty snapshots: the upgrade path); after an
-unclean one it replays from the log start.
+log end offset, then the batches from its offset to the log end, appended with ``Origin.LOAD``
+(:mod:`logdoctor.formats.producer_state`: a batch Kafka's load refuses leaves the state unknown here).
+Without any snapshot after a clean shutdown the broker loads nothing (it writes empty snapshots: the
+upgrade path); after an unclean one it replays from the log start.
 
 A transaction is late (ProducerStateManager.hasLateTransaction) when the time since its producer's last
 write exceeds ``transaction.max.timeout.ms`` (broker config, 900000 by default) plus
@@ -27,8 +26,8 @@ from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
+from logdoctor.formats.producer_state import Origin, ProducerState
 from logdoctor.formats.record_types import Batch
-from logdoctor.logdir.transactions import marker_result
 
 __all__ = [
     "DEFAULT_TRANSACTION_MAX_TIMEOUT_MS",
@@ -42,13 +41,6 @@ __all__ = [
 
 DEFAULT_TRANSACTION_MAX_TIMEOUT_MS = 900_000  # TransactionStateManagerConfig transaction.max.timeout.ms
 LATE_TRANSACTION_BUFFER_MS = 5 * 60 * 1000  # ProducerStateManager.LATE_TRANSACTION_BUFFER_MS
-
-
-@dataclass(slots=True)
-class _Producer:
-    epoch: int
-    last_timestamp: int
-    txn_first_offset: int  # -1: none open
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,59 +67,53 @@ def _replay_producer_state(st: PartitionState) -> list[OpenTransaction] | None:
     leo = st.log_end_offset
     if leo is None or not st.segments:
         return None
-    producers: dict[int, _Producer] = {}
-    snaps = [(off, p) for off, p in st.partition.producer_snapshot_files if off <= leo]
+    state = ProducerState()
+    # ProducerStateManager.truncateAndReload deletes the snapshots at or below the log start offset (the
+    # checkpoint's entry, 0 without one: what LogLoader passes) and above the log end, then loads the latest
+    # left (K:storage/.../log/ProducerStateManager.java). Producer id expiry (``isProducerExpired``) is not
+    # applied: it depends on the broker's clock at its next start, and never drops a producer with an open
+    # transaction, the only state the findings here judge.
+    log_start = st.task.log_start_checkpoint or 0
+    snaps = [(off, p) for off, p in st.partition.producer_snapshot_files if log_start < off <= leo]
     if snaps:
         off, path = snaps[-1]
         data = st.read_small(path, "the broker cannot load producer state")
         if data is None:
             return None
         try:
-            snap = parse_producer_snapshot(data, source=path)
+            state = ProducerState.from_snapshot(parse_producer_snapshot(data, source=path))
         except FormatError:
             return None  # PRODUCER_SNAPSHOT_CORRUPT says it
-        for e in snap.entries:
-            producers[e.producer_id] = _Producer(e.producer_epoch, e.timestamp, e.current_txn_first_offset)
         start = off
     elif st.task.clean_shutdown:
         start = leo  # the upgrade path: empty snapshots, nothing loaded
     else:
         start = st.segments[0].base_offset
-    if start < leo and not _replay(st, producers, start, leo):
-        return None
+    try:
+        for b in _batches(st, start) if start < leo else ():
+            if b.base_offset >= leo:
+                break
+            completed = state.append(b, Origin.LOAD)
+            if completed is not None:
+                state.complete(completed)
+    except FormatError:
+        return None  # the broker's load fails there too (ProducerStateError), or the batch is unreadable
+    producers = state.producers
     if st.task.keep_producers:
         st.rep.producers = {
-            pid: (p.epoch, p.last_timestamp, p.txn_first_offset) for pid, p in producers.items()
+            pid: (
+                p.producer_epoch,
+                p.last_timestamp,
+                -1 if p.current_txn_first_offset is None else p.current_txn_first_offset,
+            )
+            for pid, p in producers.items()
         }
     out = [
-        OpenTransaction(pid, p.epoch, p.txn_first_offset, p.last_timestamp)
+        OpenTransaction(pid, p.producer_epoch, p.current_txn_first_offset, p.last_timestamp)
         for pid, p in producers.items()
-        if p.txn_first_offset >= 0
+        if p.current_txn_first_offset is not None
     ]
     return sorted(out, key=lambda t: t.first_offset)
-
-
-def _replay(st: PartitionState, producers: dict[int, _Producer], start: int, end: int) -> bool:
-    try:
-        for b in _batches(st, start):
-            if b.base_offset >= end:
-                break
-            pid = b.producer_id if b.magic >= 2 else -1
-            if pid < 0:
-                continue
-            if b.is_control and marker_result(b) is None:
-                continue  # ends nothing and changes nothing (ProducerAppendInfo.append returns at once)
-            p = producers.get(pid)
-            if p is None:
-                p = producers[pid] = _Producer(b.producer_epoch, b.max_timestamp, -1)
-            p.epoch, p.last_timestamp = b.producer_epoch, b.max_timestamp
-            if b.is_control:
-                p.txn_first_offset = -1
-            elif b.is_transactional and p.txn_first_offset < 0:
-                p.txn_first_offset = b.base_offset
-    except FormatError:
-        return False
-    return True
 
 
 def _batches(st: PartitionState, start: int) -> Iterator[Batch]:

@@ -16,15 +16,13 @@ the dump agree on every batch and say the same about it.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from logdoctor.errors import FormatError
 from logdoctor.formats import batch_v2
+from logdoctor.formats.record_types import entry_length
 from logdoctor.formats.records import iter_batches
-
-_SIZE = struct.Struct(">i")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +62,7 @@ def _decode(mv: memoryview, pos: int, valid_bytes: int, source: str | None) -> U
     """The batch at ``pos`` decoded as ``dump --deep`` decodes it (``batch.records()``)."""
     if pos + 12 > len(mv):
         return None
-    size = _SIZE.unpack_from(mv, pos + 8)[0] + 12
+    size = entry_length(mv, pos)
     try:
         b = next(iter_batches(mv, source=source, start=pos, end=pos + size), None)
     except FormatError:  # the walk framed it: only a buffer that changed underneath gets here

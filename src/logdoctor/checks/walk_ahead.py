@@ -194,10 +194,12 @@ def _aside_undecodable(fd: int, aside: bytes, path: str) -> bool:
     from array import array
 
     from logdoctor.checks.undecodable import undecodable_batches
+    from logdoctor.formats.record_types import LOG_OVERHEAD, entry_length
 
     at_zero = array("q", [0])
     for pos in memoryview(aside).cast("q"):
-        size = int.from_bytes(os.pread(fd, 12, pos)[8:12], "big", signed=True) + 12
+        head = os.pread(fd, LOG_OVERHEAD, pos)
+        size = entry_length(head) if len(head) == LOG_OVERHEAD else 0
         if size < 61:
             return True  # not the batch the C walk framed there: the file changed since (walked again)
         batch = os.pread(fd, size, pos)

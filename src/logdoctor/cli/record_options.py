@@ -133,6 +133,20 @@ class RecordReadArgs:
         ],
         "log-end",
     )
+    open_transactions: str = _cli(
+        Annotated[
+            str,
+            typer.Option(
+                "--open-transactions",
+                help="What becomes of a transaction left without a marker that no __transaction_state among "
+                "the inputs ends (the coordinator's own state decides first: PrepareCommit commits, "
+                "PrepareAbort and Ongoing abort, as the restarted cluster does): hold (default: as that "
+                "cluster, read_committed stops at its first offset) or abort (as after kafka-transactions.sh "
+                "abort: the records after it are read). docs/transactions.md",
+            ),
+        ],
+        "hold",
+    )
     view: str = _cli(
         Annotated[
             str,
@@ -274,6 +288,7 @@ def record_read_options(
         "includeControl": args.include_control,
         "kafka.isolation.level": args.isolation_level,
         "upTo": args.upto,
+        "openTransactions": args.open_transactions,
         "view": args.view,
         "includeInternal": args.include_internal,
         "maxPartitionBytes": args.max_partition_bytes,

@@ -144,6 +144,8 @@ def _bytes(n: int) -> str:
 
 def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
     """The plan for people: topics to create or existing, each partition's records and names, conflicts."""
+    from logdoctor.logdir.transactions import describe_without_marker
+
     out.line(
         f"Replay into {plan.bootstrap} (cluster {plan.cluster_id}): {plan.remaining_records:,} of "
         f"{plan.records:,} records of {len(plan.partitions)} partition(s) left to send",
@@ -181,6 +183,7 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
                 f"{p.remaining_records:,} left" + (" (done)" if p.done else "")
             )
         out.line(line)
+        notes = [("not read: ", problem) for problem in p.problems]
         if p.copies:
             wrap(
                 out,
@@ -190,16 +193,15 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
                 first="    copy: ",
             )
         if p.pending:
-            wrap(
-                out,
-                "a transaction of an earlier, killed run still holds this partition's progress: --apply "
-                "ends it first (aborted, unless its commit had begun) and goes on from what is committed",
-                "      ",
-                "yellow",
-                first="    pending: ",
-            )
-        for problem in p.problems:
-            wrap(out, problem, "      ", "yellow", first="    not read: ")
+            notes.insert(0, ("pending: ", "a transaction of an earlier, killed run still holds this "
+                             "partition's progress: --apply ends it first (aborted, unless its commit had "
+                             "begun) and goes on from what is committed"))  # fmt: skip
+        notes += [("", describe_without_marker(t)) for t in p.without_marker]
+        if p.held_back:
+            notes.append(("held back: ", f"{p.held_back:,} record(s) at or above the last stable offset held "
+                          "back by the open transaction(s): not replayed"))  # fmt: skip
+        for label, text in notes:
+            wrap(out, text, "      ", "yellow", first=f"    {label}")
     for line in plan.not_read:
         wrap(out, line, "    ", "yellow", first="not read: ")
     if plan.left_out:

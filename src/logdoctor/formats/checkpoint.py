@@ -25,7 +25,9 @@ gives the same bytes. Hand-edited spacing or CRLF line ends are normalised.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from logdoctor.errors import FormatError, UnsupportedError
 
@@ -151,12 +153,42 @@ class OffsetCheckpoint:
         return {(t, p): o for t, p, o in self.entries}
 
 
+class EpochEntry(NamedTuple):
+    """A leader-epoch-checkpoint entry: where a leader epoch starts (K:storage/.../log/EpochEntry.java)."""
+
+    epoch: int
+    start_offset: int
+
+
+def loaded_epochs(entries: Iterable[tuple[int, int]]) -> list[EpochEntry]:
+    """The cache a broker loads from a leader-epoch-checkpoint's ``entries``: K:storage/.../epoch/
+    LeaderEpochFileCache.java assigns each in file order; one of the latest epoch starting no earlier changes
+    nothing (``isUpdateNeeded``), any other first drops the newest entries of its epoch or above or starting
+    at or after it (``maybeTruncateNonMonotonicEntries``). A negative field (the broker refuses the file)
+    is left out."""
+    cache: list[EpochEntry] = []
+    for epoch, start in entries:
+        if epoch < 0 or start < 0 or (cache and cache[-1].epoch == epoch and start >= cache[-1].start_offset):
+            continue
+        while cache and (cache[-1].epoch >= epoch or cache[-1].start_offset >= start):
+            cache.pop()
+        cache.append(EpochEntry(epoch, start))
+    return cache
+
+
+def latest_epoch(entries: Sequence[tuple[int, int]]) -> int | None:
+    """A replica's latest leader epoch, LeaderEpochFileCache.latestEpoch once the broker loads ``entries``
+    (:func:`loaded_epochs` keeps the last and drops the entries of its epoch or above): the last entry's
+    epoch, not the largest; None without entries. (spark.census_sql ``_latest_epoch`` in SQL)."""
+    return entries[-1][0] if entries else None
+
+
 @dataclass(slots=True)
 class LeaderEpochCheckpoint:
     """A leader-epoch-checkpoint: ``entries`` are (epoch, start offset) in file order."""
 
     version: int | None
-    entries: list[tuple[int, int]]
+    entries: list[EpochEntry]
     count: int | None = None
     count_line: bool = True
 
@@ -185,7 +217,7 @@ def _parse_offset_entry(line: str) -> tuple[str, int, int] | None:
     return parts[0], partition, offset
 
 
-def _parse_epoch_entry(line: str) -> tuple[int, int] | None:
+def _parse_epoch_entry(line: str) -> EpochEntry | None:
     """epoch startOffset"""
     parts = java_split(line)
     if len(parts) != 2:
@@ -194,7 +226,7 @@ def _parse_epoch_entry(line: str) -> tuple[int, int] | None:
     start = parse_java_int(parts[1], INT64_MIN, INT64_MAX)
     if epoch is None or start is None:
         return None
-    return epoch, start
+    return EpochEntry(epoch, start)
 
 
 def _scan(data: bytes | memoryview, entry_parser, source: str | None):
@@ -372,10 +404,13 @@ __all__ = [
     "CHECKPOINT_VERSION",
     "CheckpointProblem",
     "CheckpointScan",
+    "EpochEntry",
     "LeaderEpochCheckpoint",
     "OffsetCheckpoint",
     "TextLine",
+    "latest_epoch",
     "line_positions",
+    "loaded_epochs",
     "new_leader_epoch_checkpoint",
     "new_offset_checkpoint",
     "parse_leader_epoch_checkpoint",

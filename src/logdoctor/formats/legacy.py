@@ -23,6 +23,7 @@ from logdoctor.errors import CorruptRecordError, CrcMismatchError, TruncatedErro
 from logdoctor.formats.codecs import compress, decompress
 from logdoctor.formats.crc import crc32
 from logdoctor.formats.record_types import (
+    LOG_ENTRY_HEAD,
     LOG_OVERHEAD,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -342,7 +343,7 @@ class LegacyBatch(Batch):
         p = 0
         # DataLogInputStream: a partial entry at the end ends the inner set silently.
         while n - p >= LOG_OVERHEAD:
-            offset, size = struct.unpack_from(">qi", data, p)
+            offset, size = LOG_ENTRY_HEAD.unpack_from(data, p)
             if size < RECORD_OVERHEAD_V0:
                 raise CorruptRecordError(
                     f"inner message size >= {RECORD_OVERHEAD_V0} (at {p} of the decompressed set)",
@@ -419,7 +420,7 @@ def parse_legacy_entry(
     n = len(buf)
     if n - position < LOG_OVERHEAD:
         raise TruncatedError("a log entry header (12 bytes)", source=source, position=where)
-    offset, size = struct.unpack_from(">qi", buf, position)
+    offset, size = LOG_ENTRY_HEAD.unpack_from(buf, position)
     start = position + LOG_OVERHEAD
     end = start + size
     if size < RECORD_OVERHEAD_V0:

@@ -7,6 +7,7 @@ import it without importing each other.
 from __future__ import annotations
 
 import enum
+import struct
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -43,12 +44,19 @@ class TimestampType(enum.IntEnum):
 OFFSET_LENGTH = 8
 SIZE_LENGTH = 4
 LOG_OVERHEAD = OFFSET_LENGTH + SIZE_LENGTH
+#: those 12 bytes, big-endian: ``offset, size = LOG_ENTRY_HEAD.unpack_from(buf, position)``
+LOG_ENTRY_HEAD = struct.Struct(">qi")
 MAGIC_POSITION = 16  # 8 offset + 4 size + 4 (v0/v1 crc | v2 partition leader epoch)
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 NO_TIMESTAMP = -1
+
+
+def entry_length(buf: bytes | memoryview, position: int = 0) -> int:
+    """The bytes of the entry (a batch or a message set entry) at ``position``, its 12 included."""
+    return LOG_ENTRY_HEAD.unpack_from(buf, position)[1] + LOG_OVERHEAD
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,6 @@ never-raising form that recovery uses (valid bytes + the error that stopped it).
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +26,7 @@ from logdoctor.formats.batch_v2 import (
 from logdoctor.formats.columns import RecordColumns, decode_columns
 from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.record_types import (
+    LOG_ENTRY_HEAD,
     LOG_OVERHEAD,
     MAGIC_POSITION,
     NO_PARTITION_LEADER_EPOCH,
@@ -40,6 +40,7 @@ from logdoctor.formats.record_types import (
     Record,
     RecordSpec,
     TimestampType,
+    entry_length,
 )
 
 __all__ = [
@@ -77,7 +78,6 @@ MIN_ENTRY_SIZE = 14
 # Records.HEADER_SIZE_UP_TO_MAGIC: offset + size + 4 bytes + magic.
 HEADER_SIZE_UP_TO_MAGIC = MAGIC_POSITION + 1
 
-_OFFSET_SIZE = struct.Struct(">qi")
 _V2_MIN_SIZE = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # the smallest v2 size field (check_v2_size)
 _WALK_CHUNK = 64  # batches made per call of the C walker (iter_batches stays lazy)
 
@@ -128,7 +128,7 @@ def iter_batches(
     mv = _as_view(buf)
     limit = len(mv) if end is None else min(end, len(mv))
     pos = start
-    unpack_head = _OFFSET_SIZE.unpack_from
+    unpack_head = LOG_ENTRY_HEAD.unpack_from
     unpack_header = HEADER.unpack_from
     while pos < limit:
         if walk_v2 is not None:  # whole v2 batches, a chunk at a time, made in C
@@ -199,7 +199,7 @@ def _legacy_entry(mv: memoryview, pos: int, source: str | None, base_position: i
     if _legacy is None:  # imported at the first message set, then kept (an import per message: 5 us each)
         from logdoctor.formats import legacy as _legacy
     try:
-        batch = _legacy.parse_legacy_entry(mv[: pos + LOG_OVERHEAD + _size_at(mv, pos)], pos, source=source)
+        batch = _legacy.parse_legacy_entry(mv[: pos + entry_length(mv, pos)], pos, source=source)
     except FormatError as exc:
         if base_position and exc.position is not None:
             exc.position += base_position
@@ -208,10 +208,6 @@ def _legacy_entry(mv: memoryview, pos: int, source: str | None, base_position: i
     if base_position:
         batch.position += base_position
     return batch
-
-
-def _size_at(mv: memoryview, pos: int) -> int:
-    return _OFFSET_SIZE.unpack_from(mv, pos)[1]
 
 
 @dataclass(slots=True)

@@ -15,15 +15,15 @@ What ``LogSegment.recover`` does, and so what :func:`rebuild_indexes` does:
   validBytes``. Both counters start at 0, so the first batch never gets an entry.
 - ``TimeIndex.maybeAppend`` only appends when the timestamp is greater than the last entry's
   (initially -1), so all-v0 segments have an empty time index.
-- v2 batches with a producer id update producer state: a transactional data batch of a producer
-  with no ongoing transaction starts one at the batch's base offset; a COMMIT/ABORT marker
-  completes it (``lastOffset`` = the marker's offset). An aborted one is appended to the txn
-  index with ``lastStableOffset`` = the first offset of the earliest ongoing transaction of
-  *another* producer (ProducerStateManager.lastStableOffset / findNextIncompleteTxn), or the
-  marker offset + 1 when there is none. A marker for a producer without an ongoing transaction
-  (an empty transaction) writes nothing. LogLoader rebuilds producer state up to the segment's
-  base offset before recovering it; pass the transactions still open at that point as
-  ``open_transactions`` (e.g. from the producer snapshot plus earlier segments, or
+- v2 batches with a producer id update producer state (:mod:`logdoctor.formats.producer_state`,
+  ``Origin.RECOVER``: a non-transactional batch inside an open transaction or a control record of
+  an unknown type stops the walk there, where Kafka's load fails). An aborted transaction is
+  appended to the txn index with ``lastStableOffset`` = the first offset of the earliest ongoing
+  transaction of *another* producer (ProducerStateManager.lastStableOffset /
+  findNextIncompleteTxn), or the marker offset + 1 when there is none. A marker for a producer
+  without an ongoing transaction (an empty transaction) writes nothing. LogLoader rebuilds
+  producer state up to the segment's base offset before recovering it; pass the transactions
+  still open at that point as ``open_transactions`` (e.g. from the producer snapshot plus earlier segments, or
   :attr:`RebuiltIndexes.open_transactions` of the previous segment).
 - The first invalid batch (bad CRC, size < 14, zero-filled tail, torn tail) stops the walk:
   ``valid_bytes`` is where recovery truncates the ``.log``. An invalid transaction marker
@@ -76,6 +76,7 @@ from logdoctor.formats.index import (
     write_time_index,
     write_txn_index,
 )
+from logdoctor.formats.producer_state import Origin, ProducerState
 from logdoctor.formats.record_types import Batch
 from logdoctor.formats.records import iter_batches
 
@@ -164,7 +165,6 @@ class _Recovery:
         "base_offset",
         "count",
         "crc_checked_until",
-        "current",
         "epochs",
         "interval",
         "last_index_entry",
@@ -174,7 +174,7 @@ class _Recovery:
         "max_ts_offset",
         "next_offset",
         "offsets",
-        "ongoing",
+        "producers",
         "source",
         "times",
         "valid_bytes",
@@ -195,9 +195,8 @@ class _Recovery:
         self.times: list[TimeEntry] = []
         self.aborted: list[AbortedTxn] = []
         self.epochs: list[tuple[int, int]] = []
-        # ongoing transactions, keyed by first offset like ProducerStateManager.ongoingTxns (a TreeMap)
-        self.ongoing: dict[int, int] = {first: pid for pid, first in (open_transactions or {}).items()}
-        self.current: dict[int, int] = dict(open_transactions or {})  # pid -> currentTxnFirstOffset
+        # the producer state recover updates (its open transactions, for the C lane too)
+        self.producers = ProducerState(open_transactions)
         self.latest_epoch = latest_leader_epoch
         self.valid_bytes = 0
         self.last_index_entry = 0
@@ -247,8 +246,13 @@ class _Recovery:
             if epoch >= 0 and (self.latest_epoch is None or epoch > self.latest_epoch):
                 self.epochs.append((epoch, batch.base_offset))
                 self.latest_epoch = epoch
-            if batch.producer_id >= 0:
-                _update_producer_state(batch, self.ongoing, self.current, self.aborted, source)
+            completed = self.producers.append(batch, Origin.RECOVER, source=source)
+            if completed is not None:
+                # LogSegment.updateProducerState: the LSO after it goes into the index with an aborted one
+                lso = self.producers.complete(completed)
+                if completed.aborted:
+                    txn = completed
+                    self.aborted.append(AbortedTxn(txn.producer_id, txn.first_offset, txn.last_offset, lso))
 
     def fast(self, buf: memoryview, pos: int, limit: int) -> int:
         """Run the C lane from ``pos``; returns where it stopped (an entry for the Python walk)."""
@@ -280,8 +284,8 @@ class _Recovery:
             bool(self.offsets),
             self.offsets[-1].offset if self.offsets else 0,
             latest_c,
-            self.current,
-            self.ongoing,
+            self.producers.current,
+            self.producers.ongoing,
             self.offsets,
             self.times,
             self.epochs,
@@ -311,7 +315,7 @@ class _Recovery:
             max_timestamp=self.max_ts,
             offset_of_max_timestamp=self.max_ts_offset,
             next_offset=self.next_offset,
-            open_transactions=dict(self.current),
+            open_transactions=dict(self.producers.current),
             leader_epochs=self.epochs,
         )
 
@@ -343,54 +347,6 @@ def _walk_fast(state: _Recovery, log: bytes | bytearray | memoryview) -> None:
         else:
             if end is None:
                 return
-
-
-def _update_producer_state(batch, ongoing: dict[int, int], current: dict[int, int], aborted, source) -> None:
-    pid = batch.producer_id
-    if batch.is_control:
-        # imported here: the control records' module (a dozen dataclasses, ~7 ms) is needed only by
-        # segments with transaction markers, and every scan and repair imports this module
-        from logdoctor.formats.control import ControlType, parse_control_key, parse_end_txn_marker
-
-        first_record = next(iter(batch.records()), None)
-        if first_record is None:
-            return  # an empty control batch: the transaction was cleaned away
-        position = batch.position
-        _, type_id = parse_control_key(first_record.key, source=source, position=position)
-        if type_id not in (ControlType.ABORT, ControlType.COMMIT):
-            raise CorruptRecordError(
-                "an ABORT or COMMIT marker in a control batch with a producer id",
-                source=source,
-                position=position,
-                found=f"control type {type_id}",
-            )
-        marker = parse_end_txn_marker(
-            ControlType(type_id), first_record.value, source=source, position=position
-        )
-        first = current.pop(pid, None)
-        if first is None:
-            return  # empty transaction: no CompletedTxn, nothing in the txn index
-        marker_offset = batch.base_offset
-        if not marker.committed:
-            lso = marker_offset + 1
-            for txn_first in sorted(ongoing):
-                if ongoing[txn_first] != pid:
-                    lso = txn_first
-                    break
-            aborted.append(AbortedTxn(pid, first, marker_offset, lso))
-        ongoing.pop(first, None)
-        return
-    if pid not in current and batch.is_transactional:
-        current[pid] = batch.base_offset
-        ongoing[batch.base_offset] = pid
-    elif pid in current and not batch.is_transactional:
-        # InvalidTxnStateException in ProducerAppendInfo.appendDataBatch: the broker fails the load.
-        raise CorruptRecordError(
-            f"a transactional batch (producer {pid} has a transaction open since offset {current[pid]})",
-            source=source,
-            position=batch.position,
-            found="a non-transactional batch",
-        )
 
 
 __all__ = ["DEFAULT_INDEX_INTERVAL_BYTES", "RebuiltIndexes", "rebuild_indexes"]

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from logdoctor.errors import FormatError
+from logdoctor.formats.checkpoint import loaded_epochs
 
 if TYPE_CHECKING:
     from logdoctor.logdir.model import Partition
@@ -44,7 +45,6 @@ __all__ = [
     "RecordsFrom",
     "ReplicaLog",
     "follower_truncation",
-    "latest_epoch",
     "records_from",
     "reference_key",
     "replica_log",
@@ -117,13 +117,7 @@ class FollowerTruncation:
 
 
 def _load_cache(entries: Iterable[tuple[int, int]], log_start: int, log_end: int) -> _EpochCache:
-    by_epoch: dict[int, int] = {}
-    for epoch, start in entries:
-        if epoch >= 0 and start >= 0:
-            by_epoch[epoch] = start
-    cache = sorted(by_epoch.items())
-    cache = _truncate_from_end(cache, log_end)
-    return _truncate_from_start(cache, log_start)
+    return _truncate_from_start(_truncate_from_end(loaded_epochs(entries), log_end), log_start)
 
 
 def _truncate_from_end(cache: _EpochCache, end: int) -> _EpochCache:
@@ -187,12 +181,6 @@ def follower_truncation(follower: ReplicaLog, leader: ReplicaLog) -> FollowerTru
             continue
         offset = min(f_epoch_end, l_end, end)
         return FollowerTruncation(offset, "leader-epoch", l_epoch, f_end, hw, leader_end)
-
-
-def latest_epoch(leader_epochs: Iterable[tuple[int, int]]) -> int | None:
-    """A replica's latest leader epoch: the largest epoch of its leader-epoch-checkpoint entries (epoch,
-    start offset), its last one; None without entries."""
-    return max((e for e, _ in leader_epochs), default=None)
 
 
 def reference_key(latest: int | None, log_end_offset: int | None, *ties: str) -> tuple[object, ...]:

@@ -13,20 +13,18 @@ no chunk past the records it needs.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from typing import Any
 
 from logdoctor.errors import CorruptRecordError, TruncatedError
+from logdoctor.formats.record_types import LOG_ENTRY_HEAD, LOG_OVERHEAD
+from logdoctor.formats.records import HEADER_SIZE_UP_TO_MAGIC as _PROBE  # ... and the magic byte at 16
+from logdoctor.formats.records import MIN_ENTRY_SIZE, iter_batches
 
 __all__ = ["FIRST_CHUNK", "MAX_CHUNK", "iter_ranged_batches"]
 
 FIRST_CHUNK = 1024 * 1024
 MAX_CHUNK = 32 * 1024 * 1024
-_LOG_OVERHEAD = 12  # offset (int64) and size (int32) before every batch or legacy entry
-_MIN_ENTRY = 14
-_PROBE = 17  # ... and the magic byte at 16
-_HEAD = struct.Struct(">qi")
 
 
 def _whole_entries_end(buf: memoryview, buf_pos: int, pos: int, soft_end: int) -> tuple[int, int | None]:
@@ -34,13 +32,13 @@ def _whole_entries_end(buf: memoryview, buf_pos: int, pos: int, soft_end: int) -
     size field of the entry there when its header is in ``buf``, else None)."""
     have_end = buf_pos + len(buf)
     q = pos
-    while q < soft_end and q + _LOG_OVERHEAD <= have_end:
-        _, size = _HEAD.unpack_from(buf, q - buf_pos)
-        if size < _MIN_ENTRY or q + _LOG_OVERHEAD + size > have_end:
+    while q < soft_end and q + LOG_OVERHEAD <= have_end:
+        _, size = LOG_ENTRY_HEAD.unpack_from(buf, q - buf_pos)
+        if size < MIN_ENTRY_SIZE or q + LOG_OVERHEAD + size > have_end:
             return q, size
-        q += _LOG_OVERHEAD + size
-    if q + _LOG_OVERHEAD <= have_end:
-        return q, _HEAD.unpack_from(buf, q - buf_pos)[1]
+        q += LOG_OVERHEAD + size
+    if q + LOG_OVERHEAD <= have_end:
+        return q, LOG_ENTRY_HEAD.unpack_from(buf, q - buf_pos)[1]
     return q, None
 
 
@@ -68,8 +66,6 @@ def iter_ranged_batches(
 ) -> Iterator[Any]:
     """Batches of the file open in ``reader`` (``.size``, ``.read_at(offset, length)``, e.g. a
     :class:`logdoctor.logdir.storage.RangeReader`) from ``start``; see the module doc."""
-    from logdoctor.formats.records import iter_batches
-
     max_chunk = MAX_CHUNK if max_chunk is None else max_chunk
     first_chunk = min(max_chunk, FIRST_CHUNK if first_chunk is None else first_chunk)
     size = reader.size
@@ -85,7 +81,7 @@ def iter_ranged_batches(
             hint_live = False
             at = pos - buf_pos
             head = bytes(buf[at : at + _PROBE]) if pos + _PROBE <= have_end else reader.read_at(pos, _PROBE)
-            if len(head) == _PROBE and head[16] == 2 and _HEAD.unpack_from(head)[0] >= hint_offset:  # type: ignore[operator]
+            if len(head) == _PROBE and head[16] == 2 and LOG_ENTRY_HEAD.unpack_from(head)[0] >= hint_offset:  # type: ignore[operator]
                 return  # a v2 batch past the records wanted: read no further
         soft_end = min(limit, hint) if hint_live else limit  # type: ignore[type-var]
         q, entry_size = _whole_entries_end(buf, buf_pos, pos, soft_end)
@@ -102,9 +98,9 @@ def iter_ranged_batches(
             continue
         if pos >= soft_end:
             continue  # at the hint: probe it
-        if entry_size is not None and entry_size < _MIN_ENTRY:
+        if entry_size is not None and entry_size < MIN_ENTRY_SIZE:
             # a corrupt size, or a zero-filled tail: the parser says which, as over the whole file
-            offset = _HEAD.unpack_from(buf, pos - buf_pos)[0]
+            offset = LOG_ENTRY_HEAD.unpack_from(buf, pos - buf_pos)[0]
             if offset == 0 and entry_size == 0 and have_end < size:
                 if size - pos > max_chunk:
                     here = bytes(buf[pos - buf_pos :])
@@ -128,7 +124,7 @@ def iter_ranged_batches(
                 limit,
             )
             return  # not reached: the parser raised
-        need_end = pos + _LOG_OVERHEAD + entry_size if entry_size is not None else pos + _PROBE
+        need_end = pos + LOG_OVERHEAD + entry_size if entry_size is not None else pos + _PROBE
         if need_end > size or have_end >= size:
             # the file ends inside this entry: the parser's TruncatedError, over the bytes to the end
             if size - have_end > max_chunk:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from logdoctor.logdir.coordinator import HOLD, OPEN_TRANSACTION_POLICIES
 from logdoctor.logdir.read_errors import DiscoveryError
 from logdoctor.logdir.read_rate import parse_size
 from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
@@ -175,6 +176,10 @@ class ReadOptions:
     isolation_level: str = READ_COMMITTED
     #: ``log-end`` (default: a dead broker's checkpoint lags its log) or ``high-watermark``
     upto: str = "log-end"
+    #: ``openTransactions``: what becomes of a transaction left without a marker that no coordinator state
+    #: among the inputs ends (logdoctor.logdir.coordinator): ``hold`` (default: as the restarted cluster,
+    #: the last stable offset stays at it) or ``abort`` (as after ``kafka-transactions.sh abort``)
+    open_transactions: str = HOLD
     #: ``history`` (every record), ``latest`` (the latest record per key, logdoctor.spark.latest) or ``cdc``
     #: (a Debezium topic's events folded into its table, logdoctor.spark.cdc: the rows read are the history's)
     view: str = "history"
@@ -260,6 +265,9 @@ class ReadOptions:
             ),
             isolation_level=_choice("kafka.isolation.level", isolation, ISOLATION_LEVELS, READ_COMMITTED),
             upto=_choice("upTo", opts.get("upto"), UPTO, "log-end"),
+            open_transactions=_choice(
+                "openTransactions", opts.get("opentransactions"), OPEN_TRANSACTION_POLICIES, HOLD
+            ),
             view=_choice("view", opts.get("view"), VIEWS, "history"),
             typed=_typed(opts.get("typed")),
             schemas=_paths_list(opts.get("schemas")),
@@ -305,6 +313,7 @@ class ReadOptions:
             ("minPartitions", self.min_partitions, default.min_partitions),
             ("kafka.isolation.level", self.isolation_level, default.isolation_level),
             ("upTo", self.upto, default.upto),
+            ("openTransactions", self.open_transactions, default.open_transactions),
             ("view", self.view, default.view),
             ("maxReadRate", self.max_read_rate, None),
             (TYPED_PLAN_OPTION, self.typed_plan, None),

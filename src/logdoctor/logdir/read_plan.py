@@ -33,9 +33,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from logdoctor.logdir.coordinator import CoordinatorDecisions, coordinator_decisions
 from logdoctor.logdir.names import INTERNAL_TOPICS_UNPREFIXED  # Schema Registry's _dek_registry_keys
 from logdoctor.logdir.read_options import INTERNAL_TOPIC_PREFIX, ReadOptions, names_internal, topic_matcher
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
@@ -71,6 +72,10 @@ class ReadPlan:
     left_out: tuple[str, ...] = ()
     #: every partition found, before the topics were chosen (what outputs must not overlap)
     found: tuple[PartitionRef, ...] = ()
+    #: what becomes of a transaction left without a marker: the coordinator state of the
+    #: ``__transaction_state`` partitions found, and the ``openTransactions`` policy
+    #: (:mod:`logdoctor.logdir.coordinator`), what every reader's ``partition_transactions`` is given
+    decisions: CoordinatorDecisions = field(default_factory=CoordinatorDecisions)
 
     @property
     def log_dirs(self) -> list[str]:
@@ -292,7 +297,10 @@ def plan_read(
             named = [p for p in not_read if (p.topic, p.partition) == (ref.topic, ref.partition) and p.lost]
             not_read.extend(_uncovered(ref, named))
     not_read.sort(key=lambda p: (p.topic, p.partition, p.first_offset))
-    return ReadPlan(tuple(items), tuple(refs), tuple(not_read), tuple(sorted(left_out)), tuple(found))
+    decisions = coordinator_decisions(found, opts.open_transactions)
+    return ReadPlan(
+        tuple(items), tuple(refs), tuple(not_read), tuple(sorted(left_out)), tuple(found), decisions
+    )
 
 
 class OffsetOrder:

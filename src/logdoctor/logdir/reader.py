@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import Protocol
 
 from logdoctor.errors import CorruptRecordError, TruncatedError
-from logdoctor.formats.record_types import LOG_OVERHEAD
+from logdoctor.formats.record_types import LOG_OVERHEAD, entry_length
 from logdoctor.formats.records import ZERO_PROBE_BYTES, Batch, iter_batches, zero_run
 from logdoctor.logdir import read_rate
 from logdoctor.logdir.files import map_file
@@ -158,7 +158,7 @@ def iter_batches_from(
             # A batch straddles the window edge: batches are contiguous, so it starts where the last
             # one yielded ended. Read again from there with a window that holds it whole.
             head = reader.read(last_end, LOG_OVERHEAD) if last_end + LOG_OVERHEAD <= end else b""
-            need = LOG_OVERHEAD + int.from_bytes(head[8:12], "big", signed=True) if len(head) == 12 else 0
+            need = entry_length(head) if len(head) == LOG_OVERHEAD else 0
             if last_end == pos and need <= length:
                 raise  # nothing fits even in a window this large: the error is real
             big = _ranged_batch(reader, last_end, need, end, verify_crc)

@@ -33,12 +33,16 @@ class RemoteSegment:
     local_from: int | None = None  # offsets at and after this are read from the local log
     end_offset: int | None = None  # the last offset, when known (the next remote segment's base - 1)
 
+    def read_end(self, *ends: int | None) -> int | None:
+        """The first offset not read from this segment (None: it is read to its end): past its own last
+        offset, where the local log takes over, or at one of ``ends`` (the read's own), whichever is first."""
+        last = None if self.end_offset is None else self.end_offset + 1
+        return min((c for c in (last, self.local_from, *ends) if c is not None), default=None)
+
     def offsets_text(self, base_offset: int, first_unread: int | None = None) -> str:
         start = base_offset if first_unread is None else first_unread
-        end = self.end_offset
-        if self.local_from is not None:
-            end = self.local_from - 1 if end is None else min(end, self.local_from - 1)
-        return f"offsets {start}-{end}" if end is not None else f"offsets {start} and after"
+        end = self.read_end()
+        return f"offsets {start}-{end - 1}" if end is not None else f"offsets {start} and after"
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from logdoctor.errors import FormatError
+from logdoctor.formats.murmur2 import partition_of
 from logdoctor.logdir.names import DirKind, parse_segment_file
 
 __all__ = [
@@ -58,7 +59,6 @@ __all__ = [
     "SegmentState",
     "TopicIdPartition",
     "metadata_partition_for",
-    "murmur2",
     "replay_metadata_folders",
     "replay_remote_log_metadata",
 ]
@@ -116,37 +116,6 @@ def is_valid_delete_transition(src: PartitionDeleteState | None, target: Partiti
 # --- the partitioner ------------------------------------------------------------------------------------
 
 
-_M = 0x5BD1E995
-_MASK = 0xFFFFFFFF
-_WORDS = struct.Struct("<I")
-
-
-def murmur2(data: bytes) -> int:
-    """Kafka's ``Utils.murmur2`` (K:clients/.../common/utils/Utils.java) of ``data``: the signed 32-bit int
-    Java computes (MurmurHash2, seed ``0x9747b28c``), in unsigned arithmetic masked to 32 bits (Java's
-    ``>>>`` is a shift of the unsigned value; its ``int`` multiplications wrap)."""
-    length = len(data)
-    h = (0x9747B28C ^ length) & _MASK
-    end = length - length % 4
-    for (k,) in _WORDS.iter_unpack(data[:end]):
-        k = (k * _M) & _MASK
-        k ^= k >> 24
-        k = (k * _M) & _MASK
-        h = ((h * _M) & _MASK) ^ k
-    rest = length % 4
-    if rest == 3:
-        h ^= data[end + 2] << 16
-    if rest >= 2:
-        h ^= data[end + 1] << 8
-    if rest >= 1:
-        h ^= data[end]
-        h = (h * _M) & _MASK
-    h ^= h >> 13
-    h = (h * _M) & _MASK
-    h ^= h >> 15
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
 def _int32(v: int) -> int:
     v &= 0xFFFFFFFF
     return v - (1 << 32) if v & 0x80000000 else v
@@ -176,7 +145,7 @@ def metadata_partition_for(
     h = 1  # Objects.hash(lsb, msb, partition) = Arrays.hashCode of the boxed values
     for part in (_long_hash(lsb), _long_hash(msb), _int32(partition)):
         h = _int32(31 * h + part)
-    return (murmur2(h.to_bytes(4, "big", signed=True)) & 0x7FFFFFFF) % num_partitions
+    return partition_of(h.to_bytes(4, "big", signed=True), num_partitions)
 
 
 # --- the model -------------------------------------------------------------------------------------------

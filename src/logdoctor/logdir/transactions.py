@@ -4,9 +4,9 @@ One walk of a partition's batch headers, remote tier first, then the log dir's s
 (as the readers read them), finds every transaction and how it ended. It reads what the readers read:
 damage that breaks a segment's framing ends that segment's batches and the walk goes on at the next
 segment (:attr:`PartitionTransactions.error` names the first such damage), as the rows do, so that every
-intact marker still decides its transaction. Its rules are Kafka's producer state's, rule for rule
-(K:storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java ``append``, which
-``ProducerStateManager`` runs for every batch with a producer id):
+intact marker still decides its transaction. Its rules are Kafka's producer state's, the one model of
+:mod:`logdoctor.formats.producer_state` appended with ``Origin.READ`` (a batch whose CRC fails neither opens
+nor ends a transaction, as every reader leaves it out; an unknown control type ends nothing):
 
 - a transactional data batch of a producer with no transaction open starts one at its base offset
   (``appendDataBatch``, ``currentTxnFirstOffset``); a data batch without the transactional bit starts none;
@@ -41,10 +41,13 @@ only source here: a ``.txnindex`` is read by the scan, which compares it with wh
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from logdoctor.errors import FormatError
+from logdoctor.formats.producer_state import Origin, ProducerState, crc_ok
+from logdoctor.logdir.coordinator import CoordinatorDecisions
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 
 __all__ = [
@@ -63,7 +66,7 @@ __all__ = [
     "SegmentTransactions",
     "Transaction",
     "count_left_out",
-    "marker_result",
+    "describe_without_marker",
     "partition_transactions",
     "segment_views",
 ]
@@ -82,8 +85,6 @@ _CODE = {COMMITTED: 1, ABORTED: 2, OPEN: 3}
 #: the result code of an aborted transaction's batches (what read_committed leaves out)
 ABORTED_CODE = _CODE[ABORTED]
 _NEVER = 2**63 - 1
-# ControlRecordType (K:clients/.../common/record/ControlRecordType.java)
-_ABORT, _COMMIT = 0, 1
 
 
 @dataclass(slots=True)
@@ -104,11 +105,26 @@ class Transaction:
     result: str = OPEN
     #: the producer's last write to it (its last data batch's max timestamp: ProducerStateEntry.lastTimestamp)
     last_timestamp: int = -1
+    #: who decided a transaction left without a marker (the coordinator's state, or the read's policy:
+    #: :mod:`logdoctor.logdir.coordinator`); None: its marker did, or it is open
+    decided_by: str | None = None
 
     @property
     def end(self) -> int:
         """The last offset that belongs to it (its marker's; past everything while open)."""
         return _NEVER if self.marker_offset is None else self.marker_offset
+
+    def without_marker_json(self) -> dict[str, object]:
+        """A transaction left without a marker, as every summary gives it (``records``: those in the range
+        read; ``result``: ``open``, or as decided, by ``decided_by``)."""
+        return {
+            "producer_id": self.producer_id,
+            "producer_epoch": self.producer_epoch,
+            "first_offset": self.first_offset,
+            "records": self.in_range,
+            "result": self.result,
+            "decided_by": self.decided_by,
+        }
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -121,6 +137,7 @@ class Transaction:
             "marker_epoch": self.marker_epoch,
             "result": self.result,
             "last_timestamp": self.last_timestamp,
+            "decided_by": self.decided_by,
         }
 
 
@@ -187,7 +204,7 @@ class PartitionTransactions:
 
     @property
     def first_unstable_offset(self) -> int | None:
-        return min((t.first_offset for t in self.transactions if t.marker_offset is None), default=None)
+        return min((t.first_offset for t in self.transactions if t.result == OPEN), default=None)
 
     def last_stable_offset(self, upto_high_watermark: bool = False) -> int | None:
         """The LSO: the first unstable offset, capped by the high watermark when reading up to it
@@ -205,7 +222,12 @@ class PartitionTransactions:
         return self.high_watermark if upto_high_watermark else None
 
     def open_transactions(self) -> list[Transaction]:
-        return [t for t in self.transactions if t.marker_offset is None]
+        return [t for t in self.transactions if t.result == OPEN]
+
+    def decided(self) -> list[Transaction]:
+        """The transactions left without a marker that the coordinator's state or the read's policy
+        decided (:mod:`logdoctor.logdir.coordinator`)."""
+        return [t for t in self.transactions if t.decided_by is not None]
 
 
 @dataclass(slots=True)
@@ -248,30 +270,6 @@ class SegmentTransactions:
             self.result_of(pid, base) if flag & 1 else 0
             for pid, base, flag in zip(producer_ids, base_offsets, flags, strict=True)
         ]
-
-
-def _control_type(batch: object) -> int | None:
-    """The control type of a control batch's first record as Kafka's producer state reads it (None: an
-    empty batch, or unreadable): :meth:`~logdoctor.formats.batch_v2.RecordBatchV2.control_record`."""
-    from logdoctor.formats.control import parse_control_key
-
-    try:
-        first = batch.control_record()  # type: ignore[attr-defined]
-        if first is None:
-            return None
-        return parse_control_key(first.key)[1]
-    except FormatError:
-        return None
-
-
-def marker_result(batch: object) -> str | None:
-    """What a control batch does to its producer's open transaction, as Kafka's producer state reads it
-    (ProducerAppendInfo.append, from the batch's first record): :data:`COMMITTED` or :data:`ABORTED`; None
-    when it ends nothing (no record: "an empty control batch means the entire transaction has been cleaned
-    from the log", as the cleaner leaves a marker's header; an unknown control type; an unreadable record).
-    The one rule of the readers' walk here and of the scan's producer state (checks/transactions.py)."""
-    ctype = _control_type(batch)
-    return COMMITTED if ctype == _COMMIT else ABORTED if ctype == _ABORT else None
 
 
 def _refused_header(batch: object) -> str | None:
@@ -346,22 +344,24 @@ def _walk(
             walk.close()
 
 
-def _crc_ok(batch: object) -> bool:
-    try:
-        return bool(batch.crc_valid())  # type: ignore[attr-defined]
-    except FormatError:
-        return False
-
-
 def partition_transactions(
-    ref: PartitionRef, *, high_watermark: bool = True, start: int | None = None, end: int | None = None
+    ref: PartitionRef,
+    *,
+    high_watermark: bool = True,
+    start: int | None = None,
+    end: int | None = None,
+    decisions: CoordinatorDecisions | None = None,
 ) -> PartitionTransactions:
     """Every transaction of ``ref`` (its segments, the remote tier's first) from its markers, wherever
     they are (a marker past ``end`` too); the log end offset the walk reached and the checkpointed high
-    watermark (``high_watermark``: read it). Each transaction counts its records in [start, end)."""
+    watermark (``high_watermark``: read it). Each transaction counts its records in [start, end).
+    ``decisions``: the read plan's (:attr:`logdoctor.logdir.read_plan.ReadPlan.decisions`): a transaction
+    left without a marker is then what a consumer of the restarted cluster reads of it (committed,
+    aborted, or still open); None: open, as the markers alone say."""
     out = PartitionTransactions(ref.log_dir, ref.topic, ref.partition)
     if high_watermark and ref.segments and not all(s.remote is not None for s in ref.segments):
         out.high_watermark = _read_high_watermark(ref)
+    state = ProducerState()
     ongoing: dict[int, Transaction] = {}
     leo: int | None = None
     damage: list[tuple[SegmentRef, str]] = []
@@ -370,35 +370,27 @@ def partition_transactions(
             b = batch
             leo = max(b.base_offset, b.last_offset) + 1  # type: ignore[attr-defined]
             out.newest_timestamp = max(out.newest_timestamp, b.max_timestamp)  # type: ignore[attr-defined]
-            if b.magic < 2 or b.producer_id < 0:  # type: ignore[attr-defined]
-                continue  # ProducerStateManager appends only batches with a producer id
-            pid = b.producer_id  # type: ignore[attr-defined]
-            if b.is_control:  # type: ignore[attr-defined]
-                # any control batch, its transactional bit set or not (ProducerAppendInfo.append)
-                if not _crc_ok(b):
-                    continue  # left out by every reader: it ends nothing
+            completed = state.append(b, Origin.READ)  # type: ignore[arg-type]
+            pid = b.producer_id if b.magic >= 2 else -1  # type: ignore[attr-defined]
+            if pid >= 0 and b.is_control:  # type: ignore[attr-defined]
                 refused = _refused_header(b)
-                if refused is not None:
+                if refused is not None and crc_ok(b):  # type: ignore[arg-type]
                     out.invalid_markers.append(
                         InvalidMarker(seg.path, b.position, b.size, b.base_offset, b.last_offset, refused)  # type: ignore[attr-defined]
                     )
-                result = marker_result(b)
-                if result is None:
-                    continue  # an empty batch or an unknown control type ends nothing
-                txn = ongoing.pop(pid, None)
-                if txn is None:
-                    continue  # a marker of no open transaction here (its data was cleaned or is before us)
-                txn.marker_offset = b.base_offset  # type: ignore[attr-defined]
+            if completed is not None:
+                state.complete(completed)
+                txn = ongoing.pop(pid)
+                txn.marker_offset = completed.last_offset
                 txn.marker_epoch = b.producer_epoch  # type: ignore[attr-defined]
-                txn.result = result
+                txn.result = ABORTED if completed.aborted else COMMITTED
                 continue
-            if not b.is_transactional:  # type: ignore[attr-defined]
+            first = state.current.get(pid) if pid >= 0 and b.is_transactional else None  # type: ignore[attr-defined]
+            if first is None or b.is_control:  # type: ignore[attr-defined]
                 continue
             txn = ongoing.get(pid)
             if txn is None:
-                if not _crc_ok(b):
-                    continue  # left out by every reader: it opens nothing
-                txn = ongoing[pid] = Transaction(pid, b.producer_epoch, b.base_offset, b.last_offset)  # type: ignore[attr-defined]
+                txn = ongoing[pid] = Transaction(pid, b.producer_epoch, first, b.last_offset)  # type: ignore[attr-defined]
                 out.transactions.append(txn)
             txn.last_offset = b.last_offset  # type: ignore[attr-defined]
             txn.last_timestamp = b.max_timestamp  # type: ignore[attr-defined]
@@ -411,7 +403,25 @@ def partition_transactions(
         out.error = damage[0][1]
     out.log_end_offset = leo
     out.transactions.sort(key=lambda t: t.first_offset)
+    if decisions is not None:
+        for txn in out.open_transactions():
+            decided = decisions.decide(ref.log_dir, ref.topic, ref.partition, txn.producer_id)
+            if decided is not None:
+                txn.result, txn.decided_by = decided
     return out
+
+
+def describe_without_marker(t: Mapping[str, Any]) -> str:
+    """One line for a transaction left without a marker (:meth:`Transaction.without_marker_json`): the
+    summaries of export and replay alike."""
+    head = f"producer {t['producer_id']} epoch {t['producer_epoch']}, first offset {t['first_offset']}"
+    if t["result"] == OPEN:
+        return (
+            f"open transaction: {head}, {t['records']:,} record(s): read_committed stops at its first offset "
+            "(--open-transactions abort reads past it)"
+        )
+    records = f"{t['records']:,} record(s)"
+    return f"transaction without a marker: {head}, {records} {t['result']} ({t['decided_by']})"
 
 
 def segment_views(

@@ -89,6 +89,7 @@ from logdoctor.replay.target import Progress, Target
 if TYPE_CHECKING:
     import pyarrow as pa
 
+    from logdoctor.logdir.coordinator import CoordinatorDecisions
     from logdoctor.logdir.read_options import ReadOptions
     from logdoctor.logdir.refs import PartitionRef
 
@@ -318,6 +319,8 @@ class PartitionJob:
     #: process (a Spark driver): the progress is committed with it, so the coordinator fences a commit of a
     #: member that is no longer the group's
     group_metadata: bytes | None = None
+    #: the read plan's decisions on transactions left without a marker (logdoctor.logdir.coordinator)
+    decisions: CoordinatorDecisions | None = None
 
 
 class HeldLease:
@@ -355,7 +358,7 @@ def replay_partition(
         target = Target(job.bootstrap, job.admin_config, job.timeout)
     if lease is None:
         lease = HeldLease(job.group_metadata)
-    source = PartitionSource.of(job.ref, job.opts)
+    source = PartitionSource.of(job.ref, job.opts, job.decisions)
     replay = _replay_rehashed if pp.rehashed else _replay_partition
     res = replay(
         pp, source, target, lease, dict(job.producer_config), job.txn_records, job.txn_bytes, sink,
@@ -498,10 +501,9 @@ def apply_replay(
         blocking = [c for pp in created for c in pp.conflicts if c.code not in ignored]
         if blocking:
             raise ReplayRefused("; ".join(c.message for c in blocking))
+    read = plan_read(plan.paths, plan.opts)
     refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
-        (r.log_dir, r.topic, r.partition): r
-        for r in plan_read(plan.paths, plan.opts).refs
-        if r.kind not in _NOT_LIVE
+        (r.log_dir, r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE
     }
     wait = lock_wait if lock_wait is not None else session_timeout_ms / 1000 * 1.5 + 3
     leases: dict[str, _Lease] = {}
@@ -513,6 +515,7 @@ def apply_replay(
         return PartitionJob(
             pp, refs[(pp.log_dir, pp.source_topic, pp.source_partition)], plan.opts, plan.bootstrap,
             plan.admin_config, dict(producer_config or {}), txn_records, txn_bytes, timeout, metadata,
+            read.decisions,
         )  # fmt: skip
 
     def lease_of(pp: PartitionPlan) -> _Lease:

@@ -72,10 +72,9 @@ def offset_map(
     from logdoctor.logdir.read_plan import plan_read
 
     target = Target(plan.bootstrap, plan.admin_config, timeout)
+    read = plan_read(plan.paths, plan.opts)
     refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
-        (r.log_dir, r.topic, r.partition): r
-        for r in plan_read(plan.paths, plan.opts).refs
-        if r.kind not in _NOT_LIVE
+        (r.log_dir, r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE
     }
     chosen = None if only is None else set(only)
     rehashed: dict[str, list[PartitionPlan]] = {}
@@ -84,7 +83,9 @@ def offset_map(
             rehashed.setdefault(pp.target_topic, []).append(pp)
     for topic, pps in rehashed.items():
         if chosen is None or any(pp.name in chosen for pp in pps):
-            yield from _rehashed_map(plan, topic, pps, target, refs, chosen, consumer_config, timeout)
+            yield from _rehashed_map(
+                plan, topic, pps, target, refs, chosen, consumer_config, timeout, read.decisions
+            )
     for pp in plan.partitions:
         if pp.rehashed or (chosen is not None and pp.name not in chosen):
             continue
@@ -92,7 +93,8 @@ def offset_map(
         prog = target.progress(pp.group, topic, [partition]).get(partition)
         if prog is None:
             continue
-        source = PartitionSource.of(refs[(pp.log_dir, pp.source_topic, pp.source_partition)], plan.opts)
+        ref = refs[(pp.log_dir, pp.source_topic, pp.source_partition)]
+        source = PartitionSource.of(ref, plan.opts, read.decisions)
         consumer = Consumer(
             target.client_config(
                 {
@@ -184,6 +186,7 @@ def _rehashed_map(
     chosen: set[str] | None,
     consumer_config: Mapping[str, Any] | None,
     timeout: float,
+    decisions: Any,
 ) -> Iterator[pa.RecordBatch]:
     """The map of one re-hashed target topic (the module doc)."""
     import pyarrow as pa
@@ -206,7 +209,8 @@ def _rehashed_map(
     partitions = int(next(iter(counts)))  # type: ignore[arg-type]
 
     def for_partition(pp: PartitionPlan, prog: Progress, at: int) -> Iterator[SourceRecord]:
-        source = PartitionSource.of(refs[(pp.log_dir, pp.source_topic, pp.source_partition)], plan.opts)
+        ref = refs[(pp.log_dir, pp.source_topic, pp.source_partition)]
+        source = PartitionSource.of(ref, plan.opts, decisions)
         for rec in source.records():
             if rec.offset >= prog.next_source_offset:
                 return

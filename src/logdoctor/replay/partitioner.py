@@ -14,9 +14,9 @@ source partition stay together and in their order.
 
 from __future__ import annotations
 
-from logdoctor.logdir.remote_metadata import murmur2
+from logdoctor.formats.murmur2 import murmur2
 
-__all__ = ["DEFAULT", "PARTITIONERS", "SAME", "murmur2", "partition_for"]
+__all__ = ["DEFAULT", "PARTITIONERS", "SAME", "partition_for"]
 
 #: the target partition is the source partition's number
 SAME = "same"

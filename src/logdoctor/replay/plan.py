@@ -54,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from logdoctor.logdir.read_options import ReadOptions
+from logdoctor.logdir.transactions import READ_COMMITTED, count_left_out
 from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS, SAME, partition_for
 from logdoctor.replay.target import (
     Progress,
@@ -184,6 +185,12 @@ class PartitionPlan:
     #: the log dirs of every copy of the source partition among the inputs when there are several
     #: (``SEVERAL_REPLICAS``): ``log_dir`` is the one replayed, the reference copy; empty: one copy
     copies: list[str] = field(default_factory=list)
+    #: the transactions left without a marker (logdir.transactions ``without_marker_json``): open ones
+    #: hold back every record from their first offset (read_committed), decided ones are replayed or
+    #: left out as the coordinator's state or ``--open-transactions`` decided (logdir.coordinator)
+    without_marker: list[dict[str, Any]] = field(default_factory=list)
+    #: the data records at or above the last stable offset that an open transaction holds back
+    held_back: int = 0
 
     @property
     def name(self) -> str:
@@ -239,6 +246,8 @@ class PartitionPlan:
             "target_offsets": None if self.target_offsets is None else list(self.target_offsets),
             "conflicts": [c.to_json() for c in self.conflicts],
             "problems": self.problems,
+            "transactions_without_marker": self.without_marker,
+            "records_held_back": self.held_back,
         }
 
 
@@ -598,7 +607,7 @@ def plan_replay(
             tp.configs_from = "the target cluster"
     if partitioner == DEFAULT:
         for ref in refs:
-            pp = _rehashed_partition(ref, by_source[ref.topic], target, cluster_id, opts)
+            pp = _rehashed_partition(ref, by_source[ref.topic], target, cluster_id, opts, read.decisions)
             pp.copies = several.get((ref.topic, ref.partition), ([], None))[0]
             plan.partitions.append(pp)
         for tp in plan.topics:
@@ -623,7 +632,7 @@ def plan_replay(
         committed, pending = progress.get(tp.target_topic, ({}, set()))
         pp.progress, pp.pending = committed.get(ref.partition), ref.partition in pending
         pp.copies = several.get((ref.topic, ref.partition), ([], None))[0]
-        _count(pp, PartitionSource.of(ref, opts))
+        _count(pp, PartitionSource.of(ref, opts, read.decisions))
         if tp.exists and tp.partitions is not None and ref.partition >= tp.partitions:
             pp.conflicts.append(
                 Conflict(
@@ -641,7 +650,7 @@ def plan_replay(
 
 
 def _rehashed_partition(
-    ref: Any, tp: TopicPlan, target: Target, cluster_id: str, opts: ReadOptions
+    ref: Any, tp: TopicPlan, target: Target, cluster_id: str, opts: ReadOptions, decisions: Any
 ) -> PartitionPlan:
     """One source partition's plan under the ``default`` partitioner: its progress in its own group."""
     from logdoctor.logdir.identity import source_of
@@ -669,7 +678,7 @@ def _rehashed_partition(
                 f"{tp.target_topic}, which has {tp.partitions} now: the rest would land elsewhere",
             )
         )
-    _count(pp, PartitionSource.of(ref, opts))
+    _count(pp, PartitionSource.of(ref, opts, decisions))
     check_partition(pp, tp.configs if tp.exists else None)
     return pp
 
@@ -764,6 +773,12 @@ def _count(pp: PartitionPlan, source: Any) -> None:
         pp.min_timestamp = rec.timestamp if pp.min_timestamp is None else min(pp.min_timestamp, rec.timestamp)
         pp.max_timestamp = rec.timestamp if pp.max_timestamp is None else max(pp.max_timestamp, rec.timestamp)
     pp.problems = list(source.problems)
+    txns = source.txns
+    if txns is not None:
+        pp.without_marker = [t.without_marker_json() for t in txns.transactions if t.marker_offset is None]
+        if txns.open_transactions() and source.opts.isolation_level == READ_COMMITTED:
+            left = count_left_out(source.ref, txns, source.opts.upto_high_watermark, source.start, source.end)
+            pp.held_back = left.open + left.above_stable
     if pp.no_timestamp:
         pp.conflicts.append(
             Conflict(

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from logdoctor.errors import FormatError
 from logdoctor.logdir.batch_walk import SKIP, BatchAdmission, resolve_range
+from logdoctor.logdir.coordinator import CoordinatorDecisions
 from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.transactions import (
@@ -83,10 +84,15 @@ class PartitionSource:
     problems: list[str] = field(default_factory=list)
 
     @classmethod
-    def of(cls, ref: PartitionRef, opts: ReadOptions) -> PartitionSource:
+    def of(
+        cls, ref: PartitionRef, opts: ReadOptions, decisions: CoordinatorDecisions | None
+    ) -> PartitionSource:
+        """``decisions``: the read plan's (what becomes of a transaction left without a marker)."""
         rng = resolve_range(ref, opts)
         start, end = rng.start_offset, rng.end_offset
-        txns = partition_transactions(ref, start=start, end=end) if ref.segments else None
+        txns = (
+            partition_transactions(ref, start=start, end=end, decisions=decisions) if ref.segments else None
+        )
         return cls(ref, opts, start, end, txns)
 
     def records(self, from_offset: int | None = None, *, copy: bool = True) -> Iterator[SourceRecord]:
@@ -220,7 +226,7 @@ def single_replicas(
 def _lag_replica(ref: PartitionRef) -> LagReplica:
     """What the replica rules read of a copy (its log dir's model; no log end for a copy at a URI)."""
     from logdoctor.checks.replica_lag import LagReplica
-    from logdoctor.logdir.divergence import latest_epoch
+    from logdoctor.formats.checkpoint import latest_epoch
     from logdoctor.logdir.model import LogDir
 
     size = sum(s.size for s in ref.segments)

@@ -345,7 +345,7 @@ def run_cdc_export(
             "(nothing was written or deleted)"
         )
     loaded = load_typed_registry(items, opts)
-    txns = plan_transactions(refs, opts)
+    txns = plan_transactions(refs, opts, plan.decisions)
     started = time.perf_counter()
     typed = survey_job(spark, refs, opts, txns, loaded.registry)
     compactions = compaction_of(refs)
@@ -376,7 +376,7 @@ def run_cdc_export(
         for topic, table in appending.items():  # what each table holds: its rows' positions (redeliveries)
             applied = applied_rows(fmt, table, typed.topics[topic].key_type)
             per_topic[topic] = dataclasses.replace(per_topic.get(topic, base), applied=applied)
-        txns = plan_transactions(refs, opts)
+        txns = plan_transactions(refs, opts, plan.decisions)
     groups = task_groups(plan_slices(cdc_refs, opts, txns), opts)
     tracker = StageProgress(spark, progress) if progress is not None else None
     if tracker is not None:

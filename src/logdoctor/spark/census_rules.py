@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 from logdoctor.checks import catalog
 from logdoctor.checks.disk_space import NEARLY_FULL_ERROR, NEARLY_FULL_WARN  # the one threshold, scan's
 from logdoctor.checks.findings import Finding, Severity
+from logdoctor.formats.checkpoint import latest_epoch
 from logdoctor.logdir.disk import human_bytes
 from logdoctor.spark.census_input_checks import CensusError, refuse_remote_log_dirs
 
@@ -281,11 +282,11 @@ def replica_lag(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _latest_epoch_of(r: dict[str, Any]) -> int | None:
-    """A replica row's latest leader epoch: its ``latest_epoch`` (a replicas table row), else the largest
-    of its ``leader_epochs`` (an inventory's or a scan's row); None without either."""
+    """A replica row's latest leader epoch: its ``latest_epoch`` (a replicas table row), else that of its
+    ``leader_epochs`` (an inventory's or a scan's row); None without either."""
     if r.get("latest_epoch") is not None:
         return int(r["latest_epoch"])
-    return max((int(e["epoch"]) for e in r.get("leader_epochs") or ()), default=None)
+    return latest_epoch([(int(e["epoch"]), e["start_offset"]) for e in r.get("leader_epochs") or ()])
 
 
 def _lag_replica(r: dict[str, Any], latest: int | None = None) -> Any:

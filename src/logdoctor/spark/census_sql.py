@@ -617,7 +617,7 @@ def consumer_ranges(replicas: Any) -> Any:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    latest = F.coalesce(F.array_max(F.transform("leader_epochs", lambda e: e["epoch"])), F.lit(-1))
+    latest = F.coalesce(_latest_epoch(F), F.lit(-1))
     start = F.coalesce("consumer_log_start_offset", "log_start_offset")
     end = F.coalesce("consumer_log_end_offset", "log_end_offset")
     order = Window.partitionBy("cluster", "topic", "partition").orderBy(
@@ -868,7 +868,8 @@ def two_phase_commit_fixes(findings: Any, hanging: Any, two_pc: dict[tuple[str, 
 
 
 def _latest_epoch(F: Any) -> Any:
-    """A replica's latest leader epoch (its leader-epoch checkpoint's last entry); null without one."""
+    """A replica's latest leader epoch: its leader-epoch checkpoint's last entry's, not the largest
+    (formats.checkpoint.latest_epoch); null without one."""
     return F.when(F.size("leader_epochs") > 0, F.element_at(F.col("leader_epochs"), -1).getField("epoch"))
 
 

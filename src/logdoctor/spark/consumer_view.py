@@ -16,7 +16,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from logdoctor.logdir.refs import PartitionRef
-from logdoctor.logdir.transactions import READ_COMMITTED, PartitionTransactions, count_left_out
+from logdoctor.logdir.transactions import (
+    READ_COMMITTED,
+    PartitionTransactions,
+    count_left_out,
+    describe_without_marker,
+)
 
 __all__ = ["summary_lines", "transaction_summary"]
 
@@ -76,6 +81,7 @@ def transaction_summary(
                     }
                     for x in t.open_transactions()
                 ],
+                "decided_transactions": [x.without_marker_json() for x in t.decided()],
                 "error": t.error,
                 "invalid_markers": [m.to_json() for m in t.invalid_markers],
             }
@@ -129,6 +135,8 @@ def summary_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
             finding = f" ({o['finding']}: logdoctor scan {shlex.quote(e['log_dir'])})" if o["finding"] else ""
             lines.append(
                 f"  open transaction: producer {o['producer_id']} epoch {o['producer_epoch']}, first offset "
-                f"{o['first_offset']}, {o['records']:,} record(s){finding}"
+                f"{o['first_offset']}, {o['records']:,} record(s){finding}; --open-transactions abort "
+                "reads past it"
             )
+        lines += [f"  {describe_without_marker(d)}" for d in e.get("decided_transactions") or ()]
     return lines

@@ -819,7 +819,8 @@ def run_export(
     before = _list_files(out) if mode == "append" else {}
     remote_skipped: list[dict[str, Any]] = []
     started = time.perf_counter()
-    txns = plan_transactions(refs, read_opts)  # the arrow writer's slices carry them; the summary says them
+    # the arrow writer's slices carry them; the summary says them
+    txns = plan_transactions(refs, read_opts, plan.decisions)
     typed_plan = loaded = None
     typed_parts: list[Mapping[str, Any]] = []
     if read_opts.typed:  # one table per topic: the registry, then the first pass (logdoctor.spark.typed)

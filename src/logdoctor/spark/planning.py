@@ -35,6 +35,7 @@ from typing import Any
 
 from logdoctor.formats.index_lookup import IndexEntries
 from logdoctor.logdir.batch_walk import PartitionRange, resolve_range
+from logdoctor.logdir.coordinator import CoordinatorDecisions
 from logdoctor.logdir.discovery import DiscoveryError
 from logdoctor.logdir.read_options import (
     DEFAULT_MAX_PARTITION_BYTES,
@@ -196,11 +197,12 @@ def txn_key(ref: PartitionRef) -> tuple[str, str, int]:
 
 
 def plan_transactions(
-    refs: Sequence[PartitionRef], opts: ReadOptions
+    refs: Sequence[PartitionRef], opts: ReadOptions, decisions: CoordinatorDecisions | None = None
 ) -> dict[tuple[str, str, int], PartitionTransactions]:
     """Every transaction of each partition read, from its markers (one walk of its batch headers, the
     remote tier's included: :func:`logdoctor.logdir.transactions.partition_transactions`), each counting
-    its records in the range the options ask for. Keyed by :func:`txn_key`."""
+    its records in the range the options ask for, those left without a marker decided by ``decisions``
+    (the read plan's). Keyed by :func:`txn_key`."""
     from logdoctor.logdir.transactions import partition_transactions
 
     match = topic_matcher(opts.topics)
@@ -209,7 +211,9 @@ def plan_transactions(
         if not match(ref.topic) or not ref.segments:
             continue
         rng = resolve_range(ref, opts)
-        out[txn_key(ref)] = partition_transactions(ref, start=rng.start_offset, end=rng.end_offset)
+        out[txn_key(ref)] = partition_transactions(
+            ref, start=rng.start_offset, end=rng.end_offset, decisions=decisions
+        )
     return out
 
 
@@ -219,8 +223,8 @@ def plan_slices(
     txns: Mapping[tuple[str, str, int], PartitionTransactions] | None = None,
 ) -> list[SegmentSlice]:
     """One slice per segment in the requested range; segments over maxPartitionBytes are split. Each
-    carries what its reader needs of the partition's transactions (``txns``: :func:`plan_transactions`,
-    found here when not given)."""
+    carries what its reader needs of the partition's transactions (``txns``: :func:`plan_transactions`;
+    without it, the markers' alone, no coordinator state deciding)."""
     from logdoctor.logdir.transactions import segment_views
 
     match = topic_matcher(opts.topics)
@@ -246,16 +250,7 @@ def plan_slices(
             if seg.remote is not None:
                 # a remote segment: up to its last offset (an object that also holds the next segment's
                 # offsets gives them once); the offsets the local log still holds are read from it
-                caps = [
-                    c
-                    for c in (
-                        seg.remote.local_from,
-                        None if seg.remote.end_offset is None else seg.remote.end_offset + 1,
-                        whole.end_offset,
-                    )
-                    if c is not None
-                ]
-                rng = PartitionRange(whole.start_offset, min(caps) if caps else None)
+                rng = PartitionRange(whole.start_offset, seg.remote.read_end(whole.end_offset))
             if (
                 rng.start_offset is not None
                 and seg.next_base_offset is not None

@@ -65,7 +65,7 @@ def typed_frame(
 ) -> TypedFrame:
     """The plan of a typed frame (kept per process: Spark asks for the schema, then for the reader);
     ``read_slices``: :func:`logdoctor.spark.sources.slice_reader.read_slices`, the rows every output reads."""
-    from logdoctor.spark.planning import PlanningError, plan_slices, read_plan, task_groups
+    from logdoctor.spark.planning import PlanningError, plan_slices, plan_transactions, read_plan, task_groups
     from logdoctor.spark.typed import load_typed_registry, plan_topics, survey
 
     key = json.dumps([paths, sorted(opts.to_options().items())])
@@ -78,7 +78,7 @@ def typed_frame(
     else:
         plan = read_plan(paths, opts)
         loaded = load_typed_registry(list(plan.items), opts)
-        slices = plan_slices(plan.refs, opts)
+        slices = plan_slices(plan.refs, opts, plan_transactions(plan.refs, opts, plan.decisions))
         raw = (rb for group in task_groups(slices, opts) for rb in read_slices(group, opts))
         typed = plan_topics(survey(raw, loaded.registry), loaded.registry)
     if given and opts.topics:  # only the topics this frame reads

@@ -57,6 +57,7 @@ class _Outcomes:
 
         ctx = self._ctx
         alone = False
+        decisions = None  # a remote object's: its log dir's coordinator state is not among the inputs
         try:
             if ctx.remote is not None:
                 from logdoctor.cli.dump.context import PARTITIONS
@@ -68,14 +69,15 @@ class _Outcomes:
                     ref = PartitionRef(seg.log_dir, seg.topic, seg.partition, seg.path, "remote", (seg,))
                 refs = [ref]
             elif names.parse_partition_dir(ctx.path.parent.name) is not None:
-                refs = list(plan_read([str(ctx.path.parent)], ReadOptions(include_internal=True)).refs)
+                plan = plan_read([str(ctx.path.parent)], ReadOptions(include_internal=True))
+                refs, decisions = list(plan.refs), plan.decisions
             else:
                 return None
         except (OSError, DiscoveryError, FormatError) as exc:
             ctx.warnings.append(f"{ctx.file}: the outcome of its transactions is not known: {exc}")
             return None
         for ref in refs:
-            txns = partition_transactions(ref, high_watermark=False)
+            txns = partition_transactions(ref, high_watermark=False, decisions=decisions)
             if alone and txns.open_transactions():
                 txns.transactions = [t for t in txns.transactions if t.marker_offset is not None]
                 ctx.warnings.append(

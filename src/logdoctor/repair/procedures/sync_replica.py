@@ -38,12 +38,12 @@ import shlex
 from typing import Any
 
 from logdoctor.checks.tiered import REMOTE_TIER_RULE, PartitionTiering, partition_tiering
+from logdoctor.formats.checkpoint import latest_epoch
 from logdoctor.logdir.disk import disk_usage
 from logdoctor.logdir.divergence import (
     FollowerTruncation,
     RecordsFrom,
     follower_truncation,
-    latest_epoch,
     records_from,
     reference_key,
     replica_log,
@@ -336,8 +336,8 @@ def _refuse_syncing_the_reference(
     # the epochs each broker keeps at its next start: LogLoader drops the entries that start at or after
     # the log end (K:storage/.../log/LogLoader.java load, LeaderEpochFileCache.truncateFromEndAsyncFlush),
     # such as a leader's epoch in which it appended nothing, or one past a torn tail
-    f_epoch = latest_epoch(e for e in fp.leader_epochs if e[1] < f_end)
-    l_epoch = latest_epoch(e for e in lp.leader_epochs if e[1] < l_end)
+    f_epoch = latest_epoch([e for e in fp.leader_epochs if e[1] < f_end])
+    l_epoch = latest_epoch([e for e in lp.leader_epochs if e[1] < l_end])
     if f_epoch is None or reference_key(f_epoch, f_end) >= reference_key(l_epoch, l_end):
         # without leader epochs (message format v0/v1) a longer follower proves nothing: a broker of that
         # era truncated to the high watermark when it became a follower, whichever was longer
@@ -425,8 +425,7 @@ def _check_metadata(
             f"the cluster metadata assigns {tp_name(tp)} to brokers {st.replicas}: the leader dir's broker "
             f"{l_meta.node_id} is not one of them (its copy is a stray)"
         )
-    epochs = lp.leader_epochs
-    copy_epoch = epochs[-1][0] if epochs else None
+    copy_epoch = latest_epoch(lp.leader_epochs)
     if st.leader != l_meta.node_id:
         elr = f", ELR {st.elr}" if st.elr else ""
         notes.append(

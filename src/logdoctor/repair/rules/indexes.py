@@ -23,6 +23,7 @@ from logdoctor.checks.state.file_records import read_buffer, release
 from logdoctor.checks.state.kept_mappings import crc_walked_unchanged
 from logdoctor.errors import FormatError
 from logdoctor.formats.producer_snapshot import parse_producer_snapshot
+from logdoctor.formats.producer_state import ProducerStateError
 from logdoctor.formats.recovery import RebuiltIndexes, rebuild_indexes
 from logdoctor.logdir import files
 from logdoctor.logdir.model import Segment
@@ -179,6 +180,10 @@ def rebuild(
             f"its batch at byte position {r.valid_bytes} is invalid ({r.error}); the rebuilt "
             "indexes stop there. `logdoctor repair --deep` truncates the segment there as the "
             "broker's recovery would (the cut bytes kept in the backup)"
+            if not isinstance(r.error, ProducerStateError)
+            else f"the broker's load of this partition fails at its batch at byte position "
+            f"{r.error.position} ({r.error.kafka_exception}: {r.error}); the rebuilt indexes stop there, "
+            "and nothing is truncated (the broker truncates nothing there either)"
         )
         if not any(u.code == "LOG_CORRUPT" and u.path == log_path for u in ctx.plan.unrepaired):
             ctx.plan.unrepaired.append(Unrepaired("LOG_CORRUPT", log_path, cut, Severity.ERROR.label))

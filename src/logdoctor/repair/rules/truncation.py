@@ -9,8 +9,12 @@ beyond the new log end go (ProducerStateManager.truncateAndReload), and the reco
 epochs rule truncates the epoch cache). An offset index append failing with InvalidOffsetException
 makes recoverLog truncate the whole segment to its base offset (``segment.truncateTo(baseOffset)``);
 an offset beyond the int32 range (LogSegmentOffsetOverflowException) is split by the broker
-(LogLoader.retryOnOffsetOverflow), not truncated: left to it. A CRC mismatch in a segment the broker
-does not re-read at startup is found only at ``--deep``; ``repair --deep`` plans the same cut.
+(LogLoader.retryOnOffsetOverflow), not truncated: left to it. A batch whose producer state Kafka's load
+refuses with an exception recover does not catch (a control record of an unknown type, a non-transactional
+batch inside an open transaction: :class:`~logdoctor.formats.producer_state.ProducerStateError`) fails the
+broker's load of the partition without a truncation: nothing is cut there either. A CRC mismatch in a
+segment the broker does not re-read at startup is found only at ``--deep``; ``repair --deep`` plans the same
+cut.
 
 The KRaft metadata log (``__cluster_metadata-0``): what the cut loses is told
 (:func:`logdoctor.checks.metadata_log.metadata_log_loss`), and the cut of a node no other voter backs
@@ -22,6 +26,7 @@ from __future__ import annotations
 from logdoctor.checks.context import Depth
 from logdoctor.checks.findings import Finding
 from logdoctor.errors import FormatError
+from logdoctor.formats.producer_state import ProducerStateError
 from logdoctor.formats.recovery import rebuild_indexes
 from logdoctor.logdir.model import Segment
 from logdoctor.logdir.names import METADATA_TOPIC
@@ -82,6 +87,16 @@ def truncate(ctx: PlanContext, pp: PartitionPlan, seg: Segment, fs: list[Finding
                 "an offset beyond the int32 range of the segment's base offset: the broker splits such a "
                 "segment at startup (LogLoader.retryOnOffsetOverflow / splitOverflowedSegment) instead "
                 "of truncating it; logdoctor leaves that to the broker",
+            )
+        return
+    if isinstance(r.error, ProducerStateError):
+        for f in fs:
+            ctx.unrepaired(
+                f,
+                f"the broker's load of this partition fails at byte {r.error.position} "
+                f"({r.error.kafka_exception} from its producer state: {r.error}): it truncates nothing "
+                "there, and logdoctor cuts no record that the broker would keep; what to do with the batch "
+                "needs a person (logdoctor dump shows it)",
             )
         return
     if r.error is not None and _is_index_offset_error(r.error):

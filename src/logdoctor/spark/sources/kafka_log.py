@@ -60,10 +60,11 @@ class KafkaLogReader(DataSourceReader):
             self.typed_frame = typed_frame(_paths(options), self.read_options, read_slices)
 
     def partitions(self) -> Sequence[InputPartition]:
-        from logdoctor.spark.planning import plan_slices, read_plan, task_groups
+        from logdoctor.spark.planning import plan_slices, plan_transactions, read_plan, task_groups
 
         opts = self.read_options
-        slices = plan_slices(read_plan(_paths(self.options), opts).refs, opts)
+        plan = read_plan(_paths(self.options), opts)
+        slices = plan_slices(plan.refs, opts, plan_transactions(plan.refs, opts, plan.decisions))
         return [SlicePartition(g) for g in task_groups(slices, opts)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

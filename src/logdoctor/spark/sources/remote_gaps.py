@@ -26,15 +26,10 @@ def remote_gap_text(seg: SegmentRef, last_offset: int | None, end: int | None = 
     topic is never compacted, its offsets are contiguous). ``end``: the read stopped there on purpose."""
     if seg.remote is None:
         return None
-    last = seg.remote.end_offset  # the segment's own last offset (the metadata's, or before the next one)
-    bounds = [
-        b
-        for b in (seg.next_base_offset, seg.remote.local_from, end, None if last is None else last + 1)
-        if b is not None
-    ]
-    if not bounds:
+    # its own last offset (the metadata's, or before the next one), the next segment, the local log, ``end``
+    expected = seg.remote.read_end(seg.next_base_offset, end)
+    if expected is None:
         return None
-    expected = min(bounds)
     first = seg.base_offset if last_offset is None else last_offset + 1
     if first >= expected:
         return None

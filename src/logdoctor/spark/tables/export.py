@@ -232,7 +232,7 @@ def run_table_export(
     else:
         above = table.offsets() if exists and mode == "append" else {}
     opts = _with_start(opts, above)
-    txns = plan_transactions(refs, opts)
+    txns = plan_transactions(refs, opts, plan.decisions)
     slices = plan_slices(refs, opts, txns)
     groups = task_groups(slices, opts)
     layout = FileLayout(

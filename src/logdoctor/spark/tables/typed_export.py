@@ -308,7 +308,7 @@ def run_typed_table_export(
     refs = plan.refs
     check_output_location(out, [*items, *plan.log_dirs])
     loaded = load_typed_registry(items, opts)
-    txns = plan_transactions(refs, opts)
+    txns = plan_transactions(refs, opts, plan.decisions)
     started = time.perf_counter()
     typed = survey_job(spark, refs, opts, txns, loaded.registry)
     names = [*typed.topics, UNDECODED]
@@ -330,7 +330,7 @@ def run_typed_table_export(
                 above[key] = max(above.get(key, -1), last)
     side_above = held_by.get(UNDECODED, {})
     opts = _with_start(opts, above)
-    txns = plan_transactions(refs, opts)
+    txns = plan_transactions(refs, opts, plan.decisions)
     groups = task_groups(plan_slices(refs, opts, txns), opts)
     job = new_job_id()
     schemas = {n: format_schema(tp.schema(), fmt) for n, tp in typed.topics.items()}
