@@ -23,7 +23,9 @@ commits the groups); a rerun changes nothing, and never moves back a group that 
 
 from __future__ import annotations
 
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -365,3 +367,100 @@ def test_group_joined_before_commit(source, target) -> None:
     assert {p.status for g in apply_replay(again).groups for p in g.partitions} == {"committed"}
     want = oracle[("txn-committed", "events", 1)]
     assert resume(target.bootstrap, "txn-committed", "events-late", 1) == want
+
+
+def test_group_consumed_on_target(source, target, tmp_path: Path) -> None:
+    """Issue 87 item 3: a group whose consumer runs on the target while the replay runs (``latest``,
+    auto-commit: it commits what it reads) is not left there silently. The run ends 78, naming it; the
+    rerun's plan is ``GROUP_COMMITTED_ON_TARGET`` with the replayed records its consumers skip (counted on
+    the target's records: from the source's commit, 12, to the offset the consumer committed), exit 78;
+    ``--groups-overwrite`` moves it to the translated offset, where a consumer of the group reads the record
+    the source's consumer read next. Before, the rerun "kept" the group where its consumer left it, exit
+    0."""
+    import threading
+
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+
+    log_dir, oracle, _metadata = source
+    topic = "events-live"
+    args = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "events", "--topic-map",
+            f"events={topic}", "--groups", "mid"]  # fmt: skip
+    log = tmp_path / "replay-live.log"
+    run = kc.spawn([sys.executable, "-m", "logdoctor", "replay", *args, "--apply", "--max-rate", "4"],
+                   log=log)  # fmt: skip
+    stop = threading.Event()
+    committed: list[object] = []
+
+    def consume() -> None:  # a consumer of the application, with the client's defaults
+        c = Consumer({"bootstrap.servers": target.bootstrap, "group.id": "mid", "auto.offset.reset": "latest",
+                      "enable.auto.commit": True, "auto.commit.interval.ms": 200,
+                      "on_commit": lambda err, parts: committed.append(err)})  # fmt: skip
+        c.subscribe([topic])
+        try:
+            while not stop.is_set():
+                c.poll(0.2)
+        finally:
+            c.close()
+
+    kc.wait_until(
+        f"the replay to create {topic}", lambda: topic in target.admin().list_topics(timeout=10).topics
+    )
+    consumer = threading.Thread(target=consume)
+    consumer.start()
+    try:
+        kc.wait_until("the consumer to commit on the target", lambda: None in committed, 60)
+        assert run.poll() is None, "the replay ended before the consumer committed: slow it down"
+        assert run.wait(120) == 78, log.read_text()[-3000:]
+    finally:
+        stop.set()
+        consumer.join(30)
+    assert "no replay committed it" in log.read_text()
+
+    # the records its consumers skip when they resume at the offset they committed: the target's own
+    # records of events-0 from the 13th (the source's commit, 12) up to that offset
+    admin = target.admin()  # kept while its future pends
+    request = [ConsumerGroupTopicPartitions("mid", [TopicPartition(topic, 0)])]
+    at = admin.list_consumer_group_offsets(request)["mid"].result(30).topic_partitions[0].offset
+    offsets = [r[0] for r in kc.read_all(target.bootstrap, topic, 0)]
+    skipped = sum(1 for o in offsets[12:] if o < at)
+    assert skipped > 0
+    plan = kc.logdoctor("replay", *args)
+    assert plan.returncode == 78, plan.stdout + plan.stderr
+    text = " ".join(plan.stdout.split())
+    assert "GROUP_COMMITTED_ON_TARGET" in text
+    assert f"{topic}-0 at {at}, not {offsets[12]}: its consumers skip {skipped} replayed record(s)" in text
+
+    moved = kc.logdoctor("replay", *args, "--groups-overwrite", "--apply")
+    assert moved.returncode == 0, moved.stdout + moved.stderr
+    assert "(--groups-overwrite)" in moved.stdout
+    assert resume(target.bootstrap, "mid", topic, 0) == oracle[("mid", "events", 0)]
+    assert resume(target.bootstrap, "mid", topic, 1) == oracle[("mid", "events", 1)]
+    again = kc.logdoctor("replay", *args)  # the replay committed it: nothing to say
+    assert again.returncode == 0 and "No conflict." in again.stdout, again.stdout + again.stderr
+
+
+def test_group_committed_before_replay(source, target) -> None:
+    """Issue 87 item 3: a group first committed on the target by someone else (here by hand, on the empty
+    target topic the replay will fill) is ``GROUP_COMMITTED_ON_TARGET`` in the first plan already: after
+    the replay its consumers would resume there, not at the translated offset. Before, no conflict, and
+    ``--apply`` "kept" it, exit 0."""
+    from confluent_kafka import TopicPartition
+
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import TopicMap, plan_groups, plan_replay
+
+    log_dir, _oracle, _metadata = source
+    target.create_topic("txn-hand", 1)
+    c = _consumer(target.bootstrap, "aborted")
+    c.commit(offsets=[TopicPartition("txn-hand", 0, 0)], asynchronous=False)
+    c.close()
+    plan = plan_replay([str(log_dir)], target.bootstrap, opts=ReadOptions(topics="txn"),
+                       topic_map=TopicMap({"txn": "txn-hand"}))  # fmt: skip
+    plan_groups(plan, "aborted")
+    conflicts = plan.all_conflicts()
+    assert [c.code for c in conflicts] == ["GROUP_COMMITTED_ON_TARGET"], conflicts
+    assert "txn-hand-0 at 0 (its consumers resume there" in conflicts[0].message
+    overwrite = plan_replay([str(log_dir)], target.bootstrap, opts=ReadOptions(topics="txn"),
+                            topic_map=TopicMap({"txn": "txn-hand"}))  # fmt: skip
+    plan_groups(overwrite, "aborted", overwrite=True)
+    assert overwrite.all_conflicts() == []

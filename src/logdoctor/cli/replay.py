@@ -9,7 +9,8 @@ librdkafka refuses...); 66 a missing input or config file; 69 the target cluster
 made with the given settings; 73 ``--offset-map`` names a folder that holds something other than a Delta
 table, or inside an input; 77 an input this user cannot read; 78 the plan has conflicts (printed; nothing
 written), or another replay runs into the same target, or a ``--groups`` group gained members on the
-target before its commit (the records are replayed); 130 Ctrl-C (the transactions committed stay, a rerun
+target before its commit, or is left at an offset there that no replay committed (the records are
+replayed); 130 Ctrl-C (the transactions committed stay, a rerun
 resumes).
 
 With ``--master`` (``local[N]``, ``spark://...``, any Spark master; ``--conf`` as ``export`` takes them)
@@ -201,6 +202,14 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
             )
         out.line(line)
         notes = [("not read: ", problem) for problem in p.problems]
+        if p.copies:
+            wrap(
+                out,
+                f"{p.log_dir}'s, the reference of the copies in {', '.join(p.copies)} (the newest leader "
+                "epoch, then the longest log)",
+                "      ",
+                first="    copy: ",
+            )
         if p.pending:
             notes.insert(0, ("pending: ", "a transaction of an earlier, killed run still holds this "
                              "partition's progress: --apply ends it first (aborted, unless its commit had "
@@ -239,19 +248,37 @@ def print_groups(out: Lines, groups: list[Any], verb: str = "") -> None:
         out.line(f"  {g.group} (on the target: {state}{members})")
         for p in g.partitions:
             after = p.target_offset if p.target_offset is not None else "after the replay"
-            note = {
-                "commit": "to commit",
-                "after the replay": "committed once the partition is replayed",
-                "committed": "committed",
-                "kept": f"kept: the target group is at {p.target_committed}",
-                "active": "not committed: the group has active members",
-            }.get(p.status, p.status)
+            note = _group_note(p, g.overwrite and not verb)
             out.line(
                 f"    {p.source_topic}-{p.source_partition} -> {p.target_topic}-{p.target_partition}: "
                 f"{p.source_offset} -> {after} ({note})"
             )
         if g.not_replayed:
             wrap(out, ", ".join(g.not_replayed), "      ", "dim", first="    not replayed: ")
+
+
+def _group_note(p: Any, overwrite: bool) -> str:
+    """What becomes of one partition of a group (its status), for people."""
+    if p.status == "committed on the target":
+        if overwrite:  # the plan's: --apply moves it
+            return f"to move from {p.target_committed} (--groups-overwrite)"
+        miss = (
+            f"its consumers skip {p.skipped} replayed record(s)"
+            if p.skipped is not None
+            else f"its consumers read {p.read_again} replayed record(s) again"
+        )
+        return f"not committed: the target group is at {p.target_committed}, no replay committed it: {miss}"
+    if p.status == "kept":
+        since = (
+            " (moved on since the replay committed it)" if p.carried is not None else ", the same record next"
+        )
+        return f"kept: the target group is at {p.target_committed}{since}"
+    return {
+        "commit": "to commit",
+        "after the replay": "committed once the partition is replayed",
+        "committed": "committed",
+        "active": "not committed: the group has active members",
+    }.get(p.status, p.status)
 
 
 #: the formats of ``--offset-map``: ``export``'s writers that need no catalog
@@ -388,10 +415,12 @@ def print_result(out: Lines, result: ReplayResult, seconds: float, offsets: Mapp
     for p in result.partitions:
         resumed = f" (resumed from source offset {p.resumed_from})" if p.resumed_from is not None else ""
         total = "" if p.progress is None else f"; {p.progress.records:,} replayed in all"
+        copy = "" if p.copy is None else f"; the copy in {p.copy}"
         out.line(
             f"  {p.name} -> {p.target}: {p.records:,} records, {p.transactions} transaction(s)"
             + resumed
             + total
+            + copy
         )
     for problem in result.problems:
         wrap(out, problem, "    ", "yellow", first="not read: ")
@@ -486,6 +515,15 @@ def replay_command(
             "repeat for several (docs/replay.md lists them).",
         ),
     ] = None,
+    groups_overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--groups-overwrite",
+            help="With --groups: a group's offset on the target that no replay committed (its consumers "
+            "ran there, or it was set by hand) is moved to the translated offset, where the plan shows it "
+            "(without it: the conflict GROUP_COMMITTED_ON_TARGET).",
+        ),
+    ] = False,
     groups: Annotated[
         str | None,
         typer.Option(
@@ -566,6 +604,8 @@ def replay_command(
         # ``--groups --apply``: the parser gave --groups the value "--apply"
         usage_error(f"--groups {groups}: {groups} is an option, not a regex: --groups REGEX, or --all-groups")
     groups = ".*" if all_groups else groups
+    if groups_overwrite and groups is None:
+        usage_error("--groups-overwrite goes with --groups")
     if groups is not None and chosen_partitioner == DEFAULT:
         from logdoctor.replay.groups import REHASHED_GROUPS
 
@@ -605,7 +645,7 @@ def replay_command(
         _run(
             out, records, bootstrap_server, mapping, admin, producer, ignored, not no_create, timeout, apply,
             json_out, location, groups, max_rate, map_format, chosen_partitioner, read.master,
-            dict(records.confs),
+            dict(records.confs), groups_overwrite,
         )  # fmt: skip
     except KeyboardInterrupt:
         fail(
@@ -634,6 +674,7 @@ def _run(
     partitioner: str = "same",
     master: str | None = None,
     confs: Mapping[str, str] | None = None,
+    groups_overwrite: bool = False,
 ) -> None:
     from confluent_kafka import KafkaException
 
@@ -656,7 +697,7 @@ def _run(
         if groups is not None:
             from logdoctor.replay.target import Target
 
-            plan_groups(plan, groups, Target(bootstrap, admin, timeout))
+            plan_groups(plan, groups, Target(bootstrap, admin, timeout), overwrite=groups_overwrite)
     except DiscoveryError as exc:
         usage_error(str(exc))
     except (KafkaException, TimeoutError, TargetUnreachable) as exc:
@@ -736,6 +777,17 @@ def _run(
         fail(
             f"refused: consumer group(s) {', '.join(active)} not committed: active members on the target "
             "(the records are replayed; stop their consumers and run the replay again to commit them)",
+            EX_REFUSED,
+        )
+    other = sorted(
+        {g.group for g in result.groups or () for p in g.partitions if p.status == "committed on the target"}
+    )
+    if other and "GROUP_COMMITTED_ON_TARGET" not in ignored:
+        fail(
+            f"refused: consumer group(s) {', '.join(other)} not committed: offsets on the target that no "
+            "replay committed, where their consumers skip replayed records or read some again (the records "
+            "are replayed; run the replay again to see them in its plan, and add --groups-overwrite to move "
+            "them)",
             EX_REFUSED,
         )
     raise typer.Exit(_done(records, left_out))

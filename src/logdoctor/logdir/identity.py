@@ -25,11 +25,14 @@ import base64
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.errors import FormatError
 from logdoctor.logdir.files import read_file
-from logdoctor.logdir.names import META_PROPERTIES_FILE, METADATA_TOPIC
+from logdoctor.logdir.names import META_PROPERTIES_FILE, METADATA_TOPIC, PARTITION_METADATA_FILE
+
+if TYPE_CHECKING:
+    from logdoctor.logdir.refs import PartitionRef
 
 __all__ = [
     "LOST",
@@ -41,6 +44,8 @@ __all__ = [
     "is_reserved_directory_id",
     "read_identities",
     "read_identity",
+    "source_of",
+    "topic_id_of",
 ]
 
 
@@ -153,3 +158,29 @@ def find_metadata_dir(log_dirs: list[str] | tuple[str, ...]) -> str | None:
         if os.path.isdir(p) and not os.path.islink(p):  # a symlink out of the log dir is never followed
             return p
     return None
+
+
+def topic_id_of(ref: PartitionRef) -> str | None:
+    """The topic id of a partition folder's ``partition.metadata``, read through its storage (local or at a
+    URI); None when missing or unreadable."""
+    from logdoctor.formats.partition_metadata import parse_partition_metadata
+
+    location = ref.storage.join(ref.path, PARTITION_METADATA_FILE)
+    try:
+        return parse_partition_metadata(ref.storage.read(location), source=location).topic_id
+    except (OSError, ValueError, FormatError):
+        return None
+
+
+def source_of(ref: PartitionRef) -> tuple[str | None, str | None]:
+    """Whose partition ``ref`` is: the ``cluster.id`` of its log dir's meta.properties and its topic id
+    (:func:`topic_id_of`), read through its storage; each None when missing or unreadable. Two clusters'
+    topics of one name, or a topic deleted and created again, differ in one or the other."""
+    from logdoctor.formats.properties import parse_meta_properties
+
+    location = ref.storage.join(ref.log_dir, META_PROPERTIES_FILE)
+    try:
+        cluster = parse_meta_properties(ref.storage.read(location), source=location).cluster_id
+    except (OSError, ValueError, FormatError):
+        cluster = None
+    return cluster, topic_id_of(ref)

@@ -25,22 +25,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from logdoctor.errors import FormatError
+from logdoctor.logdir.identity import topic_id_of
 from logdoctor.logdir.refs import PartitionRef, RemoteSegment, SegmentRef
 from logdoctor.logdir.remote_layouts import detect_layout, list_remote_segments, remote_partition_folder
 from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError, open_store
 from logdoctor.logdir.storage import Storage
 
 __all__ = ["ListingProblem", "attach_remote"]
-
-
-def _topic_id(ref: PartitionRef) -> str | None:
-    from logdoctor.formats.partition_metadata import parse_partition_metadata
-
-    location = ref.storage.join(ref.path, "partition.metadata")
-    try:
-        return parse_partition_metadata(ref.storage.read(location), source=location).topic_id
-    except (OSError, ValueError, FormatError):
-        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +255,7 @@ def attach_remote(
     found_any = False
     sink: list[ListingProblem] = [] if problems is None else problems
     for ref in refs:
-        topic_id = _topic_id(ref) if ref.kind == "log" else None
+        topic_id = topic_id_of(ref) if ref.kind == "log" else None
         where = detect_layout(root, storage, ref.topic, ref.partition, topic_id) if topic_id else None
         if where is not None and opts.layout is not None and where[0] != opts.layout:
             where = None

@@ -82,7 +82,7 @@ from logdoctor.replay.offset_map import (
     offset_map_schema,
 )
 from logdoctor.replay.partitioner import partition_for
-from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, check_partition
+from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, check_partition, other_source
 from logdoctor.replay.source import PartitionSource, SourceRecord
 from logdoctor.replay.target import Progress, Target
 
@@ -139,11 +139,14 @@ class PartitionResult:
     progress: Progress | None = None
     #: what was not read once from the source partition (:attr:`PartitionSource.problems`)
     problems: list[str] = field(default_factory=list)
+    #: the log dir of the copy replayed, when the inputs held several (:attr:`PartitionPlan.copies`)
+    copy: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         p = self.progress
         return {
             "source": self.name,
+            "copy": self.copy,
             "target": self.target,
             "resumed_from": self.resumed_from,
             "records": self.records,
@@ -363,6 +366,7 @@ def replay_partition(
         on_transaction, job.timeout, limit,
     )  # fmt: skip
     res.problems = list(source.problems)
+    res.copy = pp.log_dir if pp.copies else None
     return res
 
 
@@ -509,7 +513,9 @@ def apply_replay(
         if blocking:
             raise ReplayRefused("; ".join(c.message for c in blocking))
     read = plan_read(plan.paths, plan.opts)
-    refs = {(r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE}
+    refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
+        (r.log_dir, r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE
+    }
     wait = lock_wait if lock_wait is not None else session_timeout_ms / 1000 * 1.5 + 3
     leases: dict[str, _Lease] = {}
     rows: list[pa.RecordBatch] = []
@@ -518,8 +524,9 @@ def apply_replay(
 
     def job(pp: PartitionPlan, metadata: bytes | None = None) -> PartitionJob:
         return PartitionJob(
-            pp, refs[(pp.source_topic, pp.source_partition)], plan.opts, plan.bootstrap, plan.admin_config,
-            dict(producer_config or {}), txn_records, txn_bytes, timeout, metadata, read.decisions,
+            pp, refs[(pp.log_dir, pp.source_topic, pp.source_partition)], plan.opts, plan.bootstrap,
+            plan.admin_config, dict(producer_config or {}), txn_records, txn_bytes, timeout, metadata,
+            read.decisions,
         )  # fmt: skip
 
     def lease_of(pp: PartitionPlan) -> _Lease:
@@ -619,14 +626,8 @@ def _replay_partition(
     # fences every earlier producer of this id and ends the transaction it left (the module doc)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [partition]).get(partition)
-    if prog is not None and (prog.source_topic, prog.source_partition) != (
-        pp.source_topic,
-        pp.source_partition,
-    ):
-        raise ReplayRefused(
-            f"{topic}-{partition} holds a replay of {prog.source_topic}-{prog.source_partition}, "
-            f"not of {pp.name}"
-        )
+    if prog is not None and prog.of_other_source(pp.source_topic, pp.source_partition, pp.source_id):
+        raise ReplayRefused(other_source(pp, prog))
     if prog is None and target.has_records(topic, partition):
         low, high = target.watermarks(topic, partition)
         raise ReplayRefused(
@@ -702,6 +703,7 @@ def _replay_partition(
                     first,
                     count,
                     delivered[-1] + 1,
+                    source_id=pp.source_id,
                 )
                 commit = [TopicPartition(topic, partition, prog.next_target_offset, prog.metadata())]
                 _call(
@@ -799,8 +801,8 @@ def _replay_rehashed(
     producer = _producer(target, pp.transactional_id, producer_config, pp.max_batch_bytes)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [0]).get(0)
-    if prog is not None and (prog.source_topic, prog.source_partition) != (pp.source_topic, sp):
-        raise ReplayRefused(f"group {pp.group} holds a replay of {prog.source_topic}-{prog.source_partition}")
+    if prog is not None and prog.of_other_source(pp.source_topic, sp, pp.source_id):
+        raise ReplayRefused(other_source(pp, prog))
     if prog is not None and prog.partitions != partitions:
         raise ReplayRefused(
             f"{pp.name} was re-hashed over {prog.partitions} partitions of {topic}, now {partitions}"
@@ -868,7 +870,7 @@ def _replay_rehashed(
                     )
                 count += len(chunk)
                 nxt = chunk[-1].offset + 1
-                prog = Progress(pp.source_topic, sp, nxt, -1, count, nxt, partitions)
+                prog = Progress(pp.source_topic, sp, nxt, -1, count, nxt, partitions, pp.source_id)
                 commit = [TopicPartition(topic, 0, nxt, prog.metadata())]
                 _call(
                     f"{pp.transactional_id}: send_offsets_to_transaction",

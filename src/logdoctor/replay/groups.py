@@ -20,10 +20,17 @@ group's consumers carry on there at the next record they had not consumed.
   the commit, and the broker refuses an admin client's commit to a group with members anyway
   (K:group-coordinator/.../classic/ClassicGroup.java validateOffsetCommit: ``UNKNOWN_MEMBER_ID``).
 - Only partitions whose replay is complete are committed, after their records; a partition where the
-  target group holds a committed offset already is left as it is (the same offset: nothing to do; another
-  one: the group moved on there, or was set by hand, and is never moved back). A rerun commits what an
-  interrupted one left, and nothing else. The source commit's metadata string goes with it; its leader
-  epoch does not (the target's epochs are others).
+  target group holds a committed offset already is left as it is: the same offset (nothing to do), or
+  another one after the replay committed the group there (the group moved on since: never moved back).
+  Each offset the replay commits for a group is written in the group's ledger on the target too
+  (:func:`logdoctor.replay.target.carried_group`), so that a committed offset no replay committed is told
+  apart: a consumer that ran on the target (``auto.offset.reset=latest`` commits the log end while the
+  replay runs), or a commit by hand. Its consumers would resume there, skipping the replayed records before
+  it (or reading some again; none between them: kept, the same record next): the plan's conflict
+  ``GROUP_COMMITTED_ON_TARGET`` says how many; with ``overwrite`` (``--groups-overwrite``) the plan shows
+  it moved and ``--apply`` commits the translated offset over it, only where the plan showed it. A rerun
+  commits what an interrupted one left, and nothing else. The source commit's metadata string goes with
+  it; its leader epoch does not (the target's epochs are others).
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from logdoctor.replay.plan import (
     COMMIT,
     COMMITTED,
     KEPT,
+    OTHER,
     Conflict,
     GroupPartition,
     GroupPlan,
@@ -112,7 +120,9 @@ REHASHED_GROUPS = (
 # --- the plan ---------------------------------------------------------------------------------------------
 
 
-def plan_groups(plan: ReplayPlan, groups: str, target: Target | None = None) -> list[GroupPlan]:
+def plan_groups(
+    plan: ReplayPlan, groups: str, target: Target | None = None, overwrite: bool = False
+) -> list[GroupPlan]:
     """Each source group ``groups`` (a regex matched whole; ``.*``: every group) matches with a commit on a
     replayed partition of ``plan``: its state on the target, and each partition's before and after
     (translated where the partition's replay is complete). Sets ``plan.groups`` (what
@@ -120,7 +130,8 @@ def plan_groups(plan: ReplayPlan, groups: str, target: Target | None = None) -> 
     nothing. Refuses (``ValueError``) a plan that re-hashes the keys (``partitioner`` default): a group's
     position in a source partition has no counterpart in any one target partition, whose records come from
     many source partitions in the order their transactions committed; a consumer resuming there would skip
-    records of the other source partitions or read some again."""
+    records of the other source partitions or read some again. ``overwrite``: a committed offset on the
+    target that no replay committed is moved to the translated one (else ``GROUP_COMMITTED_ON_TARGET``)."""
     from logdoctor.replay.partitioner import DEFAULT
     from logdoctor.replay.target import Target
 
@@ -134,7 +145,7 @@ def plan_groups(plan: ReplayPlan, groups: str, target: Target | None = None) -> 
         gp = out.get(c.group)
         if gp is None:
             state, members = target.group_state(c.group)
-            gp = out[c.group] = GroupPlan(c.group, state, members)
+            gp = out[c.group] = GroupPlan(c.group, state, members, overwrite=overwrite)
         pp = by_source.get((c.topic, c.partition))
         if pp is None:
             gp.not_replayed.append(f"{c.topic}-{c.partition}")
@@ -166,8 +177,30 @@ def plan_groups(plan: ReplayPlan, groups: str, target: Target | None = None) -> 
         for pp in plan.partitions
     }
     _translate(plan, target, result, complete)
+    for gp in result:
+        foreign = [p for p in gp.partitions if p.foreign]
+        if foreign and not overwrite:
+            gp.conflicts.append(
+                Conflict(
+                    "GROUP_COMMITTED_ON_TARGET",
+                    f"group {gp.group} has offsets on the target that no replay committed: "
+                    + "; ".join(_resumes(p) for p in foreign)
+                    + ": --groups-overwrite moves them to the translated offsets, --ignore-conflict "
+                    "GROUP_COMMITTED_ON_TARGET leaves them",
+                )
+            )
     plan.groups = result
     return result
+
+
+def _resumes(p: GroupPartition) -> str:
+    """Where a group whose offset no replay committed resumes, and what its consumers miss or read again."""
+    where = f"{p.target_topic}-{p.target_partition} at {p.target_committed}"
+    if p.target_offset is None:
+        return f"{where} (its consumers resume there, not at the translated offset, after the replay)"
+    if p.skipped is not None:
+        return f"{where}, not {p.target_offset}: its consumers skip {p.skipped} replayed record(s)"
+    return f"{where}, not {p.target_offset}: its consumers read {p.read_again} replayed record(s) again"
 
 
 def _complete(pp: PartitionPlan, prog: Progress | None, pending: bool) -> bool:
@@ -187,6 +220,8 @@ def _translate(
     complete: Mapping[str, tuple[bool, Progress | None]],
 ) -> None:
     """Fill each partition's ``target_offset`` and ``status`` where its replay is complete."""
+    from logdoctor.replay.target import carried_group
+
     by_name = {pp.name: pp for pp in plan.partitions}
     wanted: dict[str, set[int]] = {}
     for gp in groups:
@@ -200,8 +235,13 @@ def _translate(
     for gp in groups:
         where = [(p.target_topic, p.target_partition) for p in gp.partitions]
         committed = target.group_offsets(gp.group, where)
+        carried: dict[tuple[str, int], int] = {}
+        for topic in sorted({t for t, _p in where}):
+            ledger = carried_group(plan.cluster_id, gp.group, topic)
+            carried.update(target.group_offsets(ledger, [w for w in where if w[0] == topic]))
         for p in gp.partitions:
             p.target_committed = committed.get((p.target_topic, p.target_partition))
+            p.carried = carried.get((p.target_topic, p.target_partition))
             name = f"{p.source_topic}-{p.source_partition}"
             if name not in mapped:
                 p.target_offset, p.status = None, AFTER_REPLAY
@@ -209,8 +249,32 @@ def _translate(
             p.target_offset = mapped[name][p.source_offset]
             if p.target_committed is None:
                 p.status = COMMIT
-            else:
-                p.status = COMMITTED if p.target_committed == p.target_offset else KEPT
+            elif p.target_committed == p.target_offset:
+                p.status = COMMITTED
+            elif p.carried is not None:
+                p.status = KEPT
+            else:  # no replay committed it: kept where no replayed record lies between (a marker's offset)
+                low, high = sorted((p.target_committed, p.target_offset))
+                n = _records_between(plan, target, by_name[name], low, high)
+                p.skipped, p.read_again = (n, None) if p.target_committed > p.target_offset else (None, n)
+                p.status = OTHER if n else KEPT
+
+
+def _records_between(plan: ReplayPlan, target: Target, pp: PartitionPlan, low: int, high: int) -> int:
+    """The replayed records of ``pp`` at target offsets ``low`` to ``high - 1`` (its offset map read back)."""
+    from logdoctor.replay.offset_map import offset_map
+
+    n = 0
+    batches = offset_map(plan, only=[pp.name], timeout=target.timeout)
+    try:
+        for batch in batches:
+            offsets = batch.column("target_offset").to_pylist()
+            n += sum(1 for t in offsets if low <= t < high)
+            if offsets and offsets[-1] >= high:
+                break
+    finally:
+        batches.close()
+    return n
 
 
 def _map_offsets(
@@ -261,25 +325,43 @@ def _map_offsets(
 
 def apply_groups(plan: ReplayPlan, target: Target) -> list[GroupPlan]:
     """Commit each group's translated offsets (the module doc) on the partitions whose replay is complete
-    now, where the target group has none yet; a group with active members is left (``ACTIVE``). Returns
-    the groups as committed (each partition's ``status``: ``committed`` for those this call committed or
-    found committed, ``kept``, ``after the replay``, ``active``)."""
+    now, where the target group has none yet (or, with the plan's ``overwrite``, one no replay committed
+    that the plan showed), and in the group's ledger; a group with active members is left (``ACTIVE``).
+    Returns the groups as committed (each partition's ``status``: ``committed`` for those this call
+    committed or found committed, ``kept``, ``committed on the target`` (left), ``after the replay``,
+    ``active``)."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
 
     groups = [
         GroupPlan(g.group, g.target_state, list(g.members),
                   [GroupPartition(p.source_topic, p.source_partition, p.source_offset, p.metadata,
                                   p.commit_timestamp, p.target_topic, p.target_partition)
-                   for p in g.partitions], list(g.not_replayed))
+                   for p in g.partitions], list(g.not_replayed), overwrite=g.overwrite)
         for g in plan.groups
     ]  # fmt: skip
+    shown = {  # the offsets no replay committed that the plan showed: only those are overwritten
+        (g.group, p.target_topic, p.target_partition): p.target_committed
+        for g in plan.groups
+        for p in g.partitions
+        if p.foreign
+    }
     complete: dict[str, tuple[bool, Progress | None]] = {}
     for pp in plan.partitions:
         prog = target.progress(pp.group, pp.target_topic, [pp.target_partition]).get(pp.target_partition)
         complete[pp.name] = (_complete(pp, prog, False), prog)
     _translate(plan, target, groups, complete)
     for gp in groups:
-        todo = [p for p in gp.partitions if p.status == COMMIT]
+        todo = [
+            p
+            for p in gp.partitions
+            if p.status == COMMIT
+            or (
+                p.status == OTHER
+                and gp.overwrite
+                and shown.get((gp.group, p.target_topic, p.target_partition), -1) == p.target_committed
+            )
+        ]
+        _ledger(target, plan, gp, [p for p in gp.partitions if p.status == COMMITTED and p.carried is None])
         if not todo:
             continue
         gp.target_state, gp.members = target.group_state(gp.group)  # again, just before
@@ -301,7 +383,33 @@ def apply_groups(plan: ReplayPlan, target: Target) -> list[GroupPlan]:
                 p.status = ACTIVE  # a member joined meanwhile: the coordinator refused
             else:
                 raise RuntimeError(f"group {gp.group}: {p.target_topic}-{p.target_partition}: {err}")
+        _ledger(target, plan, gp, [p for p in todo if p.status == COMMITTED])
     return groups
+
+
+def _ledger(target: Target, plan: ReplayPlan, gp: GroupPlan, done: list[GroupPartition]) -> None:
+    """``done``'s translated offsets, committed for ``gp``, written in its ledger on the target
+    (:func:`logdoctor.replay.target.carried_group`: a group without members, one per target topic)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    from logdoctor.replay.target import carried_group
+
+    for topic in sorted({p.target_topic for p in done}):
+        ledger = carried_group(plan.cluster_id, gp.group, topic)
+        request = ConsumerGroupTopicPartitions(
+            ledger,
+            [
+                TopicPartition(topic, p.target_partition, p.target_offset)
+                for p in done
+                if p.target_topic == topic
+            ],
+        )
+        for (t, part), err in target.alter_group_offsets(request).items():
+            if err is not None:
+                raise RuntimeError(f"group {ledger} (the ledger of {gp.group}): {t}-{part}: {err}")
+        for p in done:
+            if p.target_topic == topic:
+                p.carried = p.target_offset
 
 
 def _sendable(metadata: str | None) -> tuple[str, ...]:

@@ -73,7 +73,9 @@ def offset_map(
 
     target = Target(plan.bootstrap, plan.admin_config, timeout)
     read = plan_read(plan.paths, plan.opts)
-    refs = {(r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE}
+    refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
+        (r.log_dir, r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE
+    }
     chosen = None if only is None else set(only)
     rehashed: dict[str, list[PartitionPlan]] = {}
     for pp in plan.partitions:
@@ -91,7 +93,8 @@ def offset_map(
         prog = target.progress(pp.group, topic, [partition]).get(partition)
         if prog is None:
             continue
-        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts, read.decisions)
+        ref = refs[(pp.log_dir, pp.source_topic, pp.source_partition)]
+        source = PartitionSource.of(ref, plan.opts, read.decisions)
         consumer = Consumer(
             target.client_config(
                 {
@@ -179,7 +182,7 @@ def _rehashed_map(
     topic: str,
     pps: list[PartitionPlan],
     target: Target,
-    refs: Mapping[tuple[str, int], Any],
+    refs: Mapping[tuple[str, str, int], Any],
     chosen: set[str] | None,
     consumer_config: Mapping[str, Any] | None,
     timeout: float,
@@ -206,7 +209,8 @@ def _rehashed_map(
     partitions = int(next(iter(counts)))  # type: ignore[arg-type]
 
     def for_partition(pp: PartitionPlan, prog: Progress, at: int) -> Iterator[SourceRecord]:
-        source = PartitionSource.of(refs[(pp.source_topic, pp.source_partition)], plan.opts, decisions)
+        ref = refs[(pp.log_dir, pp.source_topic, pp.source_partition)]
+        source = PartitionSource.of(ref, plan.opts, decisions)
         for rec in source.records():
             if rec.offset >= prog.next_source_offset:
                 return

@@ -7,7 +7,9 @@ Conflicts (codes; ``apply_replay(ignore=...)`` lets the operator accept some):
 
 - ``TARGET_NOT_EMPTY``: the target partition holds records and no progress of a replay of this source
   partition (a rerun of the same replay resumes instead);
-- ``PROGRESS_OF_OTHER_SOURCE``: the target partition's replay progress names another source partition;
+- ``PROGRESS_OF_OTHER_SOURCE``: the target partition's replay progress names another source partition: another
+  topic or partition, or the same names of another cluster or topic id (a progress names its source's
+  cluster id and topic id: :class:`logdoctor.replay.target.Progress`);
 - ``TOO_FEW_PARTITIONS``: the target topic has fewer partitions than the source partition's number needs;
 - ``RECORD_TOO_LARGE``: a record whose batch alone (uncompressed) is larger than the target topic's
   ``max.message.bytes`` (K:storage/.../internals/log/LogValidator.java, UnifiedLog analyzeAndValidateRecords:
@@ -22,11 +24,16 @@ Conflicts (codes; ``apply_replay(ignore=...)`` lets the operator accept some):
   target's retention deletes their segments as soon as they are rolled, by their largest timestamp
   (K:storage/.../internals/log/UnifiedLog.java deleteRetentionMsBreachedSegments);
 - ``NO_TIMESTAMP``: records with no timestamp (magic 0): they get the producer's time;
-- ``SEVERAL_REPLICAS``: the inputs hold the partition in several log dirs: give the one to replay;
+- ``SEVERAL_REPLICAS``: the inputs hold the partition in several log dirs: give the one to replay; accepted,
+  the reference copy of the replica rules is replayed (:func:`logdoctor.replay.source.single_replicas`);
 - ``BAD_TARGET_NAME``: the topic map makes a name Kafka refuses;
 - ``TARGET_MISSING``: the target topic does not exist and ``create`` is off;
 - ``GROUP_ACTIVE``: a consumer group to carry over has active members on the target
-  (:mod:`logdoctor.replay.groups`).
+  (:mod:`logdoctor.replay.groups`);
+- ``GROUP_COMMITTED_ON_TARGET``: a consumer group to carry over has a committed offset on a replayed target
+  partition that no replay committed (its consumers' on the target, or someone's by hand): its consumers
+  resume there, skipping replayed records or reading some again (``overwrite``: moved to the translated
+  offset instead).
 
 With ``partitioner="default"`` (the keys re-hashed as the Java producer does:
 :mod:`logdoctor.replay.partitioner`) a source partition's records go to many target partitions and each
@@ -52,6 +59,7 @@ from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS, SAME, partition_
 from logdoctor.replay.target import (
     Progress,
     Target,
+    describe_source,
     legal_topic,
     rehash_group,
     rehash_transactional_id,
@@ -171,6 +179,12 @@ class PartitionPlan:
     target_records: dict[int, int] = field(default_factory=dict)
     #: the group whose membership is the replay's lease on the target topic (None: ``group``)
     lease_group: str | None = None
+    #: whose partition the source is: (cluster id, topic id) of its log dir
+    #: (:func:`logdoctor.logdir.identity.source_of`), named in the progress the replay commits
+    source_id: tuple[str | None, str | None] = (None, None)
+    #: the log dirs of every copy of the source partition among the inputs when there are several
+    #: (``SEVERAL_REPLICAS``): ``log_dir`` is the one replayed, the reference copy; empty: one copy
+    copies: list[str] = field(default_factory=list)
     #: the transactions left without a marker (logdir.transactions ``without_marker_json``): open ones
     #: hold back every record from their first offset (read_committed), decided ones are replayed or
     #: left out as the coordinator's state or ``--open-transactions`` decided (logdir.coordinator)
@@ -200,7 +214,13 @@ class PartitionPlan:
     def to_json(self) -> dict[str, Any]:
         return {
             "log_dir": self.log_dir,
-            "source": {"topic": self.source_topic, "partition": self.source_partition},
+            "copies": self.copies,
+            "source": {
+                "topic": self.source_topic,
+                "partition": self.source_partition,
+                "cluster_id": self.source_id[0],
+                "topic_id": self.source_id[1],
+            },
             "target": {
                 "topic": self.target_topic,
                 "partition": None if self.rehashed else self.target_partition,
@@ -268,7 +288,8 @@ class TopicPlan:
 COMMIT = "commit"  # its replay is complete: the translated offset is committed by --apply
 AFTER_REPLAY = "after the replay"  # its replay is not complete: translated and committed once it is
 COMMITTED = "committed"  # the target group holds the translated offset already
-KEPT = "kept"  # the target group holds another committed offset: left as it is
+KEPT = "kept"  # the target group moved on since the replay committed it: left as it is
+OTHER = "committed on the target"  # no replay committed it, records between: left (moved with ``overwrite``)
 ACTIVE = "active"  # (a result) the group had active members when it was to be committed
 
 
@@ -289,6 +310,22 @@ class GroupPartition:
     status: str = AFTER_REPLAY
     #: the target group's committed offset there before (None: none)
     target_committed: int | None = None
+    #: the offset a replay committed there for the group (its ledger: ``carried_group``; None: never)
+    carried: int | None = None
+    #: with ``target_committed`` no replay committed: the replayed records its consumers skip (it is past
+    #: ``target_offset``) or read again (before it); None: not known before the partition's replay is done
+    skipped: int | None = None
+    read_again: int | None = None
+
+    @property
+    def foreign(self) -> bool:
+        """A committed offset on the target that no replay committed, with replayed records between it and
+        the translated one (or any, before the partition's replay is done)."""
+        return (
+            self.target_committed is not None
+            and self.carried is None
+            and (self.status == OTHER or self.target_offset is None)
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -298,6 +335,8 @@ class GroupPartition:
             "after": self.target_offset if self.target_offset is not None else AFTER_REPLAY,
             "status": self.status,
             "target_committed": self.target_committed,
+            "skipped": self.skipped,
+            "read_again": self.read_again,
             "metadata": self.metadata,
             "commit_timestamp": self.commit_timestamp,
         }
@@ -315,6 +354,8 @@ class GroupPlan:
     #: its commits on partitions the replay does not replay (topic-partition)
     not_replayed: list[str] = field(default_factory=list)
     conflicts: list[Conflict] = field(default_factory=list)
+    #: move the offsets no replay committed (``GROUP_COMMITTED_ON_TARGET``) to the translated ones
+    overwrite: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -324,6 +365,7 @@ class GroupPlan:
             "partitions": [p.to_json() for p in self.partitions],
             "not_replayed": self.not_replayed,
             "conflicts": [c.to_json() for c in self.conflicts],
+            "overwrite": self.overwrite,
         }
 
 
@@ -492,6 +534,7 @@ def plan_replay(
     consumer groups are planned on top of it (:func:`logdoctor.replay.groups.plan_groups`).
     ``partitioner``: ``same`` (each record to its source partition's number) or ``default`` (the key
     re-hashed as the Java producer does: :mod:`logdoctor.replay.partitioner`)."""
+    from logdoctor.logdir.identity import source_of
     from logdoctor.logdir.read_plan import plan_read
     from logdoctor.replay.source import PartitionSource, single_replicas
 
@@ -508,11 +551,19 @@ def plan_replay(
         tuple(read.items), opts, bootstrap, cluster_id, [], [], dict(admin_config or {}),
         [p.message for p in read.not_read], list(read.left_out), partitioner=partitioner,
     )  # fmt: skip
-    for (topic, partition), dirs in sorted(several.items()):
+    for (topic, partition), (dirs, chosen) in sorted(several.items()):
+        accepted = (
+            f"--ignore-conflict SEVERAL_REPLICAS replays the copy in {chosen.log_dir} (the reference: the "
+            "newest leader epoch, then the longest log)"
+            if chosen is not None
+            else "no copy's log end is known here (not a local log dir): --ignore-conflict SEVERAL_REPLICAS "
+            "replays none of them"
+        )
         plan.conflicts.append(
             Conflict(
                 "SEVERAL_REPLICAS",
-                f"{topic}-{partition} is in several log dirs ({', '.join(dirs)}): give the one to replay",
+                f"{topic}-{partition} is in several log dirs ({', '.join(dirs)}): give the one to replay; "
+                + accepted,
             )
         )
     refs.sort(key=lambda r: (r.topic, r.partition))
@@ -556,9 +607,9 @@ def plan_replay(
             tp.configs_from = "the target cluster"
     if partitioner == DEFAULT:
         for ref in refs:
-            plan.partitions.append(
-                _rehashed_partition(ref, by_source[ref.topic], target, cluster_id, opts, read.decisions)
-            )
+            pp = _rehashed_partition(ref, by_source[ref.topic], target, cluster_id, opts, read.decisions)
+            pp.copies = several.get((ref.topic, ref.partition), ([], None))[0]
+            plan.partitions.append(pp)
         for tp in plan.topics:
             _check_rehashed_target(
                 tp, [p for p in plan.partitions if p.source_topic == tp.source_topic], target
@@ -576,10 +627,11 @@ def plan_replay(
         pp = PartitionPlan(
             ref.log_dir, ref.topic, ref.partition, tp.target_topic, ref.partition,
             transactional_id(cluster_id, tp.target_topic, ref.partition),
-            replay_group(cluster_id, tp.target_topic),
+            replay_group(cluster_id, tp.target_topic), source_id=source_of(ref),
         )  # fmt: skip
         committed, pending = progress.get(tp.target_topic, ({}, set()))
         pp.progress, pp.pending = committed.get(ref.partition), ref.partition in pending
+        pp.copies = several.get((ref.topic, ref.partition), ([], None))[0]
         _count(pp, PartitionSource.of(ref, opts, read.decisions))
         if tp.exists and tp.partitions is not None and ref.partition >= tp.partitions:
             pp.conflicts.append(
@@ -601,6 +653,7 @@ def _rehashed_partition(
     ref: Any, tp: TopicPlan, target: Target, cluster_id: str, opts: ReadOptions, decisions: Any
 ) -> PartitionPlan:
     """One source partition's plan under the ``default`` partitioner: its progress in its own group."""
+    from logdoctor.logdir.identity import source_of
     from logdoctor.replay.source import PartitionSource
 
     pp = PartitionPlan(
@@ -608,20 +661,14 @@ def _rehashed_partition(
         rehash_transactional_id(cluster_id, ref.topic, ref.partition, tp.target_topic),
         rehash_group(cluster_id, ref.topic, ref.partition, tp.target_topic),
         partitioner=DEFAULT, target_partitions=tp.partitions,
-        lease_group=replay_group(cluster_id, tp.target_topic),
+        lease_group=replay_group(cluster_id, tp.target_topic), source_id=source_of(ref),
     )  # fmt: skip
     if tp.exists:
         committed, pending = target.committed_progress(pp.group, tp.target_topic, [0])
         pp.progress, pp.pending = committed.get(0), 0 in pending
     prog = pp.progress
-    if prog is not None and (prog.source_topic, prog.source_partition) != (ref.topic, ref.partition):
-        pp.conflicts.append(
-            Conflict(
-                "PROGRESS_OF_OTHER_SOURCE",
-                f"group {pp.group} holds a replay of {prog.source_topic}-{prog.source_partition}, not of "
-                f"{pp.name}",
-            )
-        )
+    if prog is not None and prog.of_other_source(ref.topic, ref.partition, pp.source_id):
+        pp.conflicts.append(Conflict("PROGRESS_OF_OTHER_SOURCE", other_source(pp, prog)))
     elif prog is not None and prog.partitions != tp.partitions:
         pp.conflicts.append(
             Conflict(
@@ -672,17 +719,8 @@ def _check_target(pp: PartitionPlan, target: Target) -> None:
     assert pp.target_offsets is not None
     low, high = pp.target_offsets
     prog = pp.progress
-    if prog is not None and (prog.source_topic, prog.source_partition) != (
-        pp.source_topic,
-        pp.source_partition,
-    ):
-        pp.conflicts.append(
-            Conflict(
-                "PROGRESS_OF_OTHER_SOURCE",
-                f"{pp.target_topic}-{pp.target_partition} holds a replay of {prog.source_topic}-"
-                f"{prog.source_partition} (group {pp.group}), not of {pp.name}",
-            )
-        )
+    if prog is not None and prog.of_other_source(pp.source_topic, pp.source_partition, pp.source_id):
+        pp.conflicts.append(Conflict("PROGRESS_OF_OTHER_SOURCE", other_source(pp, prog)))
     elif prog is None and high > low and target.has_records(pp.target_topic, pp.target_partition):
         pp.conflicts.append(
             Conflict(
@@ -691,6 +729,20 @@ def _check_target(pp: PartitionPlan, target: Target) -> None:
                 f"no replay of {pp.name}",
             )
         )
+
+
+def other_source(pp: PartitionPlan, prog: Progress) -> str:
+    """What ``PROGRESS_OF_OTHER_SOURCE`` says (the plan's conflict, and apply's refusal when the progress
+    changed since the plan)."""
+    where = (
+        f"group {pp.group} ({pp.target_topic})"
+        if pp.rehashed
+        else f"{pp.target_topic}-{pp.target_partition} (group {pp.group})"
+    )
+    return (
+        f"{where} holds the replay of {prog.source_text()}, not of {pp.name} of "
+        f"{describe_source(pp.source_id)}: replay into another topic (--topic-map {pp.source_topic}=NEW)"
+    )
 
 
 def _count(pp: PartitionPlan, source: Any) -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from logdoctor.errors import FormatError
 from logdoctor.logdir.batch_walk import SKIP, BatchAdmission, resolve_range
@@ -30,6 +30,9 @@ from logdoctor.logdir.transactions import (
     partition_transactions,
     segment_views,
 )
+
+if TYPE_CHECKING:
+    from logdoctor.checks.replica_lag import LagReplica
 
 __all__ = ["BATCH_OVERHEAD", "PartitionSource", "SourceRecord"]
 
@@ -193,12 +196,45 @@ class PartitionSource:
 
 def single_replicas(
     refs: Sequence[PartitionRef],
-) -> tuple[list[PartitionRef], dict[tuple[str, int], list[str]]]:
+) -> tuple[list[PartitionRef], dict[tuple[str, int], tuple[list[str], PartitionRef | None]]]:
     """``refs`` with each (topic, partition) once, and those found in several log dirs (a replay writes a
-    partition once: which copy is the operator's choice)."""
+    partition once: which copy is the operator's choice): their log dirs and the copy replayed when the
+    operator accepts the choice (``SEVERAL_REPLICAS`` ignored): the reference replica of the replica rules
+    (:func:`logdoctor.checks.replica_lag.partition_lag`: the newest leader epoch, then the longest log),
+    which the first list holds. None, and none of the copies in the first list, when no copy's log end is
+    known (copies at URIs: the rule reads a local log dir's leader-epoch-checkpoint and active segment)."""
+    from logdoctor.checks.replica_lag import partition_lag
+
     seen: dict[tuple[str, int], list[PartitionRef]] = {}
     for ref in refs:
         seen.setdefault((ref.topic, ref.partition), []).append(ref)
-    out = [v[0] for v in seen.values() if len(v) == 1]
-    several = {k: sorted({r.log_dir for r in v}) for k, v in seen.items() if len(v) > 1}
+    out: list[PartitionRef] = []
+    several: dict[tuple[str, int], tuple[list[str], PartitionRef | None]] = {}
+    for key, copies in seen.items():
+        if len(copies) == 1:
+            out.append(copies[0])
+            continue
+        lags = partition_lag([_lag_replica(r) for r in copies])
+        leader = lags[0].leader
+        chosen = None if leader is None else next(r for r in copies if r.path == leader.path)
+        several[key] = (sorted({r.log_dir for r in copies}), chosen)
+        if chosen is not None:
+            out.append(chosen)
     return out, several
+
+
+def _lag_replica(ref: PartitionRef) -> LagReplica:
+    """What the replica rules read of a copy (its log dir's model; no log end for a copy at a URI)."""
+    from logdoctor.checks.replica_lag import LagReplica
+    from logdoctor.formats.checkpoint import latest_epoch
+    from logdoctor.logdir.model import LogDir
+
+    size = sum(s.size for s in ref.segments)
+    if not ref.storage.is_local:
+        return LagReplica(ref.log_dir, ref.log_dir, ref.path, ref.topic, ref.partition, None, size, None)
+    try:
+        p = LogDir.shared(ref.log_dir).partition(ref.topic, ref.partition)
+        end, hw, epoch = p.log_end_offset, p.high_watermark, latest_epoch(p.leader_epochs)
+    except (OSError, KeyError, ValueError, FormatError):
+        end = hw = epoch = None
+    return LagReplica(ref.log_dir, ref.log_dir, ref.path, ref.topic, ref.partition, end, size, hw, epoch)

@@ -30,6 +30,8 @@ __all__ = [
     "Progress",
     "Target",
     "TargetUnreachable",
+    "carried_group",
+    "describe_source",
     "rehash_group",
     "rehash_transactional_id",
     "replay_group",
@@ -76,6 +78,14 @@ def rehash_group(cluster_id: str, source_topic: str, source_partition: int, targ
     return f"logdoctor-rehash-{target_topic[:_NAME_PART]}-{source_partition}-{digest}"
 
 
+def carried_group(cluster_id: str, group: str, topic: str) -> str:
+    """``logdoctor-carried-<topic>-<hash of cluster id/group/topic>``: the ledger of the offsets a replay
+    committed for consumer ``group`` on the target topic (each partition's committed offset there is the one
+    the replay committed for the group), so that a rerun tells a group that moved on since the replay's
+    commit from one whose offset someone else committed first."""
+    return f"logdoctor-carried-{topic[:_NAME_PART]}-{_digest('carried', cluster_id, group, topic)}"
+
+
 @dataclass(frozen=True, slots=True)
 class Progress:
     """What a replay committed for one target partition (in the metadata of the offset it commits there,
@@ -93,15 +103,21 @@ class Progress:
     #: partition's, committed on the target topic's partition 0 with the next source offset as the offset:
     #: ``first_target_offset`` is -1 and ``next_target_offset`` the next source offset
     partitions: int | None = None
+    #: whose partition the source is: (cluster id, topic id) as :func:`logdoctor.logdir.identity.source_of`
+    #: reads them (either None where the log dir has none). None: a progress of version 1 (committed before
+    #: the progress named its source), which names only the topic and partition
+    source_id: tuple[str | None, str | None] | None = None
 
     def metadata(self) -> str:
         obj: dict[str, Any] = {
-            PROGRESS_KEY: 1,
+            PROGRESS_KEY: 1 if self.source_id is None else 2,
             "source": [self.source_topic, self.source_partition],
             "next": self.next_source_offset,
             "first": self.first_target_offset,
             "records": self.records,
         }
+        if self.source_id is not None:
+            obj["cluster"], obj["topic_id"] = self.source_id
         if self.partitions is not None:
             obj["partitioner"] = "default"
             obj["partitions"] = self.partitions
@@ -109,17 +125,41 @@ class Progress:
 
     @classmethod
     def parse(cls, offset: int, metadata: str | None) -> Progress | None:
-        """The progress of a committed offset (None: not a replay's)."""
+        """The progress of a committed offset (None: not a replay's). Version 2 names the source's cluster
+        and topic id (``cluster``, ``topic_id``: null where its log dir had none); version 1 does not."""
         try:
             obj = json.loads(metadata or "")
             topic, partition = obj["source"]
             partitions = obj.get("partitions")
+            source_id = None if int(obj[PROGRESS_KEY]) < 2 else (obj["cluster"], obj["topic_id"])
             return cls(
                 str(topic), int(partition), int(obj["next"]), int(obj["first"]), int(obj["records"]), offset,
-                None if partitions is None else int(partitions),
+                None if partitions is None else int(partitions), source_id,
             )  # fmt: skip
         except (ValueError, KeyError, TypeError):
             return None
+
+    def of_other_source(self, topic: str, partition: int, source_id: tuple[str | None, str | None]) -> bool:
+        """Whether this progress is another source partition's than ``topic``-``partition`` of the source
+        ``source_id`` (cluster id, topic id): another topic or partition, or (version 2) another cluster or
+        topic id. A version 1 progress names no source: it is the same topic and partition's, whichever
+        cluster that was (what the replay did before the progress named its source)."""
+        if (self.source_topic, self.source_partition) != (topic, partition):
+            return True
+        return self.source_id is not None and tuple(self.source_id) != tuple(source_id)
+
+    def source_text(self) -> str:
+        """The source partition as a message names it: ``orders-0 of cluster C (topic id T)``."""
+        name = f"{self.source_topic}-{self.source_partition}"
+        if self.source_id is None:
+            return f"{name} (a progress that names no cluster)"
+        return f"{name} of {describe_source(self.source_id)}"
+
+
+def describe_source(source_id: tuple[str | None, str | None]) -> str:
+    """``cluster C (topic id T)`` of a (cluster id, topic id), either possibly unknown."""
+    cluster, topic_id = source_id
+    return f"cluster {cluster or '(no meta.properties)'} (topic id {topic_id or 'unknown'})"
 
 
 class ClientSettingsError(ValueError):
