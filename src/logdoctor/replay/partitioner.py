@@ -14,7 +14,7 @@ source partition stay together and in their order.
 
 from __future__ import annotations
 
-from logdoctor.formats.murmur2 import murmur2
+from logdoctor.formats.murmur2 import partition_of
 
 __all__ = ["DEFAULT", "PARTITIONERS", "SAME", "partition_for"]
 
@@ -30,4 +30,4 @@ def partition_for(key: bytes | None, source_partition: int, partitions: int) -> 
     key, the source partition modulo ``partitions`` for a null key."""
     if key is None:
         return source_partition % partitions
-    return (murmur2(key) & 0x7FFFFFFF) % partitions
+    return partition_of(key, partitions)

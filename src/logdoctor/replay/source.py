@@ -113,10 +113,7 @@ class PartitionSource:
         for seg, view in zip(ref.segments, views, strict=True):
             end = self.end
             if seg.remote is not None:  # up to its own last offset, and where the local log takes over
-                caps = [c for c in (seg.remote.local_from, end) if c is not None]
-                if seg.remote.end_offset is not None:
-                    caps.append(seg.remote.end_offset + 1)
-                end = min(caps) if caps else None
+                end = seg.remote.read_end(end)
             if start is not None and seg.next_base_offset is not None and seg.next_base_offset <= start:
                 continue
             if end is not None and seg.base_offset >= end:
