@@ -89,6 +89,19 @@ TOOL_CLASSES: dict[str, tuple[str, ...]] = {
 # -- the installed jars ----------
 
 
+#: a broker config whose transaction coordinator looks for timed-out transactions every second (Kafka's
+#: default: 10 s), so that a test waits for its abort a few seconds past the producer's timeout
+ABORT_TIMED_OUT_EVERY_SECOND = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000}
+#: a small JVM for one of Kafka's own tools run by a test (a producer, a command)
+TOOL_JVM = ["java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
+
+
+def java_tool(version: str, main: str, *args: str) -> list[str]:
+    """The argv of Kafka ``version``'s class ``main`` (``org.apache.kafka.tools.ProducerPerformance``...)
+    with ``args``, in :data:`TOOL_JVM`."""
+    return [*TOOL_JVM, "-cp", f"{kafka_libs(version)}/*", main, *args]
+
+
 def kafka_libs(version: str = NEWEST) -> Path:
     """The folder of Kafka ``version``'s jars; the test skips with a ``required:`` reason (a failure in CI)
     when they are not installed."""

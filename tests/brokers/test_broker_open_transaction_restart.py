@@ -37,24 +37,23 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from kafka_cluster import KafkaCluster, kafka_libs, logdoctor, read_all, spawn, wait_until
+import kafka_cluster as kc
 
 pytestmark = pytest.mark.kafka
 
 VERSION = "4.4.0"
-JAVA = ["java", "-Xms64m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"]
 TIMEOUT_MS = 30_000
 
 
 @dataclass
 class Dead:
-    cluster: KafkaCluster
+    cluster: kc.KafkaCluster
     copy: Path  # the dead broker's log dir, copied before the restart
     consumed: list[tuple[int, bytes | None, bytes | None]]  # read_committed, from the restarted broker
     open_first: int  # the open transaction's first offset (the dead broker's last stable offset)
 
 
-def _offsets(cluster: KafkaCluster, level: str) -> int:
+def _offsets(cluster: kc.KafkaCluster, level: str) -> int:
     from confluent_kafka import IsolationLevel, TopicPartition
     from confluent_kafka.admin import OffsetSpec
 
@@ -70,41 +69,19 @@ def dead(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dead]:
     from confluent_kafka import Producer
 
     root = tmp_path_factory.mktemp("open-txn")
-    cluster = KafkaCluster(
-        root,
-        version=VERSION,
-        broker_config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000},
-    )
+    cluster = kc.KafkaCluster(root, version=VERSION, broker_config=kc.ABORT_TIMED_OUT_EVERY_SECOND)
     with cluster:
         cluster.create_topic("orders")
         cluster.produce("orders", [(b"plain-%02d" % i, b"before") for i in range(10)])
-        perf = spawn(
-            [
-                *JAVA,
-                "-cp",
-                f"{kafka_libs(cluster.version)}/*",
-                "org.apache.kafka.tools.ProducerPerformance",
-                *(
-                    "--topic",
-                    "orders",
-                    "--num-records",
-                    "1000000",
-                    "--record-size",
-                    "20",
-                    "--throughput",
-                    "50",
-                ),
-                *("--transactional-id", "hang", "--transaction-duration-ms", "600000"),
-                *(
-                    "--producer-props",
-                    f"bootstrap.servers={cluster.bootstrap}",
-                    f"transaction.timeout.ms={TIMEOUT_MS}",
-                ),
-            ],
-            log=root / "perf.log",
-        )
+        argv = kc.java_tool(
+            cluster.version, "org.apache.kafka.tools.ProducerPerformance", "--topic", "orders",
+            "--num-records", "1000000", "--record-size", "20", "--throughput", "50",
+            "--transactional-id", "hang", "--transaction-duration-ms", "600000", "--producer-props",
+            f"bootstrap.servers={cluster.bootstrap}", f"transaction.timeout.ms={TIMEOUT_MS}",
+        )  # fmt: skip
+        perf = kc.spawn(argv, log=root / "perf.log")
         try:
-            wait_until(
+            kc.wait_until(
                 "the hanging producer's records",
                 lambda: _offsets(cluster, "READ_UNCOMMITTED") > 12,
                 90,
@@ -131,18 +108,18 @@ def dead(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Dead]:
         shutil.copytree(log_dir, copy)
         cluster.start()
         cluster.wait_brokers_registered([cluster.broker(1)])
-        wait_until(  # the restarted coordinator aborts the timed-out transaction
+        kc.wait_until(  # the restarted coordinator aborts the timed-out transaction
             "the restarted coordinator to abort hang's transaction",
             lambda: _offsets(cluster, "READ_COMMITTED") == _offsets(cluster, "READ_UNCOMMITTED"),
             TIMEOUT_MS / 1000 + 60,
             every=0.5,
         )
-        consumed = [(o, k, v) for o, k, v, *_ in read_all(cluster.bootstrap, "orders", 0)]
+        consumed = [(o, k, v) for o, k, v, *_ in kc.read_all(cluster.bootstrap, "orders", 0)]
         yield Dead(cluster, copy, consumed, open_first)
 
 
 def _export(dead: Dead, out: Path, path: Path, *extra: str) -> tuple[list[tuple], dict]:
-    done = logdoctor(
+    done = kc.logdoctor(
         "export", str(path), "--out", str(out), "--topics", "orders", "--writer", "arrow", "--json", *extra
     )
     assert done.returncode in (0, 1), done.stdout + done.stderr
@@ -193,13 +170,13 @@ def test_without_the_coordinators_state_hold_stops_and_abort_reads_on(dead: Dead
 def test_replay_sends_what_the_restarted_broker_serves(dead: Dead) -> None:
     args = ("replay", str(dead.copy), "--bootstrap-server", dead.cluster.bootstrap, "--topics", "orders")
     args += ("--topic-map", "orders=orders-replayed")
-    plan = logdoctor(*args, "--json")
+    plan = kc.logdoctor(*args, "--json")
     assert plan.returncode == 0, plan.stdout + plan.stderr
     (pp,) = json.loads(plan.stdout)["plan"]["partitions"]
     (decided,) = pp["transactions_without_marker"]
     assert decided["result"] == "aborted" and "is Ongoing" in decided["decided_by"]
     assert pp["records_held_back"] == 0
-    done = logdoctor(*args, "--apply")
+    done = kc.logdoctor(*args, "--apply")
     assert done.returncode == 0, done.stdout + done.stderr
-    sent = [(k, v) for _o, k, v, *_ in read_all(dead.cluster.bootstrap, "orders-replayed", 0)]
+    sent = [(k, v) for _o, k, v, *_ in kc.read_all(dead.cluster.bootstrap, "orders-replayed", 0)]
     assert sent == [(k, v) for _o, k, v in dead.consumed]

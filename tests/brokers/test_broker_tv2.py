@@ -57,7 +57,15 @@ import pyarrow.parquet as pq
 import pytest
 
 from dump_agreement import agrees
-from kafka_cluster import KafkaCluster, kafka_libs, logdoctor, read_all, spawn, wait_until
+from kafka_cluster import (
+    ABORT_TIMED_OUT_EVERY_SECOND,
+    KafkaCluster,
+    kafka_libs,
+    logdoctor,
+    read_all,
+    spawn,
+    wait_until,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -184,12 +192,7 @@ def _listed(cluster: KafkaCluster) -> dict[str, dict[str, str]]:
 @pytest.fixture(scope="module")
 def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
     root = tmp_path_factory.mktemp("tv2")
-    cluster = KafkaCluster(
-        root,
-        version=VERSION,
-        # the coordinator looks for timed-out transactions every second (default 10 s)
-        broker_config={"transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000},
-    )
+    cluster = KafkaCluster(root, version=VERSION, broker_config=ABORT_TIMED_OUT_EVERY_SECOND)
     with cluster:
         features = _java(
             cluster,
