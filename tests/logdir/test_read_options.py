@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tiers
+from logdoctor.logdir.coordinator import OPEN_TRANSACTION_POLICIES
 from logdoctor.logdir.discovery import DiscoveryError
 from logdoctor.logdir.read_options import (
     DECODERS,
@@ -61,6 +62,7 @@ def read_options(draw: st.DrawFn) -> ReadOptions:
         min_partitions=draw(st.integers(1, 512)),
         isolation_level=draw(st.sampled_from(ISOLATION_LEVELS)),
         upto=draw(st.sampled_from(UPTO)),
+        open_transactions=draw(st.sampled_from(OPEN_TRANSACTION_POLICIES)),
         view=draw(st.sampled_from(VIEWS)),
         typed=typed,
         schemas=tuple(draw(st.lists(st.one_of(_path, st.just("s3://b/x,y")), max_size=3))),
@@ -140,6 +142,7 @@ BAD = [
         "kafka.isolation.level: expected one of read_committed, read_uncommitted",
     ),
     ("upTo", "now", "upTo: expected one of log-end, high-watermark, got 'now'"),
+    ("openTransactions", "commit", "openTransactions: expected one of hold, abort, got 'commit'"),
     ("view", "newest", "view: expected one of history, latest, cdc, got 'newest'"),
     ("typed", "sometimes", "typed: expected true or false, got 'sometimes'"),
     ("schemas", "[1, 2]", "schemas: expected a JSON list of paths, got '[1, 2]'"),
