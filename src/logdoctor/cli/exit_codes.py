@@ -61,7 +61,9 @@ _MEANING = {
     "writes to the log dir",
     ExitCode.NO_PERMISSION: "a file cannot be read or written (permission denied)",
     ExitCode.REFUSED: "refused (nothing written): the log dirs' state does not allow it, or a replay's plan "
-    "has conflicts (the message says why)",
+    "has conflicts (the message says why); replay `--apply` with `--groups`: a group not committed after its "
+    "records were replayed, because it has active members on the target or is at an offset there that no "
+    "replay committed (`GROUP_COMMITTED_ON_TARGET`; `--groups-overwrite` moves it where the plan showed it)",
     ExitCode.INTERRUPTED: "interrupted (Ctrl-C): one line says what was stopped and, for a run that writes, "
     "its journal and the commands that finish or undo it",
 }
