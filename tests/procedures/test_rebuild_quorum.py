@@ -5,9 +5,11 @@ tests/brokers/test_broker_quorum_rebuild.py."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import cli_runs
+import realworld
 
 
 def _broker_dir(path: Path, node: int, cluster: str) -> Path:
@@ -50,3 +52,34 @@ def test_bad_controllers_are_usage_errors(tmp_path):
         done = cli_runs.logdoctor("rebuild-quorum", a, "--controller", controller)
         assert done.returncode == 64, (controller, done.stdout + done.stderr)
     assert not (tmp_path / "c").exists()
+
+
+def test_real_copies_the_newest_is_chosen_and_a_rollback_leaves_nothing(tmp_path):
+    """Three nodes of a real 3.5 cluster (combined mode): node 1 led epoch 190 (its quorum-state), the
+    others' copies end in epoch 189, one offset short: node 1's copy is chosen and they are named behind.
+    The apply writes both controllers' dirs, which the scan finds clean; the rollback removes every file."""
+    root = realworld.require()
+    nodes = [root / f"kraft-3.5-greenlemont-n{i}" for i in (2, 1, 3)]
+    state = json.loads((nodes[1] / "__cluster_metadata-0" / "quorum-state").read_text())
+    assert (state["leaderId"], state["leaderEpoch"]) == (1, 190)
+    targets = [tmp_path / "c1", tmp_path / "c2"]
+    args = ["rebuild-quorum", *nodes, "--controller", f"3001@h1:9093={targets[0]}"]
+    args += ["--controller", f"3002@h2:9093={targets[1]}", "--backup-dir", tmp_path / "backup"]
+    plan = json.loads(cli_runs.logdoctor(*args, "--json").stdout)
+    assert plan["summary"]["chosen"] == str(nodes[1])
+    assert {(b["broker"], b["end_offset"], b["last_epoch"]) for b in plan["summary"]["behind"]} == {
+        (2, 30637, 189),
+        (3, 30637, 189),
+    }
+    done = cli_runs.logdoctor(*args, "--apply")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for t in targets:
+        assert cli_runs.logdoctor("scan", "--deep", t).returncode == 0
+        assert (t / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes() == (
+            nodes[1] / "__cluster_metadata-0" / "00000000000000000000.log"
+        ).read_bytes()
+    undo = cli_runs.logdoctor(
+        "rebuild-quorum", "--rollback", tmp_path / "backup" / "journal.jsonl", "--apply"
+    )
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert [p for t in targets for p in t.iterdir()] == []

@@ -77,7 +77,7 @@ __all__ = ["PROCEDURE", "Candidate", "ControllerTarget", "parse_controller", "pl
 PROCEDURE = "rebuild-quorum"
 METADATA_DIR = f"{METADATA_TOPIC}-0"
 PRODUCER_ID_BLOCK_SIZE = 1000  # K:server-common/.../common/ProducerIdsBlock.java
-_COPIED = re.compile(r"\d{20}\.log|\d{20}-\d{10}\.checkpoint|leader-epoch-checkpoint")
+_COPIED = re.compile(r"\d{20}\.log|\d{20}-\d{10}\.checkpoint|leader-epoch-checkpoint|partition\.metadata")
 _VOTER = re.compile(r"(\d+)@(\[[^\]]+\]|[^:@=\[\]]+):(\d+)")
 
 
@@ -381,18 +381,24 @@ def plan_rebuild_quorum(
         )
     behind = [
         {"broker": c.node_id, "log_dir": c.log_dir, "end_offset": c.end_offset, "last_epoch": c.last_epoch}
-        for c in candidates
-        if c is not chosen and c.key < chosen.key
+        for c in usable
+        if c.key < chosen.key
     ]
-    notes.append(
-        f"chosen: broker {chosen.node_id}'s copy ({chosen.log_dir}), ending at offset {chosen.end_offset} "
-        f"(epoch {chosen.last_epoch}, last record {_iso(chosen.last_timestamp)}); whatever the lost "
-        "controllers committed after it is lost, and every broker whose copy goes further truncates to it"
-    )
-    for b in behind:
+    for c in candidates:
+        if c is chosen:
+            what = (
+                "chosen: whatever the lost controllers committed after it is lost, and a broker whose copy "
+                "goes further truncates to it"
+            )
+        elif c.problems:
+            what = "not readable to its end, not chosen: " + "; ".join(c.problems)
+        elif c.key < chosen.key:
+            what = "behind: it fetches the rest from the new controllers"
+        else:
+            what = "the same end as the chosen copy"
         notes.append(
-            f"broker {b['broker']} ({b['log_dir']}) is behind, at offset {b['end_offset']} (epoch "
-            f"{b['last_epoch']}): it fetches the rest from the new controllers"
+            f"copy of broker {c.node_id} ({c.log_dir}): ends at offset {c.end_offset}, epoch {c.last_epoch}, "
+            f"last record {_iso(c.last_timestamp)}; {what}"
         )
     config = [
         "process.roles=controller",
