@@ -156,6 +156,9 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         audit = [(f"a{i}".encode(), b"x") for i in range(20)]
         cluster.produce("audit", audit, enable_idempotence=False)
         topics_before = _topics(cluster, ["orders", "audit", "ledger"])
+        assert CONFIGS.items() <= topics_before["orders"]["configs"].items()
+        assert topics_before["audit"]["replicas"] == {0: [2]}
+        assert all(t["topic_id"] not in ("", "None") for t in topics_before.values())
         scram_before, quota_before = _scram_users(cluster), _quota(cluster)
         assert "producer_byte_rate=1048576" in quota_before and scram_before["alice"]
 
