@@ -11,6 +11,9 @@ controller, node 3000, beside brokers 1 and 2) then serves as before.
    the first block of producer ids, and the controller's ProducerIdsRecord is past broker 2's copy.
 3. Everything stops; the controller's metadata dir is deleted, and so is broker 1's copy of the metadata
    log (a metadata.log.dir on the controllers' volume class): broker 2's copy, the one left, is behind.
+   Broker 2's quorum-state is set 5 epochs past its log, as a broker's is that heard of elections whose
+   records it never fetched: it fetches from no leader of an earlier epoch (without the rebuild's
+   quorum-state at that epoch it never registers).
 4. ``logdoctor rebuild-quorum`` of both brokers' log dirs, for a new controller (node 3001, a new port,
    an empty folder): the plan chooses broker 2's copy and names the producer id broker 1's dir shows in
    use; ``--apply`` writes the controller's dir; the controller starts with the configuration the plan
@@ -170,6 +173,11 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         controller = cluster.controller
         shutil.rmtree(controller.log_dirs[0])
         shutil.rmtree(cluster.broker(1).log_dirs[0] / "__cluster_metadata-0")
+        # broker 2 heard of elections whose records it never fetched: quorum-state 5 epochs past its log
+        state_file = cluster.broker(2).log_dirs[0] / "__cluster_metadata-0" / "quorum-state"
+        state = json.loads(state_file.read_text())
+        heard = state["leaderEpoch"] + 5
+        state_file.write_text(re.sub(r'"leaderEpoch":\d+', f'"leaderEpoch":{heard}', state_file.read_text()))
         new_dir = tmp_path / "controller-3001" / "metadata"
         port = kc.free_port()
         dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
@@ -180,6 +188,7 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         assert summary["chosen"] == str(cluster.broker(2).log_dirs[0])
         assert summary["producer_id_in_use"] >= earlier_pid
         assert summary["new_producer_id_block"] > earlier_pid
+        assert summary["quorum_epoch"] == heard
         done = kc.logdoctor(*args, "--apply")
         assert done.returncode == 0, done.stdout + done.stderr
         again = kc.logdoctor(*args)

@@ -13,9 +13,12 @@ start from such a copy, each file written by the plan:
   them as a broker does (latest snapshot, then the log). The replica to copy is the one a Raft election
   would prefer: the highest last epoch, then the highest end offset
   (K:raft/.../raft/OffsetAndEpoch.java ``compareTo``, KafkaRaftClient.java ``handleVoteRequest``'s log check).
-- no ``quorum-state``: read as epoch 0 with no leader when missing, which is below the log's last epoch,
-  so the node starts unattached at the log's epoch and elects itself at the next
-  (K:raft/.../raft/QuorumState.java ``readElectionState``, ``initialize``).
+- ``quorum-state``: no leader, no vote, at the highest epoch of the log and of the given brokers'
+  quorum-state files, so the node starts unattached there and elects a leader in the next epoch
+  (K:raft/.../raft/QuorumState.java ``initialize``: a stored epoch below the log's is overridden by it), one
+  every broker follows (a broker's fetch of an epoch later than the leader's is answered
+  UNKNOWN_LEADER_EPOCH: KafkaRaftClient.java ``validateLeaderOnlyRequest``); data_version 0 with the new
+  voters, as kraft.version 0 writes it (K:raft/.../raft/FileQuorumStateStore.java, ElectionState.java).
 - ``bootstrap.checkpoint`` of the chosen broker's metadata log dir, when it has one (read at every start,
   used only on an empty log: K:metadata/.../bootstrap/BootstrapDirectory.java).
 - Producer ids: the controller hands out the next block from the last ProducerIdsRecord's
@@ -51,6 +54,7 @@ from logdoctor.formats.checkpoint import (
 )
 from logdoctor.formats.partition_metadata import uuid_to_kafka
 from logdoctor.formats.properties import MetaProperties, write_meta_properties
+from logdoctor.formats.quorum_state import QuorumState, parse_quorum_state, write_quorum_state
 from logdoctor.logdir.files import read_file
 from logdoctor.logdir.identity import is_reserved_directory_id
 from logdoctor.logdir.names import (
@@ -118,6 +122,7 @@ class Candidate:
     kraft_voters: tuple[int, ...] | None
     record_types: dict[str, int]
     problems: list[str]
+    state_epoch: int | None = None  # leaderEpoch of its quorum-state: the epoch the broker last heard of
 
     @property
     def key(self) -> tuple[int, int]:
@@ -163,6 +168,14 @@ def _candidate(log_dir: str, node_id: int | None) -> Candidate:
             epoch, stamp = max(epoch, last.partition_leader_epoch), last.max_timestamp
             break
     files = sorted(n for n in os.listdir(mdir) if _COPIED.fullmatch(n))
+    state_epoch = None
+    try:
+        state = parse_quorum_state(read_file(os.path.join(mdir, QUORUM_STATE_FILE)), source=mdir)
+        state_epoch = state.leader_epoch
+    except FileNotFoundError:
+        pass
+    except (FormatError, OSError) as e:
+        problems.append(f"{QUORUM_STATE_FILE}: {e}")
     return Candidate(
         log_dir,
         node_id,
@@ -174,6 +187,7 @@ def _candidate(log_dir: str, node_id: int | None) -> Candidate:
         image.voters,
         dict(image.record_types),
         problems,
+        state_epoch,
     )
 
 
@@ -348,6 +362,15 @@ def plan_rebuild_quorum(
             f"producer ids: the next block starts at {next_id}, past every id the log dirs show in use "
             f"({in_use if in_use >= 0 else 'none'}): nothing to add (ProducerIdControlManager)"
         )
+    # the controllers start unattached at an epoch no given broker has seen passed: a broker fetches only
+    # from a leader of its own epoch or later (KafkaRaftClient.validateLeaderOnlyRequest answers a request
+    # of a later epoch UNKNOWN_LEADER_EPOCH), and a quorum-state below the log's epoch is overridden
+    # (QuorumState.initialize); kraft.version 0 writes data_version 0 (FileQuorumStateStore).
+    log_epoch = chosen.last_epoch + (1 if new_block is not None else 0)
+    start_epoch = max([log_epoch, *(c.state_epoch for c in candidates if c.state_epoch is not None)])
+    ids = sorted(c.node_id for c in controllers)
+    state = QuorumState(0, -1, start_epoch, -1, cluster_id="", applied_offset=0, current_voters=ids)
+    files[QUORUM_STATE_FILE] = write_quorum_state(state)
     boot = os.path.join(chosen.log_dir, BOOTSTRAP_CHECKPOINT_FILE)
     boot_bytes = read_file(boot) if os.path.isfile(boot) else None
     voters = ",".join(c.voter for c in controllers)
@@ -373,8 +396,8 @@ def plan_rebuild_quorum(
                 c.directory,
                 f"controller {c.node_id} (directory.id {meta.directory_id}, cluster {cluster_id}): "
                 f"{METADATA_DIR} of broker {chosen.node_id} ({chosen.log_dir}) to offset "
-                f"{chosen.end_offset}, epoch {chosen.last_epoch}; no {QUORUM_STATE_FILE} (the node starts "
-                "unattached at the log's epoch and elects a leader)",
+                f"{chosen.end_offset}, epoch {chosen.last_epoch}; {QUORUM_STATE_FILE}: unattached at epoch "
+                f"{start_epoch}, the node elects a leader in the next",
                 steps=steps,
                 changes=changes,
             )
@@ -420,6 +443,7 @@ def plan_rebuild_quorum(
         "producer_id_in_use": in_use,
         "next_producer_id": next_id,
         "new_producer_id_block": new_block,
+        "quorum_epoch": start_epoch,
         "controller_quorum_voters": voters,
         "controllers": [
             {"node_id": c.node_id, "directory": c.directory, "listeners": f"CONTROLLER://{c.host}:{c.port}"}
