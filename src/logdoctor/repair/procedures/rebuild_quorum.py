@@ -122,7 +122,8 @@ class Candidate:
     kraft_voters: tuple[int, ...] | None
     record_types: dict[str, int]
     problems: list[str]
-    state_epoch: int | None = None  # leaderEpoch of its quorum-state: the epoch the broker last heard of
+    # leaderEpoch of its quorum-state, the epoch the broker last heard of (the error when unreadable)
+    state_epoch: int | Exception | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -174,8 +175,8 @@ def _candidate(log_dir: str, node_id: int | None) -> Candidate:
         state_epoch = state.leader_epoch
     except FileNotFoundError:
         pass
-    except (FormatError, OSError) as e:
-        problems.append(f"{QUORUM_STATE_FILE}: {e}")
+    except (FormatError, OSError) as e:  # the broker will not start on it (FileQuorumStateStore); its log is
+        state_epoch = e  # read all the same, the epoch it heard of stays unknown
     return Candidate(
         log_dir,
         node_id,
@@ -336,7 +337,7 @@ def plan_rebuild_quorum(
         files[name[:20] + ".index"], files[name[:20] + ".timeindex"] = built.offset_index, built.time_index
     extra: dict[str, bytes] = {}
     new_block = None
-    if in_use >= next_id:
+    if in_use >= max(next_id, 0):
         new_block = (in_use // PRODUCER_ID_BLOCK_SIZE + 1) * PRODUCER_ID_BLOCK_SIZE
         epoch = chosen.last_epoch + 1
         log = _producer_ids_batch(new_block, chosen.end_offset, epoch, plan.created_ms)
@@ -367,7 +368,13 @@ def plan_rebuild_quorum(
     # of a later epoch UNKNOWN_LEADER_EPOCH), and a quorum-state below the log's epoch is overridden
     # (QuorumState.initialize); kraft.version 0 writes data_version 0 (FileQuorumStateStore).
     log_epoch = chosen.last_epoch + (1 if new_block is not None else 0)
-    start_epoch = max([log_epoch, *(c.state_epoch for c in candidates if c.state_epoch is not None)])
+    start_epoch = max([log_epoch, *(c.state_epoch for c in candidates if isinstance(c.state_epoch, int))])
+    for c in candidates:
+        if isinstance(c.state_epoch, Exception):
+            notes.append(
+                f"broker {c.node_id}'s {QUORUM_STATE_FILE} is not readable ({c.state_epoch}): the "
+                "epoch it heard of is not known; the broker does not start until it is removed"
+            )
     ids = sorted(c.node_id for c in controllers)
     state = QuorumState(0, -1, start_epoch, -1, cluster_id="", applied_offset=0, current_voters=ids)
     files[QUORUM_STATE_FILE] = write_quorum_state(state)
