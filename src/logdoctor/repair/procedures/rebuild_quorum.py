@@ -194,7 +194,9 @@ def _candidate(log_dir: str, node_id: int | None) -> Candidate:
 
 def producer_ids_in_use(log_dirs: list[str], notes: list[str]) -> tuple[int, str | None]:
     """The highest producer id the log dirs show in use (-1: none) and where: each partition's latest
-    producer snapshot and the batches of its active segment, and every id of ``__transaction_state``."""
+    producer snapshot (written at every roll and at a clean stop: K:core/.../log/UnifiedLog.scala ``roll``,
+    ``close``), the batches of its active segment past it, and every id of ``__transaction_state``. A
+    producer expired before the snapshot (producer.id.expiration.ms, a day) had its block long before."""
     from logdoctor.formats.producer_snapshot import parse_producer_snapshot
     from logdoctor.logdir.coordinator import coordinator_state_of
     from logdoctor.logdir.model import LogDir
@@ -205,14 +207,16 @@ def producer_ids_in_use(log_dirs: list[str], notes: list[str]) -> tuple[int, str
             if part.topic == METADATA_TOPIC:
                 continue
             try:
+                covered = -1  # the latest producer snapshot's offset: every live producer up to it
                 if part.producer_snapshots:
-                    path = part.producer_snapshots[-1][1]
+                    covered, path = part.producer_snapshots[-1]
                     snap = parse_producer_snapshot(read_file(path), source=str(path))
                     found += [(e.producer_id, str(path)) for e in snap.entries]
                 seg = part.active_segment
-                if seg is not None:
+                if seg is not None and seg.next_offset() > covered:  # written since (an unclean stop)
                     for b in seg.batches():
-                        found.append((getattr(b, "producer_id", -1), str(seg.log_path)))
+                        if b.last_offset >= covered:
+                            found.append((getattr(b, "producer_id", -1), str(seg.log_path)))
                 if part.topic == "__transaction_state" and part.segments:
                     txns = coordinator_state_of([(str(part.path), part.segments[0].base_offset)])
                     found += [(p, str(part.path)) for t in txns.values() for p in t.producer_ids]
