@@ -324,13 +324,41 @@ class Target:
                 out[tp.partition] = parsed
         return out, pending
 
+    def last_stable(self, topic: str, partition: int) -> int:
+        """The last stable offset of a target partition: where a ``read_committed`` consumer stops, the first
+        offset of its earliest open transaction, else the high watermark (a ListOffsets of the latest offset
+        at ``read_committed``: K:core/.../cluster/Partition.scala fetchOffsetForTimestamp)."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        tp = TopicPartition(topic, partition)
+        got = _retrying(
+            lambda: self.admin.list_offsets(
+                {tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED,
+                request_timeout=self.timeout,
+            )[tp].result(timeout=self.timeout),
+            self.timeout,
+        )  # fmt: skip
+        return int(got.offset)
+
+    def open_from(self, topic: str, partition: int) -> int | None:
+        """The first offset of the target partition that an open transaction holds (its last stable offset,
+        below the high watermark), None when no transaction is open there."""
+        stable = self.last_stable(topic, partition)
+        return stable if stable < self.watermarks(topic, partition)[1] else None
+
     def has_records(self, topic: str, partition: int) -> bool:
-        """Whether a ``read_committed`` consumer reads any record of the partition (aborted and open
-        transactions' records, and markers, are no records to it: what a killed replay left)."""
+        """Whether a ``read_committed`` consumer reads any record of the partition below its last stable
+        offset (aborted and open transactions' records, and markers, are no records to it: what a killed
+        replay left; what an open transaction holds is :meth:`open_from`'s). Read to the last stable offset
+        and no further: librdkafka says EOF once per end offset, the last stable offset while a transaction
+        is open (confluentinc/librdkafka src/rdkafka_fetcher.c ``eof_offset``), and nothing after it until
+        the transaction ends. Nothing read within ``timeout``: :class:`TargetUnreachable`."""
         from confluent_kafka import Consumer, TopicPartition
 
-        low, high = self.watermarks(topic, partition)
-        if high <= low:
+        low, _high = self.watermarks(topic, partition)
+        stable = self.last_stable(topic, partition)
+        if stable <= low:
             return False
         consumer = Consumer(
             self.client_config(
@@ -341,22 +369,19 @@ class Target:
         try:
             consumer.assign([TopicPartition(topic, partition, low)])
             deadline = time.monotonic() + self.timeout
-            eof_grace = time.monotonic() + 3.0
             while time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
                 if msg is None:
                     continue
                 if msg.error() is None:
                     return True
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    # at the high watermark, or at an open transaction's first offset (the last stable
-                    # offset: what follows is no committed record yet). librdkafka also says EOF after a
-                    # fetch of aborted batches alone: read on a moment before taking it for the end
-                    if msg.offset() >= high or time.monotonic() > eof_grace:
-                        return False
-                    continue
-                raise RuntimeError(f"{topic}-{partition}: {msg.error()}")
-            raise RuntimeError(f"{topic}-{partition}: nothing read within {self.timeout:.0f} s")
+                if msg.error().code() != -191:  # _PARTITION_EOF, at the end offset of the fetch's answer
+                    raise TargetUnreachable(f"reading {topic}-{partition}: {msg.error().str()}")
+                if msg.offset() >= stable:
+                    return False
+            raise TargetUnreachable(
+                f"reading {topic}-{partition} read_committed: nothing within {self.timeout:g} s"
+            )
         finally:
             consumer.close()
 
