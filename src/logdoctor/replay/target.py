@@ -200,6 +200,7 @@ class Target:
         )
         self._cluster_id: str | None = None
         self._coordinated: set[str] = set()
+        self._offsets_topic = False
 
     def client_config(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The admin config (security settings) with ``extra``, for a producer or consumer."""
@@ -397,6 +398,39 @@ class Target:
             self.group_state(group)
             self._coordinated.add(group)
 
+    def _offsets_topic_led(self, group: str) -> None:
+        """Wait until the target's ``__consumer_offsets`` exists, each partition with a leader (its metadata),
+        once, before the first admin request of a group (``group``'s): the first FindCoordinator has the
+        broker create it (K:core/.../server/KafkaApis.scala handleFindCoordinatorRequest), answered
+        COORDINATOR_NOT_AVAILABLE meanwhile, and librdkafka 2.16's admin request of a group whose
+        FindCoordinator is answered so three times in a row has no answer until its timeout (the first
+        ``--groups`` plan into a new cluster: exit 69 while the target answered, or a traceback). A consumer
+        of ``group``, made meanwhile, asks for the coordinator again and again, as consumers do. A topic
+        the admin client may not describe (ACLs) is not waited for."""
+        from confluent_kafka import Consumer
+
+        topic = "__consumer_offsets"
+
+        def waiting() -> bool:
+            md = self.admin.list_topics(topic, timeout=self.timeout).topics.get(topic)
+            if md is None or md.error is not None:
+                return md is None or "UNKNOWN_TOPIC" in str(md.error)
+            return not md.partitions or any(p.leader < 0 for p in md.partitions.values())
+
+        if self._offsets_topic or not waiting():
+            self._offsets_topic = True
+            return
+        consumer = Consumer(self.client_config({"group.id": group, "enable.auto.commit": False}))
+        try:
+            deadline = time.monotonic() + self.timeout
+            while waiting():
+                if time.monotonic() > deadline:
+                    raise TargetUnreachable(f"{topic} not created within {self.timeout:g} s")
+                consumer.poll(0.3)  # serves its coordinator query
+        finally:
+            consumer.close()
+        self._offsets_topic = True
+
     def group_members(self, group: str) -> list[str]:
         """The members of ``group`` now (``member id (client id@host)``; empty: none, or no such group)."""
         return self.group_state(group)[1]
@@ -404,6 +438,7 @@ class Target:
     def group_state(self, group: str) -> tuple[str, list[str]]:
         """``group``'s state on the target (``EMPTY``, ``STABLE``, ``DEAD``...; ``ABSENT``: no such group)
         and its members (as :meth:`group_members`)."""
+        self._offsets_topic_led(group)
         try:
             desc = _retrying(
                 lambda: self.admin.describe_consumer_groups([group], request_timeout=self.timeout)[
