@@ -218,7 +218,8 @@ import json, sys, time
 from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.replay import TopicMap, apply_replay, plan_replay
 args = json.loads(sys.argv[1])
-if args.get("die_before_commit"):  # SIGKILL itself with a transaction's records and offsets sent, uncommitted
+# SIGKILL itself with a transaction's records and offsets sent, uncommitted (or its records alone)
+if args.get("die_before_commit") or args.get("die_before_offsets"):
     import os, signal
     from logdoctor.replay import apply as replay_apply
     real = replay_apply._producer
@@ -227,6 +228,11 @@ if args.get("die_before_commit"):  # SIGKILL itself with a transaction's records
             self.producer, self.commits = producer, 0
         def __getattr__(self, name):
             return getattr(self.producer, name)
+        def send_offsets_to_transaction(self, *a):
+            if args.get("die_before_offsets"):  # the first transaction's records written, no progress
+                print("dying", flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+            return self.producer.send_offsets_to_transaction(*a)
         def commit_transaction(self, *a):
             self.commits += 1
             if self.commits >= args["die_before_commit"]:
@@ -245,11 +251,12 @@ print("done", result.records, flush=True)
 
 
 def _replay_process(
-    log_dir: Path, target, topic: str, out: Path, pause: float, die_before_commit: int = 0
-) -> subprocess.Popen:
+    log_dir: Path, target, topic: str, out: Path, pause: float, die_before_commit: int = 0,
+    die_before_offsets: bool = False,
+) -> subprocess.Popen:  # fmt: skip
     args = json.dumps(
         {"log_dir": str(log_dir), "bootstrap": target.bootstrap, "topic": topic, "pause": pause,
-         "die_before_commit": die_before_commit}
+         "die_before_commit": die_before_commit, "die_before_offsets": die_before_offsets}
     )  # fmt: skip
     return kc.spawn([sys.executable, "-c", _ENTRY, args], log=out)
 
@@ -317,3 +324,55 @@ def test_kill_and_resume(source, target, tmp_path: Path) -> None:
         [str(log_dir)], target.bootstrap, opts=ReadOptions(topics="big"), topic_map=TopicMap({"big": topic})
     )
     assert final.remaining_records == 0 and final.all_conflicts() == []
+
+
+def test_rerun_after_kill_in_first_transaction(source, target, tmp_path: Path) -> None:
+    """Issue 87 item 4: a replay SIGKILLed inside a partition's first transaction (its records written, no
+    progress committed) leaves an open transaction that holds the target partition's last stable offset
+    at its first record until the coordinator times it out (transaction.timeout.ms, 60 s). The rerun's plan
+    at once: the open transaction named, no conflict, nothing written (it read to the last stable offset
+    and no further: before, it waited for a record past it, then exit 1 and a traceback); its --apply
+    fences the killed producer, then reads: every record once. Another producer's open transaction in an
+    empty target partition is named alike and refused by --apply (78), nothing written."""
+    log_dir, oracle = source
+    topic = "big-open"
+    out = tmp_path / "replay.log"
+    proc = _replay_process(log_dir, target, topic, out, 0.0, die_before_offsets=True)
+    assert proc.wait(120) == -signal.SIGKILL, out.read_text()[-3000:]
+    assert "committed" not in out.read_text()
+    assert len(kc.read_all(target.bootstrap, topic, 0, "read_uncommitted", to_end=True)) == 100
+    base = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "big", "--timeout", "20"]
+
+    started = time.monotonic()
+    done = kc.logdoctor("replay", *base, "--topic-map", f"big={topic}", "--json")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.monotonic() - started < 18  # not one --timeout spent waiting
+    (part,) = json.loads(done.stdout)["plan"]["partitions"]
+    assert part["target_open_transaction_from"] == 0 and part["resume_from"] is None
+    assert part["conflicts"] == [] and part["remaining_records"] == BIG
+    done = kc.logdoctor("replay", *base, "--topic-map", f"big={topic}")
+    assert done.returncode == 0 and "open: a transaction holds offsets 0-99 of big-open-0" in done.stdout
+
+    done = kc.logdoctor("replay", *base, "--topic-map", f"big={topic}", "--apply")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert _content(kc.read_all(target.bootstrap, topic, 0, to_end=True)) == _content(oracle[("big", 0)])
+
+    other = "big-foreign"
+    target.create_topic(other, 1)
+    foreign = target.producer(**{"transactional.id": "someone-else"})
+    foreign.init_transactions(30)
+    foreign.begin_transaction()
+    _produce(foreign, other, [(b"k", b"theirs", None, BASE_TS)])
+    try:
+        done = kc.logdoctor("replay", *base, "--topic-map", f"big={other}", "--json")
+        assert done.returncode == 0, done.stderr[-3000:]
+        (part,) = json.loads(done.stdout)["plan"]["partitions"]
+        assert part["target_open_transaction_from"] == 0 and part["conflicts"] == []
+        done = kc.logdoctor("replay", *base, "--topic-map", f"big={other}", "--apply")
+        assert done.returncode == 78, done.stdout[-2000:] + done.stderr[-3000:]
+        assert "another producer's open transaction holds offsets 0-0" in done.stderr
+        assert "Traceback" not in done.stderr
+    finally:
+        foreign.abort_transaction(30)
+    assert kc.read_all(target.bootstrap, other, 0, "read_uncommitted", to_end=True)[0][2] == b"theirs"
+    assert len(kc.read_all(target.bootstrap, other, 0, "read_uncommitted", to_end=True)) == 1

@@ -23,6 +23,7 @@ commits the groups); a rerun changes nothing, and never moves back a group that 
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -464,3 +465,39 @@ def test_group_committed_before_replay(source, target) -> None:
                             topic_map=TopicMap({"txn": "txn-hand"}))  # fmt: skip
     plan_groups(overwrite, "aborted", overwrite=True)
     assert overwrite.all_conflicts() == []
+
+
+def test_first_groups_plan_while_the_coordinator_comes(source, tmp_path: Path) -> None:
+    """Issue 87 item 6: the first ``--groups`` plan against a target with no ``__consumer_offsets`` yet.
+    The first FindCoordinator has the broker create it; while it cannot (here: a replication factor of 2
+    and one of the two brokers up, as a cluster whose brokers are still starting, or one whose creation of
+    the default 50 partitions outlasts librdkafka's two retries), the coordinator is not available, and
+    librdkafka 2.16's DescribeConsumerGroups whose FindCoordinator is answered so three times waits its
+    whole request timeout without an answer. The plan waits for the topic (its metadata) while a consumer of
+    the group asks for the coordinator, and prints the groups once the second broker is up: exit 0.
+    Before, its one request waited out --timeout: exit 69 "cannot be reached" (or a traceback), while the
+    target answered."""
+    import subprocess
+
+    log_dir, _oracle, _metadata = source
+    cluster = kc.KafkaCluster(tmp_path / "fresh-target", brokers=2)
+    assert cluster.controller is not None
+    try:
+        cluster.format()
+        cluster.controller.start(wait=False)
+        first, second = cluster.broker(1), cluster.broker(2)
+        first.start()
+        cluster.wait_brokers_registered([first])
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "logdoctor", "replay", str(log_dir), "--bootstrap-server",
+             f"127.0.0.1:{first.port}", "--topics", "events", "--groups", "mid", "--timeout", "45", "--json"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        time.sleep(4)  # its first coordinator request under way, unanswerable with one broker
+        second.start()
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err[-3000:]
+        (group,) = json.loads(out)["plan"]["groups"]
+        assert group["group"] == "mid" and group["target_state"] in ("DEAD", "ABSENT")
+    finally:
+        cluster.stop()

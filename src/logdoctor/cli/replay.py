@@ -214,6 +214,11 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
             notes.insert(0, ("pending: ", "a transaction of an earlier, killed run still holds this "
                              "partition's progress: --apply ends it first (aborted, unless its commit had "
                              "begun) and goes on from what is committed"))  # fmt: skip
+        if p.target_open_from is not None and p.target_offsets is not None:
+            notes.insert(0, ("open: ", f"a transaction holds offsets {p.target_open_from}-"
+                             f"{p.target_offsets[1] - 1} of {p.target_topic}-{p.target_partition}, open: "
+                             "--apply fences this partition's earlier producer first (a killed run's "
+                             "transaction is aborted) and refuses another producer's"))  # fmt: skip
         notes += [("", describe_without_marker(t)) for t in p.without_marker]
         if p.held_back:
             notes.append(("held back: ", f"{p.held_back:,} record(s) at or above the last stable offset held "

@@ -530,14 +530,14 @@ def apply_replay(
         )  # fmt: skip
 
     def lease_of(pp: PartitionPlan) -> _Lease:
-        if pp.rehashed and pp.target_topic not in checked:
-            _check_rehashed_topic(plan, pp.target_topic, target)
-            checked.add(pp.target_topic)
         held = pp.lease_group or pp.group
         if held not in leases:
             lease = _Lease(target, held, pp.target_topic, session_timeout_ms, timeout)
             lease.acquire(wait)
             leases[held] = lease
+        if pp.rehashed and pp.target_topic not in checked:  # the lease first: it fences the producers
+            _check_rehashed_topic(plan, pp.target_topic, target, producer_config or {}, timeout)
+            checked.add(pp.target_topic)
         return leases[held]
 
     try:
@@ -628,11 +628,8 @@ def _replay_partition(
     prog = target.progress(pp.group, topic, [partition]).get(partition)
     if prog is not None and prog.of_other_source(pp.source_topic, pp.source_partition, pp.source_id):
         raise ReplayRefused(other_source(pp, prog))
-    if prog is None and target.has_records(topic, partition):
-        low, high = target.watermarks(topic, partition)
-        raise ReplayRefused(
-            f"{topic}-{partition} is not empty (offsets {low}-{high - 1}) and holds no replay"
-        )
+    if prog is None:
+        _refuse_foreign(target, topic, partition, "no replay")
     out = PartitionResult(pp.name, f"{topic}-{partition}", None if prog is None else prog.next_source_offset)
     out.progress = prog
     first = None if prog is None else prog.first_target_offset
@@ -756,10 +753,14 @@ def _offset_rows(pp: PartitionPlan, chunk: list[SourceRecord], delivered: list[i
 # --- re-hashed (the default partitioner) -----------------------------------------------------------------
 
 
-def _check_rehashed_topic(plan: ReplayPlan, topic: str, target: Target) -> None:
-    """Before a re-hashed topic's first source partition: the target topic has the partition count the
-    plan hashes over, and, while none of its source partitions has progress (committed, or pending in a
-    killed run's transaction), every target partition is empty to a ``read_committed`` consumer."""
+def _check_rehashed_topic(
+    plan: ReplayPlan, topic: str, target: Target, producer_config: Mapping[str, Any], timeout: float
+) -> None:
+    """Before a re-hashed topic's first source partition, its lease held: the target topic has the
+    partition count the plan hashes over, and, while none of its source partitions has progress
+    (committed, or pending in a killed run's transaction), every target partition is empty once the
+    topic's replay producers are fenced (a killed first run's open transaction ended): no record a
+    ``read_committed`` consumer reads, no open transaction (:func:`_refuse_foreign`)."""
     pps = [p for p in plan.partitions if p.target_topic == topic]
     counts = target.partition_counts()
     want = pps[0].target_partitions
@@ -771,12 +772,28 @@ def _check_rehashed_topic(plan: ReplayPlan, topic: str, target: Target) -> None:
         committed, pending = target.committed_progress(pp.group, topic, [0])
         if committed or pending:
             return
+    for pp in pps:
+        producer = _producer(target, pp.transactional_id, producer_config, pp.max_batch_bytes)
+        _call(f"{pp.transactional_id}: init_transactions", lambda p=producer: p.init_transactions(timeout))
     for partition in range(want or 0):
-        if target.has_records(topic, partition):
-            low, high = target.watermarks(topic, partition)
-            raise ReplayRefused(
-                f"{topic}-{partition} is not empty (offsets {low}-{high - 1}) and holds no re-hashed replay"
-            )
+        _refuse_foreign(target, topic, partition, "no re-hashed replay")
+
+
+def _refuse_foreign(target: Target, topic: str, partition: int, holds: str) -> None:
+    """Refuse a target partition without a replay's progress that holds records (``TARGET_NOT_EMPTY``):
+    committed ones, or an open transaction's, once the replay's producers of it are fenced (their
+    ``init_transactions`` ended a killed run's transaction: K:core/.../coordinator/transaction/
+    TransactionCoordinator.scala handleInitProducerId answers only once its markers are written), so
+    another producer's."""
+    low, high = target.watermarks(topic, partition)
+    if target.has_records(topic, partition):
+        raise ReplayRefused(f"{topic}-{partition} is not empty (offsets {low}-{high - 1}) and holds {holds}")
+    open_from = target.open_from(topic, partition)
+    if open_from is not None:
+        raise ReplayRefused(
+            f"{topic}-{partition} is not empty: another producer's open transaction holds offsets "
+            f"{open_from}-{high - 1}, and it holds {holds}"
+        )
 
 
 def _replay_rehashed(

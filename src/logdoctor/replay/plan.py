@@ -168,6 +168,10 @@ class PartitionPlan:
     pending: bool = False
     #: (log start, high watermark) of the target partition (None: the topic does not exist yet)
     target_offsets: tuple[int, int] | None = None
+    #: the target partition's first offset held by an open transaction while no replay progress is there
+    #: (a killed first run's, whose producer ``--apply`` fences before it reads the partition; another
+    #: producer's, which ``--apply`` refuses): None, none open
+    target_open_from: int | None = None
     conflicts: list[Conflict] = field(default_factory=list)
     #: what is not read once (read problems of the source)
     problems: list[str] = field(default_factory=list)
@@ -244,6 +248,7 @@ class PartitionPlan:
             "resume_from": None if self.progress is None else self.progress.next_source_offset,
             "pending_transaction": self.pending,
             "target_offsets": None if self.target_offsets is None else list(self.target_offsets),
+            "target_open_transaction_from": self.target_open_from,
             "conflicts": [c.to_json() for c in self.conflicts],
             "problems": self.problems,
             "transactions_without_marker": self.without_marker,
@@ -715,13 +720,19 @@ def _check_options(opts: ReadOptions) -> None:
 
 def _check_target(pp: PartitionPlan, target: Target) -> None:
     """A target partition with records: ours to resume (the progress of this source partition), else a
-    conflict. Records no ``read_committed`` consumer reads (a killed first transaction's) are none."""
+    conflict. Records no ``read_committed`` consumer reads (a killed first transaction's) are none; an open
+    transaction's, where no progress is, are noted (``target_open_from``) and read no further: the plan
+    fences no producer, ``--apply`` does (:func:`logdoctor.replay.apply.replay_partition`)."""
     assert pp.target_offsets is not None
     low, high = pp.target_offsets
     prog = pp.progress
     if prog is not None and prog.of_other_source(pp.source_topic, pp.source_partition, pp.source_id):
         pp.conflicts.append(Conflict("PROGRESS_OF_OTHER_SOURCE", other_source(pp, prog)))
-    elif prog is None and high > low and target.has_records(pp.target_topic, pp.target_partition):
+        return
+    if prog is not None or high <= low:
+        return
+    pp.target_open_from = target.open_from(pp.target_topic, pp.target_partition)
+    if target.has_records(pp.target_topic, pp.target_partition):
         pp.conflicts.append(
             Conflict(
                 "TARGET_NOT_EMPTY",

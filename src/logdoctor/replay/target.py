@@ -200,6 +200,7 @@ class Target:
         )
         self._cluster_id: str | None = None
         self._coordinated: set[str] = set()
+        self._offsets_topic = False
 
     def client_config(self, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The admin config (security settings) with ``extra``, for a producer or consumer."""
@@ -324,13 +325,41 @@ class Target:
                 out[tp.partition] = parsed
         return out, pending
 
+    def last_stable(self, topic: str, partition: int) -> int:
+        """The last stable offset of a target partition: where a ``read_committed`` consumer stops, the first
+        offset of its earliest open transaction, else the high watermark (a ListOffsets of the latest offset
+        at ``read_committed``: K:core/.../cluster/Partition.scala fetchOffsetForTimestamp)."""
+        from confluent_kafka import IsolationLevel, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        tp = TopicPartition(topic, partition)
+        got = _retrying(
+            lambda: self.admin.list_offsets(
+                {tp: OffsetSpec.latest()}, isolation_level=IsolationLevel.READ_COMMITTED,
+                request_timeout=self.timeout,
+            )[tp].result(timeout=self.timeout),
+            self.timeout,
+        )  # fmt: skip
+        return int(got.offset)
+
+    def open_from(self, topic: str, partition: int) -> int | None:
+        """The first offset of the target partition that an open transaction holds (its last stable offset,
+        below the high watermark), None when no transaction is open there."""
+        stable = self.last_stable(topic, partition)
+        return stable if stable < self.watermarks(topic, partition)[1] else None
+
     def has_records(self, topic: str, partition: int) -> bool:
-        """Whether a ``read_committed`` consumer reads any record of the partition (aborted and open
-        transactions' records, and markers, are no records to it: what a killed replay left)."""
+        """Whether a ``read_committed`` consumer reads any record of the partition below its last stable
+        offset (aborted and open transactions' records, and markers, are no records to it: what a killed
+        replay left; what an open transaction holds is :meth:`open_from`'s). Read to the last stable offset
+        and no further: librdkafka says EOF once per end offset, the last stable offset while a transaction
+        is open (confluentinc/librdkafka src/rdkafka_fetcher.c ``eof_offset``), and nothing after it until
+        the transaction ends. Nothing read within ``timeout``: :class:`TargetUnreachable`."""
         from confluent_kafka import Consumer, TopicPartition
 
-        low, high = self.watermarks(topic, partition)
-        if high <= low:
+        low, _high = self.watermarks(topic, partition)
+        stable = self.last_stable(topic, partition)
+        if stable <= low:
             return False
         consumer = Consumer(
             self.client_config(
@@ -341,22 +370,19 @@ class Target:
         try:
             consumer.assign([TopicPartition(topic, partition, low)])
             deadline = time.monotonic() + self.timeout
-            eof_grace = time.monotonic() + 3.0
             while time.monotonic() < deadline:
                 msg = consumer.poll(0.5)
                 if msg is None:
                     continue
                 if msg.error() is None:
                     return True
-                if msg.error().code() == -191:  # _PARTITION_EOF
-                    # at the high watermark, or at an open transaction's first offset (the last stable
-                    # offset: what follows is no committed record yet). librdkafka also says EOF after a
-                    # fetch of aborted batches alone: read on a moment before taking it for the end
-                    if msg.offset() >= high or time.monotonic() > eof_grace:
-                        return False
-                    continue
-                raise RuntimeError(f"{topic}-{partition}: {msg.error()}")
-            raise RuntimeError(f"{topic}-{partition}: nothing read within {self.timeout:.0f} s")
+                if msg.error().code() != -191:  # _PARTITION_EOF, at the end offset of the fetch's answer
+                    raise TargetUnreachable(f"reading {topic}-{partition}: {msg.error().str()}")
+                if msg.offset() >= stable:
+                    return False
+            raise TargetUnreachable(
+                f"reading {topic}-{partition} read_committed: nothing within {self.timeout:g} s"
+            )
         finally:
             consumer.close()
 
@@ -372,6 +398,39 @@ class Target:
             self.group_state(group)
             self._coordinated.add(group)
 
+    def _offsets_topic_led(self, group: str) -> None:
+        """Wait until the target's ``__consumer_offsets`` exists, each partition with a leader (its metadata),
+        once, before the first admin request of a group (``group``'s): the first FindCoordinator has the
+        broker create it (K:core/.../server/KafkaApis.scala handleFindCoordinatorRequest), answered
+        COORDINATOR_NOT_AVAILABLE meanwhile, and librdkafka 2.16's admin request of a group whose
+        FindCoordinator is answered so three times in a row has no answer until its timeout (the first
+        ``--groups`` plan into a new cluster: exit 69 while the target answered, or a traceback). A consumer
+        of ``group``, made meanwhile, asks for the coordinator again and again, as consumers do. A topic
+        the admin client may not describe (ACLs) is not waited for."""
+        from confluent_kafka import Consumer
+
+        topic = "__consumer_offsets"
+
+        def waiting() -> bool:
+            md = self.admin.list_topics(topic, timeout=self.timeout).topics.get(topic)
+            if md is None or md.error is not None:
+                return md is None or "UNKNOWN_TOPIC" in str(md.error)
+            return not md.partitions or any(p.leader < 0 for p in md.partitions.values())
+
+        if self._offsets_topic or not waiting():
+            self._offsets_topic = True
+            return
+        consumer = Consumer(self.client_config({"group.id": group, "enable.auto.commit": False}))
+        try:
+            deadline = time.monotonic() + self.timeout
+            while waiting():
+                if time.monotonic() > deadline:
+                    raise TargetUnreachable(f"{topic} not created within {self.timeout:g} s")
+                consumer.poll(0.3)  # serves its coordinator query
+        finally:
+            consumer.close()
+        self._offsets_topic = True
+
     def group_members(self, group: str) -> list[str]:
         """The members of ``group`` now (``member id (client id@host)``; empty: none, or no such group)."""
         return self.group_state(group)[1]
@@ -379,6 +438,7 @@ class Target:
     def group_state(self, group: str) -> tuple[str, list[str]]:
         """``group``'s state on the target (``EMPTY``, ``STABLE``, ``DEAD``...; ``ABSENT``: no such group)
         and its members (as :meth:`group_members`)."""
+        self._offsets_topic_led(group)
         try:
             desc = _retrying(
                 lambda: self.admin.describe_consumer_groups([group], request_timeout=self.timeout)[
