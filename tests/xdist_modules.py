@@ -36,7 +36,7 @@ LONGEST: list[str] = [
     "tests/spark/test_tables_commit.py",  # 476 s; ~420 s since 2 kills fewer (alone, load 18-20: 777 -> 687)
     "tests/spark/test_object_storage.py",  # 372 s; ~330 s since (alone: 993 s at load 18-27, 876 s at 25-27)
     # a broker, Apicurio Registry started twice, and three exports' Spark JVMs (Parquet, Delta, Iceberg)
-    "tests/producers/test_real_serializers.py",  # 300 s, 13 tests at load 14-17 (133 s, 11 tests, 1 JVM before)
+    "tests/producers/test_real_serializers.py",  # 300 s, 13 tests at load 14-17 (133 s, 11 tests before)
     # 289 s at load with 8 SIGKILLed CLI runs (each its own JVM); 5 since: 519 -> 326 s alone at load 18-20
     "tests/spark/test_typed_commit_kill.py",  # ~180 s (289 s x 326/519)
     "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s (~45 s: 1 test)
@@ -69,7 +69,7 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_replay.py",  # 75 s
     "tests/brokers/test_broker_tiered_retention.py",  # 72 s: a 4.3.1 and a 4.4.0 node, each restarted
     "tests/brokers/test_broker_cordon_stray.py",  # 71 s alone: 2 JBOD brokers + controller, 2 restarts
-    "tests/brokers/test_broker_replay_groups.py",  # 70 s
+    "tests/brokers/test_broker_replay_groups.py",  # 70 s + ~45 s: a 2-broker target started late (issue 87)
     "tests/brokers/test_broker_replay_spark.py",  # 151 s alone at load 16, its Spark session included
     "tests/brokers/test_broker_replay_partitioner.py",  # 88 s alone at load 4: a source and a target cluster
     "tests/brokers/test_broker_quorum_rebuild.py",  # 82-113 s alone at load 7-10: 3 nodes, then 3 again
