@@ -361,3 +361,54 @@ def test_progress_bar_on_a_terminal_and_clean_json(source, target) -> None:
     assert code == 0, out + tty
     assert json.loads(out)["result"]["records"] == 25
     assert "25/25" not in tty and "\x1b[?25l" not in tty, tty[-2000:]
+
+
+def _set_broker_config(cluster: kc.KafkaCluster, key: str, value: str | None) -> None:
+    """A dynamic config of broker 1 set (or deleted: None), as ``kafka-configs.sh --entity-type brokers
+    --entity-name 1 --alter`` does it."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    entry = ConfigEntry(key, value or "", incremental_operation=op)
+    admin = cluster.admin()
+    for fut in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.BROKER, "1", incremental_configs=[entry])]
+    ).values():
+        fut.result(30)
+
+
+def test_plan_checks_the_configs_a_created_topic_gets(source, target) -> None:
+    """Issue 87 item 11: a topic the replay creates is checked against the configs it will have (the
+    source's, else the target broker's defaults) in the plan, before anything is created. The target's
+    broker 1 retains 10 minutes (a dynamic log.retention.ms); orders' records are an hour old: the plan
+    says RETENTION_DELETES and exits 78, and so does --apply, creating no topic (it created the topic, then
+    refused, and the plan said "No conflict"). The configs the plan checks equal those the broker gives a
+    topic created without configs (DescribeConfigs of a topic made by the admin client)."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import TopicMap, plan_replay
+
+    log_dir, _oracle = source
+    args = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "orders"]
+    args += ["--topic-map", "orders=orders-retained"]
+    _set_broker_config(target, "log.retention.ms", "600000")
+    try:
+        before = _topics(target)
+        for extra in ([], ["--apply"]):
+            done = kc.logdoctor("replay", *args, *extra)
+            assert done.returncode == 78, (extra, done.stdout, done.stderr)
+            assert "RETENTION_DELETES" in done.stdout and "retention.ms=600000" in done.stdout
+            assert "No conflict" not in done.stdout
+            assert _topics(target) == before  # nothing created
+        plan = plan_replay([str(log_dir)], target.bootstrap, opts=ReadOptions(topics="orders"),
+                           topic_map=TopicMap({"orders": "orders-retained"}))  # fmt: skip
+        (tp,) = plan.topics
+        assert tp.create and tp.effective["retention.ms"] == "600000"
+        target.create_topic("configs-probe", 1)
+        res = ConfigResource(ResourceType.TOPIC, "configs-probe")
+        admin = target.admin()
+        got = admin.describe_configs([res])[res].result(30)
+        assert {k: got[k].value for k in tp.effective} == tp.effective
+    finally:
+        _set_broker_config(target, "log.retention.ms", None)

@@ -82,7 +82,7 @@ from logdoctor.replay.offset_map import (
     offset_map_schema,
 )
 from logdoctor.replay.partitioner import partition_for
-from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, check_partition, other_source
+from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, other_source
 from logdoctor.replay.source import PartitionSource, SourceRecord
 from logdoctor.replay.target import Progress, Target
 
@@ -504,14 +504,6 @@ def apply_replay(
         )
     check_clients(target, producer_config)
     result = ReplayResult(created_topics=_create_topics(plan, target, timeout))
-    if result.created_topics:  # checks that depend on the configs the created topics got
-        configs = target.topic_configs(result.created_topics)
-        created = [p for p in plan.partitions if p.target_topic in configs]
-        for pp in created:
-            check_partition(pp, configs[pp.target_topic])
-        blocking = [c for pp in created for c in pp.conflicts if c.code not in ignored]
-        if blocking:
-            raise ReplayRefused("; ".join(c.message for c in blocking))
     read = plan_read(plan.paths, plan.opts)
     refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
         (r.log_dir, r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE
