@@ -412,3 +412,15 @@ def test_plan_checks_the_configs_a_created_topic_gets(source, target) -> None:
         assert {k: got[k].value for k in tp.effective} == tp.effective
     finally:
         _set_broker_config(target, "log.retention.ms", None)
+
+
+def test_batches_sized_to_the_target_topic(source, target) -> None:
+    """Issue 87 item 9: a target topic whose max.message.bytes (300) takes each of orders' records but not
+    a batch of many: the replay sends batches that fit (it failed with librdkafka's "Erroneous state", exit
+    2, on every run), and the target holds the oracle's records."""
+    log_dir, oracle = source
+    target.create_topic("orders-tight", 1, config={"max.message.bytes": 300})
+    argv = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "orders"]
+    done = kc.logdoctor("replay", *argv, "--topic-map", "orders=orders-tight", "--apply")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _content(kc.read_all(target.bootstrap, "orders-tight", 0)) == _content(oracle["orders"])

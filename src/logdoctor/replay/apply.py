@@ -568,7 +568,19 @@ _NOT_LIVE = ("delete", "future", "stray")
 _POLL_EVERY = 1000
 
 
-def _producer(target: Target, transactional_id: str, config: Mapping[str, Any], max_batch: int) -> Any:
+def _producer(
+    target: Target,
+    transactional_id: str,
+    config: Mapping[str, Any],
+    max_batch: int,
+    topic_max: int | None = None,
+) -> Any:
+    """A transactional producer whose batches the target topic takes: ``batch.size`` at most its
+    ``max.message.bytes`` (``topic_max``), which the broker compares with each batch whole
+    (K:core/.../log/UnifiedLog.scala analyzeAndValidateRecords: RecordTooLargeException, ``sizeInBytes``);
+    librdkafka, unlike the Java producer, does not split a batch the broker refuses as too large. A record
+    larger alone still goes in a batch of its own (``RECORD_TOO_LARGE`` in the plan when even that does
+    not fit)."""
     from confluent_kafka import Producer
 
     conf = {
@@ -577,6 +589,7 @@ def _producer(target: Target, transactional_id: str, config: Mapping[str, Any], 
         "acks": "all",
         "linger.ms": 10,
         "message.max.bytes": max(1_000_000, max_batch + 1024),
+        **({"batch.size": min(1_000_000, topic_max)} if topic_max else {}),
         **dict(config),
     }
     return Producer(target.client_config(conf))
@@ -614,7 +627,9 @@ def _replay_partition(
     from confluent_kafka import KafkaException, TopicPartition
 
     topic, partition = pp.target_topic, pp.target_partition
-    producer = _producer(target, pp.transactional_id, producer_config, pp.max_batch_bytes)
+    producer = _producer(
+        target, pp.transactional_id, producer_config, pp.max_batch_bytes, pp.max_message_bytes
+    )
     # fences every earlier producer of this id and ends the transaction it left (the module doc)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [partition]).get(partition)
@@ -790,7 +805,9 @@ def _replay_rehashed(
 
     topic, partitions, sp = pp.target_topic, pp.target_partitions, pp.source_partition
     assert partitions is not None
-    producer = _producer(target, pp.transactional_id, producer_config, pp.max_batch_bytes)
+    producer = _producer(
+        target, pp.transactional_id, producer_config, pp.max_batch_bytes, pp.max_message_bytes
+    )
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [0]).get(0)
     if prog is not None and prog.of_other_source(pp.source_topic, sp, pp.source_id):

@@ -157,6 +157,8 @@ class PartitionPlan:
     first_offset: int | None = None
     last_offset: int | None = None
     max_batch_bytes: int = 0
+    #: the target topic's ``max.message.bytes`` (None: unknown): the producer's batches are sized to it
+    max_message_bytes: int | None = None
     min_timestamp: int | None = None
     max_timestamp: int | None = None
     no_timestamp: int = 0
@@ -457,7 +459,7 @@ def check_partition(pp: PartitionPlan, configs: Mapping[str, str], now_ms: int |
     """The conflicts of ``pp`` that depend on the ``configs`` its target topic has, or will have once created
     (:attr:`TopicPlan.effective`), added: the plan's one check, before anything is created."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    max_bytes = _int(configs.get("max.message.bytes"))
+    max_bytes = pp.max_message_bytes = _int(configs.get("max.message.bytes"))
     if max_bytes is not None and pp.max_batch_bytes > max_bytes:
         pp.conflicts.append(
             Conflict(
