@@ -42,11 +42,22 @@ def _produce(producer, topic: str, rows: list[tuple]) -> None:
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory):
     """The dead broker: (its log dir, {topic: the read_committed oracle of partition 0})."""
-    cluster = kc.KafkaCluster(tmp_path_factory.mktemp("replay-cli-source"))
+    # no cleaner: ledger (compacted) keeps every record the test wrote, for the target's cleaner to remove
+    cluster = kc.KafkaCluster(
+        tmp_path_factory.mktemp("replay-cli-source"), broker_config={"log.cleaner.enable": "false"}
+    )
     cluster.start()
     try:
         cluster.create_topic("orders", 1)
         cluster.create_topic("payments", 1)
+        # compacted, its segments rolled by the records' timestamps, its batches small (a few records each:
+        # the replay's too, sized to max.message.bytes), cleaned as soon as the target's cleaner looks
+        cluster.create_topic(
+            "ledger",
+            1,
+            config={"cleanup.policy": "compact", "segment.ms": 100, "min.cleanable.dirty.ratio": 0.01,
+                    "max.message.bytes": 200},
+        )  # fmt: skip
         p = cluster.producer()
         rows = []
         for i in range(25):
@@ -67,7 +78,14 @@ def source(tmp_path_factory: pytest.TempPathFactory):
         t.begin_transaction()
         _produce(t, "payments", [(b"p3", b"paid-3", None, BASE_TS + 4)])
         t.commit_transaction(60)
-        oracle = {topic: kc.read_all(cluster.bootstrap, topic, 0) for topic in ("orders", "payments")}
+        for rnd in range(6):  # rounds of the same keys, a tombstone of k0 in round 4
+            for i in range(5):
+                value = None if (rnd, i) == (4, 0) else f"r{rnd}-{i}".encode()
+                _produce(p, "ledger", [(f"k{i}".encode(), value, None, BASE_TS + rnd * 1000 + i)])
+        _produce(p, "ledger", [(b"roll", b"x", None, BASE_TS + 10_000)])  # the last round's segment rolled
+        oracle = {
+            topic: kc.read_all(cluster.bootstrap, topic, 0) for topic in ("orders", "payments", "ledger")
+        }
         del t, p
     finally:
         cluster.stop()
@@ -77,7 +95,10 @@ def source(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory):
-    with kc.KafkaCluster(tmp_path_factory.mktemp("replay-cli-target")) as cluster:
+    # a cleaner that looks every 0.3 s (test_offset_map_after_the_target_compacted)
+    with kc.KafkaCluster(
+        tmp_path_factory.mktemp("replay-cli-target"), broker_config={"log.cleaner.backoff.ms": 300}
+    ) as cluster:
         yield cluster
 
 
@@ -424,3 +445,38 @@ def test_batches_sized_to_the_target_topic(source, target) -> None:
     done = kc.logdoctor("replay", *argv, "--topic-map", "orders=orders-tight", "--apply")
     assert done.returncode == 0, done.stdout + done.stderr
     assert _content(kc.read_all(target.bootstrap, "orders-tight", 0)) == _content(oracle["orders"])
+
+
+def test_offset_map_after_the_target_compacted(source, target, tmp_path) -> None:
+    """Issue 87 item 10: ledger, compacted, is replayed into a topic created with the source's configs,
+    whose cleaner then removes the records a later one's key supersedes. ``--offset-map`` afterwards maps
+    every record sent (exit 0; it was "key or value differ", exit 2, on every run): each record the target
+    holds at the offset the target gives it (its key and value the source record's), each the cleaner
+    removed with a null target_offset, and only records a later one's key supersedes are among those."""
+    import pyarrow.parquet as pq
+
+    log_dir, oracle = source
+    argv = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "ledger", "--apply"]
+    done = kc.logdoctor("replay", *argv)
+    assert done.returncode == 0, done.stdout + done.stderr
+    kc.wait_until(
+        "the target's cleaner to compact ledger",
+        lambda: len(kc.read_all(target.bootstrap, "ledger", 0, to_end=True)) < len(oracle["ledger"]),
+        60,
+    )
+    got = {o: (k, v) for o, k, v, _h, _ts in kc.read_all(target.bootstrap, "ledger", 0, to_end=True)}
+    mapped = kc.logdoctor("replay", *argv, "--offset-map", str(tmp_path / "map"))
+    assert mapped.returncode == 0, mapped.stdout + mapped.stderr
+    rows = pq.read_table(tmp_path / "map" / "offset-map.parquet").to_pylist()
+    source_rows = {o: (k, v) for o, k, v, _h, _ts in oracle["ledger"]}
+    assert [r["source_offset"] for r in rows] == list(source_rows)
+    kept = {
+        r["target_offset"]: source_rows[r["source_offset"]] for r in rows if r["target_offset"] is not None
+    }
+    assert kept == got
+    removed = [r["source_offset"] for r in rows if r["target_offset"] is None]
+    assert removed and f"{len(removed)} of them no longer on the target" in mapped.stdout
+    keys = [k for k, _v in source_rows.values()]
+    for offset in removed:
+        at = list(source_rows).index(offset)
+        assert keys[at] in keys[at + 1 :], f"source offset {offset} removed, no later record of its key"
