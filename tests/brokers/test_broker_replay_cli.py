@@ -12,7 +12,11 @@ what a ``read_committed`` consumer read of it while it ran is the oracle. A seco
   pairs as a Delta table;
 - ``--max-rate``: the records arrive at the target (a ``read_uncommitted`` consumer reading while the
   replay runs) no faster than the rate, within a tolerance;
-- ``--view cdc`` exits 64; a plan with a conflict (a non-empty target topic) exits 78.
+- ``--view cdc`` exits 64; a plan with a conflict (a non-empty target topic) exits 78;
+- issue 87: a topic to create checked in the plan against the configs it will get (the target broker's
+  defaults), before anything is created (item 11); batches sized to a target topic's small
+  max.message.bytes (item 9); ``--offset-map`` after the target's cleaner compacted a replayed compacted
+  topic (item 10: the source's cleaner is off, the target's looks every 0.3 s).
 """
 
 from __future__ import annotations
