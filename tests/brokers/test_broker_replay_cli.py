@@ -87,6 +87,11 @@ def source(tmp_path_factory: pytest.TempPathFactory):
                 value = None if (rnd, i) == (4, 0) else f"r{rnd}-{i}".encode()
                 _produce(p, "ledger", [(f"k{i}".encode(), value, None, BASE_TS + rnd * 1000 + i)])
         _produce(p, "ledger", [(b"roll", b"x", None, BASE_TS + 10_000)])  # the last round's segment rolled
+        from confluent_kafka import Consumer, TopicPartition
+
+        reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "ledger-readers"})
+        reader.commit(offsets=[TopicPartition("ledger", 0, 2)], asynchronous=False)  # next: k2's first record
+        reader.close()
         oracle = {
             topic: kc.read_all(cluster.bootstrap, topic, 0) for topic in ("orders", "payments", "ledger")
         }
@@ -456,7 +461,9 @@ def test_offset_map_after_the_target_compacted(source, target, tmp_path) -> None
     whose cleaner then removes the records a later one's key supersedes. ``--offset-map`` afterwards maps
     every record sent (exit 0; it was "key or value differ", exit 2, on every run): each record the target
     holds at the offset the target gives it (its key and value the source record's), each the cleaner
-    removed with a null target_offset, and only records a later one's key supersedes are among those."""
+    removed with a null target_offset, and only records a later one's key supersedes are among those. A
+    consumer group committed on the source at a record the target removed is carried over (``--groups``)
+    to the next record the target kept."""
     import pyarrow.parquet as pq
 
     log_dir, oracle = source
@@ -484,3 +491,15 @@ def test_offset_map_after_the_target_compacted(source, target, tmp_path) -> None
     for offset in removed:
         at = list(source_rows).index(offset)
         assert keys[at] in keys[at + 1 :], f"source offset {offset} removed, no later record of its key"
+    # the group committed at source offset 2 (a record the target removed) is carried over to the next
+    # record the target kept: where its consumers, there, read on
+    assert 2 in removed
+    carried = kc.logdoctor("replay", *argv, "--groups", "ledger-readers")
+    assert carried.returncode == 0, carried.stdout + carried.stderr
+    want = min(r["target_offset"] for r in rows if r["source_offset"] >= 2 and r["target_offset"] is not None)
+    admin = target.admin()
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    request = [ConsumerGroupTopicPartitions("ledger-readers", [TopicPartition("ledger", 0)])]
+    (tp,) = admin.list_consumer_group_offsets(request)["ledger-readers"].result(30).topic_partitions
+    assert tp.offset == want
