@@ -86,16 +86,6 @@ def carried_group(cluster_id: str, group: str, topic: str) -> str:
     return f"logdoctor-carried-{topic[:_NAME_PART]}-{_digest('carried', cluster_id, group, topic)}"
 
 
-#: topic configs and the broker configs they default to (K:server-common/.../ServerTopicConfigSynonyms.java)
-_BROKER_SYNONYMS = {
-    "max.message.bytes": "message.max.bytes",
-    "cleanup.policy": "log.cleanup.policy",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "message.timestamp.before.max.ms": "log.message.timestamp.before.max.ms",
-    "message.timestamp.after.max.ms": "log.message.timestamp.after.max.ms",
-}
-
-
 @dataclass(frozen=True, slots=True)
 class Progress:
     """What a replay committed for one target partition (in the metadata of the offset it commits there,
@@ -264,11 +254,12 @@ class Target:
 
     def topic_defaults(self) -> dict[str, str]:
         """The configs a topic created now without them gets, those the plan's conflicts read
-        (:func:`~logdoctor.replay.plan.check_partition`): a broker's (the cluster's first node's, as
-        DescribeConfigs gives them: static, the cluster's dynamic default, the broker's own) under their
-        topic names (K:server-common/.../ServerTopicConfigSynonyms.java; ``retention.ms`` from
-        ``log.retention.ms``, else ``.minutes``, else ``.hours``:
-        :meth:`~logdoctor.checks.topic_config.TopicConfigResolver.broker_retention_ms`)."""
+        (:func:`~logdoctor.replay.plan.check_partition`), from a broker's (the cluster's lowest node id's, as
+        DescribeConfigs gives them: static, the cluster's dynamic default, the broker's own) as the broker
+        maps them (K:server-common/.../ServerTopicConfigSynonyms.java): ``retention.ms``, ``cleanup.policy``
+        and ``max.message.bytes`` as the project resolves them
+        (:class:`~logdoctor.checks.topic_config.TopicConfigResolver`), ``message.timestamp.*`` from
+        ``log.message.timestamp.*``."""
         from confluent_kafka.admin import ConfigResource, ResourceType
 
         from logdoctor.checks.topic_config import ConfigInputs, TopicConfigResolver
@@ -277,9 +268,19 @@ class Target:
         res = ConfigResource(ResourceType.BROKER, str(min(n.id for n in desc.nodes)))
         entries = self.admin.describe_configs([res], request_timeout=self.timeout)[res].result(self.timeout)
         broker = {k: e.value for k, e in entries.items() if e.value is not None}
-        out = {topic: broker[key] for topic, key in _BROKER_SYNONYMS.items() if key in broker}
-        retention = TopicConfigResolver(ConfigInputs(broker_overrides=broker)).broker_retention_ms()
-        out["retention.ms"] = str(retention.value)
+        topic = TopicConfigResolver(ConfigInputs(broker_overrides=broker)).resolve("")
+        out = {
+            "retention.ms": str(topic.retention_ms.value),
+            "cleanup.policy": ",".join(topic.cleanup_policy.value),
+            "max.message.bytes": str(topic.max_message_bytes.value),
+        }
+        for key in (
+            "message.timestamp.type",
+            "message.timestamp.before.max.ms",
+            "message.timestamp.after.max.ms",
+        ):
+            if f"log.{key}" in broker:
+                out[key] = broker[f"log.{key}"]
         return out
 
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
