@@ -26,6 +26,8 @@ SEE_ALSO: dict[str, list[tuple[str, str]]] = {
                ("Every record once: the read plan", "../read-plan.md"), ("On a cluster", "../cluster.md")],
     "inventory": [("The inventory format", "../inventory.md")],
     "move-partition": [("Safety: plans, journals, backups", "../safety.md")],
+    "rebuild-quorum": [("Rebuilding a lost controller quorum", "../quorum-rebuild.md"),
+                       ("Safety: plans, journals, backups", "../safety.md")],
     "repair": [("The repair rules", "../repair-rules.md"),
                ("Safety: plans, journals, backups", "../safety.md")],
     "restore": [("Restoring from the remote tier", "../restore.md")],

@@ -35,6 +35,8 @@ SERIAL_GROUPS = {
 LONGEST: list[str] = [
     "tests/spark/test_tables_commit.py",  # 476 s; ~420 s since 2 kills fewer (alone, load 18-20: 777 -> 687)
     "tests/spark/test_object_storage.py",  # 372 s; ~330 s since (alone: 993 s at load 18-27, 876 s at 25-27)
+    # a broker, Apicurio Registry started twice, and three exports' Spark JVMs (Parquet, Delta, Iceberg)
+    "tests/producers/test_real_serializers.py",  # 300 s, 13 tests at load 14-17 (133 s, 11 tests, 1 JVM before)
     # 289 s at load with 8 SIGKILLed CLI runs (each its own JVM); 5 since: 519 -> 326 s alone at load 18-20
     "tests/spark/test_typed_commit_kill.py",  # ~180 s (289 s x 326/519)
     "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s (~45 s: 1 test)
@@ -49,8 +51,6 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_files.py",  # 123 s
     "tests/brokers/test_broker_harness.py",  # 99 s
     "tests/brokers/test_broker_unclean_election.py",  # 96 s
-    # a broker, Apicurio Registry started twice, and one typed export's Spark JVM (tests/producers)
-    "tests/producers/test_real_serializers.py",  # 133 s at load 17
     # a broker, Apicurio Registry, a database, a Connect worker (Avro converter), one CLI export's Spark JVM
     "tests/cdc_real/test_debezium_avro.py",  # 116 s alone at load 25-29, 26 s of CPU (169 s, 36 s before)
     "tests/typed/test_protobuf_property.py",  # 120 s at load 10 (make test-fast: 30 s)
@@ -72,6 +72,7 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_replay_groups.py",  # 70 s
     "tests/brokers/test_broker_replay_spark.py",  # 151 s alone at load 16, its Spark session included
     "tests/brokers/test_broker_replay_partitioner.py",  # 88 s alone at load 4: a source and a target cluster
+    "tests/brokers/test_broker_quorum_rebuild.py",  # 82-113 s alone at load 7-10: 3 nodes, then 3 again
     "tests/brokers/test_broker_open_transaction_restart.py",  # 116 s alone at load 8-12: a node restarted
     "tests/brokers/test_broker_tv2.py",  # 55-73 s alone at load 6-9: a 4.4.0 node, 4 producers, an export
     "tests/brokers/test_broker_sync_replica.py",  # 64 s

@@ -69,6 +69,21 @@ def test_the_upsert_deletes_every_changed_key_in_chunks_and_one_commit(tmp_path,
     assert table.properties()["p"] == "1"
 
 
+def test_the_rows_an_upsert_rewrites_keep_their_null_headers(tmp_path):
+    """A row the upsert keeps is read with pyiceberg's scan and written again: its null ``headers`` (a list
+    of structs) stays null in the data file, not ``[]`` (pyiceberg 0.12's scan, apache/iceberg-python#3833;
+    ``iceberg.keep_null_lists``)."""
+    table = IcebergTable(str(tmp_path / "t"))
+    old = _write(table, "old.parquet", [("a", 0, b"k1", 1, b"v1"), ("a", 0, b"k2", 2, b"v2")])
+    table.commit([old], records_arrow_schema(False), "error", {}, {})
+    new = [_write(table, "new.parquet", [("a", 0, b"k2", 3, b"V2")])]
+    table.upsert(new, new, records_arrow_schema(False), {}, {})
+    files = [task.file.file_path for task in table._table.scan().plan_files()]
+    assert old not in files and len(files) == 2  # the old file rewritten with the row it keeps
+    rows = [r for f in files for r in pq.read_table(f.removeprefix("file://")).to_pylist()]
+    assert sorted((r["key"], r["headers"]) for r in rows) == [(b"k1", None), (b"k2", None)]
+
+
 def test_key_chunks_are_bounded_and_leave_out_null_keys(tmp_path):
     path = tmp_path / "k.parquet"
     pq.write_table(pa.table({"topic": ["t"] * 5, "partition": pa.array([0] * 5, pa.int32()),

@@ -147,8 +147,9 @@ def how_to_read(fmt: str, out: str, table: str | None, catalog: Mapping[str, str
 
     props = {k: v for k, v in catalog_properties(out, catalog).items() if k != "init_catalog_tables"}
     name = table or DEFAULT_IDENTIFIER
-    return (
-        f"from pyiceberg.catalog import load_catalog; "
+    return (  # keep_null_lists: pyiceberg 0.12 reads a null list of structs as [] (its doc)
+        "from logdoctor.spark.tables.iceberg import keep_null_lists; keep_null_lists(); "
+        "from pyiceberg.catalog import load_catalog; "
         f"load_catalog('logdoctor', **{props!r}).load_table({name!r}).scan().to_arrow()"
     )
 

@@ -81,6 +81,12 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "Restore tiered partitions, or their lost remote log metadata, from the remote tier.",
     ),
     CommandEntry(
+        "rebuild-quorum",
+        "rebuild_quorum",
+        FIX,
+        "Rebuild lost KRaft controllers (a static quorum) from the brokers' copies of the metadata log.",
+    ),
+    CommandEntry(
         "export",
         "export",
         EXTRACT,

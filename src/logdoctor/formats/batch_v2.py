@@ -63,6 +63,7 @@ from logdoctor.formats.crc import crc32c
 from logdoctor.formats.lazy_numpy import np
 from logdoctor.formats.ranged_bytes import RangedBytes
 from logdoctor.formats.record_types import (
+    BATCH_V2_HEADER,
     LOG_OVERHEAD,
     NO_PARTITION_LEADER_EPOCH,
     NO_SEQUENCE,
@@ -83,9 +84,7 @@ from logdoctor.formats.v2_twin import (
     wrap_int64,
 )
 
-# The 61-byte header: baseOffset, length, partitionLeaderEpoch, magic, crc, attributes,
-# lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount.
-HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER = BATCH_V2_HEADER  # the 61-byte header (record_types)
 RECORD_BATCH_OVERHEAD = HEADER.size  # 61
 RECORDS_OFFSET = RECORD_BATCH_OVERHEAD
 CRC_OFFSET = 17

@@ -81,7 +81,8 @@ _ABORT, _COMMIT = 0, 1  # ControlRecordType (K:clients/.../common/record/Control
 
 
 class Origin(enum.Enum):
-    """Who appends the batch (the module doc's table)."""
+    """Who appends the batch (the module doc's table). ``READ`` keeps only the open transactions, no
+    producer entries: a consumer's fetch touches no producer state, and no entry changes what it reads."""
 
     RECOVER = "recover"
     LOAD = "load"
@@ -205,8 +206,11 @@ class ProducerState:
                 source=source,
             )
         starts = open_first is None and batch.is_transactional
-        if starts and origin is Origin.READ and not crc_ok(batch):
-            return None  # every reader leaves it out: it opens nothing
+        if origin is Origin.READ:  # a read (Kafka's fetch) keeps no producer entries: only what is open
+            if starts and crc_ok(batch):  # a batch whose CRC fails: every reader leaves it out
+                self.current[pid] = batch.base_offset
+                self.ongoing[batch.base_offset] = pid
+            return None
         self._add_batch(batch)
         if starts:
             self.current[pid] = batch.base_offset
@@ -277,15 +281,20 @@ class ProducerState:
             raise
         pid = batch.producer_id
         first = self.current.pop(pid, None)
-        e = self._entry(pid)
-        if e.producer_epoch != batch.producer_epoch:
-            e.last_sequence, e.last_offset, e.offset_delta = NO_SEQUENCE, -1, 0  # the batches kept go
-        e.producer_epoch = batch.producer_epoch
-        e.coordinator_epoch = marker.coordinator_epoch
-        e.last_timestamp = record.timestamp
+        if origin is not Origin.READ:
+            self._update_entry(batch, marker.coordinator_epoch, record.timestamp)
         if first is None:
             return None  # a marker of no open transaction: nothing to complete (an empty transaction)
         return CompletedTxn(pid, first, batch.base_offset, ctype == _ABORT)
+
+    def _update_entry(self, batch: Batch, coordinator_epoch: int, timestamp: int) -> None:
+        """A marker's entry: a new epoch drops the batches kept; its epochs and its record's timestamp."""
+        e = self._entry(batch.producer_id)
+        if e.producer_epoch != batch.producer_epoch:
+            e.last_sequence, e.last_offset, e.offset_delta = NO_SEQUENCE, -1, 0  # the batches kept go
+        e.producer_epoch = batch.producer_epoch
+        e.coordinator_epoch = coordinator_epoch
+        e.last_timestamp = timestamp
 
 
 def _size(buf: object) -> str:

@@ -46,6 +46,10 @@ SIZE_LENGTH = 4
 LOG_OVERHEAD = OFFSET_LENGTH + SIZE_LENGTH
 #: those 12 bytes, big-endian: ``offset, size = LOG_ENTRY_HEAD.unpack_from(buf, position)``
 LOG_ENTRY_HEAD = struct.Struct(">qi")
+#: a magic-2 batch's 61-byte header (DefaultRecordBatch): baseOffset, length, partitionLeaderEpoch, magic,
+#: crc, attributes, lastOffsetDelta, baseTimestamp, maxTimestamp, producerId, producerEpoch, baseSequence,
+#: recordsCount (the C extension's ``read_batch_header`` reads the same fields at the same places)
+BATCH_V2_HEADER = struct.Struct(">qiibIhiqqqhii")
 MAGIC_POSITION = 16  # 8 offset + 4 size + 4 (v0/v1 crc | v2 partition leader epoch)
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1

@@ -14,6 +14,7 @@ import struct
 from dataclasses import dataclass
 
 from logdoctor.formats.lazy_numpy import np
+from logdoctor.formats.record_types import BATCH_V2_HEADER as _HEADER
 from logdoctor.formats.record_types import LOG_OVERHEAD, NO_SEQUENCE, Header, Record, TimestampType
 
 __all__ = [
@@ -28,8 +29,6 @@ __all__ = [
 ]
 
 _INT32_MAX = 0x7FFFFFFF
-# the batch header fields the columnar twin reads (batch_v2.HEADER, the same struct)
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 _RECORDS_OFFSET = _HEADER.size
 _COMPRESSION_CODEC_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08

@@ -25,7 +25,6 @@ checked with one 17-byte read, so planning a remote segment reads almost nothing
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,7 +32,7 @@ from typing import Any
 
 from logdoctor.errors import FormatError
 from logdoctor.formats.index_lookup import IndexEntries, offset_entries, time_entries
-from logdoctor.formats.record_types import MAGIC_POSITION
+from logdoctor.formats.record_types import LOG_ENTRY_HEAD, MAGIC_POSITION
 from logdoctor.formats.records import Batch
 from logdoctor.logdir import read_rate
 from logdoctor.logdir.reader import ByteReader, LogReader, iter_batches_from
@@ -62,7 +61,6 @@ __all__ = [
 
 #: Bytes read to check a batch header: offset (8), size (4), and the magic byte at 16.
 HEADER_PROBE = MAGIC_POSITION + 1
-_HEAD = struct.Struct(">qi")
 _MIN_BATCH = 14  # the smallest legacy entry after the 12-byte log overhead
 
 #: The first read when looking for a timestamp from an index position (it is usually within a few KiB).
@@ -105,7 +103,7 @@ def batch_start_at(
         return None
     if len(head) < HEADER_PROBE:
         return None
-    offset, length = _HEAD.unpack_from(head, 0)
+    offset, length = LOG_ENTRY_HEAD.unpack_from(head, 0)
     magic = head[MAGIC_POSITION]
     if magic > 2 or length < _MIN_BATCH or position + 12 + length > size:
         return None

@@ -361,11 +361,16 @@ def partition_transactions(
     try:
         for seg, batch in _walk(ref.segments, damage):
             b = batch
-            leo = max(b.base_offset, b.last_offset) + 1  # type: ignore[attr-defined]
-            out.newest_timestamp = max(out.newest_timestamp, b.max_timestamp)  # type: ignore[attr-defined]
-            completed = state.append(b, Origin.READ)  # type: ignore[arg-type]
+            last = b.last_offset  # type: ignore[attr-defined]
+            leo = max(b.base_offset, last) + 1  # type: ignore[attr-defined]
+            if b.max_timestamp > out.newest_timestamp:  # type: ignore[attr-defined]
+                out.newest_timestamp = b.max_timestamp  # type: ignore[attr-defined]
             pid = b.producer_id if b.magic >= 2 else -1  # type: ignore[attr-defined]
-            if pid >= 0 and b.is_control:  # type: ignore[attr-defined]
+            if pid < 0:
+                continue  # no producer id: no transaction state to change
+            control = b.is_control  # type: ignore[attr-defined]
+            completed = state.append(b, Origin.READ)  # type: ignore[arg-type]
+            if control:
                 refused = _refused_header(b)
                 if refused is not None and crc_ok(b):  # type: ignore[arg-type]
                     out.invalid_markers.append(
@@ -378,14 +383,14 @@ def partition_transactions(
                 txn.marker_epoch = b.producer_epoch  # type: ignore[attr-defined]
                 txn.result = ABORTED if completed.aborted else COMMITTED
                 continue
-            first = state.current.get(pid) if pid >= 0 and b.is_transactional else None  # type: ignore[attr-defined]
-            if first is None or b.is_control:  # type: ignore[attr-defined]
+            first = state.current.get(pid) if not control and b.is_transactional else None  # type: ignore[attr-defined]
+            if first is None:
                 continue
             txn = ongoing.get(pid)
             if txn is None:
-                txn = ongoing[pid] = Transaction(pid, b.producer_epoch, first, b.last_offset)  # type: ignore[attr-defined]
+                txn = ongoing[pid] = Transaction(pid, b.producer_epoch, first, last)  # type: ignore[attr-defined]
                 out.transactions.append(txn)
-            txn.last_offset = b.last_offset  # type: ignore[attr-defined]
+            txn.last_offset = last
             txn.last_timestamp = b.max_timestamp  # type: ignore[attr-defined]
             txn.records += b.record_count  # type: ignore[attr-defined]
             txn.in_range += _records_in(b, start, end)

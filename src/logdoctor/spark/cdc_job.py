@@ -293,24 +293,16 @@ def run_cdc_export(
     """Fold every Debezium topic of PATHS into its table under ``out`` (the module doc). ``watch``
     (:class:`~logdoctor.spark.tables.outcome.CommitWatch`): told each table once opened, to say after a
     Ctrl-C what each holds."""
-    from logdoctor.logdir.consumer_view import transaction_summary
-    from logdoctor.logdir.outputs import absolute_location, check_output_location
-    from logdoctor.logdir.slices import (
-        PerPartition,
-        plan_slices,
-        plan_transactions,
-        read_plan,
-        task_groups,
-    )
+    from logdoctor.logdir.outputs import absolute_location
+    from logdoctor.logdir.slices import PerPartition
     from logdoctor.spark.cdc import merge_partitions
     from logdoctor.spark.export import (
         ExportError,
-        ExportResult,
+        ExportJob,
         OutputExistsError,
-        StageProgress,
         is_local_path,
         output_has_data,
-        skipped_ranges,
+        tracking,
     )
     from logdoctor.spark.typed import load_typed_registry
     from logdoctor.spark.typed_job import survey_job
@@ -334,20 +326,18 @@ def run_cdc_export(
     if opts.ending_timestamps.by_partition:
         raise ExportError("--view cdc: --ending-timestamp is one moment for the whole table (epoch ms)")
     # the point in time is the fold's (source.ts_ms), never a cut of the read by Kafka timestamps
-    opts = dataclasses.replace(opts, ending_timestamps=PerPartition(), view="cdc")
-    plan = read_plan(paths, opts)
-    items = list(plan.items)
-    refs = plan.refs
-    check_output_location(out, [*items, *plan.log_dirs])
+    job = ExportJob.planned(
+        spark, paths, out, dataclasses.replace(opts, ending_timestamps=PerPartition(), view="cdc")
+    )
+    opts, items, refs = job.opts, job.items, job.plan.refs
     if fmt == "parquet" and mode == "error" and output_has_data(out):
         raise OutputExistsError(
             f"output {out} exists and is not empty: choose another --out, or --mode overwrite "
             "(nothing was written or deleted)"
         )
     loaded = load_typed_registry(items, opts)
-    txns = plan_transactions(refs, opts, plan.decisions)
     started = time.perf_counter()
-    typed = survey_job(spark, refs, opts, txns, loaded.registry)
+    typed = survey_job(spark, refs, opts, job.txns, loaded.registry)
     compactions = compaction_of(refs)
     base = dataclasses.replace(fold_options(opts, placeholder), ending_timestamp_ms=point_in_time)
     per_topic = {t: dataclasses.replace(base, compaction=c) for t, c in compactions.items()}
@@ -369,32 +359,14 @@ def run_cdc_export(
         if watch is not None:  # each continued by one MERGE (upserts and deletes): the rows it then holds
             for table in appending.values():
                 watch.opened(table, table.location, "merge")
-        from logdoctor.spark.tables.export import _with_start
-
-        above = {(t, int(p)): last for t, parts in held.items() for p, last in parts.items()}
-        opts = _with_start(opts, above)
+        job.restart_above({(t, int(p)): last for t, parts in held.items() for p, last in parts.items()})
+        opts = job.opts
         for topic, table in appending.items():  # what each table holds: its rows' positions (redeliveries)
             applied = applied_rows(fmt, table, typed.topics[topic].key_type)
             per_topic[topic] = dataclasses.replace(per_topic.get(topic, base), applied=applied)
-        txns = plan_transactions(refs, opts, plan.decisions)
-    groups = task_groups(plan_slices(cdc_refs, opts, txns), opts)
-    tracker = StageProgress(spark, progress) if progress is not None else None
-    if tracker is not None:
-        tracker.__enter__()
-    try:
-        done: list[dict[str, Any]] = []
-        if groups:
-            from logdoctor.spark.typed import broadcast, shipped
-
-            plan_b = broadcast(spark, typed)  # the registry and the topics' types: once per executor
-            done = (
-                spark.sparkContext.parallelize(list(groups), len(groups))
-                .map(lambda g: fold_task(g, opts, shipped(plan_b), per_topic))
-                .collect()
-            )
-    finally:
-        if tracker is not None:
-            tracker.__exit__(None, None, None)
+    groups = job.groups(cdc_refs)
+    with tracking(spark, progress):
+        done = job.collect(groups, lambda g, shipped: fold_task(g, opts, shipped, per_topic), typed)
     summary = CdcSummary(counts=merge_counts(d["typed"] for d in done if d.get("typed")), left_out=left_out)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for d in done:
@@ -447,32 +419,15 @@ def run_cdc_export(
         locations.update(_append_tables(fmt, appending, changes, ends, summary, items, marks))
     summary.tables = locations
     elapsed = time.perf_counter() - started
-    segs = [s for ref in refs for s in ref.segments]
-    skipped = skipped_ranges(
-        spark,
-        items,
-        opts,
-        "arrow",
-        [u for d in done for u in d.get("undecodable") or ()],
-        [p for d in done for p in d.get("skipped") or ()],
-        plan,
-    )
-    return ExportResult(
-        out_dir=out,
+    return job.result(
         format=fmt,
         rows=sum(t.num_rows for t in tables.values()),
         files=len(locations),
         bytes_out=0,
-        bytes_in=sum(s.size for s in segs),
-        segments=len(segs),
-        skipped=skipped,
+        skipped=job.skipped(),
         elapsed_s=elapsed,
         writer="arrow",
         mode=mode,
-        left_out=list(plan.left_out),
-        transactions=transaction_summary(refs, txns, opts),
-        isolation_level=opts.isolation_level,
-        view="cdc",
         typed=summary,
     )
 

@@ -287,6 +287,114 @@ class StageProgress:
             self._thread.join(timeout=2)
 
 
+def tracking(spark: Any, progress: Callable[[int, int], None] | None) -> Any:
+    """A context that reports the running Spark job's tasks to ``progress`` (none when None)."""
+    return StageProgress(spark, progress) if progress is not None else contextlib.nullcontext()
+
+
+@dataclass(slots=True)
+class ExportJob:
+    """The sequence every export driver runs (issue 86), each driver only what differs (its checks of the
+    output, its tasks, its commit): the read plan of PATHS, the output checked against every input and the
+    transactions (:meth:`planned`); the read restarted above what a table holds (:meth:`restart_above`);
+    the slices packed into tasks (:meth:`groups`); the tasks run as one Spark job (:meth:`collect`); the
+    ranges not read, named (:meth:`skipped`); the result's common fields (:meth:`result`). The drivers:
+    :func:`run_export`, ``tables.export.run_table_export``, ``tables.typed_export.run_typed_table_export``
+    and ``cdc_job.run_cdc_export``."""
+
+    spark: Any
+    out: str
+    opts: ReadOptions
+    plan: Any  # logdoctor.logdir.read_plan.ReadPlan
+    txns: dict[tuple[str, str, int], Any]
+    done: list[dict[str, Any]] = field(default_factory=list)
+
+    @classmethod
+    def planned(cls, spark: Any, paths: Sequence[str] | str, out: str, opts: ReadOptions) -> ExportJob:
+        from logdoctor.logdir.outputs import absolute_location, check_output_location
+        from logdoctor.logdir.slices import plan_transactions, read_plan
+
+        out = absolute_location(out)  # what is written and printed must not depend on the folder it ran in
+        plan = read_plan(paths, opts)  # the remote tier too (issue 31)
+        # never write or delete at, inside or above an input (the items and the log dirs found in them)
+        check_output_location(out, [*plan.items, *plan.log_dirs])
+        return cls(spark, out, opts, plan, plan_transactions(plan.refs, opts, plan.decisions))
+
+    @property
+    def items(self) -> list[str]:
+        return list(self.plan.items)
+
+    def restart_above(self, above: Mapping[tuple[str, int], int]) -> None:
+        """``--mode append``: each partition read from after the last offset its table holds (``above``;
+        not when the read starts at a timestamp), and the transactions planned again for that read."""
+        from logdoctor.logdir.slices import EARLIEST, LATEST, PerPartition, plan_transactions
+
+        opts = self.opts
+        if not above or opts.starting_timestamps.default is not None or opts.starting_timestamps.by_partition:
+            return
+        start = opts.starting_offsets
+        by = dict(start.by_partition)
+        for key, last in above.items():
+            given = start.get(*key)
+            if given != LATEST and (given is None or given == EARLIEST or given < last + 1):
+                by[key] = last + 1
+        self.opts = dataclasses.replace(opts, starting_offsets=PerPartition(start.default, by))
+        self.txns = plan_transactions(self.plan.refs, self.opts, self.plan.decisions)
+
+    def groups(self, refs: Sequence[Any] | None = None) -> list[Any]:
+        """The slices of ``refs`` (all the plan's when None) packed into tasks."""
+        from logdoctor.logdir.slices import plan_slices, task_groups
+
+        refs = self.plan.refs if refs is None else refs
+        return task_groups(plan_slices(refs, self.opts, self.txns), self.opts)
+
+    def collect(
+        self, tasks: Sequence[Any], run: Callable[[Any, Any], dict[str, Any]], shared: Any = None
+    ) -> list[dict[str, Any]]:
+        """``run(task, shared)`` over ``tasks`` as one Spark job, a task each (``shared``, e.g. a typed plan,
+        shipped once per executor): their results (``done``); a task that found the disk full raises here,
+        before anything is committed (:func:`raise_if_no_space`)."""
+        if tasks:
+            from logdoctor.spark.typed import broadcast, shipped
+
+            value = broadcast(self.spark, shared)
+            parallel = self.spark.sparkContext.parallelize(list(tasks), len(tasks))
+            self.done = parallel.map(lambda t: run(t, shipped(value))).collect()
+        raise_if_no_space(self.out, self.done)
+        return self.done
+
+    def skipped(self, writer: str = "arrow", damaged: Sequence[Any] | None = None) -> list[SkippedRange]:
+        """Every range the export could not read (:func:`skipped_ranges`), with what the tasks reported."""
+        return skipped_ranges(
+            self.spark,
+            self.items,
+            self.opts,
+            writer,
+            [u for d in self.done for u in d.get("undecodable") or ()],
+            [p for d in self.done for p in d.get("skipped") or ()],
+            self.plan,
+            damaged,
+            self.txns,
+        )
+
+    def result(self, cls: type[ExportResult] = ExportResult, **fields: Any) -> Any:
+        """``cls`` with the fields every export's result has from its plan and its tasks, and ``fields``."""
+        from logdoctor.logdir.consumer_view import transaction_summary
+
+        segs = [s for ref in self.plan.refs for s in ref.segments]
+        common = {
+            "out_dir": self.out,
+            "bytes_in": sum(s.size for s in segs),
+            "segments": len(segs),
+            "left_out": list(self.plan.left_out),
+            "transactions": transaction_summary(self.plan.refs, self.txns, self.opts),
+            "isolation_level": self.opts.isolation_level,
+            "view": self.opts.view,
+            "latest": [x for d in self.done for x in d.get("latest") or ()],
+        }
+        return cls(**{**common, **fields})
+
+
 def attempt_dir(out_dir: str, job: str, task: int, attempt: int) -> str:
     """The folder one task attempt of the arrow writer writes into (under ``OUT/_temporary``)."""
     return os.path.join(out_dir, TEMPORARY, job, f"task-{task:05d}-attempt-{attempt}")
@@ -543,21 +651,16 @@ def assign_checks(
 
 
 def _export_arrow(
-    spark: Any,
-    plan: Any,
+    job: ExportJob,
     out: str,
-    opts: ReadOptions,
     partition_by: Sequence[str],
     mode: str = "error",
     fail_first_attempt: bool = False,
     check: Sequence[Any] = (),
-    txns: Mapping[tuple[str, str, int], Any] | None = None,
     typed: Any = None,
-    typed_counts: list[Mapping[str, Any]] | None = None,
-) -> tuple[
-    int, list[str], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]
-]:
-    """The arrow writer's job: tasks write into attempt folders, the driver commits by rename.
+) -> tuple[list[str], list[dict[str, Any]]]:
+    """The arrow writer's job: tasks write into attempt folders, the driver commits by rename. Returns the
+    committed files and the damaged segments of ``check``.
 
     ``check``: the segments whose damage the export reports (the segments pass's); each is checked by a
     task of the same job (:func:`assign_checks`), no second job. ``fail_first_attempt`` (tests only) makes
@@ -566,55 +669,36 @@ def _export_arrow(
     """
     import uuid
 
-    from logdoctor.logdir.slices import plan_slices, task_groups
-
-    slices = plan_slices(plan.refs, opts, txns)
-    groups = task_groups(slices, opts)
+    groups = job.groups()
     checks, extra = assign_checks(groups, check)
     created = not os.path.exists(out)
     os.makedirs(out, exist_ok=True)
-    job = uuid.uuid4().hex[:12]
-    cols = tuple(partition_by)
-    done: list[dict[str, Any]] = []
-    if groups or extra:
-        from logdoctor.spark.typed import broadcast, shipped
+    job_id = uuid.uuid4().hex[:12]
+    opts, cols = job.opts, tuple(partition_by)
+    tasks = list(enumerate(zip([*groups, *[()] * len(extra)], [*checks, *extra], strict=True)))
 
-        typed_b = broadcast(spark, typed)  # the registry and the topics' types: once per executor
-        tasks = list(enumerate(zip([*groups, *[()] * len(extra)], [*checks, *extra], strict=True)))
+    def run(t: tuple[int, Any], typed_plan: Any) -> dict[str, Any]:
+        result = write_slices(t[0], t[1][0], opts, out, cols, job_id, typed=typed_plan)
+        if not result.get("no_space"):
+            result["damaged"] = damaged_segments(t[1][1])
+        if fail_first_attempt:
+            from pyspark import TaskContext
 
-        def run(t: tuple[int, Any]) -> dict[str, Any]:
-            result = write_slices(t[0], t[1][0], opts, out, cols, job, typed=shipped(typed_b))
-            if not result.get("no_space"):
-                result["damaged"] = damaged_segments(t[1][1])
-            if fail_first_attempt:
-                from pyspark import TaskContext
+            ctx = TaskContext.get()
+            if ctx is not None and ctx.attemptNumber() == 0:
+                raise RuntimeError("logdoctor test: first task attempt fails after writing its files")
+        return result
 
-                ctx = TaskContext.get()
-                if ctx is not None and ctx.attemptNumber() == 0:
-                    raise RuntimeError("logdoctor test: first task attempt fails after writing its files")
-            return result
-
-        try:
-            done = spark.sparkContext.parallelize(tasks, len(tasks)).map(run).collect()
-        except BaseException:
-            _abort_job(spark, out, job, created)
-            raise
     try:
-        raise_if_no_space(out, done)
-    except OSError:
-        _abort_job(spark, out, job, created)
+        done = job.collect(tasks, run, typed)  # the registry and the topics' types: once per executor
+    except BaseException:
+        _abort_job(job.spark, out, job_id, created)
         raise
     if mode == "overwrite":
         _clear_output(out)
-    committed = commit_attempts(out, job, done)
+    committed = commit_attempts(out, job_id, done)
     Path(out, "_SUCCESS").write_bytes(b"")
-    undecodable = [u for d in done for u in d.get("undecodable") or ()]
-    remote_skipped = [p for d in done for p in d.get("skipped", ())]
-    damaged = sorted((r for d in done for r in d.get("damaged") or ()), key=lambda r: r["index"])
-    latest = [x for d in done for x in d.get("latest") or ()]
-    if typed_counts is not None:
-        typed_counts.extend(d["typed"] for d in done if d.get("typed"))
-    return sum(int(d["rows"]) for d in done), committed, undecodable, remote_skipped, damaged, latest
+    return committed, sorted((r for d in done for r in d.get("damaged") or ()), key=lambda r: r["index"])
 
 
 def not_read_ranges(plan: Any) -> list[SkippedRange]:
@@ -779,11 +863,10 @@ def run_export(
     input, and :class:`OutputExistsError` for ``mode="error"`` and an existing output, in both cases
     before anything is written or deleted.
     """
-    from logdoctor.logdir.consumer_view import transaction_summary
     from logdoctor.logdir.discovery import split_paths
-    from logdoctor.logdir.outputs import absolute_location, check_output_location
+    from logdoctor.logdir.outputs import absolute_location
     from logdoctor.logdir.read_plan import one_remote_copy
-    from logdoctor.logdir.slices import plan_transactions, read_plan
+    from logdoctor.logdir.slices import read_plan
     from logdoctor.spark.schema import records_fields
     from logdoctor.spark.sources.segment_summary import not_read_row
 
@@ -804,10 +887,7 @@ def run_export(
     bad = [c for c in partition_by if c not in known]
     if bad:
         raise ExportError(f"--partition-by: unknown column(s) {', '.join(bad)}")
-    plan = read_plan(items, read_opts)
-    refs = plan.refs
-    # Never write or delete at, inside or above an input (the items and the log dirs found in them).
-    check_output_location(out, [*items, *plan.log_dirs])
+    job = ExportJob.planned(spark, items, out, read_opts)
     if mode == "error" and output_has_data(out):
         raise OutputExistsError(
             f"output {out} exists and is not empty: choose another --out, or --mode overwrite / append "
@@ -817,33 +897,26 @@ def run_export(
     if refusal is not None:
         raise OutputExistsError(refusal)
     before = _list_files(out) if mode == "append" else {}
-    remote_skipped: list[dict[str, Any]] = []
     started = time.perf_counter()
-    # the arrow writer's slices carry them; the summary says them
-    txns = plan_transactions(refs, read_opts, plan.decisions)
     typed_plan = loaded = None
     typed_parts: list[Mapping[str, Any]] = []
     if read_opts.typed:  # one table per topic: the registry, then the first pass (logdoctor.spark.typed)
         from logdoctor.spark.typed_job import load_typed_registry, survey_job
 
         loaded = load_typed_registry(items, read_opts)
-        typed_plan = survey_job(spark, refs, read_opts, txns, loaded.registry)
+        typed_plan = survey_job(spark, job.plan.refs, read_opts, job.txns, loaded.registry)
         partition_by = ()
-    tracker = StageProgress(spark, progress) if progress is not None else None
-    if tracker is not None:
-        tracker.__enter__()
-    undecodable: list[dict[str, Any]] = []
     damaged: list[dict[str, Any]] | None = None
-    latest: list[dict[str, Any]] = []
-    try:
+    with tracking(spark, progress):
         if writer == "arrow":
             # the segments kafka-log-segments would list: the write tasks check them (no second job)
             check_plan = read_plan(items, segments_pass_options(read_opts, writer))
-            rows, committed, undecodable, remote_skipped, damaged, latest = _export_arrow(
-                spark, plan, _local(out), read_opts, partition_by, mode, fail_first_attempt,
-                check=[s for ref in one_remote_copy(check_plan.refs) for s in ref.segments], txns=txns,
-                typed=typed_plan, typed_counts=typed_parts,
-            )  # fmt: skip
+            check = [s for ref in one_remote_copy(check_plan.refs) for s in ref.segments]
+            committed, damaged = _export_arrow(
+                job, _local(out), partition_by, mode, fail_first_attempt, check, typed_plan
+            )
+            rows = sum(int(d["rows"]) for d in job.done)
+            typed_parts = [d["typed"] for d in job.done if d.get("typed")]
             damaged += [r for r in map(not_read_row, check_plan.not_read) if r["error"] is not None]
             root = _local(out)
             sizes = {rel: os.path.getsize(os.path.join(root, rel)) for rel in committed}
@@ -879,36 +952,22 @@ def run_export(
             rows = int(observation.get.get("rows", 0))
             after = _list_files(out)
             sizes = {rel: size for rel, size in after.items() if rel not in before}
-    finally:
-        if tracker is not None:
-            tracker.__exit__(None, None, None)
     elapsed = time.perf_counter() - started
-    segs = [s for ref in refs for s in ref.segments]
-    skipped = skipped_ranges(
-        spark, items, read_opts, writer, undecodable, remote_skipped, plan, damaged, txns
-    )
+    skipped = job.skipped(writer, damaged)
     phases = {
         "planning": started - begun,
         "writing": elapsed,
         "skipped ranges": time.perf_counter() - started - elapsed,
     }
-    return ExportResult(
-        out_dir=out,
+    return job.result(
         format=fmt,
         rows=rows,
         files=len(sizes),
         bytes_out=sum(sizes.values()),
-        bytes_in=sum(s.size for s in segs),
-        segments=len(segs),
         skipped=skipped,
         elapsed_s=elapsed,
         writer=writer,
         mode=mode,
-        left_out=list(plan.left_out),
-        transactions=transaction_summary(refs, txns, read_opts),
-        isolation_level=read_opts.isolation_level,
-        view=read_opts.view,
-        latest=latest,
         typed=None if typed_plan is None else typed_summary(out, typed_plan, typed_parts, loaded),
         phases=phases,
     )

@@ -9,6 +9,7 @@ from logdoctor.repair.apply import CrashHook, RunResult, apply_plan, load_journa
 from logdoctor.repair.plan import Plan
 from logdoctor.repair.procedures.move_partition import PROCEDURE as MOVE
 from logdoctor.repair.procedures.move_partition import verify_move
+from logdoctor.repair.procedures.rebuild_quorum import PROCEDURE as REBUILD
 from logdoctor.repair.procedures.restore import PROCEDURE as RESTORE
 from logdoctor.repair.procedures.restore import verify_restore
 from logdoctor.repair.procedures.sync_replica import verify_sync
@@ -23,6 +24,8 @@ def procedure_of(plan: Plan) -> str | None:
         return "sync-replica"
     if any(k.startswith("restore-") for k in kinds):
         return RESTORE
+    if "rebuild-controller-metadata" in kinds:
+        return REBUILD
     return None
 
 
@@ -33,7 +36,7 @@ def verify(plan: Plan) -> list[str]:
         return verify_move(plan)
     if kind == "sync-replica":
         return verify_sync(plan)
-    if kind == RESTORE:
+    if kind in (RESTORE, REBUILD):  # files written and folders made, each read back as planned
         return verify_restore(plan)
     return [f"{plan.backup_dir}: not a move-partition, sync-replica or restore plan"]
 

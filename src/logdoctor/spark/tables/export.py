@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.logdir.read_options import ReadOptions
-from logdoctor.spark.export import ExportResult, StageProgress
+from logdoctor.spark.export import ExportResult, tracking
 from logdoctor.spark.tables import (
     PAUSE_ENV,
     TABLE_FORMATS,
@@ -101,25 +101,6 @@ def _pause(stage: str, table: str | None = None) -> None:
     time.sleep(float(seconds))
 
 
-def _with_start(opts: Any, above: Mapping[tuple[str, int], int]) -> Any:
-    """ReadOptions whose starting offsets begin after what the table holds (when no timestamp start)."""
-    import dataclasses
-
-    from logdoctor.logdir.slices import EARLIEST, LATEST, PerPartition
-
-    if not above or opts.starting_timestamps.default is not None or opts.starting_timestamps.by_partition:
-        return opts
-    start = opts.starting_offsets
-    by = dict(start.by_partition)
-    for key, last in above.items():
-        given = start.get(*key)
-        if given == LATEST:
-            continue
-        if given is None or given == EARLIEST or given < last + 1:
-            by[key] = last + 1
-    return dataclasses.replace(opts, starting_offsets=PerPartition(start.default, by))
-
-
 def read_upto(
     refs: Sequence[Any],
     opts: Any,
@@ -181,21 +162,14 @@ def run_table_export(
     (:mod:`.orphans`). ``watch``: told the table once it is opened, to say after a Ctrl-C whether the
     commit landed (:mod:`.outcome`)."""
     import logdoctor
-    from logdoctor.logdir.consumer_view import transaction_summary
-    from logdoctor.logdir.outputs import absolute_location, check_output_location
-    from logdoctor.logdir.slices import plan_slices, plan_transactions, read_plan, task_groups
-    from logdoctor.spark.export import ExportError, raise_if_no_space, skipped_ranges
+    from logdoctor.spark.export import ExportError, ExportJob
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
     begun = time.perf_counter()
     if mode not in TABLE_MODES:
         raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
-    out = absolute_location(out)  # the table's locations must not depend on the folder it ran in
-    opts = ReadOptions.of(options)
-    plan = read_plan(paths, opts)  # the remote tier too (issue 31: tables lost it)
-    items = list(plan.items)
-    refs = plan.refs
-    check_output_location(out, [*items, *plan.log_dirs])
+    job = ExportJob.planned(spark, paths, out, ReadOptions.of(options))
+    out, opts = job.out, job.opts
     table = open_table(fmt, out, by_day=by_day, catalog=catalog, table_name=table_name)
     export_schema = records_arrow_schema(opts.decoded)
     known = [name for name, _, _ in records_fields(True)]
@@ -231,10 +205,9 @@ def run_table_export(
         above = {(t, int(p)): int(n) - 1 for t, parts in held_upto.items() for p, n in parts.items()}
     else:
         above = table.offsets() if exists and mode == "append" else {}
-    opts = _with_start(opts, above)
-    txns = plan_transactions(refs, opts, plan.decisions)
-    slices = plan_slices(refs, opts, txns)
-    groups = task_groups(slices, opts)
+    job.restart_above(above)
+    opts = job.opts
+    groups = job.groups()
     layout = FileLayout(
         data_uri=table.data_uri,
         job=new_job_id(),
@@ -252,17 +225,12 @@ def run_table_export(
                 "(nothing was written; the table is unchanged)"
             ) from None
     started = time.perf_counter()
-    done: list[dict[str, Any]] = []
-    tracker = StageProgress(spark, progress) if progress is not None else None
-    if tracker is not None:
-        tracker.__enter__()
     committed: list[str] = []
     interrupted = False
     try:
-        if groups:
-            tasks = list(enumerate(groups))
+        with tracking(spark, progress):
 
-            def run(t: tuple[int, Any]) -> dict[str, Any]:
+            def run(t: tuple[int, Any], _: Any) -> dict[str, Any]:
                 result = write_task(t[0], t[1], opts, layout, above, tombstones=upsert)
                 if fail_first_attempt:
                     from pyspark import TaskContext
@@ -272,19 +240,18 @@ def run_table_export(
                         raise RuntimeError("logdoctor test: first task attempt fails after writing its files")
                 return result
 
-            done = spark.sparkContext.parallelize(tasks, len(tasks)).map(run).collect()
-        raise_if_no_space(out, done)  # a task found the disk full: no commit, the job's files removed
+            done = job.collect(list(enumerate(groups)), run)  # a full disk raises: no commit
         files = [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"]]
         offsets = merged_offsets(above if mode == "append" else {}, files)
         properties = {
             f"{PROPERTY_PREFIX}version": logdoctor.__version__,
-            f"{PROPERTY_PREFIX}sources": json.dumps(items),
+            f"{PROPERTY_PREFIX}sources": json.dumps(job.items),
             f"{PROPERTY_PREFIX}offsets": json.dumps(offsets, separators=(",", ":")),
             f"{PROPERTY_PREFIX}view": view,
         }
         dead = [f for d in sorted(done, key=lambda d: d["task"]) for f in d.get("tombstones") or ()]
         if view == "latest":
-            upto = read_upto(refs, opts, txns, above)
+            upto = read_upto(job.plan.refs, opts, job.txns, above)
             properties[f"{PROPERTY_PREFIX}latest_upto"] = json.dumps(upto, separators=(",", ":"))
         if not files and not dead and mode == "append":
             pass  # nothing above what the table holds: no commit, the table is unchanged
@@ -319,42 +286,23 @@ def run_table_export(
         interrupted = True
         raise
     finally:
-        if tracker is not None:
-            tracker.__exit__(None, None, None)
         if not interrupted:
             _cleanup(spark, layout, committed)
     elapsed = time.perf_counter() - started
     uncommitted = _sweep(table, layout, orphan_min_age_s)
     swept = time.perf_counter()
-    segs = [s for ref in refs for s in ref.segments]
-    skipped = skipped_ranges(
-        spark,
-        items,
-        opts,
-        "arrow",
-        [u for d in done for u in d.get("undecodable") or ()],
-        [p for d in done for p in d.get("skipped") or ()],
-        plan,
-        txns=txns,
-    )
-    return TableExportResult(
-        out_dir=out,
+    skipped = job.skipped()
+    return job.result(
+        TableExportResult,
         format=fmt,
-        rows=sum(int(d["rows"]) for d in done),
+        rows=sum(int(d["rows"]) for d in job.done),
         files=len(committed),
-        bytes_out=sum(f.size for d in done for f in d["files"]),
-        bytes_in=sum(s.size for s in segs),
-        segments=len(segs),
+        bytes_out=sum(f.size for d in job.done for f in d["files"]),
         skipped=skipped,
         elapsed_s=elapsed,
         writer="arrow",
         mode=mode,
         uncommitted=uncommitted,
-        left_out=list(plan.left_out),
-        transactions=transaction_summary(refs, txns, opts),
-        isolation_level=opts.isolation_level,
-        view=opts.view,
-        latest=[x for d in done for x in d.get("latest") or ()],
         phases={
             "planning": started - begun,
             "writing": elapsed,

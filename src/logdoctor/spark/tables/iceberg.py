@@ -34,6 +34,30 @@ DEFAULT_IDENTIFIER = "logdoctor.records"
 COMMIT_RETRIES = 4
 
 
+def keep_null_lists() -> None:
+    """pyiceberg 0.12 reads a null list of structs as ``[]``: its projection
+    (``pyiceberg.io.pyarrow.ArrowProjectionVisitor.list``) builds the list again from the offsets alone,
+    and the validity goes (apache/iceberg-python#3833; the fix, #3834, carries the mask over, as this
+    does). The data files hold the null, and Spark's and Parquet's readers read it; this makes pyiceberg's
+    scan in this process read it too (idempotent): logdoctor's own reads of a table, and the read-back
+    line an export prints. Else a row rewritten by the latest view's upsert or filled by a CDC append
+    would be written back with ``[]``."""
+    from pyiceberg.io.pyarrow import ArrowProjectionVisitor
+
+    projected = ArrowProjectionVisitor.list
+    if getattr(projected, "keeps_nulls", False):
+        return
+
+    def list_with_nulls(self: Any, list_type: Any, list_array: Any, value_array: Any) -> Any:
+        out = projected(self, list_type, list_array, value_array)
+        if out is None or not list_array.null_count or out.null_count == list_array.null_count:
+            return out
+        return type(out).from_arrays(out.offsets, out.values, type=out.type, mask=list_array.is_null())
+
+    list_with_nulls.keeps_nulls = True  # type: ignore[attr-defined]
+    ArrowProjectionVisitor.list = list_with_nulls  # type: ignore[method-assign]
+
+
 def default_catalog_file(location: str) -> str:
     """The SQLite file of the embedded catalog for a local table folder ``location``."""
     return os.path.abspath(location.rstrip("/")) + ".catalog.db"
@@ -110,6 +134,8 @@ class IcebergTable:
     def catalog(self) -> Any:
         if self._catalog is None:
             from pyiceberg.catalog import load_catalog
+
+            keep_null_lists()  # every read of the table (upsert, CDC append) through the projection
 
             try:
                 self._catalog = load_catalog("logdoctor", **self.props)

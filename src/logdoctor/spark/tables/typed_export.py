@@ -279,38 +279,26 @@ def run_typed_table_export(
     """Export PATHS as one ``fmt`` table per topic under ``out`` (see the module doc). ``watch``
     (:class:`~logdoctor.spark.tables.outcome.CommitWatch`): told each table once opened, to say after a
     Ctrl-C what each holds."""
-    from logdoctor.logdir.consumer_view import transaction_summary
-    from logdoctor.logdir.outputs import absolute_location, check_output_location
-    from logdoctor.logdir.slices import (
-        plan_slices,
-        plan_transactions,
-        read_plan,
-        task_groups,
-    )
-    from logdoctor.spark.export import ExportError, StageProgress, raise_if_no_space, skipped_ranges
+    from logdoctor.spark.export import ExportError, ExportJob, tracking
     from logdoctor.spark.tables import TABLE_MODES, CommitUnknownError, TableError
-    from logdoctor.spark.tables.export import TableExportResult, _pause, _with_start, merged_offsets
+    from logdoctor.spark.tables.export import TableExportResult, _pause, merged_offsets
     from logdoctor.spark.tables.files import new_job_id, probe_writable, remove_uncommitted
     from logdoctor.spark.typed import UNDECODED, undecoded_schema
     from logdoctor.spark.typed_job import load_typed_registry, summary_of, survey_job
 
     if mode not in TABLE_MODES:
         raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
-    out = absolute_location(out)
     opts = ReadOptions.of(options)
     if opts.view == "latest" and mode == "append":
         raise ExportError(
             "--typed --view latest --mode append: the typed tables' append adds rows; give --mode overwrite "
             "for the latest view as typed tables (nothing was written)"
         )
-    plan = read_plan(paths, opts)
-    items = list(plan.items)
-    refs = plan.refs
-    check_output_location(out, [*items, *plan.log_dirs])
+    job = ExportJob.planned(spark, paths, out, opts)
+    out, items = job.out, job.items
     loaded = load_typed_registry(items, opts)
-    txns = plan_transactions(refs, opts, plan.decisions)
     started = time.perf_counter()
-    typed = survey_job(spark, refs, opts, txns, loaded.registry)
+    typed = survey_job(spark, job.plan.refs, opts, job.txns, loaded.registry)
     names = [*typed.topics, UNDECODED]
     tables, existing = open_typed_tables(fmt, out, names, mode, catalog, table_name)
     if watch is not None:
@@ -329,42 +317,33 @@ def run_typed_table_export(
             for key, last in held_by[n].items():
                 above[key] = max(above.get(key, -1), last)
     side_above = held_by.get(UNDECODED, {})
-    opts = _with_start(opts, above)
-    txns = plan_transactions(refs, opts, plan.decisions)
-    groups = task_groups(plan_slices(refs, opts, txns), opts)
-    job = new_job_id()
+    job.restart_above(above)
+    opts = job.opts
+    groups = job.groups()
+    job_id = new_job_id()
     schemas = {n: format_schema(tp.schema(), fmt) for n, tp in typed.topics.items()}
     schemas[UNDECODED] = format_schema(undecoded_schema(), fmt)
-    layouts = {n: FileLayout(data_uri=t.data_uri, job=job) for n, t in tables.items()}
+    layouts = {n: FileLayout(data_uri=t.data_uri, job=job_id) for n, t in tables.items()}
     if groups:
         try:
             for layout in layouts.values():
-                probe_writable(layout.data_uri, job)
+                probe_writable(layout.data_uri, job_id)
         except Exception as exc:
             raise TableError(
                 f"{fmt} tables under {out} cannot be written: {' '.join(str(exc).split())[:300]} "
                 "(nothing was written; the tables are unchanged)"
             ) from None
-    tracker = StageProgress(spark, progress) if progress is not None else None
-    if tracker is not None:
-        tracker.__enter__()
-    done: list[dict[str, Any]] = []
     committed: dict[str, list[str]] = {}
     interrupted = False
     try:
-        if groups:
-            from logdoctor.spark.typed import broadcast, shipped
+        with tracking(spark, progress):
 
-            plan_b = broadcast(spark, typed)  # the registry and the topics' types: once per executor
-            tasks = list(enumerate(groups))
-
-            def run(t: tuple[int, Any]) -> dict[str, Any]:
+            def run(t: tuple[int, Any], plan: Any) -> dict[str, Any]:
                 return write_typed_task(
-                    t[0], t[1], opts, shipped(plan_b), layouts, schemas, above, side_above=side_above
+                    t[0], t[1], opts, plan, layouts, schemas, above, side_above=side_above
                 )
 
-            done = spark.sparkContext.parallelize(tasks, len(tasks)).map(run).collect()
-        raise_if_no_space(out, done)
+            done = job.collect(list(enumerate(groups)), run, typed)  # the registry and the types
 
         def files_of(name: str) -> list[WrittenFile]:
             return [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"].get(name, ())]
@@ -403,43 +382,25 @@ def run_typed_table_export(
         interrupted = True
         raise
     finally:
-        if tracker is not None:
-            tracker.__exit__(None, None, None)
         for name, layout in layouts.items():
             if interrupted:
                 break
             with contextlib.suppress(Exception):  # best effort: the tables are already right
                 remove_uncommitted(layout, committed.get(name, ()))
     elapsed = time.perf_counter() - started
-    segs = [s for ref in refs for s in ref.segments]
-    skipped = skipped_ranges(
-        spark,
-        items,
-        opts,
-        "arrow",
-        [u for d in done for u in d.get("undecodable") or ()],
-        [p for d in done for p in d.get("skipped") or ()],
-        plan,
-    )
+    skipped = job.skipped()
     written = [f for d in done for n, fs in d["files"].items() for f in fs]
     locations = {n: tables[n].location for n in typed.topics}
-    return TableExportResult(
-        out_dir=out,
+    return job.result(
+        TableExportResult,
         format=fmt,
         rows=sum(int(d["rows"]) for d in done),
         files=sum(len(v) for v in committed.values()),
         bytes_out=sum(f.size for f in written),
-        bytes_in=sum(s.size for s in segs),
-        segments=len(segs),
         skipped=skipped,
         elapsed_s=elapsed,
         writer="arrow",
         mode=mode,
-        left_out=list(plan.left_out),
-        transactions=transaction_summary(refs, txns, opts),
-        isolation_level=opts.isolation_level,
-        view=opts.view,
-        latest=[x for d in done for x in d.get("latest") or ()],
         typed=summary_of([d["typed"] for d in done if d.get("typed")], loaded, locations),
     )
 

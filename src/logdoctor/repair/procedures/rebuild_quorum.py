@@ -1,0 +1,464 @@
+"""Rebuild a lost static KRaft controller quorum from the brokers' copies of the metadata log (issue 88).
+
+Every broker holds a replica of ``__cluster_metadata-0`` in its metadata log dir, fetched from the leader;
+the leader serves every fetcher, observers included, with ``Isolation.UNCOMMITTED``
+(K:raft/src/main/java/org/apache/kafka/raft/KafkaRaftClient.java ``tryCompleteFetchRequest``), so a copy
+may end past what the lost quorum committed: the rebuilt leader commits it. What a controller needs to
+start from such a copy, each file written by the plan:
+
+- ``meta.properties`` version 1: ``node.id``, the brokers' ``cluster.id`` and a new ``directory.id``
+  (K:metadata/.../properties/MetaProperties.java, as ``kafka-storage.sh format`` writes it).
+- ``__cluster_metadata-0``: the chosen replica's segments, snapshots (``<end offset>-<epoch>.checkpoint``,
+  K:raft/.../snapshot/Snapshots.java) and ``leader-epoch-checkpoint`` byte for byte; the controller loads
+  them as a broker does (latest snapshot, then the log). The replica to copy is the one a Raft election
+  would prefer: the highest last epoch, then the highest end offset
+  (K:raft/.../raft/OffsetAndEpoch.java ``compareTo``, KafkaRaftClient.java ``handleVoteRequest``'s log check).
+- ``quorum-state``: no leader, no vote, at the highest epoch of the log and of the given brokers'
+  quorum-state files, so the node starts unattached there and elects a leader in the next epoch
+  (K:raft/.../raft/QuorumState.java ``initialize``: a stored epoch below the log's is overridden by it), one
+  every broker follows (a broker's fetch of an epoch later than the leader's is answered
+  UNKNOWN_LEADER_EPOCH: KafkaRaftClient.java ``validateLeaderOnlyRequest``); data_version 0 with the new
+  voters, as kraft.version 0 writes it (K:raft/.../raft/FileQuorumStateStore.java, ElectionState.java).
+- ``bootstrap.checkpoint`` of the chosen broker's metadata log dir, when it has one (read at every start,
+  used only on an empty log: K:metadata/.../bootstrap/BootstrapDirectory.java).
+- Producer ids: the controller hands out the next block from the last ProducerIdsRecord's
+  ``nextProducerId`` (K:metadata/.../controller/ProducerIdControlManager.java ``generateNextProducerId``,
+  ``replay``: a record must move it forward). A broker hands out ids of a block as soon as the controller
+  committed its record, which the chosen copy may not hold. So the plan reads every producer id the given
+  log dirs show in use (each partition's latest producer snapshot and active segment, the
+  ``__transaction_state`` records) and, when one is at or past that ``nextProducerId``, appends a
+  ProducerIdsRecord past it in a new segment, in the epoch after the copy's last one: a broker whose copy
+  holds more records of that epoch than the chosen one then truncates to it
+  (K:raft/.../raft/KafkaRaftClient.java, the leader's ``validateOffsetAndEpoch`` answer) instead of keeping
+  a different record at the same offset and epoch.
+
+A static quorum only (``controller.quorum.voters``, kraft.version 0): a copy holding a VotersRecord
+(kraft.version 1) is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from logdoctor.errors import FormatError
+from logdoctor.formats.checkpoint import (
+    loaded_epochs,
+    new_leader_epoch_checkpoint,
+    parse_leader_epoch_checkpoint,
+    write_leader_epoch_checkpoint,
+)
+from logdoctor.formats.partition_metadata import uuid_to_kafka
+from logdoctor.formats.properties import MetaProperties, write_meta_properties
+from logdoctor.formats.quorum_state import QuorumState, parse_quorum_state, write_quorum_state
+from logdoctor.logdir.files import read_file
+from logdoctor.logdir.identity import is_reserved_directory_id
+from logdoctor.logdir.names import (
+    BOOTSTRAP_CHECKPOINT_FILE,
+    LEADER_EPOCH_CHECKPOINT_FILE,
+    META_PROPERTIES_FILE,
+    METADATA_TOPIC,
+    QUORUM_STATE_FILE,
+)
+from logdoctor.repair import safety
+from logdoctor.repair.plan import Action, Change
+from logdoctor.repair.procedures.common import (
+    ProcedurePlan,
+    ProcedureRefused,
+    ProcedureUsageError,
+    new_plan,
+    read_meta,
+)
+from logdoctor.repair.steps.mkdir import make_dir
+from logdoctor.repair.steps.write import write_file
+
+__all__ = ["PROCEDURE", "Candidate", "ControllerTarget", "parse_controller", "plan_rebuild_quorum"]
+
+PROCEDURE = "rebuild-quorum"
+METADATA_DIR = f"{METADATA_TOPIC}-0"
+PRODUCER_ID_BLOCK_SIZE = 1000  # K:server-common/.../common/ProducerIdsBlock.java
+_COPIED = re.compile(r"\d{20}\.log|\d{20}-\d{10}\.checkpoint|leader-epoch-checkpoint|partition\.metadata")
+_VOTER = re.compile(r"(\d+)@(\[[^\]]+\]|[^:@=\[\]]+):(\d+)")
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerTarget:
+    node_id: int
+    host: str
+    port: int
+    directory: str  # the new controller's metadata log dir (its log.dirs / metadata.log.dir)
+
+    @property
+    def voter(self) -> str:
+        return f"{self.node_id}@{self.host}:{self.port}"
+
+
+def parse_controller(text: str) -> ControllerTarget:
+    """``ID@HOST:PORT=DIR`` (the voter as ``controller.quorum.voters`` names it, then its metadata dir)."""
+    voter, sep, directory = text.partition("=")
+    m = _VOTER.fullmatch(voter)
+    if not sep or not directory or m is None:
+        raise ProcedureUsageError(
+            f"--controller {text!r} is not ID@HOST:PORT=DIR (e.g. 3000@ctl1:9093=/data/kraft)"
+        )
+    return ControllerTarget(int(m.group(1)), m.group(2), int(m.group(3)), os.path.abspath(directory))
+
+
+@dataclass(slots=True)
+class Candidate:
+    """One broker's replica of the metadata log."""
+
+    log_dir: str
+    node_id: int | None
+    end_offset: int
+    last_epoch: int
+    last_timestamp: int | None
+    snapshot: tuple[int, int] | None
+    files: list[str]
+    kraft_voters: tuple[int, ...] | None
+    record_types: dict[str, int]
+    problems: list[str]
+    # leaderEpoch of its quorum-state, the epoch the broker last heard of (the error when unreadable)
+    state_epoch: int | Exception | None = None
+
+    @property
+    def key(self) -> tuple[int, int]:
+        return (self.last_epoch, self.end_offset)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "log_dir": self.log_dir,
+            "broker": self.node_id,
+            "end_offset": self.end_offset,
+            "last_epoch": self.last_epoch,
+            "last_record_time": _iso(self.last_timestamp),
+            "snapshot": list(self.snapshot) if self.snapshot else None,
+            "problems": self.problems,
+        }
+
+
+def _iso(ms: int | None) -> str | None:
+    return (
+        None
+        if ms is None or ms < 0
+        else datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+    )
+
+
+def _candidate(log_dir: str, node_id: int | None) -> Candidate:
+    from logdoctor.formats.records import iter_batches
+    from logdoctor.logdir.metadata_image import replay
+
+    mdir = os.path.join(log_dir, METADATA_DIR)
+    image = replay(mdir)
+    epoch, stamp = (image.snapshot[1], None) if image.snapshot else (-1, None)
+    problems = [f"{e.path}: {e.message}" for e in image.errors]
+    logs = sorted(n for n in os.listdir(mdir) if n.endswith(".log") and _COPIED.fullmatch(n))
+    for name in reversed(logs):  # the last batch of the log: its epoch and time
+        last = None
+        try:
+            for batch in iter_batches(read_file(os.path.join(mdir, name)), source=name):
+                last = batch
+        except (FormatError, OSError) as e:
+            problems.append(f"{name}: {e}")
+        if last is not None:
+            epoch, stamp = max(epoch, last.partition_leader_epoch), last.max_timestamp
+            break
+    files = sorted(n for n in os.listdir(mdir) if _COPIED.fullmatch(n))
+    state_epoch = None
+    try:
+        state = parse_quorum_state(read_file(os.path.join(mdir, QUORUM_STATE_FILE)), source=mdir)
+        state_epoch = state.leader_epoch
+    except FileNotFoundError:
+        pass
+    except (FormatError, OSError) as e:  # the broker will not start on it (FileQuorumStateStore); its log is
+        state_epoch = e  # read all the same, the epoch it heard of stays unknown
+    return Candidate(
+        log_dir,
+        node_id,
+        image.end_offset,
+        epoch,
+        stamp,
+        image.snapshot,
+        files,
+        image.voters,
+        dict(image.record_types),
+        problems,
+        state_epoch,
+    )
+
+
+def producer_ids_in_use(log_dirs: list[str], notes: list[str]) -> tuple[int, str | None]:
+    """The highest producer id the log dirs show in use (-1: none) and where: each partition's latest
+    producer snapshot (written at every roll and at a clean stop: K:core/.../log/UnifiedLog.scala ``roll``,
+    ``close``), the batches of its active segment past it, and every id of ``__transaction_state``. A
+    producer expired before the snapshot (producer.id.expiration.ms, a day) had its block long before."""
+    from logdoctor.formats.producer_snapshot import parse_producer_snapshot
+    from logdoctor.logdir.coordinator import coordinator_state_of
+    from logdoctor.logdir.model import LogDir
+
+    found: list[tuple[int, str]] = []  # (producer id, where), each source read as far as it reads
+    for d in log_dirs:
+        for part in LogDir(d).partitions:
+            if part.topic == METADATA_TOPIC:
+                continue
+            try:
+                covered = -1  # the latest producer snapshot's offset: every live producer up to it
+                if part.producer_snapshots:
+                    covered, path = part.producer_snapshots[-1]
+                    snap = parse_producer_snapshot(read_file(path), source=str(path))
+                    found += [(e.producer_id, str(path)) for e in snap.entries]
+                seg = part.active_segment
+                if seg is not None and seg.next_offset() > covered:  # written since (an unclean stop)
+                    for b in seg.batches():
+                        if b.last_offset >= covered:
+                            found.append((getattr(b, "producer_id", -1), str(seg.log_path)))
+                if part.topic == "__transaction_state" and part.segments:
+                    txns = coordinator_state_of([(str(part.path), part.segments[0].base_offset)])
+                    found += [(p, str(part.path)) for t in txns.values() for p in t.producer_ids]
+            except (FormatError, OSError) as e:
+                notes.append(f"producer ids of {part.path} read up to {e}: an id in use past it is not known")
+    return max(found, default=(-1, None))
+
+
+def _next_producer_id(mdir: str) -> int:
+    """nextProducerId of the last ProducerIdsRecord the replica holds (snapshot or log), -1 for none."""
+    from logdoctor.formats.internal.cluster_metadata import decode_metadata_record
+    from logdoctor.formats.records import iter_batches
+
+    nxt = -1
+    for name in sorted(os.listdir(mdir)):
+        if not (_COPIED.fullmatch(name) and name.endswith((".log", ".checkpoint"))):
+            continue
+        path = os.path.join(mdir, name)
+        for batch in iter_batches(read_file(path), source=path):
+            if batch.is_control:
+                continue
+            for rec in batch.records():
+                if rec.value is not None and rec.value[1:2] == b"\x0f":  # apiKey 15 after the frame version
+                    d = decode_metadata_record(rec.value, source=path)
+                    if d["type"] == "ProducerIdsRecord":
+                        nxt = max(nxt, d["data"]["next_producer_id"])
+    return nxt
+
+
+def _new_directory_id() -> str:
+    while True:  # K:clients/.../common/Uuid.java randomUuid: never a reserved id, never a leading '-'
+        text = uuid_to_kafka(uuid.uuid4())
+        if not is_reserved_directory_id(text) and not text.startswith("-"):
+            return text
+
+
+def _refuse_target(t: ControllerTarget) -> None:
+    for name in (META_PROPERTIES_FILE, METADATA_DIR, BOOTSTRAP_CHECKPOINT_FILE):
+        if os.path.lexists(os.path.join(t.directory, name)):
+            raise ProcedureRefused(
+                f"{t.directory} holds {name}: it is a formatted node's metadata dir, not replaced (give an "
+                "empty or new folder for controller " + str(t.node_id) + ")"
+            )
+    if os.path.exists(t.directory) and not os.path.isdir(t.directory):
+        raise ProcedureUsageError(f"{t.directory} is not a folder")
+
+
+def _producer_ids_batch(next_id: int, base_offset: int, epoch: int, now_ms: int) -> bytes:
+    from logdoctor.formats.internal.cluster_metadata import encode_metadata_record
+    from logdoctor.formats.record_types import RecordSpec
+    from logdoctor.formats.writer import build_record_batch
+
+    value = encode_metadata_record(
+        {
+            "type": "ProducerIdsRecord",
+            "version": 0,
+            "data": {"broker_id": -1, "broker_epoch": -1, "next_producer_id": next_id},
+        }
+    )
+    return build_record_batch(
+        [RecordSpec(value, None, now_ms)], base_offset=base_offset, partition_leader_epoch=epoch
+    )
+
+
+def plan_rebuild_quorum(
+    log_dirs: list[str],
+    controllers: list[ControllerTarget],
+    *,
+    backup_dir: str | os.PathLike[str] | None = None,
+) -> ProcedurePlan:
+    """The plan writing each new controller's metadata dir from the best broker replica (module doc)."""
+    from logdoctor.formats.recovery import rebuild_indexes
+
+    if not controllers:
+        raise ProcedureUsageError("give each new controller: --controller ID@HOST:PORT=DIR")
+    sources = [os.path.abspath(d) for d in log_dirs]
+    for d in sources:
+        if not os.path.isdir(d):
+            raise ProcedureUsageError(f"{d} is not a folder")
+    ids = [c.node_id for c in controllers]
+    if len(set(ids)) != len(ids) or len({c.directory for c in controllers}) != len(controllers):
+        raise ProcedureUsageError("each --controller needs an id and a dir of its own")
+    safety.refuse_if_locked(sources)  # a live broker: its copy is moving, and a quorum may still answer it
+    metas = {d: read_meta(d) for d in sources}
+    clusters = {m.cluster_id for m in metas.values()}
+    if len(clusters) != 1:
+        listed = ", ".join(f"{d}: {m.cluster_id}" for d, m in metas.items())
+        raise ProcedureRefused(f"the log dirs belong to different clusters ({listed}): one cluster at a time")
+    cluster_id = clusters.pop()
+    brokers = {m.node_id for m in metas.values()}
+    for c in controllers:
+        if c.node_id in brokers:
+            raise ProcedureUsageError(
+                f"node id {c.node_id} is a broker's (meta.properties): give the controller "
+                "an id no broker has"
+            )
+        _refuse_target(c)
+    candidates = [
+        _candidate(d, metas[d].node_id) for d in sources if os.path.isdir(os.path.join(d, METADATA_DIR))
+    ]
+    if not candidates:
+        raise ProcedureRefused(f"none of the log dirs holds {METADATA_DIR} (each broker's metadata.log.dir)")
+    usable = [c for c in candidates if not c.problems]
+    if not usable:
+        raise ProcedureRefused(
+            "no readable metadata log: " + "; ".join(p for c in candidates for p in c.problems)
+        )
+    chosen = max(usable, key=lambda c: c.key)  # first of equals: the order given
+    if chosen.kraft_voters is not None:
+        raise ProcedureRefused(
+            f"{chosen.log_dir}'s metadata log holds a voter set (kraft.version 1, a dynamic quorum, "
+            "KIP-853): only a static quorum (controller.quorum.voters) is rebuilt for now"
+        )
+    notes: list[str] = []
+    mdir = os.path.join(chosen.log_dir, METADATA_DIR)
+    plan, names = new_plan([c.directory for c in controllers], backup_dir, controllers[0].directory)
+    in_use, in_use_at = producer_ids_in_use(sources, notes)
+    next_id = _next_producer_id(mdir)
+    files = {n: read_file(os.path.join(mdir, n)) for n in chosen.files}
+    for name in [n for n in files if n.endswith(".log")]:  # indexes as LogSegment.recover writes them
+        built = rebuild_indexes(files[name], int(name[:20]), source=os.path.join(mdir, name))
+        files[name[:20] + ".index"], files[name[:20] + ".timeindex"] = built.offset_index, built.time_index
+    extra: dict[str, bytes] = {}
+    new_block = None
+    if in_use >= max(next_id, 0):
+        new_block = (in_use // PRODUCER_ID_BLOCK_SIZE + 1) * PRODUCER_ID_BLOCK_SIZE
+        epoch = chosen.last_epoch + 1
+        log = _producer_ids_batch(new_block, chosen.end_offset, epoch, plan.created_ms)
+        built = rebuild_indexes(log, chosen.end_offset, source=mdir)
+        stem = f"{chosen.end_offset:020d}"
+        extra = {
+            f"{stem}.log": log,
+            f"{stem}.index": built.offset_index,
+            f"{stem}.timeindex": built.time_index,
+        }
+        old = files.get(LEADER_EPOCH_CHECKPOINT_FILE)
+        entries = list(loaded_epochs(parse_leader_epoch_checkpoint(old).entries)) if old else []
+        extra[LEADER_EPOCH_CHECKPOINT_FILE] = write_leader_epoch_checkpoint(
+            new_leader_epoch_checkpoint([*entries, (epoch, chosen.end_offset)])
+        )
+        notes.append(
+            f"producer id {in_use} is in use ({in_use_at}) but the chosen copy's next block starts at "
+            f"{max(next_id, 0)}: a ProducerIdsRecord (next block {new_block}) is appended at offset "
+            f"{chosen.end_offset}, epoch {epoch}"
+        )
+    else:
+        notes.append(
+            f"producer ids: the next block starts at {next_id}, past every id the log dirs show in use "
+            f"({in_use if in_use >= 0 else 'none'}): nothing to add (ProducerIdControlManager)"
+        )
+    # the controllers start unattached at an epoch no given broker has seen passed: a broker fetches only
+    # from a leader of its own epoch or later (KafkaRaftClient.validateLeaderOnlyRequest answers a request
+    # of a later epoch UNKNOWN_LEADER_EPOCH), and a quorum-state below the log's epoch is overridden
+    # (QuorumState.initialize); kraft.version 0 writes data_version 0 (FileQuorumStateStore).
+    log_epoch = chosen.last_epoch + (1 if new_block is not None else 0)
+    start_epoch = max([log_epoch, *(c.state_epoch for c in candidates if isinstance(c.state_epoch, int))])
+    for c in candidates:
+        if isinstance(c.state_epoch, Exception):
+            notes.append(
+                f"broker {c.node_id}'s {QUORUM_STATE_FILE} is not readable ({c.state_epoch}): the "
+                "epoch it heard of is not known; the broker does not start until it is removed"
+            )
+    ids = sorted(c.node_id for c in controllers)
+    state = QuorumState(0, -1, start_epoch, -1, cluster_id="", applied_offset=0, current_voters=ids)
+    files[QUORUM_STATE_FILE] = write_quorum_state(state)
+    boot = os.path.join(chosen.log_dir, BOOTSTRAP_CHECKPOINT_FILE)
+    boot_bytes = read_file(boot) if os.path.isfile(boot) else None
+    voters = ",".join(c.voter for c in controllers)
+    for c in controllers:
+        meta = MetaProperties(1, c.node_id, cluster_id, _new_directory_id())
+        content = {META_PROPERTIES_FILE: write_meta_properties(meta)}
+        if boot_bytes is not None:
+            content[BOOTSTRAP_CHECKPOINT_FILE] = boot_bytes
+        target_md = os.path.join(c.directory, METADATA_DIR)
+        steps = [make_dir(target_md)]  # c.directory: made before the engine locks it (cli/rebuild_quorum.py)
+        changes = []
+        for name, data in content.items():
+            path = os.path.join(c.directory, name)
+            steps.append(write_file(path, data, names))
+            changes.append(Change(path, None, len(data)))
+        for name, data in {**files, **extra}.items():
+            path = os.path.join(target_md, name)
+            steps.append(write_file(path, data, names))
+            changes.append(Change(path, None, len(data)))
+        plan.actions.append(
+            Action(
+                "rebuild-controller-metadata",
+                c.directory,
+                f"controller {c.node_id} (directory.id {meta.directory_id}, cluster {cluster_id}): "
+                f"{METADATA_DIR} of broker {chosen.node_id} ({chosen.log_dir}) to offset "
+                f"{chosen.end_offset}, epoch {chosen.last_epoch}; {QUORUM_STATE_FILE}: unattached at epoch "
+                f"{start_epoch}, the node elects a leader in the next",
+                steps=steps,
+                changes=changes,
+            )
+        )
+    behind = [
+        {"broker": c.node_id, "log_dir": c.log_dir, "end_offset": c.end_offset, "last_epoch": c.last_epoch}
+        for c in usable
+        if c.key < chosen.key
+    ]
+    for c in candidates:
+        if c is chosen:
+            what = (
+                "chosen: whatever the lost controllers committed after it is lost, and a broker whose copy "
+                "goes further truncates to it"
+            )
+        elif c.problems:
+            what = "not readable to its end, not chosen: " + "; ".join(c.problems)
+        elif c.key < chosen.key:
+            what = "behind: it fetches the rest from the new controllers"
+        else:
+            what = "the same end as the chosen copy"
+        notes.append(
+            f"copy of broker {c.node_id} ({c.log_dir}): ends at offset {c.end_offset}, epoch {c.last_epoch}, "
+            f"last record {_iso(c.last_timestamp)}; {what}"
+        )
+    config = [
+        "process.roles=controller",
+        f"controller.quorum.voters={voters}",
+        "controller.listener.names=CONTROLLER",
+    ]
+    for c in controllers:
+        notes.append(
+            f"controller {c.node_id}: node.id={c.node_id} listeners=CONTROLLER://{c.host}:{c.port} "
+            f"log.dirs={c.directory} " + " ".join(config)
+        )
+    notes.append(f"every broker: controller.quorum.voters={voters} (then start the controllers first)")
+    summary = {
+        "cluster_id": cluster_id,
+        "candidates": [c.to_json() for c in candidates],
+        "chosen": chosen.log_dir,
+        "behind": behind,
+        "record_types": chosen.record_types,
+        "producer_id_in_use": in_use,
+        "next_producer_id": next_id,
+        "new_producer_id_block": new_block,
+        "quorum_epoch": start_epoch,
+        "controller_quorum_voters": voters,
+        "controllers": [
+            {"node_id": c.node_id, "directory": c.directory, "listeners": f"CONTROLLER://{c.host}:{c.port}"}
+            for c in controllers
+        ],
+    }
+    return ProcedurePlan(PROCEDURE, plan, summary, notes)

@@ -1,0 +1,234 @@
+"""Issue 88 with real brokers: the controller's metadata disk is lost, and ``logdoctor rebuild-quorum``
+rebuilds it from a broker's copy of ``__cluster_metadata-0``; Kafka 4.4.0 (KRaft, a static quorum: one
+controller, node 3000, beside brokers 1 and 2) then serves as before.
+
+1. Topics with configs (``orders``: 3 partitions on both brokers, ``retention.ms`` and
+   ``max.message.bytes``; ``audit``: one partition moved from broker 1 to broker 2 with
+   ``kafka-reassign-partitions.sh``), a SCRAM user and a client quota; records produced without
+   idempotence, so that no producer id is handed out yet.
+2. Broker 2 stops cleanly: its copy of the metadata log stays where it was. Broker 1 alone serves a
+   transactional producer (``ledger``, one partition on broker 1): its coordinator asks the controller for
+   the first block of producer ids, and the controller's ProducerIdsRecord is past broker 2's copy.
+3. Everything stops; the controller's metadata dir is deleted, and so is broker 1's copy of the metadata
+   log (a metadata.log.dir on the controllers' volume class): broker 2's copy, the one left, is behind.
+   Broker 2's quorum-state is set 5 epochs past its log, as a broker's is that heard of elections whose
+   records it never fetched: it fetches from no leader of an earlier epoch (without the rebuild's
+   quorum-state at that epoch it never registers).
+4. ``logdoctor rebuild-quorum`` of both brokers' log dirs, for a new controller (node 3001, a new port,
+   an empty folder): the plan chooses broker 2's copy and names the producer id broker 1's dir shows in
+   use; ``--apply`` writes the controller's dir; the controller starts with the configuration the plan
+   printed, the brokers with its ``controller.quorum.voters``.
+5. Every topic is back with the same topic id, partitions, replicas and configs; the SCRAM user and the
+   quota too; every record produced before is read back (``ledger``'s transaction read_committed); a new
+   topic is created; a new transactional producer gets a producer id no earlier producer had (without the
+   ProducerIdsRecord the rebuild appends, the controller hands out the first block again: the same id).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+import kafka_cluster as kc
+
+pytestmark = pytest.mark.kafka
+
+CONFIGS = {"retention.ms": "7777777", "max.message.bytes": "123456"}
+NEW_ID = 3001
+
+
+def _topics(cluster: kc.KafkaCluster, names: list[str]) -> dict[str, dict]:
+    """Each topic's id, partitions' replicas and non-default configs, as the cluster answers."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import ConfigResource
+
+    admin = cluster.admin()
+    described = admin.describe_topics(TopicCollection(names), request_timeout=30)
+    out: dict[str, dict] = {}
+    for name, future in described.items():
+        d = future.result(timeout=60)
+        res = ConfigResource(ConfigResource.Type.TOPIC, name)
+        configs = admin.describe_configs([res])[res].result(timeout=60)
+        out[name] = {
+            "topic_id": str(d.topic_id),
+            "replicas": {p.id: sorted(r.id for r in p.replicas) for p in d.partitions},
+            "configs": {k: c.value for k, c in configs.items() if not c.is_default},
+        }
+    return out
+
+
+def _scram_users(cluster: kc.KafkaCluster) -> dict[str, list[tuple[str, int]]]:
+    admin = cluster.admin()  # kept while its future is pending
+    got = admin.describe_user_scram_credentials(request_timeout=30).result(timeout=60)
+    return {
+        u: sorted((str(i.mechanism), i.iterations) for i in d.scram_credential_infos) for u, d in got.items()
+    }
+
+
+def _quota(cluster: kc.KafkaCluster) -> str:
+    done = cluster.tool(
+        "kafka-configs.sh",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--describe",
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        "app-1",
+    )
+    return done.stdout.strip()
+
+
+def _transaction(cluster: kc.KafkaCluster, txn_id: str, records: list[tuple[bytes, bytes]]) -> int:
+    """``records`` to ledger-0 in one committed transaction; the producer id Kafka's tool says it has."""
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id, "acks": "all"})
+    p.init_transactions(60)
+    p.begin_transaction()
+    for k, v in records:
+        p.produce("ledger", value=v, key=k, partition=0)
+    p.commit_transaction(60)
+    done = cluster.tool(
+        "kafka-transactions.sh",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "describe",
+        "--transactional-id",
+        txn_id,
+    )
+    header, row = done.stdout.strip().splitlines()[:2]
+    return int(dict(zip(header.split(), row.split(), strict=False))["ProducerId"])
+
+
+def _reassign(cluster: kc.KafkaCluster, tmp_path) -> None:
+    plan = tmp_path / "reassign.json"
+    plan.write_text(
+        json.dumps({"version": 1, "partitions": [{"topic": "audit", "partition": 0, "replicas": [2]}]})
+    )
+    cluster.tool(
+        "kafka-reassign-partitions.sh",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "--reassignment-json-file",
+        str(plan),
+        "--execute",
+    )
+    kc.wait_until("audit-0 moved to broker 2", lambda: cluster.describe("audit")[0]["replicas"] == [2], 60)
+
+
+def _config_line(notes: list[str], node: int) -> dict[str, str]:
+    line = next(n for n in notes if n.startswith(f"controller {node}: "))
+    return dict(kv.split("=", 1) for kv in line.split(": ", 1)[1].split())
+
+
+def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    cluster = kc.KafkaCluster(tmp_path / "cluster", version=kc.NEWEST, brokers=2)
+    try:
+        cluster.start()
+        cluster.create_topic("orders", 3, 2, CONFIGS)
+        cluster.create_topic("audit", assignment=[[1]])
+        cluster.create_topic("ledger", assignment=[[1]])
+        _reassign(cluster, tmp_path)
+        admin = cluster.admin()
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("alice", info, b"secret")])[
+            "alice"
+        ].result(60)
+        cluster.tool(
+            "kafka-configs.sh",
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "--alter",
+            "--add-config",
+            "producer_byte_rate=1048576",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "app-1",
+        )
+        orders = {p: [(f"o{p}-{i}".encode(), b"v" * 100) for i in range(50)] for p in range(3)}
+        for p, recs in orders.items():
+            cluster.produce("orders", recs, partition=p, enable_idempotence=False)
+        audit = [(f"a{i}".encode(), b"x") for i in range(20)]
+        cluster.produce("audit", audit, enable_idempotence=False)
+        topics_before = _topics(cluster, ["orders", "audit", "ledger"])
+        assert CONFIGS.items() <= topics_before["orders"]["configs"].items()
+        assert topics_before["audit"]["replicas"] == {0: [2]}
+        assert all(t["topic_id"] not in ("", "None") for t in topics_before.values())
+        scram_before, quota_before = _scram_users(cluster), _quota(cluster)
+        assert "producer_byte_rate=1048576" in quota_before and scram_before["alice"]
+
+        cluster.broker(2).stop()  # its copy of the metadata log stops here
+        ledger = [(f"l{i}".encode(), b"y") for i in range(30)]
+        earlier_pid = _transaction(cluster, "tx-before", ledger)
+        cluster.stop()
+
+        controller = cluster.controller
+        shutil.rmtree(controller.log_dirs[0])
+        shutil.rmtree(cluster.broker(1).log_dirs[0] / "__cluster_metadata-0")
+        # broker 2 heard of elections whose records it never fetched: quorum-state 5 epochs past its log
+        state_file = cluster.broker(2).log_dirs[0] / "__cluster_metadata-0" / "quorum-state"
+        state = json.loads(state_file.read_text())
+        heard = state["leaderEpoch"] + 5
+        state_file.write_text(re.sub(r'"leaderEpoch":\d+', f'"leaderEpoch":{heard}', state_file.read_text()))
+        new_dir = tmp_path / "controller-3001" / "metadata"
+        port = kc.free_port()
+        dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
+        args = ["rebuild-quorum", *dirs, "--controller", f"{NEW_ID}@127.0.0.1:{port}={new_dir}"]
+        plan = kc.logdoctor_json(*args)
+        assert plan["applied"] is False and not new_dir.exists()
+        summary = plan["summary"]
+        assert summary["chosen"] == str(cluster.broker(2).log_dirs[0])
+        assert summary["producer_id_in_use"] >= earlier_pid
+        assert summary["new_producer_id_block"] > earlier_pid
+        assert summary["quorum_epoch"] == heard
+        done = kc.logdoctor(*args, "--apply")
+        assert done.returncode == 0, done.stdout + done.stderr
+        again = kc.logdoctor(*args)
+        assert again.returncode == 78 and "meta.properties" in again.stderr, again.stdout + again.stderr
+
+        printed = _config_line(plan["notes"], NEW_ID)
+        voters = printed["controller.quorum.voters"]
+        new = kc.Node(
+            NEW_ID,
+            "controller",
+            new_dir.parent,
+            [new_dir],
+            {**controller.config, **printed},
+            cluster.libs,
+            controller_port=port,
+        )
+        cluster.nodes = [new if n is controller else n for n in cluster.nodes]
+        for b in cluster.broker_nodes:
+            b.config["controller.quorum.voters"] = voters
+        cluster.start()
+
+        assert _topics(cluster, ["orders", "audit", "ledger"]) == topics_before
+        assert _scram_users(cluster) == scram_before and _quota(cluster) == quota_before
+        for p, recs in orders.items():
+            assert [(k, v) for _o, k, v in cluster.consume("orders", p)] == recs
+        assert [(k, v) for _o, k, v in cluster.consume("audit")] == audit
+        assert [(k, v) for _o, k, v in cluster.consume("ledger")] == ledger
+        cluster.create_topic("after", 2, 2)
+        later_pid = _transaction(cluster, "tx-after", [(b"k", b"v")])
+        assert later_pid != earlier_pid and later_pid >= summary["new_producer_id_block"]
+        quorum = kc.java_tool(
+            cluster.version,
+            "org.apache.kafka.tools.MetadataQuorumCommand",
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "describe",
+            "--status",
+        )
+        described = subprocess.run(quorum, capture_output=True, text=True, timeout=120).stdout
+        assert re.search(rf"CurrentVoters:\s+\[{{\"id\": {NEW_ID}\b", described), described
+        cluster.stop()
+    finally:
+        cluster.kill()

@@ -1,0 +1,88 @@
+"""``logdoctor rebuild-quorum``'s refusals, each before anything is written (issue 88 item 1): log dirs of
+different clusters (78), a target that holds a node's metadata (78), a controller id a broker has and a
+``--controller`` that does not parse (64). What it writes is judged by real brokers in
+tests/brokers/test_broker_quorum_rebuild.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import cli_runs
+import realworld
+
+
+def _broker_dir(path: Path, node: int, cluster: str) -> Path:
+    """A KRaft broker log dir as ``kafka-storage.sh format`` leaves it: meta.properties alone."""
+    path.mkdir(parents=True)
+    (path / "meta.properties").write_text(
+        f"#\n#Sun Nov 29 02:00:00 UTC 2026\ncluster.id={cluster}\ndirectory.id=Zb1hYDzzRv2cnRhhmaRBbA\n"
+        f"node.id={node}\nversion=1\n"
+    )
+    return path
+
+
+def _files(root: Path) -> set[Path]:
+    return {p for p in root.rglob("*")}
+
+
+def test_log_dirs_of_two_clusters_are_refused(tmp_path):
+    a = _broker_dir(tmp_path / "b1", 1, "AAAAAAAAAAAAAAAAAAAAAQ")
+    b = _broker_dir(tmp_path / "b2", 2, "BBBBBBBBBBBBBBBBBBBBBQ")
+    before = _files(tmp_path)
+    done = cli_runs.logdoctor(
+        "rebuild-quorum", a, b, "--controller", f"3001@h:9093={tmp_path / 'c'}", "--apply"
+    )
+    assert done.returncode == 78, done.stdout + done.stderr
+    assert "different clusters" in done.stderr and _files(tmp_path) == before
+
+
+def test_a_target_that_holds_metadata_is_refused(tmp_path):
+    a = _broker_dir(tmp_path / "b1", 1, "AAAAAAAAAAAAAAAAAAAAAQ")
+    target = _broker_dir(tmp_path / "old-controller", 3000, "AAAAAAAAAAAAAAAAAAAAAQ")
+    before = _files(tmp_path)
+    done = cli_runs.logdoctor("rebuild-quorum", a, "--controller", f"3001@h:9093={target}", "--apply")
+    assert done.returncode == 78, done.stdout + done.stderr
+    assert "holds meta.properties" in done.stderr and _files(tmp_path) == before
+
+
+def test_bad_controllers_are_usage_errors(tmp_path):
+    a = _broker_dir(tmp_path / "b1", 1, "AAAAAAAAAAAAAAAAAAAAAQ")
+    for controller in ("3001@h=x", "x@h:1=d", f"1@h:9093={tmp_path / 'c'}"):  # no port, no id, a broker's id
+        done = cli_runs.logdoctor("rebuild-quorum", a, "--controller", controller)
+        assert done.returncode == 64, (controller, done.stdout + done.stderr)
+    assert not (tmp_path / "c").exists()
+
+
+def test_real_copies_the_newest_is_chosen_and_a_rollback_leaves_nothing(tmp_path):
+    """Three nodes of a real 3.5 cluster (combined mode): node 1 led epoch 190 (its quorum-state), the
+    others' copies end in epoch 189, one offset short: node 1's copy is chosen and they are named behind.
+    The apply writes both controllers' dirs, in which the scan finds only that the log's last election
+    was among other voters; the rollback removes every file."""
+    root = realworld.require()
+    nodes = [root / f"kraft-3.5-greenlemont-n{i}" for i in (2, 1, 3)]
+    state = json.loads((nodes[1] / "__cluster_metadata-0" / "quorum-state").read_text())
+    assert (state["leaderId"], state["leaderEpoch"]) == (1, 190)
+    targets = [tmp_path / "c1", tmp_path / "c2"]
+    args = ["rebuild-quorum", *nodes, "--controller", f"3001@h1:9093={targets[0]}"]
+    args += ["--controller", f"3002@h2:9093={targets[1]}", "--backup-dir", tmp_path / "backup"]
+    plan = json.loads(cli_runs.logdoctor(*args, "--json").stdout)
+    assert plan["summary"]["chosen"] == str(nodes[1])
+    assert {(b["broker"], b["end_offset"], b["last_epoch"]) for b in plan["summary"]["behind"]} == {
+        (2, 30637, 189),
+        (3, 30637, 189),
+    }
+    done = cli_runs.logdoctor(*args, "--apply")
+    assert done.returncode == 0, done.stdout + done.stderr
+    for t in targets:
+        # the log's last election names the lost voters until the new leader's own LeaderChangeMessage
+        scan = json.loads(cli_runs.logdoctor("scan", "--deep", "--json", t).stdout)
+        assert [f["code"] for f in scan["findings"]] == ["QUORUM_STATE_MISMATCH"]
+        assert (t / "__cluster_metadata-0" / "00000000000000000000.log").read_bytes() == (
+            nodes[1] / "__cluster_metadata-0" / "00000000000000000000.log"
+        ).read_bytes()
+    undo = cli_runs.logdoctor(
+        "rebuild-quorum", "--rollback", tmp_path / "backup" / "journal.jsonl", "--apply"
+    )
+    assert undo.returncode == 0, undo.stdout + undo.stderr
+    assert [p for t in targets for p in t.iterdir()] == []
