@@ -12,7 +12,11 @@ what a ``read_committed`` consumer read of it while it ran is the oracle. A seco
   pairs as a Delta table;
 - ``--max-rate``: the records arrive at the target (a ``read_uncommitted`` consumer reading while the
   replay runs) no faster than the rate, within a tolerance;
-- ``--view cdc`` exits 64; a plan with a conflict (a non-empty target topic) exits 78.
+- ``--view cdc`` exits 64; a plan with a conflict (a non-empty target topic) exits 78;
+- issue 87: a topic to create checked in the plan against the configs it will get (the target broker's
+  defaults), before anything is created (item 11); batches sized to a target topic's small
+  max.message.bytes (item 9); ``--offset-map`` after the target's cleaner compacted a replayed compacted
+  topic (item 10: the source's cleaner is off, the target's looks every 0.3 s).
 """
 
 from __future__ import annotations
@@ -42,11 +46,22 @@ def _produce(producer, topic: str, rows: list[tuple]) -> None:
 @pytest.fixture(scope="module")
 def source(tmp_path_factory: pytest.TempPathFactory):
     """The dead broker: (its log dir, {topic: the read_committed oracle of partition 0})."""
-    cluster = kc.KafkaCluster(tmp_path_factory.mktemp("replay-cli-source"))
+    # no cleaner: ledger (compacted) keeps every record the test wrote, for the target's cleaner to remove
+    cluster = kc.KafkaCluster(
+        tmp_path_factory.mktemp("replay-cli-source"), broker_config={"log.cleaner.enable": "false"}
+    )
     cluster.start()
     try:
         cluster.create_topic("orders", 1)
         cluster.create_topic("payments", 1)
+        # compacted, its segments rolled by the records' timestamps, its batches small (a few records each:
+        # the replay's too, sized to max.message.bytes), cleaned as soon as the target's cleaner looks
+        cluster.create_topic(
+            "ledger",
+            1,
+            config={"cleanup.policy": "compact", "segment.ms": 100, "min.cleanable.dirty.ratio": 0.01,
+                    "max.message.bytes": 200},
+        )  # fmt: skip
         p = cluster.producer()
         rows = []
         for i in range(25):
@@ -67,7 +82,19 @@ def source(tmp_path_factory: pytest.TempPathFactory):
         t.begin_transaction()
         _produce(t, "payments", [(b"p3", b"paid-3", None, BASE_TS + 4)])
         t.commit_transaction(60)
-        oracle = {topic: kc.read_all(cluster.bootstrap, topic, 0) for topic in ("orders", "payments")}
+        for rnd in range(6):  # rounds of the same keys, a tombstone of k0 in round 4
+            for i in range(5):
+                value = None if (rnd, i) == (4, 0) else f"r{rnd}-{i}".encode()
+                _produce(p, "ledger", [(f"k{i}".encode(), value, None, BASE_TS + rnd * 1000 + i)])
+        _produce(p, "ledger", [(b"roll", b"x", None, BASE_TS + 10_000)])  # the last round's segment rolled
+        from confluent_kafka import Consumer, TopicPartition
+
+        reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "ledger-readers"})
+        reader.commit(offsets=[TopicPartition("ledger", 0, 2)], asynchronous=False)  # next: k2's first record
+        reader.close()
+        oracle = {
+            topic: kc.read_all(cluster.bootstrap, topic, 0) for topic in ("orders", "payments", "ledger")
+        }
         del t, p
     finally:
         cluster.stop()
@@ -77,7 +104,10 @@ def source(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory):
-    with kc.KafkaCluster(tmp_path_factory.mktemp("replay-cli-target")) as cluster:
+    # a cleaner that looks every 0.3 s (test_offset_map_after_the_target_compacted)
+    with kc.KafkaCluster(
+        tmp_path_factory.mktemp("replay-cli-target"), broker_config={"log.cleaner.backoff.ms": 300}
+    ) as cluster:
         yield cluster
 
 
@@ -361,3 +391,115 @@ def test_progress_bar_on_a_terminal_and_clean_json(source, target) -> None:
     assert code == 0, out + tty
     assert json.loads(out)["result"]["records"] == 25
     assert "25/25" not in tty and "\x1b[?25l" not in tty, tty[-2000:]
+
+
+def _set_broker_config(cluster: kc.KafkaCluster, key: str, value: str | None) -> None:
+    """A dynamic config of broker 1 set (or deleted: None), as ``kafka-configs.sh --entity-type brokers
+    --entity-name 1 --alter`` does it."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    op = AlterConfigOpType.SET if value is not None else AlterConfigOpType.DELETE
+    entry = ConfigEntry(key, value or "", incremental_operation=op)
+    admin = cluster.admin()
+    for fut in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.BROKER, "1", incremental_configs=[entry])]
+    ).values():
+        fut.result(30)
+
+
+def test_plan_checks_the_configs_a_created_topic_gets(source, target) -> None:
+    """Issue 87 item 11: a topic the replay creates is checked against the configs it will have (the
+    source's, else the target broker's defaults) in the plan, before anything is created. The target's
+    broker 1 retains 10 minutes (a dynamic log.retention.ms); orders' records are an hour old: the plan
+    says RETENTION_DELETES and exits 78, and so does --apply, creating no topic (it created the topic, then
+    refused, and the plan said "No conflict"). The configs the plan checks equal those the broker gives a
+    topic created without configs (DescribeConfigs of a topic made by the admin client)."""
+    from confluent_kafka.admin import ConfigResource, ResourceType
+
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import TopicMap, plan_replay
+
+    log_dir, _oracle = source
+    args = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "orders"]
+    args += ["--topic-map", "orders=orders-retained"]
+    _set_broker_config(target, "log.retention.ms", "600000")
+    try:
+        before = _topics(target)
+        for extra in ([], ["--apply"]):
+            done = kc.logdoctor("replay", *args, *extra)
+            assert done.returncode == 78, (extra, done.stdout, done.stderr)
+            assert "RETENTION_DELETES" in done.stdout and "retention.ms=600000" in done.stdout
+            assert "No conflict" not in done.stdout
+            assert _topics(target) == before  # nothing created
+        plan = plan_replay([str(log_dir)], target.bootstrap, opts=ReadOptions(topics="orders"),
+                           topic_map=TopicMap({"orders": "orders-retained"}))  # fmt: skip
+        (tp,) = plan.topics
+        assert tp.create and tp.effective["retention.ms"] == "600000"
+        target.create_topic("configs-probe", 1)
+        res = ConfigResource(ResourceType.TOPIC, "configs-probe")
+        admin = target.admin()
+        got = admin.describe_configs([res])[res].result(30)
+        assert {k: got[k].value for k in tp.effective} == tp.effective
+    finally:
+        _set_broker_config(target, "log.retention.ms", None)
+
+
+def test_batches_sized_to_the_target_topic(source, target) -> None:
+    """Issue 87 item 9: a target topic whose max.message.bytes (300) takes each of orders' records but not
+    a batch of many: the replay sends batches that fit (it failed with librdkafka's "Erroneous state", exit
+    2, on every run), and the target holds the oracle's records."""
+    log_dir, oracle = source
+    target.create_topic("orders-tight", 1, config={"max.message.bytes": 300})
+    argv = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "orders"]
+    done = kc.logdoctor("replay", *argv, "--topic-map", "orders=orders-tight", "--apply")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _content(kc.read_all(target.bootstrap, "orders-tight", 0)) == _content(oracle["orders"])
+
+
+def test_offset_map_after_the_target_compacted(source, target, tmp_path) -> None:
+    """Issue 87 item 10: ledger, compacted, is replayed into a topic created with the source's configs,
+    whose cleaner then removes the records a later one's key supersedes. ``--offset-map`` afterwards maps
+    every record sent (exit 0; it was "key or value differ", exit 2, on every run): each record the target
+    holds at the offset the target gives it (its key and value the source record's), each the cleaner
+    removed with a null target_offset, and only records a later one's key supersedes are among those. A
+    consumer group committed on the source at a record the target removed is carried over (``--groups``)
+    to the next record the target kept."""
+    import pyarrow.parquet as pq
+
+    log_dir, oracle = source
+    argv = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "ledger", "--apply"]
+    done = kc.logdoctor("replay", *argv)
+    assert done.returncode == 0, done.stdout + done.stderr
+    kc.wait_until(
+        "the target's cleaner to compact ledger",
+        lambda: len(kc.read_all(target.bootstrap, "ledger", 0, to_end=True)) < len(oracle["ledger"]),
+        60,
+    )
+    got = {o: (k, v) for o, k, v, _h, _ts in kc.read_all(target.bootstrap, "ledger", 0, to_end=True)}
+    mapped = kc.logdoctor("replay", *argv, "--offset-map", str(tmp_path / "map"))
+    assert mapped.returncode == 0, mapped.stdout + mapped.stderr
+    rows = pq.read_table(tmp_path / "map" / "offset-map.parquet").to_pylist()
+    source_rows = {o: (k, v) for o, k, v, _h, _ts in oracle["ledger"]}
+    assert [r["source_offset"] for r in rows] == list(source_rows)
+    kept = {
+        r["target_offset"]: source_rows[r["source_offset"]] for r in rows if r["target_offset"] is not None
+    }
+    assert kept == got
+    removed = [r["source_offset"] for r in rows if r["target_offset"] is None]
+    assert removed and f"{len(removed)} of them no longer on the target" in mapped.stdout
+    keys = [k for k, _v in source_rows.values()]
+    for offset in removed:
+        at = list(source_rows).index(offset)
+        assert keys[at] in keys[at + 1 :], f"source offset {offset} removed, no later record of its key"
+    # the group committed at source offset 2 (a record the target removed) is carried over to the next
+    # record the target kept: where its consumers, there, read on
+    assert 2 in removed
+    carried = kc.logdoctor("replay", *argv, "--groups", "ledger-readers")
+    assert carried.returncode == 0, carried.stdout + carried.stderr
+    want = min(r["target_offset"] for r in rows if r["source_offset"] >= 2 and r["target_offset"] is not None)
+    admin = target.admin()
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+    request = [ConsumerGroupTopicPartitions("ledger-readers", [TopicPartition("ledger", 0)])]
+    (tp,) = admin.list_consumer_group_offsets(request)["ledger-readers"].result(30).topic_partitions
+    assert tp.offset == want

@@ -334,12 +334,13 @@ def write_offset_map(plan: ReplayPlan, location: str, timeout: float, fmt: str =
 
     from logdoctor.replay import offset_map, offset_map_schema
 
-    rows = 0
+    rows = cleaned = 0
 
     def counted() -> Iterator[pa.RecordBatch]:
-        nonlocal rows
+        nonlocal rows, cleaned
         for batch in offset_map(plan, timeout=timeout):
             rows += batch.num_rows
+            cleaned += batch.column("target_offset").null_count
             yield batch
 
     if fmt == "delta":
@@ -351,7 +352,7 @@ def write_offset_map(plan: ReplayPlan, location: str, timeout: float, fmt: str =
         opts = storage_options(location) or None
         write_deltalake(location, reader, mode="overwrite", storage_options=opts)
         version = DeltaTable(location, storage_options=opts).version()
-        return {"location": location, "format": "delta", "rows": rows, "version": version}
+        return {"location": location, "format": "delta", "rows": rows, "cleaned": cleaned, "version": version}
     import uuid
 
     import pyarrow.parquet as pq
@@ -373,7 +374,12 @@ def write_offset_map(plan: ReplayPlan, location: str, timeout: float, fmt: str =
         with contextlib.suppress(OSError):
             fs.delete_file(tmp)
         raise
-    return {"location": join_uri(location, OFFSET_MAP_FILE), "format": "parquet", "rows": rows}
+    return {
+        "location": join_uri(location, OFFSET_MAP_FILE),
+        "format": "parquet",
+        "rows": rows,
+        "cleaned": cleaned,
+    }
 
 
 def _spark(master: str, confs: Mapping[str, str] | None, json_out: bool) -> Any:
@@ -443,6 +449,11 @@ def print_result(out: Lines, result: ReplayResult, seconds: float, offsets: Mapp
             f"Offset map: {offsets['rows']:,} rows (every record replayed, checked against the source) in "
             + where
         )
+        if offsets.get("cleaned"):
+            out.line(
+                f"  {offsets['cleaned']:,} of them no longer on the target, its cleaner removed them (a "
+                "later record has their key, or a tombstone): target_offset null"
+            )
 
 
 @app.command("replay")

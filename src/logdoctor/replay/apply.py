@@ -82,7 +82,7 @@ from logdoctor.replay.offset_map import (
     offset_map_schema,
 )
 from logdoctor.replay.partitioner import partition_for
-from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, check_partition, other_source
+from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, other_source
 from logdoctor.replay.source import PartitionSource, SourceRecord
 from logdoctor.replay.target import Progress, Target
 
@@ -504,14 +504,6 @@ def apply_replay(
         )
     check_clients(target, producer_config)
     result = ReplayResult(created_topics=_create_topics(plan, target, timeout))
-    if result.created_topics:  # checks that depend on the configs the created topics got
-        configs = target.topic_configs(result.created_topics)
-        created = [p for p in plan.partitions if p.target_topic in configs]
-        for pp in created:
-            check_partition(pp, configs[pp.target_topic])
-        blocking = [c for pp in created for c in pp.conflicts if c.code not in ignored]
-        if blocking:
-            raise ReplayRefused("; ".join(c.message for c in blocking))
     read = plan_read(plan.paths, plan.opts)
     refs = {  # by log dir too: of several copies (SEVERAL_REPLICAS accepted), the plan's
         (r.log_dir, r.topic, r.partition): r for r in read.refs if r.kind not in _NOT_LIVE
@@ -576,7 +568,19 @@ _NOT_LIVE = ("delete", "future", "stray")
 _POLL_EVERY = 1000
 
 
-def _producer(target: Target, transactional_id: str, config: Mapping[str, Any], max_batch: int) -> Any:
+def _producer(
+    target: Target,
+    transactional_id: str,
+    config: Mapping[str, Any],
+    max_batch: int,
+    topic_max: int | None = None,
+) -> Any:
+    """A transactional producer whose batches the target topic takes: ``batch.size`` at most its
+    ``max.message.bytes`` (``topic_max``), which the broker compares with each batch whole
+    (K:core/.../log/UnifiedLog.scala analyzeAndValidateRecords: RecordTooLargeException, ``sizeInBytes``);
+    librdkafka, unlike the Java producer, does not split a batch the broker refuses as too large. A record
+    larger alone still goes in a batch of its own (``RECORD_TOO_LARGE`` in the plan when even that does
+    not fit)."""
     from confluent_kafka import Producer
 
     conf = {
@@ -585,6 +589,7 @@ def _producer(target: Target, transactional_id: str, config: Mapping[str, Any], 
         "acks": "all",
         "linger.ms": 10,
         "message.max.bytes": max(1_000_000, max_batch + 1024),
+        **({"batch.size": min(1_000_000, topic_max)} if topic_max else {}),
         **dict(config),
     }
     return Producer(target.client_config(conf))
@@ -622,7 +627,9 @@ def _replay_partition(
     from confluent_kafka import KafkaException, TopicPartition
 
     topic, partition = pp.target_topic, pp.target_partition
-    producer = _producer(target, pp.transactional_id, producer_config, pp.max_batch_bytes)
+    producer = _producer(
+        target, pp.transactional_id, producer_config, pp.max_batch_bytes, pp.max_message_bytes
+    )
     # fences every earlier producer of this id and ends the transaction it left (the module doc)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [partition]).get(partition)
@@ -815,7 +822,9 @@ def _replay_rehashed(
 
     topic, partitions, sp = pp.target_topic, pp.target_partitions, pp.source_partition
     assert partitions is not None
-    producer = _producer(target, pp.transactional_id, producer_config, pp.max_batch_bytes)
+    producer = _producer(
+        target, pp.transactional_id, producer_config, pp.max_batch_bytes, pp.max_message_bytes
+    )
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     prog = target.progress(pp.group, topic, [0]).get(0)
     if prog is not None and prog.of_other_source(pp.source_topic, sp, pp.source_id):

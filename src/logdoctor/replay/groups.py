@@ -269,8 +269,8 @@ def _records_between(plan: ReplayPlan, target: Target, pp: PartitionPlan, low: i
     try:
         for batch in batches:
             offsets = batch.column("target_offset").to_pylist()
-            n += sum(1 for t in offsets if low <= t < high)
-            if offsets and offsets[-1] >= high:
+            n += sum(1 for t in offsets if t is not None and low <= t < high)  # None: cleaned away there
+            if offsets and offsets[-1] is not None and offsets[-1] >= high:
                 break
     finally:
         batches.close()
@@ -305,6 +305,8 @@ def _map_offsets(
                 src = batch.column("source_offset").to_pylist()
                 tgt = batch.column("target_offset").to_pylist()
                 for s, t in zip(src, tgt, strict=True):
+                    if t is None:  # cleaned away on the target: its consumers read the next record kept
+                        continue
                     while n is not None and s >= n:
                         out[n] = t
                         n = next(todo, None)

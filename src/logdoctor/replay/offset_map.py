@@ -1,7 +1,8 @@
 """The offset map of a replay (source offset -> target offset of every replayed record), read back from
 the target and checked against the source: :func:`offset_map`. The rows of a run are also handed out by
 :func:`logdoctor.replay.apply.apply_replay` as its transactions commit; after a kill, the rows of the
-killed run's last transaction were never handed out, so the whole map is rebuilt from the target.
+killed run's last transaction were never handed out, so the whole map is rebuilt from the target. A record
+a compacted target topic's cleaner removed since keeps its row, its target offset null (:class:`_Cleaned`).
 
 A re-hashed replay (``--partitioner default``) is mapped per target partition: its records are read back
 from the start, and each is paired with the next record, for that partition, of whichever of the topic's
@@ -86,6 +87,7 @@ def offset_map(
             yield from _rehashed_map(
                 plan, topic, pps, target, refs, chosen, consumer_config, timeout, read.decisions
             )
+    compacted: dict[str, bool] = {}
     for pp in plan.partitions:
         if pp.rehashed or (chosen is not None and pp.name not in chosen):
             continue
@@ -93,6 +95,9 @@ def offset_map(
         prog = target.progress(pp.group, topic, [partition]).get(partition)
         if prog is None:
             continue
+        if topic not in compacted:
+            configs = target.topic_configs([topic]).get(topic, {})
+            compacted[topic] = "compact" in configs.get("cleanup.policy", "")
         ref = refs[(pp.log_dir, pp.source_topic, pp.source_partition)]
         source = PartitionSource.of(ref, plan.opts, read.decisions)
         consumer = Consumer(
@@ -110,36 +115,54 @@ def offset_map(
             consumer.assign([TopicPartition(topic, partition, prog.first_target_offset)])
             src = source.records()
             src_off: list[int] = []
-            tgt_off: list[int] = []
+            tgt_off: list[int | None] = []
             paired = 0
             last_source = -1
+            cleaned = _Cleaned(pp) if compacted[topic] else None
             deadline = time.monotonic() + timeout
             while paired < prog.records:
                 msg = consumer.poll(1.0)
-                if msg is None:
+                if (
+                    msg is not None and msg.error() is not None and msg.error().code() == -191
+                ):  # _PARTITION_EOF
+                    if cleaned is not None and msg.offset() >= prog.next_target_offset:
+                        msg = None  # every replayed offset read: the source's records left were cleaned away
+                    elif time.monotonic() > deadline:
+                        raise ReplayMismatch(
+                            f"{topic}-{partition}: ends after {paired} of {prog.records} replayed records"
+                        )
+                    else:
+                        continue
+                elif msg is None:
                     if time.monotonic() > deadline:
                         raise ReplayMismatch(
                             f"{topic}-{partition}: {paired} of {prog.records} records read back"
                         )
                     continue
-                if msg.error() is not None:
-                    if msg.error().code() == -191:  # _PARTITION_EOF
-                        if time.monotonic() > deadline:
-                            raise ReplayMismatch(
-                                f"{topic}-{partition}: ends after {paired} of {prog.records} replayed records"
-                            )
-                        continue
+                elif msg.error() is not None:
                     raise ReplayMismatch(f"{topic}-{partition}: {msg.error()}")
                 deadline = time.monotonic() + timeout
                 rec = next(src, None)
-                if rec is None:
-                    raise ReplayMismatch(f"{topic}-{partition}@{msg.offset()}: no source record left for it")
-                _same(rec, msg, pp)
-                src_off.append(rec.offset)
-                tgt_off.append(msg.offset())
-                last_source = rec.offset
-                paired += 1
-                if len(src_off) >= 65536 or paired == prog.records:
+                while cleaned is not None and rec is not None and (msg is None or not _equal(rec, msg)):
+                    cleaned.removed(rec)  # not on the target: its cleaner removed it
+                    src_off.append(rec.offset)
+                    tgt_off.append(None)
+                    last_source = rec.offset
+                    paired += 1
+                    rec = next(src, None) if paired < prog.records else None
+                if msg is not None:
+                    if rec is None:
+                        raise ReplayMismatch(
+                            f"{topic}-{partition}@{msg.offset()}: no source record left for it"
+                        )
+                    _same(rec, msg, pp)
+                    if cleaned is not None:
+                        cleaned.kept(rec)
+                    src_off.append(rec.offset)
+                    tgt_off.append(msg.offset())
+                    last_source = rec.offset
+                    paired += 1
+                if src_off and (len(src_off) >= 65536 or paired >= prog.records):
                     n = len(src_off)
                     yield pa.RecordBatch.from_arrays(
                         [
@@ -153,6 +176,8 @@ def offset_map(
                         schema=offset_map_schema(),
                     )
                     src_off, tgt_off = [], []
+            if cleaned is not None:
+                cleaned.check()
             if last_source + 1 != prog.next_source_offset:
                 raise ReplayMismatch(
                     f"{pp.name}: its {prog.records} replayed records end at source offset {last_source}, the "
@@ -160,6 +185,35 @@ def offset_map(
                 )
         finally:
             consumer.close()
+
+
+class _Cleaned:
+    """The records of a replayed partition that the compacted target topic no longer holds: each is one the
+    target's cleaner may remove, a record whose key a later replayed record has (K:storage/.../internals/
+    log/LogCleaner.java: the cleaner keeps a key's last record) or a tombstone (removed once
+    ``delete.retention.ms`` has passed); any other missing record is a :class:`ReplayMismatch`."""
+
+    def __init__(self, pp: PartitionPlan) -> None:
+        self.pp = pp
+        #: key -> the source offset of a removed record of it that no later record has superseded yet
+        self.waiting: dict[bytes | None, int] = {}
+
+    def kept(self, rec: SourceRecord) -> None:
+        self.waiting.pop(rec.key, None)
+
+    def removed(self, rec: SourceRecord) -> None:
+        self.waiting.pop(rec.key, None)
+        if rec.value is not None:
+            self.waiting[rec.key] = rec.offset
+
+    def check(self) -> None:
+        if self.waiting:
+            key, offset = next(iter(self.waiting.items()))
+            where = f"{self.pp.target_topic}-{self.pp.target_partition}"
+            raise ReplayMismatch(
+                f"{self.pp.name}@{offset}: not on {where}, and no later replayed record has its key {key!r} "
+                "(not one the target's cleaner removes)"
+            )
 
 
 def _same(rec: SourceRecord, msg: Any, pp: PartitionPlan) -> None:

@@ -157,6 +157,8 @@ class PartitionPlan:
     first_offset: int | None = None
     last_offset: int | None = None
     max_batch_bytes: int = 0
+    #: the target topic's ``max.message.bytes`` (None: unknown): the producer's batches are sized to it
+    max_message_bytes: int | None = None
     min_timestamp: int | None = None
     max_timestamp: int | None = None
     no_timestamp: int = 0
@@ -273,6 +275,9 @@ class TopicPlan:
     configs_from: str = "unknown"
     create: bool = False
     conflicts: list[Conflict] = field(default_factory=list)
+    #: the configs the target topic has, or will have once created (``configs`` over the target's defaults):
+    #: what the conflicts are checked against (:func:`check_partition`)
+    effective: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -455,12 +460,11 @@ def _source_topics(
     return out, mdir
 
 
-def check_partition(pp: PartitionPlan, configs: Mapping[str, str] | None, now_ms: int | None = None) -> None:
-    """The conflicts of ``pp`` that depend on its target topic's ``configs`` (None: unknown), added."""
-    if configs is None:
-        return
+def check_partition(pp: PartitionPlan, configs: Mapping[str, str], now_ms: int | None = None) -> None:
+    """The conflicts of ``pp`` that depend on the ``configs`` its target topic has, or will have once created
+    (:attr:`TopicPlan.effective`), added: the plan's one check, before anything is created."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    max_bytes = _int(configs.get("max.message.bytes"))
+    max_bytes = pp.max_message_bytes = _int(configs.get("max.message.bytes"))
     if max_bytes is not None and pp.max_batch_bytes > max_bytes:
         pp.conflicts.append(
             Conflict(
@@ -606,10 +610,12 @@ def plan_replay(
     plan.topics = list(by_source.values())
     existing_topics = [t.target_topic for t in plan.topics if t.exists]
     described = target.topic_configs(existing_topics)
+    defaults = target.topic_defaults() if not all(t.exists for t in plan.topics) else {}
     for tp in plan.topics:
         if tp.exists:
             tp.configs = described.get(tp.target_topic)
             tp.configs_from = "the target cluster"
+        tp.effective = dict(tp.configs or {}) if tp.exists else {**defaults, **(tp.configs or {})}
     if partitioner == DEFAULT:
         for ref in refs:
             pp = _rehashed_partition(ref, by_source[ref.topic], target, cluster_id, opts, read.decisions)
@@ -649,7 +655,7 @@ def plan_replay(
         elif tp.exists:
             pp.target_offsets = target.watermarks(tp.target_topic, ref.partition)
             _check_target(pp, target)
-        check_partition(pp, tp.configs if tp.exists else None)
+        check_partition(pp, tp.effective)
         plan.partitions.append(pp)
     return plan
 
@@ -684,7 +690,7 @@ def _rehashed_partition(
             )
         )
     _count(pp, PartitionSource.of(ref, opts, decisions))
-    check_partition(pp, tp.configs if tp.exists else None)
+    check_partition(pp, tp.effective)
     return pp
 
 

@@ -253,6 +253,37 @@ class Target:
             out[res.name] = {k: e.value for k, e in entries.items() if e.value is not None}
         return out
 
+    def topic_defaults(self) -> dict[str, str]:
+        """The configs a topic created now without them gets, those the plan's conflicts read
+        (:func:`~logdoctor.replay.plan.check_partition`), from a broker's (the cluster's lowest node id's, as
+        DescribeConfigs gives them: static, the cluster's dynamic default, the broker's own) as the broker
+        maps them (K:server-common/.../ServerTopicConfigSynonyms.java): ``retention.ms``, ``cleanup.policy``
+        and ``max.message.bytes`` as the project resolves them
+        (:class:`~logdoctor.checks.topic_config.TopicConfigResolver`), ``message.timestamp.*`` from
+        ``log.message.timestamp.*``."""
+        from confluent_kafka.admin import ConfigResource, ResourceType
+
+        from logdoctor.checks.topic_config import ConfigInputs, TopicConfigResolver
+
+        desc = self.admin.describe_cluster(request_timeout=self.timeout).result(timeout=self.timeout)
+        res = ConfigResource(ResourceType.BROKER, str(min(n.id for n in desc.nodes)))
+        entries = self.admin.describe_configs([res], request_timeout=self.timeout)[res].result(self.timeout)
+        broker = {k: e.value for k, e in entries.items() if e.value is not None}
+        topic = TopicConfigResolver(ConfigInputs(broker_overrides=broker)).resolve("")
+        out = {
+            "retention.ms": str(topic.retention_ms.value),
+            "cleanup.policy": ",".join(topic.cleanup_policy.value),
+            "max.message.bytes": str(topic.max_message_bytes.value),
+        }
+        for key in (
+            "message.timestamp.type",
+            "message.timestamp.before.max.ms",
+            "message.timestamp.after.max.ms",
+        ):
+            if f"log.{key}" in broker:
+                out[key] = broker[f"log.{key}"]
+        return out
+
     def watermarks(self, topic: str, partition: int) -> tuple[int, int]:
         """(log start, high watermark) of a target partition (read_uncommitted: an open transaction's
         records count)."""
