@@ -54,6 +54,16 @@ def test_bad_controllers_are_usage_errors(tmp_path):
     assert not (tmp_path / "c").exists()
 
 
+def test_a_controller_without_its_endpoint_is_taken(tmp_path):
+    """``--controller ID=DIR``: its CONTROLLER listener is written in no file, only in the printed config,
+    so it may be left out (the scan's CONTROLLER_METADATA_LOST gives it so when nothing records it): past
+    the parse, this broker's dirs hold no metadata log (78)."""
+    a = _broker_dir(tmp_path / "b1", 1, "AAAAAAAAAAAAAAAAAAAAAQ")
+    done = cli_runs.logdoctor("rebuild-quorum", a, "--controller", f"3001={tmp_path / 'c'}")
+    assert done.returncode == 78, done.stdout + done.stderr
+    assert "holds __cluster_metadata-0" in done.stderr
+
+
 def test_real_copies_the_newest_is_chosen_and_a_rollback_leaves_nothing(tmp_path):
     """Three nodes of a real 3.5 cluster (combined mode): node 1 led epoch 190 (its quorum-state), the
     others' copies end in epoch 189, one offset short: node 1's copy is chosen and they are named behind.
