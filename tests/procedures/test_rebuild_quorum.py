@@ -96,3 +96,32 @@ def test_real_copies_the_newest_is_chosen_and_a_rollback_leaves_nothing(tmp_path
     )
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert [p for t in targets for p in t.iterdir()] == []
+
+
+def test_scan_names_the_rebuild_when_a_controllers_metadata_log_is_gone(tmp_path):
+    """Issue 88 item 4: node 1 of the real 3.5 cluster (a voter: the others' quorum-state) formatted again
+    (meta.properties alone) and scanned with nodes 2 and 3, which hold the metadata log:
+    CONTROLLER_METADATA_LOST names node 1 and the rebuild plan, which runs as printed (exit 0, nothing
+    written: a formatted dir is not a target, the plan writes a folder beside it). The intact set has none."""
+    import re
+    import shlex
+
+    root = realworld.require()
+    nodes = [root / f"kraft-3.5-greenlemont-n{i}" for i in (1, 2, 3)]
+    intact = json.loads(cli_runs.logdoctor("scan", "--json", *nodes).stdout)
+    assert "CONTROLLER_METADATA_LOST" not in {f["code"] for f in intact["findings"]}
+    formatted = tmp_path / "n1"
+    formatted.mkdir()
+    (formatted / "meta.properties").write_bytes((nodes[0] / "meta.properties").read_bytes())
+    scan = json.loads(cli_runs.logdoctor("scan", "--json", nodes[1], nodes[2], formatted).stdout)
+    lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+    assert [(f["path"], f["details"]["node_id"]) for f in lost] == [(str(formatted), 1)]
+    printed = re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"])
+    assert printed is not None, lost[0]["fix"]
+    words = shlex.split(printed.group(1))
+    assert [words] == lost[0]["fix_argv"]
+    assert words[-2:] == ["--controller", f"1={tmp_path / 'n1-rebuilt'}"]
+    before = _files(tmp_path)
+    done = cli_runs.logdoctor(*words[1:])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "controller.quorum.voters=1@HOST:PORT" in done.stdout and _files(tmp_path) == before

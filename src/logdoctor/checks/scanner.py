@@ -417,6 +417,10 @@ def scan(
             _metadata_log_damage(mdir, group_image, results)
         elif group.mode == "kraft":
             kraft_findings.append(metadata_not_scanned(group))
+    if len(groups) > 1 and any(g.metadata_dir is not None for g in groups):  # a controller's log gone
+        from logdoctor.checks.metadata_log import controller_metadata_lost
+
+        kraft_findings.extend(controller_metadata_lost(groups, image_of))
     findings.extend(itertools.chain.from_iterable(map(operator.attrgetter("findings"), results)))
     findings.extend(cross_dir(reports, results, groups, images, options.one_broker))
     if len(groups) > 1:  # replicas of one broker only: none to compare (checks.divergence)
