@@ -443,7 +443,8 @@ def _has_segments(metadata_dir: str | None) -> bool:
 def _controllers_known(image: MetadataImage) -> dict[int, str]:
     """controller id -> why it is one, from one broker's metadata log dir: its quorum-state's voters (a
     static quorum's configured set, K:raft/.../FileQuorumStateStore.java), the log's latest VotersRecord or
-    LeaderChangeMessage, and the controllers registered (RegisterControllerRecord, 3.7+)."""
+    LeaderChangeMessage, and the controllers registered (RegisterControllerRecord, from metadata.version
+    3.7-IV0: K:server-common/.../common/MetadataVersion.java ``isControllerRegistrationSupported``)."""
     from logdoctor.formats.quorum_state import parse_quorum_state
     from logdoctor.logdir.files import read_file
 
