@@ -116,6 +116,8 @@ def test_scan_names_the_rebuild_when_a_controllers_metadata_log_is_gone(tmp_path
     scan = json.loads(cli_runs.logdoctor("scan", "--json", nodes[1], nodes[2], formatted).stdout)
     lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
     assert [(f["path"], f["details"]["node_id"]) for f in lost] == [(str(formatted), 1)]
+    # said once: not also "its metadata log dir was not given" (KRAFT_METADATA_NOT_SCANNED)
+    assert [f["path"] for f in scan["findings"] if str(formatted) in f["path"]] == [str(formatted)]
     printed = re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"])
     assert printed is not None, lost[0]["fix"]
     words = shlex.split(printed.group(1))
