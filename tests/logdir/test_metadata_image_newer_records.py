@@ -181,3 +181,37 @@ def test_an_unreadable_newer_registration_keeps_the_brokers_last_one(tmp_path: P
     assert (unread.record, unread.version, unread.offset) == ("RegisterBrokerRecord", 5, end + 1)
     assert unread.path == str(mdir / "00000000000000000000.log") and set(image.unread_registrations) == {7}
     assert image.summary()["unread_registrations"] == {"7": f"RegisterBrokerRecord v5 at offset {end + 1}"}
+
+
+def test_a_registered_controllers_endpoint_names_it_in_the_scans_rebuild(tmp_path: Path) -> None:
+    """RegisterControllerRecord's end_points are kept (UnregisterControllerRecord drops them), and the scan's
+    CONTROLLER_METADATA_LOST (issue 88 item 4) gives the lost controller by them: controller 3000 formatted
+    again beside broker 1, which holds the metadata log; the plan command runs as printed."""
+    import json
+    import re
+    import shlex
+
+    import cli_runs
+
+    mdir, end = _node(tmp_path)
+    ends = [{"name": "CONTROLLER", "host": "ctl0.example", "port": 9093, "security_protocol": 0}]
+    register = [_record("RegisterControllerRecord", 0, controller_id=c, incarnation_id=_uuid(c),
+                        end_points=ends if c == 3000 else []) for c in (3000, 3001)]
+    _append(mdir, end, [*register, _record("UnregisterControllerRecord", 0, controller_id=3001)])
+    image = replay(mdir)
+    assert image.controller_endpoints == {3000: (("CONTROLLER", "ctl0.example", 9093),)}
+    broker = mdir.parent
+    meta = (broker / "meta.properties").read_text()
+    controller = tmp_path / "kraft-3000"
+    controller.mkdir()
+    (controller / "meta.properties").write_text(re.sub(r"node\.id=\d+", "node.id=3000", meta))
+    scan = json.loads(cli_runs.logdoctor("scan", "--json", broker, controller).stdout)
+    lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+    assert [f["path"] for f in lost] == [str(controller)], scan["findings"]
+    words = shlex.split(re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"]).group(1))
+    assert words == ["logdoctor", "rebuild-quorum", str(broker), "--controller",
+                     f"3000@ctl0.example:9093={controller}-rebuilt"]
+    done = cli_runs.logdoctor(*words[1:])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "controller.quorum.voters=3000@ctl0.example:9093" in done.stdout
+    assert not (tmp_path / "kraft-3000-rebuilt").exists()

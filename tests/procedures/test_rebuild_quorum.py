@@ -54,6 +54,16 @@ def test_bad_controllers_are_usage_errors(tmp_path):
     assert not (tmp_path / "c").exists()
 
 
+def test_a_controller_without_its_endpoint_is_taken(tmp_path):
+    """``--controller ID=DIR``: its CONTROLLER listener is written in no file, only in the printed config,
+    so it may be left out (the scan's CONTROLLER_METADATA_LOST gives it so when nothing records it): past
+    the parse, this broker's dirs hold no metadata log (78)."""
+    a = _broker_dir(tmp_path / "b1", 1, "AAAAAAAAAAAAAAAAAAAAAQ")
+    done = cli_runs.logdoctor("rebuild-quorum", a, "--controller", f"3001={tmp_path / 'c'}")
+    assert done.returncode == 78, done.stdout + done.stderr
+    assert "holds __cluster_metadata-0" in done.stderr
+
+
 def test_real_copies_the_newest_is_chosen_and_a_rollback_leaves_nothing(tmp_path):
     """Three nodes of a real 3.5 cluster (combined mode): node 1 led epoch 190 (its quorum-state), the
     others' copies end in epoch 189, one offset short: node 1's copy is chosen and they are named behind.
@@ -86,3 +96,34 @@ def test_real_copies_the_newest_is_chosen_and_a_rollback_leaves_nothing(tmp_path
     )
     assert undo.returncode == 0, undo.stdout + undo.stderr
     assert [p for t in targets for p in t.iterdir()] == []
+
+
+def test_scan_names_the_rebuild_when_a_controllers_metadata_log_is_gone(tmp_path):
+    """Issue 88 item 4: node 1 of the real 3.5 cluster (a voter: the others' quorum-state) formatted again
+    (meta.properties alone) and scanned with nodes 2 and 3, which hold the metadata log:
+    CONTROLLER_METADATA_LOST names node 1 and the rebuild plan, which runs as printed (exit 0, nothing
+    written: a formatted dir is not a target, the plan writes a folder beside it). The intact set has none."""
+    import re
+    import shlex
+
+    root = realworld.require()
+    nodes = [root / f"kraft-3.5-greenlemont-n{i}" for i in (1, 2, 3)]
+    intact = json.loads(cli_runs.logdoctor("scan", "--json", *nodes).stdout)
+    assert "CONTROLLER_METADATA_LOST" not in {f["code"] for f in intact["findings"]}
+    formatted = tmp_path / "n1"
+    formatted.mkdir()
+    (formatted / "meta.properties").write_bytes((nodes[0] / "meta.properties").read_bytes())
+    scan = json.loads(cli_runs.logdoctor("scan", "--json", nodes[1], nodes[2], formatted).stdout)
+    lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+    assert [(f["path"], f["details"]["node_id"]) for f in lost] == [(str(formatted), 1)]
+    # said once: not also "its metadata log dir was not given" (KRAFT_METADATA_NOT_SCANNED)
+    assert [f["path"] for f in scan["findings"] if str(formatted) in f["path"]] == [str(formatted)]
+    printed = re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"])
+    assert printed is not None, lost[0]["fix"]
+    words = shlex.split(printed.group(1))
+    assert [words] == lost[0]["fix_argv"]
+    assert words[-2:] == ["--controller", f"1={tmp_path / 'n1-rebuilt'}"]
+    before = _files(tmp_path)
+    done = cli_runs.logdoctor(*words[1:])
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "controller.quorum.voters=1@HOST:PORT" in done.stdout and _files(tmp_path) == before

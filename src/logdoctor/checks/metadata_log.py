@@ -32,7 +32,13 @@ from logdoctor.errors import FormatError
 from logdoctor.logdir.metadata_image import MetadataImage
 from logdoctor.logdir.names import BOOTSTRAP_CHECKPOINT_FILE, QUORUM_STATE_FILE
 
-__all__ = ["MetadataLogLoss", "check_metadata_log", "metadata_log_corrupt", "metadata_log_loss"]
+__all__ = [
+    "MetadataLogLoss",
+    "check_metadata_log",
+    "controller_metadata_lost",
+    "metadata_log_corrupt",
+    "metadata_log_loss",
+]
 
 
 def _epoch_at(epochs: list[tuple[int, int]], offset: int) -> int | None:
@@ -417,3 +423,153 @@ def metadata_loss_command(logdir: str, *, deep: bool = False) -> str:
 
     deep_flag = ("--deep",) if deep else ()
     return command(repair_argv("LOG_CORRUPT", logdir, *deep_flag, "--allow-metadata-loss"))
+
+
+# --- a controller whose metadata log is gone while brokers hold copies (issue 88 item 4) ----------------
+
+
+def _has_segments(metadata_dir: str | None) -> bool:
+    from logdoctor.logdir.names import parse_segment_file
+
+    if metadata_dir is None:
+        return False
+    try:
+        names = os.listdir(metadata_dir)
+    except OSError:
+        return False
+    return any((seg := parse_segment_file(n)) is not None and seg.suffix == ".log" for n in names)
+
+
+def _controllers_known(image: MetadataImage) -> dict[int, str]:
+    """controller id -> why it is one, from one broker's metadata log dir: its quorum-state's voters (a
+    static quorum's configured set, K:raft/.../FileQuorumStateStore.java), the log's latest VotersRecord or
+    LeaderChangeMessage, and the controllers registered (RegisterControllerRecord, from metadata.version
+    3.7-IV0: K:server-common/.../common/MetadataVersion.java ``isControllerRegistrationSupported``)."""
+    from logdoctor.formats.quorum_state import parse_quorum_state
+    from logdoctor.logdir.files import read_file
+
+    out: dict[int, str] = {}
+    qpath = os.path.join(image.metadata_dir, QUORUM_STATE_FILE)
+    try:
+        for v in parse_quorum_state(read_file(qpath), source=qpath).current_voters or ():
+            out.setdefault(v, f"a voter in {qpath}")
+    except (OSError, FormatError):
+        pass
+    for v in image.voters or ():
+        out.setdefault(v, "a voter of the metadata log's VotersRecord")
+    if image.leader_change is not None:
+        for v in image.leader_change[1]:
+            out.setdefault(v, "a voter of the metadata log's latest election")
+    for c in image.controllers:
+        out.setdefault(c, "registered by a RegisterControllerRecord of the metadata log")
+    return out
+
+
+def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:
+    """CONTROLLER_METADATA_LOST: a scanned log dir whose meta.properties names a controller of the cluster
+    (:func:`_controllers_known`, from the scanned brokers' metadata logs) that holds no
+    ``__cluster_metadata-0`` segments and no partition, while another scanned node of its cluster holds a
+    readable copy of the metadata log. Its fix is the ``logdoctor rebuild-quorum`` plan (no --apply) from
+    the cluster's scanned dirs, one ``--controller`` for each such controller (its endpoint when a
+    RegisterControllerRecord says it). Nothing when no scanned dir says a controller's log is gone.
+
+    ``groups``: the scan's :class:`~logdoctor.checks.cross_dir.BrokerGroup` list; ``images``: metadata dir ->
+    its replay."""
+    from logdoctor.checks.catalog import command_phrase
+    from logdoctor.logdir.model import LogDir
+    from logdoctor.logdir.names import METADATA_TOPIC
+
+    out: list[Finding] = []
+    by_cluster: dict[str, list[Any]] = {}
+    for g in groups:
+        if g.key is not None:
+            by_cluster.setdefault(g.key[0], []).append(g)
+    for cluster, gs in by_cluster.items():
+        copies = [
+            (g, im)
+            for g in gs
+            if _has_segments(g.metadata_dir)
+            and not (im := images(g.metadata_dir)).errors
+            and im.end_offset > 0
+        ]
+        if not copies:
+            continue
+        known: dict[int, str] = {}
+        for _g, im in copies:
+            for node, why in _controllers_known(im).items():
+                known.setdefault(node, why)
+        holding = {g.key[1] for g, _im in copies}
+
+        def no_partitions(g: Any) -> bool:  # a controller's dir holds none; a broker's other dirs may
+            try:
+                return all(p.topic == METADATA_TOPIC for d in g.dirs for p in LogDir.shared(d).partitions)
+            except OSError:
+                return False
+
+        lost = [
+            g
+            for g in gs
+            if g.key[1] in known
+            and g.mode == "kraft"
+            and g.key[1] not in holding
+            and not _has_segments(g.metadata_dir)
+            and no_partitions(g)
+        ]
+        if not lost:
+            continue
+
+        registered: dict[int, tuple[tuple[str, str, int], ...]] = {}
+        for _g, im in copies:
+            for node, ends in im.controller_endpoints.items():
+                if ends:
+                    registered.setdefault(node, ends)
+        endpoints = registered.get
+        copy, image = max(copies, key=lambda c: (c[1].last_epoch, c[1].end_offset))
+        sources = [d for g in gs if g not in lost for d in g.dirs]
+        argv = ["logdoctor", "rebuild-quorum", *sources]
+        targets = {}
+        for g in lost:
+            node = g.key[1]
+            here = g.dirs[0]
+            formatted = any(
+                os.path.lexists(os.path.join(here, n))
+                for n in ("meta.properties", BOOTSTRAP_CHECKPOINT_FILE, f"{METADATA_TOPIC}-0")
+            )
+            # rebuild-quorum writes no formatted dir (it replaces no meta.properties): a new folder beside it
+            targets[node] = here.rstrip(os.sep) + "-rebuilt" if formatted else here
+            ends = endpoints(node)
+            spec = f"{node}@{ends[0][1]}:{ends[0][2]}" if ends else str(node)
+            argv += ["--controller", f"{spec}={targets[node]}"]
+        for g in lost:
+            node = g.key[1]
+            endpoint = endpoints(node)
+            out.append(
+                catalog.make(
+                    "CONTROLLER_METADATA_LOST",
+                    g.dirs[0],
+                    logdir=g.dirs[0],
+                    node=node,
+                    cluster=cluster,
+                    why=known[node],
+                    copy=os.path.dirname(image.metadata_dir),
+                    broker=copy.key[1],
+                    end_offset=image.end_offset,
+                    target=targets[node],
+                    rebuild=command_phrase("{command}", argv),
+                    endpoint=(
+                        f"; the endpoint is {endpoint[0][0]}://{endpoint[0][1]}:{endpoint[0][2]}, as node "
+                        f"{node} registered it"
+                        if endpoint
+                        else f"; no RegisterControllerRecord names node {node}'s endpoint: the plan's config "
+                        "says where to put its HOST:PORT"
+                    ),
+                    details={
+                        "node_id": node,
+                        "controller": known[node],
+                        "copy": os.path.dirname(image.metadata_dir),
+                        "copy_end_offset": image.end_offset,
+                        "target": targets[node],
+                    },
+                )
+            )
+    return out

@@ -417,6 +417,17 @@ def scan(
             _metadata_log_damage(mdir, group_image, results)
         elif group.mode == "kraft":
             kraft_findings.append(metadata_not_scanned(group))
+    if len(groups) > 1 and any(g.metadata_dir is not None for g in groups):  # a controller's log gone
+        from logdoctor.checks.metadata_log import controller_metadata_lost
+
+        lost = controller_metadata_lost(groups, image_of)
+        gone = {f.path for f in lost}  # its metadata log is lost, not left out of the scan: said once
+        kraft_findings = [
+            f
+            for f in kraft_findings
+            if not (f.code == "KRAFT_METADATA_NOT_SCANNED" and os.path.dirname(f.path) in gone)
+        ]
+        kraft_findings.extend(lost)
     findings.extend(itertools.chain.from_iterable(map(operator.attrgetter("findings"), results)))
     findings.extend(cross_dir(reports, results, groups, images, options.one_broker))
     if len(groups) > 1:  # replicas of one broker only: none to compare (checks.divergence)

@@ -44,7 +44,7 @@ def rebuild_quorum_command(
             "--controller",
             metavar="ID@HOST:PORT=DIR",
             help="A new controller: its node id and CONTROLLER listener, as controller.quorum.voters names "
-            "it, and its empty metadata dir. Repeat for each.",
+            "it, and its empty metadata dir (ID=DIR when the listener is not known yet). Repeat for each.",
         ),
     ] = None,
     do_apply: ApplyOption = False,

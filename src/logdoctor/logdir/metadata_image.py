@@ -21,7 +21,8 @@ keeps what the log dir checks and procedures need:
   reads it exactly (a tagged addition, kept raw): ``cluster_metadata.decode_as_newest_known``, counted in
   :attr:`MetadataImage.read_as_older`. One that cannot be read keeps the broker's last known
   registration (never drops its log dirs) and is named in :attr:`MetadataImage.unread_registrations`;
-- controllers (RegisterControllerRecord, UnregisterControllerRecord of metadata.version 4.4-IV2+);
+- controllers and their endpoints (RegisterControllerRecord ``end_points``, UnregisterControllerRecord of
+  metadata.version 4.4-IV2+);
 - ELRs (KIP-966): PartitionRecord/PartitionChangeRecord ``eligible_leader_replicas`` and
   ``last_known_elr``; a ClearElrRecord (its topic, or every topic when its name is empty) clears
   both of each partition that has any, as a PartitionChangeRecord merge: the partition epoch goes up
@@ -240,6 +241,8 @@ class MetadataImage:
     # broker's last known registration (log dirs) is kept and may be stale
     unread_registrations: dict[int, UnreadRegistration] = field(default_factory=dict)
     controllers: dict[int, str] = field(default_factory=dict)  # controller id -> incarnation id
+    # controller id -> its registered endpoints (listener name, host, port), as RegisterControllerRecord says
+    controller_endpoints: dict[int, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
     errors: list[ReplayProblem] = field(default_factory=list)
     open_transaction: bool = False  # a metadata transaction began and did not end
     # KRaft control records: the voter set of the latest VotersRecord (kraft.version 1, KIP-853) and
@@ -421,8 +424,12 @@ class MetadataImage:
                     st.offset = offset
         elif kind == "RegisterControllerRecord":
             self.controllers[d["controller_id"]] = d["incarnation_id"]
+            self.controller_endpoints[d["controller_id"]] = tuple(
+                (e["name"], e["host"], e["port"]) for e in d.get("end_points") or ()
+            )
         elif kind == "UnregisterControllerRecord":
             self.controllers.pop(d["controller_id"], None)
+            self.controller_endpoints.pop(d["controller_id"], None)
         elif kind == "ConfigRecord":
             key = (d["resource_type"], d["resource_name"])
             if d["value"] is None:

@@ -113,6 +113,25 @@ ENTRIES: tuple[Entry, ...] = (
         },
     ),
     Entry(
+        "CONTROLLER_METADATA_LOST",
+        _W,
+        "a controller's metadata dir with no metadata log (formatted again, or emptied) while a scanned "
+        "broker holds a copy of __cluster_metadata-0",
+        "{path}: node {node} is a controller of cluster {cluster} ({why}) but its log dir holds no "
+        "__cluster_metadata-0 segments: its metadata log is gone. Started like this it has an empty log: "
+        "if the other controllers are healthy it fetches the log from their leader; if they are lost too "
+        "(a majority of the voters), the quorum's metadata (topics, configs, ACLs, SCRAM users) survives "
+        "only in the brokers' copies, such as {copy} (broker {broker}, to offset {end_offset}), and empty "
+        "controllers elect a leader on an empty log",
+        "Do not start node {node} on this dir while the quorum is lost. If the other controllers answer, "
+        "start it and it catches up from their leader. If the quorum is lost, stop every broker and rebuild "
+        "the controllers from the brokers' copies (docs/quorum-rebuild.md): {rebuild} prints the plan "
+        "(add --apply to write {target}){endpoint}.",
+        "K:raft/.../raft/KafkaRaftClient.java (an empty voter's log), raft/.../QuorumState.java; "
+        "metadata/.../controller/ClusterControlManager.java (RegisterControllerRecord); "
+        "docs/quorum-rebuild.md",
+    ),
+    Entry(
         "QUORUM_STATE_CORRUPT",
         _E,
         "a quorum-state file the node cannot read",

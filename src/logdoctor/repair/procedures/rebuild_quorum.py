@@ -88,22 +88,29 @@ _VOTER = re.compile(r"(\d+)@(\[[^\]]+\]|[^:@=\[\]]+):(\d+)")
 @dataclass(frozen=True, slots=True)
 class ControllerTarget:
     node_id: int
-    host: str
-    port: int
+    host: str | None  # None: its CONTROLLER listener was not given (``ID=DIR``): the printed config says so
+    port: int | None
     directory: str  # the new controller's metadata log dir (its log.dirs / metadata.log.dir)
 
     @property
+    def endpoint(self) -> str:
+        return f"{self.host}:{self.port}" if self.host is not None else "HOST:PORT"
+
+    @property
     def voter(self) -> str:
-        return f"{self.node_id}@{self.host}:{self.port}"
+        return f"{self.node_id}@{self.endpoint}"
 
 
 def parse_controller(text: str) -> ControllerTarget:
-    """``ID@HOST:PORT=DIR`` (the voter as ``controller.quorum.voters`` names it, then its metadata dir)."""
+    """``ID@HOST:PORT=DIR`` (the voter as ``controller.quorum.voters`` names it, then its metadata dir), or
+    ``ID=DIR`` when the endpoint is not known (it is written in no file, only in the printed config)."""
     voter, sep, directory = text.partition("=")
     m = _VOTER.fullmatch(voter)
+    if sep and directory and m is None and voter.isdigit():
+        return ControllerTarget(int(voter), None, None, os.path.abspath(directory))
     if not sep or not directory or m is None:
         raise ProcedureUsageError(
-            f"--controller {text!r} is not ID@HOST:PORT=DIR (e.g. 3000@ctl1:9093=/data/kraft)"
+            f"--controller {text!r} is not ID@HOST:PORT=DIR (e.g. 3000@ctl1:9093=/data/kraft) nor ID=DIR"
         )
     return ControllerTarget(int(m.group(1)), m.group(2), int(m.group(3)), os.path.abspath(directory))
 
@@ -441,8 +448,14 @@ def plan_rebuild_quorum(
     ]
     for c in controllers:
         notes.append(
-            f"controller {c.node_id}: node.id={c.node_id} listeners=CONTROLLER://{c.host}:{c.port} "
+            f"controller {c.node_id}: node.id={c.node_id} listeners=CONTROLLER://{c.endpoint} "
             f"log.dirs={c.directory} " + " ".join(config)
+        )
+    unknown = [str(c.node_id) for c in controllers if c.host is None]
+    if unknown:
+        notes.append(
+            f"the CONTROLLER listener of controller {', '.join(unknown)} was not given (ID=DIR): put its "
+            "HOST:PORT in listeners and controller.quorum.voters (nothing written depends on it)"
         )
     notes.append(f"every broker: controller.quorum.voters={voters} (then start the controllers first)")
     summary = {
@@ -457,7 +470,11 @@ def plan_rebuild_quorum(
         "quorum_epoch": start_epoch,
         "controller_quorum_voters": voters,
         "controllers": [
-            {"node_id": c.node_id, "directory": c.directory, "listeners": f"CONTROLLER://{c.host}:{c.port}"}
+            {
+                "node_id": c.node_id,
+                "directory": c.directory,
+                "listeners": f"CONTROLLER://{c.endpoint}" if c.host is not None else None,
+            }
             for c in controllers
         ],
     }
