@@ -37,6 +37,7 @@ OPERATOR_ORDER = [
     "move-partition",
     "sync-replica",
     "restore",
+    "rebuild-quorum",
     "export",
     "replay",
     "inventory",
