@@ -204,7 +204,7 @@ def test_demo_writes_an_iceberg_table_and_its_printed_commands_work(spark, tmp_p
     assert res.exit_code == 0, res.output
     lines = res.output.split("Step 3", 1)[1].splitlines()
     export_cmd = next(line.strip() for line in lines if line.strip().startswith("logdoctor export"))
-    read_cmd = next(line.strip() for line in lines if line.strip().startswith("from pyiceberg"))
+    read_cmd = next(line.strip() for line in lines if "load_catalog(" in line)  # the printed read-back
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     proc = subprocess.run([sys.executable, "-c", _as_script(read_cmd)], capture_output=True, text=True,
