@@ -226,6 +226,10 @@ class MetadataImage:
     snapshot_path: str | None = None
     end_offset: int = 0  # the offset after the last record replayed
     last_epoch: int = -1  # partition leader epoch of the last batch replayed
+    last_timestamp: int | None = None  # max timestamp of the last log batch replayed (None: snapshot only)
+    # nextProducerId of the ProducerIdsRecords replayed (-1: none; each moves it forward:
+    # K:metadata/.../controller/ProducerIdControlManager.java ``replay``)
+    next_producer_id: int = -1
     topics: dict[str, str] = field(default_factory=dict)  # name -> topic id
     topic_names: dict[str, str] = field(default_factory=dict)  # topic id -> name
     partitions: dict[tuple[str, int], PartitionState] = field(default_factory=dict)  # (topic id, p)
@@ -463,6 +467,8 @@ class MetadataImage:
         elif kind == "UnregisterBrokerRecord":
             self.brokers.pop(d["broker_id"], None)
             self.unread_registrations.pop(d["broker_id"], None)  # the registration it named is gone too
+        elif kind == "ProducerIdsRecord":
+            self.next_producer_id = max(self.next_producer_id, d["next_producer_id"])
         elif kind == "FeatureLevelRecord":
             if d["feature_level"] == 0:
                 self.features.pop(d["name"], None)
@@ -556,6 +562,7 @@ class _Replayer:
                         self.control(rec.key, rec.value, path, batch.position)
                 self.image.end_offset = max(self.image.end_offset, batch.last_offset + 1)
                 self.image.last_epoch = batch.partition_leader_epoch
+                self.image.last_timestamp = batch.max_timestamp
         except FormatError as e:
             self.image.errors.append(ReplayProblem(path, e.position, str(e)))
             return False
@@ -656,7 +663,7 @@ def replay(metadata_dir: str | os.PathLike[str]) -> MetadataImage:
             replayer = trial_replayer
             replayer.pending = None  # a snapshot never ends inside a transaction
             image.snapshot, image.snapshot_path = (end, epoch), path
-            image.end_offset = end
+            image.end_offset, image.last_timestamp = end, None
             start = end
             break
         image.errors.extend(trial.errors)

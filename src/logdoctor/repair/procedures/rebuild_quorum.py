@@ -131,6 +131,7 @@ class Candidate:
     problems: list[str]
     # leaderEpoch of its quorum-state, the epoch the broker last heard of (the error when unreadable)
     state_epoch: int | Exception | None = None
+    next_producer_id: int = -1  # of the last ProducerIdsRecord it holds (MetadataImage.next_producer_id)
 
     @property
     def key(self) -> tuple[int, int]:
@@ -157,24 +158,12 @@ def _iso(ms: int | None) -> str | None:
 
 
 def _candidate(log_dir: str, node_id: int | None) -> Candidate:
-    from logdoctor.formats.records import iter_batches
     from logdoctor.logdir.metadata_image import replay
 
     mdir = os.path.join(log_dir, METADATA_DIR)
-    image = replay(mdir)
-    epoch, stamp = (image.snapshot[1], None) if image.snapshot else (-1, None)
+    image = replay(mdir)  # its last batch's epoch and time: the end the replay reached
+    epoch = max(image.snapshot[1] if image.snapshot else -1, image.last_epoch)
     problems = [f"{e.path}: {e.message}" for e in image.errors]
-    logs = sorted(n for n in os.listdir(mdir) if n.endswith(".log") and _COPIED.fullmatch(n))
-    for name in reversed(logs):  # the last batch of the log: its epoch and time
-        last = None
-        try:
-            for batch in iter_batches(read_file(os.path.join(mdir, name)), source=name):
-                last = batch
-        except (FormatError, OSError) as e:
-            problems.append(f"{name}: {e}")
-        if last is not None:
-            epoch, stamp = max(epoch, last.partition_leader_epoch), last.max_timestamp
-            break
     files = sorted(n for n in os.listdir(mdir) if _COPIED.fullmatch(n))
     state_epoch = None
     try:
@@ -189,13 +178,14 @@ def _candidate(log_dir: str, node_id: int | None) -> Candidate:
         node_id,
         image.end_offset,
         epoch,
-        stamp,
+        image.last_timestamp,
         image.snapshot,
         files,
         image.voters,
         dict(image.record_types),
         problems,
         state_epoch,
+        image.next_producer_id,
     )
 
 
@@ -230,27 +220,6 @@ def producer_ids_in_use(log_dirs: list[str], notes: list[str]) -> tuple[int, str
             except (FormatError, OSError) as e:
                 notes.append(f"producer ids of {part.path} read up to {e}: an id in use past it is not known")
     return max(found, default=(-1, None))
-
-
-def _next_producer_id(mdir: str) -> int:
-    """nextProducerId of the last ProducerIdsRecord the replica holds (snapshot or log), -1 for none."""
-    from logdoctor.formats.internal.cluster_metadata import decode_metadata_record
-    from logdoctor.formats.records import iter_batches
-
-    nxt = -1
-    for name in sorted(os.listdir(mdir)):
-        if not (_COPIED.fullmatch(name) and name.endswith((".log", ".checkpoint"))):
-            continue
-        path = os.path.join(mdir, name)
-        for batch in iter_batches(read_file(path), source=path):
-            if batch.is_control:
-                continue
-            for rec in batch.records():
-                if rec.value is not None and rec.value[1:2] == b"\x0f":  # apiKey 15 after the frame version
-                    d = decode_metadata_record(rec.value, source=path)
-                    if d["type"] == "ProducerIdsRecord":
-                        nxt = max(nxt, d["data"]["next_producer_id"])
-    return nxt
 
 
 def _new_directory_id() -> str:
@@ -341,7 +310,7 @@ def plan_rebuild_quorum(
     mdir = os.path.join(chosen.log_dir, METADATA_DIR)
     plan, names = new_plan([c.directory for c in controllers], backup_dir, controllers[0].directory)
     in_use, in_use_at = producer_ids_in_use(sources, notes)
-    next_id = _next_producer_id(mdir)
+    next_id = chosen.next_producer_id
     files = {n: read_file(os.path.join(mdir, n)) for n in chosen.files}
     for name in [n for n in files if n.endswith(".log")]:  # indexes as LogSegment.recover writes them
         built = rebuild_indexes(files[name], int(name[:20]), source=os.path.join(mdir, name))
