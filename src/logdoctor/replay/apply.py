@@ -793,13 +793,13 @@ def _refuse_foreign(target: Target, topic: str, partition: int, holds: str) -> N
     TransactionCoordinator.scala handleInitProducerId answers only once its markers are written), so
     another producer's."""
     low, high = target.watermarks(topic, partition)
-    if target.has_records(topic, partition):
+    stable = target.last_stable(topic, partition)
+    if target.has_records(topic, partition, low, stable):
         raise ReplayRefused(f"{topic}-{partition} is not empty (offsets {low}-{high - 1}) and holds {holds}")
-    open_from = target.open_from(topic, partition)
-    if open_from is not None:
+    if stable < high:
         raise ReplayRefused(
             f"{topic}-{partition} is not empty: another producer's open transaction holds offsets "
-            f"{open_from}-{high - 1}, and it holds {holds}"
+            f"{stable}-{high - 1}, and it holds {holds}"
         )
 
 

@@ -701,7 +701,9 @@ def _check_rehashed_target(tp: TopicPlan, pps: list[PartitionPlan], target: Targ
         return
     for partition in range(tp.partitions):
         low, high = target.watermarks(tp.target_topic, partition)
-        if high > low and target.has_records(tp.target_topic, partition):
+        if high > low and target.has_records(
+            tp.target_topic, partition, low, target.last_stable(tp.target_topic, partition)
+        ):
             tp.conflicts.append(
                 Conflict(
                     "TARGET_NOT_EMPTY",
@@ -737,8 +739,9 @@ def _check_target(pp: PartitionPlan, target: Target) -> None:
         return
     if prog is not None or high <= low:
         return
-    pp.target_open_from = target.open_from(pp.target_topic, pp.target_partition)
-    if target.has_records(pp.target_topic, pp.target_partition):
+    stable = target.last_stable(pp.target_topic, pp.target_partition)
+    pp.target_open_from = stable if stable < high else None  # an open transaction holds stable..high
+    if target.has_records(pp.target_topic, pp.target_partition, low, stable):
         pp.conflicts.append(
             Conflict(
                 "TARGET_NOT_EMPTY",

@@ -373,23 +373,16 @@ class Target:
         )  # fmt: skip
         return int(got.offset)
 
-    def open_from(self, topic: str, partition: int) -> int | None:
-        """The first offset of the target partition that an open transaction holds (its last stable offset,
-        below the high watermark), None when no transaction is open there."""
-        stable = self.last_stable(topic, partition)
-        return stable if stable < self.watermarks(topic, partition)[1] else None
-
-    def has_records(self, topic: str, partition: int) -> bool:
-        """Whether a ``read_committed`` consumer reads any record of the partition below its last stable
-        offset (aborted and open transactions' records, and markers, are no records to it: what a killed
-        replay left; what an open transaction holds is :meth:`open_from`'s). Read to the last stable offset
+    def has_records(self, topic: str, partition: int, low: int, stable: int) -> bool:
+        """Whether a ``read_committed`` consumer reads any record of the partition from ``low`` (its log
+        start) to ``stable`` (:meth:`last_stable`; aborted and open transactions' records, and markers, are
+        no records to it: what a killed replay left; an open transaction holds ``stable`` up to the high
+        watermark, which the caller names). Read to the last stable offset
         and no further: librdkafka says EOF once per end offset, the last stable offset while a transaction
         is open (confluentinc/librdkafka src/rdkafka_fetcher.c ``eof_offset``), and nothing after it until
         the transaction ends. Nothing read within ``timeout``: :class:`TargetUnreachable`."""
         from confluent_kafka import Consumer, TopicPartition
 
-        low, _high = self.watermarks(topic, partition)
-        stable = self.last_stable(topic, partition)
         if stable <= low:
             return False
         consumer = Consumer(
