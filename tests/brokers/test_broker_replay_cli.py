@@ -503,3 +503,54 @@ def test_offset_map_after_the_target_compacted(source, target, tmp_path) -> None
     request = [ConsumerGroupTopicPartitions("ledger-readers", [TopicPartition("ledger", 0)])]
     (tp,) = admin.list_consumer_group_offsets(request)["ledger-readers"].result(30).topic_partitions
     assert tp.offset == want
+
+
+def test_rehashed_offset_map_after_the_target_compacted(source, target, tmp_path) -> None:
+    """Issue 87 item 10 with ``--partitioner default``: ledger re-hashed into a compacted topic of 3
+    partitions, whose cleaner then removes the records a later one's key supersedes. ``--offset-map``
+    afterwards maps every record sent (exit 0; it was "not the next record of any re-hashed source
+    partition", exit 2): each kept record at the target partition and offset where the target holds its key
+    and value, each removed one with a null target_offset, and only records a later one's key supersedes
+    (same key, same target partition) are among those."""
+    import pyarrow.parquet as pq
+
+    log_dir, oracle = source
+    target.create_topic(
+        "ledger-hashed",
+        3,
+        config={"cleanup.policy": "compact", "segment.ms": 100, "min.cleanable.dirty.ratio": 0.01,
+                "max.message.bytes": 200},
+    )  # fmt: skip
+    argv = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "ledger"]
+    argv += ["--topic-map", "ledger=ledger-hashed", "--partitioner", "default", "--apply"]
+    done = kc.logdoctor("replay", *argv)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+    def held() -> dict[tuple[int, int], tuple]:
+        return {
+            (p, o): (k, v)
+            for p in range(3)
+            for o, k, v, _h, _ts in kc.read_all(target.bootstrap, "ledger-hashed", p, to_end=True)
+        }
+
+    kc.wait_until(
+        "the target's cleaner to compact ledger-hashed", lambda: len(held()) < len(oracle["ledger"]), 60
+    )
+    got = held()
+    mapped = kc.logdoctor("replay", *argv, "--offset-map", str(tmp_path / "map"))
+    assert mapped.returncode == 0, mapped.stdout + mapped.stderr
+    rows = pq.read_table(tmp_path / "map" / "offset-map.parquet").to_pylist()
+    source_rows = {o: (k, v) for o, k, v, _h, _ts in oracle["ledger"]}
+    assert sorted(r["source_offset"] for r in rows) == list(source_rows)
+    kept = {
+        (r["target_partition"], r["target_offset"]): source_rows[r["source_offset"]]
+        for r in rows
+        if r["target_offset"] is not None
+    }
+    assert kept == got
+    removed = [r["source_offset"] for r in rows if r["target_offset"] is None]
+    assert removed and f"{len(removed)} of them no longer on the target" in mapped.stdout
+    keys = [k for k, _v in source_rows.values()]
+    for offset in removed:
+        at = list(source_rows).index(offset)
+        assert keys[at] in keys[at + 1 :], f"source offset {offset} removed, no later record of its key"

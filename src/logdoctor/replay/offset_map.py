@@ -14,6 +14,7 @@ interchangeable in the map. Each source partition is read once per target partit
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -82,12 +83,20 @@ def offset_map(
     for pp in plan.partitions:
         if pp.rehashed:
             rehashed.setdefault(pp.target_topic, []).append(pp)
+    compacted: dict[str, bool] = {}
+
+    def is_compacted(topic: str) -> bool:
+        if topic not in compacted:
+            configs = target.topic_configs([topic]).get(topic, {})
+            compacted[topic] = "compact" in configs.get("cleanup.policy", "")
+        return compacted[topic]
+
     for topic, pps in rehashed.items():
         if chosen is None or any(pp.name in chosen for pp in pps):
             yield from _rehashed_map(
-                plan, topic, pps, target, refs, chosen, consumer_config, timeout, read.decisions
-            )
-    compacted: dict[str, bool] = {}
+                plan, topic, pps, target, refs, chosen, consumer_config, timeout, read.decisions,
+                is_compacted(topic),
+            )  # fmt: skip
     for pp in plan.partitions:
         if pp.rehashed or (chosen is not None and pp.name not in chosen):
             continue
@@ -95,9 +104,6 @@ def offset_map(
         prog = target.progress(pp.group, topic, [partition]).get(partition)
         if prog is None:
             continue
-        if topic not in compacted:
-            configs = target.topic_configs([topic]).get(topic, {})
-            compacted[topic] = "compact" in configs.get("cleanup.policy", "")
         ref = refs[(pp.log_dir, pp.source_topic, pp.source_partition)]
         source = PartitionSource.of(ref, plan.opts, read.decisions)
         consumer = Consumer(
@@ -118,7 +124,8 @@ def offset_map(
             tgt_off: list[int | None] = []
             paired = 0
             last_source = -1
-            cleaned = _Cleaned(pp) if compacted[topic] else None
+            cleaned = _Cleaned(f"{topic}-{partition}") if is_compacted(topic) else None
+            after = prog.first_target_offset - 1  # the target offset of the last record kept
             deadline = time.monotonic() + timeout
             while paired < prog.records:
                 msg = consumer.poll(1.0)
@@ -144,7 +151,7 @@ def offset_map(
                 deadline = time.monotonic() + timeout
                 rec = next(src, None)
                 while cleaned is not None and rec is not None and (msg is None or not _equal(rec, msg)):
-                    cleaned.removed(rec)  # not on the target: its cleaner removed it
+                    cleaned.removed(rec, pp.name, after)  # not on the target: its cleaner removed it
                     src_off.append(rec.offset)
                     tgt_off.append(None)
                     last_source = rec.offset
@@ -157,7 +164,8 @@ def offset_map(
                         )
                     _same(rec, msg, pp)
                     if cleaned is not None:
-                        cleaned.kept(rec)
+                        cleaned.kept(rec, msg.offset())
+                    after = msg.offset()
                     src_off.append(rec.offset)
                     tgt_off.append(msg.offset())
                     last_source = rec.offset
@@ -188,32 +196,46 @@ def offset_map(
 
 
 class _Cleaned:
-    """The records of a replayed partition that the compacted target topic no longer holds: each is one the
-    target's cleaner may remove, a record whose key a later replayed record has (K:storage/.../internals/
-    log/LogCleaner.java: the cleaner keeps a key's last record) or a tombstone (removed once
-    ``delete.retention.ms`` has passed); any other missing record is a :class:`ReplayMismatch`."""
+    """The replayed records a compacted target partition no longer holds: each must be one the target's
+    cleaner may remove, a record a later record of its key supersedes (K:storage/.../internals/log/
+    LogCleaner.java: the cleaner keeps a key's last record) or a tombstone (removed once
+    ``delete.retention.ms`` has passed); any other missing record is a :class:`ReplayMismatch`.
 
-    def __init__(self, pp: PartitionPlan) -> None:
-        self.pp = pp
-        #: key -> the source offset of a removed record of it that no later record has superseded yet
-        self.waiting: dict[bytes | None, int] = {}
+    A removed record's place is known up to its gap: after ``after``, the target offset of the last record
+    of its source partition the target kept before it, and after the records removed in the same gap before
+    it. Within one source partition that is its order on the target; across the source partitions of a
+    re-hashed topic, two records of one key in the same gap of different source partitions are taken in
+    the order they were read."""
 
-    def kept(self, rec: SourceRecord) -> None:
-        self.waiting.pop(rec.key, None)
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.seq = 0
+        #: key -> the place of its last record kept or tombstone removed
+        self.latest: dict[bytes | None, tuple[int, int, int]] = {}
+        #: key -> (place, source partition, source offset) of its last other record removed
+        self.pending: dict[bytes | None, tuple[tuple[int, int, int], str, int]] = {}
 
-    def removed(self, rec: SourceRecord) -> None:
-        self.waiting.pop(rec.key, None)
-        if rec.value is not None:
-            self.waiting[rec.key] = rec.offset
+    def _place(self, offset: int, removed: int) -> tuple[int, int, int]:
+        self.seq += 1
+        return (offset, removed, self.seq)
+
+    def kept(self, rec: SourceRecord, target_offset: int) -> None:
+        self.latest[rec.key] = max(self.latest.get(rec.key, (-2, 0, 0)), self._place(target_offset, 0))
+
+    def removed(self, rec: SourceRecord, name: str, after: int) -> None:
+        place = self._place(after, 1)
+        if rec.value is None:
+            self.latest[rec.key] = max(self.latest.get(rec.key, (-2, 0, 0)), place)
+        elif rec.key not in self.pending or self.pending[rec.key][0] < place:
+            self.pending[rec.key] = (place, name, rec.offset)
 
     def check(self) -> None:
-        if self.waiting:
-            key, offset = next(iter(self.waiting.items()))
-            where = f"{self.pp.target_topic}-{self.pp.target_partition}"
-            raise ReplayMismatch(
-                f"{self.pp.name}@{offset}: not on {where}, and no later replayed record has its key {key!r} "
-                "(not one the target's cleaner removes)"
-            )
+        for key, (place, name, offset) in self.pending.items():
+            if self.latest.get(key, (-2, 0, 0)) < place:
+                raise ReplayMismatch(
+                    f"{name}@{offset}: not on {self.where}, and no later replayed record has its key {key!r} "
+                    "(not one the target's cleaner removes)"
+                )
 
 
 def _same(rec: SourceRecord, msg: Any, pp: PartitionPlan) -> None:
@@ -241,8 +263,10 @@ def _rehashed_map(
     consumer_config: Mapping[str, Any] | None,
     timeout: float,
     decisions: Any,
+    compacted: bool,
 ) -> Iterator[pa.RecordBatch]:
-    """The map of one re-hashed target topic (the module doc)."""
+    """The map of one re-hashed target topic (the module doc). ``compacted``: records the target's cleaner
+    removed are passed over, each source partition looked ahead of at most :data:`_AHEAD` records."""
     import pyarrow as pa
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
@@ -272,9 +296,10 @@ def _rehashed_map(
                 yield rec
 
     for at in range(partitions):
-        heads = [(pp, for_partition(pp, prog, at)) for pp, prog in done]
-        nexts: list[SourceRecord | None] = [next(gen, None) for _pp, gen in heads]
-        rows: list[list[tuple[int, int]]] = [[] for _ in heads]
+        heads = [(pp, _Ahead(for_partition(pp, prog, at))) for pp, prog in done]
+        rows: list[list[tuple[int, int | None]]] = [[] for _ in heads]
+        cleaned = _Cleaned(f"{topic}-{at}") if compacted else None
+        after = [-1] * len(heads)  # per source partition, the target offset of its last record kept
         consumer = Consumer(
             target.client_config(
                 {
@@ -289,11 +314,19 @@ def _rehashed_map(
         try:
             consumer.assign([TopicPartition(topic, at, OFFSET_BEGINNING)])
             deadline = time.monotonic() + timeout
-            while any(n is not None for n in nexts):
+            while any(ahead.left() for _pp, ahead in heads):
                 msg = consumer.poll(1.0)
-                if msg is None or (msg.error() is not None and msg.error().code() == -191):  # _PARTITION_EOF
+                err = None if msg is None else msg.error()
+                eof = err is not None and err.code() == -191  # _PARTITION_EOF
+                if (
+                    eof
+                    and cleaned is not None
+                    and msg.offset() >= _high_watermark(consumer, topic, at, timeout)
+                ):
+                    break  # every record the target holds read: the source's records left were cleaned away
+                if msg is None or eof:
                     if time.monotonic() > deadline:
-                        left = sum(n is not None for n in nexts)
+                        left = sum(ahead.left() for _pp, ahead in heads)
                         raise ReplayMismatch(
                             f"{topic}-{at}: ends with {left} source partitions' records unread"
                         )
@@ -301,18 +334,38 @@ def _rehashed_map(
                 if msg.error() is not None:
                     raise ReplayMismatch(f"{topic}-{at}: {msg.error()}")
                 deadline = time.monotonic() + timeout
-                for i, rec in enumerate(nexts):
-                    if rec is not None and _equal(rec, msg):
-                        rows[i].append((rec.offset, msg.offset()))
-                        nexts[i] = next(heads[i][1], None)
-                        break
-                else:
+                # the next record of a source partition; on a compacted target, a later one
+                hit = next(
+                    (
+                        (i, taken)
+                        for depth in ((1, _AHEAD) if compacted else (1,))
+                        for i, (_pp, ahead) in enumerate(heads)
+                        if (taken := ahead.take(msg, depth))
+                    ),
+                    None,
+                )
+                if hit is None:
                     raise ReplayMismatch(
                         f"{topic}-{at}@{msg.offset()}: not the next record of any re-hashed source partition"
                     )
+                i, taken = hit
+                for rec in taken[:-1]:
+                    assert cleaned is not None
+                    cleaned.removed(rec, heads[i][0].name, after[i])
+                    rows[i].append((rec.offset, None))
+                if cleaned is not None:
+                    cleaned.kept(taken[-1], msg.offset())
+                rows[i].append((taken[-1].offset, msg.offset()))
+                after[i] = msg.offset()
         finally:
             consumer.close()
-        for (pp, _gen), pairs in zip(heads, rows, strict=True):
+        if cleaned is not None:
+            for i, (pp, ahead) in enumerate(heads):
+                for rec in ahead.rest():
+                    cleaned.removed(rec, pp.name, after[i])
+                    rows[i].append((rec.offset, None))
+            cleaned.check()
+        for (pp, _ahead), pairs in zip(heads, rows, strict=True):
             if not pairs or (chosen is not None and pp.name not in chosen):
                 continue
             n = len(pairs)
@@ -327,6 +380,53 @@ def _rehashed_map(
                 ],
                 schema=offset_map_schema(),
             )
+
+
+def _high_watermark(consumer: Any, topic: str, partition: int, timeout: float) -> int:
+    """The partition's high watermark as the broker has it now (librdkafka also says EOF after a fetch of
+    aborted batches alone, short of it)."""
+    from confluent_kafka import TopicPartition
+
+    return int(consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout, cached=False)[1])
+
+
+#: how many records of a source partition a re-hashed map looks ahead of for the next one a compacted target
+#: kept (those passed over: removed by its cleaner)
+_AHEAD = 65536
+
+
+class _Ahead:
+    """A source partition's records for one target partition, read ahead of on demand."""
+
+    def __init__(self, records: Iterator[SourceRecord]) -> None:
+        self.records = records
+        self.buf: deque[SourceRecord] = deque()
+
+    def left(self) -> bool:
+        if not self.buf:
+            rec = next(self.records, None)
+            if rec is None:
+                return False
+            self.buf.append(rec)
+        return True
+
+    def take(self, msg: Any, depth: int) -> list[SourceRecord]:
+        """The records up to the first of the next ``depth`` equal to ``msg``, that one last; none: no
+        such record."""
+        for n in range(depth):
+            if n == len(self.buf):
+                rec = next(self.records, None)
+                if rec is None:
+                    return []
+                self.buf.append(rec)
+            if _equal(self.buf[n], msg):
+                return [self.buf.popleft() for _ in range(n + 1)]
+        return []
+
+    def rest(self) -> Iterator[SourceRecord]:
+        yield from self.buf
+        self.buf.clear()
+        yield from self.records
 
 
 def _equal(rec: SourceRecord, msg: Any) -> bool:
