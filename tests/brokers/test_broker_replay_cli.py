@@ -16,7 +16,8 @@ what a ``read_committed`` consumer read of it while it ran is the oracle. A seco
 - issue 87: a topic to create checked in the plan against the configs it will get (the target broker's
   defaults), before anything is created (item 11); batches sized to a target topic's small
   max.message.bytes (item 9); ``--offset-map`` after the target's cleaner compacted a replayed compacted
-  topic (item 10: the source's cleaner is off, the target's looks every 0.3 s).
+  topic (item 10: the source's cleaner is off, the target's looks every 0.3 s),
+  same partition and re-hashed.
 """
 
 from __future__ import annotations

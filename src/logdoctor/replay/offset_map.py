@@ -8,7 +8,8 @@ A re-hashed replay (``--partitioner default``) is mapped per target partition: i
 from the start, and each is paired with the next record, for that partition, of whichever of the topic's
 source partitions it equals (key, value, headers, timestamp): a merge that holds whatever order the source
 partitions' transactions were committed in. Two source partitions' records alike in all of that are
-interchangeable in the map. Each source partition is read once per target partition.
+interchangeable in the map. Each source partition is read once per target partition. On a compacted target
+the merge passes over the source records its cleaner removed (a bounded look ahead), by the same rule.
 """
 
 from __future__ import annotations
