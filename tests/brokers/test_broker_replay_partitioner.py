@@ -16,7 +16,9 @@ is checked against it once.
 2. ``test_conflicts``: a non-empty target partition is ``TARGET_NOT_EMPTY``; a target topic whose
    partition count changed after a replay is ``PARTITION_COUNT_CHANGED`` for each source partition; apply
    refuses both; ``--groups`` with ``--partitioner default`` is refused (exit 64) with the reason.
-3. ``test_kill_and_resume``: a replay in a process of its own is killed with SIGKILL at random moments,
+3. ``test_open_transaction_on_the_target``: another producer's transaction open on the target topic is
+   named by the plan, and ``--apply`` refuses it (78) once the replay's producers are fenced.
+4. ``test_kill_and_resume``: a replay in a process of its own is killed with SIGKILL at random moments,
    then once between a transaction's offsets and its commit, and run again until it ends: a
    ``read_committed`` consumer of the target reads every record exactly once, in its key's partition, in
    order per source partition.
@@ -241,6 +243,36 @@ def test_conflicts(source, target) -> None:
     done = kc.logdoctor("replay", str(log_dir), "--bootstrap-server", target.bootstrap, "--partitioner",
                         "default", "--groups", ".*")  # fmt: skip
     assert done.returncode == 64 and "--partitioner default" in done.stderr, done.stderr
+
+
+def test_open_transaction_on_the_target(source, target) -> None:
+    """Another producer's transaction open on a re-hashed replay's target topic: the plan names it (topic
+    line ``open:``, ``--json`` ``target_open_transactions``; it said nothing before) and reads no further;
+    ``--apply`` fences the replay's producers, then refuses (78) naming the other producer's open
+    transaction; nothing of the replay is written."""
+    log_dir, _oracle = source
+    target.create_topic("held", 3)
+    outsider = target.producer(**{"transactional.id": "outsider", "transaction.timeout.ms": 300000})
+    outsider.init_transactions(60)
+    outsider.begin_transaction()
+    for i in range(2):
+        outsider.produce("held", key=b"o", value=b"open %d" % i, partition=1)
+    assert outsider.flush(30) == 0
+    try:
+        argv = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "keyed"]
+        argv += ["--topic-map", "keyed=held", "--partitioner", "default"]
+        plan = kc.logdoctor("replay", *argv)
+        assert plan.returncode == 0, plan.stdout + plan.stderr
+        assert "open: a transaction holds offsets 0-1 of held-1, open" in " ".join(plan.stdout.split())
+        planned = kc.logdoctor_json("replay", *argv)
+        (topic,) = planned.get("plan", planned)["topics"]
+        assert topic["target_open_transactions"] == {"1": 0} and topic["conflicts"] == []
+        applied = kc.logdoctor("replay", *argv, "--apply")
+        assert applied.returncode == 78, applied.stdout + applied.stderr
+        assert "another producer's open transaction holds offsets 0-1" in applied.stderr + applied.stdout
+    finally:
+        outsider.abort_transaction(60)
+    assert [len(kc.read_all(target.bootstrap, "held", n, "read_uncommitted")) for n in range(3)] == [0, 2, 0]
 
 
 _ENTRY = """

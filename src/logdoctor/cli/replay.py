@@ -175,6 +175,11 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
         names = f"{t.source_topic} -> {t.target_topic}"
         if t.exists:
             out.line(f"  {names}: exists, {t.partitions} partition(s)")
+            for partition, (first, high) in sorted(t.open_transactions.items()):
+                held = f"{first}-{high - 1} of {t.target_topic}-{partition}"
+                wrap(out, f"a transaction holds offsets {held}, open: --apply fences {t.source_topic}'s "
+                     "earlier re-hashed producers first (a killed run's transaction is aborted) and refuses "
+                     "another producer's", "      ", "yellow", first="    open: ")  # fmt: skip
         else:
             verb = "create" if t.create else "missing (not created)"
             rf = "the target's default replication factor"

@@ -278,6 +278,9 @@ class TopicPlan:
     #: the configs the target topic has, or will have once created (``configs`` over the target's defaults):
     #: what the conflicts are checked against (:func:`check_partition`)
     effective: dict[str, str] = field(default_factory=dict)
+    #: a re-hashed replay's target partitions where an open transaction holds offsets ``[from, high)`` while
+    #: no source partition has progress: partition -> (from, high) (:func:`_check_rehashed_target`)
+    open_transactions: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -291,6 +294,7 @@ class TopicPlan:
             "configs": self.configs if self.configs is not None else "unknown",
             "configs_from": self.configs_from,
             "conflicts": [c.to_json() for c in self.conflicts],
+            "target_open_transactions": {str(p): f for p, (f, _h) in self.open_transactions.items()},
         }
 
 
@@ -696,14 +700,18 @@ def _rehashed_partition(
 
 def _check_rehashed_target(tp: TopicPlan, pps: list[PartitionPlan], target: Target) -> None:
     """``TARGET_NOT_EMPTY`` for each target partition with records while no source partition of the topic
-    has a replay's progress (committed or pending): a re-hashed replay begun owns the whole topic."""
+    has a replay's progress (committed or pending): a re-hashed replay begun owns the whole topic. An open
+    transaction's records are noted as :func:`_check_target` notes them."""
     if not tp.exists or tp.partitions is None or any(p.progress is not None or p.pending for p in pps):
         return
     for partition in range(tp.partitions):
         low, high = target.watermarks(tp.target_topic, partition)
-        if high > low and target.has_records(
-            tp.target_topic, partition, low, target.last_stable(tp.target_topic, partition)
-        ):
+        if high <= low:
+            continue
+        stable = target.last_stable(tp.target_topic, partition)
+        if stable < high:  # noted, read no further: --apply fences the topic's producers, then refuses
+            tp.open_transactions[partition] = (stable, high)
+        if target.has_records(tp.target_topic, partition, low, stable):
             tp.conflicts.append(
                 Conflict(
                     "TARGET_NOT_EMPTY",
