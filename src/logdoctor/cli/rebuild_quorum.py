@@ -8,7 +8,8 @@ plan (the copies found, the one chosen, who is behind, the configuration to star
 Exit codes (docs/exit-codes.md): 0 done (or plan printed), 2 a step failed or the final verification found
 a difference, 64 usage, 65 a file changed since planning, 66 a missing log dir or journal, 70 tool failure,
 73 not enough space, 75 a broker holds a log dir's lock, 78 refused (a target dir that holds metadata, log
-dirs of different clusters, no readable metadata log, a dynamic quorum).
+dirs of different clusters, no readable metadata log, a dynamic quorum, a controller that still answers at
+an old controller's registered endpoint or a --controller's).
 """
 
 from __future__ import annotations
