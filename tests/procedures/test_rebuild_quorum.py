@@ -6,7 +6,14 @@ tests/brokers/test_broker_quorum_rebuild.py."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
+
+import helpers
+import pytest
 
 import cli_runs
 import realworld
@@ -127,3 +134,59 @@ def test_scan_names_the_rebuild_when_a_controllers_metadata_log_is_gone(tmp_path
     done = cli_runs.logdoctor(*words[1:])
     assert done.returncode == 0, done.stdout + done.stderr
     assert "controller.quorum.voters=1@HOST:PORT" in done.stdout and _files(tmp_path) == before
+
+
+def _meta_lines(path: Path) -> list[str]:
+    """meta.properties but what is new at each plan: its date comment and its directory.id (random)."""
+    return [ln for ln in path.read_text().splitlines() if not ln.startswith(("#", "directory.id="))]
+
+
+@pytest.mark.slow  # a crash matrix: 2 x 9 runs killed (make test runs it, make test-fast does not)
+def test_a_run_killed_after_each_step_resumes_to_the_same_files_or_rolls_back_to_nothing(tmp_path):
+    """``--apply`` on the real 3.5 nodes SIGKILLed after each step (``LOGDOCTOR_CRASH_AFTER_STEP``, the
+    repair engine's): ``--resume`` ends with the files an uninterrupted run writes, byte for byte but
+    meta.properties' directory.id and date line (new at each plan); ``--rollback`` leaves the target
+    empty. (A plan that appends a ProducerIdsRecord stamps it with the plan's time too: not so here.)"""
+    root = realworld.require()
+    nodes = [str(root / f"kraft-3.5-greenlemont-n{i}") for i in (2, 1, 3)]
+
+    def args(work: Path) -> list[str]:
+        return [
+            "rebuild-quorum",
+            *nodes,
+            "--controller",
+            f"3001@h1:9093={work / 'c'}",
+            "--backup-dir",
+            str(work / "backup"),
+        ]
+
+    ref = tmp_path / "ref"
+    plan = json.loads(cli_runs.logdoctor(*args(ref), "--json").stdout)
+    steps = len(plan["plan"]["actions"][0]["steps"])
+    assert steps >= 9
+    assert cli_runs.logdoctor(*args(ref), "--apply").returncode == 0
+    reference = helpers.tree(ref / "c")
+    for n in range(1, steps):  # after the last step there is nothing left to do
+        for then in ("resume", "rollback"):
+            work = tmp_path / f"{then}-{n}"
+            killed = subprocess.run(
+                [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *args(work), "--apply"],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "LOGDOCTOR_CRASH_AFTER_STEP": str(n)},
+                timeout=300,
+            )
+            assert killed.returncode == -signal.SIGKILL, (n, killed.stdout + killed.stderr)
+            journal = work / "backup" / "journal.jsonl"
+            done = cli_runs.logdoctor("rebuild-quorum", f"--{then}", journal, "--apply")
+            assert done.returncode == 0, (n, then, done.stdout + done.stderr)
+            if then == "rollback":
+                assert list((work / "c").iterdir()) == [], n
+                continue
+            got = helpers.tree(work / "c")
+            meta = "meta.properties"
+            assert _meta_lines(work / "c" / meta) == _meta_lines(ref / "c" / meta), n
+            assert {k: v for k, v in got.items() if k != meta} == {
+                k: v for k, v in reference.items() if k != meta
+            }, n
+            assert got.keys() == reference.keys(), n
