@@ -136,6 +136,40 @@ def test_scan_names_the_rebuild_when_a_controllers_metadata_log_is_gone(tmp_path
     assert "controller.quorum.voters=1@HOST:PORT" in done.stdout and _files(tmp_path) == before
 
 
+@pytest.mark.parametrize("left", ["empty", "no meta.properties"])
+def test_scan_names_the_rebuild_for_a_controller_dir_that_is_empty_or_unformatted(tmp_path, left):
+    """Node 1's dir replaced by an empty folder (a new disk mounted), or by one without meta.properties
+    (its bootstrap.checkpoint left): nothing in it says whose it is, but the copies of nodes 2 and 3 name
+    node 1 a voter, and no other scanned dir is node 1: CONTROLLER_METADATA_LOST names it and the rebuild
+    (into the empty folder itself; beside the other, which holds a bootstrap.checkpoint), whose plan runs as
+    printed. Without the copies' word (node 2 alone: the dir goes with its only broker) the empty folder is
+    refused as before (64)."""
+    import shlex
+
+    root = realworld.require()
+    nodes = [root / f"kraft-3.5-greenlemont-n{i}" for i in (2, 3)]
+    lost_dir = tmp_path / "n1"
+    lost_dir.mkdir()
+    if left != "empty":
+        boot = root / "kraft-3.5-greenlemont-n1" / "bootstrap.checkpoint"
+        (lost_dir / "bootstrap.checkpoint").write_bytes(boot.read_bytes())
+    done = cli_runs.logdoctor("scan", "--json", *nodes, lost_dir)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lost = [f for f in json.loads(done.stdout)["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+    assert [(f["path"], f["details"]["node_id"]) for f in lost] == [(str(lost_dir), 1)]
+    target = lost_dir if left == "empty" else tmp_path / "n1-rebuilt"
+    words = lost[0]["fix_argv"][0]
+    assert f"`{shlex.join(words)}`" in lost[0]["fix"]
+    assert words[-2:] == ["--controller", f"1={target}"]
+    before = _files(tmp_path)
+    plan = cli_runs.logdoctor(*words[1:])
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert _files(tmp_path) == before
+    if left == "empty":
+        alone = cli_runs.logdoctor("scan", nodes[0], lost_dir)
+        assert alone.returncode == 64 and "no log dir here: an empty folder" in alone.stderr, alone.stderr
+
+
 def _meta_lines(path: Path) -> list[str]:
     """meta.properties but what is new at each plan: its date comment and its directory.id (random)."""
     return [ln for ln in path.read_text().splitlines() if not ln.startswith(("#", "directory.id="))]
