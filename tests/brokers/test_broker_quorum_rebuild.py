@@ -37,6 +37,7 @@ import subprocess
 import pytest
 
 import kafka_cluster as kc
+from logdoctor.repair.procedures.rebuild_quorum import controller_answers
 
 pytestmark = pytest.mark.kafka
 
@@ -171,8 +172,11 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         cluster.broker(2).stop()  # its copy of the metadata log stops here
         ledger = [(f"l{i}".encode(), b"y") for i in range(30)]
         earlier_pid = _transaction(cluster, "tx-before", ledger)
-        cluster.broker(1).stop()
         controller = cluster.controller
+        # a broker's listener answers ApiVersions without Vote: not a controller
+        assert not controller_answers("127.0.0.1", cluster.broker(1).port)
+        assert controller_answers("127.0.0.1", controller.controller_port)
+        cluster.broker(1).stop()
         dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
         spare = f"{NEW_ID}={tmp_path / 'spare'}"
         live = kc.logdoctor("rebuild-quorum", *dirs, "--controller", spare)  # the old controller runs
