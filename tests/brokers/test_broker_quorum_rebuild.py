@@ -11,9 +11,9 @@ controller, node 3000, beside brokers 1 and 2) then serves as before.
    the first block of producer ids, and the controller's ProducerIdsRecord is past broker 2's copy.
 3. The brokers stop: the plan is refused (78) while the old controller still runs (it answers at the
    endpoint its RegisterControllerRecord registered: a rebuilt quorum beside a live one splits the
-   cluster). Everything stops; the controller's metadata dir is deleted, and so is broker 1's copy of
-   the metadata log (a metadata.log.dir on the controllers' volume class): broker 2's copy, the one
-   left, is behind.
+   cluster; with ``--not-a-voter HOST:PORT``, the way on it prints, the plan is made). Everything
+   stops; the controller's metadata dir is deleted, and so is broker 1's copy of the metadata log (a
+   metadata.log.dir on the controllers' volume class): broker 2's copy, the one left, is behind.
    Broker 2's quorum-state is set 5 epochs past its log, as a broker's is that heard of elections whose
    records it never fetched: it fetches from no leader of an earlier epoch (without the rebuild's
    quorum-state at that epoch it never registers).
@@ -181,7 +181,12 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         spare = f"{NEW_ID}={tmp_path / 'spare'}"
         live = kc.logdoctor("rebuild-quorum", *dirs, "--controller", spare)  # the old controller runs
         assert live.returncode == 78, live.stdout + live.stderr
-        assert f"controller answers at 127.0.0.1:{controller.controller_port} (controller 3000" in live.stderr
+        old_endpoint = f"127.0.0.1:{controller.controller_port}"
+        assert f"controller answers at {old_endpoint} (controller 3000" in live.stderr
+        # the way on it prints, for a controller that is not this cluster's voter: the plan (nothing written)
+        assert f"add --not-a-voter {old_endpoint} if" in live.stderr
+        told = kc.logdoctor("rebuild-quorum", *dirs, "--controller", spare, "--not-a-voter", old_endpoint)
+        assert told.returncode == 0 and "--not-a-voter says" in told.stdout, told.stdout + told.stderr
         assert not (tmp_path / "spare").exists()
         cluster.stop()
 

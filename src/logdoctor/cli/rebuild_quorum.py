@@ -48,6 +48,16 @@ def rebuild_quorum_command(
             "it, and its empty metadata dir (ID=DIR when the listener is not known yet). Repeat for each.",
         ),
     ] = None,
+    not_voters: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--not-a-voter",
+            metavar="HOST:PORT",
+            help="The controller that answers at HOST:PORT is not a voter of this cluster (another "
+            "cluster's): go on (without it a controller answering at an old or new controller's endpoint "
+            "refuses the run, 78). Repeat for each.",
+        ),
+    ] = None,
     do_apply: ApplyOption = False,
     backup_dir: Annotated[
         Path | None,
@@ -79,7 +89,9 @@ def rebuild_quorum_command(
         usage_error(str(e))
 
     def make() -> ProcedurePlan:
-        pp = plan_rebuild_quorum([str(d) for d in log_dirs or []], targets, backup_dir=backup_dir)
+        pp = plan_rebuild_quorum(
+            [str(d) for d in log_dirs or []], targets, backup_dir=backup_dir, not_voters=not_voters
+        )
         if do_apply:  # after the refusals: an empty folder for each, where the engine's lock goes
             for t in targets:
                 os.makedirs(t.directory, exist_ok=True)

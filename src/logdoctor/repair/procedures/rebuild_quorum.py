@@ -223,10 +223,11 @@ def controller_answers(host: str, port: int, timeout: float = 3.0) -> bool:
 
 
 def _refuse_live_controllers(
-    candidates: list[Candidate], controllers: list[ControllerTarget], notes: list[str]
+    candidates: list[Candidate], controllers: list[ControllerTarget], not_voters: list[str], notes: list[str]
 ) -> None:
     """ProcedureRefused when a controller answers at an endpoint the copies register or a --controller
-    names; else a note of the endpoints tried."""
+    names, but those the operator says are not a voter of this cluster (``not_voters``: ``HOST:PORT``);
+    else a note of the endpoints tried."""
     endpoints: dict[tuple[str, int], str] = {}
     for c in candidates:
         for node, ends in sorted((c.controller_endpoints or {}).items()):
@@ -236,14 +237,18 @@ def _refuse_live_controllers(
         if t.host is not None:
             endpoints.setdefault((t.host.strip("[]"), t.port or 0), f"--controller {t.voter}")
     for (host, port), who in endpoints.items():
-        if controller_answers(host, port):
+        if f"{host}:{port}" in not_voters:
+            notes.append(f"{host}:{port} ({who}) not tried: --not-a-voter says its controller is another's")
+        elif controller_answers(host, port):
             raise ProcedureRefused(
                 f"a Kafka controller answers at {host}:{port} ({who}): a rebuilt quorum beside a live one "
-                "splits the cluster; stop every controller of the cluster, then run this again"
+                "splits the cluster; stop every controller of the cluster, then run this again (or add "
+                f"--not-a-voter {host}:{port} if that controller is not a voter of this cluster)"
             )
+    tried = [f"{h}:{p}" for h, p in endpoints if f"{h}:{p}" not in not_voters]
     notes.append(
-        f"no Kafka controller answers at {', '.join(f'{h}:{p}' for h, p in endpoints)} (ApiVersions)"
-        if endpoints
+        f"no Kafka controller answers at {', '.join(tried)} (ApiVersions)"
+        if tried
         else "no old controller's endpoint is known (RegisterControllerRecord: metadata.version 3.7-IV0 "
         "on): make sure none still runs"
     )
@@ -322,8 +327,10 @@ def plan_rebuild_quorum(
     controllers: list[ControllerTarget],
     *,
     backup_dir: str | os.PathLike[str] | None = None,
+    not_voters: list[str] | None = None,
 ) -> ProcedurePlan:
-    """The plan writing each new controller's metadata dir from the best broker replica (module doc)."""
+    """The plan writing each new controller's metadata dir from the best broker replica (module doc);
+    ``not_voters``: ``HOST:PORT``s not tried for a live controller (:func:`_refuse_live_controllers`)."""
     from logdoctor.formats.recovery import rebuild_indexes
 
     if not controllers:
@@ -362,7 +369,7 @@ def plan_rebuild_quorum(
         )
     chosen = max(usable, key=lambda c: c.key)  # first of equals: the order given
     notes: list[str] = []
-    _refuse_live_controllers(usable, controllers, notes)
+    _refuse_live_controllers(usable, controllers, not_voters or [], notes)
     if chosen.kraft_voters is not None:
         raise ProcedureRefused(
             f"{chosen.log_dir}'s metadata log holds a voter set (kraft.version 1, a dynamic quorum, "
