@@ -246,12 +246,13 @@ def _refuse_live_controllers(
                 f"--not-a-voter {host}:{port} if that controller is not a voter of this cluster)"
             )
     tried = [f"{h}:{p}" for h, p in endpoints if f"{h}:{p}" not in not_voters]
-    notes.append(
-        f"no Kafka controller answers at {', '.join(tried)} (ApiVersions)"
-        if tried
-        else "no old controller's endpoint is known (RegisterControllerRecord: metadata.version 3.7-IV0 "
-        "on): make sure none still runs"
-    )
+    if tried:
+        notes.append(f"no Kafka controller answers at {', '.join(tried)} (ApiVersions)")
+    if not any(c.controller_endpoints for c in candidates):
+        notes.append(
+            "no old controller's endpoint is registered (RegisterControllerRecord: metadata.version "
+            "3.7-IV0 on): make sure none still runs"
+        )
 
 
 def producer_ids_in_use(log_dirs: list[str], notes: list[str]) -> tuple[int, str | None]:
