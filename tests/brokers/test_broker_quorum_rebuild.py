@@ -9,8 +9,11 @@ controller, node 3000, beside brokers 1 and 2) then serves as before.
 2. Broker 2 stops cleanly: its copy of the metadata log stays where it was. Broker 1 alone serves a
    transactional producer (``ledger``, one partition on broker 1): its coordinator asks the controller for
    the first block of producer ids, and the controller's ProducerIdsRecord is past broker 2's copy.
-3. Everything stops; the controller's metadata dir is deleted, and so is broker 1's copy of the metadata
-   log (a metadata.log.dir on the controllers' volume class): broker 2's copy, the one left, is behind.
+3. The brokers stop: the plan is refused (78) while the old controller still runs (it answers at the
+   endpoint its RegisterControllerRecord registered: a rebuilt quorum beside a live one splits the
+   cluster; with ``--not-a-voter HOST:PORT``, the way on it prints, the plan is made). Everything
+   stops; the controller's metadata dir is deleted, and so is broker 1's copy of the metadata log (a
+   metadata.log.dir on the controllers' volume class): broker 2's copy, the one left, is behind.
    Broker 2's quorum-state is set 5 epochs past its log, as a broker's is that heard of elections whose
    records it never fetched: it fetches from no leader of an earlier epoch (without the rebuild's
    quorum-state at that epoch it never registers).
@@ -34,6 +37,7 @@ import subprocess
 import pytest
 
 import kafka_cluster as kc
+from logdoctor.repair.procedures.rebuild_quorum import controller_answers
 
 pytestmark = pytest.mark.kafka
 
@@ -168,9 +172,24 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         cluster.broker(2).stop()  # its copy of the metadata log stops here
         ledger = [(f"l{i}".encode(), b"y") for i in range(30)]
         earlier_pid = _transaction(cluster, "tx-before", ledger)
+        controller = cluster.controller
+        # a broker's listener answers ApiVersions without Vote: not a controller
+        assert not controller_answers("127.0.0.1", cluster.broker(1).port)
+        assert controller_answers("127.0.0.1", controller.controller_port)
+        cluster.broker(1).stop()
+        dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
+        spare = f"{NEW_ID}={tmp_path / 'spare'}"
+        live = kc.logdoctor("rebuild-quorum", *dirs, "--controller", spare)  # the old controller runs
+        assert live.returncode == 78, live.stdout + live.stderr
+        old_endpoint = f"127.0.0.1:{controller.controller_port}"
+        assert f"controller answers at {old_endpoint} (controller 3000" in live.stderr
+        # the way on it prints, for a controller that is not this cluster's voter: the plan (nothing written)
+        assert f"add --not-a-voter {old_endpoint} if" in live.stderr
+        told = kc.logdoctor("rebuild-quorum", *dirs, "--controller", spare, "--not-a-voter", old_endpoint)
+        assert told.returncode == 0 and "--not-a-voter says" in told.stdout, told.stdout + told.stderr
+        assert not (tmp_path / "spare").exists()
         cluster.stop()
 
-        controller = cluster.controller
         shutil.rmtree(controller.log_dirs[0])
         shutil.rmtree(cluster.broker(1).log_dirs[0] / "__cluster_metadata-0")
         # broker 2 heard of elections whose records it never fetched: quorum-state 5 epochs past its log
@@ -180,7 +199,6 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         state_file.write_text(re.sub(r'"leaderEpoch":\d+', f'"leaderEpoch":{heard}', state_file.read_text()))
         new_dir = tmp_path / "controller-3001" / "metadata"
         port = kc.free_port()
-        dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
         args = ["rebuild-quorum", *dirs, "--controller", f"{NEW_ID}@127.0.0.1:{port}={new_dir}"]
         plan = kc.logdoctor_json(*args)
         assert plan["applied"] is False and not new_dir.exists()
@@ -189,6 +207,8 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         assert summary["producer_id_in_use"] >= earlier_pid
         assert summary["new_producer_id_block"] > earlier_pid
         assert summary["quorum_epoch"] == heard
+        tried = f"127.0.0.1:{controller.controller_port}, 127.0.0.1:{port}"
+        assert f"no Kafka controller answers at {tried} (ApiVersions)" in plan["notes"]
         done = kc.logdoctor(*args, "--apply")
         assert done.returncode == 0, done.stdout + done.stderr
         again = kc.logdoctor(*args)

@@ -6,7 +6,14 @@ tests/brokers/test_broker_quorum_rebuild.py."""
 from __future__ import annotations
 
 import json
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
+
+import helpers
+import pytest
 
 import cli_runs
 import realworld
@@ -127,3 +134,93 @@ def test_scan_names_the_rebuild_when_a_controllers_metadata_log_is_gone(tmp_path
     done = cli_runs.logdoctor(*words[1:])
     assert done.returncode == 0, done.stdout + done.stderr
     assert "controller.quorum.voters=1@HOST:PORT" in done.stdout and _files(tmp_path) == before
+
+
+@pytest.mark.parametrize("left", ["empty", "no meta.properties"])
+def test_scan_names_the_rebuild_for_a_controller_dir_that_is_empty_or_unformatted(tmp_path, left):
+    """Node 1's dir replaced by an empty folder (a new disk mounted), or by one without meta.properties
+    (its bootstrap.checkpoint left): nothing in it says whose it is, but the copies of nodes 2 and 3 name
+    node 1 a voter, and no other scanned dir is node 1: CONTROLLER_METADATA_LOST names it and the rebuild
+    (into the empty folder itself; beside the other, which holds a bootstrap.checkpoint), whose plan runs as
+    printed. Without the copies' word (node 2 alone: the dir goes with its only broker) the empty folder is
+    refused as before (64)."""
+    import shlex
+
+    root = realworld.require()
+    nodes = [root / f"kraft-3.5-greenlemont-n{i}" for i in (2, 3)]
+    lost_dir = tmp_path / "n1"
+    lost_dir.mkdir()
+    if left != "empty":
+        boot = root / "kraft-3.5-greenlemont-n1" / "bootstrap.checkpoint"
+        (lost_dir / "bootstrap.checkpoint").write_bytes(boot.read_bytes())
+    done = cli_runs.logdoctor("scan", "--json", *nodes, lost_dir)
+    assert done.returncode == 1, done.stdout + done.stderr
+    lost = [f for f in json.loads(done.stdout)["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+    assert [(f["path"], f["details"]["node_id"]) for f in lost] == [(str(lost_dir), 1)]
+    target = lost_dir if left == "empty" else tmp_path / "n1-rebuilt"
+    words = lost[0]["fix_argv"][0]
+    assert f"`{shlex.join(words)}`" in lost[0]["fix"]
+    assert words[-2:] == ["--controller", f"1={target}"]
+    before = _files(tmp_path)
+    plan = cli_runs.logdoctor(*words[1:])
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert _files(tmp_path) == before
+    if left == "empty":
+        alone = cli_runs.logdoctor("scan", nodes[0], lost_dir)
+        assert alone.returncode == 64 and "no log dir here: an empty folder" in alone.stderr, alone.stderr
+
+
+def _meta_lines(path: Path) -> list[str]:
+    """meta.properties but what is new at each plan: its date comment and its directory.id (random)."""
+    return [ln for ln in path.read_text().splitlines() if not ln.startswith(("#", "directory.id="))]
+
+
+@pytest.mark.slow  # a crash matrix: 2 x 9 runs killed (make test runs it, make test-fast does not)
+def test_a_run_killed_after_each_step_resumes_to_the_same_files_or_rolls_back_to_nothing(tmp_path):
+    """``--apply`` on the real 3.5 nodes SIGKILLed after each step (``LOGDOCTOR_CRASH_AFTER_STEP``, the
+    repair engine's): ``--resume`` ends with the files an uninterrupted run writes, byte for byte but
+    meta.properties' directory.id and date line (new at each plan); ``--rollback`` leaves the target
+    empty. (A plan that appends a ProducerIdsRecord stamps it with the plan's time too: not so here.)"""
+    root = realworld.require()
+    nodes = [str(root / f"kraft-3.5-greenlemont-n{i}") for i in (2, 1, 3)]
+
+    def args(work: Path) -> list[str]:
+        return [
+            "rebuild-quorum",
+            *nodes,
+            "--controller",
+            f"3001@h1:9093={work / 'c'}",
+            "--backup-dir",
+            str(work / "backup"),
+        ]
+
+    ref = tmp_path / "ref"
+    plan = json.loads(cli_runs.logdoctor(*args(ref), "--json").stdout)
+    steps = len(plan["plan"]["actions"][0]["steps"])
+    assert steps >= 9
+    assert cli_runs.logdoctor(*args(ref), "--apply").returncode == 0
+    reference = helpers.tree(ref / "c")
+    for n in range(1, steps):  # after the last step there is nothing left to do
+        for then in ("resume", "rollback"):
+            work = tmp_path / f"{then}-{n}"
+            killed = subprocess.run(
+                [sys.executable, "-c", "from logdoctor.cli.main import main; main()", *args(work), "--apply"],
+                capture_output=True,
+                text=True,
+                env={**os.environ, "LOGDOCTOR_CRASH_AFTER_STEP": str(n)},
+                timeout=300,
+            )
+            assert killed.returncode == -signal.SIGKILL, (n, killed.stdout + killed.stderr)
+            journal = work / "backup" / "journal.jsonl"
+            done = cli_runs.logdoctor("rebuild-quorum", f"--{then}", journal, "--apply")
+            assert done.returncode == 0, (n, then, done.stdout + done.stderr)
+            if then == "rollback":
+                assert list((work / "c").iterdir()) == [], n
+                continue
+            got = helpers.tree(work / "c")
+            meta = "meta.properties"
+            assert _meta_lines(work / "c" / meta) == _meta_lines(ref / "c" / meta), n
+            assert {k: v for k, v in got.items() if k != meta} == {
+                k: v for k, v in reference.items() if k != meta
+            }, n
+            assert got.keys() == reference.keys(), n

@@ -22,7 +22,7 @@ What the node does with each at startup (K: = path in apache/kafka):
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -515,6 +515,17 @@ def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:
             and not _has_segments(g.metadata_dir)
             and no_partitions(g)
         ]
+        # a dir without meta.properties (a new disk, never formatted), when one cluster is scanned: the
+        # controller no scanned dir is, if there is one and one such dir (else whose it is is not known)
+        unowned = [g for g in groups if g.key is None and not _has_segments(g.metadata_dir)]
+        missing = sorted(set(known) - {g.key[1] for g in gs})
+        if len(by_cluster) == 1 and len(unowned) == 1 and len(missing) == 1 and no_partitions(unowned[0]):
+            node = missing[0]
+            known[node] += (
+                "; nothing in this dir says whose it is (no meta.properties): the one controller no "
+                "scanned dir is"
+            )
+            lost.append(replace(unowned[0], key=(cluster, node)))
         if not lost:
             continue
 

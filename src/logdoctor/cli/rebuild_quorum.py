@@ -8,7 +8,8 @@ plan (the copies found, the one chosen, who is behind, the configuration to star
 Exit codes (docs/exit-codes.md): 0 done (or plan printed), 2 a step failed or the final verification found
 a difference, 64 usage, 65 a file changed since planning, 66 a missing log dir or journal, 70 tool failure,
 73 not enough space, 75 a broker holds a log dir's lock, 78 refused (a target dir that holds metadata, log
-dirs of different clusters, no readable metadata log, a dynamic quorum).
+dirs of different clusters, no readable metadata log, a dynamic quorum, a controller that still answers at
+an old controller's registered endpoint or a --controller's).
 """
 
 from __future__ import annotations
@@ -47,6 +48,16 @@ def rebuild_quorum_command(
             "it, and its empty metadata dir (ID=DIR when the listener is not known yet). Repeat for each.",
         ),
     ] = None,
+    not_voters: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--not-a-voter",
+            metavar="HOST:PORT",
+            help="The controller that answers at HOST:PORT is not a voter of this cluster (another "
+            "cluster's): go on (without it a controller answering at an old or new controller's endpoint "
+            "refuses the run, 78). Repeat for each.",
+        ),
+    ] = None,
     do_apply: ApplyOption = False,
     backup_dir: Annotated[
         Path | None,
@@ -78,7 +89,9 @@ def rebuild_quorum_command(
         usage_error(str(e))
 
     def make() -> ProcedurePlan:
-        pp = plan_rebuild_quorum([str(d) for d in log_dirs or []], targets, backup_dir=backup_dir)
+        pp = plan_rebuild_quorum(
+            [str(d) for d in log_dirs or []], targets, backup_dir=backup_dir, not_voters=not_voters
+        )
         if do_apply:  # after the refusals: an empty folder for each, where the engine's lock goes
             for t in targets:
                 os.makedirs(t.directory, exist_ok=True)

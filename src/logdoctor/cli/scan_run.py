@@ -8,6 +8,7 @@ typer command (:mod:`logdoctor.cli.scan`) parses every other call and runs the s
 from __future__ import annotations
 
 import gc
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +20,7 @@ from logdoctor.checks.gc_pause import no_automatic_collections
 from logdoctor.checks.scanner import ScanReport, ScanUsageError, scan
 from logdoctor.cli.error_lines import tool_failure, usage_error
 from logdoctor.cli.input_checks import (
+    EMPTY_DIR_REFUSAL,
     leave_out_own,
     read_config_inputs,
     refuse_overlapping_outputs,
@@ -28,6 +30,7 @@ from logdoctor.cli.jsonout import print_json_rows
 from logdoctor.cli.progress import progress_bar
 from logdoctor.cli.timeparse import parse_now
 from logdoctor.logdir.disk import DiskUsage, human_bytes
+from logdoctor.logdir.recognize import PathKind, recognize
 
 if TYPE_CHECKING:  # rich (25 ms) is imported to print a report: `scan --json` never needs it
     from rich.console import Console
@@ -74,7 +77,10 @@ def run_scan(
         remote_inventory=remote_inventory,
     )
     log_dirs = leave_out_own(log_dirs)
-    require_log_dirs(log_dirs, refuse_empty=True)
+    # an empty folder among other dirs is scanned, to be refused after unless it is a lost controller's
+    # (CONTROLLER_METADATA_LOST: its disk replaced, while scanned brokers hold the metadata log)
+    empty = [p for p in log_dirs if len(log_dirs) > 1 and recognize(p).kind is PathKind.EMPTY_DIR]
+    require_log_dirs([p for p in log_dirs if p not in empty], refuse_empty=True)
     refuse_overlapping_outputs([html_out], log_dirs)
     # The scan and its output are the run's work, then it ends: they run without automatic collections
     # (checks.gc_pause), and what the scan keeps is frozen once it is done, as main() freezes it at exit.
@@ -91,6 +97,10 @@ def run_scan(
         except Exception as e:  # a bug or an environment failure, never a finding
             tool_failure("scan", e)
         gc.freeze()
+    lost = {os.path.abspath(f.path) for f in report.findings if f.code == "CONTROLLER_METADATA_LOST"}
+    for p in empty:
+        if os.path.abspath(p) not in lost:
+            usage_error(EMPTY_DIR_REFUSAL.format(path=os.fspath(p)))
     if html_out is not None:
         from logdoctor.report import write_scan_report
 

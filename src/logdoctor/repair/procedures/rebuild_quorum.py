@@ -33,13 +33,17 @@ start from such a copy, each file written by the plan:
   a different record at the same offset and epoch.
 
 A static quorum only (``controller.quorum.voters``, kraft.version 0): a copy holding a VotersRecord
-(kraft.version 1) is refused.
+(kraft.version 1) is refused. So is a run while a controller still answers at an endpoint the copies
+register (RegisterControllerRecord) or a ``--controller`` names: a rebuilt quorum beside a live one splits
+the cluster (:func:`controller_answers`).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import socket
+import struct
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -132,6 +136,8 @@ class Candidate:
     # leaderEpoch of its quorum-state, the epoch the broker last heard of (the error when unreadable)
     state_epoch: int | Exception | None = None
     next_producer_id: int = -1  # of the last ProducerIdsRecord it holds (MetadataImage.next_producer_id)
+    # controller id -> its registered (listener, host, port)s (MetadataImage.controller_endpoints)
+    controller_endpoints: dict[int, tuple[tuple[str, str, int], ...]] | None = None
 
     @property
     def key(self) -> tuple[int, int]:
@@ -186,7 +192,67 @@ def _candidate(log_dir: str, node_id: int | None) -> Candidate:
         problems,
         state_epoch,
         image.next_producer_id,
+        image.controller_endpoints,
     )
+
+
+def controller_answers(host: str, port: int, timeout: float = 3.0) -> bool:
+    """Whether a Kafka controller answers at ``host:port``: an ApiVersions v0 request (header v1, a null
+    client id: K:clients/src/main/resources/common/message/ApiVersionsRequest.json, RequestHeader.json)
+    answered without error with a list that holds Vote (api key 52), an API only a controller's listener
+    serves (VoteRequest.json ``"listeners": ["controller"]``). A broker's listener, a closed port, another
+    protocol (TLS) or no answer in ``timeout`` seconds: False."""
+    request = struct.pack(">hhih", 18, 0, 1, -1)
+
+    def recv(s: socket.socket, n: int) -> bytes:
+        out = b""
+        while len(out) < n and (chunk := s.recv(n - len(out))):
+            out += chunk
+        return out
+
+    try:
+        with socket.create_connection((host, port), timeout) as s:
+            s.sendall(struct.pack(">i", len(request)) + request)
+            (size,) = struct.unpack(">i", recv(s, 4))
+            body = recv(s, size) if 10 <= size <= 1 << 20 else b""
+            correlation, error, count = struct.unpack_from(">ihi", body)
+            keys = {struct.unpack_from(">h", body, 10 + 6 * i)[0] for i in range(max(count, 0))}
+    except (OSError, struct.error):
+        return False
+    return correlation == 1 and error == 0 and 52 in keys
+
+
+def _refuse_live_controllers(
+    candidates: list[Candidate], controllers: list[ControllerTarget], not_voters: list[str], notes: list[str]
+) -> None:
+    """ProcedureRefused when a controller answers at an endpoint the copies register or a --controller
+    names, but those the operator says are not a voter of this cluster (``not_voters``: ``HOST:PORT``);
+    else a note of the endpoints tried."""
+    endpoints: dict[tuple[str, int], str] = {}
+    for c in candidates:
+        for node, ends in sorted((c.controller_endpoints or {}).items()):
+            for _listener, host, port in ends:
+                endpoints.setdefault((host, port), f"controller {node} (registered in {c.log_dir})")
+    for t in controllers:
+        if t.host is not None:
+            endpoints.setdefault((t.host.strip("[]"), t.port or 0), f"--controller {t.voter}")
+    for (host, port), who in endpoints.items():
+        if f"{host}:{port}" in not_voters:
+            notes.append(f"{host}:{port} ({who}) not tried: --not-a-voter says its controller is another's")
+        elif controller_answers(host, port):
+            raise ProcedureRefused(
+                f"a Kafka controller answers at {host}:{port} ({who}): a rebuilt quorum beside a live one "
+                "splits the cluster; stop every controller of the cluster, then run this again (or add "
+                f"--not-a-voter {host}:{port} if that controller is not a voter of this cluster)"
+            )
+    tried = [f"{h}:{p}" for h, p in endpoints if f"{h}:{p}" not in not_voters]
+    if tried:
+        notes.append(f"no Kafka controller answers at {', '.join(tried)} (ApiVersions)")
+    if not any(c.controller_endpoints for c in candidates):
+        notes.append(
+            "no old controller's endpoint is registered (RegisterControllerRecord: metadata.version "
+            "3.7-IV0 on): make sure none still runs"
+        )
 
 
 def producer_ids_in_use(log_dirs: list[str], notes: list[str]) -> tuple[int, str | None]:
@@ -262,8 +328,10 @@ def plan_rebuild_quorum(
     controllers: list[ControllerTarget],
     *,
     backup_dir: str | os.PathLike[str] | None = None,
+    not_voters: list[str] | None = None,
 ) -> ProcedurePlan:
-    """The plan writing each new controller's metadata dir from the best broker replica (module doc)."""
+    """The plan writing each new controller's metadata dir from the best broker replica (module doc);
+    ``not_voters``: ``HOST:PORT``s not tried for a live controller (:func:`_refuse_live_controllers`)."""
     from logdoctor.formats.recovery import rebuild_indexes
 
     if not controllers:
@@ -301,12 +369,13 @@ def plan_rebuild_quorum(
             "no readable metadata log: " + "; ".join(p for c in candidates for p in c.problems)
         )
     chosen = max(usable, key=lambda c: c.key)  # first of equals: the order given
+    notes: list[str] = []
+    _refuse_live_controllers(usable, controllers, not_voters or [], notes)
     if chosen.kraft_voters is not None:
         raise ProcedureRefused(
             f"{chosen.log_dir}'s metadata log holds a voter set (kraft.version 1, a dynamic quorum, "
             "KIP-853): only a static quorum (controller.quorum.voters) is rebuilt for now"
         )
-    notes: list[str] = []
     mdir = os.path.join(chosen.log_dir, METADATA_DIR)
     plan, names = new_plan([c.directory for c in controllers], backup_dir, controllers[0].directory)
     in_use, in_use_at = producer_ids_in_use(sources, notes)
