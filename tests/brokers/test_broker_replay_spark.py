@@ -82,7 +82,10 @@ def source(tmp_path_factory: pytest.TempPathFactory):
         t1.begin_transaction()
         _produce(t1, "txn", [(b"c3", b"committed-3", None, BASE_TS + 5)])
         t1.commit_transaction(60)
-        t2 = cluster.producer(**{"transactional.id": "spark-source-t2"})
+        # open for the module's whole run: the coordinator's decision at a restart (an Ongoing transaction
+        # aborts once its timeout passed: logdir/coordinator.py) holds it open in every run, not only in those
+        # within 60 s (the default) of this one
+        t2 = cluster.producer(**{"transactional.id": "spark-source-t2", "transaction.timeout.ms": 600000})
         t2.init_transactions(60)
         t2.begin_transaction()
         _produce(t2, "txn", [(b"o1", b"open-1", None, BASE_TS + 6)])  # never committed nor aborted
