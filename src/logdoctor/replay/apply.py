@@ -84,7 +84,7 @@ from logdoctor.replay.offset_map import (
 from logdoctor.replay.partitioner import partition_for
 from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, other_source
 from logdoctor.replay.source import PartitionSource, SourceRecord
-from logdoctor.replay.target import Progress, Target
+from logdoctor.replay.target import Progress, Target, TargetUnreachable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -227,8 +227,10 @@ class _Lease:
         end = time.monotonic() + self.timeout
         while not self._assigned:
             if time.monotonic() > end:
-                self.close()
-                raise ReplayFailed(f"could not join group {self.group} within {self.timeout:.0f} s")
+                self.close()  # the coordinator did not answer: the target cannot be reached
+                raise TargetUnreachable(
+                    f"the lease consumer: could not join group {self.group} within {self.timeout:g} s"
+                )
             self.consumer.poll(0.2)
         members = self.target.group_members(self.group)
         mine = self.consumer.memberid()
