@@ -16,8 +16,10 @@ what a ``read_committed`` consumer read of it while it ran is the oracle. A seco
 - issue 87: a topic to create checked in the plan against the configs it will get (the target broker's
   defaults), before anything is created (item 11); batches sized to a target topic's small
   max.message.bytes (item 9); ``--offset-map`` after the target's cleaner compacted a replayed compacted
-  topic (item 10: the source's cleaner is off, the target's looks every 0.3 s),
-  same partition and re-hashed.
+  topic (item 10: the source's cleaner is off, the target's looks every 0.3 s), same partition and
+  re-hashed;
+- issue 89: the target's broker SIGSTOPped while a replay takes its lease, longer than ``--timeout``: 69 and
+  one line (last: it pauses the target).
 """
 
 from __future__ import annotations
@@ -555,3 +557,51 @@ def test_rehashed_offset_map_after_the_target_compacted(source, target, tmp_path
     for offset in removed:
         at = list(source_rows).index(offset)
         assert keys[at] in keys[at + 1 :], f"source offset {offset} removed, no later record of its key"
+
+
+def test_target_paused_while_the_lease_is_taken(source, target) -> None:
+    """Issue 89: the target stops answering (its broker SIGSTOPped) while a replay takes its first
+    partition's lease, for longer than ``--timeout``: the replay exits 69 with one line saying the target
+    cannot be reached (a time-out of the group's describe is retried within --timeout, then it is the
+    documented code), not a traceback nor an empty message. Another replay's lease is held meanwhile (a
+    member of the replay group), so that the replay is in its lease loop when the broker stops."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from confluent_kafka import Consumer
+
+    from logdoctor.replay.target import Target, replay_group
+
+    log_dir, _oracle = source
+    topic = "orders-paused"
+    target.create_topic(topic, 1)  # nothing to create: the first request after the plan's is the lease's
+    group = replay_group(Target(target.bootstrap).cluster_id, topic)
+    holder = Consumer({"bootstrap.servers": target.bootstrap, "group.id": group, "session.timeout.ms": 45000})
+    holder.subscribe([topic])
+    kc.wait_until("the other lease held", lambda: holder.poll(0.2) is None and bool(holder.assignment()))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "logdoctor", "replay", str(log_dir), "--bootstrap-server", target.bootstrap,
+         "--topics", "orders", "--topic-map", f"orders={topic}", "--timeout", "3", "--apply"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    broker = target.broker(1).proc
+    try:
+        assert proc.stdout.readline()  # the plan printed: --apply goes on to the lease, which waits
+        time.sleep(2)
+        broker.send_signal(signal.SIGSTOP)
+        stopped = time.monotonic()
+        out, err = proc.communicate(timeout=60)
+        waited = time.monotonic() - stopped
+    finally:
+        broker.send_signal(signal.SIGCONT)
+        proc.kill()
+        holder.close()
+    assert proc.returncode == 69, out + err
+    assert len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"error: {target.bootstrap}: the target cluster cannot be reached"), err
+    assert "no answer within 3 s" in err or "Timed out" in err, err
+    assert waited < 20, waited  # within --timeout and a retry, not the lease's wait for the other member
+    assert not kc.read_all(target.bootstrap, topic, 0)  # nothing written

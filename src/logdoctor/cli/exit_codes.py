@@ -52,7 +52,8 @@ _MEANING = {
     "needed",
     ExitCode.UNAVAILABLE: "Spark cannot start (no Java 17+, or its launcher's JVM exits before it answers); "
     "replay: the target cluster does not answer one of its clients (nothing listens, or security settings "
-    "that do not fit the listener), before anything is written",
+    "that do not fit the listener), before anything is written, or stops answering for `--timeout` while it "
+    "runs (each request retried until then; what was committed stays)",
     ExitCode.SOFTWARE: "a bug or an environment failure of logdoctor",
     ExitCode.CANT_CREATE: "refused (nothing written): not enough space, a read-only file system, an output "
     "that exists (not this command's), or an output at, inside or above an input",

@@ -776,7 +776,7 @@ def _run(
     except (ReplayFailed, ReplayMismatch) as exc:
         fail(f"failed: {exc} (what was committed stays; run the replay again to resume)", EX_FAILED)
     except (KafkaException, TimeoutError, TargetUnreachable) as exc:
-        fail(f"error: {bootstrap}: {exc}", EX_UNAVAILABLE)
+        fail(f"error: {bootstrap}: the target cluster cannot be reached or refused: {exc}", EX_UNAVAILABLE)
     seconds = time.monotonic() - started
     left_out = _not_replayed(plan, result)
     if json_out:

@@ -84,7 +84,7 @@ from logdoctor.replay.offset_map import (
 from logdoctor.replay.partitioner import partition_for
 from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, other_source
 from logdoctor.replay.source import PartitionSource, SourceRecord
-from logdoctor.replay.target import Progress, Target
+from logdoctor.replay.target import Progress, Target, TargetUnreachable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -227,8 +227,10 @@ class _Lease:
         end = time.monotonic() + self.timeout
         while not self._assigned:
             if time.monotonic() > end:
-                self.close()
-                raise ReplayFailed(f"could not join group {self.group} within {self.timeout:.0f} s")
+                self.close()  # the coordinator did not answer: the target cannot be reached
+                raise TargetUnreachable(
+                    f"the lease consumer: could not join group {self.group} within {self.timeout:g} s"
+                )
             self.consumer.poll(0.2)
         members = self.target.group_members(self.group)
         mine = self.consumer.memberid()
@@ -353,21 +355,98 @@ def replay_partition(
     """One source partition replayed, exactly once (the module doc): the one apply engine, run by the local
     loop of :func:`apply_replay` and by each Spark task alike. ``target``, ``lease``: the caller's (the
     local loop's); by default a target client of the job's own and the lease of its group metadata
-    (:class:`HeldLease`)."""
-    pp = job.partition
+    (:class:`HeldLease`). Its records go in transactions, each committed with the progress, in one loop
+    whatever the placement (:class:`_Same` or :class:`_Rehashed`: where each record goes, which delivery
+    reports it needs, the progress and the group metadata that commits it)."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    pp, timeout, topic = job.partition, job.timeout, job.partition.target_topic
     if target is None:
         target = Target(job.bootstrap, job.admin_config, job.timeout)
     if lease is None:
         lease = HeldLease(job.group_metadata)
     source = PartitionSource.of(job.ref, job.opts, job.decisions)
-    replay = _replay_rehashed if pp.rehashed else _replay_partition
-    res = replay(
-        pp, source, target, lease, dict(job.producer_config), job.txn_records, job.txn_bytes, sink,
-        on_transaction, job.timeout, limit,
-    )  # fmt: skip
-    res.problems = list(source.problems)
-    res.copy = pp.log_dir if pp.copies else None
-    return res
+    producer = _producer(
+        target, pp.transactional_id, job.producer_config, pp.max_batch_bytes, pp.max_message_bytes
+    )
+    # fences every earlier producer of this id and ends the transaction it left (the module doc)
+    _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
+    errors: list[str] = []
+    place = (_Rehashed if pp.rehashed else _Same)(pp, lease, errors, sink is not None)
+    prog = target.progress(pp.group, topic, [place.partition]).get(place.partition)
+    if prog is not None and prog.of_other_source(pp.source_topic, pp.source_partition, pp.source_id):
+        raise ReplayRefused(other_source(pp, prog))
+    place.resume(target, prog)
+    out = PartitionResult(pp.name, place.target, None if prog is None else prog.next_source_offset)
+    out.progress, out.copy = prog, pp.log_dir if pp.copies else None
+    count = 0 if prog is None else prog.records
+    records = source.records(from_offset=None if prog is None else prog.next_source_offset)
+    produce, poll = producer.produce, producer.poll
+    # a transaction's records (up to txn_records tuples of bytes, no reference cycle) would have the
+    # cyclic collector walk them again and again while they are made: off while records are sent
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for chunk in _chunks(records, job.txn_records, job.txn_bytes):
+            errors.clear()
+            parts, reports = place.start(chunk)
+            _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
+            try:
+                for i in range(0, len(chunk), _POLL_EVERY):  # slices: no per-record count
+                    j = i + _POLL_EVERY
+                    for rec, at, report in zip(chunk[i:j], parts[i:j], reports[i:j], strict=True):
+                        if limit is not None:
+                            limit.take()
+                        ts = rec.timestamp if rec.timestamp > 0 else 0  # 0: the producer's time
+                        while True:
+                            try:
+                                produce(
+                                    topic, value=rec.value, key=rec.key, partition=at, on_delivery=report,
+                                    timestamp=ts, headers=rec.headers,
+                                )  # fmt: skip
+                                break
+                            except BufferError:
+                                poll(0.05)
+                    poll(0)
+                left = producer.flush(timeout)
+                got, want = place.reports(len(chunk))
+                if left or errors or got != want:
+                    raise ReplayFailed(
+                        f"{place.where}: {left} records not delivered, {got} of {want} delivery reports, "
+                        f"errors {errors[:3]}"
+                    )
+                count += len(chunk)
+                prog = place.committed(chunk, count)
+                commit = [TopicPartition(topic, place.partition, prog.next_target_offset, prog.metadata())]
+                _call(
+                    f"{pp.transactional_id}: send_offsets_to_transaction",
+                    lambda commit=commit: producer.send_offsets_to_transaction(
+                        commit, place.metadata(), timeout
+                    ),
+                )
+                _call(
+                    f"{pp.transactional_id}: commit_transaction", lambda: producer.commit_transaction(timeout)
+                )
+            except (ReplayFailed, KafkaException, BufferError) as exc:
+                with contextlib.suppress(KafkaException):  # fenced or fatal: the next run's init aborts it
+                    producer.abort_transaction(timeout)
+                if isinstance(exc, ReplayFailed):
+                    raise
+                raise ReplayFailed(f"{place.where}: {exc}") from exc
+            out.records += len(chunk)
+            out.transactions += 1
+            out.progress = prog
+            if sink is not None:
+                sink(_rows(pp, chunk, parts, place.offsets(parts)))
+            if on_transaction is not None:
+                on_transaction(pp, prog)
+    finally:
+        if collecting:
+            gc.enable()
+        producer.flush(1)
+        place.close()
+    out.problems = list(source.problems)
+    return out
 
 
 @contextlib.contextmanager
@@ -564,7 +643,7 @@ def apply_replay(
 
 
 _NOT_LIVE = ("delete", "future", "stray")
-#: the producer's delivery reports are served every this many records (and at each flush)
+#: the producer's delivery reports are served after every this many records (and at each flush)
 _POLL_EVERY = 1000
 
 
@@ -611,147 +690,159 @@ def _call(what: str, fn: Callable[[], Any], attempts: int = 5) -> Any:
     return None
 
 
-def _replay_partition(
-    pp: PartitionPlan,
-    source: PartitionSource,
-    target: Target,
-    lease: _Lease,
-    producer_config: dict[str, Any],
-    txn_records: int,
-    txn_bytes: int,
-    sink: Callable[[pa.RecordBatch], None] | None,
-    on_transaction: Callable[[PartitionPlan, Progress], None] | None,
-    timeout: float,
-    limit: RateLimit | None = None,
-) -> PartitionResult:
-    from confluent_kafka import KafkaException, TopicPartition
+class _Same:
+    """The placement of a replay into the source's partition number (the lease's group commits the progress,
+    on the target partition). The partition is the replay's alone (its lease; ``TARGET_NOT_EMPTY`` before),
+    so a transaction's records get consecutive offsets: without offset map rows to hand out (``every``),
+    only its first and last record report (checked: first, last, count; a failed record fails the commit
+    anyway). Delivery reports come in the order of the records for one partition: one list and one
+    callback for the whole replay, no per-record closure (the hot path: benchmarks/bench_replay.py)."""
 
-    topic, partition = pp.target_topic, pp.target_partition
-    producer = _producer(
-        target, pp.transactional_id, producer_config, pp.max_batch_bytes, pp.max_message_bytes
-    )
-    # fences every earlier producer of this id and ends the transaction it left (the module doc)
-    _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
-    prog = target.progress(pp.group, topic, [partition]).get(partition)
-    if prog is not None and prog.of_other_source(pp.source_topic, pp.source_partition, pp.source_id):
-        raise ReplayRefused(other_source(pp, prog))
-    if prog is None:
-        _refuse_foreign(target, topic, partition, "no replay")
-    out = PartitionResult(pp.name, f"{topic}-{partition}", None if prog is None else prog.next_source_offset)
-    out.progress = prog
-    first = None if prog is None else prog.first_target_offset
-    count = 0 if prog is None else prog.records
-    records = source.records(from_offset=None if prog is None else prog.next_source_offset)
-    # delivery reports come in the order of the records for one partition: one list and one callback
-    # for the whole replay, no per-record closure (the hot path: see benchmarks/bench_replay.py). Without
-    # offset map rows to hand out, only the first and the last record of a transaction report: the
-    # partition is the replay's alone (its lease; TARGET_NOT_EMPTY before), so a transaction's records get
-    # consecutive offsets, checked (first, last, count); a failed record fails the commit anyway
-    every = sink is not None
-    delivered: list[int] = []
-    errors: list[str] = []
+    def __init__(self, pp: PartitionPlan, lease: _Lease, errors: list[str], every: bool):
+        self.pp, self.lease, self.every = pp, lease, every
+        self.partition = pp.target_partition
+        self.target = f"{pp.target_topic}-{self.partition}"
+        self.where = f"{pp.name} -> {self.target}"
+        self.delivered: list[int] = []
 
-    def report(err: Any, msg: Any) -> None:
-        if err is not None:
-            errors.append(str(err))
-        else:
-            delivered.append(msg.offset())
+        def report(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(str(err))
+            else:
+                self.delivered.append(msg.offset())
 
-    produce, poll = producer.produce, producer.poll
-    # a transaction's records (up to txn_records tuples of bytes, no reference cycle) would have the
-    # cyclic collector walk them again and again while they are made: off while records are sent
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        for chunk in _chunks(records, txn_records, txn_bytes):
-            delivered.clear()
-            errors.clear()
-            _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
-            try:
-                last = len(chunk)
-                for n, rec in enumerate(chunk, 1):
-                    if limit is not None:
-                        limit.take()
-                    ts = rec.timestamp if rec.timestamp > 0 else 0  # 0: the producer's time
-                    while True:
-                        try:
-                            produce(
-                                topic, value=rec.value, key=rec.key, partition=partition,
-                                on_delivery=report if every or n == 1 or n == last else None,
-                                timestamp=ts, headers=rec.headers,
-                            )  # fmt: skip
-                            break
-                        except BufferError:
-                            poll(0.05)
-                    if not n % _POLL_EVERY:
-                        poll(0)
-                left = producer.flush(timeout)
-                reports = last if every else min(2, last)
-                if left or errors or len(delivered) != reports:
-                    raise ReplayFailed(
-                        f"{pp.name} -> {topic}-{partition}: {left} records not delivered, "
-                        f"{len(delivered)} of {reports} delivery reports, errors {errors[:3]}"
-                    )
-                if delivered[-1] - delivered[0] + 1 != last:
-                    raise ReplayFailed(
-                        f"{pp.name} -> {topic}-{partition}: the transaction's {last} records were written "
-                        f"at offsets {delivered[0]}-{delivered[-1]}: another producer writes into the "
-                        "partition"
-                    )
-                first = delivered[0] if first is None else first
-                count += len(chunk)
-                prog = Progress(
-                    pp.source_topic,
-                    pp.source_partition,
-                    chunk[-1].offset + 1,
-                    first,
-                    count,
-                    delivered[-1] + 1,
-                    source_id=pp.source_id,
-                )
-                commit = [TopicPartition(topic, partition, prog.next_target_offset, prog.metadata())]
-                _call(
-                    f"{pp.transactional_id}: send_offsets_to_transaction",
-                    lambda commit=commit: producer.send_offsets_to_transaction(
-                        commit, lease.metadata(), timeout
-                    ),
-                )
-                _call(
-                    f"{pp.transactional_id}: commit_transaction", lambda: producer.commit_transaction(timeout)
-                )
-            except (ReplayFailed, KafkaException, BufferError) as exc:
-                with contextlib.suppress(KafkaException):  # fenced or fatal: the next run's init aborts it
-                    producer.abort_transaction(timeout)
-                if isinstance(exc, ReplayFailed):
-                    raise
-                raise ReplayFailed(f"{pp.name} -> {topic}-{partition}: {exc}") from exc
-            out.records += len(chunk)
-            out.transactions += 1
-            out.progress = prog
-            if sink is not None:
-                sink(_offset_rows(pp, chunk, delivered))
-            if on_transaction is not None:
-                on_transaction(pp, prog)
-    finally:
-        if collecting:
-            gc.enable()
-        producer.flush(1)
-    return out
+        self.report = report
+
+    def resume(self, target: Target, prog: Progress | None) -> None:
+        """From the committed progress ``prog``; without one, the target partition must be empty."""
+        if prog is None:
+            _refuse_foreign(target, self.pp.target_topic, self.partition, "no replay")
+        self.first = None if prog is None else prog.first_target_offset
+
+    def start(self, chunk: list[SourceRecord]) -> tuple[list[int], list[Any]]:
+        """Each record's target partition and delivery callback."""
+        self.delivered.clear()
+        n = len(chunk)
+        reports: list[Any] = [self.report if self.every else None] * n
+        reports[0] = reports[-1] = self.report
+        return [self.partition] * n, reports
+
+    def reports(self, n: int) -> tuple[int, int]:
+        """(delivery reports received, wanted) of a transaction of ``n`` records."""
+        return len(self.delivered), n if self.every else min(2, n)
+
+    def committed(self, chunk: list[SourceRecord], count: int) -> Progress:
+        d = self.delivered
+        if d[-1] - d[0] + 1 != len(chunk):
+            raise ReplayFailed(
+                f"{self.where}: the transaction's {len(chunk)} records were written at offsets "
+                f"{d[0]}-{d[-1]}: another producer writes into the partition"
+            )
+        self.first = d[0] if self.first is None else self.first
+        pp = self.pp
+        return Progress(
+            pp.source_topic, pp.source_partition, chunk[-1].offset + 1, self.first, count, d[-1] + 1,
+            source_id=pp.source_id,
+        )  # fmt: skip
+
+    def metadata(self) -> Any:
+        return self.lease.metadata()
+
+    def offsets(self, parts: list[int]) -> list[int]:
+        return self.delivered
+
+    def close(self) -> None:
+        pass
 
 
-def _offset_rows(pp: PartitionPlan, chunk: list[SourceRecord], delivered: list[int]) -> pa.RecordBatch:
+class _Rehashed:
+    """The placement of a re-hashed replay (the module doc): each record's key hashed over the target topic's
+    partitions, every delivery report kept, per target partition (where they come in the order of its
+    records); the progress is the source partition's, committed on the target topic's partition 0 by a
+    memberless group (``lease``: held on the target topic, only served here)."""
+
+    #: the most keys whose partition a re-hashed replay remembers (then it forgets them all)
+    HASHED = 65536
+
+    def __init__(self, pp: PartitionPlan, lease: _Lease, errors: list[str], every: bool):
+        self.pp, self.lease, self.partition = pp, lease, 0
+        self.partitions = pp.target_partitions
+        self.target = f"{pp.target_topic} (keys over {self.partitions} partitions)"
+        self.where = f"{pp.name} -> {pp.target_topic}"
+        self.delivered: dict[int, list[int]] = {}
+        self.hashed: dict[bytes | None, int] = {}
+        self.member: Any = None
+
+        def report(err: Any, msg: Any) -> None:
+            if err is not None:
+                errors.append(str(err))
+            else:
+                self.delivered.setdefault(msg.partition(), []).append(msg.offset())
+
+        self.report = report
+
+    def resume(self, target: Target, prog: Progress | None) -> None:
+        from confluent_kafka import Consumer
+
+        if prog is not None and prog.partitions != self.partitions:
+            raise ReplayRefused(
+                f"{self.pp.name} was re-hashed over {prog.partitions} partitions of {self.pp.target_topic}, "
+                f"now {self.partitions}"
+            )
+        # a consumer of the progress group that never joins it: its metadata is the group's id, generation -1
+        self.member = Consumer(target.client_config({"group.id": self.pp.group, "enable.auto.commit": False}))
+        self.group = self.member.consumer_group_metadata()
+
+    def start(self, chunk: list[SourceRecord]) -> tuple[list[int], list[Any]]:
+        self.lease.metadata()  # serves the lease consumer's rebalances and heartbeats' callbacks
+        self.delivered.clear()
+        hashed, sp, parts = self.hashed, self.pp.source_partition, []
+        for rec in chunk:
+            at = hashed.get(rec.key)
+            if at is None:  # keys repeat: each is hashed once per HASHED keys
+                if len(hashed) >= self.HASHED:
+                    hashed.clear()
+                at = hashed[rec.key] = partition_for(rec.key, sp, self.partitions)
+            parts.append(at)
+        return parts, [self.report] * len(chunk)
+
+    def reports(self, n: int) -> tuple[int, int]:
+        return sum(len(v) for v in self.delivered.values()), n
+
+    def committed(self, chunk: list[SourceRecord], count: int) -> Progress:
+        pp, nxt = self.pp, chunk[-1].offset + 1
+        return Progress(
+            pp.source_topic, pp.source_partition, nxt, -1, count, nxt, self.partitions, pp.source_id
+        )
+
+    def metadata(self) -> Any:
+        return self.group
+
+    def offsets(self, parts: list[int]) -> list[int]:
+        taken = {p: iter(offsets) for p, offsets in self.delivered.items()}
+        return [next(taken[p]) for p in parts]
+
+    def close(self) -> None:
+        if self.member is not None:
+            with contextlib.suppress(Exception):
+                self.member.close()
+
+
+def _rows(
+    pp: PartitionPlan, chunk: list[SourceRecord], parts: list[int], offsets: list[int]
+) -> pa.RecordBatch:
+    """A transaction's offset map rows: each record's source offset, target partition and offset."""
     import pyarrow as pa
 
-    topic, partition = pp.target_topic, pp.target_partition
     n = len(chunk)
     return pa.RecordBatch.from_arrays(
         [
             pa.array([pp.source_topic] * n, pa.string()),
             pa.array([pp.source_partition] * n, pa.int32()),
             pa.array([r.offset for r in chunk], pa.int64()),
-            pa.array([topic] * n, pa.string()),
-            pa.array([partition] * n, pa.int32()),
-            pa.array(delivered, pa.int64()),
+            pa.array([pp.target_topic] * n, pa.string()),
+            pa.array(parts, pa.int32()),
+            pa.array(offsets, pa.int64()),
         ],
         schema=offset_map_schema(),
     )
@@ -801,151 +892,3 @@ def _refuse_foreign(target: Target, topic: str, partition: int, holds: str) -> N
             f"{topic}-{partition} is not empty: another producer's open transaction holds offsets "
             f"{stable}-{high - 1}, and it holds {holds}"
         )
-
-
-def _replay_rehashed(
-    pp: PartitionPlan,
-    source: PartitionSource,
-    target: Target,
-    lease: _Lease,
-    producer_config: dict[str, Any],
-    txn_records: int,
-    txn_bytes: int,
-    sink: Callable[[pa.RecordBatch], None] | None,
-    on_transaction: Callable[[PartitionPlan, Progress], None] | None,
-    timeout: float,
-    limit: RateLimit | None = None,
-) -> PartitionResult:
-    """One source partition, each record's key re-hashed (the module doc). ``lease``: held on the target
-    topic, not used for the commits (the progress group is the source partition's, memberless)."""
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    topic, partitions, sp = pp.target_topic, pp.target_partitions, pp.source_partition
-    assert partitions is not None
-    producer = _producer(
-        target, pp.transactional_id, producer_config, pp.max_batch_bytes, pp.max_message_bytes
-    )
-    _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
-    prog = target.progress(pp.group, topic, [0]).get(0)
-    if prog is not None and prog.of_other_source(pp.source_topic, sp, pp.source_id):
-        raise ReplayRefused(other_source(pp, prog))
-    if prog is not None and prog.partitions != partitions:
-        raise ReplayRefused(
-            f"{pp.name} was re-hashed over {prog.partitions} partitions of {topic}, now {partitions}"
-        )
-    out = PartitionResult(
-        pp.name,
-        f"{topic} (keys over {partitions} partitions)",
-        None if prog is None else prog.next_source_offset,
-    )
-    out.progress = prog
-    count = 0 if prog is None else prog.records
-    records = source.records(from_offset=None if prog is None else prog.next_source_offset)
-    # per target partition, the delivery reports come in the order of its records
-    delivered: dict[int, list[int]] = {}
-    errors: list[str] = []
-
-    def report(err: Any, msg: Any) -> None:
-        if err is not None:
-            errors.append(str(err))
-        else:
-            delivered.setdefault(msg.partition(), []).append(msg.offset())
-
-    produce, poll = producer.produce, producer.poll
-    # a consumer of the progress group that never joins it: its metadata is the group's id, generation -1
-    member = Consumer(target.client_config({"group.id": pp.group, "enable.auto.commit": False}))
-    group = member.consumer_group_metadata()
-    hashed: dict[bytes | None, int] = {}
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        for chunk in _chunks(records, txn_records, txn_bytes):
-            lease.metadata()  # serves the lease consumer's rebalances and heartbeats' callbacks
-            delivered.clear()
-            errors.clear()
-            parts: list[int] = []
-            _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
-            try:
-                for n, rec in enumerate(chunk, 1):
-                    if limit is not None:
-                        limit.take()
-                    at = hashed.get(rec.key)
-                    if at is None:  # keys repeat: each is hashed once per _HASHED keys
-                        if len(hashed) >= _HASHED:
-                            hashed.clear()
-                        at = hashed[rec.key] = partition_for(rec.key, sp, partitions)
-                    parts.append(at)
-                    ts = rec.timestamp if rec.timestamp > 0 else 0
-                    while True:
-                        try:
-                            produce(
-                                topic, value=rec.value, key=rec.key, partition=at, on_delivery=report,
-                                timestamp=ts, headers=rec.headers,
-                            )  # fmt: skip
-                            break
-                        except BufferError:
-                            poll(0.05)
-                    if not n % _POLL_EVERY:
-                        poll(0)
-                left = producer.flush(timeout)
-                got = sum(len(v) for v in delivered.values())
-                if left or errors or got != len(chunk):
-                    raise ReplayFailed(
-                        f"{pp.name} -> {topic}: {left} records not delivered, {got} of {len(chunk)} delivery "
-                        f"reports, errors {errors[:3]}"
-                    )
-                count += len(chunk)
-                nxt = chunk[-1].offset + 1
-                prog = Progress(pp.source_topic, sp, nxt, -1, count, nxt, partitions, pp.source_id)
-                commit = [TopicPartition(topic, 0, nxt, prog.metadata())]
-                _call(
-                    f"{pp.transactional_id}: send_offsets_to_transaction",
-                    lambda commit=commit: producer.send_offsets_to_transaction(commit, group, timeout),
-                )
-                _call(
-                    f"{pp.transactional_id}: commit_transaction", lambda: producer.commit_transaction(timeout)
-                )
-            except (ReplayFailed, KafkaException, BufferError) as exc:
-                with contextlib.suppress(KafkaException):
-                    producer.abort_transaction(timeout)
-                if isinstance(exc, ReplayFailed):
-                    raise
-                raise ReplayFailed(f"{pp.name} -> {topic}: {exc}") from exc
-            out.records += len(chunk)
-            out.transactions += 1
-            out.progress = prog
-            if sink is not None:
-                sink(_rehashed_rows(pp, chunk, parts, delivered))
-            if on_transaction is not None:
-                on_transaction(pp, prog)
-    finally:
-        if collecting:
-            gc.enable()
-        producer.flush(1)
-        with contextlib.suppress(Exception):
-            member.close()
-    return out
-
-
-#: the most keys whose partition a re-hashed replay remembers (then it forgets them all)
-_HASHED = 65536
-
-
-def _rehashed_rows(
-    pp: PartitionPlan, chunk: list[SourceRecord], parts: list[int], delivered: dict[int, list[int]]
-) -> pa.RecordBatch:
-    import pyarrow as pa
-
-    taken = {p: iter(offsets) for p, offsets in delivered.items()}
-    n = len(chunk)
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([pp.source_topic] * n, pa.string()),
-            pa.array([pp.source_partition] * n, pa.int32()),
-            pa.array([r.offset for r in chunk], pa.int64()),
-            pa.array([pp.target_topic] * n, pa.string()),
-            pa.array(parts, pa.int32()),
-            pa.array([next(taken[p]) for p in parts], pa.int64()),
-        ],
-        schema=offset_map_schema(),
-    )

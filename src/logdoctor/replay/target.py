@@ -213,8 +213,11 @@ class Target:
 
         if self._cluster_id is None:
             try:
-                desc = self.admin.describe_cluster(request_timeout=self.timeout).result(timeout=self.timeout)
-            except (KafkaException, TimeoutError) as exc:  # the future's wait may end before the request's
+                desc = _retrying(
+                    lambda: self.admin.describe_cluster(request_timeout=self.timeout).result(self.timeout),
+                    self.timeout,
+                )
+            except KafkaException as exc:  # not retriable: security settings that do not fit, say
                 raise TargetUnreachable(f"the admin client: {_why(exc, self.timeout)}") from None
             self._cluster_id = str(desc.cluster_id)
         return self._cluster_id
@@ -236,7 +239,7 @@ class Target:
 
     def partition_counts(self) -> dict[str, int]:
         """Every topic of the target and its number of partitions."""
-        md = self.admin.list_topics(timeout=self.timeout)
+        md = _retrying(lambda: self.admin.list_topics(timeout=self.timeout), self.timeout)
         return {name: len(t.partitions) for name, t in md.topics.items() if t.error is None}
 
     def topic_configs(self, topics: list[str]) -> dict[str, dict[str, str]]:
@@ -246,12 +249,17 @@ class Target:
         if not topics:
             return {}
         resources = [ConfigResource(ResourceType.TOPIC, t) for t in topics]
-        futures = self.admin.describe_configs(resources, request_timeout=self.timeout)
-        out: dict[str, dict[str, str]] = {}
-        for res, fut in futures.items():
-            entries = fut.result(timeout=self.timeout)
-            out[res.name] = {k: e.value for k, e in entries.items() if e.value is not None}
-        return out
+        got = _retrying(
+            lambda: {
+                res.name: fut.result(timeout=self.timeout)
+                for res, fut in self.admin.describe_configs(resources, request_timeout=self.timeout).items()
+            },
+            self.timeout,
+        )
+        return {
+            name: {k: e.value for k, e in entries.items() if e.value is not None}
+            for name, entries in got.items()
+        }
 
     def topic_defaults(self) -> dict[str, str]:
         """The configs a topic created now without them gets, those the plan's conflicts read
@@ -265,9 +273,17 @@ class Target:
 
         from logdoctor.checks.topic_config import ConfigInputs, TopicConfigResolver
 
-        desc = self.admin.describe_cluster(request_timeout=self.timeout).result(timeout=self.timeout)
+        desc = _retrying(
+            lambda: self.admin.describe_cluster(request_timeout=self.timeout).result(self.timeout),
+            self.timeout,
+        )
         res = ConfigResource(ResourceType.BROKER, str(min(n.id for n in desc.nodes)))
-        entries = self.admin.describe_configs([res], request_timeout=self.timeout)[res].result(self.timeout)
+        entries = _retrying(
+            lambda: self.admin.describe_configs([res], request_timeout=self.timeout)[res].result(
+                self.timeout
+            ),
+            self.timeout,
+        )
         broker = {k: e.value for k, e in entries.items() if e.value is not None}
         topic = TopicConfigResolver(ConfigInputs(broker_overrides=broker)).resolve("")
         out = {
@@ -296,7 +312,12 @@ class Target:
             )
         )  # fmt: skip
         try:
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=self.timeout)
+            low, high = _retrying(
+                lambda: consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=self.timeout
+                ),
+                self.timeout,
+            )
         finally:
             consumer.close()
         return int(low), int(high)
@@ -436,7 +457,9 @@ class Target:
         topic = "__consumer_offsets"
 
         def waiting() -> bool:
-            md = self.admin.list_topics(topic, timeout=self.timeout).topics.get(topic)
+            md = _retrying(
+                lambda: self.admin.list_topics(topic, timeout=self.timeout), self.timeout
+            ).topics.get(topic)
             if md is None or md.error is not None:
                 return md is None or "UNKNOWN_TOPIC" in str(md.error)
             return not md.partitions or any(p.leader < 0 for p in md.partitions.values())
@@ -512,6 +535,8 @@ class Target:
                 ].result(timeout=self.timeout),
                 self.timeout,
             )
+        except TargetUnreachable:
+            raise
         except Exception as exc:  # the whole request refused (e.g. UNKNOWN_MEMBER_ID: the group has members)
             return {(tp.topic, tp.partition): str(exc) for tp in request.topic_partitions}
         return {
@@ -527,11 +552,17 @@ def _why(exc: BaseException, timeout: float) -> str:
     return err.str() if hasattr(err, "str") else str(err)
 
 
-_RETRIABLE = ("COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "_TRANSPORT")
+_RETRIABLE = (
+    "COORDINATOR_LOAD_IN_PROGRESS", "COORDINATOR_NOT_AVAILABLE", "NOT_COORDINATOR", "_TRANSPORT",
+    "_TIMED_OUT",
+)  # fmt: skip
 
 
-def _retrying(call: Any, timeout: float) -> Any:
-    """``call()`` again while the group coordinator is loading or moving (retriable errors)."""
+def _retrying(call: Any, timeout: float, what: str = "the admin client") -> Any:
+    """``call()``, a request to the target and the wait for its answer, again while it times out or its
+    error is retriable (a group coordinator loading or moving, a broker that does not answer), for up to
+    ``timeout`` seconds (``--timeout``); then :class:`TargetUnreachable` naming ``what`` (one line, 69).
+    Any other error is raised as it is."""
     deadline = time.monotonic() + timeout
     while True:
         try:
@@ -539,8 +570,10 @@ def _retrying(call: Any, timeout: float) -> Any:
         except Exception as exc:
             err = exc.args[0] if exc.args else None
             retriable = getattr(err, "retriable", lambda: False)() or any(r in str(exc) for r in _RETRIABLE)
-            if not retriable or time.monotonic() > deadline:
+            if not (retriable or isinstance(exc, TimeoutError)):
                 raise
+            if time.monotonic() > deadline:
+                raise TargetUnreachable(f"{what}: {_why(exc, timeout)}") from None
             time.sleep(0.3)
 
 
