@@ -22,7 +22,6 @@ look leaked.
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 import shlex
@@ -42,7 +41,7 @@ from logdoctor.checks.remote_audit import (
     missing_key,
     missing_what,
 )
-from logdoctor.checks.remote_tier import ranges_text
+from logdoctor.checks.remote_tier import _when, ranges_text
 from logdoctor.checks.topic_config import RETENTION_MS
 from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata, RemoteSegment
@@ -80,15 +79,6 @@ def store_index(remote_storage: str | None, remote_inventory: str | None) -> Sto
     if remote_storage is not None:
         return StoreIndex.build(list_store(remote_storage), f"a listing of {remote_storage}")
     return None
-
-
-def _when(ms: int | None) -> str:
-    if ms is None or ms < 0:
-        return "unknown"
-    try:
-        return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return f"{ms} ms"
 
 
 def _mp(n: int | None) -> str:

@@ -59,7 +59,10 @@ def ranges_text(ranges: Sequence[tuple[int, int]]) -> str:
     return ", ".join(f"{a}-{b - 1}" if b - a > 1 else str(a) for a, b in ranges)
 
 
-def _when(ms: int) -> str:
+def _when(ms: int | None) -> str:
+    """A remote segment's timestamp (an event's, its largest record's) in a finding: ISO-8601 UTC."""
+    if ms is None or ms < 0:
+        return "unknown"
     try:
         return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     except (OverflowError, OSError, ValueError):

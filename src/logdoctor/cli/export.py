@@ -62,12 +62,6 @@ def outputs_this_run_creates(
     return [os.path.abspath(p) for p in paths if "://" not in p and not os.path.lexists(p)]
 
 
-def no_space_left(exc: BaseException) -> bool:
-    """Whether ``exc`` (or what caused it: a Spark task's error comes back as a Py4J error whose text holds
-    the Python worker's) is a full disk (ENOSPC)."""
-    return _unwritable(exc, None) == "no space left on device"
-
-
 #: what stops an export writing its output, by errno, and the words Python's and Java's errors use for it
 _UNWRITABLE = (
     (errno.ENOSPC, ("No space left on device", "[Errno 28]"), "no space left on device"),

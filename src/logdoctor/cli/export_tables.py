@@ -18,6 +18,7 @@ from logdoctor.cli.error_lines import fail, usage_error
 from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_NOPERM, EX_OK, EX_WARNINGS
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.progress import spark_progress
+from logdoctor.cli.spark_options import parse_conf
 from logdoctor.logdir.disk import human_bytes
 
 if TYPE_CHECKING:
@@ -58,13 +59,10 @@ def is_table_format(fmt: str, writer: str | None) -> bool:
 
 
 def parse_catalog(pairs: Sequence[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for pair in pairs or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            usage_error(f"--catalog expects key=value (a pyiceberg catalog property), got {pair!r}")
-        out[key.strip()] = value
-    return out
+    try:
+        return parse_conf(pairs, "--catalog", " (a pyiceberg catalog property)")
+    except ValueError as exc:
+        usage_error(str(exc))
 
 
 def export_to_table(

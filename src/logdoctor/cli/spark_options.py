@@ -30,12 +30,12 @@ __all__ = [
 ]
 
 
-def parse_conf(pairs: Sequence[str] | None) -> dict[str, str]:
-    """``["k=v", ...]`` (the values of repeated ``--conf``) as a dict; ValueError on a pair without ``=``."""
+def parse_conf(pairs: Sequence[str] | None, option: str = "--conf", what: str = "") -> dict[str, str]:
+    """``["k=v", ...]`` (the values of a repeated ``option``) as a dict; ValueError on a pair without =."""
     out: dict[str, str] = {}
     for pair in pairs or ():
         key, sep, value = pair.partition("=")
         if not sep or not key.strip():
-            raise ValueError(f"--conf expects key=value, got {pair!r}")
+            raise ValueError(f"{option} expects key=value{what}, got {pair!r}")
         out[key.strip()] = value
     return out

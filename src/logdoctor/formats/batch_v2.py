@@ -258,10 +258,6 @@ class RecordBatchV2(Batch):
         return wrap_int64(self.base_offset + self.last_offset_delta)
 
     @property
-    def codec_id(self) -> int:
-        return self.attributes & COMPRESSION_CODEC_MASK
-
-    @property
     def compression(self) -> Compression:
         codec = self.attributes & COMPRESSION_CODEC_MASK
         try:

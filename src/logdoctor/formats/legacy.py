@@ -48,15 +48,12 @@ __all__ = [
 # LegacyRecord.RECORD_OVERHEAD_V0/V1: crc + magic + attributes [+ timestamp] + keyLen + valueLen
 RECORD_OVERHEAD_V0 = 14
 RECORD_OVERHEAD_V1 = 22
-_HEADER_SIZE = (6, 14)  # crc + magic + attributes [+ timestamp], by magic
 _CODEC_MASK = 0x07
 _TIMESTAMP_TYPE_MASK = 0x08
 
 _ENTRY = struct.Struct(">qiIbB")  # offset, size, crc, magic, attributes
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
-_V0 = struct.Struct(">qiIbBi")  # ... keyLen
-_V1 = struct.Struct(">qiIbBqi")  # ... timestamp, keyLen
 
 
 class _Inner:

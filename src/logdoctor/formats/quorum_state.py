@@ -40,10 +40,6 @@ class QuorumState:
     voted_directory_id: str | None = None  # v1 (Kafka Uuid text)
     trailing: bytes = b""  # whatever follows the first line (the broker ignores it)
 
-    @property
-    def has_leader(self) -> bool:
-        return self.leader_id >= 0
-
 
 def _fail(expected: str, found: str, source: str | None, position: int = 0) -> FormatError:
     return FormatError(f"quorum-state {expected}", source=source, position=position, found=found)

@@ -42,6 +42,7 @@ from logdoctor.formats.record_types import (
     TimestampType,
     entry_length,
 )
+from logdoctor.formats.v2_twin import _byte_view
 
 __all__ = [
     "HEADER_SIZE_UP_TO_MAGIC",
@@ -82,13 +83,6 @@ _V2_MIN_SIZE = RECORD_BATCH_OVERHEAD - LOG_OVERHEAD  # the smallest v2 size fiel
 _WALK_CHUNK = 64  # batches made per call of the C walker (iter_batches stays lazy)
 
 
-def _as_view(buf) -> memoryview:
-    mv = buf if isinstance(buf, memoryview) else memoryview(buf)
-    if mv.ndim != 1 or mv.itemsize != 1 or mv.format not in ("B", "b", "c"):
-        mv = mv.cast("B")
-    return mv
-
-
 #: how much of a zero-filled run the walker reads to name it: a hostile file can be a few bytes and then
 #: gigabytes of hole, whose reading costs the time and (through a map) the memory of real zeros (issue 24)
 ZERO_PROBE_BYTES = 1 << 20
@@ -125,7 +119,7 @@ def iter_batches(
     tail (offset 0 and size 0, as preallocated or crashed files have), and with ``verify_crc``
     whatever ``ensure_valid()`` raises.
     """
-    mv = _as_view(buf)
+    mv = _byte_view(buf)
     limit = len(mv) if end is None else min(end, len(mv))
     pos = start
     unpack_head = LOG_ENTRY_HEAD.unpack_from

@@ -132,6 +132,16 @@ class _RawRecord:
     headers: list[tuple[bytes, bytes | None]]
 
 
+def _nullable_bytes(data, i: int, end: int) -> tuple[bytes | None, int]:
+    """A varint length (-1: null) and that many bytes: a record's key and value, a header's value."""
+    length, i = _varint(data, i, end)
+    if length < 0:
+        return None, i
+    if length > end - i:
+        raise _RecordFault(_E_FIELD_OVERRUN)
+    return bytes(data[i : i + length]), i + length
+
+
 def _parse_record_py(data, pos: int, end: int) -> tuple[_RawRecord, int]:
     """One record at pos; raises _RecordFault((code, position))."""
     if pos >= end:
@@ -153,21 +163,9 @@ def _parse_record_py(data, pos: int, end: int) -> tuple[_RawRecord, int]:
         field = i
         offset_delta, i = _varint(data, i, rend)
         field = i
-        key_len, i = _varint(data, i, rend)
-        key = None
-        if key_len >= 0:
-            if key_len > rend - i:
-                raise _RecordFault(_E_FIELD_OVERRUN)
-            key = bytes(data[i : i + key_len])
-            i += key_len
+        key, i = _nullable_bytes(data, i, rend)
         field = i
-        value_len, i = _varint(data, i, rend)
-        value = None
-        if value_len >= 0:
-            if value_len > rend - i:
-                raise _RecordFault(_E_FIELD_OVERRUN)
-            value = bytes(data[i : i + value_len])
-            i += value_len
+        value, i = _nullable_bytes(data, i, rend)
         field = i
         count, i = _varint(data, i, rend)
         if count < 0 or count > rend - i:
@@ -183,13 +181,7 @@ def _parse_record_py(data, pos: int, end: int) -> tuple[_RawRecord, int]:
             hkey = bytes(data[i : i + hk_len])
             i += hk_len
             field = i
-            hv_len, i = _varint(data, i, rend)
-            hvalue = None
-            if hv_len >= 0:
-                if hv_len > rend - i:
-                    raise _RecordFault(_E_FIELD_OVERRUN)
-                hvalue = bytes(data[i : i + hv_len])
-                i += hv_len
+            hvalue, i = _nullable_bytes(data, i, rend)
             headers.append((hkey, hvalue))
     except _RecordFault as fault:
         raise _RecordFault(fault.args[0], field) from None

@@ -298,10 +298,6 @@ class Segment:
         return self._size(SegmentFileType.TIMEINDEX)
 
     @property
-    def txnindex_size(self) -> int | None:
-        return self._size(SegmentFileType.TXNINDEX)
-
-    @property
     def mtime_ms(self) -> int:
         """The ``.log`` file's mtime in ms (File.lastModified, used by retention when no timestamp)."""
         return self._entries[SegmentFileType.LOG].stat().st_mtime_ns // 1_000_000
@@ -941,10 +937,6 @@ class LogDir:
     @property
     def high_watermarks(self) -> CheckpointRead:
         return self.checkpoint(REPLICATION_OFFSET_CHECKPOINT)
-
-    @property
-    def cleaner_offsets(self) -> CheckpointRead:
-        return self.checkpoint(CLEANER_OFFSET_CHECKPOINT)
 
     @property
     def problems(self) -> list[tuple[Path, Any]]:

@@ -37,7 +37,6 @@ __all__ = [
     "cached_pages",
     "guard",
     "leave_as_found",
-    "leaving_as_found",
     "readahead_bytes",
     "resident_pages",
     "watch_mapping",
@@ -60,10 +59,6 @@ def leave_as_found(on: bool) -> None:
     files again soon: ``repair``) for this process."""
     global _on
     _on = on
-
-
-def leaving_as_found() -> bool:
-    return _on
 
 
 @cache

@@ -879,11 +879,6 @@ def preview(journal_path: str | os.PathLike[str], mode: str) -> JournalPreview:
     return JournalPreview(mode, os.fspath(journal_path), plan, status, steps)
 
 
-def steps_of(plan: Plan) -> list[Step]:
-    plan.number_steps()
-    return plan.steps
-
-
 __all__ = [
     "CRASH_AFTER_STEP_ENV",
     "CRASH_AT_ENV",

@@ -50,11 +50,6 @@ class PartlyWrittenError(NoSpaceError):
         self.left = left
 
 
-def utc_stamp(ms: int | None = None) -> str:
-    moment = datetime.now(UTC) if ms is None else datetime.fromtimestamp(ms / 1000, tz=UTC)
-    return moment.strftime("%Y%m%dT%H%M%SZ")
-
-
 def unique_stamp(ms: int | None = None) -> str:
     """``<UTC time>.<nanoseconds>Z-<pid>``: the moment ``ms`` (now when None) to the nanosecond (the
     sub-millisecond digits from the clock), and this process: no two runs on one host share it."""
@@ -313,6 +308,5 @@ __all__ = [
     "sha256_file",
     "tree_hashes",
     "unique_stamp",
-    "utc_stamp",
     "write_durable",
 ]

@@ -16,7 +16,7 @@ from typing import Any
 
 from logdoctor.report.model import FindingView, broker_label
 
-__all__ = ["LOSS_CODES", "SECTION_ID", "RecordsAtRisk", "facts", "loss_words", "records_at_risk",
+__all__ = ["SECTION_ID", "RecordsAtRisk", "facts", "loss_words", "records_at_risk",
            "who_loses_section"]
 
 SECTION_ID = "who-loses-what"
@@ -139,9 +139,6 @@ def facts(f: FindingView) -> dict[str, Any] | None:
 
 #: LOG_CORRUPT's fix (checks/default.py truncation_effects): what the recovery's truncation takes
 _TORN = re.compile(r"([\d,]+)\+? record\(s\) leave the log")
-#: the codes whose records are lost against the operator's intent (the headline's number)
-LOSS_CODES = ("REPLICA_DIVERGED", "TRANSACTION_HANGING", "TRANSACTION_STATE_MISMATCH", "LOG_CORRUPT",
-              "RETENTION_RISK", "CONSUMER_OFFSET_OUT_OF_RANGE")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,7 +33,7 @@ import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -459,7 +459,3 @@ def render_summary(result: CensusResult) -> str:
     lines.append("")
     lines.append("Tables (Parquet): " + ", ".join(f"{k}={v}" for k, v in result.tables.items()))
     return "\n".join(lines)
-
-
-def broker_inputs_json(brokers: Sequence[BrokerInput]) -> list[dict[str, Any]]:
-    return [asdict(b) for b in brokers]

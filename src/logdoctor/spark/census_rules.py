@@ -33,10 +33,6 @@ class BrokerInput:
     cluster: str = ""
 
 
-def _meta_id(log_dir: str) -> int | None:
-    return _meta(log_dir)[0]
-
-
 def _meta(log_dir: str) -> tuple[int | None, str | None]:
     """(broker.id/node.id, cluster.id) of a log dir's meta.properties (None when unreadable)."""
     from logdoctor.logdir.model import LogDir
@@ -354,9 +350,6 @@ def log_dir_rows(dirs: list[dict[str, Any]], replicas: list[dict[str, Any]]) -> 
     out = [dict(d, bytes=size.get(d["log_dir"], 0), folders=count.get(d["log_dir"], 0)) for d in dirs]
     out.sort(key=lambda d: (d["broker"], d["log_dir"]))
     return out
-
-
-_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 
 def _finding(

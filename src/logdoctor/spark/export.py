@@ -395,6 +395,20 @@ class ExportJob:
         return cls(**{**common, **fields})
 
 
+def task_attempt() -> int | None:
+    """This Spark task's attempt number (None outside a task)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    return None if ctx is None else ctx.attemptNumber()
+
+
+def fail_if_first_attempt() -> None:
+    """``fail_first_attempt``'s failure (the tests'): a task's first attempt fails after writing its files."""
+    if task_attempt() == 0:
+        raise RuntimeError("logdoctor test: first task attempt fails after writing its files")
+
+
 def attempt_dir(out_dir: str, job: str, task: int, attempt: int) -> str:
     """The folder one task attempt of the arrow writer writes into (under ``OUT/_temporary``)."""
     return os.path.join(out_dir, TEMPORARY, job, f"task-{task:05d}-attempt-{attempt}")
@@ -420,10 +434,7 @@ def write_slices(
     from logdoctor.spark.sources.slice_reader import WRITE_FLUSH_BYTES, read_slices
 
     if attempt is None:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        attempt = ctx.attemptNumber() if ctx is not None else 0
+        attempt = task_attempt() or 0
     target = attempt_dir(out_dir, job, task, attempt)
     if os.path.isdir(target):  # a previous run of this very attempt id (cannot be committed)
         import shutil
@@ -682,11 +693,7 @@ def _export_arrow(
         if not result.get("no_space"):
             result["damaged"] = damaged_segments(t[1][1])
         if fail_first_attempt:
-            from pyspark import TaskContext
-
-            ctx = TaskContext.get()
-            if ctx is not None and ctx.attemptNumber() == 0:
-                raise RuntimeError("logdoctor test: first task attempt fails after writing its files")
+            fail_if_first_attempt()
         return result
 
     try:

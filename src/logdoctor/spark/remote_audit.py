@@ -247,8 +247,10 @@ def _leaked(r: dict[str, Any], source: str) -> tuple[Any, ...]:
 def _missing(r: dict[str, Any], source: str) -> tuple[Any, ...]:
     from logdoctor.checks import catalog
     from logdoctor.checks.remote_audit import missing_key, missing_what
-    from logdoctor.checks.remote_store import _when
-    from logdoctor.checks.remote_tier import ranges_text  # noqa: F401 (same wording as the scan)
+    from logdoctor.checks.remote_tier import (
+        _when,
+        ranges_text,  # noqa: F401 (same wording as the scan)
+    )
 
     miss = list(r["missing"]) if r["missing"] is not None else ["all"]
     lo = r["prev_max_timestamp_ms"]
@@ -318,7 +320,7 @@ def _dangling(
     r: dict[str, Any], seg: Any, why: str, objs: dict[str, Any] | None, where: str, source: str
 ) -> tuple[Any, ...]:
     from logdoctor.checks import catalog
-    from logdoctor.checks.remote_store import _when
+    from logdoctor.checks.remote_tier import _when
 
     keys = list(objs["keys"] or [])[:KEYS_SHOWN] if objs is not None else []
     objects = (

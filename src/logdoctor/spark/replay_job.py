@@ -172,10 +172,9 @@ def _delta_map(
     table.load()
 
     def task(item: tuple[int, list[str]]) -> list[Any]:
-        from pyspark import TaskContext
+        from logdoctor.spark.export import task_attempt
 
-        ctx = TaskContext.get()
-        attempt = ctx.attemptNumber() if ctx is not None else 0
+        attempt = task_attempt() or 0
         batches = list(_unit_batches(plan, item[1], timeout))
         if not batches:
             return []

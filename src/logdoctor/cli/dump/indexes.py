@@ -150,106 +150,59 @@ def _findings_and_summary(ctx: FileContext, entries: int, shown: int, zero_slots
     )
 
 
-def dump_offset_index(ctx: FileContext) -> Iterator[Event]:
+def _dump_index(ctx: FileContext, time: bool) -> Iterator[Event]:
+    """An offset index's entries (slot, offset, position) or a time index's (slot, timestamp, offset)."""
+    size, name, kind = (
+        (TIME_ENTRY_SIZE, "time", IndexKind.TIME) if time else (OFFSET_ENTRY_SIZE, "offset", IndexKind.OFFSET)
+    )
     data = read_file(ctx.path)
     base = ctx.info.base_offset or 0
-    n = real_entry_count(data, OFFSET_ENTRY_SIZE)
+    n = real_entry_count(data, size)
     yield file_event(ctx, len(data), base_offset=base)
     annotations: dict[int, dict[str, Any]] = {}
-    if ctx.opts.verify_index:
-        layout = _layout_for(ctx)
-        if layout is not None:
-            ctx.findings.extend(
-                verify_offset_index(
-                    data,
-                    base,
-                    layout,
-                    file=ctx.file,
-                    annotations=annotations,
-                    preallocated=_preallocated(ctx, data, OFFSET_ENTRY_SIZE, n),
-                )
-            )
-        else:  # no log to verify against: at least what plain dump checks
-            _index_checks(ctx, data, IndexKind.OFFSET, OFFSET_ENTRY_SIZE)
+    layout = _layout_for(ctx) if ctx.opts.verify_index else None
+    if layout is None:  # no --verify-index, or no log to verify against: at least what plain dump checks
+        _index_checks(ctx, data, kind, size)
     else:
-        _index_checks(ctx, data, IndexKind.OFFSET, OFFSET_ENTRY_SIZE)
+        verify = verify_time_index if time else verify_offset_index
+        extra = {} if time else {"annotations": annotations}
+        ctx.findings.extend(
+            verify(data, base, layout, file=ctx.file, preallocated=_preallocated(ctx, data, size, n), **extra)
+        )
     by_slot = _by_slot(ctx.findings)
-    arr = offset_index_array(data, strict=False)[:n]
+    arr = (time_index_array if time else offset_index_array)(data, strict=False)[:n]
     rel = arr["relative_offset"].tolist()
-    pos = arr["position"].tolist()
-    off_r = ctx.opts.offsets
+    other = arr["timestamp" if time else "position"].tolist()
+    off_r, ts_r = ctx.opts.offsets, ctx.opts.timestamps if time else None
     shown = 0
     for i in range(n):
         offset = base + rel[i]
         if off_r is not None and not off_r.contains(offset):
             continue
-        ev: Event = {
-            "type": "index_entry",
-            "file": ctx.file,
-            "index": "offset",
-            "slot": i,
-            "offset": offset,
-            "position": pos[i],
-        }
+        if ts_r is not None and not ts_r.contains(other[i]):
+            continue
+        ev: Event = {"type": "index_entry", "file": ctx.file, "index": name, "slot": i}
+        if time:
+            ev.update(timestamp=other[i], offset=offset)
+        else:
+            ev.update(offset=offset, position=other[i])
         if ctx.opts.verify_index:
             ev["status"] = ",".join(f.code.value for f in by_slot.get(i, [])) or (
                 "append-chunk" if i in annotations else "ok"
             )
-            if i in annotations:
-                ev.update(annotations[i])
+            ev.update(annotations.get(i, {}))
         shown += 1
         if not ctx.opts.verify_index_only:
             yield ev
-    yield from _findings_and_summary(ctx, n, shown, len(data) // OFFSET_ENTRY_SIZE - n)
+    yield from _findings_and_summary(ctx, n, shown, len(data) // size - n)
+
+
+def dump_offset_index(ctx: FileContext) -> Iterator[Event]:
+    return _dump_index(ctx, time=False)
 
 
 def dump_time_index(ctx: FileContext) -> Iterator[Event]:
-    data = read_file(ctx.path)
-    base = ctx.info.base_offset or 0
-    n = real_entry_count(data, TIME_ENTRY_SIZE)
-    yield file_event(ctx, len(data), base_offset=base)
-    if ctx.opts.verify_index:
-        layout = _layout_for(ctx)
-        if layout is not None:
-            ctx.findings.extend(
-                verify_time_index(
-                    data,
-                    base,
-                    layout,
-                    file=ctx.file,
-                    preallocated=_preallocated(ctx, data, TIME_ENTRY_SIZE, n),
-                )
-            )
-        else:  # no log to verify against: at least what plain dump checks
-            _index_checks(ctx, data, IndexKind.TIME, TIME_ENTRY_SIZE)
-    else:
-        _index_checks(ctx, data, IndexKind.TIME, TIME_ENTRY_SIZE)
-    by_slot = _by_slot(ctx.findings)
-    arr = time_index_array(data, strict=False)[:n]
-    ts = arr["timestamp"].tolist()
-    rel = arr["relative_offset"].tolist()
-    off_r, ts_r = ctx.opts.offsets, ctx.opts.timestamps
-    shown = 0
-    for i in range(n):
-        offset = base + rel[i]
-        if off_r is not None and not off_r.contains(offset):
-            continue
-        if ts_r is not None and not ts_r.contains(ts[i]):
-            continue
-        ev: Event = {
-            "type": "index_entry",
-            "file": ctx.file,
-            "index": "time",
-            "slot": i,
-            "timestamp": ts[i],
-            "offset": offset,
-        }
-        if ctx.opts.verify_index:
-            ev["status"] = ",".join(f.code.value for f in by_slot.get(i, [])) or "ok"
-        shown += 1
-        if not ctx.opts.verify_index_only:
-            yield ev
-    yield from _findings_and_summary(ctx, n, shown, len(data) // TIME_ENTRY_SIZE - n)
+    return _dump_index(ctx, time=True)
 
 
 def dump_txn_index(ctx: FileContext) -> Iterator[Event]:

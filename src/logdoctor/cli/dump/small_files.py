@@ -41,49 +41,34 @@ def _checkpoint_problems(ctx: FileContext, problems: list[Any]) -> None:
         ctx.failure = DumpFailure(f"{where}: format: {p.message}{line}", EX_DATA, p.position)
 
 
+def _dump_checkpoint(
+    ctx: FileContext, scan_file: Any, kind: str, fields: tuple[str, ...], **head: Any
+) -> Iterator[Event]:
+    data = read_file(ctx.path)
+    scan = scan_file(data, source=ctx.file)
+    cp = scan.checkpoint
+    count = cp.count if cp.count is not None else len(cp.entries)
+    yield file_event(ctx, len(data), **head, version=cp.version, count=count, empty=len(data) == 0)
+    for entry in cp.entries:
+        yield {"type": kind, "file": ctx.file, **dict(zip(fields, entry, strict=True))}
+    yield summary_event(ctx, entries=len(cp.entries), problems=len(scan.problems))
+    _checkpoint_problems(ctx, scan.problems)
+
+
 def dump_offset_checkpoint(ctx: FileContext) -> Iterator[Event]:
     from logdoctor.formats.checkpoint import scan_offset_checkpoint
 
-    data = read_file(ctx.path)
-    scan = scan_offset_checkpoint(data, source=ctx.file)
-    cp = scan.checkpoint
-    yield file_event(
-        ctx,
-        len(data),
-        checkpoint=ctx.path.name.removesuffix(names.TMP_SUFFIX),
-        version=cp.version,
-        count=cp.count if cp.count is not None else len(cp.entries),
-        empty=len(data) == 0,
-    )
-    for topic, partition, offset in cp.entries:  # type: ignore[misc]
-        yield {
-            "type": "checkpoint_entry",
-            "file": ctx.file,
-            "topic": topic,
-            "partition": partition,
-            "offset": offset,
-        }
-    yield summary_event(ctx, entries=len(cp.entries), problems=len(scan.problems))
-    _checkpoint_problems(ctx, scan.problems)
+    name = ctx.path.name.removesuffix(names.TMP_SUFFIX)
+    fields = ("topic", "partition", "offset")
+    return _dump_checkpoint(ctx, scan_offset_checkpoint, "checkpoint_entry", fields, checkpoint=name)
 
 
 def dump_leader_epoch_checkpoint(ctx: FileContext) -> Iterator[Event]:
     from logdoctor.formats.checkpoint import scan_leader_epoch_checkpoint
 
-    data = read_file(ctx.path)
-    scan = scan_leader_epoch_checkpoint(data, source=ctx.file)
-    cp = scan.checkpoint
-    yield file_event(
-        ctx,
-        len(data),
-        version=cp.version,
-        count=cp.count if cp.count is not None else len(cp.entries),
-        empty=len(data) == 0,
+    return _dump_checkpoint(
+        ctx, scan_leader_epoch_checkpoint, "leader_epoch_entry", ("epoch", "start_offset")
     )
-    for epoch, start_offset in cp.entries:  # type: ignore[misc]
-        yield {"type": "leader_epoch_entry", "file": ctx.file, "epoch": epoch, "start_offset": start_offset}
-    yield summary_event(ctx, entries=len(cp.entries), problems=len(scan.problems))
-    _checkpoint_problems(ctx, scan.problems)
 
 
 def dump_partition_metadata(ctx: FileContext) -> Iterator[Event]:

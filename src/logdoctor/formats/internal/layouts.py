@@ -163,9 +163,6 @@ def read_exact(
             position=start,
             found=str(version),
         )
-    if len(layouts) == 1:
-        fields, _ = read_message(layouts[0].message, data, version, start=start, what=what, source=source)
-        return fields, layouts[0]
     decoded: list[tuple[dict[str, Any], Candidate]] = []
     first_error: FormatError | None = None
     for layout in layouts:

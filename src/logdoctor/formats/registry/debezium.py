@@ -300,9 +300,6 @@ def _pg_sequence(text: Any) -> tuple[int, int] | None:
 
 #: the connectors whose source position is the binary log's (binlog/BinlogSourceInfo.java)
 BINLOG_CONNECTORS = ("mysql", "mariadb")
-#: the connectors whose events of one key this fold orders by source position to tell a redelivery
-#: (:func:`redelivery_position`)
-REDELIVERY_CONNECTORS = ("postgresql", *BINLOG_CONNECTORS)
 
 
 def binlog_file(name: str) -> tuple[str, int]:

@@ -112,11 +112,6 @@ class SiblingModes:
         return 0o755 if is_dir else 0o644
 
 
-def sibling_mode(path: str, is_dir: bool, uid: int) -> int:
-    """The mode most siblings of ``path`` of its kind (file or folder) and owner have (default 755/644)."""
-    return SiblingModes().mode(path, is_dir, uid)
-
-
 class PlanContext:
     """The plan being built and the shared helpers of the rules (add, write_step, move_step)."""
 

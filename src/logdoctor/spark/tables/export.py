@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.logdir.read_options import ReadOptions
-from logdoctor.spark.export import ExportResult, tracking
+from logdoctor.spark.export import ExportResult, fail_if_first_attempt, tracking
 from logdoctor.spark.tables import (
     PAUSE_ENV,
     TABLE_FORMATS,
@@ -233,11 +233,7 @@ def run_table_export(
             def run(t: tuple[int, Any], _: Any) -> dict[str, Any]:
                 result = write_task(t[0], t[1], opts, layout, above, tombstones=upsert)
                 if fail_first_attempt:
-                    from pyspark import TaskContext
-
-                    ctx = TaskContext.get()
-                    if ctx is not None and ctx.attemptNumber() == 0:
-                        raise RuntimeError("logdoctor test: first task attempt fails after writing its files")
+                    fail_if_first_attempt()
                 return result
 
             done = job.collect(list(enumerate(groups)), run)  # a full disk raises: no commit

@@ -225,14 +225,12 @@ def write_task(
     ``<job>-tomb-...``: never committed, they say which keys the commit deletes)."""
     import pyarrow as pa
 
+    from logdoctor.spark.export import task_attempt
     from logdoctor.spark.latest import latest_json
     from logdoctor.spark.sources.slice_reader import WRITE_FLUSH_BYTES, read_slices
 
     if attempt is None:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        attempt = ctx.attemptNumber() if ctx is not None else 0
+        attempt = task_attempt() or 0
     fs, root = filesystem(layout.data_uri)
     files: list[WrittenFile] = []
     chunk: list[Any] = []

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from logdoctor.spark.tables.iceberg import _summary_of
+
 __all__ = ["NOTHING_COMMITTED", "CommitWatch"]
 
 NOTHING_COMMITTED = "nothing was committed; the table is as it was"
@@ -79,7 +81,7 @@ def _state(table: Any) -> tuple[int | None, int]:
         snap = t.current_snapshot()
         if snap is None:
             return None, 0
-        return int(snap.snapshot_id), int(_summary(snap).get("total-records", 0))
+        return int(snap.snapshot_id), int(_summary_of(snap).get("total-records", 0))
     import pyarrow as pa
 
     adds = pa.table(t.get_add_actions(flatten=True))
@@ -87,17 +89,10 @@ def _state(table: Any) -> tuple[int | None, int]:
     return int(t.version()), int(rows)
 
 
-def _summary(snap: Any) -> dict[str, str]:
-    summary = snap.summary
-    if summary is None:
-        return {}
-    return dict(getattr(summary, "additional_properties", None) or {})
-
-
 def _added_rows(table: Any) -> int | None:
     """The rows the current Iceberg snapshot added (its summary's ``added-records``); None for Delta."""
     if not _is_iceberg(table):
         return None
     snap = table._table.current_snapshot()
-    added = _summary(snap).get("added-records") if snap is not None else None
+    added = _summary_of(snap).get("added-records") if snap is not None else None
     return int(added) if added is not None else 0

@@ -166,16 +166,14 @@ def write_typed_task(
     """Executor side: read the slices, keep the rows above ``above`` (what the topics' tables hold),
     decode, keep the undecodable ones above ``side_above`` (what ``_undecoded`` holds), write each
     table's files."""
+    from logdoctor.spark.export import task_attempt
     from logdoctor.spark.latest import latest_json
     from logdoctor.spark.sources.slice_reader import WRITE_FLUSH_BYTES, read_slices
     from logdoctor.spark.tables.files import keep_above
     from logdoctor.spark.typed import UNDECODED, TypedBatches, counts_json
 
     if attempt is None:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        attempt = ctx.attemptNumber() if ctx is not None else 0
+        attempt = task_attempt() or 0
     splitter = TypedBatches(plan)
     files: dict[str, list[WrittenFile]] = {}
     chunks: dict[str, list[pa.RecordBatch]] = {}
