@@ -252,3 +252,90 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         cluster.stop()
     finally:
         cluster.kill()
+
+
+def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
+    """A dynamic quorum (KIP-853): the controller formatted ``--standalone`` (kraft.version 1, its voter set
+    in the metadata log), brokers 1 and 2 finding it by controller.quorum.bootstrap.servers. Its metadata dir
+    is lost; the rebuild from the brokers' copies, as two new controllers, appends a VotersRecord of them
+    (ids, the directory ids of their new meta.properties, endpoints): without it neither is a voter of the
+    copy's set and no leader is ever elected. They start with the printed configuration and elect a leader,
+    the brokers register, the topic is back with its id and records, a record is produced and read;
+    ``kafka-metadata-quorum.sh describe --status`` names both voters with their directory ids, and its
+    ``remove-controller`` (a voter change the new quorum commits) leaves the leader alone."""
+    cluster = kc.KafkaCluster(tmp_path / "cluster", version=kc.NEWEST, brokers=2, dynamic=True)
+    try:
+        cluster.start()
+        cluster.create_topic("orders", 2, 2, CONFIGS)
+        orders = [(f"o{i}".encode(), b"v" * 10) for i in range(20)]
+        cluster.produce("orders", orders, partition=0, enable_idempotence=False)
+        topics_before = _topics(cluster, ["orders"])
+        controller = cluster.controller
+        cluster.stop()
+        shutil.rmtree(controller.log_dirs[0])
+
+        dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
+        new_dirs = {n: tmp_path / f"controller-{n}" / "metadata" for n in (NEW_ID, NEW_ID + 1)}
+        ports = {n: kc.free_port() for n in new_dirs}
+        no_endpoint = kc.logdoctor("rebuild-quorum", *dirs, "--controller", f"{NEW_ID}={new_dirs[NEW_ID]}")
+        assert no_endpoint.returncode == 64 and "names each controller's endpoint" in no_endpoint.stderr
+        args = ["rebuild-quorum", *dirs]
+        for n, d in new_dirs.items():
+            args += ["--controller", f"{n}@127.0.0.1:{ports[n]}={d}"]
+        plan = kc.logdoctor_json(*args)
+        assert plan["summary"]["kraft_version"] == 1, plan
+        bootstrap = (
+            f"controller.quorum.bootstrap.servers=127.0.0.1:{ports[NEW_ID]},127.0.0.1:{ports[NEW_ID + 1]}"
+        )
+        assert f"every broker: {bootstrap} in place of controller.quorum.voters" in " ".join(plan["notes"])
+        done = kc.logdoctor(*args, "--apply")
+        assert done.returncode == 0, done.stdout + done.stderr
+        directory_ids = {
+            n: (d / "meta.properties").read_text().split("directory.id=")[1].split()[0]
+            for n, d in new_dirs.items()
+        }
+        new = []
+        for n, d in new_dirs.items():
+            printed = _config_line(plan["notes"], n)
+            assert "controller.quorum.voters" not in printed
+            config = {**controller.config, **printed}
+            new.append(
+                kc.Node(n, "controller", d.parent, [d], config, cluster.libs, controller_port=ports[n])
+            )
+        cluster.nodes = [n for n in cluster.nodes if n is not controller] + new
+        for b in cluster.broker_nodes:
+            b.config["controller.quorum.bootstrap.servers"] = bootstrap.split("=", 1)[1]
+        cluster.start()
+
+        assert _topics(cluster, ["orders"]) == topics_before
+        assert [(k, v) for _o, k, v in cluster.consume("orders", 0)] == orders
+        cluster.produce("orders", [(b"after", b"x")], partition=1, enable_idempotence=False)
+        assert [(k, v) for _o, k, v in cluster.consume("orders", 1)] == [(b"after", b"x")]
+
+        def quorum(*command: str) -> str:
+            main = "org.apache.kafka.tools.MetadataQuorumCommand"
+            argv = kc.java_tool(cluster.version, main, "--bootstrap-server", cluster.bootstrap, *command)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done.stdout
+
+        def current_voters() -> str:
+            return re.search(r"CurrentVoters:.*", quorum("describe", "--status")).group(0)
+
+        voters = current_voters()
+        for n, directory_id in directory_ids.items():
+            assert f'{{"id": {n}, "directoryId": "{directory_id}"' in voters, voters
+        leader = int(re.search(r"LeaderId:\s+(\d+)", quorum("describe", "--status")).group(1))
+        other = next(n for n in new_dirs if n != leader)
+        quorum(
+            "remove-controller",
+            "--controller-id",
+            str(other),
+            "--controller-directory-id",
+            directory_ids[other],
+        )
+        kc.wait_until(f"{other} removed", lambda: f'"id": {other},' not in current_voters(), 60)
+        assert f'"id": {leader},' in current_voters()
+        cluster.stop()
+    finally:
+        cluster.kill()
