@@ -262,7 +262,8 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
     copy's set and no leader is ever elected. They start with the printed configuration and elect a leader,
     the brokers register, the topic is back with its id and records, a record is produced and read;
     ``kafka-metadata-quorum.sh describe --status`` names both voters with their directory ids, and its
-    ``remove-controller`` (a voter change the new quorum commits) leaves the leader alone."""
+    ``remove-controller`` (a voter change the new quorum commits) leaves the leader alone, and its
+    ``add-controller`` makes the removed one (running on as an observer) a voter again."""
     cluster = kc.KafkaCluster(tmp_path / "cluster", version=kc.NEWEST, brokers=2, dynamic=True)
     try:
         cluster.start()
@@ -312,9 +313,9 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         cluster.produce("orders", [(b"after", b"x")], partition=1, enable_idempotence=False)
         assert [(k, v) for _o, k, v in cluster.consume("orders", 1)] == [(b"after", b"x")]
 
-        def quorum(*command: str) -> str:
+        def quorum(*command: str, at: tuple[str, ...] = ("--bootstrap-server", cluster.bootstrap)) -> str:
             main = "org.apache.kafka.tools.MetadataQuorumCommand"
-            argv = kc.java_tool(cluster.version, main, "--bootstrap-server", cluster.bootstrap, *command)
+            argv = kc.java_tool(cluster.version, main, *at, *command)
             done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
             assert done.returncode == 0, done.stdout + done.stderr
             return done.stdout
@@ -336,6 +337,19 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         )
         kc.wait_until(f"{other} removed", lambda: f'"id": {other},' not in current_voters(), 60)
         assert f'"id": {leader},' in current_voters()
+        # the removed controller runs on as an observer: add-controller (its config) makes it a voter again
+        config = next(c for c in new if c.node_id == other).properties
+        quorum(
+            "--command-config",
+            str(config),
+            "add-controller",
+            at=("--bootstrap-controller", f"127.0.0.1:{ports[leader]}"),
+        )
+        kc.wait_until(
+            f"{other} added",
+            lambda: f'{{"id": {other}, "directoryId": "{directory_ids[other]}"' in current_voters(),
+            60,
+        )
         cluster.stop()
     finally:
         cluster.kill()
