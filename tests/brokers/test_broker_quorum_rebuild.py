@@ -259,8 +259,10 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
     in the metadata log), brokers 1 and 2 finding it by controller.quorum.bootstrap.servers. Its metadata dir
     is lost; the rebuild from the brokers' copies, as two new controllers, appends a VotersRecord of them
     (ids, the directory ids of their new meta.properties, endpoints): without it neither is a voter of the
-    copy's set and no leader is ever elected. They start with the printed configuration and elect a leader,
-    the brokers register, the topic is back with its id and records, a record is produced and read;
+    copy's set and no leader is ever elected. Broker 2's copy, behind a transaction's producer id block, is
+    the one left: a ProducerIdsRecord is appended beside the VotersRecord. The new controllers start with
+    the printed configuration and elect a leader, the brokers register, the topics are back with their ids
+    and records, a record is produced and read, a new transactional producer gets a new producer id;
     ``kafka-metadata-quorum.sh describe --status`` names both voters with their directory ids, and its
     ``remove-controller`` (a voter change the new quorum commits) leaves the leader alone, and its
     ``add-controller`` makes the removed one (running on as an observer) a voter again."""
@@ -268,12 +270,16 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
     try:
         cluster.start()
         cluster.create_topic("orders", 2, 2, CONFIGS)
+        cluster.create_topic("ledger", assignment=[[1]])
         orders = [(f"o{i}".encode(), b"v" * 10) for i in range(20)]
         cluster.produce("orders", orders, partition=0, enable_idempotence=False)
         topics_before = _topics(cluster, ["orders"])
         controller = cluster.controller
+        cluster.broker(2).stop()  # its copy stops before the ProducerIdsRecord of broker 1's transaction
+        earlier_pid = _transaction(cluster, "tx-before", [(b"l", b"y")])
         cluster.stop()
         shutil.rmtree(controller.log_dirs[0])
+        shutil.rmtree(cluster.broker(1).log_dirs[0] / "__cluster_metadata-0")  # broker 2's copy is chosen
 
         dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
         new_dirs = {n: tmp_path / f"controller-{n}" / "metadata" for n in (NEW_ID, NEW_ID + 1)}
@@ -284,7 +290,9 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         for n, d in new_dirs.items():
             args += ["--controller", f"{n}@127.0.0.1:{ports[n]}={d}"]
         plan = kc.logdoctor_json(*args)
-        assert plan["summary"]["kraft_version"] == 1, plan
+        summary = plan["summary"]
+        assert summary["kraft_version"] == 1 and summary["new_producer_id_block"] > earlier_pid, plan
+        assert "copy each folder to its controller's machine" in " ".join(plan["notes"])
         bootstrap = (
             f"controller.quorum.bootstrap.servers=127.0.0.1:{ports[NEW_ID]},127.0.0.1:{ports[NEW_ID + 1]}"
         )
@@ -312,6 +320,9 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         assert [(k, v) for _o, k, v in cluster.consume("orders", 0)] == orders
         cluster.produce("orders", [(b"after", b"x")], partition=1, enable_idempotence=False)
         assert [(k, v) for _o, k, v in cluster.consume("orders", 1)] == [(b"after", b"x")]
+        assert [(k, v) for _o, k, v in cluster.consume("ledger")] == [(b"l", b"y")]
+        # the VotersRecord and a ProducerIdsRecord, appended in one segment: no producer id handed out twice
+        assert _transaction(cluster, "tx-after", [(b"k", b"v")]) >= summary["new_producer_id_block"]
 
         def quorum(*command: str, at: tuple[str, ...] = ("--bootstrap-server", cluster.bootstrap)) -> str:
             main = "org.apache.kafka.tools.MetadataQuorumCommand"

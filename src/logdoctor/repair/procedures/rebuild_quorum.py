@@ -436,6 +436,12 @@ def plan_rebuild_quorum(
             f"the copy's voter set {list(chosen.kraft_voters or ())} (kraft.version 1) is replaced: a "
             f"VotersRecord of controller(s) {', '.join(str(c.node_id) for c in controllers)} is appended at "
             f"offset {chosen.end_offset}, epoch {epoch}"
+            + (
+                "; it names each one's directory id: copy each folder to its controller's machine (another "
+                "run writes other directory ids)"
+                if len(controllers) > 1
+                else ""
+            )
         )
     if in_use >= max(next_id, 0):
         new_block = (in_use // PRODUCER_ID_BLOCK_SIZE + 1) * PRODUCER_ID_BLOCK_SIZE
