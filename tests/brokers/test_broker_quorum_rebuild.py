@@ -260,7 +260,8 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
     is lost; the rebuild from the brokers' copies, as two new controllers, appends a VotersRecord of them
     (ids, the directory ids of their new meta.properties, endpoints): without it neither is a voter of the
     copy's set and no leader is ever elected. Broker 2's copy, behind a transaction's producer id block, is
-    the one left: a ProducerIdsRecord is appended beside the VotersRecord. The new controllers start with
+    the one left: a ProducerIdsRecord is appended beside the VotersRecord. ``scan`` with an empty folder in
+    the controller's place names the rebuild, whose plan runs as printed. The new controllers start with
     the printed configuration and elect a leader, the brokers register, the topics are back with their ids
     and records, a record is produced and read, a new transactional producer gets a new producer id;
     ``kafka-metadata-quorum.sh describe --status`` names both voters with their directory ids, and its
@@ -282,6 +283,15 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         shutil.rmtree(cluster.broker(1).log_dirs[0] / "__cluster_metadata-0")  # broker 2's copy is chosen
 
         dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
+        controller.log_dirs[0].mkdir()  # a new disk in its place: scan names the rebuild, whose plan runs
+        scan = json.loads(kc.logdoctor("scan", "--json", *dirs, str(controller.log_dirs[0])).stdout)
+        lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+        printed = re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"]).group(1)
+        assert f"--controller 3000@127.0.0.1:{controller.controller_port}=" in printed, printed
+        ran = kc.run_printed(printed)
+        assert ran.returncode == 0 and "VotersRecord of controller(s) 3000" in ran.stdout, (
+            ran.stdout + ran.stderr
+        )
         new_dirs = {n: tmp_path / f"controller-{n}" / "metadata" for n in (NEW_ID, NEW_ID + 1)}
         ports = {n: kc.free_port() for n in new_dirs}
         no_endpoint = kc.logdoctor("rebuild-quorum", *dirs, "--controller", f"{NEW_ID}={new_dirs[NEW_ID]}")
