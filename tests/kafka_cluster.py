@@ -475,6 +475,9 @@ class KafkaCluster:
     log_dirs: int = 1
     kraft: bool | None = None  # None: KRaft from 4.0, ZooKeeper before
     combined: bool | None = None  # KRaft: one node with both roles (default for one broker)
+    # KRaft: a dynamic quorum (KIP-853): the controller formatted ``--standalone`` (a VotersRecord in its
+    # bootstrap snapshot), every node given controller.quorum.bootstrap.servers, not controller.quorum.voters
+    dynamic: bool = False
     broker_config: dict[str, object] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
     zookeeper: subprocess.Popen | None = None
@@ -528,7 +531,7 @@ class KafkaCluster:
                     **common,
                     "process.roles": "controller",
                     "node.id": CONTROLLER_ID,
-                    "controller.quorum.voters": voters,
+                    **self._quorum(voters, controller_port),
                     "listeners": f"CONTROLLER://127.0.0.1:{controller_port}",
                     "controller.listener.names": "CONTROLLER",
                     "log.dirs": meta,
@@ -568,7 +571,7 @@ class KafkaCluster:
                         # (BrokerLifecycleManager's PENDING_CONTROLLED_SHUTDOWN); the session timeout stays
                         "broker.heartbeat.interval.ms": 500,
                         "process.roles": roles,
-                        "controller.quorum.voters": voters,
+                        **self._quorum(voters, controller_port),
                         "listeners": listeners,
                         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
                         "controller.listener.names": "CONTROLLER",
@@ -598,6 +601,12 @@ class KafkaCluster:
                     controller_port=controller_port if self.combined else 0,
                 )
             )
+
+    def _quorum(self, voters: str, controller_port: int) -> dict[str, str]:
+        """How a KRaft node finds the quorum: the voters (static), or where to ask (dynamic, KIP-853)."""
+        if self.dynamic:
+            return {"controller.quorum.bootstrap.servers": f"127.0.0.1:{controller_port}"}
+        return {"controller.quorum.voters": voters}
 
     @property
     def broker_nodes(self) -> list[Node]:
@@ -641,6 +650,7 @@ class KafkaCluster:
                     "-c",
                     str(node.properties),
                     "--ignore-formatted",
+                    *(["--standalone"] if self.dynamic and node.roles == "controller" else []),
                 ],
                 capture_output=True,
                 text=True,

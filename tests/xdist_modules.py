@@ -72,7 +72,7 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_replay_groups.py",  # 70 s + ~45 s: a 2-broker target started late (issue 87)
     "tests/brokers/test_broker_replay_spark.py",  # 151 s alone at load 16, its Spark session included
     "tests/brokers/test_broker_replay_partitioner.py",  # 88 s alone at load 4: a source and a target cluster
-    "tests/brokers/test_broker_quorum_rebuild.py",  # 82-113 s alone at load 7-10: 3 nodes, then 3 again
+    "tests/brokers/test_broker_quorum_rebuild.py",  # 181 s alone at load 2-4: 2 tests of 3 nodes, then 3-4
     "tests/brokers/test_broker_open_transaction_restart.py",  # 116 s alone at load 8-12: a node restarted
     "tests/brokers/test_broker_tv2.py",  # 55-73 s alone at load 6-9: a 4.4.0 node, 4 producers, an export
     "tests/brokers/test_broker_sync_replica.py",  # 64 s

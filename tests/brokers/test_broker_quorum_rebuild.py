@@ -252,3 +252,125 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         cluster.stop()
     finally:
         cluster.kill()
+
+
+def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
+    """A dynamic quorum (KIP-853): the controller formatted ``--standalone`` (kraft.version 1, its voter set
+    in the metadata log), brokers 1 and 2 finding it by controller.quorum.bootstrap.servers. Its metadata dir
+    is lost; the rebuild from the brokers' copies, as two new controllers, appends a VotersRecord of them
+    (ids, the directory ids of their new meta.properties, endpoints): without it neither is a voter of the
+    copy's set and no leader is ever elected. Broker 2's copy, behind a transaction's producer id block, is
+    the one left: a ProducerIdsRecord is appended beside the VotersRecord. ``scan`` with an empty folder in
+    the controller's place names the rebuild, whose plan runs as printed. The new controllers start with
+    the printed configuration and elect a leader, the brokers register, the topics are back with their ids
+    and records, a record is produced and read, a new transactional producer gets a new producer id;
+    ``kafka-metadata-quorum.sh describe --status`` names both voters with their directory ids, and its
+    ``remove-controller`` (a voter change the new quorum commits) leaves the leader alone, and its
+    ``add-controller`` makes the removed one (running on as an observer) a voter again."""
+    cluster = kc.KafkaCluster(tmp_path / "cluster", version=kc.NEWEST, brokers=2, dynamic=True)
+    try:
+        cluster.start()
+        cluster.create_topic("orders", 2, 2, CONFIGS)
+        cluster.create_topic("ledger", assignment=[[1]])
+        orders = [(f"o{i}".encode(), b"v" * 10) for i in range(20)]
+        cluster.produce("orders", orders, partition=0, enable_idempotence=False)
+        topics_before = _topics(cluster, ["orders"])
+        controller = cluster.controller
+        cluster.broker(2).stop()  # its copy stops before the ProducerIdsRecord of broker 1's transaction
+        earlier_pid = _transaction(cluster, "tx-before", [(b"l", b"y")])
+        cluster.stop()
+        shutil.rmtree(controller.log_dirs[0])
+        shutil.rmtree(cluster.broker(1).log_dirs[0] / "__cluster_metadata-0")  # broker 2's copy is chosen
+
+        dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
+        controller.log_dirs[0].mkdir()  # a new disk in its place: scan names the rebuild, whose plan runs
+        scan = json.loads(kc.logdoctor("scan", "--json", *dirs, str(controller.log_dirs[0])).stdout)
+        lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+        printed = re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"]).group(1)
+        assert f"--controller 3000@127.0.0.1:{controller.controller_port}=" in printed, printed
+        ran = kc.run_printed(printed)
+        assert ran.returncode == 0 and "VotersRecord of controller(s) 3000" in ran.stdout, (
+            ran.stdout + ran.stderr
+        )
+        new_dirs = {n: tmp_path / f"controller-{n}" / "metadata" for n in (NEW_ID, NEW_ID + 1)}
+        ports = {n: kc.free_port() for n in new_dirs}
+        no_endpoint = kc.logdoctor("rebuild-quorum", *dirs, "--controller", f"{NEW_ID}={new_dirs[NEW_ID]}")
+        assert no_endpoint.returncode == 64 and "names each controller's endpoint" in no_endpoint.stderr
+        args = ["rebuild-quorum", *dirs]
+        for n, d in new_dirs.items():
+            args += ["--controller", f"{n}@127.0.0.1:{ports[n]}={d}"]
+        plan = kc.logdoctor_json(*args)
+        summary = plan["summary"]
+        assert summary["kraft_version"] == 1 and summary["new_producer_id_block"] > earlier_pid, plan
+        assert "copy each folder to its controller's machine" in " ".join(plan["notes"])
+        bootstrap = (
+            f"controller.quorum.bootstrap.servers=127.0.0.1:{ports[NEW_ID]},127.0.0.1:{ports[NEW_ID + 1]}"
+        )
+        assert f"every broker: {bootstrap} in place of controller.quorum.voters" in " ".join(plan["notes"])
+        done = kc.logdoctor(*args, "--apply")
+        assert done.returncode == 0, done.stdout + done.stderr
+        directory_ids = {
+            n: (d / "meta.properties").read_text().split("directory.id=")[1].split()[0]
+            for n, d in new_dirs.items()
+        }
+        new = []
+        for n, d in new_dirs.items():
+            printed = _config_line(plan["notes"], n)
+            assert "controller.quorum.voters" not in printed
+            config = {**controller.config, **printed}
+            new.append(
+                kc.Node(n, "controller", d.parent, [d], config, cluster.libs, controller_port=ports[n])
+            )
+        cluster.nodes = [n for n in cluster.nodes if n is not controller] + new
+        for b in cluster.broker_nodes:
+            b.config["controller.quorum.bootstrap.servers"] = bootstrap.split("=", 1)[1]
+        cluster.start()
+
+        assert _topics(cluster, ["orders"]) == topics_before
+        assert [(k, v) for _o, k, v in cluster.consume("orders", 0)] == orders
+        cluster.produce("orders", [(b"after", b"x")], partition=1, enable_idempotence=False)
+        assert [(k, v) for _o, k, v in cluster.consume("orders", 1)] == [(b"after", b"x")]
+        assert [(k, v) for _o, k, v in cluster.consume("ledger")] == [(b"l", b"y")]
+        # the VotersRecord and a ProducerIdsRecord, appended in one segment: no producer id handed out twice
+        assert _transaction(cluster, "tx-after", [(b"k", b"v")]) >= summary["new_producer_id_block"]
+
+        def quorum(*command: str, at: tuple[str, ...] = ("--bootstrap-server", cluster.bootstrap)) -> str:
+            main = "org.apache.kafka.tools.MetadataQuorumCommand"
+            argv = kc.java_tool(cluster.version, main, *at, *command)
+            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stdout + done.stderr
+            return done.stdout
+
+        def current_voters() -> str:
+            return re.search(r"CurrentVoters:.*", quorum("describe", "--status")).group(0)
+
+        voters = current_voters()
+        for n, directory_id in directory_ids.items():
+            assert f'{{"id": {n}, "directoryId": "{directory_id}"' in voters, voters
+        leader = int(re.search(r"LeaderId:\s+(\d+)", quorum("describe", "--status")).group(1))
+        other = next(n for n in new_dirs if n != leader)
+        quorum(
+            "remove-controller",
+            "--controller-id",
+            str(other),
+            "--controller-directory-id",
+            directory_ids[other],
+        )
+        kc.wait_until(f"{other} removed", lambda: f'"id": {other},' not in current_voters(), 60)
+        assert f'"id": {leader},' in current_voters()
+        # the removed controller runs on as an observer: add-controller (its config) makes it a voter again
+        config = next(c for c in new if c.node_id == other).properties
+        quorum(
+            "--command-config",
+            str(config),
+            "add-controller",
+            at=("--bootstrap-controller", f"127.0.0.1:{ports[leader]}"),
+        )
+        kc.wait_until(
+            f"{other} added",
+            lambda: f'{{"id": {other}, "directoryId": "{directory_ids[other]}"' in current_voters(),
+            60,
+        )
+        cluster.stop()
+    finally:
+        cluster.kill()

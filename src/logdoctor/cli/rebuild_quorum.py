@@ -1,15 +1,17 @@
 """`logdoctor rebuild-quorum LOGDIR... --controller ID@HOST:PORT=DIR... [--apply]`: lost KRaft controllers.
 
-The metadata dir of each new controller of a static quorum, rebuilt from the brokers' copies of
-``__cluster_metadata-0`` (:mod:`logdoctor.repair.procedures.rebuild_quorum`). Without --apply: print the
-plan (the copies found, the one chosen, who is behind, the configuration to start with) and write nothing.
+The metadata dir of each new controller of a static or dynamic quorum (a dynamic one's voter set rewritten
+to the new controllers), rebuilt from the brokers' copies of ``__cluster_metadata-0``
+(:mod:`logdoctor.repair.procedures.rebuild_quorum`). Without --apply: print the plan (the copies found, the
+one chosen, who is behind, the configuration to start with) and write nothing.
 ``--resume JOURNAL --apply`` / ``--rollback JOURNAL --apply`` finish or undo a run.
 
 Exit codes (docs/exit-codes.md): 0 done (or plan printed), 2 a step failed or the final verification found
-a difference, 64 usage, 65 a file changed since planning, 66 a missing log dir or journal, 70 tool failure,
-73 not enough space, 75 a broker holds a log dir's lock, 78 refused (a target dir that holds metadata, log
-dirs of different clusters, no readable metadata log, a dynamic quorum, a controller that still answers at
-an old controller's registered endpoint or a --controller's).
+a difference, 64 usage (an ID=DIR --controller for a dynamic quorum, whose voter set names each endpoint),
+65 a file changed since planning, 66 a missing log dir or journal, 70 tool failure, 73 not enough space,
+75 a broker holds a log dir's lock, 78 refused (a target dir that holds metadata, log dirs of different
+clusters, no readable metadata log, a controller that still answers at an old controller's registered
+endpoint or a --controller's).
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ def rebuild_quorum_command(
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,
 ) -> None:
-    """Rebuild lost KRaft controllers (a static quorum) from the brokers' copies of the metadata log."""
+    """Rebuild lost KRaft controllers from the brokers' copies of the metadata log."""
     from logdoctor.repair.procedures.rebuild_quorum import parse_controller, plan_rebuild_quorum
 
     planning = bool(log_dirs or controllers)

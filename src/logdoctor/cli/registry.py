@@ -84,7 +84,7 @@ COMMANDS: tuple[CommandEntry, ...] = (
         "rebuild-quorum",
         "rebuild_quorum",
         FIX,
-        "Rebuild lost KRaft controllers (a static quorum) from the brokers' copies of the metadata log.",
+        "Rebuild lost KRaft controllers from the brokers' copies of the metadata log.",
     ),
     CommandEntry(
         "export",

@@ -32,10 +32,18 @@ start from such a copy, each file written by the plan:
   (K:raft/.../raft/KafkaRaftClient.java, the leader's ``validateOffsetAndEpoch`` answer) instead of keeping
   a different record at the same offset and epoch.
 
-A static quorum only (``controller.quorum.voters``, kraft.version 0): a copy holding a VotersRecord
-(kraft.version 1) is refused. So is a run while a controller still answers at an endpoint the copies
-register (RegisterControllerRecord) or a ``--controller`` names: a rebuilt quorum beside a live one splits
-the cluster (:func:`controller_answers`).
+- A dynamic quorum (KIP-853, kraft.version 1: the copy holds a VotersRecord): the voter set is the log's
+  latest VotersRecord, committed or not (K:raft/.../raft/QuorumState.java ``isVoter``:
+  ``partitionState.lastVoterSet()``, read by K:raft/.../raft/internals/KRaftControlRecordStateMachine.java),
+  and a node is a voter only when both its id and the ``directory.id`` of its meta.properties match one
+  (K:raft/.../raft/internals/VoterSet.java ``isVoter``). So a control batch of one VotersRecord naming the
+  new controllers (id, new directory id, CONTROLLER endpoint) is appended, in the same new segment and
+  epoch as the ProducerIdsRecord; ``quorum-state`` is written with data_version 1 (KRaftVersion.java
+  ``quorumStateVersion``); every node then finds the quorum by ``controller.quorum.bootstrap.servers``.
+
+A run while a controller still answers at an endpoint the copies register (RegisterControllerRecord) or a
+``--controller`` names is refused: a rebuilt quorum beside a live one splits the cluster
+(:func:`controller_answers`).
 """
 
 from __future__ import annotations
@@ -56,7 +64,7 @@ from logdoctor.formats.checkpoint import (
     parse_leader_epoch_checkpoint,
     write_leader_epoch_checkpoint,
 )
-from logdoctor.formats.partition_metadata import uuid_to_kafka
+from logdoctor.formats.partition_metadata import uuid_from_kafka, uuid_to_kafka
 from logdoctor.formats.properties import MetaProperties, write_meta_properties
 from logdoctor.formats.quorum_state import QuorumState, parse_quorum_state, write_quorum_state
 from logdoctor.logdir.files import read_file
@@ -86,6 +94,7 @@ PROCEDURE = "rebuild-quorum"
 METADATA_DIR = f"{METADATA_TOPIC}-0"
 PRODUCER_ID_BLOCK_SIZE = 1000  # K:server-common/.../common/ProducerIdsBlock.java
 _COPIED = re.compile(r"\d{20}\.log|\d{20}-\d{10}\.checkpoint|leader-epoch-checkpoint|partition\.metadata")
+CONTROLLER_LISTENER = "CONTROLLER"  # controller.listener.names of the printed config
 _VOTER = re.compile(r"(\d+)@(\[[^\]]+\]|[^:@=\[\]]+):(\d+)")
 
 
@@ -323,6 +332,37 @@ def _producer_ids_batch(next_id: int, base_offset: int, epoch: int, now_ms: int)
     )
 
 
+def _voters_batch(
+    controllers: list[ControllerTarget],
+    directory_ids: dict[int, str],
+    base_offset: int,
+    epoch: int,
+    now_ms: int,
+) -> bytes:
+    """A control batch of the VotersRecord of ``controllers`` (module doc), each with the kraft.version
+    range 0..1 a 4.x controller supports (K:server-common/.../server/common/KRaftVersion.java)."""
+    from logdoctor.formats.control import (
+        Endpoint,
+        KRaftVersionFeature,
+        Voter,
+        VotersRecord,
+        control_record_spec,
+    )
+    from logdoctor.formats.writer import build_record_batch
+
+    voters = tuple(
+        Voter(
+            c.node_id,
+            uuid_from_kafka(directory_ids[c.node_id]) or uuid.UUID(int=0),
+            (Endpoint(CONTROLLER_LISTENER, (c.host or "").strip("[]"), c.port or 0),),
+            KRaftVersionFeature(0, 1),
+        )
+        for c in controllers
+    )
+    spec = control_record_spec(VotersRecord(0, voters), timestamp=now_ms)
+    return build_record_batch([spec], base_offset=base_offset, partition_leader_epoch=epoch, is_control=True)
+
+
 def plan_rebuild_quorum(
     log_dirs: list[str],
     controllers: list[ControllerTarget],
@@ -371,11 +411,13 @@ def plan_rebuild_quorum(
     chosen = max(usable, key=lambda c: c.key)  # first of equals: the order given
     notes: list[str] = []
     _refuse_live_controllers(usable, controllers, not_voters or [], notes)
-    if chosen.kraft_voters is not None:
-        raise ProcedureRefused(
-            f"{chosen.log_dir}'s metadata log holds a voter set (kraft.version 1, a dynamic quorum, "
-            "KIP-853): only a static quorum (controller.quorum.voters) is rebuilt for now"
+    dynamic = chosen.kraft_voters is not None  # kraft.version 1: the voter set is in the log
+    if dynamic and any(c.host is None for c in controllers):
+        raise ProcedureUsageError(
+            f"{chosen.log_dir}'s metadata log holds a voter set (kraft.version 1, a dynamic quorum): the "
+            "new VotersRecord names each controller's endpoint: give --controller ID@HOST:PORT=DIR"
         )
+    directory_ids = {c.node_id: _new_directory_id() for c in controllers}
     mdir = os.path.join(chosen.log_dir, METADATA_DIR)
     plan, names = new_plan([c.directory for c in controllers], backup_dir, controllers[0].directory)
     in_use, in_use_at = producer_ids_in_use(sources, notes)
@@ -386,10 +428,37 @@ def plan_rebuild_quorum(
         files[name[:20] + ".index"], files[name[:20] + ".timeindex"] = built.offset_index, built.time_index
     extra: dict[str, bytes] = {}
     new_block = None
+    epoch = chosen.last_epoch + 1
+    appended: list[bytes] = []
+    if dynamic:
+        appended.append(_voters_batch(controllers, directory_ids, chosen.end_offset, epoch, plan.created_ms))
+        notes.append(
+            f"the copy's voter set {list(chosen.kraft_voters or ())} (kraft.version 1) is replaced: a "
+            f"VotersRecord of controller(s) {', '.join(str(c.node_id) for c in controllers)} is appended at "
+            f"offset {chosen.end_offset}, epoch {epoch}"
+            + (
+                "; it names each one's directory id: copy each folder to its controller's machine (another "
+                "run writes other directory ids)"
+                if len(controllers) > 1
+                else ""
+            )
+        )
     if in_use >= max(next_id, 0):
         new_block = (in_use // PRODUCER_ID_BLOCK_SIZE + 1) * PRODUCER_ID_BLOCK_SIZE
-        epoch = chosen.last_epoch + 1
-        log = _producer_ids_batch(new_block, chosen.end_offset, epoch, plan.created_ms)
+        at = chosen.end_offset + len(appended)
+        appended.append(_producer_ids_batch(new_block, at, epoch, plan.created_ms))
+        notes.append(
+            f"producer id {in_use} is in use ({in_use_at}) but the chosen copy's next block starts at "
+            f"{max(next_id, 0)}: a ProducerIdsRecord (next block {new_block}) is appended at offset "
+            f"{at}, epoch {epoch}"
+        )
+    else:
+        notes.append(
+            f"producer ids: the next block starts at {next_id}, past every id the log dirs show in use "
+            f"({in_use if in_use >= 0 else 'none'}): nothing to add (ProducerIdControlManager)"
+        )
+    if appended:
+        log = b"".join(appended)
         built = rebuild_indexes(log, chosen.end_offset, source=mdir)
         stem = f"{chosen.end_offset:020d}"
         extra = {
@@ -402,21 +471,11 @@ def plan_rebuild_quorum(
         extra[LEADER_EPOCH_CHECKPOINT_FILE] = write_leader_epoch_checkpoint(
             new_leader_epoch_checkpoint([*entries, (epoch, chosen.end_offset)])
         )
-        notes.append(
-            f"producer id {in_use} is in use ({in_use_at}) but the chosen copy's next block starts at "
-            f"{max(next_id, 0)}: a ProducerIdsRecord (next block {new_block}) is appended at offset "
-            f"{chosen.end_offset}, epoch {epoch}"
-        )
-    else:
-        notes.append(
-            f"producer ids: the next block starts at {next_id}, past every id the log dirs show in use "
-            f"({in_use if in_use >= 0 else 'none'}): nothing to add (ProducerIdControlManager)"
-        )
     # the controllers start unattached at an epoch no given broker has seen passed: a broker fetches only
     # from a leader of its own epoch or later (KafkaRaftClient.validateLeaderOnlyRequest answers a request
     # of a later epoch UNKNOWN_LEADER_EPOCH), and a quorum-state below the log's epoch is overridden
-    # (QuorumState.initialize); kraft.version 0 writes data_version 0 (FileQuorumStateStore).
-    log_epoch = chosen.last_epoch + (1 if new_block is not None else 0)
+    # (QuorumState.initialize); kraft.version 0 writes data_version 0 (FileQuorumStateStore), 1 writes 1.
+    log_epoch = chosen.last_epoch + (1 if appended else 0)
     start_epoch = max([log_epoch, *(c.state_epoch for c in candidates if isinstance(c.state_epoch, int))])
     for c in candidates:
         if isinstance(c.state_epoch, Exception):
@@ -425,13 +484,17 @@ def plan_rebuild_quorum(
                 "epoch it heard of is not known; the broker does not start until it is removed"
             )
     ids = sorted(c.node_id for c in controllers)
-    state = QuorumState(0, -1, start_epoch, -1, cluster_id="", applied_offset=0, current_voters=ids)
+    state = (
+        QuorumState(1, -1, start_epoch, -1)
+        if dynamic
+        else QuorumState(0, -1, start_epoch, -1, cluster_id="", applied_offset=0, current_voters=ids)
+    )
     files[QUORUM_STATE_FILE] = write_quorum_state(state)
     boot = os.path.join(chosen.log_dir, BOOTSTRAP_CHECKPOINT_FILE)
     boot_bytes = read_file(boot) if os.path.isfile(boot) else None
     voters = ",".join(c.voter for c in controllers)
     for c in controllers:
-        meta = MetaProperties(1, c.node_id, cluster_id, _new_directory_id())
+        meta = MetaProperties(1, c.node_id, cluster_id, directory_ids[c.node_id])
         content = {META_PROPERTIES_FILE: write_meta_properties(meta)}
         if boot_bytes is not None:
             content[BOOTSTRAP_CHECKPOINT_FILE] = boot_bytes
@@ -479,11 +542,12 @@ def plan_rebuild_quorum(
             f"copy of broker {c.node_id} ({c.log_dir}): ends at offset {c.end_offset}, epoch {c.last_epoch}, "
             f"last record {_iso(c.last_timestamp)}; {what}"
         )
-    config = [
-        "process.roles=controller",
-        f"controller.quorum.voters={voters}",
-        "controller.listener.names=CONTROLLER",
-    ]
+    quorum = (
+        f"controller.quorum.bootstrap.servers={','.join(c.endpoint for c in controllers)}"
+        if dynamic
+        else f"controller.quorum.voters={voters}"
+    )
+    config = ["process.roles=controller", quorum, f"controller.listener.names={CONTROLLER_LISTENER}"]
     for c in controllers:
         notes.append(
             f"controller {c.node_id}: node.id={c.node_id} listeners=CONTROLLER://{c.endpoint} "
@@ -495,7 +559,8 @@ def plan_rebuild_quorum(
             f"the CONTROLLER listener of controller {', '.join(unknown)} was not given (ID=DIR): put its "
             "HOST:PORT in listeners and controller.quorum.voters (nothing written depends on it)"
         )
-    notes.append(f"every broker: controller.quorum.voters={voters} (then start the controllers first)")
+    instead = " in place of controller.quorum.voters" if dynamic else ""
+    notes.append(f"every broker: {quorum}{instead} (then start the controllers first)")
     summary = {
         "cluster_id": cluster_id,
         "candidates": [c.to_json() for c in candidates],
@@ -507,10 +572,13 @@ def plan_rebuild_quorum(
         "new_producer_id_block": new_block,
         "quorum_epoch": start_epoch,
         "controller_quorum_voters": voters,
+        "kraft_version": int(dynamic),
+        "quorum_config": quorum,
         "controllers": [
             {
                 "node_id": c.node_id,
                 "directory": c.directory,
+                "directory_id": directory_ids[c.node_id],
                 "listeners": f"CONTROLLER://{c.endpoint}" if c.host is not None else None,
             }
             for c in controllers
