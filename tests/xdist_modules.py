@@ -39,6 +39,7 @@ LONGEST: list[str] = [
     "tests/producers/test_real_serializers.py",  # 300 s, 13 tests at load 14-17 (133 s, 11 tests before)
     # 289 s at load with 8 SIGKILLed CLI runs (each its own JVM); 5 since: 519 -> 326 s alone at load 18-20
     "tests/spark/test_typed_commit_kill.py",  # ~180 s (289 s x 326/519)
+    "tests/brokers/test_broker_quorum_rebuild.py",  # 181 s alone at load 2-4: 2 tests of 3 nodes, then 3-4
     "spark-standalone",  # 242 s: test_cluster.py 152 s, then test_tables_cluster.py 90 s (~45 s: 1 test)
     "tests/spark/test_every_record_once.py",  # 156 s; ~131 s since 42 cells (alone, load 27-32: 763 -> 641 s)
     # a broker, a database, a Connect worker (started 3 times), 4 CLI exports' Spark JVMs (tests/cdc_real);
@@ -72,7 +73,6 @@ LONGEST: list[str] = [
     "tests/brokers/test_broker_replay_groups.py",  # 70 s + ~45 s: a 2-broker target started late (issue 87)
     "tests/brokers/test_broker_replay_spark.py",  # 151 s alone at load 16, its Spark session included
     "tests/brokers/test_broker_replay_partitioner.py",  # 88 s alone at load 4: a source and a target cluster
-    "tests/brokers/test_broker_quorum_rebuild.py",  # 181 s alone at load 2-4: 2 tests of 3 nodes, then 3-4
     "tests/brokers/test_broker_open_transaction_restart.py",  # 116 s alone at load 8-12: a node restarted
     "tests/brokers/test_broker_tv2.py",  # 55-73 s alone at load 6-9: a 4.4.0 node, 4 producers, an export
     "tests/brokers/test_broker_sync_replica.py",  # 64 s
