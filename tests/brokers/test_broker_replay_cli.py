@@ -459,6 +459,18 @@ def test_batches_sized_to_the_target_topic(source, target) -> None:
     assert _content(kc.read_all(target.bootstrap, "orders-tight", 0)) == _content(oracle["orders"])
 
 
+def _removed_by_the_cleaner(rows: list[dict], source_rows: dict[int, tuple], stdout: str) -> list[int]:
+    """The source offsets the map says the target's cleaner removed (some, and counted in the summary), each
+    a record a later one of its key supersedes."""
+    removed = [r["source_offset"] for r in rows if r["target_offset"] is None]
+    assert removed and f"{len(removed)} of them no longer on the target" in stdout
+    keys = [k for k, _v in source_rows.values()]
+    for offset in removed:
+        at = list(source_rows).index(offset)
+        assert keys[at] in keys[at + 1 :], f"source offset {offset} removed, no later record of its key"
+    return removed
+
+
 def test_offset_map_after_the_target_compacted(source, target, tmp_path) -> None:
     """Issue 87 item 10: ledger, compacted, is replayed into a topic created with the source's configs,
     whose cleaner then removes the records a later one's key supersedes. ``--offset-map`` afterwards maps
@@ -488,12 +500,7 @@ def test_offset_map_after_the_target_compacted(source, target, tmp_path) -> None
         r["target_offset"]: source_rows[r["source_offset"]] for r in rows if r["target_offset"] is not None
     }
     assert kept == got
-    removed = [r["source_offset"] for r in rows if r["target_offset"] is None]
-    assert removed and f"{len(removed)} of them no longer on the target" in mapped.stdout
-    keys = [k for k, _v in source_rows.values()]
-    for offset in removed:
-        at = list(source_rows).index(offset)
-        assert keys[at] in keys[at + 1 :], f"source offset {offset} removed, no later record of its key"
+    removed = _removed_by_the_cleaner(rows, source_rows, mapped.stdout)
     # the group committed at source offset 2 (a record the target removed) is carried over to the next
     # record the target kept: where its consumers, there, read on
     assert 2 in removed
@@ -551,12 +558,7 @@ def test_rehashed_offset_map_after_the_target_compacted(source, target, tmp_path
         if r["target_offset"] is not None
     }
     assert kept == got
-    removed = [r["source_offset"] for r in rows if r["target_offset"] is None]
-    assert removed and f"{len(removed)} of them no longer on the target" in mapped.stdout
-    keys = [k for k, _v in source_rows.values()]
-    for offset in removed:
-        at = list(source_rows).index(offset)
-        assert keys[at] in keys[at + 1 :], f"source offset {offset} removed, no later record of its key"
+    _removed_by_the_cleaner(rows, source_rows, mapped.stdout)
 
 
 def test_target_paused_while_the_lease_is_taken(source, target) -> None:
