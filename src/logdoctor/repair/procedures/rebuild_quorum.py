@@ -363,17 +363,11 @@ def _voters_batch(
     return build_record_batch([spec], base_offset=base_offset, partition_leader_epoch=epoch, is_control=True)
 
 
-def plan_rebuild_quorum(
-    log_dirs: list[str],
-    controllers: list[ControllerTarget],
-    *,
-    backup_dir: str | os.PathLike[str] | None = None,
-    not_voters: list[str] | None = None,
-) -> ProcedurePlan:
-    """The plan writing each new controller's metadata dir from the best broker replica (module doc);
-    ``not_voters``: ``HOST:PORT``s not tried for a live controller (:func:`_refuse_live_controllers`)."""
-    from logdoctor.formats.recovery import rebuild_indexes
-
+def _check_inputs(
+    log_dirs: list[str], controllers: list[ControllerTarget]
+) -> tuple[list[str], dict[str, MetaProperties], str]:
+    """The brokers' log dirs (absolute), their meta.properties and their one cluster id, once the call and
+    the targets are checked: a usage error or a refusal (module doc) otherwise."""
     if not controllers:
         raise ProcedureUsageError("give each new controller: --controller ID@HOST:PORT=DIR")
     sources = [os.path.abspath(d) for d in log_dirs]
@@ -389,7 +383,6 @@ def plan_rebuild_quorum(
     if len(clusters) != 1:
         listed = ", ".join(f"{d}: {m.cluster_id}" for d, m in metas.items())
         raise ProcedureRefused(f"the log dirs belong to different clusters ({listed}): one cluster at a time")
-    cluster_id = clusters.pop()
     brokers = {m.node_id for m in metas.values()}
     for c in controllers:
         if c.node_id in brokers:
@@ -398,6 +391,40 @@ def plan_rebuild_quorum(
                 "an id no broker has"
             )
         _refuse_target(c)
+    return sources, metas, clusters.pop()
+
+
+def _copy_note(c: Candidate, chosen: Candidate) -> str:
+    """What the plan says of one broker's copy of the metadata log, beside the chosen one."""
+    if c is chosen:
+        what = (
+            "chosen: whatever the lost controllers committed after it is lost, and a broker whose copy "
+            "goes further truncates to it"
+        )
+    elif c.problems:
+        what = "not readable to its end, not chosen: " + "; ".join(c.problems)
+    elif c.key < chosen.key:
+        what = "behind: it fetches the rest from the new controllers"
+    else:
+        what = "the same end as the chosen copy"
+    return (
+        f"copy of broker {c.node_id} ({c.log_dir}): ends at offset {c.end_offset}, epoch {c.last_epoch}, "
+        f"last record {_iso(c.last_timestamp)}; {what}"
+    )
+
+
+def plan_rebuild_quorum(
+    log_dirs: list[str],
+    controllers: list[ControllerTarget],
+    *,
+    backup_dir: str | os.PathLike[str] | None = None,
+    not_voters: list[str] | None = None,
+) -> ProcedurePlan:
+    """The plan writing each new controller's metadata dir from the best broker replica (module doc);
+    ``not_voters``: ``HOST:PORT``s not tried for a live controller (:func:`_refuse_live_controllers`)."""
+    from logdoctor.formats.recovery import rebuild_indexes
+
+    sources, metas, cluster_id = _check_inputs(log_dirs, controllers)
     candidates = [
         _candidate(d, metas[d].node_id) for d in sources if os.path.isdir(os.path.join(d, METADATA_DIR))
     ]
@@ -526,22 +553,7 @@ def plan_rebuild_quorum(
         for c in usable
         if c.key < chosen.key
     ]
-    for c in candidates:
-        if c is chosen:
-            what = (
-                "chosen: whatever the lost controllers committed after it is lost, and a broker whose copy "
-                "goes further truncates to it"
-            )
-        elif c.problems:
-            what = "not readable to its end, not chosen: " + "; ".join(c.problems)
-        elif c.key < chosen.key:
-            what = "behind: it fetches the rest from the new controllers"
-        else:
-            what = "the same end as the chosen copy"
-        notes.append(
-            f"copy of broker {c.node_id} ({c.log_dir}): ends at offset {c.end_offset}, epoch {c.last_epoch}, "
-            f"last record {_iso(c.last_timestamp)}; {what}"
-        )
+    notes += [_copy_note(c, chosen) for c in candidates]
     quorum = (
         f"controller.quorum.bootstrap.servers={','.join(c.endpoint for c in controllers)}"
         if dynamic
