@@ -79,6 +79,7 @@ from logdoctor.replay.offset_map import (
     OFFSET_MAP_COLUMNS,
     ReplayMismatch,
     offset_map,
+    offset_map_rows,
     offset_map_schema,
 )
 from logdoctor.replay.partitioner import partition_for
@@ -832,20 +833,7 @@ def _rows(
     pp: PartitionPlan, chunk: list[SourceRecord], parts: list[int], offsets: list[int]
 ) -> pa.RecordBatch:
     """A transaction's offset map rows: each record's source offset, target partition and offset."""
-    import pyarrow as pa
-
-    n = len(chunk)
-    return pa.RecordBatch.from_arrays(
-        [
-            pa.array([pp.source_topic] * n, pa.string()),
-            pa.array([pp.source_partition] * n, pa.int32()),
-            pa.array([r.offset for r in chunk], pa.int64()),
-            pa.array([pp.target_topic] * n, pa.string()),
-            pa.array(parts, pa.int32()),
-            pa.array(offsets, pa.int64()),
-        ],
-        schema=offset_map_schema(),
-    )
+    return offset_map_rows(pp, [r.offset for r in chunk], parts, offsets)
 
 
 # --- re-hashed (the default partitioner) -----------------------------------------------------------------

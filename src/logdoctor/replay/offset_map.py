@@ -57,6 +57,30 @@ def offset_map_schema() -> pa.Schema:
     )
 
 
+def offset_map_rows(
+    pp: PartitionPlan,
+    source_offsets: list[int],
+    target_partitions: list[int],
+    target_offsets: list[int] | list[int | None],
+) -> pa.RecordBatch:
+    """Offset map rows of ``pp``'s records: each one's source offset, target partition and target offset
+    (None: the target's cleaner removed it)."""
+    import pyarrow as pa
+
+    n = len(source_offsets)
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array([pp.source_topic] * n, pa.string()),
+            pa.array([pp.source_partition] * n, pa.int32()),
+            pa.array(source_offsets, pa.int64()),
+            pa.array([pp.target_topic] * n, pa.string()),
+            pa.array(target_partitions, pa.int32()),
+            pa.array(target_offsets, pa.int64()),
+        ],
+        schema=offset_map_schema(),
+    )
+
+
 def offset_map(
     plan: ReplayPlan,
     *,
@@ -69,7 +93,6 @@ def offset_map(
     source's records in order: each pair is checked (key, value, headers, CreateTime timestamp), a
     difference raises :class:`ReplayMismatch`. ``only``: the source partitions (``topic-N``) to map (None:
     every one). Memory: one chunk of rows."""
-    import pyarrow as pa
     from confluent_kafka import Consumer, TopicPartition
 
     from logdoctor.logdir.read_plan import plan_read
@@ -172,18 +195,7 @@ def offset_map(
                     last_source = rec.offset
                     paired += 1
                 if src_off and (len(src_off) >= 65536 or paired >= prog.records):
-                    n = len(src_off)
-                    yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array([pp.source_topic] * n, pa.string()),
-                            pa.array([pp.source_partition] * n, pa.int32()),
-                            pa.array(src_off, pa.int64()),
-                            pa.array([topic] * n, pa.string()),
-                            pa.array([partition] * n, pa.int32()),
-                            pa.array(tgt_off, pa.int64()),
-                        ],
-                        schema=offset_map_schema(),
-                    )
+                    yield offset_map_rows(pp, src_off, [partition] * len(src_off), tgt_off)
                     src_off, tgt_off = [], []
             if cleaned is not None:
                 cleaned.check()
@@ -268,7 +280,6 @@ def _rehashed_map(
 ) -> Iterator[pa.RecordBatch]:
     """The map of one re-hashed target topic (the module doc). ``compacted``: records the target's cleaner
     removed are passed over, each source partition looked ahead of at most :data:`_AHEAD` records."""
-    import pyarrow as pa
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     from logdoctor.replay.partitioner import partition_for
@@ -369,18 +380,7 @@ def _rehashed_map(
         for (pp, _ahead), pairs in zip(heads, rows, strict=True):
             if not pairs or (chosen is not None and pp.name not in chosen):
                 continue
-            n = len(pairs)
-            yield pa.RecordBatch.from_arrays(
-                [
-                    pa.array([pp.source_topic] * n, pa.string()),
-                    pa.array([pp.source_partition] * n, pa.int32()),
-                    pa.array([o for o, _t in pairs], pa.int64()),
-                    pa.array([topic] * n, pa.string()),
-                    pa.array([at] * n, pa.int32()),
-                    pa.array([t for _o, t in pairs], pa.int64()),
-                ],
-                schema=offset_map_schema(),
-            )
+            yield offset_map_rows(pp, [o for o, _t in pairs], [at] * len(pairs), [t for _o, t in pairs])
 
 
 def _high_watermark(consumer: Any, topic: str, partition: int, timeout: float) -> int:
