@@ -16,6 +16,8 @@ timestamps, in order) is the oracle. A second cluster (4.4.0) is the target:
    during its transactions, several times, and run again until it ends; meanwhile a second replay into the
    same target is refused. The target holds every record once, in order, and the offset map read back is
    consistent with it.
+4. ``test_partitions_in_parallel_killed_and_resumed``: four partitions replayed at once, killed with
+   SIGKILL while two are half done, and run again: every record once, in order per partition.
 """
 
 from __future__ import annotations
@@ -243,23 +245,25 @@ if args.get("die_before_commit") or args.get("die_before_offsets"):
                 os.kill(os.getpid(), signal.SIGKILL)
             return self.producer.commit_transaction(*a)
     replay_apply._producer = lambda *a, **k: Dying(real(*a, **k))
-plan = plan_replay([args["log_dir"]], args["bootstrap"], opts=ReadOptions(topics="big"),
-                   topic_map=TopicMap({"big": args["topic"]}))
+topics = args.get("topics") or {"big": args["topic"]}
+plan = plan_replay([args["log_dir"]], args["bootstrap"], opts=ReadOptions(topics=",".join(topics)),
+                   topic_map=TopicMap(topics))
 def progress(pp, prog):
-    print("committed", prog.next_source_offset, prog.records, flush=True)
+    print("committed", prog.next_source_offset, prog.records, pp.name, flush=True)
     time.sleep(args["pause"])
-result = apply_replay(plan, txn_records=100, session_timeout_ms=6000, on_transaction=progress)
+result = apply_replay(plan, txn_records=args.get("txn_records", 100), session_timeout_ms=6000,
+                      on_transaction=progress, parallelism=args.get("parallelism"))
 print("done", result.records, flush=True)
 """
 
 
 def _replay_process(
     log_dir: Path, target, topic: str, out: Path, pause: float, die_before_commit: int = 0,
-    die_before_offsets: bool = False,
+    die_before_offsets: bool = False, **more: object,
 ) -> subprocess.Popen:  # fmt: skip
     args = json.dumps(
         {"log_dir": str(log_dir), "bootstrap": target.bootstrap, "topic": topic, "pause": pause,
-         "die_before_commit": die_before_commit, "die_before_offsets": die_before_offsets}
+         "die_before_commit": die_before_commit, "die_before_offsets": die_before_offsets, **more}
     )  # fmt: skip
     return kc.spawn([sys.executable, "-c", _ENTRY, args], log=out)
 
@@ -379,3 +383,41 @@ def test_rerun_after_kill_in_first_transaction(source, target, tmp_path: Path) -
         foreign.abort_transaction(30)
     assert kc.read_all(target.bootstrap, other, 0, "read_uncommitted", to_end=True)[0][2] == b"theirs"
     assert len(kc.read_all(target.bootstrap, other, 0, "read_uncommitted", to_end=True)) == 1
+
+
+def test_partitions_in_parallel_killed_and_resumed(source, target, tmp_path: Path) -> None:
+    """Issue 89 item 1: four source partitions replayed at once (``parallelism=4``) in a process of its own;
+    its transactions interleave: two partitions each committed some of their transactions and not all, at
+    the same moment (one after the other, a partition is done before the next one's first commit), when
+    it is SIGKILLed. The rerun (parallel too) resumes each partition: the target holds every record once,
+    in order per partition."""
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import TopicMap, apply_replay, plan_replay
+
+    log_dir, oracle = source
+    names = {"plain": "plain-par", "txn": "txn-par", "compacted": "compacted-par"}
+    total = {f"{t}-{p}": len(rows) for (t, p), rows in oracle.items() if t in names}
+    out = tmp_path / "replay.log"
+
+    def mid_way() -> set[str]:
+        last = {}
+        for line in out.read_text().splitlines():
+            if line.startswith("committed"):
+                _c, _next, records, name = line.split()
+                last[name] = int(records)
+        return {name for name, records in last.items() if records < total[name]}
+
+    proc = _replay_process(log_dir, target, "", out, 0.05, topics=names, txn_records=4, parallelism=4)
+    kc.wait_until("the replay's transactions", lambda: len(mid_way()) >= 2 or proc.poll() is not None, 120)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
+    assert len(mid_way()) >= 2 and "done" not in out.read_text(), out.read_text()[-3000:]
+
+    opts = ReadOptions(topics=",".join(names))
+    plan = plan_replay([str(log_dir)], target.bootstrap, opts=opts, topic_map=TopicMap(names))
+    assert plan.all_conflicts() == [] and 0 < plan.remaining_records < sum(total.values())
+    assert apply_replay(plan, parallelism=4).records == plan.remaining_records
+    for (topic, part), want in oracle.items():
+        if topic in names:
+            got = kc.read_all(target.bootstrap, names[topic], part, to_end=True)
+            assert _content(got) == _content(want), f"{topic}-{part}"  # every record once, in order

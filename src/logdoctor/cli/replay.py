@@ -582,6 +582,16 @@ def replay_command(
             "seconds of them). Default: as fast as the target takes them.",
         ),
     ] = None,
+    parallelism: Annotated[
+        int | None,
+        typer.Option(
+            "--parallelism",
+            metavar="N",
+            help="With --apply: replay at most N source partitions at once (threads of this process, each "
+            "partition with its own transactional producer; every lease taken first). 1: one after the "
+            "other. Default: the number of partitions, at most 4.",
+        ),
+    ] = None,
     timeout: Annotated[
         float, typer.Option("--timeout", metavar="SECONDS", help="Each request to the target.")
     ] = 60.0,
@@ -605,6 +615,10 @@ def replay_command(
         usage_error("--conf goes with --master (without it a replay starts no Spark)")
     if max_rate is not None and read.master is not None:
         usage_error("--max-rate is a bucket over the whole replay in one process: not with --master")
+    if parallelism is not None and read.master is not None:
+        usage_error("--parallelism is this process's: with --master each partition is a Spark task")
+    if parallelism is not None and parallelism < 1:
+        usage_error(f"--parallelism {parallelism}: at least 1")
     if offset_map_dir is not None and not apply:
         usage_error("--offset-map is written by --apply (the plan writes nothing)")
     map_format = offset_map_format.strip().lower()
@@ -666,7 +680,7 @@ def replay_command(
         _run(
             out, records, bootstrap_server, mapping, admin, producer, ignored, not no_create, timeout, apply,
             json_out, location, groups, max_rate, map_format, chosen_partitioner, read.master,
-            dict(records.confs), groups_overwrite,
+            dict(records.confs), groups_overwrite, parallelism,
         )  # fmt: skip
     except KeyboardInterrupt:
         fail(
@@ -696,6 +710,7 @@ def _run(
     master: str | None = None,
     confs: Mapping[str, str] | None = None,
     groups_overwrite: bool = False,
+    parallelism: int | None = None,
 ) -> None:
     from confluent_kafka import KafkaException
 
@@ -767,7 +782,7 @@ def _run(
                 result = apply_replay(
                     plan, producer_config=producer, ignore=ignored, timeout=timeout,
                     offset_rows=False, on_transaction=_on_transaction(plan, update),
-                    max_rate=max_rate,
+                    max_rate=max_rate, parallelism=parallelism,
                 )  # fmt: skip
             if location is not None:
                 offsets = write_offset_map(plan, location, timeout, map_format)

@@ -52,10 +52,11 @@ After the records, the plan's consumer groups (:mod:`logdoctor.replay.groups`) a
 partitions whose replay is complete.
 
 One source partition's replay is a :class:`PartitionJob` (picklable) run by :func:`replay_partition`: the
-one apply engine. :func:`apply_replay` runs the jobs one after the other, or hands them all to a
-:data:`PartitionRunner` (``logdoctor.spark.replay_job``: one Spark task each) while it keeps the plan, the
-topics, the conflict checks, the leases (polled meanwhile; the jobs commit with their group metadata) and
-the groups. A job's transactional id and replay group are its partition plan's, wherever it runs.
+one apply engine. :func:`apply_replay` hands the jobs to a :data:`PartitionRunner`: its own, threads of this
+process, several partitions at once (``parallelism``), or ``logdoctor.spark.replay_job``'s (one Spark task
+each), while it keeps the plan, the topics, the conflict checks, the leases (all taken before the first
+record, polled meanwhile; the jobs commit with their group metadata) and the groups. A job's
+transactional id and replay group are its partition plan's, wherever it runs.
 
 The offset map (source offset -> target offset) comes from the delivery reports, one Arrow record batch
 per committed transaction (:data:`OFFSET_MAP_SCHEMA`); :func:`offset_map` rebuilds the whole map of a
@@ -95,6 +96,7 @@ if TYPE_CHECKING:
     from logdoctor.logdir.refs import PartitionRef
 
 __all__ = [
+    "DEFAULT_PARALLELISM",
     "DEFAULT_TXN_BYTES",
     "DEFAULT_TXN_RECORDS",
     "OFFSET_MAP_COLUMNS",
@@ -120,6 +122,9 @@ __all__ = [
 DEFAULT_TXN_RECORDS = 100_000
 DEFAULT_TXN_BYTES = 64 * 1024 * 1024
 DEFAULT_SESSION_TIMEOUT_MS = 10_000
+#: source partitions replayed at once by default (threads of one process: the producers' librdkafka threads
+#: do the sending, the GIL is released while they do; benchmarks/bench_replay.py)
+DEFAULT_PARALLELISM = 4
 
 
 class ReplayRefused(Exception):
@@ -195,6 +200,8 @@ class _Lease:
         self.timeout = timeout
         self.consumer: Any = None
         self._assigned = False
+        #: the consumer is polled by the jobs' threads and by :func:`_serving`: one at a time
+        self.lock = threading.Lock()
 
     def acquire(self, wait: float) -> None:
         from confluent_kafka import Consumer
@@ -250,8 +257,9 @@ class _Lease:
         self._assigned = True
 
     def metadata(self) -> Any:
-        self.consumer.poll(0)  # serves a rebalance: the metadata carries the current generation
-        return self.consumer.consumer_group_metadata()
+        with self.lock:
+            self.consumer.poll(0)  # serves a rebalance: the metadata carries the current generation
+            return self.consumer.consumer_group_metadata()
 
     def close(self) -> None:
         if self.consumer is not None:
@@ -266,7 +274,7 @@ class _Lease:
 class RateLimit:
     """A token bucket over a whole replay: at most ``records_per_s`` records handed to the producers per
     second on average, in bursts of at most a tenth of a second's records (at least one). :meth:`take`
-    waits for a token (``clock``/``sleep``: the test seams)."""
+    waits for a token (``clock``/``sleep``: the test seams); the jobs' threads share it, one at a time."""
 
     def __init__(
         self,
@@ -281,17 +289,19 @@ class RateLimit:
         self.clock, self.sleep = clock, sleep
         self.tokens = 1.0  # the first record at once, then the rate (no burst at the start)
         self.last = clock()
+        self.lock = threading.Lock()
 
     def take(self) -> None:
-        now = self.clock()
-        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
-        self.last = now
-        if self.tokens < 1.0:
-            wait = (1.0 - self.tokens) / self.rate
-            self.sleep(wait)
-            self.last = now + wait
-            self.tokens = 1.0
-        self.tokens -= 1.0
+        with self.lock:  # a thread waiting for its token holds the others: one budget
+            now = self.clock()
+            self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+            self.last = now
+            if self.tokens < 1.0:
+                wait = (1.0 - self.tokens) / self.rate
+                self.sleep(wait)
+                self.last = now + wait
+                self.tokens = 1.0
+            self.tokens -= 1.0
 
     def transaction_records(self, txn_records: int) -> int:
         """At most ten seconds of records per transaction: a slow replay still commits its progress
@@ -304,7 +314,7 @@ class RateLimit:
 
 @dataclass(frozen=True)
 class PartitionJob:
-    """Everything one source partition's replay needs, picklable: the local loop of :func:`apply_replay`
+    """Everything one source partition's replay needs, picklable: the local runner of :func:`apply_replay`
     runs it in this process, a :data:`PartitionRunner` (``logdoctor.spark.replay_job``: one Spark task per
     source partition) anywhere. The transactional id, the replay group and so the fencing are the
     partition plan's: the same wherever the job runs, so a rerun (or a retried task) fences a zombie and
@@ -340,7 +350,7 @@ class HeldLease:
 
 #: runs the jobs of a replay elsewhere (``logdoctor.spark.replay_job.spark_runner``: one Spark task each)
 #: and returns each job's result, in the jobs' order; each job is run with :func:`replay_partition`. Raises
-#: :class:`ReplayRefused` or :class:`ReplayFailed` as the local loop would.
+#: :class:`ReplayRefused` or :class:`ReplayFailed` as the local runner would.
 PartitionRunner = Callable[[list[PartitionJob]], list["PartitionResult"]]
 
 
@@ -352,13 +362,15 @@ def replay_partition(
     sink: Callable[[pa.RecordBatch], None] | None = None,
     on_transaction: Callable[[PartitionPlan, Progress], None] | None = None,
     limit: RateLimit | None = None,
+    stop: threading.Event | None = None,
 ) -> PartitionResult:
     """One source partition replayed, exactly once (the module doc): the one apply engine, run by the local
-    loop of :func:`apply_replay` and by each Spark task alike. ``target``, ``lease``: the caller's (the
-    local loop's); by default a target client of the job's own and the lease of its group metadata
+    runner of :func:`apply_replay` and by each Spark task alike. ``target``, ``lease``: the caller's (the
+    local runner's); by default a target client of the job's own and the lease of its group metadata
     (:class:`HeldLease`). Its records go in transactions, each committed with the progress, in one loop
     whatever the placement (:class:`_Same` or :class:`_Rehashed`: where each record goes, which delivery
-    reports it needs, the progress and the group metadata that commits it)."""
+    reports it needs, the progress and the group metadata that commits it). ``stop``: once set, no further
+    transaction is begun (another job failed)."""
     from confluent_kafka import KafkaException, TopicPartition
 
     pp, timeout, topic = job.partition, job.timeout, job.partition.target_topic
@@ -389,6 +401,8 @@ def replay_partition(
     gc.disable()
     try:
         for chunk in _chunks(records, job.txn_records, job.txn_bytes):
+            if stop is not None and stop.is_set():
+                break
             errors.clear()
             parts, reports = place.start(chunk)
             _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
@@ -452,15 +466,16 @@ def replay_partition(
 
 @contextlib.contextmanager
 def _serving(leases: Iterable[_Lease], every: float = 0.5) -> Iterator[None]:
-    """The leases' consumers polled in a thread while a runner's jobs run elsewhere: their members stay in
-    their groups (heartbeats, ``max.poll.interval.ms``). Nothing else touches them meanwhile."""
+    """The leases' consumers polled in a thread while a runner's jobs run: their members stay in their
+    groups (heartbeats, ``max.poll.interval.ms``) whatever the jobs do (the local runner's jobs poll them
+    too, at each transaction, under the lease's lock)."""
     stop = threading.Event()
     held = [lease for lease in leases if lease.consumer is not None]
 
     def serve() -> None:
         while not stop.wait(every):
             for lease in held:
-                with contextlib.suppress(Exception):  # a broken lease: the tasks' commits are fenced
+                with lease.lock, contextlib.suppress(Exception):  # a broken lease: commits are fenced
                     lease.consumer.poll(0)
 
     thread = threading.Thread(target=serve, name="logdoctor-replay-leases", daemon=True)
@@ -470,6 +485,83 @@ def _serving(leases: Iterable[_Lease], every: float = 0.5) -> Iterator[None]:
     finally:
         stop.set()
         thread.join()
+
+
+def _local_runner(
+    parallelism: int,
+    target: Target,
+    leases: Mapping[str, _Lease],
+    sink: Callable[[pa.RecordBatch], None] | None,
+    on_transaction: Callable[[PartitionPlan, Progress], None] | None,
+    limit: RateLimit | None,
+) -> PartitionRunner:
+    """The jobs run in this process by ``parallelism`` threads, each job with its own producer; the target
+    client (an AdminClient, whose requests librdkafka serves from any thread, and caches that a race only
+    fills twice), the leases (:attr:`_Lease.lock`), the rate (:class:`RateLimit`) and, one call at a time,
+    ``sink`` and ``on_transaction`` are shared. The jobs of one target topic commit their progress to one
+    replay group at once, each its own partition: a pending transactional offset holds only its partition
+    (K:group-coordinator/.../OffsetMetadataManager.java fetchOffsets: ``hasPendingTransactionalOffsets`` per
+    partition), so a job's progress read never waits for another's transaction. The first failure stops
+    the other jobs before their next transaction (what they committed stays: a rerun resumes) and is
+    raised as it was raised."""
+    lock = threading.Lock()
+
+    def one_at_a_time(fn: Callable[..., None] | None) -> Callable[..., None] | None:
+        def call(*args: Any) -> None:
+            with lock:
+                fn(*args)  # type: ignore[misc]
+
+        return None if fn is None else call
+
+    shared_sink, shared_progress = one_at_a_time(sink), one_at_a_time(on_transaction)
+
+    def run(jobs: list[PartitionJob]) -> list[PartitionResult]:
+        results: list[Any] = [None] * len(jobs)
+        failures: list[BaseException] = []
+        stop = threading.Event()
+        todo = iter(enumerate(jobs))  # in the plan's order
+
+        def work() -> None:
+            while not stop.is_set():
+                with lock:
+                    i, job = next(todo, (-1, None))
+                if job is None:
+                    return
+                pp = job.partition
+                try:
+                    results[i] = replay_partition(
+                        job, target=target, lease=leases[pp.lease_group or pp.group], sink=shared_sink,
+                        on_transaction=shared_progress, limit=limit, stop=stop,
+                    )  # fmt: skip
+                except BaseException as exc:  # raised by the caller's thread
+                    with lock:
+                        failures.append(exc)
+                    stop.set()
+
+        # the cyclic collector off for the whole pool (each job turns it off; the first to end would turn
+        # it on under the others)
+        collecting = gc.isenabled()
+        gc.disable()
+        threads = [
+            threading.Thread(target=work, name=f"logdoctor-replay-{n}", daemon=True)
+            for n in range(max(1, min(parallelism, len(jobs))))
+        ]
+        try:
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+        except BaseException:  # an interrupt: no further transaction is begun
+            stop.set()
+            raise
+        finally:
+            if collecting:
+                gc.enable()
+        if failures:
+            raise failures[0]
+        return results
+
+    return run
 
 
 # --- apply ----------------------------------------------------------------------------------------------
@@ -548,6 +640,7 @@ def apply_replay(
     max_rate: float | None = None,
     offset_rows: bool = True,
     runner: PartitionRunner | None = None,
+    parallelism: int | None = None,
 ) -> ReplayResult:
     """Carry out ``plan`` (see the module doc). Refuses (:class:`ReplayRefused`, nothing written) while the
     plan has conflicts whose codes are not in ``ignore``, or another replay into the same target runs;
@@ -561,15 +654,23 @@ def apply_replay(
     takes them). ``offset_rows=False``: no offset map row is made (neither handed to ``on_offsets`` nor
     kept; the map is read back with :func:`offset_map`): pyarrow is not even imported.
 
+    ``parallelism``: how many source partitions are replayed at once in this process (threads, each
+    partition with its own transactional producer; default :data:`DEFAULT_PARALLELISM` at most; 1: one
+    after the other, in the plan's order). Every lease is taken before the first record is sent. The first
+    failure stops the others before their next transaction and is raised.
+
     ``runner``: the source partitions' replays run by it (:data:`PartitionRunner`: one Spark task each)
-    instead of one after the other here. The plan, the topics' creation, the conflict checks, the leases
-    (held here, polled while the runner runs: the jobs commit with their group metadata) and the groups
-    stay here; ``on_offsets``, ``on_transaction`` and ``max_rate`` are the local loop's (not with a
-    runner), and no offset map row is made (``result.offset_map`` is None)."""
+    instead of here. The plan, the topics' creation, the conflict checks, the leases (held here, polled
+    while the runner runs: the jobs commit with their group metadata) and the groups stay here;
+    ``on_offsets``, ``on_transaction``, ``max_rate`` and ``parallelism`` are the local runner's (not with
+    a runner), and no offset map row is made (``result.offset_map`` is None)."""
     from logdoctor.logdir.read_plan import plan_read
 
-    if runner is not None and (max_rate is not None or on_offsets is not None or on_transaction is not None):
-        raise ValueError("max_rate, on_offsets and on_transaction are the local loop's, not a runner's")
+    local = (max_rate, on_offsets, on_transaction, parallelism)
+    if runner is not None and any(x is not None for x in local):
+        raise ValueError("max_rate, on_offsets, on_transaction and parallelism are the local runner's")
+    if parallelism is not None and parallelism < 1:
+        raise ValueError(f"parallelism {parallelism}: at least 1")
     ignored = set(ignore)
     limit = None if max_rate is None else RateLimit(max_rate)
     if limit is not None:
@@ -590,8 +691,8 @@ def apply_replay(
     }
     wait = lock_wait if lock_wait is not None else session_timeout_ms / 1000 * 1.5 + 3
     leases: dict[str, _Lease] = {}
-    rows: list[pa.RecordBatch] = []
-    sink = None if not offset_rows else on_offsets if on_offsets is not None else rows.append
+    rows: list[pa.RecordBatch] | None = [] if runner is None else None
+    sink = None if not offset_rows or rows is None else on_offsets if on_offsets is not None else rows.append
     checked: set[str] = set()
 
     def job(pp: PartitionPlan, metadata: bytes | None = None) -> PartitionJob:
@@ -613,22 +714,18 @@ def apply_replay(
         return leases[held]
 
     try:
+        held = [lease_of(pp) for pp in plan.partitions]  # every lease before the first record
         if runner is None:
-            for pp in plan.partitions:
-                lease = lease_of(pp)
-                res = replay_partition(
-                    job(pp), target=target, lease=lease, sink=sink, on_transaction=on_transaction,
-                    limit=limit,
-                )  # fmt: skip
-                result.partitions.append(res)
-                result.problems.extend(res.problems)
+            jobs = [job(pp) for pp in plan.partitions]  # the leases themselves: their current metadata
+            n = parallelism or min(len(jobs), DEFAULT_PARALLELISM)
+            runner = _local_runner(n, target, leases, sink, on_transaction, limit)
         else:
-            jobs = [job(pp, lease_of(pp).metadata()) for pp in plan.partitions]
-            with _serving(leases.values()):
-                done = runner(jobs)
-            for res in done:
-                result.partitions.append(res)
-                result.problems.extend(res.problems)
+            jobs = [job(pp, lease.metadata()) for pp, lease in zip(plan.partitions, held, strict=True)]
+        with _serving(leases.values()):
+            done = runner(jobs)
+        for res in done:
+            result.partitions.append(res)
+            result.problems.extend(res.problems)
     finally:
         for lease in leases.values():
             lease.close()
@@ -636,7 +733,7 @@ def apply_replay(
         from logdoctor.replay.groups import apply_groups
 
         result.groups = apply_groups(plan, target)
-    if on_offsets is None and offset_rows and runner is None:
+    if on_offsets is None and offset_rows and rows is not None:
         import pyarrow as pa
 
         result.offset_map = pa.Table.from_batches(rows, schema=offset_map_schema())
