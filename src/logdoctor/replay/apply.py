@@ -262,10 +262,11 @@ class _Lease:
             return self.consumer.consumer_group_metadata()
 
     def close(self) -> None:
-        if self.consumer is not None:
-            with contextlib.suppress(Exception):  # closing what may be broken already
-                self.consumer.close()  # leaves the group at once: a rerun need not wait
-            self.consumer = None
+        with self.lock:  # not under a poll of another thread
+            if self.consumer is not None:
+                with contextlib.suppress(Exception):  # closing what may be broken already
+                    self.consumer.close()  # leaves the group at once: a rerun need not wait
+                self.consumer = None
 
 
 # --- the rate ------------------------------------------------------------------------------------------
