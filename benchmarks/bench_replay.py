@@ -1,7 +1,18 @@
 """`logdoctor replay --apply` against Kafka's own producer (`kafka-producer-perf-test.sh`,
-org.apache.kafka.tools.ProducerPerformance) writing the same records to the same broker in the same run.
+org.apache.kafka.tools.ProducerPerformance) writing the same records to the same broker in the same run,
+and against the peer osodevops/kafka-backup's restore of its own backup of the same records.
 
     .venv/bin/python benchmarks/bench_replay.py [--records 200000] [--size 100] [--repeat 3] [--profile]
+        [--partitions 1,4] [--kafka-backup /tmp/kafka-backup-e5ab922/target/release/kafka-backup]
+
+``--kafka-backup``: the peer's binary, built from its source (not a CI step): ``git archive`` of
+osodevops/kafka-backup e5ab92234d6ebdb7acb37a2b2480ffc1c931de1d into /tmp/kafka-backup-e5ab922, then
+``cargo build --release -p kafka-backup-cli`` there. It restores only its own backups of a live cluster: the
+source broker, while it runs after its records are written, is backed up by ``kafka-backup backup``
+(filesystem storage, its default zstd; once, kept beside the log dir), then stopped; each round then times
+``kafka-backup restore`` (``topic_mapping`` to a new topic, acks -1) beside the replay of the log dir.
+``--partitions``: the source topic's partition counts, each a source of its own (the records round-robin
+over them); replay runs with its default ``--parallelism``.
 
 The source is a dead broker's log dir: Kafka 4.4.0 (tests/kafka_cluster.py; `make test` installs it)
 written with ``--records`` records of ``--size`` bytes (values of random capital letters, as
@@ -39,27 +50,61 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(ROOT / "tests"))
 
 import kafka_cluster  # noqa: E402
-from _common import BENCH_TMP, TableRows, machine, ratio  # noqa: E402
+from _common import BENCH_TMP, TableRows, load_average, machine, ratio  # noqa: E402
 
 LOGDOCTOR = ROOT / ".venv" / "bin" / "logdoctor"
 
 
-def source_log_dir(records: int, size: int) -> Path:
-    """The dead broker's log dir: ``records`` records of ``size`` bytes in topic ``bench`` partition 0."""
-    work = BENCH_TMP / f"replay-source-{records}x{size}"
+def source_work(records: int, size: int, partitions: int) -> Path:
+    return BENCH_TMP / (f"replay-source-{records}x{size}" + ("" if partitions == 1 else f"x{partitions}"))
+
+
+def source_log_dir(records: int, size: int, partitions: int = 1, peer: Path | None = None) -> Path:
+    """The dead broker's log dir: ``records`` records of ``size`` bytes in topic ``bench``, round-robin over
+    ``partitions`` partitions; with ``peer`` (kafka-backup), the live broker backed up by it first, into
+    ``work/peer`` (:func:`peer_restore` restores it)."""
+    work = source_work(records, size, partitions)
     done = work / ".written"
-    if not done.exists():
+    backed_up = work / ".backed-up"
+    if not done.exists() or (peer is not None and not backed_up.exists()):
         shutil.rmtree(work, ignore_errors=True)
         cluster = kafka_cluster.KafkaCluster(work / "cluster")
         rng = random.Random(7)
         payloads = [bytes(rng.randrange(65, 91) for _ in range(size)) for _ in range(64)]
         with cluster:
-            cluster.create_topic("bench", 1, config={"segment.bytes": 1 << 30})
+            cluster.create_topic("bench", partitions, config={"segment.bytes": 1 << 30})
             producer = cluster.producer(linger_ms=20, batch_size=65536)
-            cluster.produce("bench", ((None, payloads[i % 64]) for i in range(records)), producer=producer)
+            for part in range(partitions):
+                cluster.produce(
+                    "bench", ((None, payloads[i % 64]) for i in range(part, records, partitions)),
+                    producer=producer, partition=part,
+                )  # fmt: skip
             del producer  # closed while its broker runs
+            if peer is not None:
+                config = work / "backup.yaml"
+                config.write_text(
+                    f"mode: backup\nbackup_id: bench\nsource:\n  bootstrap_servers: [{cluster.bootstrap}]\n"
+                    f"  topics:\n    include: [bench]\nstorage:\n  backend: filesystem\n"
+                    f"  path: {work / 'peer'}\n"
+                    "backup:\n  continuous: false\n  start_offset: earliest\n"
+                )
+                wall, _ = timed([str(peer), "backup", "--config", str(config)])
+                print(f"  kafka-backup backup of {partitions} partition(s): {wall:.2f} s", flush=True)
+                backed_up.touch()
         done.touch()
     return _log_dir(work / "cluster")
+
+
+def peer_restore(peer: Path, work: Path, bootstrap: str, topic: str) -> list[str]:
+    """``kafka-backup restore`` of the backup kept in ``work`` (:func:`source_log_dir`) into ``topic``."""
+    config = BENCH_TMP / f"restore-{topic}.yaml"
+    config.write_text(
+        f"mode: restore\nbackup_id: bench\ntarget:\n  bootstrap_servers: [{bootstrap}]\n"
+        f"  topics:\n    include: [bench]\nstorage:\n  backend: filesystem\n"
+        f"  path: {work / 'peer'}\n"
+        f"restore:\n  create_topics: false\n  produce_acks: -1\n  topic_mapping:\n    bench: {topic}\n"
+    )
+    return [str(peer), "restore", "--config", str(config)]
 
 
 def _log_dir(root: Path) -> Path:
@@ -80,13 +125,15 @@ def timed(argv: list[str]) -> tuple[float, str]:
     return wall, done.stdout
 
 
-def end_offset(cluster: kafka_cluster.KafkaCluster, topic: str) -> int:
+def end_offset(cluster: kafka_cluster.KafkaCluster, topic: str, partitions: int = 1) -> int:
+    """The sum of the topic's partitions' end offsets."""
     from confluent_kafka import Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "bench-check"})
     try:
-        _low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=30)
-        return high
+        return sum(
+            c.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in range(partitions)
+        )
     finally:
         c.close()
 
@@ -109,70 +156,104 @@ def profile_replay(log_dir: Path, bootstrap: str, topic: str) -> None:
     pstats.Stats(prof).sort_stats("tottime").print_stats(15)
 
 
+#: the replay's producer settings (replay/apply.py _producer), given to the perf test: like for like
+REPLAY_BATCHES = ["linger.ms=10", "batch.size=1000000"]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--size", type=int, default=100)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--txn-ms", type=int, default=3000, help="perf-test --transaction-duration-ms")
+    ap.add_argument("--partitions", default="1", help="the source topic's partition counts: 1,4")
+    ap.add_argument("--kafka-backup", type=Path, help="the peer's binary (the module doc)")
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     table = TableRows()
-    print(f"# replay vs kafka-producer-perf-test: {machine()}")
-    log_dir = source_log_dir(args.records, args.size)
+    print(f"# replay vs kafka-producer-perf-test and kafka-backup: {machine()}")
+    counts = [int(p) for p in args.partitions.split(",")]
+    sources = {p: source_log_dir(args.records, args.size, p, args.kafka_backup) for p in counts}
     perf = str(kafka_cluster.kafka_bin(kafka_cluster.NEWEST) / "kafka-producer-perf-test.sh")
     root = BENCH_TMP / "replay-target"
     shutil.rmtree(root, ignore_errors=True)
-    walls: dict[str, list[float]] = {"replay": [], "perf": [], "perf-txn": []}
+    names = ["replay", "perf", "perf-txn"] + (["kafka-backup"] if args.kafka_backup else [])
+    walls: dict[tuple[int, str], list[float]] = {(p, k): [] for p in counts for k in names}
+    loads: dict[tuple[int, str], list[str]] = {k: [] for k in walls}
+    n, size = args.records, args.size
     with kafka_cluster.KafkaCluster(root) as cluster:
         b = cluster.bootstrap
         for r in range(args.repeat):
-            for name in walls:
-                topic = f"{name}-{r}"
-                cluster.create_topic(topic, 1)
-                if name == "replay":
-                    argv = [str(LOGDOCTOR), "replay", str(log_dir), "--bootstrap-server", b,
-                            "--topic-map", f"bench={topic}", "--apply", "--json"]  # fmt: skip
-                else:
-                    argv = [perf, "--topic", topic, "--num-records", str(args.records), "--record-size",
-                            str(args.size), "--throughput", "-1", "--producer-props", "acks=all",
-                            f"bootstrap.servers={b}"]  # fmt: skip
-                    if name == "perf-txn":
-                        argv += ["--transactional-id", f"bench-{r}", "--transaction-duration-ms",
-                                 str(args.txn_ms)]  # fmt: skip
-                wall, out = timed(argv)
-                if name == "replay":
-                    assert json.loads(out)["result"]["records"] == args.records, out[-500:]
-                high = end_offset(cluster, topic)
-                # the perf test's transactions each end with a marker: more offsets than records
-                assert high >= args.records, f"{topic}: {high} offsets, {args.records} records"
-                walls[name].append(wall)
-                print(f"  round {r} {name}: {wall:.2f} s ({args.records / wall:,.0f} records/s)", flush=True)
+            for parts in counts:
+                for name in names:
+                    topic = f"{name}-{parts}-{r}"
+                    cluster.create_topic(topic, parts)
+                    if name == "replay":
+                        argv = [str(LOGDOCTOR), "replay", str(sources[parts]), "--bootstrap-server", b,
+                                "--topic-map", f"bench={topic}", "--apply", "--json"]  # fmt: skip
+                    elif name == "kafka-backup":
+                        argv = peer_restore(args.kafka_backup, source_work(n, size, parts), b, topic)
+                    else:
+                        argv = [perf, "--topic", topic, "--num-records", str(n), "--record-size", str(size),
+                                "--throughput", "-1", "--producer-props", "acks=all", *REPLAY_BATCHES,
+                                f"bootstrap.servers={b}"]  # fmt: skip
+                        if name == "perf-txn":
+                            argv += ["--transactional-id", f"bench-{parts}-{r}", "--transaction-duration-ms",
+                                     str(args.txn_ms)]  # fmt: skip
+                    wall, out = timed(argv)
+                    if name == "replay":
+                        assert json.loads(out)["result"]["records"] == n, out[-500:]
+                    high = end_offset(cluster, topic, parts)
+                    # the perf test's transactions each end with a marker: more offsets than records
+                    assert high >= n, f"{topic}: {high} offsets, {n} records"
+                    walls[(parts, name)].append(wall)
+                    loads[(parts, name)].append(load_average())
+                    mbs = n * size / wall / 1e6
+                    print(f"  round {r} {parts} partition(s) {name}: {wall:.2f} s ({mbs:.1f} MB/s) "
+                          f"load {loads[(parts, name)][-1]}", flush=True)  # fmt: skip
         if args.profile:
             topic = "profiled"
-            cluster.create_topic(topic, 1)
-            profile_replay(log_dir, b, topic)
+            cluster.create_topic(topic, counts[-1])
+            profile_replay(sources[counts[-1]], b, topic)
     med = {k: statistics.median(v) for k, v in walls.items()}
-    n, size = args.records, args.size
-    print(f"\n## {n:,} records of {size} B, one partition, median of {args.repeat} interleaved rounds")
-    print("| run | wall | records/s |\n|---|---|---|")
-    for k, w in med.items():
-        print(f"| {k} | {w:.2f} s | {n / w:,.0f} |")
-    label = f"{n:,} records of {size} B, one partition, whole process"
-    # a rate: higher is better, the ratio is the replay's rate over the anchor's
-    table.add(
-        f"`replay --apply` vs `kafka-producer-perf-test.sh` acks=all, {label}",
-        f"{n / med['replay']:,.0f} records/s ({med['replay']:.2f} s)",
-        f"perf-test acks=all {n / med['perf']:,.0f} records/s ({med['perf']:.2f} s)",
-        ratio(med["perf"], med["replay"]),
-    )
-    table.add(
-        f"`replay --apply` vs `kafka-producer-perf-test.sh` transactional, {label}",
-        f"{n / med['replay']:,.0f} records/s ({med['replay']:.2f} s)",
-        f"perf-test --transactional-id, --transaction-duration-ms {args.txn_ms}: "
-        f"{n / med['perf-txn']:,.0f} records/s ({med['perf-txn']:.2f} s)",
-        ratio(med["perf-txn"], med["replay"]),
-    )
+    print(f"\n## {n:,} records of {size} B, median of {args.repeat} interleaved rounds")
+    print("| partitions | run | wall | MB/s | records/s | loads |\n|---|---|---|---|---|---|")
+    for (parts, k), w in med.items():
+        print(f"| {parts} | {k} | {w:.2f} s | {n * size / w / 1e6:.1f} | {n / w:,.0f} | "
+              f"{', '.join(loads[(parts, k)])} |")  # fmt: skip
+
+    def rate(parts: int, k: str) -> str:
+        return f"{n * size / med[(parts, k)] / 1e6:.1f} MB/s ({med[(parts, k)]:.2f} s)"
+
+    for parts in counts:
+        where = "one partition" if parts == 1 else f"{parts} partitions"
+        label = f"{n:,} records of {size} B, {where}, whole process"
+        # a rate: higher is better, the ratio is the replay's rate over the anchor's
+        table.add(
+            f"`replay --apply` vs `kafka-producer-perf-test.sh` acks=all, {label}",
+            rate(parts, "replay"), f"perf-test acks=all {' '.join(REPLAY_BATCHES)}: {rate(parts, 'perf')}",
+            ratio(med[(parts, "perf")], med[(parts, "replay")]),
+        )  # fmt: skip
+        table.add(
+            f"`replay --apply` vs `kafka-producer-perf-test.sh` transactional, {label}",
+            rate(parts, "replay"),
+            f"perf-test --transactional-id, --transaction-duration-ms {args.txn_ms}: "
+            f"{rate(parts, 'perf-txn')}",
+            ratio(med[(parts, "perf-txn")], med[(parts, "replay")]),
+        )
+        if args.kafka_backup:
+            table.add(
+                f"`replay --apply` vs kafka-backup restore (osodevops, e5ab922), {label}",
+                rate(parts, "replay"), f"kafka-backup restore: {rate(parts, 'kafka-backup')}",
+                ratio(med[(parts, "kafka-backup")], med[(parts, "replay")]),
+            )  # fmt: skip
+    if len(counts) > 1:
+        one, most = counts[0], counts[-1]
+        table.add(
+            f"`replay --apply` {most} partitions vs 1, {n:,} records of {size} B, whole process",
+            rate(most, "replay"), f"1 partition: {rate(one, 'replay')}",
+            ratio(med[(one, "replay")], med[(most, "replay")]),
+        )  # fmt: skip
     table.print()
 
 
