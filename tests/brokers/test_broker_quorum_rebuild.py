@@ -30,9 +30,12 @@ controller, node 3000, beside brokers 1 and 2) then serves as before.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -211,6 +214,17 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         assert f"no Kafka controller answers at {tried} (ApiVersions)" in plan["notes"]
         done = kc.logdoctor(*args, "--apply")
         assert done.returncode == 0, done.stdout + done.stderr
+        # another run for the same endpoint, cut short after its first step: resumed below, once the
+        # rebuilt controller answers there
+        cut = [*args[:-1], f"{NEW_ID}@127.0.0.1:{port}={tmp_path / 'cut'}", "--backup-dir", f"{tmp_path}/cb"]
+        killed = subprocess.run(
+            [sys.executable, "-m", "logdoctor", *cut, "--apply"],
+            capture_output=True,
+            env={**os.environ, "LOGDOCTOR_CRASH_AFTER_STEP": "1"},
+            timeout=300,
+        )
+        assert killed.returncode == -signal.SIGKILL, killed
+        cut_files = sorted(p.name for p in (tmp_path / "cut").rglob("*"))
         again = kc.logdoctor(*args)
         assert again.returncode == 78 and "meta.properties" in again.stderr, again.stdout + again.stderr
 
@@ -231,6 +245,11 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         cluster.start()
 
         assert _topics(cluster, ["orders", "audit", "ledger"]) == topics_before
+        # --resume probes again before it writes: the rebuilt controller answers at the cut run's endpoint
+        resumed = kc.logdoctor("rebuild-quorum", "--resume", f"{tmp_path}/cb/journal.jsonl", "--apply")
+        assert resumed.returncode == 78, resumed.stdout + resumed.stderr
+        assert f"controller answers at 127.0.0.1:{port} (tried when the run was planned)" in resumed.stderr
+        assert sorted(p.name for p in (tmp_path / "cut").rglob("*")) == cut_files
         assert _scram_users(cluster) == scram_before and _quota(cluster) == quota_before
         for p, recs in orders.items():
             assert [(k, v) for _o, k, v in cluster.consume("orders", p)] == recs
