@@ -311,6 +311,37 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         assert ran.returncode == 0 and "VotersRecord of controller(s) 3000" in ran.stdout, (
             ran.stdout + ran.stderr
         )
+        # a copy that ends before node 3000's RegisterControllerRecord (broker 2's real log cut at that
+        # record's batch, as kafka-dump-log.sh finds it; the leader epochs past it dropped, as a broker's
+        # truncation does): only the VotersRecord names the endpoint, and the printed fix runs
+        early = tmp_path / "early" / "broker-2"
+        shutil.copytree(cluster.broker(2).log_dirs[0], early)
+        mdir = early / "__cluster_metadata-0"
+        segment = mdir / "00000000000000000000.log"
+        dump = cluster.tool("kafka-dump-log.sh", "--cluster-metadata-decoder", "--files", str(segment)).stdout
+        batches = re.findall(
+            r"^baseOffset: (\d+) .*? position: (\d+) |(REGISTER_CONTROLLER_RECORD)", dump, re.M
+        )
+        at = next(i for i, b in enumerate(batches) if b[2])  # the batch line is the one before
+        cut_offset, cut_position = int(batches[at - 1][0]), int(batches[at - 1][1])
+        with open(segment, "r+b") as f:
+            f.truncate(cut_position)
+        for f in mdir.iterdir():
+            if f.suffix in (".index", ".timeindex", ".snapshot", ".checkpoint", ".log") and f != segment:
+                f.unlink()
+        epochs = (mdir / "leader-epoch-checkpoint").read_text().splitlines()
+        kept = [e for e in epochs[2:] if int(e.split()[1]) < cut_offset]
+        (mdir / "leader-epoch-checkpoint").write_text("\n".join(["0", str(len(kept)), *kept, ""]))
+        scanned = [dirs[0], str(early), str(controller.log_dirs[0])]  # broker 1: no metadata log left
+        scan = json.loads(kc.logdoctor("scan", "--json", *scanned).stdout)
+        lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+        assert "as the quorum's VotersRecord names it" in lost[0]["fix"], lost
+        printed = re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"]).group(1)
+        assert f"--controller 3000@127.0.0.1:{controller.controller_port}=" in printed, printed
+        ran = kc.run_printed(printed)
+        assert ran.returncode == 0 and "VotersRecord of controller(s) 3000" in ran.stdout, (
+            ran.stdout + ran.stderr
+        )
         new_dirs = {n: tmp_path / f"controller-{n}" / "metadata" for n in (NEW_ID, NEW_ID + 1)}
         ports = {n: kc.free_port() for n in new_dirs}
         no_endpoint = kc.logdoctor("rebuild-quorum", *dirs, "--controller", f"{NEW_ID}={new_dirs[NEW_ID]}")

@@ -470,8 +470,9 @@ def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:
     (:func:`_controllers_known`, from the scanned brokers' metadata logs) that holds no
     ``__cluster_metadata-0`` segments and no partition, while another scanned node of its cluster holds a
     readable copy of the metadata log. Its fix is the ``logdoctor rebuild-quorum`` plan (no --apply) from
-    the cluster's scanned dirs, one ``--controller`` for each such controller (its endpoint when a
-    RegisterControllerRecord says it). Nothing when no scanned dir says a controller's log is gone.
+    the cluster's scanned dirs, one ``--controller`` for each such controller (its endpoint when the
+    chosen copy's VotersRecord, a dynamic quorum's, or a RegisterControllerRecord says it). Nothing when
+    no scanned dir says a controller's log is gone.
 
     ``groups``: the scan's :class:`~logdoctor.checks.cross_dir.BrokerGroup` list; ``images``: metadata dir ->
     its replay."""
@@ -529,13 +530,17 @@ def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:
         if not lost:
             continue
 
-        registered: dict[int, tuple[tuple[str, str, int], ...]] = {}
+        copy, image = max(copies, key=lambda c: (c[1].last_epoch, c[1].end_offset))
+        # a dynamic quorum's voters listen where the chosen copy's VotersRecord says (rebuild-quorum then
+        # needs ID@HOST:PORT for each), else where a RegisterControllerRecord registered them
+        registered: dict[int, tuple[tuple[str, str, int], ...]] = {
+            node: ends for node, ends in image.voter_endpoints.items() if ends
+        }
         for _g, im in copies:
             for node, ends in im.controller_endpoints.items():
                 if ends:
                     registered.setdefault(node, ends)
         endpoints = registered.get
-        copy, image = max(copies, key=lambda c: (c[1].last_epoch, c[1].end_offset))
         sources = [d for g in gs if g not in lost for d in g.dirs]
         argv = ["logdoctor", "rebuild-quorum", *sources]
         targets = {}
@@ -568,8 +573,12 @@ def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:
                     target=targets[node],
                     rebuild=command_phrase("{command}", argv),
                     endpoint=(
-                        f"; the endpoint is {endpoint[0][0]}://{endpoint[0][1]}:{endpoint[0][2]}, as node "
-                        f"{node} registered it"
+                        f"; the endpoint is {endpoint[0][0]}://{endpoint[0][1]}:{endpoint[0][2]}, as "
+                        + (
+                            "the quorum's VotersRecord names it"
+                            if node in image.voter_endpoints
+                            else f"node {node} registered it"
+                        )
                         if endpoint
                         else f"; no RegisterControllerRecord names node {node}'s endpoint: the plan's config "
                         "says where to put its HOST:PORT"
