@@ -30,9 +30,12 @@ controller, node 3000, beside brokers 1 and 2) then serves as before.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 
 import pytest
 
@@ -211,6 +214,17 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         assert f"no Kafka controller answers at {tried} (ApiVersions)" in plan["notes"]
         done = kc.logdoctor(*args, "--apply")
         assert done.returncode == 0, done.stdout + done.stderr
+        # another run for the same endpoint, cut short after its first step: resumed below, once the
+        # rebuilt controller answers there
+        cut = [*args[:-1], f"{NEW_ID}@127.0.0.1:{port}={tmp_path / 'cut'}", "--backup-dir", f"{tmp_path}/cb"]
+        killed = subprocess.run(
+            [sys.executable, "-m", "logdoctor", *cut, "--apply"],
+            capture_output=True,
+            env={**os.environ, "LOGDOCTOR_CRASH_AFTER_STEP": "1"},
+            timeout=300,
+        )
+        assert killed.returncode == -signal.SIGKILL, killed
+        cut_files = sorted(p.name for p in (tmp_path / "cut").rglob("*"))
         again = kc.logdoctor(*args)
         assert again.returncode == 78 and "meta.properties" in again.stderr, again.stdout + again.stderr
 
@@ -231,6 +245,11 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         cluster.start()
 
         assert _topics(cluster, ["orders", "audit", "ledger"]) == topics_before
+        # --resume probes again before it writes: the rebuilt controller answers at the cut run's endpoint
+        resumed = kc.logdoctor("rebuild-quorum", "--resume", f"{tmp_path}/cb/journal.jsonl", "--apply")
+        assert resumed.returncode == 78, resumed.stdout + resumed.stderr
+        assert f"controller answers at 127.0.0.1:{port} (tried when the run was planned)" in resumed.stderr
+        assert sorted(p.name for p in (tmp_path / "cut").rglob("*")) == cut_files
         assert _scram_users(cluster) == scram_before and _quota(cluster) == quota_before
         for p, recs in orders.items():
             assert [(k, v) for _o, k, v in cluster.consume("orders", p)] == recs
@@ -286,6 +305,40 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         controller.log_dirs[0].mkdir()  # a new disk in its place: scan names the rebuild, whose plan runs
         scan = json.loads(kc.logdoctor("scan", "--json", *dirs, str(controller.log_dirs[0])).stdout)
         lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+        printed = re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"]).group(1)
+        assert f"--controller 3000@127.0.0.1:{controller.controller_port}=" in printed, printed
+        ran = kc.run_printed(printed)
+        assert ran.returncode == 0 and "VotersRecord of controller(s) 3000" in ran.stdout, (
+            ran.stdout + ran.stderr
+        )
+        # a quorum of one voter (--standalone) survives no loss: said once for the cluster
+        (small,) = [f for f in scan["findings"] if f["code"] == "CONTROLLER_QUORUM_TOO_SMALL"]
+        assert "1 voter(s) [3000] (the metadata log's latest VotersRecord, a dynamic" in small["message"]
+        # a copy that ends before node 3000's RegisterControllerRecord (broker 2's real log cut at that
+        # record's batch, as kafka-dump-log.sh finds it; the leader epochs past it dropped, as a broker's
+        # truncation does): only the VotersRecord names the endpoint, and the printed fix runs
+        early = tmp_path / "early" / "broker-2"
+        shutil.copytree(cluster.broker(2).log_dirs[0], early)
+        mdir = early / "__cluster_metadata-0"
+        segment = mdir / "00000000000000000000.log"
+        dump = cluster.tool("kafka-dump-log.sh", "--cluster-metadata-decoder", "--files", str(segment)).stdout
+        batches = re.findall(
+            r"^baseOffset: (\d+) .*? position: (\d+) |(REGISTER_CONTROLLER_RECORD)", dump, re.M
+        )
+        at = next(i for i, b in enumerate(batches) if b[2])  # the batch line is the one before
+        cut_offset, cut_position = int(batches[at - 1][0]), int(batches[at - 1][1])
+        with open(segment, "r+b") as f:
+            f.truncate(cut_position)
+        for f in mdir.iterdir():
+            if f.suffix in (".index", ".timeindex", ".snapshot", ".checkpoint", ".log") and f != segment:
+                f.unlink()
+        epochs = (mdir / "leader-epoch-checkpoint").read_text().splitlines()
+        kept = [e for e in epochs[2:] if int(e.split()[1]) < cut_offset]
+        (mdir / "leader-epoch-checkpoint").write_text("\n".join(["0", str(len(kept)), *kept, ""]))
+        scanned = [dirs[0], str(early), str(controller.log_dirs[0])]  # broker 1: no metadata log left
+        scan = json.loads(kc.logdoctor("scan", "--json", *scanned).stdout)
+        lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+        assert "as the quorum's VotersRecord names it" in lost[0]["fix"], lost
         printed = re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"]).group(1)
         assert f"--controller 3000@127.0.0.1:{controller.controller_port}=" in printed, printed
         ran = kc.run_printed(printed)

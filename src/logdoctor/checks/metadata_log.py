@@ -38,6 +38,7 @@ __all__ = [
     "controller_metadata_lost",
     "metadata_log_corrupt",
     "metadata_log_loss",
+    "quorum_too_small",
 ]
 
 
@@ -465,13 +466,55 @@ def _controllers_known(image: MetadataImage) -> dict[int, str]:
     return out
 
 
+def quorum_voters(image: MetadataImage) -> tuple[tuple[int, ...], str] | None:
+    """The controller quorum's voter set as one node's metadata log dir says it, and from where: the log's
+    latest VotersRecord (kraft.version 1), else the voters of its latest LeaderChangeMessage, else its
+    quorum-state's currentVoters (data_version 0: a static quorum's configured set,
+    K:raft/.../raft/FileQuorumStateStore.java). None when none says it."""
+    from logdoctor.formats.quorum_state import parse_quorum_state
+    from logdoctor.logdir.files import read_file
+
+    if image.voters is not None:
+        return image.voters, "the metadata log's latest VotersRecord"
+    if image.leader_change is not None:
+        return image.leader_change[1], "the voters of the metadata log's latest LeaderChangeMessage"
+    qpath = os.path.join(image.metadata_dir, QUORUM_STATE_FILE)
+    try:
+        voters = parse_quorum_state(read_file(qpath), source=qpath).current_voters
+    except (OSError, FormatError):
+        return None
+    return (tuple(sorted(voters)), "quorum-state's currentVoters") if voters else None
+
+
+def quorum_too_small(cluster: str, image: MetadataImage) -> Finding | None:
+    """CONTROLLER_QUORUM_TOO_SMALL: a quorum of N voters elects and commits with a majority, N // 2 + 1
+    (K:raft/.../raft/internals/VoterSet.java ``isMajority``), so it survives the loss of one voter only
+    when N >= 3. None for a quorum of 3 or more, or when the voters are not known."""
+    found = None if image.errors else quorum_voters(image)
+    if found is None or len(found[0]) >= 3:
+        return None
+    voters, source = found
+    return catalog.make(
+        "CONTROLLER_QUORUM_TOO_SMALL",
+        image.metadata_dir,
+        cluster=cluster,
+        count=len(voters),
+        voters=list(voters),
+        source=source,
+        kind="dynamic" if image.voters is not None else "static",
+        majority=len(voters) // 2 + 1,
+        details={"cluster_id": cluster, "voters": list(voters), "majority": len(voters) // 2 + 1},
+    )
+
+
 def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:
     """CONTROLLER_METADATA_LOST: a scanned log dir whose meta.properties names a controller of the cluster
     (:func:`_controllers_known`, from the scanned brokers' metadata logs) that holds no
     ``__cluster_metadata-0`` segments and no partition, while another scanned node of its cluster holds a
     readable copy of the metadata log. Its fix is the ``logdoctor rebuild-quorum`` plan (no --apply) from
-    the cluster's scanned dirs, one ``--controller`` for each such controller (its endpoint when a
-    RegisterControllerRecord says it). Nothing when no scanned dir says a controller's log is gone.
+    the cluster's scanned dirs, one ``--controller`` for each such controller (its endpoint when the
+    chosen copy's VotersRecord, a dynamic quorum's, or a RegisterControllerRecord says it). Nothing when
+    no scanned dir says a controller's log is gone.
 
     ``groups``: the scan's :class:`~logdoctor.checks.cross_dir.BrokerGroup` list; ``images``: metadata dir ->
     its replay."""
@@ -529,13 +572,17 @@ def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:
         if not lost:
             continue
 
-        registered: dict[int, tuple[tuple[str, str, int], ...]] = {}
+        copy, image = max(copies, key=lambda c: (c[1].last_epoch, c[1].end_offset))
+        # a dynamic quorum's voters listen where the chosen copy's VotersRecord says (rebuild-quorum then
+        # needs ID@HOST:PORT for each), else where a RegisterControllerRecord registered them
+        registered: dict[int, tuple[tuple[str, str, int], ...]] = {
+            node: ends for node, ends in image.voter_endpoints.items() if ends
+        }
         for _g, im in copies:
             for node, ends in im.controller_endpoints.items():
                 if ends:
                     registered.setdefault(node, ends)
         endpoints = registered.get
-        copy, image = max(copies, key=lambda c: (c[1].last_epoch, c[1].end_offset))
         sources = [d for g in gs if g not in lost for d in g.dirs]
         argv = ["logdoctor", "rebuild-quorum", *sources]
         targets = {}
@@ -568,8 +615,12 @@ def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:
                     target=targets[node],
                     rebuild=command_phrase("{command}", argv),
                     endpoint=(
-                        f"; the endpoint is {endpoint[0][0]}://{endpoint[0][1]}:{endpoint[0][2]}, as node "
-                        f"{node} registered it"
+                        f"; the endpoint is {endpoint[0][0]}://{endpoint[0][1]}:{endpoint[0][2]}, as "
+                        + (
+                            "the quorum's VotersRecord names it"
+                            if node in image.voter_endpoints
+                            else f"node {node} registered it"
+                        )
                         if endpoint
                         else f"; no RegisterControllerRecord names node {node}'s endpoint: the plan's config "
                         "says where to put its HOST:PORT"

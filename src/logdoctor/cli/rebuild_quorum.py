@@ -11,7 +11,7 @@ a difference, 64 usage (an ID=DIR --controller for a dynamic quorum, whose voter
 65 a file changed since planning, 66 a missing log dir or journal, 70 tool failure, 73 not enough space,
 75 a broker holds a log dir's lock, 78 refused (a target dir that holds metadata, log dirs of different
 clusters, no readable metadata log, a controller that still answers at an old controller's registered
-endpoint or a --controller's).
+endpoint or a --controller's, at planning and again at --resume).
 """
 
 from __future__ import annotations

@@ -252,6 +252,9 @@ class MetadataImage:
     # KRaft control records: the voter set of the latest VotersRecord (kraft.version 1, KIP-853) and
     # the leader and voters of the latest LeaderChangeMessage (every election writes one)
     voters: tuple[int, ...] | None = None
+    # voter id -> its endpoints (listener name, host, port) in that VotersRecord: a dynamic quorum's own
+    # word on where each voter listens (K:raft/.../raft/internals/VoterSet.java ``listeners``)
+    voter_endpoints: dict[int, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
     leader_change: tuple[int, tuple[int, ...]] | None = None
     segments_read: list[str] = field(default_factory=list)
 
@@ -542,6 +545,9 @@ class _Replayer:
             return  # a control record of a newer version: the voters stay unknown, the replay goes on
         if isinstance(parsed, VotersRecord):
             self.image.voters = tuple(sorted(v.voter_id for v in parsed.voters))
+            self.image.voter_endpoints = {
+                v.voter_id: tuple((e.name, e.host, e.port) for e in v.endpoints) for v in parsed.voters
+            }
         elif isinstance(parsed, LeaderChangeMessage):
             self.image.leader_change = (parsed.leader_id, tuple(sorted(v.voter_id for v in parsed.voters)))
 

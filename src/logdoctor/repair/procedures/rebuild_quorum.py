@@ -43,7 +43,8 @@ start from such a copy, each file written by the plan:
 
 A run while a controller still answers at an endpoint the copies register (RegisterControllerRecord) or a
 ``--controller`` names is refused: a rebuilt quorum beside a live one splits the cluster
-(:func:`controller_answers`).
+(:func:`controller_answers`); ``--resume`` tries the same endpoints again before it writes
+(:func:`refuse_resume_beside_live_controllers`).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ from logdoctor.logdir.names import (
     QUORUM_STATE_FILE,
 )
 from logdoctor.repair import safety
-from logdoctor.repair.plan import Action, Change
+from logdoctor.repair.plan import Action, Change, Plan
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
     ProcedureRefused,
@@ -233,10 +234,10 @@ def controller_answers(host: str, port: int, timeout: float = 3.0) -> bool:
 
 def _refuse_live_controllers(
     candidates: list[Candidate], controllers: list[ControllerTarget], not_voters: list[str], notes: list[str]
-) -> None:
+) -> list[str]:
     """ProcedureRefused when a controller answers at an endpoint the copies register or a --controller
     names, but those the operator says are not a voter of this cluster (``not_voters``: ``HOST:PORT``);
-    else a note of the endpoints tried."""
+    else a note of the endpoints tried, returned (``HOST:PORT``: ``--resume`` tries them again)."""
     endpoints: dict[tuple[str, int], str] = {}
     for c in candidates:
         for node, ends in sorted((c.controller_endpoints or {}).items()):
@@ -248,20 +249,39 @@ def _refuse_live_controllers(
     for (host, port), who in endpoints.items():
         if f"{host}:{port}" in not_voters:
             notes.append(f"{host}:{port} ({who}) not tried: --not-a-voter says its controller is another's")
-        elif controller_answers(host, port):
-            raise ProcedureRefused(
-                f"a Kafka controller answers at {host}:{port} ({who}): a rebuilt quorum beside a live one "
-                "splits the cluster; stop every controller of the cluster, then run this again (or add "
-                f"--not-a-voter {host}:{port} if that controller is not a voter of this cluster)"
-            )
-    tried = [f"{h}:{p}" for h, p in endpoints if f"{h}:{p}" not in not_voters]
+    tried = {(h, p): who for (h, p), who in endpoints.items() if f"{h}:{p}" not in not_voters}
+    _refuse_if_one_answers(tried)
     if tried:
-        notes.append(f"no Kafka controller answers at {', '.join(tried)} (ApiVersions)")
+        said = ", ".join(f"{h}:{p}" for h, p in tried)
+        notes.append(f"no Kafka controller answers at {said} (ApiVersions)")
     if not any(c.controller_endpoints for c in candidates):
         notes.append(
             "no old controller's endpoint is registered (RegisterControllerRecord: metadata.version "
             "3.7-IV0 on): make sure none still runs"
         )
+    return [f"{h}:{p}" for h, p in tried]
+
+
+def _refuse_if_one_answers(endpoints: dict[tuple[str, int], str], resume: bool = False) -> None:
+    for (host, port), who in endpoints.items():
+        if controller_answers(host, port):
+            other = (
+                "or --rollback the journal, then plan again with --not-a-voter"
+                if resume
+                else "or add --not-a-voter"
+            )
+            raise ProcedureRefused(
+                f"a Kafka controller answers at {host}:{port} ({who}): a rebuilt quorum beside a live one "
+                f"splits the cluster; stop every controller of the cluster, then run this again ({other} "
+                f"{host}:{port} if that controller is not a voter of this cluster)"
+            )
+
+
+def refuse_resume_beside_live_controllers(plan: Plan) -> None:
+    """Before ``--resume`` writes anything: ProcedureRefused when a controller answers at an endpoint the
+    plan tried (its steps' ``probe`` param): one may have started since the run was cut short."""
+    tried = {e.rpartition(":") for s in plan.steps for e in s.params.get("probe") or ()}
+    _refuse_if_one_answers({(h, int(p)): "tried when the run was planned" for h, _, p in tried}, resume=True)
 
 
 def producer_ids_in_use(log_dirs: list[str], notes: list[str]) -> tuple[int, str | None]:
@@ -437,7 +457,7 @@ def plan_rebuild_quorum(
         )
     chosen = max(usable, key=lambda c: c.key)  # first of equals: the order given
     notes: list[str] = []
-    _refuse_live_controllers(usable, controllers, not_voters or [], notes)
+    probe = _refuse_live_controllers(usable, controllers, not_voters or [], notes)
     dynamic = chosen.kraft_voters is not None  # kraft.version 1: the voter set is in the log
     if dynamic and any(c.host is None for c in controllers):
         raise ProcedureUsageError(
@@ -527,6 +547,7 @@ def plan_rebuild_quorum(
             content[BOOTSTRAP_CHECKPOINT_FILE] = boot_bytes
         target_md = os.path.join(c.directory, METADATA_DIR)
         steps = [make_dir(target_md)]  # c.directory: made before the engine locks it (cli/rebuild_quorum.py)
+        steps[0].params["probe"] = probe  # refuse_resume_beside_live_controllers
         changes = []
         for name, data in content.items():
             path = os.path.join(c.directory, name)

@@ -10,6 +10,7 @@ from logdoctor.repair.plan import Plan
 from logdoctor.repair.procedures.move_partition import PROCEDURE as MOVE
 from logdoctor.repair.procedures.move_partition import verify_move
 from logdoctor.repair.procedures.rebuild_quorum import PROCEDURE as REBUILD
+from logdoctor.repair.procedures.rebuild_quorum import refuse_resume_beside_live_controllers
 from logdoctor.repair.procedures.restore import PROCEDURE as RESTORE
 from logdoctor.repair.procedures.restore import verify_restore
 from logdoctor.repair.procedures.sync_replica import verify_sync
@@ -66,6 +67,8 @@ def resume_journal(
     journal: str | os.PathLike[str], *, progress: cp.Progress | None = None, crash: CrashHook | None = None
 ) -> tuple[RunResult, Plan]:
     plan, _ = load_journal(journal)
+    if procedure_of(plan) == REBUILD:  # a controller may have started since the run was cut short
+        refuse_resume_beside_live_controllers(plan)
     with copy_progress(progress or _noop):
         return resume(journal, crash=crash), plan
 
