@@ -84,6 +84,10 @@ class Written:
     features: str
     committed: dict[str, list[tuple[int, bytes | None, bytes | None]]] = field(default_factory=dict)
     listed: dict[str, dict[str, str]] = field(default_factory=dict)  # kafka-transactions.sh list
+    #: the ``cut`` topic's records as a read_committed consumer read them, per partition, and the moment
+    #: between transaction B's two records (:func:`_cut_transactions`)
+    cut_read: dict[int, list[tuple]] = field(default_factory=dict)
+    between: int = 0
 
 
 def _java(cluster: KafkaCluster, main: str, *args: str) -> subprocess.CompletedProcess:
@@ -111,6 +115,44 @@ def _confluent_transactions(cluster: KafkaCluster) -> None:
             producer.abort_transaction(60)
         else:
             producer.commit_transaction(60)
+
+
+def _cut_transactions(cluster: KafkaCluster) -> int:
+    """Topic ``cut`` (2 partitions) for ``--cut-at``: confluent-kafka's transactions A, B and C, each over
+    both partitions, and plain records between them (keys: the transaction's letter, or x, w, y plain):
+    A; x to partition 0; B's record to partition 0, w to partition 0, the moment returned, B's record to
+    partition 1, y to partition 1, B committed; C. At the moment B has a record on either side (partition
+    0's stamped before it) and commits after it."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "cut-txn"})
+    producer.init_transactions(60)
+
+    def txn(letter: bytes, *, between=None) -> None:
+        producer.begin_transaction()
+        producer.produce("cut", key=letter, value=letter + b"0", partition=0)
+        producer.flush(60)
+        if between is not None:
+            between()
+        producer.produce("cut", key=letter, value=letter + b"1", partition=1)
+        producer.flush(60)
+        producer.commit_transaction(60)
+        time.sleep(0.05)
+
+    moment: list[int] = []
+
+    def b_between() -> None:
+        cluster.produce("cut", [(b"w", b"w0")], partition=0)
+        time.sleep(0.05)
+        moment.append(int(time.time() * 1000))
+        time.sleep(0.05)
+
+    txn(b"a")
+    cluster.produce("cut", [(b"x", b"x0")], partition=0)
+    txn(b"b", between=b_between)
+    cluster.produce("cut", [(b"y", b"y1")], partition=1)
+    txn(b"c")
+    return moment[0]
 
 
 def _perf(cluster: KafkaCluster, topic: str, tid: str, records: int, *props: str) -> list[str]:
@@ -203,6 +245,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
         ).stdout
         for topic in ("in", *TOPICS):
             cluster.create_topic(topic)
+        cluster.create_topic("cut", 2)
         cluster.produce("in", [(b"k%03d" % i, b"v%03d" % i) for i in range(100)])
         _rollover(cluster)
         _java(
@@ -218,6 +261,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
         else:
             raise AssertionError("three perf producers were each killed between two transactions")
         _confluent_transactions(cluster)
+        between = _cut_transactions(cluster)
         # the coordinator's timeout abort of the killed producer's transaction
         wait_until(
             "the coordinator to abort perf-txn's transaction",
@@ -232,6 +276,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
         for topic in TOPICS:
             out.committed[topic] = [(o, k, v) for o, k, v, *_ in read_all(cluster.bootstrap, topic, 0)]
         out.listed = _listed(cluster)
+        out.between = between
+        out.cut_read = {p: read_all(cluster.bootstrap, "cut", p) for p in (0, 1)}
         # SIGKILL: no clean-shutdown marker, no producer snapshot at the log end: the broker (and the
         # scan) rebuild the producer state from the log, marker by marker
         cluster.kill()
@@ -602,3 +648,70 @@ def test_producer_id_rollover(written: Written, transaction_log: dict[Path, list
     assert {(old, 32766), (old, 32767)} <= markers, markers
     assert {(old, 32765), (old, 32766), (new, 0)} <= data, data
     assert all((pid, epoch + 1) in markers for pid, epoch in data), (data, markers)
+
+
+_CREATE_TIME = re.compile(r"^baseOffset: (\d+) .*? CreateTime: (\d+) ")
+
+
+def _cut(written: Written, at: int, out: Path) -> tuple[dict[int, list[tuple]], dict[int, int]]:
+    """``export --cut-at AT`` of topic ``cut``: per partition its rows (offset, key, value) and the cut's
+    end offset its ``--json`` summary gives."""
+    done = logdoctor(
+        "export", str(written.log_dir), "--out", str(out), "--topics", "cut", "--cut-at", str(at),
+        "--writer", "arrow", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows: dict[int, list[tuple]] = {0: [], 1: []}
+    for row in sorted(pq.read_table(out).to_pylist(), key=lambda r: (r["partition"], r["offset"])):
+        rows[row["partition"]].append((row["offset"], row["key"], row["value"]))
+    summary = json.loads(done.stdout)["transactions"]
+    return rows, {e["partition"]: e["cut"]["end_offset"] for e in summary}
+
+
+def test_cut_at_takes_a_transaction_in_all_its_partitions_or_none(
+    written: Written, transaction_log: dict[Path, list[str]], tmp_path: Path
+) -> None:
+    """``export --cut-at T`` against what a real read_committed consumer read and the moments Kafka's own
+    dump (``kafka-dump-log.sh``) gives each COMMIT marker: a record is exported iff it is plain and
+    stamped at or before T, or its transaction's earliest marker is (transaction version 2: the marker's
+    bumped epoch names the transaction in both partitions). At the moment between B's two records (its
+    partition 0 record stamped before it, its commit after it) B is in neither partition, and the cut's end
+    offsets are B's first offsets; the plain record w after B's first offset, stamped before T, is in. At
+    C's earliest marker C is in both partitions (its markers may straddle it: the leader stamps each); with
+    transaction version 1 (one epoch for all three) each partition's transaction is cut at its own marker."""
+    logs = dict(enumerate(_partition_logs(written.log_dir, "cut")))
+    dumped = _kafka_dump(written.cluster, list(logs.values()), "--print-data-log")
+    markers: dict[int, list[int]] = {}  # partition -> its COMMIT markers' timestamps: A, B, C
+    for p, log in logs.items():
+        stamps = {int(m[1]): int(m[2]) for line in dumped[log] if (m := _CREATE_TIME.match(line))}
+        markers[p] = [stamps[b["base_offset"]] for b in _kafka_batches(dumped[log]) if b["is_control"]]
+        assert [b["marker"][1] for b in _kafka_batches(dumped[log]) if b["is_control"]] == ["COMMIT"] * 3
+    tv2 = _client_versions(transaction_log)["cut-txn"] == {2}
+    moment = {  # (key, partition) -> its transaction's moment; TV1: one epoch, each partition its own marker
+        (k, p): min(markers[0][i], markers[1][i]) if tv2 else markers[p][i]
+        for i, k in enumerate((b"a", b"b", b"c"))
+        for p in (0, 1)
+    }
+
+    def expected(at: int) -> dict[int, list[tuple]]:
+        return {
+            p: [
+                (o, k, v)
+                for o, k, v, _h, ts in written.cut_read[p]
+                if ((k, p) in moment and moment[k, p] <= at) or ((k, p) not in moment and ts <= at)
+            ]
+            for p in (0, 1)
+        }
+
+    read = {p: {k: (o, ts) for o, k, _v, _h, ts in written.cut_read[p]} for p in (0, 1)}
+    at = written.between
+    assert read[0][b"b"][1] <= at < min(markers[0][1], markers[1][1]), (read, at, markers)
+    assert read[0][b"w"][0] > read[0][b"b"][0], read  # w: past B's first offset
+    rows, ends = _cut(written, at, tmp_path / "between")
+    assert rows == expected(at) and [k for _o, k, _v in rows[0]] == [b"a", b"x", b"w"], rows
+    assert ends == {0: read[0][b"b"][0], 1: read[1][b"b"][0]}, ends
+    at = min(markers[0][2], markers[1][2])
+    rows, _ends = _cut(written, at, tmp_path / "c")
+    assert rows == expected(at), (tv2, markers, rows)
+    if tv2:
+        assert [p for p in (0, 1) for _o, k, _v in rows[p] if k == b"c"] == [0, 1], (markers, rows)
