@@ -30,6 +30,10 @@ log's batches and markers (no clean-shutdown marker, no snapshot at the log end:
 - ``export --isolation-level read_committed`` gives, record for record (offset, key, value), what a real
   ``read_committed`` consumer read from the running broker (the Spark records source's read_committed:
   aborted transactions left out by their markers, nothing at or above the last stable offset);
+- ``--cut-at T`` (export, and replay's source) takes each transaction over the two partitions of ``cut``
+  (confluent-kafka) and ``cut2`` (Kafka's Java producer, round robin, transaction version 2) in both or in
+  neither, by its earliest marker's timestamp as ``kafka-dump-log.sh`` prints it, against what a real
+  ``read_committed`` consumer read;
 - ``dump --print-data --json`` of ``__transaction_state`` gives every field ``kafka-dump-log.sh
   --transaction-log-decoder`` prints, and of every transactional partition each marker's offset,
   producer id and epoch, type (COMMIT/ABORT) and coordinator epoch as its marker lines print them.
@@ -88,6 +92,8 @@ class Written:
     #: between transaction B's two records (:func:`_cut_transactions`)
     cut_read: dict[int, list[tuple]] = field(default_factory=dict)
     between: int = 0
+    #: ``cut2``'s records as a read_committed consumer read them (Kafka's Java producer, round robin)
+    cut2_read: dict[int, list[tuple]] = field(default_factory=dict)
 
 
 def _java(cluster: KafkaCluster, main: str, *args: str) -> subprocess.CompletedProcess:
@@ -246,6 +252,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
         for topic in ("in", *TOPICS):
             cluster.create_topic(topic)
         cluster.create_topic("cut", 2)
+        cluster.create_topic("cut2", 2)
         cluster.produce("in", [(b"k%03d" % i, b"v%03d" % i) for i in range(100)])
         _rollover(cluster)
         _java(
@@ -262,6 +269,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
             raise AssertionError("three perf producers were each killed between two transactions")
         _confluent_transactions(cluster)
         between = _cut_transactions(cluster)
+        round_robin = "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner"
+        perf = [*_perf(cluster, "cut2", "cut2-txn", 40, round_robin), "--transaction-duration-ms", "300"]
+        subprocess.run(perf, check=True, capture_output=True, timeout=120)
         # the coordinator's timeout abort of the killed producer's transaction
         wait_until(
             "the coordinator to abort perf-txn's transaction",
@@ -278,6 +288,7 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
         out.listed = _listed(cluster)
         out.between = between
         out.cut_read = {p: read_all(cluster.bootstrap, "cut", p) for p in (0, 1)}
+        out.cut2_read = {p: read_all(cluster.bootstrap, "cut2", p) for p in (0, 1)}
         # SIGKILL: no clean-shutdown marker, no producer snapshot at the log end: the broker (and the
         # scan) rebuild the producer state from the log, marker by marker
         cluster.kill()
@@ -400,6 +411,14 @@ def _partition_logs(log_dir: Path, *topics: str) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
+def data_log(written: Written) -> dict[Path, list[str]]:
+    """``kafka-dump-log.sh --print-data-log`` of every segment of the data partitions, ``cut``'s and
+    ``__consumer_offsets``' (one JVM)."""
+    logs = _partition_logs(written.log_dir, *TOPICS, "cut", "cut2", "__consumer_offsets")
+    return _kafka_dump(written.cluster, logs, "--print-data-log")
+
+
+@pytest.fixture(scope="module")
 def transaction_log(written: Written) -> dict[Path, list[str]]:
     """``kafka-dump-log.sh --transaction-log-decoder`` of every ``__transaction_state`` segment."""
     files = _partition_logs(written.log_dir, "__transaction_state")
@@ -441,7 +460,9 @@ def test_transaction_version_2_is_finalized(written: Written, transaction_log: d
     assert written.listed["perf-txn"]["TransactionState"] == "CompleteAbort", written.listed
 
 
-def test_markers_carry_the_bumped_epoch(written: Written, transaction_log: dict[Path, list[str]]) -> None:
+def test_markers_carry_the_bumped_epoch(
+    written: Written, transaction_log: dict[Path, list[str]], data_log: dict[Path, list[str]]
+) -> None:
     """Every batch header and marker as Kafka's dump prints it is ours (offset, producer id and epoch,
     flags, COMMIT/ABORT, coordinator epoch); each marker of a TV2 producer carries its transaction's data
     epoch + 1, the coordinator's timeout abort included; the copier's random aborts, its offset commits'
@@ -450,8 +471,8 @@ def test_markers_carry_the_bumped_epoch(written: Written, transaction_log: dict[
     versions = _client_versions(transaction_log)
     tv2 = {int(written.listed[t]["ProducerId"]) for t, v in versions.items() if v == {2}}
     assert len(tv2) >= 2
-    logs = _partition_logs(written.log_dir, *TOPICS, "__consumer_offsets")
-    theirs_all = _kafka_dump(written.cluster, logs, "--print-data-log")
+    logs = _partition_logs(written.log_dir, *TOPICS, "cut2", "__consumer_offsets")  # cut2: a TV2 producer's
+    theirs_all = data_log
     ours_all = _dump(logs)
     kinds: dict[str, set[str]] = {}
     bumps: dict[int, set[int]] = {}  # producer id -> marker epoch - data epoch
@@ -668,19 +689,32 @@ def _cut(written: Written, at: int, out: Path) -> tuple[dict[int, list[tuple]], 
     return rows, {e["partition"]: e["cut"]["end_offset"] for e in summary}
 
 
+def _cut_source(written: Written, at: int, topic: str = "cut") -> dict[int, list[tuple]]:
+    """Per partition, the records of ``topic`` that ``replay --cut-at AT`` reads (its source: no Spark)."""
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.logdir.read_plan import plan_read
+    from logdoctor.replay.source import PartitionSource
+
+    opts = ReadOptions(topics=topic, cut_at=at)
+    read = plan_read([str(written.log_dir)], opts)
+    sources = {r.partition: PartitionSource.of(r, opts, read.decisions) for r in read.refs}
+    return {p: [(x.offset, x.key, x.value) for x in source.records()] for p, source in sources.items()}
+
+
 def test_cut_at_takes_a_transaction_in_all_its_partitions_or_none(
-    written: Written, transaction_log: dict[Path, list[str]], tmp_path: Path
+    written: Written, transaction_log: dict[Path, list[str]], data_log: dict[Path, list[str]], tmp_path: Path
 ) -> None:
-    """``export --cut-at T`` against what a real read_committed consumer read and the moments Kafka's own
-    dump (``kafka-dump-log.sh``) gives each COMMIT marker: a record is exported iff it is plain and
-    stamped at or before T, or its transaction's earliest marker is (transaction version 2: the marker's
-    bumped epoch names the transaction in both partitions). At the moment between B's two records (its
-    partition 0 record stamped before it, its commit after it) B is in neither partition, and the cut's end
-    offsets are B's first offsets; the plain record w after B's first offset, stamped before T, is in. At
-    C's earliest marker C is in both partitions (its markers may straddle it: the leader stamps each); with
-    transaction version 1 (one epoch for all three) each partition's transaction is cut at its own marker."""
+    """``--cut-at T`` against what a real read_committed consumer read and the moments Kafka's own dump
+    (``kafka-dump-log.sh``) gives each COMMIT marker: a record is in the cut iff it is plain and stamped
+    at or before T, or its transaction's earliest marker is (transaction version 2: the marker's bumped
+    epoch names the transaction in both partitions). ``export`` at the moment between B's two records
+    (its partition 0 record stamped before it, its commit after it): B in neither partition, the cut's
+    end offsets B's first offsets, the plain record w after B's first offset, stamped before T, in. The
+    replay's source (the same plan and readers, no Spark to start) at C's earliest marker: C in both
+    partitions (its markers may straddle it: each leader stamps its own), a millisecond before in none;
+    with transaction version 1 (one epoch for all three) each partition's transaction at its own marker."""
     logs = dict(enumerate(_partition_logs(written.log_dir, "cut")))
-    dumped = _kafka_dump(written.cluster, list(logs.values()), "--print-data-log")
+    dumped = data_log
     markers: dict[int, list[int]] = {}  # partition -> its COMMIT markers' timestamps: A, B, C
     for p, log in logs.items():
         stamps = {int(m[1]): int(m[2]) for line in dumped[log] if (m := _CREATE_TIME.match(line))}
@@ -710,8 +744,44 @@ def test_cut_at_takes_a_transaction_in_all_its_partitions_or_none(
     rows, ends = _cut(written, at, tmp_path / "between")
     assert rows == expected(at) and [k for _o, k, _v in rows[0]] == [b"a", b"x", b"w"], rows
     assert ends == {0: read[0][b"b"][0], 1: read[1][b"b"][0]}, ends
-    at = min(markers[0][2], markers[1][2])
-    rows, _ends = _cut(written, at, tmp_path / "c")
-    assert rows == expected(at), (tv2, markers, rows)
-    if tv2:
-        assert [p for p in (0, 1) for _o, k, _v in rows[p] if k == b"c"] == [0, 1], (markers, rows)
+    c = min(markers[0][2], markers[1][2])
+    for at in (c - 1, c):  # the replay's source: the same plan and readers, without starting Spark
+        rows = _cut_source(written, at)
+        assert rows == expected(at), (tv2, at, markers, rows)
+        if tv2:
+            assert [p for p in (0, 1) for _o, k, _v in rows[p] if k == b"c"] == ([0, 1] if at == c else [])
+
+
+def test_cut_at_takes_a_java_producers_transaction_at_its_earliest_marker(
+    written: Written, data_log: dict[Path, list[str]]
+) -> None:
+    """Kafka's Java producer (transaction version 2: each transaction's markers carry its bumped epoch)
+    round-robins ``cut2``'s records over both partitions in transactions of 300 ms. Each record's
+    transaction is the marker that follows it in its partition (the one producer), named by producer id
+    and marker epoch as Kafka's dump prints them, and its moment is the earliest of its markers' timestamps.
+    At each moment and a millisecond before it, the replay's source reads what the read_committed
+    consumer read of the transactions whose moment is not past it: every transaction in both partitions
+    or in neither."""
+    logs = dict(enumerate(_partition_logs(written.log_dir, "cut2")))
+    moment: dict[tuple[int, int], int] = {}
+    owner: dict[tuple[int, int], tuple[int, int]] = {}  # (partition, offset) -> (producer id, marker epoch)
+    for p, log in logs.items():
+        stamps = {int(m[1]): int(m[2]) for line in data_log[log] if (m := _CREATE_TIME.match(line))}
+        pending: list[int] = []
+        for b in _kafka_batches(data_log[log]):
+            if not b["is_control"]:
+                pending += range(b["base_offset"], b["last_offset"] + 1)
+                continue
+            key = (b["producer_id"], b["producer_epoch"])
+            if b["marker"][1] == "COMMIT":
+                moment[key] = min(moment.get(key, stamps[b["base_offset"]]), stamps[b["base_offset"]])
+                owner.update(((p, o), key) for o in pending)
+            pending = []
+    spanning = {key for key in moment if {p for (p, _o), k in owner.items() if k == key} == {0, 1}}
+    assert len(spanning) >= 3, (moment, owner)
+    for at in sorted({m + d for m in moment.values() for d in (-1, 0)}):
+        expected = {
+            p: [(o, k, v) for o, k, v, _h, _ts in written.cut2_read[p] if moment[owner[p, o]] <= at]
+            for p in (0, 1)
+        }
+        assert _cut_source(written, at, "cut2") == expected, (at, moment)
