@@ -501,3 +501,40 @@ def test_first_groups_plan_while_the_coordinator_comes(source, tmp_path: Path) -
         assert group["group"] == "mid" and group["target_state"] in ("DEAD", "ABSENT")
     finally:
         cluster.stop()
+
+
+def test_cut_at_clamps_the_groups_into_the_cut(source, target) -> None:
+    """``replay --cut-at T --groups .*`` (the plan): T after every ``events`` record (stamped BASE_TS + i,
+    partition 1's BASE_TS + 100 + i: one batch per partition, partition 1's past T) and before the
+    transactions' markers (the broker stamps them now, an hour after BASE_TS). So events-0 is replayed
+    whole, events-1 not at all, txn-0 only its plain record p1 (offset 6, stamped BASE_TS + 5, after the
+    first transaction's first offset 0). Each partition's cut end offset: events-0 its log end 30,
+    events-1 and txn-0 0. Each group's offset past it is clamped to it: mid's 20 on events-1, aborted's 4
+    on txn-0, txn-committed's 7 on events-1; mid's 12 on events-0 is kept."""
+    log_dir, _oracle, _metadata = source
+    args = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", TOPICS, "--topic-map",
+            "events=events-cut", "--topic-map", "txn=txn-cut", "--groups", ".*",
+            "--cut-at", str(BASE_TS + 50)]  # fmt: skip
+    plan = kc.logdoctor_json("replay", *args)["plan"]
+    parts = {(p["source"]["topic"], p["source"]["partition"]): p for p in plan["partitions"]}
+    assert {k: (p["records"], p["cut_end_offset"]) for k, p in parts.items()} == {
+        ("events", 0): (30, 30),
+        ("events", 1): (0, 0),
+        ("txn", 0): (1, 0),
+    }, parts
+    clamped = {
+        (g["group"], p["source"]["topic"], p["source"]["partition"]): (p["before"], p["cut_from"])
+        for g in plan["groups"]
+        for p in g["partitions"]
+    }
+    assert clamped == {
+        ("mid", "events", 0): (12, None),
+        ("mid", "events", 1): (0, 20),
+        ("aborted", "txn", 0): (0, 4),
+        ("txn-aborted", "events", 0): (5, None),
+        ("txn-committed", "events", 1): (0, 7),
+    }, clamped
+    text = kc.logdoctor("replay", *args)
+    assert text.returncode == 0, text.stdout + text.stderr
+    assert "events-1 -> events-cut-1: 0 -> after the replay" in text.stdout, text.stdout
+    assert "(committed at 20, past the cut: clamped)" in text.stdout, text.stdout

@@ -30,6 +30,10 @@ log's batches and markers (no clean-shutdown marker, no snapshot at the log end:
 - ``export --isolation-level read_committed`` gives, record for record (offset, key, value), what a real
   ``read_committed`` consumer read from the running broker (the Spark records source's read_committed:
   aborted transactions left out by their markers, nothing at or above the last stable offset);
+- ``--cut-at T`` (export, and replay's source) takes each transaction over the two partitions of ``cut``
+  (confluent-kafka) and ``cut2`` (Kafka's Java producer, round robin, transaction version 2) in both or in
+  neither, by its earliest marker's timestamp as ``kafka-dump-log.sh`` prints it, against what a real
+  ``read_committed`` consumer read;
 - ``dump --print-data --json`` of ``__transaction_state`` gives every field ``kafka-dump-log.sh
   --transaction-log-decoder`` prints, and of every transactional partition each marker's offset,
   producer id and epoch, type (COMMIT/ABORT) and coordinator epoch as its marker lines print them.
@@ -84,6 +88,12 @@ class Written:
     features: str
     committed: dict[str, list[tuple[int, bytes | None, bytes | None]]] = field(default_factory=dict)
     listed: dict[str, dict[str, str]] = field(default_factory=dict)  # kafka-transactions.sh list
+    #: the ``cut`` topic's records as a read_committed consumer read them, per partition, and the moment
+    #: between transaction B's two records (:func:`_cut_transactions`)
+    cut_read: dict[int, list[tuple]] = field(default_factory=dict)
+    between: int = 0
+    #: ``cut2``'s records as a read_committed consumer read them (Kafka's Java producer, round robin)
+    cut2_read: dict[int, list[tuple]] = field(default_factory=dict)
 
 
 def _java(cluster: KafkaCluster, main: str, *args: str) -> subprocess.CompletedProcess:
@@ -111,6 +121,44 @@ def _confluent_transactions(cluster: KafkaCluster) -> None:
             producer.abort_transaction(60)
         else:
             producer.commit_transaction(60)
+
+
+def _cut_transactions(cluster: KafkaCluster) -> int:
+    """Topic ``cut`` (2 partitions) for ``--cut-at``: confluent-kafka's transactions A, B and C, each over
+    both partitions, and plain records between them (keys: the transaction's letter, or x, w, y plain):
+    A; x to partition 0; B's record to partition 0, w to partition 0, the moment returned, B's record to
+    partition 1, y to partition 1, B committed; C. At the moment B has a record on either side (partition
+    0's stamped before it) and commits after it."""
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "cut-txn"})
+    producer.init_transactions(60)
+
+    def txn(letter: bytes, *, between=None) -> None:
+        producer.begin_transaction()
+        producer.produce("cut", key=letter, value=letter + b"0", partition=0)
+        producer.flush(60)
+        if between is not None:
+            between()
+        producer.produce("cut", key=letter, value=letter + b"1", partition=1)
+        producer.flush(60)
+        producer.commit_transaction(60)
+        time.sleep(0.05)
+
+    moment: list[int] = []
+
+    def b_between() -> None:
+        cluster.produce("cut", [(b"w", b"w0")], partition=0)
+        time.sleep(0.05)
+        moment.append(int(time.time() * 1000))
+        time.sleep(0.05)
+
+    txn(b"a")
+    cluster.produce("cut", [(b"x", b"x0")], partition=0)
+    txn(b"b", between=b_between)
+    cluster.produce("cut", [(b"y", b"y1")], partition=1)
+    txn(b"c")
+    return moment[0]
 
 
 def _perf(cluster: KafkaCluster, topic: str, tid: str, records: int, *props: str) -> list[str]:
@@ -203,6 +251,8 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
         ).stdout
         for topic in ("in", *TOPICS):
             cluster.create_topic(topic)
+        cluster.create_topic("cut", 2)
+        cluster.create_topic("cut2", 2)
         cluster.produce("in", [(b"k%03d" % i, b"v%03d" % i) for i in range(100)])
         _rollover(cluster)
         _java(
@@ -218,6 +268,10 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
         else:
             raise AssertionError("three perf producers were each killed between two transactions")
         _confluent_transactions(cluster)
+        between = _cut_transactions(cluster)
+        round_robin = "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner"
+        perf = [*_perf(cluster, "cut2", "cut2-txn", 40, round_robin), "--transaction-duration-ms", "300"]
+        subprocess.run(perf, check=True, capture_output=True, timeout=120)
         # the coordinator's timeout abort of the killed producer's transaction
         wait_until(
             "the coordinator to abort perf-txn's transaction",
@@ -232,6 +286,9 @@ def written(tmp_path_factory: pytest.TempPathFactory) -> Written:
         for topic in TOPICS:
             out.committed[topic] = [(o, k, v) for o, k, v, *_ in read_all(cluster.bootstrap, topic, 0)]
         out.listed = _listed(cluster)
+        out.between = between
+        out.cut_read = {p: read_all(cluster.bootstrap, "cut", p) for p in (0, 1)}
+        out.cut2_read = {p: read_all(cluster.bootstrap, "cut2", p) for p in (0, 1)}
         # SIGKILL: no clean-shutdown marker, no producer snapshot at the log end: the broker (and the
         # scan) rebuild the producer state from the log, marker by marker
         cluster.kill()
@@ -354,6 +411,14 @@ def _partition_logs(log_dir: Path, *topics: str) -> list[Path]:
 
 
 @pytest.fixture(scope="module")
+def data_log(written: Written) -> dict[Path, list[str]]:
+    """``kafka-dump-log.sh --print-data-log`` of every segment of the data partitions, ``cut``'s and
+    ``__consumer_offsets``' (one JVM)."""
+    logs = _partition_logs(written.log_dir, *TOPICS, "cut", "cut2", "__consumer_offsets")
+    return _kafka_dump(written.cluster, logs, "--print-data-log")
+
+
+@pytest.fixture(scope="module")
 def transaction_log(written: Written) -> dict[Path, list[str]]:
     """``kafka-dump-log.sh --transaction-log-decoder`` of every ``__transaction_state`` segment."""
     files = _partition_logs(written.log_dir, "__transaction_state")
@@ -395,7 +460,9 @@ def test_transaction_version_2_is_finalized(written: Written, transaction_log: d
     assert written.listed["perf-txn"]["TransactionState"] == "CompleteAbort", written.listed
 
 
-def test_markers_carry_the_bumped_epoch(written: Written, transaction_log: dict[Path, list[str]]) -> None:
+def test_markers_carry_the_bumped_epoch(
+    written: Written, transaction_log: dict[Path, list[str]], data_log: dict[Path, list[str]]
+) -> None:
     """Every batch header and marker as Kafka's dump prints it is ours (offset, producer id and epoch,
     flags, COMMIT/ABORT, coordinator epoch); each marker of a TV2 producer carries its transaction's data
     epoch + 1, the coordinator's timeout abort included; the copier's random aborts, its offset commits'
@@ -404,8 +471,8 @@ def test_markers_carry_the_bumped_epoch(written: Written, transaction_log: dict[
     versions = _client_versions(transaction_log)
     tv2 = {int(written.listed[t]["ProducerId"]) for t, v in versions.items() if v == {2}}
     assert len(tv2) >= 2
-    logs = _partition_logs(written.log_dir, *TOPICS, "__consumer_offsets")
-    theirs_all = _kafka_dump(written.cluster, logs, "--print-data-log")
+    logs = _partition_logs(written.log_dir, *TOPICS, "cut2", "__consumer_offsets")  # cut2: a TV2 producer's
+    theirs_all = data_log
     ours_all = _dump(logs)
     kinds: dict[str, set[str]] = {}
     bumps: dict[int, set[int]] = {}  # producer id -> marker epoch - data epoch
@@ -602,3 +669,119 @@ def test_producer_id_rollover(written: Written, transaction_log: dict[Path, list
     assert {(old, 32766), (old, 32767)} <= markers, markers
     assert {(old, 32765), (old, 32766), (new, 0)} <= data, data
     assert all((pid, epoch + 1) in markers for pid, epoch in data), (data, markers)
+
+
+_CREATE_TIME = re.compile(r"^baseOffset: (\d+) .*? CreateTime: (\d+) ")
+
+
+def _cut(written: Written, at: int, out: Path) -> tuple[dict[int, list[tuple]], dict[int, int]]:
+    """``export --cut-at AT`` of topic ``cut``: per partition its rows (offset, key, value) and the cut's
+    end offset its ``--json`` summary gives."""
+    done = logdoctor(
+        "export", str(written.log_dir), "--out", str(out), "--topics", "cut", "--cut-at", str(at),
+        "--writer", "arrow", "--json",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows: dict[int, list[tuple]] = {0: [], 1: []}
+    for row in sorted(pq.read_table(out).to_pylist(), key=lambda r: (r["partition"], r["offset"])):
+        rows[row["partition"]].append((row["offset"], row["key"], row["value"]))
+    summary = json.loads(done.stdout)["transactions"]
+    return rows, {e["partition"]: e["cut"]["end_offset"] for e in summary}
+
+
+def _cut_source(written: Written, at: int, topic: str = "cut") -> dict[int, list[tuple]]:
+    """Per partition, the records of ``topic`` that ``replay --cut-at AT`` reads (its source: no Spark)."""
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.logdir.read_plan import plan_read
+    from logdoctor.replay.source import PartitionSource
+
+    opts = ReadOptions(topics=topic, cut_at=at)
+    read = plan_read([str(written.log_dir)], opts)
+    sources = {r.partition: PartitionSource.of(r, opts, read.decisions) for r in read.refs}
+    return {p: [(x.offset, x.key, x.value) for x in source.records()] for p, source in sources.items()}
+
+
+def test_cut_at_takes_a_transaction_in_all_its_partitions_or_none(
+    written: Written, transaction_log: dict[Path, list[str]], data_log: dict[Path, list[str]], tmp_path: Path
+) -> None:
+    """``--cut-at T`` against what a real read_committed consumer read and the moments Kafka's own dump
+    (``kafka-dump-log.sh``) gives each COMMIT marker: a record is in the cut iff it is plain and stamped
+    at or before T, or its transaction's earliest marker is (transaction version 2: the marker's bumped
+    epoch names the transaction in both partitions). ``export`` at the moment between B's two records
+    (its partition 0 record stamped before it, its commit after it): B in neither partition, the cut's
+    end offsets B's first offsets, the plain record w after B's first offset, stamped before T, in. The
+    replay's source (the same plan and readers, no Spark to start) at C's earliest marker: C in both
+    partitions (its markers may straddle it: each leader stamps its own), a millisecond before in none;
+    with transaction version 1 (one epoch for all three) each partition's transaction at its own marker."""
+    logs = dict(enumerate(_partition_logs(written.log_dir, "cut")))
+    dumped = data_log
+    markers: dict[int, list[int]] = {}  # partition -> its COMMIT markers' timestamps: A, B, C
+    for p, log in logs.items():
+        stamps = {int(m[1]): int(m[2]) for line in dumped[log] if (m := _CREATE_TIME.match(line))}
+        markers[p] = [stamps[b["base_offset"]] for b in _kafka_batches(dumped[log]) if b["is_control"]]
+        assert [b["marker"][1] for b in _kafka_batches(dumped[log]) if b["is_control"]] == ["COMMIT"] * 3
+    tv2 = _client_versions(transaction_log)["cut-txn"] == {2}
+    moment = {  # (key, partition) -> its transaction's moment; TV1: one epoch, each partition its own marker
+        (k, p): min(markers[0][i], markers[1][i]) if tv2 else markers[p][i]
+        for i, k in enumerate((b"a", b"b", b"c"))
+        for p in (0, 1)
+    }
+
+    def expected(at: int) -> dict[int, list[tuple]]:
+        return {
+            p: [
+                (o, k, v)
+                for o, k, v, _h, ts in written.cut_read[p]
+                if ((k, p) in moment and moment[k, p] <= at) or ((k, p) not in moment and ts <= at)
+            ]
+            for p in (0, 1)
+        }
+
+    read = {p: {k: (o, ts) for o, k, _v, _h, ts in written.cut_read[p]} for p in (0, 1)}
+    at = written.between
+    assert read[0][b"b"][1] <= at < min(markers[0][1], markers[1][1]), (read, at, markers)
+    assert read[0][b"w"][0] > read[0][b"b"][0], read  # w: past B's first offset
+    rows, ends = _cut(written, at, tmp_path / "between")
+    assert rows == expected(at) and [k for _o, k, _v in rows[0]] == [b"a", b"x", b"w"], rows
+    assert ends == {0: read[0][b"b"][0], 1: read[1][b"b"][0]}, ends
+    c = min(markers[0][2], markers[1][2])
+    for at in (c - 1, c):  # the replay's source: the same plan and readers, without starting Spark
+        rows = _cut_source(written, at)
+        assert rows == expected(at), (tv2, at, markers, rows)
+        if tv2:
+            assert [p for p in (0, 1) for _o, k, _v in rows[p] if k == b"c"] == ([0, 1] if at == c else [])
+
+
+def test_cut_at_takes_a_java_producers_transaction_at_its_earliest_marker(
+    written: Written, data_log: dict[Path, list[str]]
+) -> None:
+    """Kafka's Java producer (transaction version 2: each transaction's markers carry its bumped epoch)
+    round-robins ``cut2``'s records over both partitions in transactions of 300 ms. Each record's
+    transaction is the marker that follows it in its partition (the one producer), named by producer id
+    and marker epoch as Kafka's dump prints them, and its moment is the earliest of its markers' timestamps.
+    At each moment and a millisecond before it, the replay's source reads what the read_committed
+    consumer read of the transactions whose moment is not past it: every transaction in both partitions
+    or in neither."""
+    logs = dict(enumerate(_partition_logs(written.log_dir, "cut2")))
+    moment: dict[tuple[int, int], int] = {}
+    owner: dict[tuple[int, int], tuple[int, int]] = {}  # (partition, offset) -> (producer id, marker epoch)
+    for p, log in logs.items():
+        stamps = {int(m[1]): int(m[2]) for line in data_log[log] if (m := _CREATE_TIME.match(line))}
+        pending: list[int] = []
+        for b in _kafka_batches(data_log[log]):
+            if not b["is_control"]:
+                pending += range(b["base_offset"], b["last_offset"] + 1)
+                continue
+            key = (b["producer_id"], b["producer_epoch"])
+            if b["marker"][1] == "COMMIT":
+                moment[key] = min(moment.get(key, stamps[b["base_offset"]]), stamps[b["base_offset"]])
+                owner.update(((p, o), key) for o in pending)
+            pending = []
+    spanning = {key for key in moment if {p for (p, _o), k in owner.items() if k == key} == {0, 1}}
+    assert len(spanning) >= 3, (moment, owner)
+    for at in sorted({m + d for m in moment.values() for d in (-1, 0)}):
+        expected = {
+            p: [(o, k, v) for o, k, v, _h, _ts in written.cut2_read[p] if moment[owner[p, o]] <= at]
+            for p in (0, 1)
+        }
+        assert _cut_source(written, at, "cut2") == expected, (at, moment)

@@ -21,7 +21,7 @@ from logdoctor.logdir.read_options import (
 )
 from logdoctor.logdir.remote_layouts import LAYOUTS
 from logdoctor.logdir.remote_store import RemoteOptions
-from logdoctor.logdir.transactions import ISOLATION_LEVELS, UPTO
+from logdoctor.logdir.transactions import ISOLATION_LEVELS, READ_COMMITTED, UPTO
 
 _name = st.from_regex(r"[a-z][a-z0-9._-]{0,8}", fullmatch=True)
 _offset = st.integers(min_value=-2, max_value=2**62)
@@ -60,9 +60,10 @@ def read_options(draw: st.DrawFn) -> ReadOptions:
         max_partition_bytes=draw(st.integers(1, 2**40)),
         verify_crc=draw(st.booleans()),
         min_partitions=draw(st.integers(1, 512)),
-        isolation_level=draw(st.sampled_from(ISOLATION_LEVELS)),
+        isolation_level=(isolation := draw(st.sampled_from(ISOLATION_LEVELS))),
         upto=draw(st.sampled_from(UPTO)),
         open_transactions=draw(st.sampled_from(OPEN_TRANSACTION_POLICIES)),
+        cut_at=draw(st.one_of(st.none(), st.integers(0, 2**50))) if isolation == READ_COMMITTED else None,
         view=draw(st.sampled_from(VIEWS)),
         typed=typed,
         schemas=tuple(draw(st.lists(st.one_of(_path, st.just("s3://b/x,y")), max_size=3))),
@@ -143,6 +144,7 @@ BAD = [
     ),
     ("upTo", "now", "upTo: expected one of log-end, high-watermark, got 'now'"),
     ("openTransactions", "commit", "openTransactions: expected one of hold, abort, got 'commit'"),
+    ("cutAt", "noon", "cutAt: expected epoch milliseconds, got 'noon'"),
     ("view", "newest", "view: expected one of history, latest, cdc, got 'newest'"),
     ("typed", "sometimes", "typed: expected true or false, got 'sometimes'"),
     ("schemas", "[1, 2]", "schemas: expected a JSON list of paths, got '[1, 2]'"),

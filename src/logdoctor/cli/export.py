@@ -121,7 +121,7 @@ def no_space_exits_73(out: str, fresh: Sequence[str]) -> Iterator[None]:
 _HELP_ORDER = (
     "paths", "out", "fmt", "mode", "partition_by", "master", "conf", "remote", "topics", "starting_offsets",
     "ending_offsets", "starting_timestamp", "ending_timestamp", "include_control", "isolation_level", "upto",
-    "open_transactions",
+    "open_transactions", "cut_at",
     "view", "include_internal", "decoder", "max_partition_bytes", "writer", "remote_storage", "remote_layout",
     "remote_private_key", "typed", "schemas", "placeholder", "json_out", "catalog", "table_name",
     "partition_by_day", "keep_cache", "max_read_rate",

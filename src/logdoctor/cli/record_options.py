@@ -147,6 +147,20 @@ class RecordReadArgs:
         ],
         "hold",
     )
+    cut_at: int | None = _cli(
+        Annotated[
+            int | None,
+            typer.Option(
+                "--cut-at",
+                metavar="EPOCH_MS",
+                help="A transaction-consistent cut at this moment (inclusive): every partition's records up "
+                "to it, a transaction in every partition or in none, by when it committed (its earliest "
+                "marker); a non-transactional batch by its max timestamp. Each partition's cut end offset "
+                "is in the summary. docs/transactions.md",
+            ),
+        ],
+        None,
+    )
     view: str = _cli(
         Annotated[
             str,
@@ -289,6 +303,7 @@ def record_read_options(
         "kafka.isolation.level": args.isolation_level,
         "upTo": args.upto,
         "openTransactions": args.open_transactions,
+        "cutAt": args.cut_at,
         "view": args.view,
         "includeInternal": args.include_internal,
         "maxPartitionBytes": args.max_partition_bytes,

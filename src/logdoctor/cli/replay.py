@@ -228,6 +228,8 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
         if p.held_back:
             notes.append(("held back: ", f"{p.held_back:,} record(s) at or above the last stable offset held "
                           "back by the open transaction(s): not replayed"))  # fmt: skip
+        if p.cut_end is not None:
+            notes.append(("cut: ", f"--cut-at ends at offset {p.cut_end} (groups past it resume there)"))
         for label, text in notes:
             wrap(out, text, "      ", "yellow", first=f"    {label}")
     for line in plan.not_read:
@@ -262,6 +264,7 @@ def print_groups(out: Lines, groups: list[Any], verb: str = "") -> None:
             out.line(
                 f"    {p.source_topic}-{p.source_partition} -> {p.target_topic}-{p.target_partition}: "
                 f"{p.source_offset} -> {after} ({note})"
+                + (f" (committed at {p.cut_from}, past the cut: clamped)" if p.cut_from is not None else "")
             )
         if g.not_replayed:
             wrap(out, ", ".join(g.not_replayed), "      ", "dim", first="    not replayed: ")

@@ -14,7 +14,8 @@ Every reader of records without a consumer of its own (``export``'s executors,
 - a batch wholly below the range's start is skipped, one starting at or past its end ends the walk;
 - a batch at or above the last stable offset (or the high watermark) is never decoded
   (:class:`logdoctor.logdir.transactions.SegmentTransactions`); nor a control batch unless asked for, nor
-  under ``read_committed`` an aborted transaction's batch.
+  under ``read_committed`` an aborted transaction's batch, nor in a cut (:mod:`logdoctor.logdir.cut`) a
+  transaction still open at its moment or a non-transactional data batch whose max timestamp is past it.
 """
 
 from __future__ import annotations
@@ -89,6 +90,7 @@ class BatchAdmission:
 
     __slots__ = (
         "_crc",
+        "_cut_at",
         "_drop_aborted",
         "_end",
         "_include_control",
@@ -113,6 +115,7 @@ class BatchAdmission:
         self._end = end
         self._txn = txn
         self._stable_end = None if txn is None else txn.stable_end
+        self._cut_at = None if txn is None else txn.cut_at
         self._drop_aborted = txn is not None and txn.isolation == READ_COMMITTED and bool(txn.spans)
         self._include_control = include_control
         self._crc = crc_skipped
@@ -142,10 +145,9 @@ class BatchAdmission:
             return UNSTABLE
         if batch.is_control:
             return TAKE if self._include_control else SKIP
-        if (
-            self._drop_aborted
-            and batch.is_transactional
-            and self._txn.result_of(batch.producer_id, batch.base_offset) == ABORTED_CODE  # type: ignore[union-attr]
-        ):
-            return SKIP  # read_committed: an aborted transaction's batch is never decoded
+        if not batch.is_transactional:
+            cut_at = self._cut_at
+            return SKIP if cut_at is not None and batch.max_timestamp > cut_at else TAKE
+        if self._drop_aborted and self._txn.result_of(batch.producer_id, batch.base_offset) >= ABORTED_CODE:  # type: ignore[union-attr]
+            return SKIP  # read_committed: an aborted transaction's batch is never decoded (a cut: nor open)
         return TAKE

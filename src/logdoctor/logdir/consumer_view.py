@@ -38,19 +38,34 @@ def transaction_summary(
     out: list[dict[str, Any]] = []
     upto_hw = opts.upto_high_watermark
     committed_only = opts.isolation_level == READ_COMMITTED
+    cut_at = opts.cut_at
+    if cut_at is not None:
+        from logdoctor.logdir.cut import straddling
+
+        straddle = straddling(txns.values(), cut_at)
     for ref in refs:
         t = txns.get(txn_key(ref))
         if t is None:
             continue
         rng = resolve_range(ref, opts)
         counts = count_left_out(ref, t, upto_hw, rng.start_offset, rng.end_offset)
-        if not t.transactions and not counts.above_high_watermark and t.error is None:
+        if not t.transactions and not counts.above_high_watermark and t.error is None and cut_at is None:
             continue
         lso = t.last_stable_offset(upto_hw)
         if committed_only:
             left = counts.aborted + counts.open + counts.above_stable
         else:
             left = counts.above_high_watermark if upto_hw else 0
+        cut = None
+        if cut_at is not None:
+            cut = {
+                "at": cut_at,
+                "end_offset": t.log_end_offset if t.cut_end is None else t.cut_end,
+                "transactions_after": sum(1 for x in t.transactions if x.after_cut),
+                "straddling_producers": sorted(
+                    {(x.producer_id, x.producer_epoch) for x in t.transactions} & straddle
+                ),
+            }
         out.append(
             {
                 "topic": ref.topic,
@@ -84,6 +99,7 @@ def transaction_summary(
                 "decided_transactions": [x.without_marker_json() for x in t.decided()],
                 "error": t.error,
                 "invalid_markers": [m.to_json() for m in t.invalid_markers],
+                "cut": cut,
             }
         )
     return out
@@ -130,6 +146,17 @@ def summary_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
                 "validation refuses: it decided its transaction from its base offset, as Kafka's producer "
                 "state does"
             )
+        cut = e.get("cut")
+        if cut is not None:
+            text += (
+                f"; cut at {cut['at']}: end offset {cut['end_offset']}, {cut['transactions_after']} "
+                "transaction(s) committed after it left out"
+            )
+            for pid, epoch in cut["straddling_producers"]:
+                text += (
+                    f"; producer {pid} epoch {epoch} (transaction version 1) committed on both sides of the "
+                    "cut: its transactions are cut at each partition's own marker (docs/transactions.md)"
+                )
         lines.append(text)
         for o in e["open_transactions"]:
             finding = f" ({o['finding']}: logdoctor scan {shlex.quote(e['log_dir'])})" if o["finding"] else ""

@@ -140,6 +140,9 @@ class CoordinatorDecisions:
     sources: tuple[tuple[str, str], ...] = ()
     #: log dir -> its cluster id (None: not known)
     clusters: Mapping[str, str | None] = field(default_factory=dict)
+    #: a cut's moments: (producer id, marker epoch) -> when that transaction committed, across every
+    #: partition read (logdoctor.logdir.cut.cut_moments; empty: no cut)
+    cut_moments: Mapping[tuple[int, int], int] = field(default_factory=dict)
     _by_cluster: dict[str | None, dict[int, list[CoordinatorTxn]]] = field(
         default_factory=dict, repr=False, compare=False
     )

@@ -180,6 +180,10 @@ class ReadOptions:
     #: among the inputs ends (logdoctor.logdir.coordinator): ``hold`` (default: as the restarted cluster,
     #: the last stable offset stays at it) or ``abort`` (as after ``kafka-transactions.sh abort``)
     open_transactions: str = HOLD
+    #: ``cutAt``: a transaction-consistent cut at this moment (epoch ms, inclusive; logdoctor.logdir.cut): a
+    #: non-transactional batch whose max timestamp is at or below it, a transaction committed at or before
+    #: it in every partition or in none; None: no cut
+    cut_at: int | None = None
     #: ``history`` (every record), ``latest`` (the latest record per key, logdoctor.spark.latest) or ``cdc``
     #: (a Debezium topic's events folded into its table, logdoctor.spark.cdc: the rows read are the history's)
     view: str = "history"
@@ -268,6 +272,7 @@ class ReadOptions:
             open_transactions=_choice(
                 "openTransactions", opts.get("opentransactions"), OPEN_TRANSACTION_POLICIES, HOLD
             ),
+            cut_at=_cut_at(opts.get("cutat"), isolation),
             view=_choice("view", opts.get("view"), VIEWS, "history"),
             typed=_typed(opts.get("typed")),
             schemas=_paths_list(opts.get("schemas")),
@@ -315,6 +320,7 @@ class ReadOptions:
             ("upTo", self.upto, default.upto),
             ("openTransactions", self.open_transactions, default.open_transactions),
             ("view", self.view, default.view),
+            ("cutAt", self.cut_at, None),
             ("maxReadRate", self.max_read_rate, None),
             (TYPED_PLAN_OPTION, self.typed_plan, None),
         )
@@ -367,6 +373,21 @@ def _choice(name: str, text: Any, choices: Sequence[str], default: str) -> str:
         if choice.replace("-", "_") == value:
             return choice
     raise DiscoveryError(f"{name}: expected one of {', '.join(choices)}, got {text!r}")
+
+
+def _cut_at(text: Any, isolation: Any) -> int | None:
+    """Option ``cutAt``: epoch ms; a cut is what read_committed reads up to a moment (logdir.cut)."""
+    if text is None or not str(text).strip():
+        return None
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        raise DiscoveryError(f"cutAt: expected epoch milliseconds, got {text!r}") from None
+    if _choice("kafka.isolation.level", isolation, ISOLATION_LEVELS, READ_COMMITTED) != READ_COMMITTED:
+        raise DiscoveryError(
+            "cutAt: a cut reads what read_committed reads: drop --isolation-level read_uncommitted"
+        )
+    return value
 
 
 def _typed(text: Any) -> bool:

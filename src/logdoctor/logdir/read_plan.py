@@ -298,6 +298,10 @@ def plan_read(
             not_read.extend(_uncovered(ref, named))
     not_read.sort(key=lambda p: (p.topic, p.partition, p.first_offset))
     decisions = coordinator_decisions(found, opts.open_transactions)
+    if opts.cut_at is not None:
+        from logdoctor.logdir.cut import cut_moments
+
+        decisions = replace(decisions, cut_moments=cut_moments(refs))
     return ReadPlan(
         tuple(items), tuple(refs), tuple(not_read), tuple(sorted(left_out)), tuple(found), decisions
     )

@@ -204,7 +204,9 @@ def plan_transactions(
     """Every transaction of each partition read, from its markers (one walk of its batch headers, the
     remote tier's included: :func:`logdoctor.logdir.transactions.partition_transactions`), each counting
     its records in the range the options ask for, those left without a marker decided by ``decisions``
-    (the read plan's). Keyed by :func:`txn_key`."""
+    (the read plan's), those past the cut ``cutAt`` marked (:mod:`logdoctor.logdir.cut`). Keyed by
+    :func:`txn_key`."""
+    from logdoctor.logdir.cut import apply_cut
     from logdoctor.logdir.transactions import partition_transactions
 
     match = topic_matcher(opts.topics)
@@ -213,9 +215,10 @@ def plan_transactions(
         if not match(ref.topic) or not ref.segments:
             continue
         rng = resolve_range(ref, opts)
-        out[txn_key(ref)] = partition_transactions(
-            ref, start=rng.start_offset, end=rng.end_offset, decisions=decisions
+        walked = partition_transactions(
+            ref, start=rng.start_offset, end=rng.end_offset, decisions=decisions, cut_at=opts.cut_at
         )
+        out[txn_key(ref)] = apply_cut(walked, decisions)
     return out
 
 

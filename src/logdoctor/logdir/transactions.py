@@ -102,12 +102,16 @@ class Transaction:
     in_range: int = 0
     marker_offset: int | None = None
     marker_epoch: int | None = None
+    #: its marker's timestamp (the partition leader's clock when it wrote it; -1: no marker)
+    marker_timestamp: int = -1
     result: str = OPEN
     #: the producer's last write to it (its last data batch's max timestamp: ProducerStateEntry.lastTimestamp)
     last_timestamp: int = -1
     #: who decided a transaction left without a marker (the coordinator's state, or the read's policy:
     #: :mod:`logdoctor.logdir.coordinator`); None: its marker did, or it is open
     decided_by: str | None = None
+    #: committed after a cut's moment (logdoctor.logdir.cut): read as open at that moment, left out
+    after_cut: bool = False
 
     @property
     def end(self) -> int:
@@ -201,6 +205,11 @@ class PartitionTransactions:
     invalid_markers: list[InvalidMarker] = field(default_factory=list)
     #: the newest record timestamp of the partition (the last moment its log shows; -1: none)
     newest_timestamp: int = -1
+    #: a cut's moment (logdoctor.logdir.cut) and the first offset past it: the partition's first
+    #: non-transactional data batch whose max timestamp is past it, lowered to the first offset of each
+    #: transaction not committed at that moment (None: no cut, or nothing past it)
+    cut_at: int | None = None
+    cut_end: int | None = None
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -239,6 +248,8 @@ class SegmentTransactions:
     isolation: str
     spans: tuple[tuple[int, int, int, int], ...] = ()
     stable_end: int | None = None
+    #: a cut's moment: a non-transactional data batch whose max timestamp is past it is left out
+    cut_at: int | None = None
     _index: dict[int, tuple[list[int], list[tuple[int, int]]]] | None = field(
         default=None, repr=False, compare=False
     )
@@ -344,14 +355,17 @@ def partition_transactions(
     start: int | None = None,
     end: int | None = None,
     decisions: CoordinatorDecisions | None = None,
+    cut_at: int | None = None,
 ) -> PartitionTransactions:
     """Every transaction of ``ref`` (its segments, the remote tier's first) from its markers, wherever
     they are (a marker past ``end`` too); the log end offset the walk reached and the checkpointed high
     watermark (``high_watermark``: read it). Each transaction counts its records in [start, end).
     ``decisions``: the read plan's (:attr:`logdoctor.logdir.read_plan.ReadPlan.decisions`): a transaction
     left without a marker is then what a consumer of the restarted cluster reads of it (committed,
-    aborted, or still open); None: open, as the markers alone say."""
-    out = PartitionTransactions(ref.log_dir, ref.topic, ref.partition)
+    aborted, or still open); None: open, as the markers alone say. ``cut_at``: a cut's moment, and
+    :attr:`~PartitionTransactions.cut_end` the first non-transactional data batch past it
+    (:func:`logdoctor.logdir.cut.apply_cut` then marks the transactions past it)."""
+    out = PartitionTransactions(ref.log_dir, ref.topic, ref.partition, cut_at=cut_at)
     if high_watermark and ref.segments and not all(s.remote is not None for s in ref.segments):
         out.high_watermark = _read_high_watermark(ref)
     state = ProducerState()
@@ -365,6 +379,14 @@ def partition_transactions(
             leo = max(b.base_offset, last) + 1  # type: ignore[attr-defined]
             if b.max_timestamp > out.newest_timestamp:  # type: ignore[attr-defined]
                 out.newest_timestamp = b.max_timestamp  # type: ignore[attr-defined]
+            if (
+                cut_at is not None
+                and out.cut_end is None
+                and b.max_timestamp > cut_at  # type: ignore[attr-defined]
+                and not b.is_control  # type: ignore[attr-defined]
+                and not b.is_transactional  # type: ignore[attr-defined]
+            ):
+                out.cut_end = b.base_offset  # type: ignore[attr-defined]
             pid = b.producer_id if b.magic >= 2 else -1  # type: ignore[attr-defined]
             if pid < 0:
                 continue  # no producer id: no transaction state to change
@@ -381,6 +403,7 @@ def partition_transactions(
                 txn = ongoing.pop(pid)
                 txn.marker_offset = completed.last_offset
                 txn.marker_epoch = b.producer_epoch  # type: ignore[attr-defined]
+                txn.marker_timestamp = b.max_timestamp  # type: ignore[attr-defined]
                 txn.result = ABORTED if completed.aborted else COMMITTED
                 continue
             first = state.current.get(pid) if not control and b.is_transactional else None  # type: ignore[attr-defined]
@@ -444,9 +467,11 @@ def segment_views(
             i += 1
         active = [t for t in active if t.end >= lo]
         spans = tuple(
-            (t.producer_id, t.first_offset, t.end, _CODE[t.result]) for t in active if t.first_offset < hi
+            (t.producer_id, t.first_offset, t.end, _CODE[OPEN if t.after_cut else t.result])
+            for t in active
+            if t.first_offset < hi
         )
-        out.append(SegmentTransactions(isolation, spans, stable_end))
+        out.append(SegmentTransactions(isolation, spans, stable_end, txns.cut_at))
     return out
 
 

@@ -15,6 +15,8 @@ group's consumers carry on there at the next record they had not consumed.
   have resumed. The target offsets come from the offset map read back from the target
   (:func:`logdoctor.replay.apply.offset_map`, each record checked against the source), up to the
   furthest commit of the partition.
+- With ``--cut-at`` (:mod:`logdoctor.logdir.cut`) a committed offset past the partition's cut end offset
+  is clamped to it, the group resuming where the cut ends (``cut_from``: the offset it had).
 - A group is committed only where it has no active member on the target (state Empty or Dead, or no such
   group); any other state is the plan's conflict ``GROUP_ACTIVE``. The state is asked again just before
   the commit, and the broker refuses an admin client's commit to a group with members anyway
@@ -150,15 +152,17 @@ def plan_groups(
         if pp is None:
             gp.not_replayed.append(f"{c.topic}-{c.partition}")
             continue
+        past_cut = pp.cut_end is not None and c.offset > pp.cut_end  # --cut-at: clamped into the cut
         gp.partitions.append(
             GroupPartition(
                 c.topic,
                 c.partition,
-                c.offset,
+                pp.cut_end if past_cut else c.offset,  # type: ignore[arg-type]
                 c.metadata,
                 c.commit_timestamp,
                 pp.target_topic,
                 pp.target_partition,
+                cut_from=c.offset if past_cut else None,
             )
         )
     result = [gp for gp in out.values() if gp.partitions]

@@ -197,6 +197,9 @@ class PartitionPlan:
     without_marker: list[dict[str, Any]] = field(default_factory=list)
     #: the data records at or above the last stable offset that an open transaction holds back
     held_back: int = 0
+    #: ``--cut-at``: the cut's end offset (logdir.cut: the first offset past the cut; a group's offset past
+    #: it is clamped to it); None: no cut
+    cut_end: int | None = None
 
     @property
     def name(self) -> str:
@@ -255,6 +258,7 @@ class PartitionPlan:
             "problems": self.problems,
             "transactions_without_marker": self.without_marker,
             "records_held_back": self.held_back,
+            "cut_end_offset": self.cut_end,
         }
 
 
@@ -330,6 +334,8 @@ class GroupPartition:
     #: ``target_offset``) or read again (before it); None: not known before the partition's replay is done
     skipped: int | None = None
     read_again: int | None = None
+    #: ``--cut-at``: the source's committed offset, past the cut's end offset ``source_offset`` now is
+    cut_from: int | None = None
 
     @property
     def foreign(self) -> bool:
@@ -353,6 +359,7 @@ class GroupPartition:
             "read_again": self.read_again,
             "metadata": self.metadata,
             "commit_timestamp": self.commit_timestamp,
+            "cut_from": self.cut_from,
         }
 
 
@@ -803,6 +810,8 @@ def _count(pp: PartitionPlan, source: Any) -> None:
     pp.problems = list(source.problems)
     txns = source.txns
     if txns is not None:
+        if txns.cut_at is not None:
+            pp.cut_end = txns.log_end_offset if txns.cut_end is None else txns.cut_end
         pp.without_marker = [t.without_marker_json() for t in txns.transactions if t.marker_offset is None]
         if txns.open_transactions() and source.opts.isolation_level == READ_COMMITTED:
             left = count_left_out(source.ref, txns, source.opts.upto_high_watermark, source.start, source.end)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from logdoctor.errors import FormatError
 from logdoctor.logdir.batch_walk import SKIP, BatchAdmission, resolve_range
 from logdoctor.logdir.coordinator import CoordinatorDecisions
+from logdoctor.logdir.cut import apply_cut
 from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.logdir.refs import PartitionRef, SegmentRef
 from logdoctor.logdir.transactions import (
@@ -90,9 +91,12 @@ class PartitionSource:
         """``decisions``: the read plan's (what becomes of a transaction left without a marker)."""
         rng = resolve_range(ref, opts)
         start, end = rng.start_offset, rng.end_offset
-        txns = (
-            partition_transactions(ref, start=start, end=end, decisions=decisions) if ref.segments else None
-        )
+        txns = None
+        if ref.segments:
+            walked = partition_transactions(
+                ref, start=start, end=end, decisions=decisions, cut_at=opts.cut_at
+            )
+            txns = apply_cut(walked, decisions)
         return cls(ref, opts, start, end, txns)
 
     def records(self, from_offset: int | None = None, *, copy: bool = True) -> Iterator[SourceRecord]:
