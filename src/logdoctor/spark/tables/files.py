@@ -15,11 +15,13 @@ commit does not reference (:func:`remove_uncommitted`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import os
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -313,6 +315,33 @@ def remove_uncommitted(layout: FileLayout, committed: Iterable[str]) -> list[str
             fs.delete_file(f"{root}{rel}")
             removed.append(path)
     return removed
+
+
+@contextmanager
+def keeping_files_unless_known(*layouts: Any, spark: Any = None) -> Iterator[list[str]]:
+    """Around the commits of the files of ``layouts``' job: yields the list the caller fills with the paths
+    the commits reference once they landed. On leaving, every other file of the job is deleted (best effort:
+    :func:`~logdoctor.spark.tables.files.remove_uncommitted`; a commit that failed and is known not to have
+    landed takes none; with ``spark`` and nothing committed, once the tasks Spark is cancelling stopped),
+    except after :class:`~logdoctor.spark.tables.CommitUnknownError` or a Ctrl-C, when a commit may have
+    landed: then nothing is deleted (a table that holds the commit needs its files; the next export's sweep
+    removes those no commit references, :mod:`.orphans`)."""
+    from logdoctor.spark.export import wait_for_cancelled_tasks
+    from logdoctor.spark.tables import CommitUnknownError
+
+    committed: list[str] = []
+    keep = False
+    try:
+        yield committed
+    except (CommitUnknownError, KeyboardInterrupt):
+        keep = True
+        raise
+    finally:
+        if not keep and spark is not None and not committed:
+            wait_for_cancelled_tasks(spark)
+        for layout in () if keep else layouts:
+            with contextlib.suppress(Exception):  # best effort: the tables are already right
+                remove_uncommitted(layout, committed)
 
 
 def probe_writable(data_uri: str, job: str) -> None:
