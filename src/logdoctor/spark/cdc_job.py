@@ -490,8 +490,8 @@ def _write_tables(
     marks: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, str]:
     from logdoctor.spark.tables.export import commit_files, table_properties
-    from logdoctor.spark.tables.files import FileLayout, keeping_files_unless_known, new_job_id
-    from logdoctor.spark.tables.typed_export import open_typed_tables, to_format, write_file
+    from logdoctor.spark.tables.files import FileLayout, keeping_files_unless_known, new_job_id, write_file
+    from logdoctor.spark.tables.typed_export import open_typed_tables, to_format
     from logdoctor.spark.typed import format_schema
 
     job = new_job_id()

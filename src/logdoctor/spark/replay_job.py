@@ -163,8 +163,13 @@ def _delta_map(
     import logdoctor
     from logdoctor.spark.tables import CommitUnknownError
     from logdoctor.spark.tables.delta import DeltaLakeTable
-    from logdoctor.spark.tables.files import FileLayout, new_job_id, probe_writable, remove_uncommitted
-    from logdoctor.spark.tables.typed_export import write_file
+    from logdoctor.spark.tables.files import (
+        FileLayout,
+        new_job_id,
+        probe_writable,
+        remove_uncommitted,
+        write_file,
+    )
 
     layout = FileLayout(location, new_job_id(), partition_columns_in_file=True)
     probe_writable(location, layout.job)

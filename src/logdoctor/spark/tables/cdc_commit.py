@@ -59,7 +59,7 @@ def commit_iceberg(
     from pyiceberg.expressions import AlwaysTrue
 
     from logdoctor.spark.tables import TableError
-    from logdoctor.spark.tables.typed_export import write_file
+    from logdoctor.spark.tables.files import write_file
 
     written = write_file(rows, layout, 0, 0, {}) if rows.num_rows else None
     marker = uuid.uuid4().hex

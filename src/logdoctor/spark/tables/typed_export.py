@@ -36,7 +36,7 @@ from logdoctor.spark.tables.export import (
     merged_offsets,
     table_properties,
 )
-from logdoctor.spark.tables.files import FileLayout, WrittenFile, filesystem, join_uri
+from logdoctor.spark.tables.files import FileLayout, WrittenFile, write_file
 from logdoctor.spark.typed import format_schema
 
 
@@ -110,38 +110,6 @@ def _kafka_offsets(rows: pa.Table, topic: str) -> dict[tuple[str, int], tuple[in
 def _raw_offsets(rows: pa.Table) -> dict[tuple[str, int], tuple[int, int]]:
     g = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
     return {(r["topic"], int(r["partition"])): (r["offset_min"], r["offset_max"]) for r in g.to_pylist()}
-
-
-def write_file(
-    rows: pa.Table,
-    layout: FileLayout,
-    task: int,
-    attempt: int,
-    offsets: dict[tuple[str, int], tuple[int, int]],
-) -> WrittenFile:
-    """One Parquet file of ``rows`` in the table's data folder, with Delta's statistics."""
-    import uuid
-
-    import pyarrow.parquet as pq
-
-    from logdoctor.spark.tables.files import ROW_GROUP_ROWS, _stats
-
-    fs, root = filesystem(layout.data_uri)
-    name = f"{layout.job}-{task:05d}-{attempt}-{uuid.uuid4().hex[:8]}.parquet"
-    fs.create_dir(root, recursive=True)
-    with fs.open_output_stream(f"{root}/{name}") as sink:
-        pq.write_table(rows, sink, row_group_size=ROW_GROUP_ROWS, compression="snappy")
-    mins, maxs, nulls = _stats(rows)
-    return WrittenFile(
-        path=join_uri(layout.data_uri, name),
-        size=int(fs.get_file_info(f"{root}/{name}").size),
-        rows=rows.num_rows,
-        partition={},
-        min_values=mins,
-        max_values=maxs,
-        null_counts=nulls,
-        offsets=offsets,
-    )
 
 
 def write_typed_task(
