@@ -302,13 +302,10 @@ def run_cdc_export(
         OutputExistsError,
         is_local_path,
         output_has_data,
-        tracking,
     )
     from logdoctor.spark.typed import load_typed_registry
     from logdoctor.spark.typed_job import survey_job
 
-    if mode not in ("error", "overwrite", "append"):
-        raise ExportError(f"--mode must be one of error, overwrite, append, got {mode!r}")
     if mode == "append" and fmt == "parquet":
         raise ExportError(
             "--view cdc with --mode append to Parquet would add the changed rows a second time: use --format "
@@ -327,7 +324,7 @@ def run_cdc_export(
         raise ExportError("--view cdc: --ending-timestamp is one moment for the whole table (epoch ms)")
     # the point in time is the fold's (source.ts_ms), never a cut of the read by Kafka timestamps
     job = ExportJob.planned(
-        spark, paths, out, dataclasses.replace(opts, ending_timestamps=PerPartition(), view="cdc")
+        spark, paths, out, dataclasses.replace(opts, ending_timestamps=PerPartition(), view="cdc"), mode
     )
     opts, items, refs = job.opts, job.items, job.plan.refs
     if fmt == "parquet" and mode == "error" and output_has_data(out):
@@ -365,8 +362,7 @@ def run_cdc_export(
             applied = applied_rows(fmt, table, typed.topics[topic].key_type)
             per_topic[topic] = dataclasses.replace(per_topic.get(topic, base), applied=applied)
     groups = job.groups(cdc_refs)
-    with tracking(spark, progress):
-        done = job.collect(groups, lambda g, shipped: fold_task(g, opts, shipped, per_topic), typed)
+    done = job.collect(groups, lambda g, shipped: fold_task(g, opts, shipped, per_topic), typed, progress)
     summary = CdcSummary(counts=merge_counts(d["typed"] for d in done if d.get("typed")), left_out=left_out)
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for d in done:
@@ -424,10 +420,7 @@ def run_cdc_export(
         rows=sum(t.num_rows for t in tables.values()),
         files=len(locations),
         bytes_out=0,
-        skipped=job.skipped(),
         elapsed_s=elapsed,
-        writer="arrow",
-        mode=mode,
         typed=summary,
     )
 
@@ -496,10 +489,9 @@ def _write_tables(
     watch: Any = None,
     marks: Mapping[str, Mapping[str, str]] | None = None,
 ) -> dict[str, str]:
-    from logdoctor.spark.tables.cdc_commit import keeping_files_unless_known
-    from logdoctor.spark.tables.export import _pause
-    from logdoctor.spark.tables.files import FileLayout, new_job_id
-    from logdoctor.spark.tables.typed_export import open_typed_tables, table_properties, to_format, write_file
+    from logdoctor.spark.tables.export import commit_files, table_properties
+    from logdoctor.spark.tables.files import FileLayout, keeping_files_unless_known, new_job_id, write_file
+    from logdoctor.spark.tables.typed_export import open_typed_tables, to_format
     from logdoctor.spark.typed import format_schema
 
     job = new_job_id()
@@ -532,10 +524,7 @@ def _write_tables(
         else:
             commit_mode = "overwrite"
         with keeping_files_unless_known(layout) as committed:
-            if fmt == "iceberg":
-                table.commit([written.path], schema, commit_mode, properties, properties, pause=_pause)
-            else:
-                table.commit([written], schema, commit_mode, properties, [], pause=_pause)
+            commit_files(table, fmt, [written], schema, commit_mode, properties)
             committed.append(written.path)
         if name != UNDECODED:
             locations[name] = table.location
@@ -721,9 +710,9 @@ def _append_tables(
     """Each continued table: its change committed (:mod:`logdoctor.spark.tables.cdc_commit`), or nothing
     when the newer events change nothing."""
     from logdoctor.spark.tables.cdc_commit import commit_delta, commit_iceberg
-    from logdoctor.spark.tables.export import _pause
+    from logdoctor.spark.tables.export import _pause, table_properties
     from logdoctor.spark.tables.files import FileLayout, new_job_id
-    from logdoctor.spark.tables.typed_export import table_properties, to_format
+    from logdoctor.spark.tables.typed_export import to_format
     from logdoctor.spark.typed import format_schema
 
     locations: dict[str, str] = {}

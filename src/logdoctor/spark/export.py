@@ -307,18 +307,23 @@ class ExportJob:
     opts: ReadOptions
     plan: Any  # logdoctor.logdir.read_plan.ReadPlan
     txns: dict[tuple[str, str, int], Any]
+    mode: str = "error"
     done: list[dict[str, Any]] = field(default_factory=list)
 
     @classmethod
-    def planned(cls, spark: Any, paths: Sequence[str] | str, out: str, opts: ReadOptions) -> ExportJob:
+    def planned(
+        cls, spark: Any, paths: Sequence[str] | str, out: str, opts: ReadOptions, mode: str = "error"
+    ) -> ExportJob:
         from logdoctor.logdir.outputs import absolute_location, check_output_location
         from logdoctor.logdir.slices import plan_transactions, read_plan
 
+        if mode not in MODES:
+            raise ExportError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
         out = absolute_location(out)  # what is written and printed must not depend on the folder it ran in
         plan = read_plan(paths, opts)  # the remote tier too (issue 31)
         # never write or delete at, inside or above an input (the items and the log dirs found in them)
         check_output_location(out, [*plan.items, *plan.log_dirs])
-        return cls(spark, out, opts, plan, plan_transactions(plan.refs, opts, plan.decisions))
+        return cls(spark, out, opts, plan, plan_transactions(plan.refs, opts, plan.decisions), mode)
 
     @property
     def items(self) -> list[str]:
@@ -349,17 +354,18 @@ class ExportJob:
         return task_groups(plan_slices(refs, self.opts, self.txns), self.opts)
 
     def collect(
-        self, tasks: Sequence[Any], run: Callable[[Any, Any], dict[str, Any]], shared: Any = None
+        self, tasks: Sequence[Any], run: Callable[[Any, Any], Any], shared: Any = None, progress: Any = None
     ) -> list[dict[str, Any]]:
         """``run(task, shared)`` over ``tasks`` as one Spark job, a task each (``shared``, e.g. a typed plan,
-        shipped once per executor): their results (``done``); a task that found the disk full raises here,
-        before anything is committed (:func:`raise_if_no_space`)."""
+        shipped once per executor; the tasks told to ``progress``): their results (``done``); a task that
+        found the disk full raises here, before anything is committed (:func:`raise_if_no_space`)."""
         if tasks:
             from logdoctor.spark.typed import broadcast, shipped
 
             value = broadcast(self.spark, shared)
             parallel = self.spark.sparkContext.parallelize(list(tasks), len(tasks))
-            self.done = parallel.map(lambda t: run(t, shipped(value))).collect()
+            with tracking(self.spark, progress):
+                self.done = parallel.map(lambda t: run(t, shipped(value))).collect()
         raise_if_no_space(self.out, self.done)
         return self.done
 
@@ -378,7 +384,8 @@ class ExportJob:
         )
 
     def result(self, cls: type[ExportResult] = ExportResult, **fields: Any) -> Any:
-        """``cls`` with the fields every export's result has from its plan and its tasks, and ``fields``."""
+        """``cls`` with the fields every export's result has from its plan and its tasks (the ranges not read
+        unless ``fields`` names them), and ``fields``."""
         from logdoctor.logdir.consumer_view import transaction_summary
 
         segs = [s for ref in self.plan.refs for s in ref.segments]
@@ -391,7 +398,10 @@ class ExportJob:
             "isolation_level": self.opts.isolation_level,
             "view": self.opts.view,
             "latest": [x for d in self.done for x in d.get("latest") or ()],
+            "mode": self.mode,
         }
+        if "skipped" not in fields:
+            common["skipped"] = self.skipped()
         return cls(**{**common, **fields})
 
 
@@ -562,10 +572,7 @@ def _abort_job(spark: Any, out_dir: str, job: str, created: bool) -> None:
     """A failed job: delete its attempt folders (once the tasks Spark is cancelling have stopped)."""
     import shutil
 
-    tracker = spark.sparkContext.statusTracker()
-    deadline = time.monotonic() + 30
-    while tracker.getActiveStageIds() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_for_cancelled_tasks(spark)
     # A cancelled task's Python worker may still be writing for up to spark.python.task.killTimeout
     # (2 s) after its JVM thread stopped: delete until nothing has reappeared for that long and more.
     job_dir = os.path.join(out_dir, TEMPORARY, job)
@@ -582,6 +589,16 @@ def _abort_job(spark: Any, out_dir: str, job: str, created: bool) -> None:
         os.rmdir(os.path.join(out_dir, TEMPORARY))
         if created:
             os.rmdir(out_dir)
+
+
+def wait_for_cancelled_tasks(spark: Any, timeout_s: float = 30) -> None:
+    """Until the tasks Spark is cancelling after a failed job have stopped (their JVM side), at most
+    ``timeout_s``: a file they were writing is then complete, and can be deleted."""
+    with contextlib.suppress(Exception):  # Spark Connect: no SparkContext here; a JVM shutting down
+        tracker = spark.sparkContext.statusTracker()
+        deadline = time.monotonic() + timeout_s
+        while tracker.getActiveStageIds() and time.monotonic() < deadline:
+            time.sleep(0.2)
 
 
 def _clear_output(out_dir: str) -> None:
@@ -879,8 +896,6 @@ def run_export(
 
     if not fmt or not fmt.replace("_", "").replace("-", "").replace(".", "").isalnum():
         raise ExportError(f"--format: not a data source name: {fmt!r}")
-    if mode not in MODES:
-        raise ExportError(f"--mode must be one of {', '.join(MODES)}, got {mode!r}")
     read_opts = ReadOptions.of(options)
     if mode == "append" and read_opts.view == "latest":
         from logdoctor.spark.latest import APPEND_REFUSAL
@@ -894,7 +909,7 @@ def run_export(
     bad = [c for c in partition_by if c not in known]
     if bad:
         raise ExportError(f"--partition-by: unknown column(s) {', '.join(bad)}")
-    job = ExportJob.planned(spark, items, out, read_opts)
+    job = ExportJob.planned(spark, items, out, read_opts, mode)
     if mode == "error" and output_has_data(out):
         raise OutputExistsError(
             f"output {out} exists and is not empty: choose another --out, or --mode overwrite / append "
@@ -933,8 +948,6 @@ def run_export(
 
             register(spark)
             rows, typed_parts = write_with_spark(spark, items, read_opts, typed_plan, out, fmt, mode)
-            after = _list_files(out)
-            sizes = {rel: size for rel, size in after.items() if rel not in before}
         else:
             from pyspark.sql import Observation
             from pyspark.sql import functions as F
@@ -957,8 +970,8 @@ def run_export(
                     raise FormatUnavailableError(FORMAT_UNAVAILABLE.format(fmt=fmt)) from None
                 raise
             rows = int(observation.get.get("rows", 0))
-            after = _list_files(out)
-            sizes = {rel: size for rel, size in after.items() if rel not in before}
+    if writer != "arrow":
+        sizes = {rel: size for rel, size in _list_files(out).items() if rel not in before}
     elapsed = time.perf_counter() - started
     skipped = job.skipped(writer, damaged)
     phases = {
@@ -974,7 +987,6 @@ def run_export(
         skipped=skipped,
         elapsed_s=elapsed,
         writer=writer,
-        mode=mode,
         typed=None if typed_plan is None else typed_summary(out, typed_plan, typed_parts, loaded),
         phases=phases,
     )

@@ -161,10 +161,14 @@ def _delta_map(
     import pyarrow as pa
 
     import logdoctor
-    from logdoctor.spark.tables import CommitUnknownError
     from logdoctor.spark.tables.delta import DeltaLakeTable
-    from logdoctor.spark.tables.files import FileLayout, new_job_id, probe_writable, remove_uncommitted
-    from logdoctor.spark.tables.typed_export import write_file
+    from logdoctor.spark.tables.files import (
+        FileLayout,
+        keeping_files_unless_known,
+        new_job_id,
+        probe_writable,
+        write_file,
+    )
 
     layout = FileLayout(location, new_job_id(), partition_columns_in_file=True)
     probe_writable(location, layout.job)
@@ -182,24 +186,19 @@ def _delta_map(
         return [write_file(rows, layout, item[0], attempt, {})]
 
     files: list[Any] = []
-    try:
-        if units:
-            spark.sparkContext.setJobDescription("logdoctor replay: the offset map")
-            done = spark.sparkContext.parallelize(list(enumerate(units)), len(units)).map(task).collect()
-            files = [f for fs in done for f in fs]
-    except Exception as exc:
-        remove_uncommitted(layout, [])
-        if type(exc).__name__ not in ("Py4JJavaError", "PythonException"):
-            raise
-        raise ReplayMismatch(f"the offset map: {_spark_error(exc)}") from None
-    try:
+    # a commit that may have landed (CommitUnknownError, Ctrl-C): the files kept (export's sweep names them)
+    with keeping_files_unless_known(layout, spark=spark) as committed:
+        try:
+            if units:
+                spark.sparkContext.setJobDescription("logdoctor replay: the offset map")
+                done = spark.sparkContext.parallelize(list(enumerate(units)), len(units)).map(task).collect()
+                files = [f for fs in done for f in fs]
+        except Exception as exc:
+            if type(exc).__name__ not in ("Py4JJavaError", "PythonException"):
+                raise
+            raise ReplayMismatch(f"the offset map: {_spark_error(exc)}") from None
         table.commit(files, offset_map_schema(), "overwrite", {"logdoctor.version": logdoctor.__version__})
-    except CommitUnknownError:
-        raise  # the table may reference the files: kept (export's next sweep names those it does not)
-    except BaseException:
-        remove_uncommitted(layout, [])
-        raise
-    remove_uncommitted(layout, [f.path for f in files])
+        committed.extend(f.path for f in files)
     version = table.load().version()
     return {
         "location": location,

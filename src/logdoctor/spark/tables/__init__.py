@@ -13,7 +13,6 @@ from __future__ import annotations
 from logdoctor.spark.export import ExportError
 
 TABLE_FORMATS = ("iceberg", "delta")
-TABLE_MODES = ("error", "append", "overwrite")
 # Test seam only (tests/spark/test_tables_commit.py, test_typed_commit_kill.py): "before:SECONDS" or
 # "after:SECONDS" makes the driver sleep right before or after the commit call, so that a test can SIGKILL it
 # there; "after@TABLE:SECONDS" only at that table's commit (an export of several tables). Never set it

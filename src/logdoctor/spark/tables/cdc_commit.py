@@ -9,7 +9,7 @@ primary key and the keys they deleted removed, in one commit of the format's lib
 
 A process killed before the catalog swap (Iceberg) or the log entry (Delta) leaves the previous version.
 Every commit of the cdc view's tables (these and the whole table's, ``cdc_job``) deletes the data files it
-wrote only when it knows they are not the table's (:func:`keeping_files_unless_known`): after a
+wrote only when it knows they are not the table's (:func:`.files.keeping_files_unless_known`): after a
 :class:`~logdoctor.spark.tables.CommitUnknownError` (the commit call failed and the table could not be
 read to tell whether it landed) or a Ctrl-C, they are kept, as the typed tables' export keeps them, and
 the error says so; the next export's sweep removes those no commit references.
@@ -19,37 +19,16 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
 
-from logdoctor.spark.tables import COMMIT_PROPERTY, CommitUnknownError
+from logdoctor.spark.tables import COMMIT_PROPERTY
+from logdoctor.spark.tables.files import keeping_files_unless_known
 
 #: the MERGE source's column telling a deleted key (true) from a changed row (false)
 DELETE_FLAG = "__logdoctor_delete"
-
-
-@contextmanager
-def keeping_files_unless_known(layout: Any) -> Iterator[list[str]]:
-    """Around one commit of the files of ``layout``'s job: yields the list the caller fills with the paths
-    the commit references once it landed. On leaving, every other file of the job is deleted
-    (:func:`~logdoctor.spark.tables.files.remove_uncommitted`: a commit that failed and is known not to have
-    landed takes none), except after :class:`~logdoctor.spark.tables.CommitUnknownError` or a Ctrl-C, when
-    the commit may have landed: then nothing is deleted (a table that holds the commit needs its files)."""
-    from logdoctor.spark.tables.files import remove_uncommitted
-
-    committed: list[str] = []
-    keep = False
-    try:
-        yield committed
-    except (CommitUnknownError, KeyboardInterrupt):
-        keep = True
-        raise
-    finally:
-        if not keep:
-            remove_uncommitted(layout, committed)
 
 
 def key_filter(keys: pa.Table) -> Any:
@@ -80,7 +59,7 @@ def commit_iceberg(
     from pyiceberg.expressions import AlwaysTrue
 
     from logdoctor.spark.tables import TableError
-    from logdoctor.spark.tables.typed_export import write_file
+    from logdoctor.spark.tables.files import write_file
 
     written = write_file(rows, layout, 0, 0, {}) if rows.num_rows else None
     marker = uuid.uuid4().hex

@@ -26,12 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.logdir.read_options import ReadOptions
-from logdoctor.spark.export import ExportResult, fail_if_first_attempt, tracking
+from logdoctor.spark.export import ExportResult, fail_if_first_attempt
 from logdoctor.spark.tables import (
     PAUSE_ENV,
     TABLE_FORMATS,
-    TABLE_MODES,
-    CommitUnknownError,
     TableError,
     TableExistsError,
     TableSchemaError,
@@ -39,9 +37,9 @@ from logdoctor.spark.tables import (
 from logdoctor.spark.tables.concurrent import first_offsets
 from logdoctor.spark.tables.files import (
     FileLayout,
+    keeping_files_unless_known,
     new_job_id,
     probe_writable,
-    remove_uncommitted,
     write_task,
 )
 from logdoctor.spark.tables.orphans import MIN_AGE_S, Orphans, sweep
@@ -129,6 +127,40 @@ def read_upto(
     return out
 
 
+def table_properties(items: Sequence[str], offsets: Mapping[str, Any], view: str) -> dict[str, str]:
+    """logdoctor's properties of a table: version, sources, the offsets it holds, its view."""
+    import logdoctor
+
+    return {
+        f"{PROPERTY_PREFIX}version": logdoctor.__version__,
+        f"{PROPERTY_PREFIX}sources": json.dumps(list(items)),
+        f"{PROPERTY_PREFIX}offsets": json.dumps(offsets, separators=(",", ":")),
+        f"{PROPERTY_PREFIX}view": view,
+    }
+
+
+def commit_files(
+    table: Any,
+    fmt: str,
+    files: Sequence[Any],
+    schema: Any,
+    mode: str,
+    properties: Mapping[str, str],
+    add_columns: Sequence[str] = (),
+    first: Mapping[tuple[str, int], int] | None = None,
+    pause: Callable[..., None] | None = None,
+) -> None:
+    """One commit of ``files`` (:class:`~.files.WrittenFile`) in ``fmt``'s library: Iceberg registers their
+    paths (the rows in the snapshot's summary; ``first``: :func:`.concurrent.first_offsets`), Delta adds
+    them (``add_columns``: the columns the table gains). ``pause``: :func:`_pause` when None."""
+    pause = pause or _pause  # looked up now: the tests' seam replaces it
+    if fmt == "iceberg":
+        rows = {f"{PROPERTY_PREFIX}rows": str(sum(f.rows for f in files))}
+        table.commit([f.path for f in files], schema, mode, properties, {**rows, **properties}, pause, first)
+    else:
+        table.commit(files, schema, mode, properties, list(add_columns), pause=pause)
+
+
 def merged_offsets(before: Mapping[tuple[str, int], int], files: Sequence[Any]) -> dict[str, dict[str, int]]:
     """{topic: {partition: last offset}} the table holds after the commit."""
     last = dict(before)
@@ -161,14 +193,11 @@ def run_table_export(
     earlier exports of the table left uncommitted that are older than ``orphan_min_age_s`` are removed
     (:mod:`.orphans`). ``watch``: told the table once it is opened, to say after a Ctrl-C whether the
     commit landed (:mod:`.outcome`)."""
-    import logdoctor
     from logdoctor.spark.export import ExportError, ExportJob
     from logdoctor.spark.schema import records_arrow_schema, records_fields
 
     begun = time.perf_counter()
-    if mode not in TABLE_MODES:
-        raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
-    job = ExportJob.planned(spark, paths, out, ReadOptions.of(options))
+    job = ExportJob.planned(spark, paths, out, ReadOptions.of(options), mode)
     out, opts = job.out, job.opts
     table = open_table(fmt, out, by_day=by_day, catalog=catalog, table_name=table_name)
     export_schema = records_arrow_schema(opts.decoded)
@@ -225,26 +254,20 @@ def run_table_export(
                 "(nothing was written; the table is unchanged)"
             ) from None
     started = time.perf_counter()
-    committed: list[str] = []
-    interrupted = False
-    try:
-        with tracking(spark, progress):
 
-            def run(t: tuple[int, Any], _: Any) -> dict[str, Any]:
-                result = write_task(t[0], t[1], opts, layout, above, tombstones=upsert)
-                if fail_first_attempt:
-                    fail_if_first_attempt()
-                return result
+    def run(t: tuple[int, Any], _: Any) -> dict[str, Any]:
+        result = write_task(t[0], t[1], opts, layout, above, tombstones=upsert)
+        if fail_first_attempt:
+            fail_if_first_attempt()
+        return result
 
-            done = job.collect(list(enumerate(groups)), run)  # a full disk raises: no commit
+    # Ctrl-C or CommitUnknownError: the commit may have landed, nothing is deleted (the next export's sweep
+    # removes what no commit references, .orphans; the CLI says from the table whether it landed, .outcome)
+    with keeping_files_unless_known(layout, spark=spark) as committed:
+        done = job.collect(list(enumerate(groups)), run, progress=progress)  # a full disk raises: no commit
         files = [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"]]
         offsets = merged_offsets(above if mode == "append" else {}, files)
-        properties = {
-            f"{PROPERTY_PREFIX}version": logdoctor.__version__,
-            f"{PROPERTY_PREFIX}sources": json.dumps(job.items),
-            f"{PROPERTY_PREFIX}offsets": json.dumps(offsets, separators=(",", ":")),
-            f"{PROPERTY_PREFIX}view": view,
-        }
+        properties = table_properties(job.items, offsets, view)
         dead = [f for d in sorted(done, key=lambda d: d["task"]) for f in d.get("tombstones") or ()]
         if view == "latest":
             upto = read_upto(job.plan.refs, opts, job.txns, above)
@@ -254,36 +277,14 @@ def run_table_export(
         elif upsert and fmt == "iceberg":
             paths = [f.path for f in files]
             table.upsert(paths, [*paths, *(f.path for f in dead)], export_schema, properties, properties)
-            files = list(files)
         elif upsert:
             table.upsert([*files, *dead], export_schema, properties)
             files = []  # the merge wrote files of its own: the task files are removed with the job's
-        elif fmt == "iceberg":
-            table.commit(
-                [f.path for f in files],
-                export_schema,
-                mode,
-                properties,
-                {f"{PROPERTY_PREFIX}rows": str(sum(f.rows for f in files)), **properties},
-                pause=_pause,
-                first=first_offsets(files),
-            )
         else:
-            table.commit(files, export_schema, mode, properties, add_columns, pause=_pause)
-        committed = [f.path for f in files]
-    except KeyboardInterrupt:
-        # Ctrl-C: the commit may have landed without ``committed`` set (between the library's commit and
-        # the line above), so nothing is deleted here: the files no commit references are named and
-        # removed by the next export's sweep (.orphans), and the CLI says from the table itself whether
-        # the commit landed (.outcome)
-        interrupted = True
-        raise
-    except CommitUnknownError:  # the commit may have landed: its files are kept (as after a Ctrl-C)
-        interrupted = True
-        raise
-    finally:
-        if not interrupted:
-            _cleanup(spark, layout, committed)
+            commit_files(
+                table, fmt, files, export_schema, mode, properties, add_columns, first_offsets(files)
+            )
+        committed.extend(f.path for f in files)
     elapsed = time.perf_counter() - started
     uncommitted = _sweep(table, layout, orphan_min_age_s)
     swept = time.perf_counter()
@@ -296,8 +297,6 @@ def run_table_export(
         bytes_out=sum(f.size for d in job.done for f in d["files"]),
         skipped=skipped,
         elapsed_s=elapsed,
-        writer="arrow",
-        mode=mode,
         uncommitted=uncommitted,
         phases={
             "planning": started - begun,
@@ -319,19 +318,3 @@ def _sweep(table: Any, layout: FileLayout, min_age_s: float) -> Orphans | None:
         )
     except Exception as exc:
         return Orphans(min_age_s=min_age_s, error=" ".join(f"{type(exc).__name__}: {exc}".split())[:300])
-
-
-def _cleanup(spark: Any, layout: FileLayout, committed: Sequence[str]) -> None:
-    """Delete this job's files that the commit does not reference (after cancelled tasks stopped)."""
-    if not committed:
-        try:
-            tracker = spark.sparkContext.statusTracker()
-            deadline = time.monotonic() + 30
-            while tracker.getActiveStageIds() and time.monotonic() < deadline:
-                time.sleep(0.2)
-        except Exception:
-            pass
-    import contextlib
-
-    with contextlib.suppress(Exception):  # best effort: the table is already right
-        remove_uncommitted(layout, committed)

@@ -15,11 +15,13 @@ commit does not reference (:func:`remove_uncommitted`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
 import os
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -165,40 +167,46 @@ def write_table_files(
     table: Any, layout: FileLayout, task: int, attempt: int, fs: Any = None, root: str | None = None
 ) -> list[WrittenFile]:
     """Write ``table`` (Arrow, the ``kafka-log`` schema) as one file per table partition."""
-    import pyarrow.parquet as pq
 
     if table.num_rows == 0:
         return []
     if fs is None or root is None:
         fs, root = filesystem(layout.data_uri)
-    table = prepare(table, layout)
     written: list[WrittenFile] = []
-    for values, rows in _groups(table, layout):
+    for values, rows in _groups(prepare(table, layout), layout):
         rows = rows.sort_by([("partition", "ascending"), ("offset", "ascending")])
-        folder = "/".join(f"{k}={_escape(v)}" for k, v in values.items())
-        name = f"{layout.job}-{task:05d}-{attempt}-{uuid.uuid4().hex[:8]}.parquet"
-        mins, maxs, nulls = _stats(rows)
-        offsets = _offsets(rows)
+        stats, offsets = _stats(rows), _offsets(rows)
         if not layout.partition_columns_in_file:
             rows = rows.drop_columns([k for k in values if k in rows.column_names])
-        rel = f"{folder}/{name}"
-        fs.create_dir(f"{root}/{folder}", recursive=True)
-        with fs.open_output_stream(f"{root}/{rel}") as sink:
-            pq.write_table(rows, sink, row_group_size=ROW_GROUP_ROWS, compression="snappy")
-        size = fs.get_file_info(f"{root}/{rel}").size
-        written.append(
-            WrittenFile(
-                path=join_uri(layout.data_uri, rel),
-                size=int(size),
-                rows=rows.num_rows,
-                partition=values,
-                min_values=mins,
-                max_values=maxs,
-                null_counts=nulls,
-                offsets=offsets,
-            )
-        )
+        written.append(write_file(rows, layout, task, attempt, offsets, values, stats, fs, root))
     return written
+
+
+def write_file(
+    rows: Any,
+    layout: FileLayout,
+    task: int,
+    attempt: int,
+    offsets: Mapping[tuple[str, int], tuple[int, int]],
+    partition: Mapping[str, str | None] | None = None,
+    stats: tuple[dict[str, Any], dict[str, Any], dict[str, int]] | None = None,
+    fs: Any = None,
+    root: str | None = None,
+) -> WrittenFile:
+    """One Parquet file of ``rows`` in the table's data folder (in the Hive folder of its ``partition``
+    values), with Delta's statistics (``stats``: :func:`_stats` of ``rows`` when None)."""
+    import pyarrow.parquet as pq
+
+    if fs is None or root is None:
+        fs, root = filesystem(layout.data_uri)
+    partition = partition or {}
+    folder = "".join(f"{k}={_escape(v)}/" for k, v in partition.items())
+    rel = f"{folder}{layout.job}-{task:05d}-{attempt}-{uuid.uuid4().hex[:8]}.parquet"
+    fs.create_dir(f"{root}/{folder}".rstrip("/"), recursive=True)
+    with fs.open_output_stream(f"{root}/{rel}") as sink:
+        pq.write_table(rows, sink, row_group_size=ROW_GROUP_ROWS, compression="snappy")
+    size, path = int(fs.get_file_info(f"{root}/{rel}").size), join_uri(layout.data_uri, rel)
+    return WrittenFile(path, size, rows.num_rows, partition, *(stats or _stats(rows)), offsets)
 
 
 def _escape(value: str | None) -> str:
@@ -313,6 +321,33 @@ def remove_uncommitted(layout: FileLayout, committed: Iterable[str]) -> list[str
             fs.delete_file(f"{root}{rel}")
             removed.append(path)
     return removed
+
+
+@contextmanager
+def keeping_files_unless_known(*layouts: Any, spark: Any = None) -> Iterator[list[str]]:
+    """Around the commits of the files of ``layouts``' job: yields the list the caller fills with the paths
+    the commits reference once they landed. On leaving, every other file of the job is deleted (best effort:
+    :func:`~logdoctor.spark.tables.files.remove_uncommitted`; a commit that failed and is known not to have
+    landed takes none; with ``spark`` and nothing committed, once the tasks Spark is cancelling stopped),
+    except after :class:`~logdoctor.spark.tables.CommitUnknownError` or a Ctrl-C, when a commit may have
+    landed: then nothing is deleted (a table that holds the commit needs its files; the next export's sweep
+    removes those no commit references, :mod:`.orphans`)."""
+    from logdoctor.spark.export import wait_for_cancelled_tasks
+    from logdoctor.spark.tables import CommitUnknownError
+
+    committed: list[str] = []
+    keep = False
+    try:
+        yield committed
+    except (CommitUnknownError, KeyboardInterrupt):
+        keep = True
+        raise
+    finally:
+        if not keep and spark is not None and not committed:
+            wait_for_cancelled_tasks(spark)
+        for layout in () if keep else layouts:
+            with contextlib.suppress(Exception):  # best effort: the tables are already right
+                remove_uncommitted(layout, committed)
 
 
 def probe_writable(data_uri: str, job: str) -> None:

@@ -19,7 +19,6 @@ Each table holds the types its format has (:func:`logdoctor.spark.typed.format_t
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import re
@@ -30,10 +29,15 @@ from typing import Any
 import pyarrow as pa
 
 from logdoctor.logdir.read_options import ReadOptions
-from logdoctor.spark.tables.files import FileLayout, WrittenFile, filesystem, join_uri
+from logdoctor.spark.tables.export import (
+    PROPERTY_PREFIX,
+    TableExportResult,
+    commit_files,
+    merged_offsets,
+    table_properties,
+)
+from logdoctor.spark.tables.files import FileLayout, WrittenFile, write_file
 from logdoctor.spark.typed import format_schema
-
-PROPERTY_PREFIX = "logdoctor."
 
 
 def to_format(batch: pa.Table, schema: pa.Schema) -> pa.Table:
@@ -96,18 +100,6 @@ def open_typed_tables(
     return tables, existing
 
 
-def table_properties(items: Sequence[str], offsets: Mapping[str, Any], view: str) -> dict[str, str]:
-    """logdoctor's properties of a typed or CDC table: version, sources, the offsets it holds, its view."""
-    import logdoctor
-
-    return {
-        f"{PROPERTY_PREFIX}version": logdoctor.__version__,
-        f"{PROPERTY_PREFIX}sources": json.dumps(list(items)),
-        f"{PROPERTY_PREFIX}offsets": json.dumps(offsets, separators=(",", ":")),
-        f"{PROPERTY_PREFIX}view": view,
-    }
-
-
 def _kafka_offsets(rows: pa.Table, topic: str) -> dict[tuple[str, int], tuple[int, int]]:
     kafka = rows.column("kafka").combine_chunks()
     t = pa.table({"partition": kafka.field("partition"), "offset": kafka.field("offset")})
@@ -118,38 +110,6 @@ def _kafka_offsets(rows: pa.Table, topic: str) -> dict[tuple[str, int], tuple[in
 def _raw_offsets(rows: pa.Table) -> dict[tuple[str, int], tuple[int, int]]:
     g = rows.group_by(["topic", "partition"]).aggregate([("offset", "min"), ("offset", "max")])
     return {(r["topic"], int(r["partition"])): (r["offset_min"], r["offset_max"]) for r in g.to_pylist()}
-
-
-def write_file(
-    rows: pa.Table,
-    layout: FileLayout,
-    task: int,
-    attempt: int,
-    offsets: dict[tuple[str, int], tuple[int, int]],
-) -> WrittenFile:
-    """One Parquet file of ``rows`` in the table's data folder, with Delta's statistics."""
-    import uuid
-
-    import pyarrow.parquet as pq
-
-    from logdoctor.spark.tables.files import ROW_GROUP_ROWS, _stats
-
-    fs, root = filesystem(layout.data_uri)
-    name = f"{layout.job}-{task:05d}-{attempt}-{uuid.uuid4().hex[:8]}.parquet"
-    fs.create_dir(root, recursive=True)
-    with fs.open_output_stream(f"{root}/{name}") as sink:
-        pq.write_table(rows, sink, row_group_size=ROW_GROUP_ROWS, compression="snappy")
-    mins, maxs, nulls = _stats(rows)
-    return WrittenFile(
-        path=join_uri(layout.data_uri, name),
-        size=int(fs.get_file_info(f"{root}/{name}").size),
-        rows=rows.num_rows,
-        partition={},
-        min_values=mins,
-        max_values=maxs,
-        null_counts=nulls,
-        offsets=offsets,
-    )
 
 
 def write_typed_task(
@@ -251,8 +211,6 @@ def covered_offsets(
 ) -> dict[str, dict[str, int]]:
     """A topic table's recorded offsets after its commit: per partition the last offset of the topic's
     records this export put in the table or in ``_undecoded`` (committed before it, :func:`commit_order`)."""
-    from logdoctor.spark.tables.export import merged_offsets
-
     last = dict(held)
     for f in [*files, *side]:
         for key, (_, hi) in f.offsets.items():
@@ -277,22 +235,20 @@ def run_typed_table_export(
     """Export PATHS as one ``fmt`` table per topic under ``out`` (see the module doc). ``watch``
     (:class:`~logdoctor.spark.tables.outcome.CommitWatch`): told each table once opened, to say after a
     Ctrl-C what each holds."""
-    from logdoctor.spark.export import ExportError, ExportJob, tracking
-    from logdoctor.spark.tables import TABLE_MODES, CommitUnknownError, TableError
-    from logdoctor.spark.tables.export import TableExportResult, _pause, merged_offsets
-    from logdoctor.spark.tables.files import new_job_id, probe_writable, remove_uncommitted
+    from logdoctor.spark.export import ExportError, ExportJob
+    from logdoctor.spark.tables import TableError
+    from logdoctor.spark.tables.export import _pause  # at the call: the tests' seam may replace it
+    from logdoctor.spark.tables.files import keeping_files_unless_known, new_job_id, probe_writable
     from logdoctor.spark.typed import UNDECODED, undecoded_schema
     from logdoctor.spark.typed_job import load_typed_registry, summary_of, survey_job
 
-    if mode not in TABLE_MODES:
-        raise ExportError(f"--mode must be one of {', '.join(TABLE_MODES)}, got {mode!r}")
     opts = ReadOptions.of(options)
     if opts.view == "latest" and mode == "append":
         raise ExportError(
             "--typed --view latest --mode append: the typed tables' append adds rows; give --mode overwrite "
             "for the latest view as typed tables (nothing was written)"
         )
-    job = ExportJob.planned(spark, paths, out, opts)
+    job = ExportJob.planned(spark, paths, out, opts, mode)
     out, items = job.out, job.items
     loaded = load_typed_registry(items, opts)
     started = time.perf_counter()
@@ -331,17 +287,14 @@ def run_typed_table_export(
                 f"{fmt} tables under {out} cannot be written: {' '.join(str(exc).split())[:300]} "
                 "(nothing was written; the tables are unchanged)"
             ) from None
-    committed: dict[str, list[str]] = {}
-    interrupted = False
-    try:
-        with tracking(spark, progress):
 
-            def run(t: tuple[int, Any], plan: Any) -> dict[str, Any]:
-                return write_typed_task(
-                    t[0], t[1], opts, plan, layouts, schemas, above, side_above=side_above
-                )
+    def run(t: tuple[int, Any], plan: Any) -> dict[str, Any]:
+        return write_typed_task(t[0], t[1], opts, plan, layouts, schemas, above, side_above=side_above)
 
-            done = job.collect(list(enumerate(groups)), run, typed)  # the registry and the types
+    # a commit that may have landed (CommitUnknownError, Ctrl-C): no file is deleted (the next export's sweep
+    # removes what no commit references; the CLI says from the tables what each holds, .outcome)
+    with keeping_files_unless_known(*layouts.values(), spark=spark) as committed:
+        done = job.collect(list(enumerate(groups)), run, typed, progress)  # the registry and the types
 
         def files_of(name: str) -> list[WrittenFile]:
             return [f for d in sorted(done, key=lambda d: d["task"]) for f in d["files"].get(name, ())]
@@ -354,51 +307,23 @@ def run_typed_table_export(
                 offsets = merged_offsets(held_by.get(name, {}), files)
             else:
                 offsets = covered_offsets(held_by.get(name, {}), name, files, files_of(UNDECODED))
+            table, schema = tables[name], schemas[name]
+            grown = fmt == "delta" and name in existing  # Delta: the columns the table gains (Iceberg's own)
+            add = [f.name for f in schema if grown and f.name not in _columns(table)]
             properties = table_properties(items, offsets, f"typed-{opts.view}")
-            table = tables[name]
             pause = functools.partial(_pause, table=name)
-            if fmt == "iceberg":
-                table.commit(
-                    [f.path for f in files],
-                    schemas[name],
-                    mode,
-                    properties,
-                    {f"{PROPERTY_PREFIX}rows": str(sum(f.rows for f in files)), **properties},
-                    pause=pause,
-                )
-            else:
-                add = [f.name for f in schemas[name] if name in existing and f.name not in _columns(table)]
-                table.commit(files, schemas[name], mode, properties, add, pause=pause)
-            committed[name] = [f.path for f in files]
-    except CommitUnknownError:  # that table's commit may have landed: no file is deleted (as after a Ctrl-C)
-        interrupted = True
-        raise
-    except KeyboardInterrupt:
-        # Ctrl-C: a table's commit may have landed before ``committed`` names its files, so nothing is
-        # deleted here (the next export's sweep removes what no commit references); the CLI says from the
-        # tables what each holds (.outcome)
-        interrupted = True
-        raise
-    finally:
-        for name, layout in layouts.items():
-            if interrupted:
-                break
-            with contextlib.suppress(Exception):  # best effort: the tables are already right
-                remove_uncommitted(layout, committed.get(name, ()))
+            commit_files(table, fmt, files, schema, mode, properties, add, pause=pause)
+            committed.extend(f.path for f in files)
     elapsed = time.perf_counter() - started
-    skipped = job.skipped()
     written = [f for d in done for n, fs in d["files"].items() for f in fs]
     locations = {n: tables[n].location for n in typed.topics}
     return job.result(
         TableExportResult,
         format=fmt,
         rows=sum(int(d["rows"]) for d in done),
-        files=sum(len(v) for v in committed.values()),
+        files=len(committed),
         bytes_out=sum(f.size for f in written),
-        skipped=skipped,
         elapsed_s=elapsed,
-        writer="arrow",
-        mode=mode,
         typed=summary_of([d["typed"] for d in done if d.get("typed")], loaded, locations),
     )
 
