@@ -558,7 +558,16 @@ def test_rehashed_offset_map_after_the_target_compacted(source, target, tmp_path
         if r["target_offset"] is not None
     }
     assert kept == got
-    _removed_by_the_cleaner(rows, source_rows, mapped.stdout)
+    removed = _removed_by_the_cleaner(rows, source_rows, mapped.stdout)
+    # the same map written by Spark's writer (--master): the same rows, the cleaner's removals counted too
+    # (Spark's Parquet writer said nothing of them before)
+    on_spark = [*argv, "--master", "local[1]", "--offset-map", str(tmp_path / "map-spark"), "--json"]
+    by_spark = kc.logdoctor("replay", *on_spark)
+    assert by_spark.returncode == 0, by_spark.stdout + by_spark.stderr
+    spark_rows = pq.read_table(tmp_path / "map-spark").to_pylist()
+    by_offset = lambda r: r["source_offset"]  # noqa: E731
+    assert sorted(spark_rows, key=by_offset) == sorted(rows, key=by_offset)
+    assert json.loads(by_spark.stdout)["offset_map"]["cleaned"] == len(removed)
 
 
 def test_target_paused_while_the_lease_is_taken(source, target) -> None:

@@ -151,8 +151,9 @@ def write_offset_map_table(
             raise
         raise ReplayMismatch(f"the offset map: {_spark_error(exc)}") from None
     fs, root = filesystem(location)
-    rows = pads.dataset(root, filesystem=fs, format="parquet").count_rows()
-    return {"location": location, "format": "parquet", "rows": rows, "writer": "spark"}
+    written = pads.dataset(root, filesystem=fs, format="parquet")
+    rows, cleaned = written.count_rows(), written.count_rows(filter=pads.field("target_offset").is_null())
+    return {"location": location, "format": "parquet", "rows": rows, "cleaned": cleaned, "writer": "spark"}
 
 
 def _delta_map(
@@ -204,6 +205,7 @@ def _delta_map(
         "location": location,
         "format": "delta",
         "rows": sum(f.rows for f in files),
+        "cleaned": sum(f.null_counts.get("target_offset", 0) for f in files),
         "version": version,
         "writer": "spark",
     }
