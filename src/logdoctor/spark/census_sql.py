@@ -540,12 +540,10 @@ def census_frames(
     later = callable(diverged) and on_driver
     diverged_now = None if later else (diverged() if callable(diverged) else diverged)
     scanned = findings_in.where(F.col("code") != "TOPIC_ID_SHARED")
-    # every broker's scan names its cluster's small controller quorum: one row per cluster (the message
-    # names its id and voters; a broker labelled ``#n`` is a cluster of its own, census_rules.name_brokers),
-    # the first broker's
+    # every broker's scan names its cluster's small controller quorum: one row per cluster id (the message
+    # names it and the voters), the first broker's
     quorum = F.col("code") == "CONTROLLER_QUORUM_TOO_SMALL"
-    own = F.when(F.col("broker").contains("#"), F.col("broker"))
-    once = Window.partitionBy("code", "message", own).orderBy(F.coalesce("broker", F.lit("")), "path")
+    once = Window.partitionBy("code", "message").orderBy(F.coalesce("broker", F.lit("")), "path")
     scanned = (
         scanned.withColumn("_n", F.row_number().over(once)).where(~quorum | (F.col("_n") == 1)).drop("_n")
     )
