@@ -9,7 +9,6 @@ never opening an inactive .log.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
@@ -63,10 +62,6 @@ def _expected(d: Path, depth: Depth = Depth.DEFAULT) -> tuple[set[tuple[str, str
         warnings.add(("META_PROPERTIES_INVALID", str(meta)))
     if not (d / ".kafka_cleanshutdown").exists() and any(not p.is_metadata for p in live_parts):
         warnings.add(("UNCLEAN_SHUTDOWN", str(d / ".kafka_cleanshutdown")))
-    state = d / "__cluster_metadata-0" / "quorum-state"  # a static quorum's voters (JSON, data_version 0)
-    if state.exists() and len(json.loads(state.read_text()).get("currentVoters") or ()) in (1, 2):
-        # a majority of 1 or 2 voters is all of them: the quorum survives no loss (issue 88 item 4)
-        warnings.add(("CONTROLLER_QUORUM_TOO_SMALL", str(state.parent)))
     return errors, warnings
 
 

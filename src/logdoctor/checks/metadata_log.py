@@ -38,7 +38,6 @@ __all__ = [
     "controller_metadata_lost",
     "metadata_log_corrupt",
     "metadata_log_loss",
-    "quorum_too_small",
 ]
 
 
@@ -464,47 +463,6 @@ def _controllers_known(image: MetadataImage) -> dict[int, str]:
     for c in image.controllers:
         out.setdefault(c, "registered by a RegisterControllerRecord of the metadata log")
     return out
-
-
-def quorum_voters(image: MetadataImage) -> tuple[tuple[int, ...], str] | None:
-    """The controller quorum's voter set as one node's metadata log dir says it, and from where: the log's
-    latest VotersRecord (kraft.version 1), else the voters of its latest LeaderChangeMessage, else its
-    quorum-state's currentVoters (data_version 0: a static quorum's configured set,
-    K:raft/.../raft/FileQuorumStateStore.java). None when none says it."""
-    from logdoctor.formats.quorum_state import parse_quorum_state
-    from logdoctor.logdir.files import read_file
-
-    if image.voters is not None:
-        return image.voters, "the metadata log's latest VotersRecord"
-    if image.leader_change is not None:
-        return image.leader_change[1], "the voters of the metadata log's latest LeaderChangeMessage"
-    qpath = os.path.join(image.metadata_dir, QUORUM_STATE_FILE)
-    try:
-        voters = parse_quorum_state(read_file(qpath), source=qpath).current_voters
-    except (OSError, FormatError):
-        return None
-    return (tuple(sorted(voters)), "quorum-state's currentVoters") if voters else None
-
-
-def quorum_too_small(cluster: str, image: MetadataImage) -> Finding | None:
-    """CONTROLLER_QUORUM_TOO_SMALL: a quorum of N voters elects and commits with a majority, N // 2 + 1
-    (K:raft/.../raft/internals/VoterSet.java ``isMajority``), so it survives the loss of one voter only
-    when N >= 3. None for a quorum of 3 or more, or when the voters are not known."""
-    found = None if image.errors else quorum_voters(image)
-    if found is None or len(found[0]) >= 3:
-        return None
-    voters, source = found
-    return catalog.make(
-        "CONTROLLER_QUORUM_TOO_SMALL",
-        image.metadata_dir,
-        cluster=cluster,
-        count=len(voters),
-        voters=list(voters),
-        source=source,
-        kind="dynamic" if image.voters is not None else "static",
-        majority=len(voters) // 2 + 1,
-        details={"cluster_id": cluster, "voters": list(voters), "majority": len(voters) // 2 + 1},
-    )
 
 
 def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:

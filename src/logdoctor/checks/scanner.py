@@ -403,7 +403,6 @@ def scan(
     groups = broker_groups(reports, image_of)
     image: MetadataImage | None = None
     kraft_findings: list[Finding] = []
-    quorum_judged: dict[str, set[int]] = {}  # CONTROLLER_QUORUM_TOO_SMALL's message -> the nodes that said it
     for group in groups:
         mdir = group.metadata_dir
         group_image = image_of(mdir) if mdir is not None else None
@@ -415,16 +414,6 @@ def scan(
             from logdoctor.checks.metadata_log import check_metadata_log
 
             kraft_findings.extend(check_metadata_log(mdir, group_image))
-            if group.key is not None and group_image.end_offset > 0:
-                from logdoctor.checks.metadata_log import quorum_too_small
-
-                small = quorum_too_small(group.key[0], group_image)
-                # said once for the nodes of a cluster (the census's key too: the message), but again for
-                # a node of the same id: another cluster of that cluster id
-                seen = quorum_judged.setdefault(small.message, set()) if small is not None else {-1}
-                if small is not None and (not seen or group.key[1] in seen):
-                    kraft_findings.append(small)
-                seen.add(group.key[1])
             _metadata_log_damage(mdir, group_image, results)
         elif group.mode == "kraft":
             kraft_findings.append(metadata_not_scanned(group))

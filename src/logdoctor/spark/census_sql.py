@@ -516,7 +516,6 @@ def census_frames(
     that returns them: on the driver it is called once the lag findings' rows are in, and those of the
     diverged replicas are dropped there (the divergence query may run meanwhile). ``replica_rows``: the
     replicas' :func:`persisted_replica_table`, when the caller made it (else made here)."""
-    from pyspark.sql import Window
     from pyspark.sql import functions as F
 
     replicas = persisted_replica_table(replicas_in) if replica_rows is None else replica_rows
@@ -540,13 +539,6 @@ def census_frames(
     later = callable(diverged) and on_driver
     diverged_now = None if later else (diverged() if callable(diverged) else diverged)
     scanned = findings_in.where(F.col("code") != "TOPIC_ID_SHARED")
-    # every broker's scan names its cluster's small controller quorum: one row per cluster id (the message
-    # names it and the voters), the first broker's
-    quorum = F.col("code") == "CONTROLLER_QUORUM_TOO_SMALL"
-    once = Window.partitionBy("code", "message").orderBy(F.coalesce("broker", F.lit("")), "path")
-    scanned = (
-        scanned.withColumn("_n", F.row_number().over(once)).where(~quorum | (F.col("_n") == 1)).drop("_n")
-    )
     scans, lag, recreated, shared = finding_frames(
         spark,
         (
