@@ -756,8 +756,8 @@ def _check_target(pp: PartitionPlan, target: Target) -> None:
         return
     stable = target.last_stable(pp.target_topic, pp.target_partition)
     pp.target_open_from = stable if stable < high else None  # an open transaction holds stable..high
-    if target.has_records(pp.target_topic, pp.target_partition, low, stable):
-        pp.conflicts.append(
+    if not pp.pending and target.has_records(pp.target_topic, pp.target_partition, low, stable):
+        pp.conflicts.append(  # (pending: this replay's first transaction holds the partition's progress)
             Conflict(
                 "TARGET_NOT_EMPTY",
                 f"{pp.target_topic}-{pp.target_partition} is not empty (offsets {low}-{high - 1}) and holds "

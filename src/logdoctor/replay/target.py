@@ -40,6 +40,9 @@ __all__ = [
 
 #: the key of the JSON object a replay commits as its offsets' metadata
 PROGRESS_KEY = "logdoctor-replay"
+#: how long a plan waits for a replay group's pending offsets of a commit in flight (its marker still on the
+#: way to ``__consumer_offsets``) before it reports them pending (a killed run's transaction)
+SETTLE_S = 5.0
 #: the most of a topic name kept in a readable id (the hash keeps them apart)
 _NAME_PART = 80
 
@@ -342,8 +345,17 @@ class Target:
         """The last committed progress of ``partitions``, at once, and the partitions whose next progress
         a transaction still holds pending (a killed run's: it ends when the next run's
         ``init_transactions`` fences it, or when the coordinator aborts it after ``transaction.timeout.ms``;
-        a commit the killed run had begun completes). What a plan shows, without waiting for either."""
+        a commit the killed run had begun completes). What a plan shows, without waiting for either; it
+        waits only for a commit in flight (:data:`SETTLE_S`): ``commit_transaction`` returns once the
+        coordinator has logged PrepareCommit, and the offsets become committed when its marker reaches
+        ``__consumer_offsets`` afterwards (K:core/.../transaction/TransactionMarkerChannelManager.scala), so
+        a plan made right after a replay would otherwise see that replay's last progress pending."""
+        settle = time.monotonic() + min(self.timeout, SETTLE_S)
         out, pending = self._offsets(group, topic, partitions, stable=True)
+        while pending and time.monotonic() < settle:
+            time.sleep(0.2)
+            again, pending = self._offsets(group, topic, sorted(pending), stable=True)
+            out.update(again)
         if pending:
             last, _ = self._offsets(group, topic, sorted(pending), stable=False)
             out.update(last)
