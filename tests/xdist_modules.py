@@ -101,7 +101,7 @@ LONGEST: list[str] = [
     "tests/test_ci_rule.py",  # 26 s, 3 tests
     "tests/spark/test_export_bombs.py",  # 25 s, 5 tests
     "tests/repair/test_hostile_runs.py",  # 24 s, 7 tests
-    "tests/repair/test_external_kill.py",  # 22 s, 3 tests
+    "tests/repair/test_external_kill.py",  # 22 s, 3; all 6: 278 s alone, load 10-13 (810)
     "tests/brokers/test_broker_tiered_restore.py",  # 22 s
     "tests/checks/test_hostile_dirs.py",  # 22 s, 22 tests
     "tests/formats/test_kafkajs_oracle.py",  # 22 s, 104 tests
