@@ -64,7 +64,7 @@ LONGEST: list[str] = [
     "tests/cli/test_scan_fast.py",  # make test-fast at load 3-4: 31 s, 44 tests (21 s since ed2137d)
     "tests/cli/test_repair_fast.py",  # test-fast at load 10: 136 s, 46 tests (load 7: 46 s since a17d2a9)
     "tests/repair/test_repair_special_files.py",  # 88 s, 25 tests
-    "tests/test_run_env.py",  # 86 s at load 10: the run lock's venv (uv), a broker, an export's Spark JVM
+    "tests/test_run_env.py",  # 148 s alone, load 11 (187): run-lock venv (uv), a broker, an export JVM
     "tests/procedures/test_restore_rebuild.py",  # 85 s, 40 tests
     "tests/brokers/test_broker_move_partition.py",  # 80 s
     "tests/brokers/test_broker_replay.py",  # 75 s
