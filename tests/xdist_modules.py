@@ -57,7 +57,7 @@ LONGEST: list[str] = [
     "tests/typed/test_protobuf_property.py",  # 120 s at load 10 (make test-fast: 30 s)
     "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s; CLI in-process but the kill)
     "tests/spark/test_tables_commit_failures.py",  # 110 s at load, 12 tests
-    "tests/repair/test_write_matrix.py",  # 103 s, 36 tests
+    "tests/repair/test_write_matrix.py",  # 103 s, 36 tests; alone at load 11: 298 -> 180 s
     "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)
     "tests/spark/test_inventory_census.py",  # 91 s
     "tests/cli/test_dump_fast.py",  # 88 s, 42 tests (make test-fast at load 3-4: 26 s, 17 s since ed2137d)
