@@ -9,6 +9,7 @@ broker, started again (tests/kafka_cluster.py)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -56,11 +57,39 @@ def _run(bin_dir: Path, *args: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+# each command's ``--help`` as ``logdoctor COMMAND --help`` runs it (main(): the command's module and what it
+# imports loaded), one after the other in one interpreter of the run environment: its exit code and stdout
+_HELPS = """import contextlib, io, json, sys
+from logdoctor.cli.main import main
+seen = {}
+for name in sys.argv[1:]:
+    sys.argv, out, code = ["logdoctor", name, "--help"], io.StringIO(), 0
+    with contextlib.redirect_stdout(out):
+        try:
+            main()
+        except SystemExit as e:
+            code = e.code
+    seen[name] = [code, out.getvalue()]
+print(json.dumps(seen))
+"""
+
+
 def test_every_command_help(run_env: Path) -> None:
-    for name in ["", *(c.name for c in COMMANDS)]:
-        done = _run(run_env, *([name] if name else []), "--help")
-        assert done.returncode == 0, (name, done.stdout, done.stderr)
-        assert "Usage" in done.stdout, name
+    done = _run(run_env, "--help")  # the installed script itself
+    assert done.returncode == 0 and "Usage" in done.stdout, (done.stdout, done.stderr)
+    names = [c.name for c in COMMANDS]
+    env = {**os.environ, "PYSPARK_PYTHON": str(run_env / "python")}
+    env.pop("VIRTUAL_ENV", None)
+    done = subprocess.run(
+        [str(run_env / "python"), "-c", _HELPS, *names], capture_output=True, text=True, timeout=600, env=env,
+        stdin=subprocess.DEVNULL, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    seen = json.loads(done.stdout)
+    assert list(seen) == names
+    for name, (code, out) in seen.items():
+        assert code in (0, None), (name, code, out, done.stderr)
+        assert "Usage" in out, name
 
 
 def test_a_real_run_of_the_commands(run_env: Path, tmp_path: Path) -> None:

@@ -57,14 +57,14 @@ LONGEST: list[str] = [
     "tests/typed/test_protobuf_property.py",  # 120 s at load 10 (make test-fast: 30 s)
     "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s; CLI in-process but the kill)
     "tests/spark/test_tables_commit_failures.py",  # 110 s at load, 12 tests
-    "tests/repair/test_write_matrix.py",  # 103 s, 36 tests
+    "tests/repair/test_write_matrix.py",  # 103 s, 36 tests; alone at load 11: 298 -> 180 s
     "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)
     "tests/spark/test_inventory_census.py",  # 91 s
     "tests/cli/test_dump_fast.py",  # 88 s, 42 tests (make test-fast at load 3-4: 26 s, 17 s since ed2137d)
     "tests/cli/test_scan_fast.py",  # make test-fast at load 3-4: 31 s, 44 tests (21 s since ed2137d)
     "tests/cli/test_repair_fast.py",  # test-fast at load 10: 136 s, 46 tests (load 7: 46 s since a17d2a9)
     "tests/repair/test_repair_special_files.py",  # 88 s, 25 tests
-    "tests/test_run_env.py",  # 86 s at load 10: the run lock's venv (uv), a broker, an export's Spark JVM
+    "tests/test_run_env.py",  # 148 s alone, load 11 (187): run-lock venv (uv), a broker, an export JVM
     "tests/procedures/test_restore_rebuild.py",  # 85 s, 40 tests
     "tests/brokers/test_broker_move_partition.py",  # 80 s
     "tests/brokers/test_broker_replay.py",  # 75 s
@@ -101,7 +101,7 @@ LONGEST: list[str] = [
     "tests/test_ci_rule.py",  # 26 s, 3 tests
     "tests/spark/test_export_bombs.py",  # 25 s, 5 tests
     "tests/repair/test_hostile_runs.py",  # 24 s, 7 tests
-    "tests/repair/test_external_kill.py",  # 22 s, 3 tests
+    "tests/repair/test_external_kill.py",  # 22 s, 3; all 6: 278 s alone, load 10-13 (810)
     "tests/brokers/test_broker_tiered_restore.py",  # 22 s
     "tests/checks/test_hostile_dirs.py",  # 22 s, 22 tests
     "tests/formats/test_kafkajs_oracle.py",  # 22 s, 104 tests

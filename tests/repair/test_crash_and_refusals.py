@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -77,29 +78,33 @@ def _crash_run(root: Path, backup: Path, env: dict[str, str]) -> subprocess.Comp
 def _check_crashed_then(
     tmp_path: Path, damaged: Path, reference: tuple[dict, int], env: dict[str, str]
 ) -> None:
+    """One crashed run (the crash points are deterministic), then --resume from a copy of what it left
+    (cp -a: contents, modes, owners, times) and --rollback from the very files, moved back to the paths
+    its journal names."""
     original = damage.tree(damaged)
-    for mode in ("resume", "rollback"):
-        work = tmp_path / mode
-        work.mkdir()
-        root = _clone(damaged, work / "logs")
-        backup = work / "backup"
-        proc = _crash_run(root, backup, env)
-        assert proc.returncode == -9, (env, proc.returncode, proc.stderr.decode()[-2000:])
-        journal = backup / "journal.jsonl"
-        if mode == "resume":
-            res = resume(journal, crash=None)
-            assert res.status == "applied", (env, res.error)
-            assert damage.tree(root) == reference[0], env
-            left = [
-                f.code
-                for f in scan([root], ScanOptions(depth=Depth.DEFAULT), jobs=1).findings
-                if f.code in REPAIRED
-            ]
-            assert not left, (env, left)
-        else:
-            res = rollback(journal)
-            assert res.status == "rolled-back", (env, res.error)
-            assert damage.tree(root) == original, env
+    root = _clone(damaged, tmp_path / "logs")
+    backup = tmp_path / "backup"
+    proc = _crash_run(root, backup, env)
+    assert proc.returncode == -9, (env, proc.returncode, proc.stderr.decode()[-2000:])
+    journal = backup / "journal.jsonl"
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    for p in (root, backup):
+        p.rename(crashed / p.name)
+        _clone(crashed / p.name, p)
+    res = resume(journal, crash=None)
+    assert res.status == "applied", (env, res.error)
+    assert damage.tree(root) == reference[0], env
+    left = [
+        f.code for f in scan([root], ScanOptions(depth=Depth.DEFAULT), jobs=1).findings if f.code in REPAIRED
+    ]
+    assert not left, (env, left)
+    for p in (root, backup):
+        shutil.rmtree(p)
+        (crashed / p.name).rename(p)
+    res = rollback(journal)
+    assert res.status == "rolled-back", (env, res.error)
+    assert damage.tree(root) == original, env
 
 
 @pytest.mark.slow

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import damage
 from test_repair_realworld import damage_log_dir
 
+import cli_runs
 from logdoctor.formats.checkpoint import parse_offset_checkpoint
 from logdoctor.sample.logdir import (
     BrokerSpec,
@@ -139,9 +140,11 @@ def _committed(journal: Path) -> bool:
         return False
 
 
-def _trial(s: Scenario, work: Path, seed: int) -> str:
+def _trial(s: Scenario, work: Path, seed: int, finish_in_process: bool) -> str:
     """One kill; returns the outcome: finished (before the kill), untouched (no journal yet),
-    resumed or rolled-back."""
+    resumed or rolled-back. The killed run is always a process of its own; the --resume or --rollback
+    after it too, or (``finish_in_process``: the same command line, its output, exit code and writes)
+    run in this process (tests/cli_runs.py), which saves an interpreter's start and imports a trial."""
     rng = random.Random(f"{s.command}:{seed}")
     # a third of the kills at any moment of the run (start-up, planning, the post-scan); the rest
     # while it writes: after this run's own journal plan record appears, within the time the
@@ -177,7 +180,8 @@ def _trial(s: Scenario, work: Path, seed: int) -> str:
             assert damage.tree(root) == s.original, what
             outcome = "untouched"
         else:
-            out = _run([s.command, f"--{finish}", str(journal), "--apply", "--json"])
+            args = [s.command, f"--{finish}", str(journal), "--apply", "--json"]
+            out = cli_runs.logdoctor(*args) if finish_in_process else _run(args)
             doc = json.loads(out.stdout)
             if finish == "resume":
                 assert doc["result"]["status"] == "applied", (*what, doc["result"])
@@ -195,11 +199,11 @@ def _trial(s: Scenario, work: Path, seed: int) -> str:
     return outcome
 
 
-def _trials(s: Scenario, work: Path, n: int, first_seed: int) -> Counter:
+def _trials(s: Scenario, work: Path, n: int, first_seed: int, finish_in_process: bool = False) -> Counter:
     counts: Counter = Counter()
     t0 = time.monotonic()
     for seed in range(first_seed, first_seed + n):
-        counts[_trial(s, work, seed)] += 1
+        counts[_trial(s, work, seed, finish_in_process)] += 1
     took = time.monotonic() - t0
     line = {
         "command": s.command,
@@ -251,7 +255,7 @@ def _move_scenario(work: Path) -> Scenario:
     fleet = generate_fleet(
         work / "template",
         FleetSpec(
-            topics=[TopicSpec("orders", partitions=4, records_per_partition=15000, records_per_batch=5,
+            topics=[TopicSpec("orders", partitions=4, records_per_partition=6000, records_per_batch=5,
                               value_size=400, segment_bytes=1_000_000)],
             brokers=(BrokerSpec(0, log_dirs=2),),
             seed=15,
@@ -271,11 +275,11 @@ def _move_scenario(work: Path) -> Scenario:
 
 
 def _sync_scenario(work: Path) -> Scenario:
-    """A follower 2,000 of 15,000 records behind; its copy replaced by the leader's, checkpoints synced."""
+    """A follower 2,000 of 6,000 records behind; its copy replaced by the leader's, checkpoints synced."""
     fleet = generate_fleet(
         work / "template",
         FleetSpec(
-            topics=[TopicSpec("orders", partitions=2, replication_factor=2, records_per_partition=15000,
+            topics=[TopicSpec("orders", partitions=2, replication_factor=2, records_per_partition=6000,
                               records_per_batch=5, value_size=400, segment_bytes=1_000_000,
                               leader_epochs=3)],
             brokers=(BrokerSpec(0), BrokerSpec(1)),
@@ -312,7 +316,8 @@ def sync_scenario(tmp_path_factory) -> Scenario:
 
 
 def _slow(s: Scenario, tmp_path: Path) -> None:
-    counts = _trials(s, tmp_path, SLOW_TRIALS, 1000)
+    # the fast set finishes each command in a process of its own; these in this process
+    counts = _trials(s, tmp_path, SLOW_TRIALS, 1000, finish_in_process=True)
     # the kills land in the apply, not only before or after it (else the test would prove little)
     if SLOW_TRIALS >= 50:
         assert counts["resumed"] >= 8 and counts["rolled back"] >= 8, counts

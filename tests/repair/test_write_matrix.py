@@ -2,8 +2,9 @@
 after the step, journal already finished, a second journal of the same dir, a second run at the same
 time}. Every cell ends refused (65 or 75) with every byte of the whole work tree as it was (log dirs,
 backup dirs, journals), or done exactly (the tree an uninterrupted run leaves, or the original after a
-rollback). The real command line runs in subprocesses; the crash hook (LOGDOCTOR_CRASH_AFTER_STEP)
-leaves the unfinished journals."""
+rollback). The real command line: the uninterrupted reference run, the crashed runs (the crash hook,
+LOGDOCTOR_CRASH_AFTER_STEP, leaves the unfinished journals), the one holding the lock and the simultaneous
+ones in subprocesses; the others, whose exit code, output and writes are checked, in this process."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import damage
 import write_runs as wr
 
+import cli_runs
 import tiers
 
 CASES = {"repair": wr.repair_case, "move-partition": wr.move_case, "sync-replica": wr.sync_case}
@@ -82,8 +84,14 @@ def _change(journal: Path) -> str:
     raise AssertionError(f"no done step left a file to change in {journal}")
 
 
+def _cli(*args: object) -> subprocess.CompletedProcess[str]:
+    """A command line whose exit code, output and writes are checked, run in this process
+    (tests/cli_runs.py); the crashed, paused and simultaneous runs keep a process of their own."""
+    return cli_runs.logdoctor(*args)
+
+
 def _run(cell: Cell, *args: object) -> subprocess.CompletedProcess[str]:
-    return wr.cli(cell.case.command, *args)
+    return _cli(cell.case.command, *args)
 
 
 def _refused(r: subprocess.CompletedProcess[str], codes: tuple[int, ...] = (65, 75)) -> None:
@@ -136,17 +144,17 @@ def _second_run(cell: Cell, root: Path, backup: Path) -> subprocess.CompletedPro
         assert part is not None
         index = sorted(part.glob("*.index"))[0]
         damage.pad_index(index, 8)
-        return wr.cli(*c.args(root, backup))
+        return _cli(*c.args(root, backup))
     if c.command == "move-partition":
         args = c.args(root, backup)
         i, j = args.index("--from"), args.index("--to")
         args[i + 1], args[j + 1] = args[j + 1], args[i + 1]
-        return wr.cli(*args)
+        return _cli(*args)
     args = c.args(root, backup)
     follower = Path(args[args.index("--follower") + 1])
     victim = sorted((follower / "orders-0").glob("*.log"))[-1]
     damage.cut_final_batch(victim)  # the follower lost its tail again
-    return wr.cli(*args)
+    return _cli(*args)
 
 
 @pytest.mark.parametrize("condition", tiers.one_in_test_fast(CONDITIONS, fast="changed"))
@@ -173,14 +181,14 @@ def test_matrix(tmp_path, cell, mode, condition):
             assert wr.tree(tmp_path) == before
         elif condition == "finished":
             # an earlier run of the dir, rolled back (finished): a new run is not held back by it
-            assert wr.cli(*c.args(root, b1)).returncode in (0, 1, 2)
+            assert _cli(*c.args(root, b1)).returncode in (0, 1, 2)
             assert _run(cell, "--rollback", j1, "--apply").returncode == 0
-            _done(wr.cli(*c.args(root, b2)))
+            _done(_cli(*c.args(root, b2)))
             assert wr.tree(root) == cell.reference
         elif condition == "second-journal":
             assert wr.cli(*c.args(root, b1), LOGDOCTOR_CRASH_AFTER_STEP="1").returncode == -9
             before = wr.tree(tmp_path)
-            r = wr.cli(*c.args(root, b2))
+            r = _cli(*c.args(root, b2))
             _refused(r, (65,))
             assert str(j1) in r.stderr and "--resume" in r.stderr
             assert wr.tree(tmp_path) == before
@@ -189,7 +197,7 @@ def test_matrix(tmp_path, cell, mode, condition):
             first, hold = wr.start_holding_lock(tmp_path / "pause", *c.args(root, b1))
             try:
                 before = wr.tree(tmp_path)
-                second = wr.cli(*c.args(root, b2))
+                second = _cli(*c.args(root, b2))
                 _refused(second, (75,))
                 assert "another logdoctor run" in second.stderr, second.stderr
                 assert wr.tree(tmp_path) == before
@@ -205,7 +213,7 @@ def test_matrix(tmp_path, cell, mode, condition):
         crashed = wr.cli(*c.args(root, b1), LOGDOCTOR_CRASH_AFTER_STEP="1")
         assert crashed.returncode == -9, crashed.stderr[-2000:]
     else:
-        _done(wr.cli(*c.args(root, b1)))
+        _done(_cli(*c.args(root, b1)))
     if condition == "changed":
         changed = _change(j1)
         before = wr.tree(tmp_path)
@@ -231,7 +239,7 @@ def test_matrix(tmp_path, cell, mode, condition):
             assert wr.tree(tmp_path) == before
     elif condition == "second-journal":
         # the first run is unfinished; a second run of the same dir applied with the explicit flag
-        second = wr.cli(*c.args(root, b2), "--allow-unfinished-journal")
+        second = _cli(*c.args(root, b2), "--allow-unfinished-journal")
         if second.returncode not in (0, 1, 2):
             # the second run refuses for the state the first left (move/sync: the partition is half moved):
             # its refusal wrote nothing, and the first run's journal still finishes exactly
