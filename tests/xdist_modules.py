@@ -57,6 +57,8 @@ LONGEST: list[str] = [
     "tests/typed/test_protobuf_property.py",  # 120 s at load 10 (make test-fast: 30 s)
     "tests/procedures/test_move_partition.py",  # 111 s (make test-fast: 11 s; CLI in-process but the kill)
     "tests/spark/test_tables_commit_failures.py",  # 110 s at load, 12 tests
+    "tests/repair/test_external_kill.py",  # make test: 298 s (ci5); all 6 alone, load 10-13: 810 -> 278 s
+    "tests/repair/test_crash_and_refusals.py",  # make test: 100 s (ci5); alone at load 12-14: 536 -> 337 s
     "tests/repair/test_write_matrix.py",  # 103 s, 36 tests; alone at load 11: 298 -> 180 s
     "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)
     "tests/spark/test_inventory_census.py",  # 91 s
@@ -101,7 +103,6 @@ LONGEST: list[str] = [
     "tests/test_ci_rule.py",  # 26 s, 3 tests
     "tests/spark/test_export_bombs.py",  # 25 s, 5 tests
     "tests/repair/test_hostile_runs.py",  # 24 s, 7 tests
-    "tests/repair/test_external_kill.py",  # 22 s, 3; all 6: 278 s alone, load 10-13 (810)
     "tests/brokers/test_broker_tiered_restore.py",  # 22 s
     "tests/checks/test_hostile_dirs.py",  # 22 s, 22 tests
     "tests/formats/test_kafkajs_oracle.py",  # 22 s, 104 tests
