@@ -34,7 +34,7 @@ SERIAL_GROUPS = {
 # without a figure here is handed out before the unnamed others for the same reason).
 LONGEST: list[str] = [
     "tests/spark/test_tables_commit.py",  # 476 s; ~420 s since 2 kills fewer (alone, load 18-20: 777 -> 687)
-    "tests/spark/test_object_storage.py",  # 372 s; ~330 s since (alone: 993 s at load 18-27, 876 s at 25-27)
+    "tests/spark/test_object_storage.py",  # 372 s; ~300 s since v0/v1 decoding (alone, load 9-16: 632 -> 510)
     # a broker, Apicurio Registry started twice, and three exports' Spark JVMs (Parquet, Delta, Iceberg)
     "tests/producers/test_real_serializers.py",  # 300 s, 13 tests at load 14-17 (133 s, 11 tests before)
     # 289 s at load with 8 SIGKILLed CLI runs (each its own JVM); 5 since: 519 -> 326 s alone at load 18-20

@@ -63,25 +63,36 @@ def decode_columns(batches: Iterable[Batch]) -> RecordColumns:
     Consecutive v2 batches of one buffer (as ``iter_batches`` yields them) are decoded by one C
     call that writes every column in a single pass: each key and value is copied once, from the
     segment (uncompressed) or from the decompressed records (lz4 is decompressed in that call;
-    gzip, snappy and zstd by ``codecs`` first). v0/v1 entries go through ``records()``. Raises the
-    typed error of the first bad batch (CorruptRecordError, UnsupportedError, ...).
+    gzip, snappy and zstd by ``codecs`` first). v0/v1 entries go through ``records()``, consecutive
+    ones of a timestamp type as one part (a v0/v1 entry is often one record: a part each cost ~1 ms).
+    Raises the typed error of the first bad batch (CorruptRecordError, UnsupportedError, ...).
     """
     parts: list[RecordColumns] = []
     run: list[RecordBatchV2] = []
-    for batch in batches:
-        if isinstance(batch, RecordBatchV2):
-            if run and batch.buffer is not run[0].buffer:
-                parts.append(_columns_from_buffers(decode_v2_run(run)))
-                run = []
-            run.append(batch)
-            continue
+    legacy: list[Record] = []
+    legacy_type = None
+
+    def flush() -> None:
+        nonlocal run, legacy
         if run:
             parts.append(_columns_from_buffers(decode_v2_run(run)))
-            run = []
-        records = list(batch.records())
-        parts.append(_columns_from_buffers(_buffers_from_records(records, batch.timestamp_type)))
-    if run or not parts:
-        parts.append(_columns_from_buffers(decode_v2_run(run)))
+        elif legacy:
+            parts.append(_columns_from_buffers(_buffers_from_records(legacy, legacy_type)))
+        run, legacy = [], []
+
+    for batch in batches:
+        if isinstance(batch, RecordBatchV2):
+            if legacy or (run and batch.buffer is not run[0].buffer):
+                flush()
+            run.append(batch)
+            continue
+        if run or (legacy and batch.timestamp_type != legacy_type):
+            flush()
+        legacy.extend(batch.records())
+        legacy_type = batch.timestamp_type
+    flush()
+    if not parts:
+        parts.append(_columns_from_buffers(decode_v2_run([])))
     return parts[0] if len(parts) == 1 else _concat_columns(parts)
 
 
