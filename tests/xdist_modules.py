@@ -61,6 +61,7 @@ LONGEST: list[str] = [
     "tests/repair/test_crash_and_refusals.py",  # make test: 100 s (ci5); alone at load 12-14: 536 -> 337 s
     "tests/repair/test_write_matrix.py",  # 103 s, 36 tests; alone at load 11: 298 -> 180 s
     "tests/cli/test_dump_remote.py",  # 92 s (make test-fast: 21 s)
+    # alone at load 11-16: 1268 -> 919 s, its calls 899 -> 370 s (small_census_confs: its inventory censuses)
     "tests/spark/test_inventory_census.py",  # 91 s
     "tests/cli/test_dump_fast.py",  # 88 s, 42 tests (make test-fast at load 3-4: 26 s, 17 s since ed2137d)
     "tests/cli/test_scan_fast.py",  # make test-fast at load 3-4: 31 s, 44 tests (21 s since ed2137d)

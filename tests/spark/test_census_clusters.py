@@ -18,7 +18,7 @@ from logdoctor.sample.kraft import write_metadata_log
 from logdoctor.sample.logdir import BrokerSpec, FleetSpec, TopicSpec, generate_fleet
 from logdoctor.spark.census import discover_brokers, partition_rows, replica_lag, run_census, scan_broker
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("small_census_confs")]
 
 NOW = 1_790_000_000_000
 DOCKER_CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"  # the cluster id of many docker-compose setups
@@ -64,7 +64,7 @@ def _inventories(brokers: list[Path], folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def two_clusters(spark, tmp_path_factory):
+def two_clusters(spark, small_census_confs, tmp_path_factory):
     """Three ZooKeeper brokers (ids 0-2) and three KRaft brokers (ids 1-3) of another cluster, both with
     a topic `orders` (the KRaft one's longer): census over their log dirs and over their inventories."""
     root = tmp_path_factory.mktemp("two-clusters")
@@ -143,7 +143,7 @@ def test_the_python_rules_agree_with_the_spark_sql(two_clusters):
 
 
 @pytest.fixture(scope="module")
-def docker_twins(spark, tmp_path_factory):
+def docker_twins(spark, small_census_confs, tmp_path_factory):
     """Two single-node KRaft clusters formatted with docker-compose's cluster id, both node 1, each with
     its own metadata log and directory.id, and a topic `orders` of different lengths."""
     root = tmp_path_factory.mktemp("docker-twins")

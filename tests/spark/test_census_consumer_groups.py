@@ -17,7 +17,7 @@ from logdoctor.checks.context import Depth
 from logdoctor.checks.inventory import METADATA_KEY, build_inventory, write_inventory
 from logdoctor.spark.census import run_census
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("small_census_confs")]
 
 NOW = 1_790_000_000_000
 DIRS = ("zk-lewi217", "zk-2.8-seanorth", "zk-3.6-saikrupa82-a")

@@ -18,7 +18,7 @@ from logdoctor.checks.context import Depth
 from logdoctor.checks.inventory import build_inventory, write_inventory
 from logdoctor.spark.census import run_census
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("small_census_confs")]
 
 NOW = 1_790_000_000_000
 README = {"broker-1": (800, 1049), "broker-2": (800, 919)}

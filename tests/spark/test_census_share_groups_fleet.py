@@ -27,7 +27,11 @@ from logdoctor.formats.record_types import RecordSpec
 from logdoctor.formats.writer import build_record_batch
 from logdoctor.spark.census import run_census
 
-pytestmark = [pytest.mark.spark, pytest.mark.skipif(not ks.available_42(), reason=ks.SKIP_REASON_42)]
+pytestmark = [
+    pytest.mark.spark,
+    pytest.mark.usefixtures("small_census_confs"),
+    pytest.mark.skipif(not ks.available_42(), reason=ks.SKIP_REASON_42),
+]
 
 NOW = 1_790_000_000_000
 CODE = "SHARE_GROUP_BEHIND_LOG_START"

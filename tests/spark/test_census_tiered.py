@@ -15,7 +15,7 @@ from logdoctor.checks.context import Depth
 from logdoctor.checks.inventory import build_inventory, write_inventory
 from logdoctor.spark.census import partition_rows, replica_lag, run_census
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("small_census_confs")]
 
 NOW = 1_710_000_000_000 + 30 * 24 * 3_600_000
 

@@ -35,7 +35,7 @@ from logdoctor.checks.context import Depth, ScanOptions
 from logdoctor.checks.scanner import scan
 from logdoctor.spark.census import run_census
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("small_census_confs")]
 
 NOW = 1_790_000_000_000
 CODES = ("TRANSACTION_STATE_MISMATCH", "TRANSACTION_HANGING")

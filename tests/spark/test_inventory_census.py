@@ -19,7 +19,7 @@ from logdoctor.sample.fleet import generate_demo_fleet
 from logdoctor.spark import census_inputs
 from logdoctor.spark.census import discover_brokers, partition_rows, replica_lag, run_census, scan_broker
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.usefixtures("small_census_confs")]
 
 NOW = 1_790_000_000_000
 TABLES = ("replicas", "partitions", "log_dirs", "findings")
@@ -63,7 +63,7 @@ def collect(
 
 
 @pytest.fixture(scope="module")
-def demo(spark, tmp_path_factory):
+def demo(spark, small_census_confs, tmp_path_factory):
     root = tmp_path_factory.mktemp("inv-census")
     disks = generate_demo_fleet(root / "fleet", now_ms=NOW).simulated_disks
     DISKS.clear()
