@@ -84,14 +84,8 @@ def _change(journal: Path) -> str:
     raise AssertionError(f"no done step left a file to change in {journal}")
 
 
-def _cli(*args: object) -> subprocess.CompletedProcess[str]:
-    """A command line whose exit code, output and writes are checked, run in this process
-    (tests/cli_runs.py); the crashed, paused and simultaneous runs keep a process of their own."""
-    return cli_runs.logdoctor(*args)
-
-
 def _run(cell: Cell, *args: object) -> subprocess.CompletedProcess[str]:
-    return _cli(cell.case.command, *args)
+    return cli_runs.logdoctor(cell.case.command, *args)
 
 
 def _refused(r: subprocess.CompletedProcess[str], codes: tuple[int, ...] = (65, 75)) -> None:
@@ -144,17 +138,17 @@ def _second_run(cell: Cell, root: Path, backup: Path) -> subprocess.CompletedPro
         assert part is not None
         index = sorted(part.glob("*.index"))[0]
         damage.pad_index(index, 8)
-        return _cli(*c.args(root, backup))
+        return cli_runs.logdoctor(*c.args(root, backup))
     if c.command == "move-partition":
         args = c.args(root, backup)
         i, j = args.index("--from"), args.index("--to")
         args[i + 1], args[j + 1] = args[j + 1], args[i + 1]
-        return _cli(*args)
+        return cli_runs.logdoctor(*args)
     args = c.args(root, backup)
     follower = Path(args[args.index("--follower") + 1])
     victim = sorted((follower / "orders-0").glob("*.log"))[-1]
     damage.cut_final_batch(victim)  # the follower lost its tail again
-    return _cli(*args)
+    return cli_runs.logdoctor(*args)
 
 
 @pytest.mark.parametrize("condition", tiers.one_in_test_fast(CONDITIONS, fast="changed"))
@@ -181,14 +175,14 @@ def test_matrix(tmp_path, cell, mode, condition):
             assert wr.tree(tmp_path) == before
         elif condition == "finished":
             # an earlier run of the dir, rolled back (finished): a new run is not held back by it
-            assert _cli(*c.args(root, b1)).returncode in (0, 1, 2)
+            assert cli_runs.logdoctor(*c.args(root, b1)).returncode in (0, 1, 2)
             assert _run(cell, "--rollback", j1, "--apply").returncode == 0
-            _done(_cli(*c.args(root, b2)))
+            _done(cli_runs.logdoctor(*c.args(root, b2)))
             assert wr.tree(root) == cell.reference
         elif condition == "second-journal":
             assert wr.cli(*c.args(root, b1), LOGDOCTOR_CRASH_AFTER_STEP="1").returncode == -9
             before = wr.tree(tmp_path)
-            r = _cli(*c.args(root, b2))
+            r = cli_runs.logdoctor(*c.args(root, b2))
             _refused(r, (65,))
             assert str(j1) in r.stderr and "--resume" in r.stderr
             assert wr.tree(tmp_path) == before
@@ -197,7 +191,7 @@ def test_matrix(tmp_path, cell, mode, condition):
             first, hold = wr.start_holding_lock(tmp_path / "pause", *c.args(root, b1))
             try:
                 before = wr.tree(tmp_path)
-                second = _cli(*c.args(root, b2))
+                second = cli_runs.logdoctor(*c.args(root, b2))
                 _refused(second, (75,))
                 assert "another logdoctor run" in second.stderr, second.stderr
                 assert wr.tree(tmp_path) == before
@@ -213,7 +207,7 @@ def test_matrix(tmp_path, cell, mode, condition):
         crashed = wr.cli(*c.args(root, b1), LOGDOCTOR_CRASH_AFTER_STEP="1")
         assert crashed.returncode == -9, crashed.stderr[-2000:]
     else:
-        _done(_cli(*c.args(root, b1)))
+        _done(cli_runs.logdoctor(*c.args(root, b1)))
     if condition == "changed":
         changed = _change(j1)
         before = wr.tree(tmp_path)
@@ -239,7 +233,7 @@ def test_matrix(tmp_path, cell, mode, condition):
             assert wr.tree(tmp_path) == before
     elif condition == "second-journal":
         # the first run is unfinished; a second run of the same dir applied with the explicit flag
-        second = _cli(*c.args(root, b2), "--allow-unfinished-journal")
+        second = cli_runs.logdoctor(*c.args(root, b2), "--allow-unfinished-journal")
         if second.returncode not in (0, 1, 2):
             # the second run refuses for the state the first left (move/sync: the partition is half moved):
             # its refusal wrote nothing, and the first run's journal still finishes exactly

@@ -330,14 +330,10 @@ class Target:
         transaction still holds pending is asked again until that transaction ends (KIP-447
         ``require_stable``: the coordinator answers UNSTABLE_OFFSET_COMMIT meanwhile): what a replay asks
         after its ``init_transactions`` has ended a killed run's transaction."""
-        deadline = time.monotonic() + self.timeout
-        while True:
-            out, pending = self._offsets(group, topic, partitions, stable=True)
-            if not pending:
-                return out
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"{group}: the offsets of {topic} stay pending in a transaction")
-            time.sleep(0.3)
+        out, pending = self._stable_offsets(group, topic, partitions, self.timeout)
+        if pending:
+            raise RuntimeError(f"{group}: the offsets of {topic} stay pending in a transaction")
+        return out
 
     def committed_progress(
         self, group: str, topic: str, partitions: list[int]
@@ -350,15 +346,23 @@ class Target:
         coordinator has logged PrepareCommit, and the offsets become committed when its marker reaches
         ``__consumer_offsets`` afterwards (K:core/.../transaction/TransactionMarkerChannelManager.scala), so
         a plan made right after a replay would otherwise see that replay's last progress pending."""
-        settle = time.monotonic() + min(self.timeout, SETTLE_S)
-        out, pending = self._offsets(group, topic, partitions, stable=True)
-        while pending and time.monotonic() < settle:
-            time.sleep(0.2)
-            again, pending = self._offsets(group, topic, sorted(pending), stable=True)
-            out.update(again)
+        out, pending = self._stable_offsets(group, topic, partitions, min(self.timeout, SETTLE_S))
         if pending:
             last, _ = self._offsets(group, topic, sorted(pending), stable=False)
             out.update(last)
+        return out, pending
+
+    def _stable_offsets(
+        self, group: str, topic: str, partitions: list[int], wait_s: float
+    ) -> tuple[dict[int, Progress], set[int]]:
+        """The committed progress of ``partitions`` and those still pending after asking the pending ones
+        again for up to ``wait_s`` (KIP-447 ``require_stable``: UNSTABLE_OFFSET_COMMIT meanwhile)."""
+        deadline = time.monotonic() + wait_s
+        out, pending = self._offsets(group, topic, partitions, stable=True)
+        while pending and time.monotonic() < deadline:
+            time.sleep(0.2)
+            again, pending = self._offsets(group, topic, sorted(pending), stable=True)
+            out.update(again)
         return out, pending
 
     def _offsets(
