@@ -48,7 +48,7 @@ def main() -> None:
 
     def records() -> None:
         for b in iter_batches(mv):
-            b.record_list()
+            b.record_list() if hasattr(b, "record_list") else list(b.records())  # v2, else a v0/v1 entry
 
     def columns() -> None:
         batches = list(iter_batches(mv))
