@@ -674,9 +674,9 @@ def test_producer_id_rollover(written: Written, transaction_log: dict[Path, list
 _CREATE_TIME = re.compile(r"^baseOffset: (\d+) .*? CreateTime: (\d+) ")
 
 
-def _cut(written: Written, at: int, out: Path) -> tuple[dict[int, list[tuple]], dict[int, int]]:
-    """``export --cut-at AT`` of topic ``cut``: per partition its rows (offset, key, value) and the cut's
-    end offset its ``--json`` summary gives."""
+def _cut(written: Written, at: int, out: Path) -> tuple[dict[int, list[tuple]], dict[int, dict[str, Any]]]:
+    """``export --cut-at AT`` of topic ``cut``: per partition its rows (offset, key, value) and the cut its
+    ``--json`` summary gives (end offset, records left out ...)."""
     done = logdoctor(
         "export", str(written.log_dir), "--out", str(out), "--topics", "cut", "--cut-at", str(at),
         "--writer", "arrow", "--json",
@@ -686,7 +686,7 @@ def _cut(written: Written, at: int, out: Path) -> tuple[dict[int, list[tuple]], 
     for row in sorted(pq.read_table(out).to_pylist(), key=lambda r: (r["partition"], r["offset"])):
         rows[row["partition"]].append((row["offset"], row["key"], row["value"]))
     summary = json.loads(done.stdout)["transactions"]
-    return rows, {e["partition"]: e["cut"]["end_offset"] for e in summary}
+    return rows, {e["partition"]: e["cut"] for e in summary}
 
 
 def _cut_source(written: Written, at: int, topic: str = "cut") -> dict[int, list[tuple]]:
@@ -741,9 +741,13 @@ def test_cut_at_takes_a_transaction_in_all_its_partitions_or_none(
     at = written.between
     assert read[0][b"b"][1] <= at < min(markers[0][1], markers[1][1]), (read, at, markers)
     assert read[0][b"w"][0] > read[0][b"b"][0], read  # w: past B's first offset
-    rows, ends = _cut(written, at, tmp_path / "between")
+    rows, cuts = _cut(written, at, tmp_path / "between")
     assert rows == expected(at) and [k for _o, k, _v in rows[0]] == [b"a", b"x", b"w"], rows
-    assert ends == {0: read[0][b"b"][0], 1: read[1][b"b"][0]}, ends
+    assert {p: c["end_offset"] for p, c in cuts.items()} == {0: read[0][b"b"][0], 1: read[1][b"b"][0]}, cuts
+    # what the cut leaves out of what the real consumer read: B, C and the plain records stamped after T
+    assert {p: c["records_left_out"] for p, c in cuts.items()} == {
+        p: len(written.cut_read[p]) - len(rows[p]) for p in (0, 1)
+    }, cuts
     c = min(markers[0][2], markers[1][2])
     for at in (c - 1, c):  # the replay's source: the same plan and readers, without starting Spark
         rows = _cut_source(written, at)

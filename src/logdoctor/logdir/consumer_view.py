@@ -53,7 +53,7 @@ def transaction_summary(
             continue
         lso = t.last_stable_offset(upto_hw)
         if committed_only:
-            left = counts.aborted + counts.open + counts.above_stable
+            left = counts.aborted + counts.open + counts.above_stable + counts.after_cut
         else:
             left = counts.above_high_watermark if upto_hw else 0
         cut = None
@@ -62,6 +62,7 @@ def transaction_summary(
                 "at": cut_at,
                 "end_offset": t.log_end_offset if t.cut_end is None else t.cut_end,
                 "transactions_after": sum(1 for x in t.transactions if x.after_cut),
+                "records_left_out": counts.after_cut,
                 "straddling_producers": sorted(
                     {(x.producer_id, x.producer_epoch) for x in t.transactions} & straddle
                 ),
@@ -81,7 +82,11 @@ def transaction_summary(
                     for r in ("committed", "aborted", "open")
                 },
                 "records_left_out": left,
-                "left_out": counts.to_json() if committed_only else {"above_high_watermark": left},
+                "left_out": (
+                    counts.to_json() | ({"after_cut": counts.after_cut} if cut is not None else {})
+                    if committed_only
+                    else {"above_high_watermark": left}
+                ),
                 "records_above_high_watermark": counts.above_high_watermark,
                 "open_transactions": [
                     {
@@ -117,6 +122,8 @@ def summary_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
                 parts.append(f"{lo['open']:,} of open transactions")
             if lo["above_last_stable_offset"]:
                 parts.append(f"{lo['above_last_stable_offset']:,} more at or above the LSO")
+            if lo.get("after_cut"):
+                parts.append(f"{lo['after_cut']:,} more past the cut")
             text = (
                 f"{where}: read_committed left out {e['records_left_out']:,} record(s): {', '.join(parts)}; "
                 f"last stable offset {e['last_stable_offset']}, log end {e['log_end_offset']}"
@@ -149,8 +156,8 @@ def summary_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
         cut = e.get("cut")
         if cut is not None:
             text += (
-                f"; cut at {cut['at']}: end offset {cut['end_offset']}, {cut['transactions_after']} "
-                "transaction(s) committed after it left out"
+                f"; cut at {cut['at']}: end offset {cut['end_offset']}, {cut['records_left_out']:,} "
+                f"record(s) left out by it ({cut['transactions_after']} transaction(s) committed after it)"
             )
             for pid, epoch in cut["straddling_producers"]:
                 text += (

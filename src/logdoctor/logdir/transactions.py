@@ -84,6 +84,7 @@ RESULTS = (None, COMMITTED, ABORTED, OPEN)
 _CODE = {COMMITTED: 1, ABORTED: 2, OPEN: 3}
 #: the result code of an aborted transaction's batches (what read_committed leaves out)
 ABORTED_CODE = _CODE[ABORTED]
+_AFTER_CUT = 4  # count_left_out's own code: a transaction committed after a cut's moment
 _NEVER = 2**63 - 1
 
 
@@ -153,6 +154,10 @@ class LeftOut:
     open: int = 0  # data records of open transactions
     above_stable: int = 0  # other data records at or above the LSO (committed, plain, aborted there)
     above_high_watermark: int = 0  # data records at or above the high watermark (counted always)
+    #: data records below the LSO that a cut (logdoctor.logdir.cut) leaves out: plain ones past its moment,
+    #: those of transactions committed after it (the cut's own count: at or above the LSO they are counted
+    #: there)
+    after_cut: int = 0
 
     def to_json(self) -> dict[str, int]:
         return {
@@ -210,6 +215,8 @@ class PartitionTransactions:
     #: transaction not committed at that moment (None: no cut, or nothing past it)
     cut_at: int | None = None
     cut_end: int | None = None
+    #: the data records in the range read of non-transactional batches whose max timestamp is past the cut
+    cut_plain_after: int = 0
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -381,12 +388,13 @@ def partition_transactions(
                 out.newest_timestamp = b.max_timestamp  # type: ignore[attr-defined]
             if (
                 cut_at is not None
-                and out.cut_end is None
                 and b.max_timestamp > cut_at  # type: ignore[attr-defined]
                 and not b.is_control  # type: ignore[attr-defined]
                 and not b.is_transactional  # type: ignore[attr-defined]
             ):
-                out.cut_end = b.base_offset  # type: ignore[attr-defined]
+                if out.cut_end is None:
+                    out.cut_end = b.base_offset  # type: ignore[attr-defined]
+                out.cut_plain_after += _records_in(b, start, end)
             pid = b.producer_id if b.magic >= 2 else -1  # type: ignore[attr-defined]
             if pid < 0:
                 continue  # no producer id: no transaction state to change
@@ -490,14 +498,19 @@ def count_left_out(
     counts = LeftOut()
     lso = txns.last_stable_offset(upto_high_watermark)
     hw = txns.high_watermark
+    cut_at = txns.cut_at
     counts.aborted = sum(t.in_range for t in txns.transactions if t.result == ABORTED)
+    counts.after_cut = txns.cut_plain_after + sum(t.in_range for t in txns.transactions if t.after_cut)
     bounds = [b for b in (lso, hw) if b is not None]
     if not bounds or txns.log_end_offset is None or min(bounds) >= txns.log_end_offset:
         return counts
     tail_from = min(bounds)
     spans = SegmentTransactions(
         READ_COMMITTED,
-        tuple((t.producer_id, t.first_offset, t.end, _CODE[t.result]) for t in txns.transactions),
+        tuple(
+            (t.producer_id, t.first_offset, t.end, _AFTER_CUT if t.after_cut else _CODE[t.result])
+            for t in txns.transactions
+        ),
     )
     segs = [
         s
@@ -522,9 +535,15 @@ def count_left_out(
                     counts.above_stable += n
                     if code == _CODE[ABORTED]:
                         counts.aborted -= n  # left out for the LSO, counted there
+                    elif code == _AFTER_CUT or (code == 0 and _past(b, cut_at)):
+                        counts.after_cut -= n  # likewise
     except (FormatError, OSError):
         pass  # counted up to the damage (the walk of partition_transactions names it)
     return counts
+
+
+def _past(batch: object, cut_at: int | None) -> bool:
+    return cut_at is not None and batch.max_timestamp > cut_at  # type: ignore[attr-defined]
 
 
 def _max(a: int | None, b: int) -> int:
