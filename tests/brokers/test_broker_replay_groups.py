@@ -517,10 +517,11 @@ def test_cut_at_clamps_the_groups_into_the_cut(source, target) -> None:
             "--cut-at", str(BASE_TS + 50)]  # fmt: skip
     plan = kc.logdoctor_json("replay", *args)["plan"]
     parts = {(p["source"]["topic"], p["source"]["partition"]): p for p in plan["partitions"]}
-    assert {k: (p["records"], p["cut_end_offset"]) for k, p in parts.items()} == {
-        ("events", 0): (30, 30),
-        ("events", 1): (0, 0),
-        ("txn", 0): (1, 0),
+    # what the cut leaves out of what read_committed reads: events-1's 20 records, txn-0's c1, c2, c3
+    assert {k: (p["records"], p["cut_end_offset"], p["cut_records_left_out"]) for k, p in parts.items()} == {
+        ("events", 0): (30, 30, 0),
+        ("events", 1): (0, 0, 20),
+        ("txn", 0): (1, 0, 3),
     }, parts
     clamped = {
         (g["group"], p["source"]["topic"], p["source"]["partition"]): (p["before"], p["cut_from"])
@@ -538,3 +539,4 @@ def test_cut_at_clamps_the_groups_into_the_cut(source, target) -> None:
     assert text.returncode == 0, text.stdout + text.stderr
     assert "events-1 -> events-cut-1: 0 -> after the replay" in text.stdout, text.stdout
     assert "(committed at 20, past the cut: clamped)" in text.stdout, text.stdout
+    assert "ends at offset 0 (groups past it resume there), 20 record(s) left out by it" in text.stdout

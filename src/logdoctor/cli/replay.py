@@ -229,7 +229,8 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
             notes.append(("held back: ", f"{p.held_back:,} record(s) at or above the last stable offset held "
                           "back by the open transaction(s): not replayed"))  # fmt: skip
         if p.cut_end is not None:
-            notes.append(("cut: ", f"--cut-at ends at offset {p.cut_end} (groups past it resume there)"))
+            notes.append(("cut: ", f"--cut-at ends at offset {p.cut_end} (groups past it resume there), "
+                          f"{p.cut_left_out:,} record(s) left out by it"))  # fmt: skip
         for label, text in notes:
             wrap(out, text, "      ", "yellow", first=f"    {label}")
     for line in plan.not_read:

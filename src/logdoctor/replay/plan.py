@@ -200,6 +200,8 @@ class PartitionPlan:
     #: ``--cut-at``: the cut's end offset (logdir.cut: the first offset past the cut; a group's offset past
     #: it is clamped to it); None: no cut
     cut_end: int | None = None
+    #: ``--cut-at``: the records read_committed gives that the cut leaves out (LeftOut.after_cut)
+    cut_left_out: int = 0
 
     @property
     def name(self) -> str:
@@ -259,6 +261,7 @@ class PartitionPlan:
             "transactions_without_marker": self.without_marker,
             "records_held_back": self.held_back,
             "cut_end_offset": self.cut_end,
+            "cut_records_left_out": self.cut_left_out,
         }
 
 
@@ -810,12 +813,14 @@ def _count(pp: PartitionPlan, source: Any) -> None:
     pp.problems = list(source.problems)
     txns = source.txns
     if txns is not None:
-        if txns.cut_at is not None:
-            pp.cut_end = txns.log_end_offset if txns.cut_end is None else txns.cut_end
         pp.without_marker = [t.without_marker_json() for t in txns.transactions if t.marker_offset is None]
-        if txns.open_transactions() and source.opts.isolation_level == READ_COMMITTED:
+        held = txns.open_transactions()
+        if source.opts.isolation_level == READ_COMMITTED and (held or txns.cut_at is not None):
             left = count_left_out(source.ref, txns, source.opts.upto_high_watermark, source.start, source.end)
-            pp.held_back = left.open + left.above_stable
+            pp.held_back = left.open + left.above_stable if held else 0
+            if txns.cut_at is not None:
+                pp.cut_end = txns.log_end_offset if txns.cut_end is None else txns.cut_end
+                pp.cut_left_out = left.after_cut
     if pp.no_timestamp:
         pp.conflicts.append(
             Conflict(
