@@ -4,6 +4,7 @@ and against the peer osodevops/kafka-backup's restore of its own backup of the s
 
     .venv/bin/python benchmarks/bench_replay.py [--records 200000] [--size 100] [--repeat 3] [--profile]
         [--partitions 1,4] [--kafka-backup /tmp/kafka-backup-e5ab922/target/release/kafka-backup]
+        [--replay-codec zstd]
 
 ``--kafka-backup``: the peer's binary, built from its source (not a CI step): ``git archive`` of
 osodevops/kafka-backup e5ab92234d6ebdb7acb37a2b2480ffc1c931de1d into /tmp/kafka-backup-e5ab922, then
@@ -168,6 +169,9 @@ def main() -> None:
     ap.add_argument("--txn-ms", type=int, default=3000, help="perf-test --transaction-duration-ms")
     ap.add_argument("--partitions", default="1", help="the source topic's partition counts: 1,4")
     ap.add_argument("--kafka-backup", type=Path, help="the peer's binary (the module doc)")
+    ap.add_argument("--replay-codec", action="append", default=[], metavar="CODEC",
+                    help="one more replay run per CODEC (repeatable): compression.type=CODEC through "
+                    "--producer-config (kafka-backup's restore always writes zstd)")  # fmt: skip
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     table = TableRows()
@@ -177,7 +181,8 @@ def main() -> None:
     perf = str(kafka_cluster.kafka_bin(kafka_cluster.NEWEST) / "kafka-producer-perf-test.sh")
     root = BENCH_TMP / "replay-target"
     shutil.rmtree(root, ignore_errors=True)
-    names = ["replay", "perf", "perf-txn"] + (["kafka-backup"] if args.kafka_backup else [])
+    codecs = {f"replay-{c}": c for c in args.replay_codec}
+    names = ["replay", *codecs, "perf", "perf-txn"] + (["kafka-backup"] if args.kafka_backup else [])
     walls: dict[tuple[int, str], list[float]] = {(p, k): [] for p in counts for k in names}
     loads: dict[tuple[int, str], list[str]] = {k: [] for k in walls}
     n, size = args.records, args.size
@@ -188,9 +193,13 @@ def main() -> None:
                 for name in names:
                     topic = f"{name}-{parts}-{r}"
                     cluster.create_topic(topic, parts)
-                    if name == "replay":
+                    if name.startswith("replay"):
                         argv = [str(LOGDOCTOR), "replay", str(sources[parts]), "--bootstrap-server", b,
                                 "--topic-map", f"bench={topic}", "--apply", "--json"]  # fmt: skip
+                        if name in codecs:
+                            config = BENCH_TMP / f"{name}.properties"
+                            config.write_text(f"compression.type={codecs[name]}\n")
+                            argv += ["--producer-config", str(config)]
                     elif name == "kafka-backup":
                         argv = peer_restore(args.kafka_backup, source_work(n, size, parts), b, topic)
                     else:
@@ -201,7 +210,7 @@ def main() -> None:
                             argv += ["--transactional-id", f"bench-{parts}-{r}", "--transaction-duration-ms",
                                      str(args.txn_ms)]  # fmt: skip
                     wall, out = timed(argv)
-                    if name == "replay":
+                    if name.startswith("replay"):
                         assert json.loads(out)["result"]["records"] == n, out[-500:]
                     high = end_offset(cluster, topic, parts)
                     # the perf test's transactions each end with a marker: more offsets than records
@@ -241,11 +250,12 @@ def main() -> None:
             f"{rate(parts, 'perf-txn')}",
             ratio(med[(parts, "perf-txn")], med[(parts, "replay")]),
         )
-        if args.kafka_backup:
+        for run in ("replay", *codecs) if args.kafka_backup else ():
+            how = "" if run == "replay" else f" compression.type={codecs[run]} (--producer-config)"
             table.add(
-                f"`replay --apply` vs kafka-backup restore (osodevops, e5ab922), {label}",
-                rate(parts, "replay"), f"kafka-backup restore: {rate(parts, 'kafka-backup')}",
-                ratio(med[(parts, "kafka-backup")], med[(parts, "replay")]),
+                f"`replay --apply`{how} vs kafka-backup restore (osodevops, e5ab922; zstd), {label}",
+                rate(parts, run), f"kafka-backup restore: {rate(parts, 'kafka-backup')}",
+                ratio(med[(parts, "kafka-backup")], med[(parts, run)]),
             )  # fmt: skip
     if len(counts) > 1:
         one, most = counts[0], counts[-1]
