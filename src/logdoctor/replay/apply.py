@@ -381,8 +381,9 @@ def replay_partition(
         lease = HeldLease(job.group_metadata)
     source = PartitionSource.of(job.ref, job.opts, job.decisions)
     producer = _producer(
-        target, pp.transactional_id, job.producer_config, pp.max_batch_bytes, pp.max_message_bytes
-    )
+        target, pp.transactional_id, job.producer_config, pp.max_batch_bytes, pp.max_message_bytes,
+        pp.compression,
+    )  # fmt: skip
     # fences every earlier producer of this id and ends the transaction it left (the module doc)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     errors: list[str] = []
@@ -752,13 +753,17 @@ def _producer(
     config: Mapping[str, Any],
     max_batch: int,
     topic_max: int | None = None,
+    compression: str = "none",
 ) -> Any:
     """A transactional producer whose batches the target topic takes: ``batch.size`` at most its
     ``max.message.bytes`` (``topic_max``), which the broker compares with each batch whole
     (K:core/.../log/UnifiedLog.scala analyzeAndValidateRecords: RecordTooLargeException, ``sizeInBytes``);
     librdkafka, unlike the Java producer, does not split a batch the broker refuses as too large. A record
     larger alone still goes in a batch of its own (``RECORD_TOO_LARGE`` in the plan when even that does
-    not fit)."""
+    not fit). Its batches compressed with ``compression`` (the partition plan's: over ``config``'s), which
+    the broker keeps as they are unless the topic's ``compression.type`` is another codec
+    (K:storage/.../internals/log/LogValidator.java validateMessagesAndAssignOffsetsCompressed:
+    ``inPlaceAssignment`` when the batch's codec is the target's, ``producer`` being the batch's own)."""
     from confluent_kafka import Producer
 
     conf = {
@@ -769,6 +774,7 @@ def _producer(
         "message.max.bytes": max(1_000_000, max_batch + 1024),
         **({"batch.size": min(1_000_000, topic_max)} if topic_max else {}),
         **dict(config),
+        "compression.type": compression,
     }
     return Producer(target.client_config(conf))
 
