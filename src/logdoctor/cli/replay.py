@@ -601,9 +601,9 @@ def replay_command(
         typer.Option(
             "--max-rate",
             metavar="RECORDS_PER_S",
-            help="With --apply: send at most this many records per second, over the whole replay (a token "
-            "bucket: bursts of at most a tenth of a second's records; each transaction at most ten "
-            "seconds of them). Default: as fast as the target takes them.",
+            help="With --apply: send at most this many records per second, over the whole replay (one token "
+            "bucket for all partitions: bursts of at most a tenth of a second's records; each transaction at "
+            "most ten seconds of its partition's share). Default: as fast as the target takes them.",
         ),
     ] = None,
     parallelism: Annotated[

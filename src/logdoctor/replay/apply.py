@@ -304,10 +304,16 @@ class RateLimit:
                 self.tokens = 1.0
             self.tokens -= 1.0
 
-    def transaction_records(self, txn_records: int) -> int:
-        """At most ten seconds of records per transaction: a slow replay still commits its progress
-        (and polls its lease) often, far within ``max.poll.interval.ms`` and ``transaction.timeout.ms``."""
-        return max(1, min(txn_records, int(self.rate * 10)))
+    #: the most seconds of records a transaction holds
+    TXN_SECONDS = 10.0
+
+    def transaction_records(self, txn_records: int, threads: int = 1) -> int:
+        """At most :attr:`TXN_SECONDS` of records per transaction of one of ``threads`` sharing the rate
+        (each gets its share of it): a slow replay still commits its progress (and polls its lease) often,
+        far within ``max.poll.interval.ms`` and ``transaction.timeout.ms`` (librdkafka's 60 s, past which the
+        coordinator aborts the transaction: ten seconds of the whole rate would take 70 s in each of 7
+        threads)."""
+        return max(1, min(txn_records, int(self.rate * self.TXN_SECONDS / threads)))
 
 
 # --- one source partition: the unit of a replay ---------------------------------------------------------
@@ -675,8 +681,6 @@ def apply_replay(
         raise ValueError(f"parallelism {parallelism}: at least 1")
     ignored = set(ignore)
     limit = None if max_rate is None else RateLimit(max_rate)
-    if limit is not None:
-        txn_records = limit.transaction_records(txn_records)
     blocking = [c for c in plan.all_conflicts() if c.code not in ignored]
     if blocking:
         raise ReplayRefused("; ".join(c.message for c in blocking))
@@ -718,8 +722,10 @@ def apply_replay(
     try:
         held = [lease_of(pp) for pp in plan.partitions]  # every lease before the first record
         if runner is None:
+            n = max(1, min(parallelism or DEFAULT_PARALLELISM, len(plan.partitions)))  # the pool's threads
+            if limit is not None:
+                txn_records = limit.transaction_records(txn_records, n)
             jobs = [job(pp) for pp in plan.partitions]  # the leases themselves: their current metadata
-            n = parallelism or min(len(jobs), DEFAULT_PARALLELISM)
             runner = _local_runner(n, target, leases, sink, on_transaction, limit)
         else:
             jobs = [job(pp, lease.metadata()) for pp, lease in zip(plan.partitions, held, strict=True)]
