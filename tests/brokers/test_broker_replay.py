@@ -18,6 +18,8 @@ timestamps, in order) is the oracle. A second cluster (4.4.0) is the target:
    consistent with it.
 4. ``test_partitions_in_parallel_killed_and_resumed``: four partitions replayed at once, killed with
    SIGKILL while two are half done, and run again: every record once, in order per partition.
+5. ``test_max_rate_over_partitions_in_parallel``: three partitions replayed at once under ``max_rate``: the
+   target gets no more than the rate overall, and each transaction holds its thread's share of it.
 """
 
 from __future__ import annotations
@@ -421,3 +423,86 @@ def test_partitions_in_parallel_killed_and_resumed(source, target, tmp_path: Pat
         if topic in names:
             got = kc.read_all(target.bootstrap, names[topic], part, to_end=True)
             assert _content(got) == _content(want), f"{topic}-{part}"  # every record once, in order
+
+
+def test_max_rate_over_partitions_in_parallel(source, target, monkeypatch) -> None:
+    """Issue 89 item 1: ``max_rate`` (``--max-rate``) is one budget for the pool's threads. plain's two
+    partitions and txn's (84 records) replayed at once (parallelism 3) at R = 20 records/s. The tokens the
+    threads take (each right before its record's ``produce``), all together, keep to one bucket of R: in
+    any span of d seconds at most R d and the burst (R / 10: 2); so the whole takes at least (84 - 2) / R s
+    (a bucket per thread: 3 R). A ``read_uncommitted`` consumer of the three target partitions (a record is
+    there once sent, before its transaction commits) sees no two seconds of arrivals hold more than 2 R,
+    the burst and a second of the arrivals' jitter (a transaction's first records wait for its
+    AddPartitionsToTxn, then go together). Each transaction holds at most ``RateLimit.TXN_SECONDS`` of its
+    thread's share (R / 3; here 1 s: 6 records): ten seconds of the whole rate, as before, took 10 s per
+    thread in each transaction, 70 s in 7 threads, past librdkafka's transaction.timeout.ms (60 s), which
+    aborts it. The target holds the oracle's records."""
+    import itertools
+    import threading
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import TopicMap, apply_replay, plan_replay
+    from logdoctor.replay.apply import RateLimit
+
+    log_dir, oracle = source
+    rate, names = 20, {"plain": "plain-rated", "txn": "txn-rated"}
+    parts = [("plain", 0), ("plain", 1), ("txn", 0)]
+    total = sum(len(oracle[tp]) for tp in parts)
+    assert total == 84
+    target.create_topic("plain-rated", 2)
+    target.create_topic("txn-rated", 1)
+    monkeypatch.setattr(RateLimit, "TXN_SECONDS", 1.0, raising=False)
+    taken: list[float] = []
+    take = RateLimit.take
+
+    def timed(self) -> None:
+        take(self)
+        taken.append(time.monotonic())  # appended in turn: the bucket's lock is held by one thread at once
+
+    monkeypatch.setattr(RateLimit, "take", timed)
+    arrivals: list[float] = []
+    stop = threading.Event()
+    consumer = Consumer(
+        {"bootstrap.servers": target.bootstrap, "group.id": "rate-check",
+         "isolation.level": "read_uncommitted", "enable.auto.commit": False, "fetch.wait.max.ms": 10}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(names[t], p, 0) for t, p in parts])
+
+    def read() -> None:
+        while not stop.is_set() and len(arrivals) < total:
+            msg = consumer.poll(0.05)
+            if msg is not None and msg.error() is None:
+                arrivals.append(time.monotonic())
+
+    committed: dict[str, list[int]] = {}
+
+    def progress(pp, prog) -> None:
+        committed.setdefault(pp.name, [0]).append(prog.records)
+
+    plan = plan_replay([str(log_dir)], target.bootstrap, opts=ReadOptions(topics="plain,txn"),
+                       topic_map=TopicMap(names))  # fmt: skip
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        result = apply_replay(plan, max_rate=rate, parallelism=3, on_transaction=progress, offset_rows=False)
+        reader.join(30)
+    finally:
+        stop.set()
+        reader.join(5)
+        consumer.close()
+    assert result.records == total and len(arrivals) == total and len(taken) == total
+    taken.sort()
+    over = [(j - i + 1, b - a) for i, a in enumerate(taken) for j, b in enumerate(taken) if j > i]
+    worst = max(over, key=lambda nd: nd[0] - rate * nd[1])
+    # (two records of slack: a thread may append its time ~0.1 s after its take)
+    assert worst[0] <= rate / 10 + rate * worst[1] + 2, f"{worst[0]} records taken in {worst[1]:.3f} s"
+    assert taken[-1] - taken[0] >= (total - 2) / rate - 0.1
+    busiest = max(sum(1 for b in arrivals[i:] if b - a < 2.0) for i, a in enumerate(arrivals))
+    assert busiest <= 2 * rate + rate / 10 + rate, f"{busiest} records within 2 s at max_rate {rate}"
+    sizes = {name: [b - a for a, b in itertools.pairwise(done)] for name, done in committed.items()}
+    assert max(n for each in sizes.values() for n in each) == rate // 3, sizes
+    for t, p in parts:
+        got = kc.read_all(target.bootstrap, names[t], p, to_end=True)
+        assert _content(got) == _content(oracle[(t, p)]), f"{t}-{p}"

@@ -19,7 +19,9 @@ what a ``read_committed`` consumer read of it while it ran is the oracle. A seco
   topic (item 10: the source's cleaner is off, the target's looks every 0.3 s), same partition and
   re-hashed;
 - issue 89: the target's broker SIGSTOPped while a replay takes its lease, longer than ``--timeout``: 69 and
-  one line (last: it pauses the target).
+  one line (last: it pauses the target); the codec of the source's batches (item 1: ``--compression``): a
+  topic whose partitions a real producer wrote with zstd, lz4, and gzip then one uncompressed record, is
+  replayed with each partition's codec (the target broker's log dir read back), or with none.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import time
 
 import pytest
 
+import cli_runs
 import kafka_cluster as kc
 
 pytestmark = pytest.mark.kafka
@@ -90,6 +93,16 @@ def source(tmp_path_factory: pytest.TempPathFactory):
                 value = None if (rnd, i) == (4, 0) else f"r{rnd}-{i}".encode()
                 _produce(p, "ledger", [(f"k{i}".encode(), value, None, BASE_TS + rnd * 1000 + i)])
         _produce(p, "ledger", [(b"roll", b"x", None, BASE_TS + 10_000)])  # the last round's segment rolled
+        # each partition of packed written by a producer of one codec (values that compress: librdkafka sends
+        # a batch compression does not shrink uncompressed); packed-2 gzip, then one small record uncompressed
+        cluster.create_topic("packed", 3)
+        for part, codec, n in ((0, "zstd", 20), (1, "lz4", 20), (2, "gzip", 12), (2, "none", 1)):
+            rows = [(f"k{i}".encode(), f"{codec}-{i}-".encode() * 20, [("c", codec.encode())], BASE_TS + i)
+                    for i in range(n)]  # fmt: skip
+            coded = cluster.producer(compression_type=codec)
+            for key, value, headers, ts in rows:
+                coded.produce("packed", value=value, key=key, partition=part, headers=headers, timestamp=ts)
+            assert coded.flush(60) == 0
         from confluent_kafka import Consumer, TopicPartition
 
         reader = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "ledger-readers"})
@@ -97,7 +110,7 @@ def source(tmp_path_factory: pytest.TempPathFactory):
         reader.close()
         oracle = {
             topic: kc.read_all(cluster.bootstrap, topic, 0) for topic in ("orders", "payments", "ledger")
-        }
+        } | {f"packed-{part}": kc.read_all(cluster.bootstrap, "packed", part) for part in range(3)}
         del t, p
     finally:
         cluster.stop()
@@ -616,3 +629,66 @@ def test_target_paused_while_the_lease_is_taken(source, target) -> None:
     assert "no answer within 3 s" in err or "Timed out" in err, err
     assert waited < 20, waited  # within --timeout and a retry, not the lease's wait for the other member
     assert not kc.read_all(target.bootstrap, topic, 0)  # nothing written
+
+
+def test_the_codec_of_the_source(source, target, tmp_path) -> None:
+    """Issue 89 item 1: each partition's producer writes with the codec of its source batches (it wrote them
+    uncompressed, whatever the source's codec): packed-0's zstd, packed-1's lz4, packed-2's gzip (twelve
+    gzip records, then one uncompressed: the codec of most of the bytes, not the last batch's). The plan
+    names each; the target broker's log dir holds batches of that codec alone (read by the project's batch
+    reader; the transactions' markers are uncompressed control batches), ``--compression none`` writes
+    none; a ``read_committed`` consumer reads the oracle's records either way. An unknown codec, and a
+    codec key in --producer-config, are usage errors (64)."""
+    from logdoctor.formats.records import iter_batches
+
+    log_dir, oracle = source
+    codecs = {0: "zstd", 1: "lz4", 2: "gzip"}
+    base = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "packed"]
+
+    def stored(topic: str) -> dict[int, set[str]]:
+        folder = target.broker(1).log_dirs[0]
+        return {
+            part: {
+                b.compression.label
+                for seg in kc.segments(folder / f"{topic}-{part}")
+                for b in iter_batches(seg.read_bytes())
+                if not b.is_control
+            }
+            for part in codecs
+        }
+
+    def lines(stdout: str) -> dict[int, str]:
+        rows = stdout.splitlines()
+        return {p: next(ln for ln in rows if ln.startswith(f"  packed-{p} -> ")) for p in codecs}
+
+    plan = cli_runs.logdoctor("replay", *base)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    for part, line in lines(plan.stdout).items():
+        assert line.endswith(f", {codecs[part]} batches (the source's codec)"), line
+    done = cli_runs.logdoctor("replay", *base, "--apply", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    planned = json.loads(done.stdout)["plan"]
+    assert planned["compression"] == "source"
+    got = {
+        p["source"]["partition"]: (p["source_compression"], p["compression"]) for p in planned["partitions"]
+    }
+    assert got == {part: (codec, codec) for part, codec in codecs.items()}
+    assert stored("packed") == {part: {codec} for part, codec in codecs.items()}
+
+    plain = cli_runs.logdoctor("replay", *base, "--topic-map", "packed=packed-plain", "--compression", "none",
+                               "--apply")  # fmt: skip
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    for part, line in lines(plain.stdout).items():
+        assert line.endswith(f", none batches (--compression; the source's {codecs[part]})"), line
+    assert stored("packed-plain") == {part: {"none"} for part in codecs}
+    for part in codecs:
+        want = _content(oracle[f"packed-{part}"])
+        assert _content(kc.read_all(target.bootstrap, "packed", part)) == want
+        assert _content(kc.read_all(target.bootstrap, "packed-plain", part)) == want
+
+    bad = cli_runs.logdoctor("replay", *base, "--compression", "brotli")
+    assert bad.returncode == 64 and "--compression brotli: one of source, none, gzip" in bad.stderr
+    conf = tmp_path / "producer.properties"
+    conf.write_text("compression.type=zstd\n")
+    bad = cli_runs.logdoctor("replay", *base, "--producer-config", str(conf))
+    assert bad.returncode == 64 and "compression.type: the replay sets it: --compression" in bad.stderr

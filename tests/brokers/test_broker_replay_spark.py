@@ -10,7 +10,8 @@ cluster is the target:
    each into topics of its own: a ``read_committed`` consumer reads the same records (offsets, keys, values,
    headers, timestamps, order) from both, the oracle's; the JSON results are the same; the offset maps
    (pyarrow's one file, Spark's Parquet folder, and a rerun's Delta table written by Spark's tasks) hold
-   the same rows. The rerun sends nothing.
+   the same rows. The rerun sends nothing. plain was written by a zstd producer: both replays write zstd
+   batches into the target's log dir (one rule, the partition plan's codec: issue 89 item 1), txn's none.
 2. ``test_spark_replay_killed_and_rerun``: a Spark replay (``local[2,2]``: a task may be tried twice) in a
    process of its own; the task of partition 0 kills its Python worker after a few transactions (Spark
    retries it: the retry resumes from the committed progress), then the whole process group (the driver,
@@ -54,6 +55,7 @@ def source(tmp_path_factory: pytest.TempPathFactory):
         cluster.create_topic("txn", 1)
         cluster.create_topic("big", 2)
         p = cluster.producer()
+        zstd = cluster.producer(compression_type="zstd")
         for part in (0, 1):
             rows = []
             for i in range(30):
@@ -63,7 +65,7 @@ def source(tmp_path_factory: pytest.TempPathFactory):
                 value = None if i == 7 else (b"" if i == 8 else f"value-{part}-{i}".encode())
                 key = None if i == 9 else f"key-{i % 10}".encode()
                 rows.append((key, value, headers, BASE_TS + part * 1000 + i * 7))
-            _produce(p, "plain", rows, part)
+            _produce(zstd, "plain", rows, part)
             big = [
                 (f"big-{i}".encode(), f"{part}-{i:06d}".encode() * 4, [("i", str(i).encode())], BASE_TS + i)
                 for i in range(BIG)
@@ -96,7 +98,7 @@ def source(tmp_path_factory: pytest.TempPathFactory):
             (topic, part): kc.read_all(cluster.bootstrap, topic, part)
             for topic, part in (("plain", 0), ("plain", 1), ("txn", 0), ("big", 0), ("big", 1))
         }
-        del t1, t2, p
+        del t1, t2, p, zstd
     finally:
         cluster.stop()
     assert [r[1] for r in oracle[("txn", 0)]] == [b"c1", b"c2", b"p1", b"c3"]
@@ -181,11 +183,22 @@ def test_spark_replay_is_the_local_replay(source, target, spark, tmp_path: Path)
     assert sorted(t.removeprefix("spark-") for t in got["result"]["created_topics"]) == sorted(TOPICS)
     assert got["offset_map"]["rows"] == 64 and got["offset_map"]["writer"] == "spark"
 
+    from logdoctor.formats.records import iter_batches
+
     for topic, part in (("plain", 0), ("plain", 1), ("txn", 0)):
         from_local = kc.read_all(target.bootstrap, f"local-{topic}", part, to_end=True)
         from_spark = kc.read_all(target.bootstrap, f"spark-{topic}", part, to_end=True)
         assert from_spark == from_local, (topic, part)  # offsets, keys, values, headers, timestamps, order
         assert _content(from_spark) == _content(oracle[(topic, part)])
+        for prefix in ("local-", "spark-"):  # the codec of the batches written (not the markers)
+            folder = target.broker(1).log_dirs[0] / f"{prefix}{topic}-{part}"
+            codecs = {
+                b.compression.label
+                for seg in kc.segments(folder)
+                for b in iter_batches(seg.read_bytes())
+                if not b.is_control
+            }
+            assert codecs == {"zstd" if topic == "plain" else "none"}, (prefix, topic, part)
 
     want = _rows(pq.read_table(local_map / "offset-map.parquet"), "local-")
     assert len(want) == 64

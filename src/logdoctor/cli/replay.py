@@ -55,6 +55,8 @@ __all__ = ["client_config", "replay_command"]
 #: keys of a producer config that the replay sets itself (exactly once: one transactional producer per
 #: target partition); ``bootstrap.servers`` is --bootstrap-server
 OWN_PRODUCER_KEYS = ("bootstrap.servers", "transactional.id", "enable.idempotence", "acks")
+#: librdkafka's keys of the producers' codec (``compression.codec`` is its alias): --compression's
+CODEC_KEYS = ("compression.type", "compression.codec")
 _JAAS_MODULES = ("PlainLoginModule", "ScramLoginModule")
 _JAAS_OPTION = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
@@ -199,7 +201,7 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
             if p.rehashed
             else f"{p.target_topic}-{p.target_partition}"
         )
-        line = f"  {p.name} -> {into}: {p.records:,} records, {_bytes(p.bytes)} ({offsets})"
+        line = f"  {p.name} -> {into}: {p.records:,} records, {_bytes(p.bytes)} ({offsets}){_codec(plan, p)}"
         if p.progress is not None:
             line += (
                 f"; replayed up to source offset {p.progress.next_source_offset}: "
@@ -248,6 +250,14 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
             wrap(out, f"{c.code}{note}: {c.message}", "      ", style, first="  ")
     else:
         out.line("No conflict.")
+
+
+def _codec(plan: ReplayPlan, p: Any) -> str:
+    """The codec of the partition's producer, and whose it is (``--compression``)."""
+    if plan.compression == "source":
+        return "" if p.source_compression is None else f", {p.compression} batches (the source's codec)"
+    other = "" if p.source_compression in (None, p.compression) else f"; the source's {p.source_compression}"
+    return f", {p.compression} batches (--compression{other})"
 
 
 def print_groups(out: Lines, groups: list[Any], verb: str = "") -> None:
@@ -573,6 +583,17 @@ def replay_command(
             "partitions; a null key keeps its source partition modulo their count); not with --groups.",
         ),
     ] = "same",
+    compression: Annotated[
+        str,
+        typer.Option(
+            "--compression",
+            metavar="CODEC",
+            help="The codec of the batches the replay writes: source (default: each source partition's, the "
+            "codec of its source batches, of most of its records' bytes if they mix codecs), none, gzip, "
+            "snappy, lz4 or zstd. The records' bytes are the same either way; the plan names each "
+            "partition's.",
+        ),
+    ] = "source",
     no_create: Annotated[
         bool, typer.Option("--no-create", help="Never create a topic: a missing one is a conflict.")
     ] = False,
@@ -581,9 +602,9 @@ def replay_command(
         typer.Option(
             "--max-rate",
             metavar="RECORDS_PER_S",
-            help="With --apply: send at most this many records per second, over the whole replay (a token "
-            "bucket: bursts of at most a tenth of a second's records; each transaction at most ten "
-            "seconds of them). Default: as fast as the target takes them.",
+            help="With --apply: send at most this many records per second, over the whole replay (one token "
+            "bucket for all partitions: bursts of at most a tenth of a second's records; each transaction at "
+            "most ten seconds of its partition's share). Default: as fast as the target takes them.",
         ),
     ] = None,
     parallelism: Annotated[
@@ -633,10 +654,14 @@ def replay_command(
     if max_rate is not None and not max_rate > 0:
         usage_error(f"--max-rate {max_rate}: must be more than 0 records per second")
     from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS
+    from logdoctor.replay.plan import COMPRESSIONS
 
     chosen_partitioner = partitioner.strip().lower()
     if chosen_partitioner not in PARTITIONERS:
         usage_error(f"--partitioner {partitioner}: one of {', '.join(PARTITIONERS)}")
+    codec = compression.strip().lower()
+    if codec not in COMPRESSIONS:
+        usage_error(f"--compression {compression}: one of {', '.join(COMPRESSIONS)}")
     if groups is not None and all_groups:
         usage_error("--groups and --all-groups: give one")
     if groups is not None and any(groups in (*p.opts, *p.secondary_opts) for p in ctx.command.params):
@@ -666,6 +691,10 @@ def replay_command(
     if own:
         usage_error(f"{', '.join(own)}: the replay sets it (--bootstrap-server; one transactional producer "
                     "per target partition)")  # fmt: skip
+    codec_keys = [k for k in CODEC_KEYS if k in producer or k in admin]
+    if codec_keys:
+        usage_error(f"{', '.join(codec_keys)}: the replay sets it: --compression CODEC (default source: each "
+                    "partition's source codec)")  # fmt: skip
     records = plan_records(read, verb="replayed")  # 64 / 66 / 77 as export
     # librdkafka's own log lines (each failed connection, again and again) off: the one line is ours
     if not {"log_level", "debug"} & {*admin, *producer}:
@@ -684,7 +713,7 @@ def replay_command(
         _run(
             out, records, bootstrap_server, mapping, admin, producer, ignored, not no_create, timeout, apply,
             json_out, location, groups, max_rate, map_format, chosen_partitioner, read.master,
-            dict(records.confs), groups_overwrite, parallelism,
+            dict(records.confs), groups_overwrite, parallelism, codec,
         )  # fmt: skip
     except KeyboardInterrupt:
         fail(
@@ -715,6 +744,7 @@ def _run(
     confs: Mapping[str, str] | None = None,
     groups_overwrite: bool = False,
     parallelism: int | None = None,
+    compression: str = "source",
 ) -> None:
     from confluent_kafka import KafkaException
 
@@ -732,7 +762,7 @@ def _run(
     try:
         plan = plan_replay(
             records.paths, bootstrap, opts=records.options, topic_map=mapping, admin_config=admin,
-            create=create, timeout=timeout, partitioner=partitioner,
+            create=create, timeout=timeout, partitioner=partitioner, compression=compression,
         )  # fmt: skip
         if groups is not None:
             from logdoctor.replay.target import Target

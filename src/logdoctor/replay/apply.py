@@ -304,10 +304,16 @@ class RateLimit:
                 self.tokens = 1.0
             self.tokens -= 1.0
 
-    def transaction_records(self, txn_records: int) -> int:
-        """At most ten seconds of records per transaction: a slow replay still commits its progress
-        (and polls its lease) often, far within ``max.poll.interval.ms`` and ``transaction.timeout.ms``."""
-        return max(1, min(txn_records, int(self.rate * 10)))
+    #: the most seconds of records a transaction holds
+    TXN_SECONDS = 10.0
+
+    def transaction_records(self, txn_records: int, threads: int = 1) -> int:
+        """At most :attr:`TXN_SECONDS` of records per transaction of one of ``threads`` sharing the rate
+        (each gets its share of it): a slow replay still commits its progress (and polls its lease) often,
+        far within ``max.poll.interval.ms`` and ``transaction.timeout.ms`` (librdkafka's 60 s, past which the
+        coordinator aborts the transaction: ten seconds of the whole rate would take 70 s in each of 7
+        threads)."""
+        return max(1, min(txn_records, int(self.rate * self.TXN_SECONDS / threads)))
 
 
 # --- one source partition: the unit of a replay ---------------------------------------------------------
@@ -381,8 +387,9 @@ def replay_partition(
         lease = HeldLease(job.group_metadata)
     source = PartitionSource.of(job.ref, job.opts, job.decisions)
     producer = _producer(
-        target, pp.transactional_id, job.producer_config, pp.max_batch_bytes, pp.max_message_bytes
-    )
+        target, pp.transactional_id, job.producer_config, pp.max_batch_bytes, pp.max_message_bytes,
+        pp.compression,
+    )  # fmt: skip
     # fences every earlier producer of this id and ends the transaction it left (the module doc)
     _call(f"{pp.transactional_id}: init_transactions", lambda: producer.init_transactions(timeout))
     errors: list[str] = []
@@ -674,8 +681,6 @@ def apply_replay(
         raise ValueError(f"parallelism {parallelism}: at least 1")
     ignored = set(ignore)
     limit = None if max_rate is None else RateLimit(max_rate)
-    if limit is not None:
-        txn_records = limit.transaction_records(txn_records)
     blocking = [c for c in plan.all_conflicts() if c.code not in ignored]
     if blocking:
         raise ReplayRefused("; ".join(c.message for c in blocking))
@@ -717,8 +722,10 @@ def apply_replay(
     try:
         held = [lease_of(pp) for pp in plan.partitions]  # every lease before the first record
         if runner is None:
+            n = max(1, min(parallelism or DEFAULT_PARALLELISM, len(plan.partitions)))  # the pool's threads
+            if limit is not None:
+                txn_records = limit.transaction_records(txn_records, n)
             jobs = [job(pp) for pp in plan.partitions]  # the leases themselves: their current metadata
-            n = parallelism or min(len(jobs), DEFAULT_PARALLELISM)
             runner = _local_runner(n, target, leases, sink, on_transaction, limit)
         else:
             jobs = [job(pp, lease.metadata()) for pp, lease in zip(plan.partitions, held, strict=True)]
@@ -752,13 +759,17 @@ def _producer(
     config: Mapping[str, Any],
     max_batch: int,
     topic_max: int | None = None,
+    compression: str = "none",
 ) -> Any:
     """A transactional producer whose batches the target topic takes: ``batch.size`` at most its
     ``max.message.bytes`` (``topic_max``), which the broker compares with each batch whole
     (K:core/.../log/UnifiedLog.scala analyzeAndValidateRecords: RecordTooLargeException, ``sizeInBytes``);
     librdkafka, unlike the Java producer, does not split a batch the broker refuses as too large. A record
     larger alone still goes in a batch of its own (``RECORD_TOO_LARGE`` in the plan when even that does
-    not fit)."""
+    not fit). Its batches compressed with ``compression`` (the partition plan's: over ``config``'s), which
+    the broker keeps as they are unless the topic's ``compression.type`` is another codec
+    (K:storage/.../internals/log/LogValidator.java validateMessagesAndAssignOffsetsCompressed:
+    ``inPlaceAssignment`` when the batch's codec is the target's, ``producer`` being the batch's own)."""
     from confluent_kafka import Producer
 
     conf = {
@@ -769,6 +780,7 @@ def _producer(
         "message.max.bytes": max(1_000_000, max_batch + 1024),
         **({"batch.size": min(1_000_000, topic_max)} if topic_max else {}),
         **dict(config),
+        "compression.type": compression,
     }
     return Producer(target.client_config(conf))
 

@@ -53,6 +53,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from logdoctor.formats.record_types import Compression
 from logdoctor.logdir.read_options import ReadOptions
 from logdoctor.logdir.transactions import READ_COMMITTED, count_left_out
 from logdoctor.replay.partitioner import DEFAULT, PARTITIONERS, SAME, partition_for
@@ -68,6 +69,7 @@ from logdoctor.replay.target import (
 )
 
 __all__ = [
+    "COMPRESSIONS",
     "DROPPED_CONFIGS",
     "Conflict",
     "GroupPartition",
@@ -82,6 +84,10 @@ __all__ = [
 #: topic configs of the source not given to a created target topic: they name the source cluster's brokers
 DROPPED_CONFIGS = ("leader.replication.throttled.replicas", "follower.replication.throttled.replicas")
 _LONG_MAX = 2**63 - 1
+#: ``plan_replay(compression=...)``: ``source`` (each partition's producer writes with the codec of its source
+#: batches: :attr:`logdoctor.replay.source.PartitionSource.codec`), or the producers' ``compression.type``
+SOURCE = "source"
+COMPRESSIONS = (SOURCE, *(c.label for c in Compression))  # none, gzip, snappy, lz4, zstd: librdkafka's names
 #: partition folders a replay never reads: scheduled for deletion, a move target, no longer assigned
 _NOT_LIVE = ("delete", "future", "stray")
 _TOPIC_CHARS = re.compile(r"[a-zA-Z0-9._-]+")
@@ -202,6 +208,10 @@ class PartitionPlan:
     cut_end: int | None = None
     #: ``--cut-at``: the records read_committed gives that the cut leaves out (LeftOut.after_cut)
     cut_left_out: int = 0
+    #: the codec of the source's batches (:attr:`logdoctor.replay.source.PartitionSource.codec`; None: no
+    #: record), and the one the partition's producer writes with (its ``compression.type``)
+    source_compression: str | None = None
+    compression: str = "none"
 
     @property
     def name(self) -> str:
@@ -262,6 +272,8 @@ class PartitionPlan:
             "records_held_back": self.held_back,
             "cut_end_offset": self.cut_end,
             "cut_records_left_out": self.cut_left_out,
+            "source_compression": self.source_compression,
+            "compression": self.compression,
         }
 
 
@@ -412,6 +424,8 @@ class ReplayPlan:
     groups: list[GroupPlan] | None = None
     #: ``same`` or ``default`` (:mod:`logdoctor.replay.partitioner`)
     partitioner: str = SAME
+    #: one of :data:`COMPRESSIONS` (each partition's own: :attr:`PartitionPlan.compression`)
+    compression: str = SOURCE
 
     def all_conflicts(self) -> list[Conflict]:
         out = list(self.conflicts)
@@ -436,6 +450,7 @@ class ReplayPlan:
             "bootstrap": self.bootstrap,
             "cluster_id": self.cluster_id,
             "partitioner": self.partitioner,
+            "compression": self.compression,
             "records": self.records,
             "remaining_records": self.remaining_records,
             "topics": [t.to_json() for t in self.topics],
@@ -549,6 +564,7 @@ def plan_replay(
     create: bool = True,
     timeout: float = 60.0,
     partitioner: str = SAME,
+    compression: str = SOURCE,
 ) -> ReplayPlan:
     """The plan of replaying the records of ``paths`` (log dirs, partition folders, as ``export`` takes
     them, read with ``opts``) into the cluster at ``bootstrap``: one pass over the source's records (see
@@ -556,13 +572,18 @@ def plan_replay(
     configs, each target partition's offsets, the replay groups' progress). Writes nothing. The source's
     consumer groups are planned on top of it (:func:`logdoctor.replay.groups.plan_groups`).
     ``partitioner``: ``same`` (each record to its source partition's number) or ``default`` (the key
-    re-hashed as the Java producer does: :mod:`logdoctor.replay.partitioner`)."""
+    re-hashed as the Java producer does: :mod:`logdoctor.replay.partitioner`). ``compression``: the codec of
+    the producers' batches (:data:`COMPRESSIONS`): ``source``, each source partition's
+    (:attr:`logdoctor.replay.source.PartitionSource.codec`; ``none`` for a partition without records),
+    else that one for all (the records' bytes are the same either way)."""
     from logdoctor.logdir.identity import source_of
     from logdoctor.logdir.read_plan import plan_read
     from logdoctor.replay.source import PartitionSource, single_replicas
 
     if partitioner not in PARTITIONERS:
         raise ValueError(f"partitioner {partitioner!r}: one of {', '.join(PARTITIONERS)}")
+    if compression not in COMPRESSIONS:
+        raise ValueError(f"compression {compression!r}: one of {', '.join(COMPRESSIONS)}")
     opts = opts if opts is not None else ReadOptions()
     _check_options(opts)
     mapping = topic_map if topic_map is not None else TopicMap()
@@ -573,6 +594,7 @@ def plan_replay(
     plan = ReplayPlan(
         tuple(read.items), opts, bootstrap, cluster_id, [], [], dict(admin_config or {}),
         [p.message for p in read.not_read], list(read.left_out), partitioner=partitioner,
+        compression=compression,
     )  # fmt: skip
     for (topic, partition), (dirs, chosen) in sorted(several.items()):
         accepted = (
@@ -632,7 +654,9 @@ def plan_replay(
         tp.effective = dict(tp.configs or {}) if tp.exists else {**defaults, **(tp.configs or {})}
     if partitioner == DEFAULT:
         for ref in refs:
-            pp = _rehashed_partition(ref, by_source[ref.topic], target, cluster_id, opts, read.decisions)
+            pp = _rehashed_partition(
+                ref, by_source[ref.topic], target, cluster_id, opts, read.decisions, compression
+            )
             pp.copies = several.get((ref.topic, ref.partition), ([], None))[0]
             plan.partitions.append(pp)
         for tp in plan.topics:
@@ -657,7 +681,7 @@ def plan_replay(
         committed, pending = progress.get(tp.target_topic, ({}, set()))
         pp.progress, pp.pending = committed.get(ref.partition), ref.partition in pending
         pp.copies = several.get((ref.topic, ref.partition), ([], None))[0]
-        _count(pp, PartitionSource.of(ref, opts, read.decisions))
+        _count(pp, PartitionSource.of(ref, opts, read.decisions), compression)
         if tp.exists and tp.partitions is not None and ref.partition >= tp.partitions:
             pp.conflicts.append(
                 Conflict(
@@ -675,7 +699,13 @@ def plan_replay(
 
 
 def _rehashed_partition(
-    ref: Any, tp: TopicPlan, target: Target, cluster_id: str, opts: ReadOptions, decisions: Any
+    ref: Any,
+    tp: TopicPlan,
+    target: Target,
+    cluster_id: str,
+    opts: ReadOptions,
+    decisions: Any,
+    compression: str = SOURCE,
 ) -> PartitionPlan:
     """One source partition's plan under the ``default`` partitioner: its progress in its own group."""
     from logdoctor.logdir.identity import source_of
@@ -703,7 +733,7 @@ def _rehashed_partition(
                 f"{tp.target_topic}, which has {tp.partitions} now: the rest would land elsewhere",
             )
         )
-    _count(pp, PartitionSource.of(ref, opts, decisions))
+    _count(pp, PartitionSource.of(ref, opts, decisions), compression)
     check_partition(pp, tp.effective)
     return pp
 
@@ -783,7 +813,7 @@ def other_source(pp: PartitionPlan, prog: Progress) -> str:
     )
 
 
-def _count(pp: PartitionPlan, source: Any) -> None:
+def _count(pp: PartitionPlan, source: Any, compression: str = SOURCE) -> None:
     resume = pp.progress.next_source_offset if pp.progress is not None else None
     hashed: dict[bytes | None, int] = {}
     for rec in source.records(copy=False):
@@ -811,6 +841,8 @@ def _count(pp: PartitionPlan, source: Any) -> None:
         pp.min_timestamp = rec.timestamp if pp.min_timestamp is None else min(pp.min_timestamp, rec.timestamp)
         pp.max_timestamp = rec.timestamp if pp.max_timestamp is None else max(pp.max_timestamp, rec.timestamp)
     pp.problems = list(source.problems)
+    pp.source_compression = source.codec  # of every record of the partition, a resumed run's too
+    pp.compression = (pp.source_compression or "none") if compression == SOURCE else compression
     txns = source.txns
     if txns is not None:
         pp.without_marker = [t.without_marker_json() for t in txns.transactions if t.marker_offset is None]

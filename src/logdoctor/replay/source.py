@@ -83,6 +83,9 @@ class PartitionSource:
     end: int | None = None
     txns: PartitionTransactions | None = None
     problems: list[str] = field(default_factory=list)
+    #: the bytes (keys, values, headers) of the records read, by the codec of their batch (its attributes'
+    #: codec id, as the batch reader parses it), in the order the codecs were met: see :attr:`codec`
+    codec_bytes: dict[int, int] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -99,6 +102,18 @@ class PartitionSource:
             txns = apply_cut(walked, decisions)
         return cls(ref, opts, start, end, txns)
 
+    @property
+    def codec(self) -> str | None:
+        """The codec of the source partition's batches, for the replay's producer (``compression.type``):
+        of the records :meth:`records` read, the codec of the batches that held most of their bytes (a
+        partition written with one codec throughout has it; of mixed ones, the codec of most of the data,
+        not the last batch's: a few records written otherwise at the end do not decide); of codecs tied,
+        the one met first. None: no record read."""
+        from logdoctor.formats.record_types import Compression
+
+        got = self.codec_bytes
+        return Compression(max(got, key=got.__getitem__)).label if got else None
+
     def records(self, from_offset: int | None = None, *, copy: bool = True) -> Iterator[SourceRecord]:
         """Every record to replay at or after ``from_offset`` (None: from the range's start), in offset
         order, each offset at most once. ``copy=False``: key, value and header values are views into the
@@ -107,6 +122,7 @@ class PartitionSource:
         if not ref.segments or self.txns is None:
             return
         self.problems.clear()
+        self.codec_bytes.clear()
         start = self.start
         if from_offset is not None:
             start = from_offset if start is None else max(start, from_offset)
@@ -156,7 +172,9 @@ class PartitionSource:
                 ts_type = int(batch.timestamp_type)
                 # the first offset past the range, the LSO or the high watermark (None: none)
                 stop = min((o for o in (end, stable_end) if o is not None), default=None)
+                got = n = 0  # the batch's records yielded and their bytes (codec_bytes)
                 try:
+                    codec = batch.compression
                     for r in batch.records():
                         offset = r.offset
                         if start is not None and offset < start:
@@ -176,12 +194,16 @@ class PartitionSource:
                             ]
                             for hk, hv in headers:
                                 size += len(hk.encode()) + (0 if hv is None else len(hv))
+                        got += 1
+                        n += size
                         yield _record(SourceRecord, (offset, r.timestamp, key, value, headers, ts_type, size))
                 except FormatError as exc:
                     self.problems.append(
                         f"{seg.path}@{batch.position}: offsets {batch.base_offset}-{batch.last_offset} not "
                         f"replayed: its records do not decode: {exc}"
                     )
+                if got:
+                    self.codec_bytes[codec] = self.codec_bytes.get(codec, 0) + n
         except FormatError as exc:
             self.problems.append(f"{seg.path}: its batches stop here: {exc}")
         except OSError as exc:
