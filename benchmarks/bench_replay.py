@@ -170,8 +170,8 @@ def main() -> None:
     ap.add_argument("--partitions", default="1", help="the source topic's partition counts: 1,4")
     ap.add_argument("--kafka-backup", type=Path, help="the peer's binary (the module doc)")
     ap.add_argument("--replay-codec", action="append", default=[], metavar="CODEC",
-                    help="one more replay run per CODEC (repeatable): compression.type=CODEC through "
-                    "--producer-config (kafka-backup's restore always writes zstd)")  # fmt: skip
+                    help="one more replay run per CODEC (repeatable): `--compression CODEC` (the source "
+                    "is uncompressed; kafka-backup's restore always writes zstd)")  # fmt: skip
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     table = TableRows()
@@ -197,9 +197,7 @@ def main() -> None:
                         argv = [str(LOGDOCTOR), "replay", str(sources[parts]), "--bootstrap-server", b,
                                 "--topic-map", f"bench={topic}", "--apply", "--json"]  # fmt: skip
                         if name in codecs:
-                            config = BENCH_TMP / f"{name}.properties"
-                            config.write_text(f"compression.type={codecs[name]}\n")
-                            argv += ["--producer-config", str(config)]
+                            argv += ["--compression", codecs[name]]
                     elif name == "kafka-backup":
                         argv = peer_restore(args.kafka_backup, source_work(n, size, parts), b, topic)
                     else:
@@ -251,7 +249,7 @@ def main() -> None:
             ratio(med[(parts, "perf-txn")], med[(parts, "replay")]),
         )
         for run in ("replay", *codecs) if args.kafka_backup else ():
-            how = "" if run == "replay" else f" compression.type={codecs[run]} (--producer-config)"
+            how = "" if run == "replay" else f" --compression {codecs[run]}"
             table.add(
                 f"`replay --apply`{how} vs kafka-backup restore (osodevops, e5ab922; zstd), {label}",
                 rate(parts, run), f"kafka-backup restore: {rate(parts, 'kafka-backup')}",
