@@ -814,32 +814,61 @@ def other_source(pp: PartitionPlan, prog: Progress) -> str:
 
 
 def _count(pp: PartitionPlan, source: Any, compression: str = SOURCE) -> None:
+    """What the plan says of the records to send (counts, bytes, offsets, timestamps, the widest record's
+    batch: :func:`logdoctor.replay.source.alone_batch_bytes`), over every record once (locals: the plan
+    reads the whole source)."""
+    from logdoctor.replay.source import alone_batch_bytes
+
     resume = pp.progress.next_source_offset if pp.progress is not None else None
     hashed: dict[bytes | None, int] = {}
-    for rec in source.records(copy=False):
-        size = rec.size
-        pp.records += 1
-        pp.bytes += size
-        if resume is None or rec.offset >= resume:
-            pp.remaining_records += 1
-            pp.remaining_bytes += size
-            if pp.rehashed and pp.target_partitions:
-                key = None if rec.key is None else bytes(rec.key)
-                at = hashed.get(key)
+    rehash = bool(pp.rehashed and pp.target_partitions)
+    target_of, spread = pp.target_of, pp.target_records
+    records = nbytes = remaining = remaining_bytes = no_timestamp = 0
+    first = last = low = high = None
+    widest = None  # (size, headers) of the record whose batch alone is widest
+    wide = -1
+    for offset, timestamp, key, _value, headers, _type, size in source.records(copy=False):
+        records += 1
+        nbytes += size
+        if resume is None or offset >= resume:
+            remaining += 1
+            remaining_bytes += size
+            if rehash:
+                k = None if key is None else bytes(key)
+                at = hashed.get(k)
                 if at is None:  # keys repeat: each hashed once per 65536 keys
                     if len(hashed) >= 65536:
                         hashed.clear()
-                    at = hashed[key] = pp.target_of(key)
-                pp.target_records[at] = pp.target_records.get(at, 0) + 1
-        if pp.first_offset is None:
-            pp.first_offset = rec.offset
-        pp.last_offset = rec.offset
-        pp.max_batch_bytes = max(pp.max_batch_bytes, rec.batch_bytes)
-        if rec.timestamp <= 0:  # librdkafka sends 0 as "now": kept only from 1 ms after the epoch
-            pp.no_timestamp += 1
+                    at = hashed[k] = target_of(k)
+                spread[at] = spread.get(at, 0) + 1
+        if first is None:
+            first = offset
+        last = offset
+        w = size + 10 * len(headers) if headers else size
+        if w > wide:
+            wide, widest = w, (size, len(headers) if headers else 0)
+        if timestamp <= 0:  # librdkafka sends 0 as "now": kept only from 1 ms after the epoch
+            no_timestamp += 1
             continue
-        pp.min_timestamp = rec.timestamp if pp.min_timestamp is None else min(pp.min_timestamp, rec.timestamp)
-        pp.max_timestamp = rec.timestamp if pp.max_timestamp is None else max(pp.max_timestamp, rec.timestamp)
+        if low is None or timestamp < low:
+            low = timestamp
+        if high is None or timestamp > high:
+            high = timestamp
+    pp.records += records
+    pp.bytes += nbytes
+    pp.remaining_records += remaining
+    pp.remaining_bytes += remaining_bytes
+    pp.no_timestamp += no_timestamp
+    if first is not None and pp.first_offset is None:
+        pp.first_offset = first
+    if last is not None:
+        pp.last_offset = last
+    if widest is not None:
+        pp.max_batch_bytes = max(pp.max_batch_bytes, alone_batch_bytes(*widest))
+    if low is not None:
+        pp.min_timestamp = low if pp.min_timestamp is None else min(pp.min_timestamp, low)
+    if high is not None:
+        pp.max_timestamp = high if pp.max_timestamp is None else max(pp.max_timestamp, high)
     pp.problems = list(source.problems)
     pp.source_compression = source.codec  # of every record of the partition, a resumed run's too
     pp.compression = (pp.source_compression or "none") if compression == SOURCE else compression

@@ -63,13 +63,18 @@ class SourceRecord(NamedTuple):
 
     @property
     def batch_bytes(self) -> int:
-        """The bytes of an uncompressed v2 batch holding this record alone, an upper bound of its record's
-        varints included (K:clients/.../record/DefaultRecord.java sizeInBytes): what the target broker
-        compares with ``max.message.bytes`` when the producer sends it alone and uncompressed."""
-        n = 1 + 10 + 5 + 5 + 5 + len(self.key or b"") + 5 + len(self.value or b"") + 5
-        for k, v in self.headers or ():
-            n += 5 + len(k.encode()) + 5 + len(v or b"")
-        return BATCH_OVERHEAD + 5 + n
+        """The bytes of an uncompressed v2 batch holding this record alone: :func:`alone_batch_bytes`."""
+        return alone_batch_bytes(self.size, len(self.headers or ()))
+
+
+def alone_batch_bytes(size: int, headers: int) -> int:
+    """The bytes of an uncompressed v2 batch holding one record alone whose key, value and headers are
+    ``size`` bytes (:attr:`SourceRecord.size`) in ``headers`` headers, an upper bound of its varints
+    included (K:clients/.../record/DefaultRecord.java sizeInBytes: the record's length 5, attributes 1,
+    timestamp delta 10, offset delta 5, key and value lengths 5 each, header count 5; each header's key and
+    value lengths 5 each): what the target broker compares with ``max.message.bytes`` when the producer
+    sends it alone and uncompressed."""
+    return BATCH_OVERHEAD + 5 + 1 + 10 + 5 + 5 + 5 + 5 + size + 10 * headers
 
 
 @dataclass
