@@ -40,6 +40,8 @@ import sys
 import pytest
 
 import kafka_cluster as kc
+from logdoctor.checks.context import Depth
+from logdoctor.checks.inventory import build_inventory
 from logdoctor.repair.procedures.rebuild_quorum import controller_answers
 
 pytestmark = pytest.mark.kafka
@@ -316,6 +318,21 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         # truncation does): only the VotersRecord names the endpoint, and the printed fix runs
         early = tmp_path / "early" / "broker-2"
         shutil.copytree(cluster.broker(2).log_dirs[0], early)
+        # the inventory's broker row, the census's CONTROLLER_QUORUM_TOO_SMALL input (issue 88 item 4): the
+        # voters of the copy's VotersRecords as Kafka's own decoder prints them (--standalone: one voter)
+        files = sorted(
+            str(f) for f in (early / "__cluster_metadata-0").iterdir() if f.suffix in (".log", ".checkpoint")
+        )
+        decoded = cluster.tool(
+            "kafka-dump-log.sh", "--cluster-metadata-decoder", "--files", ",".join(files)
+        ).stdout
+        voters = {
+            tuple(sorted(v["voterId"] for v in json.loads(m)["voters"]))
+            for m in re.findall(r" KRaftVoters (\{.*\})", decoded)
+        }
+        (row,) = [r for r in build_inventory([str(early)], Depth.QUICK).rows if r["record"] == "broker"]
+        assert len(voters) == 1 and (tuple(row["quorum_voters"]), row["quorum_kind"]) == (*voters, "dynamic")
+        assert row["quorum_source"] == "the metadata log's latest VotersRecord", decoded
         mdir = early / "__cluster_metadata-0"
         segment = mdir / "00000000000000000000.log"
         dump = cluster.tool("kafka-dump-log.sh", "--cluster-metadata-decoder", "--files", str(segment)).stdout

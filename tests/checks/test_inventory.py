@@ -99,6 +99,41 @@ def test_rows_hold_what_the_files_say(fleet):
     assert all(set(r) == {p.split(" ", 1)[0] for p in INVENTORY_DDL.split(", ")} for r in inv.rows)
 
 
+@pytest.mark.realworld
+def test_the_broker_row_names_the_controller_quorum_of_its_metadata_log_dir():
+    """Issue 88 item 4's input: each real KRaft dir's broker row carries the voters its quorum-state's JSON
+    names (data_version 0: a static quorum; every one of these dirs' metadata logs agrees with it); a dir
+    without a metadata log (ZooKeeper mode, a meta.properties alone) has none."""
+    import realworld
+
+    rw = realworld.require()
+    sources = {
+        "the metadata log's latest VotersRecord",
+        "the voters of the metadata log's latest LeaderChangeMessage",
+        "quorum-state's currentVoters",
+    }
+    names = [e["name"] for e in realworld.manifest()["entries"]]
+    kraft = [n for n in names if n.startswith("kraft-")]
+    assert len(kraft) >= 7
+    for name in [*kraft, "zk-2.8-seanorth", "zk-3.0-tuyen-nnt-b0"]:
+        (row,) = (
+            r
+            for r in build_inventory([str(rw / name)], Depth.QUICK, now_ms=NOW).rows
+            if r["record"] == "broker"
+        )
+        state = rw / name / "__cluster_metadata-0" / "quorum-state"
+        if not state.exists():
+            assert (row["quorum_voters"], row["quorum_source"], row["quorum_kind"]) == (None, None, None), (
+                name
+            )
+            continue
+        facts = json.loads(state.read_text())
+        assert facts["data_version"] == 0, name
+        want = sorted(v["voterId"] for v in facts["currentVoters"])
+        assert (row["quorum_voters"], row["quorum_kind"]) == (want, "static"), name
+        assert row["quorum_source"] in sources, name
+
+
 @pytest.mark.parametrize("json_lines", [False, True])
 def test_written_and_read_back(fleet, tmp_path, json_lines):
     inv = build_inventory([str(fleet / "broker-1" / "kafka-logs-0")], Depth.QUICK, now_ms=NOW)

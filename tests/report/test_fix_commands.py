@@ -114,6 +114,7 @@ def test_every_catalog_fix_names_only_real_commands(cli: Any) -> None:
         "TOPIC_RECREATED",
         "INVENTORY_UNREADABLE",
         "SEVERAL_CLUSTERS",
+        "CONTROLLER_QUORUM_TOO_SMALL",
     }
 
 

@@ -59,7 +59,8 @@ def test_planted_faults_are_findings_with_fix_commands(census):
     full = next(f for f in result.findings if f["code"] == "LOG_DIR_NEARLY_FULL")
     assert full["log_dir"].endswith("broker-2/kafka-logs-1")
     for f in result.findings:
-        assert f["fix_command"].startswith("logdoctor ")
+        # broker-4's one-voter quorum (true of the data, not planted): Kafka's own tools add controllers
+        assert f["fix_command"].startswith("logdoctor ") or f["code"] == "CONTROLLER_QUORUM_TOO_SMALL", f
     lag = next(f for f in result.findings if f["code"] == "REPLICA_LAG")
     assert lag["fix_command"].startswith("logdoctor sync-replica orders-1 --leader ")
     assert lag["fix_command"].endswith("--follower " + lag["log_dir"])

@@ -4,6 +4,7 @@ MkU3OEVBNTcwNTJENDM2Qk, node id 1) does not make their brokers one."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -164,6 +165,15 @@ def test_one_cluster_id_and_node_id_in_two_clusters_are_two_brokers(docker_twins
     assert codes["REPLICA_LAG"] == 0 and codes["TOPIC_RECREATED"] == 0 and codes["SEVERAL_CLUSTERS"] == 1
     note = next(f for f in result.findings if f["code"] == "SEVERAL_CLUSTERS")
     assert f"Cluster id {DOCKER_CLUSTER_ID} is shared" in note["message"]
+    # each twin's quorum-state names itself alone, its one voter (issue 88 item 4): said once per cluster
+    for twin in ("a", "b"):
+        (state,) = (root / twin).glob("broker-1/*/__cluster_metadata-0/quorum-state")
+        assert [v["voterId"] for v in json.loads(state.read_text())["currentVoters"]] == [1]
+    small = [f for f in result.findings if f["code"] == "CONTROLLER_QUORUM_TOO_SMALL"]
+    assert sorted(f["broker"] for f in small) == [f"broker-1@{DOCKER_CLUSTER_ID}#{n}" for n in (1, 2)]
+    assert all(
+        f"cluster {DOCKER_CLUSTER_ID}'s controller quorum has 1 voter(s) [1]" in f["message"] for f in small
+    )
     orders = [r for r in table(root / source, "replicas") if r["topic"] == "orders"]
     assert len(orders) == 4 and all(r["replica_count"] == 1 and r["lag_offsets"] == 0 for r in orders)
     assert len({r["cluster"] for r in orders}) == 2
@@ -206,6 +216,12 @@ def test_real_kraft_dirs_of_one_docker_cluster_id(spark, tmp_path):
     assert result.brokers == 2
     codes = Counter(f["code"] for f in result.findings)
     assert codes["REPLICA_LAG"] == 0 and codes["TOPIC_RECREATED"] == 0 and codes["SEVERAL_CLUSTERS"] == 1
+    # each a combined-mode node whose quorum-state names it the one voter (MANIFEST: node.id 1): one
+    # CONTROLLER_QUORUM_TOO_SMALL per cluster (issue 88 item 4), the census's alone
+    for d in dirs:
+        state = json.loads((Path(d) / "__cluster_metadata-0" / "quorum-state").read_text())
+        assert [v["voterId"] for v in state["currentVoters"]] == [1]
+    assert codes["CONTROLLER_QUORUM_TOO_SMALL"] == 2
     alone = Counter()
     for d in dirs:
         one = run_census(spark, [d], tmp_path / f"alone-{Path(d).name}", now_ms=NOW)

@@ -29,7 +29,7 @@ def _rows(folder: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     for path in sorted(folder.glob("*.parquet")):
         rows = pq.read_table(path).to_pylist()
         cluster = next(r["cluster_id"] for r in rows if r["record"] == "log_dir") or ""
-        dirs.extend({c: r[c] for c in ddl_names(LOG_DIR_DDL)} for r in rows if r["record"] == "log_dir")
+        dirs.extend({c: r.get(c) for c in ddl_names(LOG_DIR_DDL)} for r in rows if r["record"] == "log_dir")
         for r in rows:
             if r["record"] == "replica":
                 replicas.append({**{c: r.get(c) for c in ddl_names(REPLICA_DDL)}, "cluster": cluster})

@@ -7,6 +7,7 @@ REPLICA_LAG and no sync-replica advice."""
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
 import sys
@@ -66,6 +67,13 @@ def test_census_gives_the_scans_findings(spark, tmp_path: Path, name: str) -> No
     rows = pq.read_table(result.tables["findings"]).to_pylist()
     assert _census_keys(result, scanned) == scanned
     assert "LOG_DIRS_OF_DIFFERENT_BROKERS" not in {f["code"] for f in rows}
+    # census only (catalog scope "fleet", left out of the comparison above): once per cluster of fewer than
+    # 3 voters, as the dirs' quorum-state JSON names them (greenlemont: 3, none; the others: ZooKeeper)
+    states = [Path(d) / "__cluster_metadata-0" / "quorum-state" for d in dirs]
+    voters = {len(json.loads(s.read_text())["currentVoters"]) for s in states if s.exists()}
+    assert "CONTROLLER_QUORUM_TOO_SMALL" not in {f.code for f in report.findings}
+    small = [f for f in rows if f["code"] == "CONTROLLER_QUORUM_TOO_SMALL"]
+    assert len(small) == (1 if voters & {1, 2} else 0) and (voters == {3}) == (name == "greenlemont")
     for f in rows:
         assert not (f["fix_command"] or "").startswith("logdoctor scan"), f
     diverged = {f["path"] for f in rows if f["code"] == "REPLICA_DIVERGED"}

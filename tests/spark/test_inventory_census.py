@@ -91,6 +91,7 @@ def test_inventories_give_every_row_of_every_table(demo):
         "RETENTION_RISK",
         "LOG_DIR_NEARLY_FULL",
         "REPLICA_MISPLACED",
+        "CONTROLLER_QUORUM_TOO_SMALL",  # broker-4, KRaft: its quorum-state names it the one voter
     } <= codes
     assert from_inv.counts() == from_dirs.counts() and from_inv.brokers == from_dirs.brokers == 4
 
@@ -112,7 +113,8 @@ def test_a_kind_of_record_no_inventory_holds_is_not_read_and_the_tables_are_the_
 ):
     """Inventories without commit, txn, producer and share rows: their frames are made empty on the driver
     (no consumer ranges, no transaction-state query); the census writes the same rows as one that reads
-    every kind (the check made to claim that every inventory holds every kind)."""
+    every kind (the check made to claim that every inventory holds every kind). Nor have they the broker
+    row's quorum columns, as an inventory written before them: read, with nothing said of the quorum."""
     root = demo[0]
     folder = tmp_path / "no-consumers"
     folder.mkdir()
@@ -122,9 +124,13 @@ def test_a_kind_of_record_no_inventory_holds_is_not_read_and_the_tables_are_the_
         t = pq.read_table(path)
         keep = [r not in dropped for r in t.column("record").to_pylist()]
         gone += keep.count(False)
+        t = t.drop_columns(list(census_inputs.QUORUM_COLUMNS))
         pq.write_table(t.filter(keep), folder / path.name)
     assert gone > 0  # the demo fleet's inventories hold such rows
     skipped = run_census(spark, [str(folder)], tmp_path / "skipped", now_ms=NOW)
+    codes = {f["code"] for f in skipped.findings}
+    assert "INVENTORY_UNREADABLE" not in codes and skipped.inventories == 4 and skipped.brokers == 4
+    assert "CONTROLLER_QUORUM_TOO_SMALL" in {f["code"] for f in demo[3].findings} - codes
     check = census_inputs.inventory_check
 
     def every_kind(path: str) -> Any:

@@ -11,7 +11,8 @@ running broker is never disturbed) and that probe's answer is recorded as ``brok
 
 One flat table, a row per thing, told apart by ``record``:
 
-- ``broker``: one row: broker id, cluster id, depth, when, whether the broker was running;
+- ``broker``: one row: broker id, cluster id, depth, when, whether the broker was running, the controller
+  quorum its metadata log dir names;
 - ``log_dir``: one row per log dir: directory id, mode, disk usage (df's, :func:`logdoctor.logdir.disk.
   disk_usage`), the four offset checkpoints (entries read, problems);
 - ``replica``: one row per live partition folder: log start/end offsets, high watermark, recovery point,
@@ -85,6 +86,9 @@ INVENTORY_DDL = ", ".join(
         # replicas (checks.share_groups.share_rows), judged by the census against the fleet's log starts
         "share_group string, share_topic_id string, share_partition int, share_start_offset bigint",
         "share_record_offset bigint",
+        # within version 3: the broker row's controller quorum, as its metadata log dir says it
+        # (checks.metadata_log.quorum_voters; null: ZooKeeper mode or unknown), judged by the census
+        "quorum_voters array<int>, quorum_source string, quorum_kind string",
     )
 )
 
@@ -122,8 +126,8 @@ def arrow_schema() -> Any:
             fields.append(pa.field(name, checkpoints))
         elif name == "leader_epochs":
             fields.append(pa.field(name, epochs))
-        elif typ == "array<string>":
-            fields.append(pa.field(name, pa.list_(pa.string())))
+        elif typ in ("array<string>", "array<int>"):
+            fields.append(pa.field(name, pa.list_(pa.string() if typ == "array<string>" else pa.int32())))
         else:
             fields.append(pa.field(name, scalar[typ]))
     return pa.schema(fields, metadata={METADATA_KEY: str(SCHEMA_VERSION).encode()})
@@ -244,6 +248,7 @@ def _broker_rows(
     inventory: bool,
 ) -> dict[str, Any]:
     from logdoctor.checks.consumer_groups import log_range
+    from logdoctor.checks.metadata_log import quorum_voters
     from logdoctor.checks.scanner import scan
 
     dirs_abs = [os.path.abspath(d) for d in log_dirs]
@@ -356,6 +361,7 @@ def _broker_rows(
         "bytes_read": report.bytes_read,
         "broker_running": any(d.locked for d in report.log_dirs),
         "identity": who,
+        "quorum": quorum_voters(report.metadata),
     }
 
 
@@ -477,6 +483,7 @@ def _build_inventory(
             "depth": depth.name.lower(),
             "broker_running": res["broker_running"],
             "host": socket.gethostname(),
+            **res["quorum"],
         }
     ]
     for d in res["log_dirs"]:

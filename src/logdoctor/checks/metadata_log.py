@@ -38,6 +38,7 @@ __all__ = [
     "controller_metadata_lost",
     "metadata_log_corrupt",
     "metadata_log_loss",
+    "quorum_voters",
 ]
 
 
@@ -463,6 +464,39 @@ def _controllers_known(image: MetadataImage) -> dict[int, str]:
     for c in image.controllers:
         out.setdefault(c, "registered by a RegisterControllerRecord of the metadata log")
     return out
+
+
+def quorum_voters(image: MetadataImage | None) -> dict[str, Any]:
+    """The controller quorum as one node's metadata log dir says it (the inventory's ``quorum_*`` columns):
+    ``quorum_voters``, from ``quorum_source``: the log's latest VotersRecord (kraft.version 1, a
+    ``dynamic`` quorum), else the voters of its latest LeaderChangeMessage, else its quorum-state's
+    currentVoters (data_version 0: a ``static`` quorum's configured set, K:raft/.../raft/FileQuorumStateStore
+    .java); every value None when none says it, or the log is empty or damaged (ZooKeeper mode: no image)."""
+    from logdoctor.formats.quorum_state import parse_quorum_state
+    from logdoctor.logdir.files import read_file
+
+    unknown = dict.fromkeys(("quorum_voters", "quorum_source", "quorum_kind"))
+    if image is None or image.errors or image.end_offset <= 0:
+        return unknown
+    if image.voters is not None:
+        return {
+            "quorum_voters": list(image.voters),
+            "quorum_source": "the metadata log's latest VotersRecord",
+            "quorum_kind": "dynamic",
+        }
+    if image.leader_change is not None:
+        voters: list[int] | None = list(image.leader_change[1])
+        source = "the voters of the metadata log's latest LeaderChangeMessage"
+    else:
+        qpath = os.path.join(image.metadata_dir, QUORUM_STATE_FILE)
+        try:
+            voters = parse_quorum_state(read_file(qpath), source=qpath).current_voters
+        except (OSError, FormatError):
+            return unknown
+        source = "quorum-state's currentVoters"
+    if not voters:
+        return unknown
+    return {"quorum_voters": sorted(voters), "quorum_source": source, "quorum_kind": "static"}
 
 
 def controller_metadata_lost(groups: list[Any], images: Any) -> list[Finding]:

@@ -308,6 +308,7 @@ def run_census(
             on_driver=small,
             diverged=lambda: [f["path"] for f in diverged()],
             replica_rows=replica_rows,
+            brokers=frames_in.all_brokers,
         )
 
         out = Path(out_dir)

@@ -55,8 +55,12 @@ LOG_DIR_DDL = ", ".join(
         "partitions int, locked boolean, clean_shutdown boolean, disk_total_bytes bigint",
         "disk_used_bytes bigint, disk_available_bytes bigint, disk_used_fraction double",
         "disk_used_percent int, disk_source string",
+        # the broker's controller quorum (an inventory's broker row: checks.metadata_log.quorum_voters)
+        "quorum_voters array<int>, quorum_source string, quorum_kind string",
     )
 )
+#: the columns of the controller quorum (an inventory's broker row, each census log-dir row of the broker)
+QUORUM_COLUMNS = ("quorum_voters", "quorum_source", "quorum_kind")
 #: one committed offset of a consumer group (inventory ``commit`` rows, schema version 3)
 COMMIT_DDL = ", ".join(
     (
@@ -127,6 +131,7 @@ SMALL_COLUMNS = list(
 #: the columns of each kind of record the census reads beyond a replica's, log dir's and finding's (a
 #: finding's producer: a TRANSACTION_HANGING's)
 _KIND_COLUMNS = {
+    "broker": QUORUM_COLUMNS,
     "finding": ("producer_id",),
     "commit": tuple(ddl_names(COMMIT_DDL)),
     "compaction": tuple(ddl_names(COMPACTION_DDL)),
@@ -350,7 +355,7 @@ def _check_parquet(path: str) -> tuple[list[dict[str, Any]], list[str], Any]:
     from logdoctor.checks.inventory import METADATA_KEY, READABLE_VERSIONS, _filesystem, arrow_schema
 
     filesystem, p = _filesystem(path)
-    dir_cols = ddl_names(LOG_DIR_DDL)
+    dir_cols = [c for c in ddl_names(LOG_DIR_DDL) if c not in QUORUM_COLUMNS]  # the broker row's (verdicts)
     dirs: list[dict[str, Any]] = []
     kinds: set[str] = set()
     small: list[Any] = []
@@ -360,8 +365,11 @@ def _check_parquet(path: str) -> tuple[list[dict[str, Any]], list[str], Any]:
         if version not in READABLE_VERSIONS:
             readable = " and ".join(map(str, READABLE_VERSIONS))
             raise ValueError(f"inventory schema version {version}, this logdoctor reads {readable}")
-        required = sorted(  # the census's own cluster key is no inventory column
-            (set(ddl_names(REPLICA_DDL) + ddl_names(LOG_DIR_DDL) + ddl_names(FINDING_DDL)) - {"cluster"})
+        required = sorted(  # the census's own cluster key is no inventory column; an older one: no quorum
+            (
+                set(ddl_names(REPLICA_DDL) + ddl_names(LOG_DIR_DDL) + ddl_names(FINDING_DDL))
+                - {"cluster", *QUORUM_COLUMNS}
+            )
             | {"record"}
         )
         names = set(pf.schema_arrow.names)  # the property builds the schema again on each call
@@ -487,23 +495,30 @@ def _checked_schema() -> Any:
 def verdicts(checked: Any, files: list[str]) -> list[Verdict]:
     """Each file's verdict from :func:`checked_frame`'s rows, in the order of ``files``: (path, error or
     None, format, its log-dir rows, the kinds of record it holds), as :func:`check_inventory` gives it.
-    Only the verdict and log-dir rows come to the driver: a few per inventory."""
+    Only the verdict, broker and log-dir rows come to the driver: a few per inventory. Each log-dir row gets
+    its broker row's controller quorum (:data:`QUORUM_COLUMNS`), as a census of log dirs gives it."""
     from pyspark.sql import functions as F
 
     dir_cols = ddl_names(LOG_DIR_DDL)
     rows = (
-        checked.where(F.col("record").isin(VERDICT, "log_dir"))
+        checked.where(F.col("record").isin(VERDICT, "log_dir", "broker"))
         .select("_file", "record", "_error", "_format", "_kinds", *dir_cols)
         .toArrow()
         .to_pylist()
     )
     found: dict[str, Verdict] = {}
     dirs: dict[str, list[dict[str, Any]]] = {}
+    quorum: dict[str, dict[str, Any]] = {}
     for r in rows:
         if r["record"] == VERDICT:
             found[r["_file"]] = (r["_file"], r["_error"], r["_format"] or "", [], list(r["_kinds"] or []))
+        elif r["record"] == "broker":
+            quorum[r["_file"]] = {c: r[c] for c in QUORUM_COLUMNS}
         else:
             dirs.setdefault(r["_file"], []).append({c: r[c] for c in dir_cols})
+    for f, of_file in dirs.items():
+        for d in of_file:
+            d.update(quorum.get(f, {}))
     return [(*found[f][:3], dirs.get(f, []), found[f][4]) for f in files]
 
 
@@ -810,6 +825,7 @@ __all__ = [
     "HANGING_DDL",
     "LOG_DIR_DDL",
     "PRODUCER_DDL",
+    "QUORUM_COLUMNS",
     "REPLICA_DDL",
     "SHARE_DDL",
     "TXN_DDL",

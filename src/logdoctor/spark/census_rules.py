@@ -178,6 +178,46 @@ def clusters_finding(brokers: Sequence[BrokerInput]) -> dict[str, Any] | None:
     }
 
 
+def quorum_findings(
+    log_dirs: Sequence[dict[str, Any]], brokers: Sequence[BrokerInput]
+) -> list[dict[str, Any]]:
+    """CONTROLLER_QUORUM_TOO_SMALL, once per census cluster (:func:`name_brokers`' key: the brokers of a
+    shared cluster id are clusters of their own) whose controller quorum has fewer than 3 voters, as the
+    first of its brokers (by name) that knows it says it (``log_dirs``: the census's log-dir rows, each with
+    its broker's :data:`logdoctor.spark.census_inputs.QUORUM_COLUMNS`). A quorum of N voters elects a
+    leader and commits with a majority, N // 2 + 1 (K:raft/.../raft/CandidateState.java majoritySize,
+    LeaderState.java's high watermark): of 1 or 2 voters, that is all of them, so it survives the loss of
+    none. Census only: one broker's log dirs are not its cluster, and a single combined-mode node (every
+    test cluster's) is no damage a scan should warn of."""
+    cluster_of = {b.broker: b for b in brokers}
+    said: dict[str, dict[str, Any]] = {}
+    for d in sorted(log_dirs, key=lambda d: (d["broker"], d["log_dir"])):
+        b = cluster_of.get(d["broker"])
+        voters = d.get("quorum_voters")
+        if b is None or voters is None or b.cluster in said:
+            continue
+        said[b.cluster] = d
+    out = []
+    for d in said.values():
+        voters = list(d["quorum_voters"])
+        if len(voters) >= 3:
+            continue
+        b = cluster_of[d["broker"]]
+        majority = len(voters) // 2 + 1
+        f = catalog.make(
+            "CONTROLLER_QUORUM_TOO_SMALL",
+            "",
+            cluster=b.cluster_id or "(no cluster id)",
+            count=len(voters),
+            voters=voters,
+            source=d["quorum_source"],
+            kind=d["quorum_kind"],
+            majority=majority,
+        )
+        out.append(_finding(d["broker"], None, f, NO_COMMAND))
+    return out
+
+
 # --- the per-broker task (runs on an executor) --------------------------------------------------------
 
 
@@ -203,6 +243,8 @@ def scan_broker(
     ]
     for r in (*res["replicas"], *res["commits"], *res["txns"], *res["producers"], *res["shares"], *hanging):
         r["cluster"] = broker.cluster
+    for d in res["log_dirs"]:  # its controller quorum, on its log-dir rows (an inventory's: verdicts)
+        d.update(res["quorum"])
     keys = ("replicas", "findings", "log_dirs", "commits", "compaction", "txns", "producers", "shares")
     keys += ("bytes_read",)
     return {**{k: res[k] for k in keys}, "hanging": hanging}

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from logdoctor.logdir.names import CONSUMER_OFFSETS_TOPIC, METADATA_TOPIC, TRANSACTION_STATE_TOPIC
-from logdoctor.spark.census_inputs import FINDING_DDL, ddl_names
+from logdoctor.spark.census_inputs import FINDING_DDL, QUORUM_COLUMNS, ddl_names
 
 #: rows of each table the driver keeps for the summary, the terminal and the HTML report
 COLLECT_LIMIT = 20_000
@@ -248,7 +248,8 @@ def partition_table(replicas: Any) -> Any:
 
 
 def log_dir_table(log_dirs: Any, replicas: Any) -> Any:
-    """Log dirs with the bytes and number of live partition folders each holds (as log_dir_rows)."""
+    """Log dirs with the bytes and number of live partition folders each holds (as log_dir_rows), and their
+    broker's controller quorum (:data:`QUORUM_COLUMNS`, which the census's table leaves out)."""
     from pyspark.sql import functions as F
 
     size = replicas.groupBy("broker", "log_dir").agg(
@@ -259,7 +260,7 @@ def log_dir_table(log_dirs: Any, replicas: Any) -> Any:
         log_dirs.join(size, ["broker", "log_dir"], "left")
         .withColumn("bytes", F.coalesce("bytes", F.lit(0).cast("bigint")))
         .withColumn("folders", F.coalesce("folders", F.lit(0)))
-        .select(*LOG_DIR_COLUMNS)
+        .select(*LOG_DIR_COLUMNS, *QUORUM_COLUMNS)
     )
 
 
@@ -506,6 +507,7 @@ def census_frames(
     on_driver: bool = False,
     diverged: Sequence[str] | Callable[[], Sequence[str]] = (),
     replica_rows: Any = None,
+    brokers: Sequence[Any] = (),
 ) -> tuple[CensusFrames, list[dict[str, Any]]]:
     """The four census tables as DataFrames, and the (collected) log dirs. ``extra``: findings the driver
     made (rows of :data:`FINDING_COLUMNS`), such as SEVERAL_CLUSTERS, or a function that returns them
@@ -515,8 +517,12 @@ def census_frames(
     ``diverged``: the paths of the replicas with REPLICA_DIVERGED (no REPLICA_LAG for them), or a function
     that returns them: on the driver it is called once the lag findings' rows are in, and those of the
     diverged replicas are dropped there (the divergence query may run meanwhile). ``replica_rows``: the
-    replicas' :func:`persisted_replica_table`, when the caller made it (else made here)."""
+    replicas' :func:`persisted_replica_table`, when the caller made it (else made here). ``brokers``: every
+    input broker, named (``census_rules.name_brokers``), whose cluster keys CONTROLLER_QUORUM_TOO_SMALL
+    is said once for (``census_rules.quorum_findings``, over the collected log dirs)."""
     from pyspark.sql import functions as F
+
+    from logdoctor.spark.census_rules import quorum_findings
 
     replicas = persisted_replica_table(replicas_in) if replica_rows is None else replica_rows
     partitions = partition_table(replicas)
@@ -554,11 +560,15 @@ def census_frames(
         if gone:
             lag = lag.where(~F.col("path").isin(sorted(gone)))
     log_dirs = collecting.result()
+    quorum = quorum_findings(log_dirs, brokers)
+    for d in log_dirs:  # the brokers' quorums are no column of the census's log_dirs table
+        for c in QUORUM_COLUMNS:
+            del d[c]
     # the table is written from these rows: no second scan of the inputs and the replicas for it
     log_dirs_df = spark.createDataFrame(
-        [tuple(d[c] for c in LOG_DIR_COLUMNS) for d in log_dirs], log_dirs_df.schema
+        [tuple(d[c] for c in LOG_DIR_COLUMNS) for d in log_dirs], log_dirs_df.select(*LOG_DIR_COLUMNS).schema
     ).coalesce(1)
-    full = [*full_disk_findings(spark, log_dirs, replicas), *(extra() if callable(extra) else extra)]
+    full = [*full_disk_findings(spark, log_dirs, replicas), *quorum, *(extra() if callable(extra) else extra)]
     findings = scans.unionByName(lag).unionByName(recreated).unionByName(shared)
     if more_findings is not None:
         findings = findings.unionByName(more_findings)

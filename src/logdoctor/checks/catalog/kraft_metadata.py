@@ -132,6 +132,27 @@ ENTRIES: tuple[Entry, ...] = (
         "docs/quorum-rebuild.md",
     ),
     Entry(
+        "CONTROLLER_QUORUM_TOO_SMALL",
+        _W,
+        "a KRaft controller quorum of fewer than 3 voters: the loss of one stops the cluster's metadata "
+        "(census only: once per cluster)",
+        "cluster {cluster}'s controller quorum has {count} voter(s) {voters} ({source}, a {kind} quorum): a "
+        "leader is elected and a metadata record committed only by a majority of the voters ({majority}), "
+        "so it survives the loss of no voter: with one controller gone or its disk lost, no topic, "
+        "partition leader, config or ACL changes, and the brokers are fenced once their registrations "
+        "time out",
+        "Run at least 3 controllers (5 to survive two losses). A dynamic quorum (kraft.version 1): format "
+        "each new controller with kafka-storage.sh format --no-initial-controllers, start it, and once it "
+        "has caught up add it with kafka-metadata-quorum.sh add-controller (Kafka's operations guide, "
+        "'Controller membership changes'; KIP-853). A static quorum (controller.quorum.voters): its voter "
+        "set changes only once the cluster's kraft.version feature is upgraded to 1 (KIP-853, Kafka 4.1 "
+        "on), then as a dynamic quorum's; on an older Kafka, only by a new controller.quorum.voters on "
+        "every node, restarted together.",
+        "K:raft/.../raft/CandidateState.java majoritySize (election), LeaderState.java (the high watermark "
+        "a majority has fetched); docs/ops.html#kraft_reconfig; KIP-853",
+        "fleet",
+    ),
+    Entry(
         "QUORUM_STATE_CORRUPT",
         _E,
         "a quorum-state file the node cannot read",
