@@ -955,6 +955,41 @@ def _kafka_uuid() -> str:
             return text
 
 
+@contextlib.contextmanager
+def arrivals(bootstrap: str, partitions: Iterable[tuple[str, int]], total: int) -> Iterator[list[float]]:
+    """The monotonic times at which the records of ``partitions`` (topic, partition) reach a consumer while
+    the body runs: a thread reads them ``read_uncommitted`` (a record is there once its producer sent it,
+    before its transaction commits) from offset 0, until ``total`` came (waited for up to 30 s after the
+    body)."""
+    import threading
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    times: list[float] = []
+    stop = threading.Event()
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "arrivals", "isolation.level": "read_uncommitted",
+         "enable.auto.commit": False, "fetch.wait.max.ms": 10}
+    )  # fmt: skip
+    consumer.assign([TopicPartition(t, p, 0) for t, p in partitions])
+
+    def read() -> None:
+        while not stop.is_set() and len(times) < total:
+            msg = consumer.poll(0.05)
+            if msg is not None and msg.error() is None:
+                times.append(time.monotonic())
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        yield times
+        reader.join(30)
+    finally:
+        stop.set()
+        reader.join(5)
+        consumer.close()
+
+
 def read_all(
     bootstrap: str, topic: str, partition: int, isolation: str = "read_committed", *, to_end: bool = False
 ) -> list[tuple]:

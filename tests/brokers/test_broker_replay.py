@@ -438,9 +438,6 @@ def test_max_rate_over_partitions_in_parallel(source, target, monkeypatch) -> No
     thread in each transaction, 70 s in 7 threads, past librdkafka's transaction.timeout.ms (60 s), which
     aborts it. The target holds the oracle's records."""
     import itertools
-    import threading
-
-    from confluent_kafka import Consumer, TopicPartition
 
     from logdoctor.logdir.read_options import ReadOptions
     from logdoctor.replay import TopicMap, apply_replay, plan_replay
@@ -462,20 +459,6 @@ def test_max_rate_over_partitions_in_parallel(source, target, monkeypatch) -> No
         taken.append(time.monotonic())  # appended in turn: the bucket's lock is held by one thread at once
 
     monkeypatch.setattr(RateLimit, "take", timed)
-    arrivals: list[float] = []
-    stop = threading.Event()
-    consumer = Consumer(
-        {"bootstrap.servers": target.bootstrap, "group.id": "rate-check",
-         "isolation.level": "read_uncommitted", "enable.auto.commit": False, "fetch.wait.max.ms": 10}
-    )  # fmt: skip
-    consumer.assign([TopicPartition(names[t], p, 0) for t, p in parts])
-
-    def read() -> None:
-        while not stop.is_set() and len(arrivals) < total:
-            msg = consumer.poll(0.05)
-            if msg is not None and msg.error() is None:
-                arrivals.append(time.monotonic())
-
     committed: dict[str, list[int]] = {}
 
     def progress(pp, prog) -> None:
@@ -483,15 +466,8 @@ def test_max_rate_over_partitions_in_parallel(source, target, monkeypatch) -> No
 
     plan = plan_replay([str(log_dir)], target.bootstrap, opts=ReadOptions(topics="plain,txn"),
                        topic_map=TopicMap(names))  # fmt: skip
-    reader = threading.Thread(target=read)
-    reader.start()
-    try:
+    with kc.arrivals(target.bootstrap, [(names[t], p) for t, p in parts], total) as arrivals:
         result = apply_replay(plan, max_rate=rate, parallelism=3, on_transaction=progress, offset_rows=False)
-        reader.join(30)
-    finally:
-        stop.set()
-        reader.join(5)
-        consumer.close()
     assert result.records == total and len(arrivals) == total and len(taken) == total
     taken.sort()
     over = [(j - i + 1, b - a) for i, a in enumerate(taken) for j, b in enumerate(taken) if j > i]

@@ -207,41 +207,16 @@ def test_max_rate(source, target) -> None:
     runs (read_uncommitted: a record is there once the producer sent it, before its transaction commits)
     sees them arrive over at least ~2.4 s (the first at once, then one per 0.1 s), with a tolerance; the
     whole run is no shorter. Without the rate they arrive within a fraction of that."""
-    import threading
-
-    from confluent_kafka import Consumer, TopicPartition
-
     log_dir, oracle = source
     topic = "orders-rated"
     target.create_topic(topic, 1)
-    arrivals: list[float] = []
-    stop = threading.Event()
-    consumer = Consumer(
-        {"bootstrap.servers": target.bootstrap, "group.id": "rate-check",
-         "isolation.level": "read_uncommitted", "enable.auto.commit": False, "fetch.wait.max.ms": 10}
-    )  # fmt: skip
-    consumer.assign([TopicPartition(topic, 0, 0)])
-
-    def read() -> None:
-        while not stop.is_set() and len(arrivals) < 25:
-            msg = consumer.poll(0.05)
-            if msg is not None and msg.error() is None:
-                arrivals.append(time.monotonic())
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    try:
+    with kc.arrivals(target.bootstrap, [(topic, 0)], 25) as arrivals:
         argv = [str(log_dir), "--bootstrap-server", target.bootstrap, "--topics", "orders"]
         argv += ["--topic-map", f"orders={topic}", "--apply", "--max-rate", "10"]
         t0 = time.monotonic()
         done = kc.logdoctor("replay", *argv)
         wall = time.monotonic() - t0
         assert done.returncode == 0, done.stdout + done.stderr
-        reader.join(30)
-    finally:
-        stop.set()
-        reader.join(5)
-        consumer.close()
     assert len(arrivals) == 25
     span = arrivals[-1] - arrivals[0]
     assert span >= 2.4 * 0.8, f"25 records at --max-rate 10 arrived within {span:.2f} s"
