@@ -552,7 +552,7 @@ def _local_runner(
         gc.disable()
         threads = [
             threading.Thread(target=work, name=f"logdoctor-replay-{n}", daemon=True)
-            for n in range(max(1, min(parallelism, len(jobs))))
+            for n in range(parallelism)  # apply_replay's count, at most one per job
         ]
         try:
             for thread in threads:

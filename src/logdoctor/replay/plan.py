@@ -817,7 +817,7 @@ def _count(pp: PartitionPlan, source: Any, compression: str = SOURCE) -> None:
     """What the plan says of the records to send (counts, bytes, offsets, timestamps, the widest record's
     batch: :func:`logdoctor.replay.source.alone_batch_bytes`), over every record once (locals: the plan
     reads the whole source)."""
-    from logdoctor.replay.source import alone_batch_bytes
+    from logdoctor.replay.source import HEADER_LENGTHS, alone_batch_bytes
 
     resume = pp.progress.next_source_offset if pp.progress is not None else None
     hashed: dict[bytes | None, int] = {}
@@ -844,7 +844,7 @@ def _count(pp: PartitionPlan, source: Any, compression: str = SOURCE) -> None:
         if first is None:
             first = offset
         last = offset
-        w = size + 10 * len(headers) if headers else size
+        w = size + HEADER_LENGTHS * len(headers) if headers else size  # alone_batch_bytes' order
         if w > wide:
             wide, widest = w, (size, len(headers) if headers else 0)
         if timestamp <= 0:  # librdkafka sends 0 as "now": kept only from 1 ms after the epoch

@@ -74,7 +74,11 @@ def alone_batch_bytes(size: int, headers: int) -> int:
     timestamp delta 10, offset delta 5, key and value lengths 5 each, header count 5; each header's key and
     value lengths 5 each): what the target broker compares with ``max.message.bytes`` when the producer
     sends it alone and uncompressed."""
-    return BATCH_OVERHEAD + 5 + 1 + 10 + 5 + 5 + 5 + 5 + size + 10 * headers
+    return BATCH_OVERHEAD + 5 + 1 + 10 + 5 + 5 + 5 + 5 + size + HEADER_LENGTHS * headers
+
+
+#: the bytes of a header's key and value lengths in :func:`alone_batch_bytes` (5 each)
+HEADER_LENGTHS = 10
 
 
 @dataclass
