@@ -612,7 +612,9 @@ def test_the_codec_of_the_source(source, target, tmp_path) -> None:
     gzip records, then one uncompressed: the codec of most of the bytes, not the last batch's). The plan
     names each; the target broker's log dir holds batches of that codec alone (read by the project's batch
     reader; the transactions' markers are uncompressed control batches), ``--compression none`` writes
-    none; a ``read_committed`` consumer reads the oracle's records either way. An unknown codec, and a
+    none; a ``read_committed`` consumer reads the oracle's records either way. Into a topic of
+    ``compression.type=gzip`` the plan names the partitions the broker recompresses (not gzip's), and the
+    broker stores gzip batches alone. An unknown codec, and a
     codec key in --producer-config, are usage errors (64)."""
     from logdoctor.formats.records import iter_batches
 
@@ -660,6 +662,20 @@ def test_the_codec_of_the_source(source, target, tmp_path) -> None:
         want = _content(oracle[f"packed-{part}"])
         assert _content(kc.read_all(target.bootstrap, "packed", part)) == want
         assert _content(kc.read_all(target.bootstrap, "packed-plain", part)) == want
+
+    # a target topic of compression.type=gzip: the plan says which partitions the broker recompresses, and
+    # the broker's log dir holds gzip batches alone
+    target.create_topic("packed-gz", 3, 1, {"compression.type": "gzip"})
+    gz = [*base, "--topic-map", "packed=packed-gz"]
+    for part, line in lines(cli_runs.logdoctor("replay", *gz).stdout).items():
+        tail = ", recompressed gzip by the broker (packed-gz's compression.type)" if part != 2 else ""
+        assert line.endswith(f", {codecs[part]} batches (the source's codec){tail}"), line
+    done = cli_runs.logdoctor("replay", *gz, "--apply", "--json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    planned = json.loads(done.stdout)["plan"]["partitions"]
+    recompressed = {p["source"]["partition"]: p["recompressed_as"] for p in planned}
+    assert recompressed == {0: "gzip", 1: "gzip", 2: None}
+    assert stored("packed-gz") == {part: {"gzip"} for part in codecs}
 
     bad = cli_runs.logdoctor("replay", *base, "--compression", "brotli")
     assert bad.returncode == 64 and "--compression brotli: one of source, none, gzip" in bad.stderr

@@ -255,9 +255,14 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
 def _codec(plan: ReplayPlan, p: Any) -> str:
     """The codec of the partition's producer, and whose it is (``--compression``)."""
     if plan.compression == "source":
-        return "" if p.source_compression is None else f", {p.compression} batches (the source's codec)"
-    other = "" if p.source_compression in (None, p.compression) else f"; the source's {p.source_compression}"
-    return f", {p.compression} batches (--compression{other})"
+        whose = "" if p.source_compression is None else f", {p.compression} batches (the source's codec)"
+    else:
+        source = p.source_compression
+        other = "" if source in (None, p.compression) else f"; the source's {source}"
+        whose = f", {p.compression} batches (--compression{other})"
+    if p.recompressed_as is not None:
+        whose += f", recompressed {p.recompressed_as} by the broker ({p.target_topic}'s compression.type)"
+    return whose
 
 
 def print_groups(out: Lines, groups: list[Any], verb: str = "") -> None:

@@ -212,6 +212,9 @@ class PartitionPlan:
     #: record), and the one the partition's producer writes with (its ``compression.type``)
     source_compression: str | None = None
     compression: str = "none"
+    #: the codec the target broker rewrites the partition's batches with: its topic's ``compression.type``
+    #: is neither ``producer`` nor :attr:`compression` (:func:`broker_recompresses`); None: kept as sent
+    recompressed_as: str | None = None
 
     @property
     def name(self) -> str:
@@ -274,6 +277,7 @@ class PartitionPlan:
             "cut_records_left_out": self.cut_left_out,
             "source_compression": self.source_compression,
             "compression": self.compression,
+            "recompressed_as": self.recompressed_as,
         }
 
 
@@ -489,10 +493,26 @@ def _source_topics(
     return out, mdir
 
 
+def broker_recompresses(topic_codec: str | None, codec: str) -> str | None:
+    """The codec a broker rewrites batches of ``codec`` (a producer's ``compression.type``) with, in a topic
+    whose ``compression.type`` is ``topic_codec`` (None: unknown, taken as ``producer``); None when it keeps
+    them as sent. The topic's codec is the target unless it is ``producer``
+    (K:server-common/.../server/record/BrokerCompressionType.java targetCompression, ``uncompressed`` is
+    none), and offsets are assigned in place only into batches of that codec
+    (K:storage/.../internals/log/LogValidator.java validateMessagesAndAssignOffsets)."""
+    target = (topic_codec or "producer").strip().lower()
+    target = {"uncompressed": "none", "producer": codec}.get(target, target)
+    return None if target == codec else target
+
+
 def check_partition(pp: PartitionPlan, configs: Mapping[str, str], now_ms: int | None = None) -> None:
     """The conflicts of ``pp`` that depend on the ``configs`` its target topic has, or will have once created
-    (:attr:`TopicPlan.effective`), added: the plan's one check, before anything is created."""
+    (:attr:`TopicPlan.effective`), added: the plan's one check, before anything is created. The codec the
+    broker rewrites the batches with, if any (:attr:`PartitionPlan.recompressed_as`), is noted, not a
+    conflict: the records are the same."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    codec = configs.get("compression.type")
+    pp.recompressed_as = broker_recompresses(codec, pp.compression) if pp.records else None
     max_bytes = pp.max_message_bytes = _int(configs.get("max.message.bytes"))
     if max_bytes is not None and pp.max_batch_bytes > max_bytes:
         pp.conflicts.append(

@@ -293,6 +293,7 @@ class Target:
             "retention.ms": str(topic.retention_ms.value),
             "cleanup.policy": ",".join(topic.cleanup_policy.value),
             "max.message.bytes": str(topic.max_message_bytes.value),
+            "compression.type": broker.get("compression.type", "producer"),
         }
         for key in (
             "message.timestamp.type",
