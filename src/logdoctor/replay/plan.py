@@ -835,8 +835,8 @@ def other_source(pp: PartitionPlan, prog: Progress) -> str:
 
 def _count(pp: PartitionPlan, source: Any, compression: str = SOURCE) -> None:
     """What the plan says of the records to send (counts, bytes, offsets, timestamps, the widest record's
-    batch: :func:`logdoctor.replay.source.alone_batch_bytes`), over every record once (locals: the plan
-    reads the whole source)."""
+    batch: :func:`logdoctor.replay.source.alone_batch_bytes`), over every record once, as columns of whole
+    batches (:meth:`logdoctor.replay.source.PartitionSource.sizes`: the plan reads the whole source)."""
     from logdoctor.replay.source import HEADER_LENGTHS, alone_batch_bytes
 
     resume = pp.progress.next_source_offset if pp.progress is not None else None
@@ -847,14 +847,17 @@ def _count(pp: PartitionPlan, source: Any, compression: str = SOURCE) -> None:
     first = last = low = high = None
     widest = None  # (size, headers) of the record whose batch alone is widest
     wide = -1
-    for offset, timestamp, key, _value, headers, _type, size in source.records(copy=False):
-        records += 1
-        nbytes += size
-        if resume is None or offset >= resume:
-            remaining += 1
-            remaining_bytes += size
-            if rehash:
-                k = None if key is None else bytes(key)
+    for run in source.sizes(keys=rehash):
+        offsets, timestamps, sizes, headers = run.offsets, run.timestamps, run.sizes, run.headers
+        records += len(offsets)
+        nbytes += int(sizes.sum())
+        left = slice(None) if resume is None else offsets >= resume
+        remaining += int(offsets[left].size)
+        remaining_bytes += int(sizes[left].sum())
+        if rehash:
+            for k, go in zip(run.keys, offsets >= (resume or 0), strict=True):
+                if not go:
+                    continue
                 at = hashed.get(k)
                 if at is None:  # keys repeat: each hashed once per 65536 keys
                     if len(hashed) >= 65536:
@@ -862,18 +865,19 @@ def _count(pp: PartitionPlan, source: Any, compression: str = SOURCE) -> None:
                     at = hashed[k] = target_of(k)
                 spread[at] = spread.get(at, 0) + 1
         if first is None:
-            first = offset
-        last = offset
-        w = size + HEADER_LENGTHS * len(headers) if headers else size  # alone_batch_bytes' order
-        if w > wide:
-            wide, widest = w, (size, len(headers) if headers else 0)
-        if timestamp <= 0:  # librdkafka sends 0 as "now": kept only from 1 ms after the epoch
-            no_timestamp += 1
-            continue
-        if low is None or timestamp < low:
-            low = timestamp
-        if high is None or timestamp > high:
-            high = timestamp
+            first = int(offsets[0])
+        last = int(offsets[-1])
+        widths = sizes + HEADER_LENGTHS * headers  # alone_batch_bytes' order
+        i = int(widths.argmax())  # the first of the widest
+        if widths[i] > wide:
+            wide, widest = int(widths[i]), (int(sizes[i]), int(headers[i]))
+        # librdkafka sends 0 as "now": a timestamp is kept only from 1 ms after the epoch
+        stamped = timestamps[timestamps > 0]
+        no_timestamp += len(timestamps) - len(stamped)
+        if len(stamped):
+            lo, hi = int(stamped.min()), int(stamped.max())
+            low = lo if low is None else min(low, lo)
+            high = hi if high is None else max(high, hi)
     pp.records += records
     pp.bytes += nbytes
     pp.remaining_records += remaining

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from logdoctor.errors import FormatError
+from logdoctor.formats.batch_v2 import RecordBatchV2
+from logdoctor.formats.ranged_bytes import RangedBytes
 from logdoctor.logdir.batch_walk import SKIP, BatchAdmission, resolve_range
 from logdoctor.logdir.coordinator import CoordinatorDecisions
 from logdoctor.logdir.cut import apply_cut
@@ -33,6 +35,8 @@ from logdoctor.logdir.transactions import (
 )
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from logdoctor.checks.replica_lag import LagReplica
 
 __all__ = ["BATCH_OVERHEAD", "PartitionSource", "SourceRecord"]
@@ -79,6 +83,83 @@ def alone_batch_bytes(size: int, headers: int) -> int:
 
 #: the bytes of a header's key and value lengths in :func:`alone_batch_bytes` (5 each)
 HEADER_LENGTHS = 10
+
+#: the batch bytes :meth:`PartitionSource.sizes` decodes in one run (memory: about that much again for
+#: the keys, values and headers copied out)
+SIZES_RUN_BYTES = 8 << 20
+
+
+class RecordSizes(NamedTuple):
+    """What the plan counts of a run of records (:meth:`PartitionSource.sizes`), as int64 arrays: their
+    offsets, timestamps, :attr:`SourceRecord.size` and header counts; ``keys`` only when asked."""
+
+    offsets: np.ndarray
+    timestamps: np.ndarray
+    sizes: np.ndarray
+    headers: np.ndarray
+    keys: list[bytes | None] | None = None
+
+
+def _run_sizes(
+    batches: list[RecordBatchV2], start: int | None, stop: int | None, last: int, keys: bool
+) -> tuple[RecordSizes, list[int | None]] | None:
+    """:class:`RecordSizes` of the records of ``batches`` (v2, one buffer) in [``start``, ``stop``) past
+    ``last``, decoded by one C call, and the bytes each batch gave before the offsets already yielded were
+    left out (None: no record), as :meth:`PartitionSource._batch_records` counts
+    :attr:`~PartitionSource.codec_bytes`.
+    None: a batch does not decode here, or a header key is not UTF-8 (its size is that of the text
+    :class:`~logdoctor.formats.record_types.Header` decodes): read them as records."""
+    import numpy as np
+
+    from logdoctor.formats.batch_v2 import decode_v2_run
+
+    try:
+        cols = decode_v2_run(batches)
+        (n, offsets, timestamps, _types, key_nulls, key_valid, key_ends, key_data, _vn, _vv, value_ends, _vd,
+         list_ends, _nh, hkey_ends, hkey_data, _hvn, _hvv, hvalue_ends, _hvd) = cols  # fmt: skip
+        hkey_data = bytes(hkey_data)
+        hkey_data.decode("utf-8")
+    except (FormatError, UnicodeDecodeError):
+        return None
+    counts = [b.record_count for b in batches]
+    if sum(counts) != n:
+        return None
+    offs = np.frombuffer(offsets, np.int64)
+    ke, ve, le = (np.frombuffer(e, np.int64) for e in (key_ends, value_ends, list_ends))
+    header_bytes = np.concatenate(
+        (
+            [0],
+            np.cumsum(
+                np.diff(np.frombuffer(hkey_ends, np.int64)) + np.diff(np.frombuffer(hvalue_ends, np.int64))
+            ),
+        )
+    )
+    sizes = np.diff(ke) + np.diff(ve) + header_bytes[le[1:]] - header_bytes[le[:-1]]
+    taken = np.ones(n, bool)
+    if start is not None:
+        taken &= offs >= start
+    if stop is not None:
+        taken &= offs < stop
+    of_batch = np.repeat(np.arange(len(batches)), counts)
+    per_batch = np.bincount(of_batch[taken], weights=sizes[taken], minlength=len(batches))
+    read = np.bincount(of_batch[taken], minlength=len(batches))
+    # each offset once: past ``last`` and past every offset taken before it (what records() yielded)
+    prior = np.maximum.accumulate(np.concatenate(([last], np.where(taken, offs, last))))[:-1]
+    taken &= offs > prior
+    got = None
+    if keys:
+        valid = (
+            np.unpackbits(np.frombuffer(key_valid, np.uint8), bitorder="little")[:n] if key_nulls else None
+        )
+        data = bytes(key_data)
+        got = [
+            None if valid is not None and not valid[i] else data[ke[i] : ke[i + 1]]
+            for i in np.flatnonzero(taken)
+        ]
+    out = RecordSizes(
+        offs[taken], np.frombuffer(timestamps, np.int64)[taken], sizes[taken], np.diff(le)[taken], got
+    )
+    return out, [None if not r else int(b) for r, b in zip(read, per_batch, strict=True)]
 
 
 @dataclass
@@ -127,6 +208,84 @@ class PartitionSource:
         """Every record to replay at or after ``from_offset`` (None: from the range's start), in offset
         order, each offset at most once. ``copy=False``: key, value and header values are views into the
         batch (valid while the next record is read: for counting, not for sending)."""
+        last = -1  # the last offset yielded: never one twice, across segments too
+        for seg, batch, start, stop in self._batches(from_offset):
+            for rec in self._batch_records(seg, batch, start, stop, copy):
+                if rec.offset > last:
+                    last = rec.offset
+                    yield rec
+
+    def sizes(self, *, keys: bool = False) -> Iterator[RecordSizes]:
+        """What :meth:`records` yields, without a record made: the same records in the same order (and the
+        same :attr:`codec_bytes` and :attr:`problems`), as columns (:class:`RecordSizes`) over runs of
+        whole batches decoded by the C record decoder (:func:`logdoctor.formats.columns.decode_columns`),
+        at most :data:`SIZES_RUN_BYTES` of batches a run. A batch the run cannot take (magic 0/1, over a
+        window, its records not decoding) is read as :meth:`records` reads it. ``keys``: with each run's
+        keys (bytes or None), for the key hashing of a re-hashed replay."""
+        last = -1
+        run: list = []
+        run_bytes = 0
+        run_seg: SegmentRef | None = None
+        run_start: int | None = None
+        run_stop: int | None = None
+
+        def flush() -> Iterator[RecordSizes]:
+            nonlocal run, run_bytes, last
+            batches, run, run_bytes = run, [], 0
+            got = _run_sizes(batches, run_start, run_stop, last, keys) if batches else None
+            if got is None:  # a batch of the run does not decode in it: each read as records() reads it
+                for batch in batches:
+                    for sizes in self._sizes_of_records(run_seg, batch, run_start, run_stop, last, keys):
+                        last = int(sizes.offsets[-1])
+                        yield sizes
+                return
+            sizes, per_batch = got
+            for batch, n in zip(batches, per_batch, strict=True):
+                if n is not None:
+                    self.codec_bytes[batch.compression] = self.codec_bytes.get(batch.compression, 0) + n
+            if len(sizes.offsets):
+                last = int(sizes.offsets[-1])
+                yield sizes
+
+        for seg, batch, start, stop in self._batches(None):
+            fits = isinstance(batch, RecordBatchV2) and not isinstance(batch._buf, RangedBytes)
+            if run and (
+                not fits
+                or seg is not run_seg
+                or batch._buf is not run[0]._buf
+                or run_bytes >= SIZES_RUN_BYTES
+            ):
+                yield from flush()
+            run_seg, run_start, run_stop = seg, start, stop
+            if fits:
+                run.append(batch)
+                run_bytes += batch.size
+                continue
+            for sizes in self._sizes_of_records(seg, batch, start, stop, last, keys):
+                last = int(sizes.offsets[-1])
+                yield sizes
+        yield from flush()
+
+    def _sizes_of_records(
+        self, seg: SegmentRef, batch: Any, start: int | None, stop: int | None, last: int, keys: bool
+    ) -> Iterator[RecordSizes]:
+        """:class:`RecordSizes` of one batch read as :meth:`records` reads it (a run's fallback)."""
+        import numpy as np
+
+        rows = [r for r in self._batch_records(seg, batch, start, stop, False) if r.offset > last]
+        if rows:
+            yield RecordSizes(
+                np.fromiter((r.offset for r in rows), np.int64, len(rows)),
+                np.fromiter((r.timestamp for r in rows), np.int64, len(rows)),
+                np.fromiter((r.size for r in rows), np.int64, len(rows)),
+                np.fromiter((len(r.headers or ()) for r in rows), np.int64, len(rows)),
+                [None if r.key is None else bytes(r.key) for r in rows] if keys else None,
+            )
+
+    def _batches(self, from_offset: int | None) -> Iterator[tuple[SegmentRef, Any, int | None, int | None]]:
+        """Each batch a consumer of the read options reads, in offset order, with the first offset to take
+        of it and the first past what it yields (the range's end, the LSO or the high watermark; None:
+        none). :attr:`problems` and :attr:`codec_bytes` start over."""
         ref = self.ref
         if not ref.segments or self.txns is None:
             return
@@ -138,7 +297,6 @@ class PartitionSource:
         views = segment_views(
             self.txns, ref.segments, self.opts.isolation_level, self.opts.upto_high_watermark
         )
-        last = -1  # the last offset yielded: never one twice, across segments too
         for seg, view in zip(ref.segments, views, strict=True):
             end = self.end
             if seg.remote is not None:  # up to its own last offset, and where the local log takes over
@@ -147,19 +305,15 @@ class PartitionSource:
                 continue
             if end is not None and seg.base_offset >= end:
                 continue
-            for rec in self._segment(seg, view, start, end, copy):
-                if rec.offset > last:
-                    last = rec.offset
-                    yield rec
+            stop = min((o for o in (end, view.stable_end) if o is not None), default=None)
+            for batch in self._segment(seg, view, start, end):
+                yield seg, batch, start, stop
 
     def _segment(
-        self,
-        seg: SegmentRef,
-        view: SegmentTransactions,
-        start: int | None,
-        end: int | None,
-        copy: bool = True,
-    ) -> Iterator[SourceRecord]:
+        self, seg: SegmentRef, view: SegmentTransactions, start: int | None, end: int | None
+    ) -> Iterator[Any]:
+        """The batches of ``seg`` its consumer reads (:class:`BatchAdmission`); what is not read is named in
+        :attr:`problems`."""
         from logdoctor.formats.records import CrcSkip, skip_crc_mismatches
         from logdoctor.logdir.seek import seek_offset, segment_batches
 
@@ -170,7 +324,6 @@ class PartitionSource:
         # each offset once, the range, the isolation level; control records are never replayed
         admission = BatchAdmission(seg, start, end, view, False, skipped)
         verdict = admission.verdict
-        stable_end = view.stable_end
         try:
             for batch in batches:
                 v = verdict(batch)
@@ -178,41 +331,7 @@ class PartitionSource:
                     if v == SKIP:
                         continue
                     break  # past the range's end, or at or above the LSO (or the high watermark)
-                ts_type = int(batch.timestamp_type)
-                # the first offset past the range, the LSO or the high watermark (None: none)
-                stop = min((o for o in (end, stable_end) if o is not None), default=None)
-                got = n = 0  # the batch's records yielded and their bytes (codec_bytes)
-                try:
-                    codec = batch.compression
-                    for r in batch.records():
-                        offset = r.offset
-                        if start is not None and offset < start:
-                            continue
-                        if stop is not None and offset >= stop:
-                            break
-                        key, value = r.key, r.value
-                        if copy:
-                            key = None if key is None else bytes(key)
-                            value = None if value is None else bytes(value)
-                        size = (0 if key is None else len(key)) + (0 if value is None else len(value))
-                        headers = None
-                        if r.headers:
-                            headers = [
-                                (h.key, h.value if h.value is None or not copy else bytes(h.value))
-                                for h in r.headers
-                            ]
-                            for hk, hv in headers:
-                                size += len(hk.encode()) + (0 if hv is None else len(hv))
-                        got += 1
-                        n += size
-                        yield _record(SourceRecord, (offset, r.timestamp, key, value, headers, ts_type, size))
-                except FormatError as exc:
-                    self.problems.append(
-                        f"{seg.path}@{batch.position}: offsets {batch.base_offset}-{batch.last_offset} not "
-                        f"replayed: its records do not decode: {exc}"
-                    )
-                if got:
-                    self.codec_bytes[codec] = self.codec_bytes.get(codec, 0) + n
+                yield batch
         except FormatError as exc:
             self.problems.append(f"{seg.path}: its batches stop here: {exc}")
         except OSError as exc:
@@ -224,6 +343,49 @@ class PartitionSource:
             walk.close()
         self.problems.extend(c.describe(seg.path) + ": not replayed" for c in skipped)
         self.problems.extend(admission.order.problems)
+
+    def _batch_records(
+        self, seg: SegmentRef, batch: Any, start: int | None, stop: int | None, copy: bool
+    ) -> Iterator[SourceRecord]:
+        """The records of one admitted batch in [``start``, ``stop``); a batch whose records do not decode
+        is named in :attr:`problems` (those before the bad one are yielded)."""
+        ts_type = int(batch.timestamp_type)
+        got = n = 0  # the batch's records yielded and their bytes (codec_bytes)
+        try:
+            for r in batch.records():
+                offset = r.offset
+                if start is not None and offset < start:
+                    continue
+                if stop is not None and offset >= stop:
+                    break
+                key, value = r.key, r.value
+                if copy:
+                    key = None if key is None else bytes(key)
+                    value = None if value is None else bytes(value)
+                size = (0 if key is None else len(key)) + (0 if value is None else len(value))
+                headers = None
+                if r.headers:
+                    headers = [
+                        (h.key, h.value if h.value is None or not copy else bytes(h.value)) for h in r.headers
+                    ]
+                    for hk, hv in headers:
+                        size += len(hk.encode()) + (0 if hv is None else len(hv))
+                got += 1
+                n += size
+                yield _record(SourceRecord, (offset, r.timestamp, key, value, headers, ts_type, size))
+        except FormatError as exc:
+            self.problems.append(
+                f"{seg.path}@{batch.position}: offsets {batch.base_offset}-{batch.last_offset} not "
+                f"replayed: its records do not decode: {exc}"
+            )
+        except OSError as exc:
+            if seg.ranged:
+                raise  # a remote read failed: never lose records silently
+            self.problems.append(f"{seg.path}: not read: {exc}")
+        finally:
+            if got:
+                codec = batch.compression
+                self.codec_bytes[codec] = self.codec_bytes.get(codec, 0) + n
 
 
 def single_replicas(
