@@ -478,6 +478,8 @@ class KafkaCluster:
     # KRaft: a dynamic quorum (KIP-853): the controller formatted ``--standalone`` (a VotersRecord in its
     # bootstrap snapshot), every node given controller.quorum.bootstrap.servers, not controller.quorum.voters
     dynamic: bool = False
+    # KRaft, not combined: the controllers of a static quorum, node ids CONTROLLER_ID, CONTROLLER_ID + 1, ...
+    controllers: int = 1
     broker_config: dict[str, object] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
     zookeeper: subprocess.Popen | None = None
@@ -524,29 +526,26 @@ class KafkaCluster:
                 assert self.brokers == 1, "a combined KRaft cluster here has one node"
                 voters = f"1@127.0.0.1:{controller_port}"
             else:
-                voters = f"{CONTROLLER_ID}@127.0.0.1:{controller_port}"
-                folder = self.root / "controller"
-                meta = folder / "metadata"
-                config = {
-                    **common,
-                    "process.roles": "controller",
-                    "node.id": CONTROLLER_ID,
-                    **self._quorum(voters, controller_port),
-                    "listeners": f"CONTROLLER://127.0.0.1:{controller_port}",
-                    "controller.listener.names": "CONTROLLER",
-                    "log.dirs": meta,
-                }
-                self.nodes.append(
-                    Node(
-                        CONTROLLER_ID,
-                        "controller",
-                        folder,
-                        [meta],
-                        _strs(config),
-                        self.libs,
-                        controller_port=controller_port,
-                    )
-                )
+                assert self.controllers == 1 or not self.dynamic, "a dynamic quorum here has one controller"
+                ports = [controller_port, *(free_port() for _ in range(self.controllers - 1))]
+                ids = [CONTROLLER_ID + i for i in range(self.controllers)]
+                voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in zip(ids, ports, strict=True))
+                for node_id, port in zip(ids, ports, strict=True):
+                    name = "controller" if node_id == CONTROLLER_ID else f"controller-{node_id}"
+                    folder = self.root / name
+                    meta = folder / "metadata"
+                    config = {
+                        **common,
+                        "process.roles": "controller",
+                        "node.id": node_id,
+                        **self._quorum(voters, port),
+                        "listeners": f"CONTROLLER://127.0.0.1:{port}",
+                        "controller.listener.names": "CONTROLLER",
+                        "log.dirs": meta,
+                    }
+                    node = Node(node_id, "controller", folder, [meta], _strs(config), self.libs)
+                    node.controller_port = port
+                    self.nodes.append(node)
         else:
             self.zookeeper_port = free_port()
         for broker_id in range(1, self.brokers + 1):

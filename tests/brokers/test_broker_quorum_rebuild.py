@@ -441,3 +441,244 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         cluster.stop()
     finally:
         cluster.kill()
+
+
+#: every node of the ACL test: StandardAuthorizer (the controllers keep the ACLs; the nodes'
+#: principal on PLAINTEXT, User:ANONYMOUS, a super user); a snapshot a second past new records
+#: (metadata.log.max.snapshot.interval.ms, K:metadata/.../image/publisher/SnapshotGenerator.java)
+ACL_NODES = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
+    "metadata.log.max.snapshot.interval.ms": "1000",
+}
+#: what a rebuild legitimately changes in a record of the image (the rest must be equal): a broker's
+#: registration is its new incarnation's (incarnationId, brokerEpoch); a partition's leader is elected
+#: again in the new quorum's epochs (leader, leaderEpoch, partitionEpoch), its replicas and ISR the same
+VOLATILE = {
+    "REGISTER_BROKER_RECORD": {"incarnationId", "brokerEpoch"},
+    "PARTITION_RECORD": {"leader", "leaderEpoch", "partitionEpoch"},
+}
+
+
+def _acls(cluster: kc.KafkaCluster) -> list[str]:
+    from confluent_kafka.admin import (
+        AclBindingFilter,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = cluster.admin()
+    every = AclBindingFilter(
+        ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY, AclPermissionType.ANY
+    )
+    return sorted(str(b) for b in admin.describe_acls(every, request_timeout=30).result(timeout=60))
+
+
+def _quorum_status(cluster: kc.KafkaCluster) -> str:
+    argv = kc.java_tool(
+        cluster.version,
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        "--bootstrap-server",
+        cluster.bootstrap,
+        "describe",
+        "--status",
+    )
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _in_sync(cluster: kc.KafkaCluster) -> None:
+    kc.wait_until(
+        "every ISR full",
+        lambda: all(
+            sorted(p["isr"]) == sorted(p["replicas"])
+            for t in ("orders", "audit", "ledger", "__transaction_state")
+            for p in cluster.describe(t).values()
+        ),
+        60,
+    )
+
+
+def _image(cluster: kc.KafkaCluster) -> tuple[dict[str, list[dict]], str]:
+    """The metadata image past everything committed now: the first snapshot a controller writes past the
+    quorum's high watermark, decoded by Kafka's DumpLogSegments (``--cluster-metadata-decoder``), its
+    records by type; and ``kafka-metadata-quorum.sh describe --status``."""
+    status = _quorum_status(cluster)
+    hw = int(re.search(r"HighWatermark:\s+(\d+)", status).group(1))
+    dirs = [n.log_dirs[0] / "__cluster_metadata-0" for n in cluster.nodes if n.roles == "controller"]
+
+    def snapshot():
+        done = [f for d in dirs for f in d.glob("*.checkpoint") if int(f.name[:20]) >= hw]
+        return min(done, key=lambda f: int(f.name[:20])) if done else None
+
+    path = kc.wait_until(f"a controller's snapshot past offset {hw}", snapshot, 60)
+    out = cluster.tool("kafka-dump-log.sh", "--cluster-metadata-decoder", "--files", str(path)).stdout
+    image: dict[str, list[dict]] = {}
+    for payload in re.findall(r" payload: (\{.*\})$", out, re.M):
+        record = json.loads(payload)
+        if "data" in record:
+            image.setdefault(record["type"], []).append(record)
+    assert "TOPIC_RECORD" in image, out[-3000:]
+    return image, status
+
+
+def _comparable(image: dict[str, list[dict]]) -> dict[str, list[str]]:
+    """``image`` without what a rebuild changes (VOLATILE; the controllers' registrations, compared apart),
+    each record as sorted JSON with its ISR as a set."""
+    out: dict[str, list[str]] = {}
+    for kind, records in image.items():
+        if kind == "REGISTER_CONTROLLER_RECORD":
+            continue
+        rows = []
+        for r in records:
+            data = {k: v for k, v in r["data"].items() if k not in VOLATILE.get(kind, ())}
+            if "isr" in data:
+                data["isr"] = sorted(data["isr"])
+            rows.append(json.dumps({**r, "data": data}, sort_keys=True))
+        out[kind] = sorted(rows)
+    return out
+
+
+def test_three_lost_static_controllers_on_3_9_are_rebuilt_with_acls_and_the_same_image(tmp_path):
+    """Kafka 3.9.1, a static quorum of three controllers (3000-3002, ``controller.quorum.voters``) beside
+    brokers 1 and 2, StandardAuthorizer on every node: topics with configs and a reassignment, a SCRAM user,
+    a client quota, ACLs (a literal topic ALLOW, a prefixed group ALLOW, a DENY) and a transaction; the
+    controllers' snapshot past all of it is the image before. All three metadata dirs are lost; the rebuild
+    from both brokers' copies writes three new controllers (3010-3012, new ports); they elect a leader with
+    the printed configuration, the brokers register with its ``controller.quorum.voters``. A new controller's
+    snapshot, decoded by the same DumpLogSegments, equals the one before but for VOLATILE and the
+    controllers' registrations (the old ones stay, the new ones join: ClusterControlManager drops no
+    controller's); ACLs, SCRAM and topics answer as before, records produced before are read, a new
+    topic is created and a new transactional producer gets a producer id no earlier producer had."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    cluster = kc.KafkaCluster(
+        tmp_path / "cluster", version=kc.ZOOKEEPER_ERA, kraft=True, brokers=2, controllers=3
+    )
+    for node in cluster.nodes:
+        node.config.update(ACL_NODES)
+    try:
+        cluster.start()
+        cluster.create_topic("orders", 3, 2, CONFIGS)
+        cluster.create_topic("audit", assignment=[[1]])
+        cluster.create_topic("ledger", assignment=[[1, 2]])
+        _reassign(cluster, tmp_path)
+        admin = cluster.admin()
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("bob", info, b"secret")])[
+            "bob"
+        ].result(60)
+        cluster.tool(
+            "kafka-configs.sh",
+            "--bootstrap-server",
+            cluster.bootstrap,
+            "--alter",
+            "--add-config",
+            "producer_byte_rate=1048576",
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            "app-1",
+        )
+        acls = [
+            AclBinding(
+                ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:bob", "*",
+                AclOperation.READ, AclPermissionType.ALLOW,
+            ),
+            AclBinding(
+                ResourceType.GROUP, "app-", ResourcePatternType.PREFIXED, "User:bob", "*",
+                AclOperation.ALL, AclPermissionType.ALLOW,
+            ),
+            AclBinding(
+                ResourceType.TOPIC, "audit", ResourcePatternType.LITERAL, "User:eve", "10.0.0.1",
+                AclOperation.WRITE, AclPermissionType.DENY,
+            ),
+        ]  # fmt: skip
+        for future in admin.create_acls(acls, request_timeout=30).values():
+            future.result(60)
+        acls_before = kc.wait_until(
+            "the ACLs at the brokers", lambda: len(_acls(cluster)) == 3 and _acls(cluster), 60
+        )
+        orders = {p: [(f"o{p}-{i}".encode(), b"v" * 100) for i in range(20)] for p in range(3)}
+        for p, recs in orders.items():
+            cluster.produce("orders", recs, partition=p, enable_idempotence=False)
+        ledger = [(f"l{i}".encode(), b"y") for i in range(10)]
+        earlier_pid = _transaction(cluster, "tx-before", ledger)
+        topics_before = _topics(cluster, ["orders", "audit", "ledger"])
+        scram_before = _scram_users(cluster)
+        _in_sync(cluster)  # the snapshot before: every replica in sync, as after
+        before, _ = _image(cluster)
+        kinds = {"TOPIC_RECORD", "PARTITION_RECORD", "CONFIG_RECORD", "USER_SCRAM_CREDENTIAL_RECORD"}
+        kinds |= {"CLIENT_QUOTA_RECORD", "PRODUCER_IDS_RECORD", "REGISTER_BROKER_RECORD"}
+        assert kinds <= before.keys() and len(before["ACCESS_CONTROL_ENTRY_RECORD"]) == 3, before
+        old = [n for n in cluster.nodes if n.roles == "controller"]
+        cluster.stop()
+        for node in old:
+            shutil.rmtree(node.log_dirs[0])
+
+        dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
+        new_ids = [3010, 3011, 3012]
+        ports = {n: kc.free_port() for n in new_ids}
+        new_dirs = {n: tmp_path / f"controller-{n}" / "metadata" for n in new_ids}
+        args = ["rebuild-quorum", *dirs]
+        for n in new_ids:
+            args += ["--controller", f"{n}@127.0.0.1:{ports[n]}={new_dirs[n]}"]
+        plan = kc.logdoctor_json(*args)
+        summary = plan["summary"]
+        assert summary["kraft_version"] == 0 and summary["new_producer_id_block"] is None, summary
+        # the lost controllers' registrations stay (the image after shows them): the plan says so
+        assert any(
+            n.startswith("controller(s) 3000, 3001, 3002 registered in the copy") for n in plan["notes"]
+        )
+        done = kc.logdoctor(*args, "--apply")
+        assert done.returncode == 0, done.stdout + done.stderr
+        new = []
+        for n in new_ids:
+            printed = _config_line(plan["notes"], n)
+            config = {**old[0].config, **printed}
+            new.append(
+                kc.Node(n, "controller", new_dirs[n].parent, [new_dirs[n]], config, cluster.libs,
+                        controller_port=ports[n])
+            )  # fmt: skip
+        voters = printed["controller.quorum.voters"]
+        assert voters == ",".join(f"{n}@127.0.0.1:{ports[n]}" for n in new_ids)
+        cluster.nodes = [n for n in cluster.nodes if n.roles != "controller"] + new
+        for b in cluster.broker_nodes:
+            b.config["controller.quorum.voters"] = voters
+        cluster.start()
+        _in_sync(cluster)
+        after, status = _image(cluster)
+        voters_now = re.search(r"CurrentVoters:.*", status).group(0)
+        assert sorted(map(int, re.findall(r'"id": (\d+)', voters_now))) == new_ids, status
+        assert _comparable(after) == _comparable(before)
+        controllers = {r["data"]["controllerId"]: r for r in after["REGISTER_CONTROLLER_RECORD"]}
+        assert [
+            controllers[r["data"]["controllerId"]] for r in before["REGISTER_CONTROLLER_RECORD"]
+        ] == before["REGISTER_CONTROLLER_RECORD"]
+        assert sorted(controllers) == [*range(3000, 3003), *new_ids]  # the plan's note
+        for n in new_ids:
+            assert [e["port"] for e in controllers[n]["data"]["endPoints"]] == [ports[n]]
+
+        assert _acls(cluster) == acls_before
+        assert _topics(cluster, ["orders", "audit", "ledger"]) == topics_before
+        assert _scram_users(cluster) == scram_before
+        for p, recs in orders.items():
+            assert [(k, v) for _o, k, v in cluster.consume("orders", p)] == recs
+        assert [(k, v) for _o, k, v in cluster.consume("ledger")] == ledger
+        cluster.create_topic("after", 2, 2)
+        assert _transaction(cluster, "tx-after", [(b"k", b"v")]) > earlier_pid
+        cluster.stop()
+    finally:
+        cluster.kill()

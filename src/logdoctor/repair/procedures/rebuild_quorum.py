@@ -586,6 +586,17 @@ def plan_rebuild_quorum(
             f"controller {c.node_id}: node.id={c.node_id} listeners=CONTROLLER://{c.endpoint} "
             f"log.dirs={c.directory} " + " ".join(config)
         )
+    # a controller's registration is replaced only by its own id's (K:metadata/.../controller/
+    # ClusterControlManager.java replay of RegisterControllerRecord); every registered one is asked at a
+    # feature upgrade (FeatureControlManager.java reasonNotSupported: every controllerSupported entry)
+    gone = sorted(set(chosen.controller_endpoints or {}) - {c.node_id for c in controllers})
+    if gone:
+        notes.append(
+            f"controller(s) {', '.join(map(str, gone))} registered in the copy are not among the new "
+            "ones: their registrations stay in the metadata image (a 3.9 controller removes none), and a "
+            "feature upgrade (kafka-features.sh) checks their supported versions too; a new controller "
+            "given a lost one's id replaces its registration"
+        )
     unknown = [str(c.node_id) for c in controllers if c.host is None]
     if unknown:
         notes.append(
