@@ -150,3 +150,22 @@ def test_a_sanitized_run_has_no_deadline_per_example(tmp_path: Path, sanitized: 
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     else:
         assert done.returncode == 1 and "DeadlineExceeded" in done.stdout, done.stdout[-3000:]
+
+
+def test_the_modules_asan_check_leaves_out_are_there_and_start_no_process() -> None:
+    """make asan-check leaves out the modules of tests/asan_pure_python.txt, measured never to call the C
+    extension (scripts/c_reach.py). A module named there must exist under tests/formats or tests/fuzz (the
+    script refuses a missing one), and must neither import the extension nor start a process, where a call
+    into it would not be seen."""
+    listed = [
+        line.split()[0]
+        for line in (TESTS / "asan_pure_python.txt").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert listed and len(listed) == len(set(listed))
+    for name in listed:
+        path = TESTS.parent / name
+        assert path.is_file() and path.parent.name in ("formats", "fuzz"), name
+        source = path.read_text()
+        for word in ("_speedups", "formats.native", "subprocess", "Popen", "multiprocessing", "spark"):
+            assert word not in source, f"{name} names {word}: keep it in make asan-check"
