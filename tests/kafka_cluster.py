@@ -476,9 +476,10 @@ class KafkaCluster:
     kraft: bool | None = None  # None: KRaft from 4.0, ZooKeeper before
     combined: bool | None = None  # KRaft: one node with both roles (default for one broker)
     # KRaft: a dynamic quorum (KIP-853): the controller formatted ``--standalone`` (a VotersRecord in its
-    # bootstrap snapshot), every node given controller.quorum.bootstrap.servers, not controller.quorum.voters
+    # bootstrap snapshot), every node given controller.quorum.bootstrap.servers, not controller.quorum.voters;
+    # the other controllers formatted ``--no-initial-controllers``: observers until ``add-controller``
     dynamic: bool = False
-    # KRaft, not combined: the controllers of a static quorum, node ids CONTROLLER_ID, CONTROLLER_ID + 1, ...
+    # KRaft, not combined: the controllers, node ids CONTROLLER_ID, CONTROLLER_ID + 1, ...
     controllers: int = 1
     broker_config: dict[str, object] = field(default_factory=dict)
     nodes: list[Node] = field(default_factory=list)
@@ -526,7 +527,6 @@ class KafkaCluster:
                 assert self.brokers == 1, "a combined KRaft cluster here has one node"
                 voters = f"1@127.0.0.1:{controller_port}"
             else:
-                assert self.controllers == 1 or not self.dynamic, "a dynamic quorum here has one controller"
                 ports = [controller_port, *(free_port() for _ in range(self.controllers - 1))]
                 ids = [CONTROLLER_ID + i for i in range(self.controllers)]
                 voters = ",".join(f"{n}@127.0.0.1:{p}" for n, p in zip(ids, ports, strict=True))
@@ -538,7 +538,7 @@ class KafkaCluster:
                         **common,
                         "process.roles": "controller",
                         "node.id": node_id,
-                        **self._quorum(voters, port),
+                        **self._quorum(voters, controller_port),
                         "listeners": f"CONTROLLER://127.0.0.1:{port}",
                         "controller.listener.names": "CONTROLLER",
                         "log.dirs": meta,
@@ -627,9 +627,11 @@ class KafkaCluster:
 
     # start and stop
 
-    def format(self) -> None:
-        """Every node's dirs formatted as ``kafka-storage.sh format`` does (KRaft); ZooKeeper's data dir."""
-        for node in self.nodes:
+    def format(self, nodes: Iterable[Node] | None = None, *, initial: bool = True) -> None:
+        """Every node's dirs (or ``nodes``') formatted as ``kafka-storage.sh format`` does (KRaft);
+        ZooKeeper's data dir. ``initial=False``: a dynamic quorum's controllers formatted as new ones are
+        (``--no-initial-controllers``), the first one too."""
+        for node in self.nodes if nodes is None else nodes:
             node.folder.mkdir(parents=True, exist_ok=True)
             node.write_properties()
             if not self.kraft:
@@ -649,7 +651,13 @@ class KafkaCluster:
                     "-c",
                     str(node.properties),
                     "--ignore-formatted",
-                    *(["--standalone"] if self.dynamic and node.roles == "controller" else []),
+                    *(
+                        []
+                        if not self.dynamic or node.roles != "controller"
+                        else ["--standalone"]
+                        if initial and node.node_id == CONTROLLER_ID
+                        else ["--no-initial-controllers"]
+                    ),
                 ],
                 capture_output=True,
                 text=True,

@@ -276,50 +276,93 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
 
 
 def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
-    """A dynamic quorum (KIP-853): the controller formatted ``--standalone`` (kraft.version 1, its voter set
-    in the metadata log), brokers 1 and 2 finding it by controller.quorum.bootstrap.servers. Its metadata dir
-    is lost; the rebuild from the brokers' copies, as two new controllers, appends a VotersRecord of them
-    (ids, the directory ids of their new meta.properties, endpoints): without it neither is a voter of the
-    copy's set and no leader is ever elected. Broker 2's copy, behind a transaction's producer id block, is
-    the one left: a ProducerIdsRecord is appended beside the VotersRecord. ``scan`` with an empty folder in
-    the controller's place names the rebuild, whose plan runs as printed. The new controllers start with
-    the printed configuration and elect a leader, the brokers register, the topics are back with their ids
-    and records, a record is produced and read, a new transactional producer gets a new producer id;
-    ``kafka-metadata-quorum.sh describe --status`` names both voters with their directory ids, and its
+    """A dynamic quorum (KIP-853) of three voters: controller 3000 formatted ``--standalone`` (kraft.version
+    1, its voter set in the metadata log), 3001 and 3002 formatted ``--no-initial-controllers``, started as
+    observers and made voters by ``kafka-metadata-quorum.sh add-controller`` (Kafka's way to grow the
+    quorum); brokers 1 and 2 find it by controller.quorum.bootstrap.servers. The three metadata dirs are
+    lost; the rebuild from the brokers' copies, as three new controllers (3010-3012), appends a VotersRecord
+    of them (ids, the directory ids of their new meta.properties, endpoints): without it none is a voter of
+    the copy's set (3000-3002) and no leader is ever elected. Broker 2's copy, behind a transaction's
+    producer id block, is the one left: a ProducerIdsRecord is appended beside the VotersRecord. ``scan``
+    with the three disks formatted again as new controllers names the rebuild, whose plan runs as printed.
+    The new controllers start with the printed configuration and elect a leader, the brokers register, the
+    topics are back with their ids and records, a record is produced and read, a new transactional producer
+    gets a new producer id; ``describe --status`` names the three new voters with their directory ids (none
+    of the lost ones), and its
     ``remove-controller`` (a voter change the new quorum commits) leaves the leader alone, and its
     ``add-controller`` makes the removed one (running on as an observer) a voter again."""
-    cluster = kc.KafkaCluster(tmp_path / "cluster", version=kc.NEWEST, brokers=2, dynamic=True)
+    cluster = kc.KafkaCluster(tmp_path / "cluster", version=kc.NEWEST, brokers=2, dynamic=True, controllers=3)
+
+    def quorum(*command: str, at: tuple[str, ...] = ("--bootstrap-server", cluster.bootstrap)) -> str:
+        main = "org.apache.kafka.tools.MetadataQuorumCommand"
+        argv = kc.java_tool(cluster.version, main, *at, *command)
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout
+
+    def current_voters() -> str:
+        return re.search(r"CurrentVoters:.*", quorum("describe", "--status")).group(0)
+
+    def directory_id(metadata_dir) -> str:
+        return (metadata_dir / "meta.properties").read_text().split("directory.id=")[1].split()[0]
+
+    def add_controller(node: kc.Node, leader_port: int) -> None:
+        """``add-controller`` of the observer ``node`` (its config): it returns once the VotersRecord naming
+        ``node`` is committed (K:raft/.../raft/internals/AddVoterHandler.java)"""
+        quorum(
+            "--command-config",
+            str(node.properties),
+            "add-controller",
+            at=("--bootstrap-controller", f"127.0.0.1:{leader_port}"),
+        )
+
     try:
         cluster.start()
+        controllers = [n for n in cluster.nodes if n.roles == "controller"]
+        controller = controllers[0]
+        for node in controllers[1:]:
+            add_controller(node, controller.controller_port)
+        voters = current_voters()
+        for node in controllers:
+            assert f'{{"id": {node.node_id}, "directoryId": "{directory_id(node.log_dirs[0])}"' in voters
         cluster.create_topic("orders", 2, 2, CONFIGS)
         cluster.create_topic("ledger", assignment=[[1]])
         orders = [(f"o{i}".encode(), b"v" * 10) for i in range(20)]
         cluster.produce("orders", orders, partition=0, enable_idempotence=False)
         topics_before = _topics(cluster, ["orders"])
-        controller = cluster.controller
         cluster.broker(2).stop()  # its copy stops before the ProducerIdsRecord of broker 1's transaction
         earlier_pid = _transaction(cluster, "tx-before", [(b"l", b"y")])
         cluster.stop()
-        shutil.rmtree(controller.log_dirs[0])
+        for node in controllers:
+            shutil.rmtree(node.log_dirs[0])
         shutil.rmtree(cluster.broker(1).log_dirs[0] / "__cluster_metadata-0")  # broker 2's copy is chosen
 
         dirs = [str(d) for b in cluster.broker_nodes for d in b.log_dirs]
-        controller.log_dirs[0].mkdir()  # a new disk in its place: scan names the rebuild, whose plan runs
-        scan = json.loads(kc.logdoctor("scan", "--json", *dirs, str(controller.log_dirs[0])).stdout)
+        # new disks in their places, formatted as new controllers (kafka-storage.sh format
+        # --no-initial-controllers): scan names the rebuild of the three, whose plan runs
+        cluster.format(controllers, initial=False)
+        scan = json.loads(
+            kc.logdoctor("scan", "--json", *dirs, *(str(n.log_dirs[0]) for n in controllers)).stdout
+        )
         lost = [f for f in scan["findings"] if f["code"] == "CONTROLLER_METADATA_LOST"]
+        assert sorted(f["details"]["node_id"] for f in lost) == [3000, 3001, 3002], scan["findings"]
         printed = re.search(r"`(logdoctor rebuild-quorum [^`]*)`", lost[0]["fix"]).group(1)
-        assert f"--controller 3000@127.0.0.1:{controller.controller_port}=" in printed, printed
+        for node in controllers:
+            assert f"--controller {node.node_id}@127.0.0.1:{node.controller_port}=" in printed, printed
         ran = kc.run_printed(printed)
-        assert ran.returncode == 0 and "VotersRecord of controller(s) 3000" in ran.stdout, (
+        assert ran.returncode == 0 and "VotersRecord of controller(s) 3000, 3001, 3002" in ran.stdout, (
             ran.stdout + ran.stderr
         )
+        for node in controllers:
+            shutil.rmtree(node.log_dirs[0])
+        controller.log_dirs[0].mkdir()  # a new disk, not formatted: nothing in it says whose it is
         # a copy that ends before node 3000's RegisterControllerRecord (broker 2's real log cut at that
         # record's batch, as kafka-dump-log.sh finds it; the leader epochs past it dropped, as a broker's
         # truncation does): only the VotersRecord names the endpoint, and the printed fix runs
         early = tmp_path / "early" / "broker-2"
         shutil.copytree(cluster.broker(2).log_dirs[0], early)
         # the inventory's broker row, the census's CONTROLLER_QUORUM_TOO_SMALL input (issue 88 item 4): the
-        # voters of the copy's VotersRecords as Kafka's own decoder prints them (--standalone: one voter)
+        # voters of the copy's latest VotersRecord as Kafka's own decoder prints them (three, grown from one)
         files = sorted(
             str(f) for f in (early / "__cluster_metadata-0").iterdir() if f.suffix in (".log", ".checkpoint")
         )
@@ -331,7 +374,8 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
             for m in re.findall(r" KRaftVoters (\{.*\})", decoded)
         }
         (row,) = [r for r in build_inventory([str(early)], Depth.QUICK).rows if r["record"] == "broker"]
-        assert len(voters) == 1 and (tuple(row["quorum_voters"]), row["quorum_kind"]) == (*voters, "dynamic")
+        assert voters == {(3000,), (3000, 3001), (3000, 3001, 3002)}, decoded
+        assert (tuple(row["quorum_voters"]), row["quorum_kind"]) == ((3000, 3001, 3002), "dynamic")
         assert row["quorum_source"] == "the metadata log's latest VotersRecord", decoded
         mdir = early / "__cluster_metadata-0"
         segment = mdir / "00000000000000000000.log"
@@ -359,9 +403,10 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         assert ran.returncode == 0 and "VotersRecord of controller(s) 3000" in ran.stdout, (
             ran.stdout + ran.stderr
         )
-        new_dirs = {n: tmp_path / f"controller-{n}" / "metadata" for n in (NEW_ID, NEW_ID + 1)}
+        new_ids = [3010, 3011, 3012]
+        new_dirs = {n: tmp_path / f"controller-{n}" / "metadata" for n in new_ids}
         ports = {n: kc.free_port() for n in new_dirs}
-        no_endpoint = kc.logdoctor("rebuild-quorum", *dirs, "--controller", f"{NEW_ID}={new_dirs[NEW_ID]}")
+        no_endpoint = kc.logdoctor("rebuild-quorum", *dirs, "--controller", f"3010={new_dirs[3010]}")
         assert no_endpoint.returncode == 64 and "names each controller's endpoint" in no_endpoint.stderr
         args = ["rebuild-quorum", *dirs]
         for n, d in new_dirs.items():
@@ -370,16 +415,13 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         summary = plan["summary"]
         assert summary["kraft_version"] == 1 and summary["new_producer_id_block"] > earlier_pid, plan
         assert "copy each folder to its controller's machine" in " ".join(plan["notes"])
-        bootstrap = (
-            f"controller.quorum.bootstrap.servers=127.0.0.1:{ports[NEW_ID]},127.0.0.1:{ports[NEW_ID + 1]}"
+        bootstrap = "controller.quorum.bootstrap.servers=" + ",".join(
+            f"127.0.0.1:{ports[n]}" for n in new_ids
         )
         assert f"every broker: {bootstrap} in place of controller.quorum.voters" in " ".join(plan["notes"])
         done = kc.logdoctor(*args, "--apply")
         assert done.returncode == 0, done.stdout + done.stderr
-        directory_ids = {
-            n: (d / "meta.properties").read_text().split("directory.id=")[1].split()[0]
-            for n, d in new_dirs.items()
-        }
+        directory_ids = {n: directory_id(d) for n, d in new_dirs.items()}
         new = []
         for n, d in new_dirs.items():
             printed = _config_line(plan["notes"], n)
@@ -388,7 +430,7 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
             new.append(
                 kc.Node(n, "controller", d.parent, [d], config, cluster.libs, controller_port=ports[n])
             )
-        cluster.nodes = [n for n in cluster.nodes if n is not controller] + new
+        cluster.nodes = [n for n in cluster.nodes if n.roles != "controller"] + new
         for b in cluster.broker_nodes:
             b.config["controller.quorum.bootstrap.servers"] = bootstrap.split("=", 1)[1]
         cluster.start()
@@ -400,20 +442,10 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         assert [(k, v) for _o, k, v in cluster.consume("ledger")] == [(b"l", b"y")]
         # the VotersRecord and a ProducerIdsRecord, appended in one segment: no producer id handed out twice
         assert _transaction(cluster, "tx-after", [(b"k", b"v")]) >= summary["new_producer_id_block"]
-
-        def quorum(*command: str, at: tuple[str, ...] = ("--bootstrap-server", cluster.bootstrap)) -> str:
-            main = "org.apache.kafka.tools.MetadataQuorumCommand"
-            argv = kc.java_tool(cluster.version, main, *at, *command)
-            done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
-            assert done.returncode == 0, done.stdout + done.stderr
-            return done.stdout
-
-        def current_voters() -> str:
-            return re.search(r"CurrentVoters:.*", quorum("describe", "--status")).group(0)
-
         voters = current_voters()
-        for n, directory_id in directory_ids.items():
-            assert f'{{"id": {n}, "directoryId": "{directory_id}"' in voters, voters
+        for n, did in directory_ids.items():
+            assert f'{{"id": {n}, "directoryId": "{did}"' in voters, voters
+        assert sorted(map(int, re.findall(r'"id": (\d+)', voters))) == new_ids, voters  # none of 3000-3002
         leader = int(re.search(r"LeaderId:\s+(\d+)", quorum("describe", "--status")).group(1))
         other = next(n for n in new_dirs if n != leader)
         quorum(
@@ -426,18 +458,8 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         kc.wait_until(f"{other} removed", lambda: f'"id": {other},' not in current_voters(), 60)
         assert f'"id": {leader},' in current_voters()
         # the removed controller runs on as an observer: add-controller (its config) makes it a voter again
-        config = next(c for c in new if c.node_id == other).properties
-        quorum(
-            "--command-config",
-            str(config),
-            "add-controller",
-            at=("--bootstrap-controller", f"127.0.0.1:{ports[leader]}"),
-        )
-        kc.wait_until(
-            f"{other} added",
-            lambda: f'{{"id": {other}, "directoryId": "{directory_ids[other]}"' in current_voters(),
-            60,
-        )
+        add_controller(next(c for c in new if c.node_id == other), ports[leader])
+        assert f'{{"id": {other}, "directoryId": "{directory_ids[other]}"' in current_voters()
         cluster.stop()
     finally:
         cluster.kill()
