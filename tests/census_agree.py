@@ -35,14 +35,20 @@ def census_findings(result: Any) -> list[dict[str, Any]]:
 
 
 def census_of_inventories(spark: Any, dirs: list[str], root: Path, now_ms: int) -> Any:
-    """The census of one inventory per broker (``dirs``: one log dir each), written under ``root``."""
-    from logdoctor.spark.census import run_census
+    """The census of one inventory per broker (``dirs``: one log dir each), written under ``root``: made
+    as a big fleet's (on the executors: persisted window, the cross-broker rules over Arrow batches), which
+    these few inventories would not be (census.small_inputs), so that the big path's rules are checked on
+    inventories against the scan; the small path's on the same kinds of row is test_inventory_census's."""
+    from unittest import mock
+
+    from logdoctor.spark import census
 
     inv = root / "inventories"
     inv.mkdir()
     for i, d in enumerate(dirs):
         write_inventory(build_inventory([d], Depth.DEFAULT, now_ms=now_ms), str(inv / f"b{i}.parquet"))
-    return run_census(spark, [str(inv)], root / "census-inv", now_ms=now_ms)
+    with mock.patch.object(census, "SMALL_FLEET_BROKERS", 0):
+        return census.run_census(spark, [str(inv)], root / "census-inv", now_ms=now_ms)
 
 
 def forensics_copies(root: Path) -> list[Path]:

@@ -30,11 +30,12 @@ def s3(aws_env):
 @pytest.fixture(scope="module")
 def small_census_confs(spark):
     """The worker's session with a small census's SQL confs (census.SMALL_FLEET_CONFS: one task per shuffle,
-    no adaptive execution, no broadcast joins, expressions interpreted) for a module whose censuses read a
-    few inventories, which the census cannot know to be small before it reads them, so runs with the
-    session's own confs: half the jobs and about 0.6x the JVM's CPU (an inventory census of one log dir,
-    54 jobs -> 28). The tables are the same with any number of partitions and either execution mode; the
-    census of a big fleet's inventories with the session's own confs stays tested
+    no adaptive execution, no broadcast joins, expressions interpreted) for a module whose censuses of a
+    few inventories take the big path (census_agree.census_of_inventories makes them so; a few local
+    inventories are a small census of their own, census.small_inputs), which runs with the session's own
+    confs: half the jobs and about 0.6x the JVM's CPU (an inventory census of one log dir, 54 jobs -> 28).
+    The tables are the same with any number of partitions and either execution mode; the census of a big
+    fleet's inventories with the session's own confs stays tested
     (test_census_rules_fleet.py, test_census.py's census of the executors). Put back after the module."""
     from logdoctor.spark.census import SMALL_FLEET_CONFS
     from logdoctor.spark.census_inputs import session_confs

@@ -219,6 +219,32 @@ def test_json_lines_and_a_mix_with_log_dirs(spark, demo):
         assert table(out, name) == table(root / "from-dirs", name), name
 
 
+def test_a_few_inventories_are_a_small_census(demo, tmp_path, monkeypatch):
+    """census.small_inputs: an inventory file is a broker, its rows count as a log dir's folders (Parquet
+    and JSON Lines): the demo fleet's inventories are a small census (the driver's path, as its log dirs);
+    a row or an inventory more than SMALL_FLEET_FOLDERS or SMALL_FLEET_BROKERS allow is a big one."""
+    from logdoctor.spark import census
+
+    root, brokers, _from_dirs, _ = demo
+    inputs = census_inputs.classify([str(root / "inventories")])
+    assert census.small_inputs(inputs)
+    rows = sum(len(pq.read_table(p).to_pylist()) for p in inputs.inventories)
+    monkeypatch.setattr(census, "SMALL_FLEET_FOLDERS", rows)
+    assert census.small_inputs(inputs)
+    monkeypatch.setattr(census, "SMALL_FLEET_FOLDERS", rows - 1)
+    assert not census.small_inputs(inputs)
+    (jsonl,) = collect([broker_dirs(brokers[0])], tmp_path, json_lines=True, simulated_disks=DISKS)
+    one = census_inputs.classify([str(jsonl)])
+    lines = len(jsonl.read_text().splitlines())
+    monkeypatch.setattr(census, "SMALL_FLEET_FOLDERS", lines)
+    assert census.small_inputs(one)
+    monkeypatch.setattr(census, "SMALL_FLEET_FOLDERS", lines - 1)
+    assert not census.small_inputs(one)
+    monkeypatch.setattr(census, "SMALL_FLEET_FOLDERS", rows)
+    monkeypatch.setattr(census, "SMALL_FLEET_BROKERS", len(inputs.inventories) - 1)
+    assert not census.small_inputs(inputs)
+
+
 def test_a_corrupt_inventory_is_reported_and_skipped(spark, demo):
     root, brokers, _from_dirs, _ = demo
     folder = root / "with-corrupt"

@@ -221,8 +221,8 @@ def run_census_cli(
     items = [i for i in classified.items if not is_uri(i)]
     inputs = [*items, *(ld for b in brokers for ld in b.log_dirs), *classified.inventories]
     refuse_overlapping_outputs([out, html_out], inputs)
-    # a small census (a local JVM this process starts, few brokers' log dirs) scans its brokers on the
-    # driver: started now, in a thread, while Spark starts; and its JVM is a short job's (C1 JIT only)
+    # a small census (a local JVM this process starts, few brokers' log dirs or inventories) scans its log
+    # dirs on the driver: started now, in a thread, while Spark starts; and its JVM is a short job's (C1 JIT)
     small = (
         remote_storage is None
         and remote_inventory is None

@@ -61,10 +61,11 @@ if TYPE_CHECKING:
 
 # --- the job -----------------------------------------------------------------------------------------
 
-#: a census on a local master of at most this many brokers' log dirs holding at most
-#: :data:`SMALL_FLEET_FOLDERS` folders (no inventory, no remote tier audit) is small (:func:`is_small_fleet`):
-#: its tables hold a few thousand rows. It runs with :data:`SMALL_FLEET_CONFS`, scans its brokers and makes
-#: its findings on the driver (no Python worker to start), and takes each table's rows with one query.
+#: a census on a local master of at most this many brokers (log dirs or inventory files) holding at most
+#: :data:`SMALL_FLEET_FOLDERS` folders and inventory rows (no remote tier audit) is small
+#: (:func:`is_small_fleet`): its tables hold a few thousand rows. It runs with :data:`SMALL_FLEET_CONFS`,
+#: scans its brokers' log dirs and makes its findings on the driver (no Python worker to start for them),
+#: and takes each table's rows with one query.
 SMALL_FLEET_BROKERS = 16
 SMALL_FLEET_FOLDERS = 2_000
 #: a small census's SQL confs: each query one Spark job (adaptive execution runs each shuffle as a job of
@@ -132,10 +133,12 @@ class CensusResult:
 
 
 def small_inputs(inputs: CensusInputs) -> bool:
-    """Whether ``inputs`` make a small census on a local master (:data:`SMALL_FLEET_BROKERS`): log dirs
-    only, few brokers and folders (one listing of each log dir). Known before Spark starts."""
+    """Whether ``inputs`` make a small census on a local master (:data:`SMALL_FLEET_BROKERS`): few brokers
+    (a log-dir broker or an inventory file each) and at most :data:`SMALL_FLEET_FOLDERS` folders of their
+    log dirs (one listing of each) and rows of their inventories (a Parquet footer's count, a JSON Lines
+    file's lines), inventories on the local file system. Known before Spark starts."""
     brokers = inputs.brokers()
-    if inputs.inventories or len(brokers) > SMALL_FLEET_BROKERS:
+    if len(brokers) + len(inputs.inventories) > SMALL_FLEET_BROKERS:
         return False
     folders = 0
     for log_dir in (d for b in brokers for d in b.log_dirs):
@@ -146,7 +149,34 @@ def small_inputs(inputs: CensusInputs) -> bool:
             continue  # the scan says what is wrong with it
         if folders > SMALL_FLEET_FOLDERS:
             return False
+    for path in inputs.inventories:
+        if "://" in path and not path.startswith("file://"):
+            return False  # a remote object's rows are not counted here
+        folders += _inventory_rows(path, SMALL_FLEET_FOLDERS - folders)
+        if folders > SMALL_FLEET_FOLDERS:
+            return False
     return True
+
+
+def _inventory_rows(path: str, most: int) -> int:
+    """The rows of the inventory file at ``path`` (Parquet: its footer's count; JSON Lines: its lines, read
+    until more than ``most``); 0 for a file that cannot be read so (the census's check reports it)."""
+    import pyarrow.parquet as pq
+
+    from logdoctor.checks.inventory import _filesystem
+
+    try:
+        filesystem, local = _filesystem(path)
+        with filesystem.open_input_file(local) as fh:
+            if fh.read(4) == b"PAR1":
+                return pq.ParquetFile(fh).metadata.num_rows
+            fh.seek(0)
+            lines = 0
+            while lines <= most and (chunk := fh.read(1 << 20)):
+                lines += chunk.count(b"\n")
+            return lines
+    except (OSError, ValueError):
+        return 0
 
 
 def is_small_fleet(spark: Any, inputs: CensusInputs) -> bool:
