@@ -130,38 +130,36 @@ def _reassign(cluster: kc.KafkaCluster, tmp_path) -> None:
     kc.wait_until("audit-0 moved to broker 2", lambda: cluster.describe("audit")[0]["replicas"] == [2], 60)
 
 
+def _seed(cluster: kc.KafkaCluster, tmp_path, ledger: list[int], user: str, mechanism: str, iterations: int):
+    """What the static tests hold before the loss: ``orders`` (3 partitions on both brokers, CONFIGS),
+    ``audit`` moved from broker 1 to 2, ``ledger`` on ``ledger``'s brokers, a SCRAM user and a client
+    quota. The admin client it used (kept while futures made of it are pending)."""
+    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    cluster.create_topic("orders", 3, 2, CONFIGS)
+    cluster.create_topic("audit", assignment=[[1]])
+    cluster.create_topic("ledger", assignment=[ledger])
+    _reassign(cluster, tmp_path)
+    admin = cluster.admin()
+    info = ScramCredentialInfo(getattr(ScramMechanism, mechanism), iterations)
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(user, info, b"secret")])[user].result(60)
+    cluster.tool(
+        "kafka-configs.sh", "--bootstrap-server", cluster.bootstrap, "--alter",
+        "--add-config", "producer_byte_rate=1048576", "--entity-type", "clients", "--entity-name", "app-1",
+    )  # fmt: skip
+    return admin
+
+
 def _config_line(notes: list[str], node: int) -> dict[str, str]:
     line = next(n for n in notes if n.startswith(f"controller {node}: "))
     return dict(kv.split("=", 1) for kv in line.split(": ", 1)[1].split())
 
 
 def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
-    from confluent_kafka.admin import ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
-
     cluster = kc.KafkaCluster(tmp_path / "cluster", version=kc.NEWEST, brokers=2)
     try:
         cluster.start()
-        cluster.create_topic("orders", 3, 2, CONFIGS)
-        cluster.create_topic("audit", assignment=[[1]])
-        cluster.create_topic("ledger", assignment=[[1]])
-        _reassign(cluster, tmp_path)
-        admin = cluster.admin()
-        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192)
-        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("alice", info, b"secret")])[
-            "alice"
-        ].result(60)
-        cluster.tool(
-            "kafka-configs.sh",
-            "--bootstrap-server",
-            cluster.bootstrap,
-            "--alter",
-            "--add-config",
-            "producer_byte_rate=1048576",
-            "--entity-type",
-            "clients",
-            "--entity-name",
-            "app-1",
-        )
+        _seed(cluster, tmp_path, [1], "alice", "SCRAM_SHA_256", 8192)
         orders = {p: [(f"o{p}-{i}".encode(), b"v" * 100) for i in range(50)] for p in range(3)}
         for p, recs in orders.items():
             cluster.produce("orders", recs, partition=p, enable_idempotence=False)
@@ -581,9 +579,6 @@ def test_three_lost_static_controllers_on_3_9_are_rebuilt_with_acls_and_the_same
         AclPermissionType,
         ResourcePatternType,
         ResourceType,
-        ScramCredentialInfo,
-        ScramMechanism,
-        UserScramCredentialUpsertion,
     )
 
     cluster = kc.KafkaCluster(
@@ -593,27 +588,7 @@ def test_three_lost_static_controllers_on_3_9_are_rebuilt_with_acls_and_the_same
         node.config.update(ACL_NODES)
     try:
         cluster.start()
-        cluster.create_topic("orders", 3, 2, CONFIGS)
-        cluster.create_topic("audit", assignment=[[1]])
-        cluster.create_topic("ledger", assignment=[[1, 2]])
-        _reassign(cluster, tmp_path)
-        admin = cluster.admin()
-        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
-        admin.alter_user_scram_credentials([UserScramCredentialUpsertion("bob", info, b"secret")])[
-            "bob"
-        ].result(60)
-        cluster.tool(
-            "kafka-configs.sh",
-            "--bootstrap-server",
-            cluster.bootstrap,
-            "--alter",
-            "--add-config",
-            "producer_byte_rate=1048576",
-            "--entity-type",
-            "clients",
-            "--entity-name",
-            "app-1",
-        )
+        admin = _seed(cluster, tmp_path, [1, 2], "bob", "SCRAM_SHA_512", 4096)
         acls = [
             AclBinding(
                 ResourceType.TOPIC, "orders", ResourcePatternType.LITERAL, "User:bob", "*",
