@@ -258,15 +258,7 @@ def test_a_lost_controller_is_rebuilt_from_a_brokers_copy(tmp_path):
         cluster.create_topic("after", 2, 2)
         later_pid = _transaction(cluster, "tx-after", [(b"k", b"v")])
         assert later_pid != earlier_pid and later_pid >= summary["new_producer_id_block"]
-        quorum = kc.java_tool(
-            cluster.version,
-            "org.apache.kafka.tools.MetadataQuorumCommand",
-            "--bootstrap-server",
-            cluster.bootstrap,
-            "describe",
-            "--status",
-        )
-        described = subprocess.run(quorum, capture_output=True, text=True, timeout=120).stdout
+        described = _quorum_status(cluster)
         assert re.search(rf"CurrentVoters:\s+\[{{\"id\": {NEW_ID}\b", described), described
         cluster.stop()
     finally:
