@@ -107,8 +107,8 @@ def _run_sizes(
     ``last``, decoded by one C call, and the bytes each batch gave before the offsets already yielded were
     left out (None: no record), as :meth:`PartitionSource._batch_records` counts
     :attr:`~PartitionSource.codec_bytes`.
-    None: a batch does not decode here, or a header key is not UTF-8 (its size is that of the text
-    :class:`~logdoctor.formats.record_types.Header` decodes): read them as records."""
+    None: a batch does not decode here, or a header key is not ASCII (its size is that of the text
+    :class:`~logdoctor.formats.record_types.Header` decodes, one key at a time): read them as records."""
     import numpy as np
 
     from logdoctor.formats.batch_v2 import decode_v2_run
@@ -117,9 +117,9 @@ def _run_sizes(
         cols = decode_v2_run(batches)
         (n, offsets, timestamps, _types, key_nulls, key_valid, key_ends, key_data, _vn, _vv, value_ends, _vd,
          list_ends, _nh, hkey_ends, hkey_data, _hvn, _hvv, hvalue_ends, _hvd) = cols  # fmt: skip
-        hkey_data = bytes(hkey_data)
-        hkey_data.decode("utf-8")
-    except (FormatError, UnicodeDecodeError):
+    except FormatError:
+        return None
+    if not bytes(hkey_data).isascii():  # a key's size is its UTF-8 text's (Header decodes each key alone)
         return None
     counts = [b.record_count for b in batches]
     if sum(counts) != n:
