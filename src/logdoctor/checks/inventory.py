@@ -659,6 +659,26 @@ def _write_inventory(inv: Inventory, out: str, json_lines: bool, owner: BrokerId
     return path
 
 
+def inventory_row_count(path: str, most: int) -> int:
+    """The rows of the inventory file at ``path`` without reading them (Parquet: its footer's count; JSON
+    Lines: its lines, counted until past ``most``); 0 for a file that cannot be read so (the reader of
+    :func:`read_inventory_rows` says why)."""
+    import pyarrow.parquet as pq
+
+    try:
+        filesystem, p = _filesystem(path)
+        with filesystem.open_input_file(p) as fh:
+            if fh.read(4) == b"PAR1":
+                return pq.ParquetFile(fh).metadata.num_rows
+            fh.seek(0)
+            lines = 0
+            while lines <= most and (chunk := fh.read(1 << 20)):
+                lines += chunk.count(b"\n")
+            return lines
+    except (OSError, ValueError):
+        return 0
+
+
 def read_inventory_rows(path: str) -> list[dict[str, Any]]:
     """Read an inventory file (Parquet or JSON Lines; local path or URI) back into rows.
 
@@ -695,6 +715,7 @@ __all__ = [
     "broker_identity",
     "broker_rows",
     "build_inventory",
+    "inventory_row_count",
     "read_inventory_rows",
     "write_inventory",
 ]

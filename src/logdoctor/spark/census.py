@@ -137,6 +137,9 @@ def small_inputs(inputs: CensusInputs) -> bool:
     (a log-dir broker or an inventory file each) and at most :data:`SMALL_FLEET_FOLDERS` folders of their
     log dirs (one listing of each) and rows of their inventories (a Parquet footer's count, a JSON Lines
     file's lines), inventories on the local file system. Known before Spark starts."""
+    from logdoctor.checks.inventory import inventory_row_count
+    from logdoctor.logdir.storage import is_uri
+
     brokers = inputs.brokers()
     if len(brokers) + len(inputs.inventories) > SMALL_FLEET_BROKERS:
         return False
@@ -150,33 +153,12 @@ def small_inputs(inputs: CensusInputs) -> bool:
         if folders > SMALL_FLEET_FOLDERS:
             return False
     for path in inputs.inventories:
-        if "://" in path and not path.startswith("file://"):
+        if is_uri(path):
             return False  # a remote object's rows are not counted here
-        folders += _inventory_rows(path, SMALL_FLEET_FOLDERS - folders)
+        folders += inventory_row_count(path, SMALL_FLEET_FOLDERS - folders)
         if folders > SMALL_FLEET_FOLDERS:
             return False
     return True
-
-
-def _inventory_rows(path: str, most: int) -> int:
-    """The rows of the inventory file at ``path`` (Parquet: its footer's count; JSON Lines: its lines, read
-    until more than ``most``); 0 for a file that cannot be read so (the census's check reports it)."""
-    import pyarrow.parquet as pq
-
-    from logdoctor.checks.inventory import _filesystem
-
-    try:
-        filesystem, local = _filesystem(path)
-        with filesystem.open_input_file(local) as fh:
-            if fh.read(4) == b"PAR1":
-                return pq.ParquetFile(fh).metadata.num_rows
-            fh.seek(0)
-            lines = 0
-            while lines <= most and (chunk := fh.read(1 << 20)):
-                lines += chunk.count(b"\n")
-            return lines
-    except (OSError, ValueError):
-        return 0
 
 
 def is_small_fleet(spark: Any, inputs: CensusInputs) -> bool:
