@@ -229,10 +229,10 @@ class PartitionSource:
         run_start: int | None = None
         run_stop: int | None = None
 
-        def flush() -> Iterator[RecordSizes]:
+        def flush(decode: bool = True) -> Iterator[RecordSizes]:
             nonlocal run, run_bytes, last
             batches, run, run_bytes = run, [], 0
-            got = _run_sizes(batches, run_start, run_stop, last, keys) if batches else None
+            got = _run_sizes(batches, run_start, run_stop, last, keys) if decode and batches else None
             if got is None:  # a batch of the run does not decode in it: each read as records() reads it
                 for batch in batches:
                     for sizes in self._sizes_of_records(run_seg, batch, run_start, run_stop, last, keys):
@@ -257,13 +257,10 @@ class PartitionSource:
             ):
                 yield from flush()
             run_seg, run_start, run_stop = seg, start, stop
-            if fits:
-                run.append(batch)
-                run_bytes += batch.size
-                continue
-            for sizes in self._sizes_of_records(seg, batch, start, stop, last, keys):
-                last = int(sizes.offsets[-1])
-                yield sizes
+            run.append(batch)
+            run_bytes += batch.size
+            if not fits:  # a run of its own, read as records() reads it
+                yield from flush(decode=False)
         yield from flush()
 
     def _sizes_of_records(
