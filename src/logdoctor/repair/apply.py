@@ -44,9 +44,11 @@ import shlex
 import shutil
 import signal
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from logdoctor.logdir.atomic import SyncBarrier, fsync_dir
 from logdoctor.logdir.lock import hold_dir_lock, hold_lock
@@ -143,12 +145,13 @@ class RunResult:
         }
 
 
-def _hold_locks(log_dirs: list[str]) -> contextlib.ExitStack:
-    """Hold every log dir's lock (released when the returned stack closes)."""
+def _hold_locks(log_dirs: list[str], hold: Callable[[str], Any] = hold_lock) -> contextlib.ExitStack:
+    """Hold every log dir's lock (the broker's; ``hold_dir_lock``: logdoctor's own), released when the
+    returned stack closes."""
     stack = contextlib.ExitStack()
     try:
         for d in log_dirs:
-            stack.enter_context(hold_lock(d))
+            stack.enter_context(hold(d))
     except BaseException:
         stack.close()
         raise
@@ -655,21 +658,10 @@ def _left_on_disk(plan: Plan, journal: Journal, begun: list[int]) -> list[str]:
     return out
 
 
-def _hold_dir_locks(log_dirs: list[str]) -> contextlib.ExitStack:
-    stack = contextlib.ExitStack()
-    try:
-        for d in log_dirs:
-            stack.enter_context(hold_dir_lock(d))
-    except BaseException:
-        stack.close()
-        raise
-    return stack
-
-
 def hold_dir_locks(log_dirs: list[str | os.PathLike[str]]) -> contextlib.ExitStack:
     """logdoctor's own lock on each log dir (logdir.lock.hold_dir_lock), for a writing command to hold
     from before its planning scan to its end: a second writing run of the same dir is refused (75)."""
-    stack = _hold_dir_locks([os.path.abspath(d) for d in log_dirs])
+    stack = _hold_locks([os.path.abspath(d) for d in log_dirs], hold_dir_lock)
     fifo = os.environ.get(PAUSE_LOCKED_ENV)
     if fifo:
         try:
@@ -704,7 +696,7 @@ def apply_plan(
     if plan.empty:
         return result
     log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
-    with _hold_dir_locks(log_dirs):
+    with _hold_locks(log_dirs, hold_dir_lock):
         return _apply(plan, log_dirs, crash, result, command, allow_unfinished)
 
 
@@ -809,7 +801,7 @@ def resume(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = No
     result = RunResult("applied", os.fspath(journal_path), plan.backup_dir, len(plan.steps))
     log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
     created = list(state.header.get("created_locks") or [])
-    with _hold_dir_locks(log_dirs):
+    with _hold_locks(log_dirs, hold_dir_lock):
         _check_journal(journal_path, plan, state, "resume")
         with _hold_locks(log_dirs), Journal(journal_path) as journal:
             journal.append({"t": "note", "what": "resume", "ms": int(time.time() * 1000)})
@@ -830,7 +822,7 @@ def rollback(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = 
     result = RunResult("rolled-back", os.fspath(journal_path), plan.backup_dir, len(plan.steps))
     log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
     created = list(state.header.get("created_locks") or [])
-    with _hold_dir_locks(log_dirs):
+    with _hold_locks(log_dirs, hold_dir_lock):
         _check_journal(journal_path, plan, state, "rollback")
         with _hold_locks(log_dirs), Journal(journal_path) as journal:
             ctx = StepContext(plan.backup_dir, crash)

@@ -65,11 +65,6 @@ class SourceRecord(NamedTuple):
     #: key, value and headers' bytes (what the bytes of a replay count)
     size: int = 0
 
-    @property
-    def batch_bytes(self) -> int:
-        """The bytes of an uncompressed v2 batch holding this record alone: :func:`alone_batch_bytes`."""
-        return alone_batch_bytes(self.size, len(self.headers or ()))
-
 
 def alone_batch_bytes(size: int, headers: int) -> int:
     """The bytes of an uncompressed v2 batch holding one record alone whose key, value and headers are
