@@ -41,25 +41,24 @@ def test_rows_are_not_rendered_one_by_one_by_rich(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "data",
+    ("data", "expected"),
     [
-        None,
-        b"",
-        b"plain",
-        b"tab\there",
-        b"new\nline",
-        "ünïcödé".encode(),
-        b"\x00\x01binary",
-        b"x" * 200,
-        b"x" * 201,
-        b"\xff" * 150,
-        b"\xff" * 99,
-        ("a" * 199 + "é").encode(),
-        b'{"json": 1}' * 30,
+        (None, "null"),
+        (b"", "''"),
+        (b"plain", "'plain'"),
+        (b"tab\there", repr("tab\there")),
+        (b"new\nline", "0x" + b"new\nline".hex()),
+        ("ünïcödé".encode(), repr("ünïcödé")),
+        (b"\x00\x01binary", "0x" + b"\x00\x01binary".hex()),
+        (b"x" * 200, repr("x" * 200)),
+        (b"x" * 201, repr("x" * 200) + "..."),
+        (b"\xff" * 150, "0x" + "ff" * 100 + "..."),
+        (b"\xff" * 99, "0x" + "ff" * 99),
+        (("a" * 199 + "é").encode(), "0x" + "61" * 100 + "..."),  # the 200th byte cuts é: not UTF-8
+        (b'{"json": 1}' * 30, repr(('{"json": 1}' * 30)[:200]) + "..."),
     ],
 )
-def test_fast_preview_is_render_text_preview(data):
+def test_preview_is_text_when_printable_else_hex_and_cut(data, expected):
     from logdoctor.cli.dump.text import _preview
-    from logdoctor.cli.render import text_preview
 
-    assert _preview(data) == text_preview(data)
+    assert _preview(data) == expected

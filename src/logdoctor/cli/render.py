@@ -33,7 +33,6 @@ __all__ = [
     "print_fields",
     "print_table",
     "render_findings",
-    "text_preview",
     "to_jsonable",
 ]
 
@@ -52,25 +51,6 @@ def make_console(*, stderr: bool = False, file: IO[str] | None = None) -> Consol
             soft_wrap=True,
         )
     )
-
-
-def text_preview(data: bytes | memoryview | None, limit: int = 200) -> str:
-    """Bytes as text for a terminal: UTF-8 when it decodes cleanly, else hex; long values cut."""
-    if data is None:
-        return "null"
-    raw = bytes(data[: limit + 1]) if len(data) > limit else bytes(data)
-    cut = len(data) > limit
-    try:
-        text = raw[:limit].decode("utf-8")
-        printable = all(c.isprintable() or c in "\t" for c in text)
-    except UnicodeDecodeError:
-        printable = False
-    if printable:
-        out = repr(text)
-    else:
-        out = "0x" + raw[: limit // 2].hex()
-        cut = cut or len(raw) > limit // 2
-    return out + ("..." if cut else "")
 
 
 class StreamTable:

@@ -128,8 +128,9 @@ class _Table:
 
 
 def _preview(data: bytes | memoryview | None, limit: int = 200) -> str:
-    """render.text_preview's output, with the printable test done by str.isprintable (C) instead of a
-    Python loop per character: key and value previews were the larger part of a text -p dump."""
+    """Bytes as text for a terminal: UTF-8 when it decodes cleanly, else hex; long values cut. The
+    printable test is str.isprintable (C), not a Python loop per character: key and value previews were
+    the larger part of a text -p dump."""
     if data is None:
         return "null"
     cut = len(data) > limit
