@@ -65,38 +65,6 @@ def parse_catalog(pairs: Sequence[str] | None) -> dict[str, str]:
         usage_error(str(exc))
 
 
-def export_to_table(
-    spark: Any,
-    paths: Sequence[str],
-    out: str,
-    *,
-    fmt: str,
-    mode: str,
-    options: ReadOptions,
-    by_day: bool,
-    catalog: Mapping[str, str],
-    table: str | None,
-    progress: Callable[[int, int], None] | None,
-    watch: Any = None,
-) -> Any:
-    """Run the table export; a refusal or a table failure exits with one line naming the cause."""
-    from logdoctor.spark.tables.export import run_table_export
-
-    common = {"fmt": fmt, "mode": mode, "options": options, "catalog": catalog, "table_name": table}
-    with table_failures_exit():
-        if options.typed:  # one table per topic (logdoctor.spark.tables.typed_export)
-            from logdoctor.spark.tables.typed_export import run_typed_table_export
-
-            if by_day:
-                usage_error(
-                    "--partition-by-day applies to the records table; typed tables are not partitioned"
-                )
-            return run_typed_table_export(spark, list(paths), out, progress=progress, watch=watch, **common)
-        return run_table_export(
-            spark, list(paths), out, by_day=by_day, progress=progress, watch=watch, **common
-        )
-
-
 def interrupted_line(out: str, table_format: bool, mode: str) -> tuple[Any, str | Callable[[], str]]:
     """What a Ctrl-C of an export says (for :func:`logdoctor.cli.interrupts.spark_interruptible`) and the
     :class:`~logdoctor.spark.tables.outcome.CommitWatch` the export tells each table it opens (None for
@@ -176,20 +144,23 @@ def table_export_cli(
     ``started`` (time.perf_counter() before Spark started) and ``spark_start_s``: the time printed is the
     whole run's, and says how much of it Spark's start took."""
     props = parse_catalog(catalog)
-    with spark_progress(err, "export", "tasks", disable=json_out) as progress:
-        result = export_to_table(
-            spark,
-            paths,
-            out,
-            fmt=fmt,
-            mode=mode,
-            options=options,
-            by_day=by_day,
-            catalog=props,
-            table=table,
-            progress=progress,
-            watch=watch,
-        )
+    common = {"fmt": fmt, "mode": mode, "options": options, "catalog": props, "table_name": table}
+    # a refusal or a table failure exits with one line naming the cause
+    with spark_progress(err, "export", "tasks", disable=json_out) as progress, table_failures_exit():
+        if options.typed:  # one table per topic (logdoctor.spark.tables.typed_export)
+            from logdoctor.spark.tables.typed_export import run_typed_table_export
+
+            if by_day:
+                usage_error(
+                    "--partition-by-day applies to the records table; typed tables are not partitioned"
+                )
+            result = run_typed_table_export(spark, list(paths), out, progress=progress, watch=watch, **common)
+        else:
+            from logdoctor.spark.tables.export import run_table_export
+
+            result = run_table_export(
+                spark, list(paths), out, by_day=by_day, progress=progress, watch=watch, **common
+            )
     typed = getattr(result, "typed", None)
     if typed is not None:  # one table per topic: read any of them the same way
         from logdoctor.spark.tables.typed_export import table_identifier
