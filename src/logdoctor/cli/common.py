@@ -42,15 +42,15 @@ def _usage_exit(e: BaseException) -> None:
         e.exit_code = EX_USAGE
 
 
-class _Parsing:
-    """What the command and the group share: usage errors exit 64, help without types."""
+class LogdoctorCommand(TyperCommand):
+    """Every command: usage errors exit 64, and help reads like kafka-dump-log's (see :mod:`.helptext`)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         from logdoctor.cli.coercion import install
 
         install(self.get_params(ctx))  # typer's coercion, without importing pydantic where not needed
         try:
-            return super().parse_args(ctx, args)  # type: ignore[misc]
+            return super().parse_args(ctx, args)
         except Exception as e:
             _usage_exit(e)
             raise
@@ -58,20 +58,16 @@ class _Parsing:
     def get_params(self, ctx: Any) -> list[Any]:
         from logdoctor.cli.helptext import humanize
 
-        return humanize(super().get_params(ctx))  # type: ignore[misc]
+        return humanize(super().get_params(ctx))
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         from logdoctor.cli.helptext import fold_long_words
 
         fold_long_words()  # long words go on over the next line, never cut with "…"
-        super().format_help(ctx, formatter)  # type: ignore[misc]
+        super().format_help(ctx, formatter)
 
 
-class LogdoctorCommand(_Parsing, TyperCommand):
-    """Every command: usage errors exit 64, and help reads like kafka-dump-log's (see :mod:`.helptext`)."""
-
-
-class LogdoctorGroup(_Parsing, TyperGroup):
+class LogdoctorGroup(TyperGroup):
     """The ``logdoctor`` group: no command prints the help on stderr and exits 64, as does an unknown
     command (with its usage error); help without types."""
 
@@ -86,7 +82,14 @@ class LogdoctorGroup(_Parsing, TyperGroup):
             with contextlib.redirect_stdout(sys.stderr):
                 typer.echo(ctx.get_help(), err=True, nl=False)
             raise typer.Exit(EX_USAGE)
-        return super().parse_args(ctx, args)
+        from logdoctor.cli.coercion import install
+
+        install(self.get_params(ctx))  # as LogdoctorCommand's
+        try:
+            return super().parse_args(ctx, args)
+        except Exception as e:
+            _usage_exit(e)
+            raise
 
     def invoke(self, ctx: Any) -> Any:
         try:
@@ -104,6 +107,17 @@ class LogdoctorGroup(_Parsing, TyperGroup):
         except Exception as e:  # "No such command": click says 2, a bad call here is 64
             _usage_exit(e)
             raise
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        from logdoctor.cli.helptext import humanize
+
+        return humanize(super().get_params(ctx))
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        from logdoctor.cli.helptext import fold_long_words
+
+        fold_long_words()  # long words go on over the next line, never cut with "…"
+        super().format_help(ctx, formatter)
 
 
 UsageExit64 = LogdoctorCommand  # the old name
