@@ -9,19 +9,17 @@ import pytest
 from kafka.record import MemoryRecords
 
 import realworld
-from logdoctor.checks.seek import (
-    DEFAULT_WINDOW,
-    LogReader,
-    iter_batches_from,
+from logdoctor.formats.index import OffsetEntry, TimeEntry, write_offset_index, write_time_index
+from logdoctor.formats.record_types import RecordSpec
+from logdoctor.formats.writer import build_record_batch
+from logdoctor.logdir.reader import DEFAULT_WINDOW, LogReader, iter_batches_from
+from logdoctor.logdir.seek import (
     iter_batches_in_offsets,
     iter_batches_in_timestamps,
     lookup_offset_position,
     lookup_timestamp_offset,
     plan_offset_seek,
 )
-from logdoctor.formats.index import OffsetEntry, TimeEntry, write_offset_index, write_time_index
-from logdoctor.formats.record_types import RecordSpec
-from logdoctor.formats.writer import build_record_batch
 
 BASE = 1_000_000
 RECORDS_PER_BATCH = 8

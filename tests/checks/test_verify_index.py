@@ -9,7 +9,6 @@ import pytest
 from kafka.record import MemoryRecords
 
 import realworld
-from logdoctor.checks.seek import LogReader
 from logdoctor.checks.verify_index import (
     FindingCode,
     scan_log_layout,
@@ -17,6 +16,7 @@ from logdoctor.checks.verify_index import (
     verify_time_index,
 )
 from logdoctor.formats.index import OffsetEntry, write_offset_index
+from logdoctor.logdir.reader import LogReader
 
 SEGMENT = "kraft-4.2-nomanazeem/__cluster_metadata-0/00000000000000000000"
 

@@ -82,8 +82,8 @@ _NO_VALID_BATCH = [b"", b"\xff" * 61, bytes(64)]
 
 def _verify_offset_index(data: bytes) -> None:
     """`dump --verify-index-only`: the index against logs without a valid batch and with one."""
-    from logdoctor.checks.seek import LogReader
     from logdoctor.checks.verify_index import scan_log_layout, verify_offset_index, verify_time_index
+    from logdoctor.logdir.reader import LogReader
 
     for log in [*_NO_VALID_BATCH, _one_batch()]:
         layout = scan_log_layout(LogReader(log))
