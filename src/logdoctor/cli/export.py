@@ -14,7 +14,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -114,6 +114,29 @@ def no_space_exits_73(out: str, fresh: Sequence[str]) -> Iterator[None]:
             else f"error: {out}: {why}: nothing was exported (choose another --out)",
             EX_NOPERM if why == "permission denied" else EX_CANTCREAT,
         )
+
+
+@contextlib.contextmanager
+def export_spark(
+    out: str, fmt: str, writer: str | None, catalog: Sequence[str] | None, mode: str, master: str | None,
+    confs: dict[str, str], remote: str | None, err: Any,
+) -> Iterator[tuple[Any, Any, float]]:
+    """Spark started for an export, a Ctrl-C said in one line (:func:`interrupted_line`) and a full disk
+    exiting 73 (:func:`no_space_exits_73`) until the block ends: (the session, the commit watch of a table
+    export or None, time.perf_counter() before Spark started: the printed time includes Spark's start)."""
+    from logdoctor.spark.session import SparkUnavailableError, get_spark
+
+    fresh = outputs_this_run_creates(out, fmt, writer, catalog)
+    watch, stopped = interrupted_line(out, is_table_format(fmt, writer), mode)
+    with spark_interruptible(stopped), no_space_exits_73(out, fresh):
+        started = time.perf_counter()
+        try:
+            with err.status("starting Spark…"):
+                # The SQL side is built when a DataFrame needs it (not by the arrow writer's one RDD job).
+                spark = get_spark(master, "logdoctor export", conf=confs, remote=remote, sql=False)
+        except SparkUnavailableError as exc:
+            fail(f"error: {exc}", EX_UNAVAILABLE)
+        yield spark, watch, started
 
 
 #: ``export --help``'s order, as it always was: the read options (logdoctor.cli.record_options) among the
@@ -216,7 +239,6 @@ def export_command(
         run_export,
     )
     from logdoctor.spark.latest import latest_lines
-    from logdoctor.spark.session import SparkUnavailableError, get_spark
 
     err = text_console(stderr=True)
     console = text_console()
@@ -268,19 +290,7 @@ def export_command(
         )  # fmt: skip
     given = partition_by if partition_by is not None else "topic,partition"
     cols = tuple(c.strip() for c in given.split(",") if c.strip())
-    fresh = outputs_this_run_creates(out, fmt, writer, catalog)
-    watch, stopped = interrupted_line(out, is_table_format(fmt, writer), mode)
-    with (
-        spark_interruptible(stopped),
-        no_space_exits_73(out, fresh),
-    ):
-        started = time.perf_counter()  # the printed time includes Spark's start, and says how much it took
-        try:
-            with err.status("starting Spark…"):
-                # The SQL side is built when a DataFrame needs it (not by the arrow writer's one RDD job).
-                spark = get_spark(master, "logdoctor export", conf=confs, remote=remote, sql=False)
-        except SparkUnavailableError as exc:
-            fail(f"error: {exc}", EX_UNAVAILABLE)
+    with export_spark(out, fmt, writer, catalog, mode, master, confs, remote, err) as (spark, watch, started):
         spark_start_s = time.perf_counter() - started
         if is_table_format(fmt, writer):  # Iceberg / Delta: pyarrow tasks, one commit of the format's library
             table_export_cli(
@@ -382,34 +392,25 @@ def cdc_export_cli(
     exits."""
     from logdoctor.cli.export_tables import parse_catalog, table_failures_exit
     from logdoctor.spark.cdc_job import run_cdc_export
-    from logdoctor.spark.session import SparkUnavailableError, get_spark
 
-    started = time.perf_counter()
-    fresh = outputs_this_run_creates(out, fmt, None, catalog)
-    watch, stopped = interrupted_line(out, fmt != "parquet", mode)
     with (
-        spark_interruptible(stopped),
-        no_space_exits_73(out, fresh),
+        export_spark(out, fmt, None, catalog, mode, master, confs, remote, err) as (spark, watch, started),
+        table_failures_exit(),
+        spark_progress(err, "export", "tasks", disable=json_out) as progress,
     ):
-        try:
-            with err.status("starting Spark…"):  # type: ignore[attr-defined]
-                spark = get_spark(master, "logdoctor export", conf=confs, remote=remote, sql=False)
-        except SparkUnavailableError as exc:
-            fail(f"error: {exc}", EX_UNAVAILABLE)
-        with table_failures_exit(), spark_progress(err, "export", "tasks", disable=json_out) as progress:
-            result = run_cdc_export(
-                spark,
-                list(paths),
-                out,
-                fmt=fmt,
-                mode=mode,
-                options=options,
-                placeholder=placeholder,
-                catalog=parse_catalog(catalog) if fmt == "iceberg" else None,
-                table_name=table,
-                progress=progress,
-                watch=watch,
-            )
+        result = run_cdc_export(
+            spark,
+            list(paths),
+            out,
+            fmt=fmt,
+            mode=mode,
+            options=options,
+            placeholder=placeholder,
+            catalog=parse_catalog(catalog) if fmt == "iceberg" else None,
+            table_name=table,
+            progress=progress,
+            watch=watch,
+        )
     summary = result.typed
     if json_out:
         print_json({**result.to_json(), "remote_tier_not_read": list(not_read)}, indent=2)
