@@ -4,7 +4,7 @@ and against the peer osodevops/kafka-backup's restore of its own backup of the s
 
     .venv/bin/python benchmarks/bench_replay.py [--records 200000] [--size 100] [--repeat 3] [--profile]
         [--partitions 1,4] [--kafka-backup /tmp/kafka-backup-e5ab922/target/release/kafka-backup]
-        [--replay-codec zstd]
+        [--replay-codec zstd] [--baseline /path/to/other/checkout/src]
 
 ``--kafka-backup``: the peer's binary, built from its source (not a CI step): ``git archive`` of
 osodevops/kafka-backup e5ab92234d6ebdb7acb37a2b2480ffc1c931de1d into /tmp/kafka-backup-e5ab922, then
@@ -12,8 +12,10 @@ osodevops/kafka-backup e5ab92234d6ebdb7acb37a2b2480ffc1c931de1d into /tmp/kafka-
 source broker, while it runs after its records are written, is backed up by ``kafka-backup backup``
 (filesystem storage, its default zstd; once, kept beside the log dir), then stopped; each round then times
 ``kafka-backup restore`` (``topic_mapping`` to a new topic, acks -1) beside the replay of the log dir.
-``--partitions``: the source topic's partition counts, each a source of its own (the records round-robin
-over them); replay runs with its default ``--parallelism``.
+``--baseline``: one more replay run per round (``replay-base``) with another checkout's ``src`` first on
+``PYTHONPATH`` (a worktree of the commit before a change: before and after in one run, on one broker,
+alternating). ``--partitions``: the source topic's partition counts, each a source of its own (the records
+round-robin over them); replay runs with its default ``--parallelism``.
 
 The source is a dead broker's log dir: Kafka 4.4.0 (tests/kafka_cluster.py; `make test` installs it)
 written with ``--records`` records of ``--size`` bytes (values of random capital letters, as
@@ -38,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import shutil
 import statistics
@@ -115,9 +118,9 @@ def _log_dir(root: Path) -> Path:
     return found[0].parent
 
 
-def timed(argv: list[str]) -> tuple[float, str]:
+def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
     t0 = time.perf_counter()
-    done = subprocess.run(argv, capture_output=True, text=True)
+    done = subprocess.run(argv, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(
@@ -172,6 +175,8 @@ def main() -> None:
     ap.add_argument("--replay-codec", action="append", default=[], metavar="CODEC",
                     help="one more replay run per CODEC (repeatable): `--compression CODEC` (the source "
                     "is uncompressed; kafka-backup's restore always writes zstd)")  # fmt: skip
+    ap.add_argument("--baseline", type=Path, metavar="SRC",
+                    help="one more replay run a round from this src directory (the module doc)")  # fmt: skip
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
     table = TableRows()
@@ -182,7 +187,9 @@ def main() -> None:
     root = BENCH_TMP / "replay-target"
     shutil.rmtree(root, ignore_errors=True)
     codecs = {f"replay-{c}": c for c in args.replay_codec}
-    names = ["replay", *codecs, "perf", "perf-txn"] + (["kafka-backup"] if args.kafka_backup else [])
+    base = ["replay-base"] if args.baseline else []
+    names = ["replay", *base, *codecs, "perf", "perf-txn"] + (["kafka-backup"] if args.kafka_backup else [])
+    base_env = None if not args.baseline else dict(os.environ, PYTHONPATH=str(args.baseline.resolve()))
     walls: dict[tuple[int, str], list[float]] = {(p, k): [] for p in counts for k in names}
     loads: dict[tuple[int, str], list[str]] = {k: [] for k in walls}
     n, size = args.records, args.size
@@ -207,7 +214,7 @@ def main() -> None:
                         if name == "perf-txn":
                             argv += ["--transactional-id", f"bench-{parts}-{r}", "--transaction-duration-ms",
                                      str(args.txn_ms)]  # fmt: skip
-                    wall, out = timed(argv)
+                    wall, out = timed(argv, base_env if name == "replay-base" else None)
                     if name.startswith("replay"):
                         assert json.loads(out)["result"]["records"] == n, out[-500:]
                     high = end_offset(cluster, topic, parts)
@@ -255,6 +262,16 @@ def main() -> None:
                 rate(parts, run), f"kafka-backup restore: {rate(parts, 'kafka-backup')}",
                 ratio(med[(parts, "kafka-backup")], med[(parts, run)]),
             )  # fmt: skip
+    for parts in counts if args.baseline else ():
+        where = "one partition" if parts == 1 else f"{parts} partitions"
+        at = subprocess.run(["git", "-C", str(args.baseline), "rev-parse", "--short", "HEAD"],
+                            capture_output=True, text=True).stdout.strip()  # fmt: skip
+        table.add(
+            f"`replay --apply` vs the replay before (`--baseline`), {n:,} records of {size} B, {where}, "
+            "whole process",
+            rate(parts, "replay"), f"replay at {at}: {rate(parts, 'replay-base')}",
+            ratio(med[(parts, "replay-base")], med[(parts, "replay")]),
+        )  # fmt: skip
     if len(counts) > 1:
         one, most = counts[0], counts[-1]
         table.add(

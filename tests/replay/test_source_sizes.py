@@ -27,15 +27,16 @@ ISOLATION = ("read_committed", "read_uncommitted")
 
 
 def _agree(paths: list[str], isolation: str) -> int:
-    """Both reads of every partition of ``paths`` compared; the records compared."""
+    """The reads of every partition of ``paths`` compared; the records compared."""
     opts = ReadOptions(isolation_level=isolation)
     read = plan_read(paths, opts)
     seen = 0
     for ref in read.refs:
         source = PartitionSource.of(ref, opts, read.decisions)
+        whole = list(source.records())
         rows = [
             (r.offset, r.timestamp, r.size, len(r.headers or ()), None if r.key is None else bytes(r.key))
-            for r in source.records(copy=False)
+            for r in whole
         ]
         by_records = (dict(source.codec_bytes), list(source.problems))
         runs = list(source.sizes(keys=True))
@@ -46,6 +47,23 @@ def _agree(paths: list[str], isolation: str) -> int:
         assert [(*(int(c[i]) for c in cols), keys[i]) for i in range(len(keys))] == rows, ref.path
         assert (dict(source.codec_bytes), list(source.problems)) == by_records, ref.path
         assert list(source.codec_bytes) == list(by_records[0]), ref.path  # the codec met first, first
+        middle = rows[len(rows) // 2][0] if rows else None
+        for start in (None, middle):  # from the start, and from an offset as a resumed replay
+            if start is not None:
+                whole = list(source.records(start))
+                by_records = (dict(source.codec_bytes), list(source.problems))
+            want = [(r.offset, r.timestamp, r.key, r.value, r.headers, r.size) for r in whole]
+            runs = list(source.columns(start))
+            assert all(run.offsets for run in runs), ref.path
+            got = [
+                (*r, None if run.headers is None else run.headers[i], size)
+                for run in runs
+                for i, (*r, size) in enumerate(
+                    zip(run.offsets, run.timestamps, run.keys, run.values, run.sizes, strict=True)
+                )
+            ]
+            assert got == want, ref.path
+            assert (dict(source.codec_bytes), list(source.problems)) == by_records, ref.path
         seen += len(rows)
     return seen
 

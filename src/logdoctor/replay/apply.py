@@ -66,8 +66,10 @@ out), checking every record against the source.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import gc
+import itertools
 import os
 import socket
 import threading
@@ -85,7 +87,7 @@ from logdoctor.replay.offset_map import (
 )
 from logdoctor.replay.partitioner import partition_for
 from logdoctor.replay.plan import GroupPlan, PartitionPlan, ReplayPlan, other_source
-from logdoctor.replay.source import PartitionSource, SourceRecord
+from logdoctor.replay.source import PartitionSource, RecordColumns
 from logdoctor.replay.target import Progress, Target, TargetUnreachable
 
 if TYPE_CHECKING:
@@ -401,44 +403,53 @@ def replay_partition(
     out = PartitionResult(pp.name, place.target, None if prog is None else prog.next_source_offset)
     out.progress, out.copy = prog, pp.log_dir if pp.copies else None
     count = 0 if prog is None else prog.records
-    records = source.records(from_offset=None if prog is None else prog.next_source_offset)
+    # runs of whole batches decoded as columns (no record object made): the records() a consumer reads
+    runs = source.columns(None if prog is None else prog.next_source_offset)
     produce, poll = producer.produce, producer.poll
-    # a transaction's records (up to txn_records tuples of bytes, no reference cycle) would have the
+    # a transaction's records (up to txn_records lists of bytes, no reference cycle) would have the
     # cyclic collector walk them again and again while they are made: off while records are sent
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for chunk in _chunks(records, job.txn_records, job.txn_bytes):
+        for chunk in _chunks(runs, job.txn_records, job.txn_bytes):
             if stop is not None and stop.is_set():
                 break
             errors.clear()
             parts, reports = place.start(chunk)
+            n = len(chunk.offsets)
+            headers = [None] * n if chunk.headers is None else chunk.headers
             _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
             try:
-                for i in range(0, len(chunk), _POLL_EVERY):  # slices: no per-record count
+                for i in range(0, n, _POLL_EVERY):  # slices: no per-record count
                     j = i + _POLL_EVERY
-                    for rec, at, report in zip(chunk[i:j], parts[i:j], reports[i:j], strict=True):
+                    for value, key, ts, hs, at, report in zip(
+                        chunk.values[i:j], chunk.keys[i:j], chunk.timestamps[i:j],
+                        headers[i:j], parts[i:j], reports[i:j], strict=True,
+                    ):  # fmt: skip
                         if limit is not None:
                             limit.take()
-                        ts = rec.timestamp if rec.timestamp > 0 else 0  # 0: the producer's time
+                        ts = ts if ts > 0 else 0  # 0: the producer's time
                         while True:
-                            try:
-                                produce(
-                                    topic, value=rec.value, key=rec.key, partition=at, on_delivery=report,
-                                    timestamp=ts, headers=rec.headers,
-                                )  # fmt: skip
+                            try:  # the arguments that are None left out: each one given costs its parsing
+                                if key is None and report is None and hs is None:
+                                    produce(topic, value, partition=at, timestamp=ts)
+                                else:
+                                    produce(
+                                        topic, value, key, partition=at, on_delivery=report, timestamp=ts,
+                                        headers=hs,
+                                    )  # fmt: skip
                                 break
                             except BufferError:
                                 poll(0.05)
                     poll(0)
                 left = producer.flush(timeout)
-                got, want = place.reports(len(chunk))
+                got, want = place.reports(n)
                 if left or errors or got != want:
                     raise ReplayFailed(
                         f"{place.where}: {left} records not delivered, {got} of {want} delivery reports, "
                         f"errors {errors[:3]}"
                     )
-                count += len(chunk)
+                count += n
                 prog = place.committed(chunk, count)
                 commit = [TopicPartition(topic, place.partition, prog.next_target_offset, prog.metadata())]
                 _call(
@@ -456,7 +467,7 @@ def replay_partition(
                 if isinstance(exc, ReplayFailed):
                     raise
                 raise ReplayFailed(f"{place.where}: {exc}") from exc
-            out.records += len(chunk)
+            out.records += n
             out.transactions += 1
             out.progress = prog
             if sink is not None:
@@ -575,19 +586,37 @@ def _local_runner(
 # --- apply ----------------------------------------------------------------------------------------------
 
 
-def _chunks(
-    records: Iterable[SourceRecord], max_records: int, max_bytes: int
-) -> Iterator[list[SourceRecord]]:
-    chunk: list[SourceRecord] = []
-    size = 0
-    for rec in records:
-        chunk.append(rec)
-        size += rec.size
-        if len(chunk) >= max_records or size >= max_bytes:
-            yield chunk
-            chunk, size = [], 0
-    if chunk:
-        yield chunk
+def _chunks(runs: Iterable[RecordColumns], max_records: int, max_bytes: int) -> Iterator[RecordColumns]:
+    """The records of ``runs`` in transactions: each ends at the record that makes it ``max_records``
+    records or ``max_bytes`` bytes (:attr:`SourceRecord.size`), or at the last record."""
+    pieces: list[RecordColumns] = []
+    count = size = 0
+    for run in runs:
+        i, m = 0, len(run.offsets)
+        while i < m:
+            sums = list(itertools.accumulate(run.sizes[i : i + max_records - count]))
+            k = min(len(sums), bisect.bisect_left(sums, max_bytes - size) + 1)  # records up to the limit
+            pieces.append(run if i == 0 and k == m else run.cut(i, i + k))
+            count, size, i = count + k, size + sums[k - 1], i + k
+            if count >= max_records or size >= max_bytes:
+                yield _joined(pieces)
+                pieces, count, size = [], 0, 0
+    if pieces:
+        yield _joined(pieces)
+
+
+def _joined(pieces: list[RecordColumns]) -> RecordColumns:
+    if len(pieces) == 1:
+        return pieces[0]
+    cols: list[Any] = [
+        [x for p in pieces for x in getattr(p, f)] for f in ("offsets", "timestamps", "keys", "values")
+    ]
+    if all(p.headers is None for p in pieces):
+        cols.append(None)
+    else:
+        cols.append([h for p in pieces for h in (p.headers or [None] * len(p.offsets))])
+    cols.append([x for p in pieces for x in p.sizes])
+    return RecordColumns(*cols)
 
 
 def _create_topics(plan: ReplayPlan, target: Target, timeout: float) -> list[str]:
@@ -830,10 +859,10 @@ class _Same:
             _refuse_foreign(target, self.pp.target_topic, self.partition, "no replay")
         self.first = None if prog is None else prog.first_target_offset
 
-    def start(self, chunk: list[SourceRecord]) -> tuple[list[int], list[Any]]:
+    def start(self, chunk: RecordColumns) -> tuple[list[int], list[Any]]:
         """Each record's target partition and delivery callback."""
         self.delivered.clear()
-        n = len(chunk)
+        n = len(chunk.offsets)
         reports: list[Any] = [self.report if self.every else None] * n
         reports[0] = reports[-1] = self.report
         return [self.partition] * n, reports
@@ -842,17 +871,17 @@ class _Same:
         """(delivery reports received, wanted) of a transaction of ``n`` records."""
         return len(self.delivered), n if self.every else min(2, n)
 
-    def committed(self, chunk: list[SourceRecord], count: int) -> Progress:
+    def committed(self, chunk: RecordColumns, count: int) -> Progress:
         d = self.delivered
-        if d[-1] - d[0] + 1 != len(chunk):
+        if d[-1] - d[0] + 1 != len(chunk.offsets):
             raise ReplayFailed(
-                f"{self.where}: the transaction's {len(chunk)} records were written at offsets "
+                f"{self.where}: the transaction's {len(chunk.offsets)} records were written at offsets "
                 f"{d[0]}-{d[-1]}: another producer writes into the partition"
             )
         self.first = d[0] if self.first is None else self.first
         pp = self.pp
         return Progress(
-            pp.source_topic, pp.source_partition, chunk[-1].offset + 1, self.first, count, d[-1] + 1,
+            pp.source_topic, pp.source_partition, chunk.offsets[-1] + 1, self.first, count, d[-1] + 1,
             source_id=pp.source_id,
         )  # fmt: skip
 
@@ -904,24 +933,24 @@ class _Rehashed:
         self.member = Consumer(target.client_config({"group.id": self.pp.group, "enable.auto.commit": False}))
         self.group = self.member.consumer_group_metadata()
 
-    def start(self, chunk: list[SourceRecord]) -> tuple[list[int], list[Any]]:
+    def start(self, chunk: RecordColumns) -> tuple[list[int], list[Any]]:
         self.lease.metadata()  # serves the lease consumer's rebalances and heartbeats' callbacks
         self.delivered.clear()
         hashed, sp, parts = self.hashed, self.pp.source_partition, []
-        for rec in chunk:
-            at = hashed.get(rec.key)
+        for key in chunk.keys:
+            at = hashed.get(key)
             if at is None:  # keys repeat: each is hashed once per HASHED keys
                 if len(hashed) >= self.HASHED:
                     hashed.clear()
-                at = hashed[rec.key] = partition_for(rec.key, sp, self.partitions)
+                at = hashed[key] = partition_for(key, sp, self.partitions)
             parts.append(at)
-        return parts, [self.report] * len(chunk)
+        return parts, [self.report] * len(parts)
 
     def reports(self, n: int) -> tuple[int, int]:
         return sum(len(v) for v in self.delivered.values()), n
 
-    def committed(self, chunk: list[SourceRecord], count: int) -> Progress:
-        pp, nxt = self.pp, chunk[-1].offset + 1
+    def committed(self, chunk: RecordColumns, count: int) -> Progress:
+        pp, nxt = self.pp, chunk.offsets[-1] + 1
         return Progress(
             pp.source_topic, pp.source_partition, nxt, -1, count, nxt, self.partitions, pp.source_id
         )
@@ -939,11 +968,9 @@ class _Rehashed:
                 self.member.close()
 
 
-def _rows(
-    pp: PartitionPlan, chunk: list[SourceRecord], parts: list[int], offsets: list[int]
-) -> pa.RecordBatch:
+def _rows(pp: PartitionPlan, chunk: RecordColumns, parts: list[int], offsets: list[int]) -> pa.RecordBatch:
     """A transaction's offset map rows: each record's source offset, target partition and offset."""
-    return offset_map_rows(pp, [r.offset for r in chunk], parts, offsets)
+    return offset_map_rows(pp, chunk.offsets, parts, offsets)
 
 
 # --- re-hashed (the default partitioner) -----------------------------------------------------------------

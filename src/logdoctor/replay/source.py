@@ -15,6 +15,7 @@ A partition is read one batch at a time: memory is bounded by the largest batch,
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 
     from logdoctor.checks.replica_lag import LagReplica
 
-__all__ = ["BATCH_OVERHEAD", "PartitionSource", "SourceRecord"]
+__all__ = ["BATCH_OVERHEAD", "PartitionSource", "RecordColumns", "SourceRecord"]
 
 #: the bytes of a v2 batch's header (K:clients/.../record/DefaultRecordBatch.java RECORD_BATCH_OVERHEAD):
 #: a batch holding one record alone is this plus the record (what max.message.bytes is compared with)
@@ -157,6 +158,114 @@ def _run_sizes(
     return out, [None if not r else int(b) for r, b in zip(read, per_batch, strict=True)]
 
 
+class RecordColumns(NamedTuple):
+    """Records to replay as columns (:meth:`PartitionSource.columns`): what :class:`SourceRecord` holds,
+    one list a field (``headers`` None: no record of them has a header)."""
+
+    offsets: list[int]
+    timestamps: list[int]
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    headers: list[list[tuple[str, bytes | None]] | None] | None
+    sizes: list[int]
+
+    def cut(self, a: int, b: int) -> RecordColumns:
+        """Records ``a`` to ``b`` (list slices)."""
+        return RecordColumns(*(None if col is None else col[a:b] for col in self))
+
+
+def _columns_of(rows: list[SourceRecord]) -> RecordColumns:
+    headers = [r.headers for r in rows]
+    return RecordColumns(
+        [r.offset for r in rows], [r.timestamp for r in rows], [r.key for r in rows], [r.value for r in rows],
+        headers if any(h is not None for h in headers) else None, [r.size for r in rows],
+    )  # fmt: skip
+
+
+def _byte_slices(
+    data: bytearray, ends: bytearray, nulls: int, validity: bytearray, taken: np.ndarray | None
+) -> list[bytes | None]:
+    """The values of a decoded bytes column (``ends``: n+1 offsets into ``data``), of the rows ``taken``
+    (None: all), a null one None."""
+    import numpy as np
+
+    whole = bytes(data)
+    e = np.frombuffer(ends, np.int64)
+    starts, stops = (e[:-1], e[1:]) if taken is None else (e[:-1][taken], e[1:][taken])
+    out: list[bytes | None] = [whole[a:b] for a, b in zip(starts.tolist(), stops.tolist(), strict=True)]
+    if nulls:
+        valid = np.unpackbits(np.frombuffer(validity, np.uint8), bitorder="little")[: len(e) - 1]
+        if taken is not None:
+            valid = valid[taken]
+        for i in np.flatnonzero(valid == 0).tolist():
+            out[i] = None
+    return out
+
+
+def _run_columns(
+    batches: list[RecordBatchV2], start: int | None, stop: int | None, last: int
+) -> tuple[RecordColumns, list[int | None]] | None:
+    """:class:`RecordColumns` of the records of ``batches`` (v2, one buffer) in [``start``, ``stop``) past
+    ``last``, decoded by one C call, and the bytes each batch gave (:func:`_run_sizes`); header keys
+    decoded as :class:`~logdoctor.formats.record_types.Header` decodes them (UTF-8, ``replace``), sized
+    as :meth:`PartitionSource._batch_records` sizes them. None: a batch does not decode here."""
+    import numpy as np
+
+    from logdoctor.formats.batch_v2 import decode_v2_run
+
+    try:
+        (n, offsets, timestamps, _types, key_nulls, key_valid, key_ends, key_data, value_nulls, value_valid,
+         value_ends, value_data, list_ends, nh, hkey_ends, hkey_data, hvalue_nulls, hvalue_valid,
+         hvalue_ends, hvalue_data) = decode_v2_run(batches)  # fmt: skip
+    except FormatError:
+        return None
+    counts = [b.record_count for b in batches]
+    if sum(counts) != n:
+        return None
+    offs = np.frombuffer(offsets, np.int64)
+    ke, ve, le = (np.frombuffer(e, np.int64) for e in (key_ends, value_ends, list_ends))
+    sizes = np.diff(ke) + np.diff(ve)
+    headers = None
+    if nh:
+        hkeys = [k.decode("utf-8", "replace") for k in _byte_slices(hkey_data, hkey_ends, 0, b"", None)]
+        hvalues = _byte_slices(hvalue_data, hvalue_ends, hvalue_nulls, hvalue_valid, None)
+        hbytes = np.fromiter(
+            (len(k.encode()) + (0 if v is None else len(v)) for k, v in zip(hkeys, hvalues, strict=True)),
+            np.int64, len(hkeys),
+        )  # fmt: skip
+        cum = np.concatenate(([0], np.cumsum(hbytes)))
+        sizes += cum[le[1:]] - cum[le[:-1]]
+        pairs = list(zip(hkeys, hvalues, strict=True))
+        bounds = le.tolist()
+        headers = [pairs[a:b] or None for a, b in itertools.pairwise(bounds)]
+    taken = np.ones(n, bool)
+    if start is not None:
+        taken &= offs >= start
+    if stop is not None:
+        taken &= offs < stop
+    of_batch = np.repeat(np.arange(len(batches)), counts)
+    per_batch = np.bincount(of_batch[taken], weights=sizes[taken], minlength=len(batches))
+    read = np.bincount(of_batch[taken], minlength=len(batches))
+    # each offset once: past ``last`` and past every offset taken before it (what records() yielded)
+    prior = np.maximum.accumulate(np.concatenate(([last], np.where(taken, offs, last))))[:-1]
+    taken &= offs > prior
+    every = bool(taken.all())
+    rows = None if every else taken
+    if headers is not None and not every:
+        headers = [headers[i] for i in np.flatnonzero(taken).tolist()]
+    if headers is not None and not any(h is not None for h in headers):
+        headers = None
+    out = RecordColumns(
+        offs[taken].tolist(),
+        np.frombuffer(timestamps, np.int64)[taken].tolist(),
+        _byte_slices(key_data, key_ends, key_nulls, key_valid, rows),
+        _byte_slices(value_data, value_ends, value_nulls, value_valid, rows),
+        headers,
+        sizes[taken].tolist(),
+    )
+    return out, [None if not r else int(b) for r, b in zip(read, per_batch, strict=True)]
+
+
 @dataclass
 class PartitionSource:
     """One source partition's records to replay (see the module doc). ``problems``: what was not read once
@@ -218,31 +327,61 @@ class PartitionSource:
         window, its records not decoding) is read as :meth:`records` reads it. ``keys``: with each run's
         keys (bytes or None), for the key hashing of a re-hashed replay."""
         last = -1
+        for seg, batches, start, stop, fits in self._runs(None):
+            got = _run_sizes(batches, start, stop, last, keys) if fits else None
+            if got is None:  # a batch of the run does not decode in it: each read as records() reads it
+                for batch in batches:
+                    for sizes in self._sizes_of_records(seg, batch, start, stop, last, keys):
+                        last = int(sizes.offsets[-1])
+                        yield sizes
+                continue
+            sizes, per_batch = got
+            self._count_codecs(batches, per_batch)
+            if len(sizes.offsets):
+                last = int(sizes.offsets[-1])
+                yield sizes
+
+    def columns(self, from_offset: int | None = None) -> Iterator[RecordColumns]:
+        """What :meth:`records` yields (``copy=True``), from ``from_offset`` as it, as columns
+        (:class:`RecordColumns`) over the runs of whole batches :meth:`sizes` decodes (the C record
+        decoder: no record object made; what ``--apply`` sends), with the same :attr:`codec_bytes` and
+        :attr:`problems`. A batch a run cannot take is read as :meth:`records` reads it."""
+        last = -1
+        for seg, batches, start, stop, fits in self._runs(from_offset):
+            got = _run_columns(batches, start, stop, last) if fits else None
+            if got is None:  # each batch read as records() reads it
+                for batch in batches:
+                    rows = []
+                    for r in self._batch_records(seg, batch, start, stop, True):
+                        if r.offset > last:
+                            last = r.offset
+                            rows.append(r)
+                    if rows:
+                        yield _columns_of(rows)
+                continue
+            cols, per_batch = got
+            self._count_codecs(batches, per_batch)
+            if cols.offsets:
+                last = cols.offsets[-1]
+                yield cols
+
+    def _count_codecs(self, batches: list[RecordBatchV2], per_batch: list[int | None]) -> None:
+        for batch, n in zip(batches, per_batch, strict=True):
+            if n is not None:
+                self.codec_bytes[batch.compression] = self.codec_bytes.get(batch.compression, 0) + n
+
+    def _runs(
+        self, from_offset: int | None
+    ) -> Iterator[tuple[SegmentRef, list[Any], int | None, int | None, bool]]:
+        """The batches of :meth:`_batches` in runs of at most :data:`SIZES_RUN_BYTES` v2 batches of one
+        buffer and one segment (``fits``: the C decoder may take the run whole), a batch it cannot take in
+        a run of its own (``fits`` False), with the run's first offset to take and the first past it."""
         run: list = []
         run_bytes = 0
         run_seg: SegmentRef | None = None
         run_start: int | None = None
         run_stop: int | None = None
-
-        def flush(decode: bool = True) -> Iterator[RecordSizes]:
-            nonlocal run, run_bytes, last
-            batches, run, run_bytes = run, [], 0
-            got = _run_sizes(batches, run_start, run_stop, last, keys) if decode and batches else None
-            if got is None:  # a batch of the run does not decode in it: each read as records() reads it
-                for batch in batches:
-                    for sizes in self._sizes_of_records(run_seg, batch, run_start, run_stop, last, keys):
-                        last = int(sizes.offsets[-1])
-                        yield sizes
-                return
-            sizes, per_batch = got
-            for batch, n in zip(batches, per_batch, strict=True):
-                if n is not None:
-                    self.codec_bytes[batch.compression] = self.codec_bytes.get(batch.compression, 0) + n
-            if len(sizes.offsets):
-                last = int(sizes.offsets[-1])
-                yield sizes
-
-        for seg, batch, start, stop in self._batches(None):
+        for seg, batch, start, stop in self._batches(from_offset):
             fits = isinstance(batch, RecordBatchV2) and not isinstance(batch._buf, RangedBytes)
             if run and (
                 not fits
@@ -250,13 +389,16 @@ class PartitionSource:
                 or batch._buf is not run[0]._buf
                 or run_bytes >= SIZES_RUN_BYTES
             ):
-                yield from flush()
+                yield run_seg, run, run_start, run_stop, True  # type: ignore[misc]
+                run, run_bytes = [], 0
             run_seg, run_start, run_stop = seg, start, stop
             run.append(batch)
             run_bytes += batch.size
             if not fits:  # a run of its own, read as records() reads it
-                yield from flush(decode=False)
-        yield from flush()
+                yield seg, run, start, stop, False
+                run, run_bytes = [], 0
+        if run:
+            yield run_seg, run, run_start, run_stop, True  # type: ignore[misc]
 
     def _sizes_of_records(
         self, seg: SegmentRef, batch: Any, start: int | None, stop: int | None, last: int, keys: bool
