@@ -118,10 +118,20 @@ def _log_dir(root: Path) -> Path:
     return found[0].parent
 
 
+#: CPU seconds (user and system) of each command :func:`timed` ran, the last one's last: a figure the
+#: machine's load moves less than the wall (a busy machine's wall is mostly waiting for a core)
+CPU: list[float] = []
+
+
 def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
+    import resource
+
     t0 = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(argv, capture_output=True, text=True, env=env)
     wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
     if done.returncode != 0:
         raise SystemExit(
             f"{' '.join(argv)} exited {done.returncode}: {done.stdout[-1500:]}{done.stderr[-1500:]}"
@@ -192,6 +202,7 @@ def main() -> None:
     base_env = None if not args.baseline else dict(os.environ, PYTHONPATH=str(args.baseline.resolve()))
     walls: dict[tuple[int, str], list[float]] = {(p, k): [] for p in counts for k in names}
     loads: dict[tuple[int, str], list[str]] = {k: [] for k in walls}
+    cpus: dict[tuple[int, str], list[float]] = {k: [] for k in walls}
     n, size = args.records, args.size
     with kafka_cluster.KafkaCluster(root) as cluster:
         b = cluster.bootstrap
@@ -221,20 +232,21 @@ def main() -> None:
                     # the perf test's transactions each end with a marker: more offsets than records
                     assert high >= n, f"{topic}: {high} offsets, {n} records"
                     walls[(parts, name)].append(wall)
+                    cpus[(parts, name)].append(CPU[-1])
                     loads[(parts, name)].append(load_average())
                     mbs = n * size / wall / 1e6
-                    print(f"  round {r} {parts} partition(s) {name}: {wall:.2f} s ({mbs:.1f} MB/s) "
-                          f"load {loads[(parts, name)][-1]}", flush=True)  # fmt: skip
+                    print(f"  round {r} {parts} partition(s) {name}: {wall:.2f} s ({mbs:.1f} MB/s), "
+                          f"CPU {CPU[-1]:.2f} s, load {loads[(parts, name)][-1]}", flush=True)  # fmt: skip
         if args.profile:
             topic = "profiled"
             cluster.create_topic(topic, counts[-1])
             profile_replay(sources[counts[-1]], b, topic)
     med = {k: statistics.median(v) for k, v in walls.items()}
     print(f"\n## {n:,} records of {size} B, median of {args.repeat} interleaved rounds")
-    print("| partitions | run | wall | MB/s | records/s | loads |\n|---|---|---|---|---|---|")
+    print("| partitions | run | wall | MB/s | records/s | CPU | loads |\n|---|---|---|---|---|---|---|")
     for (parts, k), w in med.items():
         print(f"| {parts} | {k} | {w:.2f} s | {n * size / w / 1e6:.1f} | {n / w:,.0f} | "
-              f"{', '.join(loads[(parts, k)])} |")  # fmt: skip
+              f"{statistics.median(cpus[(parts, k)]):.2f} s | {', '.join(loads[(parts, k)])} |")  # fmt: skip
 
     def rate(parts: int, k: str) -> str:
         return f"{n * size / med[(parts, k)] / 1e6:.1f} MB/s ({med[(parts, k)]:.2f} s)"
