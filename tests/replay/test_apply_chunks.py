@@ -1,6 +1,7 @@
-"""A replay's transactions (``apply._chunks``): each ends at the record that makes it ``txn_records``
-records or ``txn_bytes`` bytes, or at the last record, however the source's runs of batches fall; the
-records, their order and every column kept."""
+"""A replay's transactions (``apply._pieces``: the pieces of runs sent, each with whether it ends its
+transaction): each ends at the record that makes it ``txn_records`` records or ``txn_bytes`` bytes, or at
+the last record, however the source's runs of batches fall; the records, their order and every column
+kept."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import random
 
 import pytest
 
-from logdoctor.replay.apply import _chunks
+from logdoctor.replay.apply import _pieces
 from logdoctor.replay.source import RecordColumns
 
 
@@ -47,13 +48,20 @@ def test_transactions_end_at_either_limit(seed: int) -> None:
             want.append([])
             size = 0
     want = [w for w in want if w]
-    got = list(_chunks(runs, max_records, max_bytes))
-    assert [c.offsets for c in got] == want
+    pieces = list(_pieces(runs, max_records, max_bytes))
+    assert pieces[-1][1]
+    txns: list[list[int]] = [[]]
+    for piece, ends in pieces:
+        assert piece.offsets
+        txns[-1].extend(piece.offsets)
+        if ends:
+            txns.append([])
+    assert txns[:-1] == want
     flat = {
         f: [x for r in runs for x in (getattr(r, f) or [None] * len(r.offsets))]
         for f in RecordColumns._fields
     }
-    for c in got:
+    for c, _ in pieces:
         for f in RecordColumns._fields:
             col = getattr(c, f) or [None] * len(c.offsets)
             assert col == [flat[f][i] for i in c.offsets], f

@@ -403,27 +403,33 @@ def replay_partition(
     out = PartitionResult(pp.name, place.target, None if prog is None else prog.next_source_offset)
     out.progress, out.copy = prog, pp.log_dir if pp.copies else None
     count = 0 if prog is None else prog.records
-    # runs of whole batches decoded as columns (no record object made): the records() a consumer reads
+    # runs of whole batches decoded as columns (no record object made): the records() a consumer reads,
+    # each run sent as it is decoded (the producer sends one run while the next is read), in transactions
     runs = source.columns(None if prog is None else prog.next_source_offset)
     produce, poll = producer.produce, producer.poll
-    # a transaction's records (up to txn_records lists of bytes, no reference cycle) would have the
-    # cyclic collector walk them again and again while they are made: off while records are sent
+    n = 0  # the records of the open transaction (0: none open)
+    sent: tuple[list[int], list[int]] = ([], [])  # its source offsets and target partitions (for sink)
+    # a run's records (lists of bytes, no reference cycle) would have the cyclic collector walk them again
+    # and again while they are made: off while records are sent
     collecting = gc.isenabled()
     gc.disable()
     try:
-        for chunk in _chunks(runs, job.txn_records, job.txn_bytes):
-            if stop is not None and stop.is_set():
-                break
-            errors.clear()
-            parts, reports = place.start(chunk)
-            n = len(chunk.offsets)
-            headers = [None] * n if chunk.headers is None else chunk.headers
-            _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
+        for piece, ends in _pieces(runs, job.txn_records, job.txn_bytes):
+            if not n:  # a transaction begins
+                if stop is not None and stop.is_set():
+                    break
+                errors.clear()
+                place.begin()
+                sent = ([], [])
+                _call(f"{pp.transactional_id}: begin_transaction", producer.begin_transaction)
             try:
-                for i in range(0, n, _POLL_EVERY):  # slices: no per-record count
+                k = len(piece.offsets)
+                parts, reports = place.start(piece, not n, ends)
+                headers = [None] * k if piece.headers is None else piece.headers
+                for i in range(0, k, _POLL_EVERY):  # slices: no per-record count
                     j = i + _POLL_EVERY
                     for value, key, ts, hs, at, report in zip(
-                        chunk.values[i:j], chunk.keys[i:j], chunk.timestamps[i:j],
+                        piece.values[i:j], piece.keys[i:j], piece.timestamps[i:j],
                         headers[i:j], parts[i:j], reports[i:j], strict=True,
                     ):  # fmt: skip
                         if limit is not None:
@@ -442,6 +448,12 @@ def replay_partition(
                             except BufferError:
                                 poll(0.05)
                     poll(0)
+                n += k
+                if sink is not None:
+                    sent[0].extend(piece.offsets)
+                    sent[1].extend(parts)
+                if not ends:
+                    continue
                 left = producer.flush(timeout)
                 got, want = place.reports(n)
                 if left or errors or got != want:
@@ -450,7 +462,7 @@ def replay_partition(
                         f"errors {errors[:3]}"
                     )
                 count += n
-                prog = place.committed(chunk, count)
+                prog = place.committed(n, piece.offsets[-1] + 1, count)
                 commit = [TopicPartition(topic, place.partition, prog.next_target_offset, prog.metadata())]
                 _call(
                     f"{pp.transactional_id}: send_offsets_to_transaction",
@@ -462,6 +474,7 @@ def replay_partition(
                     f"{pp.transactional_id}: commit_transaction", lambda: producer.commit_transaction(timeout)
                 )
             except (ReplayFailed, KafkaException, BufferError) as exc:
+                n = 0
                 with contextlib.suppress(KafkaException):  # fenced or fatal: the next run's init aborts it
                     producer.abort_transaction(timeout)
                 if isinstance(exc, ReplayFailed):
@@ -470,10 +483,16 @@ def replay_partition(
             out.records += n
             out.transactions += 1
             out.progress = prog
+            n = 0
             if sink is not None:
-                sink(_rows(pp, chunk, parts, place.offsets(parts)))
+                sink(offset_map_rows(pp, sent[0], sent[1], place.offsets(sent[1])))
             if on_transaction is not None:
                 on_transaction(pp, prog)
+    except BaseException:
+        if n:  # the source failed within a transaction: nothing of it is committed
+            with contextlib.suppress(KafkaException):
+                producer.abort_transaction(timeout)
+        raise
     finally:
         if collecting:
             gc.enable()
@@ -586,37 +605,28 @@ def _local_runner(
 # --- apply ----------------------------------------------------------------------------------------------
 
 
-def _chunks(runs: Iterable[RecordColumns], max_records: int, max_bytes: int) -> Iterator[RecordColumns]:
-    """The records of ``runs`` in transactions: each ends at the record that makes it ``max_records``
-    records or ``max_bytes`` bytes (:attr:`SourceRecord.size`), or at the last record."""
-    pieces: list[RecordColumns] = []
+def _pieces(
+    runs: Iterable[RecordColumns], max_records: int, max_bytes: int
+) -> Iterator[tuple[RecordColumns, bool]]:
+    """The records of ``runs`` in pieces (a run, or part of one), each with whether it ends its transaction:
+    a transaction ends at the record that makes it ``max_records`` records or ``max_bytes`` bytes
+    (:attr:`~logdoctor.replay.source.SourceRecord.size`), or at the last record."""
     count = size = 0
+    held: RecordColumns | None = None  # the last piece, until it is known whether it ends a transaction
     for run in runs:
         i, m = 0, len(run.offsets)
         while i < m:
             sums = list(itertools.accumulate(run.sizes[i : i + max_records - count]))
             k = min(len(sums), bisect.bisect_left(sums, max_bytes - size) + 1)  # records up to the limit
-            pieces.append(run if i == 0 and k == m else run.cut(i, i + k))
+            if held is not None:
+                yield held, False
+            held = run if i == 0 and k == m else run.cut(i, i + k)
             count, size, i = count + k, size + sums[k - 1], i + k
             if count >= max_records or size >= max_bytes:
-                yield _joined(pieces)
-                pieces, count, size = [], 0, 0
-    if pieces:
-        yield _joined(pieces)
-
-
-def _joined(pieces: list[RecordColumns]) -> RecordColumns:
-    if len(pieces) == 1:
-        return pieces[0]
-    cols: list[Any] = [
-        [x for p in pieces for x in getattr(p, f)] for f in ("offsets", "timestamps", "keys", "values")
-    ]
-    if all(p.headers is None for p in pieces):
-        cols.append(None)
-    else:
-        cols.append([h for p in pieces for h in (p.headers or [None] * len(p.offsets))])
-    cols.append([x for p in pieces for x in p.sizes])
-    return RecordColumns(*cols)
+                yield held, True
+                held, count, size = None, 0, 0
+    if held is not None:
+        yield held, True
 
 
 def _create_topics(plan: ReplayPlan, target: Target, timeout: float) -> list[str]:
@@ -859,29 +869,37 @@ class _Same:
             _refuse_foreign(target, self.pp.target_topic, self.partition, "no replay")
         self.first = None if prog is None else prog.first_target_offset
 
-    def start(self, chunk: RecordColumns) -> tuple[list[int], list[Any]]:
-        """Each record's target partition and delivery callback."""
+    def begin(self) -> None:
+        """A transaction begins."""
         self.delivered.clear()
-        n = len(chunk.offsets)
+
+    def start(self, piece: RecordColumns, first: bool, last: bool) -> tuple[list[int], list[Any]]:
+        """Each record's target partition and delivery callback (``first``, ``last``: the piece begins, ends
+        its transaction)."""
+        n = len(piece.offsets)
         reports: list[Any] = [self.report if self.every else None] * n
-        reports[0] = reports[-1] = self.report
+        if first:
+            reports[0] = self.report
+        if last:
+            reports[-1] = self.report
         return [self.partition] * n, reports
 
     def reports(self, n: int) -> tuple[int, int]:
         """(delivery reports received, wanted) of a transaction of ``n`` records."""
         return len(self.delivered), n if self.every else min(2, n)
 
-    def committed(self, chunk: RecordColumns, count: int) -> Progress:
+    def committed(self, n: int, next_source: int, count: int) -> Progress:
+        """The progress after a transaction of ``n`` records up to ``next_source`` (``count`` in all)."""
         d = self.delivered
-        if d[-1] - d[0] + 1 != len(chunk.offsets):
+        if d[-1] - d[0] + 1 != n:
             raise ReplayFailed(
-                f"{self.where}: the transaction's {len(chunk.offsets)} records were written at offsets "
+                f"{self.where}: the transaction's {n} records were written at offsets "
                 f"{d[0]}-{d[-1]}: another producer writes into the partition"
             )
         self.first = d[0] if self.first is None else self.first
         pp = self.pp
         return Progress(
-            pp.source_topic, pp.source_partition, chunk.offsets[-1] + 1, self.first, count, d[-1] + 1,
+            pp.source_topic, pp.source_partition, next_source, self.first, count, d[-1] + 1,
             source_id=pp.source_id,
         )  # fmt: skip
 
@@ -933,11 +951,13 @@ class _Rehashed:
         self.member = Consumer(target.client_config({"group.id": self.pp.group, "enable.auto.commit": False}))
         self.group = self.member.consumer_group_metadata()
 
-    def start(self, chunk: RecordColumns) -> tuple[list[int], list[Any]]:
+    def begin(self) -> None:
         self.lease.metadata()  # serves the lease consumer's rebalances and heartbeats' callbacks
         self.delivered.clear()
+
+    def start(self, piece: RecordColumns, first: bool, last: bool) -> tuple[list[int], list[Any]]:
         hashed, sp, parts = self.hashed, self.pp.source_partition, []
-        for key in chunk.keys:
+        for key in piece.keys:
             at = hashed.get(key)
             if at is None:  # keys repeat: each is hashed once per HASHED keys
                 if len(hashed) >= self.HASHED:
@@ -949,8 +969,8 @@ class _Rehashed:
     def reports(self, n: int) -> tuple[int, int]:
         return sum(len(v) for v in self.delivered.values()), n
 
-    def committed(self, chunk: RecordColumns, count: int) -> Progress:
-        pp, nxt = self.pp, chunk.offsets[-1] + 1
+    def committed(self, n: int, next_source: int, count: int) -> Progress:
+        pp, nxt = self.pp, next_source
         return Progress(
             pp.source_topic, pp.source_partition, nxt, -1, count, nxt, self.partitions, pp.source_id
         )
@@ -966,11 +986,6 @@ class _Rehashed:
         if self.member is not None:
             with contextlib.suppress(Exception):
                 self.member.close()
-
-
-def _rows(pp: PartitionPlan, chunk: RecordColumns, parts: list[int], offsets: list[int]) -> pa.RecordBatch:
-    """A transaction's offset map rows: each record's source offset, target partition and offset."""
-    return offset_map_rows(pp, chunk.offsets, parts, offsets)
 
 
 # --- re-hashed (the default partitioner) -----------------------------------------------------------------
