@@ -10,7 +10,8 @@ How (Kafka's exactly-once machinery, nothing of logdoctor's own on the target):
   handleInitProducerId: an ongoing transaction is aborted, a prepared commit completed, before the new
   epoch is handed out);
 - records go in transactions of at most ``txn_records`` records or ``txn_bytes`` bytes: memory is bounded
-  by one transaction's window, never by the input;
+  by one transaction's window, never by the input (the source is read in runs of whole batches decoded as
+  columns, :meth:`~logdoctor.replay.source.PartitionSource.columns`, each sent as it is decoded);
 - the replay's progress is committed in the same transaction as the records
   (``send_offsets_to_transaction``) to the target topic's replay group: for the target partition, the next
   target offset, with the next *source* offset, the first target offset and the count in the offset's
