@@ -96,6 +96,41 @@ class RecordSizes(NamedTuple):
     keys: list[bytes | None] | None = None
 
 
+def _decoded(batches: list[RecordBatchV2]) -> tuple | None:
+    """The columns of ``batches`` decoded by one C call (:func:`~logdoctor.formats.batch_v2.decode_v2_run`);
+    None: a batch does not decode here, or the records are not the batches' counts."""
+    from logdoctor.formats.batch_v2 import decode_v2_run
+
+    try:
+        cols = decode_v2_run(batches)
+    except FormatError:
+        return None
+    return cols if cols[0] == sum(b.record_count for b in batches) else None
+
+
+def _taken(
+    offs: np.ndarray, sizes: np.ndarray, counts: list[int], start: int | None, stop: int | None, last: int
+) -> tuple[np.ndarray, list[int | None]]:
+    """Which records of a run (their offsets ``offs`` and :attr:`SourceRecord.size`, ``counts`` a batch)
+    :meth:`PartitionSource.records` yields: in [``start``, ``stop``), past ``last`` and past every offset
+    taken before; and the bytes each batch gave before the offsets already yielded were left out (None: no
+    record), as :meth:`PartitionSource._batch_records` counts :attr:`~PartitionSource.codec_bytes`."""
+    import numpy as np
+
+    taken = np.ones(len(offs), bool)
+    if start is not None:
+        taken &= offs >= start
+    if stop is not None:
+        taken &= offs < stop
+    of_batch = np.repeat(np.arange(len(counts)), counts)
+    per_batch = np.bincount(of_batch[taken], weights=sizes[taken], minlength=len(counts))
+    read = np.bincount(of_batch[taken], minlength=len(counts))
+    # each offset once: past ``last`` and past every offset taken before it (what records() yielded)
+    prior = np.maximum.accumulate(np.concatenate(([last], np.where(taken, offs, last))))[:-1]
+    taken &= offs > prior
+    return taken, [None if not r else int(b) for r, b in zip(read, per_batch, strict=True)]
+
+
 def _run_sizes(
     batches: list[RecordBatchV2], start: int | None, stop: int | None, last: int, keys: bool
 ) -> tuple[RecordSizes, list[int | None]] | None:
@@ -107,19 +142,14 @@ def _run_sizes(
     :class:`~logdoctor.formats.record_types.Header` decodes, one key at a time): read them as records."""
     import numpy as np
 
-    from logdoctor.formats.batch_v2 import decode_v2_run
-
-    try:
-        cols = decode_v2_run(batches)
-        (n, offsets, timestamps, _types, key_nulls, key_valid, key_ends, key_data, _vn, _vv, value_ends, _vd,
-         list_ends, _nh, hkey_ends, hkey_data, _hvn, _hvv, hvalue_ends, _hvd) = cols  # fmt: skip
-    except FormatError:
+    cols = _decoded(batches)
+    if cols is None:
         return None
+    (n, offsets, timestamps, _types, key_nulls, key_valid, key_ends, key_data, _vn, _vv, value_ends, _vd,
+     list_ends, _nh, hkey_ends, hkey_data, _hvn, _hvv, hvalue_ends, _hvd) = cols  # fmt: skip
     if not bytes(hkey_data).isascii():  # a key's size is its UTF-8 text's (Header decodes each key alone)
         return None
     counts = [b.record_count for b in batches]
-    if sum(counts) != n:
-        return None
     offs = np.frombuffer(offsets, np.int64)
     ke, ve, le = (np.frombuffer(e, np.int64) for e in (key_ends, value_ends, list_ends))
     header_bytes = np.concatenate(
@@ -131,17 +161,7 @@ def _run_sizes(
         )
     )
     sizes = np.diff(ke) + np.diff(ve) + header_bytes[le[1:]] - header_bytes[le[:-1]]
-    taken = np.ones(n, bool)
-    if start is not None:
-        taken &= offs >= start
-    if stop is not None:
-        taken &= offs < stop
-    of_batch = np.repeat(np.arange(len(batches)), counts)
-    per_batch = np.bincount(of_batch[taken], weights=sizes[taken], minlength=len(batches))
-    read = np.bincount(of_batch[taken], minlength=len(batches))
-    # each offset once: past ``last`` and past every offset taken before it (what records() yielded)
-    prior = np.maximum.accumulate(np.concatenate(([last], np.where(taken, offs, last))))[:-1]
-    taken &= offs > prior
+    taken, codec_bytes = _taken(offs, sizes, counts, start, stop, last)
     got = None
     if keys:
         valid = (
@@ -155,7 +175,7 @@ def _run_sizes(
     out = RecordSizes(
         offs[taken], np.frombuffer(timestamps, np.int64)[taken], sizes[taken], np.diff(le)[taken], got
     )
-    return out, [None if not r else int(b) for r, b in zip(read, per_batch, strict=True)]
+    return out, codec_bytes
 
 
 class RecordColumns(NamedTuple):
@@ -211,17 +231,13 @@ def _run_columns(
     as :meth:`PartitionSource._batch_records` sizes them. None: a batch does not decode here."""
     import numpy as np
 
-    from logdoctor.formats.batch_v2 import decode_v2_run
-
-    try:
-        (n, offsets, timestamps, _types, key_nulls, key_valid, key_ends, key_data, value_nulls, value_valid,
-         value_ends, value_data, list_ends, nh, hkey_ends, hkey_data, hvalue_nulls, hvalue_valid,
-         hvalue_ends, hvalue_data) = decode_v2_run(batches)  # fmt: skip
-    except FormatError:
+    cols = _decoded(batches)
+    if cols is None:
         return None
+    (_n, offsets, timestamps, _types, key_nulls, key_valid, key_ends, key_data, value_nulls, value_valid,
+     value_ends, value_data, list_ends, nh, hkey_ends, hkey_data, hvalue_nulls, hvalue_valid,
+     hvalue_ends, hvalue_data) = cols  # fmt: skip
     counts = [b.record_count for b in batches]
-    if sum(counts) != n:
-        return None
     offs = np.frombuffer(offsets, np.int64)
     ke, ve, le = (np.frombuffer(e, np.int64) for e in (key_ends, value_ends, list_ends))
     sizes = np.diff(ke) + np.diff(ve)
@@ -238,17 +254,7 @@ def _run_columns(
         pairs = list(zip(hkeys, hvalues, strict=True))
         bounds = le.tolist()
         headers = [pairs[a:b] or None for a, b in itertools.pairwise(bounds)]
-    taken = np.ones(n, bool)
-    if start is not None:
-        taken &= offs >= start
-    if stop is not None:
-        taken &= offs < stop
-    of_batch = np.repeat(np.arange(len(batches)), counts)
-    per_batch = np.bincount(of_batch[taken], weights=sizes[taken], minlength=len(batches))
-    read = np.bincount(of_batch[taken], minlength=len(batches))
-    # each offset once: past ``last`` and past every offset taken before it (what records() yielded)
-    prior = np.maximum.accumulate(np.concatenate(([last], np.where(taken, offs, last))))[:-1]
-    taken &= offs > prior
+    taken, codec_bytes = _taken(offs, sizes, counts, start, stop, last)
     every = bool(taken.all())
     rows = None if every else taken
     if headers is not None and not every:
@@ -263,7 +269,7 @@ def _run_columns(
         headers,
         sizes[taken].tolist(),
     )
-    return out, [None if not r else int(b) for r, b in zip(read, per_batch, strict=True)]
+    return out, codec_bytes
 
 
 @dataclass
