@@ -224,12 +224,16 @@ def _tools_log_config(home: Path, libs: Path) -> str:
 
 # Most of a Kafka JVM's start is loading and verifying its classes from the jars: a broker at load 23 started
 # in 18-24 s, in 8 s with the classes it loaded before mapped from an archive (JDK's AppCDS, JEP 350:
-# dynamic archives). The first JVM of a kind (main class, jars, options, java) dumps the classes it loaded
+# dynamic archives). One JVM of a kind (main class, jars, options, java) dumps the classes it loaded
 # when it exits cleanly (-XX:ArchiveClassesAtExit: a broker's clean stop takes the seconds of the dump);
 # the next ones map them (-XX:SharedArchiveFile). An archive the JVM finds stale (other jars) is ignored,
 # silently: the JVM loads from the jars as without one (-Xlog:cds*=off: no warning in a tool's output).
+# The dump is dear (a tool's run 3-10x its time, a broker's stop 10-26 s at load 18-23): a kind is dumped
+# from its third JVM in a process on, so that one a test process runs once or twice never pays for it.
 _CDS_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "logdoctor-test-cds"
 _CDS_QUIET = "-Xlog:cds*=off"
+_CDS_DUMP_FROM = 3
+_cds_runs: dict[Path, int] = {}  # the JVMs of each kind this process started without its archive
 
 
 @dataclass
@@ -255,10 +259,14 @@ class _ClassArchive:
         return self.path.with_suffix(".dumping")
 
     def options(self) -> list[str]:
-        """The JVM options: map the archive; or dump it (this JVM is the one of this run's processes that
-        does: a lock file made with O_EXCL, stale after 10 minutes); or neither (another one dumps)."""
+        """The JVM options: map the archive; or dump it (the kind's third JVM in this process or later, and
+        the one of this run's processes that does: a lock file made with O_EXCL, stale after 10 minutes);
+        or neither."""
         if self.path.is_file():
             return [f"-XX:SharedArchiveFile={self.path}", _CDS_QUIET]
+        _cds_runs[self.path] = _cds_runs.get(self.path, 0) + 1
+        if _cds_runs[self.path] < _CDS_DUMP_FROM:
+            return []
         _CDS_DIR.mkdir(exist_ok=True)
         with contextlib.suppress(FileNotFoundError):
             if time.time() - self._lock.stat().st_mtime > 600:
