@@ -28,6 +28,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
+import functools
 import os
 import pwd
 import re
@@ -127,12 +128,17 @@ def libs_version(libs: Path) -> str:
     raise RuntimeError(f"{libs}: no kafka-clients-X.Y.Z.jar")
 
 
-def _java_major() -> int:
+@functools.cache
+def _java_version() -> str:
+    """What ``java -version`` of the ``java`` on PATH says (asked once a process: every cluster asks)."""
     try:
-        done = subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=60)
+        return subprocess.run(["java", "-version"], capture_output=True, text=True, timeout=60).stderr
     except (OSError, subprocess.TimeoutExpired):
-        return 0
-    found = re.search(r'version "(\d+)', done.stderr)
+        return ""
+
+
+def _java_major() -> int:
+    found = re.search(r'version "(\d+)', _java_version())
     return int(found.group(1)) if found else 0
 
 
@@ -214,6 +220,78 @@ def _tools_log_config(home: Path, libs: Path) -> str:
     return _log_config(home / "config", libs, level="WARN", to_file=None)
 
 
+# -- class-data sharing ----------
+
+# Most of a Kafka JVM's start is loading and verifying its classes from the jars: a broker at load 23 started
+# in 18-24 s, in 8 s with the classes it loaded before mapped from an archive (JDK's AppCDS, JEP 350:
+# dynamic archives). One JVM of a kind (main class, jars, options, java) dumps the classes it loaded
+# when it exits cleanly (-XX:ArchiveClassesAtExit: a broker's clean stop takes the seconds of the dump);
+# the next ones map them (-XX:SharedArchiveFile). An archive the JVM finds stale (other jars) is ignored,
+# silently: the JVM loads from the jars as without one (-Xlog:cds*=off: no warning in a tool's output).
+# The dump is dear (a tool's run 3-10x its time, a broker's stop 10-26 s at load 18-23): a kind is dumped
+# from its third JVM in a process on, so that one a test process runs once or twice never pays for it.
+_CDS_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "logdoctor-test-cds"
+_CDS_QUIET = "-Xlog:cds*=off"
+_CDS_DUMP_FROM = 3
+_cds_runs: dict[Path, int] = {}  # the JVMs of each kind this process started without its archive
+
+
+@dataclass
+class _ClassArchive:
+    """The class archive of one kind of JVM; :meth:`options` for a JVM about to start, then
+    :meth:`settle` once it exited."""
+
+    path: Path
+    dump_to: Path | None = None
+
+    @classmethod
+    def of(cls, libs: Path, main: str, options: list[str]) -> _ClassArchive:
+        import hashlib
+
+        digest = hashlib.sha256(f"{_java_version()}\0{libs.resolve()}\0{main}\0{options}".encode())
+        for jar in sorted(libs.glob("*.jar")):
+            st = jar.stat()
+            digest.update(f"{jar.name}:{st.st_size}:{st.st_mtime_ns}".encode())
+        return cls(_CDS_DIR / f"{main.rsplit('.', 1)[-1]}-{digest.hexdigest()[:20]}.jsa")
+
+    @property
+    def _lock(self) -> Path:
+        return self.path.with_suffix(".dumping")
+
+    def options(self) -> list[str]:
+        """The JVM options: map the archive; or dump it (the kind's third JVM in this process or later, and
+        the one of this run's processes that does: a lock file made with O_EXCL, stale after 10 minutes);
+        or neither."""
+        if self.path.is_file():
+            return [f"-XX:SharedArchiveFile={self.path}", _CDS_QUIET]
+        _cds_runs[self.path] = _cds_runs.get(self.path, 0) + 1
+        if _cds_runs[self.path] < _CDS_DUMP_FROM:
+            return []
+        _CDS_DIR.mkdir(exist_ok=True)
+        with contextlib.suppress(FileNotFoundError):
+            if time.time() - self._lock.stat().st_mtime > 600:
+                self._lock.unlink(missing_ok=True)
+        try:
+            os.close(os.open(self._lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return []
+        self.dump_to = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        return [f"-XX:ArchiveClassesAtExit={self.dump_to}", _CDS_QUIET]
+
+    def settle(self, proc: subprocess.Popen) -> None:
+        """After ``proc`` (started with :meth:`options`) exited: the archive it dumped in place (not one a
+        kill cut short), the lock released."""
+        if self.dump_to is None or proc.poll() is None:
+            return
+        try:
+            if proc.returncode >= 0 and self.dump_to.is_file() and self.dump_to.stat().st_size > 0:
+                os.replace(self.dump_to, self.path)
+        finally:
+            self.dump_to.unlink(missing_ok=True)
+            self._lock.unlink(missing_ok=True)
+            self.dump_to = None
+
+
 # -- processes ----------
 
 _started: list[subprocess.Popen] = []
@@ -259,6 +337,66 @@ def stop_all() -> None:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    for proc, archive in _dumping:
+        archive.settle(proc)
+
+
+_dumping: list[tuple[subprocess.Popen, _ClassArchive]] = []  # the JVMs started to dump a class archive
+
+
+def _settle_dumps() -> None:
+    """Each class archive whose dumping JVM exited put in place (or its lock released)."""
+    for proc, archive in list(_dumping):
+        if proc.poll() is not None:
+            archive.settle(proc)
+            _dumping.remove((proc, archive))
+
+
+def _jvm(libs: Path, options: list[str], main: str) -> tuple[list[str], _ClassArchive]:
+    """``java OPTIONS <class archive options> -cp LIBS/*`` for ``main``, and its class archive."""
+    _settle_dumps()
+    archive = _ClassArchive.of(libs, main, options)
+    return ["java", *options, *archive.options(), "-cp", f"{libs}/*"], archive
+
+
+def _track(proc: subprocess.Popen, archive: _ClassArchive) -> None:
+    if archive.dump_to is not None:
+        _dumping.append((proc, archive))
+
+
+def run_java(argv: list[str], *, timeout: float = 180.0) -> subprocess.CompletedProcess:
+    """``argv`` (``java OPTIONS -cp LIBS/* MAIN ARGS``: :func:`java_tool`'s, a ``kafka-*.sh``'s command)
+    run to its end with the class archive of its kind (main class, jars, options), its output captured as
+    text."""
+    at = argv.index("-cp")
+    libs, main = Path(argv[at + 1].removesuffix("/*")), argv[at + 2]
+    _settle_dumps()
+    archive = _ClassArchive.of(libs, main, argv[1:at])
+    with subprocess.Popen(
+        [*argv[:at], *archive.options(), *argv[at:]],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    ) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            raise subprocess.TimeoutExpired(argv, timeout, out, err) from None
+        finally:
+            archive.settle(proc)
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
+@functools.cache
+def _script_java(script: Path) -> tuple[str, ...]:
+    """The ``java ... MAIN`` a :func:`kafka_bin` script execs (its arguments after it)."""
+    line = next(x for x in script.read_text().splitlines() if x.startswith("exec java "))
+    words = shlex.split(line)
+    assert words[-1] == "$@", line
+    return tuple(words[1:-1])
 
 
 # Ports for the brokers' listeners: below Linux's ephemeral range (ip_local_port_range, 32768-60999 by
@@ -371,16 +509,11 @@ class Node:
         self.write_properties()
         self._log_mark = self.server_log.stat().st_size if self.server_log.exists() else 0
         log_option = _log_config(self.folder, self.libs, level="INFO", to_file=self.server_log)
-        argv = [
-            "java",
-            *JVM_OPTIONS,
-            log_option,
-            "-cp",
-            f"{self.libs}/*",
-            "kafka.Kafka",
-            str(self.properties),
-        ]
-        self.proc = spawn(argv, log=self.folder / "stdout.log")
+        java, archive = _jvm(self.libs, JVM_OPTIONS, "kafka.Kafka")
+        self.proc = spawn(
+            [*java, log_option, "kafka.Kafka", str(self.properties)], log=self.folder / "stdout.log"
+        )
+        _track(self.proc, archive)
         self.starts += 1
         if wait:
             self.wait_started(timeout)
@@ -434,12 +567,15 @@ class Node:
             self.proc.kill()
             self.proc.wait()
             raise AssertionError(f"node {self.node_id} did not stop within {timeout} s of SIGTERM") from None
+        finally:
+            _settle_dumps()
 
     def kill(self) -> None:
         """SIGKILL: the power cut, the OOM killer (no clean-shutdown marker, nothing flushed)."""
         if self.running:
             self.proc.kill()
             self.proc.wait()
+            _settle_dumps()
 
     def log(self, *, since_start: bool = True) -> str:
         """The node's log since its last start (all of it with ``since_start=False``)."""
@@ -630,20 +766,21 @@ class KafkaCluster:
     def format(self, nodes: Iterable[Node] | None = None, *, initial: bool = True) -> None:
         """Every node's dirs (or ``nodes``') formatted as ``kafka-storage.sh format`` does (KRaft);
         ZooKeeper's data dir. ``initial=False``: a dynamic quorum's controllers formatted as new ones are
-        (``--no-initial-controllers``), the first one too."""
+        (``--no-initial-controllers``), the first one too. The nodes' StorageTool JVMs run at once (each
+        writes its own node's dirs), then each is waited for."""
+        running: list[tuple[Node, subprocess.Popen]] = []
         for node in self.nodes if nodes is None else nodes:
             node.folder.mkdir(parents=True, exist_ok=True)
             node.write_properties()
             if not self.kraft:
                 continue
-            done = subprocess.run(
+            java, archive = _jvm(
+                self.libs, ["-Xmx256m", "-XX:TieredStopAtLevel=1"], "kafka.tools.StorageTool"
+            )
+            proc = subprocess.Popen(
                 [
-                    "java",
-                    "-Xmx256m",
-                    "-XX:TieredStopAtLevel=1",
+                    *java,
                     _tools_log_config(node.folder, self.libs),
-                    "-cp",
-                    f"{self.libs}/*",
                     "kafka.tools.StorageTool",
                     "format",
                     "-t",
@@ -659,13 +796,22 @@ class KafkaCluster:
                         else ["--no-initial-controllers"]
                     ),
                 ],
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 text=True,
-                timeout=180,
+                preexec_fn=_die_with_parent,
             )
-            assert done.returncode == 0, (
-                f"StorageTool format of node {node.node_id}: {done.stdout}{done.stderr}"
-            )
+            _track(proc, archive)
+            running.append((node, proc))
+        for node, proc in running:
+            try:
+                out, _ = proc.communicate(timeout=180)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, _ = proc.communicate()
+            _settle_dumps()
+            assert proc.returncode == 0, f"StorageTool format of node {node.node_id}: {out}"
 
     def start(self, timeout: float = 180.0, *, wait: bool = True) -> KafkaCluster:
         """Format (first time), start ZooKeeper or the controller, then every broker at once; wait until
@@ -736,15 +882,19 @@ class KafkaCluster:
 
             wait_until(f"brokers {sorted(want)} registered (asking {node.node_id})", listed, timeout)
 
-    def stop(self) -> None:
-        """Every broker stopped cleanly, then the controller and ZooKeeper."""
+    def stop(self, *, kill_controllers: bool = False) -> None:
+        """Every broker stopped cleanly, then the controller and ZooKeeper. ``kill_controllers``: the
+        controllers killed instead (their dirs lost next, or the test over): of a quorum of several voters
+        stopped cleanly, the last one waits out the 5 s graceful-shutdown timeout of its Raft client
+        (K:raft/.../raft/KafkaRaftClientDriver.java ``shutdown(5000)``; KafkaRaftClient.maybeCompleteShutdown
+        ends it early only for an observer, the only voter, or a voter with a remote leader)."""
         for node in self.broker_nodes:
             if node.running:
                 node.proc.send_signal(signal.SIGTERM)
         for node in self.broker_nodes:
             node.stop()
         for node in self.nodes:
-            node.stop()
+            node.kill() if kill_controllers else node.stop()
         if self.zookeeper is not None and self.zookeeper.poll() is None:
             self.zookeeper.terminate()
             self.zookeeper.wait(60)
@@ -935,10 +1085,9 @@ class KafkaCluster:
     def tool(
         self, script: str, *args: str, check: bool = True, timeout: float = 180.0
     ) -> subprocess.CompletedProcess:
-        """One of Kafka's own tools (``kafka-consumer-groups.sh``, ...) with ``args``."""
-        done = subprocess.run(
-            [str(kafka_bin(self.version) / script), *args], capture_output=True, text=True, timeout=timeout
-        )
+        """One of Kafka's own tools (``kafka-consumer-groups.sh``, ...) with ``args``: the command its
+        script in :func:`kafka_bin` execs, run with a class archive (:func:`run_java`)."""
+        done = run_java([*_script_java(kafka_bin(self.version) / script), *args], timeout=timeout)
         if check and done.returncode != 0:
             raise AssertionError(
                 f"{script} {shlex.join(args)} exited {done.returncode}: {done.stdout}{done.stderr}"

@@ -35,6 +35,8 @@ SERIAL_GROUPS = {
 LONGEST: list[str] = [
     # 320 s in the fresh-clone .ci/run of 97b05d8, the longest module: a cluster of 3 static controllers on
     # 3.9.1, one grown to 3 dynamic voters, one of 1 controller, each rebuilt and restarted
+    # (alone beside main's at load 14-19: 259 s main, 205 s since the Kafka JVMs' class archives, made in the
+    # run; 117 s with them made before)
     "tests/brokers/test_broker_quorum_rebuild.py",
     "tests/spark/test_tables_commit.py",  # 476 s; ~420 s since 2 kills fewer (alone, load 18-20: 777 -> 687)
     "tests/spark/test_object_storage.py",  # 372 s; ~300 s since v0/v1 decoding (alone, load 9-16: 632 -> 510)

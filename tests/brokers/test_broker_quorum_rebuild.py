@@ -285,8 +285,7 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
 
     def quorum(*command: str, at: tuple[str, ...] = ("--bootstrap-server", cluster.bootstrap)) -> str:
         main = "org.apache.kafka.tools.MetadataQuorumCommand"
-        argv = kc.java_tool(cluster.version, main, *at, *command)
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+        done = kc.run_java(kc.java_tool(cluster.version, main, *at, *command), timeout=120)
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 
@@ -322,7 +321,7 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         topics_before = _topics(cluster, ["orders"])
         cluster.broker(2).stop()  # its copy stops before the ProducerIdsRecord of broker 1's transaction
         earlier_pid = _transaction(cluster, "tx-before", [(b"l", b"y")])
-        cluster.stop()
+        cluster.stop(kill_controllers=True)  # the controllers' dirs are lost below
         for node in controllers:
             shutil.rmtree(node.log_dirs[0])
         shutil.rmtree(cluster.broker(1).log_dirs[0] / "__cluster_metadata-0")  # broker 2's copy is chosen
@@ -356,9 +355,14 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         files = sorted(
             str(f) for f in (early / "__cluster_metadata-0").iterdir() if f.suffix in (".log", ".checkpoint")
         )
+        mdir = early / "__cluster_metadata-0"
+        segment = mdir / "00000000000000000000.log"
+        assert str(segment) in files
         decoded = cluster.tool(
             "kafka-dump-log.sh", "--cluster-metadata-decoder", "--files", ",".join(files)
         ).stdout
+        # the segment's part of the same run (one JVM): from its "Dumping FILE" line to the next file's
+        dump = decoded.split(f"Dumping {segment}\n", 1)[1].split("\nDumping ", 1)[0]
         voters = {
             tuple(sorted(v["voterId"] for v in json.loads(m)["voters"]))
             for m in re.findall(r" KRaftVoters (\{.*\})", decoded)
@@ -367,9 +371,6 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         assert voters == {(3000,), (3000, 3001), (3000, 3001, 3002)}, decoded
         assert (tuple(row["quorum_voters"]), row["quorum_kind"]) == ((3000, 3001, 3002), "dynamic")
         assert row["quorum_source"] == "the metadata log's latest VotersRecord", decoded
-        mdir = early / "__cluster_metadata-0"
-        segment = mdir / "00000000000000000000.log"
-        dump = cluster.tool("kafka-dump-log.sh", "--cluster-metadata-decoder", "--files", str(segment)).stdout
         batches = re.findall(
             r"^baseOffset: (\d+) .*? position: (\d+) |(REGISTER_CONTROLLER_RECORD)", dump, re.M
         )
@@ -432,11 +433,12 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
         assert [(k, v) for _o, k, v in cluster.consume("ledger")] == [(b"l", b"y")]
         # the VotersRecord and a ProducerIdsRecord, appended in one segment: no producer id handed out twice
         assert _transaction(cluster, "tx-after", [(b"k", b"v")]) >= summary["new_producer_id_block"]
-        voters = current_voters()
+        status = quorum("describe", "--status")
+        voters = re.search(r"CurrentVoters:.*", status).group(0)
         for n, did in directory_ids.items():
             assert f'{{"id": {n}, "directoryId": "{did}"' in voters, voters
         assert sorted(map(int, re.findall(r'"id": (\d+)', voters))) == new_ids, voters  # none of 3000-3002
-        leader = int(re.search(r"LeaderId:\s+(\d+)", quorum("describe", "--status")).group(1))
+        leader = int(re.search(r"LeaderId:\s+(\d+)", status).group(1))
         other = next(n for n in new_dirs if n != leader)
         quorum(
             "remove-controller",
@@ -445,12 +447,17 @@ def test_a_lost_dynamic_quorum_is_rebuilt_with_the_new_voters(tmp_path):
             "--controller-directory-id",
             directory_ids[other],
         )
-        kc.wait_until(f"{other} removed", lambda: f'"id": {other},' not in current_voters(), 60)
-        assert f'"id": {leader},' in current_voters()
+
+        def removed() -> str | None:
+            voters = current_voters()
+            return voters if f'"id": {other},' not in voters else None
+
+        voters = kc.wait_until(f"{other} removed", removed, 60)
+        assert f'"id": {leader},' in voters  # the voters once it was removed
         # the removed controller runs on as an observer: add-controller (its config) makes it a voter again
         add_controller(next(c for c in new if c.node_id == other), ports[leader])
         assert f'{{"id": {other}, "directoryId": "{directory_ids[other]}"' in current_voters()
-        cluster.stop()
+        cluster.stop(kill_controllers=True)
     finally:
         cluster.kill()
 
@@ -497,7 +504,7 @@ def _quorum_status(cluster: kc.KafkaCluster) -> str:
         "describe",
         "--status",
     )
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    done = kc.run_java(argv, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -613,7 +620,7 @@ def test_three_lost_static_controllers_on_3_9_are_rebuilt_with_acls_and_the_same
         kinds |= {"CLIENT_QUOTA_RECORD", "PRODUCER_IDS_RECORD", "REGISTER_BROKER_RECORD"}
         assert kinds <= before.keys() and len(before["ACCESS_CONTROL_ENTRY_RECORD"]) == 3, before
         old = [n for n in cluster.nodes if n.roles == "controller"]
-        cluster.stop()
+        cluster.stop(kill_controllers=True)  # the controllers' dirs are lost below
         for node in old:
             shutil.rmtree(node.log_dirs[0])
 
@@ -668,6 +675,6 @@ def test_three_lost_static_controllers_on_3_9_are_rebuilt_with_acls_and_the_same
         assert [(k, v) for _o, k, v in cluster.consume("ledger")] == ledger
         cluster.create_topic("after", 2, 2)
         assert _transaction(cluster, "tx-after", [(b"k", b"v")]) > earlier_pid
-        cluster.stop()
+        cluster.stop(kill_controllers=True)
     finally:
         cluster.kill()
