@@ -36,7 +36,11 @@ demo: $(RUN_STAMP)
 # pytest-xdist for make test and make test-fast: PYTEST_WORKERS processes (2: the 2-core machine of
 # BENCHMARKS.md; each worker that reaches a Spark test starts its own JVM, 1-2 GiB), each given whole
 # test modules, the longest first (tests/xdist_modules.py); PYTEST_WORKERS=0 runs in this one process.
+# make test runs SUITE_WORKERS of them (3 on the 2 cores: most of its time is spent waiting on brokers,
+# Spark and other JVMs, 1.2-1.3 cores busy on average with 2 workers; docs/tests.md); make test-fast and
+# make asan-check, all CPU, PYTEST_WORKERS.
 PYTEST_WORKERS ?= 2
+SUITE_WORKERS ?= 3
 XDIST := -n $(PYTEST_WORKERS) --dist loadfile
 # pytest with bytecode written whatever PYTHONDONTWRITEBYTECODE says: pytest keeps each test module's
 # assertion-rewritten code in tests/**/__pycache__ only when bytecode may be written, and without it
@@ -79,7 +83,7 @@ tools-awscli:
 test:
 	$(MAKE) --no-print-directory -j5 --output-sync=target docs $(TEST_TOOLS)
 	$(VENV)/bin/ruff check src tests benchmarks
-	$(PYTEST) -q $(XDIST) --durations=40
+	$(PYTEST) -q -n $(SUITE_WORKERS) --dist loadfile --durations=40
 
 # The suite without the tests marked slow (crash matrices, every real segment damaged, the Spark
 # oracle over every real record, browser rendering, the long matrices' cases but one and the real log dirs

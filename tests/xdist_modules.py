@@ -1,4 +1,4 @@
-"""How a parallel run hands out the suite (``make test``: pytest-xdist, ``-n 2 --dist loadfile``).
+"""How a parallel run hands out the suite (``make test``: pytest-xdist, ``-n 3 --dist loadfile``).
 
 A worker is given whole test modules: a module runs on one worker, in its own order, so its
 module-scoped fixtures (generated fleets, Spark clusters, servers) are built once and its tests share
