@@ -153,15 +153,17 @@ def _classes(libs: Path) -> set[str]:
 def kafka_bin(version: str = NEWEST) -> Path:
     """``.tools/kafka/VERSION/bin``: a ``kafka-*.sh`` for each of :data:`TOOL_CLASSES`, as a Kafka
     distribution's bin/ has them (each runs its class from the installed jars, logging warnings to stderr).
-    Written once, atomically; put it on ``PATH`` to run a printed ``kafka-transactions.sh ...`` as printed."""
+    Written once, atomically, and again when the jars' folder they name moved (a moved or linked checkout);
+    put it on ``PATH`` to run a printed ``kafka-transactions.sh ...`` as printed."""
     libs = kafka_libs(version)
     home = (
         libs.parent if not os.environ.get("LOGDOCTOR_KAFKA_LIBS") else TOOLS / f"other-{libs_version(libs)}"
     )
     bin_dir = home / "bin"
     stamp = bin_dir / ".written"
-    if stamp.is_file():
-        return bin_dir
+    with contextlib.suppress(OSError):
+        if stamp.read_text() == str(libs):
+            return bin_dir
     bin_dir.mkdir(parents=True, exist_ok=True)
     classes = _classes(libs)
     log_config = _tools_log_config(home, libs)
@@ -178,7 +180,7 @@ def kafka_bin(version: str = NEWEST) -> Path:
         tmp.write_text(text)
         tmp.chmod(0o755)
         tmp.rename(bin_dir / script)
-    stamp.touch()
+    stamp.write_text(str(libs))
     return bin_dir
 
 

@@ -167,7 +167,12 @@ def _scenario(cluster: KafkaCluster, root: Path) -> Broker1:
 
     # 3. the broker as the judge: a new topic goes to the open dir only; a move into the cordoned one fails
     cluster.create_topic(PLACED, assignment=[[1]] * 4)
-    placed = {f.name: d for d in b1.log_dirs for f in d.glob(f"{PLACED}-*")}
+
+    def placed_folders() -> dict[str, Path]:  # the broker makes them as it applies the metadata: waited for
+        found = {f.name: d for d in b1.log_dirs for f in d.glob(f"{PLACED}-*")}
+        return found if len(found) == 4 else {}
+
+    placed = kafka_cluster.wait_until(f"broker 1 to make {PLACED}'s 4 folders", placed_folders, 60)
     move = {"version": 1, "partitions": [{"topic": PLACED, "partition": 0, "replicas": [1],
                                           "log_dirs": [str(cordoned)]}]}  # fmt: skip
     request = root / "to-cordoned.json"
