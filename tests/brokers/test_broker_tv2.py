@@ -33,7 +33,8 @@ log's batches and markers (no clean-shutdown marker, no snapshot at the log end:
 - ``--cut-at T`` (export, and replay's source) takes each transaction over the two partitions of ``cut``
   (confluent-kafka) and ``cut2`` (Kafka's Java producer, round robin, transaction version 2) in both or in
   neither, by its earliest marker's timestamp as ``kafka-dump-log.sh`` prints it, against what a real
-  ``read_committed`` consumer read;
+  ``read_committed`` consumer read; on a copy cut between a PrepareCommit and its last marker, by that
+  decision's time;
 - ``dump --print-data --json`` of ``__transaction_state`` gives every field ``kafka-dump-log.sh
   --transaction-log-decoder`` prints, and of every transactional partition each marker's offset,
   producer id and epoch, type (COMMIT/ABORT) and coordinator epoch as its marker lines print them.
@@ -689,14 +690,17 @@ def _cut(written: Written, at: int, out: Path) -> tuple[dict[int, list[tuple]], 
     return rows, {e["partition"]: e["cut"] for e in summary}
 
 
-def _cut_source(written: Written, at: int, topic: str = "cut") -> dict[int, list[tuple]]:
-    """Per partition, the records of ``topic`` that ``replay --cut-at AT`` reads (its source: no Spark)."""
+def _cut_source(
+    written: Written, at: int, topic: str = "cut", log_dir: Path | None = None
+) -> dict[int, list[tuple]]:
+    """Per partition, the records of ``topic`` that ``replay --cut-at AT`` reads (its source: no Spark), of
+    ``log_dir`` (default: the broker's)."""
     from logdoctor.logdir.read_options import ReadOptions
     from logdoctor.logdir.read_plan import plan_read
     from logdoctor.replay.source import PartitionSource
 
     opts = ReadOptions(topics=topic, cut_at=at)
-    read = plan_read([str(written.log_dir)], opts)
+    read = plan_read([str(log_dir or written.log_dir)], opts)
     sources = {r.partition: PartitionSource.of(r, opts, read.decisions) for r in read.refs}
     return {p: [(x.offset, x.key, x.value) for x in source.records()] for p, source in sources.items()}
 
@@ -789,3 +793,69 @@ def test_cut_at_takes_a_java_producers_transaction_at_its_earliest_marker(
             for p in (0, 1)
         }
         assert _cut_source(written, at, "cut2") == expected, (at, moment)
+
+
+_POSITION = re.compile(r"^baseOffset: (\d+) .*? position: (\d+) ")
+
+
+def test_cut_at_takes_a_prepared_commit_at_the_coordinators_decision(
+    written: Written, transaction_log: dict[Path, list[str]], data_log: dict[Path, list[str]], tmp_path: Path
+) -> None:
+    """The cluster dead between the coordinator's decision to commit ``cut``'s transaction B and its last
+    marker, made from a copy by Kafka's own dump: ``__transaction_state`` ends right after B's
+    PrepareCommit, partition 1 of ``cut`` right before B's COMMIT marker, partition 0 right after it. The
+    coordinator's last state commits B where no marker did, and B's moment is that decision's
+    ``transactionLastUpdateTimestampMs`` in both partitions: at it B is read in both, a millisecond before
+    in neither, and at partition 0's (later) marker in both. A stays at its markers' moment, and nothing
+    past the copies' ends is read. (Taken at each partition's marker alone, partition 1's B had no moment
+    and was in no cut while partition 0's was.)"""
+    states: list[list[Any]] = []  # [log, the position past its batch, data] of each state, in log order
+    for log, lines in transaction_log.items():
+        for line in lines:
+            if found := _POSITION.match(line):
+                for state in states:
+                    if state[0] == log and state[1] is None:
+                        state[1] = int(found[2])
+            elif (
+                (found := _PAYLOAD.match(line))
+                and found[3] != "<DELETE>"
+                and json.loads(found[2])["data"]["transactionalId"] == "cut-txn"
+            ):
+                states.append([log, None, json.loads(found[3])["data"]])
+    prepared = [s for s in states if s[2]["transactionStatus"] == "PrepareCommit"]
+    assert len(prepared) == 3, states  # A, B, C
+    log, past, b_state = prepared[1]
+    decided = b_state["transactionLastUpdateTimestampMs"]
+    assert b_state["transactionPartitions"] == [{"topic": "cut", "partitionIds": [0, 1]}], b_state
+    copy = tmp_path / "kafka-logs"
+    shutil.copytree(written.log_dir, copy)
+    with open(copy / log.relative_to(written.log_dir), "r+b") as f:
+        f.truncate(past if past is not None else log.stat().st_size)
+    ends: dict[int, int] = {}  # partition -> the first offset past its copy
+    b_marker, a_markers = 0, []
+    for p, seg in enumerate(_partition_logs(written.log_dir, "cut")):
+        batches = _kafka_batches(data_log[seg])
+        positions = [int(m[2]) for line in data_log[seg] if (m := _POSITION.match(line))]
+        control = [i for i, b in enumerate(batches) if b["is_control"]]
+        cut = control[1] if p == 1 else control[1] + 1  # partition 1 before B's marker, 0 after it
+        stamps = {int(m[1]): int(m[2]) for line in data_log[seg] if (m := _CREATE_TIME.match(line))}
+        a_markers.append(stamps[batches[control[0]]["base_offset"]])
+        if p == 0:
+            b_marker = stamps[batches[control[1]]["base_offset"]]
+        ends[p] = batches[cut]["base_offset"]
+        with open(copy / seg.relative_to(written.log_dir), "r+b") as f:
+            f.truncate(positions[cut])
+    assert max(a_markers) < decided - 1 and decided <= b_marker, (a_markers, decided, b_marker)
+    plain = {b"x", b"w", b"y"}
+    for at in (decided - 1, decided, b_marker):
+        rows = _cut_source(written, at, log_dir=copy)
+        wanted = {
+            p: [
+                (o, k, v)
+                for o, k, v, _h, ts in written.cut_read[p]
+                if o < ends[p] and ((k in plain and ts <= at) or k == b"a" or (k == b"b" and decided <= at))
+            ]
+            for p in (0, 1)
+        }
+        assert rows == wanted, (at, decided, b_marker, ends, rows)
+        assert [p for p in (0, 1) for _o, k, _v in rows[p] if k == b"b"] == ([0, 1] if at >= decided else [])

@@ -66,6 +66,8 @@ class CoordinatorTxn:
     source: str
     client_transaction_version: int = 0  # TransactionLogValue tag 2 (>= 2: the epoch bump of KIP-890)
     timeout_ms: int = 0
+    #: when the coordinator wrote this state (its clock); of a PrepareCommit: when it decided the commit
+    last_update_timestamp: int = -1
 
     @property
     def two_phase_commit(self) -> bool:
@@ -124,6 +126,7 @@ def coordinator_state_of(partitions: Iterable[tuple[str, int]]) -> dict[str, Coo
                 path,
                 v.get("client_transaction_version", 0),
                 v["transaction_timeout_ms"],
+                v["transaction_last_update_timestamp_ms"],
             )
     return out
 
@@ -165,6 +168,17 @@ class CoordinatorDecisions:
                 return result, f"coordinator: transactional id {t.transactional_id} is {t.state} ({t.source})"
         if self.policy == ABORT:
             return "aborted", "--open-transactions abort"
+        return None
+
+    def prepared_commit(
+        self, log_dir: str, topic: str, partition: int, producer_id: int
+    ) -> CoordinatorTxn | None:
+        """The coordinator's state of ``producer_id`` when it is PrepareCommit listing that partition of
+        ``log_dir``: the commit decided, its markers not all written (the cut's moment of that transaction,
+        :mod:`logdoctor.logdir.cut`)."""
+        for t in self._state().get(self.clusters.get(log_dir), {}).get(producer_id, ()):
+            if t.state == "PrepareCommit" and (topic, partition) in t.partitions:
+                return t
         return None
 
 

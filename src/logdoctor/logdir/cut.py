@@ -20,9 +20,16 @@ A data record is in the cut at ``T`` (epoch ms, inclusive) iff it is one ``read_
   and the logs do not say which markers belong together: each partition's transaction is taken at its own
   marker, exact unless the markers of one transaction lie on both sides of ``T``: a producer whose
   markers lie on both sides of ``T`` is named in the summary (:func:`straddling`);
-- aborted transactions are never read; a transaction without a marker that the coordinator's state or
-  ``--open-transactions`` commits has no marker moment and is outside the cut; one left open holds the
-  partition at its first offset, as ``read_committed`` does.
+- a transaction whose coordinator's last state is PrepareCommit (``__transaction_state`` among the inputs:
+  the commit decided, its markers not all written, as when the cluster died between the two) is taken at
+  that state's ``transaction_last_update_timestamp_ms``, the decision itself (its epoch the markers' epoch:
+  K:core/.../coordinator/transaction/TransactionMetadata.scala prepareAbortOrCommit), in every partition it
+  lists: those left without a marker (which that state commits, :mod:`logdoctor.logdir.coordinator`) and
+  those holding its marker (its epoch; under transaction version 1 the producer's last transaction there,
+  marked at or after the decision), so the partitions the markers reached and those they did not agree;
+- aborted transactions are never read; a transaction without a marker that ``--open-transactions``
+  commits has no moment and is outside the cut; one left open holds the partition at its first offset,
+  as ``read_committed`` does.
 
 Each partition's cut end offset (:attr:`~logdoctor.logdir.transactions.PartitionTransactions.cut_end`) is
 the first offset past the cut: the first non-transactional data batch past ``T`` or the first offset of a
@@ -76,8 +83,14 @@ def apply_cut(p: PartitionTransactions, decisions: CoordinatorDecisions | None) 
     if cut_at is None:
         return p
     moments = decisions.cut_moments if decisions is not None else {}
+    last = {t.producer_id: t for t in p.transactions}
     for t in p.transactions:
-        if _marked(t):
+        decided = _decided_at(p, t, last[t.producer_id] is t, decisions)
+        if decided is not None:
+            if decided <= cut_at:
+                continue
+            t.after_cut = True
+        elif _marked(t):
             if moments.get((t.producer_id, t.marker_epoch), t.marker_timestamp) <= cut_at:  # type: ignore[arg-type]
                 continue
             t.after_cut = True
@@ -88,6 +101,26 @@ def apply_cut(p: PartitionTransactions, decisions: CoordinatorDecisions | None) 
         if p.cut_end is None or t.first_offset < p.cut_end:
             p.cut_end = t.first_offset
     return p
+
+
+def _decided_at(
+    p: PartitionTransactions, t: Transaction, last: bool, decisions: CoordinatorDecisions | None
+) -> int | None:
+    """When the coordinator decided to commit ``t``, where its last state is that decision (PrepareCommit;
+    the module doc); None: the markers decide."""
+    if decisions is None or t.result != COMMITTED:
+        return None
+    prepared = decisions.prepared_commit(p.log_dir, p.topic, p.partition, t.producer_id)
+    if prepared is None:
+        return None
+    at = prepared.last_update_timestamp
+    if t.marker_offset is None:
+        return at  # committed by that state
+    if t.marker_epoch != prepared.producer_epoch:
+        return None  # another transaction's marker (transaction version 2: each its own epoch)
+    if t.marker_epoch > t.producer_epoch or (last and t.marker_timestamp >= at):
+        return at
+    return None  # version 1: an earlier transaction of the same epoch
 
 
 def straddling(partitions: Iterable[PartitionTransactions], cut_at: int) -> set[tuple[int, int]]:
