@@ -16,6 +16,8 @@ source broker, while it runs after its records are written, is backed up by ``ka
 ``PYTHONPATH`` (a worktree of the commit before a change: before and after in one run, on one broker,
 alternating). ``--partitions``: the source topic's partition counts, each a source of its own (the records
 round-robin over them); replay runs with its default ``--parallelism``.
+Before the rounds, each replay's tree (this one, the baseline's) gets its bytecode written and must import
+the C decoder (:func:`ready_tree`): a worktree without either measures the interpreter, not the replay.
 
 The source is a dead broker's log dir: Kafka 4.4.0 (tests/kafka_cluster.py; `make test` installs it)
 written with ``--records`` records of ``--size`` bytes (values of random capital letters, as
@@ -146,16 +148,25 @@ def broker_cpu(cluster: kafka_cluster.KafkaCluster) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def check_decoder(env: dict[str, str] | None, what: str) -> None:
-    """The replay run with ``env`` imports logdoctor with the C decoder, else the bench stops: a worktree's
-    ``src`` has no ``_speedups`` .so unless one is built or copied there (it is not in git), and the
-    pure-Python twin reads the source 4-10x slower (a 300,000-record plan 4-5 s instead of 0.2-0.5 s)."""
+def ready_tree(env: dict[str, str] | None, what: str) -> None:
+    """The tree the replay run with ``env`` imports, made ready as an installed package is, else the bench
+    stops: its modules' bytecode written (``compileall``; with PYTHONDONTWRITEBYTECODE set, as here, a
+    worktree's ``src`` is compiled again by every process: ~120 modules, 0.8 s of CPU a replay, which the
+    ``--baseline`` checkout, compiled once, does not pay), and the C decoder importable (a worktree's
+    ``src`` has no ``_speedups`` .so unless one is built or copied there: it is not in git, and the
+    pure-Python twin reads the source 4-10x slower, a 300,000-record plan 4-5 s instead of 0.2-0.5 s)."""
+    python = str(ROOT / ".venv" / "bin" / "python")
     code = "import logdoctor, logdoctor.formats.batch_v2 as b; print(b.DECODERS.name, logdoctor.__file__)"
-    out = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), "-c", code], capture_output=True,
-                         text=True, env=env, check=True).stdout.split()  # fmt: skip
-    print(f"  {what}: logdoctor {out[1]}, decoder {out[0]}", flush=True)
-    if out[0] != "c":
-        raise SystemExit(f"{what}: the {out[0]} decoder, not the C extension: build or copy _speedups there")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, check=True)
+    decoder, init = out.stdout.split()
+    tree = Path(init).parents[1]
+    compiled = dict(env or os.environ, PYTHONDONTWRITEBYTECODE="")
+    subprocess.run(
+        [python, "-m", "compileall", "-q", str(tree)], env=compiled, check=True, capture_output=True
+    )
+    print(f"  {what}: {tree} (bytecode compiled), decoder {decoder}", flush=True)
+    if decoder != "c":
+        raise SystemExit(f"{what}: the {decoder} decoder, not the C extension: build or copy _speedups there")
 
 
 def end_offset(cluster: kafka_cluster.KafkaCluster, topic: str, partitions: int = 1) -> int:
@@ -219,9 +230,9 @@ def main() -> None:
     base = ["replay-base"] if args.baseline else []
     names = ["replay", *base, *codecs, "perf", "perf-txn"] + (["kafka-backup"] if args.kafka_backup else [])
     base_env = None if not args.baseline else dict(os.environ, PYTHONPATH=str(args.baseline.resolve()))
-    check_decoder(None, "replay")
+    ready_tree(None, "replay")
     if base_env is not None:
-        check_decoder(base_env, "replay-base")
+        ready_tree(base_env, "replay-base")
     walls: dict[tuple[int, str], list[float]] = {(p, k): [] for p in counts for k in names}
     loads: dict[tuple[int, str], list[str]] = {k: [] for k in walls}
     cpus: dict[tuple[int, str], list[float]] = {k: [] for k in walls}
