@@ -16,6 +16,8 @@ source broker, while it runs after its records are written, is backed up by ``ka
 ``PYTHONPATH`` (a worktree of the commit before a change: before and after in one run, on one broker,
 alternating). ``--partitions``: the source topic's partition counts, each a source of its own (the records
 round-robin over them); replay runs with its default ``--parallelism``.
+Before the rounds, each replay's tree (this one, the baseline's) gets its bytecode written and must import
+the C decoder (:func:`ready_tree`): a worktree without either measures the interpreter, not the replay.
 
 The source is a dead broker's log dir: Kafka 4.4.0 (tests/kafka_cluster.py; `make test` installs it)
 written with ``--records`` records of ``--size`` bytes (values of random capital letters, as
@@ -139,6 +141,34 @@ def timed(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, st
     return wall, done.stdout
 
 
+def broker_cpu(cluster: kafka_cluster.KafkaCluster) -> float:
+    """CPU seconds (user and system) the target broker's JVM has used so far (``/proc/PID/stat``)."""
+    pid = cluster.broker_nodes[0].proc.pid
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def ready_tree(env: dict[str, str] | None, what: str) -> None:
+    """The tree the replay run with ``env`` imports, made ready as an installed package is, else the bench
+    stops: its modules' bytecode written (``compileall``; with PYTHONDONTWRITEBYTECODE set, as here, a
+    worktree's ``src`` is compiled again by every process: ~120 modules, 0.8 s of CPU a replay, which the
+    ``--baseline`` checkout, compiled once, does not pay), and the C decoder importable (a worktree's
+    ``src`` has no ``_speedups`` .so unless one is built or copied there: it is not in git, and the
+    pure-Python twin reads the source 4-10x slower, a 300,000-record plan 4-5 s instead of 0.2-0.5 s)."""
+    python = str(ROOT / ".venv" / "bin" / "python")
+    code = "import logdoctor, logdoctor.formats.batch_v2 as b; print(b.DECODERS.name, logdoctor.__file__)"
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, check=True)
+    decoder, init = out.stdout.split()
+    tree = Path(init).parents[1]
+    compiled = dict(env or os.environ, PYTHONDONTWRITEBYTECODE="")
+    subprocess.run(
+        [python, "-m", "compileall", "-q", str(tree)], env=compiled, check=True, capture_output=True
+    )
+    print(f"  {what}: {tree} (bytecode compiled), decoder {decoder}", flush=True)
+    if decoder != "c":
+        raise SystemExit(f"{what}: the {decoder} decoder, not the C extension: build or copy _speedups there")
+
+
 def end_offset(cluster: kafka_cluster.KafkaCluster, topic: str, partitions: int = 1) -> int:
     """The sum of the topic's partitions' end offsets."""
     from confluent_kafka import Consumer, TopicPartition
@@ -200,9 +230,13 @@ def main() -> None:
     base = ["replay-base"] if args.baseline else []
     names = ["replay", *base, *codecs, "perf", "perf-txn"] + (["kafka-backup"] if args.kafka_backup else [])
     base_env = None if not args.baseline else dict(os.environ, PYTHONPATH=str(args.baseline.resolve()))
+    ready_tree(None, "replay")
+    if base_env is not None:
+        ready_tree(base_env, "replay-base")
     walls: dict[tuple[int, str], list[float]] = {(p, k): [] for p in counts for k in names}
     loads: dict[tuple[int, str], list[str]] = {k: [] for k in walls}
     cpus: dict[tuple[int, str], list[float]] = {k: [] for k in walls}
+    brokers: dict[tuple[int, str], list[float]] = {k: [] for k in walls}
     n, size = args.records, args.size
     with kafka_cluster.KafkaCluster(root) as cluster:
         b = cluster.bootstrap
@@ -225,7 +259,9 @@ def main() -> None:
                         if name == "perf-txn":
                             argv += ["--transactional-id", f"bench-{parts}-{r}", "--transaction-duration-ms",
                                      str(args.txn_ms)]  # fmt: skip
+                    before = broker_cpu(cluster)
                     wall, out = timed(argv, base_env if name == "replay-base" else None)
+                    brokers[(parts, name)].append(broker_cpu(cluster) - before)
                     if name.startswith("replay"):
                         assert json.loads(out)["result"]["records"] == n, out[-500:]
                     high = end_offset(cluster, topic, parts)
@@ -236,17 +272,22 @@ def main() -> None:
                     loads[(parts, name)].append(load_average())
                     mbs = n * size / wall / 1e6
                     print(f"  round {r} {parts} partition(s) {name}: {wall:.2f} s ({mbs:.1f} MB/s), "
-                          f"CPU {CPU[-1]:.2f} s, load {loads[(parts, name)][-1]}", flush=True)  # fmt: skip
+                          f"CPU {CPU[-1]:.2f} s, broker CPU {brokers[(parts, name)][-1]:.2f} s, "
+                          f"load {loads[(parts, name)][-1]}", flush=True)  # fmt: skip
         if args.profile:
             topic = "profiled"
             cluster.create_topic(topic, counts[-1])
             profile_replay(sources[counts[-1]], b, topic)
     med = {k: statistics.median(v) for k, v in walls.items()}
     print(f"\n## {n:,} records of {size} B, median of {args.repeat} interleaved rounds")
-    print("| partitions | run | wall | MB/s | records/s | CPU | loads |\n|---|---|---|---|---|---|---|")
+    print(
+        "| partitions | run | wall | MB/s | records/s | CPU | broker CPU | loads |\n"
+        "|---|---|---|---|---|---|---|---|"
+    )
     for (parts, k), w in med.items():
-        print(f"| {parts} | {k} | {w:.2f} s | {n * size / w / 1e6:.1f} | {n / w:,.0f} | "
-              f"{statistics.median(cpus[(parts, k)]):.2f} s | {', '.join(loads[(parts, k)])} |")  # fmt: skip
+        cpu, broker = statistics.median(cpus[(parts, k)]), statistics.median(brokers[(parts, k)])
+        print(f"| {parts} | {k} | {w:.2f} s | {n * size / w / 1e6:.1f} | {n / w:,.0f} | {cpu:.2f} s | "
+              f"{broker:.2f} s | {', '.join(loads[(parts, k)])} |")  # fmt: skip
 
     def rate(parts: int, k: str) -> str:
         return f"{n * size / med[(parts, k)] / 1e6:.1f} MB/s ({med[(parts, k)]:.2f} s)"
