@@ -20,6 +20,8 @@ timestamps, in order) is the oracle. A second cluster (4.4.0) is the target:
    SIGKILL while two are half done, and run again: every record once, in order per partition.
 5. ``test_max_rate_over_partitions_in_parallel``: three partitions replayed at once under ``max_rate``: the
    target gets no more than the rate overall, and each transaction holds its thread's share of it.
+6. ``test_leases_join_at_once``: into a cluster with the brokers' default ``group.initial.rebalance.delay.ms``
+   (3 s: a new group's first join waits that long), the leases of three target topics join at once.
 """
 
 from __future__ import annotations
@@ -485,3 +487,48 @@ def test_max_rate_over_partitions_in_parallel(source, target, monkeypatch) -> No
     for t, p in parts:
         got = kc.read_all(target.bootstrap, names[t], p, to_end=True)
         assert _content(got) == _content(oracle[(t, p)]), f"{t}-{p}"
+
+
+def test_leases_join_at_once(source, tmp_path_factory: pytest.TempPathFactory, monkeypatch) -> None:
+    """Into a cluster with the brokers' default ``group.initial.rebalance.delay.ms`` (3 s, which the other
+    targets here set to 0: the coordinator holds a new classic group's first join that long,
+    K:group-coordinator/.../GroupMetadataManager.java prepareRebalance), the leases of plain's, txn's and
+    compacted's target topics ask to join before the first of them is taken in: each replay pays the delay
+    once, not once per target topic (one lease after another held a replay of three topics 9 s before its
+    first record; an operator's of a hundred topics, 5 minutes). Every lease asks the target for the
+    group's members before it joins (a stopped run's member must expire first), and the first lease's
+    assignment comes after the last of those asks. The target then holds the oracle's records."""
+    from logdoctor.logdir.read_options import ReadOptions
+    from logdoctor.replay import apply_replay, plan_replay
+    from logdoctor.replay.apply import _Lease
+    from logdoctor.replay.target import Target
+
+    log_dir, oracle = source
+    events: list[tuple[str, str]] = []
+    members, on_assign = Target.group_members, _Lease._on_assign
+
+    def asked(self, group: str) -> list[str]:
+        events.append(("members", group))
+        return members(self, group)
+
+    def assigned(self, consumer, partitions) -> None:
+        events.append(("assigned", self.group))
+        on_assign(self, consumer, partitions)
+
+    monkeypatch.setattr(Target, "group_members", asked)
+    monkeypatch.setattr(_Lease, "_on_assign", assigned)
+    root = tmp_path_factory.mktemp("replay-target-delayed")
+    with kc.KafkaCluster(root, broker_config={"group.initial.rebalance.delay.ms": 3000}) as delayed:
+        plan = plan_replay([str(log_dir)], delayed.bootstrap, opts=ReadOptions(topics="plain,txn,compacted"))
+        groups = {pp.lease_group or pp.group for pp in plan.partitions}
+        assert len(groups) == 3, groups
+        events.clear()
+        result = apply_replay(plan, offset_rows=False)
+        first = next(i for i, (what, _g) in enumerate(events) if what == "assigned")
+        asked_before = {g for what, g in events[:first] if what == "members"}
+        assert asked_before == groups, events
+        assert result.records == sum(len(v) for k, v in oracle.items() if k[0] != "big")
+        for (topic, part), want in oracle.items():
+            if topic != "big":
+                got = kc.read_all(delayed.bootstrap, topic, part, to_end=True)
+                assert _content(got) == _content(want), f"{topic}-{part}"

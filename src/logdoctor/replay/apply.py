@@ -203,10 +203,13 @@ class _Lease:
         self.timeout = timeout
         self.consumer: Any = None
         self._assigned = False
+        self._joined_by = 0.0
         #: the consumer is polled by the jobs' threads and by :func:`_serving`: one at a time
         self.lock = threading.Lock()
 
-    def acquire(self, wait: float) -> None:
+    def join(self, wait: float) -> None:
+        """Asks to join the group, once no other member holds it (a stopped run's member expires within
+        ``wait``); :meth:`assigned` then tells when the coordinator took it in."""
         from confluent_kafka import Consumer
 
         deadline = time.monotonic() + wait
@@ -235,17 +238,24 @@ class _Lease:
             )
         )
         self.consumer.subscribe([self.topic], on_assign=self._on_assign)
-        end = time.monotonic() + self.timeout
-        while not self._assigned:
-            if time.monotonic() > end:
-                self.close()  # the coordinator did not answer: the target cannot be reached
-                raise TargetUnreachable(
-                    f"the lease consumer: could not join group {self.group} within {self.timeout:g} s"
-                )
-            # no message comes (the partitions are paused once assigned), so a poll waits out its whole
-            # timeout: short ones see the assignment within 10 ms of the join (0.2 s polls held every
-            # replay 0.2 s before its first record; the join itself takes 0.09-0.15 s on a local broker)
-            self.consumer.poll(0.01)
+        self._joined_by = time.monotonic() + self.timeout
+
+    def assigned(self) -> bool:
+        """Serves the join for 10 ms; True once the group has taken this member in (and it is the only
+        one: of two replays started at once, the lowest member id goes on, the other is refused)."""
+        if self._assigned:
+            return True
+        if time.monotonic() > self._joined_by:
+            self.close()  # the coordinator did not answer: the target cannot be reached
+            raise TargetUnreachable(
+                f"the lease consumer: could not join group {self.group} within {self.timeout:g} s"
+            )
+        # no message comes (the partitions are paused once assigned), so a poll waits out its whole
+        # timeout: short ones see the assignment within 10 ms of the join (0.2 s polls held every replay
+        # 0.2 s before its first record; the join itself takes 0.09-0.15 s on a local broker)
+        self.consumer.poll(0.01)
+        if not self._assigned:
+            return False
         members = self.target.group_members(self.group)
         mine = self.consumer.memberid()
         ids = sorted(m.split(" ", 1)[0] for m in members)
@@ -255,6 +265,7 @@ class _Lease:
                 f"another replay into {self.topic} started at the same time: group {self.group} has members "
                 f"{', '.join(members)}; the one with the lowest member id goes on"
             )
+        return True
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         consumer.assign(partitions)
@@ -752,18 +763,23 @@ def apply_replay(
         )  # fmt: skip
 
     def lease_of(pp: PartitionPlan) -> _Lease:
-        held = pp.lease_group or pp.group
-        if held not in leases:
-            lease = _Lease(target, held, pp.target_topic, session_timeout_ms, timeout)
-            lease.acquire(wait)
-            leases[held] = lease
         if pp.rehashed and pp.target_topic not in checked:  # the lease first: it fences the producers
             _check_rehashed_topic(plan, pp.target_topic, target, producer_config or {}, timeout)
             checked.add(pp.target_topic)
-        return leases[held]
+        return leases[pp.lease_group or pp.group]
 
     try:
-        held = [lease_of(pp) for pp in plan.partitions]  # every lease before the first record
+        # every lease before the first record, their joins at once: a broker holds a new group's first
+        # join group.initial.rebalance.delay.ms (3 s by default; GroupMetadataManager.prepareRebalance),
+        # which one lease after another paid once per target topic
+        for pp in plan.partitions:
+            name = pp.lease_group or pp.group
+            if name not in leases:
+                leases[name] = _Lease(target, name, pp.target_topic, session_timeout_ms, timeout)
+                leases[name].join(wait)
+        while not all([lease.assigned() for lease in leases.values()]):
+            pass
+        held = [lease_of(pp) for pp in plan.partitions]
         if runner is None:
             n = max(1, min(parallelism or DEFAULT_PARALLELISM, len(plan.partitions)))  # the pool's threads
             if limit is not None:
