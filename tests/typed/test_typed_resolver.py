@@ -116,3 +116,40 @@ def test_a_whole_column_resolves_as_writer_of_row_by_row(data: st.DataObject) ->
             assert _Resolver(registry).column(values, headers) == want
         finally:
             native.speedups = saved
+
+
+@settings(max_examples=tiers.examples(60), deadline=None)
+@given(st.data())
+def test_payloads_as_spans_decode_as_the_same_bytes(data: st.DataObject) -> None:
+    """A writer's payloads handed over as spans of one buffer (results.Payloads: the C Protobuf decoder and
+    the Avro column decoder read them in place) decode to exactly what the same payloads as bytes give:
+    real values of ../shared/typed's Protobuf and Avro writers, some cut short, in any order."""
+    import numpy as np
+
+    from logdoctor.formats.registry.results import Payloads
+    from logdoctor.formats.registry.writers import Decoders
+
+    registry = _registry()
+    decoders = Decoders(registry)
+    topic = data.draw(st.sampled_from(["payments", "orders"]))
+    resolved = [(v, writer_of(v, None, registry)) for v in _values(topic).values() if v is not None]
+    resolved = [(v, r) for v, r in resolved if isinstance(r, Resolved)]
+    writer = data.draw(st.sampled_from(sorted({r.writer for _, r in resolved}, key=lambda w: w.sort_key())))
+    mine = [v[r.payload :] for v, r in resolved if r.writer == writer]
+    size = data.draw(st.sampled_from([(0, 20), (64, 130)]))  # the Avro decoder's rows and columns alike
+    pick = st.tuples(st.integers(0, len(mine) - 1), st.integers(0, 400))
+    picks = data.draw(st.lists(pick, min_size=size[0], max_size=size[1]))
+    payloads = [mine[i][: None if cut > 200 else cut] for i, cut in picks]
+    gap = data.draw(st.binary(max_size=3))  # bytes between the spans: never read
+    buf, starts, ends = bytearray(gap), [], []
+    for p in payloads:
+        starts.append(len(buf))
+        buf += p
+        ends.append(len(buf))
+        buf += gap
+    spans = Payloads(bytes(buf), np.array(starts, np.int64), np.array(ends, np.int64))
+    assert spans.as_list() == payloads
+    dec = decoders.get(writer)
+    want, got = dec.decode(payloads), dec.decode(spans)
+    assert got.reasons == want.reasons
+    assert got.values.equals(want.values)

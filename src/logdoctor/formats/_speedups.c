@@ -3768,16 +3768,56 @@ pb_emit(pb_state *S, int32_t ei, int present)
 static PyObject *
 pb_decode(PyObject *self, PyObject *args)
 {
-    PyObject *cap, *seq;
-    if (!PyArg_ParseTuple(args, "OO", &cap, &seq))
+    PyObject *cap, *seq, *dataobj = NULL, *startsobj = NULL, *endsobj = NULL;
+    if (!PyArg_ParseTuple(args, "OO|OOO", &cap, &seq, &dataobj, &startsobj, &endsobj))
         return NULL;
     const pb_plan *P = PyCapsule_GetPointer(cap, PB_PLAN_CAPSULE);
     if (P == NULL)
         return NULL;
-    PyObject *fast = PySequence_Fast(seq, "payloads must be a sequence");
-    if (fast == NULL)
+    /* pb_decode(plan, None, data, starts, ends): the payloads are data[starts[i]:ends[i]] (int64 buffers) */
+    Py_buffer spans[3];
+    int nspans = 0;
+    const int64_t *sp_start = NULL, *sp_end = NULL;
+    PyObject *fast = NULL;
+    Py_ssize_t n;
+    if (seq == Py_None) {
+        PyObject *objs[3] = {dataobj, startsobj, endsobj};
+        for (; nspans < 3; nspans++) {
+            if (objs[nspans] == NULL) {
+                PyErr_SetString(PyExc_TypeError, "pb_decode(plan, None, data, starts, ends)");
+                goto spans_bad;
+            }
+            if (PyObject_GetBuffer(objs[nspans], &spans[nspans], PyBUF_SIMPLE) < 0)
+                goto spans_bad;
+        }
+        n = spans[1].len / 8;
+        if (spans[2].len / 8 != n) {
+            PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
+            goto spans_bad;
+        }
+        sp_start = spans[1].buf;
+        sp_end = spans[2].buf;
+        for (Py_ssize_t r = 0; r < n; r++) {
+            int64_t a, b;
+            memcpy(&a, &sp_start[r], 8);
+            memcpy(&b, &sp_end[r], 8);
+            if (a < 0 || b < a || b > spans[0].len) {
+                PyErr_SetString(PyExc_ValueError, "a payload outside the data buffer");
+                goto spans_bad;
+            }
+        }
+    } else {
+        fast = PySequence_Fast(seq, "payloads must be a sequence");
+        if (fast == NULL)
+            return NULL;
+        n = PySequence_Fast_GET_SIZE(fast);
+    }
+    if (0) {
+    spans_bad:
+        while (nspans > 0)
+            PyBuffer_Release(&spans[--nspans]);
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    }
     PyObject *result = NULL, *refused = NULL, *columns = NULL;
     pb_state S;
     memset(&S, 0, sizeof(S));
@@ -3818,7 +3858,14 @@ pb_decode(PyObject *self, PyObject *args)
     const pb_node *top = &P->nodes[0];
     for (Py_ssize_t r = 0; r < n; r++) {
         Py_buffer view;
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(fast, r), &view, PyBUF_SIMPLE) < 0) {
+        if (fast == NULL) { /* a span of the data buffer: released with it */
+            int64_t a, b;
+            memcpy(&a, &sp_start[r], 8);
+            memcpy(&b, &sp_end[r], 8);
+            memset(&view, 0, sizeof(view));
+            view.buf = (char *)spans[0].buf + a;
+            view.len = (Py_ssize_t)(b - a);
+        } else if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(fast, r), &view, PyBUF_SIMPLE) < 0) {
             /* not one contiguous buffer: the caller reads the batch another way */
             PyErr_Clear();
             result = Py_NewRef(Py_None);
@@ -3853,7 +3900,8 @@ pb_decode(PyObject *self, PyObject *args)
         int bad = 0;
         for (int j = 0; j < top->nchildren && !bad; j++)
             bad = pb_emit(&S, top->children[j], present) < 0;
-        PyBuffer_Release(&view);
+        if (fast != NULL)
+            PyBuffer_Release(&view);
         if (rc == PB_NOMEM)
             goto nomem;
         if (bad) { /* out of memory, or past 32-bit offsets: the caller reads the batch another way */
@@ -3881,7 +3929,9 @@ nomem:
 done:
     Py_XDECREF(columns);
     Py_XDECREF(refused);
-    Py_DECREF(fast);
+    Py_XDECREF(fast);
+    while (nspans > 0)
+        PyBuffer_Release(&spans[--nspans]);
     if (S.bufs)
         for (int c = 0; c < P->ncols; c++)
             PyMem_Free(S.bufs[c].p);
@@ -4219,7 +4269,7 @@ static PyMethodDef methods[] = {
     {"pb_plan", pb_plan_new, METH_VARARGS,
      "pb_plan(entries, ncols, noneofs) -> the compiled plan of a Protobuf message (protobuf_plan.py)."},
     {"pb_decode", pb_decode, METH_VARARGS,
-     "pb_decode(plan, payloads) -> (column buffers, refused flags) | None: Protobuf payloads as columns."},
+     "pb_decode(plan, payloads | None[, data, starts, ends]) -> (column buffers, refused flags) | None."},
     {"frame_scan", frame_scan, METH_VARARGS,
      "frame_scan(validity, offsets, data, offset, n, large) -> registry frames of an Arrow binary column."},
     {"binary_slices", binary_slices, METH_VARARGS,

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from logdoctor.formats.registry.reasons import DECODE_ERROR_TRUNCATED, NO_MAGIC_BYTE
+from logdoctor.formats.registry.results import Payloads
 from logdoctor.formats.registry.writers import (
     REGISTRY,
     Decoders,
@@ -316,10 +317,21 @@ class ColumnFrames:
                 at += k
         return out
 
-    def payloads(self, r: Resolved, rows: Any) -> list[bytes]:
-        from logdoctor.formats.registry.framing import binary_slices
+    def payloads(self, parts: Sequence[tuple[Resolved, Any]]) -> Payloads:
+        """The payloads of the rows of each (resolution, rows) of ``parts``, in that order: spans of the
+        column's data buffer (its bytes after each resolution's frame)."""
+        import numpy as np
 
-        return binary_slices(self.values, rows, r.payload)
+        values = self.values
+        offsets = values.buffers()[1]
+        kind = np.int64 if pa.types.is_large_binary(values.type) else np.int32
+        at = np.frombuffer(offsets, kind)[values.offset : values.offset + len(values) + 1].astype(np.int64)
+        starts = [at[rows] + r.payload for r, rows in parts]
+        ends = [at[rows + 1] for _, rows in parts]
+        s = starts[0] if len(parts) == 1 else np.concatenate(starts)
+        e = ends[0] if len(parts) == 1 else np.concatenate(ends)
+        data = values.buffers()[2]
+        return Payloads(b"" if data is None else data, np.minimum(s, e), e)
 
 
 def _resolve(rb: pa.RecordBatch, resolver: _Resolver, column: str, header: str) -> ColumnFrames:
@@ -386,7 +398,7 @@ def _decodes_any(
         return True
     for r, rows in parts:
         for start in range(0, len(rows), _SURVEY_SLICE):
-            payloads = frames.payloads(r, rows[start : start + _SURVEY_SLICE])
+            payloads = frames.payloads([(r, rows[start : start + _SURVEY_SLICE])])
             if any(why is None for why in dec.decode(payloads).reasons):
                 return True
     return False
@@ -703,7 +715,7 @@ class TypedBatches:
                         reasons[i], details[i] = unbuildable_reason(dec), f"{column}: {dec}"
                         ids[i] = writer.schema_id
                 continue
-            payloads = [p for r, part in parts for p in frames.payloads(r, part)]
+            payloads = frames.payloads(parts)
             decoded = dec.decode(payloads)
             for j, why in enumerate(decoded.reasons):
                 if why is not None:

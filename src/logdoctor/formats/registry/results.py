@@ -4,10 +4,12 @@ imports them from here, as :mod:`.decoder` imports the format modules.)"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, overload
 
 if TYPE_CHECKING:
+    import numpy as np
     import pyarrow as pa
 
 # the side-table reasons: one module of their own (reasons.py), which the store and the framing name too
@@ -34,3 +36,35 @@ class Decoded:
 
     values: pa.Array
     reasons: list[str | None]
+
+
+class Payloads(Sequence[bytes]):
+    """A batch of payloads as spans of one buffer (``data[starts[i]:ends[i]]``, numpy int64 arrays): what the
+    typed tables hand the decoders, sliced from the Arrow column without a Python object per payload. The C
+    decoders read the spans in place; as a sequence it gives each payload's bytes."""
+
+    __slots__ = ("data", "ends", "starts")
+
+    def __init__(self, data: Any, starts: np.ndarray, ends: np.ndarray) -> None:
+        self.data = data
+        self.starts = starts
+        self.ends = ends
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    @overload
+    def __getitem__(self, i: int) -> bytes: ...
+    @overload
+    def __getitem__(self, i: slice) -> Payloads: ...
+    def __getitem__(self, i: int | slice) -> bytes | Payloads:
+        if isinstance(i, slice):
+            return Payloads(self.data, self.starts[i], self.ends[i])
+        return bytes(memoryview(self.data)[int(self.starts[i]) : int(self.ends[i])])
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self.as_list())
+
+    def as_list(self) -> list[bytes]:
+        view = memoryview(self.data)
+        return [bytes(view[a:b]) for a, b in zip(self.starts.tolist(), self.ends.tolist(), strict=True)]
