@@ -262,3 +262,30 @@ def test_scan_prefix_of_nothing_and_of_nulls(scan_path: str) -> None:
     assert _scanned(pa.array([], pa.binary())) == []
     assert _scanned(pa.array([None, b"", None], pa.binary())) == [(-1, 0, -1, 0)] * 3
     assert binary_slices(pa.array([None, b"ab"], pa.binary()), np.array([1, 0, 1]), 5) == [b"", None, b""]
+
+
+def test_the_c_scan_refuses_buffers_that_do_not_hold_the_column() -> None:
+    """frame_scan and binary_slices read only what the Arrow buffers hold: offsets short of the length,
+    an offset past the data, a bitmap short of the length or a row outside the array are a ValueError or
+    IndexError, never a read past a buffer (make asan-check runs this too)."""
+    from logdoctor.formats import native
+
+    if native.speedups is None:
+        pytest.skip("the C extension is not built")
+    scan, slices = native.speedups.frame_scan, native.speedups.binary_slices
+    offsets = np.array([0, 5, 9], np.int32).tobytes()
+    data = b"\x00\x00\x00\x00\x07abcd"
+    assert scan(None, offsets, data, 0, 2, False)[0] == np.array([0, ord("a")], np.int16).tobytes()
+    with pytest.raises(ValueError, match="offsets"):
+        scan(None, offsets, data, 0, 3, False)
+    with pytest.raises(ValueError, match="offsets"):
+        scan(None, offsets, data, 0, 1, True)  # 12 bytes are not two int64 offsets
+    with pytest.raises(ValueError, match="outside the data"):
+        scan(None, offsets, data[:8], 0, 2, False)
+    with pytest.raises(ValueError, match="validity"):
+        scan(b"", offsets, data, 0, 2, False)
+    with pytest.raises(ValueError):
+        scan(None, offsets, data, -1, 2, False)
+    with pytest.raises(IndexError):
+        slices(None, offsets, data, 0, 2, False, np.array([2], np.int64), 0)
+    assert slices(b"\x02", offsets, data, 0, 2, False, np.array([1, 0], np.int64), 1) == [b"bcd", None]

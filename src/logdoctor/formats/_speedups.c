@@ -3981,6 +3981,20 @@ fs_release(fs_column *c)
         PyBuffer_Release(&c->data);
 }
 
+/* obj's buffer into view (*has set), holding at least need items of width bytes */
+static int
+fs_buffer(PyObject *obj, Py_buffer *view, int *has, Py_ssize_t need, Py_ssize_t width, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    *has = 1;
+    if (need > view->len / width) {
+        PyErr_Format(PyExc_ValueError, "%s buffer too short", what);
+        return -1;
+    }
+    return 0;
+}
+
 /* the buffers of an Arrow binary array (validity | None, offsets, data | None), checked: every element's
  * offsets within the data */
 static int
@@ -3991,32 +4005,17 @@ fs_open(fs_column *c, PyObject *validity, PyObject *offsets, PyObject *data, Py_
     c->offset = offset;
     c->n = n;
     c->large = large;
-    if (offset < 0 || n < 0) {
+    if (offset < 0 || n < 0 || offset > PY_SSIZE_T_MAX / 2 - n) {
         PyErr_SetString(PyExc_ValueError, "offset and length must be 0 or more");
         return -1;
     }
-    if (validity != Py_None) {
-        if (PyObject_GetBuffer(validity, &c->validity, PyBUF_SIMPLE) < 0)
-            return -1;
-        c->has_validity = 1;
-        if (n && (offset + n + 7) / 8 > c->validity.len) {
-            PyErr_SetString(PyExc_ValueError, "validity bitmap too short");
-            return -1;
-        }
-    }
-    if (PyObject_GetBuffer(offsets, &c->offsets, PyBUF_SIMPLE) < 0)
+    if (validity != Py_None &&
+        fs_buffer(validity, &c->validity, &c->has_validity, n ? (offset + n + 7) / 8 : 0, 1, "validity") < 0)
         return -1;
-    c->has_offsets = 1;
-    Py_ssize_t width = large ? 8 : 4;
-    if (n && (offset + n + 1) > c->offsets.len / width) {
-        PyErr_SetString(PyExc_ValueError, "offsets buffer too short");
+    if (fs_buffer(offsets, &c->offsets, &c->has_offsets, n ? offset + n + 1 : 0, large ? 8 : 4, "offsets") < 0)
         return -1;
-    }
-    if (data != Py_None) {
-        if (PyObject_GetBuffer(data, &c->data, PyBUF_SIMPLE) < 0)
-            return -1;
-        c->has_data = 1;
-    }
+    if (data != Py_None && fs_buffer(data, &c->data, &c->has_data, 0, 1, "data") < 0)
+        return -1;
     Py_ssize_t size = c->has_data ? c->data.len : 0;
     for (Py_ssize_t i = 0; i <= (n ? n : -1); i++) {
         int64_t o;
