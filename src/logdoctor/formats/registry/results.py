@@ -41,14 +41,16 @@ class Decoded:
 class Payloads(Sequence[bytes]):
     """A batch of payloads as spans of one buffer (``data[starts[i]:ends[i]]``, numpy int64 arrays): what the
     typed tables hand the decoders, sliced from the Arrow column without a Python object per payload. The C
-    decoders read the spans in place; as a sequence it gives each payload's bytes."""
+    decoders read the spans in place; as a sequence it gives each payload's bytes, the same objects each time
+    (made once, on first use: a reader may tell payloads apart by identity, as a list's)."""
 
-    __slots__ = ("data", "ends", "starts")
+    __slots__ = ("_listed", "data", "ends", "starts")
 
     def __init__(self, data: Any, starts: np.ndarray, ends: np.ndarray) -> None:
         self.data = data
         self.starts = starts
         self.ends = ends
+        self._listed: list[bytes] | None = None
 
     def __len__(self) -> int:
         return len(self.starts)
@@ -56,15 +58,16 @@ class Payloads(Sequence[bytes]):
     @overload
     def __getitem__(self, i: int) -> bytes: ...
     @overload
-    def __getitem__(self, i: slice) -> Payloads: ...
-    def __getitem__(self, i: int | slice) -> bytes | Payloads:
-        if isinstance(i, slice):
-            return Payloads(self.data, self.starts[i], self.ends[i])
-        return bytes(memoryview(self.data)[int(self.starts[i]) : int(self.ends[i])])
+    def __getitem__(self, i: slice) -> list[bytes]: ...
+    def __getitem__(self, i: int | slice) -> bytes | list[bytes]:
+        return self.as_list()[i]
 
     def __iter__(self) -> Iterator[bytes]:
         return iter(self.as_list())
 
     def as_list(self) -> list[bytes]:
-        view = memoryview(self.data)
-        return [bytes(view[a:b]) for a, b in zip(self.starts.tolist(), self.ends.tolist(), strict=True)]
+        if self._listed is None:
+            view = memoryview(self.data)
+            starts, ends = self.starts.tolist(), self.ends.tolist()
+            self._listed = [bytes(view[a:b]) for a, b in zip(starts, ends, strict=True)]
+        return self._listed
