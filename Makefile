@@ -109,11 +109,13 @@ fuzz: $(STAMP)
 
 # The C extension under ASan + UBSan (docs/reliability.md): built with the sanitizers in a temporary
 # copy of src/ (the .so of this checkout is left alone), then tests/formats and tests/fuzz (FUZZ_EXAMPLES,
-# 300 by default) run against it, in PYTEST_WORKERS processes as make test (each loads the sanitizers);
-# any sanitizer report fails. CI runs it after `make test`.
+# 300 by default) and ASAN_TYPED (the typed tables' frame scan and payload spans) run against it, in
+# PYTEST_WORKERS processes as make test (each loads the sanitizers); any sanitizer report fails. CI runs it
+# after `make test`.
+ASAN_TYPED := tests/typed/test_registry_framing.py tests/typed/test_typed_resolver.py
 asan-check: $(STAMP)
 	bash scripts/ensure-kafkajs.sh
-	bash scripts/asan-check.sh $(abspath $(PY)) $(XDIST) tests/formats tests/fuzz
+	bash scripts/asan-check.sh $(abspath $(PY)) $(XDIST) tests/formats tests/fuzz $(ASAN_TYPED)
 
 # Every benchmark of BENCHMARKS.md with its default (full) size; data goes to /tmp/logdoctor-bench.
 bench: $(STAMP)

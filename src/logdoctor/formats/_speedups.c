@@ -3768,16 +3768,56 @@ pb_emit(pb_state *S, int32_t ei, int present)
 static PyObject *
 pb_decode(PyObject *self, PyObject *args)
 {
-    PyObject *cap, *seq;
-    if (!PyArg_ParseTuple(args, "OO", &cap, &seq))
+    PyObject *cap, *seq, *dataobj = NULL, *startsobj = NULL, *endsobj = NULL;
+    if (!PyArg_ParseTuple(args, "OO|OOO", &cap, &seq, &dataobj, &startsobj, &endsobj))
         return NULL;
     const pb_plan *P = PyCapsule_GetPointer(cap, PB_PLAN_CAPSULE);
     if (P == NULL)
         return NULL;
-    PyObject *fast = PySequence_Fast(seq, "payloads must be a sequence");
-    if (fast == NULL)
+    /* pb_decode(plan, None, data, starts, ends): the payloads are data[starts[i]:ends[i]] (int64 buffers) */
+    Py_buffer spans[3];
+    int nspans = 0;
+    const int64_t *sp_start = NULL, *sp_end = NULL;
+    PyObject *fast = NULL;
+    Py_ssize_t n;
+    if (seq == Py_None) {
+        PyObject *objs[3] = {dataobj, startsobj, endsobj};
+        for (; nspans < 3; nspans++) {
+            if (objs[nspans] == NULL) {
+                PyErr_SetString(PyExc_TypeError, "pb_decode(plan, None, data, starts, ends)");
+                goto spans_bad;
+            }
+            if (PyObject_GetBuffer(objs[nspans], &spans[nspans], PyBUF_SIMPLE) < 0)
+                goto spans_bad;
+        }
+        n = spans[1].len / 8;
+        if (spans[2].len / 8 != n) {
+            PyErr_SetString(PyExc_ValueError, "starts and ends differ in length");
+            goto spans_bad;
+        }
+        sp_start = spans[1].buf;
+        sp_end = spans[2].buf;
+        for (Py_ssize_t r = 0; r < n; r++) {
+            int64_t a, b;
+            memcpy(&a, &sp_start[r], 8);
+            memcpy(&b, &sp_end[r], 8);
+            if (a < 0 || b < a || b > spans[0].len) {
+                PyErr_SetString(PyExc_ValueError, "a payload outside the data buffer");
+                goto spans_bad;
+            }
+        }
+    } else {
+        fast = PySequence_Fast(seq, "payloads must be a sequence");
+        if (fast == NULL)
+            return NULL;
+        n = PySequence_Fast_GET_SIZE(fast);
+    }
+    if (0) {
+    spans_bad:
+        while (nspans > 0)
+            PyBuffer_Release(&spans[--nspans]);
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    }
     PyObject *result = NULL, *refused = NULL, *columns = NULL;
     pb_state S;
     memset(&S, 0, sizeof(S));
@@ -3818,7 +3858,14 @@ pb_decode(PyObject *self, PyObject *args)
     const pb_node *top = &P->nodes[0];
     for (Py_ssize_t r = 0; r < n; r++) {
         Py_buffer view;
-        if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(fast, r), &view, PyBUF_SIMPLE) < 0) {
+        if (fast == NULL) { /* a span of the data buffer: released with it */
+            int64_t a, b;
+            memcpy(&a, &sp_start[r], 8);
+            memcpy(&b, &sp_end[r], 8);
+            memset(&view, 0, sizeof(view));
+            view.buf = (char *)spans[0].buf + a;
+            view.len = (Py_ssize_t)(b - a);
+        } else if (PyObject_GetBuffer(PySequence_Fast_GET_ITEM(fast, r), &view, PyBUF_SIMPLE) < 0) {
             /* not one contiguous buffer: the caller reads the batch another way */
             PyErr_Clear();
             result = Py_NewRef(Py_None);
@@ -3853,7 +3900,8 @@ pb_decode(PyObject *self, PyObject *args)
         int bad = 0;
         for (int j = 0; j < top->nchildren && !bad; j++)
             bad = pb_emit(&S, top->children[j], present) < 0;
-        PyBuffer_Release(&view);
+        if (fast != NULL)
+            PyBuffer_Release(&view);
         if (rc == PB_NOMEM)
             goto nomem;
         if (bad) { /* out of memory, or past 32-bit offsets: the caller reads the batch another way */
@@ -3881,7 +3929,9 @@ nomem:
 done:
     Py_XDECREF(columns);
     Py_XDECREF(refused);
-    Py_DECREF(fast);
+    Py_XDECREF(fast);
+    while (nspans > 0)
+        PyBuffer_Release(&spans[--nspans]);
     if (S.bufs)
         for (int c = 0; c < P->ncols; c++)
             PyMem_Free(S.bufs[c].p);
@@ -3901,6 +3951,282 @@ done:
     PyMem_Free(S.stack);
     PyMem_Free(S.sorted);
     return result;
+}
+
+/* ---- registry frames of a whole Arrow binary column (formats/registry/framing.py ``scan_prefix``) ----
+ *
+ * The fast path of framing.read_frame's prefix rule over every element of a binary (or large binary) Arrow
+ * array, from its buffers: magic byte 0 and a 4-byte big-endian id above 0 (5 bytes at least), or magic
+ * byte 1 and a 16-byte GUID (17 bytes at least); anything else is no frame. After a magic-0 frame, the
+ * Protobuf message-index path framing.read_message_indexes would read there (a zig-zag varint count, a
+ * count of 0 the path [0], then that many zig-zag varints; ByteUtils.readVarint: at most 5 bytes, the 5th
+ * without its high bit) is measured too: the caller groups the values of a Protobuf schema id by those
+ * bytes. */
+
+typedef struct {
+    Py_buffer validity, offsets, data;
+    int has_validity, has_offsets, has_data;
+    Py_ssize_t offset, n;
+    int large;
+} fs_column;
+
+static void
+fs_release(fs_column *c)
+{
+    if (c->has_validity)
+        PyBuffer_Release(&c->validity);
+    if (c->has_offsets)
+        PyBuffer_Release(&c->offsets);
+    if (c->has_data)
+        PyBuffer_Release(&c->data);
+}
+
+/* obj's buffer into view (*has set), holding at least need items of width bytes */
+static int
+fs_buffer(PyObject *obj, Py_buffer *view, int *has, Py_ssize_t need, Py_ssize_t width, const char *what)
+{
+    if (PyObject_GetBuffer(obj, view, PyBUF_SIMPLE) < 0)
+        return -1;
+    *has = 1;
+    if (need > view->len / width) {
+        PyErr_Format(PyExc_ValueError, "%s buffer too short", what);
+        return -1;
+    }
+    return 0;
+}
+
+/* the buffers of an Arrow binary array (validity | None, offsets, data | None), checked: every element's
+ * offsets within the data */
+static int
+fs_open(fs_column *c, PyObject *validity, PyObject *offsets, PyObject *data, Py_ssize_t offset, Py_ssize_t n,
+        int large)
+{
+    memset(c, 0, sizeof(*c));
+    c->offset = offset;
+    c->n = n;
+    c->large = large;
+    if (offset < 0 || n < 0 || offset > PY_SSIZE_T_MAX / 2 - n) {
+        PyErr_SetString(PyExc_ValueError, "offset and length must be 0 or more");
+        return -1;
+    }
+    if (validity != Py_None &&
+        fs_buffer(validity, &c->validity, &c->has_validity, n ? (offset + n + 7) / 8 : 0, 1, "validity") < 0)
+        return -1;
+    if (fs_buffer(offsets, &c->offsets, &c->has_offsets, n ? offset + n + 1 : 0, large ? 8 : 4, "offsets") < 0)
+        return -1;
+    if (data != Py_None && fs_buffer(data, &c->data, &c->has_data, 0, 1, "data") < 0)
+        return -1;
+    Py_ssize_t size = c->has_data ? c->data.len : 0;
+    for (Py_ssize_t i = 0; i <= (n ? n : -1); i++) {
+        int64_t o;
+        if (large)
+            memcpy(&o, (const char *)c->offsets.buf + (offset + i) * 8, 8);
+        else {
+            int32_t o32;
+            memcpy(&o32, (const char *)c->offsets.buf + (offset + i) * 4, 4);
+            o = o32;
+        }
+        if (o < 0 || o > size) {
+            PyErr_SetString(PyExc_ValueError, "an offset outside the data buffer");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static inline int64_t
+fs_off(const fs_column *c, Py_ssize_t i)
+{
+    if (c->large) {
+        int64_t o;
+        memcpy(&o, (const char *)c->offsets.buf + (c->offset + i) * 8, 8);
+        return o;
+    }
+    int32_t o;
+    memcpy(&o, (const char *)c->offsets.buf + (c->offset + i) * 4, 4);
+    return o;
+}
+
+static inline int
+fs_valid(const fs_column *c, Py_ssize_t i)
+{
+    if (!c->has_validity)
+        return 1;
+    Py_ssize_t b = c->offset + i;
+    return (((const uint8_t *)c->validity.buf)[b >> 3] >> (b & 7)) & 1;
+}
+
+/* a zig-zag varint (ByteUtils.readVarint) at p: 0 and *out, *next; -1 when it ends first or is overlong */
+static int
+fs_varint(const uint8_t *p, const uint8_t *end, const uint8_t **next, int64_t *out)
+{
+    uint32_t v = 0;
+    for (int i = 0; i < 5; i++) {
+        if (p >= end)
+            return -1;
+        uint8_t b = *p++;
+        if (b & 0x80) {
+            if (i == 4)
+                return -1;
+            v |= (uint32_t)(b & 0x7F) << (7 * i);
+        } else {
+            v |= (uint32_t)b << (7 * i);
+            *next = p;
+            *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/* the bytes of the message-index path at p (framing.read_message_indexes), -1 when it does not parse */
+static Py_ssize_t
+fs_indexes(const uint8_t *p, const uint8_t *end)
+{
+    const uint8_t *q;
+    int64_t count;
+    if (fs_varint(p, end, &q, &count) < 0 || count < 0)
+        return -1;
+    if (count > end - q)
+        return -1;
+    for (int64_t k = 0; k < count; k++) {
+        int64_t ignored;
+        if (fs_varint(q, end, &q, &ignored) < 0)
+            return -1;
+    }
+    return q - p;
+}
+
+/* frame_scan(validity, offsets, data, offset, n, large) -> (magic, ids, index_bytes, index_keys): bytes of
+ * n int16 (the first byte where it starts a whole frame, any other first byte as it is, -1 for a null, an
+ * empty element, a 0/1 shorter than its frame or a 0 whose id is 0 or less), n int32 (the id after a magic
+ * 0, else 0), n int8 (after a magic 0: the bytes of the message-index path that follows, -1 when it does
+ * not parse or takes more than 8 bytes; else -1) and n uint64 (those bytes, little-endian, 0 above them) */
+static PyObject *
+frame_scan(PyObject *self, PyObject *args)
+{
+    PyObject *validity, *offsets, *data;
+    Py_ssize_t offset, n;
+    int large;
+    if (!PyArg_ParseTuple(args, "OOOnnp", &validity, &offsets, &data, &offset, &n, &large))
+        return NULL;
+    fs_column c;
+    PyObject *magic = NULL, *ids = NULL, *ilen = NULL, *ikey = NULL, *result = NULL;
+    if (fs_open(&c, validity, offsets, data, offset, n, large) < 0)
+        goto done;
+    magic = PyBytes_FromStringAndSize(NULL, n * 2);
+    ids = PyBytes_FromStringAndSize(NULL, n * 4);
+    ilen = PyBytes_FromStringAndSize(NULL, n);
+    ikey = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (!magic || !ids || !ilen || !ikey)
+        goto done;
+    int16_t *m = (int16_t *)PyBytes_AS_STRING(magic);
+    int32_t *id = (int32_t *)PyBytes_AS_STRING(ids);
+    int8_t *il = (int8_t *)PyBytes_AS_STRING(ilen);
+    uint64_t *ik = (uint64_t *)PyBytes_AS_STRING(ikey);
+    const uint8_t *base = c.has_data ? (const uint8_t *)c.data.buf : NULL;
+    int64_t prev = n ? fs_off(&c, 0) : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t s = prev, e = fs_off(&c, i + 1);
+        prev = e;
+        m[i] = -1;
+        id[i] = 0;
+        il[i] = -1;
+        ik[i] = 0;
+        if (!fs_valid(&c, i) || e <= s)
+            continue;
+        const uint8_t *p = base + s;
+        int64_t len = e - s;
+        if (p[0] == 0) {
+            if (len < 5)
+                continue;
+            uint32_t u = ((uint32_t)p[1] << 24) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 8) | p[4];
+            int32_t v;
+            memcpy(&v, &u, 4);
+            if (v <= 0)
+                continue;
+            m[i] = 0;
+            id[i] = v;
+            Py_ssize_t k = fs_indexes(p + 5, p + len);
+            if (k >= 0 && k <= 8) {
+                il[i] = (int8_t)k;
+                uint64_t key = 0;
+                for (Py_ssize_t j = 0; j < k; j++)
+                    key |= (uint64_t)p[5 + j] << (8 * j);
+                ik[i] = key;
+            }
+        } else if (p[0] == 1) {
+            if (len >= 17)
+                m[i] = 1;
+        } else
+            m[i] = p[0];
+    }
+    result = PyTuple_Pack(4, magic, ids, ilen, ikey);
+done:
+    fs_release(&c);
+    Py_XDECREF(magic);
+    Py_XDECREF(ids);
+    Py_XDECREF(ilen);
+    Py_XDECREF(ikey);
+    return result;
+}
+
+/* binary_slices(validity, offsets, data, offset, n, large, rows, start) -> list: for each row of rows (a
+ * buffer of int64 indexes into the array) its element's bytes from start on (b"" past its end), None for a
+ * null element */
+static PyObject *
+binary_slices(PyObject *self, PyObject *args)
+{
+    PyObject *validity, *offsets, *data, *rowsobj;
+    Py_ssize_t offset, n, start;
+    int large;
+    if (!PyArg_ParseTuple(args, "OOOnnpOn", &validity, &offsets, &data, &offset, &n, &large, &rowsobj, &start))
+        return NULL;
+    fs_column c;
+    Py_buffer rows;
+    int has_rows = 0;
+    PyObject *out = NULL;
+    if (fs_open(&c, validity, offsets, data, offset, n, large) < 0)
+        goto done;
+    if (PyObject_GetBuffer(rowsobj, &rows, PyBUF_SIMPLE) < 0)
+        goto done;
+    has_rows = 1;
+    if (start < 0) {
+        PyErr_SetString(PyExc_ValueError, "start must be 0 or more");
+        goto done;
+    }
+    Py_ssize_t m = rows.len / 8;
+    out = PyList_New(m);
+    if (out == NULL)
+        goto done;
+    const char *base = c.has_data ? (const char *)c.data.buf : "";
+    for (Py_ssize_t j = 0; j < m; j++) {
+        int64_t r;
+        memcpy(&r, (const char *)rows.buf + j * 8, 8);
+        if (r < 0 || r >= n) {
+            PyErr_SetString(PyExc_IndexError, "a row outside the array");
+            Py_CLEAR(out);
+            goto done;
+        }
+        PyObject *item;
+        if (!fs_valid(&c, (Py_ssize_t)r))
+            item = Py_NewRef(Py_None);
+        else {
+            int64_t s = fs_off(&c, (Py_ssize_t)r), e = fs_off(&c, (Py_ssize_t)r + 1);
+            int64_t from = s + start < e ? s + start : e;
+            item = PyBytes_FromStringAndSize(e > from ? base + from : "", e > from ? e - from : 0);
+            if (item == NULL) {
+                Py_CLEAR(out);
+                goto done;
+            }
+        }
+        PyList_SET_ITEM(out, j, item);
+    }
+done:
+    if (has_rows)
+        PyBuffer_Release(&rows);
+    fs_release(&c);
+    return out;
 }
 
 static PyMethodDef methods[] = {
@@ -3942,7 +4268,11 @@ static PyMethodDef methods[] = {
     {"pb_plan", pb_plan_new, METH_VARARGS,
      "pb_plan(entries, ncols, noneofs) -> the compiled plan of a Protobuf message (protobuf_plan.py)."},
     {"pb_decode", pb_decode, METH_VARARGS,
-     "pb_decode(plan, payloads) -> (column buffers, refused flags) | None: Protobuf payloads as columns."},
+     "pb_decode(plan, payloads | None[, data, starts, ends]) -> (column buffers, refused flags) | None."},
+    {"frame_scan", frame_scan, METH_VARARGS,
+     "frame_scan(validity, offsets, data, offset, n, large) -> registry frames of an Arrow binary column."},
+    {"binary_slices", binary_slices, METH_VARARGS,
+     "binary_slices(validity, offsets, data, offset, n, large, rows, start) -> the rows' bytes from start."},
     {NULL, NULL, 0, NULL},
 };
 

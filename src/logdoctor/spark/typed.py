@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from logdoctor.formats.registry.reasons import DECODE_ERROR_TRUNCATED, NO_MAGIC_BYTE
+from logdoctor.formats.registry.results import Payloads
 from logdoctor.formats.registry.writers import (
-    FRAME_STARTS,
     REGISTRY,
     Decoders,
     Resolved,
@@ -203,67 +203,143 @@ class _Resolver:
     """:func:`writer_of` for every key or value of a column, with the frames seen kept: a prefix frame of a
     non-Protobuf id by its 5 bytes, a Protobuf one with its message indexes by those bytes too (the same
     bytes, the same writer schema and payload start). A reason that depends on more than the frame's bytes
-    (Protobuf's message indexes cut short) is not kept."""
+    (Protobuf's message indexes cut short) is not kept.
+
+    :meth:`frames` finds the prefix frames of a whole Arrow column at once
+    (:func:`logdoctor.formats.registry.framing.scan_prefix`: in C where the extension is built) and asks
+    :func:`writer_of` once per distinct frame; :meth:`column` is the same for a list of values."""
 
     def __init__(self, registry: SchemaRegistry | None) -> None:
         self.registry = registry
-        self._prefix: dict[bytes, Resolved | str] = {}
-        # Protobuf: the frames with their message indexes (b"\0" + id + indexes) -> the writer schema
-        self._framed: dict[bytes, Resolved] = {}
 
     def column(
         self, data: Sequence[bytes | None], headers: Sequence[bytes | None] | None, context: str | None = None
     ) -> list[Any]:
-        if context is not None and context != ".":  # a topic of a Schema Registry context: its own ids
-            hs = headers or [None] * len(data)
-            return [writer_of(d, h, self.registry, context) for d, h in zip(data, hs, strict=True)]
-        out: list[Any] = []
-        append = out.append
-        cache = self._prefix
-        framed = self._framed
+        return self.frames(pa.array(data, pa.binary()), headers, context).as_list()
+
+    def frames(
+        self, values: pa.Array, headers: Sequence[bytes | None] | None, context: str | None = None
+    ) -> ColumnFrames:
+        """The writer schema (or reason, or None for a null) of every element of the binary array
+        ``values`` whose records have the schema-id ``headers`` (None: none has one)."""
+        import numpy as np
+
+        from logdoctor.formats.registry.framing import MAGIC_GUID, MAGIC_ID, binary_slices, scan_prefix
+
+        n = len(values)
+        table: list[Any] = [None, NO_MAGIC_BYTE]
+        index: dict[Any, int] = {NO_MAGIC_BYTE: 1}
+        codes = np.ones(n, np.int32)  # NO_MAGIC_BYTE unless found otherwise
+        if n == 0:
+            return ColumnFrames(values, codes, table)
+        if values.null_count:
+            codes[np.asarray(values.is_null())] = 0
         registry = self.registry
-        for i, d in enumerate(data):
-            h = None if headers is None else headers[i]
-            if d is None:
-                append(None)
+        ctx = None if context == "." else context
+
+        def code_of(r: Any) -> int:
+            if r is None:
+                return 0
+            c = index.get(r)
+            if c is None:
+                c = index[r] = len(table)
+                table.append(r)
+            return c
+
+        def one_by_one(rows: np.ndarray) -> None:
+            if not rows.size:
+                return
+            hs = headers
+            for i, d in zip(rows.tolist(), binary_slices(values, rows, 0), strict=True):
+                codes[i] = code_of(writer_of(d, None if hs is None else hs[i], registry, ctx))
+
+        scan = scan_prefix(values)
+        magic = scan.magic
+        plain = np.ones(n, bool)
+        if headers is not None:  # a schema-id header: its frame, row by row
+            hrows = np.fromiter((h is not None for h in headers), bool, n) & (codes != 0)
+            one_by_one(np.flatnonzero(hrows))
+            plain &= ~hrows
+        # a Connect envelope's "{", a GUID: row by row
+        one_by_one(np.flatnonzero(plain & ((magic == ord("{")) | (magic == MAGIC_GUID))))
+        idrows = np.flatnonzero(plain & (magic == MAGIC_ID))
+        if not idrows.size:
+            return ColumnFrames(values, codes, table)
+        uniq, inverse = np.unique(scan.ids[idrows], return_inverse=True)
+        for k in range(len(uniq)):
+            rows = idrows[inverse == k]
+            [first] = binary_slices(values, rows[:1], 0)
+            r = writer_of(first, None, registry, ctx)
+            protobuf = (isinstance(r, Resolved) and r.writer.message_indexes) or r == DECODE_ERROR_TRUNCATED
+            if not protobuf:  # the 5 bytes decide: every value of the id alike
+                codes[rows] = code_of(r)
                 continue
-            if h is None and d[:1] not in FRAME_STARTS:  # no frame, no envelope: writer_of's answer
-                append(NO_MAGIC_BYTE)
+            # Protobuf: the values of one message-index path alike, those whose path did not parse one by one
+            ilen = scan.index_bytes[rows]
+            one_by_one(rows[ilen < 0])
+            rows = rows[ilen >= 0]
+            if not rows.size:
                 continue
-            if h is None and d[:1] == b"\x00" and len(d) >= 5:
-                p = d[:5]
-                hit = cache.get(p)
-                if hit is not None:
-                    append(hit)
-                    continue
-                if framed:  # the usual paths: [0] (one byte 00) and one index below 64 (two bytes)
-                    got = framed.get(d[:6]) or framed.get(d[:7])
-                    if got is not None:
-                        append(got)
-                        continue
-                r = writer_of(d, None, registry)
-                if isinstance(r, Resolved):
-                    if not r.writer.message_indexes:
-                        cache[p] = r
-                    elif r.payload <= 7:
-                        framed[d[: r.payload]] = r
-                elif isinstance(r, str) and r != DECODE_ERROR_TRUNCATED:
-                    cache[p] = r
-                append(r)
-                continue
-            append(writer_of(d, h, registry))
+            # a path's bytes end where its count says (no path is the start of another): its key alone
+            # tells it from the others
+            upaths, pinv = np.unique(scan.index_keys[rows], return_inverse=True)
+            for j in range(len(upaths)):
+                sub = rows[pinv == j] if len(upaths) > 1 else rows
+                [first] = binary_slices(values, sub[:1], 0)
+                codes[sub] = code_of(writer_of(first, None, registry, ctx))
+        return ColumnFrames(values, codes, table)
+
+
+@dataclass(slots=True)
+class ColumnFrames:
+    """What :meth:`_Resolver.frames` found: per row (``codes``) an index into ``table`` (None for a null,
+    a reason, or a :class:`Resolved`: every row of one writer schema and payload start shares one)."""
+
+    values: pa.Array
+    codes: Any
+    table: list[Any]
+
+    def as_list(self) -> list[Any]:
+        table = self.table
+        return [table[c] for c in self.codes.tolist()]
+
+    def groups(self) -> list[tuple[Any, Any]]:
+        """(resolution, its rows in order) of each resolution some row has."""
+        import numpy as np
+
+        order = np.argsort(self.codes, kind="stable")
+        counts = np.bincount(self.codes, minlength=len(self.table))
+        out = []
+        at = 0
+        for c, k in enumerate(counts.tolist()):
+            if k:
+                out.append((self.table[c], order[at : at + k]))
+                at += k
         return out
 
+    def payloads(self, parts: Sequence[tuple[Resolved, Any]]) -> Payloads:
+        """The payloads of the rows of each (resolution, rows) of ``parts``, in that order: spans of the
+        column's data buffer (its bytes after each resolution's frame)."""
+        import numpy as np
 
-def _resolve(
-    rb: pa.RecordBatch, resolver: _Resolver, column: str, header: str
-) -> tuple[list[bytes | None], list[Any]]:
-    data = rb.column(column).to_pylist()
+        values = self.values
+        offsets = values.buffers()[1]
+        kind = np.int64 if pa.types.is_large_binary(values.type) else np.int32
+        at = np.frombuffer(offsets, kind)[values.offset : values.offset + len(values) + 1].astype(np.int64)
+        starts = [at[rows] + r.payload for r, rows in parts]
+        ends = [at[rows + 1] for _, rows in parts]
+        s = starts[0] if len(parts) == 1 else np.concatenate(starts)
+        e = ends[0] if len(parts) == 1 else np.concatenate(ends)
+        data = values.buffers()[2]
+        return Payloads(b"" if data is None else data, np.minimum(s, e), e)
+
+
+def _resolve(rb: pa.RecordBatch, resolver: _Resolver, column: str, header: str) -> ColumnFrames:
     registry = resolver.registry
     context = None  # the topic's Schema Registry context (an association's subject names it)
     if registry is not None and registry.associations and rb.num_rows:
         context = registry.context_of_topic(rb.column("topic")[0].as_py(), column == "key")
-    return data, resolver.column(data, _header_values(rb, header), context)
+    return resolver.frames(rb.column(column), _header_values(rb, header), context)
 
 
 def _data_rows(rb: pa.RecordBatch) -> pa.RecordBatch:
@@ -293,23 +369,20 @@ def survey_batch(
         ("value", VALUE_HEADER, s.value_writers, "values_framed"),
         ("key", KEY_HEADER, s.key_writers, "keys_framed"),
     ):
-        data, resolved = _resolve(rb, resolver, column, header)
-        pending: dict[WriterKey, list[bytes]] = {}
-        counted = None  # the last resolution whose writer was counted (the resolver repeats its objects)
-        for d, r in zip(data, resolved, strict=True):
-            if r is counted or not isinstance(r, Resolved):
+        frames = _resolve(rb, resolver, column, header)
+        groups = frames.groups()
+        pending: dict[WriterKey, list[tuple[Resolved, Any]]] = {}
+        for r, rows in groups:
+            if not isinstance(r, Resolved) or r.writer in writers:
                 continue
-            if r.writer in writers:
-                counted = r
+            if decoders is None:
+                writers.add(r.writer)
             else:
-                if decoders is None:
-                    writers.add(r.writer)
-                else:
-                    pending.setdefault(r.writer, []).append(d[r.payload :])  # type: ignore[index]
-        for writer, payloads in pending.items():
-            if _decodes_any(decoders, writer, payloads):  # type: ignore[arg-type]
+                pending.setdefault(r.writer, []).append((r, rows))
+        for writer, parts in pending.items():
+            if _decodes_any(decoders, writer, frames, parts):  # type: ignore[arg-type]
                 writers.add(writer)
-        if not getattr(s, attr) and any(is_framed(r) for r in resolved):
+        if not getattr(s, attr) and any(is_framed(r) for r, _ in groups):
             setattr(s, attr, True)
 
 
@@ -317,13 +390,17 @@ def survey_batch(
 _SURVEY_SLICE = 64
 
 
-def _decodes_any(decoders: Decoders, writer: WriterKey, payloads: list[bytes]) -> bool:
+def _decodes_any(
+    decoders: Decoders, writer: WriterKey, frames: ColumnFrames, parts: list[tuple[Resolved, Any]]
+) -> bool:
     dec = decoders.get(writer)
     if isinstance(dec, Exception):
         return True
-    for start in range(0, len(payloads), _SURVEY_SLICE):
-        if any(r is None for r in dec.decode(payloads[start : start + _SURVEY_SLICE]).reasons):
-            return True
+    for r, rows in parts:
+        for start in range(0, len(rows), _SURVEY_SLICE):
+            payloads = frames.payloads([(r, rows[start : start + _SURVEY_SLICE])])
+            if any(why is None for why in dec.decode(payloads).reasons):
+                return True
     return False
 
 
@@ -515,9 +592,18 @@ class TypedBatches:
         self.resolver = _Resolver(plan.registry)
         self.counts: dict[str, TopicCounts] = {}
         self._resolutions: dict[tuple[WriterKey, WriterKey], Any] = {}
-        #: the value writer schema of each row of the last :meth:`split`'s typed rows (None: untyped values)
-        self.row_writers: list[WriterKey | None] | None = None
-        self._value_writers: list[WriterKey | None] | None = None
+        #: the value writer schema of each code of the last value column's frames, and each row's code
+        self._value_writers: tuple[list[WriterKey | None], Any] | None = None
+        self._row_writers: tuple[list[WriterKey | None], Any] | None = None
+
+    @property
+    def row_writers(self) -> list[WriterKey | None] | None:
+        """The value writer schema of each row of the last :meth:`split`'s typed rows (None: untyped
+        values)."""
+        if self._row_writers is None:
+            return None
+        writers, codes = self._row_writers
+        return [writers[c] for c in codes.tolist()]
 
     def split(self, rb: pa.RecordBatch) -> tuple[str | None, pa.RecordBatch | None, pa.RecordBatch | None]:
         """(topic, its typed rows, its side-table rows) of one raw batch (rows of one topic-partition)."""
@@ -543,7 +629,11 @@ class TypedBatches:
         counts.keys_undecoded.update(r for r in key_reasons if r is not None)
         ok = [r is None for r in reasons]
         writers = self._value_writers if tp.values_typed else None
-        self.row_writers = None if writers is None else [w for w, o in zip(writers, ok, strict=True) if o]
+        self._row_writers = None
+        if writers is not None:
+            import numpy as np
+
+            self._row_writers = (writers[0], writers[1][np.asarray(ok, bool)])
         typed = None
         if any(ok):
             typed = self._typed(rb, tp, value, key, value_ids, key_ids, deleted, ok, counts)
@@ -573,46 +663,49 @@ class TypedBatches:
         reasons: list[str | None],
         details: list[str | None],
         ids: list[int | None],
-    ) -> tuple[pa.Array, list[int | None], list[bool]]:
-        """The decoded key or value column (the table's type), the schema id of each row, and whether it
-        was decoded with a soft-deleted schema; rows that do not decode get their reason."""
+    ) -> tuple[pa.Array, Any, Any]:
+        """The decoded key or value column (the table's type), the schema id of each row (numpy, -1: none),
+        and whether it was decoded with a soft-deleted schema (numpy); rows that do not decode get their
+        reason."""
+        import numpy as np
+
         from logdoctor.formats.registry.arrow_union import cast_to
 
         n = rb.num_rows
         typed = tp.values_typed if column == "value" else tp.keys_typed
         target = tp.value_type if column == "value" else tp.key_type
-        row_ids: list[int | None] = [None] * n
-        deleted = [False] * n
+        row_ids = np.full(n, -1, np.int64)  # -1: none
+        deleted = np.zeros(n, bool)
         if not typed:
             return rb.column(column), row_ids, deleted
         header = VALUE_HEADER if column == "value" else KEY_HEADER
-        data, resolved = _resolve(rb, self.resolver, column, header)
+        frames = _resolve(rb, self.resolver, column, header)
+        table = frames.table
         if column == "value":
-            self._value_writers = [r.writer if isinstance(r, Resolved) else None for r in resolved]
-        groups: dict[WriterKey, list[int]] = {}
-        # the resolver repeats its objects: a row resolved as the one before it is grouped at once
-        last: Any = object()
-        last_rows: list[int] = []
-        for i, r in enumerate(resolved):
-            if r is last:
-                last_rows.append(i)
-                row_ids[i] = r.writer.schema_id
-                deleted[i] = r.deleted
-                continue
+            writers = [r.writer if isinstance(r, Resolved) else None for r in table]
+            self._value_writers = (writers, frames.codes)
+        groups: dict[WriterKey, list[tuple[Resolved, Any]]] = {}
+        data: list[bytes | None] | None = None
+        for r, rows in frames.groups():
             if r is None:
                 continue
             if isinstance(r, str):
-                if reasons[i] is None:
-                    reasons[i], details[i] = r, f"{column}: {r}"
-                    ids[i] = _named_id(data[i])
+                if data is None:
+                    data = frames.values.to_pylist()
+                for i in rows.tolist():
+                    if reasons[i] is None:
+                        reasons[i], details[i] = r, f"{column}: {r}"
+                        ids[i] = _named_id(data[i])
                 continue
-            last, last_rows = r, groups.setdefault(r.writer, [])
-            last_rows.append(i)
-            row_ids[i] = r.writer.schema_id
-            deleted[i] = r.deleted
+            groups.setdefault(r.writer, []).append((r, rows))
+            if r.writer.schema_id is not None:
+                row_ids[rows] = r.writer.schema_id
+            if r.deleted:
+                deleted[rows] = True
         pieces: list[pa.Array] = []
         order: list[int] = []
-        for writer, rows in groups.items():
+        for writer, parts in groups.items():
+            rows = np.concatenate([r for _, r in parts]).tolist() if len(parts) > 1 else parts[0][1].tolist()
             dec = self.decoders.get(writer)
             if isinstance(dec, Exception):
                 from logdoctor.formats.registry.writers import unbuildable_reason
@@ -622,7 +715,7 @@ class TypedBatches:
                         reasons[i], details[i] = unbuildable_reason(dec), f"{column}: {dec}"
                         ids[i] = writer.schema_id
                 continue
-            payloads = [data[i][resolved[i].payload :] for i in rows]  # type: ignore[index,union-attr]
+            payloads = frames.payloads(parts)
             decoded = dec.decode(payloads)
             for j, why in enumerate(decoded.reasons):
                 if why is not None:
@@ -637,17 +730,17 @@ class TypedBatches:
                 values = self._resolution(writer, reader)(values)
             pieces.append(cast_to(values, target))
             order.extend(rows)
-        taken = set(order)
-        rest = [i for i in range(n) if i not in taken] if len(order) < n else []
-        if rest:
+        placed = np.asarray(order, dtype=np.int64)
+        if len(order) < n:
+            taken = np.zeros(n, bool)
+            taken[placed] = True
+            rest = np.flatnonzero(~taken)
             pieces.append(pa.nulls(len(rest), target))
-            order.extend(rest)
+            placed = np.concatenate([placed, rest])
         whole = pa.concat_arrays(pieces) if len(pieces) > 1 else pieces[0]
-        if order != list(range(n)):
-            import numpy as np
-
+        if (placed != np.arange(n)).any():
             inverse = np.empty(n, dtype=np.int64)
-            inverse[np.asarray(order, dtype=np.int64)] = np.arange(n, dtype=np.int64)
+            inverse[placed] = np.arange(n, dtype=np.int64)
             whole = whole.take(pa.array(inverse))
         return whole, row_ids, deleted
 
@@ -686,26 +779,28 @@ class TypedBatches:
         tp: TopicPlan,
         value: pa.Array,
         key: pa.Array,
-        value_ids: list[int | None],
-        key_ids: list[int | None],
-        deleted: list[bool],
+        value_ids: Any,
+        key_ids: Any,
+        deleted: Any,
         ok: list[bool],
         counts: TopicCounts,
     ) -> pa.RecordBatch:
+        import numpy as np
+
         mask = pa.array(ok)
         all_ok = all(ok)
         v = value if all_ok else value.filter(mask)
         k = key if all_ok else key.filter(mask)
         kept = rb if all_ok else rb.filter(mask)
-        sel = range(len(ok)) if all_ok else [i for i, o in enumerate(ok) if o]
-        dels = [deleted[i] for i in sel]
-        vids = [value_ids[i] for i in sel]
-        kids = [key_ids[i] for i in sel]
+        sel = np.asarray(ok, bool)
+        dels = deleted if all_ok else deleted[sel]
+        vid = value_ids if all_ok else value_ids[sel]
+        kid = key_ids if all_ok else key_ids[sel]
         tombstones = kept.column("value").null_count
         counts.tombstones += tombstones
         if tp.values_typed:
             counts.decoded += kept.num_rows - tombstones
-            counts.schema_deleted += sum(dels)
+            counts.schema_deleted += int(dels.sum())
         else:
             counts.raw += kept.num_rows - tombstones
         kafka = pa.StructArray.from_arrays(
@@ -719,10 +814,10 @@ class TypedBatches:
                 kept.column("headers"),
                 kept.column("log_dir"),
                 kept.column("transaction_result"),
-                pa.array(kids, pa.int32()),
-                pa.array(vids, pa.int32()),
+                pa.array(kid.astype(np.int32), pa.int32(), mask=kid < 0),
+                pa.array(vid.astype(np.int32), pa.int32(), mask=vid < 0),
                 pa.array(dels, pa.bool_()),
-                *([self._encrypted_column(kept, vids)] if tp.encrypted else []),
+                *([self._encrypted_column(kept, _ids(vid))] if tp.encrypted else []),
             ],
             fields=list(tp.kafka_type()),
         )
@@ -738,6 +833,11 @@ class TypedBatches:
     ) -> Iterator[tuple[str | None, pa.RecordBatch | None, pa.RecordBatch | None]]:
         for rb in raw:
             yield self.split(rb)
+
+
+def _ids(row_ids: Any) -> list[int | None]:
+    """Per row the schema id of :meth:`TypedBatches._column`'s numpy ids (-1: none), None for none."""
+    return [None if i < 0 else i for i in row_ids.tolist()]
 
 
 def _named_id(data: bytes | None) -> int | None:

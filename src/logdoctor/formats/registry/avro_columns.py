@@ -40,6 +40,7 @@ from logdoctor.formats.registry.avro_values import (
     json_text,
     read_items_rest,
 )
+from logdoctor.formats.registry.results import Payloads
 
 _PAD = 16  # zero bytes after the buffer: a read a few bytes past a payload's end stays in bounds
 #: an array or map whose items are still being read for this few payloads (the others done) is read on a
@@ -53,11 +54,18 @@ class Cursor:
 
     def __init__(self, payloads: Sequence[bytes | memoryview]) -> None:
         n = len(payloads)
-        lens = np.fromiter(map(len, payloads), np.int64, n)
-        self.raw = b"".join([*payloads, bytes(_PAD)])  # slices of it stop at a payload's end
+        if isinstance(payloads, Payloads):  # spans of one buffer: the bytes they cover, copied once
+            lo = int(payloads.starts.min()) if n else 0
+            hi = int(payloads.ends.max()) if n else 0
+            self.raw = bytes(memoryview(payloads.data)[lo:hi]) + bytes(_PAD)
+            self.pos = payloads.starts - lo
+            self.end = payloads.ends - lo
+        else:
+            lens = np.fromiter(map(len, payloads), np.int64, n)
+            self.raw = b"".join([*payloads, bytes(_PAD)])  # slices of it stop at a payload's end
+            self.end = np.cumsum(lens)
+            self.pos = self.end - lens
         self.data = np.frombuffer(self.raw, np.uint8)
-        self.end = np.cumsum(lens)
-        self.pos = self.end - lens
         self.err = np.zeros(n, np.int8)
         #: the items that take no bytes this batch may still hold (:data:`BATCH_ZERO_SIZE_ITEMS`)
         self.zero_budget = BATCH_ZERO_SIZE_ITEMS

@@ -51,9 +51,12 @@ __all__ = [
     "MAGIC_ID",
     "VALUE_SCHEMA_ID_HEADER",
     "Frame",
+    "PrefixScan",
+    "binary_slices",
     "prefix_ids",
     "read_frame",
     "read_message_indexes",
+    "scan_prefix",
 ]
 
 KEY_SCHEMA_ID_HEADER = "__key_schema_id"
@@ -147,6 +150,9 @@ def prefix_ids(values: pa.BinaryArray | pa.LargeBinaryArray) -> tuple[np.ndarray
     empty element, a 0/1 with fewer bytes than its frame or a 0 whose id is 0 or less; ``ids`` (int32): the
     big-endian id after a magic 0 that starts a frame, 0 elsewhere. An element ``read_frame`` gives a frame
     has magic 0 or 1 here; the others ``no_magic_byte``."""
+    scanned = _c_scan(values)
+    if scanned is not None:
+        return scanned.magic, scanned.ids
     import numpy as np
     import pyarrow as pa
 
@@ -180,3 +186,102 @@ def prefix_ids(values: pa.BinaryArray | pa.LargeBinaryArray) -> tuple[np.ndarray
         magic[no_id] = -1
         ids[no_id] = 0
     return magic, ids
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixScan:
+    """The prefix frame of every element of a binary column (:func:`scan_prefix`): ``magic`` and ``ids`` as
+    :func:`prefix_ids` gives them, and after each magic-0 frame the Protobuf message-index path that
+    :func:`read_message_indexes` would read there (whether the schema id is Protobuf's is the registry's
+    call): ``index_bytes`` (int8) its length in bytes, -1 when it does not parse or takes more than 8 bytes
+    (and for every element that is no magic-0 frame), ``index_keys`` (uint64) those bytes little-endian, so
+    that elements with equal (id, index_bytes, index_keys) have the same frame and payload start."""
+
+    magic: np.ndarray
+    ids: np.ndarray
+    index_bytes: np.ndarray
+    index_keys: np.ndarray
+
+
+def _buffers(values: pa.BinaryArray | pa.LargeBinaryArray) -> tuple[object, object, object, int, int, bool]:
+    import pyarrow as pa
+
+    validity, offsets, data = values.buffers()
+    large = pa.types.is_large_binary(values.type)
+    return validity if values.null_count else None, offsets, data, values.offset, len(values), large
+
+
+def _c_scan(values: pa.BinaryArray | pa.LargeBinaryArray) -> PrefixScan | None:
+    """:func:`scan_prefix` by the C extension (``_speedups.frame_scan``), None without it."""
+    from logdoctor.formats.native import speedups
+
+    if speedups is None:
+        return None
+    import numpy as np
+
+    n = len(values)
+    if n == 0:
+        e = np.zeros(0, np.int8)
+        return PrefixScan(np.zeros(0, np.int16), np.zeros(0, np.int32), e, np.zeros(0, np.uint64))
+    validity, offsets, data, offset, n, large = _buffers(values)
+    magic, ids, ilen, ikey = speedups.frame_scan(validity, offsets, data, offset, n, large)
+    return PrefixScan(
+        np.frombuffer(magic, np.int16),
+        np.frombuffer(ids, np.int32),
+        np.frombuffer(ilen, np.int8),
+        np.frombuffer(ikey, np.uint64),
+    )
+
+
+def scan_prefix(values: pa.BinaryArray | pa.LargeBinaryArray) -> PrefixScan:
+    """The prefix frame of every element of ``values`` (:class:`PrefixScan`): :func:`read_frame`'s prefix
+    rule and :func:`read_message_indexes` over a whole column, in C where the extension is built
+    (``_speedups.frame_scan``, from the Arrow buffers), else element by element with those two functions."""
+    scanned = _c_scan(values)
+    if scanned is not None:
+        return scanned
+    import numpy as np
+
+    n = len(values)
+    magic = np.full(n, -1, np.int16)
+    ids = np.zeros(n, np.int32)
+    ilen = np.full(n, -1, np.int8)
+    ikey = np.zeros(n, np.uint64)
+    for i, d in enumerate(values.to_pylist()):
+        if not d:
+            continue
+        frame = read_frame(d, None)
+        if isinstance(frame, str):
+            if d[0] not in (MAGIC_ID, MAGIC_GUID):
+                magic[i] = d[0]
+            continue
+        if frame.guid is not None:
+            magic[i] = MAGIC_GUID
+            continue
+        magic[i], ids[i] = MAGIC_ID, frame.schema_id
+        try:
+            _, end = read_message_indexes(d, ID_FRAME)
+        except (TruncatedError, FormatError):
+            continue
+        if end - ID_FRAME <= 8:
+            ilen[i] = end - ID_FRAME
+            ikey[i] = int.from_bytes(d[ID_FRAME:end], "little")
+    return PrefixScan(magic, ids, ilen, ikey)
+
+
+def binary_slices(values: pa.BinaryArray | pa.LargeBinaryArray, rows: np.ndarray, start: int) -> list:
+    """The bytes of the elements ``rows`` (int64 indexes) of ``values`` from byte ``start`` on (None for a
+    null), as a list: in C from the Arrow buffers where the extension is built."""
+    import numpy as np
+
+    from logdoctor.formats.native import speedups
+
+    rows = np.ascontiguousarray(rows, dtype=np.int64)
+    if speedups is not None and len(values):
+        validity, offsets, data, offset, n, large = _buffers(values)
+        return speedups.binary_slices(validity, offsets, data, offset, n, large, rows, start)
+    out = []
+    for r in rows.tolist():
+        d = values[r].as_py()
+        out.append(None if d is None else d[start:])
+    return out

@@ -45,6 +45,7 @@ from logdoctor.formats.registry.protobuf_columns import (
     _is_map,
     _micros,
 )
+from logdoctor.formats.registry.results import Payloads
 
 _F = FieldDescriptor
 # the C decoder's scalar kinds (_speedups.c, PB_*)
@@ -334,9 +335,12 @@ def fast_reader(descriptor: Descriptor, arrow_type: pa.DataType, read: Reader) -
     decode = extension.load().pb_decode  # type: ignore[union-attr]
 
     def read_fast(payloads: Sequence[bytes | memoryview]) -> tuple[pa.Array, list[bool]]:
-        got = decode(compiled, payloads)
+        if isinstance(payloads, Payloads):  # spans of one buffer, read in place
+            got = decode(compiled, None, payloads.data, payloads.starts, payloads.ends)
+        else:
+            got = decode(compiled, payloads)
         if got is None:  # a column past Arrow's 32-bit offsets, or a payload in pieces
-            return read(payloads)
+            return read(payloads.as_list() if isinstance(payloads, Payloads) else payloads)
         buffers, refused_bytes = got
         n = len(payloads)
         refused = np.frombuffer(refused_bytes, np.uint8).view(np.bool_)
