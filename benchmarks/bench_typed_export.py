@@ -2,13 +2,16 @@
 
     .venv/bin/python benchmarks/bench_typed_export.py --records 1000000
 
-Generates (once, cached in /tmp/logdoctor-bench) two log dirs, each with a ``_schemas`` partition holding
-the typed set's schemas (ids 1-4: ``orders-key``, ``orders-value`` v1, ``money.proto``, ``payments-value``)
-and one data topic of ``--records`` registry-framed values (byte 0 + 4-byte id; Protobuf's message index
-``[0]`` after it), in batches of 1,000 records, codec none, plain UTF-8 keys:
+Generates (once, cached in /tmp/logdoctor-bench) three log dirs, each with a ``_schemas`` partition holding
+the typed set's schemas (ids 1-5: ``orders-key``, ``orders-value`` v1, ``money.proto``, ``payments-value``,
+``events-value``) and one data topic of ``--records`` registry-framed values (byte 0 + 4-byte id; Protobuf's
+message index ``[0]`` after it), in batches of 1,000 records, codec none, plain UTF-8 keys:
 
   avro:   ``orders``: ``com.shop.orders.Order`` v1 (id 2), the payloads of bench_typed_avro.py;
   proto:  ``payments``: ``shop.payments.Payment`` (id 4), the payloads of bench_typed_protobuf.py;
+  json:   ``events``: a JSON Schema (id 5: an object of a string, an integer, a number, a boolean, an enum,
+          a nested object and an array of strings), compact UTF-8 JSON as confluent-kafka's JSONSerializer
+          writes it (``json.dumps``);
   avro-confluent (``--only avro-confluent``): the same records (bench_typed_avro's generator, same seed) as
           confluent-kafka's own ``AvroSerializer`` writes them (the Confluent frame and payload, the schema
           registered by the serializer in confluent-kafka's mock registry client, ``mock://``); the log
@@ -18,7 +21,9 @@ and one data topic of ``--records`` registry-framed values (byte 0 + 4-byte id; 
 Then, in one process, each measured ``--repeat`` times after one warm-up run (the Python workers start):
 
   anchor:  fastavro's ``schemaless_reader`` over each payload (one core), protobuf's ``FromString`` plus
-           every field read (one core);
+           every field read (one core); JSON: ``json.loads`` and the schema's ``jsonschema`` validation of
+           each payload (one core: confluent-kafka's JSONDeserializer with validation, as the typed export
+           validates every value);
   decoder: (Protobuf) ``ProtobufDecoder.decode`` alone over the same payloads in batches of 1,000 (one core:
            the C decoder of formats/registry/protobuf_plan.py, Arrow arrays out);
   typed:   ``run_export`` with ``typed=true`` into Parquet (arrow writer, ``--master``, default local[2]):
@@ -84,8 +89,55 @@ def _store_records() -> list[tuple[bytes, bytes | None]]:
             "PROTOBUF",
             [{"name": "money.proto", "subject": "money.proto", "version": 1}],
         ),
+        schema("events-value", 1, 5, json.dumps(EVENTS_SCHEMA), "JSON"),
         noop,
     ]
+
+
+#: the JSON Schema of the ``events`` topic (id 5)
+EVENTS_SCHEMA = {
+    "$schema": "http://json-schema.org/draft-07/schema#",
+    "title": "Event",
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "sequence": {"type": "integer"},
+        "amount": {"type": "number"},
+        "paid": {"type": "boolean"},
+        "status": {"type": "string", "enum": ["NEW", "PAID", "SHIPPED", "CANCELLED"]},
+        "customer": {
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "country": {"type": ["string", "null"]}},
+            "required": ["name"],
+        },
+        "tags": {"type": "array", "items": {"type": "string"}},
+    },
+    "required": ["id", "sequence", "amount", "paid", "status", "customer", "tags"],
+}
+
+
+def json_payloads(count: int) -> list[bytes]:
+    """``count`` events as confluent-kafka's JSONSerializer writes them (``json.dumps``, compact)."""
+    import random
+
+    rnd = random.Random(56)
+    statuses = EVENTS_SCHEMA["properties"]["status"]["enum"]
+    out = []
+    for i in range(count):
+        event = {
+            "id": f"evt-{i:08d}",
+            "sequence": i,
+            "amount": round(rnd.uniform(0, 10_000), 2),
+            "paid": rnd.random() < 0.5,
+            "status": statuses[i % 4],
+            "customer": {
+                "name": f"customer {rnd.randrange(100_000)}",
+                "country": rnd.choice(["DE", "FR", None]),
+            },
+            "tags": [f"t{rnd.randrange(50)}" for _ in range(rnd.randrange(4))],
+        }
+        out.append(json.dumps(event, separators=(",", ":")).encode())
+    return out
 
 
 def _write_partition(folder: Path, records: Sequence[tuple[bytes | None, bytes | None]]) -> None:
@@ -196,6 +248,19 @@ def anchor_proto(values: list[bytes]) -> float:
     return time.perf_counter() - t0
 
 
+def anchor_json(values: list[bytes]) -> float:
+    """Seconds of ``json.loads`` and ``jsonschema`` validation (draft-07) of each of ``values``."""
+    from jsonschema import Draft7Validator
+
+    is_valid = Draft7Validator(EVENTS_SCHEMA).is_valid
+    loads = json.loads
+    t0 = time.perf_counter()
+    for v in values:
+        if not is_valid(loads(v)):
+            raise AssertionError(v)
+    return time.perf_counter() - t0
+
+
 def decoder_proto(values: list[bytes]) -> float:
     """Seconds of ``ProtobufDecoder.decode`` alone over ``values`` in batches of 1,000 (one core)."""
     reg, payments = proto_bench.registry()
@@ -231,7 +296,7 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=2, help="measured runs of each (best kept)")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--only", choices=["avro", "protobuf", "avro-confluent"], help="one format only")
+    ap.add_argument("--only", choices=["avro", "protobuf", "json", "avro-confluent"], help="one format only")
     args = ap.parse_args()
     n = args.records
     print(f"# {command()}\n# {machine()}")
@@ -239,6 +304,7 @@ def main() -> None:
 
     avro_values: list[bytes] = []
     proto_values: list[bytes] = []
+    json_values: list[bytes] = []
 
     def avro_payloads() -> list[bytes]:
         avro_values[:] = avro_bench.payloads(n)
@@ -251,10 +317,15 @@ def main() -> None:
         proto_values[:] = proto_bench.generate(compile_schema(reg, payments).message_class([0]), n)
         return proto_values
 
+    def events_payloads() -> list[bytes]:
+        json_values[:] = json_payloads(n)
+        return json_values
+
     formats = [
         ("avro", "orders", avro_payloads, b"\x00" + struct.pack(">i", 2), anchor_avro, avro_values),
         ("protobuf", "payments", proto_payloads, b"\x00" + struct.pack(">i", 4) + b"\x00", anchor_proto,
          proto_values),
+        ("json", "events", events_payloads, b"\x00" + struct.pack(">i", 5), anchor_json, json_values),
     ]  # fmt: skip
     stores: dict[str, list] = {}
     if args.only == "avro-confluent":  # confluent-kafka's serializer, its registry's answers in _schemas
