@@ -4056,45 +4056,19 @@ fs_valid(const fs_column *c, Py_ssize_t i)
     return (((const uint8_t *)c->validity.buf)[b >> 3] >> (b & 7)) & 1;
 }
 
-/* a zig-zag varint (ByteUtils.readVarint) at p: 0 and *out, *next; -1 when it ends first or is overlong */
-static int
-fs_varint(const uint8_t *p, const uint8_t *end, const uint8_t **next, int64_t *out)
-{
-    uint32_t v = 0;
-    for (int i = 0; i < 5; i++) {
-        if (p >= end)
-            return -1;
-        uint8_t b = *p++;
-        if (b & 0x80) {
-            if (i == 4)
-                return -1;
-            v |= (uint32_t)(b & 0x7F) << (7 * i);
-        } else {
-            v |= (uint32_t)b << (7 * i);
-            *next = p;
-            *out = (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
-            return 0;
-        }
-    }
-    return -1;
-}
-
 /* the bytes of the message-index path at p (framing.read_message_indexes), -1 when it does not parse */
 static Py_ssize_t
 fs_indexes(const uint8_t *p, const uint8_t *end)
 {
-    const uint8_t *q;
-    int64_t count;
-    if (fs_varint(p, end, &q, &count) < 0 || count < 0)
+    /* zig-zag varints as ByteUtils.readVarint reads them (read_varint32: at most 5 bytes) */
+    Py_ssize_t i = 0, n = end - p;
+    int32_t count, ignored;
+    if (read_varint32(p, &i, n, &count) != E_OK || count < 0 || count > n - i)
         return -1;
-    if (count > end - q)
-        return -1;
-    for (int64_t k = 0; k < count; k++) {
-        int64_t ignored;
-        if (fs_varint(q, end, &q, &ignored) < 0)
+    for (int32_t k = 0; k < count; k++)
+        if (read_varint32(p, &i, n, &ignored) != E_OK)
             return -1;
-    }
-    return q - p;
+    return i;
 }
 
 /* frame_scan(validity, offsets, data, offset, n, large) -> (magic, ids, index_bytes, index_keys): bytes of

@@ -670,6 +670,7 @@ class TypedBatches:
         import numpy as np
 
         from logdoctor.formats.registry.arrow_union import cast_to
+        from logdoctor.formats.registry.framing import binary_slices
 
         n = rb.num_rows
         typed = tp.values_typed if column == "value" else tp.keys_typed
@@ -685,17 +686,14 @@ class TypedBatches:
             writers = [r.writer if isinstance(r, Resolved) else None for r in table]
             self._value_writers = (writers, frames.codes)
         groups: dict[WriterKey, list[tuple[Resolved, Any]]] = {}
-        data: list[bytes | None] | None = None
         for r, rows in frames.groups():
             if r is None:
                 continue
-            if isinstance(r, str):
-                if data is None:
-                    data = frames.values.to_pylist()
-                for i in rows.tolist():
+            if isinstance(r, str):  # the rows' bytes only, not the column's
+                for i, d in zip(rows.tolist(), binary_slices(frames.values, rows, 0), strict=True):
                     if reasons[i] is None:
                         reasons[i], details[i] = r, f"{column}: {r}"
-                        ids[i] = _named_id(data[i])
+                        ids[i] = _named_id(d)
                 continue
             groups.setdefault(r.writer, []).append((r, rows))
             if r.writer.schema_id is not None:
