@@ -61,9 +61,11 @@ def test_payloads_the_c_decoder_refuses_get_the_python_readers_value_or_reason(d
     fast, slow, message_class = decoders
     valid = every.messages(message_class, 7, 40)
     # a string that is not UTF-8 (p_string is field 40), a group, a cut, a wire type 7, a bad packed length,
-    # an invalid Timestamp (ts: seconds past 9999)
+    # an invalid Timestamp (ts: seconds past 9999), a map entry holding an unknown field (upb moves the entry
+    # to the message's unknown fields: not in the map)
     ts = message_class.DESCRIPTOR.fields_by_name["ts"].number
     p_string = message_class.DESCRIPTOR.fields_by_name["p_string"].number
+    m_string = message_class.DESCRIPTOR.fields_by_name["m_string"].number
     odd = [
         _tag(p_string, 2) + b"\x05ab",
         _tag(p_string, 2) + b"\x02\xc3\x28",
@@ -72,6 +74,7 @@ def test_payloads_the_c_decoder_refuses_get_the_python_readers_value_or_reason(d
         b"\x0f",
         _tag(message_class.DESCRIPTOR.fields_by_name["r_fixed32"].number, 2) + b"\x03\x00\x00\x00",
         _tag(ts, 2) + b"\x06\x08\x80\xc0\xb0\xd6\xea\x07",
+        _tag(m_string, 2) + b"\x07\x0a\x01a\x10\x02\x18\x05",
     ]
     batch = [p for pair in zip(valid, odd * 6, strict=False) for p in pair]
     a, b = fast.decode(batch), slow.decode(batch)

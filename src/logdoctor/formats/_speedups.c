@@ -2962,7 +2962,9 @@ done:
  *     as it ends (pb_element); a oneof member cleared, or a payload refused, takes back what its repeated
  *     messages wrote (the columns go back to their marks: the lengths at the start of the row, or of the
  *     enclosing element);
- *   - unknown fields (wire types 0, 1, 2, 5) are skipped.
+ *   - unknown fields (wire types 0, 1, 2, 5) are skipped, except in a map entry: there the payload is
+ *     refused (upb moves the whole entry to the unknown fields of the map's message; protobuf-java keeps it
+ *     in the map, docs/typed-tables.md "Protobuf").
  * Only then are the slots written out as one row of every column. A payload is refused (left null, its
  * flag set) on anything it does not read exactly as protobuf's own parser does: a truncated or overlong
  * varint, a length past the end, a known field with a wire type other than its own (or length-delimited
@@ -3004,6 +3006,7 @@ typedef struct {
     int32_t nchildren;
     int32_t *table;    /* field number -> entry (-1: unknown), numbers < tsize */
     int32_t tsize;
+    int32_t map_entry; /* a map field's entry message */
 } pb_node;
 
 typedef struct {
@@ -3099,6 +3102,9 @@ pb_plan_new(PyObject *self, PyObject *args)
         if (P->e[i].number >= nd->tsize)
             nd->tsize = P->e[i].number + 1;
     }
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (P->e[i].kind == PB_MAP)
+            P->nodes[P->e[i].node].map_entry = 1;
     for (int k = 0; k < P->nnodes; k++) {
         pb_node *nd = &P->nodes[k];
         if (nd->tsize > 4096)
@@ -3412,6 +3418,8 @@ pb_parse(pb_state *S, int node, const uint8_t *p, const uint8_t *end, int depth)
                 }
         uint64_t x, len = 0;
         if (ei < 0) { /* an unknown field: skipped */
+            if (nd->map_entry)
+                return PB_REFUSED; /* upb keeps such an entry as an unknown field of the map's message */
             switch (wt) {
             case 0:
                 if (pb_varint(&p, end, &x) < 0)
