@@ -30,7 +30,8 @@ from jsonschema import Draft7Validator, validators
 from jsonschema.exceptions import SchemaError as JsonSchemaSchemaError
 
 from logdoctor.formats.registry.json_text import NotJson, loads
-from logdoctor.formats.registry.results import DECODE_ERROR_SCHEMA_MISMATCH, Decoded, SchemaError
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH
+from logdoctor.formats.registry.results import Decoded, SchemaError
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
