@@ -409,38 +409,37 @@ def _era_exception(era: SanityEra) -> str:
     return "IllegalArgumentException" if era is SanityEra.KAFKA_0_8 else "CorruptIndexException"
 
 
+def _size_problem(what: str, name: str, length: int, entry_size: int, era: SanityEra) -> str | None:
+    """The sanity check's message for a length that is not a multiple of the entry size (None when it is)."""
+    if length % entry_size == 0:
+        return None
+    old = era is SanityEra.KAFKA_0_8
+    prefix, rule = ("requirement failed: ", "not positive or not") if old else ("", "neither positive nor")
+    found = f"found {length} bytes which is {rule} a multiple of {entry_size}."
+    return f"{prefix}{what} {name} is corrupt, {found}"
+
+
+#: how each era words a last offset it refuses (no larger / no greater: also one equal to the base offset)
+_LAST_OFFSET_WORDS = {
+    SanityEra.KAFKA_0_8: "no larger than",
+    SanityEra.KAFKA_1_1: "no greater than",
+    SanityEra.KAFKA_2_0: "less than",
+}
+
+
 def _offset_index_check(data: bytes | memoryview, base_offset: int, era: SanityEra, name: str) -> str | None:
     length = len(data)
     entries = length // OFFSET_ENTRY_SIZE
     if entries:
         rel = int.from_bytes(data[(entries - 1) * 8 : (entries - 1) * 8 + 4], "big", signed=True)
         last = base_offset + rel
-        if era is SanityEra.KAFKA_0_8 and last <= base_offset:
+        if last < base_offset or (last == base_offset and era is not SanityEra.KAFKA_2_0):
+            prefix = "requirement failed: " if era is SanityEra.KAFKA_0_8 else ""
             return (
-                f"requirement failed: Corrupt index found, index file ({name}) has non-zero size but the "
-                f"last offset is {last} which is no larger than the base offset {base_offset}."
+                f"{prefix}Corrupt index found, index file ({name}) has non-zero size but the last offset is "
+                f"{last} which is {_LAST_OFFSET_WORDS[era]} the base offset {base_offset}."
             )
-        if era is SanityEra.KAFKA_1_1 and last <= base_offset:
-            return (
-                f"Corrupt index found, index file ({name}) has non-zero size but the last offset is "
-                f"{last} which is no greater than the base offset {base_offset}."
-            )
-        if era is SanityEra.KAFKA_2_0 and last < base_offset:
-            return (
-                f"Corrupt index found, index file ({name}) has non-zero size but the last offset is "
-                f"{last} which is less than the base offset {base_offset}."
-            )
-    if length % OFFSET_ENTRY_SIZE:
-        if era is SanityEra.KAFKA_0_8:
-            return (
-                f"requirement failed: Index file {name} is corrupt, found {length} bytes which is not "
-                "positive or not a multiple of 8."
-            )
-        return (
-            f"Index file {name} is corrupt, found {length} bytes which is neither positive nor a "
-            "multiple of 8."
-        )
-    return None
+    return _size_problem("Index file", name, length, OFFSET_ENTRY_SIZE, era)
 
 
 def _time_index_check(data: bytes | memoryview, base_offset: int, era: SanityEra, name: str) -> str | None:
@@ -466,17 +465,7 @@ def _time_index_check(data: bytes | memoryview, base_offset: int, era: SanityEra
                 f"{prefix}Corrupt time index found, time index file ({name}) has non-zero size but the last "
                 f"offset is {last_off} which is {word} the first offset {base_offset}"
             )
-    if length % TIME_ENTRY_SIZE:
-        if old:
-            return (
-                f"{prefix}Time index file {name} is corrupt, found {length} bytes which is not positive or "
-                "not a multiple of 12."
-            )
-        return (
-            f"Time index file {name} is corrupt, found {length} bytes which is neither positive nor a "
-            "multiple of 12."
-        )
-    return None
+    return _size_problem("Time index file", name, length, TIME_ENTRY_SIZE, era)
 
 
 def _txn_index_check(data: bytes | memoryview, base_offset: int, name: str) -> str | None:
