@@ -52,11 +52,6 @@ def _tip(tip: TopicIdPartitionLike) -> dict[str, Any]:
     return {"name": tip.topic, "id": tip.topic_id, "partition": tip.partition}
 
 
-def _record(record_type: str, **data: Any) -> dict[str, Any]:
-    """A record of ``record_type`` (version 0) in the decoded form, its fields in the layout's order."""
-    return {"type": record_type, "version": 0, "data": data}
-
-
 def segment_metadata(
     tip: TopicIdPartitionLike,
     segment_id: str,
@@ -71,19 +66,22 @@ def segment_metadata(
     state: int = COPY_SEGMENT_STARTED,
 ) -> dict[str, Any]:
     """A RemoteLogSegmentMetadataRecord (what RemoteLogManager.copyLogSegment sends first)."""
-    return _record(
-        "RemoteLogSegmentMetadataRecord",
-        remote_log_segment_id={"topic_id_partition": _tip(tip), "id": segment_id},
-        start_offset=start_offset,
-        end_offset=end_offset,
-        broker_id=broker_id,
-        max_timestamp_ms=max_timestamp_ms,
-        event_timestamp_ms=event_timestamp_ms,
-        segment_leader_epochs=[{"leader_epoch": e, "offset": o} for e, o in leader_epochs],
-        segment_size_in_bytes=size,
-        custom_metadata=None,
-        remote_log_segment_state=int(state),
-    )
+    return {
+        "type": "RemoteLogSegmentMetadataRecord",
+        "version": 0,
+        "data": {
+            "remote_log_segment_id": {"topic_id_partition": _tip(tip), "id": segment_id},
+            "start_offset": start_offset,
+            "end_offset": end_offset,
+            "broker_id": broker_id,
+            "max_timestamp_ms": max_timestamp_ms,
+            "event_timestamp_ms": event_timestamp_ms,
+            "segment_leader_epochs": [{"leader_epoch": e, "offset": o} for e, o in leader_epochs],
+            "segment_size_in_bytes": size,
+            "custom_metadata": None,
+            "remote_log_segment_state": int(state),
+        },
+    }
 
 
 def segment_update(
@@ -96,27 +94,33 @@ def segment_update(
     custom_metadata: bytes | None = None,
 ) -> dict[str, Any]:
     """A RemoteLogSegmentMetadataUpdateRecord (COPY_SEGMENT_FINISHED, DELETE_SEGMENT_STARTED/FINISHED)."""
-    return _record(
-        "RemoteLogSegmentMetadataUpdateRecord",
-        remote_log_segment_id={"topic_id_partition": _tip(tip), "id": segment_id},
-        broker_id=broker_id,
-        event_timestamp_ms=event_timestamp_ms,
-        custom_metadata=custom_metadata,
-        remote_log_segment_state=int(state),
-    )
+    return {
+        "type": "RemoteLogSegmentMetadataUpdateRecord",
+        "version": 0,
+        "data": {
+            "remote_log_segment_id": {"topic_id_partition": _tip(tip), "id": segment_id},
+            "broker_id": broker_id,
+            "event_timestamp_ms": event_timestamp_ms,
+            "custom_metadata": custom_metadata,
+            "remote_log_segment_state": int(state),
+        },
+    }
 
 
 def partition_delete(
     tip: TopicIdPartitionLike, state: int, *, broker_id: int, event_timestamp_ms: int
 ) -> dict[str, Any]:
     """A RemotePartitionDeleteMetadataRecord (the controller's DELETE_PARTITION_MARKED, then the leader's)."""
-    return _record(
-        "RemotePartitionDeleteMetadataRecord",
-        topic_id_partition=_tip(tip),
-        broker_id=broker_id,
-        event_timestamp_ms=event_timestamp_ms,
-        remote_partition_delete_state=int(state),
-    )
+    return {
+        "type": "RemotePartitionDeleteMetadataRecord",
+        "version": 0,
+        "data": {
+            "topic_id_partition": _tip(tip),
+            "broker_id": broker_id,
+            "event_timestamp_ms": event_timestamp_ms,
+            "remote_partition_delete_state": int(state),
+        },
+    }
 
 
 @dataclass(frozen=True, slots=True)
