@@ -22,12 +22,9 @@ from hypothesis import strategies as st
 import tiers
 from logdoctor.formats.registry import avro
 from logdoctor.formats.registry.avro import AvroDecoder
-from logdoctor.formats.registry.decoder import (
-    DECODE_ERROR_SCHEMA_MISMATCH,
-    DECODE_ERROR_TRUNCATED,
-    SchemaError,
-    decoder_for,
-)
+from logdoctor.formats.registry.decoder import decoder_for
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
+from logdoctor.formats.registry.results import SchemaError
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaReference, SchemaRegistry
 
 TRUNC, MISMATCH = DECODE_ERROR_TRUNCATED, DECODE_ERROR_SCHEMA_MISMATCH

@@ -17,11 +17,8 @@ import pytest
 import typed_set
 
 from logdoctor.formats.registry.connect_json import ConnectJsonDecoder, envelope_schema
-from logdoctor.formats.registry.decoder import (
-    DECODE_ERROR_SCHEMA_MISMATCH,
-    DECODE_ERROR_TRUNCATED,
-    SchemaError,
-)
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
+from logdoctor.formats.registry.results import SchemaError
 
 
 def _canonical(value: object, arrow_type: pa.DataType) -> object:

@@ -10,14 +10,11 @@ import pyarrow as pa
 import pytest
 import typed_set
 
-from logdoctor.formats.registry.decoder import (
-    DECODE_ERROR_SCHEMA_MISMATCH,
-    DECODE_ERROR_TRUNCATED,
-    SchemaError,
-    decoder_for,
-)
+from logdoctor.formats.registry.decoder import decoder_for
 from logdoctor.formats.registry.json_schema import JsonSchemaDecoder
 from logdoctor.formats.registry.json_text import ends_early
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
+from logdoctor.formats.registry.results import SchemaError
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaReference, SchemaRegistry
 
 

@@ -13,14 +13,11 @@ import pytest
 import typed_set
 from google.protobuf import json_format
 
-from logdoctor.formats.registry.decoder import (
-    DECODE_ERROR_SCHEMA_MISMATCH,
-    DECODE_ERROR_TRUNCATED,
-    SchemaError,
-    decoder_for,
-)
+from logdoctor.formats.registry.decoder import decoder_for
 from logdoctor.formats.registry.protobuf import ProtobufDecoder, ends_early
 from logdoctor.formats.registry.protobuf_schema import compile_schema
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
+from logdoctor.formats.registry.results import SchemaError
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaReference, SchemaRegistry
 
 #: the oneof members of the messages of payments-value (only the set one appears in the canonical JSON)

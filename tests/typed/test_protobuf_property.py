@@ -30,9 +30,9 @@ from google.protobuf.message import DecodeError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logdoctor.formats.registry.decoder import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
 from logdoctor.formats.registry.protobuf import ProtobufDecoder
 from logdoctor.formats.registry.protobuf_schema import compile_schema
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
 _F = FieldDescriptor

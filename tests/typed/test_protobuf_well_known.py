@@ -15,9 +15,9 @@ import random
 import pytest
 from google.protobuf import json_format
 
-from logdoctor.formats.registry.decoder import DECODE_ERROR_SCHEMA_MISMATCH
 from logdoctor.formats.registry.protobuf import ProtobufDecoder
 from logdoctor.formats.registry.protobuf_schema import compile_schema
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
 TEXT = """syntax = "proto3";

@@ -16,11 +16,6 @@ from hypothesis import strategies as st
 
 import tiers
 from logdoctor.errors import CorruptRecordError, TruncatedError
-from logdoctor.formats.registry.decoder import (
-    DECODE_ERROR_SCHEMA_MISMATCH,
-    DECODE_ERROR_TRUNCATED,
-    NO_MAGIC_BYTE,
-)
 from logdoctor.formats.registry.framing import (
     VALUE_SCHEMA_ID_HEADER,
     Frame,
@@ -29,6 +24,11 @@ from logdoctor.formats.registry.framing import (
     read_frame,
     read_message_indexes,
     scan_prefix,
+)
+from logdoctor.formats.registry.reasons import (
+    DECODE_ERROR_SCHEMA_MISMATCH,
+    DECODE_ERROR_TRUNCATED,
+    NO_MAGIC_BYTE,
 )
 
 GUID = "095d71cf-1255-6b9d-5e33-0ad575b3df5d"

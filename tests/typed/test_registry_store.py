@@ -15,7 +15,7 @@ import pytest
 import registry_facts as rf
 
 from logdoctor.errors import CorruptRecordError
-from logdoctor.formats.registry.decoder import SCHEMA_HARD_DELETED, UNKNOWN_SCHEMA_GUID, UNKNOWN_SCHEMA_ID
+from logdoctor.formats.registry.reasons import SCHEMA_HARD_DELETED, UNKNOWN_SCHEMA_GUID, UNKNOWN_SCHEMA_ID
 from logdoctor.formats.registry.store import (
     HARD_DELETED,
     LIVE,

@@ -439,26 +439,11 @@ def unwrap_data_key(manifest: SegmentManifest, private_key_pem: bytes, *, source
 
 def _decrypt(
     data: Buffer, manifest: SegmentManifest, data_key: bytes | None, source: str | None, position: int | None
-) -> bytes:
+) -> bytearray:
     """An encrypted chunk's plaintext (IV, AES-GCM with the manifest's AAD)."""
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-    if data_key is None:
-        raise ValueError("an encrypted segment needs its data key")
-    if len(data) < IV_SIZE + TAG_SIZE:
-        raise CorruptRecordError(
-            f"an encrypted chunk (IV {IV_SIZE} + tag {TAG_SIZE} bytes at least)",
-            source=source,
-            position=position,
-            found=f"{len(data)} bytes",
-        )
-    try:
-        return AESGCM(data_key).decrypt(bytes(data[:IV_SIZE]), bytes(data[IV_SIZE:]), manifest.aad)
-    except InvalidTag:
-        raise CorruptRecordError(
-            "an AES-GCM chunk whose tag verifies", source=source, position=position, found="a bad tag"
-        ) from None
+    out = bytearray(max(0, len(data) - IV_SIZE - TAG_SIZE))
+    _decrypt_into(data, manifest, data_key, memoryview(out), source, position)
+    return out
 
 
 def _decrypt_into(
@@ -477,6 +462,13 @@ def _decrypt_into(
 
     if data_key is None:
         raise ValueError("an encrypted segment needs its data key")
+    if len(data) < IV_SIZE + TAG_SIZE:
+        raise CorruptRecordError(
+            f"an encrypted chunk (IV {IV_SIZE} + tag {TAG_SIZE} bytes at least)",
+            source=source,
+            position=position,
+            found=f"{len(data)} bytes",
+        )
     try:
         AESGCM(data_key).decrypt_into(bytes(data[:IV_SIZE]), data[IV_SIZE:], manifest.aad, out)
     except InvalidTag:

@@ -334,9 +334,6 @@ class RecordBatchV2(Batch):
             return value
         return crc32c(self._buf[self._start + ATTRIBUTES_OFFSET : self._start + self.size])
 
-    def crc_valid(self) -> bool:
-        return self.compute_crc() == self.stored_crc
-
     def ensure_valid(self, *, deep: bool = False) -> None:
         """DefaultRecordBatch.ensureValid (size >= 61 and the CRC); ``deep`` also checks the header
         (count, offset delta) and decodes every record (lengths, count, trailing bytes)."""

@@ -232,17 +232,18 @@ def _parse_epoch_entry(line: str) -> EpochEntry | None:
 def _scan(data: bytes | memoryview, entry_parser, source: str | None):
     name = source or "<buffer>"
     problems: list[CheckpointProblem] = []
+
+    def malformed(line: TextLine, expected: str) -> None:
+        message = f"Malformed line in checkpoint file [{name}]: {line.text}"
+        problems.append(CheckpointProblem(message, line.number, line.position, expected))
+
     lines = split_lines(data, source=source)
     entries: list = []
     if not lines:
         return None, None, entries, problems, False
     version = parse_java_int(lines[0].text)
     if version is None:
-        problems.append(
-            CheckpointProblem(
-                f"Malformed line in checkpoint file [{name}]: {lines[0].text}", 1, 0, "a version number"
-            )
-        )
+        malformed(lines[0], "a version number")
         return None, None, entries, problems, False
     if version != CHECKPOINT_VERSION:
         problems.append(
@@ -259,26 +260,12 @@ def _scan(data: bytes | memoryview, entry_parser, source: str | None):
         return version, None, entries, problems, False
     count = parse_java_int(lines[1].text)
     if count is None:
-        problems.append(
-            CheckpointProblem(
-                f"Malformed line in checkpoint file [{name}]: {lines[1].text}",
-                2,
-                lines[1].position,
-                "an entry count",
-            )
-        )
+        malformed(lines[1], "an entry count")
         return version, None, entries, problems, True
     for line in lines[2:]:
         entry = entry_parser(line.text)
         if entry is None:
-            problems.append(
-                CheckpointProblem(
-                    f"Malformed line in checkpoint file [{name}]: {line.text}",
-                    line.number,
-                    line.position,
-                    f"'{entry_parser.__doc__}' on line {line.number}",
-                )
-            )
+            malformed(line, f"'{entry_parser.__doc__}' on line {line.number}")
         else:
             entries.append(entry)
     # Kafka stops at the first malformed line; a lenient scan also compares the count line with the

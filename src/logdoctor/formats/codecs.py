@@ -40,7 +40,7 @@ from __future__ import annotations
 import struct
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import cramjam
 import lz4.block
@@ -82,6 +82,7 @@ def set_max_decompressed(limit: int) -> int:
     if native.speedups is not None:
         native.speedups.configure_limits(limit)
     return previous
+
 
 # --- xxhash32 (only ever run over a frame descriptor of at most 15 bytes) -------------
 
@@ -172,30 +173,6 @@ def _gzip_compress(data: Buffer) -> bytes:
     return b"".join((_GZIP_HEADER, body, struct.pack("<II", zlib.crc32(data), len(memoryview(data)) & _M32)))
 
 
-def _gzip_decompress(data: memoryview, source: str | None, position: int | None, limit: int) -> bytes:
-    out: list[bytes] = []
-    total = 0
-    rest: Buffer = data
-    while True:
-        d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-        try:
-            # at most one byte past the limit: a longer output is refused without being made
-            piece = d.decompress(rest, limit - total + 1)
-        except zlib.error as e:
-            raise _corrupt(Compression.GZIP, str(e), source, position) from None
-        total += len(piece)
-        if total > limit:
-            raise _too_big(Compression.GZIP, limit, source, position)
-        out.append(piece)
-        if not d.eof:  # (the output was not cut by the limit: the input ran out)
-            raise _corrupt(Compression.GZIP, "a truncated gzip member", source, position)
-        rest = d.unused_data
-        # GZIPInputStream reads a following member, and ignores anything else after a member.
-        if len(rest) < 2 or rest[:2] != b"\x1f\x8b":
-            break
-    return out[0] if len(out) == 1 else b"".join(out)
-
-
 # --- snappy -------------------------------------------------------------------------------
 
 XERIAL_HEADER = b"\x82SNAPPY\x00"
@@ -236,18 +213,6 @@ def _snappy_raw(block: Buffer, source: str | None, position: int | None, budget:
 
 class _BudgetExceeded(Exception):
     """A block would take the output past the limit."""
-
-
-def _snappy_decompress(data: memoryview, source: str | None, position: int | None, limit: int) -> bytes:
-    try:
-        return _snappy_blocks(data, source, position, limit)
-    except _BudgetExceeded:
-        raise _too_big(Compression.SNAPPY, limit, source, position) from None
-
-
-def _snappy_blocks(data: memoryview, source: str | None, position: int | None, limit: int) -> bytes:
-    out = list(_snappy_iter(data, source, position, limit))
-    return out[0] if len(out) == 1 else b"".join(out)
 
 
 def _snappy_iter(data: memoryview, source: str | None, position: int | None, limit: int) -> Iterator[bytes]:
@@ -322,13 +287,6 @@ def _lz4_checked_block(bd: int, frame_block: memoryview, max_block: int) -> byte
     descriptor = bytes((flg, bd))
     frame = b"".join((_LZ4_MAGIC_BYTES, descriptor, bytes((_lz4_hc(descriptor),)), frame_block, b"\0\0\0\0"))
     return lz4.frame.decompress(frame)
-
-
-def _lz4_decompress(
-    data: memoryview, magic: int, source: str | None, position: int | None, limit: int
-) -> bytes:
-    out = list(_lz4_iter(data, magic, source, position, limit))
-    return out[0] if len(out) == 1 else b"".join(out)
 
 
 def _lz4_iter(
@@ -436,35 +394,11 @@ _ZSTD_MAX_EXPANSION = 1 << 15
 _ZSTD_MIN_STEP = 64  # at most 2 MiB of output past the limit
 
 
-def _zstd_decompress(data: memoryview, source: str | None, position: int | None, limit: int) -> bytes:
-    out: list[bytes] = []
-    total = 0
-    rest: memoryview = data
-    while True:
-        d = _zstd_dctx().decompressobj()
-        n = len(rest)
-        pos = 0
-        try:
-            while pos < n and not d.eof:
-                step = max(_ZSTD_MIN_STEP, (limit - total) // _ZSTD_MAX_EXPANSION)
-                chunk = rest[pos : pos + step]
-                piece = d.decompress(chunk)
-                pos += len(chunk)
-                total += len(piece)
-                if total > limit:
-                    raise _too_big(Compression.ZSTD, limit, source, position)
-                out.append(piece)
-        except zstandard.ZstdError as e:
-            raise _corrupt(Compression.ZSTD, str(e), source, position) from None
-        if not d.eof:
-            raise _corrupt(Compression.ZSTD, "a truncated zstd frame", source, position)
-        rest = rest[pos - len(d.unused_data) :]
-        if not rest:
-            break
-    return out[0] if len(out) == 1 else b"".join(out)
-
-
 # --- public -------------------------------------------------------------------------------
+
+
+def _byte_view(data: Buffer) -> memoryview:
+    return memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
 
 
 def decompress(
@@ -481,20 +415,14 @@ def decompress(
     ``source``/``position`` name where the compressed bytes are, for errors. More than
     :data:`MAX_DECOMPRESSED` bytes of output raise UnsupportedError (the output stops near it).
     """
-    mv = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
-    limit = MAX_DECOMPRESSED
+    mv = _byte_view(data)
     if codec == Compression.NONE:
         return bytes(mv)
-    if codec == Compression.GZIP:
-        return _gzip_decompress(mv, source, position, limit)
-    if codec == Compression.SNAPPY:
-        return _snappy_decompress(mv, source, position, limit)
-    if codec == Compression.LZ4:
-        return _lz4_decompress(mv, magic, source, position, limit)
-    if codec == Compression.ZSTD:
-        _check_magic(codec, magic, source, position)
-        return _zstd_decompress(mv, source, position, limit)
-    raise UnsupportedError("a codec id 0-4", source=source, position=position, found=repr(codec))
+    # the windowed readers with one window past the limit (the output is whole or refused) and, for zstd,
+    # this thread's shared context: the generator is run to its end here, never suspended
+    limit = MAX_DECOMPRESSED
+    pieces = list(_windows(codec, mv, magic, source, position, limit, limit + 1, _zstd_dctx))
+    return pieces[0] if len(pieces) == 1 else b"".join(pieces)
 
 
 #: the output window of :func:`decompress_windows`; the C walker's lz4 frames stop at it too
@@ -511,7 +439,8 @@ def _gzip_windows(
         d = zlib.decompressobj(16 + zlib.MAX_WBITS)
         while True:
             try:
-                piece = d.decompress(rest, window)
+                # at most one byte past the limit: a longer output is refused without being made
+                piece = d.decompress(rest, min(window, limit - total + 1))
             except zlib.error as e:
                 raise _corrupt(Compression.GZIP, str(e), source, position) from None
             total += len(piece)
@@ -522,7 +451,7 @@ def _gzip_windows(
             rest = d.unconsumed_tail
             if d.eof or (not piece and not rest):
                 break
-        if not d.eof:
+        if not d.eof:  # (the output was not cut by the limit: the input ran out)
             raise _corrupt(Compression.GZIP, "a truncated gzip member", source, position)
         rest = d.unused_data
         if len(rest) < 2 or rest[:2] != b"\x1f\x8b":  # as GZIPInputStream: another member or the end
@@ -530,20 +459,26 @@ def _gzip_windows(
 
 
 def _zstd_windows(
-    data: memoryview, source: str | None, position: int | None, limit: int, window: int
+    data: memoryview,
+    source: str | None,
+    position: int | None,
+    limit: int,
+    window: int,
+    dctx: zstandard.ZstdDecompressor,
 ) -> Iterator[bytes]:
     total = 0
     rest: memoryview = data
     while True:
-        d = zstandard.ZstdDecompressor().decompressobj()  # its own context: this generator can be suspended
+        d = dctx.decompressobj()
         n = len(rest)
         pos = 0
         pending: list[bytes] = []
         size = 0
         try:
             while pos < n and not d.eof:
-                # one step makes at most step * 32768 bytes (see _ZSTD_MAX_EXPANSION): about a window
-                step = max(_ZSTD_MIN_STEP, window // _ZSTD_MAX_EXPANSION)
+                # one step makes at most step * 32768 bytes (see _ZSTD_MAX_EXPANSION): about a window, and
+                # no more than the bytes left under the limit
+                step = max(_ZSTD_MIN_STEP, min(window, limit - total) // _ZSTD_MAX_EXPANSION)
                 chunk = rest[pos : pos + step]
                 piece = d.decompress(chunk)
                 pos += len(chunk)
@@ -579,23 +514,44 @@ def decompress_windows(
     they are made (a decompression bomb is never whole in memory; the limit still applies to the
     total), snappy (xerial blocks) and lz4 (frame blocks) likewise, block by block; none whole.
     Errors as :func:`decompress`, raised when the bad window is reached."""
-    mv = memoryview(data).cast("B") if not isinstance(data, memoryview) or data.format != "B" else data
+    mv = _byte_view(data)
+    if codec == Compression.NONE:
+        return iter((bytes(mv),))
+    # a zstd context of its own: this generator can be suspended
+    return _windows(codec, mv, magic, source, position, MAX_DECOMPRESSED, window, zstandard.ZstdDecompressor)
+
+
+def _windows(
+    codec: Compression,
+    mv: memoryview,
+    magic: int,
+    source: str | None,
+    position: int | None,
+    limit: int,
+    window: int,
+    zstd_dctx: Callable[[], zstandard.ZstdDecompressor],
+) -> Iterator[bytes]:
     if codec == Compression.GZIP:
-        return _gzip_windows(mv, source, position, MAX_DECOMPRESSED, window)
+        return _gzip_windows(mv, source, position, limit, window)
     if codec == Compression.ZSTD:
         _check_magic(codec, magic, source, position)
-        return _zstd_windows(mv, source, position, MAX_DECOMPRESSED, window)
+        return _zstd_windows(mv, source, position, limit, window, zstd_dctx())
     if codec == Compression.SNAPPY:
-        return _grouped(_snappy_iter(mv, source, position, MAX_DECOMPRESSED), window, Compression.SNAPPY,
-                        source, position)
-    if codec == Compression.LZ4:
-        return _grouped(_lz4_iter(mv, magic, source, position, MAX_DECOMPRESSED), window, Compression.LZ4,
-                        source, position)
-    return iter((decompress(codec, mv, magic=magic, source=source, position=position),))
+        blocks = _snappy_iter(mv, source, position, limit)
+    elif codec == Compression.LZ4:
+        blocks = _lz4_iter(mv, magic, source, position, limit)
+    else:
+        raise UnsupportedError("a codec id 0-4", source=source, position=position, found=repr(codec))
+    return _grouped(blocks, window, codec, limit, source, position)
 
 
 def _grouped(
-    blocks: Iterator[bytes], window: int, codec: Compression, source: str | None, position: int | None
+    blocks: Iterator[bytes],
+    window: int,
+    codec: Compression,
+    limit: int,
+    source: str | None,
+    position: int | None,
 ) -> Iterator[bytes]:
     """Blocks (snappy's <= 64/3 x 32 KiB, lz4's <= 4 MiB) joined into pieces of about ``window`` bytes."""
     pending: list[bytes] = []
@@ -608,7 +564,7 @@ def _grouped(
                 yield pending[0] if len(pending) == 1 else b"".join(pending)
                 pending, size = [], 0
     except _BudgetExceeded:
-        raise _too_big(codec, MAX_DECOMPRESSED, source, position) from None
+        raise _too_big(codec, limit, source, position) from None
     if size:
         yield pending[0] if len(pending) == 1 else b"".join(pending)
 

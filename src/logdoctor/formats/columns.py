@@ -4,12 +4,14 @@ decoder's own buffers, no second copy of the payload)."""
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from logdoctor.formats.batch_v2 import RecordBatchV2, decode_v2_run
 from logdoctor.formats.record_types import Batch, Record, TimestampType
+from logdoctor.formats.v2_twin import column_buffers
 
 if TYPE_CHECKING:
     import numpy as np
@@ -158,47 +160,16 @@ def _columns_from_buffers(t: tuple) -> RecordColumns:
 
 def _buffers_from_records(records: list[Record], timestamp_type: TimestampType) -> tuple:
     """The decode_batch_columns tuple for records decoded one by one (v0/v1 entries)."""
-    import numpy as np
-
-    def i64(values) -> bytearray:
-        return bytearray(np.array(list(values), dtype=np.int64).tobytes())
-
-    def ends(blobs: list[bytes | None]) -> bytearray:
-        out = np.zeros(len(blobs) + 1, dtype=np.int64)
-        np.cumsum([len(b or b"") for b in blobs], out=out[1:])
-        return bytearray(out.tobytes())
-
-    def bitmap(blobs: list[bytes | None]) -> bytearray:
-        return bytearray(np.packbits(np.array([b is not None for b in blobs], dtype=bool), bitorder="little"))
-
-    keys = [r.key for r in records]
-    values = [r.value for r in records]
     headers = [h for r in records for h in r.headers]
-    hkeys: list[bytes | None] = [h.key.encode("utf-8", "surrogatepass") for h in headers]
-    hvalues = [h.value for h in headers]
-    list_ends = np.zeros(len(records) + 1, dtype=np.int64)
-    np.cumsum([len(r.headers) for r in records], out=list_ends[1:])
-    return (
-        len(records),
-        i64(r.offset for r in records),
-        i64(r.timestamp for r in records),
-        bytearray(np.full(len(records), int(timestamp_type), dtype=np.int8).tobytes()),
-        keys.count(None),
-        bitmap(keys),
-        ends(keys),
-        bytearray(b"".join(k or b"" for k in keys)),
-        values.count(None),
-        bitmap(values),
-        ends(values),
-        bytearray(b"".join(v or b"" for v in values)),
-        bytearray(list_ends.tobytes()),
-        len(headers),
-        ends(hkeys),
-        bytearray(b"".join(k or b"" for k in hkeys)),
-        hvalues.count(None),
-        bitmap(hvalues),
-        ends(hvalues),
-        bytearray(b"".join(v or b"" for v in hvalues)),
+    return column_buffers(
+        [r.offset for r in records],
+        [r.timestamp for r in records],
+        [int(timestamp_type)] * len(records),
+        [r.key for r in records],
+        [r.value for r in records],
+        [0, *itertools.accumulate(len(r.headers) for r in records)],
+        [h.key.encode("utf-8", "surrogatepass") for h in headers],
+        [h.value for h in headers],
     )
 
 

@@ -211,12 +211,15 @@ def parse_txn_index(
     return [AbortedTxn(pid, first, last, lso, ver) for ver, pid, first, last, lso in zip(*cols, strict=True)]
 
 
-def _column(code: str, values: list[int]) -> bytes | None:
-    """``values`` as big-endian fields of the struct ``code`` ("h", "i", "q"); None when one does not fit."""
+def _column(
+    code: str, values: list[int], what: str = "a value outside the int64 range", error: type = OverflowError
+) -> bytes:
+    """``values`` as big-endian fields of the struct ``code`` ("h", "i", "q"); ``error(what)`` when one does
+    not fit."""
     try:
         return struct.pack(f">{len(values)}{code}", *values)
     except struct.error:
-        return None
+        raise error(what) from None
 
 
 def _interleave(columns: list[tuple[bytes, int]], n: int) -> bytes:
@@ -251,25 +254,9 @@ def columns(data: bytes | memoryview, fields: tuple[tuple[str, int], ...]) -> tu
     return tuple(out)
 
 
-def _int32_column(values: list[int], what: str) -> bytes:
-    col = _column("i", values)
-    if col is None:
-        raise ValueError(what)
-    return col
-
-
-def _int64_column(values: list[int]) -> bytes:
-    col = _column("q", values)
-    if col is None:
-        raise OverflowError("a value outside the int64 range")
-    return col
-
-
 def _relative(offsets: list[int], base_offset: int) -> bytes:
-    return _int32_column(
-        [o - base_offset for o in offsets],
-        f"offset outside the int32 range relative to base offset {base_offset}",
-    )
+    what = f"offset outside the int32 range relative to base offset {base_offset}"
+    return _column("i", [o - base_offset for o in offsets], what, ValueError)
 
 
 def write_offset_index(entries: Iterable[OffsetEntry], base_offset: int, *, size: int | None = None) -> bytes:
@@ -278,7 +265,8 @@ def write_offset_index(entries: Iterable[OffsetEntry], base_offset: int, *, size
     Raises ValueError when an entry does not fit (relative offset or position outside int32).
     """
     entries = list(entries)
-    positions = _int32_column([e.position for e in entries], "index position outside the int32 range")
+    what = "index position outside the int32 range"
+    positions = _column("i", [e.position for e in entries], what, ValueError)
     rel = _relative([e.offset for e in entries], base_offset)
     return _pad(_interleave([(rel, 4), (positions, 4)], len(entries)), size, OFFSET_ENTRY_SIZE)
 
@@ -286,7 +274,7 @@ def write_offset_index(entries: Iterable[OffsetEntry], base_offset: int, *, size
 def write_time_index(entries: Iterable[TimeEntry], base_offset: int, *, size: int | None = None) -> bytes:
     """Bytes of a ``.timeindex`` holding ``entries``; ``size`` pads with zero slots."""
     entries = list(entries)
-    timestamps = _int64_column([e.timestamp for e in entries])
+    timestamps = _column("q", [e.timestamp for e in entries])
     rel = _relative([e.offset for e in entries], base_offset)
     return _pad(_interleave([(timestamps, 8), (rel, 4)], len(entries)), size, TIME_ENTRY_SIZE)
 
@@ -296,9 +284,8 @@ def write_txn_index(entries: Iterable[AbortedTxn]) -> bytes:
     entries = list(entries)
     # the int16 version wraps (as a cast to the field would); the int64 fields raise OverflowError
     versions = _column("h", [(e.version + 2**15) % 2**16 - 2**15 for e in entries])
-    assert versions is not None
     cols = [(versions, 2)]
-    cols += [(_int64_column([getattr(e, name) for e in entries]), 8) for name in _TXN_NAMES[1:]]
+    cols += [(_column("q", [getattr(e, name) for e in entries]), 8) for name in _TXN_NAMES[1:]]
     return _interleave(cols, len(entries))
 
 
@@ -409,38 +396,37 @@ def _era_exception(era: SanityEra) -> str:
     return "IllegalArgumentException" if era is SanityEra.KAFKA_0_8 else "CorruptIndexException"
 
 
+def _size_problem(what: str, name: str, length: int, entry_size: int, era: SanityEra) -> str | None:
+    """The sanity check's message for a length that is not a multiple of the entry size (None when it is)."""
+    if length % entry_size == 0:
+        return None
+    old = era is SanityEra.KAFKA_0_8
+    prefix, rule = ("requirement failed: ", "not positive or not") if old else ("", "neither positive nor")
+    found = f"found {length} bytes which is {rule} a multiple of {entry_size}."
+    return f"{prefix}{what} {name} is corrupt, {found}"
+
+
+#: how each era words a last offset it refuses (no larger / no greater: also one equal to the base offset)
+_LAST_OFFSET_WORDS = {
+    SanityEra.KAFKA_0_8: "no larger than",
+    SanityEra.KAFKA_1_1: "no greater than",
+    SanityEra.KAFKA_2_0: "less than",
+}
+
+
 def _offset_index_check(data: bytes | memoryview, base_offset: int, era: SanityEra, name: str) -> str | None:
     length = len(data)
     entries = length // OFFSET_ENTRY_SIZE
     if entries:
         rel = int.from_bytes(data[(entries - 1) * 8 : (entries - 1) * 8 + 4], "big", signed=True)
         last = base_offset + rel
-        if era is SanityEra.KAFKA_0_8 and last <= base_offset:
+        if last < base_offset or (last == base_offset and era is not SanityEra.KAFKA_2_0):
+            prefix = "requirement failed: " if era is SanityEra.KAFKA_0_8 else ""
             return (
-                f"requirement failed: Corrupt index found, index file ({name}) has non-zero size but the "
-                f"last offset is {last} which is no larger than the base offset {base_offset}."
+                f"{prefix}Corrupt index found, index file ({name}) has non-zero size but the last offset is "
+                f"{last} which is {_LAST_OFFSET_WORDS[era]} the base offset {base_offset}."
             )
-        if era is SanityEra.KAFKA_1_1 and last <= base_offset:
-            return (
-                f"Corrupt index found, index file ({name}) has non-zero size but the last offset is "
-                f"{last} which is no greater than the base offset {base_offset}."
-            )
-        if era is SanityEra.KAFKA_2_0 and last < base_offset:
-            return (
-                f"Corrupt index found, index file ({name}) has non-zero size but the last offset is "
-                f"{last} which is less than the base offset {base_offset}."
-            )
-    if length % OFFSET_ENTRY_SIZE:
-        if era is SanityEra.KAFKA_0_8:
-            return (
-                f"requirement failed: Index file {name} is corrupt, found {length} bytes which is not "
-                "positive or not a multiple of 8."
-            )
-        return (
-            f"Index file {name} is corrupt, found {length} bytes which is neither positive nor a "
-            "multiple of 8."
-        )
-    return None
+    return _size_problem("Index file", name, length, OFFSET_ENTRY_SIZE, era)
 
 
 def _time_index_check(data: bytes | memoryview, base_offset: int, era: SanityEra, name: str) -> str | None:
@@ -466,17 +452,7 @@ def _time_index_check(data: bytes | memoryview, base_offset: int, era: SanityEra
                 f"{prefix}Corrupt time index found, time index file ({name}) has non-zero size but the last "
                 f"offset is {last_off} which is {word} the first offset {base_offset}"
             )
-    if length % TIME_ENTRY_SIZE:
-        if old:
-            return (
-                f"{prefix}Time index file {name} is corrupt, found {length} bytes which is not positive or "
-                "not a multiple of 12."
-            )
-        return (
-            f"Time index file {name} is corrupt, found {length} bytes which is neither positive nor a "
-            "multiple of 12."
-        )
-    return None
+    return _size_problem("Time index file", name, length, TIME_ENTRY_SIZE, era)
 
 
 def _txn_index_check(data: bytes | memoryview, base_offset: int, name: str) -> str | None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 from logdoctor.errors import CorruptRecordError, CrcMismatchError, TruncatedError, UnsupportedError
 from logdoctor.formats.codecs import compress, decompress
@@ -56,28 +57,16 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 
 
-class _Inner:
-    """One decoded inner message of a wrapper (absolute offset already applied)."""
+class _Inner(NamedTuple):
+    """One decoded inner message of a wrapper (absolute offset once the wrapper's base is applied)."""
 
-    __slots__ = ("computed_crc", "crc", "key", "offset", "timestamp", "timestamp_type", "value")
-
-    def __init__(
-        self,
-        offset: int,
-        timestamp: int,
-        timestamp_type: TimestampType,
-        key: bytes | None,
-        value: bytes | None,
-        crc: int,
-        computed_crc: int,
-    ) -> None:
-        self.offset = offset
-        self.timestamp = timestamp
-        self.timestamp_type = timestamp_type
-        self.key = key
-        self.value = value
-        self.crc = crc
-        self.computed_crc = computed_crc
+    offset: int
+    timestamp: int
+    timestamp_type: TimestampType
+    key: bytes | None
+    value: bytes | None
+    crc: int
+    computed_crc: int
 
 
 def _read_message(
@@ -149,7 +138,7 @@ class LegacyBatch(Batch):
         "position",
         "size",
         "source",
-            )
+    )
 
     producer_id = NO_PRODUCER_ID
     producer_epoch = NO_PRODUCER_EPOCH
@@ -336,7 +325,7 @@ class LegacyBatch(Batch):
         n = len(data)
         src, pos0 = self.source, self.position
         wrapper_type = self.timestamp_type
-        raw: list[tuple[int, int, TimestampType, bytes | None, bytes | None, int, int]] = []
+        raw: list[_Inner] = []
         p = 0
         # DataLogInputStream: a partial entry at the end ends the inner set silently.
         while n - p >= LOG_OVERHEAD:
@@ -369,14 +358,14 @@ class LegacyBatch(Batch):
                 ts_type = wrapper_type
                 if wrapper_type == TimestampType.LOG_APPEND_TIME:
                     ts = self._timestamp
-            raw.append((offset, ts, ts_type, key, value, crc, crc32(data[p + LOG_OVERHEAD + 4 : end])))
+            raw.append(_Inner(offset, ts, ts_type, key, value, crc, crc32(data[p + LOG_OVERHEAD + 4 : end])))
             p = end
         if not raw:
             raise CorruptRecordError(
                 "a compressed message set with inner messages", source=src, position=pos0, found="none"
             )
         if self.magic == 1:
-            last_inner = raw[-1][0]
+            last_inner = raw[-1].offset
             if self._offset == 0:
                 base = 0  # librdkafka wrote wrapper offset 0: inner offsets are taken as they are
             elif self._offset < last_inner:
@@ -390,9 +379,7 @@ class LegacyBatch(Batch):
                 base = self._offset - last_inner
         else:
             base = 0
-        self._inner_cache = [
-            _Inner(o + base, ts, tt, k, v, c, cc) for (o, ts, tt, k, v, c, cc) in raw
-        ]
+        self._inner_cache = [m._replace(offset=m.offset + base) for m in raw] if base else raw
         self._inner_tail = n - p
         return self._inner_cache
 

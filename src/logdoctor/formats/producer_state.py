@@ -53,7 +53,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from logdoctor.errors import CorruptRecordError, FormatError
 from logdoctor.formats.record_types import Batch
@@ -161,22 +161,19 @@ class ProducerState:
                 e.coordinator_epoch,  # type: ignore[attr-defined]
             )
             if first is not None:
-                state.current[pid] = first
-                state.ongoing[first] = pid
+                state._open(pid, first)
         return state
 
     @property
     def producers(self) -> dict[int, ProducerEntry]:
         """Every producer's entry, its open transaction's first offset included (a producer the C lane
         alone opened a transaction for has an entry with only that)."""
-        out: dict[int, ProducerEntry] = {}
-        for pid in {**self._entries, **self.current}:
-            e = self._entries.get(pid) or ProducerEntry(pid)
-            out[pid] = ProducerEntry(
-                pid, e.producer_epoch, e.last_sequence, e.last_offset, e.offset_delta, e.last_timestamp,
-                e.coordinator_epoch, self.current.get(pid),
-            )  # fmt: skip
-        return out
+        return {
+            pid: replace(
+                self._entries.get(pid) or ProducerEntry(pid), current_txn_first_offset=self.current.get(pid)
+            )
+            for pid in {**self._entries, **self.current}
+        }
 
     @property
     def first_unstable_offset(self) -> int | None:
@@ -208,24 +205,24 @@ class ProducerState:
         starts = open_first is None and batch.is_transactional
         if origin is Origin.READ:  # a read (Kafka's fetch) keeps no producer entries: only what is open
             if starts and crc_ok(batch):  # a batch whose CRC fails: every reader leaves it out
-                self.current[pid] = batch.base_offset
-                self.ongoing[batch.base_offset] = pid
+                self._open(pid, batch.base_offset)
             return None
         self._add_batch(batch)
         if starts:
-            self.current[pid] = batch.base_offset
-            self.ongoing[batch.base_offset] = pid
+            self._open(pid, batch.base_offset)
         return None
+
+    def _open(self, pid: int, first: int) -> None:
+        """``pid``'s transaction open from offset ``first``."""
+        self.current[pid] = first
+        self.ongoing[first] = pid
 
     def complete(self, txn: CompletedTxn) -> int:
         """End ``txn``: the last stable offset after it (``lastStableOffset``: the first offset of the
         earliest transaction still open of another producer, else the marker's offset + 1), what the
         transaction index records for an aborted one; then ``completeTxn``."""
-        lso = txn.last_offset + 1
-        for first in sorted(self.ongoing):
-            if self.ongoing[first] != txn.producer_id:
-                lso = first
-                break
+        others = (first for first in sorted(self.ongoing) if self.ongoing[first] != txn.producer_id)
+        lso = next(others, txn.last_offset + 1)
         self.ongoing.pop(txn.first_offset, None)
         return lso
 

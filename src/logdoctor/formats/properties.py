@@ -57,17 +57,10 @@ class PropertiesFile:
 
     def get(self, key: str, default: str | None = None) -> str | None:
         """The value the JDK would return (the last occurrence of a key wins)."""
-        for line in reversed(self.lines):
-            if line.key == key:
-                return line.value
-        return default
+        return next((line.value for line in reversed(self.lines) if line.key == key), default)
 
     def keys(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for line in self.lines:
-            if line.key is not None:
-                seen.setdefault(line.key, None)
-        return list(seen)
+        return list(dict.fromkeys(line.key for line in self.lines if line.key is not None))
 
     def comments(self) -> list[str]:
         return [line.raw.lstrip(_WS)[1:] for line in self.lines if line.key is None and line.raw.strip(_WS)]

@@ -45,19 +45,21 @@ def _fail(expected: str, found: str, source: str | None, position: int = 0) -> F
     return FormatError(f"quorum-state {expected}", source=source, position=position, found=found)
 
 
-def _int(obj: dict[str, Any], key: str, lo: int, hi: int, source: str | None) -> int:
+def _field(obj: dict[str, Any], key: str, source: str | None) -> Any:
     if key not in obj:
         raise _fail(f"field '{key}'", _MISSING, source)
-    value = obj[key]
+    return obj[key]
+
+
+def _int(obj: dict[str, Any], key: str, lo: int, hi: int, source: str | None) -> int:
+    value = _field(obj, key, source)
     if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
         raise _fail(f"an integer '{key}'", repr(value), source)
     return value
 
 
 def _str(obj: dict[str, Any], key: str, source: str | None) -> str:
-    if key not in obj:
-        raise _fail(f"field '{key}'", _MISSING, source)
-    value = obj[key]
+    value = _field(obj, key, source)
     if not isinstance(value, str):
         raise _fail(f"a string '{key}'", repr(value), source)
     return value
@@ -65,11 +67,7 @@ def _str(obj: dict[str, Any], key: str, source: str | None) -> str:
 
 def parse_quorum_state(data: bytes | memoryview, *, source: str | None = None) -> QuorumState:
     raw = bytes(data)
-    end = len(raw)
-    for terminator in (b"\n", b"\r"):
-        at = raw.find(terminator)
-        if at != -1:
-            end = min(end, at)
+    end = min((at for at in (raw.find(b"\n"), raw.find(b"\r")) if at != -1), default=len(raw))
     first, trailing = raw[:end], raw[end:]
     if not first and not trailing:
         raise TruncatedError("quorum-state JSON", source=source, position=0, found="File ended prematurely.")
@@ -105,9 +103,7 @@ def parse_quorum_state(data: bytes | memoryview, *, source: str | None = None) -
     if version == 0:
         state.cluster_id = _str(obj, "clusterId", source)
         state.applied_offset = _int(obj, "appliedOffset", INT64_MIN, INT64_MAX, source)
-        if "currentVoters" not in obj:
-            raise _fail("field 'currentVoters'", _MISSING, source)
-        voters = obj["currentVoters"]
+        voters = _field(obj, "currentVoters", source)
         if voters is not None:
             if not isinstance(voters, list) or not all(isinstance(v, dict) for v in voters):
                 raise _fail("a list of voters", repr(voters), source)
@@ -123,15 +119,8 @@ _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n
 def jackson_string(value: str) -> str:
     """A JSON string as Jackson writes it: short escapes, other control chars as upper-case
     ``\\u00XX``, everything else (non-ASCII included) as is."""
-    out = []
-    for ch in value:
-        if ch in _SHORT_ESCAPES:
-            out.append(_SHORT_ESCAPES[ch])
-        elif ord(ch) < 0x20:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    escaped = (_SHORT_ESCAPES.get(ch) or (f"\\u{ord(ch):04X}" if ch < " " else ch) for ch in value)
+    return '"' + "".join(escaped) + '"'
 
 
 def write_quorum_state(state: QuorumState) -> bytes:

@@ -10,6 +10,7 @@ typed errors naming the file and byte position.
 
 from __future__ import annotations
 
+import itertools
 import struct
 from dataclasses import dataclass
 
@@ -287,18 +288,11 @@ def decode_batch_columns_py(buf, starts, sections, payload: bool = True) -> tupl
     offsets: list[int] = []
     timestamps: list[int] = []
     ts_types: list[int] = []
-    key_valid: list[bool] = []
-    key_ends: list[int] = [0]
-    keys: list[bytes] = []
-    value_valid: list[bool] = []
-    value_ends: list[int] = [0]
-    values: list[bytes] = []
+    keys: list[bytes | None] = []
+    values: list[bytes | None] = []
     list_ends: list[int] = [0]
-    hkey_ends: list[int] = [0]
     hkeys: list[bytes] = []
-    hvalue_valid: list[bool] = []
-    hvalue_ends: list[int] = [0]
-    hvalues: list[bytes] = []
+    hvalues: list[bytes | None] = []
     for b, start in enumerate(starts):
         (base_offset, length, _, _, _, attributes, _, base_ts, max_ts, _, _, _, count) = _HEADER.unpack_from(
             mv, start
@@ -323,47 +317,51 @@ def decode_batch_columns_py(buf, starts, sections, payload: bool = True) -> tupl
             ts_types.append(1 if lat else 0)
             if not payload:
                 continue
-            key_valid.append(raw.key is not None)
-            keys.append(raw.key or b"")
-            key_ends.append(key_ends[-1] + len(keys[-1]))
-            value_valid.append(raw.value is not None)
-            values.append(raw.value or b"")
-            value_ends.append(value_ends[-1] + len(values[-1]))
+            keys.append(raw.key)
+            values.append(raw.value)
             for hk, hv in raw.headers:
                 hkeys.append(hk)
-                hkey_ends.append(hkey_ends[-1] + len(hk))
-                hvalue_valid.append(hv is not None)
-                hvalues.append(hv or b"")
-                hvalue_ends.append(hvalue_ends[-1] + len(hvalues[-1]))
+                hvalues.append(hv)
             list_ends.append(len(hkeys))
+    return column_buffers(offsets, timestamps, ts_types, keys, values, list_ends, hkeys, hvalues)
+
+
+def column_buffers(
+    offsets: list[int],
+    timestamps: list[int],
+    ts_types: list[int],
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    list_ends: list[int],
+    hkeys: list[bytes],
+    hvalues: list[bytes | None],
+) -> tuple:
+    """The ``decode_batch_columns`` tuple of these columns (None: a null key, value or header value)."""
 
     def i64(values: list[int]) -> bytearray:
         return bytearray(np.array(values, dtype=np.int64).tobytes())
 
-    def bitmap(valid: list[bool]) -> bytearray:
-        return bytearray(np.packbits(np.array(valid, dtype=bool), bitorder="little").tobytes())
+    def ends(blobs: list[bytes] | list[bytes | None]) -> bytearray:
+        return i64([0, *itertools.accumulate(len(b or b"") for b in blobs)])
+
+    def binary(blobs: list[bytes | None]) -> tuple:
+        """nulls, validity bitmap, ends and data of a nullable binary column"""
+        valid = np.array([b is not None for b in blobs], dtype=bool)
+        bitmap = bytearray(np.packbits(valid, bitorder="little").tobytes())
+        return blobs.count(None), bitmap, ends(blobs), bytearray(b"".join(b or b"" for b in blobs))
 
     return (
         len(offsets),
         i64(offsets),
         i64(timestamps),
         bytearray(np.array(ts_types, dtype=np.int8).tobytes()),
-        key_valid.count(False),
-        bitmap(key_valid),
-        i64(key_ends),
-        bytearray(b"".join(keys)),
-        value_valid.count(False),
-        bitmap(value_valid),
-        i64(value_ends),
-        bytearray(b"".join(values)),
+        *binary(keys),
+        *binary(values),
         i64(list_ends),
         len(hkeys),
-        i64(hkey_ends),
+        ends(hkeys),
         bytearray(b"".join(hkeys)),
-        hvalue_valid.count(False),
-        bitmap(hvalue_valid),
-        i64(hvalue_ends),
-        bytearray(b"".join(hvalues)),
+        *binary(hvalues),
     )
 
 

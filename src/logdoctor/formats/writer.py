@@ -44,27 +44,18 @@ def encode_record(offset_delta: int, timestamp_delta: int, key, value, headers) 
     body = bytearray(b"\x00")
     body += encode_varlong(timestamp_delta)
     body += encode_varint(offset_delta)
-    if key is None:
-        body += _NULL
-    else:
-        body += encode_varint(len(key))
-        body += key
-    if value is None:
-        body += _NULL
-    else:
-        body += encode_varint(len(value))
-        body += value
+    body += _sized(key)
+    body += _sized(value)
     body += encode_varint(len(headers))
     for header in headers:
-        hkey = header.key.encode("utf-8")
-        body += encode_varint(len(hkey))
-        body += hkey
-        if header.value is None:
-            body += _NULL
-        else:
-            body += encode_varint(len(header.value))
-            body += header.value
+        body += _sized(header.key.encode("utf-8"))
+        body += _sized(header.value)
     return encode_varint(len(body)) + bytes(body)
+
+
+def _sized(data: bytes | None) -> bytes:
+    """A varint length and the bytes; length -1 for null."""
+    return _NULL if data is None else encode_varint(len(data)) + data
 
 
 def build_record_batch(

@@ -55,46 +55,64 @@ def _uvarint(data: bytes, pos: int, label: str, source: str | None) -> tuple[int
     return result, pos
 
 
+def read_frame(
+    value: bytes | bytearray | memoryview | None, what: str, source: str | None, *, preview: bool = True
+) -> tuple[bytes, int, int, int, int, int]:
+    """(bytes, api key, its position, version, its position, the struct's position) of a framed value
+    (AbstractApiMessageSerde.read: unsigned varint frame version, api key and version), its frame version
+    checked first (``preview``: a frame version 0 is named KRaft's 2.8 preview's)."""
+    if value is None:
+        raise CorruptRecordError(f"{what}: a record value", source=source, position=0, found="null value")
+    data = as_bytes(value)
+    frame_version, api_key_at = _uvarint(data, 0, "frame version", source)
+    if frame_version != FRAME_VERSION:
+        found = str(frame_version) + (" (KRaft 2.8 preview)" if preview and frame_version == 0 else "")
+        raise UnsupportedError(
+            f"{what}: frame version {FRAME_VERSION}", source=source, position=0, found=found
+        )
+    api_key, version_at = _uvarint(data, api_key_at, "record type", source)
+    version, pos = _uvarint(data, version_at, "record version", source)
+    return data, api_key, api_key_at, version, version_at, pos
+
+
+def write_frame(record: dict[str, Any], message: Message, version: int) -> bytearray:
+    """The frame of a record in the decoded form: frame version, api key and version (unsigned varints)."""
+    out = bytearray()
+    write_uvarint(out, int(record.get("frame_version", FRAME_VERSION)))
+    write_uvarint(out, message.api_key)  # type: ignore[arg-type]
+    write_uvarint(out, version)
+    return out
+
+
 def decode_metadata_record(
     value: bytes | bytearray | memoryview | None, *, source: str | None = None
 ) -> dict[str, Any]:
     """Decode one metadata record value; positions in errors are within the value."""
-    if value is None:
-        raise CorruptRecordError(f"{WHAT}: a record value", source=source, position=0, found="null value")
-    data = as_bytes(value)
-    frame_version, pos = _uvarint(data, 0, "frame version", source)
-    if frame_version != FRAME_VERSION:
-        found = str(frame_version) + (" (KRaft 2.8 preview)" if frame_version == 0 else "")
-        raise UnsupportedError(f"{WHAT}: frame version {FRAME_VERSION}", source=source, position=0,
-                               found=found)
-    api_key_at = pos
-    api_key, pos = _uvarint(data, pos, "record type", source)
-    version_at = pos
-    version, pos = _uvarint(data, pos, "record version", source)
+    data, api_key, api_key_at, version, version_at, pos = read_frame(value, WHAT, source)
     message = METADATA_RECORDS.get(api_key)
     if message is None:
         raise UnsupportedError(f"{WHAT}: a known record type ({', '.join(map(str, METADATA_RECORDS))})",
                                source=source, position=api_key_at, found=str(api_key))
     name = METADATA_RECORD_NAMES.get(api_key)
     if name is None:  # a hand-written preview-era record
-        return _read_one(message, data, version, pos, version_at, frame_version, api_key, source)
+        return _read_one(message, data, version, pos, version_at, api_key, source)
     if not candidates(name, version):
         raise UnsupportedError(
             f"{WHAT}: a version of {name} known to Kafka {known_releases(name)} ({message.valid_versions})",
             source=source, position=version_at, found=str(version))
     fields, _ = read_exact(name, data, version, start=pos, what=f"{WHAT} ({name})", source=source)
-    return {"type": name, "api_key": api_key, "version": version, "frame_version": frame_version,
+    return {"type": name, "api_key": api_key, "version": version, "frame_version": FRAME_VERSION,
             "data": fields}
 
 
-def _read_one(message: Message, data: bytes, version: int, pos: int, version_at: int, frame_version: int,
+def _read_one(message: Message, data: bytes, version: int, pos: int, version_at: int,
               api_key: int, source: str | None) -> dict[str, Any]:
     if version not in message.valid_versions:
         raise UnsupportedError(f"{WHAT}: a version of {message.name} in {message.valid_versions}",
                                source=source, position=version_at, found=str(version))
     fields, _ = read_message(message, data, version, start=pos, what=f"{WHAT} ({message.name})",
                              source=source)
-    return {"type": message.name, "api_key": api_key, "version": version, "frame_version": frame_version,
+    return {"type": message.name, "api_key": api_key, "version": version, "frame_version": FRAME_VERSION,
             "data": fields}
 
 
@@ -108,12 +126,8 @@ def encode_metadata_record(record: dict[str, Any]) -> bytes:
     version = int(record["version"])
     if message.name not in PREVIEW_METADATA_RECORDS:
         message = for_writing(message.name, version).message
-    out = bytearray()
-    write_uvarint(out, int(record.get("frame_version", FRAME_VERSION)))
-    write_uvarint(out, message.api_key)  # type: ignore[arg-type]
-    write_uvarint(out, version)
-    out += write_message(message, record.get("data") or {}, version)
-    return bytes(out)
+    data = write_message(message, record.get("data") or {}, version)
+    return bytes(write_frame(record, message, version) + data)
 
 
 def decode_as_newest_known(
@@ -134,14 +148,10 @@ def decode_as_newest_known(
     except UnsupportedError:
         if value is None:
             raise
-        data = as_bytes(value)
-        frame_version, pos = _uvarint(data, 0, "frame version", source)
-        api_key, pos = _uvarint(data, pos, "record type", source)
-        version_at = pos
-        version, pos = _uvarint(data, pos, "record version", source)
+        data, api_key, _, version, version_at, pos = read_frame(value, WHAT, source)
         name = METADATA_RECORD_NAMES.get(api_key)
         message = METADATA_RECORDS.get(api_key)
-        if frame_version != FRAME_VERSION or name is None or message is None:
+        if name is None or message is None:
             raise
         known = message.valid_versions.high
         if version <= known or known not in message.flexible_versions:
@@ -154,5 +164,5 @@ def decode_as_newest_known(
                 f"{WHAT}: {name} v{version} read exactly as v{known}", source=source, position=version_at,
                 found=str(exc),
             ) from None
-        return {"type": name, "api_key": api_key, "version": version, "frame_version": frame_version,
+        return {"type": name, "api_key": api_key, "version": version, "frame_version": FRAME_VERSION,
                 "data": fields, "read_as_version": known}

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from logdoctor.errors import CorruptRecordError, UnsupportedError
-from logdoctor.formats.internal._framing import as_bytes
-from logdoctor.formats.internal.cluster_metadata import _uvarint
+from logdoctor.errors import UnsupportedError
+from logdoctor.formats.internal.cluster_metadata import read_frame, write_frame
 from logdoctor.formats.internal.layouts import candidates, for_writing, known_releases, newest, read_exact
-from logdoctor.formats.internal.protocol import Message, write_message, write_uvarint
+from logdoctor.formats.internal.protocol import Message, write_message
 from logdoctor.formats.internal.remote_segment_records import read_plain_segment_record
 from logdoctor.formats.internal.schemas import REMOTE_LOG_METADATA_RECORD_NAMES
 
@@ -41,18 +40,7 @@ def decode_remote_log_metadata(
     key: Any, value: bytes | bytearray | memoryview | None, *, source: str | None = None
 ) -> dict[str, Any]:
     """Decode one ``__remote_log_metadata`` record value; positions in errors are within the value."""
-    if value is None:
-        raise CorruptRecordError(f"{WHAT}: a record value", source=source, position=0, found="null value")
-    data = as_bytes(value)
-    frame_version, pos = _uvarint(data, 0, "frame version", source)
-    if frame_version != FRAME_VERSION:
-        raise UnsupportedError(
-            f"{WHAT}: frame version {FRAME_VERSION}", source=source, position=0, found=str(frame_version)
-        )
-    api_key_at = pos
-    api_key, pos = _uvarint(data, pos, "record type", source)
-    version_at = pos
-    version, pos = _uvarint(data, pos, "record version", source)
+    data, api_key, api_key_at, version, version_at, pos = read_frame(value, WHAT, source, preview=False)
     message = REMOTE_LOG_METADATA_RECORDS.get(api_key)
     if message is None:
         raise UnsupportedError(
@@ -74,7 +62,7 @@ def decode_remote_log_metadata(
         "type": message.name,
         "api_key": api_key,
         "version": version,
-        "frame_version": frame_version,
+        "frame_version": FRAME_VERSION,
         "data": fields,
     }
 
@@ -92,9 +80,5 @@ def encode_remote_log_metadata(record: dict[str, Any]) -> bytes:
             "a known remote log metadata record type", found=str(api_key or record.get("type"))
         )
     version = int(record["version"])
-    out = bytearray()
-    write_uvarint(out, int(record.get("frame_version", FRAME_VERSION)))
-    write_uvarint(out, message.api_key)  # type: ignore[arg-type]
-    write_uvarint(out, version)
-    out += write_message(for_writing(message.name, version).message, record.get("data") or {}, version)
-    return bytes(out)
+    data = write_message(for_writing(message.name, version).message, record.get("data") or {}, version)
+    return bytes(write_frame(record, message, version) + data)

@@ -15,9 +15,10 @@ generated ones).
 
 from __future__ import annotations
 
-import base64
 import struct
 from typing import Any
+
+from logdoctor.formats.internal.protocol import bytes_to_text, uuid_to_text
 
 _UUID_I32 = struct.Struct(">16si")  # TopicIdPartitionEntry: id (uuid), partition (int32)
 _SEGMENT_FIXED = struct.Struct(">qqiqq")  # start_offset, end_offset, broker_id, max_timestamp_ms, event_ts
@@ -25,10 +26,6 @@ _EPOCH = struct.Struct(">iq")  # SegmentLeaderEpochEntry: leader_epoch, offset
 _SIZE = struct.Struct(">i")  # segment_size_in_bytes
 _UPDATE_FIXED = struct.Struct(">iq")  # broker_id, event_timestamp_ms
 _STATE = struct.Struct(">b")  # remote_log_segment_state (int8)
-
-
-def _uuid(raw: bytes) -> str:
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
 
 
 def _segment_id(data: bytes, pos: int) -> tuple[dict[str, Any], int] | None:
@@ -46,8 +43,8 @@ def _segment_id(data: bytes, pos: int) -> tuple[dict[str, Any], int] | None:
     seg_id = data[pos + 1 : pos + 17]
     if len(seg_id) != 16 or data[pos + 17] != 0:  # RemoteLogSegmentIdEntry's tagged fields
         return None
-    tip = {"name": name, "id": _uuid(topic_id), "partition": partition}
-    return {"topic_id_partition": tip, "id": _uuid(seg_id)}, pos + 18
+    tip = {"name": name, "id": uuid_to_text(topic_id), "partition": partition}
+    return {"topic_id_partition": tip, "id": uuid_to_text(seg_id)}, pos + 18
 
 
 def _custom_metadata(data: bytes, pos: int) -> tuple[str | None, int] | None:
@@ -59,7 +56,7 @@ def _custom_metadata(data: bytes, pos: int) -> tuple[str | None, int] | None:
     raw = data[pos + 1 : pos + 1 + n]
     if len(raw) != n:
         return None
-    return base64.b64encode(raw).decode("ascii"), pos + 1 + n
+    return bytes_to_text(raw), pos + 1 + n
 
 
 def _segment(data: bytes, pos: int) -> dict[str, Any] | None:

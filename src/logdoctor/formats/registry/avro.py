@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 
 from logdoctor.formats.registry import avro_columns, avro_schema, avro_values
-from logdoctor.formats.registry.results import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED, Decoded
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
+from logdoctor.formats.registry.results import Decoded
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
 _REASONS = {

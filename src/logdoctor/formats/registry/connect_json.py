@@ -38,7 +38,8 @@ from typing import Any
 import pyarrow as pa
 
 from logdoctor.formats.registry.json_text import NotJson, loads
-from logdoctor.formats.registry.results import DECODE_ERROR_SCHEMA_MISMATCH, Decoded, SchemaError
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH
+from logdoctor.formats.registry.results import Decoded, SchemaError
 
 DECIMAL = "org.apache.kafka.connect.data.Decimal"
 DATE = "org.apache.kafka.connect.data.Date"

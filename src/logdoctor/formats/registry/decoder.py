@@ -3,7 +3,7 @@
 A :class:`WriterDecoder` decodes the payloads of one writer schema (a schema id of the registry, with a
 Protobuf message-index path; or one Kafka Connect schema) into one Arrow array of that schema's Arrow type
 (:data:`TYPE_MAPPING_VERSION`, docs/typed-tables.md), a batch at a time, and says for each payload that does
-not decode why (:data:`REASONS`): the array holds null there.
+not decode why (:data:`.reasons.REASONS`): the array holds null there.
 """
 
 from __future__ import annotations
@@ -12,38 +12,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 # what every decoder gives back lives in .results, which the format modules import (this module imports
-# them in decoder_for: they cannot import it back without a cycle); named here too for the callers
-from logdoctor.formats.registry.results import (
-    DECODE_ERROR_SCHEMA_MISMATCH,
-    DECODE_ERROR_TRUNCATED,
-    NO_MAGIC_BYTE,
-    REASONS,
-    SCHEMA_HARD_DELETED,
-    UNKNOWN_SCHEMA_GUID,
-    UNKNOWN_SCHEMA_ID,
-    Decoded,
-    SchemaError,
-)
+# them in decoder_for: they cannot import it back without a cycle)
+from logdoctor.formats.registry.results import Decoded, SchemaError
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
     from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
-__all__ = [
-    "DECODE_ERROR_SCHEMA_MISMATCH",
-    "DECODE_ERROR_TRUNCATED",
-    "NO_MAGIC_BYTE",
-    "REASONS",
-    "SCHEMA_HARD_DELETED",
-    "TYPE_MAPPING_VERSION",
-    "UNKNOWN_SCHEMA_GUID",
-    "UNKNOWN_SCHEMA_ID",
-    "Decoded",
-    "SchemaError",
-    "WriterDecoder",
-    "decoder_for",
-]
+__all__ = ["TYPE_MAPPING_VERSION", "WriterDecoder", "decoder_for"]
 
 #: The version of the type mapping of docs/typed-tables.md: raised on any change of an Arrow type a schema
 #: type maps to (an output written with another version may need its tables rewritten).

@@ -30,7 +30,8 @@ from jsonschema import Draft7Validator, validators
 from jsonschema.exceptions import SchemaError as JsonSchemaSchemaError
 
 from logdoctor.formats.registry.json_text import NotJson, loads
-from logdoctor.formats.registry.results import DECODE_ERROR_SCHEMA_MISMATCH, Decoded, SchemaError
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH
+from logdoctor.formats.registry.results import Decoded, SchemaError
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
@@ -175,7 +176,7 @@ def _node(schema: Any, resolver: referencing.Resolver, path: tuple[int, ...]) ->
         if not isinstance(items, dict | bool) or "prefixItems" in schema:
             return pa.string(), _to_json_text
         item_type, convert_item = _node(items, resolver, path)
-        return pa.list_(item_type), _list(convert_item)
+        return pa.list_(item_type), _of(list, "not an array", lambda v: [convert_item(x) for x in v])
     scalar = _SCALARS.get(types)
     if scalar is None:
         return pa.string(), _to_json_text
@@ -198,7 +199,8 @@ def _object(
         extra = schema.get("additionalProperties")
         if isinstance(extra, dict):
             value_type, convert_value = _node(extra, resolver, path)
-            return pa.map_(pa.string(), value_type), _map(convert_value)
+            pairs = _of(dict, "not an object", lambda v: [(k, convert_value(x)) for k, x in v.items()])
+            return pa.map_(pa.string(), value_type), pairs
         return pa.string(), _to_json_text
     fields = []
     converters = []
@@ -207,36 +209,24 @@ def _object(
         fields.append(pa.field(name, arrow_type))
         converters.append((name, convert))
 
-    def convert_object(value: Any) -> Any:
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            raise _Mismatch("not an object")
+    def convert_object(value: dict) -> Any:
         return {name: convert(value.get(name)) for name, convert in converters}
 
-    return pa.struct(fields), convert_object
+    return pa.struct(fields), _of(dict, "not an object", convert_object)
 
 
-def _list(convert_item: Convert) -> Convert:
-    def convert(value: Any) -> Any:
+def _of(kind: type, mismatch: str, convert: Convert) -> Convert:
+    """``convert`` of a value of JSON type ``kind`` (an object, an array); null passes, another type is
+    a mismatch."""
+
+    def checked(value: Any) -> Any:
         if value is None:
             return None
-        if not isinstance(value, list):
-            raise _Mismatch("not an array")
-        return [convert_item(v) for v in value]
+        if not isinstance(value, kind):
+            raise _Mismatch(mismatch)
+        return convert(value)
 
-    return convert
-
-
-def _map(convert_value: Convert) -> Convert:
-    def convert(value: Any) -> Any:
-        if value is None:
-            return None
-        if not isinstance(value, dict):
-            raise _Mismatch("not an object")
-        return [(k, convert_value(v)) for k, v in value.items()]
-
-    return convert
+    return checked
 
 
 def _integer(value: Any) -> int | None:

@@ -29,7 +29,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from logdoctor.formats.registry.results import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
 
 _decoder = json.JSONDecoder()
 _decimal_decoder = json.JSONDecoder(parse_float=Decimal)

@@ -15,11 +15,8 @@ from collections.abc import Sequence
 from logdoctor.formats.registry.protobuf_columns import payload_reader
 from logdoctor.formats.registry.protobuf_plan import fast_reader
 from logdoctor.formats.registry.protobuf_schema import compile_schema
-from logdoctor.formats.registry.results import (
-    DECODE_ERROR_SCHEMA_MISMATCH,
-    DECODE_ERROR_TRUNCATED,
-    Decoded,
-)
+from logdoctor.formats.registry.reasons import DECODE_ERROR_SCHEMA_MISMATCH, DECODE_ERROR_TRUNCATED
+from logdoctor.formats.registry.results import Decoded
 from logdoctor.formats.registry.store import RegisteredSchema, SchemaRegistry
 
 

@@ -117,6 +117,11 @@ def _bitmap(mask: np.ndarray | None, n: int) -> tuple[pa.Buffer | None, int]:
     return pa.py_buffer(np.packbits(~mask, bitorder="little")), int(mask.sum())
 
 
+def _present(col: int, build: Builder) -> Builder:
+    """``build`` with the rows whose validity column ``col`` says absent null too."""
+    return lambda buffers, n, mask: build(buffers, n, _mask_of(_valid(buffers, col), mask))
+
+
 def _list_of(col: int, element_type: pa.DataType, element_build: Builder) -> tuple[pa.DataType, Builder]:
     """A repeated field's list column: its offsets in buffer ``col`` (int32, one more than the rows), the
     elements built by ``element_build``."""
@@ -226,13 +231,7 @@ def _field(plan: _Plan, field: FieldDescriptor, parent: int, oneof: int, path: t
     value_col = plan.columns_of(_width(field))
     plan.entry(field, kind, parent, oneof, col if presence else value_col)
     arrow_type, build_value = _scalar_builder(field, value_col)
-    if not presence:
-        return arrow_type, build_value
-
-    def build_present(buffers: list[bytes], n: int, mask: np.ndarray | None) -> pa.Array:
-        return build_value(buffers, n, _mask_of(_valid(buffers, col), mask))
-
-    return arrow_type, build_present
+    return arrow_type, _present(col, build_value) if presence else build_value
 
 
 def _message_field(
@@ -266,18 +265,10 @@ def _message_field(
         inner = message.fields_by_name["value"]
         arrow_type, inner_build = _field(plan, inner, index, -1, path)
         plan.close(index)
-
-        def build_wrapped(buffers: list[bytes], n: int, mask: np.ndarray | None) -> pa.Array:
-            return inner_build(buffers, n, _mask_of(_valid(buffers, col), mask))
-
-        return arrow_type, build_wrapped
+        return arrow_type, _present(col, inner_build)
     struct_type, build_struct = _message(plan, message, index, (*path, name))
     plan.close(index)
-
-    def build_message(buffers: list[bytes], n: int, mask: np.ndarray | None) -> pa.Array:
-        return build_struct(buffers, n, _mask_of(_valid(buffers, col), mask))
-
-    return struct_type, build_message
+    return struct_type, _present(col, build_struct)
 
 
 def _message(plan: _Plan, descriptor: Descriptor, parent: int, path: tuple[str, ...]) -> tuple[

@@ -1,7 +1,7 @@
 """Why a record went to the side table ``OUT/_undecoded``: the reasons every module of the package names.
 
-A module of its own so that :mod:`.store` (which :mod:`.decoder` imports) and :mod:`.framing` name the same
-strings as :mod:`.decoder`, which re-exports them.
+A module of its own so that :mod:`.store` (which :mod:`.decoder` imports), :mod:`.framing` and the decoders
+name the same strings.
 """
 
 from __future__ import annotations

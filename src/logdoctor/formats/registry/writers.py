@@ -3,7 +3,7 @@
 A :class:`WriterKey` names one writer schema: a registry schema id (with Protobuf's message-index path) or
 one Kafka Connect JsonConverter schema carried inline. :func:`writer_of` finds it for one key or value
 (:mod:`.framing` for the registry's framings, :mod:`.connect_json` for an envelope), or says why there is
-none (:data:`~.decoder.REASONS`). :class:`Decoders` builds each writer schema's decoder once and keeps it.
+none (:data:`~.reasons.REASONS`). :class:`Decoders` builds each writer schema's decoder once and keeps it.
 """
 
 from __future__ import annotations
@@ -11,14 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from logdoctor.formats.registry.decoder import (
+from logdoctor.formats.registry.decoder import WriterDecoder, decoder_for
+from logdoctor.formats.registry.reasons import (
     DECODE_ERROR_SCHEMA_MISMATCH,
     DECODE_ERROR_TRUNCATED,
     NO_MAGIC_BYTE,
-    SchemaError,
-    WriterDecoder,
-    decoder_for,
+    UNKNOWN_SCHEMA_GUID,
+    UNKNOWN_SCHEMA_ID,
 )
+from logdoctor.formats.registry.results import SchemaError
 
 if TYPE_CHECKING:
     from logdoctor.formats.registry.store import SchemaRegistry
@@ -28,7 +29,7 @@ CONNECT = "connect"
 
 #: the first bytes of a key or value without a schema-id header that :func:`writer_of` reads further: a
 #: frame's magic byte (:data:`.framing.MAGIC_ID`, :data:`.framing.MAGIC_GUID`) or a Connect JSON envelope's
-#: ``{``; any other is :data:`~.decoder.NO_MAGIC_BYTE` at once
+#: ``{``; any other is :data:`~.reasons.NO_MAGIC_BYTE` at once
 FRAME_STARTS = frozenset({b"\x00", b"\x01", b"{"})
 
 
@@ -69,7 +70,7 @@ def writer_of(
     """The writer schema of one key or value (``header``: the value of its ``__key_schema_id`` /
     ``__value_schema_id`` record header, if any; ``context``: the Schema Registry context of its topic,
     :meth:`~.store.SchemaRegistry.context_of_topic`, None or ``.``: the default): a :class:`Resolved`, a
-    reason of :data:`~.decoder.REASONS` why it names none that decodes, or None for a null (a tombstone's
+    reason of :data:`~.reasons.REASONS` why it names none that decodes, or None for a null (a tombstone's
     value)."""
     if data is None:
         return None
@@ -87,8 +88,6 @@ def writer_of(
     if isinstance(frame, str):
         return frame
     if registry is None:
-        from logdoctor.formats.registry.decoder import UNKNOWN_SCHEMA_GUID, UNKNOWN_SCHEMA_ID
-
         return UNKNOWN_SCHEMA_ID if frame.schema_id is not None else UNKNOWN_SCHEMA_GUID
     context = None if context == "." else context
     schema = registry.resolve(schema_id=frame.schema_id, guid=frame.guid, context=context)
@@ -113,7 +112,7 @@ def writer_of(
 
 def is_framed(resolved: Resolved | str | None) -> bool:
     """Whether a key or value names a writer schema at all (resolved or not): anything but a null and a
-    value with no frame (:data:`~.decoder.NO_MAGIC_BYTE`)."""
+    value with no frame (:data:`~.reasons.NO_MAGIC_BYTE`)."""
     return resolved is not None and resolved != NO_MAGIC_BYTE
 
 
