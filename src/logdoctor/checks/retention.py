@@ -43,51 +43,12 @@ from typing import Any
 
 from logdoctor.checks.context import Depth, PartitionReport, ScanOptions
 from logdoctor.checks.findings import Finding
-from logdoctor.checks.retention_round import (
-    DEFAULT_RETENTION_MS,
-    LOG_START_OFFSET_BREACH,
-    REMOTE_RETENTION,
-    RETENTION_MS_BREACH,
-    RETENTION_SIZE_BREACH,
-    WAITS_FOR_UPLOAD,
-    PartitionRetention,
-    RetentionConfig,
-    RetentionReport,
-    SegmentVerdict,
-    partition_retention,
-    partition_verdicts,
-    retention_timestamp,
-    simulate,
-)
+from logdoctor.checks.retention_round import PartitionRetention, RetentionReport, partition_retention
 from logdoctor.checks.scanner import scan, topic_config_resolver
-from logdoctor.checks.topic_config import (
-    METADATA_TOPIC,
-    ConfigInputs,
-    TopicConfigResolver,
-    parse_topic_config,
-)
+from logdoctor.checks.topic_config import METADATA_TOPIC, ConfigInputs, TopicConfigResolver
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata
 
-__all__ = [
-    "DEFAULT_RETENTION_MS",
-    "LOG_START_OFFSET_BREACH",
-    "REMOTE_RETENTION",
-    "RETENTION_MS_BREACH",
-    "RETENTION_SIZE_BREACH",
-    "WAITS_FOR_UPLOAD",
-    "PartitionRetention",
-    "RetentionConfig",
-    "RetentionReport",
-    "SegmentVerdict",
-    "parse_topic_config",
-    "partition_retention",
-    "partition_verdicts",
-    "release_rule",
-    "retention",
-    "retention_timestamp",
-    "simulate",
-    "upload_state",
-]
+__all__ = ["release_rule", "retention", "upload_state"]
 
 
 def upload_state(metadata: RemoteLogMetadata | None, part: PartitionReport) -> tuple[int | None, str]:

@@ -1,6 +1,6 @@
 """RETENTION_DUE: the segments the broker's next retention check deletes, and the offsets they hold.
 
-The round is `logdoctor retention`'s own (:func:`logdoctor.checks.retention.partition_retention`, after
+The round is `logdoctor retention`'s own (:func:`logdoctor.checks.retention_round.partition_retention`, after
 K:UnifiedLog deleteOldSegments): below the log start offset (deleteLogStartOffsetBreachedSegments: a
 log-start-offset-checkpoint above a segment's end, as DeleteRecords or a hand edit leaves it), then
 retention.bytes, then retention.ms by the largest timestamp the broker reads. The broker runs it

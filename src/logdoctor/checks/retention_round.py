@@ -514,7 +514,14 @@ def partition_retention(
     lso = part.log_start_offset
     local = part.local_log_start_offset if part.local_log_start_offset is not None else lso
     hw = part.high_watermark
-    tier = {
+    fixed = {
+        "topic": part.topic,
+        "partition": part.partition,
+        "log_dir": part.log_dir,
+        "path": part.path,
+        "topic_config": topic_config,
+        "log_start_offset": lso,
+        "log_end_offset": leo,
         "local_log_start_offset": local,
         "tiered": tiered,
         "tiered_evidence": part.tiering_evidence,
@@ -525,20 +532,12 @@ def partition_retention(
     }
     if leo is None or lso is None or local is None or not infos:
         return PartitionRetention(
-            part.topic,
-            part.partition,
-            part.log_dir,
-            part.path,
-            topic_config,
-            lso,
-            leo,
-            hw,
-            "unknown",
-            lso,
-            False,
-            [],
+            high_watermark=hw,
+            high_watermark_source="unknown",
+            new_log_start_offset=lso,
+            rolls=False,
             new_local_log_start_offset=local,
-            **tier,
+            **fixed,
         ), []
     segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
     true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
@@ -547,20 +546,14 @@ def partition_retention(
     waiting: dict[int, str] = {}
     reasons, new_start, rolls, hw, hw_source = partition_verdicts(segs, **kw, waiting=waiting)
     true_reasons, *_ = partition_verdicts(true_segs, **kw)
+    # local deletions never move a remote log's log start
     out = PartitionRetention(
-        part.topic,
-        part.partition,
-        part.log_dir,
-        part.path,
-        topic_config,
-        lso,
-        leo,
-        hw,
-        hw_source,
-        lso if tiered else new_start,  # local deletions never move a remote log's log start
-        rolls,
+        high_watermark=hw,
+        high_watermark_source=hw_source,
+        new_log_start_offset=lso if tiered else new_start,
+        rolls=rolls,
         new_local_log_start_offset=new_start,
-        **tier,
+        **fixed,
     )
     holds = upload_holds(
         segs,

@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from logdoctor.checks import live
-from logdoctor.checks.access import describe, missing_access
+from logdoctor.checks.access import describe, missing_access, permission_denied
 from logdoctor.checks.state.fast_lane import in_walk_threads
 from logdoctor.checks.state.file_records import _take_early, walk_file, walk_files
 from logdoctor.logdir import page_cache, read_rate
@@ -111,17 +111,7 @@ class PartitionState:
         self._reported_denied.add(path)
         if "r" in lacking:
             self.unreadable.add(path)
-        words = {"r": "readable", "w": "writable", "x": "searchable"}
-        need = " and ".join(words[c] for c in lacking)
-        self.make(
-            "PERMISSION_DENIED",
-            path,
-            need=need,
-            user=self.task.broker_user.name,
-            why=why,
-            consequence=f"; {what}",
-            mode_fix=lacking,
-        )
+        self.add(permission_denied(path, self.task.log_dir, self.task.broker_user, lacking, why, what))
 
     # reads ---------------------------------------------------------------------------------------
     def read_small(self, path: str, what: str) -> bytes | None:
