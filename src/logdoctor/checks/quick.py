@@ -19,8 +19,7 @@ from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.timestamps import (
     broker_largest_timestamp,
     check_retention_risk,
-    permission_fix,
-    root_cause_fields,
+    report_risk,
     scan_risk_moment,
     topic_config,
 )
@@ -121,45 +120,9 @@ def check_index_headers(st: PartitionState) -> None:
         if cause is not None:
             # --quick never reads an inactive .log: report the risk with the true timestamp unknown, when
             # time retention deletes the segment by the broker's timestamps (scan's and `retention`'s rule)
-            moment = scan_risk_moment(st, seg, true_known=False)
-            path = seg.timeindex_file or seg.log_file
-            cause, also, root, position = root_cause_fields(str(path), cause, st)
-            st.make(
-                "RETENTION_RISK",
-                path,
-                severity=moment.severity,
-                position=position,
-                offset=seg.base_offset,
-                also=also,
-                cause=cause[0].upper() + cause[1:],
-                broker_ts=info.broker_largest_ts,
-                broker_ts_iso=_iso(info.broker_largest_ts),
-                true_ts="unknown",
-                true_ts_iso="not read in --quick; run the default scan",
-                retention_ms=cfg.retention_ms.value,
-                config=cfg.describe(),
-                when=moment.when(),
-                segment=seg.log_file,
-                permission=permission_fix(st, info, str(path)),
-                details={
-                    "segment": seg.log_file,
-                    "broker_largest_timestamp": info.broker_largest_ts,
-                    "broker_timestamp_source": info.broker_ts_source,
-                    "true_largest_timestamp": None,
-                    "topic_config": cfg.to_json(),
-                    "cause": cause,
-                    **moment.to_json(),
-                    **root,
-                },
-            )
+            report_risk(st, seg, info, cause, scan_risk_moment(st, seg, true_known=False), None, None)
         else:
             check_retention_risk(st, seg, info, None)
-
-
-def _iso(ms: int | None) -> str:
-    from logdoctor.checks.state.time_words import iso
-
-    return iso(ms)
 
 
 def check_active(st: PartitionState) -> None:

@@ -702,7 +702,7 @@ def _risk_finding(
         logdir=part.log_dir,
         offset=info.base_offset,
         position=scanned.position if scanned is not None else None,
-        also=ROOT_CAUSE_ALSO.format(rejected=_rejected(root)) if root else "",
+        also=root_cause_also((root.get("root_cause") or {}).get("rejected_by") or []) if root else "",
         cause=cause[0].upper() + cause[1:],
         broker_ts=broker,
         broker_ts_iso=iso(broker),
@@ -727,6 +727,7 @@ def _risk_finding(
     return made if scanned is None else replace(made, fix=scanned.fix, fix_argv=scanned.fix_argv)
 
 
-def _rejected(root: dict[str, Any]) -> str:
-    rejected = (root.get("root_cause") or {}).get("rejected_by") or []
-    return f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
+def root_cause_also(rejected: list[str]) -> str:
+    """RETENTION_RISK's ``{also}`` for the INDEX_CORRUPT it carries, rejected by these Kafka versions."""
+    said = f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
+    return ROOT_CAUSE_ALSO.format(rejected=said)
