@@ -41,7 +41,7 @@ from logdoctor.checks.remote_audit import (
     missing_key,
     missing_what,
 )
-from logdoctor.checks.remote_tier import _when, ranges_text
+from logdoctor.checks.remote_tier import _when, mp_name, ranges_text
 from logdoctor.checks.topic_config import RETENTION_MS
 from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata, RemoteSegment
@@ -79,10 +79,6 @@ def store_index(remote_storage: str | None, remote_inventory: str | None) -> Sto
     if remote_storage is not None:
         return StoreIndex.build(list_store(remote_storage), f"a listing of {remote_storage}")
     return None
-
-
-def _mp(n: int | None) -> str:
-    return f"{REMOTE_LOG_METADATA_TOPIC}-{n}" if n is not None else REMOTE_LOG_METADATA_TOPIC
 
 
 def _epochs(seg: RemoteSegment) -> str:
@@ -160,7 +156,7 @@ def _findings(
 ) -> list[Finding]:
     tip = a.topic_id_partition
     tp = tip.name
-    mp = _mp(a.metadata_partition)
+    mp = mp_name(a.metadata_partition)
     out: list[Finding] = []
     if a.leaked:
         keys = [k for so, _why in a.leaked for k in so.keys]
@@ -472,7 +468,7 @@ def check_upload_stalled(
                 ranges=ranges_text([(s.base_offset, last + 1) for s, last, _w in stalled]),
                 retention=retention,
                 remote_end=highest + 1,
-                metadata_partition=_mp(rp.metadata_partition if rp is not None else None),
+                metadata_partition=mp_name(rp.metadata_partition if rp is not None else None),
                 fill=fill,
                 details={
                     "segments": [

@@ -26,7 +26,6 @@ pieces of evidence (the scanner feeds them in).
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
 from collections.abc import Iterable, Sequence
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.state.time_words import iso
 from logdoctor.checks.tiered import REMOTE_LOG_METADATA_TOPIC
 from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.logdir.disk import human_bytes
@@ -63,10 +63,8 @@ def _when(ms: int | None) -> str:
     """A remote segment's timestamp (an event's, its largest record's) in a finding: ISO-8601 UTC."""
     if ms is None or ms < 0:
         return "unknown"
-    try:
-        return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return f"{ms} ms"
+    said = iso(ms)
+    return f"{ms} ms" if said == "out of range" else said
 
 
 def metadata_partition_count(image: Any) -> tuple[int | None, str | None]:
@@ -213,8 +211,9 @@ def check_remote_tier(
     return findings
 
 
-def _mp_name(n: int) -> str:
-    return f"{REMOTE_LOG_METADATA_TOPIC}-{n}"
+def mp_name(n: int | None) -> str:
+    """A ``__remote_log_metadata`` partition's folder name (the topic's when the partition is unknown)."""
+    return f"{REMOTE_LOG_METADATA_TOPIC}-{n}" if n is not None else REMOTE_LOG_METADATA_TOPIC
 
 
 _CASE = {"invalid-transition": "transition", "wrong-partition": "partition-count"}
@@ -228,7 +227,7 @@ def _problem_finding(prob: Any, md: RemoteLogMetadata, paths: Sequence[str]) -> 
     tip = prob.topic_id_partition
     facts = dict(prob.facts)
     if case == "partition-count":
-        folder = _mp_name(facts["found"])
+        folder = mp_name(facts["found"])
     fields: dict[str, Any] = {
         "logdir": logdir,
         "metadata_partition": folder,
@@ -278,7 +277,7 @@ def _partition_findings(
 
     tip = rp.topic_id_partition
     tp = f"{r.topic}-{r.partition}"
-    mp = _mp_name(rp.metadata_partition)
+    mp = mp_name(rp.metadata_partition)
     out: list[Finding] = []
     if rp.delete_state is not None:
         if r.topic_id is None:
@@ -503,7 +502,7 @@ def _not_here(
         logdir,
         logdir=logdir,
         count=len(names),
-        needed=", ".join(_mp_name(n) for n in needed) or "metadata partitions the topic ids do not name",
+        needed=", ".join(mp_name(n) for n in needed) or "metadata partitions the topic ids do not name",
         num_partitions=md.num_partitions,
         num_source=md.num_partitions_source,
         partitions=shown,
