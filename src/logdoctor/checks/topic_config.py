@@ -48,7 +48,7 @@ so retention never applies to it here.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -411,47 +411,45 @@ RLMM_RETENTION_MS = "remote.log.metadata.topic.retention.ms"
 DEFAULT_RLMM_RETENTION_MS = -1
 
 
-def _rlmm_prop(props: Mapping[str, str], name: str) -> tuple[str, str] | None:
-    """(value, full key) of an RLMM config in a broker's properties, under the configured prefix. A bare
-    key does not reach the RLMM unless the prefix is set empty, so it is not read."""
+def _rlmm_long(
+    props: Mapping[str, str], name: str, ok: Callable[[int], bool], bad: str, wrong: str
+) -> tuple[int, str] | None:
+    """(value, full key) of an RLMM config in a broker's properties, under the configured prefix (None: not
+    set there); ValueError ``bad`` for a value that is not a long, ``wrong`` for one the RLMM refuses (not
+    ``ok``). A bare key does not reach the RLMM unless the prefix is set empty, so it is not read."""
     prefix = props.get(RLMM_CONFIG_PREFIX_PROP, DEFAULT_RLMM_CONFIG_PREFIX).strip()
     key = prefix + name
     value = props.get(key)
-    return None if value is None else (value, key)
+    if value is None:
+        return None
+    try:
+        n = int(value.strip())
+    except ValueError:
+        raise ValueError(f"{key}={value!r}{bad}") from None
+    if not ok(n):
+        raise ValueError(f"{key}={value!r}{wrong}")
+    return n, key
 
 
 def remote_log_metadata_partitions(props: Mapping[str, str]) -> tuple[int, str] | None:
     """The ``__remote_log_metadata`` partition count a broker's properties give its RLMM and the key it
     is under (None: not set there, Kafka's default 50 applies); ValueError for a value that is not a
     positive int."""
-    got = _rlmm_prop(props, RLMM_NUM_PARTITIONS)
-    if got is None:
-        return None
-    value, key = got
-    try:
-        n = int(value.strip())
-    except ValueError:
-        n = 0
-    if n <= 0:
-        raise ValueError(f"{key}={value!r} is not a positive number of partitions")
-    return n, key
+    positive = " is not a positive number of partitions"
+    return _rlmm_long(props, RLMM_NUM_PARTITIONS, lambda n: n > 0, positive, positive)
 
 
 def remote_log_metadata_retention_ms(props: Mapping[str, str]) -> tuple[int, str] | None:
     """The retention.ms a broker's RLMM creates ``__remote_log_metadata`` with and the key it is under
     (None: not set there, Kafka's default -1, unlimited, applies); ValueError for what the RLMM refuses
     (not a long, or neither -1 nor positive: TopicBasedRemoteLogMetadataManagerConfig's constructor)."""
-    got = _rlmm_prop(props, RLMM_RETENTION_MS)
-    if got is None:
-        return None
-    value, key = got
-    try:
-        ms = int(value.strip())
-    except ValueError:
-        raise ValueError(f"{key}={value!r} is not a number of milliseconds") from None
-    if ms != -1 and ms <= 0:
-        raise ValueError(f"{key}={value!r}: the metadata topic's retention is -1 (unlimited) or positive")
-    return ms, key
+    return _rlmm_long(
+        props,
+        RLMM_RETENTION_MS,
+        lambda ms: ms == -1 or ms > 0,
+        " is not a number of milliseconds",
+        ": the metadata topic's retention is -1 (unlimited) or positive",
+    )
 
 
 def config_inputs(
