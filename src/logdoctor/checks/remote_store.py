@@ -42,6 +42,7 @@ from logdoctor.checks.remote_audit import (
     missing_what,
 )
 from logdoctor.checks.remote_tier import _when, mp_name, ranges_text
+from logdoctor.checks.retention_round import true_timestamp
 from logdoctor.checks.topic_config import RETENTION_MS
 from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata, RemoteSegment
@@ -362,12 +363,6 @@ def epoch_break_finding(
 # --- stalled uploads -----------------------------------------------------------------------------------
 
 
-def _ts(seg: SegmentInfo) -> int:
-    if seg.true_largest_ts is not None:
-        return seg.true_largest_ts
-    return seg.broker_largest_ts if seg.broker_largest_ts is not None else seg.mtime_ms
-
-
 def _stalled(
     segs: list[SegmentInfo], highest_uploaded: int, local_ms: int | None, local_bytes: int | None, now_ms: int
 ) -> list[tuple[SegmentInfo, int, str]]:
@@ -380,8 +375,8 @@ def _stalled(
     for i, s in enumerate(inactive):
         last = segs[i + 1].base_offset - 1
         why = None
-        if local_ms is not None and local_ms >= 0 and now_ms > 0 and now_ms - _ts(s) > local_ms:
-            why = f"its largest timestamp {_when(_ts(s))} is older than local.retention.ms"
+        if local_ms is not None and local_ms >= 0 and now_ms > 0 and now_ms - true_timestamp(s) > local_ms:
+            why = f"its largest timestamp {_when(true_timestamp(s))} is older than local.retention.ms"
         if diff is not None and diff - s.size >= 0:
             diff -= s.size
             why = why or "the partition is above local.retention.bytes"
@@ -406,7 +401,7 @@ def _fill(log_dir: str, segs: list[SegmentInfo], now_ms: int) -> tuple[str, dict
         return f"{free} bytes are free on the log dir's file system; the write rate is unknown", {
             "free": free
         }
-    span = _ts(segs[-1]) - _ts(segs[0])
+    span = true_timestamp(segs[-1]) - true_timestamp(segs[0])
     grown = sum(s.size for s in segs[1:])
     if span <= 0 or grown <= 0:
         return f"{free} bytes are free on the log dir's file system; the write rate is unknown", {

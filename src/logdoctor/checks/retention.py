@@ -107,12 +107,12 @@ def release_rule(image: Any, log_dirs: Iterable[str | os.PathLike[str]]) -> tupl
             f"broker {node}'s registration supports metadata.version up to {metadata_version_name(top)} "
             f"(level {top})"
         )
-        if top >= DELAYED_UPLOAD_LEVEL:
-            return f"{said}: Kafka 4.4 or later, with delayed upload (remote.copy.lag.*, KIP-1241)", True
-        return f"{said}: Kafka 4.3 or earlier, without delayed upload (remote.copy.lag.* ignored)", False
-    said = f"metadata.version {metadata_version_name(mv)} (level {mv})"
-    if mv >= DELAYED_UPLOAD_LEVEL:
+    else:
+        said = f"metadata.version {metadata_version_name(mv)} (level {mv})"
+    if (mv if top is None else top) >= DELAYED_UPLOAD_LEVEL:
         return f"{said}: Kafka 4.4 or later, with delayed upload (remote.copy.lag.*, KIP-1241)", True
+    if top is not None:
+        return f"{said}: Kafka 4.3 or earlier, without delayed upload (remote.copy.lag.* ignored)", False
     return (
         f"{said}, no registration of this broker: its release may be newer than that level; "
         "remote.copy.lag.* applied where set (only a 4.4 controller accepts them)",

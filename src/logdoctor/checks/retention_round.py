@@ -488,8 +488,9 @@ def _broker_ts(info: SegmentInfo) -> int:
     return retention_timestamp(info.broker_largest_ts, info.true_largest_ts, info.mtime_ms, info.recovered)
 
 
-def _true_ts(info: SegmentInfo) -> int:
-    # no timestamp in the records (v0): the broker's own fallback is the truth we can know
+def true_timestamp(info: SegmentInfo) -> int:
+    """A segment's records' largest timestamp; without one (v0, or not read) the broker's own fallback is
+    the truth we can know (the time index's, else the .log mtime)."""
     return info.true_largest_ts if info.true_largest_ts is not None else _broker_ts(info)
 
 
@@ -540,7 +541,7 @@ def partition_retention(
             **fixed,
         ), []
     segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
-    true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
+    true_segs = [(i.base_offset, i.size, true_timestamp(i)) for i in infos]
     kw = round_arguments(lso, local, leo, hw, topic_config, tiered, highest_remote_offset, delayed_upload)
     kw["now_ms"] = now_ms
     waiting: dict[int, str] = {}
