@@ -404,13 +404,9 @@ def remote_columns(
         if remote.covers(topic_id, partition):
             return {**none, "remote_segments": 0, "remote_bytes": 0}
         return none
-    copied = rp.copied
-    return {
-        "remote_segments": len(copied),
-        "remote_bytes": rp.remote_bytes,
-        "remote_log_start_offset": rp.remote_log_start_offset,
-        "remote_log_end_offset": rp.remote_log_end_offset,
-    }
+    from logdoctor.checks.remote_tier import tier_columns
+
+    return tier_columns(rp)
 
 
 def report_dirs(report: Any) -> list[str]:

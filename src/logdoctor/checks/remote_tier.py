@@ -253,9 +253,10 @@ def _problem_finding(prob: Any, md: RemoteLogMetadata, paths: Sequence[str]) -> 
     )
 
 
-def _tier_json(rp: RemotePartition) -> dict[str, Any]:
+def tier_columns(rp: RemotePartition) -> dict[str, Any]:
+    """A partition's remote tier: its COPY_SEGMENT_FINISHED segments (the ones that serve reads), their
+    bytes, the first offset they hold and the offset after the last (the inventory's remote columns)."""
     return {
-        "metadata_partition": rp.metadata_partition,
         "remote_segments": len(rp.copied),
         "remote_bytes": rp.remote_bytes,
         "remote_log_start_offset": rp.remote_log_start_offset,
@@ -412,7 +413,8 @@ def _gap_finding(
             "gaps": [list(g) for g in gaps],
             "log_start_offset": log_start,
             "local_log_start_offset": local_start,
-            **_tier_json(rp),
+            "metadata_partition": rp.metadata_partition,
+            **tier_columns(rp),
         },
     )
 
