@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -161,9 +162,7 @@ def _findings(
     out: list[Finding] = []
     if a.leaked:
         keys = [k for so, _why in a.leaked for k in so.keys]
-        whys: dict[str, int] = {}
-        for _so, why in a.leaked:
-            whys[why] = whys.get(why, 0) + 1
+        whys = Counter(why for _so, why in a.leaked)
         out.append(
             catalog.make(
                 "REMOTE_OBJECTS_LEAKED",

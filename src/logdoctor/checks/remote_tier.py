@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -49,8 +50,10 @@ __all__ = [
     "check_remote_tier",
     "list_segment_objects",
     "metadata_partition_count",
+    "mp_name",
     "ranges_text",
     "remote_metadata_for_scan",
+    "tier_columns",
 ]
 
 
@@ -337,9 +340,7 @@ def _partition_findings(
             and s.state in (SegmentState.COPY_SEGMENT_FINISHED, SegmentState.DELETE_SEGMENT_STARTED)
         ]
         if below:
-            states: dict[str, int] = {}
-            for s in below:
-                states[s.state.name] = states.get(s.state.name, 0) + 1
+            states = Counter(s.state.name for s in below)
             out.append(
                 catalog.make(
                     "REMOTE_SEGMENT_BELOW_LOG_START",

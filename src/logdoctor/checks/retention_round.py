@@ -32,13 +32,16 @@ __all__ = [
     "RetentionConfig",
     "RetentionReport",
     "SegmentVerdict",
+    "broker_timestamp",
     "future_timestamp_note",
     "moment_of",
     "partition_retention",
     "partition_verdicts",
     "retention_timestamp",
+    "root_cause_also",
     "round_arguments",
     "simulate",
+    "true_timestamp",
     "upload_holds",
 ]
 
@@ -484,14 +487,15 @@ def future_timestamp_note(ts: int, now_ms: int, uploaded: bool | None) -> str:
 # --- over log dirs ---------------------------------------------------------------------------------------
 
 
-def _broker_ts(info: SegmentInfo) -> int:
+def broker_timestamp(info: SegmentInfo) -> int:
+    """:func:`retention_timestamp` of a scanned segment."""
     return retention_timestamp(info.broker_largest_ts, info.true_largest_ts, info.mtime_ms, info.recovered)
 
 
 def true_timestamp(info: SegmentInfo) -> int:
     """A segment's records' largest timestamp; without one (v0, or not read) the broker's own fallback is
     the truth we can know (the time index's, else the .log mtime)."""
-    return info.true_largest_ts if info.true_largest_ts is not None else _broker_ts(info)
+    return info.true_largest_ts if info.true_largest_ts is not None else broker_timestamp(info)
 
 
 def partition_retention(
@@ -540,7 +544,7 @@ def partition_retention(
             new_local_log_start_offset=local,
             **fixed,
         ), []
-    segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
+    segs = [(i.base_offset, i.size, broker_timestamp(i)) for i in infos]
     true_segs = [(i.base_offset, i.size, true_timestamp(i)) for i in infos]
     kw = round_arguments(lso, local, leo, hw, topic_config, tiered, highest_remote_offset, delayed_upload)
     kw["now_ms"] = now_ms

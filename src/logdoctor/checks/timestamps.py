@@ -18,7 +18,13 @@ from typing import Any
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import SegmentInfo
 from logdoctor.checks.retention_risk import RISK_TOLERANCE_MS, RiskMoment, suspicious
-from logdoctor.checks.retention_round import moment_of, retention_timestamp, root_cause_also, round_arguments
+from logdoctor.checks.retention_round import (
+    broker_timestamp,
+    moment_of,
+    root_cause_also,
+    round_arguments,
+    true_timestamp,
+)
 from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.checks.topic_config import TopicConfig, TopicConfigResolver
@@ -159,18 +165,8 @@ def scan_risk_moment(st: PartitionState, seg: Segment, true_known: bool) -> Risk
 
     task = st.task
     infos = [st.infos[s.base_offset] for s in st.segments]
-    broker = [
-        (
-            i.base_offset,
-            i.size,
-            retention_timestamp(i.broker_largest_ts, i.true_largest_ts, i.mtime_ms, i.recovered),
-        )
-        for i in infos
-    ]
-    true = [
-        (b, size, i.true_largest_ts if i.true_largest_ts is not None else ts)
-        for (b, size, ts), i in zip(broker, infos, strict=True)
-    ]
+    broker = [(i.base_offset, i.size, broker_timestamp(i)) for i in infos]
+    true = [(i.base_offset, i.size, true_timestamp(i)) for i in infos]
     first = st.segments[0].base_offset
     cp = task.log_start_checkpoint
     tier = tiering(task.topic, task.topic_config, task.remote_evidence, cp, first)
