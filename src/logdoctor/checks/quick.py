@@ -165,31 +165,25 @@ def check_small_files(st: PartitionState) -> None:
         path = os.path.join(folder, LEADER_EPOCH_CHECKPOINT_FILE)
         data = st.read_small(path, "the broker cannot read the leader epoch cache")
         if data is not None:
+            scan = None
             try:
                 scan = scan_leader_epoch_checkpoint(data, source=path)
+                fails = "reading the leader epoch cache fails and the log dir goes offline"
+                problems = [(p.position, p.message, fails) for p in scan.problems[:1]]
             except FormatError as e:
+                problems = [(e.position, str(e), "the log dir goes offline (KafkaStorageException)")]
+            for position, problem, consequence in problems:
                 st.make(
                     "CHECKPOINT_CORRUPT",
                     path,
-                    position=e.position,
-                    problem=str(e),
-                    consequence="the log dir goes offline (KafkaStorageException)",
+                    position=position,
+                    problem=problem,
+                    consequence=consequence,
                     logdir=st.task.log_dir,
                     delete_effect="the broker rebuilds the epoch cache from the log's batches",
                 )
-                scan = None
             if scan is not None:
                 st.rep.leader_epochs = list(scan.checkpoint.entries)
-                for p in scan.problems[:1]:
-                    st.make(
-                        "CHECKPOINT_CORRUPT",
-                        path,
-                        position=p.position,
-                        problem=p.message,
-                        consequence="reading the leader epoch cache fails and the log dir goes offline",
-                        logdir=st.task.log_dir,
-                        delete_effect="the broker rebuilds the epoch cache from the log's batches",
-                    )
                 if leo is not None:
                     for epoch, start in scan.checkpoint.entries:
                         if start > leo:

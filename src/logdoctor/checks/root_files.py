@@ -172,29 +172,21 @@ def _offset_checkpoint_files(ld: LogDir, rep: LogDirReport) -> None:
         if isinstance(cp.error, OSError):
             add(permission_denied(cpath, path, user, "r", str(cp.error), consequence))
             continue
+        # the file unparsable, else its first problem: a count line that disagrees, or a malformed entry
         if cp.error is not None:
-            add(
-                make(
-                    "CHECKPOINT_CORRUPT",
-                    cpath,
-                    position=getattr(cp.error, "position", None),
-                    problem=str(cp.error),
-                    consequence=consequence,
-                    logdir=path,
-                    delete_effect=delete_effect,
-                )
-            )
-            continue
-        for prob in cp.problems[:1]:
-            if prob.message.startswith("Expected ["):
+            problems = [(getattr(cp.error, "position", None), str(cp.error), False)]
+        else:
+            problems = [(p.position, p.message, p.message.startswith("Expected [")) for p in cp.problems[:1]]
+        for position, problem, count_line in problems:
+            if count_line:
                 add(
                     make(
                         "CHECKPOINT_MISMATCH",
                         cpath,
-                        position=prob.position,
+                        position=position,
                         case="count-line",
                         severity=Severity.ERROR,
-                        detail=prob.message,
+                        detail=problem,
                         consequence=consequence,
                         details={
                             "file": name,
@@ -208,8 +200,8 @@ def _offset_checkpoint_files(ld: LogDir, rep: LogDirReport) -> None:
                     make(
                         "CHECKPOINT_CORRUPT",
                         cpath,
-                        position=prob.position,
-                        problem=prob.message,
+                        position=position,
+                        problem=problem,
                         consequence=consequence,
                         logdir=path,
                         delete_effect=delete_effect,
