@@ -19,6 +19,7 @@ from logdoctor.logdir.names import (
     CLEAN_SHUTDOWN_FILE,
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
+    OFFSET_CHECKPOINT_FILES,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
@@ -74,12 +75,7 @@ def checkpoints_against_partitions(ld: LogDir, rep: LogDirReport, parts: list[Pa
     }
     # the partitions with a log end offset: only their entries can be outside their log (none of 50,000 empty)
     ended: Live = {tp: p for tp, p in live.items() if p.log_end_offset is not None}
-    for name in (
-        RECOVERY_POINT_CHECKPOINT,
-        REPLICATION_OFFSET_CHECKPOINT,
-        LOG_START_OFFSET_CHECKPOINT,
-        CLEANER_OFFSET_CHECKPOINT,
-    ):
+    for name in OFFSET_CHECKPOINT_FILES:
         cp: CheckpointRead = ld.checkpoint(name)
         cpath = os.path.join(path, name)
         if cp.error is not None or cp.problems:
