@@ -66,11 +66,9 @@ def check_listing(st: PartitionState) -> None:
             # a running broker opens a new segment's indexes lazily, at its first append
             # (K:storage/.../log/LazyIndex.java; LogSegment.append): not there yet is its normal state
             continue
-        missing = []
-        if seg.index_file is None:
-            missing.append(".index")
-        if seg.timeindex_file is None:
-            missing.append(".timeindex")
+        missing = [
+            s for s, f in ((".index", seg.index_file), (".timeindex", seg.timeindex_file)) if f is None
+        ]
         if missing:
             if seg.index_file is None:
                 effect = (
