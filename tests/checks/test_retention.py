@@ -12,16 +12,15 @@ from hypothesis import strategies as st
 import kp_oracle
 import realworld
 import tiers
-from logdoctor.checks.retention import (
+from logdoctor.checks.retention import retention
+from logdoctor.checks.retention_round import (
     LOG_START_OFFSET_BREACH,
     RETENTION_MS_BREACH,
     RETENTION_SIZE_BREACH,
     RetentionConfig,
-    parse_topic_config,
-    retention,
     simulate,
 )
-from logdoctor.checks.topic_config import config_inputs
+from logdoctor.checks.topic_config import config_inputs, parse_topic_config
 
 DAY = 86_400_000
 

@@ -20,7 +20,8 @@ from typer.testing import CliRunner
 
 import realworld
 from logdoctor.checks.context import Depth, ScanOptions
-from logdoctor.checks.retention import RETENTION_MS_BREACH, retention
+from logdoctor.checks.retention import retention
+from logdoctor.checks.retention_round import RETENTION_MS_BREACH
 from logdoctor.checks.scanner import scan
 from logdoctor.checks.topic_config import config_inputs
 from logdoctor.cli import commands  # noqa: F401  (registers every command on the app)

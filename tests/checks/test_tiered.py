@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 
 import realworld
 from logdoctor.checks.context import Depth, ScanOptions
-from logdoctor.checks.retention import RETENTION_MS_BREACH, retention
+from logdoctor.checks.retention import retention
+from logdoctor.checks.retention_round import RETENTION_MS_BREACH
 from logdoctor.checks.scanner import scan
 from logdoctor.checks.tiered import BrokerRemoteEvidence, tiering
 from logdoctor.checks.topic_config import ConfigInputs, MetadataConfigs, TopicConfigResolver, config_inputs

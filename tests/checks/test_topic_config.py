@@ -17,7 +17,8 @@ import pytest
 
 import realworld
 from logdoctor.checks.context import Depth, ScanOptions
-from logdoctor.checks.retention import RETENTION_MS_BREACH, retention
+from logdoctor.checks.retention import retention
+from logdoctor.checks.retention_round import RETENTION_MS_BREACH
 from logdoctor.checks.scanner import scan
 from logdoctor.checks.topic_config import (
     ConfigInputs,

@@ -18,7 +18,8 @@ import re
 import pytest
 
 from logdoctor.checks.context import Depth, ScanOptions
-from logdoctor.checks.retention import RETENTION_MS_BREACH, retention
+from logdoctor.checks.retention import retention
+from logdoctor.checks.retention_round import RETENTION_MS_BREACH
 from logdoctor.checks.scanner import scan
 from logdoctor.report.html import render_scan_report
 from logdoctor.report.model import FLAG_ACTIVE, FLAG_EXPIRED, FLAG_RISK

@@ -15,10 +15,10 @@ _EXPORTS = {
     "ScanOptions": "logdoctor.checks.context",
     "ScanReport": "logdoctor.checks.scanner",
     "scan": "logdoctor.checks.scanner",
-    "RetentionConfig": "logdoctor.checks.retention",
-    "RetentionReport": "logdoctor.checks.retention",
+    "RetentionConfig": "logdoctor.checks.retention_round",
+    "RetentionReport": "logdoctor.checks.retention_round",
     "retention": "logdoctor.checks.retention",
-    "simulate": "logdoctor.checks.retention",
+    "simulate": "logdoctor.checks.retention_round",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from logdoctor.checks.findings import Finding
     from logdoctor.formats.folders import FolderStat
 
 
@@ -71,3 +72,24 @@ def describe(st: os.stat_result) -> str:
     except KeyError:
         owner = str(st.st_uid)
     return f"owner {owner}, mode {stat.filemode(st.st_mode)}"
+
+
+def permission_denied(
+    path: str, logdir: str, user: BrokerUser, lacking: str, why: str, consequence: str, need: str = ""
+) -> Finding:
+    """PERMISSION_DENIED of ``path``: ``user`` lacks the letters ``lacking`` of "rwx" on it (``need``: the
+    words for them, by default each letter's), ``why`` (owner and mode, or the error), ``consequence``:
+    what the broker then does."""
+    from logdoctor.checks import catalog  # on a finding only: a partition's check imports this module
+
+    words = {"r": "readable", "w": "writable", "x": "searchable"}
+    return catalog.make(
+        "PERMISSION_DENIED",
+        path,
+        logdir=logdir,
+        need=need or " and ".join(words[c] for c in lacking),
+        user=user.name,
+        why=why,
+        consequence=f"; {consequence}",
+        mode_fix=lacking,
+    )

@@ -19,6 +19,7 @@ from logdoctor.logdir.names import (
     CLEAN_SHUTDOWN_FILE,
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
+    OFFSET_CHECKPOINT_FILES,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
     DirKind,
@@ -74,12 +75,7 @@ def checkpoints_against_partitions(ld: LogDir, rep: LogDirReport, parts: list[Pa
     }
     # the partitions with a log end offset: only their entries can be outside their log (none of 50,000 empty)
     ended: Live = {tp: p for tp, p in live.items() if p.log_end_offset is not None}
-    for name in (
-        RECOVERY_POINT_CHECKPOINT,
-        REPLICATION_OFFSET_CHECKPOINT,
-        LOG_START_OFFSET_CHECKPOINT,
-        CLEANER_OFFSET_CHECKPOINT,
-    ):
+    for name in OFFSET_CHECKPOINT_FILES:
         cp: CheckpointRead = ld.checkpoint(name)
         cpath = os.path.join(path, name)
         if cp.error is not None or cp.problems:
@@ -168,30 +164,19 @@ def _missing_entries(
     )
 
 
+#: each offset checkpoint's CHECKPOINT_MISMATCH cases: of an entry beyond the log end, and below the log start
+_OUTSIDE_CASES = {
+    RECOVERY_POINT_CHECKPOINT: ("recovery-point-beyond-log-end", "recovery-point-below-log-start"),
+    REPLICATION_OFFSET_CHECKPOINT: ("high-watermark-beyond-log-end", "high-watermark-below-log-start"),
+    LOG_START_OFFSET_CHECKPOINT: ("log-start-beyond-log-end", None),
+    CLEANER_OFFSET_CHECKPOINT: ("cleaner-offset-outside-log", "cleaner-offset-outside-log"),
+}
+
+
 def _outside_case(name: str, off: int, leo: int, lso: int | None) -> str | None:
     """Which CHECKPOINT_MISMATCH case an entry ``off`` of file ``name`` is, against the log [lso, leo]."""
-    below = lso is not None and off < lso
-    if name == RECOVERY_POINT_CHECKPOINT:
-        return (
-            "recovery-point-beyond-log-end"
-            if off > leo
-            else "recovery-point-below-log-start"
-            if below
-            else None
-        )
-    if name == REPLICATION_OFFSET_CHECKPOINT:
-        return (
-            "high-watermark-beyond-log-end"
-            if off > leo
-            else "high-watermark-below-log-start"
-            if below
-            else None
-        )
-    if name == LOG_START_OFFSET_CHECKPOINT:
-        return "log-start-beyond-log-end" if off > leo else None
-    if name == CLEANER_OFFSET_CHECKPOINT:
-        return "cleaner-offset-outside-log" if off > leo or below else None
-    return None
+    beyond, below = _OUTSIDE_CASES.get(name, (None, None))
+    return beyond if off > leo else below if lso is not None and off < lso else None
 
 
 def _entries_outside_the_log(

@@ -58,9 +58,15 @@ COMPACTION_CODES = (
     "COMPACTION_KEYLESS_RECORDS",
     "COMPACTION_TOMBSTONES_EXPIRED",
 )
-#: the walk's damage kinds whose bytes the cleaner cannot parse (Damage.kind, checks.state.segment_walk)
-_UNPARSABLE = {"truncated": "a batch runs past the end of the segment", "zero_tail": "zero bytes where a "
-               "batch header belongs", "corrupt": "a batch header that does not parse"}  # fmt: skip
+#: the damage kinds the cleaner meets (Damage.kind, checks.state.segment_walk; "undecodable": a
+#: LOG_RECORDS_UNDECODABLE), in COMPACTION_DAMAGE's words; the last three: bytes it cannot parse
+_DAMAGE_WHAT = {
+    "crc": "a batch whose CRC does not match",
+    "undecodable": "a batch whose records do not decode",
+    "truncated": "a batch runs past the end of the segment",
+    "zero_tail": "zero bytes where a batch header belongs",
+    "corrupt": "a batch header that does not parse",
+}
 
 #: how long a log may stay cleanable before COMPACTION_BEHIND (of the log's own time)
 BEHIND_AFTER_MS = 3600 * 1000
@@ -275,22 +281,13 @@ def _check_damage(st: PartitionState, state: CleanerState) -> None:
         if seg is None or f.code not in ("LOG_CORRUPT", "LOG_RECORDS_UNDECODABLE"):
             continue
         kind = "undecodable" if f.code == "LOG_RECORDS_UNDECODABLE" else str(f.details.get("kind", ""))
-        case: str | None
-        if kind == "crc":
-            case = "crc"
-            what = "a batch whose CRC does not match"
-        elif kind == "undecodable":
-            case = None
-            what = "a batch whose records do not decode"
-        elif kind in _UNPARSABLE:
-            case = None
-            what = _UNPARSABLE[kind]
-        else:
+        what = _DAMAGE_WHAT.get(kind)
+        if what is None:
             continue  # offsets out of order, overlapping segments: no cleaner rule to state
         st.make(
             "COMPACTION_DAMAGE",
             f.path,
-            case=case,
+            case="crc" if kind == "crc" else None,
             position=f.position,
             offset=f.offset,
             damage_code=f.code,

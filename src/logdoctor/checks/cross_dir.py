@@ -311,34 +311,24 @@ def _topic_ids(parts: list[PartitionReport], image: MetadataImage | None, out: l
     for p in parts:
         if p.topic_id is None or p.kind != DirKind.LOG.value:
             continue
-        pm = os.path.join(p.path, "partition.metadata")
-        if p.topic in known:
-            if p.topic_id != known[p.topic]:
-                out.append(
-                    catalog.make(
-                        "TOPIC_ID_MISMATCH",
-                        pm,
-                        logdir=p.log_dir,
-                        case="metadata-log",
-                        partition=f"{p.topic}-{p.partition}",
-                        topic_id=p.topic_id,
-                        topic=p.topic,
-                        known=known[p.topic],
-                    )
-                )
-            continue
-        c = ids.get(p.topic)
-        if c is None or len(c) < 2:
-            continue
-        common = c.most_common(1)[0][0]
-        if p.topic_id != common:
+        # the metadata log's id of the topic, else the one most of its partitions have
+        expected = known.get(p.topic)
+        if p.topic not in known:
+            c = ids.get(p.topic)
+            if c is None or len(c) < 2:
+                continue
+            expected = c.most_common(1)[0][0]
+        if p.topic_id != expected:
             out.append(
                 catalog.make(
                     "TOPIC_ID_MISMATCH",
-                    pm,
+                    os.path.join(p.path, "partition.metadata"),
                     logdir=p.log_dir,
+                    case="metadata-log" if p.topic in known else None,
                     partition=f"{p.topic}-{p.partition}",
                     topic_id=p.topic_id,
-                    common=common,
+                    topic=p.topic,
+                    known=expected,
+                    common=expected,
                 )
             )

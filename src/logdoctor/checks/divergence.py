@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
@@ -238,95 +239,66 @@ def _replica_log(p: Replica) -> ReplicaLog:
 
 
 def _finding(p: Replica, leader: Replica, t: FollowerTruncation) -> Finding:
+    """The finding of a replica that loses the records from ``t.lacks_from``: what they are when its folder
+    is here; else (a census of inventories: the folder is on the broker's host, its records unread) the
+    offsets it loses, its fix's export (run on the broker's host) saying how many records they are."""
     from logdoctor.checks.state.time_words import iso
 
     lost = lost_records(p.path, t.lacks_from) if os.path.isdir(p.path) else None
-    if lost is None:  # a census of inventories: the folder is on the broker's host, its records unread
-        return _finding_of_offsets(p, leader, t)
-    first = lost.first_offset if lost.first_offset is not None else t.lacks_from
-    last = lost.last_offset if lost.last_offset is not None else p.log_end_offset - 1
-    tp = f"{p.topic}-{p.partition}"
-    times = (
-        f", timestamps {lost.first_timestamp} ({iso(lost.first_timestamp)}) to {lost.last_timestamp} "
-        f"({iso(lost.last_timestamp)})"
-        if lost.first_timestamp is not None
-        else ""
-    )
-    return catalog.make(
-        "REPLICA_DIVERGED",
-        p.path,
-        logdir=p.log_dir,
-        offset=t.offset,
-        topic_partition=tp,
-        leader_logdir=leader.log_dir,
-        leader_epoch=latest_epoch(leader.leader_epochs),
-        own_epoch=latest_epoch(p.leader_epochs),
-        truncate_to=t.offset,
-        records_lost=lost.records,
-        first=first,
-        last=last,
-        times=times,
-        epochs=", ".join(map(str, lost.leader_epochs)) or "unknown",
-        lost_from=t.lacks_from,
-        lost_out=lost_records_out(p.path, t.lacks_from, p.log_end_offset),
-        log_end_offset=p.log_end_offset,
-        **_restart_fields(p, leader),
-        details={
-            "topic": p.topic,
-            "partition": p.partition,
-            "leader": leader.log_dir,
-            "leader_epoch": latest_epoch(leader.leader_epochs),
-            "leader_log_end_offset": leader.log_end_offset,
-            "log_end_offset": p.log_end_offset,
-            "truncate_to": t.offset,
-            "records_lost": lost.records,
-            "lost_offsets": [first, last],
-            "lost_timestamps": [lost.first_timestamp, lost.last_timestamp],
-            "lost_leader_epochs": list(lost.leader_epochs),
-            "lost_bytes": lost.bytes,
-            "rule": t.rule,
-            **({"unreadable": lost.error} if lost.error else {}),
-        },
-    )
-
-
-def _finding_of_offsets(p: Replica, leader: Replica, t: FollowerTruncation) -> Finding:
-    """The finding of a replica whose records cannot be read here (an inventory's): the offsets it loses;
-    its fix's export (run on the broker's host) says how many records they are."""
     end = p.log_end_offset
+    first = lost.first_offset if lost is not None and lost.first_offset is not None else t.lacks_from
+    last = lost.last_offset if lost is not None and lost.last_offset is not None else end - 1
+    fields: dict[str, Any] = {
+        "leader_epoch": latest_epoch(leader.leader_epochs),
+        "own_epoch": latest_epoch(p.leader_epochs),
+    }
+    if lost is None:
+        fields |= {
+            "case": "census",
+            "broker": p.broker_name or p.log_dir,
+            "leader_broker": leader.broker_name or leader.log_dir,
+            "offsets": end - t.lacks_from,
+        }
+    else:
+        fields |= {
+            "records_lost": lost.records,
+            "times": (
+                f", timestamps {lost.first_timestamp} ({iso(lost.first_timestamp)}) to {lost.last_timestamp} "
+                f"({iso(lost.last_timestamp)})"
+                if lost.first_timestamp is not None
+                else ""
+            ),
+            "epochs": ", ".join(map(str, lost.leader_epochs)) or "unknown",
+        }
     return catalog.make(
         "REPLICA_DIVERGED",
         p.path,
-        case="census",
         logdir=p.log_dir,
         offset=t.offset,
         topic_partition=f"{p.topic}-{p.partition}",
-        broker=p.broker_name or p.log_dir,
-        leader_broker=leader.broker_name or leader.log_dir,
         leader_logdir=leader.log_dir,
-        leader_epoch=latest_epoch(leader.leader_epochs),
-        own_epoch=latest_epoch(p.leader_epochs),
         truncate_to=t.offset,
-        first=t.lacks_from,
-        last=end - 1,
-        offsets=end - t.lacks_from,
-        lost_out=lost_records_out(p.path, t.lacks_from, end),
+        first=first,
+        last=last,
         lost_from=t.lacks_from,
+        lost_out=lost_records_out(p.path, t.lacks_from, end),
         log_end_offset=end,
+        **fields,
         **_restart_fields(p, leader),
         details={
             "topic": p.topic,
             "partition": p.partition,
             "leader": leader.log_dir,
-            "leader_epoch": latest_epoch(leader.leader_epochs),
+            "leader_epoch": fields["leader_epoch"],
             "leader_log_end_offset": leader.log_end_offset,
             "log_end_offset": end,
             "truncate_to": t.offset,
-            "records_lost": None,
-            "lost_offsets": [t.lacks_from, end - 1],
-            "lost_timestamps": [None, None],
-            "lost_leader_epochs": [],
-            "lost_bytes": None,
+            "records_lost": None if lost is None else lost.records,
+            "lost_offsets": [first, last],
+            "lost_timestamps": [None, None] if lost is None else [lost.first_timestamp, lost.last_timestamp],
+            "lost_leader_epochs": [] if lost is None else list(lost.leader_epochs),
+            "lost_bytes": None if lost is None else lost.bytes,
             "rule": t.rule,
+            **({"unreadable": lost.error} if lost is not None and lost.error else {}),
         },
     )

@@ -108,28 +108,17 @@ def arrow_schema() -> Any:
         "boolean": pa.bool_(),
         "double": pa.float64(),
     }
-    checkpoints = pa.list_(
-        pa.struct(
-            [
-                ("file", pa.string()),
-                ("entries", pa.int32()),
-                ("readable", pa.bool_()),
-                ("problems", pa.int32()),
-            ]
-        )
-    )
-    epochs = pa.list_(pa.struct([("epoch", pa.int32()), ("start_offset", pa.int64())]))
-    fields = []
-    for part in INVENTORY_DDL.split(", "):
-        name, typ = part.split(" ", 1)
-        if name == "checkpoints":
-            fields.append(pa.field(name, checkpoints))
-        elif name == "leader_epochs":
-            fields.append(pa.field(name, epochs))
-        elif typ in ("array<string>", "array<int>"):
-            fields.append(pa.field(name, pa.list_(pa.string() if typ == "array<string>" else pa.int32())))
-        else:
-            fields.append(pa.field(name, scalar[typ]))
+
+    def arrow_type(typ: str) -> Any:  # a type of INVENTORY_DDL: a scalar, array<T> or struct<name:T,...>
+        if typ.startswith("array<"):
+            return pa.list_(arrow_type(typ[6:-1]))
+        if typ.startswith("struct<"):
+            return pa.struct([(n, arrow_type(t)) for n, t in (f.split(":", 1) for f in typ[7:-1].split(","))])
+        return scalar[typ]
+
+    fields = [
+        pa.field(name, arrow_type(typ)) for name, typ in (p.split(" ", 1) for p in INVENTORY_DDL.split(", "))
+    ]
     return pa.schema(fields, metadata={METADATA_KEY: str(SCHEMA_VERSION).encode()})
 
 
@@ -415,13 +404,9 @@ def remote_columns(
         if remote.covers(topic_id, partition):
             return {**none, "remote_segments": 0, "remote_bytes": 0}
         return none
-    copied = rp.copied
-    return {
-        "remote_segments": len(copied),
-        "remote_bytes": rp.remote_bytes,
-        "remote_log_start_offset": rp.remote_log_start_offset,
-        "remote_log_end_offset": rp.remote_log_end_offset,
-    }
+    from logdoctor.checks.remote_tier import tier_columns
+
+    return tier_columns(rp)
 
 
 def report_dirs(report: Any) -> list[str]:

@@ -97,13 +97,6 @@ class KraftContext:
         return False, ""
 
 
-def _before_assignment(im: MetadataImage) -> bool:
-    """The cluster's metadata.version predates directory assignment (KIP-858)."""
-    from logdoctor.logdir.metadata_image import DIRECTORY_ASSIGNMENT_LEVEL
-
-    return im.metadata_version is not None and im.metadata_version < DIRECTORY_ASSIGNMENT_LEVEL
-
-
 def _node_id(identities: list[DirIdentity]) -> int | None:
     ids = Counter(i.node_id for i in identities if i.readable and i.node_id is not None)
     return ids.most_common(1)[0][0] if ids else None
@@ -218,7 +211,8 @@ def _identity_findings(ctx: KraftContext, parts: list[PartitionReport]) -> list[
             )
     im = ctx.image
     kraft_dirs = [i for i in ctx.identities if i.readable and i.is_kraft]
-    if im is not None and im.metadata_version is not None and len(kraft_dirs) > 1 and _before_assignment(im):
+    # the cluster's metadata.version predates directory assignment (KIP-858): ``needed`` is false by it
+    if im is not None and im.metadata_version is not None and len(kraft_dirs) > 1 and not needed:
         first = kraft_dirs[0]
         out.append(
             catalog.make(

@@ -145,22 +145,10 @@ def check_metadata_log(metadata_dir: str, image: MetadataImage | None) -> list[F
                         details={"quorum_state_epoch": qs.leader_epoch, "log_epoch": written},
                     )
                 )
-            voters = qs.current_voters
-            if voters:
-                for role, node in (("leader", qs.leader_id), ("voted-for node", qs.voted_id)):
-                    if node >= 0 and node not in voters:
-                        out.append(
-                            make(
-                                "QUORUM_STATE_MISMATCH",
-                                str(qpath),
-                                severity=Severity.WARNING,
-                                case="role-not-a-voter",
-                                node=node,
-                                role=role,
-                                voters=voters,
-                                details={"node": node, "voters": voters},
-                            )
-                        )
+            if qs.current_voters:
+                out.extend(
+                    _roles_not_voters(qs, str(qpath), "role-not-a-voter", "voters", qs.current_voters, make)
+                )
         if qs is not None and image is not None:
             out.extend(_voters_against_the_log(qs, str(qpath), image, make))
     # bootstrap.checkpoint of the metadata log dir
@@ -208,21 +196,31 @@ def _voters_against_the_log(qs: Any, qpath: str, image: MetadataImage, make: Any
                 )
             )
     if qs.data_version >= 1 and image.voters:
-        for role, node in (("leader", qs.leader_id), ("voted-for node", qs.voted_id)):
-            if node >= 0 and node not in image.voters:
-                out.append(
-                    make(
-                        "QUORUM_STATE_MISMATCH",
-                        qpath,
-                        severity=Severity.WARNING,
-                        case="role-not-in-voters-record",
-                        node=node,
-                        role=role,
-                        log_voters=list(image.voters),
-                        details={"node": node, "log_voters": list(image.voters)},
-                    )
-                )
+        out.extend(
+            _roles_not_voters(qs, qpath, "role-not-in-voters-record", "log_voters", list(image.voters), make)
+        )
     return out
+
+
+def _roles_not_voters(
+    qs: Any, qpath: str, case: str, name: str, voters: list[int], make: Any
+) -> list[Finding]:
+    """QUORUM_STATE_MISMATCH of quorum-state's leader and voted-for node when not among ``voters`` (the
+    finding's field ``name``: the file's own voters, or the log's)."""
+    return [
+        make(
+            "QUORUM_STATE_MISMATCH",
+            qpath,
+            severity=Severity.WARNING,
+            case=case,
+            node=node,
+            role=role,
+            details={"node": node, name: voters},
+            **{name: voters},
+        )
+        for role, node in (("leader", qs.leader_id), ("voted-for node", qs.voted_id))
+        if node >= 0 and node not in voters
+    ]
 
 
 # --- a corrupt metadata log: what a truncation loses, and who else holds the log ----------------------

@@ -19,8 +19,7 @@ from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.timestamps import (
     broker_largest_timestamp,
     check_retention_risk,
-    permission_fix,
-    root_cause_fields,
+    report_risk,
     scan_risk_moment,
     topic_config,
 )
@@ -67,11 +66,9 @@ def check_listing(st: PartitionState) -> None:
             # a running broker opens a new segment's indexes lazily, at its first append
             # (K:storage/.../log/LazyIndex.java; LogSegment.append): not there yet is its normal state
             continue
-        missing = []
-        if seg.index_file is None:
-            missing.append(".index")
-        if seg.timeindex_file is None:
-            missing.append(".timeindex")
+        missing = [
+            s for s, f in ((".index", seg.index_file), (".timeindex", seg.timeindex_file)) if f is None
+        ]
         if missing:
             if seg.index_file is None:
                 effect = (
@@ -121,45 +118,9 @@ def check_index_headers(st: PartitionState) -> None:
         if cause is not None:
             # --quick never reads an inactive .log: report the risk with the true timestamp unknown, when
             # time retention deletes the segment by the broker's timestamps (scan's and `retention`'s rule)
-            moment = scan_risk_moment(st, seg, true_known=False)
-            path = seg.timeindex_file or seg.log_file
-            cause, also, root, position = root_cause_fields(str(path), cause, st)
-            st.make(
-                "RETENTION_RISK",
-                path,
-                severity=moment.severity,
-                position=position,
-                offset=seg.base_offset,
-                also=also,
-                cause=cause[0].upper() + cause[1:],
-                broker_ts=info.broker_largest_ts,
-                broker_ts_iso=_iso(info.broker_largest_ts),
-                true_ts="unknown",
-                true_ts_iso="not read in --quick; run the default scan",
-                retention_ms=cfg.retention_ms.value,
-                config=cfg.describe(),
-                when=moment.when(),
-                segment=seg.log_file,
-                permission=permission_fix(st, info, str(path)),
-                details={
-                    "segment": seg.log_file,
-                    "broker_largest_timestamp": info.broker_largest_ts,
-                    "broker_timestamp_source": info.broker_ts_source,
-                    "true_largest_timestamp": None,
-                    "topic_config": cfg.to_json(),
-                    "cause": cause,
-                    **moment.to_json(),
-                    **root,
-                },
-            )
+            report_risk(st, seg, info, cause, scan_risk_moment(st, seg, true_known=False), None, None)
         else:
             check_retention_risk(st, seg, info, None)
-
-
-def _iso(ms: int | None) -> str:
-    from logdoctor.checks.state.time_words import iso
-
-    return iso(ms)
 
 
 def check_active(st: PartitionState) -> None:
@@ -202,31 +163,25 @@ def check_small_files(st: PartitionState) -> None:
         path = os.path.join(folder, LEADER_EPOCH_CHECKPOINT_FILE)
         data = st.read_small(path, "the broker cannot read the leader epoch cache")
         if data is not None:
+            scan = None
             try:
                 scan = scan_leader_epoch_checkpoint(data, source=path)
+                fails = "reading the leader epoch cache fails and the log dir goes offline"
+                problems = [(p.position, p.message, fails) for p in scan.problems[:1]]
             except FormatError as e:
+                problems = [(e.position, str(e), "the log dir goes offline (KafkaStorageException)")]
+            for position, problem, consequence in problems:
                 st.make(
                     "CHECKPOINT_CORRUPT",
                     path,
-                    position=e.position,
-                    problem=str(e),
-                    consequence="the log dir goes offline (KafkaStorageException)",
+                    position=position,
+                    problem=problem,
+                    consequence=consequence,
                     logdir=st.task.log_dir,
                     delete_effect="the broker rebuilds the epoch cache from the log's batches",
                 )
-                scan = None
             if scan is not None:
                 st.rep.leader_epochs = list(scan.checkpoint.entries)
-                for p in scan.problems[:1]:
-                    st.make(
-                        "CHECKPOINT_CORRUPT",
-                        path,
-                        position=p.position,
-                        problem=p.message,
-                        consequence="reading the leader epoch cache fails and the log dir goes offline",
-                        logdir=st.task.log_dir,
-                        delete_effect="the broker rebuilds the epoch cache from the log's batches",
-                    )
                 if leo is not None:
                     for epoch, start in scan.checkpoint.entries:
                         if start > leo:

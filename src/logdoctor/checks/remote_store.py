@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 import shutil
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -41,7 +42,8 @@ from logdoctor.checks.remote_audit import (
     missing_key,
     missing_what,
 )
-from logdoctor.checks.remote_tier import _when, ranges_text
+from logdoctor.checks.remote_tier import _when, mp_name, ranges_text
+from logdoctor.checks.retention_round import true_timestamp
 from logdoctor.checks.topic_config import RETENTION_MS
 from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata, RemoteSegment
@@ -79,10 +81,6 @@ def store_index(remote_storage: str | None, remote_inventory: str | None) -> Sto
     if remote_storage is not None:
         return StoreIndex.build(list_store(remote_storage), f"a listing of {remote_storage}")
     return None
-
-
-def _mp(n: int | None) -> str:
-    return f"{REMOTE_LOG_METADATA_TOPIC}-{n}" if n is not None else REMOTE_LOG_METADATA_TOPIC
 
 
 def _epochs(seg: RemoteSegment) -> str:
@@ -160,13 +158,11 @@ def _findings(
 ) -> list[Finding]:
     tip = a.topic_id_partition
     tp = tip.name
-    mp = _mp(a.metadata_partition)
+    mp = mp_name(a.metadata_partition)
     out: list[Finding] = []
     if a.leaked:
         keys = [k for so, _why in a.leaked for k in so.keys]
-        whys: dict[str, int] = {}
-        for _so, why in a.leaked:
-            whys[why] = whys.get(why, 0) + 1
+        whys = Counter(why for _so, why in a.leaked)
         out.append(
             catalog.make(
                 "REMOTE_OBJECTS_LEAKED",
@@ -366,12 +362,6 @@ def epoch_break_finding(
 # --- stalled uploads -----------------------------------------------------------------------------------
 
 
-def _ts(seg: SegmentInfo) -> int:
-    if seg.true_largest_ts is not None:
-        return seg.true_largest_ts
-    return seg.broker_largest_ts if seg.broker_largest_ts is not None else seg.mtime_ms
-
-
 def _stalled(
     segs: list[SegmentInfo], highest_uploaded: int, local_ms: int | None, local_bytes: int | None, now_ms: int
 ) -> list[tuple[SegmentInfo, int, str]]:
@@ -384,8 +374,8 @@ def _stalled(
     for i, s in enumerate(inactive):
         last = segs[i + 1].base_offset - 1
         why = None
-        if local_ms is not None and local_ms >= 0 and now_ms > 0 and now_ms - _ts(s) > local_ms:
-            why = f"its largest timestamp {_when(_ts(s))} is older than local.retention.ms"
+        if local_ms is not None and local_ms >= 0 and now_ms > 0 and now_ms - true_timestamp(s) > local_ms:
+            why = f"its largest timestamp {_when(true_timestamp(s))} is older than local.retention.ms"
         if diff is not None and diff - s.size >= 0:
             diff -= s.size
             why = why or "the partition is above local.retention.bytes"
@@ -410,7 +400,7 @@ def _fill(log_dir: str, segs: list[SegmentInfo], now_ms: int) -> tuple[str, dict
         return f"{free} bytes are free on the log dir's file system; the write rate is unknown", {
             "free": free
         }
-    span = _ts(segs[-1]) - _ts(segs[0])
+    span = true_timestamp(segs[-1]) - true_timestamp(segs[0])
     grown = sum(s.size for s in segs[1:])
     if span <= 0 or grown <= 0:
         return f"{free} bytes are free on the log dir's file system; the write rate is unknown", {
@@ -472,7 +462,7 @@ def check_upload_stalled(
                 ranges=ranges_text([(s.base_offset, last + 1) for s, last, _w in stalled]),
                 retention=retention,
                 remote_end=highest + 1,
-                metadata_partition=_mp(rp.metadata_partition if rp is not None else None),
+                metadata_partition=mp_name(rp.metadata_partition if rp is not None else None),
                 fill=fill,
                 details={
                     "segments": [

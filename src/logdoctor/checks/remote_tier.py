@@ -26,9 +26,9 @@ pieces of evidence (the scanner feeds them in).
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from logdoctor.checks import catalog
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding
+from logdoctor.checks.state.time_words import iso
 from logdoctor.checks.tiered import REMOTE_LOG_METADATA_TOPIC
 from logdoctor.checks.topic_config import ConfigInputs
 from logdoctor.logdir.disk import human_bytes
@@ -49,8 +50,10 @@ __all__ = [
     "check_remote_tier",
     "list_segment_objects",
     "metadata_partition_count",
+    "mp_name",
     "ranges_text",
     "remote_metadata_for_scan",
+    "tier_columns",
 ]
 
 
@@ -63,10 +66,8 @@ def _when(ms: int | None) -> str:
     """A remote segment's timestamp (an event's, its largest record's) in a finding: ISO-8601 UTC."""
     if ms is None or ms < 0:
         return "unknown"
-    try:
-        return _dt.datetime.fromtimestamp(ms / 1000, _dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
-    except (OverflowError, OSError, ValueError):
-        return f"{ms} ms"
+    said = iso(ms)
+    return f"{ms} ms" if said == "out of range" else said
 
 
 def metadata_partition_count(image: Any) -> tuple[int | None, str | None]:
@@ -213,8 +214,9 @@ def check_remote_tier(
     return findings
 
 
-def _mp_name(n: int) -> str:
-    return f"{REMOTE_LOG_METADATA_TOPIC}-{n}"
+def mp_name(n: int | None) -> str:
+    """A ``__remote_log_metadata`` partition's folder name (the topic's when the partition is unknown)."""
+    return f"{REMOTE_LOG_METADATA_TOPIC}-{n}" if n is not None else REMOTE_LOG_METADATA_TOPIC
 
 
 _CASE = {"invalid-transition": "transition", "wrong-partition": "partition-count"}
@@ -228,7 +230,7 @@ def _problem_finding(prob: Any, md: RemoteLogMetadata, paths: Sequence[str]) -> 
     tip = prob.topic_id_partition
     facts = dict(prob.facts)
     if case == "partition-count":
-        folder = _mp_name(facts["found"])
+        folder = mp_name(facts["found"])
     fields: dict[str, Any] = {
         "logdir": logdir,
         "metadata_partition": folder,
@@ -254,9 +256,10 @@ def _problem_finding(prob: Any, md: RemoteLogMetadata, paths: Sequence[str]) -> 
     )
 
 
-def _tier_json(rp: RemotePartition) -> dict[str, Any]:
+def tier_columns(rp: RemotePartition) -> dict[str, Any]:
+    """A partition's remote tier: its COPY_SEGMENT_FINISHED segments (the ones that serve reads), their
+    bytes, the first offset they hold and the offset after the last (the inventory's remote columns)."""
     return {
-        "metadata_partition": rp.metadata_partition,
         "remote_segments": len(rp.copied),
         "remote_bytes": rp.remote_bytes,
         "remote_log_start_offset": rp.remote_log_start_offset,
@@ -278,7 +281,7 @@ def _partition_findings(
 
     tip = rp.topic_id_partition
     tp = f"{r.topic}-{r.partition}"
-    mp = _mp_name(rp.metadata_partition)
+    mp = mp_name(rp.metadata_partition)
     out: list[Finding] = []
     if rp.delete_state is not None:
         if r.topic_id is None:
@@ -337,9 +340,7 @@ def _partition_findings(
             and s.state in (SegmentState.COPY_SEGMENT_FINISHED, SegmentState.DELETE_SEGMENT_STARTED)
         ]
         if below:
-            states: dict[str, int] = {}
-            for s in below:
-                states[s.state.name] = states.get(s.state.name, 0) + 1
+            states = Counter(s.state.name for s in below)
             out.append(
                 catalog.make(
                     "REMOTE_SEGMENT_BELOW_LOG_START",
@@ -413,7 +414,8 @@ def _gap_finding(
             "gaps": [list(g) for g in gaps],
             "log_start_offset": log_start,
             "local_log_start_offset": local_start,
-            **_tier_json(rp),
+            "metadata_partition": rp.metadata_partition,
+            **tier_columns(rp),
         },
     )
 
@@ -503,7 +505,7 @@ def _not_here(
         logdir,
         logdir=logdir,
         count=len(names),
-        needed=", ".join(_mp_name(n) for n in needed) or "metadata partitions the topic ids do not name",
+        needed=", ".join(mp_name(n) for n in needed) or "metadata partitions the topic ids do not name",
         num_partitions=md.num_partitions,
         num_source=md.num_partitions_source,
         partitions=shown,

@@ -43,51 +43,12 @@ from typing import Any
 
 from logdoctor.checks.context import Depth, PartitionReport, ScanOptions
 from logdoctor.checks.findings import Finding
-from logdoctor.checks.retention_round import (
-    DEFAULT_RETENTION_MS,
-    LOG_START_OFFSET_BREACH,
-    REMOTE_RETENTION,
-    RETENTION_MS_BREACH,
-    RETENTION_SIZE_BREACH,
-    WAITS_FOR_UPLOAD,
-    PartitionRetention,
-    RetentionConfig,
-    RetentionReport,
-    SegmentVerdict,
-    partition_retention,
-    partition_verdicts,
-    retention_timestamp,
-    simulate,
-)
+from logdoctor.checks.retention_round import PartitionRetention, RetentionReport, partition_retention
 from logdoctor.checks.scanner import scan, topic_config_resolver
-from logdoctor.checks.topic_config import (
-    METADATA_TOPIC,
-    ConfigInputs,
-    TopicConfigResolver,
-    parse_topic_config,
-)
+from logdoctor.checks.topic_config import METADATA_TOPIC, ConfigInputs, TopicConfigResolver
 from logdoctor.logdir.remote_metadata import REMOTE_LOG_METADATA_TOPIC, RemoteLogMetadata
 
-__all__ = [
-    "DEFAULT_RETENTION_MS",
-    "LOG_START_OFFSET_BREACH",
-    "REMOTE_RETENTION",
-    "RETENTION_MS_BREACH",
-    "RETENTION_SIZE_BREACH",
-    "WAITS_FOR_UPLOAD",
-    "PartitionRetention",
-    "RetentionConfig",
-    "RetentionReport",
-    "SegmentVerdict",
-    "parse_topic_config",
-    "partition_retention",
-    "partition_verdicts",
-    "release_rule",
-    "retention",
-    "retention_timestamp",
-    "simulate",
-    "upload_state",
-]
+__all__ = ["release_rule", "retention", "upload_state"]
 
 
 def upload_state(metadata: RemoteLogMetadata | None, part: PartitionReport) -> tuple[int | None, str]:
@@ -146,12 +107,12 @@ def release_rule(image: Any, log_dirs: Iterable[str | os.PathLike[str]]) -> tupl
             f"broker {node}'s registration supports metadata.version up to {metadata_version_name(top)} "
             f"(level {top})"
         )
-        if top >= DELAYED_UPLOAD_LEVEL:
-            return f"{said}: Kafka 4.4 or later, with delayed upload (remote.copy.lag.*, KIP-1241)", True
-        return f"{said}: Kafka 4.3 or earlier, without delayed upload (remote.copy.lag.* ignored)", False
-    said = f"metadata.version {metadata_version_name(mv)} (level {mv})"
-    if mv >= DELAYED_UPLOAD_LEVEL:
+    else:
+        said = f"metadata.version {metadata_version_name(mv)} (level {mv})"
+    if (mv if top is None else top) >= DELAYED_UPLOAD_LEVEL:
         return f"{said}: Kafka 4.4 or later, with delayed upload (remote.copy.lag.*, KIP-1241)", True
+    if top is not None:
+        return f"{said}: Kafka 4.3 or earlier, without delayed upload (remote.copy.lag.* ignored)", False
     return (
         f"{said}, no registration of this broker: its release may be newer than that level; "
         "remote.copy.lag.* applied where set (only a 4.4 controller accepts them)",

@@ -1,6 +1,6 @@
 """RETENTION_DUE: the segments the broker's next retention check deletes, and the offsets they hold.
 
-The round is `logdoctor retention`'s own (:func:`logdoctor.checks.retention.partition_retention`, after
+The round is `logdoctor retention`'s own (:func:`logdoctor.checks.retention_round.partition_retention`, after
 K:UnifiedLog deleteOldSegments): below the log start offset (deleteLogStartOffsetBreachedSegments: a
 log-start-offset-checkpoint above a segment's end, as DeleteRecords or a hand edit leaves it), then
 retention.bytes, then retention.ms by the largest timestamp the broker reads. The broker runs it
@@ -24,8 +24,8 @@ from logdoctor.checks.findings import Finding
 from logdoctor.checks.retention_round import (
     LOG_START_OFFSET_BREACH,
     RETENTION_MS_BREACH,
+    broker_timestamp,
     partition_retention,
-    retention_timestamp,
 )
 from logdoctor.logdir.disk import human_bytes
 from logdoctor.logdir.names import METADATA_TOPIC
@@ -49,8 +49,7 @@ def retention_due(rep: PartitionReport, now_ms: int) -> Finding | None:
     start = rep.log_start_offset
     below_start = len(infos) > 1 and start is not None and infos[1].base_offset <= start
     ms, size = cfg.retention_ms.value, cfg.retention_bytes.value
-    ts = retention_timestamp(head.broker_largest_ts, head.true_largest_ts, head.mtime_ms, head.recovered)
-    by_time = cfg.delete and ms >= 0 and now_ms - ts > ms
+    by_time = cfg.delete and ms >= 0 and now_ms - broker_timestamp(head) > ms
     by_size = cfg.delete and 0 <= size <= sum(i.size for i in infos)
     if not (below_start or by_time or by_size):
         return None

@@ -32,13 +32,16 @@ __all__ = [
     "RetentionConfig",
     "RetentionReport",
     "SegmentVerdict",
+    "broker_timestamp",
     "future_timestamp_note",
     "moment_of",
     "partition_retention",
     "partition_verdicts",
     "retention_timestamp",
+    "root_cause_also",
     "round_arguments",
     "simulate",
+    "true_timestamp",
     "upload_holds",
 ]
 
@@ -484,13 +487,15 @@ def future_timestamp_note(ts: int, now_ms: int, uploaded: bool | None) -> str:
 # --- over log dirs ---------------------------------------------------------------------------------------
 
 
-def _broker_ts(info: SegmentInfo) -> int:
+def broker_timestamp(info: SegmentInfo) -> int:
+    """:func:`retention_timestamp` of a scanned segment."""
     return retention_timestamp(info.broker_largest_ts, info.true_largest_ts, info.mtime_ms, info.recovered)
 
 
-def _true_ts(info: SegmentInfo) -> int:
-    # no timestamp in the records (v0): the broker's own fallback is the truth we can know
-    return info.true_largest_ts if info.true_largest_ts is not None else _broker_ts(info)
+def true_timestamp(info: SegmentInfo) -> int:
+    """A segment's records' largest timestamp; without one (v0, or not read) the broker's own fallback is
+    the truth we can know (the time index's, else the .log mtime)."""
+    return info.true_largest_ts if info.true_largest_ts is not None else broker_timestamp(info)
 
 
 def partition_retention(
@@ -514,7 +519,14 @@ def partition_retention(
     lso = part.log_start_offset
     local = part.local_log_start_offset if part.local_log_start_offset is not None else lso
     hw = part.high_watermark
-    tier = {
+    fixed = {
+        "topic": part.topic,
+        "partition": part.partition,
+        "log_dir": part.log_dir,
+        "path": part.path,
+        "topic_config": topic_config,
+        "log_start_offset": lso,
+        "log_end_offset": leo,
         "local_log_start_offset": local,
         "tiered": tiered,
         "tiered_evidence": part.tiering_evidence,
@@ -525,42 +537,28 @@ def partition_retention(
     }
     if leo is None or lso is None or local is None or not infos:
         return PartitionRetention(
-            part.topic,
-            part.partition,
-            part.log_dir,
-            part.path,
-            topic_config,
-            lso,
-            leo,
-            hw,
-            "unknown",
-            lso,
-            False,
-            [],
+            high_watermark=hw,
+            high_watermark_source="unknown",
+            new_log_start_offset=lso,
+            rolls=False,
             new_local_log_start_offset=local,
-            **tier,
+            **fixed,
         ), []
-    segs = [(i.base_offset, i.size, _broker_ts(i)) for i in infos]
-    true_segs = [(i.base_offset, i.size, _true_ts(i)) for i in infos]
+    segs = [(i.base_offset, i.size, broker_timestamp(i)) for i in infos]
+    true_segs = [(i.base_offset, i.size, true_timestamp(i)) for i in infos]
     kw = round_arguments(lso, local, leo, hw, topic_config, tiered, highest_remote_offset, delayed_upload)
     kw["now_ms"] = now_ms
     waiting: dict[int, str] = {}
     reasons, new_start, rolls, hw, hw_source = partition_verdicts(segs, **kw, waiting=waiting)
     true_reasons, *_ = partition_verdicts(true_segs, **kw)
+    # local deletions never move a remote log's log start
     out = PartitionRetention(
-        part.topic,
-        part.partition,
-        part.log_dir,
-        part.path,
-        topic_config,
-        lso,
-        leo,
-        hw,
-        hw_source,
-        lso if tiered else new_start,  # local deletions never move a remote log's log start
-        rolls,
+        high_watermark=hw,
+        high_watermark_source=hw_source,
+        new_log_start_offset=lso if tiered else new_start,
+        rolls=rolls,
         new_local_log_start_offset=new_start,
-        **tier,
+        **fixed,
     )
     holds = upload_holds(
         segs,
@@ -709,7 +707,7 @@ def _risk_finding(
         logdir=part.log_dir,
         offset=info.base_offset,
         position=scanned.position if scanned is not None else None,
-        also=ROOT_CAUSE_ALSO.format(rejected=_rejected(root)) if root else "",
+        also=root_cause_also((root.get("root_cause") or {}).get("rejected_by") or []) if root else "",
         cause=cause[0].upper() + cause[1:],
         broker_ts=broker,
         broker_ts_iso=iso(broker),
@@ -734,6 +732,7 @@ def _risk_finding(
     return made if scanned is None else replace(made, fix=scanned.fix, fix_argv=scanned.fix_argv)
 
 
-def _rejected(root: dict[str, Any]) -> str:
-    rejected = (root.get("root_cause") or {}).get("rejected_by") or []
-    return f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
+def root_cause_also(rejected: list[str]) -> str:
+    """RETENTION_RISK's ``{also}`` for the INDEX_CORRUPT it carries, rejected by these Kafka versions."""
+    said = f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
+    return ROOT_CAUSE_ALSO.format(rejected=said)

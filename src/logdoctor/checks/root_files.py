@@ -11,7 +11,7 @@ import os
 from functools import partial
 
 from logdoctor.checks import catalog, live
-from logdoctor.checks.access import describe, missing_access
+from logdoctor.checks.access import describe, missing_access, permission_denied
 from logdoctor.checks.findings import Severity
 from logdoctor.checks.irregular import irregular_findings
 from logdoctor.checks.scan_report import LogDirReport
@@ -82,17 +82,8 @@ def _dir_access_and_lock(ld: LogDir, rep: LogDirReport) -> None:
         st = os.stat(path)
         lacking = missing_access(st, user, "rwx")
         if lacking:
-            add(
-                make(
-                    "PERMISSION_DENIED",
-                    path,
-                    need="readable, writable and searchable",
-                    user=user.name,
-                    why=describe(st),
-                    consequence="; the broker cannot use this log dir",
-                    mode_fix=lacking,
-                )
-            )
+            why, need = describe(st), "readable, writable and searchable"
+            add(permission_denied(path, path, user, lacking, why, "the broker cannot use this log dir", need))
     except OSError:
         pass
     holder = lock_holder(path)
@@ -108,7 +99,7 @@ _FOLDER_KINDS = (RootEntryKind.PARTITION, RootEntryKind.REMOTE_LOG_INDEX_CACHE)
 
 def _root_file_permissions(ld: LogDir, rep: LogDirReport) -> None:
     """Every root file the broker's user cannot read or write."""
-    make = partial(catalog.make, logdir=str(ld.path))
+    logdir = str(ld.path)
     add = rep.findings.append
     user = rep.broker_user
     for entry, p in ld.listing:
@@ -124,14 +115,8 @@ def _root_file_permissions(ld: LogDir, rep: LogDirReport) -> None:
         lacking = missing_access(st, user, "rw")
         if lacking:
             add(
-                make(
-                    "PERMISSION_DENIED",
-                    str(p),
-                    need=" and ".join({"r": "readable", "w": "writable"}[c] for c in lacking),
-                    user=user.name,
-                    why=describe(st),
-                    consequence="; the broker cannot read or update it",
-                    mode_fix=lacking,
+                permission_denied(
+                    str(p), logdir, user, lacking, describe(st), "the broker cannot read or update it"
                 )
             )
 
@@ -150,17 +135,7 @@ def _meta_properties(ld: LogDir, rep: LogDirReport) -> None:
         if ld.partitions or any(os.path.exists(os.path.join(path, n)) for n in OFFSET_CHECKPOINT_FILES):
             add(make("META_PROPERTIES_INVALID", meta_path, case="missing", severity=Severity.WARNING))
     elif isinstance(mp.error, OSError):
-        add(
-            make(
-                "PERMISSION_DENIED",
-                meta_path,
-                need="readable",
-                user=user.name,
-                why=str(mp.error),
-                consequence="; the broker cannot verify the dir",
-                mode_fix="r",
-            )
-        )
+        add(permission_denied(meta_path, path, user, "r", str(mp.error), "the broker cannot verify the dir"))
     elif mp.error is not None:
         e = mp.error
         add(make("META_PROPERTIES_INVALID", meta_path, position=getattr(e, "position", None), error=e))
@@ -195,41 +170,23 @@ def _offset_checkpoint_files(ld: LogDir, rep: LogDirReport) -> None:
         cpath = os.path.join(path, name)
         consequence, delete_effect = checkpoint_consequence(name)
         if isinstance(cp.error, OSError):
-            add(
-                make(
-                    "PERMISSION_DENIED",
-                    cpath,
-                    need="readable",
-                    user=user.name,
-                    why=str(cp.error),
-                    consequence=f"; {consequence}",
-                    mode_fix="r",
-                )
-            )
+            add(permission_denied(cpath, path, user, "r", str(cp.error), consequence))
             continue
+        # the file unparsable, else its first problem: a count line that disagrees, or a malformed entry
         if cp.error is not None:
-            add(
-                make(
-                    "CHECKPOINT_CORRUPT",
-                    cpath,
-                    position=getattr(cp.error, "position", None),
-                    problem=str(cp.error),
-                    consequence=consequence,
-                    logdir=path,
-                    delete_effect=delete_effect,
-                )
-            )
-            continue
-        for prob in cp.problems[:1]:
-            if prob.message.startswith("Expected ["):
+            problems = [(getattr(cp.error, "position", None), str(cp.error), False)]
+        else:
+            problems = [(p.position, p.message, p.message.startswith("Expected [")) for p in cp.problems[:1]]
+        for position, problem, count_line in problems:
+            if count_line:
                 add(
                     make(
                         "CHECKPOINT_MISMATCH",
                         cpath,
-                        position=prob.position,
+                        position=position,
                         case="count-line",
                         severity=Severity.ERROR,
-                        detail=prob.message,
+                        detail=problem,
                         consequence=consequence,
                         details={
                             "file": name,
@@ -243,8 +200,8 @@ def _offset_checkpoint_files(ld: LogDir, rep: LogDirReport) -> None:
                     make(
                         "CHECKPOINT_CORRUPT",
                         cpath,
-                        position=prob.position,
-                        problem=prob.message,
+                        position=position,
+                        problem=problem,
                         consequence=consequence,
                         logdir=path,
                         delete_effect=delete_effect,

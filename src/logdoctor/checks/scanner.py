@@ -51,12 +51,9 @@ from logdoctor.checks.topic_config import (
 from logdoctor.formats.folders import Listed, list_folders
 from logdoctor.logdir.model import CheckpointRead, LogDir, shared_log_dirs
 from logdoctor.logdir.names import (
-    CLEANER_OFFSET_CHECKPOINT,
     CONSUMER_OFFSETS_TOPIC,
-    LOG_START_OFFSET_CHECKPOINT,
     METADATA_TOPIC,
-    RECOVERY_POINT_CHECKPOINT,
-    REPLICATION_OFFSET_CHECKPOINT,
+    OFFSET_CHECKPOINT_FILES,
     TRANSACTION_STATE_TOPIC,
     DirKind,
     RootEntryKind,
@@ -320,18 +317,8 @@ def scan(
         user = options.broker_user or BrokerUser.owner_of(p)
         rep = LogDirReport(p, user)
         check_root(ld, rep)
-        rps, hws, lss, cls = (
-            ld.checkpoint(n)
-            for n in (
-                RECOVERY_POINT_CHECKPOINT,
-                REPLICATION_OFFSET_CHECKPOINT,
-                LOG_START_OFFSET_CHECKPOINT,
-                CLEANER_OFFSET_CHECKPOINT,
-            )
-        )
-
         # the broker uses an unreadable checkpoint's entries as empty (LogManager.loadLogs)
-        rp_of, hw_of, ls_of, cl_of = (_usable_offsets(cp) for cp in (rps, hws, lss, cls))
+        rp_of, ls_of, hw_of, cl_of = (_usable_offsets(ld.checkpoint(n)) for n in OFFSET_CHECKPOINT_FILES)
         clean = rep.clean_shutdown
         log_kind = DirKind.LOG.value  # the live folders (no enum lookup for each of 50,000)
         for dn, path, name in ld.partition_folders:  # no Partition made for each (50,000)

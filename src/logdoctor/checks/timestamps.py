@@ -18,7 +18,13 @@ from typing import Any
 from logdoctor.checks.access import missing_access
 from logdoctor.checks.context import SegmentInfo
 from logdoctor.checks.retention_risk import RISK_TOLERANCE_MS, RiskMoment, suspicious
-from logdoctor.checks.retention_round import ROOT_CAUSE_ALSO, moment_of, retention_timestamp, round_arguments
+from logdoctor.checks.retention_round import (
+    broker_timestamp,
+    moment_of,
+    root_cause_also,
+    round_arguments,
+    true_timestamp,
+)
 from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.checks.topic_config import TopicConfig, TopicConfigResolver
@@ -103,8 +109,6 @@ def root_cause_fields(
         return cause, "", {}, None
     problem, details, position = root
     rejected = details.get("rejected_by") or []
-    rej = f"rejected by Kafka {', '.join(rejected)}" if rejected else "that no Kafka sanity check rejects"
-    # keep in step with checks.retention._rejected (the `retention` command's copy of this finding)
     extra = {
         "root_cause": {
             "code": "INDEX_CORRUPT",
@@ -114,7 +118,7 @@ def root_cause_fields(
         },
         "consequences": ["time retention deletes the segment early", "time lookups read a wrong entry"],
     }
-    return f"Root cause: {problem}", ROOT_CAUSE_ALSO.format(rejected=rej), extra, position
+    return f"Root cause: {problem}", root_cause_also(rejected), extra, position
 
 
 def permission_fix(st: PartitionState, info: SegmentInfo, path: str) -> str:
@@ -161,18 +165,8 @@ def scan_risk_moment(st: PartitionState, seg: Segment, true_known: bool) -> Risk
 
     task = st.task
     infos = [st.infos[s.base_offset] for s in st.segments]
-    broker = [
-        (
-            i.base_offset,
-            i.size,
-            retention_timestamp(i.broker_largest_ts, i.true_largest_ts, i.mtime_ms, i.recovered),
-        )
-        for i in infos
-    ]
-    true = [
-        (b, size, i.true_largest_ts if i.true_largest_ts is not None else ts)
-        for (b, size, ts), i in zip(broker, infos, strict=True)
-    ]
+    broker = [(i.base_offset, i.size, broker_timestamp(i)) for i in infos]
+    true = [(i.base_offset, i.size, true_timestamp(i)) for i in infos]
     first = st.segments[0].base_offset
     cp = task.log_start_checkpoint
     tier = tiering(task.topic, task.topic_config, task.remote_evidence, cp, first)
@@ -188,6 +182,55 @@ def scan_risk_moment(st: PartitionState, seg: Segment, true_known: bool) -> Risk
     )
     k = next(n for n, s in enumerate(st.segments) if s is seg)
     return moment_of(broker, true if true_known else None, k, st.options.now_ms, kw)
+
+
+def report_risk(
+    st: PartitionState,
+    seg: Segment,
+    info: SegmentInfo,
+    cause: str,
+    moment: RiskMoment,
+    true: int | None,
+    sound: bool | None,
+) -> None:
+    """The RETENTION_RISK of ``seg`` (``true``: its records' largest timestamp, None: not read, as in
+    --quick; ``sound``: :func:`sound_but_unreadable`, None where not judged), carrying the INDEX_CORRUPT it
+    absorbs."""
+    cfg = topic_config(st)
+    path = seg.timeindex_file or seg.log_file
+    cause, also, root, position = root_cause_fields(str(path), cause, st)
+    broker = info.broker_largest_ts
+    st.make(
+        "RETENTION_RISK",
+        path,
+        case="permission-only" if sound else None,
+        severity=moment.severity,
+        position=position,
+        offset=seg.base_offset,
+        also=also,
+        cause=cause[0].upper() + cause[1:],
+        broker_ts=broker,
+        broker_ts_iso=iso(broker),
+        true_ts="unknown" if true is None else true,
+        true_ts_iso="not read in --quick; run the default scan" if true is None else iso(true),
+        retention_ms=cfg.retention_ms.value,
+        config=cfg.describe(),
+        when=moment.when(),
+        segment=seg.log_file,
+        permission=permission_fix(st, info, str(path)),
+        user=st.task.broker_user.name,
+        details={
+            "segment": seg.log_file,
+            "broker_largest_timestamp": broker,
+            "broker_timestamp_source": info.broker_ts_source,
+            "true_largest_timestamp": true,
+            "topic_config": cfg.to_json(),
+            "cause": cause,
+            **({} if sound is None else {"time_index_sound": sound}),
+            **moment.to_json(),
+            **root,
+        },
+    )
 
 
 def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, cause: str | None) -> None:
@@ -209,40 +252,7 @@ def check_retention_risk(st: PartitionState, seg: Segment, info: SegmentInfo, ca
                 if info.broker_ts_source == "timeindex"
                 else f"the .log mtime ({broker}) is older than the segment's records"
             )
-        sound = sound_but_unreadable(st, info, str(path))
-        cause, also, root, position = root_cause_fields(str(path), cause, st)
-        retention = cfg.retention_ms.value
-        st.make(
-            "RETENTION_RISK",
-            path,
-            case="permission-only" if sound else None,
-            severity=moment.severity,
-            position=position,
-            offset=seg.base_offset,
-            also=also,
-            cause=cause[0].upper() + cause[1:],
-            broker_ts=broker,
-            broker_ts_iso=iso(broker),
-            true_ts=true,
-            true_ts_iso=iso(true),
-            retention_ms=retention,
-            config=cfg.describe(),
-            when=moment.when(),
-            segment=seg.log_file,
-            permission=permission_fix(st, info, str(path)),
-            user=st.task.broker_user.name,
-            details={
-                "segment": seg.log_file,
-                "broker_largest_timestamp": broker,
-                "broker_timestamp_source": info.broker_ts_source,
-                "true_largest_timestamp": true,
-                "topic_config": cfg.to_json(),
-                "cause": cause,
-                "time_index_sound": sound,
-                **moment.to_json(),
-                **root,
-            },
-        )
+        report_risk(st, seg, info, cause, moment, true, sound_but_unreadable(st, info, str(path)))
     elif now > 0 and broker > now + RISK_TOLERANCE_MS and (true is None or true > now + RISK_TOLERANCE_MS):
         # a producer's clock a moment ahead of the broker's is noise on a live broker, as RETENTION_RISK's
         # tolerance is the other way: only a minute and more keeps the segment from time retention

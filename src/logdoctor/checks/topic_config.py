@@ -47,9 +47,8 @@ so retention never applies to it here.
 
 from __future__ import annotations
 
-import dataclasses
 import os
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -111,13 +110,6 @@ MAX_MESSAGE_BYTES = "max.message.bytes"
 MESSAGE_MAX_BYTES = "message.max.bytes"
 DEFAULT_DELETE_RETENTION_MS = 86_400_000
 DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
-_CLEANER_SYNONYMS = {
-    MIN_CLEANABLE_DIRTY_RATIO: LOG_CLEANER_MIN_CLEANABLE_RATIO,
-    MIN_COMPACTION_LAG_MS: LOG_CLEANER_MIN_COMPACTION_LAG_MS,
-    MAX_COMPACTION_LAG_MS: LOG_CLEANER_MAX_COMPACTION_LAG_MS,
-    DELETE_RETENTION_MS: LOG_CLEANER_DELETE_RETENTION_MS,
-    MAX_MESSAGE_BYTES: MESSAGE_MAX_BYTES,
-}
 _DOUBLE_KEYS = (MIN_CLEANABLE_DIRTY_RATIO, LOG_CLEANER_MIN_CLEANABLE_RATIO)
 #: the longest transaction timeout a producer may ask for; ProducerStateManager's late-transaction rule
 #: uses it (K:transaction-coordinator/.../TransactionStateManagerConfig.java, default 900000)
@@ -154,6 +146,21 @@ TOPIC_KEYS = (
 _BOOLEAN_KEYS = (REMOTE_LOG_STORAGE_SYSTEM_ENABLE, REMOTE_STORAGE_ENABLE)
 _RETENTION_TIME_SYNONYMS = (LOG_RETENTION_MS, LOG_RETENTION_MINUTES, LOG_RETENTION_HOURS)
 _POLICIES = ("compact", "delete")
+#: a topic key's broker synonym and Kafka's default for it (None: a remote.copy.lag.* set nowhere);
+#: retention.ms's broker value is KafkaConfig.logRetentionTimeMillis (:meth:`broker_retention_ms`)
+_BROKER_SYNONYMS: dict[str, tuple[str, Any]] = {
+    RETENTION_BYTES: (LOG_RETENTION_BYTES, -1),
+    CLEANUP_POLICY: (LOG_CLEANUP_POLICY, ("delete",)),
+    LOCAL_RETENTION_MS: (LOG_LOCAL_RETENTION_MS, LOCAL_RETENTION_AS_RETENTION),
+    LOCAL_RETENTION_BYTES: (LOG_LOCAL_RETENTION_BYTES, LOCAL_RETENTION_AS_RETENTION),
+    REMOTE_COPY_LAG_MS: (LOG_REMOTE_COPY_LAG_MS, None),
+    REMOTE_COPY_LAG_BYTES: (LOG_REMOTE_COPY_LAG_BYTES, None),
+    MIN_CLEANABLE_DIRTY_RATIO: (LOG_CLEANER_MIN_CLEANABLE_RATIO, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO),
+    MIN_COMPACTION_LAG_MS: (LOG_CLEANER_MIN_COMPACTION_LAG_MS, 0),
+    MAX_COMPACTION_LAG_MS: (LOG_CLEANER_MAX_COMPACTION_LAG_MS, DEFAULT_MAX_COMPACTION_LAG_MS),
+    DELETE_RETENTION_MS: (LOG_CLEANER_DELETE_RETENTION_MS, DEFAULT_DELETE_RETENTION_MS),
+    MAX_MESSAGE_BYTES: (MESSAGE_MAX_BYTES, DEFAULT_MESSAGE_MAX_BYTES),
+}
 
 #: topic configs the broker sets when it creates these internal topics (see the module docstring)
 INTERNAL_TOPIC_CONFIGS: dict[str, tuple[dict[str, str], str]] = {
@@ -252,62 +259,46 @@ class TopicConfig:
         def setting(name: str) -> Setting:
             d = data[name]
             v = d["value"]
-            return Setting(
-                tuple(v) if isinstance(v, list | tuple) else int(v), str(d["key"]), str(d["source"])
-            )
+            if isinstance(v, list | tuple):
+                v = tuple(v)
+            elif not isinstance(v, bool):
+                v = float(v) if name in _DOUBLE_KEYS else int(v)
+            return Setting(v, str(d["key"]), str(d["source"]))
 
-        def optional(name: str) -> Setting | None:
-            d = data.get(name)
-            if not d:
-                return None
-            v = d["value"]
-            value = v if isinstance(v, bool) else float(v) if name in _DOUBLE_KEYS else int(v)
-            return Setting(value, str(d["key"]), str(d["source"]))
-
-        out = cls(topic, setting(RETENTION_MS), setting(RETENTION_BYTES), setting(CLEANUP_POLICY))
-        extra = {
-            "remote_storage_enable": optional(REMOTE_STORAGE_ENABLE),
-            "local_retention_ms": optional(LOCAL_RETENTION_MS),
-            "local_retention_bytes": optional(LOCAL_RETENTION_BYTES),
-            "remote_storage_system_enable": optional(REMOTE_LOG_STORAGE_SYSTEM_ENABLE),
-            "min_cleanable_dirty_ratio": optional(MIN_CLEANABLE_DIRTY_RATIO),
-            "min_compaction_lag_ms": optional(MIN_COMPACTION_LAG_MS),
-            "max_compaction_lag_ms": optional(MAX_COMPACTION_LAG_MS),
-            "delete_retention_ms": optional(DELETE_RETENTION_MS),
-            "max_message_bytes": optional(MAX_MESSAGE_BYTES),
-            "broker_message_max_bytes": optional(MESSAGE_MAX_BYTES),
-            "remote_copy_lag_ms": optional(REMOTE_COPY_LAG_MS),
-            "remote_copy_lag_bytes": optional(REMOTE_COPY_LAG_BYTES),
-        }
-        return dataclasses.replace(out, **{k: v for k, v in extra.items() if v is not None})
+        # retention.ms, .bytes and cleanup.policy are always there; the others where set
+        names = [(a, n) for i, (a, n) in enumerate(_JSON_NAMES.items()) if i < 3 or data.get(n)]
+        return cls(topic, **{attr: setting(name) for attr, name in names})
 
     def to_json(self) -> dict[str, Any]:
-        settings: list[tuple[str, Setting | None]] = [
-            (RETENTION_MS, self.retention_ms),
-            (RETENTION_BYTES, self.retention_bytes),
-            (CLEANUP_POLICY, self.cleanup_policy),
-            (REMOTE_STORAGE_ENABLE, self.remote_storage_enable),
-            (LOCAL_RETENTION_MS, self.local_retention_ms),
-            (LOCAL_RETENTION_BYTES, self.local_retention_bytes),
-            (REMOTE_LOG_STORAGE_SYSTEM_ENABLE, self.remote_storage_system_enable),
-            (MIN_CLEANABLE_DIRTY_RATIO, self.min_cleanable_dirty_ratio),
-            (MIN_COMPACTION_LAG_MS, self.min_compaction_lag_ms),
-            (MAX_COMPACTION_LAG_MS, self.max_compaction_lag_ms),
-            (DELETE_RETENTION_MS, self.delete_retention_ms),
-            (MAX_MESSAGE_BYTES, self.max_message_bytes),
-            (MESSAGE_MAX_BYTES, self.broker_message_max_bytes),
-            (REMOTE_COPY_LAG_MS, self.remote_copy_lag_ms),
-            (REMOTE_COPY_LAG_BYTES, self.remote_copy_lag_bytes),
-        ]
         return {
             name: {
                 "value": list(s.value) if isinstance(s.value, tuple) else s.value,
                 "key": s.key,
                 "source": s.source,
             }
-            for name, s in settings
-            if s is not None
+            for attr, name in _JSON_NAMES.items()
+            if (s := getattr(self, attr)) is not None
         }
+
+
+#: each setting of :class:`TopicConfig` and the config key that names it in its JSON, in field order
+_JSON_NAMES = {
+    "retention_ms": RETENTION_MS,
+    "retention_bytes": RETENTION_BYTES,
+    "cleanup_policy": CLEANUP_POLICY,
+    "remote_storage_enable": REMOTE_STORAGE_ENABLE,
+    "local_retention_ms": LOCAL_RETENTION_MS,
+    "local_retention_bytes": LOCAL_RETENTION_BYTES,
+    "remote_storage_system_enable": REMOTE_LOG_STORAGE_SYSTEM_ENABLE,
+    "min_cleanable_dirty_ratio": MIN_CLEANABLE_DIRTY_RATIO,
+    "min_compaction_lag_ms": MIN_COMPACTION_LAG_MS,
+    "max_compaction_lag_ms": MAX_COMPACTION_LAG_MS,
+    "delete_retention_ms": DELETE_RETENTION_MS,
+    "max_message_bytes": MAX_MESSAGE_BYTES,
+    "broker_message_max_bytes": MESSAGE_MAX_BYTES,
+    "remote_copy_lag_ms": REMOTE_COPY_LAG_MS,
+    "remote_copy_lag_bytes": REMOTE_COPY_LAG_BYTES,
+}
 
 
 # --- value parsing (ConfigDef LONG / INT / LIST) ---------------------------------------------------------
@@ -351,15 +342,15 @@ def _parse_bool(key: str, value: str) -> bool:
     return text == "true"
 
 
-def _check(key: str, value: str) -> None:
+def _parse(key: str, value: str) -> Any:
+    """A config value by its key's ConfigDef type (LIST, BOOLEAN, DOUBLE, else LONG); ValueError."""
     if key in (CLEANUP_POLICY, LOG_CLEANUP_POLICY):
-        _parse_policy(key, value)
-    elif key in _BOOLEAN_KEYS:
-        _parse_bool(key, value)
-    elif key in _DOUBLE_KEYS:
-        _parse_double(key, value)
-    else:
-        _parse_long(key, value)
+        return _parse_policy(key, value)
+    if key in _BOOLEAN_KEYS:
+        return _parse_bool(key, value)
+    if key in _DOUBLE_KEYS:
+        return _parse_double(key, value)
+    return _parse_long(key, value)
 
 
 # --- inputs ----------------------------------------------------------------------------------------------
@@ -399,23 +390,8 @@ def parse_topic_config(items: Iterable[str]) -> dict[str, dict[str, str]]:
             raise ValueError(
                 f"--topic-config {item!r}: unsupported topic config {key!r} ({', '.join(TOPIC_KEYS)})"
             )
-        _check(key, value)
+        _parse(key, value)
         out.setdefault(topic, {})[key] = value.strip()
-    return out
-
-
-def read_server_properties(path: str | os.PathLike[str]) -> dict[str, str]:
-    """The retention keys of a broker's server.properties (Java Properties syntax); OSError/ValueError."""
-    from logdoctor.formats.properties import parse_properties
-
-    with open(path, "rb") as fh:
-        props = parse_properties(fh.read(), source=os.fspath(path))
-    out: dict[str, str] = {}
-    for key in BROKER_KEYS:
-        value = props.get(key)
-        if value is not None:
-            _check(key, value)
-            out[key] = value
     return out
 
 
@@ -435,47 +411,45 @@ RLMM_RETENTION_MS = "remote.log.metadata.topic.retention.ms"
 DEFAULT_RLMM_RETENTION_MS = -1
 
 
-def _rlmm_prop(props: Mapping[str, str], name: str) -> tuple[str, str] | None:
-    """(value, full key) of an RLMM config in a broker's properties, under the configured prefix. A bare
-    key does not reach the RLMM unless the prefix is set empty, so it is not read."""
+def _rlmm_long(
+    props: Mapping[str, str], name: str, ok: Callable[[int], bool], bad: str, wrong: str
+) -> tuple[int, str] | None:
+    """(value, full key) of an RLMM config in a broker's properties, under the configured prefix (None: not
+    set there); ValueError ``bad`` for a value that is not a long, ``wrong`` for one the RLMM refuses (not
+    ``ok``). A bare key does not reach the RLMM unless the prefix is set empty, so it is not read."""
     prefix = props.get(RLMM_CONFIG_PREFIX_PROP, DEFAULT_RLMM_CONFIG_PREFIX).strip()
     key = prefix + name
     value = props.get(key)
-    return None if value is None else (value, key)
+    if value is None:
+        return None
+    try:
+        n = int(value.strip())
+    except ValueError:
+        raise ValueError(f"{key}={value!r}{bad}") from None
+    if not ok(n):
+        raise ValueError(f"{key}={value!r}{wrong}")
+    return n, key
 
 
 def remote_log_metadata_partitions(props: Mapping[str, str]) -> tuple[int, str] | None:
     """The ``__remote_log_metadata`` partition count a broker's properties give its RLMM and the key it
     is under (None: not set there, Kafka's default 50 applies); ValueError for a value that is not a
     positive int."""
-    got = _rlmm_prop(props, RLMM_NUM_PARTITIONS)
-    if got is None:
-        return None
-    value, key = got
-    try:
-        n = int(value.strip())
-    except ValueError:
-        n = 0
-    if n <= 0:
-        raise ValueError(f"{key}={value!r} is not a positive number of partitions")
-    return n, key
+    positive = " is not a positive number of partitions"
+    return _rlmm_long(props, RLMM_NUM_PARTITIONS, lambda n: n > 0, positive, positive)
 
 
 def remote_log_metadata_retention_ms(props: Mapping[str, str]) -> tuple[int, str] | None:
     """The retention.ms a broker's RLMM creates ``__remote_log_metadata`` with and the key it is under
     (None: not set there, Kafka's default -1, unlimited, applies); ValueError for what the RLMM refuses
     (not a long, or neither -1 nor positive: TopicBasedRemoteLogMetadataManagerConfig's constructor)."""
-    got = _rlmm_prop(props, RLMM_RETENTION_MS)
-    if got is None:
-        return None
-    value, key = got
-    try:
-        ms = int(value.strip())
-    except ValueError:
-        raise ValueError(f"{key}={value!r} is not a number of milliseconds") from None
-    if ms != -1 and ms <= 0:
-        raise ValueError(f"{key}={value!r}: the metadata topic's retention is -1 (unlimited) or positive")
-    return ms, key
+    return _rlmm_long(
+        props,
+        RLMM_RETENTION_MS,
+        lambda ms: ms == -1 or ms > 0,
+        " is not a number of milliseconds",
+        ": the metadata topic's retention is -1 (unlimited) or positive",
+    )
 
 
 def config_inputs(
@@ -491,13 +465,17 @@ def config_inputs(
         broker[LOG_RETENTION_MS] = str(retention_ms)
     if retention_bytes is not None:
         broker[LOG_RETENTION_BYTES] = str(retention_bytes)
-    props = read_server_properties(server_properties) if server_properties is not None else {}
+    props: dict[str, str] = {}
     rlmm = rlmm_retention = None
     if server_properties is not None:
         from logdoctor.formats.properties import parse_properties
 
+        # a broker's server.properties (Java Properties syntax): its retention keys, then its RLMM's
         with open(server_properties, "rb") as fh:
             all_props = parse_properties(fh.read(), source=os.fspath(server_properties))
+        props = {key: v for key in BROKER_KEYS if (v := all_props.get(key)) is not None}
+        for key, value in props.items():
+            _parse(key, value)
         rlmm = remote_log_metadata_partitions(all_props)
         rlmm_retention = remote_log_metadata_retention_ms(all_props)
     return ConfigInputs(
@@ -737,13 +715,13 @@ class TopicConfigResolver:
 
     def remote_storage_system_enable(self) -> Setting:
         """The broker's remote.log.storage.system.enable (static: server.properties; default false)."""
-        return self._broker_setting(REMOTE_LOG_STORAGE_SYSTEM_ENABLE, False, _parse_bool)
+        return self._broker_setting(REMOTE_LOG_STORAGE_SYSTEM_ENABLE, False)
 
-    def _broker_setting(self, key: str, default: Any, parse: Any) -> Setting:
+    def _broker_setting(self, key: str, default: Any) -> Setting:
         if key in self._broker:
             value, source = self._broker[key]
             try:
-                return Setting(parse(key, value), key, source)
+                return Setting(_parse(key, value), key, source)
             except ValueError:
                 pass
         return Setting(default, key, KAFKA_DEFAULT)
@@ -758,37 +736,14 @@ class TopicConfigResolver:
             out = TopicConfig(topic, none, none, Setting((), CLEANUP_POLICY, METADATA_RETENTION_SOURCE))
             self._cache[topic] = out
             return out
-        ms = self.broker_retention_ms()
-        size = self._broker_setting(LOG_RETENTION_BYTES, -1, _parse_long)
-        policy = self._broker_setting(LOG_CLEANUP_POLICY, ("delete",), _parse_policy)
-        local_ms = self._broker_setting(LOG_LOCAL_RETENTION_MS, LOCAL_RETENTION_AS_RETENTION, _parse_long)
-        local_bytes = self._broker_setting(
-            LOG_LOCAL_RETENTION_BYTES, LOCAL_RETENTION_AS_RETENTION, _parse_long
-        )
-        remote = Setting(False, REMOTE_STORAGE_ENABLE, KAFKA_DEFAULT)
-        copy_lag: dict[str, Setting | None] = {}
-        for key, broker_key in (
-            (REMOTE_COPY_LAG_MS, LOG_REMOTE_COPY_LAG_MS),
-            (REMOTE_COPY_LAG_BYTES, LOG_REMOTE_COPY_LAG_BYTES),
-        ):
-            lag = self._broker_setting(broker_key, None, _parse_long)
-            copy_lag[key] = None if lag.value is None else lag
-        cleaner = {
-            MIN_CLEANABLE_DIRTY_RATIO: self._broker_setting(
-                LOG_CLEANER_MIN_CLEANABLE_RATIO, DEFAULT_MIN_CLEANABLE_DIRTY_RATIO, _parse_double
-            ),
-            MIN_COMPACTION_LAG_MS: self._broker_setting(LOG_CLEANER_MIN_COMPACTION_LAG_MS, 0, _parse_long),
-            MAX_COMPACTION_LAG_MS: self._broker_setting(
-                LOG_CLEANER_MAX_COMPACTION_LAG_MS, DEFAULT_MAX_COMPACTION_LAG_MS, _parse_long
-            ),
-            DELETE_RETENTION_MS: self._broker_setting(
-                LOG_CLEANER_DELETE_RETENTION_MS, DEFAULT_DELETE_RETENTION_MS, _parse_long
-            ),
-            MAX_MESSAGE_BYTES: self._broker_setting(
-                MESSAGE_MAX_BYTES, DEFAULT_MESSAGE_MAX_BYTES, _parse_long
-            ),
+        # the broker's values (its synonyms, else Kafka's defaults), then the topic's layers over them
+        got: dict[str, Setting] = {
+            key: self._broker_setting(*synonym) for key, synonym in _BROKER_SYNONYMS.items()
         }
-        broker_max = cleaner[MAX_MESSAGE_BYTES]
+        got[RETENTION_MS] = self.broker_retention_ms()
+        got[REMOTE_STORAGE_ENABLE] = Setting(False, REMOTE_STORAGE_ENABLE, KAFKA_DEFAULT)
+        got[MESSAGE_MAX_BYTES] = got[MAX_MESSAGE_BYTES]
+        got[REMOTE_LOG_STORAGE_SYSTEM_ENABLE] = self.remote_storage_system_enable()
         layers: list[tuple[Mapping[str, str], Any]] = []
         internal = INTERNAL_TOPIC_CONFIGS.get(topic)
         if internal is not None:
@@ -814,48 +769,26 @@ class TopicConfigResolver:
             layers.append((self.inputs.topic_overrides[topic], lambda _k: "--topic-config"))
         for values, source_of in layers:
             for key, value in values.items():
+                if key not in _BROKER_SYNONYMS and key not in (RETENTION_MS, REMOTE_STORAGE_ENABLE):
+                    continue
                 try:
-                    if key == RETENTION_MS:
-                        n = _parse_long(key, value)
-                        ms = Setting(-1 if n < 0 else n, key, source_of(key))
-                    elif key == RETENTION_BYTES:
-                        n = _parse_long(key, value)
-                        size = Setting(-1 if n < 0 else n, key, source_of(key))
-                    elif key == CLEANUP_POLICY:
-                        policy = Setting(_parse_policy(key, value), key, source_of(key))
-                    elif key == REMOTE_STORAGE_ENABLE:
-                        remote = Setting(_parse_bool(key, value), key, source_of(key))
-                    elif key == LOCAL_RETENTION_MS:
-                        local_ms = Setting(_parse_long(key, value), key, source_of(key))
-                    elif key == LOCAL_RETENTION_BYTES:
-                        local_bytes = Setting(_parse_long(key, value), key, source_of(key))
-                    elif key in copy_lag:
-                        copy_lag[key] = Setting(_parse_long(key, value), key, source_of(key))
-                    elif key in _CLEANER_SYNONYMS:
-                        parse = _parse_double if key in _DOUBLE_KEYS else _parse_long
-                        cleaner[key] = Setting(parse(key, value), key, source_of(key))
+                    n = _parse(key, value)
                 except ValueError:
                     continue
+                # a negative retention.ms/.bytes is no limit (-1)
+                got[key] = Setting(
+                    max(n, -1) if key in (RETENTION_MS, RETENTION_BYTES) else n, key, source_of(key)
+                )
+        ms = got[RETENTION_MS]
         rlmm_ms = self.inputs.remote_log_metadata_retention_ms
         if topic == REMOTE_LOG_METADATA and rlmm_ms is not None and "--server-properties" in ms.source:
-            ms = Setting(ms.value, rlmm_ms[1], ms.source)  # named by the key the RLMM read
+            # named by the key the RLMM read
+            got[RETENTION_MS] = ms = Setting(ms.value, rlmm_ms[1], ms.source)
+        got[LOCAL_RETENTION_MS] = _local(got[LOCAL_RETENTION_MS], ms)
+        got[LOCAL_RETENTION_BYTES] = _local(got[LOCAL_RETENTION_BYTES], got[RETENTION_BYTES])
         out = TopicConfig(
             topic,
-            ms,
-            size,
-            policy,
-            remote,
-            _local(local_ms, ms),
-            _local(local_bytes, size),
-            self.remote_storage_system_enable(),
-            cleaner[MIN_CLEANABLE_DIRTY_RATIO],
-            cleaner[MIN_COMPACTION_LAG_MS],
-            cleaner[MAX_COMPACTION_LAG_MS],
-            cleaner[DELETE_RETENTION_MS],
-            cleaner[MAX_MESSAGE_BYTES],
-            broker_max,
-            copy_lag[REMOTE_COPY_LAG_MS],
-            copy_lag[REMOTE_COPY_LAG_BYTES],
+            **{attr: None if got[key].value is None else got[key] for attr, key in _JSON_NAMES.items()},
         )
         self._cache[topic] = out
         return out

@@ -35,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from logdoctor.checks import catalog
+from logdoctor.checks.catalog.transactions import ABORT_COMMAND
 from logdoctor.checks.consumer_groups import replicas_by_partition
 from logdoctor.checks.context import PartitionReport
 from logdoctor.checks.findings import Finding, Severity
@@ -55,6 +56,7 @@ __all__ = [
     "txn_from_json",
     "txn_to_json",
 ]
+
 
 def coordinator_state(parts: list[PartitionReport]) -> dict[str, CoordinatorTxn]:
     """transactional id -> its last state in the given ``__transaction_state`` replicas (one each)."""
@@ -166,9 +168,8 @@ def _open_in_log(p: Judged, pid: int, epoch: int, first: int, known: Coordinator
             "first_offset": first,
             "transactional_id": known.transactional_id if known is not None else None,
             "coordinator_state": known.state if known is not None else None,
-            "command_for_running_cluster": (
-                f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {p.topic} "
-                f"--partition {p.partition} --start-offset {first}"
+            "command_for_running_cluster": ABORT_COMMAND.format(
+                topic=p.topic, partition=p.partition, first_offset=first
             ),
         },
     )

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from logdoctor.checks.catalog.transactions import ABORT_COMMAND
 from logdoctor.checks.state.partition import PartitionState
 from logdoctor.checks.state.time_words import duration, iso
 from logdoctor.errors import FormatError
@@ -186,9 +187,8 @@ def check_hanging(st: PartitionState) -> None:
                 "newest_timestamp": newest,
                 "transaction_max_timeout_ms": timeout,
                 "timeout_source": source,
-                "command_for_running_cluster": (
-                    f"kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {st.task.topic} "
-                    f"--partition {st.task.partition} --start-offset {t.first_offset}"
+                "command_for_running_cluster": ABORT_COMMAND.format(
+                    topic=st.task.topic, partition=st.task.partition, first_offset=t.first_offset
                 ),
             },
         )

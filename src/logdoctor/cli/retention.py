@@ -10,7 +10,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from logdoctor.checks.retention import REMOTE_RETENTION, WAITS_FOR_UPLOAD, RetentionReport, retention
+from logdoctor.checks.retention import retention
+from logdoctor.checks.retention_round import REMOTE_RETENTION, WAITS_FOR_UPLOAD, RetentionReport
 from logdoctor.checks.scanner import ScanUsageError
 from logdoctor.checks.state.time_words import iso
 from logdoctor.cli.app import app

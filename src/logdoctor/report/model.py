@@ -369,7 +369,7 @@ def finding_segment(f: FindingView) -> int | None:
 
 def flag_segments(part: PartitionView, findings: list[FindingView], now_ms: int) -> None:
     """Set each segment's flags from the partition's findings, and FLAG_EXPIRED on the segments the next
-    retention round deletes, judged by :func:`logdoctor.checks.retention.partition_verdicts` with the
+    retention round deletes, judged by :func:`logdoctor.checks.retention_round.partition_verdicts` with the
     partition's topic config: the same verdicts `logdoctor retention` prints."""
     if part.segments is None:
         return

@@ -1,9 +1,5 @@
 """Catalog entries of the broker's state as the log dir is read: how it shut down, whether it runs
 (its lock held) and whether a partition changed during the read.
-
-Invariants: a code here is defined in no other module of the catalog and never changes meaning
-once released (a new condition gets a new code); templates are ``str.format`` strings over the fields
-the checks pass to :func:`logdoctor.checks.catalog.make`; fix texts name only real commands and options.
 """
 
 from __future__ import annotations

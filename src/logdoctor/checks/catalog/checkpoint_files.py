@@ -1,10 +1,6 @@
 """Catalog entries of the small files Kafka checkpoints beside the logs: the log dir's offset
 checkpoints and meta.properties, a partition's partition.metadata (topic id) and
 leader-epoch-checkpoint.
-
-Invariants: a code here is defined in no other module of the catalog and never changes meaning
-once released (a new condition gets a new code); templates are ``str.format`` strings over the fields
-the checks pass to :func:`logdoctor.checks.catalog.make`; fix texts name only real commands and options.
 """
 
 from __future__ import annotations

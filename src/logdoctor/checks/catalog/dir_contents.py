@@ -1,9 +1,5 @@
 """Catalog entries of what lies in a log dir: files without their segment, folders whose names
 are no partition, files of unknown kinds, links and other irregular files, unreadable ones.
-
-Invariants: a code here is defined in no other module of the catalog and never changes meaning
-once released (a new condition gets a new code); templates are ``str.format`` strings over the fields
-the checks pass to :func:`logdoctor.checks.catalog.make`; fix texts name only real commands and options.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
 """Catalog entries of KRaft log dirs: directory identity (KIP-858) and the controller's directory
 assignments of replicas.
-
-Invariants: a code here is defined in no other module of the catalog and never changes meaning
-once released (a new condition gets a new code); templates are ``str.format`` strings over the fields
-the checks pass to :func:`logdoctor.checks.catalog.make`; fix texts name only real commands and options.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
 """Catalog entries that only several brokers' log dirs show: replicas that diverged (a scan of
 several brokers' dirs) and the census's ``fleet`` scope (lag, disk room, recreated topics,
 clusters, unreadable inventories).
-
-Invariants: a code here is defined in no other module of the catalog and never changes meaning
-once released (a new condition gets a new code); templates are ``str.format`` strings over the fields
-the checks pass to :func:`logdoctor.checks.catalog.make`; fix texts name only real commands and options.
 """
 
 from __future__ import annotations

@@ -1,14 +1,16 @@
 """Catalog entries of producer state and transactions: producer snapshots, hanging
 transactions and the __transaction_state log.
-
-Invariants: a code here is defined in no other module of the catalog and never changes meaning
-once released (a new condition gets a new code); templates are ``str.format`` strings over the fields
-the checks pass to :func:`logdoctor.checks.catalog.make`; fix texts name only real commands and options.
 """
 
 from __future__ import annotations
 
 from logdoctor.checks.catalog.entry import _E, _W, Case, Entry
+
+#: the abort of a hanging transaction on a running cluster (KIP-664, tools/.../TransactionsCommand.java)
+ABORT_COMMAND = (
+    "kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {topic} --partition {partition} "
+    "--start-offset {first_offset}"
+)
 
 ENTRIES: tuple[Entry, ...] = (
     Entry(
@@ -41,9 +43,8 @@ ENTRIES: tuple[Entry, ...] = (
         "late-transaction buffer): the last stable offset is {last_stable_offset}, so {records_above} "
         "records ({offsets_above} offsets) up to the log end offset {log_end_offset} are invisible to "
         "read_committed consumers",
-        "A command for the running cluster (not for this host's files): "
-        "`kafka-transactions.sh --bootstrap-server HOST:PORT abort --topic {topic} --partition {partition} "
-        "--start-offset {first_offset}` (KIP-664; `kafka-transactions.sh --bootstrap-server HOST:PORT "
+        f"A command for the running cluster (not for this host's files): `{ABORT_COMMAND}` (KIP-664; "
+        "`kafka-transactions.sh --bootstrap-server HOST:PORT "
         "find-hanging --broker-id ID` lists them). The abort writes the ABORT marker; read_committed "
         "consumers then move on.",
         "K:storage/.../log/ProducerStateManager.java (loadFromSnapshot, hasLateTransaction, "

@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from logdoctor.checks import live
-from logdoctor.checks.access import describe, missing_access
+from logdoctor.checks.access import describe, missing_access, permission_denied
 from logdoctor.checks.state.fast_lane import in_walk_threads
 from logdoctor.checks.state.file_records import _take_early, walk_file, walk_files
 from logdoctor.logdir import page_cache, read_rate
@@ -106,22 +106,13 @@ class PartitionState:
         return False
 
     def denied(self, path: str, lacking: str, what: str, why: str) -> None:
+        """PERMISSION_DENIED once per path; a path the broker's user cannot read is read no more."""
+        if "r" in lacking:
+            self.unreadable.add(path)
         if path in self._reported_denied:
             return
         self._reported_denied.add(path)
-        if "r" in lacking:
-            self.unreadable.add(path)
-        words = {"r": "readable", "w": "writable", "x": "searchable"}
-        need = " and ".join(words[c] for c in lacking)
-        self.make(
-            "PERMISSION_DENIED",
-            path,
-            need=need,
-            user=self.task.broker_user.name,
-            why=why,
-            consequence=f"; {what}",
-            mode_fix=lacking,
-        )
+        self.add(permission_denied(path, self.task.log_dir, self.task.broker_user, lacking, why, what))
 
     # reads ---------------------------------------------------------------------------------------
     def read_small(self, path: str, what: str) -> bytes | None:
@@ -133,7 +124,6 @@ class PartitionState:
             return None  # replaced since the listing, which reports what is not a regular file
         except PermissionError as e:
             self.denied(path, "r", what, f"open failed: {e.strerror}")
-            self.unreadable.add(path)
             return None
         except OSError as e:
             if e.errno == errno.ENOENT:
@@ -141,7 +131,6 @@ class PartitionState:
                     raise  # removed by the broker since the listing: read again (checks.live)
                 return None
             self.denied(path, "r", what, f"read failed: {e.strerror}")
-            self.unreadable.add(path)
             return None
         self.rep.bytes_read += len(data)
         return data
@@ -160,7 +149,6 @@ class PartitionState:
             return None
         except PermissionError as e:
             self.denied(path, "r", what, f"open failed: {e.strerror}")
-            self.unreadable.add(path)
             return None
         except FileNotFoundError:
             if self.task.live:
@@ -249,7 +237,6 @@ class PartitionState:
         if isinstance(outcome, OSError):
             how = "open" if isinstance(outcome, PermissionError) else "read"
             self.denied(path, "r", "the broker cannot load this segment", f"{how} failed: {outcome.strerror}")
-            self.unreadable.add(path)
             return None
         res, base = outcome, seg.base_offset
         self.rep.bytes_read += res.size
