@@ -13,6 +13,7 @@ the step's bytes are) and their hash.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,13 +57,7 @@ class Change:
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "size_before": self.size_before,
-            "size_after": self.size_after,
-            "diff": self.diff,
-            "note": self.note,
-        }
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Change:
