@@ -23,7 +23,7 @@ from logdoctor.logdir.recognize import require_log_dir
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
 from logdoctor.repair.backup import NoSpaceError
-from logdoctor.repair.plan import Action, Change, Plan
+from logdoctor.repair.plan import Action, Change, Plan, Step
 from logdoctor.repair.steps.base import BackupNames
 from logdoctor.repair.steps.write import write_file
 
@@ -165,6 +165,12 @@ def checkpoint_action(
     return Action(kind, path, reason, steps=[step], changes=[change])
 
 
+def file_writes(folder: str, files: dict[str, bytes], names: BackupNames) -> tuple[list[Step], list[Change]]:
+    """A ``write`` step and its change for each of ``files`` ({name: bytes}) in ``folder``."""
+    paths = [(os.path.join(folder, name), data) for name, data in files.items()]
+    return [write_file(p, d, names) for p, d in paths], [Change(p, None, len(d)) for p, d in paths]
+
+
 def add_checkpoint_edit(
     plan: Plan,
     names: BackupNames,
@@ -262,6 +268,7 @@ __all__ = [
     "delete_dir_name",
     "describe_meta",
     "edited_checkpoint",
+    "file_writes",
     "log_dir_path",
     "new_plan",
     "open_log_dirs",

@@ -187,14 +187,14 @@ def plan_move(
     plan, names = new_plan([src_dir, dst_dir], backup_dir, src_dir)
     wanted = set(chosen)
     moved_entries = _moved_entries(checkpoints, src_dir, wanted)
-    _entries_in(plan, names, dst_dir, checkpoints, wanted, moved_entries)
+    _entries(plan, names, dst_dir, checkpoints, wanted, moved_entries, True)
     per_partition: list[dict[str, Any]] = []
     tiered_notes: list[str] = []
     for tp in chosen:
         _move_folder(
             plan, src, src_dir, dst_dir, tp, copying, sizes[tp], moved_entries, per_partition, tiered_notes
         )
-    _entries_out(plan, names, src_dir, checkpoints, wanted, moved_entries)
+    _entries(plan, names, src_dir, checkpoints, wanted, moved_entries, False)
     plan.number_steps()
 
     before = [disk_usage(src_dir), disk_usage(dst_dir)]
@@ -306,30 +306,34 @@ def _moved_entries(
     return moved_entries
 
 
-def _entries_in(
+def _entries(
     plan: Plan,
     names: BackupNames,
-    dst_dir: str,
+    log_dir: str,
     checkpoints: _Checkpoints,
     wanted: set[TopicPartition],
     moved_entries: dict[str, list[tuple[str, int, int]]],
+    into: bool,
 ) -> None:
-    """Step 1: the destination's checkpoints gain the entries."""
+    """Step 1 (``into``): the destination's checkpoints gain the entries (a stale one there for a moved
+    partition replaced); step 3: the source's checkpoints lose them."""
     for name in MOVED_CHECKPOINTS:
-        parsed, _ = checkpoints[(dst_dir, name)]
-        stale = {(t, p) for t, p, _ in (parsed.entries if parsed else []) if (t, p) in wanted}
+        parsed, _ = checkpoints[(log_dir, name)]
+        stale = into and any((t, p) in wanted for t, p, _ in (parsed.entries if parsed else []))
         if not moved_entries[name] and not stale:
             continue
         add_checkpoint_edit(
             plan,
             names,
-            dst_dir,
+            log_dir,
             name,
-            checkpoints[(dst_dir, name)],
+            checkpoints[(log_dir, name)],
             wanted,
-            moved_entries[name],
-            "checkpoint-entries-in",
-            f"{name} of the destination takes the moved partitions' entries",
+            moved_entries[name] if into else [],
+            "checkpoint-entries-in" if into else "checkpoint-entries-out",
+            f"{name} of the destination takes the moved partitions' entries"
+            if into
+            else f"{name} of the source no longer lists the moved partitions",
         )
 
 
@@ -393,31 +397,6 @@ def _move_folder(
             },
         }
     )
-
-
-def _entries_out(
-    plan: Plan,
-    names: BackupNames,
-    src_dir: str,
-    checkpoints: _Checkpoints,
-    wanted: set[TopicPartition],
-    moved_entries: dict[str, list[tuple[str, int, int]]],
-) -> None:
-    """Step 3: the source's checkpoints lose the entries."""
-    for name in MOVED_CHECKPOINTS:
-        if not moved_entries[name]:
-            continue
-        add_checkpoint_edit(
-            plan,
-            names,
-            src_dir,
-            name,
-            checkpoints[(src_dir, name)],
-            wanted,
-            [],
-            "checkpoint-entries-out",
-            f"{name} of the source no longer lists the moved partitions",
-        )
 
 
 def _kraft_advice(

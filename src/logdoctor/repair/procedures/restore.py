@@ -291,9 +291,18 @@ def _topic_id_of(folder: str) -> str | None:
         return None
 
 
-def _file_action(plan: Plan, names: BackupNames, path: str, data: bytes, kind: str, reason: str) -> None:
+def _file_action(
+    plan: Plan,
+    names: BackupNames,
+    path: str,
+    data: bytes,
+    kind: str,
+    reason: str,
+    before: bytes | None = None,
+) -> None:
     step = write_file(path, data, names)
-    plan.actions.append(Action(kind, path, reason, steps=[step], changes=[Change(path, None, len(data))]))
+    change = Change(path, len(before) if before is not None else None, len(data))
+    plan.actions.append(Action(kind, path, reason, steps=[step], changes=[change]))
 
 
 def _missing_offsets(first: int, seg: SegmentRef, older: int) -> str:
@@ -613,16 +622,25 @@ def _plan_epochs(plan: Plan, names: BackupNames, folder: str, restored: list[tup
             )
     after = write_leader_epoch_checkpoint(new_leader_epoch_checkpoint(merged))
     if after != before:
-        step = write_file(path, after, names)
-        plan.actions.append(
-            Action(
-                "restore-leader-epochs",
-                path,
-                "the restored segments' leader epochs",
-                steps=[step],
-                changes=[Change(path, len(before) if before is not None else None, len(after))],
-            )
+        _file_action(
+            plan, names, path, after, "restore-leader-epochs", "the restored segments' leader epochs", before
         )
+
+
+def open_target(
+    log_dir: str | os.PathLike[str], opts: RemoteOptions, topics: Collection[str] | None
+) -> tuple[str, Any, list[StorePartition], list[tuple[str, str]]]:
+    """(``log_dir`` absolute, the store, its tiered partitions of ``topics``, the folders whose names are
+    not a topic's with why); BrokerRunningError for a held lock, NotALogDirError for a folder that is not
+    a log dir (or empty)."""
+    log_dir = os.path.abspath(os.fspath(log_dir))
+    if os.path.exists(log_dir):
+        log_dir = log_dir_path(log_dir)
+        safety.refuse_if_locked([log_dir])
+    storage, root = open_store(opts)
+    illegal: list[tuple[str, str]] = []
+    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None, illegal)
+    return log_dir, storage, partitions, illegal
 
 
 def plan_restore(
@@ -638,13 +656,7 @@ def plan_restore(
     offset (or, for a segment the store has no offset index of, to find its end).
     ``index_interval_bytes``: the topics' index.interval.bytes, for rebuilt indexes. RemoteTierError for
     a store that cannot be used; BrokerRunningError for a held lock."""
-    log_dir = os.path.abspath(os.fspath(log_dir))
-    if os.path.exists(log_dir):
-        log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
-        safety.refuse_if_locked([log_dir])
-    storage, root = open_store(opts)
-    illegal: list[tuple[str, str]] = []
-    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None, illegal)
+    log_dir, storage, partitions, illegal = open_target(log_dir, opts, topics)
     if not partitions and not illegal:
         raise RemoteTierError(
             f"remote storage {opts.storage}: no tiered partition"
@@ -654,17 +666,11 @@ def plan_restore(
     plan, names = new_plan([log_dir], backup_dir, log_dir)
     for folder, why in illegal:
         _finding(plan, "restore-topic-name", folder, f"{why}: the broker would never load it; not restored")
-    starts = read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
-    recovery = read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
-    hw = read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
-    have = {
-        n: (cp_[0].offsets() if cp_[0] is not None else {})
-        for n, cp_ in (
-            (LOG_START_OFFSET_CHECKPOINT, starts),
-            (RECOVERY_POINT_CHECKPOINT, recovery),
-            (REPLICATION_OFFSET_CHECKPOINT, hw),
-        )
+    read = {
+        n: read_checkpoint(log_dir, n) if os.path.isdir(log_dir) else (None, None)
+        for n in (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)
     }
+    have = {n: (cp_[0].offsets() if cp_[0] is not None else {}) for n, cp_ in read.items()}
     put: dict[str, list[tuple[str, int, int]]] = {n: [] for n in have}
     rows: list[dict[str, Any]] = []
     rebuilt: list[str] = []
@@ -702,11 +708,7 @@ def plan_restore(
         for name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
             if no_local and tp not in have[name]:  # a local log's end is beyond: its entries stay
                 put[name].append((sp.topic, sp.partition, end))
-    for name, cp_ in (
-        (LOG_START_OFFSET_CHECKPOINT, starts),
-        (RECOVERY_POINT_CHECKPOINT, recovery),
-        (REPLICATION_OFFSET_CHECKPOINT, hw),
-    ):
+    for name, cp_ in read.items():
         if put[name]:
             add_checkpoint_edit(
                 plan,

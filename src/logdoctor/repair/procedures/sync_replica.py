@@ -164,18 +164,8 @@ def plan_sync(
         "leader_broker": describe_meta(l_meta),
         "follower_broker": describe_meta(f_meta),
         "topic_id": {"leader": l_id, "follower": f_id},
-        "leader_log": {
-            **l_tier.to_json(),
-            "log_end_offset": l_end,
-            "segments": len(lp.segments),
-            "bytes": size,
-        },
-        "follower_log": {
-            **f_tier.to_json(),
-            "log_end_offset": f_end,
-            "segments": len(fp.segments),
-            "bytes": f_size,
-        },
+        "leader_log": _log_summary(l_tier, lp, size),
+        "follower_log": _log_summary(f_tier, fp, f_size),
         "behind_by": (l_end - f_end) if l_end is not None and f_end is not None and l_end > f_end else 0,
         "truncation": truncation.to_json(),
         "records_the_leader_lacks": lost.to_json() if lost is not None else None,
@@ -185,6 +175,10 @@ def plan_sync(
         "disk_usage_before": [disk_usage(f_dir).to_json(), disk_usage(l_dir).to_json()],
     }
     return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def _log_summary(tier: PartitionTiering, p: Partition, size: int) -> dict[str, Any]:
+    return {**tier.to_json(), "log_end_offset": p.log_end_offset, "segments": len(p.segments), "bytes": size}
 
 
 def _refuse_other_copies(fd: LogDir, tp: TopicPartition, lp: Partition, fp: Partition) -> None:
