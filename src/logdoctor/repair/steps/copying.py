@@ -99,9 +99,7 @@ def _append_fetched(
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view) :]
+            bk.write_all(fd, line)
             if barrier is None:
                 os.fsync(fd)
         finally:

@@ -20,6 +20,7 @@ from logdoctor.logdir import atomic
 from logdoctor.logdir.files import open_regular
 from logdoctor.repair import copies
 from logdoctor.repair import snapshot as snap
+from logdoctor.repair.backup import write_all
 from logdoctor.repair.plan import Step
 from logdoctor.repair.steps.base import (
     AFTER,
@@ -64,18 +65,17 @@ FETCH_HASH_NAME = "crc32c"
 
 def fetched_checksum(path: str) -> str:
     """The CRC-32C (hex) of a file a ``fetch-remote`` step wrote: a copy check at memory speed (the
-    hardware CRC of :mod:`logdoctor.formats.crc`, several times a cryptographic hash's speed), the
-    segment's batches carrying their own CRC-32C besides."""
+    hardware CRC of :mod:`logdoctor.formats.crc`, several times a cryptographic hash's speed, over one
+    mapping of the file: no copy into Python's memory), the segment's batches carrying their own CRC-32C
+    besides."""
+    from logdoctor.checks.state.file_records import read_buffer, release
     from logdoctor.formats.crc import crc32c
 
-    crc = 0
-    fd = open_regular(path)
+    view, handle, _ = read_buffer(path)
     try:
-        while chunk := os.read(fd, copies.CHUNK):
-            crc = crc32c(chunk, crc)
+        return f"{crc32c(view):08x}"
     finally:
-        os.close(fd)
-    return f"{crc:08x}"
+        release(view, handle)
 
 
 def _local_object(source: dict[str, Any]) -> str | None:
@@ -87,18 +87,6 @@ def _local_object(source: dict[str, Any]) -> str | None:
         return None
     storage, _ = Storage.of(source["storage"])
     return storage.path(local_path(source["log"])) if storage.is_local else None
-
-
-def _buffer_crc(path: str) -> str:
-    """:func:`fetched_checksum` read through one mapping (no copy into Python's memory)."""
-    from logdoctor.checks.state.file_records import read_buffer, release
-    from logdoctor.formats.crc import crc32c
-
-    view, handle, _ = read_buffer(path)
-    try:
-        return f"{crc32c(view):08x}"
-    finally:
-        release(view, handle)
 
 
 def _check_restored(path: str, source: dict[str, Any], fetched: str) -> str:
@@ -317,7 +305,7 @@ class FetchRemote(Operation):
         try:
             if fetched is None:
                 assert local is not None
-                fetched = _buffer_crc(local)
+                fetched = fetched_checksum(local)
             digest = _check_restored(partial, source, fetched)
         except BaseException:
             copies.remove_tree(partial)  # a failed fetch leaves nothing in the log dir
@@ -349,9 +337,7 @@ class FetchRemote(Operation):
                     if not chunk:
                         raise StepStateError(f"{source['log']}: the object ends at byte {pos} of {size}")
                     crc = crc32c(chunk, crc)
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view) :]
+                    write_all(fd, chunk)
                     pos += len(chunk)
                     report_copied(len(chunk))
                     ctx.crash(step.number, "temp-written")
