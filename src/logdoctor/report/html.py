@@ -547,10 +547,9 @@ def _write(path: str | os.PathLike[str], text: str) -> Path:
     return out
 
 
-def write_scan_report(result: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
-                      retention: Any = None, title: str | None = None,
-                      config_inputs: ConfigInputs | None = None, **limits: int) -> Path:
-    """Write the HTML report of a scan (``ScanReport`` or its JSON dict) to ``path``.
+def write_scan_report(result: Any, path: str | os.PathLike[str], **options: Any) -> Path:
+    """Write the HTML report of a scan (``ScanReport`` or its JSON dict) to ``path``; ``options``:
+    :func:`render_scan_report`'s.
 
     ``now_ms`` defaults to the scan's own ``now_ms``. Each partition's retention settings are the ones the
     scan applied (its ``topic_config``), else resolved by :mod:`logdoctor.checks.topic_config` from the log
@@ -558,15 +557,10 @@ def write_scan_report(result: Any, path: str | os.PathLike[str], *, now_ms: int 
     ``max_timeline_partitions``, ``max_findings``, ``read_budget`` (bytes of .log read for true largest
     timestamps).
     """
-    page = render_scan_report(result, now_ms=now_ms, retention=retention, title=title,
-                              config_inputs=config_inputs, **limits)
-    return _write(path, page)
+    return _write(path, render_scan_report(result, **options))
 
 
-def write_census_report(census: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
-                        retention: Any = None, title: str | None = None,
-                        config_inputs: ConfigInputs | None = None, **limits: int) -> Path:
-    """Write the HTML report of a fleet census to ``path`` (its input: see ``model.from_census``)."""
-    page = render_census_report(census, now_ms=now_ms, retention=retention, title=title,
-                                config_inputs=config_inputs, **limits)
-    return _write(path, page)
+def write_census_report(census: Any, path: str | os.PathLike[str], **options: Any) -> Path:
+    """Write the HTML report of a fleet census to ``path`` (its input: see ``model.from_census``);
+    ``options``: :func:`render_census_report`'s."""
+    return _write(path, render_census_report(census, **options))
