@@ -118,7 +118,8 @@ def read_manifest(ctx: StepContext, step: Step) -> dict[str, str] | None:
         if step.op != "fetch-remote":  # FetchRemote.op (its module imports this one)
             return None
         return _fetched_records(ctx.backup_path(FETCHED_REL)).get(step.number)
-    return data.get("checksums") if isinstance(data, dict) else None
+    sums = data.get("checksums") if isinstance(data, dict) else None
+    return sums if isinstance(sums, dict) else None
 
 
 def matches_manifest(path: str, manifest: dict[str, str]) -> bool:
