@@ -53,7 +53,6 @@ from logdoctor.repair.procedures.common import (
     ProcedureUsageError,
     TopicPartition,
     add_checkpoint_edit,
-    apply_space,
     check_free_space,
     check_same_cluster,
     delete_dir_name,
@@ -63,6 +62,7 @@ from logdoctor.repair.procedures.common import (
     read_checkpoint,
     tp_name,
 )
+from logdoctor.repair.space import fits as space_fits
 from logdoctor.repair.steps.base import BackupNames
 from logdoctor.repair.steps.rename import rename_path
 from logdoctor.repair.steps.verified_copy import copy_partition, remove_copied
@@ -226,7 +226,7 @@ def plan_move(
             f"frees {total:,} bytes on {src_dir}'s file system; {dst_dir}'s has {space['free']:,} bytes free "
             f"for the {need:,} copied (plus a margin of {space['margin']:,})"
         )
-    fits = apply_space(plan)
+    fits = space_fits(plan)
     summary["apply_space"] = fits
     notes.append(("fits: " if fits["fits"] else "DOES NOT FIT: ") + fits["text"])
     notes.extend(tiered_notes)
@@ -297,13 +297,10 @@ def _moved_entries(
     checkpoints: _Checkpoints, src_dir: str, wanted: set[TopicPartition]
 ) -> dict[str, list[tuple[str, int, int]]]:
     """Per checkpoint file, the source's entries of the moved partitions."""
-    moved_entries: dict[str, list[tuple[str, int, int]]] = {}
-    for name in MOVED_CHECKPOINTS:
-        parsed, _ = checkpoints[(src_dir, name)]
-        moved_entries[name] = [
-            (t, p, o) for t, p, o in (parsed.entries if parsed else []) if (t, p) in wanted
-        ]
-    return moved_entries
+    parsed = {name: checkpoints[(src_dir, name)][0] for name in MOVED_CHECKPOINTS}
+    return {
+        n: [(t, p, o) for t, p, o in (c.entries if c else []) if (t, p) in wanted] for n, c in parsed.items()
+    }
 
 
 def _entries(

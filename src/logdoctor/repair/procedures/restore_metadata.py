@@ -49,7 +49,11 @@ from logdoctor.logdir.names import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
 )
-from logdoctor.logdir.remote_metadata import DEFAULT_METADATA_PARTITIONS, metadata_partition_for
+from logdoctor.logdir.remote_metadata import (
+    DEFAULT_METADATA_PARTITIONS,
+    TopicIdPartition,
+    metadata_partition_for,
+)
 from logdoctor.logdir.remote_partitions import (
     segment_facts,
     stored_segments,
@@ -140,6 +144,7 @@ def plan_restore_metadata(
     rows: list[dict[str, Any]] = []
     for sp in partitions:
         mp = metadata_partition_for(sp.topic_id, sp.partition, count)
+        tip = TopicIdPartition(sp.topic_id, sp.topic, sp.partition)
         n = 0
         for seg in stored_segments(storage, sp, opts, log_dir):
             assert seg.remote is not None
@@ -158,7 +163,7 @@ def plan_restore_metadata(
                 continue
             ts = facts.max_timestamp_ms
             started = segment_metadata(
-                sp_tip(sp),
+                tip,
                 seg.remote.segment_id,
                 facts.start_offset,
                 facts.end_offset,
@@ -169,7 +174,7 @@ def plan_restore_metadata(
                 size=facts.size,
             )
             finished = segment_update(
-                sp_tip(sp),
+                tip,
                 seg.remote.segment_id,
                 COPY_SEGMENT_FINISHED,
                 broker_id=broker,
@@ -244,9 +249,3 @@ def plan_restore_metadata(
     }
     notes = [f"{METADATA_TOPIC} has {count} partitions ({count_source})"]
     return ProcedurePlan("restore", plan, summary, notes)
-
-
-def sp_tip(sp: Any) -> Any:
-    from logdoctor.logdir.remote_metadata import TopicIdPartition
-
-    return TopicIdPartition(sp.topic_id, sp.topic, sp.partition)

@@ -277,20 +277,19 @@ def _tiered_note(
     entries: dict[str, dict[str, int | None]],
 ) -> list[str]:
     """What a tiered partition's sync copies (the local segments only) and keeps (its log start entry)."""
-    notes: list[str] = []
-    if l_tier.tiered or f_tier.tiered:
-        who = l_tier if l_tier.tiered else f_tier
-        leader_entry = entries[LOG_START_OFFSET_CHECKPOINT]["leader"]
-        notes.append(
-            f"{tp_name(tp)} is tiered ({who.tiering.evidence}): the follower gets only what it needs "
-            f"locally, the leader's local segments [{l_tier.local_log_start_offset}, {lp.log_end_offset}); "
-            f"offsets [{l_tier.log_start_offset}, {l_tier.local_log_start_offset}) stay in the remote tier, "
-            "shared by every replica and read by the follower's broker through its RemoteLogManager. The "
-            "follower's log-start-offset-checkpoint entry becomes the leader's "
-            f"({'none: log start 0' if leader_entry is None else leader_entry}), never raised to the first "
-            f"local segment: {REMOTE_TIER_RULE}, so a raised entry would delete remote segments below it"
-        )
-    return notes
+    if not (l_tier.tiered or f_tier.tiered):
+        return []
+    who = l_tier if l_tier.tiered else f_tier
+    leader_entry = entries[LOG_START_OFFSET_CHECKPOINT]["leader"]
+    return [
+        f"{tp_name(tp)} is tiered ({who.tiering.evidence}): the follower gets only what it needs "
+        f"locally, the leader's local segments [{l_tier.local_log_start_offset}, {lp.log_end_offset}); "
+        f"offsets [{l_tier.log_start_offset}, {l_tier.local_log_start_offset}) stay in the remote tier, "
+        "shared by every replica and read by the follower's broker through its RemoteLogManager. The "
+        "follower's log-start-offset-checkpoint entry becomes the leader's "
+        f"({'none: log start 0' if leader_entry is None else leader_entry}), never raised to the first "
+        f"local segment: {REMOTE_TIER_RULE}, so a raised entry would delete remote segments below it"
+    ]
 
 
 def _lost_text(lost: RecordsFrom) -> str:
