@@ -70,18 +70,12 @@ def default_backup_dir(log_dir: str | os.PathLike[str], ms: int | None = None) -
     return os.path.join(parent, BACKUPS_FOLDER, f"{name or 'root'}{BACKUP_DIR_INFIX}{unique_stamp(ms)}")
 
 
-def dir_label(index: int, log_dir: str) -> str:
-    return f"{index}-{os.path.basename(os.path.abspath(log_dir).rstrip(os.sep)) or 'root'}"
-
-
 def relative_to_log_dir(path: str, log_dirs: list[str]) -> tuple[str, str]:
-    """(label of the log dir holding ``path``, path relative to it)."""
+    """(label of the log dir holding ``path``: ``<n>-<its name>``, path relative to it)."""
     for i, d in enumerate(log_dirs):
         root = os.path.abspath(d).rstrip(os.sep)
-        if path == root:
-            return dir_label(i, d), "."
-        if path.startswith(root + os.sep):
-            return dir_label(i, d), path[len(root) + 1 :]
+        if path == root or path.startswith(root + os.sep):
+            return f"{i}-{os.path.basename(root) or 'root'}", path[len(root) + 1 :] or "."
     raise ValueError(f"{path} is not inside any of {log_dirs}")
 
 
@@ -301,7 +295,6 @@ __all__ = [
     "copy_range_durable",
     "copy_tree_durable",
     "default_backup_dir",
-    "dir_label",
     "existing",
     "free_bytes",
     "makedirs_durable",
