@@ -479,12 +479,17 @@ def _run_forward(
             begun.append(step.number)
         ctx.crash(step.number, "begin")
         op.apply(step, ctx)
-        if not op.verify(step, ctx):
-            raise StepStateError(f"step {step.number} ({step.op} {step.path}) did not verify after applying")
-        ctx.crash(step.number, "verified")
-        journal.append({"t": "done", "step": step.number, "after": _after_snapshots(step)})
+        journal.append(_verified(step, ctx))
         result.steps_run += 1
         ctx.crash(step.number, "journaled")
+
+
+def _verified(step: Step, ctx: StepContext) -> dict[str, Any]:
+    """The journal's ``done`` record of an applied step, once its post-condition holds."""
+    if not operation(step).verify(step, ctx):
+        raise StepStateError(f"step {step.number} ({step.op} {step.path}) did not verify after applying")
+    ctx.crash(step.number, "verified")
+    return {"t": "done", "step": step.number, "after": _after_snapshots(step)}
 
 
 GROUP_STEPS = 256
@@ -558,13 +563,7 @@ def _run_group(
             if commit is not None:
                 commit()
         barrier.flush()
-    records = []
-    for step in group:
-        if not operation(step).verify(step, ctx):
-            raise StepStateError(f"step {step.number} ({step.op} {step.path}) did not verify after applying")
-        ctx.crash(step.number, "verified")
-        records.append({"t": "done", "step": step.number, "after": _after_snapshots(step)})
-    journal.append_many(records)
+    journal.append_many([_verified(step, ctx) for step in group])
     result.steps_run += len(group)
     for step in group:
         ctx.crash(step.number, "journaled")
