@@ -35,12 +35,14 @@ from logdoctor.report.model import (
     RISK_CODE,
     SEVERITY_RANK,
     PartitionView,
+    ReplicaView,
     ReportData,
     broker_label,
     flag_segments,
     from_census,
     from_scan,
     high_watermark_text,
+    partition_path,
 )
 from logdoctor.report.segments import DEFAULT_READ_BUDGET, ReadBudget, segment_views
 from logdoctor.report.templates import CSS, FINDINGS_BODY, JS, LAGGING_HEAD, TIMELINE_BODY
@@ -181,9 +183,12 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
 # --- the headline ----------------------------------------------------------------------------------
 
 
-def _folder(r: Any) -> str:
-    """A replica's partition folder (the path of its findings)."""
-    return os.path.join(r.log_dir, f"{r.topic}-{r.partition}")
+def _lagging(data: ReportData) -> tuple[set[str], list[ReplicaView]]:
+    """The diverged replicas' folders, and the replicas behind that are not among them: a diverged replica
+    does not lag, it loses records when it fetches (REPLICA_DIVERGED, at risk in the headline)."""
+    diverged = {f.path for f in data.findings if f.code == "REPLICA_DIVERGED"}
+    behind = [r for r in data.replicas if r.lag > 0]
+    return diverged, [r for r in behind if partition_path(r.log_dir, r.topic, r.partition) not in diverged]
 
 
 def summarize(data: ReportData) -> dict[str, Any]:
@@ -191,9 +196,7 @@ def summarize(data: ReportData) -> dict[str, Any]:
     sev = Counter(f.severity for f in data.findings)
     risk_segments = {f.details.get("segment") or f.path for f in data.findings if f.code == RISK_CODE}
     corrupt_files = {f.path for f in data.findings if f.code in CORRUPT_CODES}
-    # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, at risk below)
-    diverged = {f.path for f in data.findings if f.code == "REPLICA_DIVERGED"}
-    lagging = [r for r in data.replicas if r.lag > 0 and _folder(r) not in diverged]
+    diverged, lagging = _lagging(data)
     lagging_partitions = {(r.topic, r.partition) for r in lagging}
     full = [d for d in data.disks if d.fullness is not None]
     fullest = max(full, key=lambda d: d.fullness or 0.0) if full else None
@@ -315,11 +318,8 @@ def _lagging_table(data: ReportData) -> str:
         if r.log_end_offset is not None:
             k = (r.topic, r.partition)
             best[k] = max(best.get(k, r.log_end_offset), r.log_end_offset)
-    diverged = {f.path for f in data.findings if f.code == "REPLICA_DIVERGED"}  # they lose, not lag
-    lagging = sorted(
-        (r for r in data.replicas if r.lag > 0 and _folder(r) not in diverged),
-        key=lambda r: (-r.lag, r.topic, r.partition),
-    )
+    diverged, lagging = _lagging(data)
+    lagging.sort(key=lambda r: (-r.lag, r.topic, r.partition))
     if not lagging and not diverged:
         return ('<p class="empty">No replica is behind: every replica of every partition has the same log '
                 "end offset.</p>")

@@ -629,11 +629,11 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
 
     seg_rows: dict[str, list[dict[str, Any]]] = {}
     for s in segments_in:
-        path = _partition_path(str(_get(s, "log_dir", "")), str(_get(s, "topic")), int(_get(s, "partition")))
+        path = partition_path(str(_get(s, "log_dir", "")), str(_get(s, "topic")), int(_get(s, "partition")))
         seg_rows.setdefault(os.path.normpath(path), []).append(s)
     partitions: list[PartitionView] = []
     for r, raw in zip(replicas, replicas_in, strict=True):
-        path = str(_get(raw, "path", "") or _partition_path(r.log_dir, r.topic, r.partition))
+        path = str(_get(raw, "path", "") or partition_path(r.log_dir, r.topic, r.partition))
         segs = seg_rows.get(os.path.normpath(path))
         partitions.append(PartitionView(
             topic=r.topic, partition=r.partition, log_dir=r.log_dir, path=path, broker=r.broker,
@@ -695,7 +695,8 @@ def _lag(v: Any) -> int:
     return -1 if n is None else n
 
 
-def _partition_path(log_dir: str, topic: str, partition: int) -> str:
+def partition_path(log_dir: str, topic: str, partition: int) -> str:
+    """A replica's partition folder (the path of its findings)."""
     return os.path.join(log_dir, format_partition_dir(topic, partition))
 
 
