@@ -120,6 +120,12 @@ def _timeline_partitions(data: ReportData, limit: int, budget: ReadBudget) -> li
 # --- payload ---------------------------------------------------------------------------------------
 
 
+#: the page's column of each segment field (the script's names)
+_SEGMENT_COLUMNS = {"b": "base_offset", "l": "last_offset", "z": "size", "t0": "min_timestamp",
+                    "tb": "broker_largest_timestamp", "src": "broker_timestamp_source",
+                    "tt": "true_largest_timestamp", "fl": "flags", "rs": "retention_reason"}
+
+
 def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) -> dict[str, Any]:
     shown = data.findings[:max_findings]
     codes = sorted({f.code for f in shown})
@@ -146,18 +152,8 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
             # this partition's time-retention cut-off (None: compact or retention.ms=-1) and its config
             "cut": data.now_ms - cfg.retention_ms.value if cfg is not None and cfg.time_retention else None,
             "rc": cfg.describe() if cfg is not None else None,
-            "s": {
-                "b": [s.base_offset for s in segs],
-                "l": [s.last_offset for s in segs],
-                "z": [s.size for s in segs],
-                "t0": [s.min_timestamp for s in segs],
-                "tb": [s.broker_largest_timestamp for s in segs],
-                "src": [s.broker_timestamp_source for s in segs],
-                "tt": [s.true_largest_timestamp for s in segs],
-                "fl": [s.flags for s in segs],
-                "rs": [s.retention_reason for s in segs],
-                "f": [[i for i in s.findings if i < max_findings] for s in segs],
-            },
+            "s": {**{k: [getattr(s, a) for s in segs] for k, a in _SEGMENT_COLUMNS.items()},
+                  "f": [[i for i in s.findings if i < max_findings] for s in segs]},
         })
     return {
         "kind": data.kind,
