@@ -84,6 +84,7 @@ from logdoctor.logdir.remote_reader import open_remote_log
 from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
+from logdoctor.repair.backup import sha256_file
 from logdoctor.repair.plan import Action, Change, Plan, Unrepaired
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -93,11 +94,13 @@ from logdoctor.repair.procedures.common import (
     new_plan,
     read_checkpoint,
 )
-from logdoctor.repair.steps.base import BackupNames
+from logdoctor.repair.steps.base import AFTER, BackupNames, StepContext
+from logdoctor.repair.steps.copying import read_manifest
 from logdoctor.repair.steps.fetch_remote import fetch_remote, fetched_checksum, hold_planned_read
 from logdoctor.repair.steps.mkdir import make_dir
 from logdoctor.repair.steps.move import delete_with_backup
 from logdoctor.repair.steps.rebuild_index import rebuild_index
+from logdoctor.repair.steps.registry import operation
 from logdoctor.repair.steps.write import write_file
 
 __all__ = ["PROCEDURE", "plan_restore", "verify_restore"]
@@ -748,16 +751,12 @@ def plan_restore(
 
 def verify_restore(plan: Plan) -> list[str]:
     """Every restored file reads back as planned (segments: their manifest checksums; others: sha256)."""
-    from logdoctor.repair.backup import sha256_file
-
     problems: list[str] = []
+    ctx = StepContext(plan.backup_dir)
     for step in plan.steps:
         if step.op == "fetch-remote":
-            from logdoctor.repair.steps.base import StepContext
-            from logdoctor.repair.steps.copying import read_manifest
-
             try:
-                want = (read_manifest(StepContext(plan.backup_dir), step) or {}).get(".")
+                want = (read_manifest(ctx, step) or {}).get(".")
                 if want is None:
                     problems.append(f"{step.path}: no checksum of it in {plan.backup_dir}")
                 elif fetched_checksum(step.path) != want:
@@ -771,10 +770,7 @@ def verify_restore(plan: Plan) -> list[str]:
             except OSError as e:
                 problems.append(f"{step.path}: {e}")
         elif step.op == "rebuild-index":
-            from logdoctor.repair.steps.base import AFTER, StepContext
-            from logdoctor.repair.steps.registry import operation
-
-            if operation(step).state(step, StepContext(plan.backup_dir)) != AFTER:
+            if operation(step).state(step, ctx) != AFTER:
                 problems.append(f"{step.path} is not as rebuilt")
         elif step.op == "mkdir" and not os.path.isdir(step.path):
             problems.append(f"{step.path} is missing")
