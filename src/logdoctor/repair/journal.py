@@ -67,10 +67,9 @@ class Journal:
                 write_all(fd, data)
                 os.fsync(fd)
         except BaseException:
-            os.close(fd)
             os.unlink(tmp)
             raise
-        else:
+        finally:
             os.close(fd)
         try:
             os.link(tmp, target)  # unlike rename, never replaces a journal that appeared meanwhile

@@ -568,14 +568,12 @@ def _broker_of_path(path: str, node_of_dir: Mapping[str, Broker]) -> Broker:
 def _disks_from_partitions(parts: Iterable[PartitionView], dirs: list[tuple[str, Broker]]) -> list[DiskView]:
     out: dict[str, DiskView] = {}
     for path, node in dirs:
-        total, used, free = _disk(path)
-        out[os.path.normpath(path)] = DiskView(path, node, 0, 0, total, used, free)
+        out[os.path.normpath(path)] = DiskView(path, node, 0, 0, *_disk(path))
     for p in parts:
         key = os.path.normpath(p.log_dir)
         d = out.get(key)
         if d is None:
-            total, used, free = _disk(p.log_dir)
-            d = out[key] = DiskView(p.log_dir, p.broker, 0, 0, total, used, free)
+            d = out[key] = DiskView(p.log_dir, p.broker, 0, 0, *_disk(p.log_dir))
         d.kafka_bytes += p.bytes
         d.partitions += 1
     return list(out.values())
