@@ -39,11 +39,8 @@ class Step:
 
     def touched(self) -> list[str]:
         """Every live path this step changes (for ordering and containment checks)."""
-        out = [self.path]
         dst = self.params.get("dst")
-        if dst:
-            out.append(dst)
-        return out
+        return [self.path, dst] if dst else [self.path]
 
 
 @dataclass(slots=True)

@@ -161,15 +161,11 @@ def _refusal(plan: Plan, need: DeviceNeed, have: int) -> str:
 
 
 def _folder_bytes(path: str) -> int:
-    total = 0
     try:
         with os.scandir(path) as it:
-            for e in it:
-                if e.is_file(follow_symlinks=False):
-                    total += e.stat(follow_symlinks=False).st_size
+            return sum(e.stat(follow_symlinks=False).st_size for e in it if e.is_file(follow_symlinks=False))
     except OSError:
         return 0
-    return total
 
 
 def _identity(log_dir: str) -> tuple[str | None, int | None] | None:
