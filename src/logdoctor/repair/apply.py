@@ -38,6 +38,7 @@ closes it to let this one go on. Two runs are thus made to overlap by the kernel
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import os
 import shlex
@@ -135,14 +136,7 @@ class RunResult:
         return self.status in ("applied", "rolled-back", "nothing-to-do")
 
     def to_json(self) -> dict:
-        return {
-            "status": self.status,
-            "journal": self.journal,
-            "backup_dir": self.backup_dir,
-            "steps_total": self.steps_total,
-            "steps_run": self.steps_run,
-            "error": self.error,
-        }
+        return {k: v for k, v in dataclasses.asdict(self).items() if k != "log"}
 
 
 def _hold_locks(log_dirs: list[str], hold: Callable[[str], Any] = hold_lock) -> contextlib.ExitStack:
@@ -485,12 +479,17 @@ def _run_forward(
             begun.append(step.number)
         ctx.crash(step.number, "begin")
         op.apply(step, ctx)
-        if not op.verify(step, ctx):
-            raise StepStateError(f"step {step.number} ({step.op} {step.path}) did not verify after applying")
-        ctx.crash(step.number, "verified")
-        journal.append({"t": "done", "step": step.number, "after": _after_snapshots(step)})
+        journal.append(_verified(step, ctx))
         result.steps_run += 1
         ctx.crash(step.number, "journaled")
+
+
+def _verified(step: Step, ctx: StepContext) -> dict[str, Any]:
+    """The journal's ``done`` record of an applied step, once its post-condition holds."""
+    if not operation(step).verify(step, ctx):
+        raise StepStateError(f"step {step.number} ({step.op} {step.path}) did not verify after applying")
+    ctx.crash(step.number, "verified")
+    return {"t": "done", "step": step.number, "after": _after_snapshots(step)}
 
 
 GROUP_STEPS = 256
@@ -564,13 +563,7 @@ def _run_group(
             if commit is not None:
                 commit()
         barrier.flush()
-    records = []
-    for step in group:
-        if not operation(step).verify(step, ctx):
-            raise StepStateError(f"step {step.number} ({step.op} {step.path}) did not verify after applying")
-        ctx.crash(step.number, "verified")
-        records.append({"t": "done", "step": step.number, "after": _after_snapshots(step)})
-    journal.append_many(records)
+    journal.append_many([_verified(step, ctx) for step in group])
     result.steps_run += len(group)
     for step in group:
         ctx.crash(step.number, "journaled")
@@ -796,41 +789,36 @@ def _check_journal(journal_path: str | os.PathLike[str], plan: Plan, state: Jour
 
 def resume(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = None) -> RunResult:
     """Finish an interrupted apply: redo every step not yet in its "after" state."""
-    crash = crash if crash is not None else CrashHook.from_env()
-    plan, state = load_journal(journal_path)
-    result = RunResult("applied", os.fspath(journal_path), plan.backup_dir, len(plan.steps))
-    log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
-    created = list(state.header.get("created_locks") or [])
-    with _hold_locks(log_dirs, hold_dir_lock):
-        _check_journal(journal_path, plan, state, "resume")
-        with _hold_locks(log_dirs), Journal(journal_path) as journal:
-            journal.append({"t": "note", "what": "resume", "ms": int(time.time() * 1000)})
-            ctx = StepContext(plan.backup_dir, crash)
-            try:
-                _run_forward(plan, journal, ctx, state.done, result)
-            except (OSError, StepStateError) as e:
-                return _fail(result, journal, e)
-            journal.append({"t": "end", "status": "applied"})
-            _drop_created_locks(created)
-    return result
+    return _finish(journal_path, "resume", crash)
 
 
 def rollback(journal_path: str | os.PathLike[str], *, crash: CrashHook | None = None) -> RunResult:
     """Undo every step that was begun, newest first, restoring originals from the backup."""
+    return _finish(journal_path, "rollback", crash)
+
+
+def _finish(journal_path: str | os.PathLike[str], mode: str, crash: CrashHook | None) -> RunResult:
+    """:func:`resume` (``mode="resume"``) or :func:`rollback` of a journal, under every log dir's locks."""
     crash = crash if crash is not None else CrashHook.from_env()
     plan, state = load_journal(journal_path)
-    result = RunResult("rolled-back", os.fspath(journal_path), plan.backup_dir, len(plan.steps))
+    status = "applied" if mode == "resume" else "rolled-back"
+    result = RunResult(status, os.fspath(journal_path), plan.backup_dir, len(plan.steps))
     log_dirs = [os.path.abspath(d) for d in plan.log_dirs]
     created = list(state.header.get("created_locks") or [])
     with _hold_locks(log_dirs, hold_dir_lock):
-        _check_journal(journal_path, plan, state, "rollback")
+        _check_journal(journal_path, plan, state, mode)
         with _hold_locks(log_dirs), Journal(journal_path) as journal:
+            if mode == "resume":
+                journal.append({"t": "note", "what": "resume", "ms": int(time.time() * 1000)})
             ctx = StepContext(plan.backup_dir, crash)
             try:
-                _undo(plan, journal, ctx, state.begun, result)
+                if mode == "resume":
+                    _run_forward(plan, journal, ctx, state.done, result)
+                else:
+                    _undo(plan, journal, ctx, state.begun, result)
             except (OSError, StepStateError) as e:
-                return _fail(result, journal, e, "rollback-failed")
-            journal.append({"t": "end", "status": "rolled-back"})
+                return _fail(result, journal, e, "failed" if mode == "resume" else "rollback-failed")
+            journal.append({"t": "end", "status": status})
             _drop_created_locks(created)
     return result
 

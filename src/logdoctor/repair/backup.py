@@ -23,6 +23,7 @@ import os
 import shutil
 import stat
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -69,18 +70,12 @@ def default_backup_dir(log_dir: str | os.PathLike[str], ms: int | None = None) -
     return os.path.join(parent, BACKUPS_FOLDER, f"{name or 'root'}{BACKUP_DIR_INFIX}{unique_stamp(ms)}")
 
 
-def dir_label(index: int, log_dir: str) -> str:
-    return f"{index}-{os.path.basename(os.path.abspath(log_dir).rstrip(os.sep)) or 'root'}"
-
-
 def relative_to_log_dir(path: str, log_dirs: list[str]) -> tuple[str, str]:
-    """(label of the log dir holding ``path``, path relative to it)."""
+    """(label of the log dir holding ``path``: ``<n>-<its name>``, path relative to it)."""
     for i, d in enumerate(log_dirs):
         root = os.path.abspath(d).rstrip(os.sep)
-        if path == root:
-            return dir_label(i, d), "."
-        if path.startswith(root + os.sep):
-            return dir_label(i, d), path[len(root) + 1 :]
+        if path == root or path.startswith(root + os.sep):
+            return f"{i}-{os.path.basename(root) or 'root'}", path[len(root) + 1 :] or "."
     raise ValueError(f"{path} is not inside any of {log_dirs}")
 
 
@@ -129,6 +124,13 @@ def makedirs_durable(path: str | os.PathLike[str]) -> None:
         fsync_dir(d.parent)
 
 
+def write_all(fd: int, data: bytes | memoryview) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write less than it is given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def write_durable(
     path: str | os.PathLike[str], data: bytes | memoryview, barrier: SyncBarrier | None = None
 ) -> None:
@@ -138,10 +140,7 @@ def write_durable(
         makedirs_durable(Path(path).parent)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+            write_all(fd, data)
             if barrier is None:
                 os.fsync(fd)
         finally:
@@ -156,47 +155,43 @@ def write_durable(
 def copy_file_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> str:
     """Copy bytes and permission bits, fsync; returns the sha256 of what was copied (verified).
     Holes stay holes (a sparse segment's backup takes the blocks of its data only)."""
-    with naming(dst):
-        makedirs_durable(Path(dst).parent)
-        import hashlib
+    import hashlib
 
-        h = hashlib.sha256()
-        fin = open_regular(src)
-        try:
-            fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-            try:
-                sparse.copy_range_sparse(fin, fout, update=h.update)
-                os.fsync(fout)
-            finally:
-                os.close(fout)
-            st = os.fstat(fin)
-        finally:
-            os.close(fin)
-        os.chmod(dst, stat.S_IMODE(st.st_mode))
-        fsync_dir(Path(dst).parent)
-        digest = h.hexdigest()
-        if sha256_file(dst) != digest:
-            raise OSError(errno.EIO, f"copy of {src} to {dst} does not read back the same")
-        return digest
+    h = hashlib.sha256()
+    copy_range_durable(src, dst, 0, None, h.update, keep_mode=True)
+    digest = h.hexdigest()
+    if sha256_file(dst) != digest:
+        raise OSError(errno.EIO, f"copy of {src} to {dst} does not read back the same")
+    return digest
 
 
 def copy_range_durable(
-    src: str | os.PathLike[str], dst: str | os.PathLike[str], start: int, length: int
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    start: int,
+    length: int | None,
+    update: Callable[[bytes | memoryview], object] | None = None,
+    *,
+    keep_mode: bool = False,
 ) -> None:
-    """Write ``src``'s bytes ``[start, start + length)`` as the whole new file ``dst`` (a truncation's
-    tail), holes kept as holes, fsynced with its folder."""
+    """Write ``src``'s bytes ``[start, start + length)`` (to its end: None) as the whole new file ``dst`` (a
+    truncation's tail), holes kept as holes, fsynced with its folder. ``update`` (a hash's) sees every byte;
+    ``keep_mode``: ``dst`` gets ``src``'s permission bits."""
     with naming(dst):
         makedirs_durable(Path(dst).parent)
         fin = open_regular(src)
         try:
             fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
             try:
-                sparse.copy_range_sparse(fin, fout, start, length)
+                sparse.copy_range_sparse(fin, fout, start, length, update=update)
                 os.fsync(fout)
             finally:
                 os.close(fout)
+            mode = stat.S_IMODE(os.fstat(fin).st_mode)
         finally:
             os.close(fin)
+        if keep_mode:
+            os.chmod(dst, mode)
         fsync_dir(Path(dst).parent)
 
 
@@ -260,22 +255,24 @@ def move_durable(src: str | os.PathLike[str], dst: str | os.PathLike[str]) -> No
     fsync_dir(Path(src).parent)
 
 
-def same_device(a: str, b: str) -> bool:
-    """Would a rename from ``a`` to (a path under) ``b`` work? ``b`` may not exist yet."""
-    p = Path(b)
+def existing(path: str | os.PathLike[str]) -> str:
+    """``path``, or its nearest parent that exists (where a file system can be asked about it)."""
+    p = Path(path)
     while not p.exists():
         p = p.parent
+    return str(p)
+
+
+def same_device(a: str, b: str) -> bool:
+    """Would a rename from ``a`` to (a path under) ``b`` work? ``b`` may not exist yet."""
     try:
-        return os.stat(a).st_dev == os.stat(p).st_dev
+        return os.stat(a).st_dev == os.stat(existing(b)).st_dev
     except OSError:
         return False
 
 
 def free_bytes(path: str | os.PathLike[str]) -> int:
-    p = Path(path)
-    while not p.exists():
-        p = p.parent
-    st = os.statvfs(p)
+    st = os.statvfs(existing(path))
     return st.f_bavail * st.f_frsize
 
 
@@ -298,7 +295,7 @@ __all__ = [
     "copy_range_durable",
     "copy_tree_durable",
     "default_backup_dir",
-    "dir_label",
+    "existing",
     "free_bytes",
     "makedirs_durable",
     "move_durable",
@@ -308,5 +305,6 @@ __all__ = [
     "sha256_file",
     "tree_hashes",
     "unique_stamp",
+    "write_all",
     "write_durable",
 ]

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from logdoctor.logdir.atomic import fsync_dir
 from logdoctor.logdir.files import open_regular
+from logdoctor.repair.backup import write_all
 
 if TYPE_CHECKING:  # imported where a copy is hashed: a dry run hashes nothing (issue 35)
     import hashlib
@@ -82,32 +83,30 @@ def tree_checksums(root: str | os.PathLike[str], progress: Progress | None = Non
 
 
 def tree_size(root: str | os.PathLike[str]) -> int:
-    return sum(os.lstat(p).st_size for _, p in _walk_files(os.fspath(root)))
+    return sum(st.st_size for _, st in _walk_stats(root))
 
 
 def fingerprint(root: str | os.PathLike[str]) -> dict[str, list[int]]:
     """{relative path: [size, mtime_ns]}: a cheap "has it changed" record (reads no contents)."""
-    out: dict[str, list[int]] = {}
-    for rel, p in _walk_files(os.fspath(root)):
-        st = os.lstat(p)
-        out[rel] = [st.st_size, st.st_mtime_ns]
-    return out
+    return {rel: [st.st_size, st.st_mtime_ns] for rel, st in _walk_stats(root)}
 
 
 def identity(root: str | os.PathLike[str]) -> dict[str, list[int]]:
     """{relative path: [device, inode, size, mtime_ns]}: the very files, not just equal ones."""
-    out: dict[str, list[int]] = {}
-    for rel, p in _walk_files(os.fspath(root)):
-        st = os.lstat(p)
-        out[rel] = [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns]
-    return out
+    return {rel: [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns] for rel, st in _walk_stats(root)}
+
+
+def _walk_stats(root: str | os.PathLike[str]) -> Iterator[tuple[str, os.stat_result]]:
+    return ((rel, os.lstat(p)) for rel, p in _walk_files(os.fspath(root)))
 
 
 def _copy_meta(src_st: os.stat_result, dst: str) -> None:
+    """The source's mode, owner (when allowed) and times (the mtime last: it is what retention reads)."""
     os.chmod(dst, stat.S_IMODE(src_st.st_mode))
     if (src_st.st_uid, src_st.st_gid) != (os.geteuid(), os.getegid()):
         with contextlib.suppress(PermissionError):
             os.chown(dst, src_st.st_uid, src_st.st_gid)
+    os.utime(dst, ns=(src_st.st_atime_ns, src_st.st_mtime_ns))
 
 
 def copy_file(
@@ -123,15 +122,9 @@ def copy_file(
         st = os.fstat(fd_in)
         fd_out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
-            while True:
-                chunk = os.read(fd_in, CHUNK)
-                if not chunk:
-                    break
+            while chunk := os.read(fd_in, CHUNK):
                 h.update(chunk)
-                view = memoryview(chunk)
-                while view:
-                    n = os.write(fd_out, view)
-                    view = view[n:]
+                write_all(fd_out, chunk)
                 if progress is not None:
                     progress(len(chunk))
             os.fsync(fd_out)
@@ -143,7 +136,6 @@ def copy_file(
     if file_checksum(dst) != digest:
         raise CopyMismatchError(f"the copy {dst} of {src} does not read back the same")
     _copy_meta(st, os.fspath(dst))
-    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
     return digest
 
 
@@ -188,9 +180,7 @@ def copy_tree(
                 after_first_file = None
         fsync_dir(target)
     for folder, target in reversed(folders):  # children first: setting a mtime must come last
-        st = os.stat(folder)
-        _copy_meta(st, target)
-        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+        _copy_meta(os.stat(folder), target)
         fsync_dir(target)
     return out
 

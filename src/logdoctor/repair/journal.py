@@ -25,6 +25,7 @@ from typing import Any
 
 from logdoctor.logdir.atomic import fsync_dir, naming
 from logdoctor.logdir.names import BACKUPS_FOLDER
+from logdoctor.repair.backup import write_all
 
 JOURNAL_NAME = "journal.jsonl"
 
@@ -63,15 +64,12 @@ class Journal:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
         try:
             with naming(target):
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, data)
                 os.fsync(fd)
         except BaseException:
-            os.close(fd)
             os.unlink(tmp)
             raise
-        else:
+        finally:
             os.close(fd)
         try:
             os.link(tmp, target)  # unlike rename, never replaces a journal that appeared meanwhile
@@ -91,10 +89,7 @@ class Journal:
         end = os.lseek(self._fd, 0, os.SEEK_END)
         try:
             with naming(self.path):
-                view = memoryview(data)
-                while view:
-                    n = os.write(self._fd, view)
-                    view = view[n:]
+                write_all(self._fd, data)
                 os.fsync(self._fd)
         except OSError:
             # a full disk: no half record left for the next one to follow (the journal stays readable)

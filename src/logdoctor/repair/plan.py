@@ -13,6 +13,7 @@ the step's bytes are) and their hash.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,11 +39,8 @@ class Step:
 
     def touched(self) -> list[str]:
         """Every live path this step changes (for ordering and containment checks)."""
-        out = [self.path]
         dst = self.params.get("dst")
-        if dst:
-            out.append(dst)
-        return out
+        return [self.path, dst] if dst else [self.path]
 
 
 @dataclass(slots=True)
@@ -56,13 +54,7 @@ class Change:
     note: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "size_before": self.size_before,
-            "size_after": self.size_after,
-            "diff": self.diff,
-            "note": self.note,
-        }
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Change:

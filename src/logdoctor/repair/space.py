@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import shlex
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from logdoctor.repair import backup as bk
 from logdoctor.repair.plan import Plan
@@ -57,13 +56,6 @@ class DeviceNeed:
         return self.backup + margin + self.live_peak
 
 
-def _existing(path: str) -> str:
-    p = Path(path)
-    while not p.exists():
-        p = p.parent
-    return str(p)
-
-
 def _blocks(n: int, block: int) -> int:
     return -(-n // block) * block if n > 0 else 0
 
@@ -77,14 +69,14 @@ def needs(plan: Plan) -> list[DeviceNeed]:
     def dev_of(path: str) -> int:
         dev = devices.get(path)
         if dev is None:
-            dev = devices[path] = os.stat(_existing(path)).st_dev
+            dev = devices[path] = os.stat(bk.existing(path)).st_dev
         return dev
 
     def device(path: str) -> DeviceNeed:
         dev = dev_of(path)
         need = by_dev.get(dev)
         if need is None:
-            where = _existing(path)
+            where = bk.existing(path)
             need = by_dev[dev] = DeviceNeed(where, os.statvfs(where).f_frsize or 4096)
             running[dev] = 0
         return need
@@ -169,15 +161,11 @@ def _refusal(plan: Plan, need: DeviceNeed, have: int) -> str:
 
 
 def _folder_bytes(path: str) -> int:
-    total = 0
     try:
         with os.scandir(path) as it:
-            for e in it:
-                if e.is_file(follow_symlinks=False):
-                    total += e.stat(follow_symlinks=False).st_size
+            return sum(e.stat(follow_symlinks=False).st_size for e in it if e.is_file(follow_symlinks=False))
     except OSError:
         return 0
-    return total
 
 
 def _identity(log_dir: str) -> tuple[str | None, int | None] | None:
@@ -270,9 +258,9 @@ def _move_backup_dir(dst: str, src: str, repair_backup: str, full_dev: int) -> s
     default place) when that is elsewhere, else beside this run's backup dir; None when the move's own
     default (beside the source) is not on the full file system."""
     default = bk.default_backup_dir(src)
-    if os.stat(_existing(default)).st_dev != full_dev:
+    if os.stat(bk.existing(default)).st_dev != full_dev:
         return None
     for candidate in (bk.default_backup_dir(dst), bk.default_backup_dir(repair_backup)):
-        if os.stat(_existing(candidate)).st_dev != full_dev:
+        if os.stat(bk.existing(candidate)).st_dev != full_dev:
             return candidate
     return None

@@ -35,12 +35,14 @@ from logdoctor.report.model import (
     RISK_CODE,
     SEVERITY_RANK,
     PartitionView,
+    ReplicaView,
     ReportData,
     broker_label,
     flag_segments,
     from_census,
     from_scan,
     high_watermark_text,
+    partition_path,
 )
 from logdoctor.report.segments import DEFAULT_READ_BUDGET, ReadBudget, segment_views
 from logdoctor.report.templates import CSS, FINDINGS_BODY, JS, LAGGING_HEAD, TIMELINE_BODY
@@ -118,6 +120,12 @@ def _timeline_partitions(data: ReportData, limit: int, budget: ReadBudget) -> li
 # --- payload ---------------------------------------------------------------------------------------
 
 
+#: the page's column of each segment field (the script's names)
+_SEGMENT_COLUMNS = {"b": "base_offset", "l": "last_offset", "z": "size", "t0": "min_timestamp",
+                    "tb": "broker_largest_timestamp", "src": "broker_timestamp_source",
+                    "tt": "true_largest_timestamp", "fl": "flags", "rs": "retention_reason"}
+
+
 def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) -> dict[str, Any]:
     shown = data.findings[:max_findings]
     codes = sorted({f.code for f in shown})
@@ -144,18 +152,8 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
             # this partition's time-retention cut-off (None: compact or retention.ms=-1) and its config
             "cut": data.now_ms - cfg.retention_ms.value if cfg is not None and cfg.time_retention else None,
             "rc": cfg.describe() if cfg is not None else None,
-            "s": {
-                "b": [s.base_offset for s in segs],
-                "l": [s.last_offset for s in segs],
-                "z": [s.size for s in segs],
-                "t0": [s.min_timestamp for s in segs],
-                "tb": [s.broker_largest_timestamp for s in segs],
-                "src": [s.broker_timestamp_source for s in segs],
-                "tt": [s.true_largest_timestamp for s in segs],
-                "fl": [s.flags for s in segs],
-                "rs": [s.retention_reason for s in segs],
-                "f": [[i for i in s.findings if i < max_findings] for s in segs],
-            },
+            "s": {**{k: [getattr(s, a) for s in segs] for k, a in _SEGMENT_COLUMNS.items()},
+                  "f": [[i for i in s.findings if i < max_findings] for s in segs]},
         })
     return {
         "kind": data.kind,
@@ -181,9 +179,12 @@ def _payload(data: ReportData, parts: list[PartitionView], max_findings: int) ->
 # --- the headline ----------------------------------------------------------------------------------
 
 
-def _folder(r: Any) -> str:
-    """A replica's partition folder (the path of its findings)."""
-    return os.path.join(r.log_dir, f"{r.topic}-{r.partition}")
+def _lagging(data: ReportData) -> tuple[set[str], list[ReplicaView]]:
+    """The diverged replicas' folders, and the replicas behind that are not among them: a diverged replica
+    does not lag, it loses records when it fetches (REPLICA_DIVERGED, at risk in the headline)."""
+    diverged = {f.path for f in data.findings if f.code == "REPLICA_DIVERGED"}
+    behind = [r for r in data.replicas if r.lag > 0]
+    return diverged, [r for r in behind if partition_path(r.log_dir, r.topic, r.partition) not in diverged]
 
 
 def summarize(data: ReportData) -> dict[str, Any]:
@@ -191,9 +192,7 @@ def summarize(data: ReportData) -> dict[str, Any]:
     sev = Counter(f.severity for f in data.findings)
     risk_segments = {f.details.get("segment") or f.path for f in data.findings if f.code == RISK_CODE}
     corrupt_files = {f.path for f in data.findings if f.code in CORRUPT_CODES}
-    # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, at risk below)
-    diverged = {f.path for f in data.findings if f.code == "REPLICA_DIVERGED"}
-    lagging = [r for r in data.replicas if r.lag > 0 and _folder(r) not in diverged]
+    diverged, lagging = _lagging(data)
     lagging_partitions = {(r.topic, r.partition) for r in lagging}
     full = [d for d in data.disks if d.fullness is not None]
     fullest = max(full, key=lambda d: d.fullness or 0.0) if full else None
@@ -315,11 +314,8 @@ def _lagging_table(data: ReportData) -> str:
         if r.log_end_offset is not None:
             k = (r.topic, r.partition)
             best[k] = max(best.get(k, r.log_end_offset), r.log_end_offset)
-    diverged = {f.path for f in data.findings if f.code == "REPLICA_DIVERGED"}  # they lose, not lag
-    lagging = sorted(
-        (r for r in data.replicas if r.lag > 0 and _folder(r) not in diverged),
-        key=lambda r: (-r.lag, r.topic, r.partition),
-    )
+    diverged, lagging = _lagging(data)
+    lagging.sort(key=lambda r: (-r.lag, r.topic, r.partition))
     if not lagging and not diverged:
         return ('<p class="empty">No replica is behind: every replica of every partition has the same log '
                 "end offset.</p>")
@@ -547,10 +543,9 @@ def _write(path: str | os.PathLike[str], text: str) -> Path:
     return out
 
 
-def write_scan_report(result: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
-                      retention: Any = None, title: str | None = None,
-                      config_inputs: ConfigInputs | None = None, **limits: int) -> Path:
-    """Write the HTML report of a scan (``ScanReport`` or its JSON dict) to ``path``.
+def write_scan_report(result: Any, path: str | os.PathLike[str], **options: Any) -> Path:
+    """Write the HTML report of a scan (``ScanReport`` or its JSON dict) to ``path``; ``options``:
+    :func:`render_scan_report`'s.
 
     ``now_ms`` defaults to the scan's own ``now_ms``. Each partition's retention settings are the ones the
     scan applied (its ``topic_config``), else resolved by :mod:`logdoctor.checks.topic_config` from the log
@@ -558,15 +553,10 @@ def write_scan_report(result: Any, path: str | os.PathLike[str], *, now_ms: int 
     ``max_timeline_partitions``, ``max_findings``, ``read_budget`` (bytes of .log read for true largest
     timestamps).
     """
-    page = render_scan_report(result, now_ms=now_ms, retention=retention, title=title,
-                              config_inputs=config_inputs, **limits)
-    return _write(path, page)
+    return _write(path, render_scan_report(result, **options))
 
 
-def write_census_report(census: Any, path: str | os.PathLike[str], *, now_ms: int | None = None,
-                        retention: Any = None, title: str | None = None,
-                        config_inputs: ConfigInputs | None = None, **limits: int) -> Path:
-    """Write the HTML report of a fleet census to ``path`` (its input: see ``model.from_census``)."""
-    page = render_census_report(census, now_ms=now_ms, retention=retention, title=title,
-                                config_inputs=config_inputs, **limits)
-    return _write(path, page)
+def write_census_report(census: Any, path: str | os.PathLike[str], **options: Any) -> Path:
+    """Write the HTML report of a fleet census to ``path`` (its input: see ``model.from_census``);
+    ``options``: :func:`render_census_report`'s."""
+    return _write(path, render_census_report(census, **options))

@@ -568,14 +568,12 @@ def _broker_of_path(path: str, node_of_dir: Mapping[str, Broker]) -> Broker:
 def _disks_from_partitions(parts: Iterable[PartitionView], dirs: list[tuple[str, Broker]]) -> list[DiskView]:
     out: dict[str, DiskView] = {}
     for path, node in dirs:
-        total, used, free = _disk(path)
-        out[os.path.normpath(path)] = DiskView(path, node, 0, 0, total, used, free)
+        out[os.path.normpath(path)] = DiskView(path, node, 0, 0, *_disk(path))
     for p in parts:
         key = os.path.normpath(p.log_dir)
         d = out.get(key)
         if d is None:
-            total, used, free = _disk(p.log_dir)
-            d = out[key] = DiskView(p.log_dir, p.broker, 0, 0, total, used, free)
+            d = out[key] = DiskView(p.log_dir, p.broker, 0, 0, *_disk(p.log_dir))
         d.kafka_bytes += p.bytes
         d.partitions += 1
     return list(out.values())
@@ -629,11 +627,11 @@ def from_census(census: Any, *, now_ms: int | None = None, retention: Any = None
 
     seg_rows: dict[str, list[dict[str, Any]]] = {}
     for s in segments_in:
-        path = _partition_path(str(_get(s, "log_dir", "")), str(_get(s, "topic")), int(_get(s, "partition")))
+        path = partition_path(str(_get(s, "log_dir", "")), str(_get(s, "topic")), int(_get(s, "partition")))
         seg_rows.setdefault(os.path.normpath(path), []).append(s)
     partitions: list[PartitionView] = []
     for r, raw in zip(replicas, replicas_in, strict=True):
-        path = str(_get(raw, "path", "") or _partition_path(r.log_dir, r.topic, r.partition))
+        path = str(_get(raw, "path", "") or partition_path(r.log_dir, r.topic, r.partition))
         segs = seg_rows.get(os.path.normpath(path))
         partitions.append(PartitionView(
             topic=r.topic, partition=r.partition, log_dir=r.log_dir, path=path, broker=r.broker,
@@ -695,7 +693,8 @@ def _lag(v: Any) -> int:
     return -1 if n is None else n
 
 
-def _partition_path(log_dir: str, topic: str, partition: int) -> str:
+def partition_path(log_dir: str, topic: str, partition: int) -> str:
+    """A replica's partition folder (the path of its findings)."""
     return os.path.join(log_dir, format_partition_dir(topic, partition))
 
 

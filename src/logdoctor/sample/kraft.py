@@ -150,10 +150,8 @@ def metadata_records(
             if t != topic:
                 continue
             replicas = [r.broker_id for r in reps]
-            dirs = []
-            for r in reps:
-                assigned = (assignments or {}).get((t, p, r.broker_id))
-                dirs.append(assigned or directory_id_of(r.log_dir) or MIGRATING)
+            chosen = assignments or {}
+            dirs = [chosen.get((t, p, r.broker_id)) or directory_id_of(r.log_dir) or MIGRATING for r in reps]
             data = {
                 "partition_id": p,
                 "topic_id": tid,

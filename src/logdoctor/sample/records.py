@@ -407,23 +407,19 @@ def iter_segment(spec: RecordDataSpec) -> Iterator[tuple[bytes, BatchInfo]]:
             yield marker(p, rng.random() >= spec.abort_ratio)
 
 
-def _summarize(info: SegmentInfo, data: bytes, b: BatchInfo, keep: bool) -> None:
-    info.size += len(data)
-    info.batch_count += 1
-    if not b.is_control:
-        info.record_count += b.record_count
-    info.next_offset = b.last_offset + 1
-    info.max_timestamp = max(info.max_timestamp, b.max_timestamp)
-    if keep:
-        info.batches.append(b)
-
-
 def _collect(spec: RecordDataSpec, sink, keep_batches: bool) -> SegmentInfo:
     info = SegmentInfo(next_offset=spec.base_offset)
     open_txn: dict[int, int] = {}
     for data, b in iter_segment(spec):
         sink(data)
-        _summarize(info, data, b, keep_batches)
+        info.size += len(data)
+        info.batch_count += 1
+        if not b.is_control:
+            info.record_count += b.record_count
+        info.next_offset = b.last_offset + 1
+        info.max_timestamp = max(info.max_timestamp, b.max_timestamp)
+        if keep_batches:
+            info.batches.append(b)
         if b.is_transactional and not b.is_control:
             open_txn.setdefault(b.producer_id, b.base_offset)
         elif b.is_control:

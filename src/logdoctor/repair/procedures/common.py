@@ -20,10 +20,11 @@ from logdoctor.formats.properties import MetaProperties, parse_meta_properties
 from logdoctor.logdir.files import read_file
 from logdoctor.logdir.names import META_PROPERTIES_FILE, DirKind, parse_partition_dir
 from logdoctor.logdir.recognize import require_log_dir
+from logdoctor.repair import backup as bk
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
 from logdoctor.repair.backup import NoSpaceError
-from logdoctor.repair.plan import Action, Change, Plan
+from logdoctor.repair.plan import Action, Change, Plan, Step
 from logdoctor.repair.steps.base import BackupNames
 from logdoctor.repair.steps.write import write_file
 
@@ -165,6 +166,12 @@ def checkpoint_action(
     return Action(kind, path, reason, steps=[step], changes=[change])
 
 
+def file_writes(folder: str, files: dict[str, bytes], names: BackupNames) -> tuple[list[Step], list[Change]]:
+    """A ``write`` step and its change for each of ``files`` ({name: bytes}) in ``folder``."""
+    paths = [(os.path.join(folder, name), data) for name, data in files.items()]
+    return [write_file(p, d, names) for p, d in paths], [Change(p, None, len(d)) for p, d in paths]
+
+
 def add_checkpoint_edit(
     plan: Plan,
     names: BackupNames,
@@ -190,20 +197,14 @@ def delete_dir_name(tp: TopicPartition) -> str:
     return f"{tp_name(tp)}.{uuid.uuid4().hex}-delete"
 
 
-def default_backup_dir(log_dir: str, ms: int) -> str:
-    """Beside ``log_dir``: the engine's (:func:`logdoctor.repair.backup.default_backup_dir`, unique)."""
-    from logdoctor.repair.backup import default_backup_dir as engine_default
-
-    return engine_default(log_dir, ms)
-
-
 def new_plan(
     log_dirs: list[str], backup_dir: str | os.PathLike[str] | None, beside: str
 ) -> tuple[Plan, BackupNames]:
     """An empty plan over ``log_dirs`` (created now) and its backup names; the backup dir is
-    ``backup_dir`` or, when not given, :func:`default_backup_dir` beside ``beside``."""
+    ``backup_dir`` or, when not given, the engine's beside ``beside``
+    (:func:`logdoctor.repair.backup.default_backup_dir`, unique)."""
     created = int(time.time() * 1000)
-    backup = os.path.abspath(os.fspath(backup_dir)) if backup_dir else default_backup_dir(beside, created)
+    backup = os.path.abspath(os.fspath(backup_dir)) if backup_dir else bk.default_backup_dir(beside, created)
     return Plan(log_dirs, backup, created_ms=created), BackupNames(log_dirs)
 
 
@@ -220,13 +221,6 @@ def check_free_space(where: str, need: int, what: str) -> dict[str, int]:
             f"{where} has {free:,} bytes free; {what} needs {need:,} plus a margin of {margin:,} bytes"
         )
     return {"free": free, "need": need, "margin": margin}
-
-
-def apply_space(plan: Plan) -> dict[str, Any]:
-    """Whether ``--apply`` of ``plan`` will find the space it needs (:func:`logdoctor.repair.space.fits`)."""
-    from logdoctor.repair import space
-
-    return space.fits(plan)
 
 
 @dataclass(slots=True)
@@ -253,15 +247,14 @@ __all__ = [
     "ProcedureUsageError",
     "TopicPartition",
     "add_checkpoint_edit",
-    "apply_space",
     "check_distinct",
     "check_free_space",
     "check_same_cluster",
     "checkpoint_action",
-    "default_backup_dir",
     "delete_dir_name",
     "describe_meta",
     "edited_checkpoint",
+    "file_writes",
     "log_dir_path",
     "new_plan",
     "open_log_dirs",

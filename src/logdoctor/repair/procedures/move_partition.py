@@ -53,7 +53,6 @@ from logdoctor.repair.procedures.common import (
     ProcedureUsageError,
     TopicPartition,
     add_checkpoint_edit,
-    apply_space,
     check_free_space,
     check_same_cluster,
     delete_dir_name,
@@ -63,6 +62,7 @@ from logdoctor.repair.procedures.common import (
     read_checkpoint,
     tp_name,
 )
+from logdoctor.repair.space import fits as space_fits
 from logdoctor.repair.steps.base import BackupNames
 from logdoctor.repair.steps.rename import rename_path
 from logdoctor.repair.steps.verified_copy import copy_partition, remove_copied
@@ -187,14 +187,14 @@ def plan_move(
     plan, names = new_plan([src_dir, dst_dir], backup_dir, src_dir)
     wanted = set(chosen)
     moved_entries = _moved_entries(checkpoints, src_dir, wanted)
-    _entries_in(plan, names, dst_dir, checkpoints, wanted, moved_entries)
+    _entries(plan, names, dst_dir, checkpoints, wanted, moved_entries, True)
     per_partition: list[dict[str, Any]] = []
     tiered_notes: list[str] = []
     for tp in chosen:
         _move_folder(
             plan, src, src_dir, dst_dir, tp, copying, sizes[tp], moved_entries, per_partition, tiered_notes
         )
-    _entries_out(plan, names, src_dir, checkpoints, wanted, moved_entries)
+    _entries(plan, names, src_dir, checkpoints, wanted, moved_entries, False)
     plan.number_steps()
 
     before = [disk_usage(src_dir), disk_usage(dst_dir)]
@@ -226,7 +226,7 @@ def plan_move(
             f"frees {total:,} bytes on {src_dir}'s file system; {dst_dir}'s has {space['free']:,} bytes free "
             f"for the {need:,} copied (plus a margin of {space['margin']:,})"
         )
-    fits = apply_space(plan)
+    fits = space_fits(plan)
     summary["apply_space"] = fits
     notes.append(("fits: " if fits["fits"] else "DOES NOT FIT: ") + fits["text"])
     notes.extend(tiered_notes)
@@ -297,39 +297,40 @@ def _moved_entries(
     checkpoints: _Checkpoints, src_dir: str, wanted: set[TopicPartition]
 ) -> dict[str, list[tuple[str, int, int]]]:
     """Per checkpoint file, the source's entries of the moved partitions."""
-    moved_entries: dict[str, list[tuple[str, int, int]]] = {}
-    for name in MOVED_CHECKPOINTS:
-        parsed, _ = checkpoints[(src_dir, name)]
-        moved_entries[name] = [
-            (t, p, o) for t, p, o in (parsed.entries if parsed else []) if (t, p) in wanted
-        ]
-    return moved_entries
+    parsed = {name: checkpoints[(src_dir, name)][0] for name in MOVED_CHECKPOINTS}
+    return {
+        n: [(t, p, o) for t, p, o in (c.entries if c else []) if (t, p) in wanted] for n, c in parsed.items()
+    }
 
 
-def _entries_in(
+def _entries(
     plan: Plan,
     names: BackupNames,
-    dst_dir: str,
+    log_dir: str,
     checkpoints: _Checkpoints,
     wanted: set[TopicPartition],
     moved_entries: dict[str, list[tuple[str, int, int]]],
+    into: bool,
 ) -> None:
-    """Step 1: the destination's checkpoints gain the entries."""
+    """Step 1 (``into``): the destination's checkpoints gain the entries (a stale one there for a moved
+    partition replaced); step 3: the source's checkpoints lose them."""
     for name in MOVED_CHECKPOINTS:
-        parsed, _ = checkpoints[(dst_dir, name)]
-        stale = {(t, p) for t, p, _ in (parsed.entries if parsed else []) if (t, p) in wanted}
+        parsed, _ = checkpoints[(log_dir, name)]
+        stale = into and any((t, p) in wanted for t, p, _ in (parsed.entries if parsed else []))
         if not moved_entries[name] and not stale:
             continue
         add_checkpoint_edit(
             plan,
             names,
-            dst_dir,
+            log_dir,
             name,
-            checkpoints[(dst_dir, name)],
+            checkpoints[(log_dir, name)],
             wanted,
-            moved_entries[name],
-            "checkpoint-entries-in",
-            f"{name} of the destination takes the moved partitions' entries",
+            moved_entries[name] if into else [],
+            "checkpoint-entries-in" if into else "checkpoint-entries-out",
+            f"{name} of the destination takes the moved partitions' entries"
+            if into
+            else f"{name} of the source no longer lists the moved partitions",
         )
 
 
@@ -393,31 +394,6 @@ def _move_folder(
             },
         }
     )
-
-
-def _entries_out(
-    plan: Plan,
-    names: BackupNames,
-    src_dir: str,
-    checkpoints: _Checkpoints,
-    wanted: set[TopicPartition],
-    moved_entries: dict[str, list[tuple[str, int, int]]],
-) -> None:
-    """Step 3: the source's checkpoints lose the entries."""
-    for name in MOVED_CHECKPOINTS:
-        if not moved_entries[name]:
-            continue
-        add_checkpoint_edit(
-            plan,
-            names,
-            src_dir,
-            name,
-            checkpoints[(src_dir, name)],
-            wanted,
-            [],
-            "checkpoint-entries-out",
-            f"{name} of the source no longer lists the moved partitions",
-        )
 
 
 def _kraft_advice(

@@ -78,16 +78,16 @@ from logdoctor.logdir.names import (
     QUORUM_STATE_FILE,
 )
 from logdoctor.repair import safety
-from logdoctor.repair.plan import Action, Change, Plan
+from logdoctor.repair.plan import Action, Plan
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
     ProcedureRefused,
     ProcedureUsageError,
+    file_writes,
     new_plan,
     read_meta,
 )
 from logdoctor.repair.steps.mkdir import make_dir
-from logdoctor.repair.steps.write import write_file
 
 __all__ = ["PROCEDURE", "Candidate", "ControllerTarget", "parse_controller", "plan_rebuild_quorum"]
 
@@ -546,17 +546,12 @@ def plan_rebuild_quorum(
         if boot_bytes is not None:
             content[BOOTSTRAP_CHECKPOINT_FILE] = boot_bytes
         target_md = os.path.join(c.directory, METADATA_DIR)
-        steps = [make_dir(target_md)]  # c.directory: made before the engine locks it (cli/rebuild_quorum.py)
+        top_steps, top_changes = file_writes(c.directory, content, names)
+        md_steps, md_changes = file_writes(target_md, {**files, **extra}, names)
+        # c.directory: made before the engine locks it (cli/rebuild_quorum.py)
+        steps = [make_dir(target_md), *top_steps, *md_steps]
         steps[0].params["probe"] = probe  # refuse_resume_beside_live_controllers
-        changes = []
-        for name, data in content.items():
-            path = os.path.join(c.directory, name)
-            steps.append(write_file(path, data, names))
-            changes.append(Change(path, None, len(data)))
-        for name, data in {**files, **extra}.items():
-            path = os.path.join(target_md, name)
-            steps.append(write_file(path, data, names))
-            changes.append(Change(path, None, len(data)))
+        changes = top_changes + md_changes
         plan.actions.append(
             Action(
                 "rebuild-controller-metadata",

@@ -84,6 +84,7 @@ from logdoctor.logdir.remote_reader import open_remote_log
 from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
 from logdoctor.repair import copies as cp
 from logdoctor.repair import safety
+from logdoctor.repair.backup import sha256_file
 from logdoctor.repair.plan import Action, Change, Plan, Unrepaired
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
@@ -93,11 +94,13 @@ from logdoctor.repair.procedures.common import (
     new_plan,
     read_checkpoint,
 )
-from logdoctor.repair.steps.base import BackupNames
+from logdoctor.repair.steps.base import AFTER, BackupNames, StepContext
+from logdoctor.repair.steps.copying import read_manifest
 from logdoctor.repair.steps.fetch_remote import fetch_remote, fetched_checksum, hold_planned_read
 from logdoctor.repair.steps.mkdir import make_dir
 from logdoctor.repair.steps.move import delete_with_backup
 from logdoctor.repair.steps.rebuild_index import rebuild_index
+from logdoctor.repair.steps.registry import operation
 from logdoctor.repair.steps.write import write_file
 
 __all__ = ["PROCEDURE", "plan_restore", "verify_restore"]
@@ -291,9 +294,18 @@ def _topic_id_of(folder: str) -> str | None:
         return None
 
 
-def _file_action(plan: Plan, names: BackupNames, path: str, data: bytes, kind: str, reason: str) -> None:
+def _file_action(
+    plan: Plan,
+    names: BackupNames,
+    path: str,
+    data: bytes,
+    kind: str,
+    reason: str,
+    before: bytes | None = None,
+) -> None:
     step = write_file(path, data, names)
-    plan.actions.append(Action(kind, path, reason, steps=[step], changes=[Change(path, None, len(data))]))
+    change = Change(path, len(before) if before is not None else None, len(data))
+    plan.actions.append(Action(kind, path, reason, steps=[step], changes=[change]))
 
 
 def _missing_offsets(first: int, seg: SegmentRef, older: int) -> str:
@@ -613,16 +625,25 @@ def _plan_epochs(plan: Plan, names: BackupNames, folder: str, restored: list[tup
             )
     after = write_leader_epoch_checkpoint(new_leader_epoch_checkpoint(merged))
     if after != before:
-        step = write_file(path, after, names)
-        plan.actions.append(
-            Action(
-                "restore-leader-epochs",
-                path,
-                "the restored segments' leader epochs",
-                steps=[step],
-                changes=[Change(path, len(before) if before is not None else None, len(after))],
-            )
+        _file_action(
+            plan, names, path, after, "restore-leader-epochs", "the restored segments' leader epochs", before
         )
+
+
+def open_target(
+    log_dir: str | os.PathLike[str], opts: RemoteOptions, topics: Collection[str] | None
+) -> tuple[str, Any, list[StorePartition], list[tuple[str, str]]]:
+    """(``log_dir`` absolute, the store, its tiered partitions of ``topics``, the folders whose names are
+    not a topic's with why); BrokerRunningError for a held lock, NotALogDirError for a folder that is not
+    a log dir (or empty)."""
+    log_dir = os.path.abspath(os.fspath(log_dir))
+    if os.path.exists(log_dir):
+        log_dir = log_dir_path(log_dir)
+        safety.refuse_if_locked([log_dir])
+    storage, root = open_store(opts)
+    illegal: list[tuple[str, str]] = []
+    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None, illegal)
+    return log_dir, storage, partitions, illegal
 
 
 def plan_restore(
@@ -638,13 +659,7 @@ def plan_restore(
     offset (or, for a segment the store has no offset index of, to find its end).
     ``index_interval_bytes``: the topics' index.interval.bytes, for rebuilt indexes. RemoteTierError for
     a store that cannot be used; BrokerRunningError for a held lock."""
-    log_dir = os.path.abspath(os.fspath(log_dir))
-    if os.path.exists(log_dir):
-        log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
-        safety.refuse_if_locked([log_dir])
-    storage, root = open_store(opts)
-    illegal: list[tuple[str, str]] = []
-    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None, illegal)
+    log_dir, storage, partitions, illegal = open_target(log_dir, opts, topics)
     if not partitions and not illegal:
         raise RemoteTierError(
             f"remote storage {opts.storage}: no tiered partition"
@@ -654,17 +669,11 @@ def plan_restore(
     plan, names = new_plan([log_dir], backup_dir, log_dir)
     for folder, why in illegal:
         _finding(plan, "restore-topic-name", folder, f"{why}: the broker would never load it; not restored")
-    starts = read_checkpoint(log_dir, LOG_START_OFFSET_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
-    recovery = read_checkpoint(log_dir, RECOVERY_POINT_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
-    hw = read_checkpoint(log_dir, REPLICATION_OFFSET_CHECKPOINT) if os.path.isdir(log_dir) else (None, None)
-    have = {
-        n: (cp_[0].offsets() if cp_[0] is not None else {})
-        for n, cp_ in (
-            (LOG_START_OFFSET_CHECKPOINT, starts),
-            (RECOVERY_POINT_CHECKPOINT, recovery),
-            (REPLICATION_OFFSET_CHECKPOINT, hw),
-        )
+    read = {
+        n: read_checkpoint(log_dir, n) if os.path.isdir(log_dir) else (None, None)
+        for n in (LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT)
     }
+    have = {n: (cp_[0].offsets() if cp_[0] is not None else {}) for n, cp_ in read.items()}
     put: dict[str, list[tuple[str, int, int]]] = {n: [] for n in have}
     rows: list[dict[str, Any]] = []
     rebuilt: list[str] = []
@@ -702,11 +711,7 @@ def plan_restore(
         for name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
             if no_local and tp not in have[name]:  # a local log's end is beyond: its entries stay
                 put[name].append((sp.topic, sp.partition, end))
-    for name, cp_ in (
-        (LOG_START_OFFSET_CHECKPOINT, starts),
-        (RECOVERY_POINT_CHECKPOINT, recovery),
-        (REPLICATION_OFFSET_CHECKPOINT, hw),
-    ):
+    for name, cp_ in read.items():
         if put[name]:
             add_checkpoint_edit(
                 plan,
@@ -746,16 +751,12 @@ def plan_restore(
 
 def verify_restore(plan: Plan) -> list[str]:
     """Every restored file reads back as planned (segments: their manifest checksums; others: sha256)."""
-    from logdoctor.repair.backup import sha256_file
-
     problems: list[str] = []
+    ctx = StepContext(plan.backup_dir)
     for step in plan.steps:
         if step.op == "fetch-remote":
-            from logdoctor.repair.steps.base import StepContext
-            from logdoctor.repair.steps.copying import read_manifest
-
             try:
-                want = (read_manifest(StepContext(plan.backup_dir), step) or {}).get(".")
+                want = (read_manifest(ctx, step) or {}).get(".")
                 if want is None:
                     problems.append(f"{step.path}: no checksum of it in {plan.backup_dir}")
                 elif fetched_checksum(step.path) != want:
@@ -769,10 +770,7 @@ def verify_restore(plan: Plan) -> list[str]:
             except OSError as e:
                 problems.append(f"{step.path}: {e}")
         elif step.op == "rebuild-index":
-            from logdoctor.repair.steps.base import AFTER, StepContext
-            from logdoctor.repair.steps.registry import operation
-
-            if operation(step).state(step, StepContext(plan.backup_dir)) != AFTER:
+            if operation(step).state(step, ctx) != AFTER:
                 problems.append(f"{step.path} is not as rebuilt")
         elif step.op == "mkdir" and not os.path.isdir(step.path):
             problems.append(f"{step.path} is missing")

@@ -49,26 +49,27 @@ from logdoctor.logdir.names import (
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_OFFSET_CHECKPOINT,
 )
-from logdoctor.logdir.remote_metadata import DEFAULT_METADATA_PARTITIONS, metadata_partition_for
+from logdoctor.logdir.remote_metadata import (
+    DEFAULT_METADATA_PARTITIONS,
+    TopicIdPartition,
+    metadata_partition_for,
+)
 from logdoctor.logdir.remote_partitions import (
-    find_store_partitions,
-    open_store,
     segment_facts,
     stored_segments,
 )
 from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
-from logdoctor.repair import safety
-from logdoctor.repair.plan import Action, Change, Unrepaired
+from logdoctor.repair.plan import Action, Unrepaired
 from logdoctor.repair.procedures.common import (
     ProcedurePlan,
     ProcedureUsageError,
     add_checkpoint_edit,
-    log_dir_path,
+    file_writes,
     new_plan,
     read_checkpoint,
 )
+from logdoctor.repair.procedures.restore import open_target
 from logdoctor.repair.steps.mkdir import make_dir
-from logdoctor.repair.steps.write import write_file
 
 __all__ = ["METADATA_TOPIC", "NUM_PARTITIONS_KEY", "metadata_partition_count", "plan_restore_metadata"]
 
@@ -129,14 +130,8 @@ def plan_restore_metadata(
     server_properties: str | os.PathLike[str] | None = None,
 ) -> ProcedurePlan:
     """The plan writing the ``__remote_log_metadata`` partitions of the store's segments (module doc)."""
-    log_dir = os.path.abspath(os.fspath(log_dir))
-    if os.path.exists(log_dir):
-        log_dir = log_dir_path(log_dir)  # a log dir or an empty folder (NotALogDirError otherwise)
-        safety.refuse_if_locked([log_dir])
+    log_dir, storage, partitions, illegal = open_target(log_dir, opts, topics)
     count, count_source = metadata_partition_count(log_dir, server_properties)
-    storage, root = open_store(opts)
-    illegal: list[tuple[str, str]] = []
-    partitions = find_store_partitions(storage, root, opts.layout, set(topics) if topics else None, illegal)
     if not partitions and not illegal:
         raise RemoteTierError(f"remote storage {opts.storage}: no tiered partition there")
     plan, names = new_plan([log_dir], backup_dir, log_dir)
@@ -149,6 +144,7 @@ def plan_restore_metadata(
     rows: list[dict[str, Any]] = []
     for sp in partitions:
         mp = metadata_partition_for(sp.topic_id, sp.partition, count)
+        tip = TopicIdPartition(sp.topic_id, sp.topic, sp.partition)
         n = 0
         for seg in stored_segments(storage, sp, opts, log_dir):
             assert seg.remote is not None
@@ -167,7 +163,7 @@ def plan_restore_metadata(
                 continue
             ts = facts.max_timestamp_ms
             started = segment_metadata(
-                sp_tip(sp),
+                tip,
                 seg.remote.segment_id,
                 facts.start_offset,
                 facts.end_offset,
@@ -178,7 +174,7 @@ def plan_restore_metadata(
                 size=facts.size,
             )
             finished = segment_update(
-                sp_tip(sp),
+                tip,
                 seg.remote.segment_id,
                 COPY_SEGMENT_FINISHED,
                 broker_id=broker,
@@ -211,12 +207,8 @@ def plan_restore_metadata(
                 new_leader_epoch_checkpoint([(0, 0)])
             ),
         }
-        steps = [make_dir(folder)]
-        changes = []
-        for name, data in files.items():
-            path = os.path.join(folder, name)
-            steps.append(write_file(path, data, names))
-            changes.append(Change(path, None, len(data)))
+        steps, changes = file_writes(folder, files, names)
+        steps.insert(0, make_dir(folder))
         plan.actions.append(
             Action(
                 "restore-remote-log-metadata",
@@ -257,9 +249,3 @@ def plan_restore_metadata(
     }
     notes = [f"{METADATA_TOPIC} has {count} partitions ({count_source})"]
     return ProcedurePlan("restore", plan, summary, notes)
-
-
-def sp_tip(sp: Any) -> Any:
-    from logdoctor.logdir.remote_metadata import TopicIdPartition
-
-    return TopicIdPartition(sp.topic_id, sp.topic, sp.partition)

@@ -164,18 +164,8 @@ def plan_sync(
         "leader_broker": describe_meta(l_meta),
         "follower_broker": describe_meta(f_meta),
         "topic_id": {"leader": l_id, "follower": f_id},
-        "leader_log": {
-            **l_tier.to_json(),
-            "log_end_offset": l_end,
-            "segments": len(lp.segments),
-            "bytes": size,
-        },
-        "follower_log": {
-            **f_tier.to_json(),
-            "log_end_offset": f_end,
-            "segments": len(fp.segments),
-            "bytes": f_size,
-        },
+        "leader_log": _log_summary(l_tier, lp, size),
+        "follower_log": _log_summary(f_tier, fp, f_size),
         "behind_by": (l_end - f_end) if l_end is not None and f_end is not None and l_end > f_end else 0,
         "truncation": truncation.to_json(),
         "records_the_leader_lacks": lost.to_json() if lost is not None else None,
@@ -185,6 +175,10 @@ def plan_sync(
         "disk_usage_before": [disk_usage(f_dir).to_json(), disk_usage(l_dir).to_json()],
     }
     return ProcedurePlan(PROCEDURE, plan, summary, notes)
+
+
+def _log_summary(tier: PartitionTiering, p: Partition, size: int) -> dict[str, Any]:
+    return {**tier.to_json(), "log_end_offset": p.log_end_offset, "segments": len(p.segments), "bytes": size}
 
 
 def _refuse_other_copies(fd: LogDir, tp: TopicPartition, lp: Partition, fp: Partition) -> None:
@@ -283,20 +277,19 @@ def _tiered_note(
     entries: dict[str, dict[str, int | None]],
 ) -> list[str]:
     """What a tiered partition's sync copies (the local segments only) and keeps (its log start entry)."""
-    notes: list[str] = []
-    if l_tier.tiered or f_tier.tiered:
-        who = l_tier if l_tier.tiered else f_tier
-        leader_entry = entries[LOG_START_OFFSET_CHECKPOINT]["leader"]
-        notes.append(
-            f"{tp_name(tp)} is tiered ({who.tiering.evidence}): the follower gets only what it needs "
-            f"locally, the leader's local segments [{l_tier.local_log_start_offset}, {lp.log_end_offset}); "
-            f"offsets [{l_tier.log_start_offset}, {l_tier.local_log_start_offset}) stay in the remote tier, "
-            "shared by every replica and read by the follower's broker through its RemoteLogManager. The "
-            "follower's log-start-offset-checkpoint entry becomes the leader's "
-            f"({'none: log start 0' if leader_entry is None else leader_entry}), never raised to the first "
-            f"local segment: {REMOTE_TIER_RULE}, so a raised entry would delete remote segments below it"
-        )
-    return notes
+    if not (l_tier.tiered or f_tier.tiered):
+        return []
+    who = l_tier if l_tier.tiered else f_tier
+    leader_entry = entries[LOG_START_OFFSET_CHECKPOINT]["leader"]
+    return [
+        f"{tp_name(tp)} is tiered ({who.tiering.evidence}): the follower gets only what it needs "
+        f"locally, the leader's local segments [{l_tier.local_log_start_offset}, {lp.log_end_offset}); "
+        f"offsets [{l_tier.log_start_offset}, {l_tier.local_log_start_offset}) stay in the remote tier, "
+        "shared by every replica and read by the follower's broker through its RemoteLogManager. The "
+        "follower's log-start-offset-checkpoint entry becomes the leader's "
+        f"({'none: log start 0' if leader_entry is None else leader_entry}), never raised to the first "
+        f"local segment: {REMOTE_TIER_RULE}, so a raised entry would delete remote segments below it"
+    ]
 
 
 def _lost_text(lost: RecordsFrom) -> str:

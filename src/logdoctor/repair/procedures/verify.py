@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -11,16 +10,13 @@ from logdoctor.formats.checkpoint import parse_offset_checkpoint
 from logdoctor.logdir.names import OFFSET_CHECKPOINT_FILES
 from logdoctor.repair import backup as bk
 from logdoctor.repair.plan import Plan, Step
+from logdoctor.repair.steps.base import StepContext
+from logdoctor.repair.steps.copying import read_manifest
 
 
 def manifest_of(plan: Plan, step: Step) -> dict[str, str] | None:
     """The checksums a ``copy-partition``/``remove-copied`` step saved in the backup dir."""
-    try:
-        data = json.loads(Path(plan.backup_dir, step.params["manifest"]).read_text())
-    except (OSError, ValueError, KeyError):
-        return None
-    sums = data.get("checksums") if isinstance(data, dict) else None
-    return sums if isinstance(sums, dict) else None
+    return read_manifest(StepContext(plan.backup_dir), step)
 
 
 def check_checkpoints(plan: Plan) -> list[str]:

@@ -179,17 +179,10 @@ def desired_checkpoint(
             return write_offset_checkpoint(OffsetCheckpoint(0, clamped))
         except ValueError:
             return None
-    values: dict[tuple[str, int], int] = {}
-    order: list[tuple[str, int]] = []
-    for t, p, o in entries:
-        if (t, p) not in values:
-            order.append((t, p))
-        values[(t, p)] = o  # a later duplicate wins, as in the broker's map
-    out: list[tuple[str, int, int]] = []
-    for tp in order:
-        if tp not in live:
-            continue  # absent partition (the broker drops it at its next checkpoint)
-        out.append((tp[0], tp[1], value(tp, values[tp])))
+    # a later duplicate wins, as in the broker's map (a dict keeps the first one's place)
+    values = {(t, p): o for t, p, o in entries}
+    # an absent partition's entry goes (the broker drops it at its next checkpoint)
+    out = [(tp[0], tp[1], value(tp, o)) for tp, o in values.items() if tp in live]
     if name in (RECOVERY_POINT_CHECKPOINT, REPLICATION_OFFSET_CHECKPOINT):
         for tp in sorted(live):
             bounds = live[tp]

@@ -106,10 +106,7 @@ class SiblingModes:
         if modes is not None and own is not None and own[:2] == (is_dir, uid) and own[2] in modes:
             modes = modes.copy()
             modes[own[2]] -= 1
-        best = [(m, n) for m, n in (modes or Counter()).most_common() if n > 0]
-        if best:
-            return best[0][0]
-        return 0o755 if is_dir else 0o644
+        return next((m for m, n in (modes or Counter()).most_common() if n > 0), 0o755 if is_dir else 0o644)
 
 
 class PlanContext:

@@ -25,6 +25,8 @@ from logdoctor.repair.rules.context import PartitionPlan, PlanContext
 from logdoctor.repair.steps.rename import rename_path
 
 CODES = ("ORPHAN_FILE",)
+#: the orphan kinds the broker removes at startup one by one (a .swap or .cleaned file: :func:`swaps`)
+_REMOVED = ("deleted", "index-without-log", "tmp-file", "partial-snapshot")
 
 
 def root_tmp_file(ctx: PlanContext, f: Finding) -> None:
@@ -44,24 +46,13 @@ def resolve(ctx: PlanContext, pp: PartitionPlan, orphans: list[Finding]) -> None
         ["ORPHAN_FILE"],
         [f.path for f in orphans],
     )
-    simple = [
-        f
-        for f in orphans
-        if f.details.get("kind") in ("deleted", "index-without-log", "tmp-file", "partial-snapshot")
-    ]
-    for f in simple:
-        ctx.move_step(action, f.path, f"{f.details.get('kind')}: removed as the broker does at startup")
+    for f in orphans:
+        if f.details.get("kind") in _REMOVED:
+            ctx.move_step(action, f.path, f"{f.details.get('kind')}: removed as the broker does at startup")
     if kinds & {"swap", "cleaned"}:
         swaps(ctx, pp, action)
     for f in orphans:
-        if f.details.get("kind") not in (
-            "deleted",
-            "index-without-log",
-            "tmp-file",
-            "partial-snapshot",
-            "swap",
-            "cleaned",
-        ):
+        if f.details.get("kind") not in (*_REMOVED, "swap", "cleaned"):
             ctx.unrepaired(f, "unknown orphan kind")
     ctx.add(action)
 

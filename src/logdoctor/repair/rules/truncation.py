@@ -53,14 +53,9 @@ def plan(ctx: PlanContext, pp: PartitionPlan, segs: dict[int, Segment]) -> None:
         truncate(ctx, pp, segs[corrupt[0]], [f for f in pp.findings if f.code == "LOG_CORRUPT"])
 
 
-def _is_offset_overflow(error: FormatError) -> bool:
-    """LogSegmentOffsetOverflowException: a last offset outside [base, base + int32 max]."""
-    return str(getattr(error, "expected", "")).startswith("a last offset within int32")
-
-
-def _is_index_offset_error(error: FormatError) -> bool:
-    """InvalidOffsetException of OffsetIndex.append: an offset not above the last indexed one."""
-    return str(getattr(error, "expected", "")).startswith("an offset above the last indexed offset")
+def _expected(error: FormatError | None, what: str) -> bool:
+    """Whether ``error`` is the one that expected ``what`` (its ``expected`` starts with it)."""
+    return error is not None and str(getattr(error, "expected", "")).startswith(what)
 
 
 def truncate(ctx: PlanContext, pp: PartitionPlan, seg: Segment, fs: list[Finding]) -> None:
@@ -80,7 +75,8 @@ def truncate(ctx: PlanContext, pp: PartitionPlan, seg: Segment, fs: list[Finding
                 why = "the broker's recovery reads every batch of this segment as valid: nothing to cut"
             ctx.unrepaired(f, why)
         return
-    if r.error is not None and _is_offset_overflow(r.error):
+    # LogSegmentOffsetOverflowException: a last offset outside [base, base + int32 max]
+    if _expected(r.error, "a last offset within int32"):
         for f in fs:
             ctx.unrepaired(
                 f,
@@ -99,9 +95,10 @@ def truncate(ctx: PlanContext, pp: PartitionPlan, seg: Segment, fs: list[Finding
                 "needs a person (logdoctor dump shows it)",
             )
         return
-    if r.error is not None and _is_index_offset_error(r.error):
-        # InvalidOffsetException from OffsetIndex.append: recoverLog truncates the whole segment
-        # to its base offset (LogLoader.recoverLog: segment.truncateTo(startOffset))
+    if _expected(r.error, "an offset above the last indexed offset"):
+        # InvalidOffsetException from OffsetIndex.append (an offset not above the last indexed one):
+        # recoverLog truncates the whole segment to its base offset (LogLoader.recoverLog:
+        # segment.truncateTo(startOffset))
         r = rebuild_indexes(b"", seg.base_offset, index_interval_bytes=ctx.interval, source=str(seg.log_path))
     loss_note = ""
     if pp.part.topic == METADATA_TOPIC:

@@ -130,10 +130,6 @@ def _set_meta(path: str, meta: dict[str, int], *, owner_set: Callable[[], None] 
         os.chmod(path, meta["mode"])
 
 
-def _meta_matches(path: str, meta: dict[str, int] | None) -> bool:
-    return meta is None or _meta(path) == meta
-
-
 def _file_sha(path: str) -> str | None:
     try:
         return bk.sha256_file(path)

@@ -99,9 +99,7 @@ def _append_fetched(
             size = os.fstat(fd).st_size
             if size and os.pread(fd, 1, size - 1) != b"\n":
                 line = b"\n" + line
-            view = memoryview(line)
-            while view:
-                view = view[os.write(fd, view) :]
+            bk.write_all(fd, line)
             if barrier is None:
                 os.fsync(fd)
         finally:
@@ -120,7 +118,8 @@ def read_manifest(ctx: StepContext, step: Step) -> dict[str, str] | None:
         if step.op != "fetch-remote":  # FetchRemote.op (its module imports this one)
             return None
         return _fetched_records(ctx.backup_path(FETCHED_REL)).get(step.number)
-    return data.get("checksums") if isinstance(data, dict) else None
+    sums = data.get("checksums") if isinstance(data, dict) else None
+    return sums if isinstance(sums, dict) else None
 
 
 def matches_manifest(path: str, manifest: dict[str, str]) -> bool:

@@ -20,6 +20,7 @@ from logdoctor.logdir import atomic
 from logdoctor.logdir.files import open_regular
 from logdoctor.repair import copies
 from logdoctor.repair import snapshot as snap
+from logdoctor.repair.backup import write_all
 from logdoctor.repair.plan import Step
 from logdoctor.repair.steps.base import (
     AFTER,
@@ -64,18 +65,17 @@ FETCH_HASH_NAME = "crc32c"
 
 def fetched_checksum(path: str) -> str:
     """The CRC-32C (hex) of a file a ``fetch-remote`` step wrote: a copy check at memory speed (the
-    hardware CRC of :mod:`logdoctor.formats.crc`, several times a cryptographic hash's speed), the
-    segment's batches carrying their own CRC-32C besides."""
+    hardware CRC of :mod:`logdoctor.formats.crc`, several times a cryptographic hash's speed, over one
+    mapping of the file: no copy into Python's memory), the segment's batches carrying their own CRC-32C
+    besides."""
+    from logdoctor.checks.state.file_records import read_buffer, release
     from logdoctor.formats.crc import crc32c
 
-    crc = 0
-    fd = open_regular(path)
+    view, handle, _ = read_buffer(path)
     try:
-        while chunk := os.read(fd, copies.CHUNK):
-            crc = crc32c(chunk, crc)
+        return f"{crc32c(view):08x}"
     finally:
-        os.close(fd)
-    return f"{crc:08x}"
+        release(view, handle)
 
 
 def _local_object(source: dict[str, Any]) -> str | None:
@@ -87,18 +87,6 @@ def _local_object(source: dict[str, Any]) -> str | None:
         return None
     storage, _ = Storage.of(source["storage"])
     return storage.path(local_path(source["log"])) if storage.is_local else None
-
-
-def _buffer_crc(path: str) -> str:
-    """:func:`fetched_checksum` read through one mapping (no copy into Python's memory)."""
-    from logdoctor.checks.state.file_records import read_buffer, release
-    from logdoctor.formats.crc import crc32c
-
-    view, handle, _ = read_buffer(path)
-    try:
-        return f"{crc32c(view):08x}"
-    finally:
-        release(view, handle)
 
 
 def _check_restored(path: str, source: dict[str, Any], fetched: str) -> str:
@@ -232,8 +220,9 @@ class FetchRemote(Operation):
     def apply(self, step: Step, ctx: StepContext) -> None:
         if not self.to_do(step, ctx, f"{step.path} exists and is not the restored segment"):
             return
-        partial = self._fetch(step, ctx, None)
-        copies.rename_durable(partial, step.path)
+        fetched, local = self._copy(step, ctx, None)
+        self._check(step, ctx, None, fetched, local)
+        copies.rename_durable(step.path + PARTIAL_SUFFIX, step.path)
         ctx.crash(step.number, "applied")
 
     def groupable(self, step: Step) -> bool:
@@ -242,9 +231,8 @@ class FetchRemote(Operation):
     def prepare(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier) -> Callable[[], None] | None:
         if not self.to_do(step, ctx, f"{step.path} exists and is not the restored segment"):
             return None
+        fetched, local = self._copy(step, ctx, barrier)
         partial = step.path + PARTIAL_SUFFIX
-        source = step.params["source"]
-        fetched, local = self._copy(step, ctx, barrier, partial, source)
         try:
             ctx.settle()  # the step before's check: its failure stops the group here
         except BaseException:
@@ -252,7 +240,7 @@ class FetchRemote(Operation):
             raise
         # this segment's checks (and its manifest) on the group's check thread while the next is fetched;
         # every check is settled before the group's barrier, so before anything is renamed into place
-        ctx.check_behind(lambda: self._check(step, ctx, barrier, partial, source, fetched, local))
+        ctx.check_behind(lambda: self._check(step, ctx, barrier, fetched, local))
 
         def commit() -> None:
             os.rename(partial, step.path)
@@ -261,25 +249,13 @@ class FetchRemote(Operation):
 
         return commit
 
-    def _fetch(self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier | None) -> str:
-        """The segment in ``<path>.logdoctor-partial``, checked, its manifest saved: durable now, or (with
-        ``barrier``) once the barrier is flushed. Returns the partial file's path."""
-        partial = step.path + PARTIAL_SUFFIX
-        source = step.params["source"]
-        fetched, local = self._copy(step, ctx, barrier, partial, source)
-        self._check(step, ctx, barrier, partial, source, fetched, local)
-        return partial
-
     def _copy(
-        self,
-        step: Step,
-        ctx: StepContext,
-        barrier: atomic.SyncBarrier | None,
-        partial: str,
-        source: dict[str, Any],
+        self, step: Step, ctx: StepContext, barrier: atomic.SyncBarrier | None
     ) -> tuple[str | None, str | None]:
-        """The segment's bytes into ``partial`` (fsynced now, or registered in ``barrier``): (the CRC-32C of
-        the bytes fetched, None for a kernel copy; the local object copied by the kernel, else None)."""
+        """The segment's bytes into ``<path>.logdoctor-partial`` (fsynced now, or registered in ``barrier``):
+        (the CRC-32C of the bytes fetched, None for a kernel copy; the local object copied by the kernel,
+        else None)."""
+        partial, source = step.path + PARTIAL_SUFFIX, step.params["source"]
         copies.remove_tree(partial)
         size = int(step.params["size"])
         fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
@@ -306,18 +282,17 @@ class FetchRemote(Operation):
         step: Step,
         ctx: StepContext,
         barrier: atomic.SyncBarrier | None,
-        partial: str,
-        source: dict[str, Any],
         fetched: str | None,
         local: str | None,
     ) -> None:
-        """The checks of the fetched ``partial`` (:func:`_check_restored`; a kernel copy's source read
-        for its CRC-32C after the copy: a source changed meanwhile does not match), then its manifest
-        saved (durable now, or once ``barrier`` is flushed). A failure removes the partial file."""
+        """The checks of the fetched ``<path>.logdoctor-partial`` (:func:`_check_restored`; a kernel copy's
+        source read for its CRC-32C after the copy: a source changed meanwhile does not match), then its
+        manifest saved (durable now, or once ``barrier`` is flushed). A failure removes the partial file."""
+        partial, source = step.path + PARTIAL_SUFFIX, step.params["source"]
         try:
             if fetched is None:
                 assert local is not None
-                fetched = _buffer_crc(local)
+                fetched = fetched_checksum(local)
             digest = _check_restored(partial, source, fetched)
         except BaseException:
             copies.remove_tree(partial)  # a failed fetch leaves nothing in the log dir
@@ -349,9 +324,7 @@ class FetchRemote(Operation):
                     if not chunk:
                         raise StepStateError(f"{source['log']}: the object ends at byte {pos} of {size}")
                     crc = crc32c(chunk, crc)
-                    view = memoryview(chunk)
-                    while view:
-                        view = view[os.write(fd, view) :]
+                    write_all(fd, chunk)
                     pos += len(chunk)
                     report_copied(len(chunk))
                     ctx.crash(step.number, "temp-written")

@@ -31,7 +31,6 @@ from logdoctor.repair.steps.base import (
     StepStateError,
     _file_sha,
     _meta,
-    _meta_matches,
     _remove_temps,
     _set_meta,
 )
@@ -46,7 +45,8 @@ class WriteFile(Operation):
     def state(self, step: Step, ctx: StepContext) -> str:
         p = step.params
         sha = _file_sha(step.path)
-        if sha == p["sha_after"] and _meta_matches(step.path, p.get("meta_after")):
+        meta = p.get("meta_after")
+        if sha == p["sha_after"] and (meta is None or _meta(step.path) == meta):
             return AFTER
         if sha == p["sha_before"]:  # None == None: absent before and now
             return BEFORE
