@@ -38,15 +38,10 @@ from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
 from logdoctor.cli.record_options import RecordReadArgs, plan_records, reads_records
+from logdoctor.logdir.disk import human_bytes
 
 if TYPE_CHECKING:
     from logdoctor.logdir.read_options import ReadOptions
-
-
-def _human(n: int) -> str:
-    from logdoctor.logdir.disk import human_bytes
-
-    return human_bytes(n)
 
 
 def outputs_this_run_creates(
@@ -118,8 +113,15 @@ def no_space_exits_73(out: str, fresh: Sequence[str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def export_spark(
-    out: str, fmt: str, writer: str | None, catalog: Sequence[str] | None, mode: str, master: str | None,
-    confs: dict[str, str], remote: str | None, err: Any,
+    out: str,
+    fmt: str,
+    writer: str | None,
+    catalog: Sequence[str] | None,
+    mode: str,
+    master: str | None,
+    confs: dict[str, str],
+    remote: str | None,
+    err: Any,
 ) -> Iterator[tuple[Any, Any, float]]:
     """Spark started for an export, a Ctrl-C said in one line (:func:`interrupted_line`) and a full disk
     exiting 73 (:func:`no_space_exits_73`) until the block ends: (the session, the commit watch of a table
@@ -325,8 +327,9 @@ def export_command(
             Text.assemble(  # the out dir is text, never markup
                 "Exported ",
                 (f"{result.rows:,}", "bold"),
-                f" records from {result.segments:,} segments ({_human(result.bytes_in)} of logs) to "
-                f"{result.out_dir} as {result.format}: {result.files} files, {_human(result.bytes_out)}, in "
+                f" records from {result.segments:,} segments ({human_bytes(result.bytes_in)} of logs) to "
+                f"{result.out_dir} as {result.format}: {result.files} files, "
+                f"{human_bytes(result.bytes_out)}, in "
                 + time_parts(time.perf_counter() - started, spark_start_s, result),
             )
         )

@@ -22,7 +22,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.input_checks import require_log_dirs
 from logdoctor.cli.plan_options import (
@@ -41,7 +40,7 @@ from logdoctor.repair.procedures.common import (
 _Resume, _Rollback = journal_options("move")
 
 
-@app.command("move-partition", cls=UsageExit64, options_metavar="--from LOGDIR --to LOGDIR [OPTIONS]")
+@app.command("move-partition", options_metavar="--from LOGDIR --to LOGDIR [OPTIONS]")
 def move_partition_command(
     partitions: Annotated[
         list[str] | None, typer.Argument(help="TOPIC-PARTITION names (e.g. orders-3).")

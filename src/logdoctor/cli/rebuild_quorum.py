@@ -23,7 +23,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.input_checks import require_log_dirs
 from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options, one_mode
@@ -33,7 +32,7 @@ from logdoctor.repair.procedures.common import ProcedurePlan
 _Resume, _Rollback = journal_options("rebuild")
 
 
-@app.command("rebuild-quorum", cls=UsageExit64, options_metavar="--controller ID@HOST:PORT=DIR [OPTIONS]")
+@app.command("rebuild-quorum", options_metavar="--controller ID@HOST:PORT=DIR [OPTIONS]")
 def rebuild_quorum_command(
     log_dirs: Annotated[
         list[Path] | None,

@@ -30,7 +30,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.findings_output import VerboseOption
 from logdoctor.cli.plan_options import AllowUnfinishedOption, ApplyOption, JsonOption, journal_options
 from logdoctor.cli.repair_run import _finish, run_repair
@@ -42,7 +41,7 @@ __all__ = ["_finish", "repair_command"]
 _Resume, _Rollback = journal_options("repair")
 
 
-@app.command("repair", cls=UsageExit64)
+@app.command("repair")
 def repair_command(
     log_dirs: Annotated[
         list[Path] | None, typer.Argument(metavar="LOGDIR", readable=False, help="Log dirs of one broker.")

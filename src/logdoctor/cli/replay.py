@@ -46,6 +46,7 @@ from logdoctor.cli.exit_codes import (
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.lines import Lines, lines_for, wrap
 from logdoctor.cli.record_options import RecordReadArgs, plan_records, reads_records
+from logdoctor.logdir.disk import human_bytes
 
 if TYPE_CHECKING:
     from logdoctor.replay import ReplayPlan, ReplayResult
@@ -156,12 +157,6 @@ def _check_clients(
 _PLAN_LINE = "Plan only: nothing was written. Add --apply to replay."
 
 
-def _bytes(n: int) -> str:
-    from logdoctor.logdir.disk import human_bytes
-
-    return human_bytes(n)
-
-
 def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
     """The plan for people: topics to create or existing, each partition's records and names, conflicts."""
     from logdoctor.logdir.transactions import describe_without_marker
@@ -201,7 +196,8 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
             if p.rehashed
             else f"{p.target_topic}-{p.target_partition}"
         )
-        line = f"  {p.name} -> {into}: {p.records:,} records, {_bytes(p.bytes)} ({offsets}){_codec(plan, p)}"
+        size = human_bytes(p.bytes)
+        line = f"  {p.name} -> {into}: {p.records:,} records, {size} ({offsets}){_codec(plan, p)}"
         if p.progress is not None:
             line += (
                 f"; replayed up to source offset {p.progress.next_source_offset}: "

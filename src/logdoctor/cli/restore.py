@@ -21,7 +21,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options, one_mode
 from logdoctor.cli.procedure import run_procedure
@@ -32,7 +31,7 @@ from logdoctor.repair.procedures.common import ProcedurePlan
 _Resume, _Rollback = journal_options("restore")
 
 
-@app.command("restore", cls=UsageExit64, options_metavar="--remote-storage URI [OPTIONS]")
+@app.command("restore", options_metavar="--remote-storage URI [OPTIONS]")
 def restore_command(
     log_dir: Annotated[
         Path | None, typer.Argument(metavar="LOGDIR", help="The log dir to restore into.")

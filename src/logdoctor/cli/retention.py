@@ -14,7 +14,6 @@ from logdoctor.checks.retention import REMOTE_RETENTION, WAITS_FOR_UPLOAD, Reten
 from logdoctor.checks.scanner import ScanUsageError
 from logdoctor.checks.state.time_words import iso
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import tool_failure, usage_error
 from logdoctor.cli.findings_output import VerboseOption, render_findings
 from logdoctor.cli.input_checks import leave_out_own, require_log_dirs
@@ -137,7 +136,7 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
         render_findings(console, report.findings, verbose=verbose)
 
 
-@app.command("retention", cls=UsageExit64)
+@app.command("retention")
 def retention_command(
     log_dirs: Annotated[
         list[Path], typer.Argument(metavar="LOGDIR", readable=False, help="Log dirs of one broker.")

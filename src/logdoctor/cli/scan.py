@@ -15,7 +15,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.findings_output import VerboseOption
 from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
 from logdoctor.cli.scan_run import render_report, render_tiered, run_scan
@@ -24,7 +23,7 @@ from logdoctor.cli.topic_options import NowOption, ServerPropertiesOption, Topic
 __all__ = ["render_report", "render_tiered", "scan_command"]
 
 
-@app.command("scan", cls=UsageExit64)
+@app.command("scan")
 def scan_command(
     log_dirs: Annotated[
         list[Path],

@@ -15,7 +15,6 @@ from typing import Annotated, Any
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import fail, tool_failure, usage_error
 from logdoctor.cli.exit_codes import EX_NOINPUT
 from logdoctor.cli.input_checks import require_inputs_exist
@@ -179,7 +178,7 @@ def _key(item: tuple[str | None, str]) -> tuple[bool, str]:
     return (item[0] is not None, item[0] or "")
 
 
-@app.command("schemas", cls=UsageExit64)
+@app.command("schemas")
 def schemas_command(
     paths: Annotated[
         list[str],

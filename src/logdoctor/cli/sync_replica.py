@@ -13,7 +13,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.input_checks import require_log_dirs
 from logdoctor.cli.plan_options import (
@@ -29,7 +28,7 @@ from logdoctor.repair.procedures.common import ProcedurePlan, parse_topic_partit
 _Resume, _Rollback = journal_options("sync")
 
 
-@app.command("sync-replica", cls=UsageExit64, options_metavar="--leader LOGDIR --follower LOGDIR [OPTIONS]")
+@app.command("sync-replica", options_metavar="--leader LOGDIR --follower LOGDIR [OPTIONS]")
 def sync_replica_command(
     partition: Annotated[str | None, typer.Argument(help="TOPIC-PARTITION (e.g. orders-3).")] = None,
     leader: Annotated[

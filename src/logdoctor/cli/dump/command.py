@@ -9,7 +9,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.dump import run
 from logdoctor.cli.dump.options import DecoderChoice, UsageProblem, dump_options
 from logdoctor.cli.error_lines import fail
@@ -20,7 +19,7 @@ from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOpt
 __all__ = ["dump"]
 
 
-@app.command("dump", cls=UsageExit64)
+@app.command("dump")
 def dump(
     files: Annotated[
         list[str],  # kept as given: with --remote-storage they may be URIs (a Path folds s3:// to s3:/)
