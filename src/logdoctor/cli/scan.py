@@ -17,10 +17,10 @@ import typer
 from logdoctor.cli.app import app
 from logdoctor.cli.findings_output import VerboseOption
 from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
-from logdoctor.cli.scan_run import render_report, render_tiered, run_scan
+from logdoctor.cli.scan_run import run_scan
 from logdoctor.cli.topic_options import NowOption, ServerPropertiesOption, TopicConfigOption
 
-__all__ = ["render_report", "render_tiered", "scan_command"]
+__all__ = ["scan_command"]
 
 
 @app.command("scan")

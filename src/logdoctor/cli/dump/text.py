@@ -108,14 +108,16 @@ class _Lines:
 
 
 class _Table:
-    """A table printed row by row with fixed widths (like render.StreamTable, through :class:`_Lines`)."""
+    """A table printed row by row with fixed widths, through :class:`_Lines` (no buffering: a segment can
+    have millions of rows). A longer value just widens its own row; the header comes before the first
+    row, dimmed."""
 
     def __init__(self, out: _Lines, columns: list[Any], *, indent: str = "") -> None:
         self.out = out
         self.indent = indent
         self.columns = columns
         # one format string for the whole row (str.format is several times faster than a join of
-        # rjust/ljust per cell); a longer value just widens its own row, as in render.StreamTable
+        # rjust/ljust per cell)
         self._fmt = indent + "  ".join(f"{{!s:{'>' if c.right else '<'}{c.width}}}" for c in columns)
         self._header_done = False
 
@@ -149,6 +151,18 @@ def _preview(data: bytes | memoryview | None, limit: int = 200) -> str:
 
 
 _TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "-"}
+#: the entries listed as a table, by their event's type: its fields, in the order of the table's columns
+#: (their headers)
+_ENTRY_FIELDS = {
+    "aborted_txn": ("producer_id", "first_offset", "last_offset", "last_stable_offset"),
+    "checkpoint_entry": ("topic", "partition", "offset"),
+    "leader_epoch_entry": ("epoch", "start_offset"),
+}
+_ENTRIES_OF = {
+    FileKind.TXN_INDEX.value: "aborted_txn",
+    FileKind.OFFSET_CHECKPOINT.value: "checkpoint_entry",
+    FileKind.LEADER_EPOCH_CHECKPOINT.value: "leader_epoch_entry",
+}
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 _MAX_INFO_LINES = 10
 
@@ -250,11 +264,13 @@ class TextSink(Sink):
                 ],
                 indent="  ",
             )
-        elif kind == FileKind.TXN_INDEX.value:
-            self.title, self.headers = (
-                None,
-                ["producer_id", "first_offset", "last_offset", "last_stable_offset"],
-            )
+        elif kind in _ENTRIES_OF:
+            self.headers = list(_ENTRY_FIELDS[_ENTRIES_OF[kind]])
+            if kind != FileKind.TXN_INDEX.value:  # a checkpoint's version and count
+                self._print(
+                    f"  version {ev.get('version')}, {ev.get('count')} entries"
+                    + (" (empty file: no entries)" if ev.get("empty") else "")
+                )
         elif kind == FileKind.PRODUCER_SNAPSHOT.value:
             self.headers = [
                 "producer_id",
@@ -268,18 +284,6 @@ class TextSink(Sink):
                 "txn_first_offset",
             ]
             self._print(f"  version {ev.get('version')}, crc {ev.get('crc')}, {ev.get('entries')} producers")
-        elif kind == FileKind.OFFSET_CHECKPOINT.value:
-            self.headers = ["topic", "partition", "offset"]
-            self._print(
-                f"  version {ev.get('version')}, {ev.get('count')} entries"
-                + (" (empty file: no entries)" if ev.get("empty") else "")
-            )
-        elif kind == FileKind.LEADER_EPOCH_CHECKPOINT.value:
-            self.headers = ["epoch", "start_offset"]
-            self._print(
-                f"  version {ev.get('version')}, {ev.get('count')} entries"
-                + (" (empty file: no entries)" if ev.get("empty") else "")
-            )
 
     def _batch(self, ev: Event) -> None:
         txn = "txn" if not ev.get("transaction_result") else f"txn({ev['transaction_result']})"
@@ -363,10 +367,8 @@ class TextSink(Sink):
                     tail=tail,
                     style="red" if tail else None,
                 )
-        elif t == "aborted_txn":
-            self.rows.append(
-                [ev["producer_id"], ev["first_offset"], ev["last_offset"], ev["last_stable_offset"]]
-            )
+        elif t in _ENTRY_FIELDS:
+            self.rows.append([ev[k] for k in _ENTRY_FIELDS[t]])
         elif t == "producer_state":
             self.rows.append(
                 [
@@ -381,10 +383,6 @@ class TextSink(Sink):
                     ev["current_txn_first_offset"],
                 ]
             )
-        elif t == "checkpoint_entry":
-            self.rows.append([ev["topic"], ev["partition"], ev["offset"]])
-        elif t == "leader_epoch_entry":
-            self.rows.append([ev["epoch"], ev["start_offset"]])
         elif t == "finding":
             self.findings.append(ev)
         elif t == "summary":
@@ -432,7 +430,7 @@ class TextSink(Sink):
         return f"  summary: {text}; {n} finding{'s' if n != 1 else ''}{note}"
 
     def end_file(self, ctx: FileContext) -> None:
-        if (self.rows or self.headers) and self.rows:
+        if self.rows:
             right = [not isinstance(c, str) for c in self.rows[0]]
             lines = table_lines(self.title, self.headers, self.rows, right) if self.plain else None
             if lines is None:
