@@ -416,13 +416,6 @@ def _spark(master: str, confs: Mapping[str, str] | None, json_out: bool) -> Any:
         fail(f"error: {exc}", EX_UNAVAILABLE)
 
 
-def _progress(enabled: bool, plan: ReplayPlan) -> Any:
-    """A bar over the records to send (stderr on a terminal) and the ``on_transaction`` that moves it."""
-    from logdoctor.cli.progress import progress_bar
-
-    return progress_bar(enabled and plan.remaining_records > 0, "replay")
-
-
 def _on_transaction(plan: ReplayPlan, update: Callable[[int, int], None] | None) -> Any:
     if update is None:
         return None
@@ -813,7 +806,10 @@ def _run(
                 except TableError as exc:
                     fail(f"failed: --offset-map {location}: {exc} (the records are replayed)", EX_FAILED)
         else:
-            with _progress(not json_out, plan) as update:
+            from logdoctor.cli.progress import progress_bar
+
+            # a bar over the records to send (stderr on a terminal), moved by each transaction
+            with progress_bar(not json_out and plan.remaining_records > 0, "replay") as update:
                 result = apply_replay(
                     plan, producer_config=producer, ignore=ignored, timeout=timeout,
                     offset_rows=False, on_transaction=_on_transaction(plan, update),
