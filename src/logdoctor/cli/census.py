@@ -19,7 +19,7 @@ from rich.table import Table
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, usage_error
 from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
-from logdoctor.cli.findings_output import VerboseOption, render_findings
+from logdoctor.cli.findings_output import HtmlOption, VerboseOption, render_findings
 from logdoctor.cli.input_checks import refuse_overlapping_outputs
 from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.jsonout import print_json
@@ -282,12 +282,7 @@ def census_command(
     conf: ConfOption = None,
     remote: RemoteOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
-    html_out: Annotated[
-        Path | None,
-        typer.Option(
-            "--html", metavar="FILE", help="Also write a self-contained HTML report (opens offline) to FILE."
-        ),
-    ] = None,
+    html_out: HtmlOption = None,
     now: NowOption = None,
     verbose: VerboseOption = False,
     topic_config: TopicConfigOption = None,

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.findings_output import VerboseOption
+from logdoctor.cli.findings_output import HtmlOption, VerboseOption
 from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
 from logdoctor.cli.scan_run import run_scan
 from logdoctor.cli.topic_options import NowOption, ServerPropertiesOption, TopicConfigOption
@@ -76,12 +76,7 @@ def scan_command(
     topic_config: TopicConfigOption = None,
     server_properties: ServerPropertiesOption = None,
     verbose: VerboseOption = False,
-    html_out: Annotated[
-        Path | None,
-        typer.Option(
-            "--html", metavar="FILE", help="Also write a self-contained HTML report (opens offline) to FILE."
-        ),
-    ] = None,
+    html_out: HtmlOption = None,
     remote_storage: Annotated[
         str | None,
         typer.Option(

@@ -14,7 +14,12 @@ from logdoctor.cli.dump.options import DecoderChoice, UsageProblem, dump_options
 from logdoctor.cli.error_lines import fail
 from logdoctor.cli.exit_codes import EX_USAGE
 from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
-from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
+from logdoctor.cli.remote_options import (
+    RemoteLayoutOption,
+    RemotePrivateKeyOption,
+    remote_options,
+    require_remote_inputs,
+)
 
 __all__ = ["dump"]
 
@@ -136,16 +141,10 @@ def dump(
         fail(f"logdoctor dump: {e}", EX_USAGE)
     remote = None
     if remote_storage is not None or remote_layout is not None or remote_private_key is not None:
-        from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
+        from logdoctor.logdir.remote_store import RemoteTierError
 
         try:
-            remote = RemoteOptions.from_options(
-                {
-                    "remoteStorage": remote_storage,
-                    "remoteLayout": remote_layout,
-                    "remotePrivateKey": remote_private_key,
-                }
-            )
+            remote = remote_options(remote_storage, remote_layout, remote_private_key)
         except RemoteTierError as e:
             fail(f"logdoctor dump: {e}", EX_USAGE)
         require_remote_inputs(remote_storage, remote_private_key)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from logdoctor.cli.dump.kinds import FileKind
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
 from logdoctor.cli.escape import printable
-from logdoctor.cli.jsonvalues import to_jsonable
+from logdoctor.cli.jsonvalues import compact_json
 from logdoctor.cli.plain import Column, field_lines, is_plain_stream, table_lines
 
 
@@ -32,13 +31,6 @@ def _iso(ms: int | None) -> str:
         return f"{_iso_seconds(ms // 1000)}.{ms % 1000:03d}Z"
     except (OverflowError, OSError, ValueError):
         return str(ms)
-
-
-def _compact_json(value: Any) -> str:
-    """Compact JSON the way the JSON Lines sink writes it (to_jsonable only for what JSON cannot hold)."""
-    return json.dumps(
-        value, separators=(",", ":"), ensure_ascii=False, check_circular=False, default=to_jsonable
-    )
 
 
 def _camel(name: str) -> str:
@@ -60,7 +52,7 @@ def _kafka_value(value: Any) -> Any:
 
 
 def _kafka_json(value: Any) -> str:
-    return _compact_json(_kafka_value(value))
+    return compact_json(_kafka_value(value))
 
 
 def _field_text(value: Any) -> str:
@@ -331,7 +323,7 @@ class TextSink(Sink):
             parts.append(f"control {decoded['control_type']}" + (f" {detail}" if detail else ""))
         if self.opts.print_data:
             if decoded is not None and decoded.get("type") != "control":
-                parts.append("decoded " + _compact_json(decoded))
+                parts.append("decoded " + compact_json(decoded))
             else:
                 parts.append(f"key {text_preview(ev['key'])}")
                 parts.append(f"value {text_preview(ev['value'])}")
