@@ -18,7 +18,7 @@ from rich.table import Table
 
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, usage_error
-from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
+from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT, EX_OK, EX_WARNINGS
 from logdoctor.cli.findings_output import HtmlOption, VerboseOption, render_findings
 from logdoctor.cli.input_checks import refuse_overlapping_outputs
 from logdoctor.cli.interrupts import spark_interruptible
@@ -183,15 +183,10 @@ def run_census_cli(
     remote_storage: str | None = None,
     remote_inventory: str | None = None,
 ) -> Any:
-    from logdoctor.cli.spark_options import parse_conf
+    from logdoctor.cli.spark_options import parse_conf, start_spark
     from logdoctor.logdir.slices import PlanningError
     from logdoctor.spark.census import CensusError, run_census, scan_ahead, small_inputs
-    from logdoctor.spark.session import (
-        SparkUnavailableError,
-        get_spark,
-        is_local_master,
-        under_spark_submit,
-    )
+    from logdoctor.spark.session import is_local_master, under_spark_submit
 
     try:
         confs = parse_conf(conf)
@@ -234,11 +229,7 @@ def run_census_cli(
         now_ms = int(time.time() * 1000)  # the scans' and the census's moment
     with spark_interruptible(f"logdoctor census was stopped; its output {out} is incomplete"):
         scans = scan_ahead(classified, now_ms, config_inputs=config_inputs) if small else None
-        try:
-            with err.status("starting Spark…"):
-                spark = get_spark(master, "logdoctor census", conf=confs, remote=remote, short_job=small)
-        except SparkUnavailableError as exc:
-            fail(f"error: {exc}", EX_UNAVAILABLE)
+        spark = start_spark(err, master, "logdoctor census", conf=confs, remote=remote, short_job=small)
         with spark_progress(err, "census", "brokers", disable=json_out) as progress:
             result = run_census(
                 spark,

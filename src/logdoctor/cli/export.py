@@ -38,6 +38,7 @@ from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
 from logdoctor.cli.record_options import RecordReadArgs, plan_records, reads_records
+from logdoctor.cli.spark_options import start_spark
 from logdoctor.logdir.disk import human_bytes
 
 if TYPE_CHECKING:
@@ -126,18 +127,12 @@ def export_spark(
     """Spark started for an export, a Ctrl-C said in one line (:func:`interrupted_line`) and a full disk
     exiting 73 (:func:`no_space_exits_73`) until the block ends: (the session, the commit watch of a table
     export or None, time.perf_counter() before Spark started: the printed time includes Spark's start)."""
-    from logdoctor.spark.session import SparkUnavailableError, get_spark
-
     fresh = outputs_this_run_creates(out, fmt, writer, catalog)
     watch, stopped = interrupted_line(out, is_table_format(fmt, writer), mode)
     with spark_interruptible(stopped), no_space_exits_73(out, fresh):
         started = time.perf_counter()
-        try:
-            with err.status("starting Spark…"):
-                # The SQL side is built when a DataFrame needs it (not by the arrow writer's one RDD job).
-                spark = get_spark(master, "logdoctor export", conf=confs, remote=remote, sql=False)
-        except SparkUnavailableError as exc:
-            fail(f"error: {exc}", EX_UNAVAILABLE)
+        # The SQL side is built when a DataFrame needs it (not by the arrow writer's one RDD job).
+        spark = start_spark(err, master, "logdoctor export", conf=confs, remote=remote, sql=False)
         yield spark, watch, started
 
 

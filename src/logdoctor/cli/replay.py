@@ -402,20 +402,6 @@ def write_offset_map(plan: ReplayPlan, location: str, timeout: float, fmt: str =
     }
 
 
-def _spark(master: str, confs: Mapping[str, str] | None, json_out: bool) -> Any:
-    """The Spark of ``--master`` (started as ``export`` starts it: :func:`logdoctor.spark.session.get_spark`);
-    one that cannot start exits 69, before anything is written."""
-    from logdoctor.cli.output import text_console
-    from logdoctor.spark.session import SparkUnavailableError, get_spark
-
-    err = text_console(stderr=True)
-    try:
-        with err.status("starting Spark…") if not json_out else contextlib.nullcontext():
-            return get_spark(master, "logdoctor replay", conf=dict(confs or {}), sql=False)
-    except SparkUnavailableError as exc:
-        fail(f"error: {exc}", EX_UNAVAILABLE)
-
-
 def _on_transaction(plan: ReplayPlan, update: Callable[[int, int], None] | None) -> Any:
     if update is None:
         return None
@@ -789,7 +775,13 @@ def _run(
         print_replay_plan(out, plan, ignored)
     started = time.monotonic()
     offsets = None
-    spark = _spark(master, confs, json_out) if master is not None else None
+    spark = None
+    if master is not None:  # started as ``export`` starts it, before anything is written
+        from logdoctor.cli.output import text_console
+        from logdoctor.cli.spark_options import start_spark
+
+        err = None if json_out else text_console(stderr=True)
+        spark = start_spark(err, master, "logdoctor replay", conf=dict(confs or {}), sql=False)
     try:
         if spark is not None:
             from logdoctor.spark.replay_job import spark_runner, write_offset_map_table
