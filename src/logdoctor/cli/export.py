@@ -349,7 +349,7 @@ def export_command(
             console.print(f"Latest: {line}", soft_wrap=True, markup=False)
         for line in not_read:
             console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
-        for line in typed_lines(result.typed):
+        for line in result.typed.lines() if result.typed is not None else ():  # none without --typed
             console.print(f"Typed: {line}", soft_wrap=True, markup=False)
     undecoded = result.typed is not None and result.typed.undecoded > 0
     if denied:
@@ -361,11 +361,6 @@ def export_read_extra(*, decoder: str, typed: bool, schemas: Sequence[str] | Non
     """The export's own options that shape its read, by their data-source names (the ``extra`` of
     :func:`logdoctor.cli.record_options.record_read_options`: read and checked with the shared ones)."""
     return {"decoder": decoder, "typed": typed, "schemas": json.dumps(list(schemas)) if schemas else None}
-
-
-def typed_lines(summary: object) -> list[str]:
-    """The typed export's lines (none without --typed)."""
-    return [] if summary is None else summary.lines()  # type: ignore[attr-defined]
 
 
 def cdc_export_cli(

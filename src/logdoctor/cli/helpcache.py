@@ -117,10 +117,6 @@ def _name(key: str) -> str:
     return f"{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.txt"
 
 
-def _path(folder: str, key: str) -> str:
-    return os.path.join(folder, _name(key))
-
-
 _OPEN_FLAGS = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 

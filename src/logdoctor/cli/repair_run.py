@@ -48,12 +48,9 @@ from logdoctor.repair.safety import BackupLocationError, UnsafePathError, refuse
 __all__ = ["run_repair"]
 
 
-def _depth(plan: Plan) -> Depth:
-    return Depth.DEEP if plan.depth == "deep" else Depth.DEFAULT
-
-
 def _post_scan(plan: Plan) -> ScanReport:
-    return scan(plan.log_dirs, ScanOptions(depth=_depth(plan), one_broker=True), jobs=None)
+    depth = Depth.DEEP if plan.depth == "deep" else Depth.DEFAULT
+    return scan(plan.log_dirs, ScanOptions(depth=depth, one_broker=True), jobs=None)
 
 
 def _remaining(
