@@ -37,7 +37,9 @@ from logdoctor.repair.procedures.common import (
     parse_topic_partition,
 )
 
-_Resume, _Rollback = journal_options("move")
+_Resume, _Rollback, _BackupDir = journal_options(
+    "move", "Where replaced files go (default: beside the source log dir)."
+)
 
 
 @app.command("move-partition", options_metavar="--from LOGDIR --to LOGDIR [OPTIONS]")
@@ -67,14 +69,7 @@ def move_partition_command(
         list[str] | None, typer.Option("--topic", help="Move every partition of this topic.")
     ] = None,
     do_apply: ApplyOption = False,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--backup-dir",
-            metavar="DIR",
-            help="Where replaced files go (default: beside the source log dir).",
-        ),
-    ] = None,
+    backup_dir: _BackupDir = None,
     force_copy: Annotated[
         bool,
         typer.Option(

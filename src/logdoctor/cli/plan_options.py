@@ -26,8 +26,9 @@ def one_mode(planning: bool, resume_journal: Path | None, rollback_journal: Path
     return sum((planning, resume_journal is not None, rollback_journal is not None)) == 1
 
 
-def journal_options(what: str) -> tuple[Any, Any]:
-    """The ``--resume JOURNAL`` and ``--rollback JOURNAL`` options of a command that runs ``what``."""
+def journal_options(what: str, backup_dir: str) -> tuple[Any, Any, Any]:
+    """The ``--resume JOURNAL``, ``--rollback JOURNAL`` and ``--backup-dir DIR`` options of a command that
+    runs ``what`` (``backup_dir``: the help of its --backup-dir, what goes there)."""
     resume = Annotated[
         Path | None,
         typer.Option(
@@ -42,7 +43,8 @@ def journal_options(what: str) -> tuple[Any, Any]:
             "--rollback", metavar="JOURNAL", help=f"Undo a {what} (prints its steps; --apply runs them)."
         ),
     ]
-    return resume, rollback
+    backup = Annotated[Path | None, typer.Option("--backup-dir", metavar="DIR", help=backup_dir)]
+    return resume, rollback, backup
 
 
 __all__ = [

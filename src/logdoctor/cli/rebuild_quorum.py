@@ -29,7 +29,9 @@ from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options,
 from logdoctor.cli.procedure import run_procedure
 from logdoctor.repair.procedures.common import ProcedurePlan
 
-_Resume, _Rollback = journal_options("rebuild")
+_Resume, _Rollback, _BackupDir = journal_options(
+    "rebuild", "Where the journal goes (default: beside the first DIR)."
+)
 
 
 @app.command("rebuild-quorum", options_metavar="--controller ID@HOST:PORT=DIR [OPTIONS]")
@@ -60,12 +62,7 @@ def rebuild_quorum_command(
         ),
     ] = None,
     do_apply: ApplyOption = False,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--backup-dir", metavar="DIR", help="Where the journal goes (default: beside the first DIR)."
-        ),
-    ] = None,
+    backup_dir: _BackupDir = None,
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,

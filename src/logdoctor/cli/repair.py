@@ -38,7 +38,9 @@ from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 
 __all__ = ["_finish", "repair_command"]
 
-_Resume, _Rollback = journal_options("repair")
+_Resume, _Rollback, _BackupDir = journal_options(
+    "repair", "Where originals go (default: beside the first log dir)."
+)
 
 
 @app.command("repair")
@@ -51,12 +53,7 @@ def repair_command(
         str | None,
         typer.Option("--only", metavar="CODE,...", help="Comma-separated finding codes to repair."),
     ] = None,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--backup-dir", metavar="DIR", help="Where originals go (default: beside the first log dir)."
-        ),
-    ] = None,
+    backup_dir: _BackupDir = None,
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,

@@ -28,7 +28,9 @@ from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOpt
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.procedures.common import ProcedurePlan
 
-_Resume, _Rollback = journal_options("restore")
+_Resume, _Rollback, _BackupDir = journal_options(
+    "restore", "Where the journal goes (default: beside LOGDIR)."
+)
 
 
 @app.command("restore", options_metavar="--remote-storage URI [OPTIONS]")
@@ -76,10 +78,7 @@ def restore_command(
         ),
     ] = DEFAULT_INDEX_INTERVAL_BYTES,
     do_apply: ApplyOption = False,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option("--backup-dir", metavar="DIR", help="Where the journal goes (default: beside LOGDIR)."),
-    ] = None,
+    backup_dir: _BackupDir = None,
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,
