@@ -50,17 +50,10 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
         f"[bold red]{counted(c['error'], 'error')}[/bold red], "
         f"[yellow]{counted(c['warning'], 'warning')}[/yellow], {c['info']} info"
     )
-    lag = Table(title="Replicas behind the most advanced one")
-    for col in (
-        "partition",
-        "broker",
-        "log end offset",
-        "leader's",
-        "lag (offsets)",
-        "lag (size)",
-        "in ISR?",
-    ):
-        lag.add_column(col)
+    lag = Table(
+        *("partition", "broker", "log end offset", "leader's", "lag (offsets)", "lag (size)", "in ISR?"),
+        title="Replicas behind the most advanced one",
+    )
     # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, below)
     diverged = {f["path"] for f in result.findings if f["code"] == "REPLICA_DIVERGED"}
     for r in result.replicas:

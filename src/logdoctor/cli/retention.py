@@ -56,9 +56,7 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
                 f"{p.high_watermark} ({p.high_watermark_source})"
             )
         console.print(Text(title, style="italic"), soft_wrap=True)  # one line, however long
-        table = Table()
-        for col in ("segment", "bytes", "broker largest ts", "true largest ts", "verdict"):
-            table.add_column(col)
+        table = Table("segment", "bytes", "broker largest ts", "true largest ts", "verdict")
         for s in p.segments:
             verdict = s.reason or "kept"
             style = None
