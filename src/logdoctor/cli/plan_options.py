@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from logdoctor.cli.run_status import one_mode  # typer-free: repair_run's too
+
 # --- plans and runs (repair, move-partition, sync-replica) ----------------------------------------
 
 ApplyOption = Annotated[bool, typer.Option("--apply", help="Make the changes (default: print the plan).")]
@@ -19,11 +21,6 @@ AllowUnfinishedOption = Annotated[
         "its end nor rolled back); that journal can then no longer be resumed or rolled back.",
     ),
 ]
-
-
-def one_mode(planning: bool, resume_journal: Path | None, rollback_journal: Path | None) -> bool:
-    """Exactly one of: plan (and maybe apply), ``--resume JOURNAL``, ``--rollback JOURNAL``."""
-    return sum((planning, resume_journal is not None, rollback_journal is not None)) == 1
 
 
 def journal_options(what: str, backup_dir: str) -> tuple[Any, Any, Any]:

@@ -111,9 +111,7 @@ def group_findings(findings: Iterable[Any]) -> list[FindingGroup]:
     groups: dict[tuple[str, str], FindingGroup] = {}
     for f in findings:
         key = (severity_label(f), str(_attr(f, "code")))
-        if key not in groups:
-            groups[key] = FindingGroup(key[0], key[1], [])
-        groups[key].items.append(f)
+        groups.setdefault(key, FindingGroup(*key, [])).items.append(f)
     return sorted(groups.values(), key=lambda g: -_SEVERITY_RANK.get(g.severity, 0))
 
 
