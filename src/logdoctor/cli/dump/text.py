@@ -102,15 +102,14 @@ class _Lines:
 class _Table:
     """A table printed row by row with fixed widths, through :class:`_Lines` (no buffering: a segment can
     have millions of rows). A longer value just widens its own row; the header comes before the first
-    row, dimmed."""
+    row, dimmed. Rows are indented under the file's header line."""
 
-    def __init__(self, out: _Lines, columns: list[Any], *, indent: str = "") -> None:
+    def __init__(self, out: _Lines, columns: list[Any]) -> None:
         self.out = out
-        self.indent = indent
         self.columns = columns
         # one format string for the whole row (str.format is several times faster than a join of
         # rjust/ljust per cell)
-        self._fmt = indent + "  ".join(f"{{!s:{'>' if c.right else '<'}{c.width}}}" for c in columns)
+        self._fmt = "  " + "  ".join(f"{{!s:{'>' if c.right else '<'}{c.width}}}" for c in columns)
         self._header_done = False
 
     def row(self, cells: list[Any], *, style: str | None = None, tail: str = "") -> None:
@@ -233,7 +232,6 @@ class TextSink(Sink):
                     Column("leader", 6),
                     Column("flags", 9, right=False),
                 ],
-                indent="  ",
             )
         elif kind == FileKind.OFFSET_INDEX.value:
             self.table = _Table(
@@ -243,7 +241,6 @@ class TextSink(Sink):
                     Column("offset", max(8, w_off)),
                     Column("position", 10),
                 ],
-                indent="  ",
             )
         elif kind == FileKind.TIME_INDEX.value:
             self.table = _Table(
@@ -254,7 +251,6 @@ class TextSink(Sink):
                     Column("time", 24, right=False),
                     Column("offset", max(8, w_off)),
                 ],
-                indent="  ",
             )
         elif kind in _ENTRIES_OF:
             self.headers = list(_ENTRY_FIELDS[_ENTRIES_OF[kind]])
