@@ -23,7 +23,6 @@ from logdoctor.cli.findings_output import HtmlOption, VerboseOption, render_find
 from logdoctor.cli.input_checks import refuse_overlapping_outputs
 from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.jsonout import print_json
-from logdoctor.cli.lines import counted
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
 from logdoctor.cli.spark_options import ConfOption, RemoteOption
@@ -34,6 +33,7 @@ from logdoctor.cli.topic_options import (
     TopicConfigOption,
     read_config_inputs,
 )
+from logdoctor.logdir.words import counted
 
 
 def render_census(console: Console, result: Any, *, verbose: bool = False) -> None:
