@@ -237,7 +237,7 @@ def _plant(tmp_path: Path, argv: list[str], folder_mode: int, owner: int | None)
     will use pointing at a file of the victim's; the folder, the symlink and the victim file."""
     folder = tmp_path / "cache" / "logdoctor" / "help"
     folder.mkdir(parents=True)
-    name = Path(helpcache._path(str(folder), helpcache._key(argv))).name
+    name = helpcache._name(helpcache._key(argv))
     victim = tmp_path / "victim.txt"
     victim.write_bytes(b"the victim's own file\n")
     link = folder / f"{name}.{os.getpid()}.tmp"

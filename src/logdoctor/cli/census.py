@@ -18,12 +18,11 @@ from rich.table import Table
 
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, usage_error
-from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT, EX_OK, EX_UNAVAILABLE, EX_WARNINGS
-from logdoctor.cli.findings_output import VerboseOption, render_findings
+from logdoctor.cli.exit_codes import EX_DATA, EX_NOINPUT, EX_OK, EX_WARNINGS
+from logdoctor.cli.findings_output import HtmlOption, VerboseOption, render_findings
 from logdoctor.cli.input_checks import refuse_overlapping_outputs
 from logdoctor.cli.interrupts import spark_interruptible
 from logdoctor.cli.jsonout import print_json
-from logdoctor.cli.lines import counted
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
 from logdoctor.cli.spark_options import ConfOption, RemoteOption
@@ -34,6 +33,7 @@ from logdoctor.cli.topic_options import (
     TopicConfigOption,
     read_config_inputs,
 )
+from logdoctor.logdir.words import counted
 
 
 def render_census(console: Console, result: Any, *, verbose: bool = False) -> None:
@@ -50,17 +50,10 @@ def render_census(console: Console, result: Any, *, verbose: bool = False) -> No
         f"[bold red]{counted(c['error'], 'error')}[/bold red], "
         f"[yellow]{counted(c['warning'], 'warning')}[/yellow], {c['info']} info"
     )
-    lag = Table(title="Replicas behind the most advanced one")
-    for col in (
-        "partition",
-        "broker",
-        "log end offset",
-        "leader's",
-        "lag (offsets)",
-        "lag (size)",
-        "in ISR?",
-    ):
-        lag.add_column(col)
+    lag = Table(
+        *("partition", "broker", "log end offset", "leader's", "lag (offsets)", "lag (size)", "in ISR?"),
+        title="Replicas behind the most advanced one",
+    )
     # a diverged replica does not lag: it loses records when it fetches (REPLICA_DIVERGED, below)
     diverged = {f["path"] for f in result.findings if f["code"] == "REPLICA_DIVERGED"}
     for r in result.replicas:
@@ -183,15 +176,10 @@ def run_census_cli(
     remote_storage: str | None = None,
     remote_inventory: str | None = None,
 ) -> Any:
-    from logdoctor.cli.spark_options import parse_conf
+    from logdoctor.cli.spark_options import parse_conf, start_spark
     from logdoctor.logdir.slices import PlanningError
     from logdoctor.spark.census import CensusError, run_census, scan_ahead, small_inputs
-    from logdoctor.spark.session import (
-        SparkUnavailableError,
-        get_spark,
-        is_local_master,
-        under_spark_submit,
-    )
+    from logdoctor.spark.session import is_local_master, under_spark_submit
 
     try:
         confs = parse_conf(conf)
@@ -234,11 +222,7 @@ def run_census_cli(
         now_ms = int(time.time() * 1000)  # the scans' and the census's moment
     with spark_interruptible(f"logdoctor census was stopped; its output {out} is incomplete"):
         scans = scan_ahead(classified, now_ms, config_inputs=config_inputs) if small else None
-        try:
-            with err.status("starting Spark…"):
-                spark = get_spark(master, "logdoctor census", conf=confs, remote=remote, short_job=small)
-        except SparkUnavailableError as exc:
-            fail(f"error: {exc}", EX_UNAVAILABLE)
+        spark = start_spark(err, master, "logdoctor census", conf=confs, remote=remote, short_job=small)
         with spark_progress(err, "census", "brokers", disable=json_out) as progress:
             result = run_census(
                 spark,
@@ -282,12 +266,7 @@ def census_command(
     conf: ConfOption = None,
     remote: RemoteOption = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print the census as JSON.")] = False,
-    html_out: Annotated[
-        Path | None,
-        typer.Option(
-            "--html", metavar="FILE", help="Also write a self-contained HTML report (opens offline) to FILE."
-        ),
-    ] = None,
+    html_out: HtmlOption = None,
     now: NowOption = None,
     verbose: VerboseOption = False,
     topic_config: TopicConfigOption = None,

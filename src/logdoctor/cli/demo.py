@@ -16,9 +16,9 @@ from rich.text import Text
 from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail
 from logdoctor.cli.exit_codes import EX_CANTCREAT
-from logdoctor.cli.lines import counted
 from logdoctor.cli.output import text_console
 from logdoctor.cli.timeparse import parse_now
+from logdoctor.logdir.words import counted
 
 if TYPE_CHECKING:
     from logdoctor.sample.fleet import DemoFleet

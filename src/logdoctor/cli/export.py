@@ -38,15 +38,11 @@ from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.output import text_console
 from logdoctor.cli.progress import spark_progress
 from logdoctor.cli.record_options import RecordReadArgs, plan_records, reads_records
+from logdoctor.cli.spark_options import start_spark
+from logdoctor.logdir.disk import human_bytes
 
 if TYPE_CHECKING:
     from logdoctor.logdir.read_options import ReadOptions
-
-
-def _human(n: int) -> str:
-    from logdoctor.logdir.disk import human_bytes
-
-    return human_bytes(n)
 
 
 def outputs_this_run_creates(
@@ -118,24 +114,25 @@ def no_space_exits_73(out: str, fresh: Sequence[str]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def export_spark(
-    out: str, fmt: str, writer: str | None, catalog: Sequence[str] | None, mode: str, master: str | None,
-    confs: dict[str, str], remote: str | None, err: Any,
+    out: str,
+    fmt: str,
+    writer: str | None,
+    catalog: Sequence[str] | None,
+    mode: str,
+    master: str | None,
+    confs: dict[str, str],
+    remote: str | None,
+    err: Any,
 ) -> Iterator[tuple[Any, Any, float]]:
     """Spark started for an export, a Ctrl-C said in one line (:func:`interrupted_line`) and a full disk
     exiting 73 (:func:`no_space_exits_73`) until the block ends: (the session, the commit watch of a table
     export or None, time.perf_counter() before Spark started: the printed time includes Spark's start)."""
-    from logdoctor.spark.session import SparkUnavailableError, get_spark
-
     fresh = outputs_this_run_creates(out, fmt, writer, catalog)
     watch, stopped = interrupted_line(out, is_table_format(fmt, writer), mode)
     with spark_interruptible(stopped), no_space_exits_73(out, fresh):
         started = time.perf_counter()
-        try:
-            with err.status("starting Spark…"):
-                # The SQL side is built when a DataFrame needs it (not by the arrow writer's one RDD job).
-                spark = get_spark(master, "logdoctor export", conf=confs, remote=remote, sql=False)
-        except SparkUnavailableError as exc:
-            fail(f"error: {exc}", EX_UNAVAILABLE)
+        # The SQL side is built when a DataFrame needs it (not by the arrow writer's one RDD job).
+        spark = start_spark(err, master, "logdoctor export", conf=confs, remote=remote, sql=False)
         yield spark, watch, started
 
 
@@ -325,8 +322,9 @@ def export_command(
             Text.assemble(  # the out dir is text, never markup
                 "Exported ",
                 (f"{result.rows:,}", "bold"),
-                f" records from {result.segments:,} segments ({_human(result.bytes_in)} of logs) to "
-                f"{result.out_dir} as {result.format}: {result.files} files, {_human(result.bytes_out)}, in "
+                f" records from {result.segments:,} segments ({human_bytes(result.bytes_in)} of logs) to "
+                f"{result.out_dir} as {result.format}: {result.files} files, "
+                f"{human_bytes(result.bytes_out)}, in "
                 + time_parts(time.perf_counter() - started, spark_start_s, result),
             )
         )
@@ -351,7 +349,7 @@ def export_command(
             console.print(f"Latest: {line}", soft_wrap=True, markup=False)
         for line in not_read:
             console.print(f"Not exported: {line}", soft_wrap=True, markup=False)
-        for line in typed_lines(result.typed):
+        for line in result.typed.lines() if result.typed is not None else ():  # none without --typed
             console.print(f"Typed: {line}", soft_wrap=True, markup=False)
     undecoded = result.typed is not None and result.typed.undecoded > 0
     if denied:
@@ -363,11 +361,6 @@ def export_read_extra(*, decoder: str, typed: bool, schemas: Sequence[str] | Non
     """The export's own options that shape its read, by their data-source names (the ``extra`` of
     :func:`logdoctor.cli.record_options.record_read_options`: read and checked with the shared ones)."""
     return {"decoder": decoder, "typed": typed, "schemas": json.dumps(list(schemas)) if schemas else None}
-
-
-def typed_lines(summary: object) -> list[str]:
-    """The typed export's lines (none without --typed)."""
-    return [] if summary is None else summary.lines()  # type: ignore[attr-defined]
 
 
 def cdc_export_cli(

@@ -1,8 +1,10 @@
-"""Findings for people (scan, retention, census) and the --verbose option that lists every one."""
+"""Findings for people (scan, retention, census), the --verbose option that lists every one and the --html
+report of scan and census."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -28,9 +30,16 @@ VerboseOption = Annotated[
         help="List every finding and action (by default what repeats many times is summarised).",
     ),
 ]
+HtmlOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--html", metavar="FILE", help="Also write a self-contained HTML report (opens offline) to FILE."
+    ),
+]
 
 
 __all__ = [
+    "HtmlOption",
     "VerboseOption",
     "render_findings",
 ]

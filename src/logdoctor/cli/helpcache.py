@@ -117,10 +117,6 @@ def _name(key: str) -> str:
     return f"{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.txt"
 
 
-def _path(folder: str, key: str) -> str:
-    return os.path.join(folder, _name(key))
-
-
 _OPEN_FLAGS = os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 
 
@@ -181,23 +177,14 @@ def _read_own(folder_fd: int, name: str, limit: int = -1) -> bytes | None:
         fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | _OPEN_FLAGS, dir_fd=folder_fd)
     except OSError:
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+    with os.fdopen(fd, "rb") as f:  # closed with the file, whatever happens
+        try:
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+                return None
+            return f.read(st.st_size if limit < 0 else min(limit, st.st_size))  # up to that size at most
+        except OSError:
             return None
-        chunks = []
-        left = st.st_size if limit < 0 else min(limit, st.st_size)
-        while left > 0:
-            chunk = os.read(fd, left)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _is_own_text(folder_fd: int, name: str) -> bool:

@@ -24,7 +24,6 @@ from logdoctor.cli.app import app
 from logdoctor.cli.error_lines import fail, os_error, tool_failure, usage_error
 from logdoctor.cli.exit_codes import EX_CANTCREAT, EX_OK
 from logdoctor.cli.input_checks import leave_out_own, refuse_overlapping_outputs, require_log_dirs
-from logdoctor.cli.lines import counted
 from logdoctor.cli.output import text_console
 from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
 from logdoctor.cli.timeparse import parse_now
@@ -34,6 +33,7 @@ from logdoctor.cli.topic_options import (
     TopicConfigOption,
     read_config_inputs,
 )
+from logdoctor.logdir.words import counted
 
 _DEPTHS = {d.name.lower(): d for d in Depth}
 

@@ -1,6 +1,6 @@
 """JSON for programs: plain JSON values of the project's objects (dataclasses, enums, bytes as base64)
 and a JSON Lines writer. No rich here: ``dump --json`` and ``scan --json`` print without it
-(:mod:`logdoctor.cli.render` re-exports these for the text renderers)."""
+(dump's text sink shows decoded values with :func:`compact_json` too)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Mapping
 from typing import IO, Any
 
-__all__ = ["JsonLinesWriter", "b64", "to_jsonable"]
+__all__ = ["JsonLinesWriter", "b64", "compact_json", "to_jsonable"]
 
 
 def b64(data: bytes | bytearray | memoryview | None) -> str | None:
@@ -51,18 +51,16 @@ class JsonLinesWriter:
         self.count = 0
 
     def write(self, obj: Mapping[str, Any]) -> None:
-        self.stream.write(
-            json.dumps(obj, separators=(",", ":"), ensure_ascii=False, check_circular=False, default=_default)
-        )
+        self.stream.write(compact_json(obj))
         self.stream.write("\n")
         self.count += 1
         if self._interactive:
             self.stream.flush()
 
 
-def _default(obj: Any) -> Any:
-    """json.dumps hook: called only for what JSON cannot hold natively (bytes, dataclasses, ...)."""
-    out = to_jsonable(obj)
-    if out is obj:  # pragma: no cover - to_jsonable always converts what reaches here
-        raise TypeError(f"not JSON serializable: {type(obj).__name__}")
-    return out
+def compact_json(value: Any) -> str:
+    """``value`` as one line of compact JSON (a JSON Lines object; to_jsonable only for what JSON cannot
+    hold natively: bytes, dataclasses, ...)."""
+    return json.dumps(
+        value, separators=(",", ":"), ensure_ascii=False, check_circular=False, default=to_jsonable
+    )

@@ -19,9 +19,8 @@ import textwrap
 from typing import IO, Any, Protocol
 
 from logdoctor.cli.plain import WIDE, is_plain_stream
-from logdoctor.logdir.words import counted
 
-__all__ = ["EXAMPLES", "Lines", "PlainLines", "RichLines", "counted", "lines_for", "wrap"]
+__all__ = ["EXAMPLES", "Lines", "PlainLines", "RichLines", "lines_for", "wrap"]
 
 EXAMPLES = 3  # of many items of one kind (findings, actions, paths), how many are shown in full
 

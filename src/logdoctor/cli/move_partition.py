@@ -22,7 +22,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.input_checks import require_log_dirs
 from logdoctor.cli.plan_options import (
@@ -38,10 +37,12 @@ from logdoctor.repair.procedures.common import (
     parse_topic_partition,
 )
 
-_Resume, _Rollback = journal_options("move")
+_Resume, _Rollback, _BackupDir = journal_options(
+    "move", "Where replaced files go (default: beside the source log dir)."
+)
 
 
-@app.command("move-partition", cls=UsageExit64, options_metavar="--from LOGDIR --to LOGDIR [OPTIONS]")
+@app.command("move-partition", options_metavar="--from LOGDIR --to LOGDIR [OPTIONS]")
 def move_partition_command(
     partitions: Annotated[
         list[str] | None, typer.Argument(help="TOPIC-PARTITION names (e.g. orders-3).")
@@ -68,14 +69,7 @@ def move_partition_command(
         list[str] | None, typer.Option("--topic", help="Move every partition of this topic.")
     ] = None,
     do_apply: ApplyOption = False,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--backup-dir",
-            metavar="DIR",
-            help="Where replaced files go (default: beside the source log dir).",
-        ),
-    ] = None,
+    backup_dir: _BackupDir = None,
     force_copy: Annotated[
         bool,
         typer.Option(

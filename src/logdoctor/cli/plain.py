@@ -28,8 +28,7 @@ _RICH_ENVIRONMENT = ("TTY_COMPATIBLE", "FORCE_COLOR", "COLUMNS")
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class Column:
-    """A column of a streamed table: header, width (characters) and alignment (``cli.render.StreamTable``
-    and dump's rows)."""
+    """A column of a streamed table (dump's rows): header, width (characters) and alignment."""
 
     header: str
     width: int

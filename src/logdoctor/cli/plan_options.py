@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
+from logdoctor.cli.run_status import one_mode  # typer-free: repair_run's too
+
 # --- plans and runs (repair, move-partition, sync-replica) ----------------------------------------
 
 ApplyOption = Annotated[bool, typer.Option("--apply", help="Make the changes (default: print the plan).")]
@@ -21,13 +23,9 @@ AllowUnfinishedOption = Annotated[
 ]
 
 
-def one_mode(planning: bool, resume_journal: Path | None, rollback_journal: Path | None) -> bool:
-    """Exactly one of: plan (and maybe apply), ``--resume JOURNAL``, ``--rollback JOURNAL``."""
-    return sum((planning, resume_journal is not None, rollback_journal is not None)) == 1
-
-
-def journal_options(what: str) -> tuple[Any, Any]:
-    """The ``--resume JOURNAL`` and ``--rollback JOURNAL`` options of a command that runs ``what``."""
+def journal_options(what: str, backup_dir: str) -> tuple[Any, Any, Any]:
+    """The ``--resume JOURNAL``, ``--rollback JOURNAL`` and ``--backup-dir DIR`` options of a command that
+    runs ``what`` (``backup_dir``: the help of its --backup-dir, what goes there)."""
     resume = Annotated[
         Path | None,
         typer.Option(
@@ -42,7 +40,8 @@ def journal_options(what: str) -> tuple[Any, Any]:
             "--rollback", metavar="JOURNAL", help=f"Undo a {what} (prints its steps; --apply runs them)."
         ),
     ]
-    return resume, rollback
+    backup = Annotated[Path | None, typer.Option("--backup-dir", metavar="DIR", help=backup_dir)]
+    return resume, rollback, backup
 
 
 __all__ = [

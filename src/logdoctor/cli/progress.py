@@ -23,20 +23,8 @@ def progress_bar(enabled: bool, what: str) -> Iterator[Callable[[int, int], None
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(
-        TextColumn(what),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(what, total=None)
-
-        def update(done: int, total: int) -> None:
-            bar.update(task, completed=done, total=total)
-
-        yield update
+    columns = (TextColumn(what), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    yield from _updates(Progress(*columns, console=Console(stderr=True), transient=True), what)
 
 
 @contextmanager
@@ -55,13 +43,14 @@ def spark_progress(
         transient=True,
         disable=disable or not err.is_terminal,
     )
+    yield from _updates(progress, label)
+
+
+def _updates(progress: Progress, label: str) -> Iterator[Callable[[int, int], None]]:
+    """``progress`` shown while the caller's block runs, and the callback that moves its one task."""
     with progress:
         task = progress.add_task(label, total=None)
-
-        def update(done: int, total: int) -> None:
-            progress.update(task, completed=done, total=total)
-
-        yield update
+        yield lambda done, total: progress.update(task, completed=done, total=total)
 
 
 PROGRESS_MIN_BYTES = 16 << 20  # a progress bar for copies at least this large

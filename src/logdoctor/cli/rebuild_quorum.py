@@ -23,17 +23,18 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.input_checks import require_log_dirs
 from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options, one_mode
 from logdoctor.cli.procedure import run_procedure
 from logdoctor.repair.procedures.common import ProcedurePlan
 
-_Resume, _Rollback = journal_options("rebuild")
+_Resume, _Rollback, _BackupDir = journal_options(
+    "rebuild", "Where the journal goes (default: beside the first DIR)."
+)
 
 
-@app.command("rebuild-quorum", cls=UsageExit64, options_metavar="--controller ID@HOST:PORT=DIR [OPTIONS]")
+@app.command("rebuild-quorum", options_metavar="--controller ID@HOST:PORT=DIR [OPTIONS]")
 def rebuild_quorum_command(
     log_dirs: Annotated[
         list[Path] | None,
@@ -61,12 +62,7 @@ def rebuild_quorum_command(
         ),
     ] = None,
     do_apply: ApplyOption = False,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--backup-dir", metavar="DIR", help="Where the journal goes (default: beside the first DIR)."
-        ),
-    ] = None,
+    backup_dir: _BackupDir = None,
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from logdoctor.logdir.remote_store import RemoteOptions
 
 RemoteLayoutOption = Annotated[
     str | None,
@@ -20,6 +23,16 @@ RemotePrivateKeyOption = Annotated[
         help="RSA private key of Aiven's encryption (PKCS#8 PEM); KEYPAIRID= is checked against manifests.",
     ),
 ]
+
+
+def remote_options(storage: str | None, layout: str | None, private_key: str | None) -> RemoteOptions | None:
+    """``--remote-storage``, ``--remote-layout`` and ``--remote-private-key`` as the readers take them (None:
+    no remote tier); a bad value raises :class:`~logdoctor.logdir.remote_store.RemoteTierError`."""
+    from logdoctor.logdir.remote_store import RemoteOptions
+
+    return RemoteOptions.from_options(
+        {"remoteStorage": storage, "remoteLayout": layout, "remotePrivateKey": private_key}
+    )
 
 
 def require_remote_inputs(storage: str | None, private_key: str | None) -> None:

@@ -1,9 +1,5 @@
-"""Rendering helpers shared by the commands: JSON Lines for programs, aligned rich text for people.
-
-JSON Lines: one compact object per line, bytes as base64 (standard alphabet, padded), enums as
-their lowercase names, dataclasses as objects (:mod:`logdoctor.cli.jsonvalues`, without rich; re-exported
-here). Nothing here knows about Kafka formats beyond that.
-"""
+"""Rendering helpers shared by the commands: aligned rich text for people (JSON Lines for programs is
+:mod:`logdoctor.cli.jsonvalues`, without rich). Nothing here knows about Kafka formats."""
 
 from __future__ import annotations
 
@@ -18,22 +14,15 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from logdoctor.cli.jsonvalues import JsonLinesWriter, b64, to_jsonable
 from logdoctor.cli.lines import EXAMPLES, RichLines, wrap
-from logdoctor.cli.plain import Column
 
 __all__ = [
-    "Column",
     "FindingGroup",
-    "JsonLinesWriter",
-    "StreamTable",
-    "b64",
     "group_findings",
     "make_console",
     "print_fields",
     "print_table",
     "render_findings",
-    "to_jsonable",
 ]
 
 
@@ -51,38 +40,6 @@ def make_console(*, stderr: bool = False, file: IO[str] | None = None) -> Consol
             soft_wrap=True,
         )
     )
-
-
-class StreamTable:
-    """A table printed row by row with fixed widths (no buffering: a segment can have millions of rows).
-
-    Widths come from the caller (it knows the largest offset of a segment, etc.); a longer value just
-    widens its own row. The header is printed before the first row, dimmed.
-    """
-
-    def __init__(self, console: Console, columns: Sequence[Column], *, indent: str = "") -> None:
-        self.console = console
-        self.columns = list(columns)
-        self.indent = indent
-        self._header_done = False
-
-    def _line(self, cells: Sequence[str]) -> str:
-        parts = []
-        for col, cell in zip(self.columns, cells, strict=True):
-            parts.append(cell.rjust(col.width) if col.right else cell.ljust(col.width))
-        return (self.indent + "  ".join(parts)).rstrip()
-
-    def header(self) -> None:
-        if not self._header_done:
-            self._header_done = True
-            self.console.print(Text(self._line([c.header for c in self.columns]), style="bold dim"))
-
-    def row(self, cells: Sequence[Any], *, style: str | None = None, tail: str = "") -> None:
-        self.header()
-        line = self._line([str(c) for c in cells])
-        if tail:
-            line = f"{line}  {tail}"
-        self.console.print(Text(line, style=style or ""))
 
 
 def print_table(
@@ -154,9 +111,7 @@ def group_findings(findings: Iterable[Any]) -> list[FindingGroup]:
     groups: dict[tuple[str, str], FindingGroup] = {}
     for f in findings:
         key = (severity_label(f), str(_attr(f, "code")))
-        if key not in groups:
-            groups[key] = FindingGroup(key[0], key[1], [])
-        groups[key].items.append(f)
+        groups.setdefault(key, FindingGroup(*key, [])).items.append(f)
     return sorted(groups.values(), key=lambda g: -_SEVERITY_RANK.get(g.severity, 0))
 
 

@@ -30,7 +30,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.findings_output import VerboseOption
 from logdoctor.cli.plan_options import AllowUnfinishedOption, ApplyOption, JsonOption, journal_options
 from logdoctor.cli.repair_run import _finish, run_repair
@@ -39,10 +38,12 @@ from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 
 __all__ = ["_finish", "repair_command"]
 
-_Resume, _Rollback = journal_options("repair")
+_Resume, _Rollback, _BackupDir = journal_options(
+    "repair", "Where originals go (default: beside the first log dir)."
+)
 
 
-@app.command("repair", cls=UsageExit64)
+@app.command("repair")
 def repair_command(
     log_dirs: Annotated[
         list[Path] | None, typer.Argument(metavar="LOGDIR", readable=False, help="Log dirs of one broker.")
@@ -52,12 +53,7 @@ def repair_command(
         str | None,
         typer.Option("--only", metavar="CODE,...", help="Comma-separated finding codes to repair."),
     ] = None,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--backup-dir", metavar="DIR", help="Where originals go (default: beside the first log dir)."
-        ),
-    ] = None,
+    backup_dir: _BackupDir = None,
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,

@@ -27,7 +27,7 @@ from logdoctor.cli.interrupts import run_interrupts
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.lines import Lines, lines_for
 from logdoctor.cli.plan_output import DRY_RUN_LINE, print_code_paths, print_journal_preview, print_plan
-from logdoctor.cli.run_status import print_run_paths, print_run_status, run_errors
+from logdoctor.cli.run_status import one_mode, print_run_paths, print_run_status, run_errors
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.apply import (
     RefusedError,
@@ -48,12 +48,9 @@ from logdoctor.repair.safety import BackupLocationError, UnsafePathError, refuse
 __all__ = ["run_repair"]
 
 
-def _depth(plan: Plan) -> Depth:
-    return Depth.DEEP if plan.depth == "deep" else Depth.DEFAULT
-
-
 def _post_scan(plan: Plan) -> ScanReport:
-    return scan(plan.log_dirs, ScanOptions(depth=_depth(plan), one_broker=True), jobs=None)
+    depth = Depth.DEEP if plan.depth == "deep" else Depth.DEFAULT
+    return scan(plan.log_dirs, ScanOptions(depth=depth, one_broker=True), jobs=None)
 
 
 def _remaining(
@@ -152,10 +149,7 @@ def run_repair(
     """`logdoctor repair` with these options: the exit code (usage errors, refusals and tool failures
     exit through :mod:`logdoctor.cli.error_lines`)."""
     out = lines_for()
-    modes = sum(x is not None and x is not False for x in (resume_journal, rollback_journal)) + (
-        1 if log_dirs else 0
-    )
-    if modes != 1:
+    if not one_mode(bool(log_dirs), resume_journal, rollback_journal):
         usage_error("give LOGDIR... or --resume JOURNAL or --rollback JOURNAL (one of them)")
     with (
         run_errors(

@@ -46,6 +46,7 @@ from logdoctor.cli.exit_codes import (
 from logdoctor.cli.jsonout import print_json
 from logdoctor.cli.lines import Lines, lines_for, wrap
 from logdoctor.cli.record_options import RecordReadArgs, plan_records, reads_records
+from logdoctor.logdir.disk import human_bytes
 
 if TYPE_CHECKING:
     from logdoctor.replay import ReplayPlan, ReplayResult
@@ -156,12 +157,6 @@ def _check_clients(
 _PLAN_LINE = "Plan only: nothing was written. Add --apply to replay."
 
 
-def _bytes(n: int) -> str:
-    from logdoctor.logdir.disk import human_bytes
-
-    return human_bytes(n)
-
-
 def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
     """The plan for people: topics to create or existing, each partition's records and names, conflicts."""
     from logdoctor.logdir.transactions import describe_without_marker
@@ -201,7 +196,8 @@ def print_replay_plan(out: Lines, plan: ReplayPlan, ignored: set[str]) -> None:
             if p.rehashed
             else f"{p.target_topic}-{p.target_partition}"
         )
-        line = f"  {p.name} -> {into}: {p.records:,} records, {_bytes(p.bytes)} ({offsets}){_codec(plan, p)}"
+        size = human_bytes(p.bytes)
+        line = f"  {p.name} -> {into}: {p.records:,} records, {size} ({offsets}){_codec(plan, p)}"
         if p.progress is not None:
             line += (
                 f"; replayed up to source offset {p.progress.next_source_offset}: "
@@ -404,27 +400,6 @@ def write_offset_map(plan: ReplayPlan, location: str, timeout: float, fmt: str =
         "rows": rows,
         "cleaned": cleaned,
     }
-
-
-def _spark(master: str, confs: Mapping[str, str] | None, json_out: bool) -> Any:
-    """The Spark of ``--master`` (started as ``export`` starts it: :func:`logdoctor.spark.session.get_spark`);
-    one that cannot start exits 69, before anything is written."""
-    from logdoctor.cli.output import text_console
-    from logdoctor.spark.session import SparkUnavailableError, get_spark
-
-    err = text_console(stderr=True)
-    try:
-        with err.status("starting Spark…") if not json_out else contextlib.nullcontext():
-            return get_spark(master, "logdoctor replay", conf=dict(confs or {}), sql=False)
-    except SparkUnavailableError as exc:
-        fail(f"error: {exc}", EX_UNAVAILABLE)
-
-
-def _progress(enabled: bool, plan: ReplayPlan) -> Any:
-    """A bar over the records to send (stderr on a terminal) and the ``on_transaction`` that moves it."""
-    from logdoctor.cli.progress import progress_bar
-
-    return progress_bar(enabled and plan.remaining_records > 0, "replay")
 
 
 def _on_transaction(plan: ReplayPlan, update: Callable[[int, int], None] | None) -> Any:
@@ -800,7 +775,13 @@ def _run(
         print_replay_plan(out, plan, ignored)
     started = time.monotonic()
     offsets = None
-    spark = _spark(master, confs, json_out) if master is not None else None
+    spark = None
+    if master is not None:  # started as ``export`` starts it, before anything is written
+        from logdoctor.cli.output import text_console
+        from logdoctor.cli.spark_options import start_spark
+
+        err = None if json_out else text_console(stderr=True)
+        spark = start_spark(err, master, "logdoctor replay", conf=dict(confs or {}), sql=False)
     try:
         if spark is not None:
             from logdoctor.spark.replay_job import spark_runner, write_offset_map_table
@@ -817,7 +798,10 @@ def _run(
                 except TableError as exc:
                     fail(f"failed: --offset-map {location}: {exc} (the records are replayed)", EX_FAILED)
         else:
-            with _progress(not json_out, plan) as update:
+            from logdoctor.cli.progress import progress_bar
+
+            # a bar over the records to send (stderr on a terminal), moved by each transaction
+            with progress_bar(not json_out and plan.remaining_records > 0, "replay") as update:
                 result = apply_replay(
                     plan, producer_config=producer, ignore=ignored, timeout=timeout,
                     offset_rows=False, on_transaction=_on_transaction(plan, update),

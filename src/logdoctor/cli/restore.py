@@ -21,18 +21,19 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.plan_options import ApplyOption, JsonOption, journal_options, one_mode
 from logdoctor.cli.procedure import run_procedure
-from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption
+from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, remote_options
 from logdoctor.formats.recovery import DEFAULT_INDEX_INTERVAL_BYTES
 from logdoctor.repair.procedures.common import ProcedurePlan
 
-_Resume, _Rollback = journal_options("restore")
+_Resume, _Rollback, _BackupDir = journal_options(
+    "restore", "Where the journal goes (default: beside LOGDIR)."
+)
 
 
-@app.command("restore", cls=UsageExit64, options_metavar="--remote-storage URI [OPTIONS]")
+@app.command("restore", options_metavar="--remote-storage URI [OPTIONS]")
 def restore_command(
     log_dir: Annotated[
         Path | None, typer.Argument(metavar="LOGDIR", help="The log dir to restore into.")
@@ -77,16 +78,13 @@ def restore_command(
         ),
     ] = DEFAULT_INDEX_INTERVAL_BYTES,
     do_apply: ApplyOption = False,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option("--backup-dir", metavar="DIR", help="Where the journal goes (default: beside LOGDIR)."),
-    ] = None,
+    backup_dir: _BackupDir = None,
     json_out: JsonOption = False,
     resume_journal: _Resume = None,
     rollback_journal: _Rollback = None,
 ) -> None:
     """Restore tiered partitions, or their lost remote log metadata, from the remote tier."""
-    from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
+    from logdoctor.logdir.remote_store import RemoteTierError
     from logdoctor.repair.procedures.common import ProcedureRefused
 
     planning = bool(log_dir or remote_storage)
@@ -106,13 +104,7 @@ def restore_command(
     def make() -> ProcedurePlan:
         assert log_dir is not None and remote_storage is not None
         try:
-            opts = RemoteOptions.from_options(
-                {
-                    "remoteStorage": remote_storage,
-                    "remoteLayout": remote_layout,
-                    "remotePrivateKey": remote_private_key,
-                }
-            )
+            opts = remote_options(remote_storage, remote_layout, remote_private_key)
             assert opts is not None
             if remote_log_metadata:
                 from logdoctor.repair.procedures.restore_metadata import plan_restore_metadata

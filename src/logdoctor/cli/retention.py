@@ -15,7 +15,6 @@ from logdoctor.checks.retention_round import REMOTE_RETENTION, WAITS_FOR_UPLOAD,
 from logdoctor.checks.scanner import ScanUsageError
 from logdoctor.checks.state.time_words import iso
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import tool_failure, usage_error
 from logdoctor.cli.findings_output import VerboseOption, render_findings
 from logdoctor.cli.input_checks import leave_out_own, require_log_dirs
@@ -58,9 +57,7 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
                 f"{p.high_watermark} ({p.high_watermark_source})"
             )
         console.print(Text(title, style="italic"), soft_wrap=True)  # one line, however long
-        table = Table()
-        for col in ("segment", "bytes", "broker largest ts", "true largest ts", "verdict"):
-            table.add_column(col)
+        table = Table("segment", "bytes", "broker largest ts", "true largest ts", "verdict")
         for s in p.segments:
             verdict = s.reason or "kept"
             style = None
@@ -138,7 +135,7 @@ def render(console: Console, report: RetentionReport, show_all: bool, verbose: b
         render_findings(console, report.findings, verbose=verbose)
 
 
-@app.command("retention", cls=UsageExit64)
+@app.command("retention")
 def retention_command(
     log_dirs: Annotated[
         list[Path], typer.Argument(metavar="LOGDIR", readable=False, help="Log dirs of one broker.")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from logdoctor.cli.error_lines import fail, os_error, refused, tool_failure, usage_error
 from logdoctor.cli.exit_codes import (
@@ -19,6 +19,14 @@ from logdoctor.cli.exit_codes import (
     EX_USAGE,
 )
 from logdoctor.cli.lines import Lines
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def one_mode(planning: bool, resume_journal: Path | None, rollback_journal: Path | None) -> bool:
+    """Exactly one of: plan (and maybe apply), ``--resume JOURNAL``, ``--rollback JOURNAL``."""
+    return sum((planning, resume_journal is not None, rollback_journal is not None)) == 1
 
 
 def print_run_status(out: Lines, command: str, result: Any, code: int) -> None:
@@ -99,6 +107,7 @@ def run_errors(
 
 
 __all__ = [
+    "one_mode",
     "print_run_paths",
     "print_run_status",
     "run_errors",

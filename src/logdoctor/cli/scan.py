@@ -15,16 +15,15 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
-from logdoctor.cli.findings_output import VerboseOption
+from logdoctor.cli.findings_output import HtmlOption, VerboseOption
 from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
-from logdoctor.cli.scan_run import render_report, render_tiered, run_scan
+from logdoctor.cli.scan_run import run_scan
 from logdoctor.cli.topic_options import NowOption, ServerPropertiesOption, TopicConfigOption
 
-__all__ = ["render_report", "render_tiered", "scan_command"]
+__all__ = ["scan_command"]
 
 
-@app.command("scan", cls=UsageExit64)
+@app.command("scan")
 def scan_command(
     log_dirs: Annotated[
         list[Path],
@@ -77,12 +76,7 @@ def scan_command(
     topic_config: TopicConfigOption = None,
     server_properties: ServerPropertiesOption = None,
     verbose: VerboseOption = False,
-    html_out: Annotated[
-        Path | None,
-        typer.Option(
-            "--html", metavar="FILE", help="Also write a self-contained HTML report (opens offline) to FILE."
-        ),
-    ] = None,
+    html_out: HtmlOption = None,
     remote_storage: Annotated[
         str | None,
         typer.Option(

@@ -194,9 +194,10 @@ def render_tiered(console: Console, report: ScanReport, *, verbose: bool = False
     if not rows:
         return
     console.print()
-    table = Table(title="tiered partitions (remote storage on): log start offset and local log start offset")
-    for col in ("partition", "log dir", "log start", "local log start", "log end", "tiered because"):
-        table.add_column(col)
+    table = Table(
+        *("partition", "log dir", "log start", "local log start", "log end", "tiered because"),
+        title="tiered partitions (remote storage on): log start offset and local log start offset",
+    )
     shown = rows if verbose or len(rows) <= EXAMPLES + 1 else rows[:EXAMPLES]
     for p in shown:
         table.add_row(

@@ -15,7 +15,6 @@ from typing import Annotated, Any
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import fail, tool_failure, usage_error
 from logdoctor.cli.exit_codes import EX_NOINPUT
 from logdoctor.cli.input_checks import require_inputs_exist
@@ -72,26 +71,24 @@ def _every_schema(registry: SchemaRegistry) -> list[RegisteredSchema]:
 
 def rows(registry: SchemaRegistry) -> list[dict[str, Any]]:
     """One row per (schema id, subject version), by context, id, then subject version."""
-    out = []
-    for s in _every_schema(registry):
-        for subject, version in s.versions:
-            out.append(
-                {
-                    "id": s.id,
-                    "context": s.context,
-                    "subject": subject,
-                    "version": version,
-                    "type": s.schema_type,
-                    "status": version_status(registry, subject, version),
-                    "schema_status": s.status,
-                    "guid": s.guid,
-                    "references": [
-                        {"name": r.name, "subject": r.subject, "version": r.version} for r in s.references
-                    ],
-                    "rules": rule_rows(s),
-                }
-            )
-    return out
+    return [
+        {
+            "id": s.id,
+            "context": s.context,
+            "subject": subject,
+            "version": version,
+            "type": s.schema_type,
+            "status": version_status(registry, subject, version),
+            "schema_status": s.status,
+            "guid": s.guid,
+            "references": [
+                {"name": r.name, "subject": r.subject, "version": r.version} for r in s.references
+            ],
+            "rules": rule_rows(s),
+        }
+        for s in _every_schema(registry)
+        for subject, version in s.versions
+    ]
 
 
 def _settings(table: dict[str | None, str]) -> dict[str, Any]:
@@ -179,7 +176,7 @@ def _key(item: tuple[str | None, str]) -> tuple[bool, str]:
     return (item[0] is not None, item[0] or "")
 
 
-@app.command("schemas", cls=UsageExit64)
+@app.command("schemas")
 def schemas_command(
     paths: Annotated[
         list[str],

@@ -1,9 +1,11 @@
-"""The Spark session options of the commands that start Spark (export, census, demo), and `--conf`'s parse."""
+"""The Spark session options of the commands that start Spark (export, census, demo), `--conf`'s parse, and
+the start of their Spark session."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -27,6 +29,7 @@ __all__ = [
     "ConfOption",
     "RemoteOption",
     "parse_conf",
+    "start_spark",
 ]
 
 
@@ -39,3 +42,17 @@ def parse_conf(pairs: Sequence[str] | None, option: str = "--conf", what: str = 
             raise ValueError(f"{option} expects key=value{what}, got {pair!r}")
         out[key.strip()] = value
     return out
+
+
+def start_spark(err: Any, master: str | None, app_name: str, **options: Any) -> Any:
+    """The command's Spark session (:func:`logdoctor.spark.session.get_spark`), with "starting Spark…" on
+    ``err`` while it starts (None: said nowhere, ``--json``); a Spark that cannot start exits 69."""
+    from logdoctor.cli.error_lines import fail
+    from logdoctor.cli.exit_codes import EX_UNAVAILABLE
+    from logdoctor.spark.session import SparkUnavailableError, get_spark
+
+    try:
+        with err.status("starting Spark…") if err is not None else contextlib.nullcontext():
+            return get_spark(master, app_name, **options)
+    except SparkUnavailableError as exc:
+        fail(f"error: {exc}", EX_UNAVAILABLE)

@@ -13,7 +13,6 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.error_lines import usage_error
 from logdoctor.cli.input_checks import require_log_dirs
 from logdoctor.cli.plan_options import (
@@ -26,10 +25,12 @@ from logdoctor.cli.plan_options import (
 from logdoctor.cli.procedure import run_procedure
 from logdoctor.repair.procedures.common import ProcedurePlan, parse_topic_partition
 
-_Resume, _Rollback = journal_options("sync")
+_Resume, _Rollback, _BackupDir = journal_options(
+    "sync", "Where the follower's old copy goes (default: beside the follower's log dir)."
+)
 
 
-@app.command("sync-replica", cls=UsageExit64, options_metavar="--leader LOGDIR --follower LOGDIR [OPTIONS]")
+@app.command("sync-replica", options_metavar="--leader LOGDIR --follower LOGDIR [OPTIONS]")
 def sync_replica_command(
     partition: Annotated[str | None, typer.Argument(help="TOPIC-PARTITION (e.g. orders-3).")] = None,
     leader: Annotated[
@@ -52,14 +53,7 @@ def sync_replica_command(
         ),
     ] = None,
     do_apply: ApplyOption = False,
-    backup_dir: Annotated[
-        Path | None,
-        typer.Option(
-            "--backup-dir",
-            metavar="DIR",
-            help="Where the follower's old copy goes (default: beside the follower's log dir).",
-        ),
-    ] = None,
+    backup_dir: _BackupDir = None,
     allow_record_loss: Annotated[
         bool,
         typer.Option(

@@ -40,13 +40,8 @@ from logdoctor.cli.dump.context import (
     os_failure,
 )
 from logdoctor.cli.dump.decoders import features_read_once
-from logdoctor.cli.dump.kinds import FileInfo, FileKind, classify
-from logdoctor.cli.dump.options import (
-    DecoderChoice,
-    DumpOptions,
-    Range,
-    parse_range,
-)
+from logdoctor.cli.dump.kinds import FileKind, classify
+from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import JsonSink, Sink
 from logdoctor.cli.dump.text import TextSink
 from logdoctor.cli.exit_codes import EX_NOINPUT, EX_OK, EX_SOFTWARE, EX_USAGE
@@ -59,19 +54,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DUMPERS",
-    "DecoderChoice",
     "DumpFailure",
     "DumpOptions",
-    "FileInfo",
     "FileKind",
     "JsonSink",
-    "Range",
     "Sink",
     "TextSink",
-    "classify",
     "dump_one",
     "dumper",
-    "parse_range",
     "run",
 ]
 

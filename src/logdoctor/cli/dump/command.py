@@ -9,18 +9,22 @@ from typing import Annotated
 import typer
 
 from logdoctor.cli.app import app
-from logdoctor.cli.common import UsageExit64
 from logdoctor.cli.dump import run
 from logdoctor.cli.dump.options import DecoderChoice, UsageProblem, dump_options
 from logdoctor.cli.error_lines import fail
 from logdoctor.cli.exit_codes import EX_USAGE
 from logdoctor.cli.read_options import KeepCacheOption, MaxReadRateOption, apply_read_discipline
-from logdoctor.cli.remote_options import RemoteLayoutOption, RemotePrivateKeyOption, require_remote_inputs
+from logdoctor.cli.remote_options import (
+    RemoteLayoutOption,
+    RemotePrivateKeyOption,
+    remote_options,
+    require_remote_inputs,
+)
 
 __all__ = ["dump"]
 
 
-@app.command("dump", cls=UsageExit64)
+@app.command("dump")
 def dump(
     files: Annotated[
         list[str],  # kept as given: with --remote-storage they may be URIs (a Path folds s3:// to s3:/)
@@ -137,16 +141,10 @@ def dump(
         fail(f"logdoctor dump: {e}", EX_USAGE)
     remote = None
     if remote_storage is not None or remote_layout is not None or remote_private_key is not None:
-        from logdoctor.logdir.remote_store import RemoteOptions, RemoteTierError
+        from logdoctor.logdir.remote_store import RemoteTierError
 
         try:
-            remote = RemoteOptions.from_options(
-                {
-                    "remoteStorage": remote_storage,
-                    "remoteLayout": remote_layout,
-                    "remotePrivateKey": remote_private_key,
-                }
-            )
+            remote = remote_options(remote_storage, remote_layout, remote_private_key)
         except RemoteTierError as e:
             fail(f"logdoctor dump: {e}", EX_USAGE)
         require_remote_inputs(remote_storage, remote_private_key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -197,12 +198,8 @@ def _dump_index(ctx: FileContext, time: bool) -> Iterator[Event]:
     yield from _findings_and_summary(ctx, n, shown, len(data) // size - n)
 
 
-def dump_offset_index(ctx: FileContext) -> Iterator[Event]:
-    return _dump_index(ctx, time=False)
-
-
-def dump_time_index(ctx: FileContext) -> Iterator[Event]:
-    return _dump_index(ctx, time=True)
+dump_offset_index = functools.partial(_dump_index, time=False)
+dump_time_index = functools.partial(_dump_index, time=True)
 
 
 def dump_txn_index(ctx: FileContext) -> Iterator[Event]:

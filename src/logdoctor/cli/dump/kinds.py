@@ -64,11 +64,7 @@ def classify(name: str) -> FileInfo | None:
     seg = names.parse_segment_file(name)
     if seg is not None:
         return FileInfo(_SUFFIX_KINDS[seg.file_type.value], seg.base_offset)
-    stem = name
-    for state in _STATE_SUFFIXES:
-        if stem.endswith(state):
-            stem = stem[: -len(state)]
-            break
+    stem = next((name.removesuffix(state) for state in _STATE_SUFFIXES if name.endswith(state)), name)
     dot = stem.rfind(".")
     kind = _SUFFIX_KINDS.get(stem[dot:]) if dot >= 0 else None
     if kind is None:

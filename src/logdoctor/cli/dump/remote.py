@@ -105,26 +105,13 @@ def remote_segments(args: list[str], opts: RemoteOptions) -> Iterator[SegmentRef
             yield os_failure(Path(arg), exc)
 
 
-class _Location:
-    """A remote object's location where the sinks take a Path (``Path`` would fold ``s3://`` to ``s3:/``)."""
-
-    def __init__(self, location: str) -> None:
-        self.location = location
-
-    def __str__(self) -> str:
-        return self.location
-
-    def __fspath__(self) -> str:
-        return self.location
-
-
 def dump_remote(seg: SegmentRef, opts: DumpOptions, sink: Sink) -> int:
     """Dump one remote segment into ``sink`` (as :func:`logdoctor.cli.dump.dump_one` does a file)."""
     from logdoctor.cli.dump.log import dump_log
 
     ctx = FileContext(Path(seg.storage.basename(seg.path)), FileInfo(FileKind.LOG, seg.base_offset), opts)
     ctx.remote = seg
-    where = _Location(seg.path)
+    where = seg.path  # named as given: a Path would fold ``s3://`` to ``s3:/`` (the sinks take its str())
     try:
         for ev in dump_log(ctx):
             sink.event(ev)

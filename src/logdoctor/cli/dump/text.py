@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +13,7 @@ from logdoctor.cli.dump.kinds import FileKind
 from logdoctor.cli.dump.options import DumpOptions
 from logdoctor.cli.dump.sink import Sink
 from logdoctor.cli.escape import printable
-from logdoctor.cli.jsonvalues import to_jsonable
+from logdoctor.cli.jsonvalues import compact_json
 from logdoctor.cli.plain import Column, field_lines, is_plain_stream, table_lines
 
 
@@ -32,13 +31,6 @@ def _iso(ms: int | None) -> str:
         return f"{_iso_seconds(ms // 1000)}.{ms % 1000:03d}Z"
     except (OverflowError, OSError, ValueError):
         return str(ms)
-
-
-def _compact_json(value: Any) -> str:
-    """Compact JSON the way the JSON Lines sink writes it (to_jsonable only for what JSON cannot hold)."""
-    return json.dumps(
-        value, separators=(",", ":"), ensure_ascii=False, check_circular=False, default=to_jsonable
-    )
 
 
 def _camel(name: str) -> str:
@@ -60,7 +52,7 @@ def _kafka_value(value: Any) -> Any:
 
 
 def _kafka_json(value: Any) -> str:
-    return _compact_json(_kafka_value(value))
+    return compact_json(_kafka_value(value))
 
 
 def _field_text(value: Any) -> str:
@@ -108,15 +100,16 @@ class _Lines:
 
 
 class _Table:
-    """A table printed row by row with fixed widths (like render.StreamTable, through :class:`_Lines`)."""
+    """A table printed row by row with fixed widths, through :class:`_Lines` (no buffering: a segment can
+    have millions of rows). A longer value just widens its own row; the header comes before the first
+    row, dimmed. Rows are indented under the file's header line."""
 
-    def __init__(self, out: _Lines, columns: list[Any], *, indent: str = "") -> None:
+    def __init__(self, out: _Lines, columns: list[Any]) -> None:
         self.out = out
-        self.indent = indent
         self.columns = columns
         # one format string for the whole row (str.format is several times faster than a join of
-        # rjust/ljust per cell); a longer value just widens its own row, as in render.StreamTable
-        self._fmt = indent + "  ".join(f"{{!s:{'>' if c.right else '<'}{c.width}}}" for c in columns)
+        # rjust/ljust per cell)
+        self._fmt = "  " + "  ".join(f"{{!s:{'>' if c.right else '<'}{c.width}}}" for c in columns)
         self._header_done = False
 
     def row(self, cells: list[Any], *, style: str | None = None, tail: str = "") -> None:
@@ -149,6 +142,18 @@ def _preview(data: bytes | memoryview | None, limit: int = 200) -> str:
 
 
 _TS_SHORT = {"CreateTime": "create", "LogAppendTime": "append", "NoTimestampType": "-"}
+#: the entries listed as a table, by their event's type: its fields, in the order of the table's columns
+#: (their headers)
+_ENTRY_FIELDS = {
+    "aborted_txn": ("producer_id", "first_offset", "last_offset", "last_stable_offset"),
+    "checkpoint_entry": ("topic", "partition", "offset"),
+    "leader_epoch_entry": ("epoch", "start_offset"),
+}
+_ENTRIES_OF = {
+    FileKind.TXN_INDEX.value: "aborted_txn",
+    FileKind.OFFSET_CHECKPOINT.value: "checkpoint_entry",
+    FileKind.LEADER_EPOCH_CHECKPOINT.value: "leader_epoch_entry",
+}
 _SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "dim"}
 _MAX_INFO_LINES = 10
 
@@ -227,7 +232,6 @@ class TextSink(Sink):
                     Column("leader", 6),
                     Column("flags", 9, right=False),
                 ],
-                indent="  ",
             )
         elif kind == FileKind.OFFSET_INDEX.value:
             self.table = _Table(
@@ -237,7 +241,6 @@ class TextSink(Sink):
                     Column("offset", max(8, w_off)),
                     Column("position", 10),
                 ],
-                indent="  ",
             )
         elif kind == FileKind.TIME_INDEX.value:
             self.table = _Table(
@@ -248,13 +251,14 @@ class TextSink(Sink):
                     Column("time", 24, right=False),
                     Column("offset", max(8, w_off)),
                 ],
-                indent="  ",
             )
-        elif kind == FileKind.TXN_INDEX.value:
-            self.title, self.headers = (
-                None,
-                ["producer_id", "first_offset", "last_offset", "last_stable_offset"],
-            )
+        elif kind in _ENTRIES_OF:
+            self.headers = list(_ENTRY_FIELDS[_ENTRIES_OF[kind]])
+            if kind != FileKind.TXN_INDEX.value:  # a checkpoint's version and count
+                self._print(
+                    f"  version {ev.get('version')}, {ev.get('count')} entries"
+                    + (" (empty file: no entries)" if ev.get("empty") else "")
+                )
         elif kind == FileKind.PRODUCER_SNAPSHOT.value:
             self.headers = [
                 "producer_id",
@@ -268,18 +272,6 @@ class TextSink(Sink):
                 "txn_first_offset",
             ]
             self._print(f"  version {ev.get('version')}, crc {ev.get('crc')}, {ev.get('entries')} producers")
-        elif kind == FileKind.OFFSET_CHECKPOINT.value:
-            self.headers = ["topic", "partition", "offset"]
-            self._print(
-                f"  version {ev.get('version')}, {ev.get('count')} entries"
-                + (" (empty file: no entries)" if ev.get("empty") else "")
-            )
-        elif kind == FileKind.LEADER_EPOCH_CHECKPOINT.value:
-            self.headers = ["epoch", "start_offset"]
-            self._print(
-                f"  version {ev.get('version')}, {ev.get('count')} entries"
-                + (" (empty file: no entries)" if ev.get("empty") else "")
-            )
 
     def _batch(self, ev: Event) -> None:
         txn = "txn" if not ev.get("transaction_result") else f"txn({ev['transaction_result']})"
@@ -327,7 +319,7 @@ class TextSink(Sink):
             parts.append(f"control {decoded['control_type']}" + (f" {detail}" if detail else ""))
         if self.opts.print_data:
             if decoded is not None and decoded.get("type") != "control":
-                parts.append("decoded " + _compact_json(decoded))
+                parts.append("decoded " + compact_json(decoded))
             else:
                 parts.append(f"key {text_preview(ev['key'])}")
                 parts.append(f"value {text_preview(ev['value'])}")
@@ -363,10 +355,8 @@ class TextSink(Sink):
                     tail=tail,
                     style="red" if tail else None,
                 )
-        elif t == "aborted_txn":
-            self.rows.append(
-                [ev["producer_id"], ev["first_offset"], ev["last_offset"], ev["last_stable_offset"]]
-            )
+        elif t in _ENTRY_FIELDS:
+            self.rows.append([ev[k] for k in _ENTRY_FIELDS[t]])
         elif t == "producer_state":
             self.rows.append(
                 [
@@ -381,10 +371,6 @@ class TextSink(Sink):
                     ev["current_txn_first_offset"],
                 ]
             )
-        elif t == "checkpoint_entry":
-            self.rows.append([ev["topic"], ev["partition"], ev["offset"]])
-        elif t == "leader_epoch_entry":
-            self.rows.append([ev["epoch"], ev["start_offset"]])
         elif t == "finding":
             self.findings.append(ev)
         elif t == "summary":
@@ -432,7 +418,7 @@ class TextSink(Sink):
         return f"  summary: {text}; {n} finding{'s' if n != 1 else ''}{note}"
 
     def end_file(self, ctx: FileContext) -> None:
-        if (self.rows or self.headers) and self.rows:
+        if self.rows:
             right = [not isinstance(c, str) for c in self.rows[0]]
             lines = table_lines(self.title, self.headers, self.rows, right) if self.plain else None
             if lines is None:

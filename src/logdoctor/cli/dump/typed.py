@@ -77,11 +77,8 @@ def registry_for(path: Path | None, schemas: Sequence[str]) -> LoadedRegistry | 
 
 
 def _last_header(record: Record, name: str) -> bytes | None:
-    found: bytes | None = None
-    for h in record.headers:
-        if h.key == name:
-            found = None if h.value is None else bytes(h.value)
-    return found
+    h = next((h for h in reversed(record.headers) if h.key == name), None)
+    return None if h is None or h.value is None else bytes(h.value)
 
 
 def _text_or_b64(data: bytes) -> dict[str, Any] | str:
