@@ -360,17 +360,6 @@ class _Entry:
     deleted: bool
 
 
-@dataclass(slots=True)
-class _Text:
-    schema_type: str
-    schema: str
-    references: tuple[SchemaReference, ...]
-    guid: str | None
-    metadata: dict[str, Any] | None = None
-    rule_set: dict[str, Any] | None = None
-    versions: list[tuple[str, int]] = field(default_factory=list)
-
-
 def _json_object(data: bytes | memoryview) -> dict[str, Any]:
     obj = _json_loads(data)
     if not isinstance(obj, dict):
@@ -420,10 +409,9 @@ class _Replay:
         self.source = source
         self.store: dict[tuple[str, int], _Entry] = {}
         self.versions: dict[str, dict[int, _Entry]] = {}  # subject -> version -> the store's entry
-        self.holders: dict[
-            tuple[str, int], int
-        ] = {}  # (context, id) -> how many entries of the store hold it
-        self.texts: dict[tuple[str, int], _Text] = {}  # by (context, id): ids are per context
+        self.holders: dict[tuple[str, int], int] = {}  # (context, id) -> how many store entries hold it
+        #: by (context, id), ids being per context: the schema as registered (its status set at the end)
+        self.texts: dict[tuple[str, int], RegisteredSchema] = {}
         self.guids: dict[tuple[str, str], int] = {}  # (context, GUID) -> id
         self.contexts: dict[tuple[str, str], None] = {}  # (tenant, context) of CONTEXT records
         self.associations: dict[tuple[Any, ...], Association] = {}
@@ -507,16 +495,20 @@ class _Replay:
         )  # fmt: skip
         metadata, rule_set = v.get("metadata"), v.get("ruleSet")
         if known is None:
-            known = self.texts[(ctx, schema_id)] = _Text(
+            known = self.texts[(ctx, schema_id)] = RegisteredSchema(
+                schema_id,
                 str(schema_type),
                 text,
                 refs,
-                guid,
-                metadata if isinstance(metadata, dict) else None,
-                rule_set if isinstance(rule_set, dict) else None,
+                subject,
+                version,
+                guid=guid,
+                context=ctx,
+                metadata=metadata if isinstance(metadata, dict) else None,
+                rule_set=rule_set if isinstance(rule_set, dict) else None,
             )
         if (subject, version) not in known.versions:
-            known.versions.append((subject, version))
+            known.versions += ((subject, version),)
         self._drop(subject, version)
         entry = self.store[(subject, version)] = _Entry(schema_id, deleted)
         self.versions.setdefault(subject, {})[version] = entry
@@ -618,22 +610,11 @@ class _Replay:
             t = self.texts[(ctx, schema_id)]
             held = holders.get((ctx, schema_id), [])
             status = HARD_DELETED if not held else LIVE if any(not e.deleted for e in held) else SOFT_DELETED
-            subject, version = t.versions[0]
-            s = RegisteredSchema(
-                schema_id,
-                t.schema_type,
-                t.schema,
-                t.references,
-                subject,
-                version,
-                tuple(t.versions),
-                status,
-                t.guid,
-                ctx,
-                t.metadata,
-                t.rule_set,
-                encrypted_fields(t.schema_type, t.schema, t.metadata, t.rule_set),
-                payload_encrypted(t.rule_set),
+            s = dataclasses.replace(
+                t,
+                status=status,
+                encrypted_fields=encrypted_fields(t.schema_type, t.schema, t.metadata, t.rule_set),
+                payload_encrypted=payload_encrypted(t.rule_set),
             )
             (schemas if ctx == DEFAULT_CONTEXT else contexts.setdefault(ctx, {}))[schema_id] = s
         notes = list(self.notes)
@@ -736,8 +717,7 @@ def merge(registries: Sequence[tuple[str, SchemaRegistry]]) -> SchemaRegistry:
             elif have.id != sv.id:
                 out.notes.append(
                     f"{key[0]} version {key[1]} is id {have.id} in an earlier source and id {sv.id} in "
-                    f"{name}: "
-                    "the first kept"
+                    f"{name}: the first kept"
                 )
             elif have.deleted and not sv.deleted:
                 out.subject_versions[key] = sv
@@ -746,8 +726,7 @@ def merge(registries: Sequence[tuple[str, SchemaRegistry]]) -> SchemaRegistry:
                 if subject in table and table[subject] != setting:
                     out.notes.append(
                         f"{what} of {subject or 'the registry (global)'}: {table[subject]} in an earlier "
-                        "source, "
-                        f"{setting} in {name}: the first kept"
+                        f"source, {setting} in {name}: the first kept"
                     )
                 table.setdefault(subject, setting)
         for guid, schema_id in reg.guids.items():
